@@ -1,0 +1,94 @@
+// Command toolgate is an MCP meta-gateway: it connects to many backend MCP
+// servers and shows a client two tools, search_tools and execute_tool.
+//
+// main is the composition root: it maps flags and the config file onto the
+// library packages and owns nothing else. One file per subcommand.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolgate/toolgate/models"
+)
+
+// globals are the flags every subcommand shares.
+type globals struct {
+	dataDir  string
+	logLevel string
+	logger   *slog.Logger
+}
+
+// DataDir is the per-user data folder after flags and environment.
+func (g *globals) DataDir() string {
+	if g.dataDir != "" {
+		return g.dataDir
+	}
+	return models.DataDir()
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "toolgate",
+		Short:         "MCP meta-gateway: many backend servers behind search_tools and execute_tool",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
+				return fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)
+			}
+			// Logs go to stderr only: stdout belongs to the MCP stdio transport.
+			g.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+			return nil
+		},
+	}
+	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data folder for the index and caches (default $TOOLGATE_DATA_DIR or ~/.local/share/toolgate)")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("TOOLGATE_LOG_LEVEL", "info"), "log level: debug, info, warn, error (logs go to stderr)")
+	for _, add := range subcommands {
+		root.AddCommand(add(g))
+	}
+	return root
+}
+
+// subcommands is filled by each subcommand file's init, so adding a verb
+// touches only its own file.
+var subcommands []func(*globals) *cobra.Command
+
+func register(f func(*globals) *cobra.Command) { subcommands = append(subcommands, f) }
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCmd().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(os.Stderr, "toolgate: %v\n", err)
+			os.Exit(2)
+		}
+		fmt.Fprintf(os.Stderr, "toolgate: %s\n", strings.TrimSpace(err.Error()))
+		os.Exit(1)
+	}
+}
+
+// usageError marks bad flags or arguments (exit status 2).
+type usageError struct{ error }
+
+func (u usageError) Unwrap() error { return u.error }

@@ -1,0 +1,42 @@
+// Package index owns the tool catalog (Tool, namespaced IDs, fingerprints),
+// the Bleve BM25 index over it, the in-memory vector store, and the on-disk
+// manifest that decides whether an index on disk is up to date.
+//
+// The index never speaks MCP: backends' tools are converted into Tool values
+// by the gateway before they get here.
+package index
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Sep separates the server name from the tool name in a namespaced ID.
+const Sep = "__"
+
+// Tool is one backend tool as the catalog knows it.
+type Tool struct {
+	Server      string          `json:"server"`
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+}
+
+// ID is the namespaced name the client sees: server__tool.
+func (t Tool) ID() string { return JoinID(t.Server, t.Name) }
+
+// JoinID builds the namespaced ID of a tool.
+func JoinID(server, tool string) string { return server + Sep + tool }
+
+// SplitID splits a namespaced ID at the first "__". Server names never
+// contain "__" (config validation rejects them), while tool names may, so the
+// first separator is always the right one.
+func SplitID(id string) (server, tool string, err error) {
+	server, tool, ok := strings.Cut(id, Sep)
+	if !ok || server == "" || tool == "" {
+		return "", "", fmt.Errorf("tool name %q is not namespaced: want server%stool (use a name returned by search_tools)", id, Sep)
+	}
+	return server, tool, nil
+}

@@ -1,0 +1,201 @@
+// Package config owns toolgate's config file: the Claude-compatible
+// "mcpServers" map (stdio, streamable HTTP and SSE backends) plus the optional
+// "toolgate" section of gateway settings, their defaults, ${VAR} expansion,
+// and validation errors that name the server, the field, the value and the fix.
+//
+// An existing claude_desktop_config.json or Claude Code .mcp.json loads
+// unchanged: unknown keys at the top level and inside server entries belong to
+// other applications and are ignored. The "toolgate" section is ours, so an
+// unknown key there is an error with a "did you mean" suggestion.
+//
+// The package only reads and checks; it never starts a process or opens a
+// connection (that is gateway/backend's job).
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Transport types of a server entry, as stored in Server.Type after Parse.
+const (
+	TypeStdio = "stdio" // child process speaking newline-delimited JSON-RPC
+	TypeHTTP  = "http"  // streamable HTTP (Claude's "streamable-http" is accepted as an alias)
+	TypeSSE   = "sse"   // legacy HTTP+SSE transport
+)
+
+// ConfigDirVar is a variable that ${...} expansion always knows: the absolute
+// directory of the config file, so a config can point at files next to itself
+// from any working directory (e.g. "${TOOLGATE_CONFIG_DIR}/data/memory.jsonl").
+const ConfigDirVar = "TOOLGATE_CONFIG_DIR"
+
+// Defaults of the toolgate section.
+const (
+	DefaultConnectTimeout        = 30 * time.Second
+	DefaultCallTimeout           = 60 * time.Second
+	DefaultMaxConcurrentConnects = 8
+	DefaultSearchMode            = "hybrid"
+	DefaultKeywordWeight         = 0.4
+	DefaultVectorWeight          = 0.6
+	DefaultLimit                 = 5
+	DefaultMaxLimit              = 50
+	DefaultEmbedVariant          = "fp32"
+	DefaultMaxBodyBytes          = 4 << 20
+)
+
+// File is a parsed, expanded and validated config file.
+type File struct {
+	// MCPServers holds every entry, disabled ones included, keyed by name.
+	// Values are normalized: Name filled in, Type inferred, ${VAR} expanded,
+	// Cwd absolute when the file's path is known. Use Servers for the ones to run.
+	MCPServers map[string]Server `json:"mcpServers"`
+	// Toolgate is the optional "toolgate" section with defaults applied.
+	Toolgate Settings `json:"toolgate"`
+	// Path is the file it was loaded from ("" when parsed from memory).
+	// Relative paths (cwd, dataDir, modelDir, ortLib) resolve against its directory.
+	Path string `json:"-"`
+}
+
+// Server is one backend MCP server entry.
+type Server struct {
+	Name string `json:"-"` // the map key
+	// Type is "stdio", "http" or "sse". Inferred when absent: command → stdio,
+	// url → http. "streamable-http"/"streamableHttp" are accepted as "http".
+	Type string `json:"type,omitempty"`
+
+	// stdio
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+
+	// http, sse
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+
+	// Disabled servers stay in MCPServers but are not started.
+	Disabled bool `json:"disabled,omitempty"`
+
+	// Per-server overrides; 0 means the toolgate section's value
+	// (Servers fills them in).
+	ConnectTimeout Duration `json:"connectTimeout,omitzero"`
+	CallTimeout    Duration `json:"callTimeout,omitzero"`
+}
+
+// Settings is the optional "toolgate" section. Parse fills in defaults, so
+// every field holds the effective value.
+type Settings struct {
+	ConnectTimeout        Duration `json:"connectTimeout,omitzero"`        // default 30s
+	CallTimeout           Duration `json:"callTimeout,omitzero"`           // default 60s
+	MaxConcurrentConnects int      `json:"maxConcurrentConnects,omitzero"` // default 8
+
+	Search SearchSettings `json:"search,omitzero"`
+	Embed  EmbedSettings  `json:"embed,omitzero"`
+	HTTP   HTTPSettings   `json:"http,omitzero"`
+
+	// DataDir overrides the per-user data folder ("" = the default).
+	DataDir string `json:"dataDir,omitempty"`
+}
+
+// SearchSettings tune the ranker behind search_tools.
+type SearchSettings struct {
+	Mode string `json:"mode,omitempty"` // hybrid | bm25 | vector | rrf; default hybrid
+	// Fusion weights: score = KeywordWeight·bm25 + VectorWeight·cosine.
+	// Each in [0,1]; when only one is given the other is 1 minus it.
+	KeywordWeight float64 `json:"keywordWeight,omitzero"` // default 0.4
+	VectorWeight  float64 `json:"vectorWeight,omitzero"`  // default 0.6
+	DefaultLimit  int     `json:"defaultLimit,omitzero"`  // default 5
+	MaxLimit      int     `json:"maxLimit,omitzero"`      // default 50
+}
+
+// EmbedSettings choose the embedding model files and runtime.
+type EmbedSettings struct {
+	Variant  string `json:"variant,omitempty"`  // fp32 | int8; default fp32
+	ModelDir string `json:"modelDir,omitempty"` // "" = <data dir>/models
+	ORTLib   string `json:"ortLib,omitempty"`   // "" = the cached ONNX Runtime library
+	Threads  int    `json:"threads,omitzero"`   // 0 = runtime default
+}
+
+// HTTPSettings configure the streamable HTTP front (toolgate serve --http).
+type HTTPSettings struct {
+	Addr           string   `json:"addr,omitempty"` // "" = the --http flag decides
+	AllowedOrigins []string `json:"allowedOrigins,omitempty"`
+	AllowedHosts   []string `json:"allowedHosts,omitempty"`
+	MaxBodyBytes   int64    `json:"maxBodyBytes,omitzero"` // default 4 MiB
+}
+
+// Duration is a time.Duration that reads from JSON as a Go duration string
+// ("30s", "1m30s") or a number of seconds (30, 1.5), and writes as a string.
+type Duration struct{ time.Duration }
+
+// MarshalJSON writes the duration as a string such as "1m30s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// IsZero reports whether d is unset (for omitzero).
+func (d Duration) IsZero() bool { return d.Duration == 0 }
+
+// UnmarshalJSON reads a duration string ("30s") or a number of seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	v, err := parseDuration(b)
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+func parseDuration(b []byte) (time.Duration, error) {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return 0, err
+	}
+	switch v := v.(type) {
+	case string:
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a duration: use a string like \"30s\" or \"1m30s\", or a number of seconds", v)
+		}
+		return d, nil
+	case float64:
+		if v > float64(math.MaxInt64)/float64(time.Second) || v < -float64(math.MaxInt64)/float64(time.Second) {
+			return 0, fmt.Errorf("%v seconds is out of range", v)
+		}
+		return time.Duration(v * float64(time.Second)), nil
+	default:
+		return 0, fmt.Errorf("got %s, want a duration string like \"30s\" or a number of seconds", jsonKind(v))
+	}
+}
+
+// Servers returns the enabled servers sorted by name, with the toolgate
+// section's timeouts filled in where a server has none of its own.
+func (f *File) Servers() []Server {
+	var out []Server
+	for _, s := range f.All() {
+		if !s.Disabled {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// All returns every server, disabled ones included, sorted by name, with
+// defaults applied as in Servers.
+func (f *File) All() []Server {
+	out := make([]Server, 0, len(f.MCPServers))
+	for name, s := range f.MCPServers {
+		s.Name = name
+		if s.ConnectTimeout.Duration == 0 {
+			s.ConnectTimeout = f.Toolgate.ConnectTimeout
+		}
+		if s.CallTimeout.Duration == 0 {
+			s.CallTimeout = f.Toolgate.CallTimeout
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b Server) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}

@@ -188,6 +188,11 @@ func (f *File) All() []Server {
 	out := make([]Server, 0, len(f.MCPServers))
 	for name, s := range f.MCPServers {
 		s.Name = name
+		if t := normalizeType(s.Type); t != "" {
+			s.Type = t
+		} else {
+			s.Type = inferType(s)
+		}
 		if s.ConnectTimeout.Duration == 0 {
 			s.ConnectTimeout = f.Toolgate.ConnectTimeout
 		}

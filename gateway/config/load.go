@@ -1,9 +1,15 @@
 package config
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 )
 
 // Load reads, expands and validates the config file at path.
@@ -19,8 +25,468 @@ func Load(path string) (*File, error) {
 // file in errors and anchors relative paths ("" = the working directory).
 // lookupEnv resolves ${VAR} references; nil means os.LookupEnv. (It reports
 // presence, unlike os.Getenv, so that a variable set to "" is not "unset".)
+//
+// All problems are reported at once: the error is an *Error listing each
+// *FieldError in a stable order. A JSON syntax error is reported alone, with
+// its line and column.
 func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*File, error) {
-	return nil, errors.New("config: not implemented yet")
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	p := &parser{path: path, lookup: lookupEnv}
+	if path != "" {
+		if abs, err := filepath.Abs(path); err == nil {
+			p.dir = filepath.Dir(abs)
+		} else {
+			p.dir = filepath.Dir(path)
+		}
+	}
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // editors on Windows add a BOM
+
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, p.jsonError(data, err)
+	}
+	f := &File{Path: path, MCPServers: map[string]Server{}}
+	p.servers(top, f)
+	p.settings(top["toolgate"], &f.Toolgate)
+	f.Toolgate.SetDefaults()
+	if len(p.errs) == 0 {
+		// Decoding succeeded; now the checks that also apply to a File built in code.
+		if err := f.Validate(); err != nil {
+			var ce *Error
+			if errors.As(err, &ce) {
+				p.errs = append(p.errs, ce.Errs...)
+			}
+		}
+	} else {
+		// Decoding failed somewhere; still report the checks on what did decode,
+		// so that one run shows every problem.
+		p.errs = append(p.errs, f.validate()...)
+	}
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// FieldError is one problem in a config file.
+type FieldError struct {
+	Server string // the server's name; "" outside mcpServers
+	Field  string // e.g. "args[2]", "env.TOKEN", "toolgate.search.mode"; "" for the entry itself
+	Msg    string // what is wrong and how to fix it
+}
+
+func (e *FieldError) Error() string { return e.Where() + ": " + e.Msg }
+
+// Where renders the field's location, e.g. mcpServers["memory"].env.TOKEN.
+func (e *FieldError) Where() string {
+	if e.Server == "" && e.Field == "" {
+		return "mcpServers"
+	}
+	if e.Server == "" {
+		return e.Field
+	}
+	w := fmt.Sprintf("mcpServers[%q]", e.Server)
+	if e.Field != "" {
+		if !strings.HasPrefix(e.Field, "[") {
+			w += "."
+		}
+		w += e.Field
+	}
+	return w
+}
+
+// Error lists every problem found in one config file.
+type Error struct {
+	Path string // the file ("" when parsed from memory)
+	Errs []*FieldError
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("config")
+	if e.Path != "" {
+		b.WriteString(" " + e.Path)
+	}
+	if len(e.Errs) == 1 {
+		b.WriteString(": " + e.Errs[0].Error())
+		return b.String()
+	}
+	fmt.Fprintf(&b, ": %d problems:", len(e.Errs))
+	for _, fe := range e.Errs {
+		b.WriteString("\n  " + fe.Error())
+	}
+	return b.String()
+}
+
+// Unwrap exposes each *FieldError to errors.As.
+func (e *Error) Unwrap() []error {
+	out := make([]error, len(e.Errs))
+	for i, fe := range e.Errs {
+		out[i] = fe
+	}
+	return out
+}
+
+func sortErrs(errs []*FieldError) []*FieldError {
+	// File-level problems first, then servers by name, then the toolgate section.
+	group := func(e *FieldError) int {
+		switch {
+		case e.Server != "":
+			return 1
+		case e.Field != "":
+			return 2
+		}
+		return 0
+	}
+	slices.SortStableFunc(errs, func(a, b *FieldError) int {
+		if c := group(a) - group(b); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Server, b.Server); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Field, b.Field); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Msg, b.Msg)
+	})
+	return slices.CompactFunc(errs, func(a, b *FieldError) bool { return *a == *b })
+}
+
+type parser struct {
+	path   string
+	dir    string // absolute directory of path; "" when parsed from memory
+	lookup func(string) (string, bool)
+	errs   []*FieldError
+}
+
+func (p *parser) errorf(server, field, format string, args ...any) {
+	p.errs = append(p.errs, &FieldError{Server: server, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (p *parser) err() error {
+	if len(p.errs) == 0 {
+		return nil
+	}
+	return &Error{Path: p.path, Errs: sortErrs(p.errs)}
+}
+
+// jsonError turns a decoding error of the whole file into one that points at
+// the line and column.
+func (p *parser) jsonError(data []byte, err error) error {
+	name := p.path
+	if name == "" {
+		name = "config"
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line, col := lineCol(data, se.Offset)
+		return fmt.Errorf("%s:%d:%d: invalid JSON: %s", name, line, col, se.Error())
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		line, col := lineCol(data, te.Offset)
+		return fmt.Errorf("%s:%d:%d: the file must be a JSON object like {\"mcpServers\": {...}}, got %s", name, line, col, te.Value)
+	}
+	return fmt.Errorf("%s: invalid JSON: %w", name, err)
+}
+
+// lineCol converts a byte offset into a 1-based line and column.
+func lineCol(data []byte, off int64) (line, col int) {
+	off = min(max(off, 0), int64(len(data)))
+	before := data[:off]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1)
+	if col == 0 {
+		col = 1
+	}
+	return line, col
+}
+
+const exampleServer = `"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}`
+
+func (p *parser) servers(top map[string]json.RawMessage, f *File) {
+	raw, ok := top["mcpServers"]
+	if !ok || isNull(raw) {
+		hint := ""
+		if _, vs := top["servers"]; vs {
+			hint = ` (this file has "servers", VS Code's format: rename it to "mcpServers")`
+		}
+		p.errorf("", "", "no servers configured%s: add at least one, e.g. %s", hint, exampleServer)
+		return
+	}
+	var entries map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		p.errorf("", "", "got %s, want an object mapping server names to entries, e.g. %s", rawKind(raw), exampleServer)
+		return
+	}
+	if len(entries) == 0 {
+		p.errorf("", "", "is empty: add at least one server, e.g. %s", exampleServer)
+		return
+	}
+	for name, raw := range entries {
+		s, ok := p.server(name, raw)
+		if ok {
+			f.MCPServers[name] = s
+		}
+	}
+}
+
+// serverKeys are the keys of a server entry that toolgate reads. Other keys
+// belong to other applications and are ignored.
+var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "connectTimeout", "callTimeout"}
+
+func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
+	s := Server{Name: name}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		p.errorf(name, "", "got %s, want an object like {\"command\": \"npx\", \"args\": [...]} or {\"type\": \"http\", \"url\": \"https://...\"}", rawKind(raw))
+		return s, false
+	}
+	d := &fields{p: p, server: name, m: m}
+	s.Disabled = d.bool("disabled")
+	// A disabled server is never started, so a variable it references may
+	// legitimately be unset: expand what can be expanded and keep the rest.
+	x := &expander{p: p, server: name, lookup: p.lookup, lenient: s.Disabled}
+	s.Type = normalizeType(d.string("type"))
+	s.Command = x.expand("command", d.string("command"))
+	for i, a := range d.strings("args") {
+		s.Args = append(s.Args, x.expand(fmt.Sprintf("args[%d]", i), a))
+	}
+	s.Env = x.expandMap("env", d.stringMap("env"))
+	s.Cwd = p.resolve(x.expand("cwd", d.string("cwd")))
+	s.URL = x.expand("url", d.string("url"))
+	s.Headers = x.expandMap("headers", d.stringMap("headers"))
+	s.ConnectTimeout = d.duration("connectTimeout")
+	s.CallTimeout = d.duration("callTimeout")
+	if s.Type == "" {
+		s.Type = inferType(s)
+	}
+	// Keys we do not read are tolerated, except near-misses of ours that would
+	// otherwise be dropped silently ("comand", "header", "Args").
+	for k := range m {
+		if slices.Contains(serverKeys, k) || len(k) < 4 {
+			continue
+		}
+		if want, ok := suggest(k, serverKeys); ok && len(want) >= 4 {
+			if _, has := m[want]; !has {
+				p.errorf(name, k, "unknown key: did you mean %q? (other keys are ignored, but this one looks like a typo)", want)
+			}
+		}
+	}
+	return s, true
+}
+
+// normalizeType maps accepted spellings onto the Type constants; an unknown
+// value is returned as given for Validate to report.
+func normalizeType(t string) string {
+	switch strings.ToLower(strings.TrimSpace(t)) {
+	case "":
+		return ""
+	case "stdio":
+		return TypeStdio
+	case "http", "streamable-http", "streamablehttp", "streamable_http":
+		return TypeHTTP
+	case "sse":
+		return TypeSSE
+	}
+	return t
+}
+
+// inferType gives the type of an entry without one: command → stdio,
+// url → http; "" when ambiguous (Validate says why).
+func inferType(s Server) string {
+	switch {
+	case s.Command != "" && s.URL == "":
+		return TypeStdio
+	case s.URL != "" && s.Command == "":
+		return TypeHTTP
+	}
+	return ""
+}
+
+// resolve makes a relative path absolute against the config file's directory.
+func (p *parser) resolve(path string) string {
+	if path == "" || filepath.IsAbs(path) || p.dir == "" {
+		return path
+	}
+	return filepath.Join(p.dir, path)
+}
+
+// fields decodes the known keys of one JSON object, recording type errors
+// under the right name.
+type fields struct {
+	p      *parser
+	server string
+	prefix string // e.g. "toolgate.search." for settings
+	m      map[string]json.RawMessage
+}
+
+func (d *fields) errorf(key, format string, args ...any) {
+	d.p.errorf(d.server, d.prefix+key, format, args...)
+}
+
+func (d *fields) raw(key string) (json.RawMessage, bool) {
+	r, ok := d.m[key]
+	if !ok || isNull(r) {
+		return nil, false
+	}
+	return r, true
+}
+
+func (d *fields) has(key string) bool { _, ok := d.raw(key); return ok }
+
+func (d *fields) string(key string) string {
+	r, ok := d.raw(key)
+	if !ok {
+		return ""
+	}
+	var s string
+	if err := json.Unmarshal(r, &s); err != nil {
+		d.errorf(key, "got %s, want a string", rawKind(r))
+	}
+	return s
+}
+
+func (d *fields) bool(key string) bool {
+	r, ok := d.raw(key)
+	if !ok {
+		return false
+	}
+	var b bool
+	if err := json.Unmarshal(r, &b); err != nil {
+		d.errorf(key, "got %s, want true or false", rawKind(r))
+	}
+	return b
+}
+
+func (d *fields) strings(key string) []string {
+	r, ok := d.raw(key)
+	if !ok {
+		return nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(r, &items); err != nil {
+		d.errorf(key, `got %s, want an array of strings, e.g. ["-y", "some-package"]`, rawKind(r))
+		return nil
+	}
+	out := make([]string, 0, len(items))
+	for i, it := range items {
+		var s string
+		if err := json.Unmarshal(it, &s); err != nil {
+			d.errorf(fmt.Sprintf("%s[%d]", key, i), "got %s, want a string (quote it)", rawKind(it))
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// stringMap reads an object of strings. Numbers and booleans are accepted as
+// their JSON text ("PORT": 3000 means "3000"), since JavaScript clients
+// coerce them too. Values are never echoed in errors: they may be secrets.
+func (d *fields) stringMap(key string) map[string]string {
+	r, ok := d.raw(key)
+	if !ok {
+		return nil
+	}
+	var items map[string]json.RawMessage
+	if err := json.Unmarshal(r, &items); err != nil {
+		d.errorf(key, `got %s, want an object of strings, e.g. {"NAME": "value"}`, rawKind(r))
+		return nil
+	}
+	out := make(map[string]string, len(items))
+	for k, it := range items {
+		var v any
+		_ = json.Unmarshal(it, &v)
+		switch v := v.(type) {
+		case string:
+			out[k] = v
+		case float64, bool:
+			out[k] = string(bytes.TrimSpace(it))
+		default:
+			d.errorf(key+mapKey(k), "got %s, want a string", jsonKind(v))
+		}
+	}
+	return out
+}
+
+func (d *fields) duration(key string) Duration {
+	r, ok := d.raw(key)
+	if !ok {
+		return Duration{}
+	}
+	v, err := parseDuration(r)
+	if err != nil {
+		d.errorf(key, "%v", err)
+	}
+	return Duration{v}
+}
+
+func (d *fields) int(key string) int64 {
+	r, ok := d.raw(key)
+	if !ok {
+		return 0
+	}
+	var f float64
+	if err := json.Unmarshal(r, &f); err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		d.errorf(key, "got %s, want a whole number", strings.TrimSpace(string(r)))
+		return 0
+	}
+	return int64(f)
+}
+
+func (d *fields) float(key string) float64 {
+	r, ok := d.raw(key)
+	if !ok {
+		return 0
+	}
+	var f float64
+	if err := json.Unmarshal(r, &f); err != nil {
+		d.errorf(key, "got %s, want a number", rawKind(r))
+	}
+	return f
+}
+
+// object decodes a nested object of settings, rejecting unknown keys.
+func (d *fields) object(key string, known []string) *fields {
+	sub := &fields{p: d.p, server: d.server, prefix: d.prefix + key + ".", m: map[string]json.RawMessage{}}
+	r, ok := d.raw(key)
+	if !ok {
+		return sub
+	}
+	if err := json.Unmarshal(r, &sub.m); err != nil {
+		d.errorf(key, "got %s, want an object", rawKind(r))
+		return sub
+	}
+	sub.strict(known)
+	return sub
+}
+
+// strict reports keys outside known, suggesting the closest known one.
+func (d *fields) strict(known []string) {
+	for k := range d.m {
+		if slices.Contains(known, k) {
+			continue
+		}
+		if want, ok := suggest(k, known); ok {
+			d.errorf(k, "unknown setting: did you mean %q?", want)
+		} else {
+			d.errorf(k, "unknown setting: valid keys here are %s", strings.Join(known, ", "))
+		}
+	}
+}
+
+func isNull(r json.RawMessage) bool { return string(bytes.TrimSpace(r)) == "null" }
+
+func rawKind(r json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(r, &v); err != nil {
+		return "invalid JSON"
+	}
+	return jsonKind(v)
 }
 
 func jsonKind(v any) string {
@@ -39,4 +505,57 @@ func jsonKind(v any) string {
 		return "an object"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// mapKey renders a map key as part of a field path: .NAME or ["odd name"].
+func mapKey(k string) string {
+	if k != "" && strings.IndexFunc(k, func(r rune) bool {
+		return !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return "." + k
+	}
+	return fmt.Sprintf("[%q]", k)
+}
+
+// suggest returns the known key closest to k, if it is close enough to be a
+// likely typo (same letters in another case, or a small edit distance).
+func suggest(k string, known []string) (string, bool) {
+	best, bestD := "", math.MaxInt
+	for _, c := range known {
+		if strings.EqualFold(c, k) {
+			return c, true
+		}
+		if d := editDistance(strings.ToLower(k), strings.ToLower(c)); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	limit := max(1, min(len(best), len(k))/3)
+	return best, best != "" && bestD <= limit
+}
+
+// editDistance is the optimal-string-alignment distance: insertions,
+// deletions, substitutions and swaps of neighbours ("mdoe" → "mode") cost 1.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
 }

@@ -1,0 +1,92 @@
+package config
+
+import (
+	"os"
+	"strings"
+)
+
+// expander replaces ${VAR} and ${VAR:-default} in string values, the syntax
+// Claude Code accepts in .mcp.json. A bare "$" or "$VAR" is left alone.
+// ${TOOLGATE_CONFIG_DIR} is always the config file's directory.
+type expander struct {
+	p       *parser
+	server  string
+	lookup  func(string) (string, bool)
+	lenient bool // keep unset references instead of reporting them (disabled servers)
+}
+
+func (x *expander) get(name string) (string, bool) {
+	if name == ConfigDirVar {
+		if x.p.dir != "" {
+			return x.p.dir, true
+		}
+		wd, err := os.Getwd()
+		return wd, err == nil
+	}
+	return x.lookup(name)
+}
+
+func (x *expander) expand(field, s string) string {
+	if !strings.Contains(s, "${") {
+		return s
+	}
+	var b strings.Builder
+	rest := s
+	for {
+		i := strings.Index(rest, "${")
+		if i < 0 {
+			b.WriteString(rest)
+			return b.String()
+		}
+		b.WriteString(rest[:i])
+		ref := rest[i:]
+		end := strings.IndexByte(ref, '}')
+		if end < 0 {
+			x.p.errorf(x.server, field, `has "${" without a closing "}": write ${NAME} or ${NAME:-default}`)
+			b.WriteString(ref)
+			return b.String()
+		}
+		body := ref[2:end]
+		rest = ref[end+1:]
+		name, def, hasDef := strings.Cut(body, ":-")
+		if !validVarName(name) {
+			x.p.errorf(x.server, field, "${%s} is not a variable reference: write ${NAME} or ${NAME:-default} (NAME: letters, digits, _)", body)
+			b.WriteString(ref[:end+1])
+			continue
+		}
+		v, ok := x.get(name)
+		switch {
+		case ok && (v != "" || !hasDef):
+			b.WriteString(v)
+		case hasDef: // shell semantics: the default also replaces an empty value
+			b.WriteString(def)
+		case x.lenient:
+			b.WriteString(ref[:end+1])
+		default:
+			x.p.errorf(x.server, field, "variable ${%s} is not set: set it in toolgate's environment or give a default, ${%s:-value}", name, name)
+		}
+	}
+}
+
+// expandMap expands the values of env or headers (never the keys).
+func (x *expander) expandMap(field string, m map[string]string) map[string]string {
+	for k, v := range m {
+		m[k] = x.expand(field+mapKey(k), v)
+	}
+	return m
+}
+
+func validVarName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,178 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+)
+
+// The keys of the toolgate section, per level. Unknown keys are errors.
+var (
+	settingsKeys = []string{"connectTimeout", "callTimeout", "maxConcurrentConnects", "search", "embed", "http", "dataDir"}
+	searchKeys   = []string{"mode", "keywordWeight", "vectorWeight", "defaultLimit", "maxLimit"}
+	embedKeys    = []string{"variant", "modelDir", "ortLib", "threads"}
+	httpKeys     = []string{"addr", "allowedOrigins", "allowedHosts", "maxBodyBytes"}
+)
+
+// Search modes and embedding variants accepted in the toolgate section.
+var (
+	SearchModes   = []string{"hybrid", "bm25", "vector", "rrf"}
+	EmbedVariants = []string{"fp32", "int8"}
+)
+
+// Limits of the toolgate section.
+const (
+	maxConcurrentConnects = 1024
+	maxSearchLimit        = 1000
+	maxThreads            = 1024
+	maxBodyBytesLimit     = 1 << 30
+)
+
+func (p *parser) settings(raw json.RawMessage, s *Settings) {
+	if raw == nil || isNull(raw) {
+		return
+	}
+	d := &fields{p: p, prefix: "toolgate.", m: map[string]json.RawMessage{}}
+	if err := json.Unmarshal(raw, &d.m); err != nil {
+		p.errorf("", "toolgate", "got %s, want an object of settings, e.g. {\"callTimeout\": \"60s\"}", rawKind(raw))
+		return
+	}
+	d.strict(settingsKeys)
+	x := &expander{p: p, lookup: p.lookup}
+	path := func(d *fields, key string) string {
+		return p.resolve(x.expand(d.prefix+key, d.string(key)))
+	}
+
+	s.ConnectTimeout = d.duration("connectTimeout")
+	s.CallTimeout = d.duration("callTimeout")
+	s.MaxConcurrentConnects = int(d.int("maxConcurrentConnects"))
+	s.DataDir = path(d, "dataDir")
+
+	sd := d.object("search", searchKeys)
+	s.Search.Mode = sd.string("mode")
+	s.Search.KeywordWeight = sd.float("keywordWeight")
+	s.Search.VectorWeight = sd.float("vectorWeight")
+	kw, vw := sd.has("keywordWeight"), sd.has("vectorWeight")
+	switch {
+	case kw && vw && s.Search.KeywordWeight == 0 && s.Search.VectorWeight == 0:
+		sd.errorf("vectorWeight", "keywordWeight and vectorWeight are both 0: make at least one positive (defaults %v and %v)", DefaultKeywordWeight, DefaultVectorWeight)
+	case kw && !vw && inUnit(s.Search.KeywordWeight):
+		s.Search.VectorWeight = 1 - s.Search.KeywordWeight
+	case vw && !kw && inUnit(s.Search.VectorWeight):
+		s.Search.KeywordWeight = 1 - s.Search.VectorWeight
+	}
+	s.Search.DefaultLimit = int(sd.int("defaultLimit"))
+	s.Search.MaxLimit = int(sd.int("maxLimit"))
+
+	ed := d.object("embed", embedKeys)
+	s.Embed.Variant = ed.string("variant")
+	s.Embed.ModelDir = path(ed, "modelDir")
+	s.Embed.ORTLib = path(ed, "ortLib")
+	s.Embed.Threads = int(ed.int("threads"))
+
+	hd := d.object("http", httpKeys)
+	s.HTTP.Addr = hd.string("addr")
+	s.HTTP.AllowedOrigins = hd.strings("allowedOrigins")
+	s.HTTP.AllowedHosts = hd.strings("allowedHosts")
+	s.HTTP.MaxBodyBytes = hd.int("maxBodyBytes")
+}
+
+func inUnit(f float64) bool { return f >= 0 && f <= 1 }
+
+// SetDefaults fills every unset (zero) field with its default. Parse calls
+// it; code that builds Settings by hand may too.
+func (s *Settings) SetDefaults() {
+	if s.ConnectTimeout.Duration == 0 {
+		s.ConnectTimeout.Duration = DefaultConnectTimeout
+	}
+	if s.CallTimeout.Duration == 0 {
+		s.CallTimeout.Duration = DefaultCallTimeout
+	}
+	if s.MaxConcurrentConnects == 0 {
+		s.MaxConcurrentConnects = DefaultMaxConcurrentConnects
+	}
+	if s.Search.Mode == "" {
+		s.Search.Mode = DefaultSearchMode
+	}
+	if s.Search.KeywordWeight == 0 && s.Search.VectorWeight == 0 {
+		s.Search.KeywordWeight, s.Search.VectorWeight = DefaultKeywordWeight, DefaultVectorWeight
+	}
+	if s.Search.MaxLimit == 0 {
+		s.Search.MaxLimit = DefaultMaxLimit
+	}
+	if s.Search.DefaultLimit == 0 {
+		s.Search.DefaultLimit = DefaultLimit
+		if s.Search.MaxLimit > 0 {
+			s.Search.DefaultLimit = min(DefaultLimit, s.Search.MaxLimit)
+		}
+	}
+	if s.Embed.Variant == "" {
+		s.Embed.Variant = DefaultEmbedVariant
+	}
+	if s.HTTP.MaxBodyBytes == 0 {
+		s.HTTP.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+}
+
+// validate checks the effective values; zero means "default" and passes.
+func (s *Settings) validate() []*FieldError {
+	var errs []*FieldError
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: "toolgate." + field, Msg: fmt.Sprintf(format, args...)})
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+		def   time.Duration
+	}{{"connectTimeout", s.ConnectTimeout.Duration, DefaultConnectTimeout}, {"callTimeout", s.CallTimeout.Duration, DefaultCallTimeout}} {
+		if d.v < 0 {
+			bad(d.field, "%s is negative: use a positive duration like %q (or leave it out for the default)", d.v, d.def.String())
+		}
+	}
+	if n := s.MaxConcurrentConnects; n < 0 || n > maxConcurrentConnects {
+		bad("maxConcurrentConnects", "%d is out of range: use 1 to %d (default %d)", n, maxConcurrentConnects, DefaultMaxConcurrentConnects)
+	}
+	if m := s.Search.Mode; m != "" && !contains(SearchModes, m) {
+		bad("search.mode", "unknown mode %q: use one of %s", m, quoteList(SearchModes))
+	}
+	for _, w := range []struct {
+		field string
+		v     float64
+	}{{"search.keywordWeight", s.Search.KeywordWeight}, {"search.vectorWeight", s.Search.VectorWeight}} {
+		if !inUnit(w.v) || math.IsNaN(w.v) {
+			bad(w.field, "%v is out of range: use a weight from 0 to 1", w.v)
+		}
+	}
+	if l := s.Search.MaxLimit; l < 0 || l > maxSearchLimit {
+		bad("search.maxLimit", "%d is out of range: use 1 to %d (default %d)", l, maxSearchLimit, DefaultMaxLimit)
+	}
+	if l := s.Search.DefaultLimit; l < 0 || (s.Search.MaxLimit > 0 && l > s.Search.MaxLimit) {
+		bad("search.defaultLimit", "%d is out of range: use 1 to search.maxLimit (%d)", l, s.Search.MaxLimit)
+	}
+	if v := s.Embed.Variant; v != "" && !contains(EmbedVariants, v) {
+		bad("embed.variant", "unknown variant %q: use one of %s", v, quoteList(EmbedVariants))
+	}
+	if n := s.Embed.Threads; n < 0 || n > maxThreads {
+		bad("embed.threads", "%d is out of range: use 1 to %d, or 0 for the runtime's default", n, maxThreads)
+	}
+	if a := s.HTTP.Addr; a != "" {
+		if msg := checkAddr(a); msg != "" {
+			bad("http.addr", "%q %s", a, msg)
+		}
+	}
+	for i, o := range s.HTTP.AllowedOrigins {
+		if msg := checkOrigin(o); msg != "" {
+			bad(fmt.Sprintf("http.allowedOrigins[%d]", i), "%q %s", o, msg)
+		}
+	}
+	for i, h := range s.HTTP.AllowedHosts {
+		if msg := checkHost(h); msg != "" {
+			bad(fmt.Sprintf("http.allowedHosts[%d]", i), "%q %s", h, msg)
+		}
+	}
+	if n := s.HTTP.MaxBodyBytes; n < 0 || n > maxBodyBytesLimit {
+		bad("http.maxBodyBytes", "%d is out of range: use 1 to %d bytes (default %d, 4 MiB)", n, maxBodyBytesLimit, DefaultMaxBodyBytes)
+	}
+	return errs
+}

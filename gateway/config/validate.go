@@ -1,0 +1,204 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Types lists the accepted values of a server's "type".
+var Types = []string{TypeStdio, TypeHTTP, TypeSSE}
+
+// maxNameLen bounds server names so that namespaced tool IDs stay readable.
+const maxNameLen = 64
+
+// Validate checks a File as Parse leaves it or as built in code: server
+// names, transports, URLs, header and variable names, and the settings'
+// ranges (zero settings mean "default" and pass). It returns an *Error.
+func (f *File) Validate() error {
+	errs := f.validate()
+	if len(f.MCPServers) == 0 {
+		errs = append(errs, &FieldError{Msg: "is empty: add at least one server, e.g. " + exampleServer})
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &Error{Path: f.Path, Errs: sortErrs(errs)}
+}
+
+func (f *File) validate() []*FieldError {
+	var errs []*FieldError
+	for name, s := range f.MCPServers {
+		errs = append(errs, validateServer(name, s)...)
+	}
+	return append(errs, f.Toolgate.validate()...)
+}
+
+// ValidName reports whether name can be a server name: it must match
+// [A-Za-z0-9][A-Za-z0-9_-]* and must not contain "__", the separator of
+// namespaced tool IDs, so that no two servers can shadow each other's tools.
+func ValidName(name string) bool {
+	if name == "" || len(name) > maxNameLen || strings.Contains(name, "__") {
+		return false
+	}
+	for i, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case (r == '_' || r == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func validateServer(name string, s Server) []*FieldError {
+	var errs []*FieldError
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Server: name, Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	if !ValidName(name) {
+		bad("", `invalid server name: use letters, digits, "_" and "-" (must start with a letter or digit, must not contain "__", at most %d characters)`, maxNameLen)
+	}
+	typ := normalizeType(s.Type)
+	if typ == "" {
+		typ = inferType(s)
+	}
+	switch {
+	case typ == "" && s.Command != "" && s.URL != "":
+		bad("", `has both "command" and "url": keep "command" to start a local server (stdio) or "url" for a remote one (http/sse)`)
+		return errs
+	case typ == "":
+		bad("", `needs "command" (a local server started as a child process, e.g. "npx") or "url" (a remote http/sse server)`)
+		return errs
+	case !slices.Contains(Types, typ):
+		bad("type", `unknown type %q: use %s (or leave it out: "command" means stdio, "url" means http)`, s.Type, quoteList(Types))
+		return errs
+	}
+
+	if typ == TypeStdio {
+		if strings.TrimSpace(s.Command) == "" {
+			bad("command", `type "stdio" needs a command to run, e.g. "npx" or "node"`)
+		} else if strings.TrimSpace(s.Command) != s.Command {
+			bad("command", "%q has leading or trailing spaces: remove them (put arguments in \"args\")", s.Command)
+		}
+		if strings.ContainsRune(s.Command, 0) {
+			bad("command", "contains a NUL byte: remove it")
+		}
+		for i, a := range s.Args {
+			if strings.ContainsRune(a, 0) {
+				bad(fmt.Sprintf("args[%d]", i), "contains a NUL byte: remove it")
+			}
+		}
+		if strings.ContainsRune(s.Cwd, 0) {
+			bad("cwd", "contains a NUL byte: remove it")
+		}
+		for k, v := range s.Env {
+			if k == "" || strings.ContainsAny(k, "=\x00") {
+				bad("env"+mapKey(k), `invalid variable name: it must not be empty or contain "="`)
+			}
+			if strings.ContainsRune(v, 0) {
+				bad("env"+mapKey(k), "value contains a NUL byte: remove it")
+			}
+		}
+		if s.URL != "" {
+			bad("url", `is only used by http and sse servers: remove it, or remove "command" and set "type": "http"`)
+		}
+		if len(s.Headers) > 0 {
+			bad("headers", `are only sent to http and sse servers: remove them (a stdio server takes secrets through "env")`)
+		}
+	} else {
+		if s.URL == "" {
+			bad("url", `type %q needs a url, e.g. "https://example.com/mcp"`, typ)
+		} else if msg := checkURL(s.URL); msg != "" && !(s.Disabled && strings.Contains(s.URL, "${")) {
+			bad("url", "%q %s", s.URL, msg)
+		}
+		for k, v := range s.Headers {
+			if !validToken(k) {
+				bad("headers"+mapKey(k), "invalid header name: use letters, digits and - (e.g. \"Authorization\")")
+			}
+			if strings.ContainsAny(v, "\r\n\x00") {
+				bad("headers"+mapKey(k), "value contains a line break or NUL byte: remove it")
+			}
+		}
+		for field, set := range map[string]bool{"command": s.Command != "", "args": len(s.Args) > 0, "env": len(s.Env) > 0, "cwd": s.Cwd != ""} {
+			if set {
+				bad(field, "is only used by stdio servers, but this one is %q (it has a url): remove %q", typ, field)
+			}
+		}
+	}
+	if d := s.ConnectTimeout.Duration; d < 0 {
+		bad("connectTimeout", "%s is negative: use a positive duration like \"30s\" (or leave it out for the toolgate section's value)", d)
+	}
+	if d := s.CallTimeout.Duration; d < 0 {
+		bad("callTimeout", "%s is negative: use a positive duration like \"60s\" (or leave it out for the toolgate section's value)", d)
+	}
+	return errs
+}
+
+// checkURL returns why u is not an absolute http(s) URL, or "".
+func checkURL(u string) string {
+	pu, err := url.Parse(u)
+	if err != nil || pu.Host == "" || (pu.Scheme != "http" && pu.Scheme != "https") {
+		return `is not an absolute http(s) URL: write it like "https://example.com/mcp" or "http://127.0.0.1:3000/mcp"`
+	}
+	return ""
+}
+
+func checkAddr(a string) string {
+	_, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return `is not host:port: write it like "127.0.0.1:8080"`
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "has an invalid port: use 0 to 65535"
+	}
+	return ""
+}
+
+func checkOrigin(o string) string {
+	if o == "*" {
+		return ""
+	}
+	pu, err := url.Parse(o)
+	if err != nil || pu.Scheme == "" || pu.Host == "" || (pu.Path != "" && pu.Path != "/") || pu.RawQuery != "" {
+		return `is not an origin: write scheme://host[:port], e.g. "http://localhost:3000", or "*"`
+	}
+	return ""
+}
+
+func checkHost(h string) string {
+	if h == "" || strings.ContainsAny(h, "/ \t@") || strings.Contains(h, "://") {
+		return `is not a host: write host or host:port, e.g. "localhost:8080" (no scheme or path)`
+	}
+	return ""
+}
+
+// validToken reports whether s is an HTTP token (a valid header name).
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("!#$%&'*+-.^_`|~", r):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func contains(list []string, s string) bool { return slices.Contains(list, s) }
+
+func quoteList(list []string) string {
+	q := make([]string, len(list))
+	for i, s := range list {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
+}

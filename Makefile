@@ -1,0 +1,63 @@
+# toolgate — build, run and test. Every target installs what it needs
+# (pinned versions, sha256-checked) and caches native pieces outside the
+# clone in ${TOOLGATE_CACHE:-~/.cache/toolgate}, so repeated runs are fast.
+
+SHELL        := /bin/bash
+.SHELLFLAGS  := -eu -o pipefail -c
+GO           ?= go
+BIN          := bin/toolgate
+CONFIG       ?= examples/toolgate.json
+ADDR         ?= 127.0.0.1:8931
+STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# Every go command runs with the cgo flags for libtokenizers and the ONNX
+# Runtime path (scripts/native-env.sh reads the cache).
+NATIVE       := source scripts/native-env.sh >/dev/null &&
+GOTEST_FLAGS ?=
+
+.PHONY: all deps deps-native deps-model deps-servers build run serve-stdio test test-race lint bench fixtures clean
+
+all: build
+
+## deps: install everything (native libraries, model, bundled npm servers)
+deps: deps-native deps-model deps-servers
+
+deps-native:
+	@scripts/build-tokenizers.sh >&2
+	@scripts/fetch-onnxruntime.sh >&2
+
+deps-model:
+	@scripts/fetch-model.sh --variant all >&2
+
+deps-servers:
+	@scripts/install-servers.sh >&2
+
+## build: bin/toolgate
+build: deps-native
+	@$(NATIVE) $(GO) build -o $(BIN) ./cmd/toolgate
+
+## run: the gateway on the bundled example servers, streamable HTTP at http://$(ADDR)/mcp
+run: deps build
+	@$(NATIVE) exec ./$(BIN) serve --config $(CONFIG) --http $(ADDR)
+
+## serve-stdio: the same gateway on stdio (what an MCP client launches)
+serve-stdio: deps build
+	@$(NATIVE) exec ./$(BIN) serve --config $(CONFIG)
+
+## test: the whole suite, with the race detector on the packages that run goroutines
+test: deps build
+	@$(NATIVE) $(GO) vet ./...
+	@$(NATIVE) $(GO) test $(GOTEST_FLAGS) -count=1 ./...
+	@$(NATIVE) $(GO) test $(GOTEST_FLAGS) -count=1 -race ./gateway/... ./search/... ./index/... ./embed/...
+
+## lint: gofmt, go vet, staticcheck
+lint: deps-native
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	@$(NATIVE) $(GO) vet ./...
+	@$(NATIVE) $(GO) run $(STATICCHECK) ./...
+
+## bench: Go benchmarks of the inner loops
+bench: deps build
+	@$(NATIVE) $(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin

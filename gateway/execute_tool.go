@@ -1,0 +1,222 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/index"
+)
+
+type executeArgs struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+func executeTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name:  ExecuteToolName,
+		Title: "Execute tool",
+		Description: "Run one tool found with search_tools. " +
+			"\"name\" is the namespaced tool name exactly as search_tools returned it (server__tool); " +
+			"\"arguments\" must match that tool's inputSchema. The tool's own result is returned unchanged.",
+		InputSchema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "name": {"type": "string", "description": "Namespaced tool name from search_tools, e.g. \"filesystem__list_directory\"."},
+    "arguments": {"type": "object", "description": "Arguments for the tool, matching its inputSchema."}
+  },
+  "required": ["name"],
+  "additionalProperties": false
+}`),
+		Annotations: &mcp.ToolAnnotations{OpenWorldHint: boolPtr(true)},
+	}
+}
+
+func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var a executeArgs
+	if err := decodeArgs(req.Params.Arguments, &a); err != nil {
+		return toolError(`execute_tool: arguments must be an object like {"name": "server__tool", "arguments": {...}}: %v`, err), nil
+	}
+	if strings.TrimSpace(a.Name) == "" {
+		return toolError(`execute_tool needs "name": a namespaced tool name returned by search_tools, e.g. "filesystem__list_directory".`), nil
+	}
+	tool, ok := g.searcher.Tool(a.Name)
+	if !ok {
+		return g.unknownTool(a.Name), nil
+	}
+	args, err := toolArgs(a.Arguments)
+	if err != nil {
+		return toolError("execute_tool %s: %v", a.Name, err), nil
+	}
+	if msg := g.validate(tool, args); msg != "" {
+		return toolError("execute_tool %s: the arguments do not match the tool's inputSchema: %s. Fix the arguments (the schema is in search_tools' result) and call again.", a.Name, msg), nil
+	}
+	if g.opts.Describe != nil {
+		if why := g.opts.Describe(tool.Server); why != "" {
+			return toolError("execute_tool %s: %s. The other servers keep working: retry later, or pick another tool with search_tools.", a.Name, why), nil
+		}
+	}
+	res, err := g.caller.CallTool(ctx, tool.Server, tool.Name, args)
+	if err != nil {
+		return g.callError(ctx, a.Name, tool.Server, err), nil
+	}
+	return res, nil
+}
+
+// toolArgs turns the "arguments" value into the map the backend call takes.
+// Absent or null means no arguments.
+func toolArgs(raw json.RawMessage) (map[string]any, error) {
+	s := strings.TrimSpace(string(raw))
+	if s == "" || s == "null" {
+		return map[string]any{}, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf(`"arguments" must be a JSON object (got %s)`, oneLine(s, 60))
+	}
+	return m, nil
+}
+
+func (g *Gateway) callError(ctx context.Context, name, server string, err error) *mcp.CallToolResult {
+	var un *backend.UnavailableError
+	switch {
+	case errors.As(err, &un):
+		g.log.Warn("backend unavailable", "tool", name, "server", server, "err", err)
+		return toolError("execute_tool %s: server %q is unavailable: %v. The other servers keep working: retry later, or pick another tool with search_tools.", name, server, un.Err)
+	case errors.Is(err, backend.ErrCallTimeout):
+		g.log.Warn("backend call timed out", "tool", name, "server", server, "err", err)
+		return toolError("execute_tool %s: the call timed out (%v) and was cancelled on the server. Retry with a smaller request, or later.", name, err)
+	case ctx.Err() != nil:
+		return toolError("execute_tool %s: cancelled by the client.", name)
+	default:
+		g.log.Warn("backend call failed", "tool", name, "server", server, "err", err)
+		return toolError("execute_tool %s: server %q answered with an error: %v", name, server, err)
+	}
+}
+
+// unknownTool explains an unknown name and offers the closest known names.
+func (g *Gateway) unknownTool(name string) *mcp.CallToolResult {
+	if _, _, err := index.SplitID(name); err != nil {
+		if near := closest(name, g.searcher.IDs(), 3); len(near) > 0 {
+			return toolError("execute_tool: %v. Closest names: %s. Call search_tools to find the right tool.", err, strings.Join(near, ", "))
+		}
+		return toolError("execute_tool: %v. Call search_tools to find the right tool.", err)
+	}
+	near := closest(name, g.searcher.IDs(), 3)
+	if len(near) == 0 {
+		return toolError("execute_tool: unknown tool %q. Call search_tools to find the right tool.", name)
+	}
+	return toolError("execute_tool: unknown tool %q. Closest names: %s. Call search_tools to find the right tool.", name, strings.Join(near, ", "))
+}
+
+// closest returns up to n IDs nearest to name by edit distance, preferring
+// IDs that share the tool part or contain the name.
+func closest(name string, ids []string, n int) []string {
+	type cand struct {
+		id string
+		d  int
+	}
+	lname := strings.ToLower(name)
+	_, ltool, _ := strings.Cut(lname, index.Sep)
+	cands := make([]cand, 0, len(ids))
+	for _, id := range ids {
+		lid := strings.ToLower(id)
+		d := levenshtein(lname, lid)
+		_, tool, _ := strings.Cut(lid, index.Sep)
+		if ltool != "" && tool == ltool || strings.Contains(lid, lname) {
+			d /= 4 // same tool on another server, or a prefix of the name
+		}
+		cands = append(cands, cand{id, d})
+	}
+	slices.SortFunc(cands, func(a, b cand) int {
+		if a.d != b.d {
+			return a.d - b.d
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	limit := max(len(lname)/2, 4)
+	var out []string
+	for _, c := range cands {
+		if len(out) == n || c.d > limit {
+			break
+		}
+		out = append(out, c.id)
+	}
+	return out
+}
+
+func levenshtein(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// schemaCache keeps resolved input schemas, keyed by tool ID and a hash of
+// the schema text, so a changed schema is resolved again.
+type schemaCache struct{ m sync.Map }
+
+type resolvedSchema struct {
+	rs  *jsonschema.Resolved
+	err error
+}
+
+// validate checks args against the tool's input schema and returns "" when
+// they pass. A schema the validator cannot handle (an unsupported draft, a
+// remote $ref) is not the caller's fault: the call goes through and the
+// backend validates.
+func (g *Gateway) validate(t index.Tool, args map[string]any) string {
+	if len(t.InputSchema) == 0 {
+		return ""
+	}
+	h := fnv.New64a()
+	h.Write(t.InputSchema)
+	key := fmt.Sprintf("%s\x00%x", t.ID(), h.Sum64())
+	v, ok := g.schemas.m.Load(key)
+	if !ok {
+		var r resolvedSchema
+		var s jsonschema.Schema
+		if r.err = json.Unmarshal(t.InputSchema, &s); r.err == nil {
+			// The $schema keyword names drafts the validator may not know;
+			// validation keywords are shared, so check them regardless.
+			s.Schema = ""
+			r.rs, r.err = s.Resolve(nil)
+		}
+		if r.err != nil {
+			g.log.Debug("input schema not validated", "tool", t.ID(), "err", r.err)
+		}
+		v, _ = g.schemas.m.LoadOrStore(key, r)
+	}
+	r := v.(resolvedSchema)
+	if r.err != nil {
+		return ""
+	}
+	if err := r.rs.Validate(args); err != nil {
+		return err.Error()
+	}
+	return ""
+}

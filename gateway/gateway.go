@@ -1,0 +1,137 @@
+// Package gateway is the client-facing MCP server: it shows exactly two tools,
+// search_tools and execute_tool, and routes execute_tool to the backend that
+// owns the namespaced tool. It also serves the streamable HTTP front with its
+// Host/Origin and body-size guards.
+//
+// The gateway never parses config files and never touches the index directly:
+// it sees a Searcher (ranking and catalog lookups) and a Caller (backends).
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/search"
+)
+
+// Searcher ranks catalog tools for a query and looks tools up by ID. The
+// search engine implements it.
+type Searcher interface {
+	Search(ctx context.Context, q search.Query) (search.Result, error)
+	Tool(id string) (index.Tool, bool)
+	IDs() []string
+}
+
+// Caller runs one tool on one backend. The backend pool implements it.
+type Caller interface {
+	CallTool(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error)
+}
+
+// Names of the two tools the client sees. They never change, so clients that
+// ignore notifications/tools/list_changed still reach new backend tools.
+const (
+	SearchToolName  = "search_tools"
+	ExecuteToolName = "execute_tool"
+)
+
+// Limits of search_tools.
+const (
+	DefaultLimit = 5
+	MaxLimit     = 50
+)
+
+// Options configure a Gateway. The zero value (or nil) means defaults.
+type Options struct {
+	Logger       *slog.Logger // nil = discard
+	Name         string       // server name reported to clients; default "toolgate"
+	Version      string       // default "dev"
+	DefaultLimit int          // default 5
+	MaxLimit     int          // default 50
+	// Describe, if set, explains why a backend's tools cannot run right now
+	// (e.g. "backend memory is down: ..."), so execute_tool can say so
+	// before dispatching. It returns "" when the server is usable.
+	Describe func(server string) string
+}
+
+// Gateway is the MCP server with the two tools. One Gateway serves any number
+// of client sessions, over stdio or HTTP.
+type Gateway struct {
+	searcher Searcher
+	caller   Caller
+	opts     Options
+	log      *slog.Logger
+	server   *mcp.Server
+	schemas  schemaCache
+}
+
+// New returns a gateway over s and c.
+func New(s Searcher, c Caller, opts *Options) *Gateway {
+	g := &Gateway{searcher: s, caller: c}
+	if opts != nil {
+		g.opts = *opts
+	}
+	if g.opts.Name == "" {
+		g.opts.Name = "toolgate"
+	}
+	if g.opts.Version == "" {
+		g.opts.Version = "dev"
+	}
+	if g.opts.DefaultLimit <= 0 {
+		g.opts.DefaultLimit = DefaultLimit
+	}
+	if g.opts.MaxLimit <= 0 {
+		g.opts.MaxLimit = MaxLimit
+	}
+	g.log = g.opts.Logger
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	g.server = mcp.NewServer(&mcp.Implementation{Name: g.opts.Name, Version: g.opts.Version}, &mcp.ServerOptions{
+		Instructions: "This gateway fronts many MCP servers. Call search_tools with a short description of what you want to do, " +
+			"then call execute_tool with the returned name (server__tool) and arguments that match its inputSchema.",
+		Logger: g.log,
+	})
+	g.server.AddTool(searchTool(g.opts.DefaultLimit, g.opts.MaxLimit), g.handleSearch)
+	g.server.AddTool(executeTool(), g.handleExecute)
+	return g
+}
+
+// Server is the underlying MCP server, for serving it on any transport.
+func (g *Gateway) Server() *mcp.Server { return g.server }
+
+// ServeStdio serves one client on stdin/stdout until the client disconnects
+// or ctx ends.
+func (g *Gateway) ServeStdio(ctx context.Context) error {
+	err := g.server.Run(ctx, &mcp.StdioTransport{})
+	if errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {
+		return nil
+	}
+	return err
+}
+
+// toolError is an isError result: what went wrong and what to do next, in
+// words a model can act on.
+func toolError(format string, args ...any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		IsError: true,
+		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}},
+	}
+}
+
+// decodeArgs unmarshals raw tool arguments into v. An absent body decodes as
+// an empty object.
+func decodeArgs(raw json.RawMessage, v any) error {
+	if len(strings.TrimSpace(string(raw))) == 0 || string(raw) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	return dec.Decode(v)
+}

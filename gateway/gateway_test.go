@@ -1,0 +1,416 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/search"
+)
+
+// fakeSearcher is a function-field fake over a fixed catalog.
+type fakeSearcher struct {
+	tools  []index.Tool
+	search func(q search.Query) (search.Result, error)
+}
+
+func (f *fakeSearcher) Search(_ context.Context, q search.Query) (search.Result, error) {
+	return f.search(q)
+}
+
+func (f *fakeSearcher) Tool(id string) (index.Tool, bool) {
+	for _, t := range f.tools {
+		if t.ID() == id {
+			return t, true
+		}
+	}
+	return index.Tool{}, false
+}
+
+func (f *fakeSearcher) IDs() []string {
+	ids := make([]string, len(f.tools))
+	for i, t := range f.tools {
+		ids[i] = t.ID()
+	}
+	return ids
+}
+
+type fakeCaller struct {
+	calls atomic.Int32
+	call  func(server, tool string, args map[string]any) (*mcp.CallToolResult, error)
+}
+
+func (f *fakeCaller) CallTool(_ context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	f.calls.Add(1)
+	return f.call(server, tool, args)
+}
+
+var catalog = []index.Tool{
+	{Server: "memory", Name: "create_entities", Description: "Create multiple new entities in the knowledge graph",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"entities":{"type":"array","items":{"type":"object"}}},"required":["entities"]}`)},
+	{Server: "filesystem", Name: "list_directory", Description: "Get a detailed listing of all files and directories in a specified path.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`)},
+	{Server: "everything", Name: "add", Description: "Adds two numbers",
+		InputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`)},
+	{Server: "weird", Name: "do__it", Description: "A tool whose own name holds the separator"},
+}
+
+func newTestGateway(t *testing.T, caller *fakeCaller) (*Gateway, *fakeSearcher) {
+	t.Helper()
+	fs := &fakeSearcher{tools: catalog, search: func(q search.Query) (search.Result, error) {
+		var hits []search.Hit
+		for _, tl := range catalog {
+			if q.Server == "" || tl.Server == q.Server {
+				hits = append(hits, search.Hit{Tool: tl, Score: 0.5, Keyword: 0.25, Vector: 0.6667})
+			}
+		}
+		return search.Result{Hits: hits[:min(len(hits), q.Limit)], Mode: search.ModeHybrid}, nil
+	}}
+	if caller == nil {
+		caller = &fakeCaller{call: func(server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: server + "/" + tool}}}, nil
+		}}
+	}
+	return New(fs, caller, nil), fs
+}
+
+// connect returns a client session to g over an in-memory transport.
+func connect(t *testing.T, g *Gateway) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := g.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	return cs
+}
+
+func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("CallTool(%s): protocol error %v (tool errors must be isError results)", name, err)
+	}
+	return res
+}
+
+func text(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func TestToolsListIsExactlyTwo(t *testing.T) {
+	g, _ := newTestGateway(t, nil)
+	cs := connect(t, g)
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+		if tl.InputSchema == nil {
+			t.Errorf("%s has no input schema", tl.Name)
+		}
+	}
+	if diff := cmp.Diff([]string{ExecuteToolName, SearchToolName}, names); diff != "" {
+		t.Errorf("tools/list (-want +got):\n%s", diff)
+	}
+}
+
+func TestSearchTools(t *testing.T) {
+	g, _ := newTestGateway(t, nil)
+	cs := connect(t, g)
+
+	t.Run("structured and text", func(t *testing.T) {
+		res := call(t, cs, SearchToolName, map[string]any{"query": "list files", "limit": 2})
+		if res.IsError {
+			t.Fatalf("isError: %s", text(res))
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		var got SearchResult
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Tools) != 2 || got.Mode != "hybrid" {
+			t.Fatalf("got %d tools, mode %q; want 2, hybrid", len(got.Tools), got.Mode)
+		}
+		first := got.Tools[0]
+		if first.Name != "memory__create_entities" || first.Server != "memory" || first.Score != 0.5 || first.Keyword != 0.25 || first.Vector != 0.6667 {
+			t.Errorf("first hit = %+v", first)
+		}
+		if !json.Valid(first.InputSchema) || !strings.Contains(string(first.InputSchema), "entities") {
+			t.Errorf("inputSchema not carried: %s", first.InputSchema)
+		}
+		txt := text(res)
+		for _, want := range []string{"memory__create_entities", "keyword 0.250", "entities*: array", "execute_tool"} {
+			if !strings.Contains(txt, want) {
+				t.Errorf("text rendering lacks %q:\n%s", want, txt)
+			}
+		}
+	})
+
+	for _, tc := range []struct {
+		name string
+		args any
+		want string
+	}{
+		{"empty query", map[string]any{"query": "   "}, `non-empty "query"`},
+		{"missing query", map[string]any{}, `non-empty "query"`},
+		{"bad limit", map[string]any{"query": "x", "limit": 0}, `"limit" must be a whole number`},
+		{"fractional limit", map[string]any{"query": "x", "limit": 2.5}, `"limit" must be a whole number`},
+		{"unknown server", map[string]any{"query": "x", "server": "nope"}, `no server named "nope". Servers: everything, filesystem, memory, weird`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := call(t, cs, SearchToolName, tc.args)
+			if !res.IsError || !strings.Contains(text(res), tc.want) {
+				t.Errorf("got isError=%v %q, want isError with %q", res.IsError, text(res), tc.want)
+			}
+		})
+	}
+
+	t.Run("limit clamped to max", func(t *testing.T) {
+		var gotLimit int
+		g2, fs := newTestGateway(t, nil)
+		inner := fs.search
+		fs.search = func(q search.Query) (search.Result, error) { gotLimit = q.Limit; return inner(q) }
+		res := call(t, connect(t, g2), SearchToolName, map[string]any{"query": "x", "limit": 500})
+		if res.IsError || gotLimit != MaxLimit {
+			t.Errorf("limit 500 → searched with %d (isError=%v), want %d", gotLimit, res.IsError, MaxLimit)
+		}
+	})
+}
+
+func TestExecuteTool(t *testing.T) {
+	backendErr := errors.New("connection reset")
+	caller := &fakeCaller{call: func(server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+		switch tool {
+		case "add":
+			a, b := args["a"].(float64), args["b"].(float64)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(a + b)}}, StructuredContent: map[string]any{"sum": a + b}}, nil
+		case "list_directory":
+			return nil, &backend.UnavailableError{Server: server, Err: backendErr}
+		case "do__it":
+			return nil, fmt.Errorf("call: %w", backend.ErrCallTimeout)
+		case "create_entities":
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "backend says no"}}}, nil
+		}
+		return nil, errors.New("unexpected")
+	}}
+	g, _ := newTestGateway(t, caller)
+	cs := connect(t, g)
+
+	t.Run("result unchanged", func(t *testing.T) {
+		res := call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": map[string]any{"a": 2, "b": 3}})
+		if res.IsError || text(res) != "5" {
+			t.Fatalf("got isError=%v %q", res.IsError, text(res))
+		}
+		if diff := cmp.Diff(map[string]any{"sum": 5.0}, res.StructuredContent); diff != "" {
+			t.Errorf("structuredContent (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("backend isError passes through", func(t *testing.T) {
+		res := call(t, cs, ExecuteToolName, map[string]any{"name": "memory__create_entities", "arguments": map[string]any{"entities": []any{}}})
+		if !res.IsError || text(res) != "backend says no" {
+			t.Errorf("got isError=%v %q", res.IsError, text(res))
+		}
+	})
+
+	for _, tc := range []struct {
+		name     string
+		args     any
+		want     string
+		dispatch bool
+	}{
+		{"unknown tool offers closest", map[string]any{"name": "filesystem__list_directori"}, `unknown tool "filesystem__list_directori". Closest names: filesystem__list_directory`, false},
+		{"same tool other server", map[string]any{"name": "fs__list_directory"}, "Closest names: filesystem__list_directory", false},
+		{"not namespaced", map[string]any{"name": "list_directory"}, "not namespaced", false},
+		{"missing name", map[string]any{}, `needs "name"`, false},
+		{"arguments not an object", map[string]any{"name": "everything__add", "arguments": []int{1}}, `"arguments" must be a JSON object`, false},
+		{"missing required", map[string]any{"name": "everything__add", "arguments": map[string]any{"a": 1}}, "do not match the tool's inputSchema", false},
+		{"wrong type", map[string]any{"name": "filesystem__list_directory", "arguments": map[string]any{"path": 3}}, "do not match the tool's inputSchema", false},
+		{"extra property", map[string]any{"name": "filesystem__list_directory", "arguments": map[string]any{"path": "/", "x": 1}}, "do not match the tool's inputSchema", false},
+		{"backend down", map[string]any{"name": "filesystem__list_directory", "arguments": map[string]any{"path": "/"}}, `server "filesystem" is unavailable: connection reset`, true},
+		{"timeout; tool name with __", map[string]any{"name": "weird__do__it"}, "timed out", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := caller.calls.Load()
+			res := call(t, cs, ExecuteToolName, tc.args)
+			if !res.IsError || !strings.Contains(text(res), tc.want) {
+				t.Errorf("got isError=%v %q, want isError with %q", res.IsError, text(res), tc.want)
+			}
+			if dispatched := caller.calls.Load() > n; dispatched != tc.dispatch {
+				t.Errorf("dispatched to backend = %v, want %v", dispatched, tc.dispatch)
+			}
+		})
+	}
+}
+
+func TestClosest(t *testing.T) {
+	ids := []string{"memory__create_entities", "memory__read_graph", "filesystem__read_file", "filesystem__read_text_file", "github__create_issue"}
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"memory__create_entity", []string{"memory__create_entities"}},
+		{"github__read_file", []string{"filesystem__read_file"}},
+		{"zzzzzzzzzzzzzzzzzz", nil},
+	} {
+		if got := closest(tc.name, ids, 1); !slices.Equal(got, tc.want) {
+			t.Errorf("closest(%q) = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestHTTPGuards(t *testing.T) {
+	caller := &fakeCaller{call: func(server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}}
+	g, _ := newTestGateway(t, caller)
+	srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{MaxBodyBytes: 1024, AllowedOrigins: []string{"https://app.example"}}))
+	defer srv.Close()
+	initBody := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+	for _, tc := range []struct {
+		name, method, host, origin, body string
+		want                             int
+	}{
+		{"loopback ok", "POST", "", "", initBody, 200},
+		{"localhost origin ok", "POST", "", "http://localhost:6274", initBody, 200},
+		{"configured origin ok", "POST", "", "https://app.example", initBody, 200},
+		{"foreign host POST", "POST", "evil.example", "", initBody, 403},
+		{"foreign host GET", "GET", "evil.example:80", "", "", 403},
+		{"foreign host healthz", "GET", "rebind.example", "", "", 403},
+		{"foreign origin POST", "POST", "", "https://evil.example", initBody, 403},
+		{"foreign origin DELETE", "DELETE", "", "http://evil.example", "", 403},
+		{"foreign origin OPTIONS", "OPTIONS", "", "null", "", 403},
+		{"oversized body", "POST", "", "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_tool","arguments":{"name":"everything__add","arguments":{"pad":"` + strings.Repeat("x", 4096) + `"}}}}`, 413},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := "/mcp"
+			if strings.Contains(tc.name, "healthz") {
+				path = "/healthz"
+			}
+			req, _ := http.NewRequest(tc.method, srv.URL+path, bytes.NewBufferString(tc.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if tc.host != "" {
+				req.Host = tc.host
+			}
+			if tc.origin != "" {
+				req.Header.Set("Origin", tc.origin)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("status %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
+	}
+	if n := caller.calls.Load(); n != 0 {
+		t.Errorf("%d calls reached the backend; rejected requests must not be forwarded", n)
+	}
+
+	t.Run("chunked oversized body", func(t *testing.T) {
+		pr := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"pad":"` + strings.Repeat("y", 8192) + `"}}}`)
+		req, _ := http.NewRequest("POST", srv.URL+"/mcp", struct{ *strings.Reader }{pr}) // hides Len: no Content-Length
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("status %d, want 413", resp.StatusCode)
+		}
+	})
+}
+
+// TestHTTPProtocolVersions drives the HTTP front with go-sdk clients speaking
+// the 2025-11-25 (initialize) and 2026-07-28 (stateless discover) protocols.
+func TestHTTPProtocolVersions(t *testing.T) {
+	g, _ := newTestGateway(t, nil)
+	srv := httptest.NewServer(g.HTTPHandler(nil))
+	defer srv.Close()
+	for _, pv := range []string{"2025-11-25", "2026-07-28", "2025-06-18"} {
+		t.Run(pv, func(t *testing.T) {
+			ctx := context.Background()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: pv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			if got := cs.InitializeResult().ProtocolVersion; got != pv {
+				t.Errorf("negotiated %q, want %q", got, pv)
+			}
+			lt, err := cs.ListTools(ctx, nil)
+			if err != nil || len(lt.Tools) != 2 {
+				t.Fatalf("tools/list: %v, %d tools", err, len(lt.Tools))
+			}
+			res := call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": map[string]any{"a": 1, "b": 2}})
+			if res.IsError || text(res) != "everything/add" {
+				t.Errorf("execute_tool: isError=%v %q", res.IsError, text(res))
+			}
+			res = call(t, cs, SearchToolName, map[string]any{"query": ""})
+			if !res.IsError {
+				t.Errorf("empty query: want isError")
+			}
+		})
+	}
+}
+
+func TestHostAndOriginRules(t *testing.T) {
+	for _, tc := range []struct {
+		host string
+		want bool
+	}{
+		{"127.0.0.1:8931", true}, {"localhost", true}, {"[::1]:80", true}, {"LOCALHOST:1", true},
+		{"127.1.2.3:9", true}, {"evil.example", false}, {"", false}, {"10.0.0.1:80", false},
+	} {
+		if got := hostAllowed(tc.host, nil); got != tc.want {
+			t.Errorf("hostAllowed(%q) = %v, want %v", tc.host, got, tc.want)
+		}
+	}
+	if !hostAllowed("gw.internal:443", []string{"gw.internal"}) {
+		t.Error("configured host rejected")
+	}
+	for _, tc := range []struct {
+		origin string
+		want   bool
+	}{
+		{"http://localhost:6274", true}, {"https://127.0.0.1", true}, {"http://[::1]:3000", true},
+		{"null", false}, {"file://", false}, {"http://localhost.evil.example", false}, {"https://evil.example", false},
+	} {
+		if got := originAllowed(tc.origin, nil); got != tc.want {
+			t.Errorf("originAllowed(%q) = %v, want %v", tc.origin, got, tc.want)
+		}
+	}
+}

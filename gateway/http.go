@@ -1,0 +1,175 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// HTTPOptions configure the streamable HTTP front. Nil means defaults.
+type HTTPOptions struct {
+	// AllowedHosts are extra Host header values accepted besides loopback
+	// names (localhost, 127.0.0.1, ::1). Ports are ignored.
+	AllowedHosts []string
+	// AllowedOrigins are extra Origin values accepted besides loopback
+	// origins (http(s)://localhost:*, 127.0.0.1, [::1]). "*" accepts any.
+	AllowedOrigins []string
+	// MaxBodyBytes caps request bodies; larger ones get 413 and are never
+	// handed to the MCP server. Default 4 MiB.
+	MaxBodyBytes int64
+	Logger       *slog.Logger
+	// Extra handlers mounted beside /mcp (e.g. /status); they get the same
+	// Host/Origin checks.
+	Extra map[string]http.Handler
+}
+
+// DefaultMaxBodyBytes is the default request body cap of the HTTP front.
+const DefaultMaxBodyBytes = 4 << 20
+
+// HTTPHandler serves MCP over streamable HTTP at /mcp, plus GET /healthz.
+//
+// It runs go-sdk's handler in stateless mode: each POST is a whole exchange,
+// which is what protocol 2026-07-28 clients require (the stateful handler
+// rejects them) and what 2025-11-25 clients get too, since the gateway keeps
+// no per-session state: its two tools never change.
+func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
+	var o HTTPOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	log := o.Logger
+	if log == nil {
+		log = g.log
+	}
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server }, &mcp.StreamableHTTPOptions{
+		Stateless:                    true,
+		JSONResponse:                 true,
+		Logger:                       log,
+		MaxRequestBodyBytes:          o.MaxBodyBytes,
+		PropagateRequestCancellation: true,
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcpHandler)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	for path, h := range o.Extra {
+		mux.Handle(path, h)
+	}
+	return guard(mux, o, log)
+}
+
+// guard rejects foreign Host and Origin headers with 403 on every method
+// (DNS rebinding and cross-site requests from a browser), and bodies over
+// the cap with 413 before anything reads them.
+func guard(next http.Handler, o HTTPOptions, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hostAllowed(r.Host, o.AllowedHosts) {
+			log.Warn("rejected request: foreign Host header", "host", r.Host, "remote", r.RemoteAddr)
+			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not allowed (add it to toolgate.http.allowedHosts to accept it)", r.Host), http.StatusForbidden)
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(origin, o.AllowedOrigins) {
+			log.Warn("rejected request: foreign Origin header", "origin", origin, "remote", r.RemoteAddr)
+			http.Error(w, fmt.Sprintf("Forbidden: Origin %q is not allowed (add it to toolgate.http.allowedOrigins to accept it)", origin), http.StatusForbidden)
+			return
+		}
+		if r.ContentLength > o.MaxBodyBytes {
+			http.Error(w, fmt.Sprintf("request body of %d bytes exceeds the %d-byte limit", r.ContentLength, o.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+			return
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, o.MaxBodyBytes)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func isLoopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+func hostAllowed(hostport string, extra []string) bool {
+	h := hostport
+	if hh, _, err := net.SplitHostPort(hostport); err == nil {
+		h = hh
+	}
+	h = strings.Trim(h, "[]")
+	if h == "" {
+		return false
+	}
+	return isLoopbackHost(h) || slices.ContainsFunc(extra, func(a string) bool { return strings.EqualFold(a, h) })
+}
+
+func originAllowed(origin string, extra []string) bool {
+	if slices.Contains(extra, "*") || slices.ContainsFunc(extra, func(a string) bool { return strings.EqualFold(strings.TrimSuffix(a, "/"), origin) }) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return isLoopbackHost(u.Hostname())
+}
+
+// ListenAndServe serves h on addr until ctx ends, then shuts down gracefully.
+// addr must be a loopback address unless allowRemote is set: the gateway
+// holds every backend's credentials and must not be reachable from the
+// network by accident.
+func ListenAndServe(ctx context.Context, addr string, h http.Handler, allowRemote bool, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--http %q: want host:port, e.g. 127.0.0.1:8931: %w", addr, err)
+	}
+	if !allowRemote && !isLoopbackHost(host) {
+		return fmt.Errorf("--http %q: refusing to listen on a non-loopback address; use 127.0.0.1:PORT, or pass --allow-remote if you really mean it (put TLS and authentication in front)", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp")
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := srv.Shutdown(sctx)
+		<-errc
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return nil
+	}
+}

@@ -1,0 +1,272 @@
+package index
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
+	"github.com/blevesearch/bleve/v2/registry"
+	"github.com/google/go-cmp/cmp"
+)
+
+func analyze(t *testing.T, filters []string, text string) []string {
+	t.Helper()
+	a, err := custom.AnalyzerConstructor(map[string]interface{}{
+		"type":          custom.Name,
+		"tokenizer":     identTokenizerName,
+		"token_filters": toAny(filters),
+	}, registry.NewCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tok := range a.(analysis.Analyzer).Analyze([]byte(text)) {
+		out = append(out, string(tok.Term))
+	}
+	return out
+}
+
+func TestAnalyzer(t *testing.T) {
+	split := []string{identSplitName, "to_lower"}
+	tests := []struct {
+		in      string
+		filters []string
+		want    []string
+	}{
+		{"list_directory", split, []string{"list", "directory", "list_directory"}},
+		{"getUserID", split, []string{"get", "user", "id", "getuserid"}},
+		{"read-file", split, []string{"read", "file", "read-file"}},
+		{"azure__foundry_models_list", split, []string{"azure", "foundry", "models", "list", "azure__foundry_models_list"}},
+		{"HTTPServer v2beta", split, []string{"http", "server", "httpserver", "v", "2", "beta", "v2beta"}},
+		{"Lists the files.", split, []string{"lists", "the", "files"}},
+		{"the user's files, (don't)", split, []string{"the", "user", "files", "dont"}},
+		{"storage.blob list", split, []string{"storage", "blob", "storage.blob", "list"}},
+		{"Lists the files in a directory", analyzerFilters, []string{"list", "file", "directori"}},
+		{"list_directory", analyzerFilters, []string{"list", "directori", "list_directori"}},
+		{"--force", split, []string{"force"}},
+		{"", split, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, analyze(t, tt.filters, tt.in)); diff != "" {
+				t.Errorf("tokens of %q (-want +got):\n%s", tt.in, diff)
+			}
+		})
+	}
+}
+
+func testTools() []Tool {
+	return []Tool{
+		{Server: "filesystem", Name: "list_directory", Description: "List the files and folders in a directory.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"Directory to list"}}}`)},
+		{Server: "filesystem", Name: "read_file", Description: "Read the contents of a file."},
+		{Server: "memory", Name: "create_entities", Description: "Create multiple new entities in the knowledge graph."},
+		{Server: "memory", Name: "read_graph", Description: "Read the entire knowledge graph."},
+		{Server: "my server", Name: "search & replace", Description: "Search text and replace it in a file."},
+		{Server: "github", Name: "getPullRequest", Description: "Get details of a pull request."},
+	}
+}
+
+// fakeEmbedder maps each text to a deterministic unit vector built from the
+// words it contains (a bag of hashed words), and counts the texts it embeds.
+type fakeEmbedder struct {
+	id    string
+	dim   int
+	calls int
+	texts int
+}
+
+func (f *fakeEmbedder) ModelID() string { return f.id }
+func (f *fakeEmbedder) Dim() int        { return f.dim }
+func (f *fakeEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	f.calls++
+	f.texts += len(texts)
+	out := make([][]float32, len(texts))
+	for i, s := range texts {
+		out[i] = fakeVector(s, f.dim)
+	}
+	return out, nil
+}
+
+func fakeVector(s string, dim int) []float32 {
+	v := make([]float32, dim)
+	for _, w := range analyzeText(s) {
+		h := uint32(2166136261)
+		for _, c := range []byte(w) {
+			h = (h ^ uint32(c)) * 16777619
+		}
+		v[h%uint32(dim)]++
+	}
+	var n float64
+	for _, x := range v {
+		n += float64(x * x)
+	}
+	if n == 0 {
+		v[0], n = 1, 1
+	}
+	for i := range v {
+		v[i] /= float32(math.Sqrt(n))
+	}
+	return v
+}
+
+func analyzeText(s string) []string {
+	var out []string
+	for _, tok := range (identTokenizer{}).Tokenize([]byte(s)) {
+		out = append(out, string(tok.Term))
+	}
+	return out
+}
+
+func ids(ss []Scored) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.ID)
+	}
+	return out
+}
+
+func TestBuildKeywordNearest(t *testing.T) {
+	ctx := context.Background()
+	emb := &fakeEmbedder{id: "fake/1", dim: 64}
+	ix, err := Build(ctx, testTools(), emb, &Options{BatchSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if ix.Len() != 6 || !ix.HasVectors() || ix.ModelID() != "fake/1" || ix.Dim() != 64 {
+		t.Fatalf("Len %d HasVectors %v ModelID %q Dim %d", ix.Len(), ix.HasVectors(), ix.ModelID(), ix.Dim())
+	}
+	if emb.calls != 2 || emb.texts != 6 {
+		t.Errorf("embedder calls %d texts %d, want 2 batches of 6 texts", emb.calls, emb.texts)
+	}
+	kw := []struct {
+		query, server string
+		wantTop       string
+	}{
+		{"list the files in a directory", "", "filesystem__list_directory"},
+		{"store new entities in the knowledge graph", "", "memory__create_entities"},
+		{"get pull request", "", "github__getPullRequest"},
+		{"replace text", "", "my server__search & replace"},
+		{"read", "memory", "memory__read_graph"},
+		{"read", "filesystem", "filesystem__read_file"},
+		{"list_directory", "", "filesystem__list_directory"},
+	}
+	for _, tt := range kw {
+		t.Run("keyword/"+tt.query+"/"+tt.server, func(t *testing.T) {
+			got, err := ix.Keyword(tt.query, 3, tt.server)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == 0 || got[0].ID != tt.wantTop {
+				t.Fatalf("top of %q = %v, want %s", tt.query, got, tt.wantTop)
+			}
+			for i := 1; i < len(got); i++ {
+				if got[i].Score > got[i-1].Score {
+					t.Errorf("not sorted: %v", got)
+				}
+			}
+			if tt.server != "" {
+				for _, h := range got {
+					if s, _, _ := SplitID(h.ID); s != tt.server {
+						t.Errorf("hit %s outside server %s", h.ID, tt.server)
+					}
+				}
+			}
+		})
+	}
+
+	// The server filter keeps raw scores.
+	all, _ := ix.Keyword("read", 10, "")
+	mem, _ := ix.Keyword("read", 10, "memory")
+	for _, m := range mem {
+		for _, a := range all {
+			if a.ID == m.ID && math.Abs(a.Score-m.Score) > 1e-9 {
+				t.Errorf("%s: filtered score %v != unfiltered %v", m.ID, m.Score, a.Score)
+			}
+		}
+	}
+	if got, _ := ix.Keyword("   ", 5, ""); len(got) != 0 {
+		t.Errorf("blank query: %v", got)
+	}
+	if got, _ := ix.Keyword("read", 5, "nosuch"); len(got) != 0 {
+		t.Errorf("unknown server: %v", got)
+	}
+
+	// Nearest: a tool's own document text is its own nearest neighbour.
+	for _, tool := range testTools() {
+		got := ix.Nearest(fakeVector(DocumentText(tool), 64), 2, "")
+		if len(got) != 2 || got[0].ID != tool.ID() || math.Abs(got[0].Score-1) > 1e-5 || got[1].Score > got[0].Score {
+			t.Errorf("Nearest(%s) = %v", tool.ID(), got)
+		}
+		got = ix.Nearest(fakeVector(DocumentText(tool), 64), 10, "memory")
+		if len(got) != 2 {
+			t.Errorf("Nearest(server memory) = %v, want the 2 memory tools", got)
+		}
+	}
+	if got := ix.Nearest(make([]float32, 3), 2, ""); got != nil {
+		t.Errorf("wrong dimension: %v", got)
+	}
+	if tool, ok := ix.Tool("my server__search & replace"); !ok || tool.Name != "search & replace" {
+		t.Errorf("Tool(odd id) = %v %v", tool, ok)
+	}
+	if _, ok := ix.Tool("nope__x"); ok {
+		t.Error("Tool(nope) found")
+	}
+}
+
+func TestBuildBM25Only(t *testing.T) {
+	ix, err := Build(context.Background(), testTools(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if ix.HasVectors() || ix.ModelID() != "" || ix.Nearest(make([]float32, 64), 3, "") != nil {
+		t.Error("BM25-only index claims vectors")
+	}
+	if err := ix.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestBuildRejectsDuplicates(t *testing.T) {
+	tools := append(testTools(), testTools()[0])
+	if _, err := Build(context.Background(), tools, nil, nil); err == nil {
+		t.Error("duplicate IDs accepted")
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	a := testTools()
+	b := testTools()
+	b[0], b[1] = b[1], b[0]
+	b[2].InputSchema = json.RawMessage(" null ")
+	a[2].InputSchema = nil
+	if Fingerprint(a) != Fingerprint(b) {
+		t.Error("fingerprint depends on order or schema whitespace")
+	}
+	b[3].Description += "!"
+	if Fingerprint(a) == Fingerprint(b) {
+		t.Error("fingerprint ignores a description change")
+	}
+}
+
+func TestDocumentText(t *testing.T) {
+	got := DocumentText(testTools()[0])
+	want := "list directory. List the files and folders in a directory.\nParameters: path (Directory to list);"
+	if got != want {
+		t.Errorf("DocumentText = %q, want %q", got, want)
+	}
+}
+
+func ExampleIndex_Keyword() {
+	ix, _ := Build(context.Background(), testTools(), nil, nil)
+	defer ix.Close()
+	hits, _ := ix.Keyword("list the files in a directory", 1, "")
+	fmt.Println(hits[0].ID)
+	// Output: filesystem__list_directory
+}

@@ -1,0 +1,148 @@
+package index
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+	"strings"
+)
+
+// param is one input-schema property as the index sees it.
+type param struct{ Name, Description string }
+
+// schemaParams returns the top-level properties of a JSON Schema object (and
+// one level of nested object properties), sorted by name. A schema that is
+// not an object, or not JSON at all, has no parameters: the index never
+// rejects a tool for its schema.
+func schemaParams(schema json.RawMessage) []param {
+	if len(schema) == 0 {
+		return nil
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return nil
+	}
+	var out []param
+	for name, raw := range s.Properties {
+		var p struct {
+			Description string                     `json:"description"`
+			Title       string                     `json:"title"`
+			Properties  map[string]json.RawMessage `json:"properties"`
+		}
+		_ = json.Unmarshal(raw, &p)
+		desc := p.Description
+		if desc == "" {
+			desc = p.Title
+		}
+		out = append(out, param{name, desc})
+		for sub, subRaw := range p.Properties {
+			var sp struct {
+				Description string `json:"description"`
+			}
+			_ = json.Unmarshal(subRaw, &sp)
+			out = append(out, param{name + "." + sub, sp.Description})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// nameWords turns an identifier into space-separated lower-case words:
+// "list_directory" → "list directory", "getUserID" → "get user id".
+func nameWords(name string) string {
+	parts := splitIdent([]byte(name))
+	words := make([]string, len(parts))
+	for i, p := range parts {
+		words[i] = strings.ToLower(string(p))
+	}
+	return strings.Join(words, " ")
+}
+
+// DocumentText is the text embedded for a tool: the name as words, the title,
+// the description, then parameter names (as words) with their descriptions.
+// It changes only when the tool does, so the embed cache keyed on it makes
+// unchanged tools free to re-index.
+func DocumentText(t Tool) string {
+	var b strings.Builder
+	b.WriteString(nameWords(t.Name))
+	if t.Title != "" {
+		b.WriteString(". ")
+		b.WriteString(t.Title)
+	}
+	if d := strings.TrimSpace(t.Description); d != "" {
+		b.WriteString(". ")
+		b.WriteString(d)
+	}
+	if ps := schemaParams(t.InputSchema); len(ps) > 0 {
+		b.WriteString("\nParameters:")
+		for _, p := range ps {
+			b.WriteString(" ")
+			b.WriteString(nameWords(p.Name))
+			if p.Description != "" {
+				b.WriteString(" (")
+				b.WriteString(strings.TrimSpace(p.Description))
+				b.WriteString(")")
+			}
+			b.WriteString(";")
+		}
+	}
+	return b.String()
+}
+
+// paramsText is what the BM25 "params" field holds: parameter names (the
+// analyzer splits them) and descriptions.
+func paramsText(t Tool) string {
+	var b strings.Builder
+	for _, p := range schemaParams(t.InputSchema) {
+		b.WriteString(p.Name)
+		b.WriteString(" ")
+		b.WriteString(p.Description)
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// Fingerprint identifies a catalog: the hex SHA-256 of every tool's fields
+// (schemas compacted), in ID order, so that listing order does not matter.
+func Fingerprint(tools []Tool) string {
+	sorted := make([]Tool, len(tools))
+	copy(sorted, tools)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].ID() < sorted[j].ID() })
+	h := sha256.New()
+	field := func(s string) {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	for _, t := range sorted {
+		field(t.Server)
+		field(t.Name)
+		field(t.Title)
+		field(t.Description)
+		field(string(compactJSON(t.InputSchema)))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// toolHash fingerprints one tool, for added/changed/removed reports.
+func toolHash(t Tool) string { return Fingerprint([]Tool{t}) }
+
+func compactJSON(raw json.RawMessage) []byte {
+	if len(raw) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return raw
+	}
+	if b.String() == "null" {
+		return nil
+	}
+	return b.Bytes()
+}

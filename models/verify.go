@@ -1,0 +1,208 @@
+package models
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Installed describes a variant's files on disk after Verify.
+type Installed struct {
+	Variant         string
+	ModelDir        string // <models dir>/<model name>
+	ModelPath       string
+	TokenizerPath   string
+	ModelSHA256     string
+	TokenizerSHA256 string
+	Files           []FileStatus
+}
+
+// FileStatus is one verified file.
+type FileStatus struct {
+	Name   string
+	Path   string
+	SHA256 string
+	Size   int64
+	Stamp  bool  // the sha256 came from a stamp matching size and mtime (not re-hashed)
+	Err    error // nil when the file is present with an accepted sha256
+}
+
+// Paths returns where a variant's model and tokenizer live under the models
+// folder dir ("" = Dir("")), without checking them.
+func Paths(dir, variant string) (modelPath, tokenizerPath string, err error) {
+	return Manifest().Paths(dir, variant)
+}
+
+// Paths is the package-level Paths for this manifest.
+func (m *ManifestFile) Paths(dir, variant string) (modelPath, tokenizerPath string, err error) {
+	if dir == "" {
+		dir = Dir("")
+	}
+	if variant == "" {
+		variant = m.Model.DefaultVariant
+	}
+	v, ok := m.Model.Variants[variant]
+	if !ok {
+		return "", "", fmt.Errorf("model variant %q: want %s", variant, strings.Join(m.VariantNames(), " or "))
+	}
+	md := filepath.Join(dir, m.Model.Name)
+	return filepath.Join(md, v.Model), filepath.Join(md, v.Tokenizer), nil
+}
+
+// Verify checks a variant's files under the models folder dir ("" = Dir(""),
+// variant "" = default) against the manifest. A file whose size and mtime
+// match the stamp written when it was fetched is not re-hashed; use
+// VerifyFull to re-hash everything. The error names the missing or wrong file
+// and the command that fixes it.
+func Verify(dir, variant string) (*Installed, error) { return Manifest().Verify(dir, variant, false) }
+
+// VerifyFull is Verify re-hashing every file.
+func VerifyFull(dir, variant string) (*Installed, error) {
+	return Manifest().Verify(dir, variant, true)
+}
+
+// Verify checks a variant's files against this manifest; full re-hashes
+// files even when their stamp matches.
+func (m *ManifestFile) Verify(dir, variant string, full bool) (*Installed, error) {
+	if dir == "" {
+		dir = Dir("")
+	}
+	if variant == "" {
+		variant = m.Model.DefaultVariant
+	}
+	modelPath, tokPath, err := m.Paths(dir, variant)
+	if err != nil {
+		return nil, err
+	}
+	v := m.Model.Variants[variant]
+	in := &Installed{
+		Variant:       variant,
+		ModelDir:      filepath.Dir(modelPath),
+		ModelPath:     modelPath,
+		TokenizerPath: tokPath,
+	}
+	var errs []error
+	for _, name := range []string{v.Model, v.Tokenizer} {
+		st, err := checkFile(in.ModelDir, name, m.Model.Files[name], full)
+		in.Files = append(in.Files, st)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		switch name {
+		case v.Model:
+			in.ModelSHA256 = st.SHA256
+		case v.Tokenizer:
+			in.TokenizerSHA256 = st.SHA256
+		}
+	}
+	if len(errs) > 0 {
+		fix := "toolgate models fetch --variant " + variant
+		if dir != Dir("") {
+			fix += " --dir " + dir
+		}
+		return in, fmt.Errorf("model %s/%s: %w (fix: run `%s`)", m.Model.Name, variant, errors.Join(errs...), fix)
+	}
+	return in, nil
+}
+
+// checkFile checks one file against its accepted sha256 values, trusting a
+// matching stamp unless full. The error wraps fs.ErrNotExist when absent.
+func checkFile(modelDir, name string, spec FileSpec, full bool) (FileStatus, error) {
+	p := filepath.Join(modelDir, name)
+	st := FileStatus{Name: name, Path: p}
+	fi, err := os.Stat(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			st.Err = fmt.Errorf("%s missing: %w", p, fs.ErrNotExist)
+		} else {
+			st.Err = err
+		}
+		return st, st.Err
+	}
+	if !fi.Mode().IsRegular() {
+		st.Err = fmt.Errorf("%s: not a regular file", p)
+		return st, st.Err
+	}
+	st.Size = fi.Size()
+	if !full {
+		if s, ok := readStamp(p); ok && s.Size == fi.Size() && s.MtimeNS == fi.ModTime().UnixNano() && spec.accepted(s.SHA256) != nil {
+			st.SHA256, st.Stamp = s.SHA256, true
+			return st, nil
+		}
+	}
+	sha, err := hashFile(p)
+	if err != nil {
+		st.Err = err
+		return st, err
+	}
+	st.SHA256 = sha
+	if spec.accepted(sha) == nil {
+		st.Err = fmt.Errorf("%s: sha256 %s (%d bytes) is not pinned in the manifest (accepted: %s)", p, sha, fi.Size(), strings.Join(spec.AcceptedSHA256(), ", "))
+		return st, st.Err
+	}
+	_ = writeStamp(p, sha)
+	return st, nil
+}
+
+func hashFile(p string) (string, error) {
+	in, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, in); err != nil {
+		return "", fmt.Errorf("hash %s: %w", p, err)
+	}
+	return hexSum(h), nil
+}
+
+// stamp records a verified file's sha256 with the size and mtime it had, so
+// the next start does not re-hash 90 MB. Any change of size or mtime voids it.
+type stamp struct {
+	SHA256  string `json:"sha256"`
+	Size    int64  `json:"size"`
+	MtimeNS int64  `json:"mtime_ns"`
+}
+
+func stampPath(p string) string {
+	return filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".sha256.json")
+}
+
+func readStamp(p string) (stamp, bool) {
+	var s stamp
+	data, err := os.ReadFile(stampPath(p))
+	if err != nil || json.Unmarshal(data, &s) != nil {
+		return s, false
+	}
+	return s, true
+}
+
+func writeStamp(p, sha string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	data, _ := json.Marshal(stamp{SHA256: sha, Size: fi.Size(), MtimeNS: fi.ModTime().UnixNano()})
+	tmp := stampPath(p) + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, stampPath(p))
+}
+
+// ModelDir is the folder holding the model's files under the models folder
+// dir ("" = Dir("")): <dir>/all-MiniLM-L6-v2.
+func ModelDir(dir string) string {
+	if dir == "" {
+		dir = Dir("")
+	}
+	return filepath.Join(dir, Manifest().Model.Name)
+}

@@ -60,9 +60,13 @@ func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Fi
 			}
 		}
 	} else {
-		// Decoding failed somewhere; still report the checks on what did decode,
-		// so that one run shows every problem.
-		p.errs = append(p.errs, f.validate()...)
+		// Decoding failed somewhere; still report the checks on what did
+		// decode, so that one run shows every problem, but skip the fields
+		// that failed (their zero values would only add noise).
+		for name, s := range f.MCPServers {
+			p.errs = append(p.errs, validateServer(name, s, p.failed[name])...)
+		}
+		p.errs = append(p.errs, f.Toolgate.validate()...)
 	}
 	if err := p.err(); err != nil {
 		return nil, err
@@ -72,8 +76,8 @@ func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Fi
 
 // FieldError is one problem in a config file.
 type FieldError struct {
-	Server string // the server's name; "" outside mcpServers
-	Field  string // e.g. "args[2]", "env.TOKEN", "toolgate.search.mode"; "" for the entry itself
+	Server string // the server's name; "" outside mcpServers (and for the invalid name "")
+	Field  string // in a server: "args[2]", "env.TOKEN", "" for the entry itself; else "mcpServers", "toolgate.search.mode"
 	Msg    string // what is wrong and how to fix it
 }
 
@@ -81,9 +85,6 @@ func (e *FieldError) Error() string { return e.Where() + ": " + e.Msg }
 
 // Where renders the field's location, e.g. mcpServers["memory"].env.TOKEN.
 func (e *FieldError) Where() string {
-	if e.Server == "" && e.Field == "" {
-		return "mcpServers"
-	}
 	if e.Server == "" {
 		return e.Field
 	}
@@ -133,9 +134,9 @@ func sortErrs(errs []*FieldError) []*FieldError {
 	// File-level problems first, then servers by name, then the toolgate section.
 	group := func(e *FieldError) int {
 		switch {
-		case e.Server != "":
+		case e.Server != "" || strings.HasPrefix(e.Field, "mcpServers["):
 			return 1
-		case e.Field != "":
+		case strings.HasPrefix(e.Field, "toolgate"):
 			return 2
 		}
 		return 0
@@ -160,9 +161,21 @@ type parser struct {
 	dir    string // absolute directory of path; "" when parsed from memory
 	lookup func(string) (string, bool)
 	errs   []*FieldError
+	failed map[string]map[string]bool // server → keys that failed to decode or expand
 }
 
 func (p *parser) errorf(server, field, format string, args ...any) {
+	if server != "" {
+		key, _, _ := strings.Cut(field, ".")
+		key, _, _ = strings.Cut(key, "[")
+		if p.failed == nil {
+			p.failed = map[string]map[string]bool{}
+		}
+		if p.failed[server] == nil {
+			p.failed[server] = map[string]bool{}
+		}
+		p.failed[server][key] = true
+	}
 	p.errs = append(p.errs, &FieldError{Server: server, Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
@@ -187,7 +200,7 @@ func (p *parser) jsonError(data []byte, err error) error {
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		line, col := lineCol(data, te.Offset)
+		line, col := lineCol(data, te.Offset-1) // Offset is past the value's first byte
 		return fmt.Errorf("%s:%d:%d: the file must be a JSON object like {\"mcpServers\": {...}}, got %s", name, line, col, te.Value)
 	}
 	return fmt.Errorf("%s: invalid JSON: %w", name, err)
@@ -198,10 +211,7 @@ func lineCol(data []byte, off int64) (line, col int) {
 	off = min(max(off, 0), int64(len(data)))
 	before := data[:off]
 	line = bytes.Count(before, []byte("\n")) + 1
-	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1)
-	if col == 0 {
-		col = 1
-	}
+	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
 	return line, col
 }
 
@@ -214,16 +224,16 @@ func (p *parser) servers(top map[string]json.RawMessage, f *File) {
 		if _, vs := top["servers"]; vs {
 			hint = ` (this file has "servers", VS Code's format: rename it to "mcpServers")`
 		}
-		p.errorf("", "", "no servers configured%s: add at least one, e.g. %s", hint, exampleServer)
+		p.errorf("", "mcpServers", "no servers configured%s: add at least one, e.g. %s", hint, exampleServer)
 		return
 	}
 	var entries map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &entries); err != nil {
-		p.errorf("", "", "got %s, want an object mapping server names to entries, e.g. %s", rawKind(raw), exampleServer)
+		p.errorf("", "mcpServers", "got %s, want an object mapping server names to entries, e.g. %s", rawKind(raw), exampleServer)
 		return
 	}
 	if len(entries) == 0 {
-		p.errorf("", "", "is empty: add at least one server, e.g. %s", exampleServer)
+		p.errorf("", "mcpServers", "is empty: add at least one server, e.g. %s", exampleServer)
 		return
 	}
 	for name, raw := range entries {
@@ -372,7 +382,7 @@ func (d *fields) strings(key string) []string {
 		d.errorf(key, `got %s, want an array of strings, e.g. ["-y", "some-package"]`, rawKind(r))
 		return nil
 	}
-	out := make([]string, 0, len(items))
+	var out []string // nil when empty, so that [] and a missing key read the same
 	for i, it := range items {
 		var s string
 		if err := json.Unmarshal(it, &s); err != nil {
@@ -396,6 +406,9 @@ func (d *fields) stringMap(key string) map[string]string {
 	if err := json.Unmarshal(r, &items); err != nil {
 		d.errorf(key, `got %s, want an object of strings, e.g. {"NAME": "value"}`, rawKind(r))
 		return nil
+	}
+	if len(items) == 0 {
+		return nil // {} and a missing key read the same
 	}
 	out := make(map[string]string, len(items))
 	for k, it := range items {

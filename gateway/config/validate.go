@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"slices"
@@ -21,7 +22,7 @@ const maxNameLen = 64
 func (f *File) Validate() error {
 	errs := f.validate()
 	if len(f.MCPServers) == 0 {
-		errs = append(errs, &FieldError{Msg: "is empty: add at least one server, e.g. " + exampleServer})
+		errs = append(errs, &FieldError{Field: "mcpServers", Msg: "is empty: add at least one server, e.g. " + exampleServer})
 	}
 	if len(errs) == 0 {
 		return nil
@@ -32,7 +33,7 @@ func (f *File) Validate() error {
 func (f *File) validate() []*FieldError {
 	var errs []*FieldError
 	for name, s := range f.MCPServers {
-		errs = append(errs, validateServer(name, s)...)
+		errs = append(errs, validateServer(name, s, nil)...)
 	}
 	return append(errs, f.Toolgate.validate()...)
 }
@@ -55,13 +56,26 @@ func ValidName(name string) bool {
 	return true
 }
 
-func validateServer(name string, s Server) []*FieldError {
+// validateServer checks one entry; skip names keys that already failed to
+// decode, whose checks would only repeat the problem.
+func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 	var errs []*FieldError
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, &FieldError{Server: name, Field: field, Msg: fmt.Sprintf(format, args...)})
+		key, _, _ := strings.Cut(field, ".")
+		key, _, _ = strings.Cut(key, "[")
+		if !skip[key] {
+			errs = append(errs, &FieldError{Server: name, Field: field, Msg: fmt.Sprintf(format, args...)})
+		}
+	}
+	if name == "" {
+		return []*FieldError{{Field: `mcpServers[""]`, Msg: "a server needs a name: use letters, digits, \"_\" and \"-\""}}
 	}
 	if !ValidName(name) {
 		bad("", `invalid server name: use letters, digits, "_" and "-" (must start with a letter or digit, must not contain "__", at most %d characters)`, maxNameLen)
+	}
+	if skip["command"] || skip["url"] || skip["type"] {
+		skip = maps.Clone(skip)
+		skip[""] = true // the entry-level "needs command or url" checks
 	}
 	typ := normalizeType(s.Type)
 	if typ == "" {

@@ -1,0 +1,494 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// env is a fixed environment for tests.
+func env(kv ...string) func(string) (string, bool) {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func sec(n float64) Duration { return Duration{time.Duration(n * float64(time.Second))} }
+
+func defaults() Settings {
+	var s Settings
+	s.SetDefaults()
+	return s
+}
+
+func TestParseGood(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "toolgate.json")
+	tests := []struct {
+		name     string
+		in       string
+		env      func(string) (string, bool)
+		servers  []Server
+		settings func(*Settings)
+	}{
+		{
+			name: "stdio minimal",
+			in:   `{"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}}`,
+			servers: []Server{{Name: "memory", Type: TypeStdio, Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"},
+				ConnectTimeout: sec(30), CallTimeout: sec(60)}},
+		},
+		{
+			name: "url infers http, aliases, sse, per-server timeouts",
+			in: `{"mcpServers": {
+				"a": {"url": "https://a.example/mcp"},
+				"b": {"type": "streamable-http", "url": "http://127.0.0.1:9/mcp", "connectTimeout": 5},
+				"c": {"type": "streamableHttp", "url": "http://x/mcp", "callTimeout": "1m30s"},
+				"d": {"type": "SSE", "url": "https://d.example/sse", "headers": {"X-Key": "k"}}}}`,
+			servers: []Server{
+				{Name: "a", Type: TypeHTTP, URL: "https://a.example/mcp", ConnectTimeout: sec(30), CallTimeout: sec(60)},
+				{Name: "b", Type: TypeHTTP, URL: "http://127.0.0.1:9/mcp", ConnectTimeout: sec(5), CallTimeout: sec(60)},
+				{Name: "c", Type: TypeHTTP, URL: "http://x/mcp", ConnectTimeout: sec(30), CallTimeout: sec(90)},
+				{Name: "d", Type: TypeSSE, URL: "https://d.example/sse", Headers: map[string]string{"X-Key": "k"}, ConnectTimeout: sec(30), CallTimeout: sec(60)},
+			},
+		},
+		{
+			name: "disabled servers are left out, relative cwd resolves against the file",
+			in: `{"mcpServers": {"on": {"command": "node", "cwd": "servers"}, "off": {"command": "x", "disabled": true}},
+				"toolgate": {"connectTimeout": "10s", "callTimeout": 0.5}}`,
+			servers: []Server{{Name: "on", Type: TypeStdio, Command: "node", Cwd: filepath.Join(dir, "servers"), ConnectTimeout: sec(10), CallTimeout: sec(0.5)}},
+			settings: func(s *Settings) {
+				s.ConnectTimeout, s.CallTimeout = sec(10), sec(0.5)
+			},
+		},
+		{
+			name: "expansion everywhere Claude Code expands",
+			in: `{"mcpServers": {"s": {"command": "${BIN}", "args": ["--db", "${DB:-/tmp/db}", "$HOME", "${EMPTY:-dflt}", "${EMPTY}"],
+				"env": {"TOKEN": "${TOKEN}", "PORT": 8080, "DEBUG": true}, "cwd": "${TOOLGATE_CONFIG_DIR}/w"}}}`,
+			env: env("BIN", "/usr/bin/srv", "TOKEN", "s3cr3t", "EMPTY", ""),
+			servers: []Server{{Name: "s", Type: TypeStdio, Command: "/usr/bin/srv", Args: []string{"--db", "/tmp/db", "$HOME", "dflt", ""},
+				Env: map[string]string{"TOKEN": "s3cr3t", "PORT": "8080", "DEBUG": "true"}, Cwd: filepath.Join(dir, "w"),
+				ConnectTimeout: sec(30), CallTimeout: sec(60)}},
+		},
+		{
+			name: "toolgate section",
+			in: `{"mcpServers": {"m": {"command": "x"}}, "toolgate": {
+				"maxConcurrentConnects": 2,
+				"search": {"mode": "bm25", "keywordWeight": 0.3, "defaultLimit": 7, "maxLimit": 20},
+				"embed": {"variant": "int8", "modelDir": "models", "ortLib": "/opt/ort/libonnxruntime.so.1", "threads": 2},
+				"http": {"addr": "127.0.0.1:8080", "allowedOrigins": ["http://localhost:3000"], "allowedHosts": ["localhost:8080"], "maxBodyBytes": 1024},
+				"dataDir": "${DATA:-data}"}}`,
+			servers: []Server{{Name: "m", Type: TypeStdio, Command: "x", ConnectTimeout: sec(30), CallTimeout: sec(60)}},
+			settings: func(s *Settings) {
+				s.MaxConcurrentConnects = 2
+				s.Search = SearchSettings{Mode: "bm25", KeywordWeight: 0.3, VectorWeight: 0.7, DefaultLimit: 7, MaxLimit: 20}
+				s.Embed = EmbedSettings{Variant: "int8", ModelDir: filepath.Join(dir, "models"), ORTLib: "/opt/ort/libonnxruntime.so.1", Threads: 2}
+				s.HTTP = HTTPSettings{Addr: "127.0.0.1:8080", AllowedOrigins: []string{"http://localhost:3000"}, AllowedHosts: []string{"localhost:8080"}, MaxBodyBytes: 1024}
+				s.DataDir = filepath.Join(dir, "data")
+			},
+		},
+		{
+			name:    "only vectorWeight given, small maxLimit caps the default limit",
+			in:      `{"mcpServers": {"m": {"command": "x"}}, "toolgate": {"search": {"vectorWeight": 1, "maxLimit": 3}}}`,
+			servers: []Server{{Name: "m", Type: TypeStdio, Command: "x", ConnectTimeout: sec(30), CallTimeout: sec(60)}},
+			settings: func(s *Settings) {
+				s.Search.KeywordWeight, s.Search.VectorWeight, s.Search.MaxLimit, s.Search.DefaultLimit = 0, 1, 3, 3
+			},
+		},
+		{
+			name:    "BOM, null toolgate section, unknown keys tolerated",
+			in:      "\xef\xbb\xbf" + `{"globalShortcut": "x", "mcpServers": {"A-1_b": {"command": "x", "autoApprove": [], "timeout": 5, "envFile": ".env"}}, "toolgate": null}`,
+			servers: []Server{{Name: "A-1_b", Type: TypeStdio, Command: "x", ConnectTimeout: sec(30), CallTimeout: sec(60)}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lookup := tt.env
+			if lookup == nil {
+				lookup = env()
+			}
+			f, err := Parse([]byte(tt.in), cfgPath, lookup)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if diff := cmp.Diff(tt.servers, f.Servers()); diff != "" {
+				t.Errorf("Servers() mismatch (-want +got):\n%s", diff)
+			}
+			want := defaults()
+			if tt.settings != nil {
+				tt.settings(&want)
+			}
+			if diff := cmp.Diff(want, f.Toolgate); diff != "" {
+				t.Errorf("Toolgate mismatch (-want +got):\n%s", diff)
+			}
+			if err := f.Validate(); err != nil {
+				t.Errorf("Validate after Parse: %v", err)
+			}
+		})
+	}
+}
+
+// TestParseBad asserts that every problem is reported, each naming where it is
+// (server and field) and carrying the words a user needs to fix it.
+func TestParseBad(t *testing.T) {
+	type want struct{ where, contains string }
+	tests := []struct {
+		name string
+		in   string
+		env  func(string) (string, bool)
+		want []want // in the order they are reported
+	}{
+		{"no mcpServers", `{"globalShortcut": ""}`, nil, []want{{"mcpServers", "add at least one"}}},
+		{"VS Code servers key", `{"servers": {}}`, nil, []want{{"mcpServers", `rename it to "mcpServers"`}}},
+		{"empty mcpServers", `{"mcpServers": {}}`, nil, []want{{"mcpServers", "add at least one server"}}},
+		{"mcpServers not an object", `{"mcpServers": []}`, nil, []want{{"mcpServers", "got an array, want an object"}}},
+		{"entry not an object", `{"mcpServers": {"a": "npx"}}`, nil, []want{{`mcpServers["a"]`, "got a string, want an object"}}},
+		{"bad names", `{"mcpServers": {"my server": {"command": "x"}, "a__b": {"command": "x"}, "_a": {"command": "x"}, "": {"command": "x"}}}`, nil, []want{
+			{`mcpServers[""]`, "a server needs a name"},
+			{`mcpServers["_a"]`, `must start with a letter or digit`},
+			{`mcpServers["a__b"]`, `must not contain "__"`},
+			{`mcpServers["my server"]`, `use letters, digits, "_" and "-"`},
+		}},
+		{"long name", `{"mcpServers": {"` + strings.Repeat("a", 65) + `": {"command": "x"}}}`, nil, []want{{`mcpServers["aaaa`, "at most 64"}}},
+		{"neither command nor url", `{"mcpServers": {"a": {"args": ["x"]}}}`, nil, []want{{`mcpServers["a"]`, `needs "command"`}}},
+		{"both command and url", `{"mcpServers": {"a": {"command": "x", "url": "http://h/"}}}`, nil, []want{{`mcpServers["a"]`, `has both "command" and "url"`}}},
+		{"unknown type", `{"mcpServers": {"a": {"type": "grpc", "url": "http://h/"}}}`, nil, []want{{`mcpServers["a"].type`, `unknown type "grpc": use "stdio", "http", "sse"`}}},
+		{"stdio without command", `{"mcpServers": {"a": {"type": "stdio", "command": " "}}}`, nil, []want{{`mcpServers["a"].command`, `needs a command`}}},
+		{"stdio with url and headers", `{"mcpServers": {"a": {"type": "stdio", "command": "x", "url": "http://h/", "headers": {"A": "b"}}}}`, nil, []want{
+			{`mcpServers["a"].headers`, "only sent to http and sse"},
+			{`mcpServers["a"].url`, "only used by http and sse"},
+		}},
+		{"http without url", `{"mcpServers": {"a": {"type": "http"}}}`, nil, []want{{`mcpServers["a"].url`, `type "http" needs a url`}}},
+		{"relative and non-http urls", `{"mcpServers": {"a": {"url": "localhost:3000/mcp"}, "b": {"type": "sse", "url": "ftp://h/x"}, "c": {"url": "/mcp"}}}`, nil, []want{
+			{`mcpServers["a"].url`, `"localhost:3000/mcp" is not an absolute http(s) URL`},
+			{`mcpServers["b"].url`, `"ftp://h/x" is not an absolute http(s) URL`},
+			{`mcpServers["c"].url`, `is not an absolute http(s) URL`},
+		}},
+		{"http with stdio fields", `{"mcpServers": {"a": {"type": "http", "url": "http://h/", "args": ["x"], "env": {"A": "b"}, "cwd": "."}}}`, nil, []want{
+			{`mcpServers["a"].args`, "only used by stdio servers"},
+			{`mcpServers["a"].cwd`, "only used by stdio servers"},
+			{`mcpServers["a"].env`, "only used by stdio servers"},
+		}},
+		{"wrong JSON types", `{"mcpServers": {"a": {"command": 1, "args": "x y", "env": ["A"], "disabled": "yes", "cwd": false}, "b": {"command": "x", "args": ["ok", 2], "env": {"A": {}}}}}`, nil, []want{
+			{`mcpServers["a"].args`, "got a string, want an array of strings"},
+			{`mcpServers["a"].command`, "got a number, want a string"},
+			{`mcpServers["a"].cwd`, "got a boolean, want a string"},
+			{`mcpServers["a"].disabled`, "got a string, want true or false"},
+			{`mcpServers["a"].env`, "got an array, want an object of strings"},
+			{`mcpServers["b"].args[1]`, "got a number, want a string"},
+			{`mcpServers["b"].env.A`, "got an object, want a string"},
+		}},
+		{"bad env and header names", `{"mcpServers": {"a": {"command": "x", "env": {"A=B": "1"}}, "b": {"url": "http://h/", "headers": {"Bad Header": "v", "X-Ok": "a\nb"}}}}`, nil, []want{
+			{`mcpServers["a"].env["A=B"]`, "invalid variable name"},
+			{`mcpServers["b"].headers.X-Ok`, "line break"},
+			{`mcpServers["b"].headers["Bad Header"]`, "invalid header name"},
+		}},
+		{"unset variables", `{"mcpServers": {"a": {"command": "x", "env": {"TOKEN": "${GH_TOKEN}"}, "args": ["${1X}", "${OPEN"]}, "b": {"url": "https://h/", "headers": {"Authorization": "Bearer ${API_KEY}"}}}}`, env(), []want{
+			{`mcpServers["a"].args[0]`, "${1X} is not a variable reference"},
+			{`mcpServers["a"].args[1]`, `"${" without a closing "}"`},
+			{`mcpServers["a"].env.TOKEN`, "variable ${GH_TOKEN} is not set"},
+			{`mcpServers["b"].headers.Authorization`, "variable ${API_KEY} is not set"},
+		}},
+		{"durations", `{"mcpServers": {"a": {"command": "x", "connectTimeout": "-1s", "callTimeout": "soon"}, "b": {"command": "x", "callTimeout": true}}, "toolgate": {"connectTimeout": -3, "callTimeout": "1x"}}`, nil, []want{
+			{`mcpServers["a"].callTimeout`, `"soon" is not a duration`},
+			{`mcpServers["a"].connectTimeout`, "-1s is negative"},
+			{`mcpServers["b"].callTimeout`, "got a boolean, want a duration string"},
+			{`toolgate.callTimeout`, `"1x" is not a duration`},
+			{`toolgate.connectTimeout`, "-3s is negative"},
+		}},
+		{"typo of one of our keys in a server entry", `{"mcpServers": {"a": {"comand": "npx"}, "b": {"url": "http://h/", "header": {"A": "b"}}}}`, nil, []want{
+			{`mcpServers["a"]`, `needs "command"`},
+			{`mcpServers["a"].comand`, `did you mean "command"?`},
+			{`mcpServers["b"].header`, `did you mean "headers"?`},
+		}},
+		{"toolgate unknown keys", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"serach": {}, "CallTimeout": "1s", "search": {"mdoe": "x"}, "zzz": 1}}`, nil, []want{
+			{`toolgate.CallTimeout`, `did you mean "callTimeout"?`},
+			{`toolgate.search.mdoe`, `did you mean "mode"?`},
+			{`toolgate.serach`, `did you mean "search"?`},
+			{`toolgate.zzz`, "valid keys here are connectTimeout, callTimeout"},
+		}},
+		{"toolgate ranges", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"maxConcurrentConnects": -1,
+			"search": {"mode": "dense", "keywordWeight": 1.5, "vectorWeight": -0.1, "defaultLimit": 60, "maxLimit": 50},
+			"embed": {"variant": "fp16", "threads": -2},
+			"http": {"addr": "8080", "allowedOrigins": ["localhost"], "allowedHosts": ["http://h/"], "maxBodyBytes": -1}}}`, nil, []want{
+			{`toolgate.embed.threads`, "-2 is out of range"},
+			{`toolgate.embed.variant`, `unknown variant "fp16": use one of "fp32", "int8"`},
+			{`toolgate.http.addr`, `"8080" is not host:port`},
+			{`toolgate.http.allowedHosts[0]`, "is not a host"},
+			{`toolgate.http.allowedOrigins[0]`, "is not an origin"},
+			{`toolgate.http.maxBodyBytes`, "-1 is out of range"},
+			{`toolgate.maxConcurrentConnects`, "-1 is out of range"},
+			{`toolgate.search.defaultLimit`, "60 is out of range"},
+			{`toolgate.search.keywordWeight`, "1.5 is out of range"},
+			{`toolgate.search.mode`, `unknown mode "dense": use one of "hybrid", "bm25", "vector", "rrf"`},
+			{`toolgate.search.vectorWeight`, "-0.1 is out of range"},
+		}},
+		{"weights both zero", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"search": {"keywordWeight": 0, "vectorWeight": 0}}}`, nil, []want{
+			{`toolgate.search.vectorWeight`, "both 0"},
+		}},
+		{"toolgate wrong types", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"maxConcurrentConnects": 1.5, "search": [], "http": {"allowedHosts": "h"}}}`, nil, []want{
+			{`toolgate.http.allowedHosts`, "want an array of strings"},
+			{`toolgate.maxConcurrentConnects`, "want a whole number"},
+			{`toolgate.search`, "got an array, want an object"},
+		}},
+		{"toolgate not an object", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": 1}`, nil, []want{{"toolgate", "want an object of settings"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lookup := tt.env
+			if lookup == nil {
+				lookup = env()
+			}
+			f, err := Parse([]byte(tt.in), "bad.json", lookup)
+			if err == nil {
+				t.Fatalf("Parse succeeded, want errors; got %+v", f)
+			}
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("error is %T, want *Error: %v", err, err)
+			}
+			if len(ce.Errs) != len(tt.want) {
+				t.Fatalf("got %d problems, want %d:\n%v", len(ce.Errs), len(tt.want), err)
+			}
+			for i, w := range tt.want {
+				got := ce.Errs[i].Error()
+				if !strings.HasPrefix(got, w.where) || !strings.Contains(got, w.contains) {
+					t.Errorf("problem %d = %q\nwant prefix %q containing %q", i, got, w.where, w.contains)
+				}
+			}
+			if !strings.HasPrefix(err.Error(), "config bad.json: ") {
+				t.Errorf("error does not name the file: %v", err)
+			}
+		})
+	}
+}
+
+func TestErrorsNeverEchoSecrets(t *testing.T) {
+	in := `{"mcpServers": {"a": {"url": "https://h/", "headers": {"Authorization": "Bearer hunter2\n${NOPE}"}}, "b": {"command": "x", "env": {"K": "hunter2\u0000"}}}}`
+	_, err := Parse([]byte(in), "", env())
+	if err == nil {
+		t.Fatal("Parse succeeded, want errors")
+	}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("error echoes a header or env value:\n%v", err)
+	}
+}
+
+func TestJSONSyntaxErrorsHaveLineAndColumn(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\",}\n  }\n}", "f.json:3:27: invalid JSON"},
+		{"{\n  \"mcpServers\": {", "f.json:2:18: invalid JSON: unexpected end of JSON input"},
+		{"[]", "f.json:1:1: the file must be a JSON object"},
+		{"", "f.json:1:1: invalid JSON"},
+	}
+	for _, tt := range tests {
+		_, err := Parse([]byte(tt.in), "f.json", env())
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("Parse(%q) error = %v, want prefix %q", tt.in, err, tt.want)
+		}
+	}
+}
+
+func TestDisabledServerMayReferenceUnsetVariables(t *testing.T) {
+	in := `{"mcpServers": {"on": {"command": "x"}, "off": {"url": "${BASE}/mcp", "headers": {"A": "${KEY}"}, "disabled": true}}}`
+	f, err := Parse([]byte(in), "", env())
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if got := f.MCPServers["off"].Headers["A"]; got != "${KEY}" {
+		t.Errorf("unset reference in a disabled server = %q, want it kept as ${KEY}", got)
+	}
+	if n := len(f.Servers()); n != 1 {
+		t.Errorf("Servers() has %d entries, want 1 (the enabled one)", n)
+	}
+	if n := len(f.All()); n != 2 {
+		t.Errorf("All() has %d entries, want 2", n)
+	}
+}
+
+func TestExpand(t *testing.T) {
+	lookup := env("A", "a", "EMPTY", "", "B_2", "b")
+	tests := []struct{ in, want string }{
+		{"plain", "plain"},
+		{"${A}", "a"},
+		{"x${A}y${B_2}z", "xaybz"},
+		{"${A:-d}", "a"},
+		{"${UNSET:-d}", "d"},
+		{"${UNSET:-}", ""},
+		{"${EMPTY:-d}", "d"},
+		{"${EMPTY}", ""},
+		{"${UNSET:-a:-b}", "a:-b"},
+		{"$A ${A}$", "$A a$"},
+		{"$${A}", "$a"},
+		{"${A}}", "a}"},
+	}
+	for _, tt := range tests {
+		p := &parser{lookup: lookup}
+		x := &expander{p: p, lookup: lookup}
+		got := x.expand("f", tt.in)
+		if len(p.errs) > 0 || got != tt.want {
+			t.Errorf("expand(%q) = %q, errs %v; want %q", tt.in, got, p.errs, tt.want)
+		}
+	}
+	// The config directory is always known.
+	f, err := Parse([]byte(`{"mcpServers": {"a": {"command": "x", "env": {"D": "${TOOLGATE_CONFIG_DIR}"}}}}`), "/etc/tg/c.json", env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.MCPServers["a"].Env["D"]; got != "/etc/tg" {
+		t.Errorf("${TOOLGATE_CONFIG_DIR} = %q, want /etc/tg", got)
+	}
+}
+
+func TestRealWorldFiles(t *testing.T) {
+	t.Run("claude_desktop_config.json", func(t *testing.T) {
+		f, err := Load(filepath.Join("testdata", "claude_desktop_config.json"))
+		if err != nil {
+			t.Fatalf("Load: %v", err)
+		}
+		var names []string
+		for _, s := range f.Servers() {
+			names = append(names, s.Name+"/"+s.Type)
+		}
+		want := []string{"filesystem/stdio", "github/stdio", "memory/stdio", "puppeteer/stdio", "sqlite/stdio"}
+		if diff := cmp.Diff(want, names); diff != "" {
+			t.Errorf("servers (-want +got):\n%s", diff)
+		}
+		if got := f.MCPServers["puppeteer"].Env["PUPPETEER_LAUNCH_OPTIONS"]; got != `{ "headless": true }` {
+			t.Errorf("env value = %q", got)
+		}
+	})
+	t.Run(".mcp.json", func(t *testing.T) {
+		data, err := os.ReadFile(filepath.Join("testdata", "mcp.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := Parse(data, "/repo/.mcp.json", env("API_KEY", "k", "HOME", "/home/u"))
+		if err != nil {
+			t.Fatalf("Parse: %v", err)
+		}
+		got := map[string]Server{}
+		for _, s := range f.Servers() {
+			got[s.Name] = s
+		}
+		if len(got) != 5 {
+			t.Errorf("got %d enabled servers, want 5 (old-thing is disabled)", len(got))
+		}
+		api := got["api-server"]
+		if api.Type != TypeHTTP || api.URL != "https://api.example.com/mcp" || api.Headers["Authorization"] != "Bearer k" {
+			t.Errorf("api-server = %+v", api)
+		}
+		if got["context7"].Type != TypeHTTP || got["linear"].Type != TypeSSE {
+			t.Errorf("types: context7 %q, linear %q", got["context7"].Type, got["linear"].Type)
+		}
+		sh := got["shared-server"]
+		if diff := cmp.Diff([]string{"--config", "./config.json"}, sh.Args); diff != "" || sh.Env["CACHE_DIR"] != "/home/u/.cache/shared" {
+			t.Errorf("shared-server = %+v %s", sh, diff)
+		}
+	})
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.json"))
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load of a missing file = %v, want os.ErrNotExist", err)
+	}
+}
+
+func TestDurationJSON(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want time.Duration
+	}{{`"30s"`, 30 * time.Second}, {`"1m30s"`, 90 * time.Second}, {`2`, 2 * time.Second}, {`0.25`, 250 * time.Millisecond}} {
+		var d Duration
+		if err := json.Unmarshal([]byte(tt.in), &d); err != nil || d.Duration != tt.want {
+			t.Errorf("Unmarshal(%s) = %v, %v; want %v", tt.in, d, err, tt.want)
+		}
+		b, _ := json.Marshal(d)
+		var back Duration
+		if err := json.Unmarshal(b, &back); err != nil || back != d {
+			t.Errorf("round trip of %v via %s = %v, %v", d, b, back, err)
+		}
+	}
+	for _, in := range []string{`"abc"`, `true`, `1e300`, `{}`} {
+		var d Duration
+		if err := json.Unmarshal([]byte(in), &d); err == nil {
+			t.Errorf("Unmarshal(%s) succeeded, want an error", in)
+		}
+	}
+}
+
+func TestValidName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"a": true, "A9": true, "my-server": true, "my_server": true, "9lives": true, "a_b-c_d": true,
+		"": false, "_a": false, "-a": false, "a__b": false, "a b": false, "a.b": false, "a/b": false, "ä": false, "a___": false,
+		strings.Repeat("x", 64): true, strings.Repeat("x", 65): false,
+	} {
+		if got := ValidName(name); got != want {
+			t.Errorf("ValidName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestValidateFileBuiltInCode(t *testing.T) {
+	f := &File{MCPServers: map[string]Server{"a": {Command: "x"}, "b": {URL: "https://h/mcp", Type: "sse"}}}
+	if err := f.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	got := f.Servers()
+	if got[0].Type != TypeStdio || got[1].Type != TypeSSE {
+		t.Errorf("types = %q, %q", got[0].Type, got[1].Type)
+	}
+	if err := (&File{}).Validate(); err == nil {
+		t.Error("Validate of an empty File succeeded")
+	}
+}
+
+// FuzzParse: Parse never panics, and anything it accepts validates again and
+// survives a JSON round trip unchanged.
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"claude_desktop_config.json", "mcp.json"} {
+		if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"mcpServers": {"a": {"command": "x", "args": ["${A:-b}"], "env": {"K": "${A}"}}}, "toolgate": {"search": {"keywordWeight": 0.5}}}`))
+	f.Add([]byte(`{"mcpServers": {"a": {"url": "http://h/${A}", "type": "sse", "headers": {"X": "1"}, "callTimeout": 3}}}`))
+	f.Add([]byte(`{"mcpServers": {"a__b": {}}, "toolgate": {"http": {"addr": ":1"}}}`))
+	lookup := env("A", "va")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := Parse(data, "/cfg/f.json", lookup)
+		if err != nil {
+			return
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("accepted config does not validate: %v\ninput: %q", err, data)
+		}
+		for _, s := range cfg.Servers() {
+			if !ValidName(s.Name) {
+				t.Fatalf("accepted invalid name %q", s.Name)
+			}
+		}
+		out, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatalf("Marshal: %v", err)
+		}
+		if strings.Contains(string(out), "${") {
+			return // values that look like references would be expanded again
+		}
+		again, err := Parse(out, "/cfg/f.json", lookup)
+		if err != nil {
+			t.Fatalf("re-parse of accepted config failed: %v\nfirst: %q\nmarshaled: %s", err, data, out)
+		}
+		if diff := cmp.Diff(cfg, again); diff != "" {
+			t.Fatalf("round trip changed the config (-first +again):\n%s", diff)
+		}
+	})
+}

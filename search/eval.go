@@ -1,0 +1,391 @@
+package search
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/index"
+)
+
+// This file holds the relevance benchmark: the loader for the bench format
+// (../shared/bench/README.md) and the metrics `toolgate eval` and the golden
+// test report.
+
+// BenchQuery is one line of a queries.jsonl file.
+type BenchQuery struct {
+	Query string `json:"query"`
+	// Relevant lists the namespaced IDs (server__tool) of the right answers.
+	Relevant []string `json:"relevant"`
+	// RelevantGroups, when present, lists one set per step of a multi-step
+	// task; a step is satisfied when any member is retrieved.
+	RelevantGroups [][]string `json:"relevant_groups,omitempty"`
+	// Line is the 1-based line number in the file (for messages).
+	Line int `json:"-"`
+}
+
+// benchTool is one line of a tools.jsonl file.
+type benchTool struct {
+	Server      *string         `json:"server"`
+	Name        *string         `json:"name"`
+	Title       string          `json:"title"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// LoadTools reads a tools.jsonl file in the bench format.
+func LoadTools(path string) ([]index.Tool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load tools: %w", err)
+	}
+	defer f.Close()
+	return ReadTools(f, path)
+}
+
+// ReadTools reads tools in the bench format from r; name prefixes messages.
+// Names may hold any characters except that the server may not contain
+// "__" (the ID separator); duplicate IDs are an error.
+func ReadTools(r io.Reader, name string) ([]index.Tool, error) {
+	var tools []index.Tool
+	seen := map[string]int{}
+	err := eachLine(r, name, func(line int, b []byte) error {
+		var bt benchTool
+		if err := json.Unmarshal(b, &bt); err != nil {
+			return err
+		}
+		if bt.Server == nil || *bt.Server == "" {
+			return errors.New(`missing "server"`)
+		}
+		if bt.Name == nil || *bt.Name == "" {
+			return errors.New(`missing "name"`)
+		}
+		if strings.Contains(*bt.Server, index.Sep) {
+			return fmt.Errorf("server %q contains %q, the ID separator", *bt.Server, index.Sep)
+		}
+		t := index.Tool{Server: *bt.Server, Name: *bt.Name, Title: bt.Title, Description: bt.Description}
+		if s := bytes.TrimSpace(bt.InputSchema); len(s) > 0 && !bytes.Equal(s, []byte("null")) {
+			t.InputSchema = slices.Clone(s)
+		}
+		if prev, ok := seen[t.ID()]; ok {
+			return fmt.Errorf("duplicate tool %q (first on line %d)", t.ID(), prev)
+		}
+		seen[t.ID()] = line
+		tools = append(tools, t)
+		return nil
+	})
+	return tools, err
+}
+
+// LoadQueries reads a queries.jsonl file in the bench format.
+func LoadQueries(path string) ([]BenchQuery, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load queries: %w", err)
+	}
+	defer f.Close()
+	return ReadQueries(f, path)
+}
+
+// ReadQueries reads queries in the bench format from r; name prefixes
+// messages. Extra keys (subset, namespace, id …) are ignored.
+func ReadQueries(r io.Reader, name string) ([]BenchQuery, error) {
+	var qs []BenchQuery
+	err := eachLine(r, name, func(line int, b []byte) error {
+		var q BenchQuery
+		if err := json.Unmarshal(b, &q); err != nil {
+			return err
+		}
+		if strings.TrimSpace(q.Query) == "" {
+			return errors.New(`empty "query"`)
+		}
+		if len(q.Relevant) == 0 {
+			return errors.New(`empty "relevant": list at least one server__tool`)
+		}
+		for i, g := range q.RelevantGroups {
+			if len(g) == 0 {
+				return fmt.Errorf("relevant_groups[%d] is empty", i)
+			}
+		}
+		q.Line = line
+		qs = append(qs, q)
+		return nil
+	})
+	return qs, err
+}
+
+// CheckQueries reports relevant IDs that name no tool: a typo there would
+// silently lower every metric.
+func CheckQueries(tools []index.Tool, qs []BenchQuery) error {
+	ids := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		ids[t.ID()] = true
+	}
+	var errs []error
+	for _, q := range qs {
+		for _, id := range q.Relevant {
+			if !ids[id] {
+				errs = append(errs, fmt.Errorf("query on line %d: relevant %q is not a tool in the catalog", q.Line, id))
+			}
+		}
+		for _, g := range q.RelevantGroups {
+			for _, id := range g {
+				if !ids[id] {
+					errs = append(errs, fmt.Errorf("query on line %d: relevant_groups member %q is not a tool in the catalog", q.Line, id))
+				}
+			}
+		}
+		if len(errs) >= 10 {
+			errs = append(errs, errors.New("(more not shown)"))
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func eachLine(r io.Reader, name string, f func(line int, b []byte) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 64*1024*1024)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		if err := f(line, b); err != nil {
+			return fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s:%d: %w", name, line+1, err)
+	}
+	return nil
+}
+
+// QueryMetrics are one query's scores; Metrics averages them.
+type QueryMetrics struct {
+	Hit1, Hit5, Hit10 float64
+	Recall5, Recall10 float64
+	MRR10, NDCG10     float64
+	GroupRecall5      float64
+	GroupRecall10     float64
+	HasGroups         bool
+	FirstRelevantRank int // 1-based; 0 when no relevant tool is in the ranking
+}
+
+// Score computes the metrics of one ranking (best first) against q, with
+// binary relevance.
+func Score(ranking []string, q BenchQuery) QueryMetrics {
+	rel := make(map[string]bool, len(q.Relevant))
+	for _, id := range q.Relevant {
+		rel[id] = true
+	}
+	var m QueryMetrics
+	found5, found10 := 0, 0
+	dcg := 0.0
+	for i, id := range ranking {
+		if !rel[id] {
+			continue
+		}
+		rank := i + 1
+		if m.FirstRelevantRank == 0 {
+			m.FirstRelevantRank = rank
+		}
+		if rank <= 5 {
+			found5++
+		}
+		if rank <= 10 {
+			found10++
+			dcg += 1 / math.Log2(float64(rank)+1)
+		}
+	}
+	if r := m.FirstRelevantRank; r > 0 {
+		m.Hit1 = b2f(r <= 1)
+		m.Hit5 = b2f(r <= 5)
+		m.Hit10 = b2f(r <= 10)
+		if r <= 10 {
+			m.MRR10 = 1 / float64(r)
+		}
+	}
+	m.Recall5 = float64(found5) / float64(len(rel))
+	m.Recall10 = float64(found10) / float64(len(rel))
+	idcg := 0.0
+	for i := range min(len(rel), 10) {
+		idcg += 1 / math.Log2(float64(i+2))
+	}
+	m.NDCG10 = dcg / idcg
+	if len(q.RelevantGroups) > 0 {
+		m.HasGroups = true
+		pos := make(map[string]int, len(ranking))
+		for i, id := range ranking {
+			if _, ok := pos[id]; !ok {
+				pos[id] = i + 1
+			}
+		}
+		for _, g := range q.RelevantGroups {
+			best := 0
+			for _, id := range g {
+				if p, ok := pos[id]; ok && (best == 0 || p < best) {
+					best = p
+				}
+			}
+			if best > 0 && best <= 5 {
+				m.GroupRecall5++
+			}
+			if best > 0 && best <= 10 {
+				m.GroupRecall10++
+			}
+		}
+		m.GroupRecall5 /= float64(len(q.RelevantGroups))
+		m.GroupRecall10 /= float64(len(q.RelevantGroups))
+	}
+	return m
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Metrics are averages over a query set, as fractions 0–1. The group
+// recalls average over the queries that have relevant_groups only
+// (GroupQueries of them).
+type Metrics struct {
+	Hit1          float64 `json:"hit@1"`
+	Hit5          float64 `json:"hit@5"`
+	Hit10         float64 `json:"hit@10"`
+	Recall5       float64 `json:"recall@5"`
+	Recall10      float64 `json:"recall@10"`
+	MRR10         float64 `json:"mrr@10"`
+	NDCG10        float64 `json:"ndcg@10"`
+	GroupRecall5  float64 `json:"group_recall@5,omitempty"`
+	GroupRecall10 float64 `json:"group_recall@10,omitempty"`
+	Queries       int     `json:"-"`
+	GroupQueries  int     `json:"-"`
+}
+
+// Average averages per-query metrics.
+func Average(ms []QueryMetrics) Metrics {
+	var out Metrics
+	for _, m := range ms {
+		out.Hit1 += m.Hit1
+		out.Hit5 += m.Hit5
+		out.Hit10 += m.Hit10
+		out.Recall5 += m.Recall5
+		out.Recall10 += m.Recall10
+		out.MRR10 += m.MRR10
+		out.NDCG10 += m.NDCG10
+		if m.HasGroups {
+			out.GroupRecall5 += m.GroupRecall5
+			out.GroupRecall10 += m.GroupRecall10
+			out.GroupQueries++
+		}
+	}
+	out.Queries = len(ms)
+	if n := float64(len(ms)); n > 0 {
+		out.Hit1 /= n
+		out.Hit5 /= n
+		out.Hit10 /= n
+		out.Recall5 /= n
+		out.Recall10 /= n
+		out.MRR10 /= n
+		out.NDCG10 /= n
+	}
+	if n := float64(out.GroupQueries); n > 0 {
+		out.GroupRecall5 /= n
+		out.GroupRecall10 /= n
+	}
+	return out
+}
+
+// Percentile returns the p-th percentile (0–100) of ds by the nearest-rank
+// method; 0 for no samples. ds is not modified.
+func Percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	rank = min(max(rank, 1), len(s))
+	return s[rank-1]
+}
+
+// Searcher is what Evaluate needs; *Engine implements it.
+type Searcher interface {
+	Search(ctx context.Context, q Query) (Result, error)
+}
+
+var _ Searcher = (*Engine)(nil)
+
+// EvalDepth is how many hits Evaluate asks for per query (the deepest
+// cut-off of the metrics).
+const EvalDepth = 10
+
+// Miss is a query whose relevant tools are all outside the top 5.
+type Miss struct {
+	Query BenchQuery
+	// Rank is the 1-based rank of the first relevant tool within the top
+	// EvalDepth, 0 when none is there.
+	Rank int
+	// Top are the IDs that came first.
+	Top []string
+}
+
+// Report is the outcome of evaluating one mode on one query set.
+type Report struct {
+	Mode       Mode
+	Metrics    Metrics
+	LatencyP50 time.Duration
+	LatencyP95 time.Duration
+	Misses     []Miss
+}
+
+// Evaluate runs every query through s in mode and scores the rankings.
+// It fails if the searcher answers in another mode (degraded), so a figure
+// is never reported under the wrong name.
+func Evaluate(ctx context.Context, s Searcher, qs []BenchQuery, mode Mode) (Report, error) {
+	per := make([]QueryMetrics, 0, len(qs))
+	lat := make([]time.Duration, 0, len(qs))
+	rep := Report{Mode: mode}
+	for _, q := range qs {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		start := time.Now()
+		res, err := s.Search(ctx, Query{Text: q.Query, Limit: EvalDepth, Mode: mode})
+		lat = append(lat, time.Since(start))
+		if err != nil {
+			return rep, fmt.Errorf("query on line %d: %w", q.Line, err)
+		}
+		if mode != "" && res.Mode != mode {
+			return rep, fmt.Errorf("mode %s ran as %s: vectors are unavailable", mode, res.Mode)
+		}
+		rep.Mode = res.Mode
+		ids := make([]string, len(res.Hits))
+		for i, h := range res.Hits {
+			ids[i] = h.Tool.ID()
+		}
+		m := Score(ids, q)
+		per = append(per, m)
+		if m.Hit5 == 0 {
+			rep.Misses = append(rep.Misses, Miss{Query: q, Rank: m.FirstRelevantRank, Top: ids[:min(5, len(ids))]})
+		}
+	}
+	rep.Metrics = Average(per)
+	rep.LatencyP50 = Percentile(lat, 50)
+	rep.LatencyP95 = Percentile(lat, 95)
+	return rep, nil
+}

@@ -1,0 +1,222 @@
+package search_test
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/search"
+)
+
+// ranking a, b, c, … l (12 tools).
+var abc = strings.Split("a b c d e f g h i j k l", " ")
+
+func TestScore(t *testing.T) {
+	ln := math.Log2
+	tests := []struct {
+		name string
+		q    search.BenchQuery
+		want search.QueryMetrics
+	}{
+		{
+			name: "one relevant at rank 3",
+			q:    search.BenchQuery{Relevant: []string{"c"}},
+			want: search.QueryMetrics{Hit5: 1, Hit10: 1, Recall5: 1, Recall10: 1, MRR10: 1.0 / 3, NDCG10: 1 / ln(4), FirstRelevantRank: 3},
+		},
+		{
+			name: "first of two, other never retrieved",
+			q:    search.BenchQuery{Relevant: []string{"a", "x"}},
+			want: search.QueryMetrics{Hit1: 1, Hit5: 1, Hit10: 1, Recall5: 0.5, Recall10: 0.5, MRR10: 1, NDCG10: 1 / (1 + 1/ln(3)), FirstRelevantRank: 1},
+		},
+		{
+			name: "ranks 2 and 7",
+			q:    search.BenchQuery{Relevant: []string{"g", "b"}},
+			want: search.QueryMetrics{Hit5: 1, Hit10: 1, Recall5: 0.5, Recall10: 1, MRR10: 0.5, NDCG10: (1/ln(3) + 1/ln(8)) / (1 + 1/ln(3)), FirstRelevantRank: 2},
+		},
+		{
+			name: "rank 11 is past every cut-off",
+			q:    search.BenchQuery{Relevant: []string{"k"}},
+			want: search.QueryMetrics{FirstRelevantRank: 11},
+		},
+		{
+			name: "groups",
+			q:    search.BenchQuery{Relevant: []string{"a", "g", "y"}, RelevantGroups: [][]string{{"a"}, {"z", "g"}, {"y"}}},
+			want: search.QueryMetrics{
+				Hit1: 1, Hit5: 1, Hit10: 1, Recall5: 1.0 / 3, Recall10: 2.0 / 3, MRR10: 1,
+				NDCG10:    (1 + 1/ln(8)) / (1 + 1/ln(3) + 1/ln(4)),
+				HasGroups: true, GroupRecall5: 1.0 / 3, GroupRecall10: 2.0 / 3, FirstRelevantRank: 1,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := search.Score(abc, tt.q)
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+				t.Errorf("Score (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAverage(t *testing.T) {
+	got := search.Average([]search.QueryMetrics{
+		{Hit1: 1, Hit5: 1, Hit10: 1, Recall5: 1, Recall10: 1, MRR10: 1, NDCG10: 1},
+		{Hit5: 1, Hit10: 1, Recall5: 0.5, Recall10: 1, MRR10: 0.25, NDCG10: 0.5, HasGroups: true, GroupRecall5: 0.5, GroupRecall10: 1},
+		{},
+		{Hit10: 1, Recall10: 1, MRR10: 1.0 / 8, NDCG10: 0.25},
+	})
+	want := search.Metrics{
+		Hit1: 0.25, Hit5: 0.5, Hit10: 0.75, Recall5: 0.375, Recall10: 0.75, MRR10: (1 + 0.25 + 0.125) / 4, NDCG10: 1.75 / 4,
+		GroupRecall5: 0.5, GroupRecall10: 1, Queries: 4, GroupQueries: 1,
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+		t.Errorf("Average (-want +got):\n%s", diff)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	ms := func(xs ...int) []time.Duration {
+		var out []time.Duration
+		for _, x := range xs {
+			out = append(out, time.Duration(x)*time.Millisecond)
+		}
+		return out
+	}
+	tests := []struct {
+		ds   []time.Duration
+		p    float64
+		want time.Duration
+	}{
+		{nil, 50, 0},
+		{ms(7), 95, 7 * time.Millisecond},
+		{ms(5, 1, 4, 2, 3), 50, 3 * time.Millisecond},
+		{ms(5, 1, 4, 2, 3), 95, 5 * time.Millisecond},
+		{ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20), 95, 19 * time.Millisecond},
+		{ms(1, 2, 3, 4), 50, 2 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		if got := search.Percentile(tt.ds, tt.p); got != tt.want {
+			t.Errorf("Percentile(%v, %v) = %v, want %v", tt.ds, tt.p, got, tt.want)
+		}
+	}
+}
+
+func TestReadTools(t *testing.T) {
+	in := `{"server": "azure", "name": "acr_registry_list", "description": "List registries.", "input_schema": {"type": "object"}}
+
+{"server": "my server", "name": "PDF&URLTool", "description": "odd characters", "input_schema": null, "extra": 1}
+{"server": "s", "name": "a__b", "description": "tool names may hold the separator"}
+`
+	got, err := search.ReadTools(strings.NewReader(in), "tools.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []index.Tool{
+		{Server: "azure", Name: "acr_registry_list", Description: "List registries.", InputSchema: json.RawMessage(`{"type": "object"}`)},
+		{Server: "my server", Name: "PDF&URLTool", Description: "odd characters"},
+		{Server: "s", Name: "a__b", Description: "tool names may hold the separator"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ReadTools (-want +got):\n%s", diff)
+	}
+	if got[1].ID() != "my server__PDF&URLTool" {
+		t.Errorf("ID = %q", got[1].ID())
+	}
+}
+
+func TestReadErrors(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+		queries        bool
+	}{
+		{"bad json", `{"server":"a","name":"b"}` + "\n" + `{"server":`, "tools.jsonl:2: unexpected end of JSON input", false},
+		{"no server", "\n\n" + `{"name":"b"}`, `tools.jsonl:3: missing "server"`, false},
+		{"no name", `{"server":"a"}`, `tools.jsonl:1: missing "name"`, false},
+		{"separator in server", `{"server":"a__b","name":"c"}`, `tools.jsonl:1: server "a__b" contains "__"`, false},
+		{"duplicate", `{"server":"a","name":"b"}` + "\n" + `{"server":"a","name":"b"}`, `tools.jsonl:2: duplicate tool "a__b" (first on line 1)`, false},
+		{"empty query", `{"query":" ","relevant":["a__b"]}`, `queries.jsonl:1: empty "query"`, true},
+		{"no relevant", `{"query":"x","relevant":["a__b"]}` + "\n" + `{"query":"y"}`, `queries.jsonl:2: empty "relevant"`, true},
+		{"empty group", `{"query":"x","relevant":["a__b"],"relevant_groups":[["a__b"],[]]}`, `queries.jsonl:1: relevant_groups[1] is empty`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			if tt.queries {
+				_, err = search.ReadQueries(strings.NewReader(tt.in), "queries.jsonl")
+			} else {
+				_, err = search.ReadTools(strings.NewReader(tt.in), "tools.jsonl")
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("error = %v, want prefix %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestReadQueriesAndCheck(t *testing.T) {
+	in := `{"query": "list registries", "relevant": ["azure__acr_registry_list"], "namespace": "acr"}
+{"query": "plan a trip", "relevant": ["m__a", "m__b"], "relevant_groups": [["m__a"], ["m__b", "m__c"]], "subset": "multi"}
+`
+	qs, err := search.ReadQueries(strings.NewReader(in), "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []search.BenchQuery{
+		{Query: "list registries", Relevant: []string{"azure__acr_registry_list"}, Line: 1},
+		{Query: "plan a trip", Relevant: []string{"m__a", "m__b"}, RelevantGroups: [][]string{{"m__a"}, {"m__b", "m__c"}}, Line: 2},
+	}
+	if diff := cmp.Diff(want, qs); diff != "" {
+		t.Errorf("ReadQueries (-want +got):\n%s", diff)
+	}
+	tools := []index.Tool{{Server: "azure", Name: "acr_registry_list"}, {Server: "m", Name: "a"}, {Server: "m", Name: "b"}}
+	err = search.CheckQueries(tools, qs)
+	if err == nil || !strings.Contains(err.Error(), `line 2: relevant_groups member "m__c"`) {
+		t.Errorf("CheckQueries = %v, want m__c reported", err)
+	}
+	if err := search.CheckQueries(append(tools, index.Tool{Server: "m", Name: "c"}), qs); err != nil {
+		t.Errorf("CheckQueries = %v, want nil", err)
+	}
+}
+
+type fixedSearcher map[string][]string
+
+func (f fixedSearcher) Search(_ context.Context, q search.Query) (search.Result, error) {
+	var hits []search.Hit
+	for _, id := range f[q.Text] {
+		s, n, _ := index.SplitID(id)
+		hits = append(hits, search.Hit{Tool: index.Tool{Server: s, Name: n}})
+	}
+	return search.Result{Hits: hits, Mode: search.ModeBM25}, nil
+}
+
+func TestEvaluate(t *testing.T) {
+	s := fixedSearcher{
+		"one": {"s__a", "s__b"},
+		"two": {"s__a", "s__b", "s__c", "s__d", "s__e", "s__f"},
+	}
+	qs := []search.BenchQuery{
+		{Query: "one", Relevant: []string{"s__a"}, Line: 1},
+		{Query: "two", Relevant: []string{"s__f"}, Line: 2},
+	}
+	rep, err := search.Evaluate(context.Background(), s, qs, search.ModeBM25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Metrics.Hit1 != 0.5 || rep.Metrics.Hit10 != 1 || rep.Metrics.MRR10 != (1+1.0/6)/2 {
+		t.Errorf("metrics %+v", rep.Metrics)
+	}
+	wantMiss := []search.Miss{{Query: qs[1], Rank: 6, Top: []string{"s__a", "s__b", "s__c", "s__d", "s__e"}}}
+	if diff := cmp.Diff(wantMiss, rep.Misses); diff != "" {
+		t.Errorf("Misses (-want +got):\n%s", diff)
+	}
+	if _, err := search.Evaluate(context.Background(), s, qs, search.ModeHybrid); err == nil {
+		t.Error("Evaluate(hybrid) on a searcher answering bm25: no error")
+	}
+}

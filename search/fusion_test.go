@@ -1,0 +1,108 @@
+package search
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/toolgate/toolgate/index"
+)
+
+func TestRank(t *testing.T) {
+	// BM25 matches a, b, c (scores 8, 4, 2); cosines over the whole catalog.
+	kw := []index.Scored{{ID: "a", Score: 8}, {ID: "b", Score: 4}, {ID: "c", Score: 2}}
+	vec := []index.Scored{{ID: "d", Score: 0.9}, {ID: "b", Score: 0.7}, {ID: "a", Score: 0.2}, {ID: "c", Score: 0.1}, {ID: "e", Score: -0.1}}
+	tests := []struct {
+		name string
+		opts Options
+		mode Mode
+		want []ranked
+	}{
+		{
+			name: "hybrid max/raw",
+			mode: ModeHybrid,
+			want: []ranked{
+				{id: "b", keyword: 0.5, vector: 0.7, score: 0.4*0.5 + 0.6*0.7},
+				{id: "d", keyword: 0, vector: 0.9, score: 0.6 * 0.9},
+				{id: "a", keyword: 1, vector: 0.2, score: 0.4 + 0.6*0.2},
+				{id: "c", keyword: 0.25, vector: 0.1, score: 0.4*0.25 + 0.6*0.1},
+				{id: "e", keyword: 0, vector: -0.1, score: -0.06},
+			},
+		},
+		{
+			name: "hybrid pool of 1",
+			opts: Options{Candidates: 1},
+			mode: ModeHybrid,
+			want: []ranked{
+				{id: "d", keyword: 0, vector: 0.9, score: 0.6 * 0.9},
+				{id: "a", keyword: 1, vector: 0.2, score: 0.4 + 0.6*0.2},
+			},
+		},
+		{
+			name: "hybrid minmax/minmax",
+			opts: Options{KeywordNorm: NormMinMax, VectorNorm: NormMinMax},
+			mode: ModeHybrid,
+			// pool {a,b,c,d,e}: keyword 0..8, cosine -0.1..0.9.
+			want: []ranked{
+				{id: "b", keyword: 0.5, vector: 0.8, score: 0.4*0.5 + 0.6*0.8},
+				{id: "d", keyword: 0, vector: 1, score: 0.6},
+				{id: "a", keyword: 1, vector: 0.3, score: 0.4 + 0.6*0.3},
+				{id: "c", keyword: 0.25, vector: 0.2, score: 0.4*0.25 + 0.6*0.2},
+				{id: "e", keyword: 0, vector: 0, score: 0},
+			},
+		},
+		{
+			name: "hybrid clamp",
+			opts: Options{VectorNorm: NormClamp},
+			mode: ModeHybrid,
+			want: []ranked{
+				{id: "b", keyword: 0.5, vector: 0.7, score: 0.4*0.5 + 0.6*0.7},
+				{id: "d", keyword: 0, vector: 0.9, score: 0.6 * 0.9},
+				{id: "a", keyword: 1, vector: 0.2, score: 0.4 + 0.6*0.2},
+				{id: "c", keyword: 0.25, vector: 0.1, score: 0.4*0.25 + 0.6*0.1},
+				{id: "e", keyword: 0, vector: 0, score: 0},
+			},
+		},
+		{
+			name: "rrf",
+			mode: ModeRRF,
+			want: []ranked{
+				{id: "a", keyword: 1, vector: 0.2, score: 1.0/61 + 1.0/63},
+				{id: "b", keyword: 0.5, vector: 0.7, score: 1.0/62 + 1.0/62},
+				{id: "c", keyword: 0.25, vector: 0.1, score: 1.0/63 + 1.0/64},
+				{id: "d", keyword: 0, vector: 0.9, score: 1.0 / 61},
+				{id: "e", keyword: 0, vector: -0.1, score: 1.0 / 65},
+			},
+		},
+		{
+			name: "bm25",
+			mode: ModeBM25,
+			want: []ranked{
+				{id: "a", keyword: 1, vector: 0.2, score: 1},
+				{id: "b", keyword: 0.5, vector: 0.7, score: 0.5},
+				{id: "c", keyword: 0.25, vector: 0.1, score: 0.25},
+			},
+		},
+		{
+			name: "vector",
+			mode: ModeVector,
+			want: []ranked{
+				{id: "d", vector: 0.9, score: 0.9},
+				{id: "b", keyword: 0.5, vector: 0.7, score: 0.7},
+				{id: "a", keyword: 1, vector: 0.2, score: 0.2},
+				{id: "c", keyword: 0.25, vector: 0.1, score: 0.1},
+				{id: "e", vector: -0.1, score: -0.1},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &Engine{opts: (&tt.opts).withDefaults()}
+			got := e.rank(tt.mode, kw, vec, 10)
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(ranked{}), cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+				t.Errorf("rank (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,355 @@
+// Package search owns ranking: it turns a natural-language query into a
+// ranked list of catalog tools with a score breakdown (keyword, vector,
+// fused score). It fuses the index's BM25 and cosine signals (hybrid, the
+// default, or reciprocal rank fusion), degrades to BM25 when no embedder or
+// no vectors are available, and holds the relevance metrics and the bench
+// loader that `toolgate eval` and the ranking golden test use.
+//
+// An Engine holds the current index behind an atomic pointer: a re-index
+// swaps a new one in without making searches wait, and the old one is closed
+// once the last search using it returns.
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+
+	"github.com/toolgate/toolgate/index"
+)
+
+// Mode selects how the keyword and vector signals are combined.
+type Mode string
+
+const (
+	// ModeHybrid is a weighted sum of the normalised keyword score and the
+	// cosine: score = KeywordWeight·keyword + VectorWeight·cosine.
+	ModeHybrid Mode = "hybrid"
+	// ModeBM25 ranks by the BM25 score alone. It is also the effective mode
+	// when vectors are unavailable (degraded).
+	ModeBM25 Mode = "bm25"
+	// ModeVector ranks by cosine similarity alone.
+	ModeVector Mode = "vector"
+	// ModeRRF is reciprocal rank fusion of the two rankings (Cormack et al.
+	// 2009), kept for comparison with the weighted sum.
+	ModeRRF Mode = "rrf"
+)
+
+// Modes lists every mode, in the order eval reports them.
+var Modes = []Mode{ModeBM25, ModeVector, ModeHybrid, ModeRRF}
+
+// ParseMode checks a mode name; "" is the engine default.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
+	case "", ModeHybrid, ModeBM25, ModeVector, ModeRRF:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown search mode %q: want hybrid, bm25, vector or rrf", s)
+}
+
+// needsVectors reports whether the mode uses the vector signal.
+func (m Mode) needsVectors() bool { return m != ModeBM25 }
+
+// Limits on the number of hits a query returns.
+const (
+	DefaultLimit = 5
+	MaxLimit     = 50
+)
+
+// Defaults for Options.
+const (
+	DefaultKeywordWeight = 0.4
+	DefaultVectorWeight  = 0.6
+	DefaultCandidates    = 100
+	DefaultRRFK          = 60
+)
+
+// ErrEmptyQuery is returned for an empty or whitespace-only query. The
+// gateway turns it into an isError result, so its text tells a model what to
+// send instead.
+var ErrEmptyQuery = errors.New(`empty query: send a few words describing the tool you need, e.g. "list files in a directory"`)
+
+// Options configure an Engine. A nil *Options means all defaults; zero
+// fields take their default.
+type Options struct {
+	// Mode is used when a Query does not name one. Default ModeHybrid.
+	Mode Mode
+	// KeywordWeight and VectorWeight weigh the two signals in ModeHybrid.
+	// When both are zero the defaults 0.4 and 0.6 apply; otherwise they are
+	// used as given (negative values count as zero).
+	KeywordWeight, VectorWeight float64
+	// Candidates is how many of the top hits of each signal form the
+	// candidate pool that hybrid and RRF rank. Default 100.
+	Candidates int
+	// RRFK is the k constant of reciprocal rank fusion. Default 60.
+	RRFK float64
+	// KeywordNorm and VectorNorm say how each signal is mapped to [0,1]
+	// before the weighted sum. Defaults NormMax and NormRaw.
+	KeywordNorm, VectorNorm Norm
+	// Logger receives degraded-mode notices; nil discards.
+	Logger *slog.Logger
+}
+
+func (o *Options) withDefaults() Options {
+	var out Options
+	if o != nil {
+		out = *o
+	}
+	if out.Mode == "" {
+		out.Mode = ModeHybrid
+	}
+	if out.KeywordWeight == 0 && out.VectorWeight == 0 {
+		out.KeywordWeight, out.VectorWeight = DefaultKeywordWeight, DefaultVectorWeight
+	}
+	out.KeywordWeight = max(out.KeywordWeight, 0)
+	out.VectorWeight = max(out.VectorWeight, 0)
+	if out.Candidates <= 0 {
+		out.Candidates = DefaultCandidates
+	}
+	if out.RRFK <= 0 {
+		out.RRFK = DefaultRRFK
+	}
+	if out.KeywordNorm == "" {
+		out.KeywordNorm = NormMax
+	}
+	if out.VectorNorm == "" {
+		out.VectorNorm = NormRaw
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	return out
+}
+
+// Query is one search request.
+type Query struct {
+	Text string
+	// Limit is the number of hits wanted: 0 means DefaultLimit; values
+	// above MaxLimit are clamped.
+	Limit int
+	// Server, when set, restricts hits to that backend's tools.
+	Server string
+	// Mode overrides the engine's default mode when set.
+	Mode Mode
+}
+
+// Hit is one ranked tool with its score breakdown.
+type Hit struct {
+	Tool index.Tool
+	// Score is what the hits are sorted by (see Mode for its meaning).
+	Score float64
+	// Keyword is the BM25 score normalised per query to [0,1] (0 when the
+	// tool matches none of the query's terms).
+	Keyword float64
+	// Vector is the cosine similarity between query and tool text as it
+	// entered the fused score (0 when vectors are unavailable).
+	Vector float64
+}
+
+// Result is the answer to a Query.
+type Result struct {
+	Hits []Hit
+	// Mode is the mode actually used: ModeBM25 when vectors are
+	// unavailable, whatever was asked.
+	Mode Mode
+}
+
+// Engine ranks tools from the current index. It is safe for concurrent use.
+type Engine struct {
+	cur  atomic.Pointer[snapshot]
+	emb  index.Embedder
+	opts Options
+	log  *slog.Logger
+}
+
+// New returns an Engine over ix (which it now owns and closes). emb embeds
+// queries; nil means BM25 only (degraded).
+func New(ix *index.Index, emb index.Embedder, opts *Options) *Engine {
+	o := opts.withDefaults()
+	e := &Engine{emb: emb, opts: o, log: o.Logger}
+	e.cur.Store(newSnapshot(ix))
+	if degraded, why := e.Degraded(); degraded {
+		e.log.Warn("search runs BM25 only", "reason", why)
+	}
+	return e
+}
+
+// Options returns the engine's options after defaults.
+func (e *Engine) Options() Options { return e.opts }
+
+// Swap makes ix the index searches use. Searches running on the old index
+// finish on it; it is closed when the last of them returns. Searches never
+// wait for a swap.
+func (e *Engine) Swap(ix *index.Index) {
+	old := e.cur.Swap(newSnapshot(ix))
+	if old != nil {
+		old.release(e.log)
+	}
+	if degraded, why := e.Degraded(); degraded {
+		e.log.Warn("search runs BM25 only", "reason", why)
+	}
+}
+
+// Close releases the current index; it is closed once running searches
+// return. The Engine must not be used afterwards.
+func (e *Engine) Close() error {
+	if old := e.cur.Swap(nil); old != nil {
+		old.release(e.log)
+	}
+	return nil
+}
+
+// Degraded reports whether the vector half is off, and why.
+func (e *Engine) Degraded() (bool, string) {
+	if e.emb == nil {
+		return true, "no embedder: the embedding model or its runtime is not available"
+	}
+	s := e.acquire()
+	if s == nil {
+		return true, "engine closed"
+	}
+	defer s.release(e.log)
+	if s.ix != nil && s.ix.Len() > 0 && !s.ix.HasVectors() {
+		return true, "the index was built without vectors"
+	}
+	return false, ""
+}
+
+// Tool looks a tool up by its namespaced ID in the current index.
+func (e *Engine) Tool(id string) (index.Tool, bool) {
+	s := e.acquire()
+	if s == nil || s.ix == nil {
+		return index.Tool{}, false
+	}
+	defer s.release(e.log)
+	return s.ix.Tool(id)
+}
+
+// IDs returns every tool ID in the current index (in the index's order).
+func (e *Engine) IDs() []string {
+	s := e.acquire()
+	if s == nil || s.ix == nil {
+		return nil
+	}
+	defer s.release(e.log)
+	tools := s.ix.Tools()
+	ids := make([]string, len(tools))
+	for i, t := range tools {
+		ids[i] = t.ID()
+	}
+	return ids
+}
+
+// Search ranks the tools for q.
+func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
+	text := strings.TrimSpace(q.Text)
+	if text == "" {
+		return Result{}, ErrEmptyQuery
+	}
+	mode, err := ParseMode(string(q.Mode))
+	if err != nil {
+		return Result{}, err
+	}
+	if mode == "" {
+		mode = e.opts.Mode
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	limit = min(limit, MaxLimit)
+
+	s := e.acquire()
+	if s == nil {
+		return Result{}, errors.New("search engine is closed")
+	}
+	defer s.release(e.log)
+	ix := s.ix
+	if ix == nil || ix.Len() == 0 {
+		return Result{Mode: mode}, nil
+	}
+
+	var qvec []float32
+	if mode.needsVectors() {
+		if e.emb == nil || !ix.HasVectors() {
+			mode = ModeBM25
+		} else {
+			vecs, err := e.emb.Embed(ctx, []string{text})
+			switch {
+			case ctx.Err() != nil:
+				return Result{}, ctx.Err()
+			case err != nil || len(vecs) != 1:
+				if err == nil {
+					err = fmt.Errorf("embedder returned %d vectors for 1 text", len(vecs))
+				}
+				e.log.Warn("embed query failed; answering with BM25 only", "err", err)
+				mode = ModeBM25
+			default:
+				qvec = vecs[0]
+			}
+		}
+	}
+
+	// Both signals are fetched for the whole (server-filtered) catalog: the
+	// index scores every matching document anyway, and full lists give every
+	// candidate its exact score in the other signal instead of a guess.
+	n := ix.Len()
+	kw, err := ix.Keyword(text, n, q.Server)
+	if err != nil {
+		return Result{}, fmt.Errorf("keyword search: %w", err)
+	}
+	var vec []index.Scored
+	if qvec != nil {
+		vec = ix.Nearest(qvec, n, q.Server)
+	}
+	ranked := e.rank(mode, kw, vec, limit)
+	hits := make([]Hit, 0, len(ranked))
+	for _, r := range ranked {
+		t, ok := ix.Tool(r.id)
+		if !ok {
+			continue
+		}
+		hits = append(hits, Hit{Tool: t, Score: r.score, Keyword: r.keyword, Vector: r.vector})
+	}
+	return Result{Hits: hits, Mode: mode}, nil
+}
+
+// snapshot is one index plus the count of searches using it. refs starts
+// at 1 for the engine's own reference; the index is closed when it reaches 0.
+type snapshot struct {
+	ix   *index.Index
+	refs atomic.Int64
+}
+
+func newSnapshot(ix *index.Index) *snapshot {
+	s := &snapshot{ix: ix}
+	s.refs.Store(1)
+	return s
+}
+
+// acquire returns the current snapshot with a reference taken, or nil when
+// the engine is closed. A snapshot whose count already fell to zero is being
+// closed; the loop then reloads the pointer, which a Swap has moved on.
+func (e *Engine) acquire() *snapshot {
+	for {
+		s := e.cur.Load()
+		if s == nil {
+			return nil
+		}
+		n := s.refs.Load()
+		if n > 0 && s.refs.CompareAndSwap(n, n+1) {
+			return s
+		}
+	}
+}
+
+func (s *snapshot) release(log *slog.Logger) {
+	if s.refs.Add(-1) == 0 && s.ix != nil {
+		if err := s.ix.Close(); err != nil {
+			log.Warn("close old index", "err", err)
+		}
+	}
+}

@@ -1,0 +1,322 @@
+package search_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/search"
+)
+
+var catalog = []index.Tool{
+	{Server: "fs", Name: "read_file", Description: "Read the complete contents of a file from the file system."},
+	{Server: "fs", Name: "write_file", Description: "Create a new file or overwrite an existing file with new content."},
+	{Server: "fs", Name: "list_directory", Description: "List all files and directories in a directory path."},
+	{Server: "memory", Name: "create_entities", Description: "Create multiple new entities in the knowledge graph, e.g. people and organisations."},
+	{Server: "memory", Name: "search_nodes", Description: "Search for nodes in the knowledge graph by a query."},
+	{Server: "git", Name: "git_status", Description: "Show the working tree status of a git repository."},
+	{Server: "git", Name: "git_commit", Description: "Record changes to the repository with a commit message."},
+	{Server: "web", Name: "fetch", Description: "Fetch a URL from the internet and return its contents as markdown."},
+}
+
+func build(t testing.TB, tools []index.Tool, emb index.Embedder) *index.Index {
+	t.Helper()
+	ix, err := index.Build(context.Background(), tools, emb, nil)
+	if err != nil {
+		t.Fatalf("index.Build: %v", err)
+	}
+	return ix
+}
+
+func ids(hits []search.Hit) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.Tool.ID()
+	}
+	return out
+}
+
+func TestSearchErrors(t *testing.T) {
+	emb := &hashEmbedder{}
+	e := search.New(build(t, catalog, emb), emb, nil)
+	defer e.Close()
+	for _, q := range []string{"", "   ", "\t\n"} {
+		if _, err := e.Search(context.Background(), search.Query{Text: q}); !errors.Is(err, search.ErrEmptyQuery) {
+			t.Errorf("Search(%q) error = %v, want ErrEmptyQuery", q, err)
+		}
+	}
+	if _, err := e.Search(context.Background(), search.Query{Text: "file", Mode: "fancy"}); err == nil {
+		t.Error("Search with an unknown mode: no error")
+	}
+}
+
+func TestSearchLimitAndServer(t *testing.T) {
+	var many []index.Tool
+	for i := range 80 {
+		many = append(many, index.Tool{Server: fmt.Sprintf("s%d", i%2), Name: fmt.Sprintf("tool_%02d", i), Description: "read a file"})
+	}
+	emb := &hashEmbedder{}
+	e := search.New(build(t, many, emb), emb, nil)
+	defer e.Close()
+	tests := []struct {
+		limit, want int
+		server      string
+	}{
+		{0, search.DefaultLimit, ""},
+		{3, 3, ""},
+		{1000, search.MaxLimit, ""},
+		{1000, 40, "s1"},
+		{5, 0, "nope"},
+	}
+	for _, mode := range search.Modes {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/%d/%s", mode, tt.limit, tt.server), func(t *testing.T) {
+				res, err := e.Search(context.Background(), search.Query{Text: "read file", Limit: tt.limit, Server: tt.server, Mode: mode})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.Hits) != tt.want {
+					t.Errorf("got %d hits, want %d", len(res.Hits), tt.want)
+				}
+				for _, h := range res.Hits {
+					if tt.server != "" && h.Tool.Server != tt.server {
+						t.Errorf("hit %s outside server %s", h.Tool.ID(), tt.server)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestSearchModes(t *testing.T) {
+	emb := &hashEmbedder{}
+	e := search.New(build(t, catalog, emb), emb, nil)
+	defer e.Close()
+	if d, why := e.Degraded(); d {
+		t.Fatalf("Degraded() = true (%s), want false", why)
+	}
+	ctx := context.Background()
+	for _, mode := range search.Modes {
+		t.Run(string(mode), func(t *testing.T) {
+			res, err := e.Search(ctx, search.Query{Text: "write content to a file", Mode: mode, Limit: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Mode != mode {
+				t.Errorf("Mode = %s, want %s", res.Mode, mode)
+			}
+			if len(res.Hits) == 0 || res.Hits[0].Tool.ID() != "fs__write_file" {
+				t.Errorf("top hits %v, want fs__write_file first", ids(res.Hits))
+			}
+			for i, h := range res.Hits {
+				if i > 0 && h.Score > res.Hits[i-1].Score {
+					t.Errorf("hit %d score %v above hit %d score %v", i, h.Score, i-1, res.Hits[i-1].Score)
+				}
+				if h.Keyword < 0 || h.Keyword > 1 {
+					t.Errorf("%s keyword %v outside [0,1]", h.Tool.ID(), h.Keyword)
+				}
+				switch mode {
+				case search.ModeHybrid:
+					if want := 0.4*h.Keyword + 0.6*h.Vector; math.Abs(h.Score-want) > 1e-12 {
+						t.Errorf("%s score %v, want 0.4·%v + 0.6·%v = %v", h.Tool.ID(), h.Score, h.Keyword, h.Vector, want)
+					}
+				case search.ModeBM25:
+					if h.Score != h.Keyword {
+						t.Errorf("%s bm25 score %v != keyword %v", h.Tool.ID(), h.Score, h.Keyword)
+					}
+				case search.ModeVector:
+					if h.Score != h.Vector {
+						t.Errorf("%s vector score %v != vector %v", h.Tool.ID(), h.Score, h.Vector)
+					}
+				}
+			}
+			if mode != search.ModeVector && res.Hits[0].Keyword != 1 {
+				t.Errorf("best keyword hit has keyword %v, want 1 (divided by the max)", res.Hits[0].Keyword)
+			}
+		})
+	}
+}
+
+// A hybrid hit found by the vector signal alone still carries its exact
+// keyword score, and a keyword-only hit its exact cosine.
+func TestHybridBreakdownIsExact(t *testing.T) {
+	emb := &hashEmbedder{}
+	ix := build(t, catalog, emb)
+	e := search.New(ix, emb, &search.Options{Candidates: 1})
+	defer e.Close()
+	ctx := context.Background()
+	q := "git repository commit message"
+	res, err := e.Search(ctx, search.Query{Text: q, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qv, _ := emb.Embed(ctx, []string{q})
+	cos := map[string]float64{}
+	for _, s := range ix.Nearest(qv[0], ix.Len(), "") {
+		cos[s.ID] = s.Score
+	}
+	kw, _ := ix.Keyword(q, ix.Len(), "")
+	best := kw[0].Score
+	bm := map[string]float64{}
+	for _, s := range kw {
+		bm[s.ID] = s.Score / best
+	}
+	if len(res.Hits) > 2 {
+		t.Errorf("Candidates=1: got %d hits, want at most 2 (one per signal)", len(res.Hits))
+	}
+	for _, h := range res.Hits {
+		if math.Abs(h.Vector-cos[h.Tool.ID()]) > 1e-6 || math.Abs(h.Keyword-bm[h.Tool.ID()]) > 1e-9 {
+			t.Errorf("%s: keyword %v vector %v, want %v %v", h.Tool.ID(), h.Keyword, h.Vector, bm[h.Tool.ID()], cos[h.Tool.ID()])
+		}
+	}
+}
+
+func TestDegraded(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		emb  index.Embedder // engine's
+		ixe  index.Embedder // index's
+	}{
+		{"no embedder", nil, nil},
+		{"index without vectors", &hashEmbedder{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := search.New(build(t, catalog, tt.ixe), tt.emb, nil)
+			defer e.Close()
+			if d, why := e.Degraded(); !d || why == "" {
+				t.Errorf("Degraded() = %v, %q; want true and a reason", d, why)
+			}
+			for _, mode := range search.Modes {
+				res, err := e.Search(ctx, search.Query{Text: "read a file", Mode: mode})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Mode != search.ModeBM25 {
+					t.Errorf("%s: Mode = %s, want bm25", mode, res.Mode)
+				}
+				if len(res.Hits) == 0 || res.Hits[0].Tool.ID() != "fs__read_file" {
+					t.Errorf("%s: hits %v, want fs__read_file first", mode, ids(res.Hits))
+				}
+			}
+		})
+	}
+}
+
+type failingEmbedder struct{ hashEmbedder }
+
+func (failingEmbedder) Embed(context.Context, []string) ([][]float32, error) {
+	return nil, errors.New("onnx exploded")
+}
+
+func TestEmbedFailureFallsBackToBM25(t *testing.T) {
+	e := search.New(build(t, catalog, &hashEmbedder{}), failingEmbedder{}, nil)
+	defer e.Close()
+	res, err := e.Search(context.Background(), search.Query{Text: "read a file"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Mode != search.ModeBM25 || len(res.Hits) == 0 {
+		t.Errorf("got mode %s with %d hits, want bm25 with hits", res.Mode, len(res.Hits))
+	}
+}
+
+func TestToolAndIDs(t *testing.T) {
+	e := search.New(build(t, catalog, nil), nil, nil)
+	defer e.Close()
+	want := make([]string, len(catalog))
+	for i, tl := range catalog {
+		want[i] = tl.ID()
+	}
+	if diff := cmp.Diff(want, e.IDs(), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("IDs() (-want +got):\n%s", diff)
+	}
+	if tl, ok := e.Tool("memory__create_entities"); !ok || tl.Name != "create_entities" {
+		t.Errorf("Tool(memory__create_entities) = %v, %v", tl, ok)
+	}
+	if _, ok := e.Tool("memory__nope"); ok {
+		t.Error("Tool(memory__nope) found")
+	}
+}
+
+// Swap under concurrent searches: run with -race. Every search sees either
+// the old or the new catalog, never a mix or a closed index.
+func TestSwapConcurrent(t *testing.T) {
+	a := catalog[:4]
+	b := catalog[4:]
+	e := search.New(build(t, a, nil), nil, nil)
+	defer e.Close()
+	ixs := []*index.Index{build(t, b, nil), build(t, a, nil), build(t, b, nil), build(t, a, nil)}
+	inA := func(h search.Hit) bool { return h.Tool.Server == "fs" || h.Tool.Name == "create_entities" }
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				res, err := e.Search(context.Background(), search.Query{Text: "file graph git repository fetch", Limit: 10})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(res.Hits) == 0 {
+					errs <- errors.New("no hits")
+					return
+				}
+				for _, h := range res.Hits {
+					if inA(h) != inA(res.Hits[0]) {
+						errs <- fmt.Errorf("mixed catalogs in one result: %v", ids(res.Hits))
+						return
+					}
+				}
+				_ = e.IDs()
+			}
+		})
+	}
+	for _, ix := range ixs {
+		e.Swap(ix)
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got := len(e.IDs()); got != 4 {
+		t.Errorf("after swaps: %d IDs, want 4", got)
+	}
+}
+
+func BenchmarkSearch(b *testing.B) {
+	emb := &hashEmbedder{}
+	var tools []index.Tool
+	for i := range 500 {
+		tl := catalog[i%len(catalog)]
+		tl.Name = fmt.Sprintf("%s_%d", tl.Name, i)
+		tools = append(tools, tl)
+	}
+	e := search.New(build(b, tools, emb), emb, nil)
+	defer e.Close()
+	for _, mode := range search.Modes {
+		b.Run(string(mode), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := e.Search(context.Background(), search.Query{Text: "write content to a new file", Mode: mode}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -492,3 +492,24 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// The bundled example config (examples/toolgate.json) must always load.
+func TestBundledExampleConfig(t *testing.T) {
+	f, err := Load(filepath.Join("..", "..", "examples", "toolgate.json"))
+	if err != nil {
+		t.Fatalf("examples/toolgate.json: %v", err)
+	}
+	var names []string
+	for _, s := range f.Servers() {
+		names = append(names, s.Name)
+		if s.Type != TypeStdio || s.Command != "node" || !filepath.IsAbs(s.Cwd) {
+			t.Errorf("%s: want a stdio server run with node from an absolute cwd, got %+v", s.Name, s)
+		}
+	}
+	if diff := cmp.Diff([]string{"everything", "filesystem", "memory"}, names); diff != "" {
+		t.Errorf("servers (-want +got):\n%s", diff)
+	}
+	if got := f.MCPServers["memory"].Env["MEMORY_FILE_PATH"]; !filepath.IsAbs(got) {
+		t.Errorf("MEMORY_FILE_PATH = %q, want an absolute path (the memory server resolves relative ones against its own script)", got)
+	}
+}

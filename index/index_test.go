@@ -270,3 +270,20 @@ func ExampleIndex_Keyword() {
 	fmt.Println(hits[0].ID)
 	// Output: filesystem__list_directory
 }
+
+// syntheticTools makes n distinct tools over 50 servers with small schemas.
+func syntheticTools(n int) []Tool {
+	verbs := []string{"list", "get", "create", "delete", "update", "search", "read", "write", "send", "query"}
+	nouns := []string{"file", "issue", "user", "message", "record", "bucket", "table", "event", "invoice", "page", "image", "repository"}
+	tools := make([]Tool, n)
+	for i := range tools {
+		v, o := verbs[i%len(verbs)], nouns[(i/len(verbs))%len(nouns)]
+		tools[i] = Tool{
+			Server:      fmt.Sprintf("server%02d", i%50),
+			Name:        fmt.Sprintf("%s_%s_%d", v, o, i),
+			Description: fmt.Sprintf("%s a %s in workspace %d. Returns the %s with its id, owner and timestamps.", v, o, i%97, o),
+			InputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"id":{"type":"string","description":"The %s id"},"limit":{"type":"integer","description":"Maximum results"}}}`, o)),
+		}
+	}
+	return tools
+}

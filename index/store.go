@@ -1,0 +1,614 @@
+package index
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/blevesearch/bleve/v2"
+	"golang.org/x/sys/unix"
+)
+
+// On-disk layout, under <data-dir>/index/:
+//
+//	LOCK             flock'd by the process that builds (refuses a second builder)
+//	manifest.json    names the current generation; replaced by rename only
+//	gen-<n>/bleve/   the Bleve (scorch) index
+//	gen-<n>/catalog.json  the tools with their schemas, in row order (the warm-start snapshot)
+//	gen-<n>/vectors.f32   header + rows×dim little-endian float32, row i = catalog[i]
+//
+// A generation is written completely and synced before the manifest names
+// it, so killing the process at any moment leaves the previous or the new
+// generation current, never a partial one. Generations the manifest does
+// not name are leftovers and are removed by the next build.
+const (
+	indexSubdir   = "index"
+	manifestFile  = "manifest.json"
+	lockFile      = "LOCK"
+	genPrefix     = "gen-"
+	bleveSubdir   = "bleve"
+	catalogFile   = "catalog.json"
+	vectorsFile   = "vectors.f32"
+	vectorsMagic  = "TGV1"
+	vectorsHeader = 16 // magic, rows uint32, dim uint32, reserved uint32
+
+	// FormatVersion changes whenever the on-disk layout or the analyzer
+	// changes in a way an older index cannot serve; such an index is rebuilt.
+	FormatVersion = 1
+)
+
+// State names why an index on disk can or cannot be used as it is.
+type State string
+
+const (
+	StateMissing        State = "missing"
+	StateFormatChanged  State = "format changed"
+	StateModelChanged   State = "model changed"
+	StateCatalogChanged State = "catalog changed"
+	StateUpToDate       State = "up to date"
+)
+
+// Manifest describes the current generation of an index on disk.
+type Manifest struct {
+	Format      int       `json:"format"`
+	Analyzer    string    `json:"analyzer"`           // token filter chain; a change means "format changed"
+	ModelID     string    `json:"model_id,omitempty"` // "" = BM25 only
+	Dim         int       `json:"dim,omitempty"`
+	Fingerprint string    `json:"fingerprint"` // Fingerprint(tools)
+	Tools       int       `json:"tools"`
+	Generation  int       `json:"generation"`
+	Created     time.Time `json:"created"`
+}
+
+func analyzerSignature() string { return strings.Join(analyzerFilters, ",") }
+
+// Dir is the index folder inside a data folder.
+func Dir(dataDir string) string { return filepath.Join(dataDir, indexSubdir) }
+
+func genDir(ixDir string, gen int) string {
+	return filepath.Join(ixDir, genPrefix+strconv.Itoa(gen))
+}
+
+func readManifest(ixDir string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(ixDir, manifestFile))
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("index manifest %s: %w", filepath.Join(ixDir, manifestFile), err)
+	}
+	return &m, nil
+}
+
+// Inspect reports the state of the index in the data folder dir for a given
+// embedder model and catalog, and the manifest when there is one. modelID ""
+// accepts any model (an index with vectors still serves BM25), and nil tools
+// skip the catalog comparison. A broken manifest is "format changed", not an
+// error: the caller rebuilds.
+func Inspect(dir string, modelID string, tools []Tool) (State, *Manifest, error) {
+	ixDir := Dir(dir)
+	m, err := readManifest(ixDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return StateMissing, nil, nil
+	case err != nil:
+		// Garbled, truncated, foreign or unreadable: rebuild over it.
+		return StateFormatChanged, nil, nil
+	}
+	if m.Format != FormatVersion || m.Analyzer != analyzerSignature() || m.Generation <= 0 {
+		return StateFormatChanged, m, nil
+	}
+	if st, err := os.Stat(genDir(ixDir, m.Generation)); err != nil || !st.IsDir() {
+		return StateFormatChanged, m, nil
+	}
+	if modelID != "" && modelID != m.ModelID {
+		return StateModelChanged, m, nil
+	}
+	if tools != nil && Fingerprint(tools) != m.Fingerprint {
+		return StateCatalogChanged, m, nil
+	}
+	return StateUpToDate, m, nil
+}
+
+// Report says what Ensure did, for `toolgate index` and logs.
+type Report struct {
+	Before     State     // state found on disk
+	Manifest   *Manifest // manifest of the generation now current
+	Rebuilt    bool
+	Tools      int
+	Added      int // vs the previous generation's catalog (all tools when there was none)
+	Changed    int
+	Removed    int
+	Embedded   int // tools sent to the embedder (its own cache may still answer them)
+	Reused     int // vectors copied from the previous generation (same model, same text)
+	Duration   time.Duration
+	Generation int
+}
+
+// Ensure opens the index in the data folder dir if it is up to date for
+// tools and emb, and otherwise builds a new generation and swaps it in. With
+// a nil emb the index is BM25 only (an existing index with vectors and the
+// same catalog is still opened as it is). Another process building in the
+// same folder makes Ensure fail with a message that says so.
+func Ensure(ctx context.Context, dir string, tools []Tool, emb Embedder, opts *Options) (*Index, State, error) {
+	ix, rep, err := EnsureReport(ctx, dir, tools, emb, opts)
+	return ix, rep.Before, err
+}
+
+// EnsureReport is Ensure that also says what it did.
+func EnsureReport(ctx context.Context, dir string, tools []Tool, emb Embedder, opts *Options) (*Index, Report, error) {
+	start := time.Now()
+	log := opts.logger()
+	rep := Report{Tools: len(tools)}
+	ixDir := Dir(dir)
+	if err := os.MkdirAll(ixDir, 0o755); err != nil {
+		return nil, rep, fmt.Errorf("create index folder: %w", err)
+	}
+	unlock, err := lockDir(ixDir)
+	if err != nil {
+		return nil, rep, err
+	}
+	defer unlock()
+
+	modelID := ""
+	if emb != nil {
+		modelID = emb.ModelID()
+	}
+	state, prev, err := Inspect(dir, modelID, tools)
+	if err != nil {
+		return nil, rep, err
+	}
+	rep.Before = state
+	if state == StateFormatChanged {
+		log.Warn("index on disk is unreadable or from another format; rebuilding", "dir", ixDir)
+	}
+	if state == StateUpToDate {
+		ix, err := openGen(ixDir, prev)
+		if err == nil {
+			rep.Manifest, rep.Generation, rep.Duration = prev, prev.Generation, time.Since(start)
+			return ix, rep, nil
+		}
+		log.Warn("index on disk is up to date but does not open; rebuilding", "dir", ixDir, "err", err)
+		rep.Before = StateFormatChanged
+	}
+
+	sorted, _, err := prepareTools(tools)
+	if err != nil {
+		return nil, rep, err
+	}
+	// The previous catalog (and its vectors, when the model is the same)
+	// tell what changed and which embeddings can be kept.
+	var old *Index
+	// Vectors are reused only from the same format: DocumentText may differ
+	// between formats.
+	if prev != nil && prev.Generation > 0 && prev.Format == FormatVersion {
+		if o, err := openGen(ixDir, prev); err == nil {
+			old = o
+			defer old.Close()
+		}
+	}
+	rep.Added, rep.Changed, rep.Removed = diffCatalogs(old, sorted)
+
+	gen := nextGeneration(ixDir, prev)
+	gd := genDir(ixDir, gen)
+	if err := os.RemoveAll(gd); err != nil {
+		return nil, rep, fmt.Errorf("clear %s: %w", gd, err)
+	}
+	man, err := writeGeneration(ctx, gd, sorted, emb, old, opts, &rep)
+	if err != nil {
+		_ = os.RemoveAll(gd)
+		return nil, rep, err
+	}
+	man.Generation = gen
+	if err := writeManifest(ixDir, man); err != nil {
+		_ = os.RemoveAll(gd)
+		return nil, rep, err
+	}
+	removeOtherGenerations(ixDir, gen, log)
+	ix, err := openGen(ixDir, man)
+	if err != nil {
+		return nil, rep, fmt.Errorf("open new index generation: %w", err)
+	}
+	rep.Rebuilt, rep.Manifest, rep.Generation = true, man, gen
+	rep.Duration = time.Since(start)
+	log.Info("index built", "dir", ixDir, "state_before", string(rep.Before), "tools", len(sorted),
+		"added", rep.Added, "changed", rep.Changed, "removed", rep.Removed,
+		"embedded", rep.Embedded, "reused", rep.Reused, "generation", gen, "duration", rep.Duration)
+	return ix, rep, nil
+}
+
+// diffCatalogs counts tools added, changed and removed relative to old.
+func diffCatalogs(old *Index, tools []Tool) (added, changed, removed int) {
+	if old == nil {
+		return len(tools), 0, 0
+	}
+	seen := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		seen[t.ID()] = true
+		o, ok := old.Tool(t.ID())
+		switch {
+		case !ok:
+			added++
+		case toolHash(o) != toolHash(t):
+			changed++
+		}
+	}
+	for _, t := range old.Tools() {
+		if !seen[t.ID()] {
+			removed++
+		}
+	}
+	return added, changed, removed
+}
+
+// nextGeneration is one above every generation number present, so a
+// leftover directory of a crashed build is never mistaken for a good one.
+func nextGeneration(ixDir string, prev *Manifest) int {
+	n := 0
+	if prev != nil {
+		n = prev.Generation
+	}
+	entries, _ := os.ReadDir(ixDir)
+	for _, e := range entries {
+		if g, ok := parseGen(e.Name()); ok && g > n {
+			n = g
+		}
+	}
+	return n + 1
+}
+
+func parseGen(name string) (int, bool) {
+	s, ok := strings.CutPrefix(name, genPrefix)
+	if !ok {
+		return 0, false
+	}
+	g, err := strconv.Atoi(s)
+	return g, err == nil && g > 0
+}
+
+func removeOtherGenerations(ixDir string, keep int, log interface {
+	Warn(string, ...any)
+}) {
+	entries, _ := os.ReadDir(ixDir)
+	for _, e := range entries {
+		if g, ok := parseGen(e.Name()); ok && g != keep {
+			if err := os.RemoveAll(filepath.Join(ixDir, e.Name())); err != nil {
+				log.Warn("remove old index generation", "dir", e.Name(), "err", err)
+			}
+		}
+	}
+}
+
+// writeGeneration writes catalog, vectors and Bleve index into gd and syncs
+// them. It returns the manifest for the generation (Generation unset).
+func writeGeneration(ctx context.Context, gd string, tools []Tool, emb Embedder, old *Index, opts *Options, rep *Report) (*Manifest, error) {
+	if err := os.MkdirAll(gd, 0o755); err != nil {
+		return nil, fmt.Errorf("create index generation: %w", err)
+	}
+	cat, err := json.Marshal(tools)
+	if err != nil {
+		return nil, fmt.Errorf("encode catalog: %w", err)
+	}
+	if err := writeFileSync(filepath.Join(gd, catalogFile), cat); err != nil {
+		return nil, err
+	}
+	man := &Manifest{
+		Format:      FormatVersion,
+		Analyzer:    analyzerSignature(),
+		Fingerprint: Fingerprint(tools),
+		Tools:       len(tools),
+		Created:     time.Now().UTC().Truncate(time.Second),
+	}
+	if emb != nil {
+		vecs, embedded, reused, err := embedReusing(ctx, tools, emb, old, opts)
+		if err != nil {
+			return nil, err
+		}
+		rep.Embedded, rep.Reused = embedded, reused
+		if err := writeVectors(filepath.Join(gd, vectorsFile), vecs, len(tools), emb.Dim()); err != nil {
+			return nil, err
+		}
+		man.ModelID, man.Dim = emb.ModelID(), emb.Dim()
+	}
+	if err := buildBleveOnDisk(ctx, filepath.Join(gd, bleveSubdir), tools); err != nil {
+		return nil, err
+	}
+	if err := syncTree(gd); err != nil {
+		return nil, fmt.Errorf("sync index generation: %w", err)
+	}
+	return man, nil
+}
+
+// embedReusing embeds the tools whose document text has no vector in the
+// previous generation of the same model, and copies the others' vectors.
+func embedReusing(ctx context.Context, tools []Tool, emb Embedder, old *Index, opts *Options) (vecs []float32, embedded, reused int, err error) {
+	dim := emb.Dim()
+	if dim <= 0 {
+		return nil, 0, 0, fmt.Errorf("embedder %s reports dimension %d", emb.ModelID(), dim)
+	}
+	vecs = make([]float32, len(tools)*dim)
+	var todo []Tool
+	var rows []int
+	canReuse := old != nil && old.HasVectors() && old.ModelID() == emb.ModelID() && old.Dim() == dim
+	for i, t := range tools {
+		if canReuse {
+			if j, ok := old.byID[t.ID()]; ok && DocumentText(old.tools[j]) == DocumentText(t) {
+				copy(vecs[i*dim:(i+1)*dim], old.vecs[j*dim:(j+1)*dim])
+				reused++
+				continue
+			}
+		}
+		todo = append(todo, t)
+		rows = append(rows, i)
+	}
+	if len(todo) > 0 {
+		part, err := embedAll(ctx, todo, emb, opts)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		for k, i := range rows {
+			copy(vecs[i*dim:(i+1)*dim], part[k*dim:(k+1)*dim])
+		}
+	} else {
+		opts.progress(0, 0)
+	}
+	return vecs, len(todo), reused, nil
+}
+
+func buildBleveOnDisk(ctx context.Context, path string, tools []Tool) error {
+	m, err := newMapping()
+	if err != nil {
+		return err
+	}
+	b, err := bleve.NewBuilder(path, m, map[string]interface{}{"batchSize": 2000})
+	if err != nil {
+		return fmt.Errorf("create bleve index: %w", err)
+	}
+	for i, t := range tools {
+		if i%1000 == 0 {
+			if err := ctx.Err(); err != nil {
+				_ = b.Close()
+				return err
+			}
+		}
+		if err := b.Index(t.ID(), bleveDoc(t)); err != nil {
+			_ = b.Close()
+			return fmt.Errorf("index tool %q: %w", t.ID(), err)
+		}
+	}
+	if err := b.Close(); err != nil {
+		return fmt.Errorf("write bleve index: %w", err)
+	}
+	return nil
+}
+
+func writeVectors(path string, vecs []float32, rows, dim int) error {
+	buf := make([]byte, vectorsHeader+4*len(vecs))
+	copy(buf, vectorsMagic)
+	binary.LittleEndian.PutUint32(buf[4:], uint32(rows))
+	binary.LittleEndian.PutUint32(buf[8:], uint32(dim))
+	for i, v := range vecs {
+		binary.LittleEndian.PutUint32(buf[vectorsHeader+4*i:], math.Float32bits(v))
+	}
+	return writeFileSync(path, buf)
+}
+
+// mapVectors maps a vectors file read-only and returns its rows×dim matrix
+// and the function that unmaps it.
+func mapVectors(path string, rows, dim int) ([]float32, func() error, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	want := int64(vectorsHeader) + 4*int64(rows)*int64(dim)
+	if st.Size() != want {
+		return nil, nil, fmt.Errorf("%s: %d bytes, want %d for %d×%d vectors", path, st.Size(), want, rows, dim)
+	}
+	if rows == 0 || dim == 0 {
+		return []float32{}, func() error { return nil }, nil
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(want), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, nil, fmt.Errorf("map %s: %w", path, err)
+	}
+	if string(data[:4]) != vectorsMagic ||
+		binary.LittleEndian.Uint32(data[4:]) != uint32(rows) ||
+		binary.LittleEndian.Uint32(data[8:]) != uint32(dim) {
+		_ = unix.Munmap(data)
+		return nil, nil, fmt.Errorf("%s: header does not match the manifest", path)
+	}
+	if !littleEndian() {
+		// Big-endian hosts get a decoded copy instead of the mapping.
+		out := make([]float32, rows*dim)
+		for i := range out {
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[vectorsHeader+4*i:]))
+		}
+		_ = unix.Munmap(data)
+		return out, func() error { return nil }, nil
+	}
+	vecs := unsafe.Slice((*float32)(unsafe.Pointer(&data[vectorsHeader])), rows*dim)
+	return vecs, func() error { return unix.Munmap(data) }, nil
+}
+
+func littleEndian() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}
+
+// Open opens the current generation of the index in the data folder dir as
+// it is, without comparing it to any catalog or model: `toolgate search` and
+// a warm-starting gateway use it before any backend is connected.
+func Open(dir string, opts *Options) (*Index, error) {
+	ixDir := Dir(dir)
+	// A builder may swap generations between reading the manifest and opening
+	// the generation it names; reading the manifest again settles it.
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		m, err := readManifest(ixDir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no index in %s: build one with `toolgate index --tools FILE.jsonl` or `toolgate index --config FILE`", dir)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: rebuild it with `toolgate index`", err)
+		}
+		if m.Format != FormatVersion || m.Analyzer != analyzerSignature() {
+			return nil, fmt.Errorf("index in %s has format %d (analyzer %q), this toolgate reads format %d: rebuild it with `toolgate index`", dir, m.Format, m.Analyzer, FormatVersion)
+		}
+		ix, err := openGen(ixDir, m)
+		if err == nil {
+			return ix, nil
+		}
+		lastErr = err
+		if _, serr := os.Stat(genDir(ixDir, m.Generation)); serr == nil {
+			break // the generation is there but damaged: retrying will not help
+		}
+	}
+	return nil, fmt.Errorf("open index in %s: %w (rebuild it with `toolgate index`)", dir, lastErr)
+}
+
+// openGen opens the generation a manifest names.
+func openGen(ixDir string, m *Manifest) (*Index, error) {
+	gd := genDir(ixDir, m.Generation)
+	cat, err := os.ReadFile(filepath.Join(gd, catalogFile))
+	if err != nil {
+		return nil, err
+	}
+	var tools []Tool
+	if err := json.Unmarshal(cat, &tools); err != nil {
+		return nil, fmt.Errorf("read catalog snapshot: %w", err)
+	}
+	if len(tools) != m.Tools {
+		return nil, fmt.Errorf("catalog snapshot holds %d tools, manifest says %d", len(tools), m.Tools)
+	}
+	byID := make(map[string]int, len(tools))
+	for i, t := range tools {
+		byID[t.ID()] = i
+	}
+	if !sort.SliceIsSorted(tools, func(i, j int) bool { return tools[i].ID() < tools[j].ID() }) || len(byID) != len(tools) {
+		return nil, errors.New("catalog snapshot is not sorted by unique ID")
+	}
+	ix := &Index{tools: tools, byID: byID}
+	if m.ModelID != "" {
+		vecs, release, err := mapVectors(filepath.Join(gd, vectorsFile), len(tools), m.Dim)
+		if err != nil {
+			return nil, err
+		}
+		ix.vecs, ix.release, ix.dim, ix.modelID = vecs, release, m.Dim, m.ModelID
+	}
+	// Read-only: no background merger, and bbolt takes a shared lock, so any
+	// number of readers can open one generation at once.
+	bi, err := bleve.OpenUsing(filepath.Join(gd, bleveSubdir), map[string]interface{}{"read_only": true})
+	if err != nil {
+		_ = ix.Close()
+		return nil, fmt.Errorf("open bleve index: %w", err)
+	}
+	ix.bi = bi
+	return ix, nil
+}
+
+func writeManifest(ixDir string, m *Manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(ixDir, manifestFile+".tmp")
+	if err := writeFileSync(tmp, append(b, '\n')); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(ixDir, manifestFile)); err != nil {
+		return fmt.Errorf("swap index manifest: %w", err)
+	}
+	return syncDir(ixDir)
+}
+
+func writeFileSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func syncDir(path string) error {
+	d, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// syncTree fsyncs every file and directory under root (Bleve's builder does
+// not sync what it writes).
+func syncTree(root string) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return syncDir(p)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return f.Sync()
+	})
+}
+
+// ErrLocked is returned when another process holds the index lock.
+var ErrLocked = errors.New("index is locked by another process")
+
+// lockDir takes the exclusive, non-blocking flock on <ixDir>/LOCK. The lock
+// goes away with the process, so a killed build never leaves it stuck.
+func lockDir(ixDir string) (unlock func(), err error) {
+	path := filepath.Join(ixDir, lockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open index lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			who := strings.TrimSpace(string(holder))
+			if who != "" {
+				who = " (pid " + who + ")"
+			}
+			return nil, fmt.Errorf("%w%s: another `toolgate index` or gateway is updating %s; wait for it to finish or use another --data-dir", ErrLocked, who, ixDir)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return func() {
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		f.Close()
+	}, nil
+}

@@ -1,0 +1,335 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// cachingEmbedder stands in for embed's cache: texts it has seen are free,
+// and it counts the ones that reach the model.
+type cachingEmbedder struct {
+	fakeEmbedder
+	mu     sync.Mutex
+	cache  map[string][]float32
+	misses int
+	hits   int
+}
+
+func (c *cachingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([][]float32, len(texts))
+	var todo []string
+	var at []int
+	for i, s := range texts {
+		if v, ok := c.cache[s]; ok {
+			out[i] = v
+			c.hits++
+			continue
+		}
+		todo = append(todo, s)
+		at = append(at, i)
+	}
+	if len(todo) > 0 {
+		vs, _ := c.fakeEmbedder.Embed(ctx, todo)
+		for k, i := range at {
+			out[i] = vs[k]
+			c.cache[todo[k]] = vs[k]
+		}
+		c.misses += len(todo)
+	}
+	return out, nil
+}
+
+func (c *cachingEmbedder) Stats() (hits, misses int) { return c.hits, c.misses }
+
+func newCaching(id string) *cachingEmbedder {
+	return &cachingEmbedder{fakeEmbedder: fakeEmbedder{id: id, dim: 32}, cache: map[string][]float32{}}
+}
+
+func mustEnsure(t *testing.T, dir string, tools []Tool, emb Embedder) (*Index, Report) {
+	t.Helper()
+	var e Embedder
+	if emb != nil {
+		e = emb
+	}
+	ix, rep, err := EnsureReport(context.Background(), dir, tools, e, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix, rep
+}
+
+func TestEnsureStates(t *testing.T) {
+	dir := t.TempDir()
+	tools := testTools()
+	emb := newCaching("fake/1")
+
+	ix, rep := mustEnsure(t, dir, tools, emb)
+	if rep.Before != StateMissing || !rep.Rebuilt || rep.Added != len(tools) || rep.Embedded != len(tools) || rep.Generation != 1 {
+		t.Errorf("first build: %+v", rep)
+	}
+	if ix.Len() != len(tools) || !ix.HasVectors() || ix.ModelID() != "fake/1" {
+		t.Errorf("first build: len %d vectors %v model %q", ix.Len(), ix.HasVectors(), ix.ModelID())
+	}
+	checkSearch(t, ix)
+
+	// Same catalog, listed in another order: up to date, nothing embedded.
+	shuffled := append([]Tool(nil), tools...)
+	shuffled[0], shuffled[5] = shuffled[5], shuffled[0]
+	calls := emb.calls
+	ix2, rep := mustEnsure(t, dir, shuffled, emb)
+	if rep.Before != StateUpToDate || rep.Rebuilt || emb.calls != calls {
+		t.Errorf("unchanged: %+v, embedder calls %d → %d", rep, calls, emb.calls)
+	}
+	checkSearch(t, ix2)
+	if diff := cmp.Diff(ix.Tools(), ix2.Tools()); diff != "" {
+		t.Errorf("reopened catalog differs:\n%s", diff)
+	}
+
+	// One description changed: catalog changed, one tool embedded.
+	changed := testTools()
+	changed[2].Description = "Create new entities (people, places) in the knowledge graph."
+	changed = append(changed[:1], changed[2:]...) // and one removed
+	changed = append(changed, Tool{Server: "memory", Name: "delete_entities", Description: "Delete entities."})
+	_, rep = mustEnsure(t, dir, changed, emb)
+	if rep.Before != StateCatalogChanged || rep.Added != 1 || rep.Changed != 1 || rep.Removed != 1 ||
+		rep.Embedded != 2 || rep.Reused != 4 || rep.Generation != 2 {
+		t.Errorf("catalog changed: %+v", rep)
+	}
+	assertGenerations(t, dir, 2)
+
+	// Another model: everything re-embedded.
+	other := newCaching("fake/2")
+	_, rep = mustEnsure(t, dir, changed, other)
+	if rep.Before != StateModelChanged || rep.Embedded != len(changed) || rep.Reused != 0 {
+		t.Errorf("model changed: %+v", rep)
+	}
+
+	// No embedder: the index with vectors still serves.
+	ixNil, rep := mustEnsure(t, dir, changed, nil)
+	if rep.Before != StateUpToDate || !ixNil.HasVectors() {
+		t.Errorf("nil embedder on an index with vectors: %+v", rep)
+	}
+
+	st, m, err := Inspect(dir, "fake/2", changed)
+	if err != nil || st != StateUpToDate || m.Tools != len(changed) || m.ModelID != "fake/2" {
+		t.Errorf("Inspect = %v %+v %v", st, m, err)
+	}
+	if st, _, _ := Inspect(dir, "", nil); st != StateUpToDate {
+		t.Errorf("Inspect(any model, any catalog) = %v", st)
+	}
+	if st, _, _ := Inspect(t.TempDir(), "", nil); st != StateMissing {
+		t.Errorf("Inspect(empty) = %v", st)
+	}
+}
+
+// TestIncrementalEmbedding counts what reaches the model when one tool of
+// many changes, with vectors kept from the previous generation and, behind
+// them, the embed cache.
+func TestIncrementalEmbedding(t *testing.T) {
+	dir := t.TempDir()
+	tools := syntheticTools(500)
+	emb := newCaching("fake/1")
+	mustEnsure(t, dir, tools, emb)
+	if emb.misses != 500 {
+		t.Fatalf("first build embedded %d, want 500", emb.misses)
+	}
+	tools[123].Description += " Now with pagination."
+	_, rep := mustEnsure(t, dir, tools, emb)
+	if rep.Embedded != 1 || rep.Reused != 499 || emb.misses != 501 || rep.Changed != 1 {
+		t.Errorf("after one change: %+v, model saw %d texts in all", rep, emb.misses)
+	}
+	// With the previous generation gone (e.g. deleted folder), the cache alone
+	// keeps the model from seeing unchanged texts again.
+	if err := os.RemoveAll(Dir(dir)); err != nil {
+		t.Fatal(err)
+	}
+	_, rep = mustEnsure(t, dir, tools, emb)
+	if rep.Before != StateMissing || rep.Embedded != 500 || emb.misses != 501 {
+		t.Errorf("after deleting the index: %+v, model saw %d texts in all", rep, emb.misses)
+	}
+}
+
+func checkSearch(t *testing.T, ix *Index) {
+	t.Helper()
+	hits, err := ix.Keyword("list the files in a directory", 3, "")
+	if err != nil || len(hits) == 0 || hits[0].ID != "filesystem__list_directory" {
+		t.Errorf("Keyword = %v, %v", hits, err)
+	}
+	hits, err = ix.Keyword("replace", 3, "my server")
+	if err != nil || len(hits) != 1 || hits[0].ID != "my server__search & replace" {
+		t.Errorf("Keyword(odd server) = %v, %v", hits, err)
+	}
+	if ix.HasVectors() {
+		tool, _ := ix.Tool("filesystem__read_file")
+		near := ix.Nearest(fakeVector(DocumentText(tool), ix.Dim()), 1, "")
+		if len(near) != 1 || near[0].ID != tool.ID() {
+			t.Errorf("Nearest = %v", near)
+		}
+	}
+}
+
+func assertGenerations(t *testing.T, dir string, want ...int) {
+	t.Helper()
+	entries, err := os.ReadDir(Dir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, e := range entries {
+		if g, ok := parseGen(e.Name()); ok {
+			got = append(got, g)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("generations on disk (-want +got):\n%s", diff)
+	}
+}
+
+func TestEnsureRebuildsBrokenIndex(t *testing.T) {
+	cases := []struct {
+		name   string
+		damage func(t *testing.T, ixDir string)
+	}{
+		{"garbage manifest", func(t *testing.T, ixDir string) {
+			os.WriteFile(filepath.Join(ixDir, manifestFile), []byte("{not json"), 0o644)
+		}},
+		{"truncated manifest", func(t *testing.T, ixDir string) {
+			os.WriteFile(filepath.Join(ixDir, manifestFile), []byte(`{"format":1,`), 0o644)
+		}},
+		{"foreign format", func(t *testing.T, ixDir string) {
+			os.WriteFile(filepath.Join(ixDir, manifestFile), []byte(`{"format":99,"generation":1}`), 0o644)
+		}},
+		{"generation missing", func(t *testing.T, ixDir string) {
+			os.RemoveAll(genDir(ixDir, 1))
+		}},
+		{"vectors truncated", func(t *testing.T, ixDir string) {
+			os.Truncate(filepath.Join(genDir(ixDir, 1), vectorsFile), 100)
+		}},
+		{"catalog garbled", func(t *testing.T, ixDir string) {
+			os.WriteFile(filepath.Join(genDir(ixDir, 1), catalogFile), []byte("[{"), 0o644)
+		}},
+		{"bleve gone", func(t *testing.T, ixDir string) {
+			os.RemoveAll(filepath.Join(genDir(ixDir, 1), bleveSubdir))
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			emb := newCaching("fake/1")
+			ix, _ := mustEnsure(t, dir, testTools(), emb)
+			ix.Close()
+			tc.damage(t, Dir(dir))
+			if _, err := Open(dir, nil); err == nil {
+				t.Error("Open of a broken index succeeded")
+			}
+			ix, rep := mustEnsure(t, dir, testTools(), emb)
+			if rep.Before != StateFormatChanged || !rep.Rebuilt {
+				t.Errorf("report %+v, want format changed and rebuilt", rep)
+			}
+			checkSearch(t, ix)
+			ix2, err := Open(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ix2.Close()
+		})
+	}
+}
+
+// TestCrashBeforeSwap simulates a build killed before the manifest swap: a
+// partial newer generation sits next to the current one. Open serves the
+// current one; the next build skips the partial one's number and removes it.
+func TestCrashBeforeSwap(t *testing.T) {
+	dir := t.TempDir()
+	ix, _ := mustEnsure(t, dir, testTools(), newCaching("fake/1"))
+	ix.Close()
+	ixDir := Dir(dir)
+	partial := genDir(ixDir, 2)
+	os.MkdirAll(filepath.Join(partial, bleveSubdir), 0o755)
+	os.WriteFile(filepath.Join(partial, catalogFile), []byte(`[{"server":"half`), 0o644)
+	os.WriteFile(filepath.Join(ixDir, manifestFile+".tmp"), []byte(`{"format":1,"generation":2`), 0o644)
+
+	ix, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSearch(t, ix)
+	ix.Close()
+
+	changed := append(testTools(), Tool{Server: "x", Name: "y", Description: "new"})
+	_, rep := mustEnsure(t, dir, changed, newCaching("fake/1"))
+	if rep.Generation != 3 || rep.Before != StateCatalogChanged {
+		t.Errorf("after crash: %+v", rep)
+	}
+	assertGenerations(t, dir, 3)
+}
+
+func TestLockContention(t *testing.T) {
+	dir := t.TempDir()
+	ixDir := Dir(dir)
+	os.MkdirAll(ixDir, 0o755)
+	unlock, err := lockDir(ixDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = Ensure(context.Background(), dir, testTools(), nil, nil)
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "another `toolgate index`") {
+		t.Errorf("Ensure under lock: %v", err)
+	}
+	unlock()
+	ix, _, err := Ensure(context.Background(), dir, testTools(), nil, nil)
+	if err != nil {
+		t.Fatalf("Ensure after unlock: %v", err)
+	}
+	ix.Close()
+}
+
+// TestConcurrentReaders opens the index from many goroutines while a builder
+// swaps generations (run with -race).
+func TestConcurrentReaders(t *testing.T) {
+	dir := t.TempDir()
+	ix, _ := mustEnsure(t, dir, testTools(), nil)
+	ix.Close()
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				ix, err := Open(dir, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if _, err := ix.Keyword("read", 3, ""); err != nil {
+					errs <- err
+				}
+				ix.Close()
+			}
+		}()
+	}
+	for i := 0; i < 5; i++ {
+		tools := append(testTools(), Tool{Server: "s", Name: "t" + string(rune('a'+i)), Description: "x"})
+		ix, _, err := Ensure(context.Background(), dir, tools, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ix.Close()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,293 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/search"
+)
+
+func init() { register(newEvalCmd) }
+
+type evalFlags struct {
+	tools, queries string
+	dataset        string
+	mode           string
+	json, misses   bool
+	limitQueries   int
+	candidates     int
+	keywordNorm    string
+	vectorNorm     string
+}
+
+func newEvalCmd(g *globals) *cobra.Command {
+	f := &evalFlags{}
+	cmd := &cobra.Command{
+		Use:   "eval --tools TOOLS.jsonl --queries QUERIES.jsonl",
+		Short: "Measure search relevance on a benchmark (Hit@k, Recall@k, MRR, nDCG, latency)",
+		Long: `eval builds an in-memory index of the tools, runs every query through the
+ranker and reports Hit@1/5/10, Recall@5/10, MRR@10, nDCG@10 (binary relevance),
+GroupRecall@5/10 when queries have relevant_groups, and per-query search latency
+p50/p95. Files use the bench format of ../shared/bench/README.md.
+
+Embeddings go through the cached embedder, so repeated runs re-embed nothing.
+Query vectors are computed in batches before timing, so the latency is that
+of a search whose query vector is in the cache (ranking plus cache lookup).
+
+With --json, each mode prints one line:
+{"dataset","mode","tools","queries","metrics":{"hit@1",…,"ndcg@10"},"latency_ms":{"p50","p95"}}
+with metrics as fractions 0–1.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runEval(cmd.Context(), g, f, cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.tools, "tools", "", "tools file (bench JSONL: server, name, description, input_schema)")
+	fl.StringVar(&f.queries, "queries", "", "queries file (bench JSONL: query, relevant, relevant_groups?)")
+	fl.StringVar(&f.dataset, "dataset", "", "dataset name in the output (default: the tools file's folder name)")
+	fl.StringVar(&f.mode, "mode", "all", "ranking mode: hybrid, bm25, vector, rrf or all")
+	fl.BoolVar(&f.json, "json", false, "print one JSON object per mode per line instead of a table")
+	fl.BoolVar(&f.misses, "misses", false, "list the queries with no relevant tool in the top 5, and what came first")
+	fl.IntVar(&f.limitQueries, "limit-queries", 0, "use only the first N queries (0: all)")
+	fl.IntVar(&f.candidates, "candidates", 0, fmt.Sprintf("top-N of each signal fused by hybrid and rrf (default %d)", search.DefaultCandidates))
+	fl.StringVar(&f.keywordNorm, "keyword-norm", "", "keyword normalisation for hybrid: max, minmax, raw or clamp (default max)")
+	fl.StringVar(&f.vectorNorm, "vector-norm", "", "cosine normalisation for hybrid: raw, clamp, minmax or max (default raw)")
+	g.addEmbedFlags(cmd)
+	return cmd
+}
+
+// evalLine is one --json output line.
+type evalLine struct {
+	Dataset   string             `json:"dataset"`
+	Mode      search.Mode        `json:"mode"`
+	Tools     int                `json:"tools"`
+	Queries   int                `json:"queries"`
+	Metrics   map[string]float64 `json:"metrics"`
+	LatencyMS map[string]float64 `json:"latency_ms"`
+	Misses    []evalMiss         `json:"misses,omitempty"`
+}
+
+type evalMiss struct {
+	Line     int      `json:"line"`
+	Query    string   `json:"query"`
+	Relevant []string `json:"relevant"`
+	Rank     int      `json:"rank,omitempty"`
+	Top      []string `json:"top"`
+}
+
+func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error {
+	log := g.logger
+	if f.tools == "" || f.queries == "" {
+		return usageError{errors.New("eval needs --tools and --queries (bench JSONL files, e.g. ../shared/bench/azure-mcp/tools.jsonl)")}
+	}
+	var modes []search.Mode
+	if f.mode == "all" {
+		modes = search.Modes
+	} else {
+		m, err := search.ParseMode(f.mode)
+		if err != nil || m == "" {
+			return usageError{fmt.Errorf("--mode %q: want hybrid, bm25, vector, rrf or all", f.mode)}
+		}
+		modes = []search.Mode{m}
+	}
+	kn, err := search.ParseNorm(f.keywordNorm)
+	if err != nil {
+		return usageError{fmt.Errorf("--keyword-norm: %w", err)}
+	}
+	vn, err := search.ParseNorm(f.vectorNorm)
+	if err != nil {
+		return usageError{fmt.Errorf("--vector-norm: %w", err)}
+	}
+	if f.limitQueries < 0 {
+		return usageError{fmt.Errorf("--limit-queries %d: want 0 (all) or more", f.limitQueries)}
+	}
+
+	tools, err := search.LoadTools(f.tools)
+	if err != nil {
+		return err
+	}
+	qs, err := search.LoadQueries(f.queries)
+	if err != nil {
+		return err
+	}
+	if err := search.CheckQueries(tools, qs); err != nil {
+		return fmt.Errorf("%s: %w", f.queries, err)
+	}
+	if f.limitQueries > 0 && f.limitQueries < len(qs) {
+		qs = qs[:f.limitQueries]
+	}
+	dataset := f.dataset
+	if dataset == "" {
+		dataset = filepath.Base(filepath.Dir(f.tools))
+		if abs, err := filepath.Abs(f.tools); err == nil {
+			dataset = filepath.Base(filepath.Dir(abs))
+		}
+	}
+
+	// The embedder is needed by every mode but bm25. Without it bm25 still
+	// runs and each other mode reports why it could not.
+	var emb index.Embedder
+	var embErr error
+	needVectors := false
+	for _, m := range modes {
+		needVectors = needVectors || m != search.ModeBM25
+	}
+	if needVectors {
+		var closer io.Closer
+		emb, closer, embErr = g.openEmbedder(ctx)
+		if embErr != nil {
+			emb = nil
+			if len(modes) == 1 {
+				return fmt.Errorf("mode %s needs the embedding model: %w", modes[0], embErr)
+			}
+		} else if closer != nil {
+			defer closer.Close()
+		}
+	}
+
+	start := time.Now()
+	ix, err := index.Build(ctx, tools, emb, &index.Options{Logger: log})
+	if err != nil {
+		return fmt.Errorf("build index: %w", err)
+	}
+	log.Info("index built", "tools", ix.Len(), "vectors", ix.HasVectors(), "took", time.Since(start).Round(time.Millisecond))
+	if emb != nil {
+		start = time.Now()
+		if err := warmQueries(ctx, emb, qs); err != nil {
+			return fmt.Errorf("embed queries: %w", err)
+		}
+		log.Info("queries embedded", "queries", len(qs), "took", time.Since(start).Round(time.Millisecond))
+	}
+	eng := search.New(ix, emb, &search.Options{Candidates: f.candidates, KeywordNorm: kn, VectorNorm: vn, Logger: log})
+	defer eng.Close()
+
+	var reports []search.Report
+	var skipped []string
+	for _, m := range modes {
+		if m != search.ModeBM25 && emb == nil {
+			skipped = append(skipped, string(m))
+			continue
+		}
+		rep, err := search.Evaluate(ctx, eng, qs, m)
+		if err != nil {
+			return fmt.Errorf("mode %s: %w", m, err)
+		}
+		reports = append(reports, rep)
+		if f.json {
+			if err := writeEvalJSON(out, dataset, len(tools), len(qs), rep, f.misses); err != nil {
+				return err
+			}
+		}
+	}
+	if !f.json {
+		writeEvalTable(out, dataset, len(tools), qs, reports)
+		if f.misses {
+			for _, rep := range reports {
+				writeMisses(out, rep)
+			}
+		}
+	}
+	if len(skipped) > 0 {
+		return fmt.Errorf("modes %s not run: they need the embedding model: %w", strings.Join(skipped, ", "), embErr)
+	}
+	return nil
+}
+
+// warmQueries embeds the queries in batches so the timed searches find
+// their vectors in the cache: batch embedding is several times faster than
+// one text at a time.
+func warmQueries(ctx context.Context, emb index.Embedder, qs []search.BenchQuery) error {
+	const batch = 64
+	texts := make([]string, 0, batch)
+	for i, q := range qs {
+		texts = append(texts, strings.TrimSpace(q.Query))
+		if len(texts) == batch || i == len(qs)-1 {
+			if _, err := emb.Embed(ctx, texts); err != nil {
+				return err
+			}
+			texts = texts[:0]
+		}
+	}
+	return nil
+}
+
+func metricsMap(m search.Metrics) map[string]float64 {
+	out := map[string]float64{
+		"hit@1": m.Hit1, "hit@5": m.Hit5, "hit@10": m.Hit10,
+		"recall@5": m.Recall5, "recall@10": m.Recall10,
+		"mrr@10": m.MRR10, "ndcg@10": m.NDCG10,
+	}
+	if m.GroupQueries > 0 {
+		out["group_recall@5"] = m.GroupRecall5
+		out["group_recall@10"] = m.GroupRecall10
+	}
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func writeEvalJSON(out io.Writer, dataset string, tools, queries int, rep search.Report, misses bool) error {
+	line := evalLine{
+		Dataset: dataset, Mode: rep.Mode, Tools: tools, Queries: queries,
+		Metrics:   metricsMap(rep.Metrics),
+		LatencyMS: map[string]float64{"p50": ms(rep.LatencyP50), "p95": ms(rep.LatencyP95)},
+	}
+	if misses {
+		line.Misses = []evalMiss{}
+		for _, m := range rep.Misses {
+			line.Misses = append(line.Misses, evalMiss{Line: m.Query.Line, Query: m.Query.Query, Relevant: m.Query.Relevant, Rank: m.Rank, Top: m.Top})
+		}
+	}
+	b, err := json.Marshal(line)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "%s\n", b)
+	return err
+}
+
+func writeEvalTable(out io.Writer, dataset string, tools int, qs []search.BenchQuery, reports []search.Report) {
+	groups := false
+	for _, r := range reports {
+		groups = groups || r.Metrics.GroupQueries > 0
+	}
+	fmt.Fprintf(out, "dataset %s: %d tools, %d queries\n", dataset, tools, len(qs))
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "mode\tHit@1\tHit@5\tHit@10\tRecall@5\tRecall@10\tMRR@10\tnDCG@10\t"
+	if groups {
+		head += "GroupR@5\tGroupR@10\t"
+	}
+	fmt.Fprintln(tw, head+"p50 ms\tp95 ms\t")
+	pct := func(x float64) string { return fmt.Sprintf("%.1f", 100*x) }
+	for _, r := range reports {
+		m := r.Metrics
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t", r.Mode, pct(m.Hit1), pct(m.Hit5), pct(m.Hit10), pct(m.Recall5), pct(m.Recall10), m.MRR10, pct(m.NDCG10))
+		if groups {
+			row += pct(m.GroupRecall5) + "\t" + pct(m.GroupRecall10) + "\t"
+		}
+		fmt.Fprintf(tw, "%s%.2f\t%.2f\t\n", row, ms(r.LatencyP50), ms(r.LatencyP95))
+	}
+	tw.Flush()
+}
+
+func writeMisses(out io.Writer, rep search.Report) {
+	fmt.Fprintf(out, "\n%s: %d queries with no relevant tool in the top 5\n", rep.Mode, len(rep.Misses))
+	for _, m := range rep.Misses {
+		rank := "not in top 10"
+		if m.Rank > 0 {
+			rank = fmt.Sprintf("rank %d", m.Rank)
+		}
+		fmt.Fprintf(out, "  line %d: %q\n    want %s (%s)\n    got  %s\n", m.Query.Line, m.Query.Query, strings.Join(m.Query.Relevant, ", "), rank, strings.Join(m.Top, ", "))
+	}
+}

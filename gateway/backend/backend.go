@@ -1,0 +1,482 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+// maxDescription caps a tool description; longer ones are cut (with a warning).
+const maxDescription = 16 << 10
+
+var (
+	errStopping = errors.New("backend is stopping")
+	errStopped  = errors.New("stopped")
+)
+
+// configError marks a failure that a restart cannot fix (command not found,
+// bad cwd, bad URL): the backend stays down until the config changes.
+type configError struct{ error }
+
+func (e configError) Unwrap() error { return e.error }
+
+// backend is one configured server: its state, its last known tools, and the
+// live connection (run) while up.
+type backend struct {
+	p              *Pool
+	cfg            config.Server
+	log            *slog.Logger
+	connectTimeout time.Duration
+	callTimeout    time.Duration
+	mask           func(string) string
+
+	notifyMu sync.Mutex // serializes list + OnToolsChanged
+
+	mu       sync.Mutex
+	state    State
+	err      error
+	since    time.Time
+	tools    []*mcp.Tool
+	restarts int
+	run      *run
+}
+
+// run is one live connection: session, process (stdio), and the goroutines
+// that watch it.
+type run struct {
+	sess     *mcp.ClientSession
+	proc     *proc           // stdio only
+	ctx      context.Context // session lifetime; cancelled at teardown
+	cancel   context.CancelCauseFunc
+	done     chan struct{}  // closed when the session has ended
+	changed  chan struct{}  // list_changed signals (capacity 1)
+	wg       sync.WaitGroup // watcher and re-lister
+	upAt     time.Time
+	protocol string
+}
+
+func newBackend(p *Pool, s config.Server) *backend {
+	if s.Type == "" {
+		s.Type = config.TypeStdio
+		if s.URL != "" {
+			s.Type = config.TypeHTTP
+		}
+	}
+	b := &backend{
+		p:              p,
+		cfg:            s,
+		log:            p.log.With(keyServer, s.Name, keyTransport, s.Type),
+		connectTimeout: p.opts.ConnectTimeout,
+		callTimeout:    p.opts.CallTimeout,
+		mask:           newMasker(s),
+		state:          StateConnecting,
+		since:          time.Now(),
+	}
+	if d := s.ConnectTimeout.Duration; d > 0 {
+		b.connectTimeout = d
+	}
+	if d := s.CallTimeout.Duration; d > 0 {
+		b.callTimeout = d
+	}
+	return b
+}
+
+func (b *backend) status() Status {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := Status{
+		Name:      b.cfg.Name,
+		Transport: b.cfg.Type,
+		State:     b.state,
+		Tools:     len(b.tools),
+		Since:     b.since,
+		Restarts:  b.restarts,
+	}
+	if b.err != nil {
+		st.Err = b.err.Error()
+	}
+	if b.run != nil {
+		st.Protocol = b.run.protocol
+		if b.run.proc != nil {
+			st.PID = b.run.proc.pid
+		}
+	}
+	return st
+}
+
+func (b *backend) setState(s State, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state != s {
+		b.since = time.Now()
+	}
+	b.state, b.err = s, err
+}
+
+// connect makes one attempt and records the backend up or down.
+func (b *backend) connect(ctx context.Context) {
+	b.setState(StateConnecting, nil)
+	b.log.Debug("connecting")
+	r, tools, err := b.dial(ctx)
+	if err != nil {
+		b.log.Warn("backend down", keyErr, err)
+		b.setState(StateDown, err)
+		return
+	}
+	b.mu.Lock()
+	b.run = r
+	b.tools = tools
+	b.mu.Unlock()
+	b.setState(StateUp, nil)
+	b.log.Info("backend up", keyTools, len(tools), keyProtocol, r.protocol)
+	b.notifyMu.Lock()
+	b.notify(tools)
+	b.notifyMu.Unlock()
+	r.wg.Add(1)
+	go b.relist(r)
+}
+
+func (b *backend) notify(tools []*mcp.Tool) {
+	if f := b.p.opts.OnToolsChanged; f != nil {
+		f(b.cfg.Name, tools)
+	}
+}
+
+// dial starts the backend, completes the MCP handshake and lists its tools,
+// all within the connect timeout. On failure everything it started is stopped.
+func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
+	r := &run{done: make(chan struct{}), changed: make(chan struct{}, 1)}
+	// The session context lives as long as the session (legacy SSE streams
+	// die with the context given to Connect); the connect timeout and a
+	// cancelled Start cancel it only while dialing.
+	r.ctx, r.cancel = context.WithCancelCause(b.p.ctx)
+	errTimeout := fmt.Errorf("no complete MCP handshake and tool list within the connect timeout (%s)", b.connectTimeout)
+	timer := time.AfterFunc(b.connectTimeout, func() { r.cancel(errTimeout) })
+	stopStart := context.AfterFunc(startCtx, func() {
+		r.cancel(fmt.Errorf("connect aborted: %w", context.Cause(startCtx)))
+	})
+
+	client := mcp.NewClient(b.p.opts.ClientInfo, &mcp.ClientOptions{
+		Logger:       b.log,
+		Capabilities: &mcp.ClientCapabilities{}, // no roots, sampling or elicitation
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case r.changed <- struct{}{}:
+			default: // a re-list is already due
+			}
+		},
+	})
+	var (
+		sess  *mcp.ClientSession
+		tools []*mcp.Tool
+		err   error
+	)
+	switch b.cfg.Type {
+	case config.TypeStdio:
+		r.proc, err = startProc(b.cfg, procConfig{
+			envAllow:    b.p.opts.EnvAllow,
+			maxFrame:    b.p.opts.MaxMessageBytes,
+			stderrTail:  b.p.opts.StderrTail,
+			stderrRate:  b.p.opts.StderrRate,
+			log:         b.log,
+			mask:        b.mask,
+			environment: os.Environ(),
+		})
+		if err != nil {
+			err = configError{err}
+			break
+		}
+		b.log.Debug("process started", keyPID, r.proc.pid)
+		sess, err = client.Connect(r.ctx, &probeTransport{
+			inner: &mcp.IOTransport{
+				Reader:        r.proc.out,
+				Writer:        r.proc.stdin,
+				MaxLineLength: b.p.opts.MaxMessageBytes + 4096, // the stdout pump enforces the cap
+			},
+			timeout: b.p.opts.ProbeTimeout,
+			log:     b.log,
+		}, nil)
+	case config.TypeHTTP, config.TypeSSE:
+		sess, err = b.connectRemote(r.ctx, client)
+	default:
+		err = configError{fmt.Errorf("unknown transport type %q: use stdio, http or sse", b.cfg.Type)}
+	}
+	if err == nil {
+		tools, err = b.listTools(r.ctx, sess)
+	}
+	timedOut := !timer.Stop()
+	aborted := !stopStart()
+	if err == nil && (timedOut || aborted) {
+		err = context.Cause(r.ctx) // the deadline hit just as we finished
+	}
+	if err != nil {
+		err = b.explain(err, r)
+		r.cancel(err)
+		if sess != nil {
+			closed := make(chan struct{})
+			go func() { sess.Close(); close(closed) }()
+			if r.proc != nil {
+				r.proc.stop(0, b.p.opts.KillAfter)
+			}
+			<-closed
+		} else if r.proc != nil {
+			r.proc.stop(0, b.p.opts.KillAfter)
+		}
+		return nil, nil, err
+	}
+	r.sess = sess
+	r.upAt = time.Now()
+	if res := sess.InitializeResult(); res != nil {
+		r.protocol = res.ProtocolVersion
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		_ = sess.Wait()
+		close(r.done)
+	}()
+	return r, tools, nil
+}
+
+// explain turns a connect failure into a message that names the server and
+// says what to check.
+func (b *backend) explain(err error, r *run) error {
+	name := b.cfg.Name
+	var ce configError
+	if errors.As(err, &ce) {
+		return configError{fmt.Errorf("backend %q: %w", name, ce.error)}
+	}
+	cause := context.Cause(r.ctx)
+	if r.proc != nil {
+		// A process that died during start-up: its stderr says why.
+		select {
+		case <-r.proc.exited:
+			return fmt.Errorf("backend %q: %s %s during start-up: check command, args and env: %w",
+				name, b.cfg.Command, r.proc.exitErr(), err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		if cause != nil && !errors.Is(cause, context.Canceled) {
+			return fmt.Errorf("backend %q: %w: check that %q starts an MCP server speaking JSON-RPC on stdout%s",
+				name, cause, b.cfg.Command, r.proc.stderrSuffix())
+		}
+		return fmt.Errorf("backend %q: MCP handshake failed: %w%s", name, err, r.proc.stderrSuffix())
+	}
+	if cause != nil && !errors.Is(cause, context.Canceled) {
+		return fmt.Errorf("backend %q at %s: %w: check url and that the server is running", name, b.cfg.URL, cause)
+	}
+	return fmt.Errorf("backend %q at %s: %w: check url, type (%s) and headers", name, b.cfg.URL, err, b.cfg.Type)
+}
+
+// listTools lists every page of tools, bounded by MaxTools.
+func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Tool, error) {
+	tools := []*mcp.Tool{}
+	for t, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("list tools: %w", err)
+		}
+		if len(tools) == b.p.opts.MaxTools {
+			return nil, fmt.Errorf("list tools: more than %d tools (Options.MaxTools)", b.p.opts.MaxTools)
+		}
+		if len(t.Description) > maxDescription {
+			b.log.Warn("tool description too long; cut", "tool", t.Name, keyBytes, len(t.Description), keyLimit, maxDescription)
+			c := *t
+			c.Description = c.Description[:maxDescription]
+			t = &c
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// relist re-lists tools after each list_changed notification until the run
+// ends.
+func (b *backend) relist(r *run) {
+	defer r.wg.Done()
+	for {
+		select {
+		case <-r.done:
+			return
+		case <-r.ctx.Done():
+			return
+		case <-r.changed:
+		}
+		ctx, cancel := context.WithTimeout(r.ctx, b.callTimeout)
+		tools, err := b.listTools(ctx, r.sess)
+		cancel()
+		if err != nil {
+			b.log.Warn("re-listing tools after list_changed failed", keyErr, err)
+			continue
+		}
+		b.notifyMu.Lock()
+		b.mu.Lock()
+		current := b.run == r
+		if current {
+			b.tools = tools
+		}
+		b.mu.Unlock()
+		if current {
+			b.log.Info("tool list changed", keyTools, len(tools))
+			b.notify(tools)
+		}
+		b.notifyMu.Unlock()
+	}
+}
+
+// callTool calls a tool on the current run with the call deadline.
+func (b *backend) callTool(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	name := b.cfg.Name
+	b.mu.Lock()
+	r, state, lastErr := b.run, b.state, b.err
+	b.mu.Unlock()
+	if r == nil {
+		err := fmt.Errorf("it is %s", state)
+		if lastErr != nil {
+			err = fmt.Errorf("it is %s: %w", state, lastErr)
+		}
+		return nil, &UnavailableError{Server: name, Err: err}
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	tctx, cancelT := context.WithTimeoutCause(ctx, b.callTimeout, ErrCallTimeout)
+	defer cancelT()
+	cctx, cancel := context.WithCancelCause(tctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(r.ctx, func() { cancel(errStopping) })
+	defer stop()
+
+	res, err := r.sess.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err == nil {
+		return res, nil
+	}
+	switch cause := context.Cause(cctx); {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("call %q on %q: %w", tool, name, context.Cause(ctx))
+	case errors.Is(cause, ErrCallTimeout):
+		return nil, fmt.Errorf("call %q on %q: no answer within %s: %w", tool, name, b.callTimeout, ErrCallTimeout)
+	case errors.Is(cause, errStopping):
+		return nil, &UnavailableError{Server: name, Err: errors.New("it stopped during the call")}
+	}
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		return nil, fmt.Errorf("call %q on %q: %w", tool, name, err)
+	}
+	// The transport broke: the process died or the connection dropped.
+	if r.proc != nil {
+		select {
+		case <-r.proc.exited:
+			return nil, &UnavailableError{Server: name, Err: fmt.Errorf("its process %s during the call", r.proc.exitErr())}
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return nil, &UnavailableError{Server: name, Err: fmt.Errorf("connection lost during the call: %w", err)}
+}
+
+// supervise watches the backend until the pool closes: when its session ends
+// it is torn down, marked down with the reason, and restarted after the next
+// delay of RestartDelays; after the last one it stays down.
+func (b *backend) supervise() {
+	defer b.p.wg.Done()
+	delays := b.p.opts.RestartDelays
+	attempt := 0
+	for {
+		b.mu.Lock()
+		r := b.run
+		b.mu.Unlock()
+		if r != nil {
+			var exited <-chan struct{}
+			if r.proc != nil {
+				exited = r.proc.exited
+			}
+			select {
+			case <-b.p.ctx.Done():
+				b.teardown(r, errStopped)
+				return
+			case <-r.done:
+			case <-exited:
+			}
+			err := b.deathErr(r)
+			b.log.Warn("backend died", keyErr, err)
+			b.teardown(r, err)
+			if time.Since(r.upAt) >= b.p.opts.StableAfter {
+				attempt = 0
+			}
+		}
+		if b.p.ctx.Err() != nil {
+			return
+		}
+		b.mu.Lock()
+		lastErr := b.err
+		b.mu.Unlock()
+		var ce configError
+		if attempt >= len(delays) || errors.As(lastErr, &ce) {
+			if len(delays) > 0 {
+				b.log.Warn("backend stays down", keyErr, lastErr, keyAttempt, attempt)
+			}
+			<-b.p.ctx.Done()
+			return
+		}
+		delay := delays[attempt]
+		attempt++
+		b.log.Info("restarting backend", keyDelay, delay, keyAttempt, attempt)
+		t := time.NewTimer(delay)
+		select {
+		case <-b.p.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		b.mu.Lock()
+		b.restarts++
+		b.mu.Unlock()
+		b.connect(b.p.ctx)
+	}
+}
+
+// deathErr says why a run ended.
+func (b *backend) deathErr(r *run) error {
+	if r.proc != nil {
+		select {
+		case <-r.proc.exited:
+			return fmt.Errorf("backend %q: process %s", b.cfg.Name, r.proc.exitErr())
+		case <-time.After(200 * time.Millisecond):
+		}
+		return fmt.Errorf("backend %q: connection to the process broke (stdout closed or invalid JSON-RPC)%s", b.cfg.Name, r.proc.stderrSuffix())
+	}
+	if err := r.sess.Wait(); err != nil {
+		return fmt.Errorf("backend %q at %s: connection lost: %w", b.cfg.Name, b.cfg.URL, err)
+	}
+	return fmt.Errorf("backend %q at %s: connection closed by the server", b.cfg.Name, b.cfg.URL)
+}
+
+// teardown ends a run: calls in flight fail as unavailable, the session is
+// closed, the process group stopped, and the run's goroutines awaited. The
+// backend is marked down with err.
+func (b *backend) teardown(r *run, err error) {
+	b.mu.Lock()
+	if b.run == r {
+		b.run = nil
+	}
+	b.mu.Unlock()
+	b.setState(StateDown, err)
+	r.cancel(errStopping)
+	closed := make(chan struct{})
+	go func() {
+		_ = r.sess.Close()
+		close(closed)
+	}()
+	if r.proc != nil {
+		r.proc.stop(b.p.opts.StopGrace, b.p.opts.KillAfter)
+	}
+	<-closed
+	r.wg.Wait()
+}

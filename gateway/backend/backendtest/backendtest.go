@@ -1,0 +1,374 @@
+// Package backendtest owns a misbehaving fake MCP server for tests: a real
+// go-sdk server that runs as a child process (the test binary re-executes
+// itself, see Main and Command) or in-process over streamable HTTP or SSE
+// (NewHTTPServer). Its behaviour is chosen by a comma-separated list of modes.
+//
+// Use it from any package's tests:
+//
+//	func TestMain(m *testing.M) {
+//		if backendtest.IsChild() {
+//			backendtest.Main()
+//			return
+//		}
+//		os.Exit(m.Run())
+//	}
+//
+//	srv := backendtest.Command(t, "crash-mid-call,tools-change")
+package backendtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+// Environment variables read by the child.
+const (
+	// EnvMode selects the modes (comma-separated); its presence makes IsChild true.
+	EnvMode = "TOOLGATE_TEST_BACKEND"
+	// EnvPIDFile is where "spawn-grandchild" writes the grandchild's pid.
+	EnvPIDFile = "TOOLGATE_TEST_PIDFILE"
+	// EnvHugeBytes sets the size of the "huge" tool's output (default 4 MiB).
+	EnvHugeBytes = "TOOLGATE_TEST_HUGE_BYTES"
+)
+
+// Modes. "normal" (or "") gives the tools echo, add and sleep; every other mode
+// adds to that.
+const (
+	ModeNormal          = "normal"
+	ModeCrashAtStart    = "crash-at-start"   // writes to stderr and exits 3 before speaking MCP
+	ModeCrashMidCall    = "crash-mid-call"   // tool "crash" exits the process (status 2)
+	ModeHang            = "hang"             // tool "hang" blocks until cancelled (logs "hang: cancelled" to stderr)
+	ModeIgnoreDiscover  = "ignore-discover"  // legacy server: drops server/discover silently
+	ModeGarbageStdout   = "garbage-stdout"   // prints a banner and non-JSON lines on stdout first
+	ModeHugeOutput      = "huge-output"      // tool "huge" returns EnvHugeBytes bytes of text
+	ModeToolsChange     = "tools-change"     // tool "add_tool" {"name"} adds a tool and notifies
+	ModeSpawnGrandchild = "spawn-grandchild" // starts a sleeping grandchild, pid in EnvPIDFile
+	ModePrintEnv        = "print-env"        // tool "env" returns the environment, one VAR=value a line
+	ModeStubborn        = "stubborn"         // ignores SIGTERM and stdin EOF (only SIGKILL stops it)
+	ModeStderrNoise     = "stderr-noise"     // tool "noise" {"lines"} writes that many stderr lines
+
+	modeGrandchild = "grandchild" // internal: the sleeping grandchild
+)
+
+// IsChild reports whether this process was started as a fake backend.
+func IsChild() bool { return os.Getenv(EnvMode) != "" }
+
+// Modes is a parsed mode list.
+type Modes map[string]bool
+
+// ParseModes splits a comma-separated mode list.
+func ParseModes(s string) Modes {
+	m := Modes{}
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			m[f] = true
+		}
+	}
+	return m
+}
+
+// Main runs the fake server on stdin/stdout with the modes in EnvMode, then
+// exits the process. Call it from TestMain when IsChild is true.
+func Main() {
+	modes := ParseModes(os.Getenv(EnvMode))
+	os.Exit(run(modes))
+}
+
+func run(modes Modes) int {
+	if modes[modeGrandchild] {
+		time.Sleep(time.Hour)
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "fake backend starting (modes %s, pid %d)\n", os.Getenv(EnvMode), os.Getpid())
+	if modes[ModeCrashAtStart] {
+		fmt.Fprintln(os.Stderr, "error: cannot open /nonexistent/db.sqlite: no such file or directory")
+		fmt.Fprintln(os.Stderr, "fatal: giving up")
+		return 3
+	}
+	if modes[ModeStubborn] {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	if modes[ModeSpawnGrandchild] {
+		if err := spawnGrandchild(); err != nil {
+			fmt.Fprintln(os.Stderr, "spawn grandchild:", err)
+			return 4
+		}
+	}
+	var in io.ReadCloser = os.Stdin
+	if modes[ModeIgnoreDiscover] {
+		in = dropDiscover(os.Stdin)
+	}
+	if modes[ModeGarbageStdout] {
+		fmt.Fprintln(os.Stdout, "Fake MCP server v0.0.1 starting...")
+		fmt.Fprintln(os.Stdout, "")
+		fmt.Fprintln(os.Stdout, "  listening on stdio (not JSON {")
+	}
+	srv := NewServer(modes)
+	err := srv.Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: nopWriteCloser{os.Stdout}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "server ended:", err)
+	}
+	if modes[ModeStubborn] {
+		fmt.Fprintln(os.Stderr, "stubborn: stdin closed, staying alive")
+		time.Sleep(time.Hour)
+	}
+	return 0
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// dropDiscover returns a reader of r's lines without any JSON-RPC request whose
+// method is server/discover, like a server that predates protocol 2026-07-28
+// and ignores unknown methods without answering.
+func dropDiscover(r io.Reader) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		br := bufio.NewReaderSize(r, 64<<10)
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(line) > 0 {
+				var m struct {
+					Method string `json:"method"`
+				}
+				if json.Unmarshal(line, &m) == nil && m.Method == "server/discover" {
+					fmt.Fprintln(os.Stderr, "ignore-discover: dropped server/discover")
+				} else if _, werr := pw.Write(line); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	return pr
+}
+
+func spawnGrandchild() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), EnvMode+"="+modeGrandchild)
+	cmd.Stderr = os.Stderr // like npx: the grandchild shares the backend's stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if f := os.Getenv(EnvPIDFile); f != "" {
+		if err := os.WriteFile(f, fmt.Appendf(nil, "%d\n", cmd.Process.Pid), 0o644); err != nil {
+			return err
+		}
+	}
+	go cmd.Wait() //nolint:errcheck // reap it if it ever exits
+	return nil
+}
+
+// Argument types of the fake tools.
+type (
+	EchoArgs struct {
+		Text string `json:"text" jsonschema:"the text to echo back"`
+	}
+	AddArgs struct {
+		A float64 `json:"a" jsonschema:"first addend"`
+		B float64 `json:"b" jsonschema:"second addend"`
+	}
+	SleepArgs struct {
+		MS int `json:"ms" jsonschema:"milliseconds to sleep"`
+	}
+	NameArgs struct {
+		Name string `json:"name" jsonschema:"name of the tool to add"`
+	}
+	NoiseArgs struct {
+		Lines int `json:"lines" jsonschema:"number of stderr lines to write"`
+	}
+	NoArgs struct{}
+)
+
+// AddResult is the structured output of "add".
+type AddResult struct {
+	Sum float64 `json:"sum"`
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// NewServer builds the fake server for the given modes (for in-process use;
+// the crash and stubborn behaviours act on the current process).
+func NewServer(modes Modes) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "toolgate-fake", Version: "0.0.1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo the given text back."},
+		func(_ context.Context, _ *mcp.CallToolRequest, a EchoArgs) (*mcp.CallToolResult, any, error) {
+			return text(a.Text), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "add", Description: "Add two numbers."},
+		func(_ context.Context, _ *mcp.CallToolRequest, a AddArgs) (*mcp.CallToolResult, AddResult, error) {
+			return nil, AddResult{Sum: a.A + a.B}, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "sleep", Description: "Sleep for ms milliseconds, then answer."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, a SleepArgs) (*mcp.CallToolResult, any, error) {
+			select {
+			case <-time.After(time.Duration(a.MS) * time.Millisecond):
+				return text(fmt.Sprintf("slept %dms", a.MS)), nil, nil
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		})
+	if modes[ModeCrashMidCall] {
+		mcp.AddTool(srv, &mcp.Tool{Name: "crash", Description: "Exit the server process mid-call."},
+			func(context.Context, *mcp.CallToolRequest, NoArgs) (*mcp.CallToolResult, any, error) {
+				fmt.Fprintln(os.Stderr, "crash: exiting mid-call")
+				os.Exit(2)
+				return nil, nil, nil
+			})
+	}
+	if modes[ModeHang] {
+		mcp.AddTool(srv, &mcp.Tool{Name: "hang", Description: "Never answer (until cancelled)."},
+			func(ctx context.Context, _ *mcp.CallToolRequest, _ NoArgs) (*mcp.CallToolResult, any, error) {
+				<-ctx.Done()
+				fmt.Fprintln(os.Stderr, "hang: cancelled")
+				return nil, nil, ctx.Err()
+			})
+	}
+	if modes[ModeHugeOutput] {
+		mcp.AddTool(srv, &mcp.Tool{Name: "huge", Description: "Return a huge text."},
+			func(context.Context, *mcp.CallToolRequest, NoArgs) (*mcp.CallToolResult, any, error) {
+				n := 4 << 20
+				fmt.Sscan(os.Getenv(EnvHugeBytes), &n) //nolint:errcheck // default stays on error
+				return text(strings.Repeat("x", n)), nil, nil
+			})
+	}
+	if modes[ModeToolsChange] {
+		mcp.AddTool(srv, &mcp.Tool{Name: "add_tool", Description: "Add a tool named name (which echoes) and notify list_changed."},
+			func(_ context.Context, _ *mcp.CallToolRequest, a NameArgs) (*mcp.CallToolResult, any, error) {
+				name := a.Name
+				mcp.AddTool(srv, &mcp.Tool{Name: name, Description: "Dynamically added tool " + name + "."},
+					func(context.Context, *mcp.CallToolRequest, NoArgs) (*mcp.CallToolResult, any, error) {
+						return text(name), nil, nil
+					})
+				return text("added " + name), nil, nil
+			})
+	}
+	if modes[ModePrintEnv] {
+		mcp.AddTool(srv, &mcp.Tool{Name: "env", Description: "Return the process environment, one VAR=value a line."},
+			func(context.Context, *mcp.CallToolRequest, NoArgs) (*mcp.CallToolResult, any, error) {
+				env := os.Environ()
+				sort.Strings(env)
+				return text(strings.Join(env, "\n")), nil, nil
+			})
+	}
+	if modes[ModeStderrNoise] {
+		mcp.AddTool(srv, &mcp.Tool{Name: "noise", Description: "Write lines to stderr."},
+			func(_ context.Context, _ *mcp.CallToolRequest, a NoiseArgs) (*mcp.CallToolResult, any, error) {
+				var b bytes.Buffer
+				for i := range a.Lines {
+					fmt.Fprintf(&b, "noise line %d\n", i)
+				}
+				os.Stderr.Write(b.Bytes()) //nolint:errcheck
+				return text(fmt.Sprintf("wrote %d lines", a.Lines)), nil, nil
+			})
+	}
+	return srv
+}
+
+// Command returns a stdio server config (named "fake") that re-executes the
+// current test binary as a fake backend with the given modes. extraEnv holds
+// "KEY=value" pairs added to the server's env.
+func Command(t testing.TB, modes string, extraEnv ...string) config.Server {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatalf("backendtest: %v", err)
+	}
+	env := map[string]string{EnvMode: modes}
+	if modes == "" {
+		env[EnvMode] = ModeNormal
+	}
+	for _, kv := range extraEnv {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			t.Fatalf("backendtest: extra env %q is not KEY=value", kv)
+		}
+		env[k] = v
+	}
+	return config.Server{Name: "fake", Type: config.TypeStdio, Command: exe, Env: env}
+}
+
+// HTTPServer is a fake backend served in-process over streamable HTTP or SSE.
+// It records the headers of every request it receives.
+type HTTPServer struct {
+	*httptest.Server
+	Endpoint  string // URL to put in a config entry
+	Transport string // config.TypeHTTP or config.TypeSSE
+
+	mu      sync.Mutex
+	headers []http.Header
+}
+
+// NewHTTPServer serves NewServer(ParseModes(modes)) with the given transport
+// (config.TypeHTTP or config.TypeSSE) until the test ends.
+func NewHTTPServer(t testing.TB, transport, modes string) *HTTPServer {
+	t.Helper()
+	srv := NewServer(ParseModes(modes))
+	get := func(*http.Request) *mcp.Server { return srv }
+	var h http.Handler
+	path := "/mcp"
+	switch transport {
+	case config.TypeHTTP:
+		h = mcp.NewStreamableHTTPHandler(get, nil)
+	case config.TypeSSE:
+		h = mcp.NewSSEHandler(get, nil)
+		path = "/sse"
+	default:
+		t.Fatalf("backendtest: transport %q, want %q or %q", transport, config.TypeHTTP, config.TypeSSE)
+	}
+	s := &HTTPServer{Transport: transport}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.headers = append(s.headers, r.Header.Clone())
+		s.mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	s.Endpoint = s.URL + path
+	t.Cleanup(func() {
+		s.CloseClientConnections()
+		s.Close()
+	})
+	return s
+}
+
+// Headers returns the headers of every request received so far.
+func (s *HTTPServer) Headers() []http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.headers)
+}
+
+// Config returns a remote server entry for this server.
+func (s *HTTPServer) Config(name string, headers map[string]string) config.Server {
+	return config.Server{Name: name, Type: s.Transport, URL: s.Endpoint, Headers: headers}
+}

@@ -1,0 +1,523 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+func TestMain(m *testing.M) {
+	if backendtest.IsChild() {
+		backendtest.Main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// logBuf collects log output for assertions.
+type logBuf struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func (l *logBuf) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// testOptions are fast, deterministic defaults for tests: no restarts.
+func testOptions(l *logBuf) *Options {
+	o := &Options{
+		ConnectTimeout: 30 * time.Second,
+		CallTimeout:    30 * time.Second,
+		ProbeTimeout:   300 * time.Millisecond,
+		StopGrace:      time.Second,
+		KillAfter:      2 * time.Second,
+		RestartDelays:  []time.Duration{},
+	}
+	if l != nil {
+		o.Logger = l.logger()
+	}
+	return o
+}
+
+func named(s config.Server, name string) config.Server {
+	s.Name = name
+	return s
+}
+
+// startPool starts a pool and closes it when the test ends.
+func startPool(t *testing.T, servers []config.Server, o *Options) *Pool {
+	t.Helper()
+	p := New(servers, o)
+	t.Cleanup(func() { p.Close() })
+	p.Start(context.Background())
+	return p
+}
+
+func statusOf(t *testing.T, p *Pool, name string) Status {
+	t.Helper()
+	for _, s := range p.Status() {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no status for %q", name)
+	return Status{}
+}
+
+// eventually polls cond until it holds or 20s pass (a bound for a hung
+// test, not a speed assertion).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func textOf(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func TestStartMixed(t *testing.T) {
+	l := &logBuf{}
+	servers := []config.Server{
+		named(backendtest.Command(t, "normal"), "alpha"),
+		named(backendtest.Command(t, "crash-at-start"), "broken"),
+		named(backendtest.Command(t, "garbage-stdout"), "chatty"),
+		{Name: "missing", Type: "stdio", Command: "toolgate-no-such-command-xyz"},
+		named(backendtest.Command(t, "ignore-discover"), "legacy"),
+		named(backendtest.Command(t, "normal"), "omega"),
+		{Name: "off", Command: "whatever", Disabled: true},
+	}
+	p := startPool(t, servers, testOptions(l))
+
+	got := map[string]State{}
+	for _, s := range p.Status() {
+		got[s.Name] = s.State
+	}
+	want := map[string]State{"alpha": StateUp, "broken": StateDown, "chatty": StateUp, "missing": StateDown, "legacy": StateUp, "omega": StateUp}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("states (-want +got):\n%s\nlogs:\n%s", diff, l)
+	}
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"broken", []string{`backend "broken"`, "exit status 3", "last stderr lines", "cannot open /nonexistent/db.sqlite", "check command"}},
+		{"missing", []string{`backend "missing"`, "toolgate-no-such-command-xyz", "not found", "check command/PATH"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := statusOf(t, p, tc.name)
+			for _, w := range tc.want {
+				if !strings.Contains(st.Err, w) {
+					t.Errorf("error %q does not contain %q", st.Err, w)
+				}
+			}
+		})
+	}
+	tools := p.Tools()
+	for _, name := range []string{"alpha", "chatty", "legacy", "omega"} {
+		var names []string
+		for _, tl := range tools[name] {
+			names = append(names, tl.Name)
+		}
+		slices.Sort(names)
+		if diff := cmp.Diff([]string{"add", "echo", "sleep"}, names); diff != "" {
+			t.Errorf("%s tools (-want +got):\n%s", name, diff)
+		}
+	}
+	if _, ok := tools["broken"]; ok {
+		t.Errorf("tools of a server that never connected: %v", tools["broken"])
+	}
+	if got := statusOf(t, p, "legacy").Protocol; got != LegacyProtocolVersion {
+		t.Errorf("legacy protocol = %q, want %q", got, LegacyProtocolVersion)
+	}
+	if !strings.Contains(l.String(), "ignored non-JSON line on backend stdout") {
+		t.Errorf("garbage on stdout was not logged:\n%s", l)
+	}
+	// The garbage-printing backend still answers.
+	res, err := p.CallTool(context.Background(), "chatty", "echo", map[string]any{"text": "hi"})
+	if err != nil || textOf(t, res) != "hi" {
+		t.Fatalf("echo on chatty = %v, %v", res, err)
+	}
+}
+
+func TestIgnoreDiscoverConnects(t *testing.T) {
+	// With the probe bounded, a server that drops server/discover connects
+	// well inside the connect timeout (which would otherwise expire).
+	o := testOptions(nil)
+	o.ConnectTimeout = 10 * time.Second
+	o.ProbeTimeout = 200 * time.Millisecond
+	p := startPool(t, []config.Server{backendtest.Command(t, "ignore-discover")}, o)
+	st := statusOf(t, p, "fake")
+	if st.State != StateUp {
+		t.Fatalf("state %s: %s", st.State, st.Err)
+	}
+	res, err := p.CallTool(context.Background(), "fake", "echo", map[string]any{"text": "legacy"})
+	if err != nil || textOf(t, res) != "legacy" {
+		t.Fatalf("echo = %v, %v", res, err)
+	}
+}
+
+func TestCallTools(t *testing.T) {
+	p := startPool(t, []config.Server{backendtest.Command(t, "normal")}, testOptions(nil))
+	ctx := context.Background()
+	t.Run("echo", func(t *testing.T) {
+		res, err := p.CallTool(ctx, "fake", "echo", map[string]any{"text": "hello"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := textOf(t, res); got != "hello" {
+			t.Errorf("echo = %q", got)
+		}
+	})
+	t.Run("add", func(t *testing.T) {
+		res, err := p.CallTool(ctx, "fake", "add", map[string]any{"a": 2, "b": 40})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(map[string]any{"sum": 42.0}, res.StructuredContent); diff != "" {
+			t.Errorf("add (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("tool error is a result", func(t *testing.T) {
+		res, err := p.CallTool(ctx, "fake", "add", map[string]any{"a": "x"})
+		if err != nil {
+			t.Fatalf("got error %v, want an isError result", err)
+		}
+		if !res.IsError {
+			t.Errorf("IsError = false for invalid arguments: %v", textOf(t, res))
+		}
+	})
+	t.Run("unknown server", func(t *testing.T) {
+		_, err := p.CallTool(ctx, "nope", "echo", nil)
+		var ue *UnavailableError
+		if !errors.As(err, &ue) || !errors.Is(err, ErrUnknownServer) {
+			t.Fatalf("err = %v, want UnavailableError wrapping ErrUnknownServer", err)
+		}
+	})
+}
+
+func TestEnvAllowlist(t *testing.T) {
+	t.Setenv("TOOLGATE_TEST_SECRET", "s3cr3t-value-123")
+	t.Setenv("LC_TOOLGATE_TEST", "kept")
+	srv := backendtest.Command(t, "print-env", "OWN_VAR=own-value")
+	p := startPool(t, []config.Server{srv}, testOptions(nil))
+	res, err := p.CallTool(context.Background(), "fake", "env", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := strings.Split(textOf(t, res), "\n")
+	has := func(kv string) bool { return slices.Contains(env, kv) }
+	if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "TOOLGATE_TEST_SECRET=") }) {
+		t.Errorf("the gateway's secret reached the child: %v", env)
+	}
+	for _, kv := range []string{"OWN_VAR=own-value", "LC_TOOLGATE_TEST=kept", "PATH=" + os.Getenv("PATH")} {
+		if !has(kv) {
+			t.Errorf("child env lacks %q: %v", kv, env)
+		}
+	}
+}
+
+func TestCallTimeout(t *testing.T) {
+	l := &logBuf{}
+	srv := backendtest.Command(t, "hang")
+	srv.CallTimeout = config.Duration{Duration: 300 * time.Millisecond}
+	p := startPool(t, []config.Server{srv}, testOptions(l))
+	_, err := p.CallTool(context.Background(), "fake", "hang", nil)
+	if !errors.Is(err, ErrCallTimeout) {
+		t.Fatalf("err = %v, want ErrCallTimeout", err)
+	}
+	// The backend was told (notifications/cancelled) and keeps serving.
+	eventually(t, "backend logs the cancellation", func() bool { return strings.Contains(l.String(), "hang: cancelled") })
+	if res, err := p.CallTool(context.Background(), "fake", "echo", map[string]any{"text": "still here"}); err != nil || textOf(t, res) != "still here" {
+		t.Fatalf("echo after timeout = %v, %v", res, err)
+	}
+}
+
+func TestCrashMidCall(t *testing.T) {
+	p := startPool(t, []config.Server{backendtest.Command(t, "crash-mid-call")}, testOptions(nil))
+	_, err := p.CallTool(context.Background(), "fake", "crash", nil)
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || ue.Server != "fake" {
+		t.Fatalf("err = %v, want UnavailableError for fake", err)
+	}
+	if !strings.Contains(err.Error(), "exit status 2") {
+		t.Errorf("err %q does not say how the process ended", err)
+	}
+	eventually(t, "backend marked down", func() bool { return statusOf(t, p, "fake").State == StateDown })
+	st := statusOf(t, p, "fake")
+	if !strings.Contains(st.Err, "crash: exiting mid-call") {
+		t.Errorf("status error %q lacks the last stderr line", st.Err)
+	}
+	if _, err := p.CallTool(context.Background(), "fake", "echo", nil); !errors.As(err, &ue) {
+		t.Errorf("call on a down backend: err = %v, want UnavailableError", err)
+	}
+	if len(p.Tools()["fake"]) == 0 {
+		t.Errorf("tools of a down backend were dropped")
+	}
+}
+
+func TestRestartAfterCrash(t *testing.T) {
+	o := testOptions(nil)
+	o.RestartDelays = []time.Duration{50 * time.Millisecond}
+	p := startPool(t, []config.Server{backendtest.Command(t, "crash-mid-call")}, o)
+	pid := statusOf(t, p, "fake").PID
+	_, err := p.CallTool(context.Background(), "fake", "crash", nil)
+	if err == nil {
+		t.Fatal("crash returned no error")
+	}
+	eventually(t, "backend restarted", func() bool {
+		st := statusOf(t, p, "fake")
+		return st.State == StateUp && st.Restarts == 1 && st.PID != pid
+	})
+	if res, err := p.CallTool(context.Background(), "fake", "echo", map[string]any{"text": "back"}); err != nil || textOf(t, res) != "back" {
+		t.Fatalf("echo after restart = %v, %v", res, err)
+	}
+	// The second crash exhausts the one restart: the backend stays down.
+	_, _ = p.CallTool(context.Background(), "fake", "crash", nil)
+	eventually(t, "backend down for good", func() bool { return statusOf(t, p, "fake").State == StateDown })
+}
+
+func TestToolsChange(t *testing.T) {
+	changes := make(chan []string, 10)
+	o := testOptions(nil)
+	o.OnToolsChanged = func(server string, tools []*mcp.Tool) {
+		var names []string
+		for _, tl := range tools {
+			names = append(names, tl.Name)
+		}
+		slices.Sort(names)
+		changes <- names
+	}
+	p := startPool(t, []config.Server{backendtest.Command(t, "tools-change")}, o)
+	first := <-changes
+	if diff := cmp.Diff([]string{"add", "add_tool", "echo", "sleep"}, first); diff != "" {
+		t.Fatalf("first list (-want +got):\n%s", diff)
+	}
+	if _, err := p.CallTool(context.Background(), "fake", "add_tool", map[string]any{"name": "dynamic"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-changes:
+		if diff := cmp.Diff([]string{"add", "add_tool", "dynamic", "echo", "sleep"}, got); diff != "" {
+			t.Fatalf("list after change (-want +got):\n%s", diff)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("OnToolsChanged not called after list_changed")
+	}
+	if n := len(p.Tools()["fake"]); n != 5 {
+		t.Errorf("Tools() has %d tools, want 5", n)
+	}
+}
+
+func TestGrandchildKilledOnClose(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
+	srv := backendtest.Command(t, "spawn-grandchild", backendtest.EnvPIDFile+"="+pidFile)
+	p := New([]config.Server{srv}, testOptions(nil))
+	p.Start(context.Background())
+	if st := statusOf(t, p, "fake"); st.State != StateUp {
+		p.Close()
+		t.Fatalf("state %s: %s", st.State, st.Err)
+	}
+	var gpid int
+	eventually(t, "grandchild pid file", func() bool {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return false
+		}
+		gpid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	pid := statusOf(t, p, "fake").PID
+	if !procAlive(gpid) {
+		t.Fatalf("grandchild %d not running before Close", gpid)
+	}
+	p.Close()
+	if procAlive(pid) {
+		t.Errorf("backend %d alive after Close", pid)
+	}
+	eventually(t, "grandchild gone", func() bool { return !procAlive(gpid) })
+}
+
+func TestStubbornBackendKilled(t *testing.T) {
+	o := testOptions(nil)
+	o.StopGrace = 100 * time.Millisecond
+	o.KillAfter = 300 * time.Millisecond
+	p := New([]config.Server{backendtest.Command(t, "stubborn")}, o)
+	p.Start(context.Background())
+	pid := statusOf(t, p, "fake").PID
+	if pid == 0 {
+		p.Close()
+		t.Fatalf("no pid: %+v", statusOf(t, p, "fake"))
+	}
+	p.Close()
+	if procAlive(pid) {
+		t.Errorf("stubborn backend %d survived Close", pid)
+	}
+}
+
+func TestHugeOutput(t *testing.T) {
+	l := &logBuf{}
+	o := testOptions(l)
+	o.MaxMessageBytes = 1 << 20
+	servers := []config.Server{
+		named(backendtest.Command(t, "huge-output", backendtest.EnvHugeBytes+"=500000"), "fits"),
+		named(backendtest.Command(t, "huge-output", backendtest.EnvHugeBytes+"=3000000"), "toobig"),
+	}
+	p := startPool(t, servers, o)
+	res, err := p.CallTool(context.Background(), "fits", "huge", nil)
+	if err != nil || len(textOf(t, res)) != 500000 {
+		t.Fatalf("huge within the cap: err %v", err)
+	}
+	_, err = p.CallTool(context.Background(), "toobig", "huge", nil)
+	if err == nil || !strings.Contains(err.Error(), "message size cap") {
+		t.Fatalf("huge beyond the cap: err = %v, want a size cap error", err)
+	}
+	// The backend keeps serving.
+	if res, err := p.CallTool(context.Background(), "toobig", "echo", map[string]any{"text": "ok"}); err != nil || textOf(t, res) != "ok" {
+		t.Fatalf("echo after oversized response = %v, %v", res, err)
+	}
+}
+
+func TestRemote(t *testing.T) {
+	for _, transport := range []string{config.TypeHTTP, config.TypeSSE} {
+		t.Run(transport, func(t *testing.T) {
+			hs := backendtest.NewHTTPServer(t, transport, "tools-change")
+			changes := make(chan int, 10)
+			o := testOptions(nil)
+			o.OnToolsChanged = func(_ string, tools []*mcp.Tool) { changes <- len(tools) }
+			srv := hs.Config("remote", map[string]string{"Authorization": "Bearer test-token-123", "X-Toolgate-Test": "yes"})
+			p := startPool(t, []config.Server{srv}, o)
+			if st := statusOf(t, p, "remote"); st.State != StateUp {
+				t.Fatalf("state %s: %s", st.State, st.Err)
+			}
+			res, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "over " + transport})
+			if err != nil || textOf(t, res) != "over "+transport {
+				t.Fatalf("echo = %v, %v", res, err)
+			}
+			hdrs := hs.Headers()
+			if len(hdrs) == 0 {
+				t.Fatal("server saw no requests")
+			}
+			for i, h := range hdrs {
+				if h.Get("Authorization") != "Bearer test-token-123" || h.Get("X-Toolgate-Test") != "yes" {
+					t.Errorf("request %d lacks the configured headers: %v", i, h)
+				}
+			}
+			if n := <-changes; n != 4 {
+				t.Errorf("first tool list has %d tools, want 4", n)
+			}
+			if _, err := p.CallTool(context.Background(), "remote", "add_tool", map[string]any{"name": "later"}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case n := <-changes:
+				if n != 5 {
+					t.Errorf("after list_changed: %d tools, want 5", n)
+				}
+			case <-time.After(20 * time.Second):
+				t.Error("no OnToolsChanged after list_changed")
+			}
+		})
+	}
+}
+
+func TestRemoteDown(t *testing.T) {
+	srv := config.Server{Name: "gone", Type: config.TypeHTTP, URL: "http://127.0.0.1:1/mcp"}
+	p := startPool(t, []config.Server{srv}, testOptions(nil))
+	st := statusOf(t, p, "gone")
+	if st.State != StateDown || !strings.Contains(st.Err, `backend "gone"`) || !strings.Contains(st.Err, "check url") {
+		t.Fatalf("status = %+v", st)
+	}
+}
+
+func TestNoLeaksAfterClose(t *testing.T) {
+	before := runtime.NumGoroutine()
+	servers := []config.Server{
+		named(backendtest.Command(t, "normal"), "a"),
+		named(backendtest.Command(t, "hang"), "b"),
+		named(backendtest.Command(t, "crash-at-start"), "c"),
+	}
+	p := New(servers, testOptions(nil))
+	p.Start(context.Background())
+	var pids []int
+	for _, s := range p.Status() {
+		if s.PID != 0 {
+			pids = append(pids, s.PID)
+		}
+	}
+	if len(pids) != 2 {
+		t.Fatalf("pids %v, want 2 running backends: %+v", pids, p.Status())
+	}
+	// A call in flight during Close fails as unavailable.
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.CallTool(context.Background(), "b", "hang", nil)
+		errc <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	p.Close()
+	var ue *UnavailableError
+	if err := <-errc; !errors.As(err, &ue) {
+		t.Errorf("in-flight call during Close: err = %v, want UnavailableError", err)
+	}
+	for _, pid := range pids {
+		if procAlive(pid) {
+			t.Errorf("process %d alive after Close", pid)
+		}
+	}
+	eventually(t, "goroutines back to the baseline", func() bool { return runtime.NumGoroutine() <= before })
+}
+
+func BenchmarkCallEcho(b *testing.B) {
+	p := New([]config.Server{backendtest.Command(b, "normal")}, testOptions(nil))
+	p.Start(context.Background())
+	defer p.Close()
+	args := map[string]any{"text": "x"}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := p.CallTool(context.Background(), "fake", "echo", args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

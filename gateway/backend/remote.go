@@ -1,0 +1,115 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+// headerTransport adds the configured headers to every request of a remote
+// backend and caps plain (non-streaming) response bodies.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers http.Header
+	maxBody int64
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, vs := range t.headers {
+		req.Header[k] = vs
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	// Event streams are capped per event by MaxEventSize; a JSON body is
+	// one message, so cap it as a whole.
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = &cappedBody{rc: resp.Body, left: t.maxBody, max: t.maxBody}
+	}
+	return resp, nil
+}
+
+// errBodyTooLarge is returned when a response body exceeds the cap.
+var errBodyTooLarge = errors.New("response body exceeds toolgate's message size cap")
+
+type cappedBody struct {
+	rc        io.ReadCloser
+	left, max int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("%w of %d bytes", errBodyTooLarge, b.max)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.rc.Close() }
+
+// httpClient builds the client of a remote backend: the configured headers,
+// a body cap, and dial/TLS/response-header timeouts (no overall timeout:
+// streams are long-lived; calls have their own deadlines).
+func (b *backend) httpClient() *http.Client {
+	h := http.Header{}
+	for k, v := range b.cfg.Headers {
+		h.Set(k, v)
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.ResponseHeaderTimeout = 0 // a POST answered by an event stream may take the whole call
+	base.TLSHandshakeTimeout = 10 * time.Second
+	return &http.Client{Transport: &headerTransport{base: base, headers: h, maxBody: int64(b.p.opts.MaxMessageBytes)}}
+}
+
+// connectRemote connects over streamable HTTP or SSE. ctx is the session's
+// lifetime context (cancelled on timeout while dialing).
+//
+// The discover probe: SSE connections are wrapped by probeTransport like
+// stdio. A streamable HTTP connection cannot be wrapped (go-sdk type-asserts
+// it), so the first Connect gets ProbeTimeout; if that passes with no answer
+// at all, a second Connect with the legacy protocol (initialize) gets the
+// rest of the connect budget. Reconnecting costs one HTTP round trip, not a
+// process start.
+func (b *backend) connectRemote(ctx context.Context, client *mcp.Client) (*mcp.ClientSession, error) {
+	u, err := url.Parse(b.cfg.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, configError{fmt.Errorf("url %q is not an http(s) URL: check url", b.cfg.URL)}
+	}
+	hc := b.httpClient()
+	maxEvent := b.p.opts.MaxMessageBytes
+	if b.cfg.Type == config.TypeSSE {
+		return client.Connect(ctx, &probeTransport{
+			inner:   &mcp.SSEClientTransport{Endpoint: b.cfg.URL, HTTPClient: hc, MaxEventSize: maxEvent},
+			timeout: b.p.opts.ProbeTimeout,
+			log:     b.log,
+		}, nil)
+	}
+	newT := func() *mcp.StreamableClientTransport {
+		return &mcp.StreamableClientTransport{Endpoint: b.cfg.URL, HTTPClient: hc, MaxEventSize: maxEvent}
+	}
+	pctx, cancel := context.WithTimeout(ctx, b.p.opts.ProbeTimeout)
+	sess, err := client.Connect(pctx, newT(), nil)
+	probeExpired := pctx.Err() != nil
+	cancel()
+	if err == nil || !probeExpired || ctx.Err() != nil {
+		return sess, err
+	}
+	b.log.Info("no answer to the first handshake within the probe timeout; retrying with the legacy initialize handshake",
+		keyTimeout, b.p.opts.ProbeTimeout, keyErr, err)
+	return client.Connect(ctx, newT(), &mcp.ClientSessionOptions{ProtocolVersion: LegacyProtocolVersion})
+}

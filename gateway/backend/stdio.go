@@ -1,0 +1,407 @@
+package backend
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+// A proc is one running stdio backend process with its pipes. Its goroutines
+// (waiter, stdout pump, stderr drain) end by stop.
+type proc struct {
+	name   string
+	pid    int
+	log    *slog.Logger
+	cmd    *exec.Cmd
+	stdin  *os.File // parent's write end of the child's stdin
+	out    *io.PipeReader
+	outR   *os.File // parent's read end of the child's stdout
+	errR   *os.File // parent's read end of the child's stderr
+	tail   *lineTail
+	mask   func(string) string
+	exited chan struct{} // closed once the leader is reaped
+	// waitErr is cmd.Wait's result; read only after exited is closed.
+	waitErr error
+
+	stderrDone chan struct{}
+	readers    sync.WaitGroup
+	stopOnce   sync.Once
+}
+
+type procConfig struct {
+	envAllow    []string
+	maxFrame    int
+	stderrTail  int
+	stderrRate  float64 // lines per second logged (burst 4×)
+	log         *slog.Logger
+	mask        func(string) string
+	environment []string // the gateway's environment (os.Environ())
+}
+
+// startProc starts srv's command with an allowlisted environment in its own
+// process group, stdout filtered into out (JSON lines only) and stderr drained
+// into the log.
+func startProc(srv config.Server, pc procConfig) (*proc, error) {
+	env := childEnv(pc.environment, pc.envAllow, srv.Env)
+	pathEnv := envLookup(env, "PATH")
+	path, err := lookPath(srv.Command, pathEnv, srv.Cwd)
+	if err != nil {
+		if errors.Is(err, errNotFound) {
+			return nil, fmt.Errorf("command %s (PATH=%s): check command/PATH (the server's \"env\" may set PATH)", err.Error(), pathEnv)
+		}
+		return nil, fmt.Errorf("command: %w: check command", err)
+	}
+	if srv.Cwd != "" {
+		if fi, err := os.Stat(srv.Cwd); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("cwd %q is not a directory: check cwd", srv.Cwd)
+		}
+	}
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        append([]string{srv.Command}, srv.Args...),
+		Env:         env,
+		Dir:         srv.Cwd,
+		SysProcAttr: sysProcAttr(),
+	}
+	var files []*os.File // every pipe end, closed on failure
+	pipe := func() (r, w *os.File) {
+		if err != nil {
+			return nil, nil
+		}
+		r, w, err = os.Pipe()
+		files = append(files, r, w)
+		return r, w
+	}
+	inR, inW := pipe()
+	outR, outW := pipe()
+	errR, errW := pipe()
+	if err != nil {
+		closeAll(files)
+		return nil, fmt.Errorf("pipes: %w", err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	err = cmd.Start()
+	// The child holds its ends now; the parent keeps only its own.
+	closeAll([]*os.File{inR, outW, errW})
+	if err != nil {
+		closeAll([]*os.File{inW, outR, errR})
+		return nil, fmt.Errorf("start %s: %w", srv.Command, err)
+	}
+	pr, pw := io.Pipe()
+	p := &proc{
+		name:       srv.Name,
+		pid:        cmd.Process.Pid,
+		log:        pc.log,
+		cmd:        cmd,
+		stdin:      inW,
+		out:        pr,
+		outR:       outR,
+		errR:       errR,
+		tail:       newLineTail(pc.stderrTail),
+		mask:       pc.mask,
+		exited:     make(chan struct{}),
+		stderrDone: make(chan struct{}),
+	}
+	p.readers.Add(3)
+	go func() {
+		defer p.readers.Done()
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	go func() {
+		defer p.readers.Done()
+		p.pumpStdout(outR, pw, pc.maxFrame)
+	}()
+	go func() {
+		defer p.readers.Done()
+		defer close(p.stderrDone)
+		p.drainStderr(errR, pc.stderrRate)
+	}()
+	return p, nil
+}
+
+func closeAll(fs []*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// exitErr describes how the process ended, with the last stderr lines. It
+// waits briefly for stderr to be drained (the lines explaining a crash are
+// usually the last ones written).
+func (p *proc) exitErr() error {
+	select {
+	case <-p.exited:
+	default:
+		return nil
+	}
+	select {
+	case <-p.stderrDone:
+	case <-time.After(500 * time.Millisecond):
+	}
+	msg := "exited"
+	var ee *exec.ExitError
+	if errors.As(p.waitErr, &ee) {
+		msg = "exited with " + ee.ProcessState.String()
+	} else if p.waitErr == nil {
+		msg = "exited with status 0"
+	}
+	return errors.New(msg + p.tail.suffix())
+}
+
+// stderrSuffix is "; last stderr: ..." or "".
+func (p *proc) stderrSuffix() string { return p.tail.suffix() }
+
+// stop ends the process and everything in its process group: close stdin,
+// wait up to grace for the leader to exit, SIGTERM the group, wait up to
+// killAfter for it to empty, SIGKILL the group. It returns when the leader is
+// reaped and the pipe readers have ended.
+func (p *proc) stop(grace, killAfter time.Duration) {
+	p.stopOnce.Do(func() { p.doStop(grace, killAfter) })
+}
+
+func (p *proc) doStop(grace, killAfter time.Duration) {
+	p.stdin.Close()
+	p.out.Close() // the transport is done reading; the pump discards what is left
+	select {
+	case <-p.exited:
+	case <-time.After(grace):
+		p.log.Info("backend did not exit after stdin was closed; sending SIGTERM", keyGrace, grace)
+	}
+	pgid := p.pid
+	if groupAlive(pgid) {
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		if !waitGroupGone(pgid, p.exited, killAfter) {
+			p.log.Warn("backend process group still alive after SIGTERM; sending SIGKILL", keyGrace, killAfter)
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+	}
+	<-p.exited
+	// Readers end at EOF once every process holding the pipes is gone. A
+	// process that left the group (setsid) could keep them open: don't wait
+	// for it.
+	done := make(chan struct{})
+	go func() { p.readers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		p.outR.Close()
+		p.errR.Close()
+		<-done
+		return
+	}
+	p.outR.Close()
+	p.errR.Close()
+}
+
+// waitGroupGone polls until the group has no live member and the leader is
+// reaped, or d passes.
+func waitGroupGone(pgid int, exited <-chan struct{}, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	tick := 10 * time.Millisecond
+	for {
+		select {
+		case <-exited:
+			if !groupAlive(pgid) {
+				return true
+			}
+		default:
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(tick)
+		tick = min(tick*2, 100*time.Millisecond)
+	}
+}
+
+// pumpStdout copies JSON lines from r to w and logs everything else (banners,
+// progress output of npx) instead of letting it break the JSON-RPC stream. A
+// line longer than maxFrame is dropped; if its JSON-RPC id can be found, an
+// error response for that id takes its place so the caller hears why at once.
+func (p *proc) pumpStdout(r io.Reader, w *io.PipeWriter, maxFrame int) {
+	defer w.Close()
+	br := bufio.NewReaderSize(r, 64<<10)
+	var (
+		writeErr error
+		ignored  int
+	)
+	for {
+		line, n, head, tailB, err := readLine(br, maxFrame)
+		switch {
+		case n == 0:
+		case line == nil: // too long
+			p.log.Error("backend sent a JSON-RPC message larger than the cap; dropped it",
+				keyBytes, n, keyLimit, maxFrame)
+			if id, ok := findID(head, tailB); ok && writeErr == nil {
+				msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"the backend's response (more than %d bytes) exceeds toolgate's message size cap of %d bytes; ask for less output"}}`+"\n", id, n, maxFrame)
+				_, writeErr = io.WriteString(w, msg)
+			}
+		default:
+			t := bytes.TrimSpace(line)
+			if len(t) == 0 {
+				break
+			}
+			if t[0] == '{' || t[0] == '[' {
+				if writeErr == nil {
+					_, writeErr = w.Write(line)
+				}
+				break
+			}
+			ignored++
+			if ignored <= 20 {
+				p.log.Warn("ignored non-JSON line on backend stdout", keyLine, p.mask(truncate(string(t), 200)))
+			} else if ignored == 21 {
+				p.log.Warn("more non-JSON lines on backend stdout; no longer logging them")
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readLine reads one '\n'-terminated line. If it is longer than max, line is
+// nil, n its length so far, and head/tail its first and last bytes (enough
+// to find a JSON-RPC id); the rest of the line is consumed.
+func readLine(br *bufio.Reader, max int) (line []byte, n int, head, tail []byte, err error) {
+	var buf []byte
+	tooLong := false
+	for {
+		chunk, e := br.ReadSlice('\n')
+		n += len(chunk)
+		if !tooLong && len(buf)+len(chunk) > max {
+			tooLong = true
+			head = append([]byte(nil), buf[:min(len(buf), 512)]...)
+			if len(head) < 512 {
+				head = append(head, chunk[:min(len(chunk), 512-len(head))]...)
+			}
+			buf = nil
+		}
+		if tooLong {
+			tail = append(tail, chunk...)
+			if len(tail) > 512 {
+				tail = append(tail[:0], tail[len(tail)-512:]...)
+			}
+		} else {
+			buf = append(buf, chunk...)
+		}
+		if e == bufio.ErrBufferFull {
+			continue
+		}
+		if tooLong {
+			return nil, n, head, tail, e
+		}
+		return buf, n, nil, nil, e
+	}
+}
+
+var (
+	idHead = regexp.MustCompile(`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")`)
+	idTail = regexp.MustCompile(`,\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$`)
+)
+
+// findID finds the id of a JSON-RPC response from its first or last bytes
+// (go-sdk writes it first, the TypeScript SDK last).
+func findID(head, tail []byte) (string, bool) {
+	if m := idHead.FindSubmatch(head); m != nil {
+		return string(m[1]), true
+	}
+	if m := idTail.FindSubmatch(tail); m != nil {
+		return string(m[1]), true
+	}
+	return "", false
+}
+
+// drainStderr logs each stderr line (masked, at most rate lines per second
+// with a burst of 4×rate; the count of dropped lines is logged when logging
+// resumes) and keeps the last lines for error messages.
+func (p *proc) drainStderr(r io.Reader, rate float64) {
+	br := bufio.NewReaderSize(r, 16<<10)
+	burst := 4 * rate
+	tokens, last := burst, time.Now()
+	dropped := 0
+	for {
+		line, _, head, _, err := readLine(br, 16<<10)
+		if line == nil {
+			line = head // an endless line: keep its start
+		}
+		if s := strings.TrimRight(string(line), "\r\n"); s != "" {
+			s = p.mask(truncate(s, 2000))
+			p.tail.add(s)
+			now := time.Now()
+			tokens = min(burst, tokens+now.Sub(last).Seconds()*rate)
+			last = now
+			if tokens >= 1 {
+				tokens--
+				if dropped > 0 {
+					p.log.Warn("backend stderr lines dropped (rate limit)", keyCount, dropped)
+					dropped = 0
+				}
+				p.log.Info("backend stderr", keyLine, s)
+			} else {
+				dropped++
+			}
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			if dropped > 0 {
+				p.log.Warn("backend stderr lines dropped (rate limit)", keyCount, dropped)
+			}
+			return
+		}
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// lineTail keeps the last n lines.
+type lineTail struct {
+	mu    sync.Mutex
+	n     int
+	lines []string
+}
+
+func newLineTail(n int) *lineTail { return &lineTail{n: n} }
+
+func (t *lineTail) add(s string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lines = append(t.lines, s)
+	if len(t.lines) > t.n {
+		t.lines = append(t.lines[:0], t.lines[len(t.lines)-t.n:]...)
+	}
+}
+
+func (t *lineTail) get() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.lines...)
+}
+
+// suffix renders the kept lines for an error message.
+func (t *lineTail) suffix() string {
+	lines := t.get()
+	if len(lines) == 0 {
+		return " (no stderr output)"
+	}
+	return "; last stderr lines:\n  " + strings.Join(lines, "\n  ")
+}

@@ -513,3 +513,21 @@ func TestBundledExampleConfig(t *testing.T) {
 		t.Errorf("MEMORY_FILE_PATH = %q, want an absolute path (the memory server resolves relative ones against its own script)", got)
 	}
 }
+
+func TestParseUnexpandedKeepsReferences(t *testing.T) {
+	in := `{"mcpServers": {"a": {"command": "x", "args": ["--token", "${TOKEN}", "${D:-d}"], "cwd": "${TOOLGATE_CONFIG_DIR}/w"},
+		"b": {"url": "${BASE}/mcp", "headers": {"Authorization": "Bearer ${KEY}"}}}}`
+	f, err := ParseUnexpanded([]byte(in), "/etc/tg/c.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"--token", "${TOKEN}", "${D:-d}"}, f.MCPServers["a"].Args); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
+	}
+	if got := f.MCPServers["a"].Cwd; got != "/etc/tg/w" {
+		t.Errorf("cwd = %q, want /etc/tg/w", got)
+	}
+	if got := f.MCPServers["b"].URL; got != "${BASE}/mcp" {
+		t.Errorf("url = %q", got)
+	}
+}

@@ -55,6 +55,10 @@ func (x *expander) expand(field, s string) string {
 			continue
 		}
 		v, ok := x.get(name)
+		if x.p.raw && name != ConfigDirVar {
+			b.WriteString(ref[:end+1]) // as written, default included
+			continue
+		}
 		switch {
 		case ok && (v != "" || !hasDef):
 			b.WriteString(v)

@@ -74,6 +74,30 @@ func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Fi
 	return f, nil
 }
 
+// ParseUnexpanded decodes data like Parse but leaves ${VAR} references as
+// written (except ${TOOLGATE_CONFIG_DIR}) and does not validate. It is for
+// showing a config without the secrets that expansion would put into it;
+// call Parse or Load first to know whether the file is valid.
+func ParseUnexpanded(data []byte, path string) (*File, error) {
+	lookup := func(name string) (string, bool) { return "${" + name + "}", true }
+	p := &parser{path: path, lookup: lookup, raw: true}
+	if path != "" {
+		if abs, err := filepath.Abs(path); err == nil {
+			p.dir = filepath.Dir(abs)
+		}
+	}
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, p.jsonError(data, err)
+	}
+	f := &File{Path: path, MCPServers: map[string]Server{}}
+	p.servers(top, f)
+	p.settings(top["toolgate"], &f.Toolgate)
+	f.Toolgate.SetDefaults()
+	return f, p.err()
+}
+
 // FieldError is one problem in a config file.
 type FieldError struct {
 	Server string // the server's name; "" outside mcpServers (and for the invalid name "")
@@ -162,6 +186,7 @@ type parser struct {
 	lookup func(string) (string, bool)
 	errs   []*FieldError
 	failed map[string]map[string]bool // server → keys that failed to decode or expand
+	raw    bool                       // ParseUnexpanded: keep ${VAR} references
 }
 
 func (p *parser) errorf(server, field, format string, args ...any) {
@@ -319,7 +344,7 @@ func inferType(s Server) string {
 
 // resolve makes a relative path absolute against the config file's directory.
 func (p *parser) resolve(path string) string {
-	if path == "" || filepath.IsAbs(path) || p.dir == "" {
+	if path == "" || filepath.IsAbs(path) || p.dir == "" || (p.raw && strings.Contains(path, "${")) {
 		return path
 	}
 	return filepath.Join(p.dir, path)

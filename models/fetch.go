@@ -280,6 +280,9 @@ func (f *fetcher) fetchFile(ctx context.Context, name string) FetchedFile {
 			continue
 		}
 		sha, size, err := f.trySource(ctx, name, spec, src, dst)
+		if errors.Is(err, errSkipped) {
+			err = fmt.Errorf("no --from folder given: %w", err)
+		}
 		ff.Attempts = append(ff.Attempts, Attempt{Source: label, Err: err})
 		if err == nil {
 			ff.SHA256, ff.Size, ff.Source = sha, size, label
@@ -292,19 +295,13 @@ func (f *fetcher) fetchFile(ctx context.Context, name string) FetchedFile {
 			continue
 		}
 		f.prog.linef("%s: %s failed: %v", name, label, err)
-		f.log.Warn("model source failed", "file", name, "source", label, "err", err)
+		f.log.Debug("model source failed", "file", name, "source", label, "err", err)
 		if ctx.Err() != nil {
 			break
 		}
 	}
 	ff.Duration = time.Since(start)
-	var tried []Attempt
-	for _, a := range ff.Attempts {
-		if errors.Is(a.Err, errSkipped) && f.from == "" && strings.HasPrefix(a.Source, KindMirror) {
-			a.Err = errors.New("no --from folder given")
-		}
-		tried = append(tried, a)
-	}
+	tried := ff.Attempts
 	if len(tried) == 0 {
 		tried = append(tried, Attempt{Source: "(none)", Err: fmt.Errorf("no source of kind %s", strings.Join(f.kinds, ","))})
 	}

@@ -1,0 +1,533 @@
+package models
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// fake model contents: small, deterministic, distinct.
+var (
+	fakeFP32 = bytes.Repeat([]byte("fp32-weights "), 4000)
+	fakeINT8 = bytes.Repeat([]byte("int8 "), 3000)
+	fakeTok  = []byte(`{"model":{"type":"WordPiece"}}`)
+	fakeTok2 = []byte(`{"model": {"type": "WordPiece"}}`) // a second accepted tokenizer (like HF vs Maven)
+)
+
+func sum256(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:]) }
+func sum1(b []byte) string   { h := sha1.Sum(b); return hex.EncodeToString(h[:]) }
+
+func makeJar(t *testing.T, entries map[string][]byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	names := make([]string, 0, len(entries))
+	for name := range entries {
+		names = append(names, name)
+	}
+	sort.Strings(names) // deterministic bytes: the manifest pins the jar's sha256
+	for _, name := range names {
+		w, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(entries[name])
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// fakeRepo serves a fake Hugging Face and a fake Maven repository.
+type fakeRepo struct {
+	t       *testing.T
+	srv     *httptest.Server
+	mu      sync.Mutex
+	files   map[string]http.HandlerFunc
+	hits    map[string]int
+	jarFP32 []byte
+	jarINT8 []byte
+}
+
+func newFakeRepo(t *testing.T) *fakeRepo {
+	r := &fakeRepo{t: t, files: map[string]http.HandlerFunc{}, hits: map[string]int{}}
+	r.jarFP32 = makeJar(t, map[string][]byte{"m.onnx": fakeFP32, "m-tokenizer.json": fakeTok, "README": []byte("x")})
+	r.jarINT8 = makeJar(t, map[string][]byte{"m-q.onnx": fakeINT8, "m-q-tokenizer.json": fakeTok})
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		r.hits[req.URL.Path]++
+		h := r.files[req.URL.Path]
+		r.mu.Unlock()
+		if h == nil {
+			http.NotFound(w, req)
+			return
+		}
+		h(w, req)
+	}))
+	t.Cleanup(r.srv.Close)
+	r.serve("/maven2/g/m/1/m-1.jar", r.jarFP32)
+	r.serve("/maven2/g/m-q/1/m-q-1.jar", r.jarINT8)
+	return r
+}
+
+func (r *fakeRepo) handle(p string, h http.HandlerFunc) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.files[p] = h
+}
+
+func (r *fakeRepo) serve(p string, data []byte) {
+	r.handle(p, func(w http.ResponseWriter, req *http.Request) {
+		http.ServeContent(w, req, "", time.Time{}, bytes.NewReader(data))
+	})
+}
+
+func (r *fakeRepo) hitCount(p string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hits[p]
+}
+
+// closedURL returns an http URL on a port nothing listens on: connecting is
+// refused at once.
+func closedURL(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
+}
+
+// testManifest builds a manifest shaped like the real one: fp32/int8 variants,
+// a mirror, an HF-like source (hfBase) and two jars (mavenBase).
+func testManifest(t *testing.T, hfBase, mavenBase string) *ManifestFile {
+	t.Helper()
+	jar := func(coord, p string, data []byte) Jar {
+		return Jar{Coordinates: coord, URL: mavenBase + p, SHA256: sum256(data), SHA1: sum1(data), Size: int64(len(data))}
+	}
+	fp32Jar := makeJar(t, map[string][]byte{"m.onnx": fakeFP32, "m-tokenizer.json": fakeTok, "README": []byte("x")})
+	int8Jar := makeJar(t, map[string][]byte{"m-q.onnx": fakeINT8, "m-q-tokenizer.json": fakeTok})
+	m := ManifestFile{
+		Schema: 1,
+		Model: ModelSpec{
+			Name: "mini", Dim: 4, MaxSeqLength: 8, DefaultVariant: "fp32",
+			Variants: map[string]Variant{
+				"fp32": {Model: "model.onnx", Tokenizer: "tokenizer.json"},
+				"int8": {Model: "model_int8.onnx", Tokenizer: "tokenizer.json"},
+			},
+			Files: map[string]FileSpec{
+				"model.onnx": {
+					Accept: []Accepted{{SHA256: sum256(fakeFP32), Size: int64(len(fakeFP32))}},
+					Sources: []Source{
+						{Kind: KindMirror, Paths: []string{"model.onnx", "onnx/model.onnx"}},
+						{Kind: KindHuggingFace, URL: hfBase + "/hf/onnx/model.onnx", SHA256: sum256(fakeFP32)},
+						{Kind: KindMaven, Jar: "fp32", Entry: "m.onnx", SHA256: sum256(fakeFP32)},
+					},
+				},
+				"model_int8.onnx": {
+					Accept: []Accepted{{SHA256: sum256(fakeINT8), Size: int64(len(fakeINT8))}},
+					Sources: []Source{
+						{Kind: KindMirror, Paths: []string{"model_int8.onnx"}},
+						{Kind: KindHuggingFace, URL: hfBase + "/hf/onnx/model_quantized.onnx", SHA256: sum256(fakeINT8)},
+						{Kind: KindMaven, Jar: "int8", Entry: "m-q.onnx", SHA256: sum256(fakeINT8)},
+					},
+				},
+				"tokenizer.json": {
+					Accept: []Accepted{
+						{SHA256: sum256(fakeTok), Size: int64(len(fakeTok))},
+						{SHA256: sum256(fakeTok2), Size: int64(len(fakeTok2))},
+					},
+					Sources: []Source{
+						{Kind: KindMirror, Paths: []string{"tokenizer.json"}},
+						{Kind: KindHuggingFace, URL: hfBase + "/hf/tokenizer.json", SHA256: sum256(fakeTok2)},
+						{Kind: KindMaven, Jar: "fp32", Entry: "m-tokenizer.json", SHA256: sum256(fakeTok)},
+						{Kind: KindMaven, Jar: "int8", Entry: "m-q-tokenizer.json", SHA256: sum256(fakeTok)},
+					},
+				},
+			},
+		},
+		Jars: map[string]Jar{
+			"fp32": jar("g:m:1", "/maven2/g/m/1/m-1.jar", fp32Jar),
+			"int8": jar("g:m-q:1", "/maven2/g/m-q/1/m-q-1.jar", int8Jar),
+		},
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := ParseManifest(data)
+	if err != nil {
+		t.Fatalf("test manifest: %v", err)
+	}
+	return parsed
+}
+
+func testOptions(t *testing.T, m *ManifestFile) *FetchOptions {
+	return &FetchOptions{
+		Dir:         t.TempDir(),
+		Manifest:    m,
+		IdleTimeout: 300 * time.Millisecond,
+		Client:      &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: 2 * time.Second}},
+	}
+}
+
+// leftovers lists temp files (and anything unexpected) in the model folder.
+func leftovers(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		n := e.Name()
+		if strings.HasSuffix(n, ".part") || strings.HasPrefix(n, ".jars-") || strings.HasSuffix(n, ".tmp") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func mustContent(t *testing.T, p string, want []byte) {
+	t.Helper()
+	got, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s: content differs (%d bytes, want %d)", p, len(got), len(want))
+	}
+}
+
+func sources(ff FetchedFile) []string {
+	var out []string
+	for _, a := range ff.Attempts {
+		if errors.Is(a.Err, errSkipped) {
+			continue
+		}
+		s := strings.Fields(a.Source)[0]
+		if a.Err != nil {
+			s += " failed"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestFetchFailover(t *testing.T) {
+	stall := make(chan struct{})
+	tests := []struct {
+		name    string
+		hf      func(r *fakeRepo) string // returns the HF base URL
+		wantErr string                   // substring of the HF attempt's error
+	}{
+		{"refused port", func(r *fakeRepo) string { return closedURL(t) }, "refused"},
+		{"404", func(r *fakeRepo) string { return r.srv.URL }, "404"},
+		{"wrong sha256, same size", func(r *fakeRepo) string {
+			bad := bytes.ToUpper(fakeFP32)
+			r.serve("/hf/onnx/model.onnx", bad)
+			return r.srv.URL
+		}, "want pinned"},
+		{"truncated body", func(r *fakeRepo) string {
+			r.handle("/hf/onnx/model.onnx", func(w http.ResponseWriter, req *http.Request) {
+				w.Header().Set("Content-Length", fmt.Sprint(len(fakeFP32)))
+				w.Write(fakeFP32[:len(fakeFP32)/2])
+			})
+			return r.srv.URL
+		}, "EOF"},
+		{"stalled body", func(r *fakeRepo) string {
+			r.handle("/hf/onnx/model.onnx", func(w http.ResponseWriter, req *http.Request) {
+				w.Header().Set("Content-Length", fmt.Sprint(len(fakeFP32)))
+				w.Write(fakeFP32[:1000])
+				w.(http.Flusher).Flush()
+				select {
+				case <-stall:
+				case <-req.Context().Done():
+				}
+			})
+			return r.srv.URL
+		}, "stalled"},
+	}
+	t.Cleanup(func() { close(stall) })
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := newFakeRepo(t)
+			m := testManifest(t, tt.hf(repo), repo.srv.URL)
+			opts := testOptions(t, m)
+			rep, err := Fetch(context.Background(), opts)
+			if err != nil {
+				t.Fatalf("Fetch: %v", err)
+			}
+			ff := rep.Files[0]
+			if diff := cmp.Diff([]string{"huggingface failed", "maven"}, sources(ff)); diff != "" {
+				t.Errorf("attempts (-want +got):\n%s", diff)
+			}
+			var hfErr error
+			for _, a := range ff.Attempts {
+				if strings.HasPrefix(a.Source, KindHuggingFace) {
+					hfErr = a.Err
+				}
+			}
+			if err := hfErr; err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("HF attempt error = %v, want it to mention %q", err, tt.wantErr)
+			}
+			mustContent(t, filepath.Join(rep.Dir, "model.onnx"), fakeFP32)
+			mustContent(t, filepath.Join(rep.Dir, "tokenizer.json"), fakeTok)
+			if l := leftovers(t, rep.Dir); len(l) > 0 {
+				t.Errorf("temp files left behind: %v", l)
+			}
+		})
+	}
+}
+
+func TestFetchAllSourcesFail(t *testing.T) {
+	repo := newFakeRepo(t)
+	repo.handle("/maven2/g/m/1/m-1.jar", nil) // 404
+	bad := bytes.Clone(repo.jarINT8)          // same size, one byte changed
+	bad[len(bad)/2] ^= 0xff
+	repo.serve("/maven2/g/m-q/1/m-q-1.jar", bad)
+	m := testManifest(t, closedURL(t), repo.srv.URL)
+	opts := testOptions(t, m)
+	opts.Variants = []string{"fp32", "int8"}
+	rep, err := Fetch(context.Background(), opts)
+	if err == nil {
+		t.Fatal("Fetch succeeded; want an error")
+	}
+	var fe *FetchError
+	if !errors.As(err, &fe) {
+		t.Fatalf("error %T is not a *FetchError: %v", err, err)
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"fetch mini/model.onnx: every source failed",
+		"mirror: no --from folder given",
+		"huggingface " + m.Model.Files["model.onnx"].Sources[1].URL + ": ",
+		"refused",
+		"maven g:m:1!m.onnx: HTTP 404",
+		"fetch mini/model_int8.onnx: every source failed",
+		"maven g:m-q:1!m-q.onnx: jar m-q-1.jar: sha256 " + sum256(bad),
+		"fetch mini/tokenizer.json: every source failed",
+		"--from DIR",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error does not contain %q:\n%s", want, msg)
+		}
+	}
+	for _, name := range []string{"model.onnx", "model_int8.onnx", "tokenizer.json"} {
+		if _, err := os.Stat(filepath.Join(rep.Dir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s exists after every source failed (stat err %v)", name, err)
+		}
+	}
+	if l := leftovers(t, rep.Dir); len(l) > 0 {
+		t.Errorf("temp files left behind: %v", l)
+	}
+}
+
+func TestFetchMirror(t *testing.T) {
+	jar := makeJar(t, map[string][]byte{"m.onnx": fakeFP32, "m-tokenizer.json": fakeTok, "README": []byte("x")})
+	tests := []struct {
+		name  string
+		files map[string][]byte
+	}{
+		{"flat names", map[string][]byte{"model.onnx": fakeFP32, "tokenizer.json": fakeTok}},
+		{"upstream layout", map[string][]byte{"onnx/model.onnx": fakeFP32, "tokenizer.json": fakeTok2}},
+		{"jar by name", map[string][]byte{"m-1.jar": jar}},
+		{"jar in maven layout", map[string][]byte{"g/m/1/m-1.jar": jar}},
+		{"bad flat file, good jar", map[string][]byte{"model.onnx": []byte("bad"), "m-1.jar": jar}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			from := t.TempDir()
+			for p, data := range tt.files {
+				full := filepath.Join(from, filepath.FromSlash(p))
+				os.MkdirAll(filepath.Dir(full), 0o755)
+				if err := os.WriteFile(full, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// No network source works: only the mirror can succeed.
+			dead := closedURL(t)
+			m := testManifest(t, dead, dead)
+			opts := testOptions(t, m)
+			opts.From = from
+			rep, err := Fetch(context.Background(), opts)
+			if err != nil {
+				t.Fatalf("Fetch: %v", err)
+			}
+			for _, ff := range rep.Files {
+				if !strings.HasPrefix(ff.Source, "mirror ") {
+					t.Errorf("%s came from %q, want the mirror", ff.Name, ff.Source)
+				}
+			}
+			mustContent(t, filepath.Join(rep.Dir, "model.onnx"), fakeFP32)
+		})
+	}
+}
+
+func TestFetchIdempotent(t *testing.T) {
+	repo := newFakeRepo(t)
+	m := testManifest(t, closedURL(t), repo.srv.URL)
+	opts := testOptions(t, m)
+	opts.Variants = []string{"fp32", "int8"}
+	rep, err := Fetch(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const fp32Jar = "/maven2/g/m/1/m-1.jar"
+	if n := repo.hitCount(fp32Jar); n != 1 {
+		t.Errorf("fp32 jar downloaded %d times, want 1 (model and tokenizer share it)", n)
+	}
+
+	t.Run("second run keeps everything", func(t *testing.T) {
+		rep2, err := Fetch(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ff := range rep2.Files {
+			if !ff.Present {
+				t.Errorf("%s: not kept as present", ff.Name)
+			}
+		}
+		if n := repo.hitCount(fp32Jar); n != 1 {
+			t.Errorf("fp32 jar downloaded %d times after a second run, want 1", n)
+		}
+	})
+
+	t.Run("corrupt file is fetched again", func(t *testing.T) {
+		p := filepath.Join(rep.Dir, "model.onnx")
+		if err := os.WriteFile(p, bytes.ToUpper(fakeFP32), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Verify2(m, opts.Dir, "fp32", false); err == nil {
+			t.Fatal("Verify accepted a corrupt file")
+		}
+		rep3, err := Fetch(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep3.Files[0].Present {
+			t.Error("corrupt model.onnx reported present")
+		}
+		mustContent(t, p, fakeFP32)
+	})
+
+	t.Run("stamp avoids re-hashing; full verify re-hashes", func(t *testing.T) {
+		in, err := Verify2(m, opts.Dir, "fp32", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !in.Files[0].Stamp {
+			t.Error("Verify re-hashed a file with a matching stamp")
+		}
+		if in.ModelSHA256 != sum256(fakeFP32) || in.TokenizerSHA256 != sum256(fakeTok) {
+			t.Errorf("Verify sha256 = %s, %s", in.ModelSHA256, in.TokenizerSHA256)
+		}
+		in, err = Verify2(m, opts.Dir, "fp32", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.Files[0].Stamp {
+			t.Error("full Verify used the stamp")
+		}
+	})
+}
+
+// Verify2 is Verify against a test manifest.
+func Verify2(m *ManifestFile, dir, variant string, full bool) (*Installed, error) {
+	return m.Verify(dir, variant, full)
+}
+
+func TestVerifyMissing(t *testing.T) {
+	m := testManifest(t, "http://x.invalid", "http://x.invalid")
+	dir := t.TempDir()
+	_, err := m.Verify(dir, "int8", false)
+	if err == nil {
+		t.Fatal("Verify of an empty folder succeeded")
+	}
+	for _, want := range []string{"model_int8.onnx missing", "tokenizer.json missing", "toolgate models fetch --variant int8"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not contain %q: %v", want, err)
+		}
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("error does not wrap fs.ErrNotExist: %v", err)
+	}
+}
+
+func TestFetchKinds(t *testing.T) {
+	repo := newFakeRepo(t)
+	repo.serve("/hf/onnx/model.onnx", fakeFP32)
+	repo.serve("/hf/tokenizer.json", fakeTok2)
+	m := testManifest(t, repo.srv.URL, repo.srv.URL)
+	opts := testOptions(t, m)
+	opts.Kinds = []string{KindMaven}
+	rep, err := Fetch(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ff := range rep.Files {
+		if diff := cmp.Diff([]string{"maven"}, sources(ff)); diff != "" {
+			t.Errorf("%s attempts (-want +got):\n%s", ff.Name, diff)
+		}
+	}
+	if n := repo.hitCount("/hf/onnx/model.onnx"); n != 0 {
+		t.Errorf("HF hit %d times with --source maven", n)
+	}
+}
+
+func TestFetchCancelled(t *testing.T) {
+	var started atomic.Bool
+	repo := newFakeRepo(t)
+	block := make(chan struct{})
+	t.Cleanup(func() { close(block) })
+	ctx, cancel := context.WithCancel(context.Background())
+	repo.handle("/hf/onnx/model.onnx", func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(fakeFP32)))
+		w.Write(fakeFP32[:100])
+		w.(http.Flusher).Flush()
+		started.Store(true)
+		cancel()
+		select {
+		case <-block:
+		case <-req.Context().Done():
+		}
+	})
+	m := testManifest(t, repo.srv.URL, repo.srv.URL)
+	opts := testOptions(t, m)
+	opts.IdleTimeout = time.Minute
+	rep, err := Fetch(ctx, opts)
+	if err == nil {
+		t.Fatal("Fetch succeeded after cancel")
+	}
+	if !started.Load() {
+		t.Fatal("download never started")
+	}
+	if _, err := os.Stat(filepath.Join(rep.Dir, "model.onnx")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("model.onnx exists after a cancelled fetch")
+	}
+	if l := leftovers(t, rep.Dir); len(l) > 0 {
+		t.Errorf("temp files left behind: %v", l)
+	}
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+func init() { register(newServersCmd) }
+
+func newServersCmd(g *globals) *cobra.Command {
+	var (
+		path   string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "servers --config FILE [--json]",
+		Short: "Check a config file and list its servers",
+		Long: `Check a config file (Claude-compatible "mcpServers" JSON plus the optional
+"toolgate" section) and list each server: name, transport, command and
+arguments or URL, the names of its env variables and headers, and whether it
+is disabled. Values of env and headers are never printed, and ${VAR}
+references are shown as written, not expanded. A URL's password and query
+values are masked.
+
+A bad file prints every problem found (server, field, value, fix) and exits 1.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if path == "" {
+				return usageError{errors.New("servers needs --config FILE (an mcpServers JSON file, e.g. examples/toolgate.json)")}
+			}
+			return runServers(cmd.OutOrStdout(), path, asJSON)
+		},
+	}
+	cmd.Flags().StringVarP(&path, "config", "c", os.Getenv("TOOLGATE_CONFIG"), "config file (mcpServers JSON; $TOOLGATE_CONFIG)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	return cmd
+}
+
+// serverInfo is one line of `toolgate servers` (also its --json shape).
+type serverInfo struct {
+	Name           string   `json:"name"`
+	Type           string   `json:"type"`
+	Command        string   `json:"command,omitempty"`
+	Args           []string `json:"args,omitempty"`
+	Cwd            string   `json:"cwd,omitempty"`
+	URL            string   `json:"url,omitempty"`
+	EnvKeys        []string `json:"envKeys,omitempty"`
+	HeaderKeys     []string `json:"headerKeys,omitempty"`
+	Disabled       bool     `json:"disabled"`
+	ConnectTimeout string   `json:"connectTimeout"`
+	CallTimeout    string   `json:"callTimeout"`
+}
+
+type serversReport struct {
+	Config   string           `json:"config"`
+	Valid    bool             `json:"valid"`
+	Servers  []serverInfo     `json:"servers,omitempty"`
+	Errors   []serversProblem `json:"errors,omitempty"`
+	Settings *config.Settings `json:"toolgate,omitempty"`
+}
+
+type serversProblem struct {
+	Server  string `json:"server,omitempty"`
+	Field   string `json:"field,omitempty"`
+	Where   string `json:"where,omitempty"`
+	Message string `json:"message"`
+}
+
+func runServers(w io.Writer, path string, asJSON bool) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read config: %w", err)
+	}
+	// Validate with the real environment, then describe the file as written
+	// so that expanded secrets never reach the output.
+	_, loadErr := config.Parse(data, path, nil)
+	if loadErr != nil {
+		if asJSON {
+			rep := serversReport{Config: path, Errors: problems(loadErr)}
+			if err := writeJSON(w, rep); err != nil {
+				return err
+			}
+		}
+		return loadErr
+	}
+	f, err := config.ParseUnexpanded(data, path)
+	if err != nil {
+		return err // cannot happen after Parse succeeded, but never hide it
+	}
+	var infos []serverInfo
+	for _, s := range f.All() {
+		infos = append(infos, describe(s))
+	}
+	if asJSON {
+		return writeJSON(w, serversReport{Config: path, Valid: true, Servers: infos, Settings: &f.Toolgate})
+	}
+	enabled := 0
+	for _, s := range infos {
+		if !s.Disabled {
+			enabled++
+		}
+	}
+	fmt.Fprintf(w, "%s: valid, %d servers (%d enabled)\n\n", path, len(infos), enabled)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTYPE\tSTATUS\tCOMMAND / URL\tENV / HEADERS")
+	for _, s := range infos {
+		status := "enabled"
+		if s.Disabled {
+			status = "disabled"
+		}
+		target := s.URL
+		if s.Type == config.TypeStdio {
+			target = shellJoin(append([]string{s.Command}, s.Args...))
+		}
+		var keys []string
+		if len(s.EnvKeys) > 0 {
+			keys = append(keys, "env: "+strings.Join(s.EnvKeys, ", "))
+		}
+		if len(s.HeaderKeys) > 0 {
+			keys = append(keys, "headers: "+strings.Join(s.HeaderKeys, ", "))
+		}
+		if len(keys) == 0 {
+			keys = []string{"-"}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Type, status, target, strings.Join(keys, "; "))
+	}
+	return tw.Flush()
+}
+
+func describe(s config.Server) serverInfo {
+	return serverInfo{
+		Name:           s.Name,
+		Type:           s.Type,
+		Command:        s.Command,
+		Args:           s.Args,
+		Cwd:            s.Cwd,
+		URL:            maskURL(s.URL),
+		EnvKeys:        sortedKeys(s.Env),
+		HeaderKeys:     sortedKeys(s.Headers),
+		Disabled:       s.Disabled,
+		ConnectTimeout: s.ConnectTimeout.String(),
+		CallTimeout:    s.CallTimeout.String(),
+	}
+}
+
+// maskURL hides a URL's password and query values, which often carry API keys.
+func maskURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || raw == "" {
+		return raw
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{"xxxxx"}
+		}
+		u.RawQuery = q.Encode()
+	}
+	// url.URL.String escapes the braces of ${VAR}; put them back.
+	return strings.NewReplacer("%7B", "{", "%7D", "}").Replace(u.String())
+}
+
+func sortedKeys(m map[string]string) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// shellJoin renders a command line, quoting only the words that need it.
+func shellJoin(words []string) string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		if w == "" || strings.ContainsAny(w, " \t\n\"'\\;&|<>()*?#~") {
+			w = strconv.Quote(w)
+		}
+		out[i] = w
+	}
+	return strings.Join(out, " ")
+}
+
+func problems(err error) []serversProblem {
+	var ce *config.Error
+	if !errors.As(err, &ce) {
+		return []serversProblem{{Message: err.Error()}}
+	}
+	out := make([]serversProblem, len(ce.Errs))
+	for i, fe := range ce.Errs {
+		out[i] = serversProblem{Server: fe.Server, Field: fe.Field, Where: fe.Where(), Message: fe.Msg}
+	}
+	return out
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

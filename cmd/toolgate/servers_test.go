@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestServersListsWithoutSecrets(t *testing.T) {
+	t.Setenv("TG_TEST_TOKEN", "hunter2-token")
+	t.Setenv("TG_TEST_KEY", "hunter2-key")
+	cfg := writeConfig(t, `{"mcpServers": {
+		"local": {"command": "npx", "args": ["-y", "some server", "--token", "${TG_TEST_TOKEN}"], "env": {"API_TOKEN": "hunter2-literal", "B": "${TG_TEST_TOKEN}"}},
+		"remote": {"url": "https://user:hunter2-pw@example.com/mcp?api_key=hunter2-q&x=${TG_TEST_KEY}", "headers": {"Authorization": "Bearer ${TG_TEST_KEY}"}},
+		"off": {"type": "sse", "url": "https://example.com/sse", "disabled": true}}}`)
+	for _, asJSON := range []bool{false, true} {
+		var out bytes.Buffer
+		if err := runServers(&out, cfg, asJSON); err != nil {
+			t.Fatalf("runServers(json=%v): %v", asJSON, err)
+		}
+		got := out.String()
+		if strings.Contains(got, "hunter2") {
+			t.Errorf("output (json=%v) leaks a secret:\n%s", asJSON, got)
+		}
+		for _, want := range []string{"local", "remote", "off", "API_TOKEN", "Authorization", "${TG_TEST_TOKEN}", "sse"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("output (json=%v) lacks %q:\n%s", asJSON, want, got)
+			}
+		}
+		if asJSON {
+			var rep serversReport
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatalf("--json output is not JSON: %v", err)
+			}
+			if !rep.Valid || len(rep.Servers) != 3 || !rep.Servers[1].Disabled || rep.Servers[1].Name != "off" {
+				t.Errorf("report = %+v", rep)
+			}
+		} else if !strings.Contains(got, `"some server"`) || !strings.Contains(got, "disabled") {
+			t.Errorf("table lacks the quoted argument or the disabled status:\n%s", got)
+		}
+	}
+}
+
+func TestServersBadFile(t *testing.T) {
+	cfg := writeConfig(t, `{"mcpServers": {"a b": {"command": "x"}, "c": {"url": "nope"}}, "toolgate": {"serach": {}}}`)
+	var out bytes.Buffer
+	err := runServers(&out, cfg, true)
+	if err == nil {
+		t.Fatal("runServers succeeded on a bad file")
+	}
+	for _, want := range []string{`mcpServers["a b"]: invalid server name`, `mcpServers["c"].url`, `toolgate.serach: unknown setting: did you mean "search"?`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	var rep serversReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Valid || len(rep.Errors) != 3 {
+		t.Errorf("--json report on a bad file = %+v (%v)", rep, err)
+	}
+}
+
+func TestServersBundledExample(t *testing.T) {
+	var out bytes.Buffer
+	if err := runServers(&out, filepath.Join("..", "..", "examples", "toolgate.json"), false); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"everything", "memory", "filesystem"} {
+		if !strings.Contains(out.String(), name) {
+			t.Errorf("bundled example lacks %s:\n%s", name, out.String())
+		}
+	}
+}

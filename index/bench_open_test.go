@@ -1,0 +1,90 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// Benchmarks (no timed assertions):
+//
+//	go test ./index -run '^$' -bench . -benchtime 20x
+
+func buildOnDisk(b *testing.B, n int) string {
+	b.Helper()
+	dir := b.TempDir()
+	emb := &fakeEmbedder{id: "fake/384", dim: 384}
+	ix, _, err := Ensure(context.Background(), dir, syntheticTools(n), emb, &Options{BatchSize: 256})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ix.Close()
+	return dir
+}
+
+// BenchmarkOpen is the warm start: manifest, catalog snapshot, mapped
+// vectors and the Bleve index of an up-to-date generation.
+func BenchmarkOpen(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
+			dir := buildOnDisk(b, n)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				ix, err := Open(dir, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ix.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkEnsureUpToDate adds the catalog fingerprint check to Open.
+func BenchmarkEnsureUpToDate(b *testing.B) {
+	dir := buildOnDisk(b, 10000)
+	tools := syntheticTools(10000)
+	emb := &fakeEmbedder{id: "fake/384", dim: 384}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ix, st, err := Ensure(context.Background(), dir, tools, emb, nil)
+		if err != nil || st != StateUpToDate {
+			b.Fatal(st, err)
+		}
+		ix.Close()
+	}
+}
+
+func BenchmarkKeyword(b *testing.B) {
+	for _, n := range []int{10000, 50000} {
+		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
+			ix, err := Build(context.Background(), syntheticTools(n), nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ix.Close()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := ix.Keyword("list the files of a user in a bucket", 10, ""); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkNearest(b *testing.B) {
+	for _, n := range []int{10000, 50000} {
+		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
+			ix := &Index{tools: syntheticTools(n), dim: 384, vecs: make([]float32, n*384)}
+			for i := range ix.vecs {
+				ix.vecs[i] = float32(i%97) / 97
+			}
+			q := fakeVector("list files", 384)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				ix.Nearest(q, 10, "")
+			}
+		})
+	}
+}

@@ -172,9 +172,10 @@ type fetcher struct {
 	log      *slog.Logger
 	prog     *progress
 
-	mu   sync.Mutex
-	jars map[string]string // jar id → verified temp jar, reused within one Fetch
-	tmp  string            // folder for temp jars
+	mu       sync.Mutex
+	jars     map[string]string // jar id → verified temp jar, reused within one Fetch
+	mirrorOK map[string]bool   // mirror jars whose sha256 was checked in this Fetch
+	tmp      string            // folder for temp jars
 }
 
 func newFetcher(opts *FetchOptions) (*fetcher, error) {
@@ -204,18 +205,23 @@ func newFetcher(opts *FetchOptions) (*fetcher, error) {
 			return nil, fmt.Errorf("--from %s: not a folder", opts.From)
 		}
 	}
+	kinds := opts.Kinds
+	if opts.From != "" && len(kinds) > 0 && !slices.Contains(kinds, KindMirror) {
+		kinds = append([]string{KindMirror}, kinds...) // --from always counts
+	}
 	f := &fetcher{
 		m:        m,
 		modelDir: filepath.Join(dir, m.Model.Name),
 		variants: variants,
 		from:     opts.From,
-		kinds:    opts.Kinds,
+		kinds:    kinds,
 		client:   opts.Client,
 		idle:     opts.IdleTimeout,
 		perSrc:   opts.SourceTimeout,
 		log:      opts.Logger,
 		prog:     newProgress(opts.Progress),
 		jars:     map[string]string{},
+		mirrorOK: map[string]bool{},
 	}
 	if f.client == nil {
 		f.client = DefaultHTTPClient()
@@ -288,7 +294,7 @@ func (f *fetcher) fetchFile(ctx context.Context, name string) FetchedFile {
 			ff.SHA256, ff.Size, ff.Source = sha, size, label
 			ff.Duration = time.Since(start)
 			f.prog.linef("%s: ok from %s (%s, sha256 %s, %s)", name, label, humanBytes(size), short(sha), ff.Duration.Round(time.Millisecond))
-			f.log.Info("model file fetched", "file", dst, "source", label, "sha256", sha, "bytes", size, "duration", ff.Duration)
+			f.log.Debug("model file fetched", "file", dst, "source", label, "sha256", sha, "bytes", size, "duration", ff.Duration)
 			return ff
 		}
 		if errors.Is(err, errSkipped) {
@@ -386,7 +392,7 @@ func (f *fetcher) tryMirror(ctx context.Context, name string, spec FileSpec, src
 		if err != nil {
 			continue
 		}
-		sha, size, err := f.install(ctx, in, -1, name, spec, "", dst, "mirror "+rel)
+		sha, size, err := f.install(ctx, in, -1, name, spec, "", dst, "")
 		in.Close()
 		if err == nil {
 			return sha, size, nil
@@ -404,7 +410,7 @@ func (f *fetcher) tryMirror(ctx context.Context, name string, spec FileSpec, src
 			if _, err := os.Stat(p); err != nil {
 				continue
 			}
-			if err := verifyJar(p, j); err != nil {
+			if err := f.verifyMirrorJar(p, j); err != nil {
 				problems = append(problems, fmt.Sprintf("%s: %v", p, err))
 				continue
 			}
@@ -498,6 +504,19 @@ func (r *idleReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// ctxReader stops a local copy when ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r ctxReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
+}
+
 func cleanNetErr(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -571,6 +590,24 @@ func (f *fetcher) jar(ctx context.Context, id string) (string, error) {
 	return p, nil
 }
 
+// verifyMirrorJar is verifyJar, remembered for the rest of this Fetch (the
+// tokenizer and the model come from the same jar).
+func (f *fetcher) verifyMirrorJar(p string, j Jar) error {
+	f.mu.Lock()
+	ok := f.mirrorOK[p]
+	f.mu.Unlock()
+	if ok {
+		return nil
+	}
+	if err := verifyJar(p, j); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.mirrorOK[p] = true
+	f.mu.Unlock()
+	return nil
+}
+
 // verifyJar checks a local jar's sha256 (and sha1) against the pin.
 func verifyJar(p string, j Jar) error {
 	in, err := os.Open(p)
@@ -606,14 +643,15 @@ func (f *fetcher) extract(ctx context.Context, jarPath string, src Source, name 
 			return "", 0, fmt.Errorf("jar entry %s: %w", e.Name, err)
 		}
 		defer rc.Close()
-		return f.install(ctx, rc, int64(e.UncompressedSize64), name, spec, src.SHA256, dst, name+" (from jar)")
+		return f.install(ctx, rc, int64(e.UncompressedSize64), name, spec, src.SHA256, dst, "")
 	}
 	return "", 0, fmt.Errorf("jar has no entry %s", src.Entry)
 }
 
 // install copies r into a temp file next to dst, checks the sha256 (against
 // want if set, else any accepted value), fsyncs and renames it into place,
-// and records a stamp so later checks need not re-hash.
+// and records a stamp so later checks need not re-hash. A non-empty label
+// shows progress (downloads); local copies pass "".
 func (f *fetcher) install(ctx context.Context, r io.Reader, size int64, name string, spec FileSpec, want, dst, label string) (string, int64, error) {
 	dir := filepath.Dir(dst)
 	out, err := os.CreateTemp(dir, "."+filepath.Base(dst)+".*.part")
@@ -629,8 +667,16 @@ func (f *fetcher) install(ctx context.Context, r io.Reader, size int64, name str
 		}
 	}()
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(out, h), f.prog.reader(ctx, r, label, size))
-	f.prog.done(label)
+	src := r
+	if label != "" {
+		src = f.prog.reader(ctx, r, label, size)
+	} else {
+		src = ctxReader{ctx, r}
+	}
+	n, err := io.Copy(io.MultiWriter(out, h), src)
+	if label != "" {
+		f.prog.done(label)
+	}
 	if err != nil {
 		return "", 0, fmt.Errorf("copy after %d bytes: %w", n, err)
 	}

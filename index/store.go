@@ -20,7 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// On-disk layout, under <data-dir>/index/:
+// On-disk layout of an index folder (by convention <data-dir>/index, see Dir):
 //
 //	LOCK             flock'd by the process that builds (refuses a second builder)
 //	manifest.json    names the current generation; replaced by rename only
@@ -73,7 +73,8 @@ type Manifest struct {
 
 func analyzerSignature() string { return strings.Join(analyzerFilters, ",") }
 
-// Dir is the index folder inside a data folder.
+// Dir is the index folder inside a data folder: what Ensure, Open and
+// Inspect take.
 func Dir(dataDir string) string { return filepath.Join(dataDir, indexSubdir) }
 
 func genDir(ixDir string, gen int) string {
@@ -92,13 +93,13 @@ func readManifest(ixDir string) (*Manifest, error) {
 	return &m, nil
 }
 
-// Inspect reports the state of the index in the data folder dir for a given
+// Inspect reports the state of the index in the index folder dir for a given
 // embedder model and catalog, and the manifest when there is one. modelID ""
 // accepts any model (an index with vectors still serves BM25), and nil tools
 // skip the catalog comparison. A broken manifest is "format changed", not an
 // error: the caller rebuilds.
 func Inspect(dir string, modelID string, tools []Tool) (State, *Manifest, error) {
-	ixDir := Dir(dir)
+	ixDir := dir
 	m, err := readManifest(ixDir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -137,7 +138,8 @@ type Report struct {
 	Generation int
 }
 
-// Ensure opens the index in the data folder dir if it is up to date for
+// Ensure opens the index in the index folder dir (created if needed; by
+// convention Dir(dataDir)) if it is up to date for
 // tools and emb, and otherwise builds a new generation and swaps it in. With
 // a nil emb the index is BM25 only (an existing index with vectors and the
 // same catalog is still opened as it is). Another process building in the
@@ -152,7 +154,7 @@ func EnsureReport(ctx context.Context, dir string, tools []Tool, emb Embedder, o
 	start := time.Now()
 	log := opts.logger()
 	rep := Report{Tools: len(tools)}
-	ixDir := Dir(dir)
+	ixDir := dir
 	if err := os.MkdirAll(ixDir, 0o755); err != nil {
 		return nil, rep, fmt.Errorf("create index folder: %w", err)
 	}
@@ -452,11 +454,11 @@ func littleEndian() bool {
 	return *(*byte)(unsafe.Pointer(&x)) == 1
 }
 
-// Open opens the current generation of the index in the data folder dir as
+// Open opens the current generation of the index in the index folder dir as
 // it is, without comparing it to any catalog or model: `toolgate search` and
 // a warm-starting gateway use it before any backend is connected.
 func Open(dir string, opts *Options) (*Index, error) {
-	ixDir := Dir(dir)
+	ixDir := dir
 	// A builder may swap generations between reading the manifest and opening
 	// the generation it names; reading the manifest again settles it.
 	var lastErr error

@@ -150,7 +150,7 @@ func TestIncrementalEmbedding(t *testing.T) {
 	}
 	// With the previous generation gone (e.g. deleted folder), the cache alone
 	// keeps the model from seeing unchanged texts again.
-	if err := os.RemoveAll(Dir(dir)); err != nil {
+	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
 	_, rep = mustEnsure(t, dir, tools, emb)
@@ -180,7 +180,7 @@ func checkSearch(t *testing.T, ix *Index) {
 
 func assertGenerations(t *testing.T, dir string, want ...int) {
 	t.Helper()
-	entries, err := os.ReadDir(Dir(dir))
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestEnsureRebuildsBrokenIndex(t *testing.T) {
 			emb := newCaching("fake/1")
 			ix, _ := mustEnsure(t, dir, testTools(), emb)
 			ix.Close()
-			tc.damage(t, Dir(dir))
+			tc.damage(t, dir)
 			if _, err := Open(dir, nil); err == nil {
 				t.Error("Open of a broken index succeeded")
 			}
@@ -253,7 +253,7 @@ func TestCrashBeforeSwap(t *testing.T) {
 	dir := t.TempDir()
 	ix, _ := mustEnsure(t, dir, testTools(), newCaching("fake/1"))
 	ix.Close()
-	ixDir := Dir(dir)
+	ixDir := dir
 	partial := genDir(ixDir, 2)
 	os.MkdirAll(filepath.Join(partial, bleveSubdir), 0o755)
 	os.WriteFile(filepath.Join(partial, catalogFile), []byte(`[{"server":"half`), 0o644)
@@ -276,7 +276,7 @@ func TestCrashBeforeSwap(t *testing.T) {
 
 func TestLockContention(t *testing.T) {
 	dir := t.TempDir()
-	ixDir := Dir(dir)
+	ixDir := dir
 	os.MkdirAll(ixDir, 0o755)
 	unlock, err := lockDir(ixDir)
 	if err != nil {

@@ -1,0 +1,141 @@
+package embed
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// benchPhrases are short tool descriptions, the texts toolgate embeds most.
+var benchPhrases = []string{
+	"Create multiple new entities in the knowledge graph",
+	"Read the complete contents of a file from the file system.",
+	"Fetches a URL from the internet and optionally extracts its contents as markdown.",
+	"Get the current time in a specific timezone.",
+	"Take a screenshot of the current page or a specific element.",
+	"Create a new issue in a GitHub repository with a title, body, labels and assignees.",
+	"List open pull requests for a repository, filtered by base branch and author.",
+	"Run a SQL query against the analytics warehouse and return the rows as JSON.",
+	"Send a message to a Slack channel or a direct message to a user.",
+	"Search the web for recent news articles about a topic.",
+	"remember that Alice works at Acme",
+	"what's the weather in Tokyo tomorrow?",
+}
+
+func benchTexts(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s (%d)", benchPhrases[i%len(benchPhrases)], i)
+	}
+	return out
+}
+
+// BenchmarkEmbed measures throughput (texts/s) per variant and batch size,
+// one caller, default options (1 session, all CPUs as intra-op threads):
+//
+//	source scripts/native-env.sh && go test ./embed -run '^$' -bench 'Embed$' -benchtime 3s
+func BenchmarkEmbed(b *testing.B) {
+	for _, v := range []Variant{FP32, INT8} {
+		for _, batch := range []int{1, 32} {
+			b.Run(fmt.Sprintf("%s/batch%d", v, batch), func(b *testing.B) {
+				e := testEmbedder(b, v)
+				texts := benchTexts(batch)
+				ctx := context.Background()
+				b.ResetTimer()
+				for b.Loop() {
+					if _, err := e.Embed(ctx, texts); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "texts/s")
+			})
+		}
+	}
+}
+
+// BenchmarkConcurrent compares serialising callers on one session (all
+// threads) with a pool of sessions (threads split among them), under 4
+// concurrent callers:
+//
+//	go test ./embed -run '^$' -bench Concurrent -benchtime 3s
+func BenchmarkConcurrent(b *testing.B) {
+	cases := []struct {
+		name              string
+		sessions, threads int
+	}{
+		{"serial-1x2threads", 1, 2},
+		{"pool-2x1thread", 2, 1},
+		{"pool-2x2threads", 2, 2},
+	}
+	for _, batch := range []int{1, 8} {
+		for _, tc := range cases {
+			b.Run(fmt.Sprintf("%s/batch%d", tc.name, batch), func(b *testing.B) {
+				e, err := New(&Options{Sessions: tc.sessions, Threads: tc.threads})
+				requireNative(b, err)
+				defer e.Close()
+				texts := benchTexts(batch)
+				ctx := context.Background()
+				b.SetParallelism(2) // 2 × GOMAXPROCS callers
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if _, err := e.Embed(ctx, texts); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+				b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "texts/s")
+			})
+		}
+	}
+}
+
+// BenchmarkLoadRSS reports the process's resident memory after loading a
+// variant and embedding one batch (run one variant per process for a clean
+// figure):
+//
+//	go test ./embed -run '^$' -bench 'LoadRSS/fp32' -benchtime 1x
+//	go test ./embed -run '^$' -bench 'LoadRSS/int8' -benchtime 1x
+func BenchmarkLoadRSS(b *testing.B) {
+	for _, v := range []Variant{FP32, INT8} {
+		b.Run(string(v), func(b *testing.B) {
+			before := procStatusKiB(b, "VmRSS")
+			var once sync.Once
+			for b.Loop() {
+				once.Do(func() {
+					e := testEmbedder(b, v)
+					if _, err := e.Embed(context.Background(), benchTexts(32)); err != nil {
+						b.Fatal(err)
+					}
+				})
+			}
+			after := procStatusKiB(b, "VmRSS")
+			b.ReportMetric(float64(after)/1024, "rss_MiB")
+			b.ReportMetric(float64(after-before)/1024, "rss_delta_MiB")
+			b.ReportMetric(float64(procStatusKiB(b, "VmHWM"))/1024, "peak_rss_MiB")
+		})
+	}
+}
+
+func procStatusKiB(b *testing.B, key string) int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		b.Skip("no /proc/self/status")
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), key+":"); ok {
+			n, _ := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+			return n
+		}
+	}
+	b.Skipf("no %s in /proc/self/status", key)
+	return 0
+}

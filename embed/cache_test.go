@@ -1,0 +1,345 @@
+package embed
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/google/go-cmp/cmp"
+)
+
+// fakeModel makes deterministic unit vectors from a hash of the text and
+// records what it was asked to embed.
+type fakeModel struct {
+	id  string
+	dim int
+
+	mu    sync.Mutex
+	calls int
+	seen  []string
+}
+
+func (f *fakeModel) ModelID() string { return f.id }
+func (f *fakeModel) Dim() int        { return f.dim }
+
+func (f *fakeModel) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	f.mu.Lock()
+	f.calls++
+	f.seen = append(f.seen, texts...)
+	f.mu.Unlock()
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = fakeVector(f.id+t, f.dim)
+	}
+	return out, nil
+}
+
+func (f *fakeModel) texts() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.seen...)
+}
+
+func fakeVector(s string, dim int) []float32 {
+	h := sha256.Sum256([]byte(s))
+	v := make([]float32, dim)
+	var n float64
+	for i := range v {
+		v[i] = float32(int(h[i%32])-128) + float32(i%7)
+		n += float64(v[i]) * float64(v[i])
+	}
+	for i := range v {
+		v[i] = float32(float64(v[i]) / math.Sqrt(n))
+	}
+	return v
+}
+
+// logBuffer captures slog output so tests can check warnings.
+func logBuffer() (*slog.Logger, *syncBuffer) {
+	b := &syncBuffer{}
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelWarn})), b
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func mustEmbed(t *testing.T, m Model, texts ...string) [][]float32 {
+	t.Helper()
+	got, err := m.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func TestCacheHitsAndMisses(t *testing.T) {
+	inner := &fakeModel{id: "fake/a@1", dim: 8}
+	c, err := NewCached(inner, "", &CacheOptions{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	got := mustEmbed(t, c, "a", "b", "a")
+	want := [][]float32{fakeVector("fake/a@1a", 8), fakeVector("fake/a@1b", 8), fakeVector("fake/a@1a", 8)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("vectors (-want +got):\n%s", diff)
+	}
+	mustEmbed(t, c, "b", "c", "a")
+	mustEmbed(t, c, "a", "b", "c")
+	if diff := cmp.Diff([]string{"a", "b", "c"}, inner.texts()); diff != "" {
+		t.Errorf("inner embedded (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(CacheStats{Hits: 5, Misses: 3}, c.Stats()); diff != "" {
+		t.Errorf("stats (-want +got):\n%s", diff)
+	}
+	if inner.calls != 2 {
+		t.Errorf("inner called %d times, want 2 (the all-hit call must not reach it)", inner.calls)
+	}
+}
+
+// TestCacheRestart: a reopened cache re-embeds only unseen text, and a
+// different model id never reuses another model's vectors.
+func TestCacheRestart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "embeddings")
+	first := &fakeModel{id: "fake/a@1", dim: 8}
+	c, err := NewCached(first, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := mustEmbed(t, c, "alpha", "beta")
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	second := &fakeModel{id: "fake/a@1", dim: 8}
+	c, err = NewCached(second, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := mustEmbed(t, c, "alpha", "beta", "gamma")
+	if diff := cmp.Diff(before, after[:2]); diff != "" {
+		t.Errorf("cached vectors changed (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"gamma"}, second.texts()); diff != "" {
+		t.Errorf("after restart inner embedded (-want +got):\n%s", diff)
+	}
+	c.Close()
+
+	other := &fakeModel{id: "fake/b@2", dim: 8}
+	c, err = NewCached(other, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mustEmbed(t, c, "alpha")
+	if diff := cmp.Diff([]string{"alpha"}, other.texts()); diff != "" {
+		t.Errorf("other model embedded (-want +got):\n%s", diff)
+	}
+}
+
+// TestCacheCorrupt: garbage, a foreign Badger store, another format version
+// or another dimension is moved aside with a warning and rebuilt.
+func TestCacheCorrupt(t *testing.T) {
+	rawDB := func(t *testing.T, dir string, kv map[string]string) {
+		db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = db.Update(func(txn *badger.Txn) error {
+			for k, v := range kv {
+				if err := txn.Set([]byte(k), []byte(v)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+	}
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+	}{
+		{"garbage files", func(t *testing.T, dir string) {
+			os.MkdirAll(dir, 0o755)
+			for _, f := range []string{"MANIFEST", "000001.vlog", "000001.sst", "KEYREGISTRY"} {
+				if err := os.WriteFile(filepath.Join(dir, f), bytes.Repeat([]byte("garbage!"), 512), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{"truncated manifest", func(t *testing.T, dir string) {
+			rawDB(t, dir, map[string]string{"m/format": cacheFormat})
+			if err := os.WriteFile(filepath.Join(dir, "MANIFEST"), []byte("Bdg"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"foreign store", func(t *testing.T, dir string) {
+			rawDB(t, dir, map[string]string{"user:1": "someone else's data"})
+		}},
+		{"format version", func(t *testing.T, dir string) {
+			rawDB(t, dir, map[string]string{"m/format": "99"})
+		}},
+		{"dimension", func(t *testing.T, dir string) {
+			rawDB(t, dir, map[string]string{"m/format": cacheFormat, "m/dim/fake/a@1": "4"})
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			parent := t.TempDir()
+			dir := filepath.Join(parent, "embeddings")
+			tc.setup(t, dir)
+			log, buf := logBuffer()
+			inner := &fakeModel{id: "fake/a@1", dim: 8}
+			c, err := NewCached(inner, dir, &CacheOptions{Logger: log})
+			if err != nil {
+				t.Fatalf("NewCached: %v", err)
+			}
+			defer c.Close()
+			got := mustEmbed(t, c, "x")
+			if diff := cmp.Diff([][]float32{fakeVector("fake/a@1x", 8)}, got); diff != "" {
+				t.Errorf("vector (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(buf.String(), "moved aside") {
+				t.Errorf("no warning logged; log:\n%s", buf.String())
+			}
+			aside, _ := filepath.Glob(filepath.Join(parent, "embeddings.corrupt-*"))
+			if len(aside) != 1 {
+				t.Errorf("moved-aside dirs: %v, want 1", aside)
+			}
+		})
+	}
+}
+
+// TestCacheBadValue: an entry that is not a unit vector of the right width
+// is re-embedded and overwritten.
+func TestCacheBadValue(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "embeddings")
+	inner := &fakeModel{id: "fake/a@1", dim: 8}
+	c, err := NewCached(inner, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEmbed(t, c, "x", "y", "z")
+	nan := encodeVector(fakeVector("q", 8))
+	copy(nan, encodeVector([]float32{float32(math.NaN())}))
+	bad := map[string][]byte{
+		"x": []byte("short"),
+		"y": nan,
+		"z": encodeVector(make([]float32, 8)), // zero vector
+	}
+	err = c.db.Update(func(txn *badger.Txn) error {
+		for k, v := range bad {
+			if err := txn.Set(c.key(k), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := mustEmbed(t, c, "x", "y", "z")
+	for i, s := range []string{"x", "y", "z"} {
+		if diff := cmp.Diff(fakeVector("fake/a@1"+s, 8), got[i]); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", s, diff)
+		}
+	}
+	mustEmbed(t, c, "x", "y", "z")
+	if diff := cmp.Diff(CacheStats{Hits: 3, Misses: 6, Bad: 3}, c.Stats()); diff != "" {
+		t.Errorf("stats (-want +got):\n%s", diff)
+	}
+	c.Close()
+}
+
+func TestCacheBusy(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "embeddings")
+	c, err := NewCached(&fakeModel{id: "f", dim: 4}, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = NewCached(&fakeModel{id: "f", dim: 4}, dir, nil)
+	if !errors.Is(err, ErrCacheBusy) {
+		t.Fatalf("second open: %v, want ErrCacheBusy", err)
+	}
+	if m, _ := filepath.Glob(dir + ".corrupt-*"); len(m) != 0 {
+		t.Errorf("a busy cache was moved aside: %v", m)
+	}
+}
+
+// TestCacheConcurrent: parallel callers (run with -race).
+func TestCacheConcurrent(t *testing.T) {
+	inner := &fakeModel{id: "fake/a@1", dim: 16}
+	c, err := NewCached(inner, filepath.Join(t.TempDir(), "e"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			texts := []string{"a", "b", "c", string(rune('d' + g))}
+			got, err := c.Embed(context.Background(), texts)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for i, s := range texts {
+				if diff := cmp.Diff(fakeVector("fake/a@1"+s, 16), got[i]); diff != "" {
+					t.Errorf("%s: %s", s, diff)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestCachedRealModel: the cache in front of the real embedder returns the
+// same vectors as the embedder.
+func TestCachedRealModel(t *testing.T) {
+	e := testEmbedder(t, FP32)
+	c, err := NewCached(e, filepath.Join(t.TempDir(), "e"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	texts := benchTexts(5)
+	want := mustEmbed(t, e, texts...)
+	mustEmbed(t, c, texts...)
+	got := mustEmbed(t, c, texts...)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("cached vectors differ (-want +got):\n%s", diff)
+	}
+	if s := c.Stats(); s.Hits != 5 || s.Misses != 5 {
+		t.Errorf("stats %+v", s)
+	}
+}

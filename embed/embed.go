@@ -1,0 +1,425 @@
+// Package embed owns turning text into unit-length vectors: the Hugging Face
+// tokenizer (github.com/daulet/tokenizers, cgo over libtokenizers.a), the
+// all-MiniLM-L6-v2 ONNX model run in-process by ONNX Runtime
+// (github.com/yalue/onnxruntime_go), attention-masked mean pooling and L2
+// normalisation, and a Badger cache of vectors keyed by hash(model id, text).
+//
+// Only this package touches ONNX Runtime and the tokenizer library. Finding
+// the native pieces (Locate) and reporting what is missing, with the command
+// that installs it (MissingError), also lives here so the CLI and doctor say
+// the same thing.
+package embed
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// Options configure an Embedder. The zero value (or nil) means defaults.
+type Options struct {
+	// ORTLib is the ONNX Runtime shared library. Default: $TOOLGATE_ORT_LIB,
+	// else <cache>/onnxruntime/<ORTVersion>/libonnxruntime.so.1.
+	ORTLib string
+	// ModelDir holds model.onnx / model_int8.onnx and tokenizer.json.
+	// Default: <models dir>/all-MiniLM-L6-v2.
+	ModelDir string
+	// Variant is fp32 (default) or int8.
+	Variant Variant
+	// Threads is ONNX Runtime's intra-op thread count per session.
+	// Default: the number of CPUs divided among Sessions, at least 1.
+	Threads int
+	// Sessions is how many ONNX sessions serve concurrent callers. Default 1:
+	// callers are serialised and each run uses all Threads, which measured
+	// faster than a pool on a small machine (see BenchmarkConcurrent).
+	Sessions int
+	// MaxTokens truncates each text (special tokens included). Default 256,
+	// the model's max_seq_length.
+	MaxTokens int
+	// BatchSize is the most texts per model run. Default 32 for fp32 and 1
+	// for int8: the int8 model quantises activations with one scale per
+	// tensor, computed over the whole batch, so a text's vector would depend
+	// on the other texts in its batch (cosine down to 0.965 measured); run
+	// alone it is deterministic, which the cache and eval rely on.
+	BatchSize int
+	// Logger receives load information; nil discards.
+	Logger *slog.Logger
+}
+
+// Dim is the embedding width of all-MiniLM-L6-v2.
+const Dim = 384
+
+// Embedder embeds text with all-MiniLM-L6-v2. It is safe for concurrent use.
+type Embedder struct {
+	paths    Paths
+	modelID  string
+	modelSHA string
+	tok      *tokenizer
+	batch    int
+	useTypes bool // the model has a token_type_ids input
+	inputs   []string
+	output   string
+	pool     chan *ort.DynamicAdvancedSession
+	sessions []*ort.DynamicAdvancedSession
+	log      *slog.Logger
+
+	// mu is held shared by each Embed and exclusively by Close, so Close
+	// waits for calls in flight and later calls see closed.
+	mu     sync.RWMutex
+	closed bool
+}
+
+// Process-wide ONNX Runtime environment: the library can be loaded once.
+var (
+	ortOnce sync.Once
+	ortPath string
+	ortErr  error
+)
+
+// initORT loads the ONNX Runtime library at path once per process. A later
+// call with a different path fails: the runtime cannot be reloaded.
+func initORT(path string) error {
+	ortOnce.Do(func() {
+		ortPath = path
+		ort.SetSharedLibraryPath(path)
+		if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
+			ortErr = fmt.Errorf("load ONNX Runtime %s: %w (install a working copy with %s)", path, err, FixORT)
+			return
+		}
+		_ = ort.DisableTelemetry()
+	})
+	if ortErr != nil {
+		return ortErr
+	}
+	if path != ortPath {
+		return fmt.Errorf("ONNX Runtime already loaded from %s in this process; cannot load %s", ortPath, path)
+	}
+	return nil
+}
+
+// ORTVersionLoaded reports the version string of the loaded ONNX Runtime
+// library, loading it from path first if needed (for doctor).
+func ORTVersionLoaded(path string) (string, error) {
+	if err := initORT(path); err != nil {
+		return "", err
+	}
+	return ort.GetVersion(), nil
+}
+
+// New loads the tokenizer and model. Errors name the missing or broken piece
+// and the command that installs it (errors.Is(err, ErrMissing) for absent
+// files).
+func New(opts *Options) (*Embedder, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Sessions <= 0 {
+		o.Sessions = 1
+	}
+	if o.Threads <= 0 {
+		o.Threads = max(1, runtime.NumCPU()/o.Sessions)
+	}
+	if o.MaxTokens <= 0 {
+		o.MaxTokens = 256
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 32
+		if o.Variant == INT8 {
+			o.BatchSize = 1
+		}
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p, err := Locate(&o)
+	if err != nil {
+		return nil, err
+	}
+	if err := initORT(p.ORTLib); err != nil {
+		return nil, err
+	}
+	sum, err := fileSHA256(p.Model)
+	if err != nil {
+		return nil, fmt.Errorf("read model: %w", err)
+	}
+	e := &Embedder{
+		paths:    p,
+		modelSHA: sum,
+		modelID:  fmt.Sprintf("%s/%s@%s", ModelName, p.Variant, sum[:12]),
+		batch:    o.BatchSize,
+		log:      log,
+	}
+	if err := e.inspect(); err != nil {
+		return nil, err
+	}
+	if e.tok, err = newTokenizer(p.Tokenizer, o.MaxTokens); err != nil {
+		return nil, err
+	}
+	e.pool = make(chan *ort.DynamicAdvancedSession, o.Sessions)
+	for range o.Sessions {
+		s, err := e.newSession(o.Threads)
+		if err != nil {
+			e.Close()
+			return nil, err
+		}
+		e.sessions = append(e.sessions, s)
+		e.pool <- s
+	}
+	log.Info("embedder loaded", "model", e.modelID, "path", p.Model, "ort", ort.GetVersion(),
+		"sessions", o.Sessions, "threads", o.Threads, "token_type_ids", e.useTypes)
+	return e, nil
+}
+
+// inspect reads the model's inputs and outputs: token_type_ids is fed only
+// when the graph has it; the output is last_hidden_state (or the first one).
+func (e *Embedder) inspect() error {
+	ins, outs, err := ort.GetInputOutputInfo(e.paths.Model)
+	if err != nil {
+		return fmt.Errorf("open model %s: %w (re-fetch it with %s)", e.paths.Model, err, FixModel)
+	}
+	have := map[string]bool{}
+	for _, in := range ins {
+		have[in.Name] = true
+	}
+	for _, name := range []string{"input_ids", "attention_mask"} {
+		if !have[name] {
+			return fmt.Errorf("model %s has no %q input: not a BERT-style sentence embedding model", e.paths.Model, name)
+		}
+	}
+	e.inputs = []string{"input_ids", "attention_mask"}
+	if have["token_type_ids"] {
+		e.useTypes = true
+		e.inputs = append(e.inputs, "token_type_ids")
+	}
+	if len(ins) != len(e.inputs) {
+		return fmt.Errorf("model %s wants %d inputs, toolgate feeds %v", e.paths.Model, len(ins), e.inputs)
+	}
+	if len(outs) == 0 {
+		return fmt.Errorf("model %s has no outputs", e.paths.Model)
+	}
+	e.output = outs[0].Name
+	for _, out := range outs {
+		if out.Name == "last_hidden_state" {
+			e.output = out.Name
+		}
+	}
+	return nil
+}
+
+func (e *Embedder) newSession(threads int) (*ort.DynamicAdvancedSession, error) {
+	so, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("session options: %w", err)
+	}
+	defer so.Destroy()
+	if err := so.SetIntraOpNumThreads(threads); err != nil {
+		return nil, fmt.Errorf("set intra-op threads: %w", err)
+	}
+	if err := so.SetInterOpNumThreads(1); err != nil {
+		return nil, fmt.Errorf("set inter-op threads: %w", err)
+	}
+	s, err := ort.NewDynamicAdvancedSession(e.paths.Model, e.inputs, []string{e.output}, so)
+	if err != nil {
+		return nil, fmt.Errorf("load model %s: %w (re-fetch it with %s)", e.paths.Model, err, FixModel)
+	}
+	return s, nil
+}
+
+// ModelID names the model, variant and weights, e.g.
+// "all-MiniLM-L6-v2/fp32@759c3cd2b7fe": vectors from different ids never mix.
+func (e *Embedder) ModelID() string { return e.modelID }
+
+// Dim is 384.
+func (e *Embedder) Dim() int { return Dim }
+
+// Paths reports the files this embedder loaded.
+func (e *Embedder) Paths() Paths { return e.paths }
+
+// ModelSHA256 is the hex sha256 of the loaded ONNX file.
+func (e *Embedder) ModelSHA256() string { return e.modelSHA }
+
+// ErrClosed is returned by Embed after Close.
+var ErrClosed = errors.New("embedder closed")
+
+// Embed returns one unit-length vector per text, in order. Texts are
+// tokenised, sorted by length and run in batches of similar length so
+// padding costs little; the result does not depend on the batching.
+func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	out := make([][]float32, len(texts))
+	if len(texts) == 0 {
+		return out, nil
+	}
+	ids := make([][]int64, len(texts))
+	order := make([]int, len(texts))
+	for i, t := range texts {
+		ids[i] = e.tok.encode(t)
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return len(ids[a]) - len(ids[b]) })
+	for start := 0; start < len(order); start += e.batch {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		idx := order[start:min(start+e.batch, len(order))]
+		batch := make([][]int64, len(idx))
+		for j, i := range idx {
+			batch[j] = ids[i]
+		}
+		vecs, err := e.run(ctx, batch)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range idx {
+			out[i] = vecs[j]
+		}
+	}
+	return out, nil
+}
+
+// run embeds one padded batch on a session from the pool.
+func (e *Embedder) run(ctx context.Context, batch [][]int64) ([][]float32, error) {
+	n := len(batch)
+	seq := 0
+	for _, b := range batch {
+		seq = max(seq, len(b))
+	}
+	if seq == 0 {
+		seq = 1
+	}
+	idsData := make([]int64, n*seq)
+	maskData := make([]int64, n*seq)
+	for i, b := range batch {
+		copy(idsData[i*seq:], b)
+		for j := range b {
+			maskData[i*seq+j] = 1
+		}
+	}
+	shape := ort.NewShape(int64(n), int64(seq))
+	var inputs []ort.Value
+	defer func() {
+		for _, v := range inputs {
+			v.Destroy()
+		}
+	}()
+	for _, data := range [][]int64{idsData, maskData} {
+		t, err := ort.NewTensor(shape, data)
+		if err != nil {
+			return nil, fmt.Errorf("input tensor: %w", err)
+		}
+		inputs = append(inputs, t)
+	}
+	if e.useTypes {
+		t, err := ort.NewTensor(shape, make([]int64, n*seq))
+		if err != nil {
+			return nil, fmt.Errorf("input tensor: %w", err)
+		}
+		inputs = append(inputs, t)
+	}
+
+	var s *ort.DynamicAdvancedSession
+	select {
+	case s = <-e.pool:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	outputs := []ort.Value{nil}
+	err := s.Run(inputs, outputs)
+	e.pool <- s
+	if err != nil {
+		return nil, fmt.Errorf("run model: %w", err)
+	}
+	defer outputs[0].Destroy()
+	hidden, ok := outputs[0].(*ort.Tensor[float32])
+	if !ok {
+		return nil, fmt.Errorf("model output %q is %T, want float32 tensor", e.output, outputs[0])
+	}
+	oshape := hidden.GetShape()
+	if len(oshape) != 3 || oshape[0] != int64(n) || oshape[1] != int64(seq) || oshape[2] != Dim {
+		return nil, fmt.Errorf("model output %q has shape %v, want [%d %d %d]", e.output, oshape, n, seq, Dim)
+	}
+	return meanPoolNormalize(hidden.GetData(), maskData, n, seq, Dim), nil
+}
+
+// meanPoolNormalize averages token vectors where mask is 1 and scales each
+// result to unit length (sentence-transformers' Pooling + Normalize).
+func meanPoolNormalize(hidden []float32, mask []int64, n, seq, dim int) [][]float32 {
+	out := make([][]float32, n)
+	acc := make([]float64, dim)
+	for i := range n {
+		clear(acc)
+		var count float64
+		for t := range seq {
+			if mask[i*seq+t] == 0 {
+				continue
+			}
+			count++
+			row := hidden[(i*seq+t)*dim : (i*seq+t+1)*dim]
+			for k, v := range row {
+				acc[k] += float64(v)
+			}
+		}
+		count = max(count, 1e-9)
+		var norm float64
+		for k := range acc {
+			acc[k] /= count
+			norm += acc[k] * acc[k]
+		}
+		norm = max(math.Sqrt(norm), 1e-12)
+		v := make([]float32, dim)
+		for k := range acc {
+			v[k] = float32(acc[k] / norm)
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// Close releases the sessions and the tokenizer, waiting for runs in
+// flight. The ONNX Runtime library stays loaded for the process.
+func (e *Embedder) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	for _, s := range e.sessions {
+		s.Destroy()
+	}
+	e.sessions = nil
+	e.tok.close()
+	return nil
+}
+
+var _ io.Closer = (*Embedder)(nil)
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

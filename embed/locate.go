@@ -1,0 +1,178 @@
+package embed
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/daulet/tokenizers"
+
+	"github.com/toolgate/toolgate/models"
+)
+
+func manifestString(piece, key, def string) (v string) {
+	defer func() {
+		if recover() != nil { // an invalid manifest is reported by models and doctor
+			v = def
+		}
+	}()
+	if p, ok := models.Manifest().Runtime[piece]; ok {
+		if v := p.String(key); v != "" {
+			return v
+		}
+	}
+	return def
+}
+
+// Pinned versions of the native pieces. The ONNX Runtime pin is read from the
+// "runtime" section of models/manifest.json (as the scripts do); the
+// tokenizers version is the one the Go module was built for and checks at
+// start-up.
+var (
+	ORTVersion        = manifestString("onnxruntime", "version", "1.30.0")
+	ORTLibName        = manifestString("onnxruntime", "file", "libonnxruntime.so.1")
+	ORTLibSHA256      = manifestString("onnxruntime", "sha256", "")
+	TokenizersVersion = tokenizers.WANT_VERSION
+)
+
+const (
+	// ModelName is the folder under the models dir holding the model files.
+	ModelName = "all-MiniLM-L6-v2"
+	// TokenizerFile is the Hugging Face tokenizer definition in the model folder.
+	TokenizerFile = "tokenizer.json"
+)
+
+// Variant selects which ONNX file of the model runs.
+type Variant string
+
+// Model variants: fp32 is the reference; int8 is dynamically quantised,
+// about 4× smaller and faster, with slightly different vectors.
+const (
+	FP32 Variant = "fp32"
+	INT8 Variant = "int8"
+)
+
+// ModelFile is the ONNX file name for the variant inside the model folder.
+func (v Variant) ModelFile() string {
+	if v == INT8 {
+		return "model_int8.onnx"
+	}
+	return "model.onnx"
+}
+
+// ParseVariant accepts "fp32" (or "") and "int8".
+func ParseVariant(s string) (Variant, error) {
+	switch Variant(s) {
+	case "", FP32:
+		return FP32, nil
+	case INT8:
+		return INT8, nil
+	}
+	return "", fmt.Errorf("model variant %q: want fp32 or int8", s)
+}
+
+// Install commands named in errors about missing pieces.
+const (
+	FixORT       = "scripts/fetch-onnxruntime.sh (or make deps)"
+	FixModel     = "toolgate models fetch (or make deps)"
+	FixTokenizer = "scripts/build-tokenizers.sh, then rebuild toolgate with scripts/native-env.sh sourced (or make deps)"
+)
+
+// MissingError says which native piece is missing, where it was looked for
+// and the command that installs it.
+type MissingError struct {
+	Piece string // "ONNX Runtime library", "model file", "tokenizer file"
+	Path  string
+	Fix   string
+	Err   error // underlying stat/open error, may be nil
+}
+
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("%s not found at %s: install it with %s", e.Piece, e.Path, e.Fix)
+}
+
+func (e *MissingError) Unwrap() error { return e.Err }
+
+// ErrMissing matches every *MissingError with errors.Is.
+var ErrMissing = errors.New("native piece missing")
+
+// Is makes errors.Is(err, ErrMissing) true for a MissingError.
+func (e *MissingError) Is(target error) bool { return target == ErrMissing }
+
+// Paths are the resolved locations of the files an Embedder loads.
+type Paths struct {
+	ORTLib    string
+	ModelDir  string
+	Model     string
+	Tokenizer string
+	Variant   Variant
+}
+
+// DefaultORTLib is where scripts/fetch-onnxruntime.sh installs the library.
+func DefaultORTLib() string {
+	return filepath.Join(models.CacheDir(), "onnxruntime", ORTVersion, ORTLibName)
+}
+
+// DefaultTokenizersLib is where scripts/build-tokenizers.sh installs
+// libtokenizers.a (linked at build time; reported by doctor).
+func DefaultTokenizersLib() string {
+	return filepath.Join(models.CacheDir(), "tokenizers", TokenizersVersion, "libtokenizers.a")
+}
+
+// DefaultModelDir is <models dir>/all-MiniLM-L6-v2, the models dir being
+// $TOOLGATE_MODELS_DIR or <data dir>/models.
+func DefaultModelDir() string { return filepath.Join(models.Dir(""), ModelName) }
+
+// Locate resolves file locations from opts (nil = defaults), then the
+// environment (TOOLGATE_ORT_LIB, TOOLGATE_MODELS_DIR), then the defaults, and
+// checks that each file exists. The error is a *MissingError naming the
+// first missing piece and its install command.
+func Locate(opts *Options) (Paths, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	v, err := ParseVariant(string(o.Variant))
+	if err != nil {
+		return Paths{}, err
+	}
+	p := Paths{ORTLib: o.ORTLib, ModelDir: o.ModelDir, Variant: v}
+	if p.ORTLib == "" {
+		p.ORTLib = os.Getenv("TOOLGATE_ORT_LIB")
+	}
+	if p.ORTLib == "" {
+		p.ORTLib = DefaultORTLib()
+	}
+	if p.ModelDir == "" {
+		p.ModelDir = DefaultModelDir()
+	}
+	p.Model = filepath.Join(p.ModelDir, v.ModelFile())
+	p.Tokenizer = filepath.Join(p.ModelDir, TokenizerFile)
+
+	if err := regularFile(p.ORTLib); err != nil {
+		return p, &MissingError{Piece: "ONNX Runtime library", Path: p.ORTLib, Fix: FixORT, Err: err}
+	}
+	if err := regularFile(p.Model); err != nil {
+		fix := FixModel
+		if v == INT8 {
+			fix = "toolgate models fetch --variant int8 (or make deps)"
+		}
+		return p, &MissingError{Piece: "model file", Path: p.Model, Fix: fix, Err: err}
+	}
+	if err := regularFile(p.Tokenizer); err != nil {
+		return p, &MissingError{Piece: "tokenizer file", Path: p.Tokenizer, Fix: FixModel, Err: err}
+	}
+	return p, nil
+}
+
+func regularFile(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package embed
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"unsafe"
+
+	"github.com/daulet/tokenizers"
+)
+
+// tokenizer wraps the Hugging Face tokenizer (Rust, via cgo) with the
+// truncation toolgate uses. The Rust Tokenizer is immutable after load and
+// safe for concurrent Encode calls.
+type tokenizer struct {
+	tk     *tokenizers.Tokenizer
+	maxLen int
+}
+
+// newTokenizer loads tokenizer.json with truncation at maxLen tokens
+// (special tokens included, as sentence-transformers does).
+func newTokenizer(path string, maxLen int) (*tokenizer, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, &MissingError{Piece: "tokenizer file", Path: path, Fix: FixModel, Err: err}
+	}
+	// Probe with from_file first: it returns NULL on a bad file, whereas
+	// from_bytes* panics across the FFI boundary and aborts the process.
+	probe, _ := tokenizers.FromFile(path) // the error is errno noise; the handle tells
+	if probe == nil || tokenizerHandle(probe) == nil {
+		return nil, fmt.Errorf("load tokenizer %s: not a valid Hugging Face tokenizer.json: re-fetch it with %s", path, FixModel)
+	}
+	probe.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read tokenizer: %w", err)
+	}
+	// from_bytes_with_truncation overrides the file's own truncation (the
+	// langchain4j copy says 128; the model was trained and is used at 256).
+	tk, err := tokenizers.FromBytesWithTruncation(data, uint32(maxLen), tokenizers.TruncationDirectionRight)
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer %s: %w", path, err)
+	}
+	return &tokenizer{tk: tk, maxLen: maxLen}, nil
+}
+
+// tokenizerHandle reads the unexported Rust pointer of t: FromFile reports a
+// bad file only by leaving it nil.
+func tokenizerHandle(t *tokenizers.Tokenizer) unsafe.Pointer {
+	return *(*unsafe.Pointer)(unsafe.Pointer(t))
+}
+
+// encode returns the token ids of text with [CLS]/[SEP], truncated to maxLen,
+// without any padding the tokenizer file may ask for (padding is applied per
+// batch instead).
+func (t *tokenizer) encode(text string) []int64 {
+	// C strings end at NUL, and the Rust side rejects invalid UTF-8 with an
+	// empty result. BERT's normaliser drops NUL and maps invalid bytes to
+	// U+FFFD ([UNK]), so this keeps the reference ids.
+	text = strings.ToValidUTF8(strings.ReplaceAll(text, "\x00", ""), "\uFFFD")
+	enc := t.tk.EncodeWithOptions(text, true, tokenizers.WithReturnAttentionMask())
+	ids := make([]int64, 0, len(enc.IDs))
+	for i, id := range enc.IDs {
+		if i < len(enc.AttentionMask) && enc.AttentionMask[i] == 0 {
+			continue // padding from the file's "padding" section
+		}
+		ids = append(ids, int64(id))
+	}
+	return ids
+}
+
+func (t *tokenizer) close() {
+	if t != nil && t.tk != nil {
+		t.tk.Close()
+		t.tk = nil
+	}
+}

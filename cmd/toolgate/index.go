@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/toolgate/toolgate/embed"
+	"github.com/toolgate/toolgate/index"
+)
+
+func init() {
+	register(newIndexCmd)
+	registerDoctorCheck(doctorIndex)
+}
+
+// toolsFromConfig lists the tools of every backend in a config file
+// (connect, list, disconnect). It is nil until the lead wires
+// `toolgate index --config` (the backend pool lives in their files); set it
+// from an init in that file:
+//
+//	func init() { toolsFromConfig = func(ctx context.Context, g *globals, path string) ([]index.Tool, error) { ... } }
+var toolsFromConfig func(ctx context.Context, g *globals, path string) ([]index.Tool, error)
+
+type indexFlags struct {
+	tools, config string
+	json          bool
+	noVectors     bool
+}
+
+func newIndexCmd(g *globals) *cobra.Command {
+	f := &indexFlags{}
+	cmd := &cobra.Command{
+		Use:   "index (--tools FILE.jsonl | --config FILE)",
+		Short: "Build or refresh the search index in the data folder, without serving",
+		Long: `index builds the search index ahead of time, so that serve starts warm and
+search works without any backend. --tools reads tools in the bench format, one
+{"server","name","description","input_schema"} object per line; --config
+connects to the configured backends and lists their tools.
+
+The index is rebuilt only when it is missing, from another format, made with
+another model, or the catalog changed; otherwise it is left as it is. Tools
+whose text did not change keep their vectors, and the embedding cache answers
+texts embedded before, so re-indexing after a small change is cheap. A
+build that is killed leaves the previous index in place. Two index runs on
+one data folder are refused.
+
+Without the embedding model (see toolgate doctor) the index is built for
+BM25 only, with a warning.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runIndex(cmd.Context(), g, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.tools, "tools", "", "tools file (bench JSONL: server, name, description, input_schema)")
+	fl.StringVar(&f.config, "config", "", "config file (mcpServers): list the tools of its backends")
+	fl.BoolVar(&f.json, "json", false, "print the result as one JSON object")
+	fl.BoolVar(&f.noVectors, "bm25-only", false, "do not load the embedding model; build a keyword-only index")
+	g.addEmbedFlags(cmd)
+	return cmd
+}
+
+// indexResult is what `toolgate index` prints (also as --json).
+type indexResult struct {
+	Dir         string  `json:"dir"`
+	StateBefore string  `json:"state_before"`
+	Rebuilt     bool    `json:"rebuilt"`
+	Tools       int     `json:"tools"`
+	Added       int     `json:"added"`
+	Changed     int     `json:"changed"`
+	Removed     int     `json:"removed"`
+	Embedded    int     `json:"embedded"`               // texts sent to the embedder
+	CacheHits   *int64  `json:"cache_hits,omitempty"`   // of those, answered by the embedding cache
+	CacheMisses *int64  `json:"cache_misses,omitempty"` // of those, computed by the model
+	Reused      int     `json:"reused"`                 // vectors kept from the previous index
+	Model       string  `json:"model,omitempty"`        // "" = BM25 only
+	Generation  int     `json:"generation"`
+	Seconds     float64 `json:"seconds"`
+	Warning     string  `json:"warning,omitempty"`
+}
+
+func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.Writer) error {
+	if (f.tools == "") == (f.config == "") {
+		return usageError{errors.New("index needs exactly one of --tools FILE.jsonl or --config FILE")}
+	}
+	start := time.Now()
+	var tools []index.Tool
+	var err error
+	if f.tools != "" {
+		tools, err = index.ReadToolsFile(f.tools)
+	} else {
+		if toolsFromConfig == nil {
+			return errors.New("index --config is not available in this build yet: list the tools into a JSONL file and use --tools")
+		}
+		tools, err = toolsFromConfig(ctx, g, f.config)
+	}
+	if err != nil {
+		return err
+	}
+
+	res := indexResult{Dir: index.Dir(g.DataDir())}
+	var emb index.Embedder
+	if !f.noVectors {
+		e, closer, err := g.openEmbedder(ctx)
+		if err != nil {
+			var ue usageError
+			if errors.As(err, &ue) {
+				return err
+			}
+			res.Warning = "semantic ranking off, building a BM25-only index: " + err.Error()
+			fmt.Fprintf(stderr, "toolgate: warning: %s\n", res.Warning)
+		} else {
+			emb = e
+			defer closer.Close()
+		}
+	}
+
+	prog := newIndexProgress(stderr, f.json)
+	ix, rep, err := index.EnsureReport(ctx, res.Dir, tools, emb, &index.Options{Logger: g.logger, Progress: prog.update})
+	prog.finish()
+	if err != nil {
+		return fmt.Errorf("index %s: %w", res.Dir, err)
+	}
+	defer ix.Close()
+
+	res.StateBefore = string(rep.Before)
+	res.Rebuilt = rep.Rebuilt
+	res.Tools = ix.Len()
+	res.Added, res.Changed, res.Removed = rep.Added, rep.Changed, rep.Removed
+	res.Embedded, res.Reused = rep.Embedded, rep.Reused
+	res.Model = ix.ModelID()
+	res.Generation = rep.Generation
+	if s, ok := emb.(interface{ Stats() embed.CacheStats }); ok && rep.Embedded > 0 {
+		st := s.Stats()
+		res.CacheHits, res.CacheMisses = &st.Hits, &st.Misses
+	}
+	res.Seconds = time.Since(start).Seconds()
+
+	if f.json {
+		enc := json.NewEncoder(stdout)
+		return enc.Encode(res)
+	}
+	printIndexResult(stdout, res)
+	return nil
+}
+
+func printIndexResult(w io.Writer, r indexResult) {
+	fmt.Fprintf(w, "index:        %s\n", r.Dir)
+	fmt.Fprintf(w, "state before: %s\n", r.StateBefore)
+	if !r.Rebuilt {
+		fmt.Fprintf(w, "tools:        %d (unchanged, nothing rebuilt)\n", r.Tools)
+	} else {
+		fmt.Fprintf(w, "tools:        %d (added %d, changed %d, removed %d)\n", r.Tools, r.Added, r.Changed, r.Removed)
+		switch {
+		case r.Model == "":
+			fmt.Fprintf(w, "vectors:      none (BM25 only)\n")
+		case r.CacheHits != nil:
+			fmt.Fprintf(w, "vectors:      %d kept from the previous index, %d embedded (%d from the embedding cache, %d by the model)\n",
+				r.Reused, r.Embedded, *r.CacheHits, *r.CacheMisses)
+		default:
+			fmt.Fprintf(w, "vectors:      %d kept from the previous index, %d embedded\n", r.Reused, r.Embedded)
+		}
+	}
+	if r.Model != "" {
+		fmt.Fprintf(w, "model:        %s\n", r.Model)
+	}
+	fmt.Fprintf(w, "generation:   %d\n", r.Generation)
+	fmt.Fprintf(w, "time:         %.2fs\n", r.Seconds)
+}
+
+// indexProgress shows embedding progress on stderr: a redrawn bar on a
+// terminal, a plain line every tenth otherwise, nothing with --json.
+type indexProgress struct {
+	mu       sync.Mutex
+	w        io.Writer
+	tty      bool
+	quiet    bool
+	lastStep int
+	drawn    bool
+	start    time.Time
+}
+
+func newIndexProgress(w io.Writer, quiet bool) *indexProgress {
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd()))
+	}
+	return &indexProgress{w: w, tty: tty, quiet: quiet, lastStep: -1, start: time.Now()}
+}
+
+func (p *indexProgress) update(done, total int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.quiet || total == 0 {
+		return
+	}
+	if p.tty {
+		const width = 30
+		n := width * done / total
+		fmt.Fprintf(p.w, "\rembedding [%s%s] %d/%d tools", strings.Repeat("=", n), strings.Repeat(" ", width-n), done, total)
+		p.drawn = true
+		return
+	}
+	if step := 10 * done / total; step != p.lastStep {
+		p.lastStep = step
+		fmt.Fprintf(p.w, "embedding: %d/%d tools (%.0fs)\n", done, total, time.Since(p.start).Seconds())
+	}
+}
+
+func (p *indexProgress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		fmt.Fprintln(p.w)
+		p.drawn = false
+	}
+}
+
+// doctorIndex adds the index state to `toolgate doctor`. It does not compare
+// the catalog (doctor connects to no backend) nor the model.
+func doctorIndex(_ context.Context, g *globals) doctorCheck {
+	dir := index.Dir(g.DataDir())
+	c := doctorCheck{Name: "index", Path: dir}
+	st, m, err := index.Inspect(dir, "", nil)
+	switch {
+	case err != nil:
+		c.Status, c.Detail = statusBad, err.Error()
+	case st == index.StateMissing:
+		c.Status, c.Detail = statusOptional, "no index yet: serve builds it on start"
+		c.Fix = "toolgate index --config FILE (or --tools FILE.jsonl) builds it ahead of time"
+	case st != index.StateUpToDate:
+		c.Status, c.Detail = statusOptional, string(st)+": rebuilt on the next serve or index run"
+		c.Fix = "toolgate index --config FILE"
+	default:
+		c.Status = statusOK
+		model := m.ModelID
+		if model == "" {
+			model = "BM25 only"
+		}
+		c.Detail = fmt.Sprintf("%d tools, %s, generation %d, built %s", m.Tools, model, m.Generation, m.Created.Format(time.RFC3339))
+	}
+	return c
+}

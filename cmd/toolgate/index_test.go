@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/index"
+)
+
+func writeToolsFile(t *testing.T, dir string, n int, change string) string {
+	t.Helper()
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		desc := fmt.Sprintf("List the files of project %d in a directory.", i)
+		if i == 3 {
+			desc += change
+		}
+		line, _ := json.Marshal(map[string]any{
+			"server": fmt.Sprintf("srv%d", i%3), "name": fmt.Sprintf("list_files_%d", i), "description": desc,
+			"input_schema": map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}},
+		})
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	b.WriteString(`{"server": "odd server", "name": "search & replace", "description": "Replace text in files.", "input_schema": null}` + "\n")
+	p := filepath.Join(dir, "tools.jsonl")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func runIndexJSON(t *testing.T, g *globals, tools string) indexResult {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if err := runIndex(context.Background(), g, &indexFlags{tools: tools, json: true, noVectors: true}, &out, &errOut); err != nil {
+		t.Fatalf("index: %v\n%s", err, errOut.String())
+	}
+	var r indexResult
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("index --json output %q: %v", out.String(), err)
+	}
+	return r
+}
+
+func TestIndexAndSearchCommands(t *testing.T) {
+	data := t.TempDir()
+	g := &globals{dataDir: data}
+	tools := writeToolsFile(t, t.TempDir(), 20, "")
+
+	r := runIndexJSON(t, g, tools)
+	if r.StateBefore != "missing" || !r.Rebuilt || r.Tools != 21 || r.Added != 21 || r.Model != "" || r.Generation != 1 {
+		t.Errorf("first index: %+v", r)
+	}
+	r = runIndexJSON(t, g, tools)
+	if r.StateBefore != "up to date" || r.Rebuilt {
+		t.Errorf("second index: %+v", r)
+	}
+	changed := writeToolsFile(t, t.TempDir(), 19, " Recursively.")
+	r = runIndexJSON(t, g, changed)
+	if r.StateBefore != "catalog changed" || r.Changed != 1 || r.Removed != 1 || r.Added != 0 || r.Generation != 2 {
+		t.Errorf("changed index: %+v", r)
+	}
+
+	// Text output.
+	var out bytes.Buffer
+	if err := runIndex(context.Background(), g, &indexFlags{tools: changed, noVectors: true}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "state before: up to date") {
+		t.Errorf("text output:\n%s", out.String())
+	}
+
+	// search, BM25 (no embedder needed), JSON and table.
+	out.Reset()
+	if err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 3, json: true}, "replace text", &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	var so searchOutput
+	if err := json.Unmarshal(out.Bytes(), &so); err != nil {
+		t.Fatalf("search --json %q: %v", out.String(), err)
+	}
+	if so.Mode != "bm25" || len(so.Tools) == 0 || so.Tools[0].Name != "odd server__search & replace" || so.Tools[0].Keyword <= 0 {
+		t.Errorf("search: %+v", so)
+	}
+	out.Reset()
+	if err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 2, server: "srv1"}, "list files", &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "srv1__list_files_") || strings.Contains(out.String(), "srv0__") || !strings.Contains(out.String(), "KEYWORD") {
+		t.Errorf("search table:\n%s", out.String())
+	}
+}
+
+func TestIndexCommandErrors(t *testing.T) {
+	g := &globals{dataDir: t.TempDir()}
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	os.WriteFile(bad, []byte(`{"server":"a","name":"b"}`+"\n\n"+`{"server":"a","name":}`+"\n"), 0o644)
+	err := runIndex(context.Background(), g, &indexFlags{tools: bad, noVectors: true}, &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "line 3") {
+		t.Errorf("bad JSONL: %v", err)
+	}
+	err = runIndex(context.Background(), g, &indexFlags{}, &bytes.Buffer{}, &bytes.Buffer{})
+	if _, ok := err.(usageError); !ok {
+		t.Errorf("no --tools/--config: %v", err)
+	}
+	err = runSearch(context.Background(), g, &searchFlags{limit: 5}, "x", &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "toolgate index") {
+		t.Errorf("search without an index: %v", err)
+	}
+}
+
+// TestIndexKilledMidBuild kills a real `toolgate index` process at several
+// moments of a rebuild and checks that the index always opens, holding
+// either the old or the new catalog in full.
+func TestIndexKilledMidBuild(t *testing.T) {
+	data := t.TempDir()
+	dir := t.TempDir()
+	first := writeToolsFile(t, dir, 3000, "")
+	oldTools, _ := index.ReadToolsFile(first) // the last catalog that was fully indexed
+	runIndexJSON(t, &globals{dataDir: data}, first)
+
+	for _, delay := range []time.Duration{20 * time.Millisecond, 150 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, 1500 * time.Millisecond} {
+		t.Run(delay.String(), func(t *testing.T) {
+			newFile := writeToolsFile(t, t.TempDir(), 3000+int(delay/time.Millisecond), " Changed.")
+			newTools, _ := index.ReadToolsFile(newFile)
+			cmd := toolgateCmd(t, data, "index", "--bm25-only", "--tools", newFile, "--log-level", "error")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(delay)
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			_ = cmd.Wait()
+
+			ix, err := index.Open(index.Dir(data), nil)
+			if err != nil {
+				t.Fatalf("after kill at %v: %v", delay, err)
+			}
+			defer ix.Close()
+			fp := index.Fingerprint(ix.Tools())
+			switch fp {
+			case index.Fingerprint(oldTools):
+				t.Logf("killed at %v: previous index in place", delay)
+			case index.Fingerprint(newTools):
+				t.Logf("killed at %v: new index in place", delay)
+				oldTools = newTools
+			default:
+				t.Fatalf("after kill at %v: index holds %d tools, neither catalog", delay, ix.Len())
+			}
+			if hits, err := ix.Keyword("replace text", 1, ""); err != nil || len(hits) != 1 {
+				t.Errorf("search after kill: %v %v", hits, err)
+			}
+		})
+	}
+}
+
+// TestIndexLockedByAnotherRun holds the lock from this process and runs a
+// real `toolgate index`, which must refuse with a clear message.
+func TestIndexLockedByAnotherRun(t *testing.T) {
+	data := t.TempDir()
+	ixDir := index.Dir(data)
+	os.MkdirAll(ixDir, 0o755)
+	f, err := os.OpenFile(filepath.Join(ixDir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	tools := writeToolsFile(t, t.TempDir(), 5, "")
+	out, err := toolgateCmd(t, data, "index", "--bm25-only", "--tools", tools).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "another `toolgate index`") {
+		t.Errorf("second index run: %v\n%s", err, out)
+	}
+}

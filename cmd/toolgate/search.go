@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/search"
+)
+
+func init() { register(newSearchCmd) }
+
+type searchFlags struct {
+	mode   string
+	limit  int
+	server string
+	json   bool
+}
+
+func newSearchCmd(g *globals) *cobra.Command {
+	f := &searchFlags{}
+	cmd := &cobra.Command{
+		Use:   `search "query"`,
+		Short: "Query the index in the data folder without starting any backend",
+		Long: `search ranks the tools of the index that serve or index last built, as
+search_tools would, and shows the score breakdown: the fused score, the
+normalised BM25 keyword score and the cosine similarity. No backend is started.
+Modes other than bm25 need the embedding model that built the index; without
+it search falls back to BM25 and says so.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
+				return usageError{errors.New(`search needs one non-empty query argument, e.g. toolgate search "list files in a directory"`)}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSearch(cmd.Context(), g, f, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.mode, "mode", "", "ranking: hybrid (default), bm25, vector or rrf")
+	fl.IntVar(&f.limit, "limit", search.DefaultLimit, fmt.Sprintf("number of results (at most %d)", search.MaxLimit))
+	fl.StringVar(&f.server, "server", "", "only tools of this server")
+	fl.BoolVar(&f.json, "json", false, "print the result as one JSON object")
+	g.addEmbedFlags(cmd)
+	return cmd
+}
+
+// searchOutput is the --json shape: the search_tools structured output plus
+// the effective mode.
+type searchOutput struct {
+	Query   string           `json:"query"`
+	Mode    search.Mode      `json:"mode"`
+	Tools   []searchToolJSON `json:"tools"`
+	Warning string           `json:"warning,omitempty"`
+}
+
+type searchToolJSON struct {
+	Name        string          `json:"name"`
+	Server      string          `json:"server"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	Score       float64         `json:"score"`
+	Keyword     float64         `json:"keyword"`
+	Vector      float64         `json:"vector"`
+}
+
+func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout, stderr io.Writer) error {
+	mode, err := search.ParseMode(f.mode)
+	if err != nil {
+		return usageError{fmt.Errorf("--mode: %w", err)}
+	}
+	if f.limit < 1 || f.limit > search.MaxLimit {
+		return usageError{fmt.Errorf("--limit %d: want 1 to %d", f.limit, search.MaxLimit)}
+	}
+	ix, err := index.Open(index.Dir(g.DataDir()), &index.Options{Logger: g.logger})
+	if err != nil {
+		return err
+	}
+	// ix is owned by the engine from here on.
+
+	out := searchOutput{Query: q}
+	var emb index.Embedder
+	if mode != search.ModeBM25 && ix.HasVectors() {
+		e, closer, err := g.openEmbedder(ctx)
+		switch {
+		case err != nil:
+			var ue usageError
+			if errors.As(err, &ue) {
+				ix.Close()
+				return err
+			}
+			out.Warning = "semantic ranking off, showing BM25 only: " + err.Error()
+		case e.ModelID() != ix.ModelID():
+			closer.Close()
+			out.Warning = fmt.Sprintf("the index was built with %s but the embedder is %s: showing BM25 only (rebuild with toolgate index, or pick the same --model-variant)", ix.ModelID(), e.ModelID())
+		default:
+			emb = e
+			defer closer.Close()
+		}
+	} else if mode != search.ModeBM25 && !ix.HasVectors() {
+		out.Warning = "the index has no vectors (built BM25-only): showing BM25 only"
+	}
+	if out.Warning != "" && !f.json {
+		fmt.Fprintf(stderr, "toolgate: warning: %s\n", out.Warning)
+	}
+
+	if f.server != "" && !hasServer(ix, f.server) {
+		out.Warning = strings.TrimPrefix(out.Warning+"; ", "; ") + fmt.Sprintf("no server %q in the index", f.server)
+		if !f.json {
+			fmt.Fprintf(stderr, "toolgate: warning: no server %q in the index\n", f.server)
+		}
+	}
+	// Degraded mode is already reported above (or was asked for with --mode bm25).
+	eng := search.New(ix, emb, nil)
+	defer eng.Close()
+	res, err := eng.Search(ctx, search.Query{Text: q, Limit: f.limit, Server: f.server, Mode: mode})
+	if err != nil {
+		return err
+	}
+	out.Mode = res.Mode
+	out.Tools = []searchToolJSON{}
+	for _, h := range res.Hits {
+		out.Tools = append(out.Tools, searchToolJSON{
+			Name: h.Tool.ID(), Server: h.Tool.Server, Description: h.Tool.Description,
+			InputSchema: h.Tool.InputSchema, Score: h.Score, Keyword: h.Keyword, Vector: h.Vector,
+		})
+	}
+	if f.json {
+		return json.NewEncoder(stdout).Encode(out)
+	}
+	printSearch(stdout, out, f.server != "")
+	return nil
+}
+
+func printSearch(w io.Writer, out searchOutput, filtered bool) {
+	if len(out.Tools) == 0 {
+		msg := "no matching tools"
+		if filtered {
+			msg += " on that server"
+		}
+		fmt.Fprintf(w, "%s (mode %s)\n", msg, out.Mode)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "#\tSCORE\tKEYWORD\tVECTOR\tTOOL\tDESCRIPTION\n")
+	for i, t := range out.Tools {
+		fmt.Fprintf(tw, "%d\t%.3f\t%.3f\t%.3f\t%s\t%s\n", i+1, t.Score, t.Keyword, t.Vector, t.Name, oneLine(t.Description, 70))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "mode: %s\n", out.Mode)
+}
+
+func hasServer(ix *index.Index, server string) bool {
+	for _, t := range ix.Tools() {
+		if t.Server == server {
+			return true
+		}
+	}
+	return false
+}
+
+// oneLine flattens whitespace and cuts s to at most n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

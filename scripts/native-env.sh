@@ -56,8 +56,7 @@ EOF
 }
 
 _tg_mode=${1:-}
-_tg_native_env
-_tg_missing=$?
+if _tg_native_env; then _tg_missing=0; else _tg_missing=1; fi
 case "$_tg_mode" in
 --print)
 	printf 'CGO_ENABLED=1\nCGO_LDFLAGS=%s\nTOOLGATE_ORT_LIB=%s\n' "$_TG_CGO_LDFLAGS" "$_TG_ORT_LIB"

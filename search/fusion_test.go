@@ -13,6 +13,8 @@ func TestRank(t *testing.T) {
 	// BM25 matches a, b, c (scores 8, 4, 2); cosines over the whole catalog.
 	kw := []index.Scored{{ID: "a", Score: 8}, {ID: "b", Score: 4}, {ID: "c", Score: 2}}
 	vec := []index.Scored{{ID: "d", Score: 0.9}, {ID: "b", Score: 0.7}, {ID: "a", Score: 0.2}, {ID: "c", Score: 0.1}, {ID: "e", Score: -0.1}}
+	rawKW := map[string]float64{"a": 8, "b": 4, "c": 2}
+	rawVec := map[string]float64{"a": 0.2, "b": 0.7, "c": 0.1, "d": 0.9, "e": -0.1}
 	tests := []struct {
 		name string
 		opts Options
@@ -20,7 +22,20 @@ func TestRank(t *testing.T) {
 		want []ranked
 	}{
 		{
+			name: "hybrid max/max (default)",
+			mode: ModeHybrid,
+			// cosine divided by the best (0.9), negatives as 0.
+			want: []ranked{
+				{id: "b", keyword: 0.5, vector: 0.7 / 0.9, score: 0.4*0.5 + 0.6*0.7/0.9},
+				{id: "d", keyword: 0, vector: 1, score: 0.6},
+				{id: "a", keyword: 1, vector: 0.2 / 0.9, score: 0.4 + 0.6*0.2/0.9},
+				{id: "c", keyword: 0.25, vector: 0.1 / 0.9, score: 0.4*0.25 + 0.6*0.1/0.9},
+				{id: "e", keyword: 0, vector: 0, score: 0},
+			},
+		},
+		{
 			name: "hybrid max/raw",
+			opts: Options{VectorNorm: NormRaw},
 			mode: ModeHybrid,
 			want: []ranked{
 				{id: "b", keyword: 0.5, vector: 0.7, score: 0.4*0.5 + 0.6*0.7},
@@ -32,7 +47,7 @@ func TestRank(t *testing.T) {
 		},
 		{
 			name: "hybrid pool of 1",
-			opts: Options{Candidates: 1},
+			opts: Options{Candidates: 1, VectorNorm: NormRaw},
 			mode: ModeHybrid,
 			want: []ranked{
 				{id: "d", keyword: 0, vector: 0.9, score: 0.6 * 0.9},
@@ -66,6 +81,7 @@ func TestRank(t *testing.T) {
 		},
 		{
 			name: "rrf",
+			opts: Options{VectorNorm: NormRaw},
 			mode: ModeRRF,
 			want: []ranked{
 				{id: "a", keyword: 1, vector: 0.2, score: 1.0/61 + 1.0/63},
@@ -79,13 +95,14 @@ func TestRank(t *testing.T) {
 			name: "bm25",
 			mode: ModeBM25,
 			want: []ranked{
-				{id: "a", keyword: 1, vector: 0.2, score: 1},
-				{id: "b", keyword: 0.5, vector: 0.7, score: 0.5},
-				{id: "c", keyword: 0.25, vector: 0.1, score: 0.25},
+				{id: "a", keyword: 1, vector: 0.2 / 0.9, score: 1},
+				{id: "b", keyword: 0.5, vector: 0.7 / 0.9, score: 0.5},
+				{id: "c", keyword: 0.25, vector: 0.1 / 0.9, score: 0.25},
 			},
 		},
 		{
 			name: "vector",
+			opts: Options{VectorNorm: NormRaw},
 			mode: ModeVector,
 			want: []ranked{
 				{id: "d", vector: 0.9, score: 0.9},
@@ -100,8 +117,14 @@ func TestRank(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := &Engine{opts: (&tt.opts).withDefaults()}
 			got := e.rank(tt.mode, kw, vec, 10)
-			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(ranked{}), cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(ranked{}), cmpopts.IgnoreFields(ranked{}, "bm25", "cosine"), cmpopts.EquateApprox(0, 1e-12)); diff != "" {
 				t.Errorf("rank (-want +got):\n%s", diff)
+			}
+			// The raw signals ride along unchanged.
+			for _, r := range got {
+				if r.bm25 != rawKW[r.id] || r.cosine != rawVec[r.id] {
+					t.Errorf("%s: bm25 %v cosine %v, want %v %v", r.id, r.bm25, r.cosine, rawKW[r.id], rawVec[r.id])
+				}
 			}
 		})
 	}

@@ -87,7 +87,10 @@ type Options struct {
 	// RRFK is the k constant of reciprocal rank fusion. Default 60.
 	RRFK float64
 	// KeywordNorm and VectorNorm say how each signal is mapped to [0,1]
-	// before the weighted sum. Defaults NormMax and NormRaw.
+	// before the weighted sum. Default NormMax for both: each signal's best
+	// score of the query becomes 1, so the two are on one scale and the
+	// weights mean what they say (raw MiniLM cosines top out around 0.5–0.7,
+	// which let BM25 dominate; see the tuning notes in fusion.go).
 	KeywordNorm, VectorNorm Norm
 	// Logger receives degraded-mode notices; nil discards.
 	Logger *slog.Logger
@@ -116,7 +119,7 @@ func (o *Options) withDefaults() Options {
 		out.KeywordNorm = NormMax
 	}
 	if out.VectorNorm == "" {
-		out.VectorNorm = NormRaw
+		out.VectorNorm = NormMax
 	}
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.DiscardHandler)
@@ -136,17 +139,20 @@ type Query struct {
 	Mode Mode
 }
 
-// Hit is one ranked tool with its score breakdown.
+// Hit is one ranked tool with its score breakdown. In hybrid mode
+// Score = KeywordWeight·Keyword + VectorWeight·Vector exactly.
 type Hit struct {
 	Tool index.Tool
 	// Score is what the hits are sorted by (see Mode for its meaning).
 	Score float64
-	// Keyword is the BM25 score normalised per query to [0,1] (0 when the
-	// tool matches none of the query's terms).
+	// Keyword is the BM25 score normalised per query to [0,1]: divided by
+	// the query's best BM25 score (0 when the tool matches no query term).
 	Keyword float64
-	// Vector is the cosine similarity between query and tool text as it
-	// entered the fused score (0 when vectors are unavailable).
+	// Vector is the cosine normalised per query to [0,1]: divided by the
+	// query's best cosine, negatives as 0 (0 when vectors are unavailable).
 	Vector float64
+	// BM25 and Cosine are the raw signals before normalisation.
+	BM25, Cosine float64
 }
 
 // Result is the answer to a Query.
@@ -312,7 +318,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		if !ok {
 			continue
 		}
-		hits = append(hits, Hit{Tool: t, Score: r.score, Keyword: r.keyword, Vector: r.vector})
+		hits = append(hits, Hit{Tool: t, Score: r.score, Keyword: r.keyword, Vector: r.vector, BM25: r.bm25, Cosine: r.cosine})
 	}
 	return Result{Hits: hits, Mode: mode}, nil
 }

@@ -132,8 +132,8 @@ func TestSearchModes(t *testing.T) {
 						t.Errorf("%s bm25 score %v != keyword %v", h.Tool.ID(), h.Score, h.Keyword)
 					}
 				case search.ModeVector:
-					if h.Score != h.Vector {
-						t.Errorf("%s vector score %v != vector %v", h.Tool.ID(), h.Score, h.Vector)
+					if h.Score != h.Cosine {
+						t.Errorf("%s vector score %v != cosine %v", h.Tool.ID(), h.Score, h.Cosine)
 					}
 				}
 			}
@@ -163,17 +163,25 @@ func TestHybridBreakdownIsExact(t *testing.T) {
 		cos[s.ID] = s.Score
 	}
 	kw, _ := ix.Keyword(q, ix.Len(), "")
-	best := kw[0].Score
 	bm := map[string]float64{}
 	for _, s := range kw {
-		bm[s.ID] = s.Score / best
+		bm[s.ID] = s.Score
+	}
+	bestKW := kw[0].Score
+	bestCos := max(cos[kw[0].ID], 0)
+	for _, c := range cos {
+		bestCos = max(bestCos, c)
 	}
 	if len(res.Hits) > 2 {
 		t.Errorf("Candidates=1: got %d hits, want at most 2 (one per signal)", len(res.Hits))
 	}
 	for _, h := range res.Hits {
-		if math.Abs(h.Vector-cos[h.Tool.ID()]) > 1e-6 || math.Abs(h.Keyword-bm[h.Tool.ID()]) > 1e-9 {
-			t.Errorf("%s: keyword %v vector %v, want %v %v", h.Tool.ID(), h.Keyword, h.Vector, bm[h.Tool.ID()], cos[h.Tool.ID()])
+		id := h.Tool.ID()
+		if math.Abs(h.Cosine-cos[id]) > 1e-6 || h.BM25 != bm[id] {
+			t.Errorf("%s: bm25 %v cosine %v, want %v %v", id, h.BM25, h.Cosine, bm[id], cos[id])
+		}
+		if math.Abs(h.Keyword-bm[id]/bestKW) > 1e-9 || math.Abs(h.Vector-max(cos[id], 0)/bestCos) > 1e-6 {
+			t.Errorf("%s: keyword %v vector %v, want %v %v", id, h.Keyword, h.Vector, bm[id]/bestKW, max(cos[id], 0)/bestCos)
 		}
 	}
 }

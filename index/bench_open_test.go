@@ -88,3 +88,45 @@ func BenchmarkNearest(b *testing.B) {
 		})
 	}
 }
+
+// azureLike replicates the azure-mcp bench tools (real, 1–5 KB schemas)
+// over as many servers as it takes to reach n tools.
+func azureLike(b *testing.B, n int) []Tool {
+	tools, _ := loadBench(b, "azure-mcp")
+	out := make([]Tool, 0, n)
+	for s := 0; len(out) < n; s++ {
+		for _, t := range tools {
+			if len(out) == n {
+				break
+			}
+			t.Server = fmt.Sprintf("azure%d", s)
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// BenchmarkOpenRealSchemas is BenchmarkOpen with real-sized schemas.
+func BenchmarkOpenRealSchemas(b *testing.B) {
+	dir := b.TempDir()
+	tools := azureLike(b, 10000)
+	ix, _, err := Ensure(context.Background(), dir, tools, &fakeEmbedder{id: "fake/384", dim: 384}, &Options{BatchSize: 256})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ix.Close()
+	b.Run("Open", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			ix, err := Open(dir, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ix.Close()
+		}
+	})
+	b.Run("Fingerprint", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			Fingerprint(tools)
+		}
+	})
+}

@@ -25,7 +25,7 @@ import (
 //	LOCK             flock'd by the process that builds (refuses a second builder)
 //	manifest.json    names the current generation; replaced by rename only
 //	gen-<n>/bleve/   the Bleve (scorch) index
-//	gen-<n>/catalog.json  the tools with their schemas, in row order (the warm-start snapshot)
+//	gen-<n>/catalog.bin   the tools with their schemas, in row order (the warm-start snapshot; see catalog.go)
 //	gen-<n>/vectors.f32   header + rows×dim little-endian float32, row i = catalog[i]
 //
 // A generation is written completely and synced before the manifest names
@@ -38,7 +38,7 @@ const (
 	lockFile      = "LOCK"
 	genPrefix     = "gen-"
 	bleveSubdir   = "bleve"
-	catalogFile   = "catalog.json"
+	catalogFile   = "catalog.bin"
 	vectorsFile   = "vectors.f32"
 	vectorsMagic  = "TGV1"
 	vectorsHeader = 16 // magic, rows uint32, dim uint32, reserved uint32
@@ -299,11 +299,7 @@ func writeGeneration(ctx context.Context, gd string, tools []Tool, emb Embedder,
 	if err := os.MkdirAll(gd, 0o755); err != nil {
 		return nil, fmt.Errorf("create index generation: %w", err)
 	}
-	cat, err := json.Marshal(tools)
-	if err != nil {
-		return nil, fmt.Errorf("encode catalog: %w", err)
-	}
-	if err := writeFileSync(filepath.Join(gd, catalogFile), cat); err != nil {
+	if err := writeFileSync(filepath.Join(gd, catalogFile), encodeCatalog(tools)); err != nil {
 		return nil, err
 	}
 	man := &Manifest{
@@ -492,9 +488,9 @@ func openGen(ixDir string, m *Manifest) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	var tools []Tool
-	if err := json.Unmarshal(cat, &tools); err != nil {
-		return nil, fmt.Errorf("read catalog snapshot: %w", err)
+	tools, err := decodeCatalog(cat)
+	if err != nil {
+		return nil, err
 	}
 	if len(tools) != m.Tools {
 		return nil, fmt.Errorf("catalog snapshot holds %d tools, manifest says %d", len(tools), m.Tools)

@@ -216,7 +216,7 @@ func TestEnsureRebuildsBrokenIndex(t *testing.T) {
 			os.Truncate(filepath.Join(genDir(ixDir, 1), vectorsFile), 100)
 		}},
 		{"catalog garbled", func(t *testing.T, ixDir string) {
-			os.WriteFile(filepath.Join(genDir(ixDir, 1), catalogFile), []byte("[{"), 0o644)
+			os.WriteFile(filepath.Join(genDir(ixDir, 1), catalogFile), []byte("TGC1\x05garbage"), 0o644)
 		}},
 		{"bleve gone", func(t *testing.T, ixDir string) {
 			os.RemoveAll(filepath.Join(genDir(ixDir, 1), bleveSubdir))

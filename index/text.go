@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+	"unsafe"
 )
 
 // param is one input-schema property as the index sees it.
@@ -108,24 +109,36 @@ func paramsText(t Tool) string {
 }
 
 // Fingerprint identifies a catalog: the hex SHA-256 of every tool's fields
-// (schemas compacted), in ID order, so that listing order does not matter.
+// in ID order, so that listing order does not matter. Schemas are hashed as
+// they are (only surrounding space and a JSON null are normalised): backends
+// serialise them the same way every time, and re-compacting every schema on
+// every start cost more than the rest of opening an index. A schema that
+// only changed its layout costs a rebuild that re-embeds nothing.
 func Fingerprint(tools []Tool) string {
-	sorted := make([]Tool, len(tools))
-	copy(sorted, tools)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].ID() < sorted[j].ID() })
+	type keyed struct {
+		id string
+		i  int
+	}
+	order := make([]keyed, len(tools))
+	for i, t := range tools {
+		order[i] = keyed{t.ID(), i}
+	}
+	sort.Slice(order, func(a, b int) bool { return order[a].id < order[b].id })
 	h := sha256.New()
-	field := func(s string) {
-		var n [8]byte
+	var n [8]byte
+	field := func(s []byte) {
 		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
 		h.Write(n[:])
-		h.Write([]byte(s))
+		h.Write(s)
 	}
-	for _, t := range sorted {
-		field(t.Server)
-		field(t.Name)
-		field(t.Title)
-		field(t.Description)
-		field(string(compactJSON(t.InputSchema)))
+	str := func(s string) { field(unsafe.Slice(unsafe.StringData(s), len(s))) }
+	for _, k := range order {
+		t := &tools[k.i]
+		str(t.Server)
+		str(t.Name)
+		str(t.Title)
+		str(t.Description)
+		field(normSchema(t.InputSchema))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -133,16 +146,10 @@ func Fingerprint(tools []Tool) string {
 // toolHash fingerprints one tool, for added/changed/removed reports.
 func toolHash(t Tool) string { return Fingerprint([]Tool{t}) }
 
-func compactJSON(raw json.RawMessage) []byte {
-	if len(raw) == 0 {
+func normSchema(raw json.RawMessage) []byte {
+	raw = bytes.TrimSpace(raw)
+	if string(raw) == "null" {
 		return nil
 	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return raw
-	}
-	if b.String() == "null" {
-		return nil
-	}
-	return b.Bytes()
+	return raw
 }

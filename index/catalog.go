@@ -1,0 +1,77 @@
+package index
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// The catalog snapshot of a generation is a small binary file rather than
+// JSON: with real-sized input schemas (1–5 KB each) decoding 10,000 tools
+// from JSON took half a second, this takes milliseconds. Layout:
+//
+//	"TGC1" | uvarint count | count × (5 × (uvarint len | bytes))
+//
+// with the fields server, name, title, description, input schema.
+const catalogMagic = "TGC1"
+
+func encodeCatalog(tools []Tool) []byte {
+	size := len(catalogMagic) + binary.MaxVarintLen64
+	for _, t := range tools {
+		size += 5*binary.MaxVarintLen64 + len(t.Server) + len(t.Name) + len(t.Title) + len(t.Description) + len(t.InputSchema)
+	}
+	b := make([]byte, 0, size)
+	b = append(b, catalogMagic...)
+	b = binary.AppendUvarint(b, uint64(len(tools)))
+	for _, t := range tools {
+		for _, f := range []string{t.Server, t.Name, t.Title, t.Description, string(t.InputSchema)} {
+			b = binary.AppendUvarint(b, uint64(len(f)))
+			b = append(b, f...)
+		}
+	}
+	return b
+}
+
+var errBadCatalog = errors.New("catalog snapshot is damaged")
+
+// decodeCatalog reads what encodeCatalog wrote. Schemas share b's memory.
+func decodeCatalog(b []byte) ([]Tool, error) {
+	if len(b) < len(catalogMagic) || string(b[:len(catalogMagic)]) != catalogMagic {
+		return nil, fmt.Errorf("%w: bad header", errBadCatalog)
+	}
+	b = b[len(catalogMagic):]
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return nil, fmt.Errorf("%w: bad tool count", errBadCatalog)
+	}
+	b = b[k:]
+	tools := make([]Tool, n)
+	next := func() ([]byte, error) {
+		l, k := binary.Uvarint(b)
+		if k <= 0 || l > uint64(len(b)-k) {
+			return nil, fmt.Errorf("%w: truncated", errBadCatalog)
+		}
+		f := b[k : k+int(l)]
+		b = b[k+int(l):]
+		return f, nil
+	}
+	for i := range tools {
+		var fs [5][]byte
+		for j := range fs {
+			f, err := next()
+			if err != nil {
+				return nil, err
+			}
+			fs[j] = f
+		}
+		tools[i] = Tool{Server: string(fs[0]), Name: string(fs[1]), Title: string(fs[2]), Description: string(fs[3])}
+		if len(fs[4]) > 0 {
+			tools[i].InputSchema = json.RawMessage(fs[4][:len(fs[4]):len(fs[4])])
+		}
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes", errBadCatalog, len(b))
+	}
+	return tools, nil
+}

@@ -203,6 +203,7 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 				MaxLineLength: b.p.opts.MaxMessageBytes + 4096, // the stdout pump enforces the cap
 			},
 			timeout: b.p.opts.ProbeTimeout,
+			ceiling: b.connectTimeout / 2,
 			log:     b.log,
 		}, nil)
 	case config.TypeHTTP, config.TypeSSE:

@@ -16,7 +16,7 @@ var secretPatterns = []struct {
 	repl string
 }{
 	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}`), "$1 ***"},
-	{regexp.MustCompile(`(?i)((?:api[_-]?key|access[_-]?key|secret|token|passw(?:or)?d|authorization)["']?\s*[:=]\s*["']?)[^\s"',;]{4,}`), "${1}***"},
+	{regexp.MustCompile(`(?i)((?:api[_-]?key|access[_-]?key|secret|token|passw(?:or)?d)["']?\s*[:=]\s*["']?)[^\s"',;]{4,}`), "${1}***"},
 	{regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`), "sk-***"},
 	{regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{20,}`), "gh*_***"},
 	{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}`), "github_pat_***"},

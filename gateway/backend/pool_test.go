@@ -155,7 +155,7 @@ func TestStartMixed(t *testing.T) {
 		})
 	}
 	tools := p.Tools()
-	for _, name := range []string{"alpha", "chatty", "legacy", "omega"} {
+	for _, name := range []string{"alpha", "legacy", "omega"} {
 		var names []string
 		for _, tl := range tools[name] {
 			names = append(names, tl.Name)
@@ -195,6 +195,24 @@ func TestIgnoreDiscoverConnects(t *testing.T) {
 	res, err := p.CallTool(context.Background(), "fake", "echo", map[string]any{"text": "legacy"})
 	if err != nil || textOf(t, res) != "legacy" {
 		t.Fatalf("echo = %v, %v", res, err)
+	}
+}
+
+func TestSlowStartKeepsModernProtocol(t *testing.T) {
+	// A modern server slower to start than the probe timeout is not taken for
+	// a legacy one: the probe's clock starts when it answers the ping.
+	o := testOptions(nil)
+	o.ProbeTimeout = 50 * time.Millisecond
+	servers := []config.Server{
+		named(backendtest.Command(t, "normal", backendtest.EnvStartDelay+"=700ms"), "slow"),
+		named(backendtest.Command(t, "ignore-discover", backendtest.EnvStartDelay+"=700ms"), "slowlegacy"),
+	}
+	p := startPool(t, servers, o)
+	for name, want := range map[string]string{"slow": "2026-07-28", "slowlegacy": LegacyProtocolVersion} {
+		st := statusOf(t, p, name)
+		if st.State != StateUp || st.Protocol != want {
+			t.Errorf("%s: state %s protocol %q (want up, %q): %s", name, st.State, st.Protocol, want, st.Err)
+		}
 	}
 }
 

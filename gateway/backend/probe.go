@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -18,11 +19,19 @@ const methodDiscover = "server/discover"
 // Client.Connect (default protocol) sends server/discover and falls back to
 // the legacy initialize handshake when the server answers with an error; a
 // legacy server that silently ignores the unknown method would hang Connect
-// until its context ends. If no answer to server/discover arrives within
-// timeout, the connection delivers a synthetic "method not found" error for
-// it, so go-sdk falls back to initialize on the same connection: no second
-// process start, no second connect budget. A late real answer is dropped by
-// go-sdk as a response to an unknown id.
+// until its context ends.
+//
+// Right after server/discover the connection sends a ping of its own (pings
+// are allowed before initialization). A server that answers the ping (result
+// or error) but not server/discover within timeout ignores the probe: the
+// connection then delivers a synthetic "method not found" answer to
+// server/discover, so go-sdk falls back to initialize on the same
+// connection (no second process start). Waiting for the ping first keeps a
+// slow-starting modern server (npx cold start) from being mistaken for a
+// legacy one: the timer starts only once the server is reading. If nothing
+// at all is answered within ceiling, the fallback happens anyway. The ping's
+// answer is swallowed; a late real discover answer is dropped by go-sdk as a
+// response to an unknown id.
 //
 // Only transports whose connection go-sdk does not type-assert may be
 // wrapped: stdio (IOTransport) and SSE. The streamable HTTP connection has a
@@ -30,52 +39,77 @@ const methodDiscover = "server/discover"
 // Connect with the legacy protocol instead (see connectRemote).
 type probeTransport struct {
 	inner   mcp.Transport
-	timeout time.Duration
+	timeout time.Duration // wait for discover once the server answered the ping
+	ceiling time.Duration // wait for discover when the server answers nothing
 	log     *slog.Logger
 }
+
+// probePingID is the id of the liveness ping; go-sdk's own ids are numbers.
+var probePingID, _ = jsonrpc.MakeID("toolgate-discover-probe-ping")
 
 func (t *probeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.inner.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &probeConn{Connection: c, timeout: t.timeout, log: t.log, wake: make(chan struct{})}, nil
+	ceiling := t.ceiling
+	if ceiling < t.timeout {
+		ceiling = t.timeout
+	}
+	return &probeConn{Connection: c, timeout: t.timeout, ceiling: ceiling, log: t.log, wake: make(chan struct{})}, nil
 }
 
 type probeConn struct {
 	mcp.Connection
-	timeout time.Duration
-	log     *slog.Logger
+	timeout, ceiling time.Duration
+	log              *slog.Logger
 
 	mu      sync.Mutex
 	over    bool          // no probe can come any more (answered, timed out, or another request went first)
 	pending bool          // a discover call is awaiting its answer
 	id      jsonrpc.ID    // its id
-	fire    chan struct{} // closed when timeout has passed
+	fire    chan struct{} // closed when the current wait has passed
 	wake    chan struct{} // closed when a probe is armed (a Read may already be waiting)
 	timer   *time.Timer
 }
 
-func (c *probeConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-		c.mu.Lock()
-		switch {
-		case c.over:
-		case req.Method == methodDiscover:
-			if c.timer != nil {
-				c.timer.Stop()
-			}
-			fire := make(chan struct{})
-			c.pending, c.id, c.fire = true, req.ID, fire
-			c.timer = time.AfterFunc(c.timeout, func() { close(fire) })
-			close(c.wake)
-			c.wake = make(chan struct{})
-		case !c.pending:
-			c.over = true // e.g. initialize first: no probe in this session
-		}
-		c.mu.Unlock()
+// arm (re)starts the wait for the discover answer; c.mu must be held.
+func (c *probeConn) arm(d time.Duration) {
+	if c.timer != nil {
+		c.timer.Stop()
 	}
-	return c.Connection.Write(ctx, msg)
+	fire := make(chan struct{})
+	c.fire = fire
+	c.timer = time.AfterFunc(d, func() { close(fire) })
+}
+
+func (c *probeConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.IsCall() {
+		return c.Connection.Write(ctx, msg)
+	}
+	c.mu.Lock()
+	probe := false
+	switch {
+	case c.over:
+	case req.Method == methodDiscover:
+		probe = true
+		c.pending, c.id = true, req.ID
+		c.arm(c.ceiling)
+		close(c.wake)
+		c.wake = make(chan struct{})
+	case !c.pending:
+		c.over = true // e.g. initialize first: no probe in this session
+	}
+	c.mu.Unlock()
+	if err := c.Connection.Write(ctx, msg); err != nil || !probe {
+		return err
+	}
+	ping := &jsonrpc.Request{ID: probePingID, Method: "ping", Params: json.RawMessage(`{}`)}
+	if err := c.Connection.Write(ctx, ping); err != nil {
+		c.log.Debug("liveness ping after server/discover not sent", keyErr, err)
+	}
+	return nil
 }
 
 func (c *probeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -86,7 +120,7 @@ func (c *probeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if over {
 			return c.Connection.Read(ctx)
 		}
-		// Read, but stop when the probe times out or a probe gets armed.
+		// Read, but stop when the wait for discover ends or a probe gets armed.
 		trigger := wake
 		if pending {
 			trigger = fire
@@ -104,7 +138,16 @@ func (c *probeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		close(stop)
 		cancel()
 		if err == nil {
-			if resp, ok := msg.(*jsonrpc.Response); ok && pending && resp.ID == id {
+			resp, ok := msg.(*jsonrpc.Response)
+			switch {
+			case ok && resp.ID == probePingID:
+				c.mu.Lock()
+				if c.pending {
+					c.arm(c.timeout) // the server is reading: now the short wait
+				}
+				c.mu.Unlock()
+				continue // ours, not go-sdk's
+			case ok && pending && resp.ID == id:
 				c.settle()
 			}
 			return msg, nil
@@ -120,11 +163,17 @@ func (c *probeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if !pending {
 			continue // a probe was armed while we waited: wait again, with its timer
 		}
+		c.mu.Lock()
+		current := c.fire == fire
+		c.mu.Unlock()
+		if !current {
+			continue // re-armed by the ping's answer meanwhile
+		}
 		c.settle()
 		c.log.Info("backend did not answer server/discover; falling back to the legacy initialize handshake", keyTimeout, c.timeout)
 		return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
 			Code:    jsonrpc.CodeMethodNotFound,
-			Message: fmt.Sprintf("%s not answered within %s (toolgate probe)", methodDiscover, c.timeout),
+			Message: fmt.Sprintf("%s not answered (toolgate probe)", methodDiscover),
 		}}, nil
 	}
 }

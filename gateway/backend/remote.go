@@ -96,6 +96,7 @@ func (b *backend) connectRemote(ctx context.Context, client *mcp.Client) (*mcp.C
 		return client.Connect(ctx, &probeTransport{
 			inner:   &mcp.SSEClientTransport{Endpoint: b.cfg.URL, HTTPClient: hc, MaxEventSize: maxEvent},
 			timeout: b.p.opts.ProbeTimeout,
+			ceiling: b.connectTimeout / 2,
 			log:     b.log,
 		}, nil)
 	}

@@ -3,6 +3,7 @@ package backend
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -247,7 +248,7 @@ func (p *proc) pumpStdout(r io.Reader, w *io.PipeWriter, maxFrame int) {
 		case line == nil: // too long
 			p.log.Error("backend sent a JSON-RPC message larger than the cap; dropped it",
 				keyBytes, n, keyLimit, maxFrame)
-			if id, ok := findID(head, tailB); ok && writeErr == nil {
+			if id, ok := responseID(head, tailB); ok && writeErr == nil {
 				msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"the backend's response (more than %d bytes) exceeds toolgate's message size cap of %d bytes; ask for less output"}}`+"\n", id, n, maxFrame)
 				_, writeErr = io.WriteString(w, msg)
 			}
@@ -256,7 +257,16 @@ func (p *proc) pumpStdout(r io.Reader, w *io.PipeWriter, maxFrame int) {
 			if len(t) == 0 {
 				break
 			}
-			if t[0] == '{' || t[0] == '[' {
+			// A JSON-RPC message (or batch) names its version; JSON log lines
+			// and banners don't, and would break go-sdk's decoder.
+			if (t[0] == '{' || t[0] == '[') && bytes.Contains(t, jsonrpcKey) {
+				if !json.Valid(t) {
+					p.log.Error("backend sent malformed JSON-RPC; dropped it", keyLine, p.mask(truncate(string(t), 200)))
+					if id, ok := responseID(t[:min(len(t), 512)], t[max(0, len(t)-512):]); ok && writeErr == nil {
+						_, writeErr = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32700,"message":"the backend sent malformed JSON for this response"}}`+"\n", id)
+					}
+					break
+				}
 				if writeErr == nil {
 					_, writeErr = w.Write(line)
 				}
@@ -310,10 +320,21 @@ func readLine(br *bufio.Reader, max int) (line []byte, n int, head, tail []byte,
 	}
 }
 
+var jsonrpcKey = []byte(`"jsonrpc"`)
+
 var (
 	idHead = regexp.MustCompile(`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")`)
 	idTail = regexp.MustCompile(`,\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$`)
 )
+
+// responseID finds the id of what looks like a JSON-RPC response (not a
+// request: those carry a "method" and their ids are the server's own).
+func responseID(head, tail []byte) (string, bool) {
+	if bytes.Contains(head, []byte(`"method"`)) {
+		return "", false
+	}
+	return findID(head, tail)
+}
 
 // findID finds the id of a JSON-RPC response from its first or last bytes
 // (go-sdk writes it first, the TypeScript SDK last).

@@ -47,6 +47,11 @@ const (
 	EnvMode = "TOOLGATE_TEST_BACKEND"
 	// EnvPIDFile is where "spawn-grandchild" writes the grandchild's pid.
 	EnvPIDFile = "TOOLGATE_TEST_PIDFILE"
+	// EnvStderr is written to stderr at start (to test masking).
+	EnvStderr = "TOOLGATE_TEST_STDERR"
+	// EnvStartDelay delays the start of serving (a Go duration, e.g. "2s"),
+	// like an npx cold start.
+	EnvStartDelay = "TOOLGATE_TEST_START_DELAY"
 	// EnvHugeBytes sets the size of the "huge" tool's output (default 4 MiB).
 	EnvHugeBytes = "TOOLGATE_TEST_HUGE_BYTES"
 )
@@ -59,7 +64,7 @@ const (
 	ModeCrashMidCall    = "crash-mid-call"   // tool "crash" exits the process (status 2)
 	ModeHang            = "hang"             // tool "hang" blocks until cancelled (logs "hang: cancelled" to stderr)
 	ModeIgnoreDiscover  = "ignore-discover"  // legacy server: drops server/discover silently
-	ModeGarbageStdout   = "garbage-stdout"   // prints a banner and non-JSON lines on stdout first
+	ModeGarbageStdout   = "garbage-stdout"   // prints a banner on stdout first; tool "garbage" prints a JSON log line and malformed JSON-RPC
 	ModeHugeOutput      = "huge-output"      // tool "huge" returns EnvHugeBytes bytes of text
 	ModeToolsChange     = "tools-change"     // tool "add_tool" {"name"} adds a tool and notifies
 	ModeSpawnGrandchild = "spawn-grandchild" // starts a sleeping grandchild, pid in EnvPIDFile
@@ -100,10 +105,16 @@ func run(modes Modes) int {
 		return 0
 	}
 	fmt.Fprintf(os.Stderr, "fake backend starting (modes %s, pid %d)\n", os.Getenv(EnvMode), os.Getpid())
+	if v := os.Getenv(EnvStderr); v != "" {
+		fmt.Fprintln(os.Stderr, "stderr-test:", v)
+	}
 	if modes[ModeCrashAtStart] {
 		fmt.Fprintln(os.Stderr, "error: cannot open /nonexistent/db.sqlite: no such file or directory")
 		fmt.Fprintln(os.Stderr, "fatal: giving up")
 		return 3
+	}
+	if d, err := time.ParseDuration(os.Getenv(EnvStartDelay)); err == nil {
+		time.Sleep(d)
 	}
 	if modes[ModeStubborn] {
 		signal.Ignore(syscall.SIGTERM)
@@ -238,6 +249,15 @@ func NewServer(modes Modes) *mcp.Server {
 				return nil, nil, ctx.Err()
 			}
 		})
+	if modes[ModeGarbageStdout] {
+		mcp.AddTool(srv, &mcp.Tool{Name: "garbage", Description: "Print a JSON log line and a malformed JSON-RPC response on stdout, then answer."},
+			func(context.Context, *mcp.CallToolRequest, NoArgs) (*mcp.CallToolResult, any, error) {
+				fmt.Fprintln(os.Stdout, `{"level":"info","msg":"a JSON log line on stdout"}`)
+				fmt.Fprintln(os.Stdout, `{"jsonrpc":"2.0","id":987654,"result":{"content":[`)
+				fmt.Fprintln(os.Stdout, `progress: 50%`)
+				return text("after garbage"), nil, nil
+			})
+	}
 	if modes[ModeCrashMidCall] {
 		mcp.AddTool(srv, &mcp.Tool{Name: "crash", Description: "Exit the server process mid-call."},
 			func(context.Context, *mcp.CallToolRequest, NoArgs) (*mcp.CallToolResult, any, error) {
@@ -304,7 +324,9 @@ func Command(t testing.TB, modes string, extraEnv ...string) config.Server {
 	if err != nil {
 		t.Fatalf("backendtest: %v", err)
 	}
-	env := map[string]string{EnvMode: modes}
+	// A race-enabled binary sleeps 1s at exit by default; backends should
+	// stop promptly.
+	env := map[string]string{EnvMode: modes, "GORACE": "atexit_sleep_ms=0"}
 	if modes == "" {
 		env[EnvMode] = ModeNormal
 	}

@@ -1,0 +1,283 @@
+package backend
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+func TestGarbageMidSession(t *testing.T) {
+	l := &logBuf{}
+	p := startPool(t, []config.Server{backendtest.Command(t, "garbage-stdout")}, testOptions(l))
+	res, err := p.CallTool(context.Background(), "fake", "garbage", nil)
+	if err != nil || textOf(t, res) != "after garbage" {
+		t.Fatalf("garbage = %v, %v\n%s", res, err, l)
+	}
+	for _, w := range []string{"a JSON log line on stdout", "malformed JSON-RPC", "progress: 50%"} {
+		if !strings.Contains(l.String(), w) {
+			t.Errorf("logs lack %q", w)
+		}
+	}
+	if st := statusOf(t, p, "fake"); st.State != StateUp {
+		t.Errorf("state %s after garbage: %s", st.State, st.Err)
+	}
+}
+
+func TestStderrMaskedAndLogged(t *testing.T) {
+	l := &logBuf{}
+	srv := backendtest.Command(t, "normal",
+		"MY_API_TOKEN=tok-abcdef-123456",
+		backendtest.EnvStderr+"=tok-abcdef-123456")
+	p := startPool(t, []config.Server{srv}, testOptions(l))
+	if st := statusOf(t, p, "fake"); st.State != StateUp {
+		t.Fatalf("state %s: %s", st.State, st.Err)
+	}
+	eventually(t, "stderr line logged", func() bool { return strings.Contains(l.String(), "stderr-test: ***") })
+	logs := l.String()
+	for _, secret := range []string{"tok-abcdef-123456"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("secret %q in logs:\n%s", secret, logs)
+		}
+	}
+	if !strings.Contains(logs, "server=fake") {
+		t.Errorf("stderr records lack the server name:\n%s", logs)
+	}
+}
+
+func TestStderrRateLimited(t *testing.T) {
+	l := &logBuf{}
+	o := testOptions(l)
+	o.StderrRate = 10 // burst 40
+	p := startPool(t, []config.Server{backendtest.Command(t, "stderr-noise")}, o)
+	if _, err := p.CallTool(context.Background(), "fake", "noise", map[string]any{"lines": 5000}); err != nil {
+		t.Fatal(err)
+	}
+	p.Close() // drains stderr to the end
+	logs := l.String()
+	if n := strings.Count(logs, "noise line"); n >= 1000 {
+		t.Errorf("%d of 5000 stderr lines logged; want the rate limit to drop most", n)
+	}
+	if !strings.Contains(logs, "stderr lines dropped") {
+		t.Errorf("dropped lines not reported")
+	}
+}
+
+func TestClientCancelForwarded(t *testing.T) {
+	l := &logBuf{}
+	p := startPool(t, []config.Server{
+		named(backendtest.Command(t, "hang"), "hung"),
+		named(backendtest.Command(t, "normal"), "ok"),
+	}, testOptions(l))
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.CallTool(ctx, "hung", "hang", nil)
+		errc <- err
+	}()
+	// The other backend keeps answering while one call hangs.
+	for i := range 10 {
+		text := fmt.Sprint("ping ", i)
+		if res, err := p.CallTool(context.Background(), "ok", "echo", map[string]any{"text": text}); err != nil || textOf(t, res) != text {
+			t.Fatalf("echo while another backend hangs = %v, %v", res, err)
+		}
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) || errors.Is(err, ErrCallTimeout) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	eventually(t, "backend logs the cancellation", func() bool { return strings.Contains(l.String(), "hang: cancelled") })
+}
+
+func TestKilledMidCallRestarts(t *testing.T) {
+	o := testOptions(nil)
+	o.RestartDelays = []time.Duration{100 * time.Millisecond}
+	p := startPool(t, []config.Server{backendtest.Command(t, "normal")}, o)
+	pid := statusOf(t, p, "fake").PID
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.CallTool(context.Background(), "fake", "sleep", map[string]any{"ms": 60000})
+		errc <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // let the call reach the backend
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err := <-errc
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "signal: killed") {
+		t.Fatalf("err = %v, want UnavailableError saying the process was killed", err)
+	}
+	eventually(t, "serving again after the first backoff", func() bool {
+		st := statusOf(t, p, "fake")
+		return st.State == StateUp && st.PID != pid
+	})
+	if res, err := p.CallTool(context.Background(), "fake", "echo", map[string]any{"text": "again"}); err != nil || textOf(t, res) != "again" {
+		t.Fatalf("echo after restart = %v, %v", res, err)
+	}
+}
+
+func TestCrashLoopDoesNotSpin(t *testing.T) {
+	o := testOptions(nil)
+	o.RestartDelays = []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond}
+	p := startPool(t, []config.Server{backendtest.Command(t, "crash-at-start")}, o)
+	eventually(t, "three restarts, then down for good", func() bool {
+		st := statusOf(t, p, "fake")
+		return st.State == StateDown && st.Restarts == 3
+	})
+	time.Sleep(200 * time.Millisecond)
+	if st := statusOf(t, p, "fake"); st.Restarts != 3 || !strings.Contains(st.Err, "exit status 3") {
+		t.Errorf("after giving up: %+v", st)
+	}
+}
+
+func TestConfigErrorNotRetried(t *testing.T) {
+	o := testOptions(nil)
+	o.RestartDelays = []time.Duration{time.Millisecond}
+	p := startPool(t, []config.Server{{Name: "x", Type: "stdio", Command: "toolgate-no-such-command-xyz"}}, o)
+	time.Sleep(100 * time.Millisecond)
+	if st := statusOf(t, p, "x"); st.Restarts != 0 || st.State != StateDown {
+		t.Errorf("a missing command was retried: %+v", st)
+	}
+}
+
+// TestConcurrentCalls runs many callers over several backends and checks
+// every answer reaches the caller that asked for it.
+func TestConcurrentCalls(t *testing.T) {
+	callers, calls := 64, 200
+	if testing.Short() {
+		calls = 20
+	}
+	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal")
+	servers := []config.Server{
+		named(backendtest.Command(t, "normal"), "s1"),
+		named(backendtest.Command(t, "normal"), "s2"),
+		hs.Config("h1", nil),
+	}
+	p := startPool(t, servers, testOptions(nil))
+	names := p.Servers()
+	var wg sync.WaitGroup
+	errc := make(chan error, callers)
+	for c := range callers {
+		wg.Go(func() {
+			for i := range calls {
+				server := names[(c+i)%len(names)]
+				want := fmt.Sprintf("%d/%d/%s", c, i, server)
+				res, err := p.CallTool(context.Background(), server, "echo", map[string]any{"text": want})
+				if err != nil {
+					errc <- fmt.Errorf("caller %d call %d on %s: %w", c, i, server, err)
+					return
+				}
+				if got := textOf(t, res); got != want {
+					errc <- fmt.Errorf("caller %d got %q, want %q", c, got, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+}
+
+func TestNoZombiesAfterCycles(t *testing.T) {
+	cycles := 100
+	if testing.Short() {
+		cycles = 10
+	}
+	o := testOptions(nil)
+	for range cycles {
+		p := New([]config.Server{backendtest.Command(t, "normal")}, o)
+		p.Start(context.Background())
+		if st := statusOf(t, p, "fake"); st.State != StateUp {
+			p.Close()
+			t.Fatalf("state %s: %s", st.State, st.Err)
+		}
+		p.Close()
+	}
+	if z := childrenOf(os.Getpid()); len(z) > 0 {
+		t.Errorf("children left after %d start/stop cycles: %v", cycles, z)
+	}
+}
+
+// childrenOf lists "pid:state" of every process whose parent is ppid.
+func childrenOf(ppid int) []string {
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(b), ')')
+		f := strings.Fields(string(b)[i+1:])
+		if len(f) > 2 && f[1] == strconv.Itoa(ppid) {
+			out = append(out, e.Name()+":"+f[0])
+		}
+	}
+	return out
+}
+
+// envGatewayChild makes the test binary act as a tiny gateway: it starts a
+// pool with one fake backend, prints the backend's pid and waits to be killed.
+const envGatewayChild = "TOOLGATE_TEST_GATEWAY_CHILD"
+
+func init() {
+	if os.Getenv(envGatewayChild) == "" || backendtest.IsChild() {
+		return
+	}
+	exe, _ := os.Executable()
+	srv := config.Server{Name: "fake", Type: config.TypeStdio, Command: exe,
+		Env: map[string]string{backendtest.EnvMode: "normal"}}
+	p := New([]config.Server{srv}, nil)
+	p.Start(context.Background())
+	st := p.Status()[0]
+	fmt.Printf("%d %s\n", st.PID, st.State)
+	time.Sleep(time.Hour)
+	os.Exit(0)
+}
+
+func TestBackendDiesWithKilledGateway(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), envGatewayChild+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait() //nolint:errcheck
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("gateway child: %v", err)
+	}
+	var pid int
+	var state string
+	if _, err := fmt.Sscan(line, &pid, &state); err != nil || state != "up" || pid == 0 {
+		cmd.Process.Kill()
+		t.Fatalf("gateway child said %q", line)
+	}
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL: no chance to clean up
+		t.Fatal(err)
+	}
+	eventually(t, "backend dies with its gateway", func() bool { return !procAlive(pid) })
+}

@@ -1,0 +1,187 @@
+package backend
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+func TestChildEnv(t *testing.T) {
+	parent := []string{
+		"PATH=/usr/bin", "HOME=/home/u", "LC_ALL=C.UTF-8", "XDG_CACHE_HOME=/c",
+		"AWS_SECRET_ACCESS_KEY=nope", "GITHUB_TOKEN=nope", "npm_config__authToken=nope",
+		"EXTRA_ONE=1", "NOEQUALS", "=weird",
+	}
+	tests := []struct {
+		name  string
+		allow []string
+		own   map[string]string
+		want  []string
+	}{
+		{
+			name:  "default allowlist",
+			allow: DefaultEnvAllow,
+			want:  []string{"HOME=/home/u", "LC_ALL=C.UTF-8", "PATH=/usr/bin", "XDG_CACHE_HOME=/c"},
+		},
+		{
+			name:  "own env wins and adds",
+			allow: DefaultEnvAllow,
+			own:   map[string]string{"PATH": "/opt/bin", "API_KEY": "k"},
+			want:  []string{"API_KEY=k", "HOME=/home/u", "LC_ALL=C.UTF-8", "PATH=/opt/bin", "XDG_CACHE_HOME=/c"},
+		},
+		{
+			name:  "extra names and prefixes",
+			allow: append([]string{"EXTRA_*", "GITHUB_TOKEN"}, DefaultEnvAllow...),
+			want:  []string{"EXTRA_ONE=1", "GITHUB_TOKEN=nope", "HOME=/home/u", "LC_ALL=C.UTF-8", "PATH=/usr/bin", "XDG_CACHE_HOME=/c"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := childEnv(parent, tc.allow, tc.own)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("childEnv (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLookPath(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "tool")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, cmd, path, dir string
+		want                 string
+		wantErr              string
+	}{
+		{name: "on PATH", cmd: "tool", path: "/nonexistent:" + dir, want: exe},
+		{name: "not on PATH", cmd: "tool", path: "/nonexistent", wantErr: "not found in PATH"},
+		{name: "absolute", cmd: exe, want: exe},
+		{name: "relative to cwd", cmd: "./tool", dir: dir, want: "./tool"},
+		{name: "not executable", cmd: filepath.Join(dir, "data"), wantErr: "not executable"},
+		{name: "directory", cmd: dir, wantErr: "is a directory"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := lookPath(tc.cmd, tc.path, tc.dir)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("lookPath = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestFindID(t *testing.T) {
+	tests := []struct {
+		name, head, tail string
+		want             string
+		ok               bool
+	}{
+		{name: "go-sdk order", head: `{"jsonrpc":"2.0","id":17,"result":{"content":[{"type":"text","text":"xxxx`, want: "17", ok: true},
+		{name: "id first", head: `{"id":"abc","jsonrpc":"2.0","result":`, want: `"abc"`, ok: true},
+		{name: "typescript order", head: `{"result":{"content":[`, tail: `xxxx"}]},"jsonrpc":"2.0","id":5}`, want: "5", ok: true},
+		{name: "string id with escapes", tail: `,"id":"a\"b"}` + "\n", want: `"a\"b"`, ok: true},
+		{name: "none", head: `{"result":{"text":"`, tail: `xxxxx"}}`, ok: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := findID([]byte(tc.head), []byte(tc.tail))
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("findID = %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+	if _, ok := responseID([]byte(`{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage"`), nil); ok {
+		t.Errorf("responseID took a request's id")
+	}
+}
+
+func TestReadLine(t *testing.T) {
+	in := "short\n" + strings.Repeat("a", 100) + "\nlast-no-newline"
+	br := bufio.NewReaderSize(strings.NewReader(in), 16)
+	var got []string
+	for {
+		line, n, head, tail, err := readLine(br, 50)
+		switch {
+		case line == nil && n > 0:
+			got = append(got, "TOOLONG:"+string(head[:5])+"…"+strings.TrimSpace(string(tail[len(tail)-5:])))
+		case n > 0:
+			got = append(got, string(line))
+		}
+		if err != nil {
+			break
+		}
+	}
+	want := []string{"short\n", "TOOLONG:aaaaa…aaaa", "last-no-newline"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+}
+
+func FuzzReadLineFindID(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`+"\n"+`banner`), 20)
+	f.Add([]byte(`{"result":{},"jsonrpc":"2.0","id":"x"}`), 8)
+	f.Fuzz(func(t *testing.T, data []byte, max int) {
+		if max <= 0 || max > 1<<16 {
+			return
+		}
+		br := bufio.NewReaderSize(bytes.NewReader(data), 16)
+		total := 0
+		for {
+			line, n, head, tail, err := readLine(br, max)
+			total += n
+			if line != nil && len(line) > max {
+				t.Fatalf("line of %d bytes exceeds max %d", len(line), max)
+			}
+			if id, ok := findID(head, tail); ok && id == "" {
+				t.Fatal("empty id")
+			}
+			if err != nil {
+				break
+			}
+		}
+		if total != len(data) {
+			t.Fatalf("consumed %d of %d bytes", total, len(data))
+		}
+	})
+}
+
+func TestMasker(t *testing.T) {
+	mask := newMasker(config.Server{
+		Env:     map[string]string{"API_KEY": "abcd-1234-secret", "DEBUG": "1"},
+		Headers: map[string]string{"Authorization": "Bearer tok_0123456789"},
+	})
+	tests := []struct{ in, want string }{
+		{"using key abcd-1234-secret now", "using key *** now"},
+		{"auth tok_0123456789 ok", "auth *** ok"},
+		{"Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.x.y", "Authorization: Bearer ***"},
+		{"token=zzzzzzzz other=1", "token=*** other=1"},
+		{`{"password": "hunter22"}`, `{"password": "***"}`},
+		{"key sk-ant-0123456789abcdefghij", "key sk-***"},
+		{"gh ghp_0123456789abcdefghijABCD", "gh gh*_***"},
+		{"debug level 1", "debug level 1"},
+	}
+	for _, tc := range tests {
+		if got := mask(tc.in); got != tc.want {
+			t.Errorf("mask(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -428,7 +428,7 @@ func TestDurationJSON(t *testing.T) {
 func TestValidName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"a": true, "A9": true, "my-server": true, "my_server": true, "9lives": true, "a_b-c_d": true,
-		"": false, "_a": false, "-a": false, "a__b": false, "a b": false, "a.b": false, "a/b": false, "ä": false, "a___": false,
+		"": false, "_a": false, "-a": false, "a__b": false, "a b": false, "a.b": false, "a/b": false, "ä": false, "a___": false, "a_": false, "a-": true,
 		strings.Repeat("x", 64): true, strings.Repeat("x", 65): false,
 	} {
 		if got := ValidName(name); got != want {

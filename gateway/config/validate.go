@@ -41,8 +41,10 @@ func (f *File) validate() []*FieldError {
 // ValidName reports whether name can be a server name: it must match
 // [A-Za-z0-9][A-Za-z0-9_-]* and must not contain "__", the separator of
 // namespaced tool IDs, so that no two servers can shadow each other's tools.
+// It must not end in "_" either: server "a_" with tool "b" would read
+// "a___b", which is also server "a" with tool "_b".
 func ValidName(name string) bool {
-	if name == "" || len(name) > maxNameLen || strings.Contains(name, "__") {
+	if name == "" || len(name) > maxNameLen || strings.Contains(name, "__") || strings.HasSuffix(name, "_") {
 		return false
 	}
 	for i, r := range name {
@@ -71,7 +73,7 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 		return []*FieldError{{Field: `mcpServers[""]`, Msg: "a server needs a name: use letters, digits, \"_\" and \"-\""}}
 	}
 	if !ValidName(name) {
-		bad("", `invalid server name: use letters, digits, "_" and "-" (must start with a letter or digit, must not contain "__", at most %d characters)`, maxNameLen)
+		bad("", `invalid server name: use letters, digits, "_" and "-" (must start with a letter or digit, must not contain "__" or end with "_", at most %d characters)`, maxNameLen)
 	}
 	if skip["command"] || skip["url"] || skip["type"] {
 		skip = maps.Clone(skip)

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The test binary doubles as the toolgate binary: with TOOLGATE_E2E_MAIN set
+// it runs main(), so the end-to-end tests drive a real toolgate process
+// without a separate build step.
+func TestMain(m *testing.M) {
+	if os.Getenv("TOOLGATE_E2E_MAIN") == "1" {
+		os.Args = append([]string{"toolgate"}, os.Args[1:]...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// requireOrSkip skips locally but fails on CI, where every dependency must
+// be installed (by `make test`).
+func requireOrSkip(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s (CI=true: a missing dependency is a failure; run `make deps`)", msg)
+	}
+	t.Skipf("%s; run `make deps` to install it", msg)
+}
+
+// repoRoot is the repository root (tests run in cmd/toolgate).
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// bundledConfig writes a config with the bundled npm servers (as in
+// examples/toolgate.json) plus extra entries, and returns its path.
+func bundledConfig(t *testing.T, extra map[string]any) string {
+	t.Helper()
+	root := repoRoot(t)
+	ex, err := os.ReadFile(filepath.Join(root, "examples", "toolgate.json"))
+	if err != nil {
+		t.Fatalf("read the bundled example config: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "examples", "servers", "node_modules")); err != nil {
+		requireOrSkip(t, "bundled npm servers are not installed (examples/servers/node_modules)")
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(ex, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	servers := cfg["mcpServers"].(map[string]any)
+	for name, s := range servers {
+		// Paths in the example are relative to its folder; the copy lives
+		// elsewhere, so anchor cwd to the example's folder.
+		m := s.(map[string]any)
+		if cwd, ok := m["cwd"].(string); ok && !filepath.IsAbs(cwd) {
+			m["cwd"] = filepath.Join(root, "examples", cwd)
+		}
+		servers[name] = m
+	}
+	for k, v := range extra {
+		servers[k] = v
+	}
+	b, _ := json.MarshalIndent(cfg, "", "  ")
+	path := filepath.Join(t.TempDir(), "toolgate.json")
+	// The example keeps the memory graph in ${TOOLGATE_CONFIG_DIR}/sandbox:
+	// give the copy its own, so tests never touch the user's sandbox.
+	if err := os.MkdirAll(filepath.Join(filepath.Dir(path), "sandbox"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// toolgateCmd is an exec.Cmd running this test binary as toolgate.
+func toolgateCmd(t *testing.T, dataDir string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "TOOLGATE_E2E_MAIN=1", "TOOLGATE_DATA_DIR="+dataDir)
+	return cmd
+}
+
+func textOf(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// brokenServer exits at start-up after printing to stderr.
+var brokenServer = map[string]any{"command": "sh", "args": []string{"-c", "echo 'fatal: cannot start' >&2; exit 3"}}
+
+// TestEndToEnd drives a real toolgate process, with the real npm servers
+// as backends, through a go-sdk client over stdio and over streamable HTTP
+// with both protocol generations.
+func TestEndToEnd(t *testing.T) {
+	cfgPath := bundledConfig(t, map[string]any{"broken": brokenServer})
+	dataDir := t.TempDir()
+
+	t.Run("stdio", func(t *testing.T) {
+		cmd := toolgateCmd(t, dataDir, "serve", "--config", cfgPath)
+		cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatalf("connect over stdio: %v", err)
+		}
+		defer cs.Close()
+		exerciseGateway(t, ctx, cs)
+	})
+
+	t.Run("http", func(t *testing.T) {
+		addr := freeAddr(t)
+		cmd := toolgateCmd(t, dataDir, "serve", "--config", cfgPath, "--http", addr)
+		cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
+		waitHealthy(t, "http://"+addr+"/healthz", 3*time.Minute)
+		for _, pv := range []string{"2025-11-25", "2026-07-28"} {
+			t.Run(pv, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx,
+					&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: pv})
+				if err != nil {
+					t.Fatalf("connect over HTTP with %s: %v", pv, err)
+				}
+				defer cs.Close()
+				if got := cs.InitializeResult().ProtocolVersion; got != pv {
+					t.Errorf("negotiated %s, want %s", got, pv)
+				}
+				exerciseGateway(t, ctx, cs)
+			})
+		}
+	})
+}
+
+func exerciseGateway(t *testing.T, ctx context.Context, cs *mcp.ClientSession) {
+	t.Helper()
+	lt, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range lt.Tools {
+		names = append(names, tl.Name)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"execute_tool", "search_tools"}) {
+		t.Fatalf("tools/list = %v, want exactly execute_tool and search_tools", names)
+	}
+
+	search := func(q string) []string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": q, "limit": 3}})
+		if err != nil || res.IsError {
+			t.Fatalf("search_tools(%q): %v %s", q, err, textOf(res))
+		}
+		var out struct {
+			Tools []struct{ Name string } `json:"tools"`
+			Mode  string                  `json:"mode"`
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, x := range out.Tools {
+			ids = append(ids, x.Name)
+		}
+		t.Logf("search_tools(%q) [%s] → %v", q, out.Mode, ids)
+		return ids
+	}
+	for q, want := range map[string]string{
+		"store a new entity in the knowledge graph": "memory__create_entities",
+		"list the files in a directory":             "filesystem__list_directory",
+	} {
+		if got := search(q); !slices.Contains(got, want) {
+			t.Errorf("search_tools(%q) top 3 = %v, want %s among them", q, got, want)
+		}
+	}
+
+	exec := func(name string, args map[string]any) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": name, "arguments": args}})
+		if err != nil {
+			t.Fatalf("execute_tool(%s): protocol error %v", name, err)
+		}
+		return res
+	}
+	entity := fmt.Sprintf("Alice-%d", time.Now().UnixNano())
+	res := exec("memory__create_entities", map[string]any{"entities": []any{map[string]any{"name": entity, "entityType": "person", "observations": []string{"works at Acme"}}}})
+	if res.IsError || !strings.Contains(textOf(res), entity) {
+		t.Errorf("memory__create_entities: isError=%v %s", res.IsError, textOf(res))
+	}
+	res = exec("filesystem__list_directory", map[string]any{"path": filepath.Join(repoRoot(t), "examples", "sandbox")})
+	if res.IsError || !strings.Contains(textOf(res), "notes") {
+		t.Errorf("filesystem__list_directory: isError=%v %s", res.IsError, textOf(res))
+	}
+
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"memory__create_entitys", map[string]any{}, "Closest names: memory__create_entities"},
+		{"filesystem__list_directory", map[string]any{"path": 42}, "do not match the tool's inputSchema"},
+		{"broken__anything", map[string]any{}, "unknown tool"},
+	} {
+		res := exec(tc.name, tc.args)
+		if !res.IsError || !strings.Contains(textOf(res), tc.want) {
+			t.Errorf("execute_tool(%s): isError=%v %q, want isError with %q", tc.name, res.IsError, textOf(res), tc.want)
+		}
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "  "}})
+	if err != nil || !res.IsError || !strings.Contains(textOf(res), "query") {
+		t.Errorf("empty query: err=%v isError=%v %s", err, res.IsError, textOf(res))
+	}
+	// The other backends keep serving after all those errors.
+	res = exec("everything__echo", map[string]any{"message": "still here"})
+	if res.IsError || !strings.Contains(textOf(res), "still here") {
+		t.Errorf("everything__echo after errors: isError=%v %s", res.IsError, textOf(res))
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func waitHealthy(t *testing.T, url string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s not healthy within %v", url, within)
+}
+
+// testLogWriter forwards a child's stderr to the test log.
+type testLogWriter struct {
+	t      *testing.T
+	prefix string
+}
+
+func (w *testLogWriter) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		w.t.Log(w.prefix + line)
+	}
+	return len(p), nil
+}

@@ -1,0 +1,69 @@
+package index
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// FuzzAnalyzer: any text (tool names and descriptions come from backends)
+// analyzes without panicking into non-empty tokens that lie inside it.
+func FuzzAnalyzer(f *testing.F) {
+	for _, s := range []string{"list_directory", "getUserID", "read-file", "azure__foundry_models_list", "user's ‘files’", "--x--", "a.b.c", "日本語_テキスト", "\xff\xfe", "HTTPServer2Go"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		toks := identTokenizer{}.Tokenize([]byte(s))
+		for _, tok := range toks {
+			if len(tok.Term) == 0 || tok.Start < 0 || tok.End > len(s) || tok.Start >= tok.End {
+				t.Fatalf("bad token %v in %q", tok, s)
+			}
+		}
+		for _, tok := range (identSplitFilter{}).Filter(toks) {
+			if len(tok.Term) == 0 {
+				t.Fatalf("empty token from %q", s)
+			}
+		}
+	})
+}
+
+// FuzzCatalog: encode/decode round-trips, and garbage never panics.
+func FuzzCatalog(f *testing.F) {
+	f.Add("s", "n", "", "d", []byte(`{"type":"object"}`))
+	f.Add("my server", "search & replace", "T", "", []byte(nil))
+	f.Fuzz(func(t *testing.T, server, name, title, desc string, schema []byte) {
+		in := []Tool{{Server: server, Name: name, Title: title, Description: desc, InputSchema: schema}, {Server: "x", Name: "y"}}
+		if len(schema) == 0 {
+			in[0].InputSchema = nil
+		}
+		b := encodeCatalog(in)
+		out, err := decodeCatalog(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(in, out); diff != "" {
+			t.Fatalf("round trip (-in +out):\n%s", diff)
+		}
+		_, _ = decodeCatalog(schema)
+		_, _ = decodeCatalog(append([]byte(catalogMagic), schema...))
+		_, _ = decodeCatalog(b[:len(b)/2])
+	})
+}
+
+// FuzzReadToolsJSONL: never panics; accepted tools have a server and a name.
+func FuzzReadToolsJSONL(f *testing.F) {
+	f.Add([]byte(`{"server":"a b","name":"x&y","description":"d","input_schema":null}` + "\n"))
+	f.Add([]byte("{}\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tools, err := ReadToolsJSONL(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		for _, tl := range tools {
+			if tl.Server == "" || tl.Name == "" {
+				t.Fatalf("accepted %+v", tl)
+			}
+		}
+	})
+}

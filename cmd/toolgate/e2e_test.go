@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/models"
 )
 
 // The test binary doubles as the toolgate binary: with TOOLGATE_E2E_MAIN set
@@ -96,7 +98,9 @@ func bundledConfig(t *testing.T, extra map[string]any) string {
 func toolgateCmd(t *testing.T, dataDir string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "TOOLGATE_E2E_MAIN=1", "TOOLGATE_DATA_DIR="+dataDir)
+	// A fresh data folder per test, but the model files from the user's
+	// models folder (installed by make deps), so ranking runs for real.
+	cmd.Env = append(os.Environ(), "TOOLGATE_E2E_MAIN=1", "TOOLGATE_DATA_DIR="+dataDir, "TOOLGATE_MODELS_DIR="+models.Dir(""))
 	return cmd
 }
 
@@ -195,6 +199,9 @@ func exerciseGateway(t *testing.T, ctx context.Context, cs *mcp.ClientSession) {
 			ids = append(ids, x.Name)
 		}
 		t.Logf("search_tools(%q) [%s] → %v", q, out.Mode, ids)
+		if out.Mode != "hybrid" {
+			requireOrSkip(t, "search_tools ran in mode %q, not hybrid: a native piece is missing (see the gateway's log above)", out.Mode)
+		}
 		return ids
 	}
 	for q, want := range map[string]string{

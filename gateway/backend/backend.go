@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,6 +57,7 @@ type backend struct {
 type run struct {
 	sess     *mcp.ClientSession
 	proc     *proc           // stdio only
+	http     *http.Client    // http and sse only
 	ctx      context.Context // session lifetime; cancelled at teardown
 	cancel   context.CancelCauseFunc
 	done     chan struct{}  // closed when the session has ended
@@ -207,7 +210,7 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 			log:     b.log,
 		}, nil)
 	case config.TypeHTTP, config.TypeSSE:
-		sess, err = b.connectRemote(r.ctx, client)
+		sess, err = b.connectRemote(r.ctx, r, client)
 	default:
 		err = configError{fmt.Errorf("unknown transport type %q: use stdio, http or sse", b.cfg.Type)}
 	}
@@ -232,6 +235,7 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 		} else if r.proc != nil {
 			r.proc.stop(0, b.p.opts.KillAfter)
 		}
+		r.closeIdle()
 		return nil, nil, err
 	}
 	r.sess = sess
@@ -371,6 +375,13 @@ func (b *backend) callTool(ctx context.Context, tool string, args map[string]any
 	if errors.As(err, &werr) {
 		return nil, fmt.Errorf("call %q on %q: %w", tool, name, err)
 	}
+	if !errors.Is(err, mcp.ErrConnectionClosed) && (errors.Is(err, errBodyTooLarge) || strings.Contains(err.Error(), "exceeded")) {
+		// go-sdk's event reader says "SSE event exceeded N bytes" and drops
+		// the connection (stdio oversize is answered per call by the pump).
+		return nil, &UnavailableError{Server: name, Err: fmt.Errorf(
+			"the response to %q exceeds toolgate's message size cap of %d bytes (ask the tool for less output); the connection is reset: %w",
+			tool, b.p.opts.MaxMessageBytes, err)}
+	}
 	// The transport broke: the process died or the connection dropped.
 	if r.proc != nil {
 		select {
@@ -480,4 +491,12 @@ func (b *backend) teardown(r *run, err error) {
 	}
 	<-closed
 	r.wg.Wait()
+	r.closeIdle()
+}
+
+// closeIdle drops a remote backend's kept-alive connections.
+func (r *run) closeIdle() {
+	if r.http != nil {
+		r.http.CloseIdleConnections()
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -480,6 +481,37 @@ func TestRemote(t *testing.T) {
 	}
 }
 
+func TestRemoteHugeOutput(t *testing.T) {
+	t.Setenv(backendtest.EnvHugeBytes, "3000000") // read by the in-process server
+	for _, transport := range []string{config.TypeHTTP, config.TypeSSE} {
+		t.Run(transport, func(t *testing.T) {
+			hs := backendtest.NewHTTPServer(t, transport, "huge-output")
+			o := testOptions(nil)
+			o.MaxMessageBytes = 1 << 20
+			o.RestartDelays = []time.Duration{50 * time.Millisecond}
+			p := startPool(t, []config.Server{hs.Config("remote", nil)}, o)
+			_, err := p.CallTool(context.Background(), "remote", "huge", nil)
+			if err == nil {
+				t.Fatal("huge beyond the cap: no error")
+			}
+			t.Logf("huge beyond the cap: %v", err)
+			var ue *UnavailableError
+			if !errors.As(err, &ue) {
+				t.Errorf("err = %v, want UnavailableError", err)
+			}
+			if transport == config.TypeHTTP && !strings.Contains(err.Error(), "message size cap") {
+				t.Errorf("err = %v, want it to name the size cap", err)
+			}
+			// go-sdk drops the connection with the oversized event (legacy
+			// SSE only says EOF); the supervisor reconnects.
+			eventually(t, "serving again", func() bool {
+				res, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "ok"})
+				return err == nil && textOf(t, res) == "ok"
+			})
+		})
+	}
+}
+
 func TestRemoteDown(t *testing.T) {
 	srv := config.Server{Name: "gone", Type: config.TypeHTTP, URL: "http://127.0.0.1:1/mcp"}
 	p := startPool(t, []config.Server{srv}, testOptions(nil))
@@ -491,10 +523,14 @@ func TestRemoteDown(t *testing.T) {
 
 func TestNoLeaksAfterClose(t *testing.T) {
 	before := runtime.NumGoroutine()
+	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal")
+	ss := backendtest.NewHTTPServer(t, config.TypeSSE, "normal")
 	servers := []config.Server{
 		named(backendtest.Command(t, "normal"), "a"),
 		named(backendtest.Command(t, "hang"), "b"),
 		named(backendtest.Command(t, "crash-at-start"), "c"),
+		hs.Config("h", nil),
+		ss.Config("s", nil),
 	}
 	p := New(servers, testOptions(nil))
 	p.Start(context.Background())
@@ -514,6 +550,11 @@ func TestNoLeaksAfterClose(t *testing.T) {
 		errc <- err
 	}()
 	time.Sleep(100 * time.Millisecond)
+	for _, name := range []string{"h", "s"} {
+		if _, err := p.CallTool(context.Background(), name, "echo", map[string]any{"text": "x"}); err != nil {
+			t.Fatalf("echo on %s: %v", name, err)
+		}
+	}
 	p.Close()
 	var ue *UnavailableError
 	if err := <-errc; !errors.As(err, &ue) {
@@ -524,7 +565,20 @@ func TestNoLeaksAfterClose(t *testing.T) {
 			t.Errorf("process %d alive after Close", pid)
 		}
 	}
-	eventually(t, "goroutines back to the baseline", func() bool { return runtime.NumGoroutine() <= before })
+	// The servers' own goroutines end with them.
+	for _, s := range []*backendtest.HTTPServer{hs, ss} {
+		s.CloseClientConnections()
+		s.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			var b strings.Builder
+			pprof.Lookup("goroutine").WriteTo(&b, 1)
+			t.Fatalf("%d goroutines after Close, %d before:\n%s", runtime.NumGoroutine(), before, b.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func BenchmarkCallEcho(b *testing.B) {

@@ -85,12 +85,13 @@ func (b *backend) httpClient() *http.Client {
 // at all, a second Connect with the legacy protocol (initialize) gets the
 // rest of the connect budget. Reconnecting costs one HTTP round trip, not a
 // process start.
-func (b *backend) connectRemote(ctx context.Context, client *mcp.Client) (*mcp.ClientSession, error) {
+func (b *backend) connectRemote(ctx context.Context, r *run, client *mcp.Client) (*mcp.ClientSession, error) {
 	u, err := url.Parse(b.cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, configError{fmt.Errorf("url %q is not an http(s) URL: check url", b.cfg.URL)}
 	}
 	hc := b.httpClient()
+	r.http = hc
 	maxEvent := b.p.opts.MaxMessageBytes
 	if b.cfg.Type == config.TypeSSE {
 		return client.Connect(ctx, &probeTransport{

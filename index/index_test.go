@@ -257,7 +257,7 @@ func TestFingerprint(t *testing.T) {
 
 func TestDocumentText(t *testing.T) {
 	got := DocumentText(testTools()[0])
-	want := "list directory. List the files and folders in a directory.\nParameters: path (Directory to list);"
+	want := "list directory. List the files and folders in a directory."
 	if got != want {
 		t.Errorf("DocumentText = %q, want %q", got, want)
 	}

@@ -44,8 +44,10 @@ const (
 	vectorsHeader = 16 // magic, rows uint32, dim uint32, reserved uint32
 
 	// FormatVersion changes whenever the on-disk layout or the analyzer
-	// changes in a way an older index cannot serve; such an index is rebuilt.
-	FormatVersion = 1
+	// changes in a way an older index cannot serve, or DocumentText changes
+	// (vectors are reused only within one format); such an index is rebuilt.
+	// 2: DocumentText without parameters.
+	FormatVersion = 2
 )
 
 // State names why an index on disk can or cannot be used as it is.

@@ -36,7 +36,7 @@ func benchTexts(n int) []string {
 }
 
 // BenchmarkEmbed measures throughput (texts/s) per variant and batch size,
-// one caller, default options (1 session, all CPUs as intra-op threads):
+// one caller, default options (a pool of 2 sessions, CPUs split among them):
 //
 //	source scripts/native-env.sh && go test ./embed -run '^$' -bench 'Embed$' -benchtime 3s
 func BenchmarkEmbed(b *testing.B) {
@@ -46,7 +46,9 @@ func BenchmarkEmbed(b *testing.B) {
 				e := testEmbedder(b, v)
 				texts := benchTexts(batch)
 				ctx := context.Background()
-				b.ResetTimer()
+				if _, err := e.Embed(ctx, texts); err != nil { // warm up this shape
+					b.Fatal(err)
+				}
 				for b.Loop() {
 					if _, err := e.Embed(ctx, texts); err != nil {
 						b.Fatal(err)
@@ -58,12 +60,13 @@ func BenchmarkEmbed(b *testing.B) {
 	}
 }
 
-// BenchmarkConcurrent compares serialising callers on one session (all
-// threads) with a pool of sessions (threads split among them), under 4
-// concurrent callers:
+// BenchmarkSessions compares serialising callers on one session (all
+// threads) with a pool of sessions (threads split among them): one caller
+// with a batch of 32 (indexing) and 4 concurrent callers with batches of 1
+// and 8 (searches):
 //
-//	go test ./embed -run '^$' -bench Concurrent -benchtime 3s
-func BenchmarkConcurrent(b *testing.B) {
+//	go test ./embed -run '^$' -bench Sessions -benchtime 3s
+func BenchmarkSessions(b *testing.B) {
 	cases := []struct {
 		name              string
 		sessions, threads int
@@ -72,25 +75,42 @@ func BenchmarkConcurrent(b *testing.B) {
 		{"pool-2x1thread", 2, 1},
 		{"pool-2x2threads", 2, 2},
 	}
-	for _, batch := range []int{1, 8} {
+	loads := []struct {
+		callers, batch int
+	}{{1, 32}, {4, 1}, {4, 8}}
+	for _, load := range loads {
 		for _, tc := range cases {
-			b.Run(fmt.Sprintf("%s/batch%d", tc.name, batch), func(b *testing.B) {
+			b.Run(fmt.Sprintf("callers%d/batch%d/%s", load.callers, load.batch, tc.name), func(b *testing.B) {
 				e, err := New(&Options{Sessions: tc.sessions, Threads: tc.threads})
 				requireNative(b, err)
 				defer e.Close()
-				texts := benchTexts(batch)
+				texts := benchTexts(load.batch)
 				ctx := context.Background()
-				b.SetParallelism(2) // 2 × GOMAXPROCS callers
+				if _, err := e.Embed(ctx, texts); err != nil { // warm up
+					b.Fatal(err)
+				}
+				b.SetParallelism(load.callers) // GOMAXPROCS=2: callers×2 goroutines, so halve below
+				if load.callers > 1 {
+					b.SetParallelism(load.callers / 2)
+				}
 				b.ResetTimer()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
+				if load.callers == 1 {
+					for i := 0; i < b.N; i++ {
 						if _, err := e.Embed(ctx, texts); err != nil {
-							b.Error(err)
-							return
+							b.Fatal(err)
 						}
 					}
-				})
-				b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "texts/s")
+				} else {
+					b.RunParallel(func(pb *testing.PB) {
+						for pb.Next() {
+							if _, err := e.Embed(ctx, texts); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				b.ReportMetric(float64(b.N*load.batch)/b.Elapsed().Seconds(), "texts/s")
 			})
 		}
 	}

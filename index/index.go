@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
@@ -34,6 +35,11 @@ type Options struct {
 	Logger    *slog.Logger          // nil = discard
 	BatchSize int                   // texts per Embed call; 0 = 32
 	Progress  func(done, total int) // called after each embedding batch; may be nil
+	// LockWait is how long Ensure waits for another process's build in the
+	// same folder to finish before giving up with ErrLocked. 0 = refuse at
+	// once (toolgate index); a gateway that can keep serving its current
+	// index meanwhile may wait.
+	LockWait time.Duration
 }
 
 func (o *Options) logger() *slog.Logger {

@@ -160,7 +160,7 @@ func EnsureReport(ctx context.Context, dir string, tools []Tool, emb Embedder, o
 	if err := os.MkdirAll(ixDir, 0o755); err != nil {
 		return nil, rep, fmt.Errorf("create index folder: %w", err)
 	}
-	unlock, err := lockDir(ixDir)
+	unlock, err := lockDirWait(ctx, ixDir, opts)
 	if err != nil {
 		return nil, rep, err
 	}
@@ -584,6 +584,26 @@ func syncTree(root string) error {
 
 // ErrLocked is returned when another process holds the index lock.
 var ErrLocked = errors.New("index is locked by another process")
+
+// lockDirWait retries lockDir until opts.LockWait has passed.
+func lockDirWait(ctx context.Context, ixDir string, opts *Options) (func(), error) {
+	var wait time.Duration
+	if opts != nil {
+		wait = opts.LockWait
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		unlock, err := lockDir(ixDir)
+		if err == nil || !errors.Is(err, ErrLocked) || time.Now().After(deadline) {
+			return unlock, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
 
 // lockDir takes the exclusive, non-blocking flock on <ixDir>/LOCK. The lock
 // goes away with the process, so a killed build never leaves it stuck.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -286,12 +287,20 @@ func TestLockContention(t *testing.T) {
 	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "another `toolgate index`") {
 		t.Errorf("Ensure under lock: %v", err)
 	}
+	// With LockWait, Ensure waits for the holder to finish.
+	done := make(chan error, 1)
+	go func() {
+		ix, _, err := Ensure(context.Background(), dir, testTools(), nil, &Options{LockWait: time.Minute})
+		if err == nil {
+			ix.Close()
+		}
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // let it find the lock taken (either way it must succeed)
 	unlock()
-	ix, _, err := Ensure(context.Background(), dir, testTools(), nil, nil)
-	if err != nil {
-		t.Fatalf("Ensure after unlock: %v", err)
+	if err := <-done; err != nil {
+		t.Fatalf("Ensure with LockWait: %v", err)
 	}
-	ix.Close()
 }
 
 // TestConcurrentReaders opens the index from many goroutines while a builder

@@ -15,6 +15,7 @@ import (
 type tokenizer struct {
 	tk     *tokenizers.Tokenizer
 	maxLen int
+	empty  []int64 // ids of "" ([CLS] [SEP]), used if an encoding fails
 }
 
 // newTokenizer loads tokenizer.json with truncation at maxLen tokens
@@ -40,7 +41,12 @@ func newTokenizer(path string, maxLen int) (*tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer %s: %w", path, err)
 	}
-	return &tokenizer{tk: tk, maxLen: maxLen}, nil
+	t := &tokenizer{tk: tk, maxLen: maxLen}
+	if t.empty = t.encode(""); len(t.empty) == 0 {
+		t.close()
+		return nil, fmt.Errorf("load tokenizer %s: it adds no special tokens; not a BERT tokenizer.json", path)
+	}
+	return t, nil
 }
 
 // tokenizerHandle reads the unexported Rust pointer of t: FromFile reports a
@@ -64,6 +70,11 @@ func (t *tokenizer) encode(text string) []int64 {
 			continue // padding from the file's "padding" section
 		}
 		ids = append(ids, int64(id))
+	}
+	if len(ids) == 0 && t.empty != nil {
+		// The Rust side returns nothing when it cannot encode; an empty
+		// text's vector beats a zero vector.
+		return t.empty
 	}
 	return ids
 }

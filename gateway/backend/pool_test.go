@@ -512,6 +512,55 @@ func TestRemoteHugeOutput(t *testing.T) {
 	}
 }
 
+func TestRemoteJSONBodyCap(t *testing.T) {
+	t.Setenv(backendtest.EnvHugeBytes, "3000000")
+	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "huge-output,json-response")
+	o := testOptions(nil)
+	o.MaxMessageBytes = 1 << 20
+	p := startPool(t, []config.Server{hs.Config("remote", nil)}, o)
+	if res, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "small"}); err != nil || textOf(t, res) != "small" {
+		t.Fatalf("echo = %v, %v", res, err)
+	}
+	_, err := p.CallTool(context.Background(), "remote", "huge", nil)
+	if err == nil || !strings.Contains(err.Error(), "message size cap") {
+		t.Fatalf("huge JSON body: err = %v, want a size cap error", err)
+	}
+}
+
+func TestSSESurvivesConnectTimeout(t *testing.T) {
+	// Legacy SSE streams die with the context given to Connect; the pool's
+	// connect timeout must not end the session.
+	hs := backendtest.NewHTTPServer(t, config.TypeSSE, "normal")
+	srv := hs.Config("remote", nil)
+	srv.ConnectTimeout = config.Duration{Duration: 300 * time.Millisecond}
+	p := startPool(t, []config.Server{srv}, testOptions(nil))
+	time.Sleep(600 * time.Millisecond)
+	if res, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "later"}); err != nil || textOf(t, res) != "later" {
+		t.Fatalf("echo after the connect timeout passed = %v, %v (%+v)", res, err, statusOf(t, p, "remote"))
+	}
+}
+
+func TestToolListLimits(t *testing.T) {
+	o := testOptions(nil)
+	o.MaxTools = 100
+	servers := []config.Server{
+		named(backendtest.Command(t, "many-tools", backendtest.EnvManyTools+"=50"), "fifty"),
+		named(backendtest.Command(t, "many-tools", backendtest.EnvManyTools+"=150"), "absurd"),
+	}
+	p := startPool(t, servers, o)
+	if st := statusOf(t, p, "fifty"); st.State != StateUp || st.Tools != 53 {
+		t.Errorf("fifty: %+v", st)
+	}
+	for _, tl := range p.Tools()["fifty"] {
+		if len(tl.Description) > maxDescription {
+			t.Fatalf("description of %d bytes kept", len(tl.Description))
+		}
+	}
+	if st := statusOf(t, p, "absurd"); st.State != StateDown || !strings.Contains(st.Err, "more than 100 tools") {
+		t.Errorf("absurd: %+v", st)
+	}
+}
+
 func TestRemoteDown(t *testing.T) {
 	srv := config.Server{Name: "gone", Type: config.TypeHTTP, URL: "http://127.0.0.1:1/mcp"}
 	p := startPool(t, []config.Server{srv}, testOptions(nil))

@@ -52,6 +52,8 @@ const (
 	// EnvStartDelay delays the start of serving (a Go duration, e.g. "2s"),
 	// like an npx cold start.
 	EnvStartDelay = "TOOLGATE_TEST_START_DELAY"
+	// EnvManyTools is the number of tools of "many-tools" (default 1000).
+	EnvManyTools = "TOOLGATE_TEST_MANY_TOOLS"
 	// EnvHugeBytes sets the size of the "huge" tool's output (default 4 MiB).
 	EnvHugeBytes = "TOOLGATE_TEST_HUGE_BYTES"
 )
@@ -71,6 +73,8 @@ const (
 	ModePrintEnv        = "print-env"        // tool "env" returns the environment, one VAR=value a line
 	ModeStubborn        = "stubborn"         // ignores SIGTERM and stdin EOF (only SIGKILL stops it)
 	ModeStderrNoise     = "stderr-noise"     // tool "noise" {"lines"} writes that many stderr lines
+	ModeManyTools       = "many-tools"       // EnvManyTools extra tools "t0000"…, each with a long description
+	ModeJSONResponse    = "json-response"    // (NewHTTPServer, http) plain JSON responses instead of event streams
 
 	modeGrandchild = "grandchild" // internal: the sleeping grandchild
 )
@@ -301,6 +305,17 @@ func NewServer(modes Modes) *mcp.Server {
 				return text(strings.Join(env, "\n")), nil, nil
 			})
 	}
+	if modes[ModeManyTools] {
+		n := 1000
+		fmt.Sscan(os.Getenv(EnvManyTools), &n)                    //nolint:errcheck // default stays on error
+		desc := strings.Repeat("A very long description. ", 800) // 20 kB
+		for i := range n {
+			mcp.AddTool(srv, &mcp.Tool{Name: fmt.Sprintf("t%04d", i), Description: desc},
+				func(context.Context, *mcp.CallToolRequest, NoArgs) (*mcp.CallToolResult, any, error) {
+					return text("ok"), nil, nil
+				})
+		}
+	}
 	if modes[ModeStderrNoise] {
 		mcp.AddTool(srv, &mcp.Tool{Name: "noise", Description: "Write lines to stderr."},
 			func(_ context.Context, _ *mcp.CallToolRequest, a NoiseArgs) (*mcp.CallToolResult, any, error) {
@@ -355,13 +370,14 @@ type HTTPServer struct {
 // (config.TypeHTTP or config.TypeSSE) until the test ends.
 func NewHTTPServer(t testing.TB, transport, modes string) *HTTPServer {
 	t.Helper()
-	srv := NewServer(ParseModes(modes))
+	m := ParseModes(modes)
+	srv := NewServer(m)
 	get := func(*http.Request) *mcp.Server { return srv }
 	var h http.Handler
 	path := "/mcp"
 	switch transport {
 	case config.TypeHTTP:
-		h = mcp.NewStreamableHTTPHandler(get, nil)
+		h = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{JSONResponse: m[ModeJSONResponse]})
 	case config.TypeSSE:
 		h = mcp.NewSSEHandler(get, nil)
 		path = "/sse"

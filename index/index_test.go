@@ -7,7 +7,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
 	"github.com/blevesearch/bleve/v2/registry"
 	"github.com/google/go-cmp/cmp"
@@ -24,7 +23,7 @@ func analyze(t *testing.T, filters []string, text string) []string {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, tok := range a.(analysis.Analyzer).Analyze([]byte(text)) {
+	for _, tok := range a.Analyze([]byte(text)) {
 		out = append(out, string(tok.Term))
 	}
 	return out
@@ -118,14 +117,6 @@ func analyzeText(s string) []string {
 	var out []string
 	for _, tok := range (identTokenizer{}).Tokenize([]byte(s)) {
 		out = append(out, string(tok.Term))
-	}
-	return out
-}
-
-func ids(ss []Scored) []string {
-	var out []string
-	for _, s := range ss {
-		out = append(out, s.ID)
 	}
 	return out
 }

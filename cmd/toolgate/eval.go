@@ -164,8 +164,8 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 	log.Info("index built", "tools", ix.Len(), "vectors", ix.HasVectors(), "took", time.Since(start).Round(time.Millisecond))
 	if emb != nil {
 		start = time.Now()
-		if err := warmQueries(ctx, emb, qs); err != nil {
-			return fmt.Errorf("embed queries: %w", err)
+		if err := search.WarmQueries(ctx, emb, qs); err != nil {
+			return err
 		}
 		log.Info("queries embedded", "queries", len(qs), "took", time.Since(start).Round(time.Millisecond))
 	}
@@ -200,24 +200,6 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 	}
 	if len(skipped) > 0 {
 		return fmt.Errorf("modes %s not run: they need the embedding model: %w", strings.Join(skipped, ", "), embErr)
-	}
-	return nil
-}
-
-// warmQueries embeds the queries in batches so the timed searches find
-// their vectors in the cache: batch embedding is several times faster than
-// one text at a time.
-func warmQueries(ctx context.Context, emb index.Embedder, qs []search.BenchQuery) error {
-	const batch = 64
-	texts := make([]string, 0, batch)
-	for i, q := range qs {
-		texts = append(texts, strings.TrimSpace(q.Query))
-		if len(texts) == batch || i == len(qs)-1 {
-			if _, err := emb.Embed(ctx, texts); err != nil {
-				return err
-			}
-			texts = texts[:0]
-		}
 	}
 	return nil
 }

@@ -43,13 +43,21 @@ type backend struct {
 
 	notifyMu sync.Mutex // serializes list + OnToolsChanged
 
+	lazy        bool
+	idleTimeout time.Duration
+	wakeCh      chan struct{} // lazy: a call wants the backend started (capacity 1)
+
 	mu       sync.Mutex
 	state    State
 	err      error
 	since    time.Time
+	stateCh  chan struct{} // closed and replaced on every state change
+	connects int           // connect attempts so far
 	tools    []*mcp.Tool
 	restarts int
 	run      *run
+	inFlight int       // calls running on run
+	lastUse  time.Time // last call start or end
 }
 
 // run is one live connection: session, process (stdio), and the goroutines
@@ -83,6 +91,11 @@ func newBackend(p *Pool, s config.Server) *backend {
 		mask:           newMasker(s),
 		state:          StateConnecting,
 		since:          time.Now(),
+		stateCh:        make(chan struct{}),
+		wakeCh:         make(chan struct{}, 1),
+	}
+	if p.opts.Lazy != nil && p.opts.Lazy(s) {
+		b.lazy, b.idleTimeout, b.state = true, p.opts.IdleTimeout, StateIdle
 	}
 	if d := s.ConnectTimeout.Duration; d > 0 {
 		b.connectTimeout = d
@@ -123,10 +136,15 @@ func (b *backend) setState(s State, err error) {
 		b.since = time.Now()
 	}
 	b.state, b.err = s, err
+	close(b.stateCh)
+	b.stateCh = make(chan struct{})
 }
 
 // connect makes one attempt and records the backend up or down.
 func (b *backend) connect(ctx context.Context) {
+	b.mu.Lock()
+	b.connects++
+	b.mu.Unlock()
 	b.setState(StateConnecting, nil)
 	b.log.Debug("connecting")
 	r, tools, err := b.dial(ctx)
@@ -339,16 +357,11 @@ func (b *backend) relist(r *run) {
 // callTool calls a tool on the current run with the call deadline.
 func (b *backend) callTool(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {
 	name := b.cfg.Name
-	b.mu.Lock()
-	r, state, lastErr := b.run, b.state, b.err
-	b.mu.Unlock()
-	if r == nil {
-		err := fmt.Errorf("it is %s", state)
-		if lastErr != nil {
-			err = fmt.Errorf("it is %s: %w", state, lastErr)
-		}
-		return nil, &UnavailableError{Server: name, Err: err}
+	r, err := b.acquire(ctx)
+	if err != nil {
+		return nil, err
 	}
+	defer b.release()
 	if args == nil {
 		args = map[string]any{}
 	}
@@ -393,6 +406,88 @@ func (b *backend) callTool(ctx context.Context, tool string, args map[string]any
 	return nil, &UnavailableError{Server: name, Err: fmt.Errorf("connection lost during the call: %w", err)}
 }
 
+// acquire returns the live run for a call (starting a lazy backend first)
+// and counts the call as in flight; release must follow.
+func (b *backend) acquire(ctx context.Context) (*run, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.run == nil && b.lazy && (b.state == StateConnecting || b.startable()) {
+		gen, woke := b.connects, false
+		if b.state != StateConnecting {
+			woke = true
+			select {
+			case b.wakeCh <- struct{}{}:
+			default:
+			}
+		}
+		// Wait for the supervisor's attempt (bounded by the connect timeout).
+		for (woke && b.connects == gen) || b.state == StateConnecting {
+			ch := b.stateCh
+			b.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				b.mu.Lock()
+				return nil, fmt.Errorf("start %q: %w", b.cfg.Name, context.Cause(ctx))
+			case <-b.p.ctx.Done():
+				b.mu.Lock()
+				return nil, &UnavailableError{Server: b.cfg.Name, Err: errors.New("the gateway is stopping")}
+			}
+			b.mu.Lock()
+		}
+	}
+	if b.run == nil {
+		err := fmt.Errorf("it is %s", b.state)
+		if b.err != nil {
+			err = fmt.Errorf("it is %s: %w", b.state, b.err)
+		}
+		return nil, &UnavailableError{Server: b.cfg.Name, Err: err}
+	}
+	b.inFlight++
+	b.lastUse = time.Now()
+	return b.run, nil
+}
+
+func (b *backend) release() {
+	b.mu.Lock()
+	b.inFlight--
+	b.lastUse = time.Now()
+	b.mu.Unlock()
+}
+
+// startable says whether a call may start a lazy backend now: when idle, or
+// down for longer than the first restart delay (so a crash loop cannot spin
+// at the rate of calls). b.mu must be held.
+func (b *backend) startable() bool {
+	switch b.state {
+	case StateIdle:
+		return true
+	case StateDown:
+		var ce configError
+		if errors.As(b.err, &ce) {
+			return false
+		}
+		hold := time.Duration(0)
+		if d := b.p.opts.RestartDelays; len(d) > 0 {
+			hold = d[0]
+		}
+		return time.Since(b.since) >= hold
+	}
+	return false
+}
+
+// takeIdle detaches r if the backend is lazy and r has been unused for the
+// idle timeout. b.mu is taken so no call can slip in.
+func (b *backend) takeIdle(r *run) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.run != r || b.inFlight > 0 || time.Since(b.lastUse) < b.idleTimeout {
+		return false
+	}
+	b.run = nil
+	return true
+}
+
 // supervise watches the backend until the pool closes: when its session ends
 // it is torn down, marked down with the reason, and restarted after the next
 // delay of RestartDelays; after the last one it stays down.
@@ -405,16 +500,15 @@ func (b *backend) supervise() {
 		r := b.run
 		b.mu.Unlock()
 		if r != nil {
-			var exited <-chan struct{}
-			if r.proc != nil {
-				exited = r.proc.exited
-			}
-			select {
-			case <-b.p.ctx.Done():
+			switch b.watch(r) {
+			case endClosing:
 				b.teardown(r, errStopped)
 				return
-			case <-r.done:
-			case <-exited:
+			case endIdle:
+				b.log.Info("stopping unused lazy backend", keyTimeout, b.idleTimeout)
+				b.teardown(r, nil)
+				b.setState(StateIdle, nil)
+				continue
 			}
 			err := b.deathErr(r)
 			b.log.Warn("backend died", keyErr, err)
@@ -425,6 +519,20 @@ func (b *backend) supervise() {
 		}
 		if b.p.ctx.Err() != nil {
 			return
+		}
+		if b.lazy {
+			// Started by the next call, not by a timer.
+			select {
+			case <-b.p.ctx.Done():
+				return
+			case <-b.wakeCh:
+			}
+			b.connect(b.p.ctx)
+			select {
+			case <-b.wakeCh: // callers that woke it during the attempt were served by it
+			default:
+			}
+			continue
 		}
 		b.mu.Lock()
 		lastErr := b.err
@@ -451,6 +559,42 @@ func (b *backend) supervise() {
 		b.restarts++
 		b.mu.Unlock()
 		b.connect(b.p.ctx)
+	}
+}
+
+type runEnd int
+
+const (
+	endDied    runEnd = iota // the session or process ended
+	endClosing               // the pool is closing
+	endIdle                  // a lazy backend went unused for its idle timeout
+)
+
+// watch waits until r ends, the pool closes, or a lazy r has gone idle.
+func (b *backend) watch(r *run) runEnd {
+	var exited <-chan struct{}
+	if r.proc != nil {
+		exited = r.proc.exited
+	}
+	var tick <-chan time.Time
+	if b.lazy && b.idleTimeout > 0 {
+		t := time.NewTicker(max(b.idleTimeout/4, 10*time.Millisecond))
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-b.p.ctx.Done():
+			return endClosing
+		case <-r.done:
+			return endDied
+		case <-exited:
+			return endDied
+		case <-tick:
+			if b.takeIdle(r) {
+				return endIdle
+			}
+		}
 	}
 }
 

@@ -117,6 +117,15 @@ type Options struct {
 	// StderrTail is how many stderr lines are kept for error messages
 	// (default 20).
 	StderrTail int
+	// Lazy reports whether a server is started on its first CallTool rather
+	// than by Start (nil = none is). A lazy backend that dies, or stays
+	// unused for IdleTimeout, goes back to "idle" instead of being restarted;
+	// after a failed start the next call retries once the first of
+	// RestartDelays has passed.
+	Lazy func(config.Server) bool
+	// IdleTimeout stops a lazy backend after this long without calls
+	// (0 = keep it running).
+	IdleTimeout time.Duration
 	// StderrRate is the number of stderr lines per second and backend that
 	// are logged (burst 4×; default 50).
 	StderrRate float64
@@ -174,6 +183,7 @@ const (
 	StateConnecting State = "connecting"
 	StateUp         State = "up"
 	StateDown       State = "down"
+	StateIdle       State = "idle" // lazy: not started (or stopped when unused)
 )
 
 // Status is a snapshot of one backend.
@@ -246,7 +256,7 @@ func New(servers []config.Server, opts *Options) *Pool {
 	return p
 }
 
-// Start connects every backend concurrently (at most MaxConcurrentConnects at
+// Start connects every backend (except lazy ones) concurrently (at most MaxConcurrentConnects at
 // a time, each bounded by its connect timeout) and returns when each is up or
 // down. It never fails as a whole: a backend that fails is down with its
 // error in Status. Backends are then supervised until Close. Cancelling ctx
@@ -266,6 +276,9 @@ func (p *Pool) Start(ctx context.Context) {
 	g.SetLimit(p.opts.MaxConcurrentConnects)
 	for _, name := range p.order {
 		b := p.backends[name]
+		if b.lazy {
+			continue // started by its first call
+		}
 		g.Go(func() error {
 			b.connect(ctx)
 			return nil

@@ -281,3 +281,80 @@ func TestBackendDiesWithKilledGateway(t *testing.T) {
 	}
 	eventually(t, "backend dies with its gateway", func() bool { return !procAlive(pid) })
 }
+
+func lazyOptions(idle time.Duration) *Options {
+	o := testOptions(nil)
+	o.Lazy = func(s config.Server) bool { return strings.HasPrefix(s.Name, "lazy") }
+	o.IdleTimeout = idle
+	o.RestartDelays = []time.Duration{time.Hour} // the hold-off after a failed start
+	return o
+}
+
+func TestLazyBackend(t *testing.T) {
+	p := startPool(t, []config.Server{
+		named(backendtest.Command(t, "normal"), "eager"),
+		named(backendtest.Command(t, "normal"), "lazy"),
+	}, lazyOptions(300*time.Millisecond))
+	if st := statusOf(t, p, "lazy"); st.State != StateIdle || st.PID != 0 {
+		t.Fatalf("lazy after Start: %+v", st)
+	}
+	if st := statusOf(t, p, "eager"); st.State != StateUp {
+		t.Fatalf("eager after Start: %+v", st)
+	}
+	// Many first calls at once start one process.
+	var wg sync.WaitGroup
+	pids := make(chan int, 8)
+	for i := range 8 {
+		wg.Go(func() {
+			text := fmt.Sprint("first ", i)
+			res, err := p.CallTool(context.Background(), "lazy", "echo", map[string]any{"text": text})
+			if err != nil || textOf(t, res) != text {
+				t.Errorf("first call %d = %v, %v", i, res, err)
+			}
+			pids <- statusOf(t, p, "lazy").PID
+		})
+	}
+	wg.Wait()
+	close(pids)
+	first := <-pids
+	for pid := range pids {
+		if pid != first {
+			t.Errorf("concurrent first calls started several processes: %d and %d", first, pid)
+		}
+	}
+	if n := len(p.Tools()["lazy"]); n != 3 {
+		t.Errorf("lazy tools after start: %d", n)
+	}
+	eventually(t, "idle after the idle timeout", func() bool {
+		st := statusOf(t, p, "lazy")
+		return st.State == StateIdle && st.PID == 0
+	})
+	eventually(t, "process gone", func() bool { return !procAlive(first) })
+	if len(p.Tools()["lazy"]) != 3 {
+		t.Errorf("an idle backend lost its tools")
+	}
+	res, err := p.CallTool(context.Background(), "lazy", "echo", map[string]any{"text": "again"})
+	if err != nil || textOf(t, res) != "again" {
+		t.Fatalf("call after idle = %v, %v", res, err)
+	}
+	if st := statusOf(t, p, "lazy"); st.State != StateUp || st.PID == first {
+		t.Errorf("after restart from idle: %+v", st)
+	}
+}
+
+func TestLazyBackendFailsToStart(t *testing.T) {
+	p := startPool(t, []config.Server{named(backendtest.Command(t, "crash-at-start"), "lazy")}, lazyOptions(0))
+	_, err := p.CallTool(context.Background(), "lazy", "echo", nil)
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("err = %v, want UnavailableError with the start-up failure", err)
+	}
+	// Within the hold-off, calls fail at once with the same error.
+	_, err2 := p.CallTool(context.Background(), "lazy", "echo", nil)
+	if !errors.As(err2, &ue) || !strings.Contains(err2.Error(), "exit status 3") {
+		t.Fatalf("second call: err = %v", err2)
+	}
+	if st := statusOf(t, p, "lazy"); st.State != StateDown {
+		t.Errorf("state %s", st.State)
+	}
+}

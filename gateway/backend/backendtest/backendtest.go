@@ -307,7 +307,7 @@ func NewServer(modes Modes) *mcp.Server {
 	}
 	if modes[ModeManyTools] {
 		n := 1000
-		fmt.Sscan(os.Getenv(EnvManyTools), &n)                    //nolint:errcheck // default stays on error
+		fmt.Sscan(os.Getenv(EnvManyTools), &n)                   //nolint:errcheck // default stays on error
 		desc := strings.Repeat("A very long description. ", 800) // 20 kB
 		for i := range n {
 			mcp.AddTool(srv, &mcp.Tool{Name: fmt.Sprintf("t%04d", i), Description: desc},

@@ -55,21 +55,23 @@ func BenchmarkEnsureUpToDate(b *testing.B) {
 	}
 }
 
+// BenchmarkKeyword at k=10 and at k=all (what search's fusion asks for).
 func BenchmarkKeyword(b *testing.B) {
 	for _, n := range []int{10000, 50000} {
-		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
-			ix, err := Build(context.Background(), syntheticTools(n), nil, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer ix.Close()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := ix.Keyword("list the files of a user in a bucket", 10, ""); err != nil {
-					b.Fatal(err)
+		ix, err := Build(context.Background(), syntheticTools(n), nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, k := range []int{10, n} {
+			b.Run(fmt.Sprintf("tools=%d/k=%d", n, k), func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					if _, err := ix.Keyword("list the files of a user in a bucket", k, ""); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
+		ix.Close()
 	}
 }
 

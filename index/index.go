@@ -293,7 +293,6 @@ func (ix *Index) Keyword(query string, k int, server string) ([]Scored, error) {
 		return nil, err
 	}
 	req := bleve.NewSearchRequestOptions(q, k, 0, false)
-	req.SortBy([]string{"-_score", "_id"})
 	res, err := ix.bi.Search(req)
 	if err != nil {
 		return nil, fmt.Errorf("keyword search: %w", err)
@@ -302,6 +301,15 @@ func (ix *Index) Keyword(query string, k int, server string) ([]Scored, error) {
 	for _, h := range res.Hits {
 		out = append(out, Scored{ID: h.ID, Score: h.Score})
 	}
+	// Equal scores are put in ID order here rather than by asking Bleve to
+	// sort on _id, which loads every matching document's ID: at 50,000
+	// tools and k = all that was 7× slower.
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Score != out[j].Score {
+			return out[i].Score > out[j].Score
+		}
+		return out[i].ID < out[j].ID
+	})
 	return out, nil
 }
 

@@ -382,6 +382,17 @@ func (b *backend) callTool(ctx context.Context, tool string, args map[string]any
 	case errors.Is(cause, ErrCallTimeout):
 		return nil, fmt.Errorf("call %q on %q: no answer within %s: %w", tool, name, b.callTimeout, ErrCallTimeout)
 	case errors.Is(cause, errStopping):
+		if b.p.ctx.Err() != nil {
+			return nil, &UnavailableError{Server: name, Err: errors.New("the gateway is stopping")}
+		}
+		// Torn down by the supervisor: usually because the process died.
+		if r.proc != nil {
+			select {
+			case <-r.proc.exited:
+				return nil, &UnavailableError{Server: name, Err: fmt.Errorf("its process %s during the call", r.proc.exitErr())}
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
 		return nil, &UnavailableError{Server: name, Err: errors.New("it stopped during the call")}
 	}
 	var werr *jsonrpc.Error

@@ -1,15 +1,3 @@
-// Package backend owns toolgate's connections to the backend MCP servers: a
-// Pool of go-sdk client sessions over stdio child processes, streamable HTTP
-// and SSE. It connects them concurrently (bounded), bounds every handshake and
-// call with a deadline, lists their tools (paginated) and re-lists them on
-// notifications/tools/list_changed, routes tool calls, supervises sessions
-// (a backend that dies is marked down and restarted with backoff), and stops
-// child processes together with everything they spawned.
-//
-// Child processes run with an allowlisted environment (DefaultEnvAllow plus
-// the server's own env), in their own process group, with a parent-death
-// signal; their stdout is filtered to JSON lines and their stderr is logged
-// line by line with secrets masked.
 package backend
 
 import (

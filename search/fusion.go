@@ -9,18 +9,27 @@ import (
 )
 
 // Tuning notes (toolgate eval, weights fixed at 0.4/0.6, all-MiniLM-L6-v2
-// fp32; Hit@1 / nDCG@10 in %, azure-mcp then metatool):
+// fp32, index document text of d5fff63; Hit@1 / nDCG@10 in %):
 //
-//	keyword max,    cosine raw:    78.9/90.7  49.0/64.6  (vector alone on metatool: 50.5/64.8)
-//	keyword max,    cosine minmax: 78.0/90.3  53.1/67.8  (pool 10: 75.4/88.8 53.9/68.2 — pool-sensitive)
-//	keyword max,    cosine max:    79.3/90.9  53.4/68.0  ← default; same for pools of 10, 30, 100
-//	keyword minmax, any cosine:    within 0.5 of keyword max
-//	bm25 / vector / rrf alone:     71.1/87.3 60.8/80.7 75.9/89.1 — 44.1/56.7 50.5/64.8 52.8/65.7
+//	                                  azure-mcp   metatool
+//	bm25 alone                        71.1/87.3   44.1/56.7
+//	vector alone                      80.6/91.2   50.5/64.8
+//	rrf (k=60)                        81.5/92.0   52.8/65.7
+//	hybrid, keyword max, cosine raw   79.7/91.5   49.0/64.6  (clamp: same)
+//	hybrid, keyword max, cosine minmax 82.3/92.5  53.1/67.8  (pool 10: 82.8/92.7 53.9/68.2: pool-sensitive)
+//	hybrid, keyword max, cosine max   82.8/92.6   53.4/68.0  (pools 10–100: same)
+//	hybrid, keyword max, cosine mean  83.2/92.8   54.5/68.6  ← default (pool-independent)
+//	hybrid, keyword mean, cosine mean 83.6/92.9   54.4/68.5
+//	hybrid, keyword minmax, any       within 0.5 of keyword max
 //
-// Raw cosines of MiniLM top out around 0.5–0.7 while the normalised keyword
-// score tops at 1, so with raw cosine the 0.6 vector weight weighs less than
-// the 0.4 keyword weight. Dividing the cosine by the query's best cosine puts
-// both on one scale; min-max over the pool does too but depends on the pool.
+// With the raw cosine, the vector half was worth less than its 0.6 weight:
+// MiniLM cosines of unrelated tools sit well above 0 and the best rarely
+// passes 0.7, while the normalised keyword score tops at 1. Shifting by the
+// catalog's mean cosine and dividing by the best's distance from it gives
+// both signals the same 0–1 span (it equals z-score normalisation clipped at
+// 0 and divided by the best z). Before d5fff63 (document text with
+// parameters) the same ordering held: raw 78.9/90.7 49.0/64.6, max
+// 79.3/90.9 53.4/68.0.
 
 // Norm says how a signal's raw scores are mapped before fusion.
 type Norm string
@@ -33,6 +42,10 @@ const (
 	// NormMinMax maps the candidate pool's lowest score to 0 and its
 	// highest to 1.
 	NormMinMax Norm = "minmax"
+	// NormMean subtracts the mean score over the catalog searched, then
+	// divides by the best score minus the mean, below-mean scores as 0:
+	// "how far above the typical tool, as a fraction of the best".
+	NormMean Norm = "mean"
 	// NormRaw uses the score as it is (for cosine: [-1,1], in practice
 	// about [-0.2,0.9] with MiniLM).
 	NormRaw Norm = "raw"
@@ -43,10 +56,10 @@ const (
 // ParseNorm checks a normalisation name; "" means the default.
 func ParseNorm(s string) (Norm, error) {
 	switch n := Norm(s); n {
-	case "", NormMax, NormMinMax, NormRaw, NormClamp:
+	case "", NormMax, NormMean, NormMinMax, NormRaw, NormClamp:
 		return n, nil
 	}
-	return "", fmt.Errorf("unknown normalisation %q: want max, minmax, raw or clamp", s)
+	return "", fmt.Errorf("unknown normalisation %q: want max, mean, minmax, raw or clamp", s)
 }
 
 // ranked is one fused candidate before it becomes a Hit.
@@ -110,18 +123,13 @@ func (e *Engine) rank(mode Mode, kw, vec []index.Scored, limit int) []ranked {
 			rawVec[s.ID] = s.Score
 		}
 	}
-	var kwMax float64
-	if len(kw) > 0 {
-		kwMax = kw[0].Score
-	}
-	kwN := normalise(o.KeywordNorm, cands, rawKW, kwMax)
+	// The catalog searched (after the server filter): the vector list
+	// covers all of it; the keyword list only the tools that match.
+	total := max(len(kw), len(vec))
+	kwN := normalise(o.KeywordNorm, cands, rawKW, kw, total)
 	var vecN map[string]float64
 	if vec != nil {
-		var vecMax float64
-		if len(vec) > 0 {
-			vecMax = vec[0].Score
-		}
-		vecN = normalise(o.VectorNorm, cands, rawVec, vecMax)
+		vecN = normalise(o.VectorNorm, cands, rawVec, vec, total)
 	}
 
 	for _, c := range cands {
@@ -158,11 +166,29 @@ func (e *Engine) rank(mode Mode, kw, vec []index.Scored, limit int) []ranked {
 	return out
 }
 
-// normalise maps the candidates' raw scores with n. best is the top score
-// of the whole list (for NormMax).
-func normalise(n Norm, cands []*ranked, raw map[string]float64, best float64) map[string]float64 {
+// normalise maps the candidates' raw scores with n. all is the signal's
+// whole list, best first; tools of the catalog (total of them) missing from
+// it score 0.
+func normalise(n Norm, cands []*ranked, raw map[string]float64, all []index.Scored, total int) map[string]float64 {
 	out := make(map[string]float64, len(cands))
+	var best float64
+	if len(all) > 0 {
+		best = all[0].Score
+	}
 	switch n {
+	case NormMean:
+		var sum float64
+		for _, s := range all {
+			sum += s.Score
+		}
+		mean := sum / float64(max(total, 1))
+		if best > mean {
+			for _, c := range cands {
+				out[c.id] = max(raw[c.id]-mean, 0) / (best - mean)
+			}
+			break
+		}
+		fallthrough // one tool, or all equal: nothing stands out
 	case NormMax:
 		if best > 0 {
 			for _, c := range cands {

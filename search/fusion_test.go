@@ -22,7 +22,20 @@ func TestRank(t *testing.T) {
 		want []ranked
 	}{
 		{
-			name: "hybrid max/max (default)",
+			name: "hybrid max/mean (default)",
+			mode: ModeHybrid,
+			// mean cosine over the 5 tools 0.36, best 0.9: (cos-0.36)/0.54.
+			want: []ranked{
+				{id: "d", keyword: 0, vector: 1, score: 0.6},
+				{id: "b", keyword: 0.5, vector: 0.34 / 0.54, score: 0.4*0.5 + 0.6*0.34/0.54},
+				{id: "a", keyword: 1, vector: 0, score: 0.4},
+				{id: "c", keyword: 0.25, vector: 0, score: 0.1},
+				{id: "e", keyword: 0, vector: 0, score: 0},
+			},
+		},
+		{
+			name: "hybrid max/max",
+			opts: Options{VectorNorm: NormMax},
 			mode: ModeHybrid,
 			// cosine divided by the best (0.9), negatives as 0.
 			want: []ranked{
@@ -93,6 +106,7 @@ func TestRank(t *testing.T) {
 		},
 		{
 			name: "bm25",
+			opts: Options{VectorNorm: NormMax},
 			mode: ModeBM25,
 			want: []ranked{
 				{id: "a", keyword: 1, vector: 0.2 / 0.9, score: 1},

@@ -87,10 +87,12 @@ type Options struct {
 	// RRFK is the k constant of reciprocal rank fusion. Default 60.
 	RRFK float64
 	// KeywordNorm and VectorNorm say how each signal is mapped to [0,1]
-	// before the weighted sum. Default NormMax for both: each signal's best
-	// score of the query becomes 1, so the two are on one scale and the
-	// weights mean what they say (raw MiniLM cosines top out around 0.5–0.7,
-	// which let BM25 dominate; see the tuning notes in fusion.go).
+	// before the weighted sum. Defaults: NormMax for the keyword score (the
+	// query's best BM25 becomes 1) and NormMean for the cosine (the catalog's
+	// mean cosine becomes 0, the best 1). Both signals then span one scale,
+	// so the weights mean what they say; raw MiniLM cosines sit between a
+	// query-dependent floor around 0.1–0.3 and a top around 0.5–0.7, which
+	// let BM25 dominate. Measurements are in fusion.go.
 	KeywordNorm, VectorNorm Norm
 	// Logger receives degraded-mode notices; nil discards.
 	Logger *slog.Logger
@@ -119,7 +121,7 @@ func (o *Options) withDefaults() Options {
 		out.KeywordNorm = NormMax
 	}
 	if out.VectorNorm == "" {
-		out.VectorNorm = NormMax
+		out.VectorNorm = NormMean
 	}
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.DiscardHandler)
@@ -148,8 +150,10 @@ type Hit struct {
 	// Keyword is the BM25 score normalised per query to [0,1]: divided by
 	// the query's best BM25 score (0 when the tool matches no query term).
 	Keyword float64
-	// Vector is the cosine normalised per query to [0,1]: divided by the
-	// query's best cosine, negatives as 0 (0 when vectors are unavailable).
+	// Vector is the cosine normalised per query to [0,1]: how far it is
+	// above the mean cosine of the catalog searched, as a fraction of the
+	// best's distance (0 at or below the mean, 1 for the best; 0 when
+	// vectors are unavailable).
 	Vector float64
 	// BM25 and Cosine are the raw signals before normalisation.
 	BM25, Cosine float64

@@ -61,8 +61,8 @@ with metrics as fractions 0–1.`,
 	fl.BoolVar(&f.misses, "misses", false, "list the queries with no relevant tool in the top 5, and what came first")
 	fl.IntVar(&f.limitQueries, "limit-queries", 0, "use only the first N queries (0: all)")
 	fl.IntVar(&f.candidates, "candidates", 0, fmt.Sprintf("top-N of each signal fused by hybrid and rrf (default %d)", search.DefaultCandidates))
-	fl.StringVar(&f.keywordNorm, "keyword-norm", "", "keyword normalisation for hybrid: max, minmax, raw or clamp (default max)")
-	fl.StringVar(&f.vectorNorm, "vector-norm", "", "cosine normalisation for hybrid: max, minmax, raw or clamp (default max)")
+	fl.StringVar(&f.keywordNorm, "keyword-norm", "", "keyword normalisation for hybrid: max, mean, minmax, raw or clamp (default max)")
+	fl.StringVar(&f.vectorNorm, "vector-norm", "", "cosine normalisation for hybrid: mean, max, minmax, raw or clamp (default mean)")
 	g.addEmbedFlags(cmd)
 	return cmd
 }

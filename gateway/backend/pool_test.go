@@ -642,3 +642,24 @@ func BenchmarkCallEcho(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStartClose measures one start/stop cycle of a stdio backend:
+// process start, handshake, tool listing, and the stop sequence. The legacy
+// variant shows the cost of the discover probe (one ping plus ProbeTimeout).
+func BenchmarkStartClose(b *testing.B) {
+	for _, mode := range []string{"normal", "ignore-discover"} {
+		b.Run(mode, func(b *testing.B) {
+			o := testOptions(nil)
+			o.ProbeTimeout = 100 * time.Millisecond
+			srv := backendtest.Command(b, mode)
+			for b.Loop() {
+				p := New([]config.Server{srv}, o)
+				p.Start(context.Background())
+				if st := p.Status()[0]; st.State != StateUp {
+					b.Fatalf("state %s: %s", st.State, st.Err)
+				}
+				p.Close()
+			}
+		})
+	}
+}

@@ -50,6 +50,7 @@ type backend struct {
 	mu       sync.Mutex
 	state    State
 	err      error
+	lastErr  error // latest failure, kept when up again
 	since    time.Time
 	stateCh  chan struct{} // closed and replaced on every state change
 	connects int           // connect attempts so far
@@ -120,6 +121,9 @@ func (b *backend) status() Status {
 	if b.err != nil {
 		st.Err = b.err.Error()
 	}
+	if b.lastErr != nil {
+		st.LastErr = b.lastErr.Error()
+	}
 	if b.run != nil {
 		st.Protocol = b.run.protocol
 		if b.run.proc != nil {
@@ -136,6 +140,9 @@ func (b *backend) setState(s State, err error) {
 		b.since = time.Now()
 	}
 	b.state, b.err = s, err
+	if err != nil && !errors.Is(err, errStopped) {
+		b.lastErr = err
+	}
 	close(b.stateCh)
 	b.stateCh = make(chan struct{})
 }

@@ -179,11 +179,12 @@ type Status struct {
 	Name      string    `json:"name"`
 	Transport string    `json:"transport"` // stdio | http | sse
 	State     State     `json:"state"`
-	Err       string    `json:"error,omitempty"` // why it is down (or the last failure)
-	Tools     int       `json:"tools"`           // tools known (kept while down)
-	Since     time.Time `json:"since"`           // when State last changed
-	Restarts  int       `json:"restarts"`        // restarts after the first connect
-	PID       int       `json:"pid,omitempty"`   // stdio process id while running
+	Err       string    `json:"error,omitempty"`     // why it is down
+	LastErr   string    `json:"lastError,omitempty"` // the latest failure, kept after a restart
+	Tools     int       `json:"tools"`               // tools known (kept while down)
+	Since     time.Time `json:"since"`               // when State last changed
+	Restarts  int       `json:"restarts"`            // restarts after the first connect
+	PID       int       `json:"pid,omitempty"`       // stdio process id while running
 	Protocol  string    `json:"protocol,omitempty"`
 }
 

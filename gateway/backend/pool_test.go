@@ -332,6 +332,9 @@ func TestRestartAfterCrash(t *testing.T) {
 	if res, err := p.CallTool(context.Background(), "fake", "echo", map[string]any{"text": "back"}); err != nil || textOf(t, res) != "back" {
 		t.Fatalf("echo after restart = %v, %v", res, err)
 	}
+	if st := statusOf(t, p, "fake"); st.Err != "" || !strings.Contains(st.LastErr, "exit status 2") {
+		t.Errorf("after restart: Err %q, LastErr %q", st.Err, st.LastErr)
+	}
 	// The second crash exhausts the one restart: the backend stays down.
 	_, _ = p.CallTool(context.Background(), "fake", "crash", nil)
 	eventually(t, "backend down for good", func() bool { return statusOf(t, p, "fake").State == StateDown })

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -88,6 +89,9 @@ type evalMiss struct {
 
 func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error {
 	log := g.logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	if f.tools == "" || f.queries == "" {
 		return usageError{errors.New("eval needs --tools and --queries (bench JSONL files, e.g. ../shared/bench/azure-mcp/tools.jsonl)")}
 	}

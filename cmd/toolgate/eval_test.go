@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/models"
+)
+
+// writeBench writes a tiny bench dataset into <tmp>/tiny and returns the
+// tools and queries paths.
+func writeBench(t *testing.T, groups bool) (string, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tools := `{"server": "fs", "name": "read_file", "description": "Read the contents of a file.", "input_schema": {"type": "object"}}
+{"server": "fs", "name": "write_file", "description": "Write content to a file.", "input_schema": null}
+{"server": "git", "name": "git_commit", "description": "Record changes to the repository.", "input_schema": null}
+{"server": "odd server", "name": "PDF&URLTool", "description": "Summarise a PDF document from a URL.", "input_schema": null}
+`
+	queries := `{"query": "read a file", "relevant": ["fs__read_file"]}
+{"query": "summarise this PDF document", "relevant": ["odd server__PDF&URLTool"], "subset": "single"}
+{"query": "zzz nothing matches", "relevant": ["git__git_commit"]}
+`
+	if groups {
+		queries += `{"query": "write a file then commit the repository", "relevant": ["fs__write_file", "git__git_commit"], "relevant_groups": [["fs__write_file"], ["git__git_commit"]]}
+`
+	}
+	tp, qp := filepath.Join(dir, "tools.jsonl"), filepath.Join(dir, "queries.jsonl")
+	if err := os.WriteFile(tp, []byte(tools), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(qp, []byte(queries), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return tp, qp
+}
+
+func evalGlobals(t *testing.T) *globals {
+	g := &globals{dataDir: t.TempDir(), logger: slog.New(slog.DiscardHandler)}
+	return g
+}
+
+func TestEvalJSON(t *testing.T) {
+	for _, groups := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "groups"}[groups], func(t *testing.T) {
+			tp, qp := writeBench(t, groups)
+			var out bytes.Buffer
+			err := runEval(context.Background(), evalGlobals(t), &evalFlags{tools: tp, queries: qp, mode: "bm25", json: true, misses: true}, &out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			if len(lines) != 1 {
+				t.Fatalf("want one JSON line for one mode, got %q", out.String())
+			}
+			var got struct {
+				Dataset   string             `json:"dataset"`
+				Mode      string             `json:"mode"`
+				Tools     int                `json:"tools"`
+				Queries   int                `json:"queries"`
+				Metrics   map[string]float64 `json:"metrics"`
+				LatencyMS map[string]float64 `json:"latency_ms"`
+				Misses    []evalMiss         `json:"misses"`
+			}
+			if err := json.Unmarshal([]byte(lines[0]), &got); err != nil {
+				t.Fatal(err)
+			}
+			wantKeys := []string{"hit@1", "hit@10", "hit@5", "mrr@10", "ndcg@10", "recall@10", "recall@5"}
+			wantQueries := 3
+			if groups {
+				wantKeys = append(wantKeys, "group_recall@10", "group_recall@5")
+				wantQueries = 4
+			}
+			var keys []string
+			for k, v := range got.Metrics {
+				keys = append(keys, k)
+				if v < 0 || v > 1 {
+					t.Errorf("metric %s = %v, want a fraction 0-1", k, v)
+				}
+			}
+			slices.Sort(keys)
+			slices.Sort(wantKeys)
+			if diff := cmp.Diff(wantKeys, keys); diff != "" {
+				t.Errorf("metric keys (-want +got):\n%s", diff)
+			}
+			if got.Dataset != "tiny" || got.Mode != "bm25" || got.Tools != 4 || got.Queries != wantQueries {
+				t.Errorf("header = %q %q %d tools %d queries", got.Dataset, got.Mode, got.Tools, got.Queries)
+			}
+			if _, ok := got.LatencyMS["p95"]; !ok {
+				t.Errorf("latency_ms = %v, want p50 and p95", got.LatencyMS)
+			}
+			if len(got.Misses) != 1 || got.Misses[0].Line != 3 {
+				t.Errorf("misses = %+v, want the query on line 3", got.Misses)
+			}
+		})
+	}
+}
+
+func TestEvalTableAndMisses(t *testing.T) {
+	tp, qp := writeBench(t, false)
+	var out bytes.Buffer
+	if err := runEval(context.Background(), evalGlobals(t), &evalFlags{tools: tp, queries: qp, mode: "bm25", misses: true, limitQueries: 3}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"dataset tiny: 4 tools, 3 queries", "Hit@1", "nDCG@10", "bm25", `line 3: "zzz nothing matches"`, "want git__git_commit (not in top 10)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// Without the embedder, bm25 still reports and the vector modes fail with
+// the reason and the install command.
+func TestEvalWithoutEmbedder(t *testing.T) {
+	tp, qp := writeBench(t, false)
+	g := evalGlobals(t)
+	g.embed().ortLib = filepath.Join(t.TempDir(), "libonnxruntime.so.1")
+	var out bytes.Buffer
+	err := runEval(context.Background(), g, &evalFlags{tools: tp, queries: qp, mode: "all", json: true}, &out)
+	if err == nil || !strings.Contains(err.Error(), "vector, hybrid, rrf") || !strings.Contains(err.Error(), "fetch-onnxruntime") {
+		t.Errorf("err = %v, want the skipped modes and the install command", err)
+	}
+	if !strings.Contains(out.String(), `"mode":"bm25"`) || strings.Count(out.String(), "\n") != 1 {
+		t.Errorf("output = %q, want the bm25 line only", out.String())
+	}
+	out.Reset()
+	err = runEval(context.Background(), g, &evalFlags{tools: tp, queries: qp, mode: "hybrid"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "mode hybrid needs the embedding model") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestEvalErrors(t *testing.T) {
+	tp, qp := writeBench(t, false)
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	if err := os.WriteFile(bad, []byte(`{"query": "x", "relevant": ["fs__nope"]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		f     evalFlags
+		usage bool
+		want  string
+	}{
+		{"no files", evalFlags{mode: "all"}, true, "needs --tools and --queries"},
+		{"bad mode", evalFlags{tools: tp, queries: qp, mode: "fast"}, true, `--mode "fast"`},
+		{"bad norm", evalFlags{tools: tp, queries: qp, mode: "bm25", vectorNorm: "log"}, true, "--vector-norm"},
+		{"negative limit", evalFlags{tools: tp, queries: qp, mode: "bm25", limitQueries: -1}, true, "--limit-queries"},
+		{"missing file", evalFlags{tools: tp + ".nope", queries: qp, mode: "bm25"}, false, "no such file"},
+		{"unknown relevant", evalFlags{tools: tp, queries: bad, mode: "bm25"}, false, `line 1: relevant "fs__nope" is not a tool`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := runEval(context.Background(), evalGlobals(t), &tt.f, &bytes.Buffer{})
+			var ue usageError
+			if err == nil || !strings.Contains(err.Error(), tt.want) || errors.As(err, &ue) != tt.usage {
+				t.Errorf("err = %v (usage error: %v), want %q (usage error: %v)", err, errors.As(err, &ue), tt.want, tt.usage)
+			}
+		})
+	}
+}
+
+// With the real embedder every mode reports, in the order bm25, vector,
+// hybrid, rrf.
+func TestEvalAllModes(t *testing.T) {
+	tp, qp := writeBench(t, true)
+	g := evalGlobals(t)
+	g.embed().modelDir = models.Dir("") // the installed model; caches stay in the temp data dir
+	if _, c, err := g.openEmbedder(context.Background()); err != nil {
+		requireOrSkip(t, "embedder unavailable: %v", err)
+	} else {
+		c.Close()
+	}
+	var out bytes.Buffer
+	if err := runEval(context.Background(), g, &evalFlags{tools: tp, queries: qp, mode: "all", json: true}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var modes []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var l evalLine
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatal(err)
+		}
+		modes = append(modes, string(l.Mode))
+		if l.Metrics["hit@5"] < 0.5 {
+			t.Errorf("%s: hit@5 %v on an easy set", l.Mode, l.Metrics["hit@5"])
+		}
+	}
+	if diff := cmp.Diff([]string{"bm25", "vector", "hybrid", "rrf"}, modes); diff != "" {
+		t.Errorf("modes (-want +got):\n%s", diff)
+	}
+}

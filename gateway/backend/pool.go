@@ -317,6 +317,12 @@ func (p *Pool) CallTool(ctx context.Context, server, tool string, args map[strin
 	if !ok {
 		return nil, &UnavailableError{Server: server, Err: fmt.Errorf("%w (configured: %v)", ErrUnknownServer, p.order)}
 	}
+	p.mu.Lock()
+	started, closed := p.started, p.closed
+	p.mu.Unlock()
+	if !started || closed {
+		return nil, &UnavailableError{Server: server, Err: errors.New("the pool is not running (Start not called, or closed)")}
+	}
 	return b.callTool(ctx, tool, args)
 }
 

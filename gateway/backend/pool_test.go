@@ -247,6 +247,15 @@ func TestCallTools(t *testing.T) {
 			t.Errorf("IsError = false for invalid arguments: %v", textOf(t, res))
 		}
 	})
+	t.Run("pool not started", func(t *testing.T) {
+		q := New([]config.Server{backendtest.Command(t, "normal")}, nil)
+		defer q.Close()
+		_, err := q.CallTool(ctx, "fake", "echo", nil)
+		var ue *UnavailableError
+		if !errors.As(err, &ue) {
+			t.Fatalf("err = %v, want UnavailableError", err)
+		}
+	})
 	t.Run("unknown server", func(t *testing.T) {
 		_, err := p.CallTool(ctx, "nope", "echo", nil)
 		var ue *UnavailableError

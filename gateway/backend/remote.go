@@ -26,7 +26,11 @@ type headerTransport struct {
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	for k, vs := range t.headers {
-		req.Header[k] = vs
+		// The protocol's own headers (Accept, Content-Type, Mcp-Session-Id,
+		// Mcp-Protocol-Version, Last-Event-ID) stay as go-sdk set them.
+		if _, set := req.Header[k]; !set {
+			req.Header[k] = vs
+		}
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil || resp.Body == nil {

@@ -303,11 +303,17 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		}
 	}
 
-	// Both signals are fetched for the whole (server-filtered) catalog: the
-	// index scores every matching document anyway, and full lists give every
-	// candidate its exact score in the other signal instead of a guess.
+	// With vectors, both signals are fetched for the whole (server-filtered)
+	// catalog: every candidate gets its exact score in the other signal
+	// instead of a guess, and NormMean needs the catalog's mean cosine.
+	// BM25 alone needs only its top hits (BenchmarkSearchScale: 10k tools,
+	// all of Bleve's hits 20 ms, top 100 8 ms).
 	n := ix.Len()
-	kw, err := ix.Keyword(text, n, q.Server)
+	kwDepth := n
+	if qvec == nil {
+		kwDepth = limit
+	}
+	kw, err := ix.Keyword(text, kwDepth, q.Server)
 	if err != nil {
 		return Result{}, fmt.Errorf("keyword search: %w", err)
 	}

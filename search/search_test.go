@@ -330,3 +330,27 @@ func BenchmarkSearch(b *testing.B) {
 		})
 	}
 }
+
+// Swap closes the old index once no search holds it, and Close the current
+// one; a closed Bleve index refuses searches.
+func TestSwapClosesOld(t *testing.T) {
+	old, cur := build(t, catalog, nil), build(t, catalog, nil)
+	e := search.New(old, nil, nil)
+	if _, err := old.Keyword("file", 5, ""); err != nil {
+		t.Fatalf("before swap: %v", err)
+	}
+	e.Swap(cur)
+	if _, err := old.Keyword("file", 5, ""); err == nil {
+		t.Error("old index still open after Swap")
+	}
+	if _, err := e.Search(context.Background(), search.Query{Text: "file"}); err != nil {
+		t.Errorf("search after swap: %v", err)
+	}
+	e.Close()
+	if _, err := cur.Keyword("file", 5, ""); err == nil {
+		t.Error("current index still open after Close")
+	}
+	if _, err := e.Search(context.Background(), search.Query{Text: "file"}); err == nil {
+		t.Error("search after Close: no error")
+	}
+}

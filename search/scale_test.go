@@ -1,0 +1,55 @@
+package search_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/search"
+)
+
+var words = []string{"read", "write", "file", "list", "directory", "create", "delete", "update", "user", "issue",
+	"repository", "commit", "branch", "query", "database", "table", "record", "message", "channel", "send",
+	"search", "web", "page", "fetch", "image", "video", "calendar", "event", "email", "contact"}
+
+// scaleCatalog is n tools whose descriptions mix the words above.
+func scaleCatalog(n int) []index.Tool {
+	tools := make([]index.Tool, n)
+	for i := range tools {
+		desc := ""
+		for j := range 12 {
+			desc += words[(i*7+j*j*13+i/len(words))%len(words)] + " "
+		}
+		tools[i] = index.Tool{Server: fmt.Sprintf("s%d", i%20), Name: fmt.Sprintf("tool_%d_%s", i, words[i%len(words)]), Description: desc}
+	}
+	return tools
+}
+
+// BenchmarkSearchScale: one query on a 10k-tool catalog, per mode (the
+// query embedding is the hash stand-in, so this is the ranker's own cost).
+func BenchmarkSearchScale(b *testing.B) {
+	emb := &hashEmbedder{}
+	ix := build(b, scaleCatalog(10000), emb)
+	e := search.New(ix, emb, nil)
+	defer e.Close()
+	b.Run("keyword-all", func(b *testing.B) {
+		for b.Loop() {
+			ix.Keyword("create a calendar event and send an email", ix.Len(), "")
+		}
+	})
+	b.Run("keyword-100", func(b *testing.B) {
+		for b.Loop() {
+			ix.Keyword("create a calendar event and send an email", 100, "")
+		}
+	})
+	for _, mode := range search.Modes {
+		b.Run(string(mode), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := e.Search(context.Background(), search.Query{Text: "create a calendar event and send an email", Mode: mode}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -179,6 +179,18 @@ type Engine struct {
 // queries; nil means BM25 only (degraded).
 func New(ix *index.Index, emb index.Embedder, opts *Options) *Engine {
 	o := opts.withDefaults()
+	if m, err := ParseMode(string(o.Mode)); err != nil || m == "" {
+		o.Logger.Warn("unknown default search mode; using hybrid", "mode", o.Mode)
+		o.Mode = ModeHybrid
+	}
+	if _, err := ParseNorm(string(o.KeywordNorm)); err != nil {
+		o.Logger.Warn("unknown keyword normalisation; using max", "norm", o.KeywordNorm)
+		o.KeywordNorm = NormMax
+	}
+	if _, err := ParseNorm(string(o.VectorNorm)); err != nil {
+		o.Logger.Warn("unknown vector normalisation; using mean", "norm", o.VectorNorm)
+		o.VectorNorm = NormMean
+	}
 	e := &Engine{emb: emb, opts: o, log: o.Logger}
 	e.cur.Store(newSnapshot(ix))
 	if degraded, why := e.Degraded(); degraded {

@@ -354,3 +354,17 @@ func TestSwapClosesOld(t *testing.T) {
 		t.Error("search after Close: no error")
 	}
 }
+
+func TestBadOptionsFallBack(t *testing.T) {
+	emb := &hashEmbedder{}
+	e := search.New(build(t, catalog, emb), emb, &search.Options{Mode: "fancy", VectorNorm: "log", KeywordNorm: "exp"})
+	defer e.Close()
+	o := e.Options()
+	if o.Mode != search.ModeHybrid || o.VectorNorm != search.NormMean || o.KeywordNorm != search.NormMax {
+		t.Errorf("options = %+v, want defaults for the bad values", o)
+	}
+	res, err := e.Search(context.Background(), search.Query{Text: "read a file"})
+	if err != nil || res.Mode != search.ModeHybrid || len(res.Hits) == 0 || res.Hits[0].Score == 0 {
+		t.Errorf("Search = %+v, %v", res, err)
+	}
+}

@@ -45,7 +45,12 @@ const (
 	DefaultMaxLimit              = 50
 	DefaultEmbedVariant          = "fp32"
 	DefaultMaxBodyBytes          = 4 << 20
+	DefaultStableAfter           = time.Minute
 )
+
+// DefaultRestartDelays are the waits before each restart of a backend that
+// died: 2s, 5s, 10s, then it stays down.
+var DefaultRestartDelays = []time.Duration{2 * time.Second, 5 * time.Second, 10 * time.Second}
 
 // File is a parsed, expanded and validated config file.
 type File struct {
@@ -84,6 +89,42 @@ type Server struct {
 	// (Servers fills them in).
 	ConnectTimeout Duration `json:"connectTimeout,omitzero"`
 	CallTimeout    Duration `json:"callTimeout,omitzero"`
+
+	// Lazy defers starting the server to the first execute_tool on one of
+	// its tools (search uses the persisted catalog).
+	Lazy bool `json:"lazy,omitempty"`
+	// IdleTimeout stops a lazy server after this long without calls
+	// (0 = keep it running). Only lazy servers may set it.
+	IdleTimeout Duration `json:"idleTimeout,omitzero"`
+	// Restart overrides the toolgate section's restart policy for this
+	// server (nil = the section's). Servers fills in the fields it leaves
+	// unset from the section.
+	Restart *Restart `json:"restart,omitempty"`
+}
+
+// Restart is a restart policy: the waits before each restart of a backend
+// that died or failed to start; after the last one it stays down.
+type Restart struct {
+	// Delays are the waits before restart 1, 2, …. nil means the default
+	// (2s, 5s, 10s) or, in a server, the toolgate section's; an empty list
+	// means never restart.
+	Delays []Duration `json:"delays"`
+	// StableAfter is how long a backend must stay up for its restart count
+	// to start over (default 1m; 0 = the default).
+	StableAfter Duration `json:"stableAfter,omitzero"`
+}
+
+// DelayDurations returns Delays as time.Durations (nil stays nil, empty
+// stays empty), the shape backend.Options.RestartDelays takes.
+func (r Restart) DelayDurations() []time.Duration {
+	if r.Delays == nil {
+		return nil
+	}
+	out := make([]time.Duration, len(r.Delays))
+	for i, d := range r.Delays {
+		out[i] = d.Duration
+	}
+	return out
 }
 
 // Settings is the optional "toolgate" section. Parse fills in defaults, so
@@ -92,6 +133,9 @@ type Settings struct {
 	ConnectTimeout        Duration `json:"connectTimeout,omitzero"`        // default 30s
 	CallTimeout           Duration `json:"callTimeout,omitzero"`           // default 60s
 	MaxConcurrentConnects int      `json:"maxConcurrentConnects,omitzero"` // default 8
+	// Restart is the restart policy of every server without its own
+	// (default delays 2s, 5s, 10s; stableAfter 1m).
+	Restart Restart `json:"restart,omitzero"`
 
 	Search SearchSettings `json:"search,omitzero"`
 	Embed  EmbedSettings  `json:"embed,omitzero"`
@@ -171,7 +215,9 @@ func parseDuration(b []byte) (time.Duration, error) {
 }
 
 // Servers returns the enabled servers sorted by name, with the toolgate
-// section's timeouts filled in where a server has none of its own.
+// section's timeouts filled in where a server has none of its own. A server's
+// own Restart gets the fields it leaves unset from the section's; a server
+// without one keeps Restart nil (it follows the section's policy).
 func (f *File) Servers() []Server {
 	var out []Server
 	for _, s := range f.All() {
@@ -198,6 +244,16 @@ func (f *File) All() []Server {
 		}
 		if s.CallTimeout.Duration == 0 {
 			s.CallTimeout = f.Toolgate.CallTimeout
+		}
+		if s.Restart != nil {
+			r := *s.Restart
+			if r.Delays == nil {
+				r.Delays = slices.Clone(f.Toolgate.Restart.Delays)
+			}
+			if r.StableAfter.Duration == 0 {
+				r.StableAfter = f.Toolgate.Restart.StableAfter
+			}
+			s.Restart = &r
 		}
 		out = append(out, s)
 	}

@@ -103,6 +103,32 @@ func TestParseGood(t *testing.T) {
 			},
 		},
 		{
+			name: "lazy, idle timeout, restart policy with per-server overrides",
+			in: `{"mcpServers": {
+				"a": {"command": "x", "lazy": true, "idleTimeout": "10m"},
+				"b": {"command": "x", "restart": {"delays": []}},
+				"c": {"command": "x", "restart": {"stableAfter": 30}},
+				"d": {"command": "x", "restart": {"delays": ["1s", 0.5], "stableAfter": "2m"}}},
+				"toolgate": {"restart": {"delays": ["3s"], "stableAfter": "5m"}}}`,
+			servers: []Server{
+				{Name: "a", Type: TypeStdio, Command: "x", ConnectTimeout: sec(30), CallTimeout: sec(60), Lazy: true, IdleTimeout: sec(600)},
+				{Name: "b", Type: TypeStdio, Command: "x", ConnectTimeout: sec(30), CallTimeout: sec(60), Restart: &Restart{Delays: []Duration{}, StableAfter: sec(300)}},
+				{Name: "c", Type: TypeStdio, Command: "x", ConnectTimeout: sec(30), CallTimeout: sec(60), Restart: &Restart{Delays: []Duration{sec(3)}, StableAfter: sec(30)}},
+				{Name: "d", Type: TypeStdio, Command: "x", ConnectTimeout: sec(30), CallTimeout: sec(60), Restart: &Restart{Delays: []Duration{sec(1), sec(0.5)}, StableAfter: sec(120)}},
+			},
+			settings: func(s *Settings) {
+				s.Restart = Restart{Delays: []Duration{sec(3)}, StableAfter: sec(300)}
+			},
+		},
+		{
+			name:    "empty restart delays in the toolgate section mean never restart",
+			in:      `{"mcpServers": {"m": {"command": "x"}}, "toolgate": {"restart": {"delays": []}}}`,
+			servers: []Server{{Name: "m", Type: TypeStdio, Command: "x", ConnectTimeout: sec(30), CallTimeout: sec(60)}},
+			settings: func(s *Settings) {
+				s.Restart.Delays = []Duration{}
+			},
+		},
+		{
 			name:    "BOM, null toolgate section, unknown keys tolerated",
 			in:      "\xef\xbb\xbf" + `{"globalShortcut": "x", "mcpServers": {"A-1_b": {"command": "x", "autoApprove": [], "timeout": 5, "envFile": ".env"}}, "toolgate": null}`,
 			servers: []Server{{Name: "A-1_b", Type: TypeStdio, Command: "x", ConnectTimeout: sec(30), CallTimeout: sec(60)}},
@@ -237,6 +263,34 @@ func TestParseBad(t *testing.T) {
 			{`toolgate.http.allowedHosts`, "want an array of strings"},
 			{`toolgate.maxConcurrentConnects`, "want a whole number"},
 			{`toolgate.search`, "got an array, want an object"},
+		}},
+		{"lazy, idleTimeout and restart in a server", `{"mcpServers": {
+			"a": {"command": "x", "idleTimeout": "5m"},
+			"b": {"command": "x", "lazy": "yes", "idleTimeout": "-1s"},
+			"c": {"command": "x", "lazy": true, "idleTimeout": "800h"},
+			"d": {"command": "x", "restart": {"delays": ["-2s", "2h", "x"], "stableAfter": "48h", "delay": 1}},
+			"e": {"command": "x", "restart": ["2s"]},
+			"f": {"command": "x", "restart": {"delays": "2s"}}}}`, nil, []want{
+			{`mcpServers["a"].idleTimeout`, `only applies to lazy servers (started by their first call): add "lazy": true`},
+			{`mcpServers["b"].idleTimeout`, "-1s is out of range"},
+			{`mcpServers["b"].lazy`, "got a string, want true or false"},
+			{`mcpServers["c"].idleTimeout`, "800h0m0s is out of range"},
+			{`mcpServers["d"].restart.delay`, `did you mean "delays"?`},
+			{`mcpServers["d"].restart.delays[2]`, `"x" is not a duration`},
+			{`mcpServers["e"].restart`, "got an array, want an object"},
+			{`mcpServers["f"].restart.delays`, "want an array of durations"},
+		}},
+		{"restart ranges (decoded fine)", `{"mcpServers": {"a": {"command": "x", "restart": {"delays": ["-2s", "2h"], "stableAfter": "48h"}}},
+			"toolgate": {"restart": {"delays": [-1], "stableAfter": -5}}}`, nil, []want{
+			{`mcpServers["a"].restart.delays[0]`, "-2s is out of range: use 0s to 1h0m0s"},
+			{`mcpServers["a"].restart.delays[1]`, "2h0m0s is out of range"},
+			{`mcpServers["a"].restart.stableAfter`, "48h0m0s is out of range"},
+			{`toolgate.restart.delays[0]`, "-1s is out of range"},
+			{`toolgate.restart.stableAfter`, "-5s is out of range"},
+		}},
+		{"too many restart delays", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"restart": {"delays": [` + strings.Repeat(`"1s",`, 100) + `"1s"], "restr": 1}}}`, nil, []want{
+			{`toolgate.restart.delays`, "has 101 entries: use at most 100"},
+			{`toolgate.restart.restr`, `unknown setting: valid keys here are delays, stableAfter`},
 		}},
 		{"toolgate not an object", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": 1}`, nil, []want{{"toolgate", "want an object of settings"}}},
 	}
@@ -462,6 +516,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"mcpServers": {"a": {"command": "x", "args": ["${A:-b}"], "env": {"K": "${A}"}}}, "toolgate": {"search": {"keywordWeight": 0.5}}}`))
 	f.Add([]byte(`{"mcpServers": {"a": {"url": "http://h/${A}", "type": "sse", "headers": {"X": "1"}, "callTimeout": 3}}}`))
 	f.Add([]byte(`{"mcpServers": {"a__b": {}}, "toolgate": {"http": {"addr": ":1"}}}`))
+	f.Add([]byte(`{"mcpServers": {"a": {"command": "x", "lazy": true, "idleTimeout": "1m", "restart": {"delays": []}}}, "toolgate": {"restart": {"delays": ["1s", 2], "stableAfter": "1m"}}}`))
 	lookup := env("A", "va")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := Parse(data, "/cfg/f.json", lookup)

@@ -271,7 +271,7 @@ func (p *parser) servers(top map[string]json.RawMessage, f *File) {
 
 // serverKeys are the keys of a server entry that toolgate reads. Other keys
 // belong to other applications and are ignored.
-var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "connectTimeout", "callTimeout"}
+var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "connectTimeout", "callTimeout", "lazy", "idleTimeout", "restart"}
 
 func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
 	s := Server{Name: name}
@@ -296,6 +296,9 @@ func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
 	s.Headers = x.expandMap("headers", d.stringMap("headers"))
 	s.ConnectTimeout = d.duration("connectTimeout")
 	s.CallTimeout = d.duration("callTimeout")
+	s.Lazy = d.bool("lazy")
+	s.IdleTimeout = d.duration("idleTimeout")
+	s.Restart = d.restart("restart")
 	if s.Type == "" {
 		s.Type = inferType(s)
 	}
@@ -461,6 +464,39 @@ func (d *fields) duration(key string) Duration {
 		d.errorf(key, "%v", err)
 	}
 	return Duration{v}
+}
+
+// durations reads an array of durations. An empty array gives an empty,
+// non-nil slice (it means something: "never restart").
+func (d *fields) durations(key string) []Duration {
+	r, ok := d.raw(key)
+	if !ok {
+		return nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(r, &items); err != nil {
+		d.errorf(key, `got %s, want an array of durations, e.g. ["2s", "5s", "10s"]`, rawKind(r))
+		return nil
+	}
+	out := make([]Duration, 0, len(items))
+	for i, it := range items {
+		v, err := parseDuration(it)
+		if err != nil {
+			d.errorf(fmt.Sprintf("%s[%d]", key, i), "%v", err)
+			continue
+		}
+		out = append(out, Duration{v})
+	}
+	return out
+}
+
+// restart reads a restart policy object; nil when the key is absent.
+func (d *fields) restart(key string) *Restart {
+	if !d.has(key) {
+		return nil
+	}
+	rd := d.object(key, restartKeys)
+	return &Restart{Delays: rd.durations("delays"), StableAfter: rd.duration("stableAfter")}
 }
 
 func (d *fields) int(key string) int64 {

@@ -9,10 +9,11 @@ import (
 
 // The keys of the toolgate section, per level. Unknown keys are errors.
 var (
-	settingsKeys = []string{"connectTimeout", "callTimeout", "maxConcurrentConnects", "search", "embed", "http", "dataDir"}
+	settingsKeys = []string{"connectTimeout", "callTimeout", "maxConcurrentConnects", "restart", "search", "embed", "http", "dataDir"}
 	searchKeys   = []string{"mode", "keywordWeight", "vectorWeight", "defaultLimit", "maxLimit"}
 	embedKeys    = []string{"variant", "modelDir", "ortLib", "threads"}
 	httpKeys     = []string{"addr", "allowedOrigins", "allowedHosts", "maxBodyBytes"}
+	restartKeys  = []string{"delays", "stableAfter"}
 )
 
 // Search modes and embedding variants accepted in the toolgate section.
@@ -27,6 +28,10 @@ const (
 	maxSearchLimit        = 1000
 	maxThreads            = 1024
 	maxBodyBytesLimit     = 1 << 30
+	maxRestartDelays      = 100            // entries of restart.delays
+	maxRestartDelay       = time.Hour      // one restart delay
+	maxStableAfter        = 24 * time.Hour // restart.stableAfter
+	maxIdleTimeout        = 7 * 24 * time.Hour
 )
 
 func (p *parser) settings(raw json.RawMessage, s *Settings) {
@@ -47,6 +52,9 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 	s.ConnectTimeout = d.duration("connectTimeout")
 	s.CallTimeout = d.duration("callTimeout")
 	s.MaxConcurrentConnects = int(d.int("maxConcurrentConnects"))
+	if r := d.restart("restart"); r != nil {
+		s.Restart = *r
+	}
 	s.DataDir = path(d, "dataDir")
 
 	sd := d.object("search", searchKeys)
@@ -113,6 +121,33 @@ func (s *Settings) SetDefaults() {
 	if s.HTTP.MaxBodyBytes == 0 {
 		s.HTTP.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if s.Restart.Delays == nil {
+		s.Restart.Delays = make([]Duration, len(DefaultRestartDelays))
+		for i, d := range DefaultRestartDelays {
+			s.Restart.Delays[i] = Duration{d}
+		}
+	}
+	if s.Restart.StableAfter.Duration == 0 {
+		s.Restart.StableAfter.Duration = DefaultStableAfter
+	}
+}
+
+// checkRestart returns the problems of a restart policy as (field, message)
+// pairs, fields relative to the policy ("delays[1]", "stableAfter").
+func checkRestart(r Restart) [][2]string {
+	var out [][2]string
+	if n := len(r.Delays); n > maxRestartDelays {
+		out = append(out, [2]string{"delays", fmt.Sprintf("has %d entries: use at most %d (after the last one the server stays down)", n, maxRestartDelays)})
+	}
+	for i, d := range r.Delays {
+		if d.Duration < 0 || d.Duration > maxRestartDelay {
+			out = append(out, [2]string{fmt.Sprintf("delays[%d]", i), fmt.Sprintf("%s is out of range: use 0s to %s, e.g. \"2s\" (an empty list means never restart)", d.Duration, maxRestartDelay)})
+		}
+	}
+	if d := r.StableAfter.Duration; d < 0 || d > maxStableAfter {
+		out = append(out, [2]string{"stableAfter", fmt.Sprintf("%s is out of range: use a duration up to %s like \"1m\" (or leave it out for the default %s)", d, maxStableAfter, DefaultStableAfter)})
+	}
+	return out
 }
 
 // validate checks the effective values; zero means "default" and passes.
@@ -129,6 +164,9 @@ func (s *Settings) validate() []*FieldError {
 		if d.v < 0 {
 			bad(d.field, "%s is negative: use a positive duration like %q (or leave it out for the default)", d.v, d.def.String())
 		}
+	}
+	for _, p := range checkRestart(s.Restart) {
+		bad("restart."+p[0], "%s", p[1])
 	}
 	if n := s.MaxConcurrentConnects; n < 0 || n > maxConcurrentConnects {
 		bad("maxConcurrentConnects", "%d is out of range: use 1 to %d (default %d)", n, maxConcurrentConnects, DefaultMaxConcurrentConnects)

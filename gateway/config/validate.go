@@ -152,6 +152,17 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 	if d := s.CallTimeout.Duration; d < 0 {
 		bad("callTimeout", "%s is negative: use a positive duration like \"60s\" (or leave it out for the toolgate section's value)", d)
 	}
+	switch d := s.IdleTimeout.Duration; {
+	case d < 0 || d > maxIdleTimeout:
+		bad("idleTimeout", "%s is out of range: use a duration up to %s like \"10m\", or 0 to keep the server running", d, maxIdleTimeout)
+	case d > 0 && !s.Lazy:
+		bad("idleTimeout", `only applies to lazy servers (started by their first call): add "lazy": true, or remove "idleTimeout"`)
+	}
+	if s.Restart != nil {
+		for _, p := range checkRestart(*s.Restart) {
+			bad("restart."+p[0], "%s", p[1])
+		}
+	}
 	return errs
 }
 

@@ -43,8 +43,10 @@ type backend struct {
 
 	notifyMu sync.Mutex // serializes list + OnToolsChanged
 
-	lazy        bool
-	idleTimeout time.Duration
+	lazy          bool
+	idleTimeout   time.Duration
+	restartDelays []time.Duration // Options.RestartDelays or the server's own policy
+	stableAfter   time.Duration
 	wakeCh      chan struct{} // lazy: a call wants the backend started (capacity 1)
 
 	mu       sync.Mutex
@@ -94,9 +96,22 @@ func newBackend(p *Pool, s config.Server) *backend {
 		since:          time.Now(),
 		stateCh:        make(chan struct{}),
 		wakeCh:         make(chan struct{}, 1),
+		restartDelays:  p.opts.RestartDelays,
+		stableAfter:    p.opts.StableAfter,
 	}
 	if p.opts.Lazy != nil && p.opts.Lazy(s) {
 		b.lazy, b.idleTimeout, b.state = true, p.opts.IdleTimeout, StateIdle
+		if d := s.IdleTimeout.Duration; d > 0 {
+			b.idleTimeout = d
+		}
+	}
+	if r := s.Restart; r != nil {
+		if d := r.DelayDurations(); d != nil {
+			b.restartDelays = d
+		}
+		if r.StableAfter.Duration > 0 {
+			b.stableAfter = r.StableAfter.Duration
+		}
 	}
 	if d := s.ConnectTimeout.Duration; d > 0 {
 		b.connectTimeout = d
@@ -486,7 +501,7 @@ func (b *backend) startable() bool {
 			return false
 		}
 		hold := time.Duration(0)
-		if d := b.p.opts.RestartDelays; len(d) > 0 {
+		if d := b.restartDelays; len(d) > 0 {
 			hold = d[0]
 		}
 		return time.Since(b.since) >= hold
@@ -511,7 +526,7 @@ func (b *backend) takeIdle(r *run) bool {
 // delay of RestartDelays; after the last one it stays down.
 func (b *backend) supervise() {
 	defer b.p.wg.Done()
-	delays := b.p.opts.RestartDelays
+	delays := b.restartDelays
 	attempt := 0
 	for {
 		b.mu.Lock()
@@ -531,7 +546,7 @@ func (b *backend) supervise() {
 			err := b.deathErr(r)
 			b.log.Warn("backend died", keyErr, err)
 			b.teardown(r, err)
-			if time.Since(r.upAt) >= b.p.opts.StableAfter {
+			if time.Since(r.upAt) >= b.stableAfter {
 				attempt = 0
 			}
 		}

@@ -88,7 +88,8 @@ type Options struct {
 	// RestartDelays are the waits before each restart of a backend that died
 	// or failed to start; after the last one it stays down. nil means
 	// DefaultRestartDelays; an empty non-nil slice disables restarts. The
-	// count starts over once a backend stayed up for StableAfter.
+	// count starts over once a backend stayed up for StableAfter. A
+	// server's own config.Server.Restart overrides both.
 	RestartDelays []time.Duration
 	// StableAfter is how long a backend must stay up for its restart count
 	// to start over (default 1m).
@@ -112,7 +113,7 @@ type Options struct {
 	// RestartDelays has passed.
 	Lazy func(config.Server) bool
 	// IdleTimeout stops a lazy backend after this long without calls
-	// (0 = keep it running).
+	// (0 = keep it running; a server's own idleTimeout overrides it).
 	IdleTimeout time.Duration
 	// StderrRate is the number of stderr lines per second and backend that
 	// are logged (burst 4×; default 50).

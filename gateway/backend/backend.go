@@ -47,7 +47,7 @@ type backend struct {
 	idleTimeout   time.Duration
 	restartDelays []time.Duration // Options.RestartDelays or the server's own policy
 	stableAfter   time.Duration
-	wakeCh      chan struct{} // lazy: a call wants the backend started (capacity 1)
+	wakeCh        chan struct{} // lazy: a call wants the backend started (capacity 1)
 
 	mu       sync.Mutex
 	state    State

@@ -1,0 +1,103 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway/backend"
+)
+
+// StatusSource reports every backend's state. The backend pool implements it.
+type StatusSource interface {
+	Status() []backend.Status
+}
+
+var _ StatusSource = (*backend.Pool)(nil)
+
+// StatusOptions configure StatusHandler. Nil means defaults.
+type StatusOptions struct {
+	Version string    // default "dev"
+	Started time.Time // when the gateway started; default: when StatusHandler was called
+	// Now is the clock (default time.Now); tests set it.
+	Now func() time.Time
+}
+
+// StatusReport is the JSON document served at GET /status and printed by
+// `toolgate status --json`. Fields are only ever added.
+type StatusReport struct {
+	Version       string          `json:"version"`
+	Started       time.Time       `json:"started"`
+	Uptime        string          `json:"uptime"` // e.g. "1h2m3s"
+	UptimeSeconds float64         `json:"uptimeSeconds"`
+	Backends      []BackendStatus `json:"backends"`
+	Up            int             `json:"up"`    // backends in state "up"
+	Total         int             `json:"total"` // configured (enabled) backends
+}
+
+// BackendStatus is one backend in a StatusReport: the pool's snapshot plus
+// how long it has been in its state.
+type BackendStatus struct {
+	backend.Status
+	// For is how long the backend has been in State (its uptime while up),
+	// e.g. "4m10s".
+	For        string  `json:"for"`
+	ForSeconds float64 `json:"forSeconds"`
+}
+
+// StatusHandler serves GET /status: a StatusReport of src as JSON. Mount it
+// beside /mcp with HTTPOptions.Extra (key "GET /status"), so that it gets the
+// same Host/Origin checks.
+func StatusHandler(src StatusSource, opts *StatusOptions) http.Handler {
+	var o StatusOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Started.IsZero() {
+		o.Started = o.Now()
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "use GET /status", http.StatusMethodNotAllowed)
+			return
+		}
+		rep := BuildStatusReport(src.Status(), o.Version, o.Started, o.Now())
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rep)
+	})
+}
+
+// BuildStatusReport assembles a StatusReport as of now.
+func BuildStatusReport(sts []backend.Status, version string, started, now time.Time) StatusReport {
+	up := now.Sub(started)
+	rep := StatusReport{
+		Version:       version,
+		Started:       started.UTC(),
+		Uptime:        up.Round(time.Second).String(),
+		UptimeSeconds: up.Seconds(),
+		Backends:      make([]BackendStatus, 0, len(sts)),
+		Total:         len(sts),
+	}
+	for _, st := range sts {
+		d := time.Duration(0)
+		if !st.Since.IsZero() {
+			d = max(now.Sub(st.Since), 0)
+		}
+		if st.State == backend.StateUp {
+			rep.Up++
+		}
+		st.Since = st.Since.UTC()
+		rep.Backends = append(rep.Backends, BackendStatus{Status: st, For: d.Round(time.Second).String(), ForSeconds: d.Seconds()})
+	}
+	return rep
+}

@@ -1,0 +1,111 @@
+package gateway
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/gateway/backend"
+)
+
+type fakeStatus []backend.Status
+
+func (f fakeStatus) Status() []backend.Status { return f }
+
+func TestStatusHandler(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+	now := t0.Add(90 * time.Minute)
+	src := fakeStatus{
+		{Name: "memory", Transport: "stdio", State: backend.StateUp, Tools: 9, Since: now.Add(-250 * time.Second), PID: 4242, Protocol: "2026-07-28", Restarts: 1, LastErr: "backend \"memory\": process exited with signal: killed"},
+		{Name: "remote", Transport: "http", State: backend.StateDown, Tools: 3, Since: now.Add(-time.Minute), Err: "connection refused", LastErr: "connection refused", Restarts: 3},
+		{Name: "lazy", Transport: "stdio", State: backend.StateIdle, Since: t0},
+	}
+	h := StatusHandler(src, &StatusOptions{Version: "1.2.3", Started: t0, Now: func() time.Time { return now }})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	t.Run("GET", func(t *testing.T) {
+		resp, err := http.Get(srv.URL + "/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		var raw map[string]any
+		var rep StatusReport
+		body := new(strings.Builder)
+		if _, err := io.Copy(body, resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(body.String()), &raw); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, body)
+		}
+		if err := json.Unmarshal([]byte(body.String()), &rep); err != nil {
+			t.Fatal(err)
+		}
+		want := StatusReport{
+			Version: "1.2.3", Started: t0, Uptime: "1h30m0s", UptimeSeconds: 5400, Up: 1, Total: 3,
+			Backends: []BackendStatus{
+				{Status: src[0], For: "4m10s", ForSeconds: 250},
+				{Status: src[1], For: "1m0s", ForSeconds: 60},
+				{Status: src[2], For: "1h30m0s", ForSeconds: 5400},
+			},
+		}
+		if diff := cmp.Diff(want, rep); diff != "" {
+			t.Errorf("report (-want +got):\n%s", diff)
+		}
+		// The JSON keys clients script against.
+		b0 := raw["backends"].([]any)[0].(map[string]any)
+		for _, k := range []string{"name", "transport", "state", "tools", "restarts", "lastError", "since", "for", "pid", "protocol"} {
+			if _, ok := b0[k]; !ok {
+				t.Errorf("backend JSON lacks %q: %v", k, b0)
+			}
+		}
+		for _, k := range []string{"version", "uptime", "uptimeSeconds", "started", "up", "total"} {
+			if _, ok := raw[k]; !ok {
+				t.Errorf("report JSON lacks %q", k)
+			}
+		}
+	})
+	t.Run("POST is refused", func(t *testing.T) {
+		resp, err := http.Post(srv.URL+"/status", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("POST /status = %d, want 405", resp.StatusCode)
+		}
+	})
+}
+
+// Mounted through HTTPOptions.Extra it sits beside /mcp behind the same guards.
+func TestStatusMountedBesideMCP(t *testing.T) {
+	g, _ := newTestGateway(t, nil)
+	h := g.HTTPHandler(&HTTPOptions{Extra: map[string]http.Handler{
+		"GET /status": StatusHandler(fakeStatus{{Name: "a", State: backend.StateUp}}, nil),
+	}})
+	for _, tt := range []struct {
+		host string
+		want int
+	}{{"127.0.0.1:8931", 200}, {"evil.example:8931", 403}} {
+		req := httptest.NewRequest("GET", "http://"+tt.host+"/status", nil)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tt.want {
+			t.Errorf("GET /status with Host %s = %d, want %d", tt.host, rec.Code, tt.want)
+		}
+		if tt.want == 200 && !strings.Contains(rec.Body.String(), `"name": "a"`) {
+			t.Errorf("body = %s", rec.Body)
+		}
+	}
+}
+

@@ -108,4 +108,3 @@ func TestStatusMountedBesideMCP(t *testing.T) {
 		}
 	}
 }
-

@@ -185,9 +185,11 @@ func plural(s string) string {
 
 // Catalog returns n distinct tools generated from seed. About 25 tools per
 // server; server names are domain names, numbered when a domain repeats
-// ("github", "github-2", …), like several accounts of one service.
+// ("github", "github-2", …), like several accounts of one service. A smaller
+// catalog is a prefix of a larger one with the same seed (up to 50,000
+// tools), so embeddings cached for one size serve the others.
 func Catalog(n int, seed uint64) []index.Tool {
-	r := rand.New(rand.NewPCG(seed, uint64(n)))
+	r := rand.New(rand.NewPCG(seed, 0))
 	tools := make([]index.Tool, 0, n)
 	perServer := 25
 	servers := max(1, (n+perServer-1)/perServer)

@@ -42,3 +42,10 @@ func TestDeterministic(t *testing.T) {
 		t.Errorf("same seed, different queries (-a +b):\n%s", d)
 	}
 }
+
+func TestPrefix(t *testing.T) {
+	small, big := Catalog(1000, Seed), Catalog(10000, Seed)
+	if d := cmp.Diff(small, big[:1000]); d != "" {
+		t.Errorf("Catalog(1000) is not a prefix of Catalog(10000) (-small +big):\n%s", d)
+	}
+}

@@ -42,3 +42,19 @@ func Catalog(byServer map[string][]*mcp.Tool) []index.Tool {
 	slices.SortFunc(out, func(a, b index.Tool) int { return strings.Compare(a.ID(), b.ID()) })
 	return out
 }
+
+// Merge is the catalog to index when some backends' live lists are not
+// known yet (warm start, a backend down or still connecting): servers in
+// live take their live tools; configured servers missing from live keep
+// their tools from prev, so results stay stable across restarts; servers
+// that are no longer configured are dropped.
+func Merge(prev []index.Tool, live map[string][]*mcp.Tool, configured []string) []index.Tool {
+	out := Catalog(live)
+	for _, t := range prev {
+		if _, ok := live[t.Server]; !ok && slices.Contains(configured, t.Server) {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b index.Tool) int { return strings.Compare(a.ID(), b.ID()) })
+	return out
+}

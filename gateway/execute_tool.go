@@ -61,11 +61,6 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if msg := g.validate(tool, args); msg != "" {
 		return toolError("execute_tool %s: the arguments do not match the tool's inputSchema: %s. Fix the arguments (the schema is in search_tools' result) and call again.", a.Name, msg), nil
 	}
-	if g.opts.Describe != nil {
-		if why := g.opts.Describe(tool.Server); why != "" {
-			return toolError("execute_tool %s: %s. The other servers keep working: retry later, or pick another tool with search_tools.", a.Name, why), nil
-		}
-	}
 	res, err := g.caller.CallTool(ctx, tool.Server, tool.Name, args)
 	if err != nil {
 		return g.callError(ctx, a.Name, tool.Server, err), nil

@@ -54,10 +54,11 @@ type Options struct {
 	Version      string       // default "dev"
 	DefaultLimit int          // default 5
 	MaxLimit     int          // default 50
-	// Describe, if set, explains why a backend's tools cannot run right now
-	// (e.g. "backend memory is down: ..."), so execute_tool can say so
-	// before dispatching. It returns "" when the server is usable.
-	Describe func(server string) string
+	// Unavailable, if set, says why a server's tools cannot run right now
+	// (still connecting after a warm start, down, ...), or "" when they can;
+	// search_tools marks such tools. execute_tool still dispatches: the
+	// Caller waits for a connection in progress and explains a down server.
+	Unavailable func(server string) string
 }
 
 // Gateway is the MCP server with the two tools. One Gateway serves any number
@@ -96,7 +97,9 @@ func New(s Searcher, c Caller, opts *Options) *Gateway {
 	g.server = mcp.NewServer(&mcp.Implementation{Name: g.opts.Name, Version: g.opts.Version}, &mcp.ServerOptions{
 		Instructions: "This gateway fronts many MCP servers. Call search_tools with a short description of what you want to do, " +
 			"then call execute_tool with the returned name (server__tool) and arguments that match its inputSchema.",
-		Logger: g.log,
+		// go-sdk logs every session at info level, and in stateless HTTP
+		// mode every request is a session: keep its warnings only.
+		Logger: slog.New(minLevel{g.log.Handler(), slog.LevelWarn}),
 	})
 	g.server.AddTool(searchTool(g.opts.DefaultLimit, g.opts.MaxLimit), g.handleSearch)
 	g.server.AddTool(executeTool(), g.handleExecute)
@@ -134,4 +137,22 @@ func decodeArgs(raw json.RawMessage, v any) error {
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.UseNumber()
 	return dec.Decode(v)
+}
+
+// minLevel drops records below its level.
+type minLevel struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.level && m.Handler.Enabled(ctx, l)
+}
+
+func (m minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{m.Handler.WithAttrs(as), m.level}
+}
+
+func (m minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{m.Handler.WithGroup(name), m.level}
 }

@@ -31,6 +31,9 @@ type FoundTool struct {
 	Score       float64         `json:"score"`
 	Keyword     float64         `json:"keyword"`
 	Vector      float64         `json:"vector"`
+	// Unavailable, when set, says why the tool cannot run right now (its
+	// server is still connecting, or down); it is absent for usable tools.
+	Unavailable string `json:"unavailable,omitempty"`
 }
 
 type searchArgs struct {
@@ -62,7 +65,8 @@ func searchTool(defLimit, maxLimit int) *mcp.Tool {
   "properties": {
     "tools": {"type": "array", "items": {"type": "object", "properties": {
       "name": {"type": "string"}, "server": {"type": "string"}, "description": {"type": "string"},
-      "inputSchema": {"type": "object"}, "score": {"type": "number"}, "keyword": {"type": "number"}, "vector": {"type": "number"}},
+      "inputSchema": {"type": "object"}, "score": {"type": "number"}, "keyword": {"type": "number"}, "vector": {"type": "number"},
+      "unavailable": {"type": "string", "description": "Present when the tool cannot run right now, with the reason."}},
       "required": ["name", "server", "description", "inputSchema", "score", "keyword", "vector"]}},
     "mode": {"type": "string", "enum": ["hybrid", "bm25", "vector", "rrf"]}
   },
@@ -112,6 +116,7 @@ func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*
 			Score:       round4(h.Score),
 			Keyword:     round4(h.Keyword),
 			Vector:      round4(h.Vector),
+			Unavailable: g.unavailable(h.Tool.Server),
 		})
 	}
 	return &mcp.CallToolResult{
@@ -150,6 +155,9 @@ func renderSearch(query string, r SearchResult) string {
 	fmt.Fprintf(&b, "%d tools for %q (mode %s; score = keyword + vector blend):\n", len(r.Tools), query, r.Mode)
 	for i, t := range r.Tools {
 		fmt.Fprintf(&b, "%d. %s  score %.3f (keyword %.3f, vector %.3f)\n", i+1, t.Name, t.Score, t.Keyword, t.Vector)
+		if t.Unavailable != "" {
+			fmt.Fprintf(&b, "   UNAVAILABLE: %s\n", t.Unavailable)
+		}
 		if d := oneLine(t.Description, 240); d != "" {
 			fmt.Fprintf(&b, "   %s\n", d)
 		}
@@ -215,6 +223,14 @@ func paramSummary(schema json.RawMessage) string {
 		parts = append(parts, n+mark+": "+typ)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// unavailable says why server's tools cannot run now, or "".
+func (g *Gateway) unavailable(server string) string {
+	if g.opts.Unavailable == nil {
+		return ""
+	}
+	return g.opts.Unavailable(server)
 }
 
 // servers lists the server names that have tools in the catalog.

@@ -294,3 +294,75 @@ func (w *testLogWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// TestWarmStartKeepsToolsOfDownBackend builds the index with every bundled
+// server up, then serves a config in which the memory server cannot start:
+// the gateway answers from the last catalog, memory's tools stay findable
+// but are marked unavailable, execute_tool says why, and the other servers
+// keep serving.
+func TestWarmStartKeepsToolsOfDownBackend(t *testing.T) {
+	dataDir := t.TempDir()
+	good := bundledConfig(t, nil)
+	out, err := toolgateCmd(t, dataDir, "index", "--config", good).CombinedOutput()
+	if err != nil {
+		t.Fatalf("toolgate index --config: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "tools:        36") {
+		t.Logf("index output:\n%s", out)
+	}
+
+	broken := bundledConfig(t, map[string]any{"memory": brokenServer})
+	cmd := toolgateCmd(t, dataDir, "serve", "--config", broken)
+	logs := &testLogWriter{t: t, prefix: "toolgate: "}
+	cmd.Stderr = logs
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "store a new entity in the knowledge graph", "limit": 3}})
+	if err != nil || res.IsError {
+		t.Fatalf("search_tools: %v %s", err, textOf(res))
+	}
+	var found struct {
+		Tools []struct{ Name, Unavailable string } `json:"tools"`
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &found); err != nil {
+		t.Fatal(err)
+	}
+	var hit bool
+	for _, tl := range found.Tools {
+		if tl.Name == "memory__create_entities" {
+			hit = true
+			// Right after start the memory server is connecting or
+			// already down; either way the tool is marked.
+			if tl.Unavailable == "" {
+				t.Errorf("memory__create_entities not marked unavailable while its server cannot start: %+v", tl)
+			}
+		}
+	}
+	if !hit {
+		t.Errorf("memory__create_entities missing from the warm catalog: %+v", found.Tools)
+	}
+
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": "memory__read_graph"}})
+	if err != nil || !res.IsError || !strings.Contains(textOf(res), `server "memory"`) {
+		t.Errorf("execute_tool on the down server: err=%v isError=%v %q", err, res.IsError, textOf(res))
+	}
+	// Wait until the other backends are up, then use one.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": "everything__echo", "arguments": map[string]any{"message": "warm"}}})
+		if err == nil && !res.IsError || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err != nil || res.IsError || !strings.Contains(textOf(res), "warm") {
+		t.Errorf("everything__echo: err=%v %s", err, textOf(res))
+	}
+}

@@ -23,14 +23,6 @@ func init() {
 	registerDoctorCheck(doctorIndex)
 }
 
-// toolsFromConfig lists the tools of every backend in a config file
-// (connect, list, disconnect). It is nil until the lead wires
-// `toolgate index --config` (the backend pool lives in their files); set it
-// from an init in that file:
-//
-//	func init() { toolsFromConfig = func(ctx context.Context, g *globals, path string) ([]index.Tool, error) { ... } }
-var toolsFromConfig func(ctx context.Context, g *globals, path string) ([]index.Tool, error)
-
 type indexFlags struct {
 	tools, config string
 	json          bool
@@ -99,10 +91,7 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 	if f.tools != "" {
 		tools, err = index.ReadToolsFile(f.tools)
 	} else {
-		if toolsFromConfig == nil {
-			return errors.New("index --config is not available in this build yet: list the tools into a JSONL file and use --tools")
-		}
-		tools, err = toolsFromConfig(ctx, g, f.config)
+		tools, err = g.listBackendTools(ctx, f.config, stderr)
 	}
 	if err != nil {
 		return err

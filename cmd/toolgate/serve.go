@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -68,93 +68,55 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	g.applyEmbedSettings(cfg.Toolgate.Embed)
 	log := g.logger
 	start := time.Now()
+	s := cfg.Toolgate.Search
+	mode := search.Mode(s.Mode)
+	if f.mode != "" {
+		if mode, err = search.ParseMode(f.mode); err != nil {
+			return usageError{fmt.Errorf("--mode: %w", err)}
+		}
+	}
 
 	emb, embCloser, embErr := g.openEmbedder(ctx)
 	if embErr != nil {
-		log.Warn("semantic ranking is off: search_tools runs BM25-only and says \"mode\": \"bm25\"", "reason", embErr)
+		log.Warn("semantic ranking is off: search_tools runs BM25-only and says \"mode\": \"bm25\" (run `toolgate doctor`)", "reason", embErr)
 		emb, embCloser = nil, io.NopCloser(nil)
 	}
 	defer embCloser.Close()
 
-	refresh := make(chan struct{}, 1)
-	pool := backend.New(cfg.Servers(), &backend.Options{
-		Logger:                log,
-		ConnectTimeout:        cfg.Toolgate.ConnectTimeout.Duration,
-		CallTimeout:           cfg.Toolgate.CallTimeout.Duration,
-		MaxConcurrentConnects: cfg.Toolgate.MaxConcurrentConnects,
-		OnToolsChanged: func(string, []*mcp.Tool) {
-			select {
-			case refresh <- struct{}{}:
-			default:
-			}
-		},
-	})
+	cs := &catalogSync{emb: emb, dir: index.Dir(g.DataDir()), log: log, kick: make(chan struct{}, 1)}
+	opts := g.backendOptions(cfg)
+	opts.OnToolsChanged = cs.changed
+	pool := backend.New(cfg.Servers(), opts)
 	defer pool.Close()
-	pool.Start(ctx)
-	for _, st := range pool.Status() {
-		if st.State != "up" {
-			log.Warn("backend is down; its tools are not offered", "server", st.Name, "err", st.Err)
+	cs.pool = pool
+
+	// Warm start: answer from the catalog snapshot of the last run while the
+	// backends connect; tools of backends not connected yet are marked
+	// unavailable. Without a usable snapshot, wait for the backends first.
+	ix, warm := cs.openWarm(cfg.Servers())
+	if warm {
+		log.Info("warm start: answering from the last catalog while backends connect", "tools", ix.Len(), "dir", cs.dir)
+		pool.StartAsync(ctx) // each backend's first listing triggers a re-index
+	} else {
+		pool.Start(ctx)
+		if ix, err = cs.build(ctx); err != nil {
+			return err
 		}
-	}
-
-	indexDir := filepath.Join(g.DataDir(), "index")
-	ix, state, err := index.Ensure(ctx, indexDir, gateway.Catalog(pool.Tools()), emb, &index.Options{Logger: log})
-	if err != nil {
-		return fmt.Errorf("build the index in %s: %w (deleting that folder is safe)", indexDir, err)
-	}
-	log.Info("index ready", "tools", ix.Len(), "state", state, "dir", indexDir)
-
-	s := cfg.Toolgate.Search
-	mode := search.Mode(s.Mode)
-	if f.mode != "" {
-		mode = search.Mode(f.mode)
 	}
 	eng := search.New(ix, emb, &search.Options{Mode: mode, KeywordWeight: s.KeywordWeight, VectorWeight: s.VectorWeight, Logger: log})
 	defer eng.Close()
-
-	// Keep the index in step with the backends: a tools/list_changed or a
-	// reconnect re-lists; the new index is swapped in atomically, so
-	// searches never wait for it.
-	var wg sync.WaitGroup
-	rctx, stopRefresh := context.WithCancel(ctx)
-	defer func() { stopRefresh(); wg.Wait() }()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-rctx.Done():
-				return
-			case <-refresh:
-			}
-			// Let a burst of changes settle into one rebuild.
-			select {
-			case <-rctx.Done():
-				return
-			case <-time.After(200 * time.Millisecond):
-			}
-			nix, st, err := index.Ensure(rctx, indexDir, gateway.Catalog(pool.Tools()), emb, &index.Options{Logger: log})
-			if err != nil {
-				if rctx.Err() == nil {
-					log.Error("re-index after a tool list change failed; still serving the previous index", "err", err)
-				}
-				continue
-			}
-			eng.Swap(nix)
-			log.Info("index updated", "tools", nix.Len(), "state", st)
-		}
-	}()
+	cs.eng = eng
+	cs.goRun(ctx)
+	defer cs.Close()
 
 	gw := gateway.New(eng, pool, &gateway.Options{
 		Logger:       log,
 		Version:      version,
 		DefaultLimit: s.DefaultLimit,
 		MaxLimit:     s.MaxLimit,
+		Unavailable:  pool.Unavailable,
 	})
-	if d, _ := eng.Degraded(); d {
-		log.Warn("search_tools runs BM25-only (mode bm25)")
-	}
-	log.Info("gateway ready", "servers", len(cfg.Servers()), "tools", ix.Len(), "startup", time.Since(start).Round(time.Millisecond))
+	log.Info("gateway ready", "servers", len(cfg.Servers()), "tools", ix.Len(), "warm", warm, "startup", time.Since(start).Round(time.Millisecond))
 
 	if f.http == "" && cfg.Toolgate.HTTP.Addr != "" {
 		f.http = cfg.Toolgate.HTTP.Addr
@@ -169,6 +131,136 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		Logger:         log,
 	})
 	return gateway.ListenAndServe(ctx, f.http, h, f.allowRemote, log)
+}
+
+// backendOptions maps the config's gateway settings onto the backend pool.
+func (g *globals) backendOptions(cfg *config.File) *backend.Options {
+	return &backend.Options{
+		Logger:                g.logger,
+		ConnectTimeout:        cfg.Toolgate.ConnectTimeout.Duration,
+		CallTimeout:           cfg.Toolgate.CallTimeout.Duration,
+		MaxConcurrentConnects: cfg.Toolgate.MaxConcurrentConnects,
+		ClientInfo:            &mcp.Implementation{Name: "toolgate", Version: version},
+	}
+}
+
+// catalogSync keeps the search index in step with the backends: each
+// tools/list_changed, (re)connect or restart re-lists, and the new index is
+// built off to the side and swapped in atomically, so searches never wait.
+// Tools of a backend that is down stay in the catalog (marked unavailable
+// in results) so search results are stable across restarts.
+type catalogSync struct {
+	pool *backend.Pool
+	eng  *search.Engine
+	emb  index.Embedder
+	dir  string
+	log  *slog.Logger
+	kick chan struct{}
+
+	mu      sync.Mutex
+	current []index.Tool // the catalog the engine serves
+
+	wg     sync.WaitGroup
+	cancel context.CancelFunc
+}
+
+// lockWait bounds how long serve waits for another toolgate (a second
+// client's gateway, or `toolgate index`) building in the same data folder.
+const lockWait = 2 * time.Minute
+
+func (c *catalogSync) changed(string, []*mcp.Tool) {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// openWarm opens the index of the last run when it can answer for this
+// config right away: it exists, was built with the same model, and holds
+// no server that is no longer configured.
+func (c *catalogSync) openWarm(servers []config.Server) (*index.Index, bool) {
+	ix, err := index.Open(c.dir, &index.Options{Logger: c.log})
+	if err != nil {
+		c.log.Debug("no warm index", "dir", c.dir, "err", err)
+		return nil, false
+	}
+	configured := map[string]bool{}
+	for _, s := range servers {
+		configured[s.Name] = true
+	}
+	reason := ""
+	if c.emb != nil && ix.ModelID() != c.emb.ModelID() {
+		reason = "it was built with another model"
+	}
+	for _, t := range ix.Tools() {
+		if !configured[t.Server] {
+			reason = fmt.Sprintf("it holds server %q, which this config does not list", t.Server)
+			break
+		}
+	}
+	if reason != "" {
+		c.log.Info("not starting warm: the index in the data folder does not fit this config; rebuilding once backends connect", "why", reason)
+		ix.Close()
+		return nil, false
+	}
+	c.current = ix.Tools()
+	return ix, true
+}
+
+// build makes the index for the merged catalog (live tools, plus the last
+// known tools of configured servers that are not listed yet).
+func (c *catalogSync) build(ctx context.Context) (*index.Index, error) {
+	c.mu.Lock()
+	prev := c.current
+	c.mu.Unlock()
+	tools := gateway.Merge(prev, c.pool.Tools(), c.pool.Servers())
+	ix, rep, err := index.EnsureReport(ctx, c.dir, tools, c.emb, &index.Options{Logger: c.log, LockWait: lockWait})
+	if err != nil {
+		return nil, fmt.Errorf("build the index in %s: %w (deleting that folder is safe)", c.dir, err)
+	}
+	c.mu.Lock()
+	c.current = ix.Tools()
+	c.mu.Unlock()
+	c.log.Info("index ready", "tools", ix.Len(), "state", rep.Before, "added", rep.Added, "changed", rep.Changed, "removed", rep.Removed, "embedded", rep.Embedded, "took", rep.Duration.Round(time.Millisecond))
+	return ix, nil
+}
+
+// goRun starts the refresh loop; Close stops it and waits.
+func (c *catalogSync) goRun(ctx context.Context) {
+	ctx, c.cancel = context.WithCancel(ctx)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.kick:
+			}
+			// Let a burst of changes (many backends connecting) settle
+			// into one rebuild.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+			ix, err := c.build(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					c.log.Error("re-index after a tool list change failed; still serving the previous index", "err", err)
+				}
+				continue
+			}
+			c.eng.Swap(ix)
+		}
+	}()
+}
+
+func (c *catalogSync) Close() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.wg.Wait()
 }
 
 // version is set at build time with -ldflags "-X main.version=...".

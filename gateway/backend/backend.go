@@ -444,7 +444,9 @@ func (b *backend) callTool(ctx context.Context, tool string, args map[string]any
 func (b *backend) acquire(ctx context.Context) (*run, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.run == nil && b.lazy && (b.state == StateConnecting || b.startable()) {
+	// A connection being made (the first one after a warm start, a
+	// restart, or a lazy backend's start) is waited for, not failed.
+	if b.run == nil && (b.state == StateConnecting || b.lazy && b.startable()) {
 		gen, woke := b.connects, false
 		if b.state != StateConnecting {
 			woke = true

@@ -253,15 +253,46 @@ func New(servers []config.Server, opts *Options) *Pool {
 // aborts the connects still running (they are recorded down). Start may be
 // called once.
 func (p *Pool) Start(ctx context.Context) {
-	p.mu.Lock()
-	if p.started || p.closed {
-		p.mu.Unlock()
+	if p.begin() {
+		p.connectAll(ctx)
+	}
+}
+
+// StartAsync is Start without the wait: it returns at once and connects in
+// the background (a warm start serves from the last catalog meanwhile). A
+// call to a backend whose connection is still being made waits for it,
+// bounded by the connect timeout and the call's context. Close stops the
+// connecting too.
+func (p *Pool) StartAsync(ctx context.Context) {
+	if !p.begin() {
 		return
 	}
-	p.started = true
-	p.wg.Add(len(p.order)) // under mu, so that Close waits for these
-	p.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(p.ctx, cancel)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer stop()
+		defer cancel()
+		p.connectAll(ctx)
+	}()
+}
 
+// begin marks the pool started; false when it already was, or is closed.
+func (p *Pool) begin() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started || p.closed {
+		return false
+	}
+	p.started = true
+	p.wg.Add(len(p.order)) // under mu, so that Close waits for the supervisors
+	return true
+}
+
+// connectAll makes every eager backend's first connection, at most
+// MaxConcurrentConnects at a time, then hands each to its supervisor.
+func (p *Pool) connectAll(ctx context.Context) {
 	var g errgroup.Group
 	g.SetLimit(p.opts.MaxConcurrentConnects)
 	for _, name := range p.order {

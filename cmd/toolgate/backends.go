@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/index"
+)
+
+// listBackendTools connects to every server in the config file, lists their
+// tools and disconnects. A server that cannot be reached keeps the tools the
+// index in the data folder already has for it (with a warning), so an
+// offline backend does not empty the catalog; servers no longer in the
+// config are dropped.
+func (g *globals) listBackendTools(ctx context.Context, path string, stderr io.Writer) ([]index.Tool, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if g.dataDir == "" && cfg.Toolgate.DataDir != "" {
+		g.dataDir = cfg.Toolgate.DataDir
+	}
+	g.applyEmbedSettings(cfg.Toolgate.Embed)
+	opts := g.backendOptions(cfg)
+	opts.RestartDelays = []time.Duration{} // list once; never restart
+	pool := backend.New(cfg.Servers(), opts)
+	defer pool.Close()
+	pool.Start(ctx)
+
+	var prev []index.Tool
+	if ix, err := index.Open(index.Dir(g.DataDir()), &index.Options{Logger: g.logger}); err == nil {
+		prev = ix.Tools()
+		ix.Close()
+	}
+	for _, st := range pool.Status() {
+		if st.State != backend.StateUp {
+			fmt.Fprintf(stderr, "toolgate: warning: server %q is %s (%s); keeping the tools the index already has for it\n", st.Name, st.State, st.Err)
+		}
+	}
+	return gateway.Merge(prev, pool.Tools(), pool.Servers()), nil
+}

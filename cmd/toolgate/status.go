@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+func init() { register(newStatusCmd) }
+
+// defaultStatusAddr is where `toolgate status` looks when neither --addr nor
+// a config with toolgate.http.addr says otherwise.
+const defaultStatusAddr = "127.0.0.1:8931"
+
+type statusFlags struct {
+	addr    string
+	config  string
+	asJSON  bool
+	timeout time.Duration
+}
+
+func newStatusCmd(g *globals) *cobra.Command {
+	var f statusFlags
+	cmd := &cobra.Command{
+		Use:   "status [--addr 127.0.0.1:8931] [--json]",
+		Short: "Show the backends of a running gateway (toolgate serve --http)",
+		Long: `Ask a running gateway (toolgate serve --http ADDR) for GET /status and print
+each backend's state, tool count, restarts, last error and how long it has been in
+its state. With --json the gateway's JSON is printed as is.
+
+The address is --addr, else toolgate.http.addr of --config, else ` + defaultStatusAddr + `.
+Exit status 1 when no gateway answers there.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runStatus(cmd.Context(), cmd.OutOrStdout(), f)
+		},
+	}
+	cmd.Flags().StringVar(&f.addr, "addr", "", "gateway address host:port or URL (default "+defaultStatusAddr+")")
+	cmd.Flags().StringVarP(&f.config, "config", "c", "", "take the address from this config's toolgate.http.addr")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the JSON report instead of a table")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 5*time.Second, "how long to wait for the gateway")
+	return cmd
+}
+
+// statusURL turns --addr (host:port, :port or a URL) into the /status URL.
+func statusURL(addr string) (string, error) {
+	if !strings.Contains(addr, "://") {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return "", fmt.Errorf("--addr %q: want host:port, e.g. %s, or a URL", addr, defaultStatusAddr)
+		}
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		addr = "http://" + net.JoinHostPort(host, port)
+	}
+	u, err := url.Parse(addr)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("--addr %q: want host:port, e.g. %s, or an http(s) URL", addr, defaultStatusAddr)
+	}
+	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/mcp") + "/status"
+	return u.String(), nil
+}
+
+func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
+	addr := f.addr
+	if addr == "" && f.config != "" {
+		cfg, err := config.Load(f.config)
+		if err != nil {
+			return err
+		}
+		addr = cfg.Toolgate.HTTP.Addr
+	}
+	if addr == "" {
+		addr = defaultStatusAddr
+	}
+	u, err := statusURL(addr)
+	if err != nil {
+		return usageError{err}
+	}
+	if f.timeout <= 0 {
+		f.timeout = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("no gateway answered at %s: %w\n(start one with `toolgate serve --config FILE --http %s`, or point --addr at the one running)", u, unwrapURLError(err), hostOf(u))
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("read %s: %w", u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s answered %s: %s\n(is it a toolgate gateway serving /status? check --addr)", u, resp.Status, oneLineBody(body))
+	}
+	var rep gateway.StatusReport
+	if err := json.Unmarshal(body, &rep); err != nil {
+		return fmt.Errorf("%s did not answer with a status report (%v): check --addr", u, err)
+	}
+	if f.asJSON {
+		_, err := w.Write(body)
+		return err
+	}
+	return printStatus(w, rep)
+}
+
+func printStatus(w io.Writer, rep gateway.StatusReport) error {
+	fmt.Fprintf(w, "toolgate %s, up %s: %d of %d backends up\n\n", rep.Version, rep.Uptime, rep.Up, rep.Total)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tSTATE\tFOR\tTRANSPORT\tTOOLS\tRESTARTS\tPID\tPROTOCOL\tLAST ERROR")
+	for _, b := range rep.Backends {
+		pid := "-"
+		if b.PID != 0 {
+			pid = fmt.Sprint(b.PID)
+		}
+		errText := b.Err
+		if errText == "" {
+			errText = b.LastErr
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", b.Name, b.State, b.For, b.Transport, b.Tools, b.Restarts, pid,
+			dash(b.Protocol), dash(statusLine(errText, 100)))
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// statusLine squeezes s onto one line of at most n runes.
+func statusLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func oneLineBody(b []byte) string { return statusLine(string(b), 200) }
+
+func hostOf(u string) string {
+	if pu, err := url.Parse(u); err == nil {
+		return pu.Host
+	}
+	return defaultStatusAddr
+}
+
+// unwrapURLError drops net/http's `Get "url":` prefix (the URL is already
+// in the message).
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/backend"
+)
+
+type statusSource []backend.Status
+
+func (s statusSource) Status() []backend.Status { return s }
+
+func TestStatusCommand(t *testing.T) {
+	now := time.Now()
+	src := statusSource{
+		{Name: "memory", Transport: "stdio", State: backend.StateUp, Tools: 9, Since: now.Add(-time.Minute), PID: 4242, Protocol: "2026-07-28", Restarts: 1},
+		{Name: "remote", Transport: "http", State: backend.StateDown, Tools: 3, Since: now, Err: "backend \"remote\" at http://h/mcp: connection refused:\ncheck url", Restarts: 3},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/status" {
+			http.NotFound(w, r)
+			return
+		}
+		gateway.StatusHandler(src, &gateway.StatusOptions{Version: "9.9.9", Started: now.Add(-time.Hour)}).ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	hostport := strings.TrimPrefix(srv.URL, "http://")
+
+	t.Run("table", func(t *testing.T) {
+		for _, addr := range []string{hostport, srv.URL, srv.URL + "/mcp"} {
+			var out bytes.Buffer
+			if err := runStatus(context.Background(), &out, statusFlags{addr: addr}); err != nil {
+				t.Fatalf("--addr %s: %v", addr, err)
+			}
+			got := out.String()
+			for _, want := range []string{"toolgate 9.9.9, up 1h0m0s: 1 of 2 backends up", "SERVER", "memory", "up", "4242", "2026-07-28", "remote", "down", "connection refused: check url"} {
+				if !strings.Contains(got, want) {
+					t.Errorf("--addr %s: output lacks %q:\n%s", addr, want, got)
+				}
+			}
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		var out bytes.Buffer
+		if err := runStatus(context.Background(), &out, statusFlags{addr: hostport, asJSON: true}); err != nil {
+			t.Fatal(err)
+		}
+		var rep gateway.StatusReport
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("--json output is not a report: %v\n%s", err, out.String())
+		}
+		if rep.Version != "9.9.9" || len(rep.Backends) != 2 || rep.Backends[0].PID != 4242 || rep.Up != 1 {
+			t.Errorf("report = %+v", rep)
+		}
+	})
+	t.Run("address from config", func(t *testing.T) {
+		cfg := writeConfig(t, `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"http": {"addr": "`+hostport+`"}}}`)
+		var out bytes.Buffer
+		if err := runStatus(context.Background(), &out, statusFlags{config: cfg}); err != nil || !strings.Contains(out.String(), "memory") {
+			t.Fatalf("err %v, output:\n%s", err, out.String())
+		}
+	})
+}
+
+func TestStatusCommandErrors(t *testing.T) {
+	// A port nobody listens on.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	notStatus := httptest.NewServer(http.NotFoundHandler())
+	defer notStatus.Close()
+
+	tests := []struct {
+		name  string
+		addr  string
+		usage bool
+		want  []string
+	}{
+		{"unreachable", closed, false, []string{"no gateway answered at http://" + closed + "/status", "connection refused", "toolgate serve --config FILE --http " + closed}},
+		{"not a gateway", notStatus.URL, false, []string{"404 Not Found", "check --addr"}},
+		{"bad address", "nope", true, []string{`--addr "nope": want host:port`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := runStatus(context.Background(), &out, statusFlags{addr: tt.addr, timeout: 2 * time.Second})
+			if err == nil {
+				t.Fatalf("no error; output:\n%s", out.String())
+			}
+			var ue usageError
+			if errors.As(err, &ue) != tt.usage {
+				t.Errorf("usage error = %v, want %v (%v)", !tt.usage, tt.usage, err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q: %v", w, err)
+				}
+			}
+			if out.Len() != 0 {
+				t.Errorf("wrote output on error: %s", out.String())
+			}
+		})
+	}
+}

@@ -22,4 +22,3 @@ func TestSplitID(t *testing.T) {
 		}
 	}
 }
-

@@ -14,6 +14,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/toolgate/toolgate/embed"
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/models"
 	"github.com/toolgate/toolgate/search"
@@ -60,6 +63,39 @@ type goldenSet struct {
 var goldenSets = []goldenSet{
 	{"azure-mcp", benchSet("azure-mcp")},
 	{"metatool", benchSet("metatool")},
+	{"bundled", bundledSet},
+}
+
+// bundledSet is the project's own fixture: the tools the bundled example
+// servers (examples/toolgate.json) list right now, from the real npm
+// servers, and the queries the team wrote for them
+// (testdata/bundled_queries.jsonl). A new version of a server that renames
+// or rewords its tools shows up here as a diff.
+func bundledSet(t *testing.T) ([]index.Tool, []search.BenchQuery) {
+	if _, err := os.Stat(filepath.Join("..", "examples", "servers", "node_modules")); err != nil {
+		requireNative(t, fmt.Errorf("bundled npm servers not installed (scripts/install-servers.sh): %w", err))
+	}
+	cfg, err := config.Load(filepath.Join("..", "examples", "toolgate.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := backend.New(cfg.Servers(), nil)
+	pool.Start(context.Background())
+	defer pool.Close()
+	for _, st := range pool.Status() {
+		if st.State != backend.StateUp {
+			t.Fatalf("bundled server %s is %s: %s", st.Name, st.State, st.Err)
+		}
+	}
+	tools := gateway.Catalog(pool.Tools())
+	qs, err := search.LoadQueries(filepath.Join("testdata", "bundled_queries.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := search.CheckQueries(tools, qs); err != nil {
+		t.Fatal(err)
+	}
+	return tools, qs
 }
 
 // benchDir is $TOOLGATE_BENCH_DIR, else the shared/ folder beside the clone.

@@ -1,0 +1,837 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/toolgate/toolgate/embed"
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/indextest"
+	"github.com/toolgate/toolgate/search"
+)
+
+func init() {
+	register(newBenchCmd)
+	register(newBenchBackendCmd)
+}
+
+type benchFlags struct {
+	sections string
+	sizes    string
+	queries  int
+	calls    int
+	embedMax int
+	workDir  string
+	config   string
+	repeats  int
+}
+
+var benchSections = []string{"index", "search", "execute", "startup", "tokens"}
+
+func newBenchCmd(g *globals) *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench [--sections index,search,execute,startup,tokens] [--sizes 100,1000,10000,50000]",
+		Short: "Measure search latency, execute_tool overhead, indexing, start-up, memory and token economy; print one table",
+		Long: `Run the performance suite on synthetic catalogs (index/indextest, fixed seed)
+and print one table. Every process measured is real: the backend is this
+binary's hidden "bench-backend" MCP server, the gateway is "toolgate serve".
+
+Sections: index (cold/warm indexing throughput), search (search_tools
+latency per mode, sequential and 8 concurrent), execute (execute_tool
+overhead, direct vs gateway over stdio and streamable HTTP), startup
+(process start to first search_tools answer, warm index, and peak RSS),
+tokens (tools/list size, gateway vs backends).
+
+Real MiniLM vectors are computed for at most --embed-max tools of a catalog;
+a larger catalog reuses those vectors for its other tools (the search cost
+does not depend on the values) and the table says so.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBench(cmd.Context(), g, f, cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.sections, "sections", strings.Join(benchSections, ","), "sections to run")
+	fl.StringVar(&f.sizes, "sizes", "100,1000,10000,50000", "catalog sizes (tools)")
+	fl.IntVar(&f.queries, "queries", 200, "search_tools calls per size, mode and concurrency")
+	fl.IntVar(&f.calls, "calls", 2000, "execute_tool calls per transport and concurrency")
+	fl.IntVar(&f.embedMax, "embed-max", 10000, "embed at most this many tools of a catalog for real")
+	fl.StringVar(&f.workDir, "work-dir", "", "folder for indexes and the embedding cache (default: a temporary folder, removed after)")
+	fl.StringVar(&f.config, "config", "examples/toolgate.json", "config with the bundled servers (token economy); \"\" skips them")
+	fl.IntVar(&f.repeats, "repeats", 3, "start-up measurements per size")
+	g.addEmbedFlags(cmd)
+	return cmd
+}
+
+// row is one line of the table.
+type row struct{ section, name, value, note string }
+
+type bench struct {
+	g      *globals
+	f      benchFlags
+	log    func(format string, args ...any)
+	rows   []row
+	work   string
+	self   string
+	emb    *embed.Embedder // queries: uncached, so every query is embedded
+	cached *embed.Cached   // tool texts, shared by every section
+}
+
+func (b *bench) add(section, name, value, note string) {
+	b.rows = append(b.rows, row{section, name, value, note})
+	b.log("%-9s %-52s %s %s", section, name, value, note)
+}
+
+func runBench(ctx context.Context, g *globals, f benchFlags, out io.Writer) error {
+	want := map[string]bool{}
+	for s := range strings.SplitSeq(f.sections, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !slices.Contains(benchSections, s) {
+			return usageError{fmt.Errorf("--sections: unknown section %q (want some of %s)", s, strings.Join(benchSections, ","))}
+		}
+		want[s] = true
+	}
+	var sizes []int
+	for s := range strings.SplitSeq(f.sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			return usageError{fmt.Errorf("--sizes: %q is not a positive number of tools", s)}
+		}
+		sizes = append(sizes, n)
+	}
+	if f.queries < 8 || f.calls < 16 || f.embedMax < 1 || f.repeats < 1 {
+		return usageError{errors.New("--queries ≥ 8, --calls ≥ 16, --embed-max ≥ 1, --repeats ≥ 1")}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find this binary: %w", err)
+	}
+	b := &bench{g: g, f: f, self: self, log: func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+	}}
+	b.work = f.workDir
+	if b.work == "" {
+		if b.work, err = os.MkdirTemp("", "toolgate-bench-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(b.work)
+	}
+	started := time.Now()
+	load, _ := os.ReadFile("/proc/loadavg")
+	b.log("work dir %s, %d CPUs, load %s", b.work, runtime.NumCPU(), strings.TrimSpace(string(load)))
+
+	needEmb := want["index"] || want["search"] || want["startup"] || want["tokens"]
+	if needEmb {
+		opts, err := g.embedOptions()
+		if err != nil {
+			return err
+		}
+		if b.emb, err = embed.New(opts); err != nil {
+			return fmt.Errorf("bench needs the embedding model: %w", err)
+		}
+		defer b.emb.Close()
+		if b.cached, err = embed.NewCached(b.emb, filepath.Join(b.work, "cache"), nil); err != nil {
+			return err
+		}
+		defer b.cached.Close()
+	}
+	steps := []struct {
+		name string
+		run  func(context.Context, []int) error
+	}{
+		{"index", b.indexing},
+		{"search", b.search},
+		{"execute", b.execute},
+		{"startup", b.startup},
+		{"tokens", b.tokens},
+	}
+	for _, s := range steps {
+		if !want[s.name] {
+			continue
+		}
+		if err := s.run(ctx, sizes); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	load, _ = os.ReadFile("/proc/loadavg")
+	fmt.Fprintf(out, "toolgate bench — %s, %d CPUs (%s), load before/after: see stderr; after %s; took %s\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), cpuModel(), strings.Join(strings.Fields(string(load))[:3], " "), time.Since(started).Round(time.Second))
+	printTable(out, b.rows)
+	return nil
+}
+
+func cpuModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return runtime.GOARCH
+}
+
+func printTable(w io.Writer, rows []row) {
+	ws := [3]int{len("section"), len("measure"), len("value")}
+	for _, r := range rows {
+		ws[0], ws[1], ws[2] = max(ws[0], len(r.section)), max(ws[1], len(r.name)), max(ws[2], len(r.value))
+	}
+	line := func(a, b, c, d string) {
+		fmt.Fprintf(w, "| %-*s | %-*s | %*s | %s\n", ws[0], a, ws[1], b, ws[2], c, d)
+	}
+	line("section", "measure", "value", "note")
+	fmt.Fprintf(w, "|-%s-|-%s-|-%s-|------\n", strings.Repeat("-", ws[0]), strings.Repeat("-", ws[1]), strings.Repeat("-", ws[2]))
+	for _, r := range rows {
+		line(r.section, r.name, r.value, r.note)
+	}
+}
+
+// ---- statistics ----
+
+func pct(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(math.Ceil(p/100*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func fmtMS(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/1e6) }
+func fmtUS(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/1e3) }
+
+func p50p99(d []time.Duration, unit func(time.Duration) string) string {
+	return unit(pct(d, 50)) + " / " + unit(pct(d, 99))
+}
+
+// ---- embedders ----
+
+// reuseEmbedder embeds the texts of the first max tools for real and maps
+// every other text onto one of those (by hash), so a 50,000-tool catalog
+// costs the embeddings of 10,000.
+type reuseEmbedder struct {
+	inner index.Embedder
+	real  map[string]bool
+	pool  []string
+}
+
+func newReuse(inner index.Embedder, tools []index.Tool, maxReal int) *reuseEmbedder {
+	r := &reuseEmbedder{inner: inner, real: map[string]bool{}}
+	for _, t := range tools[:min(maxReal, len(tools))] {
+		s := index.DocumentText(t)
+		if !r.real[s] {
+			r.real[s] = true
+			r.pool = append(r.pool, s)
+		}
+	}
+	return r
+}
+
+func (r *reuseEmbedder) ModelID() string { return r.inner.ModelID() }
+func (r *reuseEmbedder) Dim() int        { return r.inner.Dim() }
+func (r *reuseEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	mapped := make([]string, len(texts))
+	for i, t := range texts {
+		if r.real[t] {
+			mapped[i] = t
+			continue
+		}
+		h := fnv.New32a()
+		h.Write([]byte(t))
+		mapped[i] = r.pool[int(h.Sum32())%len(r.pool)]
+	}
+	return r.inner.Embed(ctx, mapped)
+}
+
+// ---- section: indexing ----
+
+func (b *bench) indexing(ctx context.Context, sizes []int) error {
+	opts, err := b.g.embedOptions()
+	if err != nil {
+		return err
+	}
+	// Batch-size grid on 1,000 tools, uncached, in memory.
+	grid := indextest.Catalog(1000, indextest.Seed)
+	for _, c := range []struct {
+		v     embed.Variant
+		batch int
+	}{{embed.FP32, 8}, {embed.FP32, 32}, {embed.FP32, 128}, {embed.INT8, 1}, {embed.INT8, 32}} {
+		o := *opts
+		o.Variant, o.BatchSize = c.v, c.batch
+		e, err := embed.New(&o)
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		ix, err := index.Build(ctx, grid, e, &index.Options{BatchSize: max(32, c.batch)})
+		d := time.Since(t0)
+		e.Close()
+		if err != nil {
+			return err
+		}
+		ix.Close()
+		note := "in memory, no cache"
+		if c.v == embed.INT8 && c.batch == 1 {
+			note += " (int8 default: batch 1 keeps vectors independent of batch mates)"
+		}
+		b.add("index", fmt.Sprintf("cold 1k tools %s, model batch %d", c.v, c.batch), fmt.Sprintf("%.0f tools/s", 1000/d.Seconds()), note)
+	}
+	// The target: 10,000 tools cold, fp32, default settings, on disk
+	// through the embedding cache exactly as `toolgate index` does.
+	n := 10000
+	if !slices.Contains(sizes, n) {
+		n = slices.Max(sizes)
+	}
+	tools := indextest.Catalog(n, indextest.Seed)
+	for _, run := range []string{"cold", "warm"} {
+		before := b.cached.Stats()
+		t0 := time.Now()
+		ix, _, err := index.Ensure(ctx, filepath.Join(b.work, "index-"+run), tools, newReuse(b.cached, tools, b.f.embedMax), nil)
+		d := time.Since(t0)
+		if err != nil {
+			return err
+		}
+		ix.Close()
+		after := b.cached.Stats()
+		b.add("index", fmt.Sprintf("%s %d tools fp32 (Ensure on disk)", run, n), fmt.Sprintf("%.0f tools/s", float64(n)/d.Seconds()),
+			fmt.Sprintf("%.1f s; embedded %d, cache hits %d", d.Seconds(), after.Misses-before.Misses, after.Hits-before.Hits))
+	}
+	return nil
+}
+
+// ---- section: search ----
+
+// search measures search_tools as a client sees it: a go-sdk client calls
+// the gateway's tool over an in-memory transport (JSON-RPC encoding and the
+// rendered answer included; the process boundary is measured by execute).
+// Queries are distinct paraphrases and the query embedder is uncached, so
+// hybrid and vector include one MiniLM run per query.
+func (b *bench) search(ctx context.Context, sizes []int) error {
+	for _, n := range sizes {
+		tools := indextest.Catalog(n, indextest.Seed)
+		t0 := time.Now()
+		ix, err := index.Build(ctx, tools, newReuse(b.cached, tools, b.f.embedMax), nil)
+		if err != nil {
+			return err
+		}
+		b.log("built %d-tool index in %s", n, time.Since(t0).Round(time.Millisecond))
+		note := ""
+		if n > b.f.embedMax {
+			note = fmt.Sprintf("vectors: %d real, the rest reuse them", b.f.embedMax)
+		}
+		qs := indextest.Queries(tools, b.f.queries+8, indextest.Seed)
+		var engines []*search.Engine
+		for _, mode := range []search.Mode{search.ModeHybrid, search.ModeBM25, search.ModeVector} {
+			eng := search.New(ix, b.emb, &search.Options{Mode: mode})
+			engines = append(engines, eng)
+			gw := gateway.New(eng, nil, nil)
+			for _, conc := range []int{1, 8} {
+				lat, err := searchLatency(ctx, gw, qs, conc)
+				if err != nil {
+					return err
+				}
+				b.add("search", fmt.Sprintf("%d tools, %s, %s", n, mode, concName(conc)), p50p99(lat, fmtMS), joinNote("p50 / p99", note))
+			}
+		}
+		for _, e := range engines {
+			e.Close()
+		}
+	}
+	return nil
+}
+
+func concName(c int) string {
+	if c == 1 {
+		return "sequential"
+	}
+	return fmt.Sprintf("%d concurrent", c)
+}
+
+func joinNote(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + "; " + b
+}
+
+func connectInMemory(ctx context.Context, srv *mcp.Server) (*mcp.ClientSession, func(), error) {
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
+	cs, err := c.Connect(ctx, ct, nil)
+	if err != nil {
+		ss.Close()
+		return nil, nil, err
+	}
+	return cs, func() { cs.Close(); ss.Wait() }, nil
+}
+
+func searchLatency(ctx context.Context, gw *gateway.Gateway, qs []indextest.Query, conc int) ([]time.Duration, error) {
+	warm, qs := qs[:8], qs[8:]
+	lat := make([]time.Duration, len(qs))
+	var wg sync.WaitGroup
+	errs := make([]error, conc)
+	for w := range conc {
+		cs, done, err := connectInMemory(ctx, gw.Server())
+		if err != nil {
+			return nil, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer done()
+			if w == 0 {
+				for _, q := range warm {
+					if _, err := callSearch(ctx, cs, q.Text); err != nil {
+						errs[w] = err
+						return
+					}
+				}
+			}
+			for i := w; i < len(qs); i += conc {
+				t0 := time.Now()
+				if _, err := callSearch(ctx, cs, qs[i].Text); err != nil {
+					errs[w] = err
+					return
+				}
+				lat[i] = time.Since(t0)
+			}
+		}()
+	}
+	wg.Wait()
+	return lat, errors.Join(errs...)
+}
+
+func callSearch(ctx context.Context, cs *mcp.ClientSession, q string) (*mcp.CallToolResult, error) {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: gateway.SearchToolName, Arguments: map[string]any{"query": q}})
+	if err != nil {
+		return nil, err
+	}
+	if res.IsError {
+		return nil, fmt.Errorf("search_tools %q: %s", q, resultText(res))
+	}
+	return res, nil
+}
+
+func resultText(r *mcp.CallToolResult) string {
+	var sb strings.Builder
+	for _, c := range r.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			sb.WriteString(t.Text)
+		}
+	}
+	return sb.String()
+}
+
+// ---- section: execute ----
+
+// benchConfig writes a gateway config whose servers are this binary's
+// bench-backend, shards of them sharing the catalog of n tools.
+func (b *bench) benchConfig(name string, n, shards int) (string, error) {
+	servers := map[string]any{}
+	for k := range shards {
+		servers[fmt.Sprintf("syn%02d", k)] = map[string]any{
+			"command": b.self,
+			"args":    []string{"bench-backend", "--tools", strconv.Itoa(n), "--shard", strconv.Itoa(k), "--shards", strconv.Itoa(shards)},
+		}
+	}
+	data, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(b.work, name+".json")
+	return p, os.WriteFile(p, data, 0o644)
+}
+
+// shardsFor keeps each backend under the pool's per-server tool cap.
+func shardsFor(n int) int { return max(1, (n+2499)/2500) }
+
+func (b *bench) execute(ctx context.Context, _ []int) error {
+	cfg, err := b.benchConfig("execute", 0, 1)
+	if err != nil {
+		return err
+	}
+	dataDir := filepath.Join(b.work, "execute-data")
+	type target struct {
+		name string
+		tool string
+		conn func() (*mcp.ClientSession, func(), error)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
+	stdio := func(args ...string) func() (*mcp.ClientSession, func(), error) {
+		return func() (*mcp.ClientSession, func(), error) {
+			cmd := exec.Command(b.self, args...)
+			cmd.Stderr = io.Discard
+			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			return cs, func() { cs.Close() }, nil
+		}
+	}
+	gwArgs := []string{"serve", "--config", cfg, "--data-dir", dataDir, "--log-level", "error", "--mode", "bm25"}
+	httpConn := func() (*mcp.ClientSession, func(), error) {
+		addr, err := benchAddr()
+		if err != nil {
+			return nil, nil, err
+		}
+		cmd := exec.Command(b.self, append(gwArgs, "--http", addr)...)
+		cmd.Stderr = io.Discard
+		if err := cmd.Start(); err != nil {
+			return nil, nil, err
+		}
+		stop := func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			c, err := net.Dial("tcp", addr)
+			if err == nil {
+				c.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				stop()
+				return nil, nil, fmt.Errorf("gateway on %s did not listen within 60 s", addr)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		return cs, func() { cs.Close(); stop() }, nil
+	}
+	targets := []target{
+		{"direct (client → backend, stdio)", "noop", stdio("bench-backend", "--tools", "0")},
+		{"gateway stdio", "execute_tool", stdio(gwArgs...)},
+		{"gateway streamable HTTP", "execute_tool", httpConn},
+	}
+	base := map[int]time.Duration{}
+	for _, t := range targets {
+		cs, done, err := t.conn()
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		for _, conc := range []int{1, 16} {
+			lat, err := callLatency(ctx, cs, t.tool, b.f.calls, conc)
+			if err != nil {
+				done()
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			p50 := pct(lat, 50)
+			note := "p50 / p99"
+			if t.tool == "noop" {
+				base[conc] = p50
+			} else if base[conc] > 0 {
+				note += fmt.Sprintf("; p50 %.2f× direct, +%s", float64(p50)/float64(base[conc]), fmtUS(p50-base[conc]))
+			}
+			b.add("execute", fmt.Sprintf("%s, %s", t.name, concName(conc)), p50p99(lat, fmtUS), note)
+		}
+		done()
+	}
+	return nil
+}
+
+func benchAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func callLatency(ctx context.Context, cs *mcp.ClientSession, tool string, calls, conc int) ([]time.Duration, error) {
+	params := &mcp.CallToolParams{Name: "noop", Arguments: map[string]any{}}
+	if tool == gateway.ExecuteToolName {
+		params = &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"name": "syn00__noop", "arguments": map[string]any{}}}
+	}
+	call := func() error {
+		res, err := cs.CallTool(ctx, params)
+		if err == nil && res.IsError {
+			err = fmt.Errorf("%s: %s", tool, resultText(res))
+		}
+		return err
+	}
+	for range 50 { // warm up
+		if err := call(); err != nil {
+			return nil, err
+		}
+	}
+	lat := make([]time.Duration, calls)
+	errs := make([]error, conc)
+	var wg sync.WaitGroup
+	for w := range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < calls; i += conc {
+				t0 := time.Now()
+				if err := call(); err != nil {
+					errs[w] = err
+					return
+				}
+				lat[i] = time.Since(t0)
+			}
+		}()
+	}
+	wg.Wait()
+	return lat, errors.Join(errs...)
+}
+
+// ---- section: startup and memory ----
+
+// startup prepares a warm index for a gateway whose backends serve n
+// synthetic tools, then times `toolgate serve` from exec to the first
+// search_tools answer, and reads the gateway's peak RSS (VmHWM).
+func (b *bench) startup(ctx context.Context, sizes []int) error {
+	for _, n := range sizes {
+		if n < 10000 {
+			continue
+		}
+		shards := shardsFor(n)
+		cfg, err := b.benchConfig(fmt.Sprintf("startup-%d", n), n, shards)
+		if err != nil {
+			return err
+		}
+		dataDir := filepath.Join(b.work, fmt.Sprintf("startup-%d", n))
+		if err := b.prepareWarm(ctx, cfg, dataDir, n); err != nil {
+			return err
+		}
+		var starts []time.Duration
+		var hwm int64
+		for range b.f.repeats {
+			d, kib, err := b.timeFirstAnswer(ctx, cfg, dataDir)
+			if err != nil {
+				return err
+			}
+			starts = append(starts, d)
+			hwm = max(hwm, kib)
+		}
+		note := fmt.Sprintf("min / median of %d; %d backends (bench-backend) started too", len(starts), shards)
+		if n > b.f.embedMax {
+			note += fmt.Sprintf("; vectors: %d real, the rest reuse them", b.f.embedMax)
+		}
+		slices.Sort(starts)
+		b.add("startup", fmt.Sprintf("%d tools, exec → first search_tools answer (warm index)", n),
+			fmt.Sprintf("%s / %s", fmtMS(starts[0]), fmtMS(starts[len(starts)/2])), note)
+		b.add("memory", fmt.Sprintf("%d tools, gateway peak RSS (VmHWM)", n), fmt.Sprintf("%.0f MiB", float64(hwm)/1024),
+			"serve process after its first hybrid search_tools answer; backends not counted")
+	}
+	return nil
+}
+
+// prepareWarm lists the backends' tools as serve will and builds the index
+// serve will find up to date (same catalog, same model ID).
+func (b *bench) prepareWarm(ctx context.Context, cfgPath, dataDir string, n int) error {
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return err
+	}
+	pool := backend.New(cfg.Servers(), nil)
+	pool.Start(ctx)
+	defer pool.Close()
+	for _, st := range pool.Status() {
+		if st.State != "up" {
+			return fmt.Errorf("bench backend %s is %s: %v", st.Name, st.State, st.Err)
+		}
+	}
+	cat := gateway.Catalog(pool.Tools())
+	if len(cat) != n+shardsFor(n) { // each shard adds its noop tool
+		return fmt.Errorf("bench backends list %d tools, want %d", len(cat), n+shardsFor(n))
+	}
+	t0 := time.Now()
+	ix, _, err := index.Ensure(ctx, filepath.Join(dataDir, "index"), cat, newReuse(b.cached, indextestDocs(n), b.f.embedMax), nil)
+	if err != nil {
+		return err
+	}
+	b.log("warm index for %d tools ready in %s", n, time.Since(t0).Round(time.Millisecond))
+	return ix.Close()
+}
+
+// indextestDocs is the synthetic catalog whose texts the embedding cache
+// holds; the served catalog's other texts are mapped onto them.
+func indextestDocs(n int) []index.Tool { return indextest.Catalog(n, indextest.Seed) }
+
+func (b *bench) timeFirstAnswer(ctx context.Context, cfg, dataDir string) (time.Duration, int64, error) {
+	args := []string{"serve", "--config", cfg, "--data-dir", dataDir, "--log-level", "error"}
+	args = append(args, b.embedArgs()...)
+	cmd := exec.Command(b.self, args...)
+	cmd.Stderr = io.Discard
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
+	t0 := time.Now()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return 0, 0, fmt.Errorf("start gateway: %w", err)
+	}
+	defer cs.Close()
+	res, err := callSearch(ctx, cs, "create a pull request in github")
+	d := time.Since(t0)
+	if err != nil {
+		return 0, 0, err
+	}
+	_ = res
+	kib := vmHWM(cmd.Process.Pid)
+	return d, kib, nil
+}
+
+// embedArgs passes this command's embedder flags on to serve.
+func (b *bench) embedArgs() []string {
+	s := b.g.embed()
+	var a []string
+	if s.ortLib != "" {
+		a = append(a, "--ort-lib", s.ortLib)
+	}
+	if s.modelDir != "" {
+		a = append(a, "--model-dir", s.modelDir)
+	}
+	if s.variant != "" {
+		a = append(a, "--model-variant", s.variant)
+	}
+	if s.threads != 0 {
+		a = append(a, "--threads", strconv.Itoa(s.threads))
+	}
+	return a
+}
+
+func vmHWM(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for l := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// ---- section: tokens ----
+
+
+func (b *bench) tokens(ctx context.Context, sizes []int) error {
+	tc := b.emb
+	gwList, err := gatewayToolsList(ctx)
+	if err != nil {
+		return err
+	}
+	gwBytes, gwTok := len(gwList), tc.CountTokens(string(gwList))
+	report := func(name string, tools []*mcp.Tool) {
+		var bytes, tok int
+		for _, t := range tools {
+			data, _ := json.Marshal(t)
+			bytes += len(data)
+			tok += tc.CountTokens(string(data))
+		}
+		b.add("tokens", name+": backends' tools/list", fmt.Sprintf("%d B, %d tok", bytes, tok),
+			fmt.Sprintf("bytes/4 ≈ %d tok; %d tools", bytes/4, len(tools)))
+		b.add("tokens", name+": gateway tools/list", fmt.Sprintf("%d B, %d tok", gwBytes, gwTok),
+			fmt.Sprintf("bytes/4 ≈ %d tok; %.1f%% of the backends' tokens", gwBytes/4, 100*float64(gwTok)/float64(max(tok, 1))))
+	}
+	if b.f.config != "" {
+		cfg, err := config.Load(b.f.config)
+		if err != nil {
+			return fmt.Errorf("bundled servers: %w (pass --config \"\" to skip them)", err)
+		}
+		pool := backend.New(cfg.Servers(), nil)
+		pool.Start(ctx)
+		var all []*mcp.Tool
+		for _, ts := range pool.Tools() {
+			all = append(all, ts...)
+		}
+		pool.Close()
+		report(fmt.Sprintf("bundled (%d servers)", len(cfg.Servers())), all)
+	}
+	for _, n := range sizes {
+		var tools []*mcp.Tool
+		for _, t := range indextest.Catalog(n, indextest.Seed) {
+			tools = append(tools, &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+		}
+		report(fmt.Sprintf("synthetic %d", n), tools)
+	}
+	b.add("tokens", "tokenizer", "all-MiniLM-L6-v2 WordPiece", "compact JSON of each tool definition, summed; no truncation")
+	return nil
+}
+
+// gatewayToolsList is the JSON of the gateway's tool definitions as a
+// client receives them from tools/list.
+func gatewayToolsList(ctx context.Context) ([]byte, error) {
+	gw := gateway.New(nil, nil, nil)
+	cs, done, err := connectInMemory(ctx, gw.Server())
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res.Tools)
+}
+
+// ---- hidden: bench-backend ----
+
+func newBenchBackendCmd(g *globals) *cobra.Command {
+	var n, shard, shards int
+	cmd := &cobra.Command{
+		Use:    "bench-backend",
+		Short:  "A stdio MCP server for toolgate bench: a no-op tool plus a shard of a synthetic catalog",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			srv := mcp.NewServer(&mcp.Implementation{Name: "toolgate-bench-backend", Version: version}, nil)
+			srv.AddTool(&mcp.Tool{Name: "noop", Description: "Do nothing and answer at once.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+				})
+			if n > 0 {
+				for i, t := range indextest.Catalog(n, indextest.Seed) {
+					if i%shards != shard {
+						continue
+					}
+					// Synthetic servers become a name prefix: one backend
+					// serves many of them, and tool names stay unique.
+					srv.AddTool(&mcp.Tool{Name: t.Server + "_" + t.Name, Description: t.Description, InputSchema: t.InputSchema},
+						func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+							return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+						})
+				}
+			}
+			return srv.Run(cmd.Context(), &mcp.StdioTransport{})
+		},
+	}
+	cmd.Flags().IntVar(&n, "tools", 0, "synthetic catalog size")
+	cmd.Flags().IntVar(&shard, "shard", 0, "serve tools i with i % shards == shard")
+	cmd.Flags().IntVar(&shards, "shards", 1, "number of shards")
+	return cmd
+}

@@ -74,6 +74,11 @@ type Embedder struct {
 	inputs   []string
 	output   string
 	pool     chan *ort.DynamicAdvancedSession
+	counter  struct {
+		once sync.Once
+		tok  *tokenizer
+		err  error
+	}
 	sessions []*ort.DynamicAdvancedSession
 	log      *slog.Logger
 
@@ -260,6 +265,19 @@ func (e *Embedder) Paths() Paths { return e.paths }
 // ModelSHA256 is the hex sha256 of the loaded ONNX file.
 func (e *Embedder) ModelSHA256() string { return e.modelSHA }
 
+// CountTokens returns how many WordPiece tokens the model's tokenizer makes
+// of text, special tokens included and without truncation (0 if the
+// tokenizer cannot be loaded). toolgate bench states token economy in it.
+func (e *Embedder) CountTokens(text string) int {
+	e.counter.once.Do(func() {
+		e.counter.tok, e.counter.err = newTokenizer(e.paths.Tokenizer, math.MaxInt32)
+	})
+	if e.counter.err != nil {
+		return 0
+	}
+	return e.counter.tok.count(text)
+}
+
 // ErrClosed is returned by Embed after Close.
 var ErrClosed = errors.New("embedder closed")
 
@@ -429,6 +447,8 @@ func (e *Embedder) Close() error {
 	}
 	e.sessions = nil
 	e.tok.close()
+	e.counter.once.Do(func() {})
+	e.counter.tok.close()
 	return nil
 }
 

@@ -85,3 +85,11 @@ func (t *tokenizer) close() {
 		t.tk = nil
 	}
 }
+
+// count returns the number of tokens of text (special tokens included)
+// without truncation, for token-economy figures.
+func (t *tokenizer) count(text string) int {
+	text = strings.ToValidUTF8(strings.ReplaceAll(text, "\x00", ""), "\uFFFD")
+	enc := t.tk.EncodeWithOptions(text, true)
+	return len(enc.IDs)
+}

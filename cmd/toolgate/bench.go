@@ -738,7 +738,6 @@ func vmHWM(pid int) int64 {
 
 // ---- section: tokens ----
 
-
 func (b *bench) tokens(ctx context.Context, sizes []int) error {
 	tc := b.emb
 	gwList, err := gatewayToolsList(ctx)

@@ -25,6 +25,8 @@ type globals struct {
 	dataDir  string
 	logLevel string
 	logger   *slog.Logger
+
+	embedFlags embedSettings // see native.go
 }
 
 // DataDir is the per-user data folder after flags and environment.

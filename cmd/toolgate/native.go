@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -17,8 +16,7 @@ import (
 	"github.com/toolgate/toolgate/models"
 )
 
-// embedSettings are the embedder flags of one command line. They live beside
-// globals (main.go stays the lead's) in a map keyed by the globals pointer.
+// embedSettings are the embedder flags of one command line.
 type embedSettings struct {
 	ortLib   string // --ort-lib / $TOOLGATE_ORT_LIB
 	modelDir string // --model-dir / $TOOLGATE_MODELS_DIR: the models folder
@@ -26,21 +24,7 @@ type embedSettings struct {
 	threads  int    // --threads
 }
 
-var (
-	embedMu  sync.Mutex
-	embedFor = map[*globals]*embedSettings{}
-)
-
-func (g *globals) embed() *embedSettings {
-	embedMu.Lock()
-	defer embedMu.Unlock()
-	s, ok := embedFor[g]
-	if !ok {
-		s = &embedSettings{}
-		embedFor[g] = s
-	}
-	return s
-}
+func (g *globals) embed() *embedSettings { return &g.embedFlags }
 
 // addEmbedFlags adds --ort-lib, --model-dir, --model-variant and --threads
 // to cmd. Environment: TOOLGATE_ORT_LIB, TOOLGATE_MODELS_DIR.

@@ -14,7 +14,7 @@ STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 NATIVE       := source scripts/native-env.sh >/dev/null &&
 GOTEST_FLAGS ?=
 
-.PHONY: all deps deps-native deps-model deps-servers build run serve-stdio test test-race lint bench fixtures clean
+.PHONY: all deps deps-native deps-model deps-servers build run serve-stdio test smoke lint bench clean
 
 all: build
 
@@ -43,11 +43,16 @@ run: deps build
 serve-stdio: deps build
 	@$(NATIVE) exec ./$(BIN) serve --config $(CONFIG)
 
-## test: the whole suite, with the race detector on the packages that run goroutines
+## test: the whole suite, with the race detector on the packages that run goroutines, then the TypeScript-SDK smoke test
 test: deps build
 	@$(NATIVE) $(GO) vet ./...
 	@$(NATIVE) $(GO) test $(GOTEST_FLAGS) -count=1 ./...
 	@$(NATIVE) $(GO) test $(GOTEST_FLAGS) -count=1 -race ./gateway/... ./search/... ./index/... ./embed/...
+	@$(MAKE) --no-print-directory smoke
+
+## smoke: the official TypeScript MCP SDK drives bin/toolgate over stdio and HTTP
+smoke: deps-servers build
+	@node scripts/smoke.mjs --bin $(BIN) --config $(CONFIG)
 
 ## lint: gofmt, go vet, staticcheck
 lint: deps-native

@@ -1,0 +1,119 @@
+#!/usr/bin/env node
+// Smoke test with the official TypeScript MCP SDK as the client: starts
+// bin/toolgate on the bundled example config over stdio, and again over
+// streamable HTTP, and checks the two-tool contract from the outside.
+//
+//   node scripts/smoke.mjs [--bin bin/toolgate] [--config examples/toolgate.json]
+//
+// Exit status 0 when every check passed; each failure is printed.
+// Used by `make smoke` (part of `make test`).
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const arg = (name, def) => {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? process.argv[i + 1] : def;
+};
+const bin = resolve(arg("--bin", join(root, "bin", "toolgate")));
+const config = resolve(arg("--config", join(root, "examples", "toolgate.json")));
+const sdk = join(root, "examples", "servers", "node_modules", "@modelcontextprotocol", "sdk", "dist", "esm", "client");
+const { Client } = await import(pathToFileURL(join(sdk, "index.js")));
+const { StdioClientTransport } = await import(pathToFileURL(join(sdk, "stdio.js")));
+const { StreamableHTTPClientTransport } = await import(pathToFileURL(join(sdk, "streamableHttp.js")));
+
+// A data folder of its own, but the installed model (as the user has it).
+const home = process.env.HOME || tmpdir();
+const dataHome = process.env.XDG_DATA_HOME || join(home, ".local", "share");
+const env = {
+  ...process.env,
+  TOOLGATE_DATA_DIR: mkdtempSync(join(tmpdir(), "toolgate-smoke-")),
+  TOOLGATE_MODELS_DIR: process.env.TOOLGATE_MODELS_DIR || join(process.env.TOOLGATE_DATA_DIR || join(dataHome, "toolgate"), "models"),
+};
+
+let failures = 0;
+const check = (ok, what, detail = "") => {
+  console.log(`${ok ? "ok  " : "FAIL"} ${what}${ok || !detail ? "" : ": " + detail}`);
+  if (!ok) failures++;
+};
+const text = (r) => (r.content || []).filter((c) => c.type === "text").map((c) => c.text).join("");
+
+async function exercise(client, label) {
+  const { tools } = await client.listTools();
+  const names = tools.map((t) => t.name).sort();
+  check(names.join(",") === "execute_tool,search_tools", `${label}: tools/list is exactly search_tools, execute_tool`, names.join(","));
+
+  const search = await client.callTool({ name: "search_tools", arguments: { query: "list the files in a directory", limit: 3 } });
+  const found = (search.structuredContent?.tools || []).map((t) => t.name);
+  check(!search.isError && found.includes("filesystem__list_directory"), `${label}: search_tools finds filesystem__list_directory in the top 3`, JSON.stringify(found));
+  const first = search.structuredContent?.tools?.[0] || {};
+  check(["score", "keyword", "vector", "inputSchema", "server", "description"].every((k) => k in first), `${label}: hits carry the score breakdown and schema`, Object.keys(first).join(","));
+
+  const echo = await client.callTool({ name: "execute_tool", arguments: { name: "everything__echo", arguments: { message: "smoke" } } });
+  check(!echo.isError && text(echo).includes("smoke"), `${label}: execute_tool everything__echo returns the backend's result`, text(echo));
+
+  const unknown = await client.callTool({ name: "execute_tool", arguments: { name: "everything__ech" } });
+  check(unknown.isError && text(unknown).includes("everything__echo"), `${label}: an unknown tool is an isError result naming the closest tool`, text(unknown));
+
+  const empty = await client.callTool({ name: "search_tools", arguments: { query: " " } });
+  check(empty.isError === true, `${label}: an empty query is an isError result`, text(empty));
+}
+
+function freePort() {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+    s.on("error", rej);
+  });
+}
+
+async function waitHealthy(url, ms) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    try {
+      const r = await fetch(url);
+      if (r.ok) return true;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return false;
+}
+
+// stdio
+{
+  const transport = new StdioClientTransport({ command: bin, args: ["serve", "--config", config], env, stderr: "ignore" });
+  const client = new Client({ name: "toolgate-smoke", version: "1" });
+  await client.connect(transport);
+  await exercise(client, "stdio");
+  await client.close();
+}
+
+// streamable HTTP
+{
+  const port = await freePort();
+  const child = spawn(bin, ["serve", "--config", config, "--http", `127.0.0.1:${port}`], { env, stdio: ["ignore", "ignore", "ignore"] });
+  try {
+    const up = await waitHealthy(`http://127.0.0.1:${port}/healthz`, 120000);
+    check(up, "http: /healthz answers");
+    if (up) {
+      const client = new Client({ name: "toolgate-smoke", version: "1" });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)));
+      await exercise(client, "http");
+      await client.close();
+      const forbidden = await fetch(`http://127.0.0.1:${port}/mcp`, { method: "POST", headers: { Origin: "https://evil.example", "Content-Type": "application/json" }, body: "{}" });
+      check(forbidden.status === 403, "http: a foreign Origin gets 403", String(forbidden.status));
+    }
+  } finally {
+    child.kill("SIGTERM");
+  }
+}
+
+console.log(failures === 0 ? "smoke: all checks passed" : `smoke: ${failures} check(s) failed`);
+process.exit(failures === 0 ? 0 : 1);

@@ -169,10 +169,11 @@ type Result struct {
 
 // Engine ranks tools from the current index. It is safe for concurrent use.
 type Engine struct {
-	cur  atomic.Pointer[snapshot]
-	emb  index.Embedder
-	opts Options
-	log  *slog.Logger
+	cur      atomic.Pointer[snapshot]
+	emb      index.Embedder
+	opts     Options
+	log      *slog.Logger
+	degraded atomic.Bool // last reported; the log says it once per change
 }
 
 // New returns an Engine over ix (which it now owns and closes). emb embeds
@@ -193,10 +194,22 @@ func New(ix *index.Index, emb index.Embedder, opts *Options) *Engine {
 	}
 	e := &Engine{emb: emb, opts: o, log: o.Logger}
 	e.cur.Store(newSnapshot(ix))
-	if degraded, why := e.Degraded(); degraded {
-		e.log.Warn("search runs BM25 only", "reason", why)
-	}
+	e.reportDegraded()
 	return e
+}
+
+// reportDegraded logs when the vector half turns off or back on, once per
+// change rather than at every swap.
+func (e *Engine) reportDegraded() {
+	degraded, why := e.Degraded()
+	if e.degraded.Swap(degraded) == degraded {
+		return
+	}
+	if degraded {
+		e.log.Warn("search runs BM25 only", "reason", why)
+	} else {
+		e.log.Info("search runs with vectors", "mode", e.opts.Mode)
+	}
 }
 
 // Options returns the engine's options after defaults.
@@ -210,9 +223,7 @@ func (e *Engine) Swap(ix *index.Index) {
 	if old != nil {
 		old.release(e.log)
 	}
-	if degraded, why := e.Degraded(); degraded {
-		e.log.Warn("search runs BM25 only", "reason", why)
-	}
+	e.reportDegraded()
 }
 
 // Close releases the current index; it is closed once running searches

@@ -366,3 +366,45 @@ func TestWarmStartKeepsToolsOfDownBackend(t *testing.T) {
 		t.Errorf("everything__echo: err=%v %s", err, textOf(res))
 	}
 }
+
+// TestDegradedModeServesBM25 starts the gateway with a missing ONNX Runtime
+// library: it keeps serving, search_tools says "mode": "bm25", and the log
+// says so once.
+func TestDegradedModeServesBM25(t *testing.T) {
+	cfg := bundledConfig(t, nil)
+	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--ort-lib", filepath.Join(t.TempDir(), "libonnxruntime.so.1"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "list the files in a directory", "limit": 3}})
+		if err != nil || res.IsError {
+			t.Fatalf("search_tools: %v %s", err, textOf(res))
+		}
+		var out struct {
+			Mode  string
+			Tools []struct{ Name string }
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(b, &out)
+		if out.Mode != "bm25" || len(out.Tools) == 0 || out.Tools[0].Name != "filesystem__list_directory" {
+			t.Errorf("degraded search: mode %q, tools %v; want bm25 with filesystem__list_directory first", out.Mode, out.Tools)
+		}
+		if !strings.Contains(textOf(res), "mode bm25") {
+			t.Errorf("text rendering does not say the mode: %s", textOf(res))
+		}
+	}
+	cs.Close()
+	log := stderr.String()
+	if n := strings.Count(log, "semantic ranking is off"); n != 1 {
+		t.Errorf("the log says semantic ranking is off %d times, want once:\n%s", n, log)
+	}
+	if !strings.Contains(log, "libonnxruntime.so.1") {
+		t.Errorf("the log does not name the missing piece:\n%s", log)
+	}
+}

@@ -12,20 +12,19 @@ package embed
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
-	"os"
 	"runtime"
 	"slices"
 	"sync"
 
 	ort "github.com/yalue/onnxruntime_go"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/toolgate/toolgate/models"
 )
 
 // Options configure an Embedder. The zero value (or nil) means defaults.
@@ -159,7 +158,7 @@ func New(opts *Options) (*Embedder, error) {
 	if err := initORT(p.ORTLib); err != nil {
 		return nil, err
 	}
-	sum, err := fileSHA256(p.Model)
+	sum, err := models.FileSHA256(p.Model)
 	if err != nil {
 		return nil, fmt.Errorf("read model: %w", err)
 	}
@@ -454,15 +453,3 @@ func (e *Embedder) Close() error {
 
 var _ io.Closer = (*Embedder)(nil)
 
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/models"
 )
 
 var _ index.Embedder = (*Embedder)(nil)
@@ -94,7 +95,7 @@ func TestTokenizerParity(t *testing.T) {
 		t.Fatalf("fixture has %d items, want >= 200", len(fx.Items))
 	}
 	path := filepath.Join(DefaultModelDir(), TokenizerFile)
-	sum, err := fileSHA256(path)
+	sum, err := models.FileSHA256(path)
 	requireNative(t, err)
 	if sum != fx.TokenizerSHA256 && !contains(fx.AlsoSHA256, sum) {
 		t.Fatalf("%s has sha256 %s, fixture made for %s %v", path, sum, fx.TokenizerSHA256, fx.AlsoSHA256)

@@ -137,7 +137,7 @@ func checkFile(modelDir, name string, spec FileSpec, full bool) (FileStatus, err
 			return st, nil
 		}
 	}
-	sha, err := hashFile(p)
+	sha, err := FileSHA256(p)
 	if err != nil {
 		st.Err = err
 		return st, err
@@ -151,7 +151,8 @@ func checkFile(modelDir, name string, spec FileSpec, full bool) (FileStatus, err
 	return st, nil
 }
 
-func hashFile(p string) (string, error) {
+// FileSHA256 is the hex sha256 of the file at p.
+func FileSHA256(p string) (string, error) {
 	in, err := os.Open(p)
 	if err != nil {
 		return "", err

@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -184,7 +182,7 @@ func doctorORT(path string) (doctorCheck, bool) {
 		}
 	}
 	c := doctorCheck{Name: "onnxruntime", Path: path, Pinned: embed.ORTLibSHA256, Fix: embed.FixORT}
-	sum, err := sha256File(path)
+	sum, err := regularFileSHA256(path)
 	if err != nil {
 		c.Status, c.Detail = statusMissing, err.Error()
 		return c, false
@@ -214,7 +212,7 @@ func doctorTokenizers() doctorCheck {
 	lib := embed.DefaultTokenizersLib()
 	c := doctorCheck{Name: "tokenizers", Path: lib, Version: tokenizers.WANT_VERSION, Status: statusOK,
 		Loads: ptr(true), Detail: "libtokenizers " + tokenizers.WANT_VERSION + " linked into this binary"}
-	if sum, err := sha256File(lib); err == nil {
+	if sum, err := regularFileSHA256(lib); err == nil {
 		c.SHA256 = sum
 		if stamp, err := os.ReadFile(filepath.Join(filepath.Dir(lib), "STAMP")); err == nil {
 			for _, line := range strings.Split(string(stamp), "\n") {
@@ -271,25 +269,6 @@ func short(sum string) string {
 	return sum
 }
 
-func sha256File(path string) (string, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", err
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", path)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
 
 func printDoctor(w io.Writer, rep *doctorReport) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -325,4 +304,17 @@ func printDoctor(w io.Writer, rep *doctorReport) {
 	if rep.OK {
 		fmt.Fprintln(w, "all needed pieces present")
 	}
+}
+
+// regularFileSHA256 hashes path, refusing anything but a regular file (a
+// folder or device given by mistake).
+func regularFileSHA256(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	return models.FileSHA256(path)
 }

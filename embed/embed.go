@@ -452,4 +452,3 @@ func (e *Embedder) Close() error {
 }
 
 var _ io.Closer = (*Embedder)(nil)
-

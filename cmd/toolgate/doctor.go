@@ -269,7 +269,6 @@ func short(sum string) string {
 	return sum
 }
 
-
 func printDoctor(w io.Writer, rep *doctorReport) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, c := range rep.Checks {

@@ -233,6 +233,7 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 			log:         b.log,
 			mask:        b.mask,
 			environment: os.Environ(),
+			reaper:      b.p.opts.Reaper,
 		})
 		if err != nil {
 			err = configError{err}

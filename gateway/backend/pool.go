@@ -118,6 +118,13 @@ type Options struct {
 	// StderrRate is the number of stderr lines per second and backend that
 	// are logged (burst 4×; default 50).
 	StderrRate float64
+	// Reaper runs each stdio backend under a reaper (Linux; ignored
+	// elsewhere): this program's own executable, re-executed, which becomes
+	// a child subreaper for the backend's process tree and kills all of it,
+	// grandchildren included, when the gateway dies, even by SIGKILL. The
+	// program's main must call ReaperMain when IsReaper reports true, before
+	// anything else.
+	Reaper bool
 }
 
 func (o *Options) withDefaults() Options {

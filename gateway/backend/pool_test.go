@@ -24,6 +24,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if IsReaper() { // before IsChild: a reaper's environment is its backend's
+		ReaperMain()
+	}
 	if backendtest.IsChild() {
 		backendtest.Main()
 		return

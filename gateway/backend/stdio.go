@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,6 +37,10 @@ type proc struct {
 	// waitErr is cmd.Wait's result; read only after exited is closed.
 	waitErr error
 
+	// lifeline is the write end of a reaper's lifeline pipe (nil without a
+	// reaper); closing it tells the reaper the gateway is gone.
+	lifeline *os.File
+
 	stderrDone chan struct{}
 	readers    sync.WaitGroup
 	stopOnce   sync.Once
@@ -49,6 +54,7 @@ type procConfig struct {
 	log         *slog.Logger
 	mask        func(string) string
 	environment []string // the gateway's environment (os.Environ())
+	reaper      bool     // run the command under a reaper (Options.Reaper)
 }
 
 // startProc starts srv's command with an allowlisted environment in its own
@@ -76,6 +82,24 @@ func startProc(srv config.Server, pc procConfig) (*proc, error) {
 		Dir:         srv.Cwd,
 		SysProcAttr: sysProcAttr(),
 	}
+	var lifeR, lifeW *os.File
+	if pc.reaper && reaperAvailable {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find toolgate's executable to run the reaper: %w", err)
+		}
+		if lifeR, lifeW, err = os.Pipe(); err != nil {
+			return nil, fmt.Errorf("pipes: %w", err)
+		}
+		// The reaper execs path with argv, once it holds the process group.
+		cmd.Args = append([]string{"toolgate-reaper", path}, cmd.Args...)
+		cmd.Path = exe
+		cmd.Env = append(slices.Clone(env), EnvReaper+"=3")
+		cmd.ExtraFiles = []*os.File{lifeR} // fd 3
+		// No parent-death signal: it would kill the reaper before it can
+		// clean up; the lifeline tells it instead.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	var files []*os.File // every pipe end, closed on failure
 	pipe := func() (r, w *os.File) {
 		if err != nil {
@@ -95,9 +119,9 @@ func startProc(srv config.Server, pc procConfig) (*proc, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	err = cmd.Start()
 	// The child holds its ends now; the parent keeps only its own.
-	closeAll([]*os.File{inR, outW, errW})
+	closeAll([]*os.File{inR, outW, errW, lifeR})
 	if err != nil {
-		closeAll([]*os.File{inW, outR, errR})
+		closeAll([]*os.File{inW, outR, errR, lifeW})
 		return nil, fmt.Errorf("start %s: %w", srv.Command, err)
 	}
 	pr, pw := io.Pipe()
@@ -114,6 +138,7 @@ func startProc(srv config.Server, pc procConfig) (*proc, error) {
 		mask:       pc.mask,
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
+		lifeline:   lifeW,
 	}
 	p.readers.Add(3)
 	go func() {
@@ -192,6 +217,9 @@ func (p *proc) doStop(grace, killAfter time.Duration) {
 		}
 	}
 	<-p.exited
+	if p.lifeline != nil {
+		p.lifeline.Close() // the reaper (if somehow still there) kills what is left
+	}
 	// Readers end at EOF once every process holding the pipes is gone. A
 	// process that left the group (setsid) could keep them open: don't wait
 	// for it.

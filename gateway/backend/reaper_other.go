@@ -1,0 +1,24 @@
+//go:build !linux
+
+package backend
+
+import (
+	"fmt"
+	"os"
+)
+
+// EnvReaper is set in the environment of a reaper process (Linux only; see
+// reaper_linux.go).
+const EnvReaper = "TOOLGATE_BACKEND_REAPER"
+
+// reaperAvailable reports whether Options.Reaper can be honoured here.
+const reaperAvailable = false
+
+// IsReaper reports whether this process was started as a backend's reaper.
+func IsReaper() bool { return os.Getenv(EnvReaper) != "" }
+
+// ReaperMain exits: reapers exist on Linux only.
+func ReaperMain() {
+	fmt.Fprintln(os.Stderr, "toolgate reaper: only supported on Linux")
+	os.Exit(127)
+}

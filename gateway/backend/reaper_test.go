@@ -1,0 +1,206 @@
+//go:build linux
+
+package backend
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+// envReaperGateway makes the test binary act as a gateway whose pool runs
+// its backend (spawn-grandchild) under a reaper, or not ("0"). It prints
+// the pid of the process it started and waits to be killed.
+const envReaperGateway = "TOOLGATE_TEST_REAPER_GATEWAY"
+
+func init() {
+	mode := os.Getenv(envReaperGateway)
+	if mode == "" || IsReaper() || backendtest.IsChild() {
+		return
+	}
+	exe, _ := os.Executable()
+	srv := config.Server{Name: "fake", Type: config.TypeStdio, Command: exe, Env: map[string]string{
+		backendtest.EnvMode:    "spawn-grandchild",
+		backendtest.EnvPIDFile: os.Getenv(backendtest.EnvPIDFile),
+		"GORACE":               "atexit_sleep_ms=0",
+	}}
+	p := New([]config.Server{srv}, &Options{Reaper: mode == "1"})
+	p.Start(context.Background())
+	st := p.Status()[0]
+	fmt.Printf("%d %s\n", st.PID, st.State)
+	time.Sleep(time.Hour)
+	os.Exit(0)
+}
+
+// startReaperGateway runs the test binary as a gateway (see init) and
+// returns it, the pid of the process its pool started, and the pid of the
+// backend's grandchild, which ignores stdin EOF.
+func startReaperGateway(t *testing.T, reaper bool) (gw *exec.Cmd, pid, grandchild int) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
+	mode := "0"
+	if reaper {
+		mode = "1"
+	}
+	gw = exec.Command(exe)
+	gw.Env = append(os.Environ(), envReaperGateway+"="+mode, backendtest.EnvPIDFile+"="+pidFile)
+	out, err := gw.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Process.Kill(); gw.Wait() }) //nolint:errcheck
+	line, err := bufio.NewReader(out).ReadString('\n')
+	var state string
+	if _, err2 := fmt.Sscan(line, &pid, &state); err != nil || err2 != nil || state != "up" || pid == 0 {
+		t.Fatalf("gateway child said %q (%v)", line, err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("grandchild pid file: %v", err)
+	}
+	grandchild, err = strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gw, pid, grandchild
+}
+
+// After the gateway is SIGKILLed, no backend process survives: not the
+// process it started, not the backend, not a grandchild that ignores stdin
+// EOF.
+func TestReaperKillsTreeWhenGatewayKilled(t *testing.T) {
+	gw, pid, grandchild := startReaperGateway(t, true)
+	tree := descendants(pid)
+	if len(tree) < 2 {
+		t.Fatalf("reaper %d has descendants %v, want the backend and its grandchild", pid, tree)
+	}
+	t.Logf("gateway %d → reaper %d → %v (grandchild %d)", gw.Process.Pid, pid, tree, grandchild)
+	if err := gw.Process.Kill(); err != nil { // SIGKILL: no chance to clean up
+		t.Fatal(err)
+	}
+	eventually(t, "every backend process dies with the gateway", func() bool {
+		if procAlive(pid) {
+			return false
+		}
+		for _, p := range tree {
+			if procAlive(p.pid) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// Without a reaper, the grandchild outlives a SIGKILLed gateway (the
+// parent-death signal reaches only the direct child): the reason reapers
+// exist. The test cleans the orphan up.
+func TestWithoutReaperGrandchildSurvives(t *testing.T) {
+	gw, pid, grandchild := startReaperGateway(t, false)
+	t.Cleanup(func() { syscall.Kill(grandchild, syscall.SIGKILL) }) //nolint:errcheck
+	if err := gw.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the direct child dies (parent-death signal)", func() bool { return !procAlive(pid) })
+	time.Sleep(200 * time.Millisecond)
+	if !procAlive(grandchild) {
+		t.Skip("the grandchild died without a reaper too (nothing to demonstrate here)")
+	}
+	t.Logf("grandchild %d survived its gateway without a reaper, as expected", grandchild)
+}
+
+func reaperOptions() *Options {
+	o := testOptions(nil)
+	o.Reaper = true
+	o.RestartDelays = []time.Duration{50 * time.Millisecond}
+	return o
+}
+
+// Under a reaper a backend behaves as before: calls, exit statuses in
+// errors, restart after SIGKILL of the backend itself, and Close leaves no
+// process behind.
+func TestReaperTransparent(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
+	p := startPool(t, []config.Server{
+		named(backendtest.Command(t, "spawn-grandchild,crash-mid-call", backendtest.EnvPIDFile+"="+pidFile), "tree"),
+		named(backendtest.Command(t, "normal"), "plain"),
+	}, reaperOptions())
+	if res, err := p.CallTool(context.Background(), "plain", "echo", map[string]any{"text": "hi"}); err != nil || textOf(t, res) != "hi" {
+		t.Fatalf("echo = %v, %v", res, err)
+	}
+
+	// Killing the backend (the reaper's child) mid-call: the error says so,
+	// and it comes back.
+	reaperPID := statusOf(t, p, "plain").PID
+	tree := descendants(reaperPID)
+	if len(tree) != 1 {
+		t.Fatalf("reaper %d has descendants %v, want one backend", reaperPID, tree)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.CallTool(context.Background(), "plain", "sleep", map[string]any{"ms": 60000})
+		errc <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if err := syscall.Kill(tree[0].pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err := <-errc
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "signal: killed") {
+		t.Fatalf("err = %v, want UnavailableError saying the process was killed", err)
+	}
+	eventually(t, "plain restarted", func() bool {
+		st := statusOf(t, p, "plain")
+		return st.State == StateUp && st.PID != reaperPID
+	})
+
+	// A crash reports the backend's own exit status.
+	_, err = p.CallTool(context.Background(), "tree", "crash", nil)
+	if err == nil || !strings.Contains(err.Error(), "exit status 2") {
+		t.Fatalf("crash err = %v, want the backend's exit status 2", err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grandchild, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	eventually(t, "the crashed backend's grandchild is stopped by its reaper", func() bool { return !procAlive(grandchild) })
+
+	var all []int
+	for _, st := range p.Status() {
+		if st.PID != 0 {
+			all = append(all, st.PID)
+			for _, d := range descendants(st.PID) {
+				all = append(all, d.pid)
+			}
+		}
+	}
+	p.Close()
+	for _, pid := range all {
+		if procAlive(pid) {
+			t.Errorf("process %d alive after Close", pid)
+		}
+	}
+	if kids := childrenOf(os.Getpid()); len(kids) > 0 {
+		t.Errorf("children left after Close: %v", kids)
+	}
+}

@@ -64,5 +64,10 @@ lint: deps-native
 bench: deps build
 	@$(NATIVE) $(GO) test -run '^$$' -bench . -benchmem ./...
 
+## bench-report: the whole-system figures in one table (README Performance); < 10 min on 2 cores
+BENCH_FLAGS ?=
+bench-report: deps build
+	@$(NATIVE) ./$(BIN) bench --log-level warn $(BENCH_FLAGS)
+
 clean:
 	rm -rf bin

@@ -33,7 +33,7 @@ type Embedder interface {
 // Options tune Build, Ensure and Open. A nil *Options means defaults.
 type Options struct {
 	Logger    *slog.Logger          // nil = discard
-	BatchSize int                   // texts per Embed call; 0 = 32
+	BatchSize int                   // texts per Embed call; 0 = 256
 	Progress  func(done, total int) // called after each embedding batch; may be nil
 	// LockWait is how long Ensure waits for another process's build in the
 	// same folder to finish before giving up with ErrLocked. 0 = refuse at
@@ -51,7 +51,10 @@ func (o *Options) logger() *slog.Logger {
 
 func (o *Options) batchSize() int {
 	if o == nil || o.BatchSize <= 0 {
-		return 32
+		// The embedder sorts one call's texts by length before cutting
+		// them into model batches: more texts per call, less padding
+		// (BenchmarkEmbedCatalog: call 256 vs 32, +17% texts/s).
+		return 256
 	}
 	return o.BatchSize
 }

@@ -178,11 +178,19 @@ func runBench(ctx context.Context, g *globals, f benchFlags, out io.Writer) erro
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
 	}
-	load, _ = os.ReadFile("/proc/loadavg")
-	fmt.Fprintf(out, "toolgate bench — %s, %d CPUs (%s), load before/after: see stderr; after %s; took %s\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), cpuModel(), strings.Join(strings.Fields(string(load))[:3], " "), time.Since(started).Round(time.Second))
+	loadAfter, _ := os.ReadFile("/proc/loadavg")
+	fmt.Fprintf(out, "toolgate bench — %s, %d CPUs (%s), load average (1/5/15 min) %s before, %s after; took %s\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), cpuModel(), loadavg(load), loadavg(loadAfter), time.Since(started).Round(time.Second))
 	printTable(out, b.rows)
 	return nil
+}
+
+func loadavg(b []byte) string {
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func cpuModel() string {
@@ -498,7 +506,7 @@ func (b *bench) execute(ctx context.Context, _ []int) error {
 			return cs, func() { cs.Close() }, nil
 		}
 	}
-	gwArgs := []string{"serve", "--config", cfg, "--data-dir", dataDir, "--log-level", "error", "--mode", "bm25"}
+	gwArgs := append([]string{"serve", "--config", cfg, "--data-dir", dataDir, "--log-level", "error", "--mode", "bm25"}, b.embedArgs()...)
 	httpConn := func() (*mcp.ClientSession, func(), error) {
 		addr, err := benchAddr()
 		if err != nil {
@@ -637,7 +645,7 @@ func (b *bench) startup(ctx context.Context, sizes []int) error {
 			starts = append(starts, d)
 			hwm = max(hwm, kib)
 		}
-		note := fmt.Sprintf("min / median of %d; %d backends (bench-backend) started too; index vectors are cached MiniLM vectors of the first %d synthetic texts", len(starts), shards, min(n, b.f.embedMax))
+		note := fmt.Sprintf("min / median of %d; %d backends (bench-backend) connect meanwhile; index vectors are cached MiniLM vectors of the first %d synthetic texts", len(starts), shards, min(n, b.f.embedMax))
 		slices.Sort(starts)
 		b.add("startup", fmt.Sprintf("%d tools, exec → first search_tools answer (warm index)", n),
 			fmt.Sprintf("%s / %s", fmtMS(starts[0]), fmtMS(starts[len(starts)/2])), note)
@@ -680,10 +688,11 @@ func (b *bench) prepareWarm(ctx context.Context, cfgPath, dataDir string, n int)
 func indextestDocs(n int) []index.Tool { return indextest.Catalog(n, indextest.Seed) }
 
 func (b *bench) timeFirstAnswer(ctx context.Context, cfg, dataDir string) (time.Duration, int64, error) {
-	args := []string{"serve", "--config", cfg, "--data-dir", dataDir, "--log-level", "error"}
+	args := []string{"serve", "--config", cfg, "--data-dir", dataDir, "--log-level", "info"}
 	args = append(args, b.embedArgs()...)
 	cmd := exec.Command(b.self, args...)
-	cmd.Stderr = io.Discard
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
 	t0 := time.Now()
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -698,18 +707,45 @@ func (b *bench) timeFirstAnswer(ctx context.Context, cfg, dataDir string) (time.
 	}
 	_ = res
 	kib := vmHWM(cmd.Process.Pid)
+	// The figure is a warm start only if serve found the index up to date
+	// and ran hybrid (the embedder loaded).
+	warm := func(log string) bool {
+		return strings.Contains(log, "warm=true") || strings.Contains(log, `state="up to date"`)
+	}
+	for i := 0; i < 100 && !warm(stderr.String()); i++ {
+		time.Sleep(20 * time.Millisecond) // the log is copied by a goroutine
+	}
+	if log := stderr.String(); !warm(log) || strings.Contains(log, "BM25-only") {
+		return 0, 0, fmt.Errorf("gateway did not warm start with the embedder; its log:\n%s", log)
+	}
 	return d, kib, nil
+}
+
+// syncBuffer is a bytes.Buffer safe for the writer goroutine of exec.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // embedArgs passes this command's embedder flags on to serve.
 func (b *bench) embedArgs() []string {
 	s := b.g.embed()
-	var a []string
+	// The model folder always: serve's default is under its --data-dir.
+	a := []string{"--model-dir", b.g.modelFolder()}
 	if s.ortLib != "" {
 		a = append(a, "--ort-lib", s.ortLib)
-	}
-	if s.modelDir != "" {
-		a = append(a, "--model-dir", s.modelDir)
 	}
 	if s.variant != "" {
 		a = append(a, "--model-variant", s.variant)

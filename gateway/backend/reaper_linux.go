@@ -124,9 +124,11 @@ func reap() int {
 	for {
 		select {
 		case <-lifeline:
-			// The gateway is gone. Nothing it started may stay.
-			for range 50 {
-				if killDescendants(self, syscall.SIGKILL, false) == 0 {
+			// The gateway is gone. Nothing it started may stay. Repeat
+			// until nothing is left: a dying process's children reach us
+			// only when its last thread has exited.
+			for range 500 {
+				if killDescendants(self, syscall.SIGKILL, false) == 0 && liveDescendants(self) == 0 {
 					break
 				}
 				time.Sleep(10 * time.Millisecond)
@@ -137,10 +139,15 @@ func reap() int {
 		case ws := <-exited:
 			if killDescendants(self, syscall.SIGTERM, false) > 0 {
 				deadline := time.Now().Add(reaperLeftoverGrace)
-				for time.Now().Before(deadline) && len(descendants(self)) > 0 {
+				for time.Now().Before(deadline) && liveDescendants(self) > 0 {
 					time.Sleep(20 * time.Millisecond)
 				}
-				killDescendants(self, syscall.SIGKILL, false)
+				for range 100 {
+					if killDescendants(self, syscall.SIGKILL, false) == 0 {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
 			}
 			return exitLike(ws)
 		}
@@ -184,7 +191,7 @@ func exitLike(ws syscall.WaitStatus) int {
 func killDescendants(root int, sig syscall.Signal, outsideGroup bool) int {
 	n := 0
 	for _, d := range descendants(root) {
-		if outsideGroup && d.pgrp == root {
+		if d.zombie || (outsideGroup && d.pgrp == root) {
 			continue
 		}
 		if syscall.Kill(d.pid, sig) == nil {
@@ -194,9 +201,26 @@ func killDescendants(root int, sig syscall.Signal, outsideGroup bool) int {
 	return n
 }
 
-type procInfo struct{ pid, ppid, pgrp int }
+type procInfo struct {
+	pid, ppid, pgrp int
+	zombie          bool
+}
 
-// descendants lists the live (non-zombie) processes below root, from /proc.
+// liveDescendants counts the descendants of root that are not zombies.
+func liveDescendants(root int) int {
+	n := 0
+	for _, d := range descendants(root) {
+		if !d.zombie {
+			n++
+		}
+	}
+	return n
+}
+
+// descendants lists the processes below root, from /proc. Zombies are
+// included: a multi-threaded process whose leader thread has exited shows
+// as a zombie while its other threads still run and are still the parents
+// of its children, so skipping it would lose its subtree.
 func descendants(root int) []procInfo {
 	d, err := os.Open("/proc")
 	if err != nil {
@@ -218,13 +242,14 @@ func descendants(root int) []procInfo {
 			continue
 		}
 		f := bytes.Fields(b[i+1:])
-		if len(f) < 3 || f[0][0] == 'Z' || f[0][0] == 'X' {
+		if len(f) < 3 {
 			continue
 		}
 		pid, _ := strconv.Atoi(name)
 		ppid, _ := strconv.Atoi(string(f[1]))
 		pgrp, _ := strconv.Atoi(string(f[2]))
-		children[ppid] = append(children[ppid], procInfo{pid, ppid, pgrp})
+		zombie := f[0][0] == 'Z' || f[0][0] == 'X'
+		children[ppid] = append(children[ppid], procInfo{pid, ppid, pgrp, zombie})
 	}
 	var out []procInfo
 	queue := []int{root}

@@ -41,6 +41,17 @@
 // process group (Setpgid) and a parent-death signal (SIGKILL, Linux), so it
 // dies with the gateway even when the gateway is SIGKILLed.
 //
+// The parent-death signal reaches only the direct child: a grandchild that
+// ignores stdin EOF (npx → node, a server's helper processes) would be
+// orphaned to init when the gateway is SIGKILLed. With Options.Reaper (Linux)
+// each backend runs under a reaper, the gateway's own executable re-executed
+// (its main calls ReaperMain when IsReaper): the reaper is a child subreaper
+// (prctl, no privileges), so every orphan of the backend's tree is
+// re-parented to it, and it holds a lifeline pipe whose only write end is in
+// the gateway. EOF on the lifeline, however the gateway died, makes it
+// SIGKILL every descendant. When the backend exits, the reaper stops what it
+// left behind and exits with the backend's status. See reaper_linux.go.
+//
 // Stopping it: close its stdin, wait StopGrace (2s) for it to exit, SIGTERM
 // its process group, wait KillAfter (5s) for the group to empty, SIGKILL the
 // group. Grandchildren (npx → node) are in the group and go with it.

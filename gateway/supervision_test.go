@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,9 +28,17 @@ func execute(ctx context.Context, t *testing.T, cs *mcp.ClientSession, name stri
 // isError result that says the server is unavailable (not a hang until the
 // call deadline, not a protocol error), and the backend serves again after
 // the first restart delay.
+// With a reaper (Options.Reaper) the process killed is the backend's reaper,
+// which takes the backend with it.
 func TestBackendKilledMidCall(t *testing.T) {
+	for _, reaper := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reaper=%v", reaper), func(t *testing.T) { testBackendKilledMidCall(t, reaper) })
+	}
+}
+
+func testBackendKilledMidCall(t *testing.T, reaper bool) {
 	rg := newRealGateway(t, []config.Server{fakeServer(t, "victim", "normal"), fakeServer(t, "other", "normal")},
-		&backend.Options{RestartDelays: []time.Duration{200 * time.Millisecond}})
+		&backend.Options{RestartDelays: []time.Duration{200 * time.Millisecond}, Reaper: reaper})
 	cs := connect(t, rg.g)
 	pid := rg.status(t, "victim").PID
 

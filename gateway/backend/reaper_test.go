@@ -204,3 +204,41 @@ func TestReaperTransparent(t *testing.T) {
 		t.Errorf("children left after Close: %v", kids)
 	}
 }
+
+// 100 start/stop cycles of a backend with a grandchild under a reaper leave
+// no process and no zombie behind: the pool reaps the reaper, the reaper
+// reaps the backend and whatever it left.
+func TestReaperNoZombiesAfterCycles(t *testing.T) {
+	cycles := 100
+	if testing.Short() {
+		cycles = 10
+	}
+	o := reaperOptions()
+	var grandchildren []int
+	for i := range cycles {
+		pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
+		p := New([]config.Server{backendtest.Command(t, "spawn-grandchild", backendtest.EnvPIDFile+"="+pidFile)}, o)
+		p.Start(context.Background())
+		if st := statusOf(t, p, "fake"); st.State != StateUp {
+			p.Close()
+			t.Fatalf("cycle %d: state %s: %s", i, st.State, st.Err)
+		}
+		p.Close()
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				grandchildren = append(grandchildren, pid)
+			}
+		}
+	}
+	if z := childrenOf(os.Getpid()); len(z) > 0 {
+		t.Errorf("children left after %d start/stop cycles: %v", cycles, z)
+	}
+	for _, pid := range grandchildren {
+		if procAlive(pid) {
+			t.Errorf("grandchild %d alive after its pool closed", pid)
+		}
+	}
+	if len(grandchildren) != cycles {
+		t.Errorf("%d grandchild pids recorded, want %d", len(grandchildren), cycles)
+	}
+}

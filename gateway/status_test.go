@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/config"
 )
 
 type fakeStatus []backend.Status
@@ -106,5 +108,40 @@ func TestStatusMountedBesideMCP(t *testing.T) {
 		if tt.want == 200 && !strings.Contains(rec.Body.String(), `"name": "a"`) {
 			t.Errorf("body = %s", rec.Body)
 		}
+	}
+}
+
+// GET /status over a real pool of backend processes, one of which dies and
+// stays down (no restarts configured).
+func TestStatusOfRealPool(t *testing.T) {
+	rg := newRealGateway(t, []config.Server{fakeServer(t, "ok", "normal"), fakeServer(t, "doomed", "crash-mid-call")},
+		&backend.Options{RestartDelays: []time.Duration{}})
+	cs := connect(t, rg.g)
+	if res := execute(context.Background(), t, cs, "doomed__crash", nil); !res.IsError {
+		t.Fatalf("crash: %q", text(res))
+	}
+	eventually(t, "doomed is down", func() bool { return rg.status(t, "doomed").State == backend.StateDown })
+
+	h := rg.g.HTTPHandler(&HTTPOptions{Extra: map[string]http.Handler{
+		"GET /status": StatusHandler(rg.pool, &StatusOptions{Version: "test"}),
+	}})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1/status", nil))
+	var rep StatusReport
+	if err := json.Unmarshal(rec.Body.Bytes(), &rep); err != nil || rec.Code != 200 {
+		t.Fatalf("GET /status = %d %v\n%s", rec.Code, err, rec.Body)
+	}
+	if rep.Total != 2 || rep.Up != 1 || rep.Version != "test" {
+		t.Errorf("report = %+v", rep)
+	}
+	got := map[string]BackendStatus{}
+	for _, b := range rep.Backends {
+		got[b.Name] = b
+	}
+	if ok := got["ok"]; ok.State != backend.StateUp || ok.PID != rg.status(t, "ok").PID || ok.PID == 0 || ok.Tools < 3 || ok.Protocol == "" {
+		t.Errorf("ok = %+v", ok)
+	}
+	if d := got["doomed"]; d.State != backend.StateDown || d.PID != 0 || !strings.Contains(d.Err, "exit status 2") || d.Tools == 0 {
+		t.Errorf("doomed = %+v (want down with its exit status, tools kept)", d)
 	}
 }

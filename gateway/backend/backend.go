@@ -20,6 +20,12 @@ import (
 // maxDescription caps a tool description; longer ones are cut (with a warning).
 const maxDescription = 16 << 10
 
+// exitWait is how long a broken connection waits for the process's exit
+// status, so that errors can say how it ended. The wait is short unless the
+// process lives on; under a reaper the exit comes once the backend's
+// leftovers are gone (reaperLeftoverGrace).
+const exitWait = time.Second
+
 var (
 	errStopping = errors.New("backend is stopping")
 	errStopped  = errors.New("stopped")
@@ -308,7 +314,7 @@ func (b *backend) explain(err error, r *run) error {
 		case <-r.proc.exited:
 			return fmt.Errorf("backend %q: %s %s during start-up: check command, args and env: %w",
 				name, b.cfg.Command, r.proc.exitErr(), err)
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(exitWait):
 		}
 		if cause != nil && !errors.Is(cause, context.Canceled) {
 			return fmt.Errorf("backend %q: %w: check that %q starts an MCP server speaking JSON-RPC on stdout%s",
@@ -413,7 +419,7 @@ func (b *backend) callTool(ctx context.Context, tool string, args map[string]any
 			select {
 			case <-r.proc.exited:
 				return nil, &UnavailableError{Server: name, Err: fmt.Errorf("its process %s during the call", r.proc.exitErr())}
-			case <-time.After(200 * time.Millisecond):
+			case <-time.After(exitWait):
 			}
 		}
 		return nil, &UnavailableError{Server: name, Err: errors.New("it stopped during the call")}
@@ -434,7 +440,7 @@ func (b *backend) callTool(ctx context.Context, tool string, args map[string]any
 		select {
 		case <-r.proc.exited:
 			return nil, &UnavailableError{Server: name, Err: fmt.Errorf("its process %s during the call", r.proc.exitErr())}
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(exitWait):
 		}
 	}
 	return nil, &UnavailableError{Server: name, Err: fmt.Errorf("connection lost during the call: %w", err)}
@@ -640,7 +646,7 @@ func (b *backend) deathErr(r *run) error {
 		select {
 		case <-r.proc.exited:
 			return fmt.Errorf("backend %q: process %s", b.cfg.Name, r.proc.exitErr())
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(exitWait):
 		}
 		return fmt.Errorf("backend %q: connection to the process broke (stdout closed or invalid JSON-RPC)%s", b.cfg.Name, r.proc.stderrSuffix())
 	}

@@ -34,7 +34,7 @@ import (
 //     in the gateway: EOF on it means the gateway is gone, however it died,
 //     and the reaper SIGKILLs every descendant and exits;
 //   - when the backend exits, stops what it left behind (SIGTERM, then
-//     SIGKILL after a second) and exits with the backend's status (re-raising
+//     SIGKILL after half a second) and exits with the backend's status (re-raising
 //     its signal), so the gateway's messages read as before;
 //   - forwards SIGTERM/SIGINT/SIGHUP to descendants outside its process
 //     group (the gateway signals the group; the reaper leads it).
@@ -67,7 +67,7 @@ const prSetChildSubreaper = 36 // PR_SET_CHILD_SUBREAPER
 
 // reaperLeftoverGrace is how long what a backend left behind gets between
 // SIGTERM and SIGKILL once the backend itself has exited.
-const reaperLeftoverGrace = time.Second
+const reaperLeftoverGrace = 500 * time.Millisecond
 
 func reap() int {
 	// The backend's parent-death signal fires when the thread that forked it

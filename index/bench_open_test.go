@@ -88,6 +88,18 @@ func BenchmarkNearest(b *testing.B) {
 				ix.Nearest(q, 10, "")
 			}
 		})
+		// k = all is what hybrid search asks for.
+		b.Run(fmt.Sprintf("tools=%d/k=all", n), func(b *testing.B) {
+			ix := &Index{tools: syntheticTools(n), dim: 384, vecs: make([]float32, n*384)}
+			for i := range ix.vecs {
+				ix.vecs[i] = float32(i%97) / 97
+			}
+			q := fakeVector("list files", 384)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				ix.Nearest(q, n, "")
+			}
+		})
 	}
 }
 

@@ -2,6 +2,7 @@ package index
 
 import (
 	"container/heap"
+	"slices"
 	"sort"
 )
 
@@ -14,8 +15,11 @@ func (ix *Index) Nearest(vec []float32, k int, server string) []Scored {
 	if ix.vecs == nil || len(vec) != ix.dim || k <= 0 {
 		return nil
 	}
-	h := make(scoredHeap, 0, k+1)
 	dim := ix.dim
+	if k >= len(ix.tools) {
+		return ix.scoreAll(vec, server)
+	}
+	h := make(scoredHeap, 0, k+1)
 	for i := range ix.tools {
 		if server != "" && ix.tools[i].Server != server {
 			continue
@@ -37,7 +41,34 @@ func (ix *Index) Nearest(vec []float32, k int, server string) []Scored {
 	})
 	out := make([]Scored, len(h))
 	for j, r := range h {
-		out[j] = Scored{ID: ix.tools[r.row].ID(), Score: r.score}
+		out[j] = Scored{ID: ix.idAt(r.row), Score: r.score}
+	}
+	return out
+}
+
+// scoreAll is Nearest for k ≥ the catalog (what hybrid search asks for):
+// every row is scored and the rows sorted once, without the heap.
+func (ix *Index) scoreAll(vec []float32, server string) []Scored {
+	dim := ix.dim
+	rows := make([]hrow, 0, len(ix.tools))
+	for i := range ix.tools {
+		if server != "" && ix.tools[i].Server != server {
+			continue
+		}
+		rows = append(rows, hrow{i, float64(dot(ix.vecs[i*dim:(i+1)*dim:(i+1)*dim], vec))})
+	}
+	slices.SortFunc(rows, func(a, b hrow) int {
+		if a.score != b.score {
+			if a.score > b.score {
+				return -1
+			}
+			return 1
+		}
+		return a.row - b.row
+	})
+	out := make([]Scored, len(rows))
+	for j, r := range rows {
+		out[j] = Scored{ID: ix.idAt(r.row), Score: r.score}
 	}
 	return out
 }

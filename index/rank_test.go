@@ -1,0 +1,56 @@
+package index
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestSortTies(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []Scored
+		want []string
+	}{
+		{"empty", nil, nil},
+		{"ties by ID", []Scored{{"c", 2}, {"a", 2}, {"b", 1}, {"a2", 1}}, []string{"a", "c", "a2", "b"}},
+		{"out of order falls back to a full sort", []Scored{{"b", 1}, {"a", 3}, {"c", 1}}, []string{"a", "b", "c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := slices.Clone(tt.in)
+			sortTies(in)
+			var got []string
+			for _, s := range in {
+				got = append(got, s.ID)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// Nearest for the whole catalog (scoreAll) ranks exactly like the heap path.
+func TestNearestAllMatchesHeap(t *testing.T) {
+	n := 300
+	ix := &Index{tools: syntheticTools(n), dim: 8, vecs: make([]float32, n*8)}
+	for i := range ix.vecs {
+		ix.vecs[i] = float32((i*7919)%13) / 13 // many equal dot products
+	}
+	q := []float32{1, 0.5, 0, 0.25, 1, 0, 0.5, 1}
+	for _, server := range []string{"", "server07"} {
+		t.Run(fmt.Sprintf("server=%q", server), func(t *testing.T) {
+			all := ix.Nearest(q, n, server)
+			heapPath := ix.Nearest(q, n-1, server)
+			if len(heapPath) < len(all)-1 {
+				t.Fatalf("heap path %d hits, all %d", len(heapPath), len(all))
+			}
+			if d := cmp.Diff(all[:len(heapPath)], heapPath); d != "" {
+				t.Errorf("k=all vs heap (-all +heap):\n%s", d)
+			}
+		})
+	}
+}

@@ -5,10 +5,19 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/models"
+	"github.com/toolgate/toolgate/search"
 )
 
 // benchGlobals point the embedder at the installed model; the bench's own
@@ -59,4 +68,56 @@ func TestBenchUsage(t *testing.T) {
 			t.Errorf("%+v: err = %v, want a usage error", f, err)
 		}
 	}
+}
+
+// BenchmarkExecuteHop splits execute_tool's overhead: the same no-op tool
+// on a bench-backend child called directly over stdio, and through an
+// in-process gateway (client over an in-memory transport, backend pool over
+// stdio), so the difference is the gateway's own work without the client's
+// process hop. Profile it with -cpuprofile:
+//
+//	go test ./cmd/toolgate -run '^$' -bench ExecuteHop -benchtime 2000x -cpuprofile /tmp/exec.prof
+func BenchmarkExecuteHop(b *testing.B) {
+	b.Setenv("TOOLGATE_E2E_MAIN", "1")
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
+	b.Run("direct-stdio", func(b *testing.B) {
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(self, "bench-backend")}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cs.Close()
+		for b.Loop() {
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "noop", Arguments: map[string]any{}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("gateway-inprocess", func(b *testing.B) {
+		pool := backend.New([]config.Server{{Name: "syn00", Type: "stdio", Command: self, Args: []string{"bench-backend"}}}, nil)
+		pool.Start(ctx)
+		defer pool.Close()
+		ix, err := index.Build(ctx, gateway.Catalog(pool.Tools()), nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		eng := search.New(ix, nil, nil)
+		defer eng.Close()
+		cs, done, err := connectInMemory(ctx, gateway.New(eng, pool, nil).Server())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer done()
+		params := &mcp.CallToolParams{Name: gateway.ExecuteToolName, Arguments: map[string]any{"name": "syn00__noop", "arguments": map[string]any{}}}
+		for b.Loop() {
+			res, err := cs.CallTool(ctx, params)
+			if err != nil || res.IsError {
+				b.Fatal(err, resultText(res))
+			}
+		}
+	})
 }

@@ -789,7 +789,7 @@ func (b *bench) tokens(ctx context.Context, sizes []int) error {
 		b.add("tokens", name+": backends' tools/list", fmt.Sprintf("%d B, %d tok", bytes, tok),
 			fmt.Sprintf("bytes/4 ≈ %d tok; %d tools", bytes/4, len(tools)))
 		b.add("tokens", name+": gateway tools/list", fmt.Sprintf("%d B, %d tok", gwBytes, gwTok),
-			fmt.Sprintf("bytes/4 ≈ %d tok; %.1f%% of the backends' tokens", gwBytes/4, 100*float64(gwTok)/float64(max(tok, 1))))
+			fmt.Sprintf("bytes/4 ≈ %d tok; %.2g%% of the backends' tokens", gwBytes/4, 100*float64(gwTok)/float64(max(tok, 1))))
 	}
 	if b.f.config != "" {
 		cfg, err := config.Load(b.f.config)

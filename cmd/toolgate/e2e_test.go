@@ -10,20 +10,27 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/models"
 )
 
-// The test binary doubles as the toolgate binary: with TOOLGATE_E2E_MAIN set
-// it runs main(), so the end-to-end tests drive a real toolgate process
-// without a separate build step.
+// The test binary doubles as the toolgate binary: with TOOLGATE_E2E_MAIN set,
+// or started with a toolgate verb instead of go test's -test.* flags (as a
+// backend whose environment was filtered is), it runs main(), so the
+// end-to-end tests drive real toolgate processes without a build step.
 func TestMain(m *testing.M) {
-	if os.Getenv("TOOLGATE_E2E_MAIN") == "1" {
+	if backend.IsReaper() { // a backend's reaper: its environment is the backend's
+		backend.ReaperMain()
+	}
+	if os.Getenv("TOOLGATE_E2E_MAIN") == "1" || len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-test.") {
 		os.Args = append([]string{"toolgate"}, os.Args[1:]...)
 		main()
 		os.Exit(0)
@@ -407,4 +414,114 @@ func TestDegradedModeServesBM25(t *testing.T) {
 	if !strings.Contains(log, "libonnxruntime.so.1") {
 		t.Errorf("the log does not name the missing piece:\n%s", log)
 	}
+}
+
+// TestSIGKILLLeavesNoBackendProcess SIGKILLs a real gateway whose backend
+// started a grandchild that ignores stdin EOF and left the process group's
+// reach: every process of every backend's tree must go with the gateway.
+func TestSIGKILLLeavesNoBackendProcess(t *testing.T) {
+	root := repoRoot(t)
+	everything := filepath.Join(root, "examples", "servers", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	if _, err := os.Stat(everything); err != nil {
+		requireOrSkip(t, "bundled npm servers are not installed")
+	}
+	cfg := map[string]any{"mcpServers": map[string]any{
+		"everything": map[string]any{"command": "sh", "args": []string{"-c", "setsid sleep 3600 </dev/null >/dev/null 2>&1 & exec node " + everything + " stdio"}},
+		"memory":     map[string]any{"command": "node", "args": []string{filepath.Join(root, "examples", "servers", "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js")}, "env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}},
+	}}
+	b, _ := json.Marshal(cfg)
+	path := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", path, "--http", addr, "--ort-lib", "/nonexistent")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitHealthy(t, "http://"+addr+"/healthz", 2*time.Minute)
+	// Wait for both backends to be up (and so for the grandchild to exist).
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get("http://" + addr + "/status")
+		if err == nil {
+			var st struct{ Up, Total int }
+			_ = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			if st.Total == 2 && st.Up == 2 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("backends not up within a minute")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	tree := descendants(cmd.Process.Pid)
+	var sleeper bool
+	for _, pid := range tree {
+		if c, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.HasPrefix(string(c), "sleep\x003600") {
+			sleeper = true
+		}
+	}
+	if !sleeper || len(tree) < 3 {
+		t.Fatalf("want the gateway's tree to hold both backends and the sleeping grandchild, got pids %v", tree)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		var alive []string
+		for _, pid := range tree {
+			if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(st), ") Z ") {
+				c, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+				alive = append(alive, fmt.Sprintf("%d %q", pid, strings.ReplaceAll(string(c), "\x00", " ")))
+			}
+		}
+		if len(alive) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, pid := range tree {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Fatalf("processes outlived the SIGKILLed gateway: %v", alive)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// descendants lists every process below pid, through /proc.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the command (which may hold spaces) start after ')'.
+		fields := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+		if len(fields) > 1 {
+			if ppid, err := strconv.Atoi(fields[1]); err == nil {
+				children[ppid] = append(children[ppid], p)
+			}
+		}
+	}
+	var out []int
+	var walk func(int)
+	walk = func(p int) {
+		for _, c := range children[p] {
+			out = append(out, c)
+			walk(c)
+		}
+	}
+	walk(pid)
+	return out
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/models"
 )
 
@@ -76,6 +77,11 @@ func envOr(key, def string) string {
 }
 
 func main() {
+	if backend.IsReaper() {
+		// This process supervises one stdio backend (backend.Options.Reaper)
+		// and exits with it; it is not a toolgate command.
+		backend.ReaperMain()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRootCmd().ExecuteContext(ctx)
 	stop()

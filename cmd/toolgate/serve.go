@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -83,17 +84,24 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 	defer embCloser.Close()
 
-	cs := &catalogSync{emb: emb, dir: index.Dir(g.DataDir()), log: log, kick: make(chan struct{}, 1)}
-	opts := g.backendOptions(cfg)
-	opts.OnToolsChanged = cs.changed
-	pool := backend.New(cfg.Servers(), opts)
-	defer pool.Close()
-	cs.pool = pool
-
 	// Warm start: answer from the catalog snapshot of the last run while the
 	// backends connect; tools of backends not connected yet are marked
 	// unavailable. Without a usable snapshot, wait for the backends first.
+	cs := &catalogSync{emb: emb, dir: index.Dir(g.DataDir()), log: log, kick: make(chan struct{}, 1)}
 	ix, warm := cs.openWarm(cfg.Servers())
+
+	// A lazy server starts on its first execute_tool, so search needs its
+	// tools from the snapshot; one the snapshot lacks starts now, once.
+	known := map[string]bool{}
+	for _, t := range cs.current {
+		known[t.Server] = true
+	}
+	opts := g.backendOptions(cfg)
+	opts.OnToolsChanged = cs.changed
+	opts.Lazy = func(s config.Server) bool { return s.Lazy && known[s.Name] }
+	pool := backend.New(cfg.Servers(), opts)
+	defer pool.Close()
+	cs.pool = pool
 	if warm {
 		log.Info("warm start: answering from the last catalog while backends connect", "tools", ix.Len(), "dir", cs.dir)
 		pool.StartAsync(ctx) // each backend's first listing triggers a re-index
@@ -129,6 +137,9 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		AllowedOrigins: cfg.Toolgate.HTTP.AllowedOrigins,
 		MaxBodyBytes:   cfg.Toolgate.HTTP.MaxBodyBytes,
 		Logger:         log,
+		Extra: map[string]http.Handler{
+			"GET /status": gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start}),
+		},
 	})
 	return gateway.ListenAndServe(ctx, f.http, h, f.allowRemote, log)
 }
@@ -141,6 +152,14 @@ func (g *globals) backendOptions(cfg *config.File) *backend.Options {
 		CallTimeout:           cfg.Toolgate.CallTimeout.Duration,
 		MaxConcurrentConnects: cfg.Toolgate.MaxConcurrentConnects,
 		ClientInfo:            &mcp.Implementation{Name: "toolgate", Version: version},
+		// [] = never restart; a server's own "restart" and "idleTimeout"
+		// are read by the pool.
+		RestartDelays: cfg.Toolgate.Restart.DelayDurations(),
+		StableAfter:   cfg.Toolgate.Restart.StableAfter.Duration,
+		// Each stdio backend runs under this binary re-executed as its
+		// reaper (see main), so no process of its tree outlives a
+		// SIGKILLed gateway.
+		Reaper: true,
 	}
 }
 

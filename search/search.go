@@ -305,24 +305,29 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		return Result{Mode: mode}, nil
 	}
 
-	var qvec []float32
+	// The query embedding (a MiniLM run, ~10 ms) and the keyword search run
+	// side by side: on two or more cores the keyword half comes for free.
+	type embedded struct {
+		vec []float32
+		err error
+	}
+	var embc chan embedded
 	if mode.needsVectors() {
 		if e.emb == nil || !ix.HasVectors() {
 			mode = ModeBM25
 		} else {
-			vecs, err := e.emb.Embed(ctx, []string{text})
-			switch {
-			case ctx.Err() != nil:
-				return Result{}, ctx.Err()
-			case err != nil || len(vecs) != 1:
-				if err == nil {
+			embc = make(chan embedded, 1)
+			go func() {
+				vecs, err := e.emb.Embed(ctx, []string{text})
+				if err == nil && len(vecs) != 1 {
 					err = fmt.Errorf("embedder returned %d vectors for 1 text", len(vecs))
 				}
-				e.log.Warn("embed query failed; answering with BM25 only", "err", err)
-				mode = ModeBM25
-			default:
-				qvec = vecs[0]
-			}
+				if err != nil {
+					embc <- embedded{err: err}
+					return
+				}
+				embc <- embedded{vec: vecs[0]}
+			}()
 		}
 	}
 
@@ -333,12 +338,25 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	// all of Bleve's hits 20 ms, top 100 8 ms).
 	n := ix.Len()
 	kwDepth := n
-	if qvec == nil {
+	if embc == nil {
 		kwDepth = limit
 	}
-	kw, err := ix.Keyword(text, kwDepth, q.Server)
-	if err != nil {
-		return Result{}, fmt.Errorf("keyword search: %w", err)
+	kw, kwErr := ix.Keyword(text, kwDepth, q.Server)
+	var qvec []float32
+	if embc != nil {
+		r := <-embc // always sent: the goroutine never outlives Search
+		switch {
+		case ctx.Err() != nil:
+			return Result{}, ctx.Err()
+		case r.err != nil:
+			e.log.Warn("embed query failed; answering with BM25 only", "err", r.err)
+			mode = ModeBM25
+		default:
+			qvec = r.vec
+		}
+	}
+	if kwErr != nil {
+		return Result{}, fmt.Errorf("keyword search: %w", kwErr)
 	}
 	var vec []index.Scored
 	if qvec != nil {

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -23,22 +22,7 @@ import (
 )
 
 // syncBuf is a goroutine-safe log sink.
-type syncBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuf) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuf = backendtest.LogBuffer
 
 // fakeServer is a fake backend process (backendtest) named name.
 func fakeServer(t *testing.T, name, modes string, extraEnv ...string) config.Server {

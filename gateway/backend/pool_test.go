@@ -1,10 +1,8 @@
 package backend
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,26 +32,7 @@ func TestMain(m *testing.M) {
 }
 
 // logBuf collects log output for assertions.
-type logBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func (l *logBuf) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
+type logBuf = backendtest.LogBuffer
 
 // testOptions are fast, deterministic defaults for tests: no restarts.
 func testOptions(l *logBuf) *Options {
@@ -67,7 +45,7 @@ func testOptions(l *logBuf) *Options {
 		RestartDelays:  []time.Duration{},
 	}
 	if l != nil {
-		o.Logger = l.logger()
+		o.Logger = l.Logger()
 	}
 	return o
 }

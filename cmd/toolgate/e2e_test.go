@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/models"
 )
 
@@ -29,6 +30,9 @@ import (
 func TestMain(m *testing.M) {
 	if backend.IsReaper() { // a backend's reaper: its environment is the backend's
 		backend.ReaperMain()
+	}
+	if backendtest.IsChild() { // a fake backend started by a gateway under test
+		backendtest.Main()
 	}
 	if os.Getenv("TOOLGATE_E2E_MAIN") == "1" || len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-test.") {
 		os.Args = append([]string{"toolgate"}, os.Args[1:]...)
@@ -524,4 +528,58 @@ func descendants(pid int) []int {
 	}
 	walk(pid)
 	return out
+}
+
+// TestToolListChangeReachesSearch drives a backend that adds a tool at run
+// time (notifications/tools/list_changed): the gateway re-indexes in the
+// background and search_tools finds the new tool, while the two tools the
+// client sees never change.
+func TestToolListChangeReachesSearch(t *testing.T) {
+	fake := backendtest.Command(t, backendtest.ModeToolsChange)
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"fake": map[string]any{"command": fake.Command, "env": fake.Env},
+	}})
+	path := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(path, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", path, "--mode", "bm25")
+	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	found := func() bool {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "zebra launcher", "limit": 3}})
+		if err != nil || res.IsError {
+			t.Fatalf("search_tools: %v %s", err, textOf(res))
+		}
+		return strings.Contains(textOf(res), "fake__zebra_launcher")
+	}
+	if found() {
+		t.Fatal("fake__zebra_launcher found before the backend added it")
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": "fake__add_tool", "arguments": map[string]any{"name": "zebra_launcher"}}})
+	if err != nil || res.IsError {
+		t.Fatalf("fake__add_tool: %v %s", err, textOf(res))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !found() {
+		if time.Now().After(deadline) {
+			t.Fatal("search_tools never found the tool the backend added (no re-index after tools/list_changed)")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": "fake__zebra_launcher"}})
+	if err != nil || res.IsError || textOf(res) != "zebra_launcher" {
+		t.Errorf("the new tool: err=%v %q", err, textOf(res))
+	}
+	lt, err := cs.ListTools(ctx, nil)
+	if err != nil || len(lt.Tools) != 2 {
+		t.Errorf("tools/list changed: %v, %d tools", err, len(lt.Tools))
+	}
 }

@@ -41,16 +41,10 @@ func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Fi
 			p.dir = filepath.Dir(path)
 		}
 	}
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // editors on Windows add a BOM
-
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, p.jsonError(data, err)
+	f, err := p.decode(data)
+	if err != nil {
+		return nil, err
 	}
-	f := &File{Path: path, MCPServers: map[string]Server{}}
-	p.servers(top, f)
-	p.settings(top["toolgate"], &f.Toolgate)
-	f.Toolgate.SetDefaults()
 	if len(p.errs) == 0 {
 		// Decoding succeeded; now the checks that also apply to a File built in code.
 		if err := f.Validate(); err != nil {
@@ -86,16 +80,26 @@ func ParseUnexpanded(data []byte, path string) (*File, error) {
 			p.dir = filepath.Dir(abs)
 		}
 	}
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	f, err := p.decode(data)
+	if err != nil {
+		return nil, err
+	}
+	return f, p.err()
+}
+
+// decode reads the server entries and the toolgate section (with defaults
+// applied); field errors collect in p, a JSON syntax error is returned.
+func (p *parser) decode(data []byte) (*File, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // editors on Windows add a BOM
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
 		return nil, p.jsonError(data, err)
 	}
-	f := &File{Path: path, MCPServers: map[string]Server{}}
+	f := &File{Path: p.path, MCPServers: map[string]Server{}}
 	p.servers(top, f)
 	p.settings(top["toolgate"], &f.Toolgate)
 	f.Toolgate.SetDefaults()
-	return f, p.err()
+	return f, nil
 }
 
 // FieldError is one problem in a config file.

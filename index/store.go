@@ -460,7 +460,7 @@ func Open(dir string, opts *Options) (*Index, error) {
 	// A builder may swap generations between reading the manifest and opening
 	// the generation it names; reading the manifest again settles it.
 	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
+	for attempt := 0; attempt < 5; attempt++ {
 		m, err := readManifest(ixDir)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("no index in %s: build one with `toolgate index --tools FILE.jsonl` or `toolgate index --config FILE`", dir)
@@ -476,8 +476,13 @@ func Open(dir string, opts *Options) (*Index, error) {
 			return ix, nil
 		}
 		lastErr = err
+		// A builder that swapped in a newer generation deletes the old one,
+		// possibly while we were opening it: then the manifest has moved on.
+		if now, merr := readManifest(ixDir); merr == nil && now.Generation != m.Generation {
+			continue
+		}
 		if _, serr := os.Stat(genDir(ixDir, m.Generation)); serr == nil {
-			break // the generation is there but damaged: retrying will not help
+			break // the generation is still current but damaged: retrying will not help
 		}
 	}
 	return nil, fmt.Errorf("open index in %s: %w (rebuild it with `toolgate index`)", dir, lastErr)

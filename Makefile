@@ -14,7 +14,7 @@ STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 NATIVE       := source scripts/native-env.sh >/dev/null &&
 GOTEST_FLAGS ?=
 
-.PHONY: all deps deps-native deps-model deps-servers build run serve-stdio test smoke lint bench clean
+.PHONY: all deps deps-native deps-model deps-servers build run serve-stdio test smoke lint bench bench-report clean
 
 all: build
 

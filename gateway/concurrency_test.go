@@ -78,17 +78,8 @@ func (rg *realGateway) status(t *testing.T, name string) backend.Status {
 	return backend.Status{}
 }
 
-// eventually polls cond until it holds (failing after 20s).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// eventually is backendtest.Eventually.
+var eventually = backendtest.Eventually
 
 // TestConcurrentSessions runs 64 client sessions × 200 execute_tool calls
 // over 3 real backend processes: half the sessions over streamable HTTP, half

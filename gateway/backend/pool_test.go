@@ -75,18 +75,8 @@ func statusOf(t *testing.T, p *Pool, name string) Status {
 	return Status{}
 }
 
-// eventually polls cond until it holds or 20s pass (a bound for a hung
-// test, not a speed assertion).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// eventually is backendtest.Eventually.
+var eventually = backendtest.Eventually
 
 func textOf(t *testing.T, res *mcp.CallToolResult) string {
 	t.Helper()

@@ -5,7 +5,6 @@ package backend
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -154,27 +153,14 @@ func TestReaperTransparent(t *testing.T) {
 	if len(tree) != 1 {
 		t.Fatalf("reaper %d has descendants %v, want one backend", reaperPID, tree)
 	}
-	errc := make(chan error, 1)
-	go func() {
-		_, err := p.CallTool(context.Background(), "plain", "sleep", map[string]any{"ms": 60000})
-		errc <- err
-	}()
-	time.Sleep(200 * time.Millisecond)
-	if err := syscall.Kill(tree[0].pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	err := <-errc
-	var ue *UnavailableError
-	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "signal: killed") {
-		t.Fatalf("err = %v, want UnavailableError saying the process was killed", err)
-	}
+	killMidCall(t, p, "plain", tree[0].pid)
 	eventually(t, "plain restarted", func() bool {
 		st := statusOf(t, p, "plain")
 		return st.State == StateUp && st.PID != reaperPID
 	})
 
 	// A crash reports the backend's own exit status.
-	_, err = p.CallTool(context.Background(), "tree", "crash", nil)
+	_, err := p.CallTool(context.Background(), "tree", "crash", nil)
 	if err == nil || !strings.Contains(err.Error(), "exit status 2") {
 		t.Fatalf("crash err = %v, want the backend's exit status 2", err)
 	}

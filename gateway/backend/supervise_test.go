@@ -105,20 +105,7 @@ func TestKilledMidCallRestarts(t *testing.T) {
 	o.RestartDelays = []time.Duration{100 * time.Millisecond}
 	p := startPool(t, []config.Server{backendtest.Command(t, "normal")}, o)
 	pid := statusOf(t, p, "fake").PID
-	errc := make(chan error, 1)
-	go func() {
-		_, err := p.CallTool(context.Background(), "fake", "sleep", map[string]any{"ms": 60000})
-		errc <- err
-	}()
-	time.Sleep(200 * time.Millisecond) // let the call reach the backend
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	err := <-errc
-	var ue *UnavailableError
-	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "signal: killed") {
-		t.Fatalf("err = %v, want UnavailableError saying the process was killed", err)
-	}
+	killMidCall(t, p, "fake", pid)
 	eventually(t, "serving again after the first backoff", func() bool {
 		st := statusOf(t, p, "fake")
 		return st.State == StateUp && st.PID != pid
@@ -356,5 +343,25 @@ func TestLazyBackendFailsToStart(t *testing.T) {
 	}
 	if st := statusOf(t, p, "lazy"); st.State != StateDown {
 		t.Errorf("state %s", st.State)
+	}
+}
+
+// killMidCall SIGKILLs pid while a long call to server is in flight and
+// checks the caller gets an UnavailableError saying the process was killed.
+func killMidCall(t *testing.T, p *Pool, server string, pid int) {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.CallTool(context.Background(), server, "sleep", map[string]any{"ms": 60000})
+		errc <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // let the call reach the backend
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err := <-errc
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "signal: killed") {
+		t.Fatalf("err = %v, want UnavailableError saying the process was killed", err)
 	}
 }

@@ -91,6 +91,11 @@ func main() {
 			fmt.Fprintf(os.Stderr, "toolgate: %v\n", err)
 			os.Exit(2)
 		}
+		var ee exitError
+		if errors.As(err, &ee) {
+			fmt.Fprintf(os.Stderr, "toolgate: %v\n", err)
+			os.Exit(ee.code)
+		}
 		fmt.Fprintf(os.Stderr, "toolgate: %s\n", strings.TrimSpace(err.Error()))
 		os.Exit(1)
 	}
@@ -100,3 +105,12 @@ func main() {
 type usageError struct{ error }
 
 func (u usageError) Unwrap() error { return u.error }
+
+// exitError is an error with its own exit status, for commands whose
+// status says more than fail/succeed (e.g. `status`: 3 = degraded).
+type exitError struct {
+	error
+	code int
+}
+
+func (e exitError) Unwrap() error { return e.error }

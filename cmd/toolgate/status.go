@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 )
 
@@ -42,7 +43,9 @@ each backend's state, tool count, restarts, last error and how long it has been 
 its state. With --json the gateway's JSON is printed as is.
 
 The address is --addr, else toolgate.http.addr of --config, else ` + defaultStatusAddr + `.
-Exit status 1 when no gateway answers there.`,
+Exit status: 0 when every backend is up or idle (lazy, not started yet),
+3 when the gateway answers but some backend is down or still connecting,
+1 when no gateway answers there.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runStatus(cmd.Context(), cmd.OutOrStdout(), f)
@@ -117,10 +120,34 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		return fmt.Errorf("%s did not answer with a status report (%v): check --addr", u, err)
 	}
 	if f.asJSON {
-		_, err := w.Write(body)
+		_, err = w.Write(body)
+	} else {
+		err = printStatus(w, rep)
+	}
+	if err != nil {
 		return err
 	}
-	return printStatus(w, rep)
+	return degraded(rep)
+}
+
+// degradedExit is the exit status of `status` when the gateway runs but
+// not every backend can serve.
+const degradedExit = 3
+
+// degraded reports the backends that are neither up nor idle as an
+// exitError, so scripts and health checks can tell a degraded gateway from
+// a healthy one without parsing the table.
+func degraded(rep gateway.StatusReport) error {
+	var bad []string
+	for _, b := range rep.Backends {
+		if b.State != backend.StateUp && b.State != backend.StateIdle {
+			bad = append(bad, fmt.Sprintf("%s is %s", b.Name, b.State))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return exitError{fmt.Errorf("degraded: %s", strings.Join(bad, ", ")), degradedExit}
 }
 
 func printStatus(w io.Writer, rep gateway.StatusReport) error {

@@ -39,9 +39,8 @@ func TestStatusCommand(t *testing.T) {
 	t.Run("table", func(t *testing.T) {
 		for _, addr := range []string{hostport, srv.URL, srv.URL + "/mcp"} {
 			var out bytes.Buffer
-			if err := runStatus(context.Background(), &out, statusFlags{addr: addr}); err != nil {
-				t.Fatalf("--addr %s: %v", addr, err)
-			}
+			err := runStatus(context.Background(), &out, statusFlags{addr: addr})
+			requireDegraded(t, err, `degraded: remote is down`)
 			got := out.String()
 			for _, want := range []string{"toolgate 9.9.9, up 1h0m0s: 1 of 2 backends up", "SERVER", "memory", "up", "4242", "2026-07-28", "remote", "down", "connection refused: check url"} {
 				if !strings.Contains(got, want) {
@@ -52,9 +51,7 @@ func TestStatusCommand(t *testing.T) {
 	})
 	t.Run("json", func(t *testing.T) {
 		var out bytes.Buffer
-		if err := runStatus(context.Background(), &out, statusFlags{addr: hostport, asJSON: true}); err != nil {
-			t.Fatal(err)
-		}
+		requireDegraded(t, runStatus(context.Background(), &out, statusFlags{addr: hostport, asJSON: true}), "remote is down")
 		var rep gateway.StatusReport
 		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 			t.Fatalf("--json output is not a report: %v\n%s", err, out.String())
@@ -66,10 +63,33 @@ func TestStatusCommand(t *testing.T) {
 	t.Run("address from config", func(t *testing.T) {
 		cfg := writeConfig(t, `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"http": {"addr": "`+hostport+`"}}}`)
 		var out bytes.Buffer
-		if err := runStatus(context.Background(), &out, statusFlags{config: cfg}); err != nil || !strings.Contains(out.String(), "memory") {
-			t.Fatalf("err %v, output:\n%s", err, out.String())
+		err := runStatus(context.Background(), &out, statusFlags{config: cfg})
+		requireDegraded(t, err, "remote is down")
+		if !strings.Contains(out.String(), "memory") {
+			t.Fatalf("output:\n%s", out.String())
 		}
 	})
+	t.Run("healthy exits 0", func(t *testing.T) {
+		healthy := statusSource{
+			{Name: "memory", Transport: "stdio", State: backend.StateUp, Tools: 9, Since: now},
+			{Name: "lazy", Transport: "stdio", State: backend.StateIdle, Since: now},
+		}
+		srv := httptest.NewServer(gateway.StatusHandler(healthy, nil))
+		defer srv.Close()
+		var out bytes.Buffer
+		if err := runStatus(context.Background(), &out, statusFlags{addr: srv.URL}); err != nil {
+			t.Fatalf("all backends up or idle, got %v\n%s", err, out.String())
+		}
+	})
+}
+
+// requireDegraded checks that err is the degraded exit (status 3) naming want.
+func requireDegraded(t *testing.T, err error, want string) {
+	t.Helper()
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != degradedExit || !strings.Contains(err.Error(), want) {
+		t.Fatalf("want exit %d naming %q, got %v", degradedExit, want, err)
+	}
 }
 
 func TestStatusCommandErrors(t *testing.T) {

@@ -138,6 +138,12 @@ type Report struct {
 	Reused     int // vectors copied from the previous generation (same model, same text)
 	Duration   time.Duration
 	Generation int
+
+	// Reindexed is how many Bleve documents the build indexed or deleted:
+	// every tool for a full build; for an incremental one the tools added,
+	// those whose Bleve document changed, and those removed.
+	Reindexed   int
+	Incremental bool // the Bleve index was updated from the previous generation's, not rebuilt
 }
 
 // Ensure opens the index in the index folder dir (created if needed; by
@@ -210,7 +216,14 @@ func EnsureReport(ctx context.Context, dir string, tools []Tool, emb Embedder, o
 	if err := os.RemoveAll(gd); err != nil {
 		return nil, rep, fmt.Errorf("clear %s: %w", gd, err)
 	}
-	man, err := writeGeneration(ctx, gd, sorted, emb, old, opts, &rep)
+	// The previous generation's Bleve index is updated rather than rebuilt
+	// only when it was made by the same format and analyzer.
+	var base *Index
+	baseDir := ""
+	if old != nil && (rep.Before == StateCatalogChanged || rep.Before == StateModelChanged) && prev.Analyzer == analyzerSignature() {
+		base, baseDir = old, filepath.Join(genDir(ixDir, prev.Generation), bleveSubdir)
+	}
+	man, err := writeGeneration(ctx, gd, sorted, emb, old, base, baseDir, opts, &rep)
 	if err != nil {
 		_ = os.RemoveAll(gd)
 		return nil, rep, err
@@ -229,7 +242,8 @@ func EnsureReport(ctx context.Context, dir string, tools []Tool, emb Embedder, o
 	rep.Duration = time.Since(start)
 	log.Info("index built", "dir", ixDir, "state_before", string(rep.Before), "tools", len(sorted),
 		"added", rep.Added, "changed", rep.Changed, "removed", rep.Removed,
-		"embedded", rep.Embedded, "reused", rep.Reused, "generation", gen, "duration", rep.Duration)
+		"embedded", rep.Embedded, "reused", rep.Reused, "reindexed", rep.Reindexed, "incremental", rep.Incremental,
+		"generation", gen, "duration", rep.Duration)
 	return ix, rep, nil
 }
 
@@ -296,8 +310,10 @@ func removeOtherGenerations(ixDir string, keep int, log interface {
 }
 
 // writeGeneration writes catalog, vectors and Bleve index into gd and syncs
-// them. It returns the manifest for the generation (Generation unset).
-func writeGeneration(ctx context.Context, gd string, tools []Tool, emb Embedder, old *Index, opts *Options, rep *Report) (*Manifest, error) {
+// them. Vectors are reused from old; the Bleve index is updated from base's
+// (at baseDir) when that is worth it (see writeBleve), base nil means a full
+// build. It returns the manifest for the generation (Generation unset).
+func writeGeneration(ctx context.Context, gd string, tools []Tool, emb Embedder, old, base *Index, baseDir string, opts *Options, rep *Report) (*Manifest, error) {
 	if err := os.MkdirAll(gd, 0o755); err != nil {
 		return nil, fmt.Errorf("create index generation: %w", err)
 	}
@@ -322,9 +338,11 @@ func writeGeneration(ctx context.Context, gd string, tools []Tool, emb Embedder,
 		}
 		man.ModelID, man.Dim = emb.ModelID(), emb.Dim()
 	}
-	if err := buildBleveOnDisk(ctx, filepath.Join(gd, bleveSubdir), tools); err != nil {
+	n, incremental, err := writeBleve(ctx, filepath.Join(gd, bleveSubdir), tools, base, baseDir, opts.logger())
+	if err != nil {
 		return nil, err
 	}
+	rep.Reindexed, rep.Incremental = n, incremental
 	if err := syncTree(gd); err != nil {
 		return nil, fmt.Errorf("sync index generation: %w", err)
 	}

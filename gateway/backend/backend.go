@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -29,6 +30,9 @@ const exitWait = time.Second
 var (
 	errStopping = errors.New("backend is stopping")
 	errStopped  = errors.New("stopped")
+	// Causes of a backend's end by Reconfigure.
+	errRemoved  = errors.New("it was removed from the config")
+	errReplaced = errors.New("its config entry changed and it is restarting with the new one")
 )
 
 // configError marks a failure that a restart cannot fix (command not found,
@@ -40,12 +44,18 @@ func (e configError) Unwrap() error { return e.error }
 // backend is one configured server: its state, its last known tools, and the
 // live connection (run) while up.
 type backend struct {
-	p              *Pool
-	cfg            config.Server
-	log            *slog.Logger
-	connectTimeout time.Duration
-	callTimeout    time.Duration
-	mask           func(string) string
+	p    *Pool
+	cfg  config.Server
+	log  *slog.Logger
+	mask func(string) string
+	// ctx ends with the pool, or earlier when Reconfigure removes or
+	// replaces the backend (the cause says which).
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	// Timeouts (time.Duration), changed in place by Reconfigure.
+	connectTimeout atomic.Int64
+	callTimeout    atomic.Int64
 
 	notifyMu sync.Mutex // serializes list + OnToolsChanged
 
@@ -92,19 +102,19 @@ func newBackend(p *Pool, s config.Server) *backend {
 		}
 	}
 	b := &backend{
-		p:              p,
-		cfg:            s,
-		log:            p.log.With(keyServer, s.Name, keyTransport, s.Type),
-		connectTimeout: p.opts.ConnectTimeout,
-		callTimeout:    p.opts.CallTimeout,
-		mask:           newMasker(s),
-		state:          StateConnecting,
-		since:          time.Now(),
-		stateCh:        make(chan struct{}),
-		wakeCh:         make(chan struct{}, 1),
-		restartDelays:  p.opts.RestartDelays,
-		stableAfter:    p.opts.StableAfter,
+		p:             p,
+		cfg:           s,
+		log:           p.log.With(keyServer, s.Name, keyTransport, s.Type),
+		mask:          newMasker(s),
+		state:         StateConnecting,
+		since:         time.Now(),
+		stateCh:       make(chan struct{}),
+		wakeCh:        make(chan struct{}, 1),
+		restartDelays: p.opts.RestartDelays,
+		stableAfter:   p.opts.StableAfter,
 	}
+	b.ctx, b.cancel = context.WithCancelCause(p.ctx)
+	b.setTimeouts(s)
 	if p.opts.Lazy != nil && p.opts.Lazy(s) {
 		b.lazy, b.idleTimeout, b.state = true, p.opts.IdleTimeout, StateIdle
 		if d := s.IdleTimeout.Duration; d > 0 {
@@ -119,13 +129,35 @@ func newBackend(p *Pool, s config.Server) *backend {
 			b.stableAfter = r.StableAfter.Duration
 		}
 	}
+	return b
+}
+
+// setTimeouts applies s's connect and call timeouts (0 = the pool's).
+func (b *backend) setTimeouts(s config.Server) {
+	connect, call := b.p.opts.ConnectTimeout, b.p.opts.CallTimeout
 	if d := s.ConnectTimeout.Duration; d > 0 {
-		b.connectTimeout = d
+		connect = d
 	}
 	if d := s.CallTimeout.Duration; d > 0 {
-		b.callTimeout = d
+		call = d
 	}
-	return b
+	b.connectTimeout.Store(int64(connect))
+	b.callTimeout.Store(int64(call))
+}
+
+func (b *backend) connectTO() time.Duration { return time.Duration(b.connectTimeout.Load()) }
+func (b *backend) callTO() time.Duration    { return time.Duration(b.callTimeout.Load()) }
+
+// stop ends the backend for good (Reconfigure removed or replaced it): its
+// supervisor tears the run down; calls fail with cause.
+func (b *backend) stop(cause error) { b.cancel(cause) }
+
+// gone is the error for a call on a backend that was stopped for good.
+func (b *backend) gone() error {
+	if b.p.ctx.Err() != nil {
+		return &UnavailableError{Server: b.cfg.Name, Err: errors.New("the gateway is stopping")}
+	}
+	return &UnavailableError{Server: b.cfg.Name, Err: context.Cause(b.ctx)}
 }
 
 func (b *backend) status() Status {
@@ -170,6 +202,9 @@ func (b *backend) setState(s State, err error) {
 
 // connect makes one attempt and records the backend up or down.
 func (b *backend) connect(ctx context.Context) {
+	if b.ctx.Err() != nil {
+		return // removed or replaced meanwhile
+	}
 	b.mu.Lock()
 	b.connects++
 	b.mu.Unlock()
@@ -195,6 +230,9 @@ func (b *backend) connect(ctx context.Context) {
 }
 
 func (b *backend) notify(tools []*mcp.Tool) {
+	if b.p.roster.Load().byName[b.cfg.Name] != b {
+		return // removed or replaced: its tools are not the server's any more
+	}
 	if f := b.p.opts.OnToolsChanged; f != nil {
 		f(b.cfg.Name, tools)
 	}
@@ -207,9 +245,10 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 	// The session context lives as long as the session (legacy SSE streams
 	// die with the context given to Connect); the connect timeout and a
 	// cancelled Start cancel it only while dialing.
-	r.ctx, r.cancel = context.WithCancelCause(b.p.ctx)
-	errTimeout := fmt.Errorf("no complete MCP handshake and tool list within the connect timeout (%s)", b.connectTimeout)
-	timer := time.AfterFunc(b.connectTimeout, func() { r.cancel(errTimeout) })
+	r.ctx, r.cancel = context.WithCancelCause(b.ctx)
+	connectTimeout := b.connectTO()
+	errTimeout := fmt.Errorf("no complete MCP handshake and tool list within the connect timeout (%s)", connectTimeout)
+	timer := time.AfterFunc(connectTimeout, func() { r.cancel(errTimeout) })
 	stopStart := context.AfterFunc(startCtx, func() {
 		r.cancel(fmt.Errorf("connect aborted: %w", context.Cause(startCtx)))
 	})
@@ -253,7 +292,7 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 				MaxLineLength: b.p.opts.MaxMessageBytes + 4096, // the stdout pump enforces the cap
 			},
 			timeout: b.p.opts.ProbeTimeout,
-			ceiling: b.connectTimeout / 2,
+			ceiling: connectTimeout / 2,
 			log:     b.log,
 		}, nil)
 	case config.TypeHTTP, config.TypeSSE:
@@ -361,7 +400,7 @@ func (b *backend) relist(r *run) {
 			return
 		case <-r.changed:
 		}
-		ctx, cancel := context.WithTimeout(r.ctx, b.callTimeout)
+		ctx, cancel := context.WithTimeout(r.ctx, b.callTO())
 		tools, err := b.listTools(ctx, r.sess)
 		cancel()
 		if err != nil {
@@ -394,7 +433,8 @@ func (b *backend) callTool(ctx context.Context, tool string, args map[string]any
 	if args == nil {
 		args = map[string]any{}
 	}
-	tctx, cancelT := context.WithTimeoutCause(ctx, b.callTimeout, ErrCallTimeout)
+	callTimeout := b.callTO()
+	tctx, cancelT := context.WithTimeoutCause(ctx, callTimeout, ErrCallTimeout)
 	defer cancelT()
 	cctx, cancel := context.WithCancelCause(tctx)
 	defer cancel(nil)
@@ -409,11 +449,20 @@ func (b *backend) callTool(ctx context.Context, tool string, args map[string]any
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("call %q on %q: %w", tool, name, context.Cause(ctx))
 	case errors.Is(cause, ErrCallTimeout):
-		return nil, fmt.Errorf("call %q on %q: no answer within %s: %w", tool, name, b.callTimeout, ErrCallTimeout)
-	case errors.Is(cause, errStopping):
+		return nil, fmt.Errorf("call %q on %q: no answer within %s: %w", tool, name, callTimeout, ErrCallTimeout)
+	case b.ctx.Err() != nil:
+		// The gateway is stopping, or Reconfigure removed or replaced the
+		// backend (the session may have closed before cctx saw it).
 		if b.p.ctx.Err() != nil {
 			return nil, &UnavailableError{Server: name, Err: errors.New("the gateway is stopping")}
 		}
+		cause := context.Cause(b.ctx)
+		next := "search_tools finds what the gateway serves now"
+		if errors.Is(cause, errReplaced) {
+			next = "call again: the restarted server takes it"
+		}
+		return nil, &UnavailableError{Server: name, Err: fmt.Errorf("%s during the call; %s", cause.Error(), next)}
+	case errors.Is(cause, errStopping):
 		// Torn down by the supervisor: usually because the process died.
 		if r.proc != nil {
 			select {
@@ -449,6 +498,9 @@ func (b *backend) callTool(ctx context.Context, tool string, args map[string]any
 // acquire returns the live run for a call (starting a lazy backend first)
 // and counts the call as in flight; release must follow.
 func (b *backend) acquire(ctx context.Context) (*run, error) {
+	if b.ctx.Err() != nil {
+		return nil, b.gone()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	// A connection being made (the first one after a warm start, a
@@ -471,9 +523,9 @@ func (b *backend) acquire(ctx context.Context) (*run, error) {
 			case <-ctx.Done():
 				b.mu.Lock()
 				return nil, fmt.Errorf("start %q: %w", b.cfg.Name, context.Cause(ctx))
-			case <-b.p.ctx.Done():
+			case <-b.ctx.Done():
 				b.mu.Lock()
-				return nil, &UnavailableError{Server: b.cfg.Name, Err: errors.New("the gateway is stopping")}
+				return nil, b.gone()
 			}
 			b.mu.Lock()
 		}
@@ -559,17 +611,17 @@ func (b *backend) supervise() {
 				attempt = 0
 			}
 		}
-		if b.p.ctx.Err() != nil {
+		if b.ctx.Err() != nil {
 			return
 		}
 		if b.lazy {
 			// Started by the next call, not by a timer.
 			select {
-			case <-b.p.ctx.Done():
+			case <-b.ctx.Done():
 				return
 			case <-b.wakeCh:
 			}
-			b.connect(b.p.ctx)
+			b.connect(b.ctx)
 			select {
 			case <-b.wakeCh: // callers that woke it during the attempt were served by it
 			default:
@@ -584,7 +636,7 @@ func (b *backend) supervise() {
 			if len(delays) > 0 {
 				b.log.Warn("backend stays down", keyErr, lastErr, keyAttempt, attempt)
 			}
-			<-b.p.ctx.Done()
+			<-b.ctx.Done()
 			return
 		}
 		delay := delays[attempt]
@@ -592,7 +644,7 @@ func (b *backend) supervise() {
 		b.log.Info("restarting backend", keyDelay, delay, keyAttempt, attempt)
 		t := time.NewTimer(delay)
 		select {
-		case <-b.p.ctx.Done():
+		case <-b.ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
@@ -600,7 +652,7 @@ func (b *backend) supervise() {
 		b.mu.Lock()
 		b.restarts++
 		b.mu.Unlock()
-		b.connect(b.p.ctx)
+		b.connect(b.ctx)
 	}
 }
 
@@ -626,7 +678,7 @@ func (b *backend) watch(r *run) runEnd {
 	}
 	for {
 		select {
-		case <-b.p.ctx.Done():
+		case <-b.ctx.Done():
 			return endClosing
 		case <-r.done:
 			return endDied

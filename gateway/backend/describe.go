@@ -7,8 +7,12 @@ import "fmt"
 // results and execute_tool use it to mark tools of a backend that is still
 // connecting or down.
 func (p *Pool) Unavailable(server string) string {
-	b, ok := p.backends[server]
+	r := p.roster.Load()
+	b, ok := r.byName[server]
 	if !ok {
+		if r.removed[server] {
+			return fmt.Sprintf("server %q was removed from the config", server)
+		}
 		return fmt.Sprintf("server %q is not configured any more", server)
 	}
 	st := b.status()

@@ -9,7 +9,7 @@
 // # Connecting
 //
 // Start connects every server at once, at most MaxConcurrentConnects at a
-// time (errgroup.SetLimit). Each connect (process start, handshake, first
+// time (a semaphore that Reconfigure's connects share). Each connect (process start, handshake, first
 // tool listing) has its own deadline; a failure marks that server down with
 // an error that names it and says what to check ("check command/PATH", the
 // exit status and last stderr lines of a process that died during start-up,
@@ -78,4 +78,17 @@
 //
 // Lazy backends (Options.Lazy) start on their first call and go back to idle
 // after IdleTimeout without calls.
+//
+// # Reconfiguring
+//
+// Reconfigure changes the set of servers of a running pool (a config file
+// reload): servers are matched by name and compared with
+// config.Server.Changes. Removed ones are stopped like at Close, in the
+// background; added ones connect like with StartAsync; changed ones are
+// both; unchanged ones keep running untouched (same session, same process);
+// a change of timeouts only is applied in place. The set of backends is an
+// immutable roster swapped atomically, so calls, Status and Tools never wait
+// for a reconfiguration. Each backend has its own context, a child of the
+// pool's: Reconfigure cancels it with a cause (removed, or replaced) that
+// calls in flight report.
 package backend

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/toolgate/toolgate/gateway/config"
 )
@@ -217,20 +218,38 @@ var ErrCallTimeout = errors.New("tool call timed out")
 // is not in the pool.
 var ErrUnknownServer = errors.New("no such server")
 
-// Pool holds one supervised session per configured server.
+// Pool holds one supervised session per configured server. Reconfigure
+// changes the set of servers while it runs.
 type Pool struct {
-	opts     Options
-	log      *slog.Logger
-	backends map[string]*backend
-	order    []string // names in config order
+	opts   Options
+	log    *slog.Logger
+	roster atomic.Pointer[roster] // replaced whole by Reconfigure, read without locks
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // supervisors
+	sem    chan struct{}  // bounds first connects (MaxConcurrentConnects)
 
-	mu      sync.Mutex
+	mu      sync.Mutex // started, closed; serializes roster changes
 	started bool
 	closed  bool
+}
+
+// roster is the pool's set of backends at one moment. It is never changed
+// once stored: Reconfigure stores a new one.
+type roster struct {
+	byName  map[string]*backend
+	order   []string                 // names in config order
+	cfgs    map[string]config.Server // each backend's entry as given, for Reconfigure
+	removed map[string]bool          // names Reconfigure dropped (for error messages)
+}
+
+func (r *roster) list() []*backend {
+	out := make([]*backend, 0, len(r.order))
+	for _, name := range r.order {
+		out = append(out, r.byName[name])
+	}
+	return out
 }
 
 // New returns a pool for the given servers (disabled ones are skipped). It
@@ -238,18 +257,21 @@ type Pool struct {
 func New(servers []config.Server, opts *Options) *Pool {
 	o := opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Pool{opts: o, log: o.Logger, backends: map[string]*backend{}, ctx: ctx, cancel: cancel}
+	p := &Pool{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, sem: make(chan struct{}, o.MaxConcurrentConnects)}
+	r := &roster{byName: map[string]*backend{}, cfgs: map[string]config.Server{}, removed: map[string]bool{}}
 	for _, s := range servers {
 		if s.Disabled {
 			continue
 		}
-		if _, dup := p.backends[s.Name]; dup {
+		if _, dup := r.byName[s.Name]; dup {
 			p.log.Warn("duplicate server name; keeping the first", keyServer, s.Name)
 			continue
 		}
-		p.backends[s.Name] = newBackend(p, s)
-		p.order = append(p.order, s.Name)
+		r.byName[s.Name] = newBackend(p, s)
+		r.cfgs[s.Name] = s
+		r.order = append(r.order, s.Name)
 	}
+	p.roster.Store(r)
 	return p
 }
 
@@ -260,8 +282,8 @@ func New(servers []config.Server, opts *Options) *Pool {
 // aborts the connects still running (they are recorded down). Start may be
 // called once.
 func (p *Pool) Start(ctx context.Context) {
-	if p.begin() {
-		p.connectAll(ctx)
+	if list, ok := p.begin(); ok {
+		p.connectAll(ctx, list)
 	}
 }
 
@@ -271,7 +293,8 @@ func (p *Pool) Start(ctx context.Context) {
 // bounded by the connect timeout and the call's context. Close stops the
 // connecting too.
 func (p *Pool) StartAsync(ctx context.Context) {
-	if !p.begin() {
+	list, ok := p.begin()
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -281,41 +304,166 @@ func (p *Pool) StartAsync(ctx context.Context) {
 		defer p.wg.Done()
 		defer stop()
 		defer cancel()
-		p.connectAll(ctx)
+		p.connectAll(ctx, list)
 	}()
 }
 
-// begin marks the pool started; false when it already was, or is closed.
-func (p *Pool) begin() bool {
+// begin marks the pool started and returns the backends to start; false
+// when it already was started, or is closed.
+func (p *Pool) begin() ([]*backend, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.started || p.closed {
-		return false
+		return nil, false
 	}
 	p.started = true
-	p.wg.Add(len(p.order)) // under mu, so that Close waits for the supervisors
-	return true
+	list := p.roster.Load().list()
+	p.wg.Add(len(list)) // under mu, so that Close waits for the supervisors
+	return list, true
 }
 
 // connectAll makes every eager backend's first connection, at most
 // MaxConcurrentConnects at a time, then hands each to its supervisor.
-func (p *Pool) connectAll(ctx context.Context) {
-	var g errgroup.Group
-	g.SetLimit(p.opts.MaxConcurrentConnects)
-	for _, name := range p.order {
-		b := p.backends[name]
+func (p *Pool) connectAll(ctx context.Context, list []*backend) {
+	var wg sync.WaitGroup
+	for _, b := range list {
 		if b.lazy {
 			continue // started by its first call
 		}
-		g.Go(func() error {
-			b.connect(ctx)
-			return nil
-		})
+		wg.Go(func() { p.firstConnect(ctx, b) })
 	}
-	_ = g.Wait()
-	for _, name := range p.order {
-		go p.backends[name].supervise()
+	wg.Wait()
+	for _, b := range list {
+		go b.supervise()
 	}
+}
+
+// firstConnect makes b's first connection once a connect slot is free.
+func (p *Pool) firstConnect(ctx context.Context, b *backend) {
+	select {
+	case p.sem <- struct{}{}:
+	case <-b.ctx.Done():
+		return
+	case <-ctx.Done():
+		b.setState(StateDown, fmt.Errorf("backend %q: connect aborted: %w", b.cfg.Name, context.Cause(ctx)))
+		return
+	}
+	defer func() { <-p.sem }()
+	b.connect(ctx)
+}
+
+// Diff says what Reconfigure did, by server name in config order.
+type Diff struct {
+	Added     []string // new servers, connecting (or idle when lazy)
+	Removed   []string // stopped and gone
+	Changed   []string // stopped and started again with the new entry
+	Updated   []string // only their timeouts changed: applied in place, not restarted
+	Unchanged []string // left running, untouched
+}
+
+// Empty reports whether nothing changed.
+func (d Diff) Empty() bool {
+	return len(d.Added)+len(d.Removed)+len(d.Changed)+len(d.Updated) == 0
+}
+
+// inPlace are the fields of a server entry that Reconfigure applies to a
+// running backend without restarting it.
+var inPlace = []string{"connectTimeout", "callTimeout"}
+
+// Reconfigure makes the pool run servers (disabled ones are skipped): by
+// name, a server that is no longer listed is removed, a new one added, one
+// whose entry changed (config.Server.Changes) is stopped and started again
+// with the new entry; one that did not change keeps running untouched.
+// A change of timeouts only is applied in place.
+//
+// It returns at once. Stopping (stdin → SIGTERM → SIGKILL for stdio)
+// happens in the background, and Close waits for it. Added and changed
+// servers connect in the background as with StartAsync (lazy ones wait for
+// their first call); ctx aborts those first connection attempts. Before
+// Start it only changes the set that Start will start; after Close it does
+// nothing.
+//
+// A call in flight on a removed or changed server fails with an
+// UnavailableError that says so; a new call on a removed server gets
+// ErrUnknownServer, one on a changed server goes to its new backend.
+func (p *Pool) Reconfigure(ctx context.Context, servers []config.Server) Diff {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var d Diff
+	if p.closed {
+		return d
+	}
+	old := p.roster.Load()
+	next := &roster{byName: map[string]*backend{}, cfgs: map[string]config.Server{}, removed: maps.Clone(old.removed)}
+	var start, replaced []*backend
+	for _, s := range servers {
+		if s.Disabled {
+			continue
+		}
+		if _, dup := next.byName[s.Name]; dup {
+			p.log.Warn("duplicate server name; keeping the first", keyServer, s.Name)
+			continue
+		}
+		next.order = append(next.order, s.Name)
+		next.cfgs[s.Name] = s
+		delete(next.removed, s.Name)
+		b, ok := old.byName[s.Name]
+		if !ok {
+			nb := newBackend(p, s)
+			next.byName[s.Name] = nb
+			start = append(start, nb)
+			d.Added = append(d.Added, s.Name)
+			continue
+		}
+		changes := old.cfgs[s.Name].Changes(s)
+		switch {
+		case len(changes) == 0:
+			next.byName[s.Name] = b
+			d.Unchanged = append(d.Unchanged, s.Name)
+		case !slices.ContainsFunc(changes, func(f string) bool { return !slices.Contains(inPlace, f) }):
+			b.setTimeouts(s)
+			next.byName[s.Name] = b
+			d.Updated = append(d.Updated, s.Name)
+			b.log.Info("timeouts changed; applied without a restart", "fields", changes)
+		default:
+			nb := newBackend(p, s)
+			next.byName[s.Name] = nb
+			start = append(start, nb)
+			replaced = append(replaced, b)
+			d.Changed = append(d.Changed, s.Name)
+			b.log.Info("config entry changed; restarting the backend", "fields", changes)
+		}
+	}
+	var removed []*backend
+	for _, name := range old.order {
+		if _, ok := next.byName[name]; !ok {
+			removed = append(removed, old.byName[name])
+			next.removed[name] = true
+			d.Removed = append(d.Removed, name)
+		}
+	}
+	// From here on no new call reaches a removed or replaced backend; the
+	// ones in flight fail with the cause, and the supervisors tear down.
+	p.roster.Store(next)
+	for _, b := range removed {
+		b.log.Info("removed from the config; stopping the backend")
+		b.stop(errRemoved)
+	}
+	for _, b := range replaced {
+		b.stop(errReplaced)
+	}
+	if p.started {
+		for _, b := range start {
+			p.wg.Add(1) // under mu, so that Close waits for it
+			go func() {
+				if !b.lazy {
+					p.firstConnect(ctx, b)
+				}
+				b.supervise()
+			}()
+		}
+	}
+	return d
 }
 
 // Tools returns each server's last known tool list (servers that are down
@@ -323,7 +471,7 @@ func (p *Pool) connectAll(ctx context.Context) {
 // use Status for availability). Servers that never listed are absent.
 func (p *Pool) Tools() map[string][]*mcp.Tool {
 	out := map[string][]*mcp.Tool{}
-	for name, b := range p.backends {
+	for name, b := range p.roster.Load().byName {
 		b.mu.Lock()
 		if b.tools != nil {
 			out[name] = slices.Clone(b.tools)
@@ -335,15 +483,16 @@ func (p *Pool) Tools() map[string][]*mcp.Tool {
 
 // Status returns a snapshot of every backend in config order.
 func (p *Pool) Status() []Status {
-	out := make([]Status, 0, len(p.order))
-	for _, name := range p.order {
-		out = append(out, p.backends[name].status())
+	list := p.roster.Load().list()
+	out := make([]Status, 0, len(list))
+	for _, b := range list {
+		out = append(out, b.status())
 	}
 	return out
 }
 
 // Servers returns the configured (enabled) server names in config order.
-func (p *Pool) Servers() []string { return slices.Clone(p.order) }
+func (p *Pool) Servers() []string { return slices.Clone(p.roster.Load().order) }
 
 // CallTool calls tool on server with the server's call timeout. Errors:
 // *UnavailableError when the server is unknown, not up, or its connection
@@ -352,17 +501,28 @@ func (p *Pool) Servers() []string { return slices.Clone(p.order) }
 // unknown tool). A tool's own failure is a result with IsError set, not an
 // error.
 func (p *Pool) CallTool(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-	b, ok := p.backends[server]
-	if !ok {
-		return nil, &UnavailableError{Server: server, Err: fmt.Errorf("%w (configured: %v)", ErrUnknownServer, p.order)}
-	}
 	p.mu.Lock()
 	started, closed := p.started, p.closed
 	p.mu.Unlock()
-	if !started || closed {
-		return nil, &UnavailableError{Server: server, Err: errors.New("the pool is not running (Start not called, or closed)")}
+	for attempt := 0; ; attempt++ {
+		r := p.roster.Load()
+		b, ok := r.byName[server]
+		if !ok {
+			if r.removed[server] {
+				return nil, &UnavailableError{Server: server, Err: fmt.Errorf("%w: %q was removed from the config (configured: %v)", ErrUnknownServer, server, r.order)}
+			}
+			return nil, &UnavailableError{Server: server, Err: fmt.Errorf("%w (configured: %v)", ErrUnknownServer, r.order)}
+		}
+		if !started || closed {
+			return nil, &UnavailableError{Server: server, Err: errors.New("the pool is not running (Start not called, or closed)")}
+		}
+		res, err := b.callTool(ctx, tool, args)
+		// Its entry changed before the call was sent: the new backend takes it.
+		if errors.Is(err, errReplaced) && attempt < 3 {
+			continue
+		}
+		return res, err
 	}
-	return b.callTool(ctx, tool, args)
 }
 
 // Close stops every backend (stdio processes get the stdin → SIGTERM →

@@ -101,7 +101,7 @@ func (b *backend) connectRemote(ctx context.Context, r *run, client *mcp.Client)
 		return client.Connect(ctx, &probeTransport{
 			inner:   &mcp.SSEClientTransport{Endpoint: b.cfg.URL, HTTPClient: hc, MaxEventSize: maxEvent},
 			timeout: b.p.opts.ProbeTimeout,
-			ceiling: b.connectTimeout / 2,
+			ceiling: b.connectTO() / 2,
 			log:     b.log,
 		}, nil)
 	}

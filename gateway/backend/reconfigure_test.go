@@ -1,0 +1,303 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+// notified records OnToolsChanged calls by server.
+type notified struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (r *notified) record(server string, _ []*mcp.Tool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == nil {
+		r.n = map[string]int{}
+	}
+	r.n[server]++
+}
+
+func (r *notified) count(server string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n[server]
+}
+
+func upWithPID(p *Pool, name string) (int, bool) {
+	for _, s := range p.Status() {
+		if s.Name == name && s.State == StateUp && s.PID != 0 {
+			return s.PID, true
+		}
+	}
+	return 0, false
+}
+
+func pidOf(t *testing.T, p *Pool, name string) int {
+	t.Helper()
+	var pid int
+	eventually(t, name+" up", func() bool {
+		var ok bool
+		pid, ok = upWithPID(p, name)
+		return ok
+	})
+	return pid
+}
+
+func TestReconfigure(t *testing.T) {
+	l := &logBuf{}
+	o := testOptions(l)
+	var seen notified
+	o.OnToolsChanged = seen.record
+	srv := backendtest.Command(t, "normal")
+	p := startPool(t, []config.Server{named(srv, "keep"), named(srv, "change"), named(srv, "drop")}, o)
+	keepPID, changePID, dropPID := pidOf(t, p, "keep"), pidOf(t, p, "change"), pidOf(t, p, "drop")
+
+	changed := named(backendtest.Command(t, "normal", "RELOAD_MARK=2"), "change")
+	d := p.Reconfigure(context.Background(), []config.Server{named(srv, "add"), changed, named(srv, "keep")})
+	want := Diff{Added: []string{"add"}, Removed: []string{"drop"}, Changed: []string{"change"}, Unchanged: []string{"keep"}}
+	if diff := cmp.Diff(want, d); diff != "" {
+		t.Fatalf("Diff (-want +got):\n%s", diff)
+	}
+	if got := p.Servers(); !slices.Equal(got, []string{"add", "change", "keep"}) {
+		t.Errorf("Servers() = %v right after Reconfigure", got)
+	}
+	for _, s := range p.Status() {
+		if s.Name == "drop" {
+			t.Errorf("removed server still in Status: %+v", s)
+		}
+	}
+	if _, ok := p.Tools()["drop"]; ok {
+		t.Error("removed server still in Tools()")
+	}
+
+	addPID := pidOf(t, p, "add")
+	newPID := pidOf(t, p, "change")
+	if newPID == changePID {
+		t.Errorf("changed server kept its process %d", newPID)
+	}
+	if pid, _ := upWithPID(p, "keep"); pid != keepPID {
+		t.Errorf("unchanged server: pid %d, want %d (untouched)", pid, keepPID)
+	}
+	eventually(t, "removed and replaced processes gone", func() bool { return !procAlive(dropPID) && !procAlive(changePID) })
+	eventually(t, "tools of added and changed servers notified", func() bool { return seen.count("add") == 1 && seen.count("change") == 2 })
+	if n := seen.count("keep"); n != 1 {
+		t.Errorf("unchanged server notified %d times, want once (at start)", n)
+	}
+
+	// The changed one runs with its new entry; the added one serves.
+	for _, name := range []string{"add", "change", "keep"} {
+		res, err := p.CallTool(context.Background(), name, "echo", map[string]any{"text": name})
+		if err != nil || textOf(t, res) != name {
+			t.Errorf("echo on %s: %v %v", name, res, err)
+		}
+	}
+	_, err := p.CallTool(context.Background(), "drop", "echo", map[string]any{"text": "x"})
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || !errors.Is(err, ErrUnknownServer) || !strings.Contains(err.Error(), `"drop" was removed from the config`) {
+		t.Errorf("call on removed server: %v, want ErrUnknownServer saying it was removed", err)
+	}
+	if got := p.Unavailable("drop"); !strings.Contains(got, "removed from the config") {
+		t.Errorf("Unavailable(drop) = %q", got)
+	}
+
+	// Adding it back makes it a server again.
+	d = p.Reconfigure(context.Background(), []config.Server{named(srv, "add"), changed, named(srv, "keep"), named(srv, "drop")})
+	if !slices.Equal(d.Added, []string{"drop"}) || len(d.Unchanged) != 3 {
+		t.Errorf("re-adding: %+v", d)
+	}
+	dropPID = pidOf(t, p, "drop")
+
+	p.Close()
+	for _, pid := range []int{keepPID, newPID, addPID, dropPID} {
+		if procAlive(pid) {
+			t.Errorf("process %d alive after Close", pid)
+		}
+	}
+	if z := childrenOf(os.Getpid()); len(z) > 0 {
+		t.Errorf("children left after Close: %v", z)
+	}
+}
+
+func TestReconfigureCallInFlight(t *testing.T) {
+	srv := backendtest.Command(t, "hang")
+	p := startPool(t, []config.Server{named(srv, "gone"), named(srv, "moved"), named(srv, "stay")}, testOptions(nil))
+	inFlight := func(name string) func() bool {
+		return func() bool {
+			b := p.roster.Load().byName[name]
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return b.inFlight > 0
+		}
+	}
+	errc := map[string]chan error{}
+	for _, name := range []string{"gone", "moved"} {
+		errc[name] = make(chan error, 1)
+		go func() {
+			_, err := p.CallTool(context.Background(), name, "hang", nil)
+			errc[name] <- err
+		}()
+		eventually(t, "call in flight on "+name, inFlight(name))
+	}
+	oldPID := pidOf(t, p, "moved")
+	p.Reconfigure(context.Background(), []config.Server{named(backendtest.Command(t, "hang", "RELOAD_MARK=1"), "moved"), named(srv, "stay")})
+
+	for name, want := range map[string]string{
+		"gone":  "it was removed from the config during the call",
+		"moved": "its config entry changed and it is restarting with the new one during the call; call again",
+	} {
+		err := <-errc[name]
+		var ue *UnavailableError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), want) {
+			t.Errorf("in-flight call on %s: %v, want UnavailableError with %q", name, err, want)
+		}
+	}
+	// A new call on the changed server reaches its new backend.
+	res, err := p.CallTool(context.Background(), "moved", "echo", map[string]any{"text": "again"})
+	if err != nil || textOf(t, res) != "again" {
+		t.Fatalf("echo on the changed server: %v %v", res, err)
+	}
+	if pid := pidOf(t, p, "moved"); pid == oldPID {
+		t.Errorf("changed server still on pid %d", pid)
+	}
+}
+
+// TestReconfigureConcurrent runs calls, Status, Tools, Servers and
+// Unavailable while the set of servers changes (run with -race): calls on
+// the server that never changes all succeed.
+func TestReconfigureConcurrent(t *testing.T) {
+	srv := backendtest.Command(t, "normal")
+	stable := named(srv, "stable")
+	p := startPool(t, []config.Server{stable}, testOptions(nil))
+	stablePID := pidOf(t, p, "stable")
+
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var calls, otherCalls atomic.Int64
+	for i := range 4 {
+		wg.Go(func() {
+			for n := 0; !stop.Load(); n++ {
+				text := fmt.Sprint(i, "-", n)
+				res, err := p.CallTool(context.Background(), "stable", "echo", map[string]any{"text": text})
+				if err != nil || textOf(t, res) != text {
+					t.Errorf("echo on stable during reconfigure: %v %v", res, err)
+					return
+				}
+				calls.Add(1)
+				// Calls on the server that comes and goes either work or
+				// say why not.
+				if _, err := p.CallTool(context.Background(), "flip", "echo", map[string]any{"text": text}); err != nil {
+					var ue *UnavailableError
+					if !errors.As(err, &ue) {
+						t.Errorf("call on flip: %v, want success or UnavailableError", err)
+					}
+				} else {
+					otherCalls.Add(1)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for !stop.Load() {
+			for _, s := range p.Status() {
+				_ = p.Unavailable(s.Name)
+			}
+			_ = p.Tools()
+			_ = p.Servers()
+		}
+	})
+	for i := range 6 {
+		servers := []config.Server{stable}
+		if i%2 == 0 {
+			servers = append(servers, named(backendtest.Command(t, "normal", fmt.Sprint("RELOAD_MARK=", i)), "flip"))
+			p.Reconfigure(context.Background(), servers)
+			pidOf(t, p, "flip")
+		} else {
+			p.Reconfigure(context.Background(), servers)
+		}
+	}
+	eventually(t, "some calls done", func() bool { return calls.Load() > 20 })
+	stop.Store(true)
+	wg.Wait()
+	if pid, _ := upWithPID(p, "stable"); pid != stablePID {
+		t.Errorf("stable server: pid %d, want %d", pid, stablePID)
+	}
+	t.Logf("%d calls on stable, %d successful calls on flip", calls.Load(), otherCalls.Load())
+	p.Close()
+	if z := childrenOf(os.Getpid()); len(z) > 0 {
+		t.Errorf("children left after Close: %v", z)
+	}
+}
+
+func TestReconfigureTimeoutsInPlace(t *testing.T) {
+	srv := named(backendtest.Command(t, "normal"), "s")
+	p := startPool(t, []config.Server{srv}, testOptions(nil))
+	pid := pidOf(t, p, "s")
+	srv.CallTimeout = config.Duration{Duration: 200 * time.Millisecond}
+	srv.ConnectTimeout = config.Duration{Duration: 10 * time.Second}
+	d := p.Reconfigure(context.Background(), []config.Server{srv})
+	if diff := cmp.Diff(Diff{Updated: []string{"s"}}, d); diff != "" {
+		t.Fatalf("Diff (-want +got):\n%s", diff)
+	}
+	_, err := p.CallTool(context.Background(), "s", "sleep", map[string]any{"ms": 5000})
+	if !errors.Is(err, ErrCallTimeout) || !strings.Contains(err.Error(), "200ms") {
+		t.Errorf("call after lowering callTimeout: %v, want a timeout of 200ms", err)
+	}
+	if got, _ := upWithPID(p, "s"); got != pid {
+		t.Errorf("pid %d after a timeout change, want %d (not restarted)", got, pid)
+	}
+}
+
+func TestReconfigureBeforeStart(t *testing.T) {
+	srv := backendtest.Command(t, "normal")
+	p := New([]config.Server{named(srv, "old")}, testOptions(nil))
+	t.Cleanup(func() { p.Close() })
+	d := p.Reconfigure(context.Background(), []config.Server{named(srv, "new"), {Name: "off", Command: "x", Disabled: true}})
+	if diff := cmp.Diff(Diff{Added: []string{"new"}, Removed: []string{"old"}}, d); diff != "" {
+		t.Fatalf("Diff (-want +got):\n%s", diff)
+	}
+	p.Start(context.Background())
+	got := map[string]State{}
+	for _, s := range p.Status() {
+		got[s.Name] = s.State
+	}
+	if diff := cmp.Diff(map[string]State{"new": StateUp}, got); diff != "" {
+		t.Errorf("states after Start (-want +got):\n%s", diff)
+	}
+	p.Close()
+	if d := p.Reconfigure(context.Background(), []config.Server{named(srv, "late")}); !d.Empty() || len(d.Unchanged) != 0 {
+		t.Errorf("Reconfigure after Close: %+v, want nothing done", d)
+	}
+}
+
+func TestReconfigureLazyAdded(t *testing.T) {
+	srv := backendtest.Command(t, "normal")
+	p := startPool(t, []config.Server{named(srv, "eager")}, lazyOptions(0))
+	p.Reconfigure(context.Background(), []config.Server{named(srv, "eager"), named(srv, "lazy")})
+	if st := statusOf(t, p, "lazy"); st.State != StateIdle || st.PID != 0 {
+		t.Fatalf("added lazy server: %+v, want idle with no process", st)
+	}
+	res, err := p.CallTool(context.Background(), "lazy", "echo", map[string]any{"text": "wake"})
+	if err != nil || textOf(t, res) != "wake" {
+		t.Fatalf("first call on the added lazy server: %v %v", res, err)
+	}
+	pid := pidOf(t, p, "lazy")
+	p.Reconfigure(context.Background(), []config.Server{named(srv, "eager")})
+	eventually(t, "removed lazy backend stopped", func() bool { return !procAlive(pid) })
+}

@@ -7,6 +7,7 @@ require (
 	github.com/blevesearch/bleve_index_api v1.4.1
 	github.com/daulet/tokenizers v1.20.2
 	github.com/dgraph-io/badger/v4 v4.9.6
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/google/go-cmp v0.7.0
 	github.com/google/jsonschema-go v0.4.3
 	github.com/modelcontextprotocol/go-sdk v1.8.0

@@ -8,7 +8,8 @@
 // other applications and are ignored. The "toolgate" section is ours, so an
 // unknown key there is an error with a "did you mean" suggestion.
 //
-// The package only reads and checks; it never starts a process or opens a
+// The package only reads, checks and compares (Server.Changes), and watches
+// the file for changes (Watch); it never starts a process or opens a
 // connection (that is gateway/backend's job).
 package config
 

@@ -1,0 +1,231 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// waitContent waits for signals on w.C until, after one of them, path reads
+// want: what a reloader does. The bound is for a hung test, not a speed
+// assertion.
+func waitContent(t *testing.T, w *Watcher, path, want string) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case <-w.C:
+			if b, err := os.ReadFile(path); err == nil && string(b) == want {
+				return
+			}
+		case <-timeout:
+			b, err := os.ReadFile(path)
+			t.Fatalf("no change signalled after which %s reads %q (it reads %q, %v)", path, want, b, err)
+		}
+	}
+}
+
+func write(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWatchEditStyles(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string) string // returns the path to watch
+		save  func(t *testing.T, path, content string)
+	}{
+		{
+			name: "in place",
+			save: func(t *testing.T, path, s string) { write(t, path, s) },
+		},
+		{
+			name: "truncate then write",
+			save: func(t *testing.T, path, s string) {
+				f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := f.Sync(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := f.WriteString(s); err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+			},
+		},
+		{
+			name: "rename over (atomic writer)",
+			save: func(t *testing.T, path, s string) {
+				tmp := path + ".tmp"
+				write(t, tmp, s)
+				if err := os.Rename(tmp, path); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+		{
+			name: "backup rename then new file (vim)",
+			save: func(t *testing.T, path, s string) {
+				if err := os.Rename(path, path+"~"); err != nil {
+					t.Fatal(err)
+				}
+				write(t, path, s)
+				os.Remove(path + "~")
+			},
+		},
+		{
+			name: "symlink to a file in another directory, target written",
+			setup: func(t *testing.T, dir string) string {
+				real := filepath.Join(dir, "real")
+				if err := os.Mkdir(real, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				write(t, filepath.Join(real, "config.json"), "{}")
+				link := filepath.Join(dir, "link", "toolgate.json")
+				if err := os.Mkdir(filepath.Dir(link), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink("../real/config.json", link); err != nil {
+					t.Fatal(err)
+				}
+				return link
+			},
+			save: func(t *testing.T, path, s string) {
+				write(t, filepath.Join(filepath.Dir(path), "..", "real", "config.json"), s)
+			},
+		},
+		{
+			name: "kubernetes configmap (..data swapped)",
+			setup: func(t *testing.T, dir string) string {
+				gen := filepath.Join(dir, "..gen0")
+				if err := os.Mkdir(gen, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				write(t, filepath.Join(gen, "toolgate.json"), "{}")
+				if err := os.Symlink("..gen0", filepath.Join(dir, "..data")); err != nil {
+					t.Fatal(err)
+				}
+				path := filepath.Join(dir, "toolgate.json")
+				if err := os.Symlink("..data/toolgate.json", path); err != nil {
+					t.Fatal(err)
+				}
+				return path
+			},
+			save: func() func(t *testing.T, path, s string) {
+				n := 0
+				return func(t *testing.T, path, s string) {
+					dir := filepath.Dir(path)
+					n++
+					gen := fmt.Sprintf("..gen%d", n)
+					if err := os.Mkdir(filepath.Join(dir, gen), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					write(t, filepath.Join(dir, gen, "toolgate.json"), s)
+					if err := os.Symlink(gen, filepath.Join(dir, "..data_tmp")); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.RemoveAll(filepath.Join(dir, fmt.Sprintf("..gen%d", n-1))); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}(),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "toolgate.json")
+			if tc.setup != nil {
+				path = tc.setup(t, dir)
+			} else {
+				write(t, path, "{}")
+			}
+			w, err := Watch(path, &WatchOptions{Debounce: 50 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			// Twice: the second save must be seen too (after a rename the
+			// watch must still hear the new file; after a symlink swap, the
+			// new target).
+			for i := range 2 {
+				want := fmt.Sprintf(`{"mcpServers": {}, "save": %d}`, i)
+				tc.save(t, path, want)
+				waitContent(t, w, path, want)
+			}
+		})
+	}
+}
+
+func TestWatchMissingFileAppears(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "toolgate.json")
+	w, err := Watch(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	write(t, path, "{}")
+	waitContent(t, w, path, "{}")
+	if err := w.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestWatchMissingDirectory(t *testing.T) {
+	if _, err := Watch(filepath.Join(t.TempDir(), "nope", "toolgate.json"), nil); err == nil {
+		t.Fatal("Watch in a missing directory: no error")
+	}
+}
+
+func TestRelevant(t *testing.T) {
+	dir := t.TempDir()
+	gen := filepath.Join(dir, "..gen0")
+	if err := os.Mkdir(gen, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(gen, "toolgate.json"), "{}")
+	if err := os.Symlink("..gen0", filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "toolgate.json")
+	if err := os.Symlink("..data/toolgate.json", path); err != nil {
+		t.Fatal(err)
+	}
+	names, dirs := chain(path)
+	realDir, _ := filepath.EvalSymlinks(dir)
+	for _, tc := range []struct {
+		name string
+		want bool
+	}{
+		{path, true},
+		{filepath.Join(dir, "..data"), true},
+		{filepath.Join(dir, "..data", "toolgate.json"), true},
+		{filepath.Join(realDir, "..gen0", "toolgate.json"), true},
+		{filepath.Join(dir, "..data_tmp"), false},
+		{filepath.Join(dir, "..gen1"), false},
+		{filepath.Join(dir, "other.json"), false},
+		{filepath.Join(dir, "toolgate.json.swp"), false},
+		{filepath.Join(realDir, "..gen0", "other.json"), false},
+	} {
+		if got := relevant(names, tc.name); got != tc.want {
+			t.Errorf("relevant(%s) = %v, want %v (names %v)", tc.name, got, tc.want, names)
+		}
+	}
+	if len(dirs) != 2 {
+		t.Errorf("dirs = %v, want the link's directory and the target's", dirs)
+	}
+}

@@ -2,13 +2,19 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
+	"os/signal"
+	"reflect"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,7 +47,14 @@ two tools: search_tools and execute_tool.
 
 Without --http it speaks MCP on stdin/stdout (what an MCP client launches);
 logs always go to stderr. With --http it serves streamable HTTP at /mcp and
-GET /healthz on a loopback address.`,
+GET /healthz on a loopback address.
+
+It watches the config file and applies a change while it runs (SIGHUP
+reloads too): removed servers stop and their tools leave search at once,
+added ones start, changed ones restart, the others keep running. A config
+that does not parse is logged and changes nothing. Settings outside
+"mcpServers" (http, dataDir, embed, search, restart, maxConcurrentConnects)
+take effect on the next start; timeouts apply at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), g, f)
@@ -59,7 +72,16 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	if f.config == "" {
 		return usageError{errors.New("serve needs --config FILE (an mcpServers JSON file, e.g. examples/toolgate.json)")}
 	}
-	cfg, err := config.Load(f.config)
+	// Registered first: a SIGHUP during start-up must not kill the gateway
+	// (the default action); it is handled once the reloader runs.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	data, err := os.ReadFile(f.config)
+	if err != nil {
+		return fmt.Errorf("read config: %w", err)
+	}
+	cfg, err := config.Parse(data, f.config, nil)
 	if err != nil {
 		return err
 	}
@@ -91,14 +113,10 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	ix, warm := cs.openWarm(cfg.Servers())
 
 	// A lazy server starts on its first execute_tool, so search needs its
-	// tools from the snapshot; one the snapshot lacks starts now, once.
-	known := map[string]bool{}
-	for _, t := range cs.current {
-		known[t.Server] = true
-	}
+	// tools from the catalog; one the catalog lacks starts now, once.
 	opts := g.backendOptions(cfg)
 	opts.OnToolsChanged = cs.changed
-	opts.Lazy = func(s config.Server) bool { return s.Lazy && known[s.Name] }
+	opts.Lazy = func(s config.Server) bool { return s.Lazy && cs.has(s.Name) }
 	pool := backend.New(cfg.Servers(), opts)
 	defer pool.Close()
 	cs.pool = pool
@@ -117,7 +135,12 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	cs.goRun(ctx)
 	defer cs.Close()
 
-	gw := gateway.New(eng, pool, &gateway.Options{
+	live := newLiveServers(eng, cfg.Servers())
+	rl := &reloader{path: f.config, log: log, pool: pool, cs: cs, live: live, applied: cfg, hash: sha256.Sum256(data)}
+	rl.goRun(ctx, hup)
+	defer rl.Close()
+
+	gw := gateway.New(live, pool, &gateway.Options{
 		Logger:       log,
 		Version:      version,
 		DefaultLimit: s.DefaultLimit,
@@ -187,11 +210,26 @@ type catalogSync struct {
 // client's gateway, or `toolgate index`) building in the same data folder.
 const lockWait = 2 * time.Minute
 
-func (c *catalogSync) changed(string, []*mcp.Tool) {
+func (c *catalogSync) changed(string, []*mcp.Tool) { c.refresh() }
+
+// refresh asks the loop for a re-index.
+func (c *catalogSync) refresh() {
 	select {
 	case c.kick <- struct{}{}:
 	default:
 	}
+}
+
+// has reports whether the catalog served holds tools of server.
+func (c *catalogSync) has(server string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range c.current {
+		if t.Server == server {
+			return true
+		}
+	}
+	return false
 }
 
 // openWarm opens the index of the last run when it can answer for this
@@ -280,6 +318,244 @@ func (c *catalogSync) Close() {
 		c.cancel()
 	}
 	c.wg.Wait()
+}
+
+// liveServers is the Searcher the gateway sees: the engine, with the tools
+// of servers that are no longer configured taken out. After a reload the
+// index still holds a removed server's tools until the re-index that drops
+// them is swapped in (a second or so); the server set is switched before the
+// pool stops the server, so no search after the reload returns its tools,
+// whatever the order in which the re-index and the searches run. The cost is
+// one map lookup per hit, and a second, deeper ranking only while hidden
+// tools are in the index.
+//
+// execute_tool on a removed server's tool is passed on to the pool (Tool
+// answers with a bare tool), which says that the server was removed from the
+// config, rather than an "unknown tool" that does not say why.
+type liveServers struct {
+	gateway.Searcher
+	set atomic.Pointer[serverSet]
+}
+
+type serverSet struct {
+	configured map[string]bool
+	removed    map[string]bool // removed by a reload and not added back
+}
+
+var _ gateway.Searcher = (*liveServers)(nil)
+
+func newLiveServers(s gateway.Searcher, servers []config.Server) *liveServers {
+	l := &liveServers{Searcher: s}
+	l.set.Store(&serverSet{configured: names(servers), removed: map[string]bool{}})
+	return l
+}
+
+func names(servers []config.Server) map[string]bool {
+	m := map[string]bool{}
+	for _, s := range servers {
+		m[s.Name] = true
+	}
+	return m
+}
+
+// setServers makes servers the configured set; the ones that leave it are
+// remembered as removed.
+func (l *liveServers) setServers(servers []config.Server) {
+	old := l.set.Load()
+	next := &serverSet{configured: names(servers), removed: maps.Clone(old.removed)}
+	for name := range old.configured {
+		if !next.configured[name] {
+			next.removed[name] = true
+		}
+	}
+	for name := range next.configured {
+		delete(next.removed, name)
+	}
+	l.set.Store(next)
+}
+
+func (s *serverSet) keep(hits []search.Hit) (kept []search.Hit, hidden int) {
+	kept = make([]search.Hit, 0, len(hits))
+	for _, h := range hits {
+		if s.configured[h.Tool.Server] {
+			kept = append(kept, h)
+		}
+	}
+	return kept, len(hits) - len(kept)
+}
+
+func (l *liveServers) Search(ctx context.Context, q search.Query) (search.Result, error) {
+	res, err := l.Searcher.Search(ctx, q)
+	if err != nil {
+		return res, err
+	}
+	set := l.set.Load()
+	hits, hidden := set.keep(res.Hits)
+	if hidden == 0 {
+		return res, nil
+	}
+	want := q.Limit
+	if want <= 0 {
+		want = search.DefaultLimit
+	}
+	if len(res.Hits) >= want && want < search.MaxLimit {
+		// More tools may rank behind the hidden ones: rank deeper.
+		deeper := q
+		deeper.Limit = search.MaxLimit
+		if r2, err := l.Searcher.Search(ctx, deeper); err == nil {
+			res = r2
+			hits, _ = set.keep(r2.Hits)
+		}
+	}
+	res.Hits = hits[:min(len(hits), want)]
+	return res, nil
+}
+
+func (l *liveServers) Tool(id string) (index.Tool, bool) {
+	set := l.set.Load()
+	t, ok := l.Searcher.Tool(id)
+	if ok && set.configured[t.Server] {
+		return t, true
+	}
+	if server, name, err := index.SplitID(id); err == nil && set.removed[server] {
+		return index.Tool{Server: server, Name: name}, true
+	}
+	return index.Tool{}, false
+}
+
+func (l *liveServers) IDs() []string {
+	set := l.set.Load()
+	ids := l.Searcher.IDs()
+	out := ids[:0:0]
+	for _, id := range ids {
+		if server, _, err := index.SplitID(id); err == nil && set.configured[server] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// reloader applies changes of the config file while serving: on a change
+// the file's watcher reports (debounced) and on SIGHUP. A file whose content
+// did not change (same sha256) is left alone unless SIGHUP asked; one that
+// does not parse or validate — or is half-written by an editor mid-save — is
+// logged and changes nothing: the next write tries again.
+type reloader struct {
+	path string
+	log  *slog.Logger
+	pool *backend.Pool
+	cs   *catalogSync
+	live *liveServers
+
+	mu      sync.Mutex   // serializes reloads
+	applied *config.File // the config in effect
+	hash    [sha256.Size]byte
+
+	w      *config.Watcher
+	wg     sync.WaitGroup
+	cancel context.CancelFunc
+}
+
+// goRun starts watching; Close stops and waits.
+func (r *reloader) goRun(ctx context.Context, hup <-chan os.Signal) {
+	ctx, r.cancel = context.WithCancel(ctx)
+	var changed <-chan struct{}
+	w, err := config.Watch(r.path, &config.WatchOptions{Logger: r.log})
+	if err != nil {
+		r.log.Warn("not watching the config file for changes; send SIGHUP to reload it", "file", r.path, "err", err)
+	} else {
+		r.w, changed = w, w.C
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		// A change between the first read and the watch start.
+		r.reload(ctx, "start", false)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+				r.reload(ctx, "file changed", false)
+			case <-hup:
+				r.reload(ctx, "SIGHUP", true)
+			}
+		}
+	}()
+}
+
+func (r *reloader) Close() {
+	if r.cancel != nil {
+		r.cancel()
+	}
+	r.wg.Wait()
+	if r.w != nil {
+		r.w.Close()
+	}
+}
+
+// reload reads the config file and applies what changed. force applies it
+// even when the content is the same (SIGHUP).
+func (r *reloader) reload(ctx context.Context, trigger string, force bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	start := time.Now()
+	data, err := os.ReadFile(r.path)
+	if err != nil {
+		r.log.Error("config reload failed: cannot read the file; the previous config stays in effect", "file", r.path, "trigger", trigger, "err", err)
+		return
+	}
+	h := sha256.Sum256(data)
+	if h == r.hash && !force {
+		r.log.Debug("config file content unchanged", "file", r.path, "trigger", trigger)
+		return
+	}
+	r.hash = h // a bad file is reported once, not at every touch
+	cfg, err := config.Parse(data, r.path, nil)
+	if err != nil {
+		r.log.Error("config reload failed: the new config is invalid; the previous config stays in effect (fix the file and save it again)",
+			"file", r.path, "trigger", trigger, "err", err)
+		return
+	}
+	servers := cfg.Servers()
+	// Hide the removed servers' tools before the pool stops them, so there
+	// is no moment at which search returns a tool that cannot run any more.
+	r.live.setServers(servers)
+	d := r.pool.Reconfigure(ctx, servers)
+	if len(d.Added)+len(d.Removed)+len(d.Changed) > 0 {
+		r.cs.refresh() // drop removed servers' tools from the index now; added ones follow as they list
+	}
+	if later := restartOnly(r.applied.Toolgate, cfg.Toolgate); len(later) > 0 {
+		r.log.Warn("config settings changed; they take effect on restart", "file", r.path, "settings", later)
+	}
+	r.applied = cfg
+	r.log.Info("config reloaded", "file", r.path, "trigger", trigger,
+		"added", d.Added, "removed", d.Removed, "changed", d.Changed, "updated", d.Updated, "unchanged", d.Unchanged,
+		"took", time.Since(start).Round(time.Microsecond))
+}
+
+// restartOnly names the settings of the toolgate section that differ and
+// cannot change while serving. (connectTimeout and callTimeout are applied:
+// Servers copies them into every server entry, and the pool takes them in
+// place.)
+func restartOnly(old, cur config.Settings) []string {
+	var out []string
+	for _, c := range []struct {
+		name string
+		a, b any
+	}{
+		{"toolgate.http", old.HTTP, cur.HTTP},
+		{"toolgate.dataDir", old.DataDir, cur.DataDir},
+		{"toolgate.embed", old.Embed, cur.Embed},
+		{"toolgate.search", old.Search, cur.Search},
+		{"toolgate.restart", old.Restart, cur.Restart},
+		{"toolgate.maxConcurrentConnects", old.MaxConcurrentConnects, cur.MaxConcurrentConnects},
+	} {
+		if !reflect.DeepEqual(c.a, c.b) {
+			out = append(out, c.name)
+		}
+	}
+	return out
 }
 
 // version is set at build time with -ldflags "-X main.version=...".

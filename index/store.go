@@ -101,6 +101,15 @@ func readManifest(ixDir string) (*Manifest, error) {
 // skip the catalog comparison. A broken manifest is "format changed", not an
 // error: the caller rebuilds.
 func Inspect(dir string, modelID string, tools []Tool) (State, *Manifest, error) {
+	fp := ""
+	if tools != nil {
+		fp = Fingerprint(tools)
+	}
+	return inspect(dir, modelID, fp)
+}
+
+// inspect is Inspect with the catalog's fingerprint ("" = any catalog).
+func inspect(dir string, modelID string, fp string) (State, *Manifest, error) {
 	ixDir := dir
 	m, err := readManifest(ixDir)
 	switch {
@@ -119,7 +128,7 @@ func Inspect(dir string, modelID string, tools []Tool) (State, *Manifest, error)
 	if modelID != "" && modelID != m.ModelID {
 		return StateModelChanged, m, nil
 	}
-	if tools != nil && Fingerprint(tools) != m.Fingerprint {
+	if fp != "" && fp != m.Fingerprint {
 		return StateCatalogChanged, m, nil
 	}
 	return StateUpToDate, m, nil
@@ -176,7 +185,11 @@ func EnsureReport(ctx context.Context, dir string, tools []Tool, emb Embedder, o
 	if emb != nil {
 		modelID = emb.ModelID()
 	}
-	state, prev, err := Inspect(dir, modelID, tools)
+	fp := "" // nil tools: whatever catalog is on disk (as Inspect)
+	if tools != nil {
+		fp = Fingerprint(tools)
+	}
+	state, prev, err := inspect(dir, modelID, fp)
 	if err != nil {
 		return nil, rep, err
 	}
@@ -209,7 +222,8 @@ func EnsureReport(ctx context.Context, dir string, tools []Tool, emb Embedder, o
 			defer old.Close()
 		}
 	}
-	rep.Added, rep.Changed, rep.Removed = diffCatalogs(old, sorted)
+	diff := diffCatalog(old, sorted)
+	rep.Added, rep.Changed, rep.Removed = diff.added, diff.changed, diff.removed
 
 	gen := nextGeneration(ixDir, prev)
 	gd := genDir(ixDir, gen)
@@ -223,7 +237,10 @@ func EnsureReport(ctx context.Context, dir string, tools []Tool, emb Embedder, o
 	if old != nil && (rep.Before == StateCatalogChanged || rep.Before == StateModelChanged) && prev.Analyzer == analyzerSignature() {
 		base, baseDir = old, filepath.Join(genDir(ixDir, prev.Generation), bleveSubdir)
 	}
-	man, err := writeGeneration(ctx, gd, sorted, emb, old, base, baseDir, opts, &rep)
+	if fp == "" {
+		fp = Fingerprint(sorted)
+	}
+	man, err := writeGeneration(ctx, gd, sorted, fp, emb, old, base, baseDir, diff, opts, &rep)
 	if err != nil {
 		_ = os.RemoveAll(gd)
 		return nil, rep, err
@@ -245,30 +262,6 @@ func EnsureReport(ctx context.Context, dir string, tools []Tool, emb Embedder, o
 		"embedded", rep.Embedded, "reused", rep.Reused, "reindexed", rep.Reindexed, "incremental", rep.Incremental,
 		"generation", gen, "duration", rep.Duration)
 	return ix, rep, nil
-}
-
-// diffCatalogs counts tools added, changed and removed relative to old.
-func diffCatalogs(old *Index, tools []Tool) (added, changed, removed int) {
-	if old == nil {
-		return len(tools), 0, 0
-	}
-	seen := make(map[string]bool, len(tools))
-	for _, t := range tools {
-		seen[t.ID()] = true
-		o, ok := old.Tool(t.ID())
-		switch {
-		case !ok:
-			added++
-		case toolHash(o) != toolHash(t):
-			changed++
-		}
-	}
-	for _, t := range old.Tools() {
-		if !seen[t.ID()] {
-			removed++
-		}
-	}
-	return added, changed, removed
 }
 
 // nextGeneration is one above every generation number present, so a
@@ -309,11 +302,12 @@ func removeOtherGenerations(ixDir string, keep int, log interface {
 	}
 }
 
-// writeGeneration writes catalog, vectors and Bleve index into gd and syncs
-// them. Vectors are reused from old; the Bleve index is updated from base's
-// (at baseDir) when that is worth it (see writeBleve), base nil means a full
-// build. It returns the manifest for the generation (Generation unset).
-func writeGeneration(ctx context.Context, gd string, tools []Tool, emb Embedder, old, base *Index, baseDir string, opts *Options, rep *Report) (*Manifest, error) {
+// writeGeneration writes catalog (with fingerprint fp), vectors and Bleve
+// index into gd and syncs them. Vectors are reused from old; the Bleve index is updated from base's
+// (at baseDir) by diff when that is worth it (see writeBleve), base nil
+// means a full build. It returns the manifest for the generation
+// (Generation unset).
+func writeGeneration(ctx context.Context, gd string, tools []Tool, fp string, emb Embedder, old, base *Index, baseDir string, diff catalogDiff, opts *Options, rep *Report) (*Manifest, error) {
 	if err := os.MkdirAll(gd, 0o755); err != nil {
 		return nil, fmt.Errorf("create index generation: %w", err)
 	}
@@ -323,7 +317,7 @@ func writeGeneration(ctx context.Context, gd string, tools []Tool, emb Embedder,
 	man := &Manifest{
 		Format:      FormatVersion,
 		Analyzer:    analyzerSignature(),
-		Fingerprint: Fingerprint(tools),
+		Fingerprint: fp,
 		Tools:       len(tools),
 		Created:     time.Now().UTC().Truncate(time.Second),
 	}
@@ -338,7 +332,7 @@ func writeGeneration(ctx context.Context, gd string, tools []Tool, emb Embedder,
 		}
 		man.ModelID, man.Dim = emb.ModelID(), emb.Dim()
 	}
-	n, incremental, err := writeBleve(ctx, filepath.Join(gd, bleveSubdir), tools, base, baseDir, opts.logger())
+	n, incremental, err := writeBleve(ctx, filepath.Join(gd, bleveSubdir), tools, base, baseDir, diff, opts.logger())
 	if err != nil {
 		return nil, err
 	}

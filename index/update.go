@@ -85,42 +85,57 @@ type errFullBuild struct{ reason string }
 
 func (e errFullBuild) Error() string { return e.reason }
 
-// bleveDelta is what an update changes in Bleve.
-type bleveDelta struct {
-	deletes []string // IDs gone from the catalog
-	upserts []Tool   // tools new or with a different Bleve document
-	changed int      // of upserts, those that replace a document
+// catalogDiff is what changed from the previous generation's catalog to the
+// new one: counts for the Report, and what Bleve has to index or delete.
+type catalogDiff struct {
+	added, changed, removed int // tools; changed = any field differs
+
+	deletes []string // IDs removed
+	upserts []Tool   // tools added, or whose Bleve document changed
+	redone  int      // of upserts, those that replace a document
 }
 
-func (d bleveDelta) size() int { return len(d.deletes) + len(d.upserts) }
+// reindex is the number of Bleve documents an update indexes or deletes.
+func (d catalogDiff) reindex() int { return len(d.deletes) + len(d.upserts) }
 
-// diffBleve compares the previous generation's tools with the new catalog
-// (sorted by ID) by the fields that make a Bleve document (bleveDoc).
-func diffBleve(old *Index, tools []Tool) bleveDelta {
-	var d bleveDelta
-	seen := make(map[string]bool, len(tools))
+// diffCatalog compares the new catalog (sorted by ID) with old's; a nil old
+// means everything is added.
+func diffCatalog(old *Index, tools []Tool) catalogDiff {
+	var d catalogDiff
+	if old == nil {
+		d.added = len(tools)
+		return d
+	}
+	matched := make([]bool, len(old.tools))
 	for _, t := range tools {
-		id := t.ID()
-		seen[id] = true
-		o, ok := old.Tool(id)
-		switch {
-		case !ok:
+		j, ok := old.byID[t.ID()]
+		if !ok {
+			d.added++
 			d.upserts = append(d.upserts, t)
-		case !sameBleveDoc(o, t):
+			continue
+		}
+		matched[j] = true
+		o := old.tools[j]
+		if o.Title == t.Title && o.Description == t.Description && bytes.Equal(normSchema(o.InputSchema), normSchema(t.InputSchema)) {
+			continue
+		}
+		d.changed++
+		if !sameBleveDoc(o, t) {
 			d.upserts = append(d.upserts, t)
-			d.changed++
+			d.redone++
 		}
 	}
-	for _, o := range old.Tools() {
-		if id := o.ID(); !seen[id] {
-			d.deletes = append(d.deletes, id)
+	for j, ok := range matched {
+		if !ok {
+			d.removed++
+			d.deletes = append(d.deletes, old.tools[j].ID())
 		}
 	}
 	return d
 }
 
 // sameBleveDoc reports whether two tools with the same ID make the same
-// Bleve document. Schemas are parsed only when their bytes differ.
+// Bleve document (bleveDoc). Schemas are parsed only when their bytes differ.
 func sameBleveDoc(a, b Tool) bool {
 	if a.Title != b.Title || a.Description != b.Description {
 		return false
@@ -155,58 +170,58 @@ func segmentStats(bi bleve.Index) (segments int, stored, live uint64, err error)
 	return segments, stored, live, nil
 }
 
-// planUpdate decides whether the previous generation's Bleve index can be
-// updated into the new catalog, and returns the delta when it can.
-func planUpdate(old *Index, tools []Tool) (bleveDelta, error) {
-	if old == nil || old.bi == nil {
-		return bleveDelta{}, errFullBuild{"no previous generation"}
+// planUpdate decides whether base, the previous generation, can have its
+// Bleve index updated by d into the new catalog's. An errFullBuild says why
+// not; another error is a fault worth a warning.
+func planUpdate(base *Index, tools []Tool, d catalogDiff) error {
+	if base == nil || base.bi == nil {
+		return errFullBuild{"no previous generation of this format"}
 	}
-	if len(old.Tools()) == 0 || len(tools) == 0 {
-		return bleveDelta{}, errFullBuild{"empty catalog"}
+	if len(base.tools) == 0 || len(tools) == 0 {
+		return errFullBuild{"empty catalog"}
+	}
+	if f := float64(d.reindex()) / float64(len(tools)); f > maxUpdateFraction {
+		return errFullBuild{fmt.Sprintf("%d of %d documents to index or delete (over %.0f%%)", d.reindex(), len(tools), 100*maxUpdateFraction)}
 	}
 	want, err := newMapping()
 	if err != nil {
-		return bleveDelta{}, err
+		return err
 	}
 	wantJSON, err := json.Marshal(want)
 	if err != nil {
-		return bleveDelta{}, err
+		return err
 	}
-	haveJSON, err := json.Marshal(old.bi.Mapping())
+	haveJSON, err := json.Marshal(base.bi.Mapping())
 	if err != nil {
-		return bleveDelta{}, err
+		return err
 	}
 	if !bytes.Equal(wantJSON, haveJSON) {
-		return bleveDelta{}, errFullBuild{"the index mapping changed"}
+		return errFullBuild{"the index mapping changed"}
 	}
-	d := diffBleve(old, tools)
-	if f := float64(d.size()) / float64(len(tools)); f > maxUpdateFraction {
-		return d, errFullBuild{fmt.Sprintf("%d of %d documents to index or delete (over %.0f%%)", d.size(), len(tools), 100*maxUpdateFraction)}
-	}
-	segs, stored, live, err := segmentStats(old.bi)
+	segs, stored, live, err := segmentStats(base.bi)
 	if err != nil {
-		return d, err
+		return err
 	}
-	if live != uint64(len(old.Tools())) {
-		return d, fmt.Errorf("previous bleve index holds %d documents, its catalog %d tools", live, len(old.Tools()))
+	if live != uint64(len(base.tools)) {
+		return fmt.Errorf("previous bleve index holds %d documents, its catalog %d tools", live, len(base.tools))
 	}
 	if len(d.upserts) > 0 {
 		segs++
 	}
 	if segs > maxSegments {
-		return d, errFullBuild{fmt.Sprintf("would make %d segments (over %d)", segs, maxSegments)}
+		return errFullBuild{fmt.Sprintf("would make %d segments (over %d)", segs, maxSegments)}
 	}
-	dead := stored - live + uint64(d.changed+len(d.deletes))
+	dead := stored - live + uint64(d.redone+len(d.deletes))
 	stored += uint64(len(d.upserts))
 	if float64(dead) > maxDeadFraction*float64(stored) {
-		return d, errFullBuild{fmt.Sprintf("would keep %d deleted documents of %d (over %.0f%%)", dead, stored, 100*maxDeadFraction)}
+		return errFullBuild{fmt.Sprintf("would keep %d deleted documents of %d (over %.0f%%)", dead, stored, 100*maxDeadFraction)}
 	}
-	return d, nil
+	return nil
 }
 
 // updateBleveOnDisk makes the Bleve index at dst from the one at src (the
 // previous generation's) and applies d. On error dst is removed.
-func updateBleveOnDisk(ctx context.Context, src, dst string, d bleveDelta) (err error) {
+func updateBleveOnDisk(ctx context.Context, src, dst string, d catalogDiff) (err error) {
 	defer func() {
 		if err != nil {
 			_ = os.RemoveAll(dst)
@@ -299,23 +314,23 @@ func copyFile(src, dst string) error {
 }
 
 // writeBleve writes the Bleve index of a new generation at path:
-// incrementally from the previous generation's (at oldPath, of old) when
+// incrementally from the previous generation's (base, at basePath) by d when
 // planUpdate allows it, otherwise, or when the incremental path fails, by a
 // full build. It reports how many documents Bleve indexed or deleted and
 // whether the update was incremental.
-func writeBleve(ctx context.Context, path string, tools []Tool, old *Index, oldPath string, log *slog.Logger) (reindexed int, incremental bool, err error) {
-	d, perr := planUpdate(old, tools)
+func writeBleve(ctx context.Context, path string, tools []Tool, base *Index, basePath string, d catalogDiff, log *slog.Logger) (reindexed int, incremental bool, err error) {
+	perr := planUpdate(base, tools, d)
 	if perr == nil {
-		err := updateBleveOnDisk(ctx, oldPath, path, d)
+		err := updateBleveOnDisk(ctx, basePath, path, d)
 		if err == nil {
-			return d.size(), true, nil
+			return d.reindex(), true, nil
 		}
 		if ctx.Err() != nil {
 			return 0, false, ctx.Err()
 		}
 		log.Warn("incremental index update failed; building the keyword index in full", "err", err)
 	} else if fb := (errFullBuild{}); errors.As(perr, &fb) {
-		if old != nil {
+		if base != nil {
 			log.Info("keyword index built in full", "reason", fb.reason)
 		}
 	} else {

@@ -301,3 +301,25 @@ func TestReconfigureLazyAdded(t *testing.T) {
 	p.Reconfigure(context.Background(), []config.Server{named(srv, "eager")})
 	eventually(t, "removed lazy backend stopped", func() bool { return !procAlive(pid) })
 }
+
+// TestCloseWaitsForRemovedBackend removes a backend that ignores stdin EOF
+// and SIGTERM, then closes the pool at once: the stop runs in the
+// background, and Close returns only when it is done (SIGKILL included).
+func TestCloseWaitsForRemovedBackend(t *testing.T) {
+	p := New([]config.Server{named(backendtest.Command(t, "stubborn"), "stubborn")}, testOptions(nil))
+	p.Start(context.Background())
+	pid := pidOf(t, p, "stubborn")
+	if d := p.Reconfigure(context.Background(), nil); !slices.Equal(d.Removed, []string{"stubborn"}) {
+		t.Fatalf("Diff %+v", d)
+	}
+	if !procAlive(pid) {
+		t.Fatal("the stubborn backend died at once; the test needs it to outlive Reconfigure")
+	}
+	p.Close()
+	if procAlive(pid) {
+		t.Errorf("removed backend %d alive after Close", pid)
+	}
+	if z := childrenOf(os.Getpid()); len(z) > 0 {
+		t.Errorf("children left after Close: %v", z)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -346,11 +347,11 @@ var _ gateway.Searcher = (*liveServers)(nil)
 
 func newLiveServers(s gateway.Searcher, servers []config.Server) *liveServers {
 	l := &liveServers{Searcher: s}
-	l.set.Store(&serverSet{configured: names(servers), removed: map[string]bool{}})
+	l.set.Store(&serverSet{configured: serverNames(servers), removed: map[string]bool{}})
 	return l
 }
 
-func names(servers []config.Server) map[string]bool {
+func serverNames(servers []config.Server) map[string]bool {
 	m := map[string]bool{}
 	for _, s := range servers {
 		m[s.Name] = true
@@ -362,7 +363,7 @@ func names(servers []config.Server) map[string]bool {
 // remembered as removed.
 func (l *liveServers) setServers(servers []config.Server) {
 	old := l.set.Load()
-	next := &serverSet{configured: names(servers), removed: maps.Clone(old.removed)}
+	next := &serverSet{configured: serverNames(servers), removed: maps.Clone(old.removed)}
 	for name := range old.configured {
 		if !next.configured[name] {
 			next.removed[name] = true
@@ -511,6 +512,11 @@ func (r *reloader) reload(ctx context.Context, trigger string, force bool) {
 		return
 	}
 	r.hash = h // a bad file is reported once, not at every touch
+	if len(bytes.TrimSpace(data)) == 0 {
+		// Truncated by an editor that has not written yet, most likely.
+		r.log.Warn("config reload skipped: the file is empty (being saved?); the previous config stays in effect", "file", r.path, "trigger", trigger)
+		return
+	}
 	cfg, err := config.Parse(data, r.path, nil)
 	if err != nil {
 		r.log.Error("config reload failed: the new config is invalid; the previous config stays in effect (fix the file and save it again)",

@@ -1,0 +1,358 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/search"
+)
+
+// BenchmarkExecuteTool splits what one sequential execute_tool call costs.
+// Every case calls the fake backend's "echo" tool (a real input schema, so
+// argument validation runs) with the same arguments:
+//
+//   - direct: client → backend process over stdio, the baseline;
+//   - gateway-process: client → a gateway process (this test binary
+//     re-executed as a stdio gateway, like `toolgate serve`) → backend
+//     process over stdio: the same three processes as `toolgate bench`. It
+//     reports the gateway process's own CPU time, bytes allocated and GC
+//     cycles per call (gw-cpu-µs/op, gw-B/op, gw-gc/op);
+//     TOOLGATE_BENCH_GATEWAY_PROFILE=FILE makes the gateway write its CPU
+//     profile there, TOOLGATE_BENCH_GATEWAY_GOGC sets its GC percent;
+//   - overhead: direct and gateway-process calls alternated, so both see the
+//     same load on a busy machine; it reports the p50 of each and the
+//     difference (added-p50-µs), the figure the target is about;
+//   - gateway-pipes: the same gateway in this process, the client talking to
+//     it over OS pipes with go-sdk's stdio framing on both ends, for
+//     -cpuprofile/-memprofile (they then show client and gateway together);
+//   - handler: the execute_tool handler alone over a Caller that answers at
+//     once: toolgate's own work per call (decode, lookup, validation),
+//     without go-sdk or a backend.
+//
+// For example:
+//
+//	go test ./gateway -run '^$' -bench ExecuteTool -benchtime 3000x -count 5
+//	TOOLGATE_BENCH_GATEWAY_PROFILE=/tmp/gw.prof go test ./gateway -run '^$' -bench ExecuteTool/gateway-process -benchtime 5000x -o /tmp/gateway.test
+//	go tool pprof -top -cum /tmp/gateway.test /tmp/gw.prof
+func BenchmarkExecuteTool(b *testing.B) {
+	ctx := context.Background()
+	srv := benchBackend()
+	args := map[string]any{"text": "ok"}
+	execParams := &mcp.CallToolParams{Name: ExecuteToolName, Arguments: map[string]any{"name": "fake__echo", "arguments": args}}
+	// loop warms up, calls before (if set), then times the calls.
+	loop := func(b *testing.B, cs *mcp.ClientSession, params *mcp.CallToolParams, before func()) {
+		for range 50 {
+			timedCall(b, cs, params)
+		}
+		if before != nil {
+			before()
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+				b.Fatal(err, res)
+			}
+		}
+	}
+
+	b.Run("direct", func(b *testing.B) {
+		loop(b, connectDirect(b, srv), &mcp.CallToolParams{Name: "echo", Arguments: args}, nil)
+	})
+
+	b.Run("gateway-process", func(b *testing.B) {
+		gp := startGatewayProcess(b)
+		loop(b, gp.cs, execParams, func() { gp.mark(b) })
+		b.StopTimer()
+		gp.report(b, b.N)
+	})
+
+	// overhead alternates a direct call and a call through the gateway
+	// process, so both see the same machine load, and reports the p50 of
+	// each and their difference (what `toolgate bench` reports as "+N µs").
+	b.Run("overhead", func(b *testing.B) {
+		direct := connectDirect(b, srv)
+		directParams := &mcp.CallToolParams{Name: "echo", Arguments: args}
+		gp := startGatewayProcess(b)
+		for range 50 {
+			timedCall(b, direct, directParams)
+			timedCall(b, gp.cs, execParams)
+		}
+		gp.mark(b)
+		var dl, gl []time.Duration
+		for b.Loop() {
+			var d, g time.Duration
+			if len(dl)%2 == 0 { // alternate which goes first
+				d = timedCall(b, direct, directParams)
+				g = timedCall(b, gp.cs, execParams)
+			} else {
+				g = timedCall(b, gp.cs, execParams)
+				d = timedCall(b, direct, directParams)
+			}
+			dl, gl = append(dl, d), append(gl, g)
+		}
+		b.StopTimer()
+		gp.report(b, len(gl))
+		dp, gw := median(dl), median(gl)
+		b.ReportMetric(float64(dp.Microseconds()), "direct-p50-µs")
+		b.ReportMetric(float64(gw.Microseconds()), "gateway-p50-µs")
+		b.ReportMetric(float64((gw - dp).Microseconds()), "added-p50-µs")
+	})
+
+	b.Run("gateway-pipes", func(b *testing.B) {
+		g, stop := benchGateway(srv)
+		b.Cleanup(stop)
+		loop(b, connectPipes(b, g), execParams, nil)
+	})
+
+	b.Run("handler", func(b *testing.B) {
+		tool := index.Tool{Server: "fake", Name: "echo",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`)}
+		fs := &fakeSearcher{tools: []index.Tool{tool}}
+		answer := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}
+		g := New(fs, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) { return answer, nil }}, nil)
+		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ExecuteToolName,
+			Arguments: json.RawMessage(`{"name":"fake__echo","arguments":{"text":"ok"}}`)}}
+		b.ReportAllocs()
+		for b.Loop() {
+			if res, err := g.handleExecute(ctx, req); err != nil || res.IsError {
+				b.Fatal(err, text(res))
+			}
+		}
+	})
+}
+
+// envBenchGateway makes the test binary a stdio gateway over benchBackend
+// (see init); its value is unused except as a marker.
+const envBenchGateway = "TOOLGATE_BENCH_GATEWAY"
+
+// benchStatsTool is an extra tool of the bench gateway only: it answers
+// with the gateway process's runtime.MemStats, so the benchmark can charge
+// allocations and GC cycles to the calls it timed.
+const benchStatsTool = "bench_memstats"
+
+func init() {
+	// Before TestMain: the gateway child is neither a fake backend nor a
+	// reaper (its backends are, and they do not inherit this variable).
+	if os.Getenv(envBenchGateway) == "" || backendtest.IsChild() || backend.IsReaper() {
+		return
+	}
+	os.Exit(benchGatewayMain())
+}
+
+func benchGatewayMain() int {
+	if v := os.Getenv("TOOLGATE_BENCH_GATEWAY_GOGC"); v != "" {
+		if pct, err := strconv.Atoi(v); err == nil {
+			debug.SetGCPercent(pct)
+		}
+	}
+	if p := os.Getenv("TOOLGATE_BENCH_GATEWAY_PROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench gateway:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "bench gateway:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
+	g, stop := benchGateway(benchBackend())
+	defer stop()
+	g.server.AddTool(&mcp.Tool{Name: benchStatsTool, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			data, _ := json.Marshal(benchStats{TotalAlloc: ms.TotalAlloc, NumGC: ms.NumGC})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(data)}}}, nil
+		})
+	if err := g.ServeStdio(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "bench gateway:", err)
+		return 1
+	}
+	return 0
+}
+
+// gatewayProcess is a client session to the test binary re-executed as a
+// stdio gateway (see init), with the process's counters at mark.
+type gatewayProcess struct {
+	cs   *mcp.ClientSession
+	pid  int
+	cpu  time.Duration
+	stat benchStats
+}
+
+func startGatewayProcess(b *testing.B) *gatewayProcess {
+	b.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), envBenchGateway+"=1")
+	cmd.Stderr = os.Stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() }) // CommandTransport waits for the process
+	return &gatewayProcess{cs: cs, pid: cmd.Process.Pid}
+}
+
+// mark records the gateway process's counters before the timed calls.
+func (gp *gatewayProcess) mark(b *testing.B) {
+	gp.stat = gatewayStats(b, gp.cs)
+	gp.cpu = procCPU(b, gp.pid)
+}
+
+// report charges the gateway process's CPU time, allocations and GC cycles
+// since mark to n calls.
+func (gp *gatewayProcess) report(b *testing.B, n int) {
+	cpu := procCPU(b, gp.pid)
+	st := gatewayStats(b, gp.cs)
+	b.ReportMetric(float64((cpu-gp.cpu).Microseconds())/float64(n), "gw-cpu-µs/op")
+	b.ReportMetric(float64(st.TotalAlloc-gp.stat.TotalAlloc)/float64(n), "gw-B/op")
+	b.ReportMetric(float64(st.NumGC-gp.stat.NumGC)/float64(n), "gw-gc/op")
+}
+
+// connectDirect is a client session straight to a backend process.
+func connectDirect(b *testing.B, srv config.Server) *mcp.ClientSession {
+	b.Helper()
+	cmd := exec.Command(srv.Command)
+	cmd.Env = os.Environ()
+	for k, v := range srv.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// timedCall makes one call that must succeed and returns its latency.
+func timedCall(b *testing.B, cs *mcp.ClientSession, params *mcp.CallToolParams) time.Duration {
+	t0 := time.Now()
+	res, err := cs.CallTool(context.Background(), params)
+	d := time.Since(t0)
+	if err != nil || res.IsError {
+		b.Fatal(err, res)
+	}
+	return d
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+type benchStats struct {
+	TotalAlloc uint64
+	NumGC      uint32
+}
+
+func gatewayStats(b *testing.B, cs *mcp.ClientSession) benchStats {
+	b.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: benchStatsTool, Arguments: map[string]any{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var st benchStats
+	if err := json.Unmarshal([]byte(text(res)), &st); err != nil {
+		b.Fatal(err)
+	}
+	return st
+}
+
+// procCPU is the user+system CPU time the process pid has used so far.
+func procCPU(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Skip("no /proc: ", err)
+	}
+	// Fields after the command name (which may hold spaces) start at ')'.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+}
+
+// benchBackend is the fake backend process (this test binary), named "fake".
+func benchBackend() config.Server {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	return config.Server{Name: "fake", Type: config.TypeStdio, Command: exe,
+		Env: map[string]string{backendtest.EnvMode: backendtest.ModeNormal}}
+}
+
+// benchGateway is a Gateway over a started pool of srv, with a BM25 engine
+// over the pool's catalog.
+func benchGateway(srv config.Server) (*Gateway, func()) {
+	ctx := context.Background()
+	pool := backend.New([]config.Server{srv}, nil)
+	pool.Start(ctx)
+	ix, err := index.Build(ctx, Catalog(pool.Tools()), nil, nil)
+	if err != nil {
+		panic(err)
+	}
+	eng := search.New(ix, nil, nil)
+	return New(eng, pool, nil), func() { eng.Close(); pool.Close() }
+}
+
+// connectPipes connects a client to g over two OS pipes with go-sdk's
+// stdio framing, as a client talks to `toolgate serve`.
+func connectPipes(b *testing.B, g *Gateway) *mcp.ClientSession {
+	b.Helper()
+	ctx := context.Background()
+	c2sR, c2sW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s2cR, s2cW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ss, err := g.Server().Connect(ctx, &mcp.IOTransport{Reader: c2sR, Writer: s2cW}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, &mcp.IOTransport{Reader: s2cR, Writer: c2sW}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		cs.Close()
+		ss.Wait()
+		for _, f := range []io.Closer{c2sR, c2sW, s2cR, s2cW} {
+			f.Close()
+		}
+	})
+	return cs
+}

@@ -1,11 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -58,7 +59,7 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if err != nil {
 		return toolError("execute_tool %s: %v", a.Name, err), nil
 	}
-	if msg := g.validate(tool, args); msg != "" {
+	if msg := g.validate(a.Name, tool.InputSchema, args); msg != "" {
 		return toolError("execute_tool %s: the arguments do not match the tool's inputSchema: %s. Fix the arguments (the schema is in search_tools' result) and call again.", a.Name, msg), nil
 	}
 	res, err := g.caller.CallTool(ctx, tool.Server, tool.Name, args)
@@ -71,13 +72,13 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 // toolArgs turns the "arguments" value into the map the backend call takes.
 // Absent or null means no arguments.
 func toolArgs(raw json.RawMessage) (map[string]any, error) {
-	s := strings.TrimSpace(string(raw))
-	if s == "" || s == "null" {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || string(t) == "null" {
 		return map[string]any{}, nil
 	}
 	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf(`"arguments" must be a JSON object (got %s)`, oneLine(s, 60))
+	if err := json.Unmarshal(t, &m); err != nil {
+		return nil, fmt.Errorf(`"arguments" must be a JSON object (got %s)`, oneLine(string(t), 60))
 	}
 	return m, nil
 }
@@ -171,42 +172,57 @@ func levenshtein(a, b string) int {
 	return prev[len(rb)]
 }
 
-// schemaCache keeps resolved input schemas, keyed by tool ID and a hash of
-// the schema text, so a changed schema is resolved again.
-type schemaCache struct{ m sync.Map }
+// schemaCache keeps each tool's resolved input schema, keyed by tool ID.
+// An entry remembers the schema text it was resolved from: when a re-index
+// swaps in a catalog where the tool's schema changed, the next call
+// resolves the new text and replaces the entry, so the cache holds at most
+// one entry per tool that was ever called (not one per schema version).
+// Comparing the text (a few hundred bytes) costs far less than hashing it
+// into a key did.
+type schemaCache struct{ m sync.Map } // tool ID → *resolvedSchema
 
 type resolvedSchema struct {
-	rs  *jsonschema.Resolved
-	err error
+	// text is a copy of the schema it was resolved from: the catalog's
+	// schemas may be slices of one buffer holding the whole catalog, which
+	// the cache must not keep alive once that catalog is swapped out.
+	text json.RawMessage
+	rs   *jsonschema.Resolved
+	err  error
 }
 
-// validate checks args against the tool's input schema and returns "" when
-// they pass. A schema the validator cannot handle (an unsupported draft, a
-// remote $ref) is not the caller's fault: the call goes through and the
-// backend validates.
-func (g *Gateway) validate(t index.Tool, args map[string]any) string {
-	if len(t.InputSchema) == 0 {
+// resolved returns the resolved schema for the tool id with schema text,
+// resolving it on first use or when the text changed.
+func (c *schemaCache) resolved(id string, text json.RawMessage, log *slog.Logger) *resolvedSchema {
+	if v, ok := c.m.Load(id); ok {
+		if r := v.(*resolvedSchema); bytes.Equal(r.text, text) {
+			return r
+		}
+	}
+	r := &resolvedSchema{text: bytes.Clone(text)}
+	var s jsonschema.Schema
+	if r.err = json.Unmarshal(text, &s); r.err == nil {
+		// The $schema keyword names drafts the validator may not know;
+		// validation keywords are shared, so check them regardless.
+		s.Schema = ""
+		r.rs, r.err = s.Resolve(nil)
+	}
+	if r.err != nil {
+		log.Debug("input schema not validated", "tool", id, "err", r.err)
+	}
+	// Two first calls may race; either result is right for this text.
+	c.m.Store(id, r)
+	return r
+}
+
+// validate checks args against the input schema of the tool id and returns
+// "" when they pass. A schema the validator cannot handle (an unsupported
+// draft, a remote $ref) is not the caller's fault: the call goes through and
+// the backend validates.
+func (g *Gateway) validate(id string, schema json.RawMessage, args map[string]any) string {
+	if len(schema) == 0 {
 		return ""
 	}
-	h := fnv.New64a()
-	h.Write(t.InputSchema)
-	key := fmt.Sprintf("%s\x00%x", t.ID(), h.Sum64())
-	v, ok := g.schemas.m.Load(key)
-	if !ok {
-		var r resolvedSchema
-		var s jsonschema.Schema
-		if r.err = json.Unmarshal(t.InputSchema, &s); r.err == nil {
-			// The $schema keyword names drafts the validator may not know;
-			// validation keywords are shared, so check them regardless.
-			s.Schema = ""
-			r.rs, r.err = s.Resolve(nil)
-		}
-		if r.err != nil {
-			g.log.Debug("input schema not validated", "tool", t.ID(), "err", r.err)
-		}
-		v, _ = g.schemas.m.LoadOrStore(key, r)
-	}
-	r := v.(resolvedSchema)
+	r := g.schemas.resolved(id, schema, g.log)
 	if r.err != nil {
 		return ""
 	}

@@ -8,12 +8,12 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -129,14 +129,14 @@ func toolError(format string, args ...any) *mcp.CallToolResult {
 }
 
 // decodeArgs unmarshals raw tool arguments into v. An absent body decodes as
-// an empty object.
+// an empty object. go-sdk has already parsed the request, so raw is one
+// well-formed JSON value.
 func decodeArgs(raw json.RawMessage, v any) error {
-	if len(strings.TrimSpace(string(raw))) == 0 || string(raw) == "null" {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || string(t) == "null" {
 		return nil
 	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.UseNumber()
-	return dec.Decode(v)
+	return json.Unmarshal(t, v)
 }
 
 // minLevel drops records below its level.

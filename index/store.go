@@ -384,7 +384,12 @@ func buildBleveOnDisk(ctx context.Context, path string, tools []Tool) error {
 	if err != nil {
 		return err
 	}
-	b, err := bleve.NewBuilder(path, m, map[string]interface{}{"batchSize": 2000})
+	// The builder writes its segments in a temporary folder and renames
+	// the last into place: by default the folder is in $TMPDIR, which
+	// fails (EXDEV) where that is another file system than the index
+	// (a tmpfs /tmp), and a killed build would leave it behind. Next to
+	// the Bleve folder, inside the generation, it is neither.
+	b, err := bleve.NewBuilder(path, m, map[string]interface{}{"batchSize": 2000, "buildPathPrefix": filepath.Dir(path)})
 	if err != nil {
 		return fmt.Errorf("create bleve index: %w", err)
 	}

@@ -342,3 +342,21 @@ func TestConcurrentReaders(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestBuildWritesNothingInTempDir: Bleve's builder makes its scratch folder
+// in $TMPDIR by default and renames the segment out of it, which fails
+// where $TMPDIR is another file system (a tmpfs /tmp); the build keeps it
+// inside the generation instead. Here $TMPDIR does not exist, so a build
+// that used it would fail.
+func TestBuildWritesNothingInTempDir(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	mustEnsure(t, dir, syntheticTools(50), nil)
+	matches, _ := filepath.Glob(filepath.Join(dir, "gen-1", "*"))
+	for i, m := range matches {
+		matches[i] = filepath.Base(m)
+	}
+	if diff := cmp.Diff([]string{bleveSubdir, catalogFile}, matches); diff != "" {
+		t.Errorf("generation folder (-want +got):\n%s", diff)
+	}
+}

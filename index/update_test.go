@@ -21,7 +21,7 @@ import (
 // The tests of incremental updates use indextest's catalogs, so they live in
 // package index_test; update_export_test.go gives them the hooks.
 
-const updateTools = 2000
+const updateTools = 1000
 
 func ensure(t testing.TB, dir string, tools []index.Tool) (*index.Index, index.Report) {
 	t.Helper()

@@ -71,6 +71,10 @@ type Manifest struct {
 	Tools       int       `json:"tools"`
 	Generation  int       `json:"generation"`
 	Created     time.Time `json:"created"`
+	// KeywordTerms counts the distinct terms of each keyword field's live
+	// documents, kept by incremental updates (see checkCardinalities);
+	// absent after a full build.
+	KeywordTerms map[string]int `json:"keyword_terms,omitempty"`
 }
 
 func analyzerSignature() string { return strings.Join(analyzerFilters, ",") }
@@ -232,15 +236,14 @@ func EnsureReport(ctx context.Context, dir string, tools []Tool, emb Embedder, o
 	}
 	// The previous generation's Bleve index is updated rather than rebuilt
 	// only when it was made by the same format and analyzer.
-	var base *Index
-	baseDir := ""
+	var base updateBase
 	if old != nil && (rep.Before == StateCatalogChanged || rep.Before == StateModelChanged) && prev.Analyzer == analyzerSignature() {
-		base, baseDir = old, filepath.Join(genDir(ixDir, prev.Generation), bleveSubdir)
+		base = updateBase{ix: old, dir: filepath.Join(genDir(ixDir, prev.Generation), bleveSubdir), terms: prev.KeywordTerms}
 	}
 	if fp == "" {
 		fp = Fingerprint(sorted)
 	}
-	man, err := writeGeneration(ctx, gd, sorted, fp, emb, old, base, baseDir, diff, opts, &rep)
+	man, err := writeGeneration(ctx, gd, sorted, fp, emb, old, base, diff, opts, &rep)
 	if err != nil {
 		_ = os.RemoveAll(gd)
 		return nil, rep, err
@@ -303,11 +306,11 @@ func removeOtherGenerations(ixDir string, keep int, log interface {
 }
 
 // writeGeneration writes catalog (with fingerprint fp), vectors and Bleve
-// index into gd and syncs them. Vectors are reused from old; the Bleve index is updated from base's
-// (at baseDir) by diff when that is worth it (see writeBleve), base nil
-// means a full build. It returns the manifest for the generation
+// index into gd and syncs them. Vectors are reused from old; the Bleve index
+// is updated from base's by diff when that is worth it (see writeBleve); a
+// zero base means a full build. It returns the manifest for the generation
 // (Generation unset).
-func writeGeneration(ctx context.Context, gd string, tools []Tool, fp string, emb Embedder, old, base *Index, baseDir string, diff catalogDiff, opts *Options, rep *Report) (*Manifest, error) {
+func writeGeneration(ctx context.Context, gd string, tools []Tool, fp string, emb Embedder, old *Index, base updateBase, diff catalogDiff, opts *Options, rep *Report) (*Manifest, error) {
 	if err := os.MkdirAll(gd, 0o755); err != nil {
 		return nil, fmt.Errorf("create index generation: %w", err)
 	}
@@ -332,11 +335,11 @@ func writeGeneration(ctx context.Context, gd string, tools []Tool, fp string, em
 		}
 		man.ModelID, man.Dim = emb.ModelID(), emb.Dim()
 	}
-	n, incremental, err := writeBleve(ctx, filepath.Join(gd, bleveSubdir), tools, base, baseDir, diff, opts.logger())
+	bl, err := writeBleve(ctx, filepath.Join(gd, bleveSubdir), tools, base, diff, opts.logger())
 	if err != nil {
 		return nil, err
 	}
-	rep.Reindexed, rep.Incremental = n, incremental
+	rep.Reindexed, rep.Incremental, man.KeywordTerms = bl.reindexed, bl.incremental, bl.terms
 	if err := syncTree(gd); err != nil {
 		return nil, fmt.Errorf("sync index generation: %w", err)
 	}

@@ -93,6 +93,7 @@ type catalogDiff struct {
 	deletes []string // IDs removed
 	upserts []Tool   // tools added, or whose Bleve document changed
 	redone  int      // of upserts, those that replace a document
+	gone    []Tool   // the documents deleted or replaced, as they were
 }
 
 // reindex is the number of Bleve documents an update indexes or deletes.
@@ -123,12 +124,14 @@ func diffCatalog(old *Index, tools []Tool) catalogDiff {
 		if !sameBleveDoc(o, t) {
 			d.upserts = append(d.upserts, t)
 			d.redone++
+			d.gone = append(d.gone, o)
 		}
 	}
 	for j, ok := range matched {
 		if !ok {
 			d.removed++
 			d.deletes = append(d.deletes, old.tools[j].ID())
+			d.gone = append(d.gone, old.tools[j])
 		}
 	}
 	return d
@@ -149,19 +152,11 @@ func sameBleveDoc(a, b Tool) bool {
 // segmentStats counts the segments of an open Bleve index and the documents
 // they store, live and deleted.
 func segmentStats(bi bleve.Index) (segments int, stored, live uint64, err error) {
-	ai, err := bi.Advanced()
+	snap, done, err := snapshot(bi)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	r, err := ai.Reader()
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	defer r.Close()
-	snap, ok := r.(*scorch.IndexSnapshot)
-	if !ok {
-		return 0, 0, 0, fmt.Errorf("bleve index is %T, not scorch", r)
-	}
+	defer done()
 	for _, s := range snap.Segments() {
 		segments++
 		stored += s.Count()
@@ -171,57 +166,210 @@ func segmentStats(bi bleve.Index) (segments int, stored, live uint64, err error)
 }
 
 // planUpdate decides whether base, the previous generation, can have its
-// Bleve index updated by d into the new catalog's. An errFullBuild says why
-// not; another error is a fault worth a warning.
-func planUpdate(base *Index, tools []Tool, d catalogDiff) error {
+// Bleve index updated by d into the new catalog's, and returns the term
+// counts of the new catalog (see termCounts). baseTerms are base's, from
+// its manifest (nil when it was a full build). An errFullBuild says why not;
+// another error is a fault worth a warning.
+func planUpdate(base *Index, baseTerms map[string]int, tools []Tool, d catalogDiff) (map[string]int, error) {
 	if base == nil || base.bi == nil {
-		return errFullBuild{"no previous generation of this format"}
+		return nil, errFullBuild{"no previous generation of this format"}
 	}
 	if len(base.tools) == 0 || len(tools) == 0 {
-		return errFullBuild{"empty catalog"}
+		return nil, errFullBuild{"empty catalog"}
 	}
 	if f := float64(d.reindex()) / float64(len(tools)); f > maxUpdateFraction {
-		return errFullBuild{fmt.Sprintf("%d of %d documents to index or delete (over %.0f%%)", d.reindex(), len(tools), 100*maxUpdateFraction)}
+		return nil, errFullBuild{fmt.Sprintf("%d of %d documents to index or delete (over %.0f%%)", d.reindex(), len(tools), 100*maxUpdateFraction)}
 	}
 	want, err := newMapping()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	wantJSON, err := json.Marshal(want)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	haveJSON, err := json.Marshal(base.bi.Mapping())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !bytes.Equal(wantJSON, haveJSON) {
-		return errFullBuild{"the index mapping changed"}
+		return nil, errFullBuild{"the index mapping changed"}
 	}
 	segs, stored, live, err := segmentStats(base.bi)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if live != uint64(len(base.tools)) {
-		return fmt.Errorf("previous bleve index holds %d documents, its catalog %d tools", live, len(base.tools))
+		return nil, fmt.Errorf("previous bleve index holds %d documents, its catalog %d tools", live, len(base.tools))
 	}
 	if len(d.upserts) > 0 {
 		segs++
 	}
 	if segs > maxSegments {
-		return errFullBuild{fmt.Sprintf("would make %d segments (over %d)", segs, maxSegments)}
+		return nil, errFullBuild{fmt.Sprintf("would make %d segments (over %d)", segs, maxSegments)}
 	}
 	dead := stored - live + uint64(d.redone+len(d.deletes))
-	stored += uint64(len(d.upserts))
-	if float64(dead) > maxDeadFraction*float64(stored) {
-		return errFullBuild{fmt.Sprintf("would keep %d deleted documents of %d (over %.0f%%)", dead, stored, 100*maxDeadFraction)}
+	if float64(dead) > maxDeadFraction*float64(stored+uint64(len(d.upserts))) {
+		return nil, errFullBuild{fmt.Sprintf("would keep %d deleted documents of %d (over %.0f%%)", dead, stored+uint64(len(d.upserts)), 100*maxDeadFraction)}
+	}
+	if baseTerms == nil {
+		if segs > 1+min(len(d.upserts), 1) || stored != live {
+			return nil, errFullBuild{"no term counts for the previous generation"}
+		}
+		// A full build's single segment: its dictionaries hold exactly
+		// the terms of its documents.
+		if baseTerms, err = fieldCardinalities(base.bi); err != nil {
+			return nil, err
+		}
+	}
+	return termCounts(base, baseTerms, d)
+}
+
+// keywordFields are the fields Keyword scores (the server filter's field
+// scores 0).
+var keywordFields = []string{fieldName, fieldServer, fieldDesc, fieldParams}
+
+// Bleve's BM25 divides each field's length by the "average field length"
+// ceil(terms in the field's dictionaries / documents) (bleve
+// search/searcher/search_term.go bm25ScoreMetrics, scorch
+// IndexSnapshot.FieldCardinality: the sum of the segments' dictionary
+// sizes). A full build's one segment counts each distinct term of the live
+// documents once; segments added by updates count their terms again, and
+// terms of deleted documents stay. When the ceiling moves, every score of
+// the field moves with it, so an update checks that it does not: it keeps
+// the distinct live terms per field — what a full build would count — in
+// the manifest (Manifest.KeywordTerms), and builds in full when the
+// ceilings differ (checkCardinalities).
+
+// fieldCardinalities is what Bleve's BM25 counts as the terms of each
+// keyword field of an open index.
+func fieldCardinalities(bi bleve.Index) (map[string]int, error) {
+	snap, done, err := snapshot(bi)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	out := make(map[string]int, len(keywordFields))
+	for _, f := range keywordFields {
+		n, err := snap.FieldCardinality(f)
+		if err != nil {
+			return nil, err
+		}
+		out[f] = n
+	}
+	return out, nil
+}
+
+func snapshot(bi bleve.Index) (*scorch.IndexSnapshot, func(), error) {
+	ai, err := bi.Advanced()
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := ai.Reader()
+	if err != nil {
+		return nil, nil, err
+	}
+	snap, ok := r.(*scorch.IndexSnapshot)
+	if !ok {
+		r.Close()
+		return nil, nil, fmt.Errorf("bleve index is %T, not scorch", r)
+	}
+	return snap, func() { r.Close() }, nil
+}
+
+// termCounts returns the distinct terms per keyword field of the live
+// documents after d, from base's (baseTerms): only the terms of the
+// documents d removes or adds can appear or vanish, and base's live
+// document frequency of each tells which do.
+func termCounts(base *Index, baseTerms map[string]int, d catalogDiff) (map[string]int, error) {
+	a := base.bi.Mapping().AnalyzerNamed(analyzerName)
+	if a == nil {
+		return nil, fmt.Errorf("analyzer %q missing from the index mapping", analyzerName)
+	}
+	count := func(tools []Tool) map[string]map[string]int {
+		out := make(map[string]map[string]int, len(keywordFields))
+		for _, f := range keywordFields {
+			out[f] = map[string]int{}
+		}
+		for _, t := range tools {
+			doc := bleveDoc(t)
+			for _, f := range keywordFields {
+				seen := map[string]bool{}
+				for _, tok := range a.Analyze([]byte(doc[f].(string))) {
+					if term := string(tok.Term); !seen[term] {
+						seen[term] = true
+						out[f][term]++
+					}
+				}
+			}
+		}
+		return out
+	}
+	removed, added := count(d.gone), count(d.upserts)
+	snap, done, err := snapshot(base.bi)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	ctx := context.Background()
+	out := make(map[string]int, len(keywordFields))
+	for _, f := range keywordFields {
+		n, ok := baseTerms[f]
+		if !ok {
+			return nil, errFullBuild{"no term count for field " + f}
+		}
+		terms := map[string]bool{}
+		for term := range removed[f] {
+			terms[term] = true
+		}
+		for term := range added[f] {
+			terms[term] = true
+		}
+		for term := range terms {
+			r, err := snap.TermFieldReader(ctx, []byte(term), f, false, false, false)
+			if err != nil {
+				return nil, err
+			}
+			was := int(r.Count())
+			_ = r.Close()
+			now := was - removed[f][term] + added[f][term]
+			switch {
+			case now < 0:
+				return nil, fmt.Errorf("term %q of field %s: %d documents before, %d removed", term, f, was, removed[f][term])
+			case was == 0 && now > 0:
+				n++
+			case was > 0 && now == 0:
+				n--
+			}
+		}
+		out[f] = n
+	}
+	return out, nil
+}
+
+// checkCardinalities compares, field by field, the average field length
+// Bleve's BM25 will use on the updated index bi with the one a full build
+// of the same documents would use (want, distinct terms per field).
+func checkCardinalities(bi bleve.Index, docs int, want map[string]int) error {
+	have, err := fieldCardinalities(bi)
+	if err != nil {
+		return err
+	}
+	for _, f := range keywordFields {
+		h := (have[f] + docs - 1) / docs
+		w := (want[f] + docs - 1) / docs
+		if h != w {
+			return errFullBuild{fmt.Sprintf("BM25 average length of field %s would be %d, a full build's %d (%d terms counted, %d distinct, %d documents)", f, h, w, have[f], want[f], docs)}
+		}
 	}
 	return nil
 }
 
 // updateBleveOnDisk makes the Bleve index at dst from the one at src (the
-// previous generation's) and applies d. On error dst is removed.
-func updateBleveOnDisk(ctx context.Context, src, dst string, d catalogDiff) (err error) {
+// previous generation's) and applies d, which leaves docs documents whose
+// keyword fields have terms distinct terms (see checkCardinalities). On
+// error dst is removed.
+func updateBleveOnDisk(ctx context.Context, src, dst string, d catalogDiff, docs int, terms map[string]int) (err error) {
 	defer func() {
 		if err != nil {
 			_ = os.RemoveAll(dst)
@@ -262,6 +410,12 @@ func updateBleveOnDisk(ctx context.Context, src, dst string, d catalogDiff) (err
 	}
 	if err := bi.Batch(b); err != nil {
 		return fmt.Errorf("apply bleve batch: %w", err)
+	}
+	if n, err := bi.DocCount(); err != nil || n != uint64(docs) {
+		return fmt.Errorf("updated bleve index holds %d documents, want %d (%v)", n, docs, err)
+	}
+	if err := checkCardinalities(bi, docs, terms); err != nil {
+		return err
 	}
 	return updateStage("close")
 }
@@ -313,31 +467,43 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
+// updateBase is the previous generation a Bleve index can be updated from.
+type updateBase struct {
+	ix    *Index
+	dir   string         // its Bleve folder
+	terms map[string]int // its manifest's KeywordTerms
+}
+
+// bleveResult says how writeBleve wrote a Bleve index.
+type bleveResult struct {
+	reindexed   int            // documents indexed or deleted
+	incremental bool           // updated from the base, not built in full
+	terms       map[string]int // Manifest.KeywordTerms; nil after a full build
+}
+
 // writeBleve writes the Bleve index of a new generation at path:
-// incrementally from the previous generation's (base, at basePath) by d when
-// planUpdate allows it, otherwise, or when the incremental path fails, by a
-// full build. It reports how many documents Bleve indexed or deleted and
-// whether the update was incremental.
-func writeBleve(ctx context.Context, path string, tools []Tool, base *Index, basePath string, d catalogDiff, log *slog.Logger) (reindexed int, incremental bool, err error) {
-	perr := planUpdate(base, tools, d)
-	if perr == nil {
-		err := updateBleveOnDisk(ctx, basePath, path, d)
+// incrementally from base's by d when planUpdate allows it, otherwise, or
+// when the incremental path fails, by a full build.
+func writeBleve(ctx context.Context, path string, tools []Tool, base updateBase, d catalogDiff, log *slog.Logger) (bleveResult, error) {
+	terms, err := planUpdate(base.ix, base.terms, tools, d)
+	if err == nil {
+		err = updateBleveOnDisk(ctx, base.dir, path, d, len(tools), terms)
 		if err == nil {
-			return d.reindex(), true, nil
+			return bleveResult{reindexed: d.reindex(), incremental: true, terms: terms}, nil
 		}
 		if ctx.Err() != nil {
-			return 0, false, ctx.Err()
+			return bleveResult{}, ctx.Err()
 		}
-		log.Warn("incremental index update failed; building the keyword index in full", "err", err)
-	} else if fb := (errFullBuild{}); errors.As(perr, &fb) {
-		if base != nil {
+	}
+	if fb := (errFullBuild{}); errors.As(err, &fb) {
+		if base.ix != nil {
 			log.Info("keyword index built in full", "reason", fb.reason)
 		}
 	} else {
-		log.Warn("incremental index update not possible; building the keyword index in full", "err", perr)
+		log.Warn("incremental index update failed; building the keyword index in full", "err", err)
 	}
 	if err := buildBleveOnDisk(ctx, path, tools); err != nil {
-		return 0, false, err
+		return bleveResult{}, err
 	}
-	return len(tools), false, nil
+	return bleveResult{reindexed: len(tools)}, nil
 }

@@ -31,3 +31,7 @@ const MaxSegments = maxSegments
 func BleveSegments(ix *Index) (segments int, stored, live uint64, err error) {
 	return segmentStats(ix.bi)
 }
+
+// KeywordTerms is what Bleve's BM25 counts as the terms of each keyword
+// field of ix: for a full build, the distinct terms of its documents.
+func KeywordTerms(ix *Index) (map[string]int, error) { return fieldCardinalities(ix.bi) }

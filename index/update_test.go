@@ -202,8 +202,19 @@ func TestUpdateChain(t *testing.T) {
 		if live != uint64(len(tools)) || segs > index.MaxSegments {
 			t.Errorf("step %d: %d segments, %d stored, %d live, want %d live", i, segs, stored, live, len(tools))
 		}
-		if diff := cmp.Diff(answers(t, fullBuild(t, tools), qs), answers(t, ix, qs), scoresEqual); diff != "" {
+		full := fullBuild(t, tools)
+		if diff := cmp.Diff(answers(t, full, qs), answers(t, ix, qs), scoresEqual); diff != "" {
 			t.Errorf("step %d (incremental %v, %d segments): answers differ from a full build:\n%s", i, rep.Incremental, segs, diff)
+		}
+		// The term counts an update keeps are a full build's.
+		if rep.Incremental {
+			want, err := index.KeywordTerms(full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, rep.Manifest.KeywordTerms); diff != "" {
+				t.Errorf("step %d: keyword terms (-full build +kept by the update):\n%s", i, diff)
+			}
 		}
 	}
 	// One segment per update on top of the first build's, then a full build.
@@ -232,6 +243,29 @@ func TestUpdateFallsBack(t *testing.T) {
 		}
 		if segs, _, _, _ := index.BleveSegments(ix); segs != 1 {
 			t.Errorf("full build left %d segments", segs)
+		}
+		if diff := cmp.Diff(answers(t, fullBuild(t, next), qs), answers(t, ix, qs), scoresEqual); diff != "" {
+			t.Errorf("answers differ from a full build:\n%s", diff)
+		}
+	})
+	t.Run("average field length would move", func(t *testing.T) {
+		// A tool with many words of its own: when its description
+		// shrinks, a full build forgets the words, while the updated
+		// index's dictionaries keep them next to the new segment's, and
+		// the BM25 average description length of the two would differ.
+		small := slices.Clone(base[:200])
+		var words []string
+		for i := 0; i < 400; i++ {
+			words = append(words, fmt.Sprintf("w%dq", i))
+		}
+		small[50].Description = strings.Join(words, " ")
+		dir := t.TempDir()
+		ensure(t, dir, small)
+		next := slices.Clone(small)
+		next[50].Description = "Short again."
+		ix, rep := ensure(t, dir, next)
+		if rep.Incremental || rep.Reindexed != len(next) || rep.Manifest.KeywordTerms != nil {
+			t.Errorf("report: %+v", rep)
 		}
 		if diff := cmp.Diff(answers(t, fullBuild(t, next), qs), answers(t, ix, qs), scoresEqual); diff != "" {
 			t.Errorf("answers differ from a full build:\n%s", diff)

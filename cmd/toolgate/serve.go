@@ -375,14 +375,24 @@ func (l *liveServers) setServers(servers []config.Server) {
 	l.set.Store(next)
 }
 
+// keep returns the hits of configured servers (hits itself when that is all
+// of them: the common case costs no allocation) and how many it left out.
 func (s *serverSet) keep(hits []search.Hit) (kept []search.Hit, hidden int) {
-	kept = make([]search.Hit, 0, len(hits))
+	for _, h := range hits {
+		if !s.configured[h.Tool.Server] {
+			hidden++
+		}
+	}
+	if hidden == 0 {
+		return hits, 0
+	}
+	kept = make([]search.Hit, 0, len(hits)-hidden)
 	for _, h := range hits {
 		if s.configured[h.Tool.Server] {
 			kept = append(kept, h)
 		}
 	}
-	return kept, len(hits) - len(kept)
+	return kept, hidden
 }
 
 func (l *liveServers) Search(ctx context.Context, q search.Query) (search.Result, error) {

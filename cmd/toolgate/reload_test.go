@@ -64,7 +64,7 @@ func writeRaw(t *testing.T, path string, b []byte, rename bool) {
 // changes the file under the running gateway: a removed server's tools
 // never show up in search_tools once the reload is logged, and execute_tool
 // on them says why; an added server's tools are found and run; a config that
-// does not parse changes nothing; SIGHUP reloads.
+// does not parse changes nothing; a changed server restarts; SIGHUP reloads.
 func TestConfigReload(t *testing.T) {
 	srv := func(mark string) config.Server {
 		// Distinct env per server, so each is its own process and entry.
@@ -188,11 +188,36 @@ func TestConfigReload(t *testing.T) {
 		backendtest.Eventually(t, "beta answers", func() bool { return works(t, "beta__echo") })
 	})
 
+	t.Run("changed entry restarts; a search setting waits for a restart", func(t *testing.T) {
+		alpha2 := backendtest.Command(t, backendtest.ModeNormal, "RELOAD_TEST_SERVER=alpha", "RELOAD_TEST_VERSION=2")
+		b, _ := json.Marshal(map[string]any{
+			"mcpServers": map[string]any{
+				"alpha": map[string]any{"command": alpha2.Command, "env": alpha2.Env},
+				"beta":  map[string]any{"command": beta.Command, "env": beta.Env},
+			},
+			"toolgate": map[string]any{"search": map[string]any{"defaultLimit": 3}},
+		})
+		writeRaw(t, path, b, true)
+		backendtest.Eventually(t, "the reload logged", func() bool { return reloads() == 3 })
+		log := logs.String()
+		if !strings.Contains(log, "changed=[alpha]") || !strings.Contains(log, `unchanged=[beta]`) {
+			t.Errorf("reload line does not say alpha changed and beta did not:\n%s", log)
+		}
+		if !strings.Contains(log, "take effect on restart") || !strings.Contains(log, "toolgate.search") {
+			t.Errorf("the search setting's change is not reported as waiting for a restart:\n%s", log)
+		}
+		backendtest.Eventually(t, "the restarted alpha answers", func() bool { return works(t, "alpha__echo") })
+		if !works(t, "beta__echo") {
+			t.Error("beta does not answer")
+		}
+		search(t)
+	})
+
 	t.Run("SIGHUP reloads", func(t *testing.T) {
 		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		backendtest.Eventually(t, "the SIGHUP reload logged", func() bool { return reloads() == 3 })
+		backendtest.Eventually(t, "the SIGHUP reload logged", func() bool { return reloads() == 4 })
 		if !strings.Contains(logs.String(), "trigger=SIGHUP") {
 			t.Errorf("reload not attributed to SIGHUP:\n%s", logs.String())
 		}

@@ -71,7 +71,8 @@ type Options struct {
 	MaxConcurrentConnects int
 	// OnToolsChanged is called with a server's full tool list after it
 	// connects and after each notifications/tools/list_changed (re-listed).
-	// Calls for one server are serialized; it may be nil.
+	// Calls for one server are serialized; a backend that Reconfigure
+	// removed or replaced calls it no more. It may be nil.
 	OnToolsChanged func(server string, tools []*mcp.Tool)
 	// ClientInfo is the client implementation sent to backends
 	// (default {"toolgate", "dev"}).
@@ -111,7 +112,8 @@ type Options struct {
 	// than by Start (nil = none is). A lazy backend that dies, or stays
 	// unused for IdleTimeout, goes back to "idle" instead of being restarted;
 	// after a failed start the next call retries once the first of
-	// RestartDelays has passed.
+	// RestartDelays has passed. Reconfigure calls it for the servers it
+	// adds or restarts, with the pool locked: it must not call the pool.
 	Lazy func(config.Server) bool
 	// IdleTimeout stops a lazy backend after this long without calls
 	// (0 = keep it running; a server's own idleTimeout overrides it).

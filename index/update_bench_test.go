@@ -57,11 +57,30 @@ func copyTree(b *testing.B, src, dst string) {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+		return writeSynced(filepath.Join(dst, rel), data)
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
+}
+
+// writeSynced writes a file to disk, as the generation it copies was: the
+// update hard-links segment files and syncs them again, which must not
+// measure writing the copy back.
+func writeSynced(path string, data []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // update runs one timed update of a copy of tmpl to tools.

@@ -150,3 +150,50 @@ func TestSchemaCacheConcurrentSwaps(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// Validations run on the gateway's worker goroutines while it is open and
+// inline after Close, with the same answers; Close waits for the workers
+// and may be called again.
+func TestValidatorClose(t *testing.T) {
+	s := &swapSearcher{}
+	s.swap(index.Tool{Server: "srv", Name: "tool", InputSchema: requires("a")})
+	g := New(s, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	}}, nil)
+	check := func(when string) {
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range 50 {
+					if msg := g.validate("srv__tool", requires("a"), map[string]any{"a": "1"}); msg != "" {
+						t.Errorf("%s: valid arguments rejected: %s", when, msg)
+						return
+					}
+					if msg := g.validate("srv__tool", requires("a"), map[string]any{"a": 1}); !strings.Contains(msg, "a") {
+						t.Errorf("%s: invalid arguments: got %q", when, msg)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	check("open")
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check("closed")
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Closed before any validation: no worker ever starts, calls still validate.
+	g2 := New(s, &fakeCaller{}, nil)
+	g2.Close()
+	if msg := g2.validate("srv__tool", requires("a"), map[string]any{}); msg == "" {
+		t.Error("closed gateway accepted arguments missing a required property")
+	}
+	if g2.validator.reqs != nil {
+		t.Error("workers started after Close")
+	}
+}

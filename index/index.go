@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search/query"
+	"github.com/blevesearch/bleve/v2/search/searcher"
 	bindex "github.com/blevesearch/bleve_index_api"
 )
 
@@ -90,6 +92,8 @@ type Index struct {
 
 	idsOnce sync.Once
 	ids     []string // tools[i].ID(), made on first use (Nearest)
+
+	scanBufs sync.Pool // *[]float32 of len(tools) scores, for Scan
 }
 
 // idAt is tools[i].ID() without building the string on every search.
@@ -113,6 +117,20 @@ const (
 
 	analyzerName = "toolgate"
 )
+
+func init() {
+	// Bleve scores a document matched by several clauses of a disjunction
+	// by adding the clauses' scores in the order it finds them. Past 10
+	// clauses (DisjunctionHeapTakeover, which Bleve documents as the
+	// application's to set) it keeps them in a heap whose order depends on
+	// how the search got to the document, so the same document could score
+	// differently in its last bits in a whole-catalog search and in one
+	// restricted to a few IDs (KeywordScores), and two identical documents
+	// could differ. Below the takeover the clauses are added in query
+	// order, always: scores are a function of the document and the query
+	// alone (TestKeywordTopAndScoresMatchWhole fails without this).
+	searcher.DisjunctionHeapTakeover = math.MaxInt
+}
 
 // fieldBoosts weigh the fields of one query term. The name field is short,
 // so BM25's length normalisation already lifts its matches; boosting it
@@ -311,21 +329,64 @@ func (ix *Index) Keyword(query string, k int, server string) ([]Scored, error) {
 	if err != nil || q == nil {
 		return nil, err
 	}
-	req := bleve.NewSearchRequestOptions(q, k, 0, false)
-	res, err := ix.bi.Search(req)
-	if err != nil {
-		return nil, fmt.Errorf("keyword search: %w", err)
-	}
-	out := make([]Scored, 0, len(res.Hits))
-	for _, h := range res.Hits {
-		out = append(out, Scored{ID: h.ID, Score: h.Score})
-	}
 	// Equal scores are put in ID order here rather than by asking Bleve to
 	// sort on _id, which loads every matching document's ID: at 50,000
 	// tools and k = all that was 7× slower. Bleve returns hits best first,
 	// so only runs of equal scores need sorting (a full stable sort of the
-	// hits was a fifth of Keyword at k = all).
-	sortTies(out)
+	// hits was a fifth of Keyword at k = all). Bleve breaks ties at its
+	// cut-off by its own document order, so one more hit than asked is
+	// fetched: while the last one fetched ties with the k-th, the run of
+	// equal scores may go on past the cut, and the fetch is repeated deeper.
+	// The first k are then exactly the first k of the whole ranking.
+	fetch := k
+	if fetch < len(ix.tools) {
+		fetch = k + 1
+	}
+	for {
+		req := bleve.NewSearchRequestOptions(q, fetch, 0, false)
+		res, err := ix.bi.Search(req)
+		if err != nil {
+			return nil, fmt.Errorf("keyword search: %w", err)
+		}
+		out := make([]Scored, 0, len(res.Hits))
+		for _, h := range res.Hits {
+			out = append(out, Scored{ID: h.ID, Score: h.Score})
+		}
+		if len(out) == fetch && fetch > k && out[fetch-1].Score == out[k-1].Score {
+			fetch = max(2*fetch, k+64)
+			continue
+		}
+		sortTies(out)
+		return out[:min(k, len(out))], nil
+	}
+}
+
+// KeywordScores returns the raw BM25 scores of the tools ids for query —
+// the scores Keyword gives them — without ranking the rest of the catalog:
+// the query runs restricted to those documents. Tools that match no query
+// term (or are not of server, when server is set) are absent from the map.
+func (ix *Index) KeywordScores(query string, ids []string, server string) (map[string]float64, error) {
+	if len(ids) == 0 || len(ix.tools) == 0 {
+		return nil, nil
+	}
+	q, err := ix.keywordQuery(query, server)
+	if err != nil || q == nil {
+		return nil, err
+	}
+	// Like the server filter, the ID filter scores 0 and has weight 0, so
+	// the query norm and every hit's score are those of the whole-catalog
+	// query (TestKeywordScoresMatchKeyword checks them bit for bit).
+	dq := bleve.NewDocIDQuery(ids)
+	dq.SetBoost(0)
+	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(q, dq), len(ids), 0, false)
+	res, err := ix.bi.Search(req)
+	if err != nil {
+		return nil, fmt.Errorf("keyword search: %w", err)
+	}
+	out := make(map[string]float64, len(res.Hits))
+	for _, h := range res.Hits {
+		out[h.ID] = h.Score
+	}
 	return out, nil
 }
 

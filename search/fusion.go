@@ -69,9 +69,24 @@ type ranked struct {
 	bm25, cosine           float64
 }
 
-// rank fuses the two full score lists (each sorted best first; vec is nil
-// when the vector signal is off) into the top limit hits of mode.
-func (e *Engine) rank(mode Mode, kw, vec []index.Scored, limit int) []ranked {
+// signal is what one half of the index says about a query.
+type signal struct {
+	// top is the signal's best hits, best first, exactly as the head of
+	// the whole catalog's ranking (ties in ID order), at least the pool
+	// deep or all there are.
+	top []index.Scored
+	// extra holds the exact raw scores of candidates missing from top; a
+	// candidate in neither scores 0 (for keywords: it matches no term).
+	extra map[string]float64
+	// sum is the raw scores' sum over the catalog searched, and n that
+	// catalog's size: NormMean's mean is sum/n.
+	sum float64
+	n   int
+}
+
+// rank fuses the two signals (vec.top is nil when the vector signal is off)
+// into the top limit hits of mode.
+func (e *Engine) rank(mode Mode, kw, vec signal, limit int) []ranked {
 	o := e.opts
 	pool := o.Candidates
 	if mode == ModeBM25 || mode == ModeVector {
@@ -94,13 +109,13 @@ func (e *Engine) rank(mode Mode, kw, vec []index.Scored, limit int) []ranked {
 	kwRank := map[string]int{}
 	vecRank := map[string]int{}
 	if mode != ModeVector {
-		for i, s := range kw[:min(pool, len(kw))] {
+		for i, s := range kw.top[:min(pool, len(kw.top))] {
 			add(s.ID)
 			kwRank[s.ID] = i + 1
 		}
 	}
 	if mode != ModeBM25 {
-		for i, s := range vec[:min(pool, len(vec))] {
+		for i, s := range vec.top[:min(pool, len(vec.top))] {
 			add(s.ID)
 			vecRank[s.ID] = i + 1
 		}
@@ -109,27 +124,13 @@ func (e *Engine) rank(mode Mode, kw, vec []index.Scored, limit int) []ranked {
 		return nil
 	}
 
-	// Exact scores of every candidate in both signals: a candidate absent
-	// from the keyword list matches no query term, so its BM25 is 0.
-	rawKW := make(map[string]float64, len(kw))
-	for _, s := range kw {
-		if _, ok := byID[s.ID]; ok {
-			rawKW[s.ID] = s.Score
-		}
-	}
-	rawVec := make(map[string]float64, len(cands))
-	for _, s := range vec {
-		if _, ok := byID[s.ID]; ok {
-			rawVec[s.ID] = s.Score
-		}
-	}
-	// The catalog searched (after the server filter): the vector list
-	// covers all of it; the keyword list only the tools that match.
-	total := max(len(kw), len(vec))
-	kwN := normalise(o.KeywordNorm, cands, rawKW, kw, total)
+	// Exact scores of every candidate in both signals.
+	rawKW := kw.raw(byID)
+	rawVec := vec.raw(byID)
+	kwN := normalise(o.KeywordNorm, cands, rawKW, kw)
 	var vecN map[string]float64
-	if vec != nil {
-		vecN = normalise(o.VectorNorm, cands, rawVec, vec, total)
+	if vec.top != nil {
+		vecN = normalise(o.VectorNorm, cands, rawVec, vec)
 	}
 
 	for _, c := range cands {
@@ -166,22 +167,33 @@ func (e *Engine) rank(mode Mode, kw, vec []index.Scored, limit int) []ranked {
 	return out
 }
 
-// normalise maps the candidates' raw scores with n. all is the signal's
-// whole list, best first; tools of the catalog (total of them) missing from
-// it score 0.
-func normalise(n Norm, cands []*ranked, raw map[string]float64, all []index.Scored, total int) map[string]float64 {
+// raw is the signal's raw score of each candidate (absent: 0).
+func (s signal) raw(cands map[string]*ranked) map[string]float64 {
+	out := make(map[string]float64, len(cands))
+	for _, h := range s.top {
+		if _, ok := cands[h.ID]; ok {
+			out[h.ID] = h.Score
+		}
+	}
+	for id, v := range s.extra {
+		if _, ok := cands[id]; ok {
+			out[id] = v
+		}
+	}
+	return out
+}
+
+// normalise maps the candidates' raw scores with n, given the signal over
+// the catalog searched.
+func normalise(n Norm, cands []*ranked, raw map[string]float64, sig signal) map[string]float64 {
 	out := make(map[string]float64, len(cands))
 	var best float64
-	if len(all) > 0 {
-		best = all[0].Score
+	if len(sig.top) > 0 {
+		best = sig.top[0].Score
 	}
 	switch n {
 	case NormMean:
-		var sum float64
-		for _, s := range all {
-			sum += s.Score
-		}
-		mean := sum / float64(max(total, 1))
+		mean := sig.sum / float64(max(sig.n, 1))
 		if best > mean {
 			for _, c := range cands {
 				out[c.id] = max(raw[c.id]-mean, 0) / (best - mean)

@@ -9,6 +9,21 @@ import (
 	"github.com/toolgate/toolgate/index"
 )
 
+// wholeSignals makes the signals of two whole-catalog lists, best first
+// (vec nil: the vector signal is off).
+func wholeSignals(kw, vec []index.Scored) (signal, signal) {
+	n := max(len(kw), len(vec))
+	k := signal{top: kw, n: n}
+	for _, s := range kw {
+		k.sum += s.Score
+	}
+	v := signal{top: vec, n: n}
+	for _, s := range vec {
+		v.sum += s.Score
+	}
+	return k, v
+}
+
 func TestRank(t *testing.T) {
 	// BM25 matches a, b, c (scores 8, 4, 2); cosines over the whole catalog.
 	kw := []index.Scored{{ID: "a", Score: 8}, {ID: "b", Score: 4}, {ID: "c", Score: 2}}
@@ -130,7 +145,8 @@ func TestRank(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := &Engine{opts: (&tt.opts).withDefaults()}
-			got := e.rank(tt.mode, kw, vec, 10)
+			kwSig, vecSig := wholeSignals(kw, vec)
+			got := e.rank(tt.mode, kwSig, vecSig, 10)
 			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(ranked{}), cmpopts.IgnoreFields(ranked{}, "bm25", "cosine"), cmpopts.EquateApprox(0, 1e-12)); diff != "" {
 				t.Errorf("rank (-want +got):\n%s", diff)
 			}

@@ -331,17 +331,31 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		}
 	}
 
-	// With vectors, both signals are fetched for the whole (server-filtered)
-	// catalog: every candidate gets its exact score in the other signal
-	// instead of a guess, and NormMean needs the catalog's mean cosine.
-	// BM25 alone needs only its top hits (BenchmarkSearchScale: 10k tools,
-	// all of Bleve's hits 20 ms, top 100 8 ms).
+	// Neither signal is fetched for the whole catalog: each gives its top
+	// hits, as deep as the candidate pool (the ranking never looks past it),
+	// and the few candidates one signal brings that the other's top misses
+	// get their exact score from the index (a BM25 query restricted to
+	// those tools, a dot product). The vector scan adds up every cosine on
+	// the way for NormMean's catalog mean. Hits are those the whole
+	// catalog's lists would give, bit for bit (TestPrunedMatchesWhole); at
+	// 50,000 tools Bleve no longer collects and sorts every matching
+	// document, nor the vector half every row.
 	n := ix.Len()
-	kwDepth := n
-	if embc == nil {
-		kwDepth = limit
+	pool := max(e.opts.Candidates, limit)
+	kwDepth, vecDepth := limit, limit
+	if mode == ModeHybrid || mode == ModeRRF {
+		kwDepth, vecDepth = pool, pool
 	}
-	kw, kwErr := ix.Keyword(text, kwDepth, q.Server)
+	if embc != nil && e.opts.KeywordNorm == NormMean {
+		kwDepth = n // the keyword mean needs every score
+	}
+	var kw signal
+	kwTop, kwErr := ix.Keyword(text, kwDepth, q.Server)
+	kw.top = kwTop
+	for _, s := range kwTop {
+		kw.sum += s.Score
+	}
+	kw.n = len(kwTop)
 	var qvec []float32
 	if embc != nil {
 		r := <-embc // always sent: the goroutine never outlives Search
@@ -358,9 +372,14 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	if kwErr != nil {
 		return Result{}, fmt.Errorf("keyword search: %w", kwErr)
 	}
-	var vec []index.Scored
+	var vec signal
 	if qvec != nil {
-		vec = ix.Nearest(qvec, n, q.Server)
+		vs := ix.Scan(qvec, vecDepth, q.Server)
+		vec = signal{top: vs.Top, sum: vs.Sum, n: vs.N}
+		kw.n = max(kw.n, vs.N)
+		if err := e.fillMissing(ix, text, qvec, q.Server, mode, kwDepth, &kw, &vec); err != nil {
+			return Result{}, err
+		}
 	}
 	ranked := e.rank(mode, kw, vec, limit)
 	hits := make([]Hit, 0, len(ranked))
@@ -372,6 +391,54 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		hits = append(hits, Hit{Tool: t, Score: r.score, Keyword: r.keyword, Vector: r.vector, BM25: r.bm25, Cosine: r.cosine})
 	}
 	return Result{Hits: hits, Mode: mode}, nil
+}
+
+// fillMissing gives each candidate of one signal that the other signal's
+// top lacks its exact score in that other signal.
+func (e *Engine) fillMissing(ix *index.Index, text string, qvec []float32, server string, mode Mode, kwDepth int, kw, vec *signal) error {
+	pool := e.opts.Candidates
+	if mode == ModeVector {
+		pool = len(vec.top)
+	}
+	inKW := make(map[string]bool, len(kw.top))
+	for _, s := range kw.top {
+		inKW[s.ID] = true
+	}
+	inVec := make(map[string]bool, len(vec.top))
+	for _, s := range vec.top {
+		inVec[s.ID] = true
+	}
+	// A keyword list shorter than asked holds every matching tool: the
+	// others score 0 without a query.
+	if len(kw.top) == kwDepth {
+		var ids []string
+		for _, s := range vec.top[:min(pool, len(vec.top))] {
+			if !inKW[s.ID] {
+				ids = append(ids, s.ID)
+			}
+		}
+		if len(ids) > 0 {
+			extra, err := ix.KeywordScores(text, ids, server)
+			if err != nil {
+				return fmt.Errorf("keyword search: %w", err)
+			}
+			kw.extra = extra
+		}
+	}
+	if mode != ModeVector {
+		for _, s := range kw.top[:min(pool, len(kw.top))] {
+			if inVec[s.ID] {
+				continue
+			}
+			if c, ok := ix.Cosine(qvec, s.ID); ok {
+				if vec.extra == nil {
+					vec.extra = make(map[string]float64)
+				}
+				vec.extra[s.ID] = c
+			}
+		}
+	}
+	return nil
 }
 
 // snapshot is one index plus the count of searches using it. refs starts

@@ -1,0 +1,58 @@
+package index
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// scanIndex is n tools with random unit-ish 384-dimensional vectors (no
+// Bleve): enough to time the vector scan alone.
+func scanIndex(n int) (*Index, []float32) {
+	const dim = 384
+	r := rand.New(rand.NewPCG(1, 2))
+	ix := &Index{tools: syntheticTools(n), dim: dim, vecs: make([]float32, n*dim)}
+	for i := range ix.vecs {
+		ix.vecs[i] = float32(r.NormFloat64() / 20)
+	}
+	q := make([]float32, dim)
+	for i := range q {
+		q[i] = float32(r.NormFloat64() / 20)
+	}
+	return ix, q
+}
+
+// BenchmarkScan is the vector half of one hybrid query: score every row,
+// keep the top 100 and the sum.
+//
+//	go test ./index -run '^$' -bench Scan -count 5
+func BenchmarkScan(b *testing.B) {
+	for _, n := range []int{10000, 50000} {
+		ix, q := scanIndex(n)
+		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(ix.vecs) * 4))
+			for b.Loop() {
+				ix.Scan(q, 100, "")
+			}
+		})
+	}
+}
+
+// BenchmarkDot is the kernel alone on one 384-dimensional row.
+func BenchmarkDot(b *testing.B) {
+	ix, q := scanIndex(1)
+	var s float32
+	for b.Loop() {
+		s += dot(ix.vecs, q)
+	}
+	_ = s
+}
+
+// BenchmarkDotRows4 is the four-row kernel Scan uses, per four rows.
+func BenchmarkDotRows4(b *testing.B) {
+	ix, q := scanIndex(4)
+	var out [4]float32
+	for b.Loop() {
+		dotRows4(ix.vecs, 384, q, &out)
+	}
+}

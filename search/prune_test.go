@@ -1,0 +1,127 @@
+package search_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/embed"
+	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/indextest"
+	"github.com/toolgate/toolgate/search"
+)
+
+// Search fetches each signal's top hits only and scores the other signal's
+// candidates one by one; SearchWhole (export_test.go) ranks from the whole
+// catalog's lists, as Search did before. They must agree hit for hit and
+// bit for bit, in every mode, limit, server filter and normalisation.
+func TestPrunedMatchesWhole(t *testing.T) {
+	tools := indextest.Catalog(1200, indextest.Seed)
+	// Copies under other servers: every copied tool ties with its
+	// original in BM25 (unless the query names a server) and often in
+	// cosine, so ties straddle every cut-off.
+	for _, tl := range tools[:300] {
+		tl.Server = "zz-" + tl.Server
+		tools = append(tools, tl)
+	}
+	emb := &hashEmbedder{}
+	ix := build(t, tools, emb)
+	var texts []string
+	n := 24
+	if raceEnabled {
+		n = 4 // -race makes each whole-catalog search ~10× slower
+	}
+	for _, q := range indextest.Queries(tools, n, indextest.Seed) {
+		texts = append(texts, q.Text)
+	}
+	texts = append(texts, "list", "get the", "zz github", "qqqq zzzz", "create issue github", "the")
+	servers := []string{"", tools[0].Server, "zz-" + tools[0].Server}
+	opts := map[string]*search.Options{
+		"default":      nil,
+		"pool 7":       {Candidates: 7},
+		"keyword mean": {KeywordNorm: search.NormMean},
+		"minmax/max":   {KeywordNorm: search.NormMinMax, VectorNorm: search.NormMax},
+	}
+	for name, o := range opts {
+		e := search.New(ix, emb, o)
+		t.Run(name, func(t *testing.T) {
+			comparePruned(t, e, texts, servers, []int{1, 5, 50})
+		})
+	}
+}
+
+// The same on the bench splits with the real model (its embeddings come
+// from the golden test's cache).
+func TestPrunedMatchesWholeBench(t *testing.T) {
+	if testing.Short() {
+		t.Skip("embeds the bench splits on a cold cache; skipped with -short")
+	}
+	if raceEnabled {
+		t.Skip("checks numbers, not concurrency (TestPrunedMatchesWhole runs under -race); it runs without -race")
+	}
+	emb, err := goldenEmbedder(t)
+	if err != nil {
+		if errors.Is(err, embed.ErrMissing) {
+			requireNative(t, err)
+		}
+		t.Fatalf("load embedder: %v", err)
+	}
+	for _, set := range []string{"azure-mcp", "metatool"} {
+		t.Run(set, func(t *testing.T) {
+			tools, qs := benchSet(set)(t)
+			ix, err := index.Build(context.Background(), tools, emb, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := search.New(ix, emb, nil)
+			defer e.Close()
+			var texts []string
+			step := max(len(qs)/200, 1) // metatool has 4,220 queries
+			for i := 0; i < len(qs); i += step {
+				texts = append(texts, qs[i].Query)
+			}
+			comparePruned(t, e, texts, []string{"", tools[len(tools)/2].Server}, []int{1, 5, 10, 50})
+		})
+	}
+}
+
+func comparePruned(t *testing.T, e *search.Engine, texts, servers []string, limits []int) {
+	t.Helper()
+	ctx := context.Background()
+	for _, mode := range search.Modes {
+		for _, server := range servers {
+			for _, limit := range limits {
+				for _, text := range texts {
+					q := search.Query{Text: text, Limit: limit, Server: server, Mode: mode}
+					got, err := e.Search(ctx, q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, err := e.SearchWhole(ctx, q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if d := cmp.Diff(brief(want), brief(got)); d != "" {
+						t.Fatalf("%+v: pruned differs from whole (-whole +pruned):\n%s", q, d)
+					}
+				}
+			}
+		}
+	}
+}
+
+// scored is a Hit without the tool's text, cheap to compare.
+type scored struct {
+	ID                                   string
+	Score, Keyword, Vector, BM25, Cosine float64
+}
+
+func brief(r search.Result) []scored {
+	out := []scored{{ID: "mode " + string(r.Mode)}}
+	for _, h := range r.Hits {
+		out = append(out, scored{h.Tool.ID(), h.Score, h.Keyword, h.Vector, h.BM25, h.Cosine})
+	}
+	return out
+}

@@ -75,6 +75,8 @@ type indexResult struct {
 	CacheHits   *int64  `json:"cache_hits,omitempty"`   // of those, answered by the embedding cache
 	CacheMisses *int64  `json:"cache_misses,omitempty"` // of those, computed by the model
 	Reused      int     `json:"reused"`                 // vectors kept from the previous index
+	Reindexed   int     `json:"reindexed"`              // keyword documents written to Bleve
+	Incremental bool    `json:"incremental,omitempty"`  // Bleve updated from the previous generation
 	Model       string  `json:"model,omitempty"`        // "" = BM25 only
 	Generation  int     `json:"generation"`
 	Seconds     float64 `json:"seconds"`
@@ -127,6 +129,7 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 	res.Tools = ix.Len()
 	res.Added, res.Changed, res.Removed = rep.Added, rep.Changed, rep.Removed
 	res.Embedded, res.Reused = rep.Embedded, rep.Reused
+	res.Reindexed, res.Incremental = rep.Reindexed, rep.Incremental
 	res.Model = ix.ModelID()
 	res.Generation = rep.Generation
 	if s, ok := emb.(interface{ Stats() embed.CacheStats }); ok && rep.Embedded > 0 {
@@ -150,6 +153,11 @@ func printIndexResult(w io.Writer, r indexResult) {
 		fmt.Fprintf(w, "tools:        %d (unchanged, nothing rebuilt)\n", r.Tools)
 	} else {
 		fmt.Fprintf(w, "tools:        %d (added %d, changed %d, removed %d)\n", r.Tools, r.Added, r.Changed, r.Removed)
+		if r.Incremental {
+			fmt.Fprintf(w, "keyword:      %d documents re-indexed (incremental update)\n", r.Reindexed)
+		} else {
+			fmt.Fprintf(w, "keyword:      %d documents indexed (full build)\n", r.Reindexed)
+		}
 		switch {
 		case r.Model == "":
 			fmt.Fprintf(w, "vectors:      none (BM25 only)\n")

@@ -57,7 +57,7 @@ func TestIndexAndSearchCommands(t *testing.T) {
 	tools := writeToolsFile(t, t.TempDir(), 20, "")
 
 	r := runIndexJSON(t, g, tools)
-	if r.StateBefore != "missing" || !r.Rebuilt || r.Tools != 21 || r.Added != 21 || r.Model != "" || r.Generation != 1 {
+	if r.StateBefore != "missing" || !r.Rebuilt || r.Tools != 21 || r.Added != 21 || r.Model != "" || r.Generation != 1 || r.Incremental || r.Reindexed != 21 {
 		t.Errorf("first index: %+v", r)
 	}
 	r = runIndexJSON(t, g, tools)
@@ -66,7 +66,9 @@ func TestIndexAndSearchCommands(t *testing.T) {
 	}
 	changed := writeToolsFile(t, t.TempDir(), 19, " Recursively.")
 	r = runIndexJSON(t, g, changed)
-	if r.StateBefore != "catalog changed" || r.Changed != 1 || r.Removed != 1 || r.Added != 0 || r.Generation != 2 {
+	// One changed and one removed of 21: Bleve gets those two documents,
+	// not a rebuild.
+	if r.StateBefore != "catalog changed" || r.Changed != 1 || r.Removed != 1 || r.Added != 0 || r.Generation != 2 || !r.Incremental || r.Reindexed != 2 {
 		t.Errorf("changed index: %+v", r)
 	}
 
@@ -77,6 +79,13 @@ func TestIndexAndSearchCommands(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "state before: up to date") {
 		t.Errorf("text output:\n%s", out.String())
+	}
+	out.Reset()
+	if err := runIndex(context.Background(), g, &indexFlags{tools: tools, noVectors: true}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "keyword:      2 documents re-indexed (incremental update)") {
+		t.Errorf("text output of an update:\n%s", out.String())
 	}
 
 	// search, BM25 (no embedder needed), JSON and table.

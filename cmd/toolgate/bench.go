@@ -543,6 +543,28 @@ func (b *bench) execute(ctx context.Context, _ []int) error {
 		{"gateway stdio", "execute_tool", stdio(gwArgs...)},
 		{"gateway streamable HTTP", "execute_tool", httpConn},
 	}
+	// The target's figure (stdio, sequential): direct and gateway calls
+	// alternate in one loop.
+	{
+		dcs, ddone, err := targets[0].conn()
+		if err != nil {
+			return fmt.Errorf("%s: %w", targets[0].name, err)
+		}
+		gcs, gdone, err := targets[1].conn()
+		if err != nil {
+			ddone()
+			return fmt.Errorf("%s: %w", targets[1].name, err)
+		}
+		ld, lg, err := interleavedLatency(noopCall(ctx, dcs, targets[0].tool), noopCall(ctx, gcs, targets[1].tool), b.f.calls)
+		gdone()
+		ddone()
+		if err != nil {
+			return fmt.Errorf("interleaved direct / gateway stdio calls: %w", err)
+		}
+		d, g := pct(ld, 50), pct(lg, 50)
+		b.add("execute", "execute_tool overhead, stdio, sequential, interleaved with direct calls",
+			"+"+fmtUS(g-d), fmt.Sprintf("p50 %s through the gateway vs %s direct (%.2f×), %d calls each, alternating", fmtUS(g), fmtUS(d), float64(g)/float64(d), b.f.calls))
+	}
 	base := map[int]time.Duration{}
 	for _, t := range targets {
 		cs, done, err := t.conn()
@@ -578,18 +600,57 @@ func benchAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-func callLatency(ctx context.Context, cs *mcp.ClientSession, tool string, calls, conc int) ([]time.Duration, error) {
+// noopCall returns one call of the bench backend's noop tool: directly
+// (tool "noop") or through a gateway (tool execute_tool).
+func noopCall(ctx context.Context, cs *mcp.ClientSession, tool string) func() error {
 	params := &mcp.CallToolParams{Name: "noop", Arguments: map[string]any{}}
 	if tool == gateway.ExecuteToolName {
 		params = &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"name": "syn00__noop", "arguments": map[string]any{}}}
 	}
-	call := func() error {
+	return func() error {
 		res, err := cs.CallTool(ctx, params)
 		if err == nil && res.IsError {
 			err = fmt.Errorf("%s: %s", tool, resultText(res))
 		}
 		return err
 	}
+}
+
+// interleavedLatency times calls sequential calls on each of two sessions,
+// alternating between them (and which goes first), so that both see the
+// same machine load: on a shared 2-core machine the load drifts more
+// between two separate runs than the gateway's overhead.
+func interleavedLatency(a, b func() error, calls int) (la, lb []time.Duration, err error) {
+	for range 50 { // warm up
+		if err := errors.Join(a(), b()); err != nil {
+			return nil, nil, err
+		}
+	}
+	la, lb = make([]time.Duration, calls), make([]time.Duration, calls)
+	timed := func(f func() error, d *time.Duration) error {
+		t0 := time.Now()
+		err := f()
+		*d = time.Since(t0)
+		return err
+	}
+	for i := range calls {
+		var errA, errB error
+		if i%2 == 0 {
+			errA = timed(a, &la[i])
+			errB = timed(b, &lb[i])
+		} else {
+			errB = timed(b, &lb[i])
+			errA = timed(a, &la[i])
+		}
+		if err := errors.Join(errA, errB); err != nil {
+			return nil, nil, err
+		}
+	}
+	return la, lb, nil
+}
+
+func callLatency(ctx context.Context, cs *mcp.ClientSession, tool string, calls, conc int) ([]time.Duration, error) {
+	call := noopCall(ctx, cs, tool)
 	for range 50 { // warm up
 		if err := call(); err != nil {
 			return nil, err

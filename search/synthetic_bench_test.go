@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/index/indextest"
 	"github.com/toolgate/toolgate/search"
 )
@@ -32,6 +33,33 @@ func BenchmarkSearchSynthetic(b *testing.B) {
 				}
 			})
 		}
+		e.Close()
+	}
+}
+
+// BenchmarkSearchModel is hybrid search_tools as served, minus MCP: the
+// query embedded by the real MiniLM (uncached, default sessions and
+// threads) while the catalog's vectors are the hash stand-in's (the cost
+// does not depend on their values). Profile it to see what bounds a search:
+//
+//	go test ./search -run '^$' -bench SearchModel -benchtime 200x -cpuprofile cpu.prof
+func BenchmarkSearchModel(b *testing.B) {
+	model, err := embed.New(nil)
+	requireNative(b, err)
+	defer model.Close()
+	for _, n := range []int{10000, 50000} {
+		tools := indextest.Catalog(n, indextest.Seed)
+		e := search.New(build(b, tools, &hashEmbedder{}), model, nil)
+		qs := indextest.Queries(tools, 200, indextest.Seed)
+		b.Run(fmt.Sprintf("tools=%d/hybrid", n), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				if _, err := e.Search(context.Background(), search.Query{Text: qs[i%len(qs)].Text}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 		e.Close()
 	}
 }

@@ -1,9 +1,13 @@
 package index
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/blevesearch/bleve/v2/search/searcher"
 )
 
 // scanIndex is n tools with random unit-ish 384-dimensional vectors (no
@@ -54,5 +58,38 @@ func BenchmarkDotRows4(b *testing.B) {
 	var out [4]float32
 	for b.Loop() {
 		dotRows4(ix.vecs, 384, q, &out)
+	}
+}
+
+// BenchmarkKeywordTakeover compares Bleve's disjunction searchers on a
+// short and a long query over 10,000 tools: the slice searcher this
+// package selects (scores independent of the search path) against the heap
+// searcher Bleve uses past 10 clauses by default.
+func BenchmarkKeywordTakeover(b *testing.B) {
+	ix, err := Build(context.Background(), syntheticTools(10000), nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ix.Close()
+	queries := map[string]string{
+		"short": "create an issue in the repository",
+		"long": "list get create delete update search read write send query file issue user message record " +
+			"bucket table event invoice page image repository workspace owner timestamps maximum results id",
+	}
+	defer func(v int) { searcher.DisjunctionHeapTakeover = v }(searcher.DisjunctionHeapTakeover)
+	for _, name := range []string{"short", "long"} {
+		for _, tc := range []struct {
+			name     string
+			takeover int
+		}{{"slice", math.MaxInt}, {"heap", 10}} {
+			b.Run(name+"/"+tc.name, func(b *testing.B) {
+				searcher.DisjunctionHeapTakeover = tc.takeover
+				for b.Loop() {
+					if _, err := ix.Keyword(queries[name], 100, ""); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

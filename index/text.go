@@ -134,9 +134,6 @@ func Fingerprint(tools []Tool) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// toolHash fingerprints one tool, for added/changed/removed reports.
-func toolHash(t Tool) string { return Fingerprint([]Tool{t}) }
-
 func normSchema(raw json.RawMessage) []byte {
 	raw = bytes.TrimSpace(raw)
 	if string(raw) == "null" {

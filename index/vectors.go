@@ -4,7 +4,6 @@ import (
 	"container/heap"
 	"runtime"
 	"slices"
-	"sort"
 	"sync"
 )
 
@@ -35,17 +34,7 @@ func (ix *Index) Nearest(vec []float32, k int, server string) []Scored {
 			heap.Fix(&h, 0)
 		}
 	}
-	sort.Slice(h, func(a, b int) bool {
-		if h[a].score != h[b].score {
-			return h[a].score > h[b].score
-		}
-		return h[a].row < h[b].row
-	})
-	out := make([]Scored, len(h))
-	for j, r := range h {
-		out[j] = Scored{ID: ix.idAt(r.row), Score: r.score}
-	}
-	return out
+	return ix.sortedRows(h)
 }
 
 // scoreAll is Nearest for k ≥ the catalog (what hybrid search asks for):
@@ -59,20 +48,7 @@ func (ix *Index) scoreAll(vec []float32, server string) []Scored {
 		}
 		rows = append(rows, hrow{i, float64(dot(ix.vecs[i*dim:(i+1)*dim:(i+1)*dim], vec))})
 	}
-	slices.SortFunc(rows, func(a, b hrow) int {
-		if a.score != b.score {
-			if a.score > b.score {
-				return -1
-			}
-			return 1
-		}
-		return a.row - b.row
-	})
-	out := make([]Scored, len(rows))
-	for j, r := range rows {
-		out[j] = Scored{ID: ix.idAt(r.row), Score: r.score}
-	}
-	return out
+	return ix.sortedRows(rows)
 }
 
 // VectorScan is the vector half of one query over the catalog searched

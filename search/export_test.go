@@ -19,11 +19,7 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 	if mode == "" {
 		mode = e.opts.Mode
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = DefaultLimit
-	}
-	limit = min(limit, MaxLimit)
+	limit := q.limit()
 	s := e.acquire()
 	defer s.release(e.log)
 	ix := s.ix

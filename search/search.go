@@ -276,6 +276,15 @@ func (e *Engine) IDs() []string {
 	return ids
 }
 
+// limit is the number of hits q asks for: DefaultLimit when unset, at
+// most MaxLimit.
+func (q Query) limit() int {
+	if q.Limit <= 0 {
+		return DefaultLimit
+	}
+	return min(q.Limit, MaxLimit)
+}
+
 // Search ranks the tools for q.
 func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	text := strings.TrimSpace(q.Text)
@@ -289,11 +298,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	if mode == "" {
 		mode = e.opts.Mode
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = DefaultLimit
-	}
-	limit = min(limit, MaxLimit)
+	limit := q.limit()
 
 	s := e.acquire()
 	if s == nil {

@@ -115,6 +115,20 @@ func toolgateCmd(t *testing.T, dataDir string, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// connectStdio connects a go-sdk client to cmd, a `toolgate serve` on
+// stdio; the session is closed and its context cancelled when the test ends.
+func connectStdio(t *testing.T, cmd *exec.Cmd, timeout time.Duration) (context.Context, *mcp.ClientSession) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect to toolgate serve over stdio: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return ctx, cs
+}
+
 func textOf(r *mcp.CallToolResult) string {
 	var b strings.Builder
 	for _, c := range r.Content {
@@ -138,13 +152,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("stdio", func(t *testing.T) {
 		cmd := toolgateCmd(t, dataDir, "serve", "--config", cfgPath)
 		cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			t.Fatalf("connect over stdio: %v", err)
-		}
-		defer cs.Close()
+		ctx, cs := connectStdio(t, cmd, 3*time.Minute)
 		exerciseGateway(t, ctx, cs)
 	})
 
@@ -326,13 +334,7 @@ func TestWarmStartKeepsToolsOfDownBackend(t *testing.T) {
 	cmd := toolgateCmd(t, dataDir, "serve", "--config", broken)
 	logs := &testLogWriter{t: t, prefix: "toolgate: "}
 	cmd.Stderr = logs
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	ctx, cs := connectStdio(t, cmd, 2*time.Minute)
 
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "store a new entity in the knowledge graph", "limit": 3}})
 	if err != nil || res.IsError {
@@ -386,12 +388,7 @@ func TestDegradedModeServesBM25(t *testing.T) {
 	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--ort-lib", filepath.Join(t.TempDir(), "libonnxruntime.so.1"))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, cs := connectStdio(t, cmd, 2*time.Minute)
 	for range 2 {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "list the files in a directory", "limit": 3}})
 		if err != nil || res.IsError {
@@ -545,13 +542,7 @@ func TestToolListChangeReachesSearch(t *testing.T) {
 	}
 	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", path, "--mode", "bm25")
 	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	ctx, cs := connectStdio(t, cmd, 2*time.Minute)
 
 	found := func() bool {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "zebra launcher", "limit": 3}})

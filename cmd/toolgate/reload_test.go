@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -78,13 +77,7 @@ func TestConfigReload(t *testing.T) {
 	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", path, "--mode", "bm25")
 	logs := &teeLog{t: t}
 	cmd.Stderr = logs
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	ctx, cs := connectStdio(t, cmd, 3*time.Minute)
 
 	// removed holds servers whose tools must never be returned again.
 	removed := map[string]bool{}

@@ -261,20 +261,32 @@ func New(servers []config.Server, opts *Options) *Pool {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pool{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, sem: make(chan struct{}, o.MaxConcurrentConnects)}
 	r := &roster{byName: map[string]*backend{}, cfgs: map[string]config.Server{}, removed: map[string]bool{}}
-	for _, s := range servers {
-		if s.Disabled {
-			continue
-		}
-		if _, dup := r.byName[s.Name]; dup {
-			p.log.Warn("duplicate server name; keeping the first", keyServer, s.Name)
-			continue
-		}
+	for _, s := range p.enabled(servers) {
 		r.byName[s.Name] = newBackend(p, s)
 		r.cfgs[s.Name] = s
 		r.order = append(r.order, s.Name)
 	}
 	p.roster.Store(r)
 	return p
+}
+
+// enabled returns the servers the pool runs: disabled ones are left out,
+// and of two entries with one name the first is kept (with a warning).
+func (p *Pool) enabled(servers []config.Server) []config.Server {
+	seen := map[string]bool{}
+	var out []config.Server
+	for _, s := range servers {
+		if s.Disabled {
+			continue
+		}
+		if seen[s.Name] {
+			p.log.Warn("duplicate server name; keeping the first", keyServer, s.Name)
+			continue
+		}
+		seen[s.Name] = true
+		out = append(out, s)
+	}
+	return out
 }
 
 // Start connects every backend (except lazy ones) concurrently (at most MaxConcurrentConnects at
@@ -398,14 +410,7 @@ func (p *Pool) Reconfigure(ctx context.Context, servers []config.Server) Diff {
 	old := p.roster.Load()
 	next := &roster{byName: map[string]*backend{}, cfgs: map[string]config.Server{}, removed: maps.Clone(old.removed)}
 	var start, replaced []*backend
-	for _, s := range servers {
-		if s.Disabled {
-			continue
-		}
-		if _, dup := next.byName[s.Name]; dup {
-			p.log.Warn("duplicate server name; keeping the first", keyServer, s.Name)
-			continue
-		}
+	for _, s := range p.enabled(servers) {
 		next.order = append(next.order, s.Name)
 		next.cfgs[s.Name] = s
 		delete(next.removed, s.Name)

@@ -323,8 +323,7 @@ func benchGateway(srv config.Server) (*Gateway, func()) {
 		panic(err)
 	}
 	eng := search.New(ix, nil, nil)
-	g := New(eng, pool, nil)
-	return g, func() { g.Close(); eng.Close(); pool.Close() }
+	return New(eng, pool, nil), func() { eng.Close(); pool.Close() }
 }
 
 // connectPipes connects a client to g over two OS pipes with go-sdk's

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -227,104 +226,8 @@ func (g *Gateway) validate(id string, schema json.RawMessage, args map[string]an
 	if r.err != nil {
 		return ""
 	}
-	if err := g.validator.run(r.rs, args); err != nil {
-		if errors.Is(err, errValidatorFailed) {
-			g.log.Debug("input schema not validated", "tool", id, "err", err)
-			return ""
-		}
+	if err := r.rs.Validate(args); err != nil {
 		return err.Error()
 	}
 	return ""
-}
-
-// validator runs schema validations on a few long-lived goroutines.
-// go-sdk handles each request on a goroutine of its own, started with a
-// small stack, and jsonschema's validate has a 4 KB frame and recurses once
-// per nesting level: run there, nearly every execute_tool grew that stack
-// and copied go-sdk's deep frames along (about a tenth of the gateway's
-// CPU per call in BenchmarkExecuteTool/gateway-process). A worker's stack
-// grows once and its frames are few. The workers start with the first
-// validation; Close stops them, after which validations run inline.
-type validator struct {
-	once   sync.Once
-	mu     sync.RWMutex // held for reading while a validation is queued or running
-	reqs   chan *validation
-	closed bool
-	wg     sync.WaitGroup
-}
-
-type validation struct {
-	rs   *jsonschema.Resolved
-	args map[string]any
-	err  error
-	done chan struct{}
-}
-
-var validations = sync.Pool{New: func() any { return &validation{done: make(chan struct{}, 1)} }}
-
-// maxValidators bounds the workers; a validation takes microseconds.
-const maxValidators = 4
-
-// errValidatorFailed marks a schema the validator could not apply (it
-// panicked): not the caller's fault, so the call goes through.
-var errValidatorFailed = errors.New("schema validator failed")
-
-func (v *validator) run(rs *jsonschema.Resolved, args map[string]any) error {
-	v.once.Do(v.start)
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	if v.closed {
-		return validateNow(rs, args)
-	}
-	w := validations.Get().(*validation)
-	w.rs, w.args = rs, args
-	v.reqs <- w
-	<-w.done
-	err := w.err
-	*w = validation{done: w.done}
-	validations.Put(w)
-	return err
-}
-
-func (v *validator) start() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.closed {
-		return
-	}
-	v.reqs = make(chan *validation)
-	n := min(runtime.GOMAXPROCS(0), maxValidators)
-	v.wg.Add(n)
-	for range n {
-		go func() {
-			defer v.wg.Done()
-			for w := range v.reqs {
-				w.err = validateNow(w.rs, w.args)
-				w.done <- struct{}{}
-			}
-		}()
-	}
-}
-
-// close stops the workers and waits for them; queued validations finish
-// first.
-func (v *validator) close() {
-	v.mu.Lock()
-	if !v.closed {
-		v.closed = true
-		if v.reqs != nil {
-			close(v.reqs)
-		}
-	}
-	v.mu.Unlock()
-	v.wg.Wait()
-}
-
-func validateNow(rs *jsonschema.Resolved, args map[string]any) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %v", errValidatorFailed, r)
-		}
-	}()
-	return rs.Validate(args)
 }

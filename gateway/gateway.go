@@ -64,13 +64,12 @@ type Options struct {
 // Gateway is the MCP server with the two tools. One Gateway serves any number
 // of client sessions, over stdio or HTTP.
 type Gateway struct {
-	searcher  Searcher
-	caller    Caller
-	opts      Options
-	log       *slog.Logger
-	server    *mcp.Server
-	schemas   schemaCache
-	validator validator
+	searcher Searcher
+	caller   Caller
+	opts     Options
+	log      *slog.Logger
+	server   *mcp.Server
+	schemas  schemaCache
 }
 
 // New returns a gateway over s and c.
@@ -105,14 +104,6 @@ func New(s Searcher, c Caller, opts *Options) *Gateway {
 	g.server.AddTool(searchTool(g.opts.DefaultLimit, g.opts.MaxLimit), g.handleSearch)
 	g.server.AddTool(executeTool(), g.handleExecute)
 	return g
-}
-
-// Close stops the goroutines that validate execute_tool arguments and
-// waits for them. A gateway still serves after Close (validation then runs
-// on the request's goroutine); call it once nothing is served any more.
-func (g *Gateway) Close() error {
-	g.validator.close()
-	return nil
 }
 
 // Server is the underlying MCP server, for serving it on any transport.

@@ -148,7 +148,6 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		MaxLimit:     s.MaxLimit,
 		Unavailable:  pool.Unavailable,
 	})
-	defer gw.Close()
 
 	log.Info("gateway ready", "servers", len(cfg.Servers()), "tools", ix.Len(), "warm", warm, "startup", time.Since(start).Round(time.Millisecond))
 

@@ -11,14 +11,26 @@ import (
 	"testing"
 )
 
-// benchDir holds the shared relevance splits; the eval skips without them.
-var benchDir = envOr("TOOLGATE_BENCH_DIR", "/work/shared/bench")
+// benchDir holds the shared relevance splits: $TOOLGATE_BENCH_DIR, else
+// the shared/ folder beside the clone (as in the search package's tests).
+var benchDir = envOr("TOOLGATE_BENCH_DIR", filepath.Join("..", "..", "shared", "bench"))
 
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {
 		return v
 	}
 	return def
+}
+
+// benchMissing skips without the bench data, except on CI (CI=true), where
+// a missing split is a failure: a green CI means the figures were checked.
+func benchMissing(t testing.TB, name string, err error) {
+	t.Helper()
+	msg := fmt.Sprintf("bench split %s not available (set TOOLGATE_BENCH_DIR): %v", name, err)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
 }
 
 type benchQuery struct {
@@ -40,11 +52,11 @@ func loadBench(t testing.TB, name string) ([]Tool, []benchQuery) {
 	dir := filepath.Join(benchDir, name)
 	tools, err := ReadToolsFile(filepath.Join(dir, "tools.jsonl"))
 	if err != nil {
-		t.Skipf("bench split %s not available: %v", name, err)
+		benchMissing(t, name, err)
 	}
 	f, err := os.Open(filepath.Join(dir, "queries.jsonl"))
 	if err != nil {
-		t.Skipf("bench split %s not available: %v", name, err)
+		benchMissing(t, name, err)
 	}
 	defer f.Close()
 	var qs []benchQuery

@@ -450,7 +450,11 @@ func callSearch(ctx context.Context, cs *mcp.ClientSession, q string) (*mcp.Call
 	return res, nil
 }
 
+// resultText is the text content of a tool result ("" for none, or nil).
 func resultText(r *mcp.CallToolResult) string {
+	if r == nil {
+		return ""
+	}
 	var sb strings.Builder
 	for _, c := range r.Content {
 		if t, ok := c.(*mcp.TextContent); ok {

@@ -129,16 +129,6 @@ func connectStdio(t *testing.T, cmd *exec.Cmd, timeout time.Duration) (context.C
 	return ctx, cs
 }
 
-func textOf(r *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
-
 // brokenServer exits at start-up after printing to stderr.
 var brokenServer = map[string]any{"command": "sh", "args": []string{"-c", "echo 'fatal: cannot start' >&2; exit 3"}}
 
@@ -203,7 +193,7 @@ func exerciseGateway(t *testing.T, ctx context.Context, cs *mcp.ClientSession) {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": q, "limit": 3}})
 		if err != nil || res.IsError {
-			t.Fatalf("search_tools(%q): %v %s", q, err, textOf(res))
+			t.Fatalf("search_tools(%q): %v %s", q, err, resultText(res))
 		}
 		var out struct {
 			Tools []struct{ Name string } `json:"tools"`
@@ -242,12 +232,12 @@ func exerciseGateway(t *testing.T, ctx context.Context, cs *mcp.ClientSession) {
 	}
 	entity := fmt.Sprintf("Alice-%d", time.Now().UnixNano())
 	res := exec("memory__create_entities", map[string]any{"entities": []any{map[string]any{"name": entity, "entityType": "person", "observations": []string{"works at Acme"}}}})
-	if res.IsError || !strings.Contains(textOf(res), entity) {
-		t.Errorf("memory__create_entities: isError=%v %s", res.IsError, textOf(res))
+	if res.IsError || !strings.Contains(resultText(res), entity) {
+		t.Errorf("memory__create_entities: isError=%v %s", res.IsError, resultText(res))
 	}
 	res = exec("filesystem__list_directory", map[string]any{"path": filepath.Join(repoRoot(t), "examples", "sandbox")})
-	if res.IsError || !strings.Contains(textOf(res), "notes") {
-		t.Errorf("filesystem__list_directory: isError=%v %s", res.IsError, textOf(res))
+	if res.IsError || !strings.Contains(resultText(res), "notes") {
+		t.Errorf("filesystem__list_directory: isError=%v %s", res.IsError, resultText(res))
 	}
 
 	for _, tc := range []struct {
@@ -260,18 +250,18 @@ func exerciseGateway(t *testing.T, ctx context.Context, cs *mcp.ClientSession) {
 		{"broken__anything", map[string]any{}, "unknown tool"},
 	} {
 		res := exec(tc.name, tc.args)
-		if !res.IsError || !strings.Contains(textOf(res), tc.want) {
-			t.Errorf("execute_tool(%s): isError=%v %q, want isError with %q", tc.name, res.IsError, textOf(res), tc.want)
+		if !res.IsError || !strings.Contains(resultText(res), tc.want) {
+			t.Errorf("execute_tool(%s): isError=%v %q, want isError with %q", tc.name, res.IsError, resultText(res), tc.want)
 		}
 	}
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "  "}})
-	if err != nil || !res.IsError || !strings.Contains(textOf(res), "query") {
-		t.Errorf("empty query: err=%v isError=%v %s", err, res.IsError, textOf(res))
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "query") {
+		t.Errorf("empty query: err=%v isError=%v %s", err, res.IsError, resultText(res))
 	}
 	// The other backends keep serving after all those errors.
 	res = exec("everything__echo", map[string]any{"message": "still here"})
-	if res.IsError || !strings.Contains(textOf(res), "still here") {
-		t.Errorf("everything__echo after errors: isError=%v %s", res.IsError, textOf(res))
+	if res.IsError || !strings.Contains(resultText(res), "still here") {
+		t.Errorf("everything__echo after errors: isError=%v %s", res.IsError, resultText(res))
 	}
 }
 
@@ -338,7 +328,7 @@ func TestWarmStartKeepsToolsOfDownBackend(t *testing.T) {
 
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "store a new entity in the knowledge graph", "limit": 3}})
 	if err != nil || res.IsError {
-		t.Fatalf("search_tools: %v %s", err, textOf(res))
+		t.Fatalf("search_tools: %v %s", err, resultText(res))
 	}
 	var found struct {
 		Tools []struct{ Name, Unavailable string } `json:"tools"`
@@ -363,8 +353,8 @@ func TestWarmStartKeepsToolsOfDownBackend(t *testing.T) {
 	}
 
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": "memory__read_graph"}})
-	if err != nil || !res.IsError || !strings.Contains(textOf(res), `server "memory"`) {
-		t.Errorf("execute_tool on the down server: err=%v isError=%v %q", err, res.IsError, textOf(res))
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), `server "memory"`) {
+		t.Errorf("execute_tool on the down server: err=%v isError=%v %q", err, res.IsError, resultText(res))
 	}
 	// Wait until the other backends are up, then use one.
 	deadline := time.Now().Add(time.Minute)
@@ -375,8 +365,8 @@ func TestWarmStartKeepsToolsOfDownBackend(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if err != nil || res.IsError || !strings.Contains(textOf(res), "warm") {
-		t.Errorf("everything__echo: err=%v %s", err, textOf(res))
+	if err != nil || res.IsError || !strings.Contains(resultText(res), "warm") {
+		t.Errorf("everything__echo: err=%v %s", err, resultText(res))
 	}
 }
 
@@ -392,7 +382,7 @@ func TestDegradedModeServesBM25(t *testing.T) {
 	for range 2 {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "list the files in a directory", "limit": 3}})
 		if err != nil || res.IsError {
-			t.Fatalf("search_tools: %v %s", err, textOf(res))
+			t.Fatalf("search_tools: %v %s", err, resultText(res))
 		}
 		var out struct {
 			Mode  string
@@ -403,8 +393,8 @@ func TestDegradedModeServesBM25(t *testing.T) {
 		if out.Mode != "bm25" || len(out.Tools) == 0 || out.Tools[0].Name != "filesystem__list_directory" {
 			t.Errorf("degraded search: mode %q, tools %v; want bm25 with filesystem__list_directory first", out.Mode, out.Tools)
 		}
-		if !strings.Contains(textOf(res), "mode bm25") {
-			t.Errorf("text rendering does not say the mode: %s", textOf(res))
+		if !strings.Contains(resultText(res), "mode bm25") {
+			t.Errorf("text rendering does not say the mode: %s", resultText(res))
 		}
 	}
 	cs.Close()
@@ -547,16 +537,16 @@ func TestToolListChangeReachesSearch(t *testing.T) {
 	found := func() bool {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "zebra launcher", "limit": 3}})
 		if err != nil || res.IsError {
-			t.Fatalf("search_tools: %v %s", err, textOf(res))
+			t.Fatalf("search_tools: %v %s", err, resultText(res))
 		}
-		return strings.Contains(textOf(res), "fake__zebra_launcher")
+		return strings.Contains(resultText(res), "fake__zebra_launcher")
 	}
 	if found() {
 		t.Fatal("fake__zebra_launcher found before the backend added it")
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": "fake__add_tool", "arguments": map[string]any{"name": "zebra_launcher"}}})
 	if err != nil || res.IsError {
-		t.Fatalf("fake__add_tool: %v %s", err, textOf(res))
+		t.Fatalf("fake__add_tool: %v %s", err, resultText(res))
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for !found() {
@@ -566,8 +556,8 @@ func TestToolListChangeReachesSearch(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": "fake__zebra_launcher"}})
-	if err != nil || res.IsError || textOf(res) != "zebra_launcher" {
-		t.Errorf("the new tool: err=%v %q", err, textOf(res))
+	if err != nil || res.IsError || resultText(res) != "zebra_launcher" {
+		t.Errorf("the new tool: err=%v %q", err, resultText(res))
 	}
 	lt, err := cs.ListTools(ctx, nil)
 	if err != nil || len(lt.Tools) != 2 {

@@ -85,7 +85,7 @@ func TestConfigReload(t *testing.T) {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "echo the given text back", "limit": 10}})
 		if err != nil || res.IsError {
-			t.Fatalf("search_tools: %v %s", err, textOf(res))
+			t.Fatalf("search_tools: %v %s", err, resultText(res))
 		}
 		var out struct {
 			Tools []struct{ Name string } `json:"tools"`
@@ -113,7 +113,7 @@ func TestConfigReload(t *testing.T) {
 	}
 	works := func(t *testing.T, name string) bool {
 		res := exec(t, name)
-		return !res.IsError && textOf(res) == "hi "+name
+		return !res.IsError && resultText(res) == "hi "+name
 	}
 	reloads := func() int { return strings.Count(logs.String(), `msg="config reloaded"`) }
 
@@ -132,8 +132,8 @@ func TestConfigReload(t *testing.T) {
 		// From here on search never returns beta's tools (checked by search).
 		search(t)
 		res := exec(t, "beta__echo")
-		if !res.IsError || !strings.Contains(textOf(res), "removed from the config") {
-			t.Errorf("execute_tool on a removed server: isError=%v %q, want it to say the server was removed", res.IsError, textOf(res))
+		if !res.IsError || !strings.Contains(resultText(res), "removed from the config") {
+			t.Errorf("execute_tool on a removed server: isError=%v %q, want it to say the server was removed", res.IsError, resultText(res))
 		}
 		backendtest.Eventually(t, "gamma's tools found", func() bool { return slices.Contains(search(t), "gamma__echo") })
 		if !works(t, "gamma__echo") || !works(t, "alpha__echo") {
@@ -174,8 +174,8 @@ func TestConfigReload(t *testing.T) {
 		removed["gamma"] = true
 		search(t)
 		res := exec(t, "gamma__echo")
-		if !res.IsError || !strings.Contains(textOf(res), "removed from the config") {
-			t.Errorf("execute_tool on a removed server: isError=%v %q", res.IsError, textOf(res))
+		if !res.IsError || !strings.Contains(resultText(res), "removed from the config") {
+			t.Errorf("execute_tool on a removed server: isError=%v %q", res.IsError, resultText(res))
 		}
 		backendtest.Eventually(t, "beta's tools found again", func() bool { return slices.Contains(search(t), "beta__echo") })
 		backendtest.Eventually(t, "beta answers", func() bool { return works(t, "beta__echo") })

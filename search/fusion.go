@@ -87,6 +87,22 @@ type signal struct {
 // rank fuses the two signals (vec.top is nil when the vector signal is off)
 // into the top limit hits of mode.
 func (e *Engine) rank(mode Mode, kw, vec signal, limit int) []ranked {
+	cands := e.fuse(mode, kw, vec, limit)
+	slices.SortStableFunc(cands, func(a, b *ranked) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	out := make([]ranked, 0, min(limit, len(cands)))
+	for _, c := range cands[:min(limit, len(cands))] {
+		out = append(out, *c)
+	}
+	return out
+}
+
+// fuse scores every candidate of mode's pool, in first-seen order.
+func (e *Engine) fuse(mode Mode, kw, vec signal, limit int) []*ranked {
 	o := e.opts
 	pool := o.Candidates
 	if mode == ModeBM25 || mode == ModeVector {
@@ -154,17 +170,7 @@ func (e *Engine) rank(mode Mode, kw, vec signal, limit int) []ranked {
 			}
 		}
 	}
-	slices.SortStableFunc(cands, func(a, b *ranked) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.id, b.id)
-	})
-	out := make([]ranked, 0, min(limit, len(cands)))
-	for _, c := range cands[:min(limit, len(cands))] {
-		out = append(out, *c)
-	}
-	return out
+	return cands
 }
 
 // raw is the signal's raw score of each candidate (absent: 0).

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -382,7 +383,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		vs := ix.Scan(qvec, vecDepth, q.Server)
 		vec = signal{top: vs.Top, sum: vs.Sum, n: vs.N}
 		kw.n = max(kw.n, vs.N)
-		if err := e.fillMissing(ix, text, qvec, q.Server, mode, kwDepth, &kw, &vec); err != nil {
+		if err := e.fillMissing(ix, text, qvec, q.Server, mode, kwDepth, limit, &kw, &vec); err != nil {
 			return Result{}, err
 		}
 	}
@@ -399,8 +400,10 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 }
 
 // fillMissing gives each candidate of one signal that the other signal's
-// top lacks its exact score in that other signal.
-func (e *Engine) fillMissing(ix *index.Index, text string, qvec []float32, server string, mode Mode, kwDepth int, kw, vec *signal) error {
+// top lacks its exact score in that other signal, as far as the ranking
+// needs it: in hybrid mode a vector candidate whose best possible BM25
+// cannot lift it into the top limit is left without one (boundedKeyword).
+func (e *Engine) fillMissing(ix *index.Index, text string, qvec []float32, server string, mode Mode, kwDepth, limit int, kw, vec *signal) error {
 	pool := e.opts.Candidates
 	if mode == ModeVector {
 		pool = len(vec.top)
@@ -412,23 +415,6 @@ func (e *Engine) fillMissing(ix *index.Index, text string, qvec []float32, serve
 	inVec := make(map[string]bool, len(vec.top))
 	for _, s := range vec.top {
 		inVec[s.ID] = true
-	}
-	// A keyword list shorter than asked holds every matching tool: the
-	// others score 0 without a query.
-	if len(kw.top) == kwDepth {
-		var ids []string
-		for _, s := range vec.top[:min(pool, len(vec.top))] {
-			if !inKW[s.ID] {
-				ids = append(ids, s.ID)
-			}
-		}
-		if len(ids) > 0 {
-			extra, err := ix.KeywordScores(text, ids, server)
-			if err != nil {
-				return fmt.Errorf("keyword search: %w", err)
-			}
-			kw.extra = extra
-		}
 	}
 	if mode != ModeVector {
 		for _, s := range kw.top[:min(pool, len(kw.top))] {
@@ -443,7 +429,69 @@ func (e *Engine) fillMissing(ix *index.Index, text string, qvec []float32, serve
 			}
 		}
 	}
+	// A keyword list shorter than asked holds every matching tool: the
+	// others score 0 without a query.
+	if len(kw.top) < kwDepth {
+		return nil
+	}
+	var ids []string
+	for _, s := range vec.top[:min(pool, len(vec.top))] {
+		if !inKW[s.ID] {
+			ids = append(ids, s.ID)
+		}
+	}
+	if mode == ModeHybrid {
+		ids = e.boundedKeyword(*kw, *vec, ids, limit)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	extra, err := ix.KeywordScores(text, ids, server)
+	if err != nil {
+		return fmt.Errorf("keyword search: %w", err)
+	}
+	kw.extra = extra
 	return nil
+}
+
+// boundedKeyword returns those of ids (candidates missing from kw's full
+// top) whose exact BM25 could change hybrid's top limit. Such a tool's BM25
+// is at least 0 and at most the top's last score, so its fused score lies
+// between its score with either; normalisation (every Norm but minmax) and
+// the weighted sum are monotone in each raw score, in floating point too.
+// With every missing tool at 0, the limit-th best score is at most the
+// exact ranking's; a tool whose best case falls below it is out of the
+// exact top as well, and scoring it 0 changes no hit nor any other score.
+// The ID-restricted BM25 query (about 1 ms at 10,000 tools) then runs for
+// the few tools that are in doubt, or not at all.
+func (e *Engine) boundedKeyword(kw, vec signal, ids []string, limit int) []string {
+	if len(ids) == 0 || e.opts.KeywordNorm == NormMinMax || len(kw.top) == 0 {
+		return ids
+	}
+	low := e.fuse(ModeHybrid, kw, vec, limit)
+	if len(low) <= limit {
+		return ids // every candidate is a hit: each needs its exact score
+	}
+	scores := make([]float64, len(low))
+	for i, c := range low {
+		scores[i] = c.score
+	}
+	slices.Sort(scores)
+	floor := scores[len(scores)-limit]
+
+	best := kw.top[len(kw.top)-1].Score
+	kw.extra = make(map[string]float64, len(ids))
+	for _, id := range ids {
+		kw.extra[id] = best
+	}
+	high := e.fuse(ModeHybrid, kw, vec, limit)
+	need := make(map[string]bool, len(ids))
+	for _, c := range high {
+		if _, missing := kw.extra[c.id]; missing && c.score >= floor {
+			need[c.id] = true
+		}
+	}
+	return slices.DeleteFunc(ids, func(id string) bool { return !need[id] })
 }
 
 // snapshot is one index plus the count of searches using it. refs starts

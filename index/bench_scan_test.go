@@ -93,3 +93,13 @@ func BenchmarkKeywordTakeover(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDotRows4BF16 is Scan's first-pass kernel, per four rows.
+func BenchmarkDotRows4BF16(b *testing.B) {
+	ix, q := scanIndex(4)
+	st := newVectorStats(ix.tools, ix.vecs, ix.dim)
+	var out [4]float32
+	for b.Loop() {
+		dotRows4BF16(st.bf16, 384, q, &out)
+	}
+}

@@ -94,6 +94,9 @@ type Index struct {
 	ids     []string // tools[i].ID(), made on first use (Nearest)
 
 	scanBufs sync.Pool // *[]float32 of len(tools) scores, for Scan
+
+	statsOnce sync.Once
+	stats     *vectorStats // made on first use (Scan)
 }
 
 // idAt is tools[i].ID() without building the string on every search.

@@ -3,6 +3,7 @@ package index_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -114,7 +115,8 @@ func TestKeywordTopAndScoresMatchWhole(t *testing.T) {
 	}
 }
 
-// Scan keeps Nearest's top k and adds every cosine up in ID order.
+// Scan keeps Nearest's top k, and its sum is every cosine added up (to
+// float64 rounding: CosineSum rounds once, not once a tool).
 func TestScanMatchesNearest(t *testing.T) {
 	ix, qs := pruneIndex(t)
 	vecs, _ := unitEmbedder{}.Embed(context.Background(), qs)
@@ -123,14 +125,19 @@ func TestScanMatchesNearest(t *testing.T) {
 			all := ix.Nearest(v, ix.Len(), server)
 			byID := slices.Clone(all)
 			slices.SortFunc(byID, func(a, b index.Scored) int { return strings.Compare(a.ID, b.ID) })
-			var sum float64
+			var sum, abs float64
 			for _, s := range byID {
 				sum += s.Score
+				abs += math.Abs(s.Score)
+			}
+			cs := ix.CosineSum(v, server)
+			if math.Abs(cs-sum) > 1e-6*abs {
+				t.Fatalf("server %q query %d: CosineSum %v, cosines add up to %v", server, i, cs, sum)
 			}
 			for _, k := range []int{1, 5, 100, ix.Len()} {
 				t.Run(fmt.Sprintf("%s/%d/k=%d", server, i, k), func(t *testing.T) {
 					got := ix.Scan(v, k, server)
-					want := index.VectorScan{Top: all[:min(k, len(all))], Sum: sum, N: len(all)}
+					want := index.VectorScan{Top: all[:min(k, len(all))], Sum: cs, N: len(all)}
 					if d := cmp.Diff(want, got); d != "" {
 						t.Fatalf("(-nearest +scan):\n%s", d)
 					}

@@ -9,7 +9,7 @@ import (
 )
 
 // Scan splits large catalogs among goroutines; the split must not show in
-// the result, which equals Nearest's top k and the row-order sum.
+// the result, which equals Nearest's top k and CosineSum.
 func TestScanSplitMatchesNearest(t *testing.T) {
 	n := 3*scanChunk + 17
 	ix, q := scanIndex(n)
@@ -20,13 +20,7 @@ func TestScanSplitMatchesNearest(t *testing.T) {
 		for _, k := range []int{1, 100, n} {
 			t.Run(fmt.Sprintf("server=%q/k=%d", server, k), func(t *testing.T) {
 				all := ix.Nearest(q, n, server)
-				var sum float64
-				for i := range ix.tools {
-					if server == "" || ix.tools[i].Server == server {
-						sum += float64(dot(ix.vecs[i*ix.dim:(i+1)*ix.dim], q))
-					}
-				}
-				want := VectorScan{Top: all[:min(k, len(all))], Sum: sum, N: len(all)}
+				want := VectorScan{Top: all[:min(k, len(all))], Sum: ix.CosineSum(q, server), N: len(all)}
 				if d := cmp.Diff(want, ix.Scan(q, k, server)); d != "" {
 					t.Errorf("(-nearest +scan):\n%s", d)
 				}
@@ -59,6 +53,125 @@ func TestDotRows4MatchesDot(t *testing.T) {
 					t.Fatalf("dim %d row %d: dotRows4 %v (%#x), dot %v (%#x)", dim, r+j, out[j], math.Float32bits(out[j]), want, math.Float32bits(want))
 				}
 			}
+		}
+	}
+}
+
+// slack bounds the bfloat16 dot product's distance from dot's, for the
+// assembly kernel and the Go one: on unit rows, rows of other lengths,
+// values at bfloat16 rounding boundaries, zeros and subnormals; and on worst
+// cases, where it must also be nearly reached (else this test could not
+// tell a bound too small).
+func TestSlackBoundsBF16(t *testing.T) {
+	const dim, n = 384, 256
+	ix, q := scanIndex(n)
+	for i := range ix.vecs {
+		switch i % 11 {
+		case 3: // halfway between two bfloat16 values: rounds to even
+			ix.vecs[i] = math.Float32frombits(math.Float32bits(ix.vecs[i])&^0xffff | 0x8000)
+		case 5:
+			ix.vecs[i] *= float32(1 + i%5) // longer rows
+		case 7:
+			ix.vecs[i] = []float32{0, 1e-41, -3e-39, 1e-30}[i%4]
+		}
+	}
+	// Worst cases: every value just below a bfloat16 halfway point, with
+	// q's sign and about q's magnitude, so that each rounds down by almost
+	// 2⁻⁸ of itself and every error adds to the dot product's.
+	worst := &Index{tools: ix.tools[:8], dim: dim, vecs: make([]float32, 8*dim)}
+	for r := range 8 {
+		row := worst.vecs[r*dim : (r+1)*dim]
+		for j := range row {
+			_, e := math.Frexp(float64(q[j]))
+			v := math.Ldexp(1+float64(0x7fff)/(1<<23), e-1)
+			row[j] = float32(math.Copysign(v, float64(q[j])))
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		ix    *Index
+		reach float64 // the largest distance must be at least this share of the slack
+	}{{"mixed", ix, 0}, {"worst", worst, 0.8}} {
+		st := newVectorStats(c.ix.tools, c.ix.vecs, dim)
+		if st.bf16 == nil {
+			t.Fatalf("%s: prefilter unusable on finite rows", c.name)
+		}
+		rows := len(c.ix.tools)
+		for _, scale := range []float32{1, 1e-3, 40} {
+			qs := make([]float32, dim)
+			for j := range qs {
+				qs[j] = q[j] * scale
+			}
+			slack := st.slack(qs)
+			var most float64
+			for r := 0; r+4 <= rows; r += 4 {
+				var out [4]float32
+				dotRows4BF16(st.bf16[r*dim:(r+4)*dim], dim, qs, &out)
+				for j := range 4 {
+					exact := float64(dot(c.ix.vecs[(r+j)*dim:(r+j+1)*dim], qs))
+					generic := float64(dotBF16(st.bf16[(r+j)*dim:(r+j+1)*dim], qs))
+					for name, got := range map[string]float64{"dotRows4BF16": float64(out[j]), "dotBF16": generic} {
+						d := math.Abs(got - exact)
+						if d > slack {
+							t.Fatalf("%s, scale %v, row %d: %s %v is %g from dot %v, over the slack %g", c.name, scale, r+j, name, got, d, exact, slack)
+						}
+						most = max(most, d)
+					}
+				}
+			}
+			if most < c.reach*slack {
+				t.Fatalf("%s, scale %v: largest distance %g is under %v of the slack %g", c.name, scale, most, c.reach, slack)
+			}
+		}
+	}
+}
+
+// Rows closer together than bfloat16 can tell apart, and exact ties, at the
+// k-th place: Scan's first pass cannot order them, its exact pass must.
+func TestScanNearTiesMatchesNearest(t *testing.T) {
+	const dim = 384
+	n := 2*scanChunk + 5
+	ix, q := scanIndex(n)
+	base := ix.vecs[:dim:dim]
+	for i := 1; i < n; i += 3 { // a third of the rows: base nudged by < 2⁻⁹ of a value
+		row := ix.vecs[i*dim : (i+1)*dim]
+		copy(row, base)
+		row[i%dim] += base[i%dim] * float32(i%7) / 4096
+		if i%5 == 0 {
+			copy(row, base) // exact ties with row 0
+		}
+	}
+	for _, server := range []string{"", "server03"} {
+		for _, k := range []int{1, 7, 100, n / 3, n} {
+			all := ix.Nearest(q, n, server)
+			got := ix.Scan(q, k, server)
+			if d := cmp.Diff(all[:min(k, len(all))], got.Top); d != "" {
+				t.Fatalf("server %q k %d (-nearest +scan):\n%s", server, k, d)
+			}
+		}
+	}
+}
+
+// Rows bfloat16 cannot hold (a NaN, or a width not a multiple of 8) leave
+// Scan on the exact rows alone.
+func TestScanWithoutPrefilter(t *testing.T) {
+	ix, q := scanIndex(scanChunk + 3)
+	ix.vecs[5*ix.dim+2] = float32(math.Inf(1))
+	if st := ix.vectorStats(); st.bf16 != nil {
+		t.Fatal("prefilter made of a row holding +Inf")
+	}
+	small := &Index{tools: ix.tools[:40], dim: 12, vecs: make([]float32, 40*12)}
+	for i := range small.vecs {
+		small.vecs[i] = ix.vecs[i+7*ix.dim]
+	}
+	q12 := q[:12]
+	if st := small.vectorStats(); st.bf16 != nil {
+		t.Fatal("prefilter made for 12-wide rows")
+	}
+	for _, k := range []int{1, 10, 40} {
+		all := small.Nearest(q12, 40, "")
+		if d := cmp.Diff(all[:k], small.Scan(q12, k, "").Top); d != "" {
+			t.Fatalf("k %d (-nearest +scan):\n%s", k, d)
 		}
 	}
 }

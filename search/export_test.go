@@ -3,7 +3,6 @@ package search
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/toolgate/toolgate/index"
@@ -11,7 +10,7 @@ import (
 
 // SearchWhole ranks q the way Search did before it pruned: both signals
 // fetched for the whole (server-filtered) catalog, every candidate's score
-// read from those lists, the mean cosine summed over all of them. It is the
+// read from those lists, the mean cosine over all of them. It is the
 // reference TestPrunedMatchesWhole holds Search to; it does not run the
 // embedder concurrently and it never degrades.
 func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
@@ -31,12 +30,14 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 		return Result{}, err
 	}
 	var vecAll []index.Scored
+	var qvec []float32
 	if mode.needsVectors() {
 		vecs, err := e.emb.Embed(ctx, []string{text})
 		if err != nil {
 			return Result{}, err
 		}
-		vecAll = ix.Nearest(vecs[0], n, q.Server)
+		qvec = vecs[0]
+		vecAll = ix.Nearest(qvec, n, q.Server)
 		if vecAll == nil {
 			return Result{}, fmt.Errorf("no vectors")
 		}
@@ -52,13 +53,10 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 	kw.n = max(len(kw.top), len(vecAll))
 	var vec signal
 	if vecAll != nil {
-		// Rows are in ID order; the engine adds cosines up in row order.
-		byID := slices.Clone(vecAll)
-		slices.SortFunc(byID, func(a, b index.Scored) int { return strings.Compare(a.ID, b.ID) })
-		vec = signal{top: vecAll, n: len(vecAll)}
-		for _, h := range byID {
-			vec.sum += h.Score
-		}
+		// The catalog's cosine sum is the query's dot product with the
+		// catalog's vector sum (index.TestScanMatchesNearest holds it to
+		// the cosines added up one by one).
+		vec = signal{top: vecAll, n: len(vecAll), sum: ix.CosineSum(qvec, q.Server)}
 	}
 	var hits []Hit
 	for _, r := range e.rank(mode, kw, vec, limit) {

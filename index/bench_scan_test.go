@@ -94,12 +94,13 @@ func BenchmarkKeywordTakeover(b *testing.B) {
 	}
 }
 
-// BenchmarkDotRows4BF16 is Scan's first-pass kernel, per four rows.
-func BenchmarkDotRows4BF16(b *testing.B) {
+// BenchmarkDotRows4I8 is Scan's first-pass kernel, per four rows.
+func BenchmarkDotRows4I8(b *testing.B) {
 	ix, q := scanIndex(4)
 	st := newVectorStats(ix.tools, ix.vecs, ix.dim)
-	var out [4]float32
+	q16, _ := quantizeQuery(q)
+	var out [4]int32
 	for b.Loop() {
-		dotRows4BF16(st.bf16, 384, q, &out)
+		dotRows4I8(st.q8, 384, q16, &out)
 	}
 }

@@ -67,13 +67,13 @@ type VectorScan struct {
 // size, it returns the zero VectorScan.
 //
 // A scan of the exact rows is bound by memory bandwidth (10,000 tools are
-// 15 MB), so it reads a bfloat16 copy first, half the bytes, whose dot
-// products are within a proven bound (vectorStats.slack) of the exact ones.
-// Only the rows that bound cannot rule out of the top k are scored again
-// exactly, in row order, so Top is bit for bit Nearest's. The dot products
-// are split among the cores (a single search otherwise leaves the second
-// core idle once its query is embedded); the result does not depend on the
-// split.
+// 15 MB), so it reads an 8-bit copy first, a quarter of the bytes, whose
+// dot products are within a proven bound (vectorStats.slack) of the exact
+// ones. Only the rows that bound cannot rule out of the top k are scored
+// again exactly, in row order, so Top is bit for bit Nearest's. The dot
+// products are split among the cores (a single search otherwise leaves the
+// second core idle once its query is embedded); the result does not depend
+// on the split.
 func (ix *Index) Scan(vec []float32, k int, server string) VectorScan {
 	if ix.vecs == nil || len(vec) != ix.dim || k <= 0 {
 		return VectorScan{}
@@ -101,7 +101,7 @@ func (ix *Index) Scan(vec []float32, k int, server string) VectorScan {
 			heap.Fix(&h, 0)
 		}
 	}
-	if st.bf16 == nil {
+	if st.q8 == nil {
 		ix.split(rows, func(lo, hi int) { ix.dots(vec, server, scores, lo, hi) })
 		for i, f := range scores {
 			if inServer(i) {
@@ -111,13 +111,14 @@ func (ix *Index) Scan(vec []float32, k int, server string) VectorScan {
 		out.Top = ix.sortedRows(h)
 		return out
 	}
-	ix.split(rows, func(lo, hi int) { st.approxDots(vec, server, ix.tools, scores, lo, hi) })
+	q16, qscale := quantizeQuery(vec)
+	ix.split(rows, func(lo, hi int) { st.approxDots(q16, qscale, server, ix.tools, scores, lo, hi) })
 	// Every row whose exact score reaches the k-th best exact score has
 	// an approximate one of at least the k-th best approximate score
 	// minus twice the slack.
 	floor := math.Inf(-1)
 	if out.N > k {
-		floor = float64(kthLargest(scores, inServer, k)) - 2*st.slack(vec)
+		floor = float64(kthLargest(scores, inServer, k)) - 2*st.slack(vec, qscale)
 	}
 	dim := ix.dim
 	for i, f := range scores {
@@ -204,14 +205,16 @@ func (ix *Index) CosineSum(vec []float32, server string) float64 {
 	return s
 }
 
-// vectorStats is what Scan derives from the rows once: the bfloat16 copy,
-// the largest row norm (for the bound) and each server's vector sum.
+// vectorStats is what Scan derives from the rows once: the 8-bit copy,
+// the bound's ingredients and each server's vector sum.
 type vectorStats struct {
-	dim     int
-	bf16    []uint16 // each value's high 16 bits, rounded to nearest even; nil: not usable
-	maxNorm float64
-	sum     map[string][]float64 // server ("" = all) → sum of its rows
-	count   map[string]int
+	dim      int
+	q8       []int8    // row r ≈ scale[r] · q8[r*dim:(r+1)*dim]; nil: not usable
+	scale    []float64 // per row: its largest |value| / 127
+	maxScale float64
+	maxNorm  float64
+	sum      map[string][]float64 // server ("" = all) → sum of its rows
+	count    map[string]int
 }
 
 func (ix *Index) vectorStats() *vectorStats {
@@ -219,12 +222,17 @@ func (ix *Index) vectorStats() *vectorStats {
 	return ix.stats
 }
 
+// q8MaxDim keeps the kernel's int32 sums from overflowing: each of dim
+// products is at most 127 · 32767.
+const q8MaxDim = math.MaxInt32 / (127 * 32767)
+
 func newVectorStats(tools []Tool, vecs []float32, dim int) *vectorStats {
 	st := &vectorStats{dim: dim, sum: map[string][]float64{}, count: map[string]int{}}
 	all := make([]float64, dim)
 	st.sum[""] = all
 	st.count[""] = len(tools)
-	usable := dim%8 == 0
+	usable := dim%16 == 0 && dim <= q8MaxDim
+	st.scale = make([]float64, len(tools))
 	for i, t := range tools {
 		row := vecs[i*dim : (i+1)*dim]
 		srv := st.sum[t.Server]
@@ -233,45 +241,65 @@ func newVectorStats(tools []Tool, vecs []float32, dim int) *vectorStats {
 			st.sum[t.Server] = srv
 		}
 		st.count[t.Server]++
-		var norm float64
+		var norm, big float64
 		for j, v := range row {
 			f := float64(v)
 			all[j] += f
 			srv[j] += f
 			norm += f * f
-			// bfloat16 keeps float32's exponent range, so only values
-			// that are not finite or could round to infinity are unusable.
-			if math.IsNaN(f) || math.Abs(f) > 1e38 {
-				usable = false
-			}
+			big = max(big, math.Abs(f))
+		}
+		if math.IsNaN(norm) || math.IsInf(norm, 0) {
+			usable = false
 		}
 		st.maxNorm = max(st.maxNorm, math.Sqrt(norm))
+		st.scale[i] = big / 127
+		st.maxScale = max(st.maxScale, st.scale[i])
 	}
-	if usable {
-		st.bf16 = make([]uint16, len(vecs))
-		for i, v := range vecs {
-			st.bf16[i] = toBF16(v)
+	if !usable {
+		st.scale = nil
+		return st
+	}
+	st.q8 = make([]int8, len(vecs))
+	for i, s := range st.scale {
+		if s == 0 {
+			continue
+		}
+		for j, v := range vecs[i*dim : (i+1)*dim] {
+			st.q8[i*dim+j] = int8(max(-127, min(127, math.Round(float64(v)/s))))
 		}
 	}
 	return st
 }
 
-// toBF16 rounds v to bfloat16 (nearest, ties to even) for a finite v below
-// bfloat16's largest value.
-func toBF16(v float32) uint16 {
-	b := math.Float32bits(v)
-	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
+// quantizeQuery rounds q to int16 steps of scale (its largest |value| /
+// 32767): q[i] ≈ scale · out[i].
+func quantizeQuery(q []float32) ([]int16, float64) {
+	var big float64
+	for _, v := range q {
+		big = max(big, math.Abs(float64(v)))
+	}
+	out := make([]int16, len(q))
+	if big == 0 || math.IsInf(big, 0) || math.IsNaN(big) {
+		return out, 0
+	}
+	scale := big / 32767
+	for i, v := range q {
+		out[i] = int16(max(-32767, min(32767, math.Round(float64(v)/scale))))
+	}
+	return out, scale
 }
 
 // slack bounds |approximate − exact| for any row, where exact is dot (the
-// float32 dot product Nearest ranks by) and approximate is the float32 dot
-// product with the row rounded to bfloat16. Rounding a value to bfloat16
-// moves it by at most 2⁻⁸ of itself (2⁻¹³⁴ for float32 subnormals), so the
-// exact products move by at most 2⁻⁸·‖q‖·‖row‖ + 2⁻¹³⁴·‖q‖₁ (Cauchy–Schwarz);
-// each float32 sum of dim products is within γ = (dim+1)·2⁻²⁴/(1−(dim+1)·2⁻²⁴)
-// of its products' absolute sum, for either one. A 1 % margin covers the
-// rounding of the bound itself.
-func (st *vectorStats) slack(q []float32) float64 {
+// float32 dot product Nearest ranks by) and approximate is the 8-bit row's
+// integer dot product with the int16 query, times both scales, rounded to
+// float32. With row = s·R + δ (|δᵢ| ≤ s/2) and q = t·Q + η (|ηᵢ| ≤ t/2):
+// q·row − s·t·(Q·R) = q·δ + s·(R·η), at most s/2·(‖q‖₁ + t·‖R‖₁), with
+// ‖R‖₁ ≤ 127·dim. dot itself is within γ·‖q‖·‖row‖ of q·row, γ =
+// (dim+1)·2⁻²⁴/(1−(dim+1)·2⁻²⁴), and rounding the approximation to float32
+// moves it by 2⁻²⁴ of itself. A 1 % margin covers the rounding of the
+// bound itself and of the scales.
+func (st *vectorStats) slack(q []float32, qscale float64) float64 {
 	var n2, n1 float64
 	for _, v := range q {
 		n2 += float64(v) * float64(v)
@@ -280,44 +308,50 @@ func (st *vectorStats) slack(q []float32) float64 {
 	qn := math.Sqrt(n2)
 	u := math.Ldexp(1, -24)
 	gamma := float64(st.dim+1) * u / (1 - float64(st.dim+1)*u)
-	rel := math.Ldexp(1, -8)
-	bound := rel*qn*st.maxNorm + math.Ldexp(1, -134)*n1 + gamma*qn*st.maxNorm*(2+rel)
+	quant := st.maxScale / 2 * (n1 + qscale*127*float64(st.dim))
+	bound := quant + gamma*qn*st.maxNorm + u*(qn*st.maxNorm+quant)
 	return bound * 1.01
 }
 
-// approxDots writes the bfloat16 dot product of vec with rows lo to hi of
-// server ("" = all) into scores; other servers' rows are left as they were.
-func (st *vectorStats) approxDots(vec []float32, server string, tools []Tool, scores []float32, lo, hi int) {
+// approxDots writes the 8-bit dot product of the query (q16 times qscale)
+// with rows lo to hi of server ("" = all) into scores; other servers' rows
+// are left as they were.
+func (st *vectorStats) approxDots(q16 []int16, qscale float64, server string, tools []Tool, scores []float32, lo, hi int) {
 	dim := st.dim
+	one := func(j int) float32 {
+		return float32(float64(dotI8(st.q8[j*dim:(j+1)*dim:(j+1)*dim], q16)) * st.scale[j] * qscale)
+	}
 	i := lo
-	var out [4]float32
+	var out [4]int32
 	for ; i+4 <= hi; i += 4 {
 		if server != "" && (tools[i].Server != server || tools[i+1].Server != server ||
 			tools[i+2].Server != server || tools[i+3].Server != server) {
 			for j := i; j < i+4; j++ {
 				if tools[j].Server == server {
-					scores[j] = dotBF16(st.bf16[j*dim:(j+1)*dim:(j+1)*dim], vec)
+					scores[j] = one(j)
 				}
 			}
 			continue
 		}
-		dotRows4BF16(st.bf16[i*dim:(i+4)*dim], dim, vec[:dim], &out)
-		copy(scores[i:i+4], out[:])
+		dotRows4I8(st.q8[i*dim:(i+4)*dim], dim, q16[:dim], &out)
+		for j, d := range out {
+			scores[i+j] = float32(float64(d) * st.scale[i+j] * qscale)
+		}
 	}
 	for ; i < hi; i++ {
 		if server == "" || tools[i].Server == server {
-			scores[i] = dotBF16(st.bf16[i*dim:(i+1)*dim:(i+1)*dim], vec)
+			scores[i] = one(i)
 		}
 	}
 }
 
-// dotBF16 is the dot product of a bfloat16 row with q (the order of the
-// additions is free: slack bounds any order).
-func dotBF16(row []uint16, q []float32) float32 {
+// dotI8 is the integer dot product of an 8-bit row with the int16 query
+// (exact: q8MaxDim keeps it within int32).
+func dotI8(row []int8, q []int16) int32 {
 	q = q[:len(row)]
-	var s float32
-	for i, h := range row {
-		s += math.Float32frombits(uint32(h)<<16) * q[i]
+	var s int32
+	for i, r := range row {
+		s += int32(r) * int32(q[i])
 	}
 	return s
 }

@@ -11,11 +11,10 @@ const haveDotRows4 = true
 //go:noescape
 func dotRows4(rows []float32, dim int, q []float32, out *[4]float32)
 
-// dotRows4BF16 writes the dot product of bfloat16 rows[r*dim:(r+1)*dim]
-// with q to out[r] for r = 0..3, widening each value to float32 (a 16-bit
-// shift: bfloat16 is float32's high half). rows must hold 4·dim values and
-// q dim; dim must be a positive multiple of 8. The additions are in another
-// order than dotBF16's; vectorStats.slack bounds either.
+// dotRows4I8 writes the integer dot product of the 8-bit rows[r*dim:
+// (r+1)*dim] with q to out[r] for r = 0..3, as dotI8 does. rows must hold
+// 4·dim values and q dim; dim must be a positive multiple of 16 and at most
+// q8MaxDim.
 //
 //go:noescape
-func dotRows4BF16(rows []uint16, dim int, q []float32, out *[4]float32)
+func dotRows4I8(rows []int8, dim int, q []int16, out *[4]int32)

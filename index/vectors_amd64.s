@@ -87,106 +87,103 @@ loop:
 	MOVSS  X3, 12(DX)
 	RET
 
-// func dotRows4BF16(rows []uint16, dim int, q []float32, out *[4]float32)
+// func dotRows4I8(rows []int8, dim int, q []int16, out *[4]int32)
 //
-// Eight values of each of four rows per iteration: PUNPCKLWL/PUNPCKHWL
-// against a zero register put each 16-bit value in the high half of a
-// 32-bit lane, which is its float32; the four rows share each load of q.
-TEXT ·dotRows4BF16(SB), NOSPLIT, $0-64
+// Sixteen values of each of four rows per iteration: PUNPCKLBW/PUNPCKHBW
+// of a register with itself and an arithmetic shift by 8 widen the bytes
+// to int16, PMADDWL multiplies them by q's and adds pairs into int32
+// lanes; the four rows share each load of q. Integer sums are exact, so
+// the result equals dotI8's.
+TEXT ·dotRows4I8(SB), NOSPLIT, $0-64
 	MOVQ rows_base+0(FP), SI
-	MOVQ dim+24(FP), CX
+	MOVQ dim+24(FP), CX   // bytes per row
 	MOVQ q_base+32(FP), DI
 	MOVQ out+56(FP), DX
-	SHLQ $1, CX           // bytes per row
 	LEAQ (SI)(CX*1), R9   // row 1
 	LEAQ (R9)(CX*1), R10  // row 2
 	LEAQ (R10)(CX*1), R11 // row 3
-	XORPS X0, X0
-	XORPS X1, X1
-	XORPS X2, X2
-	XORPS X3, X3
-	XORQ AX, AX           // offset in the rows (2 bytes a value)
-	XORQ BX, BX           // offset in q (4 bytes a value)
+	PXOR X0, X0
+	PXOR X1, X1
+	PXOR X2, X2
+	PXOR X3, X3
+	XORQ AX, AX           // offset in the rows (1 byte a value)
+	XORQ BX, BX           // offset in q (2 bytes a value)
 
-bfloop:
-	MOVUPS (DI)(BX*1), X4   // q[0:4]
-	MOVUPS 16(DI)(BX*1), X5 // q[4:8]
+i8loop:
+	MOVOU (DI)(BX*1), X4   // q[0:8]
+	MOVOU 16(DI)(BX*1), X5 // q[8:16]
 
 	MOVOU     (SI)(AX*1), X6
-	PXOR      X7, X7
-	PUNPCKLWL X6, X7
-	PXOR      X8, X8
-	PUNPCKHWL X6, X8
-	MULPS     X4, X7
-	MULPS     X5, X8
-	ADDPS     X7, X0
-	ADDPS     X8, X0
+	MOVO      X6, X7
+	PUNPCKLBW X6, X7
+	PSRAW     $8, X7
+	PUNPCKHBW X6, X6
+	PSRAW     $8, X6
+	PMADDWL   X4, X7
+	PMADDWL   X5, X6
+	PADDL     X7, X0
+	PADDL     X6, X0
 
 	MOVOU     (R9)(AX*1), X6
-	PXOR      X7, X7
-	PUNPCKLWL X6, X7
-	PXOR      X8, X8
-	PUNPCKHWL X6, X8
-	MULPS     X4, X7
-	MULPS     X5, X8
-	ADDPS     X7, X1
-	ADDPS     X8, X1
+	MOVO      X6, X7
+	PUNPCKLBW X6, X7
+	PSRAW     $8, X7
+	PUNPCKHBW X6, X6
+	PSRAW     $8, X6
+	PMADDWL   X4, X7
+	PMADDWL   X5, X6
+	PADDL     X7, X1
+	PADDL     X6, X1
 
 	MOVOU     (R10)(AX*1), X6
-	PXOR      X7, X7
-	PUNPCKLWL X6, X7
-	PXOR      X8, X8
-	PUNPCKHWL X6, X8
-	MULPS     X4, X7
-	MULPS     X5, X8
-	ADDPS     X7, X2
-	ADDPS     X8, X2
+	MOVO      X6, X7
+	PUNPCKLBW X6, X7
+	PSRAW     $8, X7
+	PUNPCKHBW X6, X6
+	PSRAW     $8, X6
+	PMADDWL   X4, X7
+	PMADDWL   X5, X6
+	PADDL     X7, X2
+	PADDL     X6, X2
 
 	MOVOU     (R11)(AX*1), X6
-	PXOR      X7, X7
-	PUNPCKLWL X6, X7
-	PXOR      X8, X8
-	PUNPCKHWL X6, X8
-	MULPS     X4, X7
-	MULPS     X5, X8
-	ADDPS     X7, X3
-	ADDPS     X8, X3
+	MOVO      X6, X7
+	PUNPCKLBW X6, X7
+	PSRAW     $8, X7
+	PUNPCKHBW X6, X6
+	PSRAW     $8, X6
+	PMADDWL   X4, X7
+	PMADDWL   X5, X6
+	PADDL     X7, X3
+	PADDL     X6, X3
 
 	ADDQ $16, AX
 	ADDQ $32, BX
 	CMPQ AX, CX
-	JLT  bfloop
+	JLT  i8loop
 
-	// Horizontal sums: X0..X3 hold four lanes each.
-	MOVAPS X0, X9
-	SHUFPS $0x4E, X9, X9 // lanes 2,3,0,1
-	ADDPS  X9, X0
-	MOVAPS X0, X9
-	SHUFPS $0xB1, X9, X9 // lanes 1,0,3,2
-	ADDPS  X9, X0
+	// Horizontal sums of the four int32 lanes.
+	PSHUFD $0x4E, X0, X9
+	PADDL  X9, X0
+	PSHUFD $0xB1, X0, X9
+	PADDL  X9, X0
 	MOVSS  X0, 0(DX)
 
-	MOVAPS X1, X9
-	SHUFPS $0x4E, X9, X9
-	ADDPS  X9, X1
-	MOVAPS X1, X9
-	SHUFPS $0xB1, X9, X9
-	ADDPS  X9, X1
+	PSHUFD $0x4E, X1, X9
+	PADDL  X9, X1
+	PSHUFD $0xB1, X1, X9
+	PADDL  X9, X1
 	MOVSS  X1, 4(DX)
 
-	MOVAPS X2, X9
-	SHUFPS $0x4E, X9, X9
-	ADDPS  X9, X2
-	MOVAPS X2, X9
-	SHUFPS $0xB1, X9, X9
-	ADDPS  X9, X2
+	PSHUFD $0x4E, X2, X9
+	PADDL  X9, X2
+	PSHUFD $0xB1, X2, X9
+	PADDL  X9, X2
 	MOVSS  X2, 8(DX)
 
-	MOVAPS X3, X9
-	SHUFPS $0x4E, X9, X9
-	ADDPS  X9, X3
-	MOVAPS X3, X9
-	SHUFPS $0xB1, X9, X9
-	ADDPS  X9, X3
+	PSHUFD $0x4E, X3, X9
+	PADDL  X9, X3
+	PSHUFD $0xB1, X3, X9
+	PADDL  X9, X3
 	MOVSS  X3, 12(DX)
 	RET

@@ -10,8 +10,8 @@ func dotRows4(rows []float32, dim int, q []float32, out *[4]float32) {
 	}
 }
 
-func dotRows4BF16(rows []uint16, dim int, q []float32, out *[4]float32) {
+func dotRows4I8(rows []int8, dim int, q []int16, out *[4]int32) {
 	for r := range 4 {
-		out[r] = dotBF16(rows[r*dim:(r+1)*dim], q)
+		out[r] = dotI8(rows[r*dim:(r+1)*dim], q)
 	}
 }

@@ -57,34 +57,40 @@ func TestDotRows4MatchesDot(t *testing.T) {
 	}
 }
 
-// slack bounds the bfloat16 dot product's distance from dot's, for the
-// assembly kernel and the Go one: on unit rows, rows of other lengths,
-// values at bfloat16 rounding boundaries, zeros and subnormals; and on worst
-// cases, where it must also be nearly reached (else this test could not
-// tell a bound too small).
-func TestSlackBoundsBF16(t *testing.T) {
+// slack bounds the 8-bit dot product's distance from dot's: on unit rows,
+// rows of other lengths, values at rounding boundaries, zeros and
+// subnormals; and on worst cases, where it must also be nearly reached
+// (else this test could not tell a bound too small). The assembly kernel's
+// integer sums equal dotI8's.
+func TestSlackBoundsI8(t *testing.T) {
 	const dim, n = 384, 256
 	ix, q := scanIndex(n)
 	for i := range ix.vecs {
 		switch i % 11 {
-		case 3: // halfway between two bfloat16 values: rounds to even
-			ix.vecs[i] = math.Float32frombits(math.Float32bits(ix.vecs[i])&^0xffff | 0x8000)
 		case 5:
 			ix.vecs[i] *= float32(1 + i%5) // longer rows
 		case 7:
 			ix.vecs[i] = []float32{0, 1e-41, -3e-39, 1e-30}[i%4]
 		}
 	}
-	// Worst cases: every value just below a bfloat16 halfway point, with
-	// q's sign and about q's magnitude, so that each rounds down by almost
-	// 2⁻⁸ of itself and every error adds to the dot product's.
+	// Worst cases: a power-of-two step s, one value of 127·s, the others
+	// just under a half step above a multiple of s, with q's sign and
+	// about q's magnitude, so that each rounds down by almost s/2 and
+	// every error adds to the dot product's.
 	worst := &Index{tools: ix.tools[:8], dim: dim, vecs: make([]float32, 8*dim)}
+	var big float64
+	for _, v := range q {
+		big = max(big, math.Abs(float64(v)))
+	}
 	for r := range 8 {
 		row := worst.vecs[r*dim : (r+1)*dim]
+		step := math.Ldexp(1, -9-r%3)
 		for j := range row {
-			_, e := math.Frexp(float64(q[j]))
-			v := math.Ldexp(1+float64(0x7fff)/(1<<23), e-1)
-			row[j] = float32(math.Copysign(v, float64(q[j])))
+			m := 127.0
+			if j > 0 {
+				m = math.Round(math.Abs(float64(q[j]))/big*100) + 0.5 - 1.0/1024
+			}
+			row[j] = float32(math.Copysign(m*step, float64(q[j])))
 		}
 	}
 	for _, c := range []struct {
@@ -93,47 +99,50 @@ func TestSlackBoundsBF16(t *testing.T) {
 		reach float64 // the largest distance must be at least this share of the slack
 	}{{"mixed", ix, 0}, {"worst", worst, 0.8}} {
 		st := newVectorStats(c.ix.tools, c.ix.vecs, dim)
-		if st.bf16 == nil {
+		if st.q8 == nil {
 			t.Fatalf("%s: prefilter unusable on finite rows", c.name)
 		}
 		rows := len(c.ix.tools)
-		for _, scale := range []float32{1, 1e-3, 40} {
+		for _, factor := range []float32{1, 1e-3, 40} {
 			qs := make([]float32, dim)
 			for j := range qs {
-				qs[j] = q[j] * scale
+				qs[j] = q[j] * factor
 			}
-			slack := st.slack(qs)
+			q16, qscale := quantizeQuery(qs)
+			slack := st.slack(qs, qscale)
+			scores := make([]float32, rows)
+			st.approxDots(q16, qscale, "", c.ix.tools, scores, 0, rows)
 			var most float64
 			for r := 0; r+4 <= rows; r += 4 {
-				var out [4]float32
-				dotRows4BF16(st.bf16[r*dim:(r+4)*dim], dim, qs, &out)
+				var out [4]int32
+				dotRows4I8(st.q8[r*dim:(r+4)*dim], dim, q16, &out)
 				for j := range 4 {
-					exact := float64(dot(c.ix.vecs[(r+j)*dim:(r+j+1)*dim], qs))
-					generic := float64(dotBF16(st.bf16[(r+j)*dim:(r+j+1)*dim], qs))
-					for name, got := range map[string]float64{"dotRows4BF16": float64(out[j]), "dotBF16": generic} {
-						d := math.Abs(got - exact)
-						if d > slack {
-							t.Fatalf("%s, scale %v, row %d: %s %v is %g from dot %v, over the slack %g", c.name, scale, r+j, name, got, d, exact, slack)
-						}
-						most = max(most, d)
+					if want := dotI8(st.q8[(r+j)*dim:(r+j+1)*dim], q16); out[j] != want {
+						t.Fatalf("%s row %d: dotRows4I8 %d, dotI8 %d", c.name, r+j, out[j], want)
 					}
+					exact := float64(dot(c.ix.vecs[(r+j)*dim:(r+j+1)*dim], qs))
+					d := math.Abs(float64(scores[r+j]) - exact)
+					if d > slack {
+						t.Fatalf("%s, q×%v, row %d: approximation %v is %g from dot %v, over the slack %g", c.name, factor, r+j, scores[r+j], d, exact, slack)
+					}
+					most = max(most, d)
 				}
 			}
 			if most < c.reach*slack {
-				t.Fatalf("%s, scale %v: largest distance %g is under %v of the slack %g", c.name, scale, most, c.reach, slack)
+				t.Fatalf("%s, q×%v: largest distance %g is under %v of the slack %g", c.name, factor, most, c.reach, slack)
 			}
 		}
 	}
 }
 
-// Rows closer together than bfloat16 can tell apart, and exact ties, at the
+// Rows closer together than the 8-bit copy can tell apart, and exact ties, at the
 // k-th place: Scan's first pass cannot order them, its exact pass must.
 func TestScanNearTiesMatchesNearest(t *testing.T) {
 	const dim = 384
 	n := 2*scanChunk + 5
 	ix, q := scanIndex(n)
 	base := ix.vecs[:dim:dim]
-	for i := 1; i < n; i += 3 { // a third of the rows: base nudged by < 2⁻⁹ of a value
+	for i := 1; i < n; i += 3 { // a third of the rows: base nudged by < 2⁻⁹ of a value, far below a step
 		row := ix.vecs[i*dim : (i+1)*dim]
 		copy(row, base)
 		row[i%dim] += base[i%dim] * float32(i%7) / 4096
@@ -152,12 +161,12 @@ func TestScanNearTiesMatchesNearest(t *testing.T) {
 	}
 }
 
-// Rows bfloat16 cannot hold (a NaN, or a width not a multiple of 8) leave
-// Scan on the exact rows alone.
+// Rows the 8-bit copy cannot hold (an infinity, or a width not a multiple
+// of 16) leave Scan on the exact rows alone.
 func TestScanWithoutPrefilter(t *testing.T) {
 	ix, q := scanIndex(scanChunk + 3)
 	ix.vecs[5*ix.dim+2] = float32(math.Inf(1))
-	if st := ix.vectorStats(); st.bf16 != nil {
+	if st := ix.vectorStats(); st.q8 != nil {
 		t.Fatal("prefilter made of a row holding +Inf")
 	}
 	small := &Index{tools: ix.tools[:40], dim: 12, vecs: make([]float32, 40*12)}
@@ -165,7 +174,7 @@ func TestScanWithoutPrefilter(t *testing.T) {
 		small.vecs[i] = ix.vecs[i+7*ix.dim]
 	}
 	q12 := q[:12]
-	if st := small.vectorStats(); st.bf16 != nil {
+	if st := small.vectorStats(); st.q8 != nil {
 		t.Fatal("prefilter made for 12-wide rows")
 	}
 	for _, k := range []int{1, 10, 40} {

@@ -104,3 +104,16 @@ func BenchmarkDotRows4I8(b *testing.B) {
 		dotRows4I8(st.q8, 384, q16, &out)
 	}
 }
+
+// BenchmarkVectorStats is what the first Scan of an index prepares: the
+// 8-bit copy and each server's vector sum.
+func BenchmarkVectorStats(b *testing.B) {
+	for _, n := range []int{10000, 50000} {
+		ix, _ := scanIndex(n)
+		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				newVectorStats(ix.tools, ix.vecs, ix.dim)
+			}
+		})
+	}
+}

@@ -228,47 +228,64 @@ const q8MaxDim = math.MaxInt32 / (127 * 32767)
 
 func newVectorStats(tools []Tool, vecs []float32, dim int) *vectorStats {
 	st := &vectorStats{dim: dim, sum: map[string][]float64{}, count: map[string]int{}}
-	all := make([]float64, dim)
-	st.sum[""] = all
-	st.count[""] = len(tools)
 	usable := dim%16 == 0 && dim <= q8MaxDim
 	st.scale = make([]float64, len(tools))
+	if usable {
+		st.q8 = make([]int8, len(vecs))
+	}
+	// Rows are in ID order, so each server's rows are consecutive.
+	var srv []float64
 	for i, t := range tools {
-		row := vecs[i*dim : (i+1)*dim]
-		srv := st.sum[t.Server]
-		if srv == nil {
-			srv = make([]float64, dim)
-			st.sum[t.Server] = srv
+		if srv == nil || t.Server != tools[i-1].Server {
+			if srv = st.sum[t.Server]; srv == nil {
+				srv = make([]float64, dim)
+				st.sum[t.Server] = srv
+			}
 		}
 		st.count[t.Server]++
-		var norm, big float64
+		row := vecs[i*dim : (i+1)*dim : (i+1)*dim]
+		var norm float64
+		var big uint32 // largest |value|'s bits: for finite floats, order is kept
 		for j, v := range row {
 			f := float64(v)
-			all[j] += f
 			srv[j] += f
 			norm += f * f
-			big = max(big, math.Abs(f))
+			big = max(big, math.Float32bits(v)&0x7fffffff)
 		}
-		if math.IsNaN(norm) || math.IsInf(norm, 0) {
+		if big >= 0x7f800000 { // an infinity or NaN
 			usable = false
+			st.q8 = nil
 		}
 		st.maxNorm = max(st.maxNorm, math.Sqrt(norm))
-		st.scale[i] = big / 127
+		st.scale[i] = float64(math.Float32frombits(big)) / 127
 		st.maxScale = max(st.maxScale, st.scale[i])
+		if !usable || big == 0 {
+			continue
+		}
+		inv := 1 / st.scale[i]
+		q := st.q8[i*dim : (i+1)*dim : (i+1)*dim]
+		for j, v := range row {
+			x := float64(v) * inv // within [-127, 127] up to rounding
+			q[j] = int8(x + math.Copysign(0.5, x))
+		}
 	}
 	if !usable {
 		st.scale = nil
-		return st
 	}
-	st.q8 = make([]int8, len(vecs))
-	for i, s := range st.scale {
-		if s == 0 {
-			continue
-		}
-		for j, v := range vecs[i*dim : (i+1)*dim] {
-			st.q8[i*dim+j] = int8(max(-127, min(127, math.Round(float64(v)/s))))
+	// The whole catalog's sum adds the servers' in name order.
+	names := make([]string, 0, len(st.sum))
+	for name := range st.sum {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	all := make([]float64, dim)
+	for _, name := range names {
+		for j, v := range st.sum[name] {
+			all[j] += v
 		}
 	}
+	st.sum[""] = all
+	st.count[""] = len(tools)
 	return st
 }
 

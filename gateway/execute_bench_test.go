@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -40,6 +41,11 @@ import (
 //   - overhead: direct and gateway-process calls alternated, so both see the
 //     same load on a busy machine; it reports the p50 of each and the
 //     difference (added-p50-µs), the figure the target is about;
+//   - floor: direct, a relay process and the gateway process alternated:
+//     the relay copies JSON-RPC lines to and from the backend without
+//     decoding them, so what it adds (relay-added-p50-µs) is what any
+//     stdio gateway pays for the extra hops, and gateway-over-relay-p50-µs
+//     is what decoding, validating and re-encoding cost beyond it;
 //   - gateway-pipes: the same gateway in this process, the client talking to
 //     it over OS pipes with go-sdk's stdio framing on both ends, for
 //     -cpuprofile/-memprofile (they then show client and gateway together);
@@ -87,33 +93,29 @@ func BenchmarkExecuteTool(b *testing.B) {
 	// overhead alternates a direct call and a call through the gateway
 	// process, so both see the same machine load, and reports the p50 of
 	// each and their difference (what `toolgate bench` reports as "+N µs").
+	directParams := &mcp.CallToolParams{Name: "echo", Arguments: args}
 	b.Run("overhead", func(b *testing.B) {
-		direct := connectDirect(b, srv)
-		directParams := &mcp.CallToolParams{Name: "echo", Arguments: args}
 		gp := startGatewayProcess(b)
-		for range 50 {
-			timedCall(b, direct, directParams)
-			timedCall(b, gp.cs, execParams)
-		}
-		gp.mark(b)
-		var dl, gl []time.Duration
-		for b.Loop() {
-			var d, g time.Duration
-			if len(dl)%2 == 0 { // alternate which goes first
-				d = timedCall(b, direct, directParams)
-				g = timedCall(b, gp.cs, execParams)
-			} else {
-				g = timedCall(b, gp.cs, execParams)
-				d = timedCall(b, direct, directParams)
-			}
-			dl, gl = append(dl, d), append(gl, g)
-		}
-		b.StopTimer()
-		gp.report(b, len(gl))
-		dp, gw := median(dl), median(gl)
-		b.ReportMetric(float64(dp.Microseconds()), "direct-p50-µs")
-		b.ReportMetric(float64(gw.Microseconds()), "gateway-p50-µs")
-		b.ReportMetric(float64((gw - dp).Microseconds()), "added-p50-µs")
+		p50 := interleaved(b, []party{{connectDirect(b, srv), directParams}, {gp.cs, execParams}}, func() { gp.mark(b) })
+		gp.report(b, b.N)
+		b.ReportMetric(float64(p50[0].Microseconds()), "direct-p50-µs")
+		b.ReportMetric(float64(p50[1].Microseconds()), "gateway-p50-µs")
+		b.ReportMetric(float64((p50[1] - p50[0]).Microseconds()), "added-p50-µs")
+	})
+
+	// floor adds a third process to the alternation: a relay (this test
+	// binary re-executed, see benchRelayMain) that starts the backend and
+	// copies JSON-RPC lines both ways without decoding them. What it adds
+	// to a direct call is what any stdio gateway pays for the two extra
+	// pipe hops and process wake-ups; the gateway's time beyond the
+	// relay's is decoding, validating, dispatching and re-encoding a call.
+	b.Run("floor", func(b *testing.B) {
+		p50 := interleaved(b, []party{{connectDirect(b, srv), directParams}, {startRelayProcess(b), directParams},
+			{startGatewayProcess(b).cs, execParams}}, nil)
+		b.ReportMetric(float64(p50[0].Microseconds()), "direct-p50-µs")
+		b.ReportMetric(float64((p50[1] - p50[0]).Microseconds()), "relay-added-p50-µs")
+		b.ReportMetric(float64((p50[2] - p50[0]).Microseconds()), "gateway-added-p50-µs")
+		b.ReportMetric(float64((p50[2] - p50[1]).Microseconds()), "gateway-over-relay-p50-µs")
 	})
 
 	b.Run("gateway-pipes", func(b *testing.B) {
@@ -149,12 +151,18 @@ const envBenchGateway = "TOOLGATE_BENCH_GATEWAY"
 const benchStatsTool = "bench_memstats"
 
 func init() {
-	// Before TestMain: the gateway child is neither a fake backend nor a
-	// reaper (its backends are, and they do not inherit this variable).
-	if os.Getenv(envBenchGateway) == "" || backendtest.IsChild() || backend.IsReaper() {
+	// Before TestMain: the gateway and relay children are neither a fake
+	// backend nor a reaper (their backends are, and do not inherit these
+	// variables).
+	if backendtest.IsChild() || backend.IsReaper() {
 		return
 	}
-	os.Exit(benchGatewayMain())
+	switch {
+	case os.Getenv(envBenchRelay) != "":
+		os.Exit(benchRelayMain())
+	case os.Getenv(envBenchGateway) != "":
+		os.Exit(benchGatewayMain())
+	}
 }
 
 func benchGatewayMain() int {
@@ -190,6 +198,81 @@ func benchGatewayMain() int {
 		return 1
 	}
 	return 0
+}
+
+// envBenchRelay makes the test binary a line relay in front of
+// benchBackend (see init and benchRelayMain).
+const envBenchRelay = "TOOLGATE_BENCH_RELAY"
+
+// benchRelayMain starts benchBackend and copies newline-framed messages
+// from stdin to the backend and from the backend to stdout, one write per
+// message, without decoding them: the least a stdio gateway can do.
+func benchRelayMain() int {
+	srv := benchBackend()
+	cmd := exec.Command(srv.Command)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, envBenchRelay+"=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	for k, v := range srv.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench relay:", err)
+		return 1
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench relay:", err)
+		return 1
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench relay:", err)
+		return 1
+	}
+	relayLines := func(dst io.Writer, src io.Reader) {
+		br := bufio.NewReaderSize(src, 64<<10)
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(line) > 0 {
+				if _, werr := dst.Write(line); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+	go func() {
+		relayLines(in, os.Stdin)
+		in.Close() // the client is gone: the backend's stdin closes too
+	}()
+	relayLines(os.Stdout, out)
+	_ = cmd.Wait()
+	return 0
+}
+
+// startRelayProcess is a client session through the test binary
+// re-executed as a relay in front of benchBackend.
+func startRelayProcess(b *testing.B) *mcp.ClientSession {
+	b.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), envBenchRelay+"=1")
+	cmd.Stderr = os.Stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
 }
 
 // gatewayProcess is a client session to the test binary re-executed as a
@@ -248,6 +331,41 @@ func connectDirect(b *testing.B, srv config.Server) *mcp.ClientSession {
 	}
 	b.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// party is one way of making the benchmark's call.
+type party struct {
+	cs     *mcp.ClientSession
+	params *mcp.CallToolParams
+}
+
+// interleaved warms each party up, calls before (if set), then makes one
+// call per party per iteration, each round starting with the next party so
+// none always follows another, and returns each party's p50.
+func interleaved(b *testing.B, parties []party, before func()) []time.Duration {
+	for range 50 {
+		for _, p := range parties {
+			timedCall(b, p.cs, p.params)
+		}
+	}
+	if before != nil {
+		before()
+	}
+	lat := make([][]time.Duration, len(parties))
+	round := 0
+	for b.Loop() {
+		for k := range parties {
+			i := (round + k) % len(parties)
+			lat[i] = append(lat[i], timedCall(b, parties[i].cs, parties[i].params))
+		}
+		round++
+	}
+	b.StopTimer()
+	p50 := make([]time.Duration, len(parties))
+	for i, l := range lat {
+		p50[i] = median(l)
+	}
+	return p50
 }
 
 // timedCall makes one call that must succeed and returns its latency.

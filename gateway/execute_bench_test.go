@@ -259,14 +259,26 @@ func benchRelayMain() int {
 // startRelayProcess is a client session through the test binary
 // re-executed as a relay in front of benchBackend.
 func startRelayProcess(b *testing.B) *mcp.ClientSession {
+	return connectCommand(b, reexec(b, envBenchRelay))
+}
+
+// reexec is this test binary run again with env set (see init).
+func reexec(b *testing.B, env string) *exec.Cmd {
 	b.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envBenchRelay+"=1")
+	cmd.Env = append(os.Environ(), env+"=1")
 	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// connectCommand starts cmd and connects a client session to it over
+// stdio; cleanup closes the session, which waits for the process.
+func connectCommand(b *testing.B, cmd *exec.Cmd) *mcp.ClientSession {
+	b.Helper()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -285,19 +297,8 @@ type gatewayProcess struct {
 }
 
 func startGatewayProcess(b *testing.B) *gatewayProcess {
-	b.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envBenchGateway+"=1")
-	cmd.Stderr = os.Stderr
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { cs.Close() }) // CommandTransport waits for the process
+	cmd := reexec(b, envBenchGateway)
+	cs := connectCommand(b, cmd)
 	return &gatewayProcess{cs: cs, pid: cmd.Process.Pid}
 }
 
@@ -319,18 +320,12 @@ func (gp *gatewayProcess) report(b *testing.B, n int) {
 
 // connectDirect is a client session straight to a backend process.
 func connectDirect(b *testing.B, srv config.Server) *mcp.ClientSession {
-	b.Helper()
 	cmd := exec.Command(srv.Command)
 	cmd.Env = os.Environ()
 	for k, v := range srv.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { cs.Close() })
-	return cs
+	return connectCommand(b, cmd)
 }
 
 // party is one way of making the benchmark's call.

@@ -33,6 +33,7 @@ func scanIndex(n int) (*Index, []float32) {
 func BenchmarkScan(b *testing.B) {
 	for _, n := range []int{10000, 50000} {
 		ix, q := scanIndex(n)
+		ix.PrepareScan()
 		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
 			b.SetBytes(int64(len(ix.vecs) * 4))
 			for b.Loop() {
@@ -97,7 +98,7 @@ func BenchmarkKeywordTakeover(b *testing.B) {
 // BenchmarkDotRows4I8 is Scan's first-pass kernel, per four rows.
 func BenchmarkDotRows4I8(b *testing.B) {
 	ix, q := scanIndex(4)
-	st := newVectorStats(ix.tools, ix.vecs, ix.dim)
+	st := newVectorCopy(ix.vecs, len(ix.tools), ix.dim)
 	q16, _ := quantizeQuery(q)
 	var out [4]int32
 	for b.Loop() {
@@ -105,14 +106,27 @@ func BenchmarkDotRows4I8(b *testing.B) {
 	}
 }
 
-// BenchmarkVectorStats is what the first Scan of an index prepares: the
-// 8-bit copy and each server's vector sum.
-func BenchmarkVectorStats(b *testing.B) {
+// BenchmarkVectorSums and BenchmarkVectorCopy are what Scan needs besides
+// the vectors: the server sums (the first Scan makes them) and the 8-bit
+// copy (PrepareScan makes it, in the background when an engine gets the
+// index).
+func BenchmarkVectorSums(b *testing.B) {
 	for _, n := range []int{10000, 50000} {
 		ix, _ := scanIndex(n)
 		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
 			for b.Loop() {
-				newVectorStats(ix.tools, ix.vecs, ix.dim)
+				newVectorSums(ix.tools, ix.vecs, ix.dim)
+			}
+		})
+	}
+}
+
+func BenchmarkVectorCopy(b *testing.B) {
+	for _, n := range []int{10000, 50000} {
+		ix, _ := scanIndex(n)
+		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				newVectorCopy(ix.vecs, n, ix.dim)
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -95,8 +96,10 @@ type Index struct {
 
 	scanBufs sync.Pool // *[]float32 of len(tools) scores, for Scan
 
-	statsOnce sync.Once
-	stats     *vectorStats // made on first use (Scan)
+	sumsOnce sync.Once
+	sums     *vectorSums // made on first use (Scan, CosineSum)
+	copyOnce sync.Once
+	copy8    atomic.Pointer[vectorCopy] // made by PrepareScan
 }
 
 // idAt is tools[i].ID() without building the string on every search.
@@ -506,6 +509,10 @@ func (ix *Index) Len() int { return len(ix.tools) }
 // the Index must not be used afterwards.
 func (ix *Index) Close() error {
 	ix.closeOnce.Do(func() {
+		// Wait for a PrepareScan in flight, and keep any later one from
+		// reading the vectors once they are unmapped.
+		ix.sumsOnce.Do(func() {})
+		ix.copyOnce.Do(func() {})
 		var errs []error
 		if ix.bi != nil {
 			errs = append(errs, ix.bi.Close())

@@ -120,6 +120,15 @@ func TestKeywordTopAndScoresMatchWhole(t *testing.T) {
 func TestScanMatchesNearest(t *testing.T) {
 	ix, qs := pruneIndex(t)
 	vecs, _ := unitEmbedder{}.Embed(context.Background(), qs)
+	for _, pass := range []string{"exact", "8-bit first"} {
+		if pass != "exact" {
+			ix.PrepareScan()
+		}
+		testScanMatchesNearest(t, ix, vecs, pass)
+	}
+}
+
+func testScanMatchesNearest(t *testing.T, ix *index.Index, vecs [][]float32, pass string) {
 	for _, server := range []string{"", ix.Tools()[0].Server, "no-such-server"} {
 		for i, v := range vecs {
 			all := ix.Nearest(v, ix.Len(), server)
@@ -135,7 +144,7 @@ func TestScanMatchesNearest(t *testing.T) {
 				t.Fatalf("server %q query %d: CosineSum %v, cosines add up to %v", server, i, cs, sum)
 			}
 			for _, k := range []int{1, 5, 100, ix.Len()} {
-				t.Run(fmt.Sprintf("%s/%d/k=%d", server, i, k), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/%d/k=%d", pass, server, i, k), func(t *testing.T) {
 					got := ix.Scan(v, k, server)
 					want := index.VectorScan{Top: all[:min(k, len(all))], Sum: cs, N: len(all)}
 					if d := cmp.Diff(want, got); d != "" {

@@ -9,22 +9,28 @@ import (
 )
 
 // Scan splits large catalogs among goroutines; the split must not show in
-// the result, which equals Nearest's top k and CosineSum.
+// the result, which equals Nearest's top k and CosineSum, before and after
+// PrepareScan.
 func TestScanSplitMatchesNearest(t *testing.T) {
 	n := 3*scanChunk + 17
 	ix, q := scanIndex(n)
 	for i := range 400 { // equal rows: ties across chunk boundaries
 		copy(ix.vecs[(n-1-i)*ix.dim:(n-i)*ix.dim], ix.vecs[i*ix.dim:(i+1)*ix.dim])
 	}
-	for _, server := range []string{"", "server07"} {
-		for _, k := range []int{1, 100, n} {
-			t.Run(fmt.Sprintf("server=%q/k=%d", server, k), func(t *testing.T) {
-				all := ix.Nearest(q, n, server)
-				want := VectorScan{Top: all[:min(k, len(all))], Sum: ix.CosineSum(q, server), N: len(all)}
-				if d := cmp.Diff(want, ix.Scan(q, k, server)); d != "" {
-					t.Errorf("(-nearest +scan):\n%s", d)
-				}
-			})
+	for _, pass := range []string{"exact", "8-bit first"} {
+		if pass != "exact" {
+			ix.PrepareScan()
+		}
+		for _, server := range []string{"", "server07"} {
+			for _, k := range []int{1, 100, n} {
+				t.Run(fmt.Sprintf("%s/server=%q/k=%d", pass, server, k), func(t *testing.T) {
+					all := ix.Nearest(q, n, server)
+					want := VectorScan{Top: all[:min(k, len(all))], Sum: ix.CosineSum(q, server), N: len(all)}
+					if d := cmp.Diff(want, ix.Scan(q, k, server)); d != "" {
+						t.Errorf("(-nearest +scan):\n%s", d)
+					}
+				})
+			}
 		}
 	}
 }
@@ -98,8 +104,8 @@ func TestSlackBoundsI8(t *testing.T) {
 		ix    *Index
 		reach float64 // the largest distance must be at least this share of the slack
 	}{{"mixed", ix, 0}, {"worst", worst, 0.8}} {
-		st := newVectorStats(c.ix.tools, c.ix.vecs, dim)
-		if st.q8 == nil {
+		st := newVectorCopy(c.ix.vecs, len(c.ix.tools), dim)
+		if st == nil {
 			t.Fatalf("%s: prefilter unusable on finite rows", c.name)
 		}
 		rows := len(c.ix.tools)
@@ -150,6 +156,10 @@ func TestScanNearTiesMatchesNearest(t *testing.T) {
 			copy(row, base) // exact ties with row 0
 		}
 	}
+	ix.PrepareScan()
+	if ix.copy8.Load() == nil {
+		t.Fatal("no 8-bit copy")
+	}
 	for _, server := range []string{"", "server03"} {
 		for _, k := range []int{1, 7, 100, n / 3, n} {
 			all := ix.Nearest(q, n, server)
@@ -166,7 +176,7 @@ func TestScanNearTiesMatchesNearest(t *testing.T) {
 func TestScanWithoutPrefilter(t *testing.T) {
 	ix, q := scanIndex(scanChunk + 3)
 	ix.vecs[5*ix.dim+2] = float32(math.Inf(1))
-	if st := ix.vectorStats(); st.q8 != nil {
+	if ix.PrepareScan(); ix.copy8.Load() != nil {
 		t.Fatal("prefilter made of a row holding +Inf")
 	}
 	small := &Index{tools: ix.tools[:40], dim: 12, vecs: make([]float32, 40*12)}
@@ -174,7 +184,7 @@ func TestScanWithoutPrefilter(t *testing.T) {
 		small.vecs[i] = ix.vecs[i+7*ix.dim]
 	}
 	q12 := q[:12]
-	if st := small.vectorStats(); st.q8 != nil {
+	if small.PrepareScan(); small.copy8.Load() != nil {
 		t.Fatal("prefilter made for 12-wide rows")
 	}
 	for _, k := range []int{1, 10, 40} {
@@ -182,5 +192,35 @@ func TestScanWithoutPrefilter(t *testing.T) {
 		if d := cmp.Diff(all[:k], small.Scan(q12, k, "").Top); d != "" {
 			t.Fatalf("k %d (-nearest +scan):\n%s", k, d)
 		}
+	}
+}
+
+// PrepareScan may run in the background while the index is closed: Close
+// waits for it or keeps it from starting, and a closed index scans nothing.
+func TestPrepareScanClose(t *testing.T) {
+	for range 20 {
+		ix, q := scanIndex(2 * scanChunk)
+		done := make(chan struct{})
+		go func() {
+			ix.PrepareScan()
+			close(done)
+		}()
+		if err := ix.Close(); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		// Close either waited for PrepareScan or kept it from running.
+		if got := ix.Scan(q, 10, ""); ix.sums == nil && (got.Top != nil || got.N != 0) {
+			t.Fatalf("closed index without stats scanned %d rows", got.N)
+		}
+	}
+	ix, q := scanIndex(100)
+	ix.PrepareScan()
+	if ix.copy8.Load() == nil {
+		t.Fatal("PrepareScan made no 8-bit copy")
+	}
+	want := ix.Nearest(q, 5, "")
+	if d := cmp.Diff(want, ix.Scan(q, 5, "").Top); d != "" {
+		t.Fatalf("after PrepareScan (-nearest +scan):\n%s", d)
 	}
 }

@@ -502,6 +502,9 @@ type snapshot struct {
 }
 
 func newSnapshot(ix *index.Index) *snapshot {
+	if ix != nil && ix.HasVectors() {
+		go ix.PrepareScan() // off the first search's path
+	}
 	s := &snapshot{ix: ix}
 	s.refs.Store(1)
 	return s

@@ -121,6 +121,19 @@ func TestTokenizerParity(t *testing.T) {
 	if bad > 0 {
 		t.Errorf("%d/%d strings differ", bad, len(fx.Items))
 	}
+
+	// CountTokens's tokenizer: no truncation, and none of the padding to
+	// 128 that Xenova's tokenizer.json asks for.
+	counter, err := newTokenizer(path, math.MaxInt32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer counter.close()
+	for i, it := range fx.Items {
+		if got := counter.count(it.Text); got != len(it.IDs) {
+			t.Fatalf("item %d %q: count %d, reference has %d tokens", i, trunc(it.Text), got, len(it.IDs))
+		}
+	}
 }
 
 func contains(xs []string, s string) bool {

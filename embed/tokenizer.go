@@ -87,9 +87,16 @@ func (t *tokenizer) close() {
 }
 
 // count returns the number of tokens of text (special tokens included)
-// without truncation, for token-economy figures.
+// without truncation, for token-economy figures. Like encode, it leaves out
+// the padding the tokenizer file may ask for (Xenova's pads to 128).
 func (t *tokenizer) count(text string) int {
 	text = strings.ToValidUTF8(strings.ReplaceAll(text, "\x00", ""), "\uFFFD")
-	enc := t.tk.EncodeWithOptions(text, true)
-	return len(enc.IDs)
+	enc := t.tk.EncodeWithOptions(text, true, tokenizers.WithReturnAttentionMask())
+	n := 0
+	for i := range enc.IDs {
+		if i >= len(enc.AttentionMask) || enc.AttentionMask[i] != 0 {
+			n++
+		}
+	}
+	return n
 }

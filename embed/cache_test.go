@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"os"
@@ -341,5 +342,30 @@ func TestCachedRealModel(t *testing.T) {
 	}
 	if s := c.Stats(); s.Hits != 5 || s.Misses != 5 {
 		t.Errorf("stats %+v", s)
+	}
+}
+
+// BenchmarkCachedQuery is what the embedding cache adds to a search_tools
+// query in serve (the engine embeds queries through it): a lookup, and on a
+// miss the write of the new vector, around a model that answers at once.
+//
+//	go test ./embed -run '^$' -bench CachedQuery
+func BenchmarkCachedQuery(b *testing.B) {
+	c, err := NewCached(&fakeModel{id: "fake", dim: 384}, b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	for _, run := range []string{"miss", "hit"} {
+		b.Run(run, func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				if _, err := c.Embed(ctx, []string{fmt.Sprintf("query number %d", i)}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }

@@ -71,10 +71,9 @@ type VectorScan struct {
 // a quarter of the bytes, whose dot products are within a proven bound
 // (vectorCopy.slack) of the exact ones. Only the rows that bound cannot
 // rule out of the top k are scored again exactly, in row order, so Top is
-// bit for bit Nearest's either way. The dot
-// products are split among the cores (a single search otherwise leaves the
-// second core idle once its query is embedded); the result does not depend
-// on the split.
+// bit for bit Nearest's either way. The dot products are split among the
+// cores (a single search otherwise leaves the second core idle once its
+// query is embedded); the result does not depend on the split.
 func (ix *Index) Scan(vec []float32, k int, server string) VectorScan {
 	if ix.vecs == nil || len(vec) != ix.dim || k <= 0 {
 		return VectorScan{}
@@ -195,9 +194,10 @@ func kthLargest(scores []float32, in func(int) bool, k int) float32 {
 }
 
 // CosineSum is the sum of the cosines of vec with every tool of server
-// ("" = all): vec's dot product with the sum of those tools' vectors, in
-// float64 (the same sum as adding up each tool's cosine, rounded once
-// instead of once a tool). NormMean's mean cosine is CosineSum / N.
+// ("" = all), taken as vec's dot product with the sum of those tools'
+// vectors, in float64: mathematically the same sum, it differs from adding
+// up the float32 cosines only in rounding. NormMean's mean cosine is
+// CosineSum / N.
 func (ix *Index) CosineSum(vec []float32, server string) float64 {
 	if ix.vecs == nil || len(vec) != ix.dim {
 		return 0

@@ -479,10 +479,10 @@ func (e *Engine) boundedKeyword(kw, vec signal, ids []string, limit int) []strin
 	slices.Sort(scores)
 	floor := scores[len(scores)-limit]
 
-	best := kw.top[len(kw.top)-1].Score
+	most := kw.top[len(kw.top)-1].Score // what a tool missing from the top can score at most
 	kw.extra = make(map[string]float64, len(ids))
 	for _, id := range ids {
-		kw.extra[id] = best
+		kw.extra[id] = most
 	}
 	high := e.fuse(ModeHybrid, kw, vec, limit)
 	need := make(map[string]bool, len(ids))

@@ -104,8 +104,8 @@ func (ix *Index) Scan(vec []float32, k int, server string) VectorScan {
 			heap.Fix(&h, 0)
 		}
 	}
-	st := ix.copy8.Load() // nil until PrepareScan has made it, or unusable
-	if st == nil {
+	cp := ix.copy8.Load() // nil until PrepareScan has made it, or unusable
+	if cp == nil {
 		ix.split(rows, func(lo, hi int) { ix.dots(vec, server, scores, lo, hi) })
 		for i, f := range scores {
 			if inServer(i) {
@@ -116,13 +116,13 @@ func (ix *Index) Scan(vec []float32, k int, server string) VectorScan {
 		return out
 	}
 	q16, qscale := quantizeQuery(vec)
-	ix.split(rows, func(lo, hi int) { st.approxDots(q16, qscale, server, ix.tools, scores, lo, hi) })
+	ix.split(rows, func(lo, hi int) { cp.approxDots(q16, qscale, server, ix.tools, scores, lo, hi) })
 	// Every row whose exact score reaches the k-th best exact score has
 	// an approximate one of at least the k-th best approximate score
 	// minus twice the slack.
 	floor := math.Inf(-1)
 	if out.N > k {
-		floor = float64(kthLargest(scores, inServer, k)) - 2*st.slack(vec, qscale)
+		floor = float64(kthLargest(scores, inServer, k)) - 2*cp.slack(vec, qscale)
 	}
 	dim := ix.dim
 	for i, f := range scores {
@@ -238,8 +238,8 @@ func (ix *Index) vectorSums() *vectorSums {
 }
 
 // PrepareScan makes the 8-bit copy Scan reads first, and the server sums,
-// if they are not made yet: 15 ms at 10,000 tools, 77 ms at 50,000
-// (BenchmarkVectorCopy + BenchmarkVectorSums). Until it has run, Scan
+// if they are not made yet: 13 + 6 ms at 10,000 tools, 68 + 20 ms at
+// 50,000 (BenchmarkVectorCopy, BenchmarkVectorSums). Until it has run, Scan
 // scores the exact rows, with the same results. Search engines run it in
 // the background when they get an index, so it is off the first search's
 // path; Close waits for it.
@@ -353,7 +353,7 @@ func quantizeQuery(q []float32) ([]int16, float64) {
 // (dim+1)·2⁻²⁴/(1−(dim+1)·2⁻²⁴), and rounding the approximation to float32
 // moves it by 2⁻²⁴ of itself. A 1 % margin covers the rounding of the
 // bound itself and of the scales.
-func (st *vectorCopy) slack(q []float32, qscale float64) float64 {
+func (cp *vectorCopy) slack(q []float32, qscale float64) float64 {
 	var n2, n1 float64
 	for _, v := range q {
 		n2 += float64(v) * float64(v)
@@ -361,19 +361,19 @@ func (st *vectorCopy) slack(q []float32, qscale float64) float64 {
 	}
 	qn := math.Sqrt(n2)
 	u := math.Ldexp(1, -24)
-	gamma := float64(st.dim+1) * u / (1 - float64(st.dim+1)*u)
-	quant := st.maxScale / 2 * (n1 + qscale*127*float64(st.dim))
-	bound := quant + gamma*qn*st.maxNorm + u*(qn*st.maxNorm+quant)
+	gamma := float64(cp.dim+1) * u / (1 - float64(cp.dim+1)*u)
+	quant := cp.maxScale / 2 * (n1 + qscale*127*float64(cp.dim))
+	bound := quant + gamma*qn*cp.maxNorm + u*(qn*cp.maxNorm+quant)
 	return bound * 1.01
 }
 
 // approxDots writes the 8-bit dot product of the query (q16 times qscale)
 // with rows lo to hi of server ("" = all) into scores; other servers' rows
 // are left as they were.
-func (st *vectorCopy) approxDots(q16 []int16, qscale float64, server string, tools []Tool, scores []float32, lo, hi int) {
-	dim := st.dim
+func (cp *vectorCopy) approxDots(q16 []int16, qscale float64, server string, tools []Tool, scores []float32, lo, hi int) {
+	dim := cp.dim
 	one := func(j int) float32 {
-		return float32(float64(dotI8(st.q8[j*dim:(j+1)*dim:(j+1)*dim], q16)) * st.scale[j] * qscale)
+		return float32(float64(dotI8(cp.q8[j*dim:(j+1)*dim:(j+1)*dim], q16)) * cp.scale[j] * qscale)
 	}
 	i := lo
 	var out [4]int32
@@ -387,9 +387,9 @@ func (st *vectorCopy) approxDots(q16 []int16, qscale float64, server string, too
 			}
 			continue
 		}
-		dotRows4I8(st.q8[i*dim:(i+4)*dim], dim, q16[:dim], &out)
+		dotRows4I8(cp.q8[i*dim:(i+4)*dim], dim, q16[:dim], &out)
 		for j, d := range out {
-			scores[i+j] = float32(float64(d) * st.scale[i+j] * qscale)
+			scores[i+j] = float32(float64(d) * cp.scale[i+j] * qscale)
 		}
 	}
 	for ; i < hi; i++ {

@@ -419,7 +419,7 @@ func searchLatency(ctx context.Context, gw *gateway.Gateway, qs []indextest.Quer
 			defer done()
 			if w == 0 {
 				for _, q := range warm {
-					if _, err := callSearch(ctx, cs, q.Text); err != nil {
+					if _, err := callSearch(ctx, cs, q.Text, 0); err != nil {
 						errs[w] = err
 						return
 					}
@@ -427,7 +427,7 @@ func searchLatency(ctx context.Context, gw *gateway.Gateway, qs []indextest.Quer
 			}
 			for i := w; i < len(qs); i += conc {
 				t0 := time.Now()
-				if _, err := callSearch(ctx, cs, qs[i].Text); err != nil {
+				if _, err := callSearch(ctx, cs, qs[i].Text, 0); err != nil {
 					errs[w] = err
 					return
 				}
@@ -439,8 +439,14 @@ func searchLatency(ctx context.Context, gw *gateway.Gateway, qs []indextest.Quer
 	return lat, errors.Join(errs...)
 }
 
-func callSearch(ctx context.Context, cs *mcp.ClientSession, q string) (*mcp.CallToolResult, error) {
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: gateway.SearchToolName, Arguments: map[string]any{"query": q}})
+// callSearch calls search_tools with query q and, if limit > 0, that limit;
+// an error result is an error.
+func callSearch(ctx context.Context, cs *mcp.ClientSession, q string, limit int) (*mcp.CallToolResult, error) {
+	args := map[string]any{"query": q}
+	if limit > 0 {
+		args["limit"] = limit
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: gateway.SearchToolName, Arguments: args})
 	if err != nil {
 		return nil, err
 	}
@@ -765,7 +771,7 @@ func (b *bench) timeFirstAnswer(ctx context.Context, cfg, dataDir string) (time.
 		return 0, 0, fmt.Errorf("start gateway: %w", err)
 	}
 	defer cs.Close()
-	res, err := callSearch(ctx, cs, "create a pull request in github")
+	res, err := callSearch(ctx, cs, "create a pull request in github", 0)
 	d := time.Since(t0)
 	if err != nil {
 		return 0, 0, err

@@ -191,18 +191,7 @@ func exerciseGateway(t *testing.T, ctx context.Context, cs *mcp.ClientSession) {
 
 	search := func(q string) []string {
 		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": q, "limit": 3}})
-		if err != nil || res.IsError {
-			t.Fatalf("search_tools(%q): %v %s", q, err, resultText(res))
-		}
-		var out struct {
-			Tools []struct{ Name string } `json:"tools"`
-			Mode  string                  `json:"mode"`
-		}
-		b, _ := json.Marshal(res.StructuredContent)
-		if err := json.Unmarshal(b, &out); err != nil {
-			t.Fatal(err)
-		}
+		out, _ := searchTools(t, ctx, cs, q, 3)
 		var ids []string
 		for _, x := range out.Tools {
 			ids = append(ids, x.Name)
@@ -326,17 +315,7 @@ func TestWarmStartKeepsToolsOfDownBackend(t *testing.T) {
 	cmd.Stderr = logs
 	ctx, cs := connectStdio(t, cmd, 2*time.Minute)
 
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "store a new entity in the knowledge graph", "limit": 3}})
-	if err != nil || res.IsError {
-		t.Fatalf("search_tools: %v %s", err, resultText(res))
-	}
-	var found struct {
-		Tools []struct{ Name, Unavailable string } `json:"tools"`
-	}
-	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &found); err != nil {
-		t.Fatal(err)
-	}
+	found, _ := searchTools(t, ctx, cs, "store a new entity in the knowledge graph", 3)
 	var hit bool
 	for _, tl := range found.Tools {
 		if tl.Name == "memory__create_entities" {
@@ -352,7 +331,7 @@ func TestWarmStartKeepsToolsOfDownBackend(t *testing.T) {
 		t.Errorf("memory__create_entities missing from the warm catalog: %+v", found.Tools)
 	}
 
-	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": "memory__read_graph"}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": "memory__read_graph"}})
 	if err != nil || !res.IsError || !strings.Contains(resultText(res), `server "memory"`) {
 		t.Errorf("execute_tool on the down server: err=%v isError=%v %q", err, res.IsError, resultText(res))
 	}
@@ -380,16 +359,7 @@ func TestDegradedModeServesBM25(t *testing.T) {
 	cmd.Stderr = &stderr
 	ctx, cs := connectStdio(t, cmd, 2*time.Minute)
 	for range 2 {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "list the files in a directory", "limit": 3}})
-		if err != nil || res.IsError {
-			t.Fatalf("search_tools: %v %s", err, resultText(res))
-		}
-		var out struct {
-			Mode  string
-			Tools []struct{ Name string }
-		}
-		b, _ := json.Marshal(res.StructuredContent)
-		_ = json.Unmarshal(b, &out)
+		out, res := searchTools(t, ctx, cs, "list the files in a directory", 3)
 		if out.Mode != "bm25" || len(out.Tools) == 0 || out.Tools[0].Name != "filesystem__list_directory" {
 			t.Errorf("degraded search: mode %q, tools %v; want bm25 with filesystem__list_directory first", out.Mode, out.Tools)
 		}
@@ -563,4 +533,26 @@ func TestToolListChangeReachesSearch(t *testing.T) {
 	if err != nil || len(lt.Tools) != 2 {
 		t.Errorf("tools/list changed: %v, %d tools", err, len(lt.Tools))
 	}
+}
+
+// searchAnswer is the part of search_tools' structured answer the tests read.
+type searchAnswer struct {
+	Mode  string
+	Tools []struct{ Name, Unavailable string }
+}
+
+// searchTools calls search_tools (callSearch) and decodes its structured
+// answer; a failed call or an answer that does not decode fails t.
+func searchTools(t *testing.T, ctx context.Context, cs *mcp.ClientSession, q string, limit int) (searchAnswer, *mcp.CallToolResult) {
+	t.Helper()
+	res, err := callSearch(ctx, cs, q, limit)
+	if err != nil {
+		t.Fatalf("search_tools(%q): %v", q, err)
+	}
+	var out searchAnswer
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("search_tools(%q): structured answer: %v", q, err)
+	}
+	return out, res
 }

@@ -83,17 +83,7 @@ func TestConfigReload(t *testing.T) {
 	removed := map[string]bool{}
 	search := func(t *testing.T) []string {
 		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "echo the given text back", "limit": 10}})
-		if err != nil || res.IsError {
-			t.Fatalf("search_tools: %v %s", err, resultText(res))
-		}
-		var out struct {
-			Tools []struct{ Name string } `json:"tools"`
-		}
-		b, _ := json.Marshal(res.StructuredContent)
-		if err := json.Unmarshal(b, &out); err != nil {
-			t.Fatal(err)
-		}
+		out, _ := searchTools(t, ctx, cs, "echo the given text back", 10)
 		var ids []string
 		for _, x := range out.Tools {
 			ids = append(ids, x.Name)

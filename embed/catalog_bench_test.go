@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/index/indextest"
 )
 
@@ -14,7 +14,7 @@ import (
 func catalogTexts(n int) []string {
 	var out []string
 	for _, t := range indextest.Catalog(n, indextest.Seed) {
-		out = append(out, index.DocumentText(t))
+		out = append(out, catalog.DocumentText(t))
 	}
 	return out
 }

@@ -6,15 +6,14 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // Catalog turns the backends' tool lists into catalog tools, sorted by ID.
 // A tool whose input schema cannot be encoded keeps an empty schema (the
 // backend still validates its arguments).
-func Catalog(byServer map[string][]*mcp.Tool) []index.Tool {
-	var out []index.Tool
+func Catalog(byServer map[string][]*mcp.Tool) []catalog.Tool {
+	var out []catalog.Tool
 	for server, tools := range byServer {
 		for _, t := range tools {
 			if t == nil || t.Name == "" {
@@ -30,7 +29,7 @@ func Catalog(byServer map[string][]*mcp.Tool) []index.Tool {
 			if title == "" && t.Annotations != nil {
 				title = t.Annotations.Title
 			}
-			out = append(out, index.Tool{
+			out = append(out, catalog.Tool{
 				Server:      server,
 				Name:        t.Name,
 				Title:       title,
@@ -39,7 +38,7 @@ func Catalog(byServer map[string][]*mcp.Tool) []index.Tool {
 			})
 		}
 	}
-	slices.SortFunc(out, func(a, b index.Tool) int { return strings.Compare(a.ID(), b.ID()) })
+	slices.SortFunc(out, func(a, b catalog.Tool) int { return strings.Compare(a.ID(), b.ID()) })
 	return out
 }
 
@@ -48,13 +47,13 @@ func Catalog(byServer map[string][]*mcp.Tool) []index.Tool {
 // live take their live tools; configured servers missing from live keep
 // their tools from prev, so results stay stable across restarts; servers
 // that are no longer configured are dropped.
-func Merge(prev []index.Tool, live map[string][]*mcp.Tool, configured []string) []index.Tool {
+func Merge(prev []catalog.Tool, live map[string][]*mcp.Tool, configured []string) []catalog.Tool {
 	out := Catalog(live)
 	for _, t := range prev {
 		if _, ok := live[t.Server]; !ok && slices.Contains(configured, t.Server) {
 			out = append(out, t)
 		}
 	}
-	slices.SortFunc(out, func(a, b index.Tool) int { return strings.Compare(a.ID(), b.ID()) })
+	slices.SortFunc(out, func(a, b catalog.Tool) int { return strings.Compare(a.ID(), b.ID()) })
 	return out
 }

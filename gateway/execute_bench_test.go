@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -125,9 +126,9 @@ func BenchmarkExecuteTool(b *testing.B) {
 	})
 
 	b.Run("handler", func(b *testing.B) {
-		tool := index.Tool{Server: "fake", Name: "echo",
+		tool := catalog.Tool{Server: "fake", Name: "echo",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`)}
-		fs := &fakeSearcher{tools: []index.Tool{tool}}
+		fs := &fakeSearcher{tools: []catalog.Tool{tool}}
 		answer := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}
 		g := New(fs, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) { return answer, nil }}, nil)
 		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ExecuteToolName,

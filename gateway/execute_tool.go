@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/backend"
-	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 type executeArgs struct {
@@ -102,7 +102,7 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 
 // unknownTool explains an unknown name and offers the closest known names.
 func (g *Gateway) unknownTool(name string) *mcp.CallToolResult {
-	if _, _, err := index.SplitID(name); err != nil {
+	if _, _, err := catalog.SplitID(name); err != nil {
 		if near := closest(name, g.searcher.IDs(), 3); len(near) > 0 {
 			return toolError("execute_tool: %v. Closest names: %s. Call search_tools to find the right tool.", err, strings.Join(near, ", "))
 		}
@@ -123,12 +123,12 @@ func closest(name string, ids []string, n int) []string {
 		d  int
 	}
 	lname := strings.ToLower(name)
-	_, ltool, _ := strings.Cut(lname, index.Sep)
+	_, ltool, _ := strings.Cut(lname, catalog.Sep)
 	cands := make([]cand, 0, len(ids))
 	for _, id := range ids {
 		lid := strings.ToLower(id)
 		d := levenshtein(lname, lid)
-		_, tool, _ := strings.Cut(lid, index.Sep)
+		_, tool, _ := strings.Cut(lid, catalog.Sep)
 		if ltool != "" && tool == ltool || strings.Contains(lid, lname) {
 			d /= 4 // same tool on another server, or a prefix of the name
 		}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -25,7 +25,7 @@ import (
 // search engine implements it.
 type Searcher interface {
 	Search(ctx context.Context, q search.Query) (search.Result, error)
-	Tool(id string) (index.Tool, bool)
+	Tool(id string) (catalog.Tool, bool)
 	IDs() []string
 }
 

@@ -17,13 +17,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/backend"
-	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
 
 // fakeSearcher is a function-field fake over a fixed catalog.
 type fakeSearcher struct {
-	tools  []index.Tool
+	tools  []catalog.Tool
 	search func(q search.Query) (search.Result, error)
 }
 
@@ -31,13 +31,13 @@ func (f *fakeSearcher) Search(_ context.Context, q search.Query) (search.Result,
 	return f.search(q)
 }
 
-func (f *fakeSearcher) Tool(id string) (index.Tool, bool) {
+func (f *fakeSearcher) Tool(id string) (catalog.Tool, bool) {
 	for _, t := range f.tools {
 		if t.ID() == id {
 			return t, true
 		}
 	}
-	return index.Tool{}, false
+	return catalog.Tool{}, false
 }
 
 func (f *fakeSearcher) IDs() []string {
@@ -58,7 +58,7 @@ func (f *fakeCaller) CallTool(_ context.Context, server, tool string, args map[s
 	return f.call(server, tool, args)
 }
 
-var catalog = []index.Tool{
+var testCatalog = []catalog.Tool{
 	{Server: "memory", Name: "create_entities", Description: "Create multiple new entities in the knowledge graph",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"entities":{"type":"array","items":{"type":"object"}}},"required":["entities"]}`)},
 	{Server: "filesystem", Name: "list_directory", Description: "Get a detailed listing of all files and directories in a specified path.",
@@ -70,9 +70,9 @@ var catalog = []index.Tool{
 
 func newTestGateway(t *testing.T, caller *fakeCaller) (*Gateway, *fakeSearcher) {
 	t.Helper()
-	fs := &fakeSearcher{tools: catalog, search: func(q search.Query) (search.Result, error) {
+	fs := &fakeSearcher{tools: testCatalog, search: func(q search.Query) (search.Result, error) {
 		var hits []search.Hit
-		for _, tl := range catalog {
+		for _, tl := range testCatalog {
 			if q.Server == "" || tl.Server == q.Server {
 				hits = append(hits, search.Hit{Tool: tl, Score: 0.5, Keyword: 0.25, Vector: 0.6667})
 			}

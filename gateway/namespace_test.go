@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/gateway/config"
-	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // FuzzNamespaceRoundTrip checks the namespacing contract end to end: any
@@ -21,8 +21,8 @@ func FuzzNamespaceRoundTrip(f *testing.F) {
 		if !config.ValidName(server) || tool == "" {
 			t.Skip()
 		}
-		id := index.JoinID(server, tool)
-		s, tl, err := index.SplitID(id)
+		id := catalog.JoinID(server, tool)
+		s, tl, err := catalog.SplitID(id)
 		if err != nil || s != server || tl != tool {
 			t.Fatalf("server %q, tool %q → %q → server %q, tool %q, err %v", server, tool, id, s, tl, err)
 		}

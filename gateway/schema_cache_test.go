@@ -11,27 +11,29 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
 
 // swapSearcher serves one catalog at a time and swaps it atomically, as
 // search.Engine does when a re-index lands.
-type swapSearcher struct{ tools atomic.Pointer[[]index.Tool] }
+type swapSearcher struct {
+	tools atomic.Pointer[[]catalog.Tool]
+}
 
-func (s *swapSearcher) swap(tools ...index.Tool) { s.tools.Store(&tools) }
+func (s *swapSearcher) swap(tools ...catalog.Tool) { s.tools.Store(&tools) }
 
 func (s *swapSearcher) Search(context.Context, search.Query) (search.Result, error) {
 	return search.Result{}, nil
 }
 
-func (s *swapSearcher) Tool(id string) (index.Tool, bool) {
+func (s *swapSearcher) Tool(id string) (catalog.Tool, bool) {
 	for _, t := range *s.tools.Load() {
 		if t.ID() == id {
 			return t, true
 		}
 	}
-	return index.Tool{}, false
+	return catalog.Tool{}, false
 }
 
 func (s *swapSearcher) IDs() []string { return nil }
@@ -53,8 +55,8 @@ func requires(prop string) json.RawMessage {
 // per tool.
 func TestSchemaCacheFollowsSwaps(t *testing.T) {
 	s := &swapSearcher{}
-	s.swap(index.Tool{Server: "srv", Name: "tool", InputSchema: requires("a")},
-		index.Tool{Server: "srv", Name: "other", InputSchema: requires("x")})
+	s.swap(catalog.Tool{Server: "srv", Name: "tool", InputSchema: requires("a")},
+		catalog.Tool{Server: "srv", Name: "other", InputSchema: requires("x")})
 	g := New(s, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
 	}}, nil)
@@ -78,8 +80,8 @@ func TestSchemaCacheFollowsSwaps(t *testing.T) {
 		{"back to v1", requires("a"), map[string]any{"b": "1"}, "do not match the tool's inputSchema"},
 	} {
 		if step.swap != nil {
-			s.swap(index.Tool{Server: "srv", Name: "tool", InputSchema: step.swap},
-				index.Tool{Server: "srv", Name: "other", InputSchema: requires("x")})
+			s.swap(catalog.Tool{Server: "srv", Name: "tool", InputSchema: step.swap},
+				catalog.Tool{Server: "srv", Name: "other", InputSchema: requires("x")})
 		}
 		res := exec(step.args)
 		switch {
@@ -98,8 +100,8 @@ func TestSchemaCacheFollowsSwaps(t *testing.T) {
 // they looked the tool up in (run with -race).
 func TestSchemaCacheConcurrentSwaps(t *testing.T) {
 	s := &swapSearcher{}
-	v1 := index.Tool{Server: "srv", Name: "tool", InputSchema: requires("a")}
-	v2 := index.Tool{Server: "srv", Name: "tool", InputSchema: requires("b")}
+	v1 := catalog.Tool{Server: "srv", Name: "tool", InputSchema: requires("a")}
+	v2 := catalog.Tool{Server: "srv", Name: "tool", InputSchema: requires("b")}
 	s.swap(v1)
 	g := New(s, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{}, nil

@@ -10,7 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -238,7 +238,7 @@ func (g *Gateway) servers() []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, id := range g.searcher.IDs() {
-		s, _, err := index.SplitID(id)
+		s, _, err := catalog.SplitID(id)
 		if err == nil && !seen[s] {
 			seen[s] = true
 			out = append(out, s)

@@ -2,11 +2,11 @@ package index
 
 import (
 	"bytes"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/registry"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // Registry names of the analysis pieces this package adds to Bleve. They are
@@ -45,10 +45,6 @@ func isJoiner(r rune) bool {
 	return false
 }
 
-func isWordRune(r rune) bool {
-	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
-}
-
 func (identTokenizer) Tokenize(text []byte) analysis.TokenStream {
 	var out analysis.TokenStream
 	pos := 1
@@ -56,14 +52,14 @@ func (identTokenizer) Tokenize(text []byte) analysis.TokenStream {
 		// Trim joiners at both ends ("files." → "files", "--force" → "force").
 		for start < end {
 			r, n := utf8.DecodeRune(text[start:end])
-			if isWordRune(r) {
+			if catalog.IsWordRune(r) {
 				break
 			}
 			start += n
 		}
 		for end > start {
 			r, n := utf8.DecodeLastRune(text[start:end])
-			if isWordRune(r) {
+			if catalog.IsWordRune(r) {
 				break
 			}
 			end -= n
@@ -77,7 +73,7 @@ func (identTokenizer) Tokenize(text []byte) analysis.TokenStream {
 	start := -1
 	for i := 0; i < len(text); {
 		r, n := utf8.DecodeRune(text[i:])
-		in := isWordRune(r) || isJoiner(r)
+		in := catalog.IsWordRune(r) || isJoiner(r)
 		switch {
 		case in && start < 0:
 			start = i
@@ -107,7 +103,7 @@ func (identSplitFilter) Filter(in analysis.TokenStream) analysis.TokenStream {
 	out := make(analysis.TokenStream, 0, len(in))
 	for _, tok := range in {
 		term := stripPossessive(tok.Term)
-		parts := splitIdent(term)
+		parts := catalog.SplitIdent(term)
 		if len(parts) == 1 && len(parts[0]) == len(term) {
 			tok.Term = term
 			out = append(out, tok)
@@ -136,45 +132,4 @@ func stripPossessive(b []byte) []byte {
 		}
 	}
 	return b
-}
-
-// splitIdent returns the parts of an identifier. Apostrophes inside a word are
-// dropped rather than split on ("don't" → "dont").
-func splitIdent(b []byte) [][]byte {
-	var parts [][]byte
-	var cur []byte
-	flush := func() {
-		if len(cur) > 0 {
-			parts = append(parts, cur)
-			cur = nil
-		}
-	}
-	runes := []rune(string(b))
-	for i, r := range runes {
-		if r == '\'' || r == '’' {
-			continue
-		}
-		if !isWordRune(r) {
-			flush()
-			continue
-		}
-		if len(cur) > 0 && i > 0 {
-			prev := runes[i-1]
-			var next rune
-			if i+1 < len(runes) {
-				next = runes[i+1]
-			}
-			switch {
-			case unicode.IsLower(prev) && unicode.IsUpper(r):
-				flush() // getUser → get|User
-			case unicode.IsUpper(prev) && unicode.IsUpper(r) && unicode.IsLower(next):
-				flush() // HTTPServer → HTTP|Server
-			case unicode.IsDigit(prev) != unicode.IsDigit(r) && isWordRune(prev):
-				flush() // v2beta → v|2|beta
-			}
-		}
-		cur = utf8.AppendRune(cur, r)
-	}
-	flush()
-	return parts
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"testing"
+
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // Benchmarks (no timed assertions):
@@ -99,9 +101,9 @@ func BenchmarkNearest(b *testing.B) {
 
 // azureLike replicates the azure-mcp bench tools (real, 1–5 KB schemas)
 // over as many servers as it takes to reach n tools.
-func azureLike(b *testing.B, n int) []Tool {
+func azureLike(b *testing.B, n int) []catalog.Tool {
 	tools, _ := loadBench(b, "azure-mcp")
-	out := make([]Tool, 0, n)
+	out := make([]catalog.Tool, 0, n)
 	for s := 0; len(out) < n; s++ {
 		for _, t := range tools {
 			if len(out) == n {
@@ -134,7 +136,7 @@ func BenchmarkOpenRealSchemas(b *testing.B) {
 	})
 	b.Run("Fingerprint", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			Fingerprint(tools)
+			catalog.Fingerprint(tools)
 		}
 	})
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // benchDir holds the shared relevance splits: $TOOLGATE_BENCH_DIR, else
@@ -47,10 +49,10 @@ func (m benchMetrics) String() string {
 	return fmt.Sprintf("n=%d Hit@1 %.1f Recall@5 %.1f nDCG@10 %.1f MRR@10 %.3f", m.N, 100*m.Hit1, 100*m.Recall5, 100*m.NDCG10, m.MRR10)
 }
 
-func loadBench(t testing.TB, name string) ([]Tool, []benchQuery) {
+func loadBench(t testing.TB, name string) ([]catalog.Tool, []benchQuery) {
 	t.Helper()
 	dir := filepath.Join(benchDir, name)
-	tools, err := ReadToolsFile(filepath.Join(dir, "tools.jsonl"))
+	tools, err := catalog.ReadFile(filepath.Join(dir, "tools.jsonl"))
 	if err != nil {
 		benchMissing(t, name, err)
 	}

@@ -1,10 +1,10 @@
 package index
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // FuzzAnalyzer: any text (tool names and descriptions come from backends)
@@ -33,7 +33,7 @@ func FuzzCatalog(f *testing.F) {
 	f.Add("s", "n", "", "d", []byte(`{"type":"object"}`))
 	f.Add("my server", "search & replace", "T", "", []byte(nil))
 	f.Fuzz(func(t *testing.T, server, name, title, desc string, schema []byte) {
-		in := []Tool{{Server: server, Name: name, Title: title, Description: desc, InputSchema: schema}, {Server: "x", Name: "y"}}
+		in := []catalog.Tool{{Server: server, Name: name, Title: title, Description: desc, InputSchema: schema}, {Server: "x", Name: "y"}}
 		if len(schema) == 0 {
 			in[0].InputSchema = nil
 		}
@@ -48,22 +48,5 @@ func FuzzCatalog(f *testing.F) {
 		_, _ = decodeCatalog(schema)
 		_, _ = decodeCatalog(append([]byte(catalogMagic), schema...))
 		_, _ = decodeCatalog(b[:len(b)/2])
-	})
-}
-
-// FuzzReadToolsJSONL: never panics; accepted tools have a server and a name.
-func FuzzReadToolsJSONL(f *testing.F) {
-	f.Add([]byte(`{"server":"a b","name":"x&y","description":"d","input_schema":null}` + "\n"))
-	f.Add([]byte("{}\n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		tools, err := ReadToolsJSONL(bytes.NewReader(b))
-		if err != nil {
-			return
-		}
-		for _, tl := range tools {
-			if tl.Server == "" || tl.Name == "" {
-				t.Fatalf("accepted %+v", tl)
-			}
-		}
 	})
 }

@@ -1,3 +1,12 @@
+// Package index owns the search index over a catalog: the Bleve BM25 index,
+// the vector store (float32 rows memory-mapped from the generation's file,
+// scanned exactly, with an 8-bit copy read first), the catalog snapshot, the
+// generations on disk with their manifest, and Ensure, which opens an index
+// that is up to date or builds one. The Tool type and the tools.jsonl reader
+// live in the catalog leaf package below it.
+//
+// The index never speaks MCP: backends' tools are converted into catalog
+// tools by the gateway before they get here.
 package index
 
 import (
@@ -25,6 +34,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/blevesearch/bleve/v2/search/searcher"
 	bindex "github.com/blevesearch/bleve_index_api"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // Embedder turns texts into unit-length vectors. embed.Embedder implements it
@@ -80,7 +90,7 @@ type Scored struct {
 // and (optionally) their embeddings. It is safe for concurrent use; a new
 // catalog means a new Index, swapped in by the owner.
 type Index struct {
-	tools   []Tool         // sorted by ID; row i of vecs is tools[i]
+	tools   []catalog.Tool // sorted by ID; row i of vecs is tools[i]
 	byID    map[string]int // ID → row
 	bi      bleve.Index
 	modelID string
@@ -198,7 +208,7 @@ func toAny(ss []string) []interface{} {
 	return out
 }
 
-func bleveDoc(t Tool) map[string]interface{} {
+func bleveDoc(t catalog.Tool) map[string]interface{} {
 	name := t.Name
 	if t.Title != "" {
 		name += " " + t.Title
@@ -207,14 +217,14 @@ func bleveDoc(t Tool) map[string]interface{} {
 		fieldName:   name,
 		fieldServer: t.Server,
 		fieldDesc:   t.Description,
-		fieldParams: paramsText(t),
+		fieldParams: catalog.ParamsText(t),
 		fieldSrvKey: t.Server,
 	}
 }
 
 // prepareTools copies and sorts tools by ID, rejecting duplicate or empty IDs.
-func prepareTools(tools []Tool) ([]Tool, map[string]int, error) {
-	sorted := make([]Tool, len(tools))
+func prepareTools(tools []catalog.Tool) ([]catalog.Tool, map[string]int, error) {
+	sorted := make([]catalog.Tool, len(tools))
 	copy(sorted, tools)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].ID() < sorted[j].ID() })
 	byID := make(map[string]int, len(sorted))
@@ -231,7 +241,7 @@ func prepareTools(tools []Tool) ([]Tool, map[string]int, error) {
 }
 
 // Build indexes tools in memory. With a nil Embedder the index is BM25 only.
-func Build(ctx context.Context, tools []Tool, emb Embedder, opts *Options) (*Index, error) {
+func Build(ctx context.Context, tools []catalog.Tool, emb Embedder, opts *Options) (*Index, error) {
 	sorted, byID, err := prepareTools(tools)
 	if err != nil {
 		return nil, err
@@ -271,7 +281,7 @@ func newBleve(path string) (bleve.Index, error) {
 	return bi, nil
 }
 
-func fillBleve(ctx context.Context, bi bleve.Index, tools []Tool) error {
+func fillBleve(ctx context.Context, bi bleve.Index, tools []catalog.Tool) error {
 	const batch = 1000
 	for start := 0; start < len(tools); start += batch {
 		if err := ctx.Err(); err != nil {
@@ -292,7 +302,7 @@ func fillBleve(ctx context.Context, bi bleve.Index, tools []Tool) error {
 
 // embedAll embeds DocumentText of every tool in batches and returns the
 // row-major matrix.
-func embedAll(ctx context.Context, tools []Tool, emb Embedder, opts *Options) ([]float32, error) {
+func embedAll(ctx context.Context, tools []catalog.Tool, emb Embedder, opts *Options) ([]float32, error) {
 	dim := emb.Dim()
 	if dim <= 0 {
 		return nil, fmt.Errorf("embedder %s reports dimension %d", emb.ModelID(), dim)
@@ -304,7 +314,7 @@ func embedAll(ctx context.Context, tools []Tool, emb Embedder, opts *Options) ([
 		end := min(start+bs, len(tools))
 		texts := make([]string, 0, end-start)
 		for _, t := range tools[start:end] {
-			texts = append(texts, DocumentText(t))
+			texts = append(texts, catalog.DocumentText(t))
 		}
 		out, err := emb.Embed(ctx, texts)
 		if err != nil {
@@ -491,13 +501,13 @@ func (ix *Index) ModelID() string { return ix.modelID }
 func (ix *Index) Dim() int { return ix.dim }
 
 // Tools returns the catalog, sorted by ID. The slice is shared: do not modify it.
-func (ix *Index) Tools() []Tool { return ix.tools }
+func (ix *Index) Tools() []catalog.Tool { return ix.tools }
 
 // Tool looks a tool up by its namespaced ID.
-func (ix *Index) Tool(id string) (Tool, bool) {
+func (ix *Index) Tool(id string) (catalog.Tool, bool) {
 	i, ok := ix.byID[id]
 	if !ok {
-		return Tool{}, false
+		return catalog.Tool{}, false
 	}
 	return ix.tools[i], true
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
 	"github.com/blevesearch/bleve/v2/registry"
 	"github.com/google/go-cmp/cmp"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 func analyze(t *testing.T, filters []string, text string) []string {
@@ -58,8 +59,8 @@ func TestAnalyzer(t *testing.T) {
 	}
 }
 
-func testTools() []Tool {
-	return []Tool{
+func testTools() []catalog.Tool {
+	return []catalog.Tool{
 		{Server: "filesystem", Name: "list_directory", Description: "List the files and folders in a directory.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"Directory to list"}}}`)},
 		{Server: "filesystem", Name: "read_file", Description: "Read the contents of a file."},
@@ -163,7 +164,7 @@ func TestBuildKeywordNearest(t *testing.T) {
 			}
 			if tt.server != "" {
 				for _, h := range got {
-					if s, _, _ := SplitID(h.ID); s != tt.server {
+					if s, _, _ := catalog.SplitID(h.ID); s != tt.server {
 						t.Errorf("hit %s outside server %s", h.ID, tt.server)
 					}
 				}
@@ -190,11 +191,11 @@ func TestBuildKeywordNearest(t *testing.T) {
 
 	// Nearest: a tool's own document text is its own nearest neighbour.
 	for _, tool := range testTools() {
-		got := ix.Nearest(fakeVector(DocumentText(tool), 64), 2, "")
+		got := ix.Nearest(fakeVector(catalog.DocumentText(tool), 64), 2, "")
 		if len(got) != 2 || got[0].ID != tool.ID() || math.Abs(got[0].Score-1) > 1e-5 || got[1].Score > got[0].Score {
 			t.Errorf("Nearest(%s) = %v", tool.ID(), got)
 		}
-		got = ix.Nearest(fakeVector(DocumentText(tool), 64), 10, "memory")
+		got = ix.Nearest(fakeVector(catalog.DocumentText(tool), 64), 10, "memory")
 		if len(got) != 2 {
 			t.Errorf("Nearest(server memory) = %v, want the 2 memory tools", got)
 		}
@@ -237,17 +238,17 @@ func TestFingerprint(t *testing.T) {
 	b[0], b[1] = b[1], b[0]
 	b[2].InputSchema = json.RawMessage(" null ")
 	a[2].InputSchema = nil
-	if Fingerprint(a) != Fingerprint(b) {
+	if catalog.Fingerprint(a) != catalog.Fingerprint(b) {
 		t.Error("fingerprint depends on order or schema whitespace")
 	}
 	b[3].Description += "!"
-	if Fingerprint(a) == Fingerprint(b) {
+	if catalog.Fingerprint(a) == catalog.Fingerprint(b) {
 		t.Error("fingerprint ignores a description change")
 	}
 }
 
 func TestDocumentText(t *testing.T) {
-	got := DocumentText(testTools()[0])
+	got := catalog.DocumentText(testTools()[0])
 	want := "list directory. List the files and folders in a directory."
 	if got != want {
 		t.Errorf("DocumentText = %q, want %q", got, want)
@@ -263,13 +264,13 @@ func ExampleIndex_Keyword() {
 }
 
 // syntheticTools makes n distinct tools over 50 servers with small schemas.
-func syntheticTools(n int) []Tool {
+func syntheticTools(n int) []catalog.Tool {
 	verbs := []string{"list", "get", "create", "delete", "update", "search", "read", "write", "send", "query"}
 	nouns := []string{"file", "issue", "user", "message", "record", "bucket", "table", "event", "invoice", "page", "image", "repository"}
-	tools := make([]Tool, n)
+	tools := make([]catalog.Tool, n)
 	for i := range tools {
 		v, o := verbs[i%len(verbs)], nouns[(i/len(verbs))%len(nouns)]
-		tools[i] = Tool{
+		tools[i] = catalog.Tool{
 			Server:      fmt.Sprintf("server%02d", i%50),
 			Name:        fmt.Sprintf("%s_%s_%d", v, o, i),
 			Description: fmt.Sprintf("%s a %s in workspace %d. Returns the %s with its id, owner and timestamps.", v, o, i%97, o),

@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/toolgate/toolgate/index/catalog"
 	"golang.org/x/sys/unix"
 )
 
@@ -67,7 +68,7 @@ type Manifest struct {
 	Analyzer    string    `json:"analyzer"`           // token filter chain; a change means "format changed"
 	ModelID     string    `json:"model_id,omitempty"` // "" = BM25 only
 	Dim         int       `json:"dim,omitempty"`
-	Fingerprint string    `json:"fingerprint"` // Fingerprint(tools)
+	Fingerprint string    `json:"fingerprint"` // catalog.Fingerprint(tools)
 	Tools       int       `json:"tools"`
 	Generation  int       `json:"generation"`
 	Created     time.Time `json:"created"`
@@ -104,10 +105,10 @@ func readManifest(ixDir string) (*Manifest, error) {
 // accepts any model (an index with vectors still serves BM25), and nil tools
 // skip the catalog comparison. A broken manifest is "format changed", not an
 // error: the caller rebuilds.
-func Inspect(dir string, modelID string, tools []Tool) (State, *Manifest, error) {
+func Inspect(dir string, modelID string, tools []catalog.Tool) (State, *Manifest, error) {
 	fp := ""
 	if tools != nil {
-		fp = Fingerprint(tools)
+		fp = catalog.Fingerprint(tools)
 	}
 	return inspect(dir, modelID, fp)
 }
@@ -165,13 +166,13 @@ type Report struct {
 // a nil emb the index is BM25 only (an existing index with vectors and the
 // same catalog is still opened as it is). Another process building in the
 // same folder makes Ensure fail with a message that says so.
-func Ensure(ctx context.Context, dir string, tools []Tool, emb Embedder, opts *Options) (*Index, State, error) {
+func Ensure(ctx context.Context, dir string, tools []catalog.Tool, emb Embedder, opts *Options) (*Index, State, error) {
 	ix, rep, err := EnsureReport(ctx, dir, tools, emb, opts)
 	return ix, rep.Before, err
 }
 
 // EnsureReport is Ensure that also says what it did.
-func EnsureReport(ctx context.Context, dir string, tools []Tool, emb Embedder, opts *Options) (*Index, Report, error) {
+func EnsureReport(ctx context.Context, dir string, tools []catalog.Tool, emb Embedder, opts *Options) (*Index, Report, error) {
 	start := time.Now()
 	log := opts.logger()
 	rep := Report{Tools: len(tools)}
@@ -191,7 +192,7 @@ func EnsureReport(ctx context.Context, dir string, tools []Tool, emb Embedder, o
 	}
 	fp := "" // nil tools: whatever catalog is on disk (as Inspect)
 	if tools != nil {
-		fp = Fingerprint(tools)
+		fp = catalog.Fingerprint(tools)
 	}
 	state, prev, err := inspect(dir, modelID, fp)
 	if err != nil {
@@ -241,7 +242,7 @@ func EnsureReport(ctx context.Context, dir string, tools []Tool, emb Embedder, o
 		base = updateBase{ix: old, dir: filepath.Join(genDir(ixDir, prev.Generation), bleveSubdir), terms: prev.KeywordTerms}
 	}
 	if fp == "" {
-		fp = Fingerprint(sorted)
+		fp = catalog.Fingerprint(sorted)
 	}
 	man, err := writeGeneration(ctx, gd, sorted, fp, emb, old, base, diff, opts, &rep)
 	if err != nil {
@@ -310,7 +311,7 @@ func removeOtherGenerations(ixDir string, keep int, log interface {
 // is updated from base's by diff when that is worth it (see writeBleve); a
 // zero base means a full build. It returns the manifest for the generation
 // (Generation unset).
-func writeGeneration(ctx context.Context, gd string, tools []Tool, fp string, emb Embedder, old *Index, base updateBase, diff catalogDiff, opts *Options, rep *Report) (*Manifest, error) {
+func writeGeneration(ctx context.Context, gd string, tools []catalog.Tool, fp string, emb Embedder, old *Index, base updateBase, diff catalogDiff, opts *Options, rep *Report) (*Manifest, error) {
 	if err := os.MkdirAll(gd, 0o755); err != nil {
 		return nil, fmt.Errorf("create index generation: %w", err)
 	}
@@ -348,18 +349,18 @@ func writeGeneration(ctx context.Context, gd string, tools []Tool, fp string, em
 
 // embedReusing embeds the tools whose document text has no vector in the
 // previous generation of the same model, and copies the others' vectors.
-func embedReusing(ctx context.Context, tools []Tool, emb Embedder, old *Index, opts *Options) (vecs []float32, embedded, reused int, err error) {
+func embedReusing(ctx context.Context, tools []catalog.Tool, emb Embedder, old *Index, opts *Options) (vecs []float32, embedded, reused int, err error) {
 	dim := emb.Dim()
 	if dim <= 0 {
 		return nil, 0, 0, fmt.Errorf("embedder %s reports dimension %d", emb.ModelID(), dim)
 	}
 	vecs = make([]float32, len(tools)*dim)
-	var todo []Tool
+	var todo []catalog.Tool
 	var rows []int
 	canReuse := old != nil && old.HasVectors() && old.ModelID() == emb.ModelID() && old.Dim() == dim
 	for i, t := range tools {
 		if canReuse {
-			if j, ok := old.byID[t.ID()]; ok && DocumentText(old.tools[j]) == DocumentText(t) {
+			if j, ok := old.byID[t.ID()]; ok && catalog.DocumentText(old.tools[j]) == catalog.DocumentText(t) {
 				copy(vecs[i*dim:(i+1)*dim], old.vecs[j*dim:(j+1)*dim])
 				reused++
 				continue
@@ -382,7 +383,7 @@ func embedReusing(ctx context.Context, tools []Tool, emb Embedder, old *Index, o
 	return vecs, len(todo), reused, nil
 }
 
-func buildBleveOnDisk(ctx context.Context, path string, tools []Tool) error {
+func buildBleveOnDisk(ctx context.Context, path string, tools []catalog.Tool) error {
 	m, err := newMapping()
 	if err != nil {
 		return err

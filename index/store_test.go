@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // cachingEmbedder stands in for embed's cache: texts it has seen are free,
@@ -55,7 +56,7 @@ func newCaching(id string) *cachingEmbedder {
 	return &cachingEmbedder{fakeEmbedder: fakeEmbedder{id: id, dim: 32}, cache: map[string][]float32{}}
 }
 
-func mustEnsure(t *testing.T, dir string, tools []Tool, emb Embedder) (*Index, Report) {
+func mustEnsure(t *testing.T, dir string, tools []catalog.Tool, emb Embedder) (*Index, Report) {
 	t.Helper()
 	var e Embedder
 	if emb != nil {
@@ -84,7 +85,7 @@ func TestEnsureStates(t *testing.T) {
 	checkSearch(t, ix)
 
 	// Same catalog, listed in another order: up to date, nothing embedded.
-	shuffled := append([]Tool(nil), tools...)
+	shuffled := append([]catalog.Tool(nil), tools...)
 	shuffled[0], shuffled[5] = shuffled[5], shuffled[0]
 	calls := emb.calls
 	ix2, rep := mustEnsure(t, dir, shuffled, emb)
@@ -100,7 +101,7 @@ func TestEnsureStates(t *testing.T) {
 	changed := testTools()
 	changed[2].Description = "Create new entities (people, places) in the knowledge graph."
 	changed = append(changed[:1], changed[2:]...) // and one removed
-	changed = append(changed, Tool{Server: "memory", Name: "delete_entities", Description: "Delete entities."})
+	changed = append(changed, catalog.Tool{Server: "memory", Name: "delete_entities", Description: "Delete entities."})
 	_, rep = mustEnsure(t, dir, changed, emb)
 	if rep.Before != StateCatalogChanged || rep.Added != 1 || rep.Changed != 1 || rep.Removed != 1 ||
 		rep.Embedded != 2 || rep.Reused != 4 || rep.Generation != 2 {
@@ -172,7 +173,7 @@ func checkSearch(t *testing.T, ix *Index) {
 	}
 	if ix.HasVectors() {
 		tool, _ := ix.Tool("filesystem__read_file")
-		near := ix.Nearest(fakeVector(DocumentText(tool), ix.Dim()), 1, "")
+		near := ix.Nearest(fakeVector(catalog.DocumentText(tool), ix.Dim()), 1, "")
 		if len(near) != 1 || near[0].ID != tool.ID() {
 			t.Errorf("Nearest = %v", near)
 		}
@@ -267,7 +268,7 @@ func TestCrashBeforeSwap(t *testing.T) {
 	checkSearch(t, ix)
 	ix.Close()
 
-	changed := append(testTools(), Tool{Server: "x", Name: "y", Description: "new"})
+	changed := append(testTools(), catalog.Tool{Server: "x", Name: "y", Description: "new"})
 	_, rep := mustEnsure(t, dir, changed, newCaching("fake/1"))
 	if rep.Generation != 3 || rep.Before != StateCatalogChanged {
 		t.Errorf("after crash: %+v", rep)
@@ -329,7 +330,7 @@ func TestConcurrentReaders(t *testing.T) {
 		}()
 	}
 	for i := 0; i < 5; i++ {
-		tools := append(testTools(), Tool{Server: "s", Name: "t" + string(rune('a'+i)), Description: "x"})
+		tools := append(testTools(), catalog.Tool{Server: "s", Name: "t" + string(rune('a'+i)), Description: "x"})
 		ix, _, err := Ensure(context.Background(), dir, tools, nil, nil)
 		if err != nil {
 			t.Fatal(err)

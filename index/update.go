@@ -14,6 +14,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // Incremental Bleve update.
@@ -95,10 +96,10 @@ func (e errFullBuild) Error() string { return e.reason }
 type catalogDiff struct {
 	added, changed, removed int // tools; changed = any field differs
 
-	deletes []string // IDs removed
-	upserts []Tool   // tools added, or whose Bleve document changed
-	redone  int      // of upserts, those that replace a document
-	gone    []Tool   // the documents deleted or replaced, as they were
+	deletes []string       // IDs removed
+	upserts []catalog.Tool // tools added, or whose Bleve document changed
+	redone  int            // of upserts, those that replace a document
+	gone    []catalog.Tool // the documents deleted or replaced, as they were
 }
 
 // reindex is the number of Bleve documents an update indexes or deletes.
@@ -106,7 +107,7 @@ func (d catalogDiff) reindex() int { return len(d.deletes) + len(d.upserts) }
 
 // diffCatalog compares the new catalog (sorted by ID) with old's; a nil old
 // means everything is added.
-func diffCatalog(old *Index, tools []Tool) catalogDiff {
+func diffCatalog(old *Index, tools []catalog.Tool) catalogDiff {
 	var d catalogDiff
 	if old == nil {
 		d.added = len(tools)
@@ -122,7 +123,7 @@ func diffCatalog(old *Index, tools []Tool) catalogDiff {
 		}
 		matched[j] = true
 		o := old.tools[j]
-		if o.Title == t.Title && o.Description == t.Description && bytes.Equal(normSchema(o.InputSchema), normSchema(t.InputSchema)) {
+		if o.Title == t.Title && o.Description == t.Description && catalog.SameSchema(o.InputSchema, t.InputSchema) {
 			continue
 		}
 		d.changed++
@@ -144,14 +145,14 @@ func diffCatalog(old *Index, tools []Tool) catalogDiff {
 
 // sameBleveDoc reports whether two tools with the same ID make the same
 // Bleve document (bleveDoc). Schemas are parsed only when their bytes differ.
-func sameBleveDoc(a, b Tool) bool {
+func sameBleveDoc(a, b catalog.Tool) bool {
 	if a.Title != b.Title || a.Description != b.Description {
 		return false
 	}
-	if bytes.Equal(normSchema(a.InputSchema), normSchema(b.InputSchema)) {
+	if catalog.SameSchema(a.InputSchema, b.InputSchema) {
 		return true
 	}
-	return paramsText(a) == paramsText(b)
+	return catalog.ParamsText(a) == catalog.ParamsText(b)
 }
 
 // segmentStats counts the segments of an open Bleve index and the documents
@@ -175,7 +176,7 @@ func segmentStats(bi bleve.Index) (segments int, stored, live uint64, err error)
 // counts of the new catalog (see termCounts). baseTerms are base's, from
 // its manifest (nil when it was a full build). An errFullBuild says why not;
 // another error is a fault worth a warning.
-func planUpdate(base *Index, baseTerms map[string]int, tools []Tool, d catalogDiff) (map[string]int, error) {
+func planUpdate(base *Index, baseTerms map[string]int, tools []catalog.Tool, d catalogDiff) (map[string]int, error) {
 	if base == nil || base.bi == nil {
 		return nil, errFullBuild{"no previous generation of this format"}
 	}
@@ -291,7 +292,7 @@ func termCounts(base *Index, baseTerms map[string]int, d catalogDiff) (map[strin
 	if a == nil {
 		return nil, fmt.Errorf("analyzer %q missing from the index mapping", analyzerName)
 	}
-	count := func(tools []Tool) map[string]map[string]int {
+	count := func(tools []catalog.Tool) map[string]map[string]int {
 		out := make(map[string]map[string]int, len(keywordFields))
 		for _, f := range keywordFields {
 			out[f] = map[string]int{}
@@ -489,7 +490,7 @@ type bleveResult struct {
 // writeBleve writes the Bleve index of a new generation at path:
 // incrementally from base's by d when planUpdate allows it, otherwise, or
 // when the incremental path fails, by a full build.
-func writeBleve(ctx context.Context, path string, tools []Tool, base updateBase, d catalogDiff, log *slog.Logger) (bleveResult, error) {
+func writeBleve(ctx context.Context, path string, tools []catalog.Tool, base updateBase, d catalogDiff, log *slog.Logger) (bleveResult, error) {
 	terms, err := planUpdate(base.ix, base.terms, tools, d)
 	if err == nil {
 		err = updateBleveOnDisk(ctx, base.dir, path, d, len(tools), terms)

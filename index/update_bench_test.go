@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/index/indextest"
 )
 
@@ -32,7 +33,7 @@ func forceFull(b *testing.B, full bool) {
 }
 
 // template builds tools once into a folder that each iteration copies.
-func template(b *testing.B, tools []index.Tool) string {
+func template(b *testing.B, tools []catalog.Tool) string {
 	b.Helper()
 	dir := b.TempDir()
 	ix, _, err := index.Ensure(context.Background(), dir, tools, nil, nil)
@@ -85,7 +86,7 @@ func writeSynced(path string, data []byte) error {
 
 // update runs one timed update of a copy of tmpl to tools, and says
 // whether it was incremental.
-func update(b *testing.B, tmpl string, tools []index.Tool) bool {
+func update(b *testing.B, tmpl string, tools []catalog.Tool) bool {
 	b.StopTimer()
 	dir := filepath.Join(b.TempDir(), "ix")
 	copyTree(b, tmpl, dir)

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/index/indextest"
 )
 
@@ -34,7 +35,7 @@ var killBase = indextest.Catalog(killTools, indextest.Seed)
 
 // revision r of the catalog differs from revision r-1 in two tools'
 // descriptions, so each step is a small, incremental update.
-func revision(r int) []index.Tool {
+func revision(r int) []catalog.Tool {
 	tools := slices.Clone(killBase)
 	if r > 0 {
 		tools[(r*37)%killTools].Description += fmt.Sprintf(" Revision %d keeps archived entries.", r)
@@ -61,7 +62,7 @@ func TestUpdateKilled(t *testing.T) {
 	qs := queries(killBase)[:6]
 	fps := map[string]int{}
 	for r := 0; r < 400; r++ {
-		fps[index.Fingerprint(revision(r))] = r
+		fps[catalog.Fingerprint(revision(r))] = r
 	}
 	cur := 0 // the revision on disk
 
@@ -74,7 +75,7 @@ func TestUpdateKilled(t *testing.T) {
 			t.Fatalf("%s: index does not open: %v", what, err)
 		}
 		defer ix.Close()
-		r, ok := fps[index.Fingerprint(ix.Tools())]
+		r, ok := fps[catalog.Fingerprint(ix.Tools())]
 		if !ok || r < lo || r > hi {
 			t.Fatalf("%s: index holds revision %d (known %v), want %d…%d", what, r, ok, lo, hi)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/index/indextest"
 )
 
@@ -23,7 +24,7 @@ import (
 
 const updateTools = 1000
 
-func ensure(t testing.TB, dir string, tools []index.Tool) (*index.Index, index.Report) {
+func ensure(t testing.TB, dir string, tools []catalog.Tool) (*index.Index, index.Report) {
 	t.Helper()
 	ix, rep, err := index.EnsureReport(context.Background(), dir, tools, nil, nil)
 	if err != nil {
@@ -85,7 +86,7 @@ func canon(hits []index.Scored, k int) []index.Scored {
 	return out
 }
 
-func queries(tools []index.Tool) []string {
+func queries(tools []catalog.Tool) []string {
 	var qs []string
 	for _, q := range indextest.Queries(tools, 25, indextest.Seed) {
 		qs = append(qs, q.Text)
@@ -96,7 +97,7 @@ func queries(tools []index.Tool) []string {
 var scoresEqual = cmpopts.EquateApprox(0, 1e-9)
 
 // fullBuild indexes tools in a fresh folder with a full Bleve build.
-func fullBuild(t testing.TB, tools []index.Tool) *index.Index {
+func fullBuild(t testing.TB, tools []catalog.Tool) *index.Index {
 	t.Helper()
 	ix, rep := ensure(t, t.TempDir(), tools)
 	if rep.Incremental || rep.Reindexed != len(tools) {
@@ -107,11 +108,11 @@ func fullBuild(t testing.TB, tools []index.Tool) *index.Index {
 
 // mutate returns a copy of tools with tool c's description changed, tool r
 // removed and one tool added.
-func mutate(tools []index.Tool, c, r int, tag string) []index.Tool {
+func mutate(tools []catalog.Tool, c, r int, tag string) []catalog.Tool {
 	out := slices.Clone(tools)
 	out[c].Description += " Now also " + tag + " archived entries."
 	out = slices.Delete(out, r, r+1)
-	return append(out, index.Tool{Server: "added", Name: "tool_" + tag,
+	return append(out, catalog.Tool{Server: "added", Name: "tool_" + tag,
 		Description: "Export " + tag + " reports as CSV from the analytics workspace."})
 }
 

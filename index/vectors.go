@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // Nearest returns the k tools whose vectors have the highest dot product with
@@ -258,7 +260,7 @@ func (ix *Index) PrepareScan() {
 // products is at most 127 · 32767.
 const q8MaxDim = math.MaxInt32 / (127 * 32767)
 
-func newVectorSums(tools []Tool, vecs []float32, dim int) *vectorSums {
+func newVectorSums(tools []catalog.Tool, vecs []float32, dim int) *vectorSums {
 	vs := &vectorSums{sum: map[string][]float64{}, count: map[string]int{}}
 	// Rows are in ID order, so each server's rows are consecutive.
 	var srv []float64
@@ -370,7 +372,7 @@ func (cp *vectorCopy) slack(q []float32, qscale float64) float64 {
 // approxDots writes the 8-bit dot product of the query (q16 times qscale)
 // with rows lo to hi of server ("" = all) into scores; other servers' rows
 // are left as they were.
-func (cp *vectorCopy) approxDots(q16 []int16, qscale float64, server string, tools []Tool, scores []float32, lo, hi int) {
+func (cp *vectorCopy) approxDots(q16 []int16, qscale float64, server string, tools []catalog.Tool, scores []float32, lo, hi int) {
 	dim := cp.dim
 	one := func(j int) float32 {
 		return float32(float64(dotI8(cp.q8[j*dim:(j+1)*dim:(j+1)*dim], q16)) * cp.scale[j] * qscale)

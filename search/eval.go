@@ -1,8 +1,6 @@
 package search
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // This file holds the relevance benchmark: the loader for the bench format
@@ -33,59 +32,6 @@ type BenchQuery struct {
 	Line int `json:"-"`
 }
 
-// benchTool is one line of a tools.jsonl file.
-type benchTool struct {
-	Server      *string         `json:"server"`
-	Name        *string         `json:"name"`
-	Title       string          `json:"title"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"input_schema"`
-}
-
-// LoadTools reads a tools.jsonl file in the bench format.
-func LoadTools(path string) ([]index.Tool, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("load tools: %w", err)
-	}
-	defer f.Close()
-	return ReadTools(f, path)
-}
-
-// ReadTools reads tools in the bench format from r; name prefixes messages.
-// Names may hold any characters except that the server may not contain
-// "__" (the ID separator); duplicate IDs are an error.
-func ReadTools(r io.Reader, name string) ([]index.Tool, error) {
-	var tools []index.Tool
-	seen := map[string]int{}
-	err := eachLine(r, name, func(line int, b []byte) error {
-		var bt benchTool
-		if err := json.Unmarshal(b, &bt); err != nil {
-			return err
-		}
-		if bt.Server == nil || *bt.Server == "" {
-			return errors.New(`missing "server"`)
-		}
-		if bt.Name == nil || *bt.Name == "" {
-			return errors.New(`missing "name"`)
-		}
-		if strings.Contains(*bt.Server, index.Sep) {
-			return fmt.Errorf("server %q contains %q, the ID separator", *bt.Server, index.Sep)
-		}
-		t := index.Tool{Server: *bt.Server, Name: *bt.Name, Title: bt.Title, Description: bt.Description}
-		if s := bytes.TrimSpace(bt.InputSchema); len(s) > 0 && !bytes.Equal(s, []byte("null")) {
-			t.InputSchema = slices.Clone(s)
-		}
-		if prev, ok := seen[t.ID()]; ok {
-			return fmt.Errorf("duplicate tool %q (first on line %d)", t.ID(), prev)
-		}
-		seen[t.ID()] = line
-		tools = append(tools, t)
-		return nil
-	})
-	return tools, err
-}
-
 // LoadQueries reads a queries.jsonl file in the bench format.
 func LoadQueries(path string) ([]BenchQuery, error) {
 	f, err := os.Open(path)
@@ -100,7 +46,7 @@ func LoadQueries(path string) ([]BenchQuery, error) {
 // messages. Extra keys (subset, namespace, id …) are ignored.
 func ReadQueries(r io.Reader, name string) ([]BenchQuery, error) {
 	var qs []BenchQuery
-	err := eachLine(r, name, func(line int, b []byte) error {
+	err := catalog.EachLine(r, name, func(line int, b []byte) error {
 		var q BenchQuery
 		if err := json.Unmarshal(b, &q); err != nil {
 			return err
@@ -125,7 +71,7 @@ func ReadQueries(r io.Reader, name string) ([]BenchQuery, error) {
 
 // CheckQueries reports relevant IDs that name no tool: a typo there would
 // silently lower every metric.
-func CheckQueries(tools []index.Tool, qs []BenchQuery) error {
+func CheckQueries(tools []catalog.Tool, qs []BenchQuery) error {
 	ids := make(map[string]bool, len(tools))
 	for _, t := range tools {
 		ids[t.ID()] = true
@@ -150,26 +96,6 @@ func CheckQueries(tools []index.Tool, qs []BenchQuery) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func eachLine(r io.Reader, name string, f func(line int, b []byte) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 64*1024*1024)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		if err := f(line, b); err != nil {
-			return fmt.Errorf("%s:%d: %w", name, line, err)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s:%d: %w", name, line+1, err)
-	}
-	return nil
 }
 
 // QueryMetrics are one query's scores; Metrics averages them.

@@ -2,7 +2,6 @@ package search_test
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -11,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -108,51 +107,17 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-func TestReadTools(t *testing.T) {
-	in := `{"server": "azure", "name": "acr_registry_list", "description": "List registries.", "input_schema": {"type": "object"}}
-
-{"server": "my server", "name": "PDF&URLTool", "description": "odd characters", "input_schema": null, "extra": 1}
-{"server": "s", "name": "a__b", "description": "tool names may hold the separator"}
-`
-	got, err := search.ReadTools(strings.NewReader(in), "tools.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []index.Tool{
-		{Server: "azure", Name: "acr_registry_list", Description: "List registries.", InputSchema: json.RawMessage(`{"type": "object"}`)},
-		{Server: "my server", Name: "PDF&URLTool", Description: "odd characters"},
-		{Server: "s", Name: "a__b", Description: "tool names may hold the separator"},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("ReadTools (-want +got):\n%s", diff)
-	}
-	if got[1].ID() != "my server__PDF&URLTool" {
-		t.Errorf("ID = %q", got[1].ID())
-	}
-}
-
-func TestReadErrors(t *testing.T) {
+func TestReadQueriesErrors(t *testing.T) {
 	tests := []struct {
 		name, in, want string
-		queries        bool
 	}{
-		{"bad json", `{"server":"a","name":"b"}` + "\n" + `{"server":`, "tools.jsonl:2: unexpected end of JSON input", false},
-		{"no server", "\n\n" + `{"name":"b"}`, `tools.jsonl:3: missing "server"`, false},
-		{"no name", `{"server":"a"}`, `tools.jsonl:1: missing "name"`, false},
-		{"separator in server", `{"server":"a__b","name":"c"}`, `tools.jsonl:1: server "a__b" contains "__"`, false},
-		{"duplicate", `{"server":"a","name":"b"}` + "\n" + `{"server":"a","name":"b"}`, `tools.jsonl:2: duplicate tool "a__b" (first on line 1)`, false},
-		{"empty query", `{"query":" ","relevant":["a__b"]}`, `queries.jsonl:1: empty "query"`, true},
-		{"no relevant", `{"query":"x","relevant":["a__b"]}` + "\n" + `{"query":"y"}`, `queries.jsonl:2: empty "relevant"`, true},
-		{"empty group", `{"query":"x","relevant":["a__b"],"relevant_groups":[["a__b"],[]]}`, `queries.jsonl:1: relevant_groups[1] is empty`, true},
+		{"empty query", `{"query":" ","relevant":["a__b"]}`, `queries.jsonl:1: empty "query"`},
+		{"no relevant", `{"query":"x","relevant":["a__b"]}` + "\n" + `{"query":"y"}`, `queries.jsonl:2: empty "relevant"`},
+		{"empty group", `{"query":"x","relevant":["a__b"],"relevant_groups":[["a__b"],[]]}`, `queries.jsonl:1: relevant_groups[1] is empty`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var err error
-			if tt.queries {
-				_, err = search.ReadQueries(strings.NewReader(tt.in), "queries.jsonl")
-			} else {
-				_, err = search.ReadTools(strings.NewReader(tt.in), "tools.jsonl")
-			}
+			_, err := search.ReadQueries(strings.NewReader(tt.in), "queries.jsonl")
 			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 				t.Errorf("error = %v, want prefix %q", err, tt.want)
 			}
@@ -175,12 +140,12 @@ func TestReadQueriesAndCheck(t *testing.T) {
 	if diff := cmp.Diff(want, qs); diff != "" {
 		t.Errorf("ReadQueries (-want +got):\n%s", diff)
 	}
-	tools := []index.Tool{{Server: "azure", Name: "acr_registry_list"}, {Server: "m", Name: "a"}, {Server: "m", Name: "b"}}
+	tools := []catalog.Tool{{Server: "azure", Name: "acr_registry_list"}, {Server: "m", Name: "a"}, {Server: "m", Name: "b"}}
 	err = search.CheckQueries(tools, qs)
 	if err == nil || !strings.Contains(err.Error(), `line 2: relevant_groups member "m__c"`) {
 		t.Errorf("CheckQueries = %v, want m__c reported", err)
 	}
-	if err := search.CheckQueries(append(tools, index.Tool{Server: "m", Name: "c"}), qs); err != nil {
+	if err := search.CheckQueries(append(tools, catalog.Tool{Server: "m", Name: "c"}), qs); err != nil {
 		t.Errorf("CheckQueries = %v, want nil", err)
 	}
 }
@@ -190,8 +155,8 @@ type fixedSearcher map[string][]string
 func (f fixedSearcher) Search(_ context.Context, q search.Query) (search.Result, error) {
 	var hits []search.Hit
 	for _, id := range f[q.Text] {
-		s, n, _ := index.SplitID(id)
-		hits = append(hits, search.Hit{Tool: index.Tool{Server: s, Name: n}})
+		s, n, _ := catalog.SplitID(id)
+		hits = append(hits, search.Hit{Tool: catalog.Tool{Server: s, Name: n}})
 	}
 	return search.Result{Hits: hits, Mode: search.ModeBM25}, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/models"
 	"github.com/toolgate/toolgate/search"
 )
@@ -57,7 +58,7 @@ type goldenDataset struct {
 // goldenSet is one dataset the golden test measures.
 type goldenSet struct {
 	name string
-	load func(t *testing.T) ([]index.Tool, []search.BenchQuery)
+	load func(t *testing.T) ([]catalog.Tool, []search.BenchQuery)
 }
 
 var goldenSets = []goldenSet{
@@ -71,7 +72,7 @@ var goldenSets = []goldenSet{
 // servers, and the queries the team wrote for them
 // (testdata/bundled_queries.jsonl). A new version of a server that renames
 // or rewords its tools shows up here as a diff.
-func bundledSet(t *testing.T) ([]index.Tool, []search.BenchQuery) {
+func bundledSet(t *testing.T) ([]catalog.Tool, []search.BenchQuery) {
 	if _, err := os.Stat(filepath.Join("..", "examples", "servers", "node_modules")); err != nil {
 		requireNative(t, fmt.Errorf("bundled npm servers not installed (scripts/install-servers.sh): %w", err))
 	}
@@ -106,13 +107,13 @@ func benchDir() string {
 	return filepath.Join("..", "..", "shared", "bench")
 }
 
-func benchSet(name string) func(t *testing.T) ([]index.Tool, []search.BenchQuery) {
-	return func(t *testing.T) ([]index.Tool, []search.BenchQuery) {
+func benchSet(name string) func(t *testing.T) ([]catalog.Tool, []search.BenchQuery) {
+	return func(t *testing.T) ([]catalog.Tool, []search.BenchQuery) {
 		dir := filepath.Join(benchDir(), name)
 		if _, err := os.Stat(dir); err != nil {
 			requireNative(t, fmt.Errorf("bench data %s missing (set TOOLGATE_BENCH_DIR): %w", dir, err))
 		}
-		tools, err := search.LoadTools(filepath.Join(dir, "tools.jsonl"))
+		tools, err := catalog.ReadFile(filepath.Join(dir, "tools.jsonl"))
 		if err != nil {
 			t.Fatal(err)
 		}

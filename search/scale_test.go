@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -14,14 +14,14 @@ var words = []string{"read", "write", "file", "list", "directory", "create", "de
 	"search", "web", "page", "fetch", "image", "video", "calendar", "event", "email", "contact"}
 
 // scaleCatalog is n tools whose descriptions mix the words above.
-func scaleCatalog(n int) []index.Tool {
-	tools := make([]index.Tool, n)
+func scaleCatalog(n int) []catalog.Tool {
+	tools := make([]catalog.Tool, n)
 	for i := range tools {
 		desc := ""
 		for j := range 12 {
 			desc += words[(i*7+j*j*13+i/len(words))%len(words)] + " "
 		}
-		tools[i] = index.Tool{Server: fmt.Sprintf("s%d", i%20), Name: fmt.Sprintf("tool_%d_%s", i, words[i%len(words)]), Description: desc}
+		tools[i] = catalog.Tool{Server: fmt.Sprintf("s%d", i%20), Name: fmt.Sprintf("tool_%d_%s", i, words[i%len(words)]), Description: desc}
 	}
 	return tools
 }

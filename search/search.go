@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // Mode selects how the keyword and vector signals are combined.
@@ -145,7 +146,7 @@ type Query struct {
 // Hit is one ranked tool with its score breakdown. In hybrid mode
 // Score = KeywordWeight·Keyword + VectorWeight·Vector exactly.
 type Hit struct {
-	Tool index.Tool
+	Tool catalog.Tool
 	// Score is what the hits are sorted by (see Mode for its meaning).
 	Score float64
 	// Keyword is the BM25 score normalised per query to [0,1]: divided by
@@ -253,10 +254,10 @@ func (e *Engine) Degraded() (bool, string) {
 }
 
 // Tool looks a tool up by its namespaced ID in the current index.
-func (e *Engine) Tool(id string) (index.Tool, bool) {
+func (e *Engine) Tool(id string) (catalog.Tool, bool) {
 	s := e.acquire()
 	if s == nil || s.ix == nil {
-		return index.Tool{}, false
+		return catalog.Tool{}, false
 	}
 	defer s.release(e.log)
 	return s.ix.Tool(id)

@@ -12,10 +12,11 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
 
-var catalog = []index.Tool{
+var testCatalog = []catalog.Tool{
 	{Server: "fs", Name: "read_file", Description: "Read the complete contents of a file from the file system."},
 	{Server: "fs", Name: "write_file", Description: "Create a new file or overwrite an existing file with new content."},
 	{Server: "fs", Name: "list_directory", Description: "List all files and directories in a directory path."},
@@ -26,7 +27,7 @@ var catalog = []index.Tool{
 	{Server: "web", Name: "fetch", Description: "Fetch a URL from the internet and return its contents as markdown."},
 }
 
-func build(t testing.TB, tools []index.Tool, emb index.Embedder) *index.Index {
+func build(t testing.TB, tools []catalog.Tool, emb index.Embedder) *index.Index {
 	t.Helper()
 	ix, err := index.Build(context.Background(), tools, emb, nil)
 	if err != nil {
@@ -45,7 +46,7 @@ func ids(hits []search.Hit) []string {
 
 func TestSearchErrors(t *testing.T) {
 	emb := &hashEmbedder{}
-	e := search.New(build(t, catalog, emb), emb, nil)
+	e := search.New(build(t, testCatalog, emb), emb, nil)
 	defer e.Close()
 	for _, q := range []string{"", "   ", "\t\n"} {
 		if _, err := e.Search(context.Background(), search.Query{Text: q}); !errors.Is(err, search.ErrEmptyQuery) {
@@ -58,9 +59,9 @@ func TestSearchErrors(t *testing.T) {
 }
 
 func TestSearchLimitAndServer(t *testing.T) {
-	var many []index.Tool
+	var many []catalog.Tool
 	for i := range 80 {
-		many = append(many, index.Tool{Server: fmt.Sprintf("s%d", i%2), Name: fmt.Sprintf("tool_%02d", i), Description: "read a file"})
+		many = append(many, catalog.Tool{Server: fmt.Sprintf("s%d", i%2), Name: fmt.Sprintf("tool_%02d", i), Description: "read a file"})
 	}
 	emb := &hashEmbedder{}
 	e := search.New(build(t, many, emb), emb, nil)
@@ -97,7 +98,7 @@ func TestSearchLimitAndServer(t *testing.T) {
 
 func TestSearchModes(t *testing.T) {
 	emb := &hashEmbedder{}
-	e := search.New(build(t, catalog, emb), emb, nil)
+	e := search.New(build(t, testCatalog, emb), emb, nil)
 	defer e.Close()
 	if d, why := e.Degraded(); d {
 		t.Fatalf("Degraded() = true (%s), want false", why)
@@ -148,7 +149,7 @@ func TestSearchModes(t *testing.T) {
 // keyword score, and a keyword-only hit its exact cosine.
 func TestHybridBreakdownIsExact(t *testing.T) {
 	emb := &hashEmbedder{}
-	ix := build(t, catalog, emb)
+	ix := build(t, testCatalog, emb)
 	e := search.New(ix, emb, &search.Options{Candidates: 2})
 	defer e.Close()
 	ctx := context.Background()
@@ -200,7 +201,7 @@ func TestDegraded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := search.New(build(t, catalog, tt.ixe), tt.emb, nil)
+			e := search.New(build(t, testCatalog, tt.ixe), tt.emb, nil)
 			defer e.Close()
 			if d, why := e.Degraded(); !d || why == "" {
 				t.Errorf("Degraded() = %v, %q; want true and a reason", d, why)
@@ -228,7 +229,7 @@ func (failingEmbedder) Embed(context.Context, []string) ([][]float32, error) {
 }
 
 func TestEmbedFailureFallsBackToBM25(t *testing.T) {
-	e := search.New(build(t, catalog, &hashEmbedder{}), failingEmbedder{}, nil)
+	e := search.New(build(t, testCatalog, &hashEmbedder{}), failingEmbedder{}, nil)
 	defer e.Close()
 	res, err := e.Search(context.Background(), search.Query{Text: "read a file"})
 	if err != nil {
@@ -240,10 +241,10 @@ func TestEmbedFailureFallsBackToBM25(t *testing.T) {
 }
 
 func TestToolAndIDs(t *testing.T) {
-	e := search.New(build(t, catalog, nil), nil, nil)
+	e := search.New(build(t, testCatalog, nil), nil, nil)
 	defer e.Close()
-	want := make([]string, len(catalog))
-	for i, tl := range catalog {
+	want := make([]string, len(testCatalog))
+	for i, tl := range testCatalog {
 		want[i] = tl.ID()
 	}
 	if diff := cmp.Diff(want, e.IDs(), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
@@ -258,10 +259,10 @@ func TestToolAndIDs(t *testing.T) {
 }
 
 // Swap under concurrent searches: run with -race. Every search sees either
-// the old or the new catalog, never a mix or a closed index.
+// the old or the new testCatalog, never a mix or a closed index.
 func TestSwapConcurrent(t *testing.T) {
-	a := catalog[:4]
-	b := catalog[4:]
+	a := testCatalog[:4]
+	b := testCatalog[4:]
 	e := search.New(build(t, a, nil), nil, nil)
 	defer e.Close()
 	ixs := []*index.Index{build(t, b, nil), build(t, a, nil), build(t, b, nil), build(t, a, nil)}
@@ -312,9 +313,9 @@ func TestSwapConcurrent(t *testing.T) {
 
 func BenchmarkSearch(b *testing.B) {
 	emb := &hashEmbedder{}
-	var tools []index.Tool
+	var tools []catalog.Tool
 	for i := range 500 {
-		tl := catalog[i%len(catalog)]
+		tl := testCatalog[i%len(testCatalog)]
 		tl.Name = fmt.Sprintf("%s_%d", tl.Name, i)
 		tools = append(tools, tl)
 	}
@@ -334,7 +335,7 @@ func BenchmarkSearch(b *testing.B) {
 // Swap closes the old index once no search holds it, and Close the current
 // one; a closed Bleve index refuses searches.
 func TestSwapClosesOld(t *testing.T) {
-	old, cur := build(t, catalog, nil), build(t, catalog, nil)
+	old, cur := build(t, testCatalog, nil), build(t, testCatalog, nil)
 	e := search.New(old, nil, nil)
 	if _, err := old.Keyword("file", 5, ""); err != nil {
 		t.Fatalf("before swap: %v", err)
@@ -357,7 +358,7 @@ func TestSwapClosesOld(t *testing.T) {
 
 func TestBadOptionsFallBack(t *testing.T) {
 	emb := &hashEmbedder{}
-	e := search.New(build(t, catalog, emb), emb, &search.Options{Mode: "fancy", VectorNorm: "log", KeywordNorm: "exp"})
+	e := search.New(build(t, testCatalog, emb), emb, &search.Options{Mode: "fancy", VectorNorm: "log", KeywordNorm: "exp"})
 	defer e.Close()
 	o := e.Options()
 	if o.Mode != search.ModeHybrid || o.VectorNorm != search.NormMean || o.KeywordNorm != search.NormMax {

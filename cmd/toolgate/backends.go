@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // listBackendTools connects to every server in the config file, lists their
@@ -17,7 +18,7 @@ import (
 // index in the data folder already has for it (with a warning), so an
 // offline backend does not empty the catalog; servers no longer in the
 // config are dropped.
-func (g *globals) listBackendTools(ctx context.Context, path string, stderr io.Writer) ([]index.Tool, error) {
+func (g *globals) listBackendTools(ctx context.Context, path string, stderr io.Writer) ([]catalog.Tool, error) {
 	cfg, err := config.Load(path)
 	if err != nil {
 		return nil, err
@@ -32,7 +33,7 @@ func (g *globals) listBackendTools(ctx context.Context, path string, stderr io.W
 	defer pool.Close()
 	pool.Start(ctx)
 
-	var prev []index.Tool
+	var prev []catalog.Tool
 	if ix, err := index.Open(index.Dir(g.DataDir()), &index.Options{Logger: g.logger}); err == nil {
 		prev = ix.Tools()
 		ix.Close()

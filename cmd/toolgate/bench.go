@@ -27,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/index/indextest"
 	"github.com/toolgate/toolgate/search"
 )
@@ -248,10 +249,10 @@ type reuseEmbedder struct {
 	pool  []string
 }
 
-func newReuse(inner index.Embedder, tools []index.Tool, maxReal int) *reuseEmbedder {
+func newReuse(inner index.Embedder, tools []catalog.Tool, maxReal int) *reuseEmbedder {
 	r := &reuseEmbedder{inner: inner, real: map[string]bool{}}
 	for _, t := range tools[:min(maxReal, len(tools))] {
-		s := index.DocumentText(t)
+		s := catalog.DocumentText(t)
 		if !r.real[s] {
 			r.real[s] = true
 			r.pool = append(r.pool, s)
@@ -756,7 +757,7 @@ func (b *bench) prepareWarm(ctx context.Context, cfgPath, dataDir string, n int)
 
 // indextestDocs is the synthetic catalog whose texts the embedding cache
 // holds; the served catalog's other texts are mapped onto them.
-func indextestDocs(n int) []index.Tool { return indextest.Catalog(n, indextest.Seed) }
+func indextestDocs(n int) []catalog.Tool { return indextest.Catalog(n, indextest.Seed) }
 
 func (b *bench) timeFirstAnswer(ctx context.Context, cfg, dataDir string) (time.Duration, int64, error) {
 	args := []string{"serve", "--config", cfg, "--data-dir", dataDir, "--log-level", "info"}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -117,7 +118,7 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		return usageError{fmt.Errorf("--limit-queries %d: want 0 (all) or more", f.limitQueries)}
 	}
 
-	tools, err := search.LoadTools(f.tools)
+	tools, err := catalog.ReadFile(f.tools)
 	if err != nil {
 		return err
 	}

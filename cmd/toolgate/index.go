@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 func init() {
@@ -88,10 +89,10 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 		return usageError{errors.New("index needs exactly one of --tools FILE.jsonl or --config FILE")}
 	}
 	start := time.Now()
-	var tools []index.Tool
+	var tools []catalog.Tool
 	var err error
 	if f.tools != "" {
-		tools, err = index.ReadToolsFile(f.tools)
+		tools, err = catalog.ReadFile(f.tools)
 	} else {
 		tools, err = g.listBackendTools(ctx, f.config, stderr)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 func writeToolsFile(t *testing.T, dir string, n int, change string) string {
@@ -134,13 +135,13 @@ func TestIndexKilledMidBuild(t *testing.T) {
 	data := t.TempDir()
 	dir := t.TempDir()
 	first := writeToolsFile(t, dir, 3000, "")
-	oldTools, _ := index.ReadToolsFile(first) // the last catalog that was fully indexed
+	oldTools, _ := catalog.ReadFile(first) // the last catalog that was fully indexed
 	runIndexJSON(t, &globals{dataDir: data}, first)
 
 	for _, delay := range []time.Duration{20 * time.Millisecond, 150 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, 1500 * time.Millisecond} {
 		t.Run(delay.String(), func(t *testing.T) {
 			newFile := writeToolsFile(t, t.TempDir(), 3000+int(delay/time.Millisecond), " Changed.")
-			newTools, _ := index.ReadToolsFile(newFile)
+			newTools, _ := catalog.ReadFile(newFile)
 			cmd := toolgateCmd(t, data, "index", "--bm25-only", "--tools", newFile, "--log-level", "error")
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -154,11 +155,11 @@ func TestIndexKilledMidBuild(t *testing.T) {
 				t.Fatalf("after kill at %v: %v", delay, err)
 			}
 			defer ix.Close()
-			fp := index.Fingerprint(ix.Tools())
+			fp := catalog.Fingerprint(ix.Tools())
 			switch fp {
-			case index.Fingerprint(oldTools):
+			case catalog.Fingerprint(oldTools):
 				t.Logf("killed at %v: previous index in place", delay)
-			case index.Fingerprint(newTools):
+			case catalog.Fingerprint(newTools):
 				t.Logf("killed at %v: new index in place", delay)
 				oldTools = newTools
 			default:

@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/gateway/config"
-	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -34,12 +34,12 @@ func (r *rankedSearcher) Search(_ context.Context, q search.Query) (search.Resul
 	return search.Result{Hits: hits, Mode: search.ModeBM25}, nil
 }
 
-func (r *rankedSearcher) Tool(id string) (index.Tool, bool) {
+func (r *rankedSearcher) Tool(id string) (catalog.Tool, bool) {
 	if !slices.Contains(r.ids, id) {
-		return index.Tool{}, false
+		return catalog.Tool{}, false
 	}
-	server, name, _ := index.SplitID(id)
-	return index.Tool{Server: server, Name: name, Description: "tool " + id}, true
+	server, name, _ := catalog.SplitID(id)
+	return catalog.Tool{Server: server, Name: name, Description: "tool " + id}, true
 }
 
 func (r *rankedSearcher) IDs() []string { return slices.Clone(r.ids) }

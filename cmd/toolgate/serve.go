@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -202,7 +203,7 @@ type catalogSync struct {
 	kick chan struct{}
 
 	mu      sync.Mutex
-	current []index.Tool // the catalog the engine serves
+	current []catalog.Tool // the catalog the engine serves
 
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
@@ -423,16 +424,16 @@ func (l *liveServers) Search(ctx context.Context, q search.Query) (search.Result
 	return res, nil
 }
 
-func (l *liveServers) Tool(id string) (index.Tool, bool) {
+func (l *liveServers) Tool(id string) (catalog.Tool, bool) {
 	set := l.set.Load()
 	t, ok := l.Searcher.Tool(id)
 	if ok && set.configured[t.Server] {
 		return t, true
 	}
-	if server, name, err := index.SplitID(id); err == nil && set.removed[server] {
-		return index.Tool{Server: server, Name: name}, true
+	if server, name, err := catalog.SplitID(id); err == nil && set.removed[server] {
+		return catalog.Tool{Server: server, Name: name}, true
 	}
-	return index.Tool{}, false
+	return catalog.Tool{}, false
 }
 
 func (l *liveServers) IDs() []string {
@@ -440,7 +441,7 @@ func (l *liveServers) IDs() []string {
 	ids := l.Searcher.IDs()
 	out := ids[:0:0]
 	for _, id := range ids {
-		if server, _, err := index.SplitID(id); err == nil && set.configured[server] {
+		if server, _, err := catalog.SplitID(id); err == nil && set.configured[server] {
 			out = append(out, id)
 		}
 	}

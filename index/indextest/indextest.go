@@ -12,7 +12,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // Seed is the default seed: the same n always gives the same catalog.
@@ -188,9 +188,9 @@ func plural(s string) string {
 // ("github", "github-2", …), like several accounts of one service. A smaller
 // catalog is a prefix of a larger one with the same seed (up to 50,000
 // tools), so embeddings cached for one size serve the others.
-func Catalog(n int, seed uint64) []index.Tool {
+func Catalog(n int, seed uint64) []catalog.Tool {
 	r := rand.New(rand.NewPCG(seed, 0))
-	tools := make([]index.Tool, 0, n)
+	tools := make([]catalog.Tool, 0, n)
 	perServer := 25
 	servers := max(1, (n+perServer-1)/perServer)
 	seen := map[string]bool{}
@@ -220,16 +220,16 @@ func Catalog(n int, seed uint64) []index.Tool {
 
 var qualifiers = []string{"", "", "", "", "batch", "v2", "async", "by_name", "details", "all", "recent", "bulk"}
 
-func tool(r *rand.Rand, d domain, srv string, seen map[string]bool) (index.Tool, bool) {
+func tool(r *rand.Rand, d domain, srv string, seen map[string]bool) (catalog.Tool, bool) {
 	v := verbs[r.IntN(len(verbs))]
 	noun := d.nouns[r.IntN(len(d.nouns))]
 	name := v.name + "_" + noun
 	if q := qualifiers[r.IntN(len(qualifiers))]; q != "" {
 		name += "_" + q
 	}
-	id := index.JoinID(srv, name)
+	id := catalog.JoinID(srv, name)
 	if seen[id] {
-		return index.Tool{}, false
+		return catalog.Tool{}, false
 	}
 	seen[id] = true
 	np := human(noun)
@@ -253,7 +253,7 @@ func tool(r *rand.Rand, d domain, srv string, seen map[string]bool) (index.Tool,
 		}
 		desc.WriteString(" " + t)
 	}
-	return index.Tool{Server: srv, Name: name, Description: desc.String(), InputSchema: schema(r, v, d, noun)}, true
+	return catalog.Tool{Server: srv, Name: name, Description: desc.String(), InputSchema: schema(r, v, d, noun)}, true
 }
 
 func schema(r *rand.Rand, v verb, d domain, noun string) json.RawMessage {
@@ -310,7 +310,7 @@ var synonyms = map[string][]string{
 // Queries returns n searches, each a paraphrase of a random tool's name and
 // description (verb synonym, noun, the service, sometimes a word of its
 // description), so a good ranker finds its tool near the top.
-func Queries(tools []index.Tool, n int, seed uint64) []Query {
+func Queries(tools []catalog.Tool, n int, seed uint64) []Query {
 	r := rand.New(rand.NewPCG(seed, uint64(len(tools))+7))
 	out := make([]Query, 0, n)
 	for range n {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // The catalog snapshot of a generation is a small binary file rather than
@@ -16,7 +18,7 @@ import (
 // with the fields server, name, title, description, input schema.
 const catalogMagic = "TGC1"
 
-func encodeCatalog(tools []Tool) []byte {
+func encodeCatalog(tools []catalog.Tool) []byte {
 	size := len(catalogMagic) + binary.MaxVarintLen64
 	for _, t := range tools {
 		size += 5*binary.MaxVarintLen64 + len(t.Server) + len(t.Name) + len(t.Title) + len(t.Description) + len(t.InputSchema)
@@ -36,7 +38,7 @@ func encodeCatalog(tools []Tool) []byte {
 var errBadCatalog = errors.New("catalog snapshot is damaged")
 
 // decodeCatalog reads what encodeCatalog wrote. Schemas share b's memory.
-func decodeCatalog(b []byte) ([]Tool, error) {
+func decodeCatalog(b []byte) ([]catalog.Tool, error) {
 	if len(b) < len(catalogMagic) || string(b[:len(catalogMagic)]) != catalogMagic {
 		return nil, fmt.Errorf("%w: bad header", errBadCatalog)
 	}
@@ -46,7 +48,7 @@ func decodeCatalog(b []byte) ([]Tool, error) {
 		return nil, fmt.Errorf("%w: bad tool count", errBadCatalog)
 	}
 	b = b[k:]
-	tools := make([]Tool, n)
+	tools := make([]catalog.Tool, n)
 	next := func() ([]byte, error) {
 		l, k := binary.Uvarint(b)
 		if k <= 0 || l > uint64(len(b)-k) {
@@ -65,7 +67,7 @@ func decodeCatalog(b []byte) ([]Tool, error) {
 			}
 			fs[j] = f
 		}
-		tools[i] = Tool{Server: string(fs[0]), Name: string(fs[1]), Title: string(fs[2]), Description: string(fs[3])}
+		tools[i] = catalog.Tool{Server: string(fs[0]), Name: string(fs[1]), Title: string(fs[2]), Description: string(fs[3])}
 		if len(fs[4]) > 0 {
 			tools[i].InputSchema = json.RawMessage(fs[4][:len(fs[4]):len(fs[4])])
 		}

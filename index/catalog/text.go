@@ -1,4 +1,4 @@
-package index
+package catalog
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -53,10 +55,10 @@ func schemaParams(schema json.RawMessage) []param {
 	return out
 }
 
-// nameWords turns an identifier into space-separated lower-case words:
+// NameWords turns an identifier into space-separated lower-case words:
 // "list_directory" → "list directory", "getUserID" → "get user id".
-func nameWords(name string) string {
-	parts := splitIdent([]byte(name))
+func NameWords(name string) string {
+	parts := SplitIdent([]byte(name))
 	words := make([]string, len(parts))
 	for i, p := range parts {
 		words[i] = strings.ToLower(string(p))
@@ -74,7 +76,7 @@ func nameWords(name string) string {
 // makes unchanged tools free to re-index.
 func DocumentText(t Tool) string {
 	var b strings.Builder
-	b.WriteString(nameWords(t.Name))
+	b.WriteString(NameWords(t.Name))
 	if t.Title != "" {
 		b.WriteString(". ")
 		b.WriteString(t.Title)
@@ -86,9 +88,9 @@ func DocumentText(t Tool) string {
 	return b.String()
 }
 
-// paramsText is what the BM25 "params" field holds: parameter names (the
+// ParamsText is what the BM25 "params" field holds: parameter names (the
 // analyzer splits them) and descriptions.
-func paramsText(t Tool) string {
+func ParamsText(t Tool) string {
 	var b strings.Builder
 	for _, p := range schemaParams(t.InputSchema) {
 		b.WriteString(p.Name)
@@ -134,10 +136,61 @@ func Fingerprint(tools []Tool) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// SameSchema reports whether two input schemas are the same bytes once
+// surrounding space and a JSON null are normalised (what Fingerprint hashes).
+func SameSchema(a, b json.RawMessage) bool { return bytes.Equal(normSchema(a), normSchema(b)) }
+
 func normSchema(raw json.RawMessage) []byte {
 	raw = bytes.TrimSpace(raw)
 	if string(raw) == "null" {
 		return nil
 	}
 	return raw
+}
+
+// SplitIdent returns the parts of an identifier. Apostrophes inside a word are
+// dropped rather than split on ("don't" → "dont").
+func SplitIdent(b []byte) [][]byte {
+	var parts [][]byte
+	var cur []byte
+	flush := func() {
+		if len(cur) > 0 {
+			parts = append(parts, cur)
+			cur = nil
+		}
+	}
+	runes := []rune(string(b))
+	for i, r := range runes {
+		if r == '\'' || r == '’' {
+			continue
+		}
+		if !IsWordRune(r) {
+			flush()
+			continue
+		}
+		if len(cur) > 0 && i > 0 {
+			prev := runes[i-1]
+			var next rune
+			if i+1 < len(runes) {
+				next = runes[i+1]
+			}
+			switch {
+			case unicode.IsLower(prev) && unicode.IsUpper(r):
+				flush() // getUser → get|User
+			case unicode.IsUpper(prev) && unicode.IsUpper(r) && unicode.IsLower(next):
+				flush() // HTTPServer → HTTP|Server
+			case unicode.IsDigit(prev) != unicode.IsDigit(r) && IsWordRune(prev):
+				flush() // v2beta → v|2|beta
+			}
+		}
+		cur = utf8.AppendRune(cur, r)
+	}
+	flush()
+	return parts
+}
+
+// IsWordRune reports whether r belongs to a word (letters, digits and
+// combining marks); the index's tokenizer uses the same rule.
+func IsWordRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
 }

@@ -1,10 +1,12 @@
-// Package index owns the tool catalog (Tool, namespaced IDs, fingerprints),
-// the Bleve BM25 index over it, the in-memory vector store, and the on-disk
-// manifest that decides whether an index on disk is up to date.
+// Package catalog is the leaf every stage shares: a backend tool as the
+// catalog knows it (Tool), its namespaced ID (server__tool), the text that
+// is embedded and keyword-indexed for it, the fingerprint of a whole catalog,
+// and the one reader of the tools.jsonl format (index, eval, benchmarks and
+// tests all load catalogs through it, so they accept and refuse the same
+// files).
 //
-// The index never speaks MCP: backends' tools are converted into Tool values
-// by the gateway before they get here.
-package index
+// It never speaks MCP: the gateway converts backends' tools into Tool values.
+package catalog
 
 import (
 	"encoding/json"

@@ -1,0 +1,69 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestReadJSONL(t *testing.T) {
+	in := `{"server": "azure", "name": "acr_registry_list", "description": "List registries.", "input_schema": {"type": "object"}}
+
+{"server": "my server", "name": "PDF&URLTool", "description": "odd characters", "input_schema": null, "extra": 1}
+{"server": "s", "name": "a__b", "description": "tool names may hold the separator"}
+`
+	got, err := ReadJSONL(strings.NewReader(in), "tools.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Tool{
+		{Server: "azure", Name: "acr_registry_list", Description: "List registries.", InputSchema: json.RawMessage(`{"type": "object"}`)},
+		{Server: "my server", Name: "PDF&URLTool", Description: "odd characters"},
+		{Server: "s", Name: "a__b", Description: "tool names may hold the separator"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ReadJSONL (-want +got):\n%s", diff)
+	}
+	if got[1].ID() != "my server__PDF&URLTool" {
+		t.Errorf("ID = %q", got[1].ID())
+	}
+}
+
+func TestReadJSONLErrors(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"bad json", `{"server":"a","name":"b"}` + "\n" + `{"server":`, "tools.jsonl:2: unexpected end of JSON input"},
+		{"no server", "\n\n" + `{"name":"b"}`, `tools.jsonl:3: missing "server"`},
+		{"no name", `{"server":"a"}`, `tools.jsonl:1: missing "name"`},
+		{"separator in server", `{"server":"a__b","name":"c"}`, `tools.jsonl:1: server "a__b" contains "__"`},
+		{"duplicate", `{"server":"a","name":"b"}` + "\n" + `{"server":"a","name":"b"}`, `tools.jsonl:2: duplicate tool "a__b" (first on line 1)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ReadJSONL(strings.NewReader(tt.in), "tools.jsonl")
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("error = %v, want prefix %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzReadJSONL: never panics; accepted tools have a server without the
+// separator and a name.
+func FuzzReadJSONL(f *testing.F) {
+	f.Add([]byte(`{"server":"a b","name":"x&y","description":"d","input_schema":null}` + "\n"))
+	f.Add([]byte("{}\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tools, err := ReadJSONL(bytes.NewReader(b), "fuzz")
+		if err != nil {
+			return
+		}
+		for _, tl := range tools {
+			if tl.Server == "" || tl.Name == "" || strings.Contains(tl.Server, Sep) {
+				t.Fatalf("accepted %+v", tl)
+			}
+		}
+	})
+}

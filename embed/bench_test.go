@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // benchPhrases are short tool descriptions, the texts toolgate embeds most.
@@ -87,7 +89,7 @@ func BenchmarkSessions(b *testing.B) {
 		for _, tc := range cases {
 			b.Run(fmt.Sprintf("callers%d/batch%d/%s", load.callers, load.batch, tc.name), func(b *testing.B) {
 				e, err := New(&Options{Sessions: tc.sessions, Threads: tc.threads})
-				requireNative(b, err)
+				testenv.Require(b, err)
 				defer e.Close()
 				texts := benchTexts(load.batch)
 				ctx := context.Background()

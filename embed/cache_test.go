@@ -16,6 +16,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/google/go-cmp/cmp"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // fakeModel makes deterministic unit vectors from a hash of the text and
@@ -62,29 +63,6 @@ func fakeVector(s string, dim int) []float32 {
 		v[i] = float32(float64(v[i]) / math.Sqrt(n))
 	}
 	return v
-}
-
-// logBuffer captures slog output so tests can check warnings.
-func logBuffer() (*slog.Logger, *syncBuffer) {
-	b := &syncBuffer{}
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelWarn})), b
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func mustEmbed(t *testing.T, m Model, texts ...string) [][]float32 {
@@ -216,7 +194,8 @@ func TestCacheCorrupt(t *testing.T) {
 			parent := t.TempDir()
 			dir := filepath.Join(parent, "embeddings")
 			tc.setup(t, dir)
-			log, buf := logBuffer()
+			buf := &testenv.LogBuffer{}
+			log := slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			inner := &fakeModel{id: "fake/a@1", dim: 8}
 			c, err := NewCached(inner, dir, &CacheOptions{Logger: log})
 			if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/index/indextest"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // catalogTexts are the texts index.Build embeds for the first n tools of
@@ -31,7 +32,7 @@ func BenchmarkEmbedCatalog(b *testing.B) {
 	} {
 		b.Run(fmt.Sprintf("sessions%d/threads%d/batch%d/call%d", c.sessions, c.threads, c.batch, c.call), func(b *testing.B) {
 			e, err := New(&Options{Sessions: c.sessions, Threads: c.threads, BatchSize: c.batch})
-			requireNative(b, err)
+			testenv.Require(b, err)
 			defer e.Close()
 			ctx := context.Background()
 			for b.Loop() {
@@ -52,7 +53,7 @@ func BenchmarkEmbedQuery(b *testing.B) {
 	for _, c := range []struct{ sessions, threads int }{{2, 1}, {1, 2}, {2, 2}} {
 		b.Run(fmt.Sprintf("sessions%d/threads%d", c.sessions, c.threads), func(b *testing.B) {
 			e, err := New(&Options{Sessions: c.sessions, Threads: c.threads})
-			requireNative(b, err)
+			testenv.Require(b, err)
 			defer e.Close()
 			qs := indextest.Queries(indextest.Catalog(1000, indextest.Seed), 64, indextest.Seed)
 			ctx := context.Background()

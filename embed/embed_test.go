@@ -15,25 +15,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/models"
 )
 
 var _ index.Embedder = (*Embedder)(nil)
 var _ index.Embedder = (*Cached)(nil)
-
-// requireNative skips the test when a native piece (ONNX Runtime, model
-// files) is missing, except on CI (CI=true), where that is a failure: green
-// CI means the real thing ran.
-func requireNative(t testing.TB, err error) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("native piece missing on CI: %v", err)
-	}
-	t.Skipf("native piece missing (set up with make deps): %v", err)
-}
 
 var (
 	sharedMu   sync.Mutex
@@ -51,12 +38,12 @@ func testEmbedder(t testing.TB, v Variant) *Embedder {
 		return e
 	}
 	if err, ok := sharedErrs[v]; ok {
-		requireNative(t, err)
+		testenv.Require(t, err)
 	}
 	e, err := New(&Options{Variant: v})
 	if err != nil {
 		sharedErrs[v] = err
-		requireNative(t, err)
+		testenv.Require(t, err)
 	}
 	shared[v] = e
 	return e
@@ -96,7 +83,7 @@ func TestTokenizerParity(t *testing.T) {
 	}
 	path := filepath.Join(DefaultModelDir(), TokenizerFile)
 	sum, err := models.FileSHA256(path)
-	requireNative(t, err)
+	testenv.Require(t, err)
 	if sum != fx.TokenizerSHA256 && !contains(fx.AlsoSHA256, sum) {
 		t.Fatalf("%s has sha256 %s, fixture made for %s %v", path, sum, fx.TokenizerSHA256, fx.AlsoSHA256)
 	}
@@ -165,9 +152,6 @@ type vectorFixture struct {
 // int8 is reported, with a looser bound.
 func TestEmbeddingParity(t *testing.T) {
 	data, err := os.ReadFile("testdata/reference_vectors.json")
-	if errors.Is(err, os.ErrNotExist) && os.Getenv("CI") != "true" {
-		t.Skip("testdata/reference_vectors.json not made yet (scripts/fixtures/make_reference_vectors.py)")
-	}
 	if err != nil {
 		t.Fatalf("fixture: %v", err)
 	}
@@ -280,7 +264,7 @@ func TestShapeAndNorm(t *testing.T) {
 // (run with -race).
 func TestConcurrent(t *testing.T) {
 	e, err := New(&Options{Sessions: 2, Threads: 1})
-	requireNative(t, err)
+	testenv.Require(t, err)
 	defer e.Close()
 	texts := benchTexts(24)
 	want, err := e.Embed(context.Background(), texts)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // The intra-op thread count changes how fast a text is embedded, never its
@@ -15,7 +17,7 @@ func TestThreadsSameVectors(t *testing.T) {
 	var got [][][]float32
 	for _, threads := range []int{1, 2} {
 		e, err := New(&Options{Sessions: 1, Threads: threads})
-		requireNative(t, err)
+		testenv.Require(t, err)
 		var vecs [][]float32
 		for _, text := range benchTexts(12) {
 			v, err := e.Embed(ctx, []string{text})

@@ -18,11 +18,9 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
 )
-
-// syncBuf is a goroutine-safe log sink.
-type syncBuf = backendtest.LogBuffer
 
 // fakeServer is a fake backend process (backendtest) named name.
 func fakeServer(t *testing.T, name, modes string, extraEnv ...string) config.Server {
@@ -36,12 +34,12 @@ func fakeServer(t *testing.T, name, modes string, extraEnv ...string) config.Ser
 type realGateway struct {
 	g    *Gateway
 	pool *backend.Pool
-	logs *syncBuf
+	logs *testenv.LogBuffer
 }
 
 func newRealGateway(t *testing.T, servers []config.Server, opts *backend.Options) *realGateway {
 	t.Helper()
-	logs := &syncBuf{}
+	logs := &testenv.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	var o backend.Options
 	if opts != nil {
@@ -77,9 +75,6 @@ func (rg *realGateway) status(t *testing.T, name string) backend.Status {
 	t.Fatalf("no backend %q", name)
 	return backend.Status{}
 }
-
-// eventually is backendtest.Eventually.
-var eventually = backendtest.Eventually
 
 // TestConcurrentSessions runs 64 client sessions × 200 execute_tool calls
 // over 3 real backend processes: half the sessions over streamable HTTP, half

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 type fakeStatus []backend.Status
@@ -120,7 +121,7 @@ func TestStatusOfRealPool(t *testing.T) {
 	if res := execute(context.Background(), t, cs, "doomed__crash", nil); !res.IsError {
 		t.Fatalf("crash: %q", text(res))
 	}
-	eventually(t, "doomed is down", func() bool { return rg.status(t, "doomed").State == backend.StateDown })
+	testenv.Eventually(t, "doomed is down", func() bool { return rg.status(t, "doomed").State == backend.StateDown })
 
 	h := rg.g.HTTPHandler(&HTTPOptions{Extra: map[string]http.Handler{
 		"GET /status": StatusHandler(rg.pool, &StatusOptions{Version: "test"}),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 func execute(ctx context.Context, t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
@@ -64,7 +65,7 @@ func testBackendKilledMidCall(t *testing.T, reaper bool) {
 	if res := execute(context.Background(), t, cs, "other__echo", map[string]any{"text": "still here"}); res.IsError || text(res) != "still here" {
 		t.Errorf("other backend after the kill: %q", text(res))
 	}
-	eventually(t, "victim restarted after the first backoff", func() bool {
+	testenv.Eventually(t, "victim restarted after the first backoff", func() bool {
 		st := rg.status(t, "victim")
 		return st.State == backend.StateUp && st.PID != pid && st.PID != 0
 	})
@@ -115,7 +116,7 @@ func TestHungBackendCutAtDeadline(t *testing.T) {
 			if !res.IsError || !strings.Contains(text(res), "timed out") || !strings.Contains(text(res), "2s") {
 				t.Fatalf("hung call result = %q (isError %v), want an isError result saying it timed out after 2s", text(res), res.IsError)
 			}
-			eventually(t, "the backend was sent notifications/cancelled", func() bool {
+			testenv.Eventually(t, "the backend was sent notifications/cancelled", func() bool {
 				return strings.Contains(rg.logs.String(), "hang: cancelled")
 			})
 			if st := rg.status(t, "hung"); st.State != backend.StateUp || st.Restarts != 0 {

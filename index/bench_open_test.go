@@ -3,9 +3,12 @@ package index
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // Benchmarks (no timed assertions):
@@ -99,10 +102,18 @@ func BenchmarkNearest(b *testing.B) {
 	}
 }
 
-// azureLike replicates the azure-mcp bench tools (real, 1–5 KB schemas)
-// over as many servers as it takes to reach n tools.
+// azureLike replicates the azure-mcp bench tools (real, 1–5 KB schemas;
+// $TOOLGATE_BENCH_DIR, else the shared/ folder beside the clone) over as
+// many servers as it takes to reach n tools.
 func azureLike(b *testing.B, n int) []catalog.Tool {
-	tools, _ := loadBench(b, "azure-mcp")
+	dir := os.Getenv("TOOLGATE_BENCH_DIR")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "shared", "bench")
+	}
+	tools, err := catalog.ReadFile(filepath.Join(dir, "azure-mcp", "tools.jsonl"))
+	if err != nil {
+		testenv.Missing(b, "bench split azure-mcp not available (set TOOLGATE_BENCH_DIR): %v", err)
+	}
 	out := make([]catalog.Tool, 0, n)
 	for s := 0; len(out) < n; s++ {
 		for _, t := range tools {

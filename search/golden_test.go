@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/models"
 	"github.com/toolgate/toolgate/search"
 )
@@ -74,7 +75,7 @@ var goldenSets = []goldenSet{
 // or rewords its tools shows up here as a diff.
 func bundledSet(t *testing.T) ([]catalog.Tool, []search.BenchQuery) {
 	if _, err := os.Stat(filepath.Join("..", "examples", "servers", "node_modules")); err != nil {
-		requireNative(t, fmt.Errorf("bundled npm servers not installed (scripts/install-servers.sh): %w", err))
+		testenv.Require(t, fmt.Errorf("bundled npm servers not installed (scripts/install-servers.sh): %w", err))
 	}
 	cfg, err := config.Load(filepath.Join("..", "examples", "toolgate.json"))
 	if err != nil {
@@ -111,7 +112,7 @@ func benchSet(name string) func(t *testing.T) ([]catalog.Tool, []search.BenchQue
 	return func(t *testing.T) ([]catalog.Tool, []search.BenchQuery) {
 		dir := filepath.Join(benchDir(), name)
 		if _, err := os.Stat(dir); err != nil {
-			requireNative(t, fmt.Errorf("bench data %s missing (set TOOLGATE_BENCH_DIR): %w", dir, err))
+			testenv.Require(t, fmt.Errorf("bench data %s missing (set TOOLGATE_BENCH_DIR): %w", dir, err))
 		}
 		tools, err := catalog.ReadFile(filepath.Join(dir, "tools.jsonl"))
 		if err != nil {
@@ -126,20 +127,6 @@ func benchSet(name string) func(t *testing.T) ([]catalog.Tool, []search.BenchQue
 		}
 		return tools, qs
 	}
-}
-
-// requireNative skips the test when a native piece or the bench data is
-// missing, except on CI (CI=true), where that is a failure: green CI means
-// the real thing ran.
-func requireNative(t testing.TB, err error) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("missing on CI: %v", err)
-	}
-	t.Skipf("skipped (set up with make deps): %v", err)
 }
 
 // goldenEmbedder opens the real MiniLM embedder behind a Badger cache in
@@ -210,7 +197,7 @@ func TestGolden(t *testing.T) {
 			for _, mode := range search.Modes {
 				t.Run(string(mode), func(t *testing.T) {
 					if mode != search.ModeBM25 {
-						requireNative(t, embErr)
+						testenv.Require(t, embErr)
 					}
 					rep, err := search.Evaluate(ctx, eng, qs, mode)
 					if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/indextest"
+	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -64,7 +65,7 @@ func TestPrunedMatchesWholeBench(t *testing.T) {
 	emb, err := goldenEmbedder(t)
 	if err != nil {
 		if errors.Is(err, embed.ErrMissing) {
-			requireNative(t, err)
+			testenv.Require(t, err)
 		}
 		t.Fatalf("load embedder: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/models"
 	"github.com/toolgate/toolgate/search"
 )
@@ -27,7 +28,7 @@ func benchGlobals(t *testing.T) *globals {
 	g := &globals{dataDir: t.TempDir(), logger: slog.New(slog.DiscardHandler)}
 	g.embed().modelDir = models.Dir("")
 	if _, c, err := g.openEmbedder(context.Background()); err != nil {
-		requireOrSkip(t, "embedder unavailable: %v", err)
+		testenv.Missing(t, "embedder unavailable (make deps): %v", err)
 	} else {
 		c.Close()
 	}

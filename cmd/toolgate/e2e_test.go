@@ -20,6 +20,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/models"
 )
 
@@ -42,17 +43,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// requireOrSkip skips locally but fails on CI, where every dependency must
-// be installed (by `make test`).
-func requireOrSkip(t *testing.T, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s (CI=true: a missing dependency is a failure; run `make deps`)", msg)
-	}
-	t.Skipf("%s; run `make deps` to install it", msg)
-}
-
 // repoRoot is the repository root (tests run in cmd/toolgate).
 func repoRoot(t *testing.T) string {
 	t.Helper()
@@ -73,7 +63,7 @@ func bundledConfig(t *testing.T, extra map[string]any) string {
 		t.Fatalf("read the bundled example config: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "examples", "servers", "node_modules")); err != nil {
-		requireOrSkip(t, "bundled npm servers are not installed (examples/servers/node_modules)")
+		testenv.Missing(t, "bundled npm servers are not installed in examples/servers/node_modules (make deps-servers)")
 	}
 	var cfg map[string]any
 	if err := json.Unmarshal(ex, &cfg); err != nil {
@@ -198,7 +188,7 @@ func exerciseGateway(t *testing.T, ctx context.Context, cs *mcp.ClientSession) {
 		}
 		t.Logf("search_tools(%q) [%s] → %v", q, out.Mode, ids)
 		if out.Mode != "hybrid" {
-			requireOrSkip(t, "search_tools ran in mode %q, not hybrid: a native piece is missing (see the gateway's log above)", out.Mode)
+			testenv.Missing(t, "search_tools ran in mode %q, not hybrid: a native piece is missing (see the gateway's log above)", out.Mode)
 		}
 		return ids
 	}
@@ -384,7 +374,7 @@ func TestSIGKILLLeavesNoBackendProcess(t *testing.T) {
 	root := repoRoot(t)
 	everything := filepath.Join(root, "examples", "servers", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
 	if _, err := os.Stat(everything); err != nil {
-		requireOrSkip(t, "bundled npm servers are not installed")
+		testenv.Missing(t, "bundled npm servers are not installed (make deps-servers)")
 	}
 	cfg := map[string]any{"mcpServers": map[string]any{
 		"everything": map[string]any{"command": "sh", "args": []string{"-c", "setsid sleep 3600 </dev/null >/dev/null 2>&1 & exec node " + everything + " stdio"}},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/models"
 )
 
@@ -180,7 +181,7 @@ func TestEvalAllModes(t *testing.T) {
 	g := evalGlobals(t)
 	g.embed().modelDir = models.Dir("") // the installed model; caches stay in the temp data dir
 	if _, c, err := g.openEmbedder(context.Background()); err != nil {
-		requireOrSkip(t, "embedder unavailable: %v", err)
+		testenv.Missing(t, "embedder unavailable (make deps): %v", err)
 	} else {
 		c.Close()
 	}

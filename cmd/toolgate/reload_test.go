@@ -14,11 +14,12 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // teeLog keeps a child's stderr for assertions and forwards it to the test log.
 type teeLog struct {
-	backendtest.LogBuffer
+	testenv.LogBuffer
 	t *testing.T
 }
 
@@ -113,7 +114,7 @@ func TestConfigReload(t *testing.T) {
 
 	t.Run("rename-over removes beta, adds gamma", func(t *testing.T) {
 		writeServers(t, path, map[string]config.Server{"alpha": alpha, "gamma": gamma}, true)
-		backendtest.Eventually(t, "the reload logged", func() bool { return reloads() == 1 })
+		testenv.Eventually(t, "the reload logged", func() bool { return reloads() == 1 })
 		removed["beta"] = true
 		log := logs.String()
 		if !strings.Contains(log, "added=[gamma]") || !strings.Contains(log, "removed=[beta]") || !strings.Contains(log, "unchanged=[alpha]") {
@@ -125,11 +126,11 @@ func TestConfigReload(t *testing.T) {
 		if !res.IsError || !strings.Contains(resultText(res), "removed from the config") {
 			t.Errorf("execute_tool on a removed server: isError=%v %q, want it to say the server was removed", res.IsError, resultText(res))
 		}
-		backendtest.Eventually(t, "gamma's tools found", func() bool { return slices.Contains(search(t), "gamma__echo") })
+		testenv.Eventually(t, "gamma's tools found", func() bool { return slices.Contains(search(t), "gamma__echo") })
 		if !works(t, "gamma__echo") || !works(t, "alpha__echo") {
 			t.Error("added or unchanged server does not answer")
 		}
-		backendtest.Eventually(t, "the index without beta's 3 tools", func() bool {
+		testenv.Eventually(t, "the index without beta's 3 tools", func() bool {
 			return strings.Contains(logs.String(), "removed=3") // catalogSync's "index ready" line
 		})
 		search(t)
@@ -137,7 +138,7 @@ func TestConfigReload(t *testing.T) {
 
 	t.Run("broken config changes nothing", func(t *testing.T) {
 		writeRaw(t, path, []byte(`{"mcpServers": {"alpha": {"command": `), false)
-		backendtest.Eventually(t, "the error logged", func() bool { return strings.Contains(logs.String(), "config reload failed") })
+		testenv.Eventually(t, "the error logged", func() bool { return strings.Contains(logs.String(), "config reload failed") })
 		log := logs.String()
 		line := log[strings.Index(log, "config reload failed"):]
 		line = line[:strings.IndexByte(line, '\n')]
@@ -159,7 +160,7 @@ func TestConfigReload(t *testing.T) {
 
 	t.Run("in place: beta back, gamma removed", func(t *testing.T) {
 		writeServers(t, path, map[string]config.Server{"alpha": alpha, "beta": beta}, false)
-		backendtest.Eventually(t, "the reload logged", func() bool { return reloads() == 2 })
+		testenv.Eventually(t, "the reload logged", func() bool { return reloads() == 2 })
 		delete(removed, "beta")
 		removed["gamma"] = true
 		search(t)
@@ -167,8 +168,8 @@ func TestConfigReload(t *testing.T) {
 		if !res.IsError || !strings.Contains(resultText(res), "removed from the config") {
 			t.Errorf("execute_tool on a removed server: isError=%v %q", res.IsError, resultText(res))
 		}
-		backendtest.Eventually(t, "beta's tools found again", func() bool { return slices.Contains(search(t), "beta__echo") })
-		backendtest.Eventually(t, "beta answers", func() bool { return works(t, "beta__echo") })
+		testenv.Eventually(t, "beta's tools found again", func() bool { return slices.Contains(search(t), "beta__echo") })
+		testenv.Eventually(t, "beta answers", func() bool { return works(t, "beta__echo") })
 	})
 
 	t.Run("changed entry restarts; a search setting waits for a restart", func(t *testing.T) {
@@ -181,7 +182,7 @@ func TestConfigReload(t *testing.T) {
 			"toolgate": map[string]any{"search": map[string]any{"defaultLimit": 3}},
 		})
 		writeRaw(t, path, b, true)
-		backendtest.Eventually(t, "the reload logged", func() bool { return reloads() == 3 })
+		testenv.Eventually(t, "the reload logged", func() bool { return reloads() == 3 })
 		log := logs.String()
 		if !strings.Contains(log, "changed=[alpha]") || !strings.Contains(log, `unchanged=[beta]`) {
 			t.Errorf("reload line does not say alpha changed and beta did not:\n%s", log)
@@ -189,7 +190,7 @@ func TestConfigReload(t *testing.T) {
 		if !strings.Contains(log, "take effect on restart") || !strings.Contains(log, "toolgate.search") {
 			t.Errorf("the search setting's change is not reported as waiting for a restart:\n%s", log)
 		}
-		backendtest.Eventually(t, "the restarted alpha answers", func() bool { return works(t, "alpha__echo") })
+		testenv.Eventually(t, "the restarted alpha answers", func() bool { return works(t, "alpha__echo") })
 		if !works(t, "beta__echo") {
 			t.Error("beta does not answer")
 		}
@@ -200,7 +201,7 @@ func TestConfigReload(t *testing.T) {
 		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		backendtest.Eventually(t, "the SIGHUP reload logged", func() bool { return reloads() == 4 })
+		testenv.Eventually(t, "the SIGHUP reload logged", func() bool { return reloads() == 4 })
 		if !strings.Contains(logs.String(), "trigger=SIGHUP") {
 			t.Errorf("reload not attributed to SIGHUP:\n%s", logs.String())
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // A server's own restart policy (config.Server.Restart) overrides the pool's.
@@ -23,7 +24,7 @@ func TestPerServerRestartPolicy(t *testing.T) {
 			t.Fatalf("%s: crash returned no error", name)
 		}
 	}
-	eventually(t, "fast restarted by its own policy", func() bool {
+	testenv.Eventually(t, "fast restarted by its own policy", func() bool {
 		st := statusOf(t, p, "fast")
 		return st.State == StateUp && st.Restarts == 1
 	})
@@ -41,5 +42,5 @@ func TestPerServerIdleTimeout(t *testing.T) {
 	if _, err := p.CallTool(context.Background(), "lazy", "echo", map[string]any{"text": "x"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "stopped after its own idle timeout", func() bool { return statusOf(t, p, "lazy").State == StateIdle })
+	testenv.Eventually(t, "stopped after its own idle timeout", func() bool { return statusOf(t, p, "lazy").State == StateIdle })
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -31,11 +32,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// logBuf collects log output for assertions.
-type logBuf = backendtest.LogBuffer
-
 // testOptions are fast, deterministic defaults for tests: no restarts.
-func testOptions(l *logBuf) *Options {
+func testOptions(l *testenv.LogBuffer) *Options {
 	o := &Options{
 		ConnectTimeout: 30 * time.Second,
 		CallTimeout:    30 * time.Second,
@@ -75,9 +73,6 @@ func statusOf(t *testing.T, p *Pool, name string) Status {
 	return Status{}
 }
 
-// eventually is backendtest.Eventually.
-var eventually = backendtest.Eventually
-
 func textOf(t *testing.T, res *mcp.CallToolResult) string {
 	t.Helper()
 	var b strings.Builder
@@ -90,7 +85,7 @@ func textOf(t *testing.T, res *mcp.CallToolResult) string {
 }
 
 func TestStartMixed(t *testing.T) {
-	l := &logBuf{}
+	l := &testenv.LogBuffer{}
 	servers := []config.Server{
 		named(backendtest.Command(t, "normal"), "alpha"),
 		named(backendtest.Command(t, "crash-at-start"), "broken"),
@@ -258,7 +253,7 @@ func TestEnvAllowlist(t *testing.T) {
 }
 
 func TestCallTimeout(t *testing.T) {
-	l := &logBuf{}
+	l := &testenv.LogBuffer{}
 	srv := backendtest.Command(t, "hang")
 	srv.CallTimeout = config.Duration{Duration: 300 * time.Millisecond}
 	p := startPool(t, []config.Server{srv}, testOptions(l))
@@ -267,7 +262,7 @@ func TestCallTimeout(t *testing.T) {
 		t.Fatalf("err = %v, want ErrCallTimeout", err)
 	}
 	// The backend was told (notifications/cancelled) and keeps serving.
-	eventually(t, "backend logs the cancellation", func() bool { return strings.Contains(l.String(), "hang: cancelled") })
+	testenv.Eventually(t, "backend logs the cancellation", func() bool { return strings.Contains(l.String(), "hang: cancelled") })
 	if res, err := p.CallTool(context.Background(), "fake", "echo", map[string]any{"text": "still here"}); err != nil || textOf(t, res) != "still here" {
 		t.Fatalf("echo after timeout = %v, %v", res, err)
 	}
@@ -283,7 +278,7 @@ func TestCrashMidCall(t *testing.T) {
 	if !strings.Contains(err.Error(), "exit status 2") {
 		t.Errorf("err %q does not say how the process ended", err)
 	}
-	eventually(t, "backend marked down", func() bool { return statusOf(t, p, "fake").State == StateDown })
+	testenv.Eventually(t, "backend marked down", func() bool { return statusOf(t, p, "fake").State == StateDown })
 	st := statusOf(t, p, "fake")
 	if !strings.Contains(st.Err, "crash: exiting mid-call") {
 		t.Errorf("status error %q lacks the last stderr line", st.Err)
@@ -305,7 +300,7 @@ func TestRestartAfterCrash(t *testing.T) {
 	if err == nil {
 		t.Fatal("crash returned no error")
 	}
-	eventually(t, "backend restarted", func() bool {
+	testenv.Eventually(t, "backend restarted", func() bool {
 		st := statusOf(t, p, "fake")
 		return st.State == StateUp && st.Restarts == 1 && st.PID != pid
 	})
@@ -317,7 +312,7 @@ func TestRestartAfterCrash(t *testing.T) {
 	}
 	// The second crash exhausts the one restart: the backend stays down.
 	_, _ = p.CallTool(context.Background(), "fake", "crash", nil)
-	eventually(t, "backend down for good", func() bool { return statusOf(t, p, "fake").State == StateDown })
+	testenv.Eventually(t, "backend down for good", func() bool { return statusOf(t, p, "fake").State == StateDown })
 }
 
 func TestToolsChange(t *testing.T) {
@@ -362,7 +357,7 @@ func TestGrandchildKilledOnClose(t *testing.T) {
 		t.Fatalf("state %s: %s", st.State, st.Err)
 	}
 	var gpid int
-	eventually(t, "grandchild pid file", func() bool {
+	testenv.Eventually(t, "grandchild pid file", func() bool {
 		b, err := os.ReadFile(pidFile)
 		if err != nil {
 			return false
@@ -378,7 +373,7 @@ func TestGrandchildKilledOnClose(t *testing.T) {
 	if procAlive(pid) {
 		t.Errorf("backend %d alive after Close", pid)
 	}
-	eventually(t, "grandchild gone", func() bool { return !procAlive(gpid) })
+	testenv.Eventually(t, "grandchild gone", func() bool { return !procAlive(gpid) })
 }
 
 func TestStubbornBackendKilled(t *testing.T) {
@@ -399,7 +394,7 @@ func TestStubbornBackendKilled(t *testing.T) {
 }
 
 func TestHugeOutput(t *testing.T) {
-	l := &logBuf{}
+	l := &testenv.LogBuffer{}
 	o := testOptions(l)
 	o.MaxMessageBytes = 1 << 20
 	servers := []config.Server{
@@ -487,7 +482,7 @@ func TestRemoteHugeOutput(t *testing.T) {
 			}
 			// go-sdk drops the connection with the oversized event (legacy
 			// SSE only says EOF); the supervisor reconnects.
-			eventually(t, "serving again", func() bool {
+			testenv.Eventually(t, "serving again", func() bool {
 				res, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "ok"})
 				return err == nil && textOf(t, res) == "ok"
 			})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // everythingServer returns a config entry for the pinned npm
@@ -27,10 +28,7 @@ func everythingServer(t *testing.T) config.Server {
 	_, statErr := os.Stat(filepath.Join(examples, script))
 	_, nodeErr := exec.LookPath("node")
 	if err := errors.Join(statErr, nodeErr); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("real npm server missing (run scripts/install-servers.sh): %v", err)
-		}
-		t.Skipf("real npm server missing (run scripts/install-servers.sh): %v", err)
+		testenv.Missing(t, "real npm server missing (run scripts/install-servers.sh): %v", err)
 	}
 	return config.Server{Name: "everything", Type: config.TypeStdio, Command: "node", Args: []string{script, "stdio"}, Cwd: examples}
 }
@@ -76,7 +74,7 @@ func TestRealServer(t *testing.T) {
 		if err := <-errc; !errors.As(err, &ue) {
 			t.Fatalf("err = %v, want UnavailableError", err)
 		}
-		eventually(t, "serving again after the first backoff", func() bool {
+		testenv.Eventually(t, "serving again after the first backoff", func() bool {
 			s := statusOf(t, p, "everything")
 			return s.State == StateUp && s.PID != st.PID
 		})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // envReaperGateway makes the test binary act as a gateway whose pool runs
@@ -96,7 +97,7 @@ func TestReaperKillsTreeWhenGatewayKilled(t *testing.T) {
 	if err := gw.Process.Kill(); err != nil { // SIGKILL: no chance to clean up
 		t.Fatal(err)
 	}
-	eventually(t, "every backend process dies with the gateway", func() bool {
+	testenv.Eventually(t, "every backend process dies with the gateway", func() bool {
 		if procAlive(pid) {
 			return false
 		}
@@ -118,7 +119,7 @@ func TestWithoutReaperGrandchildSurvives(t *testing.T) {
 	if err := gw.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the direct child dies (parent-death signal)", func() bool { return !procAlive(pid) })
+	testenv.Eventually(t, "the direct child dies (parent-death signal)", func() bool { return !procAlive(pid) })
 	time.Sleep(200 * time.Millisecond)
 	if !procAlive(grandchild) {
 		t.Skip("the grandchild died without a reaper too (nothing to demonstrate here)")
@@ -154,7 +155,7 @@ func TestReaperTransparent(t *testing.T) {
 		t.Fatalf("reaper %d has descendants %v, want one backend", reaperPID, tree)
 	}
 	killMidCall(t, p, "plain", tree[0].pid)
-	eventually(t, "plain restarted", func() bool {
+	testenv.Eventually(t, "plain restarted", func() bool {
 		st := statusOf(t, p, "plain")
 		return st.State == StateUp && st.PID != reaperPID
 	})
@@ -169,7 +170,7 @@ func TestReaperTransparent(t *testing.T) {
 		t.Fatal(err)
 	}
 	grandchild, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	eventually(t, "the crashed backend's grandchild is stopped by its reaper", func() bool { return !procAlive(grandchild) })
+	testenv.Eventually(t, "the crashed backend's grandchild is stopped by its reaper", func() bool { return !procAlive(grandchild) })
 
 	var all []int
 	for _, st := range p.Status() {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // notified records OnToolsChanged calls by server.
@@ -52,7 +53,7 @@ func upWithPID(p *Pool, name string) (int, bool) {
 func pidOf(t *testing.T, p *Pool, name string) int {
 	t.Helper()
 	var pid int
-	eventually(t, name+" up", func() bool {
+	testenv.Eventually(t, name+" up", func() bool {
 		var ok bool
 		pid, ok = upWithPID(p, name)
 		return ok
@@ -61,7 +62,7 @@ func pidOf(t *testing.T, p *Pool, name string) int {
 }
 
 func TestReconfigure(t *testing.T) {
-	l := &logBuf{}
+	l := &testenv.LogBuffer{}
 	o := testOptions(l)
 	var seen notified
 	o.OnToolsChanged = seen.record
@@ -95,8 +96,8 @@ func TestReconfigure(t *testing.T) {
 	if pid, _ := upWithPID(p, "keep"); pid != keepPID {
 		t.Errorf("unchanged server: pid %d, want %d (untouched)", pid, keepPID)
 	}
-	eventually(t, "removed and replaced processes gone", func() bool { return !procAlive(dropPID) && !procAlive(changePID) })
-	eventually(t, "tools of added and changed servers notified", func() bool { return seen.count("add") == 1 && seen.count("change") == 2 })
+	testenv.Eventually(t, "removed and replaced processes gone", func() bool { return !procAlive(dropPID) && !procAlive(changePID) })
+	testenv.Eventually(t, "tools of added and changed servers notified", func() bool { return seen.count("add") == 1 && seen.count("change") == 2 })
 	if n := seen.count("keep"); n != 1 {
 		t.Errorf("unchanged server notified %d times, want once (at start)", n)
 	}
@@ -153,7 +154,7 @@ func TestReconfigureCallInFlight(t *testing.T) {
 			_, err := p.CallTool(context.Background(), name, "hang", nil)
 			errc[name] <- err
 		}()
-		eventually(t, "call in flight on "+name, inFlight(name))
+		testenv.Eventually(t, "call in flight on "+name, inFlight(name))
 	}
 	oldPID := pidOf(t, p, "moved")
 	p.Reconfigure(context.Background(), []config.Server{named(backendtest.Command(t, "hang", "RELOAD_MARK=1"), "moved"), named(srv, "stay")})
@@ -232,7 +233,7 @@ func TestReconfigureConcurrent(t *testing.T) {
 			p.Reconfigure(context.Background(), servers)
 		}
 	}
-	eventually(t, "some calls done", func() bool { return calls.Load() > 20 })
+	testenv.Eventually(t, "some calls done", func() bool { return calls.Load() > 20 })
 	stop.Store(true)
 	wg.Wait()
 	if pid, _ := upWithPID(p, "stable"); pid != stablePID {
@@ -299,7 +300,7 @@ func TestReconfigureLazyAdded(t *testing.T) {
 	}
 	pid := pidOf(t, p, "lazy")
 	p.Reconfigure(context.Background(), []config.Server{named(srv, "eager")})
-	eventually(t, "removed lazy backend stopped", func() bool { return !procAlive(pid) })
+	testenv.Eventually(t, "removed lazy backend stopped", func() bool { return !procAlive(pid) })
 }
 
 // TestCloseWaitsForRemovedBackend removes a backend that ignores stdin EOF

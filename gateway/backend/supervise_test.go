@@ -16,10 +16,11 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 func TestGarbageMidSession(t *testing.T) {
-	l := &logBuf{}
+	l := &testenv.LogBuffer{}
 	p := startPool(t, []config.Server{backendtest.Command(t, "garbage-stdout")}, testOptions(l))
 	res, err := p.CallTool(context.Background(), "fake", "garbage", nil)
 	if err != nil || textOf(t, res) != "after garbage" {
@@ -36,7 +37,7 @@ func TestGarbageMidSession(t *testing.T) {
 }
 
 func TestStderrMaskedAndLogged(t *testing.T) {
-	l := &logBuf{}
+	l := &testenv.LogBuffer{}
 	srv := backendtest.Command(t, "normal",
 		"MY_API_TOKEN=tok-abcdef-123456",
 		backendtest.EnvStderr+"=tok-abcdef-123456")
@@ -44,7 +45,7 @@ func TestStderrMaskedAndLogged(t *testing.T) {
 	if st := statusOf(t, p, "fake"); st.State != StateUp {
 		t.Fatalf("state %s: %s", st.State, st.Err)
 	}
-	eventually(t, "stderr line logged", func() bool { return strings.Contains(l.String(), "stderr-test: ***") })
+	testenv.Eventually(t, "stderr line logged", func() bool { return strings.Contains(l.String(), "stderr-test: ***") })
 	logs := l.String()
 	for _, secret := range []string{"tok-abcdef-123456"} {
 		if strings.Contains(logs, secret) {
@@ -57,7 +58,7 @@ func TestStderrMaskedAndLogged(t *testing.T) {
 }
 
 func TestStderrRateLimited(t *testing.T) {
-	l := &logBuf{}
+	l := &testenv.LogBuffer{}
 	o := testOptions(l)
 	o.StderrRate = 10 // burst 40
 	p := startPool(t, []config.Server{backendtest.Command(t, "stderr-noise")}, o)
@@ -75,7 +76,7 @@ func TestStderrRateLimited(t *testing.T) {
 }
 
 func TestClientCancelForwarded(t *testing.T) {
-	l := &logBuf{}
+	l := &testenv.LogBuffer{}
 	p := startPool(t, []config.Server{
 		named(backendtest.Command(t, "hang"), "hung"),
 		named(backendtest.Command(t, "normal"), "ok"),
@@ -97,7 +98,7 @@ func TestClientCancelForwarded(t *testing.T) {
 	if err := <-errc; !errors.Is(err, context.Canceled) || errors.Is(err, ErrCallTimeout) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
-	eventually(t, "backend logs the cancellation", func() bool { return strings.Contains(l.String(), "hang: cancelled") })
+	testenv.Eventually(t, "backend logs the cancellation", func() bool { return strings.Contains(l.String(), "hang: cancelled") })
 }
 
 func TestKilledMidCallRestarts(t *testing.T) {
@@ -106,7 +107,7 @@ func TestKilledMidCallRestarts(t *testing.T) {
 	p := startPool(t, []config.Server{backendtest.Command(t, "normal")}, o)
 	pid := statusOf(t, p, "fake").PID
 	killMidCall(t, p, "fake", pid)
-	eventually(t, "serving again after the first backoff", func() bool {
+	testenv.Eventually(t, "serving again after the first backoff", func() bool {
 		st := statusOf(t, p, "fake")
 		return st.State == StateUp && st.PID != pid
 	})
@@ -119,7 +120,7 @@ func TestCrashLoopDoesNotSpin(t *testing.T) {
 	o := testOptions(nil)
 	o.RestartDelays = []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond}
 	p := startPool(t, []config.Server{backendtest.Command(t, "crash-at-start")}, o)
-	eventually(t, "three restarts, then down for good", func() bool {
+	testenv.Eventually(t, "three restarts, then down for good", func() bool {
 		st := statusOf(t, p, "fake")
 		return st.State == StateDown && st.Restarts == 3
 	})
@@ -266,7 +267,7 @@ func TestBackendDiesWithKilledGateway(t *testing.T) {
 	if err := cmd.Process.Kill(); err != nil { // SIGKILL: no chance to clean up
 		t.Fatal(err)
 	}
-	eventually(t, "backend dies with its gateway", func() bool { return !procAlive(pid) })
+	testenv.Eventually(t, "backend dies with its gateway", func() bool { return !procAlive(pid) })
 }
 
 func lazyOptions(idle time.Duration) *Options {
@@ -312,11 +313,11 @@ func TestLazyBackend(t *testing.T) {
 	if n := len(p.Tools()["lazy"]); n != 3 {
 		t.Errorf("lazy tools after start: %d", n)
 	}
-	eventually(t, "idle after the idle timeout", func() bool {
+	testenv.Eventually(t, "idle after the idle timeout", func() bool {
 		st := statusOf(t, p, "lazy")
 		return st.State == StateIdle && st.PID == 0
 	})
-	eventually(t, "process gone", func() bool { return !procAlive(first) })
+	testenv.Eventually(t, "process gone", func() bool { return !procAlive(first) })
 	if len(p.Tools()["lazy"]) != 3 {
 		t.Errorf("an idle backend lost its tools")
 	}

@@ -34,13 +34,17 @@ func fakeServer(t *testing.T, name, modes string, extraEnv ...string) config.Ser
 type realGateway struct {
 	g    *Gateway
 	pool *backend.Pool
-	logs *testenv.LogBuffer
 }
 
 func newRealGateway(t *testing.T, servers []config.Server, opts *backend.Options) *realGateway {
 	t.Helper()
 	logs := &testenv.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("gateway and backend logs:\n%s", logs)
+		}
+	})
 	var o backend.Options
 	if opts != nil {
 		o = *opts
@@ -62,7 +66,7 @@ func newRealGateway(t *testing.T, servers []config.Server, opts *backend.Options
 	}
 	eng := search.New(ix, nil, &search.Options{Logger: log})
 	t.Cleanup(func() { eng.Close() })
-	return &realGateway{g: New(eng, pool, &Options{Logger: log}), pool: pool, logs: logs}
+	return &realGateway{g: New(eng, pool, &Options{Logger: log}), pool: pool}
 }
 
 func (rg *realGateway) status(t *testing.T, name string) backend.Status {

@@ -67,7 +67,7 @@ func TestStatusHandler(t *testing.T) {
 		}
 		// The JSON keys clients script against.
 		b0 := raw["backends"].([]any)[0].(map[string]any)
-		for _, k := range []string{"name", "transport", "state", "tools", "restarts", "lastError", "since", "for", "pid", "protocol"} {
+		for _, k := range []string{"name", "transport", "state", "tools", "inFlight", "restarts", "lastError", "since", "for", "pid", "protocol"} {
 			if _, ok := b0[k]; !ok {
 				t.Errorf("backend JSON lacks %q: %v", k, b0)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
@@ -51,7 +52,7 @@ func testBackendKilledMidCall(t *testing.T, reaper bool) {
 		res := execute(ctx, t, cs, "victim__sleep", map[string]any{"ms": 60000})
 		done <- res
 	}()
-	time.Sleep(300 * time.Millisecond) // let the call reach the backend
+	testenv.Eventually(t, "the call in flight on victim", func() bool { return rg.status(t, "victim").InFlight == 1 })
 	killedAt := time.Now()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -117,7 +118,8 @@ func TestHungBackendCutAtDeadline(t *testing.T) {
 				t.Fatalf("hung call result = %q (isError %v), want an isError result saying it timed out after 2s", text(res), res.IsError)
 			}
 			testenv.Eventually(t, "the backend was sent notifications/cancelled", func() bool {
-				return strings.Contains(rg.logs.String(), "hang: cancelled")
+				res, err := rg.pool.CallTool(context.Background(), "hung", "hangs", nil)
+				return err == nil && text(res) == backendtest.HangCount(0, 1)
 			})
 			if st := rg.status(t, "hung"); st.State != backend.StateUp || st.Restarts != 0 {
 				t.Errorf("a timed-out call must not take the backend down: %+v", st)

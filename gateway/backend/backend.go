@@ -75,8 +75,11 @@ type backend struct {
 	tools    []*mcp.Tool
 	restarts int
 	run      *run
-	inFlight int       // calls running on run
-	lastUse  time.Time // last call start or end
+	inFlight int // calls running on run (Status.InFlight)
+	// staysDown: the supervisor gave up (restarts used up, or a config
+	// error): no restart comes until Reconfigure replaces the backend.
+	staysDown bool
+	lastUse   time.Time // last call start or end
 }
 
 // run is one live connection: session, process (stdio), and the goroutines
@@ -168,6 +171,7 @@ func (b *backend) status() Status {
 		Transport: b.cfg.Type,
 		State:     b.state,
 		Tools:     len(b.tools),
+		InFlight:  b.inFlight,
 		Since:     b.since,
 		Restarts:  b.restarts,
 	}
@@ -636,6 +640,9 @@ func (b *backend) supervise() {
 			if len(delays) > 0 {
 				b.log.Warn("backend stays down", keyErr, lastErr, keyAttempt, attempt)
 			}
+			b.mu.Lock()
+			b.staysDown = true
+			b.mu.Unlock()
 			<-b.ctx.Done()
 			return
 		}

@@ -193,6 +193,7 @@ type Status struct {
 	Err       string    `json:"error,omitempty"`     // why it is down
 	LastErr   string    `json:"lastError,omitempty"` // the latest failure, kept after a restart
 	Tools     int       `json:"tools"`               // tools known (kept while down)
+	InFlight  int       `json:"inFlight"`            // tool calls under way: from dispatch until the answer or error
 	Since     time.Time `json:"since"`               // when State last changed
 	Restarts  int       `json:"restarts"`            // restarts after the first connect
 	PID       int       `json:"pid,omitempty"`       // stdio process id while running

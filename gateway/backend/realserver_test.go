@@ -66,7 +66,7 @@ func TestRealServer(t *testing.T) {
 			_, err := p.CallTool(ctx, "everything", "trigger-long-running-operation", map[string]any{"duration": 60, "steps": 5})
 			errc <- err
 		}()
-		time.Sleep(300 * time.Millisecond)
+		testenv.Eventually(t, "the long call in flight", func() bool { return inFlight(t, p, "everything") == 1 })
 		if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}

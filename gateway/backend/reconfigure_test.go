@@ -139,14 +139,6 @@ func TestReconfigure(t *testing.T) {
 func TestReconfigureCallInFlight(t *testing.T) {
 	srv := backendtest.Command(t, "hang")
 	p := startPool(t, []config.Server{named(srv, "gone"), named(srv, "moved"), named(srv, "stay")}, testOptions(nil))
-	inFlight := func(name string) func() bool {
-		return func() bool {
-			b := p.roster.Load().byName[name]
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			return b.inFlight > 0
-		}
-	}
 	errc := map[string]chan error{}
 	for _, name := range []string{"gone", "moved"} {
 		errc[name] = make(chan error, 1)
@@ -154,7 +146,7 @@ func TestReconfigureCallInFlight(t *testing.T) {
 			_, err := p.CallTool(context.Background(), name, "hang", nil)
 			errc[name] <- err
 		}()
-		testenv.Eventually(t, "call in flight on "+name, inFlight(name))
+		testenv.Eventually(t, "call in flight on "+name, func() bool { return inFlight(t, p, name) == 1 })
 	}
 	oldPID := pidOf(t, p, "moved")
 	p.Reconfigure(context.Background(), []config.Server{named(backendtest.Command(t, "hang", "RELOAD_MARK=1"), "moved"), named(srv, "stay")})

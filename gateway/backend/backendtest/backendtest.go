@@ -64,7 +64,7 @@ const (
 	ModeNormal          = "normal"
 	ModeCrashAtStart    = "crash-at-start"   // writes to stderr and exits 3 before speaking MCP
 	ModeCrashMidCall    = "crash-mid-call"   // tool "crash" exits the process (status 2)
-	ModeHang            = "hang"             // tool "hang" blocks until cancelled (logs "hang: cancelled" to stderr)
+	ModeHang            = "hang"             // tool "hang" blocks until cancelled (logs "hang: cancelled" to stderr); tool "hangs" answers HangCount
 	ModeIgnoreDiscover  = "ignore-discover"  // legacy server: drops server/discover silently
 	ModeGarbageStdout   = "garbage-stdout"   // prints a banner on stdout first; tool "garbage" prints a JSON log line and malformed JSON-RPC
 	ModeHugeOutput      = "huge-output"      // tool "huge" returns EnvHugeBytes bytes of text
@@ -223,6 +223,14 @@ type (
 	NoArgs struct{}
 )
 
+// HangCount is the answer of tool "hangs" in mode "hang": how many "hang"
+// calls have arrived and wait, and how many were cancelled (the backend got
+// notifications/cancelled, or the caller's deadline ended them). Tests wait
+// on it instead of on the backend's log.
+func HangCount(waiting, cancelled int) string {
+	return fmt.Sprintf("waiting %d, cancelled %d", waiting, cancelled)
+}
+
 // AddResult is the structured output of "add".
 type AddResult struct {
 	Sum float64 `json:"sum"`
@@ -271,11 +279,26 @@ func NewServer(modes Modes) *mcp.Server {
 			})
 	}
 	if modes[ModeHang] {
+		var mu sync.Mutex
+		var waiting, cancelled int
 		mcp.AddTool(srv, &mcp.Tool{Name: "hang", Description: "Never answer (until cancelled)."},
 			func(ctx context.Context, _ *mcp.CallToolRequest, _ NoArgs) (*mcp.CallToolResult, any, error) {
+				mu.Lock()
+				waiting++
+				mu.Unlock()
 				<-ctx.Done()
+				mu.Lock()
+				waiting--
+				cancelled++
+				mu.Unlock()
 				fmt.Fprintln(os.Stderr, "hang: cancelled")
 				return nil, nil, ctx.Err()
+			})
+		mcp.AddTool(srv, &mcp.Tool{Name: "hangs", Description: "Say how many hang calls are waiting and how many were cancelled."},
+			func(context.Context, *mcp.CallToolRequest, NoArgs) (*mcp.CallToolResult, any, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				return text(HangCount(waiting, cancelled)), nil, nil
 			})
 	}
 	if modes[ModeHugeOutput] {

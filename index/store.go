@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -611,6 +612,10 @@ func syncTree(root string) error {
 // ErrLocked is returned when another process holds the index lock.
 var ErrLocked = errors.New("index is locked by another process")
 
+// lockWaits counts the times lockDirWait found the lock taken and waited
+// (tests wait on it).
+var lockWaits atomic.Int64
+
 // lockDirWait retries lockDir until opts.LockWait has passed.
 func lockDirWait(ctx context.Context, ixDir string, opts *Options) (func(), error) {
 	var wait time.Duration
@@ -623,6 +628,7 @@ func lockDirWait(ctx context.Context, ixDir string, opts *Options) (func(), erro
 		if err == nil || !errors.Is(err, ErrLocked) || time.Now().After(deadline) {
 			return unlock, err
 		}
+		lockWaits.Add(1)
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // cachingEmbedder stands in for embed's cache: texts it has seen are free,
@@ -289,6 +290,7 @@ func TestLockContention(t *testing.T) {
 		t.Errorf("Ensure under lock: %v", err)
 	}
 	// With LockWait, Ensure waits for the holder to finish.
+	waits := lockWaits.Load()
 	done := make(chan error, 1)
 	go func() {
 		ix, _, err := Ensure(context.Background(), dir, testTools(), nil, &Options{LockWait: time.Minute})
@@ -297,7 +299,7 @@ func TestLockContention(t *testing.T) {
 		}
 		done <- err
 	}()
-	time.Sleep(50 * time.Millisecond) // let it find the lock taken (either way it must succeed)
+	testenv.Eventually(t, "Ensure waiting for the lock", func() bool { return lockWaits.Load() > waits })
 	unlock()
 	if err := <-done; err != nil {
 		t.Fatalf("Ensure with LockWait: %v", err)

@@ -256,18 +256,14 @@ func freeAddr(t *testing.T) string {
 
 func waitHealthy(t *testing.T, url string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
+	testenv.EventuallyWithin(t, within, url+" answering 200", func() bool {
 		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s not healthy within %v", url, within)
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
 }
 
 // testLogWriter forwards a child's stderr to the test log.
@@ -326,14 +322,10 @@ func TestWarmStartKeepsToolsOfDownBackend(t *testing.T) {
 		t.Errorf("execute_tool on the down server: err=%v isError=%v %q", err, res.IsError, resultText(res))
 	}
 	// Wait until the other backends are up, then use one.
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testenv.Eventually(t, "everything__echo answering", func() bool {
 		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": "everything__echo", "arguments": map[string]any{"message": "warm"}}})
-		if err == nil && !res.IsError || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err == nil && !res.IsError
+	})
 	if err != nil || res.IsError || !strings.Contains(resultText(res), "warm") {
 		t.Errorf("everything__echo: err=%v %s", err, resultText(res))
 	}
@@ -392,22 +384,16 @@ func TestSIGKILLLeavesNoBackendProcess(t *testing.T) {
 	}
 	waitHealthy(t, "http://"+addr+"/healthz", 2*time.Minute)
 	// Wait for both backends to be up (and so for the grandchild to exist).
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testenv.Eventually(t, "both backends up in /status", func() bool {
 		resp, err := http.Get("http://" + addr + "/status")
-		if err == nil {
-			var st struct{ Up, Total int }
-			_ = json.NewDecoder(resp.Body).Decode(&st)
-			resp.Body.Close()
-			if st.Total == 2 && st.Up == 2 {
-				break
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("backends not up within a minute")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		defer resp.Body.Close()
+		var st struct{ Up, Total int }
+		_ = json.NewDecoder(resp.Body).Decode(&st)
+		return st.Total == 2 && st.Up == 2
+	})
 	tree := descendants(cmd.Process.Pid)
 	var sleeper bool
 	for _, pid := range tree {
@@ -422,25 +408,21 @@ func TestSIGKILLLeavesNoBackendProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		var alive []string
+	var alive []string
+	if !testenv.Poll(testenv.Timeout, func() bool {
+		alive = nil
 		for _, pid := range tree {
 			if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(st), ") Z ") {
 				c, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 				alive = append(alive, fmt.Sprintf("%d %q", pid, strings.ReplaceAll(string(c), "\x00", " ")))
 			}
 		}
-		if len(alive) == 0 {
-			return
+		return len(alive) == 0
+	}) {
+		for _, pid := range tree {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		if time.Now().After(deadline) {
-			for _, pid := range tree {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-			t.Fatalf("processes outlived the SIGKILLed gateway: %v", alive)
-		}
-		time.Sleep(100 * time.Millisecond)
+		t.Fatalf("processes outlived the SIGKILLed gateway: %v", alive)
 	}
 }
 
@@ -508,13 +490,7 @@ func TestToolListChangeReachesSearch(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("fake__add_tool: %v %s", err, resultText(res))
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !found() {
-		if time.Now().After(deadline) {
-			t.Fatal("search_tools never found the tool the backend added (no re-index after tools/list_changed)")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, "search_tools finding the tool the backend added (a re-index after tools/list_changed)", found)
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": "fake__zebra_launcher"}})
 	if err != nil || res.IsError || resultText(res) != "zebra_launcher" {
 		t.Errorf("the new tool: err=%v %q", err, resultText(res))

@@ -625,7 +625,7 @@ func TestNoLeaksAfterClose(t *testing.T) {
 		s.CloseClientConnections()
 		s.Close()
 	}
-	if !testenv.Poll(func() bool { return runtime.NumGoroutine() <= before }) {
+	if !testenv.Poll(testenv.Timeout, func() bool { return runtime.NumGoroutine() <= before }) {
 		var b strings.Builder
 		pprof.Lookup("goroutine").WriteTo(&b, 1)
 		t.Fatalf("%d goroutines after Close, %d before:\n%s", runtime.NumGoroutine(), before, b.String())

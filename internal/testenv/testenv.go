@@ -43,17 +43,17 @@ func Require(t testing.TB, err error) {
 	}
 }
 
-// Timeout bounds every wait of Eventually: a bound for a hung test, not a
+// Timeout bounds the wait of Eventually: a bound for a hung test, not a
 // speed assertion.
 const Timeout = time.Minute
 
-// pollEvery is how often Eventually and Poll check their condition.
+// pollEvery is how often Poll checks its condition.
 const pollEvery = 10 * time.Millisecond
 
-// Poll checks cond until it holds or Timeout passed, and reports whether it
-// held. Use Eventually unless the failure needs more than a message.
-func Poll(cond func() bool) bool {
-	deadline := time.Now().Add(Timeout)
+// Poll checks cond until it holds or within has passed, and reports whether
+// it held. Use Eventually unless the failure needs more than a message.
+func Poll(within time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
 			return cond()
@@ -67,8 +67,16 @@ func Poll(cond func() bool) bool {
 // gone), failing t with what after Timeout.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	if !Poll(cond) {
-		t.Fatalf("timed out after %s waiting for: %s", Timeout, what)
+	EventuallyWithin(t, Timeout, what, cond)
+}
+
+// EventuallyWithin is Eventually with another bound, for waits that
+// include slow work (a model load, npm servers starting on a loaded
+// machine).
+func EventuallyWithin(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if !Poll(within, cond) {
+		t.Fatalf("timed out after %s waiting for: %s", within, what)
 	}
 }
 

@@ -79,7 +79,7 @@ func TestEventuallyWaitsForState(t *testing.T) {
 	}()
 	Eventually(t, "five increments", func() bool { return n.Load() == 5 })
 	calls := 0
-	if !Poll(func() bool { calls++; return calls == 3 }) || calls != 3 {
+	if !Poll(Timeout, func() bool { calls++; return calls == 3 }) || calls != 3 {
 		t.Errorf("Poll stopped after %d checks, want 3", calls)
 	}
 }

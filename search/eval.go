@@ -277,6 +277,9 @@ type Report struct {
 	LatencyP50 time.Duration
 	LatencyP95 time.Duration
 	Misses     []Miss
+	// Firsts holds each query's first tool (its ID), in query order; ""
+	// when the ranking was empty.
+	Firsts []string
 }
 
 // Evaluate runs every query through s in mode and scores the rankings.
@@ -304,6 +307,11 @@ func Evaluate(ctx context.Context, s Searcher, qs []BenchQuery, mode Mode) (Repo
 		for i, h := range res.Hits {
 			ids[i] = h.Tool.ID()
 		}
+		first := ""
+		if len(ids) > 0 {
+			first = ids[0]
+		}
+		rep.Firsts = append(rep.Firsts, first)
 		m := Score(ids, q)
 		per = append(per, m)
 		if m.Hit5 == 0 {

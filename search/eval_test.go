@@ -164,22 +164,29 @@ func (f fixedSearcher) Search(_ context.Context, q search.Query) (search.Result,
 func TestEvaluate(t *testing.T) {
 	s := fixedSearcher{
 		"one": {"s__a", "s__b"},
-		"two": {"s__a", "s__b", "s__c", "s__d", "s__e", "s__f"},
+		"two": {"s__b", "s__a", "s__c", "s__d", "s__e", "s__f"},
 	}
 	qs := []search.BenchQuery{
 		{Query: "one", Relevant: []string{"s__a"}, Line: 1},
 		{Query: "two", Relevant: []string{"s__f"}, Line: 2},
+		{Query: "nothing", Relevant: []string{"s__a"}, Line: 3},
 	}
 	rep, err := search.Evaluate(context.Background(), s, qs, search.ModeBM25)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Metrics.Hit1 != 0.5 || rep.Metrics.Hit10 != 1 || rep.Metrics.MRR10 != (1+1.0/6)/2 {
+	if rep.Metrics.Hit1 != 1.0/3 || rep.Metrics.Hit10 != 2.0/3 || rep.Metrics.MRR10 != (1+1.0/6)/3 {
 		t.Errorf("metrics %+v", rep.Metrics)
 	}
-	wantMiss := []search.Miss{{Query: qs[1], Rank: 6, Top: []string{"s__a", "s__b", "s__c", "s__d", "s__e"}}}
+	wantMiss := []search.Miss{
+		{Query: qs[1], Rank: 6, Top: []string{"s__b", "s__a", "s__c", "s__d", "s__e"}},
+		{Query: qs[2], Rank: 0, Top: []string{}},
+	}
 	if diff := cmp.Diff(wantMiss, rep.Misses); diff != "" {
 		t.Errorf("Misses (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"s__a", "s__b", ""}, rep.Firsts); diff != "" {
+		t.Errorf("Firsts (-want +got):\n%s", diff)
 	}
 	if _, err := search.Evaluate(context.Background(), s, qs, search.ModeHybrid); err == nil {
 		t.Error("Evaluate(hybrid) on a searcher answering bm25: no error")

@@ -9,6 +9,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -24,24 +26,39 @@ import (
 	"github.com/toolgate/toolgate/search"
 )
 
-// The ranking golden test (zoekt style): relevance metrics per dataset and
-// mode live in testdata/golden.json; the test recomputes them and fails when
-// one drops by more than the tolerance. A rise is logged: record it with
+// The ranking golden test (zoekt style) keeps, per dataset and mode,
 //
-//	go test ./search -run Golden -update
+//   - the relevance metrics (averages) in testdata/golden.json: the test
+//     fails when one drops by more than the tolerance, and logs a rise;
+//   - the first tool of every query in testdata/first/<dataset>.tsv (one
+//     line per query): the test fails when more queries than the tolerance
+//     allows (a share of the dataset's queries) changed their first tool,
+//     and logs each change.
 //
-// (with scripts/native-env.sh sourced, so hybrid/vector/rrf run for real).
-// Datasets are keyed by name so new fixtures add a row to goldenSets and an
-// entry to the file without touching the others.
+// A change of the ranking is recorded with
+//
+//	go test ./search -run Golden -update -v
+//
+// (with scripts/native-env.sh sourced, so hybrid/vector/rrf run for real),
+// which writes both and prints what it changed: the metric deltas, and
+// every query whose first tool changed. Commit the files with the change
+// that moved them. Datasets are keyed by name so new fixtures add a row to
+// goldenSets and their files without touching the others.
 
-var update = flag.Bool("update", false, "rewrite testdata/golden.json with this run's metrics")
+var update = flag.Bool("update", false, "rewrite testdata/golden.json and testdata/first with this run's rankings, printing what changed (add -v to see it)")
 
-const goldenPath = "testdata/golden.json"
+const (
+	goldenPath = "testdata/golden.json"
+	firstsDir  = "testdata/first"
+)
 
 // goldenTolerance is the largest drop (absolute, metrics as fractions)
-// that still passes: ONNX Runtime's float sums may differ in the last bits
-// across machines and flip a near-tie.
+// that still passes, and the largest share of a dataset's queries that may
+// change their first tool: ONNX Runtime's float sums may differ in the last
+// bits across machines and flip a near-tie.
 const goldenTolerance = 0.005
+
+const refresh = "source scripts/native-env.sh && go test ./search -run Golden -update -v"
 
 type goldenFile struct {
 	Comment   string                    `json:"comment"`
@@ -163,7 +180,7 @@ func TestGolden(t *testing.T) {
 			t.Fatalf("%s: %v", goldenPath, err)
 		}
 	} else if !*update {
-		t.Fatalf("%v (create it with go test ./search -run Golden -update)", err)
+		t.Fatalf("%v (create it with %s)", err, refresh)
 	}
 	if want.Datasets == nil {
 		want.Datasets = map[string]*goldenDataset{}
@@ -174,10 +191,11 @@ func TestGolden(t *testing.T) {
 		t.Fatalf("load embedder: %v", embErr)
 	}
 	ctx := context.Background()
-	got := map[string]*goldenDataset{}
+	var measured []*measuredSet
 	for _, set := range goldenSets {
 		t.Run(set.name, func(t *testing.T) {
 			tools, qs := set.load(t)
+			oldFirsts, firstsErr := readFirsts(set.name, qs)
 			ix, err := index.Build(ctx, tools, emb, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -189,11 +207,12 @@ func TestGolden(t *testing.T) {
 			}
 			eng := search.New(ix, emb, nil)
 			defer eng.Close()
-			gd := &goldenDataset{Tools: len(tools), Queries: len(qs), Modes: map[search.Mode]search.Metrics{}}
+			ms := &measuredSet{name: set.name, queries: qs, oldFirsts: oldFirsts, firsts: map[search.Mode][]string{},
+				metrics: &goldenDataset{Tools: len(tools), Queries: len(qs), Modes: map[search.Mode]search.Metrics{}}}
 			if emb != nil {
-				gd.Model = emb.ModelID()
+				ms.metrics.Model = emb.ModelID()
 			}
-			got[set.name] = gd
+			measured = append(measured, ms)
 			for _, mode := range search.Modes {
 				t.Run(string(mode), func(t *testing.T) {
 					if mode != search.ModeBM25 {
@@ -204,56 +223,115 @@ func TestGolden(t *testing.T) {
 						t.Fatal(err)
 					}
 					m := roundMetrics(rep.Metrics)
-					gd.Modes[mode] = m
-					old := want.Datasets[set.name]
+					ms.metrics.Modes[mode] = m
+					ms.firsts[mode] = rep.Firsts
 					if *update {
 						return
 					}
+					old := want.Datasets[set.name]
 					if old == nil {
-						t.Fatalf("dataset %s not in %s: run go test ./search -run Golden -update", set.name, goldenPath)
+						t.Fatalf("dataset %s not in %s: run %s", set.name, goldenPath, refresh)
 					}
 					wm, ok := old.Modes[mode]
 					if !ok {
-						t.Fatalf("mode %s of %s not in %s: run go test ./search -run Golden -update", mode, set.name, goldenPath)
+						t.Fatalf("mode %s of %s not in %s: run %s", mode, set.name, goldenPath, refresh)
 					}
-					if old.Model != "" && gd.Model != "" && old.Model != gd.Model {
-						t.Logf("golden figures were made with %s, this run uses %s", old.Model, gd.Model)
+					if old.Model != "" && ms.metrics.Model != "" && old.Model != ms.metrics.Model {
+						t.Logf("golden figures were made with %s, this run uses %s", old.Model, ms.metrics.Model)
 					}
 					compareMetrics(t, wm, m)
+					if firstsErr != nil {
+						t.Fatalf("%v: run %s", firstsErr, refresh)
+					}
+					was, ok := oldFirsts[mode]
+					if !ok {
+						t.Fatalf("mode %s not in %s: run %s", mode, firstsPath(set.name), refresh)
+					}
+					compareFirsts(t, qs, was, rep.Firsts)
 				})
 			}
 		})
 	}
-	logTable(t, got)
+	logTable(t, measured)
 	if *update {
-		for name, gd := range got {
-			if old := want.Datasets[name]; old != nil {
-				// Keep modes this run could not measure (no embedder).
-				for mode, m := range old.Modes {
-					if _, ok := gd.Modes[mode]; !ok {
-						gd.Modes[mode] = m
+		writeGolden(t, want, measured)
+	}
+}
+
+// measuredSet is what one run measured on a dataset, beside what its
+// golden files held.
+type measuredSet struct {
+	name      string
+	queries   []search.BenchQuery
+	metrics   *goldenDataset
+	firsts    map[search.Mode][]string // per mode, each query's first tool
+	oldFirsts map[search.Mode][]string // nil when the file was missing or for other queries
+}
+
+// writeGolden writes this run's figures and first tools (keeping what it
+// could not measure, e.g. the vector modes without an embedder) and logs
+// what changed against the files it replaces.
+func writeGolden(t *testing.T, want goldenFile, measured []*measuredSet) {
+	var sb strings.Builder
+	for _, ms := range measured {
+		old := want.Datasets[ms.name]
+		for _, mode := range search.Modes {
+			m, ok := ms.metrics.Modes[mode]
+			if !ok {
+				// Not measured this run: keep the golden's.
+				if old != nil {
+					if wm, ok := old.Modes[mode]; ok {
+						ms.metrics.Modes[mode] = wm
 					}
 				}
-				if gd.Model == "" {
-					gd.Model = old.Model
+				if f, ok := ms.oldFirsts[mode]; ok {
+					ms.firsts[mode] = f
+				}
+				continue
+			}
+			if old != nil {
+				if wm, ok := old.Modes[mode]; ok {
+					if d := metricDeltas(wm, m); d != "" {
+						fmt.Fprintf(&sb, "%s %s: %s\n", ms.name, mode, d)
+					}
 				}
 			}
-			want.Datasets[name] = gd
+			was, ok := ms.oldFirsts[mode]
+			if !ok {
+				fmt.Fprintf(&sb, "%s %s: first tools recorded for the first time\n", ms.name, mode)
+				continue
+			}
+			if ch := firstChanges(ms.queries, was, ms.firsts[mode]); len(ch) > 0 {
+				fmt.Fprintf(&sb, "%s %s: %d of %d queries changed their first tool:\n", ms.name, mode, len(ch), len(ms.queries))
+				for _, c := range ch {
+					fmt.Fprintf(&sb, "  %s\n", c)
+				}
+			}
 		}
-		want.Comment = "Ranking golden figures (fractions 0-1) per dataset and mode, default search.Options. Refresh: source scripts/native-env.sh && go test ./search -run Golden -update"
-		want.Tolerance = goldenTolerance
-		var b strings.Builder
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(want); err != nil {
+		if ms.metrics.Model == "" && old != nil {
+			ms.metrics.Model = old.Model
+		}
+		want.Datasets[ms.name] = ms.metrics
+		if err := writeFirsts(ms.name, ms.queries, ms.firsts); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(goldenPath, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s", goldenPath)
 	}
+	want.Comment = "Ranking golden figures (fractions 0-1) per dataset and mode, default search.Options; the first tool of each query is in first/<dataset>.tsv. Refresh: " + refresh
+	want.Tolerance = goldenTolerance
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(goldenPath, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if sb.Len() == 0 {
+		sb.WriteString("no change\n")
+	}
+	t.Logf("wrote %s and %s/; what changed:\n%s", goldenPath, firstsDir, sb.String())
 }
 
 func roundMetrics(m search.Metrics) search.Metrics {
@@ -266,19 +344,24 @@ func roundMetrics(m search.Metrics) search.Metrics {
 	}
 }
 
-// compareMetrics fails on a drop beyond the tolerance and logs a rise.
-func compareMetrics(t *testing.T, want, got search.Metrics) {
-	t.Helper()
-	pairs := []struct {
-		name      string
-		want, got float64
-	}{
+type metricPair struct {
+	name      string
+	want, got float64
+}
+
+func metricPairs(want, got search.Metrics) []metricPair {
+	return []metricPair{
 		{"hit@1", want.Hit1, got.Hit1}, {"hit@5", want.Hit5, got.Hit5}, {"hit@10", want.Hit10, got.Hit10},
 		{"recall@5", want.Recall5, got.Recall5}, {"recall@10", want.Recall10, got.Recall10},
 		{"mrr@10", want.MRR10, got.MRR10}, {"ndcg@10", want.NDCG10, got.NDCG10},
 		{"group_recall@5", want.GroupRecall5, got.GroupRecall5}, {"group_recall@10", want.GroupRecall10, got.GroupRecall10},
 	}
-	for _, p := range pairs {
+}
+
+// compareMetrics fails on a drop beyond the tolerance and logs a rise.
+func compareMetrics(t *testing.T, want, got search.Metrics) {
+	t.Helper()
+	for _, p := range metricPairs(want, got) {
 		switch d := p.got - p.want; {
 		case d < -goldenTolerance:
 			t.Errorf("%s dropped: %.4f, golden %.4f (%+.4f)", p.name, p.got, p.want, d)
@@ -288,21 +371,155 @@ func compareMetrics(t *testing.T, want, got search.Metrics) {
 	}
 }
 
-func logTable(t *testing.T, got map[string]*goldenDataset) {
+// metricDeltas lists the metrics that moved, e.g. "hit@1 0.7112 → 0.7155
+// (+0.0043)", or "" when none did.
+func metricDeltas(want, got search.Metrics) string {
+	var parts []string
+	for _, p := range metricPairs(want, got) {
+		if p.got != p.want {
+			parts = append(parts, fmt.Sprintf("%s %.4f → %.4f (%+.4f)", p.name, p.want, p.got, p.got-p.want))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// firstChange is a query whose first tool changed.
+type firstChange struct {
+	q        search.BenchQuery
+	was, now string
+}
+
+func (c firstChange) String() string {
+	rel := func(id string) bool { return slices.Contains(c.q.Relevant, id) }
+	verdict := ""
+	switch {
+	case rel(c.now) && !rel(c.was):
+		verdict = " (now right)"
+	case rel(c.was) && !rel(c.now):
+		verdict = " (now wrong)"
+	}
+	return fmt.Sprintf("line %d %q: %s → %s%s", c.q.Line, c.q.Query, orNone(c.was), orNone(c.now), verdict)
+}
+
+func firstChanges(qs []search.BenchQuery, was, now []string) []firstChange {
+	var out []firstChange
+	for i, q := range qs {
+		if was[i] != now[i] {
+			out = append(out, firstChange{q: q, was: was[i], now: now[i]})
+		}
+	}
+	return out
+}
+
+// compareFirsts fails when more queries changed their first tool than the
+// tolerance allows, and logs every change.
+func compareFirsts(t *testing.T, qs []search.BenchQuery, was, now []string) {
+	t.Helper()
+	ch := firstChanges(qs, was, now)
+	if len(ch) == 0 {
+		return
+	}
+	lines := make([]string, len(ch))
+	for i, c := range ch {
+		lines[i] = "  " + c.String()
+	}
+	msg := fmt.Sprintf("%d of %d queries changed their first tool:\n%s", len(ch), len(qs), strings.Join(lines, "\n"))
+	if allowed := int(goldenTolerance * float64(len(qs))); len(ch) > allowed {
+		t.Errorf("%s\n(at most %d may, as near-ties of float sums; a deliberate ranking change is recorded with %s)", msg, allowed, refresh)
+		return
+	}
+	t.Log(msg)
+}
+
+func firstsPath(dataset string) string { return filepath.Join(firstsDir, dataset+".tsv") }
+
+// orNone shows an empty ranking's first tool.
+func orNone(id string) string {
+	if id == "" {
+		return "-"
+	}
+	return id
+}
+
+// readFirsts reads a dataset's first tools per mode. The file has a
+// comment line, a header ("query" and the modes), then one line per query:
+// its line in the queries file and its first tool in each mode ("-" for
+// none). It is an error when the file lists other queries than qs.
+func readFirsts(dataset string, qs []search.BenchQuery) (map[search.Mode][]string, error) {
+	path := firstsPath(dataset)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) < 2 || !strings.HasPrefix(lines[0], "#") {
+		return nil, fmt.Errorf("%s: want a comment line and a header line first", path)
+	}
+	header := strings.Split(lines[1], "\t")
+	if header[0] != "query" {
+		return nil, fmt.Errorf("%s: header %q does not start with query", path, lines[1])
+	}
+	rows := lines[2:]
+	if len(rows) != len(qs) {
+		return nil, fmt.Errorf("%s lists %d queries, the dataset has %d", path, len(rows), len(qs))
+	}
+	out := map[search.Mode][]string{}
+	for _, h := range header[1:] {
+		out[search.Mode(h)] = make([]string, len(qs))
+	}
+	for i, row := range rows {
+		f := strings.Split(row, "\t")
+		if len(f) != len(header) || f[0] != strconv.Itoa(qs[i].Line) {
+			return nil, fmt.Errorf("%s line %d: %q, want query line %d and %d columns", path, i+3, row, qs[i].Line, len(header))
+		}
+		for j, h := range header[1:] {
+			if id := f[j+1]; id != "-" {
+				out[search.Mode(h)][i] = id
+			}
+		}
+	}
+	return out, nil
+}
+
+// writeFirsts writes the file readFirsts reads, modes in search.Modes order.
+func writeFirsts(dataset string, qs []search.BenchQuery, firsts map[search.Mode][]string) error {
+	var modes []search.Mode
+	for _, m := range search.Modes {
+		if _, ok := firsts[m]; ok {
+			modes = append(modes, m)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s: the first tool of each query (its line in queries.jsonl) per mode; - = none. Refresh: %s\n", dataset, refresh)
+	b.WriteString("query")
+	for _, m := range modes {
+		b.WriteString("\t" + string(m))
+	}
+	b.WriteByte('\n')
+	for i, q := range qs {
+		b.WriteString(strconv.Itoa(q.Line))
+		for _, m := range modes {
+			b.WriteString("\t" + orNone(firsts[m][i]))
+		}
+		b.WriteByte('\n')
+	}
+	if err := os.MkdirAll(firstsDir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(firstsPath(dataset), []byte(b.String()), 0o644)
+}
+
+func logTable(t *testing.T, measured []*measuredSet) {
 	var sb strings.Builder
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "dataset\tmode\tHit@1\tHit@5\tRecall@10\tMRR@10\tnDCG@10\t")
-	for _, set := range goldenSets {
-		gd := got[set.name]
-		if gd == nil {
-			continue
-		}
+	for _, ms := range measured {
 		for _, mode := range search.Modes {
-			m, ok := gd.Modes[mode]
+			m, ok := ms.metrics.Modes[mode]
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.1f\t%.3f\t%.1f\t\n", set.name, mode, 100*m.Hit1, 100*m.Hit5, 100*m.Recall10, m.MRR10, 100*m.NDCG10)
+			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.1f\t%.3f\t%.1f\t\n", ms.name, mode, 100*m.Hit1, 100*m.Hit5, 100*m.Recall10, m.MRR10, 100*m.NDCG10)
 		}
 	}
 	tw.Flush()

@@ -249,6 +249,32 @@ func TestUpdateFallsBack(t *testing.T) {
 			t.Errorf("answers differ from a full build:\n%s", diff)
 		}
 	})
+	t.Run("deleted documents pile up", func(t *testing.T) {
+		// Each removal is small, but the deleted documents the segments
+		// still store add up: 150 of 1000, then 250 of 1000, over the
+		// 20% bound.
+		dir := t.TempDir()
+		ensure(t, dir, base)
+		step1 := slices.Clone(base[150:])
+		ix, rep := ensure(t, dir, step1)
+		if !rep.Incremental {
+			t.Fatalf("150 of 1000 removed: %+v", rep)
+		}
+		if _, stored, live, err := index.BleveSegments(ix); err != nil || stored != 1000 || live != 850 {
+			t.Errorf("after removing 150: %d stored, %d live (%v); want 1000, 850", stored, live, err)
+		}
+		step2 := slices.Clone(step1[100:])
+		ix, rep = ensure(t, dir, step2)
+		if rep.Incremental || rep.Reindexed != len(step2) {
+			t.Errorf("250 of 1000 deleted: %+v, want a full build", rep)
+		}
+		if segs, stored, live, err := index.BleveSegments(ix); err != nil || segs != 1 || stored != live {
+			t.Errorf("full build: %d segments, %d stored, %d live (%v)", segs, stored, live, err)
+		}
+		if diff := cmp.Diff(answers(t, fullBuild(t, step2), qs), answers(t, ix, qs), scoresEqual); diff != "" {
+			t.Errorf("answers differ from a full build:\n%s", diff)
+		}
+	})
 	t.Run("average field length would move", func(t *testing.T) {
 		// A tool with many words of its own: when its description
 		// shrinks, a full build forgets the words, while the updated

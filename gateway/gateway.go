@@ -1,10 +1,15 @@
-// Package gateway is the client-facing MCP server: it shows exactly two tools,
-// search_tools and execute_tool, and routes execute_tool to the backend that
-// owns the namespaced tool. It also serves the streamable HTTP front with its
-// Host/Origin and body-size guards.
+// Package gateway owns the client-facing MCP server: it shows exactly two
+// tools, search_tools and execute_tool, and routes execute_tool to the
+// backend that owns the namespaced tool. It also owns the streamable HTTP
+// front with its Host/Origin and body-size guards, the GET /status report,
+// and turning the backends' tool lists into catalog tools (Catalog).
 //
-// The gateway never parses config files and never touches the index directly:
-// it sees a Searcher (ranking and catalog lookups) and a Caller (backends).
+// The gateway never parses config files and never touches the index:
+// ranking comes through a Searcher (search.Engine implements it; the gateway
+// speaks search's Query and Result), tool calls through a Caller and backend
+// states through a StatusSource (backend.Pool implements both; of
+// gateway/backend it uses only the types those speak: Status,
+// UnavailableError, ErrCallTimeout).
 package gateway
 
 import (

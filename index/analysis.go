@@ -89,9 +89,6 @@ func (identTokenizer) Tokenize(text []byte) analysis.TokenStream {
 	return out
 }
 
-// keepWhole makes the split filter keep a split identifier as a token too.
-var keepWhole = true
-
 // identSplitFilter splits identifiers on snake_case, kebab-case, dots,
 // camelCase and letter/digit boundaries ("getUserID" → get, User, ID). When a
 // token splits, the whole token is kept too (without a trailing possessive),
@@ -112,7 +109,7 @@ func (identSplitFilter) Filter(in analysis.TokenStream) analysis.TokenStream {
 		for _, p := range parts {
 			out = append(out, &analysis.Token{Term: p, Start: tok.Start, End: tok.End, Position: tok.Position, Type: tok.Type})
 		}
-		if len(parts) > 1 && keepWhole {
+		if len(parts) > 1 {
 			whole := bytes.Map(func(r rune) rune {
 				if r == '\'' || r == '’' {
 					return -1

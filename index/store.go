@@ -27,7 +27,7 @@ import (
 //	LOCK             flock'd by the process that builds (refuses a second builder)
 //	manifest.json    names the current generation; replaced by rename only
 //	gen-<n>/bleve/   the Bleve (scorch) index
-//	gen-<n>/catalog.bin   the tools with their schemas, in row order (the warm-start snapshot; see catalog.go)
+//	gen-<n>/catalog.bin   the tools with their schemas, in row order (the warm-start snapshot; see snapshot.go)
 //	gen-<n>/vectors.f32   header + rows×dim little-endian float32, row i = catalog[i]
 //
 // A generation is written completely and synced before the manifest names

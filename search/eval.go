@@ -249,12 +249,13 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 	return s[rank-1]
 }
 
-// Searcher is what Evaluate needs; *Engine implements it.
-type Searcher interface {
+// Ranker is what Evaluate needs: a ranking of catalog tools for a query.
+// *Engine implements it.
+type Ranker interface {
 	Search(ctx context.Context, q Query) (Result, error)
 }
 
-var _ Searcher = (*Engine)(nil)
+var _ Ranker = (*Engine)(nil)
 
 // EvalDepth is how many hits Evaluate asks for per query (the deepest
 // cut-off of the metrics).
@@ -285,7 +286,7 @@ type Report struct {
 // Evaluate runs every query through s in mode and scores the rankings.
 // It fails if the searcher answers in another mode (degraded), so a figure
 // is never reported under the wrong name.
-func Evaluate(ctx context.Context, s Searcher, qs []BenchQuery, mode Mode) (Report, error) {
+func Evaluate(ctx context.Context, s Ranker, qs []BenchQuery, mode Mode) (Report, error) {
 	per := make([]QueryMetrics, 0, len(qs))
 	lat := make([]time.Duration, 0, len(qs))
 	rep := Report{Mode: mode}

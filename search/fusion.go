@@ -37,14 +37,15 @@ type Norm string
 const (
 	// NormMax divides by the best score of the query (over the whole
 	// catalog), negatives counting as 0: the top hit gets 1, a keyword
-	// non-match 0. The default for both signals.
+	// non-match 0. The default for the keyword signal (Options.KeywordNorm).
 	NormMax Norm = "max"
 	// NormMinMax maps the candidate pool's lowest score to 0 and its
 	// highest to 1.
 	NormMinMax Norm = "minmax"
 	// NormMean subtracts the mean score over the catalog searched, then
 	// divides by the best score minus the mean, below-mean scores as 0:
-	// "how far above the typical tool, as a fraction of the best".
+	// "how far above the typical tool, as a fraction of the best". The
+	// default for the vector signal (Options.VectorNorm).
 	NormMean Norm = "mean"
 	// NormRaw uses the score as it is (for cosine: [-1,1], in practice
 	// about [-0.2,0.9] with MiniLM).

@@ -29,10 +29,10 @@ const (
 	TypeSSE   = "sse"   // legacy HTTP+SSE transport
 )
 
-// ConfigDirVar is a variable that ${...} expansion always knows: the absolute
+// DirVar is a variable that ${...} expansion always knows: the absolute
 // directory of the config file, so a config can point at files next to itself
 // from any working directory (e.g. "${TOOLGATE_CONFIG_DIR}/data/memory.jsonl").
-const ConfigDirVar = "TOOLGATE_CONFIG_DIR"
+const DirVar = "TOOLGATE_CONFIG_DIR"
 
 // Defaults of the toolgate section.
 const (

@@ -16,7 +16,7 @@ type expander struct {
 }
 
 func (x *expander) get(name string) (string, bool) {
-	if name == ConfigDirVar {
+	if name == DirVar {
 		if x.p.dir != "" {
 			return x.p.dir, true
 		}
@@ -55,7 +55,7 @@ func (x *expander) expand(field, s string) string {
 			continue
 		}
 		v, ok := x.get(name)
-		if x.p.raw && name != ConfigDirVar {
+		if x.p.raw && name != DirVar {
 			b.WriteString(ref[:end+1]) // as written, default included
 			continue
 		}

@@ -101,6 +101,33 @@ func TestClientCancelForwarded(t *testing.T) {
 	testenv.Eventually(t, "the backend cancelled the hang", func() bool { return hangs(t, p, "hung") == backendtest.HangCount(0, 1) })
 }
 
+// Status.InFlight counts the calls under way on a backend, from dispatch
+// to answer.
+func TestInFlightCounts(t *testing.T) {
+	p := startPool(t, []config.Server{named(backendtest.Command(t, "hang"), "hung")}, testOptions(nil))
+	if n := inFlight(t, p, "hung"); n != 0 {
+		t.Fatalf("InFlight before any call = %d", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := p.CallTool(ctx, "hung", "hang", nil)
+			errc <- err
+		}()
+	}
+	testenv.Eventually(t, "both hang calls at the backend", func() bool { return hangs(t, p, "hung") == backendtest.HangCount(2, 0) })
+	if n := inFlight(t, p, "hung"); n != 2 {
+		t.Errorf("InFlight with two calls held = %d, want 2", n)
+	}
+	cancel()
+	<-errc
+	<-errc
+	if n := inFlight(t, p, "hung"); n != 0 {
+		t.Errorf("InFlight after both calls returned = %d, want 0", n)
+	}
+}
+
 func TestKilledMidCallRestarts(t *testing.T) {
 	o := testOptions(nil)
 	o.RestartDelays = []time.Duration{100 * time.Millisecond}

@@ -63,7 +63,7 @@ func TestToolsListGolden(t *testing.T) {
 
 // toolsListResult finds the answer to the tools/list request among the
 // messages LoggingTransport logged ("write: " the client sent, "read: " it
-// received) and indents it.
+// received; a write may be logged after its answer's read) and indents it.
 func toolsListResult(t *testing.T, wire string) []byte {
 	t.Helper()
 	type message struct {
@@ -72,6 +72,7 @@ func toolsListResult(t *testing.T, wire string) []byte {
 		Result json.RawMessage `json:"result"`
 	}
 	var id json.RawMessage
+	results := map[string]json.RawMessage{}
 	sc := bufio.NewScanner(strings.NewReader(wire))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -83,15 +84,18 @@ func toolsListResult(t *testing.T, wire string) []byte {
 		switch {
 		case dir == "write" && m.Method == "tools/list":
 			id = m.ID
-		case dir == "read" && id != nil && bytes.Equal(m.ID, id):
-			var out bytes.Buffer
-			if err := json.Indent(&out, m.Result, "", "  "); err != nil {
-				t.Fatal(err)
-			}
-			out.WriteByte('\n')
-			return out.Bytes()
+		case dir == "read" && m.Result != nil:
+			results[string(m.ID)] = m.Result
 		}
 	}
-	t.Fatalf("no answer to tools/list among the messages:\n%s", wire)
-	return nil
+	res, ok := results[string(id)]
+	if id == nil || !ok {
+		t.Fatalf("no answer to tools/list among the messages:\n%s", wire)
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, res, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	out.WriteByte('\n')
+	return out.Bytes()
 }

@@ -115,7 +115,7 @@ func TestIndexCommandErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
 	os.WriteFile(bad, []byte(`{"server":"a","name":"b"}`+"\n\n"+`{"server":"a","name":}`+"\n"), 0o644)
 	err := runIndex(context.Background(), g, &indexFlags{tools: bad, noVectors: true}, &bytes.Buffer{}, &bytes.Buffer{})
-	if err == nil || !strings.Contains(err.Error(), "line 3") {
+	if err == nil || !strings.Contains(err.Error(), "bad.jsonl:3:") {
 		t.Errorf("bad JSONL: %v", err)
 	}
 	err = runIndex(context.Background(), g, &indexFlags{}, &bytes.Buffer{}, &bytes.Buffer{})

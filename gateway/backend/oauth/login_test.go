@@ -190,4 +190,3 @@ func TestStoreRejectsForeignFile(t *testing.T) {
 		t.Errorf("Load of a broken file = %v; want an error without its content", err)
 	}
 }
-

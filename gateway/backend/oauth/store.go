@@ -72,7 +72,7 @@ type Token struct {
 	AccessToken  string    `json:"accessToken"`
 	TokenType    string    `json:"tokenType,omitempty"`
 	RefreshToken string    `json:"refreshToken,omitempty"`
-	Expiry       time.Time `json:"expiry,omitzero"`    // zero: the server did not say
+	Expiry       time.Time `json:"expiry,omitzero"`   // zero: the server did not say
 	Obtained     time.Time `json:"obtained,omitzero"` // when it was issued to toolgate
 }
 

@@ -50,7 +50,7 @@ type AuthServer struct {
 	lifetime atomic.Int64
 
 	mu        sync.Mutex
-	resource  string // the resource tokens are for ("" = any)
+	resource  string              // the resource tokens are for ("" = any)
 	clients   map[string][]string // client id → redirect URIs
 	codes     map[string]codeGrant
 	access    map[string]tokenGrant

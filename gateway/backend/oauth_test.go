@@ -290,3 +290,20 @@ func TestOAuthStaticHeaderWins(t *testing.T) {
 		}
 	}
 }
+
+func TestOAuthLogoutWhileUp(t *testing.T) {
+	e := newOAuthEnv(t, config.TypeHTTP, true)
+	e.echo(t, "logged in")
+	if err := e.store.Delete("demo"); err != nil {
+		t.Fatal(err)
+	}
+	// The connection looks at the login file at most every PollInterval.
+	eventually(t, "calls refused after the logout", func() bool {
+		_, err := e.pool.CallTool(context.Background(), "demo", "echo", map[string]any{"text": "x"})
+		return err != nil && strings.Contains(err.Error(), "(the login was removed (toolgate auth logout))")
+	})
+	eventually(t, "state needs-login", func() bool { return statusOf(t, e.pool, "demo").State == StateNeedsLogin })
+	e.login(t)
+	eventually(t, "up after logging in again", func() bool { return statusOf(t, e.pool, "demo").State == StateUp })
+	e.echo(t, "logged in again")
+}

@@ -199,7 +199,7 @@ func (t *Tokens) needsLogin(server, reason string) *NeedsLoginError {
 // *NeedsLoginError, and from then on every request fails with it without
 // being sent.
 func (t *Tokens) Transport(server, serverURL string, base http.RoundTripper, loginRequired func(error)) http.RoundTripper {
-	tr := &transport{t: t, server: server, url: serverURL, base: base, required: loginRequired}
+	tr := &transport{t: t, server: server, url: serverURL, base: base, required: loginRequired, seen: t.stat(server), checked: time.Now()}
 	if u, err := url.Parse(serverURL); err == nil {
 		tr.origin = u.Scheme + "://" + u.Host
 	}
@@ -241,10 +241,12 @@ type transport struct {
 	base     http.RoundTripper
 	required func(error)
 
-	mu    sync.Mutex
-	creds *Credentials // nil: no usable login
-	why   string       // why creds is nil
-	lost  error        // set once the login is required
+	mu      sync.Mutex
+	creds   *Credentials // nil: no usable login
+	why     string       // why creds is nil
+	lost    error        // set once the login is required
+	seen    fileState    // the login file as last read
+	checked time.Time    // when the file was last looked at
 }
 
 func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -308,6 +310,9 @@ func (tr *transport) send(req *http.Request, body io.ReadCloser, tok string) (*h
 // token returns the access token to send ("" without a login), refreshing
 // it first when it is about to expire.
 func (tr *transport) token(ctx context.Context) (string, error) {
+	if err := tr.reread(); err != nil {
+		return "", err
+	}
 	tr.mu.Lock()
 	c, lost := tr.creds, tr.lost
 	tr.mu.Unlock()
@@ -321,6 +326,38 @@ func (tr *transport) token(ctx context.Context) (string, error) {
 		return c.Token.AccessToken, nil
 	}
 	return tr.refresh(ctx, c.Token.AccessToken)
+}
+
+// reread takes up a login file that changed (looked at once per
+// PollInterval at most): a new login's token is used at once, and a
+// logout ends the connection's use of the old one.
+func (tr *transport) reread() error {
+	tr.mu.Lock()
+	if tr.lost != nil || time.Since(tr.checked) < tr.t.opts.PollInterval {
+		tr.mu.Unlock()
+		return nil
+	}
+	tr.checked = time.Now()
+	st := tr.t.stat(tr.server)
+	changed, had := st != tr.seen, tr.creds != nil
+	tr.seen = st
+	tr.mu.Unlock()
+	if !changed {
+		return nil
+	}
+	c, why, err := tr.t.load(tr.server, tr.url)
+	switch {
+	case err != nil:
+		return err
+	case c != nil:
+		tr.set(c)
+	case had:
+		if !st.exists {
+			why = "the login was removed (toolgate auth logout)"
+		}
+		return tr.lose(why)
+	}
+	return nil
 }
 
 // fresh reports whether tok may be sent: it does not expire within

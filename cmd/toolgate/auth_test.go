@@ -334,3 +334,65 @@ func gatewayStatus(t *testing.T, addr string) gateway.StatusReport {
 	}
 	return rep
 }
+
+// TestAuthCommandErrors: each command's bad input and failure gets a
+// message that names the problem and the fix.
+func TestAuthCommandErrors(t *testing.T) {
+	as := oauthtest.NewAuthServer(t)
+	rs := oauthtest.NewResourceServer(t, as, backendtest.NewServer(backendtest.ParseModes("normal")), nil)
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"remote": map[string]any{"type": "http", "url": rs.URL},
+		"local":  map[string]any{"command": "true"},
+		"static": map[string]any{"url": rs.URL, "headers": map[string]string{"Authorization": "Bearer abcdef123"}},
+	}})
+	cfgPath := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unknown server", []string{"auth", "login", "nope", "--config", cfgPath}, 2, `no server "nope" in ` + cfgPath + ` (its servers: local, remote, static)`},
+		{"stdio server", []string{"auth", "login", "local", "--config", cfgPath}, 2, "logins are for http and sse servers"},
+		{"static header", []string{"auth", "login", "static", "--config", cfgPath}, 1, `remove it from "headers" to log in with OAuth`},
+		{"no config", []string{"auth", "login", "remote"}, 2, "needs --config FILE"},
+		{"nobody approves", []string{"auth", "login", "remote", "--config", cfgPath, "--no-browser", "--timeout", "100ms"}, 1,
+			"no redirect from the authorization server within 100ms: open the URL above in a browser and approve, then run `toolgate auth login remote --config"},
+		{"logout without a login", []string{"auth", "logout", "remote", "--config", cfgPath}, 1, `no login of "remote" is stored in ` + filepath.Join(dataDir, "auth")},
+		{"status: remote needs a login", []string{"auth", "status", "--config", cfgPath}, 3, "remote needs a login"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := toolgateCmd(t, dataDir, tc.args...)
+			cmd.Env = append(cmd.Env, "TOOLGATE_CONFIG=")
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != tc.code || !strings.Contains(string(out), tc.want) {
+				t.Errorf("toolgate %s: %v\n%s\nwant exit status %d and %q", strings.Join(tc.args, " "), err, out, tc.code, tc.want)
+			}
+		})
+	}
+
+	// status: one line per http server, each in its own state.
+	out, _ := toolgateCmd(t, dataDir, "auth", "status", "--config", cfgPath).Output()
+	for _, want := range []string{"remote  http  needs login", "static  http  static headers"} {
+		if !strings.Contains(strings.Join(strings.Fields(string(out)), "  "), strings.Join(strings.Fields(want), "  ")) {
+			t.Errorf("auth status lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "local") {
+		t.Errorf("auth status lists the stdio server:\n%s", out)
+	}
+
+	// logout after a login removes the file.
+	cliLogin(t, dataDir, cfgPath, "remote")
+	if out, err := toolgateCmd(t, dataDir, "auth", "logout", "remote", "--config", cfgPath).CombinedOutput(); err != nil || !strings.Contains(string(out), "Logged out of remote") {
+		t.Errorf("auth logout: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(oauth.NewStore(dataDir).Path("remote")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("login file after logout: %v", err)
+	}
+}

@@ -59,7 +59,7 @@ and a running gateway starts using them within a second.`,
 			return runAuthLogin(cmd.Context(), g, cmd.OutOrStdout(), args[0], f)
 		},
 	}
-	cmd.Flags().StringVarP(&f.config, "config", "c", os.Getenv("TOOLGATE_CONFIG"), "config file (mcpServers JSON; $TOOLGATE_CONFIG)")
+	configFlag(cmd, &f.config)
 	cmd.Flags().BoolVar(&f.noBrowser, "no-browser", false, "only print the authorization URL; do not open a browser")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", oauth.DefaultLoginTimeout, "how long to wait for the approval")
 	return cmd
@@ -87,7 +87,7 @@ Exit status: 0, or 3 when some server needs a login.`,
 			return runAuthStatus(cmd.Context(), g, cmd.OutOrStdout(), f)
 		},
 	}
-	cmd.Flags().StringVarP(&f.config, "config", "c", os.Getenv("TOOLGATE_CONFIG"), "config file (mcpServers JSON; $TOOLGATE_CONFIG)")
+	configFlag(cmd, &f.config)
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print JSON instead of a table")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 5*time.Second, "how long to wait for each server's answer")
 	return cmd
@@ -107,7 +107,7 @@ they expire: revoke toolgate's access there to end them at once.`,
 			return runAuthLogout(g, cmd.OutOrStdout(), args[0], cfgPath)
 		},
 	}
-	cmd.Flags().StringVarP(&cfgPath, "config", "c", os.Getenv("TOOLGATE_CONFIG"), "config file, for its toolgate.dataDir ($TOOLGATE_CONFIG)")
+	configFlag(cmd, &cfgPath)
 	return cmd
 }
 

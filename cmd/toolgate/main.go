@@ -80,6 +80,11 @@ var subcommands []func(*globals) *cobra.Command
 
 func register(f func(*globals) *cobra.Command) { subcommands = append(subcommands, f) }
 
+// configFlag adds --config/-c, defaulting to $TOOLGATE_CONFIG.
+func configFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVarP(p, "config", "c", os.Getenv("TOOLGATE_CONFIG"), "config file (mcpServers JSON; $TOOLGATE_CONFIG)")
+}
+
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
 		return v

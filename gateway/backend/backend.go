@@ -253,7 +253,7 @@ func (b *backend) connect(ctx context.Context) {
 	}
 	b.mu.Lock()
 	b.connects++
-	if a := b.p.opts.Auth; a != nil && b.cfg.Type != config.TypeStdio {
+	if a := b.auth(); a != nil {
 		// Before dialing: a login saved while it runs must not be missed.
 		b.loginChanged = a.Changed(b.cfg.Name)
 	}

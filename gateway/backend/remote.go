@@ -80,10 +80,24 @@ func (b *backend) httpClient(r *run) *http.Client {
 	base.ResponseHeaderTimeout = 0 // a POST answered by an event stream may take the whole call
 	base.TLSHandshakeTimeout = 10 * time.Second
 	var rt http.RoundTripper = base
-	if a := b.p.opts.Auth; a != nil && h.Get("Authorization") == "" {
+	if a := b.auth(); a != nil {
 		rt = a.Transport(b.cfg.Name, b.cfg.URL, base, r.loginRequired)
 	}
 	return &http.Client{Transport: &headerTransport{base: rt, headers: h, maxBody: int64(b.p.opts.MaxMessageBytes)}}
+}
+
+// auth is the Authorizer of a remote backend without a static
+// Authorization header, else nil.
+func (b *backend) auth() Authorizer {
+	if b.p.opts.Auth == nil || b.cfg.Type == config.TypeStdio {
+		return nil
+	}
+	for k := range b.cfg.Headers {
+		if http.CanonicalHeaderKey(k) == "Authorization" {
+			return nil
+		}
+	}
+	return b.p.opts.Auth
 }
 
 // connectRemote connects over streamable HTTP or SSE. ctx is the session's

@@ -81,7 +81,7 @@ type Tokens struct {
 	log   *slog.Logger
 
 	mu      sync.Mutex
-	flights map[string]*sync.Mutex // one refresh at a time per server
+	flights map[string]chan struct{} // one refresh at a time per server (capacity 1)
 	waits   map[string]*wait       // Changed channels by server
 
 	stop chan struct{}
@@ -103,7 +103,7 @@ func NewTokens(store *Store, opts *Options) *Tokens {
 		store:   store,
 		opts:    o,
 		log:     o.Logger,
-		flights: map[string]*sync.Mutex{},
+		flights: map[string]chan struct{}{},
 		waits:   map[string]*wait{},
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -175,15 +175,22 @@ func (t *Tokens) poll() {
 	}
 }
 
-func (t *Tokens) flight(server string) *sync.Mutex {
+// flight takes server's refresh slot, waiting for a refresh in progress
+// (or until ctx ends), and returns its release.
+func (t *Tokens) flight(ctx context.Context, server string) (func(), error) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	m, ok := t.flights[server]
+	slot, ok := t.flights[server]
 	if !ok {
-		m = &sync.Mutex{}
-		t.flights[server] = m
+		slot = make(chan struct{}, 1)
+		t.flights[server] = slot
 	}
-	return m
+	t.mu.Unlock()
+	select {
+	case slot <- struct{}{}:
+		return func() { <-slot }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for the refresh of %q's access token: %w", server, context.Cause(ctx))
+	}
 }
 
 func (t *Tokens) needsLogin(server, reason string) *NeedsLoginError {
@@ -276,18 +283,18 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// The server refused a token we hold valid (revoked, or our clock is
 	// off): refresh once and send the request again.
 	discard(resp)
+	fresh, err := tr.refresh(ctx, tok)
+	if err != nil {
+		return nil, err
+	}
 	body := req.Body
 	if req.Body != nil && req.Body != http.NoBody {
 		if req.GetBody == nil {
-			return nil, fmt.Errorf("%s refused the access token of %q; the request cannot be sent again, the next one gets a refreshed token", tr.url, tr.server)
+			return nil, fmt.Errorf("%s refused the access token of %q, which is now refreshed; this request cannot be sent again: send it again", tr.url, tr.server)
 		}
 		if body, err = req.GetBody(); err != nil {
 			return nil, err
 		}
-	}
-	fresh, err := tr.refresh(ctx, tok)
-	if err != nil {
-		return nil, err
 	}
 	resp, err = tr.send(req, body, fresh)
 	if err == nil && resp.StatusCode == http.StatusUnauthorized {
@@ -377,14 +384,16 @@ func (tr *transport) fresh(tok Token) bool {
 }
 
 // refresh gets a new access token in place of stale: one refresh at a time
-// per server (in this process by a mutex, across processes by the store's
+// per server (in this process by a slot, across processes by the store's
 // file lock). A caller that waited finds the token the one before it got.
 // A refresh that is refused loses the login; one that finds no answer is
 // an error for this request only.
 func (tr *transport) refresh(ctx context.Context, stale string) (string, error) {
-	m := tr.t.flight(tr.server)
-	m.Lock()
-	defer m.Unlock()
+	release, err := tr.t.flight(ctx, tr.server)
+	if err != nil {
+		return "", err
+	}
+	defer release()
 	tr.mu.Lock()
 	c, lost := tr.creds, tr.lost
 	tr.mu.Unlock()

@@ -82,7 +82,7 @@ type Tokens struct {
 
 	mu      sync.Mutex
 	flights map[string]chan struct{} // one refresh at a time per server (capacity 1)
-	waits   map[string]*wait       // Changed channels by server
+	waits   map[string]*wait         // Changed channels by server
 
 	stop chan struct{}
 	done chan struct{}

@@ -23,12 +23,13 @@ func (g *globals) listBackendTools(ctx context.Context, path string, stderr io.W
 	if err != nil {
 		return nil, err
 	}
-	if g.dataDir == "" && cfg.Toolgate.DataDir != "" {
-		g.dataDir = cfg.Toolgate.DataDir
-	}
+	g.useConfigDataDir(cfg)
 	g.applyEmbedSettings(cfg.Toolgate.Embed)
+	tokens := g.authTokens(path)
+	defer tokens.Close()
 	opts := g.backendOptions(cfg)
 	opts.RestartDelays = []time.Duration{} // list once; never restart
+	opts.Auth = tokens
 	pool := backend.New(cfg.Servers(), opts)
 	defer pool.Close()
 	pool.Start(ctx)

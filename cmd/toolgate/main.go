@@ -18,16 +18,26 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/models"
 )
 
 // globals are the flags every subcommand shares.
 type globals struct {
-	dataDir  string
-	logLevel string
-	logger   *slog.Logger
+	dataDir     string
+	dataDirFlag bool // --data-dir was given
+	logLevel    string
+	logger      *slog.Logger
 
 	embedFlags embedSettings // see native.go
+}
+
+// useConfigDataDir applies a config's toolgate.dataDir unless --data-dir
+// was given.
+func (g *globals) useConfigDataDir(cfg *config.File) {
+	if g.dataDir == "" && cfg.Toolgate.DataDir != "" {
+		g.dataDir = cfg.Toolgate.DataDir
+	}
 }
 
 // DataDir is the per-user data folder after flags and environment.
@@ -50,6 +60,7 @@ func newRootCmd() *cobra.Command {
 			if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
 				return fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)
 			}
+			g.dataDirFlag = g.dataDir != ""
 			// Logs go to stderr only: stdout belongs to the MCP stdio transport.
 			g.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 			return nil
@@ -68,6 +79,11 @@ func newRootCmd() *cobra.Command {
 var subcommands []func(*globals) *cobra.Command
 
 func register(f func(*globals) *cobra.Command) { subcommands = append(subcommands, f) }
+
+// configFlag adds --config/-c, defaulting to $TOOLGATE_CONFIG.
+func configFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVarP(p, "config", "c", os.Getenv("TOOLGATE_CONFIG"), "config file (mcpServers JSON; $TOOLGATE_CONFIG)")
+}
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

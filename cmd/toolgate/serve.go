@@ -62,7 +62,7 @@ take effect on the next start; timeouts apply at once.`,
 			return runServe(cmd.Context(), g, f)
 		},
 	}
-	cmd.Flags().StringVarP(&f.config, "config", "c", os.Getenv("TOOLGATE_CONFIG"), "config file (mcpServers JSON; $TOOLGATE_CONFIG)")
+	configFlag(cmd, &f.config)
 	cmd.Flags().StringVar(&f.http, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8931) instead of stdio")
 	cmd.Flags().BoolVar(&f.allowRemote, "allow-remote", false, "allow --http on a non-loopback address")
 	cmd.Flags().StringVar(&f.mode, "mode", "", "ranking mode: hybrid, bm25, vector or rrf (default: config, else hybrid)")
@@ -87,9 +87,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	if err != nil {
 		return err
 	}
-	if g.dataDir == "" && cfg.Toolgate.DataDir != "" {
-		g.dataDir = cfg.Toolgate.DataDir
-	}
+	g.useConfigDataDir(cfg)
 	g.applyEmbedSettings(cfg.Toolgate.Embed)
 	log := g.logger
 	start := time.Now()
@@ -116,7 +114,12 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 
 	// A lazy server starts on its first execute_tool, so search needs its
 	// tools from the catalog; one the catalog lacks starts now, once.
+	// Remote servers that need a login get their tokens from the data
+	// folder; closed after the pool.
+	tokens := g.authTokens(f.config)
+	defer tokens.Close()
 	opts := g.backendOptions(cfg)
+	opts.Auth = tokens
 	opts.OnToolsChanged = cs.changed
 	opts.Lazy = func(s config.Server) bool { return s.Lazy && cs.has(s.Name) }
 	pool := backend.New(cfg.Servers(), opts)

@@ -43,7 +43,7 @@ A bad file prints every problem found (server, field, value, fix) and exits 1.`,
 			return runServers(cmd.OutOrStdout(), path, asJSON)
 		},
 	}
-	cmd.Flags().StringVarP(&path, "config", "c", os.Getenv("TOOLGATE_CONFIG"), "config file (mcpServers JSON; $TOOLGATE_CONFIG)")
+	configFlag(cmd, &path)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
 	return cmd
 }

@@ -140,7 +140,11 @@ const degradedExit = 3
 func degraded(rep gateway.StatusReport) error {
 	var bad []string
 	for _, b := range rep.Backends {
-		if b.State != backend.StateUp && b.State != backend.StateIdle {
+		switch b.State {
+		case backend.StateUp, backend.StateIdle:
+		case backend.StateNeedsLogin:
+			bad = append(bad, b.Name+" needs a login")
+		default:
 			bad = append(bad, fmt.Sprintf("%s is %s", b.Name, b.State))
 		}
 	}
@@ -166,7 +170,16 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", b.Name, b.State, b.For, b.Transport, b.Tools, b.Restarts, pid,
 			dash(b.Protocol), dash(statusLine(errText, 100)))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// The command a login needs is too long for the table: in full below it.
+	for _, b := range rep.Backends {
+		if b.State == backend.StateNeedsLogin {
+			fmt.Fprintf(w, "\n%s\n", b.Err)
+		}
+	}
+	return nil
 }
 
 func dash(s string) string {

@@ -41,6 +41,26 @@ type configError struct{ error }
 
 func (e configError) Unwrap() error { return e.error }
 
+// loginError marks a failure that only a login fixes (`toolgate auth
+// login`): the backend waits for its stored login to change instead of
+// restarting. err is the Authorizer's ("needs a login: run `…` (why)").
+type loginError struct {
+	server string
+	err    error
+}
+
+func (e *loginError) Error() string { return fmt.Sprintf("backend %q %v", e.server, e.err) }
+func (e *loginError) Unwrap() error { return e.err }
+
+// downState is the state a failure leaves a backend in.
+func downState(err error) State {
+	var le *loginError
+	if errors.As(err, &le) {
+		return StateNeedsLogin
+	}
+	return StateDown
+}
+
 // backend is one configured server: its state, its last known tools, and the
 // live connection (run) while up.
 type backend struct {
@@ -80,6 +100,9 @@ type backend struct {
 	// error): no restart comes until Reconfigure replaces the backend.
 	staysDown bool
 	lastUse   time.Time // last call start or end
+	// loginChanged is closed when the stored login changes; taken before
+	// each connect of a remote backend with an Authorizer (nil otherwise).
+	loginChanged <-chan struct{}
 }
 
 // run is one live connection: session, process (stdio), and the goroutines
@@ -95,6 +118,29 @@ type run struct {
 	wg       sync.WaitGroup // watcher and re-lister
 	upAt     time.Time
 	protocol string
+	// loginLost is closed when the server wants a login that cannot be
+	// given (loginErr says why); remote backends with an Authorizer only.
+	loginLost chan struct{}
+	loginOnce sync.Once
+	loginErr  error
+}
+
+// loginRequired is the Authorizer's callback for this run.
+func (r *run) loginRequired(err error) {
+	r.loginOnce.Do(func() {
+		r.loginErr = err
+		close(r.loginLost)
+	})
+}
+
+// lostLogin returns the login error of the run, or nil.
+func (r *run) lostLogin() error {
+	select {
+	case <-r.loginLost:
+		return r.loginErr
+	default:
+		return nil
+	}
 }
 
 func newBackend(p *Pool, s config.Server) *backend {
@@ -211,13 +257,17 @@ func (b *backend) connect(ctx context.Context) {
 	}
 	b.mu.Lock()
 	b.connects++
+	if a := b.auth(); a != nil {
+		// Before dialing: a login saved while it runs must not be missed.
+		b.loginChanged = a.Changed(b.cfg.Name)
+	}
 	b.mu.Unlock()
 	b.setState(StateConnecting, nil)
 	b.log.Debug("connecting")
 	r, tools, err := b.dial(ctx)
 	if err != nil {
 		b.log.Warn("backend down", keyErr, err)
-		b.setState(StateDown, err)
+		b.setState(downState(err), err)
 		return
 	}
 	b.mu.Lock()
@@ -245,7 +295,7 @@ func (b *backend) notify(tools []*mcp.Tool) {
 // dial starts the backend, completes the MCP handshake and lists its tools,
 // all within the connect timeout. On failure everything it started is stopped.
 func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
-	r := &run{done: make(chan struct{}), changed: make(chan struct{}, 1)}
+	r := &run{done: make(chan struct{}), changed: make(chan struct{}, 1), loginLost: make(chan struct{})}
 	// The session context lives as long as the session (legacy SSE streams
 	// die with the context given to Connect); the connect timeout and a
 	// cancelled Start cancel it only while dialing.
@@ -346,6 +396,9 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 // says what to check.
 func (b *backend) explain(err error, r *run) error {
 	name := b.cfg.Name
+	if le := r.lostLogin(); le != nil {
+		return &loginError{server: name, err: le}
+	}
 	var ce configError
 	if errors.As(err, &ce) {
 		return configError{fmt.Errorf("backend %q: %w", name, ce.error)}
@@ -449,6 +502,9 @@ func (b *backend) callTool(ctx context.Context, tool string, args map[string]any
 	if err == nil {
 		return res, nil
 	}
+	if le := r.lostLogin(); le != nil {
+		return nil, &UnavailableError{Server: name, Err: fmt.Errorf("it %w", le)}
+	}
 	switch cause := context.Cause(cctx); {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("call %q on %q: %w", tool, name, context.Cause(ctx))
@@ -536,7 +592,11 @@ func (b *backend) acquire(ctx context.Context) (*run, error) {
 	}
 	if b.run == nil {
 		err := fmt.Errorf("it is %s", b.state)
-		if b.err != nil {
+		var le *loginError
+		switch {
+		case errors.As(b.err, &le):
+			err = fmt.Errorf("it %w", le.err)
+		case b.err != nil:
 			err = fmt.Errorf("it is %s: %w", b.state, b.err)
 		}
 		return nil, &UnavailableError{Server: b.cfg.Name, Err: err}
@@ -586,6 +646,29 @@ func (b *backend) takeIdle(r *run) bool {
 	return true
 }
 
+// needsLogin reports whether the backend waits for a login.
+func (b *backend) needsLogin() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state == StateNeedsLogin && b.loginChanged != nil
+}
+
+// waitLogin waits until the backend's stored login changes (true) or the
+// backend ends (false).
+func (b *backend) waitLogin() bool {
+	b.mu.Lock()
+	changed := b.loginChanged
+	b.mu.Unlock()
+	b.log.Info("waiting for a login; it connects again once one is saved")
+	select {
+	case <-b.ctx.Done():
+		return false
+	case <-changed:
+		b.log.Info("the stored login changed; connecting again")
+		return true
+	}
+}
+
 // supervise watches the backend until the pool closes: when its session ends
 // it is torn down, marked down with the reason, and restarted after the next
 // delay of RestartDelays; after the last one it stays down.
@@ -617,6 +700,19 @@ func (b *backend) supervise() {
 		}
 		if b.ctx.Err() != nil {
 			return
+		}
+		if b.needsLogin() {
+			if !b.waitLogin() {
+				return
+			}
+			// A new login (or logout) was saved: try it at once.
+			attempt = 0
+			if b.lazy {
+				b.setState(StateIdle, nil)
+			} else {
+				b.connect(b.ctx)
+			}
+			continue
 		}
 		if b.lazy {
 			// Started by the next call, not by a timer.
@@ -691,6 +787,8 @@ func (b *backend) watch(r *run) runEnd {
 			return endDied
 		case <-exited:
 			return endDied
+		case <-r.loginLost:
+			return endDied
 		case <-tick:
 			if b.takeIdle(r) {
 				return endIdle
@@ -701,6 +799,9 @@ func (b *backend) watch(r *run) runEnd {
 
 // deathErr says why a run ended.
 func (b *backend) deathErr(r *run) error {
+	if le := r.lostLogin(); le != nil {
+		return &loginError{server: b.cfg.Name, err: le}
+	}
 	if r.proc != nil {
 		select {
 		case <-r.proc.exited:
@@ -724,7 +825,7 @@ func (b *backend) teardown(r *run, err error) {
 		b.run = nil
 	}
 	b.mu.Unlock()
-	b.setState(StateDown, err)
+	b.setState(downState(err), err)
 	r.cancel(errStopping)
 	closed := make(chan struct{})
 	go func() {

@@ -1,6 +1,9 @@
 package backend
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Unavailable says why server's tools cannot run right now, or "" when a
 // call would be dispatched (up, or idle-lazy: the call starts it). Search
@@ -14,6 +17,13 @@ func (p *Pool) Unavailable(server string) string {
 			return fmt.Sprintf("server %q was removed from the config", server)
 		}
 		return fmt.Sprintf("server %q is not configured any more", server)
+	}
+	b.mu.Lock()
+	var le *loginError
+	login := errors.As(b.err, &le)
+	b.mu.Unlock()
+	if login {
+		return fmt.Sprintf("server %q %v", server, le.err)
 	}
 	st := b.status()
 	switch st.State {

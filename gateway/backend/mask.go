@@ -29,7 +29,7 @@ var secretPatterns = []struct {
 const minSecretLen = 6
 
 // newMasker returns a function that hides the server's configured env and
-// header values and common credential patterns in a line of backend output.
+// header values, OAuth client secret and common credential patterns in a line of backend output.
 func newMasker(srv config.Server) func(string) string {
 	var vals []string
 	add := func(v string) {
@@ -46,6 +46,9 @@ func newMasker(srv config.Server) func(string) string {
 	}
 	for _, v := range srv.Headers {
 		add(v)
+	}
+	if srv.OAuth != nil {
+		add(srv.OAuth.ClientSecret)
 	}
 	// Longest first so that a value containing another is masked whole.
 	slices.SortFunc(vals, func(a, b string) int { return len(b) - len(a) })

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -121,6 +122,10 @@ type Options struct {
 	// StderrRate is the number of stderr lines per second and backend that
 	// are logged (burst 4×; default 50).
 	StderrRate float64
+	// Auth gives http and sse backends the access tokens of `toolgate auth
+	// login` (nil = none: only their configured headers). A server with a
+	// static Authorization header never gets a token.
+	Auth Authorizer
 	// Reaper runs each stdio backend under a reaper (Linux; ignored
 	// elsewhere): this program's own executable, re-executed, which becomes
 	// a child subreaper for the backend's process tree and kills all of it,
@@ -183,7 +188,24 @@ const (
 	StateUp         State = "up"
 	StateDown       State = "down"
 	StateIdle       State = "idle" // lazy: not started (or stopped when unused)
+	// StateNeedsLogin: a remote server wants a login that toolgate cannot
+	// give (none stored, or its refresh was refused). Its error names the
+	// command to run; it connects again when the stored login changes.
+	StateNeedsLogin State = "needs-login"
 )
+
+// Authorizer attaches OAuth access tokens to a remote backend's requests
+// (package oauth implements it).
+type Authorizer interface {
+	// Transport returns the RoundTripper of one connection to server at url
+	// over base. When the server wants a login that cannot be given, it
+	// calls loginRequired (at most once) with an error that says what to
+	// run, and fails that connection's requests from then on.
+	Transport(server, url string, base http.RoundTripper, loginRequired func(error)) http.RoundTripper
+	// Changed returns a channel that is closed when server's stored login
+	// changes after the call.
+	Changed(server string) <-chan struct{}
+}
 
 // Status is a snapshot of one backend.
 type Status struct {

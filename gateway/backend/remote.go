@@ -66,10 +66,12 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 
 func (b *cappedBody) Close() error { return b.rc.Close() }
 
-// httpClient builds the client of a remote backend: the configured headers,
-// a body cap, and dial/TLS/response-header timeouts (no overall timeout:
-// streams are long-lived; calls have their own deadlines).
-func (b *backend) httpClient() *http.Client {
+// httpClient builds the client of one run of a remote backend: the
+// configured headers, the OAuth access token (Options.Auth, unless a
+// static Authorization header is configured), a body cap, and
+// dial/TLS/response-header timeouts (no overall timeout: streams are
+// long-lived; calls have their own deadlines).
+func (b *backend) httpClient(r *run) *http.Client {
 	h := http.Header{}
 	for k, v := range b.cfg.Headers {
 		h.Set(k, v)
@@ -77,7 +79,25 @@ func (b *backend) httpClient() *http.Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.ResponseHeaderTimeout = 0 // a POST answered by an event stream may take the whole call
 	base.TLSHandshakeTimeout = 10 * time.Second
-	return &http.Client{Transport: &headerTransport{base: base, headers: h, maxBody: int64(b.p.opts.MaxMessageBytes)}}
+	var rt http.RoundTripper = base
+	if a := b.auth(); a != nil {
+		rt = a.Transport(b.cfg.Name, b.cfg.URL, base, r.loginRequired)
+	}
+	return &http.Client{Transport: &headerTransport{base: rt, headers: h, maxBody: int64(b.p.opts.MaxMessageBytes)}}
+}
+
+// auth is the Authorizer of a remote backend without a static
+// Authorization header, else nil.
+func (b *backend) auth() Authorizer {
+	if b.p.opts.Auth == nil || b.cfg.Type == config.TypeStdio {
+		return nil
+	}
+	for k := range b.cfg.Headers {
+		if http.CanonicalHeaderKey(k) == "Authorization" {
+			return nil
+		}
+	}
+	return b.p.opts.Auth
 }
 
 // connectRemote connects over streamable HTTP or SSE. ctx is the session's
@@ -94,7 +114,7 @@ func (b *backend) connectRemote(ctx context.Context, r *run, client *mcp.Client)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, configError{fmt.Errorf("url %q is not an http(s) URL: check url", b.cfg.URL)}
 	}
-	hc := b.httpClient()
+	hc := b.httpClient(r)
 	r.http = hc
 	maxEvent := b.p.opts.MaxMessageBytes
 	if b.cfg.Type == config.TypeSSE {

@@ -28,6 +28,7 @@ func (s Server) Changes(o Server) []string {
 	diff("cwd", s.Cwd == o.Cwd)
 	diff("url", s.URL == o.URL)
 	diff("headers", maps.Equal(s.Headers, o.Headers))
+	diff("oauth", sameOAuth(s.OAuth, o.OAuth))
 	diff("disabled", s.Disabled == o.Disabled)
 	diff("connectTimeout", s.ConnectTimeout == o.ConnectTimeout)
 	diff("callTimeout", s.CallTimeout == o.CallTimeout)
@@ -44,4 +45,11 @@ func sameRestart(a, b *Restart) bool {
 	return (a.Delays == nil) == (b.Delays == nil) &&
 		slices.Equal(a.Delays, b.Delays) &&
 		a.StableAfter == b.StableAfter
+}
+
+func sameOAuth(a, b *OAuth) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.ClientID == b.ClientID && a.ClientSecret == b.ClientSecret && slices.Equal(a.Scopes, b.Scopes)
 }

@@ -82,6 +82,13 @@ type Server struct {
 	// http, sse
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// OAuth gives the login to a remote server that asks for one (see
+	// `toolgate auth login`): a client registered with its authorization
+	// server ahead of time, and the scopes to ask for. nil: toolgate
+	// registers itself (dynamic client registration) and asks for the
+	// scopes the server names. A server that answers 401 with a Bearer
+	// challenge needs a login either way.
+	OAuth *OAuth `json:"oauth,omitempty"`
 
 	// Disabled servers stay in MCPServers but are not started.
 	Disabled bool `json:"disabled,omitempty"`
@@ -101,6 +108,19 @@ type Server struct {
 	// server (nil = the section's). Servers fills in the fields it leaves
 	// unset from the section.
 	Restart *Restart `json:"restart,omitempty"`
+}
+
+// OAuth is a remote server's "oauth" entry.
+type OAuth struct {
+	// ClientID is the client registered for toolgate with the server's
+	// authorization server; "" means dynamic client registration (RFC 7591).
+	ClientID string `json:"clientId,omitempty"`
+	// ClientSecret goes with ClientID for a confidential client ("" for a
+	// public one). Use ${VAR} to keep it out of the file.
+	ClientSecret string `json:"clientSecret,omitempty"`
+	// Scopes to ask for; none means the ones the server names in its
+	// challenge or metadata.
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 // Restart is a restart policy: the waits before each restart of a backend

@@ -60,6 +60,18 @@ func TestParseGood(t *testing.T) {
 			},
 		},
 		{
+			name: "oauth: pre-registered client with a secret from the environment, scopes; empty oauth object",
+			in: `{"mcpServers": {
+				"a": {"url": "https://a.example/mcp", "oauth": {"clientId": "toolgate-cli", "clientSecret": "${A_SECRET}", "scopes": ["read", "write"]}},
+				"b": {"type": "sse", "url": "https://b.example/sse", "oauth": {}}}}`,
+			env: env("A_SECRET", "s3cr3t"),
+			servers: []Server{
+				{Name: "a", Type: TypeHTTP, URL: "https://a.example/mcp", OAuth: &OAuth{ClientID: "toolgate-cli", ClientSecret: "s3cr3t", Scopes: []string{"read", "write"}},
+					ConnectTimeout: sec(30), CallTimeout: sec(60)},
+				{Name: "b", Type: TypeSSE, URL: "https://b.example/sse", OAuth: &OAuth{}, ConnectTimeout: sec(30), CallTimeout: sec(60)},
+			},
+		},
+		{
 			name: "disabled servers are left out, relative cwd resolves against the file",
 			in: `{"mcpServers": {"on": {"command": "node", "cwd": "servers"}, "off": {"command": "x", "disabled": true}},
 				"toolgate": {"connectTimeout": "10s", "callTimeout": 0.5}}`,
@@ -196,6 +208,22 @@ func TestParseBad(t *testing.T) {
 			{`mcpServers["a"].url`, `"localhost:3000/mcp" is not an absolute http(s) URL`},
 			{`mcpServers["b"].url`, `"ftp://h/x" is not an absolute http(s) URL`},
 			{`mcpServers["c"].url`, `is not an absolute http(s) URL`},
+		}},
+		{"oauth problems", `{"mcpServers": {
+			"a": {"command": "x", "oauth": {"clientId": "c"}},
+			"b": {"url": "http://h/", "headers": {"authorization": "Bearer k"}, "oauth": {"clientSecret": "s", "scopes": ["read write", ""]}},
+			"c": {"url": "http://h/", "oauth": {"clientId": " c"}},
+			"d": {"url": "http://h/", "oauth": ["c"]},
+			"e": {"url": "http://h/", "oauth": {"clientID": "c", "scopes": "read"}}}}`, nil, []want{
+			{`mcpServers["a"].oauth`, "only used by http and sse servers"},
+			{`mcpServers["b"].oauth`, `static "Authorization" header both authorize`},
+			{`mcpServers["b"].oauth.clientSecret`, `needs "clientId"`},
+			{`mcpServers["b"].oauth.scopes[0]`, `"read write" is not a scope`},
+			{`mcpServers["b"].oauth.scopes[1]`, `"" is not a scope`},
+			{`mcpServers["c"].oauth.clientId`, "leading or trailing spaces"},
+			{`mcpServers["d"].oauth`, "got an array, want an object"},
+			{`mcpServers["e"].oauth.clientID`, `did you mean "clientId"?`},
+			{`mcpServers["e"].oauth.scopes`, "got a string, want an array of strings"},
 		}},
 		{"http with stdio fields", `{"mcpServers": {"a": {"type": "http", "url": "http://h/", "args": ["x"], "env": {"A": "b"}, "cwd": "."}}}`, nil, []want{
 			{`mcpServers["a"].args`, "only used by stdio servers"},

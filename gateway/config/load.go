@@ -275,7 +275,7 @@ func (p *parser) servers(top map[string]json.RawMessage, f *File) {
 
 // serverKeys are the keys of a server entry that toolgate reads. Other keys
 // belong to other applications and are ignored.
-var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "connectTimeout", "callTimeout", "lazy", "idleTimeout", "restart"}
+var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "oauth", "disabled", "connectTimeout", "callTimeout", "lazy", "idleTimeout", "restart"}
 
 func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
 	s := Server{Name: name}
@@ -298,6 +298,7 @@ func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
 	s.Cwd = p.resolve(x.expand("cwd", d.string("cwd")))
 	s.URL = x.expand("url", d.string("url"))
 	s.Headers = x.expandMap("headers", d.stringMap("headers"))
+	s.OAuth = d.oauth("oauth", x)
 	s.ConnectTimeout = d.duration("connectTimeout")
 	s.CallTimeout = d.duration("callTimeout")
 	s.Lazy = d.bool("lazy")
@@ -501,6 +502,22 @@ func (d *fields) restart(key string) *Restart {
 	}
 	rd := d.object(key, restartKeys)
 	return &Restart{Delays: rd.durations("delays"), StableAfter: rd.duration("stableAfter")}
+}
+
+// oauthKeys are the keys of a server's "oauth" object.
+var oauthKeys = []string{"clientId", "clientSecret", "scopes"}
+
+// oauth reads a server's "oauth" object; nil when the key is absent.
+func (d *fields) oauth(key string, x *expander) *OAuth {
+	if !d.has(key) {
+		return nil
+	}
+	od := d.object(key, oauthKeys)
+	return &OAuth{
+		ClientID:     x.expand(key+".clientId", od.string("clientId")),
+		ClientSecret: x.expand(key+".clientSecret", od.string("clientSecret")),
+		Scopes:       od.strings("scopes"),
+	}
 }
 
 func (d *fields) int(key string) int64 {

@@ -126,6 +126,9 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 		if len(s.Headers) > 0 {
 			bad("headers", `are only sent to http and sse servers: remove them (a stdio server takes secrets through "env")`)
 		}
+		if s.OAuth != nil {
+			bad("oauth", `is only used by http and sse servers (a login to a remote server): remove it`)
+		}
 	} else {
 		if s.URL == "" {
 			bad("url", `type %q needs a url, e.g. "https://example.com/mcp"`, typ)
@@ -138,6 +141,11 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 			}
 			if strings.ContainsAny(v, "\r\n\x00") {
 				bad("headers"+mapKey(k), "value contains a line break or NUL byte: remove it")
+			}
+		}
+		if o := s.OAuth; o != nil {
+			for _, p := range checkOAuth(*o, s.Headers) {
+				bad("oauth"+p[0], "%s", p[1])
 			}
 		}
 		for field, set := range map[string]bool{"command": s.Command != "", "args": len(s.Args) > 0, "env": len(s.Env) > 0, "cwd": s.Cwd != ""} {
@@ -164,6 +172,29 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 		}
 	}
 	return errs
+}
+
+// checkOAuth returns the problems of an "oauth" entry as (field suffix,
+// message) pairs.
+func checkOAuth(o OAuth, headers map[string]string) [][2]string {
+	var out [][2]string
+	for k := range headers {
+		if strings.EqualFold(k, "Authorization") {
+			out = append(out, [2]string{"", `and a static "Authorization" header both authorize this server: keep "oauth" (and run toolgate auth login) or the header, not both`})
+		}
+	}
+	if strings.TrimSpace(o.ClientID) != o.ClientID {
+		out = append(out, [2]string{".clientId", "has leading or trailing spaces: remove them"})
+	}
+	if o.ClientSecret != "" && o.ClientID == "" {
+		out = append(out, [2]string{".clientSecret", `needs "clientId" (the client it belongs to): add it, or remove "clientSecret" to let toolgate register itself`})
+	}
+	for i, sc := range o.Scopes {
+		if sc == "" || strings.ContainsAny(sc, " \t\r\n\"\\") {
+			out = append(out, [2]string{fmt.Sprintf(".scopes[%d]", i), fmt.Sprintf("%q is not a scope: give one scope per string, without spaces or quotes, e.g. [\"read\", \"write\"]", sc)})
+		}
+	}
+	return out
 }
 
 // checkURL returns why u is not an absolute http(s) URL, or "".

@@ -1,0 +1,437 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolgate/toolgate/gateway/backend/oauth"
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+func init() { register(newAuthCmd) }
+
+func newAuthCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "auth",
+		Short: "Log in to remote servers that ask for one (OAuth), show and remove logins",
+		Long: `Remote (http, sse) servers that answer 401 with a Bearer challenge need a login,
+as the MCP authorization spec describes. ` + "`toolgate auth login SERVER`" + ` runs it once:
+toolgate finds the server's authorization server, registers itself there (or uses
+the client in the server's "oauth" entry), and opens the authorization page. The
+tokens are kept in the data folder (auth/SERVER.json, readable by you only); a
+running gateway refreshes them and picks up a new login without a restart.`,
+	}
+	cmd.AddCommand(newAuthLoginCmd(g), newAuthStatusCmd(g), newAuthLogoutCmd(g))
+	return cmd
+}
+
+type authLoginFlags struct {
+	config    string
+	noBrowser bool
+	timeout   time.Duration
+}
+
+func newAuthLoginCmd(g *globals) *cobra.Command {
+	var f authLoginFlags
+	cmd := &cobra.Command{
+		Use:   "login SERVER [--config FILE] [--no-browser]",
+		Short: "Log in to a remote server (OAuth authorization code with PKCE)",
+		Long: `Log in to SERVER, an http or sse server of the config file that asks for a login.
+It prints the authorization URL and opens it in a browser (unless --no-browser, or
+no browser can be found); approve there, and the authorization server redirects to
+a port toolgate listens on at 127.0.0.1. The tokens are saved in the data folder,
+and a running gateway starts using them within a second.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runAuthLogin(cmd.Context(), g, cmd.OutOrStdout(), args[0], f)
+		},
+	}
+	configFlag(cmd, &f.config)
+	cmd.Flags().BoolVar(&f.noBrowser, "no-browser", false, "only print the authorization URL; do not open a browser")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", oauth.DefaultLoginTimeout, "how long to wait for the approval")
+	return cmd
+}
+
+type authStatusFlags struct {
+	config  string
+	asJSON  bool
+	timeout time.Duration
+}
+
+func newAuthStatusCmd(g *globals) *cobra.Command {
+	var f authStatusFlags
+	cmd := &cobra.Command{
+		Use:   "status [--config FILE] [--json]",
+		Short: "Show, for each http and sse server, whether it needs a login and the state of the stored one",
+		Long: `For each http and sse server of the config file: "no auth needed", "static
+headers" (it has its credentials in "headers"), "logged in" (with when the access
+token expires, whether it can be refreshed, and the scopes) or "needs login" (with
+why and the command to run). A server without a stored login is asked once,
+without a token, whether it wants one.
+Exit status: 0, or 3 when some server needs a login.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAuthStatus(cmd.Context(), g, cmd.OutOrStdout(), f)
+		},
+	}
+	configFlag(cmd, &f.config)
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print JSON instead of a table")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 5*time.Second, "how long to wait for each server's answer")
+	return cmd
+}
+
+func newAuthLogoutCmd(g *globals) *cobra.Command {
+	var cfgPath string
+	cmd := &cobra.Command{
+		Use:   "logout SERVER [--config FILE]",
+		Short: "Remove the stored login of a server",
+		Long: `Remove SERVER's stored tokens and client registration from the data folder.
+A running gateway stops using them at its next request to the server and
+reports the server as needing a login. The authorization server may consider the tokens valid until
+they expire: revoke toolgate's access there to end them at once.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runAuthLogout(g, cmd.OutOrStdout(), args[0], cfgPath)
+		},
+	}
+	configFlag(cmd, &cfgPath)
+	return cmd
+}
+
+// loadForAuth reads the config file and applies its data folder.
+func (g *globals) loadForAuth(path string) (*config.File, error) {
+	if path == "" {
+		return nil, usageError{errors.New("needs --config FILE (the mcpServers JSON that names the server)")}
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	g.useConfigDataDir(cfg)
+	return cfg, nil
+}
+
+// remoteServer returns the http or sse server name of cfg.
+func remoteServer(cfg *config.File, path, name string) (config.Server, error) {
+	var names []string
+	for _, s := range cfg.All() {
+		if s.Name == name {
+			if s.Type == config.TypeStdio {
+				return s, usageError{fmt.Errorf("server %q in %s is a stdio server: it runs on this machine and takes credentials through \"env\"; logins are for http and sse servers", name, path)}
+			}
+			return s, nil
+		}
+		names = append(names, s.Name)
+	}
+	return config.Server{}, usageError{fmt.Errorf("no server %q in %s (its servers: %s)", name, path, strings.Join(names, ", "))}
+}
+
+func staticAuthorization(s config.Server) bool {
+	for k := range s.Headers {
+		if strings.EqualFold(k, "Authorization") {
+			return true
+		}
+	}
+	return false
+}
+
+func oauthServer(s config.Server) oauth.Server {
+	o := oauth.Server{Name: s.Name, URL: s.URL, Transport: s.Type}
+	if s.OAuth != nil {
+		o.ClientID, o.ClientSecret, o.Scopes = s.OAuth.ClientID, s.OAuth.ClientSecret, s.OAuth.Scopes
+	}
+	return o
+}
+
+// loginCommand returns the exact command that logs in to a server of the
+// config at cfgPath with this data folder, for errors to quote.
+func (g *globals) loginCommand(cfgPath string) func(server string) string {
+	abs, err := filepath.Abs(cfgPath)
+	if err != nil {
+		abs = cfgPath
+	}
+	extra := ""
+	// A data folder given on the command line or in the environment is not
+	// one the login would find on its own.
+	if g.dataDirFlag || os.Getenv("TOOLGATE_DATA_DIR") != "" {
+		extra = " --data-dir " + shellJoin([]string{g.DataDir()})
+	}
+	return func(server string) string {
+		return "toolgate auth login " + server + " --config " + shellJoin([]string{abs}) + extra
+	}
+}
+
+// authTokens is the token keeper of a gateway or an index run over the
+// config at cfgPath; Close it after the pool.
+func (g *globals) authTokens(cfgPath string) *oauth.Tokens {
+	return oauth.NewTokens(oauth.NewStore(g.DataDir()), &oauth.Options{Logger: g.logger, LoginCommand: g.loginCommand(cfgPath)})
+}
+
+func runAuthLogin(ctx context.Context, g *globals, w io.Writer, name string, f authLoginFlags) error {
+	cfg, err := g.loadForAuth(f.config)
+	if err != nil {
+		return err
+	}
+	s, err := remoteServer(cfg, f.config, name)
+	if err != nil {
+		return err
+	}
+	if staticAuthorization(s) {
+		return fmt.Errorf("server %q sends a static Authorization header from the config: remove it from \"headers\" to log in with OAuth instead", name)
+	}
+	store := oauth.NewStore(g.DataDir())
+	opener := ""
+	if !f.noBrowser {
+		opener = browserOpener()
+	}
+	creds, err := oauth.Login(ctx, store, oauthServer(s), &oauth.LoginOptions{
+		Timeout: f.timeout,
+		Logger:  g.logger,
+		Authorize: func(authURL string) error {
+			fmt.Fprintf(w, "To log in to %s, open this URL in a browser and approve:\n\n  %s\n\n", name, authURL)
+			if opener != "" {
+				if err := openBrowser(ctx, opener, authURL); err != nil {
+					fmt.Fprintf(w, "(could not open a browser with %s: %v)\n", opener, err)
+				} else {
+					fmt.Fprintf(w, "(opened with %s)\n", opener)
+				}
+			}
+			fmt.Fprintf(w, "Waiting for the approval (up to %s)…\n", f.timeout)
+			return nil
+		},
+	})
+	switch {
+	case errors.Is(err, oauth.ErrNoLoginNeeded):
+		fmt.Fprintf(w, "%s needs no login: %s answered without asking for one.\n", name, s.URL)
+		return nil
+	case errors.Is(err, oauth.ErrLoginTimeout):
+		return fmt.Errorf("%w: open the URL above in a browser and approve, then run `%s` again (--timeout waits longer)", err, g.loginCommand(f.config)(name))
+	case err != nil:
+		return fmt.Errorf("login to %s: %w", name, err)
+	}
+	fmt.Fprintf(w, "Logged in to %s: %s.\nSaved in %s (readable by you only). A running gateway picks it up within a second.\n",
+		name, describeCreds(creds, time.Now()), store.Path(name))
+	return nil
+}
+
+// describeCreds says when the access token expires, whether it can be
+// refreshed, and the scopes — never the tokens.
+func describeCreds(c *oauth.Credentials, now time.Time) string {
+	var parts []string
+	if c.Token.Expiry.IsZero() {
+		parts = append(parts, "the access token does not expire")
+	} else if d := c.Token.Expiry.Sub(now); d > 0 {
+		parts = append(parts, "access token expires in "+d.Round(time.Second).String())
+	} else {
+		parts = append(parts, "access token expired "+(-d).Round(time.Second).String()+" ago")
+	}
+	if c.Token.RefreshToken != "" {
+		parts = append(parts, "refreshable")
+	} else {
+		parts = append(parts, "not refreshable")
+	}
+	scopes := "-"
+	if len(c.Scopes) > 0 {
+		scopes = strings.Join(c.Scopes, " ")
+	}
+	return strings.Join(parts, ", ") + "; scopes: " + scopes
+}
+
+// browserOpener returns the command that opens a URL in the user's
+// browser, or "" when there is none (no display, no xdg-open).
+func browserOpener() string {
+	if runtime.GOOS == "darwin" {
+		return "open"
+	}
+	if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+		return ""
+	}
+	if p, err := exec.LookPath("xdg-open"); err == nil {
+		return p
+	}
+	return ""
+}
+
+func openBrowser(ctx context.Context, opener, u string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return exec.CommandContext(ctx, opener, u).Run()
+}
+
+// Auth states of `auth status`.
+const (
+	authNone       = "none"
+	authHeaders    = "headers"
+	authLoggedIn   = "loggedIn"
+	authNeedsLogin = "needsLogin"
+	authUnknown    = "unknown"
+)
+
+var authLabels = map[string]string{
+	authNone: "no auth needed", authHeaders: "static headers", authLoggedIn: "logged in",
+	authNeedsLogin: "needs login", authUnknown: "unknown",
+}
+
+// authServerStatus is one server in `auth status --json`.
+type authServerStatus struct {
+	Server      string     `json:"server"`
+	Transport   string     `json:"transport"`
+	URL         string     `json:"url"`
+	Auth        string     `json:"auth"` // none | headers | loggedIn | needsLogin | unknown
+	Detail      string     `json:"detail,omitempty"`
+	Login       string     `json:"login,omitempty"` // the command to run, when it needs a login
+	Issuer      string     `json:"issuer,omitempty"`
+	Expiry      *time.Time `json:"expiry,omitempty"`
+	Refreshable bool       `json:"refreshable,omitempty"`
+	Scopes      []string   `json:"scopes,omitempty"`
+}
+
+func runAuthStatus(ctx context.Context, g *globals, w io.Writer, f authStatusFlags) error {
+	cfg, err := g.loadForAuth(f.config)
+	if err != nil {
+		return err
+	}
+	store := oauth.NewStore(g.DataDir())
+	login := g.loginCommand(f.config)
+	var out []authServerStatus
+	for _, s := range cfg.Servers() {
+		if s.Type != config.TypeStdio {
+			out = append(out, authServerStatus{Server: s.Name, Transport: s.Type, URL: maskURL(s.URL)})
+		}
+	}
+	servers := cfg.Servers()
+	byName := map[string]config.Server{}
+	for _, s := range servers {
+		byName[s.Name] = s
+	}
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Go(func() {
+			st := &out[i]
+			authState(ctx, store, byName[st.Server], st, f.timeout)
+			if st.Auth == authNeedsLogin {
+				st.Login = login(st.Server)
+			}
+		})
+	}
+	wg.Wait()
+	if f.asJSON {
+		if out == nil {
+			out = []authServerStatus{}
+		}
+		if err := writeJSON(w, map[string]any{"servers": out}); err != nil {
+			return err
+		}
+	} else if len(out) == 0 {
+		fmt.Fprintf(w, "%s has no http or sse servers: nothing needs a login.\n", f.config)
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "SERVER\tTYPE\tAUTH\tDETAIL")
+		for _, st := range out {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", st.Server, st.Transport, authLabels[st.Auth], dash(st.Detail))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, st := range out {
+			if st.Login != "" {
+				fmt.Fprintf(w, "\n%s needs a login: run `%s`\n", st.Server, st.Login)
+			}
+		}
+	}
+	var need []string
+	for _, st := range out {
+		if st.Auth == authNeedsLogin {
+			need = append(need, st.Server)
+		}
+	}
+	switch len(need) {
+	case 0:
+		return nil
+	case 1:
+		return exitError{fmt.Errorf("%s needs a login", need[0]), degradedExit}
+	}
+	return exitError{fmt.Errorf("%s need a login", strings.Join(need, ", ")), degradedExit}
+}
+
+// authState fills in st for server s: from its stored login, its headers,
+// or by asking the server.
+func authState(ctx context.Context, store *oauth.Store, s config.Server, st *authServerStatus, timeout time.Duration) {
+	creds, err := store.Load(s.Name)
+	switch {
+	case err != nil:
+		st.Auth, st.Detail = authNeedsLogin, err.Error()
+		return
+	case creds != nil && !creds.For(s.URL):
+		st.Auth, st.Detail = authNeedsLogin, fmt.Sprintf("the stored login is for %s, not this url", maskURL(creds.URL))
+		return
+	case creds != nil && creds.Refused != "":
+		st.Auth, st.Detail = authNeedsLogin, creds.Refused
+		return
+	case creds != nil:
+		st.Issuer, st.Scopes, st.Refreshable = creds.Issuer, creds.Scopes, creds.Token.RefreshToken != ""
+		if !creds.Token.Expiry.IsZero() {
+			st.Expiry = &creds.Token.Expiry
+		}
+		st.Auth, st.Detail = authLoggedIn, describeCreds(creds, time.Now())
+		if !st.Refreshable && st.Expiry != nil && time.Now().After(*st.Expiry) {
+			st.Auth = authNeedsLogin
+		}
+		return
+	case staticAuthorization(s):
+		st.Auth, st.Detail = authHeaders, "Authorization header from the config"
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ch, err := oauth.Probe(pctx, &http.Client{}, s.Type, s.URL)
+	switch {
+	case err != nil:
+		st.Auth, st.Detail = authUnknown, err.Error()
+	case ch != nil:
+		st.Auth, st.Detail = authNeedsLogin, "it answers 401 with a Bearer challenge and no login is stored"
+	case len(s.Headers) > 0:
+		st.Auth, st.Detail = authHeaders, "its headers get it in"
+	default:
+		st.Auth = authNone
+	}
+}
+
+func runAuthLogout(g *globals, w io.Writer, name, cfgPath string) error {
+	if cfgPath != "" {
+		cfg, err := g.loadForAuth(cfgPath)
+		if err != nil {
+			return err
+		}
+		if _, err := remoteServer(cfg, cfgPath, name); err != nil {
+			var ue usageError
+			if !errors.As(err, &ue) || !strings.HasPrefix(err.Error(), "no server") {
+				return err
+			}
+			// A server gone from the config may still have a login to remove.
+		}
+	}
+	store := oauth.NewStore(g.DataDir())
+	if err := store.Delete(name); err != nil {
+		if errors.Is(err, oauth.ErrNoLogin) {
+			return fmt.Errorf("no login of %q is stored in %s", name, store.Dir())
+		}
+		return err
+	}
+	fmt.Fprintf(w, "Logged out of %s: removed %s. A running gateway stops using it at its next request to the server.\nThe authorization server may honour its tokens until they expire: revoke toolgate's access there to end them now.\n",
+		name, store.Path(name))
+	return nil
+}

@@ -1,0 +1,399 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/backend/oauth"
+	"github.com/toolgate/toolgate/gateway/backend/oauth/oauthtest"
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// demoOAuthServer starts the TypeScript SDK's example server
+// (simpleStreamableHttp.js --oauth, from the @modelcontextprotocol/sdk
+// installed with the bundled servers): a protected MCP server with its
+// in-memory authorization server (registration, PKCE, an authorize
+// endpoint that approves without a page) on two free loopback ports. It
+// returns the MCP URL; node or the example missing skips locally and fails
+// on CI.
+func demoOAuthServer(t *testing.T) string {
+	t.Helper()
+	root := repoRoot(t)
+	script := filepath.Join(root, "examples", "servers", "node_modules", "@modelcontextprotocol", "sdk", "dist", "esm", "examples", "server", "simpleStreamableHttp.js")
+	node, nodeErr := exec.LookPath("node")
+	if _, err := os.Stat(script); err != nil || nodeErr != nil {
+		testenv.Missing(t, "the TypeScript SDK's example server needs node and scripts/install-servers.sh: %v", errors.Join(err, nodeErr))
+	}
+	mcpPort, authPort := freePort(t), freePort(t)
+	preload, err := filepath.Abs(filepath.Join("testdata", "loopback.cjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(node, "--require", preload, script, "--oauth")
+	cmd.Env = append(os.Environ(), "MCP_PORT="+mcpPort, "MCP_AUTH_PORT="+authPort)
+	// Its log prints the tokens it sees (a demo): kept out of the test log
+	// unless the test fails.
+	out := &testenv.LogBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("demo server output:\n%s", out.String())
+		}
+	})
+	// The demo names itself localhost (its metadata's resource): the
+	// config's url must be the same string.
+	u := "http://localhost:" + mcpPort + "/mcp"
+	for _, ready := range []string{
+		"http://localhost:" + mcpPort + "/.well-known/oauth-protected-resource/mcp",
+		"http://localhost:" + authPort + "/.well-known/oauth-authorization-server",
+	} {
+		testenv.Eventually(t, "the demo server answers "+ready, func() bool {
+			resp, err := http.Get(ready)
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		})
+	}
+	return u
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	_, port, err := net.SplitHostPort(freeAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// remoteConfig writes a config with one http server.
+func remoteConfig(t *testing.T, name, url string) string {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{name: map[string]any{"type": "http", "url": url}}})
+	path := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// cliLogin runs `toolgate auth login SERVER --no-browser`, follows the
+// authorization URL it prints as a browser would (the servers under test
+// approve at once), and returns its output once it has exited.
+func cliLogin(t *testing.T, dataDir, cfgPath, server string) (stdout, stderr string) {
+	t.Helper()
+	cmd := toolgateCmd(t, dataDir, "auth", "login", server, "--config", cfgPath, "--no-browser", "--timeout", "1m")
+	var errBuf bytes.Buffer
+	cmd.Stderr = &errBuf
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var outBuf bytes.Buffer
+	sc := bufio.NewScanner(pipe)
+	followed := false
+	for sc.Scan() {
+		line := sc.Text()
+		outBuf.WriteString(line + "\n")
+		if u, err := oauthtest.AuthorizationURL(line); err == nil && !followed {
+			followed = true
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			if err := oauthtest.FollowAuthorization(ctx, u); err != nil {
+				t.Errorf("following the printed URL: %v", err)
+			}
+			cancel()
+		}
+	}
+	_, _ = io.Copy(&outBuf, pipe)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("toolgate auth login %s: %v\nstdout:\n%s\nstderr:\n%s", server, err, outBuf.String(), errBuf.String())
+	}
+	if !followed {
+		t.Fatalf("toolgate auth login printed no authorization URL:\n%s", outBuf.String())
+	}
+	return outBuf.String(), errBuf.String()
+}
+
+// storedCreds reads the login file of server and checks its permissions.
+func storedCreds(t *testing.T, dataDir, server string) *oauth.Credentials {
+	t.Helper()
+	store := oauth.NewStore(dataDir)
+	for path, want := range map[string]os.FileMode{store.Dir(): 0o700, store.Path(server): 0o600} {
+		fi, err := os.Stat(path)
+		if err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v, %v; want mode %o", path, fi.Mode(), err, want)
+		}
+	}
+	c, err := store.Load(server)
+	if err != nil || c == nil {
+		t.Fatalf("stored login of %s: %v, %v", server, c, err)
+	}
+	return c
+}
+
+// noToken fails if a token of c appears in any of the texts.
+func noToken(t *testing.T, c *oauth.Credentials, texts map[string]string) {
+	t.Helper()
+	for what, text := range texts {
+		for _, tok := range []string{c.Token.AccessToken, c.Token.RefreshToken} {
+			if tok != "" && strings.Contains(text, tok) {
+				t.Errorf("a token appears in %s", what)
+			}
+		}
+	}
+}
+
+func executeTool(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: gateway.ExecuteToolName, Arguments: map[string]any{"name": name, "arguments": args}})
+	if err != nil {
+		t.Fatalf("execute_tool(%s): protocol error %v", name, err)
+	}
+	return res
+}
+
+// TestAuthLoginDemoServer is the issue's "done when" against the
+// TypeScript SDK's example server in --oauth mode: the real `toolgate auth
+// login demo --no-browser` exits 0 once its URL is followed, `auth status`
+// shows demo logged in, a real MCP client finds demo__greet through
+// search_tools and runs it through execute_tool, the token file is 0600 and
+// no token is in any of toolgate's output.
+func TestAuthLoginDemoServer(t *testing.T) {
+	url := demoOAuthServer(t)
+	cfgPath := remoteConfig(t, "demo", url)
+	dataDir := t.TempDir()
+
+	out, errOut := cliLogin(t, dataDir, cfgPath, "demo")
+	if !strings.Contains(out, "Logged in to demo") {
+		t.Errorf("auth login output:\n%s", out)
+	}
+	creds := storedCreds(t, dataDir, "demo")
+	if creds.Resource != url || !creds.Client.Registered {
+		t.Errorf("stored login: resource %q (want %q), registered %v", creds.Resource, url, creds.Client.Registered)
+	}
+
+	status, err := toolgateCmd(t, dataDir, "auth", "status", "--config", cfgPath).CombinedOutput()
+	if err != nil || !strings.Contains(string(status), "logged in") {
+		t.Errorf("auth status: %v\n%s", err, status)
+	}
+	statusJSON, err := toolgateCmd(t, dataDir, "auth", "status", "--config", cfgPath, "--json").Output()
+	var rep struct {
+		Servers []struct{ Server, Auth string } `json:"servers"`
+	}
+	if err != nil || json.Unmarshal(statusJSON, &rep) != nil || len(rep.Servers) != 1 || rep.Servers[0].Auth != "loggedIn" {
+		t.Errorf("auth status --json: %v\n%s", err, statusJSON)
+	}
+
+	serve := toolgateCmd(t, dataDir, "serve", "--config", cfgPath)
+	logs := &teeLog{t: t}
+	serve.Stderr = logs
+	ctx, cs := connectStdio(t, serve, 2*time.Minute)
+	found, _ := searchTools(t, ctx, cs, "greet someone by name", 10)
+	var names []string
+	for _, tl := range found.Tools {
+		names = append(names, tl.Name)
+	}
+	if !strings.Contains(strings.Join(names, " "), "demo__greet") {
+		t.Fatalf("search_tools found %v, want demo__greet", names)
+	}
+	res := executeTool(t, ctx, cs, "demo__greet", map[string]any{"name": "toolgate"})
+	if res.IsError || !strings.Contains(resultText(res), "Hello, toolgate!") {
+		t.Fatalf("execute_tool(demo__greet): isError=%v %q", res.IsError, resultText(res))
+	}
+	cs.Close()
+	_ = serve.Wait()
+	noToken(t, creds, map[string]string{
+		"auth login's output": out + errOut, "auth status's output": string(status) + string(statusJSON), "serve's log": logs.String(),
+	})
+}
+
+// TestAuthNeedsLoginEndToEnd runs the real gateway against a Go
+// authorization server the test controls: once the refresh token is
+// revoked, the backend needs a login and /status, `toolgate status`,
+// execute_tool and search_tools' unavailable reason all give the command;
+// the command, run while the gateway runs, brings the backend back without
+// a restart.
+func TestAuthNeedsLoginEndToEnd(t *testing.T) {
+	as := oauthtest.NewAuthServer(t)
+	rs := oauthtest.NewResourceServer(t, as, backendtest.NewServer(backendtest.ParseModes("normal")), nil)
+	cfgPath := remoteConfig(t, "remote", rs.URL)
+	dataDir := t.TempDir()
+	cliLogin(t, dataDir, cfgPath, "remote")
+	first := storedCreds(t, dataDir, "remote")
+
+	addr := freeAddr(t)
+	serve := toolgateCmd(t, dataDir, "serve", "--config", cfgPath, "--http", addr)
+	logs := &teeLog{t: t}
+	serve.Stderr = logs
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = serve.Process.Signal(os.Interrupt); _ = serve.Wait() }()
+	waitHealthy(t, "http://"+addr+"/healthz", 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if res := executeTool(t, ctx, cs, "remote__echo", map[string]any{"text": "hi"}); res.IsError || resultText(res) != "hi" {
+		t.Fatalf("execute_tool(remote__echo): %q", resultText(res))
+	}
+
+	as.RevokeRefreshTokens()
+	as.ExpireAccessTokens()
+	abs, _ := filepath.Abs(cfgPath)
+	command := fmt.Sprintf("toolgate auth login remote --config %s --data-dir %s", abs, dataDir)
+	res := executeTool(t, ctx, cs, "remote__echo", map[string]any{"text": "hi"})
+	if !res.IsError || !strings.Contains(resultText(res), "needs a login: run `"+command+"`") {
+		t.Fatalf("execute_tool after the refresh token was revoked: isError=%v %q; want the login command %q", res.IsError, resultText(res), command)
+	}
+	rep := gatewayStatus(t, addr)
+	if b := rep.Backends[0]; b.State != backend.StateNeedsLogin || !strings.Contains(b.Err, command) {
+		t.Errorf("/status: state %s, error %q", b.State, b.Err)
+	}
+	out, err := toolgateCmd(t, dataDir, "status", "--addr", addr).Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != degradedExit || !strings.Contains(string(out), command) {
+		t.Errorf("toolgate status: %v\n%s", err, out)
+	}
+	found, _ := searchTools(t, ctx, cs, "echo the given text", 5)
+	var reason string
+	for _, tl := range found.Tools {
+		if tl.Name == "remote__echo" {
+			reason = tl.Unavailable
+		}
+	}
+	if !strings.Contains(reason, `server "remote" needs a login: run `+"`"+command+"`") {
+		t.Errorf("search_tools marks remote__echo unavailable with %q", reason)
+	}
+	authStatus, err := toolgateCmd(t, dataDir, "auth", "status", "--config", cfgPath).Output()
+	if !errors.As(err, &ee) || ee.ExitCode() != degradedExit || !strings.Contains(string(authStatus), "invalid_grant") {
+		t.Errorf("auth status after the refusal: %v\n%s", err, authStatus)
+	}
+
+	// Logging in again while the gateway runs brings the backend back.
+	cliLogin(t, dataDir, cfgPath, "remote")
+	second := storedCreds(t, dataDir, "remote")
+	testenv.Eventually(t, "remote up again", func() bool { return gatewayStatus(t, addr).Backends[0].State == backend.StateUp })
+	if res := executeTool(t, ctx, cs, "remote__echo", map[string]any{"text": "back"}); res.IsError || resultText(res) != "back" {
+		t.Errorf("execute_tool after the new login: %q", resultText(res))
+	}
+	statusJSON, _ := http.Get("http://" + addr + "/status")
+	var body []byte
+	if statusJSON != nil {
+		body, _ = io.ReadAll(statusJSON.Body)
+		statusJSON.Body.Close()
+	}
+	for _, c := range []*oauth.Credentials{first, second} {
+		noToken(t, c, map[string]string{"serve's log": logs.String(), "/status": string(body), "toolgate status": string(out), "auth status": string(authStatus)})
+	}
+}
+
+// gatewayStatus reads GET /status of the gateway at addr.
+func gatewayStatus(t *testing.T, addr string) gateway.StatusReport {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var rep gateway.StatusReport
+	if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil || len(rep.Backends) != 1 {
+		t.Fatalf("/status: %v, %+v", err, rep)
+	}
+	return rep
+}
+
+// TestAuthCommandErrors: each command's bad input and failure gets a
+// message that names the problem and the fix.
+func TestAuthCommandErrors(t *testing.T) {
+	as := oauthtest.NewAuthServer(t)
+	rs := oauthtest.NewResourceServer(t, as, backendtest.NewServer(backendtest.ParseModes("normal")), nil)
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"remote": map[string]any{"type": "http", "url": rs.URL},
+		"local":  map[string]any{"command": "true"},
+		"static": map[string]any{"url": rs.URL, "headers": map[string]string{"Authorization": "Bearer abcdef123"}},
+	}})
+	cfgPath := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unknown server", []string{"auth", "login", "nope", "--config", cfgPath}, 2, `no server "nope" in ` + cfgPath + ` (its servers: local, remote, static)`},
+		{"stdio server", []string{"auth", "login", "local", "--config", cfgPath}, 2, "logins are for http and sse servers"},
+		{"static header", []string{"auth", "login", "static", "--config", cfgPath}, 1, `remove it from "headers" to log in with OAuth`},
+		{"no config", []string{"auth", "login", "remote"}, 2, "needs --config FILE"},
+		{"nobody approves", []string{"auth", "login", "remote", "--config", cfgPath, "--no-browser", "--timeout", "100ms"}, 1,
+			"no redirect from the authorization server within 100ms: open the URL above in a browser and approve, then run `toolgate auth login remote --config"},
+		{"logout without a login", []string{"auth", "logout", "remote", "--config", cfgPath}, 1, `no login of "remote" is stored in ` + filepath.Join(dataDir, "auth")},
+		{"status: remote needs a login", []string{"auth", "status", "--config", cfgPath}, 3, "remote needs a login"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := toolgateCmd(t, dataDir, tc.args...)
+			cmd.Env = append(cmd.Env, "TOOLGATE_CONFIG=")
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != tc.code || !strings.Contains(string(out), tc.want) {
+				t.Errorf("toolgate %s: %v\n%s\nwant exit status %d and %q", strings.Join(tc.args, " "), err, out, tc.code, tc.want)
+			}
+		})
+	}
+
+	// status: one line per http server, each in its own state.
+	out, _ := toolgateCmd(t, dataDir, "auth", "status", "--config", cfgPath).Output()
+	for _, want := range []string{"remote  http  needs login", "static  http  static headers"} {
+		if !strings.Contains(strings.Join(strings.Fields(string(out)), "  "), strings.Join(strings.Fields(want), "  ")) {
+			t.Errorf("auth status lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "local") {
+		t.Errorf("auth status lists the stdio server:\n%s", out)
+	}
+
+	// logout after a login removes the file.
+	cliLogin(t, dataDir, cfgPath, "remote")
+	if out, err := toolgateCmd(t, dataDir, "auth", "logout", "remote", "--config", cfgPath).CombinedOutput(); err != nil || !strings.Contains(string(out), "Logged out of remote") {
+		t.Errorf("auth logout: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(oauth.NewStore(dataDir).Path("remote")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("login file after logout: %v", err)
+	}
+}

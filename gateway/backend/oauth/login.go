@@ -1,0 +1,407 @@
+package oauth
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"html"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+)
+
+// Server is the server to log in to, as its config entry gives it.
+type Server struct {
+	Name      string
+	URL       string
+	Transport string // TransportHTTP or TransportSSE
+	// From the entry's "oauth": a client registered ahead of time ("" =
+	// register dynamically) and the scopes to ask for (none = the ones the
+	// server names).
+	ClientID     string
+	ClientSecret string
+	Scopes       []string
+}
+
+// LoginOptions configure Login. Nil means defaults.
+type LoginOptions struct {
+	// Authorize is given the authorization URL once the redirect listener
+	// is up; it shows it to the user (print, open a browser). Default:
+	// print it to stderr.
+	Authorize func(authURL string) error
+	// Timeout bounds the wait for the redirect (default 5m).
+	Timeout time.Duration
+	// HTTPClient makes the discovery, registration and token requests
+	// (default: one with DefaultHTTPTimeout).
+	HTTPClient *http.Client
+	// ClientName is sent when registering (default "toolgate").
+	ClientName string
+	Logger     *slog.Logger // nil = discard
+	Now        func() time.Time
+}
+
+// Defaults of LoginOptions and Options.
+const (
+	DefaultLoginTimeout  = 5 * time.Minute
+	DefaultHTTPTimeout   = 30 * time.Second
+	DefaultClientName    = "toolgate"
+	DefaultRefreshBefore = time.Minute
+	DefaultPollInterval  = time.Second
+)
+
+// CallbackPath is the path of the loopback redirect URI.
+const CallbackPath = "/callback"
+
+// ErrLoginTimeout is wrapped by Login's error when no redirect came within
+// LoginOptions.Timeout.
+var ErrLoginTimeout = errors.New("no redirect from the authorization server")
+
+func (o *LoginOptions) withDefaults() LoginOptions {
+	var r LoginOptions
+	if o != nil {
+		r = *o
+	}
+	if r.Timeout <= 0 {
+		r.Timeout = DefaultLoginTimeout
+	}
+	if r.HTTPClient == nil {
+		r.HTTPClient = defaultHTTPClient()
+	}
+	if r.ClientName == "" {
+		r.ClientName = DefaultClientName
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.Authorize == nil {
+		r.Authorize = func(u string) error {
+			_, err := fmt.Fprintf(os.Stderr, "Open this URL to log in:\n\n  %s\n\n", u)
+			return err
+		}
+	}
+	return r
+}
+
+// defaultHTTPClient is a client with an overall timeout over a plain
+// *http.Transport, so that go-sdk's metadata fetches keep their checks
+// (no redirects into private networks).
+func defaultHTTPClient() *http.Client {
+	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: DefaultHTTPTimeout}
+}
+
+// Login logs in to srv and saves the login in store: it asks the server
+// (which must answer 401 with a Bearer challenge), discovers its
+// authorization server, registers toolgate there unless srv names a client,
+// listens on a free loopback port for the redirect, hands the authorization
+// URL to opts.Authorize, waits for the redirect (opts.Timeout), exchanges
+// the code with its PKCE verifier and saves the tokens.
+//
+// A client toolgate registered is kept with the login and used again by
+// the next login to the same authorization server when its redirect port
+// is free.
+func Login(ctx context.Context, store *Store, srv Server, opts *LoginOptions) (*Credentials, error) {
+	o := opts.withDefaults()
+	hc := o.HTTPClient
+	ch, err := Probe(ctx, hc, srv.Transport, srv.URL)
+	if err != nil {
+		return nil, err
+	}
+	if ch == nil {
+		return nil, fmt.Errorf("%s: %w, so it needs none", srv.URL, ErrNoLoginNeeded)
+	}
+	d, err := discover(ctx, hc, srv.URL, ch)
+	if err != nil {
+		return nil, err
+	}
+	scopes := srv.Scopes
+	if len(scopes) == 0 {
+		scopes = ch.Scopes
+	}
+	if len(scopes) == 0 {
+		scopes = d.prm.ScopesSupported
+	}
+	// Ask for a refresh token where the server offers one that way.
+	if len(srv.Scopes) == 0 && slices.Contains(d.asm.ScopesSupported, "offline_access") && !slices.Contains(scopes, "offline_access") {
+		scopes = append(slices.Clone(scopes), "offline_access")
+	}
+
+	prev, _ := store.Load(srv.Name)
+	ln, client, err := listenAndRegister(ctx, hc, srv, d.asm, scopes, prev, o.ClientName)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &oauth2.Config{
+		ClientID:     client.ID,
+		ClientSecret: client.Secret,
+		Endpoint: oauth2.Endpoint{
+			AuthURL:   d.asm.AuthorizationEndpoint,
+			TokenURL:  d.asm.TokenEndpoint,
+			AuthStyle: authStyle(client.AuthMethod),
+		},
+		RedirectURL: client.RedirectURI,
+		Scopes:      scopes,
+	}
+	verifier := oauth2.GenerateVerifier()
+	state := rand.Text()
+	authURL := cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", d.prm.Resource))
+
+	res, err := awaitRedirect(ctx, ln, state, srv.Name, o.Timeout, func() error { return o.Authorize(authURL) })
+	if err != nil {
+		return nil, err
+	}
+	if res.iss != "" && !sameIssuer(res.iss, d.asm.Issuer) {
+		// RFC 9207: a redirect from another authorization server (mix-up).
+		return nil, fmt.Errorf("the redirect came from issuer %q, not from %q, the authorization server of %s: not using it", res.iss, d.asm.Issuer, srv.URL)
+	}
+	tctx := context.WithValue(ctx, oauth2.HTTPClient, withResource(hc, d.prm.Resource))
+	tok, err := cfg.Exchange(tctx, res.code, oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", d.prm.Resource))
+	if err != nil {
+		return nil, fmt.Errorf("exchange the authorization code at %s: %w", d.asm.TokenEndpoint, tokenError(err))
+	}
+	now := o.Now()
+	l := &Credentials{
+		Server:        srv.Name,
+		URL:           srv.URL,
+		Resource:      d.prm.Resource,
+		Issuer:        d.asm.Issuer,
+		TokenEndpoint: d.asm.TokenEndpoint,
+		Client:        client,
+		Scopes:        grantedScopes(tok, scopes),
+		Token:         fromOAuth2(tok, now),
+		LoggedIn:      now,
+	}
+	unlock, err := store.lock(srv.Name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := store.Save(l); err != nil {
+		return nil, err
+	}
+	o.Logger.Info("logged in", "server", srv.Name, "issuer", l.Issuer, "scopes", l.Scopes, "expiry", l.Token.Expiry)
+	return l, nil
+}
+
+// listenAndRegister opens the loopback listener of the redirect (RFC 8252
+// §7.3: an IP literal, any port) and returns it with the client to log in
+// as: the config's, the one registered by the previous login when its port
+// is free again, or a new registration (RFC 7591) for this port.
+func listenAndRegister(ctx context.Context, hc *http.Client, srv Server, asm *oauthex.AuthServerMeta, scopes []string, prev *Credentials, clientName string) (net.Listener, Client, error) {
+	if prev != nil && prev.Client.Registered && srv.ClientID == "" && sameIssuer(prev.Issuer, asm.Issuer) {
+		if u, err := url.Parse(prev.Client.RedirectURI); err == nil && u.Hostname() == "127.0.0.1" {
+			if ln, err := net.Listen("tcp", u.Host); err == nil {
+				return ln, prev.Client, nil
+			}
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, Client{}, fmt.Errorf("listen on a loopback port for the redirect: %w", err)
+	}
+	redirect := "http://" + ln.Addr().String() + CallbackPath
+	if srv.ClientID != "" {
+		method := "none"
+		if srv.ClientSecret != "" {
+			method = secretMethod(asm.TokenEndpointAuthMethodsSupported)
+		}
+		return ln, Client{ID: srv.ClientID, Secret: srv.ClientSecret, AuthMethod: method, RedirectURI: redirect}, nil
+	}
+	if asm.RegistrationEndpoint == "" {
+		ln.Close()
+		return nil, Client{}, fmt.Errorf("the authorization server %s does not offer dynamic client registration (RFC 7591): register a client for toolgate there (redirect URI http://127.0.0.1%s on any port) and give it in the server's \"oauth\": {\"clientId\": ...}",
+			asm.Issuer, CallbackPath)
+	}
+	reg, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, &oauthex.ClientRegistrationMetadata{
+		RedirectURIs:            []string{redirect},
+		TokenEndpointAuthMethod: "none",
+		GrantTypes:              []string{"authorization_code", "refresh_token"},
+		ResponseTypes:           []string{"code"},
+		ClientName:              clientName,
+		Scope:                   strings.Join(scopes, " "),
+		ApplicationType:         "native",
+	}, hc)
+	if err != nil {
+		ln.Close()
+		return nil, Client{}, fmt.Errorf("register toolgate with the authorization server at %s: %w", asm.RegistrationEndpoint, unwrapURL(err))
+	}
+	method := reg.TokenEndpointAuthMethod
+	if method == "" {
+		method = "none"
+		if reg.ClientSecret != "" {
+			method = "client_secret_basic" // RFC 7591's default
+		}
+	}
+	return ln, Client{ID: reg.ClientID, Secret: reg.ClientSecret, AuthMethod: method, RedirectURI: redirect, Registered: true}, nil
+}
+
+type redirectResult struct {
+	code, iss string
+	err       error
+}
+
+// awaitRedirect serves the redirect URI on ln, calls show once it listens,
+// and waits for the redirect with the authorization code (or an error), for
+// at most timeout. The server is shut down before it returns.
+func awaitRedirect(ctx context.Context, ln net.Listener, state, server string, timeout time.Duration, show func() error) (redirectResult, error) {
+	results := make(chan redirectResult, 1)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+CallbackPath, func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Get("state") != state {
+			// Not the answer to our request (a stale tab, a forgery): keep waiting.
+			http.Error(w, "toolgate: this redirect does not belong to the login in progress (state mismatch)", http.StatusBadRequest)
+			return
+		}
+		var res redirectResult
+		switch {
+		case q.Get("error") != "":
+			res.err = fmt.Errorf("the authorization server refused the login: %s", oauthErrorText(q.Get("error"), q.Get("error_description")))
+		case q.Get("code") == "":
+			res.err = errors.New("the redirect carries neither a code nor an error")
+		default:
+			res.code, res.iss = q.Get("code"), q.Get("iss")
+		}
+		select {
+		case results <- res:
+		default: // a second redirect: the first one counts
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		msg := "You are logged in to " + server + ". You can close this window."
+		if res.err != nil {
+			msg = "The login to " + server + " failed: " + res.err.Error()
+		}
+		fmt.Fprintf(w, "<!doctype html><title>toolgate</title><p>toolgate: %s</p>\n", html.EscapeString(msg))
+	})
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = hs.Serve(ln)
+	}()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if hs.Shutdown(sctx) != nil {
+			hs.Close()
+		}
+		<-served
+	}()
+	if err := show(); err != nil {
+		return redirectResult{}, err
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case res := <-results:
+		return res, res.err
+	case <-timer.C:
+		return redirectResult{}, fmt.Errorf("%w within %s", ErrLoginTimeout, timeout)
+	case <-ctx.Done():
+		return redirectResult{}, fmt.Errorf("login to %s interrupted: %w", server, context.Cause(ctx))
+	}
+}
+
+// secretMethod picks how a confidential client authenticates at the token
+// endpoint (client_secret_basic when the server lists none: RFC 8414's
+// default).
+func secretMethod(supported []string) string {
+	for _, m := range []string{"client_secret_post", "client_secret_basic"} {
+		if slices.Contains(supported, m) {
+			return m
+		}
+	}
+	return "client_secret_basic"
+}
+
+func authStyle(method string) oauth2.AuthStyle {
+	switch method {
+	case "client_secret_basic":
+		return oauth2.AuthStyleInHeader
+	default: // none (client_id in the form), client_secret_post
+		return oauth2.AuthStyleInParams
+	}
+}
+
+// sameIssuer compares issuer identifiers, ignoring a trailing slash.
+func sameIssuer(a, b string) bool { return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/") }
+
+// grantedScopes are the token response's scope, else the ones asked for.
+func grantedScopes(tok *oauth2.Token, asked []string) []string {
+	if s, ok := tok.Extra("scope").(string); ok && strings.TrimSpace(s) != "" {
+		return strings.Fields(s)
+	}
+	return asked
+}
+
+// fromOAuth2 converts a token response received at now. The expiry is
+// counted from expires_in on toolgate's clock (x/oauth2's Expiry uses the
+// wall clock), so tests can move that clock.
+func fromOAuth2(tok *oauth2.Token, now time.Time) Token {
+	expiry := tok.Expiry
+	if tok.ExpiresIn > 0 {
+		expiry = now.Add(time.Duration(tok.ExpiresIn) * time.Second)
+	}
+	return Token{AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: expiry, Obtained: now}
+}
+
+// tokenError turns a token endpoint failure into text without the
+// response body (which may echo secrets): the OAuth error code and
+// description, or the HTTP status.
+func tokenError(err error) error {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		if re.ErrorCode != "" {
+			return &refusedError{text: oauthErrorText(re.ErrorCode, re.ErrorDescription), status: statusOf(re)}
+		}
+		return &refusedError{text: "it answered " + statusText(re), status: statusOf(re)}
+	}
+	return unwrapURL(err)
+}
+
+// refusedError is an answer of the token endpoint that refuses the request
+// (as opposed to no answer).
+type refusedError struct {
+	text   string
+	status int
+}
+
+func (e *refusedError) Error() string { return e.text }
+
+// permanent reports whether trying again cannot help: the grant, client or
+// request was refused (4xx). A 5xx or 429 may pass.
+func (e *refusedError) permanent() bool {
+	return e.status >= 400 && e.status < 500 && e.status != http.StatusTooManyRequests
+}
+
+func statusOf(re *oauth2.RetrieveError) int {
+	if re.Response != nil {
+		return re.Response.StatusCode
+	}
+	return 0
+}
+
+func statusText(re *oauth2.RetrieveError) string {
+	if re.Response != nil {
+		return re.Response.Status
+	}
+	return "an error"
+}
+
+func oauthErrorText(code, desc string) string {
+	if desc != "" {
+		return fmt.Sprintf("%s (%s)", code, desc)
+	}
+	return code
+}

@@ -1,0 +1,481 @@
+// Package oauthtest is a small OAuth 2.1 authorization server and an MCP
+// server protected by it, for tests of toolgate's logins and tokens: what
+// the TypeScript SDK's demo server cannot do (short-lived tokens that
+// lapse, refresh tokens, revocation, a wrong resource, going down) under the
+// test's control. Both bind 127.0.0.1 only.
+package oauthtest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+)
+
+// Scope is the one scope the authorization server knows.
+const Scope = "tools"
+
+// AuthServer approves every authorization request at once (no page: the
+// authorize endpoint redirects with a code), so a test follows the
+// authorization URL with an HTTP client. It checks PKCE S256, the redirect
+// URI (a loopback one on any port, RFC 8252 §7.3) and the resource
+// parameter (RFC 8707) of every authorization, code and refresh request,
+// and rotates refresh tokens.
+type AuthServer struct {
+	t    testing.TB
+	addr string // 127.0.0.1:port, kept across Stop and Start
+	URL  string // issuer, e.g. http://127.0.0.1:1234
+
+	srvMu sync.Mutex
+	srv   *http.Server
+	done  chan struct{}
+
+	// Lifetime of the access tokens issued from now on (default 1h).
+	lifetime atomic.Int64
+
+	mu        sync.Mutex
+	resource  string              // the resource tokens are for ("" = any)
+	clients   map[string][]string // client id → redirect URIs
+	codes     map[string]codeGrant
+	access    map[string]tokenGrant
+	refresh   map[string]bool // refresh token → usable
+	resources []string        // resource parameters seen, in order
+
+	registrations, codeExchanges, refreshes, refused atomic.Int64
+}
+
+type codeGrant struct {
+	client, redirect, challenge, resource, scope string
+}
+
+type tokenGrant struct {
+	resource, scope string
+	expiry          time.Time
+	dead            bool
+}
+
+// NewAuthServer starts an authorization server on a free loopback port; it
+// stops when the test ends.
+func NewAuthServer(t testing.TB) *AuthServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &AuthServer{
+		t: t, addr: ln.Addr().String(), URL: "http://" + ln.Addr().String(),
+		clients: map[string][]string{}, codes: map[string]codeGrant{},
+		access: map[string]tokenGrant{}, refresh: map[string]bool{},
+	}
+	a.lifetime.Store(int64(time.Hour))
+	a.serve(ln)
+	t.Cleanup(a.Stop)
+	return a
+}
+
+func (a *AuthServer) serve(ln net.Listener) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", a.metadata)
+	mux.HandleFunc("POST /register", a.register)
+	mux.HandleFunc("GET /authorize", a.authorize)
+	mux.HandleFunc("POST /token", a.token)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	a.srvMu.Lock()
+	a.srv, a.done = srv, done
+	a.srvMu.Unlock()
+}
+
+// Stop takes the server down: connections to it are refused until Start.
+func (a *AuthServer) Stop() {
+	a.srvMu.Lock()
+	srv, done := a.srv, a.done
+	a.srv = nil
+	a.srvMu.Unlock()
+	if srv != nil {
+		srv.Close()
+		<-done
+	}
+}
+
+// Start brings a stopped server back on the same address, with its state.
+func (a *AuthServer) Start() {
+	a.t.Helper()
+	ln, err := net.Listen("tcp", a.addr)
+	if err != nil {
+		a.t.Fatalf("oauthtest: listen again on %s: %v", a.addr, err)
+	}
+	a.serve(ln)
+}
+
+// SetLifetime sets the lifetime of the access tokens issued from now on.
+func (a *AuthServer) SetLifetime(d time.Duration) { a.lifetime.Store(int64(d)) }
+
+// ExpireAccessTokens ends every access token issued so far, as if their
+// short lives had run out: the resource server answers 401 to them.
+func (a *AuthServer) ExpireAccessTokens() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, g := range a.access {
+		g.dead = true
+		a.access[k] = g
+	}
+}
+
+// RevokeRefreshTokens refuses every refresh token issued so far
+// (invalid_grant), as when the user revokes toolgate's access.
+func (a *AuthServer) RevokeRefreshTokens() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k := range a.refresh {
+		a.refresh[k] = false
+	}
+}
+
+// Registrations, CodeExchanges and Refreshes count the successful
+// requests of each kind; Refused counts token requests answered with an
+// error.
+func (a *AuthServer) Registrations() int64 { return a.registrations.Load() }
+func (a *AuthServer) CodeExchanges() int64 { return a.codeExchanges.Load() }
+func (a *AuthServer) Refreshes() int64     { return a.refreshes.Load() }
+func (a *AuthServer) Refused() int64       { return a.refused.Load() }
+
+// Resources returns the resource parameters of every authorization, code
+// and refresh request so far.
+func (a *AuthServer) Resources() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.resources)
+}
+
+// Verify is the resource server's token check (go-sdk's TokenVerifier): a
+// live access token issued for resource.
+func (a *AuthServer) Verify(resource string) auth.TokenVerifier {
+	return func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		a.mu.Lock()
+		g, ok := a.access[token]
+		a.mu.Unlock()
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%w: unknown token", auth.ErrInvalidToken)
+		case g.dead || time.Now().After(g.expiry):
+			return nil, fmt.Errorf("%w: expired", auth.ErrInvalidToken)
+		case g.resource != resource:
+			return nil, fmt.Errorf("%w: issued for %s", auth.ErrInvalidToken, g.resource)
+		}
+		return &auth.TokenInfo{Scopes: strings.Fields(g.scope), Expiration: g.expiry}, nil
+	}
+}
+
+func (a *AuthServer) metadata(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, oauthex.AuthServerMeta{
+		Issuer:                            a.URL,
+		AuthorizationEndpoint:             a.URL + "/authorize",
+		TokenEndpoint:                     a.URL + "/token",
+		RegistrationEndpoint:              a.URL + "/register",
+		ScopesSupported:                   []string{Scope},
+		ResponseTypesSupported:            []string{"code"},
+		GrantTypesSupported:               []string{"authorization_code", "refresh_token"},
+		TokenEndpointAuthMethodsSupported: []string{"none"},
+		CodeChallengeMethodsSupported:     []string{"S256"},
+	})
+}
+
+func (a *AuthServer) register(w http.ResponseWriter, r *http.Request) {
+	var m oauthex.ClientRegistrationMetadata
+	if err := json.NewDecoder(r.Body).Decode(&m); err != nil || len(m.RedirectURIs) == 0 {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_client_metadata", "error_description": "redirect_uris required"})
+		return
+	}
+	id := "client-" + rand.Text()[:8]
+	a.mu.Lock()
+	a.clients[id] = m.RedirectURIs
+	a.mu.Unlock()
+	a.registrations.Add(1)
+	writeJSON(w, http.StatusCreated, map[string]any{
+		"client_id": id, "redirect_uris": m.RedirectURIs, "token_endpoint_auth_method": "none",
+		"grant_types": m.GrantTypes, "response_types": m.ResponseTypes, "client_name": m.ClientName,
+	})
+}
+
+func (a *AuthServer) authorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	a.mu.Lock()
+	redirects, known := a.clients[q.Get("client_id")]
+	a.resources = append(a.resources, q.Get("resource"))
+	want := a.resource
+	a.mu.Unlock()
+	redirect := q.Get("redirect_uri")
+	if !known || !slices.ContainsFunc(redirects, func(r string) bool { return sameRedirect(r, redirect) }) {
+		http.Error(w, "unknown client or unregistered redirect_uri", http.StatusBadRequest)
+		return
+	}
+	back, _ := url.Parse(redirect)
+	v := url.Values{"state": {q.Get("state")}}
+	switch {
+	case q.Get("response_type") != "code" || q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "":
+		v.Set("error", "invalid_request")
+		v.Set("error_description", "code flow with PKCE S256 required")
+	case want != "" && q.Get("resource") != want:
+		v.Set("error", "invalid_target")
+		v.Set("error_description", "unknown resource "+q.Get("resource"))
+	default:
+		code := rand.Text()
+		a.mu.Lock()
+		a.codes[code] = codeGrant{client: q.Get("client_id"), redirect: redirect, challenge: q.Get("code_challenge"), resource: q.Get("resource"), scope: q.Get("scope")}
+		a.mu.Unlock()
+		v.Set("code", code)
+	}
+	back.RawQuery = v.Encode()
+	http.Redirect(w, r, back.String(), http.StatusFound)
+}
+
+// sameRedirect matches a redirect URI against a registered one; a loopback
+// IP literal matches on any port (RFC 8252 §7.3).
+func sameRedirect(registered, got string) bool {
+	if registered == got {
+		return true
+	}
+	a, err1 := url.Parse(registered)
+	b, err2 := url.Parse(got)
+	return err1 == nil && err2 == nil && a.Hostname() == "127.0.0.1" && b.Hostname() == "127.0.0.1" &&
+		a.Scheme == b.Scheme && a.Path == b.Path
+}
+
+func (a *AuthServer) token(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		a.fail(w, "invalid_request", err.Error())
+		return
+	}
+	f := r.PostForm
+	a.mu.Lock()
+	a.resources = append(a.resources, f.Get("resource"))
+	want := a.resource
+	a.mu.Unlock()
+	if want != "" && f.Get("resource") != want {
+		a.fail(w, "invalid_target", "resource must be "+want)
+		return
+	}
+	switch f.Get("grant_type") {
+	case "authorization_code":
+		a.mu.Lock()
+		g, ok := a.codes[f.Get("code")]
+		delete(a.codes, f.Get("code"))
+		a.mu.Unlock()
+		sum := sha256.Sum256([]byte(f.Get("code_verifier")))
+		switch {
+		case !ok || g.client != f.Get("client_id") || g.redirect != f.Get("redirect_uri"):
+			a.fail(w, "invalid_grant", "unknown code")
+		case base64.RawURLEncoding.EncodeToString(sum[:]) != g.challenge:
+			a.fail(w, "invalid_grant", "PKCE verifier does not match")
+		default:
+			a.codeExchanges.Add(1)
+			a.issue(w, g.resource, g.scope)
+		}
+	case "refresh_token":
+		rt := f.Get("refresh_token")
+		a.mu.Lock()
+		usable := a.refresh[rt]
+		a.refresh[rt] = false // rotated: each refresh token works once
+		a.mu.Unlock()
+		if !usable {
+			a.fail(w, "invalid_grant", "refresh token revoked or used")
+			return
+		}
+		a.refreshes.Add(1)
+		a.issue(w, f.Get("resource"), Scope)
+	default:
+		a.fail(w, "unsupported_grant_type", f.Get("grant_type"))
+	}
+}
+
+func (a *AuthServer) issue(w http.ResponseWriter, resource, scope string) {
+	life := time.Duration(a.lifetime.Load())
+	at, rt := "at-"+rand.Text(), "rt-"+rand.Text()
+	a.mu.Lock()
+	a.access[at] = tokenGrant{resource: resource, scope: scope, expiry: time.Now().Add(life)}
+	a.refresh[rt] = true
+	a.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"access_token": at, "token_type": "Bearer", "expires_in": int(life.Seconds()),
+		"refresh_token": rt, "scope": scope,
+	})
+}
+
+func (a *AuthServer) fail(w http.ResponseWriter, code, desc string) {
+	a.refused.Add(1)
+	writeJSON(w, http.StatusBadRequest, map[string]string{"error": code, "error_description": desc})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// ResourceOptions configure NewResourceServer. Nil means defaults.
+type ResourceOptions struct {
+	// Transport is "http" (streamable, default) or "sse".
+	Transport string
+	// ClaimResource, when set, is the resource the server's metadata
+	// names instead of its own URL (a misconfigured or impostor server).
+	ClaimResource string
+}
+
+// ResourceServer is an MCP server behind go-sdk's bearer-token middleware:
+// 401 with a Bearer challenge that points at its protected-resource
+// metadata (RFC 9728), which names the AuthServer.
+type ResourceServer struct {
+	URL      string // the MCP endpoint, e.g. http://127.0.0.1:1234/mcp
+	Resource string // what its metadata names
+	srv      *http.Server
+	done     chan struct{}
+
+	unauthorized, served atomic.Int64
+}
+
+// NewResourceServer serves mcpServer on a free loopback port, protected by
+// as, which from then on issues tokens for this server only. It stops when
+// the test ends.
+func NewResourceServer(t testing.TB, as *AuthServer, mcpServer *mcp.Server, opts *ResourceOptions) *ResourceServer {
+	t.Helper()
+	var o ResourceOptions
+	if opts != nil {
+		o = *opts
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	path := "/mcp"
+	get := func(*http.Request) *mcp.Server { return mcpServer }
+	var h http.Handler = mcp.NewStreamableHTTPHandler(get, nil)
+	if o.Transport == "sse" {
+		path = "/sse"
+		h = mcp.NewSSEHandler(get, nil)
+	}
+	rs := &ResourceServer{URL: base + path, Resource: base + path, done: make(chan struct{})}
+	if o.ClaimResource != "" {
+		rs.Resource = o.ClaimResource
+	}
+	as.mu.Lock()
+	as.resource = rs.URL
+	as.mu.Unlock()
+	metaURL := base + "/.well-known/oauth-protected-resource" + path
+	protect := auth.RequireBearerToken(as.Verify(rs.URL), &auth.RequireBearerTokenOptions{ResourceMetadataURL: metaURL})
+	mux := http.NewServeMux()
+	mux.Handle("GET /.well-known/oauth-protected-resource"+path, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource: rs.Resource, AuthorizationServers: []string{as.URL}, ScopesSupported: []string{Scope},
+	}))
+	mux.Handle(path, protect(h))
+	rs.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cw := &codeWriter{ResponseWriter: w}
+		mux.ServeHTTP(cw, r)
+		if cw.code == http.StatusUnauthorized {
+			rs.unauthorized.Add(1)
+		} else if strings.HasPrefix(r.URL.Path, path) {
+			rs.served.Add(1)
+		}
+	})}
+	go func() {
+		defer close(rs.done)
+		_ = rs.srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		rs.srv.Close()
+		<-rs.done
+	})
+	return rs
+}
+
+// Unauthorized counts the 401 answers so far.
+func (rs *ResourceServer) Unauthorized() int64 { return rs.unauthorized.Load() }
+
+// Served counts the MCP requests let through so far.
+func (rs *ResourceServer) Served() int64 { return rs.served.Load() }
+
+// codeWriter records the status code a handler wrote.
+type codeWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *codeWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *codeWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush keeps event streams streaming through the wrapper.
+func (w *codeWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (w *codeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// FollowAuthorization does what a user's browser does with an
+// authorization URL against a server that approves without a page: GET it
+// and follow the redirects, the last one to the loopback redirect URI of
+// the login in progress. It fails unless that last answer is 200.
+func FollowAuthorization(ctx context.Context, authURL string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("following the authorization URL ended at %s with %s", resp.Request.URL.Redacted(), resp.Status)
+	}
+	return nil
+}
+
+// ErrNoURL is returned by AuthorizationURL when the text holds none.
+var ErrNoURL = errors.New("no authorization URL in the text")
+
+// AuthorizationURL finds the first http(s) URL with a code_challenge in
+// text (what `toolgate auth login` prints).
+func AuthorizationURL(text string) (string, error) {
+	for _, f := range strings.Fields(text) {
+		if (strings.HasPrefix(f, "http://") || strings.HasPrefix(f, "https://")) && strings.Contains(f, "code_challenge=") {
+			return f, nil
+		}
+	}
+	return "", ErrNoURL
+}

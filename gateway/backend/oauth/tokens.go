@@ -1,0 +1,504 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+)
+
+// Options configure Tokens. Nil means defaults.
+type Options struct {
+	Logger *slog.Logger // nil = discard
+	// HTTPClient makes token requests (default: one with DefaultHTTPTimeout).
+	HTTPClient *http.Client
+	// LoginCommand is the command a user runs to log in to server, quoted
+	// in errors (default "toolgate auth login SERVER").
+	LoginCommand func(server string) string
+	// RefreshBefore refreshes an access token this long before it expires
+	// (default 1m; at most half the token's lifetime).
+	RefreshBefore time.Duration
+	// PollInterval is how often a login file someone waits on (Changed)
+	// is looked at (default 1s).
+	PollInterval time.Duration
+	// Now is the clock that decides when a token expires (default
+	// time.Now); tests move it forward.
+	Now func() time.Time
+}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	if r.HTTPClient == nil {
+		r.HTTPClient = defaultHTTPClient()
+	}
+	if r.LoginCommand == nil {
+		r.LoginCommand = func(server string) string { return "toolgate auth login " + server }
+	}
+	if r.RefreshBefore <= 0 {
+		r.RefreshBefore = DefaultRefreshBefore
+	}
+	if r.PollInterval <= 0 {
+		r.PollInterval = DefaultPollInterval
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return r
+}
+
+// NeedsLoginError says that a server wants a login toolgate cannot give
+// (none stored, or its refresh was refused) and the command that fixes it.
+type NeedsLoginError struct {
+	Server  string
+	Command string // e.g. "toolgate auth login linear --config /home/me/toolgate.json"
+	Reason  string
+}
+
+func (e *NeedsLoginError) Error() string {
+	return fmt.Sprintf("needs a login: run `%s` (%s)", e.Command, e.Reason)
+}
+
+// Tokens gives a gateway's remote backends their access tokens from the
+// Store: Transport per connection, Changed to learn of a new login. Close
+// stops it.
+type Tokens struct {
+	store *Store
+	opts  Options
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	flights map[string]chan struct{} // one refresh at a time per server (capacity 1)
+	waits   map[string]*wait         // Changed channels by server
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// wait is one server's Changed channel and the state of its file when it
+// was handed out.
+type wait struct {
+	ch   chan struct{}
+	seen fileState
+}
+
+// NewTokens returns the token keeper over store. It polls the login files
+// that Changed was asked about until Close.
+func NewTokens(store *Store, opts *Options) *Tokens {
+	o := opts.withDefaults()
+	t := &Tokens{
+		store:   store,
+		opts:    o,
+		log:     o.Logger,
+		flights: map[string]chan struct{}{},
+		waits:   map[string]*wait{},
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go t.poll()
+	return t
+}
+
+// Close stops watching the login files and waits for that to end.
+func (t *Tokens) Close() error {
+	select {
+	case <-t.stop:
+	default:
+		close(t.stop)
+	}
+	<-t.done
+	return nil
+}
+
+// Changed returns a channel that is closed once server's login file
+// changes (a login, a logout, a refresh by another gateway) after this
+// call. The file is polled (Options.PollInterval) while someone waits, so
+// it works on every file system.
+func (t *Tokens) Changed(server string) <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if w, ok := t.waits[server]; ok {
+		return w.ch
+	}
+	w := &wait{ch: make(chan struct{}), seen: t.stat(server)}
+	t.waits[server] = w
+	return w.ch
+}
+
+// fileState is what polling compares: a rename over the file or a write
+// changes it.
+type fileState struct {
+	exists bool
+	mod    time.Time
+	size   int64
+}
+
+func (t *Tokens) stat(server string) fileState {
+	fi, err := os.Stat(t.store.Path(server))
+	if err != nil {
+		return fileState{}
+	}
+	return fileState{exists: true, mod: fi.ModTime(), size: fi.Size()}
+}
+
+func (t *Tokens) poll() {
+	defer close(t.done)
+	tick := time.NewTicker(t.opts.PollInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+		}
+		t.mu.Lock()
+		for server, w := range t.waits {
+			if t.stat(server) != w.seen {
+				close(w.ch)
+				delete(t.waits, server)
+			}
+		}
+		t.mu.Unlock()
+	}
+}
+
+// flight takes server's refresh slot, waiting for a refresh in progress
+// (or until ctx ends), and returns its release.
+func (t *Tokens) flight(ctx context.Context, server string) (func(), error) {
+	t.mu.Lock()
+	slot, ok := t.flights[server]
+	if !ok {
+		slot = make(chan struct{}, 1)
+		t.flights[server] = slot
+	}
+	t.mu.Unlock()
+	select {
+	case slot <- struct{}{}:
+		return func() { <-slot }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for the refresh of %q's access token: %w", server, context.Cause(ctx))
+	}
+}
+
+func (t *Tokens) needsLogin(server, reason string) *NeedsLoginError {
+	return &NeedsLoginError{Server: server, Command: t.opts.LoginCommand(server), Reason: reason}
+}
+
+// Transport returns the RoundTripper of one connection to server at
+// serverURL over base. Requests to the server's origin carry the stored
+// access token, refreshed before it expires and when the server answers
+// 401; requests elsewhere go out untouched. A server without a stored
+// login gets requests without a token: if it answers 401 with a Bearer
+// challenge, or a refresh is refused, loginRequired is called once with a
+// *NeedsLoginError, and from then on every request fails with it without
+// being sent.
+func (t *Tokens) Transport(server, serverURL string, base http.RoundTripper, loginRequired func(error)) http.RoundTripper {
+	tr := &transport{t: t, server: server, url: serverURL, base: base, required: loginRequired, seen: t.stat(server), checked: time.Now()}
+	if u, err := url.Parse(serverURL); err == nil {
+		tr.origin = u.Scheme + "://" + u.Host
+	}
+	c, reason, err := t.load(server, serverURL)
+	switch {
+	case err != nil:
+		tr.why = err.Error()
+	case c != nil:
+		tr.creds = c
+	default:
+		tr.why = reason
+	}
+	return tr
+}
+
+// load reads server's credentials if they may be used for serverURL; else
+// nil and why not.
+func (t *Tokens) load(server, serverURL string) (*Credentials, string, error) {
+	c, err := t.store.Load(server)
+	switch {
+	case err != nil:
+		return nil, "", err
+	case c == nil:
+		return nil, "the server asks for a login and none is stored", nil
+	case !c.For(serverURL):
+		return nil, fmt.Sprintf("the stored login is for %s, and the server's url is now %s", c.URL, serverURL), nil
+	case c.Refused != "":
+		return nil, c.Refused, nil
+	}
+	return c, "", nil
+}
+
+// transport is one connection's RoundTripper.
+type transport struct {
+	t        *Tokens
+	server   string
+	url      string
+	origin   string
+	base     http.RoundTripper
+	required func(error)
+
+	mu      sync.Mutex
+	creds   *Credentials // nil: no usable login
+	why     string       // why creds is nil
+	lost    error        // set once the login is required
+	seen    fileState    // the login file as last read
+	checked time.Time    // when the file was last looked at
+}
+
+func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme+"://"+req.URL.Host != tr.origin {
+		return tr.base.RoundTrip(req) // a token never leaves its server
+	}
+	ctx := req.Context()
+	tok, err := tr.token(ctx)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	resp, err := tr.send(req, req.Body, tok)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		return resp, err
+	}
+	if tok == "" {
+		if _, bearer := bearerChallenge(resp.Header); !bearer {
+			return resp, nil // not OAuth: the caller reports the 401 as it is
+		}
+		discard(resp)
+		tr.mu.Lock()
+		why := tr.why
+		tr.mu.Unlock()
+		return nil, tr.lose(why)
+	}
+	// The server refused a token we hold valid (revoked, or our clock is
+	// off): refresh once and send the request again.
+	discard(resp)
+	fresh, err := tr.refresh(ctx, tok)
+	if err != nil {
+		return nil, err
+	}
+	body := req.Body
+	if req.Body != nil && req.Body != http.NoBody {
+		if req.GetBody == nil {
+			return nil, fmt.Errorf("%s refused the access token of %q, which is now refreshed; this request cannot be sent again: send it again", tr.url, tr.server)
+		}
+		if body, err = req.GetBody(); err != nil {
+			return nil, err
+		}
+	}
+	resp, err = tr.send(req, body, fresh)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		discard(resp)
+		return nil, tr.lose("the server refused a freshly refreshed access token: the login may lack a permission the server wants")
+	}
+	return resp, err
+}
+
+// send sends req with body and the token (none when tok is "").
+func (tr *transport) send(req *http.Request, body io.ReadCloser, tok string) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	r.Body = body
+	if tok != "" {
+		r.Header.Set("Authorization", "Bearer "+tok)
+	}
+	return tr.base.RoundTrip(r)
+}
+
+// token returns the access token to send ("" without a login), refreshing
+// it first when it is about to expire.
+func (tr *transport) token(ctx context.Context) (string, error) {
+	if err := tr.reread(); err != nil {
+		return "", err
+	}
+	tr.mu.Lock()
+	c, lost := tr.creds, tr.lost
+	tr.mu.Unlock()
+	if lost != nil {
+		return "", lost
+	}
+	if c == nil {
+		return "", nil
+	}
+	if tr.fresh(c.Token) {
+		return c.Token.AccessToken, nil
+	}
+	return tr.refresh(ctx, c.Token.AccessToken)
+}
+
+// reread takes up a login file that changed (looked at once per
+// PollInterval at most): a new login's token is used at once, and a
+// logout ends the connection's use of the old one.
+func (tr *transport) reread() error {
+	tr.mu.Lock()
+	if tr.lost != nil || time.Since(tr.checked) < tr.t.opts.PollInterval {
+		tr.mu.Unlock()
+		return nil
+	}
+	tr.checked = time.Now()
+	st := tr.t.stat(tr.server)
+	changed, had := st != tr.seen, tr.creds != nil
+	tr.seen = st
+	tr.mu.Unlock()
+	if !changed {
+		return nil
+	}
+	c, why, err := tr.t.load(tr.server, tr.url)
+	switch {
+	case err != nil:
+		return err
+	case c != nil:
+		tr.set(c)
+	case had:
+		if !st.exists {
+			why = "the login was removed (toolgate auth logout)"
+		}
+		return tr.lose(why)
+	}
+	return nil
+}
+
+// fresh reports whether tok may be sent: it does not expire within
+// RefreshBefore (at most half its lifetime).
+func (tr *transport) fresh(tok Token) bool {
+	if tok.AccessToken == "" {
+		return false
+	}
+	if tok.Expiry.IsZero() {
+		return true
+	}
+	margin := tr.t.opts.RefreshBefore
+	if !tok.Obtained.IsZero() {
+		margin = min(margin, tok.Expiry.Sub(tok.Obtained)/2)
+	}
+	return tr.t.opts.Now().Add(margin).Before(tok.Expiry)
+}
+
+// refresh gets a new access token in place of stale: one refresh at a time
+// per server (in this process by a slot, across processes by the store's
+// file lock). A caller that waited finds the token the one before it got.
+// A refresh that is refused loses the login; one that finds no answer is
+// an error for this request only.
+func (tr *transport) refresh(ctx context.Context, stale string) (string, error) {
+	release, err := tr.t.flight(ctx, tr.server)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	tr.mu.Lock()
+	c, lost := tr.creds, tr.lost
+	tr.mu.Unlock()
+	if lost != nil {
+		return "", lost
+	}
+	if c != nil && c.Token.AccessToken != stale && tr.fresh(c.Token) {
+		return c.Token.AccessToken, nil
+	}
+	unlock, err := tr.t.store.lock(tr.server)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	// The file is the truth: another connection, gateway or `auth login`
+	// may have renewed it.
+	disk, why, err := tr.t.load(tr.server, tr.url)
+	if err != nil {
+		return "", err
+	}
+	if disk == nil {
+		return "", tr.lose(why)
+	}
+	if disk.Token.AccessToken != stale && tr.fresh(disk.Token) {
+		tr.set(disk)
+		return disk.Token.AccessToken, nil
+	}
+	if disk.Token.RefreshToken == "" {
+		return "", tr.refuse(disk, "the access token expired and the authorization server gave no refresh token")
+	}
+	cfg := &oauth2.Config{
+		ClientID:     disk.Client.ID,
+		ClientSecret: disk.Client.Secret,
+		Endpoint:     oauth2.Endpoint{TokenURL: disk.TokenEndpoint, AuthStyle: authStyle(disk.Client.AuthMethod)},
+	}
+	rctx := context.WithValue(ctx, oauth2.HTTPClient, withResource(tr.t.opts.HTTPClient, disk.Resource))
+	tok, err := cfg.TokenSource(rctx, &oauth2.Token{RefreshToken: disk.Token.RefreshToken}).Token()
+	if err != nil {
+		err = tokenError(err)
+		var re *refusedError
+		if errors.As(err, &re) && re.permanent() {
+			return "", tr.refuse(disk, fmt.Sprintf("the authorization server refused the refresh token: %v", err))
+		}
+		tr.t.log.Warn("refreshing the access token failed; the next request tries again", "server", tr.server, "endpoint", disk.TokenEndpoint, "err", err)
+		return "", fmt.Errorf("refresh the access token of %q at %s: %w (the next request tries again)", tr.server, disk.TokenEndpoint, err)
+	}
+	now := tr.t.opts.Now()
+	disk.Token = fromOAuth2(tok, now)
+	disk.Refreshed = now
+	if s, ok := tok.Extra("scope").(string); ok && s != "" {
+		disk.Scopes = grantedScopes(tok, disk.Scopes)
+	}
+	if err := tr.t.store.Save(disk); err != nil {
+		// The new token works for this process; the next start refreshes again.
+		tr.t.log.Warn("could not save the refreshed token", "server", tr.server, "err", err)
+	}
+	tr.set(disk)
+	tr.t.log.Info("access token refreshed", "server", tr.server, "expiry", disk.Token.Expiry)
+	return disk.Token.AccessToken, nil
+}
+
+func (tr *transport) set(c *Credentials) {
+	tr.mu.Lock()
+	tr.creds = c
+	tr.mu.Unlock()
+}
+
+// refuse records in the store that c can no longer be used (so `auth
+// status` says so and no other gateway tries it again), then loses the
+// login. The store's lock is held.
+func (tr *transport) refuse(c *Credentials, reason string) error {
+	c.Refused = reason
+	if err := tr.t.store.Save(c); err != nil {
+		tr.t.log.Warn("could not mark the stored login as refused", "server", tr.server, "err", err)
+	}
+	return tr.lose(reason)
+}
+
+// lose marks the login as required: loginRequired is called (once) and
+// every later request fails with the same error.
+func (tr *transport) lose(reason string) error {
+	tr.mu.Lock()
+	first := tr.lost == nil
+	if first {
+		tr.lost = tr.t.needsLogin(tr.server, reason)
+		tr.creds = nil
+	}
+	err := tr.lost
+	tr.mu.Unlock()
+	if first {
+		tr.t.log.Debug("server needs a login", "server", tr.server, "err", err)
+		if tr.required != nil {
+			tr.required(err)
+		}
+	}
+	return err
+}
+
+func discard(resp *http.Response) {
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}

@@ -1,0 +1,310 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/backend/oauth"
+	"github.com/toolgate/toolgate/gateway/backend/oauth/oauthtest"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// clock is a moveable clock for token expiry.
+type clock struct{ offset atomic.Int64 }
+
+func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *clock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
+
+// loginCommand is what the errors of the tests' pools tell to run.
+const loginCommand = "toolgate auth login demo --config /etc/toolgate.json"
+
+// oauthEnv is a protected MCP server, its authorization server, a login
+// store and a pool whose backend "demo" gets its tokens from the store.
+type oauthEnv struct {
+	as    *oauthtest.AuthServer
+	rs    *oauthtest.ResourceServer
+	store *oauth.Store
+	clock *clock
+	logs  *testenv.LogBuffer
+	pool  *Pool
+	srv   oauth.Server
+}
+
+// newOAuthEnv starts the servers; with login set, it logs in before the
+// pool starts.
+func newOAuthEnv(t *testing.T, transport string, login bool) *oauthEnv {
+	t.Helper()
+	e := &oauthEnv{as: oauthtest.NewAuthServer(t), store: oauth.NewStore(t.TempDir()), clock: &clock{}, logs: &testenv.LogBuffer{}}
+	e.rs = oauthtest.NewResourceServer(t, e.as, backendtest.NewServer(backendtest.ParseModes("normal")), &oauthtest.ResourceOptions{Transport: transport})
+	e.srv = oauth.Server{Name: "demo", URL: e.rs.URL, Transport: transport}
+	if login {
+		e.login(t)
+	}
+	tokens := oauth.NewTokens(e.store, &oauth.Options{
+		Logger:       e.logs.Logger(),
+		Now:          e.clock.Now,
+		PollInterval: 10 * time.Millisecond,
+		LoginCommand: func(server string) string { return "toolgate auth login " + server + " --config /etc/toolgate.json" },
+	})
+	t.Cleanup(func() { tokens.Close() })
+	o := testOptions(e.logs)
+	o.Auth = tokens
+	e.pool = startPool(t, []config.Server{{Name: "demo", Type: transport, URL: e.rs.URL}}, o)
+	return e
+}
+
+// login logs in the way `toolgate auth login` does, approving at once.
+func (e *oauthEnv) login(t *testing.T) *oauth.Credentials {
+	t.Helper()
+	ctx := context.Background()
+	c, err := oauth.Login(ctx, e.store, e.srv, &oauth.LoginOptions{
+		Authorize: func(u string) error { return oauthtest.FollowAuthorization(ctx, u) },
+	})
+	if err != nil {
+		t.Fatalf("login: %v", err)
+	}
+	return c
+}
+
+func (e *oauthEnv) echo(t *testing.T, text string) {
+	t.Helper()
+	res, err := e.pool.CallTool(context.Background(), "demo", "echo", map[string]any{"text": text})
+	if err != nil || textOf(t, res) != text {
+		t.Fatalf("echo %q = %v, %v", text, res, err)
+	}
+}
+
+// stored returns the stored credentials.
+func (e *oauthEnv) stored(t *testing.T) *oauth.Credentials {
+	t.Helper()
+	c, err := e.store.Load("demo")
+	if err != nil || c == nil {
+		t.Fatalf("stored login: %v, %v", c, err)
+	}
+	return c
+}
+
+// noTokensLogged fails when a token of creds is in the logs.
+func (e *oauthEnv) noTokensLogged(t *testing.T, creds ...*oauth.Credentials) {
+	t.Helper()
+	logs := e.logs.String()
+	for _, c := range creds {
+		for _, tok := range []string{c.Token.AccessToken, c.Token.RefreshToken} {
+			if tok != "" && strings.Contains(logs, tok) {
+				t.Errorf("a token is in the log:\n%s", logs)
+				return
+			}
+		}
+	}
+}
+
+func TestOAuthRefreshBeforeExpiry(t *testing.T) {
+	for _, transport := range []string{config.TypeHTTP, config.TypeSSE} {
+		t.Run(transport, func(t *testing.T) {
+			e := newOAuthEnv(t, transport, true)
+			if st := statusOf(t, e.pool, "demo"); st.State != StateUp {
+				t.Fatalf("state %s: %s", st.State, st.Err)
+			}
+			first := e.stored(t)
+			unauthorized := e.rs.Unauthorized() // the login's probe
+			e.echo(t, "with the first token")
+			if n := e.as.Refreshes(); n != 0 {
+				t.Fatalf("%d refreshes while the token is fresh", n)
+			}
+			// 30 s before the token expires: inside the refresh margin (1 m).
+			e.clock.Advance(time.Until(first.Token.Expiry) - 30*time.Second)
+			e.echo(t, "with a refreshed token")
+			if n := e.as.Refreshes(); n != 1 {
+				t.Errorf("%d refreshes, want 1", n)
+			}
+			if n := e.rs.Unauthorized() - unauthorized; n != 0 {
+				t.Errorf("the server answered 401 %d times: the token was not refreshed before it expired", n)
+			}
+			second := e.stored(t)
+			if second.Token.AccessToken == first.Token.AccessToken || second.Token.RefreshToken == first.Token.RefreshToken || second.Refreshed.IsZero() {
+				t.Error("the refreshed tokens were not saved")
+			}
+			// RFC 8707 on the refresh too.
+			for i, r := range e.as.Resources() {
+				if r != e.rs.URL {
+					t.Errorf("request %d to the authorization server had resource %q, want %q", i, r, e.rs.URL)
+				}
+			}
+			e.echo(t, "again, no second refresh")
+			if n := e.as.Refreshes(); n != 1 {
+				t.Errorf("%d refreshes after a call with a fresh token, want 1", n)
+			}
+			e.noTokensLogged(t, first, second)
+		})
+	}
+}
+
+func TestOAuthRefreshOn401(t *testing.T) {
+	e := newOAuthEnv(t, config.TypeHTTP, true)
+	e.echo(t, "before")
+	// The server drops the token early (its short life ran out by the
+	// server's clock, or it was revoked): toolgate holds it valid.
+	e.as.ExpireAccessTokens()
+	before := e.rs.Unauthorized()
+	e.echo(t, "after a 401 and a refresh")
+	if n := e.rs.Unauthorized() - before; n != 1 {
+		t.Errorf("%d 401 answers, want 1 (then the retry with the refreshed token)", n)
+	}
+	if n := e.as.Refreshes(); n != 1 {
+		t.Errorf("%d refreshes, want 1", n)
+	}
+	if st := statusOf(t, e.pool, "demo"); st.State != StateUp || st.Restarts != 0 {
+		t.Errorf("state %s, %d restarts; want up on the same session", st.State, st.Restarts)
+	}
+}
+
+func TestOAuthSingleFlightRefresh(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		expire func(t *testing.T, e *oauthEnv)
+	}{
+		{"expiring on our clock", func(t *testing.T, e *oauthEnv) { e.clock.Advance(time.Until(e.stored(t).Token.Expiry)) }},
+		{"refused by the server", func(_ *testing.T, e *oauthEnv) { e.as.ExpireAccessTokens() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newOAuthEnv(t, config.TypeHTTP, true)
+			e.echo(t, "warm")
+			tc.expire(t, e)
+			const calls = 8
+			var wg sync.WaitGroup
+			errs := make(chan error, calls)
+			for range calls {
+				wg.Go(func() {
+					res, err := e.pool.CallTool(context.Background(), "demo", "echo", map[string]any{"text": "x"})
+					if err == nil && (res.IsError || len(res.Content) == 0) {
+						err = errors.New("bad result")
+					}
+					if err != nil {
+						errs <- err
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Errorf("concurrent call: %v", err)
+			}
+			if n := e.as.Refreshes(); n != 1 {
+				t.Errorf("%d refreshes for %d concurrent calls, want 1", n, calls)
+			}
+		})
+	}
+}
+
+func TestOAuthNeedsLoginAfterRevokedRefresh(t *testing.T) {
+	e := newOAuthEnv(t, config.TypeHTTP, true)
+	first := e.stored(t)
+	e.echo(t, "before")
+	e.as.RevokeRefreshTokens()
+	e.as.ExpireAccessTokens()
+	_, err := e.pool.CallTool(context.Background(), "demo", "echo", map[string]any{"text": "x"})
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "run `"+loginCommand+"`") {
+		t.Fatalf("call after the refresh token was revoked: %v; want an UnavailableError naming the login command", err)
+	}
+	testenv.Eventually(t, "state needs-login", func() bool { return statusOf(t, e.pool, "demo").State == StateNeedsLogin })
+	st := statusOf(t, e.pool, "demo")
+	for _, want := range []string{`backend "demo" needs a login: run ` + "`" + loginCommand + "`", "invalid_grant"} {
+		if !strings.Contains(st.Err, want) {
+			t.Errorf("status error %q lacks %q", st.Err, want)
+		}
+	}
+	if got := e.pool.Unavailable("demo"); !strings.HasPrefix(got, `server "demo" needs a login: run `+"`"+loginCommand+"`") {
+		t.Errorf("Unavailable = %q", got)
+	}
+	_, err = e.pool.CallTool(context.Background(), "demo", "echo", map[string]any{"text": "x"})
+	if err == nil || !strings.Contains(err.Error(), `backend "demo" is unavailable: it needs a login: run `) {
+		t.Errorf("call while it needs a login: %v", err)
+	}
+	if c := e.stored(t); !strings.Contains(c.Refused, "invalid_grant") {
+		t.Errorf("the stored login is not marked refused: %q", c.Refused)
+	}
+
+	// A new login brings it back without a restart of the pool.
+	second := e.login(t)
+	testenv.Eventually(t, "up again after the new login", func() bool { return statusOf(t, e.pool, "demo").State == StateUp })
+	e.echo(t, "after the new login")
+	e.noTokensLogged(t, first, second)
+}
+
+func TestOAuthNoLoginStored(t *testing.T) {
+	for _, transport := range []string{config.TypeHTTP, config.TypeSSE} {
+		t.Run(transport, func(t *testing.T) {
+			e := newOAuthEnv(t, transport, false)
+			st := statusOf(t, e.pool, "demo")
+			if st.State != StateNeedsLogin || !strings.Contains(st.Err, "run `"+loginCommand+"` (the server asks for a login and none is stored)") {
+				t.Fatalf("state %s: %s", st.State, st.Err)
+			}
+			c := e.login(t)
+			testenv.Eventually(t, "up after the login", func() bool { return statusOf(t, e.pool, "demo").State == StateUp })
+			e.echo(t, "logged in")
+			e.noTokensLogged(t, c)
+		})
+	}
+}
+
+func TestOAuthAuthorizationServerDown(t *testing.T) {
+	e := newOAuthEnv(t, config.TypeHTTP, true)
+	e.echo(t, "before")
+	e.clock.Advance(time.Until(e.stored(t).Token.Expiry))
+	e.as.Stop()
+	_, err := e.pool.CallTool(context.Background(), "demo", "echo", map[string]any{"text": "x"})
+	if err == nil || !strings.Contains(err.Error(), `refresh the access token of "demo" at `+e.as.URL+"/token") || !strings.Contains(err.Error(), "the next request tries again") {
+		t.Fatalf("call while the authorization server is down: %v", err)
+	}
+	if st := statusOf(t, e.pool, "demo"); st.State != StateUp {
+		t.Errorf("state %s (%s): an unreachable authorization server is not a reason to log in again", st.State, st.Err)
+	}
+	e.as.Start()
+	e.echo(t, "after the authorization server came back")
+	if n := e.as.Refreshes(); n != 1 {
+		t.Errorf("%d refreshes, want 1", n)
+	}
+}
+
+func TestOAuthStaticHeaderWins(t *testing.T) {
+	// A server with a static Authorization header is never given a token.
+	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal")
+	tokens := oauth.NewTokens(oauth.NewStore(t.TempDir()), nil)
+	t.Cleanup(func() { tokens.Close() })
+	o := testOptions(nil)
+	o.Auth = tokens
+	p := startPool(t, []config.Server{hs.Config("static", map[string]string{"Authorization": "Bearer static-123456"})}, o)
+	if st := statusOf(t, p, "static"); st.State != StateUp {
+		t.Fatalf("state %s: %s", st.State, st.Err)
+	}
+	for _, h := range hs.Headers() {
+		if h.Get("Authorization") != "Bearer static-123456" {
+			t.Errorf("Authorization %q, want the configured one", h.Get("Authorization"))
+		}
+	}
+}
+
+func TestOAuthLogoutWhileUp(t *testing.T) {
+	e := newOAuthEnv(t, config.TypeHTTP, true)
+	e.echo(t, "logged in")
+	if err := e.store.Delete("demo"); err != nil {
+		t.Fatal(err)
+	}
+	// The connection looks at the login file at most every PollInterval.
+	testenv.Eventually(t, "calls refused after the logout", func() bool {
+		_, err := e.pool.CallTool(context.Background(), "demo", "echo", map[string]any{"text": "x"})
+		return err != nil && strings.Contains(err.Error(), "(the login was removed (toolgate auth logout))")
+	})
+	testenv.Eventually(t, "state needs-login", func() bool { return statusOf(t, e.pool, "demo").State == StateNeedsLogin })
+	e.login(t)
+	testenv.Eventually(t, "up after logging in again", func() bool { return statusOf(t, e.pool, "demo").State == StateUp })
+	e.echo(t, "logged in again")
+}

@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/perf"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -31,22 +31,22 @@ import (
 // Every case calls the fake backend's "echo" tool (a real input schema, so
 // argument validation runs) with the same arguments:
 //
-//   - direct: client → backend process over stdio, the baseline;
-//   - gateway-process: client → a gateway process (this test binary
-//     re-executed as a stdio gateway, like `toolgate serve`) → backend
-//     process over stdio: the same three processes as `toolgate bench`. It
-//     reports the gateway process's own CPU time, bytes allocated and GC
-//     cycles per call (gw-cpu-µs/op, gw-B/op, gw-gc/op);
+//   - floor: a direct call (client → backend process over stdio), a call
+//     through a relay process and a call through the gateway process
+//     (this test binary re-executed as a stdio gateway, like `toolgate
+//     serve`), taking turns (perf.Alternate, the one way toolgate measures
+//     execute_tool's overhead; toolgate-bench reports the same figure for
+//     bin/toolgate). The relay copies JSON-RPC lines to and from the
+//     backend without decoding them, so what it adds (relay-added-p50-µs)
+//     is what any stdio gateway pays for the extra hops;
+//     gateway-added-p50-µs is the gateway's overhead over a direct call and
+//     gateway-over-relay-p50-µs what decoding, validating and re-encoding
+//     cost beyond the relay;
+//   - gateway-process: calls through the gateway process alone, reporting
+//     that process's own CPU time, bytes allocated and GC cycles per call
+//     (gw-cpu-µs/op, gw-B/op, gw-gc/op);
 //     TOOLGATE_BENCH_GATEWAY_PROFILE=FILE makes the gateway write its CPU
 //     profile there, TOOLGATE_BENCH_GATEWAY_GOGC sets its GC percent;
-//   - overhead: direct and gateway-process calls alternated, so both see the
-//     same load on a busy machine; it reports the p50 of each and the
-//     difference (added-p50-µs), the figure the target is about;
-//   - floor: direct, a relay process and the gateway process alternated:
-//     the relay copies JSON-RPC lines to and from the backend without
-//     decoding them, so what it adds (relay-added-p50-µs) is what any
-//     stdio gateway pays for the extra hops, and gateway-over-relay-p50-µs
-//     is what decoding, validating and re-encoding cost beyond it;
 //   - gateway-pipes: the same gateway in this process, the client talking to
 //     it over OS pipes with go-sdk's stdio framing on both ends, for
 //     -cpuprofile/-memprofile (they then show client and gateway together);
@@ -66,8 +66,11 @@ func BenchmarkExecuteTool(b *testing.B) {
 	execParams := &mcp.CallToolParams{Name: ExecuteToolName, Arguments: map[string]any{"name": "fake__echo", "arguments": args}}
 	// loop warms up, calls before (if set), then times the calls.
 	loop := func(b *testing.B, cs *mcp.ClientSession, params *mcp.CallToolParams, before func()) {
+		warm := caller(cs, params)
 		for range 50 {
-			timedCall(b, cs, params)
+			if err := warm(); err != nil {
+				b.Fatal(err)
+			}
 		}
 		if before != nil {
 			before()
@@ -80,10 +83,6 @@ func BenchmarkExecuteTool(b *testing.B) {
 		}
 	}
 
-	b.Run("direct", func(b *testing.B) {
-		loop(b, connectDirect(b, srv), &mcp.CallToolParams{Name: "echo", Arguments: args}, nil)
-	})
-
 	b.Run("gateway-process", func(b *testing.B) {
 		gp := startGatewayProcess(b)
 		loop(b, gp.cs, execParams, func() { gp.mark(b) })
@@ -91,32 +90,31 @@ func BenchmarkExecuteTool(b *testing.B) {
 		gp.report(b, b.N)
 	})
 
-	// overhead alternates a direct call and a call through the gateway
-	// process, so both see the same machine load, and reports the p50 of
-	// each and their difference (what `toolgate bench` reports as "+N µs").
+	// floor alternates three ways of making the same call: directly, through
+	// a relay (this test binary re-executed, see benchRelayMain) that starts
+	// the backend and copies JSON-RPC lines both ways without decoding them,
+	// and through the gateway process. What the relay adds to a direct call
+	// is what any stdio gateway pays for the two extra pipe hops and process
+	// wake-ups; the gateway's time beyond the relay's is decoding,
+	// validating, dispatching and re-encoding a call.
 	directParams := &mcp.CallToolParams{Name: "echo", Arguments: args}
-	b.Run("overhead", func(b *testing.B) {
-		gp := startGatewayProcess(b)
-		p50 := interleaved(b, []party{{connectDirect(b, srv), directParams}, {gp.cs, execParams}}, func() { gp.mark(b) })
-		gp.report(b, b.N)
-		b.ReportMetric(float64(p50[0].Microseconds()), "direct-p50-µs")
-		b.ReportMetric(float64(p50[1].Microseconds()), "gateway-p50-µs")
-		b.ReportMetric(float64((p50[1] - p50[0]).Microseconds()), "added-p50-µs")
-	})
-
-	// floor adds a third process to the alternation: a relay (this test
-	// binary re-executed, see benchRelayMain) that starts the backend and
-	// copies JSON-RPC lines both ways without decoding them. What it adds
-	// to a direct call is what any stdio gateway pays for the two extra
-	// pipe hops and process wake-ups; the gateway's time beyond the
-	// relay's is decoding, validating, dispatching and re-encoding a call.
 	b.Run("floor", func(b *testing.B) {
-		p50 := interleaved(b, []party{{connectDirect(b, srv), directParams}, {startRelayProcess(b), directParams},
-			{startGatewayProcess(b).cs, execParams}}, nil)
-		b.ReportMetric(float64(p50[0].Microseconds()), "direct-p50-µs")
-		b.ReportMetric(float64((p50[1] - p50[0]).Microseconds()), "relay-added-p50-µs")
-		b.ReportMetric(float64((p50[2] - p50[0]).Microseconds()), "gateway-added-p50-µs")
-		b.ReportMetric(float64((p50[2] - p50[1]).Microseconds()), "gateway-over-relay-p50-µs")
+		calls := []func() error{
+			caller(connectDirect(b, srv), directParams),
+			caller(startRelayProcess(b), directParams),
+			caller(startGatewayProcess(b).cs, execParams),
+		}
+		b.ResetTimer()
+		lat, err := perf.Alternate(50, b.N, calls...)
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		direct, relay, gw := perf.Percentile(lat[0], 50), perf.Percentile(lat[1], 50), perf.Percentile(lat[2], 50)
+		b.ReportMetric(float64(direct.Microseconds()), "direct-p50-µs")
+		b.ReportMetric(float64((relay - direct).Microseconds()), "relay-added-p50-µs")
+		b.ReportMetric(float64((gw - direct).Microseconds()), "gateway-added-p50-µs")
+		b.ReportMetric(float64((gw - relay).Microseconds()), "gateway-over-relay-p50-µs")
 	})
 
 	b.Run("gateway-pipes", func(b *testing.B) {
@@ -329,59 +327,16 @@ func connectDirect(b *testing.B, srv config.Server) *mcp.ClientSession {
 	return connectCommand(b, cmd)
 }
 
-// party is one way of making the benchmark's call.
-type party struct {
-	cs     *mcp.ClientSession
-	params *mcp.CallToolParams
-}
-
-// interleaved warms each party up, calls before (if set), then makes one
-// call per party per iteration, each round starting with the next party so
-// none always follows another, and returns each party's p50.
-func interleaved(b *testing.B, parties []party, before func()) []time.Duration {
-	for range 50 {
-		for _, p := range parties {
-			timedCall(b, p.cs, p.params)
+// caller is one call of params on cs, for perf.Alternate: an error result
+// is an error.
+func caller(cs *mcp.ClientSession, params *mcp.CallToolParams) func() error {
+	return func() error {
+		res, err := cs.CallTool(context.Background(), params)
+		if err == nil && res.IsError {
+			err = fmt.Errorf("%s: %s", params.Name, text(res))
 		}
+		return err
 	}
-	if before != nil {
-		before()
-	}
-	lat := make([][]time.Duration, len(parties))
-	round := 0
-	for b.Loop() {
-		for k := range parties {
-			i := (round + k) % len(parties)
-			lat[i] = append(lat[i], timedCall(b, parties[i].cs, parties[i].params))
-		}
-		round++
-	}
-	b.StopTimer()
-	p50 := make([]time.Duration, len(parties))
-	for i, l := range lat {
-		p50[i] = median(l)
-	}
-	return p50
-}
-
-// timedCall makes one call that must succeed and returns its latency.
-func timedCall(b *testing.B, cs *mcp.ClientSession, params *mcp.CallToolParams) time.Duration {
-	t0 := time.Now()
-	res, err := cs.CallTool(context.Background(), params)
-	d := time.Since(t0)
-	if err != nil || res.IsError {
-		b.Fatal(err, res)
-	}
-	return d
-}
-
-func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 type benchStats struct {

@@ -8,12 +8,12 @@ import (
 	"io"
 	"math"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/perf"
 )
 
 // This file holds the relevance benchmark: the loader for the bench format
@@ -236,19 +236,6 @@ func Average(ms []QueryMetrics) Metrics {
 	return out
 }
 
-// Percentile returns the p-th percentile (0–100) of ds by the nearest-rank
-// method; 0 for no samples. ds is not modified.
-func Percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	rank := int(math.Ceil(p / 100 * float64(len(s))))
-	rank = min(max(rank, 1), len(s))
-	return s[rank-1]
-}
-
 // Ranker is what Evaluate needs: a ranking of catalog tools for a query.
 // *Engine implements it.
 type Ranker interface {
@@ -320,8 +307,8 @@ func Evaluate(ctx context.Context, s Ranker, qs []BenchQuery, mode Mode) (Report
 		}
 	}
 	rep.Metrics = Average(per)
-	rep.LatencyP50 = Percentile(lat, 50)
-	rep.LatencyP95 = Percentile(lat, 95)
+	rep.LatencyP50 = perf.Percentile(lat, 50)
+	rep.LatencyP95 = perf.Percentile(lat, 95)
 	return rep, nil
 }
 

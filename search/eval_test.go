@@ -5,7 +5,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -77,33 +76,6 @@ func TestAverage(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
 		t.Errorf("Average (-want +got):\n%s", diff)
-	}
-}
-
-func TestPercentile(t *testing.T) {
-	ms := func(xs ...int) []time.Duration {
-		var out []time.Duration
-		for _, x := range xs {
-			out = append(out, time.Duration(x)*time.Millisecond)
-		}
-		return out
-	}
-	tests := []struct {
-		ds   []time.Duration
-		p    float64
-		want time.Duration
-	}{
-		{nil, 50, 0},
-		{ms(7), 95, 7 * time.Millisecond},
-		{ms(5, 1, 4, 2, 3), 50, 3 * time.Millisecond},
-		{ms(5, 1, 4, 2, 3), 95, 5 * time.Millisecond},
-		{ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20), 95, 19 * time.Millisecond},
-		{ms(1, 2, 3, 4), 50, 2 * time.Millisecond},
-	}
-	for _, tt := range tests {
-		if got := search.Percentile(tt.ds, tt.p); got != tt.want {
-			t.Errorf("Percentile(%v, %v) = %v, want %v", tt.ds, tt.p, got, tt.want)
-		}
 	}
 }
 

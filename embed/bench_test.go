@@ -88,7 +88,7 @@ func BenchmarkSessions(b *testing.B) {
 	for _, load := range loads {
 		for _, tc := range cases {
 			b.Run(fmt.Sprintf("callers%d/batch%d/%s", load.callers, load.batch, tc.name), func(b *testing.B) {
-				e, err := New(&Options{Sessions: tc.sessions, Threads: tc.threads})
+				e, err := New(installed(Options{Sessions: tc.sessions, Threads: tc.threads}))
 				testenv.Require(b, err)
 				defer e.Close()
 				texts := benchTexts(load.batch)

@@ -31,7 +31,7 @@ func BenchmarkEmbedCatalog(b *testing.B) {
 		{2, 2, 8, 256}, {2, 2, 32, 256}, {2, 2, 4, 256}, {2, 1, 8, 256}, {1, 2, 8, 256},
 	} {
 		b.Run(fmt.Sprintf("sessions%d/threads%d/batch%d/call%d", c.sessions, c.threads, c.batch, c.call), func(b *testing.B) {
-			e, err := New(&Options{Sessions: c.sessions, Threads: c.threads, BatchSize: c.batch})
+			e, err := New(installed(Options{Sessions: c.sessions, Threads: c.threads, BatchSize: c.batch}))
 			testenv.Require(b, err)
 			defer e.Close()
 			ctx := context.Background()
@@ -52,7 +52,7 @@ func BenchmarkEmbedCatalog(b *testing.B) {
 func BenchmarkEmbedQuery(b *testing.B) {
 	for _, c := range []struct{ sessions, threads int }{{2, 1}, {1, 2}, {2, 2}} {
 		b.Run(fmt.Sprintf("sessions%d/threads%d", c.sessions, c.threads), func(b *testing.B) {
-			e, err := New(&Options{Sessions: c.sessions, Threads: c.threads})
+			e, err := New(installed(Options{Sessions: c.sessions, Threads: c.threads}))
 			testenv.Require(b, err)
 			defer e.Close()
 			qs := indextest.Queries(indextest.Catalog(1000, indextest.Seed), 64, indextest.Seed)

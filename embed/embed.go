@@ -4,10 +4,12 @@
 // (github.com/yalue/onnxruntime_go), attention-masked mean pooling and L2
 // normalisation, and a Badger cache of vectors keyed by hash(model id, text).
 //
-// Only this package touches ONNX Runtime and the tokenizer library. Finding
-// the native pieces (Locate) and reporting what is missing, with the command
-// that installs it (MissingError), also lives here so the CLI and doctor say
-// the same thing.
+// Only this package touches ONNX Runtime and the tokenizer library; doctor
+// asks it for their versions (ORTVersionLoaded, TokenizersVersion). It is
+// given the paths of the native pieces (Options) and never reads the
+// environment; checking that they exist (Locate) and reporting what is
+// missing, with the command that installs it (MissingError), lives here so
+// the CLI and doctor say the same thing.
 package embed
 
 import (
@@ -27,13 +29,14 @@ import (
 	"github.com/toolgate/toolgate/models"
 )
 
-// Options configure an Embedder. The zero value (or nil) means defaults.
+// Options configure an Embedder. ORTLib and ModelDir are required; every
+// other zero field means its default. This package never reads the
+// environment: commands resolve the paths (internal/dirs).
 type Options struct {
-	// ORTLib is the ONNX Runtime shared library. Default: $TOOLGATE_ORT_LIB,
-	// else <cache>/onnxruntime/<ORTVersion>/libonnxruntime.so.1.
+	// ORTLib is the ONNX Runtime shared library (libonnxruntime.so.1).
 	ORTLib string
-	// ModelDir holds model.onnx / model_int8.onnx and tokenizer.json.
-	// Default: <models dir>/all-MiniLM-L6-v2.
+	// ModelDir holds model.onnx / model_int8.onnx and tokenizer.json
+	// (<models dir>/all-MiniLM-L6-v2).
 	ModelDir string
 	// Variant is fp32 (default) or int8.
 	Variant Variant

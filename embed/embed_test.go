@@ -15,12 +15,21 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/models"
 )
 
 var _ index.Embedder = (*Embedder)(nil)
 var _ index.Embedder = (*Cached)(nil)
+
+// installed is o with the paths of the installed native pieces, found as
+// the commands find them (internal/dirs: environment, then defaults).
+func installed(o Options) *Options {
+	o.ORTLib = dirs.ORTLib("", "")
+	o.ModelDir = dirs.ModelFolder("", "", dirs.Data("", ""))
+	return &o
+}
 
 var (
 	sharedMu   sync.Mutex
@@ -40,7 +49,7 @@ func testEmbedder(t testing.TB, v Variant) *Embedder {
 	if err, ok := sharedErrs[v]; ok {
 		testenv.Require(t, err)
 	}
-	e, err := New(&Options{Variant: v})
+	e, err := New(installed(Options{Variant: v}))
 	if err != nil {
 		sharedErrs[v] = err
 		testenv.Require(t, err)
@@ -81,7 +90,7 @@ func TestTokenizerParity(t *testing.T) {
 	if len(fx.Items) < 200 {
 		t.Fatalf("fixture has %d items, want >= 200", len(fx.Items))
 	}
-	path := filepath.Join(DefaultModelDir(), TokenizerFile)
+	path := filepath.Join(installed(Options{}).ModelDir, TokenizerFile)
 	sum, err := models.FileSHA256(path)
 	testenv.Require(t, err)
 	if sum != fx.TokenizerSHA256 && !contains(fx.AlsoSHA256, sum) {
@@ -263,7 +272,7 @@ func TestShapeAndNorm(t *testing.T) {
 // TestConcurrent: parallel callers get the same vectors as a serial caller
 // (run with -race).
 func TestConcurrent(t *testing.T) {
-	e, err := New(&Options{Sessions: 2, Threads: 1})
+	e, err := New(installed(Options{Sessions: 2, Threads: 1}))
 	testenv.Require(t, err)
 	defer e.Close()
 	texts := benchTexts(24)
@@ -356,6 +365,15 @@ func TestLocateMissing(t *testing.T) {
 	}
 	if _, err := Locate(&Options{Variant: "fp16"}); err == nil || !strings.Contains(err.Error(), "fp32 or int8") {
 		t.Errorf("bad variant: %v", err)
+	}
+	// embed never guesses where the pieces are (nor reads the environment):
+	// no paths is an error naming the options to set.
+	t.Setenv("TOOLGATE_ORT_LIB", lib)
+	if _, err := Locate(&Options{ModelDir: model}); err == nil || !strings.Contains(err.Error(), "Options.ORTLib") {
+		t.Errorf("no ORTLib: %v", err)
+	}
+	if _, err := Locate(nil); err == nil || !strings.Contains(err.Error(), "Options.ModelDir") {
+		t.Errorf("no paths: %v", err)
 	}
 }
 

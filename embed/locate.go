@@ -26,9 +26,11 @@ func manifestString(piece, key, def string) (v string) {
 }
 
 // Pinned versions of the native pieces. The ONNX Runtime pin is read from the
-// "runtime" section of models/manifest.json (as the scripts do); the
-// tokenizers version is the one the Go module was built for and checks at
-// start-up.
+// "runtime" section of models/manifest.json (as the scripts do).
+// TokenizersVersion is the version of the tokenizer library linked into
+// this binary: the Go module checks at start-up that libtokenizers.a is the
+// version it was built for, so a binary that runs has this one (doctor
+// reports it from here; only this package imports the tokenizer library).
 var (
 	ORTVersion        = manifestString("onnxruntime", "version", "1.30.0")
 	ORTLibName        = manifestString("onnxruntime", "file", "libonnxruntime.so.1")
@@ -109,25 +111,10 @@ type Paths struct {
 	Variant   Variant
 }
 
-// DefaultORTLib is where scripts/fetch-onnxruntime.sh installs the library.
-func DefaultORTLib() string {
-	return filepath.Join(models.CacheDir(), "onnxruntime", ORTVersion, ORTLibName)
-}
-
-// DefaultTokenizersLib is where scripts/build-tokenizers.sh installs
-// libtokenizers.a (linked at build time; reported by doctor).
-func DefaultTokenizersLib() string {
-	return filepath.Join(models.CacheDir(), "tokenizers", TokenizersVersion, "libtokenizers.a")
-}
-
-// DefaultModelDir is <models dir>/all-MiniLM-L6-v2, the models dir being
-// $TOOLGATE_MODELS_DIR or <data dir>/models.
-func DefaultModelDir() string { return filepath.Join(models.Dir(""), ModelName) }
-
-// Locate resolves file locations from opts (nil = defaults), then the
-// environment (TOOLGATE_ORT_LIB, TOOLGATE_MODELS_DIR), then the defaults, and
-// checks that each file exists. The error is a *MissingError naming the
-// first missing piece and its install command.
+// Locate resolves the files an Embedder loads from opts.ORTLib and
+// opts.ModelDir (both required: the caller decides where things are, see
+// internal/dirs) and checks that each exists. A missing file is a
+// *MissingError naming the piece and its install command.
 func Locate(opts *Options) (Paths, error) {
 	var o Options
 	if opts != nil {
@@ -137,16 +124,10 @@ func Locate(opts *Options) (Paths, error) {
 	if err != nil {
 		return Paths{}, err
 	}
+	if o.ORTLib == "" || o.ModelDir == "" {
+		return Paths{}, errors.New("embed: Options.ORTLib and Options.ModelDir are required (the ONNX Runtime library and the folder holding model.onnx and tokenizer.json)")
+	}
 	p := Paths{ORTLib: o.ORTLib, ModelDir: o.ModelDir, Variant: v}
-	if p.ORTLib == "" {
-		p.ORTLib = os.Getenv("TOOLGATE_ORT_LIB")
-	}
-	if p.ORTLib == "" {
-		p.ORTLib = DefaultORTLib()
-	}
-	if p.ModelDir == "" {
-		p.ModelDir = DefaultModelDir()
-	}
 	p.Model = filepath.Join(p.ModelDir, v.ModelFile())
 	p.Tokenizer = filepath.Join(p.ModelDir, TokenizerFile)
 

@@ -16,7 +16,7 @@ func TestThreadsSameVectors(t *testing.T) {
 	ctx := context.Background()
 	var got [][][]float32
 	for _, threads := range []int{1, 2} {
-		e, err := New(&Options{Sessions: 1, Threads: threads})
+		e, err := New(installed(Options{Sessions: 1, Threads: threads}))
 		testenv.Require(t, err)
 		var vecs [][]float32
 		for _, text := range benchTexts(12) {

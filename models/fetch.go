@@ -35,10 +35,10 @@ const (
 	DefaultSourceTimeout         = 15 * time.Minute
 )
 
-// FetchOptions configures Fetch. The zero value fetches the default variant
-// into Dir("") from the sources in the embedded manifest.
+// FetchOptions configures Fetch. Dir is required; with only Dir set, Fetch
+// fetches the default variant from the sources in the embedded manifest.
 type FetchOptions struct {
-	// Dir is the models folder; files go to Dir/<model name>/. "" = Dir("").
+	// Dir is the models folder; files go to Dir/<model name>/. Required.
 	Dir string
 	// Variants to fetch ("fp32", "int8"); nil = the manifest's default.
 	Variants []string
@@ -194,7 +194,7 @@ func newFetcher(opts *FetchOptions) (*fetcher, error) {
 	}
 	dir := opts.Dir
 	if dir == "" {
-		dir = Dir("")
+		return nil, errors.New("fetch: no models folder given (FetchOptions.Dir)")
 	}
 	if opts.From != "" {
 		st, err := os.Stat(opts.From)
@@ -293,7 +293,7 @@ func (f *fetcher) fetchFile(ctx context.Context, name string) FetchedFile {
 		if err == nil {
 			ff.SHA256, ff.Size, ff.Source = sha, size, label
 			ff.Duration = time.Since(start)
-			f.prog.linef("%s: ok from %s (%s, sha256 %s, %s)", name, label, humanBytes(size), short(sha), ff.Duration.Round(time.Millisecond))
+			f.prog.linef("%s: ok from %s (%s, sha256 %s, %s)", name, label, HumanBytes(size), short(sha), ff.Duration.Round(time.Millisecond))
 			f.log.Debug("model file fetched", "file", dst, "source", label, "sha256", sha, "bytes", size, "duration", ff.Duration)
 			return ff
 		}

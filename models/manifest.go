@@ -1,3 +1,11 @@
+// Package models owns the model files: the committed manifest of every file
+// the project accepts (sources and sha256 checksums, and the pins of the
+// native runtime pieces), verifying files on disk against it, and fetching
+// them (local mirror, Hugging Face, Maven Central) with verification.
+// Weights are never committed; only the manifest is. It is told which
+// folder to work in: where folders are is decided by the commands
+// (internal/dirs), and the `toolgate models` commands live in
+// internal/modelscmd.
 package models
 
 import (

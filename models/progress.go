@@ -86,14 +86,14 @@ func (r *progressReader) draw(final bool) {
 		}
 		r.lastDraw = now
 		rate := float64(r.n) / max(now.Sub(r.start).Seconds(), 1e-3)
-		line := fmt.Sprintf("%s %s  %s/s", r.label, humanBytes(r.n), humanBytes(int64(rate)))
+		line := fmt.Sprintf("%s %s  %s/s", r.label, HumanBytes(r.n), HumanBytes(int64(rate)))
 		if r.total > 0 {
 			frac := min(float64(r.n)/float64(r.total), 1)
 			const width = 30
 			fill := int(frac * width)
 			line = fmt.Sprintf("%-24s [%s%s] %5.1f%% %s/%s %s/s", r.label,
 				strings.Repeat("=", fill), strings.Repeat(" ", width-fill), frac*100,
-				humanBytes(r.n), humanBytes(r.total), humanBytes(int64(rate)))
+				HumanBytes(r.n), HumanBytes(r.total), HumanBytes(int64(rate)))
 		}
 		r.p.mu.Lock()
 		fmt.Fprint(r.p.w, "\r\033[K"+line)
@@ -104,7 +104,7 @@ func (r *progressReader) draw(final bool) {
 		pct := int(r.n * 100 / r.total)
 		if pct/25 > r.lastPct/25 && pct < 100 {
 			r.lastPct = pct
-			r.p.linef("%s: %d%% (%s of %s)", r.label, pct, humanBytes(r.n), humanBytes(r.total))
+			r.p.linef("%s: %d%% (%s of %s)", r.label, pct, HumanBytes(r.n), HumanBytes(r.total))
 		}
 	}
 }
@@ -113,10 +113,11 @@ func sizeSuffix(n int64) string {
 	if n <= 0 {
 		return ""
 	}
-	return " (" + humanBytes(n) + ")"
+	return " (" + HumanBytes(n) + ")"
 }
 
-func humanBytes(n int64) string {
+// HumanBytes renders a size in binary units ("1.5 MiB").
+func HumanBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d B", n)

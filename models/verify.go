@@ -34,7 +34,7 @@ type FileStatus struct {
 }
 
 // Paths returns where a variant's model and tokenizer live under the models
-// folder dir ("" = Dir("")), without checking them.
+// folder dir, without checking them.
 func Paths(dir, variant string) (modelPath, tokenizerPath string, err error) {
 	return Manifest().Paths(dir, variant)
 }
@@ -42,7 +42,7 @@ func Paths(dir, variant string) (modelPath, tokenizerPath string, err error) {
 // Paths is the package-level Paths for this manifest.
 func (m *ManifestFile) Paths(dir, variant string) (modelPath, tokenizerPath string, err error) {
 	if dir == "" {
-		dir = Dir("")
+		return "", "", errors.New("no models folder given")
 	}
 	if variant == "" {
 		variant = m.Model.DefaultVariant
@@ -55,8 +55,8 @@ func (m *ManifestFile) Paths(dir, variant string) (modelPath, tokenizerPath stri
 	return filepath.Join(md, v.Model), filepath.Join(md, v.Tokenizer), nil
 }
 
-// Verify checks a variant's files under the models folder dir ("" = Dir(""),
-// variant "" = default) against the manifest. A file whose size and mtime
+// Verify checks a variant's files under the models folder dir (variant
+// "" = default) against the manifest. A file whose size and mtime
 // match the stamp written when it was fetched is not re-hashed; use
 // VerifyFull to re-hash everything. The error names the missing or wrong file
 // and the command that fixes it.
@@ -70,9 +70,6 @@ func VerifyFull(dir, variant string) (*Installed, error) {
 // Verify checks a variant's files against this manifest; full re-hashes
 // files even when their stamp matches.
 func (m *ManifestFile) Verify(dir, variant string, full bool) (*Installed, error) {
-	if dir == "" {
-		dir = Dir("")
-	}
 	if variant == "" {
 		variant = m.Model.DefaultVariant
 	}
@@ -103,10 +100,7 @@ func (m *ManifestFile) Verify(dir, variant string, full bool) (*Installed, error
 		}
 	}
 	if len(errs) > 0 {
-		fix := "toolgate models fetch --variant " + variant
-		if dir != Dir("") {
-			fix += " --dir " + dir
-		}
+		fix := "toolgate models fetch --variant " + variant + " --dir " + dir
 		return in, fmt.Errorf("model %s/%s: %w (fix: run `%s`)", m.Model.Name, variant, errors.Join(errs...), fix)
 	}
 	return in, nil
@@ -200,10 +194,7 @@ func writeStamp(p, sha string) error {
 }
 
 // ModelDir is the folder holding the model's files under the models folder
-// dir ("" = Dir("")): <dir>/all-MiniLM-L6-v2.
+// dir: <dir>/all-MiniLM-L6-v2.
 func ModelDir(dir string) string {
-	if dir == "" {
-		dir = Dir("")
-	}
 	return filepath.Join(dir, Manifest().Model.Name)
 }

@@ -9,7 +9,7 @@
 #
 # Sources, per file, in order (models/manifest.json pins every sha256): the --from folder,
 # Hugging Face (pinned commits), Maven Central (langchain4j jars; the jar and the entry are
-# both checked). Same code as `toolgate models fetch` (package models), built without cgo so
+# both checked). Same code as `toolgate models fetch` (internal/modelscmd), built without cgo so
 # it works before the tokenizer library exists. Idempotent: files already in place with a
 # pinned sha256 are kept.
 set -euo pipefail

@@ -21,8 +21,8 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/testenv"
-	"github.com/toolgate/toolgate/models"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -146,14 +146,20 @@ func benchSet(name string) func(t *testing.T) ([]catalog.Tool, []search.BenchQue
 	}
 }
 
+// installedEmbedder opens the MiniLM embedder installed where the commands
+// find it (internal/dirs: environment, then defaults).
+func installedEmbedder() (*embed.Embedder, error) {
+	return embed.New(&embed.Options{ORTLib: dirs.ORTLib("", ""), ModelDir: dirs.ModelFolder("", "", dirs.Data("", ""))})
+}
+
 // goldenEmbedder opens the real MiniLM embedder behind a Badger cache in
 // the user cache folder, so reruns (and CI reruns) embed nothing new.
 func goldenEmbedder(t *testing.T) (index.Embedder, error) {
-	e, err := embed.New(nil)
+	e, err := installedEmbedder()
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(models.CacheDir(), "test-embeddings")
+	dir := filepath.Join(dirs.Cache(), "test-embeddings")
 	c, err := embed.NewCached(e, dir, nil)
 	if err != nil {
 		t.Logf("embedding cache %s unavailable, embedding without it: %v", dir, err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/index/indextest"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
@@ -45,7 +44,7 @@ func BenchmarkSearchSynthetic(b *testing.B) {
 //
 //	go test ./search -run '^$' -bench SearchModel -benchtime 200x -cpuprofile cpu.prof
 func BenchmarkSearchModel(b *testing.B) {
-	model, err := embed.New(nil)
+	model, err := installedEmbedder()
 	testenv.Require(b, err)
 	defer model.Close()
 	for _, n := range []int{10000, 50000} {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend/oauth"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/dirs"
 )
 
 func init() { register(newAuthCmd) }
@@ -120,7 +121,7 @@ func (g *globals) loadForAuth(path string) (*config.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.useConfigDataDir(cfg)
+	g.applyConfig(cfg.Toolgate)
 	return cfg, nil
 }
 
@@ -166,7 +167,7 @@ func (g *globals) loginCommand(cfgPath string) func(server string) string {
 	extra := ""
 	// A data folder given on the command line or in the environment is not
 	// one the login would find on its own.
-	if g.dataDirFlag || os.Getenv("TOOLGATE_DATA_DIR") != "" {
+	if g.DataDir() != dirs.DefaultData(g.configDataDir) {
 		extra = " --data-dir " + shellJoin([]string{g.DataDir()})
 	}
 	return func(server string) string {

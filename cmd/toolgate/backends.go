@@ -23,8 +23,7 @@ func (g *globals) listBackendTools(ctx context.Context, path string, stderr io.W
 	if err != nil {
 		return nil, err
 	}
-	g.useConfigDataDir(cfg)
-	g.applyEmbedSettings(cfg.Toolgate.Embed)
+	g.applyConfig(cfg.Toolgate)
 	tokens := g.authTokens(path)
 	defer tokens.Close()
 	opts := g.backendOptions(cfg)

@@ -811,22 +811,8 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// embedArgs passes this command's embedder flags on to serve.
-func (b *bench) embedArgs() []string {
-	s := b.g.embed()
-	// The model folder always: serve's default is under its --data-dir.
-	a := []string{"--model-dir", b.g.modelFolder()}
-	if s.ortLib != "" {
-		a = append(a, "--ort-lib", s.ortLib)
-	}
-	if s.variant != "" {
-		a = append(a, "--model-variant", s.variant)
-	}
-	if s.threads != 0 {
-		a = append(a, "--threads", strconv.Itoa(s.threads))
-	}
-	return a
-}
+// embedArgs passes this command's embedder settings on to serve.
+func (b *bench) embedArgs() []string { return b.g.embedFlags.Args(b.g.DataDir()) }
 
 func vmHWM(pid int) int64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

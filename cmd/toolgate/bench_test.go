@@ -17,7 +17,6 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/internal/testenv"
-	"github.com/toolgate/toolgate/models"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -26,7 +25,7 @@ import (
 func benchGlobals(t *testing.T) *globals {
 	t.Helper()
 	g := &globals{dataDir: t.TempDir(), logger: slog.New(slog.DiscardHandler)}
-	g.embed().modelDir = models.Dir("")
+	g.embedFlags.ModelDir = installedModels()
 	if _, c, err := g.openEmbedder(context.Background()); err != nil {
 		testenv.Missing(t, "embedder unavailable (make deps): %v", err)
 	} else {

@@ -13,10 +13,10 @@ import (
 	"sync"
 	"text/tabwriter"
 
-	"github.com/daulet/tokenizers"
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/embed"
+	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/models"
 )
 
@@ -176,11 +176,6 @@ func dirCheck(name, dir, absent string) doctorCheck {
 // doctorORT checks the ONNX Runtime library: present, sha256 against the
 // pin, and that it loads (its version string).
 func doctorORT(path string) (doctorCheck, bool) {
-	if path == "" {
-		if path = os.Getenv("TOOLGATE_ORT_LIB"); path == "" {
-			path = embed.DefaultORTLib()
-		}
-	}
 	c := doctorCheck{Name: "onnxruntime", Path: path, Pinned: embed.ORTLibSHA256, Fix: embed.FixORT}
 	sum, err := regularFileSHA256(path)
 	if err != nil {
@@ -205,13 +200,13 @@ func doctorORT(path string) (doctorCheck, bool) {
 	return c, true
 }
 
-// doctorTokenizers reports the tokenizer library: the Go package's init
-// already refused to start on a version mismatch, so the linked version is
-// the wanted one; the cached build is reported with its stamp.
+// doctorTokenizers reports the tokenizer library: embed reports the version
+// linked into this binary (the library refused to start on a mismatch);
+// the cached build is reported with its stamp.
 func doctorTokenizers() doctorCheck {
-	lib := embed.DefaultTokenizersLib()
-	c := doctorCheck{Name: "tokenizers", Path: lib, Version: tokenizers.WANT_VERSION, Status: statusOK,
-		Loads: ptr(true), Detail: "libtokenizers " + tokenizers.WANT_VERSION + " linked into this binary"}
+	lib := dirs.CachedTokenizersLib()
+	c := doctorCheck{Name: "tokenizers", Path: lib, Version: embed.TokenizersVersion, Status: statusOK,
+		Loads: ptr(true), Detail: "libtokenizers " + embed.TokenizersVersion + " linked into this binary"}
 	if sum, err := regularFileSHA256(lib); err == nil {
 		c.SHA256 = sum
 		if stamp, err := os.ReadFile(filepath.Join(filepath.Dir(lib), "STAMP")); err == nil {

@@ -20,8 +20,8 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/testenv"
-	"github.com/toolgate/toolgate/models"
 )
 
 // The test binary doubles as the toolgate binary: with TOOLGATE_E2E_MAIN set,
@@ -95,13 +95,17 @@ func bundledConfig(t *testing.T, extra map[string]any) string {
 	return path
 }
 
+// installedModels is the user's models folder (installed by make deps),
+// found as toolgate finds it without flags.
+func installedModels() string { return dirs.Models("", "", dirs.Data("", "")) }
+
 // toolgateCmd is an exec.Cmd running this test binary as toolgate.
 func toolgateCmd(t *testing.T, dataDir string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	// A fresh data folder per test, but the model files from the user's
 	// models folder (installed by make deps), so ranking runs for real.
-	cmd.Env = append(os.Environ(), "TOOLGATE_E2E_MAIN=1", "TOOLGATE_DATA_DIR="+dataDir, "TOOLGATE_MODELS_DIR="+models.Dir(""))
+	cmd.Env = append(os.Environ(), "TOOLGATE_E2E_MAIN=1", "TOOLGATE_DATA_DIR="+dataDir, "TOOLGATE_MODELS_DIR="+installedModels())
 	return cmd
 }
 

@@ -13,9 +13,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
 	"github.com/toolgate/toolgate/internal/testenv"
-	"github.com/toolgate/toolgate/models"
 )
 
 // writeBench writes a tiny bench dataset into <tmp>/tiny and returns the
@@ -128,7 +126,7 @@ func TestEvalTableAndMisses(t *testing.T) {
 func TestEvalWithoutEmbedder(t *testing.T) {
 	tp, qp := writeBench(t, false)
 	g := evalGlobals(t)
-	g.embed().ortLib = filepath.Join(t.TempDir(), "libonnxruntime.so.1")
+	g.embedFlags.ORTLib = filepath.Join(t.TempDir(), "libonnxruntime.so.1")
 	var out bytes.Buffer
 	err := runEval(context.Background(), g, &evalFlags{tools: tp, queries: qp, mode: "all", json: true}, &out)
 	if err == nil || !strings.Contains(err.Error(), "vector, hybrid, rrf") || !strings.Contains(err.Error(), "fetch-onnxruntime") {
@@ -179,7 +177,7 @@ func TestEvalErrors(t *testing.T) {
 func TestEvalAllModes(t *testing.T) {
 	tp, qp := writeBench(t, true)
 	g := evalGlobals(t)
-	g.embed().modelDir = models.Dir("") // the installed model; caches stay in the temp data dir
+	g.embedFlags.ModelDir = installedModels() // the installed model; caches stay in the temp data dir
 	if _, c, err := g.openEmbedder(context.Background()); err != nil {
 		testenv.Missing(t, "embedder unavailable (make deps): %v", err)
 	} else {

@@ -18,35 +18,24 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/gateway/backend"
-	"github.com/toolgate/toolgate/gateway/config"
-	"github.com/toolgate/toolgate/models"
+	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/embedflags"
+	"github.com/toolgate/toolgate/internal/modelscmd"
 )
 
 // globals are the flags every subcommand shares.
 type globals struct {
-	dataDir     string
-	dataDirFlag bool // --data-dir was given
-	logLevel    string
-	logger      *slog.Logger
+	dataDir       string // --data-dir
+	configDataDir string // the config file's toolgate.dataDir (applyConfig)
+	logLevel      string
+	logger        *slog.Logger
 
-	embedFlags embedSettings // see native.go
+	embedFlags embedflags.Flags // see native.go
 }
 
-// useConfigDataDir applies a config's toolgate.dataDir unless --data-dir
-// was given.
-func (g *globals) useConfigDataDir(cfg *config.File) {
-	if g.dataDir == "" && cfg.Toolgate.DataDir != "" {
-		g.dataDir = cfg.Toolgate.DataDir
-	}
-}
-
-// DataDir is the per-user data folder after flags and environment.
-func (g *globals) DataDir() string {
-	if g.dataDir != "" {
-		return g.dataDir
-	}
-	return models.DataDir()
-}
+// DataDir is the per-user data folder: --data-dir, $TOOLGATE_DATA_DIR, the
+// config file's dataDir, else the XDG default (internal/dirs).
+func (g *globals) DataDir() string { return dirs.Data(g.dataDir, g.configDataDir) }
 
 func newRootCmd() *cobra.Command {
 	g := &globals{}
@@ -60,13 +49,12 @@ func newRootCmd() *cobra.Command {
 			if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
 				return fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)
 			}
-			g.dataDirFlag = g.dataDir != ""
 			// Logs go to stderr only: stdout belongs to the MCP stdio transport.
 			g.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 			return nil
 		},
 	}
-	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data folder for the index and caches (default $TOOLGATE_DATA_DIR or ~/.local/share/toolgate)")
+	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data folder for the index and caches (default $TOOLGATE_DATA_DIR, the config's dataDir, or ~/.local/share/toolgate)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("TOOLGATE_LOG_LEVEL", "info"), "log level: debug, info, warn, error (logs go to stderr)")
 	for _, add := range subcommands {
 		root.AddCommand(add(g))
@@ -103,7 +91,8 @@ func main() {
 	stop()
 	if err != nil {
 		var ue usageError
-		if errors.As(err, &ue) {
+		var mue *modelscmd.UsageError
+		if errors.As(err, &ue) || errors.As(err, &mue) {
 			fmt.Fprintf(os.Stderr, "toolgate: %v\n", err)
 			os.Exit(2)
 		}

@@ -3,97 +3,38 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
-	"github.com/toolgate/toolgate/models"
+	"github.com/toolgate/toolgate/internal/dirs"
 )
 
-// embedSettings are the embedder flags of one command line.
-type embedSettings struct {
-	ortLib   string // --ort-lib / $TOOLGATE_ORT_LIB
-	modelDir string // --model-dir / $TOOLGATE_MODELS_DIR: the models folder
-	variant  string // --model-variant
-	threads  int    // --threads
-}
-
-func (g *globals) embed() *embedSettings { return &g.embedFlags }
-
 // addEmbedFlags adds --ort-lib, --model-dir, --model-variant and --threads
-// to cmd. Environment: TOOLGATE_ORT_LIB, TOOLGATE_MODELS_DIR.
-func (g *globals) addEmbedFlags(cmd *cobra.Command) {
-	s := g.embed()
-	f := cmd.Flags()
-	f.StringVar(&s.ortLib, "ort-lib", os.Getenv("TOOLGATE_ORT_LIB"),
-		"ONNX Runtime shared library (default $TOOLGATE_ORT_LIB, else the copy scripts/fetch-onnxruntime.sh caches)")
-	f.StringVar(&s.modelDir, "model-dir", os.Getenv("TOOLGATE_MODELS_DIR"),
-		"models folder holding "+embed.ModelName+"/ (default $TOOLGATE_MODELS_DIR or <data dir>/models)")
-	f.StringVar(&s.variant, "model-variant", "", "embedding model variant: fp32 (default) or int8")
-	f.IntVar(&s.threads, "threads", 0, "ONNX Runtime intra-op threads (default: number of CPUs)")
-}
+// to cmd (internal/embedflags).
+func (g *globals) addEmbedFlags(cmd *cobra.Command) { g.embedFlags.Register(cmd) }
 
-// applyEmbedSettings fills what neither a flag nor the environment set from
-// the config file's "toolgate"."embed" section.
-func (g *globals) applyEmbedSettings(c config.EmbedSettings) {
-	s := g.embed()
-	if s.ortLib == "" {
-		s.ortLib = c.ORTLib
-	}
-	if s.modelDir == "" {
-		s.modelDir = c.ModelDir
-	}
-	if s.variant == "" {
-		s.variant = c.Variant
-	}
-	if s.threads == 0 {
-		s.threads = c.Threads
-	}
+// applyConfig takes the config file's settings that place files: dataDir,
+// and embed (each below its flag and environment variable).
+func (g *globals) applyConfig(s config.Settings) {
+	g.configDataDir = s.DataDir
+	g.embedFlags.ApplyConfig(s.Embed)
 }
 
 // embedOptions resolves the settings into embed.Options.
 func (g *globals) embedOptions() (*embed.Options, error) {
-	s := g.embed()
-	v, err := embed.ParseVariant(s.variant)
+	o, err := g.embedFlags.Options(g.DataDir(), g.logger)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("--model-variant: %w", err)}
+		return nil, usageError{err}
 	}
-	if s.threads < 0 {
-		return nil, usageError{fmt.Errorf("--threads %d: want 0 (default) or more", s.threads)}
-	}
-	return &embed.Options{
-		ORTLib:   s.ortLib,
-		ModelDir: g.modelFolder(),
-		Variant:  v,
-		Threads:  s.threads,
-		Logger:   g.logger,
-	}, nil
-}
-
-// modelFolder is the folder holding model.onnx and tokenizer.json. A
-// --model-dir naming that folder itself (rather than the models folder
-// above it) is accepted too.
-func (g *globals) modelFolder() string {
-	s := g.embed()
-	if s.modelDir == "" {
-		return models.ModelDir(models.Dir(g.DataDir()))
-	}
-	if _, err := os.Stat(filepath.Join(s.modelDir, embed.TokenizerFile)); err == nil {
-		return s.modelDir
-	}
-	return models.ModelDir(s.modelDir)
+	return o, nil
 }
 
 // embeddingCacheDir is <data dir>/cache/embeddings.
-func (g *globals) embeddingCacheDir() string {
-	return filepath.Join(g.DataDir(), "cache", "embeddings")
-}
+func (g *globals) embeddingCacheDir() string { return dirs.EmbeddingCache(g.DataDir()) }
 
 // openEmbedder returns the cached MiniLM embedder, or an error saying which
 // native piece is missing and the command that installs it (callers then run

@@ -5,71 +5,42 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
-	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway/config"
 )
 
-func TestEmbedSettingsPrecedence(t *testing.T) {
-	t.Setenv("TOOLGATE_ORT_LIB", "")
+// The config file's dataDir and embed settings sit below the flags and the
+// environment (internal/dirs, internal/embedflags test each rule).
+func TestApplyConfig(t *testing.T) {
+	t.Setenv("TOOLGATE_DATA_DIR", "")
 	t.Setenv("TOOLGATE_MODELS_DIR", "")
-	models := t.TempDir()
-	tests := []struct {
-		name string
-		args []string
-		cfg  config.EmbedSettings
-		want embed.Options
-	}{
-		{"defaults", nil, config.EmbedSettings{},
-			embed.Options{ModelDir: filepath.Join(models, "data", "models", embed.ModelName), Variant: embed.FP32}},
-		{"config", nil, config.EmbedSettings{Variant: "int8", ORTLib: "/c/ort.so", ModelDir: models, Threads: 3},
-			embed.Options{ORTLib: "/c/ort.so", ModelDir: filepath.Join(models, embed.ModelName), Variant: embed.INT8, Threads: 3}},
-		{"flags win", []string{"--model-variant", "fp32", "--ort-lib", "/f/ort.so", "--threads", "1"},
-			config.EmbedSettings{Variant: "int8", ORTLib: "/c/ort.so", Threads: 3},
-			embed.Options{ORTLib: "/f/ort.so", ModelDir: filepath.Join(models, "data", "models", embed.ModelName), Variant: embed.FP32, Threads: 1}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			g := &globals{dataDir: filepath.Join(models, "data")}
-			cmd := &cobra.Command{Use: "x"}
-			g.addEmbedFlags(cmd)
-			if err := cmd.ParseFlags(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			g.applyEmbedSettings(tc.cfg)
-			got, err := g.embedOptions()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, *got); diff != "" {
-				t.Errorf("options (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestModelDirNamingModelFolder(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, embed.TokenizerFile), []byte("{}"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgData, envData := t.TempDir(), t.TempDir()
 	g := &globals{}
-	g.embed().modelDir = dir
-	if got := g.modelFolder(); got != dir {
-		t.Errorf("modelFolder = %q, want %q (the folder itself holds tokenizer.json)", got, dir)
+	g.applyConfig(config.Settings{DataDir: cfgData, Embed: config.EmbedSettings{Variant: "int8"}})
+	if got := g.DataDir(); got != cfgData {
+		t.Errorf("config dataDir: DataDir = %q, want %q", got, cfgData)
+	}
+	o, err := g.embedOptions()
+	if err != nil || o.Variant != embed.INT8 || o.ModelDir != filepath.Join(cfgData, "models", embed.ModelName) {
+		t.Errorf("embed options %+v, %v: want int8 from the config, models under the config's dataDir", o, err)
+	}
+	t.Setenv("TOOLGATE_DATA_DIR", envData)
+	if got := g.DataDir(); got != envData {
+		t.Errorf("$TOOLGATE_DATA_DIR beats the config: DataDir = %q, want %q", got, envData)
+	}
+	g.dataDir = "/flag"
+	if got := g.DataDir(); got != "/flag" {
+		t.Errorf("--data-dir beats both: DataDir = %q", got)
 	}
 }
 
 func TestEmbedOptionsBadVariant(t *testing.T) {
 	g := &globals{}
-	g.embed().variant = "fp16"
+	g.embedFlags.Variant = "fp16"
 	_, err := g.embedOptions()
 	var ue usageError
 	if !errors.As(err, &ue) {
@@ -81,7 +52,7 @@ func TestEmbedOptionsBadVariant(t *testing.T) {
 // and its install command (serve then runs BM25-only).
 func TestOpenEmbedderMissing(t *testing.T) {
 	g := &globals{dataDir: t.TempDir()}
-	g.embed().ortLib = filepath.Join(t.TempDir(), "libonnxruntime.so.1")
+	g.embedFlags.ORTLib = filepath.Join(t.TempDir(), "libonnxruntime.so.1")
 	_, _, err := g.openEmbedder(context.Background())
 	if !errors.Is(err, embed.ErrMissing) || !strings.Contains(err.Error(), "scripts/fetch-onnxruntime.sh") {
 		t.Fatalf("err = %v", err)

@@ -87,8 +87,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	if err != nil {
 		return err
 	}
-	g.useConfigDataDir(cfg)
-	g.applyEmbedSettings(cfg.Toolgate.Embed)
+	g.applyConfig(cfg.Toolgate)
 	log := g.logger
 	start := time.Now()
 	s := cfg.Toolgate.Search

@@ -1,0 +1,154 @@
+package dirs_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/models"
+)
+
+// clearEnv unsets every variable dirs reads, with HOME set to a temp dir.
+func clearEnv(t *testing.T) (home string) {
+	t.Helper()
+	for _, k := range []string{dirs.EnvData, dirs.EnvModels, dirs.EnvORTLib, dirs.EnvCache, "XDG_DATA_HOME", "XDG_CACHE_HOME"} {
+		t.Setenv(k, "")
+	}
+	home = t.TempDir()
+	t.Setenv("HOME", home)
+	return home
+}
+
+func TestDataPrecedence(t *testing.T) {
+	home := clearEnv(t)
+	check := func(what, got, want string) {
+		t.Helper()
+		if got != want {
+			t.Errorf("%s: %q, want %q", what, got, want)
+		}
+	}
+	check("default", dirs.Data("", ""), filepath.Join(home, ".local", "share", "toolgate"))
+	t.Setenv("XDG_DATA_HOME", "/xdg")
+	check("XDG_DATA_HOME", dirs.Data("", ""), "/xdg/toolgate")
+	check("config beats XDG", dirs.Data("", "/cfg"), "/cfg")
+	t.Setenv(dirs.EnvData, "/env")
+	check("env beats config", dirs.Data("", "/cfg"), "/env")
+	check("flag beats env", dirs.Data("/flag", "/cfg"), "/flag")
+}
+
+func TestModelsPrecedence(t *testing.T) {
+	clearEnv(t)
+	if got := dirs.Models("", "", "/data"); got != "/data/models" {
+		t.Errorf("default: %q", got)
+	}
+	if got := dirs.Models("", "/cfg", "/data"); got != "/cfg" {
+		t.Errorf("config: %q", got)
+	}
+	t.Setenv(dirs.EnvModels, "/env")
+	if got := dirs.Models("", "/cfg", "/data"); got != "/env" {
+		t.Errorf("env beats config: %q", got)
+	}
+	if got := dirs.Models("/flag", "/cfg", "/data"); got != "/flag" {
+		t.Errorf("flag beats env: %q", got)
+	}
+}
+
+// A models folder gives its all-MiniLM-L6-v2/ subfolder; a folder that holds
+// tokenizer.json itself is the model folder.
+func TestModelFolderBothSpellings(t *testing.T) {
+	clearEnv(t)
+	modelsDir := t.TempDir()
+	if got, want := dirs.ModelFolder(modelsDir, "", "/data"), models.ModelDir(modelsDir); got != want {
+		t.Errorf("models folder: %q, want %q", got, want)
+	}
+	modelDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(modelDir, "tokenizer.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := dirs.ModelFolder(modelDir, "", "/data"); got != modelDir {
+		t.Errorf("model folder itself: %q, want %q", got, modelDir)
+	}
+}
+
+func TestORTLibPrecedence(t *testing.T) {
+	home := clearEnv(t)
+	p := models.Manifest().Runtime["onnxruntime"]
+	want := filepath.Join(home, ".cache", "toolgate", "onnxruntime", p.String("version"), p.String("file"))
+	if got := dirs.ORTLib("", ""); got != want {
+		t.Errorf("default: %q, want %q", got, want)
+	}
+	t.Setenv("XDG_CACHE_HOME", "/xdgc")
+	if got := dirs.Cache(); got != "/xdgc/toolgate" {
+		t.Errorf("XDG_CACHE_HOME: cache %q", got)
+	}
+	t.Setenv(dirs.EnvCache, "/tc")
+	if got := dirs.CachedTokenizersLib(); !strings.HasPrefix(got, "/tc/tokenizers/") || !strings.HasSuffix(got, "/libtokenizers.a") {
+		t.Errorf("TOOLGATE_CACHE: tokenizers lib %q", got)
+	}
+	if got := dirs.ORTLib("", "/cfg.so"); got != "/cfg.so" {
+		t.Errorf("config: %q", got)
+	}
+	t.Setenv(dirs.EnvORTLib, "/env.so")
+	if got := dirs.ORTLib("", "/cfg.so"); got != "/env.so" {
+		t.Errorf("env beats config: %q", got)
+	}
+	if got := dirs.ORTLib("/flag.so", "/cfg.so"); got != "/flag.so" {
+		t.Errorf("flag beats env: %q", got)
+	}
+}
+
+// scripts/native-env.sh (what `make` and `source` use) and dirs agree on
+// where the cached ONNX Runtime library is.
+func TestNativeEnvScriptAgrees(t *testing.T) {
+	clearEnv(t)
+	cache := t.TempDir()
+	t.Setenv(dirs.EnvCache, cache)
+	out, err := exec.Command("bash", "../../scripts/native-env.sh", "--print").Output()
+	if err != nil {
+		t.Fatalf("native-env.sh --print: %v", err)
+	}
+	var got string
+	for l := range strings.SplitSeq(string(out), "\n") {
+		if v, ok := strings.CutPrefix(l, dirs.EnvORTLib+"="); ok {
+			got = v
+		}
+	}
+	if want := dirs.CachedORTLib(); got != want {
+		t.Errorf("native-env.sh says %s=%q, dirs says %q", dirs.EnvORTLib, got, want)
+	}
+}
+
+// The libraries are given paths; none reads the environment or the home
+// folder (that is this package's job, for the commands).
+func TestLibrariesReadNoEnvironment(t *testing.T) {
+	banned := map[string]bool{"Getenv": true, "LookupEnv": true, "Environ": true, "UserHomeDir": true, "UserCacheDir": true, "UserConfigDir": true}
+	for _, pkg := range []string{"embed", "models", "index", "index/catalog", "search"} {
+		files, err := filepath.Glob(filepath.Join("..", "..", pkg, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: no Go files (%v)", pkg, err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			file, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(file, func(n ast.Node) bool {
+				if sel, ok := n.(*ast.SelectorExpr); ok {
+					if id, ok := sel.X.(*ast.Ident); ok && id.Name == "os" && banned[sel.Sel.Name] {
+						t.Errorf("%s calls os.%s: libraries take paths and options; resolve them in internal/dirs", f, sel.Sel.Name)
+					}
+				}
+				return true
+			})
+		}
+	}
+}

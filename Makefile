@@ -6,6 +6,7 @@ SHELL        := /bin/bash
 .SHELLFLAGS  := -eu -o pipefail -c
 GO           ?= go
 BIN          := bin/toolgate
+BENCH_BIN    := bin/toolgate-bench
 CONFIG       ?= examples/toolgate.json
 ADDR         ?= 127.0.0.1:8931
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -14,7 +15,7 @@ STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 NATIVE       := source scripts/native-env.sh >/dev/null &&
 GOTEST_FLAGS ?=
 
-.PHONY: all deps deps-native deps-model deps-servers build run serve-stdio test smoke lint bench bench-report clean
+.PHONY: all deps deps-native deps-model deps-servers build build-bench run serve-stdio test smoke lint bench bench-report clean
 
 all: build
 
@@ -34,6 +35,10 @@ deps-servers:
 ## build: bin/toolgate
 build: deps-native
 	@$(NATIVE) $(GO) build -o $(BIN) ./cmd/toolgate
+
+## build-bench: bin/toolgate-bench, the performance harness (never part of bin/toolgate)
+build-bench: deps-native
+	@$(NATIVE) $(GO) build -o $(BENCH_BIN) ./cmd/toolgate-bench
 
 ## run: the gateway on the bundled example servers, streamable HTTP at http://$(ADDR)/mcp
 run: deps build
@@ -66,8 +71,8 @@ bench: deps build
 
 ## bench-report: the whole-system figures in one table (README Performance); < 10 min on 2 cores
 BENCH_FLAGS ?=
-bench-report: deps build
-	@$(NATIVE) ./$(BIN) bench --log-level warn $(BENCH_FLAGS)
+bench-report: deps build build-bench
+	@$(NATIVE) ./$(BENCH_BIN) --toolgate $(BIN) --log-level warn $(BENCH_FLAGS)
 
 clean:
 	rm -rf bin

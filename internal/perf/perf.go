@@ -1,7 +1,8 @@
-// Package perf owns the two measuring primitives every latency figure of
+// Package perf owns the measuring primitives every latency figure of
 // toolgate goes through: Percentile (the nearest-rank percentile of a set of
-// durations) and Alternate (timing several ways of making the same call in
-// one loop, taking turns, so that all see the same machine load). `toolgate
+// durations), Alternate (timing several ways of making the same call in one
+// loop, taking turns, so that all see the same machine load) and Concurrent
+// (timing calls made by several callers at once). `toolgate
 // eval`, the `toolgate-bench` table and the Go benchmarks use them, so a p50
 // means the same thing everywhere. It imports nothing of toolgate's.
 package perf
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -65,4 +67,31 @@ func Alternate(warmup, n int, calls ...func() error) (lat [][]time.Duration, err
 		}
 	}
 	return lat, nil
+}
+
+// Concurrent times n calls made by workers goroutines at once: worker w
+// makes calls i = w, w+workers, w+2·workers, … and lat[i] is call i's
+// latency. The first error of each worker stops that worker; the errors
+// are joined.
+func Concurrent(n, workers int, call func(w, i int) error) (lat []time.Duration, err error) {
+	if workers < 1 {
+		return nil, fmt.Errorf("perf.Concurrent: %d workers", workers)
+	}
+	lat = make([]time.Duration, n)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				t0 := time.Now()
+				if err := call(w, i); err != nil {
+					errs[w] = fmt.Errorf("worker %d, call %d: %w", w, i, err)
+					return
+				}
+				lat[i] = time.Since(t0)
+			}
+		})
+	}
+	wg.Wait()
+	return lat, errors.Join(errs...)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -92,5 +93,36 @@ func TestAlternateError(t *testing.T) {
 	}
 	if _, err := perf.Alternate(0, 1); err == nil {
 		t.Error("no calls: want an error")
+	}
+}
+
+// Concurrent makes every call once, worker w taking calls w, w+workers, …,
+// and joins the workers' errors.
+func TestConcurrent(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[int]int{} // call → worker
+	lat, err := perf.Concurrent(10, 3, func(w, i int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[i] = w
+		return nil
+	})
+	if err != nil || len(lat) != 10 || len(seen) != 10 {
+		t.Fatalf("lat %v, err %v, calls %v", lat, err, seen)
+	}
+	for i, w := range seen {
+		if w != i%3 {
+			t.Errorf("call %d made by worker %d, want %d", i, w, i%3)
+		}
+	}
+	boom := errors.New("boom")
+	_, err = perf.Concurrent(6, 2, func(w, i int) error {
+		if i == 3 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "worker 1, call 3") {
+		t.Errorf("err = %v, want boom from worker 1, call 3", err)
 	}
 }

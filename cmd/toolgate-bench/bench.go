@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -29,13 +28,9 @@ import (
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/index/indextest"
+	"github.com/toolgate/toolgate/internal/perf"
 	"github.com/toolgate/toolgate/search"
 )
-
-func init() {
-	register(newBenchCmd)
-	register(newBenchBackendCmd)
-}
 
 type benchFlags struct {
 	sections string
@@ -46,33 +41,12 @@ type benchFlags struct {
 	workDir  string
 	config   string
 	repeats  int
+	toolgate string
 }
 
 var benchSections = []string{"index", "search", "execute", "startup", "tokens"}
 
-func newBenchCmd(g *globals) *cobra.Command {
-	var f benchFlags
-	cmd := &cobra.Command{
-		Use:   "bench [--sections index,search,execute,startup,tokens] [--sizes 100,1000,10000,50000]",
-		Short: "Measure search latency, execute_tool overhead, indexing, start-up, memory and token economy; print one table",
-		Long: `Run the performance suite on synthetic catalogs (index/indextest, fixed seed)
-and print one table. Every process measured is real: the backend is this
-binary's hidden "bench-backend" MCP server, the gateway is "toolgate serve".
-
-Sections: index (cold/warm indexing throughput), search (search_tools
-latency per mode, sequential and 8 concurrent), execute (execute_tool
-overhead, direct vs gateway over stdio and streamable HTTP), startup
-(process start to first search_tools answer, warm index, and peak RSS),
-tokens (tools/list size, gateway vs backends).
-
-Real MiniLM vectors are computed for at most --embed-max tools of a catalog;
-a larger catalog reuses those vectors for its other tools (the search cost
-does not depend on the values) and the table says so.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runBench(cmd.Context(), g, f, cmd.OutOrStdout())
-		},
-	}
+func (f *benchFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.sections, "sections", strings.Join(benchSections, ","), "sections to run")
 	fl.StringVar(&f.sizes, "sizes", "100,1000,10000,50000", "catalog sizes (tools)")
@@ -82,22 +56,22 @@ does not depend on the values) and the table says so.`,
 	fl.StringVar(&f.workDir, "work-dir", "", "folder for indexes and the embedding cache (default: a temporary folder, removed after)")
 	fl.StringVar(&f.config, "config", "examples/toolgate.json", "config with the bundled servers (token economy); \"\" skips them")
 	fl.IntVar(&f.repeats, "repeats", 3, "start-up measurements per size")
-	g.addEmbedFlags(cmd)
-	return cmd
+	fl.StringVar(&f.toolgate, "toolgate", defaultToolgate(), "the toolgate binary measured as the gateway (execute, startup)")
 }
 
 // row is one line of the table.
 type row struct{ section, name, value, note string }
 
 type bench struct {
-	g      *globals
-	f      benchFlags
-	log    func(format string, args ...any)
-	rows   []row
-	work   string
-	self   string
-	emb    *embed.Embedder // queries: uncached, so every query is embedded
-	cached *embed.Cached   // tool texts, shared by every section
+	g        *globals
+	f        benchFlags
+	log      func(format string, args ...any)
+	rows     []row
+	work     string
+	self     string          // this binary: the synthetic backends run it
+	toolgate string          // the gateway binary measured
+	emb      *embed.Embedder // queries: uncached, so every query is embedded
+	cached   *embed.Cached   // tool texts, shared by every section
 }
 
 func (b *bench) add(section, name, value, note string) {
@@ -135,6 +109,14 @@ func runBench(ctx context.Context, g *globals, f benchFlags, out io.Writer) erro
 	b := &bench{g: g, f: f, self: self, log: func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
 	}}
+	if want["execute"] || want["startup"] {
+		if b.toolgate, err = exec.LookPath(f.toolgate); err != nil {
+			return usageError{fmt.Errorf("--toolgate %s: %w (build it with `make build`, or name the toolgate binary to measure)", f.toolgate, err)}
+		}
+		if b.toolgate, err = filepath.Abs(b.toolgate); err != nil {
+			return err
+		}
+	}
 	b.work = f.workDir
 	if b.work == "" {
 		if b.work, err = os.MkdirTemp("", "toolgate-bench-"); err != nil {
@@ -148,7 +130,7 @@ func runBench(ctx context.Context, g *globals, f benchFlags, out io.Writer) erro
 
 	needEmb := want["index"] || want["search"] || want["startup"] || want["tokens"]
 	if needEmb {
-		opts, err := g.embedOptions()
+		opts, err := b.embedOptions()
 		if err != nil {
 			return err
 		}
@@ -180,7 +162,7 @@ func runBench(ctx context.Context, g *globals, f benchFlags, out io.Writer) erro
 		}
 	}
 	loadAfter, _ := os.ReadFile("/proc/loadavg")
-	fmt.Fprintf(out, "toolgate bench — %s, %d CPUs (%s), load average (1/5/15 min) %s before, %s after; took %s\n",
+	fmt.Fprintf(out, "toolgate-bench — %s, %d CPUs (%s), load average (1/5/15 min) %s before, %s after; took %s\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), cpuModel(), loadavg(load), loadavg(loadAfter), time.Since(started).Round(time.Second))
 	printTable(out, b.rows)
 	return nil
@@ -221,21 +203,20 @@ func printTable(w io.Writer, rows []row) {
 
 // ---- statistics ----
 
-func pct(d []time.Duration, p float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	i := int(math.Ceil(p/100*float64(len(s)))) - 1
-	return s[max(0, min(i, len(s)-1))]
-}
-
 func fmtMS(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/1e6) }
 func fmtUS(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/1e3) }
 
 func p50p99(d []time.Duration, unit func(time.Duration) string) string {
-	return unit(pct(d, 50)) + " / " + unit(pct(d, 99))
+	return unit(perf.Percentile(d, 50)) + " / " + unit(perf.Percentile(d, 99))
+}
+
+// embedOptions are the embedder's options from the flags.
+func (b *bench) embedOptions() (*embed.Options, error) {
+	o, err := b.g.embedFlags.Options(b.g.DataDir(), b.g.logger)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return o, nil
 }
 
 // ---- embedders ----
@@ -280,7 +261,7 @@ func (r *reuseEmbedder) Embed(ctx context.Context, texts []string) ([][]float32,
 // ---- section: indexing ----
 
 func (b *bench) indexing(ctx context.Context, sizes []int) error {
-	opts, err := b.g.embedOptions()
+	opts, err := b.embedOptions()
 	if err != nil {
 		return err
 	}
@@ -404,57 +385,42 @@ func connectInMemory(ctx context.Context, srv *mcp.Server) (*mcp.ClientSession, 
 	return cs, func() { cs.Close(); ss.Wait() }, nil
 }
 
+// searchLatency times search_tools calls of the queries qs (after 8
+// warm-up queries), made by conc clients at once, each over its own
+// session.
 func searchLatency(ctx context.Context, gw *gateway.Gateway, qs []indextest.Query, conc int) ([]time.Duration, error) {
 	warm, qs := qs[:8], qs[8:]
-	lat := make([]time.Duration, len(qs))
-	var wg sync.WaitGroup
-	errs := make([]error, conc)
+	sessions := make([]*mcp.ClientSession, conc)
 	for w := range conc {
 		cs, done, err := connectInMemory(ctx, gw.Server())
 		if err != nil {
 			return nil, err
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer done()
-			if w == 0 {
-				for _, q := range warm {
-					if _, err := callSearch(ctx, cs, q.Text, 0); err != nil {
-						errs[w] = err
-						return
-					}
-				}
-			}
-			for i := w; i < len(qs); i += conc {
-				t0 := time.Now()
-				if _, err := callSearch(ctx, cs, qs[i].Text, 0); err != nil {
-					errs[w] = err
-					return
-				}
-				lat[i] = time.Since(t0)
-			}
-		}()
+		defer done()
+		sessions[w] = cs
 	}
-	wg.Wait()
-	return lat, errors.Join(errs...)
+	for _, q := range warm {
+		if err := callSearch(ctx, sessions[0], q.Text); err != nil {
+			return nil, err
+		}
+	}
+	return perf.Concurrent(len(qs), conc, func(w, i int) error { return callSearch(ctx, sessions[w], qs[i].Text) })
 }
 
-// callSearch calls search_tools with query q and, if limit > 0, that limit;
-// an error result is an error.
-func callSearch(ctx context.Context, cs *mcp.ClientSession, q string, limit int) (*mcp.CallToolResult, error) {
-	args := map[string]any{"query": q}
-	if limit > 0 {
-		args["limit"] = limit
+// callSearch calls search_tools with query q; an error result is an error.
+func callSearch(ctx context.Context, cs *mcp.ClientSession, q string) error {
+	return toolCall(ctx, cs, &mcp.CallToolParams{Name: gateway.SearchToolName, Arguments: map[string]any{"query": q}})()
+}
+
+// toolCall returns one call of params on cs; an error result is an error.
+func toolCall(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) func() error {
+	return func() error {
+		res, err := cs.CallTool(ctx, params)
+		if err == nil && res.IsError {
+			err = fmt.Errorf("%s: %s", params.Name, resultText(res))
+		}
+		return err
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: gateway.SearchToolName, Arguments: args})
-	if err != nil {
-		return nil, err
-	}
-	if res.IsError {
-		return nil, fmt.Errorf("search_tools %q: %s", q, resultText(res))
-	}
-	return res, nil
 }
 
 // resultText is the text content of a tool result ("" for none, or nil).
@@ -474,13 +440,13 @@ func resultText(r *mcp.CallToolResult) string {
 // ---- section: execute ----
 
 // benchConfig writes a gateway config whose servers are this binary's
-// bench-backend, shards of them sharing the catalog of n tools.
+// backend command, shards of them sharing the catalog of n tools.
 func (b *bench) benchConfig(name string, n, shards int) (string, error) {
 	servers := map[string]any{}
 	for k := range shards {
 		servers[fmt.Sprintf("syn%02d", k)] = map[string]any{
 			"command": b.self,
-			"args":    []string{"bench-backend", "--tools", strconv.Itoa(n), "--shard", strconv.Itoa(k), "--shards", strconv.Itoa(shards)},
+			"args":    []string{"backend", "--tools", strconv.Itoa(n), "--shard", strconv.Itoa(k), "--shards", strconv.Itoa(shards)},
 		}
 	}
 	data, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
@@ -494,21 +460,23 @@ func (b *bench) benchConfig(name string, n, shards int) (string, error) {
 // shardsFor keeps each backend under the pool's per-server tool cap.
 func shardsFor(n int) int { return max(1, (n+2499)/2500) }
 
+// execute measures execute_tool's overhead the way a client lives it:
+// sequential calls of the backend's no-op tool through the gateway,
+// alternating (perf.Alternate) with the same calls made directly on a
+// second session to the same kind of backend process, so both see the
+// same machine load; the overhead is the difference of the p50s. It does
+// so for the gateway on stdio and on streamable HTTP, then times 16
+// concurrent callers on each.
 func (b *bench) execute(ctx context.Context, _ []int) error {
 	cfg, err := b.benchConfig("execute", 0, 1)
 	if err != nil {
 		return err
 	}
 	dataDir := filepath.Join(b.work, "execute-data")
-	type target struct {
-		name string
-		tool string
-		conn func() (*mcp.ClientSession, func(), error)
-	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
-	stdio := func(args ...string) func() (*mcp.ClientSession, func(), error) {
+	stdio := func(bin string, args ...string) func() (*mcp.ClientSession, func(), error) {
 		return func() (*mcp.ClientSession, func(), error) {
-			cmd := exec.Command(b.self, args...)
+			cmd := exec.Command(bin, args...)
 			cmd.Stderr = io.Discard
 			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 			if err != nil {
@@ -523,7 +491,7 @@ func (b *bench) execute(ctx context.Context, _ []int) error {
 		if err != nil {
 			return nil, nil, err
 		}
-		cmd := exec.Command(b.self, append(gwArgs, "--http", addr)...)
+		cmd := exec.Command(b.toolgate, append(gwArgs, "--http", addr)...)
 		cmd.Stderr = io.Discard
 		if err := cmd.Start(); err != nil {
 			return nil, nil, err
@@ -549,55 +517,53 @@ func (b *bench) execute(ctx context.Context, _ []int) error {
 		}
 		return cs, func() { cs.Close(); stop() }, nil
 	}
-	targets := []target{
-		{"direct (client → backend, stdio)", "noop", stdio("bench-backend", "--tools", "0")},
-		{"gateway stdio", "execute_tool", stdio(gwArgs...)},
-		{"gateway streamable HTTP", "execute_tool", httpConn},
+	type target struct {
+		name   string
+		params *mcp.CallToolParams
+		conn   func() (*mcp.ClientSession, func(), error)
 	}
-	// The target's figure (stdio, sequential): direct and gateway calls
-	// alternate in one loop.
-	{
-		dcs, ddone, err := targets[0].conn()
+	direct := target{"direct (client → backend, stdio)", &mcp.CallToolParams{Name: "noop", Arguments: map[string]any{}},
+		stdio(b.self, "backend", "--tools", "0")}
+	viaGateway := &mcp.CallToolParams{Name: gateway.ExecuteToolName, Arguments: map[string]any{"name": "syn00__noop", "arguments": map[string]any{}}}
+	gateways := []target{
+		{"gateway stdio", viaGateway, stdio(b.toolgate, gwArgs...)},
+		{"gateway streamable HTTP", viaGateway, httpConn},
+	}
+	transport := map[string]string{"gateway stdio": "stdio", "gateway streamable HTTP": "streamable HTTP"}
+
+	for _, gw := range gateways {
+		dcs, ddone, err := direct.conn()
 		if err != nil {
-			return fmt.Errorf("%s: %w", targets[0].name, err)
+			return fmt.Errorf("%s: %w", direct.name, err)
 		}
-		gcs, gdone, err := targets[1].conn()
+		gcs, gdone, err := gw.conn()
 		if err != nil {
 			ddone()
-			return fmt.Errorf("%s: %w", targets[1].name, err)
+			return fmt.Errorf("%s: %w", gw.name, err)
 		}
-		ld, lg, err := interleavedLatency(noopCall(ctx, dcs, targets[0].tool), noopCall(ctx, gcs, targets[1].tool), b.f.calls)
+		lat, err := perf.Alternate(50, b.f.calls, toolCall(ctx, dcs, direct.params), toolCall(ctx, gcs, gw.params))
 		gdone()
 		ddone()
 		if err != nil {
-			return fmt.Errorf("interleaved direct / gateway stdio calls: %w", err)
+			return fmt.Errorf("direct calls alternating with %s calls: %w", gw.name, err)
 		}
-		d, g := pct(ld, 50), pct(lg, 50)
-		b.add("execute", "execute_tool overhead, stdio, sequential, interleaved with direct calls",
-			"+"+fmtUS(g-d), fmt.Sprintf("p50 %s through the gateway vs %s direct (%.2f×), %d calls each, alternating", fmtUS(g), fmtUS(d), float64(g)/float64(d), b.f.calls))
+		d, g := perf.Percentile(lat[0], 50), perf.Percentile(lat[1], 50)
+		b.add("execute", fmt.Sprintf("execute_tool overhead, %s, sequential, alternating with direct calls", transport[gw.name]),
+			"+"+fmtUS(g-d), fmt.Sprintf("p50 %s through the gateway vs %s direct (%.2f×); p99 %s vs %s; %d calls each",
+				fmtUS(g), fmtUS(d), float64(g)/float64(d), fmtUS(perf.Percentile(lat[1], 99)), fmtUS(perf.Percentile(lat[0], 99)), b.f.calls))
 	}
-	base := map[int]time.Duration{}
-	for _, t := range targets {
+	const conc = 16
+	for _, t := range append([]target{direct}, gateways...) {
 		cs, done, err := t.conn()
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
-		for _, conc := range []int{1, 16} {
-			lat, err := callLatency(ctx, cs, t.tool, b.f.calls, conc)
-			if err != nil {
-				done()
-				return fmt.Errorf("%s: %w", t.name, err)
-			}
-			p50 := pct(lat, 50)
-			note := "p50 / p99"
-			if t.tool == "noop" {
-				base[conc] = p50
-			} else if base[conc] > 0 {
-				note += fmt.Sprintf("; p50 %.2f× direct, +%s", float64(p50)/float64(base[conc]), fmtUS(p50-base[conc]))
-			}
-			b.add("execute", fmt.Sprintf("%s, %s", t.name, concName(conc)), p50p99(lat, fmtUS), note)
-		}
+		lat, err := concurrentCalls(toolCall(ctx, cs, t.params), b.f.calls, conc)
 		done()
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		b.add("execute", fmt.Sprintf("%s, %s", t.name, concName(conc)), p50p99(lat, fmtUS), "p50 / p99; one session")
 	}
 	return nil
 }
@@ -611,81 +577,15 @@ func benchAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// noopCall returns one call of the bench backend's noop tool: directly
-// (tool "noop") or through a gateway (tool execute_tool).
-func noopCall(ctx context.Context, cs *mcp.ClientSession, tool string) func() error {
-	params := &mcp.CallToolParams{Name: "noop", Arguments: map[string]any{}}
-	if tool == gateway.ExecuteToolName {
-		params = &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"name": "syn00__noop", "arguments": map[string]any{}}}
-	}
-	return func() error {
-		res, err := cs.CallTool(ctx, params)
-		if err == nil && res.IsError {
-			err = fmt.Errorf("%s: %s", tool, resultText(res))
-		}
-		return err
-	}
-}
-
-// interleavedLatency times calls sequential calls on each of two sessions,
-// alternating between them (and which goes first), so that both see the
-// same machine load: on a shared 2-core machine the load drifts more
-// between two separate runs than the gateway's overhead.
-func interleavedLatency(a, b func() error, calls int) (la, lb []time.Duration, err error) {
-	for range 50 { // warm up
-		if err := errors.Join(a(), b()); err != nil {
-			return nil, nil, err
-		}
-	}
-	la, lb = make([]time.Duration, calls), make([]time.Duration, calls)
-	timed := func(f func() error, d *time.Duration) error {
-		t0 := time.Now()
-		err := f()
-		*d = time.Since(t0)
-		return err
-	}
-	for i := range calls {
-		var errA, errB error
-		if i%2 == 0 {
-			errA = timed(a, &la[i])
-			errB = timed(b, &lb[i])
-		} else {
-			errB = timed(b, &lb[i])
-			errA = timed(a, &la[i])
-		}
-		if err := errors.Join(errA, errB); err != nil {
-			return nil, nil, err
-		}
-	}
-	return la, lb, nil
-}
-
-func callLatency(ctx context.Context, cs *mcp.ClientSession, tool string, calls, conc int) ([]time.Duration, error) {
-	call := noopCall(ctx, cs, tool)
-	for range 50 { // warm up
+// concurrentCalls warms call up, then times calls of it made by conc
+// callers at once.
+func concurrentCalls(call func() error, calls, conc int) ([]time.Duration, error) {
+	for range 50 {
 		if err := call(); err != nil {
 			return nil, err
 		}
 	}
-	lat := make([]time.Duration, calls)
-	errs := make([]error, conc)
-	var wg sync.WaitGroup
-	for w := range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < calls; i += conc {
-				t0 := time.Now()
-				if err := call(); err != nil {
-					errs[w] = err
-					return
-				}
-				lat[i] = time.Since(t0)
-			}
-		}()
-	}
-	wg.Wait()
-	return lat, errors.Join(errs...)
+	return perf.Concurrent(calls, conc, func(int, int) error { return call() })
 }
 
 // ---- section: startup and memory ----
@@ -717,10 +617,9 @@ func (b *bench) startup(ctx context.Context, sizes []int) error {
 			starts = append(starts, d)
 			hwm = max(hwm, kib)
 		}
-		note := fmt.Sprintf("min / median of %d; %d backends (bench-backend) connect meanwhile; index vectors are cached MiniLM vectors of the first %d synthetic texts", len(starts), shards, min(n, b.f.embedMax))
-		slices.Sort(starts)
+		note := fmt.Sprintf("min / median of %d; %d backends (toolgate-bench backend) connect meanwhile; index vectors are cached MiniLM vectors of the first %d synthetic texts", len(starts), shards, min(n, b.f.embedMax))
 		b.add("startup", fmt.Sprintf("%d tools, exec → first search_tools answer (warm index)", n),
-			fmt.Sprintf("%s / %s", fmtMS(starts[0]), fmtMS(starts[len(starts)/2])), note)
+			fmt.Sprintf("%s / %s", fmtMS(perf.Percentile(starts, 0)), fmtMS(perf.Percentile(starts, 50))), note)
 		b.add("memory", fmt.Sprintf("%d tools, gateway peak RSS (VmHWM)", n), fmt.Sprintf("%.0f MiB", float64(hwm)/1024),
 			"serve process after its first hybrid search_tools answer; backends not counted")
 	}
@@ -762,7 +661,7 @@ func indextestDocs(n int) []catalog.Tool { return indextest.Catalog(n, indextest
 func (b *bench) timeFirstAnswer(ctx context.Context, cfg, dataDir string) (time.Duration, int64, error) {
 	args := []string{"serve", "--config", cfg, "--data-dir", dataDir, "--log-level", "info"}
 	args = append(args, b.embedArgs()...)
-	cmd := exec.Command(b.self, args...)
+	cmd := exec.Command(b.toolgate, args...)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
@@ -772,12 +671,11 @@ func (b *bench) timeFirstAnswer(ctx context.Context, cfg, dataDir string) (time.
 		return 0, 0, fmt.Errorf("start gateway: %w", err)
 	}
 	defer cs.Close()
-	res, err := callSearch(ctx, cs, "create a pull request in github", 0)
+	err = callSearch(ctx, cs, "create a pull request in github")
 	d := time.Since(t0)
 	if err != nil {
 		return 0, 0, err
 	}
-	_ = res
 	kib := vmHWM(cmd.Process.Pid)
 	// The figure is a warm start only if serve found the index up to date
 	// and ran hybrid (the embedder loaded).
@@ -856,6 +754,12 @@ func (b *bench) tokens(ctx context.Context, sizes []int) error {
 		}
 		pool := backend.New(cfg.Servers(), nil)
 		pool.Start(ctx)
+		for _, st := range pool.Status() {
+			if st.State != "up" {
+				pool.Close()
+				return fmt.Errorf("bundled server %s is %s: %v (install them with scripts/install-servers.sh, or pass --config \"\" to skip them)", st.Name, st.State, st.Err)
+			}
+		}
 		var all []*mcp.Tool
 		for _, ts := range pool.Tools() {
 			all = append(all, ts...)
@@ -888,41 +792,4 @@ func gatewayToolsList(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(res.Tools)
-}
-
-// ---- hidden: bench-backend ----
-
-func newBenchBackendCmd(g *globals) *cobra.Command {
-	var n, shard, shards int
-	cmd := &cobra.Command{
-		Use:    "bench-backend",
-		Short:  "A stdio MCP server for toolgate bench: a no-op tool plus a shard of a synthetic catalog",
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			srv := mcp.NewServer(&mcp.Implementation{Name: "toolgate-bench-backend", Version: version}, nil)
-			srv.AddTool(&mcp.Tool{Name: "noop", Description: "Do nothing and answer at once.", InputSchema: json.RawMessage(`{"type":"object"}`)},
-				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
-				})
-			if n > 0 {
-				for i, t := range indextest.Catalog(n, indextest.Seed) {
-					if i%shards != shard {
-						continue
-					}
-					// Synthetic servers become a name prefix: one backend
-					// serves many of them, and tool names stay unique.
-					srv.AddTool(&mcp.Tool{Name: t.Server + "_" + t.Name, Description: t.Description, InputSchema: t.InputSchema},
-						func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-							return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
-						})
-				}
-			}
-			return srv.Run(cmd.Context(), &mcp.StdioTransport{})
-		},
-	}
-	cmd.Flags().IntVar(&n, "tools", 0, "synthetic catalog size")
-	cmd.Flags().IntVar(&shard, "shard", 0, "serve tools i with i % shards == shard")
-	cmd.Flags().IntVar(&shards, "shards", 1, "number of shards")
-	return cmd
 }

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"os/exec"
+	"path"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// The shipped binary links no test or benchmark harness: not the testing
+// package, not the synthetic catalogs (index/indextest), the fake backend
+// (gateway/backend/backendtest) or the test helpers (internal/testenv),
+// nor any other package of this module named *test. The harness is
+// cmd/toolgate-bench, a binary of its own.
+func TestShippedBinaryLinksNoTestCode(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		testenv.Missing(t, "go toolchain not in PATH: %v", err)
+	}
+	out, err := exec.Command(goBin, "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/toolgate: %v", err)
+	}
+	const module = "github.com/toolgate/toolgate/"
+	var deps int
+	for p := range strings.FieldsSeq(string(out)) {
+		deps++
+		own := strings.HasPrefix(p, module)
+		if p == "testing" || strings.HasPrefix(p, "testing/") ||
+			own && (strings.HasSuffix(path.Base(p), "test") || path.Base(p) == "testenv" || strings.Contains(p, "/cmd/toolgate-bench")) {
+			t.Errorf("bin/toolgate links %s: test and benchmark code belongs in _test.go files or cmd/toolgate-bench", p)
+		}
+	}
+	if deps < 50 || !strings.Contains(string(out), module+"gateway\n") {
+		t.Fatalf("go list -deps printed %d packages, without the gateway: not the package list\n%s", deps, out)
+	}
+}

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -187,19 +189,102 @@ func b2f(b bool) float64 {
 
 // Metrics are averages over a query set, as fractions 0–1. The group
 // recalls average over the queries that have relevant_groups only
-// (GroupQueries of them).
+// (GroupQueries of them). Their JSON (`toolgate eval --json`, the ranking
+// golden file) is an object of the names Named gives.
 type Metrics struct {
-	Hit1          float64 `json:"hit@1"`
-	Hit5          float64 `json:"hit@5"`
-	Hit10         float64 `json:"hit@10"`
-	Recall5       float64 `json:"recall@5"`
-	Recall10      float64 `json:"recall@10"`
-	MRR10         float64 `json:"mrr@10"`
-	NDCG10        float64 `json:"ndcg@10"`
-	GroupRecall5  float64 `json:"group_recall@5,omitempty"`
-	GroupRecall10 float64 `json:"group_recall@10,omitempty"`
-	Queries       int     `json:"-"`
-	GroupQueries  int     `json:"-"`
+	Hit1          float64
+	Hit5          float64
+	Hit10         float64
+	Recall5       float64
+	Recall10      float64
+	MRR10         float64
+	NDCG10        float64
+	GroupRecall5  float64
+	GroupRecall10 float64
+	Queries       int
+	GroupQueries  int
+}
+
+// Metric is one metric value under its name.
+type Metric struct {
+	Name  string
+	Value float64
+}
+
+// metricSlot is one metric's name and field (see slots).
+type metricSlot struct {
+	name  string
+	v     *float64
+	group bool // exists only when queries carry relevant_groups
+}
+
+// slots are the metrics' names, in report order, and their fields: the one
+// list of metric names. A name is the metric's word in camelCase, "@" and
+// its cut-off ("hit@1", "ndcg@10", "groupRecall@10").
+func (m *Metrics) slots() []metricSlot {
+	return []metricSlot{
+		{"hit@1", &m.Hit1, false}, {"hit@5", &m.Hit5, false}, {"hit@10", &m.Hit10, false},
+		{"recall@5", &m.Recall5, false}, {"recall@10", &m.Recall10, false},
+		{"mrr@10", &m.MRR10, false}, {"ndcg@10", &m.NDCG10, false},
+		{"groupRecall@5", &m.GroupRecall5, true}, {"groupRecall@10", &m.GroupRecall10, true},
+	}
+}
+
+// Named lists the metrics under their names, in report order; the group
+// recalls only when the query set had relevant groups (GroupQueries > 0)
+// or they are not zero (metrics read back from JSON).
+func (m Metrics) Named() []Metric {
+	var out []Metric
+	for _, s := range m.slots() {
+		if s.group && m.GroupQueries == 0 && *s.v == 0 {
+			continue
+		}
+		out = append(out, Metric{s.name, *s.v})
+	}
+	return out
+}
+
+// MarshalJSON writes Named as one object, in report order.
+func (m Metrics) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, nm := range m.Named() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(nm.Name)
+		v, err := json.Marshal(nm.Value)
+		if err != nil {
+			return nil, fmt.Errorf("metric %s: %w", nm.Name, err)
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; an unknown name is an error
+// that lists the known ones.
+func (m *Metrics) UnmarshalJSON(data []byte) error {
+	var in map[string]float64
+	if err := json.Unmarshal(data, &in); err != nil {
+		return err
+	}
+	slots := m.slots()
+	for k, v := range in {
+		i := slices.IndexFunc(slots, func(s metricSlot) bool { return s.name == k })
+		if i < 0 {
+			var names []string
+			for _, s := range slots {
+				names = append(names, s.name)
+			}
+			return fmt.Errorf("unknown metric %q (want one of %s)", k, strings.Join(names, ", "))
+		}
+		*slots[i].v = v
+	}
+	return nil
 }
 
 // Average averages per-query metrics.

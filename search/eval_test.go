@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -162,5 +163,37 @@ func TestEvaluate(t *testing.T) {
 	}
 	if _, err := search.Evaluate(context.Background(), s, qs, search.ModeHybrid); err == nil {
 		t.Error("Evaluate(hybrid) on a searcher answering bm25: no error")
+	}
+}
+
+// Metrics encode as one object of camelCase metric names in report order;
+// the group recalls appear when the queries had groups, even at 0, and the
+// encoding reads back.
+func TestMetricsJSON(t *testing.T) {
+	m := search.Metrics{Hit1: 0.5, Hit5: 0.75, Hit10: 1, Recall5: 0.75, Recall10: 1, MRR10: 0.6, NDCG10: 0.7, Queries: 4}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"hit@1":0.5,"hit@5":0.75,"hit@10":1,"recall@5":0.75,"recall@10":1,"mrr@10":0.6,"ndcg@10":0.7}`; string(b) != want {
+		t.Errorf("no groups:\n got %s\nwant %s", b, want)
+	}
+	m.GroupQueries = 2
+	b, _ = json.Marshal(m)
+	if !strings.HasSuffix(string(b), `"ndcg@10":0.7,"groupRecall@5":0,"groupRecall@10":0}`) {
+		t.Errorf("with groups: %s, want groupRecall@5 and @10 even at 0", b)
+	}
+	m.GroupRecall5, m.GroupRecall10 = 0.5, 0.75
+	b, _ = json.Marshal(m)
+	var back search.Metrics
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	back.Queries, back.GroupQueries = m.Queries, m.GroupQueries // not encoded
+	if back != m {
+		t.Errorf("round trip: %+v, want %+v", back, m)
+	}
+	if err := json.Unmarshal([]byte(`{"group_recall@5": 1}`), &back); err == nil || !strings.Contains(err.Error(), "groupRecall@5") {
+		t.Errorf("old snake_case name: err = %v, want one naming the known metrics", err)
 	}
 }

@@ -347,6 +347,7 @@ func roundMetrics(m search.Metrics) search.Metrics {
 		Recall5: r(m.Recall5), Recall10: r(m.Recall10),
 		MRR10: r(m.MRR10), NDCG10: r(m.NDCG10),
 		GroupRecall5: r(m.GroupRecall5), GroupRecall10: r(m.GroupRecall10),
+		Queries: m.Queries, GroupQueries: m.GroupQueries,
 	}
 }
 
@@ -355,13 +356,18 @@ type metricPair struct {
 	want, got float64
 }
 
+// metricPairs pairs each metric of got (search.Metrics.Named: the one list
+// of names) with its golden value in want (0 when want lacks it).
 func metricPairs(want, got search.Metrics) []metricPair {
-	return []metricPair{
-		{"hit@1", want.Hit1, got.Hit1}, {"hit@5", want.Hit5, got.Hit5}, {"hit@10", want.Hit10, got.Hit10},
-		{"recall@5", want.Recall5, got.Recall5}, {"recall@10", want.Recall10, got.Recall10},
-		{"mrr@10", want.MRR10, got.MRR10}, {"ndcg@10", want.NDCG10, got.NDCG10},
-		{"group_recall@5", want.GroupRecall5, got.GroupRecall5}, {"group_recall@10", want.GroupRecall10, got.GroupRecall10},
+	wants := map[string]float64{}
+	for _, m := range want.Named() {
+		wants[m.Name] = m.Value
 	}
+	var out []metricPair
+	for _, m := range got.Named() {
+		out = append(out, metricPair{m.Name, wants[m.Name], m.Value})
+	}
+	return out
 }
 
 // compareMetrics fails on a drop beyond the tolerance and logs a rise.

@@ -30,7 +30,7 @@ type doctorCheck struct {
 	Version string `json:"version,omitempty"`
 	SHA256  string `json:"sha256,omitempty"`
 	// Pinned is the sha256 the manifest pins ("" when it pins none).
-	Pinned string `json:"pinned_sha256,omitempty"`
+	Pinned string `json:"pinnedSha256,omitempty"`
 	Loads  *bool  `json:"loads,omitempty"`
 	Detail string `json:"detail,omitempty"`
 	Fix    string `json:"fix,omitempty"`
@@ -47,7 +47,7 @@ const (
 
 type doctorReport struct {
 	OK      bool          `json:"ok"`
-	DataDir string        `json:"data_dir"`
+	DataDir string        `json:"dataDir"`
 	Checks  []doctorCheck `json:"checks"`
 }
 

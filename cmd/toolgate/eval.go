@@ -47,7 +47,7 @@ Query vectors are computed in batches before timing, so the latency is that
 of a search whose query vector is in the cache (ranking plus cache lookup).
 
 With --json, each mode prints one line:
-{"dataset","mode","tools","queries","metrics":{"hit@1",…,"ndcg@10"},"latency_ms":{"p50","p95"}}
+{"dataset","mode","tools","queries","metrics":{"hit@1",…,"ndcg@10"},"latencyMs":{"p50","p95"}}
 with metrics as fractions 0–1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -75,8 +75,8 @@ type evalLine struct {
 	Mode      search.Mode        `json:"mode"`
 	Tools     int                `json:"tools"`
 	Queries   int                `json:"queries"`
-	Metrics   map[string]float64 `json:"metrics"`
-	LatencyMS map[string]float64 `json:"latency_ms"`
+	Metrics   search.Metrics     `json:"metrics"`
+	LatencyMS map[string]float64 `json:"latencyMs"`
 	Misses    []evalMiss         `json:"misses,omitempty"`
 }
 
@@ -209,25 +209,12 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 	return nil
 }
 
-func metricsMap(m search.Metrics) map[string]float64 {
-	out := map[string]float64{
-		"hit@1": m.Hit1, "hit@5": m.Hit5, "hit@10": m.Hit10,
-		"recall@5": m.Recall5, "recall@10": m.Recall10,
-		"mrr@10": m.MRR10, "ndcg@10": m.NDCG10,
-	}
-	if m.GroupQueries > 0 {
-		out["group_recall@5"] = m.GroupRecall5
-		out["group_recall@10"] = m.GroupRecall10
-	}
-	return out
-}
-
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func writeEvalJSON(out io.Writer, dataset string, tools, queries int, rep search.Report, misses bool) error {
 	line := evalLine{
 		Dataset: dataset, Mode: rep.Mode, Tools: tools, Queries: queries,
-		Metrics:   metricsMap(rep.Metrics),
+		Metrics:   rep.Metrics,
 		LatencyMS: map[string]float64{"p50": ms(rep.LatencyP50), "p95": ms(rep.LatencyP95)},
 	}
 	if misses {

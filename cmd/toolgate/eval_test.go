@@ -71,7 +71,7 @@ func TestEvalJSON(t *testing.T) {
 				Tools     int                `json:"tools"`
 				Queries   int                `json:"queries"`
 				Metrics   map[string]float64 `json:"metrics"`
-				LatencyMS map[string]float64 `json:"latency_ms"`
+				LatencyMS map[string]float64 `json:"latencyMs"`
 				Misses    []evalMiss         `json:"misses"`
 			}
 			if err := json.Unmarshal([]byte(lines[0]), &got); err != nil {
@@ -80,7 +80,7 @@ func TestEvalJSON(t *testing.T) {
 			wantKeys := []string{"hit@1", "hit@10", "hit@5", "mrr@10", "ndcg@10", "recall@10", "recall@5"}
 			wantQueries := 3
 			if groups {
-				wantKeys = append(wantKeys, "group_recall@10", "group_recall@5")
+				wantKeys = append(wantKeys, "groupRecall@10", "groupRecall@5")
 				wantQueries = 4
 			}
 			var keys []string
@@ -99,7 +99,7 @@ func TestEvalJSON(t *testing.T) {
 				t.Errorf("header = %q %q %d tools %d queries", got.Dataset, got.Mode, got.Tools, got.Queries)
 			}
 			if _, ok := got.LatencyMS["p95"]; !ok {
-				t.Errorf("latency_ms = %v, want p50 and p95", got.LatencyMS)
+				t.Errorf("latencyMs = %v, want p50 and p95", got.LatencyMS)
 			}
 			if len(got.Misses) != 1 || got.Misses[0].Line != 3 {
 				t.Errorf("misses = %+v, want the query on line 3", got.Misses)
@@ -194,8 +194,8 @@ func TestEvalAllModes(t *testing.T) {
 			t.Fatal(err)
 		}
 		modes = append(modes, string(l.Mode))
-		if l.Metrics["hit@5"] < 0.5 {
-			t.Errorf("%s: hit@5 %v on an easy set", l.Mode, l.Metrics["hit@5"])
+		if l.Metrics.Hit5 < 0.5 {
+			t.Errorf("%s: hit@5 %v on an easy set", l.Mode, l.Metrics.Hit5)
 		}
 	}
 	if diff := cmp.Diff([]string{"bm25", "vector", "hybrid", "rrf"}, modes); diff != "" {

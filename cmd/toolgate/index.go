@@ -66,19 +66,19 @@ BM25 only, with a warning.`,
 // indexResult is what `toolgate index` prints (also as --json).
 type indexResult struct {
 	Dir         string  `json:"dir"`
-	StateBefore string  `json:"state_before"`
+	StateBefore string  `json:"stateBefore"`
 	Rebuilt     bool    `json:"rebuilt"`
 	Tools       int     `json:"tools"`
 	Added       int     `json:"added"`
 	Changed     int     `json:"changed"`
 	Removed     int     `json:"removed"`
-	Embedded    int     `json:"embedded"`               // texts sent to the embedder
-	CacheHits   *int64  `json:"cache_hits,omitempty"`   // of those, answered by the embedding cache
-	CacheMisses *int64  `json:"cache_misses,omitempty"` // of those, computed by the model
-	Reused      int     `json:"reused"`                 // vectors kept from the previous index
-	Reindexed   int     `json:"reindexed"`              // keyword documents written to Bleve
-	Incremental bool    `json:"incremental,omitempty"`  // Bleve updated from the previous generation
-	Model       string  `json:"model,omitempty"`        // "" = BM25 only
+	Embedded    int     `json:"embedded"`              // texts sent to the embedder
+	CacheHits   *int64  `json:"cacheHits,omitempty"`   // of those, answered by the embedding cache
+	CacheMisses *int64  `json:"cacheMisses,omitempty"` // of those, computed by the model
+	Reused      int     `json:"reused"`                // vectors kept from the previous index
+	Reindexed   int     `json:"reindexed"`             // keyword documents written to Bleve
+	Incremental bool    `json:"incremental,omitempty"` // Bleve updated from the previous generation
+	Model       string  `json:"model,omitempty"`       // "" = BM25 only
 	Generation  int     `json:"generation"`
 	Seconds     float64 `json:"seconds"`
 	Warning     string  `json:"warning,omitempty"`

@@ -92,6 +92,6 @@ func TestDoctorJSONMissing(t *testing.T) {
 		}
 	}
 	if rep.OK || rep.DataDir != data {
-		t.Errorf("ok=%v data_dir=%q", rep.OK, rep.DataDir)
+		t.Errorf("ok=%v dataDir=%q", rep.OK, rep.DataDir)
 	}
 }

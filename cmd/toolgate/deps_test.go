@@ -37,3 +37,35 @@ func TestShippedBinaryLinksNoTestCode(t *testing.T) {
 		t.Fatalf("go list -deps printed %d packages, without the gateway: not the package list\n%s", deps, out)
 	}
 }
+
+// Only package embed imports ONNX Runtime and the tokenizer library (doctor
+// asks embed for their versions).
+func TestOnlyEmbedImportsNativeLibraries(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		requireOrSkip(t, "go toolchain not in PATH: %v", err)
+	}
+	out, err := exec.Command(goBin, "list", "-f", `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "../../...").Output()
+	if err != nil {
+		t.Fatalf("go list ./...: %v", err)
+	}
+	native := []string{"github.com/daulet/tokenizers", "github.com/yalue/onnxruntime_go"}
+	var pkgs int
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		pkgs++
+		f := strings.Fields(line)
+		if f[0] == "github.com/toolgate/toolgate/embed" {
+			continue
+		}
+		for _, imp := range f[1:] {
+			for _, n := range native {
+				if imp == n {
+					t.Errorf("%s imports %s: only package embed touches the native libraries", f[0], n)
+				}
+			}
+		}
+	}
+	if pkgs < 10 {
+		t.Fatalf("go list printed %d packages:\n%s", pkgs, out)
+	}
+}

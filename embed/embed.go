@@ -279,7 +279,7 @@ func (e *Embedder) ModelSHA256() string { return e.modelSHA }
 
 // CountTokens returns how many WordPiece tokens the model's tokenizer makes
 // of text, special tokens included and without truncation (0 if the
-// tokenizer cannot be loaded). toolgate bench states token economy in it.
+// tokenizer cannot be loaded). toolgate-bench states token economy in it.
 func (e *Embedder) CountTokens(text string) int {
 	e.counter.once.Do(func() {
 		e.counter.tok, e.counter.err = newTokenizer(e.paths.Tokenizer, math.MaxInt32)

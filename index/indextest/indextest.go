@@ -3,7 +3,8 @@
 // spread over many servers, one-to-three-sentence descriptions from varied
 // vocabulary, JSON Schemas with one to six typed, described parameters — and
 // queries that paraphrase random tools' descriptions. The Go benchmarks and
-// `toolgate bench` share it, so their figures are about the same catalogs.
+// toolgate-bench (cmd/toolgate-bench) share it, so their figures are about the same
+// catalogs. It is never linked into bin/toolgate.
 package indextest
 
 import (

@@ -43,7 +43,7 @@ func TestShippedBinaryLinksNoTestCode(t *testing.T) {
 func TestOnlyEmbedImportsNativeLibraries(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		requireOrSkip(t, "go toolchain not in PATH: %v", err)
+		testenv.Missing(t, "go toolchain not in PATH: %v", err)
 	}
 	out, err := exec.Command(goBin, "list", "-f", `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "../../...").Output()
 	if err != nil {

@@ -19,12 +19,13 @@ var camelKey = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*(@[0-9]+)?$`)
 // uses camelCase keys, down every nested struct.
 func TestJSONOutputsAreCamelCase(t *testing.T) {
 	outputs := map[string]any{
-		"eval --json":    evalLine{},
-		"index --json":   indexResult{},
-		"search --json":  searchOutput{},
-		"servers --json": serversReport{},
-		"doctor --json":  doctorReport{},
-		"status --json":  gateway.StatusReport{},
+		"eval --json":        evalLine{},
+		"index --json":       indexResult{},
+		"search --json":      searchOutput{},
+		"servers --json":     serversReport{},
+		"doctor --json":      doctorReport{},
+		"status --json":      gateway.StatusReport{},
+		"auth status --json": authServerStatus{},
 	}
 	for cmd, v := range outputs {
 		seen := map[reflect.Type]bool{}

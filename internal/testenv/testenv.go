@@ -4,7 +4,7 @@
 // (LogBuffer).
 //
 // Only tests and test helper packages import it; bin/toolgate never links
-// it (TestNotInToolgate checks).
+// it (cmd/toolgate's TestShippedBinaryLinksNoTestCode checks).
 package testenv
 
 import (

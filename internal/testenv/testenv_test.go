@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -99,21 +98,5 @@ func TestLogBuffer(t *testing.T) {
 	}
 	if got := strings.Count(l.String(), "msg=line"); got != 4 {
 		t.Errorf("%d records, want 4:\n%s", got, l.String())
-	}
-}
-
-// The test helpers never end up in the shipped binary.
-func TestNotInToolgate(t *testing.T) {
-	cmd := exec.Command("go", "list", "-deps", "github.com/toolgate/toolgate/cmd/toolgate")
-	cmd.Dir = "../.."
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	for _, pkg := range strings.Fields(string(out)) {
-		switch pkg {
-		case "github.com/toolgate/toolgate/internal/testenv", "github.com/toolgate/toolgate/gateway/backend/backendtest":
-			t.Errorf("bin/toolgate links the test helper %s", pkg)
-		}
 	}
 }

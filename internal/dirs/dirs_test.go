@@ -40,6 +40,9 @@ func TestDataPrecedence(t *testing.T) {
 	t.Setenv(dirs.EnvData, "/env")
 	check("env beats config", dirs.Data("", "/cfg"), "/env")
 	check("flag beats env", dirs.Data("/flag", "/cfg"), "/flag")
+	// What a command finds with neither flag nor environment.
+	check("DefaultData ignores the environment", dirs.DefaultData("/cfg"), "/cfg")
+	check("DefaultData without config", dirs.DefaultData(""), "/xdg/toolgate")
 }
 
 func TestModelsPrecedence(t *testing.T) {

@@ -60,7 +60,7 @@ func newRealGateway(t *testing.T, servers []config.Server, opts *backend.Options
 			t.Fatalf("backend %s is %s: %s", st.Name, st.State, st.Err)
 		}
 	}
-	ix, err := index.Build(ctx, Catalog(pool.Tools()), nil, nil)
+	ix, err := index.Build(ctx, backend.Catalog(pool.Tools()), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -387,7 +387,7 @@ func benchGateway(srv config.Server) (*Gateway, func()) {
 	ctx := context.Background()
 	pool := backend.New([]config.Server{srv}, nil)
 	pool.Start(ctx)
-	ix, err := index.Build(ctx, Catalog(pool.Tools()), nil, nil)
+	ix, err := index.Build(ctx, backend.Catalog(pool.Tools()), nil, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/live"
 )
 
 // StatusSource reports every backend's state. The backend pool implements it.
@@ -15,12 +16,23 @@ type StatusSource interface {
 
 var _ StatusSource = (*backend.Pool)(nil)
 
+// StatsSource reports the runtime loop's counters. The live.Loop implements
+// it.
+type StatsSource interface {
+	Stats() live.Stats
+}
+
+var _ StatsSource = (*live.Loop)(nil)
+
 // StatusOptions configure StatusHandler. Nil means defaults.
 type StatusOptions struct {
 	Version string    // default "dev"
 	Started time.Time // when the gateway started; default: when StatusHandler was called
 	// Now is the clock (default time.Now); tests set it.
 	Now func() time.Time
+	// Loop, if set, adds the runtime loop's counters (catalog and reload
+	// generations, last errors) to the report.
+	Loop StatsSource
 }
 
 // StatusReport is the JSON document served at GET /status and printed by
@@ -33,6 +45,9 @@ type StatusReport struct {
 	Backends      []BackendStatus `json:"backends"`
 	Up            int             `json:"up"`    // backends in state "up"
 	Total         int             `json:"total"` // configured (enabled) backends
+	// The runtime loop's counters (catalogGeneration, reloadGeneration,
+	// lastReload, ...), when StatusOptions.Loop is set.
+	*live.Stats
 }
 
 // BackendStatus is one backend in a StatusReport: the pool's snapshot plus
@@ -69,6 +84,10 @@ func StatusHandler(src StatusSource, opts *StatusOptions) http.Handler {
 			return
 		}
 		rep := BuildStatusReport(src.Status(), o.Version, o.Started, o.Now())
+		if o.Loop != nil {
+			st := o.Loop.Stats()
+			rep.Stats = &st
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		enc := json.NewEncoder(w)

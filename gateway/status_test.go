@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -88,6 +89,45 @@ func TestStatusHandler(t *testing.T) {
 			t.Errorf("POST /status = %d, want 405", resp.StatusCode)
 		}
 	})
+}
+
+type fakeStats live.Stats
+
+func (f fakeStats) Stats() live.Stats { return live.Stats(f) }
+
+// With the runtime loop as a source, its counters sit beside the backends,
+// under the camelCase keys tests and scripts wait on.
+func TestStatusWithLoopStats(t *testing.T) {
+	at := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+	loop := fakeStats{CatalogGeneration: 3, CatalogTools: 36, ReloadGeneration: 2,
+		LastReload:      &live.Reload{At: at, Trigger: "SIGHUP", Unchanged: []string{"a"}},
+		LastReloadError: "config x: invalid JSON", LastReloadErrorAt: at.Add(-time.Minute)}
+	h := StatusHandler(fakeStatus{{Name: "a", State: backend.StateUp}}, &StatusOptions{Loop: loop})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
+	var raw map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"catalogGeneration", "catalogTools", "reloadGeneration", "lastReload", "lastReloadError", "lastReloadErrorAt", "backends"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("report JSON lacks %q:\n%s", k, rec.Body)
+		}
+	}
+	var rep StatusReport
+	if err := json.Unmarshal(rec.Body.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Stats == nil || !cmp.Equal(live.Stats(loop), *rep.Stats) {
+		t.Errorf("stats read back (-want +got):\n%s", cmp.Diff(live.Stats(loop), rep.Stats))
+	}
+
+	// Without a loop the report has no loop keys.
+	rec = httptest.NewRecorder()
+	StatusHandler(fakeStatus{}, nil).ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
+	if strings.Contains(rec.Body.String(), "Generation") {
+		t.Errorf("loop keys without a loop:\n%s", rec.Body)
+	}
 }
 
 // Mounted through HTTPOptions.Extra it sits beside /mcp behind the same guards.

@@ -16,7 +16,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/toolgate/toolgate/embed"
-	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
@@ -106,7 +105,7 @@ func bundledSet(t *testing.T) ([]catalog.Tool, []search.BenchQuery) {
 			t.Fatalf("bundled server %s is %s: %s", st.Name, st.State, st.Err)
 		}
 	}
-	tools := gateway.Catalog(pool.Tools())
+	tools := backend.Catalog(pool.Tools())
 	qs, err := search.LoadQueries(filepath.Join("testdata", "bundled_queries.jsonl"))
 	if err != nil {
 		t.Fatal(err)

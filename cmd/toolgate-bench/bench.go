@@ -641,7 +641,7 @@ func (b *bench) prepareWarm(ctx context.Context, cfgPath, dataDir string, n int)
 			return fmt.Errorf("bench backend %s is %s: %v", st.Name, st.State, st.Err)
 		}
 	}
-	cat := gateway.Catalog(pool.Tools())
+	cat := backend.Catalog(pool.Tools())
 	if len(cat) != n+shardsFor(n) { // each shard adds its noop tool
 		return fmt.Errorf("bench backends list %d tools, want %d", len(cat), n+shardsFor(n))
 	}

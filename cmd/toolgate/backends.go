@@ -6,9 +6,9 @@ import (
 	"io"
 	"time"
 
-	"github.com/toolgate/toolgate/gateway"
-	"github.com/toolgate/toolgate/gateway/backend"
+		"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 )
@@ -43,5 +43,5 @@ func (g *globals) listBackendTools(ctx context.Context, path string, stderr io.W
 			fmt.Fprintf(stderr, "toolgate: warning: server %q is %s (%s); keeping the tools the index already has for it\n", st.Name, st.State, st.Err)
 		}
 	}
-	return gateway.Merge(prev, pool.Tools(), pool.Servers()), nil
+	return live.Merge(prev, pool.Tools(), pool.Servers()), nil
 }

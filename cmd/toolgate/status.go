@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/live"
 )
 
 func init() { register(newStatusCmd) }
@@ -40,7 +41,8 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Short: "Show the backends of a running gateway (toolgate serve --http)",
 		Long: `Ask a running gateway (toolgate serve --http ADDR) for GET /status and print
 each backend's state, tool count, restarts, last error and how long it has been in
-its state. With --json the gateway's JSON is printed as is.
+its state, then the catalog's generation and the config reloads (with the last
+error of each). With --json the gateway's JSON is printed as is.
 
 The address is --addr, else toolgate.http.addr of --config, else ` + defaultStatusAddr + `.
 Exit status: 0 when every backend is up or idle (lazy, not started yet),
@@ -155,7 +157,11 @@ func degraded(rep gateway.StatusReport) error {
 }
 
 func printStatus(w io.Writer, rep gateway.StatusReport) error {
-	fmt.Fprintf(w, "toolgate %s, up %s: %d of %d backends up\n\n", rep.Version, rep.Uptime, rep.Up, rep.Total)
+	fmt.Fprintf(w, "toolgate %s, up %s: %d of %d backends up\n", rep.Version, rep.Uptime, rep.Up, rep.Total)
+	if st := rep.Stats; st != nil {
+		printLoopStats(w, st)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tSTATE\tFOR\tTRANSPORT\tTOOLS\tRESTARTS\tPID\tPROTOCOL\tLAST ERROR")
 	for _, b := range rep.Backends {
@@ -181,6 +187,30 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 	}
 	return nil
 }
+
+// printLoopStats prints the runtime loop's counters: the catalog served and
+// the config reloads, with the last error of each.
+func printLoopStats(w io.Writer, st *live.Stats) {
+	fmt.Fprintf(w, "catalog: generation %d, %d tools", st.CatalogGeneration, st.CatalogTools)
+	if st.LastIndexError != "" {
+		fmt.Fprintf(w, "; last re-index error at %s: %s", clock(st.LastIndexErrorAt), statusLine(st.LastIndexError, 100))
+	}
+	fmt.Fprintf(w, "\nconfig reloads: %d", st.ReloadGeneration)
+	if r := st.LastReload; r != nil {
+		verdict := "applied"
+		if r.Error != "" {
+			verdict = "rejected"
+		}
+		fmt.Fprintf(w, ", the last %s at %s (%s)", verdict, clock(r.At), r.Trigger)
+	}
+	if st.LastReloadError != "" {
+		fmt.Fprintf(w, "; last rejected at %s: %s", clock(st.LastReloadErrorAt), statusLine(st.LastReloadError, 100))
+	}
+	fmt.Fprintln(w)
+}
+
+// clock renders t in local time, to the second.
+func clock(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }
 
 func dash(s string) string {
 	if s == "" {

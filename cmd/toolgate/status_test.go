@@ -14,14 +14,22 @@ import (
 
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/live"
 )
 
 type statusSource []backend.Status
 
 func (s statusSource) Status() []backend.Status { return s }
 
+type loopStats live.Stats
+
+func (s loopStats) Stats() live.Stats { return live.Stats(s) }
+
 func TestStatusCommand(t *testing.T) {
 	now := time.Now()
+	loop := loopStats{CatalogGeneration: 4, CatalogTools: 12, ReloadGeneration: 2,
+		LastReload:      &live.Reload{At: now, Trigger: "SIGHUP"},
+		LastReloadError: "config /x.json: invalid JSON at line 2", LastReloadErrorAt: now.Add(-time.Minute)}
 	src := statusSource{
 		{Name: "memory", Transport: "stdio", State: backend.StateUp, Tools: 9, Since: now.Add(-time.Minute), PID: 4242, Protocol: "2026-07-28", Restarts: 1},
 		{Name: "remote", Transport: "http", State: backend.StateDown, Tools: 3, Since: now, Err: "backend \"remote\" at http://h/mcp: connection refused:\ncheck url", Restarts: 3},
@@ -31,7 +39,7 @@ func TestStatusCommand(t *testing.T) {
 			http.NotFound(w, r)
 			return
 		}
-		gateway.StatusHandler(src, &gateway.StatusOptions{Version: "9.9.9", Started: now.Add(-time.Hour)}).ServeHTTP(w, r)
+		gateway.StatusHandler(src, &gateway.StatusOptions{Version: "9.9.9", Started: now.Add(-time.Hour), Loop: loop}).ServeHTTP(w, r)
 	}))
 	defer srv.Close()
 	hostport := strings.TrimPrefix(srv.URL, "http://")
@@ -42,7 +50,8 @@ func TestStatusCommand(t *testing.T) {
 			err := runStatus(context.Background(), &out, statusFlags{addr: addr})
 			requireDegraded(t, err, `degraded: remote is down`)
 			got := out.String()
-			for _, want := range []string{"toolgate 9.9.9, up 1h0m0s: 1 of 2 backends up", "SERVER", "memory", "up", "4242", "2026-07-28", "remote", "down", "connection refused: check url"} {
+			for _, want := range []string{"toolgate 9.9.9, up 1h0m0s: 1 of 2 backends up", "catalog: generation 4, 12 tools",
+				"config reloads: 2, the last applied at", "(SIGHUP); last rejected at", "invalid JSON at line 2", "SERVER", "memory", "up", "4242", "2026-07-28", "remote", "down", "connection refused: check url"} {
 				if !strings.Contains(got, want) {
 					t.Errorf("--addr %s: output lacks %q:\n%s", addr, want, got)
 				}
@@ -56,7 +65,7 @@ func TestStatusCommand(t *testing.T) {
 		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 			t.Fatalf("--json output is not a report: %v\n%s", err, out.String())
 		}
-		if rep.Version != "9.9.9" || len(rep.Backends) != 2 || rep.Backends[0].PID != 4242 || rep.Up != 1 {
+		if rep.Version != "9.9.9" || len(rep.Backends) != 2 || rep.Backends[0].PID != 4242 || rep.Up != 1 || rep.Stats == nil || rep.ReloadGeneration != 2 {
 			t.Errorf("report = %+v", rep)
 		}
 	})

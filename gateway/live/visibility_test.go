@@ -1,4 +1,4 @@
-package main
+package live
 
 import (
 	"context"
@@ -13,11 +13,13 @@ import (
 )
 
 // rankedSearcher ranks a fixed list of tool IDs in order, ignoring the
-// query text, and counts searches.
+// query text, and records the Limit of each search.
 type rankedSearcher struct {
 	ids      []string
-	searches []int // the Limit of each Search
+	searches []int
 }
+
+var _ searcher = (*rankedSearcher)(nil)
 
 func (r *rankedSearcher) Search(_ context.Context, q search.Query) (search.Result, error) {
 	r.searches = append(r.searches, q.Limit)
@@ -52,20 +54,13 @@ func serverList(names ...string) []config.Server {
 	return out
 }
 
-func hitIDs(res search.Result) []string {
-	var ids []string
-	for _, h := range res.Hits {
-		ids = append(ids, h.Tool.ID())
-	}
-	return ids
-}
-
-func TestLiveServers(t *testing.T) {
+func TestVisibility(t *testing.T) {
+	ctx := context.Background()
 	// The index still ranks gone's tools first (not re-indexed yet).
 	inner := &rankedSearcher{ids: []string{"gone__a", "gone__b", "keep__a", "gone__c", "keep__b", "keep__c"}}
-	live := newLiveServers(inner, serverList("keep", "gone"))
+	vis := newVisibility(serverList("keep", "gone"))
 
-	res, err := live.Search(context.Background(), search.Query{Text: "x", Limit: 2})
+	res, err := vis.search(ctx, inner, search.Query{Text: "x", Limit: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,22 +68,23 @@ func TestLiveServers(t *testing.T) {
 		t.Errorf("before the reload (-want +got):\n%s", diff)
 	}
 
-	live.setServers(serverList("keep", "new"))
+	vis = vis.withServers(serverList("keep", "new"))
 	inner.searches = nil
-	res, err = live.Search(context.Background(), search.Query{Text: "x", Limit: 2})
+	res, err = vis.search(ctx, inner, search.Query{Text: "x", Limit: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"keep__a", "keep__b"}, hitIDs(res)); diff != "" {
 		t.Errorf("after removing gone: the limit is filled from deeper hits (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]int{2, search.MaxLimit}, inner.searches); diff != "" {
+	// The deeper ranking passes every hidden tool: the limit plus gone's 3.
+	if diff := cmp.Diff([]int{2, 2 + 3}, inner.searches); diff != "" {
 		t.Errorf("searches (limits) (-want +got):\n%s", diff)
 	}
 
 	// Fewer hits than the limit: nothing more to find, no second search.
 	inner.searches = nil
-	res, _ = live.Search(context.Background(), search.Query{Text: "x", Limit: 10})
+	res, _ = vis.search(ctx, inner, search.Query{Text: "x", Limit: 10})
 	if diff := cmp.Diff([]string{"keep__a", "keep__b", "keep__c"}, hitIDs(res)); diff != "" {
 		t.Errorf("limit 10 (-want +got):\n%s", diff)
 	}
@@ -96,62 +92,40 @@ func TestLiveServers(t *testing.T) {
 		t.Errorf("%d searches for a short result, want 1", len(inner.searches))
 	}
 
-	if got := live.IDs(); !slices.Equal(got, []string{"keep__a", "keep__b", "keep__c"}) {
-		t.Errorf("IDs() = %v", got)
+	if got := vis.ids(inner); !slices.Equal(got, []string{"keep__a", "keep__b", "keep__c"}) {
+		t.Errorf("ids() = %v", got)
 	}
-	if tl, ok := live.Tool("keep__a"); !ok || tl.Description != "tool keep__a" {
-		t.Errorf("Tool(keep__a) = %+v, %v", tl, ok)
+	if tl, ok := vis.tool(inner, "keep__a"); !ok || tl.Description != "tool keep__a" {
+		t.Errorf("tool(keep__a) = %+v, %v", tl, ok)
 	}
 	// A removed server's tool is passed on bare (the pool says why it
 	// cannot run), whether or not the index still holds it.
 	for _, id := range []string{"gone__a", "gone__never_indexed"} {
-		tl, ok := live.Tool(id)
+		tl, ok := vis.tool(inner, id)
 		if !ok || tl.Server != "gone" || tl.Description != "" || len(tl.InputSchema) != 0 {
-			t.Errorf("Tool(%s) = %+v, %v; want a bare tool of server gone", id, tl, ok)
+			t.Errorf("tool(%s) = %+v, %v; want a bare tool of server gone", id, tl, ok)
 		}
 	}
-	if _, ok := live.Tool("other__a"); ok {
-		t.Error("Tool(other__a) found: other was never configured")
+	if _, ok := vis.tool(inner, "other__a"); ok {
+		t.Error("tool(other__a) found: other was never configured")
 	}
 
 	// Added back: its tools are served again, and no longer "removed".
-	live.setServers(serverList("keep", "gone"))
-	if res, _ := live.Search(context.Background(), search.Query{Text: "x", Limit: 1}); !slices.Equal(hitIDs(res), []string{"gone__a"}) {
+	vis = vis.withServers(serverList("keep", "gone"))
+	if res, _ := vis.search(ctx, inner, search.Query{Text: "x", Limit: 1}); !slices.Equal(hitIDs(res), []string{"gone__a"}) {
 		t.Errorf("after adding gone back: %v", hitIDs(res))
 	}
-	if _, ok := live.Tool("gone__never_indexed"); ok {
+	if _, ok := vis.tool(inner, "gone__never_indexed"); ok {
 		t.Error("an unknown tool of a configured server is found")
 	}
 }
 
-func TestRestartOnly(t *testing.T) {
-	base := config.Settings{}
-	base.SetDefaults()
-	tests := []struct {
-		name   string
-		change func(*config.Settings)
-		want   []string
-	}{
-		{"nothing", func(*config.Settings) {}, nil},
-		{"timeouts apply at run time", func(s *config.Settings) {
-			s.CallTimeout.Duration, s.ConnectTimeout.Duration = 1, 2
-		}, nil},
-		{"http addr", func(s *config.Settings) { s.HTTP.Addr = "127.0.0.1:1" }, []string{"toolgate.http"}},
-		{"search and embed", func(s *config.Settings) {
-			s.Search.DefaultLimit, s.Embed.Variant = 7, "int8"
-		}, []string{"toolgate.embed", "toolgate.search"}},
-		{"data dir, restart, connects", func(s *config.Settings) {
-			s.DataDir, s.Restart.Delays, s.MaxConcurrentConnects = "/x", nil, 1
-		}, []string{"toolgate.dataDir", "toolgate.restart", "toolgate.maxConcurrentConnects"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			cur := base
-			cur.Restart.Delays = slices.Clone(base.Restart.Delays)
-			tc.change(&cur)
-			if diff := cmp.Diff(tc.want, restartOnly(base, cur)); diff != "" {
-				t.Errorf("restartOnly (-want +got):\n%s", diff)
-			}
-		})
+// The common case (nothing hidden) hands the engine's hits back as they are.
+func TestVisibilityKeepsHitsWhenNothingIsHidden(t *testing.T) {
+	vis := newVisibility(serverList("a"))
+	hits := []search.Hit{{Tool: catalog.Tool{Server: "a", Name: "x"}}}
+	kept, hidden := vis.keep(hits)
+	if hidden != 0 || &kept[0] != &hits[0] {
+		t.Errorf("keep copied or hid: hidden=%d", hidden)
 	}
 }

@@ -1,0 +1,45 @@
+package backend
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/index/catalog"
+)
+
+// Catalog turns the backends' tool lists (Pool.Tools) into catalog tools,
+// sorted by ID: the one place an MCP tool becomes a catalog.Tool. A tool
+// whose input schema cannot be encoded keeps an empty schema (the backend
+// still validates its arguments).
+func Catalog(byServer map[string][]*mcp.Tool) []catalog.Tool {
+	var out []catalog.Tool
+	for server, tools := range byServer {
+		for _, t := range tools {
+			if t == nil || t.Name == "" {
+				continue
+			}
+			var schema json.RawMessage
+			if t.InputSchema != nil {
+				if b, err := json.Marshal(t.InputSchema); err == nil && string(b) != "null" {
+					schema = b
+				}
+			}
+			title := t.Title
+			if title == "" && t.Annotations != nil {
+				title = t.Annotations.Title
+			}
+			out = append(out, catalog.Tool{
+				Server:      server,
+				Name:        t.Name,
+				Title:       title,
+				Description: t.Description,
+				InputSchema: schema,
+			})
+		}
+	}
+	slices.SortFunc(out, func(a, b catalog.Tool) int { return strings.Compare(a.ID(), b.ID()) })
+	return out
+}

@@ -1,0 +1,357 @@
+// Package live owns the runtime loop of `toolgate serve`: what keeps the
+// catalog, the search index and the set of servers whose tools are shown in
+// step with the backend pool and the config file while the gateway serves.
+//
+//   - Catalog sync: each backend's first listing, tools/list_changed,
+//     reconnect or restart asks for a re-index; the new index is built off to
+//     the side and swapped into the search engine, so searches never wait.
+//   - Visibility: the tools of a server a reload removed leave search_tools
+//     at once, before the re-index that drops them, and execute_tool on one
+//     of them is passed to the pool, which says why it cannot run.
+//   - Reloads: a change of the config file (watched) or a value on
+//     Options.Reload (main feeds it SIGHUP) applies what changed to the pool.
+//   - Warm start: the index of the last run answers while backends connect.
+//
+// A Loop is the gateway's Searcher, and it counts what it did (Stats: the
+// catalog and reload generations, the last errors), which GET /status shows
+// and tests wait on. main only wires: it builds the pool with the Loop's
+// hooks (ToolsChanged, Cataloged), then calls Run, and Close at the end.
+package live
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/search"
+)
+
+// Pool is what the loop needs of the backend pool.
+type Pool interface {
+	// Start connects every backend and returns when each is up or down;
+	// StartAsync connects them in the background.
+	Start(ctx context.Context)
+	StartAsync(ctx context.Context)
+	// Tools is every listed backend's tools by server; Servers the
+	// configured servers.
+	Tools() map[string][]*mcp.Tool
+	Servers() []string
+	// Reconfigure makes the pool run servers and says what it changed.
+	Reconfigure(ctx context.Context, servers []config.Server) backend.Diff
+}
+
+var _ Pool = (*backend.Pool)(nil)
+
+// Defaults of Options.
+const (
+	DefaultDebounce = 250 * time.Millisecond
+	DefaultLockWait = 2 * time.Minute
+)
+
+// Options configure a Loop. A nil *Options means defaults.
+type Options struct {
+	Logger *slog.Logger // nil = discard
+	// Embedder embeds the catalog and the queries; nil = BM25 only.
+	Embedder index.Embedder
+	// Search configures the engine (mode, weights); nil = search's defaults.
+	// Its Logger defaults to Logger.
+	Search *search.Options
+	// ConfigPath is the config file to watch and reload ("" = no reloads).
+	// ConfigData is the content New's cfg was parsed from: a reload that
+	// finds the same content does nothing (nil = the first look applies the
+	// file as it is then).
+	ConfigPath string
+	ConfigData []byte
+	// Reload asks for a reload of ConfigPath even when its content did not
+	// change (main registers SIGHUP on it); nil = only file changes.
+	Reload <-chan os.Signal
+	// Debounce is how long a burst of changes settles before the loop acts:
+	// tool-list changes before a re-index, file events before a reload
+	// (default DefaultDebounce).
+	Debounce time.Duration
+	// LockWait bounds the wait for another toolgate building in the same
+	// index folder (default DefaultLockWait).
+	LockWait time.Duration
+}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	var so search.Options
+	if r.Search != nil {
+		so = *r.Search
+	}
+	if so.Logger == nil {
+		so.Logger = r.Logger
+	}
+	r.Search = &so
+	if r.Debounce <= 0 {
+		r.Debounce = DefaultDebounce
+	}
+	if r.LockWait <= 0 {
+		r.LockWait = DefaultLockWait
+	}
+	return r
+}
+
+// Stats are the loop's counters, served in GET /status. Tests wait on them
+// rather than on logs. Fields are only ever added.
+type Stats struct {
+	// CatalogGeneration counts the indexes served: 1 for the first (the
+	// warm one, or the one built at start), then one more each time a
+	// re-index is swapped in. 0 until Run.
+	CatalogGeneration uint64 `json:"catalogGeneration"`
+	// CatalogTools is how many tools the index served holds (the tools of
+	// hidden servers included, until a re-index drops them).
+	CatalogTools int `json:"catalogTools"`
+	// LastIndexError is why the latest failed re-index failed (the previous
+	// index is still served), kept after later successes; LastIndexErrorAt
+	// says when.
+	LastIndexError   string    `json:"lastIndexError,omitempty"`
+	LastIndexErrorAt time.Time `json:"lastIndexErrorAt,omitzero"`
+	// ReloadGeneration counts config reloads, applied or rejected. A look
+	// at a file whose content did not change is neither.
+	ReloadGeneration uint64 `json:"reloadGeneration"`
+	// LastReload is the latest of them.
+	LastReload *Reload `json:"lastReload,omitempty"`
+	// LastReloadError is why the latest rejected reload was rejected (the
+	// config in effect stayed), kept after later successes;
+	// LastReloadErrorAt says when.
+	LastReloadError   string    `json:"lastReloadError,omitempty"`
+	LastReloadErrorAt time.Time `json:"lastReloadErrorAt,omitzero"`
+}
+
+// Reload is one config reload: applied (Error empty) or rejected.
+type Reload struct {
+	At      time.Time `json:"at"`
+	Trigger string    `json:"trigger"`         // "file changed", "SIGHUP", "start"
+	Error   string    `json:"error,omitempty"` // why it was rejected
+	// What the pool did, by server name (backend.Diff).
+	Added     []string `json:"added,omitempty"`
+	Removed   []string `json:"removed,omitempty"`
+	Changed   []string `json:"changed,omitempty"`
+	Updated   []string `json:"updated,omitempty"`
+	Unchanged []string `json:"unchanged,omitempty"`
+	// RestartOnly names the toolgate settings that changed but take effect
+	// on the next start ("toolgate.search", ...).
+	RestartOnly []string `json:"restartOnly,omitempty"`
+}
+
+// Loop is the runtime loop of one gateway. It implements the gateway's
+// Searcher. New prepares it (and opens the warm index), Run starts it, Close
+// stops every goroutine it started and waits for them.
+type Loop struct {
+	dir  string
+	opts Options
+	log  *slog.Logger
+	pool Pool // set by Run
+
+	eng  atomic.Pointer[search.Engine] // set by Run, cleared by Close
+	vis  atomic.Pointer[visibility]
+	kick chan struct{} // a re-index is wanted (capacity 1: requests merge)
+
+	mu      sync.Mutex
+	current []catalog.Tool // the catalog served (or about to be)
+	warm    *index.Index   // opened by New, handed to the engine by Run
+	stats   Stats
+	changed chan struct{} // closed and replaced when stats change
+
+	reloadMu sync.Mutex   // serializes reloads
+	applied  *config.File // the config in effect
+	hash     [sha256.Size]byte
+	watcher  *config.Watcher
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New prepares the loop for the index in dir (index.Dir of the data folder)
+// and the config cfg. It opens the index of the last run when that can
+// answer for cfg right away (see Warm); nothing runs until Run.
+func New(dir string, cfg *config.File, opts *Options) *Loop {
+	o := opts.withDefaults()
+	l := &Loop{dir: dir, opts: o, log: o.Logger, kick: make(chan struct{}, 1), changed: make(chan struct{}), applied: cfg}
+	if o.ConfigData != nil {
+		l.hash = sha256.Sum256(o.ConfigData)
+	}
+	servers := cfg.Servers()
+	l.vis.Store(newVisibility(servers))
+	l.warm, l.current = l.openWarm(servers)
+	return l
+}
+
+// Warm reports whether Run will answer from the index of the last run while
+// the backends connect.
+func (l *Loop) Warm() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.warm != nil
+}
+
+// ToolsChanged asks for a re-index; it is the pool's OnToolsChanged hook
+// (a backend listed its tools: first connect, list_changed, restart).
+func (l *Loop) ToolsChanged(string, []*mcp.Tool) { l.refresh() }
+
+// Cataloged reports whether the catalog served holds tools of server. The
+// pool's Lazy hook uses it: a lazy server starts on its first call only
+// when search already knows its tools.
+func (l *Loop) Cataloged(server string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, t := range l.current {
+		if t.Server == server {
+			return true
+		}
+	}
+	return false
+}
+
+// Run starts pool and the loop, and returns once searches can be answered:
+// after a warm start at once (backends connect in the background), else
+// once every backend is up or down and the index is built. An error means
+// that first index could not be built. The loop's goroutines run until ctx
+// ends or Close.
+func (l *Loop) Run(ctx context.Context, pool Pool) error {
+	l.pool = pool
+	l.mu.Lock()
+	ix := l.warm
+	l.warm = nil
+	l.mu.Unlock()
+	if ix != nil {
+		l.log.Info("warm start: answering from the last catalog while backends connect", "tools", ix.Len(), "dir", l.dir)
+		pool.StartAsync(ctx) // each backend's first listing triggers a re-index
+	} else {
+		pool.Start(ctx)
+		var err error
+		if ix, err = l.build(ctx); err != nil {
+			return err
+		}
+	}
+	l.eng.Store(search.New(ix, l.opts.Embedder, l.opts.Search))
+	l.swapped(ix.Len())
+
+	ctx, l.cancel = context.WithCancel(ctx)
+	l.wg.Add(1)
+	go l.syncLoop(ctx)
+	if l.opts.ConfigPath != "" {
+		var changed <-chan struct{}
+		w, err := config.Watch(l.opts.ConfigPath, &config.WatchOptions{Logger: l.log, Debounce: l.opts.Debounce})
+		if err != nil {
+			l.log.Warn("not watching the config file for changes; send SIGHUP to reload it", "file", l.opts.ConfigPath, "err", err)
+		} else {
+			l.watcher, changed = w, w.C
+		}
+		// A change between the caller's read of the file and the watch
+		// start: applied before Run returns.
+		l.reload(ctx, "start", false)
+		l.wg.Add(1)
+		go l.reloadLoop(ctx, changed)
+	}
+	return nil
+}
+
+// Close stops the loop, waits for its goroutines and closes the index. The
+// pool is the caller's to close (after the loop).
+func (l *Loop) Close() error {
+	if l.cancel != nil {
+		l.cancel()
+	}
+	l.wg.Wait()
+	var err error
+	if l.watcher != nil {
+		err = l.watcher.Close()
+		l.watcher = nil
+	}
+	if eng := l.eng.Swap(nil); eng != nil {
+		err = errors.Join(err, eng.Close())
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.warm != nil { // New without Run
+		err = errors.Join(err, l.warm.Close())
+		l.warm = nil
+	}
+	return err
+}
+
+// Stats returns the counters as of now.
+func (l *Loop) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stats
+}
+
+// Wait blocks until cond holds for the counters, or ctx ends (then it
+// returns ctx's error), and returns the counters it saw last.
+func (l *Loop) Wait(ctx context.Context, cond func(Stats) bool) (Stats, error) {
+	for {
+		l.mu.Lock()
+		st, ch := l.stats, l.changed
+		l.mu.Unlock()
+		if cond(st) {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// update changes the counters under the lock and wakes Wait.
+func (l *Loop) update(f func(*Stats)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f(&l.stats)
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// errNotRunning answers searches before Run and after Close.
+var errNotRunning = errors.New("the tool catalog is not loaded (the gateway is starting or stopping)")
+
+// Search ranks the tools of the servers shown (see visibility).
+func (l *Loop) Search(ctx context.Context, q search.Query) (search.Result, error) {
+	eng := l.eng.Load()
+	if eng == nil {
+		return search.Result{}, errNotRunning
+	}
+	return l.vis.Load().search(ctx, eng, q)
+}
+
+// Tool looks up a tool of a server shown; a tool of a removed server comes
+// back bare, so that execute_tool reaches the pool, which says why it
+// cannot run.
+func (l *Loop) Tool(id string) (catalog.Tool, bool) {
+	eng := l.eng.Load()
+	if eng == nil {
+		return catalog.Tool{}, false
+	}
+	return l.vis.Load().tool(eng, id)
+}
+
+// IDs lists the tools of the servers shown.
+func (l *Loop) IDs() []string {
+	eng := l.eng.Load()
+	if eng == nil {
+		return nil
+	}
+	return l.vis.Load().ids(eng)
+}

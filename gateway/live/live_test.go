@@ -1,0 +1,397 @@
+package live
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
+	"github.com/toolgate/toolgate/search"
+)
+
+// newFixture writes a config of servers, and prepares a Loop on it over
+// pool with the index in dir (nothing runs yet). opts may set anything but
+// the logger and the config; the loop is closed when the test ends.
+func newFixture(t *testing.T, dir string, pool *fakePool, opts *Options, servers ...string) *fixture {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "toolgate.json")
+	data := configBytes(t, nil, servers...)
+	writeFile(t, path, data)
+	cfg, err := config.Parse(data, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	logs := &testenv.LogBuffer{}
+	o.Logger = logs.Logger()
+	o.ConfigPath, o.ConfigData = path, data
+	if o.Search == nil {
+		o.Search = &search.Options{Mode: search.ModeBM25}
+	}
+	l := New(dir, cfg, &o)
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return &fixture{loop: l, pool: pool, path: path, logs: logs}
+}
+
+// run starts the loop (and fails the test if it cannot).
+func (f *fixture) run(t *testing.T) {
+	t.Helper()
+	if err := f.loop.Run(context.Background(), f.pool); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// find returns the IDs search_tools would show for query.
+func (f *fixture) find(t *testing.T, query string, limit int) []string {
+	t.Helper()
+	res, err := f.loop.Search(context.Background(), search.Query{Text: query, Limit: limit})
+	if err != nil {
+		t.Fatalf("Search(%q): %v", query, err)
+	}
+	return hitIDs(res)
+}
+
+func hitIDs(res search.Result) []string {
+	var ids []string
+	for _, h := range res.Hits {
+		ids = append(ids, h.Tool.ID())
+	}
+	return ids
+}
+
+// A cold start lists every backend before answering; a tool list change
+// is indexed off to the side and counted by the catalog generation.
+func TestColdStartAndToolsChanged(t *testing.T) {
+	pool := newFakePool("a", "b")
+	pool.list("a", "apple", "apricot")
+	pool.list("b", "banana")
+	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Millisecond}, "a", "b")
+	if f.loop.Warm() {
+		t.Fatal("Warm() with an empty index folder")
+	}
+	if _, err := f.loop.Search(context.Background(), search.Query{Text: "apple"}); err == nil {
+		t.Error("Search before Run: no error")
+	}
+	f.run(t)
+	if pool.started != "Start" {
+		t.Errorf("pool started with %q, want Start (no warm index)", pool.started)
+	}
+	st := f.loop.Stats()
+	if st.CatalogGeneration != 1 || st.CatalogTools != 3 {
+		t.Errorf("after Run: %+v, want generation 1 with 3 tools", st)
+	}
+	if got := f.find(t, "banana", 1); !slices.Equal(got, []string{"b__banana"}) {
+		t.Errorf("search banana = %v", got)
+	}
+	if !f.loop.Cataloged("a") || f.loop.Cataloged("zzz") {
+		t.Error("Cataloged: want a, not zzz")
+	}
+
+	pool.list("b", "banana", "blueberry")
+	f.loop.ToolsChanged("b", nil)
+	st = f.wait(t, "the re-index", func(s Stats) bool { return s.CatalogGeneration == 2 })
+	if st.CatalogTools != 4 || st.LastIndexError != "" {
+		t.Errorf("after the change: %+v", st)
+	}
+	if got := f.find(t, "blueberry", 1); !slices.Equal(got, []string{"b__blueberry"}) {
+		t.Errorf("search blueberry after the change = %v", got)
+	}
+	if !strings.Contains(f.logs.String(), `msg="index ready" tools=4`) {
+		t.Errorf("no index ready line:\n%s", f.logs)
+	}
+}
+
+// A warm start answers from the last run's index while backends connect,
+// keeps the tools of servers that have not listed yet, and refuses an index
+// that does not fit the config.
+func TestWarmStart(t *testing.T) {
+	dir := t.TempDir()
+	emb := &fakeEmbedder{model: "m1"}
+	{ // the last run
+		pool := newFakePool("a", "b")
+		pool.list("a", "apple")
+		pool.list("b", "banana")
+		f := newFixture(t, dir, pool, &Options{Embedder: emb}, "a", "b")
+		f.run(t)
+		if err := f.loop.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("fits", func(t *testing.T) {
+		pool := newFakePool("a", "b") // nothing listed yet
+		f := newFixture(t, dir, pool, &Options{Embedder: emb, Debounce: time.Millisecond}, "a", "b")
+		if !f.loop.Warm() || !f.loop.Cataloged("b") {
+			t.Fatalf("Warm() = %v, Cataloged(b) = %v; want both", f.loop.Warm(), f.loop.Cataloged("b"))
+		}
+		f.run(t)
+		if pool.started != "StartAsync" {
+			t.Errorf("pool started with %q, want StartAsync", pool.started)
+		}
+		if got := f.find(t, "banana", 1); !slices.Equal(got, []string{"b__banana"}) {
+			t.Errorf("warm search banana = %v", got)
+		}
+		// a lists (with a new tool); b has not: its last tools stay.
+		pool.list("a", "apple", "avocado")
+		f.loop.ToolsChanged("a", nil)
+		f.wait(t, "the re-index", func(s Stats) bool { return s.CatalogGeneration == 2 })
+		for _, q := range []string{"avocado", "banana"} {
+			if got := f.find(t, q, 1); len(got) != 1 || !strings.HasSuffix(got[0], q) {
+				t.Errorf("search %s after a listed = %v", q, got)
+			}
+		}
+	})
+	t.Run("another model", func(t *testing.T) {
+		f := newFixture(t, dir, newFakePool("a", "b"), &Options{Embedder: &fakeEmbedder{model: "m2"}}, "a", "b")
+		if f.loop.Warm() {
+			t.Error("Warm() with an index of another model")
+		}
+		if !strings.Contains(f.logs.String(), "built with another model") {
+			t.Errorf("the log does not say why:\n%s", f.logs)
+		}
+	})
+	t.Run("server no longer configured", func(t *testing.T) {
+		f := newFixture(t, dir, newFakePool("a"), &Options{Embedder: emb}, "a")
+		if f.loop.Warm() {
+			t.Error("Warm() with an index holding server b, which the config does not list")
+		}
+		if !strings.Contains(f.logs.String(), `it holds server \"b\"`) {
+			t.Errorf("the log does not say why:\n%s", f.logs)
+		}
+	})
+}
+
+// A re-index that fails keeps the previous index and says why in Stats.
+func TestIndexErrorKeepsServing(t *testing.T) {
+	emb := &fakeEmbedder{model: "m1"}
+	pool := newFakePool("a")
+	pool.list("a", "apple")
+	f := newFixture(t, t.TempDir(), pool, &Options{Embedder: emb, Debounce: time.Millisecond}, "a")
+	f.run(t)
+	emb.fail.Store(true)
+	pool.list("a", "apple", "avocado")
+	f.loop.ToolsChanged("a", nil)
+	st := f.wait(t, "the index error", func(s Stats) bool { return s.LastIndexError != "" })
+	if st.CatalogGeneration != 1 || !strings.Contains(st.LastIndexError, "embedder broke") || st.LastIndexErrorAt.IsZero() {
+		t.Errorf("after a failed re-index: %+v", st)
+	}
+	if got := f.find(t, "apple", 5); !slices.Equal(got, []string{"a__apple"}) {
+		t.Errorf("search after a failed re-index = %v, want the previous index's a__apple", got)
+	}
+	emb.fail.Store(false)
+	f.loop.ToolsChanged("a", nil)
+	st = f.wait(t, "the re-index", func(s Stats) bool { return s.CatalogGeneration == 2 })
+	if st.CatalogTools != 2 || st.LastIndexError == "" {
+		t.Errorf("after the next re-index: %+v (the last error is kept)", st)
+	}
+}
+
+// A reload hides a removed server's tools at once — before the re-index,
+// held off here by a long debounce — and execute_tool on them still
+// reaches the pool; SIGHUP forces a reload of unchanged content.
+func TestReloadHidesRemovedServer(t *testing.T) {
+	pool := newFakePool("a", "b")
+	pool.list("a", "apple")
+	pool.list("b", "banana", "berry")
+	hup := make(chan os.Signal, 1)
+	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Hour, Reload: hup}, "a", "b")
+	f.run(t)
+
+	writeFile(t, f.path, configBytes(t, nil, "a", "c"))
+	hup <- syscall.SIGHUP
+	st := f.wait(t, "the reload", func(s Stats) bool { return s.ReloadGeneration == 1 })
+	want := &Reload{At: st.LastReload.At, Trigger: "SIGHUP", Added: []string{"c"}, Removed: []string{"b"}, Unchanged: []string{"a"}}
+	if diff := cmp.Diff(want, st.LastReload); diff != "" {
+		t.Errorf("LastReload (-want +got):\n%s", diff)
+	}
+	if st.CatalogGeneration != 1 || st.CatalogTools != 3 {
+		t.Fatalf("the index changed already (%+v): the test needs b's tools still in it", st)
+	}
+	if got := f.find(t, "banana berry apple", 5); !slices.Equal(got, []string{"a__apple"}) {
+		t.Errorf("search after removing b = %v, want only a__apple", got)
+	}
+	if got := f.loop.IDs(); !slices.Equal(got, []string{"a__apple"}) {
+		t.Errorf("IDs() = %v", got)
+	}
+	if tl, ok := f.loop.Tool("b__banana"); !ok || tl.Server != "b" || tl.Description != "" {
+		t.Errorf("Tool(b__banana) = %+v, %v; want a bare tool of b, for the pool to explain", tl, ok)
+	}
+	if diff := cmp.Diff([][]string{{"a", "c"}}, pool.reconfigures()); diff != "" {
+		t.Errorf("Reconfigure calls (-want +got):\n%s", diff)
+	}
+	log := f.logs.String()
+	for _, w := range []string{`msg="config reloaded"`, "trigger=SIGHUP", "added=[c]", "removed=[b]", "unchanged=[a]"} {
+		if !strings.Contains(log, w) {
+			t.Errorf("the reload's log line lacks %s:\n%s", w, log)
+		}
+	}
+
+	// The same content again: only a signal reloads it.
+	hup <- syscall.SIGHUP
+	st = f.wait(t, "the forced reload", func(s Stats) bool { return s.ReloadGeneration == 2 })
+	if st.LastReload.Error != "" || !slices.Equal(st.LastReload.Unchanged, []string{"a", "c"}) {
+		t.Errorf("forced reload: %+v", st.LastReload)
+	}
+}
+
+// A file change is picked up by the watcher; the re-index then drops the
+// removed server's tools and indexes the added one's as it lists.
+func TestReloadOnFileChange(t *testing.T) {
+	pool := newFakePool("a", "b")
+	pool.list("a", "apple")
+	pool.list("b", "banana", "berry")
+	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Millisecond}, "a", "b")
+	f.run(t)
+
+	writeFile(t, f.path, configBytes(t, map[string]any{"search": map[string]any{"defaultLimit": 3}}, "a", "c"))
+	st := f.wait(t, "the reload", func(s Stats) bool { return s.ReloadGeneration == 1 })
+	if r := st.LastReload; r.Trigger != "file changed" || !slices.Equal(r.RestartOnly, []string{"toolgate.search"}) {
+		t.Errorf("LastReload = %+v, want a file change with toolgate.search waiting for a restart", r)
+	}
+	st = f.wait(t, "the index without b", func(s Stats) bool { return s.CatalogTools == 1 })
+	pool.list("c", "cherry")
+	f.loop.ToolsChanged("c", nil)
+	f.wait(t, "the index with c", func(s Stats) bool { return s.CatalogGeneration > st.CatalogGeneration && s.CatalogTools == 2 })
+	if got := f.find(t, "cherry banana", 5); !slices.Equal(got, []string{"c__cherry"}) {
+		t.Errorf("search = %v, want c__cherry only", got)
+	}
+}
+
+// A file that cannot be used changes nothing, is counted, and says why; the
+// next good save applies, and the last error stays on record.
+func TestReloadRejected(t *testing.T) {
+	pool := newFakePool("a")
+	pool.list("a", "apple")
+	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Millisecond}, "a")
+	f.run(t)
+
+	for i, tc := range []struct {
+		name string
+		data string
+		want string
+	}{
+		{"broken JSON", `{"mcpServers": {"a": {"command": `, "invalid JSON"},
+		{"invalid", `{"mcpServers": {"a b": {"command": "x"}}}`, `mcpServers["a b"]: invalid server name`},
+		{"empty", "", "is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			writeFile(t, f.path, []byte(tc.data))
+			n := uint64(i + 1)
+			st := f.wait(t, "the rejected reload", func(s Stats) bool { return s.ReloadGeneration == n })
+			if !strings.Contains(st.LastReloadError, tc.want) || st.LastReload.Error != st.LastReloadError || st.LastReloadErrorAt.IsZero() {
+				t.Errorf("stats %+v, want the error to say %q", st, tc.want)
+			}
+			if n := len(pool.reconfigures()); n != 0 {
+				t.Errorf("the pool was reconfigured %d times", n)
+			}
+			if got := f.find(t, "apple", 1); !slices.Equal(got, []string{"a__apple"}) {
+				t.Errorf("search after a rejected reload = %v", got)
+			}
+		})
+	}
+	if !strings.Contains(f.logs.String(), "the previous config stays in effect") {
+		t.Errorf("the log does not say the previous config stays:\n%s", f.logs)
+	}
+
+	writeFile(t, f.path, configBytes(t, nil, "a", "b"))
+	st := f.wait(t, "the good reload", func(s Stats) bool { return s.ReloadGeneration == 4 })
+	if st.LastReload.Error != "" || !slices.Equal(st.LastReload.Added, []string{"b"}) || !strings.Contains(st.LastReloadError, "is empty") {
+		t.Errorf("after a good save: %+v (last reload %+v)", st, st.LastReload)
+	}
+}
+
+// A look at a file whose content did not change is no reload.
+func TestReloadUnchangedContent(t *testing.T) {
+	pool := newFakePool("a")
+	pool.list("a", "apple")
+	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Hour}, "a")
+	f.run(t)
+	f.loop.reload(context.Background(), "file changed", false)
+	if st := f.loop.Stats(); st.ReloadGeneration != 0 || len(pool.reconfigures()) != 0 {
+		t.Errorf("an unchanged file was reloaded: %+v", st)
+	}
+	f.loop.reload(context.Background(), "test", true)
+	if st := f.loop.Stats(); st.ReloadGeneration != 1 || st.LastReload.Trigger != "test" {
+		t.Errorf("a forced reload: %+v", st)
+	}
+}
+
+// Close stops the loop's goroutines; searches then say the catalog is not
+// loaded, and Close may be called again.
+func TestClose(t *testing.T) {
+	pool := newFakePool("a")
+	pool.list("a", "apple")
+	f := newFixture(t, t.TempDir(), pool, nil, "a")
+	f.run(t)
+	if err := f.loop.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.loop.Search(context.Background(), search.Query{Text: "apple"}); err == nil {
+		t.Error("Search after Close: no error")
+	}
+	if _, ok := f.loop.Tool("a__apple"); ok || f.loop.IDs() != nil {
+		t.Error("Tool or IDs answer after Close")
+	}
+	f.loop.ToolsChanged("a", nil) // the pool may still call it: harmless
+}
+
+func TestMerge(t *testing.T) {
+	prev := Merge(nil, map[string][]*mcp.Tool{"a": {{Name: "old"}}, "gone": {{Name: "x"}}}, []string{"a", "gone"})
+	pool := newFakePool()
+	pool.list("b", "new")
+	got := Merge(prev, pool.Tools(), []string{"a", "b"})
+	var ids []string
+	for _, t := range got {
+		ids = append(ids, t.ID())
+	}
+	// a has not listed: its previous tools stay; gone is not configured.
+	if !slices.Equal(ids, []string{"a__old", "b__new"}) {
+		t.Errorf("Merge = %v", ids)
+	}
+}
+
+func TestRestartOnly(t *testing.T) {
+	var base config.Settings
+	tests := []struct {
+		name   string
+		change func(*config.Settings)
+		want   []string
+	}{
+		{"nothing", func(*config.Settings) {}, nil},
+		{"timeouts apply at run time", func(s *config.Settings) {
+			s.CallTimeout.Duration, s.ConnectTimeout.Duration = 1, 2
+		}, nil},
+		{"http addr", func(s *config.Settings) { s.HTTP.Addr = "127.0.0.1:1" }, []string{"toolgate.http"}},
+		{"search and embed", func(s *config.Settings) {
+			s.Search.DefaultLimit, s.Embed.Variant = 7, "int8"
+		}, []string{"toolgate.embed", "toolgate.search"}},
+		{"data dir, restart, connects", func(s *config.Settings) {
+			s.DataDir, s.Restart.Delays, s.MaxConcurrentConnects = "/x", []config.Duration{}, 1
+		}, []string{"toolgate.dataDir", "toolgate.restart", "toolgate.maxConcurrentConnects"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cur := base
+			tc.change(&cur)
+			if diff := cmp.Diff(tc.want, restartOnly(base, cur)); diff != "" {
+				t.Errorf("restartOnly (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,132 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
+)
+
+// refresh asks the sync loop for a re-index.
+func (l *Loop) refresh() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// syncLoop keeps the index in step with the pool: each request is let
+// settle for Debounce (many backends connecting make one rebuild), then the
+// merged catalog is indexed off to the side and swapped in. Tools of a
+// backend that is down stay in the catalog (marked unavailable in results),
+// so results are stable across restarts.
+func (l *Loop) syncLoop(ctx context.Context) {
+	defer l.wg.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.kick:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(l.opts.Debounce):
+		}
+		ix, err := l.build(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			l.log.Error("re-index after a tool list change failed; still serving the previous index", "err", err)
+			now := time.Now()
+			l.update(func(s *Stats) { s.LastIndexError, s.LastIndexErrorAt = err.Error(), now })
+			continue
+		}
+		l.eng.Load().Swap(ix)
+		l.swapped(ix.Len())
+	}
+}
+
+// swapped counts an index that is now served.
+func (l *Loop) swapped(tools int) {
+	l.update(func(s *Stats) {
+		s.CatalogGeneration++
+		s.CatalogTools = tools
+	})
+}
+
+// build makes the index of the merged catalog (see Merge).
+func (l *Loop) build(ctx context.Context) (*index.Index, error) {
+	l.mu.Lock()
+	prev := l.current
+	l.mu.Unlock()
+	tools := Merge(prev, l.pool.Tools(), l.pool.Servers())
+	ix, rep, err := index.EnsureReport(ctx, l.dir, tools, l.opts.Embedder, &index.Options{Logger: l.log, LockWait: l.opts.LockWait})
+	if err != nil {
+		return nil, fmt.Errorf("build the index in %s: %w (deleting that folder is safe)", l.dir, err)
+	}
+	l.mu.Lock()
+	l.current = ix.Tools()
+	l.mu.Unlock()
+	l.log.Info("index ready", "tools", ix.Len(), "state", rep.Before, "added", rep.Added, "changed", rep.Changed, "removed", rep.Removed, "embedded", rep.Embedded, "took", rep.Duration.Round(time.Millisecond))
+	return ix, nil
+}
+
+// openWarm opens the index of the last run when it can answer for this
+// config right away: it exists, was built with the same model, and holds
+// no server that is no longer configured. It returns the index and its
+// tools, or nil.
+func (l *Loop) openWarm(servers []config.Server) (*index.Index, []catalog.Tool) {
+	ix, err := index.Open(l.dir, &index.Options{Logger: l.log})
+	if err != nil {
+		l.log.Debug("no warm index", "dir", l.dir, "err", err)
+		return nil, nil
+	}
+	configured := map[string]bool{}
+	for _, s := range servers {
+		configured[s.Name] = true
+	}
+	reason := ""
+	if emb := l.opts.Embedder; emb != nil && ix.ModelID() != emb.ModelID() {
+		reason = "it was built with another model"
+	}
+	tools := ix.Tools()
+	for _, t := range tools {
+		if !configured[t.Server] {
+			reason = fmt.Sprintf("it holds server %q, which this config does not list", t.Server)
+			break
+		}
+	}
+	if reason != "" {
+		l.log.Info("not starting warm: the index in the data folder does not fit this config; rebuilding once backends connect", "why", reason)
+		ix.Close()
+		return nil, nil
+	}
+	return ix, tools
+}
+
+// Merge is the catalog to index when some backends' live lists are not
+// known yet (warm start, a backend down or still connecting): servers in
+// live (Pool.Tools) take their live tools; configured servers missing from
+// live keep their tools from prev, so results stay stable across restarts;
+// servers that are no longer configured are dropped. `toolgate index`
+// merges with it too.
+func Merge(prev []catalog.Tool, live map[string][]*mcp.Tool, configured []string) []catalog.Tool {
+	out := backend.Catalog(live)
+	for _, t := range prev {
+		if _, ok := live[t.Server]; !ok && slices.Contains(configured, t.Server) {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b catalog.Tool) int { return strings.Compare(a.ID(), b.ID()) })
+	return out
+}

@@ -46,7 +46,10 @@ const (
 	ExecuteToolName = "execute_tool"
 )
 
-// Limits of search_tools.
+// Limits of search_tools: how many tools it returns when the client gives
+// no "limit", and the most it returns. These are the only place the values
+// are written; the config's toolgate.search.defaultLimit and maxLimit
+// override them through Options.
 const (
 	DefaultLimit = 5
 	MaxLimit     = 50
@@ -57,8 +60,14 @@ type Options struct {
 	Logger       *slog.Logger // nil = discard
 	Name         string       // server name reported to clients; default "toolgate"
 	Version      string       // default "dev"
-	DefaultLimit int          // default 5
-	MaxLimit     int          // default 50
+	// DefaultLimit is search_tools' "limit" when the client gives none
+	// (0 = DefaultLimit, or MaxLimit when that is smaller; never above
+	// MaxLimit).
+	DefaultLimit int
+	// MaxLimit is the largest "limit" search_tools honours; larger ones are
+	// lowered to it (0 = MaxLimit, or DefaultLimit when that is larger, so
+	// a default limit above MaxLimit is not silently cut).
+	MaxLimit int
 	// Unavailable, if set, says why a server's tools cannot run right now
 	// (still connecting after a warm start, down, ...), or "" when they can;
 	// search_tools marks such tools. execute_tool still dispatches: the
@@ -89,12 +98,7 @@ func New(s Searcher, c Caller, opts *Options) *Gateway {
 	if g.opts.Version == "" {
 		g.opts.Version = "dev"
 	}
-	if g.opts.DefaultLimit <= 0 {
-		g.opts.DefaultLimit = DefaultLimit
-	}
-	if g.opts.MaxLimit <= 0 {
-		g.opts.MaxLimit = MaxLimit
-	}
+	g.opts.DefaultLimit, g.opts.MaxLimit = limits(g.opts.DefaultLimit, g.opts.MaxLimit)
 	g.log = g.opts.Logger
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
@@ -109,6 +113,19 @@ func New(s Searcher, c Caller, opts *Options) *Gateway {
 	g.server.AddTool(searchTool(g.opts.DefaultLimit, g.opts.MaxLimit), g.handleSearch)
 	g.server.AddTool(executeTool(), g.handleExecute)
 	return g
+}
+
+// limits applies the defaults of Options.DefaultLimit and MaxLimit.
+func limits(def, maxLimit int) (int, int) {
+	switch {
+	case maxLimit <= 0 && def <= 0:
+		return DefaultLimit, MaxLimit
+	case maxLimit <= 0:
+		return def, max(def, MaxLimit)
+	case def <= 0:
+		return min(DefaultLimit, maxLimit), maxLimit
+	}
+	return min(def, maxLimit), maxLimit
 }
 
 // Server is the underlying MCP server, for serving it on any transport.

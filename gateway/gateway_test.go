@@ -205,6 +205,24 @@ func TestSearchTools(t *testing.T) {
 	})
 }
 
+// TestLimits: the defaults of Options.DefaultLimit and MaxLimit, the only
+// place search_tools' limits are defaulted.
+func TestLimits(t *testing.T) {
+	for _, tc := range []struct{ def, max, wantDef, wantMax int }{
+		{0, 0, DefaultLimit, MaxLimit},
+		{7, 0, 7, MaxLimit},
+		{80, 0, 80, 80}, // a default above the default max raises the max
+		{0, 100, DefaultLimit, 100},
+		{0, 3, 3, 3}, // a small max caps the default
+		{10, 20, 10, 20},
+		{30, 20, 20, 20},
+	} {
+		if d, m := limits(tc.def, tc.max); d != tc.wantDef || m != tc.wantMax {
+			t.Errorf("limits(%d, %d) = %d, %d; want %d, %d", tc.def, tc.max, d, m, tc.wantDef, tc.wantMax)
+		}
+	}
+}
+
 func TestExecuteTool(t *testing.T) {
 	backendErr := errors.New("connection reset")
 	caller := &fakeCaller{call: func(server, tool string, args map[string]any) (*mcp.CallToolResult, error) {

@@ -55,11 +55,10 @@ func ParseMode(s string) (Mode, error) {
 // needsVectors reports whether the mode uses the vector signal.
 func (m Mode) needsVectors() bool { return m != ModeBM25 }
 
-// Limits on the number of hits a query returns.
-const (
-	DefaultLimit = 5
-	MaxLimit     = 50
-)
+// DefaultLimit is the number of hits of a Query that sets no Limit. The
+// engine puts no upper bound on Limit: its caller does (search_tools' bounds
+// are gateway.DefaultLimit and gateway.MaxLimit).
+const DefaultLimit = 5
 
 // Defaults for Options.
 const (
@@ -134,8 +133,8 @@ func (o *Options) withDefaults() Options {
 // Query is one search request.
 type Query struct {
 	Text string
-	// Limit is the number of hits wanted: 0 means DefaultLimit; values
-	// above MaxLimit are clamped.
+	// Limit is the number of hits wanted: 0 means DefaultLimit. It is not
+	// clamped; the catalog's size bounds the answer.
 	Limit int
 	// Server, when set, restricts hits to that backend's tools.
 	Server string
@@ -278,13 +277,12 @@ func (e *Engine) IDs() []string {
 	return ids
 }
 
-// limit is the number of hits q asks for: DefaultLimit when unset, at
-// most MaxLimit.
+// limit is the number of hits q asks for: DefaultLimit when unset.
 func (q Query) limit() int {
 	if q.Limit <= 0 {
 		return DefaultLimit
 	}
-	return min(q.Limit, MaxLimit)
+	return q.Limit
 }
 
 // Search ranks the tools for q.

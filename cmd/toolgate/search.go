@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/search"
 )
@@ -46,7 +47,8 @@ it search falls back to BM25 and says so.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.mode, "mode", "", "ranking: hybrid (default), bm25, vector or rrf")
-	fl.IntVar(&f.limit, "limit", search.DefaultLimit, fmt.Sprintf("number of results (at most %d)", search.MaxLimit))
+	// The limits of search_tools, whose ranking this command shows.
+	fl.IntVar(&f.limit, "limit", gateway.DefaultLimit, fmt.Sprintf("number of results (at most %d)", gateway.MaxLimit))
 	fl.StringVar(&f.server, "server", "", "only tools of this server")
 	fl.BoolVar(&f.json, "json", false, "print the result as one JSON object")
 	g.addEmbedFlags(cmd)
@@ -77,8 +79,8 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 	if err != nil {
 		return usageError{fmt.Errorf("--mode: %w", err)}
 	}
-	if f.limit < 1 || f.limit > search.MaxLimit {
-		return usageError{fmt.Errorf("--limit %d: want 1 to %d", f.limit, search.MaxLimit)}
+	if f.limit < 1 || f.limit > gateway.MaxLimit {
+		return usageError{fmt.Errorf("--limit %d: want 1 to %d", f.limit, gateway.MaxLimit)}
 	}
 	ix, err := index.Open(index.Dir(g.DataDir()), &index.Options{Logger: g.logger})
 	if err != nil {

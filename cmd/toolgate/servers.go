@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 )
 
@@ -140,6 +141,7 @@ func runServers(w io.Writer, path string, asJSON bool) error {
 }
 
 func describe(s config.Server) serverInfo {
+	connect, call := backend.Timeouts(s, nil) // what the pool will use
 	return serverInfo{
 		Name:           s.Name,
 		Type:           s.Type,
@@ -150,8 +152,8 @@ func describe(s config.Server) serverInfo {
 		EnvKeys:        sortedKeys(s.Env),
 		HeaderKeys:     sortedKeys(s.Headers),
 		Disabled:       s.Disabled,
-		ConnectTimeout: s.ConnectTimeout.String(),
-		CallTimeout:    s.CallTimeout.String(),
+		ConnectTimeout: connect.String(),
+		CallTimeout:    call.String(),
 	}
 }
 

@@ -183,15 +183,28 @@ func newBackend(p *Pool, s config.Server) *backend {
 
 // setTimeouts applies s's connect and call timeouts (0 = the pool's).
 func (b *backend) setTimeouts(s config.Server) {
-	connect, call := b.p.opts.ConnectTimeout, b.p.opts.CallTimeout
+	connect, call := serverTimeouts(s, &b.p.opts)
+	b.connectTimeout.Store(int64(connect))
+	b.callTimeout.Store(int64(call))
+}
+
+// Timeouts returns the connect and call timeouts a pool built with opts
+// gives server s: the server's own, else opts', else the defaults.
+func Timeouts(s config.Server, opts *Options) (connect, call time.Duration) {
+	o := opts.withDefaults()
+	return serverTimeouts(s, &o)
+}
+
+// serverTimeouts is Timeouts over options with defaults applied.
+func serverTimeouts(s config.Server, o *Options) (connect, call time.Duration) {
+	connect, call = o.ConnectTimeout, o.CallTimeout
 	if d := s.ConnectTimeout.Duration; d > 0 {
 		connect = d
 	}
 	if d := s.CallTimeout.Duration; d > 0 {
 		call = d
 	}
-	b.connectTimeout.Store(int64(connect))
-	b.callTimeout.Store(int64(call))
+	return connect, call
 }
 
 func (b *backend) connectTO() time.Duration { return time.Duration(b.connectTimeout.Load()) }

@@ -1,7 +1,12 @@
 // Package config owns toolgate's config file: the Claude-compatible
 // "mcpServers" map (stdio, streamable HTTP and SSE backends) plus the optional
-// "toolgate" section of gateway settings, their defaults, ${VAR} expansion,
-// and validation errors that name the server, the field, the value and the fix.
+// "toolgate" section of gateway settings, ${VAR} expansion, and validation
+// errors that name the server, the field, the value and the fix.
+//
+// A setting the file leaves out stays zero here: the library it configures
+// applies its own default (gateway/backend the timeouts and restart policy,
+// search the ranking mode and weights, gateway search_tools' limits and the
+// HTTP body cap, embed the model variant), so each default is written once.
 //
 // An existing claude_desktop_config.json or Claude Code .mcp.json loads
 // unchanged: unknown keys at the top level and inside server entries belong to
@@ -34,32 +39,13 @@ const (
 // from any working directory (e.g. "${TOOLGATE_CONFIG_DIR}/data/memory.jsonl").
 const DirVar = "TOOLGATE_CONFIG_DIR"
 
-// Defaults of the toolgate section.
-const (
-	DefaultConnectTimeout        = 30 * time.Second
-	DefaultCallTimeout           = 60 * time.Second
-	DefaultMaxConcurrentConnects = 8
-	DefaultSearchMode            = "hybrid"
-	DefaultKeywordWeight         = 0.4
-	DefaultVectorWeight          = 0.6
-	DefaultLimit                 = 5
-	DefaultMaxLimit              = 50
-	DefaultEmbedVariant          = "fp32"
-	DefaultMaxBodyBytes          = 4 << 20
-	DefaultStableAfter           = time.Minute
-)
-
-// DefaultRestartDelays are the waits before each restart of a backend that
-// died: 2s, 5s, 10s, then it stays down.
-var DefaultRestartDelays = []time.Duration{2 * time.Second, 5 * time.Second, 10 * time.Second}
-
 // File is a parsed, expanded and validated config file.
 type File struct {
 	// MCPServers holds every entry, disabled ones included, keyed by name.
 	// Values are normalized: Name filled in, Type inferred, ${VAR} expanded,
 	// Cwd absolute when the file's path is known. Use Servers for the ones to run.
 	MCPServers map[string]Server `json:"mcpServers"`
-	// Toolgate is the optional "toolgate" section with defaults applied.
+	// Toolgate is the optional "toolgate" section, as written (unset = zero).
 	Toolgate Settings `json:"toolgate"`
 	// Path is the file it was loaded from ("" when parsed from memory).
 	// Relative paths (cwd, dataDir, modelDir, ortLib) resolve against its directory.
@@ -127,11 +113,11 @@ type OAuth struct {
 // that died or failed to start; after the last one it stays down.
 type Restart struct {
 	// Delays are the waits before restart 1, 2, …. nil means the default
-	// (2s, 5s, 10s) or, in a server, the toolgate section's; an empty list
-	// means never restart.
+	// (backend.DefaultRestartDelays) or, in a server, the toolgate
+	// section's; an empty list means never restart.
 	Delays []Duration `json:"delays"`
 	// StableAfter is how long a backend must stay up for its restart count
-	// to start over (default 1m; 0 = the default).
+	// to start over (0 = backend.DefaultStableAfter).
 	StableAfter Duration `json:"stableAfter,omitzero"`
 }
 
@@ -148,14 +134,15 @@ func (r Restart) DelayDurations() []time.Duration {
 	return out
 }
 
-// Settings is the optional "toolgate" section. Parse fills in defaults, so
-// every field holds the effective value.
+// Settings is the optional "toolgate" section as the file writes it: a
+// field left out is zero, and the library it configures applies its default
+// (named below).
 type Settings struct {
-	ConnectTimeout        Duration `json:"connectTimeout,omitzero"`        // default 30s
-	CallTimeout           Duration `json:"callTimeout,omitzero"`           // default 60s
-	MaxConcurrentConnects int      `json:"maxConcurrentConnects,omitzero"` // default 8
+	ConnectTimeout        Duration `json:"connectTimeout,omitzero"`        // 0 = backend.DefaultConnectTimeout
+	CallTimeout           Duration `json:"callTimeout,omitzero"`           // 0 = backend.DefaultCallTimeout
+	MaxConcurrentConnects int      `json:"maxConcurrentConnects,omitzero"` // 0 = backend.DefaultMaxConcurrentConnects
 	// Restart is the restart policy of every server without its own
-	// (default delays 2s, 5s, 10s; stableAfter 1m).
+	// (unset = backend.DefaultRestartDelays and DefaultStableAfter).
 	Restart Restart `json:"restart,omitzero"`
 
 	Search SearchSettings `json:"search,omitzero"`
@@ -168,18 +155,19 @@ type Settings struct {
 
 // SearchSettings tune the ranker behind search_tools.
 type SearchSettings struct {
-	Mode string `json:"mode,omitempty"` // hybrid | bm25 | vector | rrf; default hybrid
+	Mode string `json:"mode,omitempty"` // hybrid | bm25 | vector | rrf; "" = search.Options' default
 	// Fusion weights: score = KeywordWeight·bm25 + VectorWeight·cosine.
-	// Each in [0,1]; when only one is given the other is 1 minus it.
-	KeywordWeight float64 `json:"keywordWeight,omitzero"` // default 0.4
-	VectorWeight  float64 `json:"vectorWeight,omitzero"`  // default 0.6
-	DefaultLimit  int     `json:"defaultLimit,omitzero"`  // default 5
-	MaxLimit      int     `json:"maxLimit,omitzero"`      // default 50
+	// Each in [0,1]; when only one is given the other is 1 minus it; both
+	// unset = search.DefaultKeywordWeight and DefaultVectorWeight.
+	KeywordWeight float64 `json:"keywordWeight,omitzero"`
+	VectorWeight  float64 `json:"vectorWeight,omitzero"`
+	DefaultLimit  int     `json:"defaultLimit,omitzero"` // 0 = gateway.DefaultLimit (at most MaxLimit)
+	MaxLimit      int     `json:"maxLimit,omitzero"`     // 0 = gateway.MaxLimit (at least DefaultLimit)
 }
 
 // EmbedSettings choose the embedding model files and runtime.
 type EmbedSettings struct {
-	Variant  string `json:"variant,omitempty"`  // fp32 | int8; default fp32
+	Variant  string `json:"variant,omitempty"`  // fp32 | int8; "" = embed.ParseVariant's default
 	ModelDir string `json:"modelDir,omitempty"` // "" = <data dir>/models
 	ORTLib   string `json:"ortLib,omitempty"`   // "" = the cached ONNX Runtime library
 	Threads  int    `json:"threads,omitzero"`   // 0 = runtime default
@@ -190,7 +178,7 @@ type HTTPSettings struct {
 	Addr           string   `json:"addr,omitempty"` // "" = the --http flag decides
 	AllowedOrigins []string `json:"allowedOrigins,omitempty"`
 	AllowedHosts   []string `json:"allowedHosts,omitempty"`
-	MaxBodyBytes   int64    `json:"maxBodyBytes,omitzero"` // default 4 MiB
+	MaxBodyBytes   int64    `json:"maxBodyBytes,omitzero"` // 0 = gateway.DefaultMaxBodyBytes
 }
 
 // Duration is a time.Duration that reads from JSON as a Go duration string
@@ -236,9 +224,10 @@ func parseDuration(b []byte) (time.Duration, error) {
 }
 
 // Servers returns the enabled servers sorted by name, with the toolgate
-// section's timeouts filled in where a server has none of its own. A server's
-// own Restart gets the fields it leaves unset from the section's; a server
-// without one keeps Restart nil (it follows the section's policy).
+// section's timeouts filled in where a server has none of its own (both
+// unset stay 0: the pool's default applies). A server's own Restart gets the
+// fields it leaves unset from the section's; a server without one keeps
+// Restart nil (it follows the section's policy).
 func (f *File) Servers() []Server {
 	var out []Server
 	for _, s := range f.All() {
@@ -250,7 +239,7 @@ func (f *File) Servers() []Server {
 }
 
 // All returns every server, disabled ones included, sorted by name, with
-// defaults applied as in Servers.
+// the section's values filled in as in Servers.
 func (f *File) All() []Server {
 	out := make([]Server, 0, len(f.MCPServers))
 	for name, s := range f.MCPServers {

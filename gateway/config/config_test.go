@@ -23,11 +23,6 @@ func env(kv ...string) func(string) (string, bool) {
 
 func sec(n float64) Duration { return Duration{time.Duration(n * float64(time.Second))} }
 
-func defaults() Settings {
-	var s Settings
-	s.SetDefaults()
-	return s
-}
 
 func TestParseGood(t *testing.T) {
 	dir := t.TempDir()
@@ -42,8 +37,7 @@ func TestParseGood(t *testing.T) {
 		{
 			name: "stdio minimal",
 			in:   `{"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}}`,
-			servers: []Server{{Name: "memory", Type: TypeStdio, Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"},
-				ConnectTimeout: sec(30), CallTimeout: sec(60)}},
+			servers: []Server{{Name: "memory", Type: TypeStdio, Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}}},
 		},
 		{
 			name: "url infers http, aliases, sse, per-server timeouts",
@@ -53,10 +47,10 @@ func TestParseGood(t *testing.T) {
 				"c": {"type": "streamableHttp", "url": "http://x/mcp", "callTimeout": "1m30s"},
 				"d": {"type": "SSE", "url": "https://d.example/sse", "headers": {"X-Key": "k"}}}}`,
 			servers: []Server{
-				{Name: "a", Type: TypeHTTP, URL: "https://a.example/mcp", ConnectTimeout: sec(30), CallTimeout: sec(60)},
-				{Name: "b", Type: TypeHTTP, URL: "http://127.0.0.1:9/mcp", ConnectTimeout: sec(5), CallTimeout: sec(60)},
-				{Name: "c", Type: TypeHTTP, URL: "http://x/mcp", ConnectTimeout: sec(30), CallTimeout: sec(90)},
-				{Name: "d", Type: TypeSSE, URL: "https://d.example/sse", Headers: map[string]string{"X-Key": "k"}, ConnectTimeout: sec(30), CallTimeout: sec(60)},
+				{Name: "a", Type: TypeHTTP, URL: "https://a.example/mcp"},
+				{Name: "b", Type: TypeHTTP, URL: "http://127.0.0.1:9/mcp", ConnectTimeout: sec(5)},
+				{Name: "c", Type: TypeHTTP, URL: "http://x/mcp", CallTimeout: sec(90)},
+				{Name: "d", Type: TypeSSE, URL: "https://d.example/sse", Headers: map[string]string{"X-Key": "k"}},
 			},
 		},
 		{
@@ -86,8 +80,7 @@ func TestParseGood(t *testing.T) {
 				"env": {"TOKEN": "${TOKEN}", "PORT": 8080, "DEBUG": true}, "cwd": "${TOOLGATE_CONFIG_DIR}/w"}}}`,
 			env: env("BIN", "/usr/bin/srv", "TOKEN", "s3cr3t", "EMPTY", ""),
 			servers: []Server{{Name: "s", Type: TypeStdio, Command: "/usr/bin/srv", Args: []string{"--db", "/tmp/db", "$HOME", "dflt", ""},
-				Env: map[string]string{"TOKEN": "s3cr3t", "PORT": "8080", "DEBUG": "true"}, Cwd: filepath.Join(dir, "w"),
-				ConnectTimeout: sec(30), CallTimeout: sec(60)}},
+				Env: map[string]string{"TOKEN": "s3cr3t", "PORT": "8080", "DEBUG": "true"}, Cwd: filepath.Join(dir, "w")}},
 		},
 		{
 			name: "toolgate section",
@@ -97,7 +90,7 @@ func TestParseGood(t *testing.T) {
 				"embed": {"variant": "int8", "modelDir": "models", "ortLib": "/opt/ort/libonnxruntime.so.1", "threads": 2},
 				"http": {"addr": "127.0.0.1:8080", "allowedOrigins": ["http://localhost:3000"], "allowedHosts": ["localhost:8080"], "maxBodyBytes": 1024},
 				"dataDir": "${DATA:-data}"}}`,
-			servers: []Server{{Name: "m", Type: TypeStdio, Command: "x", ConnectTimeout: sec(30), CallTimeout: sec(60)}},
+			servers: []Server{{Name: "m", Type: TypeStdio, Command: "x"}},
 			settings: func(s *Settings) {
 				s.MaxConcurrentConnects = 2
 				s.Search = SearchSettings{Mode: "bm25", KeywordWeight: 0.3, VectorWeight: 0.7, DefaultLimit: 7, MaxLimit: 20}
@@ -107,11 +100,19 @@ func TestParseGood(t *testing.T) {
 			},
 		},
 		{
-			name:    "only vectorWeight given, small maxLimit caps the default limit",
+			name:    "only vectorWeight given sets keywordWeight; an unset defaultLimit stays unset",
 			in:      `{"mcpServers": {"m": {"command": "x"}}, "toolgate": {"search": {"vectorWeight": 1, "maxLimit": 3}}}`,
-			servers: []Server{{Name: "m", Type: TypeStdio, Command: "x", ConnectTimeout: sec(30), CallTimeout: sec(60)}},
+			servers: []Server{{Name: "m", Type: TypeStdio, Command: "x"}},
 			settings: func(s *Settings) {
-				s.Search.KeywordWeight, s.Search.VectorWeight, s.Search.MaxLimit, s.Search.DefaultLimit = 0, 1, 3, 3
+				s.Search.KeywordWeight, s.Search.VectorWeight, s.Search.MaxLimit = 0, 1, 3
+			},
+		},
+		{
+			name:    "defaultLimit above the default maximum, maxLimit unset (the gateway raises its maximum)",
+			in:      `{"mcpServers": {"m": {"command": "x"}}, "toolgate": {"search": {"defaultLimit": 80}}}`,
+			servers: []Server{{Name: "m", Type: TypeStdio, Command: "x"}},
+			settings: func(s *Settings) {
+				s.Search.DefaultLimit = 80
 			},
 		},
 		{
@@ -123,10 +124,10 @@ func TestParseGood(t *testing.T) {
 				"d": {"command": "x", "restart": {"delays": ["1s", 0.5], "stableAfter": "2m"}}},
 				"toolgate": {"restart": {"delays": ["3s"], "stableAfter": "5m"}}}`,
 			servers: []Server{
-				{Name: "a", Type: TypeStdio, Command: "x", ConnectTimeout: sec(30), CallTimeout: sec(60), Lazy: true, IdleTimeout: sec(600)},
-				{Name: "b", Type: TypeStdio, Command: "x", ConnectTimeout: sec(30), CallTimeout: sec(60), Restart: &Restart{Delays: []Duration{}, StableAfter: sec(300)}},
-				{Name: "c", Type: TypeStdio, Command: "x", ConnectTimeout: sec(30), CallTimeout: sec(60), Restart: &Restart{Delays: []Duration{sec(3)}, StableAfter: sec(30)}},
-				{Name: "d", Type: TypeStdio, Command: "x", ConnectTimeout: sec(30), CallTimeout: sec(60), Restart: &Restart{Delays: []Duration{sec(1), sec(0.5)}, StableAfter: sec(120)}},
+				{Name: "a", Type: TypeStdio, Command: "x", Lazy: true, IdleTimeout: sec(600)},
+				{Name: "b", Type: TypeStdio, Command: "x", Restart: &Restart{Delays: []Duration{}, StableAfter: sec(300)}},
+				{Name: "c", Type: TypeStdio, Command: "x", Restart: &Restart{Delays: []Duration{sec(3)}, StableAfter: sec(30)}},
+				{Name: "d", Type: TypeStdio, Command: "x", Restart: &Restart{Delays: []Duration{sec(1), sec(0.5)}, StableAfter: sec(120)}},
 			},
 			settings: func(s *Settings) {
 				s.Restart = Restart{Delays: []Duration{sec(3)}, StableAfter: sec(300)}
@@ -135,7 +136,7 @@ func TestParseGood(t *testing.T) {
 		{
 			name:    "empty restart delays in the toolgate section mean never restart",
 			in:      `{"mcpServers": {"m": {"command": "x"}}, "toolgate": {"restart": {"delays": []}}}`,
-			servers: []Server{{Name: "m", Type: TypeStdio, Command: "x", ConnectTimeout: sec(30), CallTimeout: sec(60)}},
+			servers: []Server{{Name: "m", Type: TypeStdio, Command: "x"}},
 			settings: func(s *Settings) {
 				s.Restart.Delays = []Duration{}
 			},
@@ -143,7 +144,7 @@ func TestParseGood(t *testing.T) {
 		{
 			name:    "BOM, null toolgate section, unknown keys tolerated",
 			in:      "\xef\xbb\xbf" + `{"globalShortcut": "x", "mcpServers": {"A-1_b": {"command": "x", "autoApprove": [], "timeout": 5, "envFile": ".env"}}, "toolgate": null}`,
-			servers: []Server{{Name: "A-1_b", Type: TypeStdio, Command: "x", ConnectTimeout: sec(30), CallTimeout: sec(60)}},
+			servers: []Server{{Name: "A-1_b", Type: TypeStdio, Command: "x"}},
 		},
 	}
 	for _, tt := range tests {
@@ -159,7 +160,7 @@ func TestParseGood(t *testing.T) {
 			if diff := cmp.Diff(tt.servers, f.Servers()); diff != "" {
 				t.Errorf("Servers() mismatch (-want +got):\n%s", diff)
 			}
-			want := defaults()
+			var want Settings // unset fields stay zero: the libraries apply their defaults
 			if tt.settings != nil {
 				tt.settings(&want)
 			}
@@ -283,6 +284,9 @@ func TestParseBad(t *testing.T) {
 			{`toolgate.search.keywordWeight`, "1.5 is out of range"},
 			{`toolgate.search.mode`, `unknown mode "dense": use one of "hybrid", "bm25", "vector", "rrf"`},
 			{`toolgate.search.vectorWeight`, "-0.1 is out of range"},
+		}},
+		{"defaultLimit without maxLimit", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"search": {"defaultLimit": 1001}}}`, nil, []want{
+			{`toolgate.search.defaultLimit`, "1001 is out of range: use 1 to 1000"},
 		}},
 		{"weights both zero", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"search": {"keywordWeight": 0, "vectorWeight": 0}}}`, nil, []want{
 			{`toolgate.search.vectorWeight`, "both 0"},

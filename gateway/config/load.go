@@ -87,8 +87,8 @@ func ParseUnexpanded(data []byte, path string) (*File, error) {
 	return f, p.err()
 }
 
-// decode reads the server entries and the toolgate section (with defaults
-// applied); field errors collect in p, a JSON syntax error is returned.
+// decode reads the server entries and the toolgate section (unset fields
+// stay zero); field errors collect in p, a JSON syntax error is returned.
 func (p *parser) decode(data []byte) (*File, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // editors on Windows add a BOM
 	var top map[string]json.RawMessage
@@ -98,7 +98,6 @@ func (p *parser) decode(data []byte) (*File, error) {
 	f := &File{Path: p.path, MCPServers: map[string]Server{}}
 	p.servers(top, f)
 	p.settings(top["toolgate"], &f.Toolgate)
-	f.Toolgate.SetDefaults()
 	return f, nil
 }
 

@@ -64,7 +64,7 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 	kw, vw := sd.has("keywordWeight"), sd.has("vectorWeight")
 	switch {
 	case kw && vw && s.Search.KeywordWeight == 0 && s.Search.VectorWeight == 0:
-		sd.errorf("vectorWeight", "keywordWeight and vectorWeight are both 0: make at least one positive (defaults %v and %v)", DefaultKeywordWeight, DefaultVectorWeight)
+		sd.errorf("vectorWeight", "keywordWeight and vectorWeight are both 0: make at least one positive (or leave both out for the defaults)")
 	case kw && !vw && inUnit(s.Search.KeywordWeight):
 		s.Search.VectorWeight = 1 - s.Search.KeywordWeight
 	case vw && !kw && inUnit(s.Search.VectorWeight):
@@ -88,50 +88,6 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 
 func inUnit(f float64) bool { return f >= 0 && f <= 1 }
 
-// SetDefaults fills every unset (zero) field with its default. Parse calls
-// it; code that builds Settings by hand may too.
-func (s *Settings) SetDefaults() {
-	if s.ConnectTimeout.Duration == 0 {
-		s.ConnectTimeout.Duration = DefaultConnectTimeout
-	}
-	if s.CallTimeout.Duration == 0 {
-		s.CallTimeout.Duration = DefaultCallTimeout
-	}
-	if s.MaxConcurrentConnects == 0 {
-		s.MaxConcurrentConnects = DefaultMaxConcurrentConnects
-	}
-	if s.Search.Mode == "" {
-		s.Search.Mode = DefaultSearchMode
-	}
-	if s.Search.KeywordWeight == 0 && s.Search.VectorWeight == 0 {
-		s.Search.KeywordWeight, s.Search.VectorWeight = DefaultKeywordWeight, DefaultVectorWeight
-	}
-	if s.Search.MaxLimit == 0 {
-		s.Search.MaxLimit = DefaultMaxLimit
-	}
-	if s.Search.DefaultLimit == 0 {
-		s.Search.DefaultLimit = DefaultLimit
-		if s.Search.MaxLimit > 0 {
-			s.Search.DefaultLimit = min(DefaultLimit, s.Search.MaxLimit)
-		}
-	}
-	if s.Embed.Variant == "" {
-		s.Embed.Variant = DefaultEmbedVariant
-	}
-	if s.HTTP.MaxBodyBytes == 0 {
-		s.HTTP.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if s.Restart.Delays == nil {
-		s.Restart.Delays = make([]Duration, len(DefaultRestartDelays))
-		for i, d := range DefaultRestartDelays {
-			s.Restart.Delays[i] = Duration{d}
-		}
-	}
-	if s.Restart.StableAfter.Duration == 0 {
-		s.Restart.StableAfter.Duration = DefaultStableAfter
-	}
-}
-
 // checkRestart returns the problems of a restart policy as (field, message)
 // pairs, fields relative to the policy ("delays[1]", "stableAfter").
 func checkRestart(r Restart) [][2]string {
@@ -145,12 +101,15 @@ func checkRestart(r Restart) [][2]string {
 		}
 	}
 	if d := r.StableAfter.Duration; d < 0 || d > maxStableAfter {
-		out = append(out, [2]string{"stableAfter", fmt.Sprintf("%s is out of range: use a duration up to %s like \"1m\" (or leave it out for the default %s)", d, maxStableAfter, DefaultStableAfter)})
+		out = append(out, [2]string{"stableAfter", fmt.Sprintf("%s is out of range: use a duration up to %s like \"1m\" (or leave it out for the default)", d, maxStableAfter)})
 	}
 	return out
 }
 
-// validate checks the effective values; zero means "default" and passes.
+// validate checks the values as written; zero means "the library's
+// default" and passes. The defaults themselves belong to the libraries
+// (gateway/config sits before them and imports none), so messages say
+// "leave it out for the default" rather than repeat a value.
 func (s *Settings) validate() []*FieldError {
 	var errs []*FieldError
 	bad := func(field, format string, args ...any) {
@@ -159,17 +118,16 @@ func (s *Settings) validate() []*FieldError {
 	for _, d := range []struct {
 		field string
 		v     time.Duration
-		def   time.Duration
-	}{{"connectTimeout", s.ConnectTimeout.Duration, DefaultConnectTimeout}, {"callTimeout", s.CallTimeout.Duration, DefaultCallTimeout}} {
+	}{{"connectTimeout", s.ConnectTimeout.Duration}, {"callTimeout", s.CallTimeout.Duration}} {
 		if d.v < 0 {
-			bad(d.field, "%s is negative: use a positive duration like %q (or leave it out for the default)", d.v, d.def.String())
+			bad(d.field, "%s is negative: use a positive duration like \"30s\" (or leave it out for the default)", d.v)
 		}
 	}
 	for _, p := range checkRestart(s.Restart) {
 		bad("restart."+p[0], "%s", p[1])
 	}
 	if n := s.MaxConcurrentConnects; n < 0 || n > maxConcurrentConnects {
-		bad("maxConcurrentConnects", "%d is out of range: use 1 to %d (default %d)", n, maxConcurrentConnects, DefaultMaxConcurrentConnects)
+		bad("maxConcurrentConnects", "%d is out of range: use 1 to %d (or leave it out for the default)", n, maxConcurrentConnects)
 	}
 	if m := s.Search.Mode; m != "" && !contains(SearchModes, m) {
 		bad("search.mode", "unknown mode %q: use one of %s", m, quoteList(SearchModes))
@@ -183,10 +141,15 @@ func (s *Settings) validate() []*FieldError {
 		}
 	}
 	if l := s.Search.MaxLimit; l < 0 || l > maxSearchLimit {
-		bad("search.maxLimit", "%d is out of range: use 1 to %d (default %d)", l, maxSearchLimit, DefaultMaxLimit)
+		bad("search.maxLimit", "%d is out of range: use 1 to %d (or leave it out for the default)", l, maxSearchLimit)
 	}
-	if l := s.Search.DefaultLimit; l < 0 || (s.Search.MaxLimit > 0 && l > s.Search.MaxLimit) {
+	switch l := s.Search.DefaultLimit; {
+	case s.Search.MaxLimit > 0 && (l < 0 || l > s.Search.MaxLimit):
 		bad("search.defaultLimit", "%d is out of range: use 1 to search.maxLimit (%d)", l, s.Search.MaxLimit)
+	case l < 0 || l > maxSearchLimit:
+		// Without maxLimit, a default limit above the default maximum
+		// raises the maximum to it (gateway.Options.MaxLimit).
+		bad("search.defaultLimit", "%d is out of range: use 1 to %d (or leave it out for the default)", l, maxSearchLimit)
 	}
 	if v := s.Embed.Variant; v != "" && !contains(EmbedVariants, v) {
 		bad("embed.variant", "unknown variant %q: use one of %s", v, quoteList(EmbedVariants))
@@ -210,7 +173,7 @@ func (s *Settings) validate() []*FieldError {
 		}
 	}
 	if n := s.HTTP.MaxBodyBytes; n < 0 || n > maxBodyBytesLimit {
-		bad("http.maxBodyBytes", "%d is out of range: use 1 to %d bytes (default %d, 4 MiB)", n, maxBodyBytesLimit, DefaultMaxBodyBytes)
+		bad("http.maxBodyBytes", "%d is out of range: use 1 to %d bytes (or leave it out for the default)", n, maxBodyBytesLimit)
 	}
 	return errs
 }

@@ -192,6 +192,9 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 // the config reloads, with the last error of each.
 func printLoopStats(w io.Writer, st *live.Stats) {
 	fmt.Fprintf(w, "catalog: generation %d, %d tools", st.CatalogGeneration, st.CatalogTools)
+	if st.Reindexing {
+		fmt.Fprint(w, " (re-indexing)")
+	}
 	if st.LastIndexError != "" {
 		fmt.Fprintf(w, "; last re-index error at %s: %s", clock(st.LastIndexErrorAt), statusLine(st.LastIndexError, 100))
 	}

@@ -27,6 +27,7 @@ type fakePool struct {
 	tools        map[string][]*mcp.Tool // listed so far
 	started      string                 // "Start" or "StartAsync"
 	reconfigured [][]string             // server names of each Reconfigure
+	onStart      func()                 // called by Start (the real pool's first listings call ToolsChanged)
 }
 
 var _ Pool = (*fakePool)(nil)
@@ -46,7 +47,15 @@ func (p *fakePool) list(server string, names ...string) {
 	p.tools[server] = tools
 }
 
-func (p *fakePool) Start(context.Context)      { p.mu.Lock(); p.started = "Start"; p.mu.Unlock() }
+func (p *fakePool) Start(context.Context) {
+	p.mu.Lock()
+	p.started = "Start"
+	p.mu.Unlock()
+	if p.onStart != nil {
+		p.onStart()
+	}
+}
+
 func (p *fakePool) StartAsync(context.Context) { p.mu.Lock(); p.started = "StartAsync"; p.mu.Unlock() }
 
 func (p *fakePool) Tools() map[string][]*mcp.Tool {

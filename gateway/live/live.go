@@ -120,6 +120,9 @@ type Stats struct {
 	// CatalogTools is how many tools the index served holds (the tools of
 	// hidden servers included, until a re-index drops them).
 	CatalogTools int `json:"catalogTools"`
+	// Reindexing says a re-index is wanted or running (a backend listed
+	// new tools, a reload changed servers): the catalog is not in step yet.
+	Reindexing bool `json:"reindexing"`
 	// LastIndexError is why the latest failed re-index failed (the previous
 	// index is still served), kept after later successes; LastIndexErrorAt
 	// says when.
@@ -238,6 +241,15 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 		pool.StartAsync(ctx) // each backend's first listing triggers a re-index
 	} else {
 		pool.Start(ctx)
+		// The listings of the start are in the index built next: their
+		// requests for a re-index are spent (one made while it builds
+		// stays).
+		l.update(func(*Stats) {
+			select {
+			case <-l.kick:
+			default:
+			}
+		})
 		var err error
 		if ix, err = l.build(ctx); err != nil {
 			return err

@@ -15,11 +15,23 @@ import (
 	"github.com/toolgate/toolgate/index/catalog"
 )
 
-// refresh asks the sync loop for a re-index.
+// refresh asks the sync loop for a re-index. The request and
+// Stats.Reindexing change together, under the lock.
 func (l *Loop) refresh() {
-	select {
-	case l.kick <- struct{}{}:
-	default:
+	l.update(func(s *Stats) {
+		s.Reindexing = true
+		select {
+		case l.kick <- struct{}{}:
+		default: // one is queued already
+		}
+	})
+}
+
+// settled clears Stats.Reindexing after a build unless another request
+// came meanwhile.
+func (l *Loop) settled(s *Stats) {
+	if len(l.kick) == 0 {
+		s.Reindexing = false
 	}
 }
 
@@ -48,7 +60,10 @@ func (l *Loop) syncLoop(ctx context.Context) {
 			}
 			l.log.Error("re-index after a tool list change failed; still serving the previous index", "err", err)
 			now := time.Now()
-			l.update(func(s *Stats) { s.LastIndexError, s.LastIndexErrorAt = err.Error(), now })
+			l.update(func(s *Stats) {
+				s.LastIndexError, s.LastIndexErrorAt = err.Error(), now
+				l.settled(s)
+			})
 			continue
 		}
 		l.eng.Load().Swap(ix)
@@ -61,6 +76,7 @@ func (l *Loop) swapped(tools int) {
 	l.update(func(s *Stats) {
 		s.CatalogGeneration++
 		s.CatalogTools = tools
+		l.settled(s)
 	})
 }
 

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,21 +15,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
-
-// teeLog keeps a child's stderr for assertions and forwards it to the test log.
-type teeLog struct {
-	testenv.LogBuffer
-	t *testing.T
-}
-
-func (w *teeLog) Write(p []byte) (int, error) {
-	(&testLogWriter{t: w.t, prefix: "toolgate: "}).Write(p)
-	return w.LogBuffer.Write(p)
-}
 
 // writeServers writes an mcpServers file; rename replaces the file by a rename
 // (an atomic writer, vim) instead of writing it in place.
@@ -60,11 +54,40 @@ func writeRaw(t *testing.T, path string, b []byte, rename bool) {
 	}
 }
 
-// TestConfigReload serves a config of two fake backends over stdio and
-// changes the file under the running gateway: a removed server's tools
-// never show up in search_tools once the reload is logged, and execute_tool
-// on them says why; an added server's tools are found and run; a config that
-// does not parse changes nothing; a changed server restarts; SIGHUP reloads.
+// getStatus reads GET /status of the gateway at addr.
+func getStatus(t *testing.T, addr string) gateway.StatusReport {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/status")
+	if err != nil {
+		t.Fatalf("GET /status: %v", err)
+	}
+	defer resp.Body.Close()
+	var rep gateway.StatusReport
+	if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil || rep.Stats == nil {
+		t.Fatalf("GET /status: %v (loop stats: %v)", err, rep.Stats != nil)
+	}
+	return rep
+}
+
+// waitStatus polls GET /status until cond holds for the runtime loop's
+// counters and returns the report.
+func waitStatus(t *testing.T, addr, what string, cond func(live.Stats) bool) gateway.StatusReport {
+	t.Helper()
+	var rep gateway.StatusReport
+	testenv.Eventually(t, what, func() bool {
+		rep = getStatus(t, addr)
+		return cond(*rep.Stats)
+	})
+	return rep
+}
+
+// TestConfigReload serves a config of two fake backends over HTTP and
+// changes the file under the running gateway, waiting on the reload and
+// catalog generations of GET /status: a removed server's tools never show
+// up in search_tools once the reload is counted, and execute_tool on them
+// says why; an added server's tools are found and run; a config that does
+// not parse changes nothing and is reported; a changed server restarts;
+// SIGHUP reloads.
 func TestConfigReload(t *testing.T) {
 	srv := func(mark string) config.Server {
 		// Distinct env per server, so each is its own process and entry.
@@ -75,10 +98,21 @@ func TestConfigReload(t *testing.T) {
 	path := filepath.Join(dir, "toolgate.json")
 	writeServers(t, path, map[string]config.Server{"alpha": alpha, "beta": beta}, false)
 
-	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", path, "--mode", "bm25")
-	logs := &teeLog{t: t}
-	cmd.Stderr = logs
-	ctx, cs := connectStdio(t, cmd, 3*time.Minute)
+	addr := freeAddr(t)
+	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", path, "--mode", "bm25", "--http", addr)
+	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
+	waitHealthy(t, "http://"+addr+"/healthz", 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
 
 	// removed holds servers whose tools must never be returned again.
 	removed := map[string]bool{}
@@ -106,45 +140,64 @@ func TestConfigReload(t *testing.T) {
 		res := exec(t, name)
 		return !res.IsError && resultText(res) == "hi "+name
 	}
-	reloads := func() int { return strings.Count(logs.String(), `msg="config reloaded"`) }
+	// reloaded waits for reload n, checks that it applied what want says,
+	// and returns it.
+	reloaded := func(t *testing.T, n uint64, want live.Reload) *live.Reload {
+		t.Helper()
+		rep := waitStatus(t, addr, fmt.Sprint("reload ", n), func(s live.Stats) bool { return s.ReloadGeneration >= n })
+		got := rep.LastReload
+		if rep.ReloadGeneration != n || got == nil || got.Trigger != want.Trigger || got.Error != "" ||
+			!slices.Equal(got.Added, want.Added) || !slices.Equal(got.Removed, want.Removed) ||
+			!slices.Equal(got.Changed, want.Changed) || !slices.Equal(got.Unchanged, want.Unchanged) {
+			t.Fatalf("reload %d: generation %d, last %+v; want %+v", n, rep.ReloadGeneration, got, want)
+		}
+		return got
+	}
+	// Each backend has 3 tools; the start's listings are in the first
+	// index, so generation 1 lasts until something changes.
+	const toolsPerServer = 3
 
+	st := getStatus(t, addr)
+	if st.CatalogGeneration != 1 || st.CatalogTools != 2*toolsPerServer || st.Reindexing || st.ReloadGeneration != 0 {
+		t.Fatalf("at start: %+v", *st.Stats)
+	}
 	if ids := search(t); !slices.Contains(ids, "alpha__echo") || !slices.Contains(ids, "beta__echo") {
 		t.Fatalf("before any reload: search = %v, want alpha__echo and beta__echo", ids)
 	}
 
 	t.Run("rename-over removes beta, adds gamma", func(t *testing.T) {
+		gen := getStatus(t, addr).CatalogGeneration
 		writeServers(t, path, map[string]config.Server{"alpha": alpha, "gamma": gamma}, true)
-		testenv.Eventually(t, "the reload logged", func() bool { return reloads() == 1 })
+		reloaded(t, 1, live.Reload{Trigger: "file changed", Added: []string{"gamma"}, Removed: []string{"beta"}, Unchanged: []string{"alpha"}})
 		removed["beta"] = true
-		log := logs.String()
-		if !strings.Contains(log, "added=[gamma]") || !strings.Contains(log, "removed=[beta]") || !strings.Contains(log, "unchanged=[alpha]") {
-			t.Errorf("reload log line does not list added, removed, unchanged servers:\n%s", log)
-		}
 		// From here on search never returns beta's tools (checked by search).
 		search(t)
 		res := exec(t, "beta__echo")
 		if !res.IsError || !strings.Contains(resultText(res), "removed from the config") {
 			t.Errorf("execute_tool on a removed server: isError=%v %q, want it to say the server was removed", res.IsError, resultText(res))
 		}
-		testenv.Eventually(t, "gamma's tools found", func() bool { return slices.Contains(search(t), "gamma__echo") })
+		// Once the re-indexes after the reload are done, the index holds
+		// alpha's and gamma's tools, not beta's.
+		waitStatus(t, addr, "the index with gamma's tools, without beta's", func(s live.Stats) bool {
+			return s.CatalogGeneration > gen && !s.Reindexing && s.CatalogTools == 2*toolsPerServer
+		})
+		if ids := search(t); !slices.Contains(ids, "gamma__echo") {
+			t.Errorf("search after the re-index = %v, want gamma__echo", ids)
+		}
 		if !works(t, "gamma__echo") || !works(t, "alpha__echo") {
 			t.Error("added or unchanged server does not answer")
 		}
-		testenv.Eventually(t, "the index without beta's 3 tools", func() bool {
-			return strings.Contains(logs.String(), "removed=3") // catalogSync's "index ready" line
-		})
-		search(t)
 	})
 
 	t.Run("broken config changes nothing", func(t *testing.T) {
 		writeRaw(t, path, []byte(`{"mcpServers": {"alpha": {"command": `), false)
-		testenv.Eventually(t, "the error logged", func() bool { return strings.Contains(logs.String(), "config reload failed") })
-		log := logs.String()
-		line := log[strings.Index(log, "config reload failed"):]
-		line = line[:strings.IndexByte(line, '\n')]
-		for _, want := range []string{path, "previous config stays in effect", "invalid JSON"} {
-			if !strings.Contains(line, want) {
-				t.Errorf("error line does not say %q: %s", want, line)
+		rep := waitStatus(t, addr, "the rejected reload", func(s live.Stats) bool { return s.ReloadGeneration >= 2 })
+		if rep.ReloadGeneration != 2 || rep.LastReload.Error == "" || rep.LastReloadError != rep.LastReload.Error {
+			t.Fatalf("after a broken file: %+v", *rep.Stats)
+		}
+		for _, want := range []string{path, "invalid JSON"} {
+			if !strings.Contains(rep.LastReloadError, want) {
+				t.Errorf("lastReloadError does not say %q: %s", want, rep.LastReloadError)
 			}
 		}
 		if !works(t, "alpha__echo") || !works(t, "gamma__echo") {
@@ -153,14 +206,12 @@ func TestConfigReload(t *testing.T) {
 		if ids := search(t); !slices.Contains(ids, "gamma__echo") {
 			t.Errorf("search after a broken config: %v", ids)
 		}
-		if n := reloads(); n != 1 {
-			t.Errorf("%d reloads logged, want still 1", n)
-		}
 	})
 
 	t.Run("in place: beta back, gamma removed", func(t *testing.T) {
+		gen := getStatus(t, addr).CatalogGeneration
 		writeServers(t, path, map[string]config.Server{"alpha": alpha, "beta": beta}, false)
-		testenv.Eventually(t, "the reload logged", func() bool { return reloads() == 2 })
+		reloaded(t, 3, live.Reload{Trigger: "file changed", Added: []string{"beta"}, Removed: []string{"gamma"}, Unchanged: []string{"alpha"}})
 		delete(removed, "beta")
 		removed["gamma"] = true
 		search(t)
@@ -168,11 +219,27 @@ func TestConfigReload(t *testing.T) {
 		if !res.IsError || !strings.Contains(resultText(res), "removed from the config") {
 			t.Errorf("execute_tool on a removed server: isError=%v %q", res.IsError, resultText(res))
 		}
-		testenv.Eventually(t, "beta's tools found again", func() bool { return slices.Contains(search(t), "beta__echo") })
-		testenv.Eventually(t, "beta answers", func() bool { return works(t, "beta__echo") })
+		waitStatus(t, addr, "the index with beta's tools again", func(s live.Stats) bool {
+			return s.CatalogGeneration > gen && !s.Reindexing && s.CatalogTools == 2*toolsPerServer
+		})
+		if ids := search(t); !slices.Contains(ids, "beta__echo") {
+			t.Errorf("search after beta came back = %v", ids)
+		}
+		if !works(t, "beta__echo") {
+			t.Error("beta does not answer")
+		}
 	})
 
 	t.Run("changed entry restarts; a search setting waits for a restart", func(t *testing.T) {
+		pidOf := func(name string) int {
+			for _, b := range getStatus(t, addr).Backends {
+				if b.Name == name {
+					return b.PID
+				}
+			}
+			return 0
+		}
+		before := pidOf("alpha")
 		alpha2 := backendtest.Command(t, backendtest.ModeNormal, "RELOAD_TEST_SERVER=alpha", "RELOAD_TEST_VERSION=2")
 		b, _ := json.Marshal(map[string]any{
 			"mcpServers": map[string]any{
@@ -182,17 +249,16 @@ func TestConfigReload(t *testing.T) {
 			"toolgate": map[string]any{"search": map[string]any{"defaultLimit": 3}},
 		})
 		writeRaw(t, path, b, true)
-		testenv.Eventually(t, "the reload logged", func() bool { return reloads() == 3 })
-		log := logs.String()
-		if !strings.Contains(log, "changed=[alpha]") || !strings.Contains(log, `unchanged=[beta]`) {
-			t.Errorf("reload line does not say alpha changed and beta did not:\n%s", log)
+		r := reloaded(t, 4, live.Reload{Trigger: "file changed", Changed: []string{"alpha"}, Unchanged: []string{"beta"}})
+		if !slices.Equal(r.RestartOnly, []string{"toolgate.search"}) {
+			t.Errorf("restartOnly = %v, want the search setting to wait for a restart", r.RestartOnly)
 		}
-		if !strings.Contains(log, "take effect on restart") || !strings.Contains(log, "toolgate.search") {
-			t.Errorf("the search setting's change is not reported as waiting for a restart:\n%s", log)
+		// A call to a backend that is (re)connecting waits for it.
+		if !works(t, "alpha__echo") || !works(t, "beta__echo") {
+			t.Error("the restarted alpha or the untouched beta does not answer")
 		}
-		testenv.Eventually(t, "the restarted alpha answers", func() bool { return works(t, "alpha__echo") })
-		if !works(t, "beta__echo") {
-			t.Error("beta does not answer")
+		if after := pidOf("alpha"); before == 0 || after == 0 || after == before {
+			t.Errorf("alpha's pid %d → %d: want a new process", before, after)
 		}
 		search(t)
 	})
@@ -201,10 +267,7 @@ func TestConfigReload(t *testing.T) {
 		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		testenv.Eventually(t, "the SIGHUP reload logged", func() bool { return reloads() == 4 })
-		if !strings.Contains(logs.String(), "trigger=SIGHUP") {
-			t.Errorf("reload not attributed to SIGHUP:\n%s", logs.String())
-		}
+		reloaded(t, 5, live.Reload{Trigger: "SIGHUP", Unchanged: []string{"alpha", "beta"}})
 		if !works(t, "alpha__echo") || !works(t, "beta__echo") {
 			t.Error("servers do not answer after SIGHUP")
 		}

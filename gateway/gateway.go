@@ -1,15 +1,16 @@
 // Package gateway owns the client-facing MCP server: it shows exactly two
 // tools, search_tools and execute_tool, and routes execute_tool to the
 // backend that owns the namespaced tool. It also owns the streamable HTTP
-// front with its Host/Origin and body-size guards, the GET /status report,
-// and turning the backends' tool lists into catalog tools (Catalog).
+// front with its Host/Origin and body-size guards, and the GET /status
+// report.
 //
 // The gateway never parses config files and never touches the index:
-// ranking comes through a Searcher (search.Engine implements it; the gateway
-// speaks search's Query and Result), tool calls through a Caller and backend
-// states through a StatusSource (backend.Pool implements both; of
-// gateway/backend it uses only the types those speak: Status,
-// UnavailableError, ErrCallTimeout).
+// ranking comes through a Searcher (`toolgate serve` passes the runtime loop,
+// gateway/live, which wraps a search.Engine; the gateway speaks search's
+// Query and Result), tool calls through a Caller and backend states through
+// a StatusSource (backend.Pool implements both; of gateway/backend it uses
+// only the types those speak: Status, UnavailableError, ErrCallTimeout), and
+// the loop's counters for GET /status through a StatsSource (live.Stats).
 package gateway
 
 import (
@@ -27,7 +28,7 @@ import (
 )
 
 // Searcher ranks catalog tools for a query and looks tools up by ID. The
-// search engine implements it.
+// search engine implements it, and so does the runtime loop (live.Loop).
 type Searcher interface {
 	Search(ctx context.Context, q search.Query) (search.Result, error)
 	Tool(id string) (catalog.Tool, bool)

@@ -2,7 +2,8 @@
 // Pool of go-sdk client sessions over stdio child processes, streamable HTTP
 // and SSE. It connects them concurrently (bounded), bounds every handshake and
 // call with a deadline, lists their tools (paginated) and re-lists them on
-// notifications/tools/list_changed, routes tool calls, supervises sessions
+// notifications/tools/list_changed (Catalog turns a listing into catalog
+// tools), routes tool calls, supervises sessions
 // (a backend that dies is marked down and restarted with backoff), and stops
 // child processes together with everything they spawned.
 //

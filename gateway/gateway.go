@@ -58,9 +58,9 @@ const (
 
 // Options configure a Gateway. The zero value (or nil) means defaults.
 type Options struct {
-	Logger       *slog.Logger // nil = discard
-	Name         string       // server name reported to clients; default "toolgate"
-	Version      string       // default "dev"
+	Logger  *slog.Logger // nil = discard
+	Name    string       // server name reported to clients; default "toolgate"
+	Version string       // default "dev"
 	// DefaultLimit is search_tools' "limit" when the client gives none
 	// (0 = DefaultLimit, or MaxLimit when that is smaller; never above
 	// MaxLimit).

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-		"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/index"

@@ -23,7 +23,6 @@ func env(kv ...string) func(string) (string, bool) {
 
 func sec(n float64) Duration { return Duration{time.Duration(n * float64(time.Second))} }
 
-
 func TestParseGood(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "toolgate.json")
@@ -35,8 +34,8 @@ func TestParseGood(t *testing.T) {
 		settings func(*Settings)
 	}{
 		{
-			name: "stdio minimal",
-			in:   `{"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}}`,
+			name:    "stdio minimal",
+			in:      `{"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}}`,
 			servers: []Server{{Name: "memory", Type: TypeStdio, Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}}},
 		},
 		{

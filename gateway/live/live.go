@@ -229,7 +229,7 @@ func (l *Loop) Cataloged(server string) bool {
 // after a warm start at once (backends connect in the background), else
 // once every backend is up or down and the index is built. An error means
 // that first index could not be built. The loop's goroutines run until ctx
-// ends or Close.
+// ends or Close. Run is called once.
 func (l *Loop) Run(ctx context.Context, pool Pool) error {
 	l.pool = pool
 	l.mu.Lock()

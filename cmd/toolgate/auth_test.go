@@ -28,6 +28,17 @@ import (
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
+// teeLog keeps a child's stderr for assertions and forwards it to the test log.
+type teeLog struct {
+	testenv.LogBuffer
+	t *testing.T
+}
+
+func (w *teeLog) Write(p []byte) (int, error) {
+	(&testLogWriter{t: w.t, prefix: "toolgate: "}).Write(p)
+	return w.LogBuffer.Write(p)
+}
+
 // demoOAuthServer starts the TypeScript SDK's example server
 // (simpleStreamableHttp.js --oauth, from the @modelcontextprotocol/sdk
 // installed with the bundled servers): a protected MCP server with its

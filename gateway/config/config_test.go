@@ -59,9 +59,8 @@ func TestParseGood(t *testing.T) {
 				"b": {"type": "sse", "url": "https://b.example/sse", "oauth": {}}}}`,
 			env: env("A_SECRET", "s3cr3t"),
 			servers: []Server{
-				{Name: "a", Type: TypeHTTP, URL: "https://a.example/mcp", OAuth: &OAuth{ClientID: "toolgate-cli", ClientSecret: "s3cr3t", Scopes: []string{"read", "write"}},
-					ConnectTimeout: sec(30), CallTimeout: sec(60)},
-				{Name: "b", Type: TypeSSE, URL: "https://b.example/sse", OAuth: &OAuth{}, ConnectTimeout: sec(30), CallTimeout: sec(60)},
+				{Name: "a", Type: TypeHTTP, URL: "https://a.example/mcp", OAuth: &OAuth{ClientID: "toolgate-cli", ClientSecret: "s3cr3t", Scopes: []string{"read", "write"}}},
+				{Name: "b", Type: TypeSSE, URL: "https://b.example/sse", OAuth: &OAuth{}},
 			},
 		},
 		{

@@ -266,18 +266,7 @@ func TestAuthNeedsLoginEndToEnd(t *testing.T) {
 	serve := toolgateCmd(t, dataDir, "serve", "--config", cfgPath, "--http", addr)
 	logs := &teeLog{t: t}
 	serve.Stderr = logs
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = serve.Process.Signal(os.Interrupt); _ = serve.Wait() }()
-	waitHealthy(t, "http://"+addr+"/healthz", 2*time.Minute)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	ctx, cs := connectHTTP(t, serve, addr, 2*time.Minute)
 	if res := executeTool(t, ctx, cs, "remote__echo", map[string]any{"text": "hi"}); res.IsError || resultText(res) != "hi" {
 		t.Fatalf("execute_tool(remote__echo): %q", resultText(res))
 	}

@@ -123,6 +123,27 @@ func connectStdio(t *testing.T, cmd *exec.Cmd, timeout time.Duration) (context.C
 	return ctx, cs
 }
 
+// connectHTTP starts cmd, a `toolgate serve --http addr`, waits until it is
+// healthy and connects a go-sdk client over streamable HTTP; the session is
+// closed, its context cancelled and the gateway interrupted (and waited
+// for) when the test ends.
+func connectHTTP(t *testing.T, cmd *exec.Cmd, addr string, timeout time.Duration) (context.Context, *mcp.ClientSession) {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
+	waitHealthy(t, "http://"+addr+"/healthz", timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
+	if err != nil {
+		t.Fatalf("connect to toolgate serve over HTTP: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return ctx, cs
+}
+
 // brokenServer exits at start-up after printing to stderr.
 var brokenServer = map[string]any{"command": "sh", "args": []string{"-c", "echo 'fatal: cannot start' >&2; exit 3"}}
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -101,18 +100,7 @@ func TestConfigReload(t *testing.T) {
 	addr := freeAddr(t)
 	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", path, "--mode", "bm25", "--http", addr)
 	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
-	waitHealthy(t, "http://"+addr+"/healthz", 3*time.Minute)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	ctx, cs := connectHTTP(t, cmd, addr, 3*time.Minute)
 
 	// removed holds servers whose tools must never be returned again.
 	removed := map[string]bool{}

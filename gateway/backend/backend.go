@@ -33,6 +33,9 @@ var (
 	// Causes of a backend's end by Reconfigure.
 	errRemoved  = errors.New("it was removed from the config")
 	errReplaced = errors.New("its config entry changed and it is restarting with the new one")
+	// errRestarted ends a backend that Pool.Restart replaced; it is an
+	// errReplaced (a call made meanwhile goes to the new backend).
+	errRestarted error = restartedError{}
 )
 
 // configError marks a failure that a restart cannot fix (command not found,
@@ -60,6 +63,11 @@ func downState(err error) State {
 	}
 	return StateDown
 }
+
+type restartedError struct{}
+
+func (restartedError) Error() string        { return "it was restarted on request" }
+func (restartedError) Is(target error) bool { return target == errReplaced }
 
 // backend is one configured server: its state, its last known tools, and the
 // live connection (run) while up.

@@ -496,6 +496,46 @@ func (p *Pool) Reconfigure(ctx context.Context, servers []config.Server) Diff {
 	return d
 }
 
+// Restart stops server's backend and starts it again with the same entry,
+// as a reload that changed the entry would (a stdio server gets a new
+// process; a lazy one goes back to idle until its next call). The restart
+// counts in Status.Restarts, the last error and the known tools are kept.
+// It returns at once: calls in flight fail as unavailable, saying it was
+// restarted, and new calls wait for the new connection. The error is an
+// *UnavailableError wrapping ErrUnknownServer for a name not in the pool.
+func (p *Pool) Restart(server string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.roster.Load()
+	b, ok := old.byName[server]
+	switch {
+	case p.closed:
+		return &UnavailableError{Server: server, Err: errors.New("the gateway is stopping")}
+	case !ok:
+		return &UnavailableError{Server: server, Err: fmt.Errorf("%w (configured: %v)", ErrUnknownServer, old.order)}
+	}
+	nb := newBackend(p, old.cfgs[server])
+	b.mu.Lock()
+	nb.restarts, nb.lastErr, nb.tools = b.restarts+1, b.lastErr, b.tools
+	b.mu.Unlock()
+	next := *old // rosters are never changed once stored: copy, then swap
+	next.byName = maps.Clone(old.byName)
+	next.byName[server] = nb
+	p.roster.Store(&next)
+	b.log.Info("restarting the backend on request")
+	b.stop(errRestarted)
+	if p.started {
+		p.wg.Add(1) // under mu, so that Close waits for it
+		go func() {
+			if !nb.lazy {
+				p.firstConnect(nb.ctx, nb)
+			}
+			nb.supervise()
+		}()
+	}
+	return nil
+}
+
 // Tools returns each server's last known tool list (servers that are down
 // keep the tools they had, so that a catalog stays stable across restarts;
 // use Status for availability). Servers that never listed are absent.

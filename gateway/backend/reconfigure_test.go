@@ -316,3 +316,42 @@ func TestCloseWaitsForRemovedBackend(t *testing.T) {
 		t.Errorf("children left after Close: %v", z)
 	}
 }
+
+// TestRestart restarts one backend on request: a new process, the restart
+// counted, the other backend untouched, calls served again, and a name not
+// in the pool refused.
+func TestRestart(t *testing.T) {
+	o := testOptions(nil)
+	var seen notified
+	o.OnToolsChanged = seen.record
+	srv := backendtest.Command(t, "normal")
+	p := startPool(t, []config.Server{named(srv, "a"), named(srv, "b")}, o)
+	aPID, bPID := pidOf(t, p, "a"), pidOf(t, p, "b")
+
+	if err := p.Restart("a"); err != nil {
+		t.Fatalf("Restart(a): %v", err)
+	}
+	// A call right after the restart waits for the new connection.
+	res, err := p.CallTool(context.Background(), "a", "echo", map[string]any{"text": "again"})
+	if err != nil || textOf(t, res) != "again" {
+		t.Fatalf("echo on a after its restart: %v %v", res, err)
+	}
+	newPID := pidOf(t, p, "a")
+	if newPID == aPID {
+		t.Errorf("restarted backend kept its process %d", newPID)
+	}
+	if st := statusOf(t, p, "a"); st.Restarts != 1 || st.Tools == 0 {
+		t.Errorf("status after restart: %+v, want restarts 1 and its tools", st)
+	}
+	if pid, _ := upWithPID(p, "b"); pid != bPID || statusOf(t, p, "b").Restarts != 0 {
+		t.Errorf("the other backend: pid %d (was %d), restarts %d: want it untouched", pid, bPID, statusOf(t, p, "b").Restarts)
+	}
+	testenv.Eventually(t, "the old process gone", func() bool { return !procAlive(aPID) })
+	testenv.Eventually(t, "the new connection's tools notified", func() bool { return seen.count("a") == 2 })
+
+	err = p.Restart("nope")
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || !errors.Is(err, ErrUnknownServer) {
+		t.Errorf("Restart(nope) = %v, want ErrUnknownServer", err)
+	}
+}

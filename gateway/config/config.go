@@ -148,6 +148,9 @@ type Settings struct {
 	Search SearchSettings `json:"search,omitzero"`
 	Embed  EmbedSettings  `json:"embed,omitzero"`
 	HTTP   HTTPSettings   `json:"http,omitzero"`
+	// Telemetry exports traces (off unless an endpoint is set here or in
+	// OTEL_EXPORTER_OTLP_ENDPOINT).
+	Telemetry TelemetrySettings `json:"telemetry,omitzero"`
 
 	// DataDir overrides the per-user data folder ("" = the default).
 	DataDir string `json:"dataDir,omitempty"`
@@ -179,6 +182,14 @@ type HTTPSettings struct {
 	AllowedOrigins []string `json:"allowedOrigins,omitempty"`
 	AllowedHosts   []string `json:"allowedHosts,omitempty"`
 	MaxBodyBytes   int64    `json:"maxBodyBytes,omitzero"` // 0 = gateway.DefaultMaxBodyBytes
+}
+
+// TelemetrySettings configure OpenTelemetry traces.
+type TelemetrySettings struct {
+	// OTLPEndpoint is the base URL of an OTLP/HTTP collector, e.g.
+	// "http://localhost:4318" (spans go to its /v1/traces); "" = traces
+	// off unless the standard OTEL_EXPORTER_OTLP_ENDPOINT is set.
+	OTLPEndpoint string `json:"otlpEndpoint,omitempty"`
 }
 
 // Duration is a time.Duration that reads from JSON as a Go duration string

@@ -87,6 +87,7 @@ func TestParseGood(t *testing.T) {
 				"search": {"mode": "bm25", "keywordWeight": 0.3, "defaultLimit": 7, "maxLimit": 20},
 				"embed": {"variant": "int8", "modelDir": "models", "ortLib": "/opt/ort/libonnxruntime.so.1", "threads": 2},
 				"http": {"addr": "127.0.0.1:8080", "allowedOrigins": ["http://localhost:3000"], "allowedHosts": ["localhost:8080"], "maxBodyBytes": 1024},
+				"telemetry": {"otlpEndpoint": "${OTLP:-http://localhost:4318}"},
 				"dataDir": "${DATA:-data}"}}`,
 			servers: []Server{{Name: "m", Type: TypeStdio, Command: "x"}},
 			settings: func(s *Settings) {
@@ -94,6 +95,7 @@ func TestParseGood(t *testing.T) {
 				s.Search = SearchSettings{Mode: "bm25", KeywordWeight: 0.3, VectorWeight: 0.7, DefaultLimit: 7, MaxLimit: 20}
 				s.Embed = EmbedSettings{Variant: "int8", ModelDir: filepath.Join(dir, "models"), ORTLib: "/opt/ort/libonnxruntime.so.1", Threads: 2}
 				s.HTTP = HTTPSettings{Addr: "127.0.0.1:8080", AllowedOrigins: []string{"http://localhost:3000"}, AllowedHosts: []string{"localhost:8080"}, MaxBodyBytes: 1024}
+				s.Telemetry = TelemetrySettings{OTLPEndpoint: "http://localhost:4318"}
 				s.DataDir = filepath.Join(dir, "data")
 			},
 		},
@@ -270,7 +272,8 @@ func TestParseBad(t *testing.T) {
 		{"toolgate ranges", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"maxConcurrentConnects": -1,
 			"search": {"mode": "dense", "keywordWeight": 1.5, "vectorWeight": -0.1, "defaultLimit": 60, "maxLimit": 50},
 			"embed": {"variant": "fp16", "threads": -2},
-			"http": {"addr": "8080", "allowedOrigins": ["localhost"], "allowedHosts": ["http://h/"], "maxBodyBytes": -1}}}`, nil, []want{
+			"http": {"addr": "8080", "allowedOrigins": ["localhost"], "allowedHosts": ["http://h/"], "maxBodyBytes": -1},
+			"telemetry": {"otlpEndpoint": "localhost:4318"}}}`, nil, []want{
 			{`toolgate.embed.threads`, "-2 is out of range"},
 			{`toolgate.embed.variant`, `unknown variant "fp16": use one of "fp32", "int8"`},
 			{`toolgate.http.addr`, `"8080" is not host:port`},
@@ -282,6 +285,7 @@ func TestParseBad(t *testing.T) {
 			{`toolgate.search.keywordWeight`, "1.5 is out of range"},
 			{`toolgate.search.mode`, `unknown mode "dense": use one of "hybrid", "bm25", "vector", "rrf"`},
 			{`toolgate.search.vectorWeight`, "-0.1 is out of range"},
+			{`toolgate.telemetry.otlpEndpoint`, `"localhost:4318" is not an OTLP/HTTP endpoint`},
 		}},
 		{"defaultLimit without maxLimit", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"search": {"defaultLimit": 1001}}}`, nil, []want{
 			{`toolgate.search.defaultLimit`, "1001 is out of range: use 1 to 1000"},

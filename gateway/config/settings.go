@@ -9,11 +9,12 @@ import (
 
 // The keys of the toolgate section, per level. Unknown keys are errors.
 var (
-	settingsKeys = []string{"connectTimeout", "callTimeout", "maxConcurrentConnects", "restart", "search", "embed", "http", "dataDir"}
-	searchKeys   = []string{"mode", "keywordWeight", "vectorWeight", "defaultLimit", "maxLimit"}
-	embedKeys    = []string{"variant", "modelDir", "ortLib", "threads"}
-	httpKeys     = []string{"addr", "allowedOrigins", "allowedHosts", "maxBodyBytes"}
-	restartKeys  = []string{"delays", "stableAfter"}
+	settingsKeys  = []string{"connectTimeout", "callTimeout", "maxConcurrentConnects", "restart", "search", "embed", "http", "telemetry", "dataDir"}
+	searchKeys    = []string{"mode", "keywordWeight", "vectorWeight", "defaultLimit", "maxLimit"}
+	embedKeys     = []string{"variant", "modelDir", "ortLib", "threads"}
+	httpKeys      = []string{"addr", "allowedOrigins", "allowedHosts", "maxBodyBytes"}
+	restartKeys   = []string{"delays", "stableAfter"}
+	telemetryKeys = []string{"otlpEndpoint"}
 )
 
 // Search modes and embedding variants accepted in the toolgate section.
@@ -84,6 +85,9 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 	s.HTTP.AllowedOrigins = hd.strings("allowedOrigins")
 	s.HTTP.AllowedHosts = hd.strings("allowedHosts")
 	s.HTTP.MaxBodyBytes = hd.int("maxBodyBytes")
+
+	td := d.object("telemetry", telemetryKeys)
+	s.Telemetry.OTLPEndpoint = x.expand(td.prefix+"otlpEndpoint", td.string("otlpEndpoint"))
 }
 
 func inUnit(f float64) bool { return f >= 0 && f <= 1 }
@@ -174,6 +178,11 @@ func (s *Settings) validate() []*FieldError {
 	}
 	if n := s.HTTP.MaxBodyBytes; n < 0 || n > maxBodyBytesLimit {
 		bad("http.maxBodyBytes", "%d is out of range: use 1 to %d bytes (or leave it out for the default)", n, maxBodyBytesLimit)
+	}
+	if e := s.Telemetry.OTLPEndpoint; e != "" {
+		if msg := CheckOTLPEndpoint(e); msg != "" {
+			bad("telemetry.otlpEndpoint", "%q %s", e, msg)
+		}
 	}
 	return errs
 }

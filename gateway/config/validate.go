@@ -228,6 +228,17 @@ func checkOrigin(o string) string {
 	return ""
 }
 
+// CheckOTLPEndpoint returns "" when e is an OTLP/HTTP base URL, else what
+// is wrong with it (for the config's toolgate.telemetry.otlpEndpoint and
+// the OTEL_EXPORTER_OTLP_ENDPOINT variable alike).
+func CheckOTLPEndpoint(e string) string {
+	u, err := url.Parse(e)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return `is not an OTLP/HTTP endpoint: write the collector's base URL, e.g. "http://localhost:4318" (spans go to its /v1/traces)`
+	}
+	return ""
+}
+
 func checkHost(h string) string {
 	if h == "" || strings.ContainsAny(h, "/ \t@") || strings.Contains(h, "://") {
 		return `is not a host: write host or host:port, e.g. "localhost:8080" (no scheme or path)`

@@ -381,6 +381,7 @@ func TestRestartOnly(t *testing.T) {
 			s.CallTimeout.Duration, s.ConnectTimeout.Duration = 1, 2
 		}, nil},
 		{"http addr", func(s *config.Settings) { s.HTTP.Addr = "127.0.0.1:1" }, []string{"toolgate.http"}},
+		{"telemetry", func(s *config.Settings) { s.Telemetry.OTLPEndpoint = "http://127.0.0.1:4318" }, []string{"toolgate.telemetry"}},
 		{"search and embed", func(s *config.Settings) {
 			s.Search.DefaultLimit, s.Embed.Variant = 7, "int8"
 		}, []string{"toolgate.embed", "toolgate.search"}},

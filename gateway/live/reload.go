@@ -115,6 +115,7 @@ func restartOnly(old, cur config.Settings) []string {
 		a, b any
 	}{
 		{"toolgate.http", old.HTTP, cur.HTTP},
+		{"toolgate.telemetry", old.Telemetry, cur.Telemetry},
 		{"toolgate.dataDir", old.DataDir, cur.DataDir},
 		{"toolgate.embed", old.Embed, cur.Embed},
 		{"toolgate.search", old.Search, cur.Search},

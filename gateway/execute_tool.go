@@ -86,6 +86,9 @@ func toolArgs(raw json.RawMessage) (map[string]any, error) {
 func (g *Gateway) callError(ctx context.Context, name, server string, err error) *mcp.CallToolResult {
 	var un *backend.UnavailableError
 	switch {
+	case errors.Is(err, ErrDenied):
+		g.log.Info("tool call denied", "tool", name, "server", server, "err", err)
+		return toolError("execute_tool %s: %v", name, err)
 	case errors.As(err, &un):
 		g.log.Warn("backend unavailable", "tool", name, "server", server, "err", err)
 		return toolError("execute_tool %s: server %q is unavailable: %v. The other servers keep working: retry later, or pick another tool with search_tools.", name, server, un.Err)

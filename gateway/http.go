@@ -30,6 +30,11 @@ type HTTPOptions struct {
 	// Extra handlers mounted beside /mcp (e.g. /status); they get the same
 	// Host/Origin checks.
 	Extra map[string]http.Handler
+	// Wrap, if set, decorates the whole front, checks included (metrics
+	// count every request, refused ones too). route names the route a
+	// request matches: its path pattern ("/mcp", "/status", "/ui/"), or
+	// "" when none does.
+	Wrap func(h http.Handler, route func(*http.Request) string) http.Handler
 }
 
 // DefaultMaxBodyBytes is the default request body cap of the HTTP front.
@@ -69,7 +74,21 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 	for path, h := range o.Extra {
 		mux.Handle(path, h)
 	}
-	return guard(mux, o, log)
+	h := guard(mux, o, log)
+	if o.Wrap != nil {
+		h = o.Wrap(h, func(r *http.Request) string { return routeOf(mux, r) })
+	}
+	return h
+}
+
+// routeOf is the path of the mux pattern r matches ("GET /status" →
+// "/status"), or "".
+func routeOf(mux *http.ServeMux, r *http.Request) string {
+	_, pattern := mux.Handler(r)
+	if i := strings.IndexByte(pattern, ' '); i >= 0 {
+		pattern = pattern[i+1:]
+	}
+	return pattern
 }
 
 // guard rejects foreign Host and Origin headers with 403 on every method

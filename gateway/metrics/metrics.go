@@ -1,0 +1,248 @@
+// Package metrics owns the gateway's Prometheus metrics: decorators that
+// count and time what passes through the gateway's Searcher, its Caller and
+// its HTTP front; a collector that reads the backend pool, the catalog, the
+// runtime loop and the embedding cache when scraped; and the GET /metrics
+// handler. Every metric name and label is declared here, once.
+//
+// Labels stay bounded: mode and outcome take a fixed set of values, server
+// the configured servers, tool only names in the catalog (any other name
+// counts as "unknown"), route the mux's patterns ("other" for the rest).
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/search"
+)
+
+// Unknown is the label value of a tool (or server) name outside the
+// catalog (or the config), and OtherRoute that of a request no route
+// matches.
+const (
+	Unknown    = "unknown"
+	OtherRoute = "other"
+)
+
+// Backends reports the backend pool's state. backend.Pool implements it.
+type Backends interface {
+	Status() []backend.Status
+	Servers() []string
+}
+
+// Catalog is the tool catalog served. live.Loop implements it.
+type Catalog interface {
+	Tool(id string) (catalog.Tool, bool)
+	IDs() []string
+}
+
+// Loop reports the runtime loop's counters. live.Loop implements it.
+type Loop interface {
+	Stats() live.Stats
+}
+
+var (
+	_ Backends = (*backend.Pool)(nil)
+	_ Catalog  = (*live.Loop)(nil)
+	_ Loop     = (*live.Loop)(nil)
+)
+
+// Options say where the collector reads the gateway's state when scraped.
+// A nil field leaves its metrics out; nil Options mean none of them (the
+// decorators and the runtime collectors still work).
+type Options struct {
+	Backends Backends // toolgate_backend_up, toolgate_backend_restarts_total; server labels of calls
+	Catalog  Catalog  // toolgate_catalog_tools; tool labels of calls
+	Loop     Loop     // toolgate_index_generation
+	// EmbedCache returns the embedding cache's hits and misses so far
+	// (toolgate_embedding_cache_{hits,misses}_total).
+	EmbedCache func() (hits, misses int64)
+}
+
+// Metrics is one gateway's registry of metrics. Its decorators and handler
+// are safe for concurrent use.
+type Metrics struct {
+	reg  *prometheus.Registry
+	opts Options
+
+	searchDuration *prometheus.HistogramVec
+	searchResults  prometheus.Histogram
+	searchNoMatch  prometheus.Counter
+	calls          *prometheus.CounterVec
+	callDuration   *prometheus.HistogramVec
+	httpRequests   *prometheus.CounterVec
+}
+
+// New returns the gateway's metrics in a registry of their own, with the Go
+// runtime and process collectors.
+func New(opts *Options) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	if opts != nil {
+		m.opts = *opts
+	}
+	m.searchDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "toolgate_search_duration_seconds",
+		Help:    "Time to rank tools for one search, by the mode that ranked them (bm25 when semantic ranking is off).",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 12), // 0.5 ms … 1 s
+	}, []string{"mode"})
+	m.searchResults = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "toolgate_search_results",
+		Help:    "Tools returned by one search.",
+		Buckets: []float64{0, 1, 2, 3, 5, 10, 20, 50, 100},
+	})
+	m.searchNoMatch = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "toolgate_search_nomatch_total",
+		Help: "Searches that found no tool.",
+	})
+	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_tool_calls_total",
+		Help: "Tool calls dispatched to backends, by server, tool and outcome (ok, error, timeout, unavailable, denied).",
+	}, []string{"server", "tool", "outcome"})
+	m.callDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "toolgate_tool_call_duration_seconds",
+		Help:    "Time from dispatch to a backend's answer (or the error), by server.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+	}, []string{"server"})
+	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_http_requests_total",
+		Help: "HTTP requests, by route and status code (refused ones included).",
+	}, []string{"route", "code"})
+	m.reg.MustRegister(m.searchDuration, m.searchResults, m.searchNoMatch, m.calls, m.callDuration, m.httpRequests,
+		newStateCollector(m.opts),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry is the registry the metrics are in (for tests and for adding
+// more).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the metrics in the Prometheus text format (GET /metrics).
+// Mount it beside /mcp (gateway.HTTPOptions.Extra) so that it gets the same
+// checks as every route.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Searcher returns s counting and timing every search.
+func (m *Metrics) Searcher(s gateway.Searcher) gateway.Searcher { return &searcher{s, m} }
+
+// Caller returns c counting and timing every tool call.
+func (m *Metrics) Caller(c gateway.Caller) gateway.Caller { return &caller{c, m} }
+
+// HTTP decorates the HTTP front, counting requests by route and code: it is
+// what gateway.HTTPOptions.Wrap takes.
+func (m *Metrics) HTTP(h http.Handler, route func(*http.Request) string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rt := route(r)
+		if rt == "" {
+			rt = OtherRoute
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if sw.code == 0 {
+				sw.code = http.StatusOK
+			}
+			m.httpRequests.WithLabelValues(rt, strconv.Itoa(sw.code)).Inc()
+		}()
+		h.ServeHTTP(sw, r)
+	})
+}
+
+type searcher struct {
+	gateway.Searcher
+	m *Metrics
+}
+
+var _ gateway.Searcher = (*searcher)(nil)
+
+func (s *searcher) Search(ctx context.Context, q search.Query) (search.Result, error) {
+	start := time.Now()
+	res, err := s.Searcher.Search(ctx, q)
+	if err != nil {
+		return res, err
+	}
+	s.m.searchDuration.WithLabelValues(string(res.Mode)).Observe(time.Since(start).Seconds())
+	s.m.searchResults.Observe(float64(len(res.Hits)))
+	if noMatch(res) {
+		s.m.searchNoMatch.Inc()
+	}
+	return res, nil
+}
+
+// noMatch says whether a search found nothing.
+func noMatch(res search.Result) bool { return len(res.Hits) == 0 }
+
+type caller struct {
+	gateway.Caller
+	m *Metrics
+}
+
+var _ gateway.Caller = (*caller)(nil)
+
+func (c *caller) CallTool(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	start := time.Now()
+	res, err := c.Caller.CallTool(ctx, server, tool, args)
+	d := time.Since(start)
+	sl, tl := c.m.labels(server, tool)
+	c.m.calls.WithLabelValues(sl, tl, string(gateway.CallOutcome(res, err))).Inc()
+	c.m.callDuration.WithLabelValues(sl).Observe(d.Seconds())
+	return res, err
+}
+
+// labels bounds a call's server and tool labels: the tool's name when the
+// catalog holds server__tool, else Unknown; the server's when it is in the
+// catalog or the config, else Unknown.
+func (m *Metrics) labels(server, tool string) (string, string) {
+	if m.opts.Catalog != nil {
+		if _, ok := m.opts.Catalog.Tool(catalog.JoinID(server, tool)); ok {
+			return server, tool
+		}
+	}
+	if m.opts.Backends != nil && slices.Contains(m.opts.Backends.Servers(), server) {
+		return server, Unknown
+	}
+	return Unknown, Unknown
+}
+
+// statusWriter records the status code written. Unwrap lets
+// http.ResponseController reach the writer's Flush and deadlines.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,308 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/search"
+)
+
+// fakeCatalog is a Catalog and Searcher over fixed tools; search returns
+// the first n tools, n from the query text's length modulo 3.
+type fakeCatalog struct{ tools []catalog.Tool }
+
+func (f *fakeCatalog) Tool(id string) (catalog.Tool, bool) {
+	for _, t := range f.tools {
+		if t.ID() == id {
+			return t, true
+		}
+	}
+	return catalog.Tool{}, false
+}
+
+func (f *fakeCatalog) IDs() []string {
+	var ids []string
+	for _, t := range f.tools {
+		ids = append(ids, t.ID())
+	}
+	return ids
+}
+
+func (f *fakeCatalog) Search(_ context.Context, q search.Query) (search.Result, error) {
+	if q.Text == "" {
+		return search.Result{}, search.ErrEmptyQuery
+	}
+	var hits []search.Hit
+	for _, t := range f.tools[:len(q.Text)%3] {
+		hits = append(hits, search.Hit{Tool: t})
+	}
+	mode := search.ModeHybrid
+	if q.Mode != "" {
+		mode = q.Mode
+	}
+	return search.Result{Hits: hits, Mode: mode}, nil
+}
+
+type fakeBackends []backend.Status
+
+func (f fakeBackends) Status() []backend.Status { return f }
+func (f fakeBackends) Servers() []string {
+	var out []string
+	for _, s := range f {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+type fakeLoop uint64
+
+func (f fakeLoop) Stats() live.Stats { return live.Stats{CatalogGeneration: uint64(f)} }
+
+// callerFunc is a gateway.Caller.
+type callerFunc func(server, tool string) (*mcp.CallToolResult, error)
+
+func (f callerFunc) CallTool(_ context.Context, server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+	return f(server, tool)
+}
+
+var tools = []catalog.Tool{
+	{Server: "memory", Name: "create_entities"},
+	{Server: "memory", Name: "read_graph"},
+	{Server: "filesystem", Name: "list_directory"},
+}
+
+func newTest() *Metrics {
+	return New(&Options{
+		Backends: fakeBackends{
+			{Name: "memory", State: backend.StateUp, Restarts: 2},
+			{Name: "filesystem", State: backend.StateDown},
+			{Name: "lazy", State: backend.StateIdle},
+		},
+		Catalog:    &fakeCatalog{tools},
+		Loop:       fakeLoop(4),
+		EmbedCache: func() (int64, int64) { return 7, 3 },
+	})
+}
+
+func TestSearcherCounts(t *testing.T) {
+	m := newTest()
+	s := m.Searcher(&fakeCatalog{tools})
+	ctx := context.Background()
+	for _, q := range []search.Query{{Text: "ab"}, {Text: "a"}, {Text: "abc", Mode: search.ModeBM25}, {Text: ""}} {
+		if _, err := s.Search(ctx, q); err != nil && q.Text != "" {
+			t.Fatal(err)
+		}
+	}
+	if n := testutil.CollectAndCount(m.searchDuration); n != 2 {
+		t.Errorf("%d mode series, want 2 (hybrid, bm25)", n)
+	}
+	want := `
+# HELP toolgate_search_nomatch_total Searches that found no tool.
+# TYPE toolgate_search_nomatch_total counter
+toolgate_search_nomatch_total 1
+`
+	if err := testutil.CollectAndCompare(m.searchNoMatch, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+	if got := histCount(t, m, "toolgate_search_duration_seconds", "hybrid"); got != 2 {
+		t.Errorf("hybrid searches timed: %d, want 2 (the failed one is not a search)", got)
+	}
+	if got := histCount(t, m, "toolgate_search_results", ""); got != 3 {
+		t.Errorf("result counts observed: %d, want 3", got)
+	}
+	// The decorator passes the rest of the Searcher through.
+	if _, ok := s.Tool("memory__read_graph"); !ok || len(s.IDs()) != 3 {
+		t.Error("Tool/IDs not passed through")
+	}
+}
+
+// histCount is the sample count of the histogram name (with mode label
+// value mode, or none when "").
+func histCount(t *testing.T, m *Metrics, name, mode string) uint64 {
+	t.Helper()
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			if mode == "" || slices.ContainsFunc(mt.GetLabel(), func(l *dto.LabelPair) bool {
+				return l.GetName() == "mode" && l.GetValue() == mode
+			}) {
+				return mt.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return 0
+}
+
+func TestCallerOutcomesAndLabels(t *testing.T) {
+	m := newTest()
+	c := m.Caller(callerFunc(func(server, tool string) (*mcp.CallToolResult, error) {
+		switch tool {
+		case "create_entities":
+			return &mcp.CallToolResult{}, nil
+		case "read_graph":
+			return &mcp.CallToolResult{IsError: true}, nil
+		case "list_directory":
+			return nil, fmt.Errorf("call: %w", backend.ErrCallTimeout)
+		case "down":
+			return nil, &backend.UnavailableError{Server: server, Err: errors.New("it is down")}
+		case "secret":
+			return nil, fmt.Errorf("key k may not run it: %w", gateway.ErrDenied)
+		}
+		return nil, errors.New("protocol error")
+	}))
+	ctx := context.Background()
+	for _, call := range [][2]string{
+		{"memory", "create_entities"}, {"memory", "create_entities"}, {"memory", "read_graph"},
+		{"filesystem", "list_directory"}, {"memory", "down"}, {"memory", "secret"},
+		{"memory", "made_up_1"}, {"memory", "made_up_2"}, {"nosuch", "x"},
+	} {
+		_, _ = c.CallTool(ctx, call[0], call[1], nil)
+	}
+	want := `
+# HELP toolgate_tool_calls_total Tool calls dispatched to backends, by server, tool and outcome (ok, error, timeout, unavailable, denied).
+# TYPE toolgate_tool_calls_total counter
+toolgate_tool_calls_total{outcome="denied",server="memory",tool="unknown"} 1
+toolgate_tool_calls_total{outcome="error",server="memory",tool="read_graph"} 1
+toolgate_tool_calls_total{outcome="error",server="memory",tool="unknown"} 2
+toolgate_tool_calls_total{outcome="error",server="unknown",tool="unknown"} 1
+toolgate_tool_calls_total{outcome="ok",server="memory",tool="create_entities"} 2
+toolgate_tool_calls_total{outcome="timeout",server="filesystem",tool="list_directory"} 1
+toolgate_tool_calls_total{outcome="unavailable",server="memory",tool="unknown"} 1
+`
+	if err := testutil.CollectAndCompare(m.calls, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(m.callDuration); n != 3 {
+		t.Errorf("%d server series of call durations, want 3 (memory, filesystem, unknown)", n)
+	}
+}
+
+func TestStateCollector(t *testing.T) {
+	m := newTest()
+	want := `
+# HELP toolgate_backend_up 1 when the backend is up (connected, or idle: lazy and not started yet), else 0.
+# TYPE toolgate_backend_up gauge
+toolgate_backend_up{server="filesystem"} 0
+toolgate_backend_up{server="lazy"} 1
+toolgate_backend_up{server="memory"} 1
+# HELP toolgate_backend_restarts_total Restarts of the backend after its first connect (crashes and restarts on request).
+# TYPE toolgate_backend_restarts_total counter
+toolgate_backend_restarts_total{server="filesystem"} 0
+toolgate_backend_restarts_total{server="lazy"} 0
+toolgate_backend_restarts_total{server="memory"} 2
+# HELP toolgate_catalog_tools Tools of the server in the catalog that search_tools ranks.
+# TYPE toolgate_catalog_tools gauge
+toolgate_catalog_tools{server="filesystem"} 1
+toolgate_catalog_tools{server="lazy"} 0
+toolgate_catalog_tools{server="memory"} 2
+# HELP toolgate_index_generation Indexes served since start: 1 for the first, one more for each re-index swapped in.
+# TYPE toolgate_index_generation gauge
+toolgate_index_generation 4
+# HELP toolgate_embedding_cache_hits_total Texts (tools and queries) whose embedding came from the cache.
+# TYPE toolgate_embedding_cache_hits_total counter
+toolgate_embedding_cache_hits_total 7
+# HELP toolgate_embedding_cache_misses_total Texts (tools and queries) the model had to embed.
+# TYPE toolgate_embedding_cache_misses_total counter
+toolgate_embedding_cache_misses_total 3
+`
+	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want),
+		"toolgate_backend_up", "toolgate_backend_restarts_total", "toolgate_catalog_tools", "toolgate_index_generation",
+		"toolgate_embedding_cache_hits_total", "toolgate_embedding_cache_misses_total"); err != nil {
+		t.Error(err)
+	}
+	// Without sources, those metrics are left out; the rest still works.
+	bare := New(nil)
+	if n, err := testutil.GatherAndCount(bare.reg, "toolgate_backend_up", "toolgate_index_generation"); err != nil || n != 0 {
+		t.Errorf("New(nil): %d state series, err %v; want none", n, err)
+	}
+	if n, err := testutil.GatherAndCount(bare.reg, "go_goroutines", "process_start_time_seconds"); err != nil || n != 2 {
+		t.Errorf("Go runtime and process collectors: %d series, err %v; want both", n, err)
+	}
+}
+
+// TestHTTPRoutes counts requests by route and code through the gateway's
+// HTTP front, refused ones (a foreign Origin) included, and serves
+// /metrics behind the same checks.
+func TestHTTPRoutes(t *testing.T) {
+	m := newTest()
+	gw := gateway.New(&fakeCatalog{tools}, nil, nil)
+	h := gw.HTTPHandler(&gateway.HTTPOptions{
+		Extra: map[string]http.Handler{"GET /metrics": m.Handler()},
+		Wrap:  m.HTTP,
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	get := func(path, origin string) int {
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		path, origin string
+		code         int
+	}{
+		{"/healthz", "", 200}, {"/healthz", "", 200}, {"/metrics", "", 200},
+		{"/metrics", "https://evil.example", 403}, {"/nope/1", "", 404}, {"/nope/2", "", 404},
+	} {
+		if got := get(c.path, c.origin); got != c.code {
+			t.Fatalf("GET %s (Origin %q) = %d, want %d", c.path, c.origin, got, c.code)
+		}
+	}
+	want := `
+# HELP toolgate_http_requests_total HTTP requests, by route and status code (refused ones included).
+# TYPE toolgate_http_requests_total counter
+toolgate_http_requests_total{code="200",route="/healthz"} 2
+toolgate_http_requests_total{code="200",route="/metrics"} 1
+toolgate_http_requests_total{code="403",route="/metrics"} 1
+toolgate_http_requests_total{code="404",route="other"} 2
+`
+	if err := testutil.CollectAndCompare(m.httpRequests, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+}
+
+// BenchmarkSearcherOverhead is what the decorator adds to one search.
+func BenchmarkSearcherOverhead(b *testing.B) {
+	m := newTest()
+	res := search.Result{Hits: make([]search.Hit, 5), Mode: search.ModeHybrid}
+	s := m.Searcher(searchFunc(func() search.Result { return res }))
+	ctx := context.Background()
+	q := search.Query{Text: "x"}
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = s.Search(ctx, q)
+	}
+}
+
+type searchFunc func() search.Result
+
+func (f searchFunc) Search(context.Context, search.Query) (search.Result, error) { return f(), nil }
+func (searchFunc) Tool(string) (catalog.Tool, bool)                              { return catalog.Tool{}, false }
+func (searchFunc) IDs() []string                                                 { return nil }

@@ -1,0 +1,77 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/index/catalog"
+)
+
+// stateCollector reads the gateway's state when scraped: nothing is kept
+// in step between scrapes, so the numbers are never stale.
+type stateCollector struct {
+	o                        Options
+	up, restarts, tools, gen *prometheus.Desc
+	cacheHits, cacheMisses   *prometheus.Desc
+}
+
+func newStateCollector(o Options) *stateCollector {
+	return &stateCollector{
+		o: o,
+		up: prometheus.NewDesc("toolgate_backend_up",
+			"1 when the backend is up (connected, or idle: lazy and not started yet), else 0.", []string{"server"}, nil),
+		restarts: prometheus.NewDesc("toolgate_backend_restarts_total",
+			"Restarts of the backend after its first connect (crashes and restarts on request).", []string{"server"}, nil),
+		tools: prometheus.NewDesc("toolgate_catalog_tools",
+			"Tools of the server in the catalog that search_tools ranks.", []string{"server"}, nil),
+		gen: prometheus.NewDesc("toolgate_index_generation",
+			"Indexes served since start: 1 for the first, one more for each re-index swapped in.", nil, nil),
+		cacheHits: prometheus.NewDesc("toolgate_embedding_cache_hits_total",
+			"Texts (tools and queries) whose embedding came from the cache.", nil, nil),
+		cacheMisses: prometheus.NewDesc("toolgate_embedding_cache_misses_total",
+			"Texts (tools and queries) the model had to embed.", nil, nil),
+	}
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.up, c.restarts, c.tools, c.gen, c.cacheHits, c.cacheMisses} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	var servers []string
+	if b := c.o.Backends; b != nil {
+		for _, st := range b.Status() {
+			up := 0.0
+			if st.State == backend.StateUp || st.State == backend.StateIdle {
+				up = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up, st.Name)
+			ch <- prometheus.MustNewConstMetric(c.restarts, prometheus.CounterValue, float64(st.Restarts), st.Name)
+			servers = append(servers, st.Name)
+		}
+	}
+	if cat := c.o.Catalog; cat != nil {
+		per := map[string]int{}
+		for _, s := range servers { // configured servers without tools show 0
+			per[s] = 0
+		}
+		for _, id := range cat.IDs() {
+			if s, _, err := catalog.SplitID(id); err == nil {
+				per[s]++
+			}
+		}
+		for s, n := range per {
+			ch <- prometheus.MustNewConstMetric(c.tools, prometheus.GaugeValue, float64(n), s)
+		}
+	}
+	if l := c.o.Loop; l != nil {
+		ch <- prometheus.MustNewConstMetric(c.gen, prometheus.GaugeValue, float64(l.Stats().CatalogGeneration))
+	}
+	if f := c.o.EmbedCache; f != nil {
+		hits, misses := f()
+		ch <- prometheus.MustNewConstMetric(c.cacheHits, prometheus.CounterValue, float64(hits))
+		ch <- prometheus.MustNewConstMetric(c.cacheMisses, prometheus.CounterValue, float64(misses))
+	}
+}

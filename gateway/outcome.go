@@ -1,0 +1,49 @@
+package gateway
+
+import (
+	"errors"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/backend"
+)
+
+// Outcome names how one tool call ended, the same way everywhere it is
+// counted or shown (the toolgate_tool_calls_total metric, the console's
+// recent calls).
+type Outcome string
+
+const (
+	OutcomeOK          Outcome = "ok"          // the tool answered without isError
+	OutcomeError       Outcome = "error"       // the tool answered with isError, or the backend with a protocol error
+	OutcomeTimeout     Outcome = "timeout"     // no answer within the call timeout
+	OutcomeUnavailable Outcome = "unavailable" // the backend is down, connecting, removed or broke during the call
+	OutcomeDenied      Outcome = "denied"      // a policy refused the call (an error wrapping ErrDenied)
+)
+
+// Outcomes lists every Outcome.
+var Outcomes = []Outcome{OutcomeOK, OutcomeError, OutcomeTimeout, OutcomeUnavailable, OutcomeDenied}
+
+// ErrDenied is wrapped by the error of a Caller that refuses a call the
+// caller may not make (a policy around the backend pool): execute_tool
+// answers it as an isError with the error's text, and it counts as
+// OutcomeDenied.
+var ErrDenied = errors.New("not allowed")
+
+// CallOutcome classifies what a Caller returned.
+func CallOutcome(res *mcp.CallToolResult, err error) Outcome {
+	var un *backend.UnavailableError
+	switch {
+	case err == nil && res != nil && res.IsError:
+		return OutcomeError
+	case err == nil:
+		return OutcomeOK
+	case errors.Is(err, ErrDenied):
+		return OutcomeDenied
+	case errors.Is(err, backend.ErrCallTimeout):
+		return OutcomeTimeout
+	case errors.As(err, &un):
+		return OutcomeUnavailable
+	}
+	return OutcomeError
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/tracemeta"
 )
 
 // maxDescription caps a tool description; longer ones are cut (with a warning).
@@ -519,7 +520,8 @@ func (b *backend) callTool(ctx context.Context, tool string, args map[string]any
 	stop := context.AfterFunc(r.ctx, func() { cancel(errStopping) })
 	defer stop()
 
-	res, err := r.sess.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	// The caller's trace context (W3C traceparent) goes on in _meta.
+	res, err := r.sess.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: tracemeta.Inject(ctx, nil)})
 	if err == nil {
 		return res, nil
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/testenv"
+	"github.com/toolgate/toolgate/internal/tracemeta"
 )
 
 func TestMain(m *testing.M) {
@@ -663,5 +664,27 @@ func BenchmarkStartClose(b *testing.B) {
 				p.Close()
 			}
 		})
+	}
+}
+
+// TestCallCarriesTraceContext: the W3C trace context of the call's context
+// reaches the backend in the call's _meta; without one, no _meta is sent.
+func TestCallCarriesTraceContext(t *testing.T) {
+	p := startPool(t, []config.Server{named(backendtest.Command(t, "meta"), "m")}, testOptions(nil))
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	ctx := tracemeta.Extract(context.Background(), map[string]any{tracemeta.TraceParent: parent})
+	res, err := p.CallTool(ctx, "m", "meta", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := textOf(t, res); !strings.Contains(got, `"traceparent":"`+parent+`"`) {
+		t.Errorf("backend saw _meta %s, want traceparent %s", got, parent)
+	}
+	res, err = p.CallTool(context.Background(), "m", "meta", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := textOf(t, res); strings.Contains(got, "traceparent") {
+		t.Errorf("backend saw _meta %s without a trace context, want no traceparent", got)
 	}
 }

@@ -75,6 +75,7 @@ const (
 	ModeStderrNoise     = "stderr-noise"     // tool "noise" {"lines"} writes that many stderr lines
 	ModeManyTools       = "many-tools"       // EnvManyTools extra tools "t0000"…, each with a long description
 	ModeJSONResponse    = "json-response"    // (NewHTTPServer, http) plain JSON responses instead of event streams
+	ModeMeta            = "meta"             // tool "meta" returns the call's _meta as its text (JSON)
 
 	modeGrandchild = "grandchild" // internal: the sleeping grandchild
 )
@@ -318,6 +319,13 @@ func NewServer(modes Modes) *mcp.Server {
 						return text(name), nil, nil
 					})
 				return text("added " + name), nil, nil
+			})
+	}
+	if modes[ModeMeta] {
+		mcp.AddTool(srv, &mcp.Tool{Name: "meta", Description: "Return the _meta the call came with, as JSON."},
+			func(_ context.Context, req *mcp.CallToolRequest, _ NoArgs) (*mcp.CallToolResult, any, error) {
+				b, err := json.Marshal(req.Params.Meta)
+				return text(string(b)), nil, err
 			})
 	}
 	if modes[ModePrintEnv] {

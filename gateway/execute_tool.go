@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/index/catalog"
@@ -59,10 +60,15 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if err != nil {
 		return toolError("execute_tool %s: %v", a.Name, err), nil
 	}
-	if msg := g.validate(a.Name, tool.InputSchema, args); msg != "" {
+	_, vspan := g.span(ctx, spanValidate, trace.SpanKindInternal)
+	msg := g.validate(a.Name, tool.InputSchema, args)
+	vspan.End()
+	if msg != "" {
 		return toolError("execute_tool %s: the arguments do not match the tool's inputSchema: %s. Fix the arguments (the schema is in search_tools' result) and call again.", a.Name, msg), nil
 	}
-	res, err := g.caller.CallTool(ctx, tool.Server, tool.Name, args)
+	cctx, cspan := g.callSpan(ctx, tool.Server, tool.Name)
+	res, err := g.caller.CallTool(cctx, tool.Server, tool.Name, args)
+	endCall(cspan, CallOutcome(res, err))
 	if err != nil {
 		return g.callError(ctx, a.Name, tool.Server, err), nil
 	}

@@ -22,6 +22,7 @@ import (
 	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
@@ -74,6 +75,10 @@ type Options struct {
 	// search_tools marks such tools. execute_tool still dispatches: the
 	// Caller waits for a connection in progress and explains a down server.
 	Unavailable func(server string) string
+	// TracerProvider, if set, traces search_tools and execute_tool (with
+	// their stages) as spans that continue the client's trace; nil = no
+	// spans.
+	TracerProvider trace.TracerProvider
 }
 
 // Gateway is the MCP server with the two tools. One Gateway serves any number
@@ -85,6 +90,7 @@ type Gateway struct {
 	log      *slog.Logger
 	server   *mcp.Server
 	schemas  schemaCache
+	tracer   trace.Tracer // nil = no spans
 }
 
 // New returns a gateway over s and c.
@@ -100,6 +106,9 @@ func New(s Searcher, c Caller, opts *Options) *Gateway {
 		g.opts.Version = "dev"
 	}
 	g.opts.DefaultLimit, g.opts.MaxLimit = limits(g.opts.DefaultLimit, g.opts.MaxLimit)
+	if g.opts.TracerProvider != nil {
+		g.tracer = g.opts.TracerProvider.Tracer("github.com/toolgate/toolgate/gateway")
+	}
 	g.log = g.opts.Logger
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
@@ -111,8 +120,8 @@ func New(s Searcher, c Caller, opts *Options) *Gateway {
 		// mode every request is a session: keep its warnings only.
 		Logger: slog.New(minLevel{g.log.Handler(), slog.LevelWarn}),
 	})
-	g.server.AddTool(searchTool(g.opts.DefaultLimit, g.opts.MaxLimit), g.handleSearch)
-	g.server.AddTool(executeTool(), g.handleExecute)
+	g.server.AddTool(searchTool(g.opts.DefaultLimit, g.opts.MaxLimit), g.traced(SearchToolName, g.handleSearch))
+	g.server.AddTool(executeTool(), g.traced(ExecuteToolName, g.handleExecute))
 	return g
 }
 

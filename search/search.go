@@ -310,6 +310,10 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		return Result{Mode: mode}, nil
 	}
 
+	// Each stage is a span when the caller's span records (tracing on);
+	// otherwise st costs nothing.
+	st := stagesOf(ctx)
+
 	// The query embedding (a MiniLM run, ~10 ms) and the keyword search run
 	// side by side: on two or more cores the keyword half comes for free.
 	type embedded struct {
@@ -323,7 +327,9 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		} else {
 			embc = make(chan embedded, 1)
 			go func() {
-				vecs, err := e.emb.Embed(ctx, []string{text})
+				ectx, span := st.start(ctx, stageEmbed)
+				vecs, err := e.emb.Embed(ectx, []string{text})
+				span.End()
 				if err == nil && len(vecs) != 1 {
 					err = fmt.Errorf("embedder returned %d vectors for 1 text", len(vecs))
 				}
@@ -355,7 +361,9 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		kwDepth = n // the keyword mean needs every score
 	}
 	var kw signal
+	_, span := st.start(ctx, stageKeyword)
 	kwTop, kwErr := ix.Keyword(text, kwDepth, q.Server)
+	span.End()
 	kw.top = kwTop
 	for _, s := range kwTop {
 		kw.sum += s.Score
@@ -379,9 +387,15 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	}
 	var vec signal
 	if qvec != nil {
+		_, span := st.start(ctx, stageVector)
 		vs := ix.Scan(qvec, vecDepth, q.Server)
+		span.End()
 		vec = signal{top: vs.Top, sum: vs.Sum, n: vs.N}
 		kw.n = max(kw.n, vs.N)
+	}
+	_, span = st.start(ctx, stageFuse)
+	defer span.End()
+	if qvec != nil {
 		if err := e.fillMissing(ix, text, qvec, q.Server, mode, kwDepth, limit, &kw, &vec); err != nil {
 			return Result{}, err
 		}

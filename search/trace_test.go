@@ -1,0 +1,78 @@
+package search_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/toolgate/toolgate/search"
+)
+
+// TestStageSpans: under a recording span, a hybrid search reports its
+// stages (embed, keyword, vector, fuse) as children of the caller's span;
+// a BM25 search only keyword and fuse.
+func TestStageSpans(t *testing.T) {
+	emb := &hashEmbedder{}
+	e := search.New(build(t, testCatalog, emb), emb, nil)
+	defer e.Close()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+
+	for _, tc := range []struct {
+		mode search.Mode
+		want []string
+	}{
+		{search.ModeHybrid, []string{"embed", "fuse", "keyword", "vector"}},
+		{search.ModeBM25, []string{"fuse", "keyword"}},
+	} {
+		exp.Reset()
+		ctx, parent := tp.Tracer("test").Start(context.Background(), "search_tools")
+		if _, err := e.Search(ctx, search.Query{Text: "list files in a directory", Mode: tc.mode}); err != nil {
+			t.Fatal(err)
+		}
+		parent.End()
+		var got []string
+		for _, s := range exp.GetSpans() {
+			if s.Name == "search_tools" {
+				continue
+			}
+			if s.Parent.SpanID() != parent.SpanContext().SpanID() {
+				t.Errorf("%s: span %s is not a child of the caller's span", tc.mode, s.Name)
+			}
+			got = append(got, s.Name)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: stage spans %v, want %v", tc.mode, got, tc.want)
+		}
+	}
+}
+
+// TestNoSpansWithoutTracing: without a recording span in the context the
+// stages start nothing (no spans reach a provider that exists meanwhile)
+// and a search allocates no more than it does anyway.
+func TestNoSpansWithoutTracing(t *testing.T) {
+	emb := &hashEmbedder{}
+	e := search.New(build(t, testCatalog, emb), emb, &search.Options{Mode: search.ModeBM25})
+	defer e.Close()
+	q := search.Query{Text: "list files in a directory"}
+	plain := testing.AllocsPerRun(50, func() { _, _ = e.Search(context.Background(), q) })
+	// A context holding a span that does not record (a remote parent, no
+	// tracer): still nothing started.
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(sdktrace.NeverSample()))
+	defer tp.Shutdown(context.Background())
+	ctx, span := tp.Tracer("test").Start(context.Background(), "unsampled")
+	defer span.End()
+	unsampled := testing.AllocsPerRun(50, func() { _, _ = e.Search(ctx, q) })
+	if unsampled > plain {
+		t.Errorf("a search under a span that does not record allocates %v times, %v without: tracing off must cost nothing", unsampled, plain)
+	}
+	if n := len(exp.GetSpans()); n != 0 {
+		t.Errorf("%d spans exported without sampling", n)
+	}
+}

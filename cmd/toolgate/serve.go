@@ -14,11 +14,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/gateway/metrics"
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -83,6 +86,23 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	g.applyConfig(cfg.Toolgate)
 	log := g.logger
 	start := time.Now()
+	// Traces: off unless an OTLP endpoint is configured; spans still
+	// queued at exit are sent first (bounded).
+	tracing, err := telemetry.Start(ctx, &telemetry.Options{
+		Endpoint: cfg.Toolgate.Telemetry.OTLPEndpoint, Getenv: os.Getenv, Version: version, Logger: log})
+	if err != nil {
+		return err
+	}
+	if tracing != nil {
+		log.Info("exporting traces over OTLP/HTTP", "endpoint", tracing.Endpoint)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tracing.Close(cctx); err != nil {
+			log.Warn("traces not all sent at exit", "err", err)
+		}
+	}()
 	s := cfg.Toolgate.Search
 	mode := search.Mode(s.Mode)
 	if f.mode != "" {
@@ -127,12 +147,17 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		return err
 	}
 
-	gw := gateway.New(lv, pool, &gateway.Options{
-		Logger:       log,
-		Version:      version,
-		DefaultLimit: s.DefaultLimit,
-		MaxLimit:     s.MaxLimit,
-		Unavailable:  pool.Unavailable,
+	// Metrics count what passes through the gateway's searcher, caller and
+	// HTTP front, and read the pool, catalog, loop and embedding cache
+	// when scraped (GET /metrics, with --http).
+	met := metrics.New(&metrics.Options{Backends: pool, Catalog: lv, Loop: lv, EmbedCache: cacheStats(emb)})
+	gw := gateway.New(met.Searcher(lv), met.Caller(pool), &gateway.Options{
+		Logger:         log,
+		Version:        version,
+		DefaultLimit:   s.DefaultLimit,
+		MaxLimit:       s.MaxLimit,
+		Unavailable:    pool.Unavailable,
+		TracerProvider: tracing.Provider(),
 	})
 
 	log.Info("gateway ready", "servers", len(cfg.Servers()), "tools", lv.Stats().CatalogTools, "warm", warm, "startup", time.Since(start).Round(time.Millisecond))
@@ -149,10 +174,25 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		MaxBodyBytes:   cfg.Toolgate.HTTP.MaxBodyBytes,
 		Logger:         log,
 		Extra: map[string]http.Handler{
-			"GET /status": gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv}),
+			"GET /status":  gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv}),
+			"GET /metrics": met.Handler(),
 		},
+		Wrap: met.HTTP,
 	})
 	return gateway.ListenAndServe(ctx, f.http, h, f.allowRemote, log)
+}
+
+// cacheStats reads the embedding cache's hits and misses, or is nil when
+// emb has no cache.
+func cacheStats(emb index.Embedder) func() (int64, int64) {
+	c, ok := emb.(interface{ Stats() embed.CacheStats })
+	if !ok {
+		return nil
+	}
+	return func() (int64, int64) {
+		st := c.Stats()
+		return st.Hits, st.Misses
+	}
 }
 
 // The loop is the gateway's Searcher.

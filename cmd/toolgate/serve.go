@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/console"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/metrics"
 	"github.com/toolgate/toolgate/index"
@@ -151,7 +152,9 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	// HTTP front, and read the pool, catalog, loop and embedding cache
 	// when scraped (GET /metrics, with --http).
 	met := metrics.New(&metrics.Options{Backends: pool, Catalog: lv, Loop: lv, EmbedCache: cacheStats(emb)})
-	gw := gateway.New(met.Searcher(lv), met.Caller(pool), &gateway.Options{
+	// The console's recent calls, kept in memory.
+	recent := console.NewRecorder(0)
+	gw := gateway.New(met.Searcher(lv), recent.Caller(met.Caller(pool)), &gateway.Options{
 		Logger:         log,
 		Version:        version,
 		DefaultLimit:   s.DefaultLimit,
@@ -176,6 +179,10 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		Extra: map[string]http.Handler{
 			"GET /status":  gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv}),
 			"GET /metrics": met.Handler(),
+			console.Path: console.New(&console.Options{
+				Backends: pool, Catalog: lv, Restarter: pool, Loop: lv, Calls: recent,
+				Unavailable: pool.Unavailable, Version: version, Started: start, Logger: log,
+			}).Handler(),
 		},
 		Wrap: met.HTTP,
 	})

@@ -1,0 +1,501 @@
+// Package console owns the gateway's web console at /ui/: a page embedded
+// in the binary (plain HTML, CSS and JavaScript, nothing fetched from
+// elsewhere) that shows the backends with a restart button, the catalog,
+// a search playground with each hit's score breakdown, the recent tool
+// calls and the index state, and the JSON endpoints under /ui/api/ it
+// reads them from.
+//
+// It is mounted beside /mcp (gateway.HTTPOptions.Extra), so the same
+// Host/Origin checks guard it. With keys (Options.Keys), the page asks for
+// one and keeps a session in a same-site, HttpOnly cookie; every
+// state-changing request is a POST that must come from the console's own
+// origin with the session's CSRF token.
+package console
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/search"
+)
+
+//go:embed static
+var static embed.FS
+
+// Path is where the console is mounted.
+const Path = "/ui/"
+
+// Backends reports the backend pool's state. backend.Pool implements it.
+type Backends interface {
+	Status() []backend.Status
+}
+
+// Restarter restarts one backend. backend.Pool implements it.
+type Restarter interface {
+	Restart(server string) error
+}
+
+// Catalog ranks and lists the tools served. live.Loop implements it.
+type Catalog interface {
+	Search(ctx context.Context, q search.Query) (search.Result, error)
+	Tool(id string) (catalog.Tool, bool)
+	IDs() []string
+}
+
+// Loop reports the runtime loop's counters. live.Loop implements it.
+type Loop interface {
+	Stats() live.Stats
+}
+
+// Calls lists recent tool calls, newest first. A Recorder implements it.
+type Calls interface {
+	Calls() []Call
+}
+
+var (
+	_ Backends  = (*backend.Pool)(nil)
+	_ Restarter = (*backend.Pool)(nil)
+	_ Catalog   = (*live.Loop)(nil)
+	_ Loop      = (*live.Loop)(nil)
+	_ Calls     = (*Recorder)(nil)
+)
+
+// Options configure the console. Backends and Catalog are required; a nil
+// optional field hides its part of the page.
+type Options struct {
+	Backends  Backends
+	Catalog   Catalog
+	Restarter Restarter // the restart buttons
+	Loop      Loop      // the index state
+	Calls     Calls     // the recent calls
+	// Unavailable says why a server's tools cannot run now, or "".
+	Unavailable func(server string) string
+	Keys        Keys // nil = the gateway has no keys
+	Version     string
+	Started     time.Time // default: when New was called
+	Logger      *slog.Logger
+	// Now is the clock (default time.Now); tests set it.
+	Now func() time.Time
+}
+
+// Limits of the JSON endpoints.
+const (
+	defaultSearchLimit = 10
+	maxSearchLimit     = 50
+	maxCatalogTools    = 200 // tools listed per catalog answer; a filter narrows the rest
+)
+
+// Console serves the console. Build it with New and mount Handler at Path.
+type Console struct {
+	o        Options
+	log      *slog.Logger
+	sessions *sessions
+	page     *template.Template
+	files    http.Handler
+}
+
+// New returns a console over opts.
+func New(opts *Options) *Console {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Started.IsZero() {
+		o.Started = o.Now()
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.Unavailable == nil {
+		o.Unavailable = func(string) string { return "" }
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	sub, err := fs.Sub(static, "static")
+	if err != nil {
+		panic(err) // the embedded folder is part of the binary
+	}
+	return &Console{
+		o:        o,
+		log:      log,
+		sessions: newSessions(),
+		page:     template.Must(template.ParseFS(sub, "index.html")),
+		files:    http.StripPrefix(Path, http.FileServerFS(sub)),
+	}
+}
+
+// Handler serves everything under Path. Mount it at Path.
+func (c *Console) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ui/{$}", c.servePage)
+	mux.HandleFunc("GET /ui/app.js", c.serveFile)
+	mux.HandleFunc("GET /ui/app.css", c.serveFile)
+	mux.HandleFunc("GET /ui/api/state", c.api(c.serveState))
+	mux.HandleFunc("GET /ui/api/search", c.api(c.serveSearch))
+	mux.HandleFunc("GET /ui/api/catalog", c.api(c.serveCatalog))
+	mux.HandleFunc("POST /ui/api/restart", c.post(c.serveRestart))
+	mux.HandleFunc("POST /ui/api/logout", c.post(c.serveLogout))
+	mux.HandleFunc("POST /ui/api/login", c.serveLogin)
+	return securityHeaders(mux)
+}
+
+// securityHeaders keeps the page to its own origin: scripts, styles and
+// requests only from it, never framed (the restart button cannot be
+// clickjacked), nothing sniffed.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (c *Console) serveFile(w http.ResponseWriter, r *http.Request) { c.files.ServeHTTP(w, r) }
+
+// keysRequired reports whether callers need a key.
+func (c *Console) keysRequired() bool { return c.o.Keys != nil && c.o.Keys.Required() }
+
+// authorize returns the request's session (one is started when the
+// gateway has no keys) and whether the request may read the console: a
+// session logged in with a key still in force, or a valid bearer key (for
+// scripts; then the session is nil).
+func (c *Console) authorize(w http.ResponseWriter, r *http.Request) (*session, bool) {
+	ss := c.sessions.get(r)
+	if !c.keysRequired() {
+		if ss == nil {
+			ss = c.sessions.create(w, r, "")
+		}
+		return ss, true
+	}
+	if k := bearer(r); k != "" {
+		return nil, c.o.Keys.Valid(k)
+	}
+	if ss != nil && ss.key != "" && c.o.Keys.Valid(ss.key) {
+		return ss, true
+	}
+	return ss, false
+}
+
+// api guards a read endpoint: 401 without a session or key.
+func (c *Console) api(h func(w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := c.authorize(w, r); !ok {
+			unauthorized(w)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// post guards a state-changing endpoint: an authorized request that comes
+// from the console's own origin with its session's CSRF token (or, from a
+// script, with a bearer key, which a browser never sends by itself).
+func (c *Console) post(h func(w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ss, ok := c.authorize(w, r)
+		if !ok {
+			unauthorized(w)
+			return
+		}
+		if ss == nil && bearer(r) != "" { // a script with a valid key
+			h(w, r)
+			return
+		}
+		if !sameOrigin(r) {
+			writeError(w, http.StatusForbidden, "state-changing requests must come from the console's own page (Origin header missing or foreign)")
+			return
+		}
+		if !csrfOK(r, ss) {
+			writeError(w, http.StatusForbidden, "missing or wrong CSRF token: reload the console and try again")
+			return
+		}
+		h(w, r)
+	}
+}
+
+func unauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
+	writeError(w, http.StatusUnauthorized, "an API key is required: log in on the console page, or send Authorization: Bearer KEY")
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+// State is the console's view of the gateway: the GET /status report plus
+// the recent calls. GET /ui/api/state serves it.
+type State struct {
+	gateway.StatusReport
+	Calls      []Call `json:"calls"`
+	CanRestart bool   `json:"canRestart"`
+	HasCalls   bool   `json:"hasCalls"`
+}
+
+func (c *Console) state() State {
+	rep := gateway.BuildStatusReport(c.o.Backends.Status(), c.o.Version, c.o.Started, c.o.Now())
+	if c.o.Loop != nil {
+		st := c.o.Loop.Stats()
+		rep.Stats = &st
+	}
+	s := State{StatusReport: rep, CanRestart: c.o.Restarter != nil, HasCalls: c.o.Calls != nil, Calls: []Call{}}
+	if c.o.Calls != nil {
+		s.Calls = c.o.Calls.Calls()
+	}
+	return s
+}
+
+func (c *Console) serveState(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, c.state())
+}
+
+// SearchAnswer is a playground search: the ranked tools with every score
+// the ranker gave them.
+type SearchAnswer struct {
+	Query  string  `json:"query"`
+	Mode   string  `json:"mode"` // the mode that ranked them
+	Tools  []Hit   `json:"tools"`
+	TookMS float64 `json:"tookMs"`
+}
+
+// Hit is one ranked tool and its score breakdown.
+type Hit struct {
+	Name        string  `json:"name"` // server__tool
+	Server      string  `json:"server"`
+	Description string  `json:"description"`
+	Score       float64 `json:"score"`
+	Keyword     float64 `json:"keyword"` // normalised BM25
+	Vector      float64 `json:"vector"`  // normalised cosine
+	BM25        float64 `json:"bm25"`    // raw
+	Cosine      float64 `json:"cosine"`  // raw
+	Unavailable string  `json:"unavailable,omitempty"`
+}
+
+// searchParams reads q, mode, limit and server; an error says which is
+// wrong.
+func searchParams(r *http.Request) (search.Query, error) {
+	v := r.URL.Query()
+	q := search.Query{Text: strings.TrimSpace(v.Get("q")), Limit: defaultSearchLimit, Server: v.Get("server")}
+	m, err := search.ParseMode(v.Get("mode"))
+	if err != nil {
+		return q, err
+	}
+	q.Mode = m
+	if l := v.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > maxSearchLimit {
+			return q, fmt.Errorf("limit %q: want a whole number from 1 to %d", l, maxSearchLimit)
+		}
+		q.Limit = n
+	}
+	return q, nil
+}
+
+func (c *Console) search(ctx context.Context, q search.Query) (*SearchAnswer, error) {
+	start := time.Now()
+	res, err := c.o.Catalog.Search(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	a := &SearchAnswer{Query: q.Text, Mode: string(res.Mode), Tools: make([]Hit, 0, len(res.Hits)),
+		TookMS: float64(time.Since(start).Microseconds()) / 1000}
+	for _, h := range res.Hits {
+		a.Tools = append(a.Tools, Hit{
+			Name: h.Tool.ID(), Server: h.Tool.Server, Description: h.Tool.Description,
+			Score: h.Score, Keyword: h.Keyword, Vector: h.Vector, BM25: h.BM25, Cosine: h.Cosine,
+			Unavailable: c.o.Unavailable(h.Tool.Server),
+		})
+	}
+	return a, nil
+}
+
+func (c *Console) serveSearch(w http.ResponseWriter, r *http.Request) {
+	q, err := searchParams(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	a, err := c.search(r.Context(), q)
+	switch {
+	case errors.Is(err, search.ErrEmptyQuery):
+		writeError(w, http.StatusBadRequest, "type a query: a few words describing what you want to do")
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "search failed: "+err.Error())
+	default:
+		writeJSON(w, http.StatusOK, a)
+	}
+}
+
+// CatalogAnswer lists the catalog's tools that match a filter.
+type CatalogAnswer struct {
+	Total   int           `json:"total"`   // tools in the catalog
+	Matched int           `json:"matched"` // of those, matching the filter
+	Tools   []CatalogTool `json:"tools"`   // the first maxCatalogTools matches, by name
+	Servers []string      `json:"servers"` // servers with tools in the catalog
+}
+
+// CatalogTool is one tool of the catalog.
+type CatalogTool struct {
+	Name        string          `json:"name"` // server__tool
+	Server      string          `json:"server"`
+	Tool        string          `json:"tool"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	Unavailable string          `json:"unavailable,omitempty"`
+}
+
+func (c *Console) serveCatalog(w http.ResponseWriter, r *http.Request) {
+	filter := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("filter")))
+	server := r.URL.Query().Get("server")
+	ids := c.o.Catalog.IDs()
+	slices.Sort(ids)
+	a := CatalogAnswer{Total: len(ids), Tools: []CatalogTool{}, Servers: []string{}}
+	for _, id := range ids {
+		t, ok := c.o.Catalog.Tool(id)
+		if !ok {
+			continue
+		}
+		if !slices.Contains(a.Servers, t.Server) { // ids are sorted: one server's tools are together
+			a.Servers = append(a.Servers, t.Server)
+		}
+		if server != "" && t.Server != server {
+			continue
+		}
+		if filter != "" && !strings.Contains(strings.ToLower(id), filter) && !strings.Contains(strings.ToLower(t.Description), filter) {
+			continue
+		}
+		a.Matched++
+		if len(a.Tools) < maxCatalogTools {
+			a.Tools = append(a.Tools, CatalogTool{Name: id, Server: t.Server, Tool: t.Name, Title: t.Title, Description: t.Description,
+				InputSchema: t.InputSchema, Unavailable: c.o.Unavailable(t.Server)})
+		}
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+func (c *Console) serveRestart(w http.ResponseWriter, r *http.Request) {
+	if c.o.Restarter == nil {
+		writeError(w, http.StatusNotFound, "this gateway does not restart backends from the console")
+		return
+	}
+	var body struct {
+		Server string `json:"server"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Server == "" {
+		writeError(w, http.StatusBadRequest, `send {"server": "NAME"}`)
+		return
+	}
+	if err := c.o.Restarter.Restart(body.Server); err != nil {
+		code := http.StatusConflict
+		if errors.Is(err, backend.ErrUnknownServer) {
+			code = http.StatusNotFound
+		}
+		writeError(w, code, err.Error())
+		return
+	}
+	c.log.Info("backend restart requested from the console", "server", body.Server, "remote", r.RemoteAddr)
+	writeJSON(w, http.StatusAccepted, map[string]string{"restarting": body.Server})
+}
+
+// serveLogin checks a key and starts a session for it. It needs the
+// console's own origin (no CSRF token exists before a session does).
+func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r) {
+		writeError(w, http.StatusForbidden, "log in from the console's own page (Origin header missing or foreign)")
+		return
+	}
+	if !c.keysRequired() {
+		writeError(w, http.StatusBadRequest, "this gateway has no API keys: the console needs no login")
+		return
+	}
+	var body struct {
+		Key string `json:"key"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || strings.TrimSpace(body.Key) == "" {
+		writeError(w, http.StatusBadRequest, `send {"key": "tg_..."}`)
+		return
+	}
+	key := strings.TrimSpace(body.Key)
+	if !c.o.Keys.Valid(key) {
+		c.log.Warn("console login refused: unknown, expired or revoked key", "remote", r.RemoteAddr)
+		unauthorized(w)
+		return
+	}
+	c.sessions.end(w, r)
+	c.sessions.create(w, r, key)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (c *Console) serveLogout(w http.ResponseWriter, r *http.Request) {
+	c.sessions.end(w, r)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// Page is what the page starts with, embedded in it as JSON so that it is
+// drawn at once (and a deep link /ui/?q=QUERY shows its answer without a
+// round trip).
+type Page struct {
+	LoginRequired bool          `json:"loginRequired"` // keys exist and this browser has no session
+	Keys          bool          `json:"keys"`          // keys exist (a logout button)
+	State         *State        `json:"state,omitempty"`
+	Search        *SearchAnswer `json:"search,omitempty"`
+	SearchError   string        `json:"searchError,omitempty"`
+	Query         string        `json:"query"`
+	Mode          string        `json:"mode"`
+}
+
+func (c *Console) servePage(w http.ResponseWriter, r *http.Request) {
+	ss, ok := c.authorize(w, r)
+	p := Page{Keys: c.keysRequired(), LoginRequired: !ok, Query: r.URL.Query().Get("q"), Mode: r.URL.Query().Get("mode")}
+	if ok {
+		st := c.state()
+		p.State = &st
+		if strings.TrimSpace(p.Query) != "" {
+			q, err := searchParams(r)
+			if err == nil {
+				p.Search, err = c.search(r.Context(), q)
+			}
+			if err != nil {
+				p.SearchError = err.Error()
+			}
+		}
+	}
+	csrf := ""
+	if ok && ss != nil {
+		csrf = ss.csrf
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := c.page.Execute(w, map[string]any{"Page": p, "CSRF": csrf, "Version": c.o.Version}); err != nil {
+		c.log.Warn("console page", "err", err)
+	}
+}

@@ -1,0 +1,401 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/search"
+)
+
+var tools = []catalog.Tool{
+	{Server: "filesystem", Name: "list_directory", Description: "List the files in a directory.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+	{Server: "filesystem", Name: "read_file", Description: "Read a file."},
+	{Server: "memory", Name: "create_entities", Description: "Create entities in the <knowledge> graph."},
+}
+
+type fakeCatalog struct{}
+
+func (fakeCatalog) Search(_ context.Context, q search.Query) (search.Result, error) {
+	if strings.TrimSpace(q.Text) == "" {
+		return search.Result{}, search.ErrEmptyQuery
+	}
+	var hits []search.Hit
+	for i, t := range tools {
+		if strings.Contains(strings.ToLower(t.Description), strings.Fields(strings.ToLower(q.Text))[0]) {
+			hits = append(hits, search.Hit{Tool: t, Score: 1 / float64(i+1), Keyword: 0.5, Vector: 0.25, BM25: 3, Cosine: 0.7})
+		}
+	}
+	mode := q.Mode
+	if mode == "" {
+		mode = search.ModeHybrid
+	}
+	return search.Result{Hits: hits, Mode: mode}, nil
+}
+
+func (fakeCatalog) Tool(id string) (catalog.Tool, bool) {
+	for _, t := range tools {
+		if t.ID() == id {
+			return t, true
+		}
+	}
+	return catalog.Tool{}, false
+}
+
+func (fakeCatalog) IDs() []string {
+	var ids []string
+	for _, t := range tools {
+		ids = append(ids, t.ID())
+	}
+	return ids
+}
+
+type fakeBackends struct {
+	mu        sync.Mutex
+	pids      map[string]int
+	restarted []string
+}
+
+func (f *fakeBackends) Status() []backend.Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return []backend.Status{
+		{Name: "filesystem", Transport: "stdio", State: backend.StateUp, Tools: 2, PID: f.pids["filesystem"]},
+		{Name: "memory", Transport: "stdio", State: backend.StateDown, Err: "process exited", Tools: 1},
+	}
+}
+
+func (f *fakeBackends) Restart(server string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.pids[server]; !ok {
+		return &backend.UnavailableError{Server: server, Err: backend.ErrUnknownServer}
+	}
+	f.pids[server]++
+	f.restarted = append(f.restarted, server)
+	return nil
+}
+
+type fakeLoop struct{}
+
+func (fakeLoop) Stats() live.Stats { return live.Stats{CatalogGeneration: 7, CatalogTools: 3} }
+
+// fakeKeys knows one key, which a test can revoke.
+type fakeKeys struct {
+	mu      sync.Mutex
+	key     string
+	revoked bool
+}
+
+func (k *fakeKeys) Required() bool { return true }
+func (k *fakeKeys) Valid(key string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return !k.revoked && key == k.key
+}
+
+type env struct {
+	srv      *httptest.Server
+	backends *fakeBackends
+	client   *http.Client // with a cookie jar, like a browser
+}
+
+func newEnv(t *testing.T, keys Keys) *env {
+	t.Helper()
+	b := &fakeBackends{pids: map[string]int{"filesystem": 100, "memory": 200}}
+	rec := NewRecorder(0)
+	c := New(&Options{Backends: b, Catalog: fakeCatalog{}, Restarter: b, Loop: fakeLoop{}, Calls: rec, Keys: keys, Version: "1.0.0",
+		Unavailable: func(s string) string {
+			if s == "memory" {
+				return "it is down"
+			}
+			return ""
+		}})
+	_, _ = rec.Caller(callerFunc(func() (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })).CallTool(context.Background(), "filesystem", "read_file", nil)
+	mux := http.NewServeMux()
+	mux.Handle(Path, c.Handler())
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	jar, _ := cookiejar.New(nil)
+	return &env{srv: srv, backends: b, client: &http.Client{Jar: jar}}
+}
+
+type callerFunc func() (*mcp.CallToolResult, error)
+
+func (f callerFunc) CallTool(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
+	return f()
+}
+
+// do sends a request; header pairs are name, value.
+func (e *env) do(t *testing.T, method, path, body string, header ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+var (
+	csrfMeta    = regexp.MustCompile(`<meta name="csrf-token" content="([^"]*)">`)
+	initialJSON = regexp.MustCompile(`(?s)<script type="application/json" id="initial">(.*?)</script>`)
+)
+
+// page loads /ui/ (with query) and returns the embedded Page and CSRF token.
+func (e *env) page(t *testing.T, query string) (*http.Response, Page, string) {
+	t.Helper()
+	resp, body := e.do(t, "GET", "/ui/"+query, "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /ui/%s: %d %s", query, resp.StatusCode, body)
+	}
+	m := initialJSON.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no initial JSON in the page:\n%s", body)
+	}
+	var p Page
+	if err := json.Unmarshal([]byte(m[1]), &p); err != nil {
+		t.Fatalf("initial JSON: %v\n%s", err, m[1])
+	}
+	return resp, p, csrfMeta.FindStringSubmatch(body)[1]
+}
+
+func TestPage(t *testing.T) {
+	e := newEnv(t, nil)
+	resp, p, csrf := e.page(t, "?q=files&mode=bm25")
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") {
+		t.Errorf("Content-Security-Policy %q", csp)
+	}
+	if csrf == "" {
+		t.Error("no CSRF token in the page")
+	}
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == cookieName {
+			cookie = c
+		}
+	}
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "/ui/" || cookie.MaxAge != 0 || !cookie.Expires.IsZero() {
+		t.Errorf("session cookie %+v, want HttpOnly, SameSite=Strict, Path=/ui/, a session cookie", cookie)
+	}
+	if p.LoginRequired || p.State == nil || len(p.State.Backends) != 2 || p.State.Stats.CatalogGeneration != 7 || len(p.State.Calls) != 1 || !p.State.CanRestart {
+		t.Errorf("page state %+v", p)
+	}
+	if p.Search == nil || p.Search.Mode != "bm25" || len(p.Search.Tools) != 1 || p.Search.Tools[0].Name != "filesystem__list_directory" || p.Search.Tools[0].BM25 != 3 {
+		t.Errorf("deep link search %+v", p.Search)
+	}
+	// The page's data cannot break out of its script element.
+	_, body := e.do(t, "GET", "/ui/?q=%3C/script%3E%3Cscript%3Ealert(1)%3C/script%3E", "")
+	if strings.Contains(body, "<script>alert(1)") {
+		t.Error("a query reached the page unescaped")
+	}
+	for _, f := range []string{"/ui/app.js", "/ui/app.css"} {
+		if resp, body := e.do(t, "GET", f, ""); resp.StatusCode != 200 || len(body) < 500 {
+			t.Errorf("GET %s: %d, %d bytes", f, resp.StatusCode, len(body))
+		}
+	}
+	// Nothing the page loads comes from another origin.
+	for _, f := range []string{"/ui/", "/ui/app.js", "/ui/app.css"} {
+		_, body := e.do(t, "GET", f, "")
+		if m := regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?(https?:)?//|@import|url\(\s*["']?https?:`).FindString(body); m != "" {
+			t.Errorf("%s refers to another origin: %q", f, m)
+		}
+	}
+}
+
+func TestAPI(t *testing.T) {
+	e := newEnv(t, nil)
+	var cat CatalogAnswer
+	get := func(path string, code int, v any) {
+		t.Helper()
+		resp, body := e.do(t, "GET", path, "")
+		if resp.StatusCode != code {
+			t.Fatalf("GET %s: %d %s, want %d", path, resp.StatusCode, body, code)
+		}
+		if v != nil {
+			if err := json.Unmarshal([]byte(body), v); err != nil {
+				t.Fatalf("GET %s: %v", path, err)
+			}
+		}
+	}
+	get("/ui/api/catalog?filter=FILE&server=filesystem", 200, &cat)
+	if cat.Total != 3 || cat.Matched != 2 || len(cat.Tools) != 2 || fmt.Sprint(cat.Servers) != "[filesystem memory]" || string(cat.Tools[0].InputSchema) != `{"type":"object"}` {
+		t.Errorf("catalog %+v", cat)
+	}
+	get("/ui/api/catalog?server=memory", 200, &cat)
+	if cat.Matched != 1 || cat.Tools[0].Unavailable != "it is down" {
+		t.Errorf("catalog of memory %+v", cat)
+	}
+	var ans SearchAnswer
+	get("/ui/api/search?q=create&limit=3&mode=vector", 200, &ans)
+	if ans.Mode != "vector" || len(ans.Tools) != 1 || ans.Tools[0].Unavailable != "it is down" {
+		t.Errorf("search %+v", ans)
+	}
+	var st State
+	get("/ui/api/state", 200, &st)
+	if st.Up != 1 || st.Total != 2 || len(st.Calls) != 1 || st.Calls[0].Outcome != gateway.OutcomeOK {
+		t.Errorf("state %+v", st)
+	}
+	for _, bad := range []string{"/ui/api/search?q=", "/ui/api/search?q=x&mode=dense", "/ui/api/search?q=x&limit=99"} {
+		get(bad, 400, nil)
+	}
+}
+
+// TestRestartNeedsOriginAndCSRF: the restart button's POST needs the
+// console's own Origin and the session's CSRF token.
+func TestRestartNeedsOriginAndCSRF(t *testing.T) {
+	e := newEnv(t, nil)
+	_, _, csrf := e.page(t, "")
+	restart := func(server string, header ...string) int {
+		resp, _ := e.do(t, "POST", "/ui/api/restart", `{"server": "`+server+`"}`, header...)
+		return resp.StatusCode
+	}
+	origin := e.srv.URL
+	for _, tc := range []struct {
+		name   string
+		header []string
+		want   int
+	}{
+		{"no Origin", []string{csrfHeader, csrf}, 403},
+		{"another origin", []string{"Origin", "http://evil.example", csrfHeader, csrf}, 403},
+		{"no CSRF token", []string{"Origin", origin}, 403},
+		{"wrong CSRF token", []string{"Origin", origin, csrfHeader, "x" + csrf}, 403},
+	} {
+		if got := restart("filesystem", tc.header...); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	if len(e.backends.restarted) != 0 {
+		t.Fatalf("restarted %v by refused requests", e.backends.restarted)
+	}
+	if got := restart("filesystem", "Origin", origin, csrfHeader, csrf); got != 202 {
+		t.Fatalf("restart from the page: %d, want 202", got)
+	}
+	if got := restart("nosuch", "Origin", origin, csrfHeader, csrf); got != 404 {
+		t.Errorf("restart of an unknown server: %d, want 404", got)
+	}
+	if resp, _ := e.do(t, "GET", "/ui/api/restart", ""); resp.StatusCode != 405 {
+		t.Errorf("GET restart: %d, want 405", resp.StatusCode)
+	}
+	if fmt.Sprint(e.backends.restarted) != "[filesystem]" {
+		t.Errorf("restarted %v, want [filesystem]", e.backends.restarted)
+	}
+}
+
+// TestKeys: with keys, the console asks for one; a login keeps it in the
+// session (checked on every request, so a revoked key ends it), and
+// scripts may send it as a bearer key instead.
+func TestKeys(t *testing.T) {
+	keys := &fakeKeys{key: "tg_secret"}
+	e := newEnv(t, keys)
+	origin := e.srv.URL
+	_, p, csrf := e.page(t, "?q=files")
+	if !p.LoginRequired || p.State != nil || p.Search != nil || csrf != "" {
+		t.Fatalf("page without a login shows %+v (csrf %q)", p, csrf)
+	}
+	resp, _ := e.do(t, "GET", "/ui/api/state", "")
+	if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+		t.Fatalf("state without a login: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	if resp, _ := e.do(t, "POST", "/ui/api/login", `{"key": "tg_wrong"}`, "Origin", origin); resp.StatusCode != 401 {
+		t.Errorf("login with a wrong key: %d", resp.StatusCode)
+	}
+	if resp, _ := e.do(t, "POST", "/ui/api/login", `{"key": "tg_secret"}`, "Origin", "http://evil.example"); resp.StatusCode != 403 {
+		t.Errorf("login from another origin: %d", resp.StatusCode)
+	}
+	resp, _ = e.do(t, "POST", "/ui/api/login", `{"key": "tg_secret"}`, "Origin", origin)
+	if resp.StatusCode != 204 {
+		t.Fatalf("login: %d", resp.StatusCode)
+	}
+	for _, c := range resp.Cookies() {
+		if c.Name == cookieName && (strings.Contains(c.Value, "tg_secret") || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode) {
+			t.Errorf("session cookie %+v: want an opaque id, HttpOnly, SameSite=Strict", c)
+		}
+	}
+	_, p, csrf = e.page(t, "")
+	if p.LoginRequired || p.State == nil || !p.Keys || csrf == "" {
+		t.Fatalf("page after login: %+v", p)
+	}
+	if resp, _ := e.do(t, "POST", "/ui/api/restart", `{"server": "filesystem"}`, "Origin", origin, csrfHeader, csrf); resp.StatusCode != 202 {
+		t.Errorf("restart after login: %d", resp.StatusCode)
+	}
+
+	// A script with the key: no cookie, no CSRF token needed.
+	script := &http.Client{}
+	req, _ := http.NewRequest("POST", e.srv.URL+"/ui/api/restart", strings.NewReader(`{"server": "filesystem"}`))
+	req.Header.Set("Authorization", "Bearer tg_secret")
+	if resp, err := script.Do(req); err != nil || resp.StatusCode != 202 {
+		t.Errorf("restart with a bearer key: %v %v", resp, err)
+	}
+
+	keys.mu.Lock()
+	keys.revoked = true
+	keys.mu.Unlock()
+	if resp, _ := e.do(t, "GET", "/ui/api/state", ""); resp.StatusCode != 401 {
+		t.Errorf("state after the key was revoked: %d, want 401", resp.StatusCode)
+	}
+	if resp, _ := e.do(t, "POST", "/ui/api/restart", `{"server": "filesystem"}`, "Origin", origin, csrfHeader, csrf); resp.StatusCode != 401 {
+		t.Errorf("restart after the key was revoked: %d, want 401", resp.StatusCode)
+	}
+}
+
+func TestRecorder(t *testing.T) {
+	r := NewRecorder(3)
+	c := r.Caller(callerFunc(func() (*mcp.CallToolResult, error) {
+		return nil, fmt.Errorf("call: %w", backend.ErrCallTimeout)
+	}))
+	for i := range 5 {
+		_, _ = c.CallTool(context.Background(), "s", fmt.Sprint("t", i), nil)
+	}
+	calls := r.Calls()
+	if len(calls) != 3 || calls[0].Tool != "t4" || calls[2].Tool != "t2" || calls[0].Outcome != gateway.OutcomeTimeout || !strings.Contains(calls[0].Error, "timed out") {
+		t.Errorf("calls %+v, want t4, t3, t2 timed out", calls)
+	}
+}
+
+func TestSessionsBounded(t *testing.T) {
+	s := newSessions()
+	now := time.Now()
+	s.now = func() time.Time { return now }
+	for range maxSessions + 10 {
+		now = now.Add(time.Second)
+		s.create(httptest.NewRecorder(), httptest.NewRequest("GET", "/ui/", nil), "")
+	}
+	if len(s.m) != maxSessions {
+		t.Errorf("%d sessions kept, want at most %d", len(s.m), maxSessions)
+	}
+	w := httptest.NewRecorder()
+	ss := s.create(w, httptest.NewRequest("GET", "/ui/", nil), "")
+	req := httptest.NewRequest("GET", "/ui/", nil)
+	req.AddCookie(w.Result().Cookies()[0])
+	if s.get(req) != ss {
+		t.Fatal("session not found by its cookie")
+	}
+	now = now.Add(sessionTTL + time.Second)
+	if s.get(req) != nil {
+		t.Error("a session older than its TTL still answers")
+	}
+}

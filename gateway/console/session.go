@@ -1,0 +1,139 @@
+package console
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Keys says whether a bearer key is valid. The key store of the HTTP front
+// implements it; nil Options.Keys means the gateway has no keys (the
+// Host/Origin checks alone guard it, as they guard /mcp).
+type Keys interface {
+	// Required reports whether callers need a key (some key exists).
+	Required() bool
+	// Valid reports whether key is in force (known, not expired, not
+	// revoked). It is asked on every request, so a revoked key's sessions
+	// end at once.
+	Valid(key string) bool
+}
+
+// The session cookie: same-site strict, HttpOnly, scoped to the console.
+const (
+	cookieName = "toolgate_console"
+	cookiePath = "/ui/"
+	csrfHeader = "X-CSRF-Token"
+)
+
+// Session limits: sessions end after sessionTTL, and at most maxSessions
+// are kept (the oldest go first), so page loads cannot grow memory.
+const (
+	sessionTTL  = 12 * time.Hour
+	maxSessions = 1024
+)
+
+// session is one browser's console session. The key it logged in with is
+// kept server-side only (the cookie holds a random id), and checked again
+// on every request.
+type session struct {
+	id, csrf string
+	key      string // "" when the gateway has no keys
+	created  time.Time
+}
+
+type sessions struct {
+	mu  sync.Mutex
+	m   map[string]*session
+	now func() time.Time
+}
+
+func newSessions() *sessions {
+	return &sessions{m: map[string]*session{}, now: time.Now}
+}
+
+func randomToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// create starts a session for key and sets its cookie.
+func (s *sessions) create(w http.ResponseWriter, r *http.Request, key string) *session {
+	ss := &session{id: randomToken(), csrf: randomToken(), key: key, created: s.now()}
+	s.mu.Lock()
+	if len(s.m) >= maxSessions {
+		var oldest *session
+		for _, x := range s.m {
+			if oldest == nil || x.created.Before(oldest.created) {
+				oldest = x
+			}
+		}
+		delete(s.m, oldest.id)
+	}
+	s.m[ss.id] = ss
+	s.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{
+		Name: cookieName, Value: ss.id, Path: cookiePath,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+	})
+	return ss
+}
+
+// get returns the request's live session, or nil.
+func (s *sessions) get(r *http.Request) *session {
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.m[c.Value]
+	if ss != nil && s.now().Sub(ss.created) > sessionTTL {
+		delete(s.m, ss.id)
+		return nil
+	}
+	return ss
+}
+
+// end forgets the request's session and clears its cookie.
+func (s *sessions) end(w http.ResponseWriter, r *http.Request) {
+	if ss := s.get(r); ss != nil {
+		s.mu.Lock()
+		delete(s.m, ss.id)
+		s.mu.Unlock()
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: cookiePath, MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+}
+
+// sameOrigin reports whether a state-changing request comes from the
+// console's own page: its Origin header names the host it was sent to.
+// Browsers send Origin on every POST; a request without one is refused.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return false
+	}
+	u, err := url.Parse(o)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, r.Host)
+}
+
+// csrfOK reports whether the request carries its session's CSRF token.
+func csrfOK(r *http.Request, ss *session) bool {
+	got := r.Header.Get(csrfHeader)
+	return ss != nil && got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(ss.csrf)) == 1
+}
+
+// bearer is the key of an "Authorization: Bearer KEY" header, or "".
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}

@@ -1,0 +1,224 @@
+// toolgate console. Plain JavaScript, no framework and no build step. The
+// page is drawn at once from the JSON the server embedded in it (so a deep
+// link /ui/?q=QUERY shows its answer immediately), then kept fresh from the
+// JSON endpoints under /ui/api/. Text goes into the page through
+// textContent only, never as HTML.
+"use strict";
+
+const initial = JSON.parse(document.getElementById("initial").textContent);
+const csrf = document.querySelector('meta[name="csrf-token"]').content;
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) {
+    if (c === undefined || c === null) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+function notice(msg, isError) {
+  const n = $("notice");
+  n.textContent = msg || "";
+  n.classList.toggle("error", !!isError);
+}
+
+async function api(path, opts) {
+  const o = Object.assign({ headers: {}, credentials: "same-origin" }, opts || {});
+  if (o.method === "POST") {
+    o.headers["Content-Type"] = "application/json";
+    o.headers["X-CSRF-Token"] = csrf;
+  }
+  const resp = await fetch(path, o);
+  if (resp.status === 401) {
+    showLogin(true);
+    throw new Error("log in first");
+  }
+  const body = resp.status === 204 ? {} : await resp.json();
+  if (!resp.ok) throw new Error(body.error || resp.statusText);
+  return body;
+}
+
+// ---- login ----
+
+function showLogin(on) {
+  $("login").hidden = !on;
+  for (const s of document.querySelectorAll("[data-needs-session]")) s.hidden = on;
+  if (on) $("login-key").focus();
+}
+
+$("login-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  try {
+    await api("/ui/api/login", { method: "POST", body: JSON.stringify({ key: $("login-key").value }) });
+    location.reload();
+  } catch (e) {
+    notice("Login failed: " + e.message, true);
+  }
+});
+
+$("logout").addEventListener("click", async () => {
+  try { await api("/ui/api/logout", { method: "POST" }); } catch (e) { /* reloads to the login anyway */ }
+  location.reload();
+});
+
+// ---- backends, calls, index ----
+
+let canRestart = false;
+
+function renderState(st) {
+  canRestart = st.canRestart;
+  $("version").textContent = st.version + " · up " + st.uptime;
+  $("backends-summary").textContent = st.up + " of " + st.total + " up";
+  const rows = st.backends.map((b) => {
+    const err = b.error || b.lastError || "";
+    return el("tr", { "data-server": b.name, "data-state": b.state, "data-pid": b.pid || "" },
+      el("th", { scope: "row" }, b.name),
+      el("td", {}, el("span", { class: "state state-" + b.state }, b.state)),
+      el("td", {}, b.transport),
+      el("td", { class: "num" }, b.tools),
+      el("td", { class: "num" }, b.restarts),
+      el("td", { class: "num mono" }, b.pid || "–"),
+      el("td", {}, b.for),
+      el("td", { class: "err", title: err }, err),
+      el("td", {}, canRestart ? el("button", {
+        type: "button", "aria-label": "Restart " + b.name, "data-restart": b.name,
+        onclick: () => restart(b.name),
+      }, "Restart") : null));
+  });
+  $("backend-rows").replaceChildren(...rows);
+
+  $("calls").hidden = !st.hasCalls;
+  $("call-rows").replaceChildren(...(st.calls.length ? st.calls.map((c) => el("tr", { "data-tool": c.server + "__" + c.tool },
+    el("td", { class: "mono" }, new Date(c.at).toLocaleTimeString()),
+    el("td", { class: "mono" }, c.server + "__" + c.tool),
+    el("td", {}, el("span", { class: "outcome-" + c.outcome }, c.outcome)),
+    el("td", { class: "num" }, c.durationMs.toFixed(1) + " ms"),
+    el("td", { class: "err" }, c.error || ""))) : [el("tr", {}, el("td", { colspan: 5, class: "muted" }, "No tool calls yet."))]));
+
+  const facts = [
+    ["Catalog generation", st.catalogGeneration],
+    ["Tools in the catalog", st.catalogTools],
+    ["Re-indexing", st.reindexing ? "yes" : "no"],
+    ["Last index error", st.lastIndexError ? st.lastIndexError + " (" + new Date(st.lastIndexErrorAt).toLocaleString() + ")" : "none"],
+    ["Config reloads", st.reloadGeneration],
+    ["Last reload", st.lastReload ? (st.lastReload.error ? "rejected: " + st.lastReload.error : "applied (" + st.lastReload.trigger + ")") + ", " + new Date(st.lastReload.at).toLocaleString() : "none"],
+    ["Started", new Date(st.started).toLocaleString()],
+  ].filter(([, v]) => v !== undefined);
+  $("index-state").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+}
+
+async function refreshState() {
+  try {
+    renderState(await api("/ui/api/state"));
+  } catch (e) {
+    notice("Could not refresh: " + e.message, true);
+  }
+}
+
+async function restart(name) {
+  notice("Restarting " + name + "…");
+  try {
+    await api("/ui/api/restart", { method: "POST", body: JSON.stringify({ server: name }) });
+    notice("Restart of " + name + " requested.");
+  } catch (e) {
+    notice("Restart of " + name + " failed: " + e.message, true);
+  }
+  refreshState();
+}
+
+// ---- search playground ----
+
+// Score columns, shown when some hit has the field (confidence and learned
+// come with rankers that give them).
+const scoreColumns = [
+  ["score", "Score"], ["keyword", "Keyword"], ["vector", "Vector"],
+  ["confidence", "Confidence"], ["learned", "Learned"], ["bm25", "BM25 (raw)"], ["cosine", "Cosine (raw)"],
+];
+
+function renderSearch(ans) {
+  const cols = scoreColumns.filter(([k]) => ans.tools.some((t) => typeof t[k] === "number"));
+  $("search-head").replaceChildren(el("th", { scope: "col", class: "num" }, "#"), el("th", { scope: "col" }, "Tool"),
+    ...cols.map(([, label]) => el("th", { scope: "col", class: "num" }, label)));
+  $("search-rows").replaceChildren(...ans.tools.map((t, i) => el("tr", { "data-tool": t.name },
+    el("td", { class: "num" }, i + 1),
+    el("td", {}, el("code", {}, t.name),
+      t.unavailable ? el("div", { class: "unavailable" }, "unavailable: " + t.unavailable) : null,
+      el("div", { class: "muted" }, t.description)),
+    ...cols.map(([k]) => el("td", { class: "num" }, typeof t[k] === "number" ? t[k].toFixed(3) : "")))));
+  $("search-table").hidden = false;
+  $("search-summary").textContent = ans.tools.length + " tools for “" + ans.query + "” (mode " + ans.mode + ", " + ans.tookMs.toFixed(1) + " ms)";
+}
+
+function searchURL(params) {
+  const u = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v) u.set(k, v);
+  return u.toString();
+}
+
+$("search-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const params = { q: $("q").value.trim(), mode: $("mode").value, limit: $("limit").value };
+  if (!params.q) {
+    $("search-summary").textContent = "Type a query: a few words describing what you want to do.";
+    return;
+  }
+  history.replaceState(null, "", "/ui/?" + searchURL({ q: params.q, mode: params.mode }));
+  $("search-summary").textContent = "Searching…";
+  try {
+    renderSearch(await api("/ui/api/search?" + searchURL(params)));
+  } catch (e) {
+    $("search-summary").textContent = "Search failed: " + e.message;
+  }
+});
+
+// ---- catalog ----
+
+let catalogTimer = 0;
+
+async function loadCatalog() {
+  const params = { filter: $("catalog-filter").value.trim(), server: $("catalog-server").value };
+  try {
+    const ans = await api("/ui/api/catalog?" + searchURL(params));
+    const sel = $("catalog-server");
+    if (sel.options.length === 1) {
+      for (const s of ans.servers) sel.append(el("option", { value: s }, s));
+    }
+    $("catalog-summary").textContent = ans.matched === ans.total ? ans.total + " tools"
+      : ans.matched + " of " + ans.total + " tools match" + (ans.tools.length < ans.matched ? " (first " + ans.tools.length + " shown)" : "");
+    $("catalog-list").replaceChildren(...ans.tools.map((t) => el("li", { "data-tool": t.name },
+      el("code", {}, t.name), t.title ? " " + t.title : null,
+      t.unavailable ? el("span", { class: "unavailable" }, " unavailable: " + t.unavailable) : null,
+      el("p", { class: "desc" }, t.description),
+      el("details", {}, el("summary", {}, "Input schema"), el("pre", { class: "mono" }, JSON.stringify(t.inputSchema || {}, null, 2))))));
+  } catch (e) {
+    $("catalog-summary").textContent = "Could not load the catalog: " + e.message;
+  }
+}
+
+$("catalog-form").addEventListener("submit", (ev) => { ev.preventDefault(); loadCatalog(); });
+$("catalog-filter").addEventListener("input", () => { clearTimeout(catalogTimer); catalogTimer = setTimeout(loadCatalog, 200); });
+$("catalog-server").addEventListener("change", loadCatalog);
+
+// ---- start ----
+
+$("logout").hidden = !initial.keys || initial.loginRequired;
+if (initial.mode) $("mode").value = initial.mode;
+if (initial.loginRequired) {
+  showLogin(true);
+} else {
+  showLogin(false);
+  renderState(initial.state);
+  if (initial.search) renderSearch(initial.search);
+  else if (initial.searchError) $("search-summary").textContent = "Search failed: " + initial.searchError;
+  loadCatalog();
+  setInterval(() => { if (!document.hidden) refreshState(); }, 3000);
+}

@@ -10,17 +10,20 @@ BENCH_BIN    := bin/toolgate-bench
 CONFIG       ?= examples/toolgate.json
 ADDR         ?= 127.0.0.1:8931
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# Debian's chromium, for the console's browser tests (a newer build is
+# installed when a security update has replaced this one).
+CHROMIUM_VERSION ?= 156.0.8078.114-1~deb12u1
 # Every go command runs with the cgo flags for libtokenizers and the ONNX
 # Runtime path (scripts/native-env.sh reads the cache).
 NATIVE       := source scripts/native-env.sh >/dev/null &&
 GOTEST_FLAGS ?=
 
-.PHONY: all deps deps-native deps-model deps-servers build build-bench run serve-stdio test smoke lint bench bench-report clean
+.PHONY: all deps deps-native deps-model deps-servers deps-browser build build-bench run serve-stdio test smoke lint bench bench-report clean
 
 all: build
 
-## deps: install everything (native libraries, model, bundled npm servers)
-deps: deps-native deps-model deps-servers
+## deps: install everything (native libraries, model, bundled npm servers, the test browser)
+deps: deps-native deps-model deps-servers deps-browser
 
 deps-native:
 	@scripts/build-tokenizers.sh >&2
@@ -31,6 +34,9 @@ deps-model:
 
 deps-servers:
 	@scripts/install-servers.sh >&2
+
+deps-browser:
+	@CHROMIUM_VERSION='$(CHROMIUM_VERSION)' scripts/install-chromium.sh
 
 ## build: bin/toolgate
 build: deps-native

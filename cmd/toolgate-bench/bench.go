@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/metrics"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
@@ -318,8 +319,9 @@ func (b *bench) indexing(ctx context.Context, sizes []int) error {
 // ---- section: search ----
 
 // search measures search_tools as a client sees it: a go-sdk client calls
-// the gateway's tool over an in-memory transport (JSON-RPC encoding and the
-// rendered answer included; the process boundary is measured by execute).
+// the gateway's tool over an in-memory transport (JSON-RPC encoding, the
+// rendered answer and the metrics serve keeps included; the process
+// boundary is measured by execute).
 // Queries are distinct paraphrases and the query embedder is uncached, so
 // hybrid and vector include one MiniLM run per query.
 func (b *bench) search(ctx context.Context, sizes []int) error {
@@ -340,7 +342,8 @@ func (b *bench) search(ctx context.Context, sizes []int) error {
 		for _, mode := range []search.Mode{search.ModeHybrid, search.ModeBM25, search.ModeVector} {
 			eng := search.New(ix, b.emb, &search.Options{Mode: mode})
 			engines = append(engines, eng)
-			gw := gateway.New(eng, nil, nil)
+			// As serve runs it: metrics count and time every search.
+			gw := gateway.New(metrics.New(nil).Searcher(eng), nil, nil)
 			for _, conc := range []int{1, 8} {
 				lat, err := searchLatency(ctx, gw, qs, conc)
 				if err != nil {

@@ -23,9 +23,9 @@ import (
 
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway"
-	"github.com/toolgate/toolgate/gateway/metrics"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/metrics"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/index/indextest"

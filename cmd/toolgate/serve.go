@@ -45,15 +45,17 @@ Claude-compatible "mcpServers" format), indexes their tools, and serves MCP with
 two tools: search_tools and execute_tool.
 
 Without --http it speaks MCP on stdin/stdout (what an MCP client launches);
-logs always go to stderr. With --http it serves streamable HTTP at /mcp and
-GET /healthz on a loopback address.
+logs always go to stderr. With --http it serves streamable HTTP at /mcp,
+GET /healthz, GET /status, Prometheus metrics at GET /metrics and the web
+console at /ui/ on a loopback address. Traces are exported over OTLP/HTTP when
+toolgate.telemetry.otlpEndpoint or OTEL_EXPORTER_OTLP_ENDPOINT is set.
 
 It watches the config file and applies a change while it runs (SIGHUP
 reloads too): removed servers stop and their tools leave search at once,
 added ones start, changed ones restart, the others keep running. A config
 that does not parse is logged and changes nothing. Settings outside
-"mcpServers" (http, dataDir, embed, search, restart, maxConcurrentConnects)
-take effect on the next start; timeouts apply at once.`,
+"mcpServers" (http, telemetry, dataDir, embed, search, restart,
+maxConcurrentConnects) take effect on the next start; timeouts apply at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), g, f)

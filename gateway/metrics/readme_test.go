@@ -1,0 +1,59 @@
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/search"
+)
+
+// TestREADMETable holds the README's table of metrics to the registry:
+// every toolgate_* metric with its type and labels, no more, no less.
+func TestREADMETable(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `(toolgate_[a-z_]+)` \\| ([a-z]+) \\|([^|]*)\\|")
+	documented := map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(string(b), -1) {
+		labels := strings.Fields(strings.NewReplacer("`", "", ",", " ").Replace(m[3]))
+		slices.Sort(labels)
+		documented[m[1]] = m[2] + " " + strings.Join(labels, ",")
+	}
+
+	// Every metric gets a sample, so that every family is gathered.
+	m := newTest()
+	ctx := context.Background()
+	_, _ = m.Searcher(&fakeCatalog{tools}).Search(ctx, search.Query{Text: "x"})
+	_, _ = m.Caller(callerFunc(func(string, string) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })).CallTool(ctx, "memory", "read_graph", nil)
+	m.HTTP(http.NotFoundHandler(), func(*http.Request) string { return "" }).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	registered := map[string]string{}
+	for _, mf := range mfs {
+		if !strings.HasPrefix(mf.GetName(), "toolgate_") {
+			continue
+		}
+		var labels []string
+		for _, l := range mf.GetMetric()[0].GetLabel() {
+			labels = append(labels, l.GetName())
+		}
+		slices.Sort(labels)
+		registered[mf.GetName()] = strings.ToLower(mf.GetType().String()) + " " + strings.Join(labels, ",")
+	}
+	if diff := cmp.Diff(registered, documented); diff != "" {
+		t.Errorf("README's metrics table (-registered +documented):\n%s", diff)
+	}
+}

@@ -83,7 +83,7 @@ func TestTraces(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, a := range call.Attributes() {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	if attrs["toolgate.server"] != "filesystem" || attrs["toolgate.tool"] != "list_directory" || attrs["toolgate.outcome"] != "ok" {
 		t.Errorf("backend_call attributes %v", attrs)

@@ -179,16 +179,14 @@ func (c *Console) serveFile(w http.ResponseWriter, r *http.Request) { c.files.Se
 // keysRequired reports whether callers need a key.
 func (c *Console) keysRequired() bool { return c.o.Keys != nil && c.o.Keys.Required() }
 
-// authorize returns the request's session (one is started when the
-// gateway has no keys) and whether the request may read the console: a
-// session logged in with a key still in force, or a valid bearer key (for
-// scripts; then the session is nil).
-func (c *Console) authorize(w http.ResponseWriter, r *http.Request) (*session, bool) {
+// authorize returns the request's session (nil when it has none) and
+// whether the request may read the console: any request when the gateway
+// has no keys, else a session logged in with a key still in force, or a
+// valid bearer key (for scripts; then the session is nil). Only the page
+// starts sessions, so scripts reading the JSON never crowd out a browser's.
+func (c *Console) authorize(r *http.Request) (*session, bool) {
 	ss := c.sessions.get(r)
 	if !c.keysRequired() {
-		if ss == nil {
-			ss = c.sessions.create(w, r, "")
-		}
 		return ss, true
 	}
 	if k := bearer(r); k != "" {
@@ -203,7 +201,7 @@ func (c *Console) authorize(w http.ResponseWriter, r *http.Request) (*session, b
 // api guards a read endpoint: 401 without a session or key.
 func (c *Console) api(h func(w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := c.authorize(w, r); !ok {
+		if _, ok := c.authorize(r); !ok {
 			unauthorized(w)
 			return
 		}
@@ -216,12 +214,12 @@ func (c *Console) api(h func(w http.ResponseWriter, r *http.Request)) http.Handl
 // script, with a bearer key, which a browser never sends by itself).
 func (c *Console) post(h func(w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ss, ok := c.authorize(w, r)
+		ss, ok := c.authorize(r)
 		if !ok {
 			unauthorized(w)
 			return
 		}
-		if ss == nil && bearer(r) != "" { // a script with a valid key
+		if ss == nil && bearer(r) != "" && c.keysRequired() { // a script with a valid key
 			h(w, r)
 			return
 		}
@@ -475,7 +473,10 @@ type Page struct {
 }
 
 func (c *Console) servePage(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.authorize(w, r)
+	ss, ok := c.authorize(r)
+	if ok && ss == nil && !c.keysRequired() {
+		ss = c.sessions.create(w, r, "") // for the CSRF token of its buttons
+	}
 	p := Page{Keys: c.keysRequired(), LoginRequired: !ok, Query: r.URL.Query().Get("q"), Mode: r.URL.Query().Get("mode")}
 	if ok {
 		st := c.state()

@@ -262,6 +262,9 @@ func TestAPI(t *testing.T) {
 	for _, bad := range []string{"/ui/api/search?q=", "/ui/api/search?q=x&mode=dense", "/ui/api/search?q=x&limit=99"} {
 		get(bad, 400, nil)
 	}
+	if resp, _ := e.do(t, "GET", "/ui/api/state", ""); len(resp.Cookies()) != 0 {
+		t.Errorf("a JSON endpoint started a session: %v (only the page should)", resp.Cookies())
+	}
 }
 
 // TestRestartNeedsOriginAndCSRF: the restart button's POST needs the
@@ -283,6 +286,7 @@ func TestRestartNeedsOriginAndCSRF(t *testing.T) {
 		{"another origin", []string{"Origin", "http://evil.example", csrfHeader, csrf}, 403},
 		{"no CSRF token", []string{"Origin", origin}, 403},
 		{"wrong CSRF token", []string{"Origin", origin, csrfHeader, "x" + csrf}, 403},
+		{"a bearer header, but the gateway has no keys", []string{"Origin", origin, "Authorization", "Bearer x"}, 403},
 	} {
 		if got := restart("filesystem", tc.header...); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"context"
 	"errors"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -46,4 +48,33 @@ func CallOutcome(res *mcp.CallToolResult, err error) Outcome {
 		return OutcomeUnavailable
 	}
 	return OutcomeError
+}
+
+// Call is one finished tool call, as an observer of a Caller sees it.
+type Call struct {
+	Server, Tool string
+	Start        time.Time
+	Duration     time.Duration
+	Result       *mcp.CallToolResult // nil when Err is set
+	Err          error
+	Outcome      Outcome
+}
+
+// Observed returns c calling observe after each of its calls (the metrics
+// and the console's recent calls are such observers). observe runs on the
+// caller's goroutine: it must be quick.
+func Observed(c Caller, observe func(Call)) Caller { return &observed{c, observe} }
+
+type observed struct {
+	Caller
+	observe func(Call)
+}
+
+var _ Caller = (*observed)(nil)
+
+func (o *observed) CallTool(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	start := time.Now()
+	res, err := o.Caller.CallTool(ctx, server, tool, args)
+	o.observe(Call{Server: server, Tool: tool, Start: start, Duration: time.Since(start), Result: res, Err: err, Outcome: CallOutcome(res, err)})
+	return res, err
 }

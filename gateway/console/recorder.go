@@ -1,11 +1,8 @@
 package console
 
 import (
-	"context"
 	"sync"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway"
 )
@@ -43,7 +40,16 @@ func NewRecorder(size int) *Recorder {
 }
 
 // Caller returns c recording every call.
-func (r *Recorder) Caller(c gateway.Caller) gateway.Caller { return &recordingCaller{c, r} }
+func (r *Recorder) Caller(c gateway.Caller) gateway.Caller {
+	return gateway.Observed(c, func(c gateway.Call) {
+		call := Call{At: c.Start, Server: c.Server, Tool: c.Tool, Outcome: c.Outcome,
+			DurationMS: float64(c.Duration.Microseconds()) / 1000}
+		if c.Err != nil {
+			call.Error = c.Err.Error()
+		}
+		r.add(call)
+	})
+}
 
 // Calls returns the calls kept, newest first.
 func (r *Recorder) Calls() []Call {
@@ -62,23 +68,4 @@ func (r *Recorder) add(c Call) {
 	r.ring[r.next] = c
 	r.next = (r.next + 1) % len(r.ring)
 	r.count = min(r.count+1, len(r.ring))
-}
-
-type recordingCaller struct {
-	gateway.Caller
-	r *Recorder
-}
-
-var _ gateway.Caller = (*recordingCaller)(nil)
-
-func (c *recordingCaller) CallTool(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-	start := time.Now()
-	res, err := c.Caller.CallTool(ctx, server, tool, args)
-	call := Call{At: start, Server: server, Tool: tool, Outcome: gateway.CallOutcome(res, err),
-		DurationMS: float64(time.Since(start).Microseconds()) / 1000}
-	if err != nil {
-		call.Error = err.Error()
-	}
-	c.r.add(call)
-	return res, err
 }

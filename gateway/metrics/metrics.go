@@ -13,10 +13,9 @@ import (
 	"context"
 	"net/http"
 	"slices"
-	"strconv"
+	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -141,24 +140,29 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) Searcher(s gateway.Searcher) gateway.Searcher { return &searcher{s, m} }
 
 // Caller returns c counting and timing every tool call.
-func (m *Metrics) Caller(c gateway.Caller) gateway.Caller { return &caller{c, m} }
+func (m *Metrics) Caller(c gateway.Caller) gateway.Caller { return gateway.Observed(c, m.observeCall) }
+
+func (m *Metrics) observeCall(c gateway.Call) {
+	sl, tl := m.labels(c.Server, c.Tool)
+	m.calls.WithLabelValues(sl, tl, string(c.Outcome)).Inc()
+	m.callDuration.WithLabelValues(sl).Observe(c.Duration.Seconds())
+}
 
 // HTTP decorates the HTTP front, counting requests by route and code: it is
-// what gateway.HTTPOptions.Wrap takes.
+// what gateway.HTTPOptions.Wrap takes. Each route gets promhttp's counting
+// handler (routes are the mux's patterns, a bounded set).
 func (m *Metrics) HTTP(h http.Handler, route func(*http.Request) string) http.Handler {
+	var byRoute sync.Map // route → h counted under it
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt := route(r)
 		if rt == "" {
 			rt = OtherRoute
 		}
-		sw := &statusWriter{ResponseWriter: w}
-		defer func() {
-			if sw.code == 0 {
-				sw.code = http.StatusOK
-			}
-			m.httpRequests.WithLabelValues(rt, strconv.Itoa(sw.code)).Inc()
-		}()
-		h.ServeHTTP(sw, r)
+		ch, ok := byRoute.Load(rt)
+		if !ok {
+			ch, _ = byRoute.LoadOrStore(rt, promhttp.InstrumentHandlerCounter(m.httpRequests.MustCurryWith(prometheus.Labels{"route": rt}), h))
+		}
+		ch.(http.Handler).ServeHTTP(w, r)
 	})
 }
 
@@ -186,23 +190,6 @@ func (s *searcher) Search(ctx context.Context, q search.Query) (search.Result, e
 // noMatch says whether a search found nothing.
 func noMatch(res search.Result) bool { return len(res.Hits) == 0 }
 
-type caller struct {
-	gateway.Caller
-	m *Metrics
-}
-
-var _ gateway.Caller = (*caller)(nil)
-
-func (c *caller) CallTool(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-	start := time.Now()
-	res, err := c.Caller.CallTool(ctx, server, tool, args)
-	d := time.Since(start)
-	sl, tl := c.m.labels(server, tool)
-	c.m.calls.WithLabelValues(sl, tl, string(gateway.CallOutcome(res, err))).Inc()
-	c.m.callDuration.WithLabelValues(sl).Observe(d.Seconds())
-	return res, err
-}
-
 // labels bounds a call's server and tool labels: the tool's name when the
 // catalog holds server__tool, else Unknown; the server's when it is in the
 // catalog or the config, else Unknown.
@@ -217,32 +204,3 @@ func (m *Metrics) labels(server, tool string) (string, string) {
 	}
 	return Unknown, Unknown
 }
-
-// statusWriter records the status code written. Unwrap lets
-// http.ResponseController reach the writer's Flush and deadlines.
-type statusWriter struct {
-	http.ResponseWriter
-	code int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.code == 0 {
-		w.code = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

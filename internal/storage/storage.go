@@ -299,8 +299,8 @@ type Report struct {
 	Since time.Time `json:"since,omitzero"`
 	// LastError is the latest failure a writer reported ("writer: error"),
 	// kept after recovery; LastErrorAt says when.
-	LastError   string    `json:"lastError,omitempty"`
-	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
+	LastError   string         `json:"lastError,omitempty"`
+	LastErrorAt time.Time      `json:"lastErrorAt,omitzero"`
 	Writers     []WriterReport `json:"writers"`
 }
 

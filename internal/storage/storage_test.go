@@ -130,11 +130,11 @@ func TestWriterReportsOnce(t *testing.T) {
 
 func TestFixNamesTheCause(t *testing.T) {
 	for err, want := range map[error]string{
-		syscall.EROFS:        "read-write",
-		syscall.EACCES:       "write access",
-		syscall.ENOSPC:       "free space",
-		syscall.EDQUOT:       "free space",
-		os.ErrNotExist:       "mkdir -p /d",
+		syscall.EROFS:         "read-write",
+		syscall.EACCES:        "write access",
+		syscall.ENOSPC:        "free space",
+		syscall.EDQUOT:        "free space",
+		os.ErrNotExist:        "mkdir -p /d",
 		errors.New("mystery"): "check the data folder /d",
 	} {
 		if got := Fix("/d", err); !strings.Contains(got, want) {

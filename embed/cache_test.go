@@ -380,7 +380,7 @@ func TestCacheFolderRemoved(t *testing.T) {
 			if err := h.Prepare(); err != nil {
 				t.Fatal(err)
 			}
-			w := h.Writer("embedding cache", "searches embed without the cache")
+			w := h.Writer("embedding cache", "searches embed without storing new vectors")
 			inner := &fakeModel{id: "fake/a@1", dim: 8}
 			c, err := NewCached(inner, filepath.Join(data, "cache", "embeddings"), &CacheOptions{Logger: logs.Logger(), Storage: w})
 			if err != nil {

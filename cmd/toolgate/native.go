@@ -63,7 +63,7 @@ func (g *globals) openEmbedder(ctx context.Context) (index.Embedder, io.Closer, 
 	}
 	log := g.logger
 	c, err := embed.NewCached(e, g.embeddingCacheDir(), &embed.CacheOptions{Logger: log,
-		Storage: g.health().Writer("embedding cache", "searches embed without the cache")})
+		Storage: g.health().Writer("embedding cache", "searches embed without storing new vectors")})
 	if err != nil {
 		if log != nil {
 			log.Warn("embedding cache unavailable; embedding without it", "dir", g.embeddingCacheDir(), "err", err)

@@ -220,7 +220,7 @@ type Writer struct {
 
 // Writer registers a store named name (e.g. "embedding cache") that writes
 // in the folder; degraded says what the gateway does while it cannot write
-// (e.g. "searches embed without the cache"), for the log line of a fault.
+// (e.g. "searches embed without storing new vectors"), for the log line of a fault.
 func (h *Health) Writer(name, degraded string) *Writer {
 	w := &Writer{h: h, name: name, degraded: degraded}
 	h.mu.Lock()

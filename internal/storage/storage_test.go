@@ -81,7 +81,7 @@ func TestWriterReportsOnce(t *testing.T) {
 	dir := t.TempDir()
 	var logs testenv.LogBuffer
 	h := New(dir, &Options{Logger: logs.Logger()})
-	cache := h.Writer("embedding cache", "searches embed without the cache")
+	cache := h.Writer("embedding cache", "searches embed without storing new vectors")
 	ix := h.Writer("index", "the index is kept in memory")
 
 	if r := h.Report(); !r.Writable || r.Failing() || len(r.Writers) != 2 || r.Error != "" || r.FreeBytes == 0 {
@@ -97,7 +97,7 @@ func TestWriterReportsOnce(t *testing.T) {
 	if n := strings.Count(logs.String(), "storage fault:"); n != 1 {
 		t.Fatalf("%d fault lines for one fault, want 1:\n%s", n, logs.String())
 	}
-	if !strings.Contains(logs.String(), "searches embed without the cache") || !strings.Contains(logs.String(), "mkdir -p "+dir) {
+	if !strings.Contains(logs.String(), "searches embed without storing new vectors") || !strings.Contains(logs.String(), "mkdir -p "+dir) {
 		t.Errorf("fault line lacks what degrades or the fix:\n%s", logs.String())
 	}
 	r := h.Report()

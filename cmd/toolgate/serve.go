@@ -108,7 +108,8 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	// The data folder: a start creates it; one that cannot take writes is
 	// served from memory (see README, Reliability) until it can.
 	health := g.health()
-	if err := health.Prepare(); err == nil {
+	err = health.Prepare()
+	if err == nil {
 		err = health.Check()
 	}
 	if err != nil {

@@ -467,3 +467,35 @@ func TestDataFolderReadOnlyOrFull(t *testing.T) {
 		})
 	}
 }
+
+// TestStartOnUnwritableDataFolder: a gateway started on a data folder that
+// cannot take writes (here a file stands in its place) says so once, naming
+// the folder and the fix, and serves in the degraded mode the README
+// documents: the index built in memory, hybrid ranking, the embedding cache
+// pass-through; its stop is clean.
+func TestStartOnUnwritableDataFolder(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(data, []byte("a file where the data folder should be"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	g := startServe(t, toolgateCmd(t, data, "serve", "--config", bundledConfig(t, nil), "--http", addr), addr)
+	ctx, cs := g.connect(t)
+	searchAnswers(t, ctx, cs, "degraded start", 3)
+	rep := getStatus(t, addr)
+	if !rep.IndexInMemory || rep.CatalogTools != 36 {
+		t.Errorf("index: inMemory=%v with %d tools, want the 36 bundled tools in memory", rep.IndexInMemory, rep.CatalogTools)
+	}
+	if r := rep.Storage; r == nil || r.Writable || !strings.Contains(r.Error, "is not a folder") || !strings.Contains(r.Fix, "move the file") {
+		t.Errorf("storage: %+v", r)
+	}
+	log := g.logs.String()
+	if n := strings.Count(log, "the data folder cannot take writes: serving with the index in memory"); n != 1 || !strings.Contains(log, "dir="+data) {
+		t.Errorf("the start's error line appears %d times (want once, naming %s):\n%s", n, data, log)
+	}
+	start := time.Now()
+	g.signal(t, syscall.SIGTERM)
+	if code, _ := g.waitExit(t, start); code != 0 {
+		t.Errorf("exit status %d, want 0: nothing was left unflushed", code)
+	}
+}

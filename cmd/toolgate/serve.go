@@ -16,7 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/backend/oauth"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/index"
@@ -185,6 +187,13 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 
 // The loop is the gateway's Searcher.
 var _ gateway.Searcher = (*live.Loop)(nil)
+
+// Each store that writes in the data folder reports to a storage.Writer.
+var (
+	_ live.Storage  = (*storage.Writer)(nil)
+	_ embed.Storage = (*storage.Writer)(nil)
+	_ oauth.Storage = (*storage.Writer)(nil)
+)
 
 // backendOptions maps the config's gateway settings onto the backend pool.
 // Unset settings stay zero: the pool applies its defaults. The connect and

@@ -15,8 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/embed"
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/backend/oauth"
 	"github.com/toolgate/toolgate/gateway/config"

@@ -157,6 +157,9 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	defer g.stop.Close("runtime loop", lv.Close) // before the pool: the loop stops using it first
 	defer g.stop.Begin()                         // whatever ended serving, the stop is bounded
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: a stop, not a failure
+		}
 		return err
 	}
 

@@ -215,6 +215,39 @@ func TestStopExitStatus(t *testing.T) {
 			t.Errorf("exit status %d after a clean stop, want 0", code)
 		}
 	})
+	t.Run("during start", func(t *testing.T) {
+		// A backend that never speaks MCP holds a cold start up (for its
+		// connect timeout); SIGTERM then is a stop, not a failure.
+		mute := map[string]any{"command": "sleep", "args": []string{"3600"}}
+		cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", bundledConfig(t, map[string]any{"mute": mute}), "--http", freeAddr(t))
+		var logs testenv.LogBuffer
+		cmd.Stderr = io.MultiWriter(&logs, &testLogWriter{t: t, prefix: "toolgate: "})
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		testenv.Eventually(t, "the mute backend started", func() bool {
+			for _, pid := range descendants(cmd.Process.Pid) {
+				if c, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.HasPrefix(string(c), "sleep\x003600") {
+					return true
+				}
+			}
+			return false
+		})
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-exited:
+		case <-time.After(testenv.Timeout):
+			t.Fatalf("serve did not exit after SIGTERM during its start:\n%s", logs.String())
+		}
+		if code := cmd.ProcessState.ExitCode(); code != 0 || strings.Contains("\n"+logs.String(), "\ntoolgate: ") {
+			t.Errorf("exit status %d after SIGTERM during start, want 0 without an error:\n%s", code, logs.String())
+		}
+	})
 	t.Run("two SIGINTs", func(t *testing.T) {
 		s := backendtest.Command(t, backendtest.ModeStubborn)
 		stubborn := map[string]any{"command": s.Command, "env": s.Env}

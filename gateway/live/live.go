@@ -279,6 +279,9 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 		pool.StartAsync(ctx) // each backend's first listing triggers a re-index
 	} else {
 		pool.Start(ctx)
+		if err := ctx.Err(); err != nil {
+			return err // stopped while backends connected: nothing to index
+		}
 		// The listings of the start are in the index built next: their
 		// requests for a re-index are spent (one made while it builds
 		// stays).

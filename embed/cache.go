@@ -11,7 +11,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -25,6 +27,18 @@ type Model interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
+// Storage is the health of the data folder as the cache sees it: asked
+// before each write, told how each write went. internal/storage's Writer
+// implements it.
+type Storage interface {
+	// Check returns nil when the folder can take a write now (it reports
+	// a refusal itself).
+	Check() error
+	// Fail reports a write that failed; OK one that succeeded.
+	Fail(err error)
+	OK()
+}
+
 // CacheOptions configure NewCached. Nil means defaults.
 type CacheOptions struct {
 	// Logger receives warnings (a cache set aside, an unreadable entry) and
@@ -33,6 +47,11 @@ type CacheOptions struct {
 	Logger *slog.Logger
 	// InMemory keeps the cache in memory only (dir is ignored); for tests.
 	InMemory bool
+	// Storage is asked before every write (nil: every write is tried).
+	// While it refuses, the cache is pass-through for writes: vectors are
+	// still read from the store, new ones are embedded and returned but
+	// not stored. See Cached.
+	Storage Storage
 }
 
 // cacheFormat is bumped whenever the key or value encoding changes; a cache
@@ -45,6 +64,7 @@ var (
 	keyVecPfx   = byte('v')
 	errBusy     = errors.New("embedding cache is in use by another process")
 	errForeign  = errors.New("not a toolgate embedding cache")
+	errClosed   = errors.New("embedding cache is closed")
 	normEpsilon = 1e-3
 )
 
@@ -55,18 +75,42 @@ var ErrCacheBusy = errBusy
 // Cached decorates a Model with a Badger store of vectors keyed by
 // sha256(model id + "\x00" + text). Only texts never seen by this model go
 // to the model, so a restart or re-index re-embeds only new text.
+//
+// Storage faults never fail an Embed. Before each write the cache asks
+// Storage whether the data folder can take it, and checks that its own
+// folder is still the one its store was opened in; when not, it does not
+// write (Badger would retry a failed flush once a second, forever, and on
+// a full disk its memory-mapped files end the process with SIGBUS). When
+// the folder can take writes again, writing resumes into the same store,
+// or, if the folder was removed or replaced meanwhile, into a new store
+// opened there; the old store is left unclosed (its memory is held until
+// exit), since closing it would flush into a folder that is not its own.
 type Cached struct {
-	inner Model
-	db    *badger.DB
-	dir   string
-	log   *slog.Logger
-	id    string
-	dim   int
+	inner    Model
+	dir      string
+	log      *slog.Logger
+	st       Storage
+	id       string
+	dim      int
+	inMemory bool
 
-	hits, misses, bad atomic.Int64
+	mu       sync.RWMutex // guards store and closed; held (read) while a store is used
+	store    *store       // nil while none is open
+	closed   bool
+	setAside int // stores left unclosed because their folder went away
+
+	hits, misses, bad, skipped atomic.Int64
 }
 
 var _ Model = (*Cached)(nil)
+
+// store is one open Badger and what the cache knows of it.
+type store struct {
+	db  *badger.DB
+	log *badgerLogger
+	// dev and ino identify the folder the store was opened in.
+	dev, ino uint64
+}
 
 // CacheStats count lookups since NewCached.
 type CacheStats struct {
@@ -74,13 +118,25 @@ type CacheStats struct {
 	// Bad counts entries that failed validation (wrong length, not finite,
 	// not unit length) and were re-embedded.
 	Bad int64
+	// Skipped counts vectors embedded but not stored, because the data
+	// folder could not take a write (pass-through).
+	Skipped int64
 }
+
+// noStorage tries every write.
+type noStorage struct{}
+
+func (noStorage) Check() error { return nil }
+func (noStorage) Fail(error)   {}
+func (noStorage) OK()          {}
 
 // NewCached opens (creating if needed) the cache at dir around inner. A
 // corrupt or foreign cache — unreadable by Badger, another format version,
 // another dimension for this model — is renamed to
 // <dir>.corrupt-<UTC timestamp>, logged as a warning, and rebuilt empty.
-// Only a directory held by another process is an error (ErrCacheBusy).
+// A data folder that cannot take writes (Storage refuses) gives a cache
+// that is pass-through until it can. Only a directory held by another
+// process is an error (ErrCacheBusy).
 func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 	var o CacheOptions
 	if opts != nil {
@@ -90,53 +146,73 @@ func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Cached{inner: inner, dir: dir, log: log, id: inner.ModelID(), dim: inner.Dim()}
+	st := o.Storage
+	if st == nil {
+		st = noStorage{}
+	}
+	c := &Cached{inner: inner, dir: dir, log: log, st: st, id: inner.ModelID(), dim: inner.Dim(), inMemory: o.InMemory}
 	if c.dim <= 0 {
 		return nil, fmt.Errorf("embedding cache: model %s reports dimension %d", c.id, c.dim)
 	}
-	db, err := c.open(o.InMemory)
+	if !c.inMemory && st.Check() != nil {
+		return c, nil // pass-through until the folder can take writes
+	}
+	if err := c.openStore(); err != nil {
+		if !errors.Is(err, errBusy) && !c.inMemory && st.Check() != nil {
+			return c, nil // the folder went bad meanwhile
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// openStore opens the store in c.dir (c.mu held or not yet shared). An
+// unusable store is moved aside and rebuilt empty.
+func (c *Cached) openStore() error {
+	s, err := c.open()
 	if err == nil {
-		err = c.check(db)
+		err = c.check(s.db)
 		if err != nil {
-			db.Close()
+			s.db.Close()
 		}
 	}
 	if err == nil {
-		c.db = db
-		return c, nil
+		c.store = s
+		return nil
 	}
-	if errors.Is(err, errBusy) || o.InMemory {
-		return nil, err
+	if errors.Is(err, errBusy) || c.inMemory {
+		return err
 	}
-	aside := fmt.Sprintf("%s.corrupt-%s", strings.TrimRight(dir, string(os.PathSeparator)), time.Now().UTC().Format("20060102T150405.000Z"))
-	log.Warn("embedding cache unusable; moved aside and rebuilding", "dir", dir, "moved_to", aside, "err", err)
-	if rerr := os.Rename(dir, aside); rerr != nil {
-		return nil, fmt.Errorf("embedding cache %s is unusable (%v) and cannot be moved aside: %w", dir, err, rerr)
+	aside := fmt.Sprintf("%s.corrupt-%s", strings.TrimRight(c.dir, string(os.PathSeparator)), time.Now().UTC().Format("20060102T150405.000Z"))
+	c.log.Warn("embedding cache unusable; moved aside and rebuilding", "dir", c.dir, "moved_to", aside, "err", err)
+	if rerr := os.Rename(c.dir, aside); rerr != nil {
+		return fmt.Errorf("embedding cache %s is unusable (%v) and cannot be moved aside: %w", c.dir, err, rerr)
 	}
-	if db, err = c.open(false); err != nil {
-		return nil, fmt.Errorf("embedding cache: rebuild %s: %w", dir, err)
+	if s, err = c.open(); err != nil {
+		return fmt.Errorf("embedding cache: rebuild %s: %w", c.dir, err)
 	}
-	if err = c.check(db); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("embedding cache: rebuild %s: %w", dir, err)
+	if err = c.check(s.db); err != nil {
+		s.db.Close()
+		return fmt.Errorf("embedding cache: rebuild %s: %w", c.dir, err)
 	}
-	c.db = db
-	return c, nil
+	c.store = s
+	return nil
 }
 
 // open opens Badger with small buffers: the cache holds 1.5 KiB vectors,
 // thousands of them, not gigabytes.
-func (c *Cached) open(inMemory bool) (db *badger.DB, err error) {
+func (c *Cached) open() (s *store, err error) {
+	bl := &badgerLogger{l: c.log, flushFailed: func(err error) { c.st.Fail(err) }}
 	bo := badger.DefaultOptions(c.dir).
-		WithInMemory(inMemory).
-		WithLogger(badgerLogger{c.log}).
+		WithInMemory(c.inMemory).
+		WithLogger(bl).
 		WithMemTableSize(8 << 20).
 		WithNumMemtables(2).
 		WithValueLogFileSize(32 << 20).
 		WithBlockCacheSize(8 << 20).
 		WithNumCompactors(2).
 		WithMetricsEnabled(false)
-	if inMemory {
+	if c.inMemory {
 		bo = bo.WithDir("").WithValueDir("")
 	} else if err := os.MkdirAll(c.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("embedding cache: %w", err)
@@ -144,17 +220,56 @@ func (c *Cached) open(inMemory bool) (db *badger.DB, err error) {
 	defer func() {
 		// Badger panics on some kinds of garbage instead of returning an error.
 		if r := recover(); r != nil {
-			db, err = nil, fmt.Errorf("open badger: panic: %v", r)
+			s, err = nil, fmt.Errorf("open badger: panic: %v", r)
 		}
 	}()
-	db, err = badger.Open(bo)
+	db, err := badger.Open(bo)
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
 			return nil, fmt.Errorf("%w: %s (another toolgate running?): %v", errBusy, c.dir, err)
 		}
 		return nil, fmt.Errorf("open badger: %w", err)
 	}
-	return db, nil
+	s = &store{db: db, log: bl}
+	if !c.inMemory {
+		s.dev, s.ino, _ = folderID(c.dir)
+	}
+	return s, nil
+}
+
+// folderID identifies the folder at path (device and inode).
+func folderID(path string) (dev, ino uint64, ok bool) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return 0, 0, false
+	}
+	return uint64(st.Dev), uint64(st.Ino), true
+}
+
+// moved reports whether the cache's folder is gone or another folder now
+// stands at its path.
+func (c *Cached) moved(s *store) bool {
+	if c.inMemory {
+		return false
+	}
+	dev, ino, ok := folderID(c.dir)
+	return !ok || dev != s.dev || ino != s.ino
+}
+
+// flushRetry is how long after Badger last reported a failed memtable
+// flush a store counts as still failing (Badger retries once a second).
+const flushRetry = 3 * time.Second
+
+// usable says why s must not take writes now: its folder moved, or Badger
+// is retrying a failed flush; nil when it may.
+func (c *Cached) usable(s *store) error {
+	if c.moved(s) {
+		return fmt.Errorf("embedding cache folder %s was removed or replaced while the cache was open", c.dir)
+	}
+	if s.log.flushFailedWithin(flushRetry) {
+		return fmt.Errorf("embedding cache in %s cannot flush to disk (Badger is retrying)", c.dir)
+	}
+	return nil
 }
 
 // check verifies the format marker and this model's dimension, writing them
@@ -215,7 +330,7 @@ func (c *Cached) Dim() int { return c.dim }
 
 // Stats reports hits and misses since NewCached.
 func (c *Cached) Stats() CacheStats {
-	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Bad: c.bad.Load()}
+	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Bad: c.bad.Load(), Skipped: c.skipped.Load()}
 }
 
 func (c *Cached) key(text string) []byte {
@@ -227,36 +342,15 @@ func (c *Cached) key(text string) []byte {
 }
 
 // Embed returns cached vectors and embeds only the texts not cached (each
-// distinct text once), then stores them. A failure to store is logged, not
-// returned: the vectors are still right.
+// distinct text once), then stores them. A failure to read or store is
+// reported (Storage) or logged, not returned: the vectors are still right.
 func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	keys := make([][]byte, len(texts))
 	for i, t := range texts {
 		keys[i] = c.key(t)
 	}
-	var bad int
-	err := c.db.View(func(txn *badger.Txn) error {
-		for i, k := range keys {
-			item, err := txn.Get(k)
-			if errors.Is(err, badger.ErrKeyNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if err := item.Value(func(v []byte) error {
-				out[i] = decodeVector(v, c.dim)
-				return nil
-			}); err != nil {
-				return err
-			}
-			if out[i] == nil {
-				bad++
-			}
-		}
-		return nil
-	})
+	bad, err := c.lookup(keys, out)
 	if err != nil {
 		// An unreadable store is never worth failing a search for.
 		c.log.Warn("embedding cache read failed; embedding without it", "err", err)
@@ -290,8 +384,7 @@ func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	if len(vecs) != len(miss) {
 		return nil, fmt.Errorf("embed: model returned %d vectors for %d texts", len(vecs), len(miss))
 	}
-	wb := c.db.NewWriteBatch()
-	defer wb.Cancel()
+	newKeys := make([][]byte, len(miss))
 	for j, t := range miss {
 		if len(vecs[j]) != c.dim {
 			return nil, fmt.Errorf("embed: model returned a %d-wide vector, want %d", len(vecs[j]), c.dim)
@@ -299,15 +392,129 @@ func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error)
 		for _, i := range pos[t] {
 			out[i] = vecs[j]
 		}
-		if err := wb.Set(keys[pos[t][0]], encodeVector(vecs[j])); err != nil {
-			c.log.Warn("embedding cache write failed", "err", err)
-			return out, nil
+		newKeys[j] = keys[pos[t][0]]
+	}
+	c.put(newKeys, vecs)
+	return out, nil
+}
+
+// lookup fills out with the cached vectors of keys and counts the invalid
+// entries. Without a store it finds nothing.
+func (c *Cached) lookup(keys [][]byte, out [][]float32) (bad int, err error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.store == nil {
+		return 0, nil
+	}
+	err = c.store.db.View(func(txn *badger.Txn) error {
+		for i, k := range keys {
+			item, err := txn.Get(k)
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if err := item.Value(func(v []byte) error {
+				out[i] = decodeVector(v, c.dim)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if out[i] == nil {
+				bad++
+			}
+		}
+		return nil
+	})
+	return bad, err
+}
+
+// put stores vecs under keys when the data folder can take them, and
+// reports how it went; otherwise it counts them as skipped.
+func (c *Cached) put(keys [][]byte, vecs [][]float32) {
+	if !c.inMemory {
+		if err := c.st.Check(); err != nil { // reported by Check
+			c.skipped.Add(int64(len(vecs)))
+			return
 		}
 	}
-	if err := wb.Flush(); err != nil {
-		c.log.Warn("embedding cache write failed", "err", err)
+	s, err := c.writable()
+	if err != nil {
+		c.skipped.Add(int64(len(vecs)))
+		if !errors.Is(err, errClosed) {
+			c.st.Fail(err)
+		}
+		return
 	}
-	return out, nil
+	defer c.mu.RUnlock()
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	for j, k := range keys {
+		if err = wb.Set(k, encodeVector(vecs[j])); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = wb.Flush()
+	}
+	if err != nil {
+		c.skipped.Add(int64(len(vecs)))
+		c.st.Fail(fmt.Errorf("embedding cache write in %s: %w", c.dir, err))
+		return
+	}
+	c.st.OK()
+}
+
+// writable returns the store to write into with c.mu read-locked (the
+// caller unlocks), opening a new one when there is none, or when its
+// folder was removed or replaced.
+func (c *Cached) writable() (*store, error) {
+	c.mu.RLock()
+	if s := c.store; s != nil && !c.closed && c.usable(s) == nil {
+		return s, nil
+	}
+	c.mu.RUnlock()
+	c.mu.Lock()
+	err := c.reopen()
+	c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	c.mu.RLock()
+	if c.store == nil || c.closed {
+		c.mu.RUnlock()
+		return nil, errClosed
+	}
+	return c.store, nil
+}
+
+// reopen (c.mu held) makes c.store usable for writes, or says why it
+// cannot be.
+func (c *Cached) reopen() error {
+	if c.closed {
+		return errClosed
+	}
+	if s := c.store; s != nil {
+		err := c.usable(s)
+		if err == nil {
+			return nil // another writer reopened it
+		}
+		if !c.moved(s) {
+			return err // Badger's own retry will flush once it can
+		}
+		if s.log.flushFailedEver() {
+			// Its pending flush would land in the new folder at that path.
+			return fmt.Errorf("%w; it held data it could not flush, so it stays off until toolgate restarts", err)
+		}
+		// Closing it would flush into a folder that is not its own: it is
+		// left open, unused, until the process exits.
+		s.log.mute()
+		c.store = nil
+		c.setAside++
+		c.log.Info("embedding cache folder was removed or replaced; starting a new cache there", "dir", c.dir)
+	}
+	return c.openStore()
 }
 
 func countMissing(out [][]float32) int {
@@ -321,9 +528,31 @@ func countMissing(out [][]float32) int {
 }
 
 // Close closes the store (not the wrapped model), waiting for Badger's
-// background work.
+// background work. A store whose folder cannot take its flush (Storage
+// refuses, its folder moved, a flush is failing) is not closed, since
+// Badger would retry the flush forever: Close returns an error that says
+// so, and what the store held since its last flush may be lost.
 func (c *Cached) Close() error {
-	if err := c.db.Close(); err != nil {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	s := c.store
+	c.store = nil
+	if s == nil {
+		return nil
+	}
+	why := c.usable(s)
+	if why == nil && !c.inMemory {
+		why = c.st.Check()
+	}
+	if why != nil {
+		s.log.mute()
+		return fmt.Errorf("embedding cache in %s left unclosed: %w; vectors cached since its last flush may be lost (the cache refills as it embeds)", c.dir, why)
+	}
+	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close embedding cache: %w", err)
 	}
 	return nil
@@ -361,21 +590,58 @@ func decodeVector(b []byte, dim int) []float32 {
 }
 
 // badgerLogger routes Badger's log lines to slog: errors and warnings at
-// warn, the rest at debug. Never stdout.
-type badgerLogger struct{ l *slog.Logger }
-
-func (b badgerLogger) Errorf(f string, a ...any) {
-	b.l.Warn("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+// warn, the rest at debug. Never stdout. A failed memtable flush (which
+// Badger retries once a second, forever) is not logged but reported to
+// flushFailed, and remembered; a muted logger (a store set aside) says
+// nothing.
+type badgerLogger struct {
+	l           *slog.Logger
+	flushFailed func(error)
+	muted       atomic.Bool
+	// lastFlushFail is when a flush last failed, as monotonic time since
+	// clockBase (0: never).
+	lastFlushFail atomic.Int64
 }
 
-func (b badgerLogger) Warningf(f string, a ...any) {
-	b.l.Warn("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+// clockBase anchors monotonic timestamps kept as integers.
+var clockBase = time.Now()
+
+func (b *badgerLogger) mute() { b.muted.Store(true) }
+
+func (b *badgerLogger) flushFailedEver() bool { return b.lastFlushFail.Load() != 0 }
+
+func (b *badgerLogger) flushFailedWithin(d time.Duration) bool {
+	last := b.lastFlushFail.Load()
+	return last != 0 && time.Since(clockBase)-time.Duration(last) < d
 }
 
-func (b badgerLogger) Infof(f string, a ...any) {
-	b.l.Debug("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+func (b *badgerLogger) Errorf(f string, a ...any) {
+	msg := strings.TrimSpace(fmt.Sprintf(f, a...))
+	if strings.Contains(msg, "error flushing memtable") {
+		b.lastFlushFail.Store(int64(max(time.Since(clockBase), 1)))
+		if !b.muted.Load() && b.flushFailed != nil {
+			b.flushFailed(errors.New("badger: " + msg))
+		}
+		return
+	}
+	b.log(slog.LevelWarn, msg)
 }
 
-func (b badgerLogger) Debugf(f string, a ...any) {
-	b.l.Debug("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+func (b *badgerLogger) Warningf(f string, a ...any) {
+	b.log(slog.LevelWarn, strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+
+func (b *badgerLogger) Infof(f string, a ...any) {
+	b.log(slog.LevelDebug, strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+
+func (b *badgerLogger) Debugf(f string, a ...any) {
+	b.log(slog.LevelDebug, strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+
+func (b *badgerLogger) log(level slog.Level, msg string) {
+	if b.muted.Load() {
+		return
+	}
+	b.l.Log(context.Background(), level, "badger: "+msg)
 }

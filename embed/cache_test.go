@@ -13,9 +13,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/google/go-cmp/cmp"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -234,7 +236,7 @@ func TestCacheBadValue(t *testing.T) {
 		"y": nan,
 		"z": encodeVector(make([]float32, 8)), // zero vector
 	}
-	err = c.db.Update(func(txn *badger.Txn) error {
+	err = c.store.db.Update(func(txn *badger.Txn) error {
 		for k, v := range bad {
 			if err := txn.Set(c.key(k), v); err != nil {
 				return err
@@ -346,5 +348,186 @@ func BenchmarkCachedQuery(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// closeWithin closes c in the background and fails t if Close has not
+// returned after a generous bound (a hang is the bug this guards against,
+// not a speed).
+func closeWithin(t *testing.T, c *Cached) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- c.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(testenv.Timeout):
+		t.Fatal("Close did not return: it waits for a flush that cannot happen")
+		return nil
+	}
+}
+
+// TestCacheFolderRemoved removes the data folder under an open cache that
+// holds unflushed entries: searches still embed (cached vectors are still
+// read, new ones are not stored), the fault is reported once, Close does
+// not hang, and once the folder is back a new store is opened there.
+func TestCacheFolderRemoved(t *testing.T) {
+	for _, fault := range []string{"removed", "replaced by a file"} {
+		t.Run(fault, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "data")
+			var logs testenv.LogBuffer
+			h := storage.New(data, &storage.Options{Logger: logs.Logger()})
+			if err := h.Prepare(); err != nil {
+				t.Fatal(err)
+			}
+			w := h.Writer("embedding cache", "searches embed without storing new vectors")
+			inner := &fakeModel{id: "fake/a@1", dim: 8}
+			c, err := NewCached(inner, filepath.Join(data, "cache", "embeddings"), &CacheOptions{Logger: logs.Logger(), Storage: w})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustEmbed(t, c, "a")
+
+			if err := os.RemoveAll(data); err != nil {
+				t.Fatal(err)
+			}
+			if fault == "replaced by a file" {
+				if err := os.WriteFile(data, []byte("not a folder"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range 20 {
+				got := mustEmbed(t, c, "a", fmt.Sprintf("new %d", i))
+				if diff := cmp.Diff([][]float32{fakeVector("fake/a@1a", 8), fakeVector(fmt.Sprintf("fake/a@1new %d", i), 8)}, got); diff != "" {
+					t.Fatalf("vectors while the folder is %s (-want +got):\n%s", fault, diff)
+				}
+			}
+			if s := c.Stats(); s.Skipped != 20 || s.Hits != 20 {
+				t.Errorf("stats %+v, want 20 hits (read from the open store) and 20 skipped writes", s)
+			}
+			if r := h.Report(); r.Writable || r.Writers[0].OK || r.Writers[0].Failures < 20 {
+				t.Errorf("storage report %+v, want the cache failing", r)
+			}
+			if n := strings.Count(logs.String(), "storage fault:"); n != 1 {
+				t.Errorf("%d fault lines, want 1:\n%s", n, logs.String())
+			}
+
+			// The folder comes back: the next write opens a new store there.
+			if err := os.RemoveAll(data); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			mustEmbed(t, c, "b")
+			if w.Failing() || c.setAside != 1 {
+				t.Fatalf("after the folder is back: failing=%v setAside=%d, want a new store", w.Failing(), c.setAside)
+			}
+			before := len(inner.texts())
+			mustEmbed(t, c, "b")
+			if len(inner.texts()) != before {
+				t.Error("b was not stored in the new store")
+			}
+			if err := closeWithin(t, c); err != nil {
+				t.Fatalf("Close of the new store: %v", err)
+			}
+		})
+	}
+}
+
+// TestCacheCloseUnwritable: Close of a store whose folder cannot take the
+// flush returns at once with an error that says so.
+func TestCacheCloseUnwritable(t *testing.T) {
+	data := t.TempDir()
+	c, err := NewCached(&fakeModel{id: "f", dim: 4}, filepath.Join(data, "e"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEmbed(t, c, "held in the memtable")
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	err = closeWithin(t, c)
+	if err == nil || !strings.Contains(err.Error(), "left unclosed") || !strings.Contains(err.Error(), "may be lost") {
+		t.Fatalf("Close = %v, want it to say the store was left unclosed", err)
+	}
+}
+
+// switchStorage is a Storage whose answer the test sets.
+type switchStorage struct {
+	mu       sync.Mutex
+	err      error
+	fails    int
+	oks      int
+	lastFail error
+}
+
+func (s *switchStorage) set(err error) { s.mu.Lock(); s.err = err; s.mu.Unlock() }
+func (s *switchStorage) Check() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+func (s *switchStorage) Fail(err error) { s.mu.Lock(); s.fails++; s.lastFail = err; s.mu.Unlock() }
+func (s *switchStorage) OK()            { s.mu.Lock(); s.oks++; s.mu.Unlock() }
+
+// TestCachePassThroughFromStart: a cache opened while the folder cannot
+// take writes embeds without storing, and stores once it can.
+func TestCachePassThroughFromStart(t *testing.T) {
+	st := &switchStorage{err: errors.New("data folder is on a full file system")}
+	dir := filepath.Join(t.TempDir(), "e")
+	inner := &fakeModel{id: "f", dim: 4}
+	c, err := NewCached(inner, dir, &CacheOptions{Storage: st})
+	if err != nil {
+		t.Fatalf("NewCached on a full folder: %v, want a pass-through cache", err)
+	}
+	mustEmbed(t, c, "x")
+	mustEmbed(t, c, "x")
+	if s := c.Stats(); s.Skipped != 2 || s.Hits != 0 {
+		t.Fatalf("stats %+v, want 2 skipped", s)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Error("the cache wrote its folder while storage refused")
+	}
+	st.set(nil)
+	mustEmbed(t, c, "x")
+	mustEmbed(t, c, "x")
+	if s := c.Stats(); s.Hits != 1 || st.oks != 1 {
+		t.Fatalf("after the folder can take writes: stats %+v, OK reports %d", s, st.oks)
+	}
+	st.set(errors.New("full again"))
+	if err := closeWithin(t, c); err == nil || !strings.Contains(err.Error(), "full again") {
+		t.Fatalf("Close on a full folder = %v, want left unclosed with the reason", err)
+	}
+}
+
+// TestBadgerFlushFailureReported: Badger's retrying flush error is reported
+// to Storage (which logs a fault once), never logged line by line, and
+// marks the store as failing.
+func TestBadgerFlushFailureReported(t *testing.T) {
+	var logs testenv.LogBuffer
+	var reported []error
+	b := &badgerLogger{l: logs.Logger(), flushFailed: func(err error) { reported = append(reported, err) }}
+	if b.flushFailedEver() || b.flushFailedWithin(time.Hour) {
+		t.Fatal("a new logger reports a failed flush")
+	}
+	for range 3 {
+		b.Errorf("error flushing memtable to disk: %v, retrying", errors.New("open 000001.sst: no such file or directory"))
+	}
+	if len(reported) != 3 || logs.String() != "" {
+		t.Fatalf("reported %d, logged %q; want 3 reports and no log lines", len(reported), logs.String())
+	}
+	if !b.flushFailedWithin(flushRetry) || !b.flushFailedEver() {
+		t.Error("the failed flush is not remembered")
+	}
+	b.Warningf("something else")
+	if !strings.Contains(logs.String(), "badger: something else") {
+		t.Errorf("other warnings are not logged: %q", logs.String())
+	}
+	b.mute()
+	b.Warningf("after mute")
+	b.Errorf("error flushing memtable to disk: x, retrying")
+	if strings.Contains(logs.String(), "after mute") || len(reported) != 3 {
+		t.Error("a muted logger still speaks")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -148,24 +149,43 @@ func originAllowed(origin string, extra []string) bool {
 	return isLoopbackHost(u.Hostname())
 }
 
-// ListenAndServe serves h on addr until ctx ends, then shuts down gracefully.
-// addr must be a loopback address unless allowRemote is set: the gateway
-// holds every backend's credentials and must not be reachable from the
-// network by accident.
-func ListenAndServe(ctx context.Context, addr string, h http.Handler, allowRemote bool, log *slog.Logger) error {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+// ShutdownGrace is how long requests in flight get to finish when the
+// HTTP front stops (it is part of the process's stop budget).
+const ShutdownGrace = 2 * time.Second
+
+// Listen opens the HTTP front's listener on addr. addr must be a loopback
+// address unless allowRemote is set: the gateway holds every backend's
+// credentials and must not be reachable from the network by accident. An
+// address that is taken, not local or not allowed is an error that names it
+// and the fix. `serve` listens before it starts anything else, so that such
+// an error comes at once.
+func Listen(addr string, allowRemote bool) (net.Listener, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("--http %q: want host:port, e.g. 127.0.0.1:8931: %w", addr, err)
+		return nil, fmt.Errorf("--http %q: want host:port, e.g. 127.0.0.1:8931: %w", addr, err)
 	}
 	if !allowRemote && !isLoopbackHost(host) {
-		return fmt.Errorf("--http %q: refusing to listen on a non-loopback address; use 127.0.0.1:PORT, or pass --allow-remote if you really mean it (put TLS and authentication in front)", addr)
+		return nil, fmt.Errorf("--http %q: refusing to listen on a non-loopback address; use 127.0.0.1:PORT, or pass --allow-remote if you really mean it (put TLS and authentication in front)", addr)
 	}
 	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+	switch {
+	case err == nil:
+		return ln, nil
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, fmt.Errorf("listen on %s: the address is already in use, by another program or another toolgate (`toolgate status --addr %s` tells): stop it, or pass another --http address (or set toolgate.http.addr)", addr, addr)
+	case errors.Is(err, syscall.EACCES):
+		return nil, fmt.Errorf("listen on %s: permission denied (ports below 1024 need privileges): use a port above 1023, e.g. 127.0.0.1:8931", addr)
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return nil, fmt.Errorf("listen on %s: no network interface of this machine has that address: use 127.0.0.1:PORT", addr)
+	}
+	return nil, fmt.Errorf("listen on %s: %w", addr, err)
+}
+
+// Serve serves h on ln until ctx ends, then shuts down: requests in flight
+// get ShutdownGrace to finish.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	srv := &http.Server{
 		Handler:           h,
@@ -182,13 +202,25 @@ func ListenAndServe(ctx context.Context, addr string, h http.Handler, allowRemot
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
 		defer cancel()
 		err := srv.Shutdown(sctx)
+		if errors.Is(err, context.DeadlineExceeded) {
+			srv.Close() // cut what did not finish
+		}
 		<-errc
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
 		return nil
 	}
+}
+
+// ListenAndServe is Listen, then Serve.
+func ListenAndServe(ctx context.Context, addr string, h http.Handler, allowRemote bool, log *slog.Logger) error {
+	ln, err := Listen(addr, allowRemote)
+	if err != nil {
+		return err
+	}
+	return Serve(ctx, ln, h, log)
 }

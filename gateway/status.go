@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 // StatusSource reports every backend's state. The backend pool implements it.
@@ -33,7 +34,18 @@ type StatusOptions struct {
 	// Loop, if set, adds the runtime loop's counters (catalog and reload
 	// generations, last errors) to the report.
 	Loop StatsSource
+	// Storage, if set, adds the data folder's health (the "storage"
+	// section).
+	Storage StorageSource
 }
+
+// StorageSource reports the data folder's health. internal/storage's
+// Health implements it.
+type StorageSource interface {
+	Report() storage.Report
+}
+
+var _ StorageSource = (*storage.Health)(nil)
 
 // StatusReport is the JSON document served at GET /status and printed by
 // `toolgate status --json`. Fields are only ever added.
@@ -48,6 +60,9 @@ type StatusReport struct {
 	// The runtime loop's counters (catalogGeneration, reloadGeneration,
 	// lastReload, ...), when StatusOptions.Loop is set.
 	*live.Stats
+	// Storage is the data folder's health: writable or not, the last
+	// error and since when, each writer's state (StatusOptions.Storage).
+	Storage *storage.Report `json:"storage,omitempty"`
 }
 
 // BackendStatus is one backend in a StatusReport: the pool's snapshot plus
@@ -87,6 +102,10 @@ func StatusHandler(src StatusSource, opts *StatusOptions) http.Handler {
 		if o.Loop != nil {
 			st := o.Loop.Stats()
 			rep.Stats = &st
+		}
+		if o.Storage != nil {
+			sr := o.Storage.Report()
+			rep.Storage = &sr
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")

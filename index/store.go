@@ -385,6 +385,16 @@ func embedReusing(ctx context.Context, tools []catalog.Tool, emb Embedder, old *
 }
 
 func buildBleveOnDisk(ctx context.Context, path string, tools []catalog.Tool) error {
+	if len(tools) == 0 {
+		// Bleve's builder panics closing an empty build (it moves its
+		// first segment into place, and there is none): an empty catalog
+		// (every backend down at a cold start) gets an empty index.
+		bi, err := newBleve(path)
+		if err != nil {
+			return err
+		}
+		return bi.Close()
+	}
 	m, err := newMapping()
 	if err != nil {
 		return err

@@ -363,3 +363,27 @@ func TestBuildWritesNothingInTempDir(t *testing.T) {
 		t.Errorf("generation folder (-want +got):\n%s", diff)
 	}
 }
+
+// TestEnsureEmptyCatalog: a catalog without tools (every backend down at a
+// cold start, an empty tools file) gets an index that opens and answers
+// nothing. Bleve's builder panics on an empty build, so it is not used.
+func TestEnsureEmptyCatalog(t *testing.T) {
+	dir := t.TempDir()
+	ix, rep := mustEnsure(t, dir, []catalog.Tool{}, newCaching("m"))
+	if ix.Len() != 0 || !rep.Rebuilt {
+		t.Fatalf("empty catalog: %d tools, rebuilt %v", ix.Len(), rep.Rebuilt)
+	}
+	if hits, err := ix.Keyword("anything", 5, ""); err != nil || len(hits) != 0 {
+		t.Errorf("Keyword on an empty index = %v, %v", hits, err)
+	}
+	again, err := Open(dir, nil)
+	if err != nil {
+		t.Fatalf("Open of the empty index: %v", err)
+	}
+	again.Close()
+	// The next catalog updates it like any other.
+	ix2, rep2 := mustEnsure(t, dir, []catalog.Tool{{Server: "s", Name: "t", Description: "a tool"}}, newCaching("m"))
+	if ix2.Len() != 1 || rep2.Before != StateCatalogChanged {
+		t.Errorf("after the empty index: %d tools, state %s", ix2.Len(), rep2.Before)
+	}
+}

@@ -178,7 +178,8 @@ func (g *globals) loginCommand(cfgPath string) func(server string) string {
 // authTokens is the token keeper of a gateway or an index run over the
 // config at cfgPath; Close it after the pool.
 func (g *globals) authTokens(cfgPath string) *oauth.Tokens {
-	return oauth.NewTokens(oauth.NewStore(g.DataDir()), &oauth.Options{Logger: g.logger, LoginCommand: g.loginCommand(cfgPath)})
+	return oauth.NewTokens(oauth.NewStore(g.DataDir()), &oauth.Options{Logger: g.logger, LoginCommand: g.loginCommand(cfgPath),
+		Storage: g.health().Writer("logins", "refreshed tokens are kept in memory only")})
 }
 
 func runAuthLogin(ctx context.Context, g *globals, w io.Writer, name string, f authLoginFlags) error {

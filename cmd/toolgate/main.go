@@ -11,9 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +19,8 @@ import (
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/embedflags"
 	"github.com/toolgate/toolgate/internal/modelscmd"
+	"github.com/toolgate/toolgate/internal/shutdown"
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 // globals are the flags every subcommand shares.
@@ -29,6 +29,11 @@ type globals struct {
 	configDataDir string // the config file's toolgate.dataDir (applyConfig)
 	logLevel      string
 	logger        *slog.Logger
+	// stop is the process's stop (signals, budget, exit status); nil in
+	// tests that call a command in process.
+	stop *shutdown.Controller
+	// dataHealth is the data folder's health (health()).
+	dataHealth *storage.Health
 
 	embedFlags embedflags.Flags // see native.go
 }
@@ -37,8 +42,8 @@ type globals struct {
 // config file's dataDir, else the XDG default (internal/dirs).
 func (g *globals) DataDir() string { return dirs.Data(g.dataDir, g.configDataDir) }
 
-func newRootCmd() *cobra.Command {
-	g := &globals{}
+func newRootCmd(stop *shutdown.Controller) *cobra.Command {
+	g := &globals{stop: stop}
 	root := &cobra.Command{
 		Use:           "toolgate",
 		Short:         "MCP meta-gateway: many backend servers behind search_tools and execute_tool",
@@ -51,6 +56,7 @@ func newRootCmd() *cobra.Command {
 			}
 			// Logs go to stderr only: stdout belongs to the MCP stdio transport.
 			g.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+			g.stop.SetLogger(g.logger)
 			return nil
 		},
 	}
@@ -86,9 +92,11 @@ func main() {
 		// and exits with it; it is not a toolgate command.
 		backend.ReaperMain()
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRootCmd().ExecuteContext(ctx)
-	stop()
+	// SIGINT/SIGTERM cancel ctx and start the stop's budget; a second one
+	// exits at once (internal/shutdown documents the exit statuses).
+	ctx, stop := shutdown.Start(context.Background(), nil)
+	err := newRootCmd(stop).ExecuteContext(ctx)
+	code := stop.Stop()
 	if err != nil {
 		var ue usageError
 		var mue *modelscmd.UsageError
@@ -103,6 +111,9 @@ func main() {
 		}
 		fmt.Fprintf(os.Stderr, "toolgate: %s\n", strings.TrimSpace(err.Error()))
 		os.Exit(1)
+	}
+	if code != 0 {
+		os.Exit(code)
 	}
 }
 

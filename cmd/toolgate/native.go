@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 // addEmbedFlags adds --ort-lib, --model-dir, --model-variant and --threads
@@ -33,6 +34,15 @@ func (g *globals) embedOptions() (*embed.Options, error) {
 	return o, nil
 }
 
+// health is the data folder's health in this process, which every store
+// writing there reports to (made once the config's dataDir is known).
+func (g *globals) health() *storage.Health {
+	if g.dataHealth == nil || g.dataHealth.Dir() != g.DataDir() {
+		g.dataHealth = storage.New(g.DataDir(), &storage.Options{Logger: g.logger})
+	}
+	return g.dataHealth
+}
+
 // embeddingCacheDir is <data dir>/cache/embeddings.
 func (g *globals) embeddingCacheDir() string { return dirs.EmbeddingCache(g.DataDir()) }
 
@@ -52,7 +62,8 @@ func (g *globals) openEmbedder(ctx context.Context) (index.Embedder, io.Closer, 
 		return nil, nil, err
 	}
 	log := g.logger
-	c, err := embed.NewCached(e, g.embeddingCacheDir(), &embed.CacheOptions{Logger: log})
+	c, err := embed.NewCached(e, g.embeddingCacheDir(), &embed.CacheOptions{Logger: log,
+		Storage: g.health().Writer("embedding cache", "searches embed without storing new vectors")})
 	if err != nil {
 		if log != nil {
 			log.Warn("embedding cache unavailable; embedding without it", "dir", g.embeddingCacheDir(), "err", err)

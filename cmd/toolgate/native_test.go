@@ -62,7 +62,7 @@ func TestOpenEmbedderMissing(t *testing.T) {
 func TestDoctorJSONMissing(t *testing.T) {
 	data := t.TempDir()
 	t.Setenv("TOOLGATE_MODELS_DIR", "")
-	cmd := newRootCmd()
+	cmd := newRootCmd(nil)
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&bytes.Buffer{})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -17,11 +18,13 @@ import (
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/backend/oauth"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/console"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/metrics"
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/search"
 )
@@ -113,13 +116,40 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 			return usageError{fmt.Errorf("--mode: %w", err)}
 		}
 	}
+	// The HTTP address is taken before anything starts, so that a taken
+	// port is an error at once rather than after the backends are up.
+	if f.http == "" && cfg.Toolgate.HTTP.Addr != "" {
+		f.http = cfg.Toolgate.HTTP.Addr
+	}
+	var ln net.Listener
+	if f.http != "" {
+		if ln, err = gateway.Listen(f.http, f.allowRemote); err != nil {
+			return err
+		}
+		defer ln.Close()
+	}
 
+	// The data folder: a start creates it; one that cannot take writes is
+	// served from memory (see README, Reliability) until it can.
+	health := g.health()
+	err = health.Prepare()
+	if err == nil {
+		err = health.Check()
+	}
+	if err != nil {
+		log.Error("the data folder cannot take writes: serving with the index in memory and without storing embeddings or refreshed logins until it can (GET /status, storage)",
+			"dir", health.Dir(), "err", err, "fix", storage.Fix(health.Dir(), err))
+	}
+
+	// Stopping, in this order and within the stop's budget (defers run
+	// last first): the HTTP front or stdio (Serve returns), the runtime
+	// loop, the backends, the logins, the embedding cache.
 	emb, embCloser, embErr := g.openEmbedder(ctx)
 	if embErr != nil {
 		log.Warn("semantic ranking is off: search_tools runs BM25-only and says \"mode\": \"bm25\" (run `toolgate doctor`)", "reason", embErr)
 		emb, embCloser = nil, io.NopCloser(nil)
 	}
-	defer embCloser.Close()
+	defer g.stop.Close("embedding cache", embCloser.Close)
 
 	// The runtime loop: warm start (it opens the last run's index now),
 	// catalog sync with the pool, config reloads (file watch and SIGHUP).
@@ -130,23 +160,28 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		ConfigPath: f.config,
 		ConfigData: data,
 		Reload:     hup,
+		Storage:    health.Writer("index", "the index is built in memory"),
 	})
 	// A lazy server starts on its first execute_tool, so search needs its
 	// tools from the catalog; one the catalog lacks starts now, once.
 	// Remote servers that need a login get their tokens from the data
 	// folder; closed after the pool.
 	tokens := g.authTokens(f.config)
-	defer tokens.Close()
+	defer g.stop.Close("logins", tokens.Close)
 	opts := g.backendOptions(cfg)
 	opts.Auth = tokens
 	opts.OnToolsChanged = lv.ToolsChanged
 	opts.Lazy = func(s config.Server) bool { return s.Lazy && lv.Cataloged(s.Name) }
 	pool := backend.New(cfg.Servers(), opts)
-	defer pool.Close()
+	defer g.stop.Close("backends", pool.Close)
 	warm := lv.Warm()
 	err = lv.Run(ctx, pool)
-	defer lv.Close() // before pool.Close: the loop stops using the pool first
+	defer g.stop.Close("runtime loop", lv.Close) // before the pool: the loop stops using it first
+	defer g.stop.Begin()                         // whatever ended serving, the stop is bounded
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: a stop, not a failure
+		}
 		return err
 	}
 
@@ -167,10 +202,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 
 	log.Info("gateway ready", "servers", len(cfg.Servers()), "tools", lv.Stats().CatalogTools, "warm", warm, "startup", time.Since(start).Round(time.Millisecond))
 
-	if f.http == "" && cfg.Toolgate.HTTP.Addr != "" {
-		f.http = cfg.Toolgate.HTTP.Addr
-	}
-	if f.http == "" {
+	if ln == nil {
 		return gw.ServeStdio(ctx)
 	}
 	h := gw.HTTPHandler(&gateway.HTTPOptions{
@@ -179,7 +211,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		MaxBodyBytes:   cfg.Toolgate.HTTP.MaxBodyBytes,
 		Logger:         log,
 		Extra: map[string]http.Handler{
-			"GET /status":  gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv}),
+			"GET /status":  gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv, Storage: health}),
 			"GET /metrics": met.Handler(),
 			console.Path: console.New(&console.Options{
 				Backends: pool, Catalog: lv, Restarter: pool, Loop: lv, Calls: recent,
@@ -188,7 +220,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		},
 		Wrap: met.HTTP,
 	})
-	return gateway.ListenAndServe(ctx, f.http, h, f.allowRemote, log)
+	return gateway.Serve(ctx, ln, h, log)
 }
 
 // cacheStats reads the embedding cache's hits and misses, or is nil when
@@ -206,6 +238,13 @@ func cacheStats(emb index.Embedder) func() (int64, int64) {
 
 // The loop is the gateway's Searcher.
 var _ gateway.Searcher = (*live.Loop)(nil)
+
+// Each store that writes in the data folder reports to a storage.Writer.
+var (
+	_ live.Storage  = (*storage.Writer)(nil)
+	_ embed.Storage = (*storage.Writer)(nil)
+	_ oauth.Storage = (*storage.Writer)(nil)
+)
 
 // backendOptions maps the config's gateway settings onto the backend pool.
 // Unset settings stay zero: the pool applies its defaults. The connect and

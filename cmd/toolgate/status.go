@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 func init() { register(newStatusCmd) }
@@ -45,8 +46,11 @@ its state, then the catalog's generation and the config reloads (with the last
 error of each). With --json the gateway's JSON is printed as is.
 
 The address is --addr, else toolgate.http.addr of --config, else ` + defaultStatusAddr + `.
-Exit status: 0 when every backend is up or idle (lazy, not started yet),
-3 when the gateway answers but some backend is down or still connecting,
+The storage line says whether the data folder can take writes, and while
+it cannot, since when, why, the fix and what each failing store does.
+Exit status: 0 when every backend is up or idle (lazy, not started yet)
+and the data folder takes writes, 3 when the gateway answers but some
+backend is down or still connecting, or the data folder cannot take writes,
 1 when no gateway answers there.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -150,6 +154,9 @@ func degraded(rep gateway.StatusReport) error {
 			bad = append(bad, fmt.Sprintf("%s is %s", b.Name, b.State))
 		}
 	}
+	if st := rep.Storage; st != nil && st.Failing() {
+		bad = append(bad, "the data folder cannot take writes")
+	}
 	if len(bad) == 0 {
 		return nil
 	}
@@ -160,6 +167,9 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 	fmt.Fprintf(w, "toolgate %s, up %s: %d of %d backends up\n", rep.Version, rep.Uptime, rep.Up, rep.Total)
 	if st := rep.Stats; st != nil {
 		printLoopStats(w, st)
+	}
+	if st := rep.Storage; st != nil {
+		printStorage(w, st)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -208,6 +218,27 @@ func printLoopStats(w io.Writer, st *live.Stats) {
 	}
 	if st.LastReloadError != "" {
 		fmt.Fprintf(w, "; last rejected at %s: %s", clock(st.LastReloadErrorAt), statusLine(st.LastReloadError, 100))
+	}
+	fmt.Fprintln(w)
+}
+
+// printStorage prints the data folder's health: one line while it is
+// fine, the fault, its fix and each failing writer while it is not.
+func printStorage(w io.Writer, st *storage.Report) {
+	state := "writable"
+	if !st.Writable {
+		state = "NOT WRITABLE"
+	}
+	fmt.Fprintf(w, "storage: %s %s", st.DataDir, state)
+	if st.Failing() {
+		fmt.Fprintf(w, " since %s: %s\n  fix: %s", clock(st.Since), statusLine(st.Error, 200), st.Fix)
+		for _, wr := range st.Writers {
+			if !wr.OK {
+				fmt.Fprintf(w, "\n  %s: failing since %s (%d failures; %s): %s", wr.Name, clock(wr.Since), wr.Failures, wr.Degraded, statusLine(wr.Error, 120))
+			}
+		}
+	} else if st.LastError != "" {
+		fmt.Fprintf(w, "; last error at %s: %s", clock(st.LastErrorAt), statusLine(st.LastError, 100))
 	}
 	fmt.Fprintln(w)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 type statusSource []backend.Status
@@ -142,5 +143,48 @@ func TestStatusCommandErrors(t *testing.T) {
 				t.Errorf("wrote output on error: %s", out.String())
 			}
 		})
+	}
+}
+
+type storageSource storage.Report
+
+func (s storageSource) Report() storage.Report { return storage.Report(s) }
+
+// TestStatusStorage: `toolgate status` prints the storage section — one
+// line while the folder is fine (with the last error), the fault, the fix
+// and each failing writer while it is not — and a fault is degraded (3).
+func TestStatusStorage(t *testing.T) {
+	now := time.Now()
+	up := statusSource{{Name: "memory", Transport: "stdio", State: backend.StateUp, Tools: 9, Since: now}}
+	serve := func(st storageSource) string {
+		srv := httptest.NewServer(gateway.StatusHandler(up, &gateway.StatusOptions{Storage: st}))
+		t.Cleanup(srv.Close)
+		return strings.TrimPrefix(srv.URL, "http://")
+	}
+	fine := serve(storageSource{DataDir: "/d", Writable: true, LastError: "index: disk full", LastErrorAt: now,
+		Writers: []storage.WriterReport{{Name: "index", OK: true, Failures: 1}}})
+	var out bytes.Buffer
+	if err := runStatus(context.Background(), &out, statusFlags{addr: fine}); err != nil {
+		t.Fatalf("a writable folder: %v", err)
+	}
+	if !strings.Contains(out.String(), "storage: /d writable; last error at") || !strings.Contains(out.String(), "index: disk full") {
+		t.Errorf("output:\n%s", out.String())
+	}
+
+	broken := serve(storageSource{DataDir: "/d", Error: "data folder /d does not exist", Fix: "mkdir -p /d", Since: now,
+		Writers: []storage.WriterReport{{Name: "embedding cache", Error: "data folder /d does not exist", Since: now, Failures: 7, Degraded: "searches embed without storing new vectors"}}})
+	out.Reset()
+	requireDegraded(t, runStatus(context.Background(), &out, statusFlags{addr: broken}), "the data folder cannot take writes")
+	for _, want := range []string{"storage: /d NOT WRITABLE since", "data folder /d does not exist", "fix: mkdir -p /d",
+		"embedding cache: failing since", "7 failures; searches embed without storing new vectors"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	requireDegraded(t, runStatus(context.Background(), &out, statusFlags{addr: broken, asJSON: true}), "data folder")
+	var rep gateway.StatusReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Storage == nil || rep.Storage.Writable || rep.Storage.Writers[0].Failures != 7 {
+		t.Errorf("--json storage = %+v (%v)", rep.Storage, err)
 	}
 }

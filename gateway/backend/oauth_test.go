@@ -3,6 +3,8 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend/oauth"
 	"github.com/toolgate/toolgate/gateway/backend/oauth/oauthtest"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -28,6 +31,7 @@ const loginCommand = "toolgate auth login demo --config /etc/toolgate.json"
 // oauthEnv is a protected MCP server, its authorization server, a login
 // store and a pool whose backend "demo" gets its tokens from the store.
 type oauthEnv struct {
+	data  string // the data folder holding the store
 	as    *oauthtest.AuthServer
 	rs    *oauthtest.ResourceServer
 	store *oauth.Store
@@ -40,8 +44,15 @@ type oauthEnv struct {
 // newOAuthEnv starts the servers; with login set, it logs in before the
 // pool starts.
 func newOAuthEnv(t *testing.T, transport string, login bool) *oauthEnv {
+	return newOAuthEnvWith(t, transport, login, nil)
+}
+
+// newOAuthEnvWith is newOAuthEnv with the data folder's health st (nil:
+// none) reported to.
+func newOAuthEnvWith(t *testing.T, transport string, login bool, st func(data string) oauth.Storage) *oauthEnv {
 	t.Helper()
-	e := &oauthEnv{as: oauthtest.NewAuthServer(t), store: oauth.NewStore(t.TempDir()), clock: &clock{}, logs: &testenv.LogBuffer{}}
+	data := t.TempDir()
+	e := &oauthEnv{data: data, as: oauthtest.NewAuthServer(t), store: oauth.NewStore(data), clock: &clock{}, logs: &testenv.LogBuffer{}}
 	e.rs = oauthtest.NewResourceServer(t, e.as, backendtest.NewServer(backendtest.ParseModes("normal")), &oauthtest.ResourceOptions{Transport: transport})
 	e.srv = oauth.Server{Name: "demo", URL: e.rs.URL, Transport: transport}
 	if login {
@@ -52,12 +63,20 @@ func newOAuthEnv(t *testing.T, transport string, login bool) *oauthEnv {
 		Now:          e.clock.Now,
 		PollInterval: 10 * time.Millisecond,
 		LoginCommand: func(server string) string { return "toolgate auth login " + server + " --config /etc/toolgate.json" },
+		Storage:      storageFor(st, data),
 	})
 	t.Cleanup(func() { tokens.Close() })
 	o := testOptions(e.logs)
 	o.Auth = tokens
 	e.pool = startPool(t, []config.Server{{Name: "demo", Type: transport, URL: e.rs.URL}}, o)
 	return e
+}
+
+func storageFor(st func(string) oauth.Storage, data string) oauth.Storage {
+	if st == nil {
+		return nil
+	}
+	return st(data)
 }
 
 // login logs in the way `toolgate auth login` does, approving at once.
@@ -307,4 +326,49 @@ func TestOAuthLogoutWhileUp(t *testing.T) {
 	e.login(t)
 	testenv.Eventually(t, "up after logging in again", func() bool { return statusOf(t, e.pool, "demo").State == StateUp })
 	e.echo(t, "logged in again")
+}
+
+// The data folder removed under a logged-in gateway: calls go on with the
+// login in memory (its file going with the folder is no logout), a refresh
+// works and keeps the new token in memory, the login writer reports the
+// fault; once the folder is back the next refresh is saved there.
+func TestOAuthDataFolderGone(t *testing.T) {
+	var w *storage.Writer
+	e := newOAuthEnvWith(t, config.TypeHTTP, true, func(data string) oauth.Storage {
+		w = storage.New(data, nil).Writer("logins", "refreshed tokens are kept in memory only")
+		return w
+	})
+	first := e.stored(t)
+	e.echo(t, "logged in")
+	if err := os.RemoveAll(e.data); err != nil {
+		t.Fatal(err)
+	}
+	// The connection looks at the login file every PollInterval (10ms):
+	// calls keep working across several looks.
+	for i, end := 0, time.Now().Add(100*time.Millisecond); time.Now().Before(end); i++ {
+		e.echo(t, fmt.Sprintf("call %d with the folder gone", i))
+	}
+	e.clock.Advance(time.Until(first.Token.Expiry) - 30*time.Second)
+	e.echo(t, "after a refresh with the folder gone")
+	if n := e.as.Refreshes(); n != 1 {
+		t.Fatalf("%d refreshes, want 1", n)
+	}
+	if !w.Failing() {
+		t.Error("the login writer does not report the fault")
+	}
+	if _, err := os.Stat(e.data); err == nil {
+		t.Error("the data folder was created again while it was gone")
+	}
+
+	if err := os.MkdirAll(e.data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Hour - 30*time.Second) // the refreshed token (1h) is about to expire too
+	e.echo(t, "after a refresh with the folder back")
+	if n := e.as.Refreshes(); n != 2 {
+		t.Fatalf("%d refreshes, want 2", n)
+	}
+	if saved := e.stored(t); saved.Token.AccessToken == first.Token.AccessToken || w.Failing() {
+		t.Errorf("the second refresh was not saved (writer failing: %v)", w.Failing())
+	}
 }

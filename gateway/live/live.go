@@ -53,10 +53,30 @@ type Pool interface {
 
 var _ Pool = (*backend.Pool)(nil)
 
+// Storage is the data folder's health as the loop's index writer sees it:
+// asked before an index is written there, told how the write went.
+// internal/storage's Writer implements it.
+type Storage interface {
+	// Check returns nil when the folder can take a write now (it reports
+	// a refusal itself).
+	Check() error
+	// Fail reports a write that failed; OK one that succeeded.
+	Fail(err error)
+	OK()
+}
+
+// noStorage tries every write.
+type noStorage struct{}
+
+func (noStorage) Check() error { return nil }
+func (noStorage) Fail(error)   {}
+func (noStorage) OK()          {}
+
 // Defaults of Options.
 const (
-	DefaultDebounce = 250 * time.Millisecond
-	DefaultLockWait = 2 * time.Minute
+	DefaultDebounce     = 250 * time.Millisecond
+	DefaultLockWait     = 2 * time.Minute
+	DefaultStorageRetry = 10 * time.Second
 )
 
 // Options configure a Loop. A nil *Options means defaults.
@@ -83,6 +103,13 @@ type Options struct {
 	// LockWait bounds the wait for another toolgate building in the same
 	// index folder (default DefaultLockWait).
 	LockWait time.Duration
+	// Storage is asked before each index is written to the data folder
+	// (nil: every build is written). While it refuses, or when a write
+	// fails for lack of storage, the index is built in memory instead and
+	// served (Stats.IndexInMemory), and the loop tries to write it to disk
+	// again every StorageRetry (default DefaultStorageRetry).
+	Storage      Storage
+	StorageRetry time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -107,6 +134,12 @@ func (o *Options) withDefaults() Options {
 	if r.LockWait <= 0 {
 		r.LockWait = DefaultLockWait
 	}
+	if r.Storage == nil {
+		r.Storage = noStorage{}
+	}
+	if r.StorageRetry <= 0 {
+		r.StorageRetry = DefaultStorageRetry
+	}
 	return r
 }
 
@@ -128,6 +161,10 @@ type Stats struct {
 	// says when.
 	LastIndexError   string    `json:"lastIndexError,omitempty"`
 	LastIndexErrorAt time.Time `json:"lastIndexErrorAt,omitzero"`
+	// IndexInMemory says the index served was built in memory because the
+	// data folder could not take it (GET /status's storage section says
+	// why); it is written there once the folder can.
+	IndexInMemory bool `json:"indexInMemory,omitempty"`
 	// ReloadGeneration counts config reloads, applied or rejected. A look
 	// at a file whose content did not change is neither.
 	ReloadGeneration uint64 `json:"reloadGeneration"`
@@ -232,6 +269,7 @@ func (l *Loop) Cataloged(server string) bool {
 // ends or Close. Run is called once.
 func (l *Loop) Run(ctx context.Context, pool Pool) error {
 	l.pool = pool
+	inMemory := false
 	l.mu.Lock()
 	ix := l.warm
 	l.warm = nil
@@ -241,6 +279,9 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 		pool.StartAsync(ctx) // each backend's first listing triggers a re-index
 	} else {
 		pool.Start(ctx)
+		if err := ctx.Err(); err != nil {
+			return err // stopped while backends connected: nothing to index
+		}
 		// The listings of the start are in the index built next: their
 		// requests for a re-index are spent (one made while it builds
 		// stays).
@@ -251,12 +292,12 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 			}
 		})
 		var err error
-		if ix, err = l.build(ctx); err != nil {
+		if ix, inMemory, err = l.build(ctx); err != nil {
 			return err
 		}
 	}
 	l.eng.Store(search.New(ix, l.opts.Embedder, l.opts.Search))
-	l.swapped(ix.Len())
+	l.swapped(ix.Len(), inMemory)
 
 	ctx, l.cancel = context.WithCancel(ctx)
 	l.wg.Add(1)

@@ -14,6 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
 )
@@ -395,6 +397,76 @@ func TestRestartOnly(t *testing.T) {
 			tc.change(&cur)
 			if diff := cmp.Diff(tc.want, restartOnly(base, cur)); diff != "" {
 				t.Errorf("restartOnly (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A data folder that cannot take the index — removed while serving, or a
+// file in its place at start — gets an index built in memory, served and
+// kept in step with the tools; once the folder takes writes again the loop
+// writes the index there by itself.
+func TestStorageFaultIndexesInMemory(t *testing.T) {
+	for _, start := range []string{"writable at start", "a file at start"} {
+		t.Run(start, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "data")
+			h := storage.New(data, nil)
+			if err := h.Prepare(); err != nil {
+				t.Fatal(err)
+			}
+			w := h.Writer("index", "the index is built in memory")
+			manifest := filepath.Join(index.Dir(data), "manifest.json")
+			breakIt := func() {
+				if err := os.RemoveAll(data); err != nil {
+					t.Fatal(err)
+				}
+				if start == "a file at start" {
+					writeFile(t, data, []byte("not a folder"))
+				}
+			}
+			if start == "a file at start" {
+				breakIt()
+			}
+			pool := newFakePool("a")
+			pool.list("a", "apple")
+			f := newFixture(t, index.Dir(data), pool, &Options{Embedder: &fakeEmbedder{model: "m1"}, Debounce: time.Millisecond, Storage: w, StorageRetry: 10 * time.Millisecond}, "a")
+			f.run(t)
+			st := f.loop.Stats()
+			if st.IndexInMemory != (start == "a file at start") || st.CatalogGeneration != 1 {
+				t.Fatalf("after Run (%s): %+v", start, st)
+			}
+			if start == "writable at start" {
+				breakIt()
+			}
+
+			pool.list("a", "apple", "avocado")
+			f.loop.ToolsChanged("a", nil)
+			st = f.wait(t, "the re-index in memory", func(s Stats) bool { return s.CatalogGeneration == 2 && !s.Reindexing })
+			if !st.IndexInMemory || st.CatalogTools != 2 {
+				t.Fatalf("re-index while the folder is gone: %+v, want 2 tools in memory", st)
+			}
+			if got := f.find(t, "avocado", 1); !slices.Equal(got, []string{"a__avocado"}) {
+				t.Errorf("search avocado while the folder is broken = %v", got)
+			}
+			if !w.Failing() {
+				t.Error("the index writer does not report the fault")
+			}
+			if fi, err := os.Stat(data); err == nil && fi.IsDir() {
+				t.Error("the loop created the data folder again while it was broken")
+			}
+
+			if err := os.RemoveAll(data); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			st = f.wait(t, "the index written to the folder again", func(s Stats) bool { return !s.IndexInMemory && !s.Reindexing })
+			if _, err := os.Stat(manifest); err != nil || w.Failing() || st.CatalogTools != 2 {
+				t.Errorf("after the folder is back: %+v, manifest: %v, writer failing: %v", st, err, w.Failing())
+			}
+			if got := f.find(t, "avocado", 1); !slices.Equal(got, []string{"a__avocado"}) {
+				t.Errorf("search avocado from the index on disk = %v", got)
 			}
 		})
 	}

@@ -2,9 +2,11 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -40,20 +42,34 @@ func (l *Loop) settled(s *Stats) {
 // merged catalog is indexed off to the side and swapped in. Tools of a
 // backend that is down stay in the catalog (marked unavailable in results),
 // so results are stable across restarts.
+//
+// While the index served is one built in memory (the data folder could
+// not take it), the loop looks at the folder every StorageRetry and, once
+// it can take writes, re-indexes to write the index there.
 func (l *Loop) syncLoop(ctx context.Context) {
 	defer l.wg.Done()
+	retry := time.NewTimer(l.opts.StorageRetry)
+	defer retry.Stop()
 	for {
+		retry.Reset(l.opts.StorageRetry)
 		select {
 		case <-ctx.Done():
 			return
 		case <-l.kick:
+		case <-retry.C:
+			if !l.Stats().IndexInMemory || l.opts.Storage.Check() != nil {
+				continue
+			}
+			l.log.Info("the data folder takes writes again: writing the index there", "dir", l.dir)
+			l.refresh()
+			continue
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(l.opts.Debounce):
 		}
-		ix, err := l.build(ctx)
+		ix, inMemory, err := l.build(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -67,34 +83,74 @@ func (l *Loop) syncLoop(ctx context.Context) {
 			continue
 		}
 		l.eng.Load().Swap(ix)
-		l.swapped(ix.Len())
+		l.swapped(ix.Len(), inMemory)
 	}
 }
 
 // swapped counts an index that is now served.
-func (l *Loop) swapped(tools int) {
+func (l *Loop) swapped(tools int, inMemory bool) {
 	l.update(func(s *Stats) {
 		s.CatalogGeneration++
 		s.CatalogTools = tools
+		s.IndexInMemory = inMemory
 		l.settled(s)
 	})
 }
 
-// build makes the index of the merged catalog (see Merge).
-func (l *Loop) build(ctx context.Context) (*index.Index, error) {
+// build makes the index of the merged catalog (see Merge) in the index
+// folder, or in memory (inMemory) when the data folder cannot take it.
+func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err error) {
 	l.mu.Lock()
 	prev := l.current
 	l.mu.Unlock()
 	tools := Merge(prev, l.pool.Tools(), l.pool.Servers())
+	st := l.opts.Storage
+	if serr := st.Check(); serr != nil { // reported by Check
+		ix, err = l.buildInMemory(ctx, tools)
+		return ix, err == nil, err
+	}
 	ix, rep, err := index.EnsureReport(ctx, l.dir, tools, l.opts.Embedder, &index.Options{Logger: l.log, LockWait: l.opts.LockWait})
 	if err != nil {
-		return nil, fmt.Errorf("build the index in %s: %w (deleting that folder is safe)", l.dir, err)
+		if ctx.Err() == nil && storageFault(err, st) {
+			st.Fail(fmt.Errorf("write the index in %s: %w", l.dir, err))
+			ix, err = l.buildInMemory(ctx, tools)
+			return ix, err == nil, err
+		}
+		return nil, false, fmt.Errorf("build the index in %s: %w (deleting that folder is safe)", l.dir, err)
 	}
+	st.OK()
 	l.mu.Lock()
 	l.current = ix.Tools()
 	l.mu.Unlock()
 	l.log.Info("index ready", "tools", ix.Len(), "state", rep.Before, "added", rep.Added, "changed", rep.Changed, "removed", rep.Removed, "embedded", rep.Embedded, "took", rep.Duration.Round(time.Millisecond))
+	return ix, false, nil
+}
+
+// buildInMemory indexes tools in memory: the same ranking, nothing
+// written.
+func (l *Loop) buildInMemory(ctx context.Context, tools []catalog.Tool) (*index.Index, error) {
+	start := time.Now()
+	ix, err := index.Build(ctx, tools, l.opts.Embedder, &index.Options{Logger: l.log})
+	if err != nil {
+		return nil, fmt.Errorf("build the index in memory: %w", err)
+	}
+	l.mu.Lock()
+	l.current = ix.Tools()
+	l.mu.Unlock()
+	l.log.Info("index ready, in memory: the data folder cannot take it (see GET /status, storage)", "tools", ix.Len(), "took", time.Since(start).Round(time.Millisecond))
 	return ix, nil
+}
+
+// storageFault reports whether err, a failed index write, is the data
+// folder's fault (it cannot take writes now, or err says it is full,
+// read-only, gone or denied) rather than the catalog's or the embedder's.
+func storageFault(err error, st Storage) bool {
+	for _, e := range []error{syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EIO, syscall.ENOENT, syscall.ENOTDIR, syscall.EACCES, syscall.EPERM} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return st.Check() != nil
 }
 
 // openWarm opens the index of the last run when it can answer for this

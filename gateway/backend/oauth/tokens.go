@@ -32,7 +32,32 @@ type Options struct {
 	// Now is the clock that decides when a token expires (default
 	// time.Now); tests move it forward.
 	Now func() time.Time
+	// Storage is asked before a login is written back to the data folder
+	// (a refreshed token, a refused login) and told how the write went
+	// (nil: every write is tried). While it refuses, refreshed tokens are
+	// kept in memory only, a refresh goes without the cross-process file
+	// lock (this process's own refresh slot still holds), and a login file
+	// gone with the folder is not taken for a logout.
+	Storage Storage
 }
+
+// Storage is the data folder's health as the login writer sees it.
+// internal/storage's Writer implements it.
+type Storage interface {
+	// Check returns nil when the folder can take a write now (it reports
+	// a refusal itself).
+	Check() error
+	// Fail reports a write that failed; OK one that succeeded.
+	Fail(err error)
+	OK()
+}
+
+// noStorage tries every write.
+type noStorage struct{}
+
+func (noStorage) Check() error { return nil }
+func (noStorage) Fail(error)   {}
+func (noStorage) OK()          {}
 
 func (o *Options) withDefaults() Options {
 	var r Options
@@ -56,6 +81,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.Now == nil {
 		r.Now = time.Now
+	}
+	if r.Storage == nil {
+		r.Storage = noStorage{}
 	}
 	return r
 }
@@ -254,6 +282,9 @@ type transport struct {
 	lost    error        // set once the login is required
 	seen    fileState    // the login file as last read
 	checked time.Time    // when the file was last looked at
+	// memOnly: the login file went with the data folder, and creds is
+	// the login until a refresh writes it back.
+	memOnly bool
 }
 
 func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -357,9 +388,21 @@ func (tr *transport) reread() error {
 	case err != nil:
 		return err
 	case c != nil:
-		tr.set(c)
+		tr.mu.Lock()
+		tr.creds, tr.memOnly = c, false
+		tr.mu.Unlock()
 	case had:
 		if !st.exists {
+			if tr.t.opts.Storage.Check() != nil {
+				// Gone with the data folder, not logged out: the login
+				// in memory serves, and the next refresh writes it back
+				// once the folder can take it.
+				tr.t.log.Debug("login file gone with the data folder; using the login in memory", "server", tr.server)
+				tr.mu.Lock()
+				tr.memOnly = true
+				tr.mu.Unlock()
+				return nil
+			}
 			why = "the login was removed (toolgate auth logout)"
 		}
 		return tr.lose(why)
@@ -403,14 +446,30 @@ func (tr *transport) refresh(ctx context.Context, stale string) (string, error) 
 	if c != nil && c.Token.AccessToken != stale && tr.fresh(c.Token) {
 		return c.Token.AccessToken, nil
 	}
-	unlock, err := tr.t.store.lock(tr.server)
-	if err != nil {
-		return "", err
+	// While the data folder cannot take the lock file, this process's
+	// refresh slot is the only lock (and the folder is not created again).
+	unlock := func() {}
+	if tr.t.opts.Storage.Check() == nil {
+		if unlock, err = tr.t.store.lock(tr.server); err != nil {
+			return "", err
+		}
 	}
 	defer unlock()
 	// The file is the truth: another connection, gateway or `auth login`
 	// may have renewed it.
 	disk, why, err := tr.t.load(tr.server, tr.url)
+	tr.mu.Lock()
+	memOnly := tr.memOnly
+	tr.mu.Unlock()
+	if (err != nil || disk == nil) && c != nil && (memOnly || tr.t.opts.Storage.Check() != nil) {
+		// The file went with the data folder: the login in memory is the
+		// truth, and is written back once the folder can take it.
+		cc := *c
+		disk, err = &cc, nil
+		tr.mu.Lock()
+		tr.memOnly = true
+		tr.mu.Unlock()
+	}
 	if err != nil {
 		return "", err
 	}
@@ -446,13 +505,34 @@ func (tr *transport) refresh(ctx context.Context, stale string) (string, error) 
 	if s, ok := tok.Extra("scope").(string); ok && s != "" {
 		disk.Scopes = grantedScopes(tok, disk.Scopes)
 	}
-	if err := tr.t.store.Save(disk); err != nil {
-		// The new token works for this process; the next start refreshes again.
-		tr.t.log.Warn("could not save the refreshed token", "server", tr.server, "err", err)
+	if err := tr.t.save(disk); err != nil {
+		// The new token works for this process; the next start refreshes
+		// again. Storage has reported the fault.
+		tr.t.log.Debug("refreshed token kept in memory only", "server", tr.server, "err", err)
+	} else {
+		tr.mu.Lock()
+		tr.memOnly = false
+		tr.seen = tr.t.stat(tr.server)
+		tr.mu.Unlock()
 	}
 	tr.set(disk)
 	tr.t.log.Info("access token refreshed", "server", tr.server, "expiry", disk.Token.Expiry)
 	return disk.Token.AccessToken, nil
+}
+
+// save writes c to the store when the data folder can take it, and tells
+// Storage how it went.
+func (t *Tokens) save(c *Credentials) error {
+	st := t.opts.Storage
+	if err := st.Check(); err != nil {
+		return err
+	}
+	if err := t.store.Save(c); err != nil {
+		st.Fail(err)
+		return err
+	}
+	st.OK()
+	return nil
 }
 
 func (tr *transport) set(c *Credentials) {
@@ -466,7 +546,7 @@ func (tr *transport) set(c *Credentials) {
 // login. The store's lock is held.
 func (tr *transport) refuse(c *Credentials, reason string) error {
 	c.Refused = reason
-	if err := tr.t.store.Save(c); err != nil {
+	if err := tr.t.save(c); err != nil {
 		tr.t.log.Warn("could not mark the stored login as refused", "server", tr.server, "err", err)
 	}
 	return tr.lose(reason)

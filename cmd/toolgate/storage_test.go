@@ -1,0 +1,534 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/internal/shutdown"
+	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// The tests of this file break the data folder under a running gateway
+// (real toolgate process, bundled npm servers, streamable HTTP) the ways an
+// operator's machine does — removed, read-only, full — and check that
+// search_tools still answers, GET /status says what is wrong, and the
+// process stops within the stop budget when told to.
+
+// gatewayProc is a `toolgate serve --http` under test whose exit the test
+// owns.
+type gatewayProc struct {
+	cmd    *exec.Cmd
+	pid    int // the gateway's pid (not the wrapper's, when there is one)
+	addr   string
+	logs   *testenv.LogBuffer
+	exited chan struct{}
+	err    error // cmd.Wait's, once exited is closed
+	// status is the gateway's exit status; a wrapper (unshare) reports it
+	// on its stdout, else cmd.Wait's.
+	status func() int
+}
+
+// startServe starts cmd, a `serve --http addr`, whose gateway process is
+// pid (0: cmd itself), and waits until it answers /healthz. The process is
+// killed if the test ends while it runs.
+func startServe(t *testing.T, cmd *exec.Cmd, addr string) *gatewayProc {
+	t.Helper()
+	g := &gatewayProc{cmd: cmd, addr: addr, logs: &testenv.LogBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = io.MultiWriter(g.logs, &testLogWriter{t: t, prefix: "toolgate: "})
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	g.pid = cmd.Process.Pid
+	g.status = func() int { return cmd.ProcessState.ExitCode() }
+	go func() { g.err = cmd.Wait(); close(g.exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-g.exited:
+		default:
+			_ = syscall.Kill(g.pid, syscall.SIGKILL)
+			_ = cmd.Process.Kill()
+			<-g.exited
+		}
+	})
+	waitHealthy(t, "http://"+addr+"/healthz", 3*time.Minute)
+	return g
+}
+
+// connect opens a go-sdk client session over streamable HTTP.
+func (g *gatewayProc) connect(t *testing.T) (context.Context, *mcp.ClientSession) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "storage-e2e"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + g.addr + "/mcp"}, nil)
+	if err != nil {
+		t.Fatalf("connect over HTTP: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return ctx, cs
+}
+
+// signal sends sig to the gateway.
+func (g *gatewayProc) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := syscall.Kill(g.pid, sig); err != nil {
+		t.Fatalf("signal %v: %v", sig, err)
+	}
+}
+
+// waitExit waits for the gateway to exit and returns its exit status and
+// how long it took from since. The bound is generous: it catches a hang,
+// it does not time the stop (the stop's budget is internal/shutdown's).
+func (g *gatewayProc) waitExit(t *testing.T, since time.Time) (int, time.Duration) {
+	t.Helper()
+	select {
+	case <-g.exited:
+	case <-time.After(testenv.Timeout):
+		t.Fatalf("the gateway did not exit %s after the signal (budget %s); log:\n%s", testenv.Timeout, shutdown.Budget, g.logs)
+	}
+	took := time.Since(since)
+	t.Logf("the gateway exited %s after the signal", took.Round(time.Millisecond))
+	return g.status(), took
+}
+
+// searchAnswers calls search_tools with queries never asked before (so
+// each is embedded, and the cache would store it) and checks that each is
+// answered with semantic ranking.
+func searchAnswers(t *testing.T, ctx context.Context, cs *mcp.ClientSession, what string, n int) {
+	t.Helper()
+	for i := range n {
+		q := fmt.Sprintf("%s: read the contents of a file, attempt %d", what, i)
+		out, _ := searchTools(t, ctx, cs, q, 3)
+		if out.Mode != "hybrid" || len(out.Tools) == 0 {
+			t.Fatalf("search_tools(%q) = mode %q, %d tools; want a hybrid answer", q, out.Mode, len(out.Tools))
+		}
+	}
+}
+
+// storageReport reads the storage section of GET /status.
+func storageReport(t *testing.T, addr string) storage.Report {
+	t.Helper()
+	rep := getStatus(t, addr)
+	if rep.Storage == nil {
+		t.Fatalf("GET /status has no storage section")
+	}
+	return *rep.Storage
+}
+
+// writer finds a writer in a storage report.
+func writer(t *testing.T, r storage.Report, name string) storage.WriterReport {
+	t.Helper()
+	for _, w := range r.Writers {
+		if w.Name == name {
+			return w
+		}
+	}
+	t.Fatalf("no writer %q in %+v", name, r)
+	return storage.WriterReport{}
+}
+
+// TestDataFolderRemovedWhileServing is the issue's case: with the bundled
+// servers over streamable HTTP, `rm -rf` of the data folder; search_tools
+// still answers, GET /status and `toolgate status` report the fault (once
+// in the log, not once a second), and SIGTERM ends the process, with exit
+// status 4 because the embedding cache could not be flushed.
+func TestDataFolderRemovedWhileServing(t *testing.T) {
+	cfg := bundledConfig(t, nil)
+	data := filepath.Join(t.TempDir(), "data")
+	addr := freeAddr(t)
+	g := startServe(t, toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr), addr)
+	ctx, cs := g.connect(t)
+	searchAnswers(t, ctx, cs, "before", 2)
+	if r := storageReport(t, addr); !r.Writable || r.Failing() || r.DataDir != data {
+		t.Fatalf("storage before the fault: %+v", r)
+	}
+
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	searchAnswers(t, ctx, cs, "after rm -rf", 5)
+	r := storageReport(t, addr)
+	if r.Writable || !strings.Contains(r.Error, "does not exist") || !strings.Contains(r.Fix, "mkdir -p "+data) || r.Since.IsZero() {
+		t.Errorf("storage after rm -rf: %+v, want not writable, the error, the fix and since", r)
+	}
+	if w := writer(t, r, "embedding cache"); w.OK || w.Failures < 5 || w.Since.IsZero() {
+		t.Errorf("embedding cache writer: %+v, want failing since the first search", w)
+	}
+	var out bytes.Buffer
+	err := runStatus(context.Background(), &out, statusFlags{addr: addr})
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != degradedExit || !strings.Contains(out.String(), "NOT WRITABLE") || !strings.Contains(out.String(), "fix: create the folder again") {
+		t.Errorf("toolgate status = %v:\n%s\nwant exit 3 and the storage fault", err, out.String())
+	}
+	if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the gateway created the removed data folder again (%v)", err)
+	}
+
+	start := time.Now()
+	g.signal(t, syscall.SIGTERM)
+	code, _ := g.waitExit(t, start)
+	if code != shutdown.ExitUnclean {
+		t.Errorf("exit status %d, want %d (the embedding cache could not be flushed)", code, shutdown.ExitUnclean)
+	}
+	log := g.logs.String()
+	if n := strings.Count(log, "storage fault: embedding cache"); n != 1 {
+		t.Errorf("the cache's fault was logged %d times, want once", n)
+	}
+	for _, bad := range []string{"error flushing memtable", "exiting now"} {
+		if strings.Contains(log, bad) {
+			t.Errorf("the log has %q", bad)
+		}
+	}
+	if !strings.Contains(log, "stop: embedding cache not stopped cleanly") || !strings.Contains(log, "stopped, not cleanly: embedding cache") {
+		t.Errorf("the log does not say what could not be flushed:\n%s", log)
+	}
+}
+
+// TestStopExitStatus: a stop of a healthy gateway is clean (exit 0); in a
+// second run, two SIGINTs end it at once (exit 130) while a backend that
+// ignores SIGTERM holds the first stop up.
+func TestStopExitStatus(t *testing.T) {
+	t.Run("clean", func(t *testing.T) {
+		addr := freeAddr(t)
+		g := startServe(t, toolgateCmd(t, t.TempDir(), "serve", "--config", bundledConfig(t, nil), "--http", addr), addr)
+		ctx, cs := g.connect(t)
+		searchAnswers(t, ctx, cs, "clean stop", 2)
+		start := time.Now()
+		g.signal(t, syscall.SIGTERM)
+		if code, _ := g.waitExit(t, start); code != 0 {
+			t.Errorf("exit status %d after a clean stop, want 0", code)
+		}
+	})
+	t.Run("during start", func(t *testing.T) {
+		// A backend that never speaks MCP holds a cold start up (for its
+		// connect timeout); SIGTERM then is a stop, not a failure.
+		mute := map[string]any{"command": "sleep", "args": []string{"3600"}}
+		cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", bundledConfig(t, map[string]any{"mute": mute}), "--http", freeAddr(t))
+		var logs testenv.LogBuffer
+		cmd.Stderr = io.MultiWriter(&logs, &testLogWriter{t: t, prefix: "toolgate: "})
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		testenv.Eventually(t, "the mute backend started", func() bool {
+			for _, pid := range descendants(cmd.Process.Pid) {
+				if c, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.HasPrefix(string(c), "sleep\x003600") {
+					return true
+				}
+			}
+			return false
+		})
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-exited:
+		case <-time.After(testenv.Timeout):
+			t.Fatalf("serve did not exit after SIGTERM during its start:\n%s", logs.String())
+		}
+		if code := cmd.ProcessState.ExitCode(); code != 0 || strings.Contains("\n"+logs.String(), "\ntoolgate: ") {
+			t.Errorf("exit status %d after SIGTERM during start, want 0 without an error:\n%s", code, logs.String())
+		}
+	})
+	t.Run("two SIGINTs", func(t *testing.T) {
+		s := backendtest.Command(t, backendtest.ModeStubborn)
+		stubborn := map[string]any{"command": s.Command, "env": s.Env}
+		addr := freeAddr(t)
+		g := startServe(t, toolgateCmd(t, t.TempDir(), "serve", "--config", bundledConfig(t, map[string]any{"stubborn": stubborn}), "--http", addr), addr)
+		testenv.Eventually(t, "every backend up", func() bool { r := getStatus(t, addr); return r.Up == r.Total && r.Total == 4 })
+		start := time.Now()
+		g.signal(t, syscall.SIGINT)
+		// The first stop has begun once the HTTP front is closed; the
+		// stubborn backend then holds it up for seconds.
+		testenv.Eventually(t, "the HTTP front closed", func() bool {
+			c, err := net.Dial("tcp", addr)
+			if err == nil {
+				c.Close()
+			}
+			return err != nil
+		})
+		g.signal(t, syscall.SIGINT)
+		code, _ := g.waitExit(t, start)
+		if code != shutdown.ExitSignal+int(syscall.SIGINT) {
+			t.Errorf("exit status %d after two SIGINTs, want %d", code, shutdown.ExitSignal+int(syscall.SIGINT))
+		}
+		if !strings.Contains(g.logs.String(), "second SIGINT: exiting now") {
+			t.Errorf("the log does not say why it exited:\n%s", g.logs)
+		}
+	})
+}
+
+// TestServePortTaken: a taken --http address is an error at once, naming
+// the address and the fix, before any backend starts.
+func TestServePortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	out, err := toolgateCmd(t, t.TempDir(), "serve", "--config", bundledConfig(t, nil), "--http", addr).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("serve on a taken port: %v, want exit status 1\n%s", err, out)
+	}
+	for _, want := range []string{"listen on " + addr + ": the address is already in use", "toolgate status --addr " + addr, "pass another --http address"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "backend up") {
+		t.Errorf("backends started before the port was found taken:\n%s", out)
+	}
+}
+
+// mountNS runs toolgate inside its own mount namespace (unshare -rm) under
+// a shell that changes the data folder's mounts on the test's command, so
+// that faults only root can make (a read-only mount, a full file system)
+// stay inside the test and vanish with it. The shell reads one command a
+// line from stdin and answers "ok CMD" on stdout:
+//
+//	ro    bind-mount the folder onto itself, read-only (files open for
+//	      writing stay writable, as when a volume is remounted read-only
+//	      under a running program; new files and access checks see it)
+//	rw    remove that read-only mount
+//	fill  fill the file system under the folder (a 96 MiB tmpfs)
+//	free  remove the filler
+//
+// and says "pid N" when the gateway starts, "exit N" when it ends.
+type mountNS struct {
+	in   io.WriteCloser
+	oks  chan string
+	base string
+}
+
+const nsScript = `
+set -u
+base=$1; tmpfs=$2; shift 2
+if [ "$tmpfs" = yes ]; then mount -t tmpfs -o size=96m tmpfs "$base"; fi
+mkdir -p "$base/data"
+( "$@" </dev/null & echo "pid $!"; wait $!; echo "exit $?" ) &
+while read -r cmd; do
+  case "$cmd" in
+    ro) mount --bind "$base/data" "$base/data" && mount -o remount,bind,ro "$base/data" ;;
+    rw) umount "$base/data" ;;
+    fill) dd if=/dev/zero of="$base/filler" bs=1M 2>/dev/null; true ;;
+    free) rm -f "$base/filler" ;;
+  esac
+  echo "ok $cmd"
+done
+wait
+`
+
+// startInMountNS starts `toolgate serve --http` inside a new mount
+// namespace with its data folder at base/data (base a 96 MiB tmpfs when
+// tmpfs is set).
+func startInMountNS(t *testing.T, tmpfs bool, cfg string) (*gatewayProc, *mountNS) {
+	t.Helper()
+	if out, err := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs tmpfs "$1" && mount --bind "$1" "$1" && mount -o remount,bind,ro "$1"`, "sh", t.TempDir()).CombinedOutput(); err != nil {
+		testenv.Missing(t, "this machine does not let a test mount inside `unshare -rm` (%v: %s); the read-only and full-disk tests need it", err, bytes.TrimSpace(out))
+	}
+	base := t.TempDir()
+	addr := freeAddr(t)
+	tg := toolgateCmd(t, filepath.Join(base, "data"), "serve", "--config", cfg, "--http", addr)
+	yes := "no"
+	if tmpfs {
+		yes = "yes"
+	}
+	cmd := exec.Command("unshare", append([]string{"-rm", "sh", "-c", nsScript, "sh", base, yes}, tg.Args...)...)
+	cmd.Env = tg.Env
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &mountNS{in: in, oks: make(chan string, 4), base: base}
+	g := &gatewayProc{cmd: cmd, addr: addr, logs: &testenv.LogBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = io.MultiWriter(g.logs, &testLogWriter{t: t, prefix: "toolgate: "})
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := make(chan int, 1)
+	code := -1
+	shellDone := make(chan struct{})
+	go func() {
+		defer close(shellDone)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			word, arg, _ := strings.Cut(sc.Text(), " ")
+			switch word {
+			case "ok":
+				ns.oks <- arg
+			case "pid":
+				n, _ := strconv.Atoi(arg)
+				pid <- n
+			case "exit":
+				code, _ = strconv.Atoi(arg)
+				close(g.exited)
+			}
+		}
+	}()
+	go func() {
+		<-shellDone
+		_ = cmd.Wait()
+		select {
+		case <-g.exited:
+		default:
+			close(g.exited) // the shell ended without reporting (code stays -1)
+		}
+	}()
+	g.status = func() int { return code }
+	t.Cleanup(func() {
+		select {
+		case <-g.exited:
+		default:
+			_ = syscall.Kill(g.pid, syscall.SIGKILL)
+		}
+		in.Close()
+		select {
+		case <-shellDone:
+		case <-time.After(testenv.Timeout):
+			cmd.Process.Kill()
+		}
+	})
+	select {
+	case g.pid = <-pid:
+	case <-time.After(testenv.Timeout):
+		t.Fatalf("the namespace shell never started the gateway: %s", g.logs)
+	}
+	waitHealthy(t, "http://"+addr+"/healthz", 3*time.Minute)
+	return g, ns
+}
+
+// do runs one of mountNS's commands.
+func (ns *mountNS) do(t *testing.T, cmd string) {
+	t.Helper()
+	if _, err := fmt.Fprintln(ns.in, cmd); err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	select {
+	case got := <-ns.oks:
+		if got != cmd {
+			t.Fatalf("%s: the namespace shell answered %q", cmd, got)
+		}
+	case <-time.After(testenv.Timeout):
+		t.Fatalf("%s: the namespace shell did not answer", cmd)
+	}
+}
+
+// TestDataFolderReadOnlyOrFull makes the data folder of a running gateway
+// read-only (a read-only bind mount over it), or fills its file system (a
+// small tmpfs): search_tools still answers with semantic ranking (the
+// embedding cache is pass-through; on a full tmpfs a write through
+// Badger's memory map would end the process with SIGBUS), GET /status
+// reports it with the fix; once the folder is writable again the cache
+// writes again without a restart; broken again, SIGTERM still ends the
+// process (exit 4: the cache could not be flushed).
+func TestDataFolderReadOnlyOrFull(t *testing.T) {
+	for _, tc := range []struct {
+		name, breakIt, mendIt, problem, fix string
+		tmpfs                               bool
+	}{
+		{name: "read-only", breakIt: "ro", mendIt: "rw", problem: "read-only file system", fix: "remount"},
+		{name: "full", breakIt: "fill", mendIt: "free", problem: "full file system", fix: "free space", tmpfs: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, ns := startInMountNS(t, tc.tmpfs, bundledConfig(t, nil))
+			ctx, cs := g.connect(t)
+			searchAnswers(t, ctx, cs, "before", 2)
+
+			ns.do(t, tc.breakIt)
+			searchAnswers(t, ctx, cs, tc.name, 5)
+			r := storageReport(t, g.addr)
+			if r.Writable || !strings.Contains(r.Error, tc.problem) || !strings.Contains(r.Fix, tc.fix) || r.Since.IsZero() {
+				t.Errorf("storage while %s: %+v", tc.name, r)
+			}
+			if w := writer(t, r, "embedding cache"); w.OK || w.Failures < 5 {
+				t.Errorf("embedding cache writer while %s: %+v", tc.name, w)
+			}
+
+			ns.do(t, tc.mendIt)
+			searchAnswers(t, ctx, cs, "mended", 1) // the cache writes again at once
+			if w := writer(t, storageReport(t, g.addr), "embedding cache"); !w.OK {
+				t.Errorf("embedding cache writer after the folder is writable again: %+v", w)
+			}
+			// An index built in memory meanwhile (a backend's list change)
+			// is written to disk by the loop's next look at the folder.
+			testenv.Eventually(t, "every writer ok", func() bool { r = storageReport(t, g.addr); return !r.Failing() })
+			if !r.Writable || !strings.Contains(r.LastError, tc.problem) || getStatus(t, g.addr).IndexInMemory {
+				t.Errorf("storage after the folder is writable again: %+v, want writable, the last error kept, the index on disk", r)
+			}
+
+			ns.do(t, tc.breakIt)
+			searchAnswers(t, ctx, cs, tc.name+" again", 1)
+			start := time.Now()
+			g.signal(t, syscall.SIGTERM)
+			if code, _ := g.waitExit(t, start); code != shutdown.ExitUnclean {
+				t.Errorf("exit status %d, want %d (the cache could not be flushed)", code, shutdown.ExitUnclean)
+			}
+			log := g.logs.String()
+			if n := strings.Count(log, "storage fault: embedding cache"); n != 2 {
+				t.Errorf("the cache's fault was logged %d times for two faults, want 2", n)
+			}
+			if n := strings.Count(log, "storage recovered: embedding cache"); n != 1 {
+				t.Errorf("the cache's recovery was logged %d times, want 1", n)
+			}
+			if strings.Contains(log, "SIGBUS") || strings.Contains(log, "error flushing memtable") {
+				t.Errorf("the log shows a crash or Badger stuck:\n%s", log)
+			}
+		})
+	}
+}
+
+// TestStartOnUnwritableDataFolder: a gateway started on a data folder that
+// cannot take writes (here a file stands in its place) says so once, naming
+// the folder and the fix, and serves in the degraded mode the README
+// documents: the index built in memory, hybrid ranking, the embedding cache
+// pass-through; its stop is clean.
+func TestStartOnUnwritableDataFolder(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(data, []byte("a file where the data folder should be"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	g := startServe(t, toolgateCmd(t, data, "serve", "--config", bundledConfig(t, nil), "--http", addr), addr)
+	ctx, cs := g.connect(t)
+	searchAnswers(t, ctx, cs, "degraded start", 3)
+	rep := getStatus(t, addr)
+	if !rep.IndexInMemory || rep.CatalogTools != 36 {
+		t.Errorf("index: inMemory=%v with %d tools, want the 36 bundled tools in memory", rep.IndexInMemory, rep.CatalogTools)
+	}
+	if r := rep.Storage; r == nil || r.Writable || !strings.Contains(r.Error, "is not a folder") || !strings.Contains(r.Fix, "move the file") {
+		t.Errorf("storage: %+v", r)
+	}
+	log := g.logs.String()
+	if n := strings.Count(log, "the data folder cannot take writes: serving with the index in memory"); n != 1 || !strings.Contains(log, "dir="+data) {
+		t.Errorf("the start's error line appears %d times (want once, naming %s):\n%s", n, data, log)
+	}
+	start := time.Now()
+	g.signal(t, syscall.SIGTERM)
+	if code, _ := g.waitExit(t, start); code != 0 {
+		t.Errorf("exit status %d, want 0: nothing was left unflushed", code)
+	}
+}

@@ -1,0 +1,141 @@
+package shutdown
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// fixture starts a controller on fake signals whose Exit is recorded.
+type fixture struct {
+	c     *Controller
+	ctx   context.Context
+	sigs  chan os.Signal
+	exits chan int
+	logs  *testenv.LogBuffer
+}
+
+func start(t *testing.T, budget time.Duration) *fixture {
+	t.Helper()
+	f := &fixture{sigs: make(chan os.Signal, 2), exits: make(chan int, 4), logs: &testenv.LogBuffer{}}
+	f.ctx, f.c = Start(context.Background(), &Options{Logger: f.logs.Logger(), Budget: budget, Signals: f.sigs, Exit: func(code int) { f.exits <- code }})
+	return f
+}
+
+func (f *fixture) exit(t *testing.T) int {
+	t.Helper()
+	select {
+	case code := <-f.exits:
+		return code
+	case <-time.After(testenv.Timeout):
+		t.Fatal("the process was never ended")
+		return -1
+	}
+}
+
+func TestFirstSignalCancelsAndStopIsClean(t *testing.T) {
+	f := start(t, time.Minute)
+	f.sigs <- syscall.SIGTERM
+	<-f.ctx.Done()
+	closed := false
+	f.c.Close("backends", func() error { closed = true; return nil })
+	if !closed {
+		t.Fatal("Close did not call the closer")
+	}
+	if code := f.c.Stop(); code != 0 {
+		t.Fatalf("Stop = %d, want 0 (clean)", code)
+	}
+	if len(f.exits) != 0 {
+		t.Fatal("a clean stop ended the process itself")
+	}
+	if !strings.Contains(f.logs.String(), "stopping: SIGTERM; a second signal exits at once") {
+		t.Errorf("log:\n%s", f.logs)
+	}
+}
+
+// A store whose Close never returns (Badger retrying a flush forever) is
+// left running at the budget's end; the stop says so and is unclean.
+func TestCloseThatHangsIsAbandoned(t *testing.T) {
+	f := start(t, 700*time.Millisecond)
+	f.sigs <- os.Interrupt
+	<-f.ctx.Done()
+	block := make(chan struct{})
+	defer close(block)
+	f.c.Close("embedding cache", func() error { <-block; return nil })
+	f.c.Close("logins", func() error { return errors.New("disk on fire") })
+	if code := f.c.Stop(); code != ExitUnclean {
+		t.Fatalf("Stop = %d, want %d", code, ExitUnclean)
+	}
+	log := f.logs.String()
+	for _, want := range []string{"stop: embedding cache not stopped cleanly", "did not stop within the 700ms budget", "stop: logins not stopped cleanly", "disk on fire", "stopped, not cleanly: embedding cache, logins (exit status 4)"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+}
+
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	for sig, want := range map[os.Signal]int{os.Interrupt: 130, syscall.SIGTERM: 143} {
+		f := start(t, time.Hour)
+		f.sigs <- sig
+		<-f.ctx.Done()
+		f.sigs <- sig
+		if code := f.exit(t); code != want {
+			t.Errorf("second %v: exit %d, want %d", sig, code, want)
+		}
+		if !strings.Contains(f.logs.String(), "exiting now") {
+			t.Errorf("log:\n%s", f.logs)
+		}
+		f.c.Stop()
+	}
+}
+
+// A stop that overruns the budget (something that is not a Close hangs)
+// ends the process with ExitUnclean, naming what was still stopping.
+func TestBudgetEndsTheProcess(t *testing.T) {
+	f := start(t, 300*time.Millisecond)
+	f.sigs <- syscall.SIGTERM
+	<-f.ctx.Done()
+	f.c.mu.Lock()
+	f.c.stages = append(f.c.stages, "backends")
+	f.c.mu.Unlock()
+	if code := f.exit(t); code != ExitUnclean {
+		t.Fatalf("exit %d, want %d", code, ExitUnclean)
+	}
+	if !strings.Contains(f.logs.String(), "exiting with backends still stopping") {
+		t.Errorf("log:\n%s", f.logs)
+	}
+	f.c.Stop()
+}
+
+// Without a signal, the first Close starts the budget (a stdio client that
+// closed stdin ends serve the same way).
+func TestCloseWithoutSignalStartsBudget(t *testing.T) {
+	f := start(t, 300*time.Millisecond)
+	f.c.Close("backends", func() error { return nil })
+	if f.ctx.Err() != nil {
+		t.Error("Close cancelled the command's context")
+	}
+	if code := f.exit(t); code != ExitUnclean {
+		t.Fatalf("a command that never returned after Close: exit %d, want %d", code, ExitUnclean)
+	}
+	f.c.Stop()
+}
+
+func TestNilController(t *testing.T) {
+	var c *Controller
+	called := false
+	c.Close("x", func() error { called = true; return nil })
+	c.Begin()
+	c.Unclean("x", errors.New("y"))
+	c.SetLogger(nil)
+	if !called || c.Stop() != 0 {
+		t.Error("a nil controller does not just close")
+	}
+}

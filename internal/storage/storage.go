@@ -1,0 +1,356 @@
+// Package storage owns the health of toolgate's data folder while a
+// process runs: whether the folder can take a write now (Check), what each
+// store that writes there last reported (a Writer's Fail and OK), and the
+// report that GET /status and `toolgate status` show (Report).
+//
+// A store that writes in the data folder (the index, the embedding cache,
+// the logins, and any store added later) plugs in the same way:
+//
+//	w := health.Writer("learned pairs", "searches rank without what was learned since")
+//	...
+//	if err := w.Check(); err != nil {
+//		return // the folder cannot take a write: serve without writing
+//	}
+//	if err := write(); err != nil {
+//		w.Fail(err) // logged once per fault, with the fix; /status shows it
+//	} else {
+//		w.OK() // logged once when a failing writer writes again
+//	}
+//
+// and in its Close skips what would flush to a folder that Check refuses
+// (Badger, for one, retries a failed flush forever and Close waits for it).
+// Libraries do not import this package: each declares the three methods it
+// calls (Check, Fail, OK) as an interface that *Writer satisfies, and main
+// wires them.
+//
+// Check looks before a write rather than after a failure because some
+// failures cannot be recovered from: Badger writes through memory-mapped
+// files, and a full disk under a mapping kills the process with SIGBUS
+// instead of returning an error. So a folder with less than MinFree bytes
+// free counts as full.
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// DefaultMinFree is the free space below which the data folder counts as
+// full: room for the embedding cache's next memtable (8 MiB, written
+// through a memory map), its flush and a compaction, with a margin.
+const DefaultMinFree = 64 << 20
+
+// Options configure New. Nil means defaults.
+type Options struct {
+	Logger *slog.Logger // nil = discard
+	// MinFree is the free space, in bytes, below which the folder counts as
+	// full (default DefaultMinFree).
+	MinFree uint64
+	// Now is the clock of the report's times (default time.Now).
+	Now func() time.Time
+}
+
+// Health is the data folder's health as the writers of one process see it.
+// Its methods are safe for concurrent use.
+type Health struct {
+	dir string
+	o   Options
+	log *slog.Logger
+
+	mu        sync.Mutex
+	writers   []*Writer
+	downSince time.Time // when a check first failed in the current fault; zero while writable
+	lastErr   string    // the latest failure any writer reported, kept after recovery
+	lastErrAt time.Time
+}
+
+// New returns the health of the data folder dir. It writes nothing and
+// starts nothing.
+func New(dir string, opts *Options) *Health {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MinFree == 0 {
+		o.MinFree = DefaultMinFree
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Health{dir: dir, o: o, log: o.Logger}
+}
+
+// Dir is the data folder.
+func (h *Health) Dir() string { return h.dir }
+
+// Prepare creates the data folder (and its parents) if it does not exist.
+// Only a start does this: a folder that vanishes while toolgate runs is a
+// fault that Check reports, not something to create again behind the
+// operator's back (it may be a volume that is no longer mounted).
+func (h *Health) Prepare() error {
+	if err := os.MkdirAll(h.dir, 0o755); err != nil {
+		return h.folderError(err)
+	}
+	return nil
+}
+
+// FolderError is a data folder that cannot take writes: what is wrong and
+// the fix.
+type FolderError struct {
+	Dir     string
+	Problem string // e.g. "does not exist (removed while toolgate runs?)"
+	Fix     string
+	Err     error // the underlying error, if any
+}
+
+func (e *FolderError) Error() string { return fmt.Sprintf("data folder %s %s", e.Dir, e.Problem) }
+
+func (e *FolderError) Unwrap() error { return e.Err }
+
+// Check reports whether the data folder can take a write now: it exists,
+// is a folder, is writable (not on a read-only mount, not denied), and has
+// MinFree bytes and some inodes free. It costs three system calls.
+func (h *Health) Check() error {
+	_, err := h.probe()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err != nil && h.downSince.IsZero() {
+		h.downSince = h.o.Now()
+	}
+	if err == nil {
+		h.downSince = time.Time{}
+	}
+	return err
+}
+
+// probe checks the folder and returns its free bytes.
+func (h *Health) probe() (uint64, error) {
+	fi, err := os.Stat(h.dir)
+	if err != nil {
+		return 0, h.folderError(err)
+	}
+	if !fi.IsDir() {
+		return 0, &FolderError{Dir: h.dir, Problem: "is not a folder (a file is in its place)",
+			Fix: fmt.Sprintf("move the file %s aside; toolgate writes again once a folder is there", h.dir)}
+	}
+	if err := unix.Access(h.dir, unix.W_OK|unix.X_OK); err != nil {
+		return 0, h.folderError(err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(h.dir, &st); err != nil {
+		return 0, h.folderError(err)
+	}
+	free := st.Bavail * uint64(st.Bsize)
+	if free < h.o.MinFree || (st.Files > 0 && st.Ffree == 0) {
+		return free, &FolderError{Dir: h.dir, Err: syscall.ENOSPC,
+			Problem: fmt.Sprintf("is on a full file system (%s free, %d inodes free; toolgate stops writing below %s)", mib(free), st.Ffree, mib(h.o.MinFree)),
+			Fix:     fmt.Sprintf("free space on the file system of %s; toolgate writes again once it has more than %s free", h.dir, mib(h.o.MinFree))}
+	}
+	return free, nil
+}
+
+func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// folderError names what err says about the folder and its fix.
+func (h *Health) folderError(err error) *FolderError {
+	var fe *FolderError
+	if errors.As(err, &fe) {
+		return fe
+	}
+	e := &FolderError{Dir: h.dir, Err: err, Problem: fmt.Sprintf("cannot take writes: %v", err), Fix: Fix(h.dir, err)}
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		e.Problem = "does not exist (removed while toolgate runs, or an unmounted volume?)"
+	case errors.Is(err, syscall.ENOTDIR):
+		e.Problem = "is not reachable: a file stands where a folder on its path should be"
+	case errors.Is(err, syscall.EROFS):
+		e.Problem = "is on a read-only file system"
+	case errors.Is(err, os.ErrPermission):
+		e.Problem = "is not writable by this user"
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		e.Problem = "is on a full file system (or over quota)"
+	}
+	return e
+}
+
+// Fix says what an operator does about err, a failure to write in the data
+// folder dir.
+func Fix(dir string, err error) string {
+	var fe *FolderError
+	switch {
+	case errors.As(err, &fe) && fe.Fix != "":
+		return fe.Fix
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return fmt.Sprintf("create the folder again (mkdir -p %s) or restart toolgate, which creates it; writers resume by themselves once it is there", dir)
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Sprintf("remount the file system of %s read-write, or restart toolgate with --data-dir on a writable one; writers resume by themselves once it is writable", dir)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Sprintf("give this user write access to %s (chown/chmod), or restart toolgate with another --data-dir; writers resume by themselves once it is writable", dir)
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return fmt.Sprintf("free space on the file system of %s; writers resume by themselves once there is room", dir)
+	}
+	return fmt.Sprintf("check the data folder %s and its file system (the error says what failed); writers try again on their next write", dir)
+}
+
+// Writer is one store that writes in the data folder. It reports each
+// fault once (when it starts) and once more when it ends.
+type Writer struct {
+	h        *Health
+	name     string
+	degraded string
+
+	// guarded by h.mu
+	failing  bool
+	err      string
+	fix      string
+	since    time.Time
+	failures int
+}
+
+// Writer registers a store named name (e.g. "embedding cache") that writes
+// in the folder; degraded says what the gateway does while it cannot write
+// (e.g. "searches embed without storing new vectors"), for the log line of a fault.
+func (h *Health) Writer(name, degraded string) *Writer {
+	w := &Writer{h: h, name: name, degraded: degraded}
+	h.mu.Lock()
+	h.writers = append(h.writers, w)
+	h.mu.Unlock()
+	return w
+}
+
+// Check is Health.Check; a failure is reported as this writer's (Fail).
+func (w *Writer) Check() error {
+	err := w.h.Check()
+	if err != nil {
+		w.Fail(err)
+	}
+	return err
+}
+
+// Fail reports a write that failed (or a Check that refused one). The first
+// failure of a fault is logged with the fix; later ones only update the
+// report, so a writer that retries does not flood the log.
+func (w *Writer) Fail(err error) {
+	if err == nil {
+		return
+	}
+	h := w.h
+	now := h.o.Now()
+	fix := Fix(h.dir, err)
+	h.mu.Lock()
+	first := !w.failing
+	w.failures++
+	w.failing, w.err, w.fix = true, err.Error(), fix
+	if first {
+		w.since = now
+	}
+	h.lastErr, h.lastErrAt = w.name+": "+err.Error(), now
+	h.mu.Unlock()
+	if first {
+		h.log.Warn("storage fault: "+w.name+" cannot write to the data folder; "+w.degraded+" until it can",
+			"dir", h.dir, "err", err, "fix", fix)
+	} else {
+		h.log.Debug("storage fault continues", "writer", w.name, "err", err)
+	}
+}
+
+// OK reports a write that succeeded: a failing writer has recovered.
+func (w *Writer) OK() {
+	h := w.h
+	h.mu.Lock()
+	was, since := w.failing, w.since
+	w.failing, w.err, w.fix, w.since = false, "", "", time.Time{}
+	h.mu.Unlock()
+	if was {
+		h.log.Info("storage recovered: "+w.name+" writes to the data folder again", "dir", h.dir, "failing_for", h.o.Now().Sub(since).Round(time.Second))
+	}
+}
+
+// Failing reports whether the writer's last report was a failure.
+func (w *Writer) Failing() bool {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	return w.failing
+}
+
+// Report is the data folder's health as GET /status shows it (the
+// "storage" section). Fields are only ever added.
+type Report struct {
+	DataDir string `json:"dataDir"`
+	// Writable says the folder can take a write now (Check passes).
+	Writable  bool   `json:"writable"`
+	FreeBytes uint64 `json:"freeBytes,omitempty"`
+	// Error and Fix say why the folder cannot take writes now, and what to
+	// do; Since is when toolgate first found it so (a check or a writer's
+	// failure). All empty while the folder is writable and no writer fails.
+	Error string    `json:"error,omitempty"`
+	Fix   string    `json:"fix,omitempty"`
+	Since time.Time `json:"since,omitzero"`
+	// LastError is the latest failure a writer reported ("writer: error"),
+	// kept after recovery; LastErrorAt says when.
+	LastError   string         `json:"lastError,omitempty"`
+	LastErrorAt time.Time      `json:"lastErrorAt,omitzero"`
+	Writers     []WriterReport `json:"writers"`
+}
+
+// WriterReport is one writer in a Report.
+type WriterReport struct {
+	Name string `json:"name"`
+	// OK is false while the writer's last report was a failure.
+	OK    bool      `json:"ok"`
+	Error string    `json:"error,omitempty"`
+	Fix   string    `json:"fix,omitempty"`
+	Since time.Time `json:"since,omitzero"` // failing since
+	// Failures counts the failed writes (and refused checks) so far.
+	Failures int `json:"failures"`
+	// Degraded says what the gateway does while the writer fails.
+	Degraded string `json:"degraded,omitempty"`
+}
+
+// Failing reports whether the folder cannot take writes or a writer fails.
+func (r *Report) Failing() bool {
+	return !r.Writable || slices.ContainsFunc(r.Writers, func(w WriterReport) bool { return !w.OK })
+}
+
+// Report checks the folder now and returns its health with each writer's.
+func (h *Health) Report() Report {
+	free, err := h.probe()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := h.o.Now()
+	r := Report{DataDir: h.dir, Writable: err == nil, FreeBytes: free, LastError: h.lastErr, LastErrorAt: h.lastErrAt.UTC(), Writers: []WriterReport{}}
+	if err != nil {
+		if h.downSince.IsZero() {
+			h.downSince = now
+		}
+		r.Error, r.Fix, r.Since = err.Error(), Fix(h.dir, err), h.downSince
+	} else {
+		h.downSince = time.Time{}
+	}
+	for _, w := range h.writers {
+		wr := WriterReport{Name: w.name, OK: !w.failing, Failures: w.failures}
+		if w.failing {
+			wr.Error, wr.Fix, wr.Since, wr.Degraded = w.err, w.fix, w.since.UTC(), w.degraded
+			if r.Since.IsZero() || w.since.Before(r.Since) {
+				r.Since = w.since
+			}
+			if r.Error == "" {
+				r.Error, r.Fix = w.name+": "+w.err, w.fix
+			}
+		}
+		r.Writers = append(r.Writers, wr)
+	}
+	r.Since = r.Since.UTC()
+	return r
+}

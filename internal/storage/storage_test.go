@@ -1,0 +1,156 @@
+package storage
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+func TestCheckFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		break_  func(t *testing.T, dir string)
+		minFree uint64
+		problem string
+		fix     string
+		is      error
+	}{
+		{name: "removed", break_: func(t *testing.T, dir string) { mustRemove(t, dir) },
+			problem: "does not exist", fix: "mkdir -p", is: os.ErrNotExist},
+		{name: "replaced by a file", break_: func(t *testing.T, dir string) {
+			mustRemove(t, dir)
+			if err := os.WriteFile(dir, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, problem: "is not a folder", fix: "move the file"},
+		{name: "full", minFree: 1 << 62, problem: "full file system", fix: "free space", is: syscall.ENOSPC},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			var logs testenv.LogBuffer
+			h := New(dir, &Options{Logger: logs.Logger(), MinFree: tc.minFree})
+			if err := h.Prepare(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.minFree == 0 {
+				if err := h.Check(); err != nil {
+					t.Fatalf("Check of a fresh folder: %v", err)
+				}
+			}
+			if tc.break_ != nil {
+				tc.break_(t, dir)
+			}
+			err := h.Check()
+			var fe *FolderError
+			if !errors.As(err, &fe) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), tc.problem) || !strings.Contains(fe.Fix, tc.fix) {
+				t.Fatalf("Check = %v (fix %q), want a FolderError naming %s, %q and the fix %q", err, fixOf(fe), dir, tc.problem, tc.fix)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("Check = %v, want it to wrap %v", err, tc.is)
+			}
+			r := h.Report()
+			if r.Writable || r.Error == "" || !strings.Contains(r.Fix, tc.fix) || r.Since.IsZero() || !r.Failing() {
+				t.Errorf("Report = %+v, want not writable with the error, the fix and since", r)
+			}
+		})
+	}
+}
+
+func fixOf(fe *FolderError) string {
+	if fe == nil {
+		return ""
+	}
+	return fe.Fix
+}
+
+func mustRemove(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWriterReportsOnce: a writer that keeps failing is logged once with
+// the fix, its recovery once; the report follows, and the last error stays.
+func TestWriterReportsOnce(t *testing.T) {
+	dir := t.TempDir()
+	var logs testenv.LogBuffer
+	h := New(dir, &Options{Logger: logs.Logger()})
+	cache := h.Writer("embedding cache", "searches embed without storing new vectors")
+	ix := h.Writer("index", "the index is kept in memory")
+
+	if r := h.Report(); !r.Writable || r.Failing() || len(r.Writers) != 2 || r.Error != "" || r.FreeBytes == 0 {
+		t.Fatalf("healthy report = %+v", r)
+	}
+	mustRemove(t, dir)
+	for range 50 {
+		if cache.Check() == nil {
+			t.Fatal("Check passed on a removed folder")
+		}
+	}
+	cache.Fail(errors.New("write: no such file or directory"))
+	if n := strings.Count(logs.String(), "storage fault:"); n != 1 {
+		t.Fatalf("%d fault lines for one fault, want 1:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "searches embed without storing new vectors") || !strings.Contains(logs.String(), "mkdir -p "+dir) {
+		t.Errorf("fault line lacks what degrades or the fix:\n%s", logs.String())
+	}
+	r := h.Report()
+	if r.Writable || !r.Failing() || r.Writers[0].OK || r.Writers[0].Failures != 51 || r.Writers[0].Since.IsZero() || !r.Writers[1].OK {
+		t.Fatalf("report while failing = %+v", r)
+	}
+	if !strings.HasPrefix(r.LastError, "embedding cache: ") || r.LastErrorAt.IsZero() {
+		t.Errorf("lastError = %q at %v", r.LastError, r.LastErrorAt)
+	}
+
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.Check(); err != nil {
+		t.Fatalf("Check after the folder is back: %v", err)
+	}
+	cache.OK()
+	cache.OK()
+	if n := strings.Count(logs.String(), "storage recovered:"); n != 1 {
+		t.Fatalf("%d recovery lines, want 1:\n%s", n, logs.String())
+	}
+	r = h.Report()
+	if !r.Writable || r.Failing() || r.Error != "" || !r.Since.IsZero() || r.LastError == "" {
+		t.Errorf("report after recovery = %+v (lastError must stay)", r)
+	}
+	if cache.Failing() || ix.Failing() {
+		t.Error("a writer still failing after recovery")
+	}
+}
+
+func TestFixNamesTheCause(t *testing.T) {
+	for err, want := range map[error]string{
+		syscall.EROFS:         "read-write",
+		syscall.EACCES:        "write access",
+		syscall.ENOSPC:        "free space",
+		syscall.EDQUOT:        "free space",
+		os.ErrNotExist:        "mkdir -p /d",
+		errors.New("mystery"): "check the data folder /d",
+	} {
+		if got := Fix("/d", err); !strings.Contains(got, want) {
+			t.Errorf("Fix(%v) = %q, want it to say %q", err, got, want)
+		}
+	}
+}
+
+func TestPrepareNamesTheFolder(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(f, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := New(filepath.Join(f, "data"), nil)
+	err := h.Prepare()
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(f, "data")) {
+		t.Fatalf("Prepare under a file = %v, want an error naming the folder", err)
+	}
+}

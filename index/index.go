@@ -15,10 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
-	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,8 +28,6 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/token/porter"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
-	"github.com/blevesearch/bleve/v2/search/query"
-	"github.com/blevesearch/bleve/v2/search/searcher"
 	bindex "github.com/blevesearch/bleve_index_api"
 	"github.com/toolgate/toolgate/index/catalog"
 )
@@ -100,11 +95,16 @@ type Index struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	closed    atomic.Bool
 
 	idsOnce sync.Once
 	ids     []string // tools[i].ID(), made on first use (Nearest)
 
 	scanBufs sync.Pool // *[]float32 of len(tools) scores, for Scan
+
+	kwLen  map[string]int64 // tokens per keyword field over all tools (BM25F lengths)
+	kwOnce sync.Once
+	kr     *keywordReader // made on first use (KeywordAll)
 
 	sumsOnce sync.Once
 	sums     *vectorSums // made on first use (Scan, CosineSum)
@@ -134,35 +134,9 @@ const (
 	analyzerName = "toolgate"
 )
 
-func init() {
-	// Bleve scores a document matched by several clauses of a disjunction
-	// by adding the clauses' scores in the order it finds them. Past 10
-	// clauses (DisjunctionHeapTakeover, which Bleve documents as the
-	// application's to set) it keeps them in a heap whose order depends on
-	// how the search got to the document, so the same document could score
-	// differently in its last bits in a whole-catalog search and in one
-	// restricted to a few IDs (KeywordScores), and two identical documents
-	// could differ. Below the takeover the clauses are added in query
-	// order, always: scores are a function of the document and the query
-	// alone (TestKeywordTopAndScoresMatchWhole fails without this).
-	searcher.DisjunctionHeapTakeover = math.MaxInt
-}
-
-// fieldBoosts weigh the fields of one query term. The name field is short,
-// so BM25's length normalisation already lifts its matches; boosting it
-// further measured worse on both bench splits (the sweep of
-// index/sweep_test.go as of e35c016; the ranking golden in search now holds
-// the figures).
-var fieldBoosts = map[string]float64{
-	fieldName:   0.6,
-	fieldServer: 0.5,
-	fieldDesc:   1.0,
-	fieldParams: 0.3,
-}
-
 // analyzerFilters is the token filter chain after identifier splitting.
 // Porter stemming and English stop words measured better than neither on both
-// bench splits (the same sweep).
+// bench splits (see keyword.go).
 var analyzerFilters = []string{identSplitName, lowercase.Name, en.StopName, porter.Name}
 
 func newMapping() (mapping.IndexMapping, error) {
@@ -255,6 +229,10 @@ func Build(ctx context.Context, tools []catalog.Tool, emb Embedder, opts *Option
 		_ = ix.Close()
 		return nil, err
 	}
+	if ix.kwLen, err = fieldLengths(bi.Mapping(), sorted); err != nil {
+		_ = ix.Close()
+		return nil, err
+	}
 	if emb != nil {
 		vecs, err := embedAll(ctx, sorted, emb, opts)
 		if err != nil {
@@ -334,109 +312,6 @@ func embedAll(ctx context.Context, tools []catalog.Tool, emb Embedder, opts *Opt
 	return vecs, nil
 }
 
-// Keyword runs a BM25 query and returns raw Bleve scores, best first. Every
-// query word is looked up in every field (OR, not a phrase), weighted by
-// fieldBoosts. server "" searches all servers, otherwise only that server's tools.
-func (ix *Index) Keyword(query string, k int, server string) ([]Scored, error) {
-	if k <= 0 || len(ix.tools) == 0 {
-		return nil, nil
-	}
-	q, err := ix.keywordQuery(query, server)
-	if err != nil || q == nil {
-		return nil, err
-	}
-	// Equal scores are put in ID order here rather than by asking Bleve to
-	// sort on _id, which loads every matching document's ID: at 50,000
-	// tools and k = all that was 7× slower. Bleve returns hits best first,
-	// so only runs of equal scores need sorting (a full stable sort of the
-	// hits was a fifth of Keyword at k = all). Bleve breaks ties at its
-	// cut-off by its own document order, so one more hit than asked is
-	// fetched: while the last one fetched ties with the k-th, the run of
-	// equal scores may go on past the cut, and the fetch is repeated deeper.
-	// The first k are then exactly the first k of the whole ranking.
-	fetch := k
-	if fetch < len(ix.tools) {
-		fetch = k + 1
-	}
-	for {
-		req := bleve.NewSearchRequestOptions(q, fetch, 0, false)
-		res, err := ix.bi.Search(req)
-		if err != nil {
-			return nil, fmt.Errorf("keyword search: %w", err)
-		}
-		out := make([]Scored, 0, len(res.Hits))
-		for _, h := range res.Hits {
-			out = append(out, Scored{ID: h.ID, Score: h.Score})
-		}
-		if len(out) == fetch && fetch > k && out[fetch-1].Score == out[k-1].Score {
-			fetch = max(2*fetch, k+64)
-			continue
-		}
-		sortTies(out)
-		return out[:min(k, len(out))], nil
-	}
-}
-
-// KeywordScores returns the raw BM25 scores of the tools ids for query —
-// the scores Keyword gives them — without ranking the rest of the catalog:
-// the query runs restricted to those documents. Tools that match no query
-// term (or are not of server, when server is set) are absent from the map.
-func (ix *Index) KeywordScores(query string, ids []string, server string) (map[string]float64, error) {
-	if len(ids) == 0 || len(ix.tools) == 0 {
-		return nil, nil
-	}
-	q, err := ix.keywordQuery(query, server)
-	if err != nil || q == nil {
-		return nil, err
-	}
-	// Like the server filter, the ID filter scores 0 and has weight 0, so
-	// the query norm and every hit's score are those of the whole-catalog
-	// query (TestKeywordScoresMatchKeyword checks them bit for bit).
-	dq := bleve.NewDocIDQuery(ids)
-	dq.SetBoost(0)
-	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(q, dq), len(ids), 0, false)
-	res, err := ix.bi.Search(req)
-	if err != nil {
-		return nil, fmt.Errorf("keyword search: %w", err)
-	}
-	out := make(map[string]float64, len(res.Hits))
-	for _, h := range res.Hits {
-		out[h.ID] = h.Score
-	}
-	return out, nil
-}
-
-// sortTies orders hits by score, best first, and equal scores by ID. Hits
-// that are already in score order cost one pass.
-func sortTies(out []Scored) {
-	for i := 1; i < len(out); i++ {
-		if out[i].Score > out[i-1].Score {
-			slices.SortStableFunc(out, cmpScored)
-			return
-		}
-	}
-	for start := 0; start < len(out); {
-		end := start + 1
-		for end < len(out) && out[end].Score == out[start].Score {
-			end++
-		}
-		if end-start > 1 {
-			slices.SortFunc(out[start:end], cmpScored)
-		}
-		start = end
-	}
-}
-
-func cmpScored(a, b Scored) int {
-	if a.Score != b.Score {
-		if a.Score > b.Score {
-			return -1
-		}
-		return 1
-	}
-	return strings.Compare(a.ID, b.ID)
-}
-
 // queryTerms analyzes a query with the index analyzer and returns its
 // distinct terms in order of first appearance.
 func queryTerms(bi bleve.Index, text string) ([]string, error) {
@@ -455,36 +330,6 @@ func queryTerms(bi bleve.Index, text string) ([]string, error) {
 		}
 	}
 	return terms, nil
-}
-
-func (ix *Index) keywordQuery(text, server string) (query.Query, error) {
-	terms, err := queryTerms(ix.bi, text)
-	if err != nil || len(terms) == 0 {
-		return nil, err
-	}
-	var clauses []query.Query
-	for _, term := range terms {
-		var per []query.Query
-		for _, f := range []string{fieldName, fieldServer, fieldDesc, fieldParams} {
-			if fieldBoosts[f] == 0 {
-				continue
-			}
-			tq := bleve.NewTermQuery(term)
-			tq.SetField(f)
-			tq.SetBoost(fieldBoosts[f])
-			per = append(per, tq)
-		}
-		clauses = append(clauses, per...)
-	}
-	var q query.Query = bleve.NewDisjunctionQuery(clauses...)
-	if server != "" {
-		// The filter term scores 0, so hits keep their raw BM25 scores.
-		sq := bleve.NewTermQuery(server)
-		sq.SetField(fieldSrvKey)
-		sq.SetBoost(0)
-		q = bleve.NewConjunctionQuery(q, sq)
-	}
-	return q, nil
 }
 
 // HasVectors reports whether the index holds embeddings (Nearest works).
@@ -515,11 +360,16 @@ func (ix *Index) Len() int { return len(ix.tools) }
 // the Index must not be used afterwards.
 func (ix *Index) Close() error {
 	ix.closeOnce.Do(func() {
+		ix.closed.Store(true)
 		// Wait for a PrepareScan in flight, and keep any later one from
 		// reading the vectors once they are unmapped.
 		ix.sumsOnce.Do(func() {})
 		ix.copyOnce.Do(func() {})
+		ix.kwOnce.Do(func() {})
 		var errs []error
+		if ix.kr != nil && ix.kr.r != nil {
+			errs = append(errs, ix.kr.r.Close())
+		}
 		if ix.bi != nil {
 			errs = append(errs, ix.bi.Close())
 		}

@@ -2,36 +2,10 @@ package index
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
-
-func TestSortTies(t *testing.T) {
-	tests := []struct {
-		name string
-		in   []Scored
-		want []string
-	}{
-		{"empty", nil, nil},
-		{"ties by ID", []Scored{{"c", 2}, {"a", 2}, {"b", 1}, {"a2", 1}}, []string{"a", "c", "a2", "b"}},
-		{"out of order falls back to a full sort", []Scored{{"b", 1}, {"a", 3}, {"c", 1}}, []string{"a", "b", "c"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			in := slices.Clone(tt.in)
-			sortTies(in)
-			var got []string
-			for _, s := range in {
-				got = append(got, s.ID)
-			}
-			if d := cmp.Diff(tt.want, got); d != "" {
-				t.Errorf("(-want +got):\n%s", d)
-			}
-		})
-	}
-}
 
 // Nearest for the whole catalog (scoreAll) ranks exactly like the heap path.
 func TestNearestAllMatchesHeap(t *testing.T) {

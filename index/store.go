@@ -49,7 +49,8 @@ const (
 	// changes in a way an older index cannot serve, or DocumentText changes
 	// (vectors are reused only within one format); such an index is rebuilt.
 	// 2: DocumentText without parameters.
-	FormatVersion = 2
+	// 3: BM25F, with the keyword field lengths in the manifest.
+	FormatVersion = 3
 )
 
 // State names why an index on disk can or cannot be used as it is.
@@ -77,6 +78,9 @@ type Manifest struct {
 	// documents, kept by incremental updates (see checkCardinalities);
 	// absent after a full build.
 	KeywordTerms map[string]int `json:"keyword_terms,omitempty"`
+	// KeywordLengths counts the tokens of each keyword field over all
+	// tools: BM25F's average field lengths (see keyword.go).
+	KeywordLengths map[string]int64 `json:"keyword_lengths"`
 }
 
 func analyzerSignature() string { return strings.Join(analyzerFilters, ",") }
@@ -240,7 +244,7 @@ func EnsureReport(ctx context.Context, dir string, tools []catalog.Tool, emb Emb
 	// only when it was made by the same format and analyzer.
 	var base updateBase
 	if old != nil && (rep.Before == StateCatalogChanged || rep.Before == StateModelChanged) && prev.Analyzer == analyzerSignature() {
-		base = updateBase{ix: old, dir: filepath.Join(genDir(ixDir, prev.Generation), bleveSubdir), terms: prev.KeywordTerms}
+		base = updateBase{ix: old, dir: filepath.Join(genDir(ixDir, prev.Generation), bleveSubdir), terms: prev.KeywordTerms, lengths: prev.KeywordLengths}
 	}
 	if fp == "" {
 		fp = catalog.Fingerprint(sorted)
@@ -341,7 +345,7 @@ func writeGeneration(ctx context.Context, gd string, tools []catalog.Tool, fp st
 	if err != nil {
 		return nil, err
 	}
-	rep.Reindexed, rep.Incremental, man.KeywordTerms = bl.reindexed, bl.incremental, bl.terms
+	rep.Reindexed, rep.Incremental, man.KeywordTerms, man.KeywordLengths = bl.reindexed, bl.incremental, bl.terms, bl.lengths
 	if err := syncTree(gd); err != nil {
 		return nil, fmt.Errorf("sync index generation: %w", err)
 	}
@@ -557,6 +561,11 @@ func openGen(ixDir string, m *Manifest) (*Index, error) {
 		return nil, fmt.Errorf("open bleve index: %w", err)
 	}
 	ix.bi = bi
+	if len(m.KeywordLengths) == 0 && len(tools) > 0 {
+		_ = ix.Close()
+		return nil, errors.New("manifest has no keyword field lengths")
+	}
+	ix.kwLen = m.KeywordLengths
 	return ix, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/toolgate/toolgate/index/catalog"
 )
 
@@ -236,10 +237,6 @@ func planUpdate(base *Index, baseTerms map[string]int, tools []catalog.Tool, d c
 	}
 	return termCounts(base, baseTerms, d)
 }
-
-// keywordFields are the fields Keyword scores (the server filter's field
-// scores 0).
-var keywordFields = []string{fieldName, fieldServer, fieldDesc, fieldParams}
 
 // Bleve's BM25 divides each field's length by the "average field length"
 // ceil(terms in the field's dictionaries / documents) (bleve
@@ -481,27 +478,37 @@ func copyFile(src, dst string) error {
 
 // updateBase is the previous generation a Bleve index can be updated from.
 type updateBase struct {
-	ix    *Index
-	dir   string         // its Bleve folder
-	terms map[string]int // its manifest's KeywordTerms
+	ix      *Index
+	dir     string           // its Bleve folder
+	terms   map[string]int   // its manifest's KeywordTerms
+	lengths map[string]int64 // its manifest's KeywordLengths
 }
 
 // bleveResult says how writeBleve wrote a Bleve index.
 type bleveResult struct {
-	reindexed   int            // documents indexed or deleted
-	incremental bool           // updated from the base, not built in full
-	terms       map[string]int // Manifest.KeywordTerms; nil after a full build
+	reindexed   int              // documents indexed or deleted
+	incremental bool             // updated from the base, not built in full
+	terms       map[string]int   // Manifest.KeywordTerms; nil after a full build
+	lengths     map[string]int64 // Manifest.KeywordLengths
 }
 
 // writeBleve writes the Bleve index of a new generation at path:
 // incrementally from base's by d when planUpdate allows it, otherwise, or
 // when the incremental path fails, by a full build.
 func writeBleve(ctx context.Context, path string, tools []catalog.Tool, base updateBase, d catalogDiff, log *slog.Logger) (bleveResult, error) {
+	m, err := newMapping()
+	if err != nil {
+		return bleveResult{}, err
+	}
 	terms, err := planUpdate(base.ix, base.terms, tools, d)
+	var lengths map[string]int64
+	if err == nil {
+		lengths, err = updatedLengths(m, base.lengths, d)
+	}
 	if err == nil {
 		err = updateBleveOnDisk(ctx, base.dir, path, d, len(tools), terms)
 		if err == nil {
-			return bleveResult{reindexed: d.reindex(), incremental: true, terms: terms}, nil
+			return bleveResult{reindexed: d.reindex(), incremental: true, terms: terms, lengths: lengths}, nil
 		}
 		if ctx.Err() != nil {
 			return bleveResult{}, ctx.Err()
@@ -517,5 +524,36 @@ func writeBleve(ctx context.Context, path string, tools []catalog.Tool, base upd
 	if err := buildBleveOnDisk(ctx, path, tools); err != nil {
 		return bleveResult{}, err
 	}
-	return bleveResult{reindexed: len(tools)}, nil
+	if lengths, err = fieldLengths(m, tools); err != nil {
+		return bleveResult{}, err
+	}
+	return bleveResult{reindexed: len(tools), lengths: lengths}, nil
+}
+
+// updatedLengths returns the keyword field lengths after d from base's:
+// only the documents d removes or adds change them.
+func updatedLengths(m mapping.IndexMapping, base map[string]int64, d catalogDiff) (map[string]int64, error) {
+	if len(base) == 0 {
+		return nil, errFullBuild{"no keyword field lengths for the previous generation"}
+	}
+	gone, err := fieldLengths(m, d.gone)
+	if err != nil {
+		return nil, err
+	}
+	added, err := fieldLengths(m, d.upserts)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(keywordFields))
+	for _, f := range keywordFields {
+		n, ok := base[f]
+		if !ok {
+			return nil, errFullBuild{"no keyword field length for field " + f}
+		}
+		out[f] = n - gone[f] + added[f]
+		if out[f] < 0 {
+			return nil, fmt.Errorf("keyword field %s: %d tokens before, %d removed", f, n, gone[f])
+		}
+	}
+	return out, nil
 }

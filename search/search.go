@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -342,15 +341,13 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		}
 	}
 
-	// Neither signal is fetched for the whole catalog: each gives its top
-	// hits, as deep as the candidate pool (the ranking never looks past it),
-	// and the few candidates one signal brings that the other's top misses
-	// get their exact score from the index (a BM25 query restricted to
-	// those tools, a dot product). The vector scan adds up every cosine on
-	// the way for NormMean's catalog mean. Hits are those the whole
-	// catalog's lists would give, bit for bit (TestPrunedMatchesWhole); at
-	// 50,000 tools Bleve no longer collects and sorts every matching
-	// document, nor the vector half every row.
+	// The keyword half scores every tool at once (BM25F over the index's
+	// postings); the vector half is fetched only to its top hits, as deep
+	// as the candidate pool (the ranking never looks past it), and the few
+	// keyword candidates its top misses get their exact cosine (a dot
+	// product). The vector scan adds up every cosine on the way for
+	// NormMean's catalog mean. Hits are those the whole catalog's lists
+	// would give, bit for bit (TestPrunedMatchesWhole).
 	n := ix.Len()
 	pool := max(e.opts.Candidates, limit)
 	kwDepth, vecDepth := limit, limit
@@ -362,13 +359,15 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	}
 	var kw signal
 	_, span := st.start(ctx, stageKeyword)
-	kwTop, kwErr := ix.Keyword(text, kwDepth, q.Server)
+	kwRes, kwErr := ix.KeywordAll(text, q.Server, nil)
+	if kwErr == nil {
+		kw.top = kwRes.Top(kwDepth)
+	}
 	span.End()
-	kw.top = kwTop
-	for _, s := range kwTop {
+	for _, s := range kw.top {
 		kw.sum += s.Score
 	}
-	kw.n = len(kwTop)
+	kw.n = len(kw.top)
 	var qvec []float32
 	if embc != nil {
 		r := <-embc // always sent: the goroutine never outlives Search
@@ -396,9 +395,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	_, span = st.start(ctx, stageFuse)
 	defer span.End()
 	if qvec != nil {
-		if err := e.fillMissing(ix, text, qvec, q.Server, mode, kwDepth, limit, &kw, &vec); err != nil {
-			return Result{}, err
-		}
+		e.fillMissing(ix, kwRes, qvec, mode, &kw, &vec)
 	}
 	ranked := e.rank(mode, kw, vec, limit)
 	hits := make([]Hit, 0, len(ranked))
@@ -413,10 +410,9 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 }
 
 // fillMissing gives each candidate of one signal that the other signal's
-// top lacks its exact score in that other signal, as far as the ranking
-// needs it: in hybrid mode a vector candidate whose best possible BM25
-// cannot lift it into the top limit is left without one (boundedKeyword).
-func (e *Engine) fillMissing(ix *index.Index, text string, qvec []float32, server string, mode Mode, kwDepth, limit int, kw, vec *signal) error {
+// top lacks its exact score in that other signal: a keyword candidate its
+// cosine, a vector candidate its BM25F score (every tool's is in kwRes).
+func (e *Engine) fillMissing(ix *index.Index, kwRes *index.KeywordResult, qvec []float32, mode Mode, kw, vec *signal) {
 	pool := e.opts.Candidates
 	if mode == ModeVector {
 		pool = len(vec.top)
@@ -442,69 +438,17 @@ func (e *Engine) fillMissing(ix *index.Index, text string, qvec []float32, serve
 			}
 		}
 	}
-	// A keyword list shorter than asked holds every matching tool: the
-	// others score 0 without a query.
-	if len(kw.top) < kwDepth {
-		return nil
-	}
-	var ids []string
 	for _, s := range vec.top[:min(pool, len(vec.top))] {
-		if !inKW[s.ID] {
-			ids = append(ids, s.ID)
+		if inKW[s.ID] {
+			continue
+		}
+		if b, ok := kwRes.Score(s.ID); ok {
+			if kw.extra == nil {
+				kw.extra = make(map[string]float64)
+			}
+			kw.extra[s.ID] = b
 		}
 	}
-	if mode == ModeHybrid {
-		ids = e.boundedKeyword(*kw, *vec, ids, limit)
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	extra, err := ix.KeywordScores(text, ids, server)
-	if err != nil {
-		return fmt.Errorf("keyword search: %w", err)
-	}
-	kw.extra = extra
-	return nil
-}
-
-// boundedKeyword returns those of ids (candidates missing from kw's full
-// top) whose exact BM25 could change hybrid's top limit. Such a tool's BM25
-// is at least 0 and at most the top's last score, so its fused score lies
-// between its score with either; normalisation (every Norm but minmax) and
-// the weighted sum are monotone in each raw score, in floating point too.
-// With every missing tool at 0, the limit-th best score is at most the
-// exact ranking's; a tool whose best case falls below it is out of the
-// exact top as well, and scoring it 0 changes no hit nor any other score.
-// The ID-restricted BM25 query (about 1 ms at 10,000 tools) then runs for
-// the few tools that are in doubt, or not at all.
-func (e *Engine) boundedKeyword(kw, vec signal, ids []string, limit int) []string {
-	if len(ids) == 0 || e.opts.KeywordNorm == NormMinMax || len(kw.top) == 0 {
-		return ids
-	}
-	low := e.fuse(ModeHybrid, kw, vec, limit)
-	if len(low) <= limit {
-		return ids // every candidate is a hit: each needs its exact score
-	}
-	scores := make([]float64, len(low))
-	for i, c := range low {
-		scores[i] = c.score
-	}
-	slices.Sort(scores)
-	floor := scores[len(scores)-limit]
-
-	most := kw.top[len(kw.top)-1].Score // what a tool missing from the top can score at most
-	kw.extra = make(map[string]float64, len(ids))
-	for _, id := range ids {
-		kw.extra[id] = most
-	}
-	high := e.fuse(ModeHybrid, kw, vec, limit)
-	need := make(map[string]bool, len(ids))
-	for _, c := range high {
-		if _, missing := kw.extra[c.id]; missing && c.score >= floor {
-			need[c.id] = true
-		}
-	}
-	return slices.DeleteFunc(ids, func(id string) bool { return !need[id] })
 }
 
 // snapshot is one index plus the count of searches using it. refs starts

@@ -415,3 +415,26 @@ func WarmQueries(ctx context.Context, emb index.Embedder, qs []BenchQuery) error
 	}
 	return nil
 }
+
+// ExactNameQueries are the queries of the exact-name check: each tool's
+// bare name (relevant: every tool of that name, on any server) and its
+// server__tool ID (relevant: that tool). Exact names always win, so every
+// one of them scores Hit@1 = 1 (TestExactNames).
+func ExactNameQueries(tools []catalog.Tool) []BenchQuery {
+	byName := map[string][]string{}
+	var order []string
+	for _, t := range tools {
+		if _, ok := byName[t.Name]; !ok {
+			order = append(order, t.Name)
+		}
+		byName[t.Name] = append(byName[t.Name], t.ID())
+	}
+	qs := make([]BenchQuery, 0, len(order)+len(tools))
+	for _, name := range order {
+		qs = append(qs, BenchQuery{Query: name, Relevant: byName[name], Line: len(qs) + 1})
+	}
+	for _, t := range tools {
+		qs = append(qs, BenchQuery{Query: t.ID(), Relevant: []string{t.ID()}, Line: len(qs) + 1})
+	}
+	return qs
+}

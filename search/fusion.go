@@ -68,6 +68,7 @@ type ranked struct {
 	id                     string
 	score, keyword, vector float64
 	bm25, cosine           float64
+	exact                  bool // the query names the tool: it ranks first
 }
 
 // signal is what one half of the index says about a query.
@@ -88,8 +89,20 @@ type signal struct {
 // rank fuses the two signals (vec.top is nil when the vector signal is off)
 // into the top limit hits of mode.
 func (e *Engine) rank(mode Mode, kw, vec signal, limit int) []ranked {
-	cands := e.fuse(mode, kw, vec, limit)
+	return e.rankExact(mode, kw, vec, limit, nil)
+}
+
+// rankExact is rank with the tools the query names (exact, IDs whose
+// scores kw and vec hold) first, in score order among themselves.
+func (e *Engine) rankExact(mode Mode, kw, vec signal, limit int, exact []string) []ranked {
+	cands := e.fuse(mode, kw, vec, limit, exact)
 	slices.SortStableFunc(cands, func(a, b *ranked) int {
+		if a.exact != b.exact {
+			if a.exact {
+				return -1
+			}
+			return 1
+		}
 		if c := cmp.Compare(b.score, a.score); c != 0 {
 			return c
 		}
@@ -102,8 +115,9 @@ func (e *Engine) rank(mode Mode, kw, vec signal, limit int) []ranked {
 	return out
 }
 
-// fuse scores every candidate of mode's pool, in first-seen order.
-func (e *Engine) fuse(mode Mode, kw, vec signal, limit int) []*ranked {
+// fuse scores every candidate of mode's pool and the exact ones, in
+// first-seen order.
+func (e *Engine) fuse(mode Mode, kw, vec signal, limit int, exact []string) []*ranked {
 	o := e.opts
 	pool := o.Candidates
 	if mode == ModeBM25 || mode == ModeVector {
@@ -136,6 +150,9 @@ func (e *Engine) fuse(mode Mode, kw, vec signal, limit int) []*ranked {
 			add(s.ID)
 			vecRank[s.ID] = i + 1
 		}
+	}
+	for _, id := range exact {
+		add(id).exact = true
 	}
 	if len(cands) == 0 {
 		return nil

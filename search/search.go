@@ -157,6 +157,9 @@ type Hit struct {
 	Vector float64
 	// BM25 and Cosine are the raw signals before normalisation.
 	BM25, Cosine float64
+	// Exact says the query names this tool (its name or server__tool ID):
+	// exact hits come first, whatever their scores.
+	Exact bool
 }
 
 // Result is the answer to a Query.
@@ -397,14 +400,38 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	if qvec != nil {
 		e.fillMissing(ix, kwRes, qvec, mode, &kw, &vec)
 	}
-	ranked := e.rank(mode, kw, vec, limit)
+	exact := s.names.get(ix).match(text)
+	var exactIDs []string
+	for _, row := range exact {
+		t := ix.Tools()[row]
+		if q.Server != "" && t.Server != q.Server {
+			continue
+		}
+		id := t.ID()
+		exactIDs = append(exactIDs, id)
+		if b, ok := kwRes.Score(id); ok {
+			if kw.extra == nil {
+				kw.extra = make(map[string]float64)
+			}
+			kw.extra[id] = b
+		}
+		if qvec != nil {
+			if c, ok := ix.Cosine(qvec, id); ok {
+				if vec.extra == nil {
+					vec.extra = make(map[string]float64)
+				}
+				vec.extra[id] = c
+			}
+		}
+	}
+	ranked := e.rankExact(mode, kw, vec, limit, exactIDs)
 	hits := make([]Hit, 0, len(ranked))
 	for _, r := range ranked {
 		t, ok := ix.Tool(r.id)
 		if !ok {
 			continue
 		}
-		hits = append(hits, Hit{Tool: t, Score: r.score, Keyword: r.keyword, Vector: r.vector, BM25: r.bm25, Cosine: r.cosine})
+		hits = append(hits, Hit{Tool: t, Score: r.score, Keyword: r.keyword, Vector: r.vector, BM25: r.bm25, Cosine: r.cosine, Exact: r.exact})
 	}
 	return Result{Hits: hits, Mode: mode}, nil
 }
@@ -454,8 +481,9 @@ func (e *Engine) fillMissing(ix *index.Index, kwRes *index.KeywordResult, qvec [
 // snapshot is one index plus the count of searches using it. refs starts
 // at 1 for the engine's own reference; the index is closed when it reaches 0.
 type snapshot struct {
-	ix   *index.Index
-	refs atomic.Int64
+	ix    *index.Index
+	refs  atomic.Int64
+	names lazyNames // the tools' names, for exact matches
 }
 
 func newSnapshot(ix *index.Index) *snapshot {

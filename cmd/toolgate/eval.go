@@ -26,6 +26,7 @@ type evalFlags struct {
 	dataset        string
 	mode           string
 	json, misses   bool
+	exactNames     bool
 	limitQueries   int
 	candidates     int
 	keywordNorm    string
@@ -35,7 +36,7 @@ type evalFlags struct {
 func newEvalCmd(g *globals) *cobra.Command {
 	f := &evalFlags{}
 	cmd := &cobra.Command{
-		Use:   "eval --tools TOOLS.jsonl --queries QUERIES.jsonl",
+		Use:   "eval --tools TOOLS.jsonl (--queries QUERIES.jsonl | --exact-names)",
 		Short: "Measure search relevance on a benchmark (Hit@k, Recall@k, MRR, nDCG, latency)",
 		Long: `eval builds an in-memory index of the tools, runs every query through the
 ranker and reports Hit@1/5/10, Recall@5/10, MRR@10, nDCG@10 (binary relevance),
@@ -61,6 +62,7 @@ with metrics as fractions 0–1.`,
 	fl.StringVar(&f.mode, "mode", "all", "ranking mode: hybrid, bm25, vector, rrf or all")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per mode per line instead of a table")
 	fl.BoolVar(&f.misses, "misses", false, "list the queries with no relevant tool in the top 5, and what came first")
+	fl.BoolVar(&f.exactNames, "exact-names", false, "instead of --queries, ask for each tool by its bare name and by its server__tool ID (exact names rank first: Hit@1 should be 1)")
 	fl.IntVar(&f.limitQueries, "limit-queries", 0, "use only the first N queries (0: all)")
 	fl.IntVar(&f.candidates, "candidates", 0, fmt.Sprintf("top-N of each signal fused by hybrid and rrf (default %d)", search.DefaultCandidates))
 	fl.StringVar(&f.keywordNorm, "keyword-norm", "", "keyword normalisation for hybrid: max, mean, minmax, raw or clamp (default max)")
@@ -93,8 +95,8 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if f.tools == "" || f.queries == "" {
-		return usageError{errors.New("eval needs --tools and --queries (bench JSONL files, e.g. ../shared/bench/azure-mcp/tools.jsonl)")}
+	if f.tools == "" || (f.queries == "") == !f.exactNames {
+		return usageError{errors.New("eval needs --tools and either --queries or --exact-names (bench JSONL files, e.g. ../shared/bench/azure-mcp/tools.jsonl)")}
 	}
 	var modes []search.Mode
 	if f.mode == "all" {
@@ -122,12 +124,16 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 	if err != nil {
 		return err
 	}
-	qs, err := search.LoadQueries(f.queries)
-	if err != nil {
-		return err
-	}
-	if err := search.CheckQueries(tools, qs); err != nil {
-		return fmt.Errorf("%s: %w", f.queries, err)
+	var qs []search.BenchQuery
+	if f.exactNames {
+		qs = search.ExactNameQueries(tools)
+	} else {
+		if qs, err = search.LoadQueries(f.queries); err != nil {
+			return err
+		}
+		if err := search.CheckQueries(tools, qs); err != nil {
+			return fmt.Errorf("%s: %w", f.queries, err)
+		}
 	}
 	if f.limitQueries > 0 && f.limitQueries < len(qs) {
 		qs = qs[:f.limitQueries]
@@ -137,6 +143,9 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		dataset = filepath.Base(filepath.Dir(f.tools))
 		if abs, err := filepath.Abs(f.tools); err == nil {
 			dataset = filepath.Base(filepath.Dir(abs))
+		}
+		if f.exactNames {
+			dataset += " (exact names)"
 		}
 	}
 

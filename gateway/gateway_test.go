@@ -193,6 +193,40 @@ func TestSearchTools(t *testing.T) {
 		})
 	}
 
+	t.Run("no match", func(t *testing.T) {
+		g2, fs := newTestGateway(t, nil)
+		inner := fs.search
+		fs.search = func(q search.Query) (search.Result, error) {
+			r, err := inner(q)
+			for i := range r.Hits {
+				r.Hits[i].Confidence = 0.04
+			}
+			r.NoMatch = true
+			return r, err
+		}
+		res := call(t, connect(t, g2), SearchToolName, map[string]any{"query": "book a flight to Paris", "limit": 10})
+		if res.IsError {
+			t.Fatalf("isError: %s", text(res))
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		var got SearchResult
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if !got.NoMatch || len(got.Tools) != noMatchTools || got.Tools[0].Confidence != 0.04 {
+			t.Errorf("noMatch %v, %d tools, first confidence %v; want noMatch true, %d tools, 0.04", got.NoMatch, len(got.Tools), got.Tools[0].Confidence, noMatchTools)
+		}
+		if !strings.Contains(string(b), `"noMatch":true`) || !strings.Contains(string(b), `"confidence":0.04`) {
+			t.Errorf("structuredContent %s lacks noMatch or confidence", b)
+		}
+		txt := text(res)
+		for _, want := range []string{"No tool fits", "Rephrase", "WEAK memory__create_entities", "confidence 0.04"} {
+			if !strings.Contains(txt, want) {
+				t.Errorf("text lacks %q:\n%s", want, txt)
+			}
+		}
+	})
+
 	t.Run("limit clamped to max", func(t *testing.T) {
 		var gotLimit int
 		g2, fs := newTestGateway(t, nil)

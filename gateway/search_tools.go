@@ -20,7 +20,14 @@ type SearchResult struct {
 	// Mode is the ranking that produced the list: "hybrid", "bm25", "vector"
 	// or "rrf". It reads "bm25" when semantic ranking is unavailable.
 	Mode string `json:"mode"`
+	// NoMatch says that no tool fits the query well enough (no hit reaches
+	// the configured minConfidence): Tools are then at most the few
+	// closest, all weak.
+	NoMatch bool `json:"noMatch,omitempty"`
 }
+
+// noMatchTools is how many of the closest tools a noMatch answer lists.
+const noMatchTools = 3
 
 // FoundTool is one search_tools hit.
 type FoundTool struct {
@@ -31,6 +38,9 @@ type FoundTool struct {
 	Score       float64         `json:"score"`
 	Keyword     float64         `json:"keyword"`
 	Vector      float64         `json:"vector"`
+	// Confidence is an absolute estimate, 0 to 1, that the tool does what
+	// the query asks (Score only ranks the tools against each other).
+	Confidence float64 `json:"confidence"`
 	// Unavailable, when set, says why the tool cannot run right now (its
 	// server is still connecting, or down); it is absent for usable tools.
 	Unavailable string `json:"unavailable,omitempty"`
@@ -66,9 +76,11 @@ func searchTool(defLimit, maxLimit int) *mcp.Tool {
     "tools": {"type": "array", "items": {"type": "object", "properties": {
       "name": {"type": "string"}, "server": {"type": "string"}, "description": {"type": "string"},
       "inputSchema": {"type": "object"}, "score": {"type": "number"}, "keyword": {"type": "number"}, "vector": {"type": "number"},
+      "confidence": {"type": "number", "description": "Absolute estimate, 0 to 1, that the tool does what the query asks."},
       "unavailable": {"type": "string", "description": "Present when the tool cannot run right now, with the reason."}},
-      "required": ["name", "server", "description", "inputSchema", "score", "keyword", "vector"]}},
-    "mode": {"type": "string", "enum": ["hybrid", "bm25", "vector", "rrf"]}
+      "required": ["name", "server", "description", "inputSchema", "score", "keyword", "vector", "confidence"]}},
+    "mode": {"type": "string", "enum": ["hybrid", "bm25", "vector", "rrf"]},
+    "noMatch": {"type": "boolean", "description": "True when no tool fits the query: the tools listed are only the closest, all weak."}
   },
   "required": ["tools", "mode"]
 }`),
@@ -106,8 +118,12 @@ func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*
 		g.log.Error("search failed", "query", a.Query, "err", err)
 		return toolError("search_tools failed: %v. Try again; if it keeps failing, the gateway's log says why.", err), nil
 	}
-	out := SearchResult{Tools: make([]FoundTool, 0, len(res.Hits)), Mode: string(res.Mode)}
-	for _, h := range res.Hits {
+	out := SearchResult{Tools: make([]FoundTool, 0, len(res.Hits)), Mode: string(res.Mode), NoMatch: res.NoMatch}
+	hits := res.Hits
+	if res.NoMatch {
+		hits = hits[:min(len(hits), noMatchTools)]
+	}
+	for _, h := range hits {
 		out.Tools = append(out.Tools, FoundTool{
 			Name:        h.Tool.ID(),
 			Server:      h.Tool.Server,
@@ -116,6 +132,7 @@ func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*
 			Score:       round4(h.Score),
 			Keyword:     round4(h.Keyword),
 			Vector:      round4(h.Vector),
+			Confidence:  round4(h.Confidence),
 			Unavailable: g.unavailable(h.Tool.Server),
 		})
 	}
@@ -152,9 +169,17 @@ func renderSearch(query string, r SearchResult) string {
 		fmt.Fprintf(&b, "No tools match %q (mode %s). Try other words, or leave out \"server\".", query, r.Mode)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "%d tools for %q (mode %s; score = keyword + vector blend):\n", len(r.Tools), query, r.Mode)
+	if r.NoMatch {
+		fmt.Fprintf(&b, "No tool fits %q well (mode %s). Rephrase the task in other words, or leave out \"server\". The closest tools, all weak matches:\n", query, r.Mode)
+	} else {
+		fmt.Fprintf(&b, "%d tools for %q (mode %s; score = keyword + vector blend):\n", len(r.Tools), query, r.Mode)
+	}
 	for i, t := range r.Tools {
-		fmt.Fprintf(&b, "%d. %s  score %.3f (keyword %.3f, vector %.3f)\n", i+1, t.Name, t.Score, t.Keyword, t.Vector)
+		weak := ""
+		if r.NoMatch {
+			weak = "WEAK "
+		}
+		fmt.Fprintf(&b, "%d. %s%s  score %.3f (keyword %.3f, vector %.3f), confidence %.2f\n", i+1, weak, t.Name, t.Score, t.Keyword, t.Vector, t.Confidence)
 		if t.Unavailable != "" {
 			fmt.Fprintf(&b, "   UNAVAILABLE: %s\n", t.Unavailable)
 		}

@@ -244,7 +244,33 @@ func (ix *Index) NewExtraField(texts map[string]string, weights map[string]float
 type KeywordResult struct {
 	ix      *Index
 	scores  []float64 // by row; 0 = matches no query term (or filtered out)
+	covered []float64 // by row: the IDF of the query terms the tool holds
+	idfSum  float64   // the IDF of all the query's terms
+	idfSeen float64   // the IDF of the query's terms some tool holds
 	matched []int32   // rows with a score > 0, in no particular order
+}
+
+// Known is the share of the query (IDF-weighted) that some tool of the
+// catalog holds: low for a query about things the catalog never mentions.
+func (r *KeywordResult) Known() float64 {
+	if r == nil || r.idfSum == 0 {
+		return 0
+	}
+	return r.idfSeen / r.idfSum
+}
+
+// Coverage is the share of the query the tool's text holds: the IDF of the
+// query terms found in any of its fields over the IDF of all of them (a
+// term no tool holds has the highest IDF). 0 when it holds none.
+func (r *KeywordResult) Coverage(id string) float64 {
+	if r == nil || len(r.covered) == 0 || r.idfSum == 0 {
+		return 0
+	}
+	row, ok := r.ix.byID[id]
+	if !ok {
+		return 0
+	}
+	return r.covered[row] / r.idfSum
 }
 
 // Score is the tool's BM25F score; ok is false when it matches no query
@@ -368,6 +394,7 @@ func (ix *Index) KeywordAll(query, server string, extra *ExtraField) (*KeywordRe
 	}
 	n := len(ix.tools)
 	res.scores = make([]float64, n)
+	res.covered = make([]float64, n)
 	tfw := make([]float64, n) // one term's weighted, normalised frequency
 	var touched []int32
 	var tfd bindex.TermFieldDoc
@@ -415,13 +442,15 @@ func (ix *Index) KeywordAll(query, server string, extra *ExtraField) (*KeywordRe
 				add(p.row, p.w)
 			}
 		}
-		if len(touched) == 0 {
-			continue
-		}
 		// Document frequencies are the whole catalog's, also under a
 		// server filter, so that a tool scores the same with and without it.
 		df := float64(len(touched))
 		idf := math.Log(1 + (float64(n)-df+0.5)/(df+0.5))
+		res.idfSum += idf
+		if len(touched) == 0 {
+			continue
+		}
+		res.idfSeen += idf
 		for _, row := range touched {
 			t := tfw[row]
 			tfw[row] = 0
@@ -432,6 +461,7 @@ func (ix *Index) KeywordAll(query, server string, extra *ExtraField) (*KeywordRe
 				res.matched = append(res.matched, row)
 			}
 			res.scores[row] += idf * t * (bm25K1 + 1) / (t + bm25K1)
+			res.covered[row] += idf
 		}
 	}
 	return res, nil

@@ -25,7 +25,9 @@ import (
 // BenchQuery is one line of a queries.jsonl file.
 type BenchQuery struct {
 	Query string `json:"query"`
-	// Relevant lists the namespaced IDs (server__tool) of the right answers.
+	// Relevant lists the namespaced IDs (server__tool) of the right
+	// answers. Empty ("relevant": []) marks a no-answer query: no tool of
+	// the catalog fits it, and the right answer is NoMatch.
 	Relevant []string `json:"relevant"`
 	// RelevantGroups, when present, lists one set per step of a multi-step
 	// task; a step is satisfied when any member is retrieved.
@@ -56,8 +58,11 @@ func ReadQueries(r io.Reader, name string) ([]BenchQuery, error) {
 		if strings.TrimSpace(q.Query) == "" {
 			return errors.New(`empty "query"`)
 		}
-		if len(q.Relevant) == 0 {
-			return errors.New(`empty "relevant": list at least one server__tool`)
+		if q.Relevant == nil {
+			return errors.New(`missing "relevant": list the server__tool IDs that answer the query, or [] when no tool does`)
+		}
+		if len(q.Relevant) == 0 && len(q.RelevantGroups) > 0 {
+			return errors.New(`"relevant" is [] (no answer) but "relevant_groups" lists tools`)
 		}
 		for i, g := range q.RelevantGroups {
 			if len(g) == 0 {
@@ -100,8 +105,16 @@ func CheckQueries(tools []catalog.Tool, qs []BenchQuery) error {
 	return errors.Join(errs...)
 }
 
+// NoAnswer reports whether q has no relevant tool: its right answer is
+// NoMatch.
+func (q BenchQuery) NoAnswer() bool { return len(q.Relevant) == 0 }
+
 // QueryMetrics are one query's scores; Metrics averages them.
 type QueryMetrics struct {
+	// NoAnswer marks a no-answer query: only Abstained counts for it.
+	NoAnswer bool
+	// Abstained says the answer was NoMatch.
+	Abstained         bool
 	Hit1, Hit5, Hit10 float64
 	Recall5, Recall10 float64
 	MRR10, NDCG10     float64
@@ -187,9 +200,14 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// Metrics are averages over a query set, as fractions 0–1. The group
-// recalls average over the queries that have relevant_groups only
-// (GroupQueries of them). Their JSON (`toolgate eval --json`, the ranking
+// Metrics are averages over a query set, as fractions 0–1. The ranking
+// metrics average over the answerable queries (Queries of them), the group
+// recalls over those that have relevant_groups (GroupQueries).
+// AbstainRate is the share of the no-answer queries (NoAnswerQueries)
+// answered with NoMatch, FalseAbstainRate the share of the answerable ones,
+// AbstainLostHit1 the share of the answerable ones answered with NoMatch
+// although their first tool was right (a part of FalseAbstainRate: the
+// rest had a wrong tool first). Their JSON (`toolgate eval --json`, the ranking
 // golden file) is an object of the names Named gives.
 type Metrics struct {
 	Hit1          float64
@@ -201,8 +219,14 @@ type Metrics struct {
 	NDCG10        float64
 	GroupRecall5  float64
 	GroupRecall10 float64
-	Queries       int
-	GroupQueries  int
+	// The abstain rates are named as issue 12 names them (abstain_rate,
+	// false_abstain_rate), a contract older than the camelCase rule.
+	AbstainRate      float64
+	FalseAbstainRate float64
+	AbstainLostHit1  float64
+	Queries          int
+	GroupQueries     int
+	NoAnswerQueries  int
 }
 
 // Metric is one metric value under its name.
@@ -213,30 +237,50 @@ type Metric struct {
 
 // metricSlot is one metric's name and field (see slots).
 type metricSlot struct {
-	name  string
-	v     *float64
-	group bool // exists only when queries carry relevant_groups
+	name string
+	v    *float64
+	kind slotKind
 }
+
+// slotKind says which queries a metric needs to exist.
+type slotKind int
+
+const (
+	ranking  slotKind = iota // answerable queries
+	group                    // queries with relevant_groups
+	noAnswer                 // no-answer queries
+)
 
 // slots are the metrics' names, in report order, and their fields: the one
 // list of metric names. A name is the metric's word in camelCase, "@" and
 // its cut-off ("hit@1", "ndcg@10", "groupRecall@10").
 func (m *Metrics) slots() []metricSlot {
 	return []metricSlot{
-		{"hit@1", &m.Hit1, false}, {"hit@5", &m.Hit5, false}, {"hit@10", &m.Hit10, false},
-		{"recall@5", &m.Recall5, false}, {"recall@10", &m.Recall10, false},
-		{"mrr@10", &m.MRR10, false}, {"ndcg@10", &m.NDCG10, false},
-		{"groupRecall@5", &m.GroupRecall5, true}, {"groupRecall@10", &m.GroupRecall10, true},
+		{"hit@1", &m.Hit1, ranking}, {"hit@5", &m.Hit5, ranking}, {"hit@10", &m.Hit10, ranking},
+		{"recall@5", &m.Recall5, ranking}, {"recall@10", &m.Recall10, ranking},
+		{"mrr@10", &m.MRR10, ranking}, {"ndcg@10", &m.NDCG10, ranking},
+		{"groupRecall@5", &m.GroupRecall5, group}, {"groupRecall@10", &m.GroupRecall10, group},
+		{"false_abstain_rate", &m.FalseAbstainRate, ranking}, {"abstainLostHit@1", &m.AbstainLostHit1, ranking},
+		{"abstain_rate", &m.AbstainRate, noAnswer},
 	}
 }
 
-// Named lists the metrics under their names, in report order; the group
-// recalls only when the query set had relevant groups (GroupQueries > 0)
-// or they are not zero (metrics read back from JSON).
+// Named lists the metrics under their names, in report order, each when
+// its kind of query was measured (answerable ones for the ranking metrics
+// and the false abstain rates, relevant groups for the group recalls,
+// no-answer queries for the abstain rate) or it is not zero (metrics read
+// back from JSON).
 func (m Metrics) Named() []Metric {
 	var out []Metric
 	for _, s := range m.slots() {
-		if s.group && m.GroupQueries == 0 && *s.v == 0 {
+		n := m.Queries
+		switch s.kind {
+		case group:
+			n = m.GroupQueries
+		case noAnswer:
+			n = m.NoAnswerQueries
+		}
+		if n == 0 && *s.v == 0 {
 			continue
 		}
 		out = append(out, Metric{s.name, *s.v})
@@ -291,6 +335,14 @@ func (m *Metrics) UnmarshalJSON(data []byte) error {
 func Average(ms []QueryMetrics) Metrics {
 	var out Metrics
 	for _, m := range ms {
+		if m.NoAnswer {
+			out.NoAnswerQueries++
+			out.AbstainRate += b2f(m.Abstained)
+			continue
+		}
+		out.Queries++
+		out.FalseAbstainRate += b2f(m.Abstained)
+		out.AbstainLostHit1 += b2f(m.Abstained && m.Hit1 == 1)
 		out.Hit1 += m.Hit1
 		out.Hit5 += m.Hit5
 		out.Hit10 += m.Hit10
@@ -304,8 +356,12 @@ func Average(ms []QueryMetrics) Metrics {
 			out.GroupQueries++
 		}
 	}
-	out.Queries = len(ms)
-	if n := float64(len(ms)); n > 0 {
+	if n := float64(out.NoAnswerQueries); n > 0 {
+		out.AbstainRate /= n
+	}
+	if n := float64(out.Queries); n > 0 {
+		out.FalseAbstainRate /= n
+		out.AbstainLostHit1 /= n
 		out.Hit1 /= n
 		out.Hit5 /= n
 		out.Hit10 /= n
@@ -333,7 +389,12 @@ var _ Ranker = (*Engine)(nil)
 // cut-off of the metrics).
 const EvalDepth = 10
 
-// Miss is a query whose relevant tools are all outside the top 5.
+// NoMatchFirst stands in Report.Firsts for a no-answer query answered
+// with NoMatch, as it should be.
+const NoMatchFirst = "(noMatch)"
+
+// Miss is a query whose relevant tools are all outside the top 5, or a
+// no-answer query that was not answered with NoMatch.
 type Miss struct {
 	Query BenchQuery
 	// Rank is the 1-based rank of the first relevant tool within the top
@@ -351,7 +412,8 @@ type Report struct {
 	LatencyP95 time.Duration
 	Misses     []Miss
 	// Firsts holds each query's first tool (its ID), in query order; ""
-	// when the ranking was empty.
+	// when the ranking was empty, NoMatchFirst for a no-answer query
+	// answered with NoMatch.
 	Firsts []string
 }
 
@@ -384,8 +446,19 @@ func Evaluate(ctx context.Context, s Ranker, qs []BenchQuery, mode Mode) (Report
 		if len(ids) > 0 {
 			first = ids[0]
 		}
+		if q.NoAnswer() && res.NoMatch {
+			first = NoMatchFirst
+		}
 		rep.Firsts = append(rep.Firsts, first)
+		if q.NoAnswer() {
+			per = append(per, QueryMetrics{NoAnswer: true, Abstained: res.NoMatch})
+			if !res.NoMatch {
+				rep.Misses = append(rep.Misses, Miss{Query: q, Top: ids[:min(5, len(ids))]})
+			}
+			continue
+		}
 		m := Score(ids, q)
+		m.Abstained = res.NoMatch
 		per = append(per, m)
 		if m.Hit5 == 0 {
 			rep.Misses = append(rep.Misses, Miss{Query: q, Rank: m.FirstRelevantRank, Top: ids[:min(5, len(ids))]})

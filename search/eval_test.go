@@ -85,7 +85,8 @@ func TestReadQueriesErrors(t *testing.T) {
 		name, in, want string
 	}{
 		{"empty query", `{"query":" ","relevant":["a__b"]}`, `queries.jsonl:1: empty "query"`},
-		{"no relevant", `{"query":"x","relevant":["a__b"]}` + "\n" + `{"query":"y"}`, `queries.jsonl:2: empty "relevant"`},
+		{"no relevant", `{"query":"x","relevant":["a__b"]}` + "\n" + `{"query":"y"}`, `queries.jsonl:2: missing "relevant"`},
+		{"no answer with groups", `{"query":"x","relevant":[],"relevant_groups":[["a__b"]]}`, `queries.jsonl:1: "relevant" is []`},
 		{"empty group", `{"query":"x","relevant":["a__b"],"relevant_groups":[["a__b"],[]]}`, `queries.jsonl:1: relevant_groups[1] is empty`},
 	}
 	for _, tt := range tests {
@@ -101,6 +102,7 @@ func TestReadQueriesErrors(t *testing.T) {
 func TestReadQueriesAndCheck(t *testing.T) {
 	in := `{"query": "list registries", "relevant": ["azure__acr_registry_list"], "namespace": "acr"}
 {"query": "plan a trip", "relevant": ["m__a", "m__b"], "relevant_groups": [["m__a"], ["m__b", "m__c"]], "subset": "multi"}
+{"query": "book a flight", "relevant": []}
 `
 	qs, err := search.ReadQueries(strings.NewReader(in), "q")
 	if err != nil {
@@ -109,9 +111,13 @@ func TestReadQueriesAndCheck(t *testing.T) {
 	want := []search.BenchQuery{
 		{Query: "list registries", Relevant: []string{"azure__acr_registry_list"}, Line: 1},
 		{Query: "plan a trip", Relevant: []string{"m__a", "m__b"}, RelevantGroups: [][]string{{"m__a"}, {"m__b", "m__c"}}, Line: 2},
+		{Query: "book a flight", Relevant: []string{}, Line: 3},
 	}
 	if diff := cmp.Diff(want, qs); diff != "" {
 		t.Errorf("ReadQueries (-want +got):\n%s", diff)
+	}
+	if qs[0].NoAnswer() || !qs[2].NoAnswer() {
+		t.Errorf("NoAnswer: %v %v, want false true", qs[0].NoAnswer(), qs[2].NoAnswer())
 	}
 	tools := []catalog.Tool{{Server: "azure", Name: "acr_registry_list"}, {Server: "m", Name: "a"}, {Server: "m", Name: "b"}}
 	err = search.CheckQueries(tools, qs)
@@ -175,12 +181,12 @@ func TestMetricsJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"hit@1":0.5,"hit@5":0.75,"hit@10":1,"recall@5":0.75,"recall@10":1,"mrr@10":0.6,"ndcg@10":0.7}`; string(b) != want {
+	if want := `{"hit@1":0.5,"hit@5":0.75,"hit@10":1,"recall@5":0.75,"recall@10":1,"mrr@10":0.6,"ndcg@10":0.7,"false_abstain_rate":0,"abstainLostHit@1":0}`; string(b) != want {
 		t.Errorf("no groups:\n got %s\nwant %s", b, want)
 	}
 	m.GroupQueries = 2
 	b, _ = json.Marshal(m)
-	if !strings.HasSuffix(string(b), `"ndcg@10":0.7,"groupRecall@5":0,"groupRecall@10":0}`) {
+	if !strings.Contains(string(b), `"ndcg@10":0.7,"groupRecall@5":0,"groupRecall@10":0,`) {
 		t.Errorf("with groups: %s, want groupRecall@5 and @10 even at 0", b)
 	}
 	m.GroupRecall5, m.GroupRecall10 = 0.5, 0.75
@@ -196,4 +202,47 @@ func TestMetricsJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"group_recall@5": 1}`), &back); err == nil || !strings.Contains(err.Error(), "groupRecall@5") {
 		t.Errorf("old snake_case name: err = %v, want one naming the known metrics", err)
 	}
+}
+
+// No-answer queries count only in the abstain rate; answerable ones answered
+// with NoMatch in the false abstain rate, and keep their ranking metrics.
+func TestEvaluateNoAnswer(t *testing.T) {
+	s := noMatchSearcher{
+		"fits":       {ids: []string{"s__a"}},
+		"weak":       {ids: []string{"s__a"}, noMatch: true},
+		"foreign":    {ids: []string{"s__b"}, noMatch: true},
+		"foreign-ok": {ids: []string{"s__b"}},
+	}
+	qs := []search.BenchQuery{
+		{Query: "fits", Relevant: []string{"s__a"}, Line: 1},
+		{Query: "weak", Relevant: []string{"s__a"}, Line: 2},
+		{Query: "foreign", Relevant: []string{}, Line: 3},
+		{Query: "foreign-ok", Relevant: []string{}, Line: 4},
+		{Query: "foreign", Relevant: []string{}, Line: 5},
+	}
+	rep, err := search.Evaluate(context.Background(), s, qs, search.ModeBM25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := rep.Metrics
+	if m.Queries != 2 || m.NoAnswerQueries != 3 || m.Hit1 != 1 || m.FalseAbstainRate != 0.5 || m.AbstainRate != 2.0/3 {
+		t.Errorf("metrics %+v", m)
+	}
+	if len(rep.Misses) != 1 || rep.Misses[0].Query.Line != 4 {
+		t.Errorf("misses %+v, want the no-answer query answered (line 4)", rep.Misses)
+	}
+}
+
+type noMatchSearcher map[string]struct {
+	ids     []string
+	noMatch bool
+}
+
+func (f noMatchSearcher) Search(_ context.Context, q search.Query) (search.Result, error) {
+	var hits []search.Hit
+	for _, id := range f[q.Text].ids {
+		s, n, _ := catalog.SplitID(id)
+		hits = append(hits, search.Hit{Tool: catalog.Tool{Server: s, Name: n}})
+	}
+	return search.Result{Hits: hits, Mode: search.ModeBM25, NoMatch: f[q.Text].noMatch}, nil
 }

@@ -82,6 +82,22 @@ var goldenSets = []goldenSet{
 	{"azure-mcp", benchSet("azure-mcp")},
 	{"metatool", benchSet("metatool")},
 	{"bundled", bundledSet},
+	{"azure-mcp+metatool-no-answer", noAnswerSet("azure-mcp", "metatool")},
+	{"metatool+azure-mcp-no-answer", noAnswerSet("metatool", "azure-mcp")},
+}
+
+// noAnswerSet is one dev split's catalog asked the other split's queries,
+// none of which it can answer: the abstain rate of the default
+// minConfidence (the false abstain rate is the catalog's own set's).
+func noAnswerSet(catalogName, queriesName string) func(t *testing.T) ([]catalog.Tool, []search.BenchQuery) {
+	return func(t *testing.T) ([]catalog.Tool, []search.BenchQuery) {
+		tools, _ := benchSet(catalogName)(t)
+		_, qs := benchSet(queriesName)(t)
+		for i := range qs {
+			qs[i].Relevant, qs[i].RelevantGroups = []string{}, nil
+		}
+		return tools, qs
+	}
 }
 
 // bundledSet is the project's own fixture: the tools the bundled example
@@ -346,7 +362,8 @@ func roundMetrics(m search.Metrics) search.Metrics {
 		Recall5: r(m.Recall5), Recall10: r(m.Recall10),
 		MRR10: r(m.MRR10), NDCG10: r(m.NDCG10),
 		GroupRecall5: r(m.GroupRecall5), GroupRecall10: r(m.GroupRecall10),
-		Queries: m.Queries, GroupQueries: m.GroupQueries,
+		Queries: m.Queries, GroupQueries: m.GroupQueries, NoAnswerQueries: m.NoAnswerQueries,
+		AbstainRate: r(m.AbstainRate), FalseAbstainRate: r(m.FalseAbstainRate), AbstainLostHit1: r(m.AbstainLostHit1),
 	}
 }
 
@@ -364,10 +381,19 @@ func metricPairs(want, got search.Metrics) []metricPair {
 	}
 	var out []metricPair
 	for _, m := range got.Named() {
-		out = append(out, metricPair{m.Name, wants[m.Name], m.Value})
+		p := metricPair{m.Name, wants[m.Name], m.Value}
+		if lowerIsBetter[m.Name] {
+			// Abstaining on an answerable query is the loss: 1 − the
+			// rate must not drop.
+			p = metricPair{"1 - " + m.Name, 1 - p.want, 1 - p.got}
+		}
+		out = append(out, p)
 	}
 	return out
 }
+
+// lowerIsBetter names the metrics that get worse as they rise.
+var lowerIsBetter = map[string]bool{"false_abstain_rate": true, "abstainLostHit@1": true}
 
 // compareMetrics fails on a drop beyond the tolerance and logs a rise.
 func compareMetrics(t *testing.T, want, got search.Metrics) {

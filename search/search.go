@@ -94,6 +94,10 @@ type Options struct {
 	// query-dependent floor around 0.1–0.3 and a top around 0.5–0.7, which
 	// let BM25 dominate. Measurements are in fusion.go.
 	KeywordNorm, VectorNorm Norm
+	// MinConfidence is the confidence (see confidence.go) the best hit
+	// needs for the answer not to be NoMatch. Default
+	// DefaultMinConfidence; negative: never NoMatch.
+	MinConfidence float64
 	// Logger receives degraded-mode notices; nil discards.
 	Logger *slog.Logger
 }
@@ -122,6 +126,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.VectorNorm == "" {
 		out.VectorNorm = NormMean
+	}
+	if out.MinConfidence == 0 {
+		out.MinConfidence = DefaultMinConfidence
 	}
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.DiscardHandler)
@@ -157,6 +164,13 @@ type Hit struct {
 	Vector float64
 	// BM25 and Cosine are the raw signals before normalisation.
 	BM25, Cosine float64
+	// Coverage is the share of the query's terms (weighted by IDF) that
+	// the tool's text holds, in [0,1].
+	Coverage float64
+	// Confidence is an absolute estimate, in [0,1], that the tool is what
+	// the query asks for (calibrated from Cosine and Coverage; see
+	// confidence.go). Unlike Score it does not depend on the other tools.
+	Confidence float64
 	// Exact says the query names this tool (its name or server__tool ID):
 	// exact hits come first, whatever their scores.
 	Exact bool
@@ -168,6 +182,12 @@ type Result struct {
 	// Mode is the mode actually used: ModeBM25 when vectors are
 	// unavailable, whatever was asked.
 	Mode Mode
+	// Known is the share of the query's terms (IDF-weighted) that any tool
+	// of the catalog searched holds.
+	Known float64
+	// NoMatch says that no hit reaches Options.MinConfidence: nothing in
+	// the catalog fits the query, and the hits are only the closest.
+	NoMatch bool
 }
 
 // Engine ranks tools from the current index. It is safe for concurrent use.
@@ -309,7 +329,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	defer s.release(e.log)
 	ix := s.ix
 	if ix == nil || ix.Len() == 0 {
-		return Result{Mode: mode}, nil
+		return Result{Mode: mode, NoMatch: e.opts.MinConfidence >= 0}, nil
 	}
 
 	// Each stage is a span when the caller's span records (tracing on);
@@ -431,9 +451,17 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		if !ok {
 			continue
 		}
-		hits = append(hits, Hit{Tool: t, Score: r.score, Keyword: r.keyword, Vector: r.vector, BM25: r.bm25, Cosine: r.cosine, Exact: r.exact})
+		h := Hit{Tool: t, Score: r.score, Keyword: r.keyword, Vector: r.vector, BM25: r.bm25, Cosine: r.cosine, Exact: r.exact, Coverage: kwRes.Coverage(r.id)}
+		h.Confidence = confidence(h.Cosine, h.Coverage, qvec != nil, h.Exact)
+		hits = append(hits, h)
 	}
-	return Result{Hits: hits, Mode: mode}, nil
+	res := Result{Hits: hits, Mode: mode, Known: kwRes.Known(), NoMatch: e.opts.MinConfidence >= 0}
+	for _, h := range hits {
+		if h.Confidence >= e.opts.MinConfidence {
+			res.NoMatch = false
+		}
+	}
+	return res, nil
 }
 
 // fillMissing gives each candidate of one signal that the other signal's

@@ -27,6 +27,8 @@ type evalFlags struct {
 	mode           string
 	json, misses   bool
 	exactNames     bool
+	noAnswer       string
+	minConfidence  float64
 	limitQueries   int
 	candidates     int
 	keywordNorm    string
@@ -63,6 +65,8 @@ with metrics as fractions 0–1.`,
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per mode per line instead of a table")
 	fl.BoolVar(&f.misses, "misses", false, "list the queries with no relevant tool in the top 5, and what came first")
 	fl.BoolVar(&f.exactNames, "exact-names", false, "instead of --queries, ask for each tool by its bare name and by its server__tool ID (exact names rank first: Hit@1 should be 1)")
+	fl.StringVar(&f.noAnswer, "no-answer", "", "also ask the queries of this file (bench JSONL, e.g. another catalog's) as no-answer queries: their right answer is noMatch")
+	fl.Float64Var(&f.minConfidence, "min-confidence", 0, fmt.Sprintf("confidence the best hit needs for the answer not to be noMatch (default %v; negative: never noMatch)", search.DefaultMinConfidence))
 	fl.IntVar(&f.limitQueries, "limit-queries", 0, "use only the first N queries (0: all)")
 	fl.IntVar(&f.candidates, "candidates", 0, fmt.Sprintf("top-N of each signal fused by hybrid and rrf (default %d)", search.DefaultCandidates))
 	fl.StringVar(&f.keywordNorm, "keyword-norm", "", "keyword normalisation for hybrid: max, mean, minmax, raw or clamp (default max)")
@@ -138,6 +142,20 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 	if f.limitQueries > 0 && f.limitQueries < len(qs) {
 		qs = qs[:f.limitQueries]
 	}
+	if f.noAnswer != "" {
+		more, err := search.LoadQueries(f.noAnswer)
+		if err != nil {
+			return err
+		}
+		if f.limitQueries > 0 && f.limitQueries < len(more) {
+			more = more[:f.limitQueries]
+		}
+		for _, q := range more {
+			q.Relevant, q.RelevantGroups = []string{}, nil
+			q.Line = len(qs) + 1
+			qs = append(qs, q)
+		}
+	}
 	dataset := f.dataset
 	if dataset == "" {
 		dataset = filepath.Base(filepath.Dir(f.tools))
@@ -183,7 +201,7 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		}
 		log.Info("queries embedded", "queries", len(qs), "took", time.Since(start).Round(time.Millisecond))
 	}
-	eng := search.New(ix, emb, &search.Options{Candidates: f.candidates, KeywordNorm: kn, VectorNorm: vn, Logger: log})
+	eng := search.New(ix, emb, &search.Options{Candidates: f.candidates, KeywordNorm: kn, VectorNorm: vn, MinConfidence: f.minConfidence, Logger: log})
 	defer eng.Close()
 
 	var reports []search.Report
@@ -241,15 +259,28 @@ func writeEvalJSON(out io.Writer, dataset string, tools, queries int, rep search
 }
 
 func writeEvalTable(out io.Writer, dataset string, tools int, qs []search.BenchQuery, reports []search.Report) {
-	groups := false
+	groups, noAnswer := false, 0
 	for _, r := range reports {
 		groups = groups || r.Metrics.GroupQueries > 0
 	}
-	fmt.Fprintf(out, "dataset %s: %d tools, %d queries\n", dataset, tools, len(qs))
+	for _, q := range qs {
+		if q.NoAnswer() {
+			noAnswer++
+		}
+	}
+	if noAnswer > 0 {
+		fmt.Fprintf(out, "dataset %s: %d tools, %d queries (%d answerable, %d no-answer)\n", dataset, tools, len(qs), len(qs)-noAnswer, noAnswer)
+	} else {
+		fmt.Fprintf(out, "dataset %s: %d tools, %d queries\n", dataset, tools, len(qs))
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "mode\tHit@1\tHit@5\tHit@10\tRecall@5\tRecall@10\tMRR@10\tnDCG@10\t"
 	if groups {
 		head += "GroupR@5\tGroupR@10\t"
+	}
+	head += "FalseAbst\t"
+	if noAnswer > 0 {
+		head += "Abstain\t"
 	}
 	fmt.Fprintln(tw, head+"p50 ms\tp95 ms\t")
 	pct := func(x float64) string { return fmt.Sprintf("%.1f", 100*x) }
@@ -259,14 +290,22 @@ func writeEvalTable(out io.Writer, dataset string, tools int, qs []search.BenchQ
 		if groups {
 			row += pct(m.GroupRecall5) + "\t" + pct(m.GroupRecall10) + "\t"
 		}
+		row += pct(m.FalseAbstainRate) + "\t"
+		if noAnswer > 0 {
+			row += pct(m.AbstainRate) + "\t"
+		}
 		fmt.Fprintf(tw, "%s%.2f\t%.2f\t\n", row, ms(r.LatencyP50), ms(r.LatencyP95))
 	}
 	tw.Flush()
 }
 
 func writeMisses(out io.Writer, rep search.Report) {
-	fmt.Fprintf(out, "\n%s: %d queries with no relevant tool in the top 5\n", rep.Mode, len(rep.Misses))
+	fmt.Fprintf(out, "\n%s: %d queries with no relevant tool in the top 5 (or no-answer queries answered)\n", rep.Mode, len(rep.Misses))
 	for _, m := range rep.Misses {
+		if m.Query.NoAnswer() {
+			fmt.Fprintf(out, "  line %d: %q\n    want noMatch\n    got  %s\n", m.Query.Line, m.Query.Query, strings.Join(m.Top, ", "))
+			continue
+		}
 		rank := "not in top 10"
 		if m.Rank > 0 {
 			rank = fmt.Sprintf("rank %d", m.Rank)

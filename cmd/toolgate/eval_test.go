@@ -77,7 +77,7 @@ func TestEvalJSON(t *testing.T) {
 			if err := json.Unmarshal([]byte(lines[0]), &got); err != nil {
 				t.Fatal(err)
 			}
-			wantKeys := []string{"hit@1", "hit@10", "hit@5", "mrr@10", "ndcg@10", "recall@10", "recall@5"}
+			wantKeys := []string{"hit@1", "hit@10", "hit@5", "mrr@10", "ndcg@10", "recall@10", "recall@5", "false_abstain_rate", "abstainLostHit@1"}
 			wantQueries := 3
 			if groups {
 				wantKeys = append(wantKeys, "groupRecall@10", "groupRecall@5")
@@ -154,7 +154,8 @@ func TestEvalErrors(t *testing.T) {
 		usage bool
 		want  string
 	}{
-		{"no files", evalFlags{mode: "all"}, true, "needs --tools and --queries"},
+		{"no files", evalFlags{mode: "all"}, true, "needs --tools and either --queries or --exact-names"},
+		{"queries and exact names", evalFlags{tools: tp, queries: qp, exactNames: true, mode: "bm25"}, true, "either --queries or --exact-names"},
 		{"bad mode", evalFlags{tools: tp, queries: qp, mode: "fast"}, true, `--mode "fast"`},
 		{"bad norm", evalFlags{tools: tp, queries: qp, mode: "bm25", vectorNorm: "log"}, true, "--vector-norm"},
 		{"negative limit", evalFlags{tools: tp, queries: qp, mode: "bm25", limitQueries: -1}, true, "--limit-queries"},
@@ -200,5 +201,64 @@ func TestEvalAllModes(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"bm25", "vector", "hybrid", "rrf"}, modes); diff != "" {
 		t.Errorf("modes (-want +got):\n%s", diff)
+	}
+}
+
+// --no-answer adds another file's queries as no-answer queries: the table
+// and the JSON gain the abstain rate, and the ranking metrics stay those of
+// the answerable queries.
+func TestEvalNoAnswer(t *testing.T) {
+	tp, qp := writeBench(t, false)
+	foreign := filepath.Join(t.TempDir(), "foreign.jsonl")
+	if err := os.WriteFile(foreign, []byte(`{"query": "book a flight to Paris", "relevant": ["air__book"]}
+{"query": "weather in Oslo tomorrow", "relevant": ["wx__forecast"]}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	f := &evalFlags{tools: tp, queries: qp, noAnswer: foreign, mode: "bm25", json: true}
+	if err := runEval(context.Background(), evalGlobals(t), f, &out); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Queries int                `json:"queries"`
+		Metrics map[string]float64 `json:"metrics"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	// Neither foreign query shares a word with the catalog: both abstain.
+	if got.Queries != 5 || got.Metrics["abstain_rate"] != 1 || got.Metrics["hit@1"] == 0 {
+		t.Errorf("queries %d, metrics %v: want 5 queries, abstain_rate 1 and the answerable queries' hit@1", got.Queries, got.Metrics)
+	}
+	out.Reset()
+	f.json = false
+	if err := runEval(context.Background(), evalGlobals(t), f, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"5 queries (3 answerable, 2 no-answer)", "FalseAbst", "Abstain"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// --exact-names asks for every tool by its bare name and its ID.
+func TestEvalExactNames(t *testing.T) {
+	tp, _ := writeBench(t, false)
+	var out bytes.Buffer
+	if err := runEval(context.Background(), evalGlobals(t), &evalFlags{tools: tp, exactNames: true, mode: "bm25", json: true}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Dataset string             `json:"dataset"`
+		Queries int                `json:"queries"`
+		Metrics map[string]float64 `json:"metrics"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Dataset != "tiny (exact names)" || got.Queries != 8 || got.Metrics["hit@1"] != 1 {
+		t.Errorf("got %+v, want 8 queries (4 names, 4 IDs) at hit@1 1", got)
 	}
 }

@@ -61,6 +61,7 @@ type searchOutput struct {
 	Query   string           `json:"query"`
 	Mode    search.Mode      `json:"mode"`
 	Tools   []searchToolJSON `json:"tools"`
+	NoMatch bool             `json:"noMatch,omitempty"`
 	Warning string           `json:"warning,omitempty"`
 }
 
@@ -72,6 +73,7 @@ type searchToolJSON struct {
 	Score       float64         `json:"score"`
 	Keyword     float64         `json:"keyword"`
 	Vector      float64         `json:"vector"`
+	Confidence  float64         `json:"confidence"`
 }
 
 func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout, stderr io.Writer) error {
@@ -128,11 +130,12 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 		return err
 	}
 	out.Mode = res.Mode
+	out.NoMatch = res.NoMatch
 	out.Tools = []searchToolJSON{}
 	for _, h := range res.Hits {
 		out.Tools = append(out.Tools, searchToolJSON{
 			Name: h.Tool.ID(), Server: h.Tool.Server, Description: h.Tool.Description,
-			InputSchema: h.Tool.InputSchema, Score: h.Score, Keyword: h.Keyword, Vector: h.Vector,
+			InputSchema: h.Tool.InputSchema, Score: h.Score, Keyword: h.Keyword, Vector: h.Vector, Confidence: h.Confidence,
 		})
 	}
 	if f.json {
@@ -152,12 +155,15 @@ func printSearch(w io.Writer, out searchOutput, filtered bool) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "#\tSCORE\tKEYWORD\tVECTOR\tTOOL\tDESCRIPTION\n")
+	fmt.Fprintf(tw, "#\tSCORE\tKEYWORD\tVECTOR\tCONF\tTOOL\tDESCRIPTION\n")
 	for i, t := range out.Tools {
-		fmt.Fprintf(tw, "%d\t%.3f\t%.3f\t%.3f\t%s\t%s\n", i+1, t.Score, t.Keyword, t.Vector, t.Name, oneLine(t.Description, 70))
+		fmt.Fprintf(tw, "%d\t%.3f\t%.3f\t%.3f\t%.2f\t%s\t%s\n", i+1, t.Score, t.Keyword, t.Vector, t.Confidence, t.Name, oneLine(t.Description, 70))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "mode: %s\n", out.Mode)
+	if out.NoMatch {
+		fmt.Fprintln(w, "no match: no tool reaches the minimum confidence; these are only the closest")
+	}
 }
 
 func hasServer(ix *index.Index, server string) bool {

@@ -516,3 +516,15 @@ func (h *scoredHeap) Pop() interface{} {
 	*h = old[:len(old)-1]
 	return x
 }
+
+// Vector returns tool id's embedding (a row of the index: do not modify it).
+func (ix *Index) Vector(id string) ([]float32, bool) {
+	i, ok := ix.byID[id]
+	if !ok || ix.vecs == nil {
+		return nil, false
+	}
+	return ix.vecs[i*ix.dim : (i+1)*ix.dim : (i+1)*ix.dim], true
+}
+
+// Dot is the dot product of two vectors as Scan and Cosine compute it.
+func Dot(a, b []float32) float64 { return float64(dot(a, b)) }

@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/toolgate/toolgate/index"
@@ -25,22 +26,44 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 	text := strings.TrimSpace(q.Text)
 	n := ix.Len()
 
-	kwAll, err := ix.Keyword(text, n, q.Server)
+	lm := e.learnedFor(ix)
+	var extra *index.ExtraField
+	if lm != nil {
+		extra = lm.extra
+	}
+	kwRes, err := ix.KeywordAll(text, q.Server, extra)
 	if err != nil {
 		return Result{}, err
 	}
+	kwAll := kwRes.Top(n)
 	var vecAll []index.Scored
 	var qvec []float32
+	var learnedIDs []string
 	if mode.needsVectors() {
 		vecs, err := e.emb.Embed(ctx, []string{text})
 		if err != nil {
 			return Result{}, err
 		}
-		qvec = vecs[0]
+		qvec = lm.query(vecs[0])
 		vecAll = ix.Nearest(qvec, n, q.Server)
 		if vecAll == nil {
 			return Result{}, fmt.Errorf("no vectors")
 		}
+		// Learned tools rank by their blended vectors.
+		for i, s := range vecAll {
+			if c, ok := lm.cosine(ix, qvec, s.ID); ok {
+				vecAll[i].Score = c
+			}
+		}
+		slices.SortStableFunc(vecAll, func(a, b index.Scored) int {
+			if a.Score != b.Score {
+				if a.Score > b.Score {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
 	}
 	kw := signal{top: kwAll}
 	if !mode.needsVectors() {
@@ -56,10 +79,31 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 		// The catalog's cosine sum is the query's dot product with the
 		// catalog's vector sum (index.TestScanMatchesNearest holds it to
 		// the cosines added up one by one).
-		vec = signal{top: vecAll, n: len(vecAll), sum: ix.CosineSum(qvec, q.Server)}
+		// The catalog's cosine sum, each learned tool's plain cosine
+		// swapped for its blended one (in ID order, as Search adds them).
+		sum := ix.CosineSum(qvec, q.Server)
+		for _, s := range vecAll {
+			if lm != nil && lm.vecs[s.ID] != nil {
+				learnedIDs = append(learnedIDs, s.ID)
+			}
+		}
+		slices.Sort(learnedIDs)
+		for _, id := range learnedIDs {
+			plain, _ := ix.Cosine(qvec, id)
+			sum += index.Dot(lm.vecs[id], qvec) - plain
+		}
+		vec = signal{top: vecAll, n: len(vecAll), sum: sum}
+	}
+	// The tools the query names come first; the whole lists hold their
+	// scores already.
+	var exactIDs []string
+	for _, row := range s.names.get(ix).match(text) {
+		if t := ix.Tools()[row]; q.Server == "" || t.Server == q.Server {
+			exactIDs = append(exactIDs, t.ID())
+		}
 	}
 	var hits []Hit
-	for _, r := range e.rank(mode, kw, vec, limit) {
+	for _, r := range e.rankExact(mode, kw, vec, limit, exactIDs) {
 		t, _ := ix.Tool(r.id)
 		hits = append(hits, Hit{Tool: t, Score: r.score, Keyword: r.keyword, Vector: r.vector, BM25: r.bm25, Cosine: r.cosine})
 	}

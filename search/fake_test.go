@@ -11,13 +11,12 @@ import (
 // hashEmbedder is a deterministic stand-in for MiniLM in unit tests: a
 // hashed bag of words projected to 384 dimensions and L2-normalised. It is
 // never used for the golden figures.
-type hashEmbedder struct{ calls int }
+type hashEmbedder struct{}
 
 func (hashEmbedder) ModelID() string { return "test/hash-bow" }
 func (hashEmbedder) Dim() int        { return 384 }
 
 func (h *hashEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
-	h.calls++
 	out := make([][]float32, len(texts))
 	for i, t := range texts {
 		v := make([]float32, 384)

@@ -126,3 +126,37 @@ func brief(r search.Result) []scored {
 	}
 	return out
 }
+
+// staticUsage is a fixed set of learned pairs.
+type staticUsage []search.UsagePair
+
+func (u staticUsage) Generation() uint64        { return 1 }
+func (u staticUsage) Pairs() []search.UsagePair { return u }
+
+// With learned pairs (blended vectors, the learned keyword field, the
+// query shift) the pruned search still equals the whole-catalog one.
+func TestPrunedMatchesWholeLearned(t *testing.T) {
+	tools := indextest.Catalog(1200, indextest.Seed)
+	emb := &hashEmbedder{}
+	ix := build(t, tools, emb)
+	qs := indextest.Queries(tools, 40, indextest.Seed)
+	var usage staticUsage
+	var texts []string
+	for i, q := range qs {
+		if i%2 == 0 {
+			// Learned: the query led to a tool near its relevant one.
+			usage = append(usage, search.UsagePair{Query: q.Text, Tool: tools[(i*37)%len(tools)].ID(), Weight: 1})
+			continue
+		}
+		texts = append(texts, q.Text)
+	}
+	if raceEnabled {
+		texts = texts[:4]
+	}
+	e := search.New(ix, emb, &search.Options{Usage: usage})
+	defer e.Close()
+	if err := e.RefreshLearned(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	comparePruned(t, e, texts, []string{"", tools[0].Server}, []int{1, 5, 50})
+}

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/toolgate/toolgate/index"
@@ -98,6 +99,9 @@ type Options struct {
 	// needs for the answer not to be NoMatch. Default
 	// DefaultMinConfidence; negative: never NoMatch.
 	MinConfidence float64
+	// Usage, when set, supplies the learned (query, tool) pairs the
+	// ranking learns from (see learned.go); nil ranks zero-shot.
+	Usage Usage
 	// Logger receives degraded-mode notices; nil discards.
 	Logger *slog.Logger
 }
@@ -197,6 +201,15 @@ type Engine struct {
 	opts     Options
 	log      *slog.Logger
 	degraded atomic.Bool // last reported; the log says it once per change
+
+	// The learned model of the current index and pairs, rebuilt off the
+	// search path by one goroutine at a time (see refreshLearned).
+	learned    atomic.Pointer[learnedModel]
+	refreshMu  sync.Mutex
+	refreshing bool
+	refreshWG  sync.WaitGroup
+	stop       context.Context
+	stopCancel context.CancelFunc
 }
 
 // New returns an Engine over ix (which it now owns and closes). emb embeds
@@ -216,6 +229,7 @@ func New(ix *index.Index, emb index.Embedder, opts *Options) *Engine {
 		o.VectorNorm = NormMean
 	}
 	e := &Engine{emb: emb, opts: o, log: o.Logger}
+	e.stop, e.stopCancel = context.WithCancel(context.Background())
 	e.cur.Store(newSnapshot(ix))
 	e.reportDegraded()
 	return e
@@ -252,6 +266,8 @@ func (e *Engine) Swap(ix *index.Index) {
 // Close releases the current index; it is closed once running searches
 // return. The Engine must not be used afterwards.
 func (e *Engine) Close() error {
+	e.stopCancel()
+	e.refreshWG.Wait()
 	if old := e.cur.Swap(nil); old != nil {
 		old.release(e.log)
 	}
@@ -381,8 +397,13 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		kwDepth = n // the keyword mean needs every score
 	}
 	var kw signal
+	lm := e.learnedFor(ix)
+	var extra *index.ExtraField
+	if lm != nil {
+		extra = lm.extra
+	}
 	_, span := st.start(ctx, stageKeyword)
-	kwRes, kwErr := ix.KeywordAll(text, q.Server, nil)
+	kwRes, kwErr := ix.KeywordAll(text, q.Server, extra)
 	if kwErr == nil {
 		kw.top = kwRes.Top(kwDepth)
 	}
@@ -408,9 +429,11 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		return Result{}, fmt.Errorf("keyword search: %w", kwErr)
 	}
 	var vec signal
+	qorig := qvec
 	if qvec != nil {
 		_, span := st.start(ctx, stageVector)
-		vs := ix.Scan(qvec, vecDepth, q.Server)
+		qvec = lm.query(qvec)
+		vs := lm.scanLearned(ix, qvec, vecDepth, q.Server)
 		span.End()
 		vec = signal{top: vs.Top, sum: vs.Sum, n: vs.N}
 		kw.n = max(kw.n, vs.N)
@@ -418,7 +441,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	_, span = st.start(ctx, stageFuse)
 	defer span.End()
 	if qvec != nil {
-		e.fillMissing(ix, kwRes, qvec, mode, &kw, &vec)
+		e.fillMissing(ix, lm, kwRes, qvec, mode, &kw, &vec)
 	}
 	exact := s.names.get(ix).match(text)
 	var exactIDs []string
@@ -436,7 +459,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 			kw.extra[id] = b
 		}
 		if qvec != nil {
-			if c, ok := ix.Cosine(qvec, id); ok {
+			if c, ok := lm.cosine(ix, qvec, id); ok {
 				if vec.extra == nil {
 					vec.extra = make(map[string]float64)
 				}
@@ -452,7 +475,13 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 			continue
 		}
 		h := Hit{Tool: t, Score: r.score, Keyword: r.keyword, Vector: r.vector, BM25: r.bm25, Cosine: r.cosine, Exact: r.exact, Coverage: kwRes.Coverage(r.id)}
-		h.Confidence = confidence(h.Cosine, h.Coverage, qvec != nil, h.Exact)
+		// Confidence was calibrated on the query as written: its cosine
+		// with the tool's (learned) vector, not the shifted query's.
+		var c float64
+		if qorig != nil {
+			c, _ = lm.cosine(ix, qorig, r.id)
+		}
+		h.Confidence = confidence(c, h.Coverage, qorig != nil, h.Exact)
 		hits = append(hits, h)
 	}
 	res := Result{Hits: hits, Mode: mode, Known: kwRes.Known(), NoMatch: e.opts.MinConfidence >= 0}
@@ -467,7 +496,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 // fillMissing gives each candidate of one signal that the other signal's
 // top lacks its exact score in that other signal: a keyword candidate its
 // cosine, a vector candidate its BM25F score (every tool's is in kwRes).
-func (e *Engine) fillMissing(ix *index.Index, kwRes *index.KeywordResult, qvec []float32, mode Mode, kw, vec *signal) {
+func (e *Engine) fillMissing(ix *index.Index, lm *learnedModel, kwRes *index.KeywordResult, qvec []float32, mode Mode, kw, vec *signal) {
 	pool := e.opts.Candidates
 	if mode == ModeVector {
 		pool = len(vec.top)
@@ -485,7 +514,7 @@ func (e *Engine) fillMissing(ix *index.Index, kwRes *index.KeywordResult, qvec [
 			if inVec[s.ID] {
 				continue
 			}
-			if c, ok := ix.Cosine(qvec, s.ID); ok {
+			if c, ok := lm.cosine(ix, qvec, s.ID); ok {
 				if vec.extra == nil {
 					vec.extra = make(map[string]float64)
 				}

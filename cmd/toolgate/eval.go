@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/learn"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -28,6 +29,7 @@ type evalFlags struct {
 	json, misses   bool
 	exactNames     bool
 	noAnswer       string
+	learnFrom      string
 	minConfidence  float64
 	limitQueries   int
 	candidates     int
@@ -66,6 +68,7 @@ with metrics as fractions 0–1.`,
 	fl.BoolVar(&f.misses, "misses", false, "list the queries with no relevant tool in the top 5, and what came first")
 	fl.BoolVar(&f.exactNames, "exact-names", false, "instead of --queries, ask for each tool by its bare name and by its server__tool ID (exact names rank first: Hit@1 should be 1)")
 	fl.StringVar(&f.noAnswer, "no-answer", "", "also ask the queries of this file (bench JSONL, e.g. another catalog's) as no-answer queries: their right answer is noMatch")
+	fl.StringVar(&f.learnFrom, "learn-from", "", "learn from this log of (query, relevant tools) in the queries format before evaluating, as if each query had led to its tools (it must share no query with --queries)")
 	fl.Float64Var(&f.minConfidence, "min-confidence", 0, fmt.Sprintf("confidence the best hit needs for the answer not to be noMatch (default %v; negative: never noMatch)", search.DefaultMinConfidence))
 	fl.IntVar(&f.limitQueries, "limit-queries", 0, "use only the first N queries (0: all)")
 	fl.IntVar(&f.candidates, "candidates", 0, fmt.Sprintf("top-N of each signal fused by hybrid and rrf (default %d)", search.DefaultCandidates))
@@ -201,8 +204,25 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		}
 		log.Info("queries embedded", "queries", len(qs), "took", time.Since(start).Round(time.Millisecond))
 	}
-	eng := search.New(ix, emb, &search.Options{Candidates: f.candidates, KeywordNorm: kn, VectorNorm: vn, MinConfidence: f.minConfidence, Logger: log})
+	var usage search.Usage
+	if f.learnFrom != "" {
+		store, err := learnFromLog(f.learnFrom, qs, tools)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		usage = store
+	}
+	eng := search.New(ix, emb, &search.Options{Candidates: f.candidates, KeywordNorm: kn, VectorNorm: vn, MinConfidence: f.minConfidence, Usage: usage, Logger: log})
 	defer eng.Close()
+	if usage != nil {
+		if err := eng.RefreshLearned(ctx); err != nil {
+			return fmt.Errorf("learn from %s: %w", f.learnFrom, err)
+		}
+		if f.dataset == "" {
+			dataset += " (usage-tuned)"
+		}
+	}
 
 	var reports []search.Report
 	var skipped []string
@@ -312,4 +332,46 @@ func writeMisses(out io.Writer, rep search.Report) {
 		}
 		fmt.Fprintf(out, "  line %d: %q\n    want %s (%s)\n    got  %s\n", m.Query.Line, m.Query.Query, strings.Join(m.Query.Relevant, ", "), rank, strings.Join(m.Top, ", "))
 	}
+}
+
+// learnFromLog loads a queries-format log into an in-memory learned-pairs
+// store, every (query, relevant tool) pair recorded once. A log that
+// shares a query with the evaluated ones is refused: a figure whose
+// evaluation queries were also learned measures memory, not learning.
+func learnFromLog(path string, eval []search.BenchQuery, tools []catalog.Tool) (*learn.Store, error) {
+	logQs, err := search.LoadQueries(path)
+	if err != nil {
+		return nil, err
+	}
+	asked := make(map[string]bool, len(eval))
+	for _, q := range eval {
+		asked[strings.Join(strings.Fields(q.Query), " ")] = true
+	}
+	defs := make(map[string]catalog.Tool, len(tools))
+	for _, t := range tools {
+		defs[t.ID()] = t
+	}
+	var pairs []learn.Pair
+	shared := 0
+	for _, q := range logQs {
+		if asked[strings.Join(strings.Fields(q.Query), " ")] {
+			shared++
+			continue
+		}
+		for _, id := range q.Relevant {
+			pairs = append(pairs, learn.Pair{Query: q.Query, Tool: id})
+		}
+	}
+	if shared > 0 {
+		return nil, usageError{fmt.Errorf("--learn-from %s shares %d queries with --queries: learn from one half of a query set and evaluate the other (scripts/split-queries.py)", path, shared)}
+	}
+	store, err := learn.Open("", &learn.Options{InMemory: true})
+	if err != nil {
+		return nil, err
+	}
+	if err := store.Add(pairs, defs); err != nil {
+		store.Close()
+		return nil, err
+	}
+	return store, nil
 }

@@ -1,0 +1,585 @@
+// Package learn owns what toolgate learns from use: the (query, tool) pairs
+// recorded when a session runs a tool that a recent search returned. They
+// live in a Badger store in the data folder (learn/), survive restarts and
+// re-indexes, age (a pair's weight halves every HalfLife since it was last
+// seen), are capped per tool, and are forgotten on request (Reset) or when
+// the tool's definition changes materially (Sync). The ranker reads them
+// through search.Usage; a Store implements it and the gateway's Learner.
+//
+// Only the query text, the tool's namespaced name, how often and when the
+// pair was seen, and the tool's document text at the first record are
+// stored. Nothing leaves the machine.
+package learn
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/search"
+)
+
+// Limits on what the store keeps.
+const (
+	// MaxQueriesPerTool caps the distinct queries kept per tool (the least
+	// recently seen go first): one tool's learned text and centroid stay
+	// bounded, whatever the traffic.
+	MaxQueriesPerTool = 64
+	// MaxQueryLen caps a stored query's length in bytes.
+	MaxQueryLen = 500
+	// DefaultHalfLife is Options.HalfLife's default.
+	DefaultHalfLife = 90 * 24 * time.Hour
+	// minWeight: a pair whose weight fell below this (about five half-lives
+	// unseen) is deleted.
+	minWeight = 0.03
+	// materialChange: a tool whose document's words overlap the recorded
+	// one's by less than this (Jaccard) changed materially; its pairs go.
+	materialChange = 0.6
+)
+
+// Options configure Open. Nil means defaults.
+type Options struct {
+	// InMemory keeps the store in memory only (dir is ignored): for eval
+	// and tests.
+	InMemory bool
+	// HalfLife is how long a pair takes to lose half its weight since it
+	// was last seen. Default DefaultHalfLife.
+	HalfLife time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	// Logger receives record failures and Badger's warnings; nil discards.
+	Logger *slog.Logger
+}
+
+// Store holds the learned pairs. It is safe for concurrent use.
+type Store struct {
+	db       *badger.DB
+	halfLife time.Duration
+	now      func() time.Time
+	log      *slog.Logger
+
+	gen atomic.Uint64 // bumped on every change
+
+	mu    sync.Mutex
+	pairs []search.UsagePair // cached Pairs() of generation cacheGen
+	cache uint64
+}
+
+var _ search.Usage = (*Store)(nil)
+
+// ErrBusy is returned by Open when another process holds the store (a
+// running toolgate serve).
+var ErrBusy = errors.New("learned-pairs store in use by another toolgate process")
+
+// Key layout: format marker, pairs, tool documents.
+var keyFormat = []byte("f")
+
+const (
+	storeFormat = "1"
+	pfxPair     = "p/" // p/<tool ID>\x00<query> → value
+	pfxDoc      = "d/" // d/<tool ID> → the tool's document text when first recorded
+)
+
+// value of a pair: count (uint32), first and last seen (unix seconds).
+type pairValue struct {
+	count       uint32
+	first, last int64
+}
+
+func (v pairValue) encode() []byte {
+	b := make([]byte, 20)
+	binary.LittleEndian.PutUint32(b, v.count)
+	binary.LittleEndian.PutUint64(b[4:], uint64(v.first))
+	binary.LittleEndian.PutUint64(b[12:], uint64(v.last))
+	return b
+}
+
+func decodePair(b []byte) (pairValue, error) {
+	if len(b) != 20 {
+		return pairValue{}, fmt.Errorf("pair value of %d bytes, want 20", len(b))
+	}
+	return pairValue{
+		count: binary.LittleEndian.Uint32(b),
+		first: int64(binary.LittleEndian.Uint64(b[4:])),
+		last:  int64(binary.LittleEndian.Uint64(b[12:])),
+	}, nil
+}
+
+func pairKey(tool, query string) []byte { return []byte(pfxPair + tool + "\x00" + query) }
+
+func splitPairKey(k []byte) (tool, query string, ok bool) {
+	s := strings.TrimPrefix(string(k), pfxPair)
+	tool, query, ok = strings.Cut(s, "\x00")
+	return tool, query, ok
+}
+
+// Open opens (or creates) the store in dir.
+func Open(dir string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.HalfLife <= 0 {
+		o.HalfLife = DefaultHalfLife
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	bo := badger.DefaultOptions(dir).
+		WithInMemory(o.InMemory).
+		WithLogger(badgerLogger{o.Logger}).
+		WithMemTableSize(4 << 20).
+		WithValueThreshold(4 << 10).
+		WithNumMemtables(2).
+		WithValueLogFileSize(16 << 20).
+		WithBlockCacheSize(4 << 20).
+		WithNumCompactors(2).
+		WithMetricsEnabled(false)
+	if o.InMemory {
+		bo = bo.WithDir("").WithValueDir("")
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("learned pairs: %w", err)
+	}
+	db, err := badger.Open(bo)
+	if err != nil {
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return nil, fmt.Errorf("%w: %s (stop toolgate serve first)", ErrBusy, dir)
+		}
+		return nil, fmt.Errorf("open learned pairs %s: %w", dir, err)
+	}
+	s := &Store{db: db, halfLife: o.HalfLife, now: o.Now, log: o.Logger}
+	if err := s.checkFormat(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("learned pairs %s: %w (delete the folder to start over)", dir, err)
+	}
+	if _, err := s.prune(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.gen.Store(1)
+	return s, nil
+}
+
+func (s *Store) checkFormat() error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		item, err := txn.Get(keyFormat)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return txn.Set(keyFormat, []byte(storeFormat))
+		}
+		if err != nil {
+			return err
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		if string(v) != storeFormat {
+			return fmt.Errorf("format %q, this toolgate reads %q", v, storeFormat)
+		}
+		return nil
+	})
+}
+
+// Close closes the store.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Generation changes whenever the pairs do (search.Usage).
+func (s *Store) Generation() uint64 { return s.gen.Load() }
+
+// normQuery is how a query is stored: trimmed, inner space collapsed, at
+// most MaxQueryLen bytes (cut at a rune boundary).
+func normQuery(q string) string {
+	q = strings.Join(strings.Fields(q), " ")
+	if len(q) > MaxQueryLen {
+		q = strings.ToValidUTF8(q[:MaxQueryLen], "")
+	}
+	return q
+}
+
+// Record notes that query led to tool being run; tool is its definition
+// now (its document text is kept to notice a later material change). It is
+// the gateway's Learner: failures are logged, never returned to a caller.
+func (s *Store) Record(query string, tool catalog.Tool) {
+	if err := s.Add([]Pair{{Query: query, Tool: tool.ID()}}, map[string]catalog.Tool{tool.ID(): tool}); err != nil {
+		s.log.Warn("learned pair not recorded", "tool", tool.ID(), "err", err)
+	}
+}
+
+// Pair is one (query, tool) pair to add.
+type Pair struct {
+	Query string
+	Tool  string // server__tool
+}
+
+// Add records pairs, seen now (a pair already stored counts once more).
+// defs, when it holds a pair's tool, gives the definition to keep for it.
+func (s *Store) Add(pairs []Pair, defs map[string]catalog.Tool) error {
+	now := s.now().Unix()
+	touched := map[string]bool{}
+	err := s.db.Update(func(txn *badger.Txn) error {
+		for _, p := range pairs {
+			q := normQuery(p.Query)
+			if q == "" {
+				continue
+			}
+			if _, _, err := catalog.SplitID(p.Tool); err != nil {
+				return err
+			}
+			k := pairKey(p.Tool, q)
+			v := pairValue{count: 1, first: now, last: now}
+			item, err := txn.Get(k)
+			switch {
+			case err == nil:
+				b, err := item.ValueCopy(nil)
+				if err != nil {
+					return err
+				}
+				old, err := decodePair(b)
+				if err != nil {
+					return err
+				}
+				v.count, v.first = old.count+1, old.first
+			case !errors.Is(err, badger.ErrKeyNotFound):
+				return err
+			}
+			if err := txn.Set(k, v.encode()); err != nil {
+				return err
+			}
+			if t, ok := defs[p.Tool]; ok {
+				dk := []byte(pfxDoc + p.Tool)
+				if _, err := txn.Get(dk); errors.Is(err, badger.ErrKeyNotFound) {
+					if err := txn.Set(dk, []byte(catalog.DocumentText(t))); err != nil {
+						return err
+					}
+				} else if err != nil {
+					return err
+				}
+			}
+			touched[p.Tool] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record learned pairs: %w", err)
+	}
+	for tool := range touched {
+		if err := s.capTool(tool); err != nil {
+			return err
+		}
+	}
+	if len(touched) > 0 {
+		s.gen.Add(1)
+	}
+	return nil
+}
+
+// capTool deletes tool's least recently seen queries beyond
+// MaxQueriesPerTool.
+func (s *Store) capTool(tool string) error {
+	type kv struct {
+		key  []byte
+		last int64
+	}
+	var all []kv
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte(pfxPair + tool + "\x00")})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			b, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			v, err := decodePair(b)
+			if err != nil {
+				return err
+			}
+			all = append(all, kv{it.Item().KeyCopy(nil), v.last})
+		}
+		return nil
+	})
+	if err != nil || len(all) <= MaxQueriesPerTool {
+		return err
+	}
+	slices.SortStableFunc(all, func(a, b kv) int { return int(b.last - a.last) })
+	return s.db.Update(func(txn *badger.Txn) error {
+		for _, e := range all[MaxQueriesPerTool:] {
+			if err := txn.Delete(e.key); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// weight of a pair seen last at unix time last.
+func (s *Store) weight(last int64) float64 {
+	age := s.now().Sub(time.Unix(last, 0))
+	if age < 0 {
+		age = 0
+	}
+	return math.Exp2(-float64(age) / float64(s.halfLife))
+}
+
+// Pairs returns every stored pair with its decayed weight, in key order
+// (search.Usage). Repeats of a pair make it more recent, not heavier: the
+// ranking counts distinct queries.
+func (s *Store) Pairs() []search.UsagePair {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gen := s.gen.Load()
+	if s.pairs != nil && s.cache == gen {
+		return s.pairs
+	}
+	out := []search.UsagePair{}
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte(pfxPair)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			tool, q, ok := splitPairKey(it.Item().Key())
+			if !ok {
+				continue
+			}
+			b, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			v, err := decodePair(b)
+			if err != nil {
+				return err
+			}
+			out = append(out, search.UsagePair{Query: q, Tool: tool, Weight: s.weight(v.last)})
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Warn("learned pairs unreadable; ranking without them", "err", err)
+		return nil
+	}
+	s.pairs, s.cache = out, gen
+	return out
+}
+
+// Stats counts the stored pairs and the tools they name.
+func (s *Store) Stats() (pairs, tools int) {
+	seen := map[string]bool{}
+	for _, p := range s.Pairs() {
+		seen[p.Tool] = true
+	}
+	return len(s.Pairs()), len(seen)
+}
+
+// Reset forgets every pair, or only those of server's tools when server is
+// set, and returns how many it deleted.
+func (s *Store) Reset(server string) (int, error) {
+	prefixes := [][]byte{[]byte(pfxPair), []byte(pfxDoc)}
+	if server != "" {
+		prefixes = [][]byte{[]byte(pfxPair + server + catalog.Sep), []byte(pfxDoc + server + catalog.Sep)}
+	}
+	n, err := s.deletePrefixes(prefixes, true)
+	if err != nil {
+		return 0, fmt.Errorf("forget learned pairs: %w", err)
+	}
+	s.gen.Add(1)
+	return n, nil
+}
+
+// deletePrefixes deletes every key under the prefixes and returns how many
+// pair keys went.
+func (s *Store) deletePrefixes(prefixes [][]byte, countPairs bool) (int, error) {
+	var keys [][]byte
+	n := 0
+	err := s.db.View(func(txn *badger.Txn) error {
+		for _, p := range prefixes {
+			it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: p})
+			for it.Rewind(); it.Valid(); it.Next() {
+				k := it.Item().KeyCopy(nil)
+				keys = append(keys, k)
+				if countPairs && strings.HasPrefix(string(k), pfxPair) {
+					n++
+				}
+			}
+			it.Close()
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, s.deleteKeys(keys)
+}
+
+func (s *Store) deleteKeys(keys [][]byte) error {
+	for len(keys) > 0 {
+		wb := s.db.NewWriteBatch()
+		for _, k := range keys[:min(len(keys), 1000)] {
+			if err := wb.Delete(k); err != nil {
+				wb.Cancel()
+				return err
+			}
+		}
+		if err := wb.Flush(); err != nil {
+			return err
+		}
+		keys = keys[min(len(keys), 1000):]
+	}
+	return nil
+}
+
+// prune deletes pairs whose weight decayed below minWeight.
+func (s *Store) prune() (int, error) {
+	var keys [][]byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte(pfxPair)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			b, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			v, err := decodePair(b)
+			if err != nil {
+				return err
+			}
+			if s.weight(v.last) < minWeight {
+				keys = append(keys, it.Item().KeyCopy(nil))
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = s.deleteKeys(keys)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("prune learned pairs: %w", err)
+	}
+	if len(keys) > 0 {
+		s.gen.Add(1)
+	}
+	return len(keys), nil
+}
+
+// Sync compares the catalog's tools with the definitions recorded with
+// their pairs, forgets the pairs of every tool whose document text changed
+// materially (word overlap below 60 %), records the definition of tools
+// that have pairs but none yet, and deletes pairs that decayed away. Tools
+// absent from the catalog keep their pairs: a server that is down or
+// removed for a while comes back with what was learned. It returns the
+// tools whose pairs were dropped.
+func (s *Store) Sync(tools []catalog.Tool) ([]string, error) {
+	if _, err := s.prune(); err != nil {
+		return nil, err
+	}
+	byID := make(map[string]catalog.Tool, len(tools))
+	for _, t := range tools {
+		byID[t.ID()] = t
+	}
+	withPairs := map[string]bool{}
+	for _, p := range s.Pairs() {
+		withPairs[p.Tool] = true
+	}
+	var dropped []string
+	missing := map[string]string{}
+	err := s.db.View(func(txn *badger.Txn) error {
+		for id := range withPairs {
+			t, ok := byID[id]
+			if !ok {
+				continue
+			}
+			item, err := txn.Get([]byte(pfxDoc + id))
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				missing[id] = catalog.DocumentText(t)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			was, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if overlap(string(was), catalog.DocumentText(t)) < materialChange {
+				dropped = append(dropped, id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sync learned pairs: %w", err)
+	}
+	slices.Sort(dropped)
+	for _, id := range dropped {
+		if _, err := s.deletePrefixes([][]byte{[]byte(pfxPair + id + "\x00"), []byte(pfxDoc + id)}, false); err != nil {
+			return nil, fmt.Errorf("forget pairs of %s: %w", id, err)
+		}
+		s.log.Info("tool definition changed; its learned queries are forgotten", "tool", id)
+	}
+	if len(missing) > 0 {
+		err := s.db.Update(func(txn *badger.Txn) error {
+			for id, text := range missing {
+				if err := txn.Set([]byte(pfxDoc+id), []byte(text)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sync learned pairs: %w", err)
+		}
+	}
+	if len(dropped) > 0 {
+		s.gen.Add(1)
+	}
+	return dropped, nil
+}
+
+// overlap is the Jaccard overlap of two texts' lower-case word sets.
+func overlap(a, b string) float64 {
+	words := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+			m[w] = true
+		}
+		return m
+	}
+	wa, wb := words(a), words(b)
+	if len(wa) == 0 && len(wb) == 0 {
+		return 1
+	}
+	inter := 0
+	for w := range wa {
+		if wb[w] {
+			inter++
+		}
+	}
+	return float64(inter) / float64(len(wa)+len(wb)-inter)
+}
+
+type badgerLogger struct{ l *slog.Logger }
+
+func (b badgerLogger) Errorf(f string, a ...any) {
+	b.l.Warn("learned pairs: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+func (b badgerLogger) Warningf(f string, a ...any) {
+	b.l.Warn("learned pairs: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+func (b badgerLogger) Infof(f string, a ...any) {
+	b.l.Debug("learned pairs: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+func (b badgerLogger) Debugf(f string, a ...any) {
+	b.l.Debug("learned pairs: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+}

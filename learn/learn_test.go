@@ -1,0 +1,184 @@
+package learn
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/index/catalog"
+)
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func open(t *testing.T, dir string, c *clock) *Store {
+	t.Helper()
+	s, err := Open(dir, &Options{InMemory: dir == "", Now: c.now, HalfLife: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+var (
+	readFile = catalog.Tool{Server: "fs", Name: "read_file", Description: "Read the complete contents of a file from the file system."}
+	issue    = catalog.Tool{Server: "github", Name: "create_issue", Description: "Open a new issue in a GitHub repository."}
+)
+
+func pairsOf(s *Store) map[string]float64 {
+	out := map[string]float64{}
+	for _, p := range s.Pairs() {
+		out[p.Tool+" | "+p.Query] = p.Weight
+	}
+	return out
+}
+
+func TestRecordPairsAndDecay(t *testing.T) {
+	c := &clock{time.Unix(1_700_000_000, 0)}
+	s := open(t, "", c)
+	defer s.Close()
+	g0 := s.Generation()
+	s.Record("  read   my notes file ", readFile)
+	s.Record("read my notes file", readFile) // the same query again: not a second pair
+	s.Record("file a bug", issue)
+	if s.Generation() == g0 {
+		t.Error("generation unchanged after Record")
+	}
+	got := pairsOf(s)
+	if len(got) != 2 || got["fs__read_file | read my notes file"] != 1 || got["github__create_issue | file a bug"] != 1 {
+		t.Fatalf("pairs %v", got)
+	}
+	c.t = c.t.Add(24 * time.Hour)
+	s.Record("file a bug", issue) // seen again: weight back to 1
+	got = pairsOf(s)
+	if w := got["fs__read_file | read my notes file"]; math.Abs(w-0.5) > 1e-9 {
+		t.Errorf("a pair unseen for one half-life weighs %v, want 0.5", w)
+	}
+	if w := got["github__create_issue | file a bug"]; w != 1 {
+		t.Errorf("a pair seen again weighs %v, want 1", w)
+	}
+	// Six half-lives unseen: the pair is deleted at the next Sync.
+	c.t = c.t.Add(6 * 24 * time.Hour)
+	if _, err := s.Sync(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := pairsOf(s); len(got) != 0 {
+		t.Errorf("decayed pairs kept: %v", got)
+	}
+}
+
+// One tool keeps at most MaxQueriesPerTool queries, the most recent.
+func TestCapPerTool(t *testing.T) {
+	c := &clock{time.Unix(1_700_000_000, 0)}
+	s := open(t, "", c)
+	defer s.Close()
+	for i := range MaxQueriesPerTool + 6 {
+		c.t = c.t.Add(time.Minute)
+		if err := s.Add([]Pair{{Query: fmt.Sprintf("query number %d", i), Tool: readFile.ID()}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := pairsOf(s)
+	if len(got) != MaxQueriesPerTool {
+		t.Fatalf("%d pairs kept, want %d", len(got), MaxQueriesPerTool)
+	}
+	for i := range 6 {
+		if _, ok := got[fmt.Sprintf("fs__read_file | query number %d", i)]; ok {
+			t.Errorf("oldest query %d kept", i)
+		}
+	}
+	if err := s.Add([]Pair{{Query: "x", Tool: "not-namespaced"}}, nil); err == nil {
+		t.Error("a tool name without server__ accepted")
+	}
+}
+
+func TestResetAndServerReset(t *testing.T) {
+	s := open(t, "", &clock{time.Unix(1_700_000_000, 0)})
+	defer s.Close()
+	s.Record("read my notes", readFile)
+	s.Record("file a bug", issue)
+	n, err := s.Reset("github")
+	if err != nil || n != 1 {
+		t.Fatalf("Reset(github) = %d, %v; want 1", n, err)
+	}
+	if got := pairsOf(s); len(got) != 1 || got["fs__read_file | read my notes"] == 0 {
+		t.Errorf("after Reset(github): %v", got)
+	}
+	if n, err := s.Reset(""); err != nil || n != 1 {
+		t.Fatalf("Reset() = %d, %v; want 1", n, err)
+	}
+	if got := pairsOf(s); len(got) != 0 {
+		t.Errorf("after Reset: %v", got)
+	}
+}
+
+// A tool whose description is rewritten loses its pairs; a small edit and
+// a tool missing from the catalog keep theirs.
+func TestSyncMaterialChange(t *testing.T) {
+	s := open(t, "", &clock{time.Unix(1_700_000_000, 0)})
+	defer s.Close()
+	s.Record("read my notes", readFile)
+	s.Record("file a bug", issue)
+	edited := readFile
+	edited.Description = "Read the complete contents of a file from the file system, as text."
+	dropped, err := s.Sync([]catalog.Tool{edited})
+	if err != nil || len(dropped) != 0 {
+		t.Fatalf("Sync after a small edit dropped %v (%v)", dropped, err)
+	}
+	rewritten := readFile
+	rewritten.Description = "Delete a branch and every commit only it holds."
+	g := s.Generation()
+	dropped, err = s.Sync([]catalog.Tool{rewritten})
+	if err != nil || len(dropped) != 1 || dropped[0] != "fs__read_file" {
+		t.Fatalf("Sync after a rewrite dropped %v (%v), want fs__read_file", dropped, err)
+	}
+	if s.Generation() == g {
+		t.Error("generation unchanged after dropping pairs")
+	}
+	if got := pairsOf(s); len(got) != 1 || got["github__create_issue | file a bug"] == 0 {
+		t.Errorf("after Sync: %v (the absent tool keeps its pair)", got)
+	}
+	// The rewritten tool starts over: its new definition is recorded.
+	s.Record("delete the old branch", rewritten)
+	if dropped, _ := s.Sync([]catalog.Tool{rewritten}); len(dropped) != 0 {
+		t.Errorf("new definition dropped again: %v", dropped)
+	}
+}
+
+// Pairs survive closing and reopening; a second process is refused.
+func TestPersistsAndBusy(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "learn")
+	c := &clock{time.Unix(1_700_000_000, 0)}
+	s := open(t, dir, c)
+	s.Record("read my notes", readFile)
+	if _, err := Open(dir, nil); !errors.Is(err, ErrBusy) {
+		t.Errorf("second Open: %v, want ErrBusy", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir, c)
+	defer s.Close()
+	if got := pairsOf(s); got["fs__read_file | read my notes"] != 1 {
+		t.Errorf("after reopening: %v", got)
+	}
+}
+
+func TestOverlap(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want float64
+	}{
+		{"read a file", "Read a FILE.", 1},
+		{"read a file", "write a file", 0.5},
+		{"", "", 1},
+	} {
+		if got := overlap(tt.a, tt.b); got != tt.want {
+			t.Errorf("overlap(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}

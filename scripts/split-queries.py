@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""Split a queries.jsonl file into two halves for learning from use.
+
+    scripts/split-queries.py QUERIES.jsonl OUTDIR
+
+writes OUTDIR/half-a.jsonl and OUTDIR/half-b.jsonl. A line goes to half a
+when the SHA-256 of its query text (trimmed) is even, to half b otherwise:
+the split is random-like, fixed, and the same whatever the order of the
+file. Then learn from one half and evaluate the other, both ways:
+
+    toolgate eval --tools T.jsonl --queries OUTDIR/half-b.jsonl --learn-from OUTDIR/half-a.jsonl
+    toolgate eval --tools T.jsonl --queries OUTDIR/half-a.jsonl --learn-from OUTDIR/half-b.jsonl
+"""
+import hashlib
+import json
+import os
+import sys
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__.strip())
+    src, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    halves = {"a": [], "b": []}
+    with open(src, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                q = json.loads(line)["query"].strip()
+            except (ValueError, KeyError, AttributeError) as e:
+                sys.exit(f"{src}:{n}: not a query line: {e}")
+            h = int(hashlib.sha256(q.encode("utf-8")).hexdigest(), 16)
+            halves["a" if h % 2 == 0 else "b"].append(line if line.endswith("\n") else line + "\n")
+    for name, lines in halves.items():
+        with open(os.path.join(out, f"half-{name}.jsonl"), "w", encoding="utf-8") as f:
+            f.writelines(lines)
+        print(f"{os.path.join(out, f'half-{name}.jsonl')}: {len(lines)} queries")
+
+
+if __name__ == "__main__":
+    main()

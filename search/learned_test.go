@@ -1,0 +1,109 @@
+package search_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/internal/testenv"
+	"github.com/toolgate/toolgate/learn"
+	"github.com/toolgate/toolgate/search"
+)
+
+// Learned pairs change the ranking; forgetting them restores the zero-shot
+// ranking exactly, hit for hit and bit for bit.
+func TestLearningAndResetRestoresZeroShot(t *testing.T) {
+	ctx := context.Background()
+	emb := &hashEmbedder{}
+	store, err := learn.Open("", &learn.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	e := search.New(build(t, testCatalog, emb), emb, &search.Options{Usage: store})
+	defer e.Close()
+	queries := []string{"note down what I found", "read a file", "save my work", "list my stuff"}
+	run := func() []search.Result {
+		t.Helper()
+		if err := e.RefreshLearned(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var out []search.Result
+		for _, q := range queries {
+			for _, mode := range search.Modes {
+				r, err := e.Search(ctx, search.Query{Text: q, Mode: mode, Limit: 8})
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	zeroShot := run()
+
+	// "note down what I found" led to memory__create_entities, twice
+	// phrased: learning brings it first.
+	entities := testCatalog[3]
+	store.Record("note down what I found", entities)
+	store.Record("jot down what I found out", entities)
+	store.Record("save my work to disk", testCatalog[1])
+	learned := run()
+	if got := learned[2].Hits[0].Tool.ID(); got != entities.ID() { // hybrid, first query
+		t.Errorf("after learning, %q ranks %s first, want %s", queries[0], got, entities.ID())
+	}
+	if cmp.Equal(zeroShot, learned) {
+		t.Fatal("learning changed nothing")
+	}
+
+	if _, err := store.Reset(""); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(zeroShot, run()); d != "" {
+		t.Errorf("after Reset the ranking is not the zero-shot one (-zero-shot +after reset):\n%s", d)
+	}
+}
+
+// blockingUsage holds Pairs until released, like a slow store.
+type blockingUsage struct {
+	release chan struct{}
+	once    sync.Once
+	gen     uint64
+	pairs   []search.UsagePair
+}
+
+func (u *blockingUsage) Generation() uint64 { return u.gen }
+func (u *blockingUsage) Pairs() []search.UsagePair {
+	<-u.release
+	return u.pairs
+}
+
+// Searches never wait for the learned model: while it is being built they
+// rank zero-shot, and the model applies once it is ready.
+func TestSearchDoesNotWaitForLearning(t *testing.T) {
+	ctx := context.Background()
+	emb := &hashEmbedder{}
+	u := &blockingUsage{release: make(chan struct{}), gen: 1, pairs: []search.UsagePair{
+		{Query: "note down what I found", Tool: testCatalog[3].ID(), Weight: 1},
+	}}
+	e := search.New(build(t, testCatalog, emb), emb, &search.Options{Usage: u})
+	defer e.Close()
+	defer u.once.Do(func() { close(u.release) })
+	zero := search.New(build(t, testCatalog, emb), emb, nil)
+	defer zero.Close()
+	want, _ := zero.Search(ctx, search.Query{Text: "note down what I found"})
+	got, err := e.Search(ctx, search.Query{Text: "note down what I found"}) // starts the build, which blocks
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("while learning is built the ranking is not zero-shot:\n%s", d)
+	}
+	u.once.Do(func() { close(u.release) })
+	testenv.Eventually(t, "the learned model applies", func() bool {
+		r, err := e.Search(ctx, search.Query{Text: "note down what I found"})
+		return err == nil && len(r.Hits) > 0 && r.Hits[0].Tool.ID() == testCatalog[3].ID()
+	})
+}

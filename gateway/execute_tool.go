@@ -66,6 +66,11 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if msg != "" {
 		return toolError("execute_tool %s: the arguments do not match the tool's inputSchema: %s. Fix the arguments (the schema is in search_tools' result) and call again.", a.Name, msg), nil
 	}
+	if g.recent != nil {
+		if q := g.recent.ran(sessionKey(req.Session), a.Name); q != "" {
+			g.opts.Learner.Record(q, tool)
+		}
+	}
 	cctx, cspan := g.callSpan(ctx, tool.Server, tool.Name)
 	res, err := g.caller.CallTool(cctx, tool.Server, tool.Name, args)
 	endCall(cspan, CallOutcome(res, err))

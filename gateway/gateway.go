@@ -79,6 +79,10 @@ type Options struct {
 	// their stages) as spans that continue the client's trace; nil = no
 	// spans.
 	TracerProvider trace.TracerProvider
+	// Learner, if set, is told when a session runs a tool that one of its
+	// recent searches returned (learning from use); the gateway then
+	// remembers each session's last searches. Nil learns nothing.
+	Learner Learner
 }
 
 // Gateway is the MCP server with the two tools. One Gateway serves any number
@@ -91,6 +95,7 @@ type Gateway struct {
 	server   *mcp.Server
 	schemas  schemaCache
 	tracer   trace.Tracer // nil = no spans
+	recent   *recent      // nil without a Learner
 }
 
 // New returns a gateway over s and c.
@@ -112,6 +117,9 @@ func New(s Searcher, c Caller, opts *Options) *Gateway {
 	g.log = g.opts.Logger
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
+	}
+	if g.opts.Learner != nil {
+		g.recent = newRecent(nil)
 	}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: g.opts.Name, Version: g.opts.Version}, &mcp.ServerOptions{
 		Instructions: "This gateway fronts many MCP servers. Call search_tools with a short description of what you want to do, " +

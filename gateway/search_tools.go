@@ -136,6 +136,13 @@ func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*
 			Unavailable: g.unavailable(h.Tool.Server),
 		})
 	}
+	if g.recent != nil {
+		ids := make([]string, len(out.Tools))
+		for i, t := range out.Tools {
+			ids[i] = t.Name
+		}
+		g.recent.searched(sessionKey(req.Session), a.Query, ids)
+	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: renderSearch(a.Query, out)}},
 		StructuredContent: out,

@@ -122,9 +122,21 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 			fmt.Fprintf(stderr, "toolgate: warning: no server %q in the index\n", f.server)
 		}
 	}
+	// What serve learned from use ranks here too, unless serve holds the
+	// store right now.
+	var usage search.Usage
+	if store, err := openLearnStore(g, nil); err == nil {
+		defer store.Close()
+		usage = store
+	} else if !f.json {
+		fmt.Fprintf(stderr, "toolgate: note: ranking without the learned pairs: %v\n", err)
+	}
 	// Degraded mode is already reported above (or was asked for with --mode bm25).
-	eng := search.New(ix, emb, nil)
+	eng := search.New(ix, emb, &search.Options{Usage: usage})
 	defer eng.Close()
+	if err := eng.RefreshLearned(ctx); err != nil {
+		fmt.Fprintf(stderr, "toolgate: note: ranking without the learned pairs: %v\n", err)
+	}
 	res, err := eng.Search(ctx, search.Query{Text: q, Limit: f.limit, Server: f.server, Mode: mode})
 	if err != nil {
 		return err

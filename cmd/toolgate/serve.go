@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/metrics"
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/search"
@@ -151,12 +152,33 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 	defer g.stop.Close("embedding cache", embCloser.Close)
 
+	// Learning from use: the learned pairs the ranking reads and the
+	// gateway records; closed last (the engine's rebuilds stop first).
+	var usage search.Usage
+	var learner gateway.Learner
+	var indexed func([]catalog.Tool)
+	if cfg.Toolgate.Learn.LearnEnabled() {
+		store, err := openLearnStore(g, log)
+		if err != nil {
+			log.Warn("learning from use is off for this run", "err", err)
+		} else {
+			defer store.Close()
+			usage, learner = store, store
+			indexed = func(tools []catalog.Tool) {
+				if _, err := store.Sync(tools); err != nil {
+					log.Warn("learned pairs not checked against the catalog", "err", err)
+				}
+			}
+		}
+	}
+
 	// The runtime loop: warm start (it opens the last run's index now),
 	// catalog sync with the pool, config reloads (file watch and SIGHUP).
 	lv := live.New(index.Dir(g.DataDir()), cfg, &live.Options{
 		Logger:     log,
 		Embedder:   emb,
-		Search:     &search.Options{Mode: mode, KeywordWeight: s.KeywordWeight, VectorWeight: s.VectorWeight},
+		Search:     &search.Options{Mode: mode, KeywordWeight: s.KeywordWeight, VectorWeight: s.VectorWeight, MinConfidence: minConfidence(s.MinConfidence), Usage: usage},
+		Indexed:    indexed,
 		ConfigPath: f.config,
 		ConfigData: data,
 		Reload:     hup,
@@ -198,6 +220,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		MaxLimit:       s.MaxLimit,
 		Unavailable:    pool.Unavailable,
 		TracerProvider: tracing.Provider(),
+		Learner:        learner,
 	})
 
 	log.Info("gateway ready", "servers", len(cfg.Servers()), "tools", lv.Stats().CatalogTools, "warm", warm, "startup", time.Since(start).Round(time.Millisecond))
@@ -234,6 +257,18 @@ func cacheStats(emb index.Embedder) func() (int64, int64) {
 		st := c.Stats()
 		return st.Hits, st.Misses
 	}
+}
+
+// minConfidence maps toolgate.search.minConfidence onto search.Options:
+// unset is search's default, 0 never answers noMatch.
+func minConfidence(c *float64) float64 {
+	switch {
+	case c == nil:
+		return 0
+	case *c == 0:
+		return -1
+	}
+	return *c
 }
 
 // The loop is the gateway's Searcher.

@@ -146,6 +146,7 @@ type Settings struct {
 	Restart Restart `json:"restart,omitzero"`
 
 	Search SearchSettings `json:"search,omitzero"`
+	Learn  LearnSettings  `json:"learn,omitzero"`
 	Embed  EmbedSettings  `json:"embed,omitzero"`
 	HTTP   HTTPSettings   `json:"http,omitzero"`
 	// Telemetry exports traces (off unless an endpoint is set here or in
@@ -166,7 +167,20 @@ type SearchSettings struct {
 	VectorWeight  float64 `json:"vectorWeight,omitzero"`
 	DefaultLimit  int     `json:"defaultLimit,omitzero"` // 0 = gateway.DefaultLimit (at most MaxLimit)
 	MaxLimit      int     `json:"maxLimit,omitzero"`     // 0 = gateway.MaxLimit (at least DefaultLimit)
+	// MinConfidence is the confidence (0 to 1) the best hit needs for a
+	// search not to answer "noMatch"; nil = search.DefaultMinConfidence,
+	// 0 = never answer noMatch.
+	MinConfidence *float64 `json:"minConfidence,omitempty"`
 }
+
+// LearnSettings configure learning from use (package learn).
+type LearnSettings struct {
+	// Enabled records (query, tool) pairs and ranks with them; nil = on.
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// LearnEnabled reports whether learning from use is on (the default).
+func (l LearnSettings) LearnEnabled() bool { return l.Enabled == nil || *l.Enabled }
 
 // EmbedSettings choose the embedding model files and runtime.
 type EmbedSettings struct {

@@ -9,8 +9,9 @@ import (
 
 // The keys of the toolgate section, per level. Unknown keys are errors.
 var (
-	settingsKeys  = []string{"connectTimeout", "callTimeout", "maxConcurrentConnects", "restart", "search", "embed", "http", "telemetry", "dataDir"}
-	searchKeys    = []string{"mode", "keywordWeight", "vectorWeight", "defaultLimit", "maxLimit"}
+	settingsKeys  = []string{"connectTimeout", "callTimeout", "maxConcurrentConnects", "restart", "search", "learn", "embed", "http", "telemetry", "dataDir"}
+	searchKeys    = []string{"mode", "keywordWeight", "vectorWeight", "defaultLimit", "maxLimit", "minConfidence"}
+	learnKeys     = []string{"enabled"}
 	embedKeys     = []string{"variant", "modelDir", "ortLib", "threads"}
 	httpKeys      = []string{"addr", "allowedOrigins", "allowedHosts", "maxBodyBytes"}
 	restartKeys   = []string{"delays", "stableAfter"}
@@ -73,6 +74,16 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 	}
 	s.Search.DefaultLimit = int(sd.int("defaultLimit"))
 	s.Search.MaxLimit = int(sd.int("maxLimit"))
+	if sd.has("minConfidence") {
+		v := sd.float("minConfidence")
+		s.Search.MinConfidence = &v
+	}
+
+	ld := d.object("learn", learnKeys)
+	if ld.has("enabled") {
+		v := ld.bool("enabled")
+		s.Learn.Enabled = &v
+	}
 
 	ed := d.object("embed", embedKeys)
 	s.Embed.Variant = ed.string("variant")
@@ -143,6 +154,9 @@ func (s *Settings) validate() []*FieldError {
 		if !inUnit(w.v) || math.IsNaN(w.v) {
 			bad(w.field, "%v is out of range: use a weight from 0 to 1", w.v)
 		}
+	}
+	if c := s.Search.MinConfidence; c != nil && (!inUnit(*c) || math.IsNaN(*c)) {
+		bad("search.minConfidence", "%v is out of range: use a confidence from 0 to 1 (0 never answers noMatch; leave it out for the default)", *c)
 	}
 	if l := s.Search.MaxLimit; l < 0 || l > maxSearchLimit {
 		bad("search.maxLimit", "%d is out of range: use 1 to %d (or leave it out for the default)", l, maxSearchLimit)

@@ -110,6 +110,11 @@ type Options struct {
 	// again every StorageRetry (default DefaultStorageRetry).
 	Storage      Storage
 	StorageRetry time.Duration
+	// Indexed, if set, is called with the catalog of every index the loop
+	// starts serving (the first, then each re-index), on the loop's
+	// goroutine: `toolgate serve` checks the learned pairs against the
+	// tools' definitions there.
+	Indexed func(tools []catalog.Tool)
 }
 
 func (o *Options) withDefaults() Options {
@@ -297,7 +302,7 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 		}
 	}
 	l.eng.Store(search.New(ix, l.opts.Embedder, l.opts.Search))
-	l.swapped(ix.Len(), inMemory)
+	l.swapped(ix, inMemory)
 
 	ctx, l.cancel = context.WithCancel(ctx)
 	l.wg.Add(1)

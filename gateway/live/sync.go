@@ -83,15 +83,19 @@ func (l *Loop) syncLoop(ctx context.Context) {
 			continue
 		}
 		l.eng.Load().Swap(ix)
-		l.swapped(ix.Len(), inMemory)
+		l.swapped(ix, inMemory)
 	}
 }
 
-// swapped counts an index that is now served.
-func (l *Loop) swapped(tools int, inMemory bool) {
+// swapped tells Options.Indexed of an index that is now served, then
+// counts it (so that what Indexed did is done when the count moves).
+func (l *Loop) swapped(ix *index.Index, inMemory bool) {
+	if l.opts.Indexed != nil {
+		l.opts.Indexed(ix.Tools())
+	}
 	l.update(func(s *Stats) {
 		s.CatalogGeneration++
-		s.CatalogTools = tools
+		s.CatalogTools = ix.Len()
 		s.IndexInMemory = inMemory
 		l.settled(s)
 	})

@@ -1,0 +1,134 @@
+package gateway
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/index/catalog"
+)
+
+// Learner records that a search led to a call: the query of a recent
+// search_tools in the session, and the tool (as the catalog has it) that
+// the session then ran with execute_tool. The learned-pairs store (package
+// learn) implements it. Record must not block for long: it runs on the
+// execute_tool path.
+type Learner interface {
+	Record(query string, tool catalog.Tool)
+}
+
+// Limits of what the gateway remembers of each session's searches.
+const (
+	// recentSearches per session are matched against its calls.
+	recentSearches = 8
+	// recentFor is how long a search counts as recent.
+	recentFor = 10 * time.Minute
+	// maxSessions bounds the sessions remembered (the least recently
+	// active is forgotten first).
+	maxSessions = 1024
+)
+
+// recent remembers each session's last searches: the query and the tools
+// it returned. It is the only per-session state of the gateway, and only
+// exists when a Learner is set.
+type recent struct {
+	mu       sync.Mutex
+	now      func() time.Time
+	sessions map[string]*sessionSearches
+}
+
+type sessionSearches struct {
+	last     time.Time
+	searches []pastSearch // oldest first
+}
+
+type pastSearch struct {
+	at    time.Time
+	query string
+	tools []string // IDs returned, not yet run
+}
+
+func newRecent(now func() time.Time) *recent {
+	if now == nil {
+		now = time.Now
+	}
+	return &recent{now: now, sessions: map[string]*sessionSearches{}}
+}
+
+// sessionKey names a client session: its MCP session ID, else (stdio, or
+// HTTP clients that send none) the session itself. A stateless HTTP client
+// without session IDs gets a new session per request, so its calls are
+// never matched to its searches: nothing is recorded for it.
+func sessionKey(ss *mcp.ServerSession) string {
+	if ss == nil {
+		return ""
+	}
+	if id := ss.ID(); id != "" {
+		return "id:" + id
+	}
+	return "ptr:" + ptrString(ss)
+}
+
+// searched remembers that session key searched query and got tools.
+func (r *recent) searched(key, query string, tools []string) {
+	if len(tools) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	s := r.sessions[key]
+	if s == nil {
+		if len(r.sessions) >= maxSessions {
+			r.evictOldest()
+		}
+		s = &sessionSearches{}
+		r.sessions[key] = s
+	}
+	s.last = now
+	s.searches = append(s.searches, pastSearch{at: now, query: query, tools: slices.Clone(tools)})
+	if len(s.searches) > recentSearches {
+		s.searches = s.searches[len(s.searches)-recentSearches:]
+	}
+}
+
+// ran returns the query of the latest recent search of session key that
+// returned tool, and forgets that it did (a second call of the tool after
+// the same search is not a second pair); "" when none did.
+func (r *recent) ran(key, tool string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.sessions[key]
+	if s == nil {
+		return ""
+	}
+	now := r.now()
+	s.last = now
+	for i := len(s.searches) - 1; i >= 0; i-- {
+		p := &s.searches[i]
+		if now.Sub(p.at) > recentFor {
+			break
+		}
+		if j := slices.Index(p.tools, tool); j >= 0 {
+			p.tools = slices.Delete(p.tools, j, j+1)
+			return p.query
+		}
+	}
+	return ""
+}
+
+func (r *recent) evictOldest() {
+	var oldest string
+	var at time.Time
+	for k, s := range r.sessions {
+		if oldest == "" || s.last.Before(at) {
+			oldest, at = k, s.last
+		}
+	}
+	delete(r.sessions, oldest)
+}
+
+func ptrString(p any) string { return fmt.Sprintf("%p", p) }

@@ -1,0 +1,91 @@
+package gateway
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/index/catalog"
+)
+
+type fakeLearner struct {
+	mu    sync.Mutex
+	pairs []string
+}
+
+func (f *fakeLearner) Record(query string, tool catalog.Tool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pairs = append(f.pairs, query+" → "+tool.ID())
+}
+
+func (f *fakeLearner) got() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.pairs...)
+}
+
+// A call is recorded with the query of the session's recent search that
+// returned the tool; a tool no search returned, a second call after the
+// same search and a call from another session are not.
+func TestLearnerRecordsSearchThenCall(t *testing.T) {
+	g, fs := newTestGateway(t, nil)
+	l := &fakeLearner{}
+	g = New(fs, g.caller, &Options{Learner: l})
+	a, b := connect(t, g), connect(t, g)
+
+	if res := call(t, a, SearchToolName, map[string]any{"query": "make a note", "limit": 2}); res.IsError {
+		t.Fatal(text(res))
+	}
+	// The fake searcher returns memory__create_entities and filesystem__list_directory.
+	run := func(name string, args map[string]any) {
+		t.Helper()
+		res := call(t, a, ExecuteToolName, map[string]any{"name": name, "arguments": args})
+		if res.IsError {
+			t.Fatalf("%s: %s", name, text(res))
+		}
+	}
+	run("memory__create_entities", map[string]any{"entities": []any{}})
+	run("memory__create_entities", map[string]any{"entities": []any{}}) // again: no second pair
+	run("everything__add", map[string]any{"a": 1, "b": 2})              // not returned by the search
+	if res := call(t, b, ExecuteToolName, map[string]any{"name": "filesystem__list_directory", "arguments": map[string]any{"path": "/"}}); res.IsError {
+		t.Fatal(text(res)) // session b never searched
+	}
+	if d := cmp.Diff([]string{"make a note → memory__create_entities"}, l.got()); d != "" {
+		t.Errorf("recorded pairs (-want +got):\n%s", d)
+	}
+}
+
+// Searches older than recentFor, or beyond the last recentSearches, do not
+// count; sessions beyond maxSessions forget the least recently active.
+func TestRecentSearches(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	r := newRecent(func() time.Time { return now })
+	r.searched("s", "old query", []string{"a__x"})
+	now = now.Add(recentFor + time.Second)
+	if q := r.ran("s", "a__x"); q != "" {
+		t.Errorf("a search older than %s matched: %q", recentFor, q)
+	}
+	for i := range recentSearches + 1 {
+		tool := "a__x"
+		if i > 0 {
+			tool = "a__y"
+		}
+		r.searched("s", "query", []string{tool})
+	}
+	if q := r.ran("s", "a__x"); q != "" {
+		t.Errorf("a search beyond the last %d matched", recentSearches)
+	}
+	if q := r.ran("s", "a__y"); q != "query" {
+		t.Errorf("ran = %q, want the latest search's query", q)
+	}
+	for i := range maxSessions + 1 {
+		now = now.Add(time.Millisecond)
+		r.searched(string(rune('A'+i%26))+string(rune(i)), "q", []string{"a__z"})
+	}
+	if len(r.sessions) > maxSessions {
+		t.Errorf("%d sessions remembered, want at most %d", len(r.sessions), maxSessions)
+	}
+}

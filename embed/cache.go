@@ -322,6 +322,23 @@ func empty(txn *badger.Txn) bool {
 	return !it.Valid()
 }
 
+// QueryPrefix and DocumentPrefix are the wrapped model's (see
+// Embedder.QueryPrefix), or "" when it has none.
+func (c *Cached) QueryPrefix() string {
+	if p, ok := c.inner.(interface{ QueryPrefix() string }); ok {
+		return p.QueryPrefix()
+	}
+	return ""
+}
+
+// DocumentPrefix: see QueryPrefix.
+func (c *Cached) DocumentPrefix() string {
+	if p, ok := c.inner.(interface{ DocumentPrefix() string }); ok {
+		return p.DocumentPrefix()
+	}
+	return ""
+}
+
 // ModelID is the wrapped model's id.
 func (c *Cached) ModelID() string { return c.id }
 

@@ -80,13 +80,17 @@ type Embedder struct {
 	paths    Paths
 	modelID  string
 	modelSHA string
-	tok      *tokenizer
-	batch    int
-	useTypes bool // the model has a token_type_ids input
-	inputs   []string
-	output   string
-	pool     chan *ort.DynamicAdvancedSession
-	counter  struct {
+	// From the manifest's model entry: how token vectors become a text
+	// vector, and the prefixes of queries and documents.
+	pooling          string
+	qPrefix, dPrefix string
+	tok              *tokenizer
+	batch            int
+	useTypes         bool // the model has a token_type_ids input
+	inputs           []string
+	output           string
+	pool             chan *ort.DynamicAdvancedSession
+	counter          struct {
 		once sync.Once
 		tok  *tokenizer
 		err  error
@@ -181,6 +185,13 @@ func New(opts *Options) (*Embedder, error) {
 		modelID:  fmt.Sprintf("%s/%s@%s", ModelName, p.Variant, sum[:12]),
 		batch:    o.BatchSize,
 		log:      log,
+		pooling:  models.PoolingMean,
+	}
+	if spec := models.Manifest().Model; spec.Name == ModelName {
+		if spec.Pooling != "" {
+			e.pooling = spec.Pooling
+		}
+		e.qPrefix, e.dPrefix = spec.QueryPrefix, spec.DocumentPrefix
 	}
 	if err := e.inspect(); err != nil {
 		return nil, err
@@ -408,8 +419,39 @@ func (e *Embedder) run(ctx context.Context, batch [][]int64) ([][]float32, error
 	if len(oshape) != 3 || oshape[0] != int64(n) || oshape[1] != int64(seq) || oshape[2] != Dim {
 		return nil, fmt.Errorf("model output %q has shape %v, want [%d %d %d]", e.output, oshape, n, seq, Dim)
 	}
+	if e.pooling == models.PoolingCLS {
+		return clsNormalize(hidden.GetData(), n, seq, Dim), nil
+	}
 	return meanPoolNormalize(hidden.GetData(), maskData, n, seq, Dim), nil
 }
+
+// clsNormalize takes each text's first token vector ([CLS]) and scales it
+// to unit length (bge-style pooling).
+func clsNormalize(hidden []float32, n, seq, dim int) [][]float32 {
+	out := make([][]float32, n)
+	for i := range n {
+		row := hidden[i*seq*dim : i*seq*dim+dim]
+		var norm float64
+		for _, x := range row {
+			norm += float64(x) * float64(x)
+		}
+		norm = max(math.Sqrt(norm), 1e-12)
+		v := make([]float32, dim)
+		for k, x := range row {
+			v[k] = float32(float64(x) / norm)
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// QueryPrefix is what the model wants before a search query (the
+// manifest's query_prefix; "" for all-MiniLM-L6-v2).
+func (e *Embedder) QueryPrefix() string { return e.qPrefix }
+
+// DocumentPrefix is what the model wants before a document (the manifest's
+// document_prefix; "" for all-MiniLM-L6-v2).
+func (e *Embedder) DocumentPrefix() string { return e.dPrefix }
 
 // meanPoolNormalize averages token vectors where mask is 1 and scales each
 // result to unit length (sentence-transformers' Pooling + Normalize).

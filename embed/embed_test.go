@@ -397,3 +397,18 @@ func TestManifestPins(t *testing.T) {
 		t.Errorf("TokenizersVersion = %q", TokenizersVersion)
 	}
 }
+
+// CLS pooling takes each text's first token vector, at unit length.
+func TestCLSNormalize(t *testing.T) {
+	// Two texts, three tokens, dimension 2.
+	hidden := []float32{3, 4, 9, 9, 9, 9 /* text 0 */, 0, 2, 1, 1, 1, 1 /* text 1 */}
+	got := clsNormalize(hidden, 2, 3, 2)
+	want := [][]float32{{0.6, 0.8}, {0, 1}}
+	for i := range want {
+		for k := range want[i] {
+			if d := got[i][k] - want[i][k]; d > 1e-6 || d < -1e-6 {
+				t.Fatalf("clsNormalize = %v, want %v", got, want)
+			}
+		}
+	}
+}

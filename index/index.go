@@ -40,6 +40,24 @@ type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
+// DocumentPrefix is what emb's model wants before a document (see
+// embed.Embedder.DocumentPrefix; "" when it says nothing).
+func DocumentPrefix(emb Embedder) string {
+	if p, ok := emb.(interface{ DocumentPrefix() string }); ok {
+		return p.DocumentPrefix()
+	}
+	return ""
+}
+
+// QueryPrefix is what emb's model wants before a search query ("" when it
+// says nothing).
+func QueryPrefix(emb Embedder) string {
+	if p, ok := emb.(interface{ QueryPrefix() string }); ok {
+		return p.QueryPrefix()
+	}
+	return ""
+}
+
 // Options tune Build, Ensure and Open. A nil *Options means defaults.
 type Options struct {
 	Logger    *slog.Logger          // nil = discard
@@ -292,7 +310,7 @@ func embedAll(ctx context.Context, tools []catalog.Tool, emb Embedder, opts *Opt
 		end := min(start+bs, len(tools))
 		texts := make([]string, 0, end-start)
 		for _, t := range tools[start:end] {
-			texts = append(texts, catalog.DocumentText(t))
+			texts = append(texts, DocumentPrefix(emb)+catalog.DocumentText(t))
 		}
 		out, err := emb.Embed(ctx, texts)
 		if err != nil {

@@ -44,13 +44,30 @@ type ManifestFile struct {
 
 // ModelSpec describes one model: its variants and files.
 type ModelSpec struct {
-	Name           string              `json:"name"`
-	Dim            int                 `json:"dim"`
-	MaxSeqLength   int                 `json:"max_seq_length"`
+	Name         string `json:"name"`
+	Dim          int    `json:"dim"`
+	MaxSeqLength int    `json:"max_seq_length"`
+	// Pooling turns the model's token vectors into one text vector:
+	// "mean" (the mask-weighted mean, sentence-transformers' default; also
+	// when empty) or "cls" (the first token's). The vector is then scaled
+	// to unit length.
+	Pooling string `json:"pooling"`
+	// QueryPrefix and DocumentPrefix are prepended to a search query and
+	// to a tool's document text before embedding, for models trained with
+	// them (bge's "Represent this sentence for searching relevant
+	// passages: "); empty for all-MiniLM-L6-v2.
+	QueryPrefix    string              `json:"query_prefix,omitempty"`
+	DocumentPrefix string              `json:"document_prefix,omitempty"`
 	DefaultVariant string              `json:"default_variant"`
 	Variants       map[string]Variant  `json:"variants"`
 	Files          map[string]FileSpec `json:"files"`
 }
+
+// Poolings of ModelSpec.Pooling.
+const (
+	PoolingMean = "mean"
+	PoolingCLS  = "cls"
+)
 
 // Variant names the files one variant of the model needs (keys of Files).
 type Variant struct {
@@ -150,6 +167,9 @@ func (m *ManifestFile) validate() error {
 	}
 	if len(m.Model.Variants) == 0 {
 		return fmt.Errorf("model.variants: none")
+	}
+	if p := m.Model.Pooling; p != "" && p != PoolingMean && p != PoolingCLS {
+		return fmt.Errorf("model.pooling %q: want %q or %q", p, PoolingMean, PoolingCLS)
 	}
 	if _, ok := m.Model.Variants[m.Model.DefaultVariant]; !ok {
 		return fmt.Errorf("model.default_variant %q: not in model.variants", m.Model.DefaultVariant)

@@ -82,6 +82,7 @@ func TestParseManifestErrors(t *testing.T) {
 	}{
 		{"schema", func(v map[string]any) { v["schema"] = 2 }, "schema 2"},
 		{"model name with slash", func(v map[string]any) { v["model"].(map[string]any)["name"] = "a/b" }, "model.name"},
+		{"unknown pooling", func(v map[string]any) { v["model"].(map[string]any)["pooling"] = "max" }, `model.pooling "max": want "mean" or "cls"`},
 		{"default variant unknown", func(v map[string]any) { v["model"].(map[string]any)["default_variant"] = "fp16" }, "model.default_variant"},
 		{"variant names a missing file", func(v map[string]any) {
 			v["model"].(map[string]any)["variants"].(map[string]any)["int8"] = map[string]any{"model": "nope.onnx", "tokenizer": "tokenizer.json"}

@@ -478,7 +478,7 @@ func WarmQueries(ctx context.Context, emb index.Embedder, qs []BenchQuery) error
 	const batch = 64
 	texts := make([]string, 0, batch)
 	for i, q := range qs {
-		texts = append(texts, strings.TrimSpace(q.Query))
+		texts = append(texts, index.QueryPrefix(emb)+strings.TrimSpace(q.Query))
 		if len(texts) == batch || i == len(qs)-1 {
 			if _, err := emb.Embed(ctx, texts); err != nil {
 				return fmt.Errorf("embed queries: %w", err)

@@ -40,7 +40,7 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 	var qvec []float32
 	var learnedIDs []string
 	if mode.needsVectors() {
-		vecs, err := e.emb.Embed(ctx, []string{text})
+		vecs, err := e.emb.Embed(ctx, []string{index.QueryPrefix(e.emb) + text})
 		if err != nil {
 			return Result{}, err
 		}

@@ -188,7 +188,11 @@ func buildLearned(ctx context.Context, ix *index.Index, emb index.Embedder, gen 
 func embedBatched(ctx context.Context, emb index.Embedder, texts []string) ([][]float32, error) {
 	out := make([][]float32, 0, len(texts))
 	for start := 0; start < len(texts); start += 64 {
-		vs, err := emb.Embed(ctx, texts[start:min(start+64, len(texts))])
+		batch := slices.Clone(texts[start:min(start+64, len(texts))])
+		for i := range batch {
+			batch[i] = index.QueryPrefix(emb) + batch[i]
+		}
+		vs, err := emb.Embed(ctx, batch)
 		if err != nil {
 			return nil, err
 		}

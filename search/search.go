@@ -366,7 +366,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 			embc = make(chan embedded, 1)
 			go func() {
 				ectx, span := st.start(ctx, stageEmbed)
-				vecs, err := e.emb.Embed(ectx, []string{text})
+				vecs, err := e.emb.Embed(ectx, []string{index.QueryPrefix(e.emb) + text})
 				span.End()
 				if err == nil && len(vecs) != 1 {
 					err = fmt.Errorf("embedder returned %d vectors for 1 text", len(vecs))

@@ -38,7 +38,6 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 	kwAll := kwRes.Top(n)
 	var vecAll []index.Scored
 	var qvec []float32
-	var learnedIDs []string
 	if mode.needsVectors() {
 		vecs, err := e.emb.Embed(ctx, []string{index.QueryPrefix(e.emb) + text})
 		if err != nil {
@@ -79,18 +78,11 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 		// The catalog's cosine sum is the query's dot product with the
 		// catalog's vector sum (index.TestScanMatchesNearest holds it to
 		// the cosines added up one by one).
-		// The catalog's cosine sum, each learned tool's plain cosine
-		// swapped for its blended one (in ID order, as Search adds them).
+		// The catalog's cosine sum, moved by the learned tools' blended
+		// vectors (as Search does it, with the summed differences).
 		sum := ix.CosineSum(qvec, q.Server)
-		for _, s := range vecAll {
-			if lm != nil && lm.vecs[s.ID] != nil {
-				learnedIDs = append(learnedIDs, s.ID)
-			}
-		}
-		slices.Sort(learnedIDs)
-		for _, id := range learnedIDs {
-			plain, _ := ix.Cosine(qvec, id)
-			sum += index.Dot(lm.vecs[id], qvec) - plain
+		if lm != nil && lm.delta[q.Server] != nil {
+			sum += index.Dot(lm.delta[q.Server], qvec)
 		}
 		vec = signal{top: vecAll, n: len(vecAll), sum: sum}
 	}

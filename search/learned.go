@@ -73,6 +73,15 @@ type learnedModel struct {
 	extra *index.ExtraField    // the learned queries' words
 	tools int                  // tools with learned queries
 	pairs int
+
+	// For the scan, in ID order: the learned tools, their servers and
+	// blended vectors; and per server ("" for all) the sum of blended
+	// minus description vectors, which turns the catalog's cosine sum into
+	// the learned catalog's with one dot product.
+	ids     []string
+	servers []string
+	blended [][]float32
+	delta   map[string][]float32
 }
 
 // buildLearned makes the learned model of pairs over ix, embedding the
@@ -174,6 +183,27 @@ func buildLearned(ctx context.Context, ix *index.Index, emb index.Embedder, gen 
 		normalise64(b)
 		m.vecs[id] = to32(b)
 	}
+	m.delta = map[string][]float32{}
+	deltas := map[string][]float64{"": make([]float64, dim)}
+	for _, id := range ids {
+		t, _ := ix.Tool(id)
+		desc, _ := ix.Vector(id)
+		b := m.vecs[id]
+		m.ids = append(m.ids, id)
+		m.servers = append(m.servers, t.Server)
+		m.blended = append(m.blended, b)
+		if deltas[t.Server] == nil {
+			deltas[t.Server] = make([]float64, dim)
+		}
+		for d := range dim {
+			x := float64(b[d]) - float64(desc[d])
+			deltas[""][d] += x
+			deltas[t.Server][d] += x
+		}
+	}
+	for srv, v := range deltas {
+		m.delta[srv] = to32(v)
+	}
 	scale := total / (total + learnShiftKappa)
 	shift := make([]float64, dim)
 	for d := range shift {
@@ -255,31 +285,22 @@ func to32(v []float64) []float32 {
 // exact top k of the catalog (of server) for q, and the sum of all its
 // cosines. The plain scan is asked deep enough that, once the learned
 // tools are taken out of it, k others remain; every learned tool is then
-// scored with its blended vector and merged in.
+// scored with its blended vector and merged in. The cosine sum moves by
+// q's dot product with the server's summed difference of blended and
+// description vectors.
 func (m *learnedModel) scanLearned(ix *index.Index, q []float32, k int, server string) index.VectorScan {
-	if m == nil || len(m.vecs) == 0 {
+	if m == nil || len(m.ids) == 0 {
 		return ix.Scan(q, k, server)
 	}
-	var learnedIDs []string
-	for id := range m.vecs {
-		if server == "" || strings.HasPrefix(id, server+"__") {
-			if t, ok := ix.Tool(id); ok && (server == "" || t.Server == server) {
-				learnedIDs = append(learnedIDs, id)
-			}
-		}
-	}
-	slices.Sort(learnedIDs)
-	isLearned := make(map[string]bool, len(learnedIDs))
-	for _, id := range learnedIDs {
-		isLearned[id] = true
-	}
-	depth := k
+	// Deep enough at once for up to k learned tools in the top: one scan
+	// in almost every case.
+	depth := k + min(len(m.ids), k)
 	var vs index.VectorScan
 	for {
 		vs = ix.Scan(q, depth, server)
 		in := 0
 		for _, s := range vs.Top {
-			if isLearned[s.ID] {
+			if _, ok := m.vecs[s.ID]; ok {
 				in++
 			}
 		}
@@ -288,29 +309,60 @@ func (m *learnedModel) scanLearned(ix *index.Index, q []float32, k int, server s
 		}
 		depth = k + in
 	}
-	top := make([]index.Scored, 0, len(vs.Top)+len(learnedIDs))
+	top := make([]index.Scored, 0, 2*k)
 	for _, s := range vs.Top {
-		if !isLearned[s.ID] {
+		if _, ok := m.vecs[s.ID]; !ok && len(top) < k {
 			top = append(top, s)
 		}
 	}
-	for _, id := range learnedIDs {
-		plain, _ := ix.Cosine(q, id)
-		blended := index.Dot(m.vecs[id], q)
-		vs.Sum += blended - plain
-		top = append(top, index.Scored{ID: id, Score: blended})
-	}
-	slices.SortFunc(top, func(a, b index.Scored) int {
-		if a.Score != b.Score {
-			if a.Score > b.Score {
+	// The best k learned tools, kept in a small sorted list: the learned
+	// tools are few next to the catalog, and most score below its k-th.
+	var best []index.Scored
+	for i, id := range m.ids {
+		if server != "" && m.servers[i] != server {
+			continue
+		}
+		c := index.Dot(m.blended[i], q)
+		if len(best) == k && !better(index.Scored{ID: id, Score: c}, best[k-1]) {
+			continue
+		}
+		j, _ := slices.BinarySearchFunc(best, index.Scored{ID: id, Score: c}, func(a, b index.Scored) int {
+			if better(a, b) {
 				return -1
 			}
+			if better(b, a) {
+				return 1
+			}
+			return 0
+		})
+		best = slices.Insert(best, j, index.Scored{ID: id, Score: c})
+		if len(best) > k {
+			best = best[:k]
+		}
+	}
+	top = append(top, best...)
+	slices.SortFunc(top, func(a, b index.Scored) int {
+		if better(a, b) {
+			return -1
+		}
+		if better(b, a) {
 			return 1
 		}
-		return strings.Compare(a.ID, b.ID)
+		return 0
 	})
 	vs.Top = top[:min(k, len(top))]
+	if d := m.delta[server]; d != nil {
+		vs.Sum += index.Dot(d, q)
+	}
 	return vs
+}
+
+// better orders scored tools best first, equal scores by ID (as Scan).
+func better(a, b index.Scored) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	return a.ID < b.ID
 }
 
 // empty reports a model of no pairs: the ranking is then zero-shot, by

@@ -63,3 +63,45 @@ func BenchmarkSearchModel(b *testing.B) {
 		e.Close()
 	}
 }
+
+// BenchmarkSearchLearned is hybrid ranking at 10,000 tools (hash stand-in
+// for the query, as BenchmarkSearchSynthetic) with no learned pairs and
+// with learned pairs for 500 and for 5,000 tools (4 queries each): what
+// learning adds to a search. The learned model is built before timing, as
+// serve builds it off the search path.
+//
+//	go test ./search -run '^$' -bench SearchLearned -benchtime 300x
+func BenchmarkSearchLearned(b *testing.B) {
+	const n = 10000
+	emb := &hashEmbedder{}
+	tools := indextest.Catalog(n, indextest.Seed)
+	ix := build(b, tools, emb)
+	ix.PrepareScan() // the 8-bit copy a served index makes in the background
+	qs := indextest.Queries(tools, 400, indextest.Seed)
+	for _, learned := range []int{0, 500, 5000} {
+		var usage staticUsage
+		for i := range learned {
+			t := tools[(i*7919)%n]
+			for j := range 4 {
+				usage = append(usage, search.UsagePair{Query: fmt.Sprintf("%s %s %d", t.Name, qs[(i+j)%len(qs)].Text, j), Tool: t.ID(), Weight: 1})
+			}
+		}
+		e := search.New(ix, emb, &search.Options{Usage: usage})
+		if err := e.RefreshLearned(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("tools=%d/learned=%d", n, learned), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				if _, err := e.Search(context.Background(), search.Query{Text: qs[i%len(qs)].Text}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+		// The engine owns ix: the last one closes it.
+		if learned == 5000 {
+			e.Close()
+		}
+	}
+}

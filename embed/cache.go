@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/toolgate/toolgate/internal/badgerlog"
 )
 
 // Model is what the cache wraps: anything that embeds text (index.Embedder
@@ -107,7 +109,7 @@ var _ Model = (*Cached)(nil)
 // store is one open Badger and what the cache knows of it.
 type store struct {
 	db  *badger.DB
-	log *badgerLogger
+	log *badgerlog.Logger
 	// dev and ino identify the folder the store was opened in.
 	dev, ino uint64
 }
@@ -202,7 +204,7 @@ func (c *Cached) openStore() error {
 // open opens Badger with small buffers: the cache holds 1.5 KiB vectors,
 // thousands of them, not gigabytes.
 func (c *Cached) open() (s *store, err error) {
-	bl := &badgerLogger{l: c.log, flushFailed: func(err error) { c.st.Fail(err) }}
+	bl := &badgerlog.Logger{L: c.log, Prefix: "badger", FlushFailed: func(err error) { c.st.Fail(err) }}
 	bo := badger.DefaultOptions(c.dir).
 		WithInMemory(c.inMemory).
 		WithLogger(bl).
@@ -266,7 +268,7 @@ func (c *Cached) usable(s *store) error {
 	if c.moved(s) {
 		return fmt.Errorf("embedding cache folder %s was removed or replaced while the cache was open", c.dir)
 	}
-	if s.log.flushFailedWithin(flushRetry) {
+	if s.log.FlushFailedWithin(flushRetry) {
 		return fmt.Errorf("embedding cache in %s cannot flush to disk (Badger is retrying)", c.dir)
 	}
 	return nil
@@ -520,13 +522,13 @@ func (c *Cached) reopen() error {
 		if !c.moved(s) {
 			return err // Badger's own retry will flush once it can
 		}
-		if s.log.flushFailedEver() {
+		if s.log.FlushFailedEver() {
 			// Its pending flush would land in the new folder at that path.
 			return fmt.Errorf("%w; it held data it could not flush, so it stays off until toolgate restarts", err)
 		}
 		// Closing it would flush into a folder that is not its own: it is
 		// left open, unused, until the process exits.
-		s.log.mute()
+		s.log.Mute()
 		c.store = nil
 		c.setAside++
 		c.log.Info("embedding cache folder was removed or replaced; starting a new cache there", "dir", c.dir)
@@ -566,7 +568,7 @@ func (c *Cached) Close() error {
 		why = c.st.Check()
 	}
 	if why != nil {
-		s.log.mute()
+		s.log.Mute()
 		return fmt.Errorf("embedding cache in %s left unclosed: %w; vectors cached since its last flush may be lost (the cache refills as it embeds)", c.dir, why)
 	}
 	if err := s.db.Close(); err != nil {
@@ -604,61 +606,4 @@ func decodeVector(b []byte, dim int) []float32 {
 		return nil
 	}
 	return v
-}
-
-// badgerLogger routes Badger's log lines to slog: errors and warnings at
-// warn, the rest at debug. Never stdout. A failed memtable flush (which
-// Badger retries once a second, forever) is not logged but reported to
-// flushFailed, and remembered; a muted logger (a store set aside) says
-// nothing.
-type badgerLogger struct {
-	l           *slog.Logger
-	flushFailed func(error)
-	muted       atomic.Bool
-	// lastFlushFail is when a flush last failed, as monotonic time since
-	// clockBase (0: never).
-	lastFlushFail atomic.Int64
-}
-
-// clockBase anchors monotonic timestamps kept as integers.
-var clockBase = time.Now()
-
-func (b *badgerLogger) mute() { b.muted.Store(true) }
-
-func (b *badgerLogger) flushFailedEver() bool { return b.lastFlushFail.Load() != 0 }
-
-func (b *badgerLogger) flushFailedWithin(d time.Duration) bool {
-	last := b.lastFlushFail.Load()
-	return last != 0 && time.Since(clockBase)-time.Duration(last) < d
-}
-
-func (b *badgerLogger) Errorf(f string, a ...any) {
-	msg := strings.TrimSpace(fmt.Sprintf(f, a...))
-	if strings.Contains(msg, "error flushing memtable") {
-		b.lastFlushFail.Store(int64(max(time.Since(clockBase), 1)))
-		if !b.muted.Load() && b.flushFailed != nil {
-			b.flushFailed(errors.New("badger: " + msg))
-		}
-		return
-	}
-	b.log(slog.LevelWarn, msg)
-}
-
-func (b *badgerLogger) Warningf(f string, a ...any) {
-	b.log(slog.LevelWarn, strings.TrimSpace(fmt.Sprintf(f, a...)))
-}
-
-func (b *badgerLogger) Infof(f string, a ...any) {
-	b.log(slog.LevelDebug, strings.TrimSpace(fmt.Sprintf(f, a...)))
-}
-
-func (b *badgerLogger) Debugf(f string, a ...any) {
-	b.log(slog.LevelDebug, strings.TrimSpace(fmt.Sprintf(f, a...)))
-}
-
-func (b *badgerLogger) log(level slog.Level, msg string) {
-	if b.muted.Load() {
-		return
-	}
-	b.l.Log(context.Background(), level, "badger: "+msg)
 }

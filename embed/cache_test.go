@@ -500,34 +500,3 @@ func TestCachePassThroughFromStart(t *testing.T) {
 		t.Fatalf("Close on a full folder = %v, want left unclosed with the reason", err)
 	}
 }
-
-// TestBadgerFlushFailureReported: Badger's retrying flush error is reported
-// to Storage (which logs a fault once), never logged line by line, and
-// marks the store as failing.
-func TestBadgerFlushFailureReported(t *testing.T) {
-	var logs testenv.LogBuffer
-	var reported []error
-	b := &badgerLogger{l: logs.Logger(), flushFailed: func(err error) { reported = append(reported, err) }}
-	if b.flushFailedEver() || b.flushFailedWithin(time.Hour) {
-		t.Fatal("a new logger reports a failed flush")
-	}
-	for range 3 {
-		b.Errorf("error flushing memtable to disk: %v, retrying", errors.New("open 000001.sst: no such file or directory"))
-	}
-	if len(reported) != 3 || logs.String() != "" {
-		t.Fatalf("reported %d, logged %q; want 3 reports and no log lines", len(reported), logs.String())
-	}
-	if !b.flushFailedWithin(flushRetry) || !b.flushFailedEver() {
-		t.Error("the failed flush is not remembered")
-	}
-	b.Warningf("something else")
-	if !strings.Contains(logs.String(), "badger: something else") {
-		t.Errorf("other warnings are not logged: %q", logs.String())
-	}
-	b.mute()
-	b.Warningf("after mute")
-	b.Errorf("error flushing memtable to disk: x, retrying")
-	if strings.Contains(logs.String(), "after mute") || len(reported) != 3 {
-		t.Error("a muted logger still speaks")
-	}
-}

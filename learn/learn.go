@@ -28,6 +28,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/badgerlog"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -61,14 +62,42 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives record failures and Badger's warnings; nil discards.
 	Logger *slog.Logger
+	// Storage is asked before every write (nil: every write is tried).
+	// While it refuses, or after a write failed for lack of storage,
+	// pairs are not recorded (searches still rank with those read); it
+	// reports each fault once and recovers by itself.
+	Storage Storage
 }
+
+// Storage is the health of the data folder as the store sees it
+// (internal/storage's Writer implements it).
+type Storage interface {
+	// Check returns nil when the folder can take a write now (it reports
+	// a refusal itself).
+	Check() error
+	// Fail reports a write that failed; OK one that succeeded.
+	Fail(err error)
+	OK()
+}
+
+// noStorage tries every write.
+type noStorage struct{}
+
+func (noStorage) Check() error { return nil }
+func (noStorage) Fail(error)   {}
+func (noStorage) OK()          {}
 
 // Store holds the learned pairs. It is safe for concurrent use.
 type Store struct {
 	db       *badger.DB
+	dir      string
+	inMemory bool
+	dirInfo  os.FileInfo // the folder as opened, to notice it replaced
 	halfLife time.Duration
 	now      func() time.Time
 	log      *slog.Logger
+	blog     *badgerlog.Logger
+	st       Storage
 
 	gen atomic.Uint64 // bumped on every change
 
@@ -140,9 +169,18 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Storage == nil {
+		o.Storage = noStorage{}
+	}
+	if !o.InMemory {
+		if err := o.Storage.Check(); err != nil {
+			return nil, fmt.Errorf("learned pairs %s: %w", dir, err)
+		}
+	}
+	blog := &badgerlog.Logger{L: o.Logger, Prefix: "learned pairs", FlushFailed: o.Storage.Fail}
 	bo := badger.DefaultOptions(dir).
 		WithInMemory(o.InMemory).
-		WithLogger(badgerLogger{o.Logger}).
+		WithLogger(blog).
 		WithMemTableSize(4 << 20).
 		WithValueThreshold(4 << 10).
 		WithNumMemtables(2).
@@ -162,7 +200,10 @@ func Open(dir string, opts *Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open learned pairs %s: %w", dir, err)
 	}
-	s := &Store{db: db, halfLife: o.HalfLife, now: o.Now, log: o.Logger}
+	s := &Store{db: db, dir: dir, inMemory: o.InMemory, halfLife: o.HalfLife, now: o.Now, log: o.Logger, blog: blog, st: o.Storage}
+	if !o.InMemory {
+		s.dirInfo, _ = os.Stat(dir)
+	}
 	if err := s.checkFormat(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("learned pairs %s: %w (delete the folder to start over)", dir, err)
@@ -195,8 +236,68 @@ func (s *Store) checkFormat() error {
 	})
 }
 
-// Close closes the store.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the store, waiting for Badger's background work. A store
+// whose folder cannot take its flush (Storage refuses, its folder was
+// replaced, a flush is failing) is not closed, since Badger would retry the
+// flush forever: Close returns an error that says so, and the pairs
+// recorded since its last flush may be lost.
+func (s *Store) Close() error {
+	if why := s.usable(); why != nil {
+		s.blog.Mute()
+		return fmt.Errorf("learned pairs in %s left unclosed: %w; pairs recorded since its last flush may be lost", s.dir, why)
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close learned pairs: %w", err)
+	}
+	return nil
+}
+
+// usable says why the store must not write now: the data folder refuses
+// writes, the store's folder was removed or replaced, or Badger is
+// retrying a failed flush; nil when it may.
+func (s *Store) usable() error {
+	if s.inMemory {
+		return nil
+	}
+	if err := s.st.Check(); err != nil {
+		return err
+	}
+	if now, err := os.Stat(s.dir); err != nil || s.dirInfo == nil || !os.SameFile(now, s.dirInfo) {
+		return fmt.Errorf("learned-pairs folder %s was removed or replaced while the store was open", s.dir)
+	}
+	if s.blog.FlushFailedWithin(3 * time.Second) {
+		return fmt.Errorf("learned pairs in %s cannot flush to disk (Badger is retrying)", s.dir)
+	}
+	return nil
+}
+
+// refused reports a write the store did not try: Storage already knows of
+// a refusal of its own (Check); the store's folder gone or a failing flush
+// are reported as failures (Storage logs each fault once).
+func (s *Store) refused(err error) {
+	if !s.inMemory && s.st.Check() == nil {
+		s.st.Fail(err)
+	}
+}
+
+// update runs a write transaction when the store may write, and reports
+// its outcome to Storage.
+func (s *Store) update(fn func(txn *badger.Txn) error) error {
+	if err := s.usable(); err != nil {
+		s.refused(err)
+		return fmt.Errorf("learned pairs not written: %w", err)
+	}
+	if err := s.db.Update(fn); err != nil {
+		if !s.inMemory {
+			s.st.Fail(fmt.Errorf("learned pairs write in %s: %w", s.dir, err))
+		}
+		return err
+	}
+	if !s.inMemory {
+		s.st.OK()
+	}
+	return nil
+}
 
 // Generation changes whenever the pairs do (search.Usage).
 func (s *Store) Generation() uint64 { return s.gen.Load() }
@@ -216,7 +317,10 @@ func normQuery(q string) string {
 // the gateway's Learner: failures are logged, never returned to a caller.
 func (s *Store) Record(query string, tool catalog.Tool) {
 	if err := s.Add([]Pair{{Query: query, Tool: tool.ID()}}, map[string]catalog.Tool{tool.ID(): tool}); err != nil {
-		s.log.Warn("learned pair not recorded", "tool", tool.ID(), "err", err)
+		// A storage fault is reported once by Storage; others are logged.
+		if s.usable() == nil {
+			s.log.Warn("learned pair not recorded", "tool", tool.ID(), "err", err)
+		}
 	}
 }
 
@@ -231,7 +335,7 @@ type Pair struct {
 func (s *Store) Add(pairs []Pair, defs map[string]catalog.Tool) error {
 	now := s.now().Unix()
 	touched := map[string]bool{}
-	err := s.db.Update(func(txn *badger.Txn) error {
+	err := s.update(func(txn *badger.Txn) error {
 		for _, p := range pairs {
 			q := normQuery(p.Query)
 			if q == "" {
@@ -296,10 +400,34 @@ func (s *Store) capTool(tool string) error {
 		last int64
 	}
 	var all []kv
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte(pfxPair + tool + "\x00")})
+	err := s.eachPair(pfxPair+tool+"\x00", func(key []byte, _, _ string, v pairValue) {
+		all = append(all, kv{key, v.last})
+	})
+	if err != nil || len(all) <= MaxQueriesPerTool {
+		return err
+	}
+	slices.SortStableFunc(all, func(a, b kv) int { return int(b.last - a.last) })
+	return s.update(func(txn *badger.Txn) error {
+		for _, e := range all[MaxQueriesPerTool:] {
+			if err := txn.Delete(e.key); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// eachPair calls fn with every pair stored under prefix (a key prefix of
+// pairs: all of them, or one tool's), in key order.
+func (s *Store) eachPair(prefix string, fn func(key []byte, tool, query string, v pairValue)) error {
+	return s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte(prefix)})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
+			tool, q, ok := splitPairKey(it.Item().Key())
+			if !ok {
+				continue
+			}
 			b, err := it.Item().ValueCopy(nil)
 			if err != nil {
 				return err
@@ -308,19 +436,7 @@ func (s *Store) capTool(tool string) error {
 			if err != nil {
 				return err
 			}
-			all = append(all, kv{it.Item().KeyCopy(nil), v.last})
-		}
-		return nil
-	})
-	if err != nil || len(all) <= MaxQueriesPerTool {
-		return err
-	}
-	slices.SortStableFunc(all, func(a, b kv) int { return int(b.last - a.last) })
-	return s.db.Update(func(txn *badger.Txn) error {
-		for _, e := range all[MaxQueriesPerTool:] {
-			if err := txn.Delete(e.key); err != nil {
-				return err
-			}
+			fn(it.Item().KeyCopy(nil), tool, q, v)
 		}
 		return nil
 	})
@@ -346,25 +462,8 @@ func (s *Store) Pairs() []search.UsagePair {
 		return s.pairs
 	}
 	out := []search.UsagePair{}
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte(pfxPair)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			tool, q, ok := splitPairKey(it.Item().Key())
-			if !ok {
-				continue
-			}
-			b, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			v, err := decodePair(b)
-			if err != nil {
-				return err
-			}
-			out = append(out, search.UsagePair{Query: q, Tool: tool, Weight: s.weight(v.last)})
-		}
-		return nil
+	err := s.eachPair(pfxPair, func(_ []byte, tool, q string, v pairValue) {
+		out = append(out, search.UsagePair{Query: q, Tool: tool, Weight: s.weight(v.last)})
 	})
 	if err != nil {
 		s.log.Warn("learned pairs unreadable; ranking without them", "err", err)
@@ -424,6 +523,13 @@ func (s *Store) deletePrefixes(prefixes [][]byte, countPairs bool) (int, error) 
 }
 
 func (s *Store) deleteKeys(keys [][]byte) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	if err := s.usable(); err != nil {
+		s.refused(err)
+		return fmt.Errorf("learned pairs not deleted: %w", err)
+	}
 	for len(keys) > 0 {
 		wb := s.db.NewWriteBatch()
 		for _, k := range keys[:min(len(keys), 1000)] {
@@ -433,6 +539,9 @@ func (s *Store) deleteKeys(keys [][]byte) error {
 			}
 		}
 		if err := wb.Flush(); err != nil {
+			if !s.inMemory {
+				s.st.Fail(fmt.Errorf("learned pairs write in %s: %w", s.dir, err))
+			}
 			return err
 		}
 		keys = keys[min(len(keys), 1000):]
@@ -443,23 +552,10 @@ func (s *Store) deleteKeys(keys [][]byte) error {
 // prune deletes pairs whose weight decayed below minWeight.
 func (s *Store) prune() (int, error) {
 	var keys [][]byte
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte(pfxPair)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			b, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			v, err := decodePair(b)
-			if err != nil {
-				return err
-			}
-			if s.weight(v.last) < minWeight {
-				keys = append(keys, it.Item().KeyCopy(nil))
-			}
+	err := s.eachPair(pfxPair, func(key []byte, _, _ string, v pairValue) {
+		if s.weight(v.last) < minWeight {
+			keys = append(keys, key)
 		}
-		return nil
 	})
 	if err == nil {
 		err = s.deleteKeys(keys)
@@ -529,7 +625,7 @@ func (s *Store) Sync(tools []catalog.Tool) ([]string, error) {
 		s.log.Info("tool definition changed; its learned queries are forgotten", "tool", id)
 	}
 	if len(missing) > 0 {
-		err := s.db.Update(func(txn *badger.Txn) error {
+		err := s.update(func(txn *badger.Txn) error {
 			for id, text := range missing {
 				if err := txn.Set([]byte(pfxDoc+id), []byte(text)); err != nil {
 					return err
@@ -567,19 +663,4 @@ func overlap(a, b string) float64 {
 		}
 	}
 	return float64(inter) / float64(len(wa)+len(wb)-inter)
-}
-
-type badgerLogger struct{ l *slog.Logger }
-
-func (b badgerLogger) Errorf(f string, a ...any) {
-	b.l.Warn("learned pairs: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
-}
-func (b badgerLogger) Warningf(f string, a ...any) {
-	b.l.Warn("learned pairs: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
-}
-func (b badgerLogger) Infof(f string, a ...any) {
-	b.l.Debug("learned pairs: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
-}
-func (b badgerLogger) Debugf(f string, a ...any) {
-	b.l.Debug("learned pairs: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
 }

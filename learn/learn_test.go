@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -180,5 +182,60 @@ func TestOverlap(t *testing.T) {
 		if got := overlap(tt.a, tt.b); got != tt.want {
 			t.Errorf("overlap(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
 		}
+	}
+}
+
+// fakeStorage counts what the store reports.
+type fakeStorage struct {
+	refuse error
+	fails  []error
+	oks    int
+}
+
+func (f *fakeStorage) Check() error   { return f.refuse }
+func (f *fakeStorage) Fail(err error) { f.fails = append(f.fails, err) }
+func (f *fakeStorage) OK()            { f.oks++ }
+
+// The store's folder removed under it: recording goes on without writing
+// (a failure reported, searches keep the pairs read), and Close returns at
+// once, leaving the store unclosed, instead of waiting for a flush Badger
+// would retry forever. A data folder that refuses writes at the start is
+// an error naming the folder.
+func TestStorageFaults(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "learn")
+	st := &fakeStorage{}
+	c := &clock{time.Unix(1_700_000_000, 0)}
+	s, err := Open(dir, &Options{Storage: st, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Record("read my notes", readFile)
+	if st.oks == 0 || len(st.fails) != 0 {
+		t.Fatalf("a good write: %d OK, failures %v", st.oks, st.fails)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	s.Record("file a bug", issue)
+	if len(st.fails) == 0 || !strings.Contains(st.fails[0].Error(), "removed or replaced") {
+		t.Errorf("failures %v, want the folder's removal reported", st.fails)
+	}
+	if got := pairsOf(s); got["fs__read_file | read my notes"] != 1 || len(got) != 1 {
+		t.Errorf("pairs after the fault: %v, want the one read before", got)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Close() }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "left unclosed") {
+			t.Errorf("Close = %v, want left unclosed with the reason", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return")
+	}
+
+	refusing := &fakeStorage{refuse: errors.New("data folder is read-only")}
+	if _, err := Open(filepath.Join(t.TempDir(), "learn"), &Options{Storage: refusing}); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("Open on a refusing folder = %v, want the refusal", err)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/telemetry"
+	"github.com/toolgate/toolgate/learn"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -153,16 +154,17 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	defer g.stop.Close("embedding cache", embCloser.Close)
 
 	// Learning from use: the learned pairs the ranking reads and the
-	// gateway records; closed last (the engine's rebuilds stop first).
+	// gateway records; closed after the runtime loop (its engine's
+	// rebuilds read them).
 	var usage search.Usage
 	var learner gateway.Learner
 	var indexed func([]catalog.Tool)
 	if cfg.Toolgate.Learn.LearnEnabled() {
-		store, err := openLearnStore(g, log)
+		store, err := learn.Open(learnDir(g), &learn.Options{Logger: log, Storage: health.Writer("learned pairs", "pairs are not recorded")})
 		if err != nil {
 			log.Warn("learning from use is off for this run", "err", err)
 		} else {
-			defer store.Close()
+			defer g.stop.Close("learned pairs", store.Close)
 			usage, learner = store, store
 			indexed = func(tools []catalog.Tool) {
 				if _, err := store.Sync(tools); err != nil {
@@ -279,6 +281,7 @@ var (
 	_ live.Storage  = (*storage.Writer)(nil)
 	_ embed.Storage = (*storage.Writer)(nil)
 	_ oauth.Storage = (*storage.Writer)(nil)
+	_ learn.Storage = (*storage.Writer)(nil)
 )
 
 // backendOptions maps the config's gateway settings onto the backend pool.

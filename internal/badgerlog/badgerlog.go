@@ -1,0 +1,87 @@
+// Package badgerlog routes Badger's log lines to log/slog for the Badger
+// stores in the data folder (embed's embedding cache, learn's learned
+// pairs): errors and warnings at warn, the rest at debug, never stdout. It
+// also notices the one error a store must act on: Badger failing to flush
+// a memtable (its folder gone, full or read-only), which it retries once a
+// second forever.
+package badgerlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Logger is a badger.Logger writing to L, each line prefixed with Prefix
+// and ": ". Use it by pointer.
+type Logger struct {
+	L      *slog.Logger
+	Prefix string
+	// FlushFailed, if set, is told of every failed memtable flush (unless
+	// muted), instead of the log.
+	FlushFailed func(error)
+
+	muted atomic.Bool
+	// lastFlushFail is when a flush last failed, as monotonic time since
+	// clockBase (0: never).
+	lastFlushFail atomic.Int64
+}
+
+var _ badger.Logger = (*Logger)(nil)
+
+// clockBase anchors monotonic timestamps kept as integers.
+var clockBase = time.Now()
+
+// Mute drops every later line: for a store left unclosed, whose Badger
+// keeps retrying in the background.
+func (b *Logger) Mute() { b.muted.Store(true) }
+
+// FlushFailedEver reports whether a flush ever failed.
+func (b *Logger) FlushFailedEver() bool { return b.lastFlushFail.Load() != 0 }
+
+// FlushFailedWithin reports whether a flush failed in the last d.
+func (b *Logger) FlushFailedWithin(d time.Duration) bool {
+	last := b.lastFlushFail.Load()
+	return last != 0 && time.Since(clockBase)-time.Duration(last) < d
+}
+
+// Errorf logs at warn, except a failed flush (see FlushFailed).
+func (b *Logger) Errorf(f string, a ...any) {
+	msg := strings.TrimSpace(fmt.Sprintf(f, a...))
+	if strings.Contains(msg, "error flushing memtable") {
+		b.lastFlushFail.Store(int64(max(time.Since(clockBase), 1)))
+		if !b.muted.Load() && b.FlushFailed != nil {
+			b.FlushFailed(errors.New(b.Prefix + ": " + msg))
+		}
+		return
+	}
+	b.log(slog.LevelWarn, msg)
+}
+
+// Warningf logs at warn.
+func (b *Logger) Warningf(f string, a ...any) {
+	b.log(slog.LevelWarn, strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+
+// Infof logs at debug: Badger's info lines are its housekeeping.
+func (b *Logger) Infof(f string, a ...any) {
+	b.log(slog.LevelDebug, strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+
+// Debugf logs at debug.
+func (b *Logger) Debugf(f string, a ...any) {
+	b.log(slog.LevelDebug, strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+
+func (b *Logger) log(level slog.Level, msg string) {
+	if b.muted.Load() {
+		return
+	}
+	b.L.Log(context.Background(), level, b.Prefix+": "+msg)
+}

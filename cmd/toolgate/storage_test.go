@@ -195,7 +195,10 @@ func TestDataFolderRemovedWhileServing(t *testing.T) {
 			t.Errorf("the log has %q", bad)
 		}
 	}
-	if !strings.Contains(log, "stop: embedding cache not stopped cleanly") || !strings.Contains(log, "stopped, not cleanly: embedding cache") {
+	// The learned pairs live in the same folder: they cannot be flushed
+	// either.
+	if !strings.Contains(log, "stop: embedding cache not stopped cleanly") || !strings.Contains(log, "stop: learned pairs not stopped cleanly") ||
+		!strings.Contains(log, "stopped, not cleanly: learned pairs, embedding cache") {
 		t.Errorf("the log does not say what could not be flushed:\n%s", log)
 	}
 }

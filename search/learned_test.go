@@ -8,8 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/internal/testenv"
-	"github.com/toolgate/toolgate/learn"
 	"github.com/toolgate/toolgate/search"
+	"github.com/toolgate/toolgate/search/learn"
 )
 
 // Learned pairs change the ranking; forgetting them restores the zero-shot

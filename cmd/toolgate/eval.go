@@ -16,8 +16,8 @@ import (
 
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
-	"github.com/toolgate/toolgate/learn"
 	"github.com/toolgate/toolgate/search"
+	"github.com/toolgate/toolgate/search/learn"
 )
 
 func init() { register(newEvalCmd) }

@@ -27,8 +27,8 @@ import (
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/telemetry"
-	"github.com/toolgate/toolgate/learn"
 	"github.com/toolgate/toolgate/search"
+	"github.com/toolgate/toolgate/search/learn"
 )
 
 func init() { register(newServeCmd) }

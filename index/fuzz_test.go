@@ -30,12 +30,15 @@ func FuzzAnalyzer(f *testing.F) {
 
 // FuzzCatalog: encode/decode round-trips, and garbage never panics.
 func FuzzCatalog(f *testing.F) {
-	f.Add("s", "n", "", "d", []byte(`{"type":"object"}`))
-	f.Add("my server", "search & replace", "T", "", []byte(nil))
-	f.Fuzz(func(t *testing.T, server, name, title, desc string, schema []byte) {
-		in := []catalog.Tool{{Server: server, Name: name, Title: title, Description: desc, InputSchema: schema}, {Server: "x", Name: "y"}}
+	f.Add("s", "n", "", "d", []byte(`{"type":"object"}`), []byte(`{"readOnlyHint":true}`))
+	f.Add("my server", "search & replace", "T", "", []byte(nil), []byte(nil))
+	f.Fuzz(func(t *testing.T, server, name, title, desc string, schema, annotations []byte) {
+		in := []catalog.Tool{{Server: server, Name: name, Title: title, Description: desc, InputSchema: schema, Annotations: annotations}, {Server: "x", Name: "y"}}
 		if len(schema) == 0 {
 			in[0].InputSchema = nil
+		}
+		if len(annotations) == 0 {
+			in[0].Annotations = nil
 		}
 		b := encodeCatalog(in)
 		out, err := decodeCatalog(b)

@@ -13,21 +13,26 @@ import (
 // JSON: with real-sized input schemas (1–5 KB each) decoding 10,000 tools
 // from JSON took half a second, this takes milliseconds. Layout:
 //
-//	"TGC1" | uvarint count | count × (5 × (uvarint len | bytes))
+//	"TGC2" | uvarint count | count × (6 × (uvarint len | bytes))
 //
-// with the fields server, name, title, description, input schema.
-const catalogMagic = "TGC1"
+// with the fields server, name, title, description, input schema,
+// annotations. ("TGC1", without annotations, belongs to formats 2 and 3:
+// an index holding it is rebuilt, see FormatVersion.)
+const catalogMagic = "TGC2"
+
+// catalogFields is how many length-prefixed fields each tool has.
+const catalogFields = 6
 
 func encodeCatalog(tools []catalog.Tool) []byte {
 	size := len(catalogMagic) + binary.MaxVarintLen64
 	for _, t := range tools {
-		size += 5*binary.MaxVarintLen64 + len(t.Server) + len(t.Name) + len(t.Title) + len(t.Description) + len(t.InputSchema)
+		size += catalogFields*binary.MaxVarintLen64 + len(t.Server) + len(t.Name) + len(t.Title) + len(t.Description) + len(t.InputSchema) + len(t.Annotations)
 	}
 	b := make([]byte, 0, size)
 	b = append(b, catalogMagic...)
 	b = binary.AppendUvarint(b, uint64(len(tools)))
 	for _, t := range tools {
-		for _, f := range []string{t.Server, t.Name, t.Title, t.Description, string(t.InputSchema)} {
+		for _, f := range [catalogFields]string{t.Server, t.Name, t.Title, t.Description, string(t.InputSchema), string(t.Annotations)} {
 			b = binary.AppendUvarint(b, uint64(len(f)))
 			b = append(b, f...)
 		}
@@ -37,7 +42,8 @@ func encodeCatalog(tools []catalog.Tool) []byte {
 
 var errBadCatalog = errors.New("catalog snapshot is damaged")
 
-// decodeCatalog reads what encodeCatalog wrote. Schemas share b's memory.
+// decodeCatalog reads what encodeCatalog wrote. Schemas and annotations
+// share b's memory.
 func decodeCatalog(b []byte) ([]catalog.Tool, error) {
 	if len(b) < len(catalogMagic) || string(b[:len(catalogMagic)]) != catalogMagic {
 		return nil, fmt.Errorf("%w: bad header", errBadCatalog)
@@ -59,7 +65,7 @@ func decodeCatalog(b []byte) ([]catalog.Tool, error) {
 		return f, nil
 	}
 	for i := range tools {
-		var fs [5][]byte
+		var fs [catalogFields][]byte
 		for j := range fs {
 			f, err := next()
 			if err != nil {
@@ -70,6 +76,9 @@ func decodeCatalog(b []byte) ([]catalog.Tool, error) {
 		tools[i] = catalog.Tool{Server: string(fs[0]), Name: string(fs[1]), Title: string(fs[2]), Description: string(fs[3])}
 		if len(fs[4]) > 0 {
 			tools[i].InputSchema = json.RawMessage(fs[4][:len(fs[4]):len(fs[4])])
+		}
+		if len(fs[5]) > 0 {
+			tools[i].Annotations = json.RawMessage(fs[5][:len(fs[5]):len(fs[5])])
 		}
 	}
 	if len(b) != 0 {

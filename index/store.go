@@ -50,7 +50,8 @@ const (
 	// (vectors are reused only within one format); such an index is rebuilt.
 	// 2: DocumentText without parameters.
 	// 3: BM25F, with the keyword field lengths in the manifest.
-	FormatVersion = 3
+	// 4: the catalog snapshot carries each tool's annotations ("TGC2").
+	FormatVersion = 4
 )
 
 // State names why an index on disk can or cannot be used as it is.

@@ -387,3 +387,53 @@ func TestEnsureEmptyCatalog(t *testing.T) {
 		t.Errorf("after the empty index: %d tools, state %s", ix2.Len(), rep2.Before)
 	}
 }
+
+// TestAnnotationsKept: annotations are stored in the catalog snapshot and
+// come back from a reopened index; a change of annotations alone is a new
+// catalog (served from the next generation) that embeds nothing, and an
+// index whose snapshot predates annotations (format 3) is rebuilt.
+func TestAnnotationsKept(t *testing.T) {
+	dir := t.TempDir()
+	emb := newCaching("fake/1")
+	tools := testTools()
+	tools[0].Annotations = []byte(`{"readOnlyHint":true,"idempotentHint":false}`)
+	ix, _ := mustEnsure(t, dir, tools, emb)
+	ix.Close()
+	ix2, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix2.Close()
+	got, ok := ix2.Tool(tools[0].ID())
+	if !ok || string(got.Annotations) != string(tools[0].Annotations) {
+		t.Errorf("reopened %s: annotations %s, want %s", tools[0].ID(), got.Annotations, tools[0].Annotations)
+	}
+
+	changed := testTools()
+	changed[0].Annotations = []byte(`{"readOnlyHint":false,"destructiveHint":true}`)
+	misses := emb.misses
+	ix3, rep := mustEnsure(t, dir, changed, emb)
+	if rep.Before != StateCatalogChanged || rep.Changed != 1 || emb.misses != misses {
+		t.Errorf("annotations changed: %+v, texts embedded %d", rep, emb.misses-misses)
+	}
+	if got, _ := ix3.Tool(changed[0].ID()); string(got.Annotations) != string(changed[0].Annotations) {
+		t.Errorf("after the change: annotations %s, want %s", got.Annotations, changed[0].Annotations)
+	}
+
+	// A format-3 index: manifest format 3, snapshot "TGC1".
+	old := t.TempDir()
+	ix4, _ := mustEnsure(t, old, tools, emb)
+	ix4.Close()
+	m, err := readManifest(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Format = 3
+	if err := writeManifest(old, m); err != nil {
+		t.Fatal(err)
+	}
+	_, rep = mustEnsure(t, old, tools, emb)
+	if rep.Before != StateFormatChanged || !rep.Rebuilt {
+		t.Errorf("format-3 index: %+v, want format changed and rebuilt", rep)
+	}
+}

@@ -130,7 +130,7 @@ func diffCatalog(old *Index, tools []catalog.Tool) catalogDiff {
 		}
 		matched[j] = true
 		o := old.tools[j]
-		if o.Title == t.Title && o.Description == t.Description && catalog.SameSchema(o.InputSchema, t.InputSchema) {
+		if o.Title == t.Title && o.Description == t.Description && catalog.SameSchema(o.InputSchema, t.InputSchema) && catalog.SameSchema(o.Annotations, t.Annotations) {
 			continue
 		}
 		d.changed++

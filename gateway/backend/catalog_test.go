@@ -20,8 +20,8 @@ func TestCatalog(t *testing.T) {
 		},
 	})
 	want := []catalog.Tool{
-		{Server: "a", Name: "x", Title: "Own title"},
-		{Server: "a", Name: "y", Title: "From annotations"},
+		{Server: "a", Name: "x", Title: "Own title", Annotations: []byte(`{"idempotentHint":false,"readOnlyHint":false,"title":"ignored"}`)},
+		{Server: "a", Name: "y", Title: "From annotations", Annotations: []byte(`{"idempotentHint":false,"readOnlyHint":false,"title":"From annotations"}`)},
 		{Server: "b", Name: "z", Description: "last", InputSchema: []byte(`{"type":"object"}`)},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

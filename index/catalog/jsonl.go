@@ -20,6 +20,7 @@ type jsonlTool struct {
 	Title       string          `json:"title"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
+	Annotations json.RawMessage `json:"annotations"`
 }
 
 // ReadFile reads a tools.jsonl file (see ReadJSONL); messages start with
@@ -35,7 +36,7 @@ func ReadFile(path string) ([]Tool, error) {
 
 // ReadJSONL reads tools in the bench format, one JSON object per line:
 //
-//	{"server": str, "name": str, "title"?: str, "description"?: str, "input_schema"?: object|null}
+//	{"server": str, "name": str, "title"?: str, "description"?: str, "input_schema"?: object|null, "annotations"?: object|null}
 //
 // Blank lines and unknown keys are skipped. Names may hold any characters
 // (the public benchmarks hold a space in a server key and "&" in a tool
@@ -62,6 +63,12 @@ func ReadJSONL(r io.Reader, name string) ([]Tool, error) {
 		t := Tool{Server: *jt.Server, Name: *jt.Name, Title: jt.Title, Description: jt.Description}
 		if s := bytes.TrimSpace(jt.InputSchema); len(s) > 0 && !bytes.Equal(s, []byte("null")) {
 			t.InputSchema = slices.Clone(s)
+		}
+		if a := bytes.TrimSpace(jt.Annotations); len(a) > 0 && !bytes.Equal(a, []byte("null")) {
+			if a[0] != '{' {
+				return fmt.Errorf(`"annotations" of %q must be an object like {"readOnlyHint": true}`, t.ID())
+			}
+			t.Annotations = slices.Clone(a)
 		}
 		if prev, ok := seen[t.ID()]; ok {
 			return fmt.Errorf("duplicate tool %q (first on line %d)", t.ID(), prev)

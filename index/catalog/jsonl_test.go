@@ -14,6 +14,8 @@ func TestReadJSONL(t *testing.T) {
 
 {"server": "my server", "name": "PDF&URLTool", "description": "odd characters", "input_schema": null, "extra": 1}
 {"server": "s", "name": "a__b", "description": "tool names may hold the separator"}
+{"server": "s", "name": "ro", "annotations": {"readOnlyHint": true}}
+{"server": "s", "name": "nul", "annotations": null}
 `
 	got, err := ReadJSONL(strings.NewReader(in), "tools.jsonl")
 	if err != nil {
@@ -23,6 +25,8 @@ func TestReadJSONL(t *testing.T) {
 		{Server: "azure", Name: "acr_registry_list", Description: "List registries.", InputSchema: json.RawMessage(`{"type": "object"}`)},
 		{Server: "my server", Name: "PDF&URLTool", Description: "odd characters"},
 		{Server: "s", Name: "a__b", Description: "tool names may hold the separator"},
+		{Server: "s", Name: "ro", Annotations: json.RawMessage(`{"readOnlyHint": true}`)},
+		{Server: "s", Name: "nul"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ReadJSONL (-want +got):\n%s", diff)
@@ -38,6 +42,7 @@ func TestReadJSONLErrors(t *testing.T) {
 		{"no server", "\n\n" + `{"name":"b"}`, `tools.jsonl:3: missing "server"`},
 		{"no name", `{"server":"a"}`, `tools.jsonl:1: missing "name"`},
 		{"separator in server", `{"server":"a__b","name":"c"}`, `tools.jsonl:1: server "a__b" contains "__"`},
+		{"annotations not an object", `{"server":"a","name":"b","annotations":true}`, `tools.jsonl:1: "annotations" of "a__b" must be an object`},
 		{"duplicate", `{"server":"a","name":"b"}` + "\n" + `{"server":"a","name":"b"}`, `tools.jsonl:2: duplicate tool "a__b" (first on line 1)`},
 	}
 	for _, tt := range tests {

@@ -102,7 +102,8 @@ func ParamsText(t Tool) string {
 }
 
 // Fingerprint identifies a catalog: the hex SHA-256 of every tool's fields
-// in ID order, so that listing order does not matter. Schemas are hashed as
+// (annotations included: they are served from the catalog snapshot) in ID
+// order, so that listing order does not matter. Schemas are hashed as
 // they are (only surrounding space and a JSON null are normalised): backends
 // serialise them the same way every time, and re-compacting every schema on
 // every start cost more than the rest of opening an index. A schema that
@@ -132,12 +133,14 @@ func Fingerprint(tools []Tool) string {
 		str(t.Title)
 		str(t.Description)
 		field(normSchema(t.InputSchema))
+		field(normSchema(t.Annotations))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// SameSchema reports whether two input schemas are the same bytes once
-// surrounding space and a JSON null are normalised (what Fingerprint hashes).
+// SameSchema reports whether two input schemas (or two annotation objects)
+// are the same bytes once surrounding space and a JSON null are normalised
+// (what Fingerprint hashes).
 func SameSchema(a, b json.RawMessage) bool { return bytes.Equal(normSchema(a), normSchema(b)) }
 
 func normSchema(raw json.RawMessage) []byte {

@@ -24,6 +24,12 @@ type Tool struct {
 	Title       string          `json:"title,omitempty"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+	// Annotations are the backend tool's annotations (readOnlyHint,
+	// destructiveHint, idempotentHint, openWorldHint, title) as JSON, kept
+	// as the backend declared them so search_tools can hand them on and
+	// filter on readOnlyHint; empty when the tool declares none. They are
+	// not indexed.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
 }
 
 // ID is the namespaced name the client sees: server__tool.

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
@@ -70,6 +71,11 @@ type Options struct {
 	// lowered to it (0 = MaxLimit, or DefaultLimit when that is larger, so
 	// a default limit above MaxLimit is not silently cut).
 	MaxLimit int
+	// Describe, if set, says in a few words what a server offers (the
+	// config's description, else what the server says of itself), or ""
+	// when nothing does; search_tools' description names each server with
+	// them (see Refresh).
+	Describe func(server string) string
 	// Unavailable, if set, says why a server's tools cannot run right now
 	// (still connecting after a warm start, down, ...), or "" when they can;
 	// search_tools marks such tools. execute_tool still dispatches: the
@@ -96,6 +102,9 @@ type Gateway struct {
 	schemas  schemaCache
 	tracer   trace.Tracer // nil = no spans
 	recent   *recent      // nil without a Learner
+
+	descMu sync.Mutex
+	desc   string // search_tools' description as registered
 }
 
 // New returns a gateway over s and c.
@@ -128,8 +137,8 @@ func New(s Searcher, c Caller, opts *Options) *Gateway {
 		// mode every request is a session: keep its warnings only.
 		Logger: slog.New(minLevel{g.log.Handler(), slog.LevelWarn}),
 	})
-	g.server.AddTool(searchTool(g.opts.DefaultLimit, g.opts.MaxLimit), g.traced(SearchToolName, g.handleSearch))
 	g.server.AddTool(executeTool(), g.traced(ExecuteToolName, g.handleExecute))
+	g.Refresh()
 	return g
 }
 

@@ -62,10 +62,14 @@ var testCatalog = []catalog.Tool{
 	{Server: "memory", Name: "create_entities", Description: "Create multiple new entities in the knowledge graph",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"entities":{"type":"array","items":{"type":"object"}}},"required":["entities"]}`)},
 	{Server: "filesystem", Name: "list_directory", Description: "Get a detailed listing of all files and directories in a specified path.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`)},
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`),
+		Annotations: json.RawMessage(`{"readOnlyHint":true}`)},
 	{Server: "everything", Name: "add", Description: "Adds two numbers",
 		InputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`)},
 	{Server: "weird", Name: "do__it", Description: "A tool whose own name holds the separator"},
+	{Server: "filesystem", Name: "write_file", Title: "Write file", Description: "Create a new file or overwrite an existing one.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"]}`),
+		Annotations: json.RawMessage(`{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true}`)},
 }
 
 func newTestGateway(t *testing.T, caller *fakeCaller) (*Gateway, *fakeSearcher) {

@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,12 +31,18 @@ type SearchResult struct {
 // noMatchTools is how many of the closest tools a noMatch answer lists.
 const noMatchTools = 3
 
-// FoundTool is one search_tools hit.
+// FoundTool is one search_tools hit: the backend tool's whole definition
+// (name, title, description, input schema, annotations) and its score.
 type FoundTool struct {
 	Name        string          `json:"name"` // server__tool, what execute_tool takes
 	Server      string          `json:"server"`
+	Title       string          `json:"title,omitempty"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
+	// Annotations are the backend tool's annotations as it declared them
+	// (readOnlyHint, destructiveHint, idempotentHint, openWorldHint,
+	// title); absent when it declared none.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
 	Score       float64         `json:"score"`
 	Keyword     float64         `json:"keyword"`
 	Vector      float64         `json:"vector"`
@@ -46,26 +54,38 @@ type FoundTool struct {
 	Unavailable string `json:"unavailable,omitempty"`
 }
 
+// Values of search_tools' "detail" argument.
+const (
+	DetailCompact = "compact" // name, marks, one line, argument signature (the default)
+	DetailFull    = "full"    // compact plus each tool's title and input schema (JSON)
+)
+
+// searchArgs are search_tools' arguments once checked.
 type searchArgs struct {
-	Query  string       `json:"query"`
-	Limit  *json.Number `json:"limit"`
-	Server string       `json:"server"`
+	Query    string
+	Limit    int
+	Server   string
+	ReadOnly bool
+	Detail   string
 }
 
-func searchTool(defLimit, maxLimit int) *mcp.Tool {
+// searchArgNames are the arguments search_tools accepts, in the order its
+// errors list them.
+var searchArgNames = []string{"query", "limit", "server", "readOnly", "detail"}
+
+func searchTool(defLimit, maxLimit int, description string) *mcp.Tool {
 	return &mcp.Tool{
-		Name:  SearchToolName,
-		Title: "Search tools",
-		Description: "Find the tools that can do a task, across every connected MCP server. " +
-			"Describe the task in plain words (e.g. \"list the files in a directory\"). " +
-			"Returns the best matches, best first, each with its name (server__tool), description, inputSchema and score. " +
-			"Then call execute_tool with one of those names.",
+		Name:        SearchToolName,
+		Title:       "Search tools",
+		Description: description,
 		InputSchema: json.RawMessage(fmt.Sprintf(`{
   "type": "object",
   "properties": {
     "query": {"type": "string", "description": "What you want to do, in natural language."},
     "limit": {"type": "integer", "minimum": 1, "maximum": %d, "default": %d, "description": "How many tools to return."},
-    "server": {"type": "string", "description": "Only return tools of this server."}
+    "server": {"type": "string", "description": "Only return tools of this server."},
+    "readOnly": {"type": "boolean", "default": false, "description": "Only return tools that declare readOnlyHint: true (they change nothing)."},
+    "detail": {"type": "string", "enum": ["compact", "full"], "default": "compact", "description": "compact: one line and the argument names per tool; full: also each tool's input schema (JSON) in the text."}
   },
   "required": ["query"],
   "additionalProperties": false
@@ -74,8 +94,10 @@ func searchTool(defLimit, maxLimit int) *mcp.Tool {
   "type": "object",
   "properties": {
     "tools": {"type": "array", "items": {"type": "object", "properties": {
-      "name": {"type": "string"}, "server": {"type": "string"}, "description": {"type": "string"},
-      "inputSchema": {"type": "object"}, "score": {"type": "number"}, "keyword": {"type": "number"}, "vector": {"type": "number"},
+      "name": {"type": "string"}, "server": {"type": "string"}, "title": {"type": "string"}, "description": {"type": "string"},
+      "inputSchema": {"type": "object"},
+      "annotations": {"type": "object", "description": "The tool's annotations as its server declared them (readOnlyHint, destructiveHint, idempotentHint, openWorldHint)."},
+      "score": {"type": "number"}, "keyword": {"type": "number"}, "vector": {"type": "number"},
       "confidence": {"type": "number", "description": "Absolute estimate, 0 to 1, that the tool does what the query asks."},
       "unavailable": {"type": "string", "description": "Present when the tool cannot run right now, with the reason."}},
       "required": ["name", "server", "description", "inputSchema", "score", "keyword", "vector", "confidence"]}},
@@ -90,51 +112,81 @@ func searchTool(defLimit, maxLimit int) *mcp.Tool {
 
 func boolPtr(b bool) *bool { return &b }
 
-func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var a searchArgs
-	if err := decodeArgs(req.Params.Arguments, &a); err != nil {
-		return toolError(`search_tools: arguments must be an object like {"query": "list files in a directory", "limit": 5}: %v`, err), nil
+// parseSearchArgs checks search_tools' arguments; a non-empty message is
+// the isError text that says what to send instead.
+func (g *Gateway) parseSearchArgs(raw json.RawMessage) (searchArgs, string) {
+	a := searchArgs{Limit: g.opts.DefaultLimit, Detail: DetailCompact}
+	var m map[string]json.RawMessage
+	if err := decodeArgs(raw, &m); err != nil {
+		return a, fmt.Sprintf(`search_tools: arguments must be an object like {"query": "list files in a directory", "limit": 5}: %v`, err)
+	}
+	var unknown []string
+	for k := range m {
+		if !slices.Contains(searchArgNames, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return a, fmt.Sprintf(`search_tools: unknown argument %s. It accepts: "query" (string, required), "limit" (1 to %d, default %d), "server" (a server name), "readOnly" (true: only tools that change nothing), "detail" ("compact" or "full").`,
+			quoted(unknown), g.opts.MaxLimit, g.opts.DefaultLimit)
+	}
+	if v, ok := m["query"]; ok && json.Unmarshal(v, &a.Query) != nil {
+		return a, fmt.Sprintf(`search_tools: "query" must be a string describing the task, e.g. {"query": "create a GitHub issue"}; got %s.`, oneLine(string(v), 60))
 	}
 	if strings.TrimSpace(a.Query) == "" {
-		return toolError(`search_tools needs a non-empty "query": describe the task in a few words, e.g. {"query": "create a GitHub issue"}.`), nil
+		return a, `search_tools needs a non-empty "query": describe the task in a few words, e.g. {"query": "create a GitHub issue"}.`
 	}
-	limit := g.opts.DefaultLimit
-	if a.Limit != nil {
-		n, err := a.Limit.Int64()
-		if err != nil || n < 1 {
-			return toolError(`search_tools: "limit" must be a whole number from 1 to %d, got %s.`, g.opts.MaxLimit, a.Limit.String()), nil
+	if v, ok := m["limit"]; ok && string(v) != "null" {
+		var n json.Number
+		i, err := int64(0), json.Unmarshal(v, &n)
+		if err == nil {
+			i, err = n.Int64()
 		}
-		limit = int(min(n, int64(g.opts.MaxLimit)))
+		if err != nil || i < 1 {
+			return a, fmt.Sprintf(`search_tools: "limit" must be a whole number from 1 to %d, got %s.`, g.opts.MaxLimit, oneLine(string(v), 30))
+		}
+		a.Limit = int(min(i, int64(g.opts.MaxLimit)))
+	}
+	if v, ok := m["server"]; ok && string(v) != "null" && json.Unmarshal(v, &a.Server) != nil {
+		return a, fmt.Sprintf(`search_tools: "server" must be a server name (a string), got %s. Servers: %s.`, oneLine(string(v), 30), strings.Join(g.servers(), ", "))
+	}
+	if v, ok := m["readOnly"]; ok && string(v) != "null" && json.Unmarshal(v, &a.ReadOnly) != nil {
+		return a, fmt.Sprintf(`search_tools: "readOnly" must be true or false, got %s.`, oneLine(string(v), 30))
+	}
+	if v, ok := m["detail"]; ok && string(v) != "null" {
+		if json.Unmarshal(v, &a.Detail) != nil || a.Detail != DetailCompact && a.Detail != DetailFull {
+			return a, fmt.Sprintf(`search_tools: "detail" must be "compact" (the default: one line and the arguments per tool) or "full" (also each tool's input schema), got %s.`, oneLine(string(v), 30))
+		}
 	}
 	if a.Server != "" && !g.hasServer(a.Server) {
-		return toolError(`search_tools: there is no server named %q. Servers: %s. Leave "server" out to search them all.`,
-			a.Server, strings.Join(g.servers(), ", ")), nil
+		return a, fmt.Sprintf(`search_tools: there is no server named %q. Servers: %s. Leave "server" out to search them all.`,
+			a.Server, strings.Join(g.servers(), ", "))
 	}
-	res, err := g.searcher.Search(ctx, search.Query{Text: a.Query, Limit: limit, Server: a.Server})
+	return a, ""
+}
+
+// quoted renders names as "a", "b".
+func quoted(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	a, msg := g.parseSearchArgs(req.Params.Arguments)
+	if msg != "" {
+		return toolError("%s", msg), nil
+	}
+	out, err := g.search(ctx, a)
 	if errors.Is(err, search.ErrEmptyQuery) {
 		return toolError(`search_tools needs a non-empty "query": describe the task in a few words.`), nil
 	}
 	if err != nil {
 		g.log.Error("search failed", "query", a.Query, "err", err)
 		return toolError("search_tools failed: %v. Try again; if it keeps failing, the gateway's log says why.", err), nil
-	}
-	out := SearchResult{Tools: make([]FoundTool, 0, len(res.Hits)), Mode: string(res.Mode), NoMatch: res.NoMatch}
-	hits := res.Hits
-	if res.NoMatch {
-		hits = hits[:min(len(hits), noMatchTools)]
-	}
-	for _, h := range hits {
-		out.Tools = append(out.Tools, FoundTool{
-			Name:        h.Tool.ID(),
-			Server:      h.Tool.Server,
-			Description: h.Tool.Description,
-			InputSchema: schemaOrEmpty(h.Tool.InputSchema),
-			Score:       round4(h.Score),
-			Keyword:     round4(h.Keyword),
-			Vector:      round4(h.Vector),
-			Confidence:  round4(h.Confidence),
-			Unavailable: g.unavailable(h.Tool.Server),
-		})
 	}
 	if g.recent != nil {
 		ids := make([]string, len(out.Tools))
@@ -144,9 +196,86 @@ func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*
 		g.recent.searched(sessionKey(req.Session), a.Query, ids)
 	}
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: renderSearch(a.Query, out)}},
+		Content:           []mcp.Content{&mcp.TextContent{Text: renderSearch(a, out)}},
 		StructuredContent: out,
 	}, nil
+}
+
+// search ranks the tools for a. With readOnly it ranks deeper (up to
+// MaxLimit) and keeps the read-only tools: the filter is applied to
+// the ranking, not to the whole catalog.
+func (g *Gateway) search(ctx context.Context, a searchArgs) (SearchResult, error) {
+	q := search.Query{Text: a.Query, Limit: a.Limit, Server: a.Server}
+	if a.ReadOnly {
+		q.Limit = max(a.Limit, MaxLimit)
+	}
+	res, err := g.searcher.Search(ctx, q)
+	if err != nil {
+		return SearchResult{}, err
+	}
+	out := SearchResult{Tools: make([]FoundTool, 0, min(len(res.Hits), a.Limit)), Mode: string(res.Mode), NoMatch: res.NoMatch}
+	limit := a.Limit
+	if res.NoMatch {
+		limit = min(limit, noMatchTools)
+	}
+	for _, h := range res.Hits {
+		if len(out.Tools) == limit {
+			break
+		}
+		if a.ReadOnly && !readOnly(h.Tool.Annotations) {
+			continue
+		}
+		out.Tools = append(out.Tools, FoundTool{
+			Name:        h.Tool.ID(),
+			Server:      h.Tool.Server,
+			Title:       h.Tool.Title,
+			Description: h.Tool.Description,
+			InputSchema: schemaOrEmpty(h.Tool.InputSchema),
+			Annotations: h.Tool.Annotations,
+			Score:       round4(h.Score),
+			Keyword:     round4(h.Keyword),
+			Vector:      round4(h.Vector),
+			Confidence:  round4(h.Confidence),
+			Unavailable: g.unavailable(h.Tool.Server),
+		})
+	}
+	return out, nil
+}
+
+// hints are the annotation fields search_tools reads.
+type hints struct {
+	ReadOnly    *bool `json:"readOnlyHint"`
+	Destructive *bool `json:"destructiveHint"`
+}
+
+func parseHints(annotations json.RawMessage) hints {
+	var h hints
+	if len(annotations) > 0 {
+		_ = json.Unmarshal(annotations, &h) // not an object: no hints
+	}
+	return h
+}
+
+// readOnly reports whether annotations declare readOnlyHint: true.
+func readOnly(annotations json.RawMessage) bool {
+	h := parseHints(annotations)
+	return h.ReadOnly != nil && *h.ReadOnly
+}
+
+// mark is the text mark of a tool: "read-only" when it declares
+// readOnlyHint: true, "destructive" when it declares destructiveHint: true
+// (and is not read-only), else "". Only what the tool declares is marked:
+// the spec's default for a tool that says nothing is "may destroy", which
+// would mark most tools.
+func mark(annotations json.RawMessage) string {
+	h := parseHints(annotations)
+	switch {
+	case h.ReadOnly != nil && *h.ReadOnly:
+		return "read-only"
+	case h.Destructive != nil && *h.Destructive:
+		return "destructive"
+	}
+	return ""
 }
 
 func schemaOrEmpty(s json.RawMessage) json.RawMessage {
@@ -167,28 +296,48 @@ func sign(f float64) float64 {
 	return 1
 }
 
-// renderSearch is the compact text form of a search result: one line per
-// tool with its score breakdown, then its parameters (required ones marked *),
-// so a model can often call execute_tool without reading the full schema.
-func renderSearch(query string, r SearchResult) string {
+// renderSearch is the text form of a search result. Compact: one line per
+// tool with its marks and score breakdown, its description on one line, and
+// its parameters (required ones marked *), so a model can often call
+// execute_tool without reading the full schema. Full adds each tool's title
+// and input schema as compact JSON.
+func renderSearch(a searchArgs, r SearchResult) string {
 	var b strings.Builder
+	only := ""
+	if a.ReadOnly {
+		only = "read-only "
+	}
 	if len(r.Tools) == 0 {
-		fmt.Fprintf(&b, "No tools match %q (mode %s). Try other words, or leave out \"server\".", query, r.Mode)
+		fmt.Fprintf(&b, "No %stools match %q (mode %s). Try other words", only, a.Query, r.Mode)
+		if a.Server != "" {
+			b.WriteString(`, or leave out "server"`)
+		}
+		if a.ReadOnly {
+			b.WriteString(`, or leave out "readOnly"`)
+		}
+		b.WriteString(".")
 		return b.String()
 	}
 	if r.NoMatch {
-		fmt.Fprintf(&b, "No tool fits %q well (mode %s). Rephrase the task in other words, or leave out \"server\". The closest tools, all weak matches:\n", query, r.Mode)
+		fmt.Fprintf(&b, "No %stool fits %q well (mode %s). Rephrase the task in other words, or leave out \"server\". The closest tools, all weak matches:\n", only, a.Query, r.Mode)
 	} else {
-		fmt.Fprintf(&b, "%d tools for %q (mode %s; score = keyword + vector blend):\n", len(r.Tools), query, r.Mode)
+		fmt.Fprintf(&b, "%d %stools for %q (mode %s; score = keyword + vector blend):\n", len(r.Tools), only, a.Query, r.Mode)
 	}
 	for i, t := range r.Tools {
 		weak := ""
 		if r.NoMatch {
 			weak = "WEAK "
 		}
-		fmt.Fprintf(&b, "%d. %s%s  score %.3f (keyword %.3f, vector %.3f), confidence %.2f\n", i+1, weak, t.Name, t.Score, t.Keyword, t.Vector, t.Confidence)
+		fmt.Fprintf(&b, "%d. %s%s", i+1, weak, t.Name)
+		if m := mark(t.Annotations); m != "" {
+			fmt.Fprintf(&b, " [%s]", m)
+		}
+		fmt.Fprintf(&b, "  score %.3f (keyword %.3f, vector %.3f), confidence %.2f\n", t.Score, t.Keyword, t.Vector, t.Confidence)
 		if t.Unavailable != "" {
 			fmt.Fprintf(&b, "   UNAVAILABLE: %s\n", t.Unavailable)
+		}
+		if a.Detail == DetailFull && t.Title != "" {
+			fmt.Fprintf(&b, "   title: %s\n", oneLine(t.Title, 120))
 		}
 		if d := oneLine(t.Description, 240); d != "" {
 			fmt.Fprintf(&b, "   %s\n", d)
@@ -196,8 +345,21 @@ func renderSearch(query string, r SearchResult) string {
 		if p := paramSummary(t.InputSchema); p != "" {
 			fmt.Fprintf(&b, "   args: %s\n", p)
 		}
+		if a.Detail == DetailFull {
+			fmt.Fprintf(&b, "   inputSchema: %s\n", compactJSON(t.InputSchema))
+		}
 	}
 	b.WriteString(`Call execute_tool with {"name": "<name above>", "arguments": {...}}.`)
+	return b.String()
+}
+
+// compactJSON is raw without insignificant space (raw itself if it does not
+// parse).
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
 	return b.String()
 }
 

@@ -1,0 +1,124 @@
+package gateway
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/index/catalog"
+)
+
+// Bounds of search_tools' description, which every client holds in its
+// context with each request.
+const (
+	// MaxServerListChars caps the list of servers in the description; the
+	// servers that do not fit are counted ("and 3 more").
+	MaxServerListChars = 600
+	// maxServerWords caps the few words said about one server.
+	maxServerWords = 100
+	// exampleTools is how many tool names describe a server that has no
+	// description of its own.
+	exampleTools = 3
+)
+
+// describeSearch is search_tools' description: what it does, and the
+// servers behind the gateway, each with a few words (Options.Describe) or,
+// failing those, a few of its tool names.
+func (g *Gateway) describeSearch() string {
+	var b strings.Builder
+	b.WriteString("Find the tools that can do a task")
+	if list := g.serverList(); list != "" {
+		b.WriteString(", across the MCP servers behind this gateway: ")
+		b.WriteString(list)
+		b.WriteString(".")
+	} else {
+		b.WriteString(", across every connected MCP server.")
+	}
+	b.WriteString(" Describe the task in plain words (e.g. \"list the files in a directory\")." +
+		" Returns the best matches, best first, each with its name (server__tool), description, inputSchema, annotations and score;" +
+		" \"readOnly\": true keeps the tools that change nothing, \"detail\": \"full\" puts each input schema in the text." +
+		" Then call execute_tool with one of those names.")
+	return b.String()
+}
+
+// serverList renders the servers that have tools in the catalog, in name
+// order, within MaxServerListChars.
+func (g *Gateway) serverList() string {
+	byServer := map[string][]string{}
+	var servers []string
+	for _, id := range g.searcher.IDs() {
+		s, tool, err := catalog.SplitID(id)
+		if err != nil {
+			continue
+		}
+		if _, ok := byServer[s]; !ok {
+			servers = append(servers, s)
+		}
+		byServer[s] = append(byServer[s], tool)
+	}
+	slices.Sort(servers)
+	// Room kept for "; and N more" while more servers follow.
+	const moreRoom = len("; and 9999 more")
+	var b strings.Builder
+	n := 0 // runes in b
+	for i, s := range servers {
+		sep := ""
+		if i > 0 {
+			sep = "; "
+		}
+		entry := sep + g.describeServer(s, byServer[s])
+		room := MaxServerListChars
+		if i < len(servers)-1 {
+			room -= moreRoom
+		}
+		if k := utf8.RuneCountInString(entry); n+k <= room {
+			b.WriteString(entry)
+			n += k
+			continue
+		}
+		fmt.Fprintf(&b, "%sand %d more", sep, len(servers)-i)
+		break
+	}
+	return b.String()
+}
+
+// describeServer is one entry of the list: "name (N tools): a few words",
+// or "name (N tools: a, b, c, …)" when nothing describes the server.
+func (g *Gateway) describeServer(server string, tools []string) string {
+	n := fmt.Sprintf("%d tools", len(tools))
+	if len(tools) == 1 {
+		n = "1 tool"
+	}
+	words := ""
+	if g.opts.Describe != nil {
+		words = oneLine(g.opts.Describe(server), maxServerWords)
+	}
+	if words != "" {
+		return fmt.Sprintf("%s (%s): %s", server, n, words)
+	}
+	slices.Sort(tools)
+	ex := strings.Join(tools[:min(len(tools), exampleTools)], ", ")
+	if len(tools) > exampleTools {
+		ex += ", …"
+	}
+	return fmt.Sprintf("%s (%s: %s)", server, n, ex)
+}
+
+// Refresh brings search_tools' description up to date with the servers
+// behind the gateway and what is known of them. When it changed, the tool
+// is registered again, and go-sdk sends notifications/tools/list_changed to
+// the connected clients (the tool's name never changes). Call it whenever
+// the set of servers or the catalog changes: after a config reload, after a
+// re-index is swapped in. It is cheap when nothing changed.
+func (g *Gateway) Refresh() {
+	g.descMu.Lock()
+	defer g.descMu.Unlock()
+	d := g.describeSearch()
+	if d == g.desc {
+		return
+	}
+	g.desc = d
+	g.server.AddTool(searchTool(g.opts.DefaultLimit, g.opts.MaxLimit, d), g.traced(SearchToolName, g.handleSearch))
+	g.log.Debug("search_tools description changed; clients are told (tools/list_changed)", "chars", utf8.RuneCountInString(d))
+}

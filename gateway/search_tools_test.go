@@ -1,0 +1,208 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/testenv"
+	"github.com/toolgate/toolgate/search"
+)
+
+func structured(t *testing.T, res *mcp.CallToolResult) SearchResult {
+	t.Helper()
+	b, _ := json.Marshal(res.StructuredContent)
+	var out SearchResult
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("structuredContent %s: %v", b, err)
+	}
+	return out
+}
+
+func TestSearchToolsAnnotationsAndFilters(t *testing.T) {
+	g, fs := newTestGateway(t, nil)
+	var asked search.Query
+	inner := fs.search
+	fs.search = func(q search.Query) (search.Result, error) { asked = q; return inner(q) }
+	cs := connect(t, g)
+
+	t.Run("annotations and title carried, text marks", func(t *testing.T) {
+		res := call(t, cs, SearchToolName, map[string]any{"query": "files", "limit": 10})
+		got := structured(t, res)
+		byName := map[string]FoundTool{}
+		for _, ft := range got.Tools {
+			byName[ft.Name] = ft
+		}
+		ld, wf := byName["filesystem__list_directory"], byName["filesystem__write_file"]
+		if !sameJSON(t, ld.Annotations, `{"readOnlyHint":true}`) {
+			t.Errorf("list_directory annotations = %s", ld.Annotations)
+		}
+		if !sameJSON(t, wf.Annotations, `{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true}`) || wf.Title != "Write file" {
+			t.Errorf("write_file annotations = %s, title %q", wf.Annotations, wf.Title)
+		}
+		if byName["memory__create_entities"].Annotations != nil {
+			t.Errorf("a tool without annotations got %s", byName["memory__create_entities"].Annotations)
+		}
+		txt := text(res)
+		for _, want := range []string{"filesystem__list_directory [read-only]  score", "filesystem__write_file [destructive]  score", "memory__create_entities  score"} {
+			if !strings.Contains(txt, want) {
+				t.Errorf("text lacks %q:\n%s", want, txt)
+			}
+		}
+	})
+
+	t.Run("readOnly keeps read-only tools, ranked deeper", func(t *testing.T) {
+		res := call(t, cs, SearchToolName, map[string]any{"query": "write or delete files", "readOnly": true, "limit": 3})
+		got := structured(t, res)
+		if len(got.Tools) != 1 || got.Tools[0].Name != "filesystem__list_directory" {
+			t.Errorf("readOnly: got %+v, want only filesystem__list_directory", got.Tools)
+		}
+		if asked.Limit < MaxLimit {
+			t.Errorf("readOnly searched %d deep, want %d", asked.Limit, MaxLimit)
+		}
+		if txt := text(res); !strings.Contains(txt, "1 read-only tools for") {
+			t.Errorf("text: %s", txt)
+		}
+		res = call(t, cs, SearchToolName, map[string]any{"query": "x", "readOnly": true, "server": "memory"})
+		if res.IsError || len(structured(t, res).Tools) != 0 || !strings.Contains(text(res), `No read-only tools match "x"`) || !strings.Contains(text(res), `leave out "readOnly"`) {
+			t.Errorf("no read-only tool: isError=%v %s", res.IsError, text(res))
+		}
+		res = call(t, cs, SearchToolName, map[string]any{"query": "x", "readOnly": false, "limit": 10})
+		if n := len(structured(t, res).Tools); n != len(testCatalog) {
+			t.Errorf("readOnly false: %d tools, want all %d", n, len(testCatalog))
+		}
+	})
+
+	t.Run("detail", func(t *testing.T) {
+		compact := text(call(t, cs, SearchToolName, map[string]any{"query": "files", "limit": 10}))
+		full := text(call(t, cs, SearchToolName, map[string]any{"query": "files", "limit": 10, "detail": "full"}))
+		same := text(call(t, cs, SearchToolName, map[string]any{"query": "files", "limit": 10, "detail": "compact"}))
+		if strings.Contains(compact, `"properties"`) || compact != same {
+			t.Errorf("compact text holds schemas, or differs from the default:\n%s", compact)
+		}
+		for _, want := range []string{`inputSchema: {"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`, "title: Write file"} {
+			if !strings.Contains(full, want) {
+				t.Errorf("full text lacks %q:\n%s", want, full)
+			}
+		}
+	})
+
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		want []string
+	}{
+		{"unknown argument", map[string]any{"query": "x", "readonly": true, "max": 3},
+			[]string{`unknown argument "max", "readonly"`, `"query" (string, required)`, `"limit"`, `"server"`, `"readOnly"`, `"detail" ("compact" or "full")`}},
+		{"readOnly not a boolean", map[string]any{"query": "x", "readOnly": "yes"}, []string{`"readOnly" must be true or false, got "yes"`}},
+		{"detail unknown", map[string]any{"query": "x", "detail": "verbose"}, []string{`"detail" must be "compact"`, `got "verbose"`}},
+		{"query not a string", map[string]any{"query": 3}, []string{`"query" must be a string`}},
+		{"server not a string", map[string]any{"query": "x", "server": 1}, []string{`"server" must be a server name`, "Servers: everything, filesystem, memory, weird"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := call(t, cs, SearchToolName, tc.args)
+			for _, w := range tc.want {
+				if !res.IsError || !strings.Contains(text(res), w) {
+					t.Errorf("isError=%v %q, want isError with %q", res.IsError, text(res), w)
+				}
+			}
+		})
+	}
+}
+
+// TestSearchToolsDescription: the description names each server with its
+// tool count and a few words (Options.Describe) or tool names, within
+// MaxServerListChars, and counts the servers that do not fit.
+func TestSearchToolsDescription(t *testing.T) {
+	fs := &fakeSearcher{tools: testCatalog}
+	g := New(fs, &fakeCaller{}, &Options{Describe: func(s string) string {
+		if s == "memory" {
+			return "  a knowledge graph of\n entities  "
+		}
+		return ""
+	}})
+	d := g.describeSearch()
+	for _, want := range []string{
+		"across the MCP servers behind this gateway: everything (1 tool: add); filesystem (2 tools: list_directory, write_file); memory (1 tool): a knowledge graph of entities; weird (1 tool: do__it).",
+		"execute_tool",
+	} {
+		if !strings.Contains(d, want) {
+			t.Errorf("description lacks %q:\n%s", want, d)
+		}
+	}
+
+	var many []catalog.Tool
+	for i := range 60 {
+		for j := range 4 {
+			many = append(many, catalog.Tool{Server: fmt.Sprintf("server%02d", i), Name: fmt.Sprintf("tool_number_%d", j)})
+		}
+	}
+	g = New(&fakeSearcher{tools: many}, &fakeCaller{}, &Options{Describe: func(string) string { return strings.Repeat("word ", 40) }})
+	list := g.serverList()
+	if n := utf8.RuneCountInString(list); n > MaxServerListChars {
+		t.Errorf("server list is %d characters, cap %d:\n%s", n, MaxServerListChars, list)
+	}
+	if !strings.HasPrefix(list, "server00 (4 tools): word word") || !strings.Contains(list, "more") {
+		t.Errorf("server list:\n%s", list)
+	}
+	var shown int
+	fmt.Sscanf(list[strings.LastIndex(list, "; and ")+len("; and "):], "%d", &shown)
+	if listed := strings.Count(list, "(4 tools)"); listed+shown != 60 {
+		t.Errorf("%d servers listed + %d counted as more, want 60:\n%s", listed, shown, list)
+	}
+}
+
+// TestRefreshNotifiesListChanged: when the servers behind the gateway
+// change, Refresh registers search_tools again with the new description and
+// a connected client gets notifications/tools/list_changed; the two names
+// stay.
+func TestRefreshNotifiesListChanged(t *testing.T) {
+	fs := &fakeSearcher{tools: testCatalog[:1]}
+	g := New(fs, &fakeCaller{}, nil)
+	var changed = make(chan struct{}, 10)
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := g.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	}).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cs.Close(); ss.Wait() }()
+	description := func() (string, []string) {
+		lt, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		d := ""
+		for _, tl := range lt.Tools {
+			names = append(names, tl.Name)
+			if tl.Name == SearchToolName {
+				d = tl.Description
+			}
+		}
+		return d, names
+	}
+	before, _ := description()
+	if !strings.Contains(before, "memory (1 tool: create_entities)") || strings.Contains(before, "filesystem") {
+		t.Fatalf("description before: %s", before)
+	}
+	fs.tools = testCatalog
+	g.Refresh()
+	testenv.Eventually(t, "notifications/tools/list_changed at the client", func() bool { return len(changed) > 0 })
+	after, names := description()
+	if !strings.Contains(after, "filesystem (2 tools") || len(names) != 2 || names[0] != ExecuteToolName || names[1] != SearchToolName {
+		t.Errorf("after the change: %v %s", names, after)
+	}
+}

@@ -296,11 +296,12 @@ func sign(f float64) float64 {
 	return 1
 }
 
-// renderSearch is the text form of a search result. Compact: one line per
-// tool with its marks and score breakdown, its description on one line, and
-// its parameters (required ones marked *), so a model can often call
-// execute_tool without reading the full schema. Full adds each tool's title
-// and input schema as compact JSON.
+// renderSearch is the text form of a search result. Compact: per tool a
+// line with its name, marks and score, its description on one line (cut at
+// compactDescChars), and its parameters (required ones marked *, optional
+// ones while they fit), so a model can often call execute_tool without
+// reading the schema. Full: per tool its name, marks and score breakdown,
+// title, description (up to fullDescChars) and input schema as compact JSON.
 func renderSearch(a searchArgs, r SearchResult) string {
 	var b strings.Builder
 	only := ""
@@ -321,7 +322,7 @@ func renderSearch(a searchArgs, r SearchResult) string {
 	if r.NoMatch {
 		fmt.Fprintf(&b, "No %stool fits %q well (mode %s). Rephrase the task in other words, or leave out \"server\". The closest tools, all weak matches:\n", only, a.Query, r.Mode)
 	} else {
-		fmt.Fprintf(&b, "%d %stools for %q (mode %s; score = keyword + vector blend):\n", len(r.Tools), only, a.Query, r.Mode)
+		fmt.Fprintf(&b, "%d %stools, best first (mode %s):\n", len(r.Tools), only, r.Mode)
 	}
 	for i, t := range r.Tools {
 		weak := ""
@@ -332,26 +333,44 @@ func renderSearch(a searchArgs, r SearchResult) string {
 		if m := mark(t.Annotations); m != "" {
 			fmt.Fprintf(&b, " [%s]", m)
 		}
-		fmt.Fprintf(&b, "  score %.3f (keyword %.3f, vector %.3f), confidence %.2f\n", t.Score, t.Keyword, t.Vector, t.Confidence)
+		if a.Detail == DetailFull {
+			fmt.Fprintf(&b, "  score %.3f (keyword %.3f, vector %.3f), confidence %.2f\n", t.Score, t.Keyword, t.Vector, t.Confidence)
+		} else {
+			fmt.Fprintf(&b, "  confidence %.2f\n", t.Confidence)
+		}
 		if t.Unavailable != "" {
 			fmt.Fprintf(&b, "   UNAVAILABLE: %s\n", t.Unavailable)
 		}
-		if a.Detail == DetailFull && t.Title != "" {
-			fmt.Fprintf(&b, "   title: %s\n", oneLine(t.Title, 120))
+		if a.Detail == DetailFull {
+			if t.Title != "" {
+				fmt.Fprintf(&b, "   title: %s\n", oneLine(t.Title, 120))
+			}
+			if d := oneLine(t.Description, fullDescChars); d != "" {
+				fmt.Fprintf(&b, "   %s\n", d)
+			}
+			fmt.Fprintf(&b, "   inputSchema: %s\n", compactJSON(t.InputSchema))
+			continue
 		}
-		if d := oneLine(t.Description, 240); d != "" {
+		if d := oneLine(t.Description, compactDescChars); d != "" {
 			fmt.Fprintf(&b, "   %s\n", d)
 		}
-		if p := paramSummary(t.InputSchema); p != "" {
+		if p := paramSummary(t.InputSchema, compactArgsChars); p != "" {
 			fmt.Fprintf(&b, "   args: %s\n", p)
-		}
-		if a.Detail == DetailFull {
-			fmt.Fprintf(&b, "   inputSchema: %s\n", compactJSON(t.InputSchema))
 		}
 	}
 	b.WriteString(`Call execute_tool with {"name": "<name above>", "arguments": {...}}.`)
 	return b.String()
 }
+
+// Bounds of one tool's entry in the text, so that 10 results stay within
+// about 1,000 tokens on catalogs with long descriptions and dozens of
+// optional parameters (TestCompactTextTokenBudget). Full text has every
+// parameter in its schema; structuredContent has everything.
+const (
+	compactDescChars = 130
+	compactArgsChars = 90
+	fullDescChars    = 1000
+)
 
 // compactJSON is raw without insignificant space (raw itself if it does not
 // parse).
@@ -371,8 +390,11 @@ func oneLine(s string, max int) string {
 	return s
 }
 
-// paramSummary renders "path*: string, depth: integer" from an input schema.
-func paramSummary(schema json.RawMessage) string {
+// paramSummary renders "path*: string, depth: integer" from an input
+// schema: required parameters first (marked *), then the optional ones in
+// name order while the line stays within max characters, then "+N more"
+// for those left out (max <= 0: no bound).
+func paramSummary(schema json.RawMessage, max int) string {
 	var s struct {
 		Properties map[string]struct {
 			Type any `json:"type"`
@@ -397,8 +419,8 @@ func paramSummary(schema json.RawMessage) string {
 		}
 		return strings.Compare(a, b)
 	})
-	parts := make([]string, 0, len(names))
-	for _, n := range names {
+	var b strings.Builder
+	for i, n := range names {
 		typ := "any"
 		switch t := s.Properties[n].Type.(type) {
 		case string:
@@ -410,13 +432,21 @@ func paramSummary(schema json.RawMessage) string {
 			}
 			typ = strings.Join(ts, "|")
 		}
-		mark := ""
-		if slices.Contains(s.Required, n) {
-			mark = "*"
+		required := slices.Contains(s.Required, n)
+		part := n + ": " + typ
+		if required {
+			part = n + "*: " + typ
 		}
-		parts = append(parts, n+mark+": "+typ)
+		if i > 0 {
+			part = ", " + part
+		}
+		if !required && max > 0 && b.Len()+len(part) > max {
+			fmt.Fprintf(&b, ", +%d more", len(names)-i)
+			break
+		}
+		b.WriteString(part)
 	}
-	return strings.Join(parts, ", ")
+	return b.String()
 }
 
 // unavailable says why server's tools cannot run now, or "".

@@ -66,7 +66,7 @@ func TestSearchToolsAnnotationsAndFilters(t *testing.T) {
 		if asked.Limit < MaxLimit {
 			t.Errorf("readOnly searched %d deep, want %d", asked.Limit, MaxLimit)
 		}
-		if txt := text(res); !strings.Contains(txt, "1 read-only tools for") {
+		if txt := text(res); !strings.Contains(txt, "1 read-only tools, best first") {
 			t.Errorf("text: %s", txt)
 		}
 		res = call(t, cs, SearchToolName, map[string]any{"query": "x", "readOnly": true, "server": "memory"})
@@ -86,7 +86,7 @@ func TestSearchToolsAnnotationsAndFilters(t *testing.T) {
 		if strings.Contains(compact, `"properties"`) || compact != same {
 			t.Errorf("compact text holds schemas, or differs from the default:\n%s", compact)
 		}
-		for _, want := range []string{`inputSchema: {"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`, "title: Write file"} {
+		for _, want := range []string{`inputSchema: {"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`, "title: Write file", "score 0.500 (keyword 0.250, vector 0.667)"} {
 			if !strings.Contains(full, want) {
 				t.Errorf("full text lacks %q:\n%s", want, full)
 			}
@@ -204,5 +204,25 @@ func TestRefreshNotifiesListChanged(t *testing.T) {
 	after, names := description()
 	if !strings.Contains(after, "filesystem (2 tools") || len(names) != 2 || names[0] != ExecuteToolName || names[1] != SearchToolName {
 		t.Errorf("after the change: %v %s", names, after)
+	}
+}
+
+func TestParamSummary(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","required":["b","a"],"properties":{
+		"a":{"type":"string"},"b":{"type":["string","null"]},"c":{"type":"integer"},"d":{},"e":{"type":"boolean"},"f":{"type":"number"}}}`)
+	for _, tc := range []struct {
+		max  int
+		want string
+	}{
+		{0, "a*: string, b*: string|null, c: integer, d: any, e: boolean, f: number"},
+		{40, "a*: string, b*: string|null, c: integer, +3 more"},
+		{5, "a*: string, b*: string|null, +4 more"},
+	} {
+		if got := paramSummary(schema, tc.max); got != tc.want {
+			t.Errorf("paramSummary(max %d) = %q, want %q", tc.max, got, tc.want)
+		}
+	}
+	if got := paramSummary(json.RawMessage(`{"type":"object"}`), 0); got != "" {
+		t.Errorf("no properties: %q", got)
 	}
 }

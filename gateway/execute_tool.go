@@ -54,7 +54,7 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	}
 	tool, ok := g.searcher.Tool(a.Name)
 	if !ok {
-		return g.unknownTool(a.Name), nil
+		return toolError("%s", g.unknownTool(ctx, a.Name)), nil
 	}
 	args, err := toolArgs(a.Arguments)
 	if err != nil {
@@ -64,7 +64,7 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	msg := g.validate(a.Name, tool.InputSchema, args)
 	vspan.End()
 	if msg != "" {
-		return toolError("execute_tool %s: the arguments do not match the tool's inputSchema: %s. Fix the arguments (the schema is in search_tools' result) and call again.", a.Name, msg), nil
+		return toolError("%s", explainInvalid(a.Name, tool.InputSchema, msg)), nil
 	}
 	if g.recent != nil {
 		if q := g.recent.ran(sessionKey(req.Session), a.Name); q != "" {
@@ -112,21 +112,6 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 		g.log.Warn("backend call failed", "tool", name, "server", server, "err", err)
 		return toolError("execute_tool %s: server %q answered with an error: %v", name, server, err)
 	}
-}
-
-// unknownTool explains an unknown name and offers the closest known names.
-func (g *Gateway) unknownTool(name string) *mcp.CallToolResult {
-	if _, _, err := catalog.SplitID(name); err != nil {
-		if near := closest(name, g.searcher.IDs(), 3); len(near) > 0 {
-			return toolError("execute_tool: %v. Closest names: %s. Call search_tools to find the right tool.", err, strings.Join(near, ", "))
-		}
-		return toolError("execute_tool: %v. Call search_tools to find the right tool.", err)
-	}
-	near := closest(name, g.searcher.IDs(), 3)
-	if len(near) == 0 {
-		return toolError("execute_tool: unknown tool %q. Call search_tools to find the right tool.", name)
-	}
-	return toolError("execute_tool: unknown tool %q. Closest names: %s. Call search_tools to find the right tool.", name, strings.Join(near, ", "))
 }
 
 // closest returns up to n IDs nearest to name by edit distance, preferring

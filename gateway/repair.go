@@ -1,0 +1,358 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/search"
+)
+
+// This file turns execute_tool's failures into answers a model can repair
+// its call from: invalid arguments come back in plain words with the tool's
+// input schema and an example call, an unknown name with the closest names
+// and the tools search_tools finds for the name's words.
+
+// explainInvalid is the isError text for arguments that fail the input
+// schema of the tool id: what is wrong in plain words (problem is the
+// validator's message), the schema, and an example call derived from it.
+func explainInvalid(id string, schema json.RawMessage, problem string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "execute_tool %s: the arguments do not match the tool's inputSchema: %s.\n", id, plainWords(problem))
+	fmt.Fprintf(&b, "The inputSchema of %s:\n%s\n", id, compactJSON(schema))
+	if ex, ok := exampleArgs(schema); ok {
+		fmt.Fprintf(&b, "A call of the right shape (replace each <placeholder>; optional arguments left out):\n%s\n", exampleCall(id, ex))
+	}
+	b.WriteString("Fix the arguments and call execute_tool again.")
+	return b.String()
+}
+
+// exampleCall is execute_tool's arguments for id with args, as JSON.
+func exampleCall(id string, args map[string]any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // placeholders read <name>, not \u003cname\u003e
+	_ = enc.Encode(struct {
+		Name      string         `json:"name"`
+		Arguments map[string]any `json:"arguments"`
+	}{id, args})
+	return strings.TrimSpace(b.String())
+}
+
+// plainWords rewrites a jsonschema-go validation error, such as
+//
+//	validating root: validating /properties/entities: type: not-a-list has type "string", want "array"
+//
+// as `"entities" must be an array, not a string ("not-a-list")`. The
+// deepest schema location names the argument; a message it does not know
+// is kept as it is, after the argument's name.
+func plainWords(msg string) string {
+	loc := "root"
+	for {
+		rest, ok := strings.CutPrefix(msg, "validating ")
+		if !ok {
+			break
+		}
+		l, tail, ok := strings.Cut(rest, ": ")
+		if !ok {
+			break
+		}
+		loc, msg = l, tail
+	}
+	arg := argPath(loc)
+	where := "the arguments"
+	if arg != "" {
+		where = strconv.Quote(arg)
+	}
+	switch {
+	case strings.HasPrefix(msg, "required: missing properties: "):
+		names := parseQuoted(strings.TrimPrefix(msg, "required: missing properties: "))
+		what := "required argument"
+		if arg != "" {
+			what = "required field"
+		}
+		if len(names) > 1 {
+			what += "s"
+		}
+		return fmt.Sprintf("%s %s missing the %s %s", where, isOrAre(arg), what, quoted(names))
+	case strings.HasPrefix(msg, "unexpected additional properties "):
+		names := parseQuoted(strings.TrimPrefix(msg, "unexpected additional properties "))
+		verb := "is not a field"
+		if len(names) > 1 {
+			verb = "are not fields"
+		}
+		if arg == "" {
+			verb = strings.Replace(verb, "field", "argument", 1)
+			return fmt.Sprintf("%s %s of this tool: remove %s", quoted(names), verb, pronoun(names))
+		}
+		return fmt.Sprintf("%s %s of %s: remove %s", quoted(names), verb, where, pronoun(names))
+	case strings.HasPrefix(msg, "type: "):
+		// "type: V has type "T", want "W"" or "... want one of "A, B""
+		v, rest, ok := strings.Cut(strings.TrimPrefix(msg, "type: "), " has type ")
+		got, want, ok2 := strings.Cut(rest, ", want ")
+		if !ok || !ok2 {
+			break
+		}
+		got, _ = strconv.Unquote(got)
+		if w, ok := strings.CutPrefix(want, "one of "); ok {
+			// one quoted list: "integer, null"
+			var types []string
+			for _, q := range parseQuoted(w) {
+				types = append(types, strings.Split(q, ", ")...)
+			}
+			want = strings.Join(withArticles(types), " or ")
+		} else {
+			want, _ = strconv.Unquote(want)
+			want = withArticle(want)
+		}
+		return fmt.Sprintf("%s must be %s, not %s (%s)", where, want, withArticle(got), oneLine(v, 40))
+	case strings.HasPrefix(msg, "enum: "):
+		v, vals, ok := strings.Cut(strings.TrimPrefix(msg, "enum: "), " does not equal any of: ")
+		if ok {
+			return fmt.Sprintf("%s must be one of %s, not %s", where, oneLine(vals, 200), oneLine(v, 40))
+		}
+	}
+	if arg == "" {
+		return msg
+	}
+	return fmt.Sprintf("%s: %s", where, msg)
+}
+
+func isOrAre(arg string) string {
+	if arg == "" {
+		return "are"
+	}
+	return "is"
+}
+
+func pronoun(names []string) string {
+	if len(names) > 1 {
+		return "them"
+	}
+	return "it"
+}
+
+func withArticle(typ string) string {
+	switch typ {
+	case "":
+		return "something else"
+	case "null":
+		return "null"
+	case "array", "integer", "object":
+		return "an " + typ
+	}
+	return "a " + typ
+}
+
+func withArticles(types []string) []string {
+	out := make([]string, len(types))
+	for i, t := range types {
+		out[i] = withArticle(t)
+	}
+	return out
+}
+
+// parseQuoted reads the names of a Go %q-formatted []string: ["a" "b"].
+func parseQuoted(s string) []string {
+	s = strings.TrimSpace(s)
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	var out []string
+	for s = strings.TrimSpace(s); s != ""; s = strings.TrimSpace(s) {
+		q, err := strconv.QuotedPrefix(s)
+		if err != nil {
+			return append(out, s)
+		}
+		u, _ := strconv.Unquote(q)
+		out = append(out, u)
+		s = s[len(q):]
+	}
+	return out
+}
+
+// argPath turns a schema location (a JSON pointer from the input schema's
+// root, as jsonschema-go names it, or "root") into the argument it
+// validates: /properties/entities/items/properties/name → entities[].name.
+// Locations it cannot follow (combinators, definitions) end the path there.
+func argPath(loc string) string {
+	if !strings.HasPrefix(loc, "/") {
+		return ""
+	}
+	segs := strings.Split(loc[1:], "/")
+	var b strings.Builder
+	for i := 0; i < len(segs); i++ {
+		switch segs[i] {
+		case "properties":
+			if i+1 < len(segs) {
+				if b.Len() > 0 {
+					b.WriteByte('.')
+				}
+				b.WriteString(strings.NewReplacer("~1", "/", "~0", "~").Replace(segs[i+1]))
+				i++
+			}
+		case "items", "additionalItems":
+			b.WriteString("[]")
+		case "prefixItems":
+			if i+1 < len(segs) {
+				fmt.Fprintf(&b, "[%s]", segs[i+1])
+				i++
+			}
+		default:
+			return b.String()
+		}
+	}
+	return b.String()
+}
+
+// exampleArgs derives arguments that have the shape of schema: its required
+// properties, each with a placeholder of its type ("<string>", 0, false,
+// one item of an array, an object's own required properties), its const,
+// its first enum value or its default. It reports false when the schema is
+// not an object schema it can read.
+func exampleArgs(schema json.RawMessage) (map[string]any, bool) {
+	var s map[string]any
+	if json.Unmarshal(schema, &s) != nil {
+		return nil, false
+	}
+	if t, _ := s["type"].(string); t != "" && t != "object" {
+		return nil, false
+	}
+	m, _ := exampleValue(s, "", 0).(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, true
+}
+
+// maxExampleDepth bounds the recursion of exampleValue (schemas may nest
+// deeply, and a placeholder is as good a hint below that).
+const maxExampleDepth = 6
+
+func exampleValue(s map[string]any, name string, depth int) any {
+	if v, ok := s["const"]; ok {
+		return v
+	}
+	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
+		return e[0]
+	}
+	if v, ok := s["default"]; ok {
+		return v
+	}
+	if ex, ok := s["examples"].([]any); ok && len(ex) > 0 {
+		return ex[0]
+	}
+	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
+		if alts, ok := s[k].([]any); ok && len(alts) > 0 {
+			if first, ok := alts[0].(map[string]any); ok {
+				return exampleValue(first, name, depth)
+			}
+		}
+	}
+	typ := ""
+	switch t := s["type"].(type) {
+	case string:
+		typ = t
+	case []any:
+		for _, x := range t {
+			if x, _ := x.(string); x != "null" && typ == "" {
+				typ = x
+			}
+		}
+	}
+	if typ == "" {
+		if _, ok := s["properties"]; ok {
+			typ = "object"
+		} else if _, ok := s["items"]; ok {
+			typ = "array"
+		}
+	}
+	placeholder := "<value>"
+	if name != "" {
+		placeholder = "<" + name + ">"
+	}
+	if depth >= maxExampleDepth {
+		return placeholder
+	}
+	switch typ {
+	case "string":
+		return placeholder
+	case "integer", "number":
+		if v, ok := s["minimum"].(float64); ok {
+			return v
+		}
+		return 0
+	case "boolean":
+		return false
+	case "null":
+		return nil
+	case "array":
+		item, _ := s["items"].(map[string]any)
+		if item == nil {
+			return []any{}
+		}
+		return []any{exampleValue(item, singular(name), depth+1)}
+	case "object":
+		props, _ := s["properties"].(map[string]any)
+		out := map[string]any{}
+		req, _ := s["required"].([]any)
+		for _, r := range req {
+			k, _ := r.(string)
+			ps, _ := props[k].(map[string]any)
+			if ps == nil {
+				ps = map[string]any{}
+			}
+			out[k] = exampleValue(ps, k, depth+1)
+		}
+		return out
+	}
+	return placeholder
+}
+
+// singular names an array's item after the array: "entities" → "entity",
+// "files" → "file"; other names are kept.
+func singular(name string) string {
+	switch {
+	case strings.HasSuffix(name, "ies") && len(name) > 3:
+		return name[:len(name)-3] + "y"
+	case strings.HasSuffix(name, "s") && !strings.HasSuffix(name, "ss") && len(name) > 1:
+		return name[:len(name)-1]
+	}
+	return name
+}
+
+// unknownTool explains an unknown name: the closest known names, and the
+// tools search_tools finds for the words of the name.
+func (g *Gateway) unknownTool(ctx context.Context, name string) string {
+	var b strings.Builder
+	_, tool, err := catalog.SplitID(name)
+	if err != nil {
+		fmt.Fprintf(&b, "execute_tool: %v.", err)
+		tool = name
+	} else {
+		fmt.Fprintf(&b, "execute_tool: unknown tool %q.", name)
+	}
+	near := closest(name, g.searcher.IDs(), 3)
+	if len(near) > 0 {
+		fmt.Fprintf(&b, " Closest names: %s.", strings.Join(near, ", "))
+	}
+	if words := catalog.NameWords(tool); words != "" {
+		res, err := g.searcher.Search(ctx, search.Query{Text: words, Limit: 3})
+		var found []string
+		if err == nil {
+			for _, h := range res.Hits {
+				if id := h.Tool.ID(); !slices.Contains(near, id) {
+					found = append(found, id)
+				}
+			}
+		}
+		if len(found) > 0 {
+			fmt.Fprintf(&b, " search_tools %q also finds: %s.", words, strings.Join(found, ", "))
+		}
+	}
+	b.WriteString(" Use one of these names, or call search_tools with what you want to do.")
+	return b.String()
+}

@@ -1,0 +1,142 @@
+package gateway
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// memorySchema is the input schema of the bundled memory server's
+// create_entities (as server-memory 2026.8.31 lists it).
+const memorySchema = `{"type":"object","properties":{"entities":{"type":"array","items":{"type":"object","properties":{
+"name":{"type":"string","description":"The name of the entity"},
+"entityType":{"type":"string","description":"The type of the entity"},
+"observations":{"type":"array","items":{"type":"string"},"description":"An array of observation contents associated with the entity"}},
+"required":["name","entityType","observations"],"additionalProperties":false}}},"required":["entities"],"additionalProperties":false,
+"$schema":"http://json-schema.org/draft-07/schema#"}`
+
+// validateWith runs jsonschema-go on args as execute_tool does and returns
+// its message ("" when valid).
+func validateWith(t *testing.T, schema string, args string) string {
+	t.Helper()
+	var s jsonschema.Schema
+	if err := json.Unmarshal([]byte(schema), &s); err != nil {
+		t.Fatal(err)
+	}
+	s.Schema = ""
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(args), &m); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Validate(m); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+func TestPlainWords(t *testing.T) {
+	enumSchema := `{"type":"object","properties":{"mode":{"enum":["fast","slow"]},"n":{"type":["integer","null"]},"p/q":{"type":"string"}}}`
+	for _, tc := range []struct {
+		schema, args, want string
+	}{
+		{memorySchema, `{"entities":"not-a-list"}`, `"entities" must be an array, not a string (not-a-list)`},
+		{memorySchema, `{}`, `the arguments are missing the required argument "entities"`},
+		{memorySchema, `{"entities":[{"name":"a"}]}`, `"entities[]" is missing the required fields "entityType", "observations"`},
+		{memorySchema, `{"entities":[{"name":"a","entityType":"p","observations":[1]}]}`, `"entities[].observations[]" must be a string, not an integer (1)`},
+		{memorySchema, `{"entities":[],"x":1,"y":2}`, `"x", "y" are not arguments of this tool: remove them`},
+		{memorySchema, `{"entities":[{"name":"a","entityType":"p","observations":[],"zz":1}]}`, `"zz" is not a field of "entities[]": remove it`},
+		{enumSchema, `{"mode":"medium"}`, `"mode" must be one of [fast slow], not medium`},
+		{enumSchema, `{"n":"x"}`, `"n" must be an integer or null, not a string (x)`},
+		{enumSchema, `{"p/q":3}`, `"p/q" must be a string, not an integer (3)`},
+	} {
+		msg := validateWith(t, tc.schema, tc.args)
+		if msg == "" {
+			t.Fatalf("%s: valid", tc.args)
+		}
+		if got := plainWords(msg); got != tc.want {
+			t.Errorf("%s:\n  validator: %s\n  got:  %s\n  want: %s", tc.args, msg, got, tc.want)
+		}
+	}
+	if got := plainWords("something else entirely"); got != "something else entirely" {
+		t.Errorf("unknown message: %q", got)
+	}
+}
+
+func TestExampleArgs(t *testing.T) {
+	for _, tc := range []struct {
+		schema string
+		want   string
+	}{
+		{memorySchema, `{"entities":[{"entityType":"<entityType>","name":"<name>","observations":["<observation>"]}]}`},
+		{`{"type":"object","properties":{"path":{"type":"string"},"depth":{"type":"integer"}},"required":["path"]}`, `{"path":"<path>"}`},
+		{`{"type":"object","properties":{"a":{"type":"number","minimum":1},"b":{"type":"boolean"},"m":{"enum":["x","y"]},"c":{"const":7},"d":{"type":"string","default":"dd"},"o":{"type":"object"},"any":{}},"required":["a","b","m","c","d","o","any"]}`,
+			`{"a":1,"any":"<any>","b":false,"c":7,"d":"dd","m":"x","o":{}}`},
+		{`{"type":"object"}`, `{}`},
+		{`{"type":"object","properties":{"v":{"anyOf":[{"type":"integer"},{"type":"string"}]}},"required":["v"]}`, `{"v":0}`},
+	} {
+		ex, ok := exampleArgs(json.RawMessage(tc.schema))
+		if !ok {
+			t.Errorf("%s: no example", tc.schema)
+			continue
+		}
+		var buf strings.Builder
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.Encode(ex)
+		b := strings.TrimSpace(buf.String())
+		if diff := cmp.Diff(tc.want, b); diff != "" {
+			t.Errorf("example of %s (-want +got):\n%s", tc.schema, diff)
+		}
+		if msg := validateWith(t, tc.schema, b); msg != "" {
+			t.Errorf("the example %s does not validate: %s", b, msg)
+		}
+	}
+	if _, ok := exampleArgs(json.RawMessage(`{"type":"string"}`)); ok {
+		t.Error("an example for a non-object schema")
+	}
+	if _, ok := exampleArgs(json.RawMessage(`not json`)); ok {
+		t.Error("an example for a schema that is not JSON")
+	}
+}
+
+// TestExecuteToolRepairs: invalid arguments come back with plain words, the
+// schema and an example call; an unknown name with the closest names and
+// what search_tools finds for its words. Nothing reaches the backend.
+func TestExecuteToolRepairs(t *testing.T) {
+	caller := &fakeCaller{}
+	g, fs := newTestGateway(t, caller)
+	fs.tools = append(fs.tools[:len(fs.tools):len(fs.tools)], fs.tools[0])
+	fs.tools[len(fs.tools)-1].Name, fs.tools[len(fs.tools)-1].InputSchema = "create_entities_v2", json.RawMessage(memorySchema)
+	cs := connect(t, g)
+
+	res := call(t, cs, ExecuteToolName, map[string]any{"name": "memory__create_entities_v2", "arguments": map[string]any{"entities": "not-a-list"}})
+	txt := text(res)
+	for _, want := range []string{
+		`execute_tool memory__create_entities_v2: the arguments do not match the tool's inputSchema: "entities" must be an array, not a string (not-a-list).`,
+		`The inputSchema of memory__create_entities_v2:`,
+		`"entityType":{"type":"string","description":"The type of the entity"}`,
+		`{"name":"memory__create_entities_v2","arguments":{"entities":[{"entityType":"<entityType>","name":"<name>","observations":["<observation>"]}]}}`,
+	} {
+		if !res.IsError || !strings.Contains(txt, want) {
+			t.Errorf("isError=%v, text lacks %q:\n%s", res.IsError, want, txt)
+		}
+	}
+
+	res = call(t, cs, ExecuteToolName, map[string]any{"name": "memory__make_entities"})
+	txt = text(res)
+	for _, want := range []string{`unknown tool "memory__make_entities"`, "Closest names: memory__create_entities", `search_tools "make entities" also finds:`, "call search_tools"} {
+		if !res.IsError || !strings.Contains(txt, want) {
+			t.Errorf("isError=%v, text lacks %q:\n%s", res.IsError, want, txt)
+		}
+	}
+	if n := caller.calls.Load(); n != 0 {
+		t.Errorf("%d calls reached the backend", n)
+	}
+}

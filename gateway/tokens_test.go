@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -11,23 +9,14 @@ import (
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/testenv"
-	"github.com/toolgate/toolgate/models"
 	"github.com/toolgate/toolgate/search"
 )
 
 // compactTokenBudget is what search_tools' compact text of 10 results may
 // cost a client, in tokens.
 const compactTokenBudget = 1000
-
-// benchDir is $TOOLGATE_BENCH_DIR, else the shared/ folder beside the clone
-// (the dev catalogs of ../shared/bench/README.md).
-func benchDir() string {
-	if d := os.Getenv("TOOLGATE_BENCH_DIR"); d != "" {
-		return d
-	}
-	return filepath.Join("..", "..", "shared", "bench")
-}
 
 // TestCompactTextTokenBudget ranks the queries of the dev catalogs with the
 // real model and holds the compact text of the top 10 to compactTokenBudget,
@@ -39,25 +28,15 @@ func TestCompactTextTokenBudget(t *testing.T) {
 	if raceEnabled {
 		t.Skip("measures text sizes, not concurrency; it runs without -race")
 	}
-	e, err := embed.New(nil)
+	e, err := embed.New(&embed.Options{ORTLib: dirs.ORTLib("", ""), ModelDir: dirs.ModelFolder("", "", dirs.Data("", ""))})
 	testenv.Require(t, err)
 	defer e.Close()
-	var emb index.Embedder = e
-	if c, err := embed.NewCached(e, filepath.Join(models.CacheDir(), "test-embeddings"), nil); err == nil {
-		defer c.Close()
-		emb = c
-	} else {
-		t.Logf("embedding without the test cache: %v", err)
-	}
 	for _, set := range []struct {
 		name  string
 		every int // every n-th query
 	}{{"azure-mcp", 1}, {"metatool", 10}} {
 		t.Run(set.name, func(t *testing.T) {
-			dir := filepath.Join(benchDir(), set.name)
-			if _, err := os.Stat(dir); err != nil {
-				testenv.Require(t, fmt.Errorf("bench data %s missing (set TOOLGATE_BENCH_DIR): %w", dir, err))
-			}
+			dir := testenv.BenchSplit(t, set.name)
 			tools, err := catalog.ReadFile(filepath.Join(dir, "tools.jsonl"))
 			if err != nil {
 				t.Fatal(err)
@@ -67,11 +46,11 @@ func TestCompactTextTokenBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			ix, err := index.Build(ctx, tools, emb, nil)
+			ix, err := index.Build(ctx, tools, e, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			eng := search.New(ix, emb, nil)
+			eng := search.New(ix, e, nil)
 			defer eng.Close()
 			g := New(eng, &fakeCaller{}, nil)
 

@@ -220,10 +220,13 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		Version:        version,
 		DefaultLimit:   s.DefaultLimit,
 		MaxLimit:       s.MaxLimit,
+		Describe:       pool.Describe,
 		Unavailable:    pool.Unavailable,
 		TracerProvider: tracing.Provider(),
 		Learner:        learner,
 	})
+	// search_tools' description names the servers behind the gateway.
+	lv.OnChange(gw.Refresh)
 
 	log.Info("gateway ready", "servers", len(cfg.Servers()), "tools", lv.Stats().CatalogTools, "warm", warm, "startup", time.Since(start).Round(time.Millisecond))
 

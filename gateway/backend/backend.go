@@ -102,6 +102,7 @@ type backend struct {
 	stateCh  chan struct{} // closed and replaced on every state change
 	connects int           // connect attempts so far
 	tools    []*mcp.Tool
+	info     *mcp.InitializeResult // the server's answer to the last handshake (kept while down)
 	restarts int
 	run      *run
 	inFlight int // calls running on run (Status.InFlight)
@@ -295,6 +296,7 @@ func (b *backend) connect(ctx context.Context) {
 	b.mu.Lock()
 	b.run = r
 	b.tools = tools
+	b.info = r.sess.InitializeResult()
 	b.mu.Unlock()
 	b.setState(StateUp, nil)
 	b.log.Info("backend up", keyTools, len(tools), keyProtocol, r.protocol)

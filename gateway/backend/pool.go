@@ -404,14 +404,15 @@ func (d Diff) Empty() bool {
 }
 
 // inPlace are the fields of a server entry that Reconfigure applies to a
-// running backend without restarting it.
-var inPlace = []string{"connectTimeout", "callTimeout"}
+// running backend without restarting it (the description is read from the
+// roster's entry by Describe).
+var inPlace = []string{"connectTimeout", "callTimeout", "description"}
 
 // Reconfigure makes the pool run servers (disabled ones are skipped): by
 // name, a server that is no longer listed is removed, a new one added, one
 // whose entry changed (config.Server.Changes) is stopped and started again
 // with the new entry; one that did not change keeps running untouched.
-// A change of timeouts only is applied in place.
+// A change of timeouts or description only is applied in place.
 //
 // It returns at once. Stopping (stdin → SIGTERM → SIGKILL for stdio)
 // happens in the background, and Close waits for it. Added and changed
@@ -454,7 +455,7 @@ func (p *Pool) Reconfigure(ctx context.Context, servers []config.Server) Diff {
 			b.setTimeouts(s)
 			next.byName[s.Name] = b
 			d.Updated = append(d.Updated, s.Name)
-			b.log.Info("timeouts changed; applied without a restart", "fields", changes)
+			b.log.Info("config entry changed; applied without a restart", "fields", changes)
 		default:
 			nb := newBackend(p, s)
 			next.byName[s.Name] = nb

@@ -35,6 +35,7 @@ func (s Server) Changes(o Server) []string {
 	diff("lazy", s.Lazy == o.Lazy)
 	diff("idleTimeout", s.IdleTimeout == o.IdleTimeout)
 	diff("restart", sameRestart(s.Restart, o.Restart))
+	diff("description", s.Description == o.Description)
 	return out
 }
 

@@ -39,6 +39,10 @@ const (
 // from any working directory (e.g. "${TOOLGATE_CONFIG_DIR}/data/memory.jsonl").
 const DirVar = "TOOLGATE_CONFIG_DIR"
 
+// MaxDescription caps a server's "description" in characters: it goes into
+// search_tools' description, which every client holds in its context.
+const MaxDescription = 200
+
 // File is a parsed, expanded and validated config file.
 type File struct {
 	// MCPServers holds every entry, disabled ones included, keyed by name.
@@ -78,6 +82,12 @@ type Server struct {
 
 	// Disabled servers stay in MCPServers but are not started.
 	Disabled bool `json:"disabled,omitempty"`
+
+	// Description says in a few words what the server offers; search_tools'
+	// description names each server with it (else with what the server
+	// says of itself). At most MaxDescription characters; applied without
+	// a restart.
+	Description string `json:"description,omitempty"`
 
 	// Per-server overrides; 0 means the toolgate section's value
 	// (Servers fills them in).

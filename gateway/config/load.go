@@ -274,7 +274,7 @@ func (p *parser) servers(top map[string]json.RawMessage, f *File) {
 
 // serverKeys are the keys of a server entry that toolgate reads. Other keys
 // belong to other applications and are ignored.
-var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "oauth", "disabled", "connectTimeout", "callTimeout", "lazy", "idleTimeout", "restart"}
+var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "oauth", "disabled", "connectTimeout", "callTimeout", "lazy", "idleTimeout", "restart", "description"}
 
 func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
 	s := Server{Name: name}
@@ -303,6 +303,7 @@ func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
 	s.Lazy = d.bool("lazy")
 	s.IdleTimeout = d.duration("idleTimeout")
 	s.Restart = d.restart("restart")
+	s.Description = d.string("description")
 	if s.Type == "" {
 		s.Type = inferType(s)
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Types lists the accepted values of a server's "type".
@@ -165,6 +167,12 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 		bad("idleTimeout", "%s is out of range: use a duration up to %s like \"10m\", or 0 to keep the server running", d, maxIdleTimeout)
 	case d > 0 && !s.Lazy:
 		bad("idleTimeout", `only applies to lazy servers (started by their first call): add "lazy": true, or remove "idleTimeout"`)
+	}
+	if n := utf8.RuneCountInString(s.Description); n > MaxDescription {
+		bad("description", "is %d characters long: say in a few words (at most %d characters) what the server offers, e.g. \"issues and pull requests of our GitHub org\"", n, MaxDescription)
+	}
+	if strings.ContainsFunc(s.Description, func(r rune) bool { return unicode.IsControl(r) && !unicode.IsSpace(r) }) {
+		bad("description", "contains a control character: use plain text")
 	}
 	if s.Restart != nil {
 		for _, p := range checkRestart(*s.Restart) {

@@ -209,7 +209,8 @@ type Loop struct {
 
 	eng  atomic.Pointer[search.Engine] // set by Run, cleared by Close
 	vis  atomic.Pointer[visibility]
-	kick chan struct{} // a re-index is wanted (capacity 1: requests merge)
+	kick chan struct{}          // a re-index is wanted (capacity 1: requests merge)
+	hook atomic.Pointer[func()] // OnChange's f
 
 	mu      sync.Mutex
 	current []catalog.Tool // the catalog served (or about to be)
@@ -239,6 +240,21 @@ func New(dir string, cfg *config.File, opts *Options) *Loop {
 	l.vis.Store(newVisibility(servers))
 	l.warm, l.current = l.openWarm(servers)
 	return l
+}
+
+// OnChange makes the loop call f after each change of the servers or tools
+// that searches see: a re-index swapped in, a config reload applied (a
+// server added, removed, changed or described anew). The gateway's Refresh
+// goes here: search_tools' description names the servers. f runs on the
+// loop's goroutines and must not block for long. It may be set before or
+// after Run; a later call replaces it.
+func (l *Loop) OnChange(f func()) { l.hook.Store(&f) }
+
+// changedHook calls the OnChange hook, if any.
+func (l *Loop) changedHook() {
+	if f := l.hook.Load(); f != nil && *f != nil {
+		(*f)()
+	}
 }
 
 // Warm reports whether Run will answer from the index of the last run while

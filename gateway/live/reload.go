@@ -91,6 +91,7 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) {
 		"took", time.Since(start).Round(time.Microsecond))
 	l.reloaded(&Reload{At: start, Trigger: trigger, Added: d.Added, Removed: d.Removed, Changed: d.Changed,
 		Updated: d.Updated, Unchanged: d.Unchanged, RestartOnly: later})
+	l.changedHook()
 }
 
 // reloaded counts a reload, after its effects and its log line.

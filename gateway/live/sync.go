@@ -84,6 +84,7 @@ func (l *Loop) syncLoop(ctx context.Context) {
 		}
 		l.eng.Load().Swap(ix)
 		l.swapped(ix, inMemory)
+		l.changedHook()
 	}
 }
 

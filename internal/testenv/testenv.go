@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -102,4 +103,32 @@ func (l *LogBuffer) String() string {
 // Logger is a debug-level text logger writing into l.
 func (l *LogBuffer) Logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// BenchSplit is the folder of a split of the relevance benchmark data
+// (../shared/bench/README.md): $TOOLGATE_BENCH_DIR/split, else the shared
+// folder beside the clone (found from the module root, so any package's
+// tests can use it). A missing split is Missing.
+func BenchSplit(t testing.TB, split string) string {
+	t.Helper()
+	base := os.Getenv("TOOLGATE_BENCH_DIR")
+	if base == "" {
+		dir, err := os.Getwd()
+		for err == nil {
+			if _, serr := os.Stat(filepath.Join(dir, "go.mod")); serr == nil {
+				break
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				err = os.ErrNotExist
+			}
+			dir = parent
+		}
+		base = filepath.Join(filepath.Dir(dir), "shared", "bench")
+	}
+	dir := filepath.Join(base, split)
+	if _, err := os.Stat(filepath.Join(dir, "tools.jsonl")); err != nil {
+		Missing(t, "bench split %s is missing (set TOOLGATE_BENCH_DIR to the folder of ../shared/bench): %v", split, err)
+	}
+	return dir
 }

@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -98,5 +100,31 @@ func TestLogBuffer(t *testing.T) {
 	}
 	if got := strings.Count(l.String(), "msg=line"); got != 4 {
 		t.Errorf("%d records, want 4:\n%s", got, l.String())
+	}
+}
+
+func TestBenchSplit(t *testing.T) {
+	base := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(base, "demo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(base, "demo", "tools.jsonl"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TOOLGATE_BENCH_DIR", base)
+	t.Setenv("CI", "")
+	var got string
+	if r := run(t, func(tb testing.TB) { got = BenchSplit(tb, "demo") }); r.skipped != "" || got != filepath.Join(base, "demo") {
+		t.Errorf("BenchSplit(demo) = %q (skipped %q)", got, r.skipped)
+	}
+	if r := run(t, func(tb testing.TB) { BenchSplit(tb, "absent") }); !strings.Contains(r.skipped, "bench split absent is missing") {
+		t.Errorf("a missing split: skipped %q", r.skipped)
+	}
+	// Without the variable: the shared folder beside the clone.
+	t.Setenv("TOOLGATE_BENCH_DIR", "")
+	r := run(t, func(tb testing.TB) { got = BenchSplit(tb, "azure-mcp") })
+	want, _ := filepath.Abs(filepath.Join("..", "..", "..", "shared", "bench", "azure-mcp"))
+	if r.skipped == "" && got != want {
+		t.Errorf("BenchSplit(azure-mcp) = %q, want %q", got, want)
 	}
 }

@@ -232,6 +232,13 @@ func HangCount(waiting, cancelled int) string {
 	return fmt.Sprintf("waiting %d, cancelled %d", waiting, cancelled)
 }
 
+// What the fake server says of itself in its handshake (serverInfo.title
+// and instructions).
+const (
+	Title        = "Toolgate test backend"
+	Instructions = "# Fake server\n\nA fake MCP server for toolgate's tests. Its tools misbehave on purpose."
+)
+
 // AddResult is the structured output of "add".
 type AddResult struct {
 	Sum float64 `json:"sum"`
@@ -244,7 +251,7 @@ func text(s string) *mcp.CallToolResult {
 // NewServer builds the fake server for the given modes (for in-process use;
 // the crash and stubborn behaviours act on the current process).
 func NewServer(modes Modes) *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "toolgate-fake", Version: "0.0.1"}, nil)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "toolgate-fake", Title: Title, Version: "0.0.1"}, &mcp.ServerOptions{Instructions: Instructions})
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo the given text back."},
 		func(_ context.Context, _ *mcp.CallToolRequest, a EchoArgs) (*mcp.CallToolResult, any, error) {
 			return text(a.Text), nil, nil

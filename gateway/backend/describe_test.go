@@ -1,0 +1,54 @@
+package backend
+
+import (
+	"context"
+	"testing"
+
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+// TestDescribe: a server is described by its config entry's description,
+// else by what it said of itself in the handshake; a change of description
+// is applied without a restart.
+func TestDescribe(t *testing.T) {
+	plain := named(backendtest.Command(t, ""), "plain")
+	described := named(backendtest.Command(t, ""), "described")
+	described.Description = "a fake server with a description"
+	p := startPool(t, []config.Server{plain, described}, testOptions(nil))
+	if got := p.Describe("plain"); got != backendtest.Title {
+		t.Errorf("Describe(plain) = %q, want the serverInfo title %q", got, backendtest.Title)
+	}
+	if got := p.Describe("described"); got != described.Description {
+		t.Errorf("Describe(described) = %q, want the config's %q", got, described.Description)
+	}
+	if got := p.Describe("nope"); got != "" {
+		t.Errorf("Describe(nope) = %q", got)
+	}
+	pid := p.Status()[1].PID
+	described.Description = "another description"
+	d := p.Reconfigure(context.Background(), []config.Server{plain, described})
+	if len(d.Updated) != 1 || d.Updated[0] != "described" {
+		t.Errorf("Reconfigure = %+v, want described updated in place", d)
+	}
+	if got := p.Describe("described"); got != "another description" {
+		t.Errorf("after the change: %q", got)
+	}
+	if st := p.Status()[1]; st.PID != pid {
+		t.Errorf("the backend restarted (pid %d → %d)", pid, st.PID)
+	}
+}
+
+func TestFirstSentence(t *testing.T) {
+	for in, want := range map[string]string{
+		backendtest.Instructions:                                 "A fake MCP server for toolgate's tests.",
+		"# Title\n\n---\n- Use get-roots-list first. Then read.": "Use get-roots-list first.",
+		"no full stop":  "no full stop",
+		"v1.2 is fine.": "v1.2 is fine.",
+		"":              "",
+	} {
+		if got := firstSentence(in); got != want {
+			t.Errorf("firstSentence(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -72,10 +72,22 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 		}
 	}
 	cctx, cspan := g.callSpan(ctx, tool.Server, tool.Name)
+	if hc, ok := ctx.Value(httpRequestKey{}).(context.Context); ok {
+		// A stateless HTTP request: the call ends when its client goes
+		// (go-sdk ties the handler to the request for 2026-07-28 clients
+		// only).
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithCancel(cctx)
+		defer cancel()
+		defer context.AfterFunc(hc, cancel)()
+	}
+	if ev := g.callEvents(ctx, req, tool.Server); ev != nil {
+		cctx = backend.WithCallEvents(cctx, ev)
+	}
 	res, err := g.caller.CallTool(cctx, tool.Server, tool.Name, args)
 	endCall(cspan, CallOutcome(res, err))
 	if err != nil {
-		return g.callError(ctx, a.Name, tool.Server, err), nil
+		return g.callError(cctx, a.Name, tool.Server, err), nil
 	}
 	return res, nil
 }

@@ -105,6 +105,8 @@ type Gateway struct {
 
 	descMu sync.Mutex
 	desc   string // search_tools' description as registered
+
+	levels sessionLevels // log levels clients set (logging/setLevel)
 }
 
 // New returns a gateway over s and c.
@@ -137,6 +139,7 @@ func New(s Searcher, c Caller, opts *Options) *Gateway {
 		// mode every request is a session: keep its warnings only.
 		Logger: slog.New(minLevel{g.log.Handler(), slog.LevelWarn}),
 	})
+	g.server.AddReceivingMiddleware(g.levels.middleware)
 	g.server.AddTool(executeTool(), g.traced(ExecuteToolName, g.handleExecute))
 	g.Refresh()
 	return g

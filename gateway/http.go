@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -47,6 +50,14 @@ const DefaultMaxBodyBytes = 4 << 20
 // which is what protocol 2026-07-28 clients require (the stateful handler
 // rejects them) and what 2025-11-25 clients get too, since the gateway keeps
 // no per-session state: its two tools never change.
+//
+// A request is answered with one JSON body, except an execute_tool call
+// whose client wants to hear from the backend while it runs (a progress
+// token, or a log level in its _meta): that one is answered as an SSE
+// stream, so the notifications reach the client before the result. go-sdk
+// chooses the response type per handler (StreamableHTTPOptions.JSONResponse,
+// and only subscriptions/listen overrides it), so there are two handlers on
+// the one server and each POST is routed by its body (streamedCall).
 func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 	var o HTTPOptions
 	if opts != nil {
@@ -59,15 +70,41 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if log == nil {
 		log = g.log
 	}
-	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server }, &mcp.StreamableHTTPOptions{
-		Stateless:                    true,
-		JSONResponse:                 true,
-		Logger:                       log,
-		MaxRequestBodyBytes:          o.MaxBodyBytes,
-		PropagateRequestCancellation: true,
-	})
+	handler := func(jsonResponse bool) http.Handler {
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server }, &mcp.StreamableHTTPOptions{
+			Stateless:                    true,
+			JSONResponse:                 jsonResponse,
+			Logger:                       log,
+			MaxRequestBodyBytes:          o.MaxBodyBytes,
+			PropagateRequestCancellation: true,
+		})
+	}
+	plain, streamed := handler(true), handler(false)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcpHandler)
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// execute_tool ends its backend call when the request's client goes.
+		r = r.WithContext(context.WithValue(r.Context(), httpRequestKey{}, r.Context()))
+		if r.Method != http.MethodPost {
+			plain.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, "failed to read body", http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if streamedCall(body) {
+			streamed.ServeHTTP(w, r)
+			return
+		}
+		plain.ServeHTTP(w, r)
+	}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
@@ -90,6 +127,34 @@ func routeOf(mux *http.ServeMux, r *http.Request) string {
 		pattern = pattern[i+1:]
 	}
 	return pattern
+}
+
+// httpRequestKey holds, in the context of a request's handlers, the HTTP
+// request's own context (go-sdk keeps context values, not cancellation).
+type httpRequestKey struct{}
+
+// streamedCall reports whether body is an execute_tool call whose client
+// wants notifications while it runs: a progress token, or a log level, in
+// its _meta. Bodies that cannot hold one are not decoded.
+func streamedCall(body []byte) bool {
+	if !bytes.Contains(body, []byte(`"_meta"`)) || !bytes.Contains(body, []byte(ExecuteToolName)) {
+		return false
+	}
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string         `json:"name"`
+			Meta map[string]any `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &m) != nil || m.Method != "tools/call" || m.Params.Name != ExecuteToolName {
+		return false
+	}
+	if m.Params.Meta["progressToken"] != nil {
+		return true
+	}
+	level, _ := m.Params.Meta[mcp.MetaKeyLogLevel].(string)
+	return level != ""
 }
 
 // guard rejects foreign Host and Origin headers with 403 on every method

@@ -128,6 +128,9 @@ type run struct {
 	wg       sync.WaitGroup // watcher and re-lister
 	upAt     time.Time
 	protocol string
+	// calls are the calls in flight, for relaying progress and log
+	// messages to the caller (see CallEvents).
+	calls calls
 	// loginLost is closed when the server wants a login that cannot be
 	// given (loginErr says why); remote backends with an Authorizer only.
 	loginLost chan struct{}
@@ -363,7 +366,7 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 			break
 		}
 		b.log.Debug("process started", keyPID, r.proc.pid)
-		sess, err = client.Connect(r.ctx, &probeTransport{
+		sess, err = client.Connect(r.ctx, &observeTransport{inner: &probeTransport{
 			inner: &mcp.IOTransport{
 				Reader:        r.proc.out,
 				Writer:        r.proc.stdin,
@@ -372,7 +375,7 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 			timeout: b.p.opts.ProbeTimeout,
 			ceiling: connectTimeout / 2,
 			log:     b.log,
-		}, nil)
+		}, observe: r.calls.observe}, nil)
 	case config.TypeHTTP, config.TypeSSE:
 		sess, err = b.connectRemote(r.ctx, r, client)
 	default:
@@ -523,7 +526,17 @@ func (b *backend) callTool(ctx context.Context, tool string, args map[string]any
 	defer stop()
 
 	// The caller's trace context (W3C traceparent) goes on in _meta.
-	res, err := r.sess.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: tracemeta.Inject(ctx, nil)})
+	params := &mcp.CallToolParams{Name: tool, Arguments: args, Meta: tracemeta.Inject(ctx, nil)}
+	ev := callEventsFrom(ctx)
+	k := r.calls.add(ev)
+	defer r.calls.done(k)
+	if k.token != "" {
+		params.SetProgressToken(k.token)
+	}
+	if ev != nil && ev.Log != nil && ev.LogLevel != "" {
+		r.wantLogs(cctx, params, ev.LogLevel)
+	}
+	res, err := r.sess.CallTool(cctx, params)
 	if err == nil {
 		return res, nil
 	}

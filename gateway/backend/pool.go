@@ -58,6 +58,11 @@ var DefaultRestartDelays = []time.Duration{2 * time.Second, 5 * time.Second, 10 
 // answer server/discover.
 const LegacyProtocolVersion = "2025-11-25"
 
+// StatelessProtocolVersion is the first protocol version of stateless MCP
+// (SEP-2575): each request carries what a session used to hold, its log
+// level among them (_meta "io.modelcontextprotocol/logLevel").
+const StatelessProtocolVersion = "2026-07-28"
+
 // Options configure a Pool. The zero value (or nil) means defaults.
 type Options struct {
 	Logger *slog.Logger // nil = discard

@@ -10,17 +10,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/config"
 )
 
 // headerTransport adds the configured headers to every request of a remote
-// backend and caps plain (non-streaming) response bodies.
+// backend, caps plain (non-streaming) response bodies, and hands the
+// messages of event streams to observe (observeEvents).
 type headerTransport struct {
 	base    http.RoundTripper
 	headers http.Header
 	maxBody int64
+	observe func(jsonrpc.Message)
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -40,6 +43,8 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// one message, so cap it as a whole.
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		resp.Body = &cappedBody{rc: resp.Body, left: t.maxBody, max: t.maxBody}
+	} else if t.observe != nil {
+		resp.Body = &observeEvents{rc: resp.Body, observe: t.observe, max: int(t.maxBody)}
 	}
 	return resp, nil
 }
@@ -83,7 +88,7 @@ func (b *backend) httpClient(r *run) *http.Client {
 	if a := b.auth(); a != nil {
 		rt = a.Transport(b.cfg.Name, b.cfg.URL, base, r.loginRequired)
 	}
-	return &http.Client{Transport: &headerTransport{base: rt, headers: h, maxBody: int64(b.p.opts.MaxMessageBytes)}}
+	return &http.Client{Transport: &headerTransport{base: rt, headers: h, maxBody: int64(b.p.opts.MaxMessageBytes), observe: r.calls.observe}}
 }
 
 // auth is the Authorizer of a remote backend without a static
@@ -118,12 +123,15 @@ func (b *backend) connectRemote(ctx context.Context, r *run, client *mcp.Client)
 	r.http = hc
 	maxEvent := b.p.opts.MaxMessageBytes
 	if b.cfg.Type == config.TypeSSE {
-		return client.Connect(ctx, &probeTransport{
+		// The legacy SSE transport's stream is read by go-sdk from its
+		// connection, which can be wrapped (the event stream is a GET).
+		hc.Transport.(*headerTransport).observe = nil
+		return client.Connect(ctx, &observeTransport{inner: &probeTransport{
 			inner:   &mcp.SSEClientTransport{Endpoint: b.cfg.URL, HTTPClient: hc, MaxEventSize: maxEvent},
 			timeout: b.p.opts.ProbeTimeout,
 			ceiling: b.connectTO() / 2,
 			log:     b.log,
-		}, nil)
+		}, observe: r.calls.observe}, nil)
 	}
 	newT := func() *mcp.StreamableClientTransport {
 		return &mcp.StreamableClientTransport{Endpoint: b.cfg.URL, HTTPClient: hc, MaxEventSize: maxEvent}

@@ -76,6 +76,7 @@ const (
 	ModeManyTools       = "many-tools"       // EnvManyTools extra tools "t0000"…, each with a long description
 	ModeJSONResponse    = "json-response"    // (NewHTTPServer, http) plain JSON responses instead of event streams
 	ModeMeta            = "meta"             // tool "meta" returns the call's _meta as its text (JSON)
+	ModeProgress        = "progress"         // tool "progress" {"steps"} sends a progress notification (when asked for) and a log message per step
 
 	modeGrandchild = "grandchild" // internal: the sleeping grandchild
 )
@@ -221,6 +222,9 @@ type (
 	NoiseArgs struct {
 		Lines int `json:"lines" jsonschema:"number of stderr lines to write"`
 	}
+	ProgressArgs struct {
+		Steps int `json:"steps" jsonschema:"number of steps"`
+	}
 	NoArgs struct{}
 )
 
@@ -238,6 +242,10 @@ const (
 	Title        = "Toolgate test backend"
 	Instructions = "# Fake server\n\nA fake MCP server for toolgate's tests. Its tools misbehave on purpose."
 )
+
+// ProgressMessage is the message of step i of tool "progress", in its
+// progress notification and its log message.
+func ProgressMessage(i int) string { return fmt.Sprintf("step %d", i) }
 
 // AddResult is the structured output of "add".
 type AddResult struct {
@@ -353,6 +361,26 @@ func NewServer(modes Modes) *mcp.Server {
 					return text("ok"), nil, nil
 				})
 		}
+	}
+	if modes[ModeProgress] {
+		mcp.AddTool(srv, &mcp.Tool{Name: "progress", Description: "Report progress and log a message at each of steps steps, then answer."},
+			func(ctx context.Context, req *mcp.CallToolRequest, a ProgressArgs) (*mcp.CallToolResult, any, error) {
+				token := req.Params.GetProgressToken()
+				for i := 1; i <= a.Steps; i++ {
+					if token != nil {
+						if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+							ProgressToken: token, Progress: float64(i), Total: float64(a.Steps), Message: ProgressMessage(i),
+						}); err != nil {
+							return nil, nil, err
+						}
+					}
+					//lint:ignore SA1019 logging is deprecated in 2026-07-28 but still spoken by 2025-11-25 clients
+					if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "progress", Data: ProgressMessage(i)}); err != nil {
+						return nil, nil, err
+					}
+				}
+				return text(fmt.Sprintf("done %d steps", a.Steps)), nil, nil
+			})
 	}
 	if modes[ModeStderrNoise] {
 		mcp.AddTool(srv, &mcp.Tool{Name: "noise", Description: "Write lines to stderr."},

@@ -1,0 +1,293 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// CallEvents receive what a backend sends about one call while it runs, so
+// the gateway can relay it to the client that made the call. Give them to
+// CallTool with WithCallEvents. The funcs are called as the backend's
+// messages are read, in the order the backend sent them, and before
+// CallTool returns: a notification the backend sent before its result is
+// relayed before the result. (go-sdk hands notifications to its handlers on
+// a queue of their own, after it has handed the result on, so they are
+// taken from the connection instead: observeTransport, observeEvents.) They
+// must not block for long: every call on that backend waits meanwhile.
+type CallEvents struct {
+	// Progress, if set, asks the backend for progress (the call carries a
+	// progress token of the pool's own) and receives each
+	// notifications/progress of the call. Its ProgressToken is nil: the
+	// receiver puts its own client's token there.
+	Progress func(*mcp.ProgressNotificationParams)
+	// Log, if set with LogLevel, receives the backend's notifications/message
+	// at LogLevel or above that belong to the call. Over a backend session
+	// a log message names no request, so a message is taken to belong to
+	// the call only while it is the only call in flight on that backend;
+	// messages that arrive while other calls run too are not relayed.
+	Log      func(*mcp.LoggingMessageParams)
+	LogLevel mcp.LoggingLevel
+}
+
+type callEventsKey struct{}
+
+// WithCallEvents returns a context that makes Pool.CallTool report ev.
+func WithCallEvents(ctx context.Context, ev *CallEvents) context.Context {
+	return context.WithValue(ctx, callEventsKey{}, ev)
+}
+
+func callEventsFrom(ctx context.Context) *CallEvents {
+	ev, _ := ctx.Value(callEventsKey{}).(*CallEvents)
+	return ev
+}
+
+// progressTokens numbers the progress tokens the pool gives backends, unique
+// in the process.
+var progressTokens atomic.Uint64
+
+// calls are the calls in flight on one run, with the events they want.
+type calls struct {
+	mu      sync.Mutex
+	all     map[*call]struct{}
+	byToken map[string]*call
+
+	levelMu  sync.Mutex
+	logLevel mcp.LoggingLevel // the level last set on the backend ("" = never set)
+}
+
+// call is one call in flight.
+type call struct {
+	ev    *CallEvents // nil: the caller wants no events
+	token string      // progress token given to the backend ("" = none)
+}
+
+// add registers a call in flight and returns it; done must follow.
+func (c *calls) add(ev *CallEvents) *call {
+	k := &call{ev: ev}
+	if ev != nil && ev.Progress != nil {
+		k.token = "toolgate-" + strconv.FormatUint(progressTokens.Add(1), 10)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.all == nil {
+		c.all, c.byToken = map[*call]struct{}{}, map[string]*call{}
+	}
+	c.all[k] = struct{}{}
+	if k.token != "" {
+		c.byToken[k.token] = k
+	}
+	return k
+}
+
+func (c *calls) done(k *call) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.all, k)
+	if k.token != "" {
+		delete(c.byToken, k.token)
+	}
+}
+
+// Methods of the notifications relayed.
+const (
+	methodProgress = "notifications/progress"
+	methodMessage  = "notifications/message"
+)
+
+// observe relays msg, a message the backend sent, when it is a
+// notification a call in flight wants. Only those are decoded.
+func (c *calls) observe(msg jsonrpc.Message) {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || req.IsCall() || req.Method != methodProgress && req.Method != methodMessage {
+		return
+	}
+	c.mu.Lock()
+	tokens, calls := len(c.byToken), len(c.all)
+	c.mu.Unlock()
+	switch {
+	case req.Method == methodProgress && tokens > 0:
+		var p mcp.ProgressNotificationParams
+		if json.Unmarshal(req.Params, &p) == nil {
+			c.progress(&p)
+		}
+	case req.Method == methodMessage && calls == 1:
+		var p mcp.LoggingMessageParams
+		if json.Unmarshal(req.Params, &p) == nil {
+			c.log(&p)
+		}
+	}
+}
+
+// observeTransport hands every message its connection reads to observe
+// before go-sdk gets it. Only connections go-sdk does not type-assert may be
+// wrapped (stdio, SSE; see probeTransport); streamable HTTP uses
+// observeEvents on the response bodies instead.
+type observeTransport struct {
+	inner   mcp.Transport
+	observe func(jsonrpc.Message)
+}
+
+func (t *observeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &observeConn{Connection: c, observe: t.observe}, nil
+}
+
+type observeConn struct {
+	mcp.Connection
+	observe func(jsonrpc.Message)
+}
+
+func (c *observeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if err == nil {
+		c.observe(msg)
+	}
+	return msg, err
+}
+
+// observeEvents reads an event stream (a streamable HTTP response body) for
+// go-sdk and hands each event's message to observe as soon as the event is
+// complete, before the bytes that follow it are returned: a notification is
+// observed before go-sdk can read the result behind it. It follows the SSE
+// format as far as MCP uses it: "data:" lines joined by newlines, an event
+// ended by an empty line, other fields ignored.
+type observeEvents struct {
+	rc      io.ReadCloser
+	observe func(jsonrpc.Message)
+	line    []byte // the incomplete line so far
+	data    []byte // the event's data so far
+	max     int    // longest line or event kept (longer ones are not observed)
+}
+
+func (e *observeEvents) Read(p []byte) (int, error) {
+	n, err := e.rc.Read(p)
+	for _, b := range p[:n] {
+		if b != '\n' {
+			if len(e.line) <= e.max {
+				e.line = append(e.line, b)
+			}
+			continue
+		}
+		e.endLine()
+	}
+	return n, err
+}
+
+func (e *observeEvents) endLine() {
+	line := bytes.TrimSuffix(e.line, []byte("\r"))
+	e.line = e.line[:0]
+	if len(line) == 0 {
+		if len(e.data) > 0 && len(e.data) <= e.max {
+			if msg, err := jsonrpc.DecodeMessage(e.data); err == nil {
+				e.observe(msg)
+			}
+		}
+		e.data = e.data[:0]
+		return
+	}
+	if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+		if len(e.data) > 0 {
+			e.data = append(e.data, '\n')
+		}
+		e.data = append(e.data, bytes.TrimPrefix(v, []byte(" "))...)
+	}
+}
+
+func (e *observeEvents) Close() error { return e.rc.Close() }
+
+// progress relays a notifications/progress from the backend to the call
+// whose token it carries; one with another token is dropped.
+func (c *calls) progress(p *mcp.ProgressNotificationParams) {
+	if p == nil {
+		return
+	}
+	tok, ok := p.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	k := c.byToken[tok]
+	c.mu.Unlock()
+	if k == nil {
+		return // the call has ended, or the token is not ours
+	}
+	out := *p
+	out.ProgressToken = nil
+	k.ev.Progress(&out)
+}
+
+// log relays a notifications/message from the backend to the call in
+// flight, when there is exactly one and it asked for messages at that level.
+func (c *calls) log(p *mcp.LoggingMessageParams) {
+	if p == nil {
+		return
+	}
+	c.mu.Lock()
+	var only *call
+	if len(c.all) == 1 {
+		for k := range c.all {
+			only = k
+		}
+	}
+	c.mu.Unlock()
+	if only == nil || only.ev == nil || only.ev.Log == nil || only.ev.LogLevel == "" || levelRank(p.Level) < levelRank(only.ev.LogLevel) {
+		return
+	}
+	only.ev.Log(p)
+}
+
+// levels are the MCP log levels, lowest first (RFC 5424 severities).
+var levels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// levelRank orders log levels; an unknown level ranks with "info".
+func levelRank(l mcp.LoggingLevel) int {
+	for i, x := range levels {
+		if x == l {
+			return i
+		}
+	}
+	return 1
+}
+
+// wantLogs makes the backend send log messages at level or above for a call
+// with params: a backend speaking protocol 2026-07-28 or later reads the
+// level from the request's _meta; an older one is sent logging/setLevel,
+// once per lower level (the level is never raised again: the relay filters
+// by each call's own level). A backend that does not declare the logging
+// capability is left alone.
+func (r *run) wantLogs(ctx context.Context, params *mcp.CallToolParams, level mcp.LoggingLevel) {
+	res := r.sess.InitializeResult()
+	if res == nil || res.Capabilities == nil || res.Capabilities.Logging == nil {
+		return
+	}
+	if res.ProtocolVersion >= StatelessProtocolVersion {
+		m := params.GetMeta()
+		if m == nil {
+			m = map[string]any{}
+		}
+		m[mcp.MetaKeyLogLevel] = level
+		params.SetMeta(m)
+		return
+	}
+	c := &r.calls
+	c.levelMu.Lock()
+	defer c.levelMu.Unlock()
+	if c.logLevel != "" && levelRank(c.logLevel) <= levelRank(level) {
+		return
+	}
+	//lint:ignore SA1019 logging is deprecated in 2026-07-28 but still spoken by older servers
+	if err := r.sess.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err == nil {
+		c.logLevel = level
+	}
+}

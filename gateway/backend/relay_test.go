@@ -1,0 +1,164 @@
+package backend
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+// recorder collects what CallEvents report.
+type recorder struct {
+	mu       sync.Mutex
+	progress []*mcp.ProgressNotificationParams
+	logs     []*mcp.LoggingMessageParams
+}
+
+func (r *recorder) events(level mcp.LoggingLevel) *CallEvents {
+	ev := &CallEvents{Progress: func(p *mcp.ProgressNotificationParams) {
+		r.mu.Lock()
+		r.progress = append(r.progress, p)
+		r.mu.Unlock()
+	}}
+	if level != "" {
+		ev.LogLevel = level
+		ev.Log = func(p *mcp.LoggingMessageParams) {
+			r.mu.Lock()
+			r.logs = append(r.logs, p)
+			r.mu.Unlock()
+		}
+	}
+	return ev
+}
+
+// TestCallEventsRelayed: over stdio, streamable HTTP (event streams) and
+// SSE, each progress notification and log message a backend sends during a
+// call reaches the call's CallEvents before CallTool returns, in order, the
+// progress without the pool's token; log messages below the wanted level
+// are not passed on.
+func TestCallEventsRelayed(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		server func(t *testing.T) config.Server
+	}{
+		{"stdio", func(t *testing.T) config.Server { return named(backendtest.Command(t, backendtest.ModeProgress), "p") }},
+		{"http", func(t *testing.T) config.Server {
+			return backendtest.NewHTTPServer(t, config.TypeHTTP, backendtest.ModeProgress).Config("p", nil)
+		}},
+		{"sse", func(t *testing.T) config.Server {
+			return backendtest.NewHTTPServer(t, config.TypeSSE, backendtest.ModeProgress).Config("p", nil)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startPool(t, []config.Server{tc.server(t)}, testOptions(nil))
+			for round, level := range []mcp.LoggingLevel{"info", "warning", "debug"} {
+				var rec recorder
+				ctx := WithCallEvents(context.Background(), rec.events(level))
+				res, err := p.CallTool(ctx, "p", "progress", map[string]any{"steps": 3})
+				if err != nil || res.IsError {
+					t.Fatalf("round %d: %v %v", round, err, res)
+				}
+				// No waiting: everything came before the result.
+				rec.mu.Lock()
+				if len(rec.progress) != 3 {
+					t.Fatalf("round %d: %d progress notifications when CallTool returned, want 3", round, len(rec.progress))
+				}
+				for i, pr := range rec.progress {
+					if pr.ProgressToken != nil || pr.Progress != float64(i+1) || pr.Total != 3 || pr.Message != backendtest.ProgressMessage(i+1) {
+						t.Errorf("round %d: progress %d = %+v", round, i, pr)
+					}
+				}
+				wantLogs := 3
+				if level == "warning" {
+					wantLogs = 0 // the fake logs at info
+				}
+				if len(rec.logs) != wantLogs {
+					t.Errorf("round %d (level %s): %d log messages, want %d", round, level, len(rec.logs), wantLogs)
+				}
+				for i, l := range rec.logs {
+					if l.Level != "info" || l.Data != backendtest.ProgressMessage(i+1) {
+						t.Errorf("round %d: log %d = %+v", round, i, l)
+					}
+				}
+				rec.mu.Unlock()
+			}
+			// Without events, nothing is asked of the backend: no token.
+			res, err := p.CallTool(context.Background(), "p", "progress", map[string]any{"steps": 2})
+			if err != nil || res.IsError {
+				t.Fatalf("without events: %v %v", err, res)
+			}
+		})
+	}
+}
+
+// TestLogsOnlyWhenAttributable: a backend's log message names no request,
+// so it goes to the call in flight only when that is the only one.
+func TestLogsOnlyWhenAttributable(t *testing.T) {
+	var c calls
+	var got []string
+	ev := &CallEvents{LogLevel: "info", Log: func(p *mcp.LoggingMessageParams) { got = append(got, fmt.Sprint(p.Data)) }}
+	msg := func(s string) jsonrpc.Message {
+		b, _ := json.Marshal(&mcp.LoggingMessageParams{Level: "info", Data: s})
+		return &jsonrpc.Request{Method: methodMessage, Params: b}
+	}
+	a := c.add(ev)
+	c.observe(msg("alone"))
+	b := c.add(nil)
+	c.observe(msg("with another call"))
+	c.done(b)
+	c.observe(msg("alone again"))
+	c.done(a)
+	c.observe(msg("no call"))
+	if strings.Join(got, ",") != "alone,alone again" {
+		t.Errorf("relayed %q, want the two sent while the call was alone", got)
+	}
+}
+
+// TestObserveEvents: messages are observed once their event is complete
+// (multi-line data, CRLF, comments and other fields as SSE has them),
+// whatever the read boundaries, and the bytes pass through unchanged.
+func TestObserveEvents(t *testing.T) {
+	stream := ": comment\r\nevent: message\r\nid: 1\r\ndata: {\"jsonrpc\":\"2.0\",\r\ndata: \"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"t\",\"progress\":1}}\r\n\r\n" +
+		"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"
+	for _, chunk := range []int{1, 7, len(stream)} {
+		var seen []string
+		e := &observeEvents{rc: io.NopCloser(&chunked{s: stream, n: chunk}), max: 1 << 20, observe: func(m jsonrpc.Message) {
+			switch m := m.(type) {
+			case *jsonrpc.Request:
+				seen = append(seen, m.Method)
+			case *jsonrpc.Response:
+				seen = append(seen, "response")
+			}
+		}}
+		out, err := io.ReadAll(e)
+		if err != nil || string(out) != stream {
+			t.Fatalf("chunk %d: bytes changed (%v)", chunk, err)
+		}
+		if strings.Join(seen, ",") != "notifications/progress,response" {
+			t.Errorf("chunk %d: observed %v", chunk, seen)
+		}
+	}
+}
+
+type chunked struct {
+	s string
+	n int
+}
+
+func (c *chunked) Read(p []byte) (int, error) {
+	if c.s == "" {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), c.n)], c.s)
+	c.s = c.s[n:]
+	return n, nil
+}

@@ -1,0 +1,107 @@
+package gateway
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"weak"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/backend"
+)
+
+// This file carries what a backend sends during an execute_tool call back
+// to the client that made it: progress notifications (when the client's
+// request carries a progress token) and log messages (when the client set a
+// log level). Cancellation needs nothing here: go-sdk cancels the handler's
+// context on the client's notifications/cancelled (or when a stateless HTTP
+// request's stream closes), and the pool cancels the backend call with it.
+
+// callEvents returns what the backend call of req should relay to the
+// client, or nil when the client asked for nothing. ctx is the handler's:
+// go-sdk finds the request's stream through it (streamable HTTP).
+func (g *Gateway) callEvents(ctx context.Context, req *mcp.CallToolRequest, server string) *backend.CallEvents {
+	ss := req.Session
+	if ss == nil {
+		return nil
+	}
+	var ev backend.CallEvents
+	if tok := req.Params.GetProgressToken(); tok != nil {
+		ev.Progress = func(p *mcp.ProgressNotificationParams) {
+			p.ProgressToken = tok
+			if err := ss.NotifyProgress(ctx, p); err != nil {
+				g.log.Debug("progress not relayed to the client", "server", server, "err", err)
+			}
+		}
+	}
+	if level := g.logLevel(req); level != "" {
+		ev.LogLevel = level
+		ev.Log = func(p *mcp.LoggingMessageParams) {
+			// The client sees which server logged: "memory" or "memory/logger".
+			out := *p
+			out.Logger = server
+			if p.Logger != "" {
+				out.Logger = server + "/" + p.Logger
+			}
+			//lint:ignore SA1019 logging is deprecated in 2026-07-28 but still spoken by 2025-11-25 clients
+			if err := ss.Log(ctx, &out); err != nil {
+				g.log.Debug("log message not relayed to the client", "server", server, "err", err)
+			}
+		}
+	}
+	if ev.Progress == nil && ev.Log == nil {
+		return nil
+	}
+	return &ev
+}
+
+// logLevel is the log level the client of req wants, or "" for none: a
+// request of protocol 2026-07-28 or later names it in its _meta (go-sdk
+// then ignores the session's level); an older client sets it for its
+// session with logging/setLevel.
+func (g *Gateway) logLevel(req *mcp.CallToolRequest) mcp.LoggingLevel {
+	if ip := req.Session.InitializeParams(); ip != nil && ip.ProtocolVersion >= backend.StatelessProtocolVersion {
+		v, _ := req.Params.Meta[mcp.MetaKeyLogLevel].(string)
+		return mcp.LoggingLevel(v)
+	}
+	return g.levels.get(req.Session)
+}
+
+// sessionLevels remembers the level each client session set with
+// logging/setLevel (go-sdk keeps it, but does not tell). Sessions are held
+// weakly: an entry goes with its session.
+type sessionLevels struct {
+	m sync.Map // weak.Pointer[mcp.ServerSession] → mcp.LoggingLevel
+}
+
+// middleware records the level of each logging/setLevel that succeeds.
+func (l *sessionLevels) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err == nil && method == "logging/setLevel" {
+			p, ok1 := req.GetParams().(*mcp.SetLoggingLevelParams)
+			ss, ok2 := req.GetSession().(*mcp.ServerSession)
+			if ok1 && ok2 && p != nil {
+				l.set(ss, p.Level)
+			}
+		}
+		return res, err
+	}
+}
+
+func (l *sessionLevels) set(ss *mcp.ServerSession, level mcp.LoggingLevel) {
+	k := weak.Make(ss)
+	if _, loaded := l.m.Swap(k, level); !loaded {
+		runtime.AddCleanup(ss, func(k weak.Pointer[mcp.ServerSession]) { l.m.Delete(k) }, k)
+	}
+}
+
+func (l *sessionLevels) get(ss *mcp.ServerSession) mcp.LoggingLevel {
+	if ss == nil {
+		return ""
+	}
+	v, _ := l.m.Load(weak.Make(ss))
+	level, _ := v.(mcp.LoggingLevel)
+	return level
+}

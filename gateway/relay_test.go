@@ -1,0 +1,330 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// heard is what a client received besides results.
+type heard struct {
+	mu       sync.Mutex
+	progress []*mcp.ProgressNotificationParams
+	logs     []*mcp.LoggingMessageParams
+}
+
+func (h *heard) counts() (progress, logs int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.progress), len(h.logs)
+}
+
+// waitFor waits until the client has heard progress progress
+// notifications and logs log messages in all. go-sdk's client handles
+// notifications in order but apart from results, so a call's result may
+// come back before its notifications are handled; a count reached by a
+// later call's notifications also proves that an earlier call sent none.
+func (h *heard) waitFor(t *testing.T, progress, logs int) {
+	t.Helper()
+	if !testenv.Poll(testenv.Timeout, func() bool {
+		p, l := h.counts()
+		return p >= progress && l >= logs
+	}) {
+		p, l := h.counts()
+		t.Fatalf("waited for %d progress notifications and %d log messages at the client; heard %d and %d", progress, logs, p, l)
+	}
+	if p, l := h.counts(); p != progress || l != logs {
+		t.Fatalf("the client heard %d progress notifications and %d log messages, want %d and %d", p, l, progress, logs)
+	}
+}
+
+func (h *heard) clientOptions() *mcp.ClientOptions {
+	return &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			h.mu.Lock()
+			h.progress = append(h.progress, r.Params)
+			h.mu.Unlock()
+		},
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			h.mu.Lock()
+			h.logs = append(h.logs, r.Params)
+			h.mu.Unlock()
+		},
+	}
+}
+
+// connectHeard connects a client that records notifications to g over an
+// in-memory transport (what stdio is, minus the pipe), speaking protocol pv.
+func connectHeard(t *testing.T, g *Gateway, pv string) (*mcp.ClientSession, *heard) {
+	t.Helper()
+	h := &heard{}
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := g.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, h.clientOptions()).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: pv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	return cs, h
+}
+
+// executeWith calls execute_tool with params' _meta (a progress token, a
+// log level).
+func executeWith(ctx context.Context, t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, meta mcp.Meta) *mcp.CallToolResult {
+	t.Helper()
+	p := &mcp.CallToolParams{Name: ExecuteToolName, Arguments: map[string]any{"name": name, "arguments": args}}
+	p.Meta = meta
+	res, err := cs.CallTool(ctx, p)
+	if err != nil {
+		t.Fatalf("execute_tool %s: protocol error %v", name, err)
+	}
+	return res
+}
+
+// checkProgress: the progress notifications from the from-th on carry the
+// client's own token and the backend's progress, total and message of each
+// of steps steps, in order.
+func checkProgress(t *testing.T, h *heard, from int, token any, steps int) {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.progress) != from+steps {
+		t.Fatalf("%d progress notifications, want %d", len(h.progress), from+steps)
+	}
+	for i, p := range h.progress[from:] {
+		if fmt.Sprint(p.ProgressToken) != fmt.Sprint(token) || p.Progress != float64(i+1) || p.Total != float64(steps) || p.Message != backendtest.ProgressMessage(i+1) {
+			t.Errorf("progress %d = %+v, want token %v, %d of %d, %q", i, p, token, i+1, steps, backendtest.ProgressMessage(i+1))
+		}
+	}
+}
+
+// TestProgressAndLogsRelayed: over a session (stdio), with both protocol
+// versions, a call with a progress token gets the backend's progress
+// notifications under the client's own token; log messages come through
+// when the client set a log level (logging/setLevel, or the request's _meta
+// from 2026-07-28 on), at that level and above, named after the server. A
+// call without a token, or a client without a level, hears nothing.
+func TestProgressAndLogsRelayed(t *testing.T) {
+	rg := newRealGateway(t, []config.Server{fakeServer(t, "fake", backendtest.ModeProgress)}, nil)
+	ctx := context.Background()
+	for _, pv := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(pv, func(t *testing.T) {
+			cs, h := connectHeard(t, rg.g, pv)
+			res := executeWith(ctx, t, cs, "fake__progress", map[string]any{"steps": 4}, mcp.Meta{"progressToken": "client-token-1"})
+			if res.IsError || text(res) != "done 4 steps" {
+				t.Fatalf("result: isError=%v %q", res.IsError, text(res))
+			}
+			h.waitFor(t, 4, 0)
+			checkProgress(t, h, 0, "client-token-1", 4)
+			executeWith(ctx, t, cs, "fake__progress", map[string]any{"steps": 3}, nil) // no token: nothing
+			executeWith(ctx, t, cs, "fake__progress", map[string]any{"steps": 2}, mcp.Meta{"progressToken": 77})
+			h.waitFor(t, 6, 0)
+			checkProgress(t, h, 4, 77, 2)
+
+			// Logs at "info" and above.
+			var meta mcp.Meta
+			if pv >= backend.StatelessProtocolVersion {
+				meta = mcp.Meta{mcp.MetaKeyLogLevel: "info"}
+			} else {
+				//lint:ignore SA1019 logging is deprecated in 2026-07-28 but still spoken by 2025-11-25 clients
+				if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			executeWith(ctx, t, cs, "fake__progress", map[string]any{"steps": 3}, meta)
+			h.waitFor(t, 6, 3)
+			h.mu.Lock()
+			for i, l := range h.logs {
+				if l.Level != "info" || l.Logger != "fake/progress" || l.Data != backendtest.ProgressMessage(i+1) {
+					t.Errorf("log %d = %+v, want info from fake/progress: %q", i, l, backendtest.ProgressMessage(i+1))
+				}
+			}
+			h.mu.Unlock()
+
+			// At "warning", the info messages stay behind.
+			if pv >= backend.StatelessProtocolVersion {
+				meta = mcp.Meta{mcp.MetaKeyLogLevel: "warning", "progressToken": "t3"}
+			} else {
+				//lint:ignore SA1019 as above
+				if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}); err != nil {
+					t.Fatal(err)
+				}
+				meta = mcp.Meta{"progressToken": "t3"}
+			}
+			executeWith(ctx, t, cs, "fake__progress", map[string]any{"steps": 1}, meta)
+			h.waitFor(t, 7, 3)
+		})
+	}
+}
+
+// TestCancelReachesBackend: the client's notifications/cancelled for an
+// execute_tool reaches the backend (its call is cancelled, not left to run
+// to the deadline), over a session and over streamable HTTP with both
+// protocol versions (2026-07-28 cancels by closing the request's stream).
+func TestCancelReachesBackend(t *testing.T) {
+	rg := newRealGateway(t, []config.Server{fakeServer(t, "fake", "hang")}, nil)
+	srv := httptest.NewServer(rg.g.HTTPHandler(nil))
+	defer srv.Close()
+	cancelled := 0
+	cancelOne := func(t *testing.T, cs *mcp.ClientSession) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ExecuteToolName, Arguments: map[string]any{"name": "fake__hang"}})
+			done <- err
+		}()
+		testenv.Eventually(t, "the hang call waiting at the backend", func() bool {
+			res, err := rg.pool.CallTool(context.Background(), "fake", "hangs", nil)
+			return err == nil && text(res) == backendtest.HangCount(1, cancelled)
+		})
+		cancel()
+		<-done
+		cancelled++
+		testenv.Eventually(t, "the backend's call cancelled", func() bool {
+			res, err := rg.pool.CallTool(context.Background(), "fake", "hangs", nil)
+			return err == nil && text(res) == backendtest.HangCount(0, cancelled)
+		})
+	}
+	t.Run("session", func(t *testing.T) {
+		cancelOne(t, connect(t, rg.g))
+	})
+	for _, pv := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run("http "+pv, func(t *testing.T) {
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(),
+				&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: pv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			cancelOne(t, cs)
+		})
+	}
+}
+
+// TestHTTPStreamsWhenAsked: over streamable HTTP an execute_tool with a
+// progress token (both protocol versions) or a log level in its _meta
+// (2026-07-28) is answered as an SSE stream that carries the notifications
+// before the result; other requests keep their single JSON body.
+func TestHTTPStreamsWhenAsked(t *testing.T) {
+	rg := newRealGateway(t, []config.Server{fakeServer(t, "fake", backendtest.ModeProgress)}, nil)
+	types := &contentTypes{}
+	srv := httptest.NewServer(types.record(rg.g.HTTPHandler(nil)))
+	defer srv.Close()
+	ctx := context.Background()
+	for _, pv := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(pv, func(t *testing.T) {
+			h := &heard{}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, h.clientOptions()).Connect(ctx,
+				&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: pv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			types.reset()
+			res := executeWith(ctx, t, cs, "fake__progress", map[string]any{"steps": 4}, mcp.Meta{"progressToken": "tok"})
+			if res.IsError || text(res) != "done 4 steps" {
+				t.Fatalf("result: isError=%v %q", res.IsError, text(res))
+			}
+			h.waitFor(t, 4, 0)
+			checkProgress(t, h, 0, "tok", 4)
+			if got := types.last(); got != "text/event-stream" {
+				t.Errorf("a call with a progress token was answered as %q, want text/event-stream", got)
+			}
+			executeWith(ctx, t, cs, "fake__echo", map[string]any{"text": "x"}, nil)
+			if got := types.last(); got != "application/json" {
+				t.Errorf("a plain call was answered as %q, want application/json", got)
+			}
+			if pv < backend.StatelessProtocolVersion {
+				return // a log level is a session's, and stateless HTTP has none (see the README)
+			}
+			executeWith(ctx, t, cs, "fake__progress", map[string]any{"steps": 2}, mcp.Meta{mcp.MetaKeyLogLevel: "debug"})
+			if got := types.last(); got != "text/event-stream" {
+				t.Errorf("a call with a log level was answered as %q, want text/event-stream", got)
+			}
+			h.waitFor(t, 4, 2)
+			h.mu.Lock()
+			logs := h.logs
+			h.mu.Unlock()
+			if logs[0].Logger != "fake/progress" || logs[1].Data != backendtest.ProgressMessage(2) {
+				t.Errorf("log messages over HTTP: %+v, want the 2 steps'", logs)
+			}
+		})
+	}
+}
+
+// contentTypes records the Content-Type of the answers to POSTs, as they
+// are sent (the client may have the answer before the handler returns).
+type contentTypes struct {
+	mu    sync.Mutex
+	types []string
+}
+
+func (c *contentTypes) record(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			h.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(&typeWriter{ResponseWriter: w, c: c}, r)
+	})
+}
+
+type typeWriter struct {
+	http.ResponseWriter
+	c     *contentTypes
+	wrote bool
+}
+
+func (w *typeWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.wrote = true
+		if ct := w.Header().Get("Content-Type"); ct != "" {
+			w.c.mu.Lock()
+			w.c.types = append(w.c.types, strings.TrimSpace(strings.Split(ct, ";")[0]))
+			w.c.mu.Unlock()
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *typeWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *typeWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
+
+func (w *typeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (c *contentTypes) reset() {
+	c.mu.Lock()
+	c.types = nil
+	c.mu.Unlock()
+}
+
+func (c *contentTypes) last() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.types) == 0 {
+		return ""
+	}
+	return c.types[len(c.types)-1]
+}

@@ -15,7 +15,9 @@
 // A Loop is the gateway's Searcher, and it counts what it did (Stats: the
 // catalog and reload generations, the last errors), which GET /status shows
 // and tests wait on. main only wires: it builds the pool with the Loop's
-// hooks (ToolsChanged, Cataloged), then calls Run, and Close at the end.
+// hooks (ToolsChanged, Cataloged), then calls Run, hands the gateway's
+// Refresh to OnChange (search_tools' description names the servers), and
+// calls Close at the end.
 package live
 
 import (

@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // Smoke test with the official TypeScript MCP SDK as the client: starts
 // bin/toolgate on the bundled example config over stdio, and again over
-// streamable HTTP, and checks the two-tool contract from the outside.
+// streamable HTTP, and checks the two-tool contract from the outside, and
+// what an agent sees (issue 13): a description that names the servers, a
+// compact top 10, annotations and the readOnly filter, schemas on demand,
+// errors that carry the schema, and progress through the hop.
 //
 //   node scripts/smoke.mjs [--bin bin/toolgate] [--config examples/toolgate.json]
 //
@@ -61,6 +64,40 @@ async function exercise(client, label) {
 
   const empty = await client.callTool({ name: "search_tools", arguments: { query: " " } });
   check(empty.isError === true, `${label}: an empty query is an isError result`, text(empty));
+
+  // What an agent sees (issue 13).
+  const description = tools.find((t) => t.name === "search_tools")?.description || "";
+  check(["memory (", "filesystem (", "everything ("].every((s) => description.includes(s)), `${label}: search_tools' description names memory, filesystem and everything`, description);
+
+  const top10 = await client.callTool({ name: "search_tools", arguments: { query: "read a file", limit: 10 } });
+  const top10Text = text(top10);
+  check(!top10.isError && (top10.structuredContent?.tools || []).length === 10 && Buffer.byteLength(top10Text) / 4 <= 1000,
+    `${label}: the top-10 text is within 1,000 tokens (${Buffer.byteLength(top10Text)} bytes, ${Math.ceil(Buffer.byteLength(top10Text) / 4)} by bytes/4)`);
+
+  const fsHits = await client.callTool({ name: "search_tools", arguments: { query: "read the contents of a text file", server: "filesystem", limit: 5 } });
+  const readText = (fsHits.structuredContent?.tools || []).find((t) => t.name === "filesystem__read_text_file");
+  check(readText?.annotations?.readOnlyHint === true, `${label}: filesystem__read_text_file carries annotations.readOnlyHint: true`, JSON.stringify(readText?.annotations));
+
+  const ro = await client.callTool({ name: "search_tools", arguments: { query: "write or delete files", readOnly: true, limit: 10 } });
+  const roNames = (ro.structuredContent?.tools || []).map((t) => t.name);
+  check(!ro.isError && roNames.length > 0 && !roNames.some((n) => /write|edit|move|create/.test(n)), `${label}: readOnly: true for "write or delete files" returns no write/edit/move/create tool`, JSON.stringify(roNames));
+
+  const full = await client.callTool({ name: "search_tools", arguments: { query: "list the files in a directory", detail: "full" } });
+  check(!full.isError && text(full).includes('"properties"'), `${label}: detail: "full" shows "properties" in the text`, text(full).slice(0, 200));
+
+  const unknownArg = await client.callTool({ name: "search_tools", arguments: { query: "x", readonly: true } });
+  check(unknownArg.isError === true && text(unknownArg).includes('"readOnly"'), `${label}: an unknown search_tools argument is an isError listing the accepted ones`, text(unknownArg));
+
+  const invalid = await client.callTool({ name: "execute_tool", arguments: { name: "memory__create_entities", arguments: { entities: "not-a-list" } } });
+  check(invalid.isError === true && text(invalid).includes("entityType"), `${label}: invalid memory__create_entities arguments come back with the schema (entityType)`, text(invalid));
+
+  const progress = [];
+  const long = await client.callTool(
+    { name: "execute_tool", arguments: { name: "everything__trigger-long-running-operation", arguments: { duration: 2, steps: 4 } } },
+    undefined,
+    { onprogress: (p) => progress.push(p), timeout: 60000 },
+  );
+  check(!long.isError && progress.length >= 2, `${label}: trigger-long-running-operation (duration 2, steps 4) delivers >= 2 progress notifications (${progress.length})`, text(long));
 }
 
 function freePort() {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -172,12 +173,15 @@ func TestProgressAndLogsRelayed(t *testing.T) {
 	}
 }
 
-// TestCancelReachesBackend: the client's notifications/cancelled for an
-// execute_tool reaches the backend (its call is cancelled, not left to run
-// to the deadline), over a session and over streamable HTTP with both
-// protocol versions (2026-07-28 cancels by closing the request's stream).
+// TestCancelReachesBackend: a client's cancelled execute_tool is cancelled
+// at the backend (not left to run to its deadline): over a session by
+// notifications/cancelled, over streamable HTTP by the closed request
+// (go-sdk's 2025-11-25 client closes the call's POST too; its
+// notifications/cancelled, a POST of its own, cannot reach a stateless
+// server's call).
 func TestCancelReachesBackend(t *testing.T) {
-	rg := newRealGateway(t, []config.Server{fakeServer(t, "fake", "hang")}, nil)
+	// A deadline far beyond the wait: only the cancellation can end the call.
+	rg := newRealGateway(t, []config.Server{fakeServer(t, "fake", "hang")}, &backend.Options{CallTimeout: time.Hour})
 	srv := httptest.NewServer(rg.g.HTTPHandler(nil))
 	defer srv.Close()
 	cancelled := 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -160,26 +161,47 @@ func TestSearchToolsDescription(t *testing.T) {
 
 // TestRefreshNotifiesListChanged: when the servers behind the gateway
 // change, Refresh registers search_tools again with the new description and
-// a connected client gets notifications/tools/list_changed; the two names
-// stay.
+// a connected client gets notifications/tools/list_changed (a session of
+// either protocol; over streamable HTTP a 2026-07-28 client, on its
+// subscriptions/listen stream); the two names stay.
 func TestRefreshNotifiesListChanged(t *testing.T) {
 	fs := &fakeSearcher{tools: testCatalog[:1]}
 	g := New(fs, &fakeCaller{}, nil)
-	var changed = make(chan struct{}, 10)
-	ct, st := mcp.NewInMemoryTransports()
+	srv := httptest.NewServer(g.HTTPHandler(nil))
+	defer srv.Close()
 	ctx := context.Background()
-	ss, err := g.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
+	type client struct {
+		name    string
+		cs      *mcp.ClientSession
+		changed chan struct{}
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
-	}).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
+	var clients []*client
+	for _, c := range []struct {
+		name, pv string
+		http     bool
+	}{{"session 2025-11-25", "2025-11-25", false}, {"session 2026-07-28", "2026-07-28", false}, {"http 2026-07-28", "2026-07-28", true}} {
+		cl := &client{name: c.name, changed: make(chan struct{}, 10)}
+		var ct mcp.Transport = &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}
+		if !c.http {
+			var st *mcp.InMemoryTransport
+			ct, st = mcp.NewInMemoryTransports()
+			ss, err := g.Server().Connect(ctx, st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ss.Wait()
+		}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { cl.changed <- struct{}{} },
+		}).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: c.pv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		cl.cs = cs
+		clients = append(clients, cl)
 	}
-	defer func() { cs.Close(); ss.Wait() }()
-	description := func() (string, []string) {
+	description := func(cs *mcp.ClientSession) (string, []string) {
 		lt, err := cs.ListTools(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -194,16 +216,19 @@ func TestRefreshNotifiesListChanged(t *testing.T) {
 		}
 		return d, names
 	}
-	before, _ := description()
-	if !strings.Contains(before, "memory (1 tool: create_entities)") || strings.Contains(before, "filesystem") {
-		t.Fatalf("description before: %s", before)
+	for _, c := range clients {
+		if before, _ := description(c.cs); !strings.Contains(before, "memory (1 tool: create_entities)") || strings.Contains(before, "filesystem") {
+			t.Fatalf("%s: description before: %s", c.name, before)
+		}
 	}
 	fs.tools = testCatalog
 	g.Refresh()
-	testenv.Eventually(t, "notifications/tools/list_changed at the client", func() bool { return len(changed) > 0 })
-	after, names := description()
-	if !strings.Contains(after, "filesystem (2 tools") || len(names) != 2 || names[0] != ExecuteToolName || names[1] != SearchToolName {
-		t.Errorf("after the change: %v %s", names, after)
+	for _, c := range clients {
+		testenv.Eventually(t, c.name+": notifications/tools/list_changed", func() bool { return len(c.changed) > 0 })
+		after, names := description(c.cs)
+		if !strings.Contains(after, "filesystem (2 tools") || len(names) != 2 || names[0] != ExecuteToolName || names[1] != SearchToolName {
+			t.Errorf("%s: after the change: %v %s", c.name, names, after)
+		}
 	}
 }
 

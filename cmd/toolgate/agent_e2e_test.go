@@ -95,27 +95,10 @@ func TestAgentView(t *testing.T) {
 	})
 
 	t.Run("http", func(t *testing.T) {
-		addr := freeAddr(t)
-		cmd := toolgateCmd(t, dataDir, "serve", "--config", cfgPath, "--http", addr)
-		cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
-		waitHealthy(t, "http://"+addr+"/healthz", 3*time.Minute)
-		for _, pv := range []string{"2025-11-25", "2026-07-28"} {
-			t.Run(pv, func(t *testing.T) {
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-				defer cancel()
-				a := &agentClient{}
-				cs, err := a.client().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: pv})
-				if err != nil {
-					t.Fatalf("connect over HTTP with %s: %v", pv, err)
-				}
-				defer cs.Close()
-				agentChecks(t, ctx, cs, a)
-			})
-		}
+		addr := runServeHTTP(t, dataDir, cfgPath)
+		var a *agentClient // a new one per protocol version
+		eachProtocol(t, addr, 2*time.Minute, func() *mcp.Client { a = &agentClient{}; return a.client() },
+			func(t *testing.T, ctx context.Context, cs *mcp.ClientSession) { agentChecks(t, ctx, cs, a) })
 	})
 }
 

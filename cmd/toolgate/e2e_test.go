@@ -129,11 +129,7 @@ func connectStdio(t *testing.T, cmd *exec.Cmd, timeout time.Duration) (context.C
 // for) when the test ends.
 func connectHTTP(t *testing.T, cmd *exec.Cmd, addr string, timeout time.Duration) (context.Context, *mcp.ClientSession) {
 	t.Helper()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
-	waitHealthy(t, "http://"+addr+"/healthz", timeout)
+	startHTTP(t, cmd, addr, timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
@@ -142,6 +138,18 @@ func connectHTTP(t *testing.T, cmd *exec.Cmd, addr string, timeout time.Duration
 	}
 	t.Cleanup(func() { cs.Close() })
 	return ctx, cs
+}
+
+// startHTTP starts cmd, a `toolgate serve --http addr`, and waits until it
+// is healthy; the gateway is interrupted (and waited for) when the test
+// ends.
+func startHTTP(t *testing.T, cmd *exec.Cmd, addr string, timeout time.Duration) {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
+	waitHealthy(t, "http://"+addr+"/healthz", timeout)
 }
 
 // brokenServer exits at start-up after printing to stderr.
@@ -162,31 +170,43 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("http", func(t *testing.T) {
-		addr := freeAddr(t)
-		cmd := toolgateCmd(t, dataDir, "serve", "--config", cfgPath, "--http", addr)
-		cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
-		waitHealthy(t, "http://"+addr+"/healthz", 3*time.Minute)
-		for _, pv := range []string{"2025-11-25", "2026-07-28"} {
-			t.Run(pv, func(t *testing.T) {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				defer cancel()
-				cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx,
-					&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: pv})
-				if err != nil {
-					t.Fatalf("connect over HTTP with %s: %v", pv, err)
-				}
-				defer cs.Close()
-				if got := cs.InitializeResult().ProtocolVersion; got != pv {
-					t.Errorf("negotiated %s, want %s", got, pv)
-				}
-				exerciseGateway(t, ctx, cs)
-			})
-		}
+		addr := runServeHTTP(t, dataDir, cfgPath)
+		eachProtocol(t, addr, time.Minute, func() *mcp.Client { return mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil) }, exerciseGateway)
 	})
+}
+
+// runServeHTTP runs `toolgate serve --config cfgPath --http` on a free
+// loopback address until the test ends, and returns the address once the
+// gateway is healthy.
+func runServeHTTP(t *testing.T, dataDir, cfgPath string) string {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := toolgateCmd(t, dataDir, "serve", "--config", cfgPath, "--http", addr)
+	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	startHTTP(t, cmd, addr, 3*time.Minute)
+	return addr
+}
+
+// eachProtocol runs f in a subtest per protocol version (2025-11-25,
+// 2026-07-28), with a client from newClient connected over streamable HTTP
+// to the gateway at addr with that version, and a context of timeout.
+func eachProtocol(t *testing.T, addr string, timeout time.Duration, newClient func() *mcp.Client, f func(t *testing.T, ctx context.Context, cs *mcp.ClientSession)) {
+	t.Helper()
+	for _, pv := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(pv, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: pv})
+			if err != nil {
+				t.Fatalf("connect over HTTP with %s: %v", pv, err)
+			}
+			defer cs.Close()
+			if got := cs.InitializeResult().ProtocolVersion; got != pv {
+				t.Errorf("negotiated %s, want %s", got, pv)
+			}
+			f(t, ctx, cs)
+		})
+	}
 }
 
 func exerciseGateway(t *testing.T, ctx context.Context, cs *mcp.ClientSession) {

@@ -1,5 +1,7 @@
 package gateway
 
+//lint:file-ignore SA1019 MCP logging is deprecated from protocol 2026-07-28 on (SEP-2577) but is what 2025-11-25 clients and servers speak, and it stays functional in the deprecation window; execute_tool relays it (issue 13)
+
 import (
 	"bytes"
 	"context"

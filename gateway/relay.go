@@ -1,5 +1,7 @@
 package gateway
 
+//lint:file-ignore SA1019 MCP logging is deprecated from protocol 2026-07-28 on (SEP-2577) but is what 2025-11-25 clients and servers speak, and it stays functional in the deprecation window; execute_tool relays it (issue 13)
+
 import (
 	"context"
 	"runtime"
@@ -44,7 +46,6 @@ func (g *Gateway) callEvents(ctx context.Context, req *mcp.CallToolRequest, serv
 			if p.Logger != "" {
 				out.Logger = server + "/" + p.Logger
 			}
-			//lint:ignore SA1019 logging is deprecated in 2026-07-28 but still spoken by 2025-11-25 clients
 			if err := ss.Log(ctx, &out); err != nil {
 				g.log.Debug("log message not relayed to the client", "server", server, "err", err)
 			}

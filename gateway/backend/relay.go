@@ -1,5 +1,7 @@
 package backend
 
+//lint:file-ignore SA1019 MCP logging is deprecated from protocol 2026-07-28 on (SEP-2577) but is what 2025-11-25 clients and servers speak, and it stays functional in the deprecation window; execute_tool relays it (issue 13)
+
 import (
 	"bytes"
 	"context"
@@ -286,7 +288,6 @@ func (r *run) wantLogs(ctx context.Context, params *mcp.CallToolParams, level mc
 	if c.logLevel != "" && levelRank(c.logLevel) <= levelRank(level) {
 		return
 	}
-	//lint:ignore SA1019 logging is deprecated in 2026-07-28 but still spoken by older servers
 	if err := r.sess.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err == nil {
 		c.logLevel = level
 	}

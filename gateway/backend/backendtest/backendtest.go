@@ -16,6 +16,8 @@
 //	srv := backendtest.Command(t, "crash-mid-call,tools-change")
 package backendtest
 
+//lint:file-ignore SA1019 MCP logging is deprecated from protocol 2026-07-28 on (SEP-2577) but is what 2025-11-25 clients and servers speak, and it stays functional in the deprecation window; execute_tool relays it (issue 13)
+
 import (
 	"bufio"
 	"bytes"
@@ -374,7 +376,6 @@ func NewServer(modes Modes) *mcp.Server {
 							return nil, nil, err
 						}
 					}
-					//lint:ignore SA1019 logging is deprecated in 2026-07-28 but still spoken by 2025-11-25 clients
 					if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "progress", Data: ProgressMessage(i)}); err != nil {
 						return nil, nil, err
 					}

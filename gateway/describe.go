@@ -45,6 +45,9 @@ func (g *Gateway) describeSearch() string {
 // serverList renders the servers that have tools in the catalog, in name
 // order, within MaxServerListChars.
 func (g *Gateway) serverList() string {
+	if g.searcher == nil {
+		return ""
+	}
 	byServer := map[string][]string{}
 	var servers []string
 	for _, id := range g.searcher.IDs() {

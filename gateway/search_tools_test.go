@@ -138,6 +138,11 @@ func TestSearchToolsDescription(t *testing.T) {
 		}
 	}
 
+	// Without a searcher (tools/list only): no servers to name.
+	if d := New(nil, nil, nil).describeSearch(); !strings.HasPrefix(d, "Find the tools that can do a task, across every connected MCP server.") {
+		t.Errorf("description without a searcher: %s", d)
+	}
+
 	var many []catalog.Tool
 	for i := range 60 {
 		for j := range 4 {

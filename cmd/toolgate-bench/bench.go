@@ -733,22 +733,29 @@ func vmHWM(pid int) int64 {
 
 func (b *bench) tokens(ctx context.Context, sizes []int) error {
 	tc := b.emb
-	gwList, err := gatewayToolsList(ctx)
-	if err != nil {
-		return err
-	}
-	gwBytes, gwTok := len(gwList), tc.CountTokens(string(gwList))
-	report := func(name string, tools []*mcp.Tool) {
-		var bytes, tok int
-		for _, t := range tools {
-			data, _ := json.Marshal(t)
-			bytes += len(data)
-			tok += tc.CountTokens(string(data))
+	// report compares the backends' tool definitions with the gateway's
+	// over them: search_tools' description names the servers (describe
+	// says what each one offers), so it depends on the catalog.
+	report := func(name string, tools map[string][]*mcp.Tool, describe func(string) string) error {
+		gwList, err := gatewayToolsList(ctx, tools, describe)
+		if err != nil {
+			return err
+		}
+		gwBytes, gwTok := len(gwList), tc.CountTokens(string(gwList))
+		var bytes, tok, n int
+		for _, ts := range tools {
+			for _, t := range ts {
+				data, _ := json.Marshal(t)
+				bytes += len(data)
+				tok += tc.CountTokens(string(data))
+				n++
+			}
 		}
 		b.add("tokens", name+": backends' tools/list", fmt.Sprintf("%d B, %d tok", bytes, tok),
-			fmt.Sprintf("bytes/4 ≈ %d tok; %d tools", bytes/4, len(tools)))
+			fmt.Sprintf("bytes/4 ≈ %d tok; %d tools", bytes/4, n))
 		b.add("tokens", name+": gateway tools/list", fmt.Sprintf("%d B, %d tok", gwBytes, gwTok),
 			fmt.Sprintf("bytes/4 ≈ %d tok; %.2g%% of the backends' tokens", gwBytes/4, 100*float64(gwTok)/float64(max(tok, 1))))
+		return nil
 	}
 	if b.f.config != "" {
 		cfg, err := config.Load(b.f.config)
@@ -763,28 +770,30 @@ func (b *bench) tokens(ctx context.Context, sizes []int) error {
 				return fmt.Errorf("bundled server %s is %s: %v (install them with scripts/install-servers.sh, or pass --config \"\" to skip them)", st.Name, st.State, st.Err)
 			}
 		}
-		var all []*mcp.Tool
-		for _, ts := range pool.Tools() {
-			all = append(all, ts...)
-		}
+		err = report(fmt.Sprintf("bundled (%d servers)", len(cfg.Servers())), pool.Tools(), pool.Describe)
 		pool.Close()
-		report(fmt.Sprintf("bundled (%d servers)", len(cfg.Servers())), all)
+		if err != nil {
+			return err
+		}
 	}
 	for _, n := range sizes {
-		var tools []*mcp.Tool
+		tools := map[string][]*mcp.Tool{}
 		for _, t := range indextest.Catalog(n, indextest.Seed) {
-			tools = append(tools, &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+			tools[t.Server] = append(tools[t.Server], &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
 		}
-		report(fmt.Sprintf("synthetic %d", n), tools)
+		if err := report(fmt.Sprintf("synthetic %d", n), tools, nil); err != nil {
+			return err
+		}
 	}
 	b.add("tokens", "tokenizer", "all-MiniLM-L6-v2 WordPiece", "compact JSON of each tool definition, summed; no truncation")
 	return nil
 }
 
 // gatewayToolsList is the JSON of the gateway's tool definitions as a
-// client receives them from tools/list.
-func gatewayToolsList(ctx context.Context) ([]byte, error) {
-	gw := gateway.New(nil, nil, nil)
+// client receives them from tools/list, the gateway serving tools (whose
+// servers search_tools' description names, with describe's words).
+func gatewayToolsList(ctx context.Context, tools map[string][]*mcp.Tool, describe func(string) string) ([]byte, error) {
+	gw := gateway.New(catalogIDs(backend.Catalog(tools)), nil, &gateway.Options{Describe: describe})
 	cs, done, err := connectInMemory(ctx, gw.Server())
 	if err != nil {
 		return nil, err
@@ -795,4 +804,31 @@ func gatewayToolsList(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(res.Tools)
+}
+
+// catalogIDs is a gateway.Searcher that knows a catalog's IDs and tools
+// but ranks nothing: enough for tools/list.
+type catalogIDs []catalog.Tool
+
+var _ gateway.Searcher = catalogIDs(nil)
+
+func (c catalogIDs) Search(context.Context, search.Query) (search.Result, error) {
+	return search.Result{}, nil
+}
+
+func (c catalogIDs) Tool(id string) (catalog.Tool, bool) {
+	for _, t := range c {
+		if t.ID() == id {
+			return t, true
+		}
+	}
+	return catalog.Tool{}, false
+}
+
+func (c catalogIDs) IDs() []string {
+	ids := make([]string, len(c))
+	for i, t := range c {
+		ids[i] = t.ID()
+	}
+	return ids
 }

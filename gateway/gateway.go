@@ -9,8 +9,11 @@
 // gateway/live, which wraps a search.Engine; the gateway speaks search's
 // Query and Result), tool calls through a Caller and backend states through
 // a StatusSource (backend.Pool implements both; of gateway/backend it uses
-// only the types those speak: Status, UnavailableError, ErrCallTimeout), and
-// the loop's counters for GET /status through a StatsSource (live.Stats).
+// only the types those speak: Status, UnavailableError, ErrCallTimeout, and
+// CallEvents, which a call's context carries to the pool so that progress
+// and log messages reach the client), and the loop's counters for GET
+// /status through a StatsSource (live.Stats). search_tools' description
+// names the servers behind the gateway; Refresh keeps it current.
 package gateway
 
 import (

@@ -51,7 +51,7 @@ func TestSearchToolsAnnotationsAndFilters(t *testing.T) {
 			t.Errorf("a tool without annotations got %s", byName["memory__create_entities"].Annotations)
 		}
 		txt := text(res)
-		for _, want := range []string{"filesystem__list_directory [read-only]  score", "filesystem__write_file [destructive]  score", "memory__create_entities  score"} {
+		for _, want := range []string{"filesystem__list_directory [read-only]  confidence", "filesystem__write_file [destructive]  confidence", "memory__create_entities  confidence"} {
 			if !strings.Contains(txt, want) {
 				t.Errorf("text lacks %q:\n%s", want, txt)
 			}
@@ -87,7 +87,7 @@ func TestSearchToolsAnnotationsAndFilters(t *testing.T) {
 		if strings.Contains(compact, `"properties"`) || compact != same {
 			t.Errorf("compact text holds schemas, or differs from the default:\n%s", compact)
 		}
-		for _, want := range []string{`inputSchema: {"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`, "title: Write file", "score 0.500 (keyword 0.250, vector 0.667)"} {
+		for _, want := range []string{`inputSchema: {"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`, "title: Write file", "score 0.500 (keyword 0.250, vector 0.667), confidence 0.00"} {
 			if !strings.Contains(full, want) {
 				t.Errorf("full text lacks %q:\n%s", want, full)
 			}

@@ -91,6 +91,9 @@ async function exercise(client, label) {
   const invalid = await client.callTool({ name: "execute_tool", arguments: { name: "memory__create_entities", arguments: { entities: "not-a-list" } } });
   check(invalid.isError === true && text(invalid).includes("entityType"), `${label}: invalid memory__create_entities arguments come back with the schema (entityType)`, text(invalid));
 
+  const none = await client.callTool({ name: "search_tools", arguments: { query: "book a flight to Paris" } });
+  check(!none.isError && none.structuredContent?.noMatch === true, `${label}: a task no tool fits ("book a flight to Paris") comes back with noMatch: true`, JSON.stringify(none.structuredContent).slice(0, 200));
+
   const progress = [];
   const long = await client.callTool(
     { name: "execute_tool", arguments: { name: "everything__trigger-long-running-operation", arguments: { duration: 2, steps: 4 } } },

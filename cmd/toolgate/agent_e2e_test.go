@@ -49,8 +49,8 @@ func (a *agentClient) counts() (progress, changed int) {
 // a go-sdk client, over stdio and over streamable HTTP with both protocol
 // versions, and checks what an agent sees (issue 13): the description names
 // the servers, the top 10 fit in 1,000 tokens, annotations and the
-// readOnly filter, detail "full", an error that carries the schema, and
-// progress through the hop. Over stdio, a changed server description
+// readOnly filter, detail "full", an error that carries the schema, noMatch
+// for a task no tool fits, and progress through the hop. Over stdio, a changed server description
 // reaches the client as notifications/tools/list_changed.
 func TestAgentView(t *testing.T) {
 	cfgPath := bundledConfig(t, nil)
@@ -193,6 +193,14 @@ func agentChecks(t *testing.T, ctx context.Context, cs *mcp.ClientSession, a *ag
 	res = call(gateway.ExecuteToolName, map[string]any{"name": "memory__create_entities", "arguments": map[string]any{"entities": "not-a-list"}})
 	if txt := resultText(res); !res.IsError || !strings.Contains(txt, "entityType") || !strings.Contains(txt, `"entities" must be an array`) {
 		t.Errorf("invalid memory__create_entities: isError=%v\n%s", res.IsError, txt)
+	}
+
+	// A task no tool fits is a normal answer that says so.
+	res = call(gateway.SearchToolName, map[string]any{"query": "book a flight to Paris"})
+	b, _ := json.Marshal(res.StructuredContent)
+	var none gateway.SearchResult
+	if err := json.Unmarshal(b, &none); err != nil || res.IsError || !none.NoMatch {
+		t.Errorf("book a flight to Paris: isError=%v, %s; want noMatch true", res.IsError, b)
 	}
 
 	// Progress through the hop: 4 steps over 2 seconds.

@@ -389,6 +389,39 @@ func TestBadTokenizerFile(t *testing.T) {
 	}
 }
 
+// TestProbeTokenizer: the probe calls the library's C from_file itself (see
+// probeTokenizerFile); the installed tokenizer passes every time, and broken
+// files fail it without aborting the process.
+func TestProbeTokenizer(t *testing.T) {
+	good := filepath.Join(installed(Options{}).ModelDir, TokenizerFile)
+	if _, err := os.Stat(good); err != nil {
+		testenv.Require(t, err)
+	}
+	for i := range 50 {
+		if !probeTokenizerFile(good) {
+			t.Fatalf("probe %d of the installed %s failed", i, good)
+		}
+	}
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"truncated": `{"not": "a tokenizer"`,
+		"not-bert":  `{"version": "1.0"}`,
+		"empty":     ``,
+		"not-json":  "\x00\xff",
+	} {
+		p := filepath.Join(dir, name+".json")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if probeTokenizerFile(p) {
+			t.Errorf("%s: probe accepted %q", name, body)
+		}
+	}
+	if probeTokenizerFile(filepath.Join(dir, "absent.json")) {
+		t.Error("probe accepted a missing file")
+	}
+}
+
 func TestManifestPins(t *testing.T) {
 	if ORTVersion != "1.30.0" || ORTLibName != "libonnxruntime.so.1" || len(ORTLibSHA256) != 64 {
 		t.Errorf("manifest runtime pins: version %q file %q sha256 %q", ORTVersion, ORTLibName, ORTLibSHA256)

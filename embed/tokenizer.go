@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"unsafe"
 
 	"github.com/daulet/tokenizers"
 )
@@ -24,13 +23,9 @@ func newTokenizer(path string, maxLen int) (*tokenizer, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, &MissingError{Piece: "tokenizer file", Path: path, Fix: FixModel, Err: err}
 	}
-	// Probe with from_file first: it returns NULL on a bad file, whereas
-	// from_bytes* panics across the FFI boundary and aborts the process.
-	probe, _ := tokenizers.FromFile(path) // the error is errno noise; the handle tells
-	if probe == nil || tokenizerHandle(probe) == nil {
+	if !probeTokenizerFile(path) {
 		return nil, fmt.Errorf("load tokenizer %s: not a valid Hugging Face tokenizer.json: re-fetch it with %s", path, FixModel)
 	}
-	probe.Close()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read tokenizer: %w", err)
@@ -47,12 +42,6 @@ func newTokenizer(path string, maxLen int) (*tokenizer, error) {
 		return nil, fmt.Errorf("load tokenizer %s: it adds no special tokens; not a BERT tokenizer.json", path)
 	}
 	return t, nil
-}
-
-// tokenizerHandle reads the unexported Rust pointer of t: FromFile reports a
-// bad file only by leaving it nil.
-func tokenizerHandle(t *tokenizers.Tokenizer) unsafe.Pointer {
-	return *(*unsafe.Pointer)(unsafe.Pointer(t))
 }
 
 // encode returns the token ids of text with [CLS]/[SEP], truncated to maxLen,

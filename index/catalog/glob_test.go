@@ -5,7 +5,7 @@ import "testing"
 func TestGlobs(t *testing.T) {
 	for _, c := range []struct {
 		glob, id string
-		want    bool
+		want     bool
 	}{
 		{"memory__delete_*", "memory__delete_entities", true},
 		{"memory__delete_*", "memory__read_graph", false},

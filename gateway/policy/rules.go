@@ -53,7 +53,7 @@ func (r *Configured) With(servers []string) *Configured {
 // Has reports whether server is configured.
 func (r *Configured) Has(server string) bool { return r.servers[server] }
 
-func (r *Configured) Name() string        { return RuleConfig }
+func (r *Configured) Name() string         { return RuleConfig }
 func (r *Configured) Scope(*Caller) string { return "" }
 
 func (r *Configured) Check(_ *Caller, t catalog.Tool) string {
@@ -84,7 +84,7 @@ func (r *Disabled) Has(server string) bool { return r.servers[server] }
 // Servers lists the disabled servers, sorted.
 func (r *Disabled) Servers() []string { return slices.Sorted(maps.Keys(r.servers)) }
 
-func (r *Disabled) Name() string        { return RuleDisabled }
+func (r *Disabled) Name() string         { return RuleDisabled }
 func (r *Disabled) Scope(*Caller) string { return "" }
 
 func (r *Disabled) Check(_ *Caller, t catalog.Tool) string {

@@ -521,6 +521,7 @@ func (p *Pool) Restart(server string) error {
 		return &UnavailableError{Server: server, Err: fmt.Errorf("%w (configured: %v)", ErrUnknownServer, old.order)}
 	}
 	nb := newBackend(p, old.cfgs[server])
+	nb.stderr = b.stderr // the lines before the restart say why it was wanted
 	b.mu.Lock()
 	nb.restarts, nb.lastErr, nb.tools = b.restarts+1, b.lastErr, b.tools
 	b.mu.Unlock()
@@ -540,6 +541,16 @@ func (p *Pool) Restart(server string) error {
 		}()
 	}
 	return nil
+}
+
+// Stderr returns the last lines a stdio server wrote to stderr (masked as
+// in the log), across its restarts; nil for a remote server.
+func (p *Pool) Stderr(server string) []string {
+	b, ok := p.roster.Load().byName[server]
+	if !ok || b.stderr == nil {
+		return nil
+	}
+	return b.stderr.get()
 }
 
 // Tools returns each server's last known tool list (servers that are down

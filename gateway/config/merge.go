@@ -185,36 +185,59 @@ func sameJSON(a, b json.RawMessage) bool {
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
-// ReadFiles reads the config files at paths and parses them as one: a
-// single file as it is (errors point into it), several merged with Merge.
-// It returns the file, the bytes it was parsed from (a reload compares
-// them to tell whether anything changed), and the conflicts between the
-// files. File.Path is the last path: the one add_server writes to.
+// ReadFiles reads the config files at paths and parses them as one (see
+// ParseDocs).
 func ReadFiles(paths []string, lookupEnv func(string) (string, bool)) (*File, []byte, []Conflict, error) {
+	docs, err := ReadDocs(paths)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return ParseDocs(docs, lookupEnv)
+}
+
+// ReadDocs reads the files at paths.
+func ReadDocs(paths []string) ([]Doc, error) {
 	if len(paths) == 0 {
-		return nil, nil, nil, fmt.Errorf("no config file given")
+		return nil, errors.New("no config file given")
 	}
 	docs := make([]Doc, 0, len(paths))
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("read config: %w", err)
-		}
-		if len(bytes.TrimSpace(data)) == 0 {
-			return nil, nil, nil, &EmptyError{Path: p}
+			return nil, fmt.Errorf("read config: %w", err)
 		}
 		docs = append(docs, Doc{Path: p, Data: data})
 	}
+	return docs, nil
+}
+
+// ParseDocs parses config documents as one: a single document as it is
+// (errors point into it), several merged with Merge. It returns the file,
+// the bytes it was parsed from, and the conflicts between the documents.
+// File.Path is the last document's path: the file add_server writes to. A
+// blank document is an *EmptyError.
+func ParseDocs(docs []Doc, lookupEnv func(string) (string, bool)) (*File, []byte, []Conflict, error) {
+	if len(docs) == 0 {
+		return nil, nil, nil, errors.New("no config file given")
+	}
+	for _, d := range docs {
+		if len(bytes.TrimSpace(d.Data)) == 0 {
+			return nil, nil, nil, &EmptyError{Path: d.Path}
+		}
+	}
 	if len(docs) == 1 {
-		f, err := Parse(docs[0].Data, paths[0], lookupEnv)
+		f, err := Parse(docs[0].Data, docs[0].Path, lookupEnv)
 		return f, docs[0].Data, nil, err
 	}
 	merged, conflicts, err := Merge(docs)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	last := paths[len(paths)-1]
-	f, err := Parse(merged, last, lookupEnv)
+	paths := make([]string, len(docs))
+	for i, d := range docs {
+		paths[i] = d.Path
+	}
+	f, err := Parse(merged, paths[len(paths)-1], lookupEnv)
 	var ce *Error
 	if errors.As(err, &ce) {
 		ce.Path = strings.Join(paths, " + ")

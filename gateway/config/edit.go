@@ -53,8 +53,19 @@ func DeleteServer(data []byte, name string) ([]byte, bool, error) {
 
 // HasServer reports whether the document defines server name.
 func HasServer(data []byte, name string) bool {
-	return gjson.GetBytes(data, "mcpServers."+escapePath(name)).Exists()
+	_, ok := ServerEntry(data, name)
+	return ok
 }
+
+// ServerEntry returns the document's entry for server name, as written.
+func ServerEntry(data []byte, name string) (json.RawMessage, bool) {
+	r := gjson.GetBytes(data, "mcpServers."+escapePath(name))
+	return json.RawMessage(r.Raw), r.Exists()
+}
+
+// SameEntry reports whether two entries hold the same JSON (layout and
+// key order aside).
+func SameEntry(a, b json.RawMessage) bool { return sameJSON(a, b) }
 
 // reindentServers lays the mcpServers object out again, indented like the
 // line that holds its key; a file on one line is left as it is.

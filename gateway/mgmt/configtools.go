@@ -2,7 +2,6 @@ package mgmt
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -32,22 +31,12 @@ func (s *Server) mayWrite(c *policy.Caller, tool string) *mcp.CallToolResult {
 	return nil
 }
 
-// docs reads the config files as they are now.
-func (s *Server) docs() ([]config.Doc, error) {
-	return config.ReadDocs(s.opts.ConfigPaths)
-}
-
-// apply checks that docs make a valid config, writes the changed ones
-// atomically and reloads: the change is in effect when it returns.
-func (s *Server) apply(ctx context.Context, tool string, docs []config.Doc, changed map[int]bool) error {
-	if _, _, _, err := config.ParseDocs(docs, nil); err != nil {
-		return fmt.Errorf("the config would not be valid, so nothing was written: %w", err)
-	}
-	for i := range docs {
-		if changed[i] {
-			if err := config.WriteFile(docs[i].Path, docs[i].Data); err != nil {
-				return err
-			}
+// write writes the changed documents atomically and reloads: the change
+// is in effect when it returns.
+func (s *Server) write(ctx context.Context, tool string, docs []config.Doc, changed []int) error {
+	for _, i := range changed {
+		if err := config.WriteFile(docs[i].Path, docs[i].Data); err != nil {
+			return err
 		}
 	}
 	if r := s.rt.Reload(ctx, Name+"__"+tool); r != nil && r.Error != "" {
@@ -60,70 +49,41 @@ func (s *Server) addServer(ctx context.Context, c *policy.Caller, a addArgs) *mc
 	if refused := s.mayWrite(c, "add_server"); refused != nil {
 		return refused
 	}
-	if !config.ValidName(a.Name) || a.Name == config.BuiltinServer {
-		return toolError(`%q cannot name a server: use letters, digits, "_" and "-" (starting with a letter or digit, without "__"), and not %q`, a.Name, config.BuiltinServer)
-	}
-	if _, ok := s.rt.Config().MCPServers[a.Name]; ok {
-		return toolError("a server named %q is in the config already: remove it first (toolgate__remove_server) or choose another name", a.Name)
-	}
-	entry := map[string]any{}
-	set := func(k string, v any, ok bool) {
-		if ok {
-			entry[k] = v
-		}
-	}
-	set("type", a.Type, a.Type != "")
-	set("command", a.Command, a.Command != "")
-	set("args", a.Args, len(a.Args) > 0)
-	set("env", a.Env, len(a.Env) > 0)
-	set("cwd", a.Cwd, a.Cwd != "")
-	set("url", a.URL, a.URL != "")
-	set("headers", a.Headers, len(a.Headers) > 0)
-	raw, err := json.Marshal(entry)
+	docs, err := config.ReadDocs(s.opts.ConfigPaths)
 	if err != nil {
 		return toolError("add_server: %v", err)
 	}
-	docs, err := s.docs()
+	sv := config.Server{Name: a.Name, Type: a.Type, Command: a.Command, Args: a.Args, Env: a.Env, Cwd: a.Cwd, URL: a.URL, Headers: a.Headers}
+	docs, i, err := config.AddServer(docs, sv, nil)
+	if err == nil {
+		err = s.write(ctx, "add_server", docs, []int{i})
+	}
 	if err != nil {
 		return toolError("add_server: %v", err)
 	}
-	last := len(docs) - 1
-	if docs[last].Data, err = config.SetServer(docs[last].Data, a.Name, raw); err != nil {
-		return toolError("add_server: %s: %v", docs[last].Path, err)
-	}
-	if err := s.apply(ctx, "add_server", docs, map[int]bool{last: true}); err != nil {
-		return toolError("add_server %q: %v", a.Name, err)
-	}
-	s.log.Info("server added to the config by a management call", "server", a.Name, "file", docs[last].Path, "caller", c.String())
-	return result(map[string]any{"server": a.Name, "file": docs[last].Path},
-		"Server %q is added to %s and starting; its tools are searchable once it has listed them (toolgate__server_status shows its state).", a.Name, docs[last].Path)
+	s.log.Info("server added to the config by a management call", "server", a.Name, "file", docs[i].Path, "caller", c.String())
+	return result(map[string]any{"server": a.Name, "file": docs[i].Path},
+		"Server %q is added to %s and starting; its tools are searchable once it has listed them (toolgate__server_status shows its state).", a.Name, docs[i].Path)
 }
 
 func (s *Server) removeServer(ctx context.Context, c *policy.Caller, a serverArgs) *mcp.CallToolResult {
 	if refused := s.mayWrite(c, "remove_server"); refused != nil {
 		return refused
 	}
-	docs, err := s.docs()
+	docs, err := config.ReadDocs(s.opts.ConfigPaths)
 	if err != nil {
 		return toolError("remove_server: %v", err)
 	}
-	changed := map[int]bool{}
+	docs, changed, err := config.RemoveServer(docs, a.Name, nil)
+	if err == nil {
+		err = s.write(ctx, "remove_server", docs, changed)
+	}
+	if err != nil {
+		return toolError("remove_server: %v", err)
+	}
 	var files []string
-	for i := range docs {
-		out, found, err := config.DeleteServer(docs[i].Data, a.Name)
-		if err != nil {
-			return toolError("remove_server: %s: %v", docs[i].Path, err)
-		}
-		if found {
-			docs[i].Data, changed[i] = out, true
-			files = append(files, docs[i].Path)
-		}
-	}
-	if len(files) == 0 {
-		return toolError("there is no server named %q in the config (servers: %s)", a.Name, s.serverNames())
-	}
-	if err := s.apply(ctx, "remove_server", docs, changed); err != nil {
-		return toolError("remove_server %q: %v", a.Name, err)
+	for _, i := range changed {
+		files = append(files, docs[i].Path)
 	}
 	s.log.Info("server removed from the config by a management call", "server", a.Name, "files", files, "caller", c.String())
 	return result(map[string]any{"server": a.Name, "files": files},

@@ -74,20 +74,20 @@ A bad file prints every problem found (server, field, value, fix) and exits 1.`,
 
 // serverInfo is one line of `toolgate servers` (also its --json shape).
 type serverInfo struct {
-	Name           string   `json:"name"`
-	Type           string   `json:"type"`
-	Command        string   `json:"command,omitempty"`
-	Args           []string `json:"args,omitempty"`
-	Cwd            string   `json:"cwd,omitempty"`
-	URL            string   `json:"url,omitempty"`
-	EnvKeys        []string `json:"envKeys,omitempty"`
-	HeaderKeys     []string `json:"headerKeys,omitempty"`
-	Disabled       bool     `json:"disabled"`
+	Name       string   `json:"name"`
+	Type       string   `json:"type"`
+	Command    string   `json:"command,omitempty"`
+	Args       []string `json:"args,omitempty"`
+	Cwd        string   `json:"cwd,omitempty"`
+	URL        string   `json:"url,omitempty"`
+	EnvKeys    []string `json:"envKeys,omitempty"`
+	HeaderKeys []string `json:"headerKeys,omitempty"`
+	Disabled   bool     `json:"disabled"`
 	// DisabledAtRunTime: turned off with `toolgate servers disable` or
 	// toolgate__disable_server (kept in the data folder, not the config).
 	DisabledAtRunTime bool   `json:"disabledAtRunTime,omitempty"`
 	ConnectTimeout    string `json:"connectTimeout"`
-	CallTimeout    string   `json:"callTimeout"`
+	CallTimeout       string `json:"callTimeout"`
 }
 
 type serversReport struct {

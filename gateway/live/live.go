@@ -254,6 +254,9 @@ type Loop struct {
 	stateW   *config.Watcher   // the state file's
 
 	cancel context.CancelFunc
+	// runCtx is Run's context: servers the pool starts for a reload or an
+	// enable live as long as it, not as long as the call that asked.
+	runCtx context.Context
 	wg     sync.WaitGroup
 }
 
@@ -398,6 +401,7 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 	l.swapped(ix, inMemory)
 
 	ctx, l.cancel = context.WithCancel(ctx)
+	l.runCtx = ctx
 	l.wg.Add(1)
 	go l.syncLoop(ctx)
 	if len(l.opts.ConfigPaths) > 0 {

@@ -43,8 +43,18 @@ func signalName(sig os.Signal) string {
 // their content did not change (what SIGHUP does), and returns the reload:
 // applied, or rejected with its Error. The management tools that write the
 // config go through it, so their change is in effect when they answer.
-func (l *Loop) Reload(ctx context.Context, trigger string) *Reload {
-	return l.reload(ctx, trigger, true)
+// The servers it starts live with the loop, not with ctx (a request's).
+func (l *Loop) Reload(_ context.Context, trigger string) *Reload {
+	return l.reload(l.ctx(), trigger, true)
+}
+
+// ctx is the context servers started for a change live with: Run's (the
+// background before Run).
+func (l *Loop) ctx() context.Context {
+	if l.runCtx != nil {
+		return l.runCtx
+	}
+	return context.Background()
 }
 
 // reload reads the config files and applies what changed, and returns the

@@ -110,7 +110,7 @@ func CheckDisable(cfg *config.File, server string) error {
 // starts) it, and the state file keeps the choice across restarts. It
 // reports whether anything changed; an error says why the server cannot
 // be (the state file could not be written: nothing changed).
-func (l *Loop) SetDisabled(ctx context.Context, server string, disabled bool) (bool, error) {
+func (l *Loop) SetDisabled(_ context.Context, server string, disabled bool) (bool, error) {
 	l.reloadMu.Lock()
 	defer l.reloadMu.Unlock()
 	if err := CheckDisable(l.applied.Load(), server); err != nil {
@@ -130,7 +130,7 @@ func (l *Loop) SetDisabled(ctx context.Context, server string, disabled bool) (b
 			return false, err
 		}
 	}
-	l.applyDisabled(ctx, next, "toolgate")
+	l.applyDisabled(l.ctx(), next, "toolgate") // the started server lives with the loop, not with ctx
 	return true, nil
 }
 

@@ -66,6 +66,12 @@ type Key struct {
 	Allow, Deny []string
 }
 
+// ProfileSwitchable reports whether c may change its profile itself: it
+// has a session whose profile the operator did not fix.
+func (c *Caller) ProfileSwitchable() bool {
+	return c != nil && c.Session != nil && !c.Session.Fixed()
+}
+
 // ProfileName is the profile in effect for c: its session's, else the
 // one its route chose; "" for none (every enabled server).
 func (c *Caller) ProfileName() string {
@@ -124,6 +130,10 @@ func NewSession(profile string, fixed bool) *Session {
 
 // Profile is the profile the session has active ("" = none).
 func (s *Session) Profile() string { return *s.profile.Load() }
+
+// Fixed reports whether the operator chose the session's profile (serve
+// --profile): the session cannot change it.
+func (s *Session) Fixed() bool { return s.fixed != "" }
 
 // ErrProfileFixed is returned by Activate on a session whose profile the
 // operator chose.

@@ -130,6 +130,26 @@ func TestSessionProfile(t *testing.T) {
 	if err := fixed.Activate("readers"); !errors.Is(err, policy.ErrProfileFixed) || fixed.Profile() != "kg" {
 		t.Fatalf("fixed session: %v, profile %q", err, fixed.Profile())
 	}
+	// A profile the session chose keeps the tools to switch again; one the
+	// operator fixed does not.
+	s := newSet()
+	if err := free.Activate("kg"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		c    *policy.Caller
+		want bool
+	}{{c, true}, {&policy.Caller{Transport: policy.TransportStdio, Session: fixed}, false}, {&policy.Caller{Transport: policy.TransportHTTP, Profile: "kg"}, false}} {
+		if d := s.Decide(tc.c, tool("toolgate__activate_profile")); d.Allowed != tc.want {
+			t.Errorf("%v: activate_profile allowed=%v, want %v (%s)", tc.c, d.Allowed, tc.want, d.Reason)
+		}
+		if d := s.Decide(tc.c, tool("toolgate__list_servers")); d.Allowed {
+			t.Errorf("%v: list_servers allowed inside kg", tc.c)
+		}
+	}
+	if s.Filter(c) == s.Filter(&policy.Caller{Transport: policy.TransportHTTP, Profile: "kg"}) {
+		t.Error("a switchable session shares the filter of the kg route")
+	}
 	ctx := policy.WithCaller(context.Background(), c)
 	if policy.CallerFrom(ctx) != c || policy.CallerFrom(context.Background()) != nil {
 		t.Error("caller not carried by the context")

@@ -122,12 +122,26 @@ func Shows(p config.Profile, server, id string) bool {
 	return profileCheck("", p, server, id) == ""
 }
 
-func (r *Profiles) Name() string           { return RuleProfile }
-func (r *Profiles) Scope(c *Caller) string { return c.ProfileName() }
+// ProfileTools are the management tools a session keeps under a profile it
+// activated itself, so that it can switch again (a profile chosen by the
+// route or serve --profile shows them only if it includes them).
+var ProfileTools = []string{"list_profiles", "activate_profile"}
+
+func (r *Profiles) Name() string { return RuleProfile }
+
+func (r *Profiles) Scope(c *Caller) string {
+	if c.ProfileSwitchable() {
+		return c.ProfileName() + "\x00switchable"
+	}
+	return c.ProfileName()
+}
 
 func (r *Profiles) Check(c *Caller, t catalog.Tool) string {
 	name := c.ProfileName()
 	if name == "" {
+		return ""
+	}
+	if t.Server == config.BuiltinServer && slices.Contains(ProfileTools, t.Name) && c.ProfileSwitchable() {
 		return ""
 	}
 	p, ok := r.byName[name]

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -176,17 +175,13 @@ func runServersToggle(stderr io.Writer, g *globals, path, name string, disable b
 	if err != nil {
 		return err
 	}
-	next := slices.DeleteFunc(slices.Clone(st.Disabled), func(s string) bool { return s == name })
-	if disable {
-		next = append(next, name)
-		slices.Sort(next)
-	}
+	next, changed := st.With(name, disable)
 	verb := map[bool]string{true: "disabled", false: "enabled"}[disable]
-	if slices.Equal(next, st.Disabled) {
+	if !changed {
 		fmt.Fprintf(stderr, "server %q was %s already\n", name, verb)
 		return nil
 	}
-	if err := live.WriteState(file, live.State{Disabled: next}); err != nil {
+	if err := live.WriteState(file, next); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "server %q %s (%s)\n", name, verb, file)

@@ -490,16 +490,23 @@ func (p *Pool) Reconfigure(ctx context.Context, servers []config.Server) Diff {
 	}
 	if p.started {
 		for _, b := range start {
-			p.wg.Add(1) // under mu, so that Close waits for it
-			go func() {
-				if !b.lazy {
-					p.firstConnect(ctx, b)
-				}
-				b.supervise()
-			}()
+			p.launch(ctx, b)
 		}
 	}
 	return d
+}
+
+// launch makes b's first connection in the background (none for a lazy
+// backend: its first call does) and then supervises it. ctx aborts the
+// first connection attempt. p.mu is held, so that Close waits for it.
+func (p *Pool) launch(ctx context.Context, b *backend) {
+	p.wg.Add(1)
+	go func() {
+		if !b.lazy {
+			p.firstConnect(ctx, b)
+		}
+		b.supervise()
+	}()
 }
 
 // Restart stops server's backend and starts it again with the same entry,
@@ -532,13 +539,7 @@ func (p *Pool) Restart(server string) error {
 	b.log.Info("restarting the backend on request")
 	b.stop(errRestarted)
 	if p.started {
-		p.wg.Add(1) // under mu, so that Close waits for it
-		go func() {
-			if !nb.lazy {
-				p.firstConnect(nb.ctx, nb)
-			}
-			nb.supervise()
-		}()
+		p.launch(nb.ctx, nb)
 	}
 	return nil
 }

@@ -52,8 +52,8 @@ func ReadState(path string) (State, error) {
 	return st, nil
 }
 
-// WriteState writes st to the state file at path atomically (a temporary
-// file renamed over it), creating the folder if need be.
+// WriteState writes st to the state file at path atomically (as a config
+// file is written: config.WriteFile), creating the folder if need be.
 func WriteState(path string, st State) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write state: %w", err)
@@ -65,22 +65,17 @@ func WriteState(path string, st State) error {
 	if err != nil {
 		return fmt.Errorf("write state: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".state-*.json")
-	if err != nil {
-		return fmt.Errorf("write state: %w", err)
+	return config.WriteFile(path, append(data, '\n'))
+}
+
+// With is st with server disabled (or not), and whether that changed it.
+func (st State) With(server string, disabled bool) (State, bool) {
+	next := slices.DeleteFunc(slices.Clone(st.Disabled), func(s string) bool { return s == server })
+	if disabled {
+		next = append(next, server)
+		slices.Sort(next)
 	}
-	_, err = tmp.Write(append(data, '\n'))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write state %s: %w", path, err)
-	}
-	return nil
+	return State{Disabled: next}, !slices.Equal(next, st.Disabled)
 }
 
 // CheckDisable says why server cannot be disabled or enabled under cfg, or
@@ -116,21 +111,16 @@ func (l *Loop) SetDisabled(_ context.Context, server string, disabled bool) (boo
 	if err := CheckDisable(l.applied.Load(), server); err != nil {
 		return false, err
 	}
-	cur := l.policy.Disabled()
-	if cur.Has(server) == disabled {
+	next, changed := State{Disabled: l.policy.Disabled().Servers()}.With(server, disabled)
+	if !changed {
 		return false, nil
 	}
-	next := slices.DeleteFunc(cur.Servers(), func(s string) bool { return s == server })
-	if disabled {
-		next = append(next, server)
-		slices.Sort(next)
-	}
 	if l.opts.StatePath != "" {
-		if err := WriteState(l.opts.StatePath, State{Disabled: next}); err != nil {
+		if err := WriteState(l.opts.StatePath, next); err != nil {
 			return false, err
 		}
 	}
-	l.applyDisabled(l.ctx(), next, "toolgate") // the started server lives with the loop, not with ctx
+	l.applyDisabled(l.ctx(), next.Disabled, "toolgate") // the started server lives with the loop, not with ctx
 	return true, nil
 }
 

@@ -34,7 +34,7 @@ func (p *fakePool) Status() []backend.Status {
 	}
 }
 func (p *fakePool) Stderr(server string) []string { return []string{server + " says ***"} }
-func (p *fakePool) Restart(_ context.Context, server string) error {
+func (p *fakePool) Restart(server string) error {
 	p.restarts = append(p.restarts, server)
 	return nil
 }
@@ -53,16 +53,9 @@ func (r *fakeRuntime) SetDisabled(_ context.Context, server string, disabled boo
 	if err := live.CheckDisable(r.cfg, server); err != nil {
 		return false, err
 	}
-	cur := r.pol.Disabled()
-	if cur.Has(server) == disabled {
-		return false, nil
-	}
-	next := slices.DeleteFunc(cur.Servers(), func(s string) bool { return s == server })
-	if disabled {
-		next = append(next, server)
-	}
-	r.pol.Put(policy.NewDisabled(next))
-	return true, nil
+	next, changed := live.State{Disabled: r.pol.Disabled().Servers()}.With(server, disabled)
+	r.pol.Put(policy.NewDisabled(next.Disabled))
+	return changed, nil
 }
 func (r *fakeRuntime) Reload(_ context.Context, trigger string) *live.Reload {
 	r.reloads = append(r.reloads, trigger)

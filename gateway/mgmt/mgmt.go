@@ -78,7 +78,6 @@ type Server struct {
 	rt     Runtime
 	opts   Options
 	log    *slog.Logger
-	tools  []*mcp.Tool
 	byName map[string]handler
 }
 

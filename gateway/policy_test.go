@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -76,7 +77,10 @@ func TestPolicyFiltersSearchAndExecute(t *testing.T) {
 	fc := &fakeCaller{call: func(server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: server + "/" + tool}}}, nil
 	}}
-	g := policyGateway(t, fc, nil)
+	var observed []Call
+	g := policyGateway(t, fc, &Options{ObserveRefused: func(c Caller) Caller {
+		return Observed(c, func(c Call) { observed = append(observed, c) })
+	}})
 	all := connectAs(t, g, &policy.Caller{Transport: policy.TransportHTTP})
 	kg := connectAs(t, g, &policy.Caller{Transport: policy.TransportHTTP, Profile: "kg"})
 	const q = "create entities list directory files add numbers"
@@ -90,6 +94,10 @@ func TestPolicyFiltersSearchAndExecute(t *testing.T) {
 	res := call(t, kg, ExecuteToolName, map[string]any{"name": "filesystem__list_directory", "arguments": map[string]any{"path": "/"}})
 	if !res.IsError || !strings.Contains(text(res), `outside profile "kg"`) || fc.calls.Load() != 0 {
 		t.Errorf("execute outside kg: isError=%v %q, backend calls %d", res.IsError, text(res), fc.calls.Load())
+	}
+	// The refusal passed the observers of calls, as a denied call.
+	if len(observed) != 1 || observed[0].Outcome != OutcomeDenied || observed[0].Server != "filesystem" || !errors.Is(observed[0].Err, ErrDenied) {
+		t.Errorf("observed refusals: %+v", observed)
 	}
 	res = call(t, kg, ExecuteToolName, map[string]any{"name": "memory__create_entitie"})
 	if !res.IsError || !strings.Contains(text(res), "Closest names: memory__create_entities") {

@@ -22,32 +22,6 @@ import (
 // tools.
 var kgProfile = map[string]any{"servers": []string{"memory"}, "tools": map[string]any{"deny": []string{"memory__delete_*"}}}
 
-// withSettings sets the toolgate section of the config file at path to
-// settings (merged over what it has).
-func withSettings(t *testing.T, path string, settings map[string]any) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	sec, _ := cfg["toolgate"].(map[string]any)
-	if sec == nil {
-		sec = map[string]any{}
-	}
-	for k, v := range settings {
-		sec[k] = v
-	}
-	cfg["toolgate"] = sec
-	b, _ = json.MarshalIndent(cfg, "", "  ")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // toolNames are the names of a search answer's tools.
 func toolNames(a searchAnswer) []string {
 	var out []string

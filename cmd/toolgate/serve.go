@@ -255,6 +255,8 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		Learner:        learner,
 		Policy:         lv.Policy(),
 		Profile:        f.profile,
+		// A call the policy refuses is counted and shown as denied.
+		ObserveRefused: func(c gateway.Caller) gateway.Caller { return recent.Caller(met.Caller(c)) },
 	})
 	// search_tools' description names the servers behind the gateway.
 	lv.OnChange(gw.Refresh)

@@ -27,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/metrics"
 	"github.com/toolgate/toolgate/gateway/mgmt"
+	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/storage"
@@ -275,7 +276,8 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 			"GET /status":  gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv, Storage: health}),
 			"GET /metrics": met.Handler(),
 			console.Path: console.New(&console.Options{
-				Backends: pool, Catalog: lv, Restarter: pool, Loop: lv, Calls: recent,
+				// The catalog as a client without profile sees it.
+				Backends: pool, Catalog: policy.NewView(lv, lv.Policy(), nil), Restarter: pool, Loop: lv, Calls: recent,
 				Unavailable: mg.Unavailable, Version: version, Started: start, Logger: log,
 			}).Handler(),
 		},

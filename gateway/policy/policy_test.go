@@ -194,3 +194,29 @@ func TestFilteredSearchGetsBestOfAllowed(t *testing.T) {
 		}
 	}
 }
+
+// A View is the catalog as one caller sees it.
+func TestView(t *testing.T) {
+	tools := []catalog.Tool{tool("memory__read_graph"), tool("memory__delete_entities"), tool("filesystem__read_file"), tool("gone__x")}
+	ix, err := index.Build(context.Background(), tools, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := search.New(ix, nil, nil)
+	defer eng.Close()
+	s := newSet()
+	v := policy.NewView(eng, s, &policy.Caller{Profile: "kg"})
+	if got := v.IDs(); !slices.Equal(got, []string{"memory__read_graph"}) {
+		t.Errorf("IDs = %v", got)
+	}
+	if _, ok := v.Tool("filesystem__read_file"); ok {
+		t.Error("Tool finds a tool outside kg")
+	}
+	res, err := v.Search(context.Background(), search.Query{Text: "read graph file delete entities", Limit: 10})
+	if err != nil || len(res.Hits) != 1 || res.Hits[0].Tool.ID() != "memory__read_graph" {
+		t.Errorf("Search: %v %+v", err, res.Hits)
+	}
+	if got := policy.NewView(eng, s, nil).IDs(); len(got) != 3 || slices.Contains(got, "gone__x") {
+		t.Errorf("no profile: %v (gone is not configured)", got)
+	}
+}

@@ -326,8 +326,9 @@ func (b *bench) indexing(ctx context.Context, sizes []int) error {
 // Queries are distinct paraphrases and the query embedder is uncached, so
 // hybrid and vector include one MiniLM run per query. The gateway has the
 // policy serve gives it (every server configured); hybrid is measured
-// again for callers whose profile shows a third of the servers, and 9
-// tools of the catalog (the search filter inside both signals).
+// again for callers whose profile shows a third of the servers (whole, and
+// cut tool by tool), and 9 tools of the catalog (the search filter inside
+// both signals).
 func (b *bench) search(ctx context.Context, sizes []int) error {
 	for _, n := range sizes {
 		tools := indextest.Catalog(n, indextest.Seed)
@@ -395,10 +396,15 @@ func benchPolicy(tools []catalog.Tool) (*policy.Set, []benchProfile) {
 		nine = append(nine, tools[i].ID())
 	}
 	pol := policy.NewSet(policy.NewConfigured(servers), policy.NewDisabled(nil), policy.NewProfiles(map[string]config.Profile{
-		"third": {Servers: third},
-		"nine":  {Tools: config.ToolGlobs{Allow: nine}},
+		"third":     {Servers: third},
+		"third-cut": {Servers: third, Tools: config.ToolGlobs{Deny: []string{"*__delete_*", "*__update_*"}}},
+		"nine":      {Tools: config.ToolGlobs{Allow: nine}},
 	}))
-	return pol, []benchProfile{{"third", fmt.Sprintf("%d of %d servers", len(third), len(servers))}, {"nine", fmt.Sprintf("%d tools", len(nine))}}
+	return pol, []benchProfile{
+		{"third", fmt.Sprintf("%d of %d servers", len(third), len(servers))},
+		{"third-cut", fmt.Sprintf("%d of %d servers without their delete and update tools", len(third), len(servers))},
+		{"nine", fmt.Sprintf("%d tools", len(nine))},
+	}
 }
 
 func concName(c int) string {

@@ -14,6 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
@@ -292,5 +294,36 @@ func TestManagementOverStdio(t *testing.T) {
 	out, err := toolgateCmd(t, dataDir, "serve", "--config", cfgPath, "--profile", "nope").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), `--profile "nope"`) || !strings.Contains(string(out), "kg") {
 		t.Errorf("serve --profile nope: %v\n%s", err, out)
+	}
+}
+
+// serve --config read several times: a user's file and a project's, read as
+// one (the project's profile and server over the user's).
+func TestServeSeveralConfigs(t *testing.T) {
+	srv := func(mark string) config.Server {
+		return backendtest.Command(t, backendtest.ModeNormal, "RELOAD_TEST_SERVER="+mark)
+	}
+	user := filepath.Join(t.TempDir(), "toolgate.json")
+	writeServers(t, user, map[string]config.Server{"alpha": srv("alpha")}, false)
+	proj := filepath.Join(t.TempDir(), ".mcp.json")
+	writeServers(t, proj, map[string]config.Server{"beta": srv("beta")}, false)
+	withSettings(t, proj, map[string]any{"profiles": map[string]any{"b": map[string]any{"servers": []string{"beta"}}}})
+	dataDir := t.TempDir()
+
+	cmd := toolgateCmd(t, dataDir, "serve", "--config", user, "--config", proj)
+	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	ctx, cs := connectStdio(t, cmd, 3*time.Minute)
+	ans, _ := searchTools(t, ctx, cs, "echo the text back", 10)
+	if names := toolNames(ans); !slices.Contains(names, "alpha__echo") || !slices.Contains(names, "beta__echo") {
+		t.Errorf("two config files: %v, want both servers' tools", names)
+	}
+	cs.Close()
+
+	cmd = toolgateCmd(t, dataDir, "serve", "--config", user, "--config", proj, "--profile", "b")
+	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	ctx, cs = connectStdio(t, cmd, 3*time.Minute)
+	ans, _ = searchTools(t, ctx, cs, "echo the text back", 10)
+	if names := toolNames(ans); slices.Contains(names, "alpha__echo") || !slices.Contains(names, "beta__echo") {
+		t.Errorf("the project file's profile b: %v, want beta's tools only", names)
 	}
 }

@@ -39,6 +39,7 @@ func (p *fakePool) Restart(server string) error {
 	return nil
 }
 func (p *fakePool) Unavailable(server string) string { return "pool:" + server }
+func (p *fakePool) Describe(server string) string    { return "pool describes " + server }
 
 // fakeRuntime is the loop: a config, a policy, disabling in memory.
 type fakeRuntime struct {
@@ -118,6 +119,9 @@ func TestToolsAndRouting(t *testing.T) {
 	}
 	if s.Unavailable(Name) != "" || s.Unavailable("a") != "pool:a" {
 		t.Error("Unavailable")
+	}
+	if !strings.Contains(s.Describe(Name), "servers") || s.Describe("a") != "pool describes a" {
+		t.Error("Describe")
 	}
 	if res := run(t, s, stdio, "nope", nil); !res.IsError {
 		t.Error("an unknown management tool")

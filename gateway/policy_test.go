@@ -201,3 +201,16 @@ func TestHTTPCallerPerRoute(t *testing.T) {
 		t.Errorf("stdio caller %+v", got)
 	}
 }
+
+// search_tools' description names the servers a client without profile
+// sees: a disabled server leaves it.
+func TestDescriptionFollowsPolicy(t *testing.T) {
+	g := policyGateway(t, nil, nil)
+	if d := g.describeSearch(); !strings.Contains(d, "everything (") {
+		t.Fatalf("description lacks everything: %s", d)
+	}
+	g.opts.Policy.(*policy.Set).Put(policy.NewDisabled([]string{"everything"}))
+	if d := g.describeSearch(); strings.Contains(d, "everything (") || !strings.Contains(d, "memory (") {
+		t.Errorf("description with everything disabled: %s", d)
+	}
+}

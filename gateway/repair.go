@@ -83,6 +83,7 @@ func plainWords(msg string) string {
 		return fmt.Sprintf("%s %s missing the %s %s", where, isOrAre(arg), what, quoted(names))
 	case strings.HasPrefix(msg, "unexpected additional properties "):
 		names := parseQuoted(strings.TrimPrefix(msg, "unexpected additional properties "))
+		slices.Sort(names) // the validator lists them in map order
 		verb := "is not a field"
 		if len(names) > 1 {
 			verb = "are not fields"

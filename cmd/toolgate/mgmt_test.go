@@ -50,7 +50,7 @@ func connectURL(t *testing.T, ctx context.Context, url string) *mcp.ClientSessio
 }
 
 // TestManagementOverHTTP is the issue's "done when" with a go-sdk client
-// (scripts/smoke-mgmt.mjs runs it with the TypeScript SDK): the three
+// (scripts/smoke.mjs runs it with the TypeScript SDK, in `make test`): the three
 // bundled servers and profile kg behind a real toolgate serve --http.
 func TestManagementOverHTTP(t *testing.T) {
 	cfgPath := bundledConfig(t, nil)

@@ -50,7 +50,9 @@ func (g *Gateway) serverList() string {
 	}
 	byServer := map[string][]string{}
 	var servers []string
-	for _, id := range g.searcher.IDs() {
+	// The servers a client without profile sees: not those disabled, nor
+	// those a reload removed (tools/list is the same for every client).
+	for _, id := range g.visibleIDs(nil) {
 		s, tool, err := catalog.SplitID(id)
 		if err != nil {
 			continue

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 )
 
@@ -52,7 +53,27 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if strings.TrimSpace(a.Name) == "" {
 		return toolError(`execute_tool needs "name": a namespaced tool name returned by search_tools, e.g. "filesystem__list_directory".`), nil
 	}
+	caller := policy.CallerFrom(ctx)
 	tool, ok := g.searcher.Tool(a.Name)
+	if g.opts.Policy != nil {
+		t := tool
+		if !ok { // a name the catalog lacks may still have a reason (a removed server)
+			server, name, err := catalog.SplitID(a.Name)
+			if err != nil {
+				return toolError("%s", g.unknownTool(ctx, a.Name)), nil
+			}
+			t = catalog.Tool{Server: server, Name: name}
+		}
+		if d := g.opts.Policy.Decide(caller, t); !d.Allowed {
+			if !ok {
+				return toolError("%s", g.unknownTool(ctx, a.Name, d.Reason)), nil
+			}
+			// Decided before the arguments are checked against a schema
+			// the caller may not see; the refusal passes the observers.
+			_, err := g.refused.CallTool(context.WithValue(ctx, refusalKey{}, d), t.Server, t.Name, nil)
+			return g.callError(ctx, a.Name, t.Server, err), nil
+		}
+	}
 	if !ok {
 		return toolError("%s", g.unknownTool(ctx, a.Name)), nil
 	}
@@ -110,7 +131,7 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 	var un *backend.UnavailableError
 	switch {
 	case errors.Is(err, ErrDenied):
-		g.log.Info("tool call denied", "tool", name, "server", server, "err", err)
+		g.log.Info("tool call denied", "tool", name, "server", server, "err", err, "caller", policy.CallerFrom(ctx).String())
 		return toolError("execute_tool %s: %v", name, err)
 	case errors.As(err, &un):
 		g.log.Warn("backend unavailable", "tool", name, "server", server, "err", err)
@@ -242,3 +263,28 @@ func (g *Gateway) validate(id string, schema json.RawMessage, args map[string]an
 	}
 	return ""
 }
+
+// refusalKey carries the Policy's decision to the refuser.
+type refusalKey struct{}
+
+// refuser is the Caller the gateway calls instead of the backends when the
+// Policy refuses a call: it runs nothing and says why.
+type refuser struct{}
+
+func (refuser) CallTool(ctx context.Context, server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+	d, _ := ctx.Value(refusalKey{}).(policy.Decision)
+	return nil, &DeniedError{Server: server, Tool: tool, Rule: d.Rule, Reason: d.Reason}
+}
+
+// DeniedError is a call the Policy refused: its text is the reason (which
+// names the profile, scope or state that refuses it). It wraps ErrDenied.
+type DeniedError struct {
+	Server, Tool string
+	Rule, Reason string
+}
+
+func (e *DeniedError) Error() string {
+	return e.Reason + ". Call search_tools to find a tool you can run"
+}
+
+func (e *DeniedError) Unwrap() error { return ErrDenied }

@@ -14,6 +14,12 @@
 // and log messages reach the client), and the loop's counters for GET
 // /status through a StatsSource (live.Stats). search_tools' description
 // names the servers behind the gateway; Refresh keeps it current.
+//
+// What each caller may see and run is the Policy's to say (gateway/policy):
+// the gateway puts the caller of each request in its context (stdio: one
+// session per process; HTTP: /mcp, or /profiles/NAME/mcp for a profile),
+// filters search_tools with the caller's search filter and asks for a
+// decision before each execute_tool.
 package gateway
 
 import (
@@ -28,6 +34,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
@@ -44,6 +51,20 @@ type Searcher interface {
 type Caller interface {
 	CallTool(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error)
 }
+
+// Policy says what the caller of a request may see and run. policy.Set
+// implements it.
+type Policy interface {
+	// Filter is the search filter of the caller (nil = no restriction).
+	Filter(c *policy.Caller) *search.Filter
+	// Decide says whether the caller may see and run t, and why not.
+	Decide(c *policy.Caller, t catalog.Tool) policy.Decision
+	// HasProfile reports whether a profile is configured (the HTTP route
+	// /profiles/NAME/mcp answers 404 for one that is not).
+	HasProfile(name string) bool
+}
+
+var _ Policy = (*policy.Set)(nil)
 
 // Names of the two tools the client sees. They never change, so clients that
 // ignore notifications/tools/list_changed still reach new backend tools.
@@ -92,6 +113,17 @@ type Options struct {
 	// recent searches returned (learning from use); the gateway then
 	// remembers each session's last searches. Nil learns nothing.
 	Learner Learner
+	// Policy filters what each caller sees and runs (nil = everything).
+	Policy Policy
+	// Profile is the profile of the stdio client and of /mcp (serve
+	// --profile; "" = none); the stdio client cannot change it.
+	Profile string
+	// ObserveRefused, if set, decorates the Caller that stands in for the
+	// backends when the Policy refuses a call: the gateway's own, which
+	// runs nothing and fails with an error wrapping ErrDenied. Observers
+	// of calls (metrics, the console's recent calls) wrap it as they wrap
+	// the Caller, so a refusal counts as OutcomeDenied there too.
+	ObserveRefused func(Caller) Caller
 }
 
 // Gateway is the MCP server with the two tools. One Gateway serves any number
@@ -99,6 +131,7 @@ type Options struct {
 type Gateway struct {
 	searcher Searcher
 	caller   Caller
+	refused  Caller // stands in for caller when the Policy refuses a call
 	opts     Options
 	log      *slog.Logger
 	server   *mcp.Server
@@ -125,6 +158,10 @@ func New(s Searcher, c Caller, opts *Options) *Gateway {
 		g.opts.Version = "dev"
 	}
 	g.opts.DefaultLimit, g.opts.MaxLimit = limits(g.opts.DefaultLimit, g.opts.MaxLimit)
+	g.refused = refuser{}
+	if g.opts.ObserveRefused != nil {
+		g.refused = g.opts.ObserveRefused(g.refused)
+	}
 	if g.opts.TracerProvider != nil {
 		g.tracer = g.opts.TracerProvider.Tracer("github.com/toolgate/toolgate/gateway")
 	}
@@ -166,8 +203,25 @@ func (g *Gateway) Server() *mcp.Server { return g.server }
 
 // ServeStdio serves one client on stdin/stdout until the client disconnects
 // or ctx ends.
+//
+// The client is one session: toolgate__activate_profile changes its
+// profile, unless Options.Profile fixed it.
 func (g *Gateway) ServeStdio(ctx context.Context) error {
-	err := g.server.Run(ctx, &mcp.StdioTransport{})
+	return g.serve(ctx, &mcp.StdioTransport{})
+}
+
+// StdioCaller is the caller of the stdio client: one session, whose profile
+// is Options.Profile (fixed when set).
+func (g *Gateway) StdioCaller() *policy.Caller {
+	return &policy.Caller{Transport: policy.TransportStdio, Session: policy.NewSession(g.opts.Profile, g.opts.Profile != "")}
+}
+
+// serve serves one stdio-like client on t (tests pass in-memory transports).
+func (g *Gateway) serve(ctx context.Context, t mcp.Transport) error {
+	if policy.CallerFrom(ctx) == nil {
+		ctx = policy.WithCaller(ctx, g.StdioCaller())
+	}
+	err := g.server.Run(ctx, t)
 	if errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {
 		return nil
 	}

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/policy"
 )
 
 // HTTPOptions configure the streamable HTTP front. Nil means defaults.
@@ -46,12 +48,18 @@ type HTTPOptions struct {
 // DefaultMaxBodyBytes is the default request body cap of the HTTP front.
 const DefaultMaxBodyBytes = 4 << 20
 
-// HTTPHandler serves MCP over streamable HTTP at /mcp, plus GET /healthz.
+// HTTPHandler serves MCP over streamable HTTP at /mcp and, for each
+// profile, at /profiles/NAME/mcp (404 for a name that is not a profile),
+// plus GET /healthz.
 //
 // It runs go-sdk's handler in stateless mode: each POST is a whole exchange,
 // which is what protocol 2026-07-28 clients require (the stateful handler
-// rejects them) and what 2025-11-25 clients get too, since the gateway keeps
-// no per-session state: its two tools never change.
+// rejects them) and what 2025-11-25 clients get too. go-sdk v1.8.0's
+// stateless mode neither hands out nor reads Mcp-Session-Id, so an HTTP
+// caller has no session: its profile is the route's (or Options.Profile at
+// /mcp), and toolgate__activate_profile tells it to use the route instead.
+// The caller is put in each request's context; a caller already there (an
+// authenticating middleware in front, with its Key) keeps its Key.
 //
 // A request is answered with one JSON body, except an execute_tool call
 // whose client wants to hear from the backend while it runs (a progress
@@ -82,8 +90,7 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 		})
 	}
 	plain, streamed := handler(true), handler(false)
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// execute_tool ends its backend call when the request's client goes.
 		r = r.WithContext(context.WithValue(r.Context(), httpRequestKey{}, r.Context()))
 		if r.Method != http.MethodPost {
@@ -106,6 +113,12 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 			return
 		}
 		plain.ServeHTTP(w, r)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", g.withCaller(mcpHandler, func(*http.Request) (string, bool) { return g.opts.Profile, true }))
+	mux.Handle("/profiles/{name}/mcp", g.withCaller(mcpHandler, func(r *http.Request) (string, bool) {
+		name := r.PathValue("name")
+		return name, g.opts.Policy != nil && g.opts.Policy.HasProfile(name)
 	}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -129,6 +142,24 @@ func routeOf(mux *http.ServeMux, r *http.Request) string {
 		pattern = pattern[i+1:]
 	}
 	return pattern
+}
+
+// withCaller puts the HTTP caller of the profile that route chooses in the
+// request's context, or answers 404 when route says the profile does not
+// exist.
+func (g *Gateway) withCaller(next http.Handler, route func(*http.Request) (string, bool)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		profile, ok := route(r)
+		if !ok {
+			http.Error(w, fmt.Sprintf("Not Found: there is no profile named %q (toolgate.profiles in the config lists them; /mcp serves every server)", profile), http.StatusNotFound)
+			return
+		}
+		c := &policy.Caller{Transport: policy.TransportHTTP, Profile: profile}
+		if outer := policy.CallerFrom(r.Context()); outer != nil {
+			c.Key = outer.Key
+		}
+		next.ServeHTTP(w, r.WithContext(policy.WithCaller(r.Context(), c)))
+	})
 }
 
 // httpRequestKey holds, in the context of a request's handlers, the HTTP

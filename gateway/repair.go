@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
@@ -82,6 +83,7 @@ func plainWords(msg string) string {
 		return fmt.Sprintf("%s %s missing the %s %s", where, isOrAre(arg), what, quoted(names))
 	case strings.HasPrefix(msg, "unexpected additional properties "):
 		names := parseQuoted(strings.TrimPrefix(msg, "unexpected additional properties "))
+		slices.Sort(names) // the validator lists them in map order
 		verb := "is not a field"
 		if len(names) > 1 {
 			verb = "are not fields"
@@ -326,21 +328,29 @@ func singular(name string) string {
 
 // unknownTool explains an unknown name: the closest known names, and the
 // tools search_tools finds for the words of the name.
-func (g *Gateway) unknownTool(ctx context.Context, name string) string {
+//
+// The names and tools offered are only those the caller may run; why, when
+// set, is the policy's reason that the name cannot run (a removed server),
+// said instead of "unknown tool".
+func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) string {
 	var b strings.Builder
+	caller := policy.CallerFrom(ctx)
 	_, tool, err := catalog.SplitID(name)
-	if err != nil {
+	switch {
+	case err != nil:
 		fmt.Fprintf(&b, "execute_tool: %v.", err)
 		tool = name
-	} else {
+	case len(why) > 0:
+		fmt.Fprintf(&b, "execute_tool: %s.", why[0])
+	default:
 		fmt.Fprintf(&b, "execute_tool: unknown tool %q.", name)
 	}
-	near := closest(name, g.searcher.IDs(), 3)
+	near := closest(name, g.visibleIDs(caller), 3)
 	if len(near) > 0 {
 		fmt.Fprintf(&b, " Closest names: %s.", strings.Join(near, ", "))
 	}
 	if words := catalog.NameWords(tool); words != "" {
-		res, err := g.searcher.Search(ctx, search.Query{Text: words, Limit: 3})
+		res, err := g.searcher.Search(ctx, search.Query{Text: words, Limit: 3, Filter: g.filter(caller)})
 		var found []string
 		if err == nil {
 			for _, h := range res.Hits {

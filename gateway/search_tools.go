@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
@@ -114,7 +115,7 @@ func boolPtr(b bool) *bool { return &b }
 
 // parseSearchArgs checks search_tools' arguments; a non-empty message is
 // the isError text that says what to send instead.
-func (g *Gateway) parseSearchArgs(raw json.RawMessage) (searchArgs, string) {
+func (g *Gateway) parseSearchArgs(c *policy.Caller, raw json.RawMessage) (searchArgs, string) {
 	a := searchArgs{Limit: g.opts.DefaultLimit, Detail: DetailCompact}
 	var m map[string]json.RawMessage
 	if err := decodeArgs(raw, &m); err != nil {
@@ -149,7 +150,7 @@ func (g *Gateway) parseSearchArgs(raw json.RawMessage) (searchArgs, string) {
 		a.Limit = int(min(i, int64(g.opts.MaxLimit)))
 	}
 	if v, ok := m["server"]; ok && string(v) != "null" && json.Unmarshal(v, &a.Server) != nil {
-		return a, fmt.Sprintf(`search_tools: "server" must be a server name (a string), got %s. Servers: %s.`, oneLine(string(v), 30), strings.Join(g.servers(), ", "))
+		return a, fmt.Sprintf(`search_tools: "server" must be a server name (a string), got %s. Servers: %s.`, oneLine(string(v), 30), strings.Join(g.servers(c), ", "))
 	}
 	if v, ok := m["readOnly"]; ok && string(v) != "null" && json.Unmarshal(v, &a.ReadOnly) != nil {
 		return a, fmt.Sprintf(`search_tools: "readOnly" must be true or false, got %s.`, oneLine(string(v), 30))
@@ -159,9 +160,9 @@ func (g *Gateway) parseSearchArgs(raw json.RawMessage) (searchArgs, string) {
 			return a, fmt.Sprintf(`search_tools: "detail" must be "compact" (the default: one line and the arguments per tool) or "full" (also each tool's input schema), got %s.`, oneLine(string(v), 30))
 		}
 	}
-	if a.Server != "" && !g.hasServer(a.Server) {
+	if a.Server != "" && !g.hasServer(c, a.Server) {
 		return a, fmt.Sprintf(`search_tools: there is no server named %q. Servers: %s. Leave "server" out to search them all.`,
-			a.Server, strings.Join(g.servers(), ", "))
+			a.Server, strings.Join(g.servers(c), ", "))
 	}
 	return a, ""
 }
@@ -176,7 +177,7 @@ func quoted(names []string) string {
 }
 
 func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	a, msg := g.parseSearchArgs(req.Params.Arguments)
+	a, msg := g.parseSearchArgs(policy.CallerFrom(ctx), req.Params.Arguments)
 	if msg != "" {
 		return toolError("%s", msg), nil
 	}
@@ -205,7 +206,7 @@ func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*
 // MaxLimit) and keeps the read-only tools: the filter is applied to
 // the ranking, not to the whole catalog.
 func (g *Gateway) search(ctx context.Context, a searchArgs) (SearchResult, error) {
-	q := search.Query{Text: a.Query, Limit: a.Limit, Server: a.Server}
+	q := search.Query{Text: a.Query, Limit: a.Limit, Server: a.Server, Filter: g.filter(policy.CallerFrom(ctx))}
 	if a.ReadOnly {
 		q.Limit = max(a.Limit, MaxLimit)
 	}
@@ -457,11 +458,20 @@ func (g *Gateway) unavailable(server string) string {
 	return g.opts.Unavailable(server)
 }
 
-// servers lists the server names that have tools in the catalog.
-func (g *Gateway) servers() []string {
+// filter is the search filter of the caller (nil without a Policy).
+func (g *Gateway) filter(c *policy.Caller) *search.Filter {
+	if g.opts.Policy == nil {
+		return nil
+	}
+	return g.opts.Policy.Filter(c)
+}
+
+// servers lists the names of the servers with a tool in the catalog that
+// the caller may see.
+func (g *Gateway) servers(c *policy.Caller) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, id := range g.searcher.IDs() {
+	for _, id := range g.visibleIDs(c) {
 		s, _, err := catalog.SplitID(id)
 		if err == nil && !seen[s] {
 			seen[s] = true
@@ -472,6 +482,33 @@ func (g *Gateway) servers() []string {
 	return out
 }
 
-func (g *Gateway) hasServer(name string) bool {
-	return slices.Contains(g.servers(), name)
+// hasServer reports whether the caller may see a tool of server name.
+func (g *Gateway) hasServer(c *policy.Caller, name string) bool {
+	for _, id := range g.searcher.IDs() {
+		if s, _, err := catalog.SplitID(id); err != nil || s != name {
+			continue
+		}
+		if g.visible(c, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// visible reports whether the caller may see the catalog's tool id.
+func (g *Gateway) visible(c *policy.Caller, id string) bool {
+	if g.opts.Policy == nil {
+		return true
+	}
+	t, ok := g.searcher.Tool(id)
+	return ok && g.opts.Policy.Decide(c, t).Allowed
+}
+
+// visibleIDs lists the catalog's tools the caller may see.
+func (g *Gateway) visibleIDs(c *policy.Caller) []string {
+	ids := g.searcher.IDs()
+	if g.opts.Policy == nil {
+		return ids
+	}
+	return slices.DeleteFunc(ids, func(id string) bool { return !g.visible(c, id) })
 }

@@ -369,6 +369,14 @@ func topRows(rows []int32, k int, cmp func(a, b int32) int) []int32 {
 // KeywordAll scores every tool of server ("" for all) against query with
 // BM25F over the Bleve fields and extra (nil for none).
 func (ix *Index) KeywordAll(query, server string, extra *ExtraField) (*KeywordResult, error) {
+	return Subset{ix: ix}.KeywordAll(query, server, extra)
+}
+
+// KeywordAll is Index.KeywordAll over the subset's tools: the others score
+// 0, as other servers' do under a server filter. The scores of the tools
+// it keeps are the whole catalog's, bit for bit.
+func (s Subset) KeywordAll(query, server string, extra *ExtraField) (*KeywordResult, error) {
+	ix, rows := s.ix, s.rows
 	res := &KeywordResult{ix: ix}
 	if ix.closed.Load() {
 		return nil, errClosed
@@ -454,7 +462,7 @@ func (ix *Index) KeywordAll(query, server string, extra *ExtraField) (*KeywordRe
 		for _, row := range touched {
 			t := tfw[row]
 			tfw[row] = 0
-			if want >= 0 && kr.srv[row] != want {
+			if want >= 0 && kr.srv[row] != want || rows != nil && !rows.has(int(row)) {
 				continue
 			}
 			if res.scores[row] == 0 {
@@ -471,10 +479,15 @@ func (ix *Index) KeywordAll(query, server string, extra *ExtraField) (*KeywordRe
 // BM25F, best first (equal scores in ID order); tools that match no query
 // term are left out.
 func (ix *Index) Keyword(query string, k int, server string) ([]Scored, error) {
+	return Subset{ix: ix}.Keyword(query, k, server)
+}
+
+// Keyword is Index.Keyword over the subset's tools.
+func (s Subset) Keyword(query string, k int, server string) ([]Scored, error) {
 	if k <= 0 {
 		return nil, nil
 	}
-	r, err := ix.KeywordAll(query, server, nil)
+	r, err := s.KeywordAll(query, server, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -485,10 +498,16 @@ func (ix *Index) Keyword(query string, k int, server string) ([]Scored, error) {
 // scores Keyword gives them. Tools that match no query term (or are not of
 // server, when server is set) are absent from the map.
 func (ix *Index) KeywordScores(query string, ids []string, server string) (map[string]float64, error) {
+	return Subset{ix: ix}.KeywordScores(query, ids, server)
+}
+
+// KeywordScores is Index.KeywordScores for the ids in the subset (the
+// others are absent from the map).
+func (s Subset) KeywordScores(query string, ids []string, server string) (map[string]float64, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	r, err := ix.KeywordAll(query, server, nil)
+	r, err := s.KeywordAll(query, server, nil)
 	if err != nil {
 		return nil, err
 	}

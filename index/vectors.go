@@ -16,16 +16,22 @@ import (
 // milliseconds and needs no approximate index. server "" searches all
 // servers. Without vectors, or with a vector of the wrong size, it returns nil.
 func (ix *Index) Nearest(vec []float32, k int, server string) []Scored {
+	return Subset{ix: ix}.Nearest(vec, k, server)
+}
+
+// Nearest is Index.Nearest over the subset's tools.
+func (s Subset) Nearest(vec []float32, k int, server string) []Scored {
+	ix, sc := s.ix, s.scope(server)
 	if ix.vecs == nil || len(vec) != ix.dim || k <= 0 {
 		return nil
 	}
 	dim := ix.dim
 	if k >= len(ix.tools) {
-		return ix.scoreAll(vec, server)
+		return ix.scoreAll(vec, sc)
 	}
 	h := make(scoredHeap, 0, k+1)
 	for i := range ix.tools {
-		if server != "" && ix.tools[i].Server != server {
+		if !sc.has(ix.tools, i) {
 			continue
 		}
 		row := ix.vecs[i*dim : (i+1)*dim : (i+1)*dim]
@@ -42,11 +48,11 @@ func (ix *Index) Nearest(vec []float32, k int, server string) []Scored {
 
 // scoreAll is Nearest for k ≥ the catalog (what hybrid search asks for):
 // every row is scored and the rows sorted once, without the heap.
-func (ix *Index) scoreAll(vec []float32, server string) []Scored {
+func (ix *Index) scoreAll(vec []float32, sc scope) []Scored {
 	dim := ix.dim
 	rows := make([]hrow, 0, len(ix.tools))
 	for i := range ix.tools {
-		if server != "" && ix.tools[i].Server != server {
+		if !sc.has(ix.tools, i) {
 			continue
 		}
 		rows = append(rows, hrow{i, float64(dot(ix.vecs[i*dim:(i+1)*dim:(i+1)*dim], vec))})
@@ -77,6 +83,13 @@ type VectorScan struct {
 // cores (a single search otherwise leaves the second core idle once its
 // query is embedded); the result does not depend on the split.
 func (ix *Index) Scan(vec []float32, k int, server string) VectorScan {
+	return Subset{ix: ix}.Scan(vec, k, server)
+}
+
+// Scan is Index.Scan over the subset's tools: Top is the subset's Nearest,
+// Sum and N those of the subset's tools (of server).
+func (s Subset) Scan(vec []float32, k int, server string) VectorScan {
+	ix, sc := s.ix, s.scope(server)
 	if ix.vecs == nil || len(vec) != ix.dim || k <= 0 {
 		return VectorScan{}
 	}
@@ -84,7 +97,10 @@ func (ix *Index) Scan(vec []float32, k int, server string) VectorScan {
 	if sums == nil { // closed
 		return VectorScan{}
 	}
-	out := VectorScan{Sum: ix.CosineSum(vec, server), N: sums.count[server]}
+	out := VectorScan{Sum: s.CosineSum(vec, server), N: sums.count[server]}
+	if s.rows != nil {
+		out.N = s.rows.count[server]
+	}
 	rows := len(ix.tools)
 	bp, _ := ix.scanBufs.Get().(*[]float32)
 	if bp == nil || cap(*bp) < rows {
@@ -94,7 +110,7 @@ func (ix *Index) Scan(vec []float32, k int, server string) VectorScan {
 	scores := (*bp)[:rows]
 	defer ix.scanBufs.Put(bp)
 
-	inServer := func(i int) bool { return server == "" || ix.tools[i].Server == server }
+	inScope := func(i int) bool { return sc.has(ix.tools, i) }
 	h := make(scoredHeap, 0, min(k, rows)+1)
 	keep := func(i int, s float64) {
 		if len(h) < k {
@@ -108,9 +124,9 @@ func (ix *Index) Scan(vec []float32, k int, server string) VectorScan {
 	}
 	cp := ix.copy8.Load() // nil until PrepareScan has made it, or unusable
 	if cp == nil {
-		ix.split(rows, func(lo, hi int) { ix.dots(vec, server, scores, lo, hi) })
+		ix.split(rows, func(lo, hi int) { ix.dots(vec, sc, scores, lo, hi) })
 		for i, f := range scores {
-			if inServer(i) {
+			if inScope(i) {
 				keep(i, float64(f))
 			}
 		}
@@ -118,17 +134,17 @@ func (ix *Index) Scan(vec []float32, k int, server string) VectorScan {
 		return out
 	}
 	q16, qscale := quantizeQuery(vec)
-	ix.split(rows, func(lo, hi int) { cp.approxDots(q16, qscale, server, ix.tools, scores, lo, hi) })
+	ix.split(rows, func(lo, hi int) { cp.approxDots(q16, qscale, sc, ix.tools, scores, lo, hi) })
 	// Every row whose exact score reaches the k-th best exact score has
 	// an approximate one of at least the k-th best approximate score
 	// minus twice the slack.
 	floor := math.Inf(-1)
 	if out.N > k {
-		floor = float64(kthLargest(scores, inServer, k)) - 2*cp.slack(vec, qscale)
+		floor = float64(kthLargest(scores, inScope, k)) - 2*cp.slack(vec, qscale)
 	}
 	dim := ix.dim
 	for i, f := range scores {
-		if float64(f) >= floor && inServer(i) {
+		if float64(f) >= floor && inScope(i) {
 			keep(i, float64(dot(ix.vecs[i*dim:(i+1)*dim:(i+1)*dim], vec)))
 		}
 	}
@@ -201,6 +217,12 @@ func kthLargest(scores []float32, in func(int) bool, k int) float32 {
 // up the float32 cosines only in rounding. NormMean's mean cosine is
 // CosineSum / N.
 func (ix *Index) CosineSum(vec []float32, server string) float64 {
+	return Subset{ix: ix}.CosineSum(vec, server)
+}
+
+// CosineSum is Index.CosineSum over the subset's tools (of server).
+func (s Subset) CosineSum(vec []float32, server string) float64 {
+	ix := s.ix
 	if ix.vecs == nil || len(vec) != ix.dim {
 		return 0
 	}
@@ -209,11 +231,14 @@ func (ix *Index) CosineSum(vec []float32, server string) float64 {
 		return 0
 	}
 	sum := sums.sum[server]
-	var s float64
-	for j, c := range sum {
-		s += float64(vec[j]) * c
+	if s.rows != nil {
+		sum = s.rows.vectorSums(ix, sums)[server]
 	}
-	return s
+	var total float64
+	for j, c := range sum {
+		total += float64(vec[j]) * c
+	}
+	return total
 }
 
 // vectorSums is each server's vector sum and row count ("" = all).
@@ -370,9 +395,9 @@ func (cp *vectorCopy) slack(q []float32, qscale float64) float64 {
 }
 
 // approxDots writes the 8-bit dot product of the query (q16 times qscale)
-// with rows lo to hi of server ("" = all) into scores; other servers' rows
-// are left as they were.
-func (cp *vectorCopy) approxDots(q16 []int16, qscale float64, server string, tools []catalog.Tool, scores []float32, lo, hi int) {
+// with the rows lo to hi in scope sc into scores; other rows are left as
+// they were.
+func (cp *vectorCopy) approxDots(q16 []int16, qscale float64, sc scope, tools []catalog.Tool, scores []float32, lo, hi int) {
 	dim := cp.dim
 	one := func(j int) float32 {
 		return float32(float64(dotI8(cp.q8[j*dim:(j+1)*dim:(j+1)*dim], q16)) * cp.scale[j] * qscale)
@@ -380,10 +405,9 @@ func (cp *vectorCopy) approxDots(q16 []int16, qscale float64, server string, too
 	i := lo
 	var out [4]int32
 	for ; i+4 <= hi; i += 4 {
-		if server != "" && (tools[i].Server != server || tools[i+1].Server != server ||
-			tools[i+2].Server != server || tools[i+3].Server != server) {
+		if !sc.has4(tools, i) {
 			for j := i; j < i+4; j++ {
-				if tools[j].Server == server {
+				if sc.has(tools, j) {
 					scores[j] = one(j)
 				}
 			}
@@ -395,7 +419,7 @@ func (cp *vectorCopy) approxDots(q16 []int16, qscale float64, server string, too
 		}
 	}
 	for ; i < hi; i++ {
-		if server == "" || tools[i].Server == server {
+		if sc.has(tools, i) {
 			scores[i] = one(i)
 		}
 	}
@@ -415,9 +439,9 @@ func dotI8(row []int8, q []int16) int32 {
 // scanChunk is the fewest rows worth a goroutine of their own in Scan.
 const scanChunk = 4096
 
-// dots writes the dot product of vec with rows lo to hi of server ("" =
-// all) into scores; other servers' rows are left as they were.
-func (ix *Index) dots(vec []float32, server string, scores []float32, lo, hi int) {
+// dots writes the dot product of vec with the rows lo to hi in scope sc
+// into scores; other rows are left as they were.
+func (ix *Index) dots(vec []float32, sc scope, scores []float32, lo, hi int) {
 	dim := ix.dim
 	i := lo
 	if haveDotRows4 && dim%4 == 0 {
@@ -426,10 +450,9 @@ func (ix *Index) dots(vec []float32, server string, scores []float32, lo, hi int
 		// from cache, so a large scan is bound by memory bandwidth.
 		var out [4]float32
 		for ; i+4 <= hi; i += 4 {
-			if server != "" && (ix.tools[i].Server != server || ix.tools[i+1].Server != server ||
-				ix.tools[i+2].Server != server || ix.tools[i+3].Server != server) {
+			if !sc.has4(ix.tools, i) {
 				for j := i; j < i+4; j++ {
-					if ix.tools[j].Server == server {
+					if sc.has(ix.tools, j) {
 						scores[j] = dot(ix.vecs[j*dim:(j+1)*dim:(j+1)*dim], vec)
 					}
 				}
@@ -440,7 +463,7 @@ func (ix *Index) dots(vec []float32, server string, scores []float32, lo, hi int
 		}
 	}
 	for ; i < hi; i++ {
-		if server != "" && ix.tools[i].Server != server {
+		if !sc.has(ix.tools, i) {
 			continue
 		}
 		scores[i] = dot(ix.vecs[i*dim:(i+1)*dim:(i+1)*dim], vec)
@@ -455,6 +478,14 @@ func (ix *Index) Cosine(vec []float32, id string) (float64, bool) {
 		return 0, false
 	}
 	return float64(dot(ix.vecs[i*ix.dim:(i+1)*ix.dim:(i+1)*ix.dim], vec)), true
+}
+
+// Cosine is Index.Cosine for a tool of the subset (false for the others).
+func (s Subset) Cosine(vec []float32, id string) (float64, bool) {
+	if !s.Has(id) {
+		return 0, false
+	}
+	return s.ix.Cosine(vec, id)
 }
 
 // sortedRows orders heap rows best first (equal scores by row, i.e. ID) and

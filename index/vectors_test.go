@@ -117,7 +117,7 @@ func TestSlackBoundsI8(t *testing.T) {
 			q16, qscale := quantizeQuery(qs)
 			slack := st.slack(qs, qscale)
 			scores := make([]float32, rows)
-			st.approxDots(q16, qscale, "", c.ix.tools, scores, 0, rows)
+			st.approxDots(q16, qscale, scope{}, c.ix.tools, scores, 0, rows)
 			var most float64
 			for r := 0; r+4 <= rows; r += 4 {
 				var out [4]int32

@@ -4,14 +4,16 @@
 // streamable HTTP, and checks the two-tool contract from the outside, and
 // what an agent sees (issue 13): a description that names the servers, a
 // compact top 10, annotations and the readOnly filter, schemas on demand,
-// errors that carry the schema, and progress through the hop.
+// errors that carry the schema, and progress through the hop; then the
+// management tools, a profile's route and `toolgate import` (issue 14: a
+// copy of the config with profile kg = memory without memory__delete_*).
 //
 //   node scripts/smoke.mjs [--bin bin/toolgate] [--config examples/toolgate.json]
 //
 // Exit status 0 when every check passed; each failure is printed.
 // Used by `make smoke` (part of `make test`).
-import { spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -135,24 +137,91 @@ async function waitHealthy(url, ms) {
   await client.close();
 }
 
-// streamable HTTP
-{
+// serveHTTP runs `toolgate serve --http` on cfg while body(base URL) runs.
+async function serveHTTP(cfg, label, body) {
   const port = await freePort();
-  const child = spawn(bin, ["serve", "--config", config, "--http", `127.0.0.1:${port}`], { env, stdio: ["ignore", "ignore", "ignore"] });
+  const child = spawn(bin, ["serve", "--config", cfg, "--http", `127.0.0.1:${port}`], { env, stdio: ["ignore", "ignore", "ignore"] });
   try {
     const up = await waitHealthy(`http://127.0.0.1:${port}/healthz`, 120000);
-    check(up, "http: /healthz answers");
-    if (up) {
-      const client = new Client({ name: "toolgate-smoke", version: "1" });
-      await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)));
-      await exercise(client, "http");
-      await client.close();
-      const forbidden = await fetch(`http://127.0.0.1:${port}/mcp`, { method: "POST", headers: { Origin: "https://evil.example", "Content-Type": "application/json" }, body: "{}" });
-      check(forbidden.status === 403, "http: a foreign Origin gets 403", String(forbidden.status));
-    }
+    check(up, `${label}: /healthz answers`);
+    if (up) await body(`http://127.0.0.1:${port}`);
   } finally {
     child.kill("SIGTERM");
   }
+}
+
+async function connect(url) {
+  const client = new Client({ name: "toolgate-smoke", version: "1" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  return client;
+}
+
+// streamable HTTP
+await serveHTTP(config, "http", async (base) => {
+  const client = await connect(`${base}/mcp`);
+  await exercise(client, "http");
+  await client.close();
+  const forbidden = await fetch(`${base}/mcp`, { method: "POST", headers: { Origin: "https://evil.example", "Content-Type": "application/json" }, body: "{}" });
+  check(forbidden.status === 403, "http: a foreign Origin gets 403", String(forbidden.status));
+});
+
+// Management tools, profiles and import (issue 14), over streamable HTTP.
+{
+  const dir = mkdtempSync(join(tmpdir(), "toolgate-smoke-mgmt-"));
+  const cfg = JSON.parse(readFileSync(config, "utf8"));
+  for (const s of Object.values(cfg.mcpServers)) {
+    if (s.cwd && !s.cwd.startsWith("/")) s.cwd = resolve(dirname(config), s.cwd);
+    if (s.env?.MEMORY_FILE_PATH) s.env.MEMORY_FILE_PATH = join(dir, "memory.jsonl");
+  }
+  cfg.toolgate = { ...cfg.toolgate, profiles: { kg: { servers: ["memory"], tools: { deny: ["memory__delete_*"] } } } };
+  const cfgPath = join(dir, "toolgate.json");
+  writeFileSync(cfgPath, JSON.stringify(cfg, null, 2));
+  const call = (client, name, args = {}) => client.callTool({ name: "execute_tool", arguments: { name, arguments: args } });
+  const find = async (client, query, limit = 10) =>
+    ((await client.callTool({ name: "search_tools", arguments: { query, limit } })).structuredContent?.tools || []).map((t) => t.name);
+
+  await serveHTTP(cfgPath, "mgmt", async (base) => {
+    const client = await connect(`${base}/mcp`);
+    const { tools } = await client.listTools();
+    check(tools.map((t) => t.name).sort().join(",") === "execute_tool,search_tools", "mgmt: tools/list is still the two tools");
+
+    const found = await find(client, "which MCP servers are connected and are they healthy", 3);
+    check(found[0] === "toolgate__list_servers", "mgmt: search finds toolgate__list_servers for the servers' health", JSON.stringify(found));
+    const list = await call(client, "toolgate__list_servers");
+    check(!list.isError && ["everything", "memory", "filesystem"].every((s) => text(list).includes(s)), "mgmt: list_servers names the three servers", text(list));
+
+    const echo = "echo back the message it is given";
+    check((await find(client, echo)).some((n) => n.startsWith("everything__")), "mgmt: everything's tools are found before disabling it");
+    const off = await call(client, "toolgate__disable_server", { name: "everything" });
+    const hidden = await find(client, echo, 50);
+    check(!off.isError && !hidden.some((n) => n.startsWith("everything__")), "mgmt: disabling everything removes its tools from search at once", JSON.stringify(hidden));
+    const on = await call(client, "toolgate__enable_server", { name: "everything" });
+    const back = await find(client, echo);
+    check(!on.isError && back.some((n) => n.startsWith("everything__")), "mgmt: enabling it brings them back", JSON.stringify(back));
+
+    const marker = join(dir, "ran");
+    const add = await call(client, "toolgate__add_server", { name: "evil", command: "sh", args: ["-c", `touch ${marker}`] });
+    const status = await (await fetch(`${base}/status`)).json();
+    check(add.isError && text(add).includes("allowConfigChanges") && !existsSync(marker) && status.backends.length === 3,
+      "mgmt: add_server with a sh -c command is refused, and no process is started", text(add));
+    await client.close();
+
+    const kg = await connect(`${base}/profiles/kg/mcp`);
+    const inKg = await find(kg, "delete or create entities and relations; read files and directories", 50);
+    check(inKg.length > 0 && inKg.every((n) => n.startsWith("memory__") && !n.startsWith("memory__delete_")),
+      "mgmt: /profiles/kg/mcp shows only memory tools, none of memory__delete_*", JSON.stringify(inKg));
+    const fs = await call(kg, "filesystem__list_allowed_directories");
+    check(fs.isError && text(fs).includes('"kg"'), "mgmt: a filesystem tool at /profiles/kg/mcp is an isError naming kg", text(fs));
+    await kg.close();
+    const missing = await fetch(`${base}/profiles/nope/mcp`, { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" });
+    check(missing.status === 404, "mgmt: an unknown profile's route is 404", String(missing.status));
+  });
+
+  const samples = join(root, "gateway", "config", "importer", "testdata");
+  const imported = JSON.parse(execFileSync(bin, ["import", join(samples, "claude_desktop_config.json"), join(samples, "proj", ".mcp.json"), join(samples, "proj", ".vscode", "mcp.json")], { env, stdio: ["ignore", "pipe", "ignore"] }).toString());
+  const names = Object.keys(imported.mcpServers).sort();
+  check(["github", "memory", "sentry", "local", "Perplexity", "fs", "gh", "remote-api"].every((n) => names.includes(n)) && imported.mcpServers.sentry?.url === "https://mcp.sentry.dev/mcp",
+    "import: a Claude Desktop file, a .mcp.json and a .vscode/mcp.json make one config with all their servers, the HTTP server's url kept", names.join(","));
 }
 
 console.log(failures === 0 ? "smoke: all checks passed" : `smoke: ${failures} check(s) failed`);

@@ -11,9 +11,11 @@ import (
 
 // SearchWhole ranks q the way Search did before it pruned: both signals
 // fetched for the whole (server-filtered) catalog, every candidate's score
-// read from those lists, the mean cosine over all of them. It is the
-// reference TestPrunedMatchesWhole holds Search to; it does not run the
-// embedder concurrently and it never degrades.
+// read from those lists, the mean cosine over all of them. A Filter is
+// applied to those whole lists afterwards (the tools it drops taken out,
+// the mean over the tools it keeps). It is the reference
+// TestPrunedMatchesWhole holds Search to; it does not run the embedder
+// concurrently and it never degrades.
 func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 	mode := q.Mode
 	if mode == "" {
@@ -31,11 +33,13 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 	if lm != nil {
 		extra = lm.extra
 	}
+	sub := ix.In(q.Filter)
+	dropped := func(s index.Scored) bool { return !sub.Has(s.ID) }
 	kwRes, err := ix.KeywordAll(text, q.Server, extra)
 	if err != nil {
 		return Result{}, err
 	}
-	kwAll := kwRes.Top(n)
+	kwAll := slices.DeleteFunc(kwRes.Top(n), dropped)
 	var vecAll []index.Scored
 	var qvec []float32
 	if mode.needsVectors() {
@@ -48,6 +52,7 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 		if vecAll == nil {
 			return Result{}, fmt.Errorf("no vectors")
 		}
+		vecAll = slices.DeleteFunc(vecAll, dropped)
 		// Learned tools rank by their blended vectors.
 		for i, s := range vecAll {
 			if c, ok := lm.cosine(ix, qvec, s.ID); ok {
@@ -80,8 +85,19 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 		// the cosines added up one by one).
 		// The catalog's cosine sum, moved by the learned tools' blended
 		// vectors (as Search does it, with the summed differences).
-		sum := ix.CosineSum(qvec, q.Server)
-		if lm != nil && lm.delta[q.Server] != nil {
+		sum := sub.CosineSum(qvec, q.Server)
+		switch {
+		case lm != nil && sub.Filtered():
+			// The kept learned tools' differences, added one by one.
+			var moved float64
+			for i, id := range lm.ids {
+				if (q.Server == "" || lm.servers[i] == q.Server) && sub.Has(id) {
+					d, _ := ix.Cosine(qvec, id)
+					moved += index.Dot(lm.blended[i], qvec) - d
+				}
+			}
+			sum += moved
+		case lm != nil && lm.delta[q.Server] != nil:
 			sum += index.Dot(lm.delta[q.Server], qvec)
 		}
 		vec = signal{top: vecAll, n: len(vecAll), sum: sum}
@@ -90,7 +106,7 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 	// scores already.
 	var exactIDs []string
 	for _, row := range s.names.get(ix).match(text) {
-		if t := ix.Tools()[row]; q.Server == "" || t.Server == q.Server {
+		if t := ix.Tools()[row]; (q.Server == "" || t.Server == q.Server) && sub.Has(t.ID()) {
 			exactIDs = append(exactIDs, t.ID())
 		}
 	}

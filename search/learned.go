@@ -288,16 +288,19 @@ func to32(v []float64) []float32 {
 // scored with its blended vector and merged in. The cosine sum moves by
 // q's dot product with the server's summed difference of blended and
 // description vectors.
-func (m *learnedModel) scanLearned(ix *index.Index, q []float32, k int, server string) index.VectorScan {
+//
+// Over a filtered subset the learned tools it drops are left out too, and
+// the sum moves by the kept learned tools' differences, added one by one.
+func (m *learnedModel) scanLearned(sub index.Subset, q []float32, k int, server string) index.VectorScan {
 	if m == nil || len(m.ids) == 0 {
-		return ix.Scan(q, k, server)
+		return sub.Scan(q, k, server)
 	}
 	// Deep enough at once for up to k learned tools in the top: one scan
 	// in almost every case.
 	depth := k + min(len(m.ids), k)
 	var vs index.VectorScan
 	for {
-		vs = ix.Scan(q, depth, server)
+		vs = sub.Scan(q, depth, server)
 		in := 0
 		for _, s := range vs.Top {
 			if _, ok := m.vecs[s.ID]; ok {
@@ -318,11 +321,16 @@ func (m *learnedModel) scanLearned(ix *index.Index, q []float32, k int, server s
 	// The best k learned tools, kept in a small sorted list: the learned
 	// tools are few next to the catalog, and most score below its k-th.
 	var best []index.Scored
+	var moved float64 // the kept learned tools' blended minus description cosines
 	for i, id := range m.ids {
-		if server != "" && m.servers[i] != server {
+		if server != "" && m.servers[i] != server || !sub.Has(id) {
 			continue
 		}
 		c := index.Dot(m.blended[i], q)
+		if sub.Filtered() {
+			d, _ := sub.Cosine(q, id)
+			moved += c - d
+		}
 		if len(best) == k && !better(index.Scored{ID: id, Score: c}, best[k-1]) {
 			continue
 		}
@@ -351,7 +359,9 @@ func (m *learnedModel) scanLearned(ix *index.Index, q []float32, k int, server s
 		return 0
 	})
 	vs.Top = top[:min(k, len(top))]
-	if d := m.delta[server]; d != nil {
+	if sub.Filtered() {
+		vs.Sum += moved
+	} else if d := m.delta[server]; d != nil {
 		vs.Sum += index.Dot(d, q)
 	}
 	return vs

@@ -3,12 +3,14 @@ package search_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/index/indextest"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
@@ -48,8 +50,33 @@ func TestPrunedMatchesWhole(t *testing.T) {
 	for name, o := range opts {
 		e := search.New(ix, emb, o)
 		t.Run(name, func(t *testing.T) {
-			comparePruned(t, e, texts, servers, []int{1, 5, 50})
+			comparePruned(t, e, texts, servers, []int{1, 5, 50}, nil)
 		})
+	}
+	// A caller's scope (gateway/policy): the best of the tools it lets
+	// through, as the whole catalog ranks them.
+	e := search.New(ix, emb, nil)
+	t.Run("filtered", func(t *testing.T) {
+		comparePruned(t, e, texts[:max(len(texts)/3, 6)], servers, []int{1, 5, 50}, testFilters(tools))
+	})
+}
+
+// testFilters are caller scopes of every shape: a few tools, all but a
+// few, whole servers, servers cut tool by tool, nothing, everything.
+func testFilters(tools []catalog.Tool) map[string]*search.Filter {
+	nine := map[string]bool{}
+	for i := 0; len(nine) < 9; i += len(tools) / 9 {
+		nine[tools[i].ID()] = true
+	}
+	return map[string]*search.Filter{
+		"nine of all":  search.NewFilter(func(t catalog.Tool) bool { return nine[t.ID()] }),
+		"all but nine": search.NewFilter(func(t catalog.Tool) bool { return !nine[t.ID()] }),
+		"zz servers":   search.NewFilter(func(t catalog.Tool) bool { return strings.HasPrefix(t.Server, "zz-") }),
+		"cut servers": search.NewFilter(func(t catalog.Tool) bool {
+			return len(t.Server)%2 == 0 && len(t.Name)%3 != 0 || strings.HasPrefix(t.Server, "zz-")
+		}),
+		"nothing":    search.NewFilter(func(catalog.Tool) bool { return false }),
+		"everything": search.NewFilter(func(catalog.Tool) bool { return true }),
 	}
 }
 
@@ -83,29 +110,38 @@ func TestPrunedMatchesWholeBench(t *testing.T) {
 			for i := 0; i < len(qs); i += step {
 				texts = append(texts, qs[i].Query)
 			}
-			comparePruned(t, e, texts, []string{"", tools[len(tools)/2].Server}, []int{1, 5, 10, 50})
+			comparePruned(t, e, texts, []string{"", tools[len(tools)/2].Server}, []int{1, 5, 10, 50}, nil)
+			// A scope of a few servers and one of nine tools.
+			comparePruned(t, e, texts[:len(texts)/4], []string{""}, []int{1, 5}, testFilters(tools))
 		})
 	}
 }
 
-func comparePruned(t *testing.T, e *search.Engine, texts, servers []string, limits []int) {
+// comparePruned holds Search to SearchWhole for every combination; filters
+// nil means no filter, otherwise each filter in turn.
+func comparePruned(t *testing.T, e *search.Engine, texts, servers []string, limits []int, filters map[string]*search.Filter) {
 	t.Helper()
 	ctx := context.Background()
-	for _, mode := range search.Modes {
-		for _, server := range servers {
-			for _, limit := range limits {
-				for _, text := range texts {
-					q := search.Query{Text: text, Limit: limit, Server: server, Mode: mode}
-					got, err := e.Search(ctx, q)
-					if err != nil {
-						t.Fatal(err)
-					}
-					want, err := e.SearchWhole(ctx, q)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if d := cmp.Diff(brief(want), brief(got)); d != "" {
-						t.Fatalf("%+v: pruned differs from whole (-whole +pruned):\n%s", q, d)
+	if filters == nil {
+		filters = map[string]*search.Filter{"": nil}
+	}
+	for fname, f := range filters {
+		for _, mode := range search.Modes {
+			for _, server := range servers {
+				for _, limit := range limits {
+					for _, text := range texts {
+						q := search.Query{Text: text, Limit: limit, Server: server, Mode: mode, Filter: f}
+						got, err := e.Search(ctx, q)
+						if err != nil {
+							t.Fatal(err)
+						}
+						want, err := e.SearchWhole(ctx, q)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if d := cmp.Diff(brief(want), brief(got)); d != "" {
+							t.Fatalf("%s %+v: pruned differs from whole (-whole +pruned):\n%s", fname, q, d)
+						}
 					}
 				}
 			}
@@ -158,5 +194,7 @@ func TestPrunedMatchesWholeLearned(t *testing.T) {
 	if err := e.RefreshLearned(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	comparePruned(t, e, texts, []string{"", tools[0].Server}, []int{1, 5, 50})
+	comparePruned(t, e, texts, []string{"", tools[0].Server}, []int{1, 5, 50}, nil)
+	// A caller's scope, with learned tools kept and dropped.
+	comparePruned(t, e, texts[:min(len(texts), 6)], []string{"", tools[0].Server}, []int{1, 5, 50}, testFilters(tools))
 }

@@ -30,7 +30,8 @@ func scaleCatalog(n int) []catalog.Tool {
 // query embedding is the hash stand-in, so this is the ranker's own cost).
 func BenchmarkSearchScale(b *testing.B) {
 	emb := &hashEmbedder{}
-	ix := build(b, scaleCatalog(10000), emb)
+	tools := scaleCatalog(10000)
+	ix := build(b, tools, emb)
 	e := search.New(ix, emb, nil)
 	defer e.Close()
 	b.Run("keyword-all", func(b *testing.B) {
@@ -43,6 +44,31 @@ func BenchmarkSearchScale(b *testing.B) {
 			ix.Keyword("create a calendar event and send an email", 100, "")
 		}
 	})
+	// A caller's scope (gateway/policy): a third of the servers, those
+	// servers cut tool by tool, and 9 tools.
+	thirdServers := map[string]bool{}
+	for i := 0; i < 20; i += 3 {
+		thirdServers[fmt.Sprintf("s%d", i)] = true // 7 of the 20
+	}
+	third := func(t catalog.Tool) bool { return thirdServers[t.Server] }
+	nine := map[string]bool{}
+	for i := 0; i < 9; i++ {
+		nine[tools[i*1111].ID()] = true
+	}
+	for name, f := range map[string]*search.Filter{
+		"third":       search.NewFilter(third),
+		"third-cut":   search.NewFilter(func(t catalog.Tool) bool { return third(t) && len(t.Name)%4 != 0 }),
+		"nine":        search.NewFilter(func(t catalog.Tool) bool { return nine[t.ID()] }),
+		"all-allowed": search.NewFilter(func(catalog.Tool) bool { return true }),
+	} {
+		b.Run("hybrid-filter-"+name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := e.Search(context.Background(), search.Query{Text: "create a calendar event and send an email", Filter: f}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 	for _, mode := range search.Modes {
 		b.Run(string(mode), func(b *testing.B) {
 			for b.Loop() {

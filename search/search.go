@@ -148,9 +148,23 @@ type Query struct {
 	Limit int
 	// Server, when set, restricts hits to that backend's tools.
 	Server string
+	// Filter, when set, restricts hits to the tools it lets through (a
+	// caller's scope: see gateway/policy). The hits are the best of those
+	// tools, ranked as the whole catalog ranks them, with the catalog
+	// searched being the tools it lets through (NormMean's mean cosine is
+	// theirs, as with Server). A filter that keeps every tool gives the
+	// same hits as none, bit for bit.
+	Filter *Filter
 	// Mode overrides the engine's default mode when set.
 	Mode Mode
 }
+
+// Filter restricts a Query to some tools (index.Filter: evaluated once per
+// index, applied inside both signals).
+type Filter = index.Filter
+
+// NewFilter returns the filter that lets through the tools keep accepts.
+func NewFilter(keep func(catalog.Tool) bool) *Filter { return index.NewFilter(keep) }
 
 // Hit is one ranked tool with its score breakdown. In hybrid mode
 // Score = KeywordWeight·Keyword + VectorWeight·Vector exactly.
@@ -347,6 +361,10 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	if ix == nil || ix.Len() == 0 {
 		return Result{Mode: mode, NoMatch: e.opts.MinConfidence >= 0}, nil
 	}
+	sub := ix.In(q.Filter)
+	if sub.Filtered() && sub.Len("") == 0 {
+		return Result{Mode: mode, NoMatch: e.opts.MinConfidence >= 0}, nil
+	}
 
 	// Each stage is a span when the caller's span records (tracing on);
 	// otherwise st costs nothing.
@@ -403,7 +421,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		extra = lm.extra
 	}
 	_, span := st.start(ctx, stageKeyword)
-	kwRes, kwErr := ix.KeywordAll(text, q.Server, extra)
+	kwRes, kwErr := sub.KeywordAll(text, q.Server, extra)
 	if kwErr == nil {
 		kw.top = kwRes.Top(kwDepth)
 	}
@@ -433,7 +451,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	if qvec != nil {
 		_, span := st.start(ctx, stageVector)
 		qvec = lm.query(qvec)
-		vs := lm.scanLearned(ix, qvec, vecDepth, q.Server)
+		vs := lm.scanLearned(sub, qvec, vecDepth, q.Server)
 		span.End()
 		vec = signal{top: vs.Top, sum: vs.Sum, n: vs.N}
 		kw.n = max(kw.n, vs.N)
@@ -447,7 +465,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	var exactIDs []string
 	for _, row := range exact {
 		t := ix.Tools()[row]
-		if q.Server != "" && t.Server != q.Server {
+		if q.Server != "" && t.Server != q.Server || !sub.Has(t.ID()) {
 			continue
 		}
 		id := t.ID()

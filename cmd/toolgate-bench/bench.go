@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/metrics"
+	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/index/indextest"
@@ -323,7 +324,11 @@ func (b *bench) indexing(ctx context.Context, sizes []int) error {
 // rendered answer and the metrics serve keeps included; the process
 // boundary is measured by execute).
 // Queries are distinct paraphrases and the query embedder is uncached, so
-// hybrid and vector include one MiniLM run per query.
+// hybrid and vector include one MiniLM run per query. The gateway has the
+// policy serve gives it (every server configured); hybrid is measured
+// again for callers whose profile shows a third of the servers (whole, and
+// cut tool by tool), and 9 tools of the catalog (the search filter inside
+// both signals).
 func (b *bench) search(ctx context.Context, sizes []int) error {
 	for _, n := range sizes {
 		tools := indextest.Catalog(n, indextest.Seed)
@@ -338,12 +343,14 @@ func (b *bench) search(ctx context.Context, sizes []int) error {
 			note = fmt.Sprintf("vectors: %d real, the rest reuse them", b.f.embedMax)
 		}
 		qs := indextest.Queries(tools, b.f.queries+8, indextest.Seed)
+		pol, profiles := benchPolicy(tools)
 		var engines []*search.Engine
 		for _, mode := range []search.Mode{search.ModeHybrid, search.ModeBM25, search.ModeVector} {
 			eng := search.New(ix, b.emb, &search.Options{Mode: mode})
 			engines = append(engines, eng)
-			// As serve runs it: metrics count and time every search.
-			gw := gateway.New(metrics.New(nil).Searcher(eng), nil, nil)
+			// As serve runs it: metrics count and time every search, and
+			// the policy serve keeps (every server configured).
+			gw := gateway.New(metrics.New(nil).Searcher(eng), nil, &gateway.Options{Policy: pol})
 			for _, conc := range []int{1, 8} {
 				lat, err := searchLatency(ctx, gw, qs, conc)
 				if err != nil {
@@ -351,12 +358,53 @@ func (b *bench) search(ctx context.Context, sizes []int) error {
 				}
 				b.add("search", fmt.Sprintf("%d tools, %s, %s", n, mode, concName(conc)), p50p99(lat, fmtMS), joinNote("p50 / p99", note))
 			}
+			if mode != search.ModeHybrid {
+				continue
+			}
+			for _, p := range profiles {
+				pctx := policy.WithCaller(ctx, &policy.Caller{Transport: policy.TransportHTTP, Profile: p.name})
+				lat, err := searchLatency(pctx, gw, qs, 1)
+				if err != nil {
+					return err
+				}
+				b.add("search", fmt.Sprintf("%d tools, %s, sequential, profile: %s", n, mode, p.what), p50p99(lat, fmtMS), joinNote("p50 / p99", note))
+			}
 		}
 		for _, e := range engines {
 			e.Close()
 		}
 	}
 	return nil
+}
+
+type benchProfile struct{ name, what string }
+
+// benchPolicy is the policy serve would have for tools (every server
+// configured, none disabled) plus two profiles: one showing a third of the
+// servers, one showing 9 tools.
+func benchPolicy(tools []catalog.Tool) (*policy.Set, []benchProfile) {
+	var servers, third, nine []string
+	for _, t := range tools {
+		if len(servers) == 0 || servers[len(servers)-1] != t.Server {
+			servers = append(servers, t.Server)
+			if len(servers)%3 == 1 {
+				third = append(third, t.Server)
+			}
+		}
+	}
+	for i := 0; len(nine) < 9 && i < len(tools); i += max(len(tools)/9, 1) {
+		nine = append(nine, tools[i].ID())
+	}
+	pol := policy.NewSet(policy.NewConfigured(servers), policy.NewDisabled(nil), policy.NewProfiles(map[string]config.Profile{
+		"third":     {Servers: third},
+		"third-cut": {Servers: third, Tools: config.ToolGlobs{Deny: []string{"*__delete_*", "*__update_*"}}},
+		"nine":      {Tools: config.ToolGlobs{Allow: nine}},
+	}))
+	return pol, []benchProfile{
+		{"third", fmt.Sprintf("%d of %d servers", len(third), len(servers))},
+		{"third-cut", fmt.Sprintf("%d of %d servers without their delete and update tools", len(third), len(servers))},
+		{"nine", fmt.Sprintf("%d tools", len(nine))},
+	}
 }
 
 func concName(c int) string {

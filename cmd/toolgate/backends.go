@@ -9,6 +9,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/gateway/mgmt"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 )
@@ -43,5 +44,8 @@ func (g *globals) listBackendTools(ctx context.Context, path string, stderr io.W
 			fmt.Fprintf(stderr, "toolgate: warning: server %q is %s (%s); keeping the tools the index already has for it\n", st.Name, st.State, st.Err)
 		}
 	}
-	return live.Merge(prev, pool.Tools(), pool.Servers()), nil
+	// The built-in management server's tools are catalogued as serve does.
+	tools := pool.Tools()
+	tools[mgmt.Name] = mgmt.Tools()
+	return live.Merge(prev, tools, append(pool.Servers(), mgmt.Name)), nil
 }

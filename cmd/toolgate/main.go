@@ -79,6 +79,16 @@ func configFlag(cmd *cobra.Command, p *string) {
 	cmd.Flags().StringVarP(p, "config", "c", os.Getenv("TOOLGATE_CONFIG"), "config file (mcpServers JSON; $TOOLGATE_CONFIG)")
 }
 
+// configsFlag adds --config/-c, repeatable (several files read as one),
+// defaulting to $TOOLGATE_CONFIG.
+func configsFlag(cmd *cobra.Command, p *[]string) {
+	var def []string
+	if v := os.Getenv("TOOLGATE_CONFIG"); v != "" {
+		def = []string{v}
+	}
+	cmd.Flags().StringArrayVarP(p, "config", "c", def, "config file (mcpServers JSON; $TOOLGATE_CONFIG); repeat it to read several as one, later over earlier")
+}
+
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
 		return v

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/gateway/mgmt"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -142,11 +143,13 @@ func TestConfigReload(t *testing.T) {
 		return got
 	}
 	// Each backend has 3 tools; the start's listings are in the first
-	// index, so generation 1 lasts until something changes.
+	// index, so generation 1 lasts until something changes. The built-in
+	// management server's tools are in the catalog too.
 	const toolsPerServer = 3
+	builtin := len(mgmt.Tools())
 
 	st := getStatus(t, addr)
-	if st.CatalogGeneration != 1 || st.CatalogTools != 2*toolsPerServer || st.Reindexing || st.ReloadGeneration != 0 {
+	if st.CatalogGeneration != 1 || st.CatalogTools != 2*toolsPerServer+builtin || st.Reindexing || st.ReloadGeneration != 0 {
 		t.Fatalf("at start: %+v", *st.Stats)
 	}
 	if ids := search(t); !slices.Contains(ids, "alpha__echo") || !slices.Contains(ids, "beta__echo") {
@@ -167,7 +170,7 @@ func TestConfigReload(t *testing.T) {
 		// Once the re-indexes after the reload are done, the index holds
 		// alpha's and gamma's tools, not beta's.
 		waitStatus(t, addr, "the index with gamma's tools, without beta's", func(s live.Stats) bool {
-			return s.CatalogGeneration > gen && !s.Reindexing && s.CatalogTools == 2*toolsPerServer
+			return s.CatalogGeneration > gen && !s.Reindexing && s.CatalogTools == 2*toolsPerServer+builtin
 		})
 		if ids := search(t); !slices.Contains(ids, "gamma__echo") {
 			t.Errorf("search after the re-index = %v, want gamma__echo", ids)
@@ -208,7 +211,7 @@ func TestConfigReload(t *testing.T) {
 			t.Errorf("execute_tool on a removed server: isError=%v %q", res.IsError, resultText(res))
 		}
 		waitStatus(t, addr, "the index with beta's tools again", func(s live.Stats) bool {
-			return s.CatalogGeneration > gen && !s.Reindexing && s.CatalogTools == 2*toolsPerServer
+			return s.CatalogGeneration > gen && !s.Reindexing && s.CatalogTools == 2*toolsPerServer+builtin
 		})
 		if ids := search(t); !slices.Contains(ids, "beta__echo") {
 			t.Errorf("search after beta came back = %v", ids)

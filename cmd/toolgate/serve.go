@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,6 +26,8 @@ import (
 	"github.com/toolgate/toolgate/gateway/console"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/metrics"
+	"github.com/toolgate/toolgate/gateway/mgmt"
+	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/storage"
@@ -34,16 +39,17 @@ import (
 func init() { register(newServeCmd) }
 
 type serveFlags struct {
-	config      string
+	configs     []string
 	http        string
 	allowRemote bool
 	mode        string
+	profile     string
 }
 
 func newServeCmd(g *globals) *cobra.Command {
 	var f serveFlags
 	cmd := &cobra.Command{
-		Use:   "serve --config FILE [--http 127.0.0.1:PORT]",
+		Use:   "serve --config FILE [--config FILE...] [--http 127.0.0.1:PORT] [--profile NAME]",
 		Short: "Run the gateway: MCP on stdio (default) or streamable HTTP at /mcp",
 		Long: `Run the gateway. It connects to every server in the config file (the
 Claude-compatible "mcpServers" format), indexes their tools, and serves MCP with
@@ -55,18 +61,27 @@ GET /healthz, GET /status, Prometheus metrics at GET /metrics and the web
 console at /ui/ on a loopback address. Traces are exported over OTLP/HTTP when
 toolgate.telemetry.otlpEndpoint or OTEL_EXPORTER_OTLP_ENDPOINT is set.
 
-It watches the config file and applies a change while it runs (SIGHUP
+--config may be given several times (a user's file, then a project's): the
+files are read as one, later over earlier (servers and profiles replaced
+whole by name, settings key by key).
+
+--profile NAME limits the stdio client (and /mcp) to a profile of
+toolgate.profiles; over HTTP, /profiles/NAME/mcp serves each profile.
+
+It watches the config files and applies a change while it runs (SIGHUP
 reloads too): removed servers stop and their tools leave search at once,
 added ones start, changed ones restart, the others keep running. A config
 that does not parse is logged and changes nothing. Settings outside
 "mcpServers" (http, telemetry, dataDir, embed, search, restart,
-maxConcurrentConnects) take effect on the next start; timeouts apply at once.`,
+maxConcurrentConnects) take effect on the next start; timeouts, profiles and
+management apply at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), g, f)
 		},
 	}
-	configFlag(cmd, &f.config)
+	configsFlag(cmd, &f.configs)
+	cmd.Flags().StringVar(&f.profile, "profile", "", "limit the stdio client and /mcp to this profile of toolgate.profiles")
 	cmd.Flags().StringVar(&f.http, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8931) instead of stdio")
 	cmd.Flags().BoolVar(&f.allowRemote, "allow-remote", false, "allow --http on a non-loopback address")
 	cmd.Flags().StringVar(&f.mode, "mode", "", "ranking mode: hybrid, bm25, vector or rrf (default: config, else hybrid)")
@@ -75,7 +90,7 @@ maxConcurrentConnects) take effect on the next start; timeouts apply at once.`,
 }
 
 func runServe(ctx context.Context, g *globals, f serveFlags) error {
-	if f.config == "" {
+	if len(f.configs) == 0 {
 		return usageError{errors.New("serve needs --config FILE (an mcpServers JSON file, e.g. examples/toolgate.json)")}
 	}
 	// Registered first: a SIGHUP during start-up must not kill the gateway
@@ -83,16 +98,24 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	data, err := os.ReadFile(f.config)
+	docs, err := config.ReadDocs(f.configs)
 	if err != nil {
-		return fmt.Errorf("read config: %w", err)
+		return err
 	}
-	cfg, err := config.Parse(data, f.config, nil)
+	cfg, _, conflicts, err := config.ParseDocs(docs, nil)
 	if err != nil {
 		return err
 	}
 	g.applyConfig(cfg.Toolgate)
 	log := g.logger
+	for _, c := range conflicts {
+		log.Info("config files overlap", "conflict", c.String())
+	}
+	if f.profile != "" {
+		if _, ok := cfg.Toolgate.Profiles[f.profile]; !ok {
+			return usageError{fmt.Errorf("--profile %q: there is no such profile in toolgate.profiles (profiles: %s)", f.profile, strings.Join(slices.Sorted(maps.Keys(cfg.Toolgate.Profiles)), ", "))}
+		}
+	}
 	start := time.Now()
 	// Traces: off unless an OTLP endpoint is configured; spans still
 	// queued at exit are sent first (bounded).
@@ -175,28 +198,32 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 
 	// The runtime loop: warm start (it opens the last run's index now),
-	// catalog sync with the pool, config reloads (file watch and SIGHUP).
+	// catalog sync with the pool and the built-in management server, the
+	// policy's rules, config reloads (file watch and SIGHUP), the servers
+	// disabled at run time (the state file).
 	lv := live.New(index.Dir(g.DataDir()), cfg, &live.Options{
-		Logger:     log,
-		Embedder:   emb,
-		Search:     &search.Options{Mode: mode, KeywordWeight: s.KeywordWeight, VectorWeight: s.VectorWeight, MinConfidence: minConfidence(s.MinConfidence), Usage: usage},
-		Indexed:    indexed,
-		ConfigPath: f.config,
-		ConfigData: data,
-		Reload:     hup,
-		Storage:    health.Writer("index", "the index is built in memory"),
+		Logger:      log,
+		Embedder:    emb,
+		Search:      &search.Options{Mode: mode, KeywordWeight: s.KeywordWeight, VectorWeight: s.VectorWeight, MinConfidence: minConfidence(s.MinConfidence), Usage: usage},
+		Indexed:     indexed,
+		ConfigPaths: f.configs,
+		ConfigDocs:  docs,
+		Reload:      hup,
+		Storage:     health.Writer("index", "the index is built in memory"),
+		Builtin:     map[string][]*mcp.Tool{mgmt.Name: mgmt.Tools()},
+		StatePath:   live.StateFile(g.DataDir()),
 	})
 	// A lazy server starts on its first execute_tool, so search needs its
 	// tools from the catalog; one the catalog lacks starts now, once.
 	// Remote servers that need a login get their tokens from the data
 	// folder; closed after the pool.
-	tokens := g.authTokens(f.config)
+	tokens := g.authTokens(f.configs[len(f.configs)-1])
 	defer g.stop.Close("logins", tokens.Close)
 	opts := g.backendOptions(cfg)
 	opts.Auth = tokens
 	opts.OnToolsChanged = lv.ToolsChanged
 	opts.Lazy = func(s config.Server) bool { return s.Lazy && lv.Cataloged(s.Name) }
-	pool := backend.New(cfg.Servers(), opts)
+	pool := backend.New(lv.Servers(), opts) // the config's, but those disabled at run time
 	defer g.stop.Close("backends", pool.Close)
 	warm := lv.Warm()
 	err = lv.Run(ctx, pool)
@@ -215,15 +242,22 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	met := metrics.New(&metrics.Options{Backends: pool, Catalog: lv, Loop: lv, EmbedCache: cacheStats(emb)})
 	// The console's recent calls, kept in memory.
 	recent := console.NewRecorder(0)
-	gw := gateway.New(met.Searcher(lv), recent.Caller(met.Caller(pool)), &gateway.Options{
+	// The management tools stand in front of the pool: calls of
+	// toolgate__* run in the gateway, the others go on to the pool.
+	mg := mgmt.New(pool, lv, &mgmt.Options{Logger: log, ConfigPaths: f.configs})
+	gw := gateway.New(met.Searcher(lv), recent.Caller(met.Caller(mg)), &gateway.Options{
 		Logger:         log,
 		Version:        version,
 		DefaultLimit:   s.DefaultLimit,
 		MaxLimit:       s.MaxLimit,
-		Describe:       pool.Describe,
-		Unavailable:    pool.Unavailable,
+		Describe:       mg.Describe,
+		Unavailable:    mg.Unavailable,
 		TracerProvider: tracing.Provider(),
 		Learner:        learner,
+		Policy:         lv.Policy(),
+		Profile:        f.profile,
+		// A call the policy refuses is counted and shown as denied.
+		ObserveRefused: func(c gateway.Caller) gateway.Caller { return recent.Caller(met.Caller(c)) },
 	})
 	// search_tools' description names the servers behind the gateway.
 	lv.OnChange(gw.Refresh)
@@ -242,8 +276,9 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 			"GET /status":  gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv, Storage: health}),
 			"GET /metrics": met.Handler(),
 			console.Path: console.New(&console.Options{
-				Backends: pool, Catalog: lv, Restarter: pool, Loop: lv, Calls: recent,
-				Unavailable: pool.Unavailable, Version: version, Started: start, Logger: log,
+				// The catalog as a client without profile sees it.
+				Backends: pool, Catalog: policy.NewView(lv, lv.Policy(), nil), Restarter: pool, Loop: lv, Calls: recent,
+				Unavailable: mg.Unavailable, Version: version, Started: start, Logger: log,
 			}).Handler(),
 		},
 		Wrap: met.HTTP,

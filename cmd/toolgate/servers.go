@@ -16,24 +16,47 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/live"
 )
 
 func init() { register(newServersCmd) }
 
 func newServersCmd(g *globals) *cobra.Command {
+	cmd := newServersListCmd(g, "servers --config FILE [--json]")
+	cmd.Short = "List, add, remove, enable or disable the servers of a config"
+	cmd.Long += `
+
+With a verb, it changes them:
+  toolgate servers list --config FILE [--json]         the listing above (the default)
+  toolgate servers add NAME --config FILE -- COMMAND [ARG...]   a local (stdio) server
+  toolgate servers add NAME --config FILE --url URL    a remote (http, or --type sse) server
+  toolgate servers remove NAME --config FILE
+  toolgate servers disable NAME [--config FILE]        stop it and hide its tools, also in a running gateway
+  toolgate servers enable NAME [--config FILE]
+
+add and remove edit the config file atomically, keeping its other keys; a
+running gateway watching it applies the change. enable and disable keep the
+choice in the data folder, not in the config.`
+	cmd.AddCommand(newServersListCmd(g, "list --config FILE [--json]"), newServersAddCmd(g), newServersRemoveCmd(g),
+		newServersToggleCmd(g, true), newServersToggleCmd(g, false))
+	return cmd
+}
+
+// newServersListCmd is `toolgate servers` and `toolgate servers list`.
+func newServersListCmd(g *globals, use string) *cobra.Command {
 	var (
 		path   string
 		asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "servers --config FILE [--json]",
+		Use:   use,
 		Short: "Check a config file and list its servers",
 		Long: `Check a config file (Claude-compatible "mcpServers" JSON plus the optional
 "toolgate" section) and list each server: name, transport, command and
 arguments or URL, the names of its env variables and headers, and whether it
-is disabled. Values of env and headers are never printed, and ${VAR}
-references are shown as written, not expanded. A URL's password and query
-values are masked.
+is disabled (in the file, or at run time: toolgate servers disable). Values
+of env and headers are never printed, and ${VAR} references are shown as
+written, not expanded. A URL's password and query values are masked.
 
 A bad file prints every problem found (server, field, value, fix) and exits 1.`,
 		Args: cobra.NoArgs,
@@ -41,7 +64,7 @@ A bad file prints every problem found (server, field, value, fix) and exits 1.`,
 			if path == "" {
 				return usageError{errors.New("servers needs --config FILE (an mcpServers JSON file, e.g. examples/toolgate.json)")}
 			}
-			return runServers(cmd.OutOrStdout(), path, asJSON)
+			return runServers(cmd.OutOrStdout(), g, path, asJSON)
 		},
 	}
 	configFlag(cmd, &path)
@@ -51,17 +74,20 @@ A bad file prints every problem found (server, field, value, fix) and exits 1.`,
 
 // serverInfo is one line of `toolgate servers` (also its --json shape).
 type serverInfo struct {
-	Name           string   `json:"name"`
-	Type           string   `json:"type"`
-	Command        string   `json:"command,omitempty"`
-	Args           []string `json:"args,omitempty"`
-	Cwd            string   `json:"cwd,omitempty"`
-	URL            string   `json:"url,omitempty"`
-	EnvKeys        []string `json:"envKeys,omitempty"`
-	HeaderKeys     []string `json:"headerKeys,omitempty"`
-	Disabled       bool     `json:"disabled"`
-	ConnectTimeout string   `json:"connectTimeout"`
-	CallTimeout    string   `json:"callTimeout"`
+	Name       string   `json:"name"`
+	Type       string   `json:"type"`
+	Command    string   `json:"command,omitempty"`
+	Args       []string `json:"args,omitempty"`
+	Cwd        string   `json:"cwd,omitempty"`
+	URL        string   `json:"url,omitempty"`
+	EnvKeys    []string `json:"envKeys,omitempty"`
+	HeaderKeys []string `json:"headerKeys,omitempty"`
+	Disabled   bool     `json:"disabled"`
+	// DisabledAtRunTime: turned off with `toolgate servers disable` or
+	// toolgate__disable_server (kept in the data folder, not the config).
+	DisabledAtRunTime bool   `json:"disabledAtRunTime,omitempty"`
+	ConnectTimeout    string `json:"connectTimeout"`
+	CallTimeout       string `json:"callTimeout"`
 }
 
 type serversReport struct {
@@ -79,7 +105,7 @@ type serversProblem struct {
 	Message string `json:"message"`
 }
 
-func runServers(w io.Writer, path string, asJSON bool) error {
+func runServers(w io.Writer, g *globals, path string, asJSON bool) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("read config: %w", err)
@@ -100,16 +126,23 @@ func runServers(w io.Writer, path string, asJSON bool) error {
 	if err != nil {
 		return err // cannot happen after Parse succeeded, but never hide it
 	}
+	g.applyConfig(f.Toolgate)
+	state, err := live.ReadState(live.StateFile(g.DataDir()))
+	if err != nil {
+		return err
+	}
 	var infos []serverInfo
 	for _, s := range f.All() {
-		infos = append(infos, describe(s))
+		info := describe(s)
+		info.DisabledAtRunTime = slices.Contains(state.Disabled, s.Name)
+		infos = append(infos, info)
 	}
 	if asJSON {
 		return writeJSON(w, serversReport{Config: path, Valid: true, Servers: infos, Settings: &f.Toolgate})
 	}
 	enabled := 0
 	for _, s := range infos {
-		if !s.Disabled {
+		if !s.Disabled && !s.DisabledAtRunTime {
 			enabled++
 		}
 	}
@@ -118,8 +151,11 @@ func runServers(w io.Writer, path string, asJSON bool) error {
 	fmt.Fprintln(tw, "NAME\tTYPE\tSTATUS\tCOMMAND / URL\tENV / HEADERS")
 	for _, s := range infos {
 		status := "enabled"
-		if s.Disabled {
+		switch {
+		case s.Disabled:
 			status = "disabled"
+		case s.DisabledAtRunTime:
+			status = "disabled (toolgate servers enable " + s.Name + ")"
 		}
 		target := s.URL
 		if s.Type == config.TypeStdio {

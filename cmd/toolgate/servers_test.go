@@ -27,7 +27,7 @@ func TestServersListsWithoutSecrets(t *testing.T) {
 		"off": {"type": "sse", "url": "https://example.com/sse", "disabled": true}}}`)
 	for _, asJSON := range []bool{false, true} {
 		var out bytes.Buffer
-		if err := runServers(&out, cfg, asJSON); err != nil {
+		if err := runServers(&out, &globals{dataDir: t.TempDir()}, cfg, asJSON); err != nil {
 			t.Fatalf("runServers(json=%v): %v", asJSON, err)
 		}
 		got := out.String()
@@ -56,7 +56,7 @@ func TestServersListsWithoutSecrets(t *testing.T) {
 func TestServersBadFile(t *testing.T) {
 	cfg := writeConfig(t, `{"mcpServers": {"a b": {"command": "x"}, "c": {"url": "nope"}}, "toolgate": {"serach": {}}}`)
 	var out bytes.Buffer
-	err := runServers(&out, cfg, true)
+	err := runServers(&out, &globals{dataDir: t.TempDir()}, cfg, true)
 	if err == nil {
 		t.Fatal("runServers succeeded on a bad file")
 	}
@@ -73,7 +73,7 @@ func TestServersBadFile(t *testing.T) {
 
 func TestServersBundledExample(t *testing.T) {
 	var out bytes.Buffer
-	if err := runServers(&out, filepath.Join("..", "..", "examples", "toolgate.json"), false); err != nil {
+	if err := runServers(&out, &globals{dataDir: t.TempDir()}, filepath.Join("..", "..", "examples", "toolgate.json"), false); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"everything", "memory", "filesystem"} {

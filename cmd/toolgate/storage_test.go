@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/mgmt"
 	"github.com/toolgate/toolgate/internal/shutdown"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/testenv"
@@ -519,8 +520,8 @@ func TestStartOnUnwritableDataFolder(t *testing.T) {
 	ctx, cs := g.connect(t)
 	searchAnswers(t, ctx, cs, "degraded start", 3)
 	rep := getStatus(t, addr)
-	if !rep.IndexInMemory || rep.CatalogTools != 36 {
-		t.Errorf("index: inMemory=%v with %d tools, want the 36 bundled tools in memory", rep.IndexInMemory, rep.CatalogTools)
+	if want := 36 + len(mgmt.Tools()); !rep.IndexInMemory || rep.CatalogTools != want {
+		t.Errorf("index: inMemory=%v with %d tools, want the %d tools (bundled and management) in memory", rep.IndexInMemory, rep.CatalogTools, want)
 	}
 	if r := rep.Storage; r == nil || r.Writable || !strings.Contains(r.Error, "is not a folder") || !strings.Contains(r.Fix, "move the file") {
 		t.Errorf("storage: %+v", r)

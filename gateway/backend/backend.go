@@ -73,10 +73,11 @@ func (restartedError) Is(target error) bool { return target == errReplaced }
 // backend is one configured server: its state, its last known tools, and the
 // live connection (run) while up.
 type backend struct {
-	p    *Pool
-	cfg  config.Server
-	log  *slog.Logger
-	mask func(string) string
+	p      *Pool
+	cfg    config.Server
+	log    *slog.Logger
+	mask   func(string) string
+	stderr *lineTail // stdio: the last stderr lines across runs (Pool.Stderr)
 	// ctx ends with the pool, or earlier when Reconfigure removes or
 	// replaces the backend (the cause says which).
 	ctx    context.Context
@@ -168,6 +169,7 @@ func newBackend(p *Pool, s config.Server) *backend {
 		cfg:           s,
 		log:           p.log.With(keyServer, s.Name, keyTransport, s.Type),
 		mask:          newMasker(s),
+		stderr:        newLineTail(p.opts.StderrTail),
 		state:         StateConnecting,
 		since:         time.Now(),
 		stateCh:       make(chan struct{}),
@@ -355,6 +357,7 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 			envAllow:    b.p.opts.EnvAllow,
 			maxFrame:    b.p.opts.MaxMessageBytes,
 			stderrTail:  b.p.opts.StderrTail,
+			history:     b.stderr,
 			stderrRate:  b.p.opts.StderrRate,
 			log:         b.log,
 			mask:        b.mask,

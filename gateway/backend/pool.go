@@ -490,16 +490,23 @@ func (p *Pool) Reconfigure(ctx context.Context, servers []config.Server) Diff {
 	}
 	if p.started {
 		for _, b := range start {
-			p.wg.Add(1) // under mu, so that Close waits for it
-			go func() {
-				if !b.lazy {
-					p.firstConnect(ctx, b)
-				}
-				b.supervise()
-			}()
+			p.launch(ctx, b)
 		}
 	}
 	return d
+}
+
+// launch makes b's first connection in the background (none for a lazy
+// backend: its first call does) and then supervises it. ctx aborts the
+// first connection attempt. p.mu is held, so that Close waits for it.
+func (p *Pool) launch(ctx context.Context, b *backend) {
+	p.wg.Add(1)
+	go func() {
+		if !b.lazy {
+			p.firstConnect(ctx, b)
+		}
+		b.supervise()
+	}()
 }
 
 // Restart stops server's backend and starts it again with the same entry,
@@ -521,6 +528,7 @@ func (p *Pool) Restart(server string) error {
 		return &UnavailableError{Server: server, Err: fmt.Errorf("%w (configured: %v)", ErrUnknownServer, old.order)}
 	}
 	nb := newBackend(p, old.cfgs[server])
+	nb.stderr = b.stderr // the lines before the restart say why it was wanted
 	b.mu.Lock()
 	nb.restarts, nb.lastErr, nb.tools = b.restarts+1, b.lastErr, b.tools
 	b.mu.Unlock()
@@ -531,15 +539,19 @@ func (p *Pool) Restart(server string) error {
 	b.log.Info("restarting the backend on request")
 	b.stop(errRestarted)
 	if p.started {
-		p.wg.Add(1) // under mu, so that Close waits for it
-		go func() {
-			if !nb.lazy {
-				p.firstConnect(nb.ctx, nb)
-			}
-			nb.supervise()
-		}()
+		p.launch(nb.ctx, nb)
 	}
 	return nil
+}
+
+// Stderr returns the last lines a stdio server wrote to stderr (masked as
+// in the log), across its restarts; nil for a remote server.
+func (p *Pool) Stderr(server string) []string {
+	b, ok := p.roster.Load().byName[server]
+	if !ok || b.stderr == nil {
+		return nil
+	}
+	return b.stderr.get()
 }
 
 // Tools returns each server's last known tool list (servers that are down

@@ -23,17 +23,20 @@ import (
 // A proc is one running stdio backend process with its pipes. Its goroutines
 // (waiter, stdout pump, stderr drain) end by stop.
 type proc struct {
-	name   string
-	pid    int
-	log    *slog.Logger
-	cmd    *exec.Cmd
-	stdin  *os.File // parent's write end of the child's stdin
-	out    *io.PipeReader
-	outR   *os.File // parent's read end of the child's stdout
-	errR   *os.File // parent's read end of the child's stderr
-	tail   *lineTail
-	mask   func(string) string
-	exited chan struct{} // closed once the leader is reaped
+	name  string
+	pid   int
+	log   *slog.Logger
+	cmd   *exec.Cmd
+	stdin *os.File // parent's write end of the child's stdin
+	out   *io.PipeReader
+	outR  *os.File  // parent's read end of the child's stdout
+	errR  *os.File  // parent's read end of the child's stderr
+	tail  *lineTail // this process's last stderr lines, for its errors
+	// history is the backend's last stderr lines across its processes
+	// (Pool.Stderr); nil = none kept.
+	history *lineTail
+	mask    func(string) string
+	exited  chan struct{} // closed once the leader is reaped
 	// waitErr is cmd.Wait's result; read only after exited is closed.
 	waitErr error
 
@@ -50,7 +53,8 @@ type procConfig struct {
 	envAllow    []string
 	maxFrame    int
 	stderrTail  int
-	stderrRate  float64 // lines per second logged (burst 4×)
+	history     *lineTail // also gets each stderr line (may be nil)
+	stderrRate  float64   // lines per second logged (burst 4×)
 	log         *slog.Logger
 	mask        func(string) string
 	environment []string // the gateway's environment (os.Environ())
@@ -135,6 +139,7 @@ func startProc(srv config.Server, pc procConfig) (*proc, error) {
 		outR:       outR,
 		errR:       errR,
 		tail:       newLineTail(pc.stderrTail),
+		history:    pc.history,
 		mask:       pc.mask,
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
@@ -392,6 +397,9 @@ func (p *proc) drainStderr(r io.Reader, rate float64) {
 		if s := strings.TrimRight(string(line), "\r\n"); s != "" {
 			s = p.mask(truncate(s, 2000))
 			p.tail.add(s)
+			if p.history != nil {
+				p.history.add(s)
+			}
 			now := time.Now()
 			tokens = min(burst, tokens+now.Sub(last).Seconds()*rate)
 			last = now

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,47 @@ func TestStderrMaskedAndLogged(t *testing.T) {
 	}
 	if !strings.Contains(logs, "server=fake") {
 		t.Errorf("stderr records lack the server name:\n%s", logs)
+	}
+}
+
+// Pool.Stderr keeps the last stderr lines, masked, across restarts of the
+// server (toolgate__server_status shows them).
+func TestStderrTailAcrossRestart(t *testing.T) {
+	l := &testenv.LogBuffer{}
+	srv := backendtest.Command(t, "normal",
+		"MY_API_TOKEN=tok-abcdef-123456",
+		backendtest.EnvStderr+"=tok-abcdef-123456")
+	p := startPool(t, []config.Server{srv}, testOptions(l))
+	pid := pidOf(t, p, "fake")
+	testenv.Eventually(t, "stderr kept", func() bool { return slices.Contains(p.Stderr("fake"), "stderr-test: ***") })
+	if err := p.Restart("fake"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "a new process", func() bool { n, ok := upWithPID(p, "fake"); return ok && n != pid })
+	testenv.Eventually(t, "the new process's lines added", func() bool {
+		n := 0
+		for _, line := range p.Stderr("fake") {
+			if strings.HasPrefix(line, "fake backend starting") {
+				n++
+			}
+		}
+		return n == 2
+	})
+	for _, line := range p.Stderr("fake") {
+		if strings.Contains(line, "tok-abcdef") {
+			t.Errorf("unmasked secret in %q", line)
+		}
+	}
+	if p.Stderr("nosuch") != nil {
+		t.Error("Stderr of an unknown server")
+	}
+	var ue *UnavailableError
+	if err := p.Restart("nosuch"); !errors.As(err, &ue) || !errors.Is(err, ErrUnknownServer) {
+		t.Errorf("Restart(nosuch) = %v", err)
+	}
+	// Calls go to the new process.
+	if res, err := p.CallTool(context.Background(), "fake", "echo", map[string]any{"text": "hi"}); err != nil || res.IsError {
+		t.Errorf("call after the restart: %v %+v", err, res)
 	}
 }
 

@@ -34,6 +34,11 @@ const (
 	TypeSSE   = "sse"   // legacy HTTP+SSE transport
 )
 
+// BuiltinServer is the name of the server built into the gateway: its
+// management tools (toolgate__list_servers, …) are catalogued, searched and
+// executed like any backend's. No config entry may take the name.
+const BuiltinServer = "toolgate"
+
 // DirVar is a variable that ${...} expansion always knows: the absolute
 // directory of the config file, so a config can point at files next to itself
 // from any working directory (e.g. "${TOOLGATE_CONFIG_DIR}/data/memory.jsonl").
@@ -165,6 +170,39 @@ type Settings struct {
 
 	// DataDir overrides the per-user data folder ("" = the default).
 	DataDir string `json:"dataDir,omitempty"`
+
+	// Profiles are named sets of tools a client can be limited to: by
+	// `serve --profile NAME`, by the HTTP route /profiles/NAME/mcp, or for
+	// one session by toolgate__activate_profile. Applied on reload.
+	Profiles map[string]Profile `json:"profiles,omitempty"`
+	// Management governs the management tools (toolgate__…). Applied on
+	// reload.
+	Management ManagementSettings `json:"management,omitzero"`
+}
+
+// Profile is one entry of toolgate.profiles: the tools it shows are those
+// of its servers that match an allow glob (when there are any) and no deny
+// glob. Globs match namespaced IDs (catalog.MatchID).
+type Profile struct {
+	// Servers the profile shows; nil = every server (the built-in
+	// "toolgate" server, whose tools manage the gateway, only when listed).
+	Servers []string  `json:"servers,omitempty"`
+	Tools   ToolGlobs `json:"tools,omitzero"`
+}
+
+// ToolGlobs select tools by namespaced ID ("memory__delete_*").
+type ToolGlobs struct {
+	Allow []string `json:"allow,omitempty"` // nil = every tool of the servers
+	Deny  []string `json:"deny,omitempty"`
+}
+
+// ManagementSettings is the toolgate.management section.
+type ManagementSettings struct {
+	// AllowConfigChanges lets toolgate__add_server and
+	// toolgate__remove_server write the config file (only for callers over
+	// stdio or with an admin key). Off by default: a client that can add a
+	// stdio server can run any program.
+	AllowConfigChanges bool `json:"allowConfigChanges,omitempty"`
 }
 
 // SearchSettings tune the ranker behind search_tools.

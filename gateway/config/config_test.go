@@ -145,6 +145,24 @@ func TestParseGood(t *testing.T) {
 			},
 		},
 		{
+			name: "profiles and management",
+			in: `{"mcpServers": {"memory": {"command": "x"}, "filesystem": {"command": "y"}},
+				"toolgate": {"profiles": {
+					"kg": {"servers": ["memory"], "tools": {"deny": ["memory__delete_*"]}},
+					"readers": {"tools": {"allow": ["*__read_*", "toolgate__list_*"]}},
+					"ops": {"servers": ["toolgate", "filesystem"]}},
+				"management": {"allowConfigChanges": true}}}`,
+			servers: []Server{{Name: "filesystem", Type: TypeStdio, Command: "y"}, {Name: "memory", Type: TypeStdio, Command: "x"}},
+			settings: func(s *Settings) {
+				s.Profiles = map[string]Profile{
+					"kg":      {Servers: []string{"memory"}, Tools: ToolGlobs{Deny: []string{"memory__delete_*"}}},
+					"readers": {Tools: ToolGlobs{Allow: []string{"*__read_*", "toolgate__list_*"}}},
+					"ops":     {Servers: []string{"toolgate", "filesystem"}},
+				}
+				s.Management.AllowConfigChanges = true
+			},
+		},
+		{
 			name:    "BOM, null toolgate section, unknown keys tolerated",
 			in:      "\xef\xbb\xbf" + `{"globalShortcut": "x", "mcpServers": {"A-1_b": {"command": "x", "autoApprove": [], "timeout": 5, "envFile": ".env"}}, "toolgate": null}`,
 			servers: []Server{{Name: "A-1_b", Type: TypeStdio, Command: "x"}},
@@ -197,6 +215,27 @@ func TestParseBad(t *testing.T) {
 			{`mcpServers["_a"]`, `must start with a letter or digit`},
 			{`mcpServers["a__b"]`, `must not contain "__"`},
 			{`mcpServers["my server"]`, `use letters, digits, "_" and "-"`},
+		}},
+		{"reserved name", `{"mcpServers": {"toolgate": {"command": "toolgate", "args": ["serve"]}}}`, nil, []want{{`mcpServers["toolgate"]`, `"toolgate" is reserved for the gateway's own management tools`}}},
+		{"bad profiles", `{"mcpServers": {"memory": {"command": "x"}}, "toolgate": {"profiles": {
+			"kg": {"servers": ["memroy"], "tools": {"deny": ["delete_*", "memory__[", "github__*"], "alow": []}},
+			"a b": {"servers": [], "tools": {"allow": []}},
+			"x": "memory",
+			"only": {"servers": ["memory"], "tools": {"allow": ["toolgate__*"]}, "server": 1}}}}`, nil, []want{
+			{`toolgate.profiles.kg.servers[0]`, `no server named "memroy" in mcpServers: use one of "memory"`},
+			{`toolgate.profiles.kg.tools.alow`, `did you mean "allow"?`},
+			{`toolgate.profiles.kg.tools.deny[0]`, `"delete_*" can never match`},
+			{`toolgate.profiles.kg.tools.deny[1]`, `"memory__[" is not a valid glob`},
+			{`toolgate.profiles.kg.tools.deny[2]`, `names server "github", which is not in mcpServers`},
+			{`toolgate.profiles.only.server`, `did you mean "servers"?`},
+			{`toolgate.profiles.only.tools.allow[0]`, `not among the profile's servers (memory)`},
+			{`toolgate.profiles.x`, "got a string, want an object"},
+			{`toolgate.profiles["a b"]`, "invalid profile name"},
+			{`toolgate.profiles["a b"].servers`, `is empty`},
+			{`toolgate.profiles["a b"].tools.allow`, `is empty, so the profile would show no tool`},
+		}},
+		{"management", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"management": {"allowConfigChange": true}}}`, nil, []want{
+			{`toolgate.management.allowConfigChange`, `did you mean "allowConfigChanges"?`},
 		}},
 		{"long name", `{"mcpServers": {"` + strings.Repeat("a", 65) + `": {"command": "x"}}}`, nil, []want{{`mcpServers["aaaa`, "at most 64"}}},
 		{"neither command nor url", `{"mcpServers": {"a": {"args": ["x"]}}}`, nil, []want{{`mcpServers["a"]`, `needs "command"`}}},

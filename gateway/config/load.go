@@ -61,6 +61,7 @@ func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Fi
 			p.errs = append(p.errs, validateServer(name, s, p.failed[name])...)
 		}
 		p.errs = append(p.errs, f.Toolgate.validate()...)
+		p.errs = append(p.errs, f.validateProfiles()...)
 	}
 	if err := p.err(); err != nil {
 		return nil, err

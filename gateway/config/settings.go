@@ -9,13 +9,16 @@ import (
 
 // The keys of the toolgate section, per level. Unknown keys are errors.
 var (
-	settingsKeys  = []string{"connectTimeout", "callTimeout", "maxConcurrentConnects", "restart", "search", "learn", "embed", "http", "telemetry", "dataDir"}
+	settingsKeys  = []string{"connectTimeout", "callTimeout", "maxConcurrentConnects", "restart", "search", "learn", "embed", "http", "telemetry", "dataDir", "profiles", "management"}
 	searchKeys    = []string{"mode", "keywordWeight", "vectorWeight", "defaultLimit", "maxLimit", "minConfidence"}
 	learnKeys     = []string{"enabled"}
 	embedKeys     = []string{"variant", "modelDir", "ortLib", "threads"}
 	httpKeys      = []string{"addr", "allowedOrigins", "allowedHosts", "maxBodyBytes"}
 	restartKeys   = []string{"delays", "stableAfter"}
 	telemetryKeys = []string{"otlpEndpoint"}
+	profileKeys   = []string{"servers", "tools"}
+	globKeys      = []string{"allow", "deny"}
+	manageKeys    = []string{"allowConfigChanges"}
 )
 
 // Search modes and embedding variants accepted in the toolgate section.
@@ -99,6 +102,47 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 
 	td := d.object("telemetry", telemetryKeys)
 	s.Telemetry.OTLPEndpoint = x.expand(td.prefix+"otlpEndpoint", td.string("otlpEndpoint"))
+
+	s.Profiles = d.profiles("profiles")
+	md := d.object("management", manageKeys)
+	s.Management.AllowConfigChanges = md.bool("allowConfigChanges")
+}
+
+const exampleProfile = `{"kg": {"servers": ["memory"], "tools": {"deny": ["memory__delete_*"]}}}`
+
+// profiles reads toolgate.profiles: an object of profile objects.
+func (d *fields) profiles(key string) map[string]Profile {
+	r, ok := d.raw(key)
+	if !ok {
+		return nil
+	}
+	var entries map[string]json.RawMessage
+	if err := json.Unmarshal(r, &entries); err != nil {
+		d.errorf(key, "got %s, want an object of named profiles, e.g. %s", rawKind(r), exampleProfile)
+		return nil
+	}
+	out := make(map[string]Profile, len(entries))
+	for name, raw := range entries {
+		pd := &fields{p: d.p, prefix: d.prefix + key + mapKey(name) + ".", m: map[string]json.RawMessage{}}
+		if err := json.Unmarshal(raw, &pd.m); err != nil || pd.m == nil {
+			d.errorf(key+mapKey(name), "got %s, want an object like %s", rawKind(raw), `{"servers": ["memory"], "tools": {"deny": ["memory__delete_*"]}}`)
+			continue
+		}
+		pd.strict(profileKeys)
+		var p Profile
+		p.Servers = pd.strings("servers")
+		if pd.has("servers") && p.Servers == nil {
+			pd.errorf("servers", `is empty: list the servers the profile shows, or leave "servers" out for all of them`)
+		}
+		td := pd.object("tools", globKeys)
+		p.Tools.Allow = td.strings("allow")
+		p.Tools.Deny = td.strings("deny")
+		if td.has("allow") && p.Tools.Allow == nil {
+			td.errorf("allow", `is empty, so the profile would show no tool: list globs like "memory__*", or leave "allow" out`)
+		}
+		out[name] = p
+	}
+	return out
 }
 
 func inUnit(f float64) bool { return f >= 0 && f <= 1 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // Types lists the accepted values of a server's "type".
@@ -37,7 +39,49 @@ func (f *File) validate() []*FieldError {
 	for name, s := range f.MCPServers {
 		errs = append(errs, validateServer(name, s, nil)...)
 	}
-	return append(errs, f.Toolgate.validate()...)
+	errs = append(errs, f.Toolgate.validate()...)
+	return append(errs, f.validateProfiles()...)
+}
+
+// validateProfiles checks toolgate.profiles against the servers of the file:
+// names usable in a URL path, servers that exist, globs that can match.
+func (f *File) validateProfiles() []*FieldError {
+	var errs []*FieldError
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: "toolgate.profiles" + field, Msg: fmt.Sprintf(format, args...)})
+	}
+	known := func(server string) bool {
+		_, ok := f.MCPServers[server]
+		return ok || server == BuiltinServer
+	}
+	names := slices.Sorted(maps.Keys(f.MCPServers))
+	for name, p := range f.Toolgate.Profiles {
+		at := mapKey(name)
+		if !ValidName(name) {
+			bad(at, `invalid profile name %q: use letters, digits, "_" and "-" (it is part of the URL /profiles/NAME/mcp)`, name)
+		}
+		for i, s := range p.Servers {
+			if !known(s) {
+				bad(fmt.Sprintf("%s.servers[%d]", at, i), "no server named %q in mcpServers: use one of %s (or %q for the management tools)", s, quoteList(names), BuiltinServer)
+			}
+		}
+		for _, g := range []struct {
+			field string
+			globs []string
+		}{{"allow", p.Tools.Allow}, {"deny", p.Tools.Deny}} {
+			for i, glob := range g.globs {
+				field := fmt.Sprintf("%s.tools.%s[%d]", at, g.field, i)
+				if msg := catalog.CheckGlob(glob); msg != "" {
+					bad(field, "%s", msg)
+				} else if s := catalog.GlobServer(glob); s != "" && !known(s) {
+					bad(field, "%q names server %q, which is not in mcpServers: use one of %s", glob, s, quoteList(names))
+				} else if s != "" && p.Servers != nil && !slices.Contains(p.Servers, s) {
+					bad(field, "%q names server %q, which is not among the profile's servers (%s): add it there, or fix the glob", glob, s, strings.Join(p.Servers, ", "))
+				}
+			}
+		}
+	}
+	return errs
 }
 
 // ValidName reports whether name can be a server name: it must match
@@ -76,6 +120,9 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 	}
 	if !ValidName(name) {
 		bad("", `invalid server name: use letters, digits, "_" and "-" (must start with a letter or digit, must not contain "__" or end with "_", at most %d characters)`, maxNameLen)
+	}
+	if name == BuiltinServer {
+		bad("", "the name %q is reserved for the gateway's own management tools (%s__list_servers, …): rename this server; if the entry starts toolgate itself, remove it", BuiltinServer, BuiltinServer)
 	}
 	if skip["command"] || skip["url"] || skip["type"] {
 		skip = maps.Clone(skip)

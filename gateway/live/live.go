@@ -1,23 +1,32 @@
 // Package live owns the runtime loop of `toolgate serve`: what keeps the
-// catalog, the search index and the set of servers whose tools are shown in
-// step with the backend pool and the config file while the gateway serves.
+// catalog, the search index and the rules of what is shown in step with the
+// backend pool, the config files and the state in the data folder while the
+// gateway serves.
 //
 //   - Catalog sync: each backend's first listing, tools/list_changed,
 //     reconnect or restart asks for a re-index; the new index is built off to
 //     the side and swapped into the search engine, so searches never wait.
-//   - Visibility: the tools of a server a reload removed leave search_tools
-//     at once, before the re-index that drops them, and execute_tool on one
-//     of them is passed to the pool, which says why it cannot run.
-//   - Reloads: a change of the config file (watched) or a value on
+//     Servers built into the gateway (Options.Builtin: the management
+//     server) are catalogued with the pool's.
+//   - Policy rules: the loop keeps the rules of its policy.Set that follow
+//     the config and the state (which servers are configured, which are
+//     disabled, the profiles). The tools of a server a reload removed or
+//     that was disabled leave search_tools and execute_tool at once, before
+//     the re-index and before the pool stops the server.
+//   - Reloads: a change of a config file (watched) or a value on
 //     Options.Reload (main feeds it SIGHUP) applies what changed to the pool.
+//   - Enable/disable: SetDisabled stops or starts a server and keeps the
+//     choice in the data folder (StateFile), not in the user's config; a
+//     change of that file (`toolgate servers disable`) applies too.
 //   - Warm start: the index of the last run answers while backends connect.
 //
-// A Loop is the gateway's Searcher, and it counts what it did (Stats: the
+// A Loop is the gateway's Searcher (the whole catalog: the gateway asks the
+// Policy what each caller may see), and it counts what it did (Stats: the
 // catalog and reload generations, the last errors), which GET /status shows
 // and tests wait on. main only wires: it builds the pool with the Loop's
-// hooks (ToolsChanged, Cataloged), then calls Run, hands the gateway's
-// Refresh to OnChange (search_tools' description names the servers), and
-// calls Close at the end.
+// servers and hooks (Servers, ToolsChanged, Cataloged), then calls Run,
+// hands the gateway's Refresh to OnChange (search_tools' description names
+// the servers), and calls Close at the end.
 package live
 
 import (
@@ -26,6 +35,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +44,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
@@ -89,15 +100,28 @@ type Options struct {
 	// Search configures the engine (mode, weights); nil = search's defaults.
 	// Its Logger defaults to Logger.
 	Search *search.Options
-	// ConfigPath is the config file to watch and reload ("" = no reloads).
-	// ConfigData is the content New's cfg was parsed from: a reload that
-	// finds the same content does nothing (nil = the first look applies the
-	// file as it is then).
-	ConfigPath string
-	ConfigData []byte
-	// Reload asks for a reload of ConfigPath even when its content did not
-	// change (main registers SIGHUP on it); nil = only file changes.
+	// ConfigPaths are the config files to watch and reload, read as one
+	// (config.ParseDocs: later files over earlier ones); none = no reloads.
+	// ConfigDocs are the documents New's cfg was parsed from: a reload that
+	// finds the same content does nothing (nil = the first look applies
+	// the files as they are then).
+	ConfigPaths []string
+	ConfigDocs  []config.Doc
+	// Reload asks for a reload of ConfigPaths even when their content did
+	// not change (main registers SIGHUP on it); nil = only file changes.
 	Reload <-chan os.Signal
+	// Policy is the set of rules the loop keeps in step: it puts the rules
+	// "config", "disabled" and "profile" (other rules in it are left
+	// alone). nil = a set of the loop's own; Policy returns it.
+	Policy *policy.Set
+	// Builtin are servers built into the gateway, by name, with their
+	// tools (the management server, config.BuiltinServer): catalogued
+	// like the pool's servers, never started, stopped or disabled.
+	Builtin map[string][]*mcp.Tool
+	// StatePath is the file that keeps the servers disabled at run time
+	// across restarts (StateFile of the data folder; "" = in memory only).
+	// The loop watches it: `toolgate servers disable` applies at once.
+	StatePath string
 	// Debounce is how long a burst of changes settles before the loop acts:
 	// tool-list changes before a re-index, file events before a reload
 	// (default DefaultDebounce).
@@ -182,6 +206,9 @@ type Stats struct {
 	// LastReloadErrorAt says when.
 	LastReloadError   string    `json:"lastReloadError,omitempty"`
 	LastReloadErrorAt time.Time `json:"lastReloadErrorAt,omitzero"`
+	// Disabled lists the servers disabled at run time (SetDisabled, the
+	// state file), sorted; their tools are hidden and they do not run.
+	Disabled []string `json:"disabled,omitempty"`
 }
 
 // Reload is one config reload: applied (Error empty) or rejected.
@@ -209,10 +236,10 @@ type Loop struct {
 	log  *slog.Logger
 	pool Pool // set by Run
 
-	eng  atomic.Pointer[search.Engine] // set by Run, cleared by Close
-	vis  atomic.Pointer[visibility]
-	kick chan struct{}          // a re-index is wanted (capacity 1: requests merge)
-	hook atomic.Pointer[func()] // OnChange's f
+	eng    atomic.Pointer[search.Engine] // set by Run, cleared by Close
+	policy *policy.Set
+	kick   chan struct{}          // a re-index is wanted (capacity 1: requests merge)
+	hook   atomic.Pointer[func()] // OnChange's f
 
 	mu      sync.Mutex
 	current []catalog.Tool // the catalog served (or about to be)
@@ -220,12 +247,16 @@ type Loop struct {
 	stats   Stats
 	changed chan struct{} // closed and replaced when stats change
 
-	reloadMu sync.Mutex   // serializes reloads
-	applied  *config.File // the config in effect
+	reloadMu sync.Mutex                  // serializes reloads and enable/disable
+	applied  atomic.Pointer[config.File] // the config in effect
 	hash     [sha256.Size]byte
-	watcher  *config.Watcher
+	watchers []*config.Watcher // the config files'
+	stateW   *config.Watcher   // the state file's
 
 	cancel context.CancelFunc
+	// runCtx is Run's context: servers the pool starts for a reload or an
+	// enable live as long as it, not as long as the call that asked.
+	runCtx context.Context
 	wg     sync.WaitGroup
 }
 
@@ -234,13 +265,24 @@ type Loop struct {
 // answer for cfg right away (see Warm); nothing runs until Run.
 func New(dir string, cfg *config.File, opts *Options) *Loop {
 	o := opts.withDefaults()
-	l := &Loop{dir: dir, opts: o, log: o.Logger, kick: make(chan struct{}, 1), changed: make(chan struct{}), applied: cfg}
-	if o.ConfigData != nil {
-		l.hash = sha256.Sum256(o.ConfigData)
+	l := &Loop{dir: dir, opts: o, log: o.Logger, kick: make(chan struct{}, 1), changed: make(chan struct{}), policy: o.Policy}
+	if l.policy == nil {
+		l.policy = policy.NewSet()
 	}
-	servers := cfg.Servers()
-	l.vis.Store(newVisibility(servers))
-	l.warm, l.current = l.openWarm(servers)
+	l.applied.Store(cfg)
+	if o.ConfigDocs != nil {
+		l.hash = docsHash(o.ConfigDocs)
+	}
+	disabled, err := ReadState(o.StatePath)
+	if err != nil {
+		l.log.Warn("cannot read the state file; no server is disabled", "file", o.StatePath, "err", err)
+	}
+	names := l.catalogued(cfg)
+	l.policy.Put(policy.NewConfigured(names))
+	l.policy.Put(policy.NewDisabled(disabled.Disabled))
+	l.policy.Put(policy.NewProfiles(cfg.Toolgate.Profiles))
+	l.stats.Disabled = l.policy.Disabled().Servers()
+	l.warm, l.current = l.openWarm(names)
 	return l
 }
 
@@ -257,6 +299,42 @@ func (l *Loop) changedHook() {
 	if f := l.hook.Load(); f != nil && *f != nil {
 		(*f)()
 	}
+}
+
+// Policy is the set of rules the loop keeps in step (Options.Policy).
+func (l *Loop) Policy() *policy.Set { return l.policy }
+
+// Config is the config in effect: New's, then each applied reload's.
+func (l *Loop) Config() *config.File { return l.applied.Load() }
+
+// Servers are the servers the pool is to run now: the config's enabled
+// servers but those disabled at run time. main builds the pool with them.
+func (l *Loop) Servers() []config.Server { return l.runnable(l.applied.Load()) }
+
+func (l *Loop) runnable(cfg *config.File) []config.Server {
+	off := l.policy.Disabled()
+	var out []config.Server
+	for _, s := range cfg.Servers() {
+		if !off.Has(s.Name) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// catalogued names the servers whose tools the catalog holds for cfg: its
+// enabled servers (disabled at run time or not: their tools stay, hidden,
+// so that enabling one shows them at once) and the built-in ones, sorted.
+func (l *Loop) catalogued(cfg *config.File) []string {
+	var names []string
+	for _, s := range cfg.Servers() {
+		names = append(names, s.Name)
+	}
+	for name := range l.opts.Builtin {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // Warm reports whether Run will answer from the index of the last run while
@@ -323,21 +401,28 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 	l.swapped(ix, inMemory)
 
 	ctx, l.cancel = context.WithCancel(ctx)
+	l.runCtx = ctx
 	l.wg.Add(1)
 	go l.syncLoop(ctx)
-	if l.opts.ConfigPath != "" {
-		var changed <-chan struct{}
-		w, err := config.Watch(l.opts.ConfigPath, &config.WatchOptions{Logger: l.log, Debounce: l.opts.Debounce})
-		if err != nil {
-			l.log.Warn("not watching the config file for changes; send SIGHUP to reload it", "file", l.opts.ConfigPath, "err", err)
-		} else {
-			l.watcher, changed = w, w.C
+	if len(l.opts.ConfigPaths) > 0 {
+		var changed []<-chan struct{}
+		for _, path := range l.opts.ConfigPaths {
+			w, err := config.Watch(path, &config.WatchOptions{Logger: l.log, Debounce: l.opts.Debounce})
+			if err != nil {
+				l.log.Warn("not watching the config file for changes; send SIGHUP to reload it", "file", path, "err", err)
+				continue
+			}
+			l.watchers = append(l.watchers, w)
+			changed = append(changed, w.C)
 		}
-		// A change between the caller's read of the file and the watch
+		// A change between the caller's read of the files and the watch
 		// start: applied before Run returns.
 		l.reload(ctx, "start", false)
 		l.wg.Add(1)
-		go l.reloadLoop(ctx, changed)
+		go l.reloadLoop(ctx, merge(ctx, &l.wg, changed))
+	}
+	if l.opts.StatePath != "" {
+		l.watchState(ctx)
 	}
 	return nil
 }
@@ -350,10 +435,12 @@ func (l *Loop) Close() error {
 	}
 	l.wg.Wait()
 	var err error
-	if l.watcher != nil {
-		err = l.watcher.Close()
-		l.watcher = nil
+	for _, w := range append(l.watchers, l.stateW) {
+		if w != nil {
+			err = errors.Join(err, w.Close())
+		}
 	}
+	l.watchers, l.stateW = nil, nil
 	if eng := l.eng.Swap(nil); eng != nil {
 		err = errors.Join(err, eng.Close())
 	}
@@ -403,31 +490,59 @@ func (l *Loop) update(f func(*Stats)) {
 // errNotRunning answers searches before Run and after Close.
 var errNotRunning = errors.New("the tool catalog is not loaded (the gateway is starting or stopping)")
 
-// Search ranks the tools of the servers shown (see visibility).
+// Search ranks the tools of the catalog that q.Filter lets through: the
+// gateway sets it from the Policy for each caller (Policy().Filter).
 func (l *Loop) Search(ctx context.Context, q search.Query) (search.Result, error) {
 	eng := l.eng.Load()
 	if eng == nil {
 		return search.Result{}, errNotRunning
 	}
-	return l.vis.Load().search(ctx, eng, q)
+	return eng.Search(ctx, q)
 }
 
-// Tool looks up a tool of a server shown; a tool of a removed server comes
-// back bare, so that execute_tool reaches the pool, which says why it
-// cannot run.
+// Tool looks a tool up in the catalog served (whoever may see it: the
+// gateway asks the Policy).
 func (l *Loop) Tool(id string) (catalog.Tool, bool) {
 	eng := l.eng.Load()
 	if eng == nil {
 		return catalog.Tool{}, false
 	}
-	return l.vis.Load().tool(eng, id)
+	return eng.Tool(id)
 }
 
-// IDs lists the tools of the servers shown.
+// IDs lists the tools of the catalog served.
 func (l *Loop) IDs() []string {
 	eng := l.eng.Load()
 	if eng == nil {
 		return nil
 	}
-	return l.vis.Load().ids(eng)
+	return eng.IDs()
+}
+
+// merge forwards a value of any of chans to the channel it returns, until
+// ctx ends (wg counts the goroutines). nil for no channels.
+func merge(ctx context.Context, wg *sync.WaitGroup, chans []<-chan struct{}) <-chan struct{} {
+	switch len(chans) {
+	case 0:
+		return nil
+	case 1:
+		return chans[0]
+	}
+	out := make(chan struct{}, 1)
+	for _, c := range chans {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-c:
+					select {
+					case out <- struct{}{}:
+					default:
+					}
+				}
+			}
+		})
+	}
+	return out
 }

@@ -38,7 +38,7 @@ func newFixture(t *testing.T, dir string, pool *fakePool, opts *Options, servers
 	}
 	logs := &testenv.LogBuffer{}
 	o.Logger = logs.Logger()
-	o.ConfigPath, o.ConfigData = path, data
+	o.ConfigPaths, o.ConfigDocs = []string{path}, []config.Doc{{Path: path, Data: data}}
 	if o.Search == nil {
 		o.Search = &search.Options{Mode: search.ModeBM25}
 	}
@@ -59,10 +59,11 @@ func (f *fixture) run(t *testing.T) {
 	}
 }
 
-// find returns the IDs search_tools would show for query.
+// find returns the IDs search_tools would show a caller without profile
+// for query: the policy's filter applied.
 func (f *fixture) find(t *testing.T, query string, limit int) []string {
 	t.Helper()
-	res, err := f.loop.Search(context.Background(), search.Query{Text: query, Limit: limit})
+	res, err := f.loop.Search(context.Background(), search.Query{Text: query, Limit: limit, Filter: f.loop.Policy().Filter(nil)})
 	if err != nil {
 		t.Fatalf("Search(%q): %v", query, err)
 	}
@@ -208,8 +209,8 @@ func TestIndexErrorKeepsServing(t *testing.T) {
 }
 
 // A reload hides a removed server's tools at once — before the re-index,
-// held off here by a long debounce — and execute_tool on them still
-// reaches the pool; SIGHUP forces a reload of unchanged content.
+// held off here by a long debounce — and the policy says why they cannot
+// run; SIGHUP forces a reload of unchanged content.
 func TestReloadHidesRemovedServer(t *testing.T) {
 	pool := newFakePool("a", "b")
 	pool.list("a", "apple")
@@ -231,11 +232,12 @@ func TestReloadHidesRemovedServer(t *testing.T) {
 	if got := f.find(t, "banana berry apple", 5); !slices.Equal(got, []string{"a__apple"}) {
 		t.Errorf("search after removing b = %v, want only a__apple", got)
 	}
-	if got := f.loop.IDs(); !slices.Equal(got, []string{"a__apple"}) {
-		t.Errorf("IDs() = %v", got)
+	tl, ok := f.loop.Tool("b__banana")
+	if !ok {
+		t.Fatal("b__banana left the index before the re-index")
 	}
-	if tl, ok := f.loop.Tool("b__banana"); !ok || tl.Server != "b" || tl.Description != "" {
-		t.Errorf("Tool(b__banana) = %+v, %v; want a bare tool of b, for the pool to explain", tl, ok)
+	if d := f.loop.Policy().Decide(nil, tl); d.Allowed || !strings.Contains(d.Reason, `"b" was removed from the config`) {
+		t.Errorf("Decide(b__banana) = %+v, want denied: removed from the config", d)
 	}
 	if diff := cmp.Diff([][]string{{"a", "c"}}, pool.reconfigures()); diff != "" {
 		t.Errorf("Reconfigure calls (-want +got):\n%s", diff)

@@ -1,20 +1,21 @@
 package live
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
-	"fmt"
+	"errors"
 	"os"
 	"reflect"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/policy"
 )
 
-// reloadLoop applies changes of the config file while serving: on a change
-// the watcher reports (debounced; changed is nil when the file is not
+// reloadLoop applies changes of the config files while serving: on a
+// change a watcher reports (debounced; changed is nil when no file is
 // watched) and on each value of Options.Reload.
 func (l *Loop) reloadLoop(ctx context.Context, changed <-chan struct{}) {
 	defer l.wg.Done()
@@ -38,64 +39,108 @@ func signalName(sig os.Signal) string {
 	return sig.String()
 }
 
-// reload reads the config file and applies what changed. A file whose
-// content did not change (same sha256) is left alone unless force (a
-// signal) asks; one that cannot be read, is empty (an editor mid-save, most
-// likely), or does not parse or validate is logged and changes nothing: the
-// next write tries again.
-func (l *Loop) reload(ctx context.Context, trigger string, force bool) {
+// Reload reads the config files again and applies them now, even when
+// their content did not change (what SIGHUP does), and returns the reload:
+// applied, or rejected with its Error. The management tools that write the
+// config go through it, so their change is in effect when they answer.
+// The servers it starts live with the loop, not with ctx (a request's).
+func (l *Loop) Reload(_ context.Context, trigger string) *Reload {
+	return l.reload(l.ctx(), trigger, true)
+}
+
+// ctx is the context servers started for a change live with: Run's (the
+// background before Run).
+func (l *Loop) ctx() context.Context {
+	if l.runCtx != nil {
+		return l.runCtx
+	}
+	return context.Background()
+}
+
+// reload reads the config files and applies what changed, and returns the
+// reload (nil when nothing was looked at again). Content that did not
+// change (same sha256) is left alone unless force (a signal) asks; a file
+// that cannot be read, is empty (an editor mid-save, most likely), or does
+// not parse or validate is logged and changes nothing: the next write
+// tries again.
+func (l *Loop) reload(ctx context.Context, trigger string, force bool) *Reload {
 	l.reloadMu.Lock()
 	defer l.reloadMu.Unlock()
 	start := time.Now()
-	path := l.opts.ConfigPath
-	reject := func(msg string, err error, why string) {
-		l.log.Error(msg, "file", path, "trigger", trigger, "err", err)
-		l.reloaded(&Reload{At: start, Trigger: trigger, Error: why})
+	paths := l.opts.ConfigPaths
+	file := strings.Join(paths, " + ")
+	reject := func(msg string, err error, why string) *Reload {
+		l.log.Error(msg, "file", file, "trigger", trigger, "err", err)
+		return l.reloaded(&Reload{At: start, Trigger: trigger, Error: why})
 	}
-	data, err := os.ReadFile(path)
+	docs, err := config.ReadDocs(paths)
 	if err != nil {
-		reject("config reload failed: cannot read the file; the previous config stays in effect", err, err.Error())
-		return
+		return reject("config reload failed: cannot read the file; the previous config stays in effect", err, err.Error())
 	}
-	h := sha256.Sum256(data)
+	h := docsHash(docs)
 	if h == l.hash && !force {
-		l.log.Debug("config file content unchanged", "file", path, "trigger", trigger)
-		return
+		l.log.Debug("config file content unchanged", "file", file, "trigger", trigger)
+		return nil
 	}
 	l.hash = h // a bad file is reported once, not at every touch
-	if len(bytes.TrimSpace(data)) == 0 {
-		l.log.Warn("config reload skipped: the file is empty (being saved?); the previous config stays in effect", "file", path, "trigger", trigger)
-		l.reloaded(&Reload{At: start, Trigger: trigger, Error: fmt.Sprintf("config %s is empty", path)})
-		return
+	cfg, _, conflicts, err := config.ParseDocs(docs, nil)
+	var empty *config.EmptyError
+	if errors.As(err, &empty) {
+		l.log.Warn("config reload skipped: the file is empty (being saved?); the previous config stays in effect", "file", empty.Path, "trigger", trigger)
+		return l.reloaded(&Reload{At: start, Trigger: trigger, Error: err.Error()})
 	}
-	cfg, err := config.Parse(data, path, nil)
 	if err != nil {
-		reject("config reload failed: the new config is invalid; the previous config stays in effect (fix the file and save it again)", err, err.Error())
-		return
+		return reject("config reload failed: the new config is invalid; the previous config stays in effect (fix the file and save it again)", err, err.Error())
 	}
-	servers := cfg.Servers()
+	for _, c := range conflicts {
+		l.log.Info("config files overlap", "conflict", c.String())
+	}
+	names := l.catalogued(cfg)
 	// Hide the removed servers' tools before the pool stops them, so there
 	// is no moment at which search returns a tool that cannot run any more.
-	l.vis.Store(l.vis.Load().withServers(servers))
-	d := l.pool.Reconfigure(ctx, servers)
+	l.policy.Put(l.configured().With(names))
+	l.policy.Put(policy.NewProfiles(cfg.Toolgate.Profiles))
+	d := l.pool.Reconfigure(ctx, l.runnable(cfg))
 	if len(d.Added)+len(d.Removed)+len(d.Changed) > 0 {
 		l.refresh() // drop removed servers' tools from the index now; added ones follow as they list
 	}
-	later := restartOnly(l.applied.Toolgate, cfg.Toolgate)
+	later := restartOnly(l.applied.Load().Toolgate, cfg.Toolgate)
 	if len(later) > 0 {
-		l.log.Warn("config settings changed; they take effect on restart", "file", path, "settings", later)
+		l.log.Warn("config settings changed; they take effect on restart", "file", file, "settings", later)
 	}
-	l.applied = cfg
-	l.log.Info("config reloaded", "file", path, "trigger", trigger,
+	l.applied.Store(cfg)
+	l.log.Info("config reloaded", "file", file, "trigger", trigger,
 		"added", d.Added, "removed", d.Removed, "changed", d.Changed, "updated", d.Updated, "unchanged", d.Unchanged,
 		"took", time.Since(start).Round(time.Microsecond))
-	l.reloaded(&Reload{At: start, Trigger: trigger, Added: d.Added, Removed: d.Removed, Changed: d.Changed,
+	r := l.reloaded(&Reload{At: start, Trigger: trigger, Added: d.Added, Removed: d.Removed, Changed: d.Changed,
 		Updated: d.Updated, Unchanged: d.Unchanged, RestartOnly: later})
 	l.changedHook()
+	return r
 }
 
-// reloaded counts a reload, after its effects and its log line.
-func (l *Loop) reloaded(r *Reload) {
+// docsHash is the hash of the config files' content.
+func docsHash(docs []config.Doc) [sha256.Size]byte {
+	sum := sha256.New()
+	for _, d := range docs {
+		sum.Write(d.Data)
+		sum.Write([]byte{0})
+	}
+	var h [sha256.Size]byte
+	sum.Sum(h[:0])
+	return h
+}
+
+// configured is the policy's config rule (New put one).
+func (l *Loop) configured() *policy.Configured {
+	if r := l.policy.Configured(); r != nil {
+		return r
+	}
+	return policy.NewConfigured(nil)
+}
+
+// reloaded counts a reload, after its effects and its log line, and
+// returns it.
+func (l *Loop) reloaded(r *Reload) *Reload {
 	l.update(func(s *Stats) {
 		s.ReloadGeneration++
 		s.LastReload = r
@@ -103,6 +148,7 @@ func (l *Loop) reloaded(r *Reload) {
 			s.LastReloadError, s.LastReloadErrorAt = r.Error, r.At
 		}
 	})
+	return r
 }
 
 // restartOnly names the settings of the toolgate section that differ and

@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/backend"
-	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 )
@@ -108,7 +107,11 @@ func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err e
 	l.mu.Lock()
 	prev := l.current
 	l.mu.Unlock()
-	tools := Merge(prev, l.pool.Tools(), l.pool.Servers())
+	live := l.pool.Tools()
+	for name, tools := range l.opts.Builtin {
+		live[name] = tools
+	}
+	tools := Merge(prev, live, l.catalogued(l.applied.Load()))
 	st := l.opts.Storage
 	if serr := st.Check(); serr != nil { // reported by Check
 		ix, err = l.buildInMemory(ctx, tools)
@@ -160,9 +163,9 @@ func storageFault(err error, st Storage) bool {
 
 // openWarm opens the index of the last run when it can answer for this
 // config right away: it exists, was built with the same model, and holds
-// no server that is no longer configured. It returns the index and its
-// tools, or nil.
-func (l *Loop) openWarm(servers []config.Server) (*index.Index, []catalog.Tool) {
+// no server that is no longer configured (servers names those that are).
+// It returns the index and its tools, or nil.
+func (l *Loop) openWarm(servers []string) (*index.Index, []catalog.Tool) {
 	ix, err := index.Open(l.dir, &index.Options{Logger: l.log})
 	if err != nil {
 		l.log.Debug("no warm index", "dir", l.dir, "err", err)
@@ -170,7 +173,7 @@ func (l *Loop) openWarm(servers []config.Server) (*index.Index, []catalog.Tool) 
 	}
 	configured := map[string]bool{}
 	for _, s := range servers {
-		configured[s.Name] = true
+		configured[s] = true
 	}
 	reason := ""
 	if emb := l.opts.Embedder; emb != nil && ix.ModelID() != emb.ModelID() {
@@ -192,11 +195,11 @@ func (l *Loop) openWarm(servers []config.Server) (*index.Index, []catalog.Tool) 
 }
 
 // Merge is the catalog to index when some backends' live lists are not
-// known yet (warm start, a backend down or still connecting): servers in
-// live (Pool.Tools) take their live tools; configured servers missing from
-// live keep their tools from prev, so results stay stable across restarts;
-// servers that are no longer configured are dropped. `toolgate index`
-// merges with it too.
+// known yet (warm start, a backend down, still connecting or disabled):
+// servers in live (Pool.Tools) take their live tools; configured servers
+// missing from live keep their tools from prev, so results stay stable
+// across restarts; servers that are no longer configured are dropped.
+// `toolgate index` merges with it too.
 func Merge(prev []catalog.Tool, live map[string][]*mcp.Tool, configured []string) []catalog.Tool {
 	out := backend.Catalog(live)
 	for _, t := range prev {

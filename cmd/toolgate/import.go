@@ -1,0 +1,169 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"github.com/spf13/cobra"
+	"github.com/tidwall/pretty"
+
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/config/importer"
+)
+
+func init() { register(newImportCmd) }
+
+type importFlags struct {
+	format string
+	into   string
+	dryRun bool
+}
+
+func newImportCmd(*globals) *cobra.Command {
+	var f importFlags
+	cmd := &cobra.Command{
+		Use:   "import FILE... [--format F] [--into CONFIG] [--dry-run]",
+		Short: "Turn the MCP server configs of Claude, Cursor, VS Code or Windsurf into one toolgate config",
+		Long: `Read the MCP servers other clients are configured with and print one toolgate
+config holding all of them:
+
+  Claude Desktop   claude_desktop_config.json
+  Claude Code      .mcp.json, and ~/.claude.json (user-level and per-project servers)
+  Cursor           .cursor/mcp.json, ~/.cursor/mcp.json
+  VS Code          .vscode/mcp.json ("servers" and "inputs"), or settings.json's "mcp"
+  Windsurf         ~/.codeium/windsurf/mcp_config.json
+
+The kind of each file is told from its content; --format forces one
+(` + strings.Join(importer.Formats, ", ") + `). Files are merged in the order
+given, a later server of the same name replacing an earlier one (each such
+conflict is listed on stderr). VS Code's ${input:ID} values (which VS Code
+prompts for) become ${ID} variables, named on stderr, to set in the
+gateway's environment; ${env:NAME} becomes ${NAME}. Nothing secret is
+written that was not in one of the files already. An entry that starts
+toolgate itself is left out.
+
+--into CONFIG adds the servers to an existing config file instead (atomically,
+keeping its other keys; its servers of the same name are replaced), and
+--dry-run shows the change to it as a diff without writing it.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, files []string) error {
+			return runImport(cmd.OutOrStdout(), cmd.ErrOrStderr(), files, f)
+		},
+	}
+	cmd.Flags().StringVar(&f.format, "format", "", "the kind of every file: "+strings.Join(importer.Formats, ", ")+" (default: told from the content)")
+	cmd.Flags().StringVar(&f.into, "into", "", "add the servers to this toolgate config file instead of printing a config")
+	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "with --into: print the change as a diff and write nothing")
+	return cmd
+}
+
+func runImport(stdout, stderr io.Writer, files []string, f importFlags) error {
+	if f.format != "" && !slices.Contains(importer.Formats, f.format) {
+		return usageError{fmt.Errorf("--format %q: use one of %s", f.format, strings.Join(importer.Formats, ", "))}
+	}
+	var docs []config.Doc
+	var inputs []importer.Input
+	for _, path := range files {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		r, err := importer.Read(path, data, f.format)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "%s (%s): %d servers: %s\n", path, r.Format, len(r.Servers), strings.Join(r.Servers, ", "))
+		for _, n := range r.Notes {
+			fmt.Fprintf(stderr, "  note: %s\n", n)
+		}
+		docs = append(docs, r.Doc)
+		inputs = append(inputs, r.Inputs...)
+	}
+	merged, conflicts, err := config.Merge(docs)
+	if err != nil {
+		return err
+	}
+	for _, c := range conflicts {
+		fmt.Fprintf(stderr, "conflict: %s\n", c)
+	}
+	if len(inputs) > 0 {
+		fmt.Fprintln(stderr, "VS Code prompted for these values; the servers now read them from the gateway's environment — set them there:")
+		for _, in := range inputs {
+			what := in.Description
+			if in.Password {
+				what = strings.TrimSpace(what + " (secret)")
+			}
+			fmt.Fprintf(stderr, "  %s  (input %q) %s\n", in.Var, in.ID, what)
+		}
+	}
+	if f.into == "" {
+		warnInvalid(stderr, merged, "")
+		_, err := stdout.Write(pretty.PrettyOptions(merged, &pretty.Options{Width: 80, Indent: "  "}))
+		return err
+	}
+	return importInto(stdout, stderr, f.into, merged, f.dryRun)
+}
+
+// importInto adds the merged document's servers to the config file at
+// path, keeping its other keys; dryRun prints the change as a diff.
+func importInto(stdout, stderr io.Writer, path string, merged []byte, dryRun bool) error {
+	old, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		old = []byte("{\n  \"mcpServers\": {}\n}\n")
+	} else if err != nil {
+		return fmt.Errorf("import --into: %w", err)
+	}
+	var doc struct {
+		MCPServers map[string]json.RawMessage `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(merged, &doc); err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	data := old
+	for _, name := range slices.Sorted(maps.Keys(doc.MCPServers)) {
+		if prev, ok := config.ServerEntry(data, name); ok && !config.SameEntry(prev, doc.MCPServers[name]) {
+			fmt.Fprintf(stderr, "conflict: server %q is in %s already: replacing its entry with the imported one\n", name, path)
+		}
+		if data, err = config.SetServer(data, name, doc.MCPServers[name]); err != nil {
+			return fmt.Errorf("import --into %s: %w", path, err)
+		}
+	}
+	// Checked as the gateway will read it, but for variables this shell
+	// may not have.
+	if _, err := config.Parse(data, path, config.AnyEnv); err != nil {
+		return fmt.Errorf("import --into: the result would not be a valid config, so %s is left as it is: %w", path, err)
+	}
+	if dryRun {
+		diff, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+			A: difflib.SplitLines(string(old)), B: difflib.SplitLines(string(data)),
+			FromFile: path, ToFile: path + " (imported)", Context: 3,
+		})
+		if err != nil {
+			return err
+		}
+		if diff == "" {
+			fmt.Fprintf(stderr, "%s has these servers already: nothing to change\n", path)
+		}
+		_, err = io.WriteString(stdout, diff)
+		return err
+	}
+	if err := config.WriteFile(path, data); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote %s (%d servers imported)\n", path, len(doc.MCPServers))
+	return nil
+}
+
+// warnInvalid lists on stderr what would keep the config from loading
+// (variables aside: the gateway's environment may set them).
+func warnInvalid(stderr io.Writer, data []byte, path string) {
+	if _, err := config.Parse(data, path, config.AnyEnv); err != nil {
+		fmt.Fprintf(stderr, "warning: toolgate would not load this config as it is; fix these first:\n%v\n", err)
+	}
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+// importData is the importer's sample of each client's file.
+func importData(t *testing.T, name string) string {
+	t.Helper()
+	return filepath.Join(repoRoot(t), "gateway", "config", "importer", "testdata", name)
+}
+
+// TestImportCommand is the issue's "done when": the real binary imports a
+// Claude Desktop file, a .mcp.json and a .vscode/mcp.json into one config
+// holding all their servers (an HTTP server's url kept), listing the
+// conflict and the VS Code input on stderr; --into merges into a config
+// file, --dry-run showing the diff first.
+func TestImportCommand(t *testing.T) {
+	files := []string{importData(t, "claude_desktop_config.json"), importData(t, "proj/.mcp.json"), importData(t, "proj/.vscode/mcp.json")}
+	cmd := toolgateCmd(t, t.TempDir(), append([]string{"import"}, files...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("toolgate import: %v\n%s", err, stderr.String())
+	}
+	f, err := config.Parse(stdout.Bytes(), "", config.AnyEnv)
+	if err != nil {
+		t.Fatalf("the printed config does not load: %v\n%s", err, stdout.String())
+	}
+	var names []string
+	for _, s := range f.All() {
+		names = append(names, s.Name)
+	}
+	want := []string{"Perplexity", "fs", "gh", "github", "local", "memory", "remote-api", "sentry"}
+	if !slices.Equal(names, want) {
+		t.Errorf("servers %v, want %v", names, want)
+	}
+	if s := f.MCPServers["sentry"]; s.Type != config.TypeHTTP || s.URL != "https://mcp.sentry.dev/mcp" {
+		t.Errorf("the HTTP server's url is not kept: %+v", s)
+	}
+	if got := f.MCPServers["memory"].Args; !slices.Contains(got, "@modelcontextprotocol/server-memory@latest") {
+		t.Errorf("memory: the later file's entry wins, got %v", got)
+	}
+	errs := stderr.String()
+	for _, w := range []string{`conflict: server "memory" is defined in`, "PERPLEXITY_KEY", `"toolgate" left out`, "(vscode): 4 servers"} {
+		if !strings.Contains(errs, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, errs)
+		}
+	}
+	if strings.Contains(stdout.String(), "input:") {
+		t.Errorf("a VS Code ${input:…} is left in the config:\n%s", stdout.String())
+	}
+
+	t.Run("into", func(t *testing.T) {
+		into := filepath.Join(t.TempDir(), "toolgate.json")
+		orig := "{\n  \"mcpServers\": {\n    \"memory\": {\"command\": \"node\", \"args\": [\"old.js\"]}\n  },\n  \"toolgate\": {\"callTimeout\": \"2m\"}\n}\n"
+		if err := os.WriteFile(into, []byte(orig), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args := append([]string{"import", "--into", into, "--dry-run"}, files[:2]...)
+		cmd := toolgateCmd(t, t.TempDir(), args...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("import --dry-run: %v\n%s", err, stderr.String())
+		}
+		diff := stdout.String()
+		for _, w := range []string{"--- " + into, "+++ " + into + " (imported)", `+    "sentry": {`, `-    "memory": {"command": "node", "args": ["old.js"]}`} {
+			if !strings.Contains(diff, w) {
+				t.Errorf("the diff lacks %q:\n%s", w, diff)
+			}
+		}
+		if b, _ := os.ReadFile(into); string(b) != orig {
+			t.Fatalf("--dry-run wrote the file:\n%s", b)
+		}
+		out, err := toolgateCmd(t, t.TempDir(), append([]string{"import", "--into", into}, files[:2]...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("import --into: %v\n%s", err, out)
+		}
+		b, _ := os.ReadFile(into)
+		g, err := config.Parse(b, into, config.AnyEnv)
+		if err != nil {
+			t.Fatalf("after --into: %v\n%s", err, b)
+		}
+		if len(g.All()) != 4 || g.Toolgate.CallTimeout.String() != "2m0s" || !strings.Contains(string(out), `server "memory" is in `+into+` already`) {
+			t.Errorf("after --into: %d servers, callTimeout %v, output %s\n%s", len(g.All()), g.Toolgate.CallTimeout, out, b)
+		}
+		var raw map[string]json.RawMessage
+		if json.Unmarshal(b, &raw) != nil || string(raw["toolgate"]) != `{"callTimeout": "2m"}` {
+			t.Errorf("the toolgate section was rewritten: %s", raw["toolgate"])
+		}
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		bad := filepath.Join(t.TempDir(), "x.json")
+		if err := os.WriteFile(bad, []byte(`{"theme": "dark"}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"import", bad}, "no MCP servers found"},
+			{[]string{"import", "--format", "zed", files[0]}, `--format "zed"`},
+			{[]string{"import"}, "requires at least 1 arg"},
+		} {
+			out, err := toolgateCmd(t, t.TempDir(), c.args...).CombinedOutput()
+			if err == nil || !strings.Contains(string(out), c.want) {
+				t.Errorf("%v: %v\n%s", c.args, err, out)
+			}
+		}
+	})
+}
+
+// toolgate servers add, remove, disable and enable edit the config file
+// (keeping its other keys) and the state file.
+func TestServersCommands(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "claude_desktop_config.json")
+	orig := `{"globalShortcut": "Ctrl+Space", "mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}}`
+	if err := os.WriteFile(path, []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	run := func(args ...string) (string, error) {
+		out, err := toolgateCmd(t, data, args...).CombinedOutput()
+		return string(out), err
+	}
+	for _, c := range [][]string{
+		{"servers", "add", "fs", "--config", path, "--env", "ROOT=${HOME}", "--", "npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"},
+		{"servers", "add", "web", "--config", path, "--url", "https://mcp.example.com/mcp", "--header", "Authorization: Bearer ${WEB_TOKEN}"},
+		{"servers", "remove", "memory", "--config", path},
+		{"servers", "disable", "fs", "--config", path},
+	} {
+		if out, err := run(c...); err != nil {
+			t.Fatalf("%v: %v\n%s", c, err, out)
+		}
+	}
+	b, _ := os.ReadFile(path)
+	f, err := config.Parse(b, path, config.AnyEnv)
+	if err != nil || !strings.Contains(string(b), `"globalShortcut": "Ctrl+Space"`) {
+		t.Fatalf("after the edits: %v\n%s", err, b)
+	}
+	if fs, web := f.MCPServers["fs"], f.MCPServers["web"]; len(f.All()) != 2 || fs.Env["ROOT"] != "placeholder" || web.Headers["Authorization"] != "Bearer placeholder" {
+		t.Errorf("servers after the edits: %+v", f.All())
+	}
+	// Listing validates with the real environment: the token must be set.
+	t.Setenv("WEB_TOKEN", "x")
+	out, err := run("servers", "--config", path)
+	if err != nil || !strings.Contains(out, "disabled (toolgate servers enable fs)") {
+		t.Errorf("servers list after disable: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"servers", "add", "fs", "--config", path, "--", "x"}, `a server named "fs" is in`},
+		{[]string{"servers", "add", "bad name", "--config", path, "--", "x"}, `"bad name" cannot name a server`},
+		{[]string{"servers", "add", "x", "--config", path}, "give the command that starts it after --"},
+		{[]string{"servers", "add", "x", "--config", path, "--url", "ftp://h/", "--", "x"}, "either a command"},
+		{[]string{"servers", "add", "x", "--config", path, "--url", "ftp://h/"}, "is not an absolute http(s) URL"},
+		{[]string{"servers", "remove", "nope", "--config", path}, `no server named "nope"`},
+		{[]string{"servers", "disable", "toolgate"}, "built into the gateway"},
+		{[]string{"servers", "enable", "nope", "--config", path}, `no server named "nope"`},
+	} {
+		out, err := run(c.args...)
+		if err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("%v: %v\n%s", c.args, err, out)
+		}
+	}
+	if out, err := run("servers", "enable", "fs", "--config", path); err != nil || !strings.Contains(out, `"fs" enabled`) {
+		t.Errorf("enable: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/live"
+)
+
+// `toolgate servers add|remove|enable|disable`: the management tools'
+// changes, for people who prefer a shell to an agent.
+
+type serversAddFlags struct {
+	config  string
+	typ     string
+	url     string
+	cwd     string
+	env     []string
+	headers []string
+}
+
+func newServersAddCmd(*globals) *cobra.Command {
+	var f serversAddFlags
+	cmd := &cobra.Command{
+		Use:   "add NAME --config FILE [--env K=V]... [--cwd DIR] -- COMMAND [ARG...] | add NAME --config FILE --url URL [--type sse] [--header 'K: V']...",
+		Short: "Add a server to a config file",
+		Long: `Add a server to a config file, atomically, keeping the file's other keys:
+a local server started as COMMAND ARG... (write them after --), or a remote
+one at --url. A running gateway watching the file starts it. The file is
+checked first (${VAR} references need not be set in this shell); a name
+that is taken or an entry toolgate could not run changes nothing.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runServersAdd(cmd.ErrOrStderr(), args[0], args[1:], f)
+		},
+	}
+	configFlag(cmd, &f.config)
+	cmd.Flags().StringVar(&f.typ, "type", "", "stdio, http or sse (default: stdio with a command, http with --url)")
+	cmd.Flags().StringVar(&f.url, "url", "", "a remote server's URL (streamable HTTP, or SSE with --type sse)")
+	cmd.Flags().StringVar(&f.cwd, "cwd", "", "a local server's working directory")
+	cmd.Flags().StringArrayVar(&f.env, "env", nil, "KEY=VALUE for a local server's environment (repeatable; ${VAR} reads the gateway's)")
+	cmd.Flags().StringArrayVar(&f.headers, "header", nil, `"Name: value" for a remote server's requests (repeatable)`)
+	return cmd
+}
+
+func runServersAdd(stderr io.Writer, name string, command []string, f serversAddFlags) error {
+	if f.config == "" {
+		return usageError{errors.New("servers add needs --config FILE: the config file to add the server to")}
+	}
+	s := config.Server{Name: name, Type: f.typ, URL: f.url, Cwd: f.cwd}
+	switch {
+	case f.url != "" && len(command) > 0:
+		return usageError{errors.New("servers add: give either a command (after --) or --url, not both")}
+	case f.url == "" && len(command) == 0:
+		return usageError{fmt.Errorf("servers add %s: give the command that starts it after -- (e.g. -- npx -y @modelcontextprotocol/server-memory), or --url for a remote server", name)}
+	case len(command) > 0:
+		s.Command, s.Args = command[0], command[1:]
+	}
+	var err error
+	if s.Env, err = pairs(f.env, "=", "--env", "KEY=VALUE"); err != nil {
+		return err
+	}
+	if s.Headers, err = pairs(f.headers, ":", "--header", `"Name: value"`); err != nil {
+		return err
+	}
+	docs, err := config.ReadDocs([]string{f.config})
+	if err != nil {
+		return err
+	}
+	docs, i, err := config.AddServer(docs, s, config.AnyEnv)
+	if err != nil {
+		return err
+	}
+	if err := config.WriteFile(docs[i].Path, docs[i].Data); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "added server %q to %s\n", name, docs[i].Path)
+	return nil
+}
+
+// pairs splits each "K<sep>V" of list into a map; flag and form name them
+// in the error.
+func pairs(list []string, sep, flag, form string) (map[string]string, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, kv := range list {
+		k, v, ok := strings.Cut(kv, sep)
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, usageError{fmt.Errorf("%s %q: write %s", flag, kv, form)}
+		}
+		m[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return m, nil
+}
+
+func newServersRemoveCmd(*globals) *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "remove NAME --config FILE",
+		Short: "Remove a server from a config file",
+		Long: `Remove a server from a config file, atomically, keeping the file's other
+keys. A running gateway watching the file stops it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if path == "" {
+				return usageError{errors.New("servers remove needs --config FILE: the config file to remove the server from")}
+			}
+			docs, err := config.ReadDocs([]string{path})
+			if err != nil {
+				return err
+			}
+			docs, changed, err := config.RemoveServer(docs, args[0], config.AnyEnv)
+			if err != nil {
+				return err
+			}
+			for _, i := range changed {
+				if err := config.WriteFile(docs[i].Path, docs[i].Data); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "removed server %q from %s\n", args[0], path)
+			return nil
+		},
+	}
+	configFlag(cmd, &path)
+	return cmd
+}
+
+func newServersToggleCmd(g *globals, disable bool) *cobra.Command {
+	var path string
+	verb, short := "enable", "Enable a server disabled with `servers disable` (or toolgate__disable_server)"
+	if disable {
+		verb, short = "disable", "Disable a server: a running gateway stops it and hides its tools; kept across restarts"
+	}
+	cmd := &cobra.Command{
+		Use:   verb + " NAME [--config FILE]",
+		Short: short,
+		Long: short + `.
+
+The choice is kept in the data folder (state.json), not in the config file,
+and applies to every gateway using that data folder: one that is running
+applies it at once. --config checks that NAME is one of its servers (and
+reads its dataDir).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runServersToggle(cmd.ErrOrStderr(), g, path, args[0], disable)
+		},
+	}
+	configFlag(cmd, &path)
+	return cmd
+}
+
+func runServersToggle(stderr io.Writer, g *globals, path, name string, disable bool) error {
+	if path != "" {
+		cfg, _, _, err := config.ReadFiles([]string{path}, config.AnyEnv)
+		if err != nil {
+			return err
+		}
+		g.applyConfig(cfg.Toolgate)
+		if err := live.CheckDisable(cfg, name); err != nil {
+			return err
+		}
+	} else if name == config.BuiltinServer {
+		return live.CheckDisable(&config.File{}, name)
+	}
+	file := live.StateFile(g.DataDir())
+	st, err := live.ReadState(file)
+	if err != nil {
+		return err
+	}
+	next, changed := st.With(name, disable)
+	verb := map[bool]string{true: "disabled", false: "enabled"}[disable]
+	if !changed {
+		fmt.Fprintf(stderr, "server %q was %s already\n", name, verb)
+		return nil
+	}
+	if err := live.WriteState(file, next); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "server %q %s (%s)\n", name, verb, file)
+	return nil
+}

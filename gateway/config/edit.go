@@ -1,0 +1,139 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/pretty"
+	"github.com/tidwall/sjson"
+)
+
+// Editing a config file keeps what toolgate does not own byte for byte:
+// the other top-level keys (another application's settings in a shared
+// claude_desktop_config.json), the toolgate section, and the order of the
+// servers. Only the mcpServers object is laid out again, indented like the
+// file (sjson edits in place; pretty re-indents the one object).
+
+// SetServer returns data with the mcpServers entry name set to entry (a
+// JSON object): added after the others, or replacing the one of that name
+// in its place.
+func SetServer(data []byte, name string, entry json.RawMessage) ([]byte, error) {
+	if !gjson.ValidBytes(data) {
+		return nil, errors.New("the file is not valid JSON: fix it first")
+	}
+	out, err := sjson.SetRawBytes(data, "mcpServers."+escapePath(name), entry)
+	if err != nil {
+		return nil, fmt.Errorf("set mcpServers[%q]: %w", name, err)
+	}
+	return reindentServers(out), nil
+}
+
+// DeleteServer returns data without the mcpServers entry name, and whether
+// there was one.
+func DeleteServer(data []byte, name string) ([]byte, bool, error) {
+	if !gjson.ValidBytes(data) {
+		return nil, false, errors.New("the file is not valid JSON: fix it first")
+	}
+	path := "mcpServers." + escapePath(name)
+	if !gjson.GetBytes(data, path).Exists() {
+		return data, false, nil
+	}
+	out, err := sjson.DeleteBytes(data, path)
+	if err != nil {
+		return nil, false, fmt.Errorf("delete mcpServers[%q]: %w", name, err)
+	}
+	return reindentServers(out), true, nil
+}
+
+// HasServer reports whether the document defines server name.
+func HasServer(data []byte, name string) bool {
+	_, ok := ServerEntry(data, name)
+	return ok
+}
+
+// ServerEntry returns the document's entry for server name, as written.
+func ServerEntry(data []byte, name string) (json.RawMessage, bool) {
+	r := gjson.GetBytes(data, "mcpServers."+escapePath(name))
+	return json.RawMessage(r.Raw), r.Exists()
+}
+
+// SameEntry reports whether two entries hold the same JSON (layout and
+// key order aside).
+func SameEntry(a, b json.RawMessage) bool { return sameJSON(a, b) }
+
+// reindentServers lays the mcpServers object out again, indented like the
+// line that holds its key; a file on one line is left as it is.
+func reindentServers(data []byte) []byte {
+	res := gjson.GetBytes(data, "mcpServers")
+	if !res.Exists() || res.Index <= 0 || !bytes.Contains(data, []byte("\n")) {
+		return data
+	}
+	// The indentation of the line that holds the value's key, and the unit.
+	lineStart := bytes.LastIndexByte(data[:res.Index], '\n') + 1
+	line := data[lineStart:res.Index]
+	indent := string(line[:len(line)-len(bytes.TrimLeft(line, " \t"))])
+	unit := "  "
+	if strings.HasPrefix(indent, "\t") {
+		unit = "\t"
+	} else if indent != "" {
+		unit = indent
+	}
+	raw := pretty.PrettyOptions([]byte(res.Raw), &pretty.Options{Width: 80, Prefix: indent, Indent: unit, SortKeys: false})
+	raw = bytes.TrimRight(bytes.TrimPrefix(raw, []byte(indent)), "\n")
+	out := make([]byte, 0, len(data)+len(raw))
+	out = append(out, data[:res.Index]...)
+	out = append(out, raw...)
+	return append(out, data[res.Index+len(res.Raw):]...)
+}
+
+// escapePath escapes a key for an sjson/gjson path.
+func escapePath(key string) string {
+	var b strings.Builder
+	for _, r := range key {
+		if strings.ContainsRune(`.*?|#@\!=<>%:`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// WriteFile replaces the file at path with data atomically: a temporary
+// file in the same folder, renamed over it, so a reader (the gateway's
+// watcher) sees the old content or the new, never half. It keeps the
+// file's permissions and writes through a symlink to its target.
+func WriteFile(path string, data []byte) error {
+	target := path
+	if t, err := filepath.EvalSymlinks(path); err == nil {
+		target = t
+	}
+	mode := os.FileMode(0o600)
+	if fi, err := os.Stat(target); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(mode)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), target)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

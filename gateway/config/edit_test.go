@@ -1,0 +1,89 @@
+package config
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Adding and removing a server keeps every other key of the file as it
+// was written, and the result still parses.
+func TestSetDeleteServerKeepsOtherKeys(t *testing.T) {
+	in := `{
+  "globalShortcut": "Ctrl+Space",
+  "mcpServers": {
+    "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
+    "remote": {"url": "https://a.example/mcp"}
+  },
+  "toolgate": {"callTimeout": "60s",   "search": {"mode": "hybrid"}}
+}
+`
+	out, err := SetServer([]byte(in), "fs-2", json.RawMessage(`{"command":"node","args":["fs.js","/tmp"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(out)
+	for _, keep := range []string{`"globalShortcut": "Ctrl+Space",`, `"toolgate": {"callTimeout": "60s",   "search": {"mode": "hybrid"}}`} {
+		if !strings.Contains(s, keep) {
+			t.Errorf("lost %s:\n%s", keep, s)
+		}
+	}
+	if i, j, k := strings.Index(s, `"memory"`), strings.Index(s, `"remote"`), strings.Index(s, `"fs-2"`); !(i < j && j < k) {
+		t.Errorf("servers out of order:\n%s", s)
+	}
+	if !strings.Contains(s, "\n    \"fs-2\": {") {
+		t.Errorf("not indented like the file:\n%s", s)
+	}
+	f, err := Parse(out, "", env())
+	if err != nil || len(f.Servers()) != 3 || f.MCPServers["fs-2"].Args[1] != "/tmp" || f.Toolgate.Search.Mode != "hybrid" {
+		t.Fatalf("after SetServer: %v\n%s", err, s)
+	}
+	if !HasServer(out, "fs-2") || HasServer(out, "nope") {
+		t.Error("HasServer")
+	}
+
+	out, found, err := DeleteServer(out, "memory")
+	if err != nil || !found {
+		t.Fatalf("DeleteServer: %v %v", found, err)
+	}
+	if _, found, _ := DeleteServer(out, "memory"); found {
+		t.Error("deleted twice")
+	}
+	f, err = Parse(out, "", env())
+	if err != nil || len(f.Servers()) != 2 || !strings.Contains(string(out), `"globalShortcut": "Ctrl+Space"`) {
+		t.Fatalf("after DeleteServer: %v\n%s", err, out)
+	}
+	if _, err := SetServer([]byte(`{"mcpServers": `), "x", json.RawMessage(`{}`)); err == nil {
+		t.Error("SetServer on broken JSON")
+	}
+}
+
+// WriteFile replaces a symlink's target, not the link, and keeps the mode.
+func TestWriteFileThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "real.json")
+	link := filepath.Join(dir, "link.json")
+	if err := os.WriteFile(target, []byte("{}"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(link, []byte(`{"a":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != `{"a":1}` {
+		t.Errorf("target = %s", b)
+	}
+	if fi, _ := os.Stat(target); fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode = %v", fi.Mode().Perm())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("temporary files left: %v", entries)
+	}
+}

@@ -1,0 +1,417 @@
+// Package importer reads the MCP server configs other clients keep —
+// Claude Desktop (claude_desktop_config.json), Claude Code (.mcp.json, and
+// ~/.claude.json with its user-level and per-project servers), Cursor
+// (mcp.json), VS Code (.vscode/mcp.json, or settings.json's "mcp", with its
+// "servers" and "inputs") and Windsurf (mcp_config.json) — and turns each
+// into a toolgate config document (config.Doc), which config.Merge merges
+// like any other. `toolgate import` is its command.
+//
+// The kind of a file is told from its content ("servers"/"inputs" is VS
+// Code, "projects" is ~/.claude.json, "serverUrl" is Windsurf; the rest
+// share Claude's "mcpServers" shape, and the file name only names them).
+// Each client's variable syntax becomes toolgate's ${VAR}: VS Code's
+// ${input:ID} (a value VS Code prompts for) becomes ${ID_IN_CAPITALS}, and
+// the names are reported so the user can set them; ${env:NAME} becomes
+// ${NAME}; ${workspaceFolder} the project's folder; ${userHome} ${HOME}.
+// Nothing is written that was not in a file already: secrets stay where
+// they were, or stay references.
+package importer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+// Formats of the files read.
+const (
+	ClaudeDesktop = "claude-desktop"
+	ClaudeCode    = "claude-code" // .mcp.json and ~/.claude.json
+	Cursor        = "cursor"
+	VSCode        = "vscode"
+	Windsurf      = "windsurf"
+)
+
+// Formats lists the formats, for --format.
+var Formats = []string{ClaudeDesktop, ClaudeCode, Cursor, VSCode, Windsurf}
+
+// Input is a VS Code input a server refers to: the variable that takes its
+// place.
+type Input struct {
+	ID          string // the input's id
+	Var         string // the ${VAR} that replaces ${input:ID}
+	Description string
+	Password    bool
+}
+
+// Result is one file read.
+type Result struct {
+	Format string
+	Doc    config.Doc // {"mcpServers": {...}}, Path the file's
+	// Servers names the servers read, in the order the file lists them.
+	Servers []string
+	Inputs  []Input  // VS Code inputs referred to
+	Notes   []string // what was changed or left out, for stderr
+}
+
+// Detect tells the format of a file from its content; name (the file's
+// path) only tells apart the formats that share Claude's shape. "" when
+// the content is none of them.
+func Detect(name string, data []byte) string {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), &top) != nil {
+		return ""
+	}
+	if _, ok := top["servers"]; ok {
+		return VSCode
+	}
+	if raw, ok := top["mcp"]; ok && bytes.Contains(raw, []byte(`"servers"`)) {
+		return VSCode // settings.json
+	}
+	if _, ok := top["projects"]; ok {
+		return ClaudeCode // ~/.claude.json
+	}
+	raw, ok := top["mcpServers"]
+	if !ok {
+		return ""
+	}
+	if bytes.Contains(raw, []byte(`"serverUrl"`)) {
+		return Windsurf
+	}
+	base, dir := filepath.Base(name), filepath.Base(filepath.Dir(name))
+	switch {
+	case base == "claude_desktop_config.json":
+		return ClaudeDesktop
+	case base == ".mcp.json" || base == ".claude.json":
+		return ClaudeCode
+	case dir == ".cursor":
+		return Cursor
+	case base == "mcp_config.json" || dir == "windsurf":
+		return Windsurf
+	}
+	return ClaudeDesktop // the shape every other client copied
+}
+
+// Read turns one file into a toolgate config document. format "" detects
+// it (Detect).
+func Read(path string, data []byte, format string) (*Result, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	if format == "" {
+		if format = Detect(path, data); format == "" {
+			return nil, fmt.Errorf(`%s: no MCP servers found: want "mcpServers" (Claude, Cursor, Windsurf), "servers" (VS Code) or "projects" (~/.claude.json); --format names the kind`, path)
+		}
+	} else if !slices.Contains(Formats, format) {
+		return nil, fmt.Errorf("--format %q: use one of %s", format, strings.Join(Formats, ", "))
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, fmt.Errorf("%s: not a JSON object: %w", path, err)
+	}
+	r := &Result{Format: format}
+	x := &rewriter{r: r, workspace: workspace(path), project: projectFile(path)}
+	servers := map[string]any{}
+	add := func(where string, raw json.RawMessage) error {
+		if len(raw) == 0 || string(raw) == "null" {
+			return nil
+		}
+		var entries orderedEntries
+		if err := json.Unmarshal(raw, &entries); err != nil {
+			return fmt.Errorf("%s: %s: want an object of server entries: %w", path, where, err)
+		}
+		for _, e := range entries {
+			name, entry, ok := x.server(e.name, e.value)
+			if !ok {
+				continue
+			}
+			if _, dup := servers[name]; dup {
+				r.note("server %q of %s replaces the one read before it", name, where)
+			} else {
+				r.Servers = append(r.Servers, name)
+			}
+			servers[name] = entry
+		}
+		return nil
+	}
+	switch format {
+	case VSCode:
+		body := top
+		if mcp, ok := top["mcp"]; ok { // settings.json
+			body = nil
+			if err := json.Unmarshal(mcp, &body); err != nil {
+				return nil, fmt.Errorf("%s: mcp: want an object: %w", path, err)
+			}
+		}
+		if err := x.readInputs(body["inputs"]); err != nil {
+			return nil, fmt.Errorf("%s: inputs: %w", path, err)
+		}
+		if err := add("servers", body["servers"]); err != nil {
+			return nil, err
+		}
+	default:
+		if err := add("mcpServers", top["mcpServers"]); err != nil {
+			return nil, err
+		}
+		if raw, ok := top["projects"]; ok { // ~/.claude.json
+			var projects map[string]struct {
+				MCPServers json.RawMessage `json:"mcpServers"`
+			}
+			if err := json.Unmarshal(raw, &projects); err != nil {
+				return nil, fmt.Errorf("%s: projects: %w", path, err)
+			}
+			for _, dir := range slices.Sorted(maps.Keys(projects)) {
+				x.workspace, x.project = dir, true
+				if err := add("project "+dir, projects[dir].MCPServers); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	doc, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	r.Doc = config.Doc{Path: path, Data: doc}
+	return r, nil
+}
+
+func (r *Result) note(format string, args ...any) {
+	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+}
+
+// workspace is the project folder a file belongs to, for
+// ${workspaceFolder}: the parent of .vscode or .cursor, else its folder.
+func workspace(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	dir := filepath.Dir(abs)
+	if b := filepath.Base(dir); b == ".vscode" || b == ".cursor" {
+		return filepath.Dir(dir)
+	}
+	return dir
+}
+
+// projectFile reports whether a file holds one project's servers (the
+// client starts them in the project's folder): .mcp.json, .vscode/ and
+// .cursor/ files.
+func projectFile(path string) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	dir := filepath.Dir(abs)
+	switch {
+	case filepath.Base(abs) == ".mcp.json", filepath.Base(dir) == ".vscode":
+		return true
+	case filepath.Base(dir) == ".cursor":
+		home, err := os.UserHomeDir()
+		return err != nil || filepath.Dir(dir) != home // ~/.cursor/mcp.json is the user's
+	}
+	return false
+}
+
+// rewriter turns one file's server entries into toolgate's.
+type rewriter struct {
+	r         *Result
+	workspace string // the project folder ${workspaceFolder} names
+	project   bool   // the servers run in workspace (see projectFile)
+	inputs    map[string]*Input
+}
+
+// readInputs reads VS Code's "inputs".
+func (x *rewriter) readInputs(raw json.RawMessage) error {
+	x.inputs = map[string]*Input{}
+	if len(raw) == 0 {
+		return nil
+	}
+	var list []struct {
+		ID          string `json:"id"`
+		Description string `json:"description"`
+		Password    bool   `json:"password"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return err
+	}
+	for _, in := range list {
+		x.inputs[in.ID] = &Input{ID: in.ID, Var: varName(in.ID), Description: in.Description, Password: in.Password}
+	}
+	return nil
+}
+
+// server returns the toolgate entry for one of the file's servers, under a
+// valid name; false when it is left out (with a note saying why).
+func (x *rewriter) server(name string, raw json.RawMessage) (string, map[string]any, bool) {
+	var e map[string]any
+	if err := json.Unmarshal(raw, &e); err != nil || e == nil {
+		x.r.note("server %q left out: its entry is not an object", name)
+		return "", nil, false
+	}
+	valid := validName(name)
+	if valid != name {
+		x.r.note("server %q is named %q: server names take letters, digits, _ and -", name, valid)
+	}
+	if valid == config.BuiltinServer || isToolgate(e) {
+		x.r.note("server %q left out: it is toolgate itself (the gateway's own tools are its built-in %q server)", name, config.BuiltinServer)
+		return "", nil, false
+	}
+	if u, ok := e["serverUrl"]; ok { // Windsurf
+		if _, has := e["url"]; !has {
+			e["url"] = u
+		}
+		delete(e, "serverUrl")
+	}
+	if _, ok := e["envFile"]; ok { // VS Code
+		x.r.note("server %q: \"envFile\" is not read by toolgate: copy the variables it needs into \"env\" (or the gateway's environment)", valid)
+		delete(e, "envFile")
+	}
+	if t, ok := e["type"].(string); ok && t == "local" {
+		delete(e, "type")
+	}
+	e = x.rewrite(valid, e).(map[string]any)
+	// A relative cwd is the project's; a project's server without one ran
+	// in the project folder.
+	if cwd, ok := e["cwd"].(string); ok && cwd != "" && !filepath.IsAbs(cwd) && !strings.Contains(cwd, "${") {
+		e["cwd"] = filepath.Join(x.workspace, cwd)
+	} else if _, has := e["command"]; has && !ok && x.project {
+		e["cwd"] = x.workspace
+	}
+	return valid, e, true
+}
+
+// isToolgate reports whether an entry starts toolgate itself.
+func isToolgate(e map[string]any) bool {
+	cmd, _ := e["command"].(string)
+	return filepath.Base(cmd) == "toolgate"
+}
+
+var refPattern = regexp.MustCompile(`\$\{([^}]*)\}`)
+
+// rewrite replaces the client's variable references in every string of v.
+func (x *rewriter) rewrite(server string, v any) any {
+	switch t := v.(type) {
+	case string:
+		return refPattern.ReplaceAllStringFunc(t, func(ref string) string {
+			body := ref[2 : len(ref)-1]
+			switch {
+			case strings.HasPrefix(body, "input:"):
+				id := strings.TrimPrefix(body, "input:")
+				in := x.inputs[id]
+				if in == nil {
+					in = &Input{ID: id, Var: varName(id)}
+					x.r.note("server %q refers to ${input:%s}, which the file's inputs do not describe", server, id)
+				}
+				if !slices.ContainsFunc(x.r.Inputs, func(i Input) bool { return i.ID == id }) {
+					x.r.Inputs = append(x.r.Inputs, *in)
+				}
+				return "${" + in.Var + "}"
+			case strings.HasPrefix(body, "env:"):
+				return "${" + strings.TrimPrefix(body, "env:") + "}"
+			case body == "workspaceFolder" || body == "workspaceRoot":
+				return x.workspace
+			case body == "workspaceFolderBasename":
+				return filepath.Base(x.workspace)
+			case body == "userHome":
+				return "${HOME}"
+			case body == "pathSeparator" || body == "/":
+				return string(filepath.Separator)
+			}
+			return ref
+		})
+	case map[string]any:
+		for k, e := range t {
+			t[k] = x.rewrite(server, e)
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = x.rewrite(server, e)
+		}
+	}
+	return v
+}
+
+// varName turns an input id into a variable name: "api-key" → API_KEY.
+func varName(id string) string {
+	var b strings.Builder
+	for i, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r == '_':
+			b.WriteRune(unicode.ToUpper(r))
+		case r >= '0' && r <= '9':
+			if i == 0 {
+				b.WriteByte('_')
+			}
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() == 0 {
+		return "INPUT"
+	}
+	return b.String()
+}
+
+// validName makes name a valid server name: runs of other characters
+// become "-".
+func validName(name string) string {
+	if config.ValidName(name) {
+		return name
+	}
+	var b strings.Builder
+	dash := false
+	for _, r := range name {
+		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r)) || r == '_' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	out := strings.Trim(b.String(), "-_")
+	for strings.Contains(out, "__") {
+		out = strings.ReplaceAll(out, "__", "_")
+	}
+	if out == "" {
+		out = "server"
+	}
+	return out
+}
+
+// orderedEntries reads a JSON object's members in the order written.
+type orderedEntries []struct {
+	name  string
+	value json.RawMessage
+}
+
+func (o *orderedEntries) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return fmt.Errorf("got %s, want an object", strings.TrimSpace(string(b[:min(len(b), 20)])))
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		*o = append(*o, struct {
+			name  string
+			value json.RawMessage
+		}{t.(string), v})
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package importer
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+func read(t *testing.T, path, format string) (*Result, map[string]map[string]any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Read(path, data, format)
+	if err != nil {
+		t.Fatalf("Read(%s): %v", path, err)
+	}
+	var doc struct {
+		MCPServers map[string]map[string]any `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(r.Doc.Data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	// Every document is a config toolgate loads (variables aside).
+	if _, err := config.Parse(r.Doc.Data, path, config.AnyEnv); err != nil {
+		t.Errorf("%s: the document does not load: %v\n%s", path, err, r.Doc.Data)
+	}
+	return r, doc.MCPServers
+}
+
+func TestReadEachFormat(t *testing.T) {
+	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
+	proj := abs("testdata/proj")
+	for _, tc := range []struct {
+		path, format string
+		servers      []string
+		check        func(t *testing.T, r *Result, s map[string]map[string]any)
+	}{
+		{"testdata/claude_desktop_config.json", ClaudeDesktop, []string{"memory", "github"}, func(t *testing.T, r *Result, s map[string]map[string]any) {
+			if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, `"toolgate" left out: it is toolgate itself`) }) {
+				t.Errorf("notes %v do not say toolgate was left out", r.Notes)
+			}
+			if s["github"]["env"].(map[string]any)["GITHUB_PERSONAL_ACCESS_TOKEN"] != "${GITHUB_TOKEN}" {
+				t.Errorf("github env: %v", s["github"]["env"])
+			}
+		}},
+		{"testdata/proj/.mcp.json", ClaudeCode, []string{"sentry", "local", "memory"}, func(t *testing.T, r *Result, s map[string]map[string]any) {
+			if s["sentry"]["url"] != "https://mcp.sentry.dev/mcp" || s["sentry"]["type"] != "http" {
+				t.Errorf("sentry: %v", s["sentry"])
+			}
+			if s["local"]["cwd"] != proj || s["local"]["env"].(map[string]any)["LEVEL"] != "${LOG_LEVEL:-info}" {
+				t.Errorf("local (a project's server runs in the project): %v", s["local"])
+			}
+		}},
+		{"testdata/proj/.vscode/mcp.json", VSCode, []string{"Perplexity", "fs", "remote-api", "gh"}, func(t *testing.T, r *Result, s map[string]map[string]any) {
+			if d := cmp.Diff([]Input{{ID: "perplexity-key", Var: "PERPLEXITY_KEY", Description: "Perplexity API Key", Password: true}}, r.Inputs); d != "" {
+				t.Errorf("inputs (-want +got):\n%s", d)
+			}
+			if s["Perplexity"]["env"].(map[string]any)["PERPLEXITY_API_KEY"] != "${PERPLEXITY_KEY}" {
+				t.Errorf("Perplexity env: %v", s["Perplexity"]["env"])
+			}
+			if args := s["fs"]["args"].([]any); args[2] != proj {
+				t.Errorf("${workspaceFolder} = %v, want %s", args[2], proj)
+			}
+			if _, ok := s["remote-api"]["envFile"]; ok || s["remote-api"]["url"] != "http://localhost:3000/sse" {
+				t.Errorf("remote-api: %v", s["remote-api"])
+			}
+			if s["gh"]["headers"].(map[string]any)["Authorization"] != "Bearer ${GH_TOKEN}" {
+				t.Errorf("${env:GH_TOKEN}: %v", s["gh"]["headers"])
+			}
+			for _, want := range []string{`"remote api" is named "remote-api"`, `"envFile" is not read`} {
+				if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, want) }) {
+					t.Errorf("notes %v lack %q", r.Notes, want)
+				}
+			}
+		}},
+		{"testdata/proj/.cursor/mcp.json", Cursor, []string{"linear", "db"}, func(t *testing.T, r *Result, s map[string]map[string]any) {
+			if s["db"]["cwd"] != filepath.Join(proj, "tools") || s["db"]["args"].([]any)[2] != proj+"/data.db" {
+				t.Errorf("db: %v", s["db"])
+			}
+		}},
+		{"testdata/windsurf/mcp_config.json", Windsurf, []string{"figma", "brave"}, func(t *testing.T, r *Result, s map[string]map[string]any) {
+			if s["figma"]["url"] != "http://127.0.0.1:3845/sse" || s["figma"]["serverUrl"] != nil {
+				t.Errorf("figma: serverUrl not turned into url: %v", s["figma"])
+			}
+		}},
+		{"testdata/claude.json", ClaudeCode, []string{"user-mem", "app-db"}, func(t *testing.T, r *Result, s map[string]map[string]any) {
+			if s["app-db"]["cwd"] != "/home/me/app" || s["user-mem"]["cwd"] != nil {
+				t.Errorf("~/.claude.json: project server %v, user server %v", s["app-db"], s["user-mem"])
+			}
+		}},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			r, s := read(t, tc.path, "")
+			if r.Format != tc.format {
+				t.Errorf("detected %s, want %s", r.Format, tc.format)
+			}
+			if !slices.Equal(r.Servers, tc.servers) || len(s) != len(tc.servers) {
+				t.Errorf("servers %v (document: %d), want %v", r.Servers, len(s), tc.servers)
+			}
+			tc.check(t, r, s)
+		})
+	}
+}
+
+func TestReadErrorsAndFormat(t *testing.T) {
+	if _, err := Read("x.json", []byte(`{"other": 1}`), ""); err == nil || !strings.Contains(err.Error(), "--format") {
+		t.Errorf("no servers: %v", err)
+	}
+	if _, err := Read("x.json", []byte(`{"mcpServers": {}}`), "zed"); err == nil || !strings.Contains(err.Error(), "vscode") {
+		t.Errorf("bad --format: %v", err)
+	}
+	if _, err := Read("x.json", []byte(`{"mcpServers": [1]}`), ""); err == nil || !strings.Contains(err.Error(), "want an object") {
+		t.Errorf("mcpServers not an object: %v", err)
+	}
+	// --format forces the kind: a VS Code file read as VS Code though its
+	// key is mcpServers-shaped content under "servers".
+	r, err := Read("whatever.json", []byte(`{"servers": {"a": {"command": "x", "env": {"K": "${input:k}"}}}}`), VSCode)
+	if err != nil || len(r.Inputs) != 1 || r.Inputs[0].Var != "K" || !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "inputs do not describe") }) {
+		t.Errorf("forced vscode: %+v %v", r, err)
+	}
+	// VS Code's user settings.json keeps servers under "mcp".
+	r, err = Read("settings.json", []byte(`{"editor.fontSize": 12, "mcp": {"servers": {"a": {"command": "x"}}}}`), "")
+	if err != nil || r.Format != VSCode || !slices.Equal(r.Servers, []string{"a"}) {
+		t.Errorf("settings.json: %+v %v", r, err)
+	}
+}
+
+func TestNames(t *testing.T) {
+	for in, want := range map[string]string{"api-key": "API_KEY", "9lives": "_9LIVES", "": "INPUT", "a.b": "A_B"} {
+		if got := varName(in); got != want {
+			t.Errorf("varName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[string]string{"remote api": "remote-api", "a__b": "a_b", "github.com/x": "github-com-x", "é": "server", "ok_name": "ok_name"} {
+		if got := validName(in); got != want || !config.ValidName(got) {
+			t.Errorf("validName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,167 @@
+package live
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/search"
+)
+
+// Disabling a server hides its tools at once and stops it; the choice is
+// kept in the state file across restarts; enabling brings it back; a
+// change of the state file by another process applies too.
+func TestSetDisabled(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "data", "state.json")
+	dir := t.TempDir()
+	pool := newFakePool("a", "b")
+	pool.list("a", "apple")
+	pool.list("b", "banana")
+	builtin := map[string][]*mcp.Tool{config.BuiltinServer: {{Name: "list_servers", Description: "list the servers"}}}
+	f := newFixture(t, dir, pool, &Options{StatePath: state, Builtin: builtin, Debounce: time.Millisecond}, "a", "b")
+	f.run(t)
+	if got := f.find(t, "banana apple servers", 5); !slices.Equal(got, []string{"a__apple", "b__banana", "toolgate__list_servers"}) {
+		t.Fatalf("before: %v", got)
+	}
+
+	ctx := context.Background()
+	changed, err := f.loop.SetDisabled(ctx, "b", true)
+	if err != nil || !changed {
+		t.Fatalf("SetDisabled(b): %v, %v", changed, err)
+	}
+	if got := f.find(t, "banana apple servers", 5); !slices.Equal(got, []string{"a__apple", "toolgate__list_servers"}) {
+		t.Errorf("after disabling b: %v", got)
+	}
+	if diff := cmp.Diff([][]string{{"a"}}, pool.reconfigures()); diff != "" {
+		t.Errorf("the pool still runs b (-want +got):\n%s", diff)
+	}
+	if st, err := ReadState(state); err != nil || !slices.Equal(st.Disabled, []string{"b"}) {
+		t.Errorf("state file: %+v, %v", st, err)
+	}
+	if got := f.loop.Stats().Disabled; !slices.Equal(got, []string{"b"}) {
+		t.Errorf("Stats.Disabled = %v", got)
+	}
+	if changed, err := f.loop.SetDisabled(ctx, "b", true); changed || err != nil {
+		t.Errorf("disabling b again: %v, %v", changed, err)
+	}
+	// b's tools stay in the catalog (hidden) through a re-index.
+	f.loop.ToolsChanged("a", nil)
+	f.wait(t, "the re-index", func(s Stats) bool { return s.CatalogGeneration == 2 && !s.Reindexing })
+	if !f.loop.Cataloged("b") {
+		t.Error("a re-index dropped the disabled server's tools")
+	}
+	for _, c := range []struct{ server, want string }{
+		{config.BuiltinServer, "built into the gateway"},
+		{"zzz", `no server named "zzz"`},
+	} {
+		if _, err := f.loop.SetDisabled(ctx, c.server, true); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("SetDisabled(%s): %v, want %q", c.server, err, c.want)
+		}
+	}
+	if err := f.loop.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The next run starts with b disabled: not run, hidden.
+	pool2 := newFakePool("a")
+	pool2.list("a", "apple")
+	f2 := newFixture(t, dir, pool2, &Options{StatePath: state, Builtin: builtin, Debounce: time.Millisecond}, "a", "b")
+	var names []string
+	for _, s := range f2.loop.Servers() {
+		names = append(names, s.Name)
+	}
+	if !slices.Equal(names, []string{"a"}) {
+		t.Errorf("Servers() after a restart = %v, want a only", names)
+	}
+	f2.run(t)
+	if got := f2.find(t, "banana", 5); slices.Contains(got, "b__banana") {
+		t.Errorf("b's tools shown after a restart: %v", got)
+	}
+	if changed, err := f2.loop.SetDisabled(ctx, "b", false); !changed || err != nil {
+		t.Fatalf("enable b: %v, %v", changed, err)
+	}
+	if got := f2.find(t, "banana", 5); !slices.Contains(got, "b__banana") {
+		t.Errorf("b's tools not back at once after enabling: %v", got)
+	}
+	if r := pool2.reconfigures(); len(r) == 0 || !slices.Equal(r[len(r)-1], []string{"a", "b"}) {
+		t.Errorf("enabling did not start b: %v", r)
+	}
+
+	// Another process (toolgate servers disable) edits the state file.
+	if err := WriteState(state, State{Disabled: []string{"a"}}); err != nil {
+		t.Fatal(err)
+	}
+	f2.wait(t, "the state file change", func(s Stats) bool { return slices.Equal(s.Disabled, []string{"a"}) })
+	if got := f2.find(t, "apple banana", 5); !slices.Equal(got, []string{"b__banana"}) {
+		t.Errorf("after the state file disabled a: %v", got)
+	}
+	if d := f2.loop.Policy().Decide(nil, toolOf("a__apple")); d.Allowed || d.Rule != policy.RuleDisabled {
+		t.Errorf("Decide(a__apple) = %+v", d)
+	}
+}
+
+func toolOf(id string) catalog.Tool {
+	server, name, _ := catalog.SplitID(id)
+	return catalog.Tool{Server: server, Name: name}
+}
+
+// Profiles follow the config: a reload that changes them applies at once.
+func TestReloadAppliesProfiles(t *testing.T) {
+	pool := newFakePool("a", "b")
+	pool.list("a", "apple")
+	pool.list("b", "banana")
+	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Millisecond}, "a", "b")
+	f.run(t)
+	if f.loop.Policy().HasProfile("p") {
+		t.Fatal("profile p before it was configured")
+	}
+	writeFile(t, f.path, configBytes(t, map[string]any{"profiles": map[string]any{"p": map[string]any{"servers": []string{"a"}}}}, "a", "b"))
+	f.wait(t, "the reload", func(s Stats) bool { return s.ReloadGeneration == 1 })
+	if !f.loop.Policy().HasProfile("p") {
+		t.Fatal("the reload did not apply profile p")
+	}
+	c := &policy.Caller{Transport: policy.TransportHTTP, Profile: "p"}
+	res, err := f.loop.Search(context.Background(), search.Query{Text: "apple banana", Filter: f.loop.Policy().Filter(c)})
+	if err != nil || len(res.Hits) != 1 || res.Hits[0].Tool.ID() != "a__apple" {
+		t.Errorf("profile p search: %v, %v", hitIDs(res), err)
+	}
+}
+
+// Several config files are read as one, and a change to any of them is a
+// reload.
+func TestReloadSeveralFiles(t *testing.T) {
+	pool := newFakePool("a")
+	pool.list("a", "apple")
+	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Millisecond}, "a")
+	proj := filepath.Join(t.TempDir(), ".mcp.json")
+	writeFile(t, proj, configBytes(t, nil, "b"))
+	f.loop.opts.ConfigPaths = append(f.loop.opts.ConfigPaths, proj)
+	f.run(t)
+	// The start's look found the second file: b is added.
+	st := f.wait(t, "the start reload", func(s Stats) bool { return s.ReloadGeneration == 1 })
+	if !slices.Equal(st.LastReload.Added, []string{"b"}) {
+		t.Errorf("start reload: %+v", st.LastReload)
+	}
+	writeFile(t, proj, configBytes(t, nil, "c"))
+	st = f.wait(t, "the project file reload", func(s Stats) bool { return s.ReloadGeneration == 2 })
+	if !slices.Equal(st.LastReload.Added, []string{"c"}) || !slices.Equal(st.LastReload.Removed, []string{"b"}) {
+		t.Errorf("project file reload: %+v", st.LastReload)
+	}
+	if err := os.WriteFile(proj, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st = f.wait(t, "the empty file", func(s Stats) bool { return s.ReloadGeneration == 3 })
+	if !strings.Contains(st.LastReload.Error, proj+" is empty") {
+		t.Errorf("empty project file: %+v", st.LastReload)
+	}
+}

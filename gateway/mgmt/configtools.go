@@ -1,0 +1,91 @@
+package mgmt
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/policy"
+)
+
+// mayWrite returns the refusal of a config change by c, or nil. The
+// refusal comes before anything is read, written or started.
+func (s *Server) mayWrite(c *policy.Caller, tool string) *mcp.CallToolResult {
+	if !s.rt.Config().Toolgate.Management.AllowConfigChanges {
+		s.log.Warn("config change refused: toolgate.management.allowConfigChanges is off", "tool", tool, "caller", c.String())
+		return toolError("%s__%s is refused: changing the gateway's config from a client is turned off. A client that can add a server "+
+			"can make the gateway run any program, so this needs \"toolgate\": {\"management\": {\"allowConfigChanges\": true}} in the config file, "+
+			"and a client on stdio or with an admin API key. Ask the user to edit the config file or to run `toolgate servers add|remove`.", Name, tool)
+	}
+	if !c.MayChangeConfig() {
+		s.log.Warn("config change refused: the caller is neither on stdio nor an admin", "tool", tool, "caller", c.String())
+		return toolError("%s__%s is refused for this client (%s): config changes are allowed only for a client on stdio or one with an admin API key. "+
+			"Ask the user to edit the config file or to run `toolgate servers add|remove`.", Name, tool, c.String())
+	}
+	if len(s.opts.ConfigPaths) == 0 {
+		return toolError("%s__%s: the gateway was started without a config file to write", Name, tool)
+	}
+	return nil
+}
+
+// write writes the changed documents atomically and reloads: the change
+// is in effect when it returns.
+func (s *Server) write(ctx context.Context, tool string, docs []config.Doc, changed []int) error {
+	for _, i := range changed {
+		if err := config.WriteFile(docs[i].Path, docs[i].Data); err != nil {
+			return err
+		}
+	}
+	if r := s.rt.Reload(ctx, Name+"__"+tool); r != nil && r.Error != "" {
+		return fmt.Errorf("the config file was written but the gateway rejected it: %s", r.Error)
+	}
+	return nil
+}
+
+func (s *Server) addServer(ctx context.Context, c *policy.Caller, a addArgs) *mcp.CallToolResult {
+	if refused := s.mayWrite(c, "add_server"); refused != nil {
+		return refused
+	}
+	docs, err := config.ReadDocs(s.opts.ConfigPaths)
+	if err != nil {
+		return toolError("add_server: %v", err)
+	}
+	sv := config.Server{Name: a.Name, Type: a.Type, Command: a.Command, Args: a.Args, Env: a.Env, Cwd: a.Cwd, URL: a.URL, Headers: a.Headers}
+	docs, i, err := config.AddServer(docs, sv, nil)
+	if err == nil {
+		err = s.write(ctx, "add_server", docs, []int{i})
+	}
+	if err != nil {
+		return toolError("add_server: %v", err)
+	}
+	s.log.Info("server added to the config by a management call", "server", a.Name, "file", docs[i].Path, "caller", c.String())
+	return result(map[string]any{"server": a.Name, "file": docs[i].Path},
+		"Server %q is added to %s and starting; its tools are searchable once it has listed them (toolgate__server_status shows its state).", a.Name, docs[i].Path)
+}
+
+func (s *Server) removeServer(ctx context.Context, c *policy.Caller, a serverArgs) *mcp.CallToolResult {
+	if refused := s.mayWrite(c, "remove_server"); refused != nil {
+		return refused
+	}
+	docs, err := config.ReadDocs(s.opts.ConfigPaths)
+	if err != nil {
+		return toolError("remove_server: %v", err)
+	}
+	docs, changed, err := config.RemoveServer(docs, a.Name, nil)
+	if err == nil {
+		err = s.write(ctx, "remove_server", docs, changed)
+	}
+	if err != nil {
+		return toolError("remove_server: %v", err)
+	}
+	var files []string
+	for _, i := range changed {
+		files = append(files, docs[i].Path)
+	}
+	s.log.Info("server removed from the config by a management call", "server", a.Name, "files", files, "caller", c.String())
+	return result(map[string]any{"server": a.Name, "files": files},
+		"Server %q is removed from %s and stopped; its tools are gone from search_tools.", a.Name, strings.Join(files, " and "))
+}

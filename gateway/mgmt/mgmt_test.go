@@ -1,0 +1,239 @@
+package mgmt
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/gateway/policy"
+)
+
+// fakePool records what reaches it.
+type fakePool struct {
+	calls, restarts []string
+}
+
+func (p *fakePool) CallTool(_ context.Context, server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+	p.calls = append(p.calls, server+"__"+tool)
+	return &mcp.CallToolResult{}, nil
+}
+func (p *fakePool) Status() []backend.Status {
+	return []backend.Status{
+		{Name: "a", Transport: "stdio", State: backend.StateUp, Tools: 3, PID: 42, Since: time.Unix(0, 0)},
+		{Name: "b", Transport: "http", State: backend.StateDown, Err: "connection refused", LastErr: "connection refused", Restarts: 3},
+	}
+}
+func (p *fakePool) Stderr(server string) []string { return []string{server + " says ***"} }
+func (p *fakePool) Restart(server string) error {
+	p.restarts = append(p.restarts, server)
+	return nil
+}
+func (p *fakePool) Unavailable(server string) string { return "pool:" + server }
+func (p *fakePool) Describe(server string) string    { return "pool describes " + server }
+
+// fakeRuntime is the loop: a config, a policy, disabling in memory.
+type fakeRuntime struct {
+	cfg     *config.File
+	pol     *policy.Set
+	reloads []string
+}
+
+func (r *fakeRuntime) Config() *config.File { return r.cfg }
+func (r *fakeRuntime) Policy() *policy.Set  { return r.pol }
+func (r *fakeRuntime) SetDisabled(_ context.Context, server string, disabled bool) (bool, error) {
+	if err := live.CheckDisable(r.cfg, server); err != nil {
+		return false, err
+	}
+	next, changed := live.State{Disabled: r.pol.Disabled().Servers()}.With(server, disabled)
+	r.pol.Put(policy.NewDisabled(next.Disabled))
+	return changed, nil
+}
+func (r *fakeRuntime) Reload(_ context.Context, trigger string) *live.Reload {
+	r.reloads = append(r.reloads, trigger)
+	return &live.Reload{Trigger: trigger}
+}
+
+const testConfig = `{"mcpServers": {"a": {"command": "x"}, "b": {"url": "https://b.example/mcp"}, "c": {"command": "y", "disabled": true}},
+  "toolgate": {"callTimeout": "1m", "profiles": {"kg": {"servers": ["a"]}}, "management": {"allowConfigChanges": %s}}}`
+
+func newTestServer(t *testing.T, allow bool) (*Server, *fakePool, *fakeRuntime, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "toolgate.json")
+	data := strings.Replace(testConfig, "%s", map[bool]string{true: "true", false: "false"}[allow], 1)
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(data), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &fakeRuntime{cfg: cfg, pol: policy.NewSet(policy.NewConfigured([]string{"a", "b", Name}), policy.NewDisabled(nil), policy.NewProfiles(cfg.Toolgate.Profiles))}
+	p := &fakePool{}
+	return New(p, rt, &Options{ConfigPaths: []string{path}}), p, rt, path
+}
+
+func run(t *testing.T, s *Server, c *policy.Caller, tool string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	ctx := policy.WithCaller(context.Background(), c)
+	res, err := s.CallTool(ctx, Name, tool, args)
+	if err != nil {
+		t.Fatalf("%s: error %v (management failures are results)", tool, err)
+	}
+	return res
+}
+
+func resText(r *mcp.CallToolResult) string { return r.Content[0].(*mcp.TextContent).Text }
+
+var (
+	stdio = &policy.Caller{Transport: policy.TransportStdio, Session: policy.NewSession("", false)}
+	http  = &policy.Caller{Transport: policy.TransportHTTP}
+	admin = &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "ops", Admin: true}}
+)
+
+// Every tool has a description and an input schema that search and
+// execute_tool's validation can use; other servers' calls go to the pool.
+func TestToolsAndRouting(t *testing.T) {
+	s, p, _, _ := newTestServer(t, false)
+	tools := Tools()
+	if len(tools) != 9 {
+		t.Errorf("%d tools", len(tools))
+	}
+	for _, tl := range tools {
+		b, _ := json.Marshal(tl.InputSchema)
+		if len(tl.Description) < 60 || !strings.Contains(string(b), `"type":"object"`) {
+			t.Errorf("%s: description %q, schema %s", tl.Name, tl.Description, b)
+		}
+	}
+	if _, err := s.CallTool(context.Background(), "a", "x", nil); err != nil || !slices.Equal(p.calls, []string{"a__x"}) {
+		t.Errorf("a call of another server: %v %v", err, p.calls)
+	}
+	if s.Unavailable(Name) != "" || s.Unavailable("a") != "pool:a" {
+		t.Error("Unavailable")
+	}
+	if !strings.Contains(s.Describe(Name), "servers") || s.Describe("a") != "pool describes a" {
+		t.Error("Describe")
+	}
+	if res := run(t, s, stdio, "nope", nil); !res.IsError {
+		t.Error("an unknown management tool")
+	}
+}
+
+func TestListAndStatus(t *testing.T) {
+	s, p, rt, _ := newTestServer(t, false)
+	rt.pol.Put(policy.NewDisabled([]string{"b"}))
+	res := run(t, s, http, "list_servers", nil)
+	txt := resText(res)
+	for _, w := range []string{"3 MCP servers", "- a: up (stdio, 3 tools, 0 restarts); profiles: kg", "- b: disabled (http", "- c: disabled in config"} {
+		if !strings.Contains(txt, w) {
+			t.Errorf("list_servers lacks %q:\n%s", w, txt)
+		}
+	}
+	list := res.StructuredContent.(ServerList)
+	if len(list.Servers) != 3 || list.Servers[0].PID != 0 {
+		t.Errorf("structured list: %+v (details belong to server_status)", list)
+	}
+	res = run(t, s, http, "server_status", map[string]any{"name": "a"})
+	if txt := resText(res); !strings.Contains(txt, "pid 42") || !strings.Contains(txt, "a says ***") {
+		t.Errorf("server_status: %s", txt)
+	}
+	if res := run(t, s, http, "server_status", map[string]any{"name": "zz"}); !res.IsError || !strings.Contains(resText(res), "servers: a, b, c") {
+		t.Errorf("server_status zz: %s", resText(res))
+	}
+	if res := run(t, s, http, "restart_server", map[string]any{"name": "b"}); !res.IsError || !strings.Contains(resText(res), "enable it instead") {
+		t.Errorf("restart of a disabled server: %s", resText(res))
+	}
+	if res := run(t, s, http, "restart_server", map[string]any{"name": "a"}); res.IsError || !slices.Equal(p.restarts, []string{"a"}) {
+		t.Errorf("restart: %s %v", resText(res), p.restarts)
+	}
+	if res := run(t, s, http, "disable_server", map[string]any{"name": "c"}); !res.IsError || !strings.Contains(resText(res), "disabled in the config file") {
+		t.Errorf("disable a config-disabled server: %s", resText(res))
+	}
+	if res := run(t, s, http, "enable_server", map[string]any{"name": "b"}); res.IsError || rt.pol.Disabled().Has("b") {
+		t.Errorf("enable b: %s", resText(res))
+	}
+}
+
+func TestProfiles(t *testing.T) {
+	s, _, _, _ := newTestServer(t, false)
+	sess := &policy.Caller{Transport: policy.TransportStdio, Session: policy.NewSession("", false)}
+	if res := run(t, s, sess, "activate_profile", map[string]any{"name": "nope"}); !res.IsError || !strings.Contains(resText(res), "profiles: kg") {
+		t.Errorf("unknown profile: %s", resText(res))
+	}
+	if res := run(t, s, sess, "activate_profile", map[string]any{"name": "kg"}); res.IsError || sess.ProfileName() != "kg" {
+		t.Errorf("activate kg: %s", resText(res))
+	}
+	if res := run(t, s, sess, "list_profiles", nil); !strings.Contains(resText(res), "- kg: servers: a (active)") {
+		t.Errorf("list_profiles: %s", resText(res))
+	}
+	fixed := &policy.Caller{Transport: policy.TransportStdio, Session: policy.NewSession("kg", true)}
+	if res := run(t, s, fixed, "activate_profile", map[string]any{"name": ""}); !res.IsError || !strings.Contains(resText(res), "serve --profile") {
+		t.Errorf("fixed profile: %s", resText(res))
+	}
+	if res := run(t, s, http, "activate_profile", map[string]any{"name": "kg"}); !res.IsError || !strings.Contains(resText(res), "/profiles/NAME/mcp") {
+		t.Errorf("http: %s", resText(res))
+	}
+}
+
+// add_server and remove_server: refused unless the config allows it and
+// the caller is on stdio or an admin; then the file is written, keeping
+// its other keys, and reloaded.
+func TestConfigChanges(t *testing.T) {
+	entry := map[string]any{"name": "n", "command": "sh", "args": []string{"-c", "true"}}
+	for _, c := range []struct {
+		allow  bool
+		caller *policy.Caller
+		want   string // "" = allowed
+	}{
+		{false, stdio, "allowConfigChanges"},
+		{false, admin, "allowConfigChanges"},
+		{true, http, "only for a client on stdio or one with an admin API key"},
+		{true, nil, "only for a client on stdio"},
+		{true, stdio, ""},
+		{true, admin, ""},
+	} {
+		s, _, rt, path := newTestServer(t, c.allow)
+		before, _ := os.ReadFile(path)
+		res := run(t, s, c.caller, "add_server", entry)
+		after, _ := os.ReadFile(path)
+		if c.want != "" {
+			if !res.IsError || !strings.Contains(resText(res), c.want) || string(after) != string(before) || len(rt.reloads) != 0 {
+				t.Errorf("allow=%v %v: %s (file changed %v, reloads %v)", c.allow, c.caller, resText(res), string(after) != string(before), rt.reloads)
+			}
+			continue
+		}
+		if res.IsError || !config.HasServer(after, "n") || !strings.Contains(string(after), `"callTimeout": "1m"`) || !slices.Equal(rt.reloads, []string{"toolgate__add_server"}) {
+			t.Errorf("allow=%v %v: %s\n%s", c.allow, c.caller, resText(res), after)
+		}
+		res = run(t, s, c.caller, "remove_server", map[string]any{"name": "b"})
+		after, _ = os.ReadFile(path)
+		if res.IsError || config.HasServer(after, "b") || len(rt.reloads) != 2 {
+			t.Errorf("remove b: %s\n%s", resText(res), after)
+		}
+		// Profile kg shows a: the config would not load without it.
+		if res := run(t, s, c.caller, "remove_server", map[string]any{"name": "a"}); !res.IsError || !strings.Contains(resText(res), "toolgate.profiles.kg.servers[0]") {
+			t.Errorf("remove a: %s", resText(res))
+		}
+		for _, bad := range []map[string]any{
+			{"name": "a", "command": "x"},                     // taken
+			{"name": "toolgate", "command": "x"},              // reserved
+			{"name": "w", "command": "x", "url": "http://h/"}, // invalid entry
+		} {
+			if res := run(t, s, c.caller, "add_server", bad); !res.IsError {
+				t.Errorf("add_server %v: not refused", bad)
+			}
+		}
+		if res := run(t, s, c.caller, "remove_server", map[string]any{"name": "zz"}); !res.IsError || !strings.Contains(resText(res), `no server named "zz"`) {
+			t.Errorf("remove zz: %s", resText(res))
+		}
+	}
+}

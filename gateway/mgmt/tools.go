@@ -1,0 +1,341 @@
+package mgmt
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/policy"
+)
+
+// Arguments of the tools. Their fields and jsonschema descriptions are the
+// tools' input schemas.
+type (
+	noArgs     struct{}
+	serverArgs struct {
+		Name string `json:"name" jsonschema:"the server's name, as toolgate__list_servers shows it (e.g. \"github\")"`
+	}
+	profileArgs struct {
+		Name string `json:"name" jsonschema:"the profile to activate, as toolgate__list_profiles shows it; \"\" goes back to every server"`
+	}
+	addArgs struct {
+		Name    string            `json:"name" jsonschema:"the new server's name: letters, digits, _ and -"`
+		Command string            `json:"command,omitempty" jsonschema:"for a local server: the program to start (it speaks MCP on stdin/stdout), e.g. \"npx\""`
+		Args    []string          `json:"args,omitempty" jsonschema:"the program's arguments"`
+		Env     map[string]string `json:"env,omitempty" jsonschema:"environment variables for the program; ${VAR} takes one from the gateway's environment"`
+		Cwd     string            `json:"cwd,omitempty" jsonschema:"the program's working directory"`
+		URL     string            `json:"url,omitempty" jsonschema:"for a remote server: its streamable HTTP (or SSE) endpoint, e.g. \"https://example.com/mcp\""`
+		Type    string            `json:"type,omitempty" jsonschema:"stdio, http or sse; by default command means stdio and url means http"`
+		Headers map[string]string `json:"headers,omitempty" jsonschema:"HTTP headers for a remote server, e.g. {\"Authorization\": \"Bearer ${TOKEN}\"}"`
+	}
+)
+
+func (s *Server) definitions() []definition {
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolPtr(false)}
+	change := &mcp.ToolAnnotations{DestructiveHint: boolPtr(false), IdempotentHint: true, OpenWorldHint: boolPtr(false)}
+	destroy := &mcp.ToolAnnotations{DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)}
+	return []definition{
+		define("list_servers", "List MCP servers and their health",
+			"List every MCP server connected to this gateway and whether it is healthy: its state (up, connecting, down, idle, disabled), "+
+				"transport (stdio, http, sse), number of tools, restarts and last error, and the profiles that include it. "+
+				"Use it to see which servers are connected and which are down or failing.",
+			ro, s.listServers),
+		define("server_status", "Status and logs of one MCP server",
+			"Show one MCP server in detail: state, transport, command or URL, tools, restarts, process id, protocol, its current and last error, "+
+				"and its recent stderr log lines (secrets masked). Use it to find out why a server is down, failing or slow.",
+			ro, s.serverStatus),
+		define("restart_server", "Restart an MCP server",
+			"Restart one MCP server: stop its process or connection and start it again with the same config. "+
+				"Use it when a server is stuck, down or misbehaving.",
+			&mcp.ToolAnnotations{DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)}, s.restartServer),
+		define("disable_server", "Turn off an MCP server",
+			"Disable (turn off) an MCP server: stop it and hide its tools from search_tools and execute_tool until it is enabled again. "+
+				"The choice is kept across gateway restarts in the gateway's data folder; the config file is not changed.",
+			change, s.setDisabled(true)),
+		define("enable_server", "Turn on an MCP server",
+			"Enable (turn on) an MCP server that was disabled with toolgate__disable_server: start it again and show its tools.",
+			change, s.setDisabled(false)),
+		define("list_profiles", "List tool profiles",
+			"List the profiles of this gateway: named sets of servers and tools (allow and deny globs) that a client can be limited to, "+
+				"and which profile is active for you.",
+			ro, s.listProfiles),
+		define("activate_profile", "Switch to a tool profile",
+			"Activate a profile for this session only: from then on search_tools and execute_tool show just that profile's tools. "+
+				"Works for a client on stdio; over HTTP, connect to /profiles/NAME/mcp instead. An empty name goes back to every server.",
+			&mcp.ToolAnnotations{DestructiveHint: boolPtr(false), IdempotentHint: true, OpenWorldHint: boolPtr(false)}, s.activateProfile),
+		define("add_server", "Add an MCP server to the config",
+			"Add a new MCP server to the gateway's config file and start it: a local program (command, args, env) or a remote server (url, headers). "+
+				"Refused unless the config sets toolgate.management.allowConfigChanges and the client is on stdio or uses an admin API key, "+
+				"because a server's command can run any program.",
+			&mcp.ToolAnnotations{DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(true)}, s.addServer),
+		define("remove_server", "Remove an MCP server from the config",
+			"Remove an MCP server from the gateway's config file and stop it. "+
+				"Refused unless the config sets toolgate.management.allowConfigChanges and the client is on stdio or uses an admin API key.",
+			destroy, s.removeServer),
+	}
+}
+
+// ServerInfo is one server in toolgate__list_servers and
+// toolgate__server_status.
+type ServerInfo struct {
+	Name string `json:"name"`
+	// State is the pool's (up, connecting, down, idle, needs-login), or
+	// "disabled" (toolgate__disable_server) or "disabled in config".
+	State     string   `json:"state"`
+	Transport string   `json:"transport"`
+	Tools     int      `json:"tools"`
+	Restarts  int      `json:"restarts"`
+	Error     string   `json:"error,omitempty"`
+	LastError string   `json:"lastError,omitempty"`
+	Profiles  []string `json:"profiles"` // the profiles that show it
+	// server_status only:
+	Since    time.Time `json:"since,omitzero"`
+	PID      int       `json:"pid,omitempty"`
+	Protocol string    `json:"protocol,omitempty"`
+	InFlight int       `json:"inFlight,omitempty"`
+	Target   string    `json:"target,omitempty"` // command line or URL
+	Stderr   []string  `json:"stderr,omitempty"`
+}
+
+// ServerList is toolgate__list_servers' structuredContent.
+type ServerList struct {
+	Servers []ServerInfo `json:"servers"`
+}
+
+// infos describes the configured servers, in name order.
+func (s *Server) infos() []ServerInfo {
+	cfg := s.rt.Config()
+	pol := s.rt.Policy()
+	status := map[string]backend.Status{}
+	for _, st := range s.pool.Status() {
+		status[st.Name] = st
+	}
+	profiles := pol.Profiles()
+	var out []ServerInfo
+	for _, sv := range cfg.All() {
+		info := ServerInfo{Name: sv.Name, Transport: sv.Type, Profiles: []string{}}
+		for _, name := range profiles.Names() {
+			if p, _ := profiles.Get(name); p.Servers == nil || slices.Contains(p.Servers, sv.Name) {
+				info.Profiles = append(info.Profiles, name)
+			}
+		}
+		switch st, ok := status[sv.Name]; {
+		case sv.Disabled:
+			info.State = "disabled in config"
+		case pol.Disabled().Has(sv.Name):
+			info.State = "disabled"
+		case ok:
+			info.State, info.Tools, info.Restarts = string(st.State), st.Tools, st.Restarts
+			info.Error, info.LastError = st.Err, st.LastErr
+			info.Since, info.PID, info.Protocol, info.InFlight = st.Since, st.PID, st.Protocol, st.InFlight
+		default:
+			info.State = "starting"
+		}
+		if sv.Type == config.TypeStdio {
+			info.Target = strings.Join(append([]string{sv.Command}, sv.Args...), " ")
+		} else {
+			info.Target = sv.URL
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+func (s *Server) listServers(context.Context, *policy.Caller, noArgs) *mcp.CallToolResult {
+	infos := s.infos()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d MCP servers behind this gateway:\n", len(infos))
+	up := 0
+	for i := range infos {
+		in := &infos[i]
+		if in.State == string(backend.StateUp) || in.State == string(backend.StateIdle) {
+			up++
+		}
+		fmt.Fprintf(&b, "- %s: %s (%s, %d tools, %d restarts)", in.Name, in.State, in.Transport, in.Tools, in.Restarts)
+		if in.Error != "" {
+			fmt.Fprintf(&b, "; error: %s", oneLine(in.Error, 200))
+		} else if in.LastError != "" {
+			fmt.Fprintf(&b, "; last error: %s", oneLine(in.LastError, 200))
+		}
+		if len(in.Profiles) > 0 {
+			fmt.Fprintf(&b, "; profiles: %s", strings.Join(in.Profiles, ", "))
+		}
+		b.WriteString("\n")
+		// The list is the overview: server_status has the details.
+		in.Since, in.PID, in.Protocol, in.InFlight, in.Target = time.Time{}, 0, "", 0, ""
+	}
+	fmt.Fprintf(&b, "%d of %d up (or idle until first used). toolgate__server_status shows one server's details and recent log lines.", up, len(infos))
+	return result(ServerList{Servers: infos}, "%s", b.String())
+}
+
+func (s *Server) find(name string) (ServerInfo, *mcp.CallToolResult) {
+	for _, in := range s.infos() {
+		if in.Name == name {
+			return in, nil
+		}
+	}
+	return ServerInfo{}, toolError("there is no server named %q (servers: %s)", name, s.serverNames())
+}
+
+func (s *Server) serverStatus(_ context.Context, _ *policy.Caller, a serverArgs) *mcp.CallToolResult {
+	in, bad := s.find(a.Name)
+	if bad != nil {
+		return bad
+	}
+	in.Stderr = s.pool.Stderr(a.Name)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s (%s) %s\n", in.Name, in.State, in.Transport, in.Target)
+	fmt.Fprintf(&b, "tools %d, restarts %d, calls in flight %d", in.Tools, in.Restarts, in.InFlight)
+	if in.PID != 0 {
+		fmt.Fprintf(&b, ", pid %d", in.PID)
+	}
+	if in.Protocol != "" {
+		fmt.Fprintf(&b, ", protocol %s", in.Protocol)
+	}
+	if !in.Since.IsZero() {
+		fmt.Fprintf(&b, ", %s since %s", in.State, in.Since.Format(time.RFC3339))
+	}
+	b.WriteString("\n")
+	if in.Error != "" {
+		fmt.Fprintf(&b, "error: %s\n", in.Error)
+	}
+	if in.LastError != "" && in.LastError != in.Error {
+		fmt.Fprintf(&b, "last error: %s\n", in.LastError)
+	}
+	if len(in.Stderr) > 0 {
+		fmt.Fprintf(&b, "recent stderr lines:\n  %s\n", strings.Join(in.Stderr, "\n  "))
+	} else if in.Transport == config.TypeStdio {
+		b.WriteString("no stderr lines yet\n")
+	}
+	return result(in, "%s", strings.TrimRight(b.String(), "\n"))
+}
+
+func (s *Server) restartServer(_ context.Context, _ *policy.Caller, a serverArgs) *mcp.CallToolResult {
+	in, bad := s.find(a.Name)
+	if bad != nil {
+		return bad
+	}
+	if strings.HasPrefix(in.State, "disabled") {
+		return toolError("server %q is %s: enable it instead (toolgate__enable_server starts it)", a.Name, in.State)
+	}
+	if err := s.pool.Restart(a.Name); err != nil {
+		return toolError("restart %q: %v", a.Name, err)
+	}
+	s.log.Info("server restarted by a management call", "server", a.Name)
+	return result(map[string]any{"server": a.Name, "restarted": true},
+		"Server %q is restarting; toolgate__server_status shows when it is up.", a.Name)
+}
+
+func (s *Server) setDisabled(disabled bool) func(context.Context, *policy.Caller, serverArgs) *mcp.CallToolResult {
+	return func(ctx context.Context, c *policy.Caller, a serverArgs) *mcp.CallToolResult {
+		changed, err := s.rt.SetDisabled(ctx, a.Name, disabled)
+		if err != nil {
+			return toolError("%v", err)
+		}
+		out := map[string]any{"server": a.Name, "disabled": disabled, "changed": changed}
+		switch {
+		case disabled && changed:
+			s.log.Info("server disabled by a management call", "server", a.Name, "caller", c.String())
+			return result(out, "Server %q is disabled: it is stopped and its tools are hidden from search_tools and execute_tool. "+
+				"It stays disabled across restarts until toolgate__enable_server turns it back on.", a.Name)
+		case disabled:
+			return result(out, "Server %q was already disabled.", a.Name)
+		case changed:
+			s.log.Info("server enabled by a management call", "server", a.Name, "caller", c.String())
+			return result(out, "Server %q is enabled: it is starting, and its tools are back in search_tools.", a.Name)
+		}
+		return result(out, "Server %q was not disabled.", a.Name)
+	}
+}
+
+// ProfileInfo is one profile in toolgate__list_profiles.
+type ProfileInfo struct {
+	Name    string   `json:"name"`
+	Servers []string `json:"servers,omitempty"` // none = every server
+	Allow   []string `json:"allow,omitempty"`
+	Deny    []string `json:"deny,omitempty"`
+	Active  bool     `json:"active"`
+}
+
+// ProfileList is toolgate__list_profiles' structuredContent.
+type ProfileList struct {
+	Profiles []ProfileInfo `json:"profiles"`
+	Active   string        `json:"active"` // "" = none
+}
+
+func (s *Server) listProfiles(_ context.Context, c *policy.Caller, _ noArgs) *mcp.CallToolResult {
+	ps := s.rt.Policy().Profiles()
+	active := c.ProfileName()
+	out := ProfileList{Profiles: []ProfileInfo{}, Active: active}
+	var b strings.Builder
+	if len(ps.Names()) == 0 {
+		b.WriteString("No profiles are configured (toolgate.profiles in the config file defines them).")
+	}
+	for _, name := range ps.Names() {
+		p, _ := ps.Get(name)
+		out.Profiles = append(out.Profiles, ProfileInfo{Name: name, Servers: p.Servers, Allow: p.Tools.Allow, Deny: p.Tools.Deny, Active: name == active})
+		fmt.Fprintf(&b, "- %s: %s", name, describeProfile(p))
+		if name == active {
+			b.WriteString(" (active)")
+		}
+		b.WriteString("\n")
+	}
+	if active == "" {
+		b.WriteString("No profile is active: every enabled server's tools are shown.")
+	}
+	return result(out, "%s", strings.TrimRight(b.String(), "\n"))
+}
+
+func describeProfile(p config.Profile) string {
+	parts := []string{"servers: all"}
+	if p.Servers != nil {
+		parts[0] = "servers: " + strings.Join(p.Servers, ", ")
+	}
+	if p.Tools.Allow != nil {
+		parts = append(parts, "allow: "+strings.Join(p.Tools.Allow, ", "))
+	}
+	if p.Tools.Deny != nil {
+		parts = append(parts, "deny: "+strings.Join(p.Tools.Deny, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (s *Server) activateProfile(_ context.Context, c *policy.Caller, a profileArgs) *mcp.CallToolResult {
+	ps := s.rt.Policy().Profiles()
+	p, ok := ps.Get(a.Name)
+	if a.Name != "" && !ok {
+		names := strings.Join(ps.Names(), ", ")
+		if names == "" {
+			names = "none are configured"
+		}
+		return toolError("there is no profile named %q (profiles: %s)", a.Name, names)
+	}
+	if c == nil || c.Session == nil {
+		return toolError("toolgate__activate_profile changes the profile of a session, and this client has none: over HTTP every request " +
+			"stands alone (the gateway serves streamable HTTP without sessions). Connect to the profile's own endpoint instead, " +
+			"http://HOST:PORT/profiles/NAME/mcp, or start the gateway with `toolgate serve --profile NAME`.")
+	}
+	if err := c.Session.Activate(a.Name); err != nil {
+		return toolError("%v", err)
+	}
+	s.log.Info("profile activated for a session", "profile", a.Name, "caller", c.String())
+	if a.Name == "" {
+		return result(map[string]any{"active": ""}, "No profile is active for this session now: every enabled server's tools are shown.")
+	}
+	return result(map[string]any{"active": a.Name},
+		"Profile %q is active for this session: search_tools and execute_tool now show only its tools (%s).", a.Name, describeProfile(p))
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,328 @@
+// Package policy owns what each caller of the gateway may see and run. It
+// sits between the gateway and everything the gateway returns or runs:
+//
+//   - the caller's identity, carried in each request's context (Caller:
+//     the transport, the session when there is one, the profile in effect,
+//     and the API key the request authenticated with);
+//   - the rules that hide tools from a caller (Rule): the config in effect
+//     (servers removed by a reload), the servers disabled at run time, the
+//     caller's profile, and whatever joins later (API key scopes, the
+//     quarantine of changed tool definitions), each a value put into a Set;
+//   - one decision (Set.Decide) that search_tools and execute_tool both go
+//     through: search_tools as a search filter built from it (Set.Filter:
+//     the best of the tools the caller may run, never a tool it may not),
+//     execute_tool per call, with a reason that names the profile, scope or
+//     state that denies it.
+//
+// Rules are immutable: a change of state (a reload, a server disabled, a
+// key revoked) puts a new rule in the Set, which swaps its snapshot
+// atomically, so a search or a call sees one consistent set of rules and
+// never waits for a change.
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/search"
+)
+
+// Transports a Caller can come over.
+const (
+	TransportStdio = "stdio"
+	TransportHTTP  = "http"
+)
+
+// Caller is who a request comes from. It is immutable once in a context;
+// what a session may change (its profile) lives in its Session.
+type Caller struct {
+	// Transport is TransportStdio or TransportHTTP.
+	Transport string
+	// Profile is the profile chosen for the caller by where it connected:
+	// the HTTP route /profiles/NAME/mcp ("" = none). Over stdio the
+	// Session holds the profile instead (serve --profile, then
+	// toolgate__activate_profile).
+	Profile string
+	// Session is the caller's session when the transport has one: stdio
+	// (one client per process). nil over streamable HTTP, which toolgate
+	// serves stateless (protocol 2026-07-28 has no sessions): such a
+	// caller cannot change its profile for later requests.
+	Session *Session
+	// Key is the API key the request authenticated with; nil without one.
+	Key *Key
+}
+
+// Key is an API key as the policy sees it: its name, whether it is an
+// admin key, and the globs over server__tool IDs it is scoped to.
+type Key struct {
+	Name  string
+	Admin bool
+	// Allow and Deny scope the key: nil Allow = every tool.
+	Allow, Deny []string
+}
+
+// ProfileSwitchable reports whether c may change its profile itself: it
+// has a session whose profile the operator did not fix.
+func (c *Caller) ProfileSwitchable() bool {
+	return c != nil && c.Session != nil && !c.Session.Fixed()
+}
+
+// ProfileName is the profile in effect for c: its session's, else the
+// one its route chose; "" for none (every enabled server).
+func (c *Caller) ProfileName() string {
+	if c == nil {
+		return ""
+	}
+	if c.Session != nil {
+		return c.Session.Profile()
+	}
+	return c.Profile
+}
+
+// Admin reports whether c authenticated with an admin key.
+func (c *Caller) Admin() bool { return c != nil && c.Key != nil && c.Key.Admin }
+
+// MayChangeConfig reports whether c may have the gateway write its config
+// file (toolgate__add_server, toolgate__remove_server), given that the
+// config allows it at all: a local client over stdio, or a caller with an
+// admin key. A remote caller without one could otherwise make the gateway
+// start any program.
+func (c *Caller) MayChangeConfig() bool {
+	return c != nil && (c.Transport == TransportStdio || c.Admin())
+}
+
+// String describes c for logs and messages ("stdio", "http profile kg").
+func (c *Caller) String() string {
+	if c == nil {
+		return "unknown caller"
+	}
+	parts := []string{c.Transport}
+	if p := c.ProfileName(); p != "" {
+		parts = append(parts, "profile "+p)
+	}
+	if c.Key != nil {
+		parts = append(parts, "key "+c.Key.Name)
+	}
+	return strings.Join(parts, " ")
+}
+
+// Session is the state one client session keeps across its requests.
+type Session struct {
+	fixed   string // the profile serve --profile chose: it cannot be changed
+	profile atomic.Pointer[string]
+}
+
+// NewSession returns a session whose profile is profile; fixed means it was
+// chosen by the operator (serve --profile) and Activate may not change it.
+func NewSession(profile string, fixed bool) *Session {
+	s := &Session{}
+	if fixed {
+		s.fixed = profile
+	}
+	s.profile.Store(&profile)
+	return s
+}
+
+// Profile is the profile the session has active ("" = none).
+func (s *Session) Profile() string { return *s.profile.Load() }
+
+// Fixed reports whether the operator chose the session's profile (serve
+// --profile): the session cannot change it.
+func (s *Session) Fixed() bool { return s.fixed != "" }
+
+// ErrProfileFixed is returned by Activate on a session whose profile the
+// operator chose.
+var ErrProfileFixed = errors.New("the profile was chosen with serve --profile and cannot be changed from the client")
+
+// Activate makes name the session's profile ("" = none). It does not check
+// that the profile exists: the caller does (see Set.Profiles).
+func (s *Session) Activate(name string) error {
+	if s.fixed != "" && name != s.fixed {
+		return fmt.Errorf("%w (profile %q)", ErrProfileFixed, s.fixed)
+	}
+	s.profile.Store(&name)
+	return nil
+}
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying c.
+func WithCaller(ctx context.Context, c *Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the caller ctx carries, or nil.
+func CallerFrom(ctx context.Context) *Caller {
+	c, _ := ctx.Value(callerKey{}).(*Caller)
+	return c
+}
+
+// Rule is one reason a tool may be hidden from a caller. A Rule is
+// immutable: a change of what it knows is a new Rule put into the Set.
+type Rule interface {
+	// Name identifies the rule in a Set (Put replaces the rule of the same
+	// name) and in decisions: "config", "disabled", "profile", "key",
+	// "quarantine".
+	Name() string
+	// Scope is what of c the rule reads, as a string: callers with equal
+	// scopes get equal answers from Check, so search filters are cached
+	// per scope. A rule that does not look at the caller returns "".
+	Scope(c *Caller) string
+	// Check returns "" when the rule lets c see and run t, otherwise why
+	// not, in words a model can act on (what denies it and what would
+	// allow it). It must be safe for concurrent use, and fast: search
+	// filters call it once per tool of the catalog and scope.
+	Check(c *Caller, t catalog.Tool) string
+}
+
+// Decision is the Set's answer for one caller and tool.
+type Decision struct {
+	Allowed bool
+	// Rule names the rule that denied the tool ("" when allowed).
+	Rule string
+	// Reason says why, in words for the caller ("" when allowed).
+	Reason string
+}
+
+// Set holds the rules in effect. Its snapshot of rules is swapped whole by
+// Put and Remove, so readers never lock.
+type Set struct {
+	mu  sync.Mutex // serializes changes
+	cur atomic.Pointer[snapshot]
+	gen atomic.Uint64
+}
+
+// snapshot is the rules at one moment, with the search filters made for
+// them, by caller scope.
+type snapshot struct {
+	rules   []Rule
+	filters sync.Map // scope key → *search.Filter
+	count   atomic.Int32
+}
+
+// maxFilters bounds the filters a snapshot keeps: scopes are profiles ×
+// keys, a handful; past this many the cache starts over.
+const maxFilters = 256
+
+// NewSet returns a set of rules, checked in the order given.
+func NewSet(rules ...Rule) *Set {
+	s := &Set{}
+	s.cur.Store(&snapshot{rules: rules})
+	return s
+}
+
+// Put adds r, or replaces the rule of the same name in its place (rules
+// are checked in the order they were first put; the first that denies a
+// tool gives the reason).
+func (s *Set) Put(r Rule) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.cur.Load().rules
+	next := make([]Rule, 0, len(old)+1)
+	replaced := false
+	for _, o := range old {
+		if o.Name() == r.Name() {
+			next = append(next, r)
+			replaced = true
+		} else {
+			next = append(next, o)
+		}
+	}
+	if !replaced {
+		next = append(next, r)
+	}
+	s.store(next)
+}
+
+// Remove drops the rule named name, if any.
+func (s *Set) Remove(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.cur.Load().rules
+	next := make([]Rule, 0, len(old))
+	for _, o := range old {
+		if o.Name() != name {
+			next = append(next, o)
+		}
+	}
+	s.store(next)
+}
+
+func (s *Set) store(rules []Rule) {
+	s.cur.Store(&snapshot{rules: rules})
+	s.gen.Add(1)
+}
+
+// Rule returns the rule named name, or nil.
+func (s *Set) Rule(name string) Rule {
+	for _, r := range s.cur.Load().rules {
+		if r.Name() == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// Generation counts the changes of the rules (each Put and Remove): a
+// client-facing list that depends on them (e.g. the servers a caller can
+// see) is stale when it moved.
+func (s *Set) Generation() uint64 { return s.gen.Load() }
+
+// Decide says whether c may see and run t. A nil Set allows everything;
+// a nil Caller is one without profile, session or key (rules never see
+// nil).
+func (s *Set) Decide(c *Caller, t catalog.Tool) Decision {
+	if s == nil {
+		return Decision{Allowed: true}
+	}
+	return s.cur.Load().decide(orAnonymous(c), t)
+}
+
+var anonymous = &Caller{}
+
+func orAnonymous(c *Caller) *Caller {
+	if c == nil {
+		return anonymous
+	}
+	return c
+}
+
+func (sn *snapshot) decide(c *Caller, t catalog.Tool) Decision {
+	for _, r := range sn.rules {
+		if why := r.Check(c, t); why != "" {
+			return Decision{Rule: r.Name(), Reason: why}
+		}
+	}
+	return Decision{Allowed: true}
+}
+
+// Filter is the search filter for c: the tools Decide allows it, made once
+// per caller scope and set of rules (and evaluated by the index once per
+// catalog). A nil Set gives a nil filter (no restriction).
+func (s *Set) Filter(c *Caller) *search.Filter {
+	if s == nil {
+		return nil
+	}
+	c = orAnonymous(c)
+	sn := s.cur.Load()
+	var key strings.Builder
+	for _, r := range sn.rules {
+		key.WriteString(r.Scope(c))
+		key.WriteByte(0)
+	}
+	if f, ok := sn.filters.Load(key.String()); ok {
+		return f.(*search.Filter)
+	}
+	f := search.NewFilter(func(t catalog.Tool) bool { return sn.decide(c, t).Allowed })
+	if sn.count.Add(1) > maxFilters {
+		sn.filters.Clear()
+		sn.count.Store(1)
+	}
+	actual, _ := sn.filters.LoadOrStore(key.String(), f)
+	return actual.(*search.Filter)
+}

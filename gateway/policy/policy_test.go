@@ -1,0 +1,222 @@
+package policy_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/search"
+)
+
+func tool(id string) catalog.Tool {
+	server, name, _ := catalog.SplitID(id)
+	return catalog.Tool{Server: server, Name: name, Description: "does " + name}
+}
+
+var kg = map[string]config.Profile{
+	"kg":      {Servers: []string{"memory"}, Tools: config.ToolGlobs{Deny: []string{"memory__delete_*"}}},
+	"readers": {Tools: config.ToolGlobs{Allow: []string{"*__read_*"}}},
+}
+
+func newSet() *policy.Set {
+	return policy.NewSet(
+		policy.NewConfigured([]string{"memory", "filesystem", "everything", config.BuiltinServer}),
+		policy.NewDisabled(nil),
+		policy.NewProfiles(kg),
+	)
+}
+
+func TestDecide(t *testing.T) {
+	s := newSet()
+	http := func(profile string) *policy.Caller {
+		return &policy.Caller{Transport: policy.TransportHTTP, Profile: profile}
+	}
+	for _, c := range []struct {
+		caller *policy.Caller
+		id     string
+		rule   string // "" = allowed
+		reason string
+	}{
+		{http(""), "filesystem__read_file", "", ""},
+		{http(""), "nosuch__x", policy.RuleConfig, `there is no server named "nosuch"`},
+		{http("kg"), "memory__create_entities", "", ""},
+		{http("kg"), "memory__delete_entities", policy.RuleProfile, `memory__delete_entities is outside profile "kg": the profile's tools.deny glob "memory__delete_*" matches it`},
+		{http("kg"), "filesystem__read_file", policy.RuleProfile, `filesystem__read_file is outside profile "kg": the profile shows only the servers memory`},
+		{http("kg"), "toolgate__list_servers", policy.RuleProfile, `outside profile "kg"`},
+		{http("readers"), "filesystem__read_file", "", ""},
+		{http("readers"), "filesystem__write_file", policy.RuleProfile, `matches none of the profile's tools.allow globs (*__read_*)`},
+		{http("gone"), "memory__read_graph", policy.RuleProfile, `profile "gone" is no longer in the config`},
+		{nil, "memory__delete_entities", "", ""}, // no caller: no profile
+	} {
+		d := s.Decide(c.caller, tool(c.id))
+		if d.Allowed != (c.rule == "") || d.Rule != c.rule || !strings.Contains(d.Reason, c.reason) {
+			t.Errorf("%v %s: %+v, want rule %q reason containing %q", c.caller, c.id, d, c.rule, c.reason)
+		}
+	}
+
+	// Disabling a server hides it from everyone, and says how to undo it;
+	// the config's own reason comes first (rules are checked in order).
+	s.Put(policy.NewDisabled([]string{"everything"}))
+	if d := s.Decide(http(""), tool("everything__echo")); d.Allowed || d.Rule != policy.RuleDisabled || !strings.Contains(d.Reason, "toolgate__enable_server") {
+		t.Errorf("disabled: %+v", d)
+	}
+	// A reload that removes a server: its tools' denial says so.
+	s.Put(s.Configured().With([]string{"memory", "filesystem", config.BuiltinServer}))
+	if d := s.Decide(http(""), tool("everything__echo")); d.Rule != policy.RuleConfig || !strings.Contains(d.Reason, `"everything" was removed from the config`) {
+		t.Errorf("removed: %+v", d)
+	}
+}
+
+// A rule from elsewhere (issue 15's key scopes) joins the set without any
+// change to the others, and its scope splits the filter cache.
+type keyRule struct{}
+
+func (*keyRule) Name() string { return "key" }
+func (*keyRule) Scope(c *policy.Caller) string {
+	if c.Key == nil {
+		return ""
+	}
+	return c.Key.Name
+}
+func (*keyRule) Check(c *policy.Caller, t catalog.Tool) string {
+	if c.Key == nil || c.Key.Allow == nil || slices.ContainsFunc(c.Key.Allow, func(g string) bool { return catalog.MatchID(g, t.ID()) }) {
+		return ""
+	}
+	return fmt.Sprintf("%s is outside the scope of API key %q", t.ID(), c.Key.Name)
+}
+
+func TestComposedRuleAndFilterCache(t *testing.T) {
+	s := newSet()
+	kr := &keyRule{}
+	s.Put(kr)
+	gen := s.Generation()
+	reader := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "reader", Allow: []string{"*__read_*"}}}
+	if d := s.Decide(reader, tool("memory__create_entities")); d.Rule != "key" || !strings.Contains(d.Reason, `API key "reader"`) {
+		t.Errorf("key rule: %+v", d)
+	}
+	f1 := s.Filter(reader)
+	if f2 := s.Filter(&policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "reader"}}); f2 != f1 {
+		t.Error("two callers with the same scopes got different filters")
+	}
+	if f3 := s.Filter(&policy.Caller{Transport: policy.TransportHTTP}); f3 == f1 {
+		t.Error("a caller without the key shares the key's filter")
+	}
+	s.Put(policy.NewDisabled([]string{"memory"}))
+	if s.Generation() == gen {
+		t.Error("Generation did not move on Put")
+	}
+	if f4 := s.Filter(reader); f4 == f1 {
+		t.Error("a filter survived a change of the rules")
+	}
+}
+
+func TestSessionProfile(t *testing.T) {
+	free := policy.NewSession("", false)
+	c := &policy.Caller{Transport: policy.TransportStdio, Session: free}
+	if err := free.Activate("kg"); err != nil || c.ProfileName() != "kg" {
+		t.Fatalf("Activate: %v, profile %q", err, c.ProfileName())
+	}
+	if err := free.Activate(""); err != nil || c.ProfileName() != "" {
+		t.Fatalf("Activate(\"\"): %v, profile %q", err, c.ProfileName())
+	}
+	fixed := policy.NewSession("kg", true)
+	if err := fixed.Activate("readers"); !errors.Is(err, policy.ErrProfileFixed) || fixed.Profile() != "kg" {
+		t.Fatalf("fixed session: %v, profile %q", err, fixed.Profile())
+	}
+	// A profile the session chose keeps the tools to switch again; one the
+	// operator fixed does not.
+	s := newSet()
+	if err := free.Activate("kg"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		c    *policy.Caller
+		want bool
+	}{{c, true}, {&policy.Caller{Transport: policy.TransportStdio, Session: fixed}, false}, {&policy.Caller{Transport: policy.TransportHTTP, Profile: "kg"}, false}} {
+		if d := s.Decide(tc.c, tool("toolgate__activate_profile")); d.Allowed != tc.want {
+			t.Errorf("%v: activate_profile allowed=%v, want %v (%s)", tc.c, d.Allowed, tc.want, d.Reason)
+		}
+		if d := s.Decide(tc.c, tool("toolgate__list_servers")); d.Allowed {
+			t.Errorf("%v: list_servers allowed inside kg", tc.c)
+		}
+	}
+	if s.Filter(c) == s.Filter(&policy.Caller{Transport: policy.TransportHTTP, Profile: "kg"}) {
+		t.Error("a switchable session shares the filter of the kg route")
+	}
+	ctx := policy.WithCaller(context.Background(), c)
+	if policy.CallerFrom(ctx) != c || policy.CallerFrom(context.Background()) != nil {
+		t.Error("caller not carried by the context")
+	}
+	if !c.MayChangeConfig() || (&policy.Caller{Transport: policy.TransportHTTP}).MayChangeConfig() ||
+		!(&policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Admin: true}}).MayChangeConfig() {
+		t.Error("MayChangeConfig: want stdio or an admin key")
+	}
+}
+
+// A caller whose profile shows 9 tools of 10,000 gets the best 5 of those
+// 9 from search, not the best 5 of all with the others cut away.
+func TestFilteredSearchGetsBestOfAllowed(t *testing.T) {
+	var tools []catalog.Tool
+	for i := range 10000 {
+		server := fmt.Sprintf("s%03d", i/25)
+		tools = append(tools, catalog.Tool{Server: server, Name: fmt.Sprintf("list_files_%d", i), Description: "list the files of a folder"})
+	}
+	profiles := map[string]config.Profile{"nine": {Servers: []string{"s007"}, Tools: config.ToolGlobs{Allow: []string{"s007__list_files_17?"}}}}
+	var servers []string
+	for i := range 400 {
+		servers = append(servers, fmt.Sprintf("s%03d", i))
+	}
+	s := policy.NewSet(policy.NewConfigured(servers), policy.NewProfiles(profiles))
+	ix, err := index.Build(context.Background(), tools, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := search.New(ix, nil, nil)
+	defer eng.Close()
+	c := &policy.Caller{Transport: policy.TransportHTTP, Profile: "nine"}
+	res, err := eng.Search(context.Background(), search.Query{Text: "list files", Limit: 5, Filter: s.Filter(c)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hits) != 5 {
+		t.Fatalf("%d hits, want 5 of the 9 the profile shows", len(res.Hits))
+	}
+	for _, h := range res.Hits {
+		if d := s.Decide(c, h.Tool); !d.Allowed {
+			t.Errorf("hit %s is not allowed: %s", h.Tool.ID(), d.Reason)
+		}
+	}
+}
+
+// A View is the catalog as one caller sees it.
+func TestView(t *testing.T) {
+	tools := []catalog.Tool{tool("memory__read_graph"), tool("memory__delete_entities"), tool("filesystem__read_file"), tool("gone__x")}
+	ix, err := index.Build(context.Background(), tools, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := search.New(ix, nil, nil)
+	defer eng.Close()
+	s := newSet()
+	v := policy.NewView(eng, s, &policy.Caller{Profile: "kg"})
+	if got := v.IDs(); !slices.Equal(got, []string{"memory__read_graph"}) {
+		t.Errorf("IDs = %v", got)
+	}
+	if _, ok := v.Tool("filesystem__read_file"); ok {
+		t.Error("Tool finds a tool outside kg")
+	}
+	res, err := v.Search(context.Background(), search.Query{Text: "read graph file delete entities", Limit: 10})
+	if err != nil || len(res.Hits) != 1 || res.Hits[0].Tool.ID() != "memory__read_graph" {
+		t.Errorf("Search: %v %+v", err, res.Hits)
+	}
+	if got := policy.NewView(eng, s, nil).IDs(); len(got) != 3 || slices.Contains(got, "gone__x") {
+		t.Errorf("no profile: %v (gone is not configured)", got)
+	}
+}

@@ -1,0 +1,216 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/search"
+)
+
+// policyGateway is a gateway over a real BM25 engine of testCatalog with
+// profile kg = the memory server.
+func policyGateway(t *testing.T, caller *fakeCaller, opts *Options) *Gateway {
+	t.Helper()
+	ix, err := index.Build(context.Background(), testCatalog, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := search.New(ix, nil, nil)
+	t.Cleanup(func() { eng.Close() })
+	pol := policy.NewSet(
+		policy.NewConfigured([]string{"memory", "filesystem", "everything", "weird"}),
+		policy.NewProfiles(map[string]config.Profile{"kg": {Servers: []string{"memory"}}}),
+	)
+	o := Options{Policy: pol}
+	if opts != nil {
+		o = *opts
+		o.Policy = pol
+	}
+	return New(eng, caller, &o)
+}
+
+// connectAs connects a client to g whose requests come from c.
+func connectAs(t *testing.T, g *Gateway, c *policy.Caller) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := policy.WithCaller(context.Background(), c)
+	ss, err := g.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	return cs
+}
+
+func foundNames(t *testing.T, res *mcp.CallToolResult) []string {
+	t.Helper()
+	if res.IsError {
+		t.Fatalf("search_tools: %s", text(res))
+	}
+	var names []string
+	for _, tl := range res.StructuredContent.(map[string]any)["tools"].([]any) {
+		names = append(names, tl.(map[string]any)["name"].(string))
+	}
+	return names
+}
+
+// The caller's profile filters search_tools and decides execute_tool; the
+// backend is never called for a tool the caller may not run, and the
+// names offered for a mistyped one are the caller's own.
+func TestPolicyFiltersSearchAndExecute(t *testing.T) {
+	fc := &fakeCaller{call: func(server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: server + "/" + tool}}}, nil
+	}}
+	var observed []Call
+	g := policyGateway(t, fc, &Options{ObserveRefused: func(c Caller) Caller {
+		return Observed(c, func(c Call) { observed = append(observed, c) })
+	}})
+	all := connectAs(t, g, &policy.Caller{Transport: policy.TransportHTTP})
+	kg := connectAs(t, g, &policy.Caller{Transport: policy.TransportHTTP, Profile: "kg"})
+	const q = "create entities list directory files add numbers"
+
+	if got := foundNames(t, call(t, all, SearchToolName, map[string]any{"query": q, "limit": 10})); len(got) < 3 {
+		t.Errorf("no profile: %v", got)
+	}
+	if got := foundNames(t, call(t, kg, SearchToolName, map[string]any{"query": q, "limit": 10})); !slices.Equal(got, []string{"memory__create_entities"}) {
+		t.Errorf("profile kg: %v, want memory's tool only", got)
+	}
+	res := call(t, kg, ExecuteToolName, map[string]any{"name": "filesystem__list_directory", "arguments": map[string]any{"path": "/"}})
+	if !res.IsError || !strings.Contains(text(res), `outside profile "kg"`) || fc.calls.Load() != 0 {
+		t.Errorf("execute outside kg: isError=%v %q, backend calls %d", res.IsError, text(res), fc.calls.Load())
+	}
+	// The refusal passed the observers of calls, as a denied call.
+	if len(observed) != 1 || observed[0].Outcome != OutcomeDenied || observed[0].Server != "filesystem" || !errors.Is(observed[0].Err, ErrDenied) {
+		t.Errorf("observed refusals: %+v", observed)
+	}
+	res = call(t, kg, ExecuteToolName, map[string]any{"name": "memory__create_entitie"})
+	if !res.IsError || !strings.Contains(text(res), "Closest names: memory__create_entities") {
+		t.Errorf("typo inside kg: %s", text(res))
+	}
+	res = call(t, kg, ExecuteToolName, map[string]any{"name": "filesystem__list_directori"})
+	if !res.IsError || strings.Contains(text(res), "filesystem__list_directory") {
+		t.Errorf("a typo of a hidden tool offers it: %s", text(res))
+	}
+	res = call(t, all, ExecuteToolName, map[string]any{"name": "fs__list_directory", "arguments": map[string]any{"path": "/"}})
+	if !res.IsError || !strings.Contains(text(res), `there is no server named "fs". Closest names: filesystem__list_directory`) {
+		t.Errorf("unknown server: %s", text(res))
+	}
+	if res := call(t, all, ExecuteToolName, map[string]any{"name": "memory__create_entities", "arguments": map[string]any{"entities": []any{}}}); res.IsError || fc.calls.Load() != 1 {
+		t.Errorf("an allowed call: isError=%v %s", res.IsError, text(res))
+	}
+	// "server" naming a server the caller cannot see is an unknown server,
+	// and the servers listed are the caller's.
+	res = call(t, kg, SearchToolName, map[string]any{"query": q, "server": "filesystem"})
+	if !res.IsError || !strings.Contains(text(res), `no server named "filesystem". Servers: memory.`) {
+		t.Errorf("server outside kg: %s", text(res))
+	}
+	if got := foundNames(t, call(t, all, SearchToolName, map[string]any{"query": "nothing matches zzz", "server": "filesystem"})); len(got) != 0 {
+		t.Errorf("a visible server without a match: %v", got)
+	}
+}
+
+// recordingPolicy is a Policy that allows everything and records the
+// callers it is asked about.
+type recordingPolicy struct {
+	mu      sync.Mutex
+	callers []*policy.Caller
+}
+
+func (p *recordingPolicy) record(c *policy.Caller) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.callers = append(p.callers, c)
+}
+
+func (p *recordingPolicy) Filter(c *policy.Caller) *search.Filter { p.record(c); return nil }
+func (p *recordingPolicy) Decide(c *policy.Caller, _ catalog.Tool) policy.Decision {
+	p.record(c)
+	return policy.Decision{Allowed: true}
+}
+func (p *recordingPolicy) HasProfile(name string) bool { return name == "kg" }
+
+func (p *recordingPolicy) last() *policy.Caller {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.callers[len(p.callers)-1]
+}
+
+// Each HTTP route puts its caller in the request: /mcp the gateway's
+// profile, /profiles/NAME/mcp NAME's (404 for an unknown one), and a key
+// an authenticating middleware in front put there is kept.
+func TestHTTPCallerPerRoute(t *testing.T) {
+	g, _ := newTestGateway(t, nil)
+	rp := &recordingPolicy{}
+	g.opts.Policy, g.opts.Profile = rp, "base"
+	key := &policy.Key{Name: "ci", Admin: true}
+	h := g.HTTPHandler(nil)
+	withKey := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(policy.WithCaller(r.Context(), &policy.Caller{Key: key})))
+	})
+	srv := httptest.NewServer(withKey)
+	defer srv.Close()
+	for _, c := range []struct{ path, profile string }{{"/mcp", "base"}, {"/profiles/kg/mcp", "kg"}} {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + c.path}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.path, err)
+		}
+		call(t, cs, SearchToolName, map[string]any{"query": "files"})
+		cs.Close()
+		got := rp.last()
+		if got.Transport != policy.TransportHTTP || got.Profile != c.profile || got.Key != key || got.Session != nil {
+			t.Errorf("%s: caller %+v", c.path, got)
+		}
+	}
+	resp, err := http.Post(srv.URL+"/profiles/nope/mcp", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/profiles/nope/mcp: %s", resp.Status)
+	}
+	// Over stdio (here in memory) the caller has a session, fixed to the
+	// gateway's profile.
+	ct, st := mcp.NewInMemoryTransports()
+	done := make(chan error, 1)
+	go func() { done <- g.serve(context.Background(), st) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call(t, cs, SearchToolName, map[string]any{"query": "files"})
+	cs.Close()
+	<-done
+	if got := rp.last(); got.Transport != policy.TransportStdio || got.Session == nil || !got.Session.Fixed() || got.ProfileName() != "base" {
+		t.Errorf("stdio caller %+v", got)
+	}
+}
+
+// search_tools' description names the servers a client without profile
+// sees: a disabled server leaves it.
+func TestDescriptionFollowsPolicy(t *testing.T) {
+	g := policyGateway(t, nil, nil)
+	if d := g.describeSearch(); !strings.Contains(d, "everything (") {
+		t.Fatalf("description lacks everything: %s", d)
+	}
+	g.opts.Policy.(*policy.Set).Put(policy.NewDisabled([]string{"everything"}))
+	if d := g.describeSearch(); strings.Contains(d, "everything (") || !strings.Contains(d, "memory (") {
+		t.Errorf("description with everything disabled: %s", d)
+	}
+}

@@ -48,7 +48,7 @@ func TestViewSeesEveryChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	load(0, true)
-	load(0, true) // kept until the file changes
+	load(0, true)                                 // kept until the file changes
 	if err := os.Chmod(path, 0o640); err != nil { // a mode change is a change
 		t.Fatal(err)
 	}

@@ -1,0 +1,346 @@
+// Package audit owns the gateway's audit log: one JSON line per
+// search_tools and execute_tool call, management action and refused
+// request, saying who (key, session, client), what (tool), the decision,
+// the outcome, how long and how big, and a SHA-256 of the arguments, never
+// their values unless the log is told to keep them masked.
+//
+// Writing never holds a call up for long: Write puts the record on a
+// bounded queue that one writer goroutine drains into the file (the Log
+// owns it; Close drains the queue and waits). A record that cannot be
+// queued within MaxWait, or cannot be written, is counted (Stats) and
+// logged with who and what — a record is never lost silently.
+//
+// The file (audit/audit.jsonl in the data folder) is rotated by size:
+// audit.jsonl.1 is the newest rotated file, and MaxFiles of them are kept.
+// Rotation is a few renames, written here rather than taken from
+// lumberjack, whose rotation goroutine outlives Close and whose size limit
+// is in whole megabytes.
+package audit
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Decisions: what the gateway decided about a request.
+const (
+	Allowed     = "allowed"
+	Denied      = "denied"
+	RateLimited = "rate-limited"
+	Quarantined = "quarantined"
+)
+
+// Outcomes of an allowed call.
+const (
+	OK      = "ok"      // the tool answered
+	IsError = "isError" // an isError result (the tool's own, or the gateway's: bad arguments, unknown tool)
+	Timeout = "timeout" // the call's deadline expired
+	Down    = "down"    // the backend was unavailable (down, removed, busy)
+)
+
+// Record is one line of the audit log. Fields are only ever added.
+type Record struct {
+	Time time.Time `json:"time"`
+	// Key is the API key's name ("" over stdio, or over HTTP without keys).
+	Key       string `json:"key,omitempty"`
+	Transport string `json:"transport,omitempty"` // stdio | http
+	Session   string `json:"session,omitempty"`
+	Client    string `json:"client,omitempty"` // the MCP client's name (clientInfo), else the HTTP User-Agent
+	// Action is what was asked: search_tools, execute_tool, a management
+	// tool, or "http" for a request refused before it reached MCP.
+	Action string `json:"action"`
+	// Tool is the tool run (server__tool) for execute_tool.
+	Tool     string `json:"tool,omitempty"`
+	Decision string `json:"decision"`
+	// Reason says why a request was not allowed (or what went wrong).
+	Reason string `json:"reason,omitempty"`
+	// Outcome is how an allowed call ended.
+	Outcome    string  `json:"outcome,omitempty"`
+	DurationMs float64 `json:"durationMs"`
+	// ResultBytes is the size of the result returned to the client.
+	ResultBytes int `json:"resultBytes"`
+	// ArgumentsSHA256 is the hex SHA-256 of the arguments as canonical
+	// JSON (keys sorted): equal arguments give equal hashes.
+	ArgumentsSHA256 string `json:"argumentsSha256,omitempty"`
+	// Arguments are the arguments with secrets masked, only when the log
+	// keeps them (audit.arguments "masked").
+	Arguments any `json:"arguments,omitempty"`
+	// Route and Status describe a request refused by the HTTP front.
+	Route  string `json:"route,omitempty"`
+	Status int    `json:"status,omitempty"`
+}
+
+// HashArguments is the SHA-256 of args as canonical JSON (encoding/json
+// sorts map keys), or "" for none.
+func HashArguments(args any) string {
+	if args == nil {
+		return ""
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return ""
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxFileBytes = 10 << 20
+	DefaultMaxFiles     = 5
+	DefaultQueue        = 4096
+	DefaultMaxWait      = 50 * time.Millisecond
+)
+
+// FileName is the audit log's file in its folder.
+const FileName = "audit.jsonl"
+
+// Options configure a Log. Nil means defaults.
+type Options struct {
+	Logger *slog.Logger // nil = discard
+	// MaxFileBytes rotates the file before it would grow past this size.
+	MaxFileBytes int64
+	// MaxFiles is how many rotated files are kept (audit.jsonl.1 …).
+	MaxFiles int
+	// Queue is how many records may wait for the writer.
+	Queue int
+	// MaxWait is the longest Write waits for room on a full queue before
+	// the record is counted as dropped.
+	MaxWait time.Duration
+}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	if r.MaxFileBytes <= 0 {
+		r.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if r.MaxFiles <= 0 {
+		r.MaxFiles = DefaultMaxFiles
+	}
+	if r.Queue <= 0 {
+		r.Queue = DefaultQueue
+	}
+	if r.MaxWait <= 0 {
+		r.MaxWait = DefaultMaxWait
+	}
+	return r
+}
+
+// Stats count what the log did since Open.
+type Stats struct {
+	Written uint64 `json:"written"` // records in the file
+	Dropped uint64 `json:"dropped"` // records not queued (the writer fell behind) or not written (a write failed)
+	Errors  uint64 `json:"errors"`  // failed writes, rotations and opens
+}
+
+// Log is an open audit log. Write is safe for concurrent use.
+type Log struct {
+	path string
+	opts Options
+	log  *slog.Logger
+
+	q      chan Record
+	mu     sync.RWMutex // held shared by Write, exclusively by Close
+	closed bool
+	done   chan struct{}
+
+	written, dropped, errs atomic.Uint64
+
+	// Owned by the writer goroutine.
+	f    *os.File
+	w    *bufio.Writer
+	size int64
+}
+
+// Open opens (creating it and its folder, 0700/0600) the audit log at
+// path and starts its writer.
+func Open(path string, opts *Options) (*Log, error) {
+	o := opts.withDefaults()
+	l := &Log{path: path, opts: o, log: o.Logger, q: make(chan Record, o.Queue), done: make(chan struct{})}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	if err := l.open(); err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	go l.run()
+	return l, nil
+}
+
+// Path is the file written.
+func (l *Log) Path() string { return l.path }
+
+// Stats returns the counters as of now.
+func (l *Log) Stats() Stats {
+	return Stats{Written: l.written.Load(), Dropped: l.dropped.Load(), Errors: l.errs.Load()}
+}
+
+// Write queues r (its Time set when zero). It waits at most MaxWait for
+// room; a record that finds none is counted as dropped and logged. After
+// Close it is dropped the same way.
+func (l *Log) Write(r Record) {
+	if r.Time.IsZero() {
+		r.Time = time.Now()
+	}
+	r.Time = r.Time.UTC()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		l.lost(r, errors.New("the audit log is closed"))
+		return
+	}
+	select {
+	case l.q <- r:
+		return
+	default:
+	}
+	t := time.NewTimer(l.opts.MaxWait)
+	defer t.Stop()
+	select {
+	case l.q <- r:
+	case <-t.C:
+		l.lost(r, fmt.Errorf("the writer fell behind (%d records queued)", cap(l.q)))
+	}
+}
+
+// lost counts and logs a record that is not in the file: who and what, not
+// its arguments.
+func (l *Log) lost(r Record, err error) {
+	l.dropped.Add(1)
+	l.log.Error("audit record lost", "err", err, "file", l.path, "time", r.Time, "key", r.Key, "action", r.Action, "tool", r.Tool, "decision", r.Decision, "outcome", r.Outcome)
+}
+
+// Close writes what is queued, stops the writer and closes the file.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		<-l.done
+		return nil
+	}
+	l.closed = true
+	close(l.q)
+	l.mu.Unlock()
+	<-l.done
+	return nil
+}
+
+// run is the writer: it drains the queue into the file, flushing whenever
+// the queue is empty, so that a record is in the file moments after Write.
+func (l *Log) run() {
+	defer close(l.done)
+	defer l.closeFile()
+	for r := range l.q {
+		l.write(r)
+		if len(l.q) == 0 && l.w != nil {
+			if err := l.w.Flush(); err != nil {
+				l.failed("write", err)
+			}
+		}
+	}
+}
+
+func (l *Log) write(r Record) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		l.errs.Add(1)
+		l.lost(r, fmt.Errorf("encode: %w", err))
+		return
+	}
+	b = append(b, '\n')
+	if l.f != nil && l.size > 0 && l.size+int64(len(b)) > l.opts.MaxFileBytes {
+		if err := l.rotate(); err != nil {
+			l.failed("rotate", err)
+		}
+	}
+	if l.f == nil {
+		// A failed rotation or open left no file: try again for each
+		// record, so the log recovers once the disk does.
+		if err := l.open(); err != nil {
+			l.errs.Add(1)
+			l.lost(r, err)
+			return
+		}
+	}
+	n, err := l.w.Write(b)
+	l.size += int64(n)
+	if err != nil {
+		l.errs.Add(1)
+		l.lost(r, err)
+		l.closeFile()
+		return
+	}
+	l.written.Add(1)
+}
+
+// failed counts and logs a failure of the file itself.
+func (l *Log) failed(what string, err error) {
+	l.errs.Add(1)
+	l.log.Error("audit log "+what+" failed", "file", l.path, "err", err)
+}
+
+func (l *Log) open() error {
+	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	l.f, l.w, l.size = f, bufio.NewWriterSize(f, 64<<10), fi.Size()
+	return nil
+}
+
+func (l *Log) closeFile() {
+	if l.f == nil {
+		return
+	}
+	if err := l.w.Flush(); err != nil {
+		l.failed("write", err)
+	}
+	if err := l.f.Close(); err != nil {
+		l.failed("close", err)
+	}
+	l.f, l.w = nil, nil
+}
+
+// rotate shifts audit.jsonl.N-1 … .1 up by one (dropping the oldest),
+// renames the file to .1 and opens a new one.
+func (l *Log) rotate() error {
+	l.closeFile()
+	n := l.opts.MaxFiles
+	if err := os.Remove(Rotated(l.path, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for i := n - 1; i >= 1; i-- {
+		if err := os.Rename(Rotated(l.path, i), Rotated(l.path, i+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if err := os.Rename(l.path, Rotated(l.path, 1)); err != nil {
+		return err
+	}
+	return l.open()
+}
+
+// Rotated is the name of the i-th rotated file (1 = the newest).
+func Rotated(path string, i int) string { return fmt.Sprintf("%s.%d", path, i) }

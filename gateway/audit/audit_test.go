@@ -1,0 +1,225 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+func openLog(t *testing.T, o *Options) (*Log, string, *testenv.LogBuffer) {
+	t.Helper()
+	var logs testenv.LogBuffer
+	if o == nil {
+		o = &Options{}
+	}
+	o.Logger = logs.Logger()
+	path := filepath.Join(t.TempDir(), "audit", FileName)
+	l, err := Open(path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l, path, &logs
+}
+
+func readAll(t *testing.T, path string, f Filter) []Record {
+	t.Helper()
+	rd := NewReader(path, 0, f)
+	defer rd.Close()
+	recs, err := rd.Tail(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// 64 sessions writing at once: every record is in the file, each a whole
+// line.
+func TestConcurrentWrites(t *testing.T) {
+	l, path, _ := openLog(t, nil)
+	const sessions, each = 64, 50
+	var wg sync.WaitGroup
+	for s := range sessions {
+		wg.Go(func() {
+			for i := range each {
+				l.Write(Record{Session: fmt.Sprintf("s%02d", s), Action: "execute_tool", Tool: "memory__read_graph", Decision: Allowed, Outcome: OK, ArgumentsSHA256: HashArguments(map[string]any{"i": i})})
+			}
+		})
+	}
+	wg.Wait()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := l.Stats()
+	if st.Written != sessions*each || st.Dropped != 0 || st.Errors != 0 {
+		t.Fatalf("stats %+v, want %d written", st, sessions*each)
+	}
+	recs := readAll(t, path, Filter{})
+	perSession := map[string]int{}
+	for _, r := range recs {
+		perSession[r.Session]++
+	}
+	if len(recs) != sessions*each || len(perSession) != sessions {
+		t.Fatalf("%d records of %d sessions in the file, want %d of %d", len(recs), len(perSession), sessions*each, sessions)
+	}
+	for s, n := range perSession {
+		if n != each {
+			t.Errorf("session %s: %d records, want %d", s, n, each)
+		}
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("file mode %v, %v; want 0600", fi.Mode(), err)
+	}
+}
+
+// The file rotates by size and keeps MaxFiles rotated files; Tail reads
+// across them, newest last.
+func TestRotation(t *testing.T) {
+	l, path, _ := openLog(t, &Options{MaxFileBytes: 2000, MaxFiles: 2})
+	for i := range 100 {
+		l.Write(Record{Action: "search_tools", Decision: Allowed, Outcome: OK, ResultBytes: i})
+	}
+	l.Close()
+	for _, p := range []string{path, Rotated(path, 1), Rotated(path, 2)} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if fi.Size() > 2000 {
+			t.Errorf("%s is %d bytes, over the 2000 limit", p, fi.Size())
+		}
+	}
+	if _, err := os.Stat(Rotated(path, 3)); !os.IsNotExist(err) {
+		t.Errorf("a third rotated file is kept: %v", err)
+	}
+	rd := NewReader(path, 2, Filter{})
+	defer rd.Close()
+	recs, err := rd.Tail(5)
+	if err != nil || len(recs) != 5 || recs[4].ResultBytes != 99 || recs[0].ResultBytes != 95 {
+		t.Fatalf("Tail(5) = %+v, %v", recs, err)
+	}
+	if st := l.Stats(); st.Written != 100 || st.Errors != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// A write that fails is counted and logged with who and what; the log
+// writes again once it can.
+func TestWriteFailureCounted(t *testing.T) {
+	l, path, logs := openLog(t, &Options{MaxFileBytes: 200, MaxFiles: 1})
+	l.Write(Record{Key: "ci", Action: "execute_tool", Tool: "a__b", Decision: Allowed})
+	testenv.Eventually(t, "the first record written", func() bool { return l.Stats().Written == 1 })
+	// The folder becomes a file: the rotation cannot rename into it, so
+	// records cannot be written.
+	dir := filepath.Dir(path)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		l.Write(Record{Key: "ci", Action: "execute_tool", Tool: "x__lost", Decision: Allowed, Arguments: map[string]any{"v": "canary-value"}})
+	}
+	testenv.Eventually(t, "the failed writes counted", func() bool { return l.Stats().Dropped >= 1 && l.Stats().Errors >= 1 })
+	if s := logs.String(); !strings.Contains(s, "audit record lost") || !strings.Contains(s, "x__lost") || strings.Contains(s, "canary-value") {
+		t.Errorf("the loss is not logged with who and what (and never the arguments):\n%s", s)
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	before := l.Stats().Written
+	l.Write(Record{Key: "ci", Action: "execute_tool", Tool: "x__back", Decision: Allowed})
+	testenv.Eventually(t, "a record written after the folder is back", func() bool { return l.Stats().Written > before })
+}
+
+// A full queue: Write gives up after MaxWait, and the record is counted.
+func TestFullQueueDoesNotBlock(t *testing.T) {
+	l := &Log{path: "unused", opts: Options{MaxWait: time.Millisecond}, q: make(chan Record, 1), done: make(chan struct{})}
+	var logs testenv.LogBuffer
+	l.log = logs.Logger()
+	l.Write(Record{Action: "a"}) // fills the queue; no writer runs
+	l.Write(Record{Action: "b", Tool: "t__full"})
+	if l.Stats().Dropped != 1 || !strings.Contains(logs.String(), "t__full") {
+		t.Fatalf("stats %+v, log:\n%s", l.Stats(), logs.String())
+	}
+}
+
+func TestFilterAndHash(t *testing.T) {
+	recs := []Record{{Key: "a", Tool: "x__y", Action: "execute_tool"}, {Key: "b", Action: "search_tools"}}
+	for _, tc := range []struct {
+		f    Filter
+		want int
+	}{{Filter{}, 2}, {Filter{Key: "a"}, 1}, {Filter{Tool: "x__y"}, 1}, {Filter{Tool: "search_tools"}, 1}, {Filter{Key: "a", Tool: "search_tools"}, 0}} {
+		n := 0
+		for _, r := range recs {
+			if tc.f.Match(r) {
+				n++
+			}
+		}
+		if n != tc.want {
+			t.Errorf("%+v matched %d, want %d", tc.f, n, tc.want)
+		}
+	}
+	if HashArguments(map[string]any{"a": 1, "b": "x"}) != HashArguments(map[string]any{"b": "x", "a": 1}) {
+		t.Error("the hash depends on key order")
+	}
+	if HashArguments(nil) != "" || len(HashArguments(map[string]any{})) != 64 {
+		t.Error("HashArguments of nil / {}")
+	}
+}
+
+// Follow sees records written after Tail, across rotations (several may
+// come between two polls, as long as the files are still kept).
+func TestFollow(t *testing.T) {
+	l, path, _ := openLog(t, &Options{MaxFileBytes: 400, MaxFiles: 5})
+	l.Write(Record{Action: "old", Decision: Allowed})
+	testenv.Eventually(t, "the first record written", func() bool { return l.Stats().Written == 1 })
+	rd := NewReader(path, 5, Filter{Key: "k"})
+	if recs, err := rd.Tail(10); err != nil || len(recs) != 0 {
+		t.Fatalf("Tail = %+v, %v", recs, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan Record, 100)
+	done := make(chan error, 1)
+	go func() { done <- rd.Follow(ctx, 5*time.Millisecond, func(r Record) { got <- r }) }()
+	next := 0
+	for batch := range 10 {
+		// Two records of each key: about two rotations, within the five
+		// files kept.
+		for i := range 2 {
+			l.Write(Record{Key: "k", Action: "execute_tool", ResultBytes: batch*2 + i, Decision: Allowed})
+			l.Write(Record{Key: "other", Action: "execute_tool", Decision: Allowed})
+		}
+		for next < batch*2+2 {
+			select {
+			case r := <-got:
+				if r.ResultBytes != next || r.Key != "k" {
+					t.Fatalf("record %d: %+v", next, r)
+				}
+				next++
+			case err := <-done:
+				t.Fatalf("Follow ended: %v", err)
+			case <-time.After(testenv.Timeout):
+				t.Fatalf("record %d never followed", next)
+			}
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	rd.Close()
+}

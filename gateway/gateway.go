@@ -124,6 +124,9 @@ type Options struct {
 	// of calls (metrics, the console's recent calls) wrap it as they wrap
 	// the Caller, so a refusal counts as OutcomeDenied there too.
 	ObserveRefused func(Caller) Caller
+	// Audit, if set, gets a record of every refused HTTP request (and of
+	// every search_tools and execute_tool call).
+	Audit AuditLog
 }
 
 // Gateway is the MCP server with the two tools. One Gateway serves any number

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -20,16 +21,21 @@ import (
 
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/backend/oauth"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/console"
+	"github.com/toolgate/toolgate/gateway/keys"
+	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/metrics"
 	"github.com/toolgate/toolgate/gateway/mgmt"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/search"
@@ -146,6 +152,13 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	if f.http == "" && cfg.Toolgate.HTTP.Addr != "" {
 		f.http = cfg.Toolgate.HTTP.Addr
 	}
+	// Keys before the address: a non-loopback address without keys is
+	// refused before it is bound.
+	sec, err := g.openSecurity(cfg, f, log)
+	if err != nil {
+		return err
+	}
+	defer sec.Close() // last: the gateway has stopped writing to the audit log
 	var ln net.Listener
 	if f.http != "" {
 		if ln, err = gateway.Listen(f.http, f.allowRemote); err != nil {
@@ -221,7 +234,13 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	defer g.stop.Close("logins", tokens.Close)
 	opts := g.backendOptions(cfg)
 	opts.Auth = tokens
-	opts.OnToolsChanged = lv.ToolsChanged
+	// Quarantine decides on each listing before the re-index it asks for;
+	// the tools of the warm catalog count as listed.
+	sec.guard.Observe(lv.Catalog())
+	opts.OnToolsChanged = func(server string, tools []*mcp.Tool) {
+		sec.guard.Observe(backend.Catalog(map[string][]*mcp.Tool{server: tools}))
+		lv.ToolsChanged(server, tools)
+	}
 	opts.Lazy = func(s config.Server) bool { return s.Lazy && lv.Cataloged(s.Name) }
 	pool := backend.New(lv.Servers(), opts) // the config's, but those disabled at run time
 	defer g.stop.Close("backends", pool.Close)
@@ -243,9 +262,13 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	// The console's recent calls, kept in memory.
 	recent := console.NewRecorder(0)
 	// The management tools stand in front of the pool: calls of
-	// toolgate__* run in the gateway, the others go on to the pool.
+	// toolgate__* run in the gateway, the others go on to the pool. At
+	// most limits.maxInFlight calls run on a server; more wait, then are
+	// refused as busy (counted by the metrics and the recorder too).
 	mg := mgmt.New(pool, lv, &mgmt.Options{Logger: log, ConfigPaths: f.configs})
-	gw := gateway.New(met.Searcher(lv), recent.Caller(met.Caller(mg)), &gateway.Options{
+	lim := cfg.Toolgate.Limits
+	capped := limit.NewInFlight(mg, &limit.Options{MaxInFlight: lim.MaxInFlight, QueueTimeout: lim.QueueTimeout.Duration})
+	gw := gateway.New(met.Searcher(lv), recent.Caller(met.Caller(capped)), &gateway.Options{
 		Logger:         log,
 		Version:        version,
 		DefaultLimit:   s.DefaultLimit,
@@ -258,6 +281,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		Profile:        f.profile,
 		// A call the policy refuses is counted and shown as denied.
 		ObserveRefused: func(c gateway.Caller) gateway.Caller { return recent.Caller(met.Caller(c)) },
+		Audit:          sec.audit,
 	})
 	// search_tools' description names the servers behind the gateway.
 	lv.OnChange(gw.Refresh)
@@ -279,12 +303,78 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 				// The catalog as a client without profile sees it.
 				Backends: pool, Catalog: policy.NewView(lv, lv.Policy(), nil), Restarter: pool, Loop: lv, Calls: recent,
 				Unavailable: mg.Unavailable, Version: version, Started: start, Logger: log,
+				Keys: sec.consoleKeys(),
 			}).Handler(),
 		},
-		Wrap: met.HTTP,
+		Wrap:       met.HTTP,
+		Keys:       sec.keys,
+		RequireKey: sec.requireKey,
+		Rates:      limit.NewRates(lim.RequestsPerSecond, lim.Burst),
+		// The console asks for a key itself and keeps it in a session
+		// cookie (with the same store behind it).
+		OwnAuth: []string{console.Path},
 	})
 	return gateway.Serve(ctx, ln, h, log)
 }
+
+// security is what serve opens for keys, the audit log and quarantine.
+type security struct {
+	keys       *keys.Store
+	requireKey bool // a non-loopback address: every request needs a key
+	audit      *audit.Log
+	guard      *quarantine.Guard
+}
+
+// openSecurity checks the HTTP address against the keys (a non-loopback
+// address needs some: refused before anything starts), and opens the
+// audit log and the quarantine's pins, all in the data folder. A data
+// folder that cannot take writes does not stop the gateway: the audit log
+// counts and logs each record it cannot write, and the quarantine keeps
+// its decisions in memory.
+func (g *globals) openSecurity(cfg *config.File, f serveFlags, log *slog.Logger) (*security, error) {
+	t := cfg.Toolgate
+	data := g.DataDir()
+	sec := &security{keys: keys.Open(dirs.Keys(data), &keys.Options{File: t.KeysFile, Logger: log})}
+	if f.http != "" {
+		var err error
+		if sec.requireKey, err = gateway.KeysNeeded(f.http, sec.keys.Any); err != nil {
+			return nil, err
+		}
+		// Fail closed at start too: keys that cannot be read stop the
+		// gateway here rather than refuse every request later.
+		if _, err := sec.keys.List(); err != nil {
+			return nil, err
+		}
+	}
+	sec.audit = audit.Open(dirs.Audit(data), &audit.Options{Logger: log, MaxFileBytes: t.Audit.MaxFileBytes, MaxFiles: t.Audit.MaxFiles})
+	sec.guard = quarantine.New(dirs.Pins(data), &quarantine.Options{
+		OnChange: t.Security.OnDefinitionChange,
+		Approved: t.Security.ApprovedTools,
+		Scanner:  quarantine.Scanner{MaxTextLength: t.Security.MaxTextLength},
+		Logger:   log,
+	})
+	return sec, nil
+}
+
+// consoleKeys lets the console check keys against the same store.
+func (s *security) consoleKeys() console.Keys { return consoleKeys{s} }
+
+type consoleKeys struct{ s *security }
+
+// Required: some key exists, or the address needs keys; keys that cannot
+// be read count as required (no one gets in).
+func (k consoleKeys) Required() bool {
+	any, err := k.s.keys.Any()
+	return any || err != nil || k.s.requireKey
+}
+
+func (k consoleKeys) Valid(secret string) bool {
+	_, err := k.s.keys.Verify(secret)
+	return err == nil
+}
+
+// Close closes the audit log (after the gateway stopped writing to it).
+func (s *security) Close() error { return s.audit.Close() }
 
 // cacheStats reads the embedding cache's hits and misses, or is nil when
 // emb has no cache.

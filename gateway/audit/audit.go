@@ -103,9 +103,6 @@ const (
 	DefaultMaxWait      = 50 * time.Millisecond
 )
 
-// FileName is the audit log's file in its folder.
-const FileName = "audit.jsonl"
-
 // Options configure a Log. Nil means defaults.
 type Options struct {
 	Logger *slog.Logger // nil = discard
@@ -170,18 +167,19 @@ type Log struct {
 }
 
 // Open opens (creating it and its folder, 0700/0600) the audit log at
-// path and starts its writer.
-func Open(path string, opts *Options) (*Log, error) {
+// path and starts its writer. A file that cannot be opened (a read-only
+// or vanished data folder) does not stop it: the failure is counted and
+// logged, each record that cannot be written is counted and logged as
+// lost, and the writer opens the file again for the next record, so the
+// log resumes once the folder takes writes.
+func Open(path string, opts *Options) *Log {
 	o := opts.withDefaults()
 	l := &Log{path: path, opts: o, log: o.Logger, q: make(chan Record, o.Queue), done: make(chan struct{})}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("audit log: %w", err)
-	}
 	if err := l.open(); err != nil {
-		return nil, fmt.Errorf("audit log: %w", err)
+		l.failed("open", err)
 	}
 	go l.run()
-	return l, nil
+	return l
 }
 
 // Path is the file written.
@@ -297,6 +295,9 @@ func (l *Log) failed(what string, err error) {
 }
 
 func (l *Log) open() error {
+	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
+		return err
+	}
 	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err

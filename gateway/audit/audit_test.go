@@ -20,11 +20,8 @@ func openLog(t *testing.T, o *Options) (*Log, string, *testenv.LogBuffer) {
 		o = &Options{}
 	}
 	o.Logger = logs.Logger()
-	path := filepath.Join(t.TempDir(), "audit", FileName)
-	l, err := Open(path, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path := filepath.Join(t.TempDir(), "audit", "audit.jsonl")
+	l := Open(path, o)
 	t.Cleanup(func() { l.Close() })
 	return l, path, &logs
 }

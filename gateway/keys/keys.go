@@ -68,10 +68,10 @@ func (e Entry) Expired(now time.Time) bool { return !e.Expires.IsZero() && !now.
 // Permits reports whether the key's globs let it see and run tool id (the
 // profile is the caller's to apply, with the config's profiles).
 func (e Entry) Permits(id string) bool {
-	if len(e.Allow) > 0 && !slices.ContainsFunc(e.Allow, func(g string) bool { return catalog.Match(g, id) }) {
+	if len(e.Allow) > 0 && !slices.ContainsFunc(e.Allow, func(g string) bool { return catalog.MatchID(g, id) }) {
 		return false
 	}
-	return !slices.ContainsFunc(e.Deny, func(g string) bool { return catalog.Match(g, id) })
+	return !slices.ContainsFunc(e.Deny, func(g string) bool { return catalog.MatchID(g, id) })
 }
 
 // nameRE is what a key name may be: it is shown in logs and audit records
@@ -89,8 +89,8 @@ func (e Entry) Validate() error {
 	}
 	for field, globs := range map[string][]string{"allow": e.Allow, "deny": e.Deny} {
 		for _, g := range globs {
-			if err := catalog.CheckGlob(g); err != nil {
-				return fmt.Errorf("key %q: %s %q: %w", e.Name, field, g, err)
+			if msg := catalog.CheckGlob(g); msg != "" {
+				return fmt.Errorf("key %q: %s: %s", e.Name, field, msg)
 			}
 		}
 	}

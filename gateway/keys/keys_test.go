@@ -86,8 +86,8 @@ func TestStore(t *testing.T) {
 	if any, err := s.Any(); err != nil || any {
 		t.Fatalf("empty store: %v %v", any, err)
 	}
-	if _, err := s.Verify(""); !errors.Is(err, ErrMissing) {
-		t.Errorf("no key: %v", err)
+	if _, err := s.Verify("tg_x"); !errors.Is(err, ErrNoKeys) {
+		t.Errorf("an empty store: %v", err)
 	}
 
 	adminSecret, admin := newKey(t, Spec{Name: "admin", Admin: true})
@@ -103,6 +103,9 @@ func TestStore(t *testing.T) {
 	}
 	if e, err := s.Verify(adminSecret); err != nil || e.Name != "admin" || !e.Admin {
 		t.Fatalf("Verify(admin) = %+v, %v", e, err)
+	}
+	if _, err := s.Verify(""); !errors.Is(err, ErrMissing) {
+		t.Errorf("no key given: %v", err)
 	}
 	if _, err := s.Verify(adminSecret + "x"); !errors.Is(err, ErrUnknown) {
 		t.Errorf("wrong key: %v", err)

@@ -13,8 +13,10 @@ import (
 )
 
 // Errors of Store.Verify. Each means 401 to an HTTP client, except
-// ErrUnavailable (the store cannot be read: no one gets in).
+// ErrUnavailable (the store cannot be read: no one gets in) and ErrNoKeys
+// (no key exists: a gateway on a loopback address lets requests in).
 var (
+	ErrNoKeys      = errors.New("no API key exists")
 	ErrMissing     = errors.New("no API key given")
 	ErrUnknown     = errors.New("unknown API key")
 	ErrExpired     = errors.New("the API key has expired")
@@ -146,15 +148,20 @@ func (s *Store) Any() (bool, error) {
 	return len(l) > 0, err
 }
 
-// Verify returns the entry whose secret this is. Errors: ErrMissing (empty
-// secret), ErrUnknown, ErrExpired (with the entry), ErrUnavailable.
+// Verify returns the entry whose secret this is. Errors: ErrNoKeys (the
+// store holds none, whatever the secret), ErrMissing (empty secret),
+// ErrUnknown, ErrExpired (with the entry), ErrUnavailable. It reads the
+// store once (a stat of each file, unless one changed).
 func (s *Store) Verify(secret string) (Entry, error) {
-	if secret == "" {
-		return Entry{}, ErrMissing
-	}
 	l, err := s.List()
 	if err != nil {
 		return Entry{}, err
+	}
+	if len(l) == 0 {
+		return Entry{}, ErrNoKeys
+	}
+	if secret == "" {
+		return Entry{}, ErrMissing
 	}
 	entries := make([]Entry, len(l))
 	for i, e := range l {

@@ -36,6 +36,7 @@ import (
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/search"
@@ -282,6 +283,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		// A call the policy refuses is counted and shown as denied.
 		ObserveRefused: func(c gateway.Caller) gateway.Caller { return recent.Caller(met.Caller(c)) },
 		Audit:          sec.audit,
+		AuditArguments: sec.auditArguments,
 	})
 	// search_tools' description names the servers behind the gateway.
 	lv.OnChange(gw.Refresh)
@@ -322,7 +324,10 @@ type security struct {
 	keys       *keys.Store
 	requireKey bool // a non-loopback address: every request needs a key
 	audit      *audit.Log
-	guard      *quarantine.Guard
+	// auditArguments masks the arguments an audit record keeps
+	// (audit.arguments "masked"; nil: only their SHA-256).
+	auditArguments func(any) any
+	guard          *quarantine.Guard
 }
 
 // openSecurity checks the HTTP address against the keys (a non-loopback
@@ -347,6 +352,10 @@ func (g *globals) openSecurity(cfg *config.File, f serveFlags, log *slog.Logger)
 		}
 	}
 	sec.audit = audit.Open(dirs.Audit(data), &audit.Options{Logger: log, MaxFileBytes: t.Audit.MaxFileBytes, MaxFiles: t.Audit.MaxFiles})
+	if t.Audit.Arguments == "masked" {
+		// The stderr masking rules, with every configured secret.
+		sec.auditArguments = mask.New(backend.Secrets(cfg.All()...)).Value
+	}
 	sec.guard = quarantine.New(dirs.Pins(data), &quarantine.Options{
 		OnChange: t.Security.OnDefinitionChange,
 		Approved: t.Security.ApprovedTools,

@@ -18,6 +18,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
+
+	"github.com/toolgate/toolgate/gateway/backend"
 )
 
 // Defaults (toolgate.limits in the config overrides them).
@@ -29,7 +31,8 @@ const (
 )
 
 // ErrBusy is wrapped by the error of a call refused because its backend
-// had MaxInFlight calls running for the whole QueueTimeout.
+// had MaxInFlight calls running for the whole QueueTimeout (a
+// *backend.UnavailableError: the backend cannot take the call now).
 var ErrBusy = errors.New("backend busy")
 
 // Caller runs one tool on one backend (the backend pool).
@@ -127,7 +130,7 @@ func (c *InFlight) acquire(ctx context.Context, server, tool string) error {
 	case <-w.ready:
 		return nil
 	case <-t.C:
-		err = fmt.Errorf("%w: %d calls were running on %q for %s, the longest a call waits (toolgate.limits.queueTimeout)", ErrBusy, c.max, server, c.wait)
+		err = &backend.UnavailableError{Server: server, Err: fmt.Errorf("%w: %d calls were running on it for %s, the longest a call waits (toolgate.limits.queueTimeout)", ErrBusy, c.max, c.wait)}
 	case <-ctx.Done():
 		err = context.Cause(ctx)
 	}

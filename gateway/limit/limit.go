@@ -24,8 +24,10 @@ import (
 
 // Defaults (toolgate.limits in the config overrides them).
 const (
-	DefaultRequestsPerSecond = 20
-	DefaultBurst             = 40
+	// An MCP session over streamable HTTP is a few requests (initialize,
+	// initialized, then one per call).
+	DefaultRequestsPerSecond = 50
+	DefaultBurst             = 100
 	DefaultMaxInFlight       = 16
 	DefaultQueueTimeout      = 10 * time.Second
 )

@@ -444,6 +444,38 @@ func TestAuditConcurrentSessions(t *testing.T) {
 	if err != nil || bytes.Contains(b, []byte("session-00-value")) {
 		t.Errorf("the audit file holds an argument's value (%v)", err)
 	}
+
+	// audit tail: filters, -n, --json, and -f following new records.
+	out, stderr, err := runToolgate(t, data, "audit", "tail", "--key", "load", "--tool", "fake__echo", "-n", "0", "--json")
+	if err != nil || strings.Count(out, "\n") != sessions {
+		t.Errorf("audit tail --json: %v, %d lines\n%s", err, strings.Count(out, "\n"), stderr)
+	}
+	out, _, err = runToolgate(t, data, "audit", "tail", "--tool", "fake__echo", "-n", "2")
+	if err != nil || strings.Count(out, "\n") != 2 || !strings.Contains(out, "key=load  execute_tool  fake__echo  allowed  ok") {
+		t.Errorf("audit tail -n 2: %v\n%s", err, out)
+	}
+	follow := toolgateCmd(t, data, "audit", "tail", "-f", "-n", "0", "--tool", "fake__add")
+	var followed, followErr testenv.LogBuffer
+	follow.Stdout, follow.Stderr = &followed, &followErr
+	defer func() {
+		if t.Failed() {
+			t.Logf("audit tail -f stderr: %s", followErr.String())
+		}
+	}()
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = follow.Process.Kill(); _ = follow.Wait() }()
+	cs, err := connectKey(ctx, t, addr, "/mcp", key, "follower")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Calls until one is followed: tail -f starts at the end of the log as
+	// it finds it, which may be after the first call.
+	testenv.Eventually(t, "audit tail -f printing a new call", func() bool {
+		executeTool(t, ctx, cs, "fake__add", map[string]any{"a": 1, "b": 2})
+		return strings.Contains(followed.String(), "execute_tool  fake__add")
+	})
 }
 
 // TestAuditMaskedArguments: with audit.arguments "masked" the record keeps

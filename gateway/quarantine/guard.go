@@ -29,12 +29,15 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/datafile"
 )
@@ -148,8 +151,12 @@ type Options struct {
 	// that are never quarantined.
 	Approved []string
 	Scanner  Scanner
-	Logger   *slog.Logger     // nil = discard
-	Now      func() time.Time // nil = time.Now
+	// Changed, if set, is called with the new decisions each time they
+	// change: after Observe, and when Watch sees the pins file changed
+	// (an approval). Calls are serialized.
+	Changed func(*Snapshot)
+	Logger  *slog.Logger     // nil = discard
+	Now     func() time.Time // nil = time.Now
 }
 
 // Guard decides which listed tools are quarantined, and keeps the pins.
@@ -165,6 +172,13 @@ type Guard struct {
 
 	errMu   sync.Mutex
 	lastErr string // the pins file error logged last
+
+	changedMu sync.Mutex // serializes Options.Changed
+	told      *Snapshot  // the snapshot Changed was called with last
+
+	watcher *config.Watcher
+	done    chan struct{}
+	wg      sync.WaitGroup
 }
 
 // New returns a guard whose pins live in path (quarantine/pins.json in the
@@ -240,6 +254,59 @@ func (g *Guard) Snapshot() *Snapshot {
 	return s
 }
 
+// tell calls Options.Changed with the current decisions when they are not
+// the ones it was told last.
+func (g *Guard) tell() {
+	if g.opts.Changed == nil {
+		return
+	}
+	g.changedMu.Lock()
+	defer g.changedMu.Unlock()
+	if s := g.Snapshot(); s != g.told {
+		g.told = s
+		g.opts.Changed(s)
+	}
+}
+
+// Watch follows the pins file for changes made by other processes (`tools
+// approve`): each one reaches Options.Changed within a moment. Close stops
+// it.
+func (g *Guard) Watch() error {
+	if err := os.MkdirAll(filepath.Dir(g.path), 0o700); err != nil {
+		return fmt.Errorf("watch the quarantine pins: %w", err)
+	}
+	w, err := config.Watch(g.path, &config.WatchOptions{Logger: g.log})
+	if err != nil {
+		return fmt.Errorf("watch the quarantine pins: %w", err)
+	}
+	g.watcher, g.done = w, make(chan struct{})
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		for {
+			select {
+			case <-g.done:
+				return
+			case <-w.C:
+				g.tell()
+			}
+		}
+	}()
+	return nil
+}
+
+// Close stops Watch and waits for it.
+func (g *Guard) Close() error {
+	if g.watcher == nil {
+		return nil
+	}
+	close(g.done)
+	err := g.watcher.Close()
+	g.wg.Wait()
+	g.watcher = nil
+	return err
+}
+
 // build makes a snapshot of f's pins overlaid with the unsaved ones.
 // g.mu is held (or the guard is not shared yet).
 func (g *Guard) build(f *File) *Snapshot {
@@ -288,6 +355,11 @@ func (g *Guard) Observe(tools []catalog.Tool) {
 	if len(tools) == 0 {
 		return
 	}
+	g.observe(tools)
+	g.tell()
+}
+
+func (g *Guard) observe(tools []catalog.Tool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.opts.Now().UTC()

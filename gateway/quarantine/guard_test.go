@@ -180,3 +180,39 @@ func TestHash(t *testing.T) {
 		}
 	}
 }
+
+// Changed hears of every new set of decisions: after a listing, and after
+// an approval written by another process (Watch).
+func TestGuardChangedAndWatch(t *testing.T) {
+	changes := make(chan *Snapshot, 10)
+	g, path, _ := newGuard(t, &Options{Changed: func(s *Snapshot) { changes <- s }})
+	if err := g.Watch(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	g.Observe([]catalog.Tool{clean, poisoned})
+	next := func(what string) *Snapshot {
+		t.Helper()
+		select {
+		case s := <-changes:
+			return s
+		case <-time.After(testenv.Timeout):
+			t.Fatalf("no change after %s", what)
+			return nil
+		}
+	}
+	if s := next("a listing"); s.Held(poisoned.ID()) == nil {
+		t.Fatal("the listing's decisions lack the poisoned tool's hold")
+	}
+	if _, err := Approve(path, poisoned.ID(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if s := next("an approval"); s.Held(poisoned.ID()) == nil {
+			break
+		}
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os/user"
 	"strings"
 	"time"
 
@@ -96,6 +97,20 @@ func runAuditTail(ctx context.Context, g *globals, w io.Writer, f auditTailFlags
 	return rd.Follow(ctx, auditFollowPoll, print)
 }
 
+// auditCommand records a management action taken from the command line in
+// the data folder's audit log, as done by the local user. A record that
+// cannot be written is reported on stderr, never dropped silently.
+func (g *globals) auditCommand(action, tool, what string) {
+	who := "unknown user"
+	if u, err := user.Current(); err == nil {
+		who = u.Username
+	}
+	err := audit.Append(dirs.Audit(g.DataDir()), audit.Record{Transport: "cli", Client: who, Action: action, Tool: tool, Decision: audit.Allowed, Outcome: audit.OK, Reason: what})
+	if err != nil {
+		g.logger.Error("audit record lost", "action", action, "tool", tool, "err", err)
+	}
+}
+
 // formatRecord is one record on one line, for people.
 func formatRecord(r audit.Record) string {
 	parts := []string{r.Time.Local().Format("2006-01-02 15:04:05.000"), "key=" + dash(r.Key), r.Action}
@@ -109,7 +124,7 @@ func formatRecord(r audit.Record) string {
 	if r.Outcome != "" {
 		parts = append(parts, r.Outcome)
 	}
-	if r.Action != "http" {
+	if r.Action != "http" && r.Transport != "cli" {
 		parts = append(parts, fmt.Sprintf("%.0fms %dB", r.DurationMs, r.ResultBytes))
 	}
 	if r.Client != "" {

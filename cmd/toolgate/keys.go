@@ -128,6 +128,7 @@ func runKeysCreate(g *globals, w io.Writer, f keysCreateFlags, now time.Time) er
 	if err := keys.Add(data, e); err != nil {
 		return err
 	}
+	g.auditCommand("keys create", "", fmt.Sprintf("key %q (%s)", e.Name, describeScope(e)))
 	fmt.Fprintf(w, "Created API key %q (%s), stored in %s as a SHA-256 of its secret.\n", e.Name, describeScope(e), data)
 	fmt.Fprintln(w, "The secret is shown only this once: send it as \"Authorization: Bearer <secret>\".")
 	fmt.Fprintln(w, secret)
@@ -297,6 +298,7 @@ func runKeysRevoke(g *globals, w io.Writer, name, cfgPath string) error {
 	if err != nil {
 		return err
 	}
+	g.auditCommand("keys revoke", "", fmt.Sprintf("key %q", name))
 	fmt.Fprintf(w, "Revoked API key %q: a running gateway refuses it from its next request.\n", name)
 	return nil
 }

@@ -132,6 +132,7 @@ it is shown and run again, until its definition changes. Review it first
 			if err != nil {
 				return fmt.Errorf("approve %s: %w", args[0], err)
 			}
+			g.auditCommand("tools approve", args[0], "definition sha256 "+p.Pinned)
 			fmt.Fprintf(cmd.OutOrStdout(), "Approved %s (definition sha256 %s): a running gateway shows and runs it from its next request.\n", args[0], p.Pinned[:12])
 			return nil
 		},

@@ -345,3 +345,32 @@ func (l *Log) rotate() error {
 
 // Rotated is the name of the i-th rotated file (1 = the newest).
 func Rotated(path string, i int) string { return fmt.Sprintf("%s.%d", path, i) }
+
+// Append writes r to the audit log at path from another process than the
+// gateway's (a command such as `toolgate keys revoke`): one write of one
+// line in append mode, so it never interleaves with the gateway's lines.
+func Append(path string, r Record) error {
+	if r.Time.IsZero() {
+		r.Time = time.Now()
+	}
+	r.Time = r.Time.UTC()
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("audit log %s: %w", path, err)
+	}
+	return nil
+}

@@ -220,3 +220,21 @@ func TestFollow(t *testing.T) {
 	}
 	rd.Close()
 }
+
+// Append (a command's record) lands between the gateway's, whole.
+func TestAppend(t *testing.T) {
+	l, path, _ := openLog(t, nil)
+	l.Write(Record{Action: "search_tools", Decision: Allowed})
+	if err := Append(path, Record{Transport: "cli", Action: "tools approve", Tool: "a__b", Decision: Allowed}); err != nil {
+		t.Fatal(err)
+	}
+	l.Write(Record{Action: "execute_tool", Decision: Allowed})
+	l.Close()
+	recs := readAll(t, path, Filter{})
+	if len(recs) != 3 {
+		t.Fatalf("%d records: %+v", len(recs), recs)
+	}
+	if got := readAll(t, path, Filter{Tool: "a__b"}); len(got) != 1 || got[0].Action != "tools approve" {
+		t.Errorf("the command's record: %+v", got)
+	}
+}

@@ -8,7 +8,8 @@
 // bounded queue that one writer goroutine drains into the file (the Log
 // owns it; Close drains the queue and waits). A record that cannot be
 // queued within MaxWait, or cannot be written, is counted (Stats) and
-// logged with who and what — a record is never lost silently.
+// logged with who and what (the first ones each, then a line with the
+// count every few seconds) — a record is never lost silently.
 //
 // The file (audit/audit.jsonl in the data folder) is rotated by size:
 // audit.jsonl.1 is the newest rotated file, and MaxFiles of them are kept.
@@ -31,6 +32,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Decisions: what the gateway decided about a request.
@@ -159,6 +162,7 @@ type Log struct {
 	done   chan struct{}
 
 	written, dropped, errs atomic.Uint64
+	lostLog                rate.Sometimes
 
 	// Owned by the writer goroutine.
 	f    *os.File
@@ -174,7 +178,8 @@ type Log struct {
 // log resumes once the folder takes writes.
 func Open(path string, opts *Options) *Log {
 	o := opts.withDefaults()
-	l := &Log{path: path, opts: o, log: o.Logger, q: make(chan Record, o.Queue), done: make(chan struct{})}
+	l := &Log{path: path, opts: o, log: o.Logger, q: make(chan Record, o.Queue), done: make(chan struct{}),
+		lostLog: rate.Sometimes{First: lostFirst, Interval: lostEvery}}
 	if err := l.open(); err != nil {
 		l.failed("open", err)
 	}
@@ -221,9 +226,21 @@ func (l *Log) Write(r Record) {
 // lost counts and logs a record that is not in the file: who and what, not
 // its arguments.
 func (l *Log) lost(r Record, err error) {
-	l.dropped.Add(1)
-	l.log.Error("audit record lost", "err", err, "file", l.path, "time", r.Time, "key", r.Key, "action", r.Action, "tool", r.Tool, "decision", r.Decision, "outcome", r.Outcome)
+	n := l.dropped.Add(1)
+	// Every loss is counted; the log gets the first ones in full, then
+	// one line every lostEvery with the count so far (a broken disk must
+	// not flood the log).
+	l.lostLog.Do(func() {
+		l.log.Error("audit record lost", "err", err, "file", l.path, "lost", n, "time", r.Time, "key", r.Key, "action", r.Action, "tool", r.Tool, "decision", r.Decision, "outcome", r.Outcome)
+	})
 }
+
+// lostEvery is how often a run of lost records is logged after the first
+// lostFirst.
+const (
+	lostFirst = 10
+	lostEvery = 10 * time.Second
+)
 
 // Close writes what is queued, stops the writer and closes the file.
 func (l *Log) Close() error {

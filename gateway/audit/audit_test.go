@@ -238,3 +238,26 @@ func TestAppend(t *testing.T) {
 		t.Errorf("the command's record: %+v", got)
 	}
 }
+
+// A data folder that cannot take writes at start does not stop the log:
+// the failure and each lost record are counted, and it writes again once
+// the folder does.
+func TestOpenOnUnwritableFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(dir, nil, 0o600); err != nil { // a file where the folder should be
+		t.Fatal(err)
+	}
+	var logs testenv.LogBuffer
+	l := Open(filepath.Join(dir, "audit", "audit.jsonl"), &Options{Logger: logs.Logger()})
+	defer l.Close()
+	l.Write(Record{Action: "search_tools", Decision: Allowed})
+	testenv.Eventually(t, "the record counted as lost", func() bool { return l.Stats().Dropped == 1 })
+	if st := l.Stats(); st.Errors < 1 || !strings.Contains(logs.String(), "audit log open failed") {
+		t.Errorf("stats %+v, log:\n%s", st, logs.String())
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	l.Write(Record{Action: "search_tools", Decision: Allowed})
+	testenv.Eventually(t, "a record written once the folder can be made", func() bool { return l.Stats().Written == 1 })
+}

@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 )
 
 // View is the parsed content of one file, read again when it changes. The
@@ -62,7 +63,7 @@ func (v *View[T]) Load() (T, error) {
 	defer v.mu.Unlock()
 	fi, err := os.Stat(v.path)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case missing(err):
 		if v.valid && v.gone {
 			return v.val, v.err
 		}
@@ -88,6 +89,12 @@ func (v *View[T]) Load() (T, error) {
 	v.val, v.info, v.err = v.read()
 	v.valid = v.info != nil
 	return v.val, v.err
+}
+
+// missing reports whether err says the file does not exist: not there, or
+// a file stands where one of its folders should be (then it cannot exist).
+func missing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
 
 // read reads and parses the file and returns the stamp of what it read

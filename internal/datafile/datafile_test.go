@@ -61,6 +61,15 @@ func TestViewSeesEveryChange(t *testing.T) {
 	}
 	load(-1, false)
 
+	// A file where the folder should be: the file cannot exist either.
+	blocked := filepath.Join(path+"-file", "n")
+	if err := os.WriteFile(path+"-file", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := NewView(blocked, count, func() int { return -1 }).Load(); err != nil || n != -1 {
+		t.Errorf("a file in place of the folder: %d, %v; want the missing value", n, err)
+	}
+
 	required := NewView(path, count, nil)
 	if _, err := required.Load(); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("a required file that is missing: %v, want an error naming it", err)

@@ -171,7 +171,8 @@ func TestServeRefusesRemoteWithoutKeys(t *testing.T) {
 }
 
 // TestAPIKeysOverHTTP: once a key exists every route needs one (loopback
-// /healthz excepted) and answers 401 with a Bearer challenge without it or
+// /healthz excepted; the console checks it itself: its login page comes
+// with the 401) and answers 401 with a Bearer challenge without it or
 // with a wrong, expired or revoked one; a key from toolgate.keysFile works
 // too; a revoked key is refused at the next request; an unreadable
 // keysFile shuts everyone out (503); refused requests are audited.
@@ -206,21 +207,23 @@ func TestAPIKeysOverHTTP(t *testing.T) {
 	if r := get(t, base+"/healthz", ""); r.StatusCode != 200 {
 		t.Errorf("loopback /healthz without a key: %s", r.Status)
 	}
-	for _, route := range []string{"/status", "/mcp", "/nonexistent"} {
+	for _, route := range []string{"/status", "/mcp", "/metrics", "/ui/", "/ui/api/state", "/nonexistent"} {
 		for _, key := range []string{"", "tg_wrong", expiredSecret} {
 			r := get(t, base+route, key)
 			ch := r.Header.Get("WWW-Authenticate")
 			if r.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(ch, "Bearer ") {
 				t.Errorf("GET %s with key %.6q: %s, WWW-Authenticate %q; want 401 with a Bearer challenge", route, key, r.Status, ch)
 			}
-			if key != "" && !strings.Contains(ch, `error="invalid_token"`) {
+			if key != "" && !strings.HasPrefix(route, "/ui/") && !strings.Contains(ch, `error="invalid_token"`) {
 				t.Errorf("GET %s with a bad key: challenge %q lacks invalid_token", route, ch)
 			}
 		}
 	}
 	for _, key := range []string{admin, ci, replica} {
-		if r := get(t, base+"/status", key); r.StatusCode != 200 {
-			t.Errorf("GET /status with a good key: %s", r.Status)
+		for _, route := range []string{"/status", "/metrics", "/ui/"} {
+			if r := get(t, base+route, key); r.StatusCode != 200 {
+				t.Errorf("GET %s with a good key: %s", route, r.Status)
+			}
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -443,6 +443,19 @@ func TestAuditConcurrentSessions(t *testing.T) {
 	if len(recs) != sessions || len(want) != 0 {
 		t.Errorf("%d records, %d sessions missing", len(recs), len(want))
 	}
+	// GET /status counts them.
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/status", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep gateway.StatusReport
+	err = json.NewDecoder(resp.Body).Decode(&rep)
+	resp.Body.Close()
+	if err != nil || rep.Security == nil || rep.Security.Audit.Written < sessions || rep.Security.Audit.Dropped != 0 || len(rep.Security.Quarantined) != 0 {
+		t.Errorf("GET /status security: %+v, %v", rep.Security, err)
+	}
 	b, err := os.ReadFile(dirs.Audit(data))
 	if err != nil || bytes.Contains(b, []byte("session-00-value")) {
 		t.Errorf("the audit file holds an argument's value (%v)", err)

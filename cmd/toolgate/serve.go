@@ -299,7 +299,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		MaxBodyBytes:   cfg.Toolgate.HTTP.MaxBodyBytes,
 		Logger:         log,
 		Extra: map[string]http.Handler{
-			"GET /status":  gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv, Storage: health}),
+			"GET /status":  gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv, Storage: health, Security: sec.status}),
 			"GET /metrics": met.Handler(),
 			console.Path: console.New(&console.Options{
 				// The catalog as a client without profile sees it.
@@ -365,6 +365,15 @@ func (g *globals) openSecurity(cfg *config.File, f serveFlags, log *slog.Logger)
 	return sec, nil
 }
 
+// status is the security part of GET /status.
+func (s *security) status() *gateway.SecurityStatus {
+	return &gateway.SecurityStatus{Audit: s.audit.Stats(), Quarantined: s.guard.Snapshot().HeldIDs()}
+}
+
+// Close stops following approvals and closes the audit log (after the
+// gateway stopped writing to it).
+func (s *security) Close() error { return errors.Join(s.guard.Close(), s.audit.Close()) }
+
 // consoleKeys lets the console check keys against the same store.
 func (s *security) consoleKeys() console.Keys { return consoleKeys{s} }
 
@@ -381,9 +390,6 @@ func (k consoleKeys) Valid(secret string) bool {
 	_, err := k.s.keys.Verify(secret)
 	return err == nil
 }
-
-// Close closes the audit log (after the gateway stopped writing to it).
-func (s *security) Close() error { return s.audit.Close() }
 
 // cacheStats reads the embedding cache's hits and misses, or is nil when
 // emb has no cache.

@@ -183,6 +183,13 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 	if st := rep.Storage; st != nil {
 		printStorage(w, st)
 	}
+	if sec := rep.Security; sec != nil {
+		a := sec.Audit
+		fmt.Fprintf(w, "audit log: %d records written, %d lost, %d failed writes\n", a.Written, a.Dropped, a.Errors)
+		if len(sec.Quarantined) > 0 {
+			fmt.Fprintf(w, "quarantined: %s (`toolgate tools quarantined` says why)\n", strings.Join(sec.Quarantined, ", "))
+		}
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tSTATE\tFOR\tTRANSPORT\tTOOLS\tRESTARTS\tPID\tPROTOCOL\tLAST ERROR")

@@ -223,6 +223,18 @@ func (s *Snapshot) Held(id string) *Hold {
 	return p.Hold
 }
 
+// HeldIDs lists the IDs of the tools held, sorted.
+func (s *Snapshot) HeldIDs() []string {
+	var out []string
+	for id := range s.pins {
+		if s.Held(id) != nil {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Pins returns every pin by tool ID (for reports; do not change them).
 func (s *Snapshot) Pins() map[string]*Pin { return s.pins }
 

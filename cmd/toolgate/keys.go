@@ -211,18 +211,11 @@ an admin key, when it expires and where it comes from.`,
 	return cmd
 }
 
-// listedKey is a key in `keys list --json`.
+// listedKey is a key in `keys list --json`: the entry as stored (its
+// SHA-256, never its secret), where it comes from, and whether it expired.
 type listedKey struct {
-	Name    string    `json:"name"`
-	Profile string    `json:"profile,omitempty"`
-	Allow   []string  `json:"allow,omitempty"`
-	Deny    []string  `json:"deny,omitempty"`
-	Admin   bool      `json:"admin"`
-	Created time.Time `json:"created,omitzero"`
-	Expires time.Time `json:"expires,omitzero"`
-	Expired bool      `json:"expired"`
-	Source  string    `json:"source"` // data | keysFile
-	Path    string    `json:"path"`
+	keys.Listed
+	Expired bool `json:"expired"`
 }
 
 func runKeysList(g *globals, w io.Writer, f keysListFlags, now time.Time) error {
@@ -236,8 +229,7 @@ func runKeysList(g *globals, w io.Writer, f keysListFlags, now time.Time) error 
 	}
 	out := make([]listedKey, 0, len(l))
 	for _, k := range l {
-		out = append(out, listedKey{Name: k.Name, Profile: k.Profile, Allow: k.Allow, Deny: k.Deny, Admin: k.Admin,
-			Created: k.Created, Expires: k.Expires, Expired: k.Expired(now), Source: string(k.Source), Path: k.Path})
+		out = append(out, listedKey{Listed: k, Expired: k.Expired(now)})
 	}
 	if f.asJSON {
 		enc := json.NewEncoder(w)

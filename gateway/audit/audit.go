@@ -312,10 +312,7 @@ func (l *Log) failed(what string, err error) {
 }
 
 func (l *Log) open() error {
-	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := openAppend(l.path)
 	if err != nil {
 		return err
 	}
@@ -375,10 +372,7 @@ func Append(path string, r Record) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("audit log: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := openAppend(path)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
@@ -390,4 +384,13 @@ func Append(path string, r Record) error {
 		return fmt.Errorf("audit log %s: %w", path, err)
 	}
 	return nil
+}
+
+// openAppend opens the log at path for appending, making it (0600) and its
+// folder (0700) when missing.
+func openAppend(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 }

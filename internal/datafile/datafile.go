@@ -1,18 +1,19 @@
 // Package datafile owns how toolgate's small state files (the API keys, the
-// pins of tool definitions) are shared between processes: a running gateway
-// reads them, and commands such as `toolgate keys revoke` or `toolgate tools
-// approve` change them.
+// pins of tool definitions, the logins to remote servers) are shared
+// between processes: a running gateway reads them, and commands such as
+// `toolgate keys revoke`, `toolgate tools approve` or `toolgate auth login`
+// change them.
 //
 //   - View holds the parsed content of one file and reads it again when the
 //     file's stat stamp changes, so a change made by another process counts
 //     from the next request on, at the cost of one stat per Load (no watcher
 //     goroutine, nothing to miss on file systems without change events, and
 //     a revoked key is refused at once rather than after a debounce).
-//   - Update changes a file under an exclusive lock (flock on a ".lock"
-//     file beside it, where the platform has one), writing the new content
-//     to a temporary file that is synced and renamed over the old one: a
-//     reader sees the old content or the new, never a mix, and two writers
-//     never lose each other's change.
+//   - Update changes a file under an exclusive lock (Lock: flock on a
+//     ".lock" file beside it, where the platform has one), writing the new
+//     content with WriteFile: to a temporary file that is synced and
+//     renamed over the old one, so a reader sees the old content or the
+//     new, never a mix, and two writers never lose each other's change.
 package datafile
 
 import (
@@ -139,7 +140,7 @@ func Update(path string, change func(old []byte) ([]byte, error)) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	unlock, err := lock(path + ".lock")
+	unlock, err := Lock(path + ".lock")
 	if err != nil {
 		return fmt.Errorf("lock %s: %w", path, err)
 	}
@@ -181,9 +182,15 @@ func WriteFile(path string, b []byte) error {
 		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	SyncDir(dir)
+	return nil
+}
+
+// SyncDir makes a rename or removal in dir durable (best effort: not every
+// platform can sync a folder).
+func SyncDir(dir string) {
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync()
 		d.Close()
 	}
-	return nil
 }

@@ -8,10 +8,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lock takes an exclusive flock on path (created 0600) and returns its
-// release. It blocks while another process holds it; holders hold it for
-// one read-modify-write.
-func lock(path string) (func(), error) {
+// Lock takes an exclusive flock on the file at path (created 0600) and
+// returns its release. It blocks while another process holds it, so
+// holders keep it short (one read-modify-write, one token request).
+func Lock(path string) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err

@@ -261,3 +261,20 @@ func TestOpenOnUnwritableFolder(t *testing.T) {
 	l.Write(Record{Action: "search_tools", Decision: Allowed})
 	testenv.Eventually(t, "a record written once the folder can be made", func() bool { return l.Stats().Written == 1 })
 }
+
+// BenchmarkWrite is what a call pays to audit itself: queueing a record
+// (the writer goroutine encodes and writes it behind the caller's back).
+func BenchmarkWrite(b *testing.B) {
+	l := Open(filepath.Join(b.TempDir(), "audit", "audit.jsonl"), nil)
+	defer l.Close()
+	r := Record{Key: "ci", Transport: "http", Client: "bench", Action: "execute_tool", Tool: "memory__read_graph", Decision: Allowed, Outcome: OK, ArgumentsSHA256: HashArguments(map[string]any{"a": 1})}
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Write(r)
+	}
+	b.StopTimer()
+	l.Close()
+	if st := l.Stats(); st.Dropped != 0 {
+		b.Logf("%d of %d records dropped (the writer fell behind)", st.Dropped, st.Written+st.Dropped)
+	}
+}

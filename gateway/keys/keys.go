@@ -181,20 +181,15 @@ func Format(entries []Entry) []byte {
 	return b.Bytes()
 }
 
-// find returns the entry whose hash is the secret's, comparing every entry
-// in constant time (no early exit).
-func find(entries []Entry, secret string) (Entry, bool) {
+// find returns the index of the hash that is the secret's (-1 for none),
+// comparing with every one in constant time (no early exit).
+func find(sums [][sha256.Size]byte, secret string) int {
 	sum := sha256.Sum256([]byte(secret))
-	var found Entry
-	ok := 0
-	for _, e := range entries {
-		want, err := hex.DecodeString(e.SHA256)
-		if err != nil || len(want) != len(sum) {
-			continue
-		}
-		if subtle.ConstantTimeCompare(want, sum[:]) == 1 {
-			found, ok = e, 1
+	found := -1
+	for i := range sums {
+		if subtle.ConstantTimeCompare(sums[i][:], sum[:]) == 1 {
+			found = i
 		}
 	}
-	return found, ok == 1
+	return found
 }

@@ -1,6 +1,8 @@
 package keys
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,13 +54,42 @@ type Options struct {
 // config's keysFile, each read again when it changes. It is safe for
 // concurrent use.
 type Store struct {
-	data *datafile.View[[]Entry]
-	file *datafile.View[[]Entry] // nil without keysFile
+	data *datafile.View[*parsed]
+	file *datafile.View[*parsed] // nil without keysFile
 	log  *slog.Logger
 	now  func() time.Time
 
 	mu      sync.Mutex
 	lastErr string // the store error logged last ("" = healthy)
+	// The keys of both files as last merged, and the files' contents
+	// they were merged from (a request finds them unchanged: no work).
+	fromData, fromFile *parsed
+	merged             *keyset
+	mergeErr           error
+}
+
+// parsed is one file's entries with their hashes decoded.
+type parsed struct {
+	entries []Entry
+	sums    [][sha256.Size]byte
+}
+
+func parse(b []byte, name string) (*parsed, error) {
+	es, err := Parse(b, name)
+	if err != nil {
+		return nil, err
+	}
+	p := &parsed{entries: es, sums: make([][sha256.Size]byte, len(es))}
+	for i, e := range es {
+		hex.Decode(p.sums[i][:], []byte(e.SHA256)) //nolint:errcheck // Parse validated it
+	}
+	return p, nil
+}
+
+// keyset is the keys of both files, sorted by name.
+type keyset struct {
+	listed []Listed
+	sums   [][sha256.Size]byte
 }
 
 // Open returns the store of the keys in dataPath (the data folder's
@@ -76,54 +107,94 @@ func Open(dataPath string, opts *Options) *Store {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.data = datafile.NewView(dataPath, func(b []byte) ([]Entry, error) { return Parse(b, dataPath) }, func() []Entry { return nil })
+	s.data = datafile.NewView(dataPath, func(b []byte) (*parsed, error) { return parse(b, dataPath) }, func() *parsed { return &parsed{} })
 	if o.File != "" {
 		file := o.File
-		s.file = datafile.NewView(file, func(b []byte) ([]Entry, error) { return Parse(b, file) }, nil)
+		s.file = datafile.NewView(file, func(b []byte) (*parsed, error) { return parse(b, file) }, nil)
 	}
 	return s
 }
 
-// List returns every entry with its source. An error means the store
-// cannot be read (and nothing is returned).
-func (s *Store) List() ([]Listed, error) {
-	var out []Listed
-	views := []struct {
-		v   *datafile.View[[]Entry]
-		src Source
-	}{{s.data, SourceData}, {s.file, SourceFile}}
-	seen := map[string]Listed{}
+// load returns the keys as of now: one stat of each file, and a merge only
+// when one of them changed.
+func (s *Store) load() (*keyset, error) {
 	var errs []error
-	for _, vs := range views {
-		if vs.v == nil {
-			continue
-		}
-		es, err := vs.v.Load()
-		if err != nil {
-			what := "the data folder's keys"
-			if vs.src == SourceFile {
-				what = "toolgate.keysFile"
-			}
-			errs = append(errs, fmt.Errorf("%s: %w", what, err))
-			continue
-		}
-		for _, e := range es {
-			l := Listed{Entry: e, Source: vs.src, Path: vs.v.Path()}
-			if prev, ok := seen[e.Name]; ok {
-				errs = append(errs, fmt.Errorf("key %q is in both %s and %s: names must be unique (revoke or rename one)", e.Name, prev.Path, l.Path))
-				continue
-			}
-			seen[e.Name] = l
-			out = append(out, l)
+	data, err := s.data.Load()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("the data folder's keys: %w", err))
+	}
+	var file *parsed
+	if s.file != nil {
+		if file, err = s.file.Load(); err != nil {
+			errs = append(errs, fmt.Errorf("toolgate.keysFile: %w", err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		s.report(err)
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	s.report(nil)
-	slices.SortFunc(out, func(a, b Listed) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
+	s.mu.Lock()
+	if data != s.fromData || file != s.fromFile || s.merged == nil && s.mergeErr == nil {
+		s.fromData, s.fromFile = data, file
+		s.merged, s.mergeErr = s.merge(data, file)
+	}
+	ks, err := s.merged, s.mergeErr
+	s.mu.Unlock()
+	s.report(err)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return ks, nil
+}
+
+// merge puts both files' keys together; a name in both is an error.
+func (s *Store) merge(data, file *parsed) (*keyset, error) {
+	type src struct {
+		p    *parsed
+		from Source
+		path string
+	}
+	srcs := []src{{data, SourceData, s.data.Path()}}
+	if s.file != nil {
+		srcs = append(srcs, src{file, SourceFile, s.file.Path()})
+	}
+	ks := &keyset{}
+	where := map[string]string{}
+	var errs []error
+	for _, sr := range srcs {
+		for i, e := range sr.p.entries {
+			if prev, ok := where[e.Name]; ok {
+				errs = append(errs, fmt.Errorf("key %q is in both %s and %s: names must be unique (revoke or rename one)", e.Name, prev, sr.path))
+				continue
+			}
+			where[e.Name] = sr.path
+			ks.listed = append(ks.listed, Listed{Entry: e, Source: sr.from, Path: sr.path})
+			ks.sums = append(ks.sums, sr.p.sums[i])
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	idx := make([]int, len(ks.listed))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(ks.listed[a].Name, ks.listed[b].Name) })
+	sorted := &keyset{listed: make([]Listed, len(idx)), sums: make([][sha256.Size]byte, len(idx))}
+	for i, j := range idx {
+		sorted.listed[i], sorted.sums[i] = ks.listed[j], ks.sums[j]
+	}
+	return sorted, nil
+}
+
+// List returns every entry with its source, sorted by name. An error
+// means the store cannot be read (and nothing is returned).
+func (s *Store) List() ([]Listed, error) {
+	ks, err := s.load()
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(ks.listed), nil
 }
 
 // report logs a store error once per distinct error, and the recovery.
@@ -144,33 +215,31 @@ func (s *Store) report(err error) {
 // front requires a key as soon as one does. An error means the store
 // cannot be read, and callers must fail closed.
 func (s *Store) Any() (bool, error) {
-	l, err := s.List()
-	return len(l) > 0, err
+	ks, err := s.load()
+	return err == nil && len(ks.listed) > 0, err
 }
 
 // Verify returns the entry whose secret this is. Errors: ErrNoKeys (the
 // store holds none, whatever the secret), ErrMissing (empty secret),
-// ErrUnknown, ErrExpired (with the entry), ErrUnavailable. It reads the
-// store once (a stat of each file, unless one changed).
+// ErrUnknown, ErrExpired (with the entry), ErrUnavailable. It costs a stat
+// of each file (unless one changed), one SHA-256 and a constant-time
+// compare with every key.
 func (s *Store) Verify(secret string) (Entry, error) {
-	l, err := s.List()
+	ks, err := s.load()
 	if err != nil {
 		return Entry{}, err
 	}
-	if len(l) == 0 {
+	if len(ks.listed) == 0 {
 		return Entry{}, ErrNoKeys
 	}
 	if secret == "" {
 		return Entry{}, ErrMissing
 	}
-	entries := make([]Entry, len(l))
-	for i, e := range l {
-		entries[i] = e.Entry
-	}
-	e, ok := find(entries, secret)
-	if !ok {
+	i := find(ks.sums, secret)
+	if i < 0 {
 		return Entry{}, ErrUnknown
 	}
+	e := ks.listed[i].Entry
 	if e.Expired(s.now()) {
 		return e, ErrExpired
 	}

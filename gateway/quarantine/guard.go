@@ -31,6 +31,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -59,7 +60,9 @@ type Pin struct {
 	// tools approve`): its findings no longer hold it.
 	Approved   bool      `json:"approved,omitempty"`
 	ApprovedAt time.Time `json:"approvedAt,omitzero"`
-	// Current is the SHA-256 of the definition listed last, and Seen when.
+	// Current is the SHA-256 of the definition listed last, and Seen when
+	// it was first listed so (a listing that changes nothing is not
+	// written).
 	Current string    `json:"current"`
 	Seen    time.Time `json:"seen"`
 	// Hold says why the current definition is quarantined; nil when it
@@ -122,8 +125,25 @@ func ParseFile(b []byte) (*File, error) {
 }
 
 func (f *File) encode() ([]byte, error) {
-	b, err := json.MarshalIndent(f, "", "  ")
+	b, err := json.Marshal(f)
 	return append(b, '\n'), err
+}
+
+// changes reports whether the decided pins differ from those in pins in
+// more than when they were seen.
+func changes(pins, decided map[string]*Pin) bool {
+	for id, p := range decided {
+		old, ok := pins[id]
+		if !ok {
+			return true
+		}
+		a, b := *old, *p
+		a.Seen, b.Seen = time.Time{}, time.Time{}
+		if !reflect.DeepEqual(a, b) {
+			return true
+		}
+	}
+	return false
 }
 
 // Hash is the SHA-256 of a definition as the catalog keeps it (server,
@@ -382,6 +402,9 @@ func (g *Guard) observe(tools []catalog.Tool) {
 			return nil, err // never overwrite approvals we cannot read
 		}
 		decided = g.decideAll(f.Tools, tools, now)
+		if !changes(f.Tools, decided) {
+			return nil, nil // a listing like the last: nothing to write
+		}
 		maps.Copy(f.Tools, decided)
 		return f.encode()
 	})

@@ -216,3 +216,25 @@ func TestGuardChangedAndWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A listing like the last one writes nothing (a restart of 10,000 tools
+// costs no rewrite of the pins).
+func TestGuardSameListingWritesNothing(t *testing.T) {
+	g, path, _ := newGuard(t, nil)
+	g.Observe([]catalog.Tool{clean, poisoned})
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Observe([]catalog.Tool{clean, poisoned})
+	after, err := os.Stat(path)
+	if err != nil || !os.SameFile(before, after) {
+		t.Errorf("the pins file was rewritten for the same listing (%v)", err)
+	}
+	changed := clean
+	changed.Description = "x"
+	g.Observe([]catalog.Tool{changed})
+	if after, err := os.Stat(path); err != nil || os.SameFile(before, after) {
+		t.Errorf("a change was not written (%v)", err)
+	}
+}

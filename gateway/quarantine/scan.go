@@ -120,7 +120,9 @@ func (s Scanner) walk(out *[]Finding, field string, v any) {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			s.chars(out, field+"."+k, k)
+			if !isASCII(k) {
+				s.chars(out, field+"."+k, k)
+			}
 			s.walk(out, field+"."+k, x[k])
 		}
 	case []any:
@@ -130,38 +132,82 @@ func (s Scanner) walk(out *[]Finding, field string, v any) {
 	}
 }
 
+// Words without which a rule cannot match: each rule's expression runs
+// only on a text that holds one (lowercased), which keeps a scan to a few
+// microseconds per tool — most texts hold none.
+var (
+	tagHints      = []string{"<", "[inst", "[/inst"}
+	concealHints  = []string{"user", "human", "operator"}
+	overrideHints = []string{"ignore", "disregard", "forget", "override"}
+	pathHints     = []string{".ssh", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".aws", ".env", ".netrc", ".npmrc", ".pypirc", ".git-credentials",
+		".docker", ".kube", ".gnupg", "/etc/", "gcloud", "claude", "cursor", "mcp.json", "mcp_config", "cline_mcp", "_history"}
+)
+
+func hasAny(lower string, hints []string) bool {
+	for _, h := range hints {
+		if strings.Contains(lower, h) {
+			return true
+		}
+	}
+	return false
+}
+
 // text applies every rule to one text.
 func (s Scanner) text(out *[]Finding, field, t string) {
 	if t == "" {
 		return
 	}
-	s.chars(out, field, t)
+	if !isASCII(t) {
+		s.chars(out, field, t)
+	}
 	maxLen := s.MaxTextLength
 	if maxLen <= 0 {
 		maxLen = DefaultMaxTextLength
 	}
-	if n := utf8.RuneCountInString(t); n > maxLen {
-		*out = append(*out, Finding{Rule: RuleOverlong, Field: field, Excerpt: fmt.Sprintf("%d characters (limit %d)", n, maxLen)})
-	}
-	if loc := hiddenTagRE.FindStringIndex(t); loc != nil {
-		*out = append(*out, Finding{Rule: RuleHiddenTag, Field: field, Excerpt: excerpt(t, loc)})
-	}
-	for _, re := range concealRE {
-		if loc := re.FindStringIndex(t); loc != nil {
-			*out = append(*out, Finding{Rule: RuleConceal, Field: field, Excerpt: excerpt(t, loc)})
-			break
+	if len(t) > maxLen { // bytes ≥ characters: count only when it may be over
+		if n := utf8.RuneCountInString(t); n > maxLen {
+			*out = append(*out, Finding{Rule: RuleOverlong, Field: field, Excerpt: fmt.Sprintf("%d characters (limit %d)", n, maxLen)})
 		}
 	}
-	if loc := overrideRE.FindStringIndex(t); loc != nil {
-		*out = append(*out, Finding{Rule: RuleOverride, Field: field, Excerpt: excerpt(t, loc)})
-	}
-	for _, loc := range credentialPathRE.FindAllStringIndex(t, -1) {
-		lo, hi := max(loc[0]-verbWindow, 0), min(loc[1]+verbWindow, len(t))
-		if instructionVerbRE.MatchString(t[lo:loc[0]]) || instructionVerbRE.MatchString(t[loc[1]:hi]) {
-			*out = append(*out, Finding{Rule: RuleCredentialPath, Field: field, Excerpt: excerpt(t, []int{lo, hi})})
-			break
+	lower := strings.ToLower(t)
+	if hasAny(lower, tagHints) {
+		if loc := hiddenTagRE.FindStringIndex(t); loc != nil {
+			*out = append(*out, Finding{Rule: RuleHiddenTag, Field: field, Excerpt: excerpt(t, loc)})
 		}
 	}
+	if hasAny(lower, concealHints) {
+		for _, re := range concealRE {
+			if loc := re.FindStringIndex(t); loc != nil {
+				*out = append(*out, Finding{Rule: RuleConceal, Field: field, Excerpt: excerpt(t, loc)})
+				break
+			}
+		}
+	}
+	if hasAny(lower, overrideHints) {
+		if loc := overrideRE.FindStringIndex(t); loc != nil {
+			*out = append(*out, Finding{Rule: RuleOverride, Field: field, Excerpt: excerpt(t, loc)})
+		}
+	}
+	if hasAny(lower, pathHints) {
+		for _, loc := range credentialPathRE.FindAllStringIndex(t, -1) {
+			lo, hi := max(loc[0]-verbWindow, 0), min(loc[1]+verbWindow, len(t))
+			if instructionVerbRE.MatchString(t[lo:loc[0]]) || instructionVerbRE.MatchString(t[loc[1]:hi]) {
+				*out = append(*out, Finding{Rule: RuleCredentialPath, Field: field, Excerpt: excerpt(t, []int{lo, hi})})
+				break
+			}
+		}
+	}
+}
+
+// isASCII reports whether t holds only ASCII, which has none of the
+// characters chars looks for.
+func isASCII(t string) bool {
+	for i := 0; i < len(t); i++ {
+		if t[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // chars flags invisible and reordering characters (one finding per rule

@@ -259,6 +259,11 @@ func TestAPIKeysOverHTTP(t *testing.T) {
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: gateway.ExecuteToolName, Arguments: map[string]any{"name": "fake__echo", "arguments": map[string]any{"text": "again"}}}); err == nil && !res.IsError {
 		t.Error("the session of a revoked key still runs tools")
 	}
+	// Created while running: good from the next request on.
+	late := createKey(t, data, "--name", "late")
+	if r := get(t, base+"/status", late); r.StatusCode != 200 {
+		t.Errorf("GET /status with a key created while running: %s", r.Status)
+	}
 	if _, stderr, err := runToolgate(t, data, "keys", "revoke", "replica", "--config", cfg); err == nil || !strings.Contains(stderr, "keysFile") {
 		t.Errorf("revoking a keysFile key: %v\n%s", err, stderr)
 	}

@@ -13,13 +13,14 @@
 //
 // The file (audit/audit.jsonl in the data folder) is rotated by size:
 // audit.jsonl.1 is the newest rotated file, and MaxFiles of them are kept.
+// Several gateways may share a data folder: each appends whole lines in
+// single writes, and follows the file when another rotates it.
 // Rotation is a few renames, written here rather than taken from
 // lumberjack, whose rotation goroutine outlives Close and whose size limit
 // is in whole megabytes.
 package audit
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -165,9 +166,8 @@ type Log struct {
 	lostLog                rate.Sometimes
 
 	// Owned by the writer goroutine.
-	f    *os.File
-	w    *bufio.Writer
-	size int64
+	f   *os.File
+	buf []byte // a batch's lines
 }
 
 // Open opens (creating it and its folder, 0700/0600) the audit log at
@@ -257,52 +257,112 @@ func (l *Log) Close() error {
 	return nil
 }
 
-// run is the writer: it drains the queue into the file, flushing whenever
-// the queue is empty, so that a record is in the file moments after Write.
+// maxBatch bounds the records the writer puts in one write.
+const maxBatch = 256
+
+// run is the writer: it takes what is queued (up to maxBatch records) and
+// writes it with one write of whole lines, so a record is in the file
+// moments after Write, and lines never interleave with those of another
+// gateway appending to the same file.
 func (l *Log) run() {
 	defer close(l.done)
 	defer l.closeFile()
+	batch := make([]Record, 0, maxBatch)
 	for r := range l.q {
-		l.write(r)
-		if len(l.q) == 0 && l.w != nil {
-			if err := l.w.Flush(); err != nil {
-				l.failed("write", err)
+		batch = append(batch[:0], r)
+		open := true
+	more:
+		for open && len(batch) < maxBatch {
+			select {
+			case r, ok := <-l.q:
+				if !ok {
+					open = false
+					break more
+				}
+				batch = append(batch, r)
+			default:
+				break more
 			}
+		}
+		l.writeBatch(batch)
+		if !open {
+			return
 		}
 	}
 }
 
-func (l *Log) write(r Record) {
-	b, err := json.Marshal(r)
-	if err != nil {
-		l.errs.Add(1)
-		l.lost(r, fmt.Errorf("encode: %w", err))
-		return
-	}
-	b = append(b, '\n')
-	if l.f != nil && l.size > 0 && l.size+int64(len(b)) > l.opts.MaxFileBytes {
-		if err := l.rotate(); err != nil {
-			l.failed("rotate", err)
-		}
-	}
-	if l.f == nil {
-		// A failed rotation or open left no file: try again for each
-		// record, so the log recovers once the disk does.
-		if err := l.open(); err != nil {
+// writeBatch writes the records, as many lines a write as fit in the file
+// before its size limit, rotating when the next would not fit.
+func (l *Log) writeBatch(batch []Record) {
+	recs := batch[:0:0]
+	var lines [][]byte
+	for _, r := range batch {
+		b, err := json.Marshal(r)
+		if err != nil {
 			l.errs.Add(1)
-			l.lost(r, err)
+			l.lost(r, fmt.Errorf("encode: %w", err))
+			continue
+		}
+		recs, lines = append(recs, r), append(lines, append(b, '\n'))
+	}
+	rotateFailed := false
+	for i := 0; i < len(lines); {
+		size, err := l.ready()
+		if err != nil {
+			l.errs.Add(1)
+			for _, r := range recs[i:] {
+				l.lost(r, err)
+			}
 			return
 		}
+		buf, j := l.buf[:0], i
+		for j < len(lines) && (size+int64(len(buf)+len(lines[j])) <= l.opts.MaxFileBytes || size == 0 && j == i || rotateFailed) {
+			buf = append(buf, lines[j]...)
+			j++
+		}
+		l.buf = buf
+		if j == i { // the next line does not fit: a new file
+			if err := l.rotate(); err != nil {
+				l.failed("rotate", err)
+				rotateFailed = true // write on in this one rather than lose records
+			}
+			continue
+		}
+		if _, err := l.f.Write(buf); err != nil {
+			l.errs.Add(1)
+			for _, r := range recs[i:j] {
+				l.lost(r, err)
+			}
+			l.closeFile()
+		} else {
+			l.written.Add(uint64(j - i))
+		}
+		i = j
 	}
-	n, err := l.w.Write(b)
-	l.size += int64(n)
+}
+
+// ready makes sure a file is open and returns its size: opened again when
+// a write or an open failed before (so the log resumes once the disk does)
+// or when another gateway rotated it away.
+func (l *Log) ready() (int64, error) {
+	if l.f != nil {
+		fi, ferr := l.f.Stat()
+		pi, perr := os.Stat(l.path)
+		if ferr != nil || perr != nil || !os.SameFile(fi, pi) {
+			l.closeFile() // rotated (or removed) by someone else
+		} else {
+			return fi.Size(), nil
+		}
+	}
+	if err := l.open(); err != nil {
+		return 0, err
+	}
+	fi, err := l.f.Stat()
 	if err != nil {
-		l.errs.Add(1)
-		l.lost(r, err)
 		l.closeFile()
-		return
+		return 0, err
 	}
-	l.written.Add(1)
+	return fi.Size(), nil
 }
 
 // failed counts and logs a failure of the file itself.
@@ -316,12 +376,7 @@ func (l *Log) open() error {
 	if err != nil {
 		return err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return err
-	}
-	l.f, l.w, l.size = f, bufio.NewWriterSize(f, 64<<10), fi.Size()
+	l.f = f
 	return nil
 }
 
@@ -329,13 +384,10 @@ func (l *Log) closeFile() {
 	if l.f == nil {
 		return
 	}
-	if err := l.w.Flush(); err != nil {
-		l.failed("write", err)
-	}
 	if err := l.f.Close(); err != nil {
 		l.failed("close", err)
 	}
-	l.f, l.w = nil, nil
+	l.f = nil
 }
 
 // rotate shifts audit.jsonl.N-1 … .1 up by one (dropping the oldest),
@@ -351,10 +403,7 @@ func (l *Log) rotate() error {
 			return err
 		}
 	}
-	if err := os.Rename(l.path, Rotated(l.path, 1)); err != nil {
-		return err
-	}
-	return l.open()
+	return os.Rename(l.path, Rotated(l.path, 1)) // the next ready opens a new file
 }
 
 // Rotated is the name of the i-th rotated file (1 = the newest).

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -276,5 +277,39 @@ func BenchmarkWrite(b *testing.B) {
 	l.Close()
 	if st := l.Stats(); st.Dropped != 0 {
 		b.Logf("%d of %d records dropped (the writer fell behind)", st.Dropped, st.Written+st.Dropped)
+	}
+}
+
+// Two gateways on one data folder append to one file: every record is
+// there, every line whole.
+func TestTwoWritersOneFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit", "audit.jsonl")
+	a, b := Open(path, nil), Open(path, nil)
+	var wg sync.WaitGroup
+	for i, l := range []*Log{a, b} {
+		for s := range 16 {
+			wg.Go(func() {
+				for n := range 50 {
+					l.Write(Record{Session: fmt.Sprintf("g%d-s%d", i, s), Action: "execute_tool", Decision: Allowed, ResultBytes: n, Reason: strings.Repeat("x", 200)})
+				}
+			})
+		}
+	}
+	wg.Wait()
+	a.Close()
+	b.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	for i, line := range lines {
+		var r Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("line %d is not a whole record: %v\n%.120s", i+1, err, line)
+		}
+	}
+	if len(lines) != 2*16*50 {
+		t.Errorf("%d records, want %d", len(lines), 2*16*50)
 	}
 }

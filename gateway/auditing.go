@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -92,7 +94,8 @@ func auditOutcome(o Outcome) string {
 	return audit.IsError
 }
 
-// who fills in the caller of req: its API key, transport, session and
+// who fills in the caller of req: its API key, transport, session (the
+// Mcp-Session-Id when the client sends one; over stdio the process) and
 // client name (the MCP clientInfo, else the HTTP User-Agent).
 func who(req *mcp.CallToolRequest, r *audit.Record) {
 	r.Transport = "stdio"
@@ -110,7 +113,14 @@ func who(req *mcp.CallToolRequest, r *audit.Record) {
 	if ci := req.ClientInfo(); ci != nil && ci.Name != "" {
 		r.Client = ci.Name
 	}
+	if r.Session == "" && r.Transport == "stdio" {
+		r.Session = stdioSession
+	}
 }
+
+// stdioSession names the stdio session in audit records: the client that
+// started this process (several gateways may share one audit log).
+var stdioSession = fmt.Sprintf("stdio-%d", os.Getpid())
 
 // resultBytes is about how many bytes the result holds: its texts and
 // binary data, and its structured content as JSON.

@@ -529,7 +529,7 @@ func TestAuditMaskedArguments(t *testing.T) {
 	if want := `{"text":"use *** with token=*** please"}`; string(args) != want {
 		t.Errorf("masked arguments %s, want %s", args, want)
 	}
-	if recs[0].Transport != "stdio" || recs[0].Client != "e2e" || recs[0].ArgumentsSHA256 != audit.HashArguments(map[string]any{"text": text}) {
+	if recs[0].Transport != "stdio" || recs[0].Client != "e2e" || !strings.HasPrefix(recs[0].Session, "stdio-") || recs[0].ArgumentsSHA256 != audit.HashArguments(map[string]any{"text": text}) {
 		t.Errorf("record %+v", recs[0])
 	}
 }

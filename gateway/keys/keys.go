@@ -29,7 +29,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"slices"
 	"time"
 
 	"github.com/toolgate/toolgate/index/catalog"
@@ -64,15 +63,6 @@ type Entry struct {
 
 // Expired reports whether the key has expired at now.
 func (e Entry) Expired(now time.Time) bool { return !e.Expires.IsZero() && !now.Before(e.Expires) }
-
-// Permits reports whether the key's globs let it see and run tool id (the
-// profile is the caller's to apply, with the config's profiles).
-func (e Entry) Permits(id string) bool {
-	if len(e.Allow) > 0 && !slices.ContainsFunc(e.Allow, func(g string) bool { return catalog.MatchID(g, id) }) {
-		return false
-	}
-	return !slices.ContainsFunc(e.Deny, func(g string) bool { return catalog.MatchID(g, id) })
-}
 
 // nameRE is what a key name may be: it is shown in logs and audit records
 // and typed on command lines.

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/datafile"
 )
@@ -76,9 +77,6 @@ type Hold struct {
 	// Changed: the definition differs from the pinned one.
 	Changed  bool      `json:"changed,omitempty"`
 	Findings []Finding `json:"findings,omitempty"`
-	// Unchecked: the tool was never listed while quarantine was on, so
-	// its definition was never scanned.
-	Unchecked bool `json:"unchecked,omitempty"`
 }
 
 // Reason is the hold in words a model may read (no excerpt of the
@@ -86,9 +84,6 @@ type Hold struct {
 // hidden-instruction tag in description".
 func (h *Hold) Reason() string {
 	var parts []string
-	if h.Unchecked {
-		parts = append(parts, "its definition has not been checked yet (its server has not listed its tools since quarantine was turned on)")
-	}
 	if h.Changed {
 		parts = append(parts, "its definition changed since it was first seen or approved")
 	}
@@ -229,18 +224,45 @@ type Snapshot struct {
 	approved []string
 }
 
-// Held returns why tool id is quarantined, or nil when it is not. A tool
-// no pin knows was never checked: held (fail closed), unless approved by
-// the config.
+// Held returns why tool id is quarantined, or nil when it is not. Every
+// tool of the catalog has a pin (serve observes the warm catalog and each
+// listing before anything is served from it); an ID no pin knows is no
+// tool the gateway serves.
 func (s *Snapshot) Held(id string) *Hold {
 	if slices.ContainsFunc(s.approved, func(g string) bool { return catalog.MatchID(g, id) }) {
 		return nil
 	}
-	p, ok := s.pins[id]
-	if !ok {
-		return &Hold{Unchecked: true}
+	if p, ok := s.pins[id]; ok {
+		return p.Hold
 	}
-	return p.Hold
+	return nil
+}
+
+// RuleName is the name of the quarantine rule in a policy.Set, and of the
+// rule a quarantined tool's policy.Decision names.
+const RuleName = "quarantine"
+
+// Rule is these decisions as a policy rule: a quarantined tool is left out
+// of search_tools and refused by execute_tool, with why. The built-in
+// management server's tools are the gateway's own and never held. Put the
+// rule of each new snapshot (Options.Changed) in the set.
+func (s *Snapshot) Rule() policy.Rule { return quarantineRule{s} }
+
+type quarantineRule struct{ s *Snapshot }
+
+func (quarantineRule) Name() string                { return RuleName }
+func (quarantineRule) Scope(*policy.Caller) string { return "" }
+
+func (r quarantineRule) Check(_ *policy.Caller, t catalog.Tool) string {
+	if t.Server == config.BuiltinServer {
+		return ""
+	}
+	id := t.ID()
+	h := r.s.Held(id)
+	if h == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s is quarantined: %s. Its definition is held until an administrator reviews it (`toolgate tools quarantined`) and approves it (`toolgate tools approve %s`)", id, h.Reason(), id)
 }
 
 // HeldIDs lists the IDs of the tools held, sorted.

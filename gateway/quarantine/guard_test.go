@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
@@ -90,11 +92,19 @@ func TestGuardLifecycle(t *testing.T) {
 	}
 }
 
-// Never listed: held (fail closed).
-func TestGuardUnchecked(t *testing.T) {
+// The rule denies held tools with why and the commands, never the built-in
+// server's, and lets the others through.
+func TestRule(t *testing.T) {
 	g, _, _ := newGuard(t, nil)
-	if h := held(g, "s__never"); h == nil || !h.Unchecked {
-		t.Fatalf("unknown tool: %+v", h)
+	g.Observe([]catalog.Tool{clean, poisoned, {Server: config.BuiltinServer, Name: "x", Description: "<IMPORTANT>x</IMPORTANT>"}})
+	set := policy.NewSet(g.Snapshot().Rule())
+	if d := set.Decide(nil, poisoned); d.Allowed || d.Rule != RuleName || !strings.Contains(d.Reason, "s__notes is quarantined: ") || !strings.Contains(d.Reason, "toolgate tools approve s__notes") {
+		t.Errorf("poisoned: %+v", d)
+	}
+	for _, tool := range []catalog.Tool{clean, {Server: config.BuiltinServer, Name: "x"}, {Server: "s", Name: "never_listed"}} {
+		if d := set.Decide(nil, tool); !d.Allowed {
+			t.Errorf("%s: %+v", tool.ID(), d)
+		}
 	}
 }
 
@@ -132,8 +142,11 @@ func TestGuardConfigApproved(t *testing.T) {
 	if h := held(g, poisoned.ID()); h != nil {
 		t.Fatalf("approved by config, held after a change: %+v", h)
 	}
-	if held(g, "s__other") == nil {
-		t.Error("a tool outside the globs and never listed is not held")
+	bad := poisoned
+	bad.Name = "other"
+	g.Observe([]catalog.Tool{bad})
+	if held(g, bad.ID()) == nil {
+		t.Error("a poisoned tool outside the globs is not held")
 	}
 }
 

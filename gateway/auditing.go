@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/audit"
+	"github.com/toolgate/toolgate/gateway/policy"
 )
 
 // callNote is what a tool handler tells the audit record of its call: the
@@ -74,7 +75,7 @@ func (g *Gateway) audited(action string, h mcp.ToolHandler) mcp.ToolHandler {
 		if g.opts.AuditArguments != nil && n.args != nil {
 			r.Arguments = g.opts.AuditArguments(n.args)
 		}
-		who(req, &r)
+		who(ctx, req, &r)
 		g.opts.Audit.Write(r)
 		return res, err
 	}
@@ -97,15 +98,18 @@ func auditOutcome(o Outcome) string {
 // who fills in the caller of req: its API key, transport, session (the
 // Mcp-Session-Id when the client sends one; over stdio the process) and
 // client name (the MCP clientInfo, else the HTTP User-Agent).
-func who(req *mcp.CallToolRequest, r *audit.Record) {
-	r.Transport = "stdio"
+func who(ctx context.Context, req *mcp.CallToolRequest, r *audit.Record) {
+	r.Transport = policy.TransportStdio
 	if req.Extra != nil && req.Extra.Header != nil {
-		r.Transport = "http"
+		r.Transport = policy.TransportHTTP
 		r.Session = req.Extra.Header.Get("Mcp-Session-Id")
 		r.Client = req.Extra.Header.Get("User-Agent")
 	}
-	if k, ok := KeyOf(req.Extra); ok {
-		r.Key = k.Name
+	if c := policy.CallerFrom(ctx); c != nil {
+		r.Transport = c.Transport
+		if c.Key != nil {
+			r.Key = c.Key.Name
+		}
 	}
 	if req.Session != nil && req.Session.ID() != "" {
 		r.Session = req.Session.ID()
@@ -113,7 +117,7 @@ func who(req *mcp.CallToolRequest, r *audit.Record) {
 	if ci := req.ClientInfo(); ci != nil && ci.Name != "" {
 		r.Client = ci.Name
 	}
-	if r.Session == "" && r.Transport == "stdio" {
+	if r.Session == "" && r.Transport == policy.TransportStdio {
 		r.Session = stdioSession
 	}
 }

@@ -17,8 +17,10 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/index/catalog"
 )
 
@@ -70,7 +72,10 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 			t = catalog.Tool{Server: server, Name: name}
 		}
 		if d := g.opts.Policy.Decide(caller, t); !d.Allowed {
-			if !ok {
+			// A key's refusal reads the same whether the tool exists or
+			// not: a key learns nothing of what lies outside its scope.
+			if !ok && d.Rule != keys.RuleName {
+				note.decision, note.reason = audit.Denied, d.Reason
 				return toolError("%s", g.unknownTool(ctx, a.Name, d.Reason)), nil
 			}
 			// Decided before the arguments are checked against a schema
@@ -151,6 +156,9 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 		var de *DeniedError
 		if errors.As(err, &de) {
 			note.reason = de.Reason
+			if de.Rule == quarantine.RuleName {
+				note.decision = audit.Quarantined
+			}
 		}
 		g.log.Info("tool call denied", "tool", name, "server", server, "err", err, "caller", policy.CallerFrom(ctx).String())
 		return toolError("execute_tool %s: %v", name, err)

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,12 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/limit"
+	"github.com/toolgate/toolgate/gateway/policy"
 )
 
 // KeyChecker checks the API key of an HTTP request. keys.Store implements
@@ -46,24 +43,12 @@ const keyRealm = "toolgate"
 // a loopback address stays open. A missing, unknown or expired key gets
 // 401 with a Bearer challenge; keys that cannot be read get 503 (no one
 // gets in); a key over its rate gets 429 with Retry-After. Refused
-// requests are audited. The key of a request let in reaches the MCP
-// handlers as the request's auth.TokenInfo (go-sdk carries it into each
-// call's RequestExtra).
+// requests are audited. The key of a request let in goes into its context
+// as the policy.Caller's Key.
 func (g *Gateway) requireKey(next http.Handler, o HTTPOptions, log *slog.Logger) http.Handler {
 	if o.Keys == nil {
 		return next
 	}
-	// go-sdk's bearer middleware puts the TokenInfo where its transports
-	// read it; the key was checked already, so its verifier only hands
-	// the key over.
-	withKey := auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
-		e, ok := ctx.Value(keyCtx{}).(keys.Entry)
-		if !ok {
-			return nil, auth.ErrInvalidToken
-		}
-		return &auth.TokenInfo{UserID: e.Name, Extra: map[string]any{tokenKeyEntry: e}}, nil
-	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
-
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" && loopbackRemote(r.RemoteAddr) || slices.ContainsFunc(o.OwnAuth, func(p string) bool { return strings.HasPrefix(r.URL.Path, p) }) {
 			next.ServeHTTP(w, r)
@@ -102,24 +87,11 @@ func (g *Gateway) requireKey(next http.Handler, o HTTPOptions, log *slog.Logger)
 				return
 			}
 		}
-		withKey.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyCtx{}, e)))
+		// The route's handler (withCaller) keeps the key when it puts its
+		// own caller in the context; the policy reads the key's scope.
+		c := &policy.Caller{Transport: policy.TransportHTTP, Key: e.Caller()}
+		next.ServeHTTP(w, r.WithContext(policy.WithCaller(r.Context(), c)))
 	})
-}
-
-// keyCtx carries the checked key from requireKey to go-sdk's middleware.
-type keyCtx struct{}
-
-// tokenKeyEntry is the auth.TokenInfo.Extra key of the keys.Entry.
-const tokenKeyEntry = "toolgate.key"
-
-// KeyOf returns the API key of an MCP request that came over HTTP with
-// one.
-func KeyOf(extra *mcp.RequestExtra) (keys.Entry, bool) {
-	if extra == nil || extra.TokenInfo == nil {
-		return keys.Entry{}, false
-	}
-	e, ok := extra.TokenInfo.Extra[tokenKeyEntry].(keys.Entry)
-	return e, ok
 }
 
 // auditRefused audits a request the HTTP front refused.

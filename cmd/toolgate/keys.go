@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -54,7 +56,8 @@ func newKeysCreateCmd(g *globals) *cobra.Command {
 (tg_…): keep it, it cannot be shown again. The data folder keeps only its
 SHA-256, name and scope.
 
---profile limits the key to a profile of the config; --allow keeps only the
+--profile limits the key to a profile of the config (checked when --config is
+given; a key whose profile the config lacks reaches no tool); --allow keeps only the
 tools matching one of its globs, --deny removes the tools matching any of
 its (globs over tool IDs such as memory__* or filesystem__read_*). --expires
 takes a duration (90m, 12h, 30d, 2w) or a date (2026-12-31). --print-hash
@@ -76,17 +79,16 @@ stores nothing: it prints the key's line for a toolgate.keysFile instead.`,
 }
 
 // keysFiles returns the data folder's keys file and the config's keysFile
-// (read from --config when given).
-func (g *globals) keysFiles(cfgPath string) (data, file string, err error) {
+// (read from --config when given, and returned).
+func (g *globals) keysFiles(cfgPath string) (data, file string, cfg *config.File, err error) {
 	if cfgPath != "" {
-		cfg, err := config.Load(cfgPath)
-		if err != nil {
-			return "", "", err
+		if cfg, err = config.Load(cfgPath); err != nil {
+			return "", "", nil, err
 		}
 		g.applyConfig(cfg.Toolgate)
 		file = cfg.Toolgate.KeysFile
 	}
-	return dirs.Keys(g.DataDir()), file, nil
+	return dirs.Keys(g.DataDir()), file, cfg, nil
 }
 
 func runKeysCreate(g *globals, w io.Writer, f keysCreateFlags, now time.Time) error {
@@ -100,9 +102,14 @@ func runKeysCreate(g *globals, w io.Writer, f keysCreateFlags, now time.Time) er
 		}
 		f.spec.Expires = t
 	}
-	data, file, err := g.keysFiles(f.config)
+	data, file, cfg, err := g.keysFiles(f.config)
 	if err != nil {
 		return err
+	}
+	if p := f.spec.Profile; p != "" && cfg != nil {
+		if _, ok := cfg.Toolgate.Profiles[p]; !ok {
+			return usageError{fmt.Errorf("--profile %q: %s has no such profile in toolgate.profiles (profiles: %s)", p, f.config, strings.Join(slices.Sorted(maps.Keys(cfg.Toolgate.Profiles)), ", "))}
+		}
 	}
 	secret, e, err := keys.New(f.spec, now)
 	if err != nil {
@@ -219,7 +226,7 @@ type listedKey struct {
 }
 
 func runKeysList(g *globals, w io.Writer, f keysListFlags, now time.Time) error {
-	data, file, err := g.keysFiles(f.config)
+	data, file, _, err := g.keysFiles(f.config)
 	if err != nil {
 		return err
 	}
@@ -270,7 +277,7 @@ func newKeysRevokeCmd(g *globals) *cobra.Command {
 }
 
 func runKeysRevoke(g *globals, w io.Writer, name, cfgPath string) error {
-	data, file, err := g.keysFiles(cfgPath)
+	data, file, _, err := g.keysFiles(cfgPath)
 	if err != nil {
 		return err
 	}

@@ -226,6 +226,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		Storage:     health.Writer("index", "the index is built in memory"),
 		Builtin:     map[string][]*mcp.Tool{mgmt.Name: mgmt.Tools()},
 		StatePath:   live.StateFile(g.DataDir()),
+		Policy:      sec.policy, // key scopes and quarantine first; the loop adds its rules
 	})
 	// A lazy server starts on its first execute_tool, so search needs its
 	// tools from the catalog; one the catalog lacks starts now, once.
@@ -328,6 +329,10 @@ type security struct {
 	// (audit.arguments "masked"; nil: only their SHA-256).
 	auditArguments func(any) any
 	guard          *quarantine.Guard
+	// policy holds the key scope and quarantine rules, checked before
+	// the rules the runtime loop keeps (config, disabled, profiles), so a
+	// key's denial never names a server outside its scope.
+	policy *policy.Set
 }
 
 // openSecurity checks the HTTP address against the keys (a non-loopback
@@ -356,12 +361,21 @@ func (g *globals) openSecurity(cfg *config.File, f serveFlags, log *slog.Logger)
 		// The stderr masking rules, with every configured secret.
 		sec.auditArguments = mask.New(backend.Secrets(cfg.All()...)).Value
 	}
+	sec.policy = policy.NewSet()
+	sec.policy.Put(keys.NewScope(sec.policy.Profiles))
 	sec.guard = quarantine.New(dirs.Pins(data), &quarantine.Options{
 		OnChange: t.Security.OnDefinitionChange,
 		Approved: t.Security.ApprovedTools,
 		Scanner:  quarantine.Scanner{MaxTextLength: t.Security.MaxTextLength},
 		Logger:   log,
+		// Each new set of decisions (a listing, an approval) replaces the
+		// rule, so search filters are made again.
+		Changed: func(s *quarantine.Snapshot) { sec.policy.Put(s.Rule()) },
 	})
+	sec.policy.Put(sec.guard.Snapshot().Rule())
+	if err := sec.guard.Watch(); err != nil {
+		log.Warn("approvals (`toolgate tools approve`) take effect at the next tool listing only", "err", err)
+	}
 	return sec, nil
 }
 

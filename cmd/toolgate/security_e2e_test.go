@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io/fs"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/internal/testenv"
@@ -91,6 +93,18 @@ func TestSecurityDoneWhen(t *testing.T) {
 	}
 	if res := executeTool(t, ctx, adminCS, "poison__translate", nil); !strings.Contains(resultText(res), "Unicode tag characters") {
 		t.Errorf("the tag payload's refusal does not say why: %s", resultText(res))
+	}
+
+	// GET /status names the quarantined tools and counts the audit log.
+	st := toolgateCmd(t, data, "status", "--addr", addr, "--json")
+	st.Env = append(st.Env, "TOOLGATE_KEY="+admin)
+	stOut, err := st.Output()
+	var rep gateway.StatusReport
+	if err := json.Unmarshal(stOut, &rep); err != nil || rep.Security == nil {
+		t.Fatalf("status --json: %v %v\n%s", err, rep.Security, stOut)
+	}
+	if !slices.Equal(rep.Security.Quarantined, []string{"poison__notes", "poison__translate"}) || rep.Security.Audit.Written == 0 {
+		t.Errorf("status security: %+v", rep.Security)
 	}
 
 	// The kg key: memory only, in search and execute.

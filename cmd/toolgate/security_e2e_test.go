@@ -53,7 +53,7 @@ func TestSecurityDoneWhen(t *testing.T) {
 
 	admin := createKey(t, data, "--name", "admin", "--admin")
 	kg := createKey(t, data, "--name", "kg-reader", "--profile", "kg", "--config", cfg)
-	addr, logs := serveHTTP(t, data, cfg)
+	addr, logs := startGateway(t, data, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
@@ -121,7 +121,7 @@ func TestSecurityDoneWhen(t *testing.T) {
 	// The refusal says the key lacks access, the same for a tool that
 	// exists and one that does not: nothing about what lies outside.
 	lacks := func(id string) string {
-		return "execute_tool " + id + `: the API key "kg-reader" lacks access to this tool. Call search_tools to find a tool you can run.`
+		return "execute_tool " + id + `: the API key "kg-reader" lacks access to this tool. Call search_tools to find a tool you can run`
 	}
 	for _, id := range []string{"filesystem__list_directory", "filesystem__no_such_tool"} {
 		res := executeTool(t, ctx, kgCS, id, map[string]any{"path": "."})

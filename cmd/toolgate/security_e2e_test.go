@@ -38,11 +38,15 @@ import (
 //   - a call whose arguments hold a canary string is in the audit log as a
 //     hash, while the canary is in no file of the data folder and in no log;
 //   - a definition changed at run time (list_changed) is quarantined, and
-//     `toolgate tools approve` releases a tool while the gateway runs.
+//     `toolgate tools approve` releases a tool while the gateway runs;
+//   - only the admin key may have the gateway change its config.
 func TestSecurityDoneWhen(t *testing.T) {
 	poison := backendtest.Command(t, backendtest.ModePoisoned+","+backendtest.ModeRedefine)
 	cfg := bundledConfig(t, map[string]any{"poison": map[string]any{"command": poison.Command, "env": poison.Env}})
-	withSettings(t, cfg, map[string]any{"profiles": map[string]any{"kg": map[string]any{"servers": []string{"memory"}}}})
+	withSettings(t, cfg, map[string]any{
+		"profiles":   map[string]any{"kg": map[string]any{"servers": []string{"memory"}}},
+		"management": map[string]any{"allowConfigChanges": true},
+	})
 	data := t.TempDir()
 
 	// No keys: a remote address is refused before anything starts.
@@ -53,6 +57,7 @@ func TestSecurityDoneWhen(t *testing.T) {
 
 	admin := createKey(t, data, "--name", "admin", "--admin")
 	kg := createKey(t, data, "--name", "kg-reader", "--profile", "kg", "--config", cfg)
+	ops := createKey(t, data, "--name", "ops")
 	addr, logs := startGateway(t, data, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -168,6 +173,21 @@ func TestSecurityDoneWhen(t *testing.T) {
 		return !res.IsError && resultText(res) == "Rome"
 	})
 
+	// Only an admin key may have the gateway change its config.
+	opsCS, err := connectKey(ctx, t, addr, "/mcp", ops, "ops-client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := executeTool(t, ctx, opsCS, "toolgate__remove_server", map[string]any{"name": "poison"}); !res.IsError || !strings.Contains(resultText(res), "admin API key") {
+		t.Errorf("remove_server with a key that is not admin: isError=%v %s", res.IsError, resultText(res))
+	}
+	if res := executeTool(t, ctx, adminCS, "toolgate__remove_server", map[string]any{"name": "poison"}); res.IsError {
+		t.Errorf("remove_server with the admin key: %s", resultText(res))
+	}
+	if got := search(adminCS, "weather forecast city"); slices.ContainsFunc(got, func(id string) bool { return strings.HasPrefix(id, "poison__") }) {
+		t.Errorf("the removed server's tools are still found: %v", got)
+	}
+
 	// The audit log holds the decisions.
 	recs := auditRecords(t, data, audit.Filter{}, func(rs []audit.Record) bool {
 		return slices.ContainsFunc(rs, func(r audit.Record) bool { return r.Action == "tools approve" })
@@ -179,6 +199,8 @@ func TestSecurityDoneWhen(t *testing.T) {
 		{"kg-reader", "memory__read_graph", audit.Allowed},
 		{"admin", "search_tools", audit.Allowed},
 		{"", "poison__weather", audit.Allowed}, // tools approve, from the command line
+		{"ops", "toolgate__remove_server", audit.Allowed}, // refused by the tool itself: an isError
+		{"admin", "toolgate__remove_server", audit.Allowed},
 	} {
 		if !slices.ContainsFunc(recs, func(r audit.Record) bool {
 			return r.Key == want.key && (r.Tool == want.tool || r.Action == want.tool) && r.Decision == want.decision

@@ -155,7 +155,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 	// Keys before the address: a non-loopback address without keys is
 	// refused before it is bound.
-	sec, err := g.openSecurity(cfg, f, log)
+	sec, err := g.checkKeys(cfg, f, log)
 	if err != nil {
 		return err
 	}
@@ -179,6 +179,8 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		log.Error("the data folder cannot take writes: serving with the index in memory and without storing embeddings or refreshed logins until it can (GET /status, storage)",
 			"dir", health.Dir(), "err", err, "fix", storage.Fix(health.Dir(), err))
 	}
+	// The audit log and the quarantine's pins, in the data folder.
+	sec.open(cfg, log, health)
 
 	// Stopping, in this order and within the stop's budget (defers run
 	// last first): the HTTP front or stdio (Serve returns), the runtime
@@ -335,16 +337,11 @@ type security struct {
 	policy *policy.Set
 }
 
-// openSecurity checks the HTTP address against the keys (a non-loopback
-// address needs some: refused before anything starts), and opens the
-// audit log and the quarantine's pins, all in the data folder. A data
-// folder that cannot take writes does not stop the gateway: the audit log
-// counts and logs each record it cannot write, and the quarantine keeps
-// its decisions in memory.
-func (g *globals) openSecurity(cfg *config.File, f serveFlags, log *slog.Logger) (*security, error) {
-	t := cfg.Toolgate
-	data := g.DataDir()
-	sec := &security{keys: keys.Open(dirs.Keys(data), &keys.Options{File: t.KeysFile, Logger: log})}
+// checkKeys checks the HTTP address against the keys (a non-loopback
+// address needs some: refused before anything starts) and fails closed on
+// keys that cannot be read.
+func (g *globals) checkKeys(cfg *config.File, f serveFlags, log *slog.Logger) (*security, error) {
+	sec := &security{keys: keys.Open(dirs.Keys(g.DataDir()), &keys.Options{File: cfg.Toolgate.KeysFile, Logger: log})}
 	if f.http != "" {
 		var err error
 		if sec.requireKey, err = gateway.KeysNeeded(f.http, sec.keys.Any); err != nil {
@@ -356,7 +353,19 @@ func (g *globals) openSecurity(cfg *config.File, f serveFlags, log *slog.Logger)
 			return nil, err
 		}
 	}
-	sec.audit = audit.Open(dirs.Audit(data), &audit.Options{Logger: log, MaxFileBytes: t.Audit.MaxFileBytes, MaxFiles: t.Audit.MaxFiles})
+	return sec, nil
+}
+
+// open opens the audit log and the quarantine's pins in the data folder,
+// and the policy rules of key scopes and quarantine. A data folder that
+// cannot take writes does not stop the gateway (it is never made again
+// behind the user's back): the audit log counts and logs each record it
+// cannot write, and the quarantine keeps its decisions in memory.
+func (sec *security) open(cfg *config.File, log *slog.Logger, health *storage.Health) {
+	t := cfg.Toolgate
+	data := health.Dir()
+	sec.audit = audit.Open(dirs.Audit(data), &audit.Options{Logger: log, MaxFileBytes: t.Audit.MaxFileBytes, MaxFiles: t.Audit.MaxFiles,
+		Storage: health.Writer("audit log", "records are counted as lost")})
 	if t.Audit.Arguments == "masked" {
 		// The stderr masking rules, with every configured secret.
 		sec.auditArguments = mask.New(backend.Secrets(cfg.All()...)).Value
@@ -367,6 +376,7 @@ func (g *globals) openSecurity(cfg *config.File, f serveFlags, log *slog.Logger)
 		OnChange: t.Security.OnDefinitionChange,
 		Approved: t.Security.ApprovedTools,
 		Scanner:  quarantine.Scanner{MaxTextLength: t.Security.MaxTextLength},
+		Storage:  health.Writer("quarantine pins", "decisions are kept in memory"),
 		Logger:   log,
 		// Each new set of decisions (a listing, an approval) replaces the
 		// rule, so search filters are made again.
@@ -376,7 +386,6 @@ func (g *globals) openSecurity(cfg *config.File, f serveFlags, log *slog.Logger)
 	if err := sec.guard.Watch(); err != nil {
 		log.Warn("approvals (`toolgate tools approve`) take effect at the next tool listing only", "err", err)
 	}
-	return sec, nil
 }
 
 // status is the security part of GET /status.
@@ -386,7 +395,16 @@ func (s *security) status() *gateway.SecurityStatus {
 
 // Close stops following approvals and closes the audit log (after the
 // gateway stopped writing to it).
-func (s *security) Close() error { return errors.Join(s.guard.Close(), s.audit.Close()) }
+func (s *security) Close() error {
+	var err error
+	if s.guard != nil {
+		err = s.guard.Close()
+	}
+	if s.audit != nil {
+		err = errors.Join(err, s.audit.Close())
+	}
+	return err
+}
 
 // consoleKeys lets the console check keys against the same store.
 func (s *security) consoleKeys() console.Keys { return consoleKeys{s} }

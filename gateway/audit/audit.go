@@ -119,7 +119,28 @@ type Options struct {
 	// MaxWait is the longest Write waits for room on a full queue before
 	// the record is counted as dropped.
 	MaxWait time.Duration
+	// Storage, if set, is asked before each write whether the data folder
+	// can take one, and told how each went (main passes the data folder's
+	// health: a removed folder is not made again behind the user's back).
+	Storage Storage
 }
+
+// Storage is the data folder's health as the log uses it
+// (*storage.Writer).
+type Storage interface {
+	// Check returns nil when the folder can take a write now.
+	Check() error
+	// Fail reports a write that failed; OK one that succeeded.
+	Fail(err error)
+	OK()
+}
+
+// noStorage tries every write.
+type noStorage struct{}
+
+func (noStorage) Check() error { return nil }
+func (noStorage) Fail(error)   {}
+func (noStorage) OK()          {}
 
 func (o *Options) withDefaults() Options {
 	var r Options
@@ -140,6 +161,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.MaxWait <= 0 {
 		r.MaxWait = DefaultMaxWait
+	}
+	if r.Storage == nil {
+		r.Storage = noStorage{}
 	}
 	return r
 }
@@ -180,7 +204,10 @@ func Open(path string, opts *Options) *Log {
 	o := opts.withDefaults()
 	l := &Log{path: path, opts: o, log: o.Logger, q: make(chan Record, o.Queue), done: make(chan struct{}),
 		lostLog: rate.Sometimes{First: lostFirst, Interval: lostEvery}}
-	if err := l.open(); err != nil {
+	if err := o.Storage.Check(); err != nil {
+		l.failed("open", err)
+	} else if err := l.open(); err != nil {
+		o.Storage.Fail(err)
 		l.failed("open", err)
 	}
 	go l.run()
@@ -307,7 +334,13 @@ func (l *Log) writeBatch(batch []Record) {
 	}
 	rotateFailed := false
 	for i := 0; i < len(lines); {
-		size, err := l.ready()
+		err := l.opts.Storage.Check()
+		var size int64
+		if err == nil {
+			if size, err = l.ready(); err != nil {
+				l.opts.Storage.Fail(err)
+			}
+		}
 		if err != nil {
 			l.errs.Add(1)
 			for _, r := range recs[i:] {
@@ -329,12 +362,14 @@ func (l *Log) writeBatch(batch []Record) {
 			continue
 		}
 		if _, err := l.f.Write(buf); err != nil {
+			l.opts.Storage.Fail(err)
 			l.errs.Add(1)
 			for _, r := range recs[i:j] {
 				l.lost(r, err)
 			}
 			l.closeFile()
 		} else {
+			l.opts.Storage.OK()
 			l.written.Add(uint64(j - i))
 		}
 		i = j

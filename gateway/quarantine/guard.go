@@ -170,8 +170,20 @@ type Options struct {
 	// change: after Observe, and when Watch sees the pins file changed
 	// (an approval). Calls are serialized.
 	Changed func(*Snapshot)
+	// Storage, if set, is asked before the pins are written whether the
+	// data folder can take a write, and told how it went; while it cannot,
+	// the decisions hold in memory.
+	Storage Storage
 	Logger  *slog.Logger     // nil = discard
 	Now     func() time.Time // nil = time.Now
+}
+
+// Storage is the data folder's health as the guard uses it
+// (*storage.Writer).
+type Storage interface {
+	Check() error
+	Fail(err error)
+	OK()
 }
 
 // Guard decides which listed tools are quarantined, and keeps the pins.
@@ -418,18 +430,21 @@ func (g *Guard) observe(tools []catalog.Tool) {
 	defer g.mu.Unlock()
 	now := g.opts.Now().UTC()
 	var decided map[string]*Pin
-	err := datafile.Update(g.path, func(old []byte) ([]byte, error) {
-		f, err := ParseFile(old)
-		if err != nil {
-			return nil, err // never overwrite approvals we cannot read
-		}
-		decided = g.decideAll(f.Tools, tools, now)
-		if !changes(f.Tools, decided) {
-			return nil, nil // a listing like the last: nothing to write
-		}
-		maps.Copy(f.Tools, decided)
-		return f.encode()
-	})
+	err := g.check()
+	if err == nil {
+		err = g.write(func(old []byte) ([]byte, error) {
+			f, err := ParseFile(old)
+			if err != nil {
+				return nil, &fileError{err} // never overwrite approvals we cannot read
+			}
+			decided = g.decideAll(f.Tools, tools, now)
+			if !changes(f.Tools, decided) {
+				return nil, nil // a listing like the last: nothing to write
+			}
+			maps.Copy(f.Tools, decided)
+			return f.encode()
+		})
+	}
 	if err != nil {
 		if decided == nil {
 			base := map[string]*Pin{}
@@ -454,6 +469,35 @@ func (g *Guard) observe(tools []catalog.Tool) {
 	maps.Copy(s.pins, decided)
 	g.snap.Store(s)
 }
+
+// check asks Options.Storage whether the pins may be written now.
+func (g *Guard) check() error {
+	if g.opts.Storage == nil {
+		return nil
+	}
+	return g.opts.Storage.Check()
+}
+
+// write changes the pins file, telling Options.Storage how it went.
+func (g *Guard) write(change func([]byte) ([]byte, error)) error {
+	err := datafile.Update(g.path, change)
+	if s := g.opts.Storage; s != nil {
+		var fe *fileError
+		switch {
+		case err == nil:
+			s.OK()
+		case !errors.As(err, &fe): // not the content's fault
+			s.Fail(err)
+		}
+	}
+	return err
+}
+
+// fileError is a pins file that cannot be used (not a storage fault).
+type fileError struct{ err error }
+
+func (e *fileError) Error() string { return e.err.Error() }
+func (e *fileError) Unwrap() error { return e.err }
 
 // decideAll decides each tool against its pin in pins (overlaid with the
 // unsaved pins) and returns the new pins.

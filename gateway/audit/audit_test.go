@@ -3,11 +3,13 @@ package audit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -311,5 +313,25 @@ func TestTwoWritersOneFile(t *testing.T) {
 	}
 	if len(lines) != 2*16*50 {
 		t.Errorf("%d records, want %d", len(lines), 2*16*50)
+	}
+}
+
+// refusing is a data folder that cannot take writes.
+type refusing struct{ fails atomic.Int32 }
+
+func (r *refusing) Check() error { return errors.New("data folder removed") }
+func (r *refusing) Fail(error)   { r.fails.Add(1) }
+func (r *refusing) OK()          {}
+
+// A data folder the health check refuses is not written to (nor made
+// again): each record is counted as lost.
+func TestStorageRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	l := Open(filepath.Join(dir, "audit", "audit.jsonl"), &Options{Storage: &refusing{}})
+	l.Write(Record{Action: "search_tools", Decision: Allowed})
+	testenv.Eventually(t, "the record counted as lost", func() bool { return l.Stats().Dropped == 1 })
+	l.Close()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the data folder was made: %v", err)
 	}
 }

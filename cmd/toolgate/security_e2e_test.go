@@ -125,12 +125,9 @@ func TestSecurityDoneWhen(t *testing.T) {
 	}
 	// The refusal says the key lacks access, the same for a tool that
 	// exists and one that does not: nothing about what lies outside.
-	lacks := func(id string) string {
-		return "execute_tool " + id + `: the API key "kg-reader" lacks access to this tool. Call search_tools to find a tool you can run`
-	}
 	for _, id := range []string{"filesystem__list_directory", "filesystem__no_such_tool"} {
 		res := executeTool(t, ctx, kgCS, id, map[string]any{"path": "."})
-		if !res.IsError || resultText(res) != lacks(id) {
+		if !res.IsError || resultText(res) != lacksKey("kg-reader", id) {
 			t.Errorf("kg key on %s: isError=%v %q", id, res.IsError, resultText(res))
 		}
 	}
@@ -178,7 +175,15 @@ func TestSecurityDoneWhen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := executeTool(t, ctx, opsCS, "toolgate__remove_server", map[string]any{"name": "poison"}); !res.IsError || !strings.Contains(resultText(res), "admin API key") {
+	// A key that is not admin neither finds nor runs the tools that change
+	// the config; the admin key finds them and runs them.
+	for _, cs := range []*mcp.ClientSession{opsCS, adminCS} {
+		got := search(cs, "remove an MCP server from the config")
+		if shown := slices.Contains(got, "toolgate__remove_server"); shown != (cs == adminCS) {
+			t.Errorf("search for remove_server (admin=%v): %v", cs == adminCS, got)
+		}
+	}
+	if res := executeTool(t, ctx, opsCS, "toolgate__remove_server", map[string]any{"name": "poison"}); !res.IsError || resultText(res) != lacksKey("ops", "toolgate__remove_server") {
 		t.Errorf("remove_server with a key that is not admin: isError=%v %s", res.IsError, resultText(res))
 	}
 	if res := executeTool(t, ctx, adminCS, "toolgate__remove_server", map[string]any{"name": "poison"}); res.IsError {
@@ -199,7 +204,7 @@ func TestSecurityDoneWhen(t *testing.T) {
 		{"kg-reader", "memory__read_graph", audit.Allowed},
 		{"admin", "search_tools", audit.Allowed},
 		{"", "poison__weather", audit.Allowed},            // tools approve, from the command line
-		{"ops", "toolgate__remove_server", audit.Allowed}, // refused by the tool itself: an isError
+		{"ops", "toolgate__remove_server", audit.Denied},
 		{"admin", "toolgate__remove_server", audit.Allowed},
 	} {
 		if !slices.ContainsFunc(recs, func(r audit.Record) bool {
@@ -229,4 +234,10 @@ func TestSecurityDoneWhen(t *testing.T) {
 	if strings.Contains(logs.String(), canary) {
 		t.Error("the canary is in the gateway's log")
 	}
+}
+
+// lacksKey is execute_tool's refusal of a tool outside key's scope: the
+// same words for a tool that exists and one that does not.
+func lacksKey(key, id string) string {
+	return "execute_tool " + id + `: the API key "` + key + `" lacks access to this tool. Call search_tools to find a tool you can run`
 }

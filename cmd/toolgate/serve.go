@@ -371,7 +371,7 @@ func (sec *security) open(cfg *config.File, log *slog.Logger, health *storage.He
 		sec.auditArguments = mask.New(backend.Secrets(cfg.All()...)).Value
 	}
 	sec.policy = policy.NewSet()
-	sec.policy.Put(keys.NewScope(sec.policy.Profiles))
+	sec.policy.Put(keys.NewScope(sec.policy.Profiles, mgmt.ChangesConfig))
 	sec.guard = quarantine.New(dirs.Pins(data), &quarantine.Options{
 		OnChange: t.Security.OnDefinitionChange,
 		Approved: t.Security.ApprovedTools,

@@ -3,6 +3,7 @@ package keys
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/toolgate/toolgate/gateway/policy"
@@ -19,20 +20,28 @@ func (e Entry) Caller() *policy.Key {
 
 // Scope is the policy rule of API key scopes: a caller with a key sees and
 // runs only the tools of the key's profile (if it has one) that its globs
-// let through. It denies with the same words whatever the tool, existing
-// or not, so a key learns nothing of what lies outside its scope. Put it
-// first in the set, before the rules whose reasons name servers.
+// let through, and the tools only an admin may run only with an admin key.
+// It denies with the same words whatever the tool, existing or not, so a
+// key learns nothing of what lies outside its scope. Put it first in the
+// set, before the rules whose reasons name servers.
 type Scope struct {
 	// profiles returns the profiles in effect (the set's profile rule),
 	// read when a filter is built, so a reload's profiles count.
 	profiles func() *policy.Profiles
+	// adminOnly reports whether only an admin key may see and run t
+	// (nil = none).
+	adminOnly func(t catalog.Tool) bool
 }
 
 var _ policy.Rule = (*Scope)(nil)
 
 // NewScope returns the key scope rule; profiles gives the profiles in
-// effect (policy.Set.Profiles).
-func NewScope(profiles func() *policy.Profiles) *Scope { return &Scope{profiles: profiles} }
+// effect (policy.Set.Profiles), adminOnly the tools only an admin key may
+// see and run (the management tools that change the config:
+// mgmt.ChangesConfig; nil = none).
+func NewScope(profiles func() *policy.Profiles, adminOnly func(catalog.Tool) bool) *Scope {
+	return &Scope{profiles: profiles, adminOnly: adminOnly}
+}
 
 func (*Scope) Name() string { return RuleName }
 
@@ -42,7 +51,7 @@ func (*Scope) Scope(c *policy.Caller) string {
 		return ""
 	}
 	k := c.Key
-	return k.Name + "\x01" + k.Profile + "\x01" + strings.Join(k.Allow, "\x02") + "\x01" + strings.Join(k.Deny, "\x02")
+	return strconv.FormatBool(k.Admin) + "\x01" + k.Name + "\x01" + k.Profile + "\x01" + strings.Join(k.Allow, "\x02") + "\x01" + strings.Join(k.Deny, "\x02")
 }
 
 func (r *Scope) Check(c *policy.Caller, t catalog.Tool) string {
@@ -51,6 +60,9 @@ func (r *Scope) Check(c *policy.Caller, t catalog.Tool) string {
 		return ""
 	}
 	denied := fmt.Sprintf("the API key %q lacks access to this tool", k.Name)
+	if !k.Admin && r.adminOnly != nil && r.adminOnly(t) {
+		return denied
+	}
 	id := t.ID()
 	if k.Profile != "" {
 		p, ok := r.profiles().Get(k.Profile)

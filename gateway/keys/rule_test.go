@@ -19,11 +19,12 @@ func tool(id string) catalog.Tool {
 // lacks access, whatever the tool.
 func TestScope(t *testing.T) {
 	set := policy.NewSet()
-	set.Put(NewScope(set.Profiles))
+	set.Put(NewScope(set.Profiles, func(t catalog.Tool) bool { return t.ID() == "toolgate__add_server" }))
 	set.Put(policy.NewProfiles(map[string]config.Profile{"kg": {Servers: []string{"memory"}, Tools: config.ToolGlobs{Deny: []string{"memory__delete_*"}}}}))
 	entry := func(profile string, allow, deny []string) *policy.Caller {
 		return &policy.Caller{Transport: policy.TransportHTTP, Key: Entry{Name: "k", Profile: profile, Allow: allow, Deny: deny}.Caller()}
 	}
+	admin := &policy.Caller{Transport: policy.TransportHTTP, Key: Entry{Name: "k", Admin: true}.Caller()}
 	tests := []struct {
 		caller *policy.Caller
 		id     string
@@ -40,6 +41,11 @@ func TestScope(t *testing.T) {
 		{entry("", nil, []string{"filesystem__write_*"}), "filesystem__write_file", false},
 		{entry("", nil, []string{"filesystem__write_*"}), "filesystem__read_file", true},
 		{entry("gone", nil, nil), "memory__read_graph", false},
+		// Only an admin key sees and runs the tools that change the config.
+		{nil, "toolgate__add_server", true},
+		{entry("", nil, nil), "toolgate__add_server", false},
+		{entry("", nil, nil), "toolgate__list_servers", true},
+		{admin, "toolgate__add_server", true},
 	}
 	for _, tc := range tests {
 		d := set.Decide(tc.caller, tool(tc.id))
@@ -52,5 +58,10 @@ func TestScope(t *testing.T) {
 		if !d.Allowed && tc.caller.Key.Profile != "gone" && strings.Contains(d.Reason, tc.id) {
 			t.Errorf("%s: the denial names the tool: %q", tc.id, d.Reason)
 		}
+	}
+	// Search filters are cached per scope: an admin key's is not the one of
+	// a key of the same name that is not.
+	if set.Filter(admin) == set.Filter(entry("", nil, nil)) {
+		t.Error("an admin key shares the search filter of a key that is not admin")
 	}
 }

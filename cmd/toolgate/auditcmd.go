@@ -111,6 +111,18 @@ func (g *globals) auditCommand(action, tool, what string) {
 	}
 }
 
+// auditConfigChange records `servers add|remove` in the audit log of the
+// data folder the changed config file names (toolgate.dataDir, else the
+// default one).
+func (g *globals) auditConfigChange(path, action, server string) {
+	if cfg, _, _, err := config.ReadFiles([]string{path}, config.AnyEnv); err == nil {
+		g.applyConfig(cfg.Toolgate)
+	} else {
+		g.logger.Warn("the audit record goes to the default data folder: the config cannot be read again", "config", path, "err", err)
+	}
+	g.auditCommand(action, "", fmt.Sprintf("server %q in %s", server, path))
+}
+
 // formatRecord is one record on one line, for people.
 func formatRecord(r audit.Record) string {
 	parts := []string{r.Time.Local().Format("2006-01-02 15:04:05.000"), "key=" + dash(r.Key), r.Action}

@@ -203,7 +203,7 @@ func TestSecurityDoneWhen(t *testing.T) {
 		{"kg-reader", "filesystem__list_directory", audit.Denied},
 		{"kg-reader", "memory__read_graph", audit.Allowed},
 		{"admin", "search_tools", audit.Allowed},
-		{"", "poison__weather", audit.Allowed},            // tools approve, from the command line
+		{"", "poison__weather", audit.Allowed}, // tools approve, from the command line
 		{"ops", "toolgate__remove_server", audit.Denied},
 		{"admin", "toolgate__remove_server", audit.Allowed},
 	} {

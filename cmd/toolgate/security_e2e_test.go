@@ -104,6 +104,9 @@ func TestSecurityDoneWhen(t *testing.T) {
 	st := toolgateCmd(t, data, "status", "--addr", addr, "--json")
 	st.Env = append(st.Env, "TOOLGATE_KEY="+admin)
 	stOut, err := st.Output()
+	if err != nil {
+		t.Fatalf("status --json: %v", err)
+	}
 	var rep gateway.StatusReport
 	if err := json.Unmarshal(stOut, &rep); err != nil || rep.Security == nil {
 		t.Fatalf("status --json: %v %v\n%s", err, rep.Security, stOut)

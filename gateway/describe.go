@@ -124,6 +124,6 @@ func (g *Gateway) Refresh() {
 		return
 	}
 	g.desc = d
-	g.server.AddTool(searchTool(g.opts.DefaultLimit, g.opts.MaxLimit, d), g.traced(SearchToolName, g.handleSearch))
+	g.server.AddTool(searchTool(g.opts.DefaultLimit, g.opts.MaxLimit, d), g.traced(SearchToolName, g.audited(SearchToolName, g.handleSearch)))
 	g.log.Debug("search_tools description changed; clients are told (tools/list_changed)", "chars", utf8.RuneCountInString(d))
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
@@ -123,21 +125,37 @@ func BenchmarkExecuteTool(b *testing.B) {
 		loop(b, connectPipes(b, g), execParams, nil)
 	})
 
-	b.Run("handler", func(b *testing.B) {
-		tool := catalog.Tool{Server: "fake", Name: "echo",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`)}
-		fs := &fakeSearcher{tools: []catalog.Tool{tool}}
-		answer := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}
-		g := New(fs, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) { return answer, nil }}, nil)
-		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ExecuteToolName,
-			Arguments: json.RawMessage(`{"name":"fake__echo","arguments":{"text":"ok"}}`)}}
-		b.ReportAllocs()
-		for b.Loop() {
-			if res, err := g.handleExecute(ctx, req); err != nil || res.IsError {
-				b.Fatal(err, text(res))
-			}
+	// handler is the gateway's own work on a call, without go-sdk or a
+	// backend; handler-audited adds the audit record (arguments hashed,
+	// result measured, the record queued for the log's writer).
+	for _, audited := range []bool{false, true} {
+		name := "handler"
+		if audited {
+			name = "handler-audited"
 		}
-	})
+		b.Run(name, func(b *testing.B) {
+			tool := catalog.Tool{Server: "fake", Name: "echo",
+				InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`)}
+			fs := &fakeSearcher{tools: []catalog.Tool{tool}}
+			answer := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}
+			var opts *Options
+			if audited {
+				log := audit.Open(filepath.Join(b.TempDir(), "audit.jsonl"), nil)
+				b.Cleanup(func() { log.Close() })
+				opts = &Options{Audit: log}
+			}
+			g := New(fs, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) { return answer, nil }}, opts)
+			h := g.audited(ExecuteToolName, g.handleExecute)
+			req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ExecuteToolName,
+				Arguments: json.RawMessage(`{"name":"fake__echo","arguments":{"text":"ok"}}`)}}
+			b.ReportAllocs()
+			for b.Loop() {
+				if res, err := h(ctx, req); err != nil || res.IsError {
+					b.Fatal(err, text(res))
+				}
+			}
+		})
+	}
 }
 
 // envBenchGateway makes the test binary a stdio gateway over benchBackend

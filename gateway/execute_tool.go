@@ -15,8 +15,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/keys"
+	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/index/catalog"
 )
 
@@ -46,10 +50,13 @@ func executeTool() *mcp.Tool {
 }
 
 func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	note := noteOf(ctx)
 	var a executeArgs
 	if err := decodeArgs(req.Params.Arguments, &a); err != nil {
+		note.args = rawArgs(req.Params.Arguments)
 		return toolError(`execute_tool: arguments must be an object like {"name": "server__tool", "arguments": {...}}: %v`, err), nil
 	}
+	note.tool, note.args = a.Name, rawArgs(a.Arguments)
 	if strings.TrimSpace(a.Name) == "" {
 		return toolError(`execute_tool needs "name": a namespaced tool name returned by search_tools, e.g. "filesystem__list_directory".`), nil
 	}
@@ -65,7 +72,10 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 			t = catalog.Tool{Server: server, Name: name}
 		}
 		if d := g.opts.Policy.Decide(caller, t); !d.Allowed {
-			if !ok {
+			// A key's refusal reads the same whether the tool exists or
+			// not: a key learns nothing of what lies outside its scope.
+			if !ok && d.Rule != keys.RuleName {
+				note.decision, note.reason = audit.Denied, d.Reason
 				return toolError("%s", g.unknownTool(ctx, a.Name, d.Reason)), nil
 			}
 			// Decided before the arguments are checked against a schema
@@ -113,6 +123,15 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	return res, nil
 }
 
+// rawArgs decodes raw JSON arguments for the audit log (nil for none).
+func rawArgs(raw json.RawMessage) any {
+	var v any
+	if t := bytes.TrimSpace(raw); len(t) == 0 || json.Unmarshal(t, &v) != nil {
+		return nil
+	}
+	return v
+}
+
 // toolArgs turns the "arguments" value into the map the backend call takes.
 // Absent or null means no arguments.
 func toolArgs(raw json.RawMessage) (map[string]any, error) {
@@ -129,10 +148,23 @@ func toolArgs(raw json.RawMessage) (map[string]any, error) {
 
 func (g *Gateway) callError(ctx context.Context, name, server string, err error) *mcp.CallToolResult {
 	var un *backend.UnavailableError
+	note := noteOf(ctx)
+	note.outcome, note.reason = auditOutcome(CallOutcome(nil, err)), err.Error()
 	switch {
 	case errors.Is(err, ErrDenied):
+		note.decision, note.outcome = audit.Denied, ""
+		var de *DeniedError
+		if errors.As(err, &de) {
+			note.reason = de.Reason
+			if de.Rule == quarantine.RuleName {
+				note.decision = audit.Quarantined
+			}
+		}
 		g.log.Info("tool call denied", "tool", name, "server", server, "err", err, "caller", policy.CallerFrom(ctx).String())
 		return toolError("execute_tool %s: %v", name, err)
+	case errors.Is(err, limit.ErrBusy): // an UnavailableError too
+		g.log.Warn("backend busy", "tool", name, "server", server, "err", err)
+		return toolError("execute_tool %s: server %q is busy (%v). Retry in a moment; the other servers are not affected.", name, server, unavailableCause(err))
 	case errors.As(err, &un):
 		g.log.Warn("backend unavailable", "tool", name, "server", server, "err", err)
 		return toolError("execute_tool %s: server %q is unavailable: %v. The other servers keep working: retry later, or pick another tool with search_tools.", name, server, un.Err)
@@ -140,6 +172,7 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 		g.log.Warn("backend call timed out", "tool", name, "server", server, "err", err)
 		return toolError("execute_tool %s: the call timed out (%v) and was cancelled on the server. Retry with a smaller request, or later.", name, err)
 	case ctx.Err() != nil:
+		note.reason = "cancelled by the client"
 		return toolError("execute_tool %s: cancelled by the client.", name)
 	default:
 		g.log.Warn("backend call failed", "tool", name, "server", server, "err", err)
@@ -288,3 +321,13 @@ func (e *DeniedError) Error() string {
 }
 
 func (e *DeniedError) Unwrap() error { return ErrDenied }
+
+// unavailableCause is the cause inside an UnavailableError (err itself
+// when it is none).
+func unavailableCause(err error) error {
+	var un *backend.UnavailableError
+	if errors.As(err, &un) {
+		return un.Err
+	}
+	return err
+}

@@ -124,6 +124,13 @@ type Options struct {
 	// of calls (metrics, the console's recent calls) wrap it as they wrap
 	// the Caller, so a refusal counts as OutcomeDenied there too.
 	ObserveRefused func(Caller) Caller
+	// Audit, if set, gets a record of every search_tools and execute_tool
+	// call and every refused HTTP request.
+	Audit AuditLog
+	// AuditArguments, if set, gives the arguments an audit record keeps
+	// (audit.arguments "masked": the values with secrets masked); nil =
+	// only their SHA-256.
+	AuditArguments func(args any) any
 }
 
 // Gateway is the MCP server with the two tools. One Gateway serves any number
@@ -180,7 +187,7 @@ func New(s Searcher, c Caller, opts *Options) *Gateway {
 		Logger: slog.New(minLevel{g.log.Handler(), slog.LevelWarn}),
 	})
 	g.server.AddReceivingMiddleware(g.levels.middleware)
-	g.server.AddTool(executeTool(), g.traced(ExecuteToolName, g.handleExecute))
+	g.server.AddTool(executeTool(), g.traced(ExecuteToolName, g.audited(ExecuteToolName, g.handleExecute)))
 	g.Refresh()
 	return g
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/gateway/policy"
 )
 
@@ -36,13 +37,24 @@ type HTTPOptions struct {
 	MaxBodyBytes int64
 	Logger       *slog.Logger
 	// Extra handlers mounted beside /mcp (e.g. /status); they get the same
-	// Host/Origin checks.
+	// Host/Origin and key checks.
 	Extra map[string]http.Handler
 	// Wrap, if set, decorates the whole front, checks included (metrics
 	// count every request, refused ones too). route names the route a
 	// request matches: its path pattern ("/mcp", "/status", "/ui/"), or
 	// "" when none does.
 	Wrap func(h http.Handler, route func(*http.Request) string) http.Handler
+	// Keys, when set, makes every route need an API key as soon as one
+	// exists (GET /healthz from a loopback address excepted); RequireKey
+	// needs one even while none exists (a non-loopback address).
+	Keys       KeyChecker
+	RequireKey bool
+	// Rates limits each key's requests (nil = no limit).
+	Rates *limit.Rates
+	// OwnAuth are path prefixes whose handlers check keys themselves
+	// (the console: a login page, then a session cookie); the Host/Origin
+	// checks still apply to them.
+	OwnAuth []string
 }
 
 // DefaultMaxBodyBytes is the default request body cap of the HTTP front.
@@ -127,7 +139,7 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 	for path, h := range o.Extra {
 		mux.Handle(path, h)
 	}
-	h := guard(mux, o, log)
+	h := guard(g.requireKey(mux, o, log), o, log)
 	if o.Wrap != nil {
 		h = o.Wrap(h, func(r *http.Request) string { return routeOf(mux, r) })
 	}
@@ -245,6 +257,26 @@ func originAllowed(origin string, extra []string) bool {
 		return false
 	}
 	return isLoopbackHost(u.Hostname())
+}
+
+// KeysNeeded says whether the HTTP front on addr needs a key on every
+// request, and refuses a non-loopback address without API keys (anyKeys
+// reports whether one exists), with or without --allow-remote: anyone who
+// reaches such an address could run every tool. `serve` asks before it
+// listens or starts anything else.
+func KeysNeeded(addr string, anyKeys func() (bool, error)) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || isLoopbackHost(host) {
+		return false, nil // Listen says what is wrong with addr
+	}
+	any, err := anyKeys()
+	if err != nil {
+		return false, fmt.Errorf("--http %q: refusing to listen on a non-loopback address: the API keys cannot be read: %w", addr, err)
+	}
+	if !any {
+		return false, fmt.Errorf("--http %q: refusing to listen on a non-loopback address without API keys: anyone who reaches it could run every tool. Create one with `toolgate keys create --name NAME` (or name a file of keys in toolgate.keysFile), then start again", addr)
+	}
+	return true, nil
 }
 
 // ShutdownGrace is how long requests in flight get to finish when the

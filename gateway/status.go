@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/internal/storage"
@@ -37,6 +38,16 @@ type StatusOptions struct {
 	// Storage, if set, adds the data folder's health (the "storage"
 	// section).
 	Storage StorageSource
+	// Security, if set, adds the audit log's counters and the tools
+	// quarantined.
+	Security func() *SecurityStatus
+}
+
+// SecurityStatus is what a StatusReport says of the audit log and the
+// quarantine.
+type SecurityStatus struct {
+	Audit       audit.Stats `json:"audit"`       // records written, lost, failed writes
+	Quarantined []string    `json:"quarantined"` // IDs of the tools held, sorted
 }
 
 // StorageSource reports the data folder's health. internal/storage's
@@ -62,7 +73,8 @@ type StatusReport struct {
 	*live.Stats
 	// Storage is the data folder's health: writable or not, the last
 	// error and since when, each writer's state (StatusOptions.Storage).
-	Storage *storage.Report `json:"storage,omitempty"`
+	Storage  *storage.Report `json:"storage,omitempty"`
+	Security *SecurityStatus `json:"security,omitempty"`
 }
 
 // BackendStatus is one backend in a StatusReport: the pool's snapshot plus
@@ -106,6 +118,9 @@ func StatusHandler(src StatusSource, opts *StatusOptions) http.Handler {
 		if o.Storage != nil {
 			sr := o.Storage.Report()
 			rep.Storage = &sr
+		}
+		if o.Security != nil {
+			rep.Security = o.Security()
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/config"
 )
 
@@ -178,5 +179,24 @@ func TestServersCommands(t *testing.T) {
 	}
 	if out, err := run("servers", "enable", "fs", "--config", path); err != nil || !strings.Contains(out, `"fs" enabled`) {
 		t.Errorf("enable: %v\n%s", err, out)
+	}
+	// Each change made is a management action in the audit log, as the
+	// local user's; a refused one is not.
+	var got []string
+	for _, r := range auditRecords(t, data, audit.Filter{}, func([]audit.Record) bool { return true }) {
+		if r.Transport != "cli" || r.Decision != audit.Allowed || r.Client == "" {
+			t.Errorf("audit record %+v", r)
+		}
+		got = append(got, r.Action+" "+r.Reason)
+	}
+	want := []string{
+		`servers add server "fs" in ` + path,
+		`servers add server "web" in ` + path,
+		`servers remove server "memory" in ` + path,
+		`servers disable server "fs"`,
+		`servers enable server "fs"`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("audit records:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -26,6 +27,9 @@ func TestJSONOutputsAreCamelCase(t *testing.T) {
 		"doctor --json":      doctorReport{},
 		"status --json":      gateway.StatusReport{},
 		"auth status --json": authServerStatus{},
+		"keys list --json":   listedKey{},
+		"tools quarantined":  quarantinedTool{},
+		"audit tail --json":  audit.Record{},
 	}
 	for cmd, v := range outputs {
 		seen := map[reflect.Type]bool{}

@@ -16,11 +16,14 @@ import (
 // for a limit of 80, 100 for a limit above the maximum, and search_tools'
 // default without a limit; tools/list advertises the configured maximum.
 // BM25 only (no native pieces): the tools' descriptions are all alike.
+// (The allow-list of the quarantine lets their overlong texts through.)
 func TestMaxLimitEndToEnd(t *testing.T) {
 	many := backendtest.Command(t, backendtest.ModeManyTools, backendtest.EnvManyTools+"=200")
 	cfg, _ := json.Marshal(map[string]any{
 		"mcpServers": map[string]any{"many": map[string]any{"command": many.Command, "env": many.Env}},
-		"toolgate":   map[string]any{"search": map[string]any{"maxLimit": 100}},
+		// The fake's descriptions are overlong (20 kB) on purpose; the
+		// quarantine would hold them, so the config approves them.
+		"toolgate": map[string]any{"search": map[string]any{"maxLimit": 100}, "security": map[string]any{"approvedTools": []string{"many__*"}}},
 	})
 	path := filepath.Join(t.TempDir(), "toolgate.json")
 	if err := os.WriteFile(path, cfg, 0o600); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -20,16 +21,22 @@ import (
 
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/backend/oauth"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/console"
+	"github.com/toolgate/toolgate/gateway/keys"
+	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/metrics"
 	"github.com/toolgate/toolgate/gateway/mgmt"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/search"
@@ -146,6 +153,13 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	if f.http == "" && cfg.Toolgate.HTTP.Addr != "" {
 		f.http = cfg.Toolgate.HTTP.Addr
 	}
+	// Keys before the address: a non-loopback address without keys is
+	// refused before it is bound.
+	sec, err := g.checkKeys(cfg, f, log)
+	if err != nil {
+		return err
+	}
+	defer sec.Close() // last: the gateway has stopped writing to the audit log
 	var ln net.Listener
 	if f.http != "" {
 		if ln, err = gateway.Listen(f.http, f.allowRemote); err != nil {
@@ -165,6 +179,8 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		log.Error("the data folder cannot take writes: serving with the index in memory and without storing embeddings or refreshed logins until it can (GET /status, storage)",
 			"dir", health.Dir(), "err", err, "fix", storage.Fix(health.Dir(), err))
 	}
+	// The audit log and the quarantine's pins, in the data folder.
+	sec.open(cfg, log, health)
 
 	// Stopping, in this order and within the stop's budget (defers run
 	// last first): the HTTP front or stdio (Serve returns), the runtime
@@ -212,6 +228,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		Storage:     health.Writer("index", "the index is built in memory"),
 		Builtin:     map[string][]*mcp.Tool{mgmt.Name: mgmt.Tools()},
 		StatePath:   live.StateFile(g.DataDir()),
+		Policy:      sec.policy, // key scopes and quarantine first; the loop adds its rules
 	})
 	// A lazy server starts on its first execute_tool, so search needs its
 	// tools from the catalog; one the catalog lacks starts now, once.
@@ -221,7 +238,13 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	defer g.stop.Close("logins", tokens.Close)
 	opts := g.backendOptions(cfg)
 	opts.Auth = tokens
-	opts.OnToolsChanged = lv.ToolsChanged
+	// Quarantine decides on each listing before the re-index it asks for;
+	// the tools of the warm catalog count as listed.
+	sec.guard.Observe(lv.Catalog())
+	opts.OnToolsChanged = func(server string, tools []*mcp.Tool) {
+		sec.guard.Observe(backend.Catalog(map[string][]*mcp.Tool{server: tools}))
+		lv.ToolsChanged(server, tools)
+	}
 	opts.Lazy = func(s config.Server) bool { return s.Lazy && lv.Cataloged(s.Name) }
 	pool := backend.New(lv.Servers(), opts) // the config's, but those disabled at run time
 	defer g.stop.Close("backends", pool.Close)
@@ -243,9 +266,13 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	// The console's recent calls, kept in memory.
 	recent := console.NewRecorder(0)
 	// The management tools stand in front of the pool: calls of
-	// toolgate__* run in the gateway, the others go on to the pool.
+	// toolgate__* run in the gateway, the others go on to the pool. At
+	// most limits.maxInFlight calls run on a server; more wait, then are
+	// refused as busy (counted by the metrics and the recorder too).
 	mg := mgmt.New(pool, lv, &mgmt.Options{Logger: log, ConfigPaths: f.configs})
-	gw := gateway.New(met.Searcher(lv), recent.Caller(met.Caller(mg)), &gateway.Options{
+	lim := cfg.Toolgate.Limits
+	capped := limit.NewInFlight(mg, &limit.Options{MaxInFlight: lim.MaxInFlight, QueueTimeout: lim.QueueTimeout.Duration})
+	gw := gateway.New(met.Searcher(lv), recent.Caller(met.Caller(capped)), &gateway.Options{
 		Logger:         log,
 		Version:        version,
 		DefaultLimit:   s.DefaultLimit,
@@ -258,6 +285,8 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		Profile:        f.profile,
 		// A call the policy refuses is counted and shown as denied.
 		ObserveRefused: func(c gateway.Caller) gateway.Caller { return recent.Caller(met.Caller(c)) },
+		Audit:          sec.audit,
+		AuditArguments: sec.auditArguments,
 	})
 	// search_tools' description names the servers behind the gateway.
 	lv.OnChange(gw.Refresh)
@@ -273,17 +302,125 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		MaxBodyBytes:   cfg.Toolgate.HTTP.MaxBodyBytes,
 		Logger:         log,
 		Extra: map[string]http.Handler{
-			"GET /status":  gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv, Storage: health}),
+			"GET /status":  gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv, Storage: health, Security: sec.status}),
 			"GET /metrics": met.Handler(),
 			console.Path: console.New(&console.Options{
 				// The catalog as a client without profile sees it.
 				Backends: pool, Catalog: policy.NewView(lv, lv.Policy(), nil), Restarter: pool, Loop: lv, Calls: recent,
 				Unavailable: mg.Unavailable, Version: version, Started: start, Logger: log,
+				Keys: sec.consoleKeys(),
 			}).Handler(),
 		},
-		Wrap: met.HTTP,
+		Wrap:       met.HTTP,
+		Keys:       sec.keys,
+		RequireKey: sec.requireKey,
+		Rates:      limit.NewRates(lim.RequestsPerSecond, lim.Burst),
+		// The console asks for a key itself and keeps it in a session
+		// cookie (with the same store behind it).
+		OwnAuth: []string{console.Path},
 	})
 	return gateway.Serve(ctx, ln, h, log)
+}
+
+// security is what serve opens for keys, the audit log and quarantine.
+type security struct {
+	keys       *keys.Store
+	requireKey bool // a non-loopback address: every request needs a key
+	audit      *audit.Log
+	// auditArguments masks the arguments an audit record keeps
+	// (audit.arguments "masked"; nil: only their SHA-256).
+	auditArguments func(any) any
+	guard          *quarantine.Guard
+	// policy holds the key scope and quarantine rules, checked before
+	// the rules the runtime loop keeps (config, disabled, profiles), so a
+	// key's denial never names a server outside its scope.
+	policy *policy.Set
+}
+
+// checkKeys checks the HTTP address against the keys (a non-loopback
+// address needs some: refused before anything starts) and fails closed on
+// keys that cannot be read.
+func (g *globals) checkKeys(cfg *config.File, f serveFlags, log *slog.Logger) (*security, error) {
+	sec := &security{keys: keys.Open(dirs.Keys(g.DataDir()), &keys.Options{File: cfg.Toolgate.KeysFile, Logger: log})}
+	if f.http != "" {
+		var err error
+		if sec.requireKey, err = gateway.KeysNeeded(f.http, sec.keys.Any); err != nil {
+			return nil, err
+		}
+		// Fail closed at start too: keys that cannot be read stop the
+		// gateway here rather than refuse every request later.
+		if _, err := sec.keys.List(); err != nil {
+			return nil, err
+		}
+	}
+	return sec, nil
+}
+
+// open opens the audit log and the quarantine's pins in the data folder,
+// and the policy rules of key scopes and quarantine. A data folder that
+// cannot take writes does not stop the gateway (it is never made again
+// behind the user's back): the audit log counts and logs each record it
+// cannot write, and the quarantine keeps its decisions in memory.
+func (sec *security) open(cfg *config.File, log *slog.Logger, health *storage.Health) {
+	t := cfg.Toolgate
+	data := health.Dir()
+	sec.audit = audit.Open(dirs.Audit(data), &audit.Options{Logger: log, MaxFileBytes: t.Audit.MaxFileBytes, MaxFiles: t.Audit.MaxFiles,
+		Storage: health.Writer("audit log", "records are counted as lost")})
+	if t.Audit.Arguments == "masked" {
+		// The stderr masking rules, with every configured secret.
+		sec.auditArguments = mask.New(backend.Secrets(cfg.All()...)).Value
+	}
+	sec.policy = policy.NewSet()
+	sec.policy.Put(keys.NewScope(sec.policy.Profiles, mgmt.ChangesConfig))
+	sec.guard = quarantine.New(dirs.Pins(data), &quarantine.Options{
+		OnChange: t.Security.OnDefinitionChange,
+		Approved: t.Security.ApprovedTools,
+		Scanner:  quarantine.Scanner{MaxTextLength: t.Security.MaxTextLength},
+		Storage:  health.Writer("quarantine pins", "decisions are kept in memory"),
+		Logger:   log,
+		// Each new set of decisions (a listing, an approval) replaces the
+		// rule, so search filters are made again.
+		Changed: func(s *quarantine.Snapshot) { sec.policy.Put(s.Rule()) },
+	})
+	sec.policy.Put(sec.guard.Snapshot().Rule())
+	if err := sec.guard.Watch(); err != nil {
+		log.Warn("approvals (`toolgate tools approve`) take effect at the next tool listing only", "err", err)
+	}
+}
+
+// status is the security part of GET /status.
+func (s *security) status() *gateway.SecurityStatus {
+	return &gateway.SecurityStatus{Audit: s.audit.Stats(), Quarantined: s.guard.Snapshot().HeldIDs()}
+}
+
+// Close stops following approvals and closes the audit log (after the
+// gateway stopped writing to it).
+func (s *security) Close() error {
+	var err error
+	if s.guard != nil {
+		err = s.guard.Close()
+	}
+	if s.audit != nil {
+		err = errors.Join(err, s.audit.Close())
+	}
+	return err
+}
+
+// consoleKeys lets the console check keys against the same store.
+func (s *security) consoleKeys() console.Keys { return consoleKeys{s} }
+
+type consoleKeys struct{ s *security }
+
+// Required: some key exists, or the address needs keys; keys that cannot
+// be read count as required (no one gets in).
+func (k consoleKeys) Required() bool {
+	any, err := k.s.keys.Any()
+	return any || err != nil || k.s.requireKey
+}
+
+func (k consoleKeys) Valid(secret string) bool {
+	_, err := k.s.keys.Verify(secret)
+	return err == nil
 }
 
 // cacheStats reads the embedding cache's hits and misses, or is nil when

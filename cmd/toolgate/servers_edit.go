@@ -24,7 +24,7 @@ type serversAddFlags struct {
 	headers []string
 }
 
-func newServersAddCmd(*globals) *cobra.Command {
+func newServersAddCmd(g *globals) *cobra.Command {
 	var f serversAddFlags
 	cmd := &cobra.Command{
 		Use:   "add NAME --config FILE [--env K=V]... [--cwd DIR] -- COMMAND [ARG...] | add NAME --config FILE --url URL [--type sse] [--header 'K: V']...",
@@ -36,7 +36,11 @@ checked first (${VAR} references need not be set in this shell); a name
 that is taken or an entry toolgate could not run changes nothing.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runServersAdd(cmd.ErrOrStderr(), args[0], args[1:], f)
+			if err := runServersAdd(cmd.ErrOrStderr(), args[0], args[1:], f); err != nil {
+				return err
+			}
+			g.auditConfigChange(f.config, "servers add", args[0])
+			return nil
 		},
 	}
 	configFlag(cmd, &f.config)
@@ -100,7 +104,7 @@ func pairs(list []string, sep, flag, form string) (map[string]string, error) {
 	return m, nil
 }
 
-func newServersRemoveCmd(*globals) *cobra.Command {
+func newServersRemoveCmd(g *globals) *cobra.Command {
 	var path string
 	cmd := &cobra.Command{
 		Use:   "remove NAME --config FILE",
@@ -126,6 +130,7 @@ keys. A running gateway watching the file stops it.`,
 				}
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "removed server %q from %s\n", args[0], path)
+			g.auditConfigChange(path, "servers remove", args[0])
 			return nil
 		},
 	}
@@ -185,5 +190,6 @@ func runServersToggle(stderr io.Writer, g *globals, path, name string, disable b
 		return err
 	}
 	fmt.Fprintf(stderr, "server %q %s (%s)\n", name, verb, file)
+	g.auditCommand("servers "+map[bool]string{true: "disable", false: "enable"}[disable], "", fmt.Sprintf("server %q", name))
 	return nil
 }

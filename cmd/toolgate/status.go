@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,6 +24,9 @@ import (
 )
 
 func init() { register(newStatusCmd) }
+
+// envKey holds the API key `toolgate status` sends to a gateway with keys.
+const envKey = "TOOLGATE_KEY"
 
 // defaultStatusAddr is where `toolgate status` looks when neither --addr nor
 // a config with toolgate.http.addr says otherwise.
@@ -48,6 +52,8 @@ error of each). With --json the gateway's JSON is printed as is.
 The address is --addr, else toolgate.http.addr of --config, else ` + defaultStatusAddr + `.
 The storage line says whether the data folder can take writes, and while
 it cannot, since when, why, the fix and what each failing store does.
+A gateway with API keys needs one: put it in $` + envKey + ` (not on the command
+line, where other users of the machine could read it).
 Exit status: 0 when every backend is up or idle (lazy, not started yet)
 and the data folder takes writes, 3 when the gateway answers but some
 backend is down or still connecting, or the data folder cannot take writes,
@@ -109,6 +115,9 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	if err != nil {
 		return err
 	}
+	if k := os.Getenv(envKey); k != "" {
+		req.Header.Set("Authorization", "Bearer "+k)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("no gateway answered at %s: %w\n(start one with `toolgate serve --config FILE --http %s`, or point --addr at the one running)", u, unwrapURLError(err), hostOf(u))
@@ -117,6 +126,9 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
 		return fmt.Errorf("read %s: %w", u, err)
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		return fmt.Errorf("%s answered %s: the gateway needs an API key: put one in $%s (`toolgate keys create` makes one)", u, resp.Status, envKey)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s answered %s: %s\n(is it a toolgate gateway serving /status? check --addr)", u, resp.Status, oneLineBody(body))
@@ -170,6 +182,13 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 	}
 	if st := rep.Storage; st != nil {
 		printStorage(w, st)
+	}
+	if sec := rep.Security; sec != nil {
+		a := sec.Audit
+		fmt.Fprintf(w, "audit log: %d records written, %d lost, %d failed writes\n", a.Written, a.Dropped, a.Errors)
+		if len(sec.Quarantined) > 0 {
+			fmt.Fprintf(w, "quarantined: %s (`toolgate tools quarantined` says why)\n", strings.Join(sec.Quarantined, ", "))
+		}
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

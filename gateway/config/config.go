@@ -178,6 +178,14 @@ type Settings struct {
 	// Management governs the management tools (toolgate__…). Applied on
 	// reload.
 	Management ManagementSettings `json:"management,omitzero"`
+
+	// KeysFile is a file of hashed API keys shared by replicas (the
+	// format of the data folder's keys.jsonl, package gateway/keys); ""
+	// = only the data folder's keys.
+	KeysFile string           `json:"keysFile,omitempty"`
+	Security SecuritySettings `json:"security,omitzero"`
+	Audit    AuditSettings    `json:"audit,omitzero"`
+	Limits   LimitSettings    `json:"limits,omitzero"`
 }
 
 // Profile is one entry of toolgate.profiles: the tools it shows are those
@@ -203,6 +211,39 @@ type ManagementSettings struct {
 	// stdio or with an admin key). Off by default: a client that can add a
 	// stdio server can run any program.
 	AllowConfigChanges bool `json:"allowConfigChanges,omitempty"`
+}
+
+// SecuritySettings configure the quarantine of tool definitions.
+type SecuritySettings struct {
+	// OnDefinitionChange is what a changed tool definition gets:
+	// "quarantine" (held until approved; "" = this) or "warn".
+	OnDefinitionChange string `json:"onDefinitionChange,omitempty"`
+	// ApprovedTools are globs over tool IDs that are never quarantined.
+	ApprovedTools []string `json:"approvedTools,omitempty"`
+	// MaxTextLength flags longer texts (0 = quarantine.DefaultMaxTextLength).
+	MaxTextLength int `json:"maxTextLength,omitzero"`
+}
+
+// AuditSettings configure the audit log (audit/audit.jsonl in the data
+// folder).
+type AuditSettings struct {
+	// Arguments is "hash" (only a SHA-256 of the arguments; "" = this) or
+	// "masked" (the values too, with secrets masked).
+	Arguments    string `json:"arguments,omitempty"`
+	MaxFileBytes int64  `json:"maxFileBytes,omitzero"` // 0 = audit.DefaultMaxFileBytes
+	MaxFiles     int    `json:"maxFiles,omitzero"`     // rotated files kept; 0 = audit.DefaultMaxFiles
+}
+
+// LimitSettings bound the load clients put on the gateway and backends.
+type LimitSettings struct {
+	// Per API key (0 = limit.DefaultRequestsPerSecond and DefaultBurst).
+	RequestsPerSecond float64 `json:"requestsPerSecond,omitzero"`
+	Burst             int     `json:"burst,omitzero"`
+	// Per server: calls in flight, and how long a call over that waits
+	// before it is refused as busy (0 = limit.DefaultMaxInFlight and
+	// DefaultQueueTimeout).
+	MaxInFlight  int      `json:"maxInFlight,omitzero"`
+	QueueTimeout Duration `json:"queueTimeout,omitzero"`
 }
 
 // SearchSettings tune the ranker behind search_tools.

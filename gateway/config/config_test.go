@@ -103,6 +103,21 @@ func TestParseGood(t *testing.T) {
 			},
 		},
 		{
+			name: "security, audit, limits and keysFile",
+			in: `{"mcpServers": {"m": {"command": "x"}}, "toolgate": {
+				"keysFile": "secrets/keys.jsonl",
+				"security": {"onDefinitionChange": "warn", "approvedTools": ["internal__*", "m__t"], "maxTextLength": 500},
+				"audit": {"arguments": "masked", "maxFileBytes": 1000000, "maxFiles": 3},
+				"limits": {"requestsPerSecond": 2.5, "burst": 5, "maxInFlight": 4, "queueTimeout": "3s"}}}`,
+			servers: []Server{{Name: "m", Type: TypeStdio, Command: "x"}},
+			settings: func(s *Settings) {
+				s.KeysFile = filepath.Join(dir, "secrets", "keys.jsonl")
+				s.Security = SecuritySettings{OnDefinitionChange: "warn", ApprovedTools: []string{"internal__*", "m__t"}, MaxTextLength: 500}
+				s.Audit = AuditSettings{Arguments: "masked", MaxFileBytes: 1000000, MaxFiles: 3}
+				s.Limits = LimitSettings{RequestsPerSecond: 2.5, Burst: 5, MaxInFlight: 4, QueueTimeout: sec(3)}
+			},
+		},
+		{
 			name:    "only vectorWeight given sets keywordWeight; an unset defaultLimit stays unset",
 			in:      `{"mcpServers": {"m": {"command": "x"}}, "toolgate": {"search": {"vectorWeight": 1, "maxLimit": 3}}}`,
 			servers: []Server{{Name: "m", Type: TypeStdio, Command: "x"}},
@@ -331,6 +346,23 @@ func TestParseBad(t *testing.T) {
 			{`toolgate.search.mode`, `unknown mode "dense": use one of "hybrid", "bm25", "vector", "rrf"`},
 			{`toolgate.search.vectorWeight`, "-0.1 is out of range"},
 			{`toolgate.telemetry.otlpEndpoint`, `"localhost:4318" is not an OTLP/HTTP endpoint`},
+		}},
+		{"security, audit and limits ranges", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {
+			"security": {"onDefinitionChange": "block", "approvedTools": ["memory", "["], "maxTextLength": -1, "allow": []},
+			"audit": {"arguments": "plain", "maxFileBytes": -5, "maxFiles": 5000},
+			"limits": {"requestsPerSecond": -1, "burst": -1, "maxInFlight": 100000, "queueTimeout": "2h"}}}`, nil, []want{
+			{`toolgate.audit.arguments`, `unknown value "plain": use "hash"`},
+			{`toolgate.audit.maxFileBytes`, "-5 is out of range"},
+			{`toolgate.audit.maxFiles`, "5000 is out of range"},
+			{`toolgate.limits.burst`, "-1 is out of range"},
+			{`toolgate.limits.maxInFlight`, "100000 is out of range"},
+			{`toolgate.limits.queueTimeout`, "2h0m0s is out of range"},
+			{`toolgate.limits.requestsPerSecond`, "-1 is out of range"},
+			{`toolgate.security.allow`, "unknown setting"},
+			{`toolgate.security.approvedTools[0]`, `"memory" can never match`},
+			{`toolgate.security.approvedTools[1]`, "not a valid glob"},
+			{`toolgate.security.maxTextLength`, "-1 is out of range"},
+			{`toolgate.security.onDefinitionChange`, `unknown value "block": use one of "quarantine", "warn"`},
 		}},
 		{"defaultLimit without maxLimit", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"search": {"defaultLimit": 1001}}}`, nil, []want{
 			{`toolgate.search.defaultLimit`, "1001 is out of range: use 1 to 1000"},

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // The keys of the toolgate section, per level. Unknown keys are errors.
 var (
-	settingsKeys  = []string{"connectTimeout", "callTimeout", "maxConcurrentConnects", "restart", "search", "learn", "embed", "http", "telemetry", "dataDir", "profiles", "management"}
+	settingsKeys  = []string{"connectTimeout", "callTimeout", "maxConcurrentConnects", "restart", "search", "learn", "embed", "http", "telemetry", "dataDir", "profiles", "management", "keysFile", "security", "audit", "limits"}
 	searchKeys    = []string{"mode", "keywordWeight", "vectorWeight", "defaultLimit", "maxLimit", "minConfidence"}
 	learnKeys     = []string{"enabled"}
 	embedKeys     = []string{"variant", "modelDir", "ortLib", "threads"}
@@ -19,12 +21,19 @@ var (
 	profileKeys   = []string{"servers", "tools"}
 	globKeys      = []string{"allow", "deny"}
 	manageKeys    = []string{"allowConfigChanges"}
+	securityKeys  = []string{"onDefinitionChange", "approvedTools", "maxTextLength"}
+	auditKeys     = []string{"arguments", "maxFileBytes", "maxFiles"}
+	limitsKeys    = []string{"requestsPerSecond", "burst", "maxInFlight", "queueTimeout"}
 )
 
-// Search modes and embedding variants accepted in the toolgate section.
+// Search modes, embedding variants, reactions to a changed tool definition
+// and ways of keeping arguments in the audit log accepted in the toolgate
+// section.
 var (
-	SearchModes   = []string{"hybrid", "bm25", "vector", "rrf"}
-	EmbedVariants = []string{"fp32", "int8"}
+	SearchModes        = []string{"hybrid", "bm25", "vector", "rrf"}
+	EmbedVariants      = []string{"fp32", "int8"}
+	OnDefinitionChange = []string{"quarantine", "warn"}
+	AuditArguments     = []string{"hash", "masked"}
 )
 
 // Limits of the toolgate section.
@@ -37,6 +46,13 @@ const (
 	maxRestartDelay       = time.Hour      // one restart delay
 	maxStableAfter        = 24 * time.Hour // restart.stableAfter
 	maxIdleTimeout        = 7 * 24 * time.Hour
+	maxTextLength         = 1 << 20
+	maxAuditFileBytes     = 1 << 34
+	maxAuditFiles         = 1000
+	maxRequestsPerSecond  = 1e6
+	maxBurst              = 1 << 20
+	maxInFlight           = 1 << 16
+	maxQueueTimeout       = time.Hour
 )
 
 func (p *parser) settings(raw json.RawMessage, s *Settings) {
@@ -106,6 +122,21 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 	s.Profiles = d.profiles("profiles")
 	md := d.object("management", manageKeys)
 	s.Management.AllowConfigChanges = md.bool("allowConfigChanges")
+
+	s.KeysFile = path(d, "keysFile")
+	sec := d.object("security", securityKeys)
+	s.Security.OnDefinitionChange = sec.string("onDefinitionChange")
+	s.Security.ApprovedTools = sec.strings("approvedTools")
+	s.Security.MaxTextLength = int(sec.int("maxTextLength"))
+	ad := d.object("audit", auditKeys)
+	s.Audit.Arguments = ad.string("arguments")
+	s.Audit.MaxFileBytes = ad.int("maxFileBytes")
+	s.Audit.MaxFiles = int(ad.int("maxFiles"))
+	lm := d.object("limits", limitsKeys)
+	s.Limits.RequestsPerSecond = lm.float("requestsPerSecond")
+	s.Limits.Burst = int(lm.int("burst"))
+	s.Limits.MaxInFlight = int(lm.int("maxInFlight"))
+	s.Limits.QueueTimeout = lm.duration("queueTimeout")
 }
 
 const exampleProfile = `{"kg": {"servers": ["memory"], "tools": {"deny": ["memory__delete_*"]}}}`
@@ -241,6 +272,48 @@ func (s *Settings) validate() []*FieldError {
 		if msg := CheckOTLPEndpoint(e); msg != "" {
 			bad("telemetry.otlpEndpoint", "%q %s", e, msg)
 		}
+	}
+	errs = append(errs, s.validateSecurity()...)
+	return errs
+}
+
+// validateSecurity checks keysFile, security, audit and limits.
+func (s *Settings) validateSecurity() []*FieldError {
+	var errs []*FieldError
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: "toolgate." + field, Msg: fmt.Sprintf(format, args...)})
+	}
+	if v := s.Security.OnDefinitionChange; v != "" && !contains(OnDefinitionChange, v) {
+		bad("security.onDefinitionChange", "unknown value %q: use one of %s", v, quoteList(OnDefinitionChange))
+	}
+	for i, g := range s.Security.ApprovedTools {
+		if msg := catalog.CheckGlob(g); msg != "" {
+			bad(fmt.Sprintf("security.approvedTools[%d]", i), "%s", msg)
+		}
+	}
+	if n := s.Security.MaxTextLength; n < 0 || n > maxTextLength {
+		bad("security.maxTextLength", "%d is out of range: use 1 to %d characters (or leave it out for the default)", n, maxTextLength)
+	}
+	if v := s.Audit.Arguments; v != "" && !contains(AuditArguments, v) {
+		bad("audit.arguments", "unknown value %q: use %s (a SHA-256 only, the default) or %q (the values, secrets masked)", v, quoteList(AuditArguments[:1]), "masked")
+	}
+	if n := s.Audit.MaxFileBytes; n < 0 || n > maxAuditFileBytes {
+		bad("audit.maxFileBytes", "%d is out of range: use 1 to %d bytes (or leave it out for the default)", n, int64(maxAuditFileBytes))
+	}
+	if n := s.Audit.MaxFiles; n < 0 || n > maxAuditFiles {
+		bad("audit.maxFiles", "%d is out of range: use 1 to %d (or leave it out for the default)", n, maxAuditFiles)
+	}
+	if v := s.Limits.RequestsPerSecond; v < 0 || v > maxRequestsPerSecond || math.IsNaN(v) {
+		bad("limits.requestsPerSecond", "%v is out of range: use a positive number up to %g (or leave it out for the default)", v, float64(maxRequestsPerSecond))
+	}
+	if n := s.Limits.Burst; n < 0 || n > maxBurst {
+		bad("limits.burst", "%d is out of range: use 1 to %d (or leave it out for the default)", n, maxBurst)
+	}
+	if n := s.Limits.MaxInFlight; n < 0 || n > maxInFlight {
+		bad("limits.maxInFlight", "%d is out of range: use 1 to %d calls per server (or leave it out for the default)", n, maxInFlight)
+	}
+	if d := s.Limits.QueueTimeout.Duration; d < 0 || d > maxQueueTimeout {
+		bad("limits.queueTimeout", "%s is out of range: use a duration up to %s like \"10s\" (or leave it out for the default)", d, maxQueueTimeout)
 	}
 	return errs
 }

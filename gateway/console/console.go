@@ -496,6 +496,13 @@ func (c *Console) servePage(w http.ResponseWriter, r *http.Request) {
 		csrf = ss.csrf
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if !ok {
+		// The login form, answered as every route answers a request
+		// without a key: 401 with a Bearer challenge (a browser shows
+		// the page all the same).
+		w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}
 	if err := c.page.Execute(w, map[string]any{"Page": p, "CSRF": csrf, "Version": c.o.Version}); err != nil {
 		c.log.Warn("console page", "err", err)
 	}

@@ -349,6 +349,14 @@ func (l *Loop) Warm() bool {
 // (a backend listed its tools: first connect, list_changed, restart).
 func (l *Loop) ToolsChanged(string, []*mcp.Tool) { l.refresh() }
 
+// Catalog returns the tools of the catalog served (or, before Run, of the
+// warm index about to be), hidden servers' tools included.
+func (l *Loop) Catalog() []catalog.Tool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.current)
+}
+
 // Cataloged reports whether the catalog served holds tools of server. The
 // pool's Lazy hook uses it: a lazy server starts on its first call only
 // when search already knows its tools.

@@ -168,6 +168,10 @@ func restartOnly(old, cur config.Settings) []string {
 		{"toolgate.search", old.Search, cur.Search},
 		{"toolgate.restart", old.Restart, cur.Restart},
 		{"toolgate.maxConcurrentConnects", old.MaxConcurrentConnects, cur.MaxConcurrentConnects},
+		{"toolgate.keysFile", old.KeysFile, cur.KeysFile},
+		{"toolgate.security", old.Security, cur.Security},
+		{"toolgate.audit", old.Audit, cur.Audit},
+		{"toolgate.limits", old.Limits, cur.Limits},
 	} {
 		if !reflect.DeepEqual(c.a, c.b) {
 			out = append(out, c.name)

@@ -9,7 +9,16 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/index/catalog"
 )
+
+// ChangesConfig reports whether t is a management tool that writes the
+// config file (add_server, remove_server). Besides the refusal here, the
+// API key scope rule hides such tools from a key that is not an admin key
+// (keys.NewScope), so its search never shows a tool it cannot run.
+func ChangesConfig(t catalog.Tool) bool {
+	return t.Server == Name && (t.Name == "add_server" || t.Name == "remove_server")
+}
 
 // mayWrite returns the refusal of a config change by c, or nil. The
 // refusal comes before anything is read, written or started.

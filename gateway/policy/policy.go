@@ -62,6 +62,9 @@ type Caller struct {
 type Key struct {
 	Name  string
 	Admin bool
+	// Profile limits the key to a profile's tools ("" = none), whatever
+	// profile the caller has in effect besides.
+	Profile string
 	// Allow and Deny scope the key: nil Allow = every tool.
 	Allow, Deny []string
 }

@@ -8,13 +8,18 @@ import (
 
 // Globs over namespaced IDs (server__tool) select tools in profiles'
 // tools.allow/deny and API keys' scopes. They are path.Match patterns: "*"
-// matches any run of characters but "/" (which MCP tool names do not use),
-// "?" one character, "[a-z]" a class, and "\" escapes. A glob matches the
-// whole ID.
+// matches any run of characters, "?" one character, "[a-z]" a class, and
+// "\" escapes. A glob matches the whole ID. Unlike path.Match, "*" and "?"
+// match "/" too: a backend may name a tool "a/b", and a deny of
+// "server__*" must cover it.
 
 // MatchID reports whether the glob matches the namespaced tool ID. A
 // malformed glob matches nothing (CheckGlob rejects those at load).
 func MatchID(glob, id string) bool {
+	if strings.Contains(id, "/") || strings.Contains(glob, "/") {
+		// path.Match stops "*" at "/": hide the slashes from it.
+		glob, id = strings.ReplaceAll(glob, "/", "\x00"), strings.ReplaceAll(id, "/", "\x00")
+	}
 	ok, err := path.Match(glob, id)
 	return ok && err == nil
 }

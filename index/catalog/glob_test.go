@@ -16,6 +16,9 @@ func TestGlobs(t *testing.T) {
 		{"memory__[dr]*", "memory__read_graph", true},
 		{"memory__delete_*", "memory2__delete_x", false},
 		{"memory__[", "memory__[", false}, // malformed: matches nothing
+		{"s__*", "s__a/b", true},          // a deny of the server covers names with a slash
+		{"s__a/*", "s__a/b", true},
+		{"s__?", "s__/", true},
 	} {
 		if got := MatchID(c.glob, c.id); got != c.want {
 			t.Errorf("MatchID(%q, %q) = %v, want %v", c.glob, c.id, got, c.want)

@@ -130,6 +130,16 @@ func CachedTokenizersLib() string {
 // EmbeddingCache is the Badger cache of embeddings in the data folder.
 func EmbeddingCache(dataDir string) string { return filepath.Join(dataDir, "cache", "embeddings") }
 
+// Keys is the data folder's file of API keys (`toolgate keys`).
+func Keys(dataDir string) string { return filepath.Join(dataDir, "keys.jsonl") }
+
+// Audit is the audit log in the data folder (rotated beside it as
+// audit.jsonl.1 …).
+func Audit(dataDir string) string { return filepath.Join(dataDir, "audit", "audit.jsonl") }
+
+// Pins is the quarantine's file of tool-definition pins and approvals.
+func Pins(dataDir string) string { return filepath.Join(dataDir, "quarantine", "pins.json") }
+
 func homeDir() string {
 	if h, err := os.UserHomeDir(); err == nil {
 		return h

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/datafile"
 )
 
 // Store holds each server's login as one file, <dir>/<server>.json.
@@ -123,26 +125,9 @@ func (s *Store) Save(l *Credentials) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(s.dir, "."+l.Server+"-*.tmp") // mode 0600
-	if err != nil {
+	if err := datafile.WriteFile(s.Path(l.Server), append(b, '\n')); err != nil {
 		return fmt.Errorf("save the login of %q: %w", l.Server, err)
 	}
-	tmp := f.Name()
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, s.Path(l.Server))
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("save the login of %q in %s: %w", l.Server, s.dir, err)
-	}
-	syncDir(s.dir)
 	return nil
 }
 
@@ -155,7 +140,7 @@ func (s *Store) Delete(server string) error {
 	if err != nil {
 		return fmt.Errorf("remove the login of %q: %w", server, err)
 	}
-	syncDir(s.dir)
+	datafile.SyncDir(s.dir)
 	return nil
 }
 
@@ -191,11 +176,17 @@ func (s *Store) ensureDir() error {
 	return nil
 }
 
-// syncDir makes a rename in dir durable (best effort: not every platform
-// can sync a folder).
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
+// lock takes server's file lock, shared by every toolgate process using the
+// folder (a gateway refreshing, `auth login` saving), and returns its
+// release. It blocks while another process holds it; the holders only
+// ever hold it for one token request.
+func (s *Store) lock(server string) (func(), error) {
+	if err := s.ensureDir(); err != nil {
+		return nil, err
 	}
+	unlock, err := datafile.Lock(filepath.Join(s.dir, "."+server+".lock"))
+	if err != nil {
+		return nil, fmt.Errorf("lock the login of %q: %w", server, err)
+	}
+	return unlock, nil
 }

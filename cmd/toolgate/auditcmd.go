@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolgate/toolgate/gateway/audit"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/dirs"
+)
+
+func init() { register(newAuditCmd) }
+
+func newAuditCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Read the audit log: who searched and ran what, and what was refused",
+		Long: `The gateway writes one JSON line per search_tools and execute_tool call, per
+management action and per refused request to audit/audit.jsonl in the data
+folder (rotated by size: audit.jsonl.1 is the newest older file). Each line
+holds the time, the key's name, the session, the client's name, the tool,
+the decision (allowed, denied, rate-limited, quarantined), the outcome (ok,
+isError, timeout, down), the duration, the result's size and a SHA-256 of
+the arguments — their values only with audit.arguments "masked".`,
+	}
+	cmd.AddCommand(newAuditTailCmd(g))
+	return cmd
+}
+
+type auditTailFlags struct {
+	config string
+	follow bool
+	filter audit.Filter
+	n      int
+	asJSON bool
+}
+
+func newAuditTailCmd(g *globals) *cobra.Command {
+	var f auditTailFlags
+	cmd := &cobra.Command{
+		Use:   "tail [-f] [--key K] [--tool T] [-n N] [--json]",
+		Short: "Print the last records of the audit log (-f: and the ones that follow)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAuditTail(cmd.Context(), g, cmd.OutOrStdout(), f)
+		},
+	}
+	configFlag(cmd, &f.config)
+	cmd.Flags().BoolVarP(&f.follow, "follow", "f", false, "keep printing records as they are written (Ctrl-C ends)")
+	cmd.Flags().StringVar(&f.filter.Key, "key", "", "only the records of this API key (its name)")
+	cmd.Flags().StringVar(&f.filter.Tool, "tool", "", "only the records of this tool (server__tool) or action (search_tools)")
+	cmd.Flags().IntVarP(&f.n, "lines", "n", 20, "how many records to print first (0 = all)")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the records as JSON lines, as stored")
+	return cmd
+}
+
+// auditFollowPoll is how often `audit tail -f` looks for new records.
+const auditFollowPoll = 250 * time.Millisecond
+
+func runAuditTail(ctx context.Context, g *globals, w io.Writer, f auditTailFlags) error {
+	maxFiles := 0
+	if f.config != "" {
+		cfg, err := config.Load(f.config)
+		if err != nil {
+			return err
+		}
+		g.applyConfig(cfg.Toolgate)
+		maxFiles = cfg.Toolgate.Audit.MaxFiles
+	}
+	rd := audit.NewReader(dirs.Audit(g.DataDir()), maxFiles, f.filter)
+	defer rd.Close()
+	recs, err := rd.Tail(f.n)
+	if err != nil {
+		return fmt.Errorf("read the audit log: %w", err)
+	}
+	print := func(r audit.Record) {
+		if f.asJSON {
+			b, _ := json.Marshal(r)
+			fmt.Fprintf(w, "%s\n", b)
+			return
+		}
+		fmt.Fprintln(w, formatRecord(r))
+	}
+	for _, r := range recs {
+		print(r)
+	}
+	if !f.follow {
+		return nil
+	}
+	return rd.Follow(ctx, auditFollowPoll, print)
+}
+
+// auditCommand records a management action taken from the command line in
+// the data folder's audit log, as done by the local user. A record that
+// cannot be written is reported on stderr, never dropped silently.
+func (g *globals) auditCommand(action, tool, what string) {
+	who := "unknown user"
+	if u, err := user.Current(); err == nil {
+		who = u.Username
+	}
+	err := audit.Append(dirs.Audit(g.DataDir()), audit.Record{Transport: "cli", Client: who, Action: action, Tool: tool, Decision: audit.Allowed, Outcome: audit.OK, Reason: what})
+	if err != nil {
+		g.logger.Error("audit record lost", "action", action, "tool", tool, "err", err)
+	}
+}
+
+// auditConfigChange records `servers add|remove` in the audit log of the
+// data folder the changed config file names (toolgate.dataDir, else the
+// default one).
+func (g *globals) auditConfigChange(path, action, server string) {
+	if cfg, _, _, err := config.ReadFiles([]string{path}, config.AnyEnv); err == nil {
+		g.applyConfig(cfg.Toolgate)
+	} else {
+		g.logger.Warn("the audit record goes to the default data folder: the config cannot be read again", "config", path, "err", err)
+	}
+	g.auditCommand(action, "", fmt.Sprintf("server %q in %s", server, path))
+}
+
+// formatRecord is one record on one line, for people.
+func formatRecord(r audit.Record) string {
+	parts := []string{r.Time.Local().Format("2006-01-02 15:04:05.000"), "key=" + dash(r.Key), r.Action}
+	if r.Tool != "" {
+		parts = append(parts, r.Tool)
+	}
+	if r.Route != "" {
+		parts = append(parts, fmt.Sprintf("%s→%d", r.Route, r.Status))
+	}
+	parts = append(parts, r.Decision)
+	if r.Outcome != "" {
+		parts = append(parts, r.Outcome)
+	}
+	if r.Action != "http" && r.Transport != "cli" {
+		parts = append(parts, fmt.Sprintf("%.0fms %dB", r.DurationMs, r.ResultBytes))
+	}
+	if r.Client != "" {
+		parts = append(parts, "client="+r.Client)
+	}
+	if r.Session != "" {
+		parts = append(parts, "session="+r.Session)
+	}
+	if r.ArgumentsSHA256 != "" {
+		parts = append(parts, "args=sha256:"+r.ArgumentsSHA256[:min(12, len(r.ArgumentsSHA256))])
+	}
+	if r.Reason != "" {
+		parts = append(parts, "("+r.Reason+")")
+	}
+	return strings.Join(parts, "  ")
+}

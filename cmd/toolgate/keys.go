@@ -1,0 +1,303 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/keys"
+	"github.com/toolgate/toolgate/internal/dirs"
+)
+
+func init() { register(newKeysCmd) }
+
+func newKeysCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "keys",
+		Short: "Create, list and revoke the API keys of the HTTP front",
+		Long: `API keys let clients in over HTTP (serve --http): once any key exists, every
+request needs "Authorization: Bearer tg_…", and a non-loopback address needs
+keys to start at all. A key's profile and --allow/--deny globs over tool IDs
+(server__tool) decide which tools it can see and run; --admin keys may use
+the management tools that change the config.
+
+Keys are stored in the data folder (keys.jsonl, readable by you only) as a
+SHA-256 of the secret, never the secret. A running gateway honours a new or
+revoked key at its next request. Replicas can share keys through a file named
+by toolgate.keysFile in the config: ` + "`keys create --print-hash`" + ` prints a line of it.`,
+	}
+	cmd.AddCommand(newKeysCreateCmd(g), newKeysListCmd(g), newKeysRevokeCmd(g))
+	return cmd
+}
+
+type keysCreateFlags struct {
+	config    string
+	spec      keys.Spec
+	expires   string
+	printHash bool
+}
+
+func newKeysCreateCmd(g *globals) *cobra.Command {
+	var f keysCreateFlags
+	cmd := &cobra.Command{
+		Use:   "create --name NAME [--profile P] [--allow GLOB]... [--deny GLOB]... [--expires 30d] [--admin] [--print-hash]",
+		Short: "Create an API key and print its secret once (the last line)",
+		Long: `Create an API key. Its secret is printed once, alone on the last line
+(tg_…): keep it, it cannot be shown again. The data folder keeps only its
+SHA-256, name and scope.
+
+--profile limits the key to a profile of the config (checked when --config is
+given; a key whose profile the config lacks reaches no tool); --allow keeps only the
+tools matching one of its globs, --deny removes the tools matching any of
+its (globs over tool IDs such as memory__* or filesystem__read_*). --expires
+takes a duration (90m, 12h, 30d, 2w) or a date (2026-12-31). --print-hash
+stores nothing: it prints the key's line for a toolgate.keysFile instead.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runKeysCreate(g, cmd.OutOrStdout(), f, time.Now())
+		},
+	}
+	configFlag(cmd, &f.config)
+	cmd.Flags().StringVar(&f.spec.Name, "name", "", "the key's name (shown in logs and the audit log)")
+	cmd.Flags().StringVar(&f.spec.Profile, "profile", "", "limit the key to this profile of the config")
+	cmd.Flags().StringArrayVar(&f.spec.Allow, "allow", nil, "only tools matching this glob over tool IDs (repeatable)")
+	cmd.Flags().StringArrayVar(&f.spec.Deny, "deny", nil, "never tools matching this glob (repeatable)")
+	cmd.Flags().StringVar(&f.expires, "expires", "", "when the key stops working: a duration like 30d or 12h, or a date like 2026-12-31")
+	cmd.Flags().BoolVar(&f.spec.Admin, "admin", false, "the key may use the management tools that change the config")
+	cmd.Flags().BoolVar(&f.printHash, "print-hash", false, "store nothing; print the key's entry for a toolgate.keysFile")
+	return cmd
+}
+
+// keysFiles returns the data folder's keys file and the config's keysFile
+// (read from --config when given, and returned).
+func (g *globals) keysFiles(cfgPath string) (data, file string, cfg *config.File, err error) {
+	if cfgPath != "" {
+		if cfg, err = config.Load(cfgPath); err != nil {
+			return "", "", nil, err
+		}
+		g.applyConfig(cfg.Toolgate)
+		file = cfg.Toolgate.KeysFile
+	}
+	return dirs.Keys(g.DataDir()), file, cfg, nil
+}
+
+func runKeysCreate(g *globals, w io.Writer, f keysCreateFlags, now time.Time) error {
+	if f.spec.Name == "" {
+		return usageError{errors.New("keys create needs --name NAME (letters, digits, '.', '_', '@', '-'), e.g. --name ci")}
+	}
+	if f.expires != "" {
+		t, err := parseExpiry(f.expires, now)
+		if err != nil {
+			return usageError{fmt.Errorf("--expires %q: %w", f.expires, err)}
+		}
+		f.spec.Expires = t
+	}
+	data, file, cfg, err := g.keysFiles(f.config)
+	if err != nil {
+		return err
+	}
+	if p := f.spec.Profile; p != "" && cfg != nil {
+		if _, ok := cfg.Toolgate.Profiles[p]; !ok {
+			return usageError{fmt.Errorf("--profile %q: %s has no such profile in toolgate.profiles (profiles: %s)", p, f.config, strings.Join(slices.Sorted(maps.Keys(cfg.Toolgate.Profiles)), ", "))}
+		}
+	}
+	secret, e, err := keys.New(f.spec, now)
+	if err != nil {
+		return usageError{err}
+	}
+	if file != "" {
+		// A name the shared file has already would make the store
+		// ambiguous (refused as a whole).
+		if l, err := keys.Open(data, &keys.Options{File: file}).List(); err == nil {
+			for _, k := range l {
+				if k.Name == e.Name {
+					return fmt.Errorf("a key named %q exists already in %s: pick another name", e.Name, k.Path)
+				}
+			}
+		}
+	}
+	if f.printHash {
+		fmt.Fprintf(w, "# The toolgate.keysFile line of key %q (nothing was stored in the data folder):\n", e.Name)
+		w.Write(e.Line()) //nolint:errcheck // stdout
+		fmt.Fprintln(w, secret)
+		return nil
+	}
+	if err := keys.Add(data, e); err != nil {
+		return err
+	}
+	g.auditCommand("keys create", "", fmt.Sprintf("key %q (%s)", e.Name, describeScope(e)))
+	fmt.Fprintf(w, "Created API key %q (%s), stored in %s as a SHA-256 of its secret.\n", e.Name, describeScope(e), data)
+	fmt.Fprintln(w, "The secret is shown only this once: send it as \"Authorization: Bearer <secret>\".")
+	fmt.Fprintln(w, secret)
+	return nil
+}
+
+// describeScope says what a key may do, in a few words.
+func describeScope(e keys.Entry) string {
+	var parts []string
+	if e.Admin {
+		parts = append(parts, "admin")
+	}
+	if e.Profile != "" {
+		parts = append(parts, "profile "+e.Profile)
+	}
+	if len(e.Allow) > 0 {
+		parts = append(parts, "allow "+strings.Join(e.Allow, " "))
+	}
+	if len(e.Deny) > 0 {
+		parts = append(parts, "deny "+strings.Join(e.Deny, " "))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "every tool")
+	}
+	if e.Expires.IsZero() {
+		parts = append(parts, "never expires")
+	} else {
+		parts = append(parts, "expires "+e.Expires.Format(time.RFC3339))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// parseExpiry reads --expires: a duration (Go's units plus d and w) from
+// now, or a date (2026-12-31, the start of that day in UTC) or an RFC 3339
+// time.
+func parseExpiry(s string, now time.Time) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339, time.DateOnly} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	if n, unit := strings.TrimRight(s, "dw"), strings.TrimLeft(s, "0123456789"); len(n) < len(s) && (unit == "d" || unit == "w") {
+		v, err := strconv.Atoi(n)
+		if err != nil || v <= 0 {
+			return time.Time{}, errors.New("want a positive number of days or weeks, e.g. 30d or 2w")
+		}
+		day := 24 * time.Hour
+		if unit == "w" {
+			day *= 7
+		}
+		return now.Add(time.Duration(v) * day), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return time.Time{}, errors.New("want a duration like 90m, 12h, 30d or 2w, or a date like 2026-12-31")
+	}
+	return now.Add(d), nil
+}
+
+type keysListFlags struct {
+	config string
+	asJSON bool
+}
+
+func newKeysListCmd(g *globals) *cobra.Command {
+	var f keysListFlags
+	cmd := &cobra.Command{
+		Use:   "list [--config FILE] [--json]",
+		Short: "List the API keys (never their secrets)",
+		Long: `List every API key: those of the data folder and, with --config, those of the
+config's toolgate.keysFile; for each its name, profile, globs, whether it is
+an admin key, when it expires and where it comes from.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runKeysList(g, cmd.OutOrStdout(), f, time.Now())
+		},
+	}
+	configFlag(cmd, &f.config)
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print JSON instead of a table")
+	return cmd
+}
+
+// listedKey is a key in `keys list --json`: the entry as stored (its
+// SHA-256, never its secret), where it comes from, and whether it expired.
+type listedKey struct {
+	keys.Listed
+	Expired bool `json:"expired"`
+}
+
+func runKeysList(g *globals, w io.Writer, f keysListFlags, now time.Time) error {
+	data, file, _, err := g.keysFiles(f.config)
+	if err != nil {
+		return err
+	}
+	l, err := keys.Open(data, &keys.Options{File: file}).List()
+	if err != nil {
+		return err
+	}
+	out := make([]listedKey, 0, len(l))
+	for _, k := range l {
+		out = append(out, listedKey{Listed: k, Expired: k.Expired(now)})
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if len(out) == 0 {
+		fmt.Fprintf(w, "No API keys (the data folder's are in %s). Create one with `toolgate keys create --name NAME`.\n", data)
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPROFILE\tALLOW\tDENY\tADMIN\tEXPIRES\tSOURCE")
+	for _, k := range out {
+		exp := "never"
+		switch {
+		case k.Expired:
+			exp = "expired " + k.Expires.Format(time.DateOnly)
+		case !k.Expires.IsZero():
+			exp = k.Expires.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%s\n", k.Name, dash(k.Profile), dash(strings.Join(k.Allow, " ")), dash(strings.Join(k.Deny, " ")), k.Admin, exp, k.Source)
+	}
+	return tw.Flush()
+}
+
+func newKeysRevokeCmd(g *globals) *cobra.Command {
+	var cfgPath string
+	cmd := &cobra.Command{
+		Use:   "revoke NAME [--config FILE]",
+		Short: "Revoke an API key: a running gateway refuses it from its next request",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runKeysRevoke(g, cmd.OutOrStdout(), args[0], cfgPath)
+		},
+	}
+	configFlag(cmd, &cfgPath)
+	return cmd
+}
+
+func runKeysRevoke(g *globals, w io.Writer, name, cfgPath string) error {
+	data, file, _, err := g.keysFiles(cfgPath)
+	if err != nil {
+		return err
+	}
+	err = keys.Remove(data, name)
+	if errors.Is(err, keys.ErrNotFound) && file != "" {
+		if l, lerr := keys.Open(data, &keys.Options{File: file}).List(); lerr == nil {
+			for _, k := range l {
+				if k.Name == name {
+					return fmt.Errorf("key %q comes from toolgate.keysFile (%s): delete its line there", name, file)
+				}
+			}
+		}
+	}
+	if errors.Is(err, keys.ErrNotFound) {
+		return fmt.Errorf("%w (`toolgate keys list` shows the keys)", err)
+	}
+	if err != nil {
+		return err
+	}
+	g.auditCommand("keys revoke", "", fmt.Sprintf("key %q", name))
+	fmt.Fprintf(w, "Revoked API key %q: a running gateway refuses it from its next request.\n", name)
+	return nil
+}

@@ -1,0 +1,546 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/audit"
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/keys"
+	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// fakeConfig writes a config of backendtest servers (name → modes) plus a
+// toolgate section, and returns its path.
+func fakeConfig(t *testing.T, servers map[string]string, settings map[string]any) string {
+	t.Helper()
+	m := map[string]any{}
+	for name, modes := range servers {
+		s := backendtest.Command(t, modes)
+		m[name] = map[string]any{"command": s.Command, "env": s.Env}
+	}
+	doc := map[string]any{"mcpServers": m}
+	if settings != nil {
+		doc["toolgate"] = settings
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runToolgate runs a toolgate command to its end and returns its stdout,
+// stderr and error.
+func runToolgate(t *testing.T, dataDir string, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := toolgateCmd(t, dataDir, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	return stdout.String(), stderr.String(), err
+}
+
+// createKey runs `toolgate keys create` and returns the secret: the last
+// line, alone.
+func createKey(t *testing.T, dataDir string, args ...string) string {
+	t.Helper()
+	out, stderr, err := runToolgate(t, dataDir, append([]string{"keys", "create"}, args...)...)
+	if err != nil {
+		t.Fatalf("keys create %v: %v\n%s", args, err, stderr)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	secret := lines[len(lines)-1]
+	if !strings.HasPrefix(secret, keys.Prefix) || strings.Contains(secret, " ") {
+		t.Fatalf("keys create: the last line %q is not the secret alone:\n%s", secret, out)
+	}
+	return secret
+}
+
+// startGateway starts `toolgate serve --http` on a free loopback address
+// (bm25: no model needed) and returns the address and the gateway's
+// stderr; the gateway stops when the test ends.
+func startGateway(t *testing.T, dataDir, cfgPath string, extra ...string) (string, *testenv.LogBuffer) {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := toolgateCmd(t, dataDir, append([]string{"serve", "--config", cfgPath, "--http", addr, "--mode", "bm25"}, extra...)...)
+	var logs testenv.LogBuffer
+	cmd.Stderr = io.MultiWriter(&logs, &testLogWriter{t: t, prefix: "toolgate: "})
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
+	waitHealthy(t, "http://"+addr+"/healthz", 2*time.Minute)
+	return addr, &logs
+}
+
+// bearerTransport adds an API key to every request.
+type bearerTransport struct{ key string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// connectKey connects a go-sdk client over streamable HTTP with an API key
+// ("" = none); the error is the connection's.
+func connectKey(ctx context.Context, t *testing.T, addr, path, key, client string) (*mcp.ClientSession, error) {
+	t.Helper()
+	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + addr + path}
+	if key != "" {
+		tr.HTTPClient = &http.Client{Transport: bearerTransport{key}}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: client}, nil).Connect(ctx, tr, nil)
+	if err == nil {
+		t.Cleanup(func() { cs.Close() })
+	}
+	return cs, err
+}
+
+// get sends GET url with an API key ("" = none).
+func get(t *testing.T, url, key string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	io.Copy(io.Discard, resp.Body) //nolint:errcheck
+	resp.Body.Close()
+	return resp
+}
+
+// TestServeRefusesRemoteWithoutKeys: a non-loopback address without API
+// keys exits non-zero with a message, before any backend starts, with or
+// without --allow-remote; so does a loopback one whose key store cannot be
+// read (fail closed).
+func TestServeRefusesRemoteWithoutKeys(t *testing.T) {
+	cfg := fakeConfig(t, map[string]string{"fake": ""}, nil)
+	data := t.TempDir()
+	port := freePort(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--http", "0.0.0.0:" + port, "--allow-remote"}, "without API keys"},
+		{[]string{"--http", "0.0.0.0:" + port}, "non-loopback"},
+	} {
+		_, stderr, err := runToolgate(t, data, append([]string{"serve", "--config", cfg}, tc.args...)...)
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 {
+			t.Fatalf("serve %v: %v, want a non-zero exit\n%s", tc.args, err, stderr)
+		}
+		if !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "gateway ready") {
+			t.Errorf("serve %v said:\n%s\nwant %q, before starting", tc.args, stderr, tc.want)
+		}
+	}
+	// A damaged key file: no start, on loopback too.
+	if err := os.WriteFile(dirs.Keys(data), []byte("not json\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := runToolgate(t, data, "serve", "--config", cfg, "--http", "127.0.0.1:"+port)
+	if err == nil || !strings.Contains(stderr, "API key store cannot be read") {
+		t.Errorf("serve with a damaged key file: %v\n%s", err, stderr)
+	}
+}
+
+// TestAPIKeysOverHTTP: once a key exists every route needs one (loopback
+// /healthz excepted; the console checks it itself: its login page comes
+// with the 401) and answers 401 with a Bearer challenge without it or
+// with a wrong, expired or revoked one; a key from toolgate.keysFile works
+// too; a revoked key is refused at the next request; an unreadable
+// keysFile shuts everyone out (503); refused requests are audited.
+func TestAPIKeysOverHTTP(t *testing.T) {
+	data := t.TempDir()
+	shared := filepath.Join(t.TempDir(), "shared-keys.jsonl")
+	cfg := fakeConfig(t, map[string]string{"fake": ""}, map[string]any{"keysFile": shared})
+	// The shared file: a line printed by --print-hash (nothing stored in
+	// the data folder), and an entry that expired.
+	out, _, err := runToolgate(t, data, "keys", "create", "--name", "replica", "--print-hash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	replica := lines[len(lines)-1]
+	expiredSecret, expired, err := keys.New(keys.Spec{Name: "old"}, time.Now().Add(-48*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired.Expires = time.Now().Add(-time.Hour)
+	if err := os.WriteFile(shared, append([]byte(lines[1]+"\n"), expired.Line()...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dirs.Keys(data)); !os.IsNotExist(err) {
+		t.Fatalf("--print-hash stored a key in the data folder: %v", err)
+	}
+	admin := createKey(t, data, "--name", "admin", "--admin")
+	ci := createKey(t, data, "--name", "ci", "--config", cfg)
+	addr, logs := startGateway(t, data, cfg)
+	base := "http://" + addr
+
+	if r := get(t, base+"/healthz", ""); r.StatusCode != 200 {
+		t.Errorf("loopback /healthz without a key: %s", r.Status)
+	}
+	for _, route := range []string{"/status", "/mcp", "/metrics", "/ui/", "/ui/api/state", "/nonexistent"} {
+		for _, key := range []string{"", "tg_wrong", expiredSecret} {
+			r := get(t, base+route, key)
+			ch := r.Header.Get("WWW-Authenticate")
+			if r.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(ch, "Bearer ") {
+				t.Errorf("GET %s with key %.6q: %s, WWW-Authenticate %q; want 401 with a Bearer challenge", route, key, r.Status, ch)
+			}
+			if key != "" && !strings.HasPrefix(route, "/ui/") && !strings.Contains(ch, `error="invalid_token"`) {
+				t.Errorf("GET %s with a bad key: challenge %q lacks invalid_token", route, ch)
+			}
+		}
+	}
+	for _, key := range []string{admin, ci, replica} {
+		for _, route := range []string{"/status", "/metrics", "/ui/"} {
+			if r := get(t, base+route, key); r.StatusCode != 200 {
+				t.Errorf("GET %s with a good key: %s", route, r.Status)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := connectKey(ctx, t, addr, "/mcp", "", "anon"); err == nil {
+		t.Error("an MCP client without a key connected")
+	}
+	cs, err := connectKey(ctx, t, addr, "/mcp", ci, "keyed")
+	if err != nil {
+		t.Fatalf("connect with a key: %v", err)
+	}
+	if res := executeTool(t, ctx, cs, "fake__echo", map[string]any{"text": "hi"}); res.IsError || resultText(res) != "hi" {
+		t.Fatalf("execute_tool with a key: %s", resultText(res))
+	}
+
+	// `toolgate status` takes the key from $TOOLGATE_KEY.
+	if _, stderr, err := runToolgate(t, data, "status", "--addr", addr); err == nil || !strings.Contains(stderr, "TOOLGATE_KEY") {
+		t.Errorf("status without a key: %v\n%s", err, stderr)
+	}
+	st := toolgateCmd(t, data, "status", "--addr", addr)
+	st.Env = append(st.Env, "TOOLGATE_KEY="+admin)
+	if out, err := st.CombinedOutput(); err != nil {
+		t.Errorf("status with a key: %v\n%s", err, out)
+	}
+
+	// Revoked while running: refused from the next request on.
+	if _, stderr, err := runToolgate(t, data, "keys", "revoke", "ci"); err != nil {
+		t.Fatalf("keys revoke: %v\n%s", err, stderr)
+	}
+	if r := get(t, base+"/status", ci); r.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /status with the revoked key: %s", r.Status)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: gateway.ExecuteToolName, Arguments: map[string]any{"name": "fake__echo", "arguments": map[string]any{"text": "again"}}}); err == nil && !res.IsError {
+		t.Error("the session of a revoked key still runs tools")
+	}
+	// Created while running: good from the next request on.
+	late := createKey(t, data, "--name", "late")
+	if r := get(t, base+"/status", late); r.StatusCode != 200 {
+		t.Errorf("GET /status with a key created while running: %s", r.Status)
+	}
+	if _, stderr, err := runToolgate(t, data, "keys", "revoke", "replica", "--config", cfg); err == nil || !strings.Contains(stderr, "keysFile") {
+		t.Errorf("revoking a keysFile key: %v\n%s", err, stderr)
+	}
+
+	// The shared file disappears (a Secret unmounted): no one gets in.
+	if err := os.Rename(shared, shared+".gone"); err != nil {
+		t.Fatal(err)
+	}
+	if r := get(t, base+"/status", admin); r.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("GET /status with keys that cannot be read: %s, want 503", r.Status)
+	}
+	// The line is what is tested here (it reaches the pipe after the
+	// answer, hence the wait).
+	if !testenv.Poll(testenv.Timeout, func() bool { return strings.Contains(logs.String(), "API key store cannot be read") }) {
+		t.Errorf("no log line says why everyone is refused:\n%s", logs.String())
+	}
+	if err := os.Rename(shared+".gone", shared); err != nil {
+		t.Fatal(err)
+	}
+	if r := get(t, base+"/status", admin); r.StatusCode != 200 {
+		t.Errorf("GET /status once the keys are back: %s", r.Status)
+	}
+
+	// Every refusal is in the audit log, no secret in any log.
+	recs := auditRecords(t, data, audit.Filter{Tool: "http"}, func(rs []audit.Record) bool { return len(rs) >= 10 })
+	var sawExpired, sawUnavailable bool
+	for _, r := range recs {
+		sawExpired = sawExpired || r.Key == "old" && r.Status == 401
+		sawUnavailable = sawUnavailable || r.Status == 503
+	}
+	if !sawExpired || !sawUnavailable {
+		t.Errorf("audit lacks the expired key's 401 (%v) or the 503 (%v): %+v", sawExpired, sawUnavailable, recs)
+	}
+	for _, secret := range []string{admin, ci, replica, expiredSecret} {
+		if strings.Contains(logs.String(), secret) {
+			t.Error("a key's secret is in the gateway's log")
+		}
+	}
+}
+
+// auditRecords reads the data folder's audit log until ok holds for the
+// records that pass f, and returns them.
+func auditRecords(t *testing.T, dataDir string, f audit.Filter, ok func([]audit.Record) bool) []audit.Record {
+	t.Helper()
+	var recs []audit.Record
+	testenv.Eventually(t, "the audit records", func() bool {
+		rd := audit.NewReader(dirs.Audit(dataDir), 0, f)
+		defer rd.Close()
+		var err error
+		if recs, err = rd.Tail(0); err != nil {
+			t.Fatal(err)
+		}
+		return ok(recs)
+	})
+	return recs
+}
+
+// TestRateLimitPerKey: a key over its burst gets 429 with Retry-After;
+// another key is not affected.
+func TestRateLimitPerKey(t *testing.T) {
+	data := t.TempDir()
+	cfg := fakeConfig(t, map[string]string{"fake": ""}, map[string]any{"limits": map[string]any{"requestsPerSecond": 0.01, "burst": 3}})
+	a := createKey(t, data, "--name", "a")
+	b := createKey(t, data, "--name", "b")
+	addr, _ := startGateway(t, data, cfg)
+	for i := range 3 {
+		if r := get(t, "http://"+addr+"/status", a); r.StatusCode != 200 {
+			t.Fatalf("request %d of the burst: %s", i+1, r.Status)
+		}
+	}
+	r := get(t, "http://"+addr+"/status", a)
+	if r.StatusCode != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("over the burst: %s, Retry-After %q; want 429 with Retry-After", r.Status, r.Header.Get("Retry-After"))
+	}
+	if r := get(t, "http://"+addr+"/status", b); r.StatusCode != 200 {
+		t.Errorf("another key: %s", r.Status)
+	}
+	recs := auditRecords(t, data, audit.Filter{Key: "a"}, func(rs []audit.Record) bool { return len(rs) >= 1 })
+	if recs[0].Decision != audit.RateLimited || recs[0].Status != 429 {
+		t.Errorf("audit of the refused request: %+v", recs[0])
+	}
+}
+
+// TestInFlightCapEndToEnd: with two calls running on a backend (its cap),
+// a third waits for the queue timeout and is refused as busy; another
+// backend's calls are not held up.
+func TestInFlightCapEndToEnd(t *testing.T) {
+	data := t.TempDir()
+	cfg := fakeConfig(t, map[string]string{"slow": backendtest.ModeHang, "other": ""},
+		map[string]any{"limits": map[string]any{"maxInFlight": 2, "queueTimeout": "300ms"}})
+	addr, _ := startGateway(t, data, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	hangCtx, stopHang := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stopHang()
+	for range 2 {
+		cs, err := connectKey(ctx, t, addr, "/mcp", "", "hang")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			_, _ = cs.CallTool(hangCtx, &mcp.CallToolParams{Name: gateway.ExecuteToolName, Arguments: map[string]any{"name": "slow__hang"}})
+		})
+	}
+	testenv.Eventually(t, "two calls in flight on slow", func() bool {
+		for _, b := range getStatus(t, addr).Backends {
+			if b.Name == "slow" {
+				return b.InFlight == 2
+			}
+		}
+		return false
+	})
+	cs, err := connectKey(ctx, t, addr, "/mcp", "", "third")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := executeTool(t, ctx, cs, "other__echo", map[string]any{"text": "free"}); res.IsError || resultText(res) != "free" {
+		t.Errorf("another backend while slow is full: %s", resultText(res))
+	}
+	res := executeTool(t, ctx, cs, "slow__echo", map[string]any{"text": "x"})
+	if !res.IsError || !strings.Contains(resultText(res), "busy") {
+		t.Errorf("a third call on slow: %s, want an isError saying the backend is busy", resultText(res))
+	}
+	recs := auditRecords(t, data, audit.Filter{Tool: "slow__echo"}, func(rs []audit.Record) bool { return len(rs) == 1 })
+	if recs[0].Outcome != audit.Down || !strings.Contains(recs[0].Reason, "busy") {
+		t.Errorf("audit of the busy call: %+v", recs[0])
+	}
+}
+
+// TestAuditConcurrentSessions: 64 sessions calling at once each leave their
+// record, with the SHA-256 of their arguments and never their values.
+func TestAuditConcurrentSessions(t *testing.T) {
+	data := t.TempDir()
+	// 64 sessions at once are some 200 requests: more than a key's
+	// default burst.
+	cfg := fakeConfig(t, map[string]string{"fake": ""}, map[string]any{"limits": map[string]any{"requestsPerSecond": 1000, "burst": 1000}})
+	key := createKey(t, data, "--name", "load")
+	addr, _ := startGateway(t, data, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const sessions = 64
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for i := range sessions {
+		wg.Go(func() {
+			cs, err := connectKey(ctx, t, addr, "/mcp", key, fmt.Sprintf("client-%02d", i))
+			if err != nil {
+				errs <- err
+				return
+			}
+			text := fmt.Sprintf("session-%02d-value", i)
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: gateway.ExecuteToolName, Arguments: map[string]any{"name": "fake__echo", "arguments": map[string]any{"text": text}}})
+			if err == nil && (res.IsError || resultText(res) != text) {
+				err = fmt.Errorf("session %d: %s", i, resultText(res))
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	recs := auditRecords(t, data, audit.Filter{Tool: "fake__echo"}, func(rs []audit.Record) bool { return len(rs) >= sessions })
+	want := map[string]bool{}
+	for i := range sessions {
+		want[audit.HashArguments(map[string]any{"text": fmt.Sprintf("session-%02d-value", i)})] = true
+	}
+	for _, r := range recs {
+		if r.Key != "load" || r.Decision != audit.Allowed || r.Outcome != audit.OK || r.Transport != "http" || !strings.HasPrefix(r.Client, "client-") || r.Arguments != nil {
+			t.Errorf("record %+v", r)
+		}
+		if !want[r.ArgumentsSHA256] {
+			t.Errorf("unexpected or repeated arguments hash %s", r.ArgumentsSHA256)
+		}
+		delete(want, r.ArgumentsSHA256)
+	}
+	if len(recs) != sessions || len(want) != 0 {
+		t.Errorf("%d records, %d sessions missing", len(recs), len(want))
+	}
+	// GET /status counts them.
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/status", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep gateway.StatusReport
+	err = json.NewDecoder(resp.Body).Decode(&rep)
+	resp.Body.Close()
+	if err != nil || rep.Security == nil || rep.Security.Audit.Written < sessions || rep.Security.Audit.Dropped != 0 || len(rep.Security.Quarantined) != 0 {
+		t.Errorf("GET /status security: %+v, %v", rep.Security, err)
+	}
+	b, err := os.ReadFile(dirs.Audit(data))
+	if err != nil || bytes.Contains(b, []byte("session-00-value")) {
+		t.Errorf("the audit file holds an argument's value (%v)", err)
+	}
+
+	// audit tail: filters, -n, --json, and -f following new records.
+	out, stderr, err := runToolgate(t, data, "audit", "tail", "--key", "load", "--tool", "fake__echo", "-n", "0", "--json")
+	if err != nil || strings.Count(out, "\n") != sessions {
+		t.Errorf("audit tail --json: %v, %d lines\n%s", err, strings.Count(out, "\n"), stderr)
+	}
+	out, _, err = runToolgate(t, data, "audit", "tail", "--tool", "fake__echo", "-n", "2")
+	if err != nil || strings.Count(out, "\n") != 2 || !strings.Contains(out, "key=load  execute_tool  fake__echo  allowed  ok") {
+		t.Errorf("audit tail -n 2: %v\n%s", err, out)
+	}
+	follow := toolgateCmd(t, data, "audit", "tail", "-f", "-n", "0", "--tool", "fake__add")
+	var followed, followErr testenv.LogBuffer
+	follow.Stdout, follow.Stderr = &followed, &followErr
+	defer func() {
+		if t.Failed() {
+			t.Logf("audit tail -f stderr: %s", followErr.String())
+		}
+	}()
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = follow.Process.Kill(); _ = follow.Wait() }()
+	cs, err := connectKey(ctx, t, addr, "/mcp", key, "follower")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Calls until one is followed: tail -f starts at the end of the log as
+	// it finds it, which may be after the first call.
+	testenv.Eventually(t, "audit tail -f printing a new call", func() bool {
+		executeTool(t, ctx, cs, "fake__add", map[string]any{"a": 1, "b": 2})
+		return strings.Contains(followed.String(), "execute_tool  fake__add")
+	})
+}
+
+// TestAuditMaskedArguments: with audit.arguments "masked" the record keeps
+// the arguments with secrets masked.
+func TestAuditMaskedArguments(t *testing.T) {
+	data := t.TempDir()
+	fake := backendtest.Command(t, "")
+	cfgPath := filepath.Join(t.TempDir(), "toolgate.json")
+	doc := map[string]any{
+		"mcpServers": map[string]any{"fake": map[string]any{"command": fake.Command, "env": mergeEnv(fake.Env, map[string]string{"FAKE_TOKEN": "configured-secret-123"})}},
+		"toolgate":   map[string]any{"audit": map[string]any{"arguments": "masked"}},
+	}
+	b, _ := json.Marshal(doc)
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.Load(cfgPath); err != nil {
+		t.Fatal(err)
+	}
+	cmd := toolgateCmd(t, data, "serve", "--config", cfgPath, "--mode", "bm25")
+	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	ctx, cs := connectStdio(t, cmd, 2*time.Minute)
+	text := "use configured-secret-123 with token=abcdefgh please"
+	if res := executeTool(t, ctx, cs, "fake__echo", map[string]any{"text": text}); res.IsError {
+		t.Fatal(resultText(res))
+	}
+	cs.Close()
+	recs := auditRecords(t, data, audit.Filter{Tool: "fake__echo"}, func(rs []audit.Record) bool { return len(rs) == 1 })
+	args, _ := json.Marshal(recs[0].Arguments)
+	if want := `{"text":"use *** with token=*** please"}`; string(args) != want {
+		t.Errorf("masked arguments %s, want %s", args, want)
+	}
+	if recs[0].Transport != "stdio" || recs[0].Client != "e2e" || !strings.HasPrefix(recs[0].Session, "stdio-") || recs[0].ArgumentsSHA256 != audit.HashArguments(map[string]any{"text": text}) {
+		t.Errorf("record %+v", recs[0])
+	}
+}
+
+func mergeEnv(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/quarantine"
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/dirs"
+)
+
+func init() { register(newToolsCmd) }
+
+func newToolsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tools",
+		Short: "Review and approve quarantined tool definitions",
+		Long: `The gateway scans every tool definition a backend lists (name, title,
+description, input schema) for hidden instructions, instructions to read
+credentials, invisible Unicode and overlong text, and pins each definition's
+hash when first seen. A flagged tool, or one whose definition changed since
+it was pinned (toolgate.security.onDefinitionChange, default "quarantine"),
+is quarantined: left out of search_tools and refused by execute_tool until a
+person approves it. Decisions live in the data folder (quarantine/pins.json);
+a running gateway honours an approval at its next request.`,
+	}
+	cmd.AddCommand(newToolsQuarantinedCmd(g), newToolsApproveCmd(g))
+	return cmd
+}
+
+// pinsPath is the quarantine's pins file for the data folder (of --config
+// when given).
+func (g *globals) pinsPath(cfgPath string) (string, error) {
+	if cfgPath != "" {
+		cfg, err := config.Load(cfgPath)
+		if err != nil {
+			return "", err
+		}
+		g.applyConfig(cfg.Toolgate)
+	}
+	return dirs.Pins(g.DataDir()), nil
+}
+
+type quarantinedTool struct {
+	Tool string `json:"tool"`
+	quarantine.Hold
+}
+
+func newToolsQuarantinedCmd(g *globals) *cobra.Command {
+	var cfgPath string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "quarantined [--config FILE] [--json]",
+		Short: "List the quarantined tools and why each is held",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path, err := g.pinsPath(cfgPath)
+			if err != nil {
+				return err
+			}
+			return runToolsQuarantined(cmd.OutOrStdout(), path, asJSON)
+		},
+	}
+	configFlag(cmd, &cfgPath)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of text")
+	return cmd
+}
+
+func runToolsQuarantined(w io.Writer, path string, asJSON bool) error {
+	f, err := quarantine.Read(path)
+	if err != nil {
+		return err
+	}
+	out := []quarantinedTool{}
+	for id, p := range f.Tools {
+		if p.Hold != nil {
+			out = append(out, quarantinedTool{Tool: id, Hold: *p.Hold})
+		}
+	}
+	slices.SortFunc(out, func(a, b quarantinedTool) int { return strings.Compare(a.Tool, b.Tool) })
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if len(out) == 0 {
+		fmt.Fprintf(w, "No tool is quarantined (%d definitions pinned in %s).\n", len(f.Tools), path)
+		return nil
+	}
+	for _, q := range out {
+		fmt.Fprintf(w, "%s  (since %s)\n", q.Tool, q.Since.Local().Format(time.DateTime))
+		if q.Changed {
+			fmt.Fprintln(w, "  - its definition changed since it was first seen or approved")
+		}
+		for _, fd := range q.Findings {
+			fmt.Fprintf(w, "  - %s: %s\n", fd.Summary(), fd.Excerpt)
+		}
+		fmt.Fprintf(w, "  approve: toolgate tools approve %s\n", q.Tool)
+	}
+	return nil
+}
+
+func newToolsApproveCmd(g *globals) *cobra.Command {
+	var cfgPath string
+	cmd := &cobra.Command{
+		Use:   "approve ID [--config FILE]",
+		Short: "Approve a tool's current definition: a running gateway releases it at its next request",
+		Long: `Approve the definition of tool ID (server__tool) as the gateway last listed it:
+it is shown and run again, until its definition changes. Review it first
+(` + "`toolgate tools quarantined`" + ` shows why it is held).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, _, err := catalog.SplitID(args[0]); err != nil {
+				return usageError{err}
+			}
+			path, err := g.pinsPath(cfgPath)
+			if err != nil {
+				return err
+			}
+			p, err := quarantine.Approve(path, args[0], time.Now())
+			if errors.Is(err, quarantine.ErrUnknownTool) {
+				return err
+			}
+			if err != nil {
+				return fmt.Errorf("approve %s: %w", args[0], err)
+			}
+			g.auditCommand("tools approve", args[0], "definition sha256 "+p.Pinned)
+			fmt.Fprintf(cmd.OutOrStdout(), "Approved %s (definition sha256 %s): a running gateway shows and runs it from its next request.\n", args[0], p.Pinned[:12])
+			return nil
+		},
+	}
+	configFlag(cmd, &cfgPath)
+	return cmd
+}

@@ -1,0 +1,480 @@
+// Package audit owns the gateway's audit log: one JSON line per
+// search_tools and execute_tool call, management action and refused
+// request, saying who (key, session, client), what (tool), the decision,
+// the outcome, how long and how big, and a SHA-256 of the arguments, never
+// their values unless the log is told to keep them masked.
+//
+// Writing never holds a call up for long: Write puts the record on a
+// bounded queue that one writer goroutine drains into the file (the Log
+// owns it; Close drains the queue and waits). A record that cannot be
+// queued within MaxWait, or cannot be written, is counted (Stats) and
+// logged with who and what (the first ones each, then a line with the
+// count every few seconds) — a record is never lost silently.
+//
+// The file (audit/audit.jsonl in the data folder) is rotated by size:
+// audit.jsonl.1 is the newest rotated file, and MaxFiles of them are kept.
+// Several gateways may share a data folder: each appends whole lines in
+// single writes, and follows the file when another rotates it.
+// Rotation is a few renames, written here rather than taken from
+// lumberjack, whose rotation goroutine outlives Close and whose size limit
+// is in whole megabytes.
+package audit
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Decisions: what the gateway decided about a request.
+const (
+	Allowed     = "allowed"
+	Denied      = "denied"
+	RateLimited = "rate-limited"
+	Quarantined = "quarantined"
+)
+
+// Outcomes of an allowed call.
+const (
+	OK      = "ok"      // the tool answered
+	IsError = "isError" // an isError result (the tool's own, or the gateway's: bad arguments, unknown tool)
+	Timeout = "timeout" // the call's deadline expired
+	Down    = "down"    // the backend was unavailable (down, removed, busy)
+)
+
+// Record is one line of the audit log. Fields are only ever added.
+type Record struct {
+	Time time.Time `json:"time"`
+	// Key is the API key's name ("" over stdio, or over HTTP without keys).
+	Key       string `json:"key,omitempty"`
+	Transport string `json:"transport,omitempty"` // stdio | http
+	Session   string `json:"session,omitempty"`
+	Client    string `json:"client,omitempty"` // the MCP client's name (clientInfo), else the HTTP User-Agent
+	// Action is what was asked: search_tools, execute_tool, a management
+	// tool, or "http" for a request refused before it reached MCP.
+	Action string `json:"action"`
+	// Tool is the tool run (server__tool) for execute_tool.
+	Tool     string `json:"tool,omitempty"`
+	Decision string `json:"decision"`
+	// Reason says why a request was not allowed (or what went wrong).
+	Reason string `json:"reason,omitempty"`
+	// Outcome is how an allowed call ended.
+	Outcome    string  `json:"outcome,omitempty"`
+	DurationMs float64 `json:"durationMs"`
+	// ResultBytes is the size of the result returned to the client.
+	ResultBytes int `json:"resultBytes"`
+	// ArgumentsSHA256 is the hex SHA-256 of the arguments as canonical
+	// JSON (keys sorted): equal arguments give equal hashes.
+	ArgumentsSHA256 string `json:"argumentsSha256,omitempty"`
+	// Arguments are the arguments with secrets masked, only when the log
+	// keeps them (audit.arguments "masked").
+	Arguments any `json:"arguments,omitempty"`
+	// Route and Status describe a request refused by the HTTP front.
+	Route  string `json:"route,omitempty"`
+	Status int    `json:"status,omitempty"`
+}
+
+// HashArguments is the SHA-256 of args as canonical JSON (encoding/json
+// sorts map keys), or "" for none.
+func HashArguments(args any) string {
+	if args == nil {
+		return ""
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return ""
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxFileBytes = 10 << 20
+	DefaultMaxFiles     = 5
+	DefaultQueue        = 4096
+	DefaultMaxWait      = 50 * time.Millisecond
+)
+
+// Options configure a Log. Nil means defaults.
+type Options struct {
+	Logger *slog.Logger // nil = discard
+	// MaxFileBytes rotates the file before it would grow past this size.
+	MaxFileBytes int64
+	// MaxFiles is how many rotated files are kept (audit.jsonl.1 …).
+	MaxFiles int
+	// Queue is how many records may wait for the writer.
+	Queue int
+	// MaxWait is the longest Write waits for room on a full queue before
+	// the record is counted as dropped.
+	MaxWait time.Duration
+	// Storage, if set, is asked before each write whether the data folder
+	// can take one, and told how each went (main passes the data folder's
+	// health: a removed folder is not made again behind the user's back).
+	Storage Storage
+}
+
+// Storage is the data folder's health as the log uses it
+// (*storage.Writer).
+type Storage interface {
+	// Check returns nil when the folder can take a write now.
+	Check() error
+	// Fail reports a write that failed; OK one that succeeded.
+	Fail(err error)
+	OK()
+}
+
+// noStorage tries every write.
+type noStorage struct{}
+
+func (noStorage) Check() error { return nil }
+func (noStorage) Fail(error)   {}
+func (noStorage) OK()          {}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	if r.MaxFileBytes <= 0 {
+		r.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if r.MaxFiles <= 0 {
+		r.MaxFiles = DefaultMaxFiles
+	}
+	if r.Queue <= 0 {
+		r.Queue = DefaultQueue
+	}
+	if r.MaxWait <= 0 {
+		r.MaxWait = DefaultMaxWait
+	}
+	if r.Storage == nil {
+		r.Storage = noStorage{}
+	}
+	return r
+}
+
+// Stats count what the log did since Open.
+type Stats struct {
+	Written uint64 `json:"written"` // records in the file
+	Dropped uint64 `json:"dropped"` // records not queued (the writer fell behind) or not written (a write failed)
+	Errors  uint64 `json:"errors"`  // failed writes, rotations and opens
+}
+
+// Log is an open audit log. Write is safe for concurrent use.
+type Log struct {
+	path string
+	opts Options
+	log  *slog.Logger
+
+	q      chan Record
+	mu     sync.RWMutex // held shared by Write, exclusively by Close
+	closed bool
+	done   chan struct{}
+
+	written, dropped, errs atomic.Uint64
+	lostLog                rate.Sometimes
+
+	// Owned by the writer goroutine.
+	f   *os.File
+	buf []byte // a batch's lines
+}
+
+// Open opens (creating it and its folder, 0700/0600) the audit log at
+// path and starts its writer. A file that cannot be opened (a read-only
+// or vanished data folder) does not stop it: the failure is counted and
+// logged, each record that cannot be written is counted and logged as
+// lost, and the writer opens the file again for the next record, so the
+// log resumes once the folder takes writes.
+func Open(path string, opts *Options) *Log {
+	o := opts.withDefaults()
+	l := &Log{path: path, opts: o, log: o.Logger, q: make(chan Record, o.Queue), done: make(chan struct{}),
+		lostLog: rate.Sometimes{First: lostFirst, Interval: lostEvery}}
+	if err := o.Storage.Check(); err != nil {
+		l.failed("open", err)
+	} else if err := l.open(); err != nil {
+		o.Storage.Fail(err)
+		l.failed("open", err)
+	}
+	go l.run()
+	return l
+}
+
+// Path is the file written.
+func (l *Log) Path() string { return l.path }
+
+// Stats returns the counters as of now.
+func (l *Log) Stats() Stats {
+	return Stats{Written: l.written.Load(), Dropped: l.dropped.Load(), Errors: l.errs.Load()}
+}
+
+// Write queues r (its Time set when zero). It waits at most MaxWait for
+// room; a record that finds none is counted as dropped and logged. After
+// Close it is dropped the same way.
+func (l *Log) Write(r Record) {
+	if r.Time.IsZero() {
+		r.Time = time.Now()
+	}
+	r.Time = r.Time.UTC()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		l.lost(r, errors.New("the audit log is closed"))
+		return
+	}
+	select {
+	case l.q <- r:
+		return
+	default:
+	}
+	t := time.NewTimer(l.opts.MaxWait)
+	defer t.Stop()
+	select {
+	case l.q <- r:
+	case <-t.C:
+		l.lost(r, fmt.Errorf("the writer fell behind (%d records queued)", cap(l.q)))
+	}
+}
+
+// lost counts and logs a record that is not in the file: who and what, not
+// its arguments.
+func (l *Log) lost(r Record, err error) {
+	n := l.dropped.Add(1)
+	// Every loss is counted; the log gets the first ones in full, then
+	// one line every lostEvery with the count so far (a broken disk must
+	// not flood the log).
+	l.lostLog.Do(func() {
+		l.log.Error("audit record lost", "err", err, "file", l.path, "lost", n, "time", r.Time, "key", r.Key, "action", r.Action, "tool", r.Tool, "decision", r.Decision, "outcome", r.Outcome)
+	})
+}
+
+// lostEvery is how often a run of lost records is logged after the first
+// lostFirst.
+const (
+	lostFirst = 10
+	lostEvery = 10 * time.Second
+)
+
+// Close writes what is queued, stops the writer and closes the file.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		<-l.done
+		return nil
+	}
+	l.closed = true
+	close(l.q)
+	l.mu.Unlock()
+	<-l.done
+	return nil
+}
+
+// maxBatch bounds the records the writer puts in one write.
+const maxBatch = 256
+
+// run is the writer: it takes what is queued (up to maxBatch records) and
+// writes it with one write of whole lines, so a record is in the file
+// moments after Write, and lines never interleave with those of another
+// gateway appending to the same file.
+func (l *Log) run() {
+	defer close(l.done)
+	defer l.closeFile()
+	batch := make([]Record, 0, maxBatch)
+	for r := range l.q {
+		batch = append(batch[:0], r)
+		open := true
+	more:
+		for open && len(batch) < maxBatch {
+			select {
+			case r, ok := <-l.q:
+				if !ok {
+					open = false
+					break more
+				}
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		l.writeBatch(batch)
+		if !open {
+			return
+		}
+	}
+}
+
+// writeBatch writes the records, as many lines a write as fit in the file
+// before its size limit, rotating when the next would not fit.
+func (l *Log) writeBatch(batch []Record) {
+	recs := batch[:0:0]
+	var lines [][]byte
+	for _, r := range batch {
+		b, err := json.Marshal(r)
+		if err != nil {
+			l.errs.Add(1)
+			l.lost(r, fmt.Errorf("encode: %w", err))
+			continue
+		}
+		recs, lines = append(recs, r), append(lines, append(b, '\n'))
+	}
+	rotateFailed := false
+	for i := 0; i < len(lines); {
+		err := l.opts.Storage.Check()
+		var size int64
+		if err == nil {
+			if size, err = l.ready(); err != nil {
+				l.opts.Storage.Fail(err)
+			}
+		}
+		if err != nil {
+			l.errs.Add(1)
+			for _, r := range recs[i:] {
+				l.lost(r, err)
+			}
+			return
+		}
+		buf, j := l.buf[:0], i
+		for j < len(lines) && (size+int64(len(buf)+len(lines[j])) <= l.opts.MaxFileBytes || size == 0 && j == i || rotateFailed) {
+			buf = append(buf, lines[j]...)
+			j++
+		}
+		l.buf = buf
+		if j == i { // the next line does not fit: a new file
+			if err := l.rotate(); err != nil {
+				l.failed("rotate", err)
+				rotateFailed = true // write on in this one rather than lose records
+			}
+			continue
+		}
+		if _, err := l.f.Write(buf); err != nil {
+			l.opts.Storage.Fail(err)
+			l.errs.Add(1)
+			for _, r := range recs[i:j] {
+				l.lost(r, err)
+			}
+			l.closeFile()
+		} else {
+			l.opts.Storage.OK()
+			l.written.Add(uint64(j - i))
+		}
+		i = j
+	}
+}
+
+// ready makes sure a file is open and returns its size: opened again when
+// a write or an open failed before (so the log resumes once the disk does)
+// or when another gateway rotated it away.
+func (l *Log) ready() (int64, error) {
+	if l.f != nil {
+		fi, ferr := l.f.Stat()
+		pi, perr := os.Stat(l.path)
+		if ferr != nil || perr != nil || !os.SameFile(fi, pi) {
+			l.closeFile() // rotated (or removed) by someone else
+		} else {
+			return fi.Size(), nil
+		}
+	}
+	if err := l.open(); err != nil {
+		return 0, err
+	}
+	fi, err := l.f.Stat()
+	if err != nil {
+		l.closeFile()
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// failed counts and logs a failure of the file itself.
+func (l *Log) failed(what string, err error) {
+	l.errs.Add(1)
+	l.log.Error("audit log "+what+" failed", "file", l.path, "err", err)
+}
+
+func (l *Log) open() error {
+	f, err := openAppend(l.path)
+	if err != nil {
+		return err
+	}
+	l.f = f
+	return nil
+}
+
+func (l *Log) closeFile() {
+	if l.f == nil {
+		return
+	}
+	if err := l.f.Close(); err != nil {
+		l.failed("close", err)
+	}
+	l.f = nil
+}
+
+// rotate shifts audit.jsonl.N-1 … .1 up by one (dropping the oldest),
+// renames the file to .1 and opens a new one.
+func (l *Log) rotate() error {
+	l.closeFile()
+	n := l.opts.MaxFiles
+	if err := os.Remove(Rotated(l.path, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for i := n - 1; i >= 1; i-- {
+		if err := os.Rename(Rotated(l.path, i), Rotated(l.path, i+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return os.Rename(l.path, Rotated(l.path, 1)) // the next ready opens a new file
+}
+
+// Rotated is the name of the i-th rotated file (1 = the newest).
+func Rotated(path string, i int) string { return fmt.Sprintf("%s.%d", path, i) }
+
+// Append writes r to the audit log at path from another process than the
+// gateway's (a command such as `toolgate keys revoke`): one write of one
+// line in append mode, so it never interleaves with the gateway's lines.
+func Append(path string, r Record) error {
+	if r.Time.IsZero() {
+		r.Time = time.Now()
+	}
+	r.Time = r.Time.UTC()
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	f, err := openAppend(path)
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("audit log %s: %w", path, err)
+	}
+	return nil
+}
+
+// openAppend opens the log at path for appending, making it (0600) and its
+// folder (0700) when missing.
+func openAppend(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+}

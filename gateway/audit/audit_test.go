@@ -1,0 +1,337 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+func openLog(t *testing.T, o *Options) (*Log, string, *testenv.LogBuffer) {
+	t.Helper()
+	var logs testenv.LogBuffer
+	if o == nil {
+		o = &Options{}
+	}
+	o.Logger = logs.Logger()
+	path := filepath.Join(t.TempDir(), "audit", "audit.jsonl")
+	l := Open(path, o)
+	t.Cleanup(func() { l.Close() })
+	return l, path, &logs
+}
+
+func readAll(t *testing.T, path string, f Filter) []Record {
+	t.Helper()
+	rd := NewReader(path, 0, f)
+	defer rd.Close()
+	recs, err := rd.Tail(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// 64 sessions writing at once: every record is in the file, each a whole
+// line.
+func TestConcurrentWrites(t *testing.T) {
+	l, path, _ := openLog(t, nil)
+	const sessions, each = 64, 50
+	var wg sync.WaitGroup
+	for s := range sessions {
+		wg.Go(func() {
+			for i := range each {
+				l.Write(Record{Session: fmt.Sprintf("s%02d", s), Action: "execute_tool", Tool: "memory__read_graph", Decision: Allowed, Outcome: OK, ArgumentsSHA256: HashArguments(map[string]any{"i": i})})
+			}
+		})
+	}
+	wg.Wait()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := l.Stats()
+	if st.Written != sessions*each || st.Dropped != 0 || st.Errors != 0 {
+		t.Fatalf("stats %+v, want %d written", st, sessions*each)
+	}
+	recs := readAll(t, path, Filter{})
+	perSession := map[string]int{}
+	for _, r := range recs {
+		perSession[r.Session]++
+	}
+	if len(recs) != sessions*each || len(perSession) != sessions {
+		t.Fatalf("%d records of %d sessions in the file, want %d of %d", len(recs), len(perSession), sessions*each, sessions)
+	}
+	for s, n := range perSession {
+		if n != each {
+			t.Errorf("session %s: %d records, want %d", s, n, each)
+		}
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("file mode %v, %v; want 0600", fi.Mode(), err)
+	}
+}
+
+// The file rotates by size and keeps MaxFiles rotated files; Tail reads
+// across them, newest last.
+func TestRotation(t *testing.T) {
+	l, path, _ := openLog(t, &Options{MaxFileBytes: 2000, MaxFiles: 2})
+	for i := range 100 {
+		l.Write(Record{Action: "search_tools", Decision: Allowed, Outcome: OK, ResultBytes: i})
+	}
+	l.Close()
+	for _, p := range []string{path, Rotated(path, 1), Rotated(path, 2)} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if fi.Size() > 2000 {
+			t.Errorf("%s is %d bytes, over the 2000 limit", p, fi.Size())
+		}
+	}
+	if _, err := os.Stat(Rotated(path, 3)); !os.IsNotExist(err) {
+		t.Errorf("a third rotated file is kept: %v", err)
+	}
+	rd := NewReader(path, 2, Filter{})
+	defer rd.Close()
+	recs, err := rd.Tail(5)
+	if err != nil || len(recs) != 5 || recs[4].ResultBytes != 99 || recs[0].ResultBytes != 95 {
+		t.Fatalf("Tail(5) = %+v, %v", recs, err)
+	}
+	if st := l.Stats(); st.Written != 100 || st.Errors != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// A write that fails is counted and logged with who and what; the log
+// writes again once it can.
+func TestWriteFailureCounted(t *testing.T) {
+	l, path, logs := openLog(t, &Options{MaxFileBytes: 200, MaxFiles: 1})
+	l.Write(Record{Key: "ci", Action: "execute_tool", Tool: "a__b", Decision: Allowed})
+	testenv.Eventually(t, "the first record written", func() bool { return l.Stats().Written == 1 })
+	// The folder becomes a file: the rotation cannot rename into it, so
+	// records cannot be written.
+	dir := filepath.Dir(path)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		l.Write(Record{Key: "ci", Action: "execute_tool", Tool: "x__lost", Decision: Allowed, Arguments: map[string]any{"v": "canary-value"}})
+	}
+	testenv.Eventually(t, "the failed writes counted", func() bool { return l.Stats().Dropped >= 1 && l.Stats().Errors >= 1 })
+	if s := logs.String(); !strings.Contains(s, "audit record lost") || !strings.Contains(s, "x__lost") || strings.Contains(s, "canary-value") {
+		t.Errorf("the loss is not logged with who and what (and never the arguments):\n%s", s)
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	before := l.Stats().Written
+	l.Write(Record{Key: "ci", Action: "execute_tool", Tool: "x__back", Decision: Allowed})
+	testenv.Eventually(t, "a record written after the folder is back", func() bool { return l.Stats().Written > before })
+}
+
+// A full queue: Write gives up after MaxWait, and the record is counted.
+func TestFullQueueDoesNotBlock(t *testing.T) {
+	l := &Log{path: "unused", opts: Options{MaxWait: time.Millisecond}, q: make(chan Record, 1), done: make(chan struct{})}
+	var logs testenv.LogBuffer
+	l.log = logs.Logger()
+	l.Write(Record{Action: "a"}) // fills the queue; no writer runs
+	l.Write(Record{Action: "b", Tool: "t__full"})
+	if l.Stats().Dropped != 1 || !strings.Contains(logs.String(), "t__full") {
+		t.Fatalf("stats %+v, log:\n%s", l.Stats(), logs.String())
+	}
+}
+
+func TestFilterAndHash(t *testing.T) {
+	recs := []Record{{Key: "a", Tool: "x__y", Action: "execute_tool"}, {Key: "b", Action: "search_tools"}}
+	for _, tc := range []struct {
+		f    Filter
+		want int
+	}{{Filter{}, 2}, {Filter{Key: "a"}, 1}, {Filter{Tool: "x__y"}, 1}, {Filter{Tool: "search_tools"}, 1}, {Filter{Key: "a", Tool: "search_tools"}, 0}} {
+		n := 0
+		for _, r := range recs {
+			if tc.f.Match(r) {
+				n++
+			}
+		}
+		if n != tc.want {
+			t.Errorf("%+v matched %d, want %d", tc.f, n, tc.want)
+		}
+	}
+	if HashArguments(map[string]any{"a": 1, "b": "x"}) != HashArguments(map[string]any{"b": "x", "a": 1}) {
+		t.Error("the hash depends on key order")
+	}
+	if HashArguments(nil) != "" || len(HashArguments(map[string]any{})) != 64 {
+		t.Error("HashArguments of nil / {}")
+	}
+}
+
+// Follow sees records written after Tail, across rotations (several may
+// come between two polls, as long as the files are still kept).
+func TestFollow(t *testing.T) {
+	l, path, _ := openLog(t, &Options{MaxFileBytes: 400, MaxFiles: 5})
+	l.Write(Record{Action: "old", Decision: Allowed})
+	testenv.Eventually(t, "the first record written", func() bool { return l.Stats().Written == 1 })
+	rd := NewReader(path, 5, Filter{Key: "k"})
+	if recs, err := rd.Tail(10); err != nil || len(recs) != 0 {
+		t.Fatalf("Tail = %+v, %v", recs, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan Record, 100)
+	done := make(chan error, 1)
+	go func() { done <- rd.Follow(ctx, 5*time.Millisecond, func(r Record) { got <- r }) }()
+	next := 0
+	for batch := range 10 {
+		// Two records of each key: about two rotations, within the five
+		// files kept.
+		for i := range 2 {
+			l.Write(Record{Key: "k", Action: "execute_tool", ResultBytes: batch*2 + i, Decision: Allowed})
+			l.Write(Record{Key: "other", Action: "execute_tool", Decision: Allowed})
+		}
+		for next < batch*2+2 {
+			select {
+			case r := <-got:
+				if r.ResultBytes != next || r.Key != "k" {
+					t.Fatalf("record %d: %+v", next, r)
+				}
+				next++
+			case err := <-done:
+				t.Fatalf("Follow ended: %v", err)
+			case <-time.After(testenv.Timeout):
+				t.Fatalf("record %d never followed", next)
+			}
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	rd.Close()
+}
+
+// Append (a command's record) lands between the gateway's, whole.
+func TestAppend(t *testing.T) {
+	l, path, _ := openLog(t, nil)
+	l.Write(Record{Action: "search_tools", Decision: Allowed})
+	if err := Append(path, Record{Transport: "cli", Action: "tools approve", Tool: "a__b", Decision: Allowed}); err != nil {
+		t.Fatal(err)
+	}
+	l.Write(Record{Action: "execute_tool", Decision: Allowed})
+	l.Close()
+	recs := readAll(t, path, Filter{})
+	if len(recs) != 3 {
+		t.Fatalf("%d records: %+v", len(recs), recs)
+	}
+	if got := readAll(t, path, Filter{Tool: "a__b"}); len(got) != 1 || got[0].Action != "tools approve" {
+		t.Errorf("the command's record: %+v", got)
+	}
+}
+
+// A data folder that cannot take writes at start does not stop the log:
+// the failure and each lost record are counted, and it writes again once
+// the folder does.
+func TestOpenOnUnwritableFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(dir, nil, 0o600); err != nil { // a file where the folder should be
+		t.Fatal(err)
+	}
+	var logs testenv.LogBuffer
+	l := Open(filepath.Join(dir, "audit", "audit.jsonl"), &Options{Logger: logs.Logger()})
+	defer l.Close()
+	l.Write(Record{Action: "search_tools", Decision: Allowed})
+	testenv.Eventually(t, "the record counted as lost", func() bool { return l.Stats().Dropped == 1 })
+	if st := l.Stats(); st.Errors < 1 || !strings.Contains(logs.String(), "audit log open failed") {
+		t.Errorf("stats %+v, log:\n%s", st, logs.String())
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	l.Write(Record{Action: "search_tools", Decision: Allowed})
+	testenv.Eventually(t, "a record written once the folder can be made", func() bool { return l.Stats().Written == 1 })
+}
+
+// BenchmarkWrite is what a call pays to audit itself: queueing a record
+// (the writer goroutine encodes and writes it behind the caller's back).
+func BenchmarkWrite(b *testing.B) {
+	l := Open(filepath.Join(b.TempDir(), "audit", "audit.jsonl"), nil)
+	defer l.Close()
+	r := Record{Key: "ci", Transport: "http", Client: "bench", Action: "execute_tool", Tool: "memory__read_graph", Decision: Allowed, Outcome: OK, ArgumentsSHA256: HashArguments(map[string]any{"a": 1})}
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Write(r)
+	}
+	b.StopTimer()
+	l.Close()
+	if st := l.Stats(); st.Dropped != 0 {
+		b.Logf("%d of %d records dropped (the writer fell behind)", st.Dropped, st.Written+st.Dropped)
+	}
+}
+
+// Two gateways on one data folder append to one file: every record is
+// there, every line whole.
+func TestTwoWritersOneFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit", "audit.jsonl")
+	a, b := Open(path, nil), Open(path, nil)
+	var wg sync.WaitGroup
+	for i, l := range []*Log{a, b} {
+		for s := range 16 {
+			wg.Go(func() {
+				for n := range 50 {
+					l.Write(Record{Session: fmt.Sprintf("g%d-s%d", i, s), Action: "execute_tool", Decision: Allowed, ResultBytes: n, Reason: strings.Repeat("x", 200)})
+				}
+			})
+		}
+	}
+	wg.Wait()
+	a.Close()
+	b.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	for i, line := range lines {
+		var r Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("line %d is not a whole record: %v\n%.120s", i+1, err, line)
+		}
+	}
+	if len(lines) != 2*16*50 {
+		t.Errorf("%d records, want %d", len(lines), 2*16*50)
+	}
+}
+
+// refusing is a data folder that cannot take writes.
+type refusing struct{ fails atomic.Int32 }
+
+func (r *refusing) Check() error { return errors.New("data folder removed") }
+func (r *refusing) Fail(error)   { r.fails.Add(1) }
+func (r *refusing) OK()          {}
+
+// A data folder the health check refuses is not written to (nor made
+// again): each record is counted as lost.
+func TestStorageRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	l := Open(filepath.Join(dir, "audit", "audit.jsonl"), &Options{Storage: &refusing{}})
+	l.Write(Record{Action: "search_tools", Decision: Allowed})
+	testenv.Eventually(t, "the record counted as lost", func() bool { return l.Stats().Dropped == 1 })
+	l.Close()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the data folder was made: %v", err)
+	}
+}

@@ -1,0 +1,330 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"time"
+)
+
+// Filter selects records; an empty field matches every record.
+type Filter struct {
+	Key  string // the key's name
+	Tool string // the tool (server__tool), or the action (search_tools, …)
+}
+
+// Match reports whether r passes the filter.
+func (f Filter) Match(r Record) bool {
+	return (f.Key == "" || r.Key == f.Key) && (f.Tool == "" || r.Tool == f.Tool || r.Action == f.Tool)
+}
+
+// Reader reads an audit log: the last records (Tail), then the ones
+// written after (Follow), across rotations.
+type Reader struct {
+	path     string
+	maxFiles int
+	filter   Filter
+
+	f       *os.File // the file being followed
+	info    fs.FileInfo
+	partial []byte     // a line not finished yet
+	seen    []seenFile // rotated files read whole (and files left)
+}
+
+// seenFile is a file read: its identity, and its first bytes, since a file
+// made after another was removed may get the removed one's inode.
+type seenFile struct {
+	info fs.FileInfo
+	head []byte
+}
+
+// headLen is how much of a file tells it from another on the same inode:
+// its first record holds the time to the nanosecond.
+const headLen = 128
+
+// head returns the first bytes of the file at path ("" when it cannot be
+// read).
+func head(path string) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b := make([]byte, headLen)
+	n, _ := io.ReadFull(f, b)
+	return b[:n]
+}
+
+// NewReader reads the audit log at path (audit/audit.jsonl in the data
+// folder) and its rotated files (up to maxFiles; 0 = DefaultMaxFiles).
+func NewReader(path string, maxFiles int, f Filter) *Reader {
+	if maxFiles <= 0 {
+		maxFiles = DefaultMaxFiles
+	}
+	return &Reader{path: path, maxFiles: maxFiles, filter: f}
+}
+
+// Close releases the file being followed.
+func (rd *Reader) Close() error {
+	if rd.f != nil {
+		return rd.f.Close()
+	}
+	return nil
+}
+
+// Tail returns the last n records that match (all of them when n <= 0),
+// oldest first, from the rotated files and the file, and leaves the Reader
+// at the end of the file for Follow. A missing log is no records.
+func (rd *Reader) Tail(n int) ([]Record, error) {
+	var out []Record
+	keep := func(r Record) {
+		if !rd.filter.Match(r) {
+			return
+		}
+		out = append(out, r)
+		if n > 0 && len(out) > 2*n {
+			out = append(out[:0], out[len(out)-n:]...)
+		}
+	}
+	for i := rd.maxFiles; i >= 1; i-- {
+		p := Rotated(rd.path, i)
+		fi, err := readWhole(p, keep)
+		if err != nil {
+			return nil, err
+		}
+		if fi != nil {
+			rd.seen = append(rd.seen, seenFile{fi, head(p)})
+		}
+	}
+	if err := rd.reopen(); err != nil {
+		return nil, err
+	}
+	if rd.f != nil {
+		if err := rd.more(keep); err != nil {
+			return nil, err
+		}
+	}
+	if n > 0 && len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out, nil
+}
+
+// Follow calls emit with each matching record written after Tail (or after
+// the call, without Tail), until ctx ends. It looks for new lines every
+// poll; when the log rotates, it finishes the file it followed, reads the
+// files rotated after it (several rotations may come between two polls),
+// then follows the new file from its start.
+func (rd *Reader) Follow(ctx context.Context, poll time.Duration, emit func(Record)) error {
+	if rd.f == nil && rd.info == nil && rd.seen == nil {
+		// Without Tail: everything there is now counts as read.
+		for _, f := range rd.files() {
+			rd.seen = append(rd.seen, seenFile{f.info, head(f.path)})
+		}
+		if err := rd.reopen(); err != nil {
+			return err
+		}
+		if rd.f != nil {
+			if _, err := rd.f.Seek(0, io.SeekEnd); err != nil {
+				return err
+			}
+		}
+	}
+	keep := func(r Record) {
+		if rd.filter.Match(r) {
+			emit(r)
+		}
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		moved, err := rd.step(keep)
+		if err != nil {
+			return err
+		}
+		if moved {
+			continue // look again at once: more may have come
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// logFile is one file of the log and its identity.
+type logFile struct {
+	path string
+	info fs.FileInfo
+}
+
+// files lists the log's files that exist, oldest first: the rotated ones
+// from the highest number down, then the file itself.
+func (rd *Reader) files() []logFile {
+	var out []logFile
+	for i := rd.maxFiles; i >= 0; i-- {
+		p := rd.path
+		if i > 0 {
+			p = Rotated(rd.path, i)
+		}
+		if fi, err := os.Stat(p); err == nil {
+			out = append(out, logFile{p, fi})
+		}
+	}
+	return out
+}
+
+func (rd *Reader) wasRead(f logFile) bool {
+	var h []byte
+	return slices.ContainsFunc(rd.seen, func(s seenFile) bool {
+		if !os.SameFile(s.info, f.info) {
+			return false
+		}
+		if h == nil {
+			h = head(f.path)
+		}
+		return bytes.Equal(h, s.head)
+	})
+}
+
+// step reads what the followed file gained, and moves on when the log
+// rotated; moved says it did (or found the files changing under it).
+func (rd *Reader) step(emit func(Record)) (moved bool, err error) {
+	if rd.f != nil {
+		if err := rd.more(emit); err != nil {
+			return false, err
+		}
+	}
+	files := rd.files()
+	if n := len(files); n == 0 || rd.f != nil && files[n-1].path == rd.path && os.SameFile(files[n-1].info, rd.info) {
+		return false, nil // still the newest file (or none yet)
+	}
+	if rd.f != nil { // rotated: finish it
+		if err := rd.more(emit); err != nil {
+			return false, err
+		}
+		rd.seen = append(rd.seen, seenFile{rd.info, rd.head()})
+		rd.f.Close()
+		rd.f, rd.partial = nil, nil
+		moved = true
+	}
+	for _, f := range files {
+		if rd.wasRead(f) {
+			continue
+		}
+		fh, err := os.Open(f.path)
+		if err != nil {
+			return true, nil // rotated meanwhile: list again
+		}
+		fi, err := fh.Stat()
+		if err != nil || !os.SameFile(fi, f.info) {
+			fh.Close()
+			return true, nil
+		}
+		if f.path == rd.path { // the newest: follow it from its start
+			rd.f, rd.info = fh, fi
+			return true, rd.more(emit)
+		}
+		h := make([]byte, headLen)
+		n, _ := fh.ReadAt(h, 0)
+		_, err = scan(fh, nil, emit)
+		fh.Close()
+		if err != nil {
+			return false, err
+		}
+		rd.seen = append(rd.seen, seenFile{fi, h[:n]})
+		moved = true
+	}
+	if len(rd.seen) > 4*rd.maxFiles+8 { // forget files long gone
+		rd.seen = rd.seen[len(rd.seen)-2*rd.maxFiles-4:]
+	}
+	// Nothing new to read (the log was rotated and its new file is not
+	// made yet): wait for the next poll.
+	return moved, nil
+}
+
+// readWhole reads every record of the file at p and returns its identity
+// (nil when it is missing).
+func readWhole(p string, emit func(Record)) (fs.FileInfo, error) {
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	_, err = scan(f, nil, emit)
+	return fi, err
+}
+
+// reopen opens the file at path (none when it does not exist yet).
+func (rd *Reader) reopen() error {
+	f, err := os.Open(rd.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		rd.f, rd.info = nil, nil
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	rd.f, rd.info = f, fi
+	return nil
+}
+
+// head is the first bytes of the file followed.
+func (rd *Reader) head() []byte {
+	b := make([]byte, headLen)
+	n, _ := rd.f.ReadAt(b, 0)
+	return b[:n]
+}
+
+// more reads the lines appended since the last read.
+func (rd *Reader) more(emit func(Record)) error {
+	rest, err := scan(rd.f, rd.partial, emit)
+	rd.partial = rest
+	return err
+}
+
+// scan reads r to its end and calls emit for each complete line that is a
+// record (other lines are skipped); it returns an unfinished last line,
+// prefixed by partial.
+func scan(r io.Reader, partial []byte, emit func(Record)) ([]byte, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	buf := partial
+	for {
+		chunk, err := br.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+		line := bytes.TrimSpace(buf)
+		var rec Record
+		if len(line) > 0 && json.Unmarshal(line, &rec) == nil {
+			emit(rec)
+		}
+		buf = buf[:0:0]
+	}
+}

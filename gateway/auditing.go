@@ -1,0 +1,156 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/audit"
+	"github.com/toolgate/toolgate/gateway/policy"
+)
+
+// callNote is what a tool handler tells the audit record of its call: the
+// tool it ran, the arguments, and how the gateway decided and the call
+// ended. The handler fills it in through the context (noteOf).
+type callNote struct {
+	tool     string
+	args     any
+	decision string // "" = allowed
+	outcome  string // "" = from the result: ok or isError
+	reason   string
+}
+
+type noteKey struct{}
+
+// noteOf returns the note of the call ctx belongs to (a scratch one when
+// the call is not audited).
+func noteOf(ctx context.Context) *callNote {
+	if n, ok := ctx.Value(noteKey{}).(*callNote); ok {
+		return n
+	}
+	return &callNote{}
+}
+
+// audited wraps a tool handler: every call ends in one audit record (when
+// Options.Audit is set) with who called (key, transport, session, client),
+// what (the tool, a SHA-256 of its arguments, the masked arguments when
+// Options.AuditArguments is set), the decision, the outcome, how long it
+// took and the size of the result.
+func (g *Gateway) audited(action string, h mcp.ToolHandler) mcp.ToolHandler {
+	if g.opts.Audit == nil {
+		return h
+	}
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		start := time.Now()
+		n := &callNote{}
+		res, err := h(context.WithValue(ctx, noteKey{}, n), req)
+		r := audit.Record{
+			Time:            start,
+			Action:          action,
+			Tool:            n.tool,
+			Decision:        n.decision,
+			Outcome:         n.outcome,
+			Reason:          n.reason,
+			DurationMs:      float64(time.Since(start).Microseconds()) / 1000,
+			ResultBytes:     resultBytes(res),
+			ArgumentsSHA256: audit.HashArguments(n.args),
+		}
+		if r.Decision == "" {
+			r.Decision = audit.Allowed
+		}
+		switch {
+		case r.Decision != audit.Allowed:
+			r.Outcome = ""
+		case err != nil:
+			r.Outcome, r.Reason = audit.IsError, err.Error()
+		case r.Outcome == "" && res != nil && res.IsError:
+			r.Outcome = audit.IsError
+		case r.Outcome == "":
+			r.Outcome = audit.OK
+		}
+		if g.opts.AuditArguments != nil && n.args != nil {
+			r.Arguments = g.opts.AuditArguments(n.args)
+		}
+		who(ctx, req, &r)
+		g.opts.Audit.Write(r)
+		return res, err
+	}
+}
+
+// auditOutcome names an Outcome (CallOutcome, the one classification of a
+// call's end) in the audit log's words.
+func auditOutcome(o Outcome) string {
+	switch o {
+	case OutcomeOK:
+		return audit.OK
+	case OutcomeTimeout:
+		return audit.Timeout
+	case OutcomeUnavailable:
+		return audit.Down
+	}
+	return audit.IsError
+}
+
+// who fills in the caller of req: its API key, transport, session (the
+// Mcp-Session-Id when the client sends one; over stdio the process) and
+// client name (the MCP clientInfo, else the HTTP User-Agent).
+func who(ctx context.Context, req *mcp.CallToolRequest, r *audit.Record) {
+	r.Transport = policy.TransportStdio
+	if req.Extra != nil && req.Extra.Header != nil {
+		r.Transport = policy.TransportHTTP
+		r.Session = req.Extra.Header.Get("Mcp-Session-Id")
+		r.Client = req.Extra.Header.Get("User-Agent")
+	}
+	if c := policy.CallerFrom(ctx); c != nil {
+		r.Transport = c.Transport
+		if c.Key != nil {
+			r.Key = c.Key.Name
+		}
+	}
+	if req.Session != nil && req.Session.ID() != "" {
+		r.Session = req.Session.ID()
+	}
+	if ci := req.ClientInfo(); ci != nil && ci.Name != "" {
+		r.Client = ci.Name
+	}
+	if r.Session == "" && r.Transport == policy.TransportStdio {
+		r.Session = stdioSession
+	}
+}
+
+// stdioSession names the stdio session in audit records: the client that
+// started this process (several gateways may share one audit log).
+var stdioSession = fmt.Sprintf("stdio-%d", os.Getpid())
+
+// resultBytes is about how many bytes the result holds: its texts and
+// binary data, and its structured content as JSON.
+func resultBytes(res *mcp.CallToolResult) int {
+	if res == nil {
+		return 0
+	}
+	n := 0
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			n += len(c.Text)
+		case *mcp.ImageContent:
+			n += len(c.Data)
+		case *mcp.AudioContent:
+			n += len(c.Data)
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil {
+				n += len(c.Resource.Text) + len(c.Resource.Blob)
+			}
+		}
+	}
+	if res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			n += len(b)
+		}
+	}
+	return n
+}

@@ -1,0 +1,132 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway/audit"
+	"github.com/toolgate/toolgate/gateway/keys"
+	"github.com/toolgate/toolgate/gateway/limit"
+	"github.com/toolgate/toolgate/gateway/policy"
+)
+
+// KeyChecker checks the API key of an HTTP request. keys.Store implements
+// it.
+type KeyChecker interface {
+	// Verify returns the key whose secret this is; keys.ErrNoKeys when no
+	// key exists, keys.ErrUnavailable when the keys cannot be read, and
+	// another error (keys.ErrMissing, ErrUnknown, ErrExpired) for a
+	// request to refuse.
+	Verify(secret string) (keys.Entry, error)
+}
+
+var _ KeyChecker = (*keys.Store)(nil)
+
+// AuditLog takes audit records. audit.Log implements it.
+type AuditLog interface {
+	Write(audit.Record)
+}
+
+var _ AuditLog = (*audit.Log)(nil)
+
+// keyRealm is the realm of the Bearer challenge.
+const keyRealm = "toolgate"
+
+// requireKey makes every route need an API key (Authorization: Bearer
+// tg_…) once any key exists, or always with o.RequireKey; GET /healthz from
+// a loopback address stays open. A missing, unknown or expired key gets
+// 401 with a Bearer challenge; keys that cannot be read get 503 (no one
+// gets in); a key over its rate gets 429 with Retry-After. Refused
+// requests are audited. The key of a request let in goes into its context
+// as the policy.Caller's Key.
+func (g *Gateway) requireKey(next http.Handler, o HTTPOptions, log *slog.Logger) http.Handler {
+	if o.Keys == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" && loopbackRemote(r.RemoteAddr) || slices.ContainsFunc(o.OwnAuth, func(p string) bool { return strings.HasPrefix(r.URL.Path, p) }) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		secret := bearer(r)
+		e, err := o.Keys.Verify(secret)
+		switch {
+		case err == nil:
+		case errors.Is(err, keys.ErrNoKeys) && !o.RequireKey:
+			next.ServeHTTP(w, r)
+			return
+		case errors.Is(err, keys.ErrUnavailable):
+			// Logged by the store, once per distinct error.
+			g.auditRefused(r, e, http.StatusServiceUnavailable, audit.Denied, "the API key store cannot be read")
+			http.Error(w, "Service Unavailable: the gateway cannot read its API keys (its log says why); no request is let in until that is fixed", http.StatusServiceUnavailable)
+			return
+		default:
+			challenge := fmt.Sprintf("Bearer realm=%q", keyRealm)
+			msg := "Unauthorized: this gateway needs an API key: send Authorization: Bearer tg_… (create one with `toolgate keys create`)"
+			if secret != "" {
+				challenge += `, error="invalid_token"`
+				msg = "Unauthorized: the API key is unknown, revoked or expired"
+			}
+			log.Debug("refused request: API key", "reason", err, "key", e.Name, "route", r.Method+" "+r.URL.Path, "remote", r.RemoteAddr)
+			g.auditRefused(r, e, http.StatusUnauthorized, audit.Denied, err.Error())
+			w.Header().Set("WWW-Authenticate", challenge)
+			http.Error(w, msg, http.StatusUnauthorized)
+			return
+		}
+		if o.Rates != nil {
+			if ok, after := o.Rates.Allow(e.Name); !ok {
+				g.auditRefused(r, e, http.StatusTooManyRequests, audit.RateLimited, fmt.Sprintf("over the key's rate (retry after %s)", after.Round(time.Millisecond)))
+				w.Header().Set("Retry-After", limit.RetryAfter(after))
+				http.Error(w, "Too Many Requests: this API key is over its rate (toolgate.limits); retry after the time in Retry-After", http.StatusTooManyRequests)
+				return
+			}
+		}
+		// The route's handler (withCaller) keeps the key when it puts its
+		// own caller in the context; the policy reads the key's scope.
+		c := &policy.Caller{Transport: policy.TransportHTTP, Key: e.Caller()}
+		next.ServeHTTP(w, r.WithContext(policy.WithCaller(r.Context(), c)))
+	})
+}
+
+// auditRefused audits a request the HTTP front refused.
+func (g *Gateway) auditRefused(r *http.Request, e keys.Entry, status int, decision, reason string) {
+	if g.opts.Audit == nil {
+		return
+	}
+	g.opts.Audit.Write(audit.Record{
+		Key:       e.Name,
+		Transport: "http",
+		Session:   r.Header.Get("Mcp-Session-Id"),
+		Client:    r.UserAgent(),
+		Action:    "http",
+		Decision:  decision,
+		Reason:    reason,
+		Route:     r.Method + " " + r.URL.Path,
+		Status:    status,
+	})
+}
+
+// bearer is the token of an Authorization: Bearer header ("" for none).
+func bearer(r *http.Request) string {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
+
+// loopbackRemote reports whether a request came from this machine.
+func loopbackRemote(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,204 @@
+package keys
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+var now = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func newKey(t *testing.T, s Spec) (string, Entry) {
+	t.Helper()
+	secret, e, err := New(s, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secret, e
+}
+
+func TestNewKey(t *testing.T) {
+	secret, e := newKey(t, Spec{Name: "ci", Profile: "kg", Allow: []string{"memory__*"}, Deny: []string{"memory__delete_*"}})
+	if !strings.HasPrefix(secret, Prefix) || len(secret) != len(Prefix)+43 {
+		t.Errorf("secret %q: want tg_ and 43 base64url characters", secret)
+	}
+	if e.SHA256 != Hash(secret) || strings.Contains(string(e.Line()), secret) {
+		t.Errorf("entry %s holds the secret or the wrong hash", e.Line())
+	}
+	other, _ := newKey(t, Spec{Name: "ci"})
+	if other == secret {
+		t.Error("two keys with one secret")
+	}
+	for _, bad := range []Spec{
+		{Name: ""}, {Name: "-x"}, {Name: "has space"},
+		{Name: "ok", Allow: []string{"["}},
+		{Name: "ok", Deny: []string{"memory"}},
+		{Name: "ok", Expires: now.Add(-time.Hour)},
+	} {
+		if _, _, err := New(bad, now); err == nil {
+			t.Errorf("New(%+v) passed", bad)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	_, a := newKey(t, Spec{Name: "a"})
+	_, b := newKey(t, Spec{Name: "b", Admin: true, Expires: now.Add(time.Hour)})
+	content := Format([]Entry{a, b})
+	got, err := Parse(append([]byte("\n# comment\n"), content...), "k")
+	if err != nil || len(got) != 2 || got[1].Name != "b" || !got[1].Admin || !got[1].Expires.Equal(now.Add(time.Hour)) {
+		t.Fatalf("Parse = %+v, %v", got, err)
+	}
+	for name, in := range map[string]string{
+		"not json":  "{",
+		"unknown":   `{"name":"a","sha256":"` + a.SHA256 + `","color":"red"}`,
+		"bad hash":  `{"name":"a","sha256":"abc"}`,
+		"duplicate": string(a.Line()) + string(a.Line()),
+		"bad glob":  `{"name":"a","sha256":"` + a.SHA256 + `","allow":["["]}`,
+	} {
+		if _, err := Parse([]byte(in), "keys.jsonl"); err == nil || !strings.Contains(err.Error(), "keys.jsonl:") {
+			t.Errorf("%s: %v, want an error naming the file and line", name, err)
+		}
+	}
+}
+
+// The store reads both files; revocation and expiry count at the next
+// Verify; an unreadable file refuses every key.
+func TestStore(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "keys.jsonl")
+	file := filepath.Join(dir, "shared", "keys.jsonl")
+	clock := now
+	var logs testenv.LogBuffer
+	s := Open(data, &Options{Logger: logs.Logger(), Now: func() time.Time { return clock }})
+	if any, err := s.Any(); err != nil || any {
+		t.Fatalf("empty store: %v %v", any, err)
+	}
+	if _, err := s.Verify("tg_x"); !errors.Is(err, ErrNoKeys) {
+		t.Errorf("an empty store: %v", err)
+	}
+
+	adminSecret, admin := newKey(t, Spec{Name: "admin", Admin: true})
+	if err := Add(data, admin); err != nil {
+		t.Fatal(err)
+	}
+	if err := Add(data, admin); err == nil || !strings.Contains(err.Error(), "exists already") {
+		t.Errorf("adding a name twice: %v", err)
+	}
+	shortSecret, short := newKey(t, Spec{Name: "short", Expires: now.Add(time.Hour)})
+	if err := Add(data, short); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := s.Verify(adminSecret); err != nil || e.Name != "admin" || !e.Admin {
+		t.Fatalf("Verify(admin) = %+v, %v", e, err)
+	}
+	if _, err := s.Verify(""); !errors.Is(err, ErrMissing) {
+		t.Errorf("no key given: %v", err)
+	}
+	if _, err := s.Verify(adminSecret + "x"); !errors.Is(err, ErrUnknown) {
+		t.Errorf("wrong key: %v", err)
+	}
+	if _, err := s.Verify(shortSecret); err != nil {
+		t.Errorf("short key before expiry: %v", err)
+	}
+	clock = now.Add(time.Hour)
+	if e, err := s.Verify(shortSecret); !errors.Is(err, ErrExpired) || e.Name != "short" {
+		t.Errorf("short key after expiry: %+v %v", e, err)
+	}
+	if err := Remove(data, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Verify(adminSecret); !errors.Is(err, ErrUnknown) {
+		t.Errorf("revoked key: %v", err)
+	}
+	if err := Remove(data, "admin"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("revoking twice: %v", err)
+	}
+
+	// A keysFile: named but missing fails closed, then works once there.
+	s = Open(data, &Options{File: file, Logger: logs.Logger(), Now: func() time.Time { return clock }})
+	if _, err := s.Verify(shortSecret); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("keysFile missing: %v", err)
+	}
+	if !strings.Contains(logs.String(), "cannot be read") {
+		t.Errorf("no log line for the unreadable store:\n%s", logs.String())
+	}
+	sharedSecret, shared := newKey(t, Spec{Name: "replica"})
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, shared.Line(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := s.Verify(sharedSecret); err != nil || e.Name != "replica" {
+		t.Fatalf("keysFile key: %+v %v", e, err)
+	}
+	l, err := s.List()
+	if err != nil || len(l) != 2 || l[0].Source != SourceFile || l[1].Source != SourceData {
+		t.Errorf("List = %+v, %v", l, err)
+	}
+	// The same name in both: refused as a whole (which one is meant?).
+	if err := Add(data, Entry{Name: "replica", SHA256: shared.SHA256}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Verify(sharedSecret); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "both") {
+		t.Errorf("duplicate across files: %v", err)
+	}
+	if err := Remove(data, "replica"); err != nil {
+		t.Fatal(err)
+	}
+	// A damaged file: every key refused, the good ones included.
+	if err := os.WriteFile(data, []byte("garbage\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Verify(sharedSecret); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("damaged data file: %v", err)
+	}
+	if any, err := s.Any(); err == nil || any {
+		t.Errorf("Any on a damaged store = %v, %v; want an error", any, err)
+	}
+}
+
+// Keys created at once by several commands are all kept.
+func TestAddConcurrently(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "keys.jsonl")
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			_, e, err := New(Spec{Name: "k" + string(rune('a'+i))}, now)
+			if err == nil {
+				err = Add(data, e)
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	l, err := Open(data, nil).List()
+	if err != nil || len(l) != 16 {
+		t.Fatalf("%d keys, %v", len(l), err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"name":"a","sha256":"` + strings.Repeat("ab", 32) + `","allow":["x__*"]}`))
+	f.Add([]byte("# c\n\n{}"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		es, err := Parse(b, "f")
+		if err != nil {
+			return
+		}
+		for _, e := range es {
+			if e.Validate() != nil {
+				t.Fatalf("Parse accepted an invalid entry %+v", e)
+			}
+		}
+	})
+}

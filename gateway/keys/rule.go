@@ -1,0 +1,83 @@
+package keys
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/index/catalog"
+)
+
+// RuleName is the name of the key scope rule in a policy.Set.
+const RuleName = "key"
+
+// Caller is the policy's view of the key e (for policy.Caller.Key).
+func (e Entry) Caller() *policy.Key {
+	return &policy.Key{Name: e.Name, Admin: e.Admin, Profile: e.Profile, Allow: e.Allow, Deny: e.Deny}
+}
+
+// Scope is the policy rule of API key scopes: a caller with a key sees and
+// runs only the tools of the key's profile (if it has one) that its globs
+// let through, and the tools only an admin may run only with an admin key.
+// It denies with the same words whatever the tool, existing or not, so a
+// key learns nothing of what lies outside its scope. Put it first in the
+// set, before the rules whose reasons name servers.
+type Scope struct {
+	// profiles returns the profiles in effect (the set's profile rule),
+	// read when a filter is built, so a reload's profiles count.
+	profiles func() *policy.Profiles
+	// adminOnly reports whether only an admin key may see and run t
+	// (nil = none).
+	adminOnly func(t catalog.Tool) bool
+}
+
+var _ policy.Rule = (*Scope)(nil)
+
+// NewScope returns the key scope rule; profiles gives the profiles in
+// effect (policy.Set.Profiles), adminOnly the tools only an admin key may
+// see and run (the management tools that change the config:
+// mgmt.ChangesConfig; nil = none).
+func NewScope(profiles func() *policy.Profiles, adminOnly func(catalog.Tool) bool) *Scope {
+	return &Scope{profiles: profiles, adminOnly: adminOnly}
+}
+
+func (*Scope) Name() string { return RuleName }
+
+// Scope is what of the caller the rule reads: the key's scope.
+func (*Scope) Scope(c *policy.Caller) string {
+	if c.Key == nil {
+		return ""
+	}
+	k := c.Key
+	return strconv.FormatBool(k.Admin) + "\x01" + k.Name + "\x01" + k.Profile + "\x01" + strings.Join(k.Allow, "\x02") + "\x01" + strings.Join(k.Deny, "\x02")
+}
+
+func (r *Scope) Check(c *policy.Caller, t catalog.Tool) string {
+	k := c.Key
+	if k == nil {
+		return ""
+	}
+	denied := fmt.Sprintf("the API key %q lacks access to this tool", k.Name)
+	if !k.Admin && r.adminOnly != nil && r.adminOnly(t) {
+		return denied
+	}
+	id := t.ID()
+	if k.Profile != "" {
+		p, ok := r.profiles().Get(k.Profile)
+		if !ok {
+			return fmt.Sprintf("the API key %q is limited to profile %q, which the config no longer has, so it reaches no tool", k.Name, k.Profile)
+		}
+		if !policy.Shows(p, t.Server, id) {
+			return denied
+		}
+	}
+	if len(k.Allow) > 0 && !slices.ContainsFunc(k.Allow, func(g string) bool { return catalog.MatchID(g, id) }) {
+		return denied
+	}
+	if slices.ContainsFunc(k.Deny, func(g string) bool { return catalog.MatchID(g, id) }) {
+		return denied
+	}
+	return ""
+}

@@ -1,0 +1,67 @@
+package keys
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/index/catalog"
+)
+
+func tool(id string) catalog.Tool {
+	s, n, _ := catalog.SplitID(id)
+	return catalog.Tool{Server: s, Name: n}
+}
+
+// A key's profile and globs decide what it sees and runs, through the same
+// Decide and search filter as every rule; a denial says only that the key
+// lacks access, whatever the tool.
+func TestScope(t *testing.T) {
+	set := policy.NewSet()
+	set.Put(NewScope(set.Profiles, func(t catalog.Tool) bool { return t.ID() == "toolgate__add_server" }))
+	set.Put(policy.NewProfiles(map[string]config.Profile{"kg": {Servers: []string{"memory"}, Tools: config.ToolGlobs{Deny: []string{"memory__delete_*"}}}}))
+	entry := func(profile string, allow, deny []string) *policy.Caller {
+		return &policy.Caller{Transport: policy.TransportHTTP, Key: Entry{Name: "k", Profile: profile, Allow: allow, Deny: deny}.Caller()}
+	}
+	admin := &policy.Caller{Transport: policy.TransportHTTP, Key: Entry{Name: "k", Admin: true}.Caller()}
+	tests := []struct {
+		caller *policy.Caller
+		id     string
+		want   bool
+	}{
+		{nil, "filesystem__read_file", true},
+		{entry("", nil, nil), "filesystem__read_file", true},
+		{entry("kg", nil, nil), "memory__read_graph", true},
+		{entry("kg", nil, nil), "memory__delete_entities", false},
+		{entry("kg", nil, nil), "filesystem__read_file", false},
+		{entry("kg", nil, nil), "nosuch__tool", false},
+		{entry("", []string{"memory__*"}, nil), "memory__read_graph", true},
+		{entry("", []string{"memory__*"}, nil), "filesystem__read_file", false},
+		{entry("", nil, []string{"filesystem__write_*"}), "filesystem__write_file", false},
+		{entry("", nil, []string{"filesystem__write_*"}), "filesystem__read_file", true},
+		{entry("gone", nil, nil), "memory__read_graph", false},
+		// Only an admin key sees and runs the tools that change the config.
+		{nil, "toolgate__add_server", true},
+		{entry("", nil, nil), "toolgate__add_server", false},
+		{entry("", nil, nil), "toolgate__list_servers", true},
+		{admin, "toolgate__add_server", true},
+	}
+	for _, tc := range tests {
+		d := set.Decide(tc.caller, tool(tc.id))
+		if d.Allowed != tc.want {
+			t.Errorf("%v on %s: %+v, want allowed=%v", tc.caller, tc.id, d, tc.want)
+		}
+		if !d.Allowed && (d.Rule != RuleName || !strings.Contains(d.Reason, `API key "k"`)) {
+			t.Errorf("%s: denial %+v", tc.id, d)
+		}
+		if !d.Allowed && tc.caller.Key.Profile != "gone" && strings.Contains(d.Reason, tc.id) {
+			t.Errorf("%s: the denial names the tool: %q", tc.id, d.Reason)
+		}
+	}
+	// Search filters are cached per scope: an admin key's is not the one of
+	// a key of the same name that is not.
+	if set.Filter(admin) == set.Filter(entry("", nil, nil)) {
+		t.Error("an admin key shares the search filter of a key that is not admin")
+	}
+}

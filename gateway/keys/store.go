@@ -1,0 +1,284 @@
+package keys
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/datafile"
+)
+
+// Errors of Store.Verify. Each means 401 to an HTTP client, except
+// ErrUnavailable (the store cannot be read: no one gets in) and ErrNoKeys
+// (no key exists: a gateway on a loopback address lets requests in).
+var (
+	ErrNoKeys      = errors.New("no API key exists")
+	ErrMissing     = errors.New("no API key given")
+	ErrUnknown     = errors.New("unknown API key")
+	ErrExpired     = errors.New("the API key has expired")
+	ErrUnavailable = errors.New("the API key store cannot be read")
+)
+
+// Source is where an entry was read from.
+type Source string
+
+// Sources of entries.
+const (
+	SourceData Source = "data"     // the data folder's keys.jsonl
+	SourceFile Source = "keysFile" // the config's toolgate.keysFile
+)
+
+// Listed is an entry and where it came from.
+type Listed struct {
+	Entry
+	Source Source `json:"source"`
+	Path   string `json:"path"`
+}
+
+// Options configure a Store. Nil means defaults.
+type Options struct {
+	// File is the config's toolgate.keysFile ("" = none). It must exist
+	// when named: a missing one (a Secret not mounted) fails closed.
+	File   string
+	Logger *slog.Logger     // nil = discard
+	Now    func() time.Time // nil = time.Now
+}
+
+// Store is the gateway's view of every key: the data folder's file and the
+// config's keysFile, each read again when it changes. It is safe for
+// concurrent use.
+type Store struct {
+	data *datafile.View[*parsed]
+	file *datafile.View[*parsed] // nil without keysFile
+	log  *slog.Logger
+	now  func() time.Time
+
+	mu      sync.Mutex
+	lastErr string // the store error logged last ("" = healthy)
+	// The keys of both files as last merged, and the files' contents
+	// they were merged from (a request finds them unchanged: no work).
+	fromData, fromFile *parsed
+	merged             *keyset
+	mergeErr           error
+}
+
+// parsed is one file's entries with their hashes decoded.
+type parsed struct {
+	entries []Entry
+	sums    [][sha256.Size]byte
+}
+
+func parse(b []byte, name string) (*parsed, error) {
+	es, err := Parse(b, name)
+	if err != nil {
+		return nil, err
+	}
+	p := &parsed{entries: es, sums: make([][sha256.Size]byte, len(es))}
+	for i, e := range es {
+		hex.Decode(p.sums[i][:], []byte(e.SHA256)) //nolint:errcheck // Parse validated it
+	}
+	return p, nil
+}
+
+// keyset is the keys of both files, sorted by name.
+type keyset struct {
+	listed []Listed
+	sums   [][sha256.Size]byte
+}
+
+// Open returns the store of the keys in dataPath (the data folder's
+// keys.jsonl; a missing file holds no key) and opts.File. Nothing is read
+// until the first use.
+func Open(dataPath string, opts *Options) *Store {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	s := &Store{log: o.Logger, now: o.Now}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.data = datafile.NewView(dataPath, func(b []byte) (*parsed, error) { return parse(b, dataPath) }, func() *parsed { return &parsed{} })
+	if o.File != "" {
+		file := o.File
+		s.file = datafile.NewView(file, func(b []byte) (*parsed, error) { return parse(b, file) }, nil)
+	}
+	return s
+}
+
+// load returns the keys as of now: one stat of each file, and a merge only
+// when one of them changed.
+func (s *Store) load() (*keyset, error) {
+	var errs []error
+	data, err := s.data.Load()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("the data folder's keys: %w", err))
+	}
+	var file *parsed
+	if s.file != nil {
+		if file, err = s.file.Load(); err != nil {
+			errs = append(errs, fmt.Errorf("toolgate.keysFile: %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		s.report(err)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	s.mu.Lock()
+	if data != s.fromData || file != s.fromFile || s.merged == nil && s.mergeErr == nil {
+		s.fromData, s.fromFile = data, file
+		s.merged, s.mergeErr = s.merge(data, file)
+	}
+	ks, err := s.merged, s.mergeErr
+	s.mu.Unlock()
+	s.report(err)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return ks, nil
+}
+
+// merge puts both files' keys together; a name in both is an error.
+func (s *Store) merge(data, file *parsed) (*keyset, error) {
+	type src struct {
+		p    *parsed
+		from Source
+		path string
+	}
+	srcs := []src{{data, SourceData, s.data.Path()}}
+	if s.file != nil {
+		srcs = append(srcs, src{file, SourceFile, s.file.Path()})
+	}
+	ks := &keyset{}
+	where := map[string]string{}
+	var errs []error
+	for _, sr := range srcs {
+		for i, e := range sr.p.entries {
+			if prev, ok := where[e.Name]; ok {
+				errs = append(errs, fmt.Errorf("key %q is in both %s and %s: names must be unique (revoke or rename one)", e.Name, prev, sr.path))
+				continue
+			}
+			where[e.Name] = sr.path
+			ks.listed = append(ks.listed, Listed{Entry: e, Source: sr.from, Path: sr.path})
+			ks.sums = append(ks.sums, sr.p.sums[i])
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	idx := make([]int, len(ks.listed))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(ks.listed[a].Name, ks.listed[b].Name) })
+	sorted := &keyset{listed: make([]Listed, len(idx)), sums: make([][sha256.Size]byte, len(idx))}
+	for i, j := range idx {
+		sorted.listed[i], sorted.sums[i] = ks.listed[j], ks.sums[j]
+	}
+	return sorted, nil
+}
+
+// List returns every entry with its source, sorted by name. An error
+// means the store cannot be read (and nothing is returned).
+func (s *Store) List() ([]Listed, error) {
+	ks, err := s.load()
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(ks.listed), nil
+}
+
+// report logs a store error once per distinct error, and the recovery.
+func (s *Store) report(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err == nil && s.lastErr != "":
+		s.log.Info("the API key store can be read again")
+		s.lastErr = ""
+	case err != nil && err.Error() != s.lastErr:
+		s.log.Error("the API key store cannot be read: every request with a key is refused until it is fixed", "err", err)
+		s.lastErr = err.Error()
+	}
+}
+
+// Any reports whether any key exists (an expired one counts): the HTTP
+// front requires a key as soon as one does. An error means the store
+// cannot be read, and callers must fail closed.
+func (s *Store) Any() (bool, error) {
+	ks, err := s.load()
+	return err == nil && len(ks.listed) > 0, err
+}
+
+// Verify returns the entry whose secret this is. Errors: ErrNoKeys (the
+// store holds none, whatever the secret), ErrMissing (empty secret),
+// ErrUnknown, ErrExpired (with the entry), ErrUnavailable. It costs a stat
+// of each file (unless one changed), one SHA-256 and a constant-time
+// compare with every key.
+func (s *Store) Verify(secret string) (Entry, error) {
+	ks, err := s.load()
+	if err != nil {
+		return Entry{}, err
+	}
+	if len(ks.listed) == 0 {
+		return Entry{}, ErrNoKeys
+	}
+	if secret == "" {
+		return Entry{}, ErrMissing
+	}
+	i := find(ks.sums, secret)
+	if i < 0 {
+		return Entry{}, ErrUnknown
+	}
+	e := ks.listed[i].Entry
+	if e.Expired(s.now()) {
+		return e, ErrExpired
+	}
+	return e, nil
+}
+
+// Add stores e in the data folder's file at path, refusing a name that is
+// taken there.
+func Add(path string, e Entry) error {
+	if err := e.Validate(); err != nil {
+		return err
+	}
+	return datafile.Update(path, func(old []byte) ([]byte, error) {
+		es, err := Parse(old, path)
+		if err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(es, func(x Entry) bool { return x.Name == e.Name }) {
+			return nil, fmt.Errorf("a key named %q exists already: revoke it first (`toolgate keys revoke %s`) or pick another name", e.Name, e.Name)
+		}
+		return Format(append(es, e)), nil
+	})
+}
+
+// ErrNotFound is Remove's error for a name the file does not hold.
+var ErrNotFound = errors.New("no such key")
+
+// Remove deletes the key named name from the data folder's file at path:
+// from then on a gateway refuses it.
+func Remove(path, name string) error {
+	return datafile.Update(path, func(old []byte) ([]byte, error) {
+		es, err := Parse(old, path)
+		if err != nil {
+			return nil, err
+		}
+		i := slices.IndexFunc(es, func(x Entry) bool { return x.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("%w named %q in %s", ErrNotFound, name, path)
+		}
+		return Format(slices.Delete(es, i, i+1)), nil
+	})
+}

@@ -1,0 +1,149 @@
+package limit
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// held is a Caller whose calls run until released, recording the order in
+// which they started.
+type held struct {
+	mu      sync.Mutex
+	started []string
+	release chan struct{}
+}
+
+func (h *held) CallTool(ctx context.Context, server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+	h.mu.Lock()
+	h.started = append(h.started, tool)
+	h.mu.Unlock()
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return &mcp.CallToolResult{}, nil
+}
+
+func (h *held) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.started)
+}
+
+func (h *held) order() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.started...)
+}
+
+// Calls over the cap wait; one that waits longer than the queue timeout
+// is refused with ErrBusy; other backends are not held up.
+func TestInFlightCap(t *testing.T) {
+	h := &held{release: make(chan struct{})}
+	c := NewInFlight(h, &Options{MaxInFlight: 2, QueueTimeout: 50 * time.Millisecond})
+	ctx := context.Background()
+	errs := make(chan error, 3)
+	for range 2 {
+		go func() { _, err := c.CallTool(ctx, "a", "slow", nil); errs <- err }()
+	}
+	testenv.Eventually(t, "two calls running", func() bool { return h.count() == 2 })
+	if _, err := c.CallTool(ctx, "a", "slow", nil); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a call over the cap: %v, want ErrBusy", err)
+	}
+	if c.Queued("a") != 0 {
+		t.Errorf("the refused call is still queued")
+	}
+	// Another backend has its own slots.
+	go func() { _, err := c.CallTool(ctx, "b", "other", nil); errs <- err }()
+	testenv.Eventually(t, "the call on b running", func() bool { return h.count() == 3 })
+	close(h.release)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.gates) != 0 {
+		t.Errorf("idle gates kept: %v", c.gates)
+	}
+}
+
+// A freed slot goes to the waiting call whose tool runs least: a hot tool
+// with many queued calls does not hold a cold one back.
+func TestInFlightFair(t *testing.T) {
+	h := &held{release: make(chan struct{})}
+	c := NewInFlight(h, &Options{MaxInFlight: 2, QueueTimeout: time.Minute})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	call := func(tool string) { wg.Go(func() { _, _ = c.CallTool(ctx, "a", tool, nil) }) }
+	call("hot")
+	call("hot")
+	testenv.Eventually(t, "two hot calls running", func() bool { return h.count() == 2 })
+	for range 3 {
+		call("hot")
+	}
+	testenv.Eventually(t, "three hot calls queued", func() bool { return c.Queued("a") == 3 })
+	call("cold") // arrives last
+	testenv.Eventually(t, "four calls queued", func() bool { return c.Queued("a") == 4 })
+	h.release <- struct{}{} // one hot call ends
+	testenv.Eventually(t, "the next call running", func() bool { return h.count() == 3 })
+	if got := h.order()[2]; got != "cold" {
+		t.Errorf("the freed slot went to %q, want the cold tool (order %v)", got, h.order())
+	}
+	close(h.release)
+	wg.Wait()
+}
+
+// A caller that gives up while queued leaves the queue.
+func TestInFlightCancelled(t *testing.T) {
+	h := &held{release: make(chan struct{})}
+	c := NewInFlight(h, &Options{MaxInFlight: 1, QueueTimeout: time.Minute})
+	go func() { _, _ = c.CallTool(context.Background(), "a", "x", nil) }()
+	testenv.Eventually(t, "one call running", func() bool { return h.count() == 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { _, err := c.CallTool(ctx, "a", "x", nil); errc <- err }()
+	testenv.Eventually(t, "one call queued", func() bool { return c.Queued("a") == 1 })
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled wait: %v", err)
+	}
+	if c.Queued("a") != 0 {
+		t.Error("the cancelled call is still queued")
+	}
+	close(h.release)
+}
+
+func TestRates(t *testing.T) {
+	r := NewRates(1, 2)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r.now = func() time.Time { return now }
+	for i := range 2 {
+		if ok, _ := r.Allow("k"); !ok {
+			t.Fatalf("request %d of the burst refused", i)
+		}
+	}
+	ok, after := r.Allow("k")
+	if ok || after <= 0 || after > time.Second {
+		t.Fatalf("over the burst: %v, retry after %s", ok, after)
+	}
+	if RetryAfter(after) != "1" || RetryAfter(1500*time.Millisecond) != "2" || RetryAfter(0) != "1" {
+		t.Error("RetryAfter rounding")
+	}
+	if ok, _ := r.Allow("other"); !ok {
+		t.Error("another key shares the bucket")
+	}
+	now = now.Add(time.Second)
+	if ok, _ := r.Allow("k"); !ok {
+		t.Error("a refused request used up the token")
+	}
+}

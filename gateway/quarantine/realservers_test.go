@@ -1,0 +1,66 @@
+package quarantine
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// None of the tools of the bundled npm servers (everything, memory,
+// filesystem: the servers the tests and `make run` use) is flagged: the
+// rules are tuned against false positives on real definitions, listed
+// live from the real servers.
+func TestBundledServersAreClean(t *testing.T) {
+	examples, err := filepath.Abs(filepath.Join("..", "..", "examples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, statErr := os.Stat(filepath.Join(examples, "servers", "node_modules"))
+	_, nodeErr := exec.LookPath("node")
+	if err := errors.Join(statErr, nodeErr); err != nil {
+		testenv.Missing(t, "the bundled npm servers are not installed (run scripts/install-servers.sh): %v", err)
+	}
+	cfg, err := config.Load(filepath.Join(examples, "toolgate.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The memory server writes its graph next to the config: give it a
+	// file of the test's own.
+	servers := cfg.Servers()
+	for i, s := range servers {
+		if s.Name == "memory" {
+			s.Env = map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}
+			servers[i] = s
+		}
+	}
+	p := backend.New(servers, &backend.Options{RestartDelays: []time.Duration{}})
+	t.Cleanup(func() { p.Close() })
+	p.Start(context.Background())
+	listed := p.Tools()
+	for _, name := range []string{"everything", "memory", "filesystem"} {
+		if len(listed[name]) == 0 {
+			t.Fatalf("server %q listed no tools: %+v", name, p.Status())
+		}
+	}
+	tools := backend.Catalog(listed)
+	g, _, _ := newGuard(t, nil)
+	g.Observe(tools)
+	s := g.Snapshot()
+	for _, tool := range tools {
+		if fs := (Scanner{}).Scan(tool); len(fs) > 0 {
+			t.Errorf("%s flagged: %+v", tool.ID(), fs)
+		}
+		if h := s.Held(tool.ID()); h != nil {
+			t.Errorf("%s held: %s", tool.ID(), h.Reason())
+		}
+	}
+	t.Logf("%d tools of %d servers scanned, none flagged", len(tools), len(listed))
+}

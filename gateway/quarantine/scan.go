@@ -1,0 +1,309 @@
+package quarantine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/index/catalog"
+)
+
+// Rules: what a Finding found.
+const (
+	RuleHiddenTag      = "hidden-tag"      // <IMPORTANT>-style tags, chat-template markers
+	RuleConceal        = "conceal"         // "do not tell the user …"
+	RuleOverride       = "override"        // "ignore previous instructions …"
+	RuleCredentialPath = "credential-path" // an instruction to read ~/.ssh, .env, ~/.aws, another client's MCP config …
+	RuleUnicodeTags    = "unicode-tags"    // U+E0000–E007F: invisible text a model reads
+	RuleInvisible      = "invisible"       // zero-width characters, fillers, variation selectors
+	RuleBidi           = "bidi-control"    // bidirectional controls that reorder what people see
+	RuleOverlong       = "overlong"        // a text longer than MaxTextLength
+)
+
+// ruleText says what a rule means, in words for the isError a model reads
+// and for people.
+var ruleText = map[string]string{
+	RuleHiddenTag:      "a hidden-instruction tag",
+	RuleConceal:        "an instruction to keep something from the user",
+	RuleOverride:       "an instruction to ignore other instructions",
+	RuleCredentialPath: "an instruction to read credentials or another client's configuration",
+	RuleUnicodeTags:    "Unicode tag characters (invisible text)",
+	RuleInvisible:      "invisible characters",
+	RuleBidi:           "bidirectional control characters",
+	RuleOverlong:       "overlong text",
+}
+
+// Finding is one suspicious thing in a tool definition.
+type Finding struct {
+	Rule string `json:"rule"`
+	// Field is where: name, title, description, or a path into the input
+	// schema such as inputSchema.properties.path.description.
+	Field string `json:"field"`
+	// Excerpt shows people what matched, quoted with invisible characters
+	// escaped (Unicode tag text decoded). It is never shown to a model.
+	Excerpt string `json:"excerpt,omitempty"`
+}
+
+// Summary is the finding in words, without the excerpt: safe to show a
+// model.
+func (f Finding) Summary() string { return ruleText[f.Rule] + " in " + f.Field }
+
+// DefaultMaxTextLength is the longest text (in characters) of a definition
+// that is not flagged as overlong. The longest description of the bundled
+// servers and of the 379 tools of the bench catalogs is about 1,000.
+const DefaultMaxTextLength = 10000
+
+// Scanner scans tool definitions. The zero value uses the defaults.
+type Scanner struct {
+	// MaxTextLength flags a text longer than this many characters
+	// (0 = DefaultMaxTextLength).
+	MaxTextLength int
+}
+
+var (
+	// Tags a definition has no business holding: they address the model,
+	// not the person reading the description.
+	// Tags that address the model, not the person reading: the strong
+	// names anywhere, the weak ones (also used as placeholders, as in
+	// "--model <model>") only as a closing tag, which no placeholder has.
+	hiddenTagRE = regexp.MustCompile(`(?i)<\s*/?\s*(important|instructions?|system|hidden|critical)(\s[^<>]{0,40})?>|<\s*/\s*(secret|admin|assistant|ai|model|prompt|note|context)\s*>|\[/?INST\]|<<\s*/?SYS\s*>>|<\|(im_start|im_end|system|user|assistant|endoftext)\|>`)
+	concealRE   = []*regexp.Regexp{
+		regexp.MustCompile(`(?i)\b(do\s+not|don'?t|never|must\s+not|should\s+not|without)\s+(tell|mention|inform|reveal|show|notify|notifying|alert|disclos(e|es|ing)|let(s|ting)?)(ing|s)?\b[^.!?\n]{0,80}\b(the\s+)?(user|human|operator)s?\b`),
+		regexp.MustCompile(`(?i)\b(hide|conceal|keep)\b[^.!?\n]{0,40}\bfrom\s+(the\s+)?(user|human|operator)s?\b`),
+		regexp.MustCompile(`(?i)\b(user|human)s?\s+(must|should|need|does|do)\s*(not|n't)\s+(know|see|notice|find\s+out|be\s+(told|informed|aware))\b`),
+	}
+	overrideRE = regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override)\s+(all\s+|any\s+|the\s+)?(previous|prior|above|earlier|other|your|system)\s+(instructions|directions|rules|guidelines|prompts?)\b`)
+	// Files whose content is someone's credentials or another MCP client's
+	// server list (with its secrets).
+	credentialPathRE = regexp.MustCompile(`(?i)(~|\$home|%userprofile%)?/?\.ssh\b|\bid_(rsa|dsa|ecdsa|ed25519)\b|\.aws/(credentials|config)\b|~/\.aws\b|(^|[\s'"` + "`" + `(\[/~])\.env\b|\.netrc\b|\.npmrc\b|\.pypirc\b|\.git-credentials\b|\.docker/config\.json|\.kube/config\b|\.gnupg\b|/etc/(shadow|sudoers)\b|\.config/gcloud\b|claude_desktop_config\.json|\.claude\.json|\.cursor/mcp\.json|\.vscode/mcp\.json|windsurf/mcp_config\.json|cline_mcp_settings\.json|\.(bash|zsh)_history\b`)
+	// A credential path is an instruction when one of these verbs is near.
+	instructionVerbRE = regexp.MustCompile(`(?i)\b(read|cat|open|load|include|send|pass|upload|copy|attach|provide|append|forward|extract|output|print|dump|exfiltrat\w*|contents?\s+of|put)\b`)
+)
+
+// verbWindow is how far from a credential path (in bytes, each side) an
+// instruction verb makes it an instruction.
+const verbWindow = 100
+
+// Scan returns the findings of t, in the order of its fields (nil when it
+// looks clean).
+func (s Scanner) Scan(t catalog.Tool) []Finding {
+	var out []Finding
+	s.text(&out, "name", t.Name)
+	s.text(&out, "title", t.Title)
+	s.text(&out, "description", t.Description)
+	if len(bytes.TrimSpace(t.InputSchema)) > 0 {
+		var v any
+		if err := json.Unmarshal(t.InputSchema, &v); err == nil {
+			s.walk(&out, "inputSchema", v)
+		}
+	}
+	return out
+}
+
+// walk scans every string of a decoded schema: keys (property names are
+// shown to the model too) and values (descriptions, titles, defaults,
+// enums, examples …).
+func (s Scanner) walk(out *[]Finding, field string, v any) {
+	switch x := v.(type) {
+	case string:
+		s.text(out, field, x)
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if !isASCII(k) {
+				s.chars(out, field+"."+k, k)
+			}
+			s.walk(out, field+"."+k, x[k])
+		}
+	case []any:
+		for i, e := range x {
+			s.walk(out, fmt.Sprintf("%s[%d]", field, i), e)
+		}
+	}
+}
+
+// Words without which a rule cannot match: each rule's expression runs
+// only on a text that holds one (lowercased), which keeps a scan to a few
+// microseconds per tool — most texts hold none.
+var (
+	tagHints      = []string{"<", "[inst", "[/inst"}
+	concealHints  = []string{"user", "human", "operator"}
+	overrideHints = []string{"ignore", "disregard", "forget", "override"}
+	pathHints     = []string{".ssh", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".aws", ".env", ".netrc", ".npmrc", ".pypirc", ".git-credentials",
+		".docker", ".kube", ".gnupg", "/etc/", "gcloud", "claude", "cursor", "mcp.json", "mcp_config", "cline_mcp", "_history"}
+)
+
+func hasAny(lower string, hints []string) bool {
+	for _, h := range hints {
+		if strings.Contains(lower, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// text applies every rule to one text.
+func (s Scanner) text(out *[]Finding, field, t string) {
+	if t == "" {
+		return
+	}
+	if !isASCII(t) {
+		s.chars(out, field, t)
+	}
+	maxLen := s.MaxTextLength
+	if maxLen <= 0 {
+		maxLen = DefaultMaxTextLength
+	}
+	if len(t) > maxLen { // bytes ≥ characters: count only when it may be over
+		if n := utf8.RuneCountInString(t); n > maxLen {
+			*out = append(*out, Finding{Rule: RuleOverlong, Field: field, Excerpt: fmt.Sprintf("%d characters (limit %d)", n, maxLen)})
+		}
+	}
+	lower := strings.ToLower(t)
+	if hasAny(lower, tagHints) {
+		if loc := hiddenTagRE.FindStringIndex(t); loc != nil {
+			*out = append(*out, Finding{Rule: RuleHiddenTag, Field: field, Excerpt: excerpt(t, loc)})
+		}
+	}
+	if hasAny(lower, concealHints) {
+		for _, re := range concealRE {
+			if loc := re.FindStringIndex(t); loc != nil {
+				*out = append(*out, Finding{Rule: RuleConceal, Field: field, Excerpt: excerpt(t, loc)})
+				break
+			}
+		}
+	}
+	if hasAny(lower, overrideHints) {
+		if loc := overrideRE.FindStringIndex(t); loc != nil {
+			*out = append(*out, Finding{Rule: RuleOverride, Field: field, Excerpt: excerpt(t, loc)})
+		}
+	}
+	if hasAny(lower, pathHints) {
+		for _, loc := range credentialPathRE.FindAllStringIndex(t, -1) {
+			lo, hi := max(loc[0]-verbWindow, 0), min(loc[1]+verbWindow, len(t))
+			if instructionVerbRE.MatchString(t[lo:loc[0]]) || instructionVerbRE.MatchString(t[loc[1]:hi]) {
+				*out = append(*out, Finding{Rule: RuleCredentialPath, Field: field, Excerpt: excerpt(t, []int{lo, hi})})
+				break
+			}
+		}
+	}
+}
+
+// isASCII reports whether t holds only ASCII, which has none of the
+// characters chars looks for.
+func isASCII(t string) bool {
+	for i := 0; i < len(t); i++ {
+		if t[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// chars flags invisible and reordering characters (one finding per rule
+// and field).
+func (s Scanner) chars(out *[]Finding, field, t string) {
+	var tags strings.Builder
+	var tagged bool
+	var invisible, bidi []rune
+	prev := rune(0)
+	runes := []rune(t)
+	for i, r := range runes {
+		switch {
+		case r >= 0xE0000 && r <= 0xE007F:
+			tagged = true
+			if r >= 0xE0020 && r <= 0xE007E {
+				tags.WriteRune(r - 0xE0000) // the ASCII it hides
+			}
+		case r == 0x200D:
+			// A zero-width joiner between two pictographs builds one
+			// emoji (👩‍💻); anywhere else it hides.
+			next := rune(0)
+			if i+1 < len(runes) {
+				next = runes[i+1]
+			}
+			if !pictograph(prev) || !pictograph(next) {
+				invisible = append(invisible, r)
+			}
+		case isInvisible(r):
+			invisible = append(invisible, r)
+		case isBidi(r):
+			bidi = append(bidi, r)
+		}
+		if r != 0xFE0F { // the emoji presentation selector follows the pictograph
+			prev = r
+		}
+	}
+	if tagged {
+		*out = append(*out, Finding{Rule: RuleUnicodeTags, Field: field, Excerpt: "hidden text " + clip(strconv.Quote(tags.String()), 160)})
+	}
+	if len(invisible) > 0 {
+		*out = append(*out, Finding{Rule: RuleInvisible, Field: field, Excerpt: codepoints(invisible)})
+	}
+	if len(bidi) > 0 {
+		*out = append(*out, Finding{Rule: RuleBidi, Field: field, Excerpt: codepoints(bidi)})
+	}
+}
+
+// isInvisible reports zero-width characters, fillers that render as
+// nothing, and variation selectors of the supplement (which can carry
+// bytes of hidden data).
+func isInvisible(r rune) bool {
+	switch r {
+	case 0x200B, 0x200C, 0x2060, 0x2061, 0x2062, 0x2063, 0x2064, 0xFEFF, 0x180E, 0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0, 0x00AD:
+		return true
+	}
+	return r >= 0xE0100 && r <= 0xE01EF
+}
+
+// isBidi reports the bidirectional formatting characters, which make
+// text read differently from how it is shown.
+func isBidi(r rune) bool {
+	return r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 || r == 0x200E || r == 0x200F || r == 0x061C
+}
+
+// pictograph reports the symbols emoji sequences join.
+func pictograph(r rune) bool {
+	return r >= 0x1F000 && r <= 0x1FAFF || r >= 0x2600 && r <= 0x27BF || unicode.Is(unicode.So, r)
+}
+
+// codepoints lists the distinct characters as U+XXXX.
+func codepoints(rs []rune) string {
+	slices.Sort(rs)
+	rs = slices.Compact(rs)
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("U+%04X", r)
+	}
+	return clip(strings.Join(parts, " "), 160)
+}
+
+// excerpt quotes t[loc[0]:loc[1]] with a little context, escaping what is
+// not printable ASCII.
+func excerpt(t string, loc []int) string {
+	lo, hi := max(loc[0]-30, 0), min(loc[1]+30, len(t))
+	for lo > 0 && !utf8.RuneStart(t[lo]) {
+		lo--
+	}
+	for hi < len(t) && !utf8.RuneStart(t[hi]) {
+		hi++
+	}
+	return clip(strconv.QuoteToASCII(t[lo:hi]), 200)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

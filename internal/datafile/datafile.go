@@ -1,0 +1,196 @@
+// Package datafile owns how toolgate's small state files (the API keys, the
+// pins of tool definitions, the logins to remote servers) are shared
+// between processes: a running gateway reads them, and commands such as
+// `toolgate keys revoke`, `toolgate tools approve` or `toolgate auth login`
+// change them.
+//
+//   - View holds the parsed content of one file and reads it again when the
+//     file's stat stamp changes, so a change made by another process counts
+//     from the next request on, at the cost of one stat per Load (no watcher
+//     goroutine, nothing to miss on file systems without change events, and
+//     a revoked key is refused at once rather than after a debounce).
+//   - Update changes a file under an exclusive lock (Lock: flock on a
+//     ".lock" file beside it, where the platform has one), writing the new
+//     content with WriteFile: to a temporary file that is synced and
+//     renamed over the old one, so a reader sees the old content or the
+//     new, never a mix, and two writers never lose each other's change.
+package datafile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+)
+
+// View is the parsed content of one file, read again when it changes. The
+// zero value is not usable: use NewView. It is safe for concurrent use.
+type View[T any] struct {
+	path  string
+	parse func([]byte) (T, error)
+	// missing is the value of a file that does not exist; nil means a
+	// missing file is an error.
+	missing func() T
+
+	mu    sync.Mutex
+	info  fs.FileInfo // stamp of the content held; nil: none read
+	val   T
+	err   error
+	valid bool // val/err are for info (or for a missing file)
+	gone  bool // the file was missing at the last look
+}
+
+// NewView returns a view of path. parse turns the content into a value;
+// an error from it is what Load returns until the file changes again.
+// missing gives the value of a file that does not exist (nil: a missing
+// file is an error that names it).
+func NewView[T any](path string, parse func([]byte) (T, error), missing func() T) *View[T] {
+	return &View[T]{path: path, parse: parse, missing: missing}
+}
+
+// Path is the file viewed.
+func (v *View[T]) Path() string { return v.path }
+
+// Load returns the file's content as of now: the value held when the file's
+// stamp (identity, size, mode and modification time) is the one it was read
+// at, else the file read and parsed again. An error (unreadable, malformed,
+// missing when that is an error) is returned until the file changes.
+func (v *View[T]) Load() (T, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	fi, err := os.Stat(v.path)
+	switch {
+	case missing(err):
+		if v.valid && v.gone {
+			return v.val, v.err
+		}
+		v.info, v.gone, v.valid = nil, true, true
+		if v.missing != nil {
+			var zero error
+			v.val, v.err = v.missing(), zero
+		} else {
+			var zero T
+			v.val, v.err = zero, fmt.Errorf("%s does not exist", v.path)
+		}
+		return v.val, v.err
+	case err != nil:
+		// Not cached: the next Load looks again.
+		var zero T
+		v.valid = false
+		return zero, fmt.Errorf("read %s: %w", v.path, err)
+	}
+	if v.valid && !v.gone && same(v.info, fi) {
+		return v.val, v.err
+	}
+	v.gone = false
+	v.val, v.info, v.err = v.read()
+	v.valid = v.info != nil
+	return v.val, v.err
+}
+
+// missing reports whether err says the file does not exist: not there, or
+// a file stands where one of its folders should be (then it cannot exist).
+func missing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+// read reads and parses the file and returns the stamp of what it read
+// (nil when the read failed: not cached).
+func (v *View[T]) read() (T, fs.FileInfo, error) {
+	var zero T
+	f, err := os.Open(v.path)
+	if err != nil {
+		return zero, nil, fmt.Errorf("read %s: %w", v.path, err)
+	}
+	defer f.Close()
+	// The stamp of the open file: a rename over it after this point
+	// changes what Stat sees, so the next Load reads again.
+	fi, err := f.Stat()
+	if err != nil {
+		return zero, nil, fmt.Errorf("read %s: %w", v.path, err)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return zero, nil, fmt.Errorf("read %s: %w", v.path, err)
+	}
+	val, perr := v.parse(b)
+	if perr != nil {
+		return zero, fi, perr
+	}
+	return val, fi, nil
+}
+
+// same reports whether two stamps are of the same content: the same file
+// (device and inode where the platform has them), size, mode and
+// modification time.
+func same(a, b fs.FileInfo) bool {
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.Mode() == b.Mode() && a.ModTime().Equal(b.ModTime())
+}
+
+// Update changes path under its lock: change gets the current content (nil
+// when the file does not exist) and returns the new one; a nil result
+// leaves the file as it is. The folder is made (0700) when missing; the
+// file is written 0600.
+func Update(path string, change func(old []byte) ([]byte, error)) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	unlock, err := Lock(path + ".lock")
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", path, err)
+	}
+	defer unlock()
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		old = nil
+	}
+	next, err := change(old)
+	if err != nil || next == nil {
+		return err
+	}
+	return WriteFile(path, next)
+}
+
+// WriteFile writes b to path atomically: a temporary file in the same
+// folder (0600), synced, renamed over path, then the folder synced.
+func WriteFile(path string, b []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	SyncDir(dir)
+	return nil
+}
+
+// SyncDir makes a rename or removal in dir durable (best effort: not every
+// platform can sync a folder).
+func SyncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}

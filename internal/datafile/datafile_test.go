@@ -1,0 +1,144 @@
+package datafile
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func count(b []byte) (int, error) {
+	s := strings.TrimSpace(string(b))
+	if s == "bad" {
+		return 0, errors.New("bad content")
+	}
+	return strconv.Atoi(s)
+}
+
+// A View reads the file again as soon as it changes (written in place or
+// renamed over), keeps a parse error until the next change, and gives the
+// missing value for a file that does not exist.
+func TestViewSeesEveryChange(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "n")
+	v := NewView(path, count, func() int { return -1 })
+	load := func(want int, wantErr bool) {
+		t.Helper()
+		got, err := v.Load()
+		if (err != nil) != wantErr || (!wantErr && got != want) {
+			t.Fatalf("Load = %d, %v; want %d (error %v)", got, err, want, wantErr)
+		}
+	}
+	load(-1, false)
+	if err := os.WriteFile(path, []byte("1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	load(1, false)
+	if err := WriteFile(path, []byte("2")); err != nil { // rename over
+		t.Fatal(err)
+	}
+	load(2, false)
+	if err := os.WriteFile(path, []byte("33"), 0o600); err != nil { // in place, other size
+		t.Fatal(err)
+	}
+	load(33, false)
+	if err := os.WriteFile(path, []byte("bad"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	load(0, true)
+	load(0, true)                                 // kept until the file changes
+	if err := os.Chmod(path, 0o640); err != nil { // a mode change is a change
+		t.Fatal(err)
+	}
+	if err := WriteFile(path, []byte("4")); err != nil {
+		t.Fatal(err)
+	}
+	load(4, false)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	load(-1, false)
+
+	// A file where the folder should be: the file cannot exist either.
+	blocked := filepath.Join(path+"-file", "n")
+	if err := os.WriteFile(path+"-file", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := NewView(blocked, count, func() int { return -1 }).Load(); err != nil || n != -1 {
+		t.Errorf("a file in place of the folder: %d, %v; want the missing value", n, err)
+	}
+
+	required := NewView(path, count, nil)
+	if _, err := required.Load(); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("a required file that is missing: %v, want an error naming it", err)
+	}
+}
+
+// Unreadable (here a folder where the file should be, which even root
+// cannot read as a file): an error, never the stale value.
+func TestViewUnreadable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "n")
+	if err := os.WriteFile(path, []byte("1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v := NewView(path, count, nil)
+	if n, err := v.Load(); err != nil || n != 1 {
+		t.Fatal(n, err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if n, err := v.Load(); err == nil {
+			t.Errorf("an unreadable file loaded: %d", n)
+		}
+	}
+}
+
+// Concurrent updates from many goroutines (the same lock file as processes
+// use) lose none of their changes.
+func TestUpdateLosesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "n")
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			err := Update(path, func(old []byte) ([]byte, error) {
+				n := 0
+				if old != nil {
+					var err error
+					if n, err = count(old); err != nil {
+						return nil, err
+					}
+				}
+				return []byte(strconv.Itoa(n + 1)), nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	b, err := os.ReadFile(path)
+	if err != nil || string(b) != "20" {
+		t.Fatalf("after 20 updates: %q, %v", b, err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, %v; want 0600", fi.Mode(), err)
+	}
+	// nil leaves the file alone; an error is returned.
+	if err := Update(path, func([]byte) ([]byte, error) { return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := Update(path, func([]byte) ([]byte, error) { return nil, errors.New("no") }); err == nil {
+		t.Error("the change's error was not returned")
+	}
+	if b, _ := os.ReadFile(path); string(b) != "20" {
+		t.Errorf("file changed to %q", b)
+	}
+}

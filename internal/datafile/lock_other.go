@@ -1,0 +1,25 @@
+//go:build !unix
+
+package datafile
+
+import "sync"
+
+// locks serialize the holders of each lock path within the process where
+// flock is missing (not across processes).
+var (
+	locksMu sync.Mutex
+	locks   = map[string]*sync.Mutex{}
+)
+
+// Lock takes the lock of path within this process and returns its release.
+func Lock(path string) (func(), error) {
+	locksMu.Lock()
+	m := locks[path]
+	if m == nil {
+		m = &sync.Mutex{}
+		locks[path] = m
+	}
+	locksMu.Unlock()
+	m.Lock()
+	return m.Unlock, nil
+}

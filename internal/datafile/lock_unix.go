@@ -1,0 +1,33 @@
+//go:build unix
+
+package datafile
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Lock takes an exclusive flock on the file at path (created 0600) and
+// returns its release. It blocks while another process holds it, so
+// holders keep it short (one read-modify-write, one token request).
+func Lock(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		f.Close()
+	}, nil
+}

@@ -1,0 +1,109 @@
+// Package mask owns the rules that hide secrets in text toolgate writes
+// down: a backend's stderr in the log (gateway/backend) and the arguments
+// an audit log keeps (audit.arguments "masked"). It hides configured values
+// verbatim (env and header values, OAuth client secrets) and the shapes of
+// common credentials: bearer tokens, key=value pairs with a secret-sounding
+// key, and the token formats of OpenAI/Anthropic, GitHub, AWS, Slack and
+// toolgate's own API keys.
+package mask
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Hidden replaces what is masked.
+const Hidden = "***"
+
+// patterns match credentials that commonly show up in text.
+var patterns = []struct {
+	re   *regexp.Regexp
+	repl string
+}{
+	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}`), "$1 ***"},
+	{regexp.MustCompile(`(?i)((?:api[_-]?key|access[_-]?key|secret|token|passw(?:or)?d)["']?\s*[:=]\s*["']?)[^\s"',;]{4,}`), "${1}***"},
+	{regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`), "sk-***"},
+	{regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{20,}`), "gh*_***"},
+	{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}`), "github_pat_***"},
+	{regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`), "AKIA***"},
+	{regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`), "xox*-***"},
+	{regexp.MustCompile(`\btg_[A-Za-z0-9_-]{20,}`), "tg_***"},
+}
+
+// secretKey matches the names of fields whose whole value is a secret.
+var secretKey = regexp.MustCompile(`(?i)(api[_-]?key|access[_-]?key|secret|token|passw(or)?d|passphrase|credential|authorization|private[_-]?key|cookie)`)
+
+// MinLen is the shortest configured value that is masked verbatim; shorter
+// values ("1", "true") would mask ordinary words.
+const MinLen = 6
+
+// Masker hides secrets. The zero value hides the common shapes only.
+type Masker struct {
+	values *strings.Replacer // configured values; nil: none
+}
+
+// New returns a masker that also hides each of values verbatim (those of
+// at least MinLen bytes, and the token of a "Bearer abc…" value alone).
+func New(values []string) *Masker {
+	var vals []string
+	for _, v := range values {
+		if len(v) >= MinLen {
+			vals = append(vals, v)
+		}
+		if _, tok, ok := strings.Cut(v, " "); ok && len(tok) >= MinLen {
+			vals = append(vals, tok)
+		}
+	}
+	// Longest first so that a value containing another is masked whole.
+	slices.SortFunc(vals, func(a, b string) int { return len(b) - len(a) })
+	var pairs []string
+	for _, v := range slices.Compact(vals) {
+		pairs = append(pairs, v, Hidden)
+	}
+	m := &Masker{}
+	if len(pairs) > 0 {
+		m.values = strings.NewReplacer(pairs...)
+	}
+	return m
+}
+
+// String hides the secrets in s.
+func (m *Masker) String(s string) string {
+	if m != nil && m.values != nil {
+		s = m.values.Replace(s)
+	}
+	for _, p := range patterns {
+		s = p.re.ReplaceAllString(s, p.repl)
+	}
+	return s
+}
+
+// Value returns a copy of a decoded JSON value (maps, slices, strings,
+// numbers …) with the secrets hidden: the whole value of a field whose name
+// sounds secret ("password", "apiKey", "token" …), and the secrets in
+// every other string, as String does.
+func (m *Masker) Value(v any) any {
+	switch x := v.(type) {
+	case string:
+		return m.String(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			if secretKey.MatchString(k) && val != nil {
+				out[k] = Hidden
+				continue
+			}
+			out[k] = m.Value(val)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, val := range x {
+			out[i] = m.Value(val)
+		}
+		return out
+	default:
+		return v
+	}
+}

@@ -1,0 +1,55 @@
+package mask
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestString(t *testing.T) {
+	m := New([]string{"abcd-1234-secret", "1", "Bearer tok_0123456789"})
+	tests := []struct{ in, want string }{
+		{"using key abcd-1234-secret now", "using key *** now"},
+		{"auth tok_0123456789 ok", "auth *** ok"},
+		{"Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.x.y", "Authorization: Bearer ***"},
+		{"token=zzzzzzzz other=1", "token=*** other=1"},
+		{"key tg_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "key tg_***"},
+		{"debug level 1", "debug level 1"},
+	}
+	for _, tc := range tests {
+		if got := m.String(tc.in); got != tc.want {
+			t.Errorf("String(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	var zero *Masker
+	if got := zero.String("password=hunter22"); got != "password=***" {
+		t.Errorf("nil masker: %q", got)
+	}
+}
+
+// Value hides a secret-named field whole (a pattern alone would leave the
+// words after a space) and the secrets in every other string, at any depth,
+// without changing the input.
+func TestValue(t *testing.T) {
+	m := New([]string{"configured-secret-value"})
+	in := map[string]any{
+		"password": "correct horse battery staple",
+		"apiKey":   42.0,
+		"query":    "find configured-secret-value and Bearer abcdefghijk",
+		"nested":   []any{map[string]any{"client_secret": "x", "n": 1.0}, "plain"},
+		"token":    nil,
+	}
+	want := map[string]any{
+		"password": "***",
+		"apiKey":   "***",
+		"query":    "find *** and Bearer ***",
+		"nested":   []any{map[string]any{"client_secret": "***", "n": 1.0}, "plain"},
+		"token":    nil,
+	}
+	if d := cmp.Diff(want, m.Value(in)); d != "" {
+		t.Errorf("Value (-want +got):\n%s", d)
+	}
+	if in["password"] != "correct horse battery staple" {
+		t.Error("Value changed its input")
+	}
+}

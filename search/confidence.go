@@ -6,9 +6,10 @@ import "math"
 // always scores near 1), so it cannot say that nothing fits. Confidence is
 // an absolute estimate that the hit is what the query asks for: a logistic
 // (Platt) calibration of two signals that hardly depend on the other tools:
-// the raw cosine of the query and the tool's vector (the mean of its views,
-// see catalog.Views; not at all), and the share of the query's terms that
-// the tool's text holds (through the IDF weights of the terms only):
+// the raw cosine of the query and the tool's vector (the normalised sum of
+// its views' vectors, see catalog.Views), and the share of the query's
+// terms that the tool's text holds (through the IDF weights of the terms
+// only):
 //
 //	confidence = 1 / (1 + e^−(10.55·cosine + 1.84·coverage − 5.61))
 //

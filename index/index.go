@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -296,8 +297,8 @@ func fillBleve(ctx context.Context, bi bleve.Index, tools []catalog.Tool) error 
 	return nil
 }
 
-// embedAll embeds DocumentText of every tool in batches and returns the
-// row-major matrix.
+// embedAll embeds the views of every tool (catalog.Views) in batches and
+// returns the row-major matrix of their normalised sums.
 func embedAll(ctx context.Context, tools []catalog.Tool, emb Embedder, opts *Options) ([]float32, error) {
 	dim := emb.Dim()
 	if dim <= 0 {
@@ -306,11 +307,25 @@ func embedAll(ctx context.Context, tools []catalog.Tool, emb Embedder, opts *Opt
 	vecs := make([]float32, len(tools)*dim)
 	bs := opts.batchSize()
 	opts.progress(0, len(tools))
+	prefix := DocumentPrefix(emb)
+	sum := make([]float64, dim)
 	for start := 0; start < len(tools); start += bs {
 		end := min(start+bs, len(tools))
-		texts := make([]string, 0, end-start)
-		for _, t := range tools[start:end] {
-			texts = append(texts, DocumentPrefix(emb)+catalog.DocumentText(t))
+		// The batch's views, each distinct text once (tools of several
+		// servers often share a name).
+		var texts []string
+		at := map[string]int{}
+		views := make([][]int, end-start)
+		for k, t := range tools[start:end] {
+			for _, v := range catalog.Views(t) {
+				i, ok := at[v]
+				if !ok {
+					i = len(texts)
+					at[v] = i
+					texts = append(texts, prefix+v)
+				}
+				views[k] = append(views[k], i)
+			}
 		}
 		out, err := emb.Embed(ctx, texts)
 		if err != nil {
@@ -319,11 +334,27 @@ func embedAll(ctx context.Context, tools []catalog.Tool, emb Embedder, opts *Opt
 		if len(out) != len(texts) {
 			return nil, fmt.Errorf("embedder returned %d vectors for %d texts", len(out), len(texts))
 		}
-		for i, v := range out {
+		for _, v := range out {
 			if len(v) != dim {
 				return nil, fmt.Errorf("embedder returned a %d-dimensional vector, want %d", len(v), dim)
 			}
-			copy(vecs[(start+i)*dim:], v)
+		}
+		for k, idx := range views {
+			clear(sum)
+			for _, i := range idx {
+				for d, x := range out[i] {
+					sum[d] += float64(x)
+				}
+			}
+			var n float64
+			for _, x := range sum {
+				n += x * x
+			}
+			n = math.Sqrt(n)
+			row := vecs[(start+k)*dim : (start+k+1)*dim]
+			for d, x := range sum {
+				row[d] = float32(x / n)
+			}
 		}
 		opts.progress(end, len(tools))
 	}

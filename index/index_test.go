@@ -114,6 +114,26 @@ func fakeVector(s string, dim int) []float32 {
 	return v
 }
 
+// toolVector is what Build makes of a tool with fakeVector: the
+// normalised sum of its views' vectors.
+func toolVector(tool catalog.Tool, dim int) []float32 {
+	sum := make([]float64, dim)
+	for _, v := range catalog.Views(tool) {
+		for d, x := range fakeVector(v, dim) {
+			sum[d] += float64(x)
+		}
+	}
+	var n float64
+	for _, x := range sum {
+		n += x * x
+	}
+	out := make([]float32, dim)
+	for d, x := range sum {
+		out[d] = float32(x / math.Sqrt(n))
+	}
+	return out
+}
+
 func analyzeText(s string) []string {
 	var out []string
 	for _, tok := range (identTokenizer{}).Tokenize([]byte(s)) {
@@ -133,8 +153,21 @@ func TestBuildKeywordNearest(t *testing.T) {
 	if ix.Len() != 6 || !ix.HasVectors() || ix.ModelID() != "fake/1" || ix.Dim() != 64 {
 		t.Fatalf("Len %d HasVectors %v ModelID %q Dim %d", ix.Len(), ix.HasVectors(), ix.ModelID(), ix.Dim())
 	}
-	if emb.calls != 2 || emb.texts != 6 {
-		t.Errorf("embedder calls %d texts %d, want 2 batches of 6 texts", emb.calls, emb.texts)
+	// Each tool's views, a text shared within a batch embedded once.
+	wantTexts := 0
+	for start := 0; start < len(ix.Tools()); start += 4 {
+		seen := map[string]bool{}
+		for _, tool := range ix.Tools()[start:min(start+4, ix.Len())] {
+			for _, v := range catalog.Views(tool) {
+				if !seen[v] {
+					seen[v] = true
+					wantTexts++
+				}
+			}
+		}
+	}
+	if emb.calls != 2 || emb.texts != wantTexts {
+		t.Errorf("embedder calls %d texts %d, want 2 batches of %d texts", emb.calls, emb.texts, wantTexts)
 	}
 	kw := []struct {
 		query, server string
@@ -189,13 +222,14 @@ func TestBuildKeywordNearest(t *testing.T) {
 		t.Errorf("unknown server: %v", got)
 	}
 
-	// Nearest: a tool's own document text is its own nearest neighbour.
+	// Nearest: a tool's own vector (its views' mean) is its own nearest
+	// neighbour.
 	for _, tool := range testTools() {
-		got := ix.Nearest(fakeVector(catalog.DocumentText(tool), 64), 2, "")
+		got := ix.Nearest(toolVector(tool, 64), 2, "")
 		if len(got) != 2 || got[0].ID != tool.ID() || math.Abs(got[0].Score-1) > 1e-5 || got[1].Score > got[0].Score {
 			t.Errorf("Nearest(%s) = %v", tool.ID(), got)
 		}
-		got = ix.Nearest(fakeVector(catalog.DocumentText(tool), 64), 10, "memory")
+		got = ix.Nearest(toolVector(tool, 64), 10, "memory")
 		if len(got) != 2 {
 			t.Errorf("Nearest(server memory) = %v, want the 2 memory tools", got)
 		}

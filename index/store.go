@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,7 +52,8 @@ const (
 	// 2: DocumentText without parameters.
 	// 3: BM25F, with the keyword field lengths in the manifest.
 	// 4: the catalog snapshot carries each tool's annotations ("TGC2").
-	FormatVersion = 4
+	// 5: a tool's vector is the mean of its views' (catalog.Views).
+	FormatVersion = 5
 )
 
 // State names why an index on disk can or cannot be used as it is.
@@ -366,7 +368,7 @@ func embedReusing(ctx context.Context, tools []catalog.Tool, emb Embedder, old *
 	canReuse := old != nil && old.HasVectors() && old.ModelID() == emb.ModelID() && old.Dim() == dim
 	for i, t := range tools {
 		if canReuse {
-			if j, ok := old.byID[t.ID()]; ok && catalog.DocumentText(old.tools[j]) == catalog.DocumentText(t) {
+			if j, ok := old.byID[t.ID()]; ok && slices.Equal(catalog.Views(old.tools[j]), catalog.Views(t)) {
 				copy(vecs[i*dim:(i+1)*dim], old.vecs[j*dim:(j+1)*dim])
 				reused++
 				continue

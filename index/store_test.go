@@ -142,14 +142,22 @@ func TestIncrementalEmbedding(t *testing.T) {
 	dir := t.TempDir()
 	tools := syntheticTools(500)
 	emb := newCaching("fake/1")
-	mustEnsure(t, dir, tools, emb)
-	if emb.misses != 500 {
-		t.Fatalf("first build embedded %d, want 500", emb.misses)
+	views := map[string]bool{}
+	for _, tool := range tools {
+		for _, v := range catalog.Views(tool) {
+			views[v] = true
+		}
 	}
+	mustEnsure(t, dir, tools, emb)
+	if emb.misses != len(views) {
+		t.Fatalf("first build embedded %d texts, want %d (each tool's views)", emb.misses, len(views))
+	}
+	// A new last sentence changes the tool's full text only: its name and
+	// lead sentence are in the cache.
 	tools[123].Description += " Now with pagination."
 	_, rep := mustEnsure(t, dir, tools, emb)
-	if rep.Embedded != 1 || rep.Reused != 499 || emb.misses != 501 || rep.Changed != 1 {
-		t.Errorf("after one change: %+v, model saw %d texts in all", rep, emb.misses)
+	if rep.Embedded != 1 || rep.Reused != 499 || emb.misses != len(views)+1 || rep.Changed != 1 {
+		t.Errorf("after one change: %+v, model saw %d texts in all, want %d", rep, emb.misses, len(views)+1)
 	}
 	// With the previous generation gone (e.g. deleted folder), the cache alone
 	// keeps the model from seeing unchanged texts again.
@@ -157,7 +165,7 @@ func TestIncrementalEmbedding(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, rep = mustEnsure(t, dir, tools, emb)
-	if rep.Before != StateMissing || rep.Embedded != 500 || emb.misses != 501 {
+	if rep.Before != StateMissing || rep.Embedded != 500 || emb.misses != len(views)+1 {
 		t.Errorf("after deleting the index: %+v, model saw %d texts in all", rep, emb.misses)
 	}
 }
@@ -174,7 +182,7 @@ func checkSearch(t *testing.T, ix *Index) {
 	}
 	if ix.HasVectors() {
 		tool, _ := ix.Tool("filesystem__read_file")
-		near := ix.Nearest(fakeVector(catalog.DocumentText(tool), ix.Dim()), 1, "")
+		near := ix.Nearest(toolVector(tool, ix.Dim()), 1, "")
 		if len(near) != 1 || near[0].ID != tool.ID() {
 			t.Errorf("Nearest = %v", near)
 		}

@@ -30,6 +30,7 @@ func TestRank(t *testing.T) {
 	vec := []index.Scored{{ID: "d", Score: 0.9}, {ID: "b", Score: 0.7}, {ID: "a", Score: 0.2}, {ID: "c", Score: 0.1}, {ID: "e", Score: -0.1}}
 	rawKW := map[string]float64{"a": 8, "b": 4, "c": 2}
 	rawVec := map[string]float64{"a": 0.2, "b": 0.7, "c": 0.1, "d": 0.9, "e": -0.1}
+	kwW, vW := DefaultKeywordWeight, DefaultVectorWeight
 	tests := []struct {
 		name string
 		opts Options
@@ -41,10 +42,10 @@ func TestRank(t *testing.T) {
 			mode: ModeHybrid,
 			// mean cosine over the 5 tools 0.36, best 0.9: (cos-0.36)/0.54.
 			want: []ranked{
-				{id: "d", keyword: 0, vector: 1, score: 0.6},
-				{id: "b", keyword: 0.5, vector: 0.34 / 0.54, score: 0.4*0.5 + 0.6*0.34/0.54},
-				{id: "a", keyword: 1, vector: 0, score: 0.4},
-				{id: "c", keyword: 0.25, vector: 0, score: 0.1},
+				{id: "d", keyword: 0, vector: 1, score: vW},
+				{id: "b", keyword: 0.5, vector: 0.34 / 0.54, score: kwW*0.5 + vW*0.34/0.54},
+				{id: "a", keyword: 1, vector: 0, score: kwW},
+				{id: "c", keyword: 0.25, vector: 0, score: kwW * 0.25},
 				{id: "e", keyword: 0, vector: 0, score: 0},
 			},
 		},
@@ -54,10 +55,10 @@ func TestRank(t *testing.T) {
 			mode: ModeHybrid,
 			// cosine divided by the best (0.9), negatives as 0.
 			want: []ranked{
-				{id: "b", keyword: 0.5, vector: 0.7 / 0.9, score: 0.4*0.5 + 0.6*0.7/0.9},
-				{id: "d", keyword: 0, vector: 1, score: 0.6},
-				{id: "a", keyword: 1, vector: 0.2 / 0.9, score: 0.4 + 0.6*0.2/0.9},
-				{id: "c", keyword: 0.25, vector: 0.1 / 0.9, score: 0.4*0.25 + 0.6*0.1/0.9},
+				{id: "d", keyword: 0, vector: 1, score: vW},
+				{id: "b", keyword: 0.5, vector: 0.7 / 0.9, score: kwW*0.5 + vW*0.7/0.9},
+				{id: "a", keyword: 1, vector: 0.2 / 0.9, score: kwW + vW*0.2/0.9},
+				{id: "c", keyword: 0.25, vector: 0.1 / 0.9, score: kwW*0.25 + vW*0.1/0.9},
 				{id: "e", keyword: 0, vector: 0, score: 0},
 			},
 		},
@@ -66,11 +67,11 @@ func TestRank(t *testing.T) {
 			opts: Options{VectorNorm: NormRaw},
 			mode: ModeHybrid,
 			want: []ranked{
-				{id: "b", keyword: 0.5, vector: 0.7, score: 0.4*0.5 + 0.6*0.7},
-				{id: "d", keyword: 0, vector: 0.9, score: 0.6 * 0.9},
-				{id: "a", keyword: 1, vector: 0.2, score: 0.4 + 0.6*0.2},
-				{id: "c", keyword: 0.25, vector: 0.1, score: 0.4*0.25 + 0.6*0.1},
-				{id: "e", keyword: 0, vector: -0.1, score: -0.06},
+				{id: "b", keyword: 0.5, vector: 0.7, score: kwW*0.5 + vW*0.7},
+				{id: "d", keyword: 0, vector: 0.9, score: vW * 0.9},
+				{id: "a", keyword: 1, vector: 0.2, score: kwW + vW*0.2},
+				{id: "c", keyword: 0.25, vector: 0.1, score: kwW*0.25 + vW*0.1},
+				{id: "e", keyword: 0, vector: -0.1, score: vW * -0.1},
 			},
 		},
 		{
@@ -78,8 +79,8 @@ func TestRank(t *testing.T) {
 			opts: Options{Candidates: 1, VectorNorm: NormRaw},
 			mode: ModeHybrid,
 			want: []ranked{
-				{id: "d", keyword: 0, vector: 0.9, score: 0.6 * 0.9},
-				{id: "a", keyword: 1, vector: 0.2, score: 0.4 + 0.6*0.2},
+				{id: "d", keyword: 0, vector: 0.9, score: vW * 0.9},
+				{id: "a", keyword: 1, vector: 0.2, score: kwW + vW*0.2},
 			},
 		},
 		{
@@ -88,10 +89,10 @@ func TestRank(t *testing.T) {
 			mode: ModeHybrid,
 			// pool {a,b,c,d,e}: keyword 0..8, cosine -0.1..0.9.
 			want: []ranked{
-				{id: "b", keyword: 0.5, vector: 0.8, score: 0.4*0.5 + 0.6*0.8},
-				{id: "d", keyword: 0, vector: 1, score: 0.6},
-				{id: "a", keyword: 1, vector: 0.3, score: 0.4 + 0.6*0.3},
-				{id: "c", keyword: 0.25, vector: 0.2, score: 0.4*0.25 + 0.6*0.2},
+				{id: "b", keyword: 0.5, vector: 0.8, score: kwW*0.5 + vW*0.8},
+				{id: "d", keyword: 0, vector: 1, score: vW},
+				{id: "a", keyword: 1, vector: 0.3, score: kwW + vW*0.3},
+				{id: "c", keyword: 0.25, vector: 0.2, score: kwW*0.25 + vW*0.2},
 				{id: "e", keyword: 0, vector: 0, score: 0},
 			},
 		},
@@ -100,10 +101,10 @@ func TestRank(t *testing.T) {
 			opts: Options{VectorNorm: NormClamp},
 			mode: ModeHybrid,
 			want: []ranked{
-				{id: "b", keyword: 0.5, vector: 0.7, score: 0.4*0.5 + 0.6*0.7},
-				{id: "d", keyword: 0, vector: 0.9, score: 0.6 * 0.9},
-				{id: "a", keyword: 1, vector: 0.2, score: 0.4 + 0.6*0.2},
-				{id: "c", keyword: 0.25, vector: 0.1, score: 0.4*0.25 + 0.6*0.1},
+				{id: "b", keyword: 0.5, vector: 0.7, score: kwW*0.5 + vW*0.7},
+				{id: "d", keyword: 0, vector: 0.9, score: vW * 0.9},
+				{id: "a", keyword: 1, vector: 0.2, score: kwW + vW*0.2},
+				{id: "c", keyword: 0.25, vector: 0.1, score: kwW*0.25 + vW*0.1},
 				{id: "e", keyword: 0, vector: 0, score: 0},
 			},
 		},

@@ -2,11 +2,13 @@ package search_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
 	"github.com/toolgate/toolgate/search/learn"
@@ -106,4 +108,51 @@ func TestSearchDoesNotWaitForLearning(t *testing.T) {
 		r, err := e.Search(ctx, search.Query{Text: "note down what I found"})
 		return err == nil && len(r.Hits) > 0 && r.Hits[0].Tool.ID() == testCatalog[3].ID()
 	})
+}
+
+// The query adapter carries what the learned pairs share over to a tool no
+// learned query led to: queries written in a style no tool description
+// has ("could you kindly please …") draw a decoy tool written that way
+// until the adapter, fitted on other tools' pairs, learns that the style
+// says nothing about the tool.
+func TestAdapterGeneralisesToUnlearnedTools(t *testing.T) {
+	ctx := context.Background()
+	emb := &hashEmbedder{}
+	decoy := catalog.Tool{Server: "misc", Name: "polite_reply", Description: "Could you kindly please say please: a polite reply, kindly."}
+	tools := append(slices.Clone(testCatalog), decoy)
+	const style = "could you kindly please "
+	var usage staticUsage
+	for _, p := range []struct{ query, tool string }{
+		{"read the file contents", "fs__read_file"},
+		{"list the directory", "fs__list_directory"},
+		{"fetch this url", "web__fetch"},
+		{"commit my changes", "git__git_commit"},
+		{"search nodes in the graph", "memory__search_nodes"},
+		{"write a new file", "fs__write_file"},
+		{"create entities for people", "memory__create_entities"},
+	} {
+		usage = append(usage, search.UsagePair{Query: style + p.query, Tool: p.tool, Weight: 1})
+	}
+	query := search.Query{Text: style + "tree status", Mode: search.ModeVector}
+	zero := search.New(build(t, tools, emb), emb, nil)
+	defer zero.Close()
+	r, err := zero.Search(ctx, query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Hits[0].Tool.ID(); got != decoy.ID() {
+		t.Fatalf("zero-shot, %q ranks %s first: the decoy should (the test needs it)", query.Text, got)
+	}
+	e := search.New(build(t, tools, emb), emb, &search.Options{Usage: usage})
+	defer e.Close()
+	if err := e.RefreshLearned(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err = e.Search(ctx, query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Hits[0].Tool.ID(); got != "git__git_status" {
+		t.Errorf("learned from other tools, %q ranks %v first, want git__git_status", query.Text, ids(r.Hits))
+	}
 }

@@ -62,8 +62,8 @@ const DefaultLimit = 5
 
 // Defaults for Options.
 const (
-	DefaultKeywordWeight = 0.4
-	DefaultVectorWeight  = 0.6
+	DefaultKeywordWeight = 0.3
+	DefaultVectorWeight  = 0.7
 	DefaultCandidates    = 100
 	DefaultRRFK          = 60
 )
@@ -79,7 +79,7 @@ type Options struct {
 	// Mode is used when a Query does not name one. Default ModeHybrid.
 	Mode Mode
 	// KeywordWeight and VectorWeight weigh the two signals in ModeHybrid.
-	// When both are zero the defaults 0.4 and 0.6 apply; otherwise they are
+	// When both are zero the defaults 0.3 and 0.7 apply; otherwise they are
 	// used as given (negative values count as zero).
 	KeywordWeight, VectorWeight float64
 	// Candidates is how many of the top hits of each signal form the

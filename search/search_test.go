@@ -126,8 +126,8 @@ func TestSearchModes(t *testing.T) {
 				}
 				switch mode {
 				case search.ModeHybrid:
-					if want := 0.4*h.Keyword + 0.6*h.Vector; math.Abs(h.Score-want) > 1e-12 {
-						t.Errorf("%s score %v, want 0.4·%v + 0.6·%v = %v", h.Tool.ID(), h.Score, h.Keyword, h.Vector, want)
+					if want := search.DefaultKeywordWeight*h.Keyword + search.DefaultVectorWeight*h.Vector; math.Abs(h.Score-want) > 1e-12 {
+						t.Errorf("%s score %v, want %v·%v + %v·%v = %v", h.Tool.ID(), h.Score, search.DefaultKeywordWeight, h.Keyword, search.DefaultVectorWeight, h.Vector, want)
 					}
 				case search.ModeBM25:
 					if h.Score != h.Keyword {

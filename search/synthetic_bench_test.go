@@ -105,3 +105,32 @@ func BenchmarkSearchLearned(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRefreshLearned is the cost of building the learned model off the
+// search path (blended vectors, the learned field, the query adapter) at
+// 10,000 tools, four queries a learned tool; the queries' vectors come from
+// a cheap embedder, as the cache gives them.
+func BenchmarkRefreshLearned(b *testing.B) {
+	const n = 10000
+	emb := &hashEmbedder{}
+	tools := indextest.Catalog(n, indextest.Seed)
+	qs := indextest.Queries(tools, 400, indextest.Seed)
+	for _, learned := range []int{500, 5000} {
+		var usage staticUsage
+		for i := range learned {
+			t := tools[(i*7919)%n]
+			for j := range 4 {
+				usage = append(usage, search.UsagePair{Query: fmt.Sprintf("%s %s %d", t.Name, qs[(i+j)%len(qs)].Text, j), Tool: t.ID(), Weight: 1})
+			}
+		}
+		e := search.New(build(b, tools, emb), emb, &search.Options{Usage: usage})
+		b.Run(fmt.Sprintf("tools=%d/learned=%d", n, learned), func(b *testing.B) {
+			for b.Loop() {
+				if err := e.RefreshLearned(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		e.Close()
+	}
+}

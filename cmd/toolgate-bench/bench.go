@@ -235,10 +235,11 @@ type reuseEmbedder struct {
 func newReuse(inner index.Embedder, tools []catalog.Tool, maxReal int) *reuseEmbedder {
 	r := &reuseEmbedder{inner: inner, real: map[string]bool{}}
 	for _, t := range tools[:min(maxReal, len(tools))] {
-		s := catalog.DocumentText(t)
-		if !r.real[s] {
-			r.real[s] = true
-			r.pool = append(r.pool, s)
+		for _, s := range catalog.Views(t) {
+			if !r.real[s] {
+				r.real[s] = true
+				r.pool = append(r.pool, s)
+			}
 		}
 	}
 	return r

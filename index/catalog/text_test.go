@@ -1,0 +1,51 @@
+package catalog
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestLeadSentence(t *testing.T) {
+	for _, tc := range []struct{ desc, want string }{
+		{"", ""},
+		{"List files.", "List files."},
+		{"List files in a directory. Optionally recursive.", "List files in a directory."},
+		{"List Azure Container Registries in a subscription. Optionally filter by resource group. Each registry result\nincludes: name.", "List Azure Container Registries in a subscription."},
+		{"Wrapped over\nseveral lines. Second sentence.", "Wrapped over several lines."},
+		{"Takes a path, e.g. /tmp or ~/x, and reads it. Then more.", "Takes a path, e.g. /tmp or ~/x, and reads it."},
+		{"Is it up? Ping it!", "Is it up?"},
+		{"Planning something outdoors? Get the 2-day forecast.", "Planning something outdoors?"},
+		{"Version 1.2 of the API. 3 modes exist.", "Version 1.2 of the API."},
+		{"Summary line without a stop\n\nDetails follow here. More.", "Summary line without a stop"},
+		{"Reads a file.\n- path: where\n- mode: how", "Reads a file."},
+		{"No terminator at all", "No terminator at all"},
+		{"Ends with a stop. ", "Ends with a stop."},
+	} {
+		if got := LeadSentence(tc.desc); got != tc.want {
+			t.Errorf("LeadSentence(%q) = %q, want %q", tc.desc, got, tc.want)
+		}
+	}
+}
+
+func TestViews(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tool Tool
+		want []string
+	}{
+		{"name, full text and lead sentence", Tool{Server: "fs", Name: "read_file", Description: "Read a file. Returns its text."},
+			[]string{"read file. Read a file. Returns its text.", "read file", "Read a file."}},
+		{"a title joins the name", Tool{Server: "fs", Name: "read_file", Title: "Read File", Description: "Read a file."},
+			[]string{"read file. Read File. Read a file.", "read file. Read File", "Read a file."}},
+		{"no description: the name alone is the full text", Tool{Server: "fs", Name: "ping"},
+			[]string{"ping"}},
+		{"white space only", Tool{Server: "fs", Name: "ping", Description: "  \n "},
+			[]string{"ping"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Views(tc.tool); !slices.Equal(got, tc.want) {
+				t.Errorf("Views = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

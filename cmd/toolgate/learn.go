@@ -10,8 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/search"
 	"github.com/toolgate/toolgate/search/learn"
 )
@@ -55,6 +57,31 @@ The store is locked while toolgate serve runs: stop it first.`,
 
 // learnDir is where the learned pairs live in the data folder.
 func learnDir(g *globals) string { return filepath.Join(g.DataDir(), "learn") }
+
+// openLearning opens the learned pairs serve ranks with and records to, or
+// returns nil when toolgate.learn turns learning off or the store cannot be
+// opened (logged: serving goes on without it).
+func (g *globals) openLearning(cfg *config.File, health *storage.Health) *learn.Store {
+	if !cfg.Toolgate.Learn.LearnEnabled() {
+		return nil
+	}
+	store, err := learn.Open(learnDir(g), &learn.Options{Logger: g.logger, Storage: health.Writer("learned pairs", "pairs are not recorded")})
+	if err != nil {
+		g.logger.Warn("learning from use is off for this run", "err", err)
+		return nil
+	}
+	return store
+}
+
+// syncLearned checks the learned pairs against each new catalog
+// (learn.Store.Sync: a tool whose text changed materially loses its pairs).
+func syncLearned(store *learn.Store, log *slog.Logger) func([]catalog.Tool) {
+	return func(tools []catalog.Tool) {
+		if _, err := store.Sync(tools); err != nil {
+			log.Warn("learned pairs not checked against the catalog", "err", err)
+		}
+	}
+}
 
 func openLearnStore(g *globals, log *slog.Logger) (*learn.Store, error) {
 	return learn.Open(learnDir(g), &learn.Options{Logger: log})

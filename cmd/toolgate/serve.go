@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"slices"
@@ -19,28 +17,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway"
-	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
-	"github.com/toolgate/toolgate/gateway/backend/oauth"
 	"github.com/toolgate/toolgate/gateway/config"
-	"github.com/toolgate/toolgate/gateway/console"
-	"github.com/toolgate/toolgate/gateway/keys"
-	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/gateway/live"
-	"github.com/toolgate/toolgate/gateway/metrics"
 	"github.com/toolgate/toolgate/gateway/mgmt"
-	"github.com/toolgate/toolgate/gateway/policy"
-	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
-	"github.com/toolgate/toolgate/internal/dirs"
-	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/search"
-	"github.com/toolgate/toolgate/search/learn"
 )
 
 func init() { register(newServeCmd) }
@@ -198,19 +184,9 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	var usage search.Usage
 	var learner gateway.Learner
 	var indexed func([]catalog.Tool)
-	if cfg.Toolgate.Learn.LearnEnabled() {
-		store, err := learn.Open(learnDir(g), &learn.Options{Logger: log, Storage: health.Writer("learned pairs", "pairs are not recorded")})
-		if err != nil {
-			log.Warn("learning from use is off for this run", "err", err)
-		} else {
-			defer g.stop.Close("learned pairs", store.Close)
-			usage, learner = store, store
-			indexed = func(tools []catalog.Tool) {
-				if _, err := store.Sync(tools); err != nil {
-					log.Warn("learned pairs not checked against the catalog", "err", err)
-				}
-			}
-		}
+	if store := g.openLearning(cfg, health); store != nil {
+		defer g.stop.Close("learned pairs", store.Close)
+		usage, learner, indexed = store, store, syncLearned(store, log)
 	}
 
 	// The runtime loop: warm start (it opens the last run's index now),
@@ -259,224 +235,8 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		return err
 	}
 
-	// Metrics count what passes through the gateway's searcher, caller and
-	// HTTP front, and read the pool, catalog, loop and embedding cache
-	// when scraped (GET /metrics, with --http).
-	met := metrics.New(&metrics.Options{Backends: pool, Catalog: lv, Loop: lv, EmbedCache: cacheStats(emb)})
-	// The console's recent calls, kept in memory.
-	recent := console.NewRecorder(0)
-	// The management tools stand in front of the pool: calls of
-	// toolgate__* run in the gateway, the others go on to the pool. At
-	// most limits.maxInFlight calls run on a server; more wait, then are
-	// refused as busy (counted by the metrics and the recorder too).
-	mg := mgmt.New(pool, lv, &mgmt.Options{Logger: log, ConfigPaths: f.configs})
-	lim := cfg.Toolgate.Limits
-	capped := limit.NewInFlight(mg, &limit.Options{MaxInFlight: lim.MaxInFlight, QueueTimeout: lim.QueueTimeout.Duration})
-	gw := gateway.New(met.Searcher(lv), recent.Caller(met.Caller(capped)), &gateway.Options{
-		Logger:         log,
-		Version:        version,
-		DefaultLimit:   s.DefaultLimit,
-		MaxLimit:       s.MaxLimit,
-		Describe:       mg.Describe,
-		Unavailable:    mg.Unavailable,
-		TracerProvider: tracing.Provider(),
-		Learner:        learner,
-		Policy:         lv.Policy(),
-		Profile:        f.profile,
-		// A call the policy refuses is counted and shown as denied.
-		ObserveRefused: func(c gateway.Caller) gateway.Caller { return recent.Caller(met.Caller(c)) },
-		Audit:          sec.audit,
-		AuditArguments: sec.auditArguments,
-	})
-	// search_tools' description names the servers behind the gateway.
-	lv.OnChange(gw.Refresh)
-
-	log.Info("gateway ready", "servers", len(cfg.Servers()), "tools", lv.Stats().CatalogTools, "warm", warm, "startup", time.Since(start).Round(time.Millisecond))
-
-	if ln == nil {
-		return gw.ServeStdio(ctx)
-	}
-	h := gw.HTTPHandler(&gateway.HTTPOptions{
-		AllowedHosts:   cfg.Toolgate.HTTP.AllowedHosts,
-		AllowedOrigins: cfg.Toolgate.HTTP.AllowedOrigins,
-		MaxBodyBytes:   cfg.Toolgate.HTTP.MaxBodyBytes,
-		Logger:         log,
-		Extra: map[string]http.Handler{
-			"GET /status":  gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv, Storage: health, Security: sec.status}),
-			"GET /metrics": met.Handler(),
-			console.Path: console.New(&console.Options{
-				// The catalog as a client without profile sees it.
-				Backends: pool, Catalog: policy.NewView(lv, lv.Policy(), nil), Restarter: pool, Loop: lv, Calls: recent,
-				Unavailable: mg.Unavailable, Version: version, Started: start, Logger: log,
-				Keys: sec.consoleKeys(),
-			}).Handler(),
-		},
-		Wrap:       met.HTTP,
-		Keys:       sec.keys,
-		RequireKey: sec.requireKey,
-		Rates:      limit.NewRates(lim.RequestsPerSecond, lim.Burst),
-		// The console asks for a key itself and keeps it in a session
-		// cookie (with the same store behind it).
-		OwnAuth: []string{console.Path},
-	})
-	return gateway.Serve(ctx, ln, h, log)
-}
-
-// security is what serve opens for keys, the audit log and quarantine.
-type security struct {
-	keys       *keys.Store
-	requireKey bool // a non-loopback address: every request needs a key
-	audit      *audit.Log
-	// auditArguments masks the arguments an audit record keeps
-	// (audit.arguments "masked"; nil: only their SHA-256).
-	auditArguments func(any) any
-	guard          *quarantine.Guard
-	// policy holds the key scope and quarantine rules, checked before
-	// the rules the runtime loop keeps (config, disabled, profiles), so a
-	// key's denial never names a server outside its scope.
-	policy *policy.Set
-}
-
-// checkKeys checks the HTTP address against the keys (a non-loopback
-// address needs some: refused before anything starts) and fails closed on
-// keys that cannot be read.
-func (g *globals) checkKeys(cfg *config.File, f serveFlags, log *slog.Logger) (*security, error) {
-	sec := &security{keys: keys.Open(dirs.Keys(g.DataDir()), &keys.Options{File: cfg.Toolgate.KeysFile, Logger: log})}
-	if f.http != "" {
-		var err error
-		if sec.requireKey, err = gateway.KeysNeeded(f.http, sec.keys.Any); err != nil {
-			return nil, err
-		}
-		// Fail closed at start too: keys that cannot be read stop the
-		// gateway here rather than refuse every request later.
-		if _, err := sec.keys.List(); err != nil {
-			return nil, err
-		}
-	}
-	return sec, nil
-}
-
-// open opens the audit log and the quarantine's pins in the data folder,
-// and the policy rules of key scopes and quarantine. A data folder that
-// cannot take writes does not stop the gateway (it is never made again
-// behind the user's back): the audit log counts and logs each record it
-// cannot write, and the quarantine keeps its decisions in memory.
-func (sec *security) open(cfg *config.File, log *slog.Logger, health *storage.Health) {
-	t := cfg.Toolgate
-	data := health.Dir()
-	sec.audit = audit.Open(dirs.Audit(data), &audit.Options{Logger: log, MaxFileBytes: t.Audit.MaxFileBytes, MaxFiles: t.Audit.MaxFiles,
-		Storage: health.Writer("audit log", "records are counted as lost")})
-	if t.Audit.Arguments == "masked" {
-		// The stderr masking rules, with every configured secret.
-		sec.auditArguments = mask.New(backend.Secrets(cfg.All()...)).Value
-	}
-	sec.policy = policy.NewSet()
-	sec.policy.Put(keys.NewScope(sec.policy.Profiles, mgmt.ChangesConfig))
-	sec.guard = quarantine.New(dirs.Pins(data), &quarantine.Options{
-		OnChange: t.Security.OnDefinitionChange,
-		Approved: t.Security.ApprovedTools,
-		Scanner:  quarantine.Scanner{MaxTextLength: t.Security.MaxTextLength},
-		Storage:  health.Writer("quarantine pins", "decisions are kept in memory"),
-		Logger:   log,
-		// Each new set of decisions (a listing, an approval) replaces the
-		// rule, so search filters are made again.
-		Changed: func(s *quarantine.Snapshot) { sec.policy.Put(s.Rule()) },
-	})
-	sec.policy.Put(sec.guard.Snapshot().Rule())
-	if err := sec.guard.Watch(); err != nil {
-		log.Warn("approvals (`toolgate tools approve`) take effect at the next tool listing only", "err", err)
-	}
-}
-
-// status is the security part of GET /status.
-func (s *security) status() *gateway.SecurityStatus {
-	return &gateway.SecurityStatus{Audit: s.audit.Stats(), Quarantined: s.guard.Snapshot().HeldIDs()}
-}
-
-// Close stops following approvals and closes the audit log (after the
-// gateway stopped writing to it).
-func (s *security) Close() error {
-	var err error
-	if s.guard != nil {
-		err = s.guard.Close()
-	}
-	if s.audit != nil {
-		err = errors.Join(err, s.audit.Close())
-	}
-	return err
-}
-
-// consoleKeys lets the console check keys against the same store.
-func (s *security) consoleKeys() console.Keys { return consoleKeys{s} }
-
-type consoleKeys struct{ s *security }
-
-// Required: some key exists, or the address needs keys; keys that cannot
-// be read count as required (no one gets in).
-func (k consoleKeys) Required() bool {
-	any, err := k.s.keys.Any()
-	return any || err != nil || k.s.requireKey
-}
-
-func (k consoleKeys) Valid(secret string) bool {
-	_, err := k.s.keys.Verify(secret)
-	return err == nil
-}
-
-// cacheStats reads the embedding cache's hits and misses, or is nil when
-// emb has no cache.
-func cacheStats(emb index.Embedder) func() (int64, int64) {
-	c, ok := emb.(interface{ Stats() embed.CacheStats })
-	if !ok {
-		return nil
-	}
-	return func() (int64, int64) {
-		st := c.Stats()
-		return st.Hits, st.Misses
-	}
-}
-
-// minConfidence maps toolgate.search.minConfidence onto search.Options:
-// unset is search's default, 0 never answers noMatch.
-func minConfidence(c *float64) float64 {
-	switch {
-	case c == nil:
-		return 0
-	case *c == 0:
-		return -1
-	}
-	return *c
-}
-
-// The loop is the gateway's Searcher.
-var _ gateway.Searcher = (*live.Loop)(nil)
-
-// Each store that writes in the data folder reports to a storage.Writer.
-var (
-	_ live.Storage  = (*storage.Writer)(nil)
-	_ embed.Storage = (*storage.Writer)(nil)
-	_ oauth.Storage = (*storage.Writer)(nil)
-	_ learn.Storage = (*storage.Writer)(nil)
-)
-
-// backendOptions maps the config's gateway settings onto the backend pool.
-// Unset settings stay zero: the pool applies its defaults. The connect and
-// call timeouts reach the pool through each server entry
-// (config.File.Servers), so that a reload that changes them applies.
-func (g *globals) backendOptions(cfg *config.File) *backend.Options {
-	return &backend.Options{
-		Logger:                g.logger,
-		MaxConcurrentConnects: cfg.Toolgate.MaxConcurrentConnects,
-		ClientInfo:            &mcp.Implementation{Name: "toolgate", Version: version},
-		// [] = never restart; a server's own "restart" and "idleTimeout"
-		// are read by the pool.
-		RestartDelays: cfg.Toolgate.Restart.DelayDurations(),
-		StableAfter:   cfg.Toolgate.Restart.StableAfter.Duration,
-		// Each stdio backend runs under this binary re-executed as its
-		// reaper (see main), so no process of its tree outlives a
-		// SIGKILLed gateway.
-		Reaper: true,
-	}
+	return (&front{cfg: cfg, flags: f, log: log, start: start, pool: pool, lv: lv, emb: emb,
+		learner: learner, sec: sec, health: health, tracing: tracing, ln: ln, warm: warm}).serve(ctx)
 }
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolgate/toolgate/embed"
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/backend/oauth"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/console"
+	"github.com/toolgate/toolgate/gateway/limit"
+	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/gateway/metrics"
+	"github.com/toolgate/toolgate/gateway/mgmt"
+	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/telemetry"
+	"github.com/toolgate/toolgate/search/learn"
+)
+
+// front is what serve has opened by the time the runtime loop runs; serve
+// assembles the gateway from it and serves MCP on stdio or over HTTP.
+type front struct {
+	cfg     *config.File
+	flags   serveFlags
+	log     *slog.Logger
+	start   time.Time
+	pool    *backend.Pool
+	lv      *live.Loop
+	emb     index.Embedder
+	learner gateway.Learner
+	sec     *security
+	health  *storage.Health
+	tracing *telemetry.Tracing
+	ln      net.Listener // nil: stdio
+	warm    bool         // started from the last run's catalog
+}
+
+// serve puts the metrics, the console's recorder, the management tools and
+// the in-flight cap around the pool and the loop, and serves the gateway
+// until ctx ends or the client goes.
+func (fr *front) serve(ctx context.Context) error {
+	cfg, f, log, start, pool, lv, emb, sec, health, ln := fr.cfg, fr.flags, fr.log, fr.start, fr.pool, fr.lv, fr.emb, fr.sec, fr.health, fr.ln
+	s := cfg.Toolgate.Search
+	// Metrics count what passes through the gateway's searcher, caller and
+	// HTTP front, and read the pool, catalog, loop and embedding cache
+	// when scraped (GET /metrics, with --http).
+	met := metrics.New(&metrics.Options{Backends: pool, Catalog: lv, Loop: lv, EmbedCache: cacheStats(emb)})
+	// The console's recent calls, kept in memory.
+	recent := console.NewRecorder(0)
+	// The management tools stand in front of the pool: calls of
+	// toolgate__* run in the gateway, the others go on to the pool. At
+	// most limits.maxInFlight calls run on a server; more wait, then are
+	// refused as busy (counted by the metrics and the recorder too).
+	mg := mgmt.New(pool, lv, &mgmt.Options{Logger: log, ConfigPaths: f.configs})
+	lim := cfg.Toolgate.Limits
+	capped := limit.NewInFlight(mg, &limit.Options{MaxInFlight: lim.MaxInFlight, QueueTimeout: lim.QueueTimeout.Duration})
+	gw := gateway.New(met.Searcher(lv), recent.Caller(met.Caller(capped)), &gateway.Options{
+		Logger:         log,
+		Version:        version,
+		DefaultLimit:   s.DefaultLimit,
+		MaxLimit:       s.MaxLimit,
+		Describe:       mg.Describe,
+		Unavailable:    mg.Unavailable,
+		TracerProvider: fr.tracing.Provider(),
+		Learner:        fr.learner,
+		Policy:         lv.Policy(),
+		Profile:        f.profile,
+		// A call the policy refuses is counted and shown as denied.
+		ObserveRefused: func(c gateway.Caller) gateway.Caller { return recent.Caller(met.Caller(c)) },
+		Audit:          sec.audit,
+		AuditArguments: sec.auditArguments,
+	})
+	// search_tools' description names the servers behind the gateway.
+	lv.OnChange(gw.Refresh)
+
+	log.Info("gateway ready", "servers", len(cfg.Servers()), "tools", lv.Stats().CatalogTools, "warm", fr.warm, "startup", time.Since(start).Round(time.Millisecond))
+
+	if ln == nil {
+		return gw.ServeStdio(ctx)
+	}
+	h := gw.HTTPHandler(&gateway.HTTPOptions{
+		AllowedHosts:   cfg.Toolgate.HTTP.AllowedHosts,
+		AllowedOrigins: cfg.Toolgate.HTTP.AllowedOrigins,
+		MaxBodyBytes:   cfg.Toolgate.HTTP.MaxBodyBytes,
+		Logger:         log,
+		Extra: map[string]http.Handler{
+			"GET /status":  gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv, Storage: health, Security: sec.status}),
+			"GET /metrics": met.Handler(),
+			console.Path: console.New(&console.Options{
+				// The catalog as a client without profile sees it.
+				Backends: pool, Catalog: policy.NewView(lv, lv.Policy(), nil), Restarter: pool, Loop: lv, Calls: recent,
+				Unavailable: mg.Unavailable, Version: version, Started: start, Logger: log,
+				Keys: sec.consoleKeys(),
+			}).Handler(),
+		},
+		Wrap:       met.HTTP,
+		Keys:       sec.keys,
+		RequireKey: sec.requireKey,
+		Rates:      limit.NewRates(lim.RequestsPerSecond, lim.Burst),
+		// The console asks for a key itself and keeps it in a session
+		// cookie (with the same store behind it).
+		OwnAuth: []string{console.Path},
+	})
+	return gateway.Serve(ctx, ln, h, log)
+}
+
+// cacheStats reads the embedding cache's hits and misses, or is nil when
+// emb has no cache.
+func cacheStats(emb index.Embedder) func() (int64, int64) {
+	c, ok := emb.(interface{ Stats() embed.CacheStats })
+	if !ok {
+		return nil
+	}
+	return func() (int64, int64) {
+		st := c.Stats()
+		return st.Hits, st.Misses
+	}
+}
+
+// minConfidence maps toolgate.search.minConfidence onto search.Options:
+// unset is search's default, 0 never answers noMatch.
+func minConfidence(c *float64) float64 {
+	switch {
+	case c == nil:
+		return 0
+	case *c == 0:
+		return -1
+	}
+	return *c
+}
+
+// The loop is the gateway's Searcher.
+var _ gateway.Searcher = (*live.Loop)(nil)
+
+// Each store that writes in the data folder reports to a storage.Writer.
+var (
+	_ live.Storage  = (*storage.Writer)(nil)
+	_ embed.Storage = (*storage.Writer)(nil)
+	_ oauth.Storage = (*storage.Writer)(nil)
+	_ learn.Storage = (*storage.Writer)(nil)
+)
+
+// backendOptions maps the config's gateway settings onto the backend pool.
+// Unset settings stay zero: the pool applies its defaults. The connect and
+// call timeouts reach the pool through each server entry
+// (config.File.Servers), so that a reload that changes them applies.
+func (g *globals) backendOptions(cfg *config.File) *backend.Options {
+	return &backend.Options{
+		Logger:                g.logger,
+		MaxConcurrentConnects: cfg.Toolgate.MaxConcurrentConnects,
+		ClientInfo:            &mcp.Implementation{Name: "toolgate", Version: version},
+		// [] = never restart; a server's own "restart" and "idleTimeout"
+		// are read by the pool.
+		RestartDelays: cfg.Toolgate.Restart.DelayDurations(),
+		StableAfter:   cfg.Toolgate.Restart.StableAfter.Duration,
+		// Each stdio backend runs under this binary re-executed as its
+		// reaper (see main), so no process of its tree outlives a
+		// SIGKILLed gateway.
+		Reaper: true,
+	}
+}

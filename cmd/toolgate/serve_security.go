@@ -1,0 +1,120 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/audit"
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/console"
+	"github.com/toolgate/toolgate/gateway/keys"
+	"github.com/toolgate/toolgate/gateway/mgmt"
+	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/gateway/quarantine"
+	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/mask"
+	"github.com/toolgate/toolgate/internal/storage"
+)
+
+// security is what serve opens for keys, the audit log and quarantine.
+type security struct {
+	keys       *keys.Store
+	requireKey bool // a non-loopback address: every request needs a key
+	audit      *audit.Log
+	// auditArguments masks the arguments an audit record keeps
+	// (audit.arguments "masked"; nil: only their SHA-256).
+	auditArguments func(any) any
+	guard          *quarantine.Guard
+	// policy holds the key scope and quarantine rules, checked before
+	// the rules the runtime loop keeps (config, disabled, profiles), so a
+	// key's denial never names a server outside its scope.
+	policy *policy.Set
+}
+
+// checkKeys checks the HTTP address against the keys (a non-loopback
+// address needs some: refused before anything starts) and fails closed on
+// keys that cannot be read.
+func (g *globals) checkKeys(cfg *config.File, f serveFlags, log *slog.Logger) (*security, error) {
+	sec := &security{keys: keys.Open(dirs.Keys(g.DataDir()), &keys.Options{File: cfg.Toolgate.KeysFile, Logger: log})}
+	if f.http != "" {
+		var err error
+		if sec.requireKey, err = gateway.KeysNeeded(f.http, sec.keys.Any); err != nil {
+			return nil, err
+		}
+		// Fail closed at start too: keys that cannot be read stop the
+		// gateway here rather than refuse every request later.
+		if _, err := sec.keys.List(); err != nil {
+			return nil, err
+		}
+	}
+	return sec, nil
+}
+
+// open opens the audit log and the quarantine's pins in the data folder,
+// and the policy rules of key scopes and quarantine. A data folder that
+// cannot take writes does not stop the gateway (it is never made again
+// behind the user's back): the audit log counts and logs each record it
+// cannot write, and the quarantine keeps its decisions in memory.
+func (sec *security) open(cfg *config.File, log *slog.Logger, health *storage.Health) {
+	t := cfg.Toolgate
+	data := health.Dir()
+	sec.audit = audit.Open(dirs.Audit(data), &audit.Options{Logger: log, MaxFileBytes: t.Audit.MaxFileBytes, MaxFiles: t.Audit.MaxFiles,
+		Storage: health.Writer("audit log", "records are counted as lost")})
+	if t.Audit.Arguments == "masked" {
+		// The stderr masking rules, with every configured secret.
+		sec.auditArguments = mask.New(backend.Secrets(cfg.All()...)).Value
+	}
+	sec.policy = policy.NewSet()
+	sec.policy.Put(keys.NewScope(sec.policy.Profiles, mgmt.ChangesConfig))
+	sec.guard = quarantine.New(dirs.Pins(data), &quarantine.Options{
+		OnChange: t.Security.OnDefinitionChange,
+		Approved: t.Security.ApprovedTools,
+		Scanner:  quarantine.Scanner{MaxTextLength: t.Security.MaxTextLength},
+		Storage:  health.Writer("quarantine pins", "decisions are kept in memory"),
+		Logger:   log,
+		// Each new set of decisions (a listing, an approval) replaces the
+		// rule, so search filters are made again.
+		Changed: func(s *quarantine.Snapshot) { sec.policy.Put(s.Rule()) },
+	})
+	sec.policy.Put(sec.guard.Snapshot().Rule())
+	if err := sec.guard.Watch(); err != nil {
+		log.Warn("approvals (`toolgate tools approve`) take effect at the next tool listing only", "err", err)
+	}
+}
+
+// status is the security part of GET /status.
+func (s *security) status() *gateway.SecurityStatus {
+	return &gateway.SecurityStatus{Audit: s.audit.Stats(), Quarantined: s.guard.Snapshot().HeldIDs()}
+}
+
+// Close stops following approvals and closes the audit log (after the
+// gateway stopped writing to it).
+func (s *security) Close() error {
+	var err error
+	if s.guard != nil {
+		err = s.guard.Close()
+	}
+	if s.audit != nil {
+		err = errors.Join(err, s.audit.Close())
+	}
+	return err
+}
+
+// consoleKeys lets the console check keys against the same store.
+func (s *security) consoleKeys() console.Keys { return consoleKeys{s} }
+
+type consoleKeys struct{ s *security }
+
+// Required: some key exists, or the address needs keys; keys that cannot
+// be read count as required (no one gets in).
+func (k consoleKeys) Required() bool {
+	any, err := k.s.keys.Any()
+	return any || err != nil || k.s.requireKey
+}
+
+func (k consoleKeys) Valid(secret string) bool {
+	_, err := k.s.keys.Verify(secret)
+	return err == nil
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/toolgate/toolgate/internal/badgerlog"
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 // Model is what the cache wraps: anything that embeds text (index.Embedder
@@ -29,17 +30,9 @@ type Model interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
-// Storage is the health of the data folder as the cache sees it: asked
-// before each write, told how each write went. internal/storage's Writer
-// implements it.
-type Storage interface {
-	// Check returns nil when the folder can take a write now (it reports
-	// a refusal itself).
-	Check() error
-	// Fail reports a write that failed; OK one that succeeded.
-	Fail(err error)
-	OK()
-}
+// Storage is the data folder's health as the cache uses it (serve passes an
+// *storage.Writer; nil Options.Storage is storage.Unchecked).
+type Storage = storage.Gate
 
 // CacheOptions configure NewCached. Nil means defaults.
 type CacheOptions struct {
@@ -125,13 +118,6 @@ type CacheStats struct {
 	Skipped int64
 }
 
-// noStorage tries every write.
-type noStorage struct{}
-
-func (noStorage) Check() error { return nil }
-func (noStorage) Fail(error)   {}
-func (noStorage) OK()          {}
-
 // NewCached opens (creating if needed) the cache at dir around inner. A
 // corrupt or foreign cache — unreadable by Badger, another format version,
 // another dimension for this model — is renamed to
@@ -150,7 +136,7 @@ func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 	}
 	st := o.Storage
 	if st == nil {
-		st = noStorage{}
+		st = storage.Unchecked
 	}
 	c := &Cached{inner: inner, dir: dir, log: log, st: st, id: inner.ModelID(), dim: inner.Dim(), inMemory: o.InMemory}
 	if c.dim <= 0 {

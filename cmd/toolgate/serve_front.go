@@ -11,7 +11,6 @@ import (
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend"
-	"github.com/toolgate/toolgate/gateway/backend/oauth"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/console"
 	"github.com/toolgate/toolgate/gateway/limit"
@@ -22,7 +21,6 @@ import (
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/telemetry"
-	"github.com/toolgate/toolgate/search/learn"
 )
 
 // front is what serve has opened by the time the runtime loop runs; serve
@@ -139,14 +137,6 @@ func minConfidence(c *float64) float64 {
 
 // The loop is the gateway's Searcher.
 var _ gateway.Searcher = (*live.Loop)(nil)
-
-// Each store that writes in the data folder reports to a storage.Writer.
-var (
-	_ live.Storage  = (*storage.Writer)(nil)
-	_ embed.Storage = (*storage.Writer)(nil)
-	_ oauth.Storage = (*storage.Writer)(nil)
-	_ learn.Storage = (*storage.Writer)(nil)
-)
 
 // backendOptions maps the config's gateway settings onto the backend pool.
 // Unset settings stay zero: the pool applies its defaults. The connect and

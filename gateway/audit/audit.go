@@ -34,6 +34,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/storage"
 	"golang.org/x/time/rate"
 )
 
@@ -125,22 +126,9 @@ type Options struct {
 	Storage Storage
 }
 
-// Storage is the data folder's health as the log uses it
-// (*storage.Writer).
-type Storage interface {
-	// Check returns nil when the folder can take a write now.
-	Check() error
-	// Fail reports a write that failed; OK one that succeeded.
-	Fail(err error)
-	OK()
-}
-
-// noStorage tries every write.
-type noStorage struct{}
-
-func (noStorage) Check() error { return nil }
-func (noStorage) Fail(error)   {}
-func (noStorage) OK()          {}
+// Storage is the data folder's health as the log uses it (serve passes an
+// *storage.Writer; nil Options.Storage is storage.Unchecked).
+type Storage = storage.Gate
 
 func (o *Options) withDefaults() Options {
 	var r Options
@@ -163,7 +151,7 @@ func (o *Options) withDefaults() Options {
 		r.MaxWait = DefaultMaxWait
 	}
 	if r.Storage == nil {
-		r.Storage = noStorage{}
+		r.Storage = storage.Unchecked
 	}
 	return r
 }

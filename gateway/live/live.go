@@ -47,6 +47,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -66,24 +67,9 @@ type Pool interface {
 
 var _ Pool = (*backend.Pool)(nil)
 
-// Storage is the data folder's health as the loop's index writer sees it:
-// asked before an index is written there, told how the write went.
-// internal/storage's Writer implements it.
-type Storage interface {
-	// Check returns nil when the folder can take a write now (it reports
-	// a refusal itself).
-	Check() error
-	// Fail reports a write that failed; OK one that succeeded.
-	Fail(err error)
-	OK()
-}
-
-// noStorage tries every write.
-type noStorage struct{}
-
-func (noStorage) Check() error { return nil }
-func (noStorage) Fail(error)   {}
-func (noStorage) OK()          {}
+// Storage is the data folder's health as the loop's index writer uses it (serve passes an
+// *storage.Writer; nil Options.Storage is storage.Unchecked).
+type Storage = storage.Gate
 
 // Defaults of Options.
 const (
@@ -166,7 +152,7 @@ func (o *Options) withDefaults() Options {
 		r.LockWait = DefaultLockWait
 	}
 	if r.Storage == nil {
-		r.Storage = noStorage{}
+		r.Storage = storage.Unchecked
 	}
 	if r.StorageRetry <= 0 {
 		r.StorageRetry = DefaultStorageRetry

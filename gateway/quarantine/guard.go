@@ -42,6 +42,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/datafile"
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 // What a Guard does when a listed definition differs from its pin
@@ -178,13 +179,9 @@ type Options struct {
 	Now     func() time.Time // nil = time.Now
 }
 
-// Storage is the data folder's health as the guard uses it
-// (*storage.Writer).
-type Storage interface {
-	Check() error
-	Fail(err error)
-	OK()
-}
+// Storage is the data folder's health as the guard uses it (serve passes an
+// *storage.Writer; nil Options.Storage is storage.Unchecked).
+type Storage = storage.Gate
 
 // Guard decides which listed tools are quarantined, and keeps the pins.
 type Guard struct {

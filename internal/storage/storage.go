@@ -203,6 +203,30 @@ func Fix(dir string, err error) string {
 	return fmt.Sprintf("check the data folder %s and its file system (the error says what failed); writers try again on their next write", dir)
 }
 
+// Gate is the data folder's health as a store that writes there uses it:
+// asked before each write, told how each went. *Writer is the one serve
+// passes; Unchecked lets every write through.
+type Gate interface {
+	// Check returns nil when the folder can take a write now (it reports
+	// a refusal itself).
+	Check() error
+	// Fail reports a write that failed; OK one that succeeded.
+	Fail(err error)
+	OK()
+}
+
+// Unchecked is the Gate of a store opened without a data folder's health
+// (one-shot commands, tests): every write is tried, nothing is reported.
+var Unchecked Gate = unchecked{}
+
+type unchecked struct{}
+
+func (unchecked) Check() error { return nil }
+func (unchecked) Fail(error)   {}
+func (unchecked) OK()          {}
+
+var _ Gate = (*Writer)(nil)
+
 // Writer is one store that writes in the data folder. It reports each
 // fault once (when it starts) and once more when it ends.
 type Writer struct {

@@ -29,6 +29,7 @@ import (
 
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/badgerlog"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -69,23 +70,9 @@ type Options struct {
 	Storage Storage
 }
 
-// Storage is the health of the data folder as the store sees it
-// (internal/storage's Writer implements it).
-type Storage interface {
-	// Check returns nil when the folder can take a write now (it reports
-	// a refusal itself).
-	Check() error
-	// Fail reports a write that failed; OK one that succeeded.
-	Fail(err error)
-	OK()
-}
-
-// noStorage tries every write.
-type noStorage struct{}
-
-func (noStorage) Check() error { return nil }
-func (noStorage) Fail(error)   {}
-func (noStorage) OK()          {}
+// Storage is the data folder's health as the store uses it (serve passes an
+// *storage.Writer; nil Options.Storage is storage.Unchecked).
+type Storage = storage.Gate
 
 // Store holds the learned pairs. It is safe for concurrent use.
 type Store struct {
@@ -170,7 +157,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Storage == nil {
-		o.Storage = noStorage{}
+		o.Storage = storage.Unchecked
 	}
 	if !o.InMemory {
 		if err := o.Storage.Check(); err != nil {

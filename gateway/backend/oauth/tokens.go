@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/storage"
 	"golang.org/x/oauth2"
 )
 
@@ -41,23 +42,9 @@ type Options struct {
 	Storage Storage
 }
 
-// Storage is the data folder's health as the login writer sees it.
-// internal/storage's Writer implements it.
-type Storage interface {
-	// Check returns nil when the folder can take a write now (it reports
-	// a refusal itself).
-	Check() error
-	// Fail reports a write that failed; OK one that succeeded.
-	Fail(err error)
-	OK()
-}
-
-// noStorage tries every write.
-type noStorage struct{}
-
-func (noStorage) Check() error { return nil }
-func (noStorage) Fail(error)   {}
-func (noStorage) OK()          {}
+// Storage is the data folder's health as the login writer uses it (serve passes an
+// *storage.Writer; nil Options.Storage is storage.Unchecked).
+type Storage = storage.Gate
 
 func (o *Options) withDefaults() Options {
 	var r Options
@@ -83,7 +70,7 @@ func (o *Options) withDefaults() Options {
 		r.Now = time.Now
 	}
 	if r.Storage == nil {
-		r.Storage = noStorage{}
+		r.Storage = storage.Unchecked
 	}
 	return r
 }

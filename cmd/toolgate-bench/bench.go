@@ -44,9 +44,11 @@ type benchFlags struct {
 	config   string
 	repeats  int
 	toolgate string
+	// clientTools is the catalog size of the client section.
+	clientTools int
 }
 
-var benchSections = []string{"index", "search", "execute", "startup", "tokens"}
+var benchSections = []string{"index", "search", "execute", "startup", "tokens", "client"}
 
 func (f *benchFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
@@ -58,7 +60,8 @@ func (f *benchFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.workDir, "work-dir", "", "folder for indexes and the embedding cache (default: a temporary folder, removed after)")
 	fl.StringVar(&f.config, "config", "examples/toolgate.json", "config with the bundled servers (token economy); \"\" skips them")
 	fl.IntVar(&f.repeats, "repeats", 3, "start-up measurements per size")
-	fl.StringVar(&f.toolgate, "toolgate", defaultToolgate(), "the toolgate binary measured as the gateway (execute, startup)")
+	fl.StringVar(&f.toolgate, "toolgate", defaultToolgate(), "the toolgate binary measured as the gateway (execute, startup, client)")
+	fl.IntVar(&f.clientTools, "client-tools", 10000, "synthetic catalog size of the client section (issue 18's five figures)")
 }
 
 // row is one line of the table.
@@ -101,8 +104,8 @@ func runBench(ctx context.Context, g *globals, f benchFlags, out io.Writer) erro
 		}
 		sizes = append(sizes, n)
 	}
-	if f.queries < 8 || f.calls < 16 || f.embedMax < 1 || f.repeats < 1 {
-		return usageError{errors.New("--queries ≥ 8, --calls ≥ 16, --embed-max ≥ 1, --repeats ≥ 1")}
+	if f.queries < 8 || f.calls < 16 || f.embedMax < 1 || f.repeats < 1 || f.clientTools < 1 {
+		return usageError{errors.New("--queries ≥ 8, --calls ≥ 16, --embed-max ≥ 1, --repeats ≥ 1, --client-tools ≥ 1")}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -111,7 +114,7 @@ func runBench(ctx context.Context, g *globals, f benchFlags, out io.Writer) erro
 	b := &bench{g: g, f: f, self: self, log: func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
 	}}
-	if want["execute"] || want["startup"] {
+	if want["execute"] || want["startup"] || want["client"] {
 		if b.toolgate, err = exec.LookPath(f.toolgate); err != nil {
 			return usageError{fmt.Errorf("--toolgate %s: %w (build it with `make build`, or name the toolgate binary to measure)", f.toolgate, err)}
 		}
@@ -154,6 +157,7 @@ func runBench(ctx context.Context, g *globals, f benchFlags, out io.Writer) erro
 		{"execute", b.execute},
 		{"startup", b.startup},
 		{"tokens", b.tokens},
+		{"client", b.client},
 	}
 	for _, s := range steps {
 		if !want[s.name] {

@@ -104,7 +104,7 @@ func runBench(ctx context.Context, g *globals, f benchFlags, out io.Writer) erro
 		}
 		sizes = append(sizes, n)
 	}
-	if f.queries < 8 || f.calls < 16 || f.embedMax < 1 || f.repeats < 1 || f.clientTools < 1 {
+	if f.queries < 8 || f.calls < 16 || f.embedMax < 1 || f.repeats < 1 || (want["client"] && f.clientTools < 1) {
 		return usageError{errors.New("--queries ≥ 8, --calls ≥ 16, --embed-max ≥ 1, --repeats ≥ 1, --client-tools ≥ 1")}
 	}
 	self, err := os.Executable()

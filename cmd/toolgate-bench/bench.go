@@ -714,37 +714,15 @@ func (b *bench) prepareWarm(ctx context.Context, cfgPath, dataDir string, n int)
 // holds; the served catalog's other texts are mapped onto them.
 func indextestDocs(n int) []catalog.Tool { return indextest.Catalog(n, indextest.Seed) }
 
+// timeFirstAnswer starts serve (see startServe) and returns the time to
+// its first search_tools answer and its peak RSS then, in KiB.
 func (b *bench) timeFirstAnswer(ctx context.Context, cfg, dataDir string) (time.Duration, int64, error) {
-	args := []string{"serve", "--config", cfg, "--data-dir", dataDir, "--log-level", "info"}
-	args = append(args, b.embedArgs()...)
-	cmd := exec.Command(b.toolgate, args...)
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
-	t0 := time.Now()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		return 0, 0, fmt.Errorf("start gateway: %w", err)
-	}
-	defer cs.Close()
-	err = callSearch(ctx, cs, "create a pull request in github")
-	d := time.Since(t0)
+	run, err := b.startServe(ctx, cfg, dataDir)
 	if err != nil {
 		return 0, 0, err
 	}
-	kib := vmHWM(cmd.Process.Pid)
-	// The figure is a warm start only if serve found the index up to date
-	// and ran hybrid (the embedder loaded).
-	warm := func(log string) bool {
-		return strings.Contains(log, "warm=true") || strings.Contains(log, `state="up to date"`)
-	}
-	for i := 0; i < 100 && !warm(stderr.String()); i++ {
-		time.Sleep(20 * time.Millisecond) // the log is copied by a goroutine
-	}
-	if log := stderr.String(); !warm(log) || strings.Contains(log, "BM25-only") {
-		return 0, 0, fmt.Errorf("gateway did not warm start with the embedder; its log:\n%s", log)
-	}
-	return d, kib, nil
+	defer run.close()
+	return run.firstAnswer, vmHWM(run.pid), nil
 }
 
 // syncBuffer is a bytes.Buffer safe for the writer goroutine of exec.

@@ -372,7 +372,7 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 			break
 		}
 		b.log.Debug("process started", keyPID, r.proc.pid)
-		sess, err = client.Connect(r.ctx, r.stash.transport(&observeTransport{inner: &probeTransport{
+		sess, err = client.Connect(r.ctx, r.stash.transport(observing(&probeTransport{
 			inner: &mcp.IOTransport{
 				Reader:        r.proc.out,
 				Writer:        r.proc.stdin,
@@ -381,7 +381,7 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 			timeout: b.p.opts.ProbeTimeout,
 			ceiling: connectTimeout / 2,
 			log:     b.log,
-		}, observe: r.calls.observe}), nil)
+		}, r.calls.observe)), nil)
 	case config.TypeHTTP, config.TypeSSE:
 		sess, err = b.connectRemote(r.ctx, r, client)
 	default:

@@ -48,7 +48,9 @@ func newSchemaStash() *schemaStash {
 // transport wraps t so that the tools/list results read through it are
 // stashed.
 func (s *schemaStash) transport(t mcp.Transport) mcp.Transport {
-	return &stashTransport{inner: t, stash: s}
+	return &wrapTransport{inner: t, wrap: func(c mcp.Connection) mcp.Connection {
+		return &stashConn{Connection: c, stash: s}
+	}}
 }
 
 // take returns tool with the schemas the backend sent for its name, in a
@@ -160,19 +162,6 @@ func stripSchemas(result json.RawMessage) (json.RawMessage, map[string]toolSchem
 func isObject(raw json.RawMessage) bool {
 	raw = bytes.TrimLeft(raw, " \t\r\n")
 	return len(raw) > 0 && raw[0] == '{'
-}
-
-type stashTransport struct {
-	inner mcp.Transport
-	stash *schemaStash
-}
-
-func (t *stashTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.inner.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &stashConn{Connection: c, stash: t.stash}, nil
 }
 
 type stashConn struct {

@@ -90,14 +90,10 @@ func (b *bench) client(ctx context.Context, _ []int) error {
 			return err
 		}
 		starts = append(starts, run.firstAnswer)
-		lat := make([]time.Duration, 0, len(qs))
-		for _, q := range qs {
-			t := time.Now()
-			if err := callSearch(ctx, run.cs, q.Text); err != nil {
-				run.close()
-				return err
-			}
-			lat = append(lat, time.Since(t))
+		lat, err := run.searches(ctx, qs)
+		if err != nil {
+			run.close()
+			return err
 		}
 		p50s, p99s = append(p50s, perf.Percentile(lat, 50)), append(p99s, perf.Percentile(lat, 99))
 		hwms = append(hwms, vmHWM(run.pid))
@@ -127,6 +123,19 @@ type serveRun struct {
 	pid         int
 	firstAnswer time.Duration // spawn → first search_tools answer
 	close       func()
+}
+
+// searches times search_tools calls of qs, one after another.
+func (r *serveRun) searches(ctx context.Context, qs []indextest.Query) ([]time.Duration, error) {
+	lat := make([]time.Duration, 0, len(qs))
+	for _, q := range qs {
+		t := time.Now()
+		if err := callSearch(ctx, r.cs, q.Text); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(t))
+	}
+	return lat, nil
 }
 
 // startServe spawns serve on a warm data folder, connects over stdio and

@@ -62,7 +62,7 @@ latency per mode, sequential and 8 concurrent), execute (execute_tool
 overhead: calls through the gateway alternating with the same calls made
 directly, over stdio and streamable HTTP; and 16 concurrent callers),
 startup (process start to first search_tools answer, warm index, and peak
-RSS), tokens (tools/list size, gateway vs backends), client (issue 18's
+RSS after 200 searches), tokens (tools/list size, gateway vs backends), client (issue 18's
 five figures as a client lives them, on --client-tools tools served by four
 stdio backends: "toolgate index --config" from an empty data folder, then
 "toolgate serve" spawned --repeats times and driven over stdio: spawn to

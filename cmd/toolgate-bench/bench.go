@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/metrics"
+	"github.com/toolgate/toolgate/gateway/mgmt"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
@@ -673,6 +674,9 @@ func (b *bench) startup(ctx context.Context, sizes []int) error {
 				return err
 			}
 			_, err = run.searches(ctx, qs)
+			if err == nil {
+				err = run.reindexed()
+			}
 			hwm = max(hwm, vmHWM(run.pid))
 			run.close()
 			if err != nil {
@@ -704,10 +708,14 @@ func (b *bench) prepareWarm(ctx context.Context, cfgPath, dataDir string, n int)
 			return fmt.Errorf("bench backend %s is %s: %v", st.Name, st.State, st.Err)
 		}
 	}
-	cat := backend.Catalog(pool.Tools())
-	if len(cat) != n+shardsFor(n) { // each shard adds its noop tool
-		return fmt.Errorf("bench backends list %d tools, want %d", len(cat), n+shardsFor(n))
+	tools := pool.Tools()
+	if got := len(backend.Catalog(tools)); got != n+shardsFor(n) { // each shard adds its noop tool
+		return fmt.Errorf("bench backends list %d tools, want %d", got, n+shardsFor(n))
 	}
+	// Serve catalogs its built-in management tools too (as `toolgate
+	// index` does): without them it would find the index out of date.
+	tools[mgmt.Name] = mgmt.Tools()
+	cat := backend.Catalog(tools)
 	t0 := time.Now()
 	ix, _, err := index.Ensure(ctx, filepath.Join(dataDir, "index"), cat, newReuse(b.cached, indextestDocs(n), b.f.embedMax), nil)
 	if err != nil {

@@ -91,6 +91,9 @@ func (b *bench) client(ctx context.Context, _ []int) error {
 		}
 		starts = append(starts, run.firstAnswer)
 		lat, err := run.searches(ctx, qs)
+		if err == nil {
+			err = run.reindexed()
+		}
 		if err != nil {
 			run.close()
 			return err
@@ -123,6 +126,17 @@ type serveRun struct {
 	pid         int
 	firstAnswer time.Duration // spawn → first search_tools answer
 	close       func()
+	log         *syncBuffer // serve's stderr
+}
+
+// reindexed says whether serve built an index after its warm start (its
+// backends listed a catalog other than the one indexed ahead), which the
+// figures of a warm serve must not include.
+func (r *serveRun) reindexed() error {
+	if log := r.log.String(); strings.Contains(log, `msg="index ready`) {
+		return fmt.Errorf("serve re-indexed after its warm start (the index built ahead does not match what its backends list); its log:\n%s", log)
+	}
+	return nil
 }
 
 // searches times search_tools calls of qs, one after another.
@@ -167,7 +181,7 @@ func (b *bench) startServe(ctx context.Context, cfg, dataDir string) (*serveRun,
 		cs.Close()
 		return nil, fmt.Errorf("gateway did not warm start with the embedder; its log:\n%s", log)
 	}
-	return &serveRun{cs: cs, pid: cmd.Process.Pid, firstAnswer: d, close: func() { cs.Close() }}, nil
+	return &serveRun{cs: cs, pid: cmd.Process.Pid, firstAnswer: d, close: func() { cs.Close() }, log: &stderr}, nil
 }
 
 // executeHop times execute_tool of shard 0's no-op tool through the gateway

@@ -665,11 +665,11 @@ func (b *bench) startup(ctx context.Context, sizes []int) error {
 		if err := b.prepareWarm(ctx, cfg, dataDir, n); err != nil {
 			return err
 		}
-		qs := indextest.Queries(indextestDocs(n), clientSearches, indextest.Seed)
 		var starts []time.Duration
 		var hwm int64
-		for range b.f.repeats {
-			run, err := b.startServe(ctx, cfg, dataDir)
+		for r := range b.f.repeats {
+			first, qs := runQueries(n, r)
+			run, err := b.startServe(ctx, cfg, dataDir, first)
 			if err != nil {
 				return err
 			}
@@ -688,7 +688,7 @@ func (b *bench) startup(ctx context.Context, sizes []int) error {
 		b.add("startup", fmt.Sprintf("%d tools, exec → first search_tools answer (warm index)", n),
 			fmt.Sprintf("%s / %s", fmtMS(perf.Percentile(starts, 0)), fmtMS(perf.Percentile(starts, 50))), note)
 		b.add("memory", fmt.Sprintf("%d tools, gateway peak RSS (VmHWM)", n), fmt.Sprintf("%.0f MiB", float64(hwm)/1024),
-			fmt.Sprintf("serve process after %d hybrid search_tools answers; backends not counted", len(qs)))
+			fmt.Sprintf("serve process after %d hybrid search_tools answers; backends not counted", clientSearches))
 	}
 	return nil
 }

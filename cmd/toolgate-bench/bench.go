@@ -673,7 +673,7 @@ func (b *bench) startup(ctx context.Context, sizes []int) error {
 			if err != nil {
 				return err
 			}
-			_, err = run.searches(ctx, qs)
+			_, err = run.searches(ctx, qs[:clientSearches])
 			if err == nil {
 				err = run.reindexed()
 			}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -229,6 +228,6 @@ func Merge(prev []catalog.Tool, live map[string][]*mcp.Tool, configured []string
 			out = append(out, t)
 		}
 	}
-	slices.SortFunc(out, func(a, b catalog.Tool) int { return strings.Compare(a.ID(), b.ID()) })
+	catalog.SortByID(out)
 	return out
 }

@@ -403,6 +403,16 @@ func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	return out, nil
 }
 
+// Ready waits until the model it wraps is loaded (see Options.Background)
+// and says why it could not be; at once for a model without a load of its
+// own.
+func (c *Cached) Ready(ctx context.Context) error {
+	if r, ok := c.inner.(interface{ Ready(context.Context) error }); ok {
+		return r.Ready(ctx)
+	}
+	return nil
+}
+
 // lookup fills out with the cached vectors of keys and counts the invalid
 // entries. Without a store it finds nothing.
 func (c *Cached) lookup(keys [][]byte, out [][]float32) (bad int, err error) {

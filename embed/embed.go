@@ -22,6 +22,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
 	"golang.org/x/sync/errgroup"
@@ -53,8 +54,16 @@ type Options struct {
 	// callers and by the batches of one large call. Default 2 (1 on a
 	// single CPU): on 2 cores a pool of 2 one-thread sessions beat one
 	// 2-thread session for one caller with 32 texts and for 4 concurrent
-	// callers (BenchmarkSessions), for about 67 MiB more RSS with fp32.
+	// callers (BenchmarkSessions). Each fp32 session holds its own copy of
+	// the weights and its own arena: about 110 MiB more RSS each
+	// (BenchmarkLoadRSS), which is why `toolgate serve` runs one.
 	Sessions int
+	// Background makes New return once the model is known (ModelID, Dim):
+	// the tokenizer and the ONNX sessions then load in the background,
+	// Embed waits for them, and Ready says how the load went. `toolgate
+	// serve` sets it, so that its index opens and the MCP handshake is
+	// answered while the model loads.
+	Background bool
 	// MaxTokens truncates each text (special tokens included). Default 256,
 	// the model's max_seq_length.
 	MaxTokens int
@@ -97,6 +106,11 @@ type Embedder struct {
 	}
 	sessions []*ort.DynamicAdvancedSession
 	log      *slog.Logger
+
+	// loaded is closed once the tokenizer and sessions are loaded, or
+	// failed to (loadErr); tok, pool and sessions are set before.
+	loaded  chan struct{}
+	loadErr error
 
 	// mu is held shared by each Embed and exclusively by Close, so Close
 	// waits for calls in flight and later calls see closed.
@@ -141,9 +155,9 @@ func ORTVersionLoaded(path string) (string, error) {
 	return ort.GetVersion(), nil
 }
 
-// New loads the tokenizer and model. Errors name the missing or broken piece
-// and the command that installs it (errors.Is(err, ErrMissing) for absent
-// files).
+// New loads the tokenizer and model (or, with Options.Background, starts
+// loading them). Errors name the missing or broken piece and the command
+// that installs it (errors.Is(err, ErrMissing) for absent files).
 func New(opts *Options) (*Embedder, error) {
 	var o Options
 	if opts != nil {
@@ -175,7 +189,8 @@ func New(opts *Options) (*Embedder, error) {
 	if err := initORT(p.ORTLib); err != nil {
 		return nil, err
 	}
-	sum, err := models.FileSHA256(p.Model)
+	// The stamp a fetch wrote beside the model spares hashing it.
+	sum, err := models.StampedSHA256(p.Model)
 	if err != nil {
 		return nil, fmt.Errorf("read model: %w", err)
 	}
@@ -186,44 +201,129 @@ func New(opts *Options) (*Embedder, error) {
 		batch:    o.BatchSize,
 		log:      log,
 		pooling:  models.PoolingMean,
+		loaded:   make(chan struct{}),
 	}
-	if spec := models.Manifest().Model; spec.Name == ModelName {
+	spec := models.Manifest().Model
+	if spec.Name == ModelName {
 		if spec.Pooling != "" {
 			e.pooling = spec.Pooling
 		}
 		e.qPrefix, e.dPrefix = spec.QueryPrefix, spec.DocumentPrefix
 	}
-	if err := e.inspect(); err != nil {
+	if spec.Name == ModelName && len(spec.Inputs) > 0 && spec.Output != "" && spec.Accepts(sum) {
+		// A pinned file: the manifest says what its graph takes.
+		err = e.setInterface(spec.Inputs, []string{spec.Output})
+	} else {
+		err = e.inspect()
+	}
+	if err != nil {
 		return nil, err
 	}
-	if e.tok, err = newTokenizer(p.Tokenizer, o.MaxTokens); err != nil {
-		return nil, err
+	if o.Background {
+		go e.load(o)
+		return e, nil
 	}
-	e.pool = make(chan *ort.DynamicAdvancedSession, o.Sessions)
-	for range o.Sessions {
-		s, err := e.newSession(o.Threads)
-		if err != nil {
-			e.Close()
-			return nil, err
-		}
-		e.sessions = append(e.sessions, s)
-		e.pool <- s
+	if e.load(o); e.loadErr != nil {
+		return nil, e.loadErr
 	}
-	log.Info("embedder loaded", "model", e.modelID, "path", p.Model, "ort", ort.GetVersion(),
-		"sessions", o.Sessions, "threads", o.Threads, "token_type_ids", e.useTypes)
 	return e, nil
 }
 
-// inspect reads the model's inputs and outputs: token_type_ids is fed only
-// when the graph has it; the output is last_hidden_state (or the first one).
+// load loads the tokenizer and the sessions side by side, then closes
+// e.loaded; on failure it releases what it made and keeps the error.
+func (e *Embedder) load(o Options) {
+	defer close(e.loaded)
+	start := time.Now()
+	var tok *tokenizer
+	var tokErr error
+	tokDone := make(chan struct{})
+	go func() {
+		defer close(tokDone)
+		tok, tokErr = newTokenizer(e.paths.Tokenizer, o.MaxTokens)
+	}()
+	sessions := make([]*ort.DynamicAdvancedSession, o.Sessions)
+	var g errgroup.Group
+	for i := range sessions {
+		g.Go(func() (err error) {
+			sessions[i], err = e.newSession(o.Threads)
+			return err
+		})
+	}
+	err := g.Wait()
+	<-tokDone
+	if err == nil {
+		err = tokErr
+	}
+	if err != nil {
+		for _, s := range sessions {
+			if s != nil {
+				s.Destroy()
+			}
+		}
+		if tok != nil {
+			tok.close()
+		}
+		e.loadErr = err
+		if o.Background {
+			e.log.Error("embedding model failed to load: searches run BM25-only", "model", e.paths.Model, "err", err)
+		}
+		return
+	}
+	e.tok, e.sessions = tok, sessions
+	e.pool = make(chan *ort.DynamicAdvancedSession, len(sessions))
+	for _, s := range sessions {
+		e.pool <- s
+	}
+	e.log.Info("embedder loaded", "model", e.modelID, "path", e.paths.Model, "ort", ort.GetVersion(),
+		"sessions", o.Sessions, "threads", o.Threads, "token_type_ids", e.useTypes, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// Ready waits until the model is loaded (at once without
+// Options.Background) and returns why it could not be, if so.
+func (e *Embedder) Ready(ctx context.Context) error {
+	select {
+	case <-e.loaded:
+		return e.loadErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// inspect asks ONNX Runtime for the model's inputs and outputs (a session
+// made for the purpose: no graph optimisation, one thread).
 func (e *Embedder) inspect() error {
-	ins, outs, err := ort.GetInputOutputInfo(e.paths.Model)
+	so, err := ort.NewSessionOptions()
+	if err != nil {
+		return fmt.Errorf("session options: %w", err)
+	}
+	defer so.Destroy()
+	if err := so.SetGraphOptimizationLevel(ort.GraphOptimizationLevelDisableAll); err != nil {
+		return fmt.Errorf("session options: %w", err)
+	}
+	if err := so.SetIntraOpNumThreads(1); err != nil {
+		return fmt.Errorf("session options: %w", err)
+	}
+	ins, outs, err := ort.GetInputOutputInfoWithOptions(e.paths.Model, so)
 	if err != nil {
 		return fmt.Errorf("open model %s: %w (re-fetch it with %s)", e.paths.Model, err, FixModel)
 	}
+	var in, out []string
+	for _, i := range ins {
+		in = append(in, i.Name)
+	}
+	for _, o := range outs {
+		out = append(out, o.Name)
+	}
+	return e.setInterface(in, out)
+}
+
+// setInterface takes the graph's input and output names: token_type_ids is
+// fed only when the graph has it; the output is last_hidden_state (or the
+// first one).
+func (e *Embedder) setInterface(ins, outs []string) error {
 	have := map[string]bool{}
 	for _, in := range ins {
-		have[in.Name] = true
+		have[in] = true
 	}
 	for _, name := range []string{"input_ids", "attention_mask"} {
 		if !have[name] {
@@ -241,10 +341,10 @@ func (e *Embedder) inspect() error {
 	if len(outs) == 0 {
 		return fmt.Errorf("model %s has no outputs", e.paths.Model)
 	}
-	e.output = outs[0].Name
+	e.output = outs[0]
 	for _, out := range outs {
-		if out.Name == "last_hidden_state" {
-			e.output = out.Name
+		if out == "last_hidden_state" {
+			e.output = out
 		}
 	}
 	return nil
@@ -312,6 +412,9 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 	defer e.mu.RUnlock()
 	if e.closed {
 		return nil, ErrClosed
+	}
+	if err := e.Ready(ctx); err != nil {
+		return nil, err
 	}
 	out := make([][]float32, len(texts))
 	if len(texts) == 0 {
@@ -490,6 +593,7 @@ func meanPoolNormalize(hidden []float32, mask []int64, n, seq, dim int) [][]floa
 // Close releases the sessions and the tokenizer, waiting for runs in
 // flight. The ONNX Runtime library stays loaded for the process.
 func (e *Embedder) Close() error {
+	<-e.loaded // a background load finishes first
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -500,7 +604,9 @@ func (e *Embedder) Close() error {
 		s.Destroy()
 	}
 	e.sessions = nil
-	e.tok.close()
+	if e.tok != nil {
+		e.tok.close()
+	}
 	e.counter.once.Do(func() {})
 	e.counter.tok.close()
 	return nil

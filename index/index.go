@@ -108,6 +108,7 @@ type Index struct {
 	byID    map[string]int // ID → row
 	bi      bleve.Index
 	modelID string
+	fp      string // the catalog's fingerprint as the manifest says it ("" = built in memory)
 	dim     int
 	vecs    []float32 // len(tools)×dim, nil without vectors
 	release func() error
@@ -386,6 +387,12 @@ func (ix *Index) HasVectors() bool { return ix.vecs != nil }
 
 // ModelID is the embedder's model ID the vectors were made with ("" without vectors).
 func (ix *Index) ModelID() string { return ix.modelID }
+
+// Fingerprint is the fingerprint (catalog.Fingerprint) of the catalog an
+// index opened from disk was built for, as its manifest records it; "" for
+// an index built in memory (Build). The runtime loop compares it with the
+// live catalog's to skip a re-index that would change nothing.
+func (ix *Index) Fingerprint() string { return ix.fp }
 
 // Dim is the vector dimension (0 without vectors).
 func (ix *Index) Dim() int { return ix.dim }

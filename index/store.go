@@ -548,7 +548,7 @@ func openGen(ixDir string, m *Manifest) (*Index, error) {
 	if !sort.SliceIsSorted(tools, func(i, j int) bool { return tools[i].ID() < tools[j].ID() }) || len(byID) != len(tools) {
 		return nil, errors.New("catalog snapshot is not sorted by unique ID")
 	}
-	ix := &Index{tools: tools, byID: byID}
+	ix := &Index{tools: tools, byID: byID, fp: m.Fingerprint}
 	if m.ModelID != "" {
 		vecs, release, err := mapVectors(filepath.Join(gd, vectorsFile), len(tools), m.Dim)
 		if err != nil {

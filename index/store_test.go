@@ -94,6 +94,17 @@ func TestEnsureStates(t *testing.T) {
 		t.Errorf("unchanged: %+v, embedder calls %d → %d", rep, calls, emb.calls)
 	}
 	checkSearch(t, ix2)
+	// Both know the fingerprint of the catalog they hold (the runtime
+	// loop compares it with the live catalog's); an in-memory build does
+	// not claim one.
+	if fp := catalog.Fingerprint(tools); ix.Fingerprint() != fp || ix2.Fingerprint() != fp {
+		t.Errorf("Fingerprint() = %q and %q, want %q", ix.Fingerprint(), ix2.Fingerprint(), fp)
+	}
+	if mem, err := Build(context.Background(), tools, emb, nil); err != nil || mem.Fingerprint() != "" {
+		t.Errorf("Build: Fingerprint() %q, err %v; want \"\"", mem.Fingerprint(), err)
+	} else {
+		mem.Close()
+	}
 	if diff := cmp.Diff(ix.Tools(), ix2.Tools()); diff != "" {
 		t.Errorf("reopened catalog differs:\n%s", diff)
 	}

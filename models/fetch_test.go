@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -529,5 +530,39 @@ func TestFetchCancelled(t *testing.T) {
 	}
 	if l := leftovers(t, rep.Dir); len(l) > 0 {
 		t.Errorf("temp files left behind: %v", l)
+	}
+}
+
+// StampedSHA256 takes a matching stamp's sha256 (what the embedder names
+// its model by at every start) and hashes a file whose stamp no longer
+// matches it.
+func TestStampedSHA256(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "model.onnx")
+	if err := os.WriteFile(p, fakeFP32, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// No stamp: hashed.
+	if got, err := StampedSHA256(p); err != nil || got != sum256(fakeFP32) {
+		t.Fatalf("without a stamp: %q, %v", got, err)
+	}
+	// A stamp that matches size and mtime is trusted: this one names
+	// another sum, which only the stamp can have given.
+	const other = "0000000000000000000000000000000000000000000000000000000000000001"
+	if err := writeStamp(p, other); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := StampedSHA256(p); err != nil || got != other {
+		t.Errorf("with a matching stamp: %q, %v; want the stamp's %s", got, err, other)
+	}
+	// The file changes: the stamp no longer matches.
+	if err := os.WriteFile(p, bytes.ToUpper(fakeFP32), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := StampedSHA256(p); err != nil || got != sum256(bytes.ToUpper(fakeFP32)) {
+		t.Errorf("after a change: %q, %v; want the new content's sum", got, err)
+	}
+	if _, err := StampedSHA256(filepath.Join(dir, "missing.onnx")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
 	}
 }

@@ -56,8 +56,15 @@ type ModelSpec struct {
 	// to a tool's document text before embedding, for models trained with
 	// them (bge's "Represent this sentence for searching relevant
 	// passages: "); empty for all-MiniLM-L6-v2.
-	QueryPrefix    string              `json:"query_prefix,omitempty"`
-	DocumentPrefix string              `json:"document_prefix,omitempty"`
+	QueryPrefix    string `json:"query_prefix,omitempty"`
+	DocumentPrefix string `json:"document_prefix,omitempty"`
+	// Inputs are the graph's input names, and Output the output read
+	// (the token vectors), of every model file Files accepts: the embedder
+	// trusts them for a file whose sha256 is accepted, and asks ONNX
+	// Runtime for any other file (loading the whole model once more, about
+	// 0.3 s). Empty: always ask.
+	Inputs         []string            `json:"inputs,omitempty"`
+	Output         string              `json:"output,omitempty"`
 	DefaultVariant string              `json:"default_variant"`
 	Variants       map[string]Variant  `json:"variants"`
 	Files          map[string]FileSpec `json:"files"`
@@ -277,6 +284,17 @@ func (f FileSpec) accepted(sha string) *Accepted {
 		}
 	}
 	return nil
+}
+
+// Accepts reports whether sha is the sha256 of a model file (not a
+// tokenizer) of one of the model's variants.
+func (m *ModelSpec) Accepts(sha string) bool {
+	for _, v := range m.Variants {
+		if m.Files[v.Model].accepted(sha) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // AcceptedSHA256 lists the sha256 values accepted for a file.

@@ -180,7 +180,7 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 	}
 	if needVectors {
 		var closer io.Closer
-		emb, closer, embErr = g.openEmbedder(ctx)
+		emb, closer, embErr = g.openEmbedder(ctx, nil)
 		if embErr != nil {
 			emb = nil
 			if len(modes) == 1 {

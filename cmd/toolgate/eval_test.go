@@ -179,7 +179,7 @@ func TestEvalAllModes(t *testing.T) {
 	tp, qp := writeBench(t, true)
 	g := evalGlobals(t)
 	g.embedFlags.ModelDir = installedModels() // the installed model; caches stay in the temp data dir
-	if _, c, err := g.openEmbedder(context.Background()); err != nil {
+	if _, c, err := g.openEmbedder(context.Background(), nil); err != nil {
 		testenv.Missing(t, "embedder unavailable (make deps): %v", err)
 	} else {
 		c.Close()

@@ -103,7 +103,7 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 	res := indexResult{Dir: index.Dir(g.DataDir())}
 	var emb index.Embedder
 	if !f.noVectors {
-		e, closer, err := g.openEmbedder(ctx)
+		e, closer, err := g.openEmbedder(ctx, nil)
 		if err != nil {
 			var ue usageError
 			if errors.As(err, &ue) {

@@ -49,13 +49,18 @@ func (g *globals) embeddingCacheDir() string { return dirs.EmbeddingCache(g.Data
 // openEmbedder returns the cached MiniLM embedder, or an error saying which
 // native piece is missing and the command that installs it (callers then run
 // BM25-only and say so). The closer closes the cache, then the model.
-func (g *globals) openEmbedder(ctx context.Context) (index.Embedder, io.Closer, error) {
+// tune, if set, adjusts the options (session layout, background load) to
+// what the command embeds.
+func (g *globals) openEmbedder(ctx context.Context, tune func(*embed.Options)) (index.Embedder, io.Closer, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
 	opts, err := g.embedOptions()
 	if err != nil {
 		return nil, nil, err
+	}
+	if tune != nil {
+		tune(opts)
 	}
 	e, err := embed.New(opts)
 	if err != nil {

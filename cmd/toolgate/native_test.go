@@ -53,7 +53,7 @@ func TestEmbedOptionsBadVariant(t *testing.T) {
 func TestOpenEmbedderMissing(t *testing.T) {
 	g := &globals{dataDir: t.TempDir()}
 	g.embedFlags.ORTLib = filepath.Join(t.TempDir(), "libonnxruntime.so.1")
-	_, _, err := g.openEmbedder(context.Background())
+	_, _, err := g.openEmbedder(context.Background(), nil)
 	if !errors.Is(err, embed.ErrMissing) || !strings.Contains(err.Error(), "scripts/fetch-onnxruntime.sh") {
 		t.Fatalf("err = %v", err)
 	}

@@ -93,7 +93,7 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 	out := searchOutput{Query: q}
 	var emb index.Embedder
 	if mode != search.ModeBM25 && ix.HasVectors() {
-		e, closer, err := g.openEmbedder(ctx)
+		e, closer, err := g.openEmbedder(ctx, nil)
 		switch {
 		case err != nil:
 			var ue usageError

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
@@ -171,7 +172,13 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	// Stopping, in this order and within the stop's budget (defers run
 	// last first): the HTTP front or stdio (Serve returns), the runtime
 	// loop, the backends, the logins, the embedding cache.
-	emb, embCloser, embErr := g.openEmbedder(ctx)
+	// One session (each holds the weights and an arena: ~110 MiB) using
+	// every core: a search embeds one short query, as fast as with two.
+	// It loads in the background while the index opens and the client's
+	// handshake is answered; the first search waits for it.
+	emb, embCloser, embErr := g.openEmbedder(ctx, func(o *embed.Options) {
+		o.Sessions, o.Background = 1, true
+	})
 	if embErr != nil {
 		log.Warn("semantic ranking is off: search_tools runs BM25-only and says \"mode\": \"bm25\" (run `toolgate doctor`)", "reason", embErr)
 		emb, embCloser = nil, io.NopCloser(nil)
@@ -222,6 +229,12 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		lv.ToolsChanged(server, tools)
 	}
 	opts.Lazy = func(s config.Server) bool { return s.Lazy && lv.Cataloged(s.Name) }
+	// On a warm start the backends connect once the model is loaded (or a
+	// call needs one): started alongside, they took the CPU the client's
+	// first search waits for.
+	if r, ok := emb.(interface{ Ready(context.Context) error }); ok {
+		opts.StartAfter = func(ctx context.Context) { _ = r.Ready(ctx) }
+	}
 	pool := backend.New(lv.Servers(), opts) // the config's, but those disabled at run time
 	defer g.stop.Close("backends", pool.Close)
 	warm := lv.Warm()

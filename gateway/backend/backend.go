@@ -132,6 +132,9 @@ type run struct {
 	// calls are the calls in flight, for relaying progress and log
 	// messages to the caller (see CallEvents).
 	calls calls
+	// stash holds the schemas of the tools/list results read (stdio and
+	// SSE; see schemaStash).
+	stash *schemaStash
 	// loginLost is closed when the server wants a login that cannot be
 	// given (loginErr says why); remote backends with an Authorizer only.
 	loginLost chan struct{}
@@ -324,7 +327,7 @@ func (b *backend) notify(tools []*mcp.Tool) {
 // dial starts the backend, completes the MCP handshake and lists its tools,
 // all within the connect timeout. On failure everything it started is stopped.
 func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
-	r := &run{done: make(chan struct{}), changed: make(chan struct{}, 1), loginLost: make(chan struct{})}
+	r := &run{done: make(chan struct{}), changed: make(chan struct{}, 1), loginLost: make(chan struct{}), stash: newSchemaStash()}
 	// The session context lives as long as the session (legacy SSE streams
 	// die with the context given to Connect); the connect timeout and a
 	// cancelled Start cancel it only while dialing.
@@ -369,7 +372,7 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 			break
 		}
 		b.log.Debug("process started", keyPID, r.proc.pid)
-		sess, err = client.Connect(r.ctx, &observeTransport{inner: &probeTransport{
+		sess, err = client.Connect(r.ctx, r.stash.transport(observing(&probeTransport{
 			inner: &mcp.IOTransport{
 				Reader:        r.proc.out,
 				Writer:        r.proc.stdin,
@@ -378,14 +381,14 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 			timeout: b.p.opts.ProbeTimeout,
 			ceiling: connectTimeout / 2,
 			log:     b.log,
-		}, observe: r.calls.observe}, nil)
+		}, r.calls.observe)), nil)
 	case config.TypeHTTP, config.TypeSSE:
 		sess, err = b.connectRemote(r.ctx, r, client)
 	default:
 		err = configError{fmt.Errorf("unknown transport type %q: use stdio, http or sse", b.cfg.Type)}
 	}
 	if err == nil {
-		tools, err = b.listTools(r.ctx, sess)
+		tools, err = b.listTools(r.ctx, sess, r.stash)
 	}
 	timedOut := !timer.Stop()
 	aborted := !stopStart()
@@ -455,12 +458,13 @@ func (b *backend) explain(err error, r *run) error {
 }
 
 // listTools lists every page of tools, bounded by MaxTools.
-func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Tool, error) {
+func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash *schemaStash) ([]*mcp.Tool, error) {
 	tools := []*mcp.Tool{}
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
 			return nil, fmt.Errorf("list tools: %w", err)
 		}
+		t = stash.take(t) // the schemas as sent, if stashed
 		if len(tools) == b.p.opts.MaxTools {
 			return nil, fmt.Errorf("list tools: more than %d tools (Options.MaxTools)", b.p.opts.MaxTools)
 		}
@@ -488,7 +492,7 @@ func (b *backend) relist(r *run) {
 		case <-r.changed:
 		}
 		ctx, cancel := context.WithTimeout(r.ctx, b.callTO())
-		tools, err := b.listTools(ctx, r.sess)
+		tools, err := b.listTools(ctx, r.sess, r.stash)
 		cancel()
 		if err != nil {
 			b.log.Warn("re-listing tools after list_changed failed", keyErr, err)

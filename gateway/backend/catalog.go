@@ -2,8 +2,6 @@ package backend
 
 import (
 	"encoding/json"
-	"slices"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -50,6 +48,6 @@ func Catalog(byServer map[string][]*mcp.Tool) []catalog.Tool {
 			})
 		}
 	}
-	slices.SortFunc(out, func(a, b catalog.Tool) int { return strings.Compare(a.ID(), b.ID()) })
+	catalog.SortByID(out)
 	return out
 }

@@ -138,6 +138,13 @@ type Options struct {
 	// program's main must call ReaperMain when IsReaper reports true, before
 	// anything else.
 	Reaper bool
+	// StartAfter, if set, is called by StartAsync's goroutine before any
+	// backend connects; the connections begin when it returns. Its context
+	// ends as soon as a call needs a backend (CallTool), or the pool closes.
+	// On a warm start `toolgate serve` waits there for the embedding model,
+	// so that the first search does not queue behind the backends'
+	// start-up; nil connects at once.
+	StartAfter func(ctx context.Context)
 }
 
 func (o *Options) withDefaults() Options {
@@ -263,6 +270,9 @@ type Pool struct {
 	mu      sync.Mutex // started, closed; serializes roster changes
 	started bool
 	closed  bool
+	// startNow ends the wait in Options.StartAfter (a call needs a
+	// backend); set by StartAsync.
+	startNow context.CancelFunc
 }
 
 // roster is the pool's set of backends at one moment. It is never changed
@@ -341,11 +351,19 @@ func (p *Pool) StartAsync(ctx context.Context) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(p.ctx, cancel)
+	wait, waitEnd := context.WithCancel(ctx)
+	p.mu.Lock()
+	p.startNow = waitEnd
+	p.mu.Unlock()
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
 		defer stop()
 		defer cancel()
+		if f := p.opts.StartAfter; f != nil {
+			f(wait)
+		}
+		waitEnd()
 		p.connectAll(ctx, list)
 	}()
 }
@@ -590,8 +608,11 @@ func (p *Pool) Servers() []string { return slices.Clone(p.roster.Load().order) }
 // error.
 func (p *Pool) CallTool(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
 	p.mu.Lock()
-	started, closed := p.started, p.closed
+	started, closed, startNow := p.started, p.closed, p.startNow
 	p.mu.Unlock()
+	if startNow != nil {
+		startNow() // the backends connect now, if they were held
+	}
 	for attempt := 0; ; attempt++ {
 		r := p.roster.Load()
 		b, ok := r.byName[server]

@@ -688,3 +688,47 @@ func TestCallCarriesTraceContext(t *testing.T) {
 		t.Errorf("backend saw _meta %s without a trace context, want no traceparent", got)
 	}
 }
+
+// StartAsync with Options.StartAfter: no backend starts until it returns;
+// a call that needs a backend ends its wait at once.
+func TestStartAfter(t *testing.T) {
+	t.Run("released", func(t *testing.T) {
+		release := make(chan struct{})
+		waiting := make(chan struct{})
+		o := testOptions(nil)
+		o.StartAfter = func(ctx context.Context) {
+			close(waiting)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		p := New([]config.Server{backendtest.Command(t, "normal")}, o)
+		t.Cleanup(func() { p.Close() })
+		p.StartAsync(context.Background())
+		<-waiting
+		if st := statusOf(t, p, "fake"); st.State != StateConnecting || st.PID != 0 {
+			t.Fatalf("while StartAfter waits: %+v, want connecting with no process", st)
+		}
+		close(release)
+		testenv.Eventually(t, "the backend up", func() bool { return statusOf(t, p, "fake").State == StateUp })
+	})
+	t.Run("a call does not wait", func(t *testing.T) {
+		waitEnded := make(chan error, 1)
+		o := testOptions(nil)
+		o.StartAfter = func(ctx context.Context) { // never released: only a call ends it
+			<-ctx.Done()
+			waitEnded <- ctx.Err()
+		}
+		p := New([]config.Server{backendtest.Command(t, "normal")}, o)
+		t.Cleanup(func() { p.Close() })
+		p.StartAsync(context.Background())
+		res, err := p.CallTool(context.Background(), "fake", "echo", map[string]any{"text": "early"})
+		if err != nil || res.IsError {
+			t.Fatalf("call while the start is held: %v %+v", err, res)
+		}
+		if err := <-waitEnded; !errors.Is(err, context.Canceled) {
+			t.Errorf("StartAfter's context: %v", err)
+		}
+	})
+}

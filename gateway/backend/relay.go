@@ -22,7 +22,7 @@ import (
 // CallTool returns: a notification the backend sent before its result is
 // relayed before the result. (go-sdk hands notifications to its handlers on
 // a queue of their own, after it has handed the result on, so they are
-// taken from the connection instead: observeTransport, observeEvents.) They
+// taken from the connection instead: observing, observeEvents.) They
 // must not block for long: every call on that backend waits meanwhile.
 type CallEvents struct {
 	// Progress, if set, asks the backend for progress (the call carries a
@@ -128,21 +128,29 @@ func (c *calls) observe(msg jsonrpc.Message) {
 	}
 }
 
-// observeTransport hands every message its connection reads to observe
-// before go-sdk gets it. Only connections go-sdk does not type-assert may be
-// wrapped (stdio, SSE; see probeTransport); streamable HTTP uses
-// observeEvents on the response bodies instead.
-type observeTransport struct {
-	inner   mcp.Transport
-	observe func(jsonrpc.Message)
+// wrapTransport connects inner and hands the connection it makes to wrap.
+// Only connections go-sdk does not type-assert may be wrapped (stdio, SSE;
+// see probeTransport).
+type wrapTransport struct {
+	inner mcp.Transport
+	wrap  func(mcp.Connection) mcp.Connection
 }
 
-func (t *observeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+func (t *wrapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.inner.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &observeConn{Connection: c, observe: t.observe}, nil
+	return t.wrap(c), nil
+}
+
+// observing wraps t so that every message its connection reads goes to
+// observe before go-sdk gets it. Streamable HTTP uses observeEvents on the
+// response bodies instead.
+func observing(t mcp.Transport, observe func(jsonrpc.Message)) mcp.Transport {
+	return &wrapTransport{inner: t, wrap: func(c mcp.Connection) mcp.Connection {
+		return &observeConn{Connection: c, observe: observe}
+	}}
 }
 
 type observeConn struct {

@@ -126,12 +126,12 @@ func (b *backend) connectRemote(ctx context.Context, r *run, client *mcp.Client)
 		// The legacy SSE transport's stream is read by go-sdk from its
 		// connection, which can be wrapped (the event stream is a GET).
 		hc.Transport.(*headerTransport).observe = nil
-		return client.Connect(ctx, &observeTransport{inner: &probeTransport{
+		return client.Connect(ctx, r.stash.transport(observing(&probeTransport{
 			inner:   &mcp.SSEClientTransport{Endpoint: b.cfg.URL, HTTPClient: hc, MaxEventSize: maxEvent},
 			timeout: b.p.opts.ProbeTimeout,
 			ceiling: b.connectTO() / 2,
 			log:     b.log,
-		}, observe: r.calls.observe}, nil)
+		}, r.calls.observe)), nil)
 	}
 	newT := func() *mcp.StreamableClientTransport {
 		return &mcp.StreamableClientTransport{Endpoint: b.cfg.URL, HTTPClient: hc, MaxEventSize: maxEvent}

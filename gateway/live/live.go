@@ -229,9 +229,13 @@ type Loop struct {
 
 	mu      sync.Mutex
 	current []catalog.Tool // the catalog served (or about to be)
-	warm    *index.Index   // opened by New, handed to the engine by Run
-	stats   Stats
-	changed chan struct{} // closed and replaced when stats change
+	// servedFP is the fingerprint of the index served when it was opened
+	// from (or written to) the index folder with the embedder's model; ""
+	// otherwise. A re-index whose catalog has it changes nothing.
+	servedFP string
+	warm     *index.Index // opened by New, handed to the engine by Run
+	stats    Stats
+	changed  chan struct{} // closed and replaced when stats change
 
 	reloadMu sync.Mutex                  // serializes reloads and enable/disable
 	applied  atomic.Pointer[config.File] // the config in effect

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -140,6 +141,30 @@ func TestWarmStart(t *testing.T) {
 		}
 	}
 
+	t.Run("same catalog", func(t *testing.T) {
+		// Every backend lists what the last run indexed: the index served
+		// stays (no second copy opened, no new generation), and the hook
+		// still runs (a first listing can say what a server is).
+		pool := newFakePool("a", "b")
+		f := newFixture(t, dir, pool, &Options{Embedder: emb, Debounce: time.Millisecond}, "a", "b")
+		var hooked atomic.Int32
+		f.loop.OnChange(func() { hooked.Add(1) })
+		f.run(t)
+		pool.list("a", "apple")
+		pool.list("b", "banana")
+		f.loop.ToolsChanged("a", nil)
+		testenv.Eventually(t, "the hook after the listing", func() bool { return hooked.Load() == 1 })
+		st := f.wait(t, "the settled loop", func(s Stats) bool { return !s.Reindexing })
+		if st.CatalogGeneration != 1 || st.CatalogTools != 2 || st.LastIndexError != "" {
+			t.Errorf("after listing the same catalog: %+v, want generation 1 (the warm index) with 2 tools", st)
+		}
+		if strings.Contains(f.logs.String(), "index ready") {
+			t.Errorf("the same catalog was indexed again:\n%s", f.logs)
+		}
+		if got := f.find(t, "banana", 1); !slices.Equal(got, []string{"b__banana"}) {
+			t.Errorf("search banana = %v", got)
+		}
+	})
 	t.Run("fits", func(t *testing.T) {
 		pool := newFakePool("a", "b") // nothing listed yet
 		f := newFixture(t, dir, pool, &Options{Embedder: emb, Debounce: time.Millisecond}, "a", "b")

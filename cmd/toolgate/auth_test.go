@@ -279,7 +279,13 @@ func TestAuthNeedsLoginEndToEnd(t *testing.T) {
 	if !res.IsError || !strings.Contains(resultText(res), "needs a login: run `"+command+"`") {
 		t.Fatalf("execute_tool after the refresh token was revoked: isError=%v %q; want the login command %q", res.IsError, resultText(res), command)
 	}
-	rep := gatewayStatus(t, addr)
+	// The call's refusal reaches the client before the pool's supervisor
+	// has marked the backend (it does so on its own goroutine).
+	var rep gateway.StatusReport
+	testenv.Eventually(t, "remote needs a login in /status", func() bool {
+		rep = gatewayStatus(t, addr)
+		return rep.Backends[0].State == backend.StateNeedsLogin
+	})
 	if b := rep.Backends[0]; b.State != backend.StateNeedsLogin || !strings.Contains(b.Err, command) {
 		t.Errorf("/status: state %s, error %q", b.State, b.Err)
 	}

@@ -28,7 +28,7 @@ func catalogTexts(n int) []string {
 func BenchmarkEmbedCatalog(b *testing.B) {
 	texts := catalogTexts(512)
 	for _, c := range []struct{ sessions, threads, batch, call int }{
-		{2, 2, 8, 256}, {2, 2, 32, 256}, {2, 2, 4, 256}, {2, 1, 8, 256}, {1, 2, 8, 256},
+		{2, 2, 8, 256}, {2, 1, 8, 256}, {2, 1, 4, 256}, {2, 1, 16, 256}, {2, 1, 32, 256}, {2, 1, 8, 1024}, {1, 2, 8, 256},
 	} {
 		b.Run(fmt.Sprintf("sessions%d/threads%d/batch%d/call%d", c.sessions, c.threads, c.batch, c.call), func(b *testing.B) {
 			e, err := New(installed(Options{Sessions: c.sessions, Threads: c.threads, BatchSize: c.batch}))

@@ -42,12 +42,15 @@ type Options struct {
 	// Variant is fp32 (default) or int8.
 	Variant Variant
 	// Threads is ONNX Runtime's intra-op thread count per session.
-	// Default: the number of CPUs. A search embeds one short query, and a
-	// session using both cores of a 2-core machine does it in about 7 ms
-	// instead of 10 (BenchmarkEmbedQuery sessions2/threads2 vs threads1,
-	// load 1.5); indexing is unchanged (117 vs 113 texts/s, 1 caller × 32
-	// texts) and 4 concurrent one-text callers lose about 10% (134 vs 150
-	// texts/s, BenchmarkSessions). The vectors do not depend on it
+	// Default: the CPUs shared out over the sessions (at least 1), so the
+	// sessions together use each core once. serve runs one session on
+	// every core: a search embeds one short query, and a session using
+	// both cores of a 2-core machine does it in about 7 ms instead of 10
+	// (BenchmarkEmbedQuery sessions2/threads2 vs threads1, load 1.5).
+	// Indexing runs two sessions: two of one thread each embedded the
+	// synthetic 10,000-tool catalog in 59 s where two of two threads
+	// (four threads on two cores) took 65 s (`toolgate index --tools`,
+	// idle machine, twice each). The vectors do not depend on it
 	// (TestThreadsSameVectors).
 	Threads int
 	// Sessions is how many ONNX sessions run at once, shared by concurrent
@@ -167,7 +170,7 @@ func New(opts *Options) (*Embedder, error) {
 		o.Sessions = min(2, runtime.NumCPU())
 	}
 	if o.Threads <= 0 {
-		o.Threads = runtime.NumCPU()
+		o.Threads = max(1, runtime.NumCPU()/o.Sessions)
 	}
 	if o.MaxTokens <= 0 {
 		o.MaxTokens = 256

@@ -37,7 +37,7 @@ func (f *Flags) Register(cmd *cobra.Command) {
 	fl.StringVar(&f.ModelDir, "model-dir", "",
 		"models folder holding "+embed.ModelName+"/ (default $"+dirs.EnvModels+" or <data dir>/models)")
 	fl.StringVar(&f.Variant, "model-variant", "", "embedding model variant: fp32 (default) or int8")
-	fl.IntVar(&f.Threads, "threads", 0, "ONNX Runtime intra-op threads (default: number of CPUs)")
+	fl.IntVar(&f.Threads, "threads", 0, "ONNX Runtime intra-op threads per session (default: the CPUs shared out over the sessions)")
 }
 
 // ApplyConfig sets the config file's embed section: it fills what neither a

@@ -191,19 +191,11 @@ func (c *Cached) openStore() error {
 // thousands of them, not gigabytes.
 func (c *Cached) open() (s *store, err error) {
 	bl := &badgerlog.Logger{L: c.log, Prefix: "badger", FlushFailed: func(err error) { c.st.Fail(err) }}
-	bo := badger.DefaultOptions(c.dir).
-		WithInMemory(c.inMemory).
-		WithLogger(bl).
-		WithMemTableSize(8 << 20).
-		WithNumMemtables(2).
-		WithValueLogFileSize(32 << 20).
-		WithBlockCacheSize(8 << 20).
-		WithNumCompactors(2).
-		WithMetricsEnabled(false)
-	if c.inMemory {
-		bo = bo.WithDir("").WithValueDir("")
-	} else if err := os.MkdirAll(c.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("embedding cache: %w", err)
+	bo := badgerlog.Options(c.dir, c.inMemory, bl, 8<<20)
+	if !c.inMemory {
+		if err := os.MkdirAll(c.dir, 0o755); err != nil {
+			return nil, fmt.Errorf("embedding cache: %w", err)
+		}
 	}
 	defer func() {
 		// Badger panics on some kinds of garbage instead of returning an error.

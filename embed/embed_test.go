@@ -394,9 +394,8 @@ func TestBadTokenizerFile(t *testing.T) {
 // files fail it without aborting the process.
 func TestProbeTokenizer(t *testing.T) {
 	good := filepath.Join(installed(Options{}).ModelDir, TokenizerFile)
-	if _, err := os.Stat(good); err != nil {
-		testenv.Require(t, err)
-	}
+	_, err := os.Stat(good)
+	testenv.Require(t, err)
 	for i := range 50 {
 		if !probeTokenizerFile(good) {
 			t.Fatalf("probe %d of the installed %s failed", i, good)

@@ -45,23 +45,22 @@ type front struct {
 // the in-flight cap around the pool and the loop, and serves the gateway
 // until ctx ends or the client goes.
 func (fr *front) serve(ctx context.Context) error {
-	cfg, f, log, start, pool, lv, emb, sec, health, ln := fr.cfg, fr.flags, fr.log, fr.start, fr.pool, fr.lv, fr.emb, fr.sec, fr.health, fr.ln
-	s := cfg.Toolgate.Search
+	s := fr.cfg.Toolgate.Search
 	// Metrics count what passes through the gateway's searcher, caller and
 	// HTTP front, and read the pool, catalog, loop and embedding cache
 	// when scraped (GET /metrics, with --http).
-	met := metrics.New(&metrics.Options{Backends: pool, Catalog: lv, Loop: lv, EmbedCache: cacheStats(emb)})
+	met := metrics.New(&metrics.Options{Backends: fr.pool, Catalog: fr.lv, Loop: fr.lv, EmbedCache: cacheStats(fr.emb)})
 	// The console's recent calls, kept in memory.
 	recent := console.NewRecorder(0)
 	// The management tools stand in front of the pool: calls of
 	// toolgate__* run in the gateway, the others go on to the pool. At
 	// most limits.maxInFlight calls run on a server; more wait, then are
 	// refused as busy (counted by the metrics and the recorder too).
-	mg := mgmt.New(pool, lv, &mgmt.Options{Logger: log, ConfigPaths: f.configs})
-	lim := cfg.Toolgate.Limits
+	mg := mgmt.New(fr.pool, fr.lv, &mgmt.Options{Logger: fr.log, ConfigPaths: fr.flags.configs})
+	lim := fr.cfg.Toolgate.Limits
 	capped := limit.NewInFlight(mg, &limit.Options{MaxInFlight: lim.MaxInFlight, QueueTimeout: lim.QueueTimeout.Duration})
-	gw := gateway.New(met.Searcher(lv), recent.Caller(met.Caller(capped)), &gateway.Options{
-		Logger:         log,
+	gw := gateway.New(met.Searcher(fr.lv), recent.Caller(met.Caller(capped)), &gateway.Options{
+		Logger:         fr.log,
 		Version:        version,
 		DefaultLimit:   s.DefaultLimit,
 		MaxLimit:       s.MaxLimit,
@@ -69,45 +68,45 @@ func (fr *front) serve(ctx context.Context) error {
 		Unavailable:    mg.Unavailable,
 		TracerProvider: fr.tracing.Provider(),
 		Learner:        fr.learner,
-		Policy:         lv.Policy(),
-		Profile:        f.profile,
+		Policy:         fr.lv.Policy(),
+		Profile:        fr.flags.profile,
 		// A call the policy refuses is counted and shown as denied.
 		ObserveRefused: func(c gateway.Caller) gateway.Caller { return recent.Caller(met.Caller(c)) },
-		Audit:          sec.audit,
-		AuditArguments: sec.auditArguments,
+		Audit:          fr.sec.audit,
+		AuditArguments: fr.sec.auditArguments,
 	})
 	// search_tools' description names the servers behind the gateway.
-	lv.OnChange(gw.Refresh)
+	fr.lv.OnChange(gw.Refresh)
 
-	log.Info("gateway ready", "servers", len(cfg.Servers()), "tools", lv.Stats().CatalogTools, "warm", fr.warm, "startup", time.Since(start).Round(time.Millisecond))
+	fr.log.Info("gateway ready", "servers", len(fr.cfg.Servers()), "tools", fr.lv.Stats().CatalogTools, "warm", fr.warm, "startup", time.Since(fr.start).Round(time.Millisecond))
 
-	if ln == nil {
+	if fr.ln == nil {
 		return gw.ServeStdio(ctx)
 	}
 	h := gw.HTTPHandler(&gateway.HTTPOptions{
-		AllowedHosts:   cfg.Toolgate.HTTP.AllowedHosts,
-		AllowedOrigins: cfg.Toolgate.HTTP.AllowedOrigins,
-		MaxBodyBytes:   cfg.Toolgate.HTTP.MaxBodyBytes,
-		Logger:         log,
+		AllowedHosts:   fr.cfg.Toolgate.HTTP.AllowedHosts,
+		AllowedOrigins: fr.cfg.Toolgate.HTTP.AllowedOrigins,
+		MaxBodyBytes:   fr.cfg.Toolgate.HTTP.MaxBodyBytes,
+		Logger:         fr.log,
 		Extra: map[string]http.Handler{
-			"GET /status":  gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv, Storage: health, Security: sec.status}),
+			"GET /status":  gateway.StatusHandler(fr.pool, &gateway.StatusOptions{Version: version, Started: fr.start, Loop: fr.lv, Storage: fr.health, Security: fr.sec.status}),
 			"GET /metrics": met.Handler(),
 			console.Path: console.New(&console.Options{
 				// The catalog as a client without profile sees it.
-				Backends: pool, Catalog: policy.NewView(lv, lv.Policy(), nil), Restarter: pool, Loop: lv, Calls: recent,
-				Unavailable: mg.Unavailable, Version: version, Started: start, Logger: log,
-				Keys: sec.consoleKeys(),
+				Backends: fr.pool, Catalog: policy.NewView(fr.lv, fr.lv.Policy(), nil), Restarter: fr.pool, Loop: fr.lv, Calls: recent,
+				Unavailable: mg.Unavailable, Version: version, Started: fr.start, Logger: fr.log,
+				Keys: fr.sec.consoleKeys(),
 			}).Handler(),
 		},
 		Wrap:       met.HTTP,
-		Keys:       sec.keys,
-		RequireKey: sec.requireKey,
+		Keys:       fr.sec.keys,
+		RequireKey: fr.sec.requireKey,
 		Rates:      limit.NewRates(lim.RequestsPerSecond, lim.Burst),
 		// The console asks for a key itself and keeps it in a session
 		// cookie (with the same store behind it).
 		OwnAuth: []string{console.Path},
 	})
-	return gateway.Serve(ctx, ln, h, log)
+	return gateway.Serve(ctx, fr.ln, h, fr.log)
 }
 
 // cacheStats reads the embedding cache's hits and misses, or is nil when

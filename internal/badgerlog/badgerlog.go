@@ -3,7 +3,7 @@
 // pairs): errors and warnings at warn, the rest at debug, never stdout. It
 // also notices the one error a store must act on: Badger failing to flush
 // a memtable (its folder gone, full or read-only), which it retries once a
-// second forever.
+// second forever. Options are those stores' shared Badger settings.
 package badgerlog
 
 import (
@@ -84,4 +84,25 @@ func (b *Logger) log(level slog.Level, msg string) {
 		return
 	}
 	b.L.Log(context.Background(), level, b.Prefix+": "+msg)
+}
+
+// Options are the Badger options of a small store in the data folder (the
+// embedding cache, the learned pairs: megabytes, not gigabytes), logging to
+// l: memtables of memTable bytes (two of them), a block cache as large, value
+// log files four times as large, two compactors, no metrics. In memory, the
+// store has no folder.
+func Options(dir string, inMemory bool, l *Logger, memTable int64) badger.Options {
+	bo := badger.DefaultOptions(dir).
+		WithInMemory(inMemory).
+		WithLogger(l).
+		WithMemTableSize(memTable).
+		WithNumMemtables(2).
+		WithValueLogFileSize(4 * memTable).
+		WithBlockCacheSize(memTable).
+		WithNumCompactors(2).
+		WithMetricsEnabled(false)
+	if inMemory {
+		bo = bo.WithDir("").WithValueDir("")
+	}
+	return bo
 }

@@ -165,20 +165,11 @@ func Open(dir string, opts *Options) (*Store, error) {
 		}
 	}
 	blog := &badgerlog.Logger{L: o.Logger, Prefix: "learned pairs", FlushFailed: o.Storage.Fail}
-	bo := badger.DefaultOptions(dir).
-		WithInMemory(o.InMemory).
-		WithLogger(blog).
-		WithMemTableSize(4 << 20).
-		WithValueThreshold(4 << 10).
-		WithNumMemtables(2).
-		WithValueLogFileSize(16 << 20).
-		WithBlockCacheSize(4 << 20).
-		WithNumCompactors(2).
-		WithMetricsEnabled(false)
-	if o.InMemory {
-		bo = bo.WithDir("").WithValueDir("")
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("learned pairs: %w", err)
+	bo := badgerlog.Options(dir, o.InMemory, blog, 4<<20).WithValueThreshold(4 << 10)
+	if !o.InMemory {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("learned pairs: %w", err)
+		}
 	}
 	db, err := badger.Open(bo)
 	if err != nil {

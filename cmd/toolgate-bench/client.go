@@ -67,7 +67,8 @@ func (b *bench) client(ctx context.Context, _ []int) error {
 	}
 	var res struct {
 		Tools    int     `json:"tools"`
-		Embedded int     `json:"embedded"`
+		Embedded int     `json:"embedded"`    // tools
+		Texts    int     `json:"cacheMisses"` // texts the model embedded (three views a tool)
 		Seconds  float64 `json:"seconds"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
@@ -77,7 +78,7 @@ func (b *bench) client(ctx context.Context, _ []int) error {
 		return fmt.Errorf("toolgate index indexed %d tools, want %d: %s", res.Tools, n, out)
 	}
 	b.add("client", fmt.Sprintf("cold indexing: `toolgate index --config`, %d tools, empty data folder", n), fmt.Sprintf("%.1f s", cold.Seconds()),
-		fmt.Sprintf("spawn to exit (%.1f s building the index); %d texts embedded; %s; load %s", res.Seconds, res.Embedded, backends, loadNow()))
+		fmt.Sprintf("spawn to exit (%.1f s building the index); %d tools embedded (%d texts); %s; load %s", res.Seconds, res.Embedded, res.Texts, backends, loadNow()))
 
 	// 2–5. Serve, warm.
 	var starts, p50s, p99s, earlyP50s, earlyP99s []time.Duration

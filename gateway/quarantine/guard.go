@@ -429,17 +429,17 @@ func (g *Guard) observe(tools []catalog.Tool) {
 	var decided map[string]*Pin
 	err := g.check()
 	if err == nil {
-		err = g.write(func(old []byte) ([]byte, error) {
-			f, err := ParseFile(old)
-			if err != nil {
-				return nil, &fileError{err} // never overwrite approvals we cannot read
-			}
+		err = g.write(func(f *File) (*File, []byte, error) {
 			decided = g.decideAll(f.Tools, tools, now)
 			if !changes(f.Tools, decided) {
-				return nil, nil // a listing like the last: nothing to write
+				return f, nil, nil // a listing like the last: nothing to write
 			}
-			maps.Copy(f.Tools, decided)
-			return f.encode()
+			// f is the view's (shared): the new content is a copy.
+			next := &File{Version: f.Version, Tools: make(map[string]*Pin, len(f.Tools)+len(decided))}
+			maps.Copy(next.Tools, f.Tools)
+			maps.Copy(next.Tools, decided)
+			b, err := next.encode()
+			return next, b, err
 		})
 	}
 	if err != nil {
@@ -475,26 +475,25 @@ func (g *Guard) check() error {
 	return g.opts.Storage.Check()
 }
 
-// write changes the pins file, telling Options.Storage how it went.
-func (g *Guard) write(change func([]byte) ([]byte, error)) error {
-	err := datafile.Update(g.path, change)
+// write changes the pins file (through the view, so a file that has not
+// changed since it was last read or written is not parsed again: at 50,000
+// tools that is a 20 MB file, and serve observes each backend's listing),
+// telling Options.Storage how it went. A pins file that cannot be parsed is
+// never overwritten (approvals we cannot read) and is not the storage's
+// fault.
+func (g *Guard) write(change func(*File) (*File, []byte, error)) error {
+	err := g.view.Update(change)
 	if s := g.opts.Storage; s != nil {
-		var fe *fileError
+		var ce *datafile.ContentError
 		switch {
 		case err == nil:
 			s.OK()
-		case !errors.As(err, &fe): // not the content's fault
+		case !errors.As(err, &ce): // not the content's fault
 			s.Fail(err)
 		}
 	}
 	return err
 }
-
-// fileError is a pins file that cannot be used (not a storage fault).
-type fileError struct{ err error }
-
-func (e *fileError) Error() string { return e.err.Error() }
-func (e *fileError) Unwrap() error { return e.err }
 
 // decideAll decides each tool against its pin in pins (overlaid with the
 // unsaved pins) and returns the new pins.

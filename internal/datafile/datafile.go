@@ -92,6 +92,57 @@ func (v *View[T]) Load() (T, error) {
 	return v.val, v.err
 }
 
+// Update changes the file under its lock, as the package's Update does, but
+// from the parsed content: change gets the value as of now (the one held
+// when the file's stamp is the one it was read at, so a large file is not
+// read and parsed again for every change) and returns the new value with
+// its encoding, or nil bytes to leave the file as it is. change must not
+// modify cur: it is shared with Load's callers. After a write the view
+// holds the new value, so the next Load need not read the file again.
+//
+// When the file cannot be read or parsed, change is not called and the
+// error is returned; a parse error is a *ContentError (the file is there
+// but not usable: an Update must not overwrite what it could not read).
+func (v *View[T]) Update(change func(cur T) (T, []byte, error)) error {
+	dir := filepath.Dir(v.path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	unlock, err := Lock(v.path + ".lock")
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", v.path, err)
+	}
+	defer unlock()
+	cur, err := v.Load()
+	if err != nil {
+		return err
+	}
+	next, b, err := change(cur)
+	if err != nil || b == nil {
+		return err
+	}
+	if err := WriteFile(v.path, b); err != nil {
+		return err
+	}
+	// Under the lock no other writer can have replaced the file since.
+	fi, err := os.Stat(v.path)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err != nil {
+		v.valid = false // read it again next time
+		return nil
+	}
+	var zero error
+	v.val, v.info, v.err, v.valid, v.gone = next, fi, zero, true, false
+	return nil
+}
+
+// ContentError is a file that could be read but not parsed.
+type ContentError struct{ Err error }
+
+func (e *ContentError) Error() string { return e.Err.Error() }
+func (e *ContentError) Unwrap() error { return e.Err }
+
 // missing reports whether err says the file does not exist: not there, or
 // a file stands where one of its folders should be (then it cannot exist).
 func missing(err error) bool {
@@ -119,7 +170,7 @@ func (v *View[T]) read() (T, fs.FileInfo, error) {
 	}
 	val, perr := v.parse(b)
 	if perr != nil {
-		return zero, fi, perr
+		return zero, fi, &ContentError{perr}
 	}
 	return val, fi, nil
 }

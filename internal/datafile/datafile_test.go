@@ -142,3 +142,63 @@ func TestUpdateLosesNothing(t *testing.T) {
 		t.Errorf("file changed to %q", b)
 	}
 }
+
+// View.Update hands change the value the view holds (no read while the
+// file is the one read last), holds what it wrote without reading it back,
+// still sees another writer's change, and never calls change or writes
+// over a file it cannot parse.
+func TestViewUpdate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "n")
+	parses := 0
+	v := NewView(path, func(b []byte) (int, error) { parses++; return count(b) }, func() int { return 0 })
+	add := func(n int) func(int) (int, []byte, error) {
+		return func(cur int) (int, []byte, error) {
+			next := cur + n
+			return next, []byte(strconv.Itoa(next)), nil
+		}
+	}
+	for range 3 {
+		if err := v.Update(add(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := v.Load(); got != 3 || err != nil {
+		t.Fatalf("Load after three updates = %d, %v; want 3", got, err)
+	}
+	if parses != 0 {
+		t.Fatalf("the file was parsed %d times; the view wrote every version of it and should parse none", parses)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "3" {
+		t.Fatalf("file holds %q, want 3", b)
+	}
+	// A nil encoding leaves the file alone.
+	if err := v.Update(func(cur int) (int, []byte, error) { return cur + 100, nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := v.Load(); got != 3 {
+		t.Fatalf("Load after an update that wrote nothing = %d, want 3", got)
+	}
+	// Another process's write is read before the next change.
+	if err := WriteFile(path, []byte("10")); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Update(add(1)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := v.Load(); got != 11 || parses != 1 {
+		t.Fatalf("after another writer's 10 and +1: Load = %d with %d parses, want 11 with 1", got, parses)
+	}
+	// Content that does not parse: change is not called, the file is kept.
+	if err := os.WriteFile(path, []byte("bad"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	called := false
+	err := v.Update(func(cur int) (int, []byte, error) { called = true; return 0, []byte("0"), nil })
+	var ce *ContentError
+	if !errors.As(err, &ce) || called {
+		t.Fatalf("Update over unparsable content = %v (called %v); want a *ContentError and change not called", err, called)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "bad" {
+		t.Fatalf("file holds %q after the refused update, want it untouched", b)
+	}
+}

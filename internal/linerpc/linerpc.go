@@ -33,11 +33,19 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // batchlessVersion is the first MCP protocol version without JSON-RPC
 // batches.
 const batchlessVersion = "2025-06-18"
+
+// wireVersion is the "jsonrpc" member every message carries.
+const wireVersion = "2.0"
+
+// errInvalidRequest is go-sdk's answer to a message that is neither a
+// request nor a response with an id.
+var errInvalidRequest = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "invalid request"}
 
 // methodInitialize is the request whose answer names the negotiated
 // protocol version.
@@ -193,15 +201,15 @@ func readLine(br *bufio.Reader, long *[]byte, limit int) ([]byte, error) {
 
 // decodeLine decodes one trimmed, non-empty line: a message, or a batch.
 func decodeLine(line []byte) incoming {
+	if err := checkLine(line); err != nil {
+		return incoming{err: err}
+	}
 	if line[0] != '[' {
-		msg, err := jsonrpc.DecodeMessage(line)
-		if err == nil && !endsValue(line) {
-			err = errors.New("invalid trailing data after a JSON-RPC message")
-		}
+		msg, err := decodeMessage(line)
 		return incoming{msg: msg, err: err}
 	}
 	var raws []json.RawMessage
-	if err := json.Unmarshal(line, &raws); err != nil {
+	if _, err := segjson.Parse(line, &raws, segjson.DontCopyRawMessage); err != nil {
 		return incoming{err: fmt.Errorf("unmarshaling JSON-RPC batch: %w", err)}
 	}
 	if len(raws) == 0 {
@@ -209,7 +217,7 @@ func decodeLine(line []byte) incoming {
 	}
 	msgs := make([]jsonrpc.Message, len(raws))
 	for i, raw := range raws {
-		msg, err := jsonrpc.DecodeMessage(raw)
+		msg, err := decodeMessage(raw)
 		if err != nil {
 			return incoming{err: err}
 		}
@@ -218,10 +226,14 @@ func decodeLine(line []byte) incoming {
 	return incoming{batch: msgs}
 }
 
-// endsValue reports whether the object line starts with ends where the
-// line does: go-sdk's decoder (which ignores what follows a value) would
-// otherwise take "{...} {...}" or "{...} junk" for one message.
-func endsValue(line []byte) bool {
+// maxDepth bounds the nesting of a line, as go-sdk's decoder does (its
+// internal/json limit): the parser recurses.
+const maxDepth = 1000
+
+// checkLine reports a line nested deeper than maxDepth, or one whose first
+// JSON value ends before the line does ("{...} {...}", "{...} junk"), which
+// go-sdk's stream decoder rejects as trailing data.
+func checkLine(line []byte) error {
 	depth, inString, escaped := 0, false, false
 	for i, b := range line {
 		switch {
@@ -237,15 +249,70 @@ func endsValue(line []byte) bool {
 		case b == '"':
 			inString = true
 		case b == '{' || b == '[':
-			depth++
+			if depth++; depth > maxDepth {
+				return fmt.Errorf("JSON-RPC message nested deeper than %d", maxDepth)
+			}
 		case b == '}' || b == ']':
-			depth--
-			if depth == 0 {
-				return len(bytes.TrimSpace(line[i+1:])) == 0
+			if depth--; depth == 0 {
+				if len(bytes.TrimSpace(line[i+1:])) != 0 {
+					return errors.New("invalid trailing data after a JSON-RPC message")
+				}
+				return nil
 			}
 		}
 	}
-	return false
+	return nil // not an object or array, or unterminated: the parser says which
+}
+
+// wireMessage is a JSON-RPC message as sent, decoded the way
+// jsonrpc.DecodeMessage decodes it.
+type wireMessage struct {
+	VersionTag string          `json:"jsonrpc"`
+	ID         any             `json:"id,omitempty"`
+	Method     json.RawMessage `json:"method"`
+	Params     json.RawMessage `json:"params,omitempty"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	Error      *jsonrpc.Error  `json:"error,omitempty"`
+}
+
+// parseFlags are the flags go-sdk decodes messages with.
+const parseFlags = segjson.DontMatchCaseInsensitiveStructFields
+
+// decodeMessage is jsonrpc.DecodeMessage without go-sdk's per-call decoder
+// (a 32 KiB buffer and a second pass over data each time): the same parser
+// and flags straight over data, with the same checks and results
+// (FuzzDecodeMessage compares them). The message does not alias data.
+func decodeMessage(data []byte) (jsonrpc.Message, error) {
+	var w wireMessage
+	rest, err := segjson.Parse(data, &w, parseFlags)
+	if err == nil && len(bytes.TrimSpace(rest)) != 0 {
+		err = errors.New("invalid trailing data after a JSON-RPC message")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+	}
+	if w.VersionTag != wireVersion {
+		return nil, fmt.Errorf("invalid message version tag %q; expected %q", w.VersionTag, wireVersion)
+	}
+	id, err := jsonrpc.MakeID(w.ID)
+	if err != nil {
+		return nil, err
+	}
+	if len(w.Method) > 0 {
+		var method string
+		if _, err := segjson.Parse(w.Method, &method, parseFlags); err != nil {
+			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		}
+		return &jsonrpc.Request{ID: id, Method: method, Params: w.Params}, nil
+	}
+	if !id.IsValid() {
+		return nil, errInvalidRequest
+	}
+	resp := &jsonrpc.Response{ID: id, Result: w.Result}
+	if w.Error != nil { // not a typed nil in the error interface
+		resp.Error = w.Error
+	}
+	return resp, nil
 }
 
 // Read returns the next message. It returns ctx's error when ctx ends

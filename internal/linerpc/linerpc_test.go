@@ -341,3 +341,41 @@ func TestSession(t *testing.T) {
 		t.Errorf("server session ended with %v", err)
 	}
 }
+
+// FuzzDecodeMessage holds decodeMessage to jsonrpc.DecodeMessage: on a line
+// that is one JSON value both succeed with the same message or both fail;
+// on anything else decodeMessage fails whenever DecodeMessage does.
+func FuzzDecodeMessage(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":"x","result":{"content":[]}}`,
+		`{"jsonrpc":"2.0","id":2.5,"error":{"code":-32601,"message":"m","data":[1]}}`,
+		`{"jsonrpc":"2.0","method":null}`,
+		`{"jsonrpc":"2.0","method":"n","params":null}`,
+		`{"JSONRPC":"2.0","Method":"m"}`,
+		`{"jsonrpc":"2.0","id":null,"result":1}`,
+		`{"jsonrpc":"2.0","id":true,"method":"m"}`,
+		`{"jsonrpc":"2.0","method":"a"} x`,
+		`{"jsonrpc":"2.0","method":"\u00e9\n"}`,
+		`[1]`, `"s"`, `{`, ``,
+	} {
+		f.Add([]byte(seed))
+	}
+	idEq := cmp.Comparer(func(a, b jsonrpc.ID) bool { return a == b })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want, wantErr := jsonrpc.DecodeMessage(data)
+		got, err := decodeMessage(data)
+		switch {
+		case wantErr != nil && err == nil:
+			t.Fatalf("decodeMessage(%q) = %v; DecodeMessage fails: %v", data, got, wantErr)
+		case wantErr == nil && err != nil:
+			if json.Valid(data) {
+				t.Fatalf("decodeMessage(%q) fails: %v; DecodeMessage = %v", data, err, want)
+			}
+		case err == nil:
+			if diff := cmp.Diff(want, got, idEq); diff != "" {
+				t.Fatalf("decodeMessage(%q) (-DecodeMessage +decodeMessage):\n%s", data, diff)
+			}
+		}
+	})
+}

@@ -5,10 +5,12 @@
 // It does what go-sdk's IOTransport and StdioTransport do with less decoding.
 // go-sdk v1.8.0 decodes each line three times: a stream decoder into a raw
 // message, a trial decode as a batch array (which fails for the usual single
-// object), and jsonrpc.DecodeMessage. Each of its decodes also allocates a
-// fresh 32 KiB buffer. A Conn reads lines into one reused buffer and decodes
-// a line once, with jsonrpc.DecodeMessage (two decodes for a batch line: the
-// array, then each member).
+// object), and jsonrpc.DecodeMessage (a fourth decode for a request's
+// method). Each of those decodes allocates a fresh 32 KiB buffer and scans
+// the value twice. A Conn reads lines into one reused buffer and parses a
+// line once, with go-sdk's own parser and flags and no per-call decoder,
+// into the same messages jsonrpc.DecodeMessage returns (FuzzDecodeMessage
+// holds them equal).
 //
 // Behaviour kept from go-sdk: a line over the size cap ends the connection
 // with an error that says so; JSON-RPC batches (arrays, legal before

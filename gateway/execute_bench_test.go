@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/perf"
 	"github.com/toolgate/toolgate/search"
 )
@@ -50,7 +51,8 @@ import (
 //     TOOLGATE_BENCH_GATEWAY_PROFILE=FILE makes the gateway write its CPU
 //     profile there, TOOLGATE_BENCH_GATEWAY_GOGC sets its GC percent;
 //   - gateway-pipes: the same gateway in this process, the client talking to
-//     it over OS pipes with go-sdk's stdio framing on both ends, for
+//     it over OS pipes (the gateway's end is its stdio transport, the
+//     client's go-sdk's), for
 //     -cpuprofile/-memprofile (they then show client and gateway together);
 //   - handler: the execute_tool handler alone over a Caller that answers at
 //     once: toolgate's own work per call (decode, lookup, validation),
@@ -426,7 +428,7 @@ func connectPipes(b *testing.B, g *Gateway) *mcp.ClientSession {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ss, err := g.Server().Connect(ctx, &mcp.IOTransport{Reader: c2sR, Writer: s2cW}, nil)
+	ss, err := g.Server().Connect(ctx, &linerpc.Transport{Reader: c2sR, Writer: s2cW}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -36,6 +36,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -214,7 +215,7 @@ func (g *Gateway) Server() *mcp.Server { return g.server }
 // The client is one session: toolgate__activate_profile changes its
 // profile, unless Options.Profile fixed it.
 func (g *Gateway) ServeStdio(ctx context.Context) error {
-	return g.serve(ctx, &mcp.StdioTransport{})
+	return g.serve(ctx, linerpc.Stdio())
 }
 
 // StdioCaller is the caller of the stdio client: one session, whose profile

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/tracemeta"
 )
 
@@ -373,7 +374,7 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 		}
 		b.log.Debug("process started", keyPID, r.proc.pid)
 		sess, err = client.Connect(r.ctx, r.stash.transport(observing(&probeTransport{
-			inner: &mcp.IOTransport{
+			inner: &linerpc.Transport{
 				Reader:        r.proc.out,
 				Writer:        r.proc.stdin,
 				MaxLineLength: b.p.opts.MaxMessageBytes + 4096, // the stdout pump enforces the cap

@@ -34,7 +34,7 @@ const methodDiscover = "server/discover"
 // response to an unknown id.
 //
 // Only transports whose connection go-sdk does not type-assert may be
-// wrapped: stdio (IOTransport) and SSE. The streamable HTTP connection has a
+// wrapped: stdio (linerpc.Transport) and SSE. The streamable HTTP connection has a
 // private sessionUpdated hook a wrapper would hide, so HTTP uses a second
 // Connect with the legacy protocol instead (see connectRemote).
 type probeTransport struct {

@@ -1,0 +1,478 @@
+// Package linerpc owns toolgate's stdio MCP transport: JSON-RPC messages one
+// a line (newline-delimited JSON), for the gateway's own stdio server and for
+// its stdio backends.
+//
+// It does what go-sdk's IOTransport and StdioTransport do with less decoding.
+// go-sdk v1.8.0 decodes each line three times: a stream decoder into a raw
+// message, a trial decode as a batch array (which fails for the usual single
+// object), and jsonrpc.DecodeMessage (a fourth decode for a request's
+// method). Each of those decodes allocates a fresh 32 KiB buffer and scans
+// the value twice. A Conn reads lines into one reused buffer and parses a
+// line once, with go-sdk's own parser and flags and no per-call decoder,
+// into the same messages jsonrpc.DecodeMessage returns (FuzzDecodeMessage
+// holds them equal).
+//
+// Behaviour kept from go-sdk: a line over the size cap ends the connection
+// with an error that says so; JSON-RPC batches (arrays, legal before
+// protocol 2025-06-18) are read member by member and the responses to a
+// batch's calls are written back as one array, and a server whose session
+// negotiated 2025-06-18 or later rejects a batch; Read unblocks on Close and
+// on its context; Close closes the reader and the writer. One difference:
+// a message must fit on one line (the MCP stdio transport requires it); a
+// value spread over several lines is an error instead of being joined.
+package linerpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
+)
+
+// batchlessVersion is the first MCP protocol version without JSON-RPC
+// batches.
+const batchlessVersion = "2025-06-18"
+
+// wireVersion is the "jsonrpc" member every message carries.
+const wireVersion = "2.0"
+
+// errInvalidRequest is go-sdk's answer to a message that is neither a
+// request nor a response with an id.
+var errInvalidRequest = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "invalid request"}
+
+// methodInitialize is the request whose answer names the negotiated
+// protocol version.
+const methodInitialize = "initialize"
+
+// readBufferSize is the reused read buffer; longer lines are gathered in a
+// second buffer, kept while it is at most keepLineBuffer.
+const (
+	readBufferSize = 64 << 10
+	keepLineBuffer = 1 << 20
+)
+
+// ErrLineTooLong means an inbound line exceeded the transport's
+// MaxLineLength; the connection ends with it.
+var ErrLineTooLong = errors.New("inbound JSON-RPC line exceeded the maximum line length")
+
+// Transport is an mcp.Transport over a reader and a writer, one JSON-RPC
+// message a line.
+type Transport struct {
+	Reader io.ReadCloser
+	Writer io.WriteCloser
+	// MaxLineLength caps an inbound line in bytes (without its newline):
+	// 0 selects mcp.DefaultMaxLineLength, a negative value means no cap.
+	MaxLineLength int
+}
+
+var _ mcp.Transport = (*Transport)(nil)
+
+// Stdio is the transport of a stdio server: stdin and stdout, with go-sdk's
+// default line cap. Closing it closes stdin, not stdout (as go-sdk's
+// StdioTransport).
+func Stdio() *Transport {
+	return &Transport{Reader: os.Stdin, Writer: nopCloser{os.Stdout}}
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// Connect starts the connection's read loop. It is called once.
+func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
+	limit := t.MaxLineLength
+	switch {
+	case limit == 0:
+		limit = mcp.DefaultMaxLineLength
+	case limit < 0:
+		limit = -1
+	}
+	c := &Conn{
+		r:        t.Reader,
+		w:        t.Writer,
+		incoming: make(chan incoming),
+		closed:   make(chan struct{}),
+	}
+	go c.readLoop(limit)
+	return c, nil
+}
+
+// Conn is a connection made by Transport.Connect.
+type Conn struct {
+	r io.ReadCloser
+	w io.WriteCloser
+
+	// incoming carries the read loop's messages to Read; the loop stops
+	// after sending an error, or when closed is closed.
+	incoming chan incoming
+	queue    []jsonrpc.Message // the rest of the last batch read; Reads are serial
+
+	writeMu sync.Mutex
+
+	mu      sync.Mutex
+	initID  jsonrpc.ID                   // the initialize call read, when serving
+	version string                       // the protocol version this side answered initialize with
+	batches map[jsonrpc.ID]*inboundBatch // inbound batch calls awaiting their answers
+
+	closeOnce sync.Once
+	closeErr  error
+	closed    chan struct{}
+}
+
+var _ mcp.Connection = (*Conn)(nil)
+
+// incoming is one decoded line: msg, or the members of a batch, or err.
+type incoming struct {
+	msg   jsonrpc.Message
+	batch []jsonrpc.Message
+	err   error
+}
+
+// inboundBatch collects the answers to one inbound batch's calls.
+type inboundBatch struct {
+	pending   int
+	responses []*jsonrpc.Response // in the order of the calls
+	index     map[jsonrpc.ID]int
+}
+
+// readLoop reads and decodes lines until an error, which it hands to Read
+// as the last item. Decoding here lets the line buffer be reused at once
+// (decoded messages do not alias it).
+func (c *Conn) readLoop(limit int) {
+	br := bufio.NewReaderSize(c.r, readBufferSize)
+	var long []byte // a line longer than br's buffer, gathered
+	for {
+		line, err := readLine(br, &long, limit)
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			in := decodeLine(t)
+			if !c.send(in) || in.err != nil {
+				return
+			}
+		}
+		if err != nil {
+			c.send(incoming{err: err})
+			return
+		}
+	}
+}
+
+// send hands in to Read and reports whether the connection is still open.
+func (c *Conn) send(in incoming) bool {
+	select {
+	case c.incoming <- in:
+		return true
+	case <-c.closed:
+		return false
+	}
+}
+
+// readLine returns the next line without its newline, valid until the next
+// call; at the end of the input it returns the unterminated rest with
+// io.EOF. long is where lines longer than br's buffer are gathered. A line
+// longer than limit (not counting its "\n" or "\r\n") is an error.
+func readLine(br *bufio.Reader, long *[]byte, limit int) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		buf := append((*long)[:0], line...)
+		for err == bufio.ErrBufferFull && (limit < 0 || len(buf) <= limit+2) {
+			line, err = br.ReadSlice('\n')
+			buf = append(buf, line...)
+		}
+		if cap(buf) <= keepLineBuffer {
+			*long = buf
+		} else {
+			*long = nil
+		}
+		line = buf
+	}
+	line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+	if limit >= 0 && len(line) > limit {
+		return nil, fmt.Errorf("%w of %d bytes", ErrLineTooLong, limit)
+	}
+	return line, err
+}
+
+// decodeLine decodes one trimmed, non-empty line: a message, or a batch.
+func decodeLine(line []byte) incoming {
+	if err := checkLine(line); err != nil {
+		return incoming{err: err}
+	}
+	if line[0] != '[' {
+		msg, err := decodeMessage(line)
+		return incoming{msg: msg, err: err}
+	}
+	var raws []json.RawMessage
+	if _, err := segjson.Parse(line, &raws, segjson.DontCopyRawMessage); err != nil {
+		return incoming{err: fmt.Errorf("unmarshaling JSON-RPC batch: %w", err)}
+	}
+	if len(raws) == 0 {
+		return incoming{err: errors.New("empty JSON-RPC batch")}
+	}
+	msgs := make([]jsonrpc.Message, len(raws))
+	for i, raw := range raws {
+		msg, err := decodeMessage(raw)
+		if err != nil {
+			return incoming{err: err}
+		}
+		msgs[i] = msg
+	}
+	return incoming{batch: msgs}
+}
+
+// maxDepth bounds the nesting of a line, as go-sdk's decoder does (its
+// internal/json limit): the parser recurses.
+const maxDepth = 1000
+
+// checkLine reports a line nested deeper than maxDepth, or one whose first
+// JSON value ends before the line does ("{...} {...}", "{...} junk"), which
+// go-sdk's stream decoder rejects as trailing data.
+func checkLine(line []byte) error {
+	depth, inString, escaped := 0, false, false
+	for i, b := range line {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+		case b == '"':
+			inString = true
+		case b == '{' || b == '[':
+			if depth++; depth > maxDepth {
+				return fmt.Errorf("JSON-RPC message nested deeper than %d", maxDepth)
+			}
+		case b == '}' || b == ']':
+			if depth--; depth == 0 {
+				if len(bytes.TrimSpace(line[i+1:])) != 0 {
+					return errors.New("invalid trailing data after a JSON-RPC message")
+				}
+				return nil
+			}
+		}
+	}
+	return nil // not an object or array, or unterminated: the parser says which
+}
+
+// wireMessage is a JSON-RPC message as sent, decoded the way
+// jsonrpc.DecodeMessage decodes it.
+type wireMessage struct {
+	VersionTag string          `json:"jsonrpc"`
+	ID         any             `json:"id,omitempty"`
+	Method     json.RawMessage `json:"method"`
+	Params     json.RawMessage `json:"params,omitempty"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	Error      *jsonrpc.Error  `json:"error,omitempty"`
+}
+
+// parseFlags are the flags go-sdk decodes messages with.
+const parseFlags = segjson.DontMatchCaseInsensitiveStructFields
+
+// decodeMessage is jsonrpc.DecodeMessage without go-sdk's per-call decoder
+// (a 32 KiB buffer and a second pass over data each time): the same parser
+// and flags straight over data, with the same checks and results
+// (FuzzDecodeMessage compares them). The message does not alias data.
+func decodeMessage(data []byte) (jsonrpc.Message, error) {
+	var w wireMessage
+	rest, err := segjson.Parse(data, &w, parseFlags)
+	if err == nil && len(bytes.TrimSpace(rest)) != 0 {
+		err = errors.New("invalid trailing data after a JSON-RPC message")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+	}
+	if w.VersionTag != wireVersion {
+		return nil, fmt.Errorf("invalid message version tag %q; expected %q", w.VersionTag, wireVersion)
+	}
+	id, err := jsonrpc.MakeID(w.ID)
+	if err != nil {
+		return nil, err
+	}
+	if len(w.Method) > 0 {
+		var method string
+		if _, err := segjson.Parse(w.Method, &method, parseFlags); err != nil {
+			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		}
+		return &jsonrpc.Request{ID: id, Method: method, Params: w.Params}, nil
+	}
+	if !id.IsValid() {
+		return nil, errInvalidRequest
+	}
+	resp := &jsonrpc.Response{ID: id, Result: w.Result}
+	if w.Error != nil { // not a typed nil in the error interface
+		resp.Error = w.Error
+	}
+	return resp, nil
+}
+
+// Read returns the next message. It returns ctx's error when ctx ends
+// first, and io.EOF once the connection is closed.
+func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(c.queue) > 0 {
+		msg := c.queue[0]
+		c.queue = c.queue[1:]
+		return msg, nil
+	}
+	var in incoming
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case in = <-c.incoming:
+	case <-c.closed:
+		return nil, io.EOF
+	}
+	switch {
+	case in.err != nil:
+		return nil, in.err
+	case in.batch != nil:
+		if err := c.acceptBatch(in.batch); err != nil {
+			return nil, err
+		}
+		c.queue = in.batch[1:]
+		return in.batch[0], nil
+	}
+	if req, ok := in.msg.(*jsonrpc.Request); ok && req.Method == methodInitialize && req.IsCall() {
+		c.mu.Lock()
+		c.initID = req.ID
+		c.mu.Unlock()
+	}
+	return in.msg, nil
+}
+
+// acceptBatch checks that a batch is allowed and notes its calls, whose
+// answers Write gathers into one array.
+func (c *Conn) acceptBatch(msgs []jsonrpc.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.version >= batchlessVersion {
+		return fmt.Errorf("JSON-RPC batching is not supported in %s and later (request version: %s)", batchlessVersion, c.version)
+	}
+	b := &inboundBatch{index: map[jsonrpc.ID]int{}}
+	for _, msg := range msgs {
+		req, ok := msg.(*jsonrpc.Request)
+		if !ok || !req.IsCall() {
+			continue
+		}
+		if _, dup := b.index[req.ID]; dup {
+			return fmt.Errorf("duplicate message ID %v in a JSON-RPC batch", req.ID.Raw())
+		}
+		if _, seen := c.batches[req.ID]; seen {
+			return fmt.Errorf("JSON-RPC batch contains previously seen request %v", req.ID.Raw())
+		}
+		b.index[req.ID] = len(b.responses)
+		b.responses = append(b.responses, nil)
+	}
+	if len(b.responses) == 0 {
+		return nil
+	}
+	if c.batches == nil {
+		c.batches = map[jsonrpc.ID]*inboundBatch{}
+	}
+	b.pending = len(b.responses)
+	for id := range b.index {
+		c.batches[id] = b
+	}
+	return nil
+}
+
+// Write writes msg as one line. An answer to a call of an inbound batch is
+// held until the batch's last answer, then all are written as one array.
+func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var data []byte
+	resp, isResp := msg.(*jsonrpc.Response)
+	if isResp {
+		batch, inBatch := c.answered(resp)
+		if inBatch && batch == nil {
+			return nil // more answers to come
+		}
+		if batch != nil {
+			var err error
+			if data, err = encodeBatch(batch); err != nil {
+				return err
+			}
+		}
+	}
+	if data == nil {
+		var err error
+		if data, err = jsonrpc.EncodeMessage(msg); err != nil {
+			return fmt.Errorf("marshaling message: %w", err)
+		}
+	}
+	data = append(data, '\n')
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_, err := c.w.Write(data)
+	return err
+}
+
+// answered notes resp: the negotiated protocol version when it answers
+// initialize, and its place when it answers a batch call. inBatch reports
+// whether it did; batch is every answer once the batch is complete.
+func (c *Conn) answered(resp *jsonrpc.Response) (batch []*jsonrpc.Response, inBatch bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.initID.IsValid() && resp.ID == c.initID {
+		c.initID = jsonrpc.ID{}
+		var res struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		if resp.Error == nil && json.Unmarshal(resp.Result, &res) == nil {
+			c.version = res.ProtocolVersion
+		}
+	}
+	b, ok := c.batches[resp.ID]
+	if !ok {
+		return nil, false
+	}
+	delete(c.batches, resp.ID)
+	b.responses[b.index[resp.ID]] = resp
+	if b.pending--; b.pending > 0 {
+		return nil, true
+	}
+	return b.responses, true
+}
+
+func encodeBatch(resps []*jsonrpc.Response) ([]byte, error) {
+	raws := make([]json.RawMessage, len(resps))
+	for i, r := range resps {
+		raw, err := jsonrpc.EncodeMessage(r)
+		if err != nil {
+			return nil, fmt.Errorf("encoding batch message: %w", err)
+		}
+		raws[i] = raw
+	}
+	return json.Marshal(raws)
+}
+
+// SessionID is empty: a stdio connection has no session id.
+func (c *Conn) SessionID() string { return "" }
+
+// Close closes the reader and the writer and unblocks Read. The read loop
+// ends when the reader's Read returns (os.Stdin's may not until input
+// comes; go-sdk's transport has the same limit).
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() {
+		err := errors.Join(c.r.Close(), c.w.Close())
+		c.closeErr = err
+		close(c.closed)
+	})
+	return c.closeErr // set before any Do returns
+}

@@ -1,0 +1,381 @@
+package linerpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// buffer is a goroutine-safe write sink.
+type buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *buffer) Close() error { return nil }
+
+func (b *buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// connect connects a Transport reading input and writing to the returned
+// buffer.
+func connect(t *testing.T, input string, limit int) (*Conn, *buffer) {
+	t.Helper()
+	out := &buffer{}
+	c, err := (&Transport{Reader: io.NopCloser(strings.NewReader(input)), Writer: out, MaxLineLength: limit}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c.(*Conn), out
+}
+
+func mustID(t *testing.T, v any) jsonrpc.ID {
+	t.Helper()
+	id, err := jsonrpc.MakeID(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// readAll reads until an error and returns the messages and the error.
+func readAll(c *Conn) ([]jsonrpc.Message, error) {
+	var msgs []jsonrpc.Message
+	for {
+		msg, err := c.Read(context.Background())
+		if err != nil {
+			return msgs, err
+		}
+		msgs = append(msgs, msg)
+	}
+}
+
+func TestReadFraming(t *testing.T) {
+	// CRLF, blank lines, spaces around a message and an unterminated last
+	// line: each message once, in order, then io.EOF.
+	big := strings.Repeat("x", 3*readBufferSize) // gathered over several buffer fills
+	input := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}` + "\r\n" +
+		"\n   \n" +
+		` {"jsonrpc":"2.0","method":"notifications/progress","params":{"big":"` + big + `"}} ` + "\n" +
+		`{"jsonrpc":"2.0","id":"s","result":{"ok":true}}`
+	c, _ := connect(t, input, 0)
+	msgs, err := readAll(c)
+	if !errors.Is(err, io.EOF) {
+		t.Fatalf("after the last message: %v, want io.EOF", err)
+	}
+	want := []jsonrpc.Message{
+		&jsonrpc.Request{ID: mustID(t, float64(1)), Method: "tools/call", Params: json.RawMessage(`{"name":"a"}`)},
+		&jsonrpc.Request{Method: "notifications/progress", Params: json.RawMessage(`{"big":"` + big + `"}`)},
+		&jsonrpc.Response{ID: mustID(t, "s"), Result: json.RawMessage(`{"ok":true}`)},
+	}
+	// Compared after every read: a message must not alias the reused line
+	// buffer.
+	if diff := cmp.Diff(want, msgs, cmp.Comparer(func(a, b jsonrpc.ID) bool { return a == b })); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+}
+
+func TestWriteOneLine(t *testing.T) {
+	c, out := connect(t, "", 0)
+	msgs := []jsonrpc.Message{
+		&jsonrpc.Request{ID: mustID(t, float64(7)), Method: "tools/call", Params: json.RawMessage(`{"name":"a\nb"}`)},
+		&jsonrpc.Response{ID: mustID(t, "x"), Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no"}},
+	}
+	var want strings.Builder
+	for _, msg := range msgs {
+		if err := c.Write(context.Background(), msg); err != nil {
+			t.Fatal(err)
+		}
+		data, err := jsonrpc.EncodeMessage(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.Write(data)
+		want.WriteByte('\n')
+	}
+	if got := out.String(); got != want.String() {
+		t.Errorf("written:\n%s\nwant:\n%s", got, want.String())
+	}
+	if n := strings.Count(out.String(), "\n"); n != len(msgs) {
+		t.Errorf("%d lines for %d messages", n, len(msgs))
+	}
+}
+
+func TestLineCap(t *testing.T) {
+	msg := `{"jsonrpc":"2.0","method":"m","params":{"s":"` + strings.Repeat("y", 200) + `"}}`
+	for _, tc := range []struct {
+		name  string
+		limit int
+		input string
+		fail  bool
+	}{
+		{"exactly the cap", len(msg), msg + "\r\n", false},
+		{"one byte over", len(msg) - 1, msg + "\n", true},
+		{"over, unterminated", len(msg) - 1, msg, true},
+		{"over, longer than the read buffer", readBufferSize, `{"jsonrpc":"2.0","method":"m","params":"` + strings.Repeat("z", 2*readBufferSize) + `"}` + "\n", true},
+		{"no cap", -1, `{"jsonrpc":"2.0","method":"m","params":"` + strings.Repeat("z", 2*readBufferSize) + `"}` + "\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := connect(t, tc.input, tc.limit)
+			msgs, err := readAll(c)
+			if !tc.fail {
+				if len(msgs) != 1 || !errors.Is(err, io.EOF) {
+					t.Fatalf("got %d messages, %v; want 1, io.EOF", len(msgs), err)
+				}
+				return
+			}
+			if len(msgs) != 0 || !errors.Is(err, ErrLineTooLong) {
+				t.Fatalf("got %d messages, %v; want 0, ErrLineTooLong", len(msgs), err)
+			}
+			if !strings.Contains(err.Error(), "maximum line length") {
+				t.Errorf("error %q does not name the cap", err)
+			}
+		})
+	}
+}
+
+func TestMalformedLines(t *testing.T) {
+	for _, tc := range []struct{ name, line, want string }{
+		{"two messages on a line", `{"jsonrpc":"2.0","method":"a"} {"jsonrpc":"2.0","method":"b"}`, "trailing data"},
+		{"junk after a message", `{"jsonrpc":"2.0","method":"a"}x`, "trailing data"},
+		{"not JSON", `{"jsonrpc":`, "unmarshaling"},
+		{"wrong version", `{"jsonrpc":"1.0","method":"a"}`, "version"},
+		{"empty batch", `[]`, "empty"},
+		{"bad batch member", `[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0"}]`, "invalid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := connect(t, tc.line+"\n"+`{"jsonrpc":"2.0","method":"after"}`+"\n", 0)
+			msgs, err := readAll(c)
+			if len(msgs) != 0 || err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %d messages, %v; want an error containing %q and nothing after it", len(msgs), err, tc.want)
+			}
+		})
+	}
+}
+
+func TestBatch(t *testing.T) {
+	input := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":"b","method":"tools/list"}]` + "\n"
+	c, out := connect(t, input, 0)
+	msgs, err := readAll(c)
+	if !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	var methods []string
+	for _, msg := range msgs {
+		methods = append(methods, msg.(*jsonrpc.Request).Method)
+	}
+	if diff := cmp.Diff([]string{"ping", "notifications/initialized", "tools/list"}, methods); diff != "" {
+		t.Fatalf("batch members (-want +got):\n%s", diff)
+	}
+	// The answers go out as one array, in the order of the calls, once the
+	// last is written; a message outside the batch goes out at once.
+	ctx := context.Background()
+	write := func(msg jsonrpc.Message) {
+		t.Helper()
+		if err := c.Write(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(&jsonrpc.Response{ID: mustID(t, "b"), Result: json.RawMessage(`{"tools":[]}`)})
+	if got := out.String(); got != "" {
+		t.Fatalf("wrote %q before the batch was answered", got)
+	}
+	write(&jsonrpc.Request{Method: "notifications/message", Params: json.RawMessage(`{}`)})
+	write(&jsonrpc.Response{ID: mustID(t, float64(1)), Result: json.RawMessage(`{}`)})
+	want := `{"jsonrpc":"2.0","method":"notifications/message","params":{}}` + "\n" +
+		`[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":"b","result":{"tools":[]}}]` + "\n"
+	if got := out.String(); got != want {
+		t.Errorf("written:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestBatchRejectedAfterNegotiation(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		allowed bool
+	}{
+		{"2025-03-26", true},
+		{"2025-06-18", false},
+		{"2025-11-25", false},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			pr, pw := io.Pipe()
+			out := &buffer{}
+			conn, err := (&Transport{Reader: pr, Writer: out}).Connect(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := conn.(*Conn)
+			t.Cleanup(func() { c.Close() })
+			go func() {
+				io.WriteString(pw, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`+"\n")
+				io.WriteString(pw, `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`+"\n")
+				pw.Close()
+			}()
+			ctx := context.Background()
+			msg, err := c.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			init := msg.(*jsonrpc.Request)
+			if err := c.Write(ctx, &jsonrpc.Response{ID: init.ID, Result: json.RawMessage(`{"protocolVersion":"` + tc.version + `"}`)}); err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Read(ctx)
+			if tc.allowed != (err == nil) {
+				t.Fatalf("batch after negotiating %s: %v", tc.version, err)
+			}
+			if !tc.allowed && !strings.Contains(err.Error(), "batching is not supported") {
+				t.Errorf("error %q does not say why", err)
+			}
+		})
+	}
+}
+
+// blockingReader blocks in Read until released, whatever Close does (like
+// os.Stdin).
+type blockingReader struct{ release chan struct{} }
+
+func (r blockingReader) Read([]byte) (int, error) {
+	<-r.release
+	return 0, io.EOF
+}
+
+func (blockingReader) Close() error { return nil }
+
+func TestCloseUnblocksRead(t *testing.T) {
+	r := blockingReader{release: make(chan struct{})}
+	defer close(r.release)
+	c, err := (&Transport{Reader: r, Writer: &buffer{}}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() {
+		_, err := c.Read(context.Background())
+		done <- err
+	}()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, io.EOF) {
+		t.Errorf("Read after Close: %v, want io.EOF", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestReadContextKeepsMessage(t *testing.T) {
+	pr, pw := io.Pipe()
+	c, err := (&Transport{Reader: pr, Writer: &buffer{}}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Read(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Read with an ended context: %v", err)
+	}
+	go io.WriteString(pw, `{"jsonrpc":"2.0","method":"m"}`+"\n")
+	msg, err := c.Read(context.Background())
+	if err != nil || msg.(*jsonrpc.Request).Method != "m" {
+		t.Fatalf("Read after a cancelled Read: %v, %v", msg, err)
+	}
+}
+
+// TestSession runs a real MCP session: a go-sdk client on go-sdk's own
+// transport against a server on this one, over OS-level pipes.
+func TestSession(t *testing.T) {
+	ctx := context.Background()
+	c2sR, c2sW := io.Pipe()
+	s2cR, s2cW := io.Pipe()
+	server := mcp.NewServer(&mcp.Implementation{Name: "s"}, nil)
+	type args struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(server, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, a args) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
+	})
+	ss, err := server.Connect(ctx, &Transport{Reader: c2sR, Writer: s2cW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c"}, nil).Connect(ctx, &mcp.IOTransport{Reader: s2cR, Writer: c2sW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"one", "two\nlines", strings.Repeat("é", 100_000)} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": text}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Content[0].(*mcp.TextContent).Text; got != text {
+			t.Errorf("echo %.20q: got %.20q", text, got)
+		}
+	}
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ss.Wait(); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
+		t.Errorf("server session ended with %v", err)
+	}
+}
+
+// FuzzDecodeMessage holds decodeMessage to jsonrpc.DecodeMessage: on a line
+// that is one JSON value both succeed with the same message or both fail;
+// on anything else decodeMessage fails whenever DecodeMessage does.
+func FuzzDecodeMessage(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":"x","result":{"content":[]}}`,
+		`{"jsonrpc":"2.0","id":2.5,"error":{"code":-32601,"message":"m","data":[1]}}`,
+		`{"jsonrpc":"2.0","method":null}`,
+		`{"jsonrpc":"2.0","method":"n","params":null}`,
+		`{"JSONRPC":"2.0","Method":"m"}`,
+		`{"jsonrpc":"2.0","id":null,"result":1}`,
+		`{"jsonrpc":"2.0","id":true,"method":"m"}`,
+		`{"jsonrpc":"2.0","method":"a"} x`,
+		`{"jsonrpc":"2.0","method":"\u00e9\n"}`,
+		`[1]`, `"s"`, `{`, ``,
+	} {
+		f.Add([]byte(seed))
+	}
+	idEq := cmp.Comparer(func(a, b jsonrpc.ID) bool { return a == b })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want, wantErr := jsonrpc.DecodeMessage(data)
+		got, err := decodeMessage(data)
+		switch {
+		case wantErr != nil && err == nil:
+			t.Fatalf("decodeMessage(%q) = %v; DecodeMessage fails: %v", data, got, wantErr)
+		case wantErr == nil && err != nil:
+			if json.Valid(data) {
+				t.Fatalf("decodeMessage(%q) fails: %v; DecodeMessage = %v", data, err, want)
+			}
+		case err == nil:
+			if diff := cmp.Diff(want, got, idEq); diff != "" {
+				t.Fatalf("decodeMessage(%q) (-DecodeMessage +decodeMessage):\n%s", data, diff)
+			}
+		}
+	})
+}

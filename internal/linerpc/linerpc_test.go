@@ -1,39 +1,24 @@
 package linerpc
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
-// buffer is a goroutine-safe write sink.
-type buffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+// buffer is a goroutine-safe write sink that can be closed.
+type buffer struct{ testenv.LogBuffer }
 
-func (b *buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *buffer) Close() error { return nil }
-
-func (b *buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+func (*buffer) Close() error { return nil }
 
 // connect connects a Transport reading input and writing to the returned
 // buffer.

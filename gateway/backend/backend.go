@@ -133,9 +133,9 @@ type run struct {
 	// calls are the calls in flight, for relaying progress and log
 	// messages to the caller (see CallEvents).
 	calls calls
-	// stash holds the schemas of the tools/list results read (stdio and
-	// SSE; see schemaStash).
-	stash *schemaStash
+	// stash decodes the tools/list results read (stdio and SSE; see
+	// listStash).
+	stash *listStash
 	// loginLost is closed when the server wants a login that cannot be
 	// given (loginErr says why); remote backends with an Authorizer only.
 	loginLost chan struct{}
@@ -328,7 +328,7 @@ func (b *backend) notify(tools []*mcp.Tool) {
 // dial starts the backend, completes the MCP handshake and lists its tools,
 // all within the connect timeout. On failure everything it started is stopped.
 func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
-	r := &run{done: make(chan struct{}), changed: make(chan struct{}, 1), loginLost: make(chan struct{}), stash: newSchemaStash()}
+	r := &run{done: make(chan struct{}), changed: make(chan struct{}, 1), loginLost: make(chan struct{}), stash: newListStash()}
 	// The session context lives as long as the session (legacy SSE streams
 	// die with the context given to Connect); the connect timeout and a
 	// cancelled Start cancel it only while dialing.
@@ -458,26 +458,35 @@ func (b *backend) explain(err error, r *run) error {
 	return fmt.Errorf("backend %q at %s: %w: check url, type (%s) and headers", name, b.cfg.URL, err, b.cfg.Type)
 }
 
-// listTools lists every page of tools, bounded by MaxTools.
-func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash *schemaStash) ([]*mcp.Tool, error) {
+// listTools lists every page of tools, bounded by MaxTools: go-sdk's
+// ListTools (requests, its cache and validation) page by page, each page's
+// tools taken from the stash where it decoded them.
+func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash *listStash) ([]*mcp.Tool, error) {
+	stash.begin()
 	tools := []*mcp.Tool{}
-	for t, err := range sess.Tools(ctx, nil) {
+	params := &mcp.ListToolsParams{}
+	for {
+		res, err := sess.ListTools(ctx, params)
 		if err != nil {
 			return nil, fmt.Errorf("list tools: %w", err)
 		}
-		t = stash.take(t) // the schemas as sent, if stashed
-		if len(tools) == b.p.opts.MaxTools {
-			return nil, fmt.Errorf("list tools: more than %d tools (Options.MaxTools)", b.p.opts.MaxTools)
+		for _, t := range stash.merge(params.Cursor, res.Tools) {
+			if len(tools) == b.p.opts.MaxTools {
+				return nil, fmt.Errorf("list tools: more than %d tools (Options.MaxTools)", b.p.opts.MaxTools)
+			}
+			if len(t.Description) > maxDescription {
+				b.log.Warn("tool description too long; cut", "tool", t.Name, keyBytes, len(t.Description), keyLimit, maxDescription)
+				c := *t
+				c.Description = c.Description[:maxDescription]
+				t = &c
+			}
+			tools = append(tools, t)
 		}
-		if len(t.Description) > maxDescription {
-			b.log.Warn("tool description too long; cut", "tool", t.Name, keyBytes, len(t.Description), keyLimit, maxDescription)
-			c := *t
-			c.Description = c.Description[:maxDescription]
-			t = &c
+		if res.NextCursor == "" {
+			return tools, nil
 		}
-		tools = append(tools, t)
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
 	}
-	return tools, nil
 }
 
 // relist re-lists tools after each list_changed notification until the run

@@ -8,165 +8,218 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
+
+	"github.com/toolgate/toolgate/internal/linerpc"
 )
 
-// A schema stash keeps the tool schemas of a backend's tools/list results
-// as the JSON bytes the backend sent, and lets go-sdk decode each result
-// with those schemas replaced by an empty object schema.
+// A list stash decodes the tools of a backend's tools/list results itself,
+// keeps them (in order, by the page's request cursor) for listTools, and
+// hands go-sdk each result with "tools" holding only the entries go-sdk
+// must see; everything else in the result (nextCursor, ttlMs, _meta...) is
+// passed on, so go-sdk's pagination, caching and errors are unchanged.
 //
-// go-sdk decodes every schema into a tree of map[string]any (a few KiB per
-// tool), remarshals it to validate x-mcp-header annotations, and keeps the
-// decoded results in its list cache for the life of a 2026-07-28 session:
-// at 50,000 tools that was about 100 MiB held, and twice that decoded and
-// thrown away at each start. The pool needs the schemas only as JSON (the
-// catalog holds json.RawMessage), so listTools puts the stashed bytes back
-// into its own copy of each tool.
+// go-sdk decodes every tool's schemas into trees of map[string]any,
+// re-encodes and decodes each input schema again to validate x-mcp-header
+// annotations (through a fresh 32 KiB decoder each time), and keeps the
+// decoded results in its list cache for the life of a 2026-07-28 session,
+// where CallTool scans them for the called tool. The pool needs the
+// schemas only as JSON (the catalog holds json.RawMessage): the stash
+// decodes each tool once, with its schemas as the bytes the backend sent.
 //
-// A tool whose schemas mention x-mcp-header is passed through whole: the
-// annotations go-sdk validates and the streamable HTTP transport reads
-// from its cached tools stay where it looks for them. Without them, go-sdk
-// finds no annotation in either schema, so it decides the same. Results go
-// through the stash only where a connection can be wrapped (stdio, SSE);
-// streamable HTTP ones are decoded by go-sdk as they come.
-type schemaStash struct {
+// Entries go-sdk still gets, whole:
+//   - a tool whose schemas mention x-mcp-header: go-sdk validates the
+//     annotations (and drops the tool when they are invalid), and the
+//     streamable HTTP transport reads them from its cached tools;
+//   - a null entry, which go-sdk drops with a log line;
+//   - a tool with a schema that is not an object (go-sdk decodes it into
+//     another type than a map).
+//
+// A page with an entry that is not a tool (not an object, a field of the
+// wrong type) goes to go-sdk as sent: it fails the listing with go-sdk's
+// own error, which names the entry by its index in the page.
+//
+// Results go through the stash only where a connection can be wrapped
+// (stdio, SSE); streamable HTTP ones are decoded by go-sdk as they come.
+type listStash struct {
 	mu      sync.Mutex
-	pending map[jsonrpc.ID]bool    // tools/list requests written, not answered
-	schemas map[string]toolSchemas // by tool name, until listTools takes them
+	pending map[jsonrpc.ID]string // tools/list requests written, not answered: their cursor
+	// pages holds the latest result for each request cursor: the one
+	// go-sdk caches, when its cache answers a later request.
+	pages map[string][]listed
 }
 
-// toolSchemas are one tool's schemas as the backend sent them (nil when
-// absent).
-type toolSchemas struct{ in, out json.RawMessage }
+// listed is one entry of a stashed page: a tool the stash decoded, or
+// (tool nil) the name of an entry handed to go-sdk.
+type listed struct {
+	tool *mcp.Tool
+	name string
+}
 
-// emptySchema replaces a stashed schema in what go-sdk decodes.
-var emptySchema = json.RawMessage(`{"type":"object"}`)
-
-func newSchemaStash() *schemaStash {
-	return &schemaStash{pending: map[jsonrpc.ID]bool{}, schemas: map[string]toolSchemas{}}
+func newListStash() *listStash {
+	return &listStash{pending: map[jsonrpc.ID]string{}, pages: map[string][]listed{}}
 }
 
 // transport wraps t so that the tools/list results read through it are
 // stashed.
-func (s *schemaStash) transport(t mcp.Transport) mcp.Transport {
+func (s *listStash) transport(t mcp.Transport) mcp.Transport {
 	return &wrapTransport{inner: t, wrap: func(c mcp.Connection) mcp.Connection {
 		return &stashConn{Connection: c, stash: s}
 	}}
 }
 
-// take returns tool with the schemas the backend sent for its name, in a
-// copy (go-sdk's cached tool is not touched), or tool itself when none is
-// stashed.
-func (s *schemaStash) take(tool *mcp.Tool) *mcp.Tool {
+// begin starts a listing: the requests of earlier ones not answered yet
+// are forgotten (a late answer to an abandoned request goes to go-sdk as
+// sent, which drops it, and does not replace a page).
+func (s *listStash) begin() {
 	s.mu.Lock()
-	sc, ok := s.schemas[tool.Name]
-	delete(s.schemas, tool.Name)
+	clear(s.pending)
+	s.mu.Unlock()
+}
+
+// merge returns the tools of the page listed at cursor in the backend's
+// order: the stashed tools, and in place of the entries handed to go-sdk
+// the ones among fromSDK (what go-sdk returned for that page, after its
+// validation). Without a stashed page, fromSDK is the page.
+func (s *listStash) merge(cursor string, fromSDK []*mcp.Tool) []*mcp.Tool {
+	s.mu.Lock()
+	page, ok := s.pages[cursor]
 	s.mu.Unlock()
 	if !ok {
-		return tool
+		return fromSDK
 	}
-	c := *tool
-	if sc.in != nil {
-		c.InputSchema = sc.in
+	tools := make([]*mcp.Tool, 0, len(page))
+	for _, e := range page {
+		switch {
+		case e.tool != nil:
+			tools = append(tools, e.tool)
+		case len(fromSDK) > 0 && fromSDK[0].Name == e.name:
+			tools = append(tools, fromSDK[0])
+			fromSDK = fromSDK[1:]
+		} // else go-sdk dropped it
 	}
-	if sc.out != nil {
-		c.OutputSchema = sc.out
-	}
-	return &c
+	return append(tools, fromSDK...) // none, unless go-sdk made up tools
 }
 
-// sent notes a tools/list request.
-func (s *schemaStash) sent(msg jsonrpc.Message) {
-	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/list" && req.ID.IsValid() {
-		s.mu.Lock()
-		s.pending[req.ID] = true
-		s.mu.Unlock()
+// sent notes a tools/list request and its cursor.
+func (s *listStash) sent(msg jsonrpc.Message) {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || req.Method != "tools/list" || !req.ID.IsValid() {
+		return
 	}
+	var params struct {
+		Cursor string `json:"cursor"`
+	}
+	if len(req.Params) > 0 {
+		if _, err := segjson.Parse(req.Params, &params, linerpc.ParseFlags); err != nil {
+			return // go-sdk wrote it: not expected
+		}
+	}
+	s.mu.Lock()
+	s.pending[req.ID] = params.Cursor
+	s.mu.Unlock()
 }
 
-// received stashes the schemas of a tools/list result and returns the
+// received stashes the tools of a tools/list result and returns the
 // message go-sdk gets.
-func (s *schemaStash) received(msg jsonrpc.Message) jsonrpc.Message {
+func (s *listStash) received(msg jsonrpc.Message) jsonrpc.Message {
 	resp, ok := msg.(*jsonrpc.Response)
 	if !ok || !resp.ID.IsValid() {
 		return msg
 	}
 	s.mu.Lock()
-	pending := s.pending[resp.ID]
-	delete(s.pending, resp.ID)
+	cursor, pending := s.pending[resp.ID]
+	if pending {
+		delete(s.pending, resp.ID)
+		delete(s.pages, cursor) // replaced below, or go-sdk's result is the page
+	}
 	s.mu.Unlock()
 	if !pending || resp.Error != nil || len(resp.Result) == 0 {
 		return msg
 	}
-	stripped, schemas, ok := stripSchemas(resp.Result)
+	result, page, ok := splitTools(resp.Result)
 	if !ok {
 		return msg // not the shape expected: go-sdk decodes it as sent
 	}
 	s.mu.Lock()
-	for name, sc := range schemas {
-		s.schemas[name] = sc
-	}
+	s.pages[cursor] = page
 	s.mu.Unlock()
 	c := *resp
-	c.Result = stripped
+	c.Result = result
 	return &c
 }
 
-// stripSchemas returns result with each tool's inputSchema and
-// outputSchema replaced by emptySchema, and the schemas replaced, by tool
-// name. ok is false when result is not an object with a "tools" array of
-// named objects.
-func stripSchemas(result json.RawMessage) (json.RawMessage, map[string]toolSchemas, bool) {
+// wireTool is a tool as listed, with its schemas kept as sent.
+type wireTool struct {
+	mcp.Tool
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+}
+
+// splitTools decodes the tools of a tools/list result. It returns the
+// result for go-sdk, holding only the tool entries go-sdk must see (see
+// listStash), and the page. ok is false when result is not an object with
+// a "tools" array of tools.
+func splitTools(result json.RawMessage) (json.RawMessage, []listed, bool) {
 	var top map[string]json.RawMessage
-	if json.Unmarshal(result, &top) != nil {
+	if _, err := segjson.Parse(result, &top, linerpc.ParseFlags|segjson.DontCopyRawMessage); err != nil {
 		return nil, nil, false
 	}
-	var tools []map[string]json.RawMessage
-	if json.Unmarshal(top["tools"], &tools) != nil {
+	var entries []json.RawMessage
+	if _, err := segjson.Parse(top["tools"], &entries, linerpc.ParseFlags|segjson.DontCopyRawMessage); err != nil || entries == nil {
 		return nil, nil, false
 	}
-	schemas := make(map[string]toolSchemas, len(tools))
-	for _, t := range tools {
-		var name string
-		if t == nil || json.Unmarshal(t["name"], &name) != nil {
-			return nil, nil, false
+	page := make([]listed, 0, len(entries))
+	var kept bytes.Buffer
+	kept.WriteByte('[')
+	keep := func(entry json.RawMessage) {
+		if kept.Len() > 1 {
+			kept.WriteByte(',')
 		}
-		in, out := t["inputSchema"], t["outputSchema"]
-		if bytes.Contains(in, []byte("x-mcp-header")) || bytes.Contains(out, []byte("x-mcp-header")) {
+		kept.Write(entry)
+	}
+	for _, entry := range entries {
+		if bytes.Equal(entry, []byte("null")) {
+			keep(entry)
 			continue
 		}
-		var sc toolSchemas
-		if isObject(in) {
-			sc.in = bytes.Clone(in)
-			t["inputSchema"] = emptySchema
+		var w wireTool
+		if _, err := segjson.Parse(entry, &w, linerpc.ParseFlags); err != nil {
+			return nil, nil, false // go-sdk fails the page, with its own error
 		}
-		if isObject(out) {
-			sc.out = bytes.Clone(out)
-			t["outputSchema"] = emptySchema
+		if !schemaField(w.InputSchema) || !schemaField(w.OutputSchema) ||
+			bytes.Contains(w.InputSchema, []byte("x-mcp-header")) || bytes.Contains(w.OutputSchema, []byte("x-mcp-header")) {
+			keep(entry)
+			page = append(page, listed{name: w.Name})
+			continue
 		}
-		if sc.in != nil || sc.out != nil {
-			schemas[name] = sc
+		t := &w.Tool
+		if w.InputSchema != nil {
+			t.InputSchema = w.InputSchema
 		}
+		if w.OutputSchema != nil {
+			t.OutputSchema = w.OutputSchema
+		}
+		page = append(page, listed{tool: t})
 	}
-	b, err := json.Marshal(tools)
+	kept.WriteByte(']')
+	top["tools"] = kept.Bytes()
+	b, err := json.Marshal(top)
 	if err != nil {
 		return nil, nil, false
 	}
-	top["tools"] = b
-	if b, err = json.Marshal(top); err != nil {
-		return nil, nil, false
-	}
-	return b, schemas, true
+	return b, page, true
 }
 
-// isObject reports whether raw is a JSON object (after leading space).
-func isObject(raw json.RawMessage) bool {
-	raw = bytes.TrimLeft(raw, " \t\r\n")
-	return len(raw) > 0 && raw[0] == '{'
+// schemaField reports whether raw is absent or a JSON object: what the
+// stash keeps as sent (go-sdk decodes anything else, into other types).
+func schemaField(raw json.RawMessage) bool {
+	return raw == nil || raw[0] == '{'
 }
 
 type stashConn struct {
 	mcp.Connection
-	stash *schemaStash
+	stash *listStash
 }
 
 func (c *stashConn) Write(ctx context.Context, msg jsonrpc.Message) error {

@@ -277,8 +277,9 @@ type wireMessage struct {
 	Error      *jsonrpc.Error  `json:"error,omitempty"`
 }
 
-// parseFlags are the flags go-sdk decodes messages with.
-const parseFlags = segjson.DontMatchCaseInsensitiveStructFields
+// ParseFlags are the flags go-sdk decodes messages and results with
+// (segmentio/encoding/json, case-sensitive field names).
+const ParseFlags = segjson.DontMatchCaseInsensitiveStructFields
 
 // decodeMessage is jsonrpc.DecodeMessage without go-sdk's per-call decoder
 // (a 32 KiB buffer and a second pass over data each time): the same parser
@@ -286,7 +287,7 @@ const parseFlags = segjson.DontMatchCaseInsensitiveStructFields
 // (FuzzDecodeMessage compares them). The message does not alias data.
 func decodeMessage(data []byte) (jsonrpc.Message, error) {
 	var w wireMessage
-	rest, err := segjson.Parse(data, &w, parseFlags)
+	rest, err := segjson.Parse(data, &w, ParseFlags)
 	if err == nil && len(bytes.TrimSpace(rest)) != 0 {
 		err = errors.New("invalid trailing data after a JSON-RPC message")
 	}
@@ -302,7 +303,7 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 	}
 	if len(w.Method) > 0 {
 		var method string
-		if _, err := segjson.Parse(w.Method, &method, parseFlags); err != nil {
+		if _, err := segjson.Parse(w.Method, &method, ParseFlags); err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
 		return &jsonrpc.Request{ID: id, Method: method, Params: w.Params}, nil

@@ -1,6 +1,8 @@
 package backend
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -26,5 +28,36 @@ func TestCatalog(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Catalog (-want +got):\n%s", diff)
+	}
+}
+
+// A schema kept as sent becomes what json.Marshal makes of it, and is
+// shared rather than copied when it already is that.
+func TestCatalogRawSchemas(t *testing.T) {
+	for _, tc := range []struct {
+		name, raw string
+		shared    bool
+	}{
+		{"compact", `{"type":"object","properties":{"q":{"type":"string","description":"a b"}}}`, true},
+		{"spaced", "{ \"type\" : \"object\",\n \"properties\": {} }", false},
+		{"html", `{"type":"object","description":"a <b> & c"}`, false},
+		{"line separator", "{\"type\":\"object\",\"description\":\"a\u2028b\"}", false},
+		{"null", `null`, false},
+		{"invalid", `{"type":`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := json.RawMessage(tc.raw)
+			got := Catalog(map[string][]*mcp.Tool{"s": {{Name: "t", InputSchema: raw}}})[0].InputSchema
+			want, err := json.Marshal(raw)
+			if err != nil || string(want) == "null" {
+				want = nil
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("schema %q, want json.Marshal's %q", got, want)
+			}
+			if shared := len(got) > 0 && &got[0] == &raw[0]; shared != tc.shared {
+				t.Fatalf("shared with the listing: %v, want %v", shared, tc.shared)
+			}
+		})
 	}
 }

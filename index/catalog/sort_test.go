@@ -25,3 +25,27 @@ func TestSortByID(t *testing.T) {
 		}
 	}
 }
+
+// CompareID agrees with comparing the IDs, for servers that are prefixes of
+// one another followed by characters on either side of '_' ('0' and 'a').
+func TestCompareID(t *testing.T) {
+	parts := []string{"", "a", "a0", "a_", "a_0", "aa", "A", "_", "é", "a__"}
+	sign := func(c int) int { return min(max(c, -1), 1) }
+	n := 0
+	for _, s1 := range parts[1:] {
+		for _, s2 := range parts[1:] {
+			for _, n1 := range parts[1:] {
+				for _, n2 := range parts[1:] {
+					a, b := Tool{Server: s1, Name: n1}, Tool{Server: s2, Name: n2}
+					if got, want := sign(CompareID(&a, &b)), sign(strings.Compare(a.ID(), b.ID())); got != want {
+						t.Fatalf("CompareID(%s, %s) = %d, want %d", a.ID(), b.ID(), got, want)
+					}
+					n++
+				}
+			}
+		}
+	}
+	if n != 9*9*9*9 {
+		t.Fatalf("compared %d pairs", n)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -185,15 +186,11 @@ func ParamsText(t Tool) string {
 // every start cost more than the rest of opening an index. A schema that
 // only changed its layout costs a rebuild that re-embeds nothing.
 func Fingerprint(tools []Tool) string {
-	type keyed struct {
-		id string
-		i  int
+	order := make([]int, len(tools))
+	for i := range order {
+		order[i] = i
 	}
-	order := make([]keyed, len(tools))
-	for i, t := range tools {
-		order[i] = keyed{t.ID(), i}
-	}
-	sort.Slice(order, func(a, b int) bool { return order[a].id < order[b].id })
+	slices.SortFunc(order, func(a, b int) int { return CompareID(&tools[a], &tools[b]) })
 	h := sha256.New()
 	var n [8]byte
 	field := func(s []byte) {
@@ -202,8 +199,8 @@ func Fingerprint(tools []Tool) string {
 		h.Write(s)
 	}
 	str := func(s string) { field(unsafe.Slice(unsafe.StringData(s), len(s))) }
-	for _, k := range order {
-		t := &tools[k.i]
+	for _, i := range order {
+		t := &tools[i]
 		str(t.Server)
 		str(t.Name)
 		str(t.Title)

@@ -188,10 +188,15 @@ func (c *Cached) openStore() error {
 }
 
 // open opens Badger with small buffers: the cache holds 1.5 KiB vectors,
-// thousands of them, not gigabytes.
+// thousands of them, not gigabytes. Memtables are 2 MiB: Badger allocates
+// a memtable's whole arena when it opens the store (10.4 MB at 8 MiB) and
+// a gateway holds it for its life, mostly without writing; vectors are
+// written in WriteBatches, which split at the smaller batch size. Values
+// (1.5 KiB) stay in the tree below a 64 KiB threshold, which must be under
+// the batch size (15 % of a memtable).
 func (c *Cached) open() (s *store, err error) {
 	bl := &badgerlog.Logger{L: c.log, Prefix: "badger", FlushFailed: func(err error) { c.st.Fail(err) }}
-	bo := badgerlog.Options(c.dir, c.inMemory, bl, 8<<20)
+	bo := badgerlog.Options(c.dir, c.inMemory, bl, 2<<20).WithValueThreshold(64 << 10)
 	if !c.inMemory {
 		if err := os.MkdirAll(c.dir, 0o755); err != nil {
 			return nil, fmt.Errorf("embedding cache: %w", err)

@@ -54,10 +54,13 @@ var errInvalidRequest = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message
 const methodInitialize = "initialize"
 
 // readBufferSize is the reused read buffer; longer lines are gathered in a
-// second buffer, kept while it is at most keepLineBuffer.
+// second buffer, kept while it is at most keepLineBuffer. A gateway holds
+// one per backend, so the kept one stays small: a listing page of a
+// thousand tools is allocated once and left to the collector, where 1 MiB
+// kept by each of 20 backends was 10 MB held for good.
 const (
 	readBufferSize = 64 << 10
-	keepLineBuffer = 1 << 20
+	keepLineBuffer = 256 << 10
 )
 
 // ErrLineTooLong means an inbound line exceeded the transport's

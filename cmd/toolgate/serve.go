@@ -228,6 +228,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		sec.guard.Observe(backend.Catalog(map[string][]*mcp.Tool{server: tools}))
 		lv.ToolsChanged(server, tools)
 	}
+	opts.Known = lv.Known // a listing like the warm catalog is held once
 	opts.Lazy = func(s config.Server) bool { return s.Lazy && lv.Cataloged(s.Name) }
 	// On a warm start the backends connect once the model is loaded (or a
 	// call needs one): started alongside, they took the CPU the client's

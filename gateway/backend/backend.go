@@ -1,7 +1,9 @@
 package backend
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -325,10 +327,33 @@ func (b *backend) notify(tools []*mcp.Tool) {
 	}
 }
 
+// known makes a listed tool share the served catalog's copies of its
+// fields (Options.Known); it is called before the tool is shared.
+func (b *backend) known(t *mcp.Tool) {
+	known := b.p.opts.Known
+	if known == nil {
+		return
+	}
+	k, ok := known(b.cfg.Name, t.Name)
+	if !ok {
+		return
+	}
+	t.Name = k.Name
+	if t.Title == k.Title {
+		t.Title = k.Title
+	}
+	if t.Description == k.Description {
+		t.Description = k.Description
+	}
+	if raw, ok := t.InputSchema.(json.RawMessage); ok && bytes.Equal(raw, k.InputSchema) {
+		t.InputSchema = k.InputSchema
+	}
+}
+
 // dial starts the backend, completes the MCP handshake and lists its tools,
 // all within the connect timeout. On failure everything it started is stopped.
 func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
-	r := &run{done: make(chan struct{}), changed: make(chan struct{}, 1), loginLost: make(chan struct{}), stash: newListStash()}
+	r := &run{done: make(chan struct{}), changed: make(chan struct{}, 1), loginLost: make(chan struct{}), stash: newListStash(b.known)}
 	// The session context lives as long as the session (legacy SSE streams
 	// die with the context given to Connect); the connect timeout and a
 	// cancelled Start cancel it only while dialing.

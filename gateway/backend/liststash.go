@@ -47,6 +47,9 @@ type listStash struct {
 	// pages holds the latest result for each request cursor: the one
 	// go-sdk caches, when its cache answers a later request.
 	pages map[string][]listed
+	// share, if set, is given each tool the stash decoded, before anyone
+	// else sees it (backend.known).
+	share func(*mcp.Tool)
 }
 
 // listed is one entry of a stashed page: a tool the stash decoded, or
@@ -56,8 +59,8 @@ type listed struct {
 	name string
 }
 
-func newListStash() *listStash {
-	return &listStash{pending: map[jsonrpc.ID]string{}, pages: map[string][]listed{}}
+func newListStash(share func(*mcp.Tool)) *listStash {
+	return &listStash{pending: map[jsonrpc.ID]string{}, pages: map[string][]listed{}, share: share}
 }
 
 // transport wraps t so that the tools/list results read through it are
@@ -140,6 +143,13 @@ func (s *listStash) received(msg jsonrpc.Message) jsonrpc.Message {
 	result, page, ok := splitTools(resp.Result)
 	if !ok {
 		return msg // not the shape expected: go-sdk decodes it as sent
+	}
+	if s.share != nil {
+		for _, e := range page {
+			if e.tool != nil {
+				s.share(e.tool)
+			}
+		}
 	}
 	s.mu.Lock()
 	s.pages[cursor] = page

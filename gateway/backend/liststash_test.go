@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/index/indextest"
 )
 
@@ -181,7 +183,7 @@ func TestListStashListing(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	stash := newListStash()
+	stash := newListStash(nil)
 	sess, srv, changed := scriptedSession(t, sc, stash)
 	if v := sess.InitializeResult().ProtocolVersion; v != StatelessProtocolVersion {
 		t.Fatalf("protocol %s, want %s (the one with list caching)", v, StatelessProtocolVersion)
@@ -277,7 +279,7 @@ func TestListStashMalformed(t *testing.T) {
 			if sdkErr == nil {
 				t.Fatal("go-sdk lists it")
 			}
-			stash := newListStash()
+			stash := newListStash(nil)
 			sess, _, _ := scriptedSession(t, sc, stash)
 			_, err := listBackend(100).listTools(context.Background(), sess, stash)
 			if err == nil || err.Error() != "list tools: "+sdkErr.Error() {
@@ -325,7 +327,7 @@ func TestListStashSplit(t *testing.T) {
 
 // The stash handles only answers to tools/list requests it saw written.
 func TestListStashOnlyToolsList(t *testing.T) {
-	s := newListStash()
+	s := newListStash(nil)
 	s.sent(&jsonrpc.Request{ID: mustID(t, 7), Method: "tools/list", Params: json.RawMessage(`{"cursor":"p2"}`)})
 	other := &jsonrpc.Response{ID: mustID(t, 8), Result: json.RawMessage(scriptPages[""])}
 	if got := s.received(other); got != other {
@@ -429,7 +431,7 @@ func BenchmarkListTools(b *testing.B) {
 	bk := listBackend(100000)
 	for _, via := range []string{"stash", "go-sdk"} {
 		b.Run(via, func(b *testing.B) {
-			stash := newListStash() // fed only when it wraps the transport
+			stash := newListStash(nil) // fed only when it wraps the transport
 			wrap := stash
 			if via == "go-sdk" {
 				wrap = nil
@@ -443,5 +445,54 @@ func BenchmarkListTools(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// With Options.Known, a listed tool holds the served catalog's strings and
+// schema where they are equal to what was listed, and its own where not.
+func TestListStashSharesKnown(t *testing.T) {
+	served := map[string]catalog.Tool{
+		"a1": {Server: "srv", Name: "a1", Description: "first", InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)},
+		"a4": {Server: "srv", Name: "a4", Description: "was different", InputSchema: json.RawMessage(`{"type":"object"}`)},
+	}
+	var asked []string
+	b := listBackend(100)
+	b.cfg.Name = "srv"
+	b.p.opts.Known = func(server, name string) (catalog.Tool, bool) {
+		if server != "srv" {
+			t.Errorf("Known asked for server %q", server)
+		}
+		asked = append(asked, name)
+		k, ok := served[name]
+		return k, ok
+	}
+	stash := newListStash(b.known)
+	sess, _, _ := scriptedSession(t, newScript(scriptPages), stash)
+	tools, err := b.listTools(context.Background(), sess, stash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only the tools the stash decoded are shared (not hv and a3, which
+	// go-sdk got).
+	if diff := cmp.Diff([]string{"a1", "a2", "a4"}, asked); diff != "" {
+		t.Fatalf("Known asked for (-want +got):\n%s", diff)
+	}
+	same := func(a, b string) bool { return len(a) > 0 && unsafe.StringData(a) == unsafe.StringData(b) }
+	byName := map[string]*mcp.Tool{}
+	for _, tl := range tools {
+		byName[tl.Name] = tl
+	}
+	a1, a4 := byName["a1"], byName["a4"]
+	if !same(a1.Name, served["a1"].Name) || !same(a1.Description, served["a1"].Description) {
+		t.Errorf("a1's name and description are not the served ones")
+	}
+	if raw := a1.InputSchema.(json.RawMessage); &raw[0] != &served["a1"].InputSchema[0] {
+		t.Errorf("a1's schema is its own copy")
+	}
+	if same(a4.Description, served["a4"].Description) || a4.Description != "" {
+		t.Errorf("a4's description %q: want its own (none)", a4.Description)
+	}
+	if raw := a4.InputSchema.(json.RawMessage); string(raw) != `{"type":"object","properties":{"x":{"type":"number"}}}` {
+		t.Errorf("a4's schema %s: want the one listed", raw)
 	}
 }

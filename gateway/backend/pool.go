@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // Log attribute keys.
@@ -80,6 +81,13 @@ type Options struct {
 	// Calls for one server are serialized; a backend that Reconfigure
 	// removed or replaced calls it no more. It may be nil.
 	OnToolsChanged func(server string, tools []*mcp.Tool)
+	// Known, when set, returns the tool of that server and name in the
+	// catalog being served. A listed tool takes Known's name, title,
+	// description and input schema where they are equal to its own, so a
+	// catalog that did not change is held once, not once served and once
+	// listed (at 50,000 tools the listed copies were about 25 MB). Only
+	// stdio and SSE listings, which the list stash decodes, are shared so.
+	Known func(server, name string) (catalog.Tool, bool)
 	// ClientInfo is the client implementation sent to backends
 	// (default {"toolgate", "dev"}).
 	ClientInfo *mcp.Implementation

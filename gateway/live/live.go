@@ -347,6 +347,21 @@ func (l *Loop) Catalog() []catalog.Tool {
 	return slices.Clone(l.current)
 }
 
+// Known returns the tool of server and name in the catalog served: the
+// pool's Options.Known, so that a listing like the catalog served shares
+// its memory.
+func (l *Loop) Known(server, name string) (catalog.Tool, bool) {
+	l.mu.Lock()
+	cur := l.current // sorted by ID, never changed in place
+	l.mu.Unlock()
+	probe := catalog.Tool{Server: server, Name: name}
+	i, ok := slices.BinarySearchFunc(cur, &probe, func(t catalog.Tool, p *catalog.Tool) int { return catalog.CompareID(&t, p) })
+	if !ok {
+		return catalog.Tool{}, false
+	}
+	return cur[i], true
+}
+
 // Cataloged reports whether the catalog served holds tools of server. The
 // pool's Lazy hook uses it: a lazy server starts on its first call only
 // when search already knows its tools.

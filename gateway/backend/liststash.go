@@ -203,7 +203,8 @@ func splitTools(result json.RawMessage) (json.RawMessage, []listed, bool) {
 			page = append(page, listed{name: w.Name})
 			continue
 		}
-		t := &w.Tool
+		t := new(mcp.Tool) // not &w.Tool: that would keep w's raw schemas too
+		*t = w.Tool
 		if w.InputSchema != nil {
 			t.InputSchema = w.InputSchema
 		}

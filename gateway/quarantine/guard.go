@@ -22,11 +22,14 @@
 package quarantine
 
 import (
+	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -125,9 +128,45 @@ func ParseFile(b []byte) (*File, error) {
 	return f, nil
 }
 
+// encode is the file's content: its JSON (as json.Marshal writes it) and a
+// newline.
 func (f *File) encode() ([]byte, error) {
-	b, err := json.Marshal(f)
-	return append(b, '\n'), err
+	var b bytes.Buffer
+	err := f.writeTo(&b)
+	return b.Bytes(), err
+}
+
+// writeTo writes what encode returns, one pin at a time: at 50,000 tools
+// the whole file is 20 MB, which serve would otherwise hold at once for
+// each backend's first listing.
+func (f *File) writeTo(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, `{"version":%d,"tools":`, f.Version)
+	if f.Tools == nil {
+		bw.WriteString("null")
+	} else {
+		ids := slices.Sorted(maps.Keys(f.Tools))
+		bw.WriteByte('{')
+		for i, id := range ids {
+			k, err := json.Marshal(id)
+			if err != nil {
+				return err
+			}
+			p, err := json.Marshal(f.Tools[id])
+			if err != nil {
+				return err
+			}
+			if i > 0 {
+				bw.WriteByte(',')
+			}
+			bw.Write(k)
+			bw.WriteByte(':')
+			bw.Write(p)
+		}
+		bw.WriteByte('}')
+	}
+	bw.WriteString("}\n")
+	return bw.Flush()
 }
 
 // changes reports whether the decided pins differ from those in pins in
@@ -434,7 +473,7 @@ func (g *Guard) observe(tools []catalog.Tool) {
 	var decided map[string]*Pin
 	err := g.check()
 	if err == nil {
-		err = g.write(func(f *File) (*File, []byte, error) {
+		err = g.write(func(f *File) (*File, func(io.Writer) error, error) {
 			decided = g.decideAll(f.Tools, tools, now)
 			if !changes(f.Tools, decided) {
 				return f, nil, nil // a listing like the last: nothing to write
@@ -443,8 +482,7 @@ func (g *Guard) observe(tools []catalog.Tool) {
 			next := &File{Version: f.Version, Tools: make(map[string]*Pin, len(f.Tools)+len(decided))}
 			maps.Copy(next.Tools, f.Tools)
 			maps.Copy(next.Tools, decided)
-			b, err := next.encode()
-			return next, b, err
+			return next, next.writeTo, nil
 		})
 	}
 	if err != nil {
@@ -486,7 +524,7 @@ func (g *Guard) check() error {
 // telling Options.Storage how it went. A pins file that cannot be parsed is
 // never overwritten (approvals we cannot read) and is not the storage's
 // fault.
-func (g *Guard) write(change func(*File) (*File, []byte, error)) error {
+func (g *Guard) write(change func(*File) (*File, func(io.Writer) error, error)) error {
 	err := g.view.Update(change)
 	if s := g.opts.Storage; s != nil {
 		var ce *datafile.ContentError

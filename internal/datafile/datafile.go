@@ -17,6 +17,7 @@
 package datafile
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -96,14 +97,15 @@ func (v *View[T]) Load() (T, error) {
 // from the parsed content: change gets the value as of now (the one held
 // when the file's stamp is the one it was read at, so a large file is not
 // read and parsed again for every change) and returns the new value with
-// its encoding, or nil bytes to leave the file as it is. change must not
+// a function writing its encoding, or a nil one to leave the file as it is
+// (a large file is written as it is encoded, never held whole). change must not
 // modify cur: it is shared with Load's callers. After a write the view
 // holds the new value, so the next Load need not read the file again.
 //
 // When the file cannot be read or parsed, change is not called and the
 // error is returned; a parse error is a *ContentError (the file is there
 // but not usable: an Update must not overwrite what it could not read).
-func (v *View[T]) Update(change func(cur T) (T, []byte, error)) error {
+func (v *View[T]) Update(change func(cur T) (T, func(io.Writer) error, error)) error {
 	dir := filepath.Dir(v.path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
@@ -117,11 +119,11 @@ func (v *View[T]) Update(change func(cur T) (T, []byte, error)) error {
 	if err != nil {
 		return err
 	}
-	next, b, err := change(cur)
-	if err != nil || b == nil {
+	next, write, err := change(cur)
+	if err != nil || write == nil {
 		return err
 	}
-	if err := WriteFile(v.path, b); err != nil {
+	if err := WriteFileFunc(v.path, write); err != nil {
 		return err
 	}
 	// Under the lock no other writer can have replaced the file since.
@@ -213,13 +215,26 @@ func Update(path string, change func(old []byte) ([]byte, error)) error {
 // WriteFile writes b to path atomically: a temporary file in the same
 // folder (0600), synced, renamed over path, then the folder synced.
 func WriteFile(path string, b []byte) error {
+	return WriteFileFunc(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
+// WriteFileFunc is WriteFile with the content written by write (through a
+// buffer), so that it need not be held whole.
+func WriteFileFunc(path string, write func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*.tmp")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	tmp := f.Name()
-	_, err = f.Write(b)
+	bw := bufio.NewWriterSize(f, 64<<10)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
 	if err == nil {
 		err = f.Sync()
 	}

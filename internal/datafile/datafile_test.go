@@ -2,6 +2,7 @@ package datafile
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -151,10 +152,10 @@ func TestViewUpdate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "n")
 	parses := 0
 	v := NewView(path, func(b []byte) (int, error) { parses++; return count(b) }, func() int { return 0 })
-	add := func(n int) func(int) (int, []byte, error) {
-		return func(cur int) (int, []byte, error) {
+	add := func(n int) func(int) (int, func(io.Writer) error, error) {
+		return func(cur int) (int, func(io.Writer) error, error) {
 			next := cur + n
-			return next, []byte(strconv.Itoa(next)), nil
+			return next, func(w io.Writer) error { _, err := io.WriteString(w, strconv.Itoa(next)); return err }, nil
 		}
 	}
 	for range 3 {
@@ -172,7 +173,7 @@ func TestViewUpdate(t *testing.T) {
 		t.Fatalf("file holds %q, want 3", b)
 	}
 	// A nil encoding leaves the file alone.
-	if err := v.Update(func(cur int) (int, []byte, error) { return cur + 100, nil, nil }); err != nil {
+	if err := v.Update(func(cur int) (int, func(io.Writer) error, error) { return cur + 100, nil, nil }); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := v.Load(); got != 3 {
@@ -193,7 +194,7 @@ func TestViewUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	called := false
-	err := v.Update(func(cur int) (int, []byte, error) { called = true; return 0, []byte("0"), nil })
+	err := v.Update(func(cur int) (int, func(io.Writer) error, error) { called = true; return 0, nil, nil })
 	var ce *ContentError
 	if !errors.As(err, &ce) || called {
 		t.Fatalf("Update over unparsable content = %v (called %v); want a *ContentError and change not called", err, called)

@@ -27,7 +27,7 @@ func buildOnDisk(b *testing.B, n int) string {
 	return dir
 }
 
-// BenchmarkOpen is the warm start: manifest, catalog snapshot, mapped
+// BenchmarkOpen is the warm start: manifest, catalog snapshot, opened
 // vectors and the Bleve index of an up-to-date generation.
 func BenchmarkOpen(b *testing.B) {
 	for _, n := range []int{1000, 10000} {

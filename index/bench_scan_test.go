@@ -27,19 +27,25 @@ func scanIndex(n int) (*Index, []float32) {
 }
 
 // BenchmarkScan is the vector half of one hybrid query: score every row,
-// keep the top 100 and the sum.
+// keep the top 100 and the sum; -file with the rows read from a file, as
+// an index opened from disk reads them (the rows rescored, one pread each).
 //
 //	go test ./index -run '^$' -bench Scan -count 5
 func BenchmarkScan(b *testing.B) {
 	for _, n := range []int{10000, 50000} {
-		ix, q := scanIndex(n)
-		ix.PrepareScan()
-		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
-			b.SetBytes(int64(len(ix.vecs) * 4))
-			for b.Loop() {
-				ix.Scan(q, 100, "")
-			}
-		})
+		mem, q := scanIndex(n)
+		for _, src := range []struct {
+			name string
+			ix   *Index
+		}{{"", mem}, {"-file", onFile(b, mem)}} {
+			src.ix.PrepareScan()
+			b.Run(fmt.Sprintf("tools=%d%s", n, src.name), func(b *testing.B) {
+				b.SetBytes(int64(n * src.ix.dim * 4))
+				for b.Loop() {
+					src.ix.Scan(q, 100, "")
+				}
+			})
+		}
 	}
 }
 
@@ -98,7 +104,7 @@ func BenchmarkKeywordTakeover(b *testing.B) {
 // BenchmarkDotRows4I8 is Scan's first-pass kernel, per four rows.
 func BenchmarkDotRows4I8(b *testing.B) {
 	ix, q := scanIndex(4)
-	st := newVectorCopy(ix.vecs, len(ix.tools), ix.dim)
+	st := newVectorCopy(ix)
 	q16, _ := quantizeQuery(q)
 	var out [4]int32
 	for b.Loop() {
@@ -109,25 +115,35 @@ func BenchmarkDotRows4I8(b *testing.B) {
 // BenchmarkVectorSums and BenchmarkVectorCopy are what Scan needs besides
 // the vectors: the server sums (the first Scan makes them) and the 8-bit
 // copy (PrepareScan makes it, in the background when an engine gets the
-// index).
+// index); -file with the rows streamed from a file (in the page cache).
 func BenchmarkVectorSums(b *testing.B) {
 	for _, n := range []int{10000, 50000} {
-		ix, _ := scanIndex(n)
-		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
-			for b.Loop() {
-				newVectorSums(ix.tools, ix.vecs, ix.dim)
-			}
-		})
+		mem, _ := scanIndex(n)
+		for _, src := range []struct {
+			name string
+			ix   *Index
+		}{{"", mem}, {"-file", onFile(b, mem)}} {
+			b.Run(fmt.Sprintf("tools=%d%s", n, src.name), func(b *testing.B) {
+				for b.Loop() {
+					newVectorSums(src.ix)
+				}
+			})
+		}
 	}
 }
 
 func BenchmarkVectorCopy(b *testing.B) {
 	for _, n := range []int{10000, 50000} {
-		ix, _ := scanIndex(n)
-		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
-			for b.Loop() {
-				newVectorCopy(ix.vecs, n, ix.dim)
-			}
-		})
+		mem, _ := scanIndex(n)
+		for _, src := range []struct {
+			name string
+			ix   *Index
+		}{{"", mem}, {"-file", onFile(b, mem)}} {
+			b.Run(fmt.Sprintf("tools=%d%s", n, src.name), func(b *testing.B) {
+				for b.Loop() {
+					newVectorCopy(src.ix)
+				}
+			})
+		}
 	}
 }

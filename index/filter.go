@@ -86,7 +86,8 @@ func (rs *rowSet) has(i int) bool { return rs.bits[i>>6]&(1<<(i&63)) != 0 }
 func (rs *rowSet) has4(i int) bool { return rs.bits[i>>6]>>(i&63)&0xf == 0xf }
 
 // vectorSums returns the sums of the kept rows' vectors per server ("" =
-// all kept rows), made on first use. A server kept whole has the index's
+// all kept rows), made on first use; nil when the rows cannot be read (the
+// index is closed). A server kept whole has the index's
 // own sum, and the sum of all adds the servers' in name order as the
 // index's does, so the sums are those of the catalog the filter leaves.
 func (rs *rowSet) vectorSums(ix *Index, all *vectorSums) map[string][]float64 {
@@ -103,14 +104,21 @@ func (rs *rowSet) vectorSums(ix *Index, all *vectorSums) map[string][]float64 {
 			}
 			sums[server] = make([]float64, dim)
 		}
-		for i, t := range ix.tools {
-			if !rs.has(i) || rs.count[t.Server] == all.count[t.Server] {
-				continue
+		err := ix.eachRows(0, len(ix.tools), func(first int, rows []float32) {
+			for r := range len(rows) / dim {
+				i := first + r
+				t := ix.tools[i]
+				if !rs.has(i) || rs.count[t.Server] == all.count[t.Server] {
+					continue
+				}
+				s := sums[t.Server]
+				for j, v := range rows[r*dim : (r+1)*dim : (r+1)*dim] {
+					s[j] += float64(v)
+				}
 			}
-			s := sums[t.Server]
-			for j, v := range ix.vecs[i*dim : (i+1)*dim : (i+1)*dim] {
-				s[j] += float64(v)
-			}
+		})
+		if err != nil { // closed: no sums
+			return
 		}
 		names := make([]string, 0, len(sums))
 		for name := range sums {

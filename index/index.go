@@ -1,6 +1,6 @@
 // Package index owns the search index over a catalog: the Bleve BM25 index,
-// the vector store (float32 rows memory-mapped from the generation's file,
-// scanned exactly, with an 8-bit copy read first), the catalog snapshot, the
+// the vector store (float32 rows read from the generation's file with pread,
+// scanned exactly, with an 8-bit copy in memory read first), the catalog snapshot, the
 // generations on disk with their manifest, and Ensure, which opens an index
 // that is up to date or builds one. The Tool type and the tools.jsonl reader
 // live in the catalog leaf package below it.
@@ -104,14 +104,17 @@ type Scored struct {
 // and (optionally) their embeddings. It is safe for concurrent use; a new
 // catalog means a new Index, swapped in by the owner.
 type Index struct {
-	tools   []catalog.Tool // sorted by ID; row i of vecs is tools[i]
+	tools   []catalog.Tool // sorted by ID; row i of the vectors is tools[i]
 	byID    map[string]int // ID → row
 	bi      bleve.Index
 	modelID string
 	fp      string // the catalog's fingerprint as the manifest says it ("" = built in memory)
 	dim     int
-	vecs    []float32 // len(tools)×dim, nil without vectors
-	release func() error
+	// The vectors (rows.go): len(tools)×dim in memory (Build), or the
+	// generation's file (Open); both nil without vectors.
+	vecs    []float32
+	vf      *vectorFile
+	rowBufs sync.Pool // *[]float32 of one row, for row
 
 	closeOnce sync.Once
 	closeErr  error
@@ -383,7 +386,7 @@ func queryTerms(bi bleve.Index, text string) ([]string, error) {
 }
 
 // HasVectors reports whether the index holds embeddings (Nearest works).
-func (ix *Index) HasVectors() bool { return ix.vecs != nil }
+func (ix *Index) HasVectors() bool { return ix.vecs != nil || ix.vf != nil }
 
 // ModelID is the embedder's model ID the vectors were made with ("" without vectors).
 func (ix *Index) ModelID() string { return ix.modelID }
@@ -412,13 +415,14 @@ func (ix *Index) Tool(id string) (catalog.Tool, bool) {
 // Len is the number of tools.
 func (ix *Index) Len() int { return len(ix.tools) }
 
-// Close releases the Bleve index and any mapped vectors. It is idempotent;
-// the Index must not be used afterwards.
+// Close releases the Bleve index and closes the vectors file. It is
+// idempotent; the Index must not be used afterwards (reads of its vectors
+// then fail: Scan, Nearest, Cosine and Vector find nothing).
 func (ix *Index) Close() error {
 	ix.closeOnce.Do(func() {
 		ix.closed.Store(true)
 		// Wait for a PrepareScan in flight, and keep any later one from
-		// reading the vectors once they are unmapped.
+		// reading the vectors once they are closed.
 		ix.sumsOnce.Do(func() {})
 		ix.copyOnce.Do(func() {})
 		ix.kwOnce.Do(func() {})
@@ -429,8 +433,8 @@ func (ix *Index) Close() error {
 		if ix.bi != nil {
 			errs = append(errs, ix.bi.Close())
 		}
-		if ix.release != nil {
-			errs = append(errs, ix.release())
+		if ix.vf != nil {
+			errs = append(errs, ix.vf.close())
 		}
 		ix.closeErr = errors.Join(errs...)
 	})

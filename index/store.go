@@ -366,16 +366,36 @@ func embedReusing(ctx context.Context, tools []catalog.Tool, emb Embedder, old *
 	var todo []catalog.Tool
 	var rows []int
 	canReuse := old != nil && old.HasVectors() && old.ModelID() == emb.ModelID() && old.Dim() == dim
+	var to []int // old row → the new row its vector is copied to, or -1
 	for i, t := range tools {
 		if canReuse {
 			if j, ok := old.byID[t.ID()]; ok && slices.Equal(catalog.Views(old.tools[j]), catalog.Views(t)) {
-				copy(vecs[i*dim:(i+1)*dim], old.vecs[j*dim:(j+1)*dim])
+				if to == nil {
+					to = make([]int, len(old.tools))
+					for k := range to {
+						to[k] = -1
+					}
+				}
+				to[j] = i
 				reused++
 				continue
 			}
 		}
 		todo = append(todo, t)
 		rows = append(rows, i)
+	}
+	if reused > 0 {
+		// One pass over the old rows, in order.
+		err := old.eachRows(0, len(old.tools), func(first int, chunk []float32) {
+			for r := range len(chunk) / dim {
+				if i := to[first+r]; i >= 0 {
+					copy(vecs[i*dim:(i+1)*dim], chunk[r*dim:(r+1)*dim])
+				}
+			}
+		})
+		if err != nil {
+			return nil, 0, 0, fmt.Errorf("read the previous generation's vectors: %w", err)
+		}
 	}
 	if len(todo) > 0 {
 		part, err := embedAll(ctx, todo, emb, opts)
@@ -444,48 +464,6 @@ func writeVectors(path string, vecs []float32, rows, dim int) error {
 	return writeFileSync(path, buf)
 }
 
-// mapVectors maps a vectors file read-only and returns its rows×dim matrix
-// and the function that unmaps it.
-func mapVectors(path string, rows, dim int) ([]float32, func() error, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	want := int64(vectorsHeader) + 4*int64(rows)*int64(dim)
-	if st.Size() != want {
-		return nil, nil, fmt.Errorf("%s: %d bytes, want %d for %d×%d vectors", path, st.Size(), want, rows, dim)
-	}
-	if rows == 0 || dim == 0 {
-		return []float32{}, func() error { return nil }, nil
-	}
-	data, err := unix.Mmap(int(f.Fd()), 0, int(want), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return nil, nil, fmt.Errorf("map %s: %w", path, err)
-	}
-	if string(data[:4]) != vectorsMagic ||
-		binary.LittleEndian.Uint32(data[4:]) != uint32(rows) ||
-		binary.LittleEndian.Uint32(data[8:]) != uint32(dim) {
-		_ = unix.Munmap(data)
-		return nil, nil, fmt.Errorf("%s: header does not match the manifest", path)
-	}
-	if !littleEndian() {
-		// Big-endian hosts get a decoded copy instead of the mapping.
-		out := make([]float32, rows*dim)
-		for i := range out {
-			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[vectorsHeader+4*i:]))
-		}
-		_ = unix.Munmap(data)
-		return out, func() error { return nil }, nil
-	}
-	vecs := unsafe.Slice((*float32)(unsafe.Pointer(&data[vectorsHeader])), rows*dim)
-	return vecs, func() error { return unix.Munmap(data) }, nil
-}
-
 func littleEndian() bool {
 	x := uint16(1)
 	return *(*byte)(unsafe.Pointer(&x)) == 1
@@ -550,11 +528,11 @@ func openGen(ixDir string, m *Manifest) (*Index, error) {
 	}
 	ix := &Index{tools: tools, byID: byID, fp: m.Fingerprint}
 	if m.ModelID != "" {
-		vecs, release, err := mapVectors(filepath.Join(gd, vectorsFile), len(tools), m.Dim)
+		vf, err := openVectors(filepath.Join(gd, vectorsFile), len(tools), m.Dim)
 		if err != nil {
 			return nil, err
 		}
-		ix.vecs, ix.release, ix.dim, ix.modelID = vecs, release, m.Dim, m.ModelID
+		ix.vf, ix.dim, ix.modelID = vf, m.Dim, m.ModelID
 	}
 	// Read-only: no background merger, and bbolt takes a shared lock, so any
 	// number of readers can open one generation at once.

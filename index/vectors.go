@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/toolgate/toolgate/index/catalog"
 )
@@ -14,7 +15,8 @@ import (
 // vec (the cosine similarity, as both are unit length), best first. It scans
 // every row: at tens of thousands of tools an exact scan takes a few
 // milliseconds and needs no approximate index. server "" searches all
-// servers. Without vectors, or with a vector of the wrong size, it returns nil.
+// servers. Without vectors, with a vector of the wrong size, or once the
+// index is closed, it returns nil.
 func (ix *Index) Nearest(vec []float32, k int, server string) []Scored {
 	return Subset{ix: ix}.Nearest(vec, k, server)
 }
@@ -22,7 +24,7 @@ func (ix *Index) Nearest(vec []float32, k int, server string) []Scored {
 // Nearest is Index.Nearest over the subset's tools.
 func (s Subset) Nearest(vec []float32, k int, server string) []Scored {
 	ix, sc := s.ix, s.scope(server)
-	if ix.vecs == nil || len(vec) != ix.dim || k <= 0 {
+	if !ix.HasVectors() || len(vec) != ix.dim || k <= 0 {
 		return nil
 	}
 	dim := ix.dim
@@ -30,18 +32,23 @@ func (s Subset) Nearest(vec []float32, k int, server string) []Scored {
 		return ix.scoreAll(vec, sc)
 	}
 	h := make(scoredHeap, 0, k+1)
-	for i := range ix.tools {
-		if !sc.has(ix.tools, i) {
-			continue
+	err := ix.eachRows(0, len(ix.tools), func(first int, rows []float32) {
+		for r := range len(rows) / dim {
+			i := first + r
+			if !sc.has(ix.tools, i) {
+				continue
+			}
+			s := float64(dot(rows[r*dim:(r+1)*dim:(r+1)*dim], vec))
+			if len(h) < k {
+				heap.Push(&h, hrow{i, s})
+			} else if s > h[0].score || (s == h[0].score && i < h[0].row) {
+				h[0] = hrow{i, s}
+				heap.Fix(&h, 0)
+			}
 		}
-		row := ix.vecs[i*dim : (i+1)*dim : (i+1)*dim]
-		s := float64(dot(row, vec))
-		if len(h) < k {
-			heap.Push(&h, hrow{i, s})
-		} else if s > h[0].score || (s == h[0].score && i < h[0].row) {
-			h[0] = hrow{i, s}
-			heap.Fix(&h, 0)
-		}
+	})
+	if err != nil {
+		return nil
 	}
 	return ix.sortedRows(h)
 }
@@ -50,14 +57,18 @@ func (s Subset) Nearest(vec []float32, k int, server string) []Scored {
 // every row is scored and the rows sorted once, without the heap.
 func (ix *Index) scoreAll(vec []float32, sc scope) []Scored {
 	dim := ix.dim
-	rows := make([]hrow, 0, len(ix.tools))
-	for i := range ix.tools {
-		if !sc.has(ix.tools, i) {
-			continue
+	scored := make([]hrow, 0, len(ix.tools))
+	err := ix.eachRows(0, len(ix.tools), func(first int, rows []float32) {
+		for r := range len(rows) / dim {
+			if i := first + r; sc.has(ix.tools, i) {
+				scored = append(scored, hrow{i, float64(dot(rows[r*dim:(r+1)*dim:(r+1)*dim], vec))})
+			}
 		}
-		rows = append(rows, hrow{i, float64(dot(ix.vecs[i*dim:(i+1)*dim:(i+1)*dim], vec))})
+	})
+	if err != nil {
+		return nil
 	}
-	return ix.sortedRows(rows)
+	return ix.sortedRows(scored)
 }
 
 // VectorScan is the vector half of one query over the catalog searched
@@ -71,17 +82,21 @@ type VectorScan struct {
 
 // Scan scores every tool of server ("" = all) against vec, like Nearest,
 // and keeps only the k best, plus the sum of all the scores. Its Top equals
-// Nearest(vec, k, server). Without vectors, or with a vector of the wrong
-// size, it returns the zero VectorScan.
+// Nearest(vec, k, server). Without vectors, with a vector of the wrong
+// size, or once the index is closed, it returns the zero VectorScan.
 //
 // A scan of the exact rows is bound by memory bandwidth (10,000 tools are
 // 15 MB), so once PrepareScan has made it, Scan reads an 8-bit copy first,
 // a quarter of the bytes, whose dot products are within a proven bound
 // (vectorCopy.slack) of the exact ones. Only the rows that bound cannot
 // rule out of the top k are scored again exactly, in row order, so Top is
-// bit for bit Nearest's either way. The dot products are split among the
-// cores (a single search otherwise leaves the second core idle once its
-// query is embedded); the result does not depend on the split.
+// bit for bit Nearest's either way. An index opened from disk reads its
+// exact rows from the file (rows.go): there Scan never reads them all but
+// waits for the 8-bit copy (PrepareScan, which an engine begins in the
+// background when it gets the index), and reads only the rows it scores
+// again. The dot products are split among the cores (a single search
+// otherwise leaves the second core idle once its query is embedded); the
+// result does not depend on the split.
 func (ix *Index) Scan(vec []float32, k int, server string) VectorScan {
 	return Subset{ix: ix}.Scan(vec, k, server)
 }
@@ -90,7 +105,7 @@ func (ix *Index) Scan(vec []float32, k int, server string) VectorScan {
 // Sum and N those of the subset's tools (of server).
 func (s Subset) Scan(vec []float32, k int, server string) VectorScan {
 	ix, sc := s.ix, s.scope(server)
-	if ix.vecs == nil || len(vec) != ix.dim || k <= 0 {
+	if !ix.HasVectors() || len(vec) != ix.dim || k <= 0 {
 		return VectorScan{}
 	}
 	sums := ix.vectorSums()
@@ -123,8 +138,20 @@ func (s Subset) Scan(vec []float32, k int, server string) VectorScan {
 		}
 	}
 	cp := ix.copy8.Load() // nil until PrepareScan has made it, or unusable
+	if cp == nil && ix.vf != nil {
+		ix.PrepareScan()
+		cp = ix.copy8.Load()
+	}
 	if cp == nil {
-		ix.split(rows, func(lo, hi int) { ix.dots(vec, sc, scores, lo, hi) })
+		var failed atomic.Bool
+		split(rows, scanChunk, func(lo, hi int) {
+			if ix.dots(vec, sc, scores, lo, hi) != nil {
+				failed.Store(true)
+			}
+		})
+		if failed.Load() { // closed
+			return VectorScan{}
+		}
 		for i, f := range scores {
 			if inScope(i) {
 				keep(i, float64(f))
@@ -134,7 +161,7 @@ func (s Subset) Scan(vec []float32, k int, server string) VectorScan {
 		return out
 	}
 	q16, qscale := quantizeQuery(vec)
-	ix.split(rows, func(lo, hi int) { cp.approxDots(q16, qscale, sc, ix.tools, scores, lo, hi) })
+	split(rows, scanChunk, func(lo, hi int) { cp.approxDots(q16, qscale, sc, ix.tools, scores, lo, hi) })
 	// Every row whose exact score reaches the k-th best exact score has
 	// an approximate one of at least the k-th best approximate score
 	// minus twice the slack.
@@ -142,28 +169,50 @@ func (s Subset) Scan(vec []float32, k int, server string) VectorScan {
 	if out.N > k {
 		floor = float64(kthLargest(scores, inScope, k)) - 2*cp.slack(vec, qscale)
 	}
-	dim := ix.dim
+	var again []int32 // the rows to score again, ascending
 	for i, f := range scores {
 		if float64(f) >= floor && inScope(i) {
-			keep(i, float64(dot(ix.vecs[i*dim:(i+1)*dim:(i+1)*dim], vec)))
+			again = append(again, int32(i))
 		}
+	}
+	// Their exact scores replace the approximate ones, split among the
+	// cores (from a file, each row is a read of its own), then are kept in
+	// row order.
+	var failed atomic.Bool
+	split(len(again), rescoreChunk, func(lo, hi int) {
+		rb := ix.rowBuf()
+		defer ix.putRowBuf(rb)
+		for _, i := range again[lo:hi] {
+			row := ix.row(int(i), *rb)
+			if row == nil {
+				failed.Store(true)
+				return
+			}
+			scores[i] = dot(row, vec)
+		}
+	})
+	if failed.Load() { // closed
+		return VectorScan{}
+	}
+	for _, i := range again {
+		keep(int(i), float64(scores[i]))
 	}
 	out.Top = ix.sortedRows(h)
 	return out
 }
 
-// split runs fn over [0, rows) in one contiguous part per core, or in one
-// call when the rows are too few to be worth a goroutine.
-func (ix *Index) split(rows int, fn func(lo, hi int)) {
-	workers := min(runtime.GOMAXPROCS(0), rows/scanChunk)
+// split runs fn over [0, n) in one contiguous part per core, or in one
+// call when n is under twice least, the fewest worth a goroutine.
+func split(n, least int, fn func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/least)
 	if workers <= 1 {
-		fn(0, rows)
+		fn(0, n)
 		return
 	}
 	var wg sync.WaitGroup
-	per := (rows + workers - 1) / workers
-	for lo := per; lo < rows; lo += per {
-		wg.Go(func() { fn(lo, min(lo+per, rows)) })
+	per := (n + workers - 1) / workers
+	for lo := per; lo < n; lo += per {
+		wg.Go(func() { fn(lo, min(lo+per, n)) })
 	}
 	fn(0, per)
 	wg.Wait()
@@ -223,7 +272,7 @@ func (ix *Index) CosineSum(vec []float32, server string) float64 {
 // CosineSum is Index.CosineSum over the subset's tools (of server).
 func (s Subset) CosineSum(vec []float32, server string) float64 {
 	ix := s.ix
-	if ix.vecs == nil || len(vec) != ix.dim {
+	if !ix.HasVectors() || len(vec) != ix.dim {
 		return 0
 	}
 	sums := ix.vectorSums()
@@ -260,22 +309,22 @@ type vectorCopy struct {
 // vectorSums returns the index's vectorSums, made on first use; nil once
 // the index is closed.
 func (ix *Index) vectorSums() *vectorSums {
-	ix.sumsOnce.Do(func() { ix.sums = newVectorSums(ix.tools, ix.vecs, ix.dim) })
+	ix.sumsOnce.Do(func() { ix.sums = newVectorSums(ix) })
 	return ix.sums
 }
 
 // PrepareScan makes the 8-bit copy Scan reads first, and the server sums,
-// if they are not made yet: 13 + 6 ms at 10,000 tools, 68 + 20 ms at
-// 50,000 (BenchmarkVectorCopy, BenchmarkVectorSums). Until it has run, Scan
-// scores the exact rows, with the same results. Search engines run it in
-// the background when they get an index, so it is off the first search's
-// path; Close waits for it.
+// if they are not made yet: each a pass over every row (BenchmarkVectorCopy,
+// BenchmarkVectorSums). Until it has run, Scan over rows in memory scores
+// the exact rows, with the same results; Scan over rows on file waits for
+// it. Search engines run it in the background when they get an index, so
+// it is off the first search's path; Close waits for it.
 func (ix *Index) PrepareScan() {
-	if ix.vecs == nil || ix.vectorSums() == nil {
+	if !ix.HasVectors() || ix.vectorSums() == nil {
 		return
 	}
 	ix.copyOnce.Do(func() {
-		if c := newVectorCopy(ix.vecs, len(ix.tools), ix.dim); c != nil {
+		if c := newVectorCopy(ix); c != nil {
 			ix.copy8.Store(c)
 		}
 	})
@@ -285,21 +334,31 @@ func (ix *Index) PrepareScan() {
 // products is at most 127 · 32767.
 const q8MaxDim = math.MaxInt32 / (127 * 32767)
 
-func newVectorSums(tools []catalog.Tool, vecs []float32, dim int) *vectorSums {
+// newVectorSums adds up ix's rows per server; nil when they cannot be read
+// (the index is closed).
+func newVectorSums(ix *Index) *vectorSums {
+	tools, dim := ix.tools, ix.dim
 	vs := &vectorSums{sum: map[string][]float64{}, count: map[string]int{}}
 	// Rows are in ID order, so each server's rows are consecutive.
 	var srv []float64
-	for i, t := range tools {
-		if srv == nil || t.Server != tools[i-1].Server {
-			if srv = vs.sum[t.Server]; srv == nil {
-				srv = make([]float64, dim)
-				vs.sum[t.Server] = srv
+	err := ix.eachRows(0, len(tools), func(first int, rows []float32) {
+		for r := range len(rows) / dim {
+			i := first + r
+			t := tools[i]
+			if srv == nil || t.Server != tools[i-1].Server {
+				if srv = vs.sum[t.Server]; srv == nil {
+					srv = make([]float64, dim)
+					vs.sum[t.Server] = srv
+				}
+			}
+			vs.count[t.Server]++
+			for j, v := range rows[r*dim : (r+1)*dim : (r+1)*dim] {
+				srv[j] += float64(v)
 			}
 		}
-		vs.count[t.Server]++
-		for j, v := range vecs[i*dim : (i+1)*dim : (i+1)*dim] {
-			srv[j] += float64(v)
-		}
+	})
+	if err != nil {
+		return nil
 	}
 	// The whole catalog's sum adds the servers' in name order.
 	names := make([]string, 0, len(vs.sum))
@@ -318,37 +377,47 @@ func newVectorSums(tools []catalog.Tool, vecs []float32, dim int) *vectorSums {
 	return vs
 }
 
-// newVectorCopy quantises each row to int8 steps of its largest |value| /
-// 127, or returns nil when the copy cannot serve: a width the kernel does
-// not take, or a value that is not finite.
-func newVectorCopy(vecs []float32, rows, dim int) *vectorCopy {
-	if dim%16 != 0 || dim > q8MaxDim {
+// newVectorCopy quantises each of ix's rows to int8 steps of its largest
+// |value| / 127, or returns nil when the copy cannot serve: a width the
+// kernel does not take, a value that is not finite, or rows that cannot be
+// read (the index is closed).
+func newVectorCopy(ix *Index) *vectorCopy {
+	rows, dim := len(ix.tools), ix.dim
+	if dim <= 0 || dim%16 != 0 || dim > q8MaxDim {
 		return nil
 	}
-	c := &vectorCopy{dim: dim, q8: make([]int8, len(vecs)), scale: make([]float64, rows)}
-	for i := range rows {
-		row := vecs[i*dim : (i+1)*dim : (i+1)*dim]
-		var norm float64
-		var big uint32 // largest |value|'s bits: for finite floats, order is kept
-		for _, v := range row {
-			norm += float64(v) * float64(v)
-			big = max(big, math.Float32bits(v)&0x7fffffff)
+	c := &vectorCopy{dim: dim, q8: make([]int8, rows*dim), scale: make([]float64, rows)}
+	finite := true
+	err := ix.eachRows(0, rows, func(first int, chunk []float32) {
+		for r := 0; r < len(chunk)/dim && finite; r++ {
+			i := first + r
+			row := chunk[r*dim : (r+1)*dim : (r+1)*dim]
+			var norm float64
+			var big uint32 // largest |value|'s bits: for finite floats, order is kept
+			for _, v := range row {
+				norm += float64(v) * float64(v)
+				big = max(big, math.Float32bits(v)&0x7fffffff)
+			}
+			if big >= 0x7f800000 { // an infinity or NaN
+				finite = false
+				return
+			}
+			c.maxNorm = max(c.maxNorm, math.Sqrt(norm))
+			c.scale[i] = float64(math.Float32frombits(big)) / 127
+			c.maxScale = max(c.maxScale, c.scale[i])
+			if big == 0 {
+				continue
+			}
+			inv := 1 / c.scale[i]
+			q := c.q8[i*dim : (i+1)*dim : (i+1)*dim]
+			for j, v := range row {
+				x := float64(v) * inv // within [-127, 127] up to rounding
+				q[j] = int8(x + math.Copysign(0.5, x))
+			}
 		}
-		if big >= 0x7f800000 { // an infinity or NaN
-			return nil
-		}
-		c.maxNorm = max(c.maxNorm, math.Sqrt(norm))
-		c.scale[i] = float64(math.Float32frombits(big)) / 127
-		c.maxScale = max(c.maxScale, c.scale[i])
-		if big == 0 {
-			continue
-		}
-		inv := 1 / c.scale[i]
-		q := c.q8[i*dim : (i+1)*dim : (i+1)*dim]
-		for j, v := range row {
-			x := float64(v) * inv // within [-127, 127] up to rounding
-			q[j] = int8(x + math.Copysign(0.5, x))
-		}
+	})
+	if err != nil || !finite {
+		return nil
 	}
 	return c
 }
@@ -436,48 +505,62 @@ func dotI8(row []int8, q []int16) int32 {
 	return s
 }
 
-// scanChunk is the fewest rows worth a goroutine of their own in Scan.
-const scanChunk = 4096
+// scanChunk is the fewest rows worth a goroutine of their own in Scan's
+// passes over every row; rescoreChunk the fewest rows it scores again.
+const (
+	scanChunk    = 4096
+	rescoreChunk = 64
+)
 
 // dots writes the dot product of vec with the rows lo to hi in scope sc
-// into scores; other rows are left as they were.
-func (ix *Index) dots(vec []float32, sc scope, scores []float32, lo, hi int) {
+// into scores; other rows are left as they were. It fails when the rows
+// cannot be read (the index is closed).
+func (ix *Index) dots(vec []float32, sc scope, scores []float32, lo, hi int) error {
 	dim := ix.dim
-	i := lo
-	if haveDotRows4 && dim%4 == 0 {
-		// Four rows at a time, unless one of them is another server's:
-		// BenchmarkDot vs BenchmarkDotRows4, about 330 vs 50 ns a row
-		// from cache, so a large scan is bound by memory bandwidth.
-		var out [4]float32
-		for ; i+4 <= hi; i += 4 {
-			if !sc.has4(ix.tools, i) {
-				for j := i; j < i+4; j++ {
-					if sc.has(ix.tools, j) {
-						scores[j] = dot(ix.vecs[j*dim:(j+1)*dim:(j+1)*dim], vec)
+	return ix.eachRows(lo, hi, func(first int, rows []float32) {
+		n := len(rows) / dim
+		r := 0
+		if haveDotRows4 && dim%4 == 0 {
+			// Four rows at a time, unless one of them is another server's:
+			// BenchmarkDot vs BenchmarkDotRows4, about 330 vs 50 ns a row
+			// from cache, so a large scan is bound by memory bandwidth.
+			var out [4]float32
+			for ; r+4 <= n; r += 4 {
+				if i := first + r; !sc.has4(ix.tools, i) {
+					for j := r; j < r+4; j++ {
+						if sc.has(ix.tools, first+j) {
+							scores[first+j] = dot(rows[j*dim:(j+1)*dim:(j+1)*dim], vec)
+						}
 					}
+					continue
 				}
-				continue
+				dotRows4(rows[r*dim:(r+4)*dim], dim, vec[:dim], &out)
+				copy(scores[first+r:first+r+4], out[:])
 			}
-			dotRows4(ix.vecs[i*dim:(i+4)*dim], dim, vec[:dim], &out)
-			copy(scores[i:i+4], out[:])
 		}
-	}
-	for ; i < hi; i++ {
-		if !sc.has(ix.tools, i) {
-			continue
+		for ; r < n; r++ {
+			if sc.has(ix.tools, first+r) {
+				scores[first+r] = dot(rows[r*dim:(r+1)*dim:(r+1)*dim], vec)
+			}
 		}
-		scores[i] = dot(ix.vecs[i*dim:(i+1)*dim:(i+1)*dim], vec)
-	}
+	})
 }
 
 // Cosine is the dot product of vec with the vector of tool id (its cosine
-// similarity), exactly as Nearest and Scan compute it.
+// similarity), exactly as Nearest and Scan compute it; false for a tool it
+// does not have, or once the index is closed.
 func (ix *Index) Cosine(vec []float32, id string) (float64, bool) {
 	i, ok := ix.byID[id]
-	if !ok || ix.vecs == nil || len(vec) != ix.dim {
+	if !ok || !ix.HasVectors() || len(vec) != ix.dim {
 		return 0, false
 	}
-	return float64(dot(ix.vecs[i*ix.dim:(i+1)*ix.dim:(i+1)*ix.dim], vec)), true
+	bp := ix.rowBuf()
+	defer ix.putRowBuf(bp)
+	row := ix.row(i, *bp)
+	if row == nil {
+		return 0, false
+	}
+	return float64(dot(row, vec)), true
 }
 
 // Cosine is Index.Cosine for a tool of the subset (false for the others).
@@ -548,13 +631,18 @@ func (h *scoredHeap) Pop() interface{} {
 	return x
 }
 
-// Vector returns tool id's embedding (a row of the index: do not modify it).
+// Vector returns a copy of tool id's embedding; false for a tool it does
+// not have, or once the index is closed.
 func (ix *Index) Vector(id string) ([]float32, bool) {
 	i, ok := ix.byID[id]
-	if !ok || ix.vecs == nil {
+	if !ok || !ix.HasVectors() {
 		return nil, false
 	}
-	return ix.vecs[i*ix.dim : (i+1)*ix.dim : (i+1)*ix.dim], true
+	out := make([]float32, ix.dim)
+	if ix.readRows(i, out) != nil {
+		return nil, false
+	}
+	return out, true
 }
 
 // Dot is the dot product of two vectors as Scan and Cosine compute it.

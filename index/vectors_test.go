@@ -104,7 +104,7 @@ func TestSlackBoundsI8(t *testing.T) {
 		ix    *Index
 		reach float64 // the largest distance must be at least this share of the slack
 	}{{"mixed", ix, 0}, {"worst", worst, 0.8}} {
-		st := newVectorCopy(c.ix.vecs, len(c.ix.tools), dim)
+		st := newVectorCopy(c.ix)
 		if st == nil {
 			t.Fatalf("%s: prefilter unusable on finite rows", c.name)
 		}

@@ -82,7 +82,7 @@ func BenchmarkKeyword(b *testing.B) {
 
 func BenchmarkNearest(b *testing.B) {
 	for _, n := range []int{10000, 50000} {
-		ix := &Index{tools: syntheticTools(n), dim: 384, vecs: make([]float32, n*384)}
+		ix := withIDs(&Index{tools: syntheticTools(n), dim: 384, vecs: make([]float32, n*384)})
 		for i := range ix.vecs {
 			ix.vecs[i] = float32(i%97) / 97
 		}

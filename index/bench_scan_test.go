@@ -15,7 +15,7 @@ import (
 func scanIndex(n int) (*Index, []float32) {
 	const dim = 384
 	r := rand.New(rand.NewPCG(1, 2))
-	ix := &Index{tools: syntheticTools(n), dim: dim, vecs: make([]float32, n*dim)}
+	ix := withIDs(&Index{tools: syntheticTools(n), dim: dim, vecs: make([]float32, n*dim)})
 	for i := range ix.vecs {
 		ix.vecs[i] = float32(r.NormFloat64() / 20)
 	}

@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -120,8 +121,7 @@ type Index struct {
 	closeErr  error
 	closed    atomic.Bool
 
-	idsOnce sync.Once
-	ids     []string // tools[i].ID(), made on first use (Nearest)
+	ids []string // tools[i].ID(); byID's keys are these strings
 
 	scanBufs sync.Pool // *[]float32 of len(tools) scores, for Scan
 
@@ -136,14 +136,26 @@ type Index struct {
 }
 
 // idAt is tools[i].ID() without building the string on every search.
-func (ix *Index) idAt(i int) string {
-	ix.idsOnce.Do(func() {
-		ix.ids = make([]string, len(ix.tools))
-		for j, t := range ix.tools {
-			ix.ids[j] = t.ID()
+func (ix *Index) idAt(i int) string { return ix.ids[i] }
+
+// IDs are the tools' IDs, in Tools' order: the index's own strings (one
+// copy of each, at 50,000 tools 2.5 MB that every user of the IDs used to
+// build again), in a slice the caller may change.
+func (ix *Index) IDs() []string { return slices.Clone(ix.ids) }
+
+// idTable returns the IDs of tools, sorted by ID, and the row of each ID,
+// one string an ID shared by both, or the first ID found twice.
+func idTable(tools []catalog.Tool) (ids []string, byID map[string]int, dup string) {
+	ids = make([]string, len(tools))
+	byID = make(map[string]int, len(tools))
+	for i, t := range tools {
+		id := t.ID()
+		if _, ok := byID[id]; ok {
+			return nil, nil, id
 		}
-	})
-	return ix.ids[i]
+		ids[i], byID[id] = id, i
+	}
+	return ids, byID, ""
 }
 
 // Field names in the Bleve documents.
@@ -219,27 +231,27 @@ func bleveDoc(t catalog.Tool) map[string]interface{} {
 	}
 }
 
-// prepareTools copies and sorts tools by ID, rejecting duplicate or empty IDs.
-func prepareTools(tools []catalog.Tool) ([]catalog.Tool, map[string]int, error) {
+// prepareTools copies and sorts tools by ID, rejecting duplicate or empty
+// IDs; it returns the IDs and the row of each (idTable).
+func prepareTools(tools []catalog.Tool) ([]catalog.Tool, []string, map[string]int, error) {
 	sorted := make([]catalog.Tool, len(tools))
 	copy(sorted, tools)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].ID() < sorted[j].ID() })
-	byID := make(map[string]int, len(sorted))
-	for i, t := range sorted {
+	sort.SliceStable(sorted, func(i, j int) bool { return catalog.CompareID(&sorted[i], &sorted[j]) < 0 })
+	for _, t := range sorted {
 		if t.Server == "" || t.Name == "" {
-			return nil, nil, fmt.Errorf("tool %q: server and name must not be empty", t.ID())
+			return nil, nil, nil, fmt.Errorf("tool %q: server and name must not be empty", t.ID())
 		}
-		if _, dup := byID[t.ID()]; dup {
-			return nil, nil, fmt.Errorf("tool %q listed twice: tool names must be unique per server", t.ID())
-		}
-		byID[t.ID()] = i
 	}
-	return sorted, byID, nil
+	ids, byID, dup := idTable(sorted)
+	if dup != "" {
+		return nil, nil, nil, fmt.Errorf("tool %q listed twice: tool names must be unique per server", dup)
+	}
+	return sorted, ids, byID, nil
 }
 
 // Build indexes tools in memory. With a nil Embedder the index is BM25 only.
 func Build(ctx context.Context, tools []catalog.Tool, emb Embedder, opts *Options) (*Index, error) {
-	sorted, byID, err := prepareTools(tools)
+	sorted, ids, byID, err := prepareTools(tools)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +259,7 @@ func Build(ctx context.Context, tools []catalog.Tool, emb Embedder, opts *Option
 	if err != nil {
 		return nil, err
 	}
-	ix := &Index{tools: sorted, byID: byID, bi: bi}
+	ix := &Index{tools: sorted, ids: ids, byID: byID, bi: bi}
 	if err := fillBleve(ctx, bi, sorted); err != nil {
 		_ = ix.Close()
 		return nil, err

@@ -10,7 +10,7 @@ import (
 // Nearest for the whole catalog (scoreAll) ranks exactly like the heap path.
 func TestNearestAllMatchesHeap(t *testing.T) {
 	n := 300
-	ix := &Index{tools: syntheticTools(n), dim: 8, vecs: make([]float32, n*8)}
+	ix := withIDs(&Index{tools: syntheticTools(n), dim: 8, vecs: make([]float32, n*8)})
 	for i := range ix.vecs {
 		ix.vecs[i] = float32((i*7919)%13) / 13 // many equal dot products
 	}
@@ -27,4 +27,11 @@ func TestNearestAllMatchesHeap(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withIDs gives an Index made field by field in a test the ID table
+// Build and Open make.
+func withIDs(ix *Index) *Index {
+	ix.ids, ix.byID, _ = idTable(ix.tools)
+	return ix
 }

@@ -24,7 +24,7 @@ func onFile(tb testing.TB, ix *Index) *Index {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	out := &Index{tools: ix.tools, byID: ix.byID, dim: ix.dim, vf: vf}
+	out := &Index{tools: ix.tools, ids: ix.ids, byID: ix.byID, dim: ix.dim, vf: vf}
 	tb.Cleanup(func() { out.Close() })
 	return out
 }

@@ -220,7 +220,7 @@ func EnsureReport(ctx context.Context, dir string, tools []catalog.Tool, emb Emb
 		rep.Before = StateFormatChanged
 	}
 
-	sorted, _, err := prepareTools(tools)
+	sorted, _, _, err := prepareTools(tools)
 	if err != nil {
 		return nil, rep, err
 	}
@@ -519,14 +519,11 @@ func openGen(ixDir string, m *Manifest) (*Index, error) {
 	if len(tools) != m.Tools {
 		return nil, fmt.Errorf("catalog snapshot holds %d tools, manifest says %d", len(tools), m.Tools)
 	}
-	byID := make(map[string]int, len(tools))
-	for i, t := range tools {
-		byID[t.ID()] = i
-	}
-	if !sort.SliceIsSorted(tools, func(i, j int) bool { return tools[i].ID() < tools[j].ID() }) || len(byID) != len(tools) {
+	ids, byID, dup := idTable(tools)
+	if dup != "" || !sort.SliceIsSorted(tools, func(i, j int) bool { return catalog.CompareID(&tools[i], &tools[j]) < 0 }) {
 		return nil, errors.New("catalog snapshot is not sorted by unique ID")
 	}
-	ix := &Index{tools: tools, byID: byID, fp: m.Fingerprint}
+	ix := &Index{tools: tools, ids: ids, byID: byID, fp: m.Fingerprint}
 	if m.ModelID != "" {
 		vf, err := openVectors(filepath.Join(gd, vectorsFile), len(tools), m.Dim)
 		if err != nil {

@@ -83,7 +83,7 @@ func TestSlackBoundsI8(t *testing.T) {
 	// just under a half step above a multiple of s, with q's sign and
 	// about q's magnitude, so that each rounds down by almost s/2 and
 	// every error adds to the dot product's.
-	worst := &Index{tools: ix.tools[:8], dim: dim, vecs: make([]float32, 8*dim)}
+	worst := withIDs(&Index{tools: ix.tools[:8], dim: dim, vecs: make([]float32, 8*dim)})
 	var big float64
 	for _, v := range q {
 		big = max(big, math.Abs(float64(v)))
@@ -179,7 +179,7 @@ func TestScanWithoutPrefilter(t *testing.T) {
 	if ix.PrepareScan(); ix.copy8.Load() != nil {
 		t.Fatal("prefilter made of a row holding +Inf")
 	}
-	small := &Index{tools: ix.tools[:40], dim: 12, vecs: make([]float32, 40*12)}
+	small := withIDs(&Index{tools: ix.tools[:40], dim: 12, vecs: make([]float32, 40*12)})
 	for i := range small.vecs {
 		small.vecs[i] = ix.vecs[i+7*ix.dim]
 	}

@@ -321,12 +321,7 @@ func (e *Engine) IDs() []string {
 		return nil
 	}
 	defer s.release(e.log)
-	tools := s.ix.Tools()
-	ids := make([]string, len(tools))
-	for i, t := range tools {
-		ids[i] = t.ID()
-	}
-	return ids
+	return s.ix.IDs()
 }
 
 // limit is the number of hits q asks for: DefaultLimit when unset.

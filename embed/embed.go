@@ -552,7 +552,9 @@ func clsNormalize(hidden []float32, n, seq, dim int) [][]float32 {
 }
 
 // QueryPrefix is what the model wants before a search query (the
-// manifest's query_prefix; "" for all-MiniLM-L6-v2).
+// manifest's query_prefix; "I need a tool to " for all-MiniLM-L6-v2, which
+// puts every query in the register of a request, as the tools' lead
+// sentences are embedded: see catalog.RequestView).
 func (e *Embedder) QueryPrefix() string { return e.qPrefix }
 
 // DocumentPrefix is what the model wants before a document (the manifest's

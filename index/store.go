@@ -53,7 +53,8 @@ const (
 	// 3: BM25F, with the keyword field lengths in the manifest.
 	// 4: the catalog snapshot carries each tool's annotations ("TGC2").
 	// 5: a tool's vector is the mean of its views' (catalog.Views).
-	FormatVersion = 5
+	// 6: the lead-sentence view is written as a request (catalog.RequestView).
+	FormatVersion = 6
 )
 
 // State names why an index on disk can or cannot be used as it is.

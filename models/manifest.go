@@ -55,7 +55,10 @@ type ModelSpec struct {
 	// QueryPrefix and DocumentPrefix are prepended to a search query and
 	// to a tool's document text before embedding, for models trained with
 	// them (bge's "Represent this sentence for searching relevant
-	// passages: "); empty for all-MiniLM-L6-v2.
+	// passages: "). all-MiniLM-L6-v2 has none of its own; its
+	// query_prefix "I need a tool to " puts queries in the register of the
+	// tools' request-style lead view (catalog.RequestView), measured in the
+	// README's "Ranking quality" (issue 12, round 7).
 	QueryPrefix    string `json:"query_prefix,omitempty"`
 	DocumentPrefix string `json:"document_prefix,omitempty"`
 	// Inputs are the graph's input names, and Output the output read

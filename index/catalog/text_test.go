@@ -34,9 +34,9 @@ func TestViews(t *testing.T) {
 		want []string
 	}{
 		{"name, full text and lead sentence", Tool{Server: "fs", Name: "read_file", Description: "Read a file. Returns its text."},
-			[]string{"read file. Read a file. Returns its text.", "read file", "Read a file."}},
+			[]string{"read file. Read a file. Returns its text.", "read file", "I need a tool to read a file."}},
 		{"a title joins the name", Tool{Server: "fs", Name: "read_file", Title: "Read File", Description: "Read a file."},
-			[]string{"read file. Read File. Read a file.", "read file. Read File", "Read a file."}},
+			[]string{"read file. Read File. Read a file.", "read file. Read File", "I need a tool to read a file."}},
 		{"no description: the name alone is the full text", Tool{Server: "fs", Name: "ping"},
 			[]string{"ping"}},
 		{"white space only", Tool{Server: "fs", Name: "ping", Description: "  \n "},
@@ -47,5 +47,21 @@ func TestViews(t *testing.T) {
 				t.Errorf("Views = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestRequestView(t *testing.T) {
+	for _, tc := range []struct{ lead, want string }{
+		{"", ""},
+		{"Lists the storage accounts.", "I need a tool to lists the storage accounts."},
+		{"Get the 2-day air quality forecast for any US zip code.", "I need a tool to get the 2-day air quality forecast for any US zip code."},
+		{"AI video generation for your team.", "I need a tool to AI video generation for your team."},
+		{"A calculator app.", "I need a tool to a calculator app."},
+		{"Émettre une facture.", "I need a tool to émettre une facture."},
+		{"x", "I need a tool to x"},
+	} {
+		if got := RequestView(tc.lead); got != tc.want {
+			t.Errorf("RequestView(%q) = %q, want %q", tc.lead, got, tc.want)
+		}
 	}
 }

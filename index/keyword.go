@@ -180,25 +180,29 @@ type ExtraField struct {
 }
 
 type extraPosting struct {
-	row int32
-	w   float64 // weight·tf / length normalisation
+	row   int32
+	w     float64 // weight·tf / length normalisation
+	cover float64 // how much of a term found here counts toward Coverage
 }
 
 // NewExtraField analyzes texts (tool ID → text) with the index's analyzer
 // into a field weighted by weights (tool ID → weight; a tool without one
 // weighs 1). Tools not in the index are ignored. BM25F normalises its
 // lengths by the average over the whole catalog, tools without text
-// counting as empty.
-func (ix *Index) NewExtraField(texts map[string]string, weights map[string]float64) (*ExtraField, error) {
+// counting as empty. A query term that a tool holds only in this field
+// counts toward its Coverage as much as covers says (tool ID → share in
+// [0,1]; a tool without one: fully).
+func (ix *Index) NewExtraField(texts map[string]string, weights, covers map[string]float64) (*ExtraField, error) {
 	a := ix.bi.Mapping().AnalyzerNamed(analyzerName)
 	if a == nil {
 		return nil, fmt.Errorf("analyzer %q missing from the index mapping", analyzerName)
 	}
 	type doc struct {
-		row int32
-		tf  map[string]int
-		n   int
-		w   float64
+		row   int32
+		tf    map[string]int
+		n     int
+		w     float64
+		cover float64
 	}
 	var docs []doc
 	var total int
@@ -216,9 +220,12 @@ func (ix *Index) NewExtraField(texts map[string]string, weights map[string]float
 		if len(toks) == 0 {
 			continue
 		}
-		d := doc{row: int32(row), tf: map[string]int{}, n: len(toks), w: 1}
+		d := doc{row: int32(row), tf: map[string]int{}, n: len(toks), w: 1, cover: 1}
 		if w, ok := weights[id]; ok {
 			d.w = w
+		}
+		if c, ok := covers[id]; ok {
+			d.cover = min(max(c, 0), 1)
 		}
 		for _, t := range toks {
 			d.tf[string(t.Term)]++
@@ -234,7 +241,7 @@ func (ix *Index) NewExtraField(texts map[string]string, weights map[string]float
 	for _, d := range docs {
 		norm := 1 - bm25B + bm25B*float64(d.n)/ef.avg
 		for term, tf := range d.tf {
-			ef.postings[term] = append(ef.postings[term], extraPosting{row: d.row, w: d.w * float64(tf) / norm})
+			ef.postings[term] = append(ef.postings[term], extraPosting{row: d.row, w: d.w * float64(tf) / norm, cover: d.cover})
 		}
 	}
 	return ef, nil
@@ -261,7 +268,9 @@ func (r *KeywordResult) Known() float64 {
 
 // Coverage is the share of the query the tool's text holds: the IDF of the
 // query terms found in any of its fields over the IDF of all of them (a
-// term no tool holds has the highest IDF). 0 when it holds none.
+// term no tool holds has the highest IDF). 0 when it holds none. A term
+// found only in the extra field counts as much as that field's cover share
+// for the tool (see NewExtraField).
 func (r *KeywordResult) Coverage(id string) float64 {
 	if r == nil || len(r.covered) == 0 || r.idfSum == 0 {
 		return 0
@@ -404,6 +413,12 @@ func (s Subset) KeywordAll(query, server string, extra *ExtraField) (*KeywordRes
 	res.scores = make([]float64, n)
 	res.covered = make([]float64, n)
 	tfw := make([]float64, n) // one term's weighted, normalised frequency
+	// cover: how much of one term counts toward a tool's Coverage (1 from
+	// its own fields, the extra field's share from that field only).
+	var cover []float64
+	if extra != nil {
+		cover = make([]float64, n)
+	}
 	var touched []int32
 	var tfd bindex.TermFieldDoc
 	ctx := context.Background()
@@ -439,7 +454,11 @@ func (s Subset) KeywordAll(query, server string, extra *ExtraField) (*KeywordRes
 				}
 				// Bleve stores a field's norm as 1/√length.
 				length := math.Round(1 / float64(d.Norm*d.Norm))
-				add(kr.rows[num], fw*float64(d.Freq)/(1-bm25B+bm25B*length/kr.avg[fi]))
+				row := kr.rows[num]
+				add(row, fw*float64(d.Freq)/(1-bm25B+bm25B*length/kr.avg[fi]))
+				if cover != nil {
+					cover[row] = 1
+				}
 			}
 			if err := tr.Close(); err != nil {
 				return nil, fmt.Errorf("keyword search: %w", err)
@@ -448,6 +467,7 @@ func (s Subset) KeywordAll(query, server string, extra *ExtraField) (*KeywordRes
 		if extra != nil {
 			for _, p := range extra.postings[term] {
 				add(p.row, p.w)
+				cover[p.row] = max(cover[p.row], p.cover)
 			}
 		}
 		// Document frequencies are the whole catalog's, also under a
@@ -462,6 +482,11 @@ func (s Subset) KeywordAll(query, server string, extra *ExtraField) (*KeywordRes
 		for _, row := range touched {
 			t := tfw[row]
 			tfw[row] = 0
+			share := 1.0
+			if cover != nil {
+				share = cover[row]
+				cover[row] = 0
+			}
 			if want >= 0 && kr.srv[row] != want || rows != nil && !rows.has(int(row)) {
 				continue
 			}
@@ -469,7 +494,7 @@ func (s Subset) KeywordAll(query, server string, extra *ExtraField) (*KeywordRes
 				res.matched = append(res.matched, row)
 			}
 			res.scores[row] += idf * t * (bm25K1 + 1) / (t + bm25K1)
-			res.covered[row] += idf
+			res.covered[row] += idf * share
 		}
 	}
 	return res, nil

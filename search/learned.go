@@ -109,9 +109,13 @@ type learnedModel struct {
 	gen     uint64
 	adapter [][]float32          // row e: what query component e is made of; nil = identity
 	vecs    map[string][]float32 // tool ID → blended unit vector
-	extra   *index.ExtraField    // the learned queries' words
-	tools   int                  // tools with learned queries
-	pairs   int
+	// confVecs are the blended vectors made of the learned queries as
+	// written (without the model's query prefix), which the confidence
+	// reads; nil when there is no prefix (then vecs serve).
+	confVecs map[string][]float32
+	extra    *index.ExtraField // the learned queries' words
+	tools    int               // tools with learned queries
+	pairs    int
 
 	// For the scan, in ID order: the learned tools, their servers and
 	// blended vectors; and per server ("" for all) the sum of blended
@@ -161,12 +165,14 @@ func buildLearned(ctx context.Context, ix *index.Index, emb index.Embedder, gen 
 	lambda := func(tp *toolPairs) float64 { return min(tp.n/(tp.n+learnKappa), learnMaxLambda) }
 	fieldTexts := make(map[string]string, len(ids))
 	fieldWeights := make(map[string]float64, len(ids))
+	fieldCovers := make(map[string]float64, len(ids))
 	for _, id := range ids {
 		tp := byTool[id]
 		fieldTexts[id] = strings.Join(tp.queries, "\n")
 		fieldWeights[id] = learnFieldW * lambda(tp)
+		fieldCovers[id] = lambda(tp) / learnMaxLambda
 	}
-	extra, err := ix.NewExtraField(fieldTexts, fieldWeights)
+	extra, err := ix.NewExtraField(fieldTexts, fieldWeights, fieldCovers)
 	if err != nil {
 		return nil, err
 	}
@@ -175,35 +181,48 @@ func buildLearned(ctx context.Context, ix *index.Index, emb index.Embedder, gen 
 	if emb == nil || !ix.HasVectors() {
 		return m, nil
 	}
-	vecs, err := embedBatched(ctx, emb, texts)
+	prefix := index.QueryPrefix(emb)
+	qv, err := embedQueries(ctx, emb, prefix, texts)
 	if err != nil {
-		return nil, fmt.Errorf("embed learned queries: %w", err)
-	}
-	qv := make(map[string][]float32, len(texts))
-	for i, t := range texts {
-		qv[t] = vecs[i]
+		return nil, err
 	}
 	dim := ix.Dim()
 	m.adapter = fitAdapter(ix, ids, byTool, qv)
-	m.vecs = make(map[string][]float32, len(ids))
-	for _, id := range ids {
-		tp := byTool[id]
-		sum := make([]float64, dim)
-		for i, q := range tp.queries {
-			w := tp.weights[i]
-			for d, x := range qv[q] {
-				sum[d] += w * float64(x)
+	blend := func(qv map[string][]float32) map[string][]float32 {
+		out := make(map[string][]float32, len(ids))
+		for _, id := range ids {
+			tp := byTool[id]
+			sum := make([]float64, dim)
+			for i, q := range tp.queries {
+				w := tp.weights[i]
+				for d, x := range qv[q] {
+					sum[d] += w * float64(x)
+				}
 			}
+			normalise64(sum)
+			lam := lambda(tp)
+			desc, _ := ix.Vector(id)
+			b := make([]float64, dim)
+			for d := range b {
+				b[d] = (1-lam)*float64(desc[d]) + lam*sum[d]
+			}
+			normalise64(b)
+			out[id] = to32(b)
 		}
-		normalise64(sum)
-		lam := lambda(tp)
-		desc, _ := ix.Vector(id)
-		b := make([]float64, dim)
-		for d := range b {
-			b[d] = (1-lam)*float64(desc[d]) + lam*sum[d]
+		return out
+	}
+	m.vecs = blend(qv)
+	if prefix != "" {
+		// The prefix is in every query, so a centroid of prefixed queries
+		// leans toward it and its tool toward every query: ranked among
+		// each other that is no matter (all queries carry it), but the
+		// confidence is absolute. It reads the centroid of the queries as
+		// written.
+		raw, err := embedQueries(ctx, emb, "", texts)
+		if err != nil {
+			return nil, err
 		}
-		normalise64(b)
-		m.vecs[id] = to32(b)
+		m.confVecs = blend(raw)
 	}
 	m.delta = map[string][]float32{}
 	deltas := map[string][]float64{"": make([]float64, dim)}
@@ -320,14 +339,27 @@ func fitAdapter(ix *index.Index, ids []string, byTool map[string]*toolPairs, qv 
 	return out
 }
 
-// embedBatched embeds texts in batches of 64 (a long list at once would
-// hold one model run's memory for all of them).
-func embedBatched(ctx context.Context, emb index.Embedder, texts []string) ([][]float32, error) {
+// embedQueries embeds the query texts after prefix, by text.
+func embedQueries(ctx context.Context, emb index.Embedder, prefix string, texts []string) (map[string][]float32, error) {
+	vecs, err := embedBatched(ctx, emb, prefix, texts)
+	if err != nil {
+		return nil, fmt.Errorf("embed learned queries: %w", err)
+	}
+	qv := make(map[string][]float32, len(texts))
+	for i, t := range texts {
+		qv[t] = vecs[i]
+	}
+	return qv, nil
+}
+
+// embedBatched embeds texts after prefix in batches of 64 (a long list at
+// once would hold one model run's memory for all of them).
+func embedBatched(ctx context.Context, emb index.Embedder, prefix string, texts []string) ([][]float32, error) {
 	out := make([][]float32, 0, len(texts))
 	for start := 0; start < len(texts); start += 64 {
 		batch := slices.Clone(texts[start:min(start+64, len(texts))])
 		for i := range batch {
-			batch[i] = index.QueryPrefix(emb) + batch[i]
+			batch[i] = prefix + batch[i]
 		}
 		vs, err := emb.Embed(ctx, batch)
 		if err != nil {
@@ -353,6 +385,17 @@ func (m *learnedModel) query(q []float32) []float32 {
 	}
 	normalise64(v)
 	return to32(v)
+}
+
+// confCosine is the cosine the confidence reads: q's with the tool's
+// blended vector made of its learned queries as written (see confVecs).
+func (m *learnedModel) confCosine(ix *index.Index, q []float32, id string) (float64, bool) {
+	if m != nil && m.confVecs != nil {
+		if b, ok := m.confVecs[id]; ok && len(b) == len(q) {
+			return index.Dot(b, q), true
+		}
+	}
+	return m.cosine(ix, q, id)
 }
 
 // cosine is q's cosine with tool id as the learned model sees it: with the

@@ -492,7 +492,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		// with the tool's (learned) vector, not the shifted query's.
 		var c float64
 		if qorig != nil {
-			c, _ = lm.cosine(ix, qorig, r.id)
+			c, _ = lm.confCosine(ix, qorig, r.id)
 		}
 		h.Confidence = confidence(c, h.Coverage, qorig != nil, h.Exact)
 		hits = append(hits, h)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 )
 
 // Logger is a badger.Logger writing to L, each line prefixed with Prefix
@@ -88,9 +89,14 @@ func (b *Logger) log(level slog.Level, msg string) {
 
 // Options are the Badger options of a small store in the data folder (the
 // embedding cache, the learned pairs: megabytes, not gigabytes), logging to
-// l: memtables of memTable bytes (two of them), a block cache as large, value
-// log files four times as large, two compactors, no metrics. In memory, the
-// store has no folder.
+// l: memtables of memTable bytes (two of them), value log files four times
+// as large, two compactors, no metrics, and tables stored uncompressed with
+// no block cache (reads go to the mapped tables). The values are dense
+// float32 vectors, which compress poorly, and short texts; a compaction's
+// compression buffers were 24 MB of serve's Go heap at 10,000 tools (the
+// embedding cache compacts as searches add query vectors): the client
+// bench's run that compacts peaked at 364–393 MiB with them, 330–348 without.
+// In memory, the store has no folder.
 func Options(dir string, inMemory bool, l *Logger, memTable int64) badger.Options {
 	bo := badger.DefaultOptions(dir).
 		WithInMemory(inMemory).
@@ -98,7 +104,8 @@ func Options(dir string, inMemory bool, l *Logger, memTable int64) badger.Option
 		WithMemTableSize(memTable).
 		WithNumMemtables(2).
 		WithValueLogFileSize(4 * memTable).
-		WithBlockCacheSize(memTable).
+		WithCompression(options.None).
+		WithBlockCacheSize(0).
 		WithNumCompactors(2).
 		WithMetricsEnabled(false)
 	if inMemory {

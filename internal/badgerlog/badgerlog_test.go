@@ -1,10 +1,15 @@
 package badgerlog
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/toolgate/toolgate/internal/testenv"
 )
@@ -37,5 +42,58 @@ func TestFlushFailureReported(t *testing.T) {
 	b.Errorf("error flushing memtable to disk: x, retrying")
 	if strings.Contains(logs.String(), "after mute") || len(reported) != 3 {
 		t.Error("a muted logger still speaks")
+	}
+}
+
+// The stores run uncompressed and without a block cache (vectors do not
+// compress, and Badger's compression buffers were 24 MB of a compaction's
+// Go heap in serve); Badger refuses a zero block cache with compression, so
+// a store must still open, flush to a table, reopen and read back.
+func TestOptionsUncompressed(t *testing.T) {
+	var logs testenv.LogBuffer
+	dir := t.TempDir()
+	bo := Options(dir, false, &Logger{L: logs.Logger(), Prefix: "badger"}, 1<<20).WithValueThreshold(64 << 10) // as the embedding cache
+	if bo.Compression != options.None || bo.BlockCacheSize != 0 {
+		t.Fatalf("compression %v, block cache %d; want none and 0", bo.Compression, bo.BlockCacheSize)
+	}
+	value := bytes.Repeat([]byte{0x3f, 0x80, 0x01, 0x02}, 384) // a 1.5 KiB vector
+	for round := range 2 {
+		db, err := badger.Open(bo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if round == 0 {
+			wb := db.NewWriteBatch()
+			for i := range 2000 { // 3 MB: more than a memtable
+				if err := wb.Set([]byte(fmt.Sprintf("k%05d", i)), value); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := wb.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err = db.View(func(txn *badger.Txn) error {
+			for _, i := range []int{0, 999, 1999} {
+				item, err := txn.Get([]byte(fmt.Sprintf("k%05d", i)))
+				if err != nil {
+					return err
+				}
+				v, err := item.ValueCopy(nil)
+				if err != nil {
+					return err
+				}
+				if !bytes.Equal(v, value) {
+					return fmt.Errorf("k%05d: %d bytes, not the value written", i, len(v))
+				}
+			}
+			return nil
+		})
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
 	}
 }

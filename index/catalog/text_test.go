@@ -3,6 +3,8 @@ package catalog
 import (
 	"slices"
 	"testing"
+
+	"github.com/toolgate/toolgate/models"
 )
 
 func TestLeadSentence(t *testing.T) {
@@ -63,5 +65,14 @@ func TestRequestView(t *testing.T) {
 		if got := RequestView(tc.lead); got != tc.want {
 			t.Errorf("RequestView(%q) = %q, want %q", tc.lead, got, tc.want)
 		}
+	}
+}
+
+// The lead view's request words and the MiniLM manifest's query_prefix are
+// one choice made on both sides (round 7: queries and tools in the register
+// of a request); a change to one alone would undo the measured gain.
+func TestRequestPrefixIsQueryPrefix(t *testing.T) {
+	if got := models.Manifest().Model.QueryPrefix; got != RequestPrefix {
+		t.Fatalf("models/manifest.json query_prefix %q, catalog.RequestPrefix %q: change both or neither", got, RequestPrefix)
 	}
 }

@@ -391,9 +391,7 @@ func (m *learnedModel) query(q []float32) []float32 {
 // blended vector made of its learned queries as written (see confVecs).
 func (m *learnedModel) confCosine(ix *index.Index, q []float32, id string) (float64, bool) {
 	if m != nil && m.confVecs != nil {
-		if b, ok := m.confVecs[id]; ok && len(b) == len(q) {
-			return index.Dot(b, q), true
-		}
+		return cosineIn(m.confVecs, ix, q, id)
 	}
 	return m.cosine(ix, q, id)
 }
@@ -401,10 +399,18 @@ func (m *learnedModel) confCosine(ix *index.Index, q []float32, id string) (floa
 // cosine is q's cosine with tool id as the learned model sees it: with the
 // blended vector of a tool that has learned queries.
 func (m *learnedModel) cosine(ix *index.Index, q []float32, id string) (float64, bool) {
+	var vecs map[string][]float32
 	if m != nil {
-		if b, ok := m.vecs[id]; ok && len(b) == len(q) {
-			return index.Dot(b, q), true
-		}
+		vecs = m.vecs
+	}
+	return cosineIn(vecs, ix, q, id)
+}
+
+// cosineIn is q's cosine with tool id's vector in vecs (blended vectors,
+// keyed by tool ID), or with its index vector when vecs has none.
+func cosineIn(vecs map[string][]float32, ix *index.Index, q []float32, id string) (float64, bool) {
+	if b, ok := vecs[id]; ok && len(b) == len(q) {
+		return index.Dot(b, q), true
 	}
 	return ix.Cosine(q, id)
 }

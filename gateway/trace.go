@@ -13,7 +13,8 @@ import (
 )
 
 // Names of the spans execute_tool starts inside its own. search_tools'
-// stages (embed, keyword, vector, fuse) are the search package's.
+// stages (embed, keyword, vector, fuse, and "embed parts" when the whole
+// query leaves every hit short of minConfidence) are the search package's.
 const (
 	spanValidate    = "validate"
 	spanBackendCall = "backend_call"

@@ -470,16 +470,21 @@ func Evaluate(ctx context.Context, s Ranker, qs []BenchQuery, mode Mode) (Report
 	return rep, nil
 }
 
-// WarmQueries embeds the query texts in batches, as Search will see them
-// (trimmed), so that with a caching embedder the timed searches of Evaluate
-// find their vectors in the cache: batches embed several times faster than
-// one text at a time.
+// WarmQueries embeds the query texts and their parts (QueryParts) in
+// batches, as Search will see them (trimmed), so that with a caching
+// embedder the timed searches of Evaluate find their vectors in the cache:
+// batches embed several times faster than one text at a time.
 func WarmQueries(ctx context.Context, emb index.Embedder, qs []BenchQuery) error {
 	const batch = 64
-	texts := make([]string, 0, batch)
+	prefix := index.QueryPrefix(emb)
+	texts := make([]string, 0, batch+maxParts+1)
 	for i, q := range qs {
-		texts = append(texts, index.QueryPrefix(emb)+strings.TrimSpace(q.Query))
-		if len(texts) == batch || i == len(qs)-1 {
+		text := strings.TrimSpace(q.Query)
+		texts = append(texts, prefix+text)
+		for _, p := range QueryParts(text) {
+			texts = append(texts, prefix+p)
+		}
+		if len(texts) >= batch || i == len(qs)-1 {
 			if _, err := emb.Embed(ctx, texts); err != nil {
 				return fmt.Errorf("embed queries: %w", err)
 			}

@@ -354,11 +354,11 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	defer s.release(e.log)
 	ix := s.ix
 	if ix == nil || ix.Len() == 0 {
-		return Result{Mode: mode, NoMatch: e.opts.MinConfidence >= 0}, nil
+		return Result{Mode: mode, NoMatch: e.noMatch(nil)}, nil
 	}
 	sub := ix.In(q.Filter)
 	if sub.Filtered() && sub.Len("") == 0 {
-		return Result{Mode: mode, NoMatch: e.opts.MinConfidence >= 0}, nil
+		return Result{Mode: mode, NoMatch: e.noMatch(nil)}, nil
 	}
 
 	// Each stage is a span when the caller's span records (tracing on);
@@ -452,7 +452,6 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		kw.n = max(kw.n, vs.N)
 	}
 	_, span = st.start(ctx, stageFuse)
-	defer span.End()
 	if qvec != nil {
 		e.fillMissing(ix, lm, kwRes, qvec, mode, &kw, &vec)
 	}
@@ -482,6 +481,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	}
 	ranked := e.rankExact(mode, kw, vec, limit, exactIDs)
 	hits := make([]Hit, 0, len(ranked))
+	cosines := make([]float64, 0, len(ranked))
 	for _, r := range ranked {
 		t, ok := ix.Tool(r.id)
 		if !ok {
@@ -496,14 +496,75 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		}
 		h.Confidence = confidence(c, h.Coverage, qorig != nil, h.Exact)
 		hits = append(hits, h)
+		cosines = append(cosines, c)
 	}
-	res := Result{Hits: hits, Mode: mode, Known: kwRes.Known(), NoMatch: e.opts.MinConfidence >= 0}
-	for _, h := range hits {
-		if h.Confidence >= e.opts.MinConfidence {
-			res.NoMatch = false
-		}
+	res := Result{Hits: hits, Mode: mode, Known: kwRes.Known()}
+	res.NoMatch = e.noMatch(hits)
+	span.End()
+	if res.NoMatch && qorig != nil {
+		// The query's parts can only raise a confidence, so they are
+		// embedded only when the whole query leaves every hit short of
+		// the threshold (see parts.go): a query that passes costs no
+		// extra embedding, and its hits' confidences are those of the
+		// whole query.
+		e.partsConfidence(ctx, st, ix, lm, text, hits, cosines)
+		res.NoMatch = e.noMatch(hits)
 	}
 	return res, nil
+}
+
+// noMatch says that no hit reaches Options.MinConfidence (never, when it
+// is negative).
+func (e *Engine) noMatch(hits []Hit) bool {
+	if e.opts.MinConfidence < 0 {
+		return false
+	}
+	for _, h := range hits {
+		if h.Confidence >= e.opts.MinConfidence {
+			return false
+		}
+	}
+	return true
+}
+
+// partsConfidence raises each hit's confidence to that of the query part
+// (QueryParts) whose cosine with the tool is highest, when one is higher
+// than the whole query's (cosines, by hit). A failed embedding leaves the
+// confidences as they are: the answer is then the whole query's.
+func (e *Engine) partsConfidence(ctx context.Context, st stages, ix *index.Index, lm *learnedModel, text string, hits []Hit, cosines []float64) {
+	parts := QueryParts(text)
+	if len(parts) == 0 {
+		return
+	}
+	prefix := index.QueryPrefix(e.emb)
+	for i, p := range parts {
+		parts[i] = prefix + p
+	}
+	ectx, span := st.start(ctx, stageParts)
+	vecs, err := e.emb.Embed(ectx, parts)
+	span.End()
+	if err == nil && len(vecs) != len(parts) {
+		err = fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(parts))
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Warn("embed query parts failed; confidence from the whole query", "err", err)
+		}
+		return
+	}
+	for i := range hits {
+		h := &hits[i]
+		if h.Exact {
+			continue
+		}
+		best := cosines[i]
+		for _, v := range vecs {
+			if c, ok := lm.confCosine(ix, v, h.Tool.ID()); ok && c > best {
+				best = c
+			}
+		}
+		h.Confidence = confidence(best, h.Coverage, true, false)
+	}
 }
 
 // fillMissing gives each candidate of one signal that the other signal's

@@ -43,23 +43,44 @@ func BenchmarkSearchSynthetic(b *testing.B) {
 // does not depend on their values). Profile it to see what bounds a search:
 //
 //	go test ./search -run '^$' -bench SearchModel -benchtime 200x -cpuprofile cpu.prof
+//
+// The long/… runs ask three of those queries as one ("…, then … and …"):
+// with the stand-in's vectors nothing fits, so long/parts also embeds the
+// query's parts for the confidence (parts.go), as a real search does when
+// the whole query leaves every hit short of minConfidence; long/whole is
+// the same queries with minConfidence −1 (no parts), so the difference is
+// what the parts cost.
 func BenchmarkSearchModel(b *testing.B) {
 	model, err := installedEmbedder()
 	testenv.Require(b, err)
 	defer model.Close()
+	loop := func(b *testing.B, e *search.Engine, qs []string) {
+		i := 0
+		for b.Loop() {
+			if _, err := e.Search(context.Background(), search.Query{Text: qs[i%len(qs)]}); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	}
 	for _, n := range []int{10000, 50000} {
 		tools := indextest.Catalog(n, indextest.Seed)
-		e := search.New(build(b, tools, &hashEmbedder{}), model, nil)
-		qs := indextest.Queries(tools, 200, indextest.Seed)
-		b.Run(fmt.Sprintf("tools=%d/hybrid", n), func(b *testing.B) {
-			i := 0
-			for b.Loop() {
-				if _, err := e.Search(context.Background(), search.Query{Text: qs[i%len(qs)].Text}); err != nil {
-					b.Fatal(err)
-				}
-				i++
-			}
-		})
+		ix := build(b, tools, &hashEmbedder{})
+		e := search.New(ix, model, nil)
+		qs := indextest.Queries(tools, 600, indextest.Seed)
+		short := make([]string, 200)
+		long := make([]string, 200)
+		for i := range short {
+			short[i] = qs[i].Text
+			long[i] = qs[200+2*i].Text + ", then " + qs[201+2*i].Text + " and " + qs[i].Text
+		}
+		b.Run(fmt.Sprintf("tools=%d/hybrid", n), func(b *testing.B) { loop(b, e, short) })
+		if n == 10000 {
+			b.Run(fmt.Sprintf("tools=%d/long/parts", n), func(b *testing.B) { loop(b, e, long) })
+			whole := search.New(ix, model, &search.Options{MinConfidence: -1})
+			b.Run(fmt.Sprintf("tools=%d/long/whole", n), func(b *testing.B) { loop(b, whole, long) })
+			whole.Close()
+		}
 		e.Close()
 	}
 }

@@ -47,7 +47,16 @@ type CacheOptions struct {
 	// still read from the store, new ones are embedded and returned but
 	// not stored. See Cached.
 	Storage Storage
+	// QueryTTL is how long a vector stored by EmbedQueries is kept (0:
+	// DefaultQueryTTL).
+	QueryTTL time.Duration
 }
+
+// DefaultQueryTTL is how long the cache keeps a search query's vector
+// (EmbedQueries): a query asked again within it is not embedded again, and
+// the cache holds the distinct queries of that long, not of every day the
+// gateway ran. The tools' texts (Embed) never expire.
+const DefaultQueryTTL = 7 * 24 * time.Hour
 
 // cacheFormat is bumped whenever the key or value encoding changes; a cache
 // with another format is set aside and rebuilt.
@@ -88,6 +97,7 @@ type Cached struct {
 	id       string
 	dim      int
 	inMemory bool
+	queryTTL time.Duration
 
 	mu       sync.RWMutex // guards store and closed; held (read) while a store is used
 	store    *store       // nil while none is open
@@ -138,7 +148,11 @@ func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 	if st == nil {
 		st = storage.Unchecked
 	}
-	c := &Cached{inner: inner, dir: dir, log: log, st: st, id: inner.ModelID(), dim: inner.Dim(), inMemory: o.InMemory}
+	ttl := o.QueryTTL
+	if ttl <= 0 {
+		ttl = DefaultQueryTTL
+	}
+	c := &Cached{inner: inner, dir: dir, log: log, st: st, id: inner.ModelID(), dim: inner.Dim(), inMemory: o.InMemory, queryTTL: ttl}
 	if c.dim <= 0 {
 		return nil, fmt.Errorf("embedding cache: model %s reports dimension %d", c.id, c.dim)
 	}
@@ -347,6 +361,19 @@ func (c *Cached) key(text string) []byte {
 // distinct text once), then stores them. A failure to read or store is
 // reported (Storage) or logged, not returned: the vectors are still right.
 func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return c.embed(ctx, texts, 0)
+}
+
+// EmbedQueries is Embed for search queries: the vectors it stores expire
+// after CacheOptions.QueryTTL (Badger drops them at its next compaction),
+// so the cache does not grow with every distinct query ever asked. A query
+// that is also a tool's text finds that text's vector and stores nothing.
+func (c *Cached) EmbedQueries(ctx context.Context, texts []string) ([][]float32, error) {
+	return c.embed(ctx, texts, c.queryTTL)
+}
+
+// embed is Embed, storing new vectors for ttl (0: for good).
+func (c *Cached) embed(ctx context.Context, texts []string, ttl time.Duration) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	keys := make([][]byte, len(texts))
 	for i, t := range texts {
@@ -396,7 +423,7 @@ func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error)
 		}
 		newKeys[j] = keys[pos[t][0]]
 	}
-	c.put(newKeys, vecs)
+	c.put(newKeys, vecs, ttl)
 	return out, nil
 }
 
@@ -442,9 +469,10 @@ func (c *Cached) lookup(keys [][]byte, out [][]float32) (bad int, err error) {
 	return bad, err
 }
 
-// put stores vecs under keys when the data folder can take them, and
-// reports how it went; otherwise it counts them as skipped.
-func (c *Cached) put(keys [][]byte, vecs [][]float32) {
+// put stores vecs under keys (for ttl; 0: for good) when the data folder
+// can take them, and reports how it went; otherwise it counts them as
+// skipped.
+func (c *Cached) put(keys [][]byte, vecs [][]float32, ttl time.Duration) {
 	if !c.inMemory {
 		if err := c.st.Check(); err != nil { // reported by Check
 			c.skipped.Add(int64(len(vecs)))
@@ -463,7 +491,11 @@ func (c *Cached) put(keys [][]byte, vecs [][]float32) {
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
 	for j, k := range keys {
-		if err = wb.Set(k, encodeVector(vecs[j])); err != nil {
+		e := badger.NewEntry(k, encodeVector(vecs[j]))
+		if ttl > 0 {
+			e = e.WithTTL(ttl)
+		}
+		if err = wb.SetEntry(e); err != nil {
 			break
 		}
 	}

@@ -500,3 +500,84 @@ func TestCachePassThroughFromStart(t *testing.T) {
 		t.Fatalf("Close on a full folder = %v, want left unclosed with the reason", err)
 	}
 }
+
+// TestCacheQueryTTL: the vectors EmbedQueries stores expire after
+// QueryTTL (Badger's per-entry expiry: an expired entry is a miss and is
+// embedded again), the tools' texts (Embed) never; a query that is a
+// tool's text reads that text's vector and leaves it as it is.
+func TestCacheQueryTTL(t *testing.T) {
+	inner := &fakeModel{id: "fake/a@1", dim: 8}
+	c, err := NewCached(inner, t.TempDir(), &CacheOptions{QueryTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	expiresAt := func(text string) uint64 {
+		t.Helper()
+		var at uint64
+		if err := c.store.db.View(func(txn *badger.Txn) error {
+			item, err := txn.Get(c.key(text))
+			if err != nil {
+				return err
+			}
+			at = item.ExpiresAt()
+			return nil
+		}); err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		return at
+	}
+
+	before := uint64(time.Now().Add(time.Hour).Unix())
+	if _, err := c.EmbedQueries(ctx, []string{"a query"}); err != nil {
+		t.Fatal(err)
+	}
+	after := uint64(time.Now().Add(time.Hour).Unix())
+	mustEmbed(t, c, "a tool's text")
+	if at := expiresAt("a query"); at < before || at > after {
+		t.Errorf("the query's vector expires at %d, want an hour from now (%d–%d)", at, before, after)
+	}
+	if at := expiresAt("a tool's text"); at != 0 {
+		t.Errorf("the tool text's vector expires at %d, want never (0)", at)
+	}
+
+	// A query asked again before it expires is a hit; a tool's text asked
+	// as a query is a hit and keeps its vector for good.
+	if _, err := c.EmbedQueries(ctx, []string{"a query", "a tool's text"}); err != nil {
+		t.Fatal(err)
+	}
+	if at := expiresAt("a tool's text"); at != 0 {
+		t.Errorf("asked as a query, the tool text's vector now expires at %d", at)
+	}
+	if diff := cmp.Diff(CacheStats{Hits: 2, Misses: 2}, c.Stats()); diff != "" {
+		t.Errorf("stats (-want +got):\n%s", diff)
+	}
+
+	// Once expired, the query is embedded again.
+	if err := c.store.db.Update(func(txn *badger.Txn) error {
+		e := badger.NewEntry(c.key("a query"), encodeVector(fakeVector("fake/a@1a query", 8)))
+		e.ExpiresAt = uint64(time.Now().Add(-time.Second).Unix())
+		return txn.SetEntry(e)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.EmbedQueries(ctx, []string{"a query"}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a query", "a tool's text", "a query"}, inner.texts()); diff != "" {
+		t.Errorf("inner embedded (-want +got):\n%s", diff)
+	}
+	if at := expiresAt("a query"); at < before {
+		t.Errorf("the query embedded again expires at %d, want an hour from now", at)
+	}
+
+	d, err := NewCached(inner, "", &CacheOptions{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.queryTTL != DefaultQueryTTL {
+		t.Errorf("default query TTL %v, want %v", d.queryTTL, DefaultQueryTTL)
+	}
+}

@@ -60,6 +60,18 @@ func QueryPrefix(emb Embedder) string {
 	return ""
 }
 
+// EmbedQueries embeds search queries (texts with the query prefix already
+// put before them): through emb's EmbedQueries when it has one (the
+// embedding cache, which lets query vectors expire), else through Embed.
+func EmbedQueries(ctx context.Context, emb Embedder, texts []string) ([][]float32, error) {
+	if q, ok := emb.(interface {
+		EmbedQueries(context.Context, []string) ([][]float32, error)
+	}); ok {
+		return q.EmbedQueries(ctx, texts)
+	}
+	return emb.Embed(ctx, texts)
+}
+
 // Options tune Build, Ensure and Open. A nil *Options means defaults.
 type Options struct {
 	Logger    *slog.Logger          // nil = discard

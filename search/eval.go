@@ -485,7 +485,7 @@ func WarmQueries(ctx context.Context, emb index.Embedder, qs []BenchQuery) error
 			texts = append(texts, prefix+p)
 		}
 		if len(texts) >= batch || i == len(qs)-1 {
-			if _, err := emb.Embed(ctx, texts); err != nil {
+			if _, err := index.EmbedQueries(ctx, emb, texts); err != nil {
 				return fmt.Errorf("embed queries: %w", err)
 			}
 			texts = texts[:0]

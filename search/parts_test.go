@@ -148,3 +148,37 @@ func TestPartsConfidence(t *testing.T) {
 			res.NoMatch, res.Hits[0].Confidence, ref.Hits[0].Confidence)
 	}
 }
+
+// queryEmbedder tells the texts embedded as queries (EmbedQueries, which
+// the embedding cache lets expire) from the others (Embed).
+type queryEmbedder struct {
+	countingEmbedder
+	queries []string
+}
+
+func (q *queryEmbedder) EmbedQueries(ctx context.Context, texts []string) ([][]float32, error) {
+	q.mu.Lock()
+	q.queries = append(q.queries, texts...)
+	q.mu.Unlock()
+	return q.hashEmbedder.Embed(ctx, texts)
+}
+
+// TestSearchEmbedsAsQueries: a search embeds its query and its parts as
+// queries, and the index its tools' texts as documents.
+func TestSearchEmbedsAsQueries(t *testing.T) {
+	emb := &queryEmbedder{}
+	e := search.New(build(t, testCatalog, emb), emb, &search.Options{MinConfidence: 1})
+	defer e.Close()
+	docs := len(emb.texts())
+	if docs == 0 || len(emb.queries) != 0 {
+		t.Fatalf("index build: %d texts embedded as documents, %d as queries; want documents only", docs, len(emb.queries))
+	}
+	const q = "read the config file and write a summary of it to notes.txt"
+	if _, err := e.Search(context.Background(), search.Query{Text: q}); err != nil {
+		t.Fatal(err)
+	}
+	want := append([]string{q}, search.QueryParts(q)...)
+	if !slices.Equal(emb.queries, want) || len(emb.texts()) != docs {
+		t.Errorf("search embedded %q as queries and %d more as documents; want %q as queries only", emb.queries, len(emb.texts())-docs, want)
+	}
+}

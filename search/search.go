@@ -379,7 +379,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 			embc = make(chan embedded, 1)
 			go func() {
 				ectx, span := st.start(ctx, stageEmbed)
-				vecs, err := e.emb.Embed(ectx, []string{index.QueryPrefix(e.emb) + text})
+				vecs, err := index.EmbedQueries(ectx, e.emb, []string{index.QueryPrefix(e.emb) + text})
 				span.End()
 				if err == nil && len(vecs) != 1 {
 					err = fmt.Errorf("embedder returned %d vectors for 1 text", len(vecs))
@@ -541,7 +541,7 @@ func (e *Engine) partsConfidence(ctx context.Context, st stages, ix *index.Index
 		parts[i] = prefix + p
 	}
 	ectx, span := st.start(ctx, stageParts)
-	vecs, err := e.emb.Embed(ectx, parts)
+	vecs, err := index.EmbedQueries(ectx, e.emb, parts)
 	span.End()
 	if err == nil && len(vecs) != len(parts) {
 		err = fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(parts))

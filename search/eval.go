@@ -470,26 +470,23 @@ func Evaluate(ctx context.Context, s Ranker, qs []BenchQuery, mode Mode) (Report
 	return rep, nil
 }
 
-// WarmQueries embeds the query texts and their parts (QueryParts) in
-// batches, as Search will see them (trimmed), so that with a caching
-// embedder the timed searches of Evaluate find their vectors in the cache:
-// batches embed several times faster than one text at a time.
+// WarmQueries embeds the query texts and their parts (QueryParts) as
+// Search will see them (trimmed, as queries: index.EmbedQueries), in
+// batches, so that with a caching embedder the timed searches of Evaluate
+// find their vectors in the cache: batches embed several times faster than
+// one text at a time.
 func WarmQueries(ctx context.Context, emb index.Embedder, qs []BenchQuery) error {
-	const batch = 64
-	prefix := index.QueryPrefix(emb)
-	texts := make([]string, 0, batch+maxParts+1)
-	for i, q := range qs {
+	texts := make([]string, 0, len(qs))
+	for _, q := range qs {
 		text := strings.TrimSpace(q.Query)
-		texts = append(texts, prefix+text)
-		for _, p := range QueryParts(text) {
-			texts = append(texts, prefix+p)
-		}
-		if len(texts) >= batch || i == len(qs)-1 {
-			if _, err := index.EmbedQueries(ctx, emb, texts); err != nil {
-				return fmt.Errorf("embed queries: %w", err)
-			}
-			texts = texts[:0]
-		}
+		texts = append(texts, text)
+		texts = append(texts, QueryParts(text)...)
+	}
+	asQueries := func(ctx context.Context, texts []string) ([][]float32, error) {
+		return index.EmbedQueries(ctx, emb, texts)
+	}
+	if _, err := embedBatched(ctx, asQueries, index.QueryPrefix(emb), texts); err != nil {
+		return fmt.Errorf("embed queries: %w", err)
 	}
 	return nil
 }

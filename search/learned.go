@@ -341,7 +341,7 @@ func fitAdapter(ix *index.Index, ids []string, byTool map[string]*toolPairs, qv 
 
 // embedQueries embeds the query texts after prefix, by text.
 func embedQueries(ctx context.Context, emb index.Embedder, prefix string, texts []string) (map[string][]float32, error) {
-	vecs, err := embedBatched(ctx, emb, prefix, texts)
+	vecs, err := embedBatched(ctx, emb.Embed, prefix, texts)
 	if err != nil {
 		return nil, fmt.Errorf("embed learned queries: %w", err)
 	}
@@ -352,16 +352,19 @@ func embedQueries(ctx context.Context, emb index.Embedder, prefix string, texts 
 	return qv, nil
 }
 
+// embedFunc is an embedder's Embed, or index.EmbedQueries bound to one.
+type embedFunc func(context.Context, []string) ([][]float32, error)
+
 // embedBatched embeds texts after prefix in batches of 64 (a long list at
 // once would hold one model run's memory for all of them).
-func embedBatched(ctx context.Context, emb index.Embedder, prefix string, texts []string) ([][]float32, error) {
+func embedBatched(ctx context.Context, embed embedFunc, prefix string, texts []string) ([][]float32, error) {
 	out := make([][]float32, 0, len(texts))
 	for start := 0; start < len(texts); start += 64 {
 		batch := slices.Clone(texts[start:min(start+64, len(texts))])
 		for i := range batch {
 			batch[i] = prefix + batch[i]
 		}
-		vs, err := emb.Embed(ctx, batch)
+		vs, err := embed(ctx, batch)
 		if err != nil {
 			return nil, err
 		}

@@ -65,8 +65,7 @@ func BenchmarkSearchModel(b *testing.B) {
 	}
 	for _, n := range []int{10000, 50000} {
 		tools := indextest.Catalog(n, indextest.Seed)
-		ix := build(b, tools, &hashEmbedder{})
-		e := search.New(ix, model, nil)
+		e := search.New(build(b, tools, &hashEmbedder{}), model, nil)
 		qs := indextest.Queries(tools, 600, indextest.Seed)
 		short := make([]string, 200)
 		long := make([]string, 200)
@@ -77,7 +76,7 @@ func BenchmarkSearchModel(b *testing.B) {
 		b.Run(fmt.Sprintf("tools=%d/hybrid", n), func(b *testing.B) { loop(b, e, short) })
 		if n == 10000 {
 			b.Run(fmt.Sprintf("tools=%d/long/parts", n), func(b *testing.B) { loop(b, e, long) })
-			whole := search.New(ix, model, &search.Options{MinConfidence: -1})
+			whole := search.New(build(b, tools, &hashEmbedder{}), model, &search.Options{MinConfidence: -1})
 			b.Run(fmt.Sprintf("tools=%d/long/whole", n), func(b *testing.B) { loop(b, whole, long) })
 			whole.Close()
 		}

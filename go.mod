@@ -19,6 +19,7 @@ require (
 	github.com/segmentio/encoding v0.5.4
 	github.com/spf13/cobra v1.10.2
 	github.com/tidwall/gjson v1.14.2
+	github.com/tidwall/jsonc v0.3.3
 	github.com/tidwall/pretty v1.2.0
 	github.com/tidwall/sjson v1.2.5
 	github.com/yalue/onnxruntime_go v1.27.0

@@ -52,7 +52,7 @@ func newRootCmd(stop *shutdown.Controller) *cobra.Command {
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			var lvl slog.Level
 			if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
-				return fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)
+				return usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)}
 			}
 			// Logs go to stderr only: stdout belongs to the MCP stdio transport.
 			g.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
@@ -65,7 +65,74 @@ func newRootCmd(stop *shutdown.Controller) *cobra.Command {
 	for _, add := range subcommands {
 		root.AddCommand(add(g))
 	}
+	usageErrors(root)
 	return root
+}
+
+// usageErrors makes every mistake on the command line a usageError (exit
+// status 2) that names the command and its usage: an unknown flag or one
+// without its value, a wrong number of arguments, and an unknown verb. A
+// command that only groups verbs (auth, keys, models, …) refuses an unknown
+// one instead of printing its help and exiting 0, so a typo in a script
+// (`toolgate keys revok ci`) fails rather than doing nothing quietly.
+func usageErrors(root *cobra.Command) {
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%s%w (see %s --help)", verb(cmd), err, cmd.CommandPath())}
+	})
+	var walk func(*cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		for _, sub := range cmd.Commands() {
+			walk(sub)
+		}
+		if cmd.HasSubCommands() && !cmd.Runnable() {
+			cmd.Args = unknownVerb
+			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
+		if check := cmd.Args; check != nil {
+			cmd.Args = func(cmd *cobra.Command, args []string) error {
+				if err := check(cmd, args); err != nil {
+					var ue usageError
+					if errors.As(err, &ue) {
+						return err
+					}
+					if cmd.HasSubCommands() && len(args) > 0 {
+						return unknownVerb(cmd, args) // a verb's typo, not an argument
+					}
+					if strings.Contains(err.Error(), cmd.CommandPath()) {
+						return usageError{fmt.Errorf("%w (usage: %s)", err, cmd.UseLine())}
+					}
+					return usageError{fmt.Errorf("%s%w (usage: %s)", verb(cmd), err, cmd.UseLine())}
+				}
+				return nil
+			}
+		}
+	}
+	walk(root)
+}
+
+// verb is "keys revoke: " for toolgate keys revoke, "" for toolgate itself
+// (errors are printed after "toolgate: ").
+func verb(cmd *cobra.Command) string {
+	if !cmd.HasParent() {
+		return ""
+	}
+	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ") + ": "
+}
+
+// unknownVerb is the Args of a command that only groups verbs: any argument
+// is a verb it does not have.
+func unknownVerb(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's own default, set only where it suggests itself
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf(": did you mean %q?", s[0])
+	}
+	return usageError{fmt.Errorf("%s (see %s --help)", msg, cmd.CommandPath())}
 }
 
 // subcommands is filled by each subcommand file's init, so adding a verb

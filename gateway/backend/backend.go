@@ -359,7 +359,7 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 	// cancelled Start cancel it only while dialing.
 	r.ctx, r.cancel = context.WithCancelCause(b.ctx)
 	connectTimeout := b.connectTO()
-	errTimeout := fmt.Errorf("no complete MCP handshake and tool list within the connect timeout (%s)", connectTimeout)
+	var errTimeout error = connectTimeoutError{connectTimeout}
 	timer := time.AfterFunc(connectTimeout, func() { r.cancel(errTimeout) })
 	stopStart := context.AfterFunc(startCtx, func() {
 		r.cancel(fmt.Errorf("connect aborted: %w", context.Cause(startCtx)))
@@ -451,6 +451,13 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 	return r, tools, nil
 }
 
+// connectTimeoutError is the cause of a dial the connect timeout ended.
+type connectTimeoutError struct{ d time.Duration }
+
+func (e connectTimeoutError) Error() string {
+	return fmt.Sprintf("no complete MCP handshake and tool list within the connect timeout (%s)", e.d)
+}
+
 // explain turns a connect failure into a message that names the server and
 // says what to check.
 func (b *backend) explain(err error, r *run) error {
@@ -464,6 +471,13 @@ func (b *backend) explain(err error, r *run) error {
 	}
 	cause := context.Cause(r.ctx)
 	if r.proc != nil {
+		var te connectTimeoutError
+		if errors.As(cause, &te) {
+			// The connect timeout: it closes stdin, so a process that was
+			// waiting on it may exit now; the timeout is the cause.
+			return fmt.Errorf("backend %q: %w: check that %q starts an MCP server speaking JSON-RPC on stdout%s",
+				name, cause, b.cfg.Command, r.proc.stderrSuffix())
+		}
 		// A process that died during start-up: its stderr says why.
 		select {
 		case <-r.proc.exited:

@@ -732,3 +732,18 @@ func TestStartAfter(t *testing.T) {
 		}
 	})
 }
+
+// TestConnectTimeoutNamedWhenTheProcessExitsAfterIt: a server that reads
+// its stdin without ever answering (a script interpreter given no script,
+// `python3`, reads the handshake as its program) exits when the connect
+// timeout closes its stdin. The error must name the timeout, the cause,
+// not the exit ("exited with status 0 … context canceled"), its effect.
+func TestConnectTimeoutNamedWhenTheProcessExitsAfterIt(t *testing.T) {
+	o := testOptions(nil)
+	o.ConnectTimeout = 500 * time.Millisecond
+	p := startPool(t, []config.Server{{Name: "silent", Type: config.TypeStdio, Command: "sh", Args: []string{"-c", "cat >/dev/null"}}}, o)
+	st := statusOf(t, p, "silent")
+	if st.State != StateDown || !strings.Contains(st.Err, "within the connect timeout (500ms)") || strings.Contains(st.Err, "exited") {
+		t.Errorf("state %s, error %q; want down, naming the connect timeout and not the exit it caused", st.State, st.Err)
+	}
+}

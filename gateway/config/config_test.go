@@ -404,6 +404,16 @@ func TestParseBad(t *testing.T) {
 			{`toolgate.restart.restr`, `unknown setting: valid keys here are delays, stableAfter`},
 		}},
 		{"toolgate not an object", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": 1}`, nil, []want{{"toolgate", "want an object of settings"}}},
+		{"a key twice", "{\"mcpServers\": {\n\"a\": {\"command\": \"x\"},\n\"a\": {\"command\": \"y\", \"env\": {\"K\": \"1\", \"K\": \"2\"}}},\n\"toolgate\": {\"search\": {\"mode\": \"bm25\", \"mode\": \"hybrid\"}}}", nil, []want{
+			{"mcpServers", `server "a" is defined twice (lines 2 and 3): only the last would be used; rename one or remove it`},
+			{`mcpServers["a"].env.K`, "appears twice (line 3)"},
+			{"toolgate.search.mode", "appears twice (line 4)"},
+		}},
+		{"typo of a top-level key", `{"mcpServer": {"a": {"command": "x"}}, "tolgate": {"callTimeout": "1s"}, "globalShortcut": ""}`, nil, []want{
+			{"mcpServer", `unknown key: did you mean "mcpServers"?`},
+			{"mcpServers", "no servers configured"},
+			{"tolgate", `unknown key: did you mean "toolgate"?`},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -451,6 +461,8 @@ func TestJSONSyntaxErrorsHaveLineAndColumn(t *testing.T) {
 		{"{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\",}\n  }\n}", "f.json:3:27: invalid JSON"},
 		{"{\n  \"mcpServers\": {", "f.json:2:18: invalid JSON: unexpected end of JSON input"},
 		{"[]", "f.json:1:1: the file must be a JSON object"},
+		{"{\n  // the servers\n  \"mcpServers\": {}}", "f.json:2:4: invalid JSON: invalid character '/' looking for beginning of object key string (comments are not JSON: remove the // or /* */ comment)"},
+		{"{\"mcpServers\": {\"a\": {\"command\": \"x\"},\n}}", "f.json:2:2: invalid JSON: invalid character '}' looking for beginning of object key string (remove the comma before '}')"},
 		{"", "f.json:1:1: invalid JSON"},
 	}
 	for _, tt := range tests {

@@ -97,9 +97,101 @@ func (p *parser) decode(data []byte) (*File, error) {
 		return nil, p.jsonError(data, err)
 	}
 	f := &File{Path: p.path, MCPServers: map[string]Server{}}
+	p.duplicates(data)
+	p.topKeys(top)
 	p.servers(top, f)
 	p.settings(top["toolgate"], &f.Toolgate)
 	return f, nil
+}
+
+// topKeys reports a top-level key that is a near-miss of "mcpServers" or
+// "toolgate": other keys belong to other applications and are ignored, but
+// a misspelt "tolgate" would drop every setting in it without a word.
+func (p *parser) topKeys(top map[string]json.RawMessage) {
+	ours := []string{"mcpServers", "toolgate"}
+	for k := range top {
+		if slices.Contains(ours, k) || k == "servers" { // "servers": VS Code's, hinted at in servers()
+			continue
+		}
+		if want, ok := suggest(k, ours); ok {
+			if _, has := top[want]; !has {
+				p.errorf("", k, "unknown key: did you mean %q? (other keys are ignored, but this one looks like a typo)", want)
+			}
+		}
+	}
+}
+
+// duplicates reports every key that appears twice in one object of the
+// file. encoding/json keeps the last one silently, so a server pasted in
+// twice under one name (or an "env" given twice) would lose the first.
+func (p *parser) duplicates(data []byte) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	lines := func(off int64) int { l, _ := lineCol(data, off); return l }
+	var walk func(path []string) error
+	walk = func(path []string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]int64{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key, _ := kt.(string)
+				off := dec.InputOffset()
+				if first, dup := seen[key]; dup {
+					p.duplicate(path, key, lines(first), lines(off))
+				} else {
+					seen[key] = off
+				}
+				if err := walk(append(path, key)); err != nil {
+					return err
+				}
+			}
+		case json.Delim('['):
+			for i := 0; dec.More(); i++ {
+				if err := walk(append(path, fmt.Sprintf("[%d]", i))); err != nil {
+					return err
+				}
+			}
+		default:
+			return nil
+		}
+		_, err = dec.Token() // the closing delimiter
+		return err
+	}
+	_ = walk(nil) // the file decoded already: no error here
+}
+
+func (p *parser) duplicate(path []string, key string, first, second int) {
+	where := fmt.Sprintf("lines %d and %d", first, second)
+	if first == second {
+		where = fmt.Sprintf("line %d", first)
+	}
+	switch {
+	case len(path) == 1 && path[0] == "mcpServers":
+		p.errorf("", "mcpServers", "server %q is defined twice (%s): only the last would be used; rename one or remove it", key, where)
+	case len(path) >= 2 && path[0] == "mcpServers":
+		p.errorf(path[1], joinPath(append(path[2:len(path):len(path)], key)), "appears twice (%s): only the last would be used; remove one", where)
+	default:
+		p.errorf("", joinPath(append(path[:len(path):len(path)], key)), "appears twice (%s): only the last would be used; remove one", where)
+	}
+}
+
+// joinPath writes a key path as errors name fields: search.mode, args[2].
+func joinPath(path []string) string {
+	var b strings.Builder
+	for i, k := range path {
+		if i > 0 && !strings.HasPrefix(k, "[") {
+			b.WriteByte('.')
+		}
+		b.WriteString(k)
+	}
+	return b.String()
 }
 
 // FieldError is one problem in a config file.
@@ -225,7 +317,7 @@ func (p *parser) jsonError(data []byte, err error) error {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		line, col := lineCol(data, se.Offset)
-		return fmt.Errorf("%s:%d:%d: invalid JSON: %s", name, line, col, se.Error())
+		return fmt.Errorf("%s:%d:%d: invalid JSON: %s%s", name, line, col, se.Error(), syntaxHint(data, se.Offset))
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
@@ -233,6 +325,24 @@ func (p *parser) jsonError(data []byte, err error) error {
 		return fmt.Errorf("%s:%d:%d: the file must be a JSON object like {\"mcpServers\": {...}}, got %s", name, line, col, te.Value)
 	}
 	return fmt.Errorf("%s: invalid JSON: %w", name, err)
+}
+
+// syntaxHint names the two JSONC habits that plain JSON refuses, a comment
+// and a comma before a closing bracket (the examples in the docs are
+// annotated with comments; the file itself must be JSON).
+func syntaxHint(data []byte, off int64) string {
+	if off <= 0 || off > int64(len(data)) {
+		return ""
+	}
+	switch data[off-1] {
+	case '/':
+		return " (comments are not JSON: remove the // or /* */ comment)"
+	case '}', ']':
+		if before := bytes.TrimRight(data[:off-1], " \t\r\n"); bytes.HasSuffix(before, []byte(",")) {
+			return fmt.Sprintf(" (remove the comma before %q)", data[off-1])
+		}
+	}
+	return ""
 }
 
 // lineCol converts a byte offset into a 1-based line and column.

@@ -20,6 +20,7 @@ package importer
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -28,6 +29,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/tidwall/jsonc"
 
 	"github.com/toolgate/toolgate/gateway/config"
 )
@@ -68,7 +71,7 @@ type Result struct {
 // the content is none of them.
 func Detect(name string, data []byte) string {
 	var top map[string]json.RawMessage
-	if json.Unmarshal(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), &top) != nil {
+	if json.Unmarshal(plainJSON(data), &top) != nil {
 		return ""
 	}
 	if _, ok := top["servers"]; ok {
@@ -104,17 +107,17 @@ func Detect(name string, data []byte) string {
 // Read turns one file into a toolgate config document. format "" detects
 // it (Detect).
 func Read(path string, data []byte, format string) (*Result, error) {
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	data = plainJSON(data)
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, notJSON(path, data, err)
+	}
 	if format == "" {
 		if format = Detect(path, data); format == "" {
 			return nil, fmt.Errorf(`%s: no MCP servers found: want "mcpServers" (Claude, Cursor, Windsurf), "servers" (VS Code) or "projects" (~/.claude.json); --format names the kind`, path)
 		}
 	} else if !slices.Contains(Formats, format) {
 		return nil, fmt.Errorf("--format %q: use one of %s", format, strings.Join(Formats, ", "))
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, fmt.Errorf("%s: not a JSON object: %w", path, err)
 	}
 	r := &Result{Format: format}
 	x := &rewriter{r: r, workspace: workspace(path), project: projectFile(path)}
@@ -181,6 +184,26 @@ func Read(path string, data []byte, format string) (*Result, error) {
 	}
 	r.Doc = config.Doc{Path: path, Data: doc}
 	return r, nil
+}
+
+// plainJSON turns a client's file into plain JSON: without a BOM, and
+// without the comments and trailing commas VS Code's settings.json and
+// mcp.json allow (JSONC; VS Code writes its own files with comments).
+// Offsets are kept, so errors point at the right line.
+func plainJSON(data []byte) []byte {
+	return jsonc.ToJSON(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
+}
+
+// notJSON says where a file that is not a JSON object goes wrong.
+func notJSON(path string, data []byte, err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		before := data[:min(max(se.Offset, 0), int64(len(data)))]
+		line := bytes.Count(before, []byte("\n")) + 1
+		col := max(1, len(before)-(bytes.LastIndexByte(before, '\n')+1))
+		return fmt.Errorf("%s:%d:%d: not valid JSON: %w", path, line, col, err)
+	}
+	return fmt.Errorf("%s: not a JSON object: %w", path, err)
 }
 
 func (r *Result) note(format string, args ...any) {

@@ -132,6 +132,15 @@ func TestReadErrorsAndFormat(t *testing.T) {
 	if err != nil || r.Format != VSCode || !slices.Equal(r.Servers, []string{"a"}) {
 		t.Errorf("settings.json: %+v %v", r, err)
 	}
+	// ... which VS Code writes with comments, as JSONC.
+	r, err = Read("settings.json", []byte("{\n  // editor\n  \"editor.fontSize\": 12,\n  \"mcp\": {\"servers\": {\"a\": {\"command\": \"x\"},},},\n}"), "")
+	if err != nil || r.Format != VSCode || !slices.Equal(r.Servers, []string{"a"}) {
+		t.Errorf("settings.json with comments: %+v %v", r, err)
+	}
+	// A file that is not JSON says where, not that it has no servers.
+	if _, err := Read("x.json", []byte("{\"mcpServers\": {\n  \"a\" {}}}"), ""); err == nil || !strings.HasPrefix(err.Error(), "x.json:2:7: not valid JSON: invalid character '{' after object key") {
+		t.Errorf("not JSON: %v", err)
+	}
 }
 
 func TestNames(t *testing.T) {

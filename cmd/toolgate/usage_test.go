@@ -1,0 +1,50 @@
+package main
+
+import (
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestUsageErrorsExitTwo holds the README's exit status 2 ("bad flags or
+// arguments") for every kind of command-line mistake, with a message that
+// names the command and what to do. A typo in a verb of a command that
+// groups verbs used to print that command's help and exit 0, so a script's
+// `toolgate keys revok ci` revoked nothing and succeeded.
+func TestUsageErrorsExitTwo(t *testing.T) {
+	dataDir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bogus"}, "unknown flag: --bogus (see toolgate --help)"},
+		{[]string{"serve", "--bogus"}, "serve: unknown flag: --bogus (see toolgate serve --help)"},
+		{[]string{"serve", "--config"}, "serve: flag needs an argument: --config"},
+		{[]string{"eval", "--limit-queries", "many"}, `eval: invalid argument "many" for "--limit-queries"`},
+		{[]string{"statuss"}, `unknown command "statuss" for "toolgate": did you mean "status"?`},
+		{[]string{"keys", "revok", "ci"}, `unknown command "revok" for "toolgate keys": did you mean "revoke"?`},
+		{[]string{"auth", "bogus"}, `unknown command "bogus" for "toolgate auth"`},
+		{[]string{"servers", "disabel", "memory"}, `unknown command "disabel" for "toolgate servers": did you mean "disable"?`},
+		{[]string{"keys", "revoke"}, "keys revoke: accepts 1 arg(s), received 0 (usage: toolgate keys revoke NAME"},
+		{[]string{"import"}, "import: requires at least 1 arg(s), only received 0 (usage: toolgate import FILE..."},
+		{[]string{"status", "extra"}, `unknown command "extra" for "toolgate status"`},
+		{[]string{"--log-level", "loud", "status"}, `--log-level "loud": want debug, info, warn or error`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			cmd := toolgateCmd(t, dataDir, tc.args...)
+			cmd.Env = append(cmd.Env, "TOOLGATE_CONFIG=")
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
+				t.Errorf("toolgate %s: %v\n%s\nwant exit status 2 and %q", strings.Join(tc.args, " "), err, out, tc.want)
+			}
+		})
+	}
+	// A verb group alone still shows its help.
+	for _, args := range [][]string{{"keys"}, {"auth"}, {}} {
+		if out, err := toolgateCmd(t, dataDir, args...).CombinedOutput(); err != nil || !strings.Contains(string(out), "Available Commands:") {
+			t.Errorf("toolgate %s: %v, want its help and exit status 0\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}

@@ -219,6 +219,26 @@ func TestStopExitStatus(t *testing.T) {
 			t.Errorf("exit status %d after a clean stop, want 0", code)
 		}
 	})
+	t.Run("stdio", func(t *testing.T) {
+		// A stop is not an error: no ERROR line (the MCP SDK's Run logged
+		// one for its cancelled context).
+		cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", bundledConfig(t, nil))
+		var logs testenv.LogBuffer
+		cmd.Stderr = &logs
+		ctx, cs := connectStdio(t, cmd, 3*time.Minute)
+		searchAnswers(t, ctx, cs, "stdio stop", 1)
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		_ = cs.Wait()
+		cs.Close() // waits for the process
+		if cmd.ProcessState == nil {
+			t.Fatalf("the stdio gateway was not waited for:\n%s", logs.String())
+		}
+		if code := cmd.ProcessState.ExitCode(); code != 0 || strings.Contains(logs.String(), "level=ERROR") {
+			t.Errorf("exit status %d after SIGTERM on stdio, want 0 without an ERROR line:\n%s", code, logs.String())
+		}
+	})
 	t.Run("during start", func(t *testing.T) {
 		// A backend that never speaks MCP holds a cold start up (for its
 		// connect timeout); SIGTERM then is a stop, not a failure.

@@ -229,7 +229,21 @@ func (g *Gateway) serve(ctx context.Context, t mcp.Transport) error {
 	if policy.CallerFrom(ctx) == nil {
 		ctx = policy.WithCaller(ctx, g.StdioCaller())
 	}
-	err := g.server.Run(ctx, t)
+	// Server.Run, less its ERROR line on a cancelled context: a stop
+	// (SIGTERM, SIGINT) is not an error.
+	ss, err := g.server.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		ss.Close()
+		<-closed
+		return nil
+	case err = <-closed:
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {
 		return nil
 	}

@@ -6,10 +6,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
@@ -58,29 +64,162 @@ The store is locked while toolgate serve runs: stop it first.`,
 // learnDir is where the learned pairs live in the data folder.
 func learnDir(g *globals) string { return filepath.Join(g.DataDir(), "learn") }
 
-// openLearning opens the learned pairs serve ranks with and records to, or
-// returns nil when toolgate.learn turns learning off or the store cannot be
-// opened (logged: serving goes on without it).
-func (g *globals) openLearning(cfg *config.File, health *storage.Health) *learn.Store {
+// openLearning returns the learned pairs serve ranks with and records to,
+// or nil when toolgate.learn turns learning off. A store that cannot be
+// opened at start (the data folder cannot take writes, another toolgate
+// holds it) is opened later, once it can be (lazyLearning): a start on a
+// bad folder does not turn learning off for the whole run, nor leave GET
+// /status failing after the folder recovered.
+func (g *globals) openLearning(cfg *config.File, health *storage.Health) *lazyLearning {
 	if !cfg.Toolgate.Learn.LearnEnabled() {
 		return nil
 	}
-	store, err := learn.Open(learnDir(g), &learn.Options{Logger: g.logger, Storage: health.Writer("learned pairs", "pairs are not recorded")})
-	if err != nil {
-		g.logger.Warn("learning from use is off for this run", "err", err)
-		return nil
+	dir := learnDir(g)
+	w := health.Writer("learned pairs", "pairs are not recorded")
+	l := &lazyLearning{log: g.logger, retryEvery: learnRetryEvery,
+		open: func() (*learn.Store, error) { return learn.Open(dir, &learn.Options{Logger: g.logger, Storage: w}) },
+		busy: func(err error) {
+			w.Fail(busyError(health.Dir(), dir, "the learned pairs", "this one opens them once the other has stopped", err))
+		},
+		opened: w.OK,
 	}
-	return store
+	l.tryOpen(true)
+	return l
 }
 
-// syncLearned checks the learned pairs against each new catalog
-// (learn.Store.Sync: a tool whose text changed materially loses its pairs).
-func syncLearned(store *learn.Store, log *slog.Logger) func([]catalog.Tool) {
-	return func(tools []catalog.Tool) {
-		if _, err := store.Sync(tools); err != nil {
-			log.Warn("learned pairs not checked against the catalog", "err", err)
+// learnRetryEvery is how often searches look again for a learned-pairs
+// store that could not be opened (a record or a new catalog always does).
+const learnRetryEvery = 10 * time.Second
+
+// lazyLearning is serve's learned-pairs store, which may not be open yet:
+// until it opens, searches rank without pairs and nothing is recorded. It
+// tries to open at each record, at each new catalog, and from searches at
+// most every retryEvery; once open it is the store.
+type lazyLearning struct {
+	log        *slog.Logger
+	open       func() (*learn.Store, error)
+	busy       func(error) // reports another process holding the store
+	opened     func()      // reports a store opened (the folder took it)
+	retryEvery time.Duration
+
+	store atomic.Pointer[learn.Store]
+
+	mu      sync.Mutex
+	failing bool           // the last attempt failed (logged once per fault)
+	lastTry time.Time      // monotonic
+	tools   []catalog.Tool // the latest catalog, synced with on open
+	closed  bool
+}
+
+var (
+	_ search.Usage    = (*lazyLearning)(nil)
+	_ gateway.Learner = (*lazyLearning)(nil)
+)
+
+// tryOpen returns the store, opening it if need be; force skips the
+// throttle. Nil while it cannot be opened.
+func (l *lazyLearning) tryOpen(force bool) *learn.Store {
+	if s := l.store.Load(); s != nil {
+		return s
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.store.Load(); s != nil || l.closed {
+		return s
+	}
+	if !force && !l.lastTry.IsZero() && time.Since(l.lastTry) < l.retryEvery {
+		return nil
+	}
+	l.lastTry = time.Now()
+	s, err := l.open()
+	if err != nil {
+		if errors.Is(err, learn.ErrBusy) {
+			l.busy(err)
+		}
+		if !l.failing && l.log != nil {
+			l.log.Warn("learning from use is off until the learned pairs can be opened: searches rank without them and pairs are not recorded", "err", err)
+		}
+		l.failing = true
+		return nil
+	}
+	if l.failing && l.log != nil {
+		l.log.Info("learned pairs opened: learning from use is on again")
+	}
+	l.failing = false
+	l.opened()
+	if l.tools != nil {
+		l.sync(s, l.tools)
+	}
+	l.store.Store(s)
+	return s
+}
+
+func (l *lazyLearning) sync(s *learn.Store, tools []catalog.Tool) {
+	if _, err := s.Sync(tools); err != nil && l.log != nil {
+		l.log.Warn("learned pairs not checked against the catalog", "err", err)
+	}
+}
+
+// Generation is the store's (search.Usage); 0 while it is not open.
+func (l *lazyLearning) Generation() uint64 {
+	if s := l.tryOpen(false); s != nil {
+		return s.Generation()
+	}
+	return 0
+}
+
+// Pairs is the store's (search.Usage); none while it is not open.
+func (l *lazyLearning) Pairs() []search.UsagePair {
+	if s := l.store.Load(); s != nil {
+		return s.Pairs()
+	}
+	return nil
+}
+
+// Record is the store's (gateway.Learner).
+func (l *lazyLearning) Record(query string, tool catalog.Tool) {
+	if s := l.tryOpen(true); s != nil {
+		s.Record(query, tool)
+	}
+}
+
+// indexed checks the pairs against each new catalog (learn.Store.Sync: a
+// tool whose text changed materially loses its pairs).
+func (l *lazyLearning) indexed(tools []catalog.Tool) {
+	l.mu.Lock()
+	l.tools = tools
+	l.mu.Unlock()
+	if s := l.store.Load(); s != nil {
+		l.sync(s, tools)
+		return
+	}
+	l.tryOpen(true) // syncs with tools when it opens
+}
+
+// Close closes the store if it was opened; nothing opens it afterwards.
+func (l *lazyLearning) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	if s := l.store.Load(); s != nil {
+		return s.Close()
+	}
+	return nil
+}
+
+// busyError is a store of the data folder that another process holds
+// (Badger's directory lock): which process, and the fix.
+// after says what this process does once the other has stopped.
+func busyError(dataDir, storeDir, what, after string, err error) error {
+	pid := ""
+	if b, rerr := os.ReadFile(filepath.Join(storeDir, "LOCK")); rerr == nil {
+		if p := strings.TrimSpace(string(b)); p != "" {
+			pid = " (pid " + p + ")"
 		}
 	}
+	return &storage.FolderError{Dir: dataDir, Err: err,
+		Problem: fmt.Sprintf("is in use by another toolgate%s, which holds %s", pid, what),
+		Fix:     fmt.Sprintf("stop the other toolgate%s, or give this gateway its own data folder (--data-dir); %s", pid, after)}
 }
 
 func openLearnStore(g *globals, log *slog.Logger) (*learn.Store, error) {

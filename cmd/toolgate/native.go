@@ -67,10 +67,16 @@ func (g *globals) openEmbedder(ctx context.Context, tune func(*embed.Options)) (
 		return nil, nil, err
 	}
 	log := g.logger
-	c, err := embed.NewCached(e, g.embeddingCacheDir(), &embed.CacheOptions{Logger: log,
-		Storage: g.health().Writer("embedding cache", "searches embed without storing new vectors")})
+	w := g.health().Writer("embedding cache", "searches embed without storing new vectors")
+	c, err := embed.NewCached(e, g.embeddingCacheDir(), &embed.CacheOptions{Logger: log, Storage: w})
 	if err != nil {
-		if log != nil {
+		if errors.Is(err, embed.ErrCacheBusy) {
+			// Another toolgate on the same data folder: GET /status says
+			// so for this run (the cache is not opened again).
+			err = busyError(g.DataDir(), g.embeddingCacheDir(), "the embedding cache",
+				"until this one restarts, it embeds every text without a cache", err)
+			w.Fail(err) // logged with the fix
+		} else if log != nil {
 			log.Warn("embedding cache unavailable; embedding without it", "dir", g.embeddingCacheDir(), "err", err)
 		}
 		return e, e, nil

@@ -209,9 +209,9 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	var usage search.Usage
 	var learner gateway.Learner
 	var indexed func([]catalog.Tool)
-	if store := g.openLearning(cfg, health); store != nil {
-		defer g.stop.Close("learned pairs", store.Close)
-		usage, learner, indexed = store, store, syncLearned(store, log)
+	if l := g.openLearning(cfg, health); l != nil {
+		defer g.stop.Close("learned pairs", l.Close)
+		usage, learner, indexed = l, l, l.indexed
 	}
 
 	// The runtime loop: warm start (it opens the last run's index now),

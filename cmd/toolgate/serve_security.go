@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/audit"
@@ -27,11 +28,17 @@ type security struct {
 	// (audit.arguments "masked"; nil: only their SHA-256).
 	auditArguments func(any) any
 	guard          *quarantine.Guard
+	// stopSaving ends the loop that writes the pins the folder refused.
+	stopSaving, savingDone chan struct{}
 	// policy holds the key scope and quarantine rules, checked before
 	// the rules the runtime loop keeps (config, disabled, profiles), so a
 	// key's denial never names a server outside its scope.
 	policy *policy.Set
 }
+
+// saveUnsavedEvery is how often serve writes the quarantine decisions the
+// data folder refused (as often as the index loop looks at the folder).
+const saveUnsavedEvery = 10 * time.Second
 
 // checkKeys checks the HTTP address against the keys (a non-loopback
 // address needs some: refused before anything starts) and fails closed on
@@ -79,6 +86,22 @@ func (sec *security) open(cfg *config.File, log *slog.Logger, health *storage.He
 		Changed: func(s *quarantine.Snapshot) { sec.policy.Put(s.Rule()) },
 	})
 	sec.policy.Put(sec.guard.Snapshot().Rule())
+	// Decisions the folder refused are written once it takes writes.
+	sec.stopSaving = make(chan struct{})
+	sec.savingDone = make(chan struct{})
+	go func() {
+		defer close(sec.savingDone)
+		tick := time.NewTicker(saveUnsavedEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-sec.stopSaving:
+				return
+			case <-tick.C:
+				_ = sec.guard.SaveUnsaved() // a refusal is the writer's to report
+			}
+		}
+	}()
 	if err := sec.guard.Watch(); err != nil {
 		log.Warn("approvals (`toolgate tools approve`) take effect at the next tool listing only", "err", err)
 	}
@@ -93,6 +116,10 @@ func (s *security) status() *gateway.SecurityStatus {
 // gateway stopped writing to it).
 func (s *security) Close() error {
 	var err error
+	if s.stopSaving != nil {
+		close(s.stopSaving)
+		<-s.savingDone
+	}
 	if s.guard != nil {
 		err = s.guard.Close()
 	}

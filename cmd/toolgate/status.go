@@ -167,7 +167,11 @@ func degraded(rep gateway.StatusReport) error {
 		}
 	}
 	if st := rep.Storage; st != nil && st.Failing() {
-		bad = append(bad, "the data folder cannot take writes")
+		if st.Writable {
+			bad = append(bad, "a store of the data folder fails ("+strings.Join(failingWriters(st), ", ")+")")
+		} else {
+			bad = append(bad, "the data folder cannot take writes")
+		}
 	}
 	if len(bad) == 0 {
 		return nil
@@ -250,6 +254,9 @@ func printStorage(w io.Writer, st *storage.Report) {
 	}
 	fmt.Fprintf(w, "storage: %s %s", st.DataDir, state)
 	if st.Failing() {
+		if st.Writable {
+			fmt.Fprintf(w, ", but %s failing", strings.Join(failingWriters(st), ", "))
+		}
 		fmt.Fprintf(w, " since %s: %s\n  fix: %s", clock(st.Since), statusLine(st.Error, 200), st.Fix)
 		for _, wr := range st.Writers {
 			if !wr.OK {
@@ -260,6 +267,17 @@ func printStorage(w io.Writer, st *storage.Report) {
 		fmt.Fprintf(w, "; last error at %s: %s", clock(st.LastErrorAt), statusLine(st.LastError, 100))
 	}
 	fmt.Fprintln(w)
+}
+
+// failingWriters names the writers whose last report was a failure.
+func failingWriters(st *storage.Report) []string {
+	var names []string
+	for _, wr := range st.Writers {
+		if !wr.OK {
+			names = append(names, wr.Name)
+		}
+	}
+	return names
 }
 
 // clock renders t in local time, to the second.

@@ -219,6 +219,26 @@ func TestStopExitStatus(t *testing.T) {
 			t.Errorf("exit status %d after a clean stop, want 0", code)
 		}
 	})
+	t.Run("stdio", func(t *testing.T) {
+		// A stop is not an error: no ERROR line (the MCP SDK's Run logged
+		// one for its cancelled context).
+		cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", bundledConfig(t, nil))
+		var logs testenv.LogBuffer
+		cmd.Stderr = &logs
+		ctx, cs := connectStdio(t, cmd, 3*time.Minute)
+		searchAnswers(t, ctx, cs, "stdio stop", 1)
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		_ = cs.Wait()
+		cs.Close() // waits for the process
+		if cmd.ProcessState == nil {
+			t.Fatalf("the stdio gateway was not waited for:\n%s", logs.String())
+		}
+		if code := cmd.ProcessState.ExitCode(); code != 0 || strings.Contains(logs.String(), "level=ERROR") {
+			t.Errorf("exit status %d after SIGTERM on stdio, want 0 without an ERROR line:\n%s", code, logs.String())
+		}
+	})
 	t.Run("during start", func(t *testing.T) {
 		// A backend that never speaks MCP holds a cold start up (for its
 		// connect timeout); SIGTERM then is a stop, not a failure.
@@ -509,7 +529,10 @@ func TestDataFolderReadOnlyOrFull(t *testing.T) {
 // cannot take writes (here a file stands in its place) says so once, naming
 // the folder and the fix, and serves in the degraded mode the README
 // documents: the index built in memory, hybrid ranking, the embedding cache
-// pass-through; its stop is clean.
+// pass-through; once a folder is there every store writes again and GET
+// /status is healthy (the learned pairs used to stay off for the run, and
+// the quarantine pins failing until a backend listed its tools again); its
+// stop is clean.
 func TestStartOnUnwritableDataFolder(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	if err := os.WriteFile(data, []byte("a file where the data folder should be"), 0o644); err != nil {
@@ -530,9 +553,107 @@ func TestStartOnUnwritableDataFolder(t *testing.T) {
 	if n := strings.Count(log, "the data folder cannot take writes: serving with the index in memory"); n != 1 || !strings.Contains(log, "dir="+data) {
 		t.Errorf("the start's error line appears %d times (want once, naming %s):\n%s", n, data, log)
 	}
+
+	// The file moved aside, a folder in its place: every store writes
+	// again without a restart, the learned pairs (not opened at start) and
+	// the quarantine pins (decided at start, with no listing since)
+	// included, so GET /status is healthy again.
+	if err := os.Remove(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "every store writes again", func() bool {
+		searchAnswers(t, ctx, cs, "mended", 1)
+		r := storageReport(t, addr)
+		return !r.Failing()
+	})
+	if getStatus(t, addr).IndexInMemory {
+		t.Errorf("the index is still in memory after the folder came back")
+	}
+	for _, sub := range []string{"learn", "quarantine/pins.json", "index"} {
+		if _, err := os.Stat(filepath.Join(data, sub)); err != nil {
+			t.Errorf("%s not written once the folder came back: %v", sub, err)
+		}
+	}
 	start := time.Now()
 	g.signal(t, syscall.SIGTERM)
 	if code, _ := g.waitExit(t, start); code != 0 {
 		t.Errorf("exit status %d, want 0: nothing was left unflushed", code)
+	}
+}
+
+// TestSecondGatewayOnSameDataFolder: a second gateway on a data folder that
+// a first one serves from runs (MCP clients each start their own toolgate)
+// without the Badger stores the first holds, and says so: GET /status and
+// `toolgate status` name the stores and the other process with the fix,
+// where they used to report a healthy folder. The first is unaffected. Once
+// the first stops, the second opens the learned pairs and records to them.
+func TestSecondGatewayOnSameDataFolder(t *testing.T) {
+	cfg := bundledConfig(t, nil)
+	data := filepath.Join(t.TempDir(), "data")
+	addrA := freeAddr(t)
+	a := startServe(t, toolgateCmd(t, data, "serve", "--config", cfg, "--http", addrA), addrA)
+	ctxA, csA := a.connect(t)
+	searchAnswers(t, ctxA, csA, "first", 1)
+
+	addrB := freeAddr(t)
+	b := startServe(t, toolgateCmd(t, data, "serve", "--config", cfg, "--http", addrB), addrB)
+	ctxB, csB := b.connect(t)
+	searchAnswers(t, ctxB, csB, "second", 2)
+	r := storageReport(t, addrB)
+	pid := fmt.Sprintf("in use by another toolgate (pid %d)", a.pid)
+	for _, name := range []string{"embedding cache", "learned pairs"} {
+		if w := writer(t, r, name); w.OK || !strings.Contains(w.Error, pid) || !strings.Contains(w.Fix, "--data-dir") {
+			t.Errorf("second gateway's %s: %+v, want failing, naming %q and the fix", name, w, pid)
+		}
+	}
+	var out bytes.Buffer
+	err := runStatus(context.Background(), &out, statusFlags{addr: addrB})
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != degradedExit || !strings.Contains(err.Error(), "a store of the data folder fails (embedding cache, learned pairs)") ||
+		!strings.Contains(out.String(), "writable, but embedding cache, learned pairs failing") {
+		t.Errorf("toolgate status of the second = %v:\n%s", err, out.String())
+	}
+	if r := storageReport(t, addrA); r.Failing() {
+		t.Errorf("the first gateway's storage: %+v, want healthy", r)
+	}
+	searchAnswers(t, ctxA, csA, "first, beside the second", 1)
+
+	// A stdio client's gateway on the same folder: it records nothing
+	// while the first holds the pairs, and records once the first stopped.
+	ctxC, csC := connectStdio(t, toolgateCmd(t, data, "serve", "--config", cfg), 3*time.Minute)
+	const query, tool = "list the folders this server may access", "filesystem__list_allowed_directories"
+	record := func() {
+		ans, _ := searchTools(t, ctxC, csC, query, 5)
+		found := false
+		for _, x := range ans.Tools {
+			found = found || x.Name == tool
+		}
+		if !found {
+			t.Fatalf("search_tools(%q) did not return %s: %+v", query, tool, ans.Tools)
+		}
+		if res := executeTool(t, ctxC, csC, tool, map[string]any{}); res.IsError {
+			t.Fatalf("execute_tool %s: %s", tool, resultText(res))
+		}
+	}
+	record()
+	start := time.Now()
+	a.signal(t, syscall.SIGTERM)
+	if code, _ := a.waitExit(t, start); code != 0 {
+		t.Errorf("the first gateway's exit status %d, want 0", code)
+	}
+	record()
+	csC.Close() // the stdio gateway exits with its client
+	learned, err := toolgateCmd(t, data, "learn").CombinedOutput()
+	if err != nil || !strings.Contains(string(learned), "1 learned pairs for 1 tools") {
+		t.Errorf("toolgate learn after the first stopped: %v %s, want the pair the stdio gateway recorded then", err, learned)
+	}
+
+	start = time.Now()
+	b.signal(t, syscall.SIGTERM)
+	if code, _ := b.waitExit(t, start); code != 0 {
+		t.Errorf("the second gateway's exit status %d, want 0 (it held no store)", code)
 	}
 }

@@ -500,7 +500,10 @@ func (g *Guard) observe(tools []catalog.Tool) {
 			}
 			decided = g.decideAll(base, tools, now)
 		}
-		g.log.Error("cannot save the quarantine pins; decisions hold in memory only", "file", g.path, "err", err)
+		if g.opts.Storage == nil || len(g.unsaved) == 0 {
+			// With Storage, a fault is logged once (with its fix) by it.
+			g.log.Error("cannot save the quarantine pins; decisions hold in memory only", "file", g.path, "err", err)
+		}
 		maps.Copy(g.unsaved, decided)
 	} else {
 		for id := range decided {
@@ -515,6 +518,47 @@ func (g *Guard) observe(tools []catalog.Tool) {
 	}
 	maps.Copy(s.pins, decided)
 	g.snap.Store(s)
+}
+
+// Unsaved counts the decisions the pins file does not hold yet (a write
+// failed, or the data folder refused it).
+func (g *Guard) Unsaved() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.unsaved)
+}
+
+// SaveUnsaved writes the decisions made while the pins file could not be
+// written, if there are some and the folder takes writes now (serve calls
+// it every few seconds): a data folder that recovers gets them, and its
+// health says so, without waiting for a backend's next tool listing. A
+// pin that an approval changed in the file meanwhile keeps the approval;
+// the next listing decides that tool against it.
+func (g *Guard) SaveUnsaved() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.unsaved) == 0 {
+		return nil
+	}
+	if err := g.check(); err != nil {
+		return err
+	}
+	err := g.write(func(f *File) (*File, func(io.Writer) error, error) {
+		next := &File{Version: f.Version, Tools: make(map[string]*Pin, len(f.Tools)+len(g.unsaved))}
+		maps.Copy(next.Tools, f.Tools)
+		for id, p := range g.unsaved {
+			if in, ok := f.Tools[id]; ok && in.ApprovedAt.After(p.ApprovedAt) {
+				continue
+			}
+			next.Tools[id] = p
+		}
+		return next, next.writeTo, nil
+	})
+	if err != nil {
+		return err
+	}
+	clear(g.unsaved)
+	return nil
 }
 
 // check asks Options.Storage whether the pins may be written now.

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -190,5 +192,25 @@ func TestIndexLockedByAnotherRun(t *testing.T) {
 	out, err := toolgateCmd(t, data, "index", "--bm25-only", "--tools", tools).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "another `toolgate index`") {
 		t.Errorf("second index run: %v\n%s", err, out)
+	}
+}
+
+// TestSearchUnknownServerIsUsageError: `toolgate search --server` with a
+// server the index lacks is a usage error (exit status 2) naming the
+// servers there are, as search_tools answers the same mistake; it used to
+// print a warning and exit 0.
+func TestSearchUnknownServerIsUsageError(t *testing.T) {
+	data := t.TempDir()
+	runIndexJSON(t, &globals{dataDir: data}, writeToolsFile(t, t.TempDir(), 3, ""))
+	for _, args := range [][]string{
+		{"search", "list files", "--server", "nope", "--mode", "bm25"},
+		{"search", "list files", "--server", "nope", "--json"},
+	} {
+		out, err := toolgateCmd(t, data, args...).CombinedOutput()
+		var ee *exec.ExitError
+		want := `--server "nope": there is no server of that name in the index (servers: odd server, srv0, srv1, srv2)`
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), want) {
+			t.Errorf("toolgate %s: %v\n%s\nwant exit status 2 and %q", strings.Join(args, " "), err, out, want)
+		}
 	}
 }

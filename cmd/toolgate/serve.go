@@ -111,19 +111,11 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	docs, err := config.ReadDocs(f.configs)
+	cfg, docs, err := g.readConfigs(f.configs)
 	if err != nil {
 		return err
 	}
-	cfg, _, conflicts, err := config.ParseDocs(docs, nil)
-	if err != nil {
-		return err
-	}
-	g.applyConfig(cfg.Toolgate)
 	log := g.logger
-	for _, c := range conflicts {
-		log.Info("config files overlap", "conflict", c.String())
-	}
 	if f.profile != "" {
 		if _, ok := cfg.Toolgate.Profiles[f.profile]; !ok {
 			return usageError{fmt.Errorf("--profile %q: there is no such profile in toolgate.profiles (profiles: %s)", f.profile, strings.Join(slices.Sorted(maps.Keys(cfg.Toolgate.Profiles)), ", "))}

@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 
@@ -216,6 +217,12 @@ func (g *Gateway) Server() *mcp.Server { return g.server }
 // profile, unless Options.Profile fixed it.
 func (g *Gateway) ServeStdio(ctx context.Context) error {
 	return g.serve(ctx, linerpc.Stdio())
+}
+
+// ServeStdioFrom is ServeStdio reading the client from in (serve passes
+// stdin watched since it started: linerpc.Watch) instead of os.Stdin.
+func (g *Gateway) ServeStdioFrom(ctx context.Context, in io.ReadCloser) error {
+	return g.serve(ctx, linerpc.StdioFrom(in))
 }
 
 // StdioCaller is the caller of the stdio client: one session, whose profile

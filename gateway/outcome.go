@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/policy"
 )
 
 // Outcome names how one tool call ended, the same way everywhere it is
@@ -27,10 +28,11 @@ const (
 var Outcomes = []Outcome{OutcomeOK, OutcomeError, OutcomeTimeout, OutcomeUnavailable, OutcomeDenied}
 
 // ErrDenied is wrapped by the error of a Caller that refuses a call the
-// caller may not make (a policy around the backend pool): execute_tool
-// answers it as an isError with the error's text, and it counts as
-// OutcomeDenied.
-var ErrDenied = errors.New("not allowed")
+// caller may not make (a policy around the backend pool, or the management
+// tools refusing a config change): execute_tool answers it as an isError
+// with the error's text, and it counts as OutcomeDenied. It is
+// policy.ErrDenied, which Callers below the gateway wrap.
+var ErrDenied = policy.ErrDenied
 
 // CallOutcome classifies what a Caller returned.
 func CallOutcome(res *mcp.CallToolResult, err error) Outcome {

@@ -7,25 +7,23 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/gateway/backend"
-	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/mgmt"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 )
 
-// listBackendTools connects to every server in the config file, lists their
-// tools and disconnects. A server that cannot be reached keeps the tools the
-// index in the data folder already has for it (with a warning), so an
-// offline backend does not empty the catalog; servers no longer in the
-// config are dropped.
-func (g *globals) listBackendTools(ctx context.Context, path string, stderr io.Writer) ([]catalog.Tool, error) {
-	cfg, err := config.Load(path)
+// listBackendTools connects to every server in the config files (read as
+// one, as serve reads them), lists their tools and disconnects. A server
+// that cannot be reached keeps the tools the index in the data folder
+// already has for it (with a warning), so an offline backend does not
+// empty the catalog; servers no longer in the config are dropped.
+func (g *globals) listBackendTools(ctx context.Context, paths []string, stderr io.Writer) ([]catalog.Tool, error) {
+	cfg, _, err := g.readConfigs(paths)
 	if err != nil {
 		return nil, err
 	}
-	g.applyConfig(cfg.Toolgate)
-	tokens := g.authTokens(path)
+	tokens := g.authTokens(paths[len(paths)-1]) // as serve: logins name the last file
 	defer tokens.Close()
 	opts := g.backendOptions(cfg)
 	opts.RestartDelays = []time.Duration{} // list once; never restart

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -129,14 +130,14 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 
 	tools, err := catalog.ReadFile(f.tools)
 	if err != nil {
-		return err
+		return swappedFiles(f, err)
 	}
 	var qs []search.BenchQuery
 	if f.exactNames {
 		qs = search.ExactNameQueries(tools)
 	} else {
 		if qs, err = search.LoadQueries(f.queries); err != nil {
-			return err
+			return swappedFiles(f, err)
 		}
 		if err := search.CheckQueries(tools, qs); err != nil {
 			return fmt.Errorf("%s: %w", f.queries, err)
@@ -332,6 +333,58 @@ func writeMisses(out io.Writer, rep search.Report) {
 		}
 		fmt.Fprintf(out, "  line %d: %q\n    want %s (%s)\n    got  %s\n", m.Query.Line, m.Query.Query, strings.Join(m.Query.Relevant, ", "), rank, strings.Join(m.Top, ", "))
 	}
+}
+
+// swappedFiles is err, the failure to read --tools or --queries, unless
+// the two look given the wrong way round: a usage error saying so, since
+// each file's own message (`queries.jsonl:1: missing "server"`) does not.
+// A tools line has "server", "name" or "description"; a queries line has
+// "query". The first non-blank line of each file decides.
+func swappedFiles(f *evalFlags, err error) error {
+	toolsKind, toolsWhy := benchLineKind(f.tools)
+	var queriesKind, queriesWhy string
+	if f.queries != "" {
+		queriesKind, queriesWhy = benchLineKind(f.queries)
+	}
+	switch {
+	case toolsKind == "queries" && queriesKind == "tools":
+		return usageError{fmt.Errorf("--tools %s and --queries %s look swapped: the first is a queries file (%s), the second a tools file (%s); pass --tools %s --queries %s",
+			f.tools, f.queries, toolsWhy, queriesWhy, f.queries, f.tools)}
+	case toolsKind == "queries":
+		return usageError{fmt.Errorf("--tools %s looks like a queries file (%s), not a tools file: are the files swapped? (%w)", f.tools, toolsWhy, err)}
+	case queriesKind == "tools":
+		return usageError{fmt.Errorf("--queries %s looks like a tools file (%s), not a queries file: are the files swapped? (%w)", f.queries, queriesWhy, err)}
+	}
+	return err
+}
+
+// benchLineKind says whether the first non-blank line of a bench JSONL
+// file is a query ("queries") or a tool ("tools"), and why; "" when it is
+// neither or cannot be read.
+func benchLineKind(path string) (kind, why string) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return "", ""
+	}
+	defer fh.Close()
+	errFirst := errors.New("first line read")
+	_ = catalog.EachLine(fh, path, func(line int, b []byte) error {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(b, &m) == nil {
+			if _, ok := m["query"]; ok {
+				kind, why = "queries", fmt.Sprintf(`line %d has "query"`, line)
+			} else {
+				for _, k := range []string{"server", "name", "description"} {
+					if _, ok := m[k]; ok {
+						kind, why = "tools", fmt.Sprintf(`line %d has %q`, line, k)
+						break
+					}
+				}
+			}
+		}
+		return errFirst
+	})
+	return kind, why
 }
 
 // learnFromLog loads a queries-format log into an in-memory learned-pairs

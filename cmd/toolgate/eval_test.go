@@ -161,6 +161,11 @@ func TestEvalErrors(t *testing.T) {
 		{"negative limit", evalFlags{tools: tp, queries: qp, mode: "bm25", limitQueries: -1}, true, "--limit-queries"},
 		{"missing file", evalFlags{tools: tp + ".nope", queries: qp, mode: "bm25"}, false, "no such file"},
 		{"unknown relevant", evalFlags{tools: tp, queries: bad, mode: "bm25"}, false, `line 1: relevant "fs__nope" is not a tool`},
+		// The files given the wrong way round: said so, not `queries.jsonl:1: missing "server"`.
+		{"swapped", evalFlags{tools: qp, queries: tp, mode: "bm25"}, true,
+			"--tools " + qp + " and --queries " + tp + ` look swapped: the first is a queries file (line 1 has "query"), the second a tools file (line 1 has "server"); pass --tools ` + tp + " --queries " + qp},
+		{"queries as tools", evalFlags{tools: qp, exactNames: true, mode: "bm25"}, true, "--tools " + qp + ` looks like a queries file (line 1 has "query"), not a tools file: are the files swapped? (` + qp + `:1: missing "server")`},
+		{"tools as queries", evalFlags{tools: tp, queries: tp, mode: "bm25"}, true, "--queries " + tp + ` looks like a tools file (line 1 has "server"), not a queries file: are the files swapped? (` + tp + `:1: empty "query")`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

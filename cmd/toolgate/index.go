@@ -25,20 +25,22 @@ func init() {
 }
 
 type indexFlags struct {
-	tools, config string
-	json          bool
-	noVectors     bool
+	tools     string
+	configs   []string
+	json      bool
+	noVectors bool
 }
 
 func newIndexCmd(g *globals) *cobra.Command {
 	f := &indexFlags{}
 	cmd := &cobra.Command{
-		Use:   "index (--tools FILE.jsonl | --config FILE)",
+		Use:   "index (--tools FILE.jsonl | --config FILE [--config FILE...])",
 		Short: "Build or refresh the search index in the data folder, without serving",
 		Long: `index builds the search index ahead of time, so that serve starts warm and
 search works without any backend. --tools reads tools in the bench format, one
 {"server","name","description","input_schema"} object per line; --config
-connects to the configured backends and lists their tools.
+connects to the configured backends and lists their tools. --config may be
+given several times: the files are read as one, as serve reads them.
 
 The index is rebuilt only when it is missing, from another format, made with
 another model, or the catalog changed; otherwise it is left as it is. Tools
@@ -51,12 +53,15 @@ Without the embedding model (see toolgate doctor) the index is built for
 BM25 only, with a warning.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.tools != "" && !cmd.Flags().Changed("config") {
+				f.configs = nil // --tools wins over $TOOLGATE_CONFIG
+			}
 			return runIndex(cmd.Context(), g, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.tools, "tools", "", "tools file (bench JSONL: server, name, description, input_schema)")
-	fl.StringVar(&f.config, "config", "", "config file (mcpServers): list the tools of its backends")
+	configsFlag(cmd, &f.configs)
 	fl.BoolVar(&f.json, "json", false, "print the result as one JSON object")
 	fl.BoolVar(&f.noVectors, "bm25-only", false, "do not load the embedding model; build a keyword-only index")
 	g.addEmbedFlags(cmd)
@@ -85,7 +90,7 @@ type indexResult struct {
 }
 
 func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.Writer) error {
-	if (f.tools == "") == (f.config == "") {
+	if (f.tools == "") == (len(f.configs) == 0) {
 		return usageError{errors.New("index needs exactly one of --tools FILE.jsonl or --config FILE")}
 	}
 	start := time.Now()
@@ -94,7 +99,7 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 	if f.tools != "" {
 		tools, err = catalog.ReadFile(f.tools)
 	} else {
-		tools, err = g.listBackendTools(ctx, f.config, stderr)
+		tools, err = g.listBackendTools(ctx, f.configs, stderr)
 	}
 	if err != nil {
 		return err

@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 )
@@ -190,5 +194,64 @@ func TestIndexLockedByAnotherRun(t *testing.T) {
 	out, err := toolgateCmd(t, data, "index", "--bm25-only", "--tools", tools).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "another `toolgate index`") {
 		t.Errorf("second index run: %v\n%s", err, out)
+	}
+}
+
+// TestSearchUnknownServerIsUsageError: `toolgate search --server` with a
+// server the index lacks is a usage error (exit status 2) naming the
+// servers there are, as search_tools answers the same mistake; it used to
+// print a warning and exit 0.
+func TestSearchUnknownServerIsUsageError(t *testing.T) {
+	data := t.TempDir()
+	runIndexJSON(t, &globals{dataDir: data}, writeToolsFile(t, t.TempDir(), 3, ""))
+	for _, args := range [][]string{
+		{"search", "list files", "--server", "nope", "--mode", "bm25"},
+		{"search", "list files", "--server", "nope", "--json"},
+	} {
+		out, err := toolgateCmd(t, data, args...).CombinedOutput()
+		var ee *exec.ExitError
+		want := `--server "nope": there is no server of that name in the index (servers: odd server, srv0, srv1, srv2)`
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), want) {
+			t.Errorf("toolgate %s: %v\n%s\nwant exit status 2 and %q", strings.Join(args, " "), err, out, want)
+		}
+	}
+}
+
+// TestIndexConfigLikeServe: `toolgate index` takes --config as serve does:
+// -c for short, repeated to read several files as one (a later file's
+// server replaces an earlier one of the same name), $TOOLGATE_CONFIG by
+// default, which --tools overrides.
+func TestIndexConfigLikeServe(t *testing.T) {
+	user := fakeConfig(t, map[string]string{"a": "", "b": ""}, nil)
+	project := fakeConfig(t, map[string]string{"c": "", "b": backendtest.ModeToolsChange}, nil) // its b has add_tool
+	data := t.TempDir()
+	cmd := toolgateCmd(t, data, "index", "-c", user, "--config", project, "--bm25-only", "--json")
+	cmd.Env = append(cmd.Env, "TOOLGATE_CONFIG=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("index -c A --config B: %v\n%s", err, out)
+	}
+	ix, err := index.Open(index.Dir(data), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := indexServers(ix)
+	replaced := slices.ContainsFunc(ix.Tools(), func(tl catalog.Tool) bool { return tl.ID() == "b__add_tool" })
+	ix.Close()
+	if want := []string{"a", "b", "c", "toolgate"}; !slices.Equal(servers, want) || !replaced {
+		t.Errorf("index -c A --config B: servers %v, b from the second file %v; want %v, true\n%s", servers, replaced, want, out)
+	}
+
+	// $TOOLGATE_CONFIG is the default; --tools given alone wins over it.
+	tools := writeToolsFile(t, t.TempDir(), 3, "")
+	cmd = toolgateCmd(t, data, "index", "--tools", tools, "--bm25-only", "--json")
+	cmd.Env = append(cmd.Env, "TOOLGATE_CONFIG="+user)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("index --tools with $TOOLGATE_CONFIG set: %v\n%s", err, out)
+	}
+	cmd = toolgateCmd(t, data, "index", "--tools", tools, "-c", user)
+	var ee *exec.ExitError
+	if out, err := cmd.CombinedOutput(); !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "exactly one of --tools") {
+		t.Errorf("index --tools -c: %v\n%s\nwant exit status 2", err, out)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/embedflags"
 	"github.com/toolgate/toolgate/internal/modelscmd"
@@ -154,6 +155,29 @@ func configsFlag(cmd *cobra.Command, p *[]string) {
 		def = []string{v}
 	}
 	cmd.Flags().StringArrayVarP(p, "config", "c", def, "config file (mcpServers JSON; $TOOLGATE_CONFIG); repeat it to read several as one, later over earlier")
+}
+
+// readConfigs reads the --config files as one (configsFlag: later over
+// earlier, servers and profiles replaced whole by name, settings key by
+// key), applies the toolgate settings that commands share (applyConfig)
+// and logs where the files overlap. It returns the documents too: serve
+// watches them.
+func (g *globals) readConfigs(paths []string) (*config.File, []config.Doc, error) {
+	docs, err := config.ReadDocs(paths)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, _, conflicts, err := config.ParseDocs(docs, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	g.applyConfig(cfg.Toolgate)
+	if g.logger != nil {
+		for _, c := range conflicts {
+			g.logger.Info("config files overlap", "conflict", c.String())
+		}
+	}
+	return cfg, docs, nil
 }
 
 func envOr(key, def string) string {

@@ -12,8 +12,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
@@ -162,6 +165,25 @@ func TestManagementOverHTTP(t *testing.T) {
 		}
 		if rep := getStatus(t, addr); len(rep.Backends) != 3 || rep.Stats.ReloadGeneration != 0 {
 			t.Errorf("after the refusal: %d backends, %d reloads", len(rep.Backends), rep.Stats.ReloadGeneration)
+		}
+		// A policy refused them: the metric and the audit log say denied
+		// (the metric used to count them as errors).
+		_, body := httpGet(t, "http://"+addr+"/metrics", "")
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		mfs, err := parser.TextToMetricFamilies(strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range []string{"add_server", "remove_server"} {
+			denied, _ := metricValue(mfs, "toolgate_tool_calls_total", map[string]string{"server": "toolgate", "tool": tool, "outcome": "denied"})
+			failed, _ := metricValue(mfs, "toolgate_tool_calls_total", map[string]string{"server": "toolgate", "tool": tool, "outcome": "error"})
+			if denied != 1 || failed != 0 {
+				t.Errorf("toolgate_tool_calls_total for %s: denied %v, error %v; want denied 1, error 0", tool, denied, failed)
+			}
+		}
+		recs := auditRecords(t, dataDir, audit.Filter{Tool: "toolgate__add_server"}, func(rs []audit.Record) bool { return len(rs) > 0 })
+		if r := recs[len(recs)-1]; r.Decision != audit.Denied || r.Outcome != "" || !strings.Contains(r.Reason, "allowConfigChanges") {
+			t.Errorf("audit record of the refused add_server: decision %q, outcome %q, reason %q; want denied, no outcome, the reason", r.Decision, r.Outcome, r.Reason)
 		}
 	})
 

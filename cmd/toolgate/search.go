@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -88,6 +89,13 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 	if err != nil {
 		return err
 	}
+	// As search_tools: an unknown server is a mistake of the caller's,
+	// answered with the servers there are.
+	if servers := indexServers(ix); f.server != "" && !slices.Contains(servers, f.server) {
+		ix.Close()
+		return usageError{fmt.Errorf("--server %q: there is no server of that name in the index (servers: %s); leave --server out to search them all",
+			f.server, strings.Join(servers, ", "))}
+	}
 	// ix is owned by the engine from here on.
 
 	out := searchOutput{Query: q}
@@ -116,12 +124,6 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 		fmt.Fprintf(stderr, "toolgate: warning: %s\n", out.Warning)
 	}
 
-	if f.server != "" && !hasServer(ix, f.server) {
-		out.Warning = strings.TrimPrefix(out.Warning+"; ", "; ") + fmt.Sprintf("no server %q in the index", f.server)
-		if !f.json {
-			fmt.Fprintf(stderr, "toolgate: warning: no server %q in the index\n", f.server)
-		}
-	}
 	// What serve learned from use ranks here too, unless serve holds the
 	// store right now.
 	var usage search.Usage
@@ -178,13 +180,14 @@ func printSearch(w io.Writer, out searchOutput, filtered bool) {
 	}
 }
 
-func hasServer(ix *index.Index, server string) bool {
+// indexServers are the servers of the index's tools, sorted.
+func indexServers(ix *index.Index) []string {
+	var out []string
 	for _, t := range ix.Tools() {
-		if t.Server == server {
-			return true
-		}
+		out = append(out, t.Server)
 	}
-	return false
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // oneLine flattens whitespace and cuts s to at most n runes.

@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/mgmt"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/search"
@@ -110,19 +111,11 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	docs, err := config.ReadDocs(f.configs)
+	cfg, docs, err := g.readConfigs(f.configs)
 	if err != nil {
 		return err
 	}
-	cfg, _, conflicts, err := config.ParseDocs(docs, nil)
-	if err != nil {
-		return err
-	}
-	g.applyConfig(cfg.Toolgate)
 	log := g.logger
-	for _, c := range conflicts {
-		log.Info("config files overlap", "conflict", c.String())
-	}
 	if f.profile != "" {
 		if _, ok := cfg.Toolgate.Profiles[f.profile]; !ok {
 			return usageError{fmt.Errorf("--profile %q: there is no such profile in toolgate.profiles (profiles: %s)", f.profile, strings.Join(slices.Sorted(maps.Keys(cfg.Toolgate.Profiles)), ", "))}
@@ -166,11 +159,30 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 	defer sec.Close() // last: the gateway has stopped writing to the audit log
 	var ln net.Listener
+	var stdin *linerpc.Watched
 	if f.http != "" {
 		if ln, err = gateway.Listen(f.http, f.allowRemote); err != nil {
 			return err
 		}
 		defer ln.Close()
+	} else {
+		// A stdio client that closes stdin while the gateway starts (a
+		// cold start waits for every backend) stops it as a signal does,
+		// at once rather than once the start is done.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		stdin = linerpc.WatchStdin()
+		go func() {
+			select {
+			case <-stdin.Ended():
+				if ctx.Err() == nil {
+					log.Info("the stdio client closed stdin: stopping")
+				}
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 	}
 
 	// The data folder: a start creates it; one that cannot take writes is
@@ -268,7 +280,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 
 	return (&front{cfg: cfg, flags: f, log: log, start: start, pool: pool, lv: lv, emb: emb,
-		learner: learner, sec: sec, health: health, tracing: tracing, ln: ln, warm: warm}).serve(ctx)
+		learner: learner, sec: sec, health: health, tracing: tracing, ln: ln, stdin: stdin, warm: warm}).serve(ctx)
 }
 
 // version is set at build time with -ldflags "-X main.version=...".

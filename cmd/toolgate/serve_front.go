@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/mgmt"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/telemetry"
 )
@@ -37,8 +38,9 @@ type front struct {
 	sec     *security
 	health  *storage.Health
 	tracing *telemetry.Tracing
-	ln      net.Listener // nil: stdio
-	warm    bool         // started from the last run's catalog
+	ln      net.Listener     // nil: stdio
+	stdin   *linerpc.Watched // stdio: stdin, watched since the start
+	warm    bool             // started from the last run's catalog
 }
 
 // serve puts the metrics, the console's recorder, the management tools and
@@ -81,7 +83,7 @@ func (fr *front) serve(ctx context.Context) error {
 	fr.log.Info("gateway ready", "servers", len(fr.cfg.Servers()), "tools", fr.lv.Stats().CatalogTools, "warm", fr.warm, "startup", time.Since(fr.start).Round(time.Millisecond))
 
 	if fr.ln == nil {
-		return gw.ServeStdio(ctx)
+		return gw.ServeStdioFrom(ctx, fr.stdin)
 	}
 	h := gw.HTTPHandler(&gateway.HTTPOptions{
 		AllowedHosts:   fr.cfg.Toolgate.HTTP.AllowedHosts,

@@ -300,6 +300,61 @@ func TestStopExitStatus(t *testing.T) {
 	})
 }
 
+// TestStdinClosedDuringColdStart: a stdio client that hangs up while a cold
+// start waits for a backend (one that reads its stdin and never answers, as
+// `python3` with no script does, with a 10 minute connect timeout) stops
+// the gateway at once, as a signal during the start does: exit status 0,
+// and the backend cancelled quietly (no "backend down … check command").
+func TestStdinClosedDuringColdStart(t *testing.T) {
+	for _, tc := range []struct{ name, input string }{
+		{"nothing sent", ""},
+		{"after initialize", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"hangup","version":"1"}}}` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := writeConfig(t, `{"mcpServers": {"silent": {"command": "sh", "args": ["-c", "cat >/dev/null"], "connectTimeout": "10m"}}}`)
+			cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg)
+			var logs testenv.LogBuffer
+			cmd.Stderr = io.MultiWriter(&logs, &testLogWriter{t: t, prefix: "toolgate: "})
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			t.Cleanup(func() { _ = cmd.Process.Kill() })
+			if _, err := io.WriteString(stdin, tc.input); err != nil {
+				t.Fatal(err)
+			}
+			testenv.Eventually(t, "the silent backend started", func() bool {
+				for _, pid := range descendants(cmd.Process.Pid) {
+					if c, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); string(c) == "sh\x00-c\x00cat >/dev/null\x00" {
+						return true
+					}
+				}
+				return false
+			})
+			stdin.Close()
+			select {
+			case <-exited:
+			case <-time.After(testenv.Timeout):
+				t.Fatalf("serve did not exit after its stdio client closed stdin during a cold start:\n%s", logs.String())
+			}
+			log := logs.String()
+			if code := cmd.ProcessState.ExitCode(); code != 0 || strings.Contains("\n"+log, "\ntoolgate: ") {
+				t.Errorf("exit status %d after stdin closed during start, want 0 without an error:\n%s", code, log)
+			}
+			for _, bad := range []string{"backend down", "check command", "level=ERROR"} {
+				if strings.Contains(log, bad) {
+					t.Errorf("the log has %q after a stop during start:\n%s", bad, log)
+				}
+			}
+		})
+	}
+}
+
 // TestServePortTaken: a taken --http address is an error at once, naming
 // the address and the fix, before any backend starts.
 func TestServePortTaken(t *testing.T) {

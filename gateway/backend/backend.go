@@ -300,7 +300,11 @@ func (b *backend) connect(ctx context.Context) {
 	b.log.Debug("connecting")
 	r, tools, err := b.dial(ctx)
 	if err != nil {
-		b.log.Warn("backend down", keyErr, err)
+		if errors.As(err, new(abortedError)) {
+			b.log.Debug("connect aborted", keyErr, err) // a stop: nothing went wrong
+		} else {
+			b.log.Warn("backend down", keyErr, err)
+		}
 		b.setState(downState(err), err)
 		return
 	}
@@ -422,7 +426,7 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 		err = context.Cause(r.ctx) // the deadline hit just as we finished
 	}
 	if err != nil {
-		err = b.explain(err, r)
+		err = b.explain(startCtx, err, r)
 		r.cancel(err)
 		if sess != nil {
 			closed := make(chan struct{})
@@ -451,6 +455,26 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 	return r, tools, nil
 }
 
+// abortedError is a connect that a stop ended, not the backend: the pool
+// closing, Reconfigure removing or replacing the backend, or the start's
+// context cancelled (a SIGTERM or a closed stdin while serve starts).
+type abortedError struct{ error }
+
+func (e abortedError) Unwrap() error { return e.error }
+
+// aborted is why a connect was stopped from outside, or nil when it was not.
+func (b *backend) aborted(startCtx context.Context) error {
+	switch {
+	case b.p.ctx.Err() != nil:
+		return errors.New("the gateway is stopping")
+	case b.ctx.Err() != nil:
+		return context.Cause(b.ctx)
+	case startCtx.Err() != nil:
+		return context.Cause(startCtx)
+	}
+	return nil
+}
+
 // connectTimeoutError is the cause of a dial the connect timeout ended.
 type connectTimeoutError struct{ d time.Duration }
 
@@ -459,8 +483,8 @@ func (e connectTimeoutError) Error() string {
 }
 
 // explain turns a connect failure into a message that names the server and
-// says what to check.
-func (b *backend) explain(err error, r *run) error {
+// says what to check, or says that a stop aborted it (abortedError).
+func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 	name := b.cfg.Name
 	if le := r.lostLogin(); le != nil {
 		return &loginError{server: name, err: le}
@@ -468,6 +492,11 @@ func (b *backend) explain(err error, r *run) error {
 	var ce configError
 	if errors.As(err, &ce) {
 		return configError{fmt.Errorf("backend %q: %w", name, ce.error)}
+	}
+	if why := b.aborted(startCtx); why != nil {
+		// The stop closed its stdin (a process that reads it then exits)
+		// or its connection: nothing for the operator to check.
+		return abortedError{fmt.Errorf("backend %q: connect aborted: %w", name, why)}
 	}
 	cause := context.Cause(r.ctx)
 	if r.proc != nil {

@@ -747,3 +747,46 @@ func TestConnectTimeoutNamedWhenTheProcessExitsAfterIt(t *testing.T) {
 		t.Errorf("state %s, error %q; want down, naming the connect timeout and not the exit it caused", st.State, st.Err)
 	}
 }
+
+// TestStopWhileConnectingIsQuiet: a stop while a backend is still
+// connecting (the start's context cancelled, then the pool closed, as a
+// SIGTERM or a closed stdin does to serve) cancels its connect; that is
+// not the backend's fault, so nothing is logged above debug and its error
+// says the connect was aborted, not "check command, args and env" (the
+// process, a script interpreter reading its stdin, exits when the stop
+// closes its stdin).
+func TestStopWhileConnectingIsQuiet(t *testing.T) {
+	for _, how := range []string{"start cancelled", "pool closed"} {
+		t.Run(how, func(t *testing.T) {
+			var logs testenv.LogBuffer
+			o := testOptions(&logs)
+			o.ConnectTimeout = time.Minute
+			mark := filepath.Join(t.TempDir(), "started")
+			silent := config.Server{Name: "silent", Type: config.TypeStdio, Command: "sh", Args: []string{"-c", `: >"$0"; cat >/dev/null`, mark}}
+			p := New([]config.Server{silent}, o)
+			t.Cleanup(func() { p.Close() })
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			started := make(chan struct{})
+			go func() { p.Start(ctx); close(started) }()
+			testenv.Eventually(t, "the backend's process running", func() bool { _, err := os.Stat(mark); return err == nil })
+			if how == "start cancelled" {
+				cancel()
+				<-started
+			} else {
+				p.Close()
+				<-started
+			}
+			st := statusOf(t, p, "silent")
+			p.Close()
+			if st.State != StateDown || !strings.Contains(st.Err, "connect aborted") || strings.Contains(st.Err, "check") {
+				t.Errorf("state %s, error %q; want down, the connect aborted", st.State, st.Err)
+			}
+			for _, line := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") || strings.Contains(line, "backend down") {
+					t.Errorf("logged on a stop while connecting: %s", line)
+				}
+			}
+		})
+	}
+}

@@ -17,23 +17,40 @@ import (
 // API key scope rule hides such tools from a key that is not an admin key
 // (keys.NewScope), so its search never shows a tool it cannot run.
 func ChangesConfig(t catalog.Tool) bool {
-	return t.Server == Name && (t.Name == "add_server" || t.Name == "remove_server")
+	return t.Server == Name && changesConfig(t.Name)
 }
 
-// mayWrite returns the refusal of a config change by c, or nil. The
-// refusal comes before anything is read, written or started.
-func (s *Server) mayWrite(c *policy.Caller, tool string) *mcp.CallToolResult {
+func changesConfig(tool string) bool { return tool == "add_server" || tool == "remove_server" }
+
+// deniedError is a config change refused by policy: config changes turned
+// off, or a caller that may not make them. It wraps policy.ErrDenied, so
+// the gateway answers it as an isError with its text and counts, shows and
+// audits the call as denied, as it does a call the policy's rules refuse.
+type deniedError struct{ msg string }
+
+func (e *deniedError) Error() string { return e.msg }
+func (e *deniedError) Unwrap() error { return policy.ErrDenied }
+
+// mayChange returns the refusal of a config change by c (a deniedError),
+// or nil. The refusal comes before anything is read, written or started.
+func (s *Server) mayChange(c *policy.Caller, tool string) error {
 	if !s.rt.Config().Toolgate.Management.AllowConfigChanges {
 		s.log.Warn("config change refused: toolgate.management.allowConfigChanges is off", "tool", tool, "caller", c.String())
-		return toolError("%s__%s is refused: changing the gateway's config from a client is turned off. A client that can add a server "+
+		return &deniedError{fmt.Sprintf("%s__%s is refused: changing the gateway's config from a client is turned off. A client that can add a server "+
 			"can make the gateway run any program, so this needs \"toolgate\": {\"management\": {\"allowConfigChanges\": true}} in the config file, "+
-			"and a client on stdio or with an admin API key. Ask the user to edit the config file or to run `toolgate servers add|remove`.", Name, tool)
+			"and a client on stdio or with an admin API key. Ask the user to edit the config file or to run `toolgate servers add|remove`.", Name, tool)}
 	}
 	if !c.MayChangeConfig() {
 		s.log.Warn("config change refused: the caller is neither on stdio nor an admin", "tool", tool, "caller", c.String())
-		return toolError("%s__%s is refused for this client (%s): config changes are allowed only for a client on stdio or one with an admin API key. "+
-			"Ask the user to edit the config file or to run `toolgate servers add|remove`.", Name, tool, c.String())
+		return &deniedError{fmt.Sprintf("%s__%s is refused for this client (%s): config changes are allowed only for a client on stdio or one with an admin API key. "+
+			"Ask the user to edit the config file or to run `toolgate servers add|remove`.", Name, tool, c.String())}
 	}
+	return nil
+}
+
+// noConfigFile is the error of a config change when the gateway has no
+// config file to write, or nil.
+func (s *Server) noConfigFile(tool string) *mcp.CallToolResult {
 	if len(s.opts.ConfigPaths) == 0 {
 		return toolError("%s__%s: the gateway was started without a config file to write", Name, tool)
 	}
@@ -55,7 +72,7 @@ func (s *Server) write(ctx context.Context, tool string, docs []config.Doc, chan
 }
 
 func (s *Server) addServer(ctx context.Context, c *policy.Caller, a addArgs) *mcp.CallToolResult {
-	if refused := s.mayWrite(c, "add_server"); refused != nil {
+	if refused := s.noConfigFile("add_server"); refused != nil {
 		return refused
 	}
 	docs, err := config.ReadDocs(s.opts.ConfigPaths)
@@ -76,7 +93,7 @@ func (s *Server) addServer(ctx context.Context, c *policy.Caller, a addArgs) *mc
 }
 
 func (s *Server) removeServer(ctx context.Context, c *policy.Caller, a serverArgs) *mcp.CallToolResult {
-	if refused := s.mayWrite(c, "remove_server"); refused != nil {
+	if refused := s.noConfigFile("remove_server"); refused != nil {
 		return refused
 	}
 	docs, err := config.ReadDocs(s.opts.ConfigPaths)

@@ -112,7 +112,9 @@ func Tools() []*mcp.Tool {
 
 // CallTool runs tool of the built-in server, or passes the call to the
 // pool for any other server. A management tool's failure is a result with
-// IsError (what went wrong and what to do), never an error.
+// IsError (what went wrong and what to do); a config change refused by
+// policy is an error wrapping policy.ErrDenied (the gateway answers it
+// with its text and counts it as denied).
 func (s *Server) CallTool(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
 	if server != Name {
 		return s.pool.CallTool(ctx, server, tool, args)
@@ -120,6 +122,11 @@ func (s *Server) CallTool(ctx context.Context, server, tool string, args map[str
 	h, ok := s.byName[tool]
 	if !ok {
 		return toolError("there is no management tool %q: call search_tools to find one", tool), nil
+	}
+	if changesConfig(tool) {
+		if err := s.mayChange(policy.CallerFrom(ctx), tool); err != nil {
+			return nil, err
+		}
 	}
 	raw, err := json.Marshal(args)
 	if err != nil {

@@ -3,6 +3,8 @@ package mgmt
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -203,14 +205,20 @@ func TestConfigChanges(t *testing.T) {
 	} {
 		s, _, rt, path := newTestServer(t, c.allow)
 		before, _ := os.ReadFile(path)
-		res := run(t, s, c.caller, "add_server", entry)
-		after, _ := os.ReadFile(path)
 		if c.want != "" {
-			if !res.IsError || !strings.Contains(resText(res), c.want) || string(after) != string(before) || len(rt.reloads) != 0 {
-				t.Errorf("allow=%v %v: %s (file changed %v, reloads %v)", c.allow, c.caller, resText(res), string(after) != string(before), rt.reloads)
+			// A refusal by policy: an error wrapping policy.ErrDenied,
+			// which the gateway counts and audits as denied.
+			for _, tool := range []string{"add_server", "remove_server"} {
+				res, err := s.CallTool(policy.WithCaller(context.Background(), c.caller), Name, tool, entry)
+				after, _ := os.ReadFile(path)
+				if res != nil || !errors.Is(err, policy.ErrDenied) || !strings.Contains(fmt.Sprint(err), c.want) || string(after) != string(before) || len(rt.reloads) != 0 {
+					t.Errorf("allow=%v %v %s: %v %v, want refused as denied (file changed %v, reloads %v)", c.allow, c.caller, tool, res, err, string(after) != string(before), rt.reloads)
+				}
 			}
 			continue
 		}
+		res := run(t, s, c.caller, "add_server", entry)
+		after, _ := os.ReadFile(path)
 		if res.IsError || !config.HasServer(after, "n") || !strings.Contains(string(after), `"callTimeout": "1m"`) || !slices.Equal(rt.reloads, []string{"toolgate__add_server"}) {
 			t.Errorf("allow=%v %v: %s\n%s", c.allow, c.caller, resText(res), after)
 		}

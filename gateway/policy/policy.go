@@ -138,6 +138,12 @@ func (s *Session) Profile() string { return *s.profile.Load() }
 // --profile): the session cannot change it.
 func (s *Session) Fixed() bool { return s.fixed != "" }
 
+// ErrDenied is wrapped by the error of a call the caller may not make,
+// whoever refuses it: the gateway on a Set's decision, or a Caller that
+// decides itself (the management tools refuse config changes). It is the
+// gateway's ErrDenied: such a call counts and is audited as denied.
+var ErrDenied = errors.New("not allowed")
+
 // ErrProfileFixed is returned by Activate on a session whose profile the
 // operator chose.
 var ErrProfileFixed = errors.New("the profile was chosen with serve --profile and cannot be changed from the client")

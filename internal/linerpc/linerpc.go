@@ -82,8 +82,11 @@ var _ mcp.Transport = (*Transport)(nil)
 // Stdio is the transport of a stdio server: stdin and stdout, with go-sdk's
 // default line cap. Closing it closes stdin, not stdout (as go-sdk's
 // StdioTransport).
-func Stdio() *Transport {
-	return &Transport{Reader: os.Stdin, Writer: nopCloser{os.Stdout}}
+func Stdio() *Transport { return StdioFrom(os.Stdin) }
+
+// StdioFrom is Stdio reading in (a Watch of stdin) instead of os.Stdin.
+func StdioFrom(in io.ReadCloser) *Transport {
+	return &Transport{Reader: in, Writer: nopCloser{os.Stdout}}
 }
 
 type nopCloser struct{ io.Writer }

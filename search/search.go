@@ -446,6 +446,19 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		kw = keywordSignal(kwRes, kwDepth)
 	}
 	span.End()
+	// The parts' keyword halves too, while the embeddings run.
+	var partKW []*index.KeywordResult
+	for _, p := range parts {
+		if kwErr != nil {
+			break
+		}
+		r, err := sub.KeywordAll(p, q.Server, extra)
+		if err != nil {
+			kwErr = err
+			break
+		}
+		partKW = append(partKW, r)
+	}
 	var qvec []float32
 	if embc != nil {
 		r := <-embc // always sent: the goroutine never outlives Search
@@ -513,11 +526,8 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		default:
 			partVecs = pv.vecs
 			_, span := st.start(ctx, stageSteps)
-			ranked, err = e.rankSteps(ix, sub, lm, extra, q.Server, mode, limit, kwDepth, vecDepth, ranked, parts, partVecs)
+			ranked = e.rankSteps(ix, sub, lm, q.Server, mode, limit, kwDepth, vecDepth, ranked, parts, partKW, partVecs)
 			span.End()
-			if err != nil {
-				return Result{}, err
-			}
 		}
 	}
 

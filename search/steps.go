@@ -29,21 +29,19 @@ const DefaultStepWeight = 0.7
 // part is most of it).
 const minStepParts = 2
 
-// rankSteps ranks each part (parts, embedded as vecs) over sub and merges
-// the rankings into whole, the whole query's: each tool scores the best of
-// its whole-query score and StepWeight times its score for a part; the
-// tools the query names stay first. It returns the top limit.
-func (e *Engine) rankSteps(ix *index.Index, sub index.Subset, lm *learnedModel, extra *index.ExtraField, server string, mode Mode, limit, kwDepth, vecDepth int, whole []ranked, parts []string, vecs [][]float32) ([]ranked, error) {
+// rankSteps ranks each part (parts, with their keyword results kws and
+// their vectors vecs) over sub and merges the rankings into whole, the
+// whole query's: each tool scores the best of its whole-query score and
+// StepWeight times its score for a part; the tools the query names stay
+// first. It returns the top limit.
+func (e *Engine) rankSteps(ix *index.Index, sub index.Subset, lm *learnedModel, server string, mode Mode, limit, kwDepth, vecDepth int, whole []ranked, parts []string, kws []*index.KeywordResult, vecs [][]float32) []ranked {
 	byID := make(map[string]int, len(whole)*(1+len(parts)))
 	out := slices.Clone(whole)
 	for i, r := range out {
 		byID[r.id] = i
 	}
 	for i, part := range parts {
-		kwRes, err := sub.KeywordAll(part, server, extra)
-		if err != nil {
-			return nil, err
-		}
+		kwRes := kws[i]
 		kw := keywordSignal(kwRes, kwDepth)
 		qvec := lm.query(vecs[i])
 		vec := e.vectorSignal(lm, sub, qvec, vecDepth, server, &kw)
@@ -63,5 +61,5 @@ func (e *Engine) rankSteps(ix *index.Index, sub index.Subset, lm *learnedModel, 
 		}
 	}
 	slices.SortStableFunc(out, compareRanked)
-	return out[:min(limit, len(out))], nil
+	return out[:min(limit, len(out))]
 }

@@ -231,6 +231,38 @@ func TestSearchTools(t *testing.T) {
 		}
 	})
 
+	t.Run("clause of a step", func(t *testing.T) {
+		g2, fs := newTestGateway(t, nil)
+		inner := fs.search
+		const step = "then list the files of my home folder"
+		fs.search = func(q search.Query) (search.Result, error) {
+			r, err := inner(q)
+			if len(r.Hits) > 1 {
+				r.Hits[1].Clause = step
+			}
+			return r, err
+		}
+		cs2 := connect(t, g2)
+		for _, detail := range []string{DetailCompact, DetailFull} {
+			res := call(t, cs2, SearchToolName, map[string]any{"query": "make a note, " + step, "limit": 2, "detail": detail})
+			if res.IsError {
+				t.Fatalf("isError: %s", text(res))
+			}
+			b, _ := json.Marshal(res.StructuredContent)
+			var got SearchResult
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Tools) != 2 || got.Tools[0].Clause != "" || got.Tools[1].Clause != step || strings.Count(string(b), `"clause"`) != 1 {
+				t.Errorf("%s: structuredContent %s, want the second tool's clause only", detail, b)
+			}
+			shown := strings.Contains(text(res), `for "`+step+`"`)
+			if shown != (detail == DetailFull) {
+				t.Errorf("%s text shows the clause: %v, want it in full detail only:\n%s", detail, shown, text(res))
+			}
+		}
+	})
+
 	t.Run("limit clamped to max", func(t *testing.T) {
 		var gotLimit int
 		g2, fs := newTestGateway(t, nil)

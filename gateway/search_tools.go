@@ -50,6 +50,10 @@ type FoundTool struct {
 	// Confidence is an absolute estimate, 0 to 1, that the tool does what
 	// the query asks (Score only ranks the tools against each other).
 	Confidence float64 `json:"confidence"`
+	// Clause, when set, is the part of a request of several steps that
+	// found the tool (search/steps.go): Score, Keyword and Vector are then
+	// that part's. Absent for tools the whole query found.
+	Clause string `json:"clause,omitempty"`
 	// Unavailable, when set, says why the tool cannot run right now (its
 	// server is still connecting, or down); it is absent for usable tools.
 	Unavailable string `json:"unavailable,omitempty"`
@@ -238,6 +242,7 @@ func (g *Gateway) search(ctx context.Context, a searchArgs) (SearchResult, error
 			Keyword:     round4(h.Keyword),
 			Vector:      round4(h.Vector),
 			Confidence:  round4(h.Confidence),
+			Clause:      h.Clause,
 			Unavailable: g.unavailable(h.Tool.Server),
 		})
 	}
@@ -336,7 +341,11 @@ func renderSearch(a searchArgs, r SearchResult) string {
 			fmt.Fprintf(&b, " [%s]", m)
 		}
 		if a.Detail == DetailFull {
-			fmt.Fprintf(&b, "  score %.3f (keyword %.3f, vector %.3f), confidence %.2f\n", t.Score, t.Keyword, t.Vector, t.Confidence)
+			fmt.Fprintf(&b, "  score %.3f (keyword %.3f, vector %.3f), confidence %.2f", t.Score, t.Keyword, t.Vector, t.Confidence)
+			if t.Clause != "" {
+				fmt.Fprintf(&b, ", for %q", oneLine(t.Clause, clauseChars))
+			}
+			b.WriteString("\n")
 		} else {
 			fmt.Fprintf(&b, "  confidence %.2f\n", t.Confidence)
 		}
@@ -371,6 +380,7 @@ func renderSearch(a searchArgs, r SearchResult) string {
 const (
 	compactDescChars = 130
 	compactArgsChars = 90
+	clauseChars      = 60 // full text: the step a tool was found for
 	fullDescChars    = 1000
 )
 

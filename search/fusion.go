@@ -87,6 +87,9 @@ type ranked struct {
 	score, keyword, vector float64
 	bm25, cosine           float64
 	exact                  bool // the query names the tool: it ranks first
+	// clause is the part of the query the scores are for (steps.go); ""
+	// for the whole query.
+	clause string
 }
 
 // signal is what one half of the index says about a query.
@@ -114,23 +117,27 @@ func (e *Engine) rank(mode Mode, kw, vec signal, limit int) []ranked {
 // scores kw and vec hold) first, in score order among themselves.
 func (e *Engine) rankExact(mode Mode, kw, vec signal, limit int, exact []string) []ranked {
 	cands := e.fuse(mode, kw, vec, limit, exact)
-	slices.SortStableFunc(cands, func(a, b *ranked) int {
-		if a.exact != b.exact {
-			if a.exact {
-				return -1
-			}
-			return 1
-		}
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.id, b.id)
-	})
+	slices.SortStableFunc(cands, func(a, b *ranked) int { return compareRanked(*a, *b) })
 	out := make([]ranked, 0, min(limit, len(cands)))
 	for _, c := range cands[:min(limit, len(cands))] {
 		out = append(out, *c)
 	}
 	return out
+}
+
+// compareRanked orders hits best first: the tools the query names, then
+// by score, ties by ID.
+func compareRanked(a, b ranked) int {
+	if a.exact != b.exact {
+		if a.exact {
+			return -1
+		}
+		return 1
+	}
+	if c := cmp.Compare(b.score, a.score); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.id, b.id)
 }
 
 // fuse scores every candidate of mode's pool and the exact ones, in

@@ -83,12 +83,14 @@ func TestPartsConfidence(t *testing.T) {
 	tools := append(slices.Clone(testCatalog),
 		catalog.Tool{Server: "voice", Name: "text_to_speech", Description: "Convert text to speech audio."})
 	emb := &countingEmbedder{}
-	e := search.New(build(t, tools, emb), emb, nil)
+	// The steps (steps.go) embed the parts of every query of several
+	// clauses: off here, where the parts serve the confidence alone.
+	e := search.New(build(t, tools, emb), emb, &search.Options{StepWeight: -1})
 	defer e.Close()
 	ctx := context.Background()
 
 	const rambling = "yesterday my neighbour Peter told me a very long story about his summer holiday in the mountains, with his sister, her husband and their three dogs, convert text to speech"
-	whole := search.New(build(t, tools, emb), emb, &search.Options{MinConfidence: -1})
+	whole := search.New(build(t, tools, emb), emb, &search.Options{MinConfidence: -1, StepWeight: -1})
 	defer whole.Close()
 	ref, err := whole.Search(ctx, search.Query{Text: rambling})
 	if err != nil {
@@ -178,6 +180,8 @@ func TestSearchEmbedsAsQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := append([]string{q}, search.QueryParts(q)...)
+	slices.Sort(want)
+	slices.Sort(emb.queries) // the parts are embedded beside the query
 	if !slices.Equal(emb.queries, want) || len(emb.texts()) != docs {
 		t.Errorf("search embedded %q as queries and %d more as documents; want %q as queries only", emb.queries, len(emb.texts())-docs, want)
 	}

@@ -95,6 +95,10 @@ type Options struct {
 	// query-dependent floor around 0.1–0.3 and a top around 0.5–0.7, which
 	// let BM25 dominate. Measurements are in fusion.go.
 	KeywordNorm, VectorNorm Norm
+	// StepWeight weighs the ranking of each part of a query of several
+	// steps against the whole query's in ModeHybrid (steps.go). Default
+	// DefaultStepWeight; negative: whole queries only.
+	StepWeight float64
 	// MinConfidence is the confidence (see confidence.go) the best hit
 	// needs for the answer not to be NoMatch. Default
 	// DefaultMinConfidence; negative: never NoMatch.
@@ -130,6 +134,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.VectorNorm == "" {
 		out.VectorNorm = NormMean
+	}
+	if out.StepWeight == 0 {
+		out.StepWeight = DefaultStepWeight
 	}
 	if out.MinConfidence == 0 {
 		out.MinConfidence = DefaultMinConfidence
@@ -167,7 +174,8 @@ type Filter = index.Filter
 func NewFilter(keep func(catalog.Tool) bool) *Filter { return index.NewFilter(keep) }
 
 // Hit is one ranked tool with its score breakdown. In hybrid mode
-// Score = KeywordWeight·Keyword + VectorWeight·Vector exactly.
+// Score = KeywordWeight·Keyword + VectorWeight·Vector exactly (times
+// Options.StepWeight for a hit a part of the query ranked: see Clause).
 type Hit struct {
 	Tool catalog.Tool
 	// Score is what the hits are sorted by (see Mode for its meaning).
@@ -192,6 +200,10 @@ type Hit struct {
 	// Exact says the query names this tool (its name or server__tool ID):
 	// exact hits come first, whatever their scores.
 	Exact bool
+	// Clause, when set, is the part of a query of several steps that
+	// ranked the tool (steps.go): Score, Keyword, Vector, BM25 and Cosine
+	// are then that part's, and Score is StepWeight times its fused score.
+	Clause string
 }
 
 // Result is the answer to a Query.
@@ -393,6 +405,27 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		}
 	}
 
+	// A query that asks for several things ("… and then …") is also
+	// ranked clause by clause (see steps.go); the clauses are embedded
+	// beside the whole query, in one batch of their own.
+	var parts []string
+	var partc chan partVectors
+	if embc != nil && mode == ModeHybrid && e.opts.StepWeight > 0 {
+		if p := QueryParts(text); len(p) >= minStepParts {
+			parts = p
+			partc = make(chan partVectors, 1)
+			go func() {
+				vecs, err := e.embedParts(ctx, st, parts)
+				partc <- partVectors{vecs, err}
+			}()
+			defer func() {
+				if partc != nil {
+					<-partc // the goroutine never outlives Search
+				}
+			}()
+		}
+	}
+
 	// The keyword half scores every tool at once (BM25F over the index's
 	// postings); the vector half is fetched only to its top hits, as deep
 	// as the candidate pool (the ranking never looks past it), and the few
@@ -400,16 +433,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	// product). The vector scan adds up every cosine on the way for
 	// NormMean's catalog mean. Hits are those the whole catalog's lists
 	// would give, bit for bit (TestPrunedMatchesWhole).
-	n := ix.Len()
-	pool := max(e.opts.Candidates, limit)
-	kwDepth, vecDepth := limit, limit
-	if mode == ModeHybrid || mode == ModeRRF {
-		kwDepth, vecDepth = pool, pool
-	}
-	if embc != nil && e.opts.KeywordNorm == NormMean {
-		kwDepth = n // the keyword mean needs every score
-	}
-	var kw signal
+	kwDepth, vecDepth := e.depths(mode, limit, ix.Len(), embc != nil)
 	lm := e.learnedFor(ix)
 	var extra *index.ExtraField
 	if lm != nil {
@@ -417,14 +441,24 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	}
 	_, span := st.start(ctx, stageKeyword)
 	kwRes, kwErr := sub.KeywordAll(text, q.Server, extra)
+	var kw signal
 	if kwErr == nil {
-		kw.top = kwRes.Top(kwDepth)
+		kw = keywordSignal(kwRes, kwDepth)
 	}
 	span.End()
-	for _, s := range kw.top {
-		kw.sum += s.Score
+	// The parts' keyword halves too, while the embeddings run.
+	var partKW []*index.KeywordResult
+	for _, p := range parts {
+		if kwErr != nil {
+			break
+		}
+		r, err := sub.KeywordAll(p, q.Server, extra)
+		if err != nil {
+			kwErr = err
+			break
+		}
+		partKW = append(partKW, r)
 	}
-	kw.n = len(kw.top)
 	var qvec []float32
 	if embc != nil {
 		r := <-embc // always sent: the goroutine never outlives Search
@@ -446,10 +480,8 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	if qvec != nil {
 		_, span := st.start(ctx, stageVector)
 		qvec = lm.query(qvec)
-		vs := lm.scanLearned(sub, qvec, vecDepth, q.Server)
+		vec = e.vectorSignal(lm, sub, qvec, vecDepth, q.Server, &kw)
 		span.End()
-		vec = signal{top: vs.Top, sum: vs.Sum, n: vs.N}
-		kw.n = max(kw.n, vs.N)
 	}
 	_, span = st.start(ctx, stageFuse)
 	if qvec != nil {
@@ -480,6 +512,25 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		}
 	}
 	ranked := e.rankExact(mode, kw, vec, limit, exactIDs)
+	span.End()
+
+	var partVecs [][]float32
+	if partc != nil && mode == ModeHybrid {
+		pv := <-partc
+		partc = nil
+		switch {
+		case ctx.Err() != nil:
+			return Result{}, ctx.Err()
+		case pv.err != nil:
+			e.log.Warn("embed query parts failed; ranking the whole query only", "err", pv.err)
+		default:
+			partVecs = pv.vecs
+			_, span := st.start(ctx, stageSteps)
+			ranked = e.rankSteps(ix, sub, lm, q.Server, mode, limit, kwDepth, vecDepth, ranked, parts, partKW, partVecs)
+			span.End()
+		}
+	}
+
 	hits := make([]Hit, 0, len(ranked))
 	cosines := make([]float64, 0, len(ranked))
 	for _, r := range ranked {
@@ -487,7 +538,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		if !ok {
 			continue
 		}
-		h := Hit{Tool: t, Score: r.score, Keyword: r.keyword, Vector: r.vector, BM25: r.bm25, Cosine: r.cosine, Exact: r.exact, Coverage: kwRes.Coverage(r.id)}
+		h := Hit{Tool: t, Score: r.score, Keyword: r.keyword, Vector: r.vector, BM25: r.bm25, Cosine: r.cosine, Exact: r.exact, Coverage: kwRes.Coverage(r.id), Clause: r.clause}
 		// Confidence was calibrated on the query as written: its cosine
 		// with the tool's (learned) vector, not the shifted query's.
 		var c float64
@@ -498,17 +549,28 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		hits = append(hits, h)
 		cosines = append(cosines, c)
 	}
+	if partVecs != nil {
+		raiseConfidence(ix, lm, hits, cosines, partVecs)
+	}
 	res := Result{Hits: hits, Mode: mode, Known: kwRes.Known()}
 	res.NoMatch = e.noMatch(hits)
-	span.End()
-	if res.NoMatch && qorig != nil {
-		// The query's parts can only raise a confidence, so they are
-		// embedded only when the whole query leaves every hit short of
-		// the threshold (see parts.go): a query that passes costs no
-		// extra embedding, and its hits' confidences are those of the
-		// whole query.
-		e.partsConfidence(ctx, st, ix, lm, text, hits, cosines)
-		res.NoMatch = e.noMatch(hits)
+	if res.NoMatch && qorig != nil && partVecs == nil {
+		// The query's parts can only raise a confidence, so unless they
+		// were embedded for the steps above, they are embedded only when
+		// the whole query leaves every hit short of the threshold (see
+		// parts.go): a query that passes costs no extra embedding, and its
+		// hits' confidences are those of the whole query.
+		if p := QueryParts(text); len(p) > 0 {
+			vecs, err := e.embedParts(ctx, st, p)
+			if err != nil {
+				if ctx.Err() == nil {
+					e.log.Warn("embed query parts failed; confidence from the whole query", "err", err)
+				}
+			} else {
+				raiseConfidence(ix, lm, hits, cosines, vecs)
+				res.NoMatch = e.noMatch(hits)
+			}
+		}
 	}
 	return res, nil
 }
@@ -527,31 +589,33 @@ func (e *Engine) noMatch(hits []Hit) bool {
 	return true
 }
 
-// partsConfidence raises each hit's confidence to that of the query part
-// (QueryParts) whose cosine with the tool is highest, when one is higher
-// than the whole query's (cosines, by hit). A failed embedding leaves the
-// confidences as they are: the answer is then the whole query's.
-func (e *Engine) partsConfidence(ctx context.Context, st stages, ix *index.Index, lm *learnedModel, text string, hits []Hit, cosines []float64) {
-	parts := QueryParts(text)
-	if len(parts) == 0 {
-		return
-	}
+// partVectors is the embedding of a query's parts.
+type partVectors struct {
+	vecs [][]float32
+	err  error
+}
+
+// embedParts embeds a query's parts (QueryParts), each as a query of its
+// own (with the query prefix), in one batch.
+func (e *Engine) embedParts(ctx context.Context, st stages, parts []string) ([][]float32, error) {
 	prefix := index.QueryPrefix(e.emb)
+	texts := make([]string, len(parts))
 	for i, p := range parts {
-		parts[i] = prefix + p
+		texts[i] = prefix + p
 	}
 	ectx, span := st.start(ctx, stageParts)
-	vecs, err := index.EmbedQueries(ectx, e.emb, parts)
+	vecs, err := index.EmbedQueries(ectx, e.emb, texts)
 	span.End()
-	if err == nil && len(vecs) != len(parts) {
-		err = fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(parts))
+	if err == nil && len(vecs) != len(texts) {
+		err = fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(texts))
 	}
-	if err != nil {
-		if ctx.Err() == nil {
-			e.log.Warn("embed query parts failed; confidence from the whole query", "err", err)
-		}
-		return
-	}
+	return vecs, err
+}
+
+// raiseConfidence raises each hit's confidence to that of the query part
+// (vecs) whose cosine with the tool is highest, when one is higher than
+// the whole query's (cosines, by hit).
+func raiseConfidence(ix *index.Index, lm *learnedModel, hits []Hit, cosines []float64, vecs [][]float32) {
 	for i := range hits {
 		h := &hits[i]
 		if h.Exact {
@@ -565,6 +629,40 @@ func (e *Engine) partsConfidence(ctx context.Context, st stages, ix *index.Index
 		}
 		h.Confidence = confidence(best, h.Coverage, true, false)
 	}
+}
+
+// depths is how deep each signal's top is read: the candidate pool in the
+// fused modes, the limit otherwise, and every keyword score when NormMean
+// needs the keyword mean.
+func (e *Engine) depths(mode Mode, limit, n int, vectors bool) (kwDepth, vecDepth int) {
+	pool := max(e.opts.Candidates, limit)
+	kwDepth, vecDepth = limit, limit
+	if mode == ModeHybrid || mode == ModeRRF {
+		kwDepth, vecDepth = pool, pool
+	}
+	if vectors && e.opts.KeywordNorm == NormMean {
+		kwDepth = n // the keyword mean needs every score
+	}
+	return kwDepth, vecDepth
+}
+
+// keywordSignal is the keyword half of a query: its top depth scores.
+func keywordSignal(kwRes *index.KeywordResult, depth int) signal {
+	kw := signal{top: kwRes.Top(depth)}
+	for _, s := range kw.top {
+		kw.sum += s.Score
+	}
+	kw.n = len(kw.top)
+	return kw
+}
+
+// vectorSignal is the vector half of a query (qvec after the usage
+// adapter): its top depth cosines and the catalog's sum of them. kw.n
+// becomes the catalog's size.
+func (e *Engine) vectorSignal(lm *learnedModel, sub index.Subset, qvec []float32, depth int, server string, kw *signal) signal {
+	vs := lm.scanLearned(sub, qvec, depth, server)
+	kw.n = max(kw.n, vs.N)
+	return signal{top: vs.Top, sum: vs.Sum, n: vs.N}
 }
 
 // fillMissing gives each candidate of one signal that the other signal's

@@ -45,11 +45,12 @@ func BenchmarkSearchSynthetic(b *testing.B) {
 //	go test ./search -run '^$' -bench SearchModel -benchtime 200x -cpuprofile cpu.prof
 //
 // The long/… runs ask three of those queries as one ("…, then … and …"):
-// with the stand-in's vectors nothing fits, so long/parts also embeds the
-// query's parts for the confidence (parts.go), as a real search does when
-// the whole query leaves every hit short of minConfidence; long/whole is
-// the same queries with minConfidence −1 (no parts), so the difference is
-// what the parts cost.
+// long/steps as served, which embeds the three parts beside the whole
+// query and ranks each (steps.go); long/parts with the steps off
+// (StepWeight −1): with the stand-in's vectors nothing fits, so it embeds
+// the parts for the confidence (parts.go), as a real search does when the
+// whole query leaves every hit short of minConfidence; long/whole with both
+// off (minConfidence −1 too). The differences are what each costs.
 func BenchmarkSearchModel(b *testing.B) {
 	model, err := installedEmbedder()
 	testenv.Require(b, err)
@@ -75,8 +76,11 @@ func BenchmarkSearchModel(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("tools=%d/hybrid", n), func(b *testing.B) { loop(b, e, short) })
 		if n == 10000 {
-			b.Run(fmt.Sprintf("tools=%d/long/parts", n), func(b *testing.B) { loop(b, e, long) })
-			whole := search.New(build(b, tools, &hashEmbedder{}), model, &search.Options{MinConfidence: -1})
+			b.Run(fmt.Sprintf("tools=%d/long/steps", n), func(b *testing.B) { loop(b, e, long) })
+			parts := search.New(build(b, tools, &hashEmbedder{}), model, &search.Options{StepWeight: -1})
+			b.Run(fmt.Sprintf("tools=%d/long/parts", n), func(b *testing.B) { loop(b, parts, long) })
+			parts.Close()
+			whole := search.New(build(b, tools, &hashEmbedder{}), model, &search.Options{StepWeight: -1, MinConfidence: -1})
 			b.Run(fmt.Sprintf("tools=%d/long/whole", n), func(b *testing.B) { loop(b, whole, long) })
 			whole.Close()
 		}

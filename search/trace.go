@@ -9,15 +9,18 @@ import (
 
 // The stages of a search, each a span when tracing is on: the query's
 // embedding, the keyword (BM25) search, the vector scan, the fusion (exact
-// scores of the candidates one signal lacks, then the ranking and the
-// confidences), and, only when the whole query leaves every hit short of
-// the confidence threshold, the embedding of the query's parts (parts.go).
+// scores of the candidates one signal lacks, then the ranking), the
+// embedding of the query's parts (parts.go: for a query of several steps,
+// beside the whole query's; otherwise only when the whole query leaves
+// every hit short of the confidence threshold) and the ranking of each part
+// (steps.go).
 const (
 	stageEmbed   = "embed"
 	stageKeyword = "keyword"
 	stageVector  = "vector"
 	stageFuse    = "fuse"
 	stageParts   = "embed parts"
+	stageSteps   = "rank parts"
 )
 
 // stages starts the spans of a search's stages under the caller's span,

@@ -32,6 +32,7 @@ type evalFlags struct {
 	noAnswer       string
 	learnFrom      string
 	minConfidence  float64
+	stepWeight     float64
 	limitQueries   int
 	candidates     int
 	keywordNorm    string
@@ -71,6 +72,7 @@ with metrics as fractions 0–1.`,
 	fl.StringVar(&f.noAnswer, "no-answer", "", "also ask the queries of this file (bench JSONL, e.g. another catalog's) as no-answer queries: their right answer is noMatch")
 	fl.StringVar(&f.learnFrom, "learn-from", "", "learn from this log of (query, relevant tools) in the queries format before evaluating, as if each query had led to its tools (it must share no query with --queries)")
 	fl.Float64Var(&f.minConfidence, "min-confidence", 0, fmt.Sprintf("confidence the best hit needs for the answer not to be noMatch (default %v; negative: never noMatch)", search.DefaultMinConfidence))
+	fl.Float64Var(&f.stepWeight, "step-weight", 0, fmt.Sprintf("weight of each part's ranking for a query of several steps, against the whole query's (hybrid; default %v; negative: whole queries only)", search.DefaultStepWeight))
 	fl.IntVar(&f.limitQueries, "limit-queries", 0, "use only the first N queries (0: all)")
 	fl.IntVar(&f.candidates, "candidates", 0, fmt.Sprintf("top-N of each signal fused by hybrid and rrf (default %d)", search.DefaultCandidates))
 	fl.StringVar(&f.keywordNorm, "keyword-norm", "", "keyword normalisation for hybrid: max, mean, minmax, raw or clamp (default max)")
@@ -214,7 +216,7 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		defer store.Close()
 		usage = store
 	}
-	eng := search.New(ix, emb, &search.Options{Candidates: f.candidates, KeywordNorm: kn, VectorNorm: vn, MinConfidence: f.minConfidence, Usage: usage, Logger: log})
+	eng := search.New(ix, emb, &search.Options{Candidates: f.candidates, KeywordNorm: kn, VectorNorm: vn, MinConfidence: f.minConfidence, StepWeight: f.stepWeight, Usage: usage, Logger: log})
 	defer eng.Close()
 	if usage != nil {
 		if err := eng.RefreshLearned(ctx); err != nil {

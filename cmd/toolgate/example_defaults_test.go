@@ -70,6 +70,7 @@ func TestExampleReadmeShowsTheDefaults(t *testing.T) {
 		"search.defaultLimit":         gateway.DefaultLimit,
 		"search.maxLimit":             gateway.MaxLimit,
 		"search.minConfidence":        search.DefaultMinConfidence,
+		"search.stepWeight":           search.DefaultStepWeight,
 		"learn.enabled":               true,
 		"embed.variant":               string(embed.FP32),
 		"http.maxBodyBytes":           gateway.DefaultMaxBodyBytes,

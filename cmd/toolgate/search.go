@@ -75,6 +75,7 @@ type searchToolJSON struct {
 	Keyword     float64         `json:"keyword"`
 	Vector      float64         `json:"vector"`
 	Confidence  float64         `json:"confidence"`
+	Clause      string          `json:"clause,omitempty"` // the step of the request that found it
 }
 
 func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout, stderr io.Writer) error {
@@ -150,6 +151,7 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 		out.Tools = append(out.Tools, searchToolJSON{
 			Name: h.Tool.ID(), Server: h.Tool.Server, Description: h.Tool.Description,
 			InputSchema: h.Tool.InputSchema, Score: h.Score, Keyword: h.Keyword, Vector: h.Vector, Confidence: h.Confidence,
+			Clause: h.Clause,
 		})
 	}
 	if f.json {
@@ -171,7 +173,11 @@ func printSearch(w io.Writer, out searchOutput, filtered bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "#\tSCORE\tKEYWORD\tVECTOR\tCONF\tTOOL\tDESCRIPTION\n")
 	for i, t := range out.Tools {
-		fmt.Fprintf(tw, "%d\t%.3f\t%.3f\t%.3f\t%.2f\t%s\t%s\n", i+1, t.Score, t.Keyword, t.Vector, t.Confidence, t.Name, oneLine(t.Description, 70))
+		desc := oneLine(t.Description, 70)
+		if t.Clause != "" {
+			desc = fmt.Sprintf("[for %q] %s", oneLine(t.Clause, 40), desc)
+		}
+		fmt.Fprintf(tw, "%d\t%.3f\t%.3f\t%.3f\t%.2f\t%s\t%s\n", i+1, t.Score, t.Keyword, t.Vector, t.Confidence, t.Name, desc)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "mode: %s\n", out.Mode)

@@ -124,9 +124,11 @@ func cacheStats(emb index.Embedder) func() (int64, int64) {
 	}
 }
 
-// minConfidence maps toolgate.search.minConfidence onto search.Options:
-// unset is search's default, 0 never answers noMatch.
-func minConfidence(c *float64) float64 {
+// zeroIsOff maps a setting of toolgate.search whose 0 turns a feature off
+// (minConfidence: never answer noMatch; stepWeight: whole queries only)
+// onto search.Options, where 0 is the default and a negative value is off:
+// unset is search's default.
+func zeroIsOff(c *float64) float64 {
 	switch {
 	case c == nil:
 		return 0

@@ -260,6 +260,10 @@ type SearchSettings struct {
 	// search not to answer "noMatch"; nil = search.DefaultMinConfidence,
 	// 0 = never answer noMatch.
 	MinConfidence *float64 `json:"minConfidence,omitempty"`
+	// StepWeight (0 to 1) weighs the ranking of each part of a request of
+	// several steps against the whole query's; nil = search.DefaultStepWeight,
+	// 0 = rank whole queries only.
+	StepWeight *float64 `json:"stepWeight,omitempty"`
 }
 
 // LearnSettings configure learning from use (package learn).

@@ -84,7 +84,7 @@ func TestParseGood(t *testing.T) {
 			name: "toolgate section",
 			in: `{"mcpServers": {"m": {"command": "x"}}, "toolgate": {
 				"maxConcurrentConnects": 2,
-				"search": {"mode": "bm25", "keywordWeight": 0.3, "defaultLimit": 7, "maxLimit": 20, "minConfidence": 0.2},
+				"search": {"mode": "bm25", "keywordWeight": 0.3, "defaultLimit": 7, "maxLimit": 20, "minConfidence": 0.2, "stepWeight": 0},
 				"learn": {"enabled": false},
 				"embed": {"variant": "int8", "modelDir": "models", "ortLib": "/opt/ort/libonnxruntime.so.1", "threads": 2},
 				"http": {"addr": "127.0.0.1:8080", "allowedOrigins": ["http://localhost:3000"], "allowedHosts": ["localhost:8080"], "maxBodyBytes": 1024},
@@ -93,8 +93,8 @@ func TestParseGood(t *testing.T) {
 			servers: []Server{{Name: "m", Type: TypeStdio, Command: "x"}},
 			settings: func(s *Settings) {
 				s.MaxConcurrentConnects = 2
-				minConf, off := 0.2, false
-				s.Search = SearchSettings{Mode: "bm25", KeywordWeight: 0.3, VectorWeight: 0.7, DefaultLimit: 7, MaxLimit: 20, MinConfidence: &minConf}
+				minConf, steps, off := 0.2, 0.0, false
+				s.Search = SearchSettings{Mode: "bm25", KeywordWeight: 0.3, VectorWeight: 0.7, DefaultLimit: 7, MaxLimit: 20, MinConfidence: &minConf, StepWeight: &steps}
 				s.Learn = LearnSettings{Enabled: &off}
 				s.Embed = EmbedSettings{Variant: "int8", ModelDir: filepath.Join(dir, "models"), ORTLib: "/opt/ort/libonnxruntime.so.1", Threads: 2}
 				s.HTTP = HTTPSettings{Addr: "127.0.0.1:8080", AllowedOrigins: []string{"http://localhost:3000"}, AllowedHosts: []string{"localhost:8080"}, MaxBodyBytes: 1024}
@@ -327,7 +327,7 @@ func TestParseBad(t *testing.T) {
 			{`toolgate.zzz`, "valid keys here are connectTimeout, callTimeout"},
 		}},
 		{"toolgate ranges", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"maxConcurrentConnects": -1,
-			"search": {"mode": "dense", "keywordWeight": 1.5, "vectorWeight": -0.1, "defaultLimit": 60, "maxLimit": 50, "minConfidence": 1.5},
+			"search": {"mode": "dense", "keywordWeight": 1.5, "vectorWeight": -0.1, "defaultLimit": 60, "maxLimit": 50, "minConfidence": 1.5, "stepWeight": -0.5},
 			"learn": {"enabled": "yes"},
 			"embed": {"variant": "fp16", "threads": -2},
 			"http": {"addr": "8080", "allowedOrigins": ["localhost"], "allowedHosts": ["http://h/"], "maxBodyBytes": -1},
@@ -344,6 +344,7 @@ func TestParseBad(t *testing.T) {
 			{`toolgate.search.keywordWeight`, "1.5 is out of range"},
 			{`toolgate.search.minConfidence`, "1.5 is out of range: use a confidence from 0 to 1"},
 			{`toolgate.search.mode`, `unknown mode "dense": use one of "hybrid", "bm25", "vector", "rrf"`},
+			{`toolgate.search.stepWeight`, "-0.5 is out of range: use a weight from 0 to 1 (0 ranks whole queries only"},
 			{`toolgate.search.vectorWeight`, "-0.1 is out of range"},
 			{`toolgate.telemetry.otlpEndpoint`, `"localhost:4318" is not an OTLP/HTTP endpoint`},
 		}},

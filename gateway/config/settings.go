@@ -12,7 +12,7 @@ import (
 // The keys of the toolgate section, per level. Unknown keys are errors.
 var (
 	settingsKeys  = []string{"connectTimeout", "callTimeout", "maxConcurrentConnects", "restart", "search", "learn", "embed", "http", "telemetry", "dataDir", "profiles", "management", "keysFile", "security", "audit", "limits"}
-	searchKeys    = []string{"mode", "keywordWeight", "vectorWeight", "defaultLimit", "maxLimit", "minConfidence"}
+	searchKeys    = []string{"mode", "keywordWeight", "vectorWeight", "defaultLimit", "maxLimit", "minConfidence", "stepWeight"}
 	learnKeys     = []string{"enabled"}
 	embedKeys     = []string{"variant", "modelDir", "ortLib", "threads"}
 	httpKeys      = []string{"addr", "allowedOrigins", "allowedHosts", "maxBodyBytes"}
@@ -96,6 +96,10 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 	if sd.has("minConfidence") {
 		v := sd.float("minConfidence")
 		s.Search.MinConfidence = &v
+	}
+	if sd.has("stepWeight") {
+		v := sd.float("stepWeight")
+		s.Search.StepWeight = &v
 	}
 
 	ld := d.object("learn", learnKeys)
@@ -232,6 +236,9 @@ func (s *Settings) validate() []*FieldError {
 	}
 	if c := s.Search.MinConfidence; c != nil && (!inUnit(*c) || math.IsNaN(*c)) {
 		bad("search.minConfidence", "%v is out of range: use a confidence from 0 to 1 (0 never answers noMatch; leave it out for the default)", *c)
+	}
+	if w := s.Search.StepWeight; w != nil && (!inUnit(*w) || math.IsNaN(*w)) {
+		bad("search.stepWeight", "%v is out of range: use a weight from 0 to 1 (0 ranks whole queries only; leave it out for the default)", *w)
 	}
 	if l := s.Search.MaxLimit; l < 0 || l > maxSearchLimit {
 		bad("search.maxLimit", "%d is out of range: use 1 to %d (or leave it out for the default)", l, maxSearchLimit)

@@ -35,7 +35,8 @@ func (g *Gateway) describeSearch() string {
 	} else {
 		b.WriteString(", across every connected MCP server.")
 	}
-	b.WriteString(" Describe the task in plain words (e.g. \"list the files in a directory\")." +
+	b.WriteString(" Describe the task in plain words (e.g. \"list the files in a directory\");" +
+		" a task of several steps can be sent whole (\"read notes.txt, then email it to Bob\"): each step's tools come up." +
 		" Returns the best matches, best first, each with its name (server__tool), description, inputSchema, annotations and score;" +
 		" \"readOnly\": true keeps the tools that change nothing, \"detail\": \"full\" puts each input schema in the text." +
 		" Then call execute_tool with one of those names.")

@@ -155,11 +155,7 @@ func TestSearchTools(t *testing.T) {
 		if res.IsError {
 			t.Fatalf("isError: %s", text(res))
 		}
-		b, _ := json.Marshal(res.StructuredContent)
-		var got SearchResult
-		if err := json.Unmarshal(b, &got); err != nil {
-			t.Fatal(err)
-		}
+		got := structured(t, res)
 		if len(got.Tools) != 2 || got.Mode != "hybrid" {
 			t.Fatalf("got %d tools, mode %q; want 2, hybrid", len(got.Tools), got.Mode)
 		}
@@ -212,15 +208,11 @@ func TestSearchTools(t *testing.T) {
 		if res.IsError {
 			t.Fatalf("isError: %s", text(res))
 		}
-		b, _ := json.Marshal(res.StructuredContent)
-		var got SearchResult
-		if err := json.Unmarshal(b, &got); err != nil {
-			t.Fatal(err)
-		}
+		got := structured(t, res)
 		if !got.NoMatch || len(got.Tools) != noMatchTools || got.Tools[0].Confidence != 0.04 {
 			t.Errorf("noMatch %v, %d tools, first confidence %v; want noMatch true, %d tools, 0.04", got.NoMatch, len(got.Tools), got.Tools[0].Confidence, noMatchTools)
 		}
-		if !strings.Contains(string(b), `"noMatch":true`) || !strings.Contains(string(b), `"confidence":0.04`) {
+		if b, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(b), `"noMatch":true`) || !strings.Contains(string(b), `"confidence":0.04`) {
 			t.Errorf("structuredContent %s lacks noMatch or confidence", b)
 		}
 		txt := text(res)
@@ -248,11 +240,8 @@ func TestSearchTools(t *testing.T) {
 			if res.IsError {
 				t.Fatalf("isError: %s", text(res))
 			}
+			got := structured(t, res)
 			b, _ := json.Marshal(res.StructuredContent)
-			var got SearchResult
-			if err := json.Unmarshal(b, &got); err != nil {
-				t.Fatal(err)
-			}
 			if len(got.Tools) != 2 || got.Tools[0].Clause != "" || got.Tools[1].Clause != step || strings.Count(string(b), `"clause"`) != 1 {
 				t.Errorf("%s: structuredContent %s, want the second tool's clause only", detail, b)
 			}

@@ -568,3 +568,16 @@ func searchTools(t *testing.T, ctx context.Context, cs *mcp.ClientSession, q str
 	}
 	return out, res
 }
+
+// searchFinds asks search_tools for q (top 5) and fails the test at once
+// unless tool is among the answers.
+func searchFinds(t *testing.T, ctx context.Context, cs *mcp.ClientSession, q, tool string) {
+	t.Helper()
+	ans, _ := searchTools(t, ctx, cs, q, 5)
+	for _, x := range ans.Tools {
+		if x.Name == tool {
+			return
+		}
+	}
+	t.Fatalf("search_tools(%q) did not return %s: %+v", q, tool, ans.Tools)
+}

@@ -40,14 +40,7 @@ func TestLearningFromUseEndToEnd(t *testing.T) {
 	}
 
 	ctx, cs := serve()
-	ans, _ := searchTools(t, ctx, cs, query, 5)
-	found := false
-	for _, tl := range ans.Tools {
-		found = found || tl.Name == tool
-	}
-	if !found {
-		t.Fatalf("search_tools(%q) did not return %s: %+v", query, tool, ans.Tools)
-	}
+	searchFinds(t, ctx, cs, query, tool)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{
 		"name": tool, "arguments": map[string]any{"entities": []any{map[string]any{"name": "Alice", "entityType": "person", "observations": []any{"works at Acme"}}}},
 	}})

@@ -690,14 +690,7 @@ func TestSecondGatewayOnSameDataFolder(t *testing.T) {
 	ctxC, csC := connectStdio(t, toolgateCmd(t, data, "serve", "--config", cfg), 3*time.Minute)
 	const query, tool = "list the folders this server may access", "filesystem__list_allowed_directories"
 	record := func() {
-		ans, _ := searchTools(t, ctxC, csC, query, 5)
-		found := false
-		for _, x := range ans.Tools {
-			found = found || x.Name == tool
-		}
-		if !found {
-			t.Fatalf("search_tools(%q) did not return %s: %+v", query, tool, ans.Tools)
-		}
+		searchFinds(t, ctxC, csC, query, tool)
 		if res := executeTool(t, ctxC, csC, tool, map[string]any{}); res.IsError {
 			t.Fatalf("execute_tool %s: %s", tool, resultText(res))
 		}

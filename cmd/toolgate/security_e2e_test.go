@@ -196,11 +196,10 @@ func TestSecurityDoneWhen(t *testing.T) {
 		t.Errorf("the removed server's tools are still found: %v", got)
 	}
 
-	// The audit log holds the decisions.
-	recs := auditRecords(t, data, audit.Filter{}, func(rs []audit.Record) bool {
-		return slices.ContainsFunc(rs, func(r audit.Record) bool { return r.Action == "tools approve" })
-	})
-	for _, want := range []struct{ key, tool, decision string }{
+	// The audit log holds the decisions (a call's record is written as the
+	// call ends, so wait until all of them are there).
+	type wantRecord struct{ key, tool, decision string }
+	wants := []wantRecord{
 		{"admin", "poison__notes", audit.Quarantined},
 		{"admin", "poison__weather", audit.Quarantined},
 		{"kg-reader", "filesystem__list_directory", audit.Denied},
@@ -209,12 +208,19 @@ func TestSecurityDoneWhen(t *testing.T) {
 		{"", "poison__weather", audit.Allowed}, // tools approve, from the command line
 		{"ops", "toolgate__remove_server", audit.Denied},
 		{"admin", "toolgate__remove_server", audit.Allowed},
-	} {
-		if !slices.ContainsFunc(recs, func(r audit.Record) bool {
+	}
+	has := func(recs []audit.Record, want wantRecord) bool {
+		return slices.ContainsFunc(recs, func(r audit.Record) bool {
 			return r.Key == want.key && (r.Tool == want.tool || r.Action == want.tool) && r.Decision == want.decision
-		}) {
-			t.Errorf("no audit record %+v", want)
-		}
+		})
+	}
+	var missing []wantRecord
+	if !testenv.Poll(testenv.Timeout, func() bool {
+		recs := readAudit(t, data, audit.Filter{})
+		missing = slices.DeleteFunc(slices.Clone(wants), func(w wantRecord) bool { return has(recs, w) })
+		return len(missing) == 0
+	}) {
+		t.Errorf("no audit record for %+v", missing)
 	}
 
 	// The canary is in no file of the data folder and in no log.

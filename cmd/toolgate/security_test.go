@@ -310,14 +310,21 @@ func auditRecords(t *testing.T, dataDir string, f audit.Filter, ok func([]audit.
 	t.Helper()
 	var recs []audit.Record
 	testenv.Eventually(t, "the audit records", func() bool {
-		rd := audit.NewReader(dirs.Audit(dataDir), 0, f)
-		defer rd.Close()
-		var err error
-		if recs, err = rd.Tail(0); err != nil {
-			t.Fatal(err)
-		}
+		recs = readAudit(t, dataDir, f)
 		return ok(recs)
 	})
+	return recs
+}
+
+// readAudit reads the audit log's records that f lets through.
+func readAudit(t *testing.T, dataDir string, f audit.Filter) []audit.Record {
+	t.Helper()
+	rd := audit.NewReader(dirs.Audit(dataDir), 0, f)
+	defer rd.Close()
+	recs, err := rd.Tail(0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return recs
 }
 

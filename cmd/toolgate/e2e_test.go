@@ -167,6 +167,18 @@ func TestEndToEnd(t *testing.T) {
 		cmd := toolgateCmd(t, dataDir, "serve", "--config", cfgPath)
 		cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
 		ctx, cs := connectStdio(t, cmd, 3*time.Minute)
+		// First, while nothing is learned yet (the calls below teach the
+		// gateway): a request of two steps brings up the second step's
+		// tool too, marked with the clause that found it (search/steps.go).
+		const twoSteps = "store a new entity in the knowledge graph and then list the files in a directory"
+		steps, _ := searchTools(t, ctx, cs, twoSteps, 5)
+		found := false
+		for _, x := range steps.Tools {
+			found = found || x.Name == "filesystem__list_directory" && strings.Contains(x.Clause, "list the files in a directory")
+		}
+		if len(steps.Tools) == 0 || steps.Tools[0].Name != "memory__create_entities" || !found {
+			t.Errorf("search_tools(%q) = %+v, want memory__create_entities first and filesystem__list_directory with its clause", twoSteps, steps.Tools)
+		}
 		exerciseGateway(t, ctx, cs)
 	})
 
@@ -550,7 +562,7 @@ func TestToolListChangeReachesSearch(t *testing.T) {
 // searchAnswer is the part of search_tools' structured answer the tests read.
 type searchAnswer struct {
 	Mode  string
-	Tools []struct{ Name, Unavailable string }
+	Tools []struct{ Name, Unavailable, Clause string }
 }
 
 // searchTools calls search_tools (callSearch) and decodes its structured

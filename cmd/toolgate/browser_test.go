@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +96,24 @@ func TestConsoleInBrowser(t *testing.T) {
 	eval("the page's URL", `location.pathname + location.search`, &url)
 	if !strings.Contains(url, "q=list+the+files+in+a+directory") {
 		t.Errorf("the page's URL after a search is %q, want a deep link with the query", url)
+	}
+	var heads []string
+	eval("the score columns", `[...document.querySelectorAll("#search-head th")].map(th => th.textContent)`, &heads)
+	if !slices.Contains(heads, "Confidence") {
+		t.Errorf("playground columns %v, want Confidence among them", heads)
+	}
+	// A request of two steps: the second step's tool says which step found it.
+	const twoSteps = "store a new entity in the knowledge graph and then list the files in a directory"
+	step := `#search-rows tr[data-tool="filesystem__list_directory"] .clause`
+	do("search a request of two steps",
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("#q").value = ""`),
+		chromedp.SendKeys(`#q`, twoSteps),
+		chromedp.Click(`#search-form button[type=submit]`),
+		chromedp.WaitVisible(step))
+	var clause string
+	eval("the step's clause", `document.querySelector('`+step+`').textContent`, &clause)
+	if !strings.Contains(clause, "list the files in a directory") {
+		t.Errorf("filesystem__list_directory's step %q, want the clause that found it", clause)
 	}
 
 	// The restart button: memory comes back up with another process.

@@ -279,10 +279,13 @@ func (c *Console) serveState(w http.ResponseWriter, _ *http.Request) {
 // SearchAnswer is a playground search: the ranked tools with every score
 // the ranker gave them.
 type SearchAnswer struct {
-	Query  string  `json:"query"`
-	Mode   string  `json:"mode"` // the mode that ranked them
-	Tools  []Hit   `json:"tools"`
-	TookMS float64 `json:"tookMs"`
+	Query string `json:"query"`
+	Mode  string `json:"mode"` // the mode that ranked them
+	Tools []Hit  `json:"tools"`
+	// NoMatch: no tool reaches minConfidence (search_tools would answer
+	// "noMatch" with the closest few).
+	NoMatch bool    `json:"noMatch,omitempty"`
+	TookMS  float64 `json:"tookMs"`
 }
 
 // Hit is one ranked tool and its score breakdown.
@@ -295,7 +298,10 @@ type Hit struct {
 	Vector      float64 `json:"vector"`  // normalised cosine
 	BM25        float64 `json:"bm25"`    // raw
 	Cosine      float64 `json:"cosine"`  // raw
-	Unavailable string  `json:"unavailable,omitempty"`
+	Confidence  float64 `json:"confidence"`
+	// Clause is the step of the query that found the tool (search/steps.go).
+	Clause      string `json:"clause,omitempty"`
+	Unavailable string `json:"unavailable,omitempty"`
 }
 
 // searchParams reads q, mode, limit and server; an error says which is
@@ -324,12 +330,13 @@ func (c *Console) search(ctx context.Context, q search.Query) (*SearchAnswer, er
 	if err != nil {
 		return nil, err
 	}
-	a := &SearchAnswer{Query: q.Text, Mode: string(res.Mode), Tools: make([]Hit, 0, len(res.Hits)),
+	a := &SearchAnswer{Query: q.Text, Mode: string(res.Mode), Tools: make([]Hit, 0, len(res.Hits)), NoMatch: res.NoMatch,
 		TookMS: float64(time.Since(start).Microseconds()) / 1000}
 	for _, h := range res.Hits {
 		a.Tools = append(a.Tools, Hit{
 			Name: h.Tool.ID(), Server: h.Tool.Server, Description: h.Tool.Description,
 			Score: h.Score, Keyword: h.Keyword, Vector: h.Vector, BM25: h.BM25, Cosine: h.Cosine,
+			Confidence: h.Confidence, Clause: h.Clause,
 			Unavailable: c.o.Unavailable(h.Tool.Server),
 		})
 	}

@@ -38,14 +38,17 @@ func (fakeCatalog) Search(_ context.Context, q search.Query) (search.Result, err
 	var hits []search.Hit
 	for i, t := range tools {
 		if strings.Contains(strings.ToLower(t.Description), strings.Fields(strings.ToLower(q.Text))[0]) {
-			hits = append(hits, search.Hit{Tool: t, Score: 1 / float64(i+1), Keyword: 0.5, Vector: 0.25, BM25: 3, Cosine: 0.7})
+			hits = append(hits, search.Hit{Tool: t, Score: 1 / float64(i+1), Keyword: 0.5, Vector: 0.25, BM25: 3, Cosine: 0.7, Confidence: 0.04})
 		}
+	}
+	if len(hits) > 0 && strings.Contains(q.Text, ", then ") {
+		hits[0].Clause = q.Text[strings.Index(q.Text, ", then ")+2:]
 	}
 	mode := q.Mode
 	if mode == "" {
 		mode = search.ModeHybrid
 	}
-	return search.Result{Hits: hits, Mode: mode}, nil
+	return search.Result{Hits: hits, Mode: mode, NoMatch: len(hits) > 0}, nil
 }
 
 func (fakeCatalog) Tool(id string) (catalog.Tool, bool) {
@@ -257,8 +260,12 @@ func TestAPI(t *testing.T) {
 	}
 	var ans SearchAnswer
 	get("/ui/api/search?q=create&limit=3&mode=vector", 200, &ans)
-	if ans.Mode != "vector" || len(ans.Tools) != 1 || ans.Tools[0].Unavailable != "it is down" {
+	if ans.Mode != "vector" || len(ans.Tools) != 1 || ans.Tools[0].Unavailable != "it is down" || ans.Tools[0].Confidence != 0.04 || !ans.NoMatch || ans.Tools[0].Clause != "" {
 		t.Errorf("search %+v", ans)
+	}
+	get("/ui/api/search?q=create%20things,%20then%20list%20them", 200, &ans)
+	if len(ans.Tools) != 1 || ans.Tools[0].Clause != "then list them" {
+		t.Errorf("search of two steps %+v, want the clause on the hit", ans)
 	}
 	var st State
 	get("/ui/api/state", 200, &st)

@@ -137,11 +137,10 @@ async function restart(name) {
 
 // ---- search playground ----
 
-// Score columns, shown when some hit has the field (confidence and learned
-// come with rankers that give them).
+// Score columns, shown when some hit has the field.
 const scoreColumns = [
   ["score", "Score"], ["keyword", "Keyword"], ["vector", "Vector"],
-  ["confidence", "Confidence"], ["learned", "Learned"], ["bm25", "BM25 (raw)"], ["cosine", "Cosine (raw)"],
+  ["confidence", "Confidence"], ["bm25", "BM25 (raw)"], ["cosine", "Cosine (raw)"],
 ];
 
 function renderSearch(ans) {
@@ -152,10 +151,12 @@ function renderSearch(ans) {
     el("td", { class: "num" }, i + 1),
     el("td", {}, el("code", {}, t.name),
       t.unavailable ? el("div", { class: "unavailable" }, "unavailable: " + t.unavailable) : null,
+      t.clause ? el("div", { class: "clause" }, "for the step “" + t.clause + "”") : null,
       el("div", { class: "muted" }, t.description)),
     ...cols.map(([k]) => el("td", { class: "num" }, typeof t[k] === "number" ? t[k].toFixed(3) : "")))));
   $("search-table").hidden = false;
-  $("search-summary").textContent = ans.tools.length + " tools for “" + ans.query + "” (mode " + ans.mode + ", " + ans.tookMs.toFixed(1) + " ms)";
+  $("search-summary").textContent = ans.tools.length + " tools for “" + ans.query + "” (mode " + ans.mode + ", " + ans.tookMs.toFixed(1) + " ms)" +
+    (ans.noMatch ? ": no tool reaches the minimum confidence (search_tools answers noMatch), these are only the closest" : "");
 }
 
 function searchURL(params) {

@@ -20,10 +20,11 @@ import "math"
 // whole query's alone: 12.01·cosine + 2.68·coverage − 7.16). Fitted on one
 // half of the queries (scripts/split-queries.py) and measured on the
 // other, both ways, the top hits that score 0.1–0.2 are relevant 31 / 34 %
-// of the time, 0.4–0.5 60 / 65 %, 0.9–1 93 / 95 %. The parts are embedded
-// only when the whole query leaves every hit below MinConfidence (they can
-// only raise a confidence), so the hits of a query that passes carry the
-// whole query's confidence. Without vectors (BM25 only) coverage alone
+// of the time, 0.4–0.5 60 / 65 %, 0.9–1 93 / 95 %. A query of two parts or
+// more has them embedded anyway, for the steps (steps.go); otherwise its
+// one part is embedded only when the whole query leaves every hit below
+// MinConfidence (a part can only raise a confidence), so the hits of such
+// a query that passes carry the whole query's confidence. Without vectors (BM25 only) coverage alone
 // decides: 1 / (1 + e^−(6.47·coverage − 2.24)). A hit the query names
 // exactly has confidence 1.
 //
@@ -34,15 +35,17 @@ import "math"
 //
 //	minConfidence   azure-mcp catalog                  metatool catalog
 //	                false abstain / lost / abstain     false abstain / lost / abstain
-//	0.05            0.000 / 0.000 / 0.661              0.014 / 0.002 / 0.517
-//	0.07            0.000 / 0.000 / 0.776              0.030 / 0.006 / 0.638
-//	0.09 (default)  0.000 / 0.000 / 0.847              0.049 / 0.011 / 0.716
-//	0.10            0.000 / 0.000 / 0.868              0.060 / 0.016 / 0.746
-//	0.12            0.000 / 0.000 / 0.904              0.081 / 0.023 / 0.789
-//	0.15            0.000 / 0.000 / 0.932              0.114 / 0.036 / 0.828
-//	0.20            0.000 / 0.000 / 0.957              0.177 / 0.065 / 0.862
+//	0.05            0.000 / 0.000 / 0.651              0.013 / 0.002 / 0.513
+//	0.07            0.000 / 0.000 / 0.769              0.029 / 0.005 / 0.638
+//	0.09 (default)  0.000 / 0.000 / 0.842              0.046 / 0.011 / 0.716
+//	0.10            0.000 / 0.000 / 0.864              0.056 / 0.015 / 0.746
+//	0.12            0.000 / 0.000 / 0.900              0.074 / 0.020 / 0.789
+//	0.15            0.000 / 0.000 / 0.929              0.105 / 0.033 / 0.828
+//	0.20            0.000 / 0.000 / 0.956              0.164 / 0.059 / 0.862
 //
-// (Before round 8, the default 0.10 gave 0.000 / 0.000 / 0.892 and
+// (With the steps, whose parts' tools join the hits; before them the
+// default gave 0.000 / 0.000 / 0.847 and 0.049 / 0.011 / 0.716; before
+// round 8, the default 0.10 gave 0.000 / 0.000 / 0.892 and
 // 0.098 / 0.024 / 0.642.) No single threshold gives both catalogs an
 // abstain rate of 0.8 with at most 2 % false abstains: metatool's own
 // queries include many vague ones ("Can you tell me about the theory of
@@ -60,7 +63,11 @@ import "math"
 // (before round 7, a logistic regression over such signals, fitted on
 // half the queries of both pairings, did no better on the other half, and
 // a gradient-boosted classifier fitted to the metatool pairing alone
-// reached 35 %). The default keeps azure-mcp above 0.8 with margin
+// reached 35 %; after round 8, logistic regressions and gradient-boosted
+// trees over the best cosine, coverage, raw BM25, whether BM25 and the
+// cosine agree on the first tool, the known share, the top-1 to top-2 gap
+// and the query's length, fitted on one half and scored on the other,
+// reached 71 / 55 % at most). The default keeps azure-mcp above 0.8 with margin
 // and halves round 7's false abstains on metatool. A NoMatch answer still
 // lists the closest tools.
 const (

@@ -407,12 +407,16 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 
 	// A query that asks for several things ("… and then …") is also
 	// ranked clause by clause (see steps.go); the clauses are embedded
-	// beside the whole query, in one batch of their own.
-	var parts []string
+	// beside the whole query, in one batch of their own. allParts serve
+	// the confidence too (parts.go); parts are those the steps rank.
+	var allParts, parts []string
 	var partc chan partVectors
+	if embc != nil {
+		allParts = QueryParts(text)
+	}
 	if embc != nil && mode == ModeHybrid && e.opts.StepWeight > 0 {
-		if p := QueryParts(text); len(p) >= minStepParts {
-			parts = p
+		if len(allParts) >= minStepParts {
+			parts = allParts
 			partc = make(chan partVectors, 1)
 			go func() {
 				vecs, err := e.embedParts(ctx, st, parts)
@@ -515,7 +519,9 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	span.End()
 
 	var partVecs [][]float32
+	partsEmbedded := false // the parts' embedding was tried, for the steps
 	if partc != nil && mode == ModeHybrid {
+		partsEmbedded = true
 		pv := <-partc
 		partc = nil
 		switch {
@@ -554,22 +560,20 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	}
 	res := Result{Hits: hits, Mode: mode, Known: kwRes.Known()}
 	res.NoMatch = e.noMatch(hits)
-	if res.NoMatch && qorig != nil && partVecs == nil {
+	if res.NoMatch && qorig != nil && !partsEmbedded && len(allParts) > 0 {
 		// The query's parts can only raise a confidence, so unless they
 		// were embedded for the steps above, they are embedded only when
 		// the whole query leaves every hit short of the threshold (see
 		// parts.go): a query that passes costs no extra embedding, and its
 		// hits' confidences are those of the whole query.
-		if p := QueryParts(text); len(p) > 0 {
-			vecs, err := e.embedParts(ctx, st, p)
-			if err != nil {
-				if ctx.Err() == nil {
-					e.log.Warn("embed query parts failed; confidence from the whole query", "err", err)
-				}
-			} else {
-				raiseConfidence(ix, lm, hits, cosines, vecs)
-				res.NoMatch = e.noMatch(hits)
+		vecs, err := e.embedParts(ctx, st, allParts)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.Warn("embed query parts failed; confidence from the whole query", "err", err)
 			}
+		} else {
+			raiseConfidence(ix, lm, hits, cosines, vecs)
+			res.NoMatch = e.noMatch(hits)
 		}
 	}
 	return res, nil

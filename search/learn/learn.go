@@ -1,9 +1,10 @@
 // Package learn owns what toolgate learns from use: the (query, tool) pairs
 // recorded when a session runs a tool that a recent search returned. They
 // live in a Badger store in the data folder (learn/), survive restarts and
-// re-indexes, age (a pair's weight halves every HalfLife since it was last
-// seen), are capped per tool, and are forgotten on request (Reset) or when
-// the tool's definition changes materially (Sync). The ranker reads them
+// re-indexes, age (a pair's weight halves every HalfLife of the store's
+// clock since it was last seen; see Store), are capped per tool, and are
+// forgotten on request (Reset) or when the tool's definition changes
+// materially (Sync). The ranker reads them
 // through search.Usage; a Store implements it and the gateway's Learner.
 //
 // Only the query text, the tool's namespaced name, how often and when the
@@ -43,6 +44,10 @@ const (
 	MaxQueryLen = 500
 	// DefaultHalfLife is Options.HalfLife's default.
 	DefaultHalfLife = 90 * 24 * time.Hour
+	// MaxClockStep is the most the store's clock moves at one record: a
+	// pause in use, or the wall clock set forward, ages the pairs by at
+	// most this much.
+	MaxClockStep = 7 * 24 * time.Hour
 	// minWeight: a pair whose weight fell below this (about five half-lives
 	// unseen) is deleted.
 	minWeight = 0.03
@@ -75,6 +80,13 @@ type Options struct {
 type Storage = storage.Gate
 
 // Store holds the learned pairs. It is safe for concurrent use.
+//
+// Pairs age on the store's own clock, not the wall clock: the time of the
+// newest record. A record moves it to the wall clock's time, by at most
+// MaxClockStep, and never back. So a wall clock set forward (by any amount)
+// ages the pairs by at most a week, set back it stops the aging until it
+// catches up, and the weeks a gateway sits unused do not age what it
+// learned; in steady use the store's clock follows the wall clock.
 type Store struct {
 	db       *badger.DB
 	dir      string
@@ -87,6 +99,9 @@ type Store struct {
 	st       Storage
 
 	gen atomic.Uint64 // bumped on every change
+
+	clockMu sync.Mutex
+	clock   int64 // unix seconds of the newest record (0: none yet)
 
 	mu    sync.Mutex
 	pairs []search.UsagePair // cached Pairs() of generation cacheGen
@@ -183,6 +198,11 @@ func Open(dir string, opts *Options) (*Store, error) {
 		s.dirInfo, _ = os.Stat(dir)
 	}
 	if err := s.checkFormat(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("learned pairs %s: %w (delete the folder to start over)", dir, err)
+	}
+	err = s.eachPair(pfxPair, func(_ []byte, _, _ string, v pairValue) { s.clock = max(s.clock, v.last) })
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("learned pairs %s: %w (delete the folder to start over)", dir, err)
 	}
@@ -311,7 +331,9 @@ type Pair struct {
 // Add records pairs, seen now (a pair already stored counts once more).
 // defs, when it holds a pair's tool, gives the definition to keep for it.
 func (s *Store) Add(pairs []Pair, defs map[string]catalog.Tool) error {
-	now := s.now().Unix()
+	s.clockMu.Lock()
+	defer s.clockMu.Unlock()
+	now := s.stamp()
 	touched := map[string]bool{}
 	err := s.update(func(txn *badger.Txn) error {
 		for _, p := range pairs {
@@ -358,6 +380,9 @@ func (s *Store) Add(pairs []Pair, defs map[string]catalog.Tool) error {
 	})
 	if err != nil {
 		return fmt.Errorf("record learned pairs: %w", err)
+	}
+	if len(touched) > 0 {
+		s.clock = max(s.clock, now)
 	}
 	for tool := range touched {
 		if err := s.capTool(tool); err != nil {
@@ -420,9 +445,22 @@ func (s *Store) eachPair(prefix string, fn func(key []byte, tool, query string, 
 	})
 }
 
-// weight of a pair seen last at unix time last.
+// stamp returns the store's time for a record now: the wall clock's, at
+// most MaxClockStep past the newest record and never before it. The caller
+// holds clockMu.
+func (s *Store) stamp() int64 {
+	now := s.now().Unix()
+	if s.clock != 0 {
+		now = min(max(now, s.clock), s.clock+int64(MaxClockStep/time.Second))
+	}
+	return now
+}
+
+// weight of a pair seen last at unix time last, on the store's clock.
 func (s *Store) weight(last int64) float64 {
-	age := s.now().Sub(time.Unix(last, 0))
+	s.clockMu.Lock()
+	age := time.Duration(s.clock-last) * time.Second
+	s.clockMu.Unlock()
 	if age < 0 {
 		age = 0
 	}

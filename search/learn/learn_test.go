@@ -63,13 +63,73 @@ func TestRecordPairsAndDecay(t *testing.T) {
 	if w := got["github__create_issue | file a bug"]; w != 1 {
 		t.Errorf("a pair seen again weighs %v, want 1", w)
 	}
-	// Six half-lives unseen: the pair is deleted at the next Sync.
+	// Time passes on the store's clock, which records move: six days
+	// without one age nothing.
 	c.t = c.t.Add(6 * 24 * time.Hour)
 	if _, err := s.Sync(nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := pairsOf(s); len(got) != 0 {
-		t.Errorf("decayed pairs kept: %v", got)
+	if got := pairsOf(s); len(got) != 2 {
+		t.Errorf("pairs aged with no record since: %v", got)
+	}
+	// A record six days on leaves both pairs six half-lives or more
+	// unseen: they are deleted at the next Sync.
+	s.Record("open a ticket", issue)
+	if _, err := s.Sync(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := pairsOf(s); len(got) != 1 || got["github__create_issue | open a ticket"] != 1 {
+		t.Errorf("after six half-lives: %v, want only the new pair", got)
+	}
+}
+
+// The wall clock set forward by any amount ages the pairs by at most
+// MaxClockStep, set back it ages nothing; the store's clock survives a
+// restart (issue: a clock set 15 months forward deleted every pair at the
+// next catalog sync).
+func TestClockJumps(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Unix(1_700_000_000, 0)
+	c := &clock{t0}
+	openDefault := func() *Store {
+		s, err := Open(dir, &Options{Now: c.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := openDefault()
+	s.Record("read my notes file", readFile)
+
+	c.t = t0.Add(450 * 24 * time.Hour) // five half-lives forward
+	if _, err := s.Sync([]catalog.Tool{readFile, issue}); err != nil {
+		t.Fatal(err)
+	}
+	if w := pairsOf(s)["fs__read_file | read my notes file"]; w != 1 {
+		t.Fatalf("after the clock jumped forward, with no record since: weight %v, want 1", w)
+	}
+	s.Record("file a bug", issue) // recorded while the clock is wrong
+	if _, err := s.Sync([]catalog.Tool{readFile, issue}); err != nil {
+		t.Fatal(err)
+	}
+	want := math.Exp2(-float64(MaxClockStep) / float64(DefaultHalfLife))
+	if w := pairsOf(s)["fs__read_file | read my notes file"]; math.Abs(w-want) > 1e-9 {
+		t.Fatalf("a record after the jump: the older pair weighs %v, want %v (aged by MaxClockStep only)", w, want)
+	}
+
+	c.t = t0.Add(time.Hour) // the clock set right again
+	s.Record("open a ticket", issue)
+	got := pairsOf(s)
+	if len(got) != 3 || got["github__create_issue | open a ticket"] != 1 || got["github__create_issue | file a bug"] != 1 {
+		t.Fatalf("after the clock was set back: %v; want three pairs, the two newest at weight 1", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openDefault()
+	defer s.Close()
+	if again := pairsOf(s); fmt.Sprint(again) != fmt.Sprint(got) {
+		t.Errorf("reopened: %v, want %v", again, got)
 	}
 }
 

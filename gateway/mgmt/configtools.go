@@ -32,16 +32,15 @@ func (e *deniedError) Error() string { return e.msg }
 func (e *deniedError) Unwrap() error { return policy.ErrDenied }
 
 // mayChange returns the refusal of a config change by c (a deniedError),
-// or nil. The refusal comes before anything is read, written or started.
+// or nil. The refusal comes before anything is read, written or started;
+// the gateway logs it with the other denied calls ("tool call denied").
 func (s *Server) mayChange(c *policy.Caller, tool string) error {
 	if !s.rt.Config().Toolgate.Management.AllowConfigChanges {
-		s.log.Warn("config change refused: toolgate.management.allowConfigChanges is off", "tool", tool, "caller", c.String())
 		return &deniedError{fmt.Sprintf("%s__%s is refused: changing the gateway's config from a client is turned off. A client that can add a server "+
 			"can make the gateway run any program, so this needs \"toolgate\": {\"management\": {\"allowConfigChanges\": true}} in the config file, "+
 			"and a client on stdio or with an admin API key. Ask the user to edit the config file or to run `toolgate servers add|remove`.", Name, tool)}
 	}
 	if !c.MayChangeConfig() {
-		s.log.Warn("config change refused: the caller is neither on stdio nor an admin", "tool", tool, "caller", c.String())
 		return &deniedError{fmt.Sprintf("%s__%s is refused for this client (%s): config changes are allowed only for a client on stdio or one with an admin API key. "+
 			"Ask the user to edit the config file or to run `toolgate servers add|remove`.", Name, tool, c.String())}
 	}

@@ -274,10 +274,8 @@ func runLearn(_ context.Context, g *globals, f *learnFlags, out io.Writer) error
 				pairs = append(pairs, learn.Pair{Query: q.Query, Tool: id})
 			}
 		}
-		for start := 0; start < len(pairs); start += 1000 {
-			if err := store.Add(pairs[start:min(start+1000, len(pairs))], defs); err != nil {
-				return err
-			}
+		if err := store.Add(pairs, defs); err != nil {
+			return err
 		}
 		n, tools := store.Stats()
 		fmt.Fprintf(out, "recorded %d pairs from %s; the store holds %d pairs for %d tools\n", len(pairs), f.queries, n, tools)

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -328,13 +329,42 @@ type Pair struct {
 	Tool  string // server__tool
 }
 
+// addBatch is how many pairs Add writes in one transaction (Badger's
+// transactions hold only so many writes; a whole log fails as one).
+const addBatch = 1000
+
 // Add records pairs, seen now (a pair already stored counts once more).
 // defs, when it holds a pair's tool, gives the definition to keep for it.
+// Pairs are written addBatch at a time: on an error, the batches before it
+// are kept.
 func (s *Store) Add(pairs []Pair, defs map[string]catalog.Tool) error {
 	s.clockMu.Lock()
 	defer s.clockMu.Unlock()
 	now := s.stamp()
 	touched := map[string]bool{}
+	var err error
+	for start := 0; start < len(pairs) && err == nil; start += addBatch {
+		err = s.addBatch(pairs[start:min(start+addBatch, len(pairs))], defs, now, touched)
+	}
+	if err != nil {
+		err = fmt.Errorf("record learned pairs: %w", err)
+	}
+	for tool := range touched {
+		if cerr := s.capTool(tool); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	if len(touched) > 0 {
+		s.clock = max(s.clock, now)
+		s.gen.Add(1)
+	}
+	return err
+}
+
+// addBatch writes pairs seen at now in one transaction and adds their
+// tools to touched once it is committed.
+func (s *Store) addBatch(pairs []Pair, defs map[string]catalog.Tool, now int64, touched map[string]bool) error {
+	done := map[string]bool{}
 	err := s.update(func(txn *badger.Txn) error {
 		for _, p := range pairs {
 			q := normQuery(p.Query)
@@ -374,25 +404,14 @@ func (s *Store) Add(pairs []Pair, defs map[string]catalog.Tool) error {
 					return err
 				}
 			}
-			touched[p.Tool] = true
+			done[p.Tool] = true
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("record learned pairs: %w", err)
+	if err == nil {
+		maps.Copy(touched, done)
 	}
-	if len(touched) > 0 {
-		s.clock = max(s.clock, now)
-	}
-	for tool := range touched {
-		if err := s.capTool(tool); err != nil {
-			return err
-		}
-	}
-	if len(touched) > 0 {
-		s.gen.Add(1)
-	}
-	return nil
+	return err
 }
 
 // capTool deletes tool's least recently seen queries beyond

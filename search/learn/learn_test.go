@@ -299,3 +299,20 @@ func TestStorageFaults(t *testing.T) {
 		t.Errorf("Open on a refusing folder = %v, want the refusal", err)
 	}
 }
+
+// A log larger than one Badger transaction holds is added whole (eval
+// --learn-from with all of metatool's queries failed: "Txn is too big").
+func TestAddLargeLog(t *testing.T) {
+	s := open(t, "", &clock{time.Unix(1_700_000_000, 0)})
+	defer s.Close()
+	var pairs []Pair
+	for i := range 50 * addBatch / 10 {
+		pairs = append(pairs, Pair{Query: fmt.Sprintf("a query of a log, number %d, long enough to weigh something", i), Tool: fmt.Sprintf("srv__tool_%d", i%100)})
+	}
+	if err := s.Add(pairs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n, tools := s.Stats(); n != len(pairs) || tools != 100 {
+		t.Errorf("stored %d pairs for %d tools, want %d for 100", n, tools, len(pairs))
+	}
+}

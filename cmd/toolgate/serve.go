@@ -111,6 +111,15 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	// A client that closes the read end of our stdout or stderr (it quit,
+	// or it never reads stderr) must not kill the gateway with SIGPIPE at
+	// its next reply or log line: Go's default for fds 1 and 2. Caught
+	// rather than ignored, so that backends do not inherit SIG_IGN: a write
+	// then fails with EPIPE, a lost log line, or a broken stdio transport
+	// that ends the session and stops the gateway cleanly.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
 	cfg, docs, err := g.readConfigs(f.configs)
 	if err != nil {
 		return err

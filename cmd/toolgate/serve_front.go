@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -83,7 +85,14 @@ func (fr *front) serve(ctx context.Context) error {
 	fr.log.Info("gateway ready", "servers", len(fr.cfg.Servers()), "tools", fr.lv.Stats().CatalogTools, "warm", fr.warm, "startup", time.Since(fr.start).Round(time.Millisecond))
 
 	if fr.ln == nil {
-		return gw.ServeStdioFrom(ctx, fr.stdin)
+		err := gw.ServeStdioFrom(ctx, fr.stdin)
+		if errors.Is(err, syscall.EPIPE) {
+			// The client closed its end of our stdout: it is gone, as when
+			// it closes stdin. A stop, not a failure.
+			fr.log.Info("the stdio client closed stdout: stopping")
+			return nil
+		}
+		return err
 	}
 	h := gw.HTTPHandler(&gateway.HTTPOptions{
 		AllowedHosts:   fr.cfg.Toolgate.HTTP.AllowedHosts,

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// The tests of this file make the faults of the README's "Other faults"
+// list that storage_test.go does not: an MCP client that closes its end of
+// the gateway's stderr or stdout.
+
+// TestClientClosesStderr: a client that stops reading the gateway's stderr
+// and closes its end (some MCP clients never read it) used to kill the
+// gateway with SIGPIPE at its next log line. It keeps serving: the log line
+// is lost, the requests are answered, and its stop is clean.
+func TestClientClosesStderr(t *testing.T) {
+	addr := freeAddr(t)
+	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil), "--http", addr)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited, hungUp := make(chan struct{}), make(chan struct{})
+	go func() {
+		// Read the log until the gateway serves, then hang up.
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			t.Logf("toolgate: %s", sc.Text())
+			if strings.Contains(sc.Text(), "serving MCP over streamable HTTP") {
+				break
+			}
+		}
+		stderr.Close()
+		close(hungUp)
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	waitHealthy(t, "http://"+addr+"/healthz", 3*time.Minute)
+	select {
+	case <-hungUp:
+	case <-time.After(testenv.Timeout):
+		t.Fatal("the gateway never logged that it serves")
+	}
+	// Two reloads: each logs one line before it is counted, so once the
+	// second is counted the first line met the closed pipe.
+	for i := range 2 {
+		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, addr, "the SIGHUP reload counted", func(s live.Stats) bool { return s.ReloadGeneration >= uint64(i+1) })
+	}
+	if rep := getStatus(t, addr); rep.Up != 1 {
+		t.Errorf("after log lines to a closed stderr: %d backends up, want 1", rep.Up)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(testenv.Timeout):
+		t.Fatal("the gateway did not exit after SIGTERM")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit %v after SIGTERM with stderr closed, want status 0", cmd.ProcessState)
+	}
+}
+
+// TestStdioClientClosesStdout: a stdio client that closes its end of the
+// gateway's stdout while stdin stays open is gone, as one that closes stdin
+// is: the gateway stops cleanly (exit 0, saying why) at its next reply,
+// where it used to die of SIGPIPE.
+func TestStdioClientClosesStdout(t *testing.T) {
+	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil))
+	var logs testenv.LogBuffer
+	cmd.Stderr = io.MultiWriter(&logs, &testLogWriter{t: t, prefix: "toolgate: "})
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	send := func(msg string) {
+		t.Helper()
+		if _, err := io.WriteString(stdin, msg+"\n"); err != nil {
+			t.Fatalf("write to the gateway's stdin: %v", err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"hangup","version":"1"}}}`)
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.Contains(line, `"id":1`) {
+		t.Fatalf("initialize: %q, %v", line, err)
+	}
+	stdout.Close()
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	select {
+	case <-exited:
+	case <-time.After(testenv.Timeout):
+		t.Fatalf("the gateway did not stop after its client closed stdout:\n%s", logs.String())
+	}
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() || ws.ExitStatus() != 0 {
+		t.Errorf("exit %v after the client closed stdout, want status 0:\n%s", cmd.ProcessState, logs.String())
+	}
+	if !strings.Contains(logs.String(), "the stdio client closed stdout: stopping") {
+		t.Errorf("the log does not say why the gateway stopped:\n%s", logs.String())
+	}
+}

@@ -49,7 +49,7 @@ func newAuditTailCmd(g *globals) *cobra.Command {
 		Short: "Print the last records of the audit log (-f: and the ones that follow)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runAuditTail(cmd.Context(), g, cmd.OutOrStdout(), f)
+			return runAuditTail(cmd.Context(), g, cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
 		},
 	}
 	configFlag(cmd, &f.config)
@@ -64,7 +64,7 @@ func newAuditTailCmd(g *globals) *cobra.Command {
 // auditFollowPoll is how often `audit tail -f` looks for new records.
 const auditFollowPoll = 250 * time.Millisecond
 
-func runAuditTail(ctx context.Context, g *globals, w io.Writer, f auditTailFlags) error {
+func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditTailFlags) error {
 	maxFiles := 0
 	if f.config != "" {
 		cfg, err := config.Load(f.config)
@@ -90,6 +90,9 @@ func runAuditTail(ctx context.Context, g *globals, w io.Writer, f auditTailFlags
 	}
 	for _, r := range recs {
 		print(r)
+	}
+	if n := rd.Skipped(); n > 0 {
+		fmt.Fprintf(stderr, "toolgate: warning: %d line(s) of the audit log (%s) are not records (cut short by a crash or a full disk, or edited by hand): left out\n", n, dirs.Audit(g.DataDir()))
 	}
 	if !f.follow {
 		return nil

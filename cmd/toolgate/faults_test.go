@@ -2,14 +2,19 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"io"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -130,5 +135,33 @@ func TestStdioClientClosesStdout(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "the stdio client closed stdout: stopping") {
 		t.Errorf("the log does not say why the gateway stopped:\n%s", logs.String())
+	}
+}
+
+// TestAuditTailTornLine: `audit tail` on a log whose line was cut short
+// shows the records around it and says a line was left out.
+func TestAuditTailTornLine(t *testing.T) {
+	data := t.TempDir()
+	path := dirs.Audit(data)
+	if err := audit.Append(path, audit.Record{Action: "keys create", Decision: audit.Allowed, Outcome: audit.OK}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b[:len(b)-20], 0o600); err != nil { // the line cut short
+		t.Fatal(err)
+	}
+	if err := audit.Append(path, audit.Record{Action: "keys revoke", Decision: audit.Allowed, Outcome: audit.OK}); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := runAuditTail(context.Background(), &globals{dataDir: data}, &out, &errOut, auditTailFlags{n: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "keys revoke") || strings.Contains(out.String(), "keys create") ||
+		!strings.Contains(errOut.String(), "1 line(s) of the audit log ("+path+") are not records") {
+		t.Errorf("audit tail printed:\n%s\nand warned:\n%s\nwant the record after the torn line, and a warning naming the file", out.String(), errOut.String())
 	}
 }

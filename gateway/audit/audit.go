@@ -180,6 +180,11 @@ type Log struct {
 	// Owned by the writer goroutine.
 	f   *os.File
 	buf []byte // a batch's lines
+	// torn says the file's last line is unfinished (a write cut short by
+	// a full disk or a crash): the next write starts with a newline, so
+	// its first record is a line of its own rather than glued to the
+	// torn one, where a reader would lose both.
+	torn bool
 }
 
 // Open opens (creating it and its folder, 0700/0600) the audit log at
@@ -337,6 +342,9 @@ func (l *Log) writeBatch(batch []Record) {
 			return
 		}
 		buf, j := l.buf[:0], i
+		if l.torn {
+			buf = append(buf, '\n')
+		}
 		for j < len(lines) && (size+int64(len(buf)+len(lines[j])) <= l.opts.MaxFileBytes || size == 0 && j == i || rotateFailed) {
 			buf = append(buf, lines[j]...)
 			j++
@@ -355,8 +363,9 @@ func (l *Log) writeBatch(batch []Record) {
 			for _, r := range recs[i:j] {
 				l.lost(r, err)
 			}
-			l.closeFile()
+			l.closeFile() // the next open looks whether it left a torn line
 		} else {
+			l.torn = false
 			l.opts.Storage.OK()
 			l.written.Add(uint64(j - i))
 		}
@@ -399,8 +408,27 @@ func (l *Log) open() error {
 	if err != nil {
 		return err
 	}
-	l.f = f
+	l.f, l.torn = f, endsTorn(f)
 	return nil
+}
+
+// endsTorn reports whether the file f (opened for appending) ends with an
+// unfinished line. A file that cannot be read counts as whole.
+func endsTorn(f *os.File) bool {
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return false
+	}
+	r, err := os.Open(f.Name())
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	var last [1]byte
+	if _, err := r.ReadAt(last[:], fi.Size()-1); err != nil {
+		return false
+	}
+	return last[0] != '\n'
 }
 
 func (l *Log) closeFile() {
@@ -448,7 +476,11 @@ func Append(path string, r Record) error {
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
-	_, err = f.Write(append(b, '\n'))
+	line := append(b, '\n')
+	if endsTorn(f) {
+		line = append([]byte{'\n'}, line...)
+	}
+	_, err = f.Write(line)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

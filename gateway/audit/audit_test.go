@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -333,5 +334,63 @@ func TestStorageRefused(t *testing.T) {
 	l.Close()
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("the data folder was made: %v", err)
+	}
+}
+
+// A log whose last line was cut short (a crash, or a write that ran out of
+// disk) used to get the next record glued to that line, and a reader lost
+// both. The gateway's writer and Append (the commands') each start on a
+// line of their own; the reader leaves the torn line out and counts it.
+func TestTornLastLine(t *testing.T) {
+	whole, err := json.Marshal(Record{Time: time.Unix(1, 0).UTC(), Action: "keys create", Decision: Allowed, Outcome: OK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		write func(t *testing.T, path string, r Record)
+	}{
+		{"gateway", func(t *testing.T, path string, r Record) {
+			l := Open(path, nil)
+			l.Write(r)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if st := l.Stats(); st.Written != 1 || st.Errors != 0 {
+				t.Fatalf("stats %+v, want 1 written", st)
+			}
+		}},
+		{"command", func(t *testing.T, path string, r Record) {
+			if err := Append(path, r); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "audit", "audit.jsonl")
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			torn := append(append(whole, '\n'), whole[:len(whole)/2]...)
+			if err := os.WriteFile(path, torn, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			tc.write(t, path, Record{Action: "execute_tool", Tool: "memory__read_graph", Decision: Allowed, Outcome: OK})
+			tc.write(t, path, Record{Action: "search_tools", Decision: Allowed, Outcome: OK})
+			rd := NewReader(path, 0, Filter{})
+			defer rd.Close()
+			recs, err := rd.Tail(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range recs {
+				got = append(got, r.Action)
+			}
+			if want := []string{"keys create", "execute_tool", "search_tools"}; !slices.Equal(got, want) || rd.Skipped() != 1 {
+				b, _ := os.ReadFile(path)
+				t.Errorf("records %q, %d skipped; want %q and the torn line skipped:\n%s", got, rd.Skipped(), want, b)
+			}
+		})
 	}
 }

@@ -35,7 +35,13 @@ type Reader struct {
 	info    fs.FileInfo
 	partial []byte     // a line not finished yet
 	seen    []seenFile // rotated files read whole (and files left)
+	skipped int        // lines read that are not records
 }
+
+// Skipped is how many lines read so far were not records: a line cut short
+// by a crash or a full disk (the gateway starts its next record on a line
+// of its own), or one edited by hand. They are left out.
+func (rd *Reader) Skipped() int { return rd.skipped }
 
 // seenFile is a file read: its identity, and its first bytes, since a file
 // made after another was removed may get the removed one's inode.
@@ -94,7 +100,7 @@ func (rd *Reader) Tail(n int) ([]Record, error) {
 	}
 	for i := rd.maxFiles; i >= 1; i-- {
 		p := Rotated(rd.path, i)
-		fi, err := readWhole(p, keep)
+		fi, err := rd.readWhole(p, keep)
 		if err != nil {
 			return nil, err
 		}
@@ -234,7 +240,7 @@ func (rd *Reader) step(emit func(Record)) (moved bool, err error) {
 		}
 		h := make([]byte, headLen)
 		n, _ := fh.ReadAt(h, 0)
-		_, err = scan(fh, nil, emit)
+		_, err = rd.scan(fh, nil, emit)
 		fh.Close()
 		if err != nil {
 			return false, err
@@ -252,7 +258,7 @@ func (rd *Reader) step(emit func(Record)) (moved bool, err error) {
 
 // readWhole reads every record of the file at p and returns its identity
 // (nil when it is missing).
-func readWhole(p string, emit func(Record)) (fs.FileInfo, error) {
+func (rd *Reader) readWhole(p string, emit func(Record)) (fs.FileInfo, error) {
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -265,7 +271,7 @@ func readWhole(p string, emit func(Record)) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, err = scan(f, nil, emit)
+	_, err = rd.scan(f, nil, emit)
 	return fi, err
 }
 
@@ -297,15 +303,15 @@ func (rd *Reader) head() []byte {
 
 // more reads the lines appended since the last read.
 func (rd *Reader) more(emit func(Record)) error {
-	rest, err := scan(rd.f, rd.partial, emit)
+	rest, err := rd.scan(rd.f, rd.partial, emit)
 	rd.partial = rest
 	return err
 }
 
 // scan reads r to its end and calls emit for each complete line that is a
-// record (other lines are skipped); it returns an unfinished last line,
-// prefixed by partial.
-func scan(r io.Reader, partial []byte, emit func(Record)) ([]byte, error) {
+// record (other lines are skipped and counted, empty ones only skipped);
+// it returns an unfinished last line, prefixed by partial.
+func (rd *Reader) scan(r io.Reader, partial []byte, emit func(Record)) ([]byte, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	buf := partial
 	for {
@@ -322,8 +328,12 @@ func scan(r io.Reader, partial []byte, emit func(Record)) ([]byte, error) {
 		}
 		line := bytes.TrimSpace(buf)
 		var rec Record
-		if len(line) > 0 && json.Unmarshal(line, &rec) == nil {
-			emit(rec)
+		if len(line) > 0 {
+			if json.Unmarshal(line, &rec) == nil {
+				emit(rec)
+			} else {
+				rd.skipped++
+			}
 		}
 		buf = buf[:0:0]
 	}

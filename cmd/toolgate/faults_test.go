@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -163,5 +165,39 @@ func TestAuditTailTornLine(t *testing.T) {
 	if !strings.Contains(out.String(), "keys revoke") || strings.Contains(out.String(), "keys create") ||
 		!strings.Contains(errOut.String(), "1 line(s) of the audit log ("+path+") are not records") {
 		t.Errorf("audit tail printed:\n%s\nand warned:\n%s\nwant the record after the torn line, and a warning naming the file", out.String(), errOut.String())
+	}
+}
+
+// TestIndexOnFreshDataFolder: the first `toolgate index` of a data folder
+// that does not exist yet stores its vectors in the embedding cache, so a
+// rebuild finds them there. Its cache used to find no folder, log a storage
+// fault ("removed while toolgate runs?") and store nothing.
+func TestIndexOnFreshDataFolder(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	tools := writeToolsFile(t, t.TempDir(), 4, "")
+	index := func() (indexResult, string) {
+		t.Helper()
+		cmd := toolgateCmd(t, data, "index", "--tools", tools, "--json")
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("index: %v\n%s", err, errOut.String())
+		}
+		var r indexResult
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+			t.Fatalf("index --json output %q: %v", out.String(), err)
+		}
+		return r, errOut.String()
+	}
+	r, log := index()
+	if strings.Contains(log, "storage fault") || r.Embedded != 5 || r.CacheMisses == nil {
+		t.Fatalf("first index on a fresh data folder: %+v\n%s", r, log)
+	}
+	if err := os.RemoveAll(filepath.Join(data, "index")); err != nil {
+		t.Fatal(err)
+	}
+	r, log = index()
+	if r.Embedded != 5 || r.CacheHits == nil || r.CacheMisses == nil || *r.CacheHits == 0 || *r.CacheMisses != 0 {
+		t.Errorf("the rebuild did not find the first run's vectors in the embedding cache: %+v\n%s", r, log)
 	}
 }

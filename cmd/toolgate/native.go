@@ -67,6 +67,11 @@ func (g *globals) openEmbedder(ctx context.Context, tune func(*embed.Options)) (
 		return nil, nil, err
 	}
 	log := g.logger
+	// A command's start creates the data folder (serve's did already):
+	// the cache of a first `toolgate index` used to find no folder, report
+	// it as removed and store nothing. One that cannot be made is the
+	// cache's fault, reported by its Check.
+	_ = g.health().Prepare()
 	w := g.health().Writer("embedding cache", "searches embed without storing new vectors")
 	c, err := embed.NewCached(e, g.embeddingCacheDir(), &embed.CacheOptions{Logger: log, Storage: w})
 	if err != nil {

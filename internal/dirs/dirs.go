@@ -19,6 +19,7 @@ package dirs
 
 import (
 	"os"
+	"os/user"
 	"path/filepath"
 
 	"github.com/toolgate/toolgate/models"
@@ -140,9 +141,18 @@ func Audit(dataDir string) string { return filepath.Join(dataDir, "audit", "audi
 // Pins is the quarantine's file of tool-definition pins and approvals.
 func Pins(dataDir string) string { return filepath.Join(dataDir, "quarantine", "pins.json") }
 
+// homeDir is $HOME, else the user's home in the password database: a
+// service started without HOME (a systemd unit, cron, `env -i`) used to get
+// its data folder under /tmp (/tmp/.local/share/toolgate), shared with
+// every user and cleaned at boot, with its API keys, logins and learned
+// pairs. Only a user the database does not know (an arbitrary container
+// uid) still gets the temp folder.
 func homeDir() string {
 	if h, err := os.UserHomeDir(); err == nil {
 		return h
+	}
+	if u, err := user.Current(); err == nil && u.HomeDir != "" {
+		return u.HomeDir
 	}
 	return os.TempDir()
 }

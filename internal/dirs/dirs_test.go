@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -153,5 +154,22 @@ func TestLibrariesReadNoEnvironment(t *testing.T) {
 				return true
 			})
 		}
+	}
+}
+
+// Without HOME (a systemd unit, cron, env -i) the folders are under the
+// user's home from the password database, not under /tmp.
+func TestNoHome(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("HOME", "")
+	u, err := user.Current()
+	if err != nil || u.HomeDir == "" {
+		t.Skipf("this user has no home in the password database (%v)", err)
+	}
+	if got, want := dirs.Data("", ""), filepath.Join(u.HomeDir, ".local", "share", "toolgate"); got != want {
+		t.Errorf("data folder without HOME = %q, want %q", got, want)
+	}
+	if got, want := dirs.Cache(), filepath.Join(u.HomeDir, ".cache", "toolgate"); got != want {
+		t.Errorf("cache folder without HOME = %q, want %q", got, want)
 	}
 }

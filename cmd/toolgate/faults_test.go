@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -199,5 +201,68 @@ func TestIndexOnFreshDataFolder(t *testing.T) {
 	r, log = index()
 	if r.Embedded != 5 || r.CacheHits == nil || r.CacheMisses == nil || *r.CacheHits == 0 || *r.CacheMisses != 0 {
 		t.Errorf("the rebuild did not find the first run's vectors in the embedding cache: %+v\n%s", r, log)
+	}
+}
+
+// TestCommandsOnFullOrReadOnlyDataFolder: `keys create` and `tools
+// approve` on a data folder that cannot take the write (a full tmpfs, a
+// read-only mount; inside `unshare -rm`) fail with exit status 1, the
+// error and a fix line, show no secret (the key is not stored), and leave
+// the files as they were.
+func TestCommandsOnFullOrReadOnlyDataFolder(t *testing.T) {
+	if out, err := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs tmpfs "$1"`, "sh", t.TempDir()).CombinedOutput(); err != nil {
+		testenv.Missing(t, "this machine does not let a test mount inside `unshare -rm` (%v: %s)", err, bytes.TrimSpace(out))
+	}
+	// The data folder: one key and one quarantined tool, then broken.
+	const script = `
+set -u
+base=$1; how=$2; shift 2
+mount -t tmpfs -o size=4m tmpfs "$base" || exit 90
+cp -a "$SEED/." "$base/" || exit 91
+case "$how" in
+  full) dd if=/dev/zero of="$base/filler" bs=4k 2>/dev/null; true ;;
+  ro) mount --bind "$base/data" "$base/data" && mount -o remount,bind,ro "$base/data" || exit 92 ;;
+esac
+before=$(cat "$base/data/keys.jsonl" "$base/data/quarantine/pins.json" | sha256sum)
+"$@"; code=$?
+after=$(cat "$base/data/keys.jsonl" "$base/data/quarantine/pins.json" | sha256sum)
+[ "$before" = "$after" ] || echo "FILES CHANGED" >&2
+exit $code
+`
+	seed := t.TempDir()
+	seedData := filepath.Join(seed, "data")
+	if out, err := toolgateCmd(t, seedData, "keys", "create", "--name", "first").CombinedOutput(); err != nil {
+		t.Fatalf("keys create: %v\n%s", err, out)
+	}
+	pins := dirs.Pins(seedData)
+	if err := os.MkdirAll(filepath.Dir(pins), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	held := `{"version":1,"tools":{"fake__echo":{"pinned":"` + strings.Repeat("a", 64) + `","firstSeen":"2026-01-01T00:00:00Z","current":"` + strings.Repeat("b", 64) + `","seen":"2026-01-02T00:00:00Z","quarantine":{"since":"2026-01-02T00:00:00Z","changed":true}}}}`
+	if err := os.WriteFile(pins, []byte(held), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, how := range []struct{ name, want string }{
+		{"full", "toolgate: fix: free space on the file system of "},
+		{"ro", " is on a read-only file system: remount it read-write"},
+	} {
+		for _, args := range [][]string{{"keys", "create", "--name", "second"}, {"tools", "approve", "fake__echo"}} {
+			t.Run(how.name+"/"+strings.Join(args[:2], " "), func(t *testing.T) {
+				base := t.TempDir()
+				tg := toolgateCmd(t, filepath.Join(base, "data"), args...)
+				cmd := exec.Command("unshare", append([]string{"-rm", "sh", "-c", script, "sh", base, how.name}, tg.Args...)...)
+				cmd.Env = append(tg.Env, "SEED="+seed)
+				var out, errOut bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errOut
+				err := cmd.Run()
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+					t.Fatalf("%s on a %s data folder: %v, want exit status 1\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), how.name, err, out.String(), errOut.String())
+				}
+				if !strings.Contains(errOut.String(), how.want) || strings.Contains(errOut.String(), "FILES CHANGED") || strings.Contains(out.String(), "tg_") {
+					t.Errorf("%s on a %s data folder:\nstdout:\n%s\nstderr:\n%s\nwant %q, the files unchanged and no secret shown", strings.Join(args, " "), how.name, out.String(), errOut.String(), how.want)
+				}
+			})
+		}
 	}
 }

@@ -211,6 +211,9 @@ func main() {
 			os.Exit(ee.code)
 		}
 		fmt.Fprintf(os.Stderr, "toolgate: %s\n", strings.TrimSpace(err.Error()))
+		if fix := storage.CommandFix(err); fix != "" && !strings.Contains(err.Error(), "fix") {
+			fmt.Fprintf(os.Stderr, "toolgate: fix: %s\n", fix)
+		}
 		os.Exit(1)
 	}
 	if code != 0 {

@@ -33,8 +33,10 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
@@ -377,4 +379,30 @@ func (h *Health) Report() Report {
 	}
 	r.Since = r.Since.UTC()
 	return r
+}
+
+// CommandFix says what an operator does about err, the failure of a
+// one-shot command (`keys create`, `tools approve`, `index`, …) to write a
+// file because of its file system: "" when err is not such a failure. The
+// folder is the one of the file that failed (from err's path).
+func CommandFix(err error) string {
+	var pe *fs.PathError
+	dir := "its folder"
+	if errors.As(err, &pe) {
+		// The nearest folder that exists: a failed write may have
+		// removed its own (an index generation's).
+		dir = filepath.Dir(pe.Path)
+		for _, err := os.Stat(dir); err != nil && filepath.Dir(dir) != dir; _, err = os.Stat(dir) {
+			dir = filepath.Dir(dir)
+		}
+	}
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return fmt.Sprintf("free space on the file system of %s (or raise the quota), then run the command again", dir)
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Sprintf("%s is on a read-only file system: remount it read-write (or, for the data folder, pass --data-dir on a writable one), then run the command again", dir)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Sprintf("give this user access to %s (chown/chmod), or run the command as its owner", dir)
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,5 +153,32 @@ func TestPrepareNamesTheFolder(t *testing.T) {
 	err := h.Prepare()
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(f, "data")) {
 		t.Fatalf("Prepare under a file = %v, want an error naming the folder", err)
+	}
+}
+
+// CommandFix names the fix of a command's write that its file system
+// refused, with the nearest folder that exists, and nothing for other
+// errors.
+func TestCommandFix(t *testing.T) {
+	dir := t.TempDir()
+	gone := filepath.Join(dir, "gen-2", "catalog.bin") // its folder was removed by the failed write
+	for _, tc := range []struct {
+		errno syscall.Errno
+		want  string
+	}{
+		{syscall.ENOSPC, "free space on the file system of " + dir + " "},
+		{syscall.EDQUOT, "free space on the file system of " + dir + " "},
+		{syscall.EROFS, dir + " is on a read-only file system: remount it read-write"},
+		{syscall.EACCES, "give this user access to " + dir + " "},
+	} {
+		err := fmt.Errorf("index %s: %w", dir, &os.PathError{Op: "write", Path: gone, Err: tc.errno})
+		if got := CommandFix(err); !strings.Contains(got, tc.want) {
+			t.Errorf("CommandFix(%v) = %q, want it to say %q", err, got, tc.want)
+		}
+	}
+	for _, err := range []error{errors.New("config: mcpServers: is empty"), &os.PathError{Op: "open", Path: gone, Err: syscall.ENOENT}} {
+		if got := CommandFix(err); got != "" {
+			t.Errorf("CommandFix(%v) = %q, want none", err, got)
+		}
 	}
 }

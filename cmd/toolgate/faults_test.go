@@ -266,3 +266,38 @@ exit $code
 		}
 	}
 }
+
+// TestServeRefusesUnreadablePins: a quarantine pins file that is there but
+// cannot be parsed (cut short, edited) stops serve at start, naming the
+// file and the fix, before any backend starts. The gateway used to serve
+// with no pins, pinning every tool afresh: a quarantined tool was released.
+func TestServeRefusesUnreadablePins(t *testing.T) {
+	data := t.TempDir()
+	pins := dirs.Pins(data)
+	if err := os.MkdirAll(filepath.Dir(pins), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	held := `{"version":1,"tools":{"fake__echo":{"pinned":"` + strings.Repeat("a", 64) + `","firstSeen":"2026-01-01T00:00:00Z","current":"` + strings.Repeat("b", 64) + `","seen":"2026-01-02T00:00:00Z","quarantine":{"since":"2026-01-02T00:00:00Z","changed":true}}}}`
+	if err := os.WriteFile(pins, []byte(held[:len(held)/2]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{}, {"--http", freeAddr(t)}} {
+		cmd := toolgateCmd(t, data, append([]string{"serve", "--config", fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)}, args...)...)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("serve %v with a torn pins file: %v, want exit status 1\n%s", args, err, out)
+		}
+		for _, want := range []string{"the quarantine pins file " + pins + " cannot be read", "so the gateway does not start", "mv " + pins + " " + pins + ".bad"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("serve %v: output lacks %q:\n%s", args, want, out)
+			}
+		}
+		if strings.Contains(string(out), "backend up") {
+			t.Errorf("serve %v: a backend started before the pins were found unreadable:\n%s", args, out)
+		}
+	}
+	if b, err := os.ReadFile(pins); err != nil || string(b) != held[:len(held)/2] {
+		t.Errorf("the pins file was changed (%v)", err)
+	}
+}

@@ -166,6 +166,9 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := checkPins(g.pinsFile()); err != nil {
+		return err
+	}
 	defer sec.Close() // last: the gateway has stopped writing to the audit log
 	var ln net.Listener
 	var stdin *linerpc.Watched

@@ -2,7 +2,11 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"syscall"
 	"time"
 
 	"github.com/toolgate/toolgate/gateway"
@@ -57,6 +61,29 @@ func (g *globals) checkKeys(cfg *config.File, f serveFlags, log *slog.Logger) (*
 		}
 	}
 	return sec, nil
+}
+
+// checkPins fails closed at start on a quarantine pins file that is there
+// but cannot be read or parsed: served without it, every tool it holds
+// (poisoned, or changed since approved) would be pinned afresh as first
+// seen, and released. A missing file is a first start (or a data folder
+// deleted on purpose); a data folder that cannot be reached is the
+// degraded start's (README, Reliability).
+func checkPins(path string) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil
+	}
+	if err == nil {
+		_, err = quarantine.ParseFile(b)
+	}
+	if err != nil {
+		return fmt.Errorf("the quarantine pins file %s cannot be read: %w\n"+
+			"Without it the tools it holds would be released, so the gateway does not start. Fix: restore it from a backup, "+
+			"or move it aside (mv %s %s.bad): every tool is then pinned afresh, as on a first start (a definition that changed meanwhile is not caught)",
+			path, err, path, path)
+	}
+	return nil
 }
 
 // open opens the audit log and the quarantine's pins in the data folder,
@@ -145,3 +172,6 @@ func (k consoleKeys) Valid(secret string) bool {
 	_, err := k.s.keys.Verify(secret)
 	return err == nil
 }
+
+// pinsFile is the data folder's quarantine pins file.
+func (g *globals) pinsFile() string { return dirs.Pins(g.DataDir()) }

@@ -301,3 +301,47 @@ func TestServeRefusesUnreadablePins(t *testing.T) {
 		t.Errorf("the pins file was changed (%v)", err)
 	}
 }
+
+// TestDamagedLearnedPairs: a learned-pairs store that cannot be opened
+// though the data folder takes writes (Badger's files cut short) used to
+// turn learning off for the run with GET /status healthy. It is reported
+// as the store's fault with the fix (`toolgate status` exits 3), and once
+// the store is moved aside as the fix says, the gateway opens a new one
+// and reports healthy again, without a restart.
+func TestDamagedLearnedPairs(t *testing.T) {
+	data := t.TempDir()
+	store := filepath.Join(data, "learn")
+	if err := os.MkdirAll(store, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(store, "KEYREGISTRY"), []byte("cut short"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	g := startServe(t, toolgateCmd(t, data, "serve", "--config", fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil), "--http", addr), addr)
+	ctx, cs := g.connect(t)
+	searchTools(t, ctx, cs, "echo some text back", 3)
+	r := storageReport(t, addr)
+	if w := writer(t, r, "learned pairs"); w.OK || !strings.Contains(w.Error, "holds learned pairs that cannot be opened") || !strings.Contains(w.Fix, "mv "+store+" "+store+".bad") {
+		t.Errorf("learned pairs writer with a damaged store: %+v, want failing, with the fix", w)
+	}
+	var out bytes.Buffer
+	err := runStatus(context.Background(), &out, statusFlags{addr: addr})
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != degradedExit || !strings.Contains(err.Error(), "learned pairs") {
+		t.Errorf("toolgate status = %v, want exit %d naming the learned pairs:\n%s", err, degradedExit, out.String())
+	}
+
+	if err := os.Rename(store, store+".bad"); err != nil {
+		t.Fatal(err)
+	}
+	// Searches look for the store again (at most every 10 s).
+	testenv.Eventually(t, "the learned pairs open once the damaged store is moved aside", func() bool {
+		searchTools(t, ctx, cs, "echo some text back", 3)
+		r := storageReport(t, addr)
+		return !r.Failing()
+	})
+	if !strings.Contains(g.logs.String(), "learned pairs opened: learning from use is on again") {
+		t.Errorf("the log does not say learning is on again:\n%s", g.logs)
+	}
+}

@@ -81,6 +81,14 @@ func (g *globals) openLearning(cfg *config.File, health *storage.Health) *lazyLe
 		busy: func(err error) {
 			w.Fail(busyError(health.Dir(), dir, "the learned pairs", "this one opens them once the other has stopped", err))
 		},
+		broken: func(err error) {
+			// The folder takes writes (else the store reported that
+			// itself): the store is damaged. GET /status says so, where
+			// learning used to be off for the run with a healthy status.
+			if health.Check() == nil {
+				w.Fail(damagedError(health.Dir(), dir, err))
+			}
+		},
 		opened: w.OK,
 	}
 	l.tryOpen(true)
@@ -99,6 +107,7 @@ type lazyLearning struct {
 	log        *slog.Logger
 	open       func() (*learn.Store, error)
 	busy       func(error) // reports another process holding the store
+	broken     func(error) // reports a store that cannot be opened for another reason
 	opened     func()      // reports a store opened (the folder took it)
 	retryEvery time.Duration
 
@@ -135,6 +144,8 @@ func (l *lazyLearning) tryOpen(force bool) *learn.Store {
 	if err != nil {
 		if errors.Is(err, learn.ErrBusy) {
 			l.busy(err)
+		} else if l.broken != nil {
+			l.broken(err)
 		}
 		if !l.failing && l.log != nil {
 			l.log.Warn("learning from use is off until the learned pairs can be opened: searches rank without them and pairs are not recorded", "err", err)
@@ -222,6 +233,16 @@ func busyError(dataDir, storeDir, what, after string, err error) error {
 		Fix:     fmt.Sprintf("stop the other toolgate%s, or give this gateway its own data folder (--data-dir); %s", pid, after)}
 }
 
+// damagedError is a learned-pairs store in storeDir that cannot be opened
+// though its data folder takes writes (Badger's files cut short or
+// damaged), with the fix.
+func damagedError(dataDir, storeDir string, err error) error {
+	return &storage.FolderError{Dir: dataDir, Err: err,
+		Problem: fmt.Sprintf("holds learned pairs that cannot be opened (damaged? %v)", err),
+		Fix: fmt.Sprintf("move the store aside (mv %s %s.bad): learning starts afresh, a running gateway's within seconds (what was learned stays in the copy); "+
+			"or stop toolgate and restore %s from a backup", storeDir, storeDir, storeDir)}
+}
+
 func openLearnStore(g *globals, log *slog.Logger) (*learn.Store, error) {
 	return learn.Open(learnDir(g), &learn.Options{Logger: log})
 }
@@ -239,6 +260,9 @@ func runLearn(_ context.Context, g *globals, f *learnFlags, out io.Writer) error
 	}
 	store, err := openLearnStore(g, log)
 	if err != nil {
+		if !errors.Is(err, learn.ErrBusy) && g.health().Check() == nil {
+			return fmt.Errorf("%w\nfix: %s", err, storage.Fix(g.DataDir(), damagedError(g.DataDir(), learnDir(g), err)))
+		}
 		return err
 	}
 	defer store.Close()

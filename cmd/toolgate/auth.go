@@ -195,6 +195,9 @@ func runAuthLogin(ctx context.Context, g *globals, w io.Writer, name string, f a
 		return fmt.Errorf("server %q sends a static Authorization header from the config: remove it from \"headers\" to log in with OAuth instead", name)
 	}
 	store := oauth.NewStore(g.DataDir())
+	if err := canSave(store.Dir()); err != nil {
+		return fmt.Errorf("login to %s: it could not be saved, so it is not started: %w", name, err)
+	}
 	opener := ""
 	if !f.noBrowser {
 		opener = browserOpener()
@@ -436,4 +439,27 @@ func runAuthLogout(g *globals, w io.Writer, name, cfgPath string) error {
 	fmt.Fprintf(w, "Logged out of %s: removed %s. A running gateway stops using it at its next request to the server.\nThe authorization server may honour its tokens until they expire: revoke toolgate's access there to end them now.\n",
 		name, store.Path(name))
 	return nil
+}
+
+// canSave checks that a login file can be written in dir (made if need
+// be) before the user approves in a browser: a full or read-only data
+// folder used to fail only after the approval, which was then lost. It
+// writes and removes a file as large as a login's.
+func canSave(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(make([]byte, 4<<10))
+	if serr := f.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/backend/oauth/oauthtest"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/testenv"
@@ -343,5 +344,51 @@ func TestDamagedLearnedPairs(t *testing.T) {
 	})
 	if !strings.Contains(g.logs.String(), "learned pairs opened: learning from use is on again") {
 		t.Errorf("the log does not say learning is on again:\n%s", g.logs)
+	}
+}
+
+// TestAuthLoginOnFullOrReadOnlyDataFolder: `auth login` on a data folder
+// that cannot take the login file (a full tmpfs, a read-only mount; inside
+// `unshare -rm`) fails before it prints the authorization URL, with the
+// fix. It used to send the user to the browser and lose the approval when
+// the save failed (on a full disk), or fail after the URL (read-only).
+func TestAuthLoginOnFullOrReadOnlyDataFolder(t *testing.T) {
+	if out, err := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs tmpfs "$1"`, "sh", t.TempDir()).CombinedOutput(); err != nil {
+		testenv.Missing(t, "this machine does not let a test mount inside `unshare -rm` (%v: %s)", err, bytes.TrimSpace(out))
+	}
+	const script = `
+set -u
+base=$1; how=$2; shift 2
+mount -t tmpfs -o size=4m tmpfs "$base" || exit 90
+mkdir -p "$base/data/auth" || exit 91
+case "$how" in
+  full) dd if=/dev/zero of="$base/filler" bs=4k 2>/dev/null; true ;;
+  ro) mount --bind "$base/data" "$base/data" && mount -o remount,bind,ro "$base/data" || exit 92 ;;
+esac
+exec "$@"
+`
+	as := oauthtest.NewAuthServer(t)
+	rs := oauthtest.NewResourceServer(t, as, backendtest.NewServer(backendtest.ParseModes("normal")), nil)
+	cfgPath := remoteConfig(t, "remote", rs.URL)
+	for _, how := range []struct{ name, want string }{
+		{"full", "toolgate: fix: free space on the file system of "},
+		{"ro", " is on a read-only file system: remount it read-write"},
+	} {
+		t.Run(how.name, func(t *testing.T) {
+			base := t.TempDir()
+			tg := toolgateCmd(t, filepath.Join(base, "data"), "auth", "login", "remote", "--config", cfgPath, "--no-browser", "--timeout", "30s")
+			cmd := exec.Command("unshare", append([]string{"-rm", "sh", "-c", script, "sh", base, how.name}, tg.Args...)...)
+			cmd.Env = tg.Env
+			var out, errOut bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Fatalf("auth login on a %s data folder: %v, want exit status 1\nstdout:\n%s\nstderr:\n%s", how.name, err, out.String(), errOut.String())
+			}
+			if strings.Contains(out.String(), "open this URL") || !strings.Contains(errOut.String(), "it could not be saved, so it is not started") || !strings.Contains(errOut.String(), how.want) {
+				t.Errorf("auth login on a %s data folder:\nstdout:\n%s\nstderr:\n%s\nwant no authorization URL, the reason and %q", how.name, out.String(), errOut.String(), how.want)
+			}
+		})
 	}
 }

@@ -76,8 +76,15 @@ func (g *globals) openLearning(cfg *config.File, health *storage.Health) *lazyLe
 	}
 	dir := learnDir(g)
 	w := health.Writer("learned pairs", "pairs are not recorded")
-	l := &lazyLearning{log: g.logger, retryEvery: learnRetryEvery,
-		open: func() (*learn.Store, error) { return learn.Open(dir, &learn.Options{Logger: g.logger, Storage: w}) },
+	// What Badger logs while it fails to open a store again (a damaged
+	// one: a line a try, up to a try every 10 s) was said at the first try.
+	retrying := &atomic.Bool{}
+	storeLog := g.logger
+	if storeLog != nil {
+		storeLog = slog.New(mutedHandler{storeLog.Handler(), retrying})
+	}
+	l := &lazyLearning{log: g.logger, retryEvery: learnRetryEvery, retrying: retrying,
+		open: func() (*learn.Store, error) { return learn.Open(dir, &learn.Options{Logger: storeLog, Storage: w}) },
 		busy: func(err error) {
 			w.Fail(busyError(health.Dir(), dir, "the learned pairs", "this one opens them once the other has stopped", err))
 		},
@@ -110,6 +117,7 @@ type lazyLearning struct {
 	broken     func(error) // reports a store that cannot be opened for another reason
 	opened     func()      // reports a store opened (the folder took it)
 	retryEvery time.Duration
+	retrying   *atomic.Bool // set while a try after a failed one runs (nil: never)
 
 	store atomic.Pointer[learn.Store]
 
@@ -140,7 +148,13 @@ func (l *lazyLearning) tryOpen(force bool) *learn.Store {
 		return nil
 	}
 	l.lastTry = time.Now()
+	if l.retrying != nil {
+		l.retrying.Store(l.failing)
+	}
 	s, err := l.open()
+	if l.retrying != nil {
+		l.retrying.Store(false)
+	}
 	if err != nil {
 		if errors.Is(err, learn.ErrBusy) {
 			l.busy(err)
@@ -231,6 +245,24 @@ func busyError(dataDir, storeDir, what, after string, err error) error {
 	return &storage.FolderError{Dir: dataDir, Err: err,
 		Problem: fmt.Sprintf("is in use by another toolgate%s, which holds %s", pid, what),
 		Fix:     fmt.Sprintf("stop the other toolgate%s, or give this gateway its own data folder (--data-dir); %s", pid, after)}
+}
+
+// mutedHandler drops records while muted is set.
+type mutedHandler struct {
+	slog.Handler
+	muted *atomic.Bool
+}
+
+func (h mutedHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return !h.muted.Load() && h.Handler.Enabled(ctx, l)
+}
+
+func (h mutedHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return mutedHandler{h.Handler.WithAttrs(as), h.muted}
+}
+
+func (h mutedHandler) WithGroup(name string) slog.Handler {
+	return mutedHandler{h.Handler.WithGroup(name), h.muted}
 }
 
 // damagedError is a learned-pairs store in storeDir that cannot be opened

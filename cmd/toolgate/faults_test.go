@@ -205,8 +205,8 @@ func TestIndexOnFreshDataFolder(t *testing.T) {
 	}
 }
 
-// TestCommandsOnFullOrReadOnlyDataFolder: `keys create` and `tools
-// approve` on a data folder that cannot take the write (a full tmpfs, a
+// TestCommandsOnFullOrReadOnlyDataFolder: `keys create`, `tools approve`
+// and `index` on a data folder that cannot take the write (a full tmpfs, a
 // read-only mount; inside `unshare -rm`) fail with exit status 1, the
 // error and a fix line, show no secret (the key is not stored), and leave
 // the files as they were.
@@ -247,7 +247,8 @@ exit $code
 		{"full", "toolgate: fix: free space on the file system of "},
 		{"ro", " is on a read-only file system: remount it read-write"},
 	} {
-		for _, args := range [][]string{{"keys", "create", "--name", "second"}, {"tools", "approve", "fake__echo"}} {
+		tools := writeToolsFile(t, t.TempDir(), 200, "")
+		for _, args := range [][]string{{"keys", "create", "--name", "second"}, {"tools", "approve", "fake__echo"}, {"index", "--tools", tools, "--bm25-only"}} {
 			t.Run(how.name+"/"+strings.Join(args[:2], " "), func(t *testing.T) {
 				base := t.TempDir()
 				tg := toolgateCmd(t, filepath.Join(base, "data"), args...)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,6 +69,21 @@ func WriteState(path string, st State) error {
 	return config.WriteFile(path, append(data, '\n'))
 }
 
+// writeStateServing is WriteState from a running gateway: a data folder
+// that was removed meanwhile (an unmounted volume?) is not made again
+// behind the operator's back.
+func writeStateServing(path string, st State) error {
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("data folder %s does not exist (removed while toolgate runs, or an unmounted volume?)", dir)
+	case err == nil && !fi.IsDir():
+		return fmt.Errorf("data folder %s is not a folder (a file is in its place)", dir)
+	}
+	return WriteState(path, st)
+}
+
 // With is st with server disabled (or not), and whether that changed it.
 func (st State) With(server string, disabled bool) (State, bool) {
 	next := slices.DeleteFunc(slices.Clone(st.Disabled), func(s string) bool { return s == server })
@@ -116,8 +132,13 @@ func (l *Loop) SetDisabled(_ context.Context, server string, disabled bool) (boo
 		return false, nil
 	}
 	if l.opts.StatePath != "" {
-		if err := WriteState(l.opts.StatePath, next); err != nil {
-			return false, err
+		if err := writeStateServing(l.opts.StatePath, next); err != nil {
+			verb := "disabled"
+			if !disabled {
+				verb = "enabled"
+			}
+			return false, fmt.Errorf("server %q is not %s, nothing changed: the state file that keeps the choice across restarts cannot be written (%w); "+
+				"make the data folder writable (free space, remount it read-write, or create it again if it was removed) and try again", server, verb, err)
 		}
 	}
 	l.applyDisabled(l.ctx(), next.Disabled, "toolgate") // the started server lives with the loop, not with ctx

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -165,5 +166,34 @@ func TestReloadSeveralFiles(t *testing.T) {
 	st = f.wait(t, "the empty file", func(s Stats) bool { return s.ReloadGeneration == 3 })
 	if !strings.Contains(st.LastReload.Error, proj+" is empty") {
 		t.Errorf("empty project file: %+v", st.LastReload)
+	}
+}
+
+// A state file that cannot be written (here its data folder was removed
+// under the running gateway) changes nothing, says so with the fix, and
+// does not make the removed folder again.
+func TestSetDisabledStateUnwritable(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pool := newFakePool("a", "b")
+	pool.list("a", "apple")
+	pool.list("b", "banana")
+	f := newFixture(t, t.TempDir(), pool, &Options{StatePath: filepath.Join(data, "state.json"), Debounce: time.Millisecond}, "a", "b")
+	f.run(t)
+	if err := os.Remove(data); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := f.loop.SetDisabled(context.Background(), "b", true)
+	if changed || err == nil || !strings.Contains(err.Error(), `server "b" is not disabled, nothing changed`) || !strings.Contains(err.Error(), "does not exist") ||
+		!strings.Contains(err.Error(), "create it again") {
+		t.Errorf("SetDisabled(b) with the data folder removed: %v, %v; want an error saying nothing changed, why and the fix", changed, err)
+	}
+	if got := f.find(t, "banana", 5); !slices.Contains(got, "b__banana") {
+		t.Errorf("b's tools hidden though disabling it failed: %v", got)
+	}
+	if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the removed data folder was made again (%v)", err)
 	}
 }

@@ -116,10 +116,9 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	// its next reply or log line: Go's default for fds 1 and 2. Caught
 	// rather than ignored, so that backends do not inherit SIG_IGN: a write
 	// then fails with EPIPE, a lost log line, or a broken stdio transport
-	// that ends the session and stops the gateway cleanly.
-	pipe := make(chan os.Signal, 1)
-	signal.Notify(pipe, syscall.SIGPIPE)
-	defer signal.Stop(pipe)
+	// that ends the session and stops the gateway cleanly. Kept until the
+	// process exits: the stop logs after runServe returns.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	cfg, docs, err := g.readConfigs(f.configs)
 	if err != nil {
 		return err

@@ -106,6 +106,7 @@ const (
 	DefaultMaxFiles     = 5
 	DefaultQueue        = 4096
 	DefaultMaxWait      = 50 * time.Millisecond
+	DefaultRetry        = 10 * time.Second
 )
 
 // Options configure a Log. Nil means defaults.
@@ -124,6 +125,11 @@ type Options struct {
 	// can take one, and told how each went (main passes the data folder's
 	// health: a removed folder is not made again behind the user's back).
 	Storage Storage
+	// Retry is how often, while the file is not open (an open or a write
+	// failed), the writer opens it again without waiting for a record, so
+	// that GET /status shows the log healthy once the folder is, on an
+	// idle gateway too.
+	Retry time.Duration
 }
 
 // Storage is the data folder's health as the log uses it (serve passes an
@@ -146,6 +152,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.Queue <= 0 {
 		r.Queue = DefaultQueue
+	}
+	if r.Retry <= 0 {
+		r.Retry = DefaultRetry
 	}
 	if r.MaxWait <= 0 {
 		r.MaxWait = DefaultMaxWait
@@ -287,8 +296,21 @@ const maxBatch = 256
 func (l *Log) run() {
 	defer close(l.done)
 	defer l.closeFile()
+	retry := time.NewTicker(l.opts.Retry)
+	defer retry.Stop()
 	batch := make([]Record, 0, maxBatch)
-	for r := range l.q {
+	for {
+		var r Record
+		select {
+		case <-retry.C:
+			l.reopen()
+			continue
+		case rec, ok := <-l.q:
+			if !ok {
+				return
+			}
+			r = rec
+		}
 		batch = append(batch[:0], r)
 		open := true
 	more:
@@ -309,6 +331,19 @@ func (l *Log) run() {
 			return
 		}
 	}
+}
+
+// reopen opens the file that a failed open or write left closed, when the
+// folder takes writes again, and reports the log healthy.
+func (l *Log) reopen() {
+	if l.f != nil || l.opts.Storage.Check() != nil {
+		return
+	}
+	if _, err := l.ready(); err != nil {
+		l.opts.Storage.Fail(err)
+		return
+	}
+	l.opts.Storage.OK()
 }
 
 // writeBatch writes the records, as many lines a write as fit in the file

@@ -394,3 +394,42 @@ func TestTornLastLine(t *testing.T) {
 		})
 	}
 }
+
+// recordingGate is a storage gate that lets every write through and counts
+// the reports.
+type recordingGate struct {
+	mu         sync.Mutex
+	fails, oks int
+}
+
+func (g *recordingGate) Check() error { return nil }
+func (g *recordingGate) Fail(error)   { g.mu.Lock(); g.fails++; g.mu.Unlock() }
+func (g *recordingGate) OK()          { g.mu.Lock(); g.oks++; g.mu.Unlock() }
+func (g *recordingGate) counts() (fails, oks int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.fails, g.oks
+}
+
+// A log whose file could not be opened reports itself healthy once the
+// folder can take it, without waiting for a record: an idle gateway's GET
+// /status used to show the audit log failing until the next search.
+func TestRecoversWithoutRecord(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(dir, nil, 0o600); err != nil { // a file where the folder should be
+		t.Fatal(err)
+	}
+	gate := &recordingGate{}
+	l := Open(filepath.Join(dir, "audit", "audit.jsonl"), &Options{Storage: gate, Retry: time.Millisecond})
+	defer l.Close()
+	if fails, _ := gate.counts(); fails == 0 {
+		t.Fatal("the failed open was not reported")
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the log reported healthy once the folder can be made", func() bool { _, oks := gate.counts(); return oks > 0 })
+	if st := l.Stats(); st.Written != 0 || st.Dropped != 0 {
+		t.Errorf("stats %+v, want nothing written or lost (no record was sent)", st)
+	}
+}

@@ -125,10 +125,10 @@ type Options struct {
 	// can take one, and told how each went (main passes the data folder's
 	// health: a removed folder is not made again behind the user's back).
 	Storage Storage
-	// Retry is how often, while the file is not open (an open or a write
-	// failed), the writer opens it again without waiting for a record, so
-	// that GET /status shows the log healthy once the folder is, on an
-	// idle gateway too.
+	// Retry is how often the writer looks at the folder and the file
+	// without waiting for a record (opening the file again after a failed
+	// open or write), so that GET /status shows the log healthy once the
+	// folder is, on an idle gateway too.
 	Retry time.Duration
 }
 
@@ -333,10 +333,11 @@ func (l *Log) run() {
 	}
 }
 
-// reopen opens the file that a failed open or write left closed, when the
-// folder takes writes again, and reports the log healthy.
+// reopen makes sure the file is open (a failed open or write left it
+// closed) when the folder takes writes, and reports the log healthy: a
+// fault that ended is then cleared without waiting for a record.
 func (l *Log) reopen() {
-	if l.f != nil || l.opts.Storage.Check() != nil {
+	if l.opts.Storage.Check() != nil {
 		return
 	}
 	if _, err := l.ready(); err != nil {

@@ -400,11 +400,18 @@ func TestTornLastLine(t *testing.T) {
 type recordingGate struct {
 	mu         sync.Mutex
 	fails, oks int
+	refuse     atomic.Bool // Check refuses (the folder went bad)
 }
 
-func (g *recordingGate) Check() error { return nil }
-func (g *recordingGate) Fail(error)   { g.mu.Lock(); g.fails++; g.mu.Unlock() }
-func (g *recordingGate) OK()          { g.mu.Lock(); g.oks++; g.mu.Unlock() }
+func (g *recordingGate) Check() error {
+	if g.refuse.Load() {
+		g.Fail(nil)
+		return errors.New("the folder is read-only")
+	}
+	return nil
+}
+func (g *recordingGate) Fail(error) { g.mu.Lock(); g.fails++; g.mu.Unlock() }
+func (g *recordingGate) OK()        { g.mu.Lock(); g.oks++; g.mu.Unlock() }
 func (g *recordingGate) counts() (fails, oks int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -432,4 +439,13 @@ func TestRecoversWithoutRecord(t *testing.T) {
 	if st := l.Stats(); st.Written != 0 || st.Dropped != 0 {
 		t.Errorf("stats %+v, want nothing written or lost (no record was sent)", st)
 	}
+
+	// The folder goes bad while the file is open: a record is lost; once
+	// the folder is fine again the log says so without another record.
+	gate.refuse.Store(true)
+	l.Write(Record{Action: "search_tools", Decision: Allowed})
+	testenv.Eventually(t, "the record counted as lost", func() bool { return l.Stats().Dropped == 1 })
+	_, oks := gate.counts()
+	gate.refuse.Store(false)
+	testenv.Eventually(t, "the log reported healthy again", func() bool { _, n := gate.counts(); return n > oks })
 }

@@ -16,6 +16,10 @@ import (
 	"github.com/toolgate/toolgate/gateway/policy"
 )
 
+// KeysUnreadable is the body of the 503 every request gets while the API
+// key store cannot be read (fail closed); `toolgate status` knows it.
+const KeysUnreadable = "Service Unavailable: the gateway cannot read its API keys (its log says why); no request is let in until that is fixed"
+
 // KeyChecker checks the API key of an HTTP request. keys.Store implements
 // it.
 type KeyChecker interface {
@@ -64,7 +68,7 @@ func (g *Gateway) requireKey(next http.Handler, o HTTPOptions, log *slog.Logger)
 		case errors.Is(err, keys.ErrUnavailable):
 			// Logged by the store, once per distinct error.
 			g.auditRefused(r, e, http.StatusServiceUnavailable, audit.Denied, "the API key store cannot be read")
-			http.Error(w, "Service Unavailable: the gateway cannot read its API keys (its log says why); no request is let in until that is fixed", http.StatusServiceUnavailable)
+			http.Error(w, KeysUnreadable, http.StatusServiceUnavailable)
 			return
 		default:
 			challenge := fmt.Sprintf("Bearer realm=%q", keyRealm)

@@ -398,3 +398,37 @@ exec "$@"
 		})
 	}
 }
+
+// TestStatusWhileKeysUnreadable: a gateway whose key file breaks while it
+// runs refuses every request (503, fail closed); `toolgate status` says so
+// with exit status 3, where it said no gateway answered (exit 1) and asked
+// whether --addr names a toolgate at all.
+func TestStatusWhileKeysUnreadable(t *testing.T) {
+	data := t.TempDir()
+	out, err := toolgateCmd(t, data, "keys", "create", "--name", "ops").Output()
+	if err != nil {
+		t.Fatalf("keys create: %v", err)
+	}
+	secret := ""
+	for f := range strings.FieldsSeq(string(out)) {
+		if strings.HasPrefix(f, "tg_") {
+			secret = f
+		}
+	}
+	t.Setenv("TOOLGATE_KEY", secret)
+	addr := freeAddr(t)
+	startServe(t, toolgateCmd(t, data, "serve", "--config", fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil), "--http", addr), addr)
+	var buf bytes.Buffer
+	if err := runStatus(context.Background(), &buf, statusFlags{addr: addr}); err != nil {
+		t.Fatalf("toolgate status before: %v\n%s", err, buf.String())
+	}
+	if err := os.WriteFile(dirs.Keys(data), []byte("{\"name\": \"ops\", \"sha256\": \"cut sh"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	buf.Reset()
+	err = runStatus(context.Background(), &buf, statusFlags{addr: addr})
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != degradedExit || !strings.Contains(err.Error(), "the gateway runs but cannot read its API keys") || strings.Contains(err.Error(), "check --addr") {
+		t.Errorf("toolgate status with the keys unreadable = %v, want exit %d saying why", err, degradedExit)
+	}
+}

@@ -130,6 +130,12 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	if resp.StatusCode == http.StatusUnauthorized {
 		return fmt.Errorf("%s answered %s: the gateway needs an API key: put one in $%s (`toolgate keys create` makes one)", u, resp.Status, envKey)
 	}
+	if resp.StatusCode == http.StatusServiceUnavailable && strings.HasPrefix(string(body), gateway.KeysUnreadable) {
+		// The gateway runs but lets no one in (fail closed): degraded, not
+		// absent.
+		return exitError{fmt.Errorf("%s answered %s: the gateway runs but cannot read its API keys, so it refuses every request; "+
+			"its log says why (a key file that does not parse, or a data folder it can no longer read): fix that and it lets requests in again at once", u, resp.Status), degradedExit}
+	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s answered %s: %s\n(is it a toolgate gateway serving /status? check --addr)", u, resp.Status, oneLineBody(body))
 	}

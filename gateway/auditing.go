@@ -106,7 +106,7 @@ func who(ctx context.Context, req *mcp.CallToolRequest, r *audit.Record) {
 		r.Client = req.Extra.Header.Get("User-Agent")
 	}
 	if c := policy.CallerFrom(ctx); c != nil {
-		r.Transport = c.Transport
+		r.Transport, r.Remote = c.Transport, c.Remote
 		if c.Key != nil {
 			r.Key = c.Key.Name
 		}

@@ -6,16 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
@@ -489,5 +492,86 @@ func TestHostAndOriginRules(t *testing.T) {
 		if got := originAllowed(tc.origin, nil); got != tc.want {
 			t.Errorf("originAllowed(%q) = %v, want %v", tc.origin, got, tc.want)
 		}
+	}
+}
+
+// memAudit keeps the audit records written to it.
+type memAudit struct {
+	mu   sync.Mutex
+	recs []audit.Record
+}
+
+func (m *memAudit) Write(r audit.Record) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.recs = append(m.recs, r)
+}
+
+func (m *memAudit) all() []audit.Record {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.recs)
+}
+
+// TestHTTPGuardsAudited: a request the Host/Origin checks or the body cap
+// refuse (DNS rebinding, a page of another site, a flood) is in the audit
+// log with the client's address and why, as a refused key is; and a tool
+// call over HTTP records the address too, so a denied attempt can be
+// traced to where it came from.
+func TestHTTPGuardsAudited(t *testing.T) {
+	log := &memAudit{}
+	fs := &fakeSearcher{tools: testCatalog}
+	g := New(fs, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}}, &Options{Audit: log})
+	srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{MaxBodyBytes: 1024}))
+	defer srv.Close()
+	send := func(host, origin, body string) int {
+		t.Helper()
+		req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		if host != "" {
+			req.Host = host
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body) //nolint:errcheck
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_tool","arguments":{"name":"memory__create_entities","arguments":{"entities":[]}}}}`
+	for _, c := range []struct{ host, origin, body string }{
+		{"rebind.example", "", call},
+		{"", "https://evil.example", call},
+		{"", "", strings.Repeat(" ", 2048) + call},
+	} {
+		if code := send(c.host, c.origin, c.body); code != 403 && code != 413 {
+			t.Fatalf("refused request answered %d", code)
+		}
+	}
+	if code := send("", "", call); code != 200 {
+		t.Fatalf("tools/call: %d", code)
+	}
+	recs := log.all()
+	var got []string
+	for _, r := range recs {
+		if !strings.HasPrefix(r.Remote, "127.0.0.1:") || r.Transport != "http" {
+			t.Errorf("record without the client's address: %+v", r)
+		}
+		got = append(got, fmt.Sprintf("%s %s %d", r.Action, r.Decision, r.Status))
+	}
+	want := []string{"http denied 403", "http denied 403", "http denied 413", "execute_tool allowed 0"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("audit records %q, want %q", got, want)
+	}
+	if !strings.Contains(recs[0].Reason, "rebind.example") || !strings.Contains(recs[1].Reason, "evil.example") {
+		t.Errorf("the refusals do not say what was refused: %q, %q", recs[0].Reason, recs[1].Reason)
 	}
 }

@@ -20,6 +20,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/audit"
+	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/gateway/policy"
 )
@@ -113,6 +115,7 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
+				g.auditRefused(r, keys.Entry{}, http.StatusRequestEntityTooLarge, audit.Denied, fmt.Sprintf("request body over the %d-byte limit", mbe.Limit))
 				http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
 				return
 			}
@@ -139,7 +142,7 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 	for path, h := range o.Extra {
 		mux.Handle(path, h)
 	}
-	h := guard(g.requireKey(mux, o, log), o, log)
+	h := g.guard(g.requireKey(mux, o, log), o, log)
 	if o.Wrap != nil {
 		h = o.Wrap(h, func(r *http.Request) string { return routeOf(mux, r) })
 	}
@@ -166,7 +169,7 @@ func (g *Gateway) withCaller(next http.Handler, route func(*http.Request) (strin
 			http.Error(w, fmt.Sprintf("Not Found: there is no profile named %q (toolgate.profiles in the config lists them; /mcp serves every server)", profile), http.StatusNotFound)
 			return
 		}
-		c := &policy.Caller{Transport: policy.TransportHTTP, Profile: profile}
+		c := &policy.Caller{Transport: policy.TransportHTTP, Profile: profile, Remote: r.RemoteAddr}
 		if outer := policy.CallerFrom(r.Context()); outer != nil {
 			c.Key = outer.Key
 		}
@@ -204,20 +207,23 @@ func streamedCall(body []byte) bool {
 
 // guard rejects foreign Host and Origin headers with 403 on every method
 // (DNS rebinding and cross-site requests from a browser), and bodies over
-// the cap with 413 before anything reads them.
-func guard(next http.Handler, o HTTPOptions, log *slog.Logger) http.Handler {
+// the cap with 413 before anything reads them. Each refusal is audited.
+func (g *Gateway) guard(next http.Handler, o HTTPOptions, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !hostAllowed(r.Host, o.AllowedHosts) {
 			log.Warn("rejected request: foreign Host header", "host", r.Host, "remote", r.RemoteAddr)
+			g.auditRefused(r, keys.Entry{}, http.StatusForbidden, audit.Denied, fmt.Sprintf("foreign Host header %q (DNS rebinding?)", r.Host))
 			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not allowed (add it to toolgate.http.allowedHosts to accept it)", r.Host), http.StatusForbidden)
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(origin, o.AllowedOrigins) {
 			log.Warn("rejected request: foreign Origin header", "origin", origin, "remote", r.RemoteAddr)
+			g.auditRefused(r, keys.Entry{}, http.StatusForbidden, audit.Denied, fmt.Sprintf("foreign Origin header %q (a page of another site?)", origin))
 			http.Error(w, fmt.Sprintf("Forbidden: Origin %q is not allowed (add it to toolgate.http.allowedOrigins to accept it)", origin), http.StatusForbidden)
 			return
 		}
 		if r.ContentLength > o.MaxBodyBytes {
+			g.auditRefused(r, keys.Entry{}, http.StatusRequestEntityTooLarge, audit.Denied, fmt.Sprintf("request body of %d bytes over the %d-byte limit", r.ContentLength, o.MaxBodyBytes))
 			http.Error(w, fmt.Sprintf("request body of %d bytes exceeds the %d-byte limit", r.ContentLength, o.MaxBodyBytes), http.StatusRequestEntityTooLarge)
 			return
 		}

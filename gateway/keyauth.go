@@ -93,7 +93,7 @@ func (g *Gateway) requireKey(next http.Handler, o HTTPOptions, log *slog.Logger)
 		}
 		// The route's handler (withCaller) keeps the key when it puts its
 		// own caller in the context; the policy reads the key's scope.
-		c := &policy.Caller{Transport: policy.TransportHTTP, Key: e.Caller()}
+		c := &policy.Caller{Transport: policy.TransportHTTP, Key: e.Caller(), Remote: r.RemoteAddr}
 		next.ServeHTTP(w, r.WithContext(policy.WithCaller(r.Context(), c)))
 	})
 }
@@ -103,11 +103,15 @@ func (g *Gateway) auditRefused(r *http.Request, e keys.Entry, status int, decisi
 	if g.opts.Audit == nil {
 		return
 	}
+	if c := policy.CallerFrom(r.Context()); e.Name == "" && c != nil && c.Key != nil {
+		e.Name = c.Key.Name // refused after the key was checked
+	}
 	g.opts.Audit.Write(audit.Record{
 		Key:       e.Name,
 		Transport: "http",
 		Session:   r.Header.Get("Mcp-Session-Id"),
 		Client:    r.UserAgent(),
+		Remote:    r.RemoteAddr,
 		Action:    "http",
 		Decision:  decision,
 		Reason:    reason,

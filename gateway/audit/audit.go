@@ -62,6 +62,9 @@ type Record struct {
 	Transport string `json:"transport,omitempty"` // stdio | http
 	Session   string `json:"session,omitempty"`
 	Client    string `json:"client,omitempty"` // the MCP client's name (clientInfo), else the HTTP User-Agent
+	// Remote is the HTTP client's address (host:port as the gateway saw
+	// it; a proxy's when one is in front).
+	Remote string `json:"remote,omitempty"`
 	// Action is what was asked: search_tools, execute_tool, a management
 	// tool, or "http" for a request refused before it reached MCP.
 	Action string `json:"action"`

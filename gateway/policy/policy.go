@@ -55,6 +55,9 @@ type Caller struct {
 	Session *Session
 	// Key is the API key the request authenticated with; nil without one.
 	Key *Key
+	// Remote is the HTTP client's address (for the audit log); "" over
+	// stdio. No rule reads it.
+	Remote string
 }
 
 // Key is an API key as the policy sees it: its name, whether it is an

@@ -19,7 +19,6 @@ import (
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/metrics"
 	"github.com/toolgate/toolgate/gateway/mgmt"
-	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/storage"
@@ -103,10 +102,11 @@ func (fr *front) serve(ctx context.Context) error {
 			"GET /status":  gateway.StatusHandler(fr.pool, &gateway.StatusOptions{Version: version, Started: fr.start, Loop: fr.lv, Storage: fr.health, Security: fr.sec.status}),
 			"GET /metrics": met.Handler(),
 			console.Path: console.New(&console.Options{
-				// The catalog as a client without profile sees it.
-				Backends: fr.pool, Catalog: policy.NewView(fr.lv, fr.lv.Policy(), nil), Restarter: fr.pool, Loop: fr.lv, Calls: recent,
+				// The catalog as the caller's key sees it (everything a
+				// client without profile sees, without keys).
+				Backends: fr.pool, Catalog: fr.lv, Policy: fr.lv.Policy(), Restarter: fr.pool, Loop: fr.lv, Calls: recent,
 				Unavailable: mg.Unavailable, Version: version, Started: fr.start, Logger: fr.log,
-				Keys: fr.sec.consoleKeys(),
+				Keys: fr.sec.consoleKeys(), Audit: fr.sec.audit,
 			}).Handler(),
 		},
 		Wrap:       met.HTTP,

@@ -168,9 +168,12 @@ func (k consoleKeys) Required() bool {
 	return any || err != nil || k.s.requireKey
 }
 
-func (k consoleKeys) Valid(secret string) bool {
-	_, err := k.s.keys.Verify(secret)
-	return err == nil
+func (k consoleKeys) Scope(secret string) (*policy.Key, bool) {
+	e, err := k.s.keys.Verify(secret)
+	if err != nil {
+		return nil, false
+	}
+	return e.Caller(), true
 }
 
 // pinsFile is the data folder's quarantine pins file.

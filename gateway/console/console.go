@@ -28,8 +28,11 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
@@ -86,9 +89,18 @@ type Options struct {
 	// Unavailable says why a server's tools cannot run now, or "".
 	Unavailable func(server string) string
 	Keys        Keys // nil = the gateway has no keys
-	Version     string
-	Started     time.Time // default: when New was called
-	Logger      *slog.Logger
+	// Policy is the gateway's rules. The catalog, the playground, the
+	// recent calls and the restart button are seen through them as the
+	// caller sees tools over MCP: a key sees only the tools of its scope,
+	// and restarts only when its scope includes toolgate__restart_server.
+	// Nil: no rule (everything is shown).
+	Policy *policy.Set
+	// Audit, if set, records each restart asked from the console and each
+	// refused key, login or restart.
+	Audit   gateway.AuditLog
+	Version string
+	Started time.Time // default: when New was called
+	Logger  *slog.Logger
 	// Now is the clock (default time.Now); tests set it.
 	Now func() time.Time
 }
@@ -179,59 +191,116 @@ func (c *Console) serveFile(w http.ResponseWriter, r *http.Request) { c.files.Se
 // keysRequired reports whether callers need a key.
 func (c *Console) keysRequired() bool { return c.o.Keys != nil && c.o.Keys.Required() }
 
-// authorize returns the request's session (nil when it has none) and
-// whether the request may read the console: any request when the gateway
-// has no keys, else a session logged in with a key still in force, or a
-// valid bearer key (for scripts; then the session is nil). Only the page
-// starts sessions, so scripts reading the JSON never crowd out a browser's.
-func (c *Console) authorize(r *http.Request) (*session, bool) {
+// authorize returns the request's session (nil when it has none), its
+// caller (with the key's scope), and whether the request may read the
+// console: any request when the gateway has no keys, else a session logged
+// in with a key still in force, or a valid bearer key (for scripts; then
+// the session is nil). Only the page starts sessions, so scripts reading
+// the JSON never crowd out a browser's.
+func (c *Console) authorize(r *http.Request) (*session, *policy.Caller, bool) {
 	ss := c.sessions.get(r)
+	caller := &policy.Caller{Transport: policy.TransportHTTP, Remote: r.RemoteAddr}
 	if !c.keysRequired() {
-		return ss, true
+		return ss, caller, true
 	}
 	if k := bearer(r); k != "" {
-		return nil, c.o.Keys.Valid(k)
+		key, ok := c.o.Keys.Scope(k)
+		if !ok {
+			c.audit(r, caller, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console: unknown, revoked or expired API key", Status: http.StatusUnauthorized})
+		}
+		caller.Key = key
+		return nil, caller, ok
 	}
-	if ss != nil && ss.key != "" && c.o.Keys.Valid(ss.key) {
-		return ss, true
+	if ss != nil && ss.key != "" {
+		if key, ok := c.o.Keys.Scope(ss.key); ok {
+			caller.Key = key
+			return ss, caller, true
+		}
 	}
-	return ss, false
+	return ss, caller, false
+}
+
+// audit writes rec, with the request's caller, to Options.Audit.
+func (c *Console) audit(r *http.Request, caller *policy.Caller, rec audit.Record) {
+	if c.o.Audit == nil {
+		return
+	}
+	rec.Transport, rec.Client, rec.Remote = policy.TransportHTTP, r.UserAgent(), r.RemoteAddr
+	if caller != nil && caller.Key != nil {
+		rec.Key = caller.Key.Name
+	}
+	rec.Route = r.Method + " " + r.URL.Path
+	c.o.Audit.Write(rec)
+}
+
+// catalog is the catalog as caller sees it through the policy.
+func (c *Console) catalog(caller *policy.Caller) Catalog {
+	if c.o.Policy == nil {
+		return c.o.Catalog
+	}
+	return policy.NewView(c.o.Catalog, c.o.Policy, caller)
+}
+
+// restartTool is the management tool the restart button stands for: a
+// caller may press it when the policy lets it run that tool.
+var restartTool = catalog.Tool{Server: config.BuiltinServer, Name: "restart_server"}
+
+// mayRestart reports whether caller may restart backends from the
+// console.
+func (c *Console) mayRestart(caller *policy.Caller) (bool, string) {
+	if c.o.Restarter == nil {
+		return false, "this gateway does not restart backends from the console"
+	}
+	if c.o.Policy == nil {
+		return true, ""
+	}
+	t, ok := c.o.Catalog.Tool(restartTool.ID())
+	if !ok {
+		t = restartTool
+	}
+	if d := c.o.Policy.Decide(caller, t); !d.Allowed {
+		return false, d.Reason
+	}
+	return true, ""
 }
 
 // api guards a read endpoint: 401 without a session or key.
-func (c *Console) api(h func(w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
+func (c *Console) api(h func(w http.ResponseWriter, r *http.Request, caller *policy.Caller)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := c.authorize(r); !ok {
+		_, caller, ok := c.authorize(r)
+		if !ok {
 			unauthorized(w)
 			return
 		}
-		h(w, r)
+		h(w, r, caller)
 	}
 }
 
 // post guards a state-changing endpoint: an authorized request that comes
 // from the console's own origin with its session's CSRF token (or, from a
 // script, with a bearer key, which a browser never sends by itself).
-func (c *Console) post(h func(w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
+func (c *Console) post(h func(w http.ResponseWriter, r *http.Request, caller *policy.Caller)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ss, ok := c.authorize(r)
+		ss, caller, ok := c.authorize(r)
 		if !ok {
 			unauthorized(w)
 			return
 		}
 		if ss == nil && bearer(r) != "" && c.keysRequired() { // a script with a valid key
-			h(w, r)
+			h(w, r, caller)
 			return
 		}
 		if !sameOrigin(r) {
+			c.audit(r, caller, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console: Origin header missing or foreign", Status: http.StatusForbidden})
 			writeError(w, http.StatusForbidden, "state-changing requests must come from the console's own page (Origin header missing or foreign)")
 			return
 		}
 		if !csrfOK(r, ss) {
+			c.audit(r, caller, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console: missing or wrong CSRF token", Status: http.StatusForbidden})
 			writeError(w, http.StatusForbidden, "missing or wrong CSRF token: reload the console and try again")
 			return
 		}
-		h(w, r)
+		h(w, r, caller)
 	}
 }
 
@@ -259,21 +328,42 @@ type State struct {
 	HasCalls   bool   `json:"hasCalls"`
 }
 
-func (c *Console) state() State {
+func (c *Console) state(caller *policy.Caller) State {
 	rep := gateway.BuildStatusReport(c.o.Backends.Status(), c.o.Version, c.o.Started, c.o.Now())
 	if c.o.Loop != nil {
 		st := c.o.Loop.Stats()
 		rep.Stats = &st
 	}
-	s := State{StatusReport: rep, CanRestart: c.o.Restarter != nil, HasCalls: c.o.Calls != nil, Calls: []Call{}}
+	s := State{StatusReport: rep, HasCalls: c.o.Calls != nil, Calls: []Call{}}
+	s.CanRestart, _ = c.mayRestart(caller)
 	if c.o.Calls != nil {
-		s.Calls = c.o.Calls.Calls()
+		s.Calls = c.calls(caller)
 	}
 	return s
 }
 
-func (c *Console) serveState(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, c.state())
+// calls are the recent calls of the tools caller may run: a key sees no
+// call of a tool outside its scope.
+func (c *Console) calls(caller *policy.Caller) []Call {
+	all := c.o.Calls.Calls()
+	if c.o.Policy == nil || caller.Key == nil {
+		return all
+	}
+	out := []Call{}
+	for _, call := range all {
+		t, ok := c.o.Catalog.Tool(call.Server + catalog.Sep + call.Tool)
+		if !ok {
+			t = catalog.Tool{Server: call.Server, Name: call.Tool}
+		}
+		if c.o.Policy.Decide(caller, t).Allowed {
+			out = append(out, call)
+		}
+	}
+	return out
+}
+
+func (c *Console) serveState(w http.ResponseWriter, _ *http.Request, caller *policy.Caller) {
+	writeJSON(w, http.StatusOK, c.state(caller))
 }
 
 // SearchAnswer is a playground search: the ranked tools with every score
@@ -324,9 +414,9 @@ func searchParams(r *http.Request) (search.Query, error) {
 	return q, nil
 }
 
-func (c *Console) search(ctx context.Context, q search.Query) (*SearchAnswer, error) {
+func (c *Console) search(ctx context.Context, caller *policy.Caller, q search.Query) (*SearchAnswer, error) {
 	start := time.Now()
-	res, err := c.o.Catalog.Search(ctx, q)
+	res, err := c.catalog(caller).Search(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -343,13 +433,13 @@ func (c *Console) search(ctx context.Context, q search.Query) (*SearchAnswer, er
 	return a, nil
 }
 
-func (c *Console) serveSearch(w http.ResponseWriter, r *http.Request) {
+func (c *Console) serveSearch(w http.ResponseWriter, r *http.Request, caller *policy.Caller) {
 	q, err := searchParams(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	a, err := c.search(r.Context(), q)
+	a, err := c.search(r.Context(), caller, q)
 	switch {
 	case errors.Is(err, search.ErrEmptyQuery):
 		writeError(w, http.StatusBadRequest, "type a query: a few words describing what you want to do")
@@ -379,14 +469,15 @@ type CatalogTool struct {
 	Unavailable string          `json:"unavailable,omitempty"`
 }
 
-func (c *Console) serveCatalog(w http.ResponseWriter, r *http.Request) {
+func (c *Console) serveCatalog(w http.ResponseWriter, r *http.Request, caller *policy.Caller) {
 	filter := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("filter")))
 	server := r.URL.Query().Get("server")
-	ids := c.o.Catalog.IDs()
+	cat := c.catalog(caller)
+	ids := cat.IDs()
 	slices.Sort(ids)
 	a := CatalogAnswer{Total: len(ids), Tools: []CatalogTool{}, Servers: []string{}}
 	for _, id := range ids {
-		t, ok := c.o.Catalog.Tool(id)
+		t, ok := cat.Tool(id)
 		if !ok {
 			continue
 		}
@@ -408,7 +499,7 @@ func (c *Console) serveCatalog(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, a)
 }
 
-func (c *Console) serveRestart(w http.ResponseWriter, r *http.Request) {
+func (c *Console) serveRestart(w http.ResponseWriter, r *http.Request, caller *policy.Caller) {
 	if c.o.Restarter == nil {
 		writeError(w, http.StatusNotFound, "this gateway does not restart backends from the console")
 		return
@@ -420,7 +511,22 @@ func (c *Console) serveRestart(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `send {"server": "NAME"}`)
 		return
 	}
-	if err := c.o.Restarter.Restart(body.Server); err != nil {
+	rec := audit.Record{Action: restartTool.ID(), Tool: restartTool.ID(), Reason: fmt.Sprintf("server %q, from the console", body.Server)}
+	if ok, why := c.mayRestart(caller); !ok {
+		// The same rule as toolgate__restart_server over MCP: a key
+		// whose scope leaves it out may not press the button either.
+		rec.Decision, rec.Reason, rec.Status = audit.Denied, why, http.StatusForbidden
+		c.audit(r, caller, rec)
+		writeError(w, http.StatusForbidden, "restarting backends is outside what this API key may do: "+why)
+		return
+	}
+	err := c.o.Restarter.Restart(body.Server)
+	rec.Decision, rec.Outcome = audit.Allowed, audit.OK
+	if err != nil {
+		rec.Outcome, rec.Reason = audit.IsError, err.Error()
+	}
+	c.audit(r, caller, rec)
+	if err != nil {
 		code := http.StatusConflict
 		if errors.Is(err, backend.ErrUnknownServer) {
 			code = http.StatusNotFound
@@ -451,8 +557,9 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := strings.TrimSpace(body.Key)
-	if !c.o.Keys.Valid(key) {
+	if _, ok := c.o.Keys.Scope(key); !ok {
 		c.log.Warn("console login refused: unknown, expired or revoked key", "remote", r.RemoteAddr)
+		c.audit(r, nil, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console login: unknown, revoked or expired API key", Status: http.StatusUnauthorized})
 		unauthorized(w)
 		return
 	}
@@ -461,7 +568,7 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (c *Console) serveLogout(w http.ResponseWriter, r *http.Request) {
+func (c *Console) serveLogout(w http.ResponseWriter, r *http.Request, _ *policy.Caller) {
 	c.sessions.end(w, r)
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -480,18 +587,18 @@ type Page struct {
 }
 
 func (c *Console) servePage(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.authorize(r)
+	ss, caller, ok := c.authorize(r)
 	if ok && ss == nil && !c.keysRequired() {
 		ss = c.sessions.create(w, r, "") // for the CSRF token of its buttons
 	}
 	p := Page{Keys: c.keysRequired(), LoginRequired: !ok, Query: r.URL.Query().Get("q"), Mode: r.URL.Query().Get("mode")}
 	if ok {
-		st := c.state()
+		st := c.state(caller)
 		p.State = &st
 		if strings.TrimSpace(p.Query) != "" {
 			q, err := searchParams(r)
 			if err == nil {
-				p.Search, err = c.search(r.Context(), q)
+				p.Search, err = c.search(r.Context(), caller, q)
 			}
 			if err != nil {
 				p.SearchError = err.Error()

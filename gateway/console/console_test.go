@@ -9,6 +9,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,8 +18,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
@@ -98,18 +103,41 @@ type fakeLoop struct{}
 
 func (fakeLoop) Stats() live.Stats { return live.Stats{CatalogGeneration: 7, CatalogTools: 3} }
 
-// fakeKeys knows one key, which a test can revoke.
+// fakeKeys knows one key without a scope, which a test can revoke, and
+// the scoped keys of scopes.
 type fakeKeys struct {
 	mu      sync.Mutex
 	key     string
 	revoked bool
+	scopes  map[string]*policy.Key
 }
 
 func (k *fakeKeys) Required() bool { return true }
-func (k *fakeKeys) Valid(key string) bool {
+func (k *fakeKeys) Scope(key string) (*policy.Key, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return !k.revoked && key == k.key
+	if s, ok := k.scopes[key]; ok {
+		return s, true
+	}
+	return &policy.Key{Name: "main"}, !k.revoked && key == k.key
+}
+
+// auditLog keeps the records written to it.
+type auditLog struct {
+	mu      sync.Mutex
+	records []audit.Record
+}
+
+func (l *auditLog) Write(r audit.Record) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.records = append(l.records, r)
+}
+
+func (l *auditLog) all() []audit.Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.records)
 }
 
 type env struct {
@@ -120,9 +148,17 @@ type env struct {
 
 func newEnv(t *testing.T, keys Keys) *env {
 	t.Helper()
+	return newEnvWith(t, &Options{Catalog: fakeCatalog{}, Keys: keys})
+}
+
+// newEnvWith serves a console with o's Catalog, Keys, Policy and Audit,
+// over fake backends and a recorder that saw one call of
+// filesystem__read_file.
+func newEnvWith(t *testing.T, o *Options) *env {
+	t.Helper()
 	b := &fakeBackends{pids: map[string]int{"filesystem": 100, "memory": 200}}
 	rec := NewRecorder(0)
-	c := New(&Options{Backends: b, Catalog: fakeCatalog{}, Restarter: b, Loop: fakeLoop{}, Calls: rec, Keys: keys, Version: "1.0.0",
+	c := New(&Options{Backends: b, Catalog: o.Catalog, Restarter: b, Loop: fakeLoop{}, Calls: rec, Keys: o.Keys, Policy: o.Policy, Audit: o.Audit, Version: "1.0.0",
 		Unavailable: func(s string) string {
 			if s == "memory" {
 				return "it is down"
@@ -414,5 +450,90 @@ func TestSessionsBounded(t *testing.T) {
 	now = now.Add(sessionTTL + time.Second)
 	if s.get(req) != nil {
 		t.Error("a session older than its TTL still answers")
+	}
+}
+
+// TestKeyScope: a key sees the console through its scope, as it sees tools
+// over MCP: the catalog, the playground and the recent calls hold only the
+// tools it may run, and the restart button needs toolgate__restart_server
+// in its scope. A key denied toolgate__* (the README's advice against
+// run-time management) could restart every backend from the console, and
+// a key of one server read every server's tools there.
+func TestKeyScope(t *testing.T) {
+	all := append(slices.Clone(tools), catalog.Tool{Server: "toolgate", Name: "restart_server", Description: "Restart a server: stop it and start it again."})
+	ix, err := index.Build(context.Background(), all, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := search.New(ix, nil, nil)
+	t.Cleanup(func() { eng.Close() })
+	set := policy.NewSet(keys.NewScope(func() *policy.Profiles { return policy.NewProfiles(nil) }, nil))
+	fk := &fakeKeys{key: "tg_secret", scopes: map[string]*policy.Key{
+		"tg_low": {Name: "low", Deny: []string{"toolgate__*", "filesystem__*"}},
+	}}
+	log := &auditLog{}
+	e := newEnvWith(t, &Options{Catalog: eng, Keys: fk, Policy: set, Audit: log})
+	get := func(key, path string, v any) {
+		t.Helper()
+		resp, body := e.do(t, "GET", path, "", "Authorization", "Bearer "+key)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
+		}
+		if err := json.Unmarshal([]byte(body), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restart := func(key string) int {
+		resp, _ := e.do(t, "POST", "/ui/api/restart", `{"server": "filesystem"}`, "Authorization", "Bearer "+key)
+		return resp.StatusCode
+	}
+
+	var cat CatalogAnswer
+	get("tg_low", "/ui/api/catalog", &cat)
+	if cat.Total != 1 || fmt.Sprint(cat.Servers) != "[memory]" || len(cat.Tools) != 1 || cat.Tools[0].Name != "memory__create_entities" {
+		t.Errorf("catalog as the scoped key sees it: %+v, want memory__create_entities only", cat)
+	}
+	var ans SearchAnswer
+	get("tg_low", "/ui/api/search?q=file", &ans)
+	for _, h := range ans.Tools {
+		if h.Server != "memory" {
+			t.Errorf("the scoped key's search found %s, outside its scope", h.Name)
+		}
+	}
+	var st State
+	get("tg_low", "/ui/api/state", &st)
+	if st.CanRestart || len(st.Calls) != 0 {
+		t.Errorf("state as the scoped key sees it: canRestart %v, calls %+v; want no restart button and no call of filesystem__read_file", st.CanRestart, st.Calls)
+	}
+	if got := restart("tg_low"); got != 403 {
+		t.Errorf("restart with a key denied toolgate__*: %d, want 403", got)
+	}
+	if len(e.backends.restarted) != 0 {
+		t.Fatalf("restarted %v with a key denied toolgate__*", e.backends.restarted)
+	}
+
+	get("tg_secret", "/ui/api/catalog", &cat)
+	get("tg_secret", "/ui/api/state", &st)
+	if cat.Total != 4 || !st.CanRestart || len(st.Calls) != 1 {
+		t.Errorf("the key without scope: catalog of %d tools, canRestart %v, %d calls; want 4, true, 1", cat.Total, st.CanRestart, len(st.Calls))
+	}
+	if got := restart("tg_secret"); got != 202 {
+		t.Errorf("restart with the key without scope: %d, want 202", got)
+	}
+	if got := restart("tg_wrong"); got != 401 {
+		t.Errorf("restart with an unknown key: %d, want 401", got)
+	}
+
+	// Each restart and each refusal is in the audit log, with who asked.
+	var got []string
+	for _, r := range log.all() {
+		if r.Remote == "" || r.Transport != "http" {
+			t.Errorf("audit record without the client's address: %+v", r)
+		}
+		got = append(got, r.Key+" "+r.Action+" "+r.Decision)
+	}
+	want := []string{"low toolgate__restart_server denied", "main toolgate__restart_server allowed", " http denied"}
+	if !slices.Equal(got, want) {
+		t.Errorf("audit records %q, want %q", got, want)
 	}
 }

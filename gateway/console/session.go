@@ -9,18 +9,20 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/toolgate/toolgate/gateway/policy"
 )
 
-// Keys says whether a bearer key is valid. The key store of the HTTP front
-// implements it; nil Options.Keys means the gateway has no keys (the
-// Host/Origin checks alone guard it, as they guard /mcp).
+// Keys checks bearer keys and gives their scope. The key store of the
+// HTTP front stands behind it; nil Options.Keys means the gateway has no
+// keys (the Host/Origin checks alone guard it, as they guard /mcp).
 type Keys interface {
 	// Required reports whether callers need a key (some key exists).
 	Required() bool
-	// Valid reports whether key is in force (known, not expired, not
-	// revoked). It is asked on every request, so a revoked key's sessions
-	// end at once.
-	Valid(key string) bool
+	// Scope returns the key's scope when key is in force (known, not
+	// expired, not revoked), and false otherwise. It is asked on every
+	// request, so a revoked key's sessions end at once.
+	Scope(key string) (*policy.Key, bool)
 }
 
 // The session cookie: same-site strict, HttpOnly, scoped to the console.

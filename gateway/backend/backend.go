@@ -76,11 +76,13 @@ func (restartedError) Is(target error) bool { return target == errReplaced }
 // backend is one configured server: its state, its last known tools, and the
 // live connection (run) while up.
 type backend struct {
-	p      *Pool
-	cfg    config.Server
-	log    *slog.Logger
-	mask   func(string) string
-	stderr *lineTail // stdio: the last stderr lines across runs (Pool.Stderr)
+	p    *Pool
+	cfg  config.Server
+	log  *slog.Logger
+	mask func(string) string
+	// errMask hides the configured secrets in its errors' text.
+	errMask func(string) string
+	stderr  *lineTail // stdio: the last stderr lines across runs (Pool.Stderr)
 	// ctx ends with the pool, or earlier when Reconfigure removes or
 	// replaces the backend (the cause says which).
 	ctx    context.Context
@@ -175,6 +177,7 @@ func newBackend(p *Pool, s config.Server) *backend {
 		cfg:           s,
 		log:           p.log.With(keyServer, s.Name, keyTransport, s.Type),
 		mask:          newMasker(s),
+		errMask:       newErrMasker(s),
 		stderr:        newLineTail(p.opts.StderrTail),
 		state:         StateConnecting,
 		since:         time.Now(),
@@ -271,6 +274,7 @@ func (b *backend) status() Status {
 }
 
 func (b *backend) setState(s State, err error) {
+	err = maskErr(err, b.errMask) // shown in /status, the console, execute_tool's errors
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.state != s {
@@ -300,6 +304,7 @@ func (b *backend) connect(ctx context.Context) {
 	b.log.Debug("connecting")
 	r, tools, err := b.dial(ctx)
 	if err != nil {
+		err = maskErr(err, b.errMask)
 		if errors.As(err, new(abortedError)) {
 			b.log.Debug("connect aborted", keyErr, err) // a stop: nothing went wrong
 		} else {
@@ -573,7 +578,7 @@ func (b *backend) relist(r *run) {
 		tools, err := b.listTools(ctx, r.sess, r.stash)
 		cancel()
 		if err != nil {
-			b.log.Warn("re-listing tools after list_changed failed", keyErr, err)
+			b.log.Warn("re-listing tools after list_changed failed", keyErr, maskErr(err, b.errMask))
 			continue
 		}
 		b.notifyMu.Lock()
@@ -593,6 +598,11 @@ func (b *backend) relist(r *run) {
 
 // callTool calls a tool on the current run with the call deadline.
 func (b *backend) callTool(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	res, err := b.call(ctx, tool, args)
+	return res, maskErr(err, b.errMask) // the client reads it
+}
+
+func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {
 	name := b.cfg.Name
 	r, err := b.acquire(ctx)
 	if err != nil {
@@ -814,7 +824,7 @@ func (b *backend) supervise() {
 				b.setState(StateIdle, nil)
 				continue
 			}
-			err := b.deathErr(r)
+			err := maskErr(b.deathErr(r), b.errMask)
 			b.log.Warn("backend died", keyErr, err)
 			b.teardown(r, err)
 			if time.Since(r.upAt) >= b.stableAfter {

@@ -1,16 +1,28 @@
 package backend
 
 import (
+	"net/url"
+
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/mask"
 )
 
 // Secrets lists the configured secret values of servers: their env and
-// header values and OAuth client secrets. Masks built from them (package
-// mask) hide them in what toolgate writes down.
+// header values, OAuth client secrets, and the query values and password
+// of their URLs (hosted servers often take a key as ?api_key=…, and Go's
+// HTTP errors quote the whole URL). Masks built from them (package mask)
+// hide them in what toolgate writes down.
 func Secrets(servers ...config.Server) []string {
 	var vals []string
 	for _, srv := range servers {
+		if u, err := url.Parse(srv.URL); err == nil && srv.URL != "" {
+			for _, vs := range u.Query() {
+				vals = append(vals, vs...)
+			}
+			if p, ok := u.User.Password(); ok {
+				vals = append(vals, p)
+			}
+		}
 		for _, v := range srv.Env {
 			vals = append(vals, v)
 		}
@@ -28,4 +40,39 @@ func Secrets(servers ...config.Server) []string {
 // and common credential patterns in a line of backend output.
 func newMasker(srv config.Server) func(string) string {
 	return mask.New(Secrets(srv)).String
+}
+
+// newErrMasker returns a function that hides the server's configured
+// secrets (its URL's among them) in the text of an error.
+func newErrMasker(srv config.Server) func(string) string {
+	return mask.New(Secrets(srv)).Configured
+}
+
+// maskedError is an error whose text had secrets hidden; errors.Is and
+// errors.As still see the error it hides them in.
+type maskedError struct {
+	err error
+	msg string
+}
+
+func (e *maskedError) Error() string { return e.msg }
+func (e *maskedError) Unwrap() error { return e.err }
+
+// maskErr hides the secrets mask knows in err's text: a backend's errors
+// reach /status, the console, logs and execute_tool's answer. An
+// UnavailableError stays one (the gateway reads its Err), masked inside.
+func maskErr(err error, mask func(string) string) error {
+	if err == nil || mask == nil {
+		return err
+	}
+	if un, ok := err.(*UnavailableError); ok {
+		if inner := maskErr(un.Err, mask); inner != un.Err {
+			return &UnavailableError{Server: un.Server, Err: inner}
+		}
+		return err
+	}
+	if msg := mask(err.Error()); msg != err.Error() {
+		return &maskedError{err: err, msg: msg}
+	}
+	return err
 }

@@ -144,6 +144,6 @@ func (b *backend) connectRemote(ctx context.Context, r *run, client *mcp.Client)
 		return sess, err
 	}
 	b.log.Info("no answer to the first handshake within the probe timeout; retrying with the legacy initialize handshake",
-		keyTimeout, b.p.opts.ProbeTimeout, keyErr, err)
+		keyTimeout, b.p.opts.ProbeTimeout, keyErr, maskErr(err, b.errMask))
 	return client.Connect(ctx, newT(), &mcp.ClientSessionOptions{ProtocolVersion: LegacyProtocolVersion})
 }

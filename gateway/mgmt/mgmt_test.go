@@ -245,3 +245,29 @@ func TestConfigChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestServerStatusMasksTarget: server_status shows a remote server's URL,
+// which may carry its key (?k=…, user:password@), to any caller whose
+// scope includes toolgate__server_status: the secrets are masked, as in the
+// logs.
+func TestServerStatusMasksTarget(t *testing.T) {
+	const data = `{"mcpServers": {"a": {"command": "x"}, "b": {"url": "https://user:pwsecret4321@b.example/mcp?k=urlsecret12345&v=2"}}}`
+	path := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(data), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &fakeRuntime{cfg: cfg, pol: policy.NewSet(policy.NewConfigured([]string{"a", "b", Name}), policy.NewDisabled(nil), policy.NewProfiles(nil))}
+	s := New(&fakePool{}, rt, &Options{ConfigPaths: []string{path}})
+	res := run(t, s, http, "server_status", map[string]any{"name": "b"})
+	b, _ := json.Marshal(res)
+	if strings.Contains(string(b), "urlsecret12345") || strings.Contains(string(b), "pwsecret4321") {
+		t.Errorf("server_status shows the URL's secrets: %s", b)
+	}
+	if !strings.Contains(resText(res), "b.example/mcp?k=***") {
+		t.Errorf("server_status no longer says where the server is: %s", resText(res))
+	}
+}

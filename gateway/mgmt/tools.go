@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/internal/mask"
 )
 
 // Arguments of the tools. Their fields and jsonschema descriptions are the
@@ -142,6 +143,8 @@ func (s *Server) infos() []ServerInfo {
 		} else {
 			info.Target = sv.URL
 		}
+		// A URL's ?api_key=…, a token in the args: masked as in the logs.
+		info.Target = mask.New(backend.Secrets(sv)).String(info.Target)
 		out = append(out, info)
 	}
 	return out

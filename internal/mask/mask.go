@@ -79,6 +79,16 @@ func (m *Masker) String(s string) string {
 	return s
 }
 
+// Configured hides only the configured values in s, not the shapes of
+// credentials: for the gateway's own prose (error messages), where a shape
+// such as "refresh token: invalid_grant" is words, not a secret.
+func (m *Masker) Configured(s string) string {
+	if m != nil && m.values != nil {
+		return m.values.Replace(s)
+	}
+	return s
+}
+
 // Value returns a copy of a decoded JSON value (maps, slices, strings,
 // numbers …) with the secrets hidden: the whole value of a field whose name
 // sounds secret ("password", "apiKey", "token" …), and the secrets in

@@ -1,0 +1,48 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// TestURLSecretsMasked: a hosted server that takes its key in the URL
+// (?k=…, a user:password@) does not leak it through its errors, which Go's
+// HTTP client writes with the whole URL: not in /status (Status), not in
+// a call's error (the client's execute_tool answer), not in the log.
+func TestURLSecretsMasked(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing answers there: the connect fails with the URL in its error
+	const querySecret, password = "querysecretvalue987", "passwordvalue654"
+	srv := config.Server{Name: "hosted", Type: config.TypeHTTP, URL: "http://user:" + password + "@" + addr + "/mcp?k=" + querySecret}
+	var logs testenv.LogBuffer
+	p := startPool(t, []config.Server{srv}, testOptions(&logs))
+	var st Status
+	testenv.Eventually(t, "the backend down", func() bool {
+		st = statusOf(t, p, "hosted")
+		return st.State == StateDown && st.Err != ""
+	})
+	_, callErr := p.CallTool(context.Background(), "hosted", "any", nil)
+	var un *UnavailableError
+	if !errors.As(callErr, &un) {
+		t.Fatalf("call on a down backend: %v, want an UnavailableError", callErr)
+	}
+	for what, text := range map[string]string{"status error": st.Err, "status last error": st.LastErr,
+		"call error": callErr.Error(), "call error's cause": un.Err.Error(), "log": logs.String()} {
+		if strings.Contains(text, querySecret) || strings.Contains(text, password) {
+			t.Errorf("%s holds a secret of the URL: %s", what, text)
+		}
+	}
+	if !strings.Contains(st.Err, "k=***") {
+		t.Errorf("status error %q: want the URL with its query value masked (k=***), so that it still says where", st.Err)
+	}
+}

@@ -1,11 +1,15 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 )
 
@@ -25,10 +29,14 @@ const (
 // describeSearch is search_tools' description: what it does, and the
 // servers behind the gateway, each with a few words (Options.Describe) or,
 // failing those, a few of its tool names.
-func (g *Gateway) describeSearch() string {
+func (g *Gateway) describeSearch() string { return g.describeSearchFor(nil) }
+
+// describeSearchFor is search_tools' description as caller c sees it: the
+// servers of the tools it may run.
+func (g *Gateway) describeSearchFor(c *policy.Caller) string {
 	var b strings.Builder
 	b.WriteString("Find the tools that can do a task")
-	if list := g.serverList(); list != "" {
+	if list := g.serverListFor(c); list != "" {
 		b.WriteString(", across the MCP servers behind this gateway: ")
 		b.WriteString(list)
 		b.WriteString(".")
@@ -45,15 +53,19 @@ func (g *Gateway) describeSearch() string {
 
 // serverList renders the servers that have tools in the catalog, in name
 // order, within MaxServerListChars.
-func (g *Gateway) serverList() string {
+func (g *Gateway) serverList() string { return g.serverListFor(nil) }
+
+// serverListFor is serverList as caller c sees it (nil: a client without
+// profile or key).
+func (g *Gateway) serverListFor(c *policy.Caller) string {
 	if g.searcher == nil {
 		return ""
 	}
 	byServer := map[string][]string{}
 	var servers []string
-	// The servers a client without profile sees: not those disabled, nor
-	// those a reload removed (tools/list is the same for every client).
-	for _, id := range g.visibleIDs(nil) {
+	// The servers the caller sees: not those disabled, nor those a reload
+	// removed, nor those outside its profile or key scope.
+	for _, id := range g.visibleIDs(c) {
 		s, tool, err := catalog.SplitID(id)
 		if err != nil {
 			continue
@@ -125,6 +137,58 @@ func (g *Gateway) Refresh() {
 		return
 	}
 	g.desc = d
+	g.scopedDescs.Clear()
+	g.scopedCount.Store(0)
 	g.server.AddTool(searchTool(g.opts.DefaultLimit, g.opts.MaxLimit, d), g.traced(SearchToolName, g.audited(SearchToolName, g.handleSearch)))
 	g.log.Debug("search_tools description changed; clients are told (tools/list_changed)", "chars", utf8.RuneCountInString(d))
+}
+
+// scopedTools answers tools/list with search_tools' description as the
+// caller sees it when a profile or an API key limits what it sees: the
+// description lists the servers behind the gateway, and a key must learn
+// nothing of those outside its scope (README, Security). Such an answer
+// is marked cacheScope "private" (protocol 2026-07-28): it is this
+// caller's. Everyone else gets the registered description.
+func (g *Gateway) scopedTools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil || method != "tools/list" || g.opts.Policy == nil {
+			return res, err
+		}
+		c := policy.CallerFrom(ctx)
+		lr, ok := res.(*mcp.ListToolsResult)
+		if !ok || c == nil || c.Key == nil && c.ProfileName() == "" {
+			return res, err
+		}
+		out := *lr
+		out.Tools = slices.Clone(lr.Tools)
+		for i, t := range out.Tools {
+			if t.Name == SearchToolName {
+				scoped := *t
+				scoped.Description = g.scopedDescription(c)
+				out.Tools[i] = &scoped
+			}
+		}
+		out.CacheScope = "private"
+		return &out, nil
+	}
+}
+
+// maxScopedDescs bounds the descriptions kept for scoped callers.
+const maxScopedDescs = 256
+
+// scopedDescription is describeSearchFor(c), kept per search filter (one
+// per caller scope and set of rules) until the catalog changes (Refresh).
+func (g *Gateway) scopedDescription(c *policy.Caller) string {
+	f := g.filter(c)
+	if d, ok := g.scopedDescs.Load(f); ok {
+		return d.(string)
+	}
+	d := g.describeSearchFor(c)
+	if g.scopedCount.Add(1) > maxScopedDescs { // rules changed many times since the last Refresh
+		g.scopedDescs.Clear()
+		g.scopedCount.Store(1)
+	}
+	g.scopedDescs.Store(f, d)
+	return d
 }

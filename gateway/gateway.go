@@ -31,6 +31,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
@@ -150,6 +151,10 @@ type Gateway struct {
 
 	descMu sync.Mutex
 	desc   string // search_tools' description as registered
+	// scopedDescs holds search_tools' description per search filter for
+	// callers a profile or key limits (*search.Filter → string).
+	scopedDescs sync.Map
+	scopedCount atomic.Int32
 
 	levels sessionLevels // log levels clients set (logging/setLevel)
 }
@@ -188,7 +193,7 @@ func New(s Searcher, c Caller, opts *Options) *Gateway {
 		// mode every request is a session: keep its warnings only.
 		Logger: slog.New(minLevel{g.log.Handler(), slog.LevelWarn}),
 	})
-	g.server.AddReceivingMiddleware(g.levels.middleware)
+	g.server.AddReceivingMiddleware(g.levels.middleware, g.scopedTools)
 	g.server.AddTool(executeTool(), g.traced(ExecuteToolName, g.audited(ExecuteToolName, g.handleExecute)))
 	g.Refresh()
 	return g

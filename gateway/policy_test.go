@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
@@ -212,5 +213,45 @@ func TestDescriptionFollowsPolicy(t *testing.T) {
 	g.opts.Policy.(*policy.Set).Put(policy.NewDisabled([]string{"everything"}))
 	if d := g.describeSearch(); strings.Contains(d, "everything (") || !strings.Contains(d, "memory (") {
 		t.Errorf("description with everything disabled: %s", d)
+	}
+}
+
+// TestDescriptionPerScope: tools/list tells a caller that a key or a
+// profile limits only of the servers it may use: search_tools' description
+// names the servers behind the gateway, and a key must learn nothing of
+// those outside its scope. A caller without either gets the whole list.
+func TestDescriptionPerScope(t *testing.T) {
+	g := policyGateway(t, nil, nil)
+	g.opts.Policy.(*policy.Set).Put(keys.NewScope(g.opts.Policy.(*policy.Set).Profiles, nil))
+	describe := func(c *policy.Caller) string {
+		t.Helper()
+		res, err := connectAs(t, g, c).ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range res.Tools {
+			if tl.Name == SearchToolName {
+				return tl.Description
+			}
+		}
+		t.Fatal("no search_tools in tools/list")
+		return ""
+	}
+	for _, c := range []struct {
+		name   string
+		caller *policy.Caller
+	}{
+		{"a key of memory's tools", &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "kg", Allow: []string{"memory__*"}}}},
+		{"a key of profile kg", &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "kg", Profile: "kg"}}},
+		{"the route of profile kg", &policy.Caller{Transport: policy.TransportHTTP, Profile: "kg"}},
+	} {
+		for range 2 { // the second from the cache
+			if d := describe(c.caller); !strings.Contains(d, "memory (") || strings.Contains(d, "filesystem") || strings.Contains(d, "everything") {
+				t.Errorf("%s: search_tools' description %q names servers outside its scope", c.name, d)
+			}
+		}
+	}
+	if d := describe(&policy.Caller{Transport: policy.TransportHTTP}); !strings.Contains(d, "filesystem (") || !strings.Contains(d, "everything (") {
+		t.Errorf("a caller without key or profile: description %q lacks servers", d)
 	}
 }

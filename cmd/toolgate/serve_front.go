@@ -93,6 +93,8 @@ func (fr *front) serve(ctx context.Context) error {
 		}
 		return err
 	}
+	// One bucket per key for every route, the console's included.
+	rates := limit.NewRates(lim.RequestsPerSecond, lim.Burst)
 	h := gw.HTTPHandler(&gateway.HTTPOptions{
 		AllowedHosts:   fr.cfg.Toolgate.HTTP.AllowedHosts,
 		AllowedOrigins: fr.cfg.Toolgate.HTTP.AllowedOrigins,
@@ -106,13 +108,13 @@ func (fr *front) serve(ctx context.Context) error {
 				// client without profile sees, without keys).
 				Backends: fr.pool, Catalog: fr.lv, Policy: fr.lv.Policy(), Restarter: fr.pool, Loop: fr.lv, Calls: recent,
 				Unavailable: mg.Unavailable, Version: version, Started: fr.start, Logger: fr.log,
-				Keys: fr.sec.consoleKeys(), Audit: fr.sec.audit,
+				Keys: fr.sec.consoleKeys(), Audit: fr.sec.audit, Rates: rates,
 			}).Handler(),
 		},
 		Wrap:       met.HTTP,
 		Keys:       fr.sec.keys,
 		RequireKey: fr.sec.requireKey,
-		Rates:      limit.NewRates(lim.RequestsPerSecond, lim.Burst),
+		Rates:      rates,
 		// The console asks for a key itself and keeps it in a session
 		// cookie (with the same store behind it).
 		OwnAuth: []string{console.Path},

@@ -31,6 +31,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
@@ -97,13 +98,26 @@ type Options struct {
 	Policy *policy.Set
 	// Audit, if set, records each restart asked from the console and each
 	// refused key, login or restart.
-	Audit   gateway.AuditLog
+	Audit gateway.AuditLog
+	// Rates, if set, limits each key's requests to the console as the
+	// HTTP front limits its other requests (the same buckets): over its
+	// rate, a key gets 429 with Retry-After.
+	Rates   Rates
 	Version string
 	Started time.Time // default: when New was called
 	Logger  *slog.Logger
 	// Now is the clock (default time.Now); tests set it.
 	Now func() time.Time
 }
+
+// Rates limits requests per key. limit.Rates implements it.
+type Rates interface {
+	// Allow takes a token of key's bucket, or says how long until one is
+	// free.
+	Allow(key string) (ok bool, retryAfter time.Duration)
+}
+
+var _ Rates = (*limit.Rates)(nil)
 
 // Limits of the JSON endpoints.
 const (
@@ -220,6 +234,22 @@ func (c *Console) authorize(r *http.Request) (*session, *policy.Caller, bool) {
 	return ss, caller, false
 }
 
+// overRate answers 429 (with Retry-After, audited) when caller's key is
+// over its rate, and reports whether it did.
+func (c *Console) overRate(w http.ResponseWriter, r *http.Request, caller *policy.Caller) bool {
+	if c.o.Rates == nil || caller == nil || caller.Key == nil {
+		return false
+	}
+	ok, after := c.o.Rates.Allow(caller.Key.Name)
+	if ok {
+		return false
+	}
+	c.audit(r, caller, audit.Record{Action: "http", Decision: audit.RateLimited, Reason: fmt.Sprintf("over the key's rate (retry after %s)", after.Round(time.Millisecond)), Status: http.StatusTooManyRequests})
+	w.Header().Set("Retry-After", limit.RetryAfter(after))
+	writeError(w, http.StatusTooManyRequests, "this API key is over its rate (toolgate.limits); retry after the time in Retry-After")
+	return true
+}
+
 // audit writes rec, with the request's caller, to Options.Audit.
 func (c *Console) audit(r *http.Request, caller *policy.Caller, rec audit.Record) {
 	if c.o.Audit == nil {
@@ -272,6 +302,9 @@ func (c *Console) api(h func(w http.ResponseWriter, r *http.Request, caller *pol
 			unauthorized(w)
 			return
 		}
+		if c.overRate(w, r, caller) {
+			return
+		}
 		h(w, r, caller)
 	}
 }
@@ -284,6 +317,9 @@ func (c *Console) post(h func(w http.ResponseWriter, r *http.Request, caller *po
 		ss, caller, ok := c.authorize(r)
 		if !ok {
 			unauthorized(w)
+			return
+		}
+		if c.overRate(w, r, caller) {
 			return
 		}
 		if ss == nil && bearer(r) != "" && c.keysRequired() { // a script with a valid key
@@ -588,6 +624,9 @@ type Page struct {
 
 func (c *Console) servePage(w http.ResponseWriter, r *http.Request) {
 	ss, caller, ok := c.authorize(r)
+	if ok && c.overRate(w, r, caller) {
+		return
+	}
 	if ok && ss == nil && !c.keysRequired() {
 		ss = c.sessions.create(w, r, "") // for the CSRF token of its buttons
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/keys"
+	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index"
@@ -151,14 +152,14 @@ func newEnv(t *testing.T, keys Keys) *env {
 	return newEnvWith(t, &Options{Catalog: fakeCatalog{}, Keys: keys})
 }
 
-// newEnvWith serves a console with o's Catalog, Keys, Policy and Audit,
+// newEnvWith serves a console with o's Catalog, Keys, Policy, Audit and Rates,
 // over fake backends and a recorder that saw one call of
 // filesystem__read_file.
 func newEnvWith(t *testing.T, o *Options) *env {
 	t.Helper()
 	b := &fakeBackends{pids: map[string]int{"filesystem": 100, "memory": 200}}
 	rec := NewRecorder(0)
-	c := New(&Options{Backends: b, Catalog: o.Catalog, Restarter: b, Loop: fakeLoop{}, Calls: rec, Keys: o.Keys, Policy: o.Policy, Audit: o.Audit, Version: "1.0.0",
+	c := New(&Options{Backends: b, Catalog: o.Catalog, Restarter: b, Loop: fakeLoop{}, Calls: rec, Keys: o.Keys, Policy: o.Policy, Audit: o.Audit, Rates: o.Rates, Version: "1.0.0",
 		Unavailable: func(s string) string {
 			if s == "memory" {
 				return "it is down"
@@ -535,5 +536,34 @@ func TestKeyScope(t *testing.T) {
 	want := []string{"low toolgate__restart_server denied", "main toolgate__restart_server allowed", " http denied"}
 	if !slices.Equal(got, want) {
 		t.Errorf("audit records %q, want %q", got, want)
+	}
+}
+
+// TestKeyRate: the console counts a key's requests in the key's bucket,
+// as the HTTP front counts its other requests: the console's API (a search
+// per request) was a way around toolgate.limits.
+func TestKeyRate(t *testing.T) {
+	log := &auditLog{}
+	e := newEnvWith(t, &Options{Catalog: fakeCatalog{}, Keys: &fakeKeys{key: "tg_secret"}, Audit: log, Rates: limit.NewRates(0.001, 2)})
+	codes := []int{}
+	for range 3 {
+		resp, _ := e.do(t, "GET", "/ui/api/search?q=files", "", "Authorization", "Bearer tg_secret")
+		codes = append(codes, resp.StatusCode)
+		if resp.StatusCode == 429 && resp.Header.Get("Retry-After") == "" {
+			t.Error("429 without Retry-After")
+		}
+	}
+	if fmt.Sprint(codes) != "[200 200 429]" {
+		t.Errorf("three searches with a burst of 2: %v, want [200 200 429]", codes)
+	}
+	// A session uses the same bucket.
+	if resp, _ := e.do(t, "POST", "/ui/api/login", `{"key": "tg_secret"}`, "Origin", e.srv.URL); resp.StatusCode != 204 {
+		t.Fatalf("login: %d", resp.StatusCode)
+	}
+	if resp, _ := e.do(t, "GET", "/ui/api/state", ""); resp.StatusCode != 429 {
+		t.Errorf("state in a session of a key over its rate: %d, want 429", resp.StatusCode)
+	}
+	if recs := log.all(); len(recs) != 2 || recs[0].Decision != audit.RateLimited || recs[0].Key != "main" {
+		t.Errorf("audit records %+v, want the two refusals as rate-limited", recs)
 	}
 }

@@ -14,12 +14,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
@@ -573,5 +575,69 @@ func TestHTTPGuardsAudited(t *testing.T) {
 	}
 	if !strings.Contains(recs[0].Reason, "rebind.example") || !strings.Contains(recs[1].Reason, "evil.example") {
 		t.Errorf("the refusals do not say what was refused: %q, %q", recs[0].Reason, recs[1].Reason)
+	}
+}
+
+// switchKeys is a KeyChecker of one key that a test can revoke.
+type switchKeys struct{ revoked atomic.Bool }
+
+func (k *switchKeys) Verify(secret string) (keys.Entry, error) {
+	if secret != "tg_good" || k.revoked.Load() {
+		return keys.Entry{}, keys.ErrUnknown
+	}
+	return keys.Entry{Name: "ci"}, nil
+}
+
+// TestRevokedKeyEndsRequest: a key revoked while a request of it runs (a
+// long execute_tool here; a subscriptions/listen stream alike) ends that
+// request: the backend call is cancelled, and the audit log says why. Before,
+// only the key's next request was refused.
+func TestRevokedKeyEndsRequest(t *testing.T) {
+	started, ended := make(chan struct{}), make(chan error, 1)
+	caller := callerCtx(func(ctx context.Context, _, _ string, _ map[string]any) (*mcp.CallToolResult, error) {
+		close(started)
+		<-ctx.Done()
+		ended <- context.Cause(ctx)
+		return nil, ctx.Err()
+	})
+	log := &memAudit{}
+	g := New(&fakeSearcher{tools: testCatalog}, caller, &Options{Audit: log})
+	kc := &switchKeys{}
+	srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{Keys: kc, KeyRecheck: 10 * time.Millisecond}))
+	defer srv.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_tool","arguments":{"name":"memory__create_entities","arguments":{"entities":[]}}}}`
+	cctx, hangUp := context.WithCancel(context.Background())
+	defer hangUp()
+	req, _ := http.NewRequestWithContext(cctx, "POST", srv.URL+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	req.Header.Set("Authorization", "Bearer tg_good")
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body) //nolint:errcheck
+			resp.Body.Close()
+		}
+	}()
+	<-started
+	kc.revoked.Store(true)
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Error("the backend call's context ended without a cause")
+		}
+	case <-time.After(30 * time.Second):
+		hangUp()
+		t.Fatal("the call of a revoked key runs on")
+	}
+	<-answered
+	var sawEnd bool
+	for _, r := range log.all() {
+		sawEnd = sawEnd || r.Key == "ci" && r.Decision == "denied" && strings.Contains(r.Reason, "revoked") && r.Remote != ""
+	}
+	if !sawEnd {
+		t.Errorf("no audit record of the request ended for its revoked key: %+v", log.all())
 	}
 }

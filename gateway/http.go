@@ -51,6 +51,10 @@ type HTTPOptions struct {
 	// needs one even while none exists (a non-loopback address).
 	Keys       KeyChecker
 	RequireKey bool
+	// KeyRecheck is how often the key of a request still running is
+	// checked again: a request whose key was revoked or expired meanwhile
+	// is ended (default DefaultKeyRecheck).
+	KeyRecheck time.Duration
 	// Rates limits each key's requests (nil = no limit).
 	Rates *limit.Rates
 	// OwnAuth are path prefixes whose handlers check keys themselves

@@ -1,13 +1,16 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/toolgate/toolgate/gateway/audit"
@@ -53,6 +56,13 @@ func (g *Gateway) requireKey(next http.Handler, o HTTPOptions, log *slog.Logger)
 	if o.Keys == nil {
 		return next
 	}
+	period := o.KeyRecheck
+	if period <= 0 {
+		period = DefaultKeyRecheck
+	}
+	watch := &keyWatch{keys: o.Keys, period: period, log: log, live: map[*watched]struct{}{}, onEnd: func(r *http.Request, key string) {
+		g.auditRefused(r, keys.Entry{Name: key}, 0, audit.Denied, "ended while it ran: "+ErrKeyRevoked.Error())
+	}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" && loopbackRemote(r.RemoteAddr) || slices.ContainsFunc(o.OwnAuth, func(p string) bool { return strings.HasPrefix(r.URL.Path, p) }) {
 			next.ServeHTTP(w, r)
@@ -94,8 +104,87 @@ func (g *Gateway) requireKey(next http.Handler, o HTTPOptions, log *slog.Logger)
 		// The route's handler (withCaller) keeps the key when it puts its
 		// own caller in the context; the policy reads the key's scope.
 		c := &policy.Caller{Transport: policy.TransportHTTP, Key: e.Caller(), Remote: r.RemoteAddr}
-		next.ServeHTTP(w, r.WithContext(policy.WithCaller(r.Context(), c)))
+		// A key revoked or expired while the request runs (a long
+		// execute_tool, a subscriptions/listen stream) ends it.
+		ctx, done := watch.add(r, secret, e.Name)
+		defer done()
+		next.ServeHTTP(w, r.WithContext(policy.WithCaller(ctx, c)))
 	})
+}
+
+// DefaultKeyRecheck is how often the keys of requests still running are
+// checked again (HTTPOptions.KeyRecheck).
+const DefaultKeyRecheck = time.Second
+
+// ErrKeyRevoked ends a request whose API key stopped being valid while it
+// ran (revoked, expired, or the keys could no longer be read).
+var ErrKeyRevoked = errors.New("the API key was revoked or expired while the request ran")
+
+// keyWatch checks again, every period, the key of each request still
+// running, and cancels the requests of a key no longer in force. Its
+// goroutine runs only while some request does: the requests own it.
+type keyWatch struct {
+	keys   KeyChecker
+	period time.Duration
+	log    *slog.Logger
+	onEnd  func(r *http.Request, key string) // audits an ended request
+
+	mu      sync.Mutex
+	live    map[*watched]struct{}
+	running bool
+}
+
+type watched struct {
+	r            *http.Request
+	secret, name string
+	cancel       context.CancelCauseFunc
+}
+
+// add watches request r with key secret (named name); done stops.
+func (kw *keyWatch) add(r *http.Request, secret, name string) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	w := &watched{r: r, secret: secret, name: name, cancel: cancel}
+	kw.mu.Lock()
+	kw.live[w] = struct{}{}
+	if !kw.running {
+		kw.running = true
+		go kw.loop()
+	}
+	kw.mu.Unlock()
+	return ctx, func() {
+		kw.mu.Lock()
+		delete(kw.live, w)
+		kw.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+func (kw *keyWatch) loop() {
+	t := time.NewTicker(kw.period)
+	defer t.Stop()
+	for range t.C {
+		kw.mu.Lock()
+		if len(kw.live) == 0 {
+			kw.running = false
+			kw.mu.Unlock()
+			return
+		}
+		ws := slices.Collect(maps.Keys(kw.live))
+		kw.mu.Unlock()
+		for _, w := range ws {
+			if _, err := kw.keys.Verify(w.secret); err != nil {
+				kw.mu.Lock()
+				_, still := kw.live[w]
+				delete(kw.live, w)
+				kw.mu.Unlock()
+				if still {
+					kw.log.Info("ended a request: its API key is no longer in force", "key", w.name, "reason", err)
+					kw.onEnd(w.r, w.name)
+					w.cancel(ErrKeyRevoked)
+				}
+			}
+		}
+	}
 }
 
 // auditRefused audits a request the HTTP front refused.

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os/user"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -126,33 +129,49 @@ func (g *globals) auditConfigChange(path, action, server string) {
 	g.auditCommand(action, "", fmt.Sprintf("server %q in %s", server, path))
 }
 
-// formatRecord is one record on one line, for people.
+// formatRecord is one record on one line, for people. Every field a
+// client chose (the tool name, the route, the client name, the session,
+// a reason quoting them) is printed safely: one with a control or format
+// character (a newline that would forge a record, a terminal escape, bidi
+// overrides) is quoted with them escaped.
 func formatRecord(r audit.Record) string {
-	parts := []string{r.Time.Local().Format("2006-01-02 15:04:05.000"), "key=" + dash(r.Key), r.Action}
+	parts := []string{r.Time.Local().Format("2006-01-02 15:04:05.000"), "key=" + dash(safeText(r.Key)), safeText(r.Action)}
 	if r.Tool != "" {
-		parts = append(parts, r.Tool)
+		parts = append(parts, safeText(r.Tool))
 	}
 	if r.Route != "" {
-		parts = append(parts, fmt.Sprintf("%s→%d", r.Route, r.Status))
+		parts = append(parts, fmt.Sprintf("%s→%d", safeText(r.Route), r.Status))
 	}
-	parts = append(parts, r.Decision)
+	parts = append(parts, safeText(r.Decision))
 	if r.Outcome != "" {
-		parts = append(parts, r.Outcome)
+		parts = append(parts, safeText(r.Outcome))
 	}
 	if r.Action != "http" && r.Transport != "cli" {
 		parts = append(parts, fmt.Sprintf("%.0fms %dB", r.DurationMs, r.ResultBytes))
 	}
 	if r.Client != "" {
-		parts = append(parts, "client="+r.Client)
+		parts = append(parts, "client="+safeText(r.Client))
+	}
+	if r.Remote != "" {
+		parts = append(parts, "remote="+safeText(r.Remote))
 	}
 	if r.Session != "" {
-		parts = append(parts, "session="+r.Session)
+		parts = append(parts, "session="+safeText(r.Session))
 	}
 	if r.ArgumentsSHA256 != "" {
-		parts = append(parts, "args=sha256:"+r.ArgumentsSHA256[:min(12, len(r.ArgumentsSHA256))])
+		parts = append(parts, "args=sha256:"+safeText(r.ArgumentsSHA256[:min(12, len(r.ArgumentsSHA256))]))
 	}
 	if r.Reason != "" {
-		parts = append(parts, "("+r.Reason+")")
+		parts = append(parts, "("+safeText(r.Reason)+")")
 	}
 	return strings.Join(parts, "  ")
+}
+
+// safeText is s, or s quoted with its escapes when it holds a control or
+// format character or invalid UTF-8.
+func safeText(s string) string {
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) {
+		return strconv.QuoteToGraphic(s)
+	}
+	return s
 }

@@ -33,6 +33,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/internal/storage"
 	"golang.org/x/time/rate"
@@ -87,6 +88,34 @@ type Record struct {
 	// Route and Status describe a request refused by the HTTP front.
 	Route  string `json:"route,omitempty"`
 	Status int    `json:"status,omitempty"`
+}
+
+// Field caps: what a client chooses (a User-Agent, a session id, a tool
+// name, a path) is cut to MaxFieldBytes, a reason to MaxReasonBytes, so a
+// client without a key cannot write 64 KiB of headers into a record per
+// request and rotate the log's evidence away that much faster.
+const (
+	MaxFieldBytes  = 256
+	MaxReasonBytes = 1024
+)
+
+// clip cuts the fields a client chooses to their caps (on a rune
+// boundary, marked with "…").
+func (r *Record) clip() {
+	for _, f := range []*string{&r.Key, &r.Session, &r.Client, &r.Remote, &r.Action, &r.Tool, &r.Route} {
+		*f = clipText(*f, MaxFieldBytes)
+	}
+	r.Reason = clipText(r.Reason, MaxReasonBytes)
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // HashArguments is the SHA-256 of args as canonical JSON (encoding/json
@@ -235,6 +264,7 @@ func (l *Log) Write(r Record) {
 		r.Time = time.Now()
 	}
 	r.Time = r.Time.UTC()
+	r.clip()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {

@@ -449,3 +449,26 @@ func TestRecoversWithoutRecord(t *testing.T) {
 	gate.refuse.Store(false)
 	testenv.Eventually(t, "the log reported healthy again", func() bool { _, n := gate.counts(); return n > oks })
 }
+
+// TestFieldsClipped: what a client chooses is cut to a cap in the record,
+// so one refused request cannot put 64 KiB of headers in the log (and
+// rotate the log's earlier records away the faster).
+func TestFieldsClipped(t *testing.T) {
+	l, path, _ := openLog(t, nil)
+	huge := strings.Repeat("é", 32<<10) // 64 KiB, 2-byte runes: a cut must not split one
+	l.Write(Record{Action: "http", Decision: Denied, Client: huge, Session: huge, Route: "GET /" + huge, Reason: huge})
+	var recs []Record
+	testenv.Eventually(t, "the record", func() bool { recs = readAll(t, path, Filter{}); return len(recs) == 1 })
+	r := recs[0]
+	for name, v := range map[string]string{"client": r.Client, "session": r.Session, "route": r.Route} {
+		if len(v) > MaxFieldBytes+len("…") || !strings.HasSuffix(v, "é…") {
+			t.Errorf("%s: %d bytes (%q…), want at most %d and a mark", name, len(v), v[:min(len(v), 10)], MaxFieldBytes)
+		}
+	}
+	if len(r.Reason) > MaxReasonBytes+len("…") {
+		t.Errorf("reason: %d bytes", len(r.Reason))
+	}
+	if b, _ := os.ReadFile(path); len(b) > 4096 {
+		t.Errorf("the record takes %d bytes", len(b))
+	}
+}

@@ -96,14 +96,14 @@ func runToolsQuarantined(w io.Writer, path string, asJSON bool) error {
 		return nil
 	}
 	for _, q := range out {
-		fmt.Fprintf(w, "%s  (since %s)\n", q.Tool, q.Since.Local().Format(time.DateTime))
+		fmt.Fprintf(w, "%s  (since %s)\n", safeText(q.Tool), q.Since.Local().Format(time.DateTime))
 		if q.Changed {
 			fmt.Fprintln(w, "  - its definition changed since it was first seen or approved")
 		}
 		for _, fd := range q.Findings {
-			fmt.Fprintf(w, "  - %s: %s\n", fd.Summary(), fd.Excerpt)
+			fmt.Fprintf(w, "  - %s: %s\n", safeText(fd.Summary()), safeText(fd.Excerpt)) // a field may be a property name the backend chose
 		}
-		fmt.Fprintf(w, "  approve: toolgate tools approve %s\n", q.Tool)
+		fmt.Fprintf(w, "  approve: toolgate tools approve %s\n", safeText(q.Tool))
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ const (
 	RuleUnicodeTags    = "unicode-tags"    // U+E0000–E007F: invisible text a model reads
 	RuleInvisible      = "invisible"       // zero-width characters, fillers, variation selectors
 	RuleBidi           = "bidi-control"    // bidirectional controls that reorder what people see
+	RuleControl        = "control-chars"   // C0/C1 controls but tab and newlines: terminal escapes, NUL
 	RuleOverlong       = "overlong"        // a text longer than MaxTextLength
 )
 
@@ -36,6 +37,7 @@ var ruleText = map[string]string{
 	RuleUnicodeTags:    "Unicode tag characters (invisible text)",
 	RuleInvisible:      "invisible characters",
 	RuleBidi:           "bidirectional control characters",
+	RuleControl:        "control characters (terminal escapes)",
 	RuleOverlong:       "overlong text",
 }
 
@@ -160,6 +162,12 @@ func (s Scanner) text(out *[]Finding, field, t string) {
 	if !isASCII(t) {
 		s.chars(out, field, t)
 	}
+	if cs := controls(t); len(cs) > 0 {
+		// An escape sequence in a description can hide or rewrite it on
+		// the terminal of the person reviewing it (`toolgate search`,
+		// `tools quarantined`); no definition needs one.
+		*out = append(*out, Finding{Rule: RuleControl, Field: field, Excerpt: codepoints(cs)})
+	}
 	maxLen := s.MaxTextLength
 	if maxLen <= 0 {
 		maxLen = DefaultMaxTextLength
@@ -201,6 +209,18 @@ func (s Scanner) text(out *[]Finding, field, t string) {
 
 // isASCII reports whether t holds only ASCII, which has none of the
 // characters chars looks for.
+// controls lists the C0 and C1 control characters of t (and DEL), but
+// tab, newline and carriage return.
+func controls(t string) []rune {
+	var out []rune
+	for _, r := range t {
+		if (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r >= 0x7F && r <= 0x9F {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 func isASCII(t string) bool {
 	for i := 0; i < len(t); i++ {
 		if t[i] >= utf8.RuneSelf {

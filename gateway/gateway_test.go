@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/keys"
+	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
@@ -639,5 +640,71 @@ func TestRevokedKeyEndsRequest(t *testing.T) {
 	}
 	if !sawEnd {
 		t.Errorf("no audit record of the request ended for its revoked key: %+v", log.all())
+	}
+}
+
+// TestRefusedFloodLimited: a flood of requests without a valid key from
+// one address is audited one by one only up to the per-address burst;
+// past it each is answered 429 with Retry-After and only counted, then
+// one summary record says how many were suppressed. A valid key from the
+// same address still gets in, and a foreign Host counts in the same
+// bucket. Without the limit every refused request wrote a record (the
+// flood rotated earlier evidence out of the log).
+func TestRefusedFloodLimited(t *testing.T) {
+	log := &memAudit{}
+	g := New(&fakeSearcher{tools: testCatalog}, &fakeCaller{}, &Options{Audit: log})
+	refusals := limit.NewRefusals(&limit.RefusalOptions{PerMinute: 1, Burst: 3, Summary: RefusalSummary(log, nil)})
+	defer refusals.Close()
+	srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{Keys: &switchKeys{}, Refusals: refusals}))
+	defer srv.Close()
+	send := func(key, host string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body) //nolint:errcheck
+		resp.Body.Close()
+		return resp
+	}
+	for i := range 3 {
+		if resp := send("tg_wrong", ""); resp.StatusCode != 401 {
+			t.Fatalf("refused request %d under the burst: %d, want 401", i, resp.StatusCode)
+		}
+	}
+	for i := range 200 {
+		key, host := "tg_wrong", ""
+		if i%2 == 1 {
+			key, host = "", "rebind.example"
+		}
+		resp := send(key, host)
+		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("refused request %d over the limit: %d (Retry-After %q), want 429 with Retry-After", i, resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	}
+	if resp := send("tg_good", ""); resp.StatusCode != 200 {
+		t.Fatalf("a valid key from the limited address: %d, want 200", resp.StatusCode)
+	}
+	if n := len(log.all()); n != 3 {
+		t.Fatalf("%d audit records during the flood, want the 3 under the burst", n)
+	}
+	refusals.Flush() // what the minute's timer does
+	recs := log.all()
+	if len(recs) != 4 {
+		t.Fatalf("%d records after the summary, want 4: %+v", len(recs), recs)
+	}
+	s := recs[3]
+	if s.Decision != audit.RateLimited || s.Remote != "127.0.0.1" || !strings.Contains(s.Reason, "200 refused requests from 127.0.0.1 suppressed") {
+		t.Fatalf("summary record %+v, want rate-limited from 127.0.0.1 counting 200", s)
 	}
 }

@@ -57,6 +57,13 @@ type HTTPOptions struct {
 	KeyRecheck time.Duration
 	// Rates limits each key's requests (nil = no limit).
 	Rates *limit.Rates
+	// Refusals limits, per client address (RemoteAddr: a proxy's when one
+	// is in front; X-Forwarded-For is not read), the requests refused
+	// before a valid key is known (401, and the Host/Origin/body-size
+	// 403s and 413s): over it they get 429 with Retry-After and are
+	// counted into a summary record instead of audited one by one (nil =
+	// no limit).
+	Refusals *limit.Refusals
 	// OwnAuth are path prefixes whose handlers check keys themselves
 	// (the console: a login page, then a session cookie); the Host/Origin
 	// checks still apply to them.
@@ -215,18 +222,27 @@ func streamedCall(body []byte) bool {
 func (g *Gateway) guard(next http.Handler, o HTTPOptions, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !hostAllowed(r.Host, o.AllowedHosts) {
+			if overRefused(w, r, o, "") {
+				return
+			}
 			log.Warn("rejected request: foreign Host header", "host", r.Host, "remote", r.RemoteAddr)
 			g.auditRefused(r, keys.Entry{}, http.StatusForbidden, audit.Denied, fmt.Sprintf("foreign Host header %q (DNS rebinding?)", r.Host))
 			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not allowed (add it to toolgate.http.allowedHosts to accept it)", r.Host), http.StatusForbidden)
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(origin, o.AllowedOrigins) {
+			if overRefused(w, r, o, "") {
+				return
+			}
 			log.Warn("rejected request: foreign Origin header", "origin", origin, "remote", r.RemoteAddr)
 			g.auditRefused(r, keys.Entry{}, http.StatusForbidden, audit.Denied, fmt.Sprintf("foreign Origin header %q (a page of another site?)", origin))
 			http.Error(w, fmt.Sprintf("Forbidden: Origin %q is not allowed (add it to toolgate.http.allowedOrigins to accept it)", origin), http.StatusForbidden)
 			return
 		}
 		if r.ContentLength > o.MaxBodyBytes {
+			if overRefused(w, r, o, "") {
+				return
+			}
 			g.auditRefused(r, keys.Entry{}, http.StatusRequestEntityTooLarge, audit.Denied, fmt.Sprintf("request body of %d bytes over the %d-byte limit", r.ContentLength, o.MaxBodyBytes))
 			http.Error(w, fmt.Sprintf("request body of %d bytes exceeds the %d-byte limit", r.ContentLength, o.MaxBodyBytes), http.StatusRequestEntityTooLarge)
 			return

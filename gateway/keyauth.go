@@ -87,6 +87,9 @@ func (g *Gateway) requireKey(next http.Handler, o HTTPOptions, log *slog.Logger)
 				challenge += `, error="invalid_token"`
 				msg = "Unauthorized: the API key is unknown, revoked or expired"
 			}
+			if overRefused(w, r, o, msg) {
+				return
+			}
 			log.Debug("refused request: API key", "reason", err, "key", e.Name, "route", r.Method+" "+r.URL.Path, "remote", r.RemoteAddr)
 			g.auditRefused(r, e, http.StatusUnauthorized, audit.Denied, err.Error())
 			w.Header().Set("WWW-Authenticate", challenge)
@@ -207,6 +210,42 @@ func (g *Gateway) auditRefused(r *http.Request, e keys.Entry, status int, decisi
 		Route:     r.Method + " " + r.URL.Path,
 		Status:    status,
 	})
+}
+
+// overRefused counts a request the front is about to refuse before it
+// knows a valid key against its address's limit (HTTPOptions.Refusals);
+// over it, it answers 429 with Retry-After (why, if set, saying what was
+// wrong with the request) and reports true: the request is neither
+// audited nor logged, only counted into the address's summary record.
+func overRefused(w http.ResponseWriter, r *http.Request, o HTTPOptions, why string) bool {
+	if o.Refusals == nil {
+		return false
+	}
+	record, after := o.Refusals.Refuse(r.RemoteAddr)
+	if record {
+		return false
+	}
+	msg := "Too Many Requests: too many refused requests from this address (toolgate.limits.refusedPerMinute); retry after the time in Retry-After"
+	if why != "" {
+		msg += ". The last one: " + why
+	}
+	w.Header().Set("Retry-After", limit.RetryAfter(after))
+	http.Error(w, msg, http.StatusTooManyRequests)
+	return true
+}
+
+// RefusalSummary writes the summary record of an address over its limit of
+// refused requests (limit.RefusalOptions.Summary) to a, and logs it.
+func RefusalSummary(a AuditLog, log *slog.Logger) func(addr string, n int, since time.Time) {
+	return func(addr string, n int, since time.Time) {
+		reason := fmt.Sprintf("%d refused requests from %s suppressed since %s: over toolgate.limits.refusedPerMinute, each was answered 429 and not recorded", n, addr, since.UTC().Format(time.RFC3339))
+		if log != nil {
+			log.Warn("refused requests over the per-address limit", "remote", addr, "suppressed", n, "since", since.UTC().Format(time.RFC3339))
+		}
+		if a != nil {
+			a.Write(audit.Record{Transport: "http", Remote: addr, Action: "http", Decision: audit.RateLimited, Reason: reason, Status: http.StatusTooManyRequests})
+		}
+	}
 }
 
 // bearer is the token of an Authorization: Bearer header ("" for none).

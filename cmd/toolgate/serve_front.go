@@ -95,6 +95,10 @@ func (fr *front) serve(ctx context.Context) error {
 	}
 	// One bucket per key for every route, the console's included.
 	rates := limit.NewRates(lim.RequestsPerSecond, lim.Burst)
+	// Requests refused without a valid key, per client address: over the
+	// limit, 429 and a summary record a minute instead of one each.
+	refusals := limit.NewRefusals(&limit.RefusalOptions{PerMinute: lim.RefusedPerMinute, Burst: lim.RefusedBurst, Summary: gateway.RefusalSummary(fr.sec.audit, fr.log)})
+	defer refusals.Close()
 	h := gw.HTTPHandler(&gateway.HTTPOptions{
 		AllowedHosts:   fr.cfg.Toolgate.HTTP.AllowedHosts,
 		AllowedOrigins: fr.cfg.Toolgate.HTTP.AllowedOrigins,
@@ -108,13 +112,14 @@ func (fr *front) serve(ctx context.Context) error {
 				// client without profile sees, without keys).
 				Backends: fr.pool, Catalog: fr.lv, Policy: fr.lv.Policy(), Restarter: fr.pool, Loop: fr.lv, Calls: recent,
 				Unavailable: mg.Unavailable, Version: version, Started: fr.start, Logger: fr.log,
-				Keys: fr.sec.consoleKeys(), Audit: fr.sec.audit, Rates: rates,
+				Keys: fr.sec.consoleKeys(), Audit: fr.sec.audit, Rates: rates, Refusals: refusals,
 			}).Handler(),
 		},
 		Wrap:       met.HTTP,
 		Keys:       fr.sec.keys,
 		RequireKey: fr.sec.requireKey,
 		Rates:      rates,
+		Refusals:   refusals,
 		// The console asks for a key itself and keeps it in a session
 		// cookie (with the same store behind it).
 		OwnAuth: []string{console.Path},

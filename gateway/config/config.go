@@ -244,6 +244,13 @@ type LimitSettings struct {
 	// DefaultQueueTimeout).
 	MaxInFlight  int      `json:"maxInFlight,omitzero"`
 	QueueTimeout Duration `json:"queueTimeout,omitzero"`
+	// Per client address (HTTP RemoteAddr), requests refused before a
+	// valid key is known (401, and 403/413 of the Host/Origin/body
+	// checks): over it 429, and one summary record per minute instead of
+	// one per request (0 = limit.DefaultRefusedPerMinute and
+	// DefaultRefusedBurst).
+	RefusedPerMinute float64 `json:"refusedPerMinute,omitzero"`
+	RefusedBurst     int     `json:"refusedBurst,omitzero"`
 }
 
 // SearchSettings tune the ranker behind search_tools.

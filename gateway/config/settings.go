@@ -23,7 +23,7 @@ var (
 	manageKeys    = []string{"allowConfigChanges"}
 	securityKeys  = []string{"onDefinitionChange", "approvedTools", "maxTextLength"}
 	auditKeys     = []string{"arguments", "maxFileBytes", "maxFiles"}
-	limitsKeys    = []string{"requestsPerSecond", "burst", "maxInFlight", "queueTimeout"}
+	limitsKeys    = []string{"requestsPerSecond", "burst", "maxInFlight", "queueTimeout", "refusedPerMinute", "refusedBurst"}
 )
 
 // Search modes, embedding variants, reactions to a changed tool definition
@@ -141,6 +141,8 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 	s.Limits.Burst = int(lm.int("burst"))
 	s.Limits.MaxInFlight = int(lm.int("maxInFlight"))
 	s.Limits.QueueTimeout = lm.duration("queueTimeout")
+	s.Limits.RefusedPerMinute = lm.float("refusedPerMinute")
+	s.Limits.RefusedBurst = int(lm.int("refusedBurst"))
 }
 
 const exampleProfile = `{"kg": {"servers": ["memory"], "tools": {"deny": ["memory__delete_*"]}}}`
@@ -321,6 +323,12 @@ func (s *Settings) validateSecurity() []*FieldError {
 	}
 	if d := s.Limits.QueueTimeout.Duration; d < 0 || d > maxQueueTimeout {
 		bad("limits.queueTimeout", "%s is out of range: use a duration up to %s like \"10s\" (or leave it out for the default)", d, maxQueueTimeout)
+	}
+	if v := s.Limits.RefusedPerMinute; v < 0 || v > maxRequestsPerSecond || math.IsNaN(v) {
+		bad("limits.refusedPerMinute", "%v is out of range: use a positive number up to %g refused requests per minute per client address (or leave it out for the default)", v, float64(maxRequestsPerSecond))
+	}
+	if n := s.Limits.RefusedBurst; n < 0 || n > maxBurst {
+		bad("limits.refusedBurst", "%d is out of range: use 1 to %d (or leave it out for the default)", n, maxBurst)
 	}
 	return errs
 }

@@ -102,10 +102,16 @@ type Options struct {
 	// Rates, if set, limits each key's requests to the console as the
 	// HTTP front limits its other requests (the same buckets): over its
 	// rate, a key gets 429 with Retry-After.
-	Rates   Rates
-	Version string
-	Started time.Time // default: when New was called
-	Logger  *slog.Logger
+	Rates Rates
+	// Refusals, if set, limits per client address the refused keys and
+	// logins it records (the HTTP front's limit, toolgate.limits.
+	// refusedPerMinute): over it a login gets 429 with Retry-After, a
+	// refused bearer key still its 401, and neither is recorded one by one
+	// (the limit writes a summary).
+	Refusals Refusals
+	Version  string
+	Started  time.Time // default: when New was called
+	Logger   *slog.Logger
 	// Now is the clock (default time.Now); tests set it.
 	Now func() time.Time
 }
@@ -118,6 +124,25 @@ type Rates interface {
 }
 
 var _ Rates = (*limit.Rates)(nil)
+
+// Refusals limits refused requests per client address. limit.Refusals
+// implements it.
+type Refusals interface {
+	// Refuse counts a refused request; false (with how long to wait)
+	// when its address is over the limit: not to be recorded.
+	Refuse(remoteAddr string) (record bool, retryAfter time.Duration)
+}
+
+var _ Refusals = (*limit.Refusals)(nil)
+
+// recordRefusal reports whether a refused request is to be audited (its
+// address under Options.Refusals), and how long to wait when it is not.
+func (c *Console) recordRefusal(r *http.Request) (bool, time.Duration) {
+	if c.o.Refusals == nil {
+		return true, 0
+	}
+	return c.o.Refusals.Refuse(r.RemoteAddr)
+}
 
 // Limits of the JSON endpoints.
 const (
@@ -220,7 +245,9 @@ func (c *Console) authorize(r *http.Request) (*session, *policy.Caller, bool) {
 	if k := bearer(r); k != "" {
 		key, ok := c.o.Keys.Scope(k)
 		if !ok {
-			c.audit(r, caller, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console: unknown, revoked or expired API key", Status: http.StatusUnauthorized})
+			if record, _ := c.recordRefusal(r); record {
+				c.audit(r, caller, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console: unknown, revoked or expired API key", Status: http.StatusUnauthorized})
+			}
 		}
 		caller.Key = key
 		return nil, caller, ok
@@ -594,6 +621,11 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	key := strings.TrimSpace(body.Key)
 	if _, ok := c.o.Keys.Scope(key); !ok {
+		if record, after := c.recordRefusal(r); !record {
+			w.Header().Set("Retry-After", limit.RetryAfter(after))
+			writeError(w, http.StatusTooManyRequests, "too many refused requests from this address (toolgate.limits.refusedPerMinute); retry after the time in Retry-After. The last one: an unknown, revoked or expired API key")
+			return
+		}
 		c.log.Warn("console login refused: unknown, expired or revoked key", "remote", r.RemoteAddr)
 		c.audit(r, nil, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console login: unknown, revoked or expired API key", Status: http.StatusUnauthorized})
 		unauthorized(w)

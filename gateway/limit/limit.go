@@ -5,14 +5,18 @@
 // call over the cap waits in a queue up to a deadline and is then refused
 // with ErrBusy. A slot that frees goes to the waiting call whose tool has
 // the fewest calls running, so one hot tool cannot starve a backend's
-// other tools.
+// other tools. Per client address, requests refused for want of a valid
+// key (Refusals), so a flood of them cannot fill the audit log.
 package limit
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -233,4 +237,210 @@ func (r *Rates) Allow(key string) (ok bool, retryAfter time.Duration) {
 // wait of d.
 func RetryAfter(d time.Duration) string {
 	return fmt.Sprint(max(1, int(math.Ceil(d.Seconds()))))
+}
+
+// Defaults of the refused-request limit per client address
+// (toolgate.limits.refusedPerMinute and refusedBurst).
+const (
+	// An honest client with a wrong or missing key retries a few times:
+	// it gets its 401s (burst), then at worst waits a second for each.
+	DefaultRefusedPerMinute = 60
+	DefaultRefusedBurst     = 30
+	// DefaultMaxAddresses bounds the addresses tracked (about 200 bytes
+	// each); past it the least recently refused is forgotten.
+	DefaultMaxAddresses = 10000
+	// DefaultSummaryEvery is how often an address over its limit gets one
+	// summary record of the requests refused unrecorded.
+	DefaultSummaryEvery = time.Minute
+)
+
+// RefusalOptions configure Refusals. Nil means defaults.
+type RefusalOptions struct {
+	PerMinute    float64       // refused requests per minute per address (default DefaultRefusedPerMinute)
+	Burst        int           // default DefaultRefusedBurst
+	MaxAddresses int           // default DefaultMaxAddresses
+	SummaryEvery time.Duration // default DefaultSummaryEvery
+	// Summary, if set, is told, at most once per SummaryEvery for each
+	// address, how many of its refused requests went over the limit
+	// since the last time (answered 429, not recorded one by one).
+	Summary func(addr string, n int, since time.Time)
+}
+
+// Refusals limits, per client address, the requests the HTTP front refuses
+// before it knows a valid key (no key, a wrong one, a foreign Host or
+// Origin): each of those is audited, so a flood from one address could
+// rotate the audit log and erase earlier evidence. Under the limit a
+// refused request is recorded; over it, it is answered 429 and only
+// counted, and the count goes to Summary once per interval. Memory is
+// bounded: at most MaxAddresses addresses (least recently refused
+// forgotten first), and an address idle long enough for its bucket to
+// refill is forgotten.
+type Refusals struct {
+	limit   rate.Limit
+	burst   int
+	max     int
+	every   time.Duration
+	idle    time.Duration // a bucket is full again after this
+	summary func(string, int, time.Time)
+	now     func() time.Time
+
+	mu     sync.Mutex
+	lru    *list.List // of *refused, most recent first
+	byAddr map[string]*list.Element
+	timer  *time.Timer // armed while some address has suppressed requests
+	closed bool
+}
+
+type refused struct {
+	addr       string
+	bucket     *rate.Limiter
+	seen       time.Time
+	suppressed int
+	since      time.Time // the first suppressed request of the count
+}
+
+// NewRefusals makes the limit (nil: defaults).
+func NewRefusals(opts *RefusalOptions) *Refusals {
+	var o RefusalOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.PerMinute <= 0 {
+		o.PerMinute = DefaultRefusedPerMinute
+	}
+	if o.Burst <= 0 {
+		o.Burst = DefaultRefusedBurst
+	}
+	if o.MaxAddresses <= 0 {
+		o.MaxAddresses = DefaultMaxAddresses
+	}
+	if o.SummaryEvery <= 0 {
+		o.SummaryEvery = DefaultSummaryEvery
+	}
+	perSecond := o.PerMinute / 60
+	return &Refusals{
+		limit: rate.Limit(perSecond), burst: o.Burst, max: o.MaxAddresses, every: o.SummaryEvery,
+		idle:    time.Duration(float64(o.Burst) / perSecond * float64(time.Second)),
+		summary: o.Summary, now: time.Now,
+		lru: list.New(), byAddr: map[string]*list.Element{},
+	}
+}
+
+// Refuse counts one refused request from remoteAddr (an http.Request's
+// RemoteAddr). record is true under the limit: refuse as usual and audit
+// it. Otherwise answer 429 with Retry-After retryAfter and do not audit
+// it: it is counted for the address's next summary.
+func (r *Refusals) Refuse(remoteAddr string) (record bool, retryAfter time.Duration) {
+	addr := AddressOf(remoteAddr)
+	now := r.now()
+	var gone []refused
+	defer func() { r.report(gone) }() // after the unlock
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.lookup(addr, now, &gone)
+	e.seen = now
+	res := e.bucket.ReserveN(now, 1)
+	d := res.DelayFrom(now)
+	if d <= 0 {
+		return true, 0
+	}
+	res.CancelAt(now)
+	if e.suppressed == 0 {
+		e.since = now
+	}
+	e.suppressed++
+	if r.timer == nil && !r.closed && r.summary != nil {
+		r.timer = time.AfterFunc(r.every, r.Flush)
+	}
+	return false, d
+}
+
+// lookup is addr's entry, made (and the oldest forgotten) as needed;
+// forgotten addresses with suppressed requests go to gone. r.mu is held.
+func (r *Refusals) lookup(addr string, now time.Time, gone *[]refused) *refused {
+	if el := r.byAddr[addr]; el != nil {
+		r.lru.MoveToFront(el)
+		return el.Value.(*refused)
+	}
+	// Forget the addresses idle long enough to have a full bucket, and
+	// the least recently refused one while at the cap.
+	for el := r.lru.Back(); el != nil; el = r.lru.Back() {
+		e := el.Value.(*refused)
+		if r.lru.Len() < r.max && now.Sub(e.seen) < r.idle {
+			break
+		}
+		r.lru.Remove(el)
+		delete(r.byAddr, e.addr)
+		if e.suppressed > 0 {
+			*gone = append(*gone, *e)
+		}
+	}
+	e := &refused{addr: addr, bucket: rate.NewLimiter(r.limit, r.burst)}
+	r.byAddr[addr] = r.lru.PushFront(e)
+	return e
+}
+
+// report tells Summary of the suppressed requests of es (r.mu not held:
+// Summary may write to a log).
+func (r *Refusals) report(es []refused) {
+	if r.summary == nil {
+		return
+	}
+	for _, e := range es {
+		r.summary(e.addr, e.suppressed, e.since)
+	}
+}
+
+// Flush reports every address's suppressed requests now (the interval's
+// timer calls it; so does Close).
+func (r *Refusals) Flush() {
+	var due []refused
+	r.mu.Lock()
+	r.timer = nil
+	for el := r.lru.Front(); el != nil; el = el.Next() {
+		if e := el.Value.(*refused); e.suppressed > 0 {
+			due = append(due, *e)
+			e.suppressed = 0
+		}
+	}
+	r.mu.Unlock()
+	r.report(due)
+}
+
+// Close reports what is still suppressed and stops the timer.
+func (r *Refusals) Close() {
+	r.mu.Lock()
+	r.closed = true
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	r.mu.Unlock()
+	r.Flush()
+}
+
+// Tracked is how many addresses the limit holds.
+func (r *Refusals) Tracked() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lru.Len()
+}
+
+// AddressOf is the client address a limit is kept for: the host of
+// remoteAddr (host:port) without its port, an IPv6 address's /64 network
+// (one host can hold a whole /64), "" when remoteAddr is not an address.
+func AddressOf(remoteAddr string) string {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	ip = ip.Unmap()
+	if ip.Is6() && !ip.IsLoopback() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
 }

@@ -147,3 +147,85 @@ func TestRates(t *testing.T) {
 		t.Error("a refused request used up the token")
 	}
 }
+
+// Refused requests from one address are recorded up to the burst, then
+// answered 429 and only counted, one summary per address per flush;
+// other addresses keep their own buckets; the bucket refills.
+func TestRefusals(t *testing.T) {
+	type sum struct {
+		addr string
+		n    int
+	}
+	var sums []sum
+	r := NewRefusals(&RefusalOptions{PerMinute: 60, Burst: 3, Summary: func(addr string, n int, _ time.Time) { sums = append(sums, sum{addr, n}) }})
+	now := time.Unix(1000, 0)
+	r.now = func() time.Time { return now }
+	defer r.Close()
+	for i := range 3 {
+		if ok, _ := r.Refuse("203.0.113.7:4000"); !ok {
+			t.Fatalf("refused request %d under the burst: not recorded", i)
+		}
+	}
+	for i := range 5 {
+		ok, after := r.Refuse("203.0.113.7:" + string(rune('5'+i)) + "000")
+		if ok || after <= 0 || after > time.Second {
+			t.Fatalf("request %d over the burst: record %v, retry after %s; want 429 within a second", i, ok, after)
+		}
+	}
+	if ok, _ := r.Refuse("198.51.100.1:1"); !ok {
+		t.Fatal("another address shares the limited one's bucket")
+	}
+	r.Flush()
+	if len(sums) != 1 || sums[0] != (sum{"203.0.113.7", 5}) {
+		t.Fatalf("summaries %v, want one of 5 from 203.0.113.7", sums)
+	}
+	r.Flush()
+	if len(sums) != 1 {
+		t.Fatalf("a flush with nothing suppressed reported %v", sums[1:])
+	}
+	now = now.Add(time.Second)
+	if ok, _ := r.Refuse("203.0.113.7:4000"); !ok {
+		t.Fatal("a second later the bucket has not refilled a token")
+	}
+}
+
+// The limit holds at most MaxAddresses, least recently refused forgotten
+// first (their suppressed count reported), and forgets idle addresses.
+func TestRefusalsBounded(t *testing.T) {
+	var reported []string
+	r := NewRefusals(&RefusalOptions{PerMinute: 60, Burst: 1, MaxAddresses: 3, Summary: func(addr string, n int, _ time.Time) { reported = append(reported, addr) }})
+	now := time.Unix(1000, 0)
+	r.now = func() time.Time { return now }
+	r.Refuse("10.0.0.1:1")
+	r.Refuse("10.0.0.1:1") // suppressed
+	for _, a := range []string{"10.0.0.2:1", "10.0.0.3:1", "10.0.0.4:1", "10.0.0.5:1"} {
+		r.Refuse(a)
+	}
+	if n := r.Tracked(); n != 3 {
+		t.Fatalf("%d addresses tracked, want the cap 3", n)
+	}
+	if len(reported) != 1 || reported[0] != "10.0.0.1" {
+		t.Fatalf("reported %v, want the forgotten 10.0.0.1's suppressed request", reported)
+	}
+	now = now.Add(time.Minute) // every bucket full again
+	r.Refuse("10.0.0.9:1")
+	if n := r.Tracked(); n != 1 {
+		t.Fatalf("%d addresses tracked after a minute idle, want 1", n)
+	}
+}
+
+func TestAddressOf(t *testing.T) {
+	for in, want := range map[string]string{
+		"203.0.113.7:4000":           "203.0.113.7",
+		"[2001:db8:1:2:3:4:5:6]:443": "2001:db8:1:2::/64",
+		"[2001:db8:1:2:ffff::1]:80":  "2001:db8:1:2::/64",
+		"[::1]:5000":                 "::1",
+		"[::ffff:198.51.100.1]:1":    "198.51.100.1",
+		"@":                          "@",
+		"unix-socket-peer":           "unix-socket-peer",
+	} {
+		if got := AddressOf(in); got != want {
+			t.Errorf("AddressOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -139,8 +139,56 @@ func (g *Gateway) Refresh() {
 	g.desc = d
 	g.scopedDescs.Clear()
 	g.scopedCount.Store(0)
-	g.server.AddTool(searchTool(g.opts.DefaultLimit, g.opts.MaxLimit, d), g.traced(SearchToolName, g.audited(SearchToolName, g.handleSearch)))
+	g.addSearchTool()
 	g.log.Debug("search_tools description changed; clients are told (tools/list_changed)", "chars", utf8.RuneCountInString(d))
+}
+
+// addSearchTool (re)registers search_tools with g.desc; go-sdk then sends
+// notifications/tools/list_changed to the sessions connected (debounced).
+// g.descMu is held.
+func (g *Gateway) addSearchTool() {
+	g.server.AddTool(searchTool(g.opts.DefaultLimit, g.opts.MaxLimit, g.desc), g.traced(SearchToolName, g.audited(SearchToolName, g.handleSearch)))
+}
+
+// seenDescription is search_tools' description as caller c sees it in
+// tools/list (see scopedTools).
+func (g *Gateway) seenDescription(c *policy.Caller) string {
+	if g.opts.Policy == nil || c == nil || c.Key == nil && c.ProfileName() == "" {
+		g.descMu.Lock()
+		defer g.descMu.Unlock()
+		return g.desc
+	}
+	return g.scopedDescription(c)
+}
+
+// profileSwitches tells a session whose profile a tools/call changed
+// (toolgate__activate_profile, over stdio) that its tools changed when
+// the search_tools description it sees is no longer the one it listed:
+// the description names the servers of the profile, and a client keeps
+// the copy of its last tools/list. go-sdk v1.8.0 has no notification to
+// one session, so search_tools is registered again, which tells every
+// connected session (over stdio there is one; the others list the same
+// tools again).
+func (g *Gateway) profileSwitches(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		c := policy.CallerFrom(ctx)
+		if method != "tools/call" || c == nil || c.Session == nil {
+			return next(ctx, method, req)
+		}
+		before := c.ProfileName()
+		res, err := next(ctx, method, req)
+		if now := c.ProfileName(); now != before {
+			was := *c
+			was.Session = policy.NewSession(before, false)
+			if g.seenDescription(&was) != g.seenDescription(c) {
+				g.descMu.Lock()
+				g.addSearchTool()
+				g.descMu.Unlock()
+				g.log.Debug("the session's profile changed its search_tools description; the client is told (tools/list_changed)", "from", before, "to", now)
+			}
+		}
+		return res, err
+	}
 }
 
 // scopedTools answers tools/list with search_tools' description as the

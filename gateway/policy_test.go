@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -253,5 +254,63 @@ func TestDescriptionPerScope(t *testing.T) {
 	}
 	if d := describe(&policy.Caller{Transport: policy.TransportHTTP}); !strings.Contains(d, "filesystem (") || !strings.Contains(d, "everything (") {
 		t.Errorf("a caller without key or profile: description %q lacks servers", d)
+	}
+}
+
+// TestProfileSwitchListChanged: a stdio session that switches profile
+// (toolgate__activate_profile; a tool of the fake caller stands in) is sent
+// notifications/tools/list_changed, and its next tools/list shows the
+// search_tools description of the new profile. Before, the client kept the
+// description of every server.
+func TestProfileSwitchListChanged(t *testing.T) {
+	activate := callerCtx(func(ctx context.Context, _, _ string, _ map[string]any) (*mcp.CallToolResult, error) {
+		if err := policy.CallerFrom(ctx).Session.Activate("kg"); err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "kg"}}}, nil
+	})
+	g := policyGateway(t, nil, nil)
+	g.caller = activate
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := policy.WithCaller(context.Background(), g.StdioCaller())
+	ss, err := g.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan struct{}, 10)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	}).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	describe := func() string {
+		t.Helper()
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range res.Tools {
+			if tl.Name == SearchToolName {
+				return tl.Description
+			}
+		}
+		t.Fatal("no search_tools in tools/list")
+		return ""
+	}
+	if d := describe(); !strings.Contains(d, "filesystem (") {
+		t.Fatalf("before the switch: %q lacks filesystem", d)
+	}
+	if res := call(t, cs, ExecuteToolName, map[string]any{"name": "memory__create_entities", "arguments": map[string]any{"entities": []any{}}}); res.IsError {
+		t.Fatalf("the switching call: %s", text(res))
+	}
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no notifications/tools/list_changed after the session's profile changed")
+	}
+	if d := describe(); strings.Contains(d, "filesystem") || !strings.Contains(d, "memory (") {
+		t.Fatalf("after the switch to kg: %q, want memory only", d)
 	}
 }

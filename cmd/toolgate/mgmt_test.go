@@ -349,3 +349,76 @@ func TestServeSeveralConfigs(t *testing.T) {
 		t.Errorf("the project file's profile b: %v, want beta's tools only", names)
 	}
 }
+
+// TestProfileListChangedOverStdio: toolgate__activate_profile over stdio
+// sends notifications/tools/list_changed, and the next tools/list shows
+// search_tools' description of the profile (its servers only): before,
+// the client kept the description naming every server.
+func TestProfileListChangedOverStdio(t *testing.T) {
+	cfgPath := bundledConfig(t, nil)
+	withSettings(t, cfgPath, map[string]any{"profiles": map[string]any{"kg": kgProfile}})
+	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", cfgPath)
+	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	changed := make(chan struct{}, 10)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	}).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect over stdio: %v", err)
+	}
+	defer cs.Close()
+	describe := func() string {
+		t.Helper()
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range res.Tools {
+			if tl.Name == "search_tools" {
+				return tl.Description
+			}
+		}
+		t.Fatal("no search_tools in tools/list")
+		return ""
+	}
+	// Wait for the whole catalog: a description naming every server (each
+	// change of it before is notified too).
+	all := func(d string) bool {
+		return strings.Contains(d, "filesystem (") && strings.Contains(d, "memory (") && strings.Contains(d, "everything (")
+	}
+	for !all(describe()) {
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("search_tools never named filesystem: %q", describe())
+		}
+	}
+	for len(changed) > 0 {
+		<-changed
+	}
+	if res := executeTool(t, ctx, cs, "toolgate__activate_profile", map[string]any{"name": "kg"}); res.IsError {
+		t.Fatalf("activate_profile: %s", resultText(res))
+	}
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no notifications/tools/list_changed after activate_profile")
+	}
+	if d := describe(); strings.Contains(d, "filesystem") || !strings.Contains(d, "memory") {
+		t.Fatalf("tools/list after activate_profile kg: search_tools says %q, want memory's servers only", d)
+	}
+	// And back: every server again, notified.
+	if res := executeTool(t, ctx, cs, "toolgate__activate_profile", map[string]any{"name": ""}); res.IsError {
+		t.Fatalf("activate_profile none: %s", resultText(res))
+	}
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no notifications/tools/list_changed after leaving the profile")
+	}
+	if d := describe(); !all(d) {
+		t.Fatalf("tools/list after leaving the profile: search_tools says %q, want every server", d)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/internal/storage"
 )
 
@@ -48,6 +49,11 @@ type StatusOptions struct {
 type SecurityStatus struct {
 	Audit       audit.Stats `json:"audit"`       // records written, lost, failed writes
 	Quarantined []string    `json:"quarantined"` // IDs of the tools held, sorted
+	// PinsFault, while the quarantine pins file cannot be read or parsed
+	// (corrupted, made unreadable while serving), says which file, why,
+	// since when and the fix; the last decisions stand meanwhile. The
+	// gateway is degraded until the file reads again.
+	PinsFault *quarantine.Fault `json:"pinsFault,omitempty"`
 }
 
 // StorageSource reports the data folder's health. internal/storage's

@@ -432,3 +432,53 @@ func TestStatusWhileKeysUnreadable(t *testing.T) {
 		t.Errorf("toolgate status with the keys unreadable = %v, want exit %d saying why", err, degradedExit)
 	}
 }
+
+// TestStatusPinsFaultWhileServing: a quarantine pins file corrupted while
+// serve runs keeps the last decisions (fail closed) but was invisible:
+// GET /status and `toolgate status` said nothing. It is a degraded state
+// (exit 3) naming the file, why and the fix, and clears itself once the
+// file reads again.
+func TestStatusPinsFaultWhileServing(t *testing.T) {
+	data := t.TempDir()
+	pins := dirs.Pins(data)
+	addr := freeAddr(t)
+	startServe(t, toolgateCmd(t, data, "serve", "--config", fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil), "--http", addr), addr)
+	status := func() (string, error) {
+		var buf bytes.Buffer
+		err := runStatus(context.Background(), &buf, statusFlags{addr: addr})
+		return buf.String(), err
+	}
+	var good []byte
+	testenv.Eventually(t, "the fake server's tools pinned", func() bool {
+		good, _ = os.ReadFile(pins)
+		return bytes.Contains(good, []byte("fake__echo"))
+	})
+	if out, err := status(); err != nil || strings.Contains(out, "quarantine pins") {
+		t.Fatalf("toolgate status before: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(pins, good[:len(good)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	var err error
+	testenv.Eventually(t, "toolgate status reports the pins file", func() bool {
+		out, err = status()
+		return strings.Contains(out, "quarantine pins:")
+	})
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != degradedExit || !strings.Contains(err.Error(), "the quarantine pins file cannot be read") {
+		t.Errorf("toolgate status with a torn pins file = %v, want exit %d saying why", err, degradedExit)
+	}
+	for _, want := range []string{pins + " CANNOT BE READ since", "fix: restore " + pins + " from a backup"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("toolgate status lacks %q:\n%s", want, out)
+		}
+	}
+	if err := os.WriteFile(pins, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "toolgate status healthy once the pins file is mended", func() bool {
+		out, err = status()
+		return err == nil && !strings.Contains(out, "quarantine pins")
+	})
+}

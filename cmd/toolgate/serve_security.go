@@ -136,7 +136,10 @@ func (sec *security) open(cfg *config.File, log *slog.Logger, health *storage.He
 
 // status is the security part of GET /status.
 func (s *security) status() *gateway.SecurityStatus {
-	return &gateway.SecurityStatus{Audit: s.audit.Stats(), Quarantined: s.guard.Snapshot().HeldIDs()}
+	// Fault reads the pins file again first when it changed: a file
+	// corrupted while serving shows here at once, and clears once mended.
+	fault := s.guard.Fault()
+	return &gateway.SecurityStatus{Audit: s.audit.Stats(), Quarantined: s.guard.Snapshot().HeldIDs(), PinsFault: fault}
 }
 
 // Close stops following approvals and closes the audit log (after the

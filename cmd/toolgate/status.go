@@ -179,6 +179,9 @@ func degraded(rep gateway.StatusReport) error {
 			bad = append(bad, "the data folder cannot take writes")
 		}
 	}
+	if sec := rep.Security; sec != nil && sec.PinsFault != nil {
+		bad = append(bad, "the quarantine pins file cannot be read (the last decisions stand)")
+	}
 	if len(bad) == 0 {
 		return nil
 	}
@@ -198,6 +201,9 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 		fmt.Fprintf(w, "audit log: %d records written, %d lost, %d failed writes\n", a.Written, a.Dropped, a.Errors)
 		if len(sec.Quarantined) > 0 {
 			fmt.Fprintf(w, "quarantined: %s (`toolgate tools quarantined` says why)\n", strings.Join(sec.Quarantined, ", "))
+		}
+		if f := sec.PinsFault; f != nil {
+			fmt.Fprintf(w, "quarantine pins: %s CANNOT BE READ since %s: %s\n  fix: %s\n", f.File, clock(f.Since), statusLine(f.Error, 200), f.Fix)
 		}
 	}
 	fmt.Fprintln(w)

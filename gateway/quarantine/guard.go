@@ -238,8 +238,9 @@ type Guard struct {
 	unsaved map[string]*Pin // pins decided here that the file does not hold (a write failed)
 	snap    atomic.Pointer[Snapshot]
 
-	errMu   sync.Mutex
-	lastErr string // the pins file error logged last
+	errMu    sync.Mutex
+	lastErr  string    // the pins file error logged last ("" = none)
+	errSince time.Time // when lastErr began
 
 	changedMu sync.Mutex // serializes Options.Changed
 	told      *Snapshot  // the snapshot Changed was called with last
@@ -453,12 +454,44 @@ func (g *Guard) report(err error) {
 	defer g.errMu.Unlock()
 	if msg != g.lastErr {
 		if err != nil {
-			g.log.Error("the quarantine pins file cannot be read; the last decisions stand", "file", g.path, "err", err)
+			g.log.Error("the quarantine pins file cannot be read; the last decisions stand", "file", g.path, "err", err, "fix", g.fix())
+			if g.lastErr == "" {
+				g.errSince = g.opts.Now().UTC()
+			}
 		} else if g.lastErr != "" {
 			g.log.Info("the quarantine pins file can be read again", "file", g.path)
+			g.errSince = time.Time{}
 		}
 		g.lastErr = msg
 	}
+}
+
+// Fault is why the pins file cannot be read while the gateway runs: the
+// decisions made before stand (fail closed), approvals and new pins are
+// not read or saved until it is fixed.
+type Fault struct {
+	File  string    `json:"file"`
+	Error string    `json:"error"`
+	Since time.Time `json:"since"`
+	Fix   string    `json:"fix"`
+}
+
+// Fault reads the pins file again if it changed and says why it cannot be
+// read, or nil when it can (or is absent: none yet).
+func (g *Guard) Fault() *Fault {
+	g.Snapshot() // reads the file again when its stamp changed
+	g.errMu.Lock()
+	defer g.errMu.Unlock()
+	if g.lastErr == "" {
+		return nil
+	}
+	return &Fault{File: g.path, Error: g.lastErr, Since: g.errSince, Fix: g.fix()}
+}
+
+func (g *Guard) fix() string {
+	return fmt.Sprintf("restore %s from a backup, or mend its JSON (a pin per tool under \"tools\"), or make it readable by the gateway's user again: "+
+		"it is read again at once. Until then the last decisions stand (held tools stay held), and approvals and new pins are kept in memory only. "+
+		"Moving it aside releases what it holds: every tool is pinned afresh, as on a first start", g.path)
 }
 
 // Observe decides for the tools a backend listed (in catalog form; one

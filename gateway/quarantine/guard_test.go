@@ -251,3 +251,51 @@ func TestGuardSameListingWritesNothing(t *testing.T) {
 		t.Errorf("a change was not written (%v)", err)
 	}
 }
+
+// TestGuardFault: a pins file corrupted or made unreadable while the guard
+// runs keeps the last decisions (the poisoned tool stays held) and is a
+// Fault naming the file, why and the fix; the fault clears once the file
+// reads again.
+func TestGuardFault(t *testing.T) {
+	g, path, _ := newGuard(t, nil)
+	g.Observe([]catalog.Tool{clean, poisoned})
+	if f := g.Fault(); f != nil {
+		t.Fatalf("fault on a good file: %+v", f)
+	}
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(`{"version": 1, "tools": {"s__notes": `), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := g.Fault()
+	if f == nil || f.File != path || f.Error == "" || f.Since.IsZero() || !strings.Contains(f.Fix, "restore "+path) {
+		t.Fatalf("corrupted pins file: fault %+v, want the file, why, since and the fix", f)
+	}
+	if held(g, poisoned.ID()) == nil {
+		t.Fatal("the poisoned tool was released while the pins file was corrupted")
+	}
+	// Unreadable: a directory where the file was.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if f2 := g.Fault(); f2 == nil || f2.Error == f.Error || !f2.Since.Equal(f.Since) {
+		t.Fatalf("unreadable pins file: fault %+v, want the new error since the first fault (%s)", f2, f.Since)
+	}
+	if held(g, poisoned.ID()) == nil {
+		t.Fatal("the poisoned tool was released while the pins file was unreadable")
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if f := g.Fault(); f != nil {
+		t.Fatalf("fault after the file was restored: %+v", f)
+	}
+}

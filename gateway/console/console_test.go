@@ -159,7 +159,7 @@ func newEnvWith(t *testing.T, o *Options) *env {
 	t.Helper()
 	b := &fakeBackends{pids: map[string]int{"filesystem": 100, "memory": 200}}
 	rec := NewRecorder(0)
-	c := New(&Options{Backends: b, Catalog: o.Catalog, Restarter: b, Loop: fakeLoop{}, Calls: rec, Keys: o.Keys, Policy: o.Policy, Audit: o.Audit, Rates: o.Rates, Version: "1.0.0",
+	c := New(&Options{Backends: b, Catalog: o.Catalog, Restarter: b, Loop: fakeLoop{}, Calls: rec, Keys: o.Keys, Policy: o.Policy, Audit: o.Audit, Rates: o.Rates, Refusals: o.Refusals, Version: "1.0.0",
 		Unavailable: func(s string) string {
 			if s == "memory" {
 				return "it is down"
@@ -565,5 +565,35 @@ func TestKeyRate(t *testing.T) {
 	}
 	if recs := log.all(); len(recs) != 2 || recs[0].Decision != audit.RateLimited || recs[0].Key != "main" {
 		t.Errorf("audit records %+v, want the two refusals as rate-limited", recs)
+	}
+}
+
+// TestRefusedLogins: failed logins and refused bearer keys count against
+// the client address's limit of refused requests (the HTTP front's): past
+// it a login gets 429 with Retry-After, and neither is audited one by one;
+// a good key still logs in.
+func TestRefusedLogins(t *testing.T) {
+	log := &auditLog{}
+	e := newEnvWith(t, &Options{Catalog: fakeCatalog{}, Keys: &fakeKeys{key: "tg_secret"}, Audit: log,
+		Refusals: limit.NewRefusals(&limit.RefusalOptions{PerMinute: 1, Burst: 2})})
+	var codes []int
+	for range 4 {
+		resp, _ := e.do(t, "POST", "/ui/api/login", `{"key": "tg_wrong"}`, "Origin", e.srv.URL)
+		codes = append(codes, resp.StatusCode)
+		if resp.StatusCode == 429 && resp.Header.Get("Retry-After") == "" {
+			t.Error("429 without Retry-After")
+		}
+	}
+	if fmt.Sprint(codes) != "[401 401 429 429]" {
+		t.Errorf("four failed logins with a burst of 2: %v, want [401 401 429 429]", codes)
+	}
+	if resp, _ := e.do(t, "GET", "/ui/api/search?q=files", "", "Authorization", "Bearer tg_wrong"); resp.StatusCode != 401 {
+		t.Errorf("a refused bearer key over the limit: %d, want 401", resp.StatusCode)
+	}
+	if n := len(log.all()); n != 2 {
+		t.Errorf("%d audit records, want the 2 refusals under the limit: %+v", n, log.all())
+	}
+	if resp, _ := e.do(t, "POST", "/ui/api/login", `{"key": "tg_secret"}`, "Origin", e.srv.URL); resp.StatusCode != 204 {
+		t.Errorf("a good key from the limited address: %d, want 204", resp.StatusCode)
 	}
 }

@@ -321,6 +321,26 @@ func (c *Console) mayRestart(caller *policy.Caller) (bool, string) {
 	return true, ""
 }
 
+// mayRestartServer is the refusal of a restart of server by caller, the
+// HTTP status and message (0 when it may): a caller that manages all
+// restarts any backend; any other, only one it may manage (policy.Set.
+// MayManage, as toolgate__restart_server), and one it may not, or that
+// is not in the pool, reads the same: 404, or 403 in the words of the
+// key's scope.
+func (c *Console) mayRestartServer(caller *policy.Caller, server string) (int, string) {
+	if c.o.Policy == nil || caller.ManagesAll() {
+		return 0, ""
+	}
+	ok, why := c.o.Policy.MayManage(caller, c.o.Catalog, server)
+	if ok && slices.ContainsFunc(c.o.Backends.Status(), func(st backend.Status) bool { return st.Name == server }) {
+		return 0, ""
+	}
+	if why != "" {
+		return http.StatusForbidden, fmt.Sprintf("restarting server %q is outside what this API key may do: %s", server, why)
+	}
+	return http.StatusNotFound, fmt.Sprintf("there is no server named %q among the servers this client may restart", server)
+}
+
 // api guards a read endpoint: 401 without a session or key.
 func (c *Console) api(h func(w http.ResponseWriter, r *http.Request, caller *policy.Caller)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -581,6 +601,16 @@ func (c *Console) serveRestart(w http.ResponseWriter, r *http.Request, caller *p
 		rec.Decision, rec.Reason, rec.Status = audit.Denied, why, http.StatusForbidden
 		c.audit(r, caller, rec)
 		writeError(w, http.StatusForbidden, "restarting backends is outside what this API key may do: "+why)
+		return
+	}
+	if code, msg := c.mayRestartServer(caller, body.Server); code != 0 {
+		// The same rule as toolgate__restart_server over MCP
+		// (policy.Set.MayManage): a key restarts only the servers
+		// whose tools it may see, and a server outside reads as
+		// one that does not exist, or as refused by the key's scope.
+		rec.Decision, rec.Reason, rec.Status = audit.Denied, msg, code
+		c.audit(r, caller, rec)
+		writeError(w, code, msg)
 		return
 	}
 	err := c.o.Restarter.Restart(body.Server)

@@ -19,6 +19,13 @@
 // and only for a caller over stdio or with an admin API key; they write the
 // file atomically, keeping the user's other keys, and apply it through the
 // runtime loop's reload.
+//
+// A caller that is neither on stdio nor an admin manages only the servers
+// whose tools it may see (policy.Set.MayManage): list_servers lists only
+// those, and server_status, restart_server, disable_server and
+// enable_server answer for any other server as for one that does not
+// exist, or refuse it in the words of the key's scope, which read the same
+// whether the server exists or not.
 package mgmt
 
 import (
@@ -26,7 +33,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -57,6 +63,9 @@ var _ Pool = (*backend.Pool)(nil)
 type Runtime interface {
 	Config() *config.File
 	Policy() *policy.Set
+	// Tool and IDs are the catalog, hidden tools included: which servers
+	// a caller may manage depends on the tools it may see.
+	policy.Tools
 	SetDisabled(ctx context.Context, server string, disabled bool) (bool, error)
 	Reload(ctx context.Context, trigger string) *live.Reload
 }
@@ -128,6 +137,11 @@ func (s *Server) CallTool(ctx context.Context, server, tool string, args map[str
 			return nil, err
 		}
 	}
+	if namesServer(tool) {
+		if res, err := s.mayManage(policy.CallerFrom(ctx), tool, args); res != nil || err != nil {
+			return res, err
+		}
+	}
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return toolError("%s%s: the arguments cannot be read: %v", Name+"__", tool, err), nil
@@ -191,12 +205,3 @@ func result(structured any, format string, args ...any) *mcp.CallToolResult {
 }
 
 func boolPtr(b bool) *bool { return &b }
-
-// names of the configured servers, for messages.
-func (s *Server) serverNames() string {
-	var out []string
-	for _, sv := range s.rt.Config().All() {
-		out = append(out, sv.Name)
-	}
-	return strings.Join(out, ", ")
-}

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // fakePool records what reaches it.
@@ -48,6 +49,23 @@ type fakeRuntime struct {
 	cfg     *config.File
 	pol     *policy.Set
 	reloads []string
+	tools   []catalog.Tool // the catalog
+}
+
+func (r *fakeRuntime) Tool(id string) (catalog.Tool, bool) {
+	for _, t := range r.tools {
+		if t.ID() == id {
+			return t, true
+		}
+	}
+	return catalog.Tool{}, false
+}
+func (r *fakeRuntime) IDs() []string {
+	var out []string
+	for _, t := range r.tools {
+		out = append(out, t.ID())
+	}
+	return out
 }
 
 func (r *fakeRuntime) Config() *config.File { return r.cfg }

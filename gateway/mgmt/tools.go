@@ -150,8 +150,22 @@ func (s *Server) infos() []ServerInfo {
 	return out
 }
 
-func (s *Server) listServers(context.Context, *policy.Caller, noArgs) *mcp.CallToolResult {
+// visibleInfos are the servers c may manage (policy.Set.MayManage), in
+// name order: every server for a caller that manages all.
+func (s *Server) visibleInfos(c *policy.Caller) []ServerInfo {
 	infos := s.infos()
+	if c.ManagesAll() {
+		return infos
+	}
+	pol := s.rt.Policy()
+	return slices.DeleteFunc(infos, func(in ServerInfo) bool {
+		ok, _ := pol.MayManage(c, s.rt, in.Name)
+		return !ok
+	})
+}
+
+func (s *Server) listServers(_ context.Context, c *policy.Caller, _ noArgs) *mcp.CallToolResult {
+	infos := s.visibleInfos(c)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d MCP servers behind this gateway:\n", len(infos))
 	up := 0
@@ -177,17 +191,65 @@ func (s *Server) listServers(context.Context, *policy.Caller, noArgs) *mcp.CallT
 	return result(ServerList{Servers: infos}, "%s", b.String())
 }
 
-func (s *Server) find(name string) (ServerInfo, *mcp.CallToolResult) {
-	for _, in := range s.infos() {
+// find is the server named name as c may manage it, or the answer for a
+// server that does not exist, which names only the servers c may manage.
+func (s *Server) find(c *policy.Caller, name string) (ServerInfo, *mcp.CallToolResult) {
+	infos := s.visibleInfos(c)
+	for _, in := range infos {
 		if in.Name == name {
 			return in, nil
 		}
 	}
-	return ServerInfo{}, toolError("there is no server named %q (servers: %s)", name, s.serverNames())
+	return ServerInfo{}, noServer(name, infos)
 }
 
-func (s *Server) serverStatus(_ context.Context, _ *policy.Caller, a serverArgs) *mcp.CallToolResult {
-	in, bad := s.find(a.Name)
+// noServer is the answer for a server name that is not among infos (the
+// servers the caller may manage).
+func noServer(name string, infos []ServerInfo) *mcp.CallToolResult {
+	names := make([]string, len(infos))
+	for i, in := range infos {
+		names[i] = in.Name
+	}
+	return toolError("there is no server named %q (servers: %s)", name, strings.Join(names, ", "))
+}
+
+// namesServer reports whether the management tool acts on the server its
+// "name" argument names, and so only on one its caller may manage
+// (remove_server, only for callers that manage all, is not one).
+func namesServer(tool string) bool {
+	switch tool {
+	case "server_status", "restart_server", "disable_server", "enable_server":
+		return true
+	}
+	return false
+}
+
+// mayManage answers a call of tool on a server c may not manage (see
+// policy.Set.MayManage), before anything is read or changed: as for a
+// server that does not exist (a result naming the servers c may manage),
+// or, when a rule of c's refuses the server by name, with a deniedError
+// in that rule's words, which read the same whether the server exists or
+// not (the gateway audits it as denied). Both nil: the call goes on.
+func (s *Server) mayManage(c *policy.Caller, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	if c.ManagesAll() {
+		return nil, nil
+	}
+	name, _ := args["name"].(string)
+	if name == "" || name == Name {
+		return nil, nil // the handler's own answer names no server c may not manage
+	}
+	ok, why := s.rt.Policy().MayManage(c, s.rt, name)
+	if _, configured := s.rt.Config().MCPServers[name]; ok && configured {
+		return nil, nil
+	}
+	if why != "" {
+		return nil, &deniedError{fmt.Sprintf("%s__%s is refused for server %q: %s. toolgate__list_servers lists the servers this client may manage.", Name, tool, name, why)}
+	}
+	return noServer(name, s.visibleInfos(c)), nil
+}
+
+func (s *Server) serverStatus(_ context.Context, c *policy.Caller, a serverArgs) *mcp.CallToolResult {
+	in, bad := s.find(c, a.Name)
 	if bad != nil {
 		return bad
 	}
@@ -219,8 +281,8 @@ func (s *Server) serverStatus(_ context.Context, _ *policy.Caller, a serverArgs)
 	return result(in, "%s", strings.TrimRight(b.String(), "\n"))
 }
 
-func (s *Server) restartServer(_ context.Context, _ *policy.Caller, a serverArgs) *mcp.CallToolResult {
-	in, bad := s.find(a.Name)
+func (s *Server) restartServer(_ context.Context, c *policy.Caller, a serverArgs) *mcp.CallToolResult {
+	in, bad := s.find(c, a.Name)
 	if bad != nil {
 		return bad
 	}

@@ -1,0 +1,80 @@
+package policy
+
+import (
+	"strings"
+
+	"github.com/toolgate/toolgate/index/catalog"
+)
+
+// Tools is a catalog's tools by ID (live.Loop, a search.Engine): the tools
+// of every server, those the rules hide included.
+type Tools interface {
+	Tool(id string) (catalog.Tool, bool)
+	IDs() []string
+}
+
+// ManagesAll reports whether c may manage every server with the management
+// tools that name one (toolgate__server_status, restart_server,
+// disable_server, enable_server) and the console's restart button: the
+// callers that may change the config (MayChangeConfig), a local client
+// over stdio or one with an admin API key. Any other caller manages only
+// the servers it may see (Set.MayManage).
+func (c *Caller) ManagesAll() bool { return c.MayChangeConfig() }
+
+// MayManage reports whether c may inspect, restart, disable or enable
+// server: a caller that manages all (ManagesAll), or one whose own rules
+// (its profile, its key's scope: the rules that read the caller) let it
+// see one of the server's tools in tools, whatever the server's state (a
+// disabled server's tools stay in the catalog, hidden from all). A server
+// with no tool catalogued (one that never listed its tools, or none by
+// that name) is judged by a tool of any name, "server__*": a profile or key
+// that names the server, or whose globs cover all its tools, lets it
+// through; narrower globs do not.
+//
+// When c may not, why is the refusal to give it, in the words of the rule
+// that denies "server__*" (the key's scope says the same whatever the
+// server), or "" when that rule lets it through: then the caller is to be
+// answered as for a server that does not exist. Either way the answer
+// for a server that exists outside c's view is the answer for one that
+// does not, so a caller learns nothing of the servers it may not manage.
+func (s *Set) MayManage(c *Caller, tools Tools, server string) (ok bool, why string) {
+	if s == nil || c.ManagesAll() {
+		return true, ""
+	}
+	c = orAnonymous(c)
+	sn := s.cur.Load()
+	found := false
+	if tools != nil {
+		prefix := server + catalog.Sep
+		for _, id := range tools.IDs() {
+			if !strings.HasPrefix(id, prefix) {
+				continue
+			}
+			t, ok := tools.Tool(id)
+			if !ok || t.Server != server {
+				continue
+			}
+			found = true
+			if sn.callerCheck(c, t) == "" {
+				return true, ""
+			}
+		}
+	}
+	why = sn.callerCheck(c, catalog.Tool{Server: server, Name: "*"})
+	return !found && why == "", why
+}
+
+// callerCheck is the first reason a rule that reads c (its Scope of c is
+// not "") gives against t, or "": the rules of who c is, not of the
+// state of the servers.
+func (sn *snapshot) callerCheck(c *Caller, t catalog.Tool) string {
+	for _, r := range sn.rules {
+		if r.Scope(c) == "" {
+			continue
+		}
+		if why := r.Check(c, t); why != "" {
+			return why
+		}
+	}
+	return ""
+}

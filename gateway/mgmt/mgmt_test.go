@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
@@ -287,5 +288,77 @@ func TestServerStatusMasksTarget(t *testing.T) {
 	}
 	if !strings.Contains(resText(res), "b.example/mcp?k=***") {
 		t.Errorf("server_status no longer says where the server is: %s", resText(res))
+	}
+}
+
+// TestScopedManagement: a caller neither on stdio nor admin manages only
+// the servers whose tools it may see. A key scoped to profile kg (server a)
+// restarted, disabled and inspected b; now b reads as refused by the key,
+// as a server that does not exist does, and nothing reaches the pool or
+// the disabled servers. A route's profile refuses b in its words; a key
+// whose globs leave none of b's tools reads b as unknown. Admin and stdio
+// manage all.
+func TestScopedManagement(t *testing.T) {
+	s, p, rt, _ := newTestServer(t, false)
+	rt.tools = []catalog.Tool{{Server: "a", Name: "x"}, {Server: "b", Name: "y"}, {Server: Name, Name: "restart_server"}}
+	rt.pol = policy.NewSet(keys.NewScope(rt.pol.Profiles, ChangesConfig), policy.NewConfigured([]string{"a", "b", Name}), policy.NewDisabled(nil), rt.pol.Profiles())
+	scoped := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "low", Allow: []string{"a__*", "toolgate__*"}}}
+	route := &policy.Caller{Transport: policy.TransportHTTP, Profile: "kg"}
+	globs := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "g", Deny: []string{"b__y"}}}
+	call := func(c *policy.Caller, tool, server string) (*mcp.CallToolResult, error) {
+		return s.CallTool(policy.WithCaller(context.Background(), c), Name, tool, map[string]any{"name": server})
+	}
+	for _, c := range []*policy.Caller{scoped, route, globs} {
+		// c, disabled in config, has no tool catalogued: its name decides.
+		visible := map[*policy.Caller]string{globs: "a, c"}[c]
+		if visible == "" {
+			visible = "a"
+		}
+		if txt := resText(run(t, s, c, "list_servers", nil)); !strings.Contains(txt, "- a: ") || strings.Contains(txt, "- b") || strings.Contains(txt, "- c") != (c == globs) {
+			t.Errorf("%v: list_servers: %s", c, txt)
+		}
+		if txt := resText(run(t, s, c, "server_status", map[string]any{"name": ""})); !strings.HasSuffix(txt, "(servers: "+visible+")") {
+			t.Errorf("%v: server_status without a name: %s", c, txt)
+		}
+		for _, tool := range []string{"server_status", "restart_server", "disable_server", "enable_server"} {
+			res, err := call(c, tool, "b")
+			none, noneErr := call(c, tool, "zz")
+			got, want := fmt.Sprint(res, err), strings.ReplaceAll(fmt.Sprint(none, noneErr), "zz", "b")
+			if res != nil && none != nil {
+				got, want = resText(res), strings.ReplaceAll(resText(none), "zz", "b")
+			}
+			switch {
+			case got != want:
+				t.Errorf("%v: %s b reads %q, a server that does not exist %q", c, tool, got, want)
+			case c == globs && (err != nil || !res.IsError || !strings.Contains(resText(res), `no server named "b" (servers: a, c)`)):
+				t.Errorf("%v: %s b: %v %v, want the answer for an unknown server", c, tool, res, err)
+			case c != globs && !errors.Is(err, policy.ErrDenied):
+				t.Errorf("%v: %s b: %v %v, want denied", c, tool, res, err)
+			}
+		}
+		if len(p.restarts) != 0 || len(rt.pol.Disabled().Servers()) != 0 {
+			t.Fatalf("%v: restarts %v, disabled %v", c, p.restarts, rt.pol.Disabled().Servers())
+		}
+		if res := run(t, s, c, "restart_server", map[string]any{"name": "a"}); res.IsError || !slices.Equal(p.restarts, []string{"a"}) {
+			t.Errorf("%v: restart a: %s %v", c, resText(res), p.restarts)
+		}
+		p.restarts = nil
+	}
+	// A disabled server stays the scoped key's to enable; b stays out.
+	run(t, s, admin, "disable_server", map[string]any{"name": "b"})
+	run(t, s, admin, "disable_server", map[string]any{"name": "a"})
+	if _, err := call(scoped, "enable_server", "b"); !errors.Is(err, policy.ErrDenied) || !rt.pol.Disabled().Has("b") {
+		t.Errorf("enable b with the scoped key: %v, disabled %v", err, rt.pol.Disabled().Servers())
+	}
+	if res := run(t, s, scoped, "enable_server", map[string]any{"name": "a"}); res.IsError || rt.pol.Disabled().Has("a") {
+		t.Errorf("enable a with the scoped key: %s", resText(res))
+	}
+	for _, c := range []*policy.Caller{admin, stdio} {
+		if res := run(t, s, c, "restart_server", map[string]any{"name": "a"}); res.IsError {
+			t.Errorf("%v: restart a: %s", c, resText(res))
+		}
+		if res := run(t, s, c, "server_status", map[string]any{"name": "b"}); res.IsError {
+			t.Errorf("%v: server_status b: %s", c, resText(res))
+		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/audit"
+	"github.com/toolgate/toolgate/gateway/audit/audittest"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/limit"
@@ -498,31 +498,13 @@ func TestHostAndOriginRules(t *testing.T) {
 	}
 }
 
-// memAudit keeps the audit records written to it.
-type memAudit struct {
-	mu   sync.Mutex
-	recs []audit.Record
-}
-
-func (m *memAudit) Write(r audit.Record) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.recs = append(m.recs, r)
-}
-
-func (m *memAudit) all() []audit.Record {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.recs)
-}
-
 // TestHTTPGuardsAudited: a request the Host/Origin checks or the body cap
 // refuse (DNS rebinding, a page of another site, a flood) is in the audit
 // log with the client's address and why, as a refused key is; and a tool
 // call over HTTP records the address too, so a denied attempt can be
 // traced to where it came from.
 func TestHTTPGuardsAudited(t *testing.T) {
-	log := &memAudit{}
+	log := &audittest.Log{}
 	fs := &fakeSearcher{tools: testCatalog}
 	g := New(fs, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
@@ -562,7 +544,7 @@ func TestHTTPGuardsAudited(t *testing.T) {
 	if code := send("", "", call); code != 200 {
 		t.Fatalf("tools/call: %d", code)
 	}
-	recs := log.all()
+	recs := log.Records()
 	var got []string
 	for _, r := range recs {
 		if !strings.HasPrefix(r.Remote, "127.0.0.1:") || r.Transport != "http" {
@@ -601,7 +583,7 @@ func TestRevokedKeyEndsRequest(t *testing.T) {
 		ended <- context.Cause(ctx)
 		return nil, ctx.Err()
 	})
-	log := &memAudit{}
+	log := &audittest.Log{}
 	g := New(&fakeSearcher{tools: testCatalog}, caller, &Options{Audit: log})
 	kc := &switchKeys{}
 	srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{Keys: kc, KeyRecheck: 10 * time.Millisecond}))
@@ -635,11 +617,11 @@ func TestRevokedKeyEndsRequest(t *testing.T) {
 	}
 	<-answered
 	var sawEnd bool
-	for _, r := range log.all() {
+	for _, r := range log.Records() {
 		sawEnd = sawEnd || r.Key == "ci" && r.Decision == "denied" && strings.Contains(r.Reason, "revoked") && r.Remote != ""
 	}
 	if !sawEnd {
-		t.Errorf("no audit record of the request ended for its revoked key: %+v", log.all())
+		t.Errorf("no audit record of the request ended for its revoked key: %+v", log.Records())
 	}
 }
 
@@ -651,7 +633,7 @@ func TestRevokedKeyEndsRequest(t *testing.T) {
 // bucket. Without the limit every refused request wrote a record (the
 // flood rotated earlier evidence out of the log).
 func TestRefusedFloodLimited(t *testing.T) {
-	log := &memAudit{}
+	log := &audittest.Log{}
 	g := New(&fakeSearcher{tools: testCatalog}, &fakeCaller{}, &Options{Audit: log})
 	refusals := limit.NewRefusals(&limit.RefusalOptions{PerMinute: 1, Burst: 3, Summary: RefusalSummary(log, nil)})
 	defer refusals.Close()
@@ -695,11 +677,11 @@ func TestRefusedFloodLimited(t *testing.T) {
 	if resp := send("tg_good", ""); resp.StatusCode != 200 {
 		t.Fatalf("a valid key from the limited address: %d, want 200", resp.StatusCode)
 	}
-	if n := len(log.all()); n != 3 {
+	if n := len(log.Records()); n != 3 {
 		t.Fatalf("%d audit records during the flood, want the 3 under the burst", n)
 	}
 	refusals.Flush() // what the minute's timer does
-	recs := log.all()
+	recs := log.Records()
 	if len(recs) != 4 {
 		t.Fatalf("%d records after the summary, want 4: %+v", len(recs), recs)
 	}

@@ -226,17 +226,7 @@ func TestDescriptionPerScope(t *testing.T) {
 	g.opts.Policy.(*policy.Set).Put(keys.NewScope(g.opts.Policy.(*policy.Set).Profiles, nil))
 	describe := func(c *policy.Caller) string {
 		t.Helper()
-		res, err := connectAs(t, g, c).ListTools(context.Background(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, tl := range res.Tools {
-			if tl.Name == SearchToolName {
-				return tl.Description
-			}
-		}
-		t.Fatal("no search_tools in tools/list")
-		return ""
+		return searchToolsDescription(t, connectAs(t, g, c))
 	}
 	for _, c := range []struct {
 		name   string
@@ -287,17 +277,7 @@ func TestProfileSwitchListChanged(t *testing.T) {
 	t.Cleanup(func() { cs.Close(); ss.Wait() })
 	describe := func() string {
 		t.Helper()
-		res, err := cs.ListTools(context.Background(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, tl := range res.Tools {
-			if tl.Name == SearchToolName {
-				return tl.Description
-			}
-		}
-		t.Fatal("no search_tools in tools/list")
-		return ""
+		return searchToolsDescription(t, cs)
 	}
 	if d := describe(); !strings.Contains(d, "filesystem (") {
 		t.Fatalf("before the switch: %q lacks filesystem", d)
@@ -313,4 +293,20 @@ func TestProfileSwitchListChanged(t *testing.T) {
 	if d := describe(); strings.Contains(d, "filesystem") || !strings.Contains(d, "memory (") {
 		t.Fatalf("after the switch to kg: %q, want memory only", d)
 	}
+}
+
+// searchToolsDescription is search_tools' description in cs's tools/list.
+func searchToolsDescription(t *testing.T, cs *mcp.ClientSession) string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range res.Tools {
+		if tl.Name == SearchToolName {
+			return tl.Description
+		}
+	}
+	t.Fatal("no search_tools in tools/list")
+	return ""
 }

@@ -211,25 +211,14 @@ func TestIndexOnFreshDataFolder(t *testing.T) {
 // error and a fix line, show no secret (the key is not stored), and leave
 // the files as they were.
 func TestCommandsOnFullOrReadOnlyDataFolder(t *testing.T) {
-	if out, err := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs tmpfs "$1"`, "sh", t.TempDir()).CombinedOutput(); err != nil {
-		testenv.Missing(t, "this machine does not let a test mount inside `unshare -rm` (%v: %s)", err, bytes.TrimSpace(out))
-	}
+	requireMountNamespace(t)
 	// The data folder: one key and one quarantined tool, then broken.
-	const script = `
-set -u
-base=$1; how=$2; shift 2
-mount -t tmpfs -o size=4m tmpfs "$base" || exit 90
-cp -a "$SEED/." "$base/" || exit 91
-case "$how" in
-  full) dd if=/dev/zero of="$base/filler" bs=4k 2>/dev/null; true ;;
-  ro) mount --bind "$base/data" "$base/data" && mount -o remount,bind,ro "$base/data" || exit 92 ;;
-esac
+	script := brokenFolderScript(`cp -a "$SEED/." "$base/"`, `
 before=$(cat "$base/data/keys.jsonl" "$base/data/quarantine/pins.json" | sha256sum)
 "$@"; code=$?
 after=$(cat "$base/data/keys.jsonl" "$base/data/quarantine/pins.json" | sha256sum)
 [ "$before" = "$after" ] || echo "FILES CHANGED" >&2
-exit $code
-`
+exit $code`)
 	seed := t.TempDir()
 	seedData := filepath.Join(seed, "data")
 	if out, err := toolgateCmd(t, seedData, "keys", "create", "--name", "first").CombinedOutput(); err != nil {
@@ -243,30 +232,68 @@ exit $code
 	if err := os.WriteFile(pins, []byte(held), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, how := range []struct{ name, want string }{
-		{"full", "toolgate: fix: free space on the file system of "},
-		{"ro", " is on a read-only file system: remount it read-write"},
-	} {
+	for _, how := range brokenDataFolders {
 		tools := writeToolsFile(t, t.TempDir(), 200, "")
 		for _, args := range [][]string{{"keys", "create", "--name", "second"}, {"tools", "approve", "fake__echo"}, {"index", "--tools", tools, "--bm25-only"}} {
 			t.Run(how.name+"/"+strings.Join(args[:2], " "), func(t *testing.T) {
 				base := t.TempDir()
-				tg := toolgateCmd(t, filepath.Join(base, "data"), args...)
-				cmd := exec.Command("unshare", append([]string{"-rm", "sh", "-c", script, "sh", base, how.name}, tg.Args...)...)
-				cmd.Env = append(tg.Env, "SEED="+seed)
-				var out, errOut bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &out, &errOut
-				err := cmd.Run()
-				var ee *exec.ExitError
-				if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-					t.Fatalf("%s on a %s data folder: %v, want exit status 1\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), how.name, err, out.String(), errOut.String())
-				}
-				if !strings.Contains(errOut.String(), how.want) || strings.Contains(errOut.String(), "FILES CHANGED") || strings.Contains(out.String(), "tg_") {
-					t.Errorf("%s on a %s data folder:\nstdout:\n%s\nstderr:\n%s\nwant %q, the files unchanged and no secret shown", strings.Join(args, " "), how.name, out.String(), errOut.String(), how.want)
+				out, errOut := runOnBrokenFolder(t, script, base, how.name, toolgateCmd(t, filepath.Join(base, "data"), args...), "SEED="+seed)
+				if !strings.Contains(errOut, how.want) || strings.Contains(errOut, "FILES CHANGED") || strings.Contains(out, "tg_") {
+					t.Errorf("%s on a %s data folder:\nstdout:\n%s\nstderr:\n%s\nwant %q, the files unchanged and no secret shown", strings.Join(args, " "), how.name, out, errOut, how.want)
 				}
 			})
 		}
 	}
+}
+
+// brokenDataFolders are the two ways runOnBrokenFolder breaks a data
+// folder, and what the fix line a command prints then says.
+var brokenDataFolders = []struct{ name, want string }{
+	{"full", "toolgate: fix: free space on the file system of "},
+	{"ro", " is on a read-only file system: remount it read-write"},
+}
+
+// requireMountNamespace stops a test on a machine that does not let it
+// mount inside `unshare -rm` (a failure with CI=true).
+func requireMountNamespace(t *testing.T) {
+	t.Helper()
+	if out, err := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs tmpfs "$1"`, "sh", t.TempDir()).CombinedOutput(); err != nil {
+		testenv.Missing(t, "this machine does not let a test mount inside `unshare -rm` (%v: %s)", err, bytes.TrimSpace(out))
+	}
+}
+
+// brokenFolderScript is the shell script runOnBrokenFolder runs: a 4 MiB
+// tmpfs on $base, setup, the data folder $base/data broken as $how says
+// (filled, or mounted read-only), then run (which runs the command "$@").
+func brokenFolderScript(setup, run string) string {
+	return `
+set -u
+base=$1; how=$2; shift 2
+mount -t tmpfs -o size=4m tmpfs "$base" || exit 90
+` + setup + ` || exit 91
+case "$how" in
+  full) dd if=/dev/zero of="$base/filler" bs=4k 2>/dev/null; true ;;
+  ro) mount --bind "$base/data" "$base/data" && mount -o remount,bind,ro "$base/data" || exit 92 ;;
+esac
+` + run + "\n"
+}
+
+// runOnBrokenFolder runs tg (a toolgateCmd of base/data) through script
+// inside `unshare -rm`, its data folder broken as how says, with env added
+// to tg's, and fails the test unless it exits with status 1. It returns
+// the command's stdout and stderr.
+func runOnBrokenFolder(t *testing.T, script, base, how string, tg *exec.Cmd, env ...string) (stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command("unshare", append([]string{"-rm", "sh", "-c", script, "sh", base, how}, tg.Args...)...)
+	cmd.Env = append(tg.Env, env...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("%s on a %s data folder: %v, want exit status 1\nstdout:\n%s\nstderr:\n%s", strings.Join(tg.Args[1:], " "), how, err, out.String(), errOut.String())
+	}
+	return out.String(), errOut.String()
 }
 
 // TestServeRefusesUnreadablePins: a quarantine pins file that is there but
@@ -359,41 +386,17 @@ func TestDamagedLearnedPairs(t *testing.T) {
 // fix. It used to send the user to the browser and lose the approval when
 // the save failed (on a full disk), or fail after the URL (read-only).
 func TestAuthLoginOnFullOrReadOnlyDataFolder(t *testing.T) {
-	if out, err := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs tmpfs "$1"`, "sh", t.TempDir()).CombinedOutput(); err != nil {
-		testenv.Missing(t, "this machine does not let a test mount inside `unshare -rm` (%v: %s)", err, bytes.TrimSpace(out))
-	}
-	const script = `
-set -u
-base=$1; how=$2; shift 2
-mount -t tmpfs -o size=4m tmpfs "$base" || exit 90
-mkdir -p "$base/data/auth" || exit 91
-case "$how" in
-  full) dd if=/dev/zero of="$base/filler" bs=4k 2>/dev/null; true ;;
-  ro) mount --bind "$base/data" "$base/data" && mount -o remount,bind,ro "$base/data" || exit 92 ;;
-esac
-exec "$@"
-`
+	requireMountNamespace(t)
+	script := brokenFolderScript(`mkdir -p "$base/data/auth"`, `exec "$@"`)
 	as := oauthtest.NewAuthServer(t)
 	rs := oauthtest.NewResourceServer(t, as, backendtest.NewServer(backendtest.ParseModes("normal")), nil)
 	cfgPath := remoteConfig(t, "remote", rs.URL)
-	for _, how := range []struct{ name, want string }{
-		{"full", "toolgate: fix: free space on the file system of "},
-		{"ro", " is on a read-only file system: remount it read-write"},
-	} {
+	for _, how := range brokenDataFolders {
 		t.Run(how.name, func(t *testing.T) {
 			base := t.TempDir()
-			tg := toolgateCmd(t, filepath.Join(base, "data"), "auth", "login", "remote", "--config", cfgPath, "--no-browser", "--timeout", "30s")
-			cmd := exec.Command("unshare", append([]string{"-rm", "sh", "-c", script, "sh", base, how.name}, tg.Args...)...)
-			cmd.Env = tg.Env
-			var out, errOut bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errOut
-			err := cmd.Run()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-				t.Fatalf("auth login on a %s data folder: %v, want exit status 1\nstdout:\n%s\nstderr:\n%s", how.name, err, out.String(), errOut.String())
-			}
-			if strings.Contains(out.String(), "open this URL") || !strings.Contains(errOut.String(), "it could not be saved, so it is not started") || !strings.Contains(errOut.String(), how.want) {
-				t.Errorf("auth login on a %s data folder:\nstdout:\n%s\nstderr:\n%s\nwant no authorization URL, the reason and %q", how.name, out.String(), errOut.String(), how.want)
+			out, errOut := runOnBrokenFolder(t, script, base, how.name, toolgateCmd(t, filepath.Join(base, "data"), "auth", "login", "remote", "--config", cfgPath, "--no-browser", "--timeout", "30s"))
+			if strings.Contains(out, "open this URL") || !strings.Contains(errOut, "it could not be saved, so it is not started") || !strings.Contains(errOut, how.want) {
+				t.Errorf("auth login on a %s data folder:\nstdout:\n%s\nstderr:\n%s\nwant no authorization URL, the reason and %q", how.name, out, errOut, how.want)
 			}
 		})
 	}

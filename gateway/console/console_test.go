@@ -19,6 +19,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/audit"
+	"github.com/toolgate/toolgate/gateway/audit/audittest"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/limit"
@@ -121,24 +122,6 @@ func (k *fakeKeys) Scope(key string) (*policy.Key, bool) {
 		return s, true
 	}
 	return &policy.Key{Name: "main"}, !k.revoked && key == k.key
-}
-
-// auditLog keeps the records written to it.
-type auditLog struct {
-	mu      sync.Mutex
-	records []audit.Record
-}
-
-func (l *auditLog) Write(r audit.Record) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.records = append(l.records, r)
-}
-
-func (l *auditLog) all() []audit.Record {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.records)
 }
 
 type env struct {
@@ -472,7 +455,7 @@ func TestKeyScope(t *testing.T) {
 	fk := &fakeKeys{key: "tg_secret", scopes: map[string]*policy.Key{
 		"tg_low": {Name: "low", Deny: []string{"toolgate__*", "filesystem__*"}},
 	}}
-	log := &auditLog{}
+	log := &audittest.Log{}
 	e := newEnvWith(t, &Options{Catalog: eng, Keys: fk, Policy: set, Audit: log})
 	get := func(key, path string, v any) {
 		t.Helper()
@@ -527,7 +510,7 @@ func TestKeyScope(t *testing.T) {
 
 	// Each restart and each refusal is in the audit log, with who asked.
 	var got []string
-	for _, r := range log.all() {
+	for _, r := range log.Records() {
 		if r.Remote == "" || r.Transport != "http" {
 			t.Errorf("audit record without the client's address: %+v", r)
 		}
@@ -543,7 +526,7 @@ func TestKeyScope(t *testing.T) {
 // as the HTTP front counts its other requests: the console's API (a search
 // per request) was a way around toolgate.limits.
 func TestKeyRate(t *testing.T) {
-	log := &auditLog{}
+	log := &audittest.Log{}
 	e := newEnvWith(t, &Options{Catalog: fakeCatalog{}, Keys: &fakeKeys{key: "tg_secret"}, Audit: log, Rates: limit.NewRates(0.001, 2)})
 	codes := []int{}
 	for range 3 {
@@ -563,7 +546,7 @@ func TestKeyRate(t *testing.T) {
 	if resp, _ := e.do(t, "GET", "/ui/api/state", ""); resp.StatusCode != 429 {
 		t.Errorf("state in a session of a key over its rate: %d, want 429", resp.StatusCode)
 	}
-	if recs := log.all(); len(recs) != 2 || recs[0].Decision != audit.RateLimited || recs[0].Key != "main" {
+	if recs := log.Records(); len(recs) != 2 || recs[0].Decision != audit.RateLimited || recs[0].Key != "main" {
 		t.Errorf("audit records %+v, want the two refusals as rate-limited", recs)
 	}
 }
@@ -573,7 +556,7 @@ func TestKeyRate(t *testing.T) {
 // it a login gets 429 with Retry-After, and neither is audited one by one;
 // a good key still logs in.
 func TestRefusedLogins(t *testing.T) {
-	log := &auditLog{}
+	log := &audittest.Log{}
 	e := newEnvWith(t, &Options{Catalog: fakeCatalog{}, Keys: &fakeKeys{key: "tg_secret"}, Audit: log,
 		Refusals: limit.NewRefusals(&limit.RefusalOptions{PerMinute: 1, Burst: 2})})
 	var codes []int
@@ -590,8 +573,8 @@ func TestRefusedLogins(t *testing.T) {
 	if resp, _ := e.do(t, "GET", "/ui/api/search?q=files", "", "Authorization", "Bearer tg_wrong"); resp.StatusCode != 401 {
 		t.Errorf("a refused bearer key over the limit: %d, want 401", resp.StatusCode)
 	}
-	if n := len(log.all()); n != 2 {
-		t.Errorf("%d audit records, want the 2 refusals under the limit: %+v", n, log.all())
+	if n := len(log.Records()); n != 2 {
+		t.Errorf("%d audit records, want the 2 refusals under the limit: %+v", n, log.Records())
 	}
 	if resp, _ := e.do(t, "POST", "/ui/api/login", `{"key": "tg_secret"}`, "Origin", e.srv.URL); resp.StatusCode != 204 {
 		t.Errorf("a good key from the limited address: %d, want 204", resp.StatusCode)

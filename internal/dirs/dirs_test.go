@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/models"
 )
 
@@ -164,7 +165,7 @@ func TestNoHome(t *testing.T) {
 	t.Setenv("HOME", "")
 	u, err := user.Current()
 	if err != nil || u.HomeDir == "" {
-		t.Skipf("this user has no home in the password database (%v)", err)
+		testenv.Missing(t, "this user has no home in the password database (%v)", err)
 	}
 	if got, want := dirs.Data("", ""), filepath.Join(u.HomeDir, ".local", "share", "toolgate"); got != want {
 		t.Errorf("data folder without HOME = %q, want %q", got, want)

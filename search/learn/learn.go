@@ -475,15 +475,16 @@ func (s *Store) stamp() int64 {
 	return now
 }
 
-// weight of a pair seen last at unix time last, on the store's clock.
-func (s *Store) weight(last int64) float64 {
+// weigher returns the weight of a pair seen last at unix time last, on the
+// store's clock as it is now.
+func (s *Store) weigher() func(last int64) float64 {
 	s.clockMu.Lock()
-	age := time.Duration(s.clock-last) * time.Second
+	clock := s.clock
 	s.clockMu.Unlock()
-	if age < 0 {
-		age = 0
+	return func(last int64) float64 {
+		age := time.Duration(max(clock-last, 0)) * time.Second
+		return math.Exp2(-float64(age) / float64(s.halfLife))
 	}
-	return math.Exp2(-float64(age) / float64(s.halfLife))
 }
 
 // Pairs returns every stored pair with its decayed weight, in key order
@@ -497,8 +498,9 @@ func (s *Store) Pairs() []search.UsagePair {
 		return s.pairs
 	}
 	out := []search.UsagePair{}
+	weight := s.weigher()
 	err := s.eachPair(pfxPair, func(_ []byte, tool, q string, v pairValue) {
-		out = append(out, search.UsagePair{Query: q, Tool: tool, Weight: s.weight(v.last)})
+		out = append(out, search.UsagePair{Query: q, Tool: tool, Weight: weight(v.last)})
 	})
 	if err != nil {
 		s.log.Warn("learned pairs unreadable; ranking without them", "err", err)
@@ -587,8 +589,9 @@ func (s *Store) deleteKeys(keys [][]byte) error {
 // prune deletes pairs whose weight decayed below minWeight.
 func (s *Store) prune() (int, error) {
 	var keys [][]byte
+	weight := s.weigher()
 	err := s.eachPair(pfxPair, func(key []byte, _, _ string, v pairValue) {
-		if s.weight(v.last) < minWeight {
+		if weight(v.last) < minWeight {
 			keys = append(keys, key)
 		}
 	})

@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -128,11 +129,28 @@ var (
 	ortErr  error
 )
 
+// ortTelemetryOptOut are the environment variables that keep ONNX Runtime's
+// own telemetry off. Since 1.29 the Linux library ships Microsoft's 1DS
+// telemetry: at start it writes a device identifier and an offline event
+// store under $XDG_CACHE_HOME/Microsoft/DeveloperTools/.onnxruntime, a
+// debug log mat-debug-<pid>.log and a .ses file in $TMPDIR (/tmp), and
+// uploads a ProcessInfo event. Only the variable, set before the library
+// starts, stops all of it;
+// ort.DisableTelemetry acts later and only on later events. The library
+// reads ORT_DISABLE_TELEMETRY (1.30); ORT_TELEMETRY_DISABLED is the name a
+// later upstream change (onnxruntime PR 29843) reads, so both are set. Stdio
+// backends do not inherit them (backend.DefaultEnvAllow).
+// TestNoTelemetry fails the day the library writes them anyway.
+var ortTelemetryOptOut = []string{"ORT_DISABLE_TELEMETRY", "ORT_TELEMETRY_DISABLED"}
+
 // initORT loads the ONNX Runtime library at path once per process. A later
 // call with a different path fails: the runtime cannot be reloaded.
 func initORT(path string) error {
 	ortOnce.Do(func() {
 		ortPath = path
+		for _, name := range ortTelemetryOptOut {
+			_ = os.Setenv(name, "1")
+		}
 		ort.SetSharedLibraryPath(path)
 		if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
 			ortErr = fmt.Errorf("load ONNX Runtime %s: %w (install a working copy with %s)", path, err, FixORT)

@@ -59,6 +59,9 @@ func testEmbedder(t testing.TB, v Variant) *Embedder {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(telemetryChild) != "" {
+		os.Exit(runTelemetryChild())
+	}
 	code := m.Run()
 	for _, e := range shared {
 		e.Close()

@@ -13,7 +13,7 @@
 // Exit status 0 when every check passed; each failure is printed.
 // Used by `make smoke` (part of `make test`).
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -31,12 +31,21 @@ const { Client } = await import(pathToFileURL(join(sdk, "index.js")));
 const { StdioClientTransport } = await import(pathToFileURL(join(sdk, "stdio.js")));
 const { StreamableHTTPClientTransport } = await import(pathToFileURL(join(sdk, "streamableHttp.js")));
 
+// Temporary folders, removed at the end when every check passed and kept
+// (and named) for inspection when one failed.
+const temps = [];
+const tempDir = (prefix) => {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  temps.push(dir);
+  return dir;
+};
+
 // A data folder of its own, but the installed model (as the user has it).
 const home = process.env.HOME || tmpdir();
 const dataHome = process.env.XDG_DATA_HOME || join(home, ".local", "share");
 const env = {
   ...process.env,
-  TOOLGATE_DATA_DIR: mkdtempSync(join(tmpdir(), "toolgate-smoke-")),
+  TOOLGATE_DATA_DIR: tempDir("toolgate-smoke-"),
   TOOLGATE_MODELS_DIR: process.env.TOOLGATE_MODELS_DIR || join(process.env.TOOLGATE_DATA_DIR || join(dataHome, "toolgate"), "models"),
 };
 
@@ -146,8 +155,19 @@ async function serveHTTP(cfg, label, body) {
     check(up, `${label}: /healthz answers`);
     if (up) await body(`http://127.0.0.1:${port}`);
   } finally {
-    child.kill("SIGTERM");
+    await stop(child);
   }
+}
+
+// stop ends a served toolgate and waits for it to exit, so that its data
+// folder can be removed; SIGKILL after 10 s.
+async function stop(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 10000);
+  await exited;
+  clearTimeout(timer);
 }
 
 async function connect(url) {
@@ -167,7 +187,7 @@ await serveHTTP(config, "http", async (base) => {
 
 // Management tools, profiles and import (issue 14), over streamable HTTP.
 {
-  const dir = mkdtempSync(join(tmpdir(), "toolgate-smoke-mgmt-"));
+  const dir = tempDir("toolgate-smoke-mgmt-");
   const cfg = JSON.parse(readFileSync(config, "utf8"));
   for (const s of Object.values(cfg.mcpServers)) {
     if (s.cwd && !s.cwd.startsWith("/")) s.cwd = resolve(dirname(config), s.cwd);
@@ -224,5 +244,10 @@ await serveHTTP(config, "http", async (base) => {
     "import: a Claude Desktop file, a .mcp.json and a .vscode/mcp.json make one config with all their servers, the HTTP server's url kept", names.join(","));
 }
 
-console.log(failures === 0 ? "smoke: all checks passed" : `smoke: ${failures} check(s) failed`);
+if (failures === 0) {
+  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
+  console.log("smoke: all checks passed");
+} else {
+  console.log(`smoke: ${failures} check(s) failed; data folders kept: ${temps.join(" ")}`);
+}
 process.exit(failures === 0 ? 0 : 1);

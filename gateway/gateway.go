@@ -171,7 +171,7 @@ func New(s Searcher, c Caller, opts *Options) *Gateway {
 	if g.opts.Version == "" {
 		g.opts.Version = "dev"
 	}
-	g.opts.DefaultLimit, g.opts.MaxLimit = limits(g.opts.DefaultLimit, g.opts.MaxLimit)
+	g.opts.DefaultLimit, g.opts.MaxLimit = Limits(g.opts.DefaultLimit, g.opts.MaxLimit)
 	g.refused = refuser{}
 	if g.opts.ObserveRefused != nil {
 		g.refused = g.opts.ObserveRefused(g.refused)
@@ -199,8 +199,9 @@ func New(s Searcher, c Caller, opts *Options) *Gateway {
 	return g
 }
 
-// limits applies the defaults of Options.DefaultLimit and MaxLimit.
-func limits(def, maxLimit int) (int, int) {
+// Limits applies the defaults of Options.DefaultLimit and MaxLimit: the
+// limits search_tools uses (and `toolgate search` with a config).
+func Limits(def, maxLimit int) (int, int) {
 	switch {
 	case maxLimit <= 0 && def <= 0:
 		return DefaultLimit, MaxLimit

@@ -282,8 +282,8 @@ func TestLimits(t *testing.T) {
 		{10, 20, 10, 20},
 		{30, 20, 20, 20},
 	} {
-		if d, m := limits(tc.def, tc.max); d != tc.wantDef || m != tc.wantMax {
-			t.Errorf("limits(%d, %d) = %d, %d; want %d, %d", tc.def, tc.max, d, m, tc.wantDef, tc.wantMax)
+		if d, m := Limits(tc.def, tc.max); d != tc.wantDef || m != tc.wantMax {
+			t.Errorf("Limits(%d, %d) = %d, %d; want %d, %d", tc.def, tc.max, d, m, tc.wantDef, tc.wantMax)
 		}
 	}
 }

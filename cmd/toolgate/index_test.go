@@ -255,3 +255,47 @@ func TestIndexConfigLikeServe(t *testing.T) {
 		t.Errorf("index --tools -c: %v\n%s\nwant exit status 2", err, out)
 	}
 }
+
+// TestSearchReadsConfig: `toolgate search --config` answers as search_tools
+// does under that config: its data folder, toolgate.search's mode,
+// defaultLimit and minConfidence (0: never noMatch); flags win over it.
+// Without a config the defaults hold.
+func TestSearchReadsConfig(t *testing.T) {
+	data := t.TempDir()
+	runIndexJSON(t, &globals{dataDir: data}, writeToolsFile(t, t.TempDir(), 6, ""))
+	cfg := fakeConfig(t, map[string]string{"a": ""}, map[string]any{
+		"dataDir": data,
+		"search":  map[string]any{"mode": "bm25", "defaultLimit": 2, "minConfidence": 0},
+	})
+	search := func(args ...string) searchOutput {
+		t.Helper()
+		cmd := toolgateCmd(t, "", append([]string{"search", "--json"}, args...)...)
+		cmd.Env = append(cmd.Env, "TOOLGATE_DATA_DIR=", "TOOLGATE_CONFIG=")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("toolgate search %v: %v\n%s", args, err, stderr.String())
+		}
+		var so searchOutput
+		if err := json.Unmarshal(stdout.Bytes(), &so); err != nil {
+			t.Fatalf("toolgate search %v: %q: %v", args, stdout.String(), err)
+		}
+		return so
+	}
+
+	if so := search("-c", cfg, "list files"); so.Mode != "bm25" || len(so.Tools) != 2 {
+		t.Errorf("with the config: mode %q, %d tools; want bm25 (its mode, no --mode) and 2 (its defaultLimit)", so.Mode, len(so.Tools))
+	}
+	if so := search("-c", cfg, "fly to the moon"); so.NoMatch {
+		t.Errorf("with the config (minConfidence 0): noMatch for a query nothing fits; want never")
+	}
+	if so := search("-c", cfg, "--limit", "3", "list files"); len(so.Tools) != 3 {
+		t.Errorf("--limit 3 with the config: %d tools; want the flag's 3", len(so.Tools))
+	}
+	if so := search("--data-dir", data, "--mode", "bm25", "list files"); len(so.Tools) != 5 {
+		t.Errorf("without a config: %d tools; want the default 5", len(so.Tools))
+	}
+	if so := search("--data-dir", data, "--mode", "bm25", "fly to the moon"); !so.NoMatch {
+		t.Errorf("without a config: no noMatch for a query nothing fits; want the default threshold's noMatch")
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/search"
 )
@@ -20,10 +21,11 @@ import (
 func init() { register(newSearchCmd) }
 
 type searchFlags struct {
-	mode   string
-	limit  int
-	server string
-	json   bool
+	mode    string
+	limit   int
+	server  string
+	json    bool
+	configs []string
 }
 
 func newSearchCmd(g *globals) *cobra.Command {
@@ -35,7 +37,12 @@ func newSearchCmd(g *globals) *cobra.Command {
 search_tools would, and shows the score breakdown: the fused score, the
 normalised BM25 keyword score and the cosine similarity. No backend is started.
 Modes other than bm25 need the embedding model that built the index; without
-it search falls back to BM25 and says so.`,
+it search falls back to BM25 and says so.
+
+With --config (or $TOOLGATE_CONFIG), the config's toolgate settings apply as in
+serve: its data folder and embedder, and toolgate.search's mode, weights,
+minConfidence, stepWeight and limits, so the answer is the one search_tools
+gives. Flags given on the command line win.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
 				return usageError{errors.New(`search needs one non-empty query argument, e.g. toolgate search "list files in a directory"`)}
@@ -43,15 +50,19 @@ it search falls back to BM25 and says so.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("limit") && f.limit == 0 {
+				return usageError{errors.New("--limit 0: want 1 or more (leave it out for the default)")}
+			}
 			return runSearch(cmd.Context(), g, f, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.mode, "mode", "", "ranking: hybrid (default), bm25, vector or rrf")
+	fl.StringVar(&f.mode, "mode", "", "ranking: hybrid (default), bm25, vector or rrf (default: the config's toolgate.search.mode)")
 	// The limits of search_tools, whose ranking this command shows.
-	fl.IntVar(&f.limit, "limit", gateway.DefaultLimit, fmt.Sprintf("number of results (at most %d)", gateway.MaxLimit))
+	fl.IntVar(&f.limit, "limit", 0, fmt.Sprintf("number of results (default %d or the config's toolgate.search.defaultLimit; at most %d or its maxLimit)", gateway.DefaultLimit, gateway.MaxLimit))
 	fl.StringVar(&f.server, "server", "", "only tools of this server")
 	fl.BoolVar(&f.json, "json", false, "print the result as one JSON object")
+	configsFlag(cmd, &f.configs)
 	g.addEmbedFlags(cmd)
 	return cmd
 }
@@ -79,12 +90,30 @@ type searchToolJSON struct {
 }
 
 func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout, stderr io.Writer) error {
-	mode, err := search.ParseMode(f.mode)
-	if err != nil {
-		return usageError{fmt.Errorf("--mode: %w", err)}
+	// The config's search settings, as serve reads them (its data
+	// folder and embedder settings apply through readConfigs).
+	var settings config.SearchSettings
+	if len(f.configs) > 0 {
+		cfg, _, err := g.readConfigs(f.configs)
+		if err != nil {
+			return err
+		}
+		settings = cfg.Toolgate.Search
 	}
-	if f.limit < 1 || f.limit > gateway.MaxLimit {
-		return usageError{fmt.Errorf("--limit %d: want 1 to %d", f.limit, gateway.MaxLimit)}
+	mode := search.Mode(settings.Mode)
+	if f.mode != "" {
+		m, err := search.ParseMode(f.mode)
+		if err != nil {
+			return usageError{fmt.Errorf("--mode: %w", err)}
+		}
+		mode = m
+	}
+	defLimit, maxLimit := gateway.Limits(settings.DefaultLimit, settings.MaxLimit)
+	if f.limit == 0 {
+		f.limit = defLimit
+	}
+	if f.limit < 1 || f.limit > maxLimit {
+		return usageError{fmt.Errorf("--limit %d: want 1 to %d", f.limit, maxLimit)}
 	}
 	ix, err := index.Open(index.Dir(g.DataDir()), &index.Options{Logger: g.logger})
 	if err != nil {
@@ -135,7 +164,7 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 		fmt.Fprintf(stderr, "toolgate: note: ranking without the learned pairs: %v\n", err)
 	}
 	// Degraded mode is already reported above (or was asked for with --mode bm25).
-	eng := search.New(ix, emb, &search.Options{Usage: usage})
+	eng := search.New(ix, emb, searchOptions(settings, mode, usage))
 	defer eng.Close()
 	if err := eng.RefreshLearned(ctx); err != nil {
 		fmt.Fprintf(stderr, "toolgate: note: ranking without the learned pairs: %v\n", err)
@@ -159,6 +188,27 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 	}
 	printSearch(stdout, out, f.server != "")
 	return nil
+}
+
+// searchOptions are the ranking options of the config's toolgate.search
+// (serve's and `toolgate search --config`'s one source), in mode.
+func searchOptions(s config.SearchSettings, mode search.Mode, usage search.Usage) *search.Options {
+	return &search.Options{Mode: mode, KeywordWeight: s.KeywordWeight, VectorWeight: s.VectorWeight,
+		MinConfidence: zeroIsOff(s.MinConfidence), StepWeight: zeroIsOff(s.StepWeight), Usage: usage}
+}
+
+// zeroIsOff maps a setting of toolgate.search whose 0 turns a feature off
+// (minConfidence: never answer noMatch; stepWeight: whole queries only)
+// onto search.Options, where 0 is the default and a negative value is off:
+// unset is search's default.
+func zeroIsOff(c *float64) float64 {
+	switch {
+	case c == nil:
+		return 0
+	case *c == 0:
+		return -1
+	}
+	return *c
 }
 
 func printSearch(w io.Writer, out searchOutput, filtered bool) {

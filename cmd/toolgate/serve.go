@@ -244,7 +244,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	lv := live.New(index.Dir(g.DataDir()), cfg, &live.Options{
 		Logger:      log,
 		Embedder:    emb,
-		Search:      &search.Options{Mode: mode, KeywordWeight: s.KeywordWeight, VectorWeight: s.VectorWeight, MinConfidence: zeroIsOff(s.MinConfidence), StepWeight: zeroIsOff(s.StepWeight), Usage: usage},
+		Search:      searchOptions(s, mode, usage),
 		Indexed:     indexed,
 		ConfigPaths: f.configs,
 		ConfigDocs:  docs,

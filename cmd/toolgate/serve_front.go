@@ -140,20 +140,6 @@ func cacheStats(emb index.Embedder) func() (int64, int64) {
 	}
 }
 
-// zeroIsOff maps a setting of toolgate.search whose 0 turns a feature off
-// (minConfidence: never answer noMatch; stepWeight: whole queries only)
-// onto search.Options, where 0 is the default and a negative value is off:
-// unset is search's default.
-func zeroIsOff(c *float64) float64 {
-	switch {
-	case c == nil:
-		return 0
-	case *c == 0:
-		return -1
-	}
-	return *c
-}
-
 // The loop is the gateway's Searcher.
 var _ gateway.Searcher = (*live.Loop)(nil)
 

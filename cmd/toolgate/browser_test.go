@@ -29,7 +29,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	addr, _, _ := serveHTTP(t, bundledConfig(t, nil))
 	base := "http://" + addr
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.WindowSize(1280, 1000))
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.WindowSize(1280, 1000), chromedp.Env(chromiumTmp(t)))
 	for _, f := range chromiumFlags(t) {
 		name, value, ok := strings.Cut(strings.TrimPrefix(f, "--"), "=")
 		if ok {

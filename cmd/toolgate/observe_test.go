@@ -272,7 +272,9 @@ func TestObservability(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			args := append(chromiumFlags(t), "--headless", "--dump-dom", url)
-			out, err := exec.CommandContext(ctx, chromium, args...).Output()
+			cmd := exec.CommandContext(ctx, chromium, args...)
+			cmd.Env = append(os.Environ(), chromiumTmp(t))
+			out, err := cmd.Output()
 			if err != nil {
 				t.Fatalf("chromium --dump-dom %s: %v", url, err)
 			}
@@ -303,6 +305,11 @@ func findChromium(t *testing.T) string {
 	}
 	return p
 }
+
+// chromiumTmp is the TMPDIR setting that keeps the folder Chromium makes
+// in the temp folder for its singleton lock (org.chromium.Chromium.*,
+// left behind when the browser is killed) inside the test's own.
+func chromiumTmp(t *testing.T) string { return "TMPDIR=" + t.TempDir() }
 
 // chromiumFlags keep a test's browser to itself and off the network: its
 // own profile, no background requests (updates, sync, metrics), and no

@@ -403,7 +403,13 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 			reaper:      b.p.opts.Reaper,
 		})
 		if err != nil {
-			err = configError{err}
+			// A command, cwd or PATH that is wrong stays wrong until the
+			// config changes; a system out of descriptors, processes or
+			// memory may not be by the next attempt.
+			var re resourceError
+			if !errors.As(err, &re) {
+				err = configError{err}
+			}
 			break
 		}
 		b.log.Debug("process started", keyPID, r.proc.pid)
@@ -497,6 +503,10 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 	var ce configError
 	if errors.As(err, &ce) {
 		return configError{fmt.Errorf("backend %q: %w", name, ce.error)}
+	}
+	var re resourceError
+	if errors.As(exhausted(err), &re) {
+		return resourceError{fmt.Errorf("backend %q: %w", name, re.error)}
 	}
 	if why := b.aborted(startCtx); why != nil {
 		// The stop closed its stdin (a process that reads it then exits)

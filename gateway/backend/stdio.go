@@ -93,7 +93,7 @@ func startProc(srv config.Server, pc procConfig) (*proc, error) {
 			return nil, fmt.Errorf("find toolgate's executable to run the reaper: %w", err)
 		}
 		if lifeR, lifeW, err = os.Pipe(); err != nil {
-			return nil, fmt.Errorf("pipes: %w", err)
+			return nil, exhausted(fmt.Errorf("pipes: %w", err))
 		}
 		// The reaper execs path with argv, once it holds the process group.
 		cmd.Args = append([]string{"toolgate-reaper", path}, cmd.Args...)
@@ -118,7 +118,7 @@ func startProc(srv config.Server, pc procConfig) (*proc, error) {
 	errR, errW := pipe()
 	if err != nil {
 		closeAll(files)
-		return nil, fmt.Errorf("pipes: %w", err)
+		return nil, exhausted(fmt.Errorf("pipes: %w", err))
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	err = cmd.Start()
@@ -126,7 +126,7 @@ func startProc(srv config.Server, pc procConfig) (*proc, error) {
 	closeAll([]*os.File{inR, outW, errW, lifeR})
 	if err != nil {
 		closeAll([]*os.File{inW, outR, errR, lifeW})
-		return nil, fmt.Errorf("start %s: %w", srv.Command, err)
+		return nil, exhausted(fmt.Errorf("start %s: %w", srv.Command, err))
 	}
 	pr, pw := io.Pipe()
 	p := &proc{
@@ -161,6 +161,35 @@ func startProc(srv config.Server, pc procConfig) (*proc, error) {
 		p.drainStderr(errR, pc.stderrRate)
 	}()
 	return p, nil
+}
+
+// resourceError marks a start that failed for want of file descriptors,
+// processes or memory: not the server's config, so the backend is restarted
+// as after a crash (RestartDelays), and the error names the limit to raise.
+type resourceError struct{ error }
+
+func (e resourceError) Unwrap() error { return e.error }
+
+// exhausted wraps err in a resourceError with the fix when the system
+// refused a resource (EMFILE, ENFILE, EAGAIN, ENOMEM): a process that
+// cannot start, or a connection to a remote server that cannot be made.
+// Other errors are returned as they are.
+func exhausted(err error) error {
+	var fix string
+	var re resourceError
+	switch {
+	case errors.As(err, &re):
+		return err
+	case errors.Is(err, syscall.EMFILE):
+		fix = "toolgate has no file descriptors left: raise its open-files limit (ulimit -n; LimitNOFILE= in a systemd unit) or run fewer servers; retried after restart.delays"
+	case errors.Is(err, syscall.ENFILE):
+		fix = "the system has no file descriptors left (fs.file-max): close other programs or raise it; retried after restart.delays"
+	case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.ENOMEM):
+		fix = "the system refused a new process (process or memory limit: ulimit -u, TasksMax= in a systemd unit, free memory); retried after restart.delays"
+	default:
+		return err
+	}
+	return resourceError{fmt.Errorf("%w: %s", err, fix)}
 }
 
 func closeAll(fs []*os.File) {

@@ -18,12 +18,12 @@ CHROMIUM_VERSION ?= 156.0.8078.114-1~deb12u1
 NATIVE       := source scripts/native-env.sh >/dev/null &&
 GOTEST_FLAGS ?=
 
-.PHONY: all deps deps-native deps-model deps-servers deps-browser build build-bench run serve-stdio test smoke lint bench bench-report clean
+.PHONY: all deps deps-native deps-model deps-servers deps-python deps-browser build build-bench run serve-stdio test smoke lint bench bench-report clean
 
 all: build
 
-## deps: install everything (native libraries, model, bundled npm servers, the test browser)
-deps: deps-native deps-model deps-servers deps-browser
+## deps: install everything (native libraries, model, bundled npm servers, the Python MCP SDK, the test browser)
+deps: deps-native deps-model deps-servers deps-python deps-browser
 
 deps-native:
 	@scripts/build-tokenizers.sh >&2
@@ -34,6 +34,11 @@ deps-model:
 
 deps-servers:
 	@scripts/install-servers.sh >&2
+
+# The official Python MCP SDK for the interop tests (cmd/toolgate/python_test.go):
+# a venv in the cache keyed by scripts/python-requirements.txt's sha256.
+deps-python:
+	@scripts/install-python.sh >&2
 
 deps-browser:
 	@CHROMIUM_VERSION='$(CHROMIUM_VERSION)' scripts/install-chromium.sh

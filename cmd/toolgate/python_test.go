@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// The interop tests against the official Python MCP SDK (PyPI `mcp`, pinned
+// in scripts/python-requirements.txt and installed by `make deps-python`):
+// its servers as toolgate's backends over stdio, streamable HTTP and SSE
+// (testdata/pyserver.py), and its client driving `toolgate serve` over stdio
+// and streamable HTTP (testdata/pyclient.py).
+
+// pythonSDK is the python of the venv scripts/install-python.sh builds:
+// <cache>/python/<sha256 of scripts/python-requirements.txt>/bin/python,
+// complete once its stamp is written. Missing is a skip locally and a
+// failure on CI.
+func pythonSDK(t *testing.T) string {
+	t.Helper()
+	req, err := os.ReadFile(filepath.Join(repoRoot(t), "scripts", "python-requirements.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(req)
+	venv := filepath.Join(dirs.Cache(), "python", hex.EncodeToString(sum[:]))
+	if _, err := os.Stat(filepath.Join(venv, ".toolgate-requirements.sha256")); err != nil {
+		testenv.Missing(t, "the Python MCP SDK is not installed (make deps-python): %v", err)
+	}
+	return filepath.Join(venv, "bin", "python")
+}
+
+// pyTestdata is the absolute path of a file in testdata.
+func pyTestdata(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startPyServer runs testdata/pyserver.py over transport ("streamable-http"
+// or "sse") on a free loopback port until the test ends, and returns its
+// address once it accepts connections.
+func startPyServer(t *testing.T, py, transport string) string {
+	t.Helper()
+	port := freePort(t)
+	cmd := exec.Command(py, pyTestdata(t, "pyserver.py"), transport, port)
+	logs := &testenv.LogBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+		if t.Failed() {
+			t.Logf("pyserver %s output:\n%s", transport, logs.String())
+		}
+	})
+	addr := "127.0.0.1:" + port
+	testenv.Eventually(t, "pyserver "+transport+" listening on "+addr, func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("pyserver %s exited:\n%s", transport, logs.String())
+		default:
+		}
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	})
+	return addr
+}
+
+// TestPythonBackends puts the Python SDK's MCPServer (FastMCP) behind
+// toolgate over stdio, streamable HTTP and SSE: each server's tools are
+// indexed and found by search_tools, and execute_tool runs a plain tool, a
+// tool with an output schema (structuredContent passed through), a tool
+// that raises (isError with its message), one that crashes, and one whose
+// input schema has an enum and nested models ($defs/$ref), checked by
+// toolgate before the call. A tool the server adds at run time
+// (tools/list_changed) is re-indexed and runs.
+func TestPythonBackends(t *testing.T) {
+	py := pythonSDK(t)
+	httpAddr := startPyServer(t, py, "streamable-http")
+	sseAddr := startPyServer(t, py, "sse")
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"pystdio": map[string]any{"command": py, "args": []string{pyTestdata(t, "pyserver.py"), "stdio"}},
+		"pyhttp":  map[string]any{"type": "http", "url": "http://" + httpAddr + "/mcp"},
+		"pysse":   map[string]any{"type": "sse", "url": "http://" + sseAddr + "/sse"},
+	}})
+	cfg := writeConfig(t, string(b))
+	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--mode", "bm25")
+	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	ctx, cs := connectStdio(t, cmd, 3*time.Minute)
+
+	for _, srv := range []string{"pystdio", "pyhttp", "pysse"} {
+		t.Run(srv, func(t *testing.T) {
+			id := func(tool string) string { return srv + "__" + tool }
+			// The gateway may answer before every backend is up.
+			testenv.EventuallyWithin(t, 2*time.Minute, srv+"'s tools searchable", func() bool {
+				ans, _ := searchTools(t, ctx, cs, "order library books for a reader by post", 10)
+				return slices.ContainsFunc(ans.Tools, func(x struct{ Name, Unavailable, Clause string }) bool {
+					return x.Name == id("order_books") && x.Unavailable == ""
+				})
+			})
+			searchFinds(t, ctx, cs, "count the books on a library shelf", id("shelf_report"))
+
+			res := executeTool(t, ctx, cs, id("find_books"), map[string]any{"author": "Le Guin"})
+			if res.IsError || !strings.Contains(resultText(res), "books by Le Guin") {
+				t.Errorf("find_books: isError=%v %q", res.IsError, resultText(res))
+			}
+
+			res = executeTool(t, ctx, cs, id("shelf_report"), map[string]any{"shelf": "B2"})
+			var report struct {
+				Shelf    string
+				Books    int
+				Fullness float64
+			}
+			b, _ := json.Marshal(res.StructuredContent)
+			if err := json.Unmarshal(b, &report); res.IsError || err != nil || report.Shelf != "B2" || report.Books != 42 || report.Fullness != 0.75 {
+				t.Errorf("shelf_report: isError=%v structuredContent=%s (%v) %q", res.IsError, b, err, resultText(res))
+			}
+
+			res = executeTool(t, ctx, cs, id("renew_loan"), map[string]any{"loan_id": "L-7"})
+			if !res.IsError || !strings.Contains(resultText(res), "loan L-7 is overdue and cannot be renewed") {
+				t.Errorf("renew_loan (raises ToolError): isError=%v %q, want isError with its message", res.IsError, resultText(res))
+			}
+			res = executeTool(t, ctx, cs, id("reshelve_crash"), map[string]any{"shelf": "B2"})
+			if !res.IsError || !strings.Contains(resultText(res), "reshelve_crash") {
+				t.Errorf("reshelve_crash (raises RuntimeError): isError=%v %q", res.IsError, resultText(res))
+			}
+
+			order := func(delivery string, reader map[string]any) *mcp.CallToolResult {
+				return executeTool(t, ctx, cs, id("order_books"), map[string]any{
+					"delivery": delivery,
+					"request":  map[string]any{"reader": reader, "titles": []string{"Dune", "Emma"}},
+				})
+			}
+			res = order("locker", map[string]any{"name": "Ada", "card": 7})
+			if res.IsError || resultText(res) != "2 book(s) for Ada (card 7) by locker" {
+				t.Errorf("order_books: isError=%v %q", res.IsError, resultText(res))
+			}
+			// toolgate checks the arguments against the schema, $refs
+			// resolved, before the backend sees them.
+			for _, bad := range []struct {
+				delivery string
+				reader   map[string]any
+				want     string
+			}{
+				{"drone", map[string]any{"name": "Ada", "card": 7}, `"delivery" must be one of [pickup post locker]`},
+				{"post", map[string]any{"name": "Ada"}, "card"},
+				{"post", map[string]any{"name": "Ada", "card": 0}, "card"},
+			} {
+				res = order(bad.delivery, bad.reader)
+				t.Logf("order_books(%s, %v): %.300s", bad.delivery, bad.reader, resultText(res))
+				if txt := resultText(res); !res.IsError || !strings.Contains(txt, "do not match the tool's inputSchema") || !strings.Contains(txt, bad.want) {
+					t.Errorf("order_books(%s, %v): isError=%v %q, want the schema's refusal naming %s", bad.delivery, bad.reader, res.IsError, txt, bad.want)
+				}
+			}
+
+			// tools/list_changed: the tool open_archive adds is indexed and runs.
+			res = executeTool(t, ctx, cs, id("open_archive"), nil)
+			if res.IsError {
+				t.Fatalf("open_archive: %q", resultText(res))
+			}
+			testenv.Eventually(t, srv+"'s added tool searchable (re-index after tools/list_changed)", func() bool {
+				ans, _ := searchTools(t, ctx, cs, "rare illuminated manuscripts of a century", 10)
+				return slices.ContainsFunc(ans.Tools, func(x struct{ Name, Unavailable, Clause string }) bool { return x.Name == id("rare_manuscripts") })
+			})
+			res = executeTool(t, ctx, cs, id("rare_manuscripts"), map[string]any{"century": 15})
+			if res.IsError || !strings.Contains(resultText(res), "century 15") {
+				t.Errorf("rare_manuscripts: isError=%v %q", res.IsError, resultText(res))
+			}
+		})
+	}
+}
+
+// pyClientAnswer is what testdata/pyclient.py prints.
+type pyClientAnswer struct {
+	Protocol string
+	Tools    map[string]json.RawMessage
+	Steps    []struct {
+		IsError           bool
+		Text              string
+		StructuredContent json.RawMessage
+		Exception         string
+	}
+}
+
+// runPyClient runs testdata/pyclient.py with the steps (tool, arguments)
+// against the server that args name, and decodes its answer.
+func runPyClient(t *testing.T, py, mode string, steps []map[string]any, env []string, args ...string) pyClientAnswer {
+	t.Helper()
+	script, _ := json.Marshal(map[string]any{"mode": mode, "steps": steps})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, append([]string{pyTestdata(t, "pyclient.py"), string(script)}, args...)...)
+	cmd.Env = env
+	cmd.Stderr = &testLogWriter{t: t, prefix: "pyclient: "}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("pyclient %s %v: %v\n%s", mode, args, err, out)
+	}
+	var ans pyClientAnswer
+	if err := json.Unmarshal(out, &ans); err != nil {
+		t.Fatalf("pyclient answer: %v\n%s", err, out)
+	}
+	if len(ans.Steps) != len(steps) {
+		t.Fatalf("pyclient ran %d steps, want %d:\n%s", len(ans.Steps), len(steps), out)
+	}
+	return ans
+}
+
+// TestPythonClient drives `toolgate serve` with the Python SDK's client over
+// stdio and over streamable HTTP with an API key, with the initialize
+// handshake (2025-11-25) and with server/discover (2026-07-28): it lists
+// exactly search_tools and execute_tool, search_tools' structuredContent
+// passes the SDK's check against the output schema, and execute_tool runs a
+// bundled backend's tool and says isError for an unknown one.
+func TestPythonClient(t *testing.T) {
+	py := pythonSDK(t)
+	cfg := bundledConfig(t, nil)
+	steps := []map[string]any{
+		{"tool": "search_tools", "arguments": map[string]any{"query": "echo a message back", "limit": 3}},
+		{"tool": "execute_tool", "arguments": map[string]any{"name": "everything__echo", "arguments": map[string]any{"message": "hello from python"}}},
+		{"tool": "execute_tool", "arguments": map[string]any{"name": "everything__no_such_tool"}},
+	}
+	check := func(t *testing.T, ans pyClientAnswer, protocol string) {
+		t.Helper()
+		if ans.Protocol != protocol {
+			t.Errorf("negotiated %q, want %q", ans.Protocol, protocol)
+		}
+		var names []string
+		for n := range ans.Tools {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, []string{"execute_tool", "search_tools"}) {
+			t.Errorf("list_tools = %v, want exactly execute_tool and search_tools", names)
+		}
+		for i, s := range ans.Steps {
+			if s.Exception != "" {
+				t.Errorf("step %d (%v): the SDK raised %s", i, steps[i], s.Exception)
+			}
+		}
+		var found searchAnswer
+		if s := ans.Steps[0]; s.IsError || json.Unmarshal(s.StructuredContent, &found) != nil ||
+			!slices.ContainsFunc(found.Tools, func(x struct{ Name, Unavailable, Clause string }) bool { return x.Name == "everything__echo" }) {
+			t.Errorf("search_tools: isError=%v structuredContent=%s", s.IsError, s.StructuredContent)
+		}
+		if s := ans.Steps[1]; s.IsError || !strings.Contains(s.Text, "hello from python") {
+			t.Errorf("execute_tool everything__echo: isError=%v %q", s.IsError, s.Text)
+		}
+		if s := ans.Steps[2]; !s.IsError || !strings.Contains(s.Text, "everything__no_such_tool") {
+			t.Errorf("execute_tool of an unknown tool: isError=%v %q, want isError naming it", s.IsError, s.Text)
+		}
+	}
+	modes := map[string]string{"legacy": "2025-11-25", "auto": "2026-07-28"}
+
+	t.Run("stdio", func(t *testing.T) {
+		data := t.TempDir()
+		// pyclient starts toolgate (this test binary) with its own
+		// environment: toolgateCmd's.
+		gw := toolgateCmd(t, data, "serve", "--config", cfg, "--mode", "bm25")
+		for mode, protocol := range modes {
+			t.Run(mode, func(t *testing.T) {
+				check(t, runPyClient(t, py, mode, steps, gw.Env, append([]string{"stdio"}, gw.Args...)...), protocol)
+			})
+		}
+	})
+
+	t.Run("http", func(t *testing.T) {
+		data := t.TempDir()
+		key := createKey(t, data, "--name", "python")
+		addr, _ := startGateway(t, data, cfg)
+		for mode, protocol := range modes {
+			t.Run(mode, func(t *testing.T) {
+				check(t, runPyClient(t, py, mode, steps, os.Environ(), "http", "http://"+addr+"/mcp", key), protocol)
+			})
+		}
+	})
+}

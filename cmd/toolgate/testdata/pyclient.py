@@ -1,0 +1,69 @@
+"""An MCP client on the official Python SDK (mcp 2.x) that drives `toolgate
+serve` for cmd/toolgate/python_test.go.
+
+Usage:
+  python pyclient.py SCRIPT stdio COMMAND [ARG...]   # launches toolgate, environment inherited
+  python pyclient.py SCRIPT http URL [API_KEY]
+
+SCRIPT is JSON: {"mode": "auto"|"legacy", "steps": [{"tool": NAME, "arguments": {...}}, ...]}.
+Prints one JSON object: the negotiated protocol, the listed tools and, per
+step, the result (isError, text, structuredContent) or the exception the SDK
+raised (a result the SDK refused to accept is an interop bug).
+"""
+
+import asyncio
+import json
+import os
+import sys
+
+import httpx2
+
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+
+def result_json(res):
+    return {
+        "isError": bool(res.is_error),
+        "text": "\n".join(c.text for c in res.content if getattr(c, "type", "") == "text"),
+        "structuredContent": res.structured_content,
+    }
+
+
+async def run(script, server):
+    out = {"steps": []}
+    async with Client(server, mode=script.get("mode", "auto"), client_info=None) as client:
+        out["protocol"] = client.protocol_version
+        listed = await client.list_tools()
+        out["tools"] = {t.name: t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed.tools}
+        for step in script["steps"]:
+            try:
+                res = await client.call_tool(step["tool"], step.get("arguments", {}))
+                out["steps"].append(result_json(res))
+            except Exception as e:  # the SDK refused the answer: report it, go on
+                out["steps"].append({"exception": f"{type(e).__name__}: {e}"})
+    return out
+
+
+def main():
+    script = json.loads(sys.argv[1])
+    kind = sys.argv[2]
+    if kind == "stdio":
+        server = StdioServerParameters(command=sys.argv[3], args=sys.argv[4:], env=dict(os.environ))
+        out = asyncio.run(run(script, server))
+    elif kind == "http":
+        url = sys.argv[3]
+        headers = {"Authorization": f"Bearer {sys.argv[4]}"} if len(sys.argv) > 4 else {}
+
+        async def http():
+            async with httpx2.AsyncClient(headers=headers, timeout=120) as hc:
+                return await run(script, streamable_http_client(url, http_client=hc))
+
+        out = asyncio.run(http())
+    else:
+        sys.exit(f"pyclient: unknown transport {kind!r}")
+    json.dump(out, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

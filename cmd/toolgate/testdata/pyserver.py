@@ -1,0 +1,89 @@
+"""A small MCP server on the official Python SDK (mcp 2.x MCPServer, formerly
+FastMCP), a backend of toolgate in cmd/toolgate/python_test.go.
+
+Usage: python pyserver.py stdio | streamable-http PORT | sse PORT
+"""
+
+import sys
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("pylibrary", instructions="A lending library's catalogue and loans.")
+
+
+@server.tool()
+def find_books(author: str, limit: int = 3) -> str:
+    """Find books in the library catalogue written by an author."""
+    return f"{min(limit, 2)} books by {author}: The First Book, The Second Book"
+
+
+class ShelfReport(BaseModel):
+    shelf: str
+    books: int = Field(description="how many books stand on the shelf")
+    fullness: float = Field(description="share of the shelf in use, 0 to 1")
+
+
+@server.tool()
+def shelf_report(shelf: str) -> ShelfReport:
+    """Count the books standing on a library shelf and how full it is."""
+    return ShelfReport(shelf=shelf, books=42, fullness=0.75)
+
+
+@server.tool()
+def renew_loan(loan_id: str) -> str:
+    """Renew the loan of a borrowed library book for two more weeks."""
+    raise ToolError(f"loan {loan_id} is overdue and cannot be renewed")
+
+
+@server.tool()
+def reshelve_crash(shelf: str) -> str:
+    """Move every book of a library shelf to another building (always crashes)."""
+    raise RuntimeError("secret internal detail")
+
+
+class Reader(BaseModel):
+    name: str
+    card: int = Field(ge=1, description="library card number")
+
+
+class Request(BaseModel):
+    reader: Reader
+    titles: list[str] = Field(min_length=1)
+    note: str | None = None
+
+
+@server.tool()
+def order_books(delivery: Literal["pickup", "post", "locker"], request: Request) -> str:
+    """Order library books to be delivered to a reader by pickup, post or locker."""
+    return f"{len(request.titles)} book(s) for {request.reader.name} (card {request.reader.card}) by {delivery}"
+
+
+def rare_manuscripts(century: int) -> str:
+    """List the rare illuminated manuscripts of the library from a century."""
+    return f"manuscripts of century {century}: Book of Hours"
+
+
+@server.tool()
+async def open_archive(ctx: Context) -> str:
+    """Open the library's archive room: adds the rare manuscripts tool."""
+    server.add_tool(rare_manuscripts)
+    # Both eras: 2025-11-25 sessions get the notification on the session,
+    # 2026-07-28 ones on their subscriptions/listen stream.
+    await ctx.notify_tools_changed()
+    try:
+        await ctx.session.send_tool_list_changed()
+    except Exception as e:  # no session channel at the 2026-07-28 era
+        print(f"pyserver: send_tool_list_changed: {e!r}", file=sys.stderr)
+    return "archive open"
+
+
+if __name__ == "__main__":
+    transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    if transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run(transport, host="127.0.0.1", port=int(sys.argv[2]))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,8 +53,14 @@ func exampleCall(id string, args map[string]any) string {
 // as `"entities" must be an array, not a string ("not-a-list")`. The
 // deepest schema location names the argument; a message it does not know
 // is kept as it is, after the argument's name.
+//
+// A schema reached through a $ref (pydantic's nested models: "$ref":
+// "#/$defs/Reader") is validated at its definition's location; the path
+// goes on from the argument that holds the $ref, so the argument reads
+// "request.reader.card", not "card" or nothing.
 func plainWords(msg string) string {
-	loc := "root"
+	arg := ""  // the argument the current location validates
+	base := "" // the argument where the current definition was entered
 	for {
 		rest, ok := strings.CutPrefix(msg, "validating ")
 		if !ok {
@@ -63,9 +70,16 @@ func plainWords(msg string) string {
 		if !ok {
 			break
 		}
-		loc, msg = l, tail
+		msg = tail
+		if def, ok := defLocation(l); ok {
+			if def == "" { // the $ref's target itself: entered from arg
+				base = arg
+			}
+			arg = joinPath(base, argPath(def))
+			continue
+		}
+		arg, base = argPath(l), ""
 	}
-	arg := argPath(loc)
 	where := "the arguments"
 	if arg != "" {
 		where = strconv.Quote(arg)
@@ -113,6 +127,16 @@ func plainWords(msg string) string {
 			want = withArticle(want)
 		}
 		return fmt.Sprintf("%s must be %s, not %s (%s)", where, want, withArticle(got), oneLine(v, 40))
+	case strings.HasPrefix(msg, "minimum: "), strings.HasPrefix(msg, "maximum: "),
+		strings.HasPrefix(msg, "exclusiveMinimum: "), strings.HasPrefix(msg, "exclusiveMaximum: "):
+		// "minimum: 0/1 is less than 1.000000" (a big.Rat, a %f bound)
+		kw, rest, _ := strings.Cut(msg, ": ")
+		v, bound, ok := strings.Cut(rest, " is ")
+		if i := strings.LastIndexByte(bound, ' '); ok && i >= 0 {
+			bound = bound[i+1:]
+			limit := map[string]string{"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "greater than", "exclusiveMaximum": "less than"}[kw]
+			return fmt.Sprintf("%s must be %s %s, not %s", where, limit, plainNumber(bound), plainNumber(v))
+		}
 	case strings.HasPrefix(msg, "enum: "):
 		v, vals, ok := strings.Cut(strings.TrimPrefix(msg, "enum: "), " does not equal any of: ")
 		if ok {
@@ -176,6 +200,43 @@ func parseQuoted(s string) []string {
 	return out
 }
 
+// defLocation reports whether loc is inside a definition ("/$defs/NAME"
+// or "/definitions/NAME", where jsonschema-go validates what a $ref
+// points to) and returns the rest of loc after the definition's name, as
+// a location of its own ("" for the definition itself).
+func defLocation(loc string) (string, bool) {
+	for _, p := range []string{"/$defs/", "/definitions/"} {
+		if rest, ok := strings.CutPrefix(loc, p); ok {
+			if _, after, ok := strings.Cut(rest, "/"); ok {
+				return "/" + after, true
+			}
+			return "", true
+		}
+	}
+	return "", false
+}
+
+// joinPath appends the argument path sub (as argPath writes it) to base.
+func joinPath(base, sub string) string {
+	if base == "" || sub == "" || strings.HasPrefix(sub, "[") {
+		return base + sub
+	}
+	return base + "." + sub
+}
+
+// plainNumber writes a number of a validator message as a person would:
+// "0/1" (a big.Rat) as 0, "3/2" as 1.5, "1.000000" as 1.
+func plainNumber(s string) string {
+	if r, ok := new(big.Rat).SetString(s); ok {
+		if r.IsInt() {
+			return r.Num().String()
+		}
+		f, _ := r.Float64()
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return s
+}
+
 // argPath turns a schema location (a JSON pointer from the input schema's
 // root, as jsonschema-go names it, or "root") into the argument it
 // validates: /properties/entities/items/properties/name → entities[].name.
@@ -223,7 +284,7 @@ func exampleArgs(schema json.RawMessage) (map[string]any, bool) {
 	if t, _ := s["type"].(string); t != "" && t != "object" {
 		return nil, false
 	}
-	m, _ := exampleValue(s, "", 0).(map[string]any)
+	m, _ := exampleValue(s, s, "", 0).(map[string]any)
 	if m == nil {
 		m = map[string]any{}
 	}
@@ -234,7 +295,8 @@ func exampleArgs(schema json.RawMessage) (map[string]any, bool) {
 // deeply, and a placeholder is as good a hint below that).
 const maxExampleDepth = 6
 
-func exampleValue(s map[string]any, name string, depth int) any {
+func exampleValue(root, s map[string]any, name string, depth int) any {
+	s = deref(root, s)
 	if v, ok := s["const"]; ok {
 		return v
 	}
@@ -248,9 +310,9 @@ func exampleValue(s map[string]any, name string, depth int) any {
 		return ex[0]
 	}
 	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
-		if alts, ok := s[k].([]any); ok && len(alts) > 0 {
+		if alts, ok := s[k].([]any); ok && len(alts) > 0 && depth < maxExampleDepth {
 			if first, ok := alts[0].(map[string]any); ok {
-				return exampleValue(first, name, depth)
+				return exampleValue(root, first, name, depth+1)
 			}
 		}
 	}
@@ -296,7 +358,7 @@ func exampleValue(s map[string]any, name string, depth int) any {
 		if item == nil {
 			return []any{}
 		}
-		return []any{exampleValue(item, singular(name), depth+1)}
+		return []any{exampleValue(root, item, singular(name), depth+1)}
 	case "object":
 		props, _ := s["properties"].(map[string]any)
 		out := map[string]any{}
@@ -307,11 +369,47 @@ func exampleValue(s map[string]any, name string, depth int) any {
 			if ps == nil {
 				ps = map[string]any{}
 			}
-			out[k] = exampleValue(ps, k, depth+1)
+			out[k] = exampleValue(root, ps, k, depth+1)
 		}
 		return out
 	}
 	return placeholder
+}
+
+// deref is s with a local $ref ("#/$defs/Reader", "#/definitions/P", any
+// JSON pointer into root) replaced by what it points to; the keywords
+// beside the $ref win over the target's. A $ref it cannot follow (another
+// document, a bad pointer) leaves s as it is.
+func deref(root, s map[string]any) map[string]any {
+	ref, _ := s["$ref"].(string)
+	ptr, ok := strings.CutPrefix(ref, "#")
+	if !ok {
+		return s
+	}
+	var target any = root
+	if ptr != "" {
+		for _, seg := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+			m, _ := target.(map[string]any)
+			if m == nil {
+				return s
+			}
+			target = m[strings.NewReplacer("~1", "/", "~0", "~").Replace(seg)]
+		}
+	}
+	t, _ := target.(map[string]any)
+	if t == nil {
+		return s
+	}
+	out := make(map[string]any, len(t)+len(s))
+	for k, v := range t {
+		out[k] = v
+	}
+	for k, v := range s {
+		if k != "$ref" {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // singular names an array's item after the array: "entities" → "entity",

@@ -41,8 +41,19 @@ func validateWith(t *testing.T, schema string, args string) string {
 	return ""
 }
 
+// pydanticSchema is the input schema the Python MCP SDK (mcp 2.3.0, from
+// pydantic) lists for cmd/toolgate/testdata/pyserver.py's order_books: its
+// nested models are $defs reached through $ref, an optional field is an
+// anyOf with null, Field(ge=1) is a minimum.
+const pydanticSchema = `{"$defs":{"Reader":{"properties":{"name":{"title":"Name","type":"string"},"card":{"description":"library card number","minimum":1,"title":"Card","type":"integer"}},"required":["name","card"],"title":"Reader","type":"object"},` +
+	`"Request":{"properties":{"reader":{"$ref":"#/$defs/Reader"},"titles":{"items":{"type":"string"},"minItems":1,"title":"Titles","type":"array"},"note":{"anyOf":[{"type":"string"},{"type":"null"}],"default":null,"title":"Note"}},"required":["reader","titles"],"title":"Request","type":"object"}},` +
+	`"properties":{"delivery":{"enum":["pickup","post","locker"],"title":"Delivery","type":"string"},"request":{"$ref":"#/$defs/Request"}},"required":["delivery","request"],"title":"order_booksArguments","type":"object"}`
+
 func TestPlainWords(t *testing.T) {
 	enumSchema := `{"type":"object","properties":{"mode":{"enum":["fast","slow"]},"n":{"type":["integer","null"]},"p/q":{"type":"string"}}}`
+	boundsSchema := `{"type":"object","properties":{"r":{"type":"number","exclusiveMinimum":0.5,"maximum":10}}}`
+	listSchema := `{"type":"object","properties":{"readers":{"type":"array","items":{"$ref":"#/$defs/Reader"}}},"$defs":{"Reader":{"type":"object","properties":{"card":{"type":"integer"}},"required":["card"]}}}`
+	draft7Schema := `{"type":"object","properties":{"p":{"$ref":"#/definitions/P"}},"definitions":{"P":{"type":"object","properties":{"x":{"type":"integer","exclusiveMaximum":3}}}}}`
 	for _, tc := range []struct {
 		schema, args, want string
 	}{
@@ -55,6 +66,17 @@ func TestPlainWords(t *testing.T) {
 		{enumSchema, `{"mode":"medium"}`, `"mode" must be one of [fast slow], not medium`},
 		{enumSchema, `{"n":"x"}`, `"n" must be an integer or null, not a string (x)`},
 		{enumSchema, `{"p/q":3}`, `"p/q" must be a string, not an integer (3)`},
+		// Nested models through $ref name the argument from the root.
+		{pydanticSchema, `{"delivery":"post","request":{"reader":{"name":"Ada"},"titles":["x"]}}`, `"request.reader" is missing the required field "card"`},
+		{pydanticSchema, `{"delivery":"post","request":{"reader":{"name":"Ada","card":0},"titles":["x"]}}`, `"request.reader.card" must be at least 1, not 0`},
+		{pydanticSchema, `{"delivery":"post","request":{"reader":{"name":"Ada","card":"7"},"titles":["x"]}}`, `"request.reader.card" must be an integer, not a string (7)`},
+		{pydanticSchema, `{"delivery":"post","request":"Dune"}`, `"request" must be an object, not a string (Dune)`},
+		{pydanticSchema, `{"delivery":"post","request":{"reader":{"name":"Ada","card":1},"titles":[]}}`, `"request.titles": minItems: array length 0 is less than 1`},
+		{pydanticSchema, `{"delivery":"drone","request":{"reader":{"name":"Ada","card":1},"titles":["x"]}}`, `"delivery" must be one of [pickup post locker], not drone`},
+		{listSchema, `{"readers":[{"card":1},{}]}`, `"readers[]" is missing the required field "card"`},
+		{draft7Schema, `{"p":{"x":3}}`, `"p.x" must be less than 3, not 3`},
+		{boundsSchema, `{"r":0.5}`, `"r" must be greater than 0.5, not 0.5`},
+		{boundsSchema, `{"r":10.25}`, `"r" must be at most 10, not 10.25`},
 	} {
 		msg := validateWith(t, tc.schema, tc.args)
 		if msg == "" {
@@ -80,6 +102,9 @@ func TestExampleArgs(t *testing.T) {
 			`{"a":1,"any":"<any>","b":false,"c":7,"d":"dd","m":"x","o":{}}`},
 		{`{"type":"object"}`, `{}`},
 		{`{"type":"object","properties":{"v":{"anyOf":[{"type":"integer"},{"type":"string"}]}},"required":["v"]}`, `{"v":0}`},
+		// The Python SDK's nested models: objects through $ref, not "<request>".
+		{pydanticSchema, `{"delivery":"pickup","request":{"reader":{"card":1,"name":"<name>"},"titles":["<title>"]}}`},
+		{`{"type":"object","properties":{"p":{"$ref":"#/definitions/P","description":"a point"}},"required":["p"],"definitions":{"P":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}}}`, `{"p":{"x":0}}`},
 	} {
 		ex, ok := exampleArgs(json.RawMessage(tc.schema))
 		if !ok {
@@ -97,6 +122,12 @@ func TestExampleArgs(t *testing.T) {
 		if msg := validateWith(t, tc.schema, b); msg != "" {
 			t.Errorf("the example %s does not validate: %s", b, msg)
 		}
+	}
+	// A definition that requires itself (no instance validates) ends in a
+	// placeholder at the depth bound.
+	ex, _ := exampleArgs(json.RawMessage(`{"type":"object","properties":{"t":{"$ref":"#/$defs/T"}},"required":["t"],"$defs":{"T":{"type":"object","properties":{"kid":{"$ref":"#/$defs/T"}},"required":["kid"]}}}`))
+	if b, _ := json.Marshal(ex); string(b) != `{"t":{"kid":{"kid":{"kid":{"kid":{"kid":"\u003ckid\u003e"}}}}}}` {
+		t.Errorf("self-referring definition: %s", b)
 	}
 	if _, ok := exampleArgs(json.RawMessage(`{"type":"string"}`)); ok {
 		t.Error("an example for a non-object schema")

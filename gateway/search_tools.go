@@ -405,16 +405,29 @@ func oneLine(s string, max int) string {
 // paramSummary renders "path*: string, depth: integer" from an input
 // schema: required parameters first (marked *), then the optional ones in
 // name order while the line stays within max characters, then "+N more"
-// for those left out (max <= 0: no bound).
+// for those left out (max <= 0: no bound). A parameter's type is read
+// through a local $ref and anyOf/oneOf (pydantic's nested models and
+// optional fields: "request: object", "note: string|null").
 func paramSummary(schema json.RawMessage, max int) string {
 	var s struct {
-		Properties map[string]struct {
-			Type any `json:"type"`
-		} `json:"properties"`
-		Required []string `json:"required"`
+		Properties  map[string]schemaType `json:"properties"`
+		Required    []string              `json:"required"`
+		Defs        map[string]schemaType `json:"$defs"`
+		Definitions map[string]schemaType `json:"definitions"`
 	}
 	if json.Unmarshal(schema, &s) != nil || len(s.Properties) == 0 {
 		return ""
+	}
+	defs := func(ref string) (schemaType, bool) {
+		if name, ok := strings.CutPrefix(ref, "#/$defs/"); ok {
+			d, ok := s.Defs[name]
+			return d, ok
+		}
+		if name, ok := strings.CutPrefix(ref, "#/definitions/"); ok {
+			d, ok := s.Definitions[name]
+			return d, ok
+		}
+		return schemaType{}, false
 	}
 	names := make([]string, 0, len(s.Properties))
 	for n := range s.Properties {
@@ -433,17 +446,7 @@ func paramSummary(schema json.RawMessage, max int) string {
 	})
 	var b strings.Builder
 	for i, n := range names {
-		typ := "any"
-		switch t := s.Properties[n].Type.(type) {
-		case string:
-			typ = t
-		case []any:
-			ts := make([]string, 0, len(t))
-			for _, x := range t {
-				ts = append(ts, fmt.Sprint(x))
-			}
-			typ = strings.Join(ts, "|")
-		}
+		typ := s.Properties[n].name(defs, 0)
 		required := slices.Contains(s.Required, n)
 		part := n + ": " + typ
 		if required {
@@ -459,6 +462,94 @@ func paramSummary(schema json.RawMessage, max int) string {
 		b.WriteString(part)
 	}
 	return b.String()
+}
+
+// schemaType is the part of a JSON schema that tells its type.
+type schemaType struct {
+	Type       any                 `json:"type"`
+	Ref        string              `json:"$ref"`
+	AnyOf      []schemaType        `json:"anyOf"`
+	OneOf      []schemaType        `json:"oneOf"`
+	AllOf      []schemaType        `json:"allOf"`
+	Enum       []any               `json:"enum"`
+	Properties map[string]struct{} `json:"properties"`
+	Items      json.RawMessage     `json:"items"`
+}
+
+// maxRefDepth bounds the $refs schemaType.name follows (a definition may
+// refer to itself).
+const maxRefDepth = 4
+
+// name is the type of s as paramSummary shows it: "string", "string|null",
+// "object" for a $ref to a model, "any" when the schema does not say.
+func (s schemaType) name(defs func(ref string) (schemaType, bool), depth int) string {
+	switch t := s.Type.(type) {
+	case string:
+		return t
+	case []any:
+		ts := make([]string, 0, len(t))
+		for _, x := range t {
+			ts = append(ts, fmt.Sprint(x))
+		}
+		return strings.Join(ts, "|")
+	}
+	if s.Ref != "" {
+		if d, ok := defs(s.Ref); ok && depth < maxRefDepth {
+			return d.name(defs, depth+1)
+		}
+		return "any"
+	}
+	alts := s.AnyOf
+	if len(alts) == 0 {
+		alts = s.OneOf
+	}
+	if len(alts) == 0 && len(s.AllOf) == 1 {
+		alts = s.AllOf
+	}
+	if len(alts) > 0 {
+		var ts []string
+		for _, a := range alts {
+			n := a.name(defs, depth)
+			if n == "any" {
+				return "any"
+			}
+			for _, x := range strings.Split(n, "|") {
+				if !slices.Contains(ts, x) {
+					ts = append(ts, x)
+				}
+			}
+		}
+		return strings.Join(ts, "|")
+	}
+	switch {
+	case s.Properties != nil:
+		return "object"
+	case s.Items != nil:
+		return "array"
+	case len(s.Enum) > 0:
+		var ts []string
+		for _, v := range s.Enum {
+			x := "any"
+			switch v.(type) {
+			case string:
+				x = "string"
+			case float64:
+				x = "number"
+			case bool:
+				x = "boolean"
+			case nil:
+				x = "null"
+			}
+			if x == "any" {
+				return "any"
+			}
+			if !slices.Contains(ts, x) {
+				ts = append(ts, x)
+			}
+		}
+		return strings.Join(ts, "|")
+	}
+	return "any"
 }
 
 // unavailable says why server's tools cannot run now, or "".

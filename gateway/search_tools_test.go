@@ -255,4 +255,23 @@ func TestParamSummary(t *testing.T) {
 	if got := paramSummary(json.RawMessage(`{"type":"object"}`), 0); got != "" {
 		t.Errorf("no properties: %q", got)
 	}
+	// The Python SDK's schemas (pydantic): nested models through $ref, an
+	// optional field as anyOf with null, a Literal as an enum.
+	if got, want := paramSummary(json.RawMessage(pydanticSchema), 0), "delivery*: string, request*: object"; got != want {
+		t.Errorf("pydantic schema: %q, want %q", got, want)
+	}
+	schema = json.RawMessage(`{"type":"object","properties":{
+		"note":{"anyOf":[{"type":"string"},{"type":"null"}],"default":null},
+		"reader":{"anyOf":[{"$ref":"#/$defs/Reader"},{"type":"null"}]},
+		"kind":{"enum":["a","b"]},
+		"tree":{"$ref":"#/$defs/Tree"},
+		"old":{"allOf":[{"$ref":"#/definitions/Old"}]},
+		"far":{"$ref":"other.json#/x"},
+		"mixed":{"oneOf":[{"type":"integer"},{}]},
+		"list":{"items":{"type":"string"}}},
+		"$defs":{"Reader":{"type":"object","properties":{"card":{"type":"integer"}}},"Tree":{"$ref":"#/$defs/Tree"}},
+		"definitions":{"Old":{"properties":{"x":{}}}}}`)
+	if got, want := paramSummary(schema, 0), "far: any, kind: string, list: array, mixed: any, note: string|null, old: object, reader: object|null, tree: any"; got != want {
+		t.Errorf("refs and combinators: %q, want %q", got, want)
+	}
 }

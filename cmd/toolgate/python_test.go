@@ -127,6 +127,10 @@ func TestPythonBackends(t *testing.T) {
 				})
 			})
 			searchFinds(t, ctx, cs, "count the books on a library shelf", id("shelf_report"))
+			// The arguments line reads the pydantic model's type through its $ref.
+			if _, res := searchTools(t, ctx, cs, "order library books for a reader by post", 10); !strings.Contains(resultText(res), "args: delivery*: string, request*: object") {
+				t.Errorf("search_tools text for order_books:\n%s", resultText(res))
+			}
 
 			res := executeTool(t, ctx, cs, id("find_books"), map[string]any{"author": "Le Guin"})
 			if res.IsError || !strings.Contains(resultText(res), "books by Le Guin") {
@@ -164,20 +168,24 @@ func TestPythonBackends(t *testing.T) {
 				t.Errorf("order_books: isError=%v %q", res.IsError, resultText(res))
 			}
 			// toolgate checks the arguments against the schema, $refs
-			// resolved, before the backend sees them.
+			// resolved, before the backend sees them, and names the nested
+			// argument at fault; its example call has the models' shape.
 			for _, bad := range []struct {
 				delivery string
 				reader   map[string]any
 				want     string
 			}{
-				{"drone", map[string]any{"name": "Ada", "card": 7}, `"delivery" must be one of [pickup post locker]`},
-				{"post", map[string]any{"name": "Ada"}, "card"},
-				{"post", map[string]any{"name": "Ada", "card": 0}, "card"},
+				{"drone", map[string]any{"name": "Ada", "card": 7}, `"delivery" must be one of [pickup post locker], not drone`},
+				{"post", map[string]any{"name": "Ada"}, `"request.reader" is missing the required field "card"`},
+				{"post", map[string]any{"name": "Ada", "card": 0}, `"request.reader.card" must be at least 1, not 0`},
 			} {
 				res = order(bad.delivery, bad.reader)
-				t.Logf("order_books(%s, %v): %.300s", bad.delivery, bad.reader, resultText(res))
-				if txt := resultText(res); !res.IsError || !strings.Contains(txt, "do not match the tool's inputSchema") || !strings.Contains(txt, bad.want) {
-					t.Errorf("order_books(%s, %v): isError=%v %q, want the schema's refusal naming %s", bad.delivery, bad.reader, res.IsError, txt, bad.want)
+				txt := resultText(res)
+				if !res.IsError || !strings.Contains(txt, "do not match the tool's inputSchema: "+bad.want+".") {
+					t.Errorf("order_books(%s, %v): isError=%v %q, want the schema's refusal: %s", bad.delivery, bad.reader, res.IsError, txt, bad.want)
+				}
+				if example := `"request":{"reader":{"card":1,"name":"<name>"},"titles":["<title>"]}`; !strings.Contains(txt, example) {
+					t.Errorf("order_books(%s, %v): the example call lacks %s:\n%s", bad.delivery, bad.reader, example, txt)
 				}
 			}
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -55,8 +56,8 @@ func pyTestdata(t *testing.T, name string) string {
 	return p
 }
 
-// startPyServer runs testdata/pyserver.py over transport ("streamable-http"
-// or "sse") on a free loopback port until the test ends, and returns its
+// startPyServer runs testdata/pyserver.py over transport ("streamable-http",
+// "stateless-http" or "sse") on a free loopback port until the test ends, and returns its
 // address once it accepts connections.
 func startPyServer(t *testing.T, py, transport string) string {
 	t.Helper()
@@ -95,7 +96,8 @@ func startPyServer(t *testing.T, py, transport string) string {
 }
 
 // TestPythonBackends puts the Python SDK's MCPServer (FastMCP) behind
-// toolgate over stdio, streamable HTTP and SSE: each server's tools are
+// toolgate over stdio, streamable HTTP (with sessions, and stateless with
+// JSON responses) and SSE: each server's tools are
 // indexed and found by search_tools, and execute_tool runs a plain tool, a
 // tool with an output schema (structuredContent passed through), a tool
 // that raises (isError with its message), one that crashes, and one whose
@@ -105,18 +107,20 @@ func startPyServer(t *testing.T, py, transport string) string {
 func TestPythonBackends(t *testing.T) {
 	py := pythonSDK(t)
 	httpAddr := startPyServer(t, py, "streamable-http")
+	statelessAddr := startPyServer(t, py, "stateless-http")
 	sseAddr := startPyServer(t, py, "sse")
 	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"pystdio": map[string]any{"command": py, "args": []string{pyTestdata(t, "pyserver.py"), "stdio"}},
-		"pyhttp":  map[string]any{"type": "http", "url": "http://" + httpAddr + "/mcp"},
-		"pysse":   map[string]any{"type": "sse", "url": "http://" + sseAddr + "/sse"},
+		"pystdio":     map[string]any{"command": py, "args": []string{pyTestdata(t, "pyserver.py"), "stdio"}},
+		"pyhttp":      map[string]any{"type": "http", "url": "http://" + httpAddr + "/mcp"},
+		"pystateless": map[string]any{"type": "http", "url": "http://" + statelessAddr + "/mcp"},
+		"pysse":       map[string]any{"type": "sse", "url": "http://" + sseAddr + "/sse"},
 	}})
 	cfg := writeConfig(t, string(b))
 	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--mode", "bm25")
 	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
 	ctx, cs := connectStdio(t, cmd, 3*time.Minute)
 
-	for _, srv := range []string{"pystdio", "pyhttp", "pysse"} {
+	for _, srv := range []string{"pystdio", "pyhttp", "pystateless", "pysse"} {
 		t.Run(srv, func(t *testing.T) {
 			id := func(tool string) string { return srv + "__" + tool }
 			// The gateway may answer before every backend is up.
@@ -215,7 +219,12 @@ type pyClientAnswer struct {
 		Text              string
 		StructuredContent json.RawMessage
 		Exception         string
+		Progress          []struct {
+			Progress, Total float64
+			Message         string
+		}
 	}
+	Logs []struct{ Level, Logger, Data string }
 }
 
 // runPyClient runs testdata/pyclient.py with the steps (tool, arguments)
@@ -247,16 +256,22 @@ func runPyClient(t *testing.T, py, mode string, steps []map[string]any, env []st
 // handshake (2025-11-25) and with server/discover (2026-07-28): it lists
 // exactly search_tools and execute_tool, search_tools' structuredContent
 // passes the SDK's check against the output schema, and execute_tool runs a
-// bundled backend's tool and says isError for an unknown one.
+// bundled backend's tool, says isError for an unknown one, and relays a
+// Python backend's progress and log messages (ctx.report_progress,
+// ctx.info) where the front can (README: progress everywhere, log messages
+// but over HTTP at 2025-11-25).
 func TestPythonClient(t *testing.T) {
 	py := pythonSDK(t)
-	cfg := bundledConfig(t, nil)
+	cfg := bundledConfig(t, map[string]any{
+		"pylib": map[string]any{"command": py, "args": []string{pyTestdata(t, "pyserver.py"), "stdio"}},
+	})
 	steps := []map[string]any{
 		{"tool": "search_tools", "arguments": map[string]any{"query": "echo a message back", "limit": 3}},
 		{"tool": "execute_tool", "arguments": map[string]any{"name": "everything__echo", "arguments": map[string]any{"message": "hello from python"}}},
 		{"tool": "execute_tool", "arguments": map[string]any{"name": "everything__no_such_tool"}},
+		{"tool": "execute_tool", "arguments": map[string]any{"name": "pylib__scan_catalogue", "arguments": map[string]any{"pages": 3}}},
 	}
-	check := func(t *testing.T, ans pyClientAnswer, protocol string) {
+	check := func(t *testing.T, ans pyClientAnswer, protocol string, logs bool) {
 		t.Helper()
 		if ans.Protocol != protocol {
 			t.Errorf("negotiated %q, want %q", ans.Protocol, protocol)
@@ -285,17 +300,40 @@ func TestPythonClient(t *testing.T) {
 		if s := ans.Steps[2]; !s.IsError || !strings.Contains(s.Text, "everything__no_such_tool") {
 			t.Errorf("execute_tool of an unknown tool: isError=%v %q, want isError naming it", s.IsError, s.Text)
 		}
+		s := ans.Steps[3]
+		if s.IsError || s.Text != "scanned 3 pages" || len(s.Progress) != 3 {
+			t.Errorf("execute_tool pylib__scan_catalogue: isError=%v %q, progress %+v", s.IsError, s.Text, s.Progress)
+		}
+		for i, p := range s.Progress {
+			if p.Progress != float64(i+1) || p.Total != 3 || p.Message != fmt.Sprintf("page %d of 3", i+1) {
+				t.Errorf("progress %d: %+v", i, p)
+			}
+		}
+		var got []string
+		for _, l := range ans.Logs {
+			got = append(got, l.Level+" "+l.Logger+": "+l.Data)
+		}
+		want := []string{"info pylib: scanned page 1", "info pylib: scanned page 2", "info pylib: scanned page 3"}
+		if !logs {
+			want = nil
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("log messages %q, want %q", got, want)
+		}
 	}
-	modes := map[string]string{"legacy": "2025-11-25", "auto": "2026-07-28"}
+	type mode struct {
+		name, protocol string
+		logs           bool
+	}
 
 	t.Run("stdio", func(t *testing.T) {
 		data := t.TempDir()
 		// pyclient starts toolgate (this test binary) with its own
 		// environment: toolgateCmd's.
 		gw := toolgateCmd(t, data, "serve", "--config", cfg, "--mode", "bm25")
-		for mode, protocol := range modes {
-			t.Run(mode, func(t *testing.T) {
-				check(t, runPyClient(t, py, mode, steps, gw.Env, append([]string{"stdio"}, gw.Args...)...), protocol)
+		for _, m := range []mode{{"legacy", "2025-11-25", true}, {"auto", "2026-07-28", true}} {
+			t.Run(m.name, func(t *testing.T) {
+				check(t, runPyClient(t, py, m.name, steps, gw.Env, append([]string{"stdio"}, gw.Args...)...), m.protocol, m.logs)
 			})
 		}
 	})
@@ -304,9 +342,9 @@ func TestPythonClient(t *testing.T) {
 		data := t.TempDir()
 		key := createKey(t, data, "--name", "python")
 		addr, _ := startGateway(t, data, cfg)
-		for mode, protocol := range modes {
-			t.Run(mode, func(t *testing.T) {
-				check(t, runPyClient(t, py, mode, steps, os.Environ(), "http", "http://"+addr+"/mcp", key), protocol)
+		for _, m := range []mode{{"legacy", "2025-11-25", false}, {"auto", "2026-07-28", true}} {
+			t.Run(m.name, func(t *testing.T) {
+				check(t, runPyClient(t, py, m.name, steps, os.Environ(), "http", "http://"+addr+"/mcp", key), m.protocol, m.logs)
 			})
 		}
 	})

@@ -274,11 +274,14 @@ func levelRank(l mcp.LoggingLevel) int {
 // with params: a backend speaking protocol 2026-07-28 or later reads the
 // level from the request's _meta; an older one is sent logging/setLevel,
 // once per lower level (the level is never raised again: the relay filters
-// by each call's own level). A backend that does not declare the logging
-// capability is left alone.
+// by each call's own level). The _meta opt-in is stamped whatever the
+// backend's capabilities say: it asks for nothing a server must support,
+// and the Python SDK's MCPServer logs (ctx.info) to requests that carry it
+// without declaring the logging capability. logging/setLevel, a method, is
+// sent only to a backend that declares the capability.
 func (r *run) wantLogs(ctx context.Context, params *mcp.CallToolParams, level mcp.LoggingLevel) {
 	res := r.sess.InitializeResult()
-	if res == nil || res.Capabilities == nil || res.Capabilities.Logging == nil {
+	if res == nil {
 		return
 	}
 	if res.ProtocolVersion >= StatelessProtocolVersion {
@@ -288,6 +291,9 @@ func (r *run) wantLogs(ctx context.Context, params *mcp.CallToolParams, level mc
 		}
 		m[mcp.MetaKeyLogLevel] = level
 		params.SetMeta(m)
+		return
+	}
+	if res.Capabilities == nil || res.Capabilities.Logging == nil {
 		return
 	}
 	c := &r.calls

@@ -53,6 +53,11 @@ func TestCallEventsRelayed(t *testing.T) {
 		server func(t *testing.T) config.Server
 	}{
 		{"stdio", func(t *testing.T) config.Server { return named(backendtest.Command(t, backendtest.ModeProgress), "p") }},
+		// Like the Python SDK's MCPServer: logs to a request that opts in
+		// (_meta) without declaring the logging capability.
+		{"stdio-no-logging-capability", func(t *testing.T) config.Server {
+			return named(backendtest.Command(t, backendtest.ModeProgress+","+backendtest.ModeNoLoggingCap), "p")
+		}},
 		{"http", func(t *testing.T) config.Server {
 			return backendtest.NewHTTPServer(t, config.TypeHTTP, backendtest.ModeProgress).Config("p", nil)
 		}},

@@ -15,11 +15,15 @@ import asyncio
 import json
 import os
 import sys
+import warnings
 
 import httpx2
 
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPDeprecationWarning, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+
+# logging/setLevel is deprecated from 2026-07-28 on, and asked for on purpose.
+warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
 
 def result_json(res):
@@ -31,15 +35,29 @@ def result_json(res):
 
 
 async def run(script, server):
-    out = {"steps": []}
-    async with Client(server, mode=script.get("mode", "auto"), client_info=None) as client:
+    out = {"steps": [], "logs": []}
+
+    async def on_log(params):
+        out["logs"].append({"level": params.level, "logger": params.logger, "data": params.data})
+
+    mode = script.get("mode", "auto")
+    # Log messages: 2026-07-28 clients opt in per request (log_level), earlier
+    # ones with logging/setLevel after connecting.
+    async with Client(server, mode=mode, logging_callback=on_log, log_level="info" if mode != "legacy" else None) as client:
         out["protocol"] = client.protocol_version
+        if mode == "legacy":
+            await client.set_logging_level("info")
         listed = await client.list_tools()
         out["tools"] = {t.name: t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed.tools}
         for step in script["steps"]:
+            progress = []
+
+            async def on_progress(p, total, message, progress=progress):
+                progress.append({"progress": p, "total": total, "message": message})
+
             try:
-                res = await client.call_tool(step["tool"], step.get("arguments", {}))
-                out["steps"].append(result_json(res))
+                res = await client.call_tool(step["tool"], step.get("arguments", {}), progress_callback=on_progress)
+                out["steps"].append(result_json(res) | {"progress": progress})
             except Exception as e:  # the SDK refused the answer: report it, go on
                 out["steps"].append({"exception": f"{type(e).__name__}: {e}"})
     return out

@@ -1,16 +1,21 @@
 """A small MCP server on the official Python SDK (mcp 2.x MCPServer, formerly
 FastMCP), a backend of toolgate in cmd/toolgate/python_test.go.
 
-Usage: python pyserver.py stdio | streamable-http PORT | sse PORT
+Usage: python pyserver.py stdio | streamable-http PORT | stateless-http PORT | sse PORT
 """
 
 import sys
+import warnings
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from mcp import MCPDeprecationWarning
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+
+# ctx.info (logging) is deprecated from 2026-07-28 on, and used on purpose.
+warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
 server = MCPServer("pylibrary", instructions="A lending library's catalogue and loans.")
 
@@ -62,6 +67,15 @@ def order_books(delivery: Literal["pickup", "post", "locker"], request: Request)
     return f"{len(request.titles)} book(s) for {request.reader.name} (card {request.reader.card}) by {delivery}"
 
 
+@server.tool()
+async def scan_catalogue(pages: int, ctx: Context) -> str:
+    """Scan the pages of the library catalogue, reporting progress and logging each page."""
+    for page in range(1, pages + 1):
+        await ctx.info(f"scanned page {page}")
+        await ctx.report_progress(page, pages, f"page {page} of {pages}")
+    return f"scanned {pages} pages"
+
+
 def rare_manuscripts(century: int) -> str:
     """List the rare illuminated manuscripts of the library from a century."""
     return f"manuscripts of century {century}: Book of Hours"
@@ -85,5 +99,7 @@ if __name__ == "__main__":
     transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
     if transport == "stdio":
         server.run("stdio")
+    elif transport == "stateless-http":  # stateless_http=True, json_response=True: a common deployment
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]), stateless_http=True, json_response=True)
     else:
         server.run(transport, host="127.0.0.1", port=int(sys.argv[2]))

@@ -81,6 +81,7 @@ const (
 	ModeProgress        = "progress"         // tool "progress" {"steps"} sends a progress notification (when asked for) and a log message per step
 	ModePoisoned        = "poisoned"         // tools "weather" (clean), "notes" (an <IMPORTANT> block) and "translate" (a Unicode-tag payload)
 	ModeRedefine        = "redefine"         // tool "redefine" {"name", "description"} changes a tool's description and notifies
+	ModeNoLoggingCap    = "no-logging-cap"   // declares no logging capability, yet logs to a 2026-07-28 request that opts in (as the Python SDK's MCPServer does)
 
 	modeGrandchild = "grandchild" // internal: the sleeping grandchild
 )
@@ -288,7 +289,11 @@ func text(s string) *mcp.CallToolResult {
 // NewServer builds the fake server for the given modes (for in-process use;
 // the crash and stubborn behaviours act on the current process).
 func NewServer(modes Modes) *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "toolgate-fake", Title: Title, Version: "0.0.1"}, &mcp.ServerOptions{Instructions: Instructions})
+	opts := &mcp.ServerOptions{Instructions: Instructions}
+	if modes[ModeNoLoggingCap] {
+		opts.Capabilities = &mcp.ServerCapabilities{} // go-sdk adds tools; logging only by default
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "toolgate-fake", Title: Title, Version: "0.0.1"}, opts)
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo the given text back."},
 		func(_ context.Context, _ *mcp.CallToolRequest, a EchoArgs) (*mcp.CallToolResult, any, error) {
 			return text(a.Text), nil, nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -87,12 +88,12 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if !ok {
 		return toolError("%s", g.unknownTool(ctx, a.Name)), nil
 	}
-	args, err := toolArgs(a.Arguments)
+	args, forSchema, err := toolArgs(a.Arguments)
 	if err != nil {
 		return toolError("execute_tool %s: %v", a.Name, err), nil
 	}
 	_, vspan := g.span(ctx, spanValidate, trace.SpanKindInternal)
-	msg := g.validate(a.Name, tool.InputSchema, args)
+	msg := g.validate(a.Name, tool.InputSchema, forSchema)
 	vspan.End()
 	if msg != "" {
 		return toolError("%s", explainInvalid(a.Name, tool.InputSchema, msg)), nil
@@ -132,18 +133,97 @@ func rawArgs(raw json.RawMessage) any {
 	return v
 }
 
-// toolArgs turns the "arguments" value into the map the backend call takes.
-// Absent or null means no arguments.
-func toolArgs(raw json.RawMessage) (map[string]any, error) {
+// toolArgs turns the "arguments" value into the map the backend call takes
+// and the one its input schema checks. Absent or null means no arguments.
+//
+// A number with 16 digits or more in a row is kept as the client wrote it
+// (a json.Number, which encodes back unchanged): a float64 would round an
+// integer past 2^53, a 64-bit ID that a Python server takes as an int,
+// and the backend would get another number than the client sent; a number
+// past float64's range would fail the call. The validator, which takes a
+// json.Number for a string, checks a copy with float64s. Other arguments
+// (nearly all) are decoded once, into float64s that encode back the same.
+func toolArgs(raw json.RawMessage) (args, forSchema map[string]any, err error) {
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || string(t) == "null" {
-		return map[string]any{}, nil
+		m := map[string]any{}
+		return m, m, nil
 	}
+	if !longNumber(t) {
+		var m map[string]any
+		if err := json.Unmarshal(t, &m); err == nil {
+			return m, m, nil
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(t))
+	dec.UseNumber()
 	var m map[string]any
-	if err := json.Unmarshal(t, &m); err != nil {
-		return nil, fmt.Errorf(`"arguments" must be a JSON object (got %s)`, oneLine(string(t), 60))
+	if err := dec.Decode(&m); err != nil || m == nil || dec.InputOffset() != int64(len(t)) {
+		return nil, nil, fmt.Errorf(`"arguments" must be a JSON object (got %s)`, oneLine(string(t), 60))
 	}
-	return m, nil
+	f, _ := floatNumbers(m)
+	return m, f.(map[string]any), nil
+}
+
+// longNumber reports whether raw has 16 digits or more in a row (in a
+// number or, harmlessly, in a string): a number a float64 may not hold
+// exactly.
+func longNumber(raw []byte) bool {
+	run := 0
+	for _, c := range raw {
+		if c >= '0' && c <= '9' {
+			if run++; run >= 16 {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
+}
+
+// floatNumbers is v with every json.Number as a float64, for the schema
+// validator (which takes a json.Number for a string), and whether it holds
+// one; v itself is not changed, and what holds no number is shared, not
+// copied.
+func floatNumbers(v any) (any, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		if f, err := x.Float64(); err == nil {
+			return f, true
+		}
+	case map[string]any:
+		var out map[string]any
+		for k, e := range x {
+			f, changed := floatNumbers(e)
+			if !changed {
+				continue
+			}
+			if out == nil {
+				out = maps.Clone(x)
+			}
+			out[k] = f
+		}
+		if out != nil {
+			return out, true
+		}
+	case []any:
+		var out []any
+		for i, e := range x {
+			f, changed := floatNumbers(e)
+			if !changed {
+				continue
+			}
+			if out == nil {
+				out = slices.Clone(x)
+			}
+			out[i] = f
+		}
+		if out != nil {
+			return out, true
+		}
+	}
+	return v, false
 }
 
 func (g *Gateway) callError(ctx context.Context, name, server string, err error) *mcp.CallToolResult {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -288,12 +289,29 @@ func TestLimits(t *testing.T) {
 	}
 }
 
+// number is a number of the arguments a backend is sent (execute_tool
+// keeps them as json.Number), as a float64.
+func number(v any) float64 {
+	switch x := v.(type) {
+	case json.Number:
+		f, _ := x.Float64()
+		return f
+	case float64:
+		return x
+	}
+	return math.NaN()
+}
+
 func TestExecuteTool(t *testing.T) {
 	backendErr := errors.New("connection reset")
 	caller := &fakeCaller{call: func(server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
 		switch tool {
 		case "add":
-			a, b := args["a"].(float64), args["b"].(float64)
+			if _, ok := args["exact"]; ok { // what the backend is sent, as JSON
+				b, _ := json.Marshal(args)
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+			}
+			a, b := number(args["a"]), number(args["b"])
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(a + b)}}, StructuredContent: map[string]any{"sum": a + b}}, nil
 		case "list_directory":
 			return nil, &backend.UnavailableError{Server: server, Err: backendErr}
@@ -314,6 +332,23 @@ func TestExecuteTool(t *testing.T) {
 		}
 		if diff := cmp.Diff(map[string]any{"sum": 5.0}, res.StructuredContent); diff != "" {
 			t.Errorf("structuredContent (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("numbers reach the backend as written", func(t *testing.T) {
+		// Past 2^53 a float64 rounds an integer (a 64-bit ID): the backend
+		// must get the client's digits, and the schema still checks them.
+		for _, exact := range []string{
+			`{"a":9007199254740993,"b":12345678901234567891,"exact":[1.0,0.1,-0,{"id":18446744073709551615}]}`,
+			`{"a":1,"b":2,"exact":1e400}`, // past float64: no reason to refuse the call
+		} {
+			res := call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": json.RawMessage(exact)})
+			if res.IsError || text(res) != exact {
+				t.Errorf("the backend got isError=%v %s\nwant %s", res.IsError, text(res), exact)
+			}
+		}
+		res := call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": json.RawMessage(`{"a":9007199254740993,"b":"7"}`)})
+		if !res.IsError || !strings.Contains(text(res), `"b" must be a number, not a string (7)`) {
+			t.Errorf("a string for a number: isError=%v %s", res.IsError, text(res))
 		}
 	})
 	t.Run("backend isError passes through", func(t *testing.T) {

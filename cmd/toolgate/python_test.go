@@ -171,6 +171,12 @@ func TestPythonBackends(t *testing.T) {
 			if res.IsError || resultText(res) != "2 book(s) for Ada (card 7) by locker" {
 				t.Errorf("order_books: isError=%v %q", res.IsError, resultText(res))
 			}
+			// Python's int has no bound: a card number past 2^53 arrives
+			// with every digit (a float64 on the way would round it).
+			res = order("post", map[string]any{"name": "Ada", "card": json.Number("12345678901234567891")})
+			if res.IsError || resultText(res) != "2 book(s) for Ada (card 12345678901234567891) by post" {
+				t.Errorf("order_books with a 64-bit card number: isError=%v %q", res.IsError, resultText(res))
+			}
 			// toolgate checks the arguments against the schema, $refs
 			// resolved, before the backend sees them, and names the nested
 			// argument at fault; its example call has the models' shape.

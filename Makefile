@@ -22,7 +22,7 @@ GOTEST_FLAGS ?=
 
 all: build
 
-## deps: install everything (native libraries, model, bundled npm servers, the Python MCP SDK, the test browser)
+## deps: install everything (native libraries, model, bundled npm servers, the Python MCP SDKs, the test browser)
 deps: deps-native deps-model deps-servers deps-python deps-browser
 
 deps-native:
@@ -35,8 +35,8 @@ deps-model:
 deps-servers:
 	@scripts/install-servers.sh >&2
 
-# The official Python MCP SDK for the interop tests (cmd/toolgate/python_test.go):
-# a venv in the cache keyed by scripts/python-requirements.txt's sha256.
+# The official Python MCP SDK, 2.x and 1.x, for the interop tests (cmd/toolgate/python_test.go):
+# a venv each in the cache, keyed by its scripts/python-requirements*.txt's sha256.
 deps-python:
 	@scripts/install-python.sh >&2
 

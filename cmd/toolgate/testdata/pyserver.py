@@ -1,5 +1,5 @@
-"""A small MCP server on the official Python SDK (mcp 2.x MCPServer, formerly
-FastMCP), a backend of toolgate in cmd/toolgate/python_test.go.
+"""A small MCP server on the official Python SDK (mcp 2.x MCPServer; with mcp
+1.x, FastMCP), a backend of toolgate in cmd/toolgate/python_test.go.
 
 Usage: python pyserver.py stdio | streamable-http PORT | stateless-http PORT | sse PORT
 """
@@ -10,12 +10,20 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from mcp import MCPDeprecationWarning
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+try:  # mcp 2.x
+    from mcp import MCPDeprecationWarning
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
 
-# ctx.info (logging) is deprecated from 2026-07-28 on, and used on purpose.
-warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
+    # ctx.info (logging) is deprecated from 2026-07-28 on, and used on purpose.
+    warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
+    V1 = False
+except ImportError:  # mcp 1.x: FastMCP, the initialize handshake only
+    from mcp.server.fastmcp import Context
+    from mcp.server.fastmcp import FastMCP as MCPServer
+    from mcp.server.fastmcp.exceptions import ToolError
+
+    V1 = True
 
 server = MCPServer("pylibrary", instructions="A lending library's catalogue and loans.")
 
@@ -87,7 +95,8 @@ async def open_archive(ctx: Context) -> str:
     server.add_tool(rare_manuscripts)
     # Both eras: 2025-11-25 sessions get the notification on the session,
     # 2026-07-28 ones on their subscriptions/listen stream.
-    await ctx.notify_tools_changed()
+    if not V1:
+        await ctx.notify_tools_changed()
     try:
         await ctx.session.send_tool_list_changed()
     except Exception as e:  # no session channel at the 2026-07-28 era
@@ -97,9 +106,13 @@ async def open_archive(ctx: Context) -> str:
 
 if __name__ == "__main__":
     transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
-    if transport == "stdio":
-        server.run("stdio")
-    elif transport == "stateless-http":  # stateless_http=True, json_response=True: a common deployment
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]), stateless_http=True, json_response=True)
-    else:
-        server.run(transport, host="127.0.0.1", port=int(sys.argv[2]))
+    opts = {}
+    if transport == "stateless-http":  # stateless_http=True, json_response=True: a common deployment
+        transport, opts = "streamable-http", {"stateless_http": True, "json_response": True}
+    if transport != "stdio":
+        opts |= {"host": "127.0.0.1", "port": int(sys.argv[2])}
+    if V1:  # settings, not run()'s arguments
+        for k, v in opts.items():
+            setattr(server.settings, k, v)
+        opts = {}
+    server.run(transport, **opts)

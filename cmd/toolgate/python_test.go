@@ -122,6 +122,9 @@ func TestPythonBackends(t *testing.T) {
 		servers[sdk.prefix+"sse"] = map[string]any{"type": "sse", "url": "http://" + startPyServer(t, py, "sse") + "/sse"}
 		names = append(names, sdk.prefix+"stdio", sdk.prefix+"http", sdk.prefix+"stateless", sdk.prefix+"sse")
 	}
+	// mcp 1.x's stateless server sends its elicitation request on a stream
+	// that does not exist and waits for ever: the call's deadline ends it.
+	servers["v1stateless"].(map[string]any)["callTimeout"] = "3s"
 	b, _ := json.Marshal(map[string]any{"mcpServers": servers})
 	cfg := writeConfig(t, string(b))
 	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--mode", "bm25")
@@ -170,6 +173,18 @@ func TestPythonBackends(t *testing.T) {
 			res = executeTool(t, ctx, cs, id("reshelve_crash"), map[string]any{"shelf": "B2"})
 			if !res.IsError || !strings.Contains(resultText(res), "reshelve_crash") {
 				t.Errorf("reshelve_crash (raises RuntimeError): isError=%v %q", res.IsError, resultText(res))
+			}
+
+			// toolgate declares no elicitation to its backends (README): a
+			// tool that asks the user (ctx.elicit, an Elicit resolver) is an
+			// isError that says so, not a hang.
+			res = executeTool(t, ctx, cs, id("withdraw_book"), map[string]any{"title": "Dune"})
+			want := "elicitation"
+			if srv == "v1stateless" {
+				want = "the call timed out"
+			}
+			if !res.IsError || !strings.Contains(resultText(res), want) {
+				t.Errorf("withdraw_book (asks the user): isError=%v %q, want isError with %q", res.IsError, resultText(res), want)
 			}
 
 			order := func(delivery string, reader map[string]any) *mcp.CallToolResult {

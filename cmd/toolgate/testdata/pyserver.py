@@ -84,6 +84,32 @@ async def scan_catalogue(pages: int, ctx: Context) -> str:
     return f"scanned {pages} pages"
 
 
+class Confirmation(BaseModel):
+    confirm: bool
+
+
+if V1:
+
+    @server.tool()
+    async def withdraw_book(title: str, ctx: Context) -> str:
+        """Withdraw a book from the library for good, once the user confirms."""
+        answer = await ctx.elicit(f"Withdraw {title} for good?", Confirmation)
+        return f"withdrawn: {answer.action}"
+
+else:
+    from typing import Annotated
+
+    from mcp.server.mcpserver import Elicit, Resolve
+
+    def ask_withdraw(title: str) -> Elicit[Confirmation]:
+        return Elicit(f"Withdraw {title} for good?", Confirmation)
+
+    @server.tool()
+    async def withdraw_book(title: str, answer: Annotated[Confirmation, Resolve(ask_withdraw)]) -> str:
+        """Withdraw a book from the library for good, once the user confirms."""
+        return f"withdrawn: {answer.confirm}"
+
+
 def rare_manuscripts(century: int) -> str:
     """List the rare illuminated manuscripts of the library from a century."""
     return f"manuscripts of century {century}: Book of Hours"

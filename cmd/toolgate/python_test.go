@@ -311,6 +311,8 @@ func TestPythonClient(t *testing.T) {
 		{"tool": "execute_tool", "arguments": map[string]any{"name": "everything__no_such_tool"}},
 		{"tool": "execute_tool", "arguments": map[string]any{"name": "pylib__scan_catalogue", "arguments": map[string]any{"pages": 3}}},
 		{"tool": "execute_tool", "arguments": map[string]any{"name": "v1lib__scan_catalogue", "arguments": map[string]any{"pages": 3}}},
+		{"tool": "execute_tool", "arguments": map[string]any{"name": "pylib__shelf_report", "arguments": map[string]any{"shelf": "B2"}}},
+		{"tool": "execute_tool", "arguments": map[string]any{"name": "v1lib__shelf_report", "arguments": map[string]any{"shelf": "B2"}}},
 	}
 	check := func(t *testing.T, ans pyClientAnswer, protocol string, logs bool) {
 		t.Helper()
@@ -354,6 +356,13 @@ func TestPythonClient(t *testing.T) {
 			}
 			for page := 1; page <= 3 && logs; page++ {
 				want = append(want, fmt.Sprintf("info %s: scanned page %d", srv, page))
+			}
+		}
+		// A 64-bit int of a structured result keeps every digit on the
+		// way through (go-sdk alone decodes it into a float64).
+		for _, s := range ans.Steps[5:7] {
+			if s.IsError || !strings.Contains(string(s.StructuredContent), `"rfid": 12345678901234567891`) {
+				t.Errorf("shelf_report's structuredContent: isError=%v %s", s.IsError, s.StructuredContent)
 			}
 		}
 		var got []string

@@ -413,7 +413,7 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 			break
 		}
 		b.log.Debug("process started", keyPID, r.proc.pid)
-		sess, err = client.Connect(r.ctx, r.stash.transport(observing(&probeTransport{
+		sess, err = client.Connect(r.ctx, r.stash.transport(exacting(observing(&probeTransport{
 			inner: &linerpc.Transport{
 				Reader:        r.proc.out,
 				Writer:        r.proc.stdin,
@@ -422,7 +422,7 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 			timeout: b.p.opts.ProbeTimeout,
 			ceiling: connectTimeout / 2,
 			log:     b.log,
-		}, r.calls.observe)), nil)
+		}, r.calls.observe))), nil)
 	case config.TypeHTTP, config.TypeSSE:
 		sess, err = b.connectRemote(r.ctx, r, client)
 	default:
@@ -641,8 +641,11 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	if ev != nil && ev.Log != nil && ev.LogLevel != "" {
 		r.wantLogs(cctx, params, ev.LogLevel)
 	}
-	res, err := r.sess.CallTool(cctx, params)
+	ectx, exact := withExact(cctx)
+	defer exact.finish()
+	res, err := r.sess.CallTool(ectx, params)
 	if err == nil {
+		exact.apply(res)
 		return res, nil
 	}
 	if le := r.lostLogin(); le != nil {

@@ -24,6 +24,9 @@ type headerTransport struct {
 	headers http.Header
 	maxBody int64
 	observe func(jsonrpc.Message)
+	// exact, for streamable HTTP, gives the answer to a POST made with an
+	// exactResult in its context (a tools/call) to it (exact.go).
+	exact bool
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -39,12 +42,27 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || resp.Body == nil {
 		return resp, err
 	}
+	var exact *exactResult
+	if t.exact && req.Method == http.MethodPost {
+		exact = exactFrom(req.Context())
+	}
 	// Event streams are capped per event by MaxEventSize; a JSON body is
 	// one message, so cap it as a whole.
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		resp.Body = &cappedBody{rc: resp.Body, left: t.maxBody, max: t.maxBody}
-	} else if t.observe != nil {
-		resp.Body = &observeEvents{rc: resp.Body, observe: t.observe, max: int(t.maxBody)}
+		if exact != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			resp.Body = &exactBody{rc: resp.Body, e: exact, max: int(t.maxBody)}
+		}
+	} else if observe := t.observe; observe != nil || exact != nil {
+		if exact != nil {
+			observe = func(msg jsonrpc.Message) {
+				if t.observe != nil {
+					t.observe(msg)
+				}
+				exact.observe(msg)
+			}
+		}
+		resp.Body = &observeEvents{rc: resp.Body, observe: observe, max: int(t.maxBody)}
 	}
 	return resp, nil
 }
@@ -126,13 +144,14 @@ func (b *backend) connectRemote(ctx context.Context, r *run, client *mcp.Client)
 		// The legacy SSE transport's stream is read by go-sdk from its
 		// connection, which can be wrapped (the event stream is a GET).
 		hc.Transport.(*headerTransport).observe = nil
-		return client.Connect(ctx, r.stash.transport(observing(&probeTransport{
+		return client.Connect(ctx, r.stash.transport(exacting(observing(&probeTransport{
 			inner:   &mcp.SSEClientTransport{Endpoint: b.cfg.URL, HTTPClient: hc, MaxEventSize: maxEvent},
 			timeout: b.p.opts.ProbeTimeout,
 			ceiling: b.connectTO() / 2,
 			log:     b.log,
-		}, r.calls.observe)), nil)
+		}, r.calls.observe))), nil)
 	}
+	hc.Transport.(*headerTransport).exact = true
 	newT := func() *mcp.StreamableClientTransport {
 		return &mcp.StreamableClientTransport{Endpoint: b.cfg.URL, HTTPClient: hc, MaxEventSize: maxEvent}
 	}

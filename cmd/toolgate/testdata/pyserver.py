@@ -38,12 +38,13 @@ class ShelfReport(BaseModel):
     shelf: str
     books: int = Field(description="how many books stand on the shelf")
     fullness: float = Field(description="share of the shelf in use, 0 to 1")
+    rfid: int = Field(description="the shelf's 64-bit RFID tag")
 
 
 @server.tool()
 def shelf_report(shelf: str) -> ShelfReport:
     """Count the books standing on a library shelf and how full it is."""
-    return ShelfReport(shelf=shelf, books=42, fullness=0.75)
+    return ShelfReport(shelf=shelf, books=42, fullness=0.75, rfid=12345678901234567891)
 
 
 @server.tool()

@@ -82,6 +82,7 @@ const (
 	ModePoisoned        = "poisoned"         // tools "weather" (clean), "notes" (an <IMPORTANT> block) and "translate" (a Unicode-tag payload)
 	ModeRedefine        = "redefine"         // tool "redefine" {"name", "description"} changes a tool's description and notifies
 	ModeNoLoggingCap    = "no-logging-cap"   // declares no logging capability, yet logs to a 2026-07-28 request that opts in (as the Python SDK's MCPServer does)
+	ModeBigNumbers      = "big-numbers"      // tool "big" returns BigNumbers as its structuredContent (integers past 2^53, as a Python server may)
 
 	modeGrandchild = "grandchild" // internal: the sleeping grandchild
 )
@@ -286,6 +287,9 @@ func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
+// BigNumbers is the structured result of ModeBigNumbers' tool "big".
+const BigNumbers = `{"id":12345678901234567891,"ids":[9007199254740993,-9223372036854775809],"small":1.5}`
+
 // NewServer builds the fake server for the given modes (for in-process use;
 // the crash and stubborn behaviours act on the current process).
 func NewServer(modes Modes) *mcp.Server {
@@ -432,6 +436,12 @@ func NewServer(modes Modes) *mcp.Server {
 					}
 				}
 				return text(fmt.Sprintf("done %d steps", a.Steps)), nil, nil
+			})
+	}
+	if modes[ModeBigNumbers] {
+		mcp.AddTool(srv, &mcp.Tool{Name: "big", Description: "Return integers past 2^53 in the structured result."},
+			func(context.Context, *mcp.CallToolRequest, NoArgs) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: BigNumbers}}, StructuredContent: json.RawMessage(BigNumbers)}, nil, nil
 			})
 	}
 	if modes[ModeStderrNoise] {

@@ -1,0 +1,187 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"maps"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// go-sdk decodes a tool result's structuredContent into map[string]any,
+// its numbers into float64: an integer past 2^53 (a 64-bit ID, which a
+// Python server returns as an int) is rounded, and the client of the
+// gateway would get another number than the backend sent. The pool keeps
+// the structuredContent of a tools/call result as the backend wrote it
+// when it holds a number of 16 digits or more in a row, and hands that on
+// instead (as a json.RawMessage, which encodes back unchanged). Each call
+// carries an exactResult in its context; the connection sees the call's
+// request (stdio, SSE: exactConn) or its HTTP exchange (streamable HTTP:
+// headerTransport, whose requests carry the call's context) and the
+// response to it.
+
+// exactResult receives the structuredContent of one call's result.
+type exactResult struct {
+	mu   sync.Mutex
+	raw  json.RawMessage
+	done atomic.Bool // the call has returned: no one waits for its result
+}
+
+type exactKey struct{}
+
+// withExact returns ctx carrying a new exactResult for one call.
+func withExact(ctx context.Context) (context.Context, *exactResult) {
+	e := &exactResult{}
+	return context.WithValue(ctx, exactKey{}, e), e
+}
+
+// exactFrom is the exactResult of the call ctx belongs to, or nil.
+func exactFrom(ctx context.Context) *exactResult {
+	e, _ := ctx.Value(exactKey{}).(*exactResult)
+	return e
+}
+
+// take keeps the structuredContent of result (a tools/call result as the
+// backend wrote it) when a float64 may not hold one of its numbers.
+func (e *exactResult) take(result json.RawMessage) {
+	if !longNumber(result) {
+		return
+	}
+	var r struct {
+		StructuredContent json.RawMessage `json:"structuredContent"`
+	}
+	if json.Unmarshal(result, &r) != nil || !longNumber(r.StructuredContent) {
+		return
+	}
+	e.mu.Lock()
+	e.raw = bytes.Clone(r.StructuredContent)
+	e.mu.Unlock()
+}
+
+// finish marks the call returned (with a result or not).
+func (e *exactResult) finish() { e.done.Store(true) }
+
+// apply puts the structuredContent kept for the call into res.
+func (e *exactResult) apply(res *mcp.CallToolResult) {
+	e.mu.Lock()
+	raw := e.raw
+	e.mu.Unlock()
+	if raw != nil && res != nil && res.StructuredContent != nil {
+		res.StructuredContent = raw
+	}
+}
+
+// longNumber reports whether raw has 16 digits or more in a row (in a
+// number or, harmlessly, in a string): a number a float64 may not hold
+// exactly.
+func longNumber(raw []byte) bool {
+	run := 0
+	for _, c := range raw {
+		if c >= '0' && c <= '9' {
+			if run++; run >= 16 {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
+}
+
+// exacting wraps t (stdio, SSE: a connection go-sdk does not type-assert)
+// so that the result of each tools/call written with an exactResult in its
+// context is given to it.
+func exacting(t mcp.Transport) mcp.Transport {
+	return &wrapTransport{inner: t, wrap: func(c mcp.Connection) mcp.Connection {
+		return &exactConn{Connection: c, pending: map[jsonrpc.ID]*exactResult{}}
+	}}
+}
+
+// maxExactPending is how many unanswered calls an exactConn holds before it
+// drops those that have returned.
+const maxExactPending = 64
+
+type exactConn struct {
+	mcp.Connection
+	mu      sync.Mutex
+	pending map[jsonrpc.ID]*exactResult // tools/call requests written, not answered
+}
+
+func (c *exactConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method == "tools/call" {
+		if e := exactFrom(ctx); e != nil {
+			c.mu.Lock()
+			if len(c.pending) >= maxExactPending {
+				// Calls that ended unanswered (cancelled, timed out).
+				maps.DeleteFunc(c.pending, func(_ jsonrpc.ID, e *exactResult) bool { return e.done.Load() })
+			}
+			c.pending[req.ID] = e
+			c.mu.Unlock()
+		}
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+func (c *exactConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
+		c.mu.Lock()
+		e := c.pending[resp.ID]
+		delete(c.pending, resp.ID)
+		c.mu.Unlock()
+		if e != nil && resp.Error == nil {
+			e.take(resp.Result)
+		}
+	}
+	return msg, err
+}
+
+// exactBody reads a plain JSON response body (streamable HTTP) for go-sdk
+// and, at its end, gives the result it holds to e. The body is the answer
+// to one POST, the call's.
+type exactBody struct {
+	rc  io.ReadCloser
+	e   *exactResult
+	buf []byte
+	max int
+}
+
+func (b *exactBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if len(b.buf)+n <= b.max {
+		b.buf = append(b.buf, p[:n]...)
+	} else {
+		b.max = -1 // too long to keep: not looked at
+	}
+	if errors.Is(err, io.EOF) && b.max >= 0 {
+		b.e.takeMessage(b.buf)
+		b.buf = nil
+	}
+	return n, err
+}
+
+func (b *exactBody) Close() error { return b.rc.Close() }
+
+// takeMessage gives e the result of the JSON-RPC response data holds.
+func (e *exactResult) takeMessage(data []byte) {
+	if !longNumber(data) {
+		return
+	}
+	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+		e.observe(msg)
+	}
+}
+
+// observe gives e the result of msg if it is a response (an event of the
+// call's POST answered as an event stream).
+func (e *exactResult) observe(msg jsonrpc.Message) {
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil {
+		e.take(resp.Result)
+	}
+}

@@ -46,12 +46,26 @@ case "${1:-}" in
 *) echo "usage: $0 [--force] [--print [REQUIREMENTS]]" >&2; exit 2 ;;
 esac
 
+up_to_date() { # up_to_date KEY VENV: the venv is complete and its python runs
+	[ "$force" = 0 ] && [ "$(cat "$2/$stampname" 2>/dev/null)" = "$1" ] && "$2/bin/python" -c '' 2>/dev/null
+}
+
 install() { # install REQUIREMENTS
 	local req=$1 key venv tmp start py
 	key="$(sha256sum "$req" | cut -d' ' -f1)"
 	venv="$cache/python/$key"
-	if [ "$force" = 0 ] && [ "$(cat "$venv/$stampname" 2>/dev/null)" = "$key" ] && "$venv/bin/python" -c '' 2>/dev/null; then
+	if up_to_date "$key" "$venv"; then
 		echo "install-python: $(basename "$req") up to date ($venv)" >&2
+		return
+	fi
+	# One install at a time (two make test runs on one machine): the second
+	# finds the venv the first made.
+	mkdir -p "$cache/python"
+	exec 9>"$cache/python/.lock"
+	flock 9
+	if up_to_date "$key" "$venv"; then
+		echo "install-python: $(basename "$req") up to date ($venv)" >&2
+		exec 9>&-
 		return
 	fi
 	py=${PYTHON:-python3}
@@ -63,7 +77,6 @@ install() { # install REQUIREMENTS
 		echo "install-python: $("$py" --version 2>&1) is too old: the MCP SDK needs Python 3.10 or newer" >&2
 		exit 1
 	fi
-	mkdir -p "$cache/python"
 	tmp="$(mktemp -d "$cache/python/.tmp-$key.XXXXXX")"
 	# shellcheck disable=SC2064 # tmp is fixed now
 	trap "rm -rf '$tmp'" EXIT
@@ -84,6 +97,7 @@ install() { # install REQUIREMENTS
 	grep -lr --null "$tmp/venv" "$venv/bin" 2>/dev/null | xargs -0 -r sed -i "s|$tmp/venv|$venv|g"
 	rm -rf "$tmp"
 	trap - EXIT
+	exec 9>&-
 	echo "install-python: done in $((SECONDS - start))s ($venv)" >&2
 }
 

@@ -258,6 +258,7 @@ type pyClientAnswer struct {
 		Text              string
 		StructuredContent json.RawMessage
 		Exception         string
+		TimedOut          bool
 		Progress          []struct {
 			Progress, Total float64
 			Message         string
@@ -305,7 +306,7 @@ func TestPythonClient(t *testing.T) {
 		"pylib": map[string]any{"command": py, "args": []string{pyTestdata(t, "pyserver.py"), "stdio"}},
 		"v1lib": map[string]any{"command": pythonSDK(t, pythonV1), "args": []string{pyTestdata(t, "pyserver.py"), "stdio"}},
 	})
-	steps := []map[string]any{
+	baseSteps := []map[string]any{
 		{"tool": "search_tools", "arguments": map[string]any{"query": "echo a message back", "limit": 3}},
 		{"tool": "execute_tool", "arguments": map[string]any{"name": "everything__echo", "arguments": map[string]any{"message": "hello from python"}}},
 		{"tool": "execute_tool", "arguments": map[string]any{"name": "everything__no_such_tool"}},
@@ -313,9 +314,27 @@ func TestPythonClient(t *testing.T) {
 		{"tool": "execute_tool", "arguments": map[string]any{"name": "v1lib__scan_catalogue", "arguments": map[string]any{"pages": 3}}},
 		{"tool": "execute_tool", "arguments": map[string]any{"name": "pylib__shelf_report", "arguments": map[string]any{"shelf": "B2"}}},
 		{"tool": "execute_tool", "arguments": map[string]any{"name": "v1lib__shelf_report", "arguments": map[string]any{"shelf": "B2"}}},
+		// The client gives up on a slow call (then the cancelled naps are
+		// counted, waiting for cancelled when given).
+		{"tool": "execute_tool", "arguments": map[string]any{"name": "pylib__nap", "arguments": map[string]any{"seconds": 60}}, "timeout": 1},
 	}
-	check := func(t *testing.T, ans pyClientAnswer, protocol string, logs bool) {
+	steps := func(cancelled string) []map[string]any {
+		count := map[string]any{"tool": "execute_tool", "arguments": map[string]any{"name": "pylib__cancelled_naps"}}
+		if cancelled != "" {
+			count["until"] = cancelled
+		}
+		return append(slices.Clone(baseSteps), count)
+	}
+	// A mode of the client, and what it gets: log messages, and the
+	// backend's count of cancelled naps after it gave up on one.
+	type mode struct {
+		name, protocol string
+		logs           bool
+		cancelled      string
+	}
+	check := func(t *testing.T, ans pyClientAnswer, m mode) {
 		t.Helper()
+		protocol, logs := m.protocol, m.logs
 		if ans.Protocol != protocol {
 			t.Errorf("negotiated %q, want %q", ans.Protocol, protocol)
 		}
@@ -329,7 +348,7 @@ func TestPythonClient(t *testing.T) {
 		}
 		for i, s := range ans.Steps {
 			if s.Exception != "" {
-				t.Errorf("step %d (%v): the SDK raised %s", i, steps[i], s.Exception)
+				t.Errorf("step %d (%v): the SDK raised %s", i, baseSteps[min(i, len(baseSteps)-1)], s.Exception)
 			}
 		}
 		var found searchAnswer
@@ -365,6 +384,12 @@ func TestPythonClient(t *testing.T) {
 				t.Errorf("shelf_report's structuredContent: isError=%v %s", s.IsError, s.StructuredContent)
 			}
 		}
+		if s := ans.Steps[7]; !s.TimedOut {
+			t.Errorf("pylib__nap did not time out at the client: %+v", s)
+		}
+		if got := ans.Steps[8].Text; got != m.cancelled {
+			t.Errorf("after the client gave up on a nap: %q, want %q", got, m.cancelled)
+		}
 		var got []string
 		for _, l := range ans.Logs {
 			got = append(got, l.Level+" "+l.Logger+": "+l.Data)
@@ -373,19 +398,16 @@ func TestPythonClient(t *testing.T) {
 			t.Errorf("log messages %q, want %q", got, want)
 		}
 	}
-	type mode struct {
-		name, protocol string
-		logs           bool
-	}
 
 	t.Run("stdio", func(t *testing.T) {
 		data := t.TempDir()
 		// pyclient starts toolgate (this test binary) with its own
 		// environment: toolgateCmd's.
 		gw := toolgateCmd(t, data, "serve", "--config", cfg, "--mode", "bm25")
-		for _, m := range []mode{{"legacy", "2025-11-25", true}, {"auto", "2026-07-28", true}} {
+		// Each client starts its own gateway, and so its own backend.
+		for _, m := range []mode{{"legacy", "2025-11-25", true, "1 cancelled"}, {"auto", "2026-07-28", true, "1 cancelled"}} {
 			t.Run(m.name, func(t *testing.T) {
-				check(t, runPyClient(t, py, m.name, steps, gw.Env, append([]string{"stdio"}, gw.Args...)...), m.protocol, m.logs)
+				check(t, runPyClient(t, py, m.name, steps(m.cancelled), gw.Env, append([]string{"stdio"}, gw.Args...)...), m)
 			})
 		}
 	})
@@ -394,9 +416,18 @@ func TestPythonClient(t *testing.T) {
 		data := t.TempDir()
 		key := createKey(t, data, "--name", "python")
 		addr, _ := startGateway(t, data, cfg)
-		for _, m := range []mode{{"legacy", "2025-11-25", false}, {"auto", "2026-07-28", true}} {
+		// One gateway and backend for both clients, in this order. Over
+		// HTTP at 2025-11-25 the client's notifications/cancelled comes in
+		// a POST of its own and is not matched to the call (README): the
+		// nap runs on until the client leaves and closes the call's
+		// connection, so the 2026-07-28 client finds it cancelled too.
+		for _, m := range []mode{{"legacy", "2025-11-25", false, "0 cancelled"}, {"auto", "2026-07-28", true, "2 cancelled"}} {
 			t.Run(m.name, func(t *testing.T) {
-				check(t, runPyClient(t, py, m.name, steps, os.Environ(), "http", "http://"+addr+"/mcp", key), m.protocol, m.logs)
+				until := m.cancelled
+				if m.name == "legacy" {
+					until = "" // the count at once: nothing to wait for
+				}
+				check(t, runPyClient(t, py, m.name, steps(until), os.Environ(), "http", "http://"+addr+"/mcp", key), m)
 			})
 		}
 	})

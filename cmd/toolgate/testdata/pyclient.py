@@ -5,7 +5,10 @@ Usage:
   python pyclient.py SCRIPT stdio COMMAND [ARG...]   # launches toolgate, environment inherited
   python pyclient.py SCRIPT http URL [API_KEY]
 
-SCRIPT is JSON: {"mode": "auto"|"legacy", "steps": [{"tool": NAME, "arguments": {...}}, ...]}.
+SCRIPT is JSON: {"mode": "auto"|"legacy"|VERSION, "steps": [STEP, ...]}, a STEP
+{"tool": NAME, "arguments": {...}} with, optionally, "timeout": SECONDS (the
+call is cancelled then: {"timedOut": true}) or "until": TEXT (the call is
+repeated, for up to 30 s, until its text holds TEXT: waiting on state).
 Prints one JSON object: the negotiated protocol, the listed tools and, per
 step, the result (isError, text, structuredContent) or the exception the SDK
 raised (a result the SDK refused to accept is an interop bug).
@@ -17,6 +20,7 @@ import os
 import sys
 import warnings
 
+import anyio
 import httpx2
 
 from mcp import Client, MCPDeprecationWarning, StdioServerParameters
@@ -56,8 +60,18 @@ async def run(script, server):
                 progress.append({"progress": p, "total": total, "message": message})
 
             try:
-                res = await client.call_tool(step["tool"], step.get("arguments", {}), progress_callback=on_progress)
-                out["steps"].append(result_json(res) | {"progress": progress})
+                deadline = anyio.current_time() + 30
+                while True:
+                    with anyio.move_on_after(step.get("timeout", 600)) as scope:
+                        res = await client.call_tool(step["tool"], step.get("arguments", {}), progress_callback=on_progress)
+                    if scope.cancelled_caught:
+                        out["steps"].append({"timedOut": True})
+                        break
+                    done = result_json(res) | {"progress": progress}
+                    if "until" not in step or step["until"] in done["text"] or anyio.current_time() > deadline:
+                        out["steps"].append(done)
+                        break
+                    await anyio.sleep(0.05)
             except Exception as e:  # the SDK refused the answer: report it, go on
                 out["steps"].append({"exception": f"{type(e).__name__}: {e}"})
     return out

@@ -85,6 +85,28 @@ async def scan_catalogue(pages: int, ctx: Context) -> str:
     return f"scanned {pages} pages"
 
 
+naps = {"cancelled": 0}
+
+
+@server.tool()
+async def nap(seconds: float) -> str:
+    """Let the librarian rest for some seconds (a slow tool, for cancellation)."""
+    import anyio
+
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        naps["cancelled"] += 1
+        raise
+    return "rested"
+
+
+@server.tool()
+def cancelled_naps() -> str:
+    """How many naps were cancelled so far."""
+    return f"{naps['cancelled']} cancelled"
+
+
 class Confirmation(BaseModel):
     confirm: bool
 

@@ -101,6 +101,23 @@ func startPyServer(t *testing.T, py, transport string) string {
 	return addr
 }
 
+// foundTool reports whether search_tools' answer holds the tool name, and
+// why it is unavailable ("" when it is not).
+func foundTool(ans searchAnswer, name string) (unavailable string, ok bool) {
+	for _, x := range ans.Tools {
+		if x.Name == name {
+			return x.Unavailable, true
+		}
+	}
+	return "", false
+}
+
+// answerHas reports whether search_tools' answer holds the tool name.
+func answerHas(ans searchAnswer, name string) bool {
+	_, ok := foundTool(ans, name)
+	return ok
+}
+
 // TestPythonBackends puts Python SDK servers behind toolgate, mcp 2.x's
 // MCPServer (server/discover, protocol 2026-07-28) and mcp 1.x's FastMCP
 // (the initialize handshake, 2025-11-25), each over stdio, streamable HTTP
@@ -108,9 +125,11 @@ func startPyServer(t *testing.T, py, transport string) string {
 // tools are indexed and found by search_tools, and execute_tool runs a
 // plain tool, a tool with an output schema (structuredContent passed
 // through), a tool that raises (isError with its message), one that
-// crashes, and one whose input schema has an enum and nested models
-// ($defs/$ref), checked by toolgate before the call. A tool the server
-// adds at run time (tools/list_changed) is re-indexed and runs.
+// crashes, one that asks the user (isError: toolgate declares no
+// elicitation), and one whose input schema has an enum and nested models
+// ($defs/$ref), checked by toolgate before the call, with a 64-bit integer
+// argument. A tool the server adds at run time (tools/list_changed) is
+// re-indexed and runs.
 func TestPythonBackends(t *testing.T) {
 	servers := map[string]any{}
 	var names []string
@@ -137,12 +156,11 @@ func TestPythonBackends(t *testing.T) {
 			// The gateway may answer before every backend is up.
 			testenv.EventuallyWithin(t, 2*time.Minute, srv+"'s tools searchable", func() bool {
 				ans, _ := searchTools(t, ctx, cs, "order library books for a reader by post", 20)
-				return slices.ContainsFunc(ans.Tools, func(x struct{ Name, Unavailable, Clause string }) bool {
-					return x.Name == id("order_books") && x.Unavailable == ""
-				})
+				unavailable, ok := foundTool(ans, id("order_books"))
+				return ok && unavailable == ""
 			})
 			// Eight servers have the same tools: a limit that holds them all.
-			if ans, _ := searchTools(t, ctx, cs, "count the books on a library shelf", 20); !slices.ContainsFunc(ans.Tools, func(x struct{ Name, Unavailable, Clause string }) bool { return x.Name == id("shelf_report") }) {
+			if ans, _ := searchTools(t, ctx, cs, "count the books on a library shelf", 20); !answerHas(ans, id("shelf_report")) {
 				t.Errorf("search_tools did not find %s: %+v", id("shelf_report"), ans.Tools)
 			}
 			// The arguments line reads the pydantic model's type through its $ref.
@@ -239,7 +257,7 @@ func TestPythonBackends(t *testing.T) {
 			}
 			testenv.Eventually(t, srv+"'s added tool searchable (re-index after tools/list_changed)", func() bool {
 				ans, _ := searchTools(t, ctx, cs, "rare illuminated manuscripts of a century", 20)
-				return slices.ContainsFunc(ans.Tools, func(x struct{ Name, Unavailable, Clause string }) bool { return x.Name == id("rare_manuscripts") })
+				return answerHas(ans, id("rare_manuscripts"))
 			})
 			res = executeTool(t, ctx, cs, id("rare_manuscripts"), map[string]any{"century": 15})
 			if res.IsError || !strings.Contains(resultText(res), "century 15") {
@@ -351,9 +369,8 @@ func TestPythonClient(t *testing.T) {
 				t.Errorf("step %d (%v): the SDK raised %s", i, baseSteps[min(i, len(baseSteps)-1)], s.Exception)
 			}
 		}
-		var found searchAnswer
-		if s := ans.Steps[0]; s.IsError || json.Unmarshal(s.StructuredContent, &found) != nil ||
-			!slices.ContainsFunc(found.Tools, func(x struct{ Name, Unavailable, Clause string }) bool { return x.Name == "everything__echo" }) {
+		var echo searchAnswer
+		if s := ans.Steps[0]; s.IsError || json.Unmarshal(s.StructuredContent, &echo) != nil || !answerHas(echo, "everything__echo") {
 			t.Errorf("search_tools: isError=%v structuredContent=%s", s.IsError, s.StructuredContent)
 		}
 		if s := ans.Steps[1]; s.IsError || !strings.Contains(s.Text, "hello from python") {

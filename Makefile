@@ -18,12 +18,15 @@ CHROMIUM_VERSION ?= 156.0.8078.114-1~deb12u1
 NATIVE       := source scripts/native-env.sh >/dev/null &&
 GOTEST_FLAGS ?=
 
-.PHONY: all deps deps-native deps-model deps-servers deps-python deps-browser build build-bench run serve-stdio test smoke lint bench bench-report clean
+.PHONY: all deps deps-run deps-native deps-model deps-servers deps-python deps-browser build build-bench run serve-stdio test smoke lint bench bench-report clean
 
 all: build
 
 ## deps: install everything (native libraries, model, bundled npm servers, the Python MCP SDKs, the test browser)
-deps: deps-native deps-model deps-servers deps-python deps-browser
+deps: deps-run deps-python deps-browser
+
+## deps-run: what the gateway on the bundled servers needs (make run, make serve-stdio)
+deps-run: deps-native deps-model deps-servers
 
 deps-native:
 	@scripts/build-tokenizers.sh >&2
@@ -52,11 +55,11 @@ build-bench: deps-native
 	@$(NATIVE) $(GO) build -o $(BENCH_BIN) ./cmd/toolgate-bench
 
 ## run: the gateway on the bundled example servers, streamable HTTP at http://$(ADDR)/mcp
-run: deps build
+run: deps-run build
 	@$(NATIVE) exec ./$(BIN) serve --config $(CONFIG) --http $(ADDR)
 
 ## serve-stdio: the same gateway on stdio (what an MCP client launches)
-serve-stdio: deps build
+serve-stdio: deps-run build
 	@$(NATIVE) exec ./$(BIN) serve --config $(CONFIG)
 
 ## test: the whole suite, with the race detector on the packages that run goroutines, then the TypeScript-SDK smoke test

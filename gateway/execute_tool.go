@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/jsonnum"
 )
 
 type executeArgs struct {
@@ -149,7 +150,7 @@ func toolArgs(raw json.RawMessage) (args, forSchema map[string]any, err error) {
 		m := map[string]any{}
 		return m, m, nil
 	}
-	if !longNumber(t) {
+	if !jsonnum.Long(t) {
 		var m map[string]any
 		if err := json.Unmarshal(t, &m); err == nil {
 			return m, m, nil
@@ -163,23 +164,6 @@ func toolArgs(raw json.RawMessage) (args, forSchema map[string]any, err error) {
 	}
 	f, _ := floatNumbers(m)
 	return m, f.(map[string]any), nil
-}
-
-// longNumber reports whether raw has 16 digits or more in a row (in a
-// number or, harmlessly, in a string): a number a float64 may not hold
-// exactly.
-func longNumber(raw []byte) bool {
-	run := 0
-	for _, c := range raw {
-		if c >= '0' && c <= '9' {
-			if run++; run >= 16 {
-				return true
-			}
-		} else {
-			run = 0
-		}
-	}
-	return false
 }
 
 // floatNumbers is v with every json.Number as a float64, for the schema

@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/internal/jsonnum"
 )
 
 // go-sdk decodes a tool result's structuredContent into map[string]any,
@@ -50,13 +52,13 @@ func exactFrom(ctx context.Context) *exactResult {
 // take keeps the structuredContent of result (a tools/call result as the
 // backend wrote it) when a float64 may not hold one of its numbers.
 func (e *exactResult) take(result json.RawMessage) {
-	if !longNumber(result) {
+	if !jsonnum.Long(result) {
 		return
 	}
 	var r struct {
 		StructuredContent json.RawMessage `json:"structuredContent"`
 	}
-	if json.Unmarshal(result, &r) != nil || !longNumber(r.StructuredContent) {
+	if json.Unmarshal(result, &r) != nil || !jsonnum.Long(r.StructuredContent) {
 		return
 	}
 	e.mu.Lock()
@@ -75,23 +77,6 @@ func (e *exactResult) apply(res *mcp.CallToolResult) {
 	if raw != nil && res != nil && res.StructuredContent != nil {
 		res.StructuredContent = raw
 	}
-}
-
-// longNumber reports whether raw has 16 digits or more in a row (in a
-// number or, harmlessly, in a string): a number a float64 may not hold
-// exactly.
-func longNumber(raw []byte) bool {
-	run := 0
-	for _, c := range raw {
-		if c >= '0' && c <= '9' {
-			if run++; run >= 16 {
-				return true
-			}
-		} else {
-			run = 0
-		}
-	}
-	return false
 }
 
 // exacting wraps t (stdio, SSE: a connection go-sdk does not type-assert)
@@ -170,7 +155,7 @@ func (b *exactBody) Close() error { return b.rc.Close() }
 
 // takeMessage gives e the result of the JSON-RPC response data holds.
 func (e *exactResult) takeMessage(data []byte) {
-	if !longNumber(data) {
+	if !jsonnum.Long(data) {
 		return
 	}
 	if msg, err := jsonrpc.DecodeMessage(data); err == nil {

@@ -62,6 +62,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(telemetryChild) != "" {
 		os.Exit(runTelemetryChild())
 	}
+	if os.Getenv(threadsChild) != "" {
+		os.Exit(runThreadsChild())
+	}
 	code := m.Run()
 	for _, e := range shared {
 		e.Close()

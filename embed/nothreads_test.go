@@ -1,0 +1,130 @@
+package embed
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// threadsChild is set in the environment of the process
+// TestTokenizerWithoutThreads starts: TestMain then encodes texts with the
+// tokenizer file it names, in a process that may not create a thread.
+const threadsChild = "TOOLGATE_TEST_NO_THREADS_CHILD"
+
+// runThreadsChild makes sure the Go runtime has spare threads, forbids new
+// ones (RLIMIT_NPROC, which a process run as root ignores: the parent runs
+// this one as nobody), checks that a fork is refused, then loads the
+// tokenizer and encodes, as the gateway's first search does.
+func runThreadsChild() int {
+	// Threads the runtime keeps and reuses: each goroutine holds its own
+	// thread while it sleeps in a system call.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			ts := unix.NsecToTimespec(20e6)
+			_ = unix.Nanosleep(&ts, nil)
+		})
+	}
+	wg.Wait()
+	if err := unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: 1, Max: 1}); err != nil {
+		fmt.Fprintln(os.Stderr, "setrlimit:", err)
+		return 1
+	}
+	if err := exec.Command("/bin/true").Run(); err == nil {
+		fmt.Fprintln(os.Stderr, "a new process could still start: the limit does not hold, the test proves nothing")
+		return 3
+	}
+	tk, err := newTokenizer(os.Getenv(threadsChild), 256)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer tk.close()
+	for _, text := range []string{"list the files in a directory", "send a message to a channel", ""} {
+		if len(tk.encode(text)) < 2 {
+			fmt.Fprintf(os.Stderr, "encode %q: no ids\n", text)
+			return 1
+		}
+	}
+	return 0
+}
+
+// TestTokenizerWithoutThreads: encoding works in a process that may create
+// no more threads (ulimit -u, TasksMax=, a container's pids limit reached).
+// The tokenizers library used to pad each encoding on Rayon's thread pool,
+// started at the first encoding; when it could not start a thread it
+// aborted the process ("The global thread pool has not been initialized"),
+// so a gateway under a process limit died at its first search
+// (serialTokenizer).
+func TestTokenizerWithoutThreads(t *testing.T) {
+	src := filepath.Join(installed(Options{}).ModelDir, TokenizerFile)
+	if _, err := os.Stat(src); err != nil {
+		testenv.Missing(t, "tokenizer file %s: %v (install it with %s)", src, err, FixModel)
+	}
+	// A folder the child can read as nobody: the test binary and the
+	// tokenizer file (the model folder may be in root's home).
+	dir, err := os.MkdirTemp("", "toolgate-nothreads-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "embed.test")
+	tok := filepath.Join(dir, TokenizerFile)
+	copyFile(t, os.Args[0], bin, 0o755)
+	copyFile(t, src, tok, 0o644)
+
+	cmd := exec.Command(bin, "-test.run=^$")
+	cmd.Dir = dir
+	cmd.Env = []string{threadsChild + "=" + tok, "PATH=/usr/bin:/bin"}
+	if os.Geteuid() == 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 3 {
+			t.Skipf("the process limit does not hold here: %s", out)
+		}
+		t.Fatalf("a process that may not create threads could not encode: %v\n%s", err, head(string(out), 1500))
+	}
+}
+
+func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func head(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

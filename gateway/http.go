@@ -352,8 +352,11 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logge
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	log.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp")
+	// Out of descriptors, the listener waits and logs itself (once, with
+	// the fix) rather than net/http's line at every try.
+	al := newAcceptListener(ln, log)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(al) }()
 	select {
 	case err := <-errc:
 		return err

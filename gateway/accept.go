@@ -1,0 +1,123 @@
+package gateway
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// acceptReport is how often a fault of accept is logged again while it
+// lasts (with how long it has lasted).
+const acceptReport = 10 * time.Second
+
+// acceptMaxDelay caps the wait between two accepts refused for want of a
+// resource (the same back-off as net/http's: 5 ms, doubling, up to 1 s).
+const acceptMaxDelay = time.Second
+
+// acceptListener is the HTTP front's listener. When the system refuses a
+// new connection's descriptor (EMFILE, ENFILE, ENOBUFS, ENOMEM: too many
+// clients, servers or files open for the open-files limit), it waits and
+// tries again itself, as net/http would, but logs the fault once with its
+// fix, again every acceptReport while it lasts, and once when connections
+// are accepted again, instead of net/http's "http: Accept error" line at
+// every try (up to one a second, without a fix). Connections that come
+// meanwhile wait in the kernel's queue and are served once descriptors
+// are free.
+type acceptListener struct {
+	net.Listener
+	log      *slog.Logger
+	now      func() time.Time
+	maxDelay time.Duration // acceptMaxDelay; shorter in tests
+
+	closeOnce sync.Once
+	closed    chan struct{}
+
+	mu       sync.Mutex
+	since    time.Time // when the current fault began; zero while accepting
+	reported time.Time // when the fault was last logged
+	refused  int       // accepts refused in the current fault
+}
+
+func newAcceptListener(ln net.Listener, log *slog.Logger) *acceptListener {
+	return &acceptListener{Listener: ln, log: log, now: time.Now, maxDelay: acceptMaxDelay, closed: make(chan struct{})}
+}
+
+// acceptExhausted reports whether err is an accept refused for want of a
+// descriptor or memory, which frees up by itself once connections close.
+func acceptExhausted(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM)
+}
+
+// acceptFix is what the operator does about an accept refused for err.
+func acceptFix(err error) string {
+	if errors.Is(err, syscall.ENFILE) {
+		return "the system has no file descriptors left (fs.file-max): close other programs or raise it"
+	}
+	if errors.Is(err, syscall.EMFILE) {
+		return "toolgate has no file descriptors left: raise its open-files limit (ulimit -n; LimitNOFILE= in a systemd unit), or have fewer clients connected or servers configured"
+	}
+	return "the system is short of memory for a new connection: free memory, or have fewer clients connected"
+}
+
+func (l *acceptListener) Accept() (net.Conn, error) {
+	var delay time.Duration
+	for {
+		c, err := l.Listener.Accept()
+		if err == nil || !acceptExhausted(err) {
+			if err == nil {
+				l.accepted()
+			}
+			return c, err
+		}
+		l.refuse(err)
+		delay = min(max(2*delay, 5*time.Millisecond), l.maxDelay)
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-l.closed:
+			t.Stop()
+			// The next Accept returns the listener's own error.
+		}
+	}
+}
+
+func (l *acceptListener) refuse(err error) {
+	now := l.now()
+	l.mu.Lock()
+	first := l.since.IsZero()
+	if first {
+		l.since = now
+	}
+	l.refused++
+	again := !first && now.Sub(l.reported) >= acceptReport
+	if first || again {
+		l.reported = now
+	}
+	since, refused := l.since, l.refused
+	l.mu.Unlock()
+	switch {
+	case first:
+		l.log.Error("the HTTP front cannot accept connections: new clients wait until some close", "addr", l.Addr().String(), "err", err, "fix", acceptFix(err))
+	case again:
+		l.log.Warn("the HTTP front still cannot accept connections", "addr", l.Addr().String(), "for", now.Sub(since).Round(time.Second), "tries", refused, "err", err, "fix", acceptFix(err))
+	}
+}
+
+func (l *acceptListener) accepted() {
+	l.mu.Lock()
+	since, refused := l.since, l.refused
+	l.since, l.refused = time.Time{}, 0
+	l.mu.Unlock()
+	if !since.IsZero() {
+		l.log.Info("the HTTP front accepts connections again", "addr", l.Addr().String(), "after", l.now().Sub(since).Round(time.Millisecond), "tries", refused)
+	}
+}
+
+func (l *acceptListener) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}

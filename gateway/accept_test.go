@@ -1,0 +1,182 @@
+//go:build linux
+
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// TestAcceptOutOfDescriptors: when the HTTP front cannot accept a
+// connection because toolgate has no file descriptors left, the log says so
+// once, with the fix (the open-files limit), and once more when it accepts
+// again; the client that waited meanwhile is then served. It used to be
+// net/http's "http: Accept error: … too many open files; retrying in 1s" at
+// every try, one a second for as long as it lasted, without a fix. The test
+// lowers its own process's soft limit and fills it, so it must not run in
+// parallel.
+func TestAcceptOutOfDescriptors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs testenv.LogBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, "served")
+		}), logs.Logger())
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	// The client's socket is made first: connect needs no new descriptor.
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := os.NewFile(uintptr(fd), "client")
+	defer client.Close()
+
+	release := fillDescriptors(t)
+	port := ln.Addr().(*net.TCPAddr).Port
+	if err := syscall.Connect(fd, &syscall.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatalf("connect (the kernel queues it, no accept needed): %v", err)
+	}
+	testenv.Eventually(t, "the refused accept logged", func() bool {
+		return strings.Contains(logs.String(), "cannot accept connections")
+	})
+	if got := logs.String(); !strings.Contains(got, "open-files limit") || !strings.Contains(got, "LimitNOFILE") {
+		t.Errorf("the log does not name the fix:\n%s", got)
+	}
+	release()
+	testenv.Eventually(t, "accepting again logged", func() bool {
+		return strings.Contains(logs.String(), "accepts connections again")
+	})
+	conn, err := net.FileConn(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("the client that waited is not served: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("status %d, want 200", resp.StatusCode)
+	}
+	if got := logs.String(); strings.Count(got, "cannot accept") != 1 || strings.Contains(got, "Accept error") {
+		t.Errorf("want the fault logged once, without net/http's own line:\n%s", got)
+	}
+}
+
+// fillDescriptors lowers the process's soft open-files limit and opens
+// files until it is reached; the function it returns closes them and
+// restores the limit (also at the test's end).
+func fillDescriptors(t *testing.T) (release func()) {
+	t.Helper()
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	low := lim
+	low.Cur = uint64(len(fds) + 64)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	var held []*os.File
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			for _, f := range held {
+				f.Close()
+			}
+			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(release)
+	for {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			if !errors.Is(err, syscall.EMFILE) {
+				t.Fatalf("filling the descriptor table: %v", err)
+			}
+			return release
+		}
+		held = append(held, f)
+	}
+}
+
+// fakeListener refuses n accepts with err, then accepts conn.
+type fakeListener struct {
+	net.Listener
+	mu   sync.Mutex
+	n    int
+	err  error
+	conn net.Conn
+	tick func() // called at each refusal (moves the test's clock)
+}
+
+func (f *fakeListener) Accept() (net.Conn, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n > 0 {
+		f.n--
+		f.tick()
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", f.err)}
+	}
+	return f.conn, nil
+}
+
+func (f *fakeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8931} }
+
+// TestAcceptFaultLoggedOncePerInterval: a fault of accept that lasts is
+// logged when it starts, then once every 10 s with how long it has lasted,
+// then once when it ends, whatever the number of tries.
+func TestAcceptFaultLoggedOncePerInterval(t *testing.T) {
+	var logs testenv.LogBuffer
+	now := time.Unix(0, 0)
+	c1, c2 := net.Pipe()
+	defer c1.Close()
+	defer c2.Close()
+	// 100 tries, one a second on the test's clock: 100 s.
+	fl := &fakeListener{n: 100, err: syscall.EMFILE, conn: c1, tick: func() { now = now.Add(time.Second) }}
+	l := newAcceptListener(fl, logs.Logger())
+	l.now = func() time.Time { return now }
+	l.maxDelay = time.Microsecond
+	c, err := l.Accept()
+	if err != nil || c != c1 {
+		t.Fatalf("Accept = %v, %v; want the connection after the refusals", c, err)
+	}
+	got := logs.String()
+	if n := strings.Count(got, "cannot accept connections"); n != 1+9 { // the first, then one per 10 s
+		t.Errorf("the fault logged %d times over 100 s, want 10:\n%s", n, got)
+	}
+	if !strings.Contains(got, "still cannot accept") || strings.Count(got, "accepts connections again") != 1 || !strings.Contains(got, "tries=100") {
+		t.Errorf("want the fault, its reminders and its end (after 100 tries):\n%s", got)
+	}
+}

@@ -21,11 +21,13 @@ const acceptMaxDelay = time.Second
 // new connection's descriptor (EMFILE, ENFILE, ENOBUFS, ENOMEM: too many
 // clients, servers or files open for the open-files limit), it waits and
 // tries again itself, as net/http would, but logs the fault once with its
-// fix, again every acceptReport while it lasts, and once when connections
-// are accepted again, instead of net/http's "http: Accept error" line at
-// every try (up to one a second, without a fix). Connections that come
-// meanwhile wait in the kernel's queue and are served once descriptors
-// are free.
+// fix, again every acceptReport while it lasts, and once when it is over,
+// instead of net/http's "http: Accept error" line at every try (up to one a
+// second, without a fix). Connections that come meanwhile wait in the
+// kernel's queue and are served as descriptors free up. Under load the
+// fault flickers (each connection that closes lets one more in), so it is
+// over only at an accept that comes acceptReport after the last refusal:
+// one fault, not a line per connection.
 type acceptListener struct {
 	net.Listener
 	log      *slog.Logger
@@ -36,7 +38,8 @@ type acceptListener struct {
 	closed    chan struct{}
 
 	mu       sync.Mutex
-	since    time.Time // when the current fault began; zero while accepting
+	since    time.Time // when the current fault began; zero when there is none
+	last     time.Time // the fault's latest refusal
 	reported time.Time // when the fault was last logged
 	refused  int       // accepts refused in the current fault
 }
@@ -90,9 +93,10 @@ func (l *acceptListener) refuse(err error) {
 	l.mu.Lock()
 	first := l.since.IsZero()
 	if first {
-		l.since = now
+		l.since, l.refused = now, 0
 	}
 	l.refused++
+	l.last = now
 	again := !first && now.Sub(l.reported) >= acceptReport
 	if first || again {
 		l.reported = now
@@ -103,18 +107,23 @@ func (l *acceptListener) refuse(err error) {
 	case first:
 		l.log.Error("the HTTP front cannot accept connections: new clients wait until some close", "addr", l.Addr().String(), "err", err, "fix", acceptFix(err))
 	case again:
-		l.log.Warn("the HTTP front still cannot accept connections", "addr", l.Addr().String(), "for", now.Sub(since).Round(time.Second), "tries", refused, "err", err, "fix", acceptFix(err))
+		l.log.Warn("the HTTP front still cannot accept all connections", "addr", l.Addr().String(), "for", now.Sub(since).Round(time.Second), "tries", refused, "err", err, "fix", acceptFix(err))
 	}
 }
 
+// accepted ends the fault at an accept that comes acceptReport after its
+// last refusal.
 func (l *acceptListener) accepted() {
+	now := l.now()
 	l.mu.Lock()
-	since, refused := l.since, l.refused
-	l.since, l.refused = time.Time{}, 0
-	l.mu.Unlock()
-	if !since.IsZero() {
-		l.log.Info("the HTTP front accepts connections again", "addr", l.Addr().String(), "after", l.now().Sub(since).Round(time.Millisecond), "tries", refused)
+	if l.since.IsZero() || now.Sub(l.last) < acceptReport {
+		l.mu.Unlock()
+		return
 	}
+	lasted, refused := l.last.Sub(l.since), l.refused
+	l.since = time.Time{}
+	l.mu.Unlock()
+	l.log.Info("the HTTP front accepts connections again", "addr", l.Addr().String(), "fault_lasted", lasted.Round(time.Millisecond), "tries", refused)
 }
 
 func (l *acceptListener) Close() error {

@@ -21,8 +21,8 @@ import (
 
 // TestAcceptOutOfDescriptors: when the HTTP front cannot accept a
 // connection because toolgate has no file descriptors left, the log says so
-// once, with the fix (the open-files limit), and once more when it accepts
-// again; the client that waited meanwhile is then served. It used to be
+// once, with the fix (the open-files limit); the client that waited
+// meanwhile is served once descriptors are free. It used to be
 // net/http's "http: Accept error: … too many open files; retrying in 1s" at
 // every try, one a second for as long as it lasted, without a fix. The test
 // lowers its own process's soft limit and fills it, so it must not run in
@@ -66,9 +66,6 @@ func TestAcceptOutOfDescriptors(t *testing.T) {
 		t.Errorf("the log does not name the fix:\n%s", got)
 	}
 	release()
-	testenv.Eventually(t, "accepting again logged", func() bool {
-		return strings.Contains(logs.String(), "accepts connections again")
-	})
 	conn, err := net.FileConn(client)
 	if err != nil {
 		t.Fatal(err)
@@ -131,22 +128,26 @@ func fillDescriptors(t *testing.T) (release func()) {
 	}
 }
 
-// fakeListener refuses n accepts with err, then accepts conn.
+// fakeListener answers Accept from a script: true accepts conn, false
+// refuses with err; tick moves the test's clock at each call.
 type fakeListener struct {
 	net.Listener
-	mu   sync.Mutex
-	n    int
-	err  error
-	conn net.Conn
-	tick func() // called at each refusal (moves the test's clock)
+	mu     sync.Mutex
+	script []bool
+	err    error
+	conn   net.Conn
+	tick   func(accepted bool)
 }
 
 func (f *fakeListener) Accept() (net.Conn, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.n > 0 {
-		f.n--
-		f.tick()
+	ok := len(f.script) == 0 || f.script[0]
+	if len(f.script) > 0 {
+		f.script = f.script[1:]
+	}
+	f.tick(ok)
+	if !ok {
 		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", f.err)}
 	}
 	return f.conn, nil
@@ -154,29 +155,47 @@ func (f *fakeListener) Accept() (net.Conn, error) {
 
 func (f *fakeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8931} }
 
-// TestAcceptFaultLoggedOncePerInterval: a fault of accept that lasts is
-// logged when it starts, then once every 10 s with how long it has lasted,
-// then once when it ends, whatever the number of tries.
+// TestAcceptFaultLoggedOncePerInterval: a fault of accept that lasts, and
+// flickers as connections close and let one more in, is logged when it
+// starts, then once every 10 s with how long it has lasted, then once at
+// an accept 10 s after its last refusal; not once per connection.
 func TestAcceptFaultLoggedOncePerInterval(t *testing.T) {
 	var logs testenv.LogBuffer
 	now := time.Unix(0, 0)
 	c1, c2 := net.Pipe()
 	defer c1.Close()
 	defer c2.Close()
-	// 100 tries, one a second on the test's clock: 100 s.
-	fl := &fakeListener{n: 100, err: syscall.EMFILE, conn: c1, tick: func() { now = now.Add(time.Second) }}
+	// 100 s of refusals, one a second, each followed by an accept.
+	var script []bool
+	for range 100 {
+		script = append(script, false, true)
+	}
+	fl := &fakeListener{script: script, err: syscall.EMFILE, conn: c1, tick: func(accepted bool) {
+		if !accepted {
+			now = now.Add(time.Second)
+		}
+	}}
 	l := newAcceptListener(fl, logs.Logger())
 	l.now = func() time.Time { return now }
 	l.maxDelay = time.Microsecond
-	c, err := l.Accept()
-	if err != nil || c != c1 {
-		t.Fatalf("Accept = %v, %v; want the connection after the refusals", c, err)
+	for range 100 {
+		if c, err := l.Accept(); err != nil || c != c1 {
+			t.Fatalf("Accept = %v, %v; want the connection after a refusal", c, err)
+		}
 	}
 	got := logs.String()
-	if n := strings.Count(got, "cannot accept connections"); n != 1+9 { // the first, then one per 10 s
-		t.Errorf("the fault logged %d times over 100 s, want 10:\n%s", n, got)
+	if n := strings.Count(got, "cannot accept"); n != 1+9 || strings.Contains(got, "accepts connections again") {
+		t.Errorf("over 100 s of refusals between accepts: logged %d times (want the first, then one per 10 s: 10) and not over:\n%s", n, got)
 	}
-	if !strings.Contains(got, "still cannot accept") || strings.Count(got, "accepts connections again") != 1 || !strings.Contains(got, "tries=100") {
-		t.Errorf("want the fault, its reminders and its end (after 100 tries):\n%s", got)
+	now = now.Add(9 * time.Second)
+	l.Accept()
+	if strings.Contains(logs.String(), "accepts connections again") {
+		t.Errorf("over 9 s after the last refusal, want 10:\n%s", logs.String())
+	}
+	now = now.Add(time.Second)
+	l.Accept()
+	l.Accept()
+	if got := logs.String(); strings.Count(got, "accepts connections again") != 1 || !strings.Contains(got, "tries=100") || !strings.Contains(got, "fault_lasted=1m39s") {
+		t.Errorf("want the end of the fault once (1m39s, 100 tries):\n%s", got)
 	}
 }

@@ -525,8 +525,14 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 		// A process that died during start-up: its stderr says why.
 		select {
 		case <-r.proc.exited:
+			exit := r.proc.exitErr()
+			if line, fix := r.proc.tail.exhaustion(); fix != "" {
+				// Not the config: the next start may find the resource.
+				return resourceError{fmt.Errorf("backend %q: %s %s during start-up: %s (it said %q); retried after restart.delays: %w",
+					name, b.cfg.Command, exit, fix, truncate(line, 200), err)}
+			}
 			return fmt.Errorf("backend %q: %s %s during start-up: check command, args and env: %w",
-				name, b.cfg.Command, r.proc.exitErr(), err)
+				name, b.cfg.Command, exit, err)
 		case <-time.After(exitWait):
 		}
 		if cause != nil && !errors.Is(cause, context.Canceled) {

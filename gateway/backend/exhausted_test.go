@@ -79,3 +79,41 @@ func TestOutOfFileDescriptorsRetried(t *testing.T) {
 		})
 	}
 }
+
+// TestServerOutOfResourcesAtStart: a server that starts, then dies during
+// start-up because it ran out of file descriptors or threads (it inherits
+// toolgate's limits; Node's module loader needs more than 128 descriptors)
+// is not told to check its command, args and env: its error names the
+// limit to raise and the line that said so, even when a crash dump pushed
+// that line out of the last stderr lines. (It is restarted after
+// restart.delays, as any crash at start is.) A crash that names no resource
+// keeps the old hint.
+func TestServerOutOfResourcesAtStart(t *testing.T) {
+	dump := `i=0; while [ $i -lt 40 ]; do echo "r$i    0x6645" >&2; i=$((i+1)); done`
+	cases := []struct {
+		name, script, want string
+		limit              bool // names a limit, not the config
+	}{
+		// Real EMFILEs: the shell's own limit leaves it no descriptor, or
+		// the dynamic loader none for cat's libc.
+		{"files", `ulimit -n 3; exec 3</dev/null`, "open-files limit", true},
+		{"loader", `ulimit -n 3; cat /dev/null`, "open-files limit", true},
+		{"threads", `echo "runtime/cgo: pthread_create failed: Resource temporarily unavailable" >&2; echo "SIGABRT: abort" >&2; ` + dump + `; exit 2`, "ulimit -u", true},
+		{"config", `echo "Error: Cannot find module '/srv/index.js'" >&2; exit 1`, "check command, args and env", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := testOptions(nil)
+			o.RestartDelays = []time.Duration{time.Hour}
+			srv := config.Server{Name: tc.name, Type: config.TypeStdio, Command: "sh", Args: []string{"-c", tc.script}}
+			p := startPool(t, []config.Server{srv}, o)
+			testenv.Eventually(t, "the start failed", func() bool {
+				return statusOf(t, p, tc.name).LastErr != ""
+			})
+			st := statusOf(t, p, tc.name)
+			if !strings.Contains(st.LastErr, tc.want) || strings.Contains(st.LastErr, "check command") == tc.limit {
+				t.Errorf("last error %q; want it to name %q", st.LastErr, tc.want)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -459,11 +460,15 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// lineTail keeps the last n lines.
+// lineTail keeps the last n lines, and the first that says the process ran
+// out of descriptors, threads or memory (a crash dump may push it out of
+// the last n).
 type lineTail struct {
 	mu    sync.Mutex
 	n     int
 	lines []string
+	short string // the first line that names an exhausted resource
+	fix   string // and its fix
 }
 
 func newLineTail(n int) *lineTail { return &lineTail{n: n} }
@@ -471,6 +476,11 @@ func newLineTail(n int) *lineTail { return &lineTail{n: n} }
 func (t *lineTail) add(s string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.short == "" {
+		if fix := shortOf(s); fix != "" {
+			t.short, t.fix = s, fix
+		}
+	}
 	t.lines = append(t.lines, s)
 	if len(t.lines) > t.n {
 		t.lines = append(t.lines[:0], t.lines[len(t.lines)-t.n:]...)
@@ -481,6 +491,56 @@ func (t *lineTail) get() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return append([]string(nil), t.lines...)
+}
+
+// exhaustion returns the first stderr line that said the process ran out of
+// a resource, and the fix; "" when none did.
+func (t *lineTail) exhaustion() (line, fix string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.short, t.fix
+}
+
+// shortages are what a server's runtime prints when the system refuses it a
+// resource (lower case): the C library's strerror (Python, Go, most
+// runtimes), Node's error codes and its own assertion, Go's runtime, Rust's
+// thread pool. A server inherits toolgate's limits, so one that crashes at
+// start with these was refused what toolgate's limits allow.
+var shortages = []struct {
+	says []string
+	fix  func() string
+}{
+	{[]string{"too many open files in system", "enfile"}, func() string {
+		return "the system has no file descriptors left (fs.file-max): close other programs or raise it"
+	}},
+	{[]string{"too many open files", "emfile", "errno 24", "error 24"}, func() string {
+		n := "?"
+		var lim syscall.Rlimit
+		if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
+			n = strconv.FormatUint(lim.Cur, 10)
+		}
+		return "the server ran out of file descriptors: it inherits toolgate's open-files limit (" + n + "): raise it (ulimit -n; LimitNOFILE= in a systemd unit)"
+	}},
+	{[]string{"pthread_create failed", "failed to create new os thread", "uv_thread_create", "resource temporarily unavailable", "eagain"}, func() string {
+		return "the server could not create a thread or process: raise the process limit toolgate and its servers share (ulimit -u; TasksMax= in a systemd unit; a container's pids limit)"
+	}},
+	{[]string{"cannot allocate memory", "enomem"}, func() string {
+		return "the server was refused memory: raise the memory limit (ulimit -v; MemoryMax= in a systemd unit) or free memory"
+	}},
+}
+
+// shortOf returns the fix for a stderr line that says a resource ran out,
+// "" for any other line.
+func shortOf(line string) string {
+	l := strings.ToLower(line)
+	for _, sh := range shortages {
+		for _, w := range sh.says {
+			if strings.Contains(l, w) {
+				return sh.fix()
+			}
+		}
+	}
+	return ""
 }
 
 // suffix renders the kept lines for an error message.

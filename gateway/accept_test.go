@@ -5,7 +5,6 @@ package gateway
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -54,7 +53,7 @@ func TestAcceptOutOfDescriptors(t *testing.T) {
 	client := os.NewFile(uintptr(fd), "client")
 	defer client.Close()
 
-	release := fillDescriptors(t)
+	release := testenv.FillDescriptors(t)
 	port := ln.Addr().(*net.TCPAddr).Port
 	if err := syscall.Connect(fd, &syscall.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		t.Fatalf("connect (the kernel queues it, no accept needed): %v", err)
@@ -82,49 +81,6 @@ func TestAcceptOutOfDescriptors(t *testing.T) {
 	}
 	if got := logs.String(); strings.Count(got, "cannot accept") != 1 || strings.Contains(got, "Accept error") {
 		t.Errorf("want the fault logged once, without net/http's own line:\n%s", got)
-	}
-}
-
-// fillDescriptors lowers the process's soft open-files limit and opens
-// files until it is reached; the function it returns closes them and
-// restores the limit (also at the test's end).
-func fillDescriptors(t *testing.T) (release func()) {
-	t.Helper()
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	low := lim
-	low.Cur = uint64(len(fds) + 64)
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-		t.Fatal(err)
-	}
-	var held []*os.File
-	var once sync.Once
-	release = func() {
-		once.Do(func() {
-			for _, f := range held {
-				f.Close()
-			}
-			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	t.Cleanup(release)
-	for {
-		f, err := os.Open(os.DevNull)
-		if err != nil {
-			if !errors.Is(err, syscall.EMFILE) {
-				t.Fatalf("filling the descriptor table: %v", err)
-			}
-			return release
-		}
-		held = append(held, f)
 	}
 }
 

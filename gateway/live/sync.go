@@ -173,8 +173,12 @@ func (l *Loop) buildInMemory(ctx context.Context, tools []catalog.Tool) (*index.
 // storageFault reports whether err, a failed index write, is the data
 // folder's fault (it cannot take writes now, or err says it is full,
 // read-only, gone or denied) rather than the catalog's or the embedder's.
+// A process out of file descriptors (EMFILE, ENFILE: many clients, a low
+// open-files limit) is served the same way: the index in memory needs no
+// descriptor, and the loop writes it to the folder once it can (it used
+// to stop a start with exit status 1, and leave a re-index undone).
 func storageFault(err error, st Storage) bool {
-	for _, e := range []error{syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EIO, syscall.ENOENT, syscall.ENOTDIR, syscall.EACCES, syscall.EPERM} {
+	for _, e := range []error{syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EIO, syscall.ENOENT, syscall.ENOTDIR, syscall.EACCES, syscall.EPERM, syscall.EMFILE, syscall.ENFILE} {
 		if errors.Is(err, e) {
 			return true
 		}

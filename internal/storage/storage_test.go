@@ -137,6 +137,10 @@ func TestFixNamesTheCause(t *testing.T) {
 		syscall.EDQUOT:        "free space",
 		os.ErrNotExist:        "mkdir -p /d",
 		errors.New("mystery"): "check the data folder /d",
+		// Not the folder's fault: the process's limits.
+		&os.PathError{Op: "open", Path: "/d/learn/000001.sst", Err: syscall.EMFILE}: "open-files limit",
+		syscall.ENFILE: "fs.file-max",
+		syscall.ENOMEM: "ulimit -v",
 	} {
 		if got := Fix("/d", err); !strings.Contains(got, want) {
 			t.Errorf("Fix(%v) = %q, want it to say %q", err, got, want)

@@ -1,0 +1,69 @@
+//go:build linux
+
+package live
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// TestOutOfDescriptorsIndexesInMemory: a gateway out of file descriptors
+// (a low open-files limit, many clients) cannot open the index's files. At
+// start it used to stop (exit status 1, "build the index …: too many open
+// files (deleting that folder is safe)"); while serving, a re-index after
+// a tool list change failed and stayed undone until the next change. Now
+// the index is built in memory and served, the fault is reported with the
+// open-files limit as its fix, and the loop writes the index to the folder
+// once descriptors are free. The test fills its own process's descriptor
+// table, so it must not run in parallel.
+func TestOutOfDescriptorsIndexesInMemory(t *testing.T) {
+	for _, when := range []string{"at start", "while serving"} {
+		t.Run(when, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "data")
+			h := storage.New(data, nil)
+			if err := h.Prepare(); err != nil {
+				t.Fatal(err)
+			}
+			w := h.Writer("index", "the index is built in memory")
+			pool := newFakePool("a")
+			pool.list("a", "apple")
+			f := newFixture(t, index.Dir(data), pool, &Options{Embedder: &fakeEmbedder{model: "m1"}, Debounce: time.Millisecond, Storage: w, StorageRetry: 10 * time.Millisecond}, "a")
+			var release func()
+			if when == "at start" {
+				release = testenv.FillDescriptors(t)
+			}
+			f.run(t)
+			if when == "while serving" {
+				if st := f.loop.Stats(); st.IndexInMemory {
+					t.Fatalf("in memory before the fault: %+v", st)
+				}
+				release = testenv.FillDescriptors(t)
+				pool.list("a", "apple", "avocado")
+				f.loop.ToolsChanged("a", nil)
+				f.wait(t, "the re-index in memory", func(s Stats) bool { return s.CatalogTools == 2 && s.IndexInMemory })
+			}
+			if !f.loop.Stats().IndexInMemory || !w.Failing() {
+				t.Fatalf("out of descriptors: %+v, writer failing %v; want the index in memory and the fault reported", f.loop.Stats(), w.Failing())
+			}
+			if r := h.Report(); !strings.Contains(r.Fix, "open-files limit") {
+				t.Errorf("the fault's fix %q does not name the open-files limit", r.Fix)
+			}
+			if got := f.find(t, "apple", 1); !slices.Equal(got, []string{"a__apple"}) {
+				t.Errorf("search apple out of descriptors = %v", got)
+			}
+			release()
+			st := f.wait(t, "the index written to the folder", func(s Stats) bool { return !s.IndexInMemory && !s.Reindexing })
+			if _, err := os.Stat(filepath.Join(index.Dir(data), "manifest.json")); err != nil || w.Failing() {
+				t.Errorf("once descriptors are free: %+v, manifest: %v, writer failing: %v", st, err, w.Failing())
+			}
+		})
+	}
+}

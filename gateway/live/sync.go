@@ -138,7 +138,7 @@ func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err e
 		ix, err = l.buildInMemory(ctx, tools)
 		return ix, err == nil, err
 	}
-	ix, rep, err := index.EnsureReport(ctx, l.dir, tools, l.opts.Embedder, &index.Options{Logger: l.log, LockWait: l.opts.LockWait})
+	ix, rep, err := index.EnsureReport(ctx, l.dir, tools, l.embedder(ctx), &index.Options{Logger: l.log, LockWait: l.opts.LockWait})
 	if err != nil {
 		if ctx.Err() == nil && storageFault(err, st) {
 			st.Fail(fmt.Errorf("write the index in %s: %w", l.dir, err))
@@ -155,11 +155,27 @@ func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err e
 	return ix, false, nil
 }
 
+// embedder is the embedder an index is built with: Options.Embedder, or
+// nil (an index for BM25 only) when it loads in the background and its
+// load failed (out of memory or descriptors: ulimit -v, MemoryMax=, ulimit
+// -n). Searches run BM25-only then, as the embedder's log line says; a
+// build that asked it for vectors used to fail with its load error, and
+// with it the start (exit status 1) or every re-index.
+func (l *Loop) embedder(ctx context.Context) index.Embedder {
+	emb := l.opts.Embedder
+	if r, ok := emb.(interface{ Ready(context.Context) error }); ok {
+		if err := r.Ready(ctx); err != nil && ctx.Err() == nil {
+			return nil
+		}
+	}
+	return emb
+}
+
 // buildInMemory indexes tools in memory: the same ranking, nothing
 // written.
 func (l *Loop) buildInMemory(ctx context.Context, tools []catalog.Tool) (*index.Index, error) {
 	start := time.Now()
-	ix, err := index.Build(ctx, tools, l.opts.Embedder, &index.Options{Logger: l.log})
+	ix, err := index.Build(ctx, tools, l.embedder(ctx), &index.Options{Logger: l.log})
 	if err != nil {
 		return nil, fmt.Errorf("build the index in memory: %w", err)
 	}

@@ -22,7 +22,9 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -143,6 +145,23 @@ var (
 // TestNoTelemetry fails the day the library writes them anyway.
 var ortTelemetryOptOut = []string{"ORT_DISABLE_TELEMETRY", "ORT_TELEMETRY_DISABLED"}
 
+// limitFix is the fix for err, a failure to load ONNX Runtime or the model:
+// fix (re-install the piece) unless err says the process was refused
+// memory or descriptors, which a re-install does not mend. ONNX Runtime
+// reports its C++ allocator's std::bad_alloc, the dynamic loader "failed to
+// map segment" (an address-space limit), the C library ENOMEM or EMFILE.
+func limitFix(err error, fix string) string {
+	msg := strings.ToLower(err.Error())
+	switch {
+	case errors.Is(err, syscall.EMFILE), strings.Contains(msg, "too many open files"):
+		return "toolgate has no file descriptors left: raise its open-files limit (ulimit -n; LimitNOFILE= in a systemd unit)"
+	case errors.Is(err, syscall.ENOMEM), strings.Contains(msg, "bad_alloc"), strings.Contains(msg, "failed to map segment"),
+		strings.Contains(msg, "cannot allocate memory"):
+		return "out of memory: raise toolgate's memory or address-space limit (ulimit -v; MemoryMax= or LimitAS= in a systemd unit; a container's memory limit) or free memory"
+	}
+	return fix
+}
+
 // initORT loads the ONNX Runtime library at path once per process. A later
 // call with a different path fails: the runtime cannot be reloaded.
 func initORT(path string) error {
@@ -153,7 +172,7 @@ func initORT(path string) error {
 		}
 		ort.SetSharedLibraryPath(path)
 		if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
-			ortErr = fmt.Errorf("load ONNX Runtime %s: %w (install a working copy with %s)", path, err, FixORT)
+			ortErr = fmt.Errorf("load ONNX Runtime %s: %w (%s)", path, err, limitFix(err, "install a working copy with "+FixORT))
 			return
 		}
 		_ = ort.DisableTelemetry()
@@ -326,7 +345,7 @@ func (e *Embedder) inspect() error {
 	}
 	ins, outs, err := ort.GetInputOutputInfoWithOptions(e.paths.Model, so)
 	if err != nil {
-		return fmt.Errorf("open model %s: %w (re-fetch it with %s)", e.paths.Model, err, FixModel)
+		return fmt.Errorf("open model %s: %w (%s)", e.paths.Model, err, limitFix(err, "re-fetch it with "+FixModel))
 	}
 	var in, out []string
 	for _, i := range ins {
@@ -391,7 +410,7 @@ func (e *Embedder) newSession(threads int) (*ort.DynamicAdvancedSession, error) 
 	}
 	s, err := ort.NewDynamicAdvancedSession(e.paths.Model, e.inputs, []string{e.output}, so)
 	if err != nil {
-		return nil, fmt.Errorf("load model %s: %w (re-fetch it with %s)", e.paths.Model, err, FixModel)
+		return nil, fmt.Errorf("load model %s: %w (%s)", e.paths.Model, err, limitFix(err, "re-fetch it with "+FixModel))
 	}
 	return s, nil
 }

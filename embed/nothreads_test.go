@@ -1,12 +1,14 @@
 package embed
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -127,4 +129,37 @@ func head(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// TestLoadOutOfLimitsNamesTheLimit: a model or tokenizer that cannot be
+// loaded because the process was refused descriptors or memory says which
+// limit to raise, not to re-fetch the files (which are fine). The tokenizer
+// is read with no descriptor left; ONNX Runtime's and the loader's
+// messages for memory are as seen under ulimit -v.
+func TestLoadOutOfLimitsNamesTheLimit(t *testing.T) {
+	src := filepath.Join(installed(Options{}).ModelDir, TokenizerFile)
+	if _, err := os.Stat(src); err != nil {
+		testenv.Missing(t, "tokenizer file %s: %v (install it with %s)", src, err, FixModel)
+	}
+	release := testenv.FillDescriptors(t)
+	tk, err := newTokenizer(src, 256)
+	release()
+	if err == nil {
+		tk.close()
+		t.Fatal("the tokenizer loaded with no descriptor left")
+	}
+	if !strings.Contains(err.Error(), "open-files limit") || strings.Contains(err.Error(), "re-fetch") {
+		t.Errorf("tokenizer out of descriptors: %v; want the open-files limit, not a re-fetch", err)
+	}
+	for _, msg := range []string{
+		"Error creating C session from file: Exception during initialization: std::bad_alloc",
+		`Error loading ONNX shared library "libonnxruntime.so.1": libonnxruntime.so.1: failed to map segment from shared object`,
+	} {
+		if got := limitFix(errors.New(msg), "re-fetch"); !strings.Contains(got, "ulimit -v") {
+			t.Errorf("limitFix(%q) = %q, want the memory limit", msg, got)
+		}
+	}
+	if got := limitFix(errors.New("protobuf parsing failed"), "re-fetch"); got != "re-fetch" {
+		t.Errorf("a damaged model: %q, want the re-fetch", got)
+	}
 }

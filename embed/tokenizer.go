@@ -39,12 +39,14 @@ func newTokenizer(path string, maxLen int) (*tokenizer, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, &MissingError{Piece: "tokenizer file", Path: path, Fix: FixModel, Err: err}
 	}
-	if !probeTokenizerFile(path) {
-		return nil, fmt.Errorf("load tokenizer %s: not a valid Hugging Face tokenizer.json: re-fetch it with %s", path, FixModel)
-	}
+	// Read first: a file that cannot be opened (out of descriptors) is not
+	// one that is not a tokenizer, which is all the probe can say.
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read tokenizer: %w", err)
+		return nil, fmt.Errorf("read tokenizer: %w (%s)", err, limitFix(err, "re-fetch it with "+FixModel))
+	}
+	if !probeTokenizerFile(path) {
+		return nil, fmt.Errorf("load tokenizer %s: not a valid Hugging Face tokenizer.json: re-fetch it with %s", path, FixModel)
 	}
 	// from_bytes_with_truncation overrides the file's own truncation (the
 	// langchain4j copy says 128; the model was trained and is used at 256).

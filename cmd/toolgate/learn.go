@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -267,8 +268,20 @@ func (h mutedHandler) WithGroup(name string) slog.Handler {
 
 // damagedError is a learned-pairs store in storeDir that cannot be opened
 // though its data folder takes writes (Badger's files cut short or
-// damaged), with the fix.
+// damaged), with the fix. A store that cannot be opened because the
+// process was refused memory for its maps (ulimit -v, a memory limit) or
+// descriptors is not damaged: moving it aside would only lose what was
+// learned, so the fix is the limit (the gateway opens it once it can).
 func damagedError(dataDir, storeDir string, err error) error {
+	if e := storage.Shortage(err); e != 0 {
+		want := "file descriptors"
+		if e == syscall.ENOMEM {
+			want = "memory"
+		}
+		return &storage.FolderError{Dir: dataDir, Err: err,
+			Problem: fmt.Sprintf("holds learned pairs that cannot be opened for want of %s (%v)", want, err),
+			Fix:     storage.Fix(dataDir, e)}
+	}
 	return &storage.FolderError{Dir: dataDir, Err: err,
 		Problem: fmt.Sprintf("holds learned pairs that cannot be opened (damaged? %v)", err),
 		Fix: fmt.Sprintf("move the store aside (mv %s %s.bad): learning starts afresh, a running gateway's within seconds (what was learned stays in the copy); "+

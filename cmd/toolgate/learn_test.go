@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 // Through the real binary and the bundled servers: a search_tools answer
@@ -105,5 +107,25 @@ func TestLearnCommand(t *testing.T) {
 		if err := runLearn(context.Background(), g, &f, &out); err == nil || !errors.As(err, &ue) {
 			t.Errorf("%+v: err = %v, want a usage error", f, err)
 		}
+	}
+}
+
+// TestLearnedPairsShortOfMemoryNotDamaged: learned pairs that Badger cannot
+// map for want of memory (seen under ulimit -v 2.2 GB) or cannot open for
+// want of descriptors are not called damaged, and the fix is the limit,
+// not moving the store aside (which would lose what was learned).
+func TestLearnedPairsShortOfMemoryNotDamaged(t *testing.T) {
+	for _, tc := range []struct{ err, want string }{
+		{"During db.vlog.open err: while opening file: /d/learn/000001.vlog err: cannot allocate memory\nwhile mmapping /d/learn/000001.vlog with size: 33554432", "ulimit -v"},
+		{"open /d/learn/MANIFEST: too many open files", "open-files limit"},
+	} {
+		err := damagedError("/d", "/d/learn", errors.New(tc.err))
+		fix := storage.Fix("/d", err)
+		if strings.Contains(err.Error(), "damaged") || strings.Contains(fix, "mv ") || !strings.Contains(fix, tc.want) {
+			t.Errorf("%q: %v, fix %q; want no damage, and the fix to name %q", tc.err, err, fix, tc.want)
+		}
+	}
+	if fix := storage.Fix("/d", damagedError("/d", "/d/learn", errors.New("Value log truncate required"))); !strings.Contains(fix, "mv /d/learn /d/learn.bad") {
+		t.Errorf("a damaged store: fix %q, want it moved aside", fix)
 	}
 }

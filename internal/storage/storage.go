@@ -38,6 +38,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -211,6 +212,30 @@ func Fix(dir string, err error) string {
 		return "toolgate was refused memory (a memory or address-space limit: ulimit -v, MemoryMax= in a systemd unit): raise it or free memory; writers try again on their next write"
 	}
 	return fmt.Sprintf("check the data folder %s and its file system (the error says what failed); writers try again on their next write", dir)
+}
+
+// Shortage returns EMFILE, ENFILE or ENOMEM when err says the process was
+// refused a file descriptor or memory (a memory map, under ulimit -v or a
+// memory limit), else 0: not a fault of the folder or of what it holds.
+// Libraries that keep only the message (Badger) are read by it.
+func Shortage(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	msg := strings.ToLower(err.Error())
+	for _, e := range []struct {
+		errno syscall.Errno
+		says  string
+	}{
+		{syscall.ENFILE, "too many open files in system"},
+		{syscall.EMFILE, "too many open files"},
+		{syscall.ENOMEM, "cannot allocate memory"},
+	} {
+		if errors.Is(err, e.errno) || strings.Contains(msg, e.says) {
+			return e.errno
+		}
+	}
+	return 0
 }
 
 // Gate is the data folder's health as a store that writes there uses it:

@@ -186,3 +186,20 @@ func TestCommandFix(t *testing.T) {
 		}
 	}
 }
+
+// TestShortage: a process refused descriptors or memory is told apart from
+// a fault of the folder, from the errno or from the message alone (Badger
+// keeps only the message of a failed memory map).
+func TestShortage(t *testing.T) {
+	for err, want := range map[error]syscall.Errno{
+		&os.PathError{Op: "open", Path: "/d/x", Err: syscall.EMFILE}:                                      syscall.EMFILE,
+		errors.New("while mmapping /d/learn/000001.vlog with size: 33554432 err: cannot allocate memory"): syscall.ENOMEM,
+		errors.New("open /d/learn/MANIFEST: too many open files in system"):                               syscall.ENFILE,
+		errors.New("Value log truncate required to run DB. This might result in data loss"):               0,
+		&os.PathError{Op: "open", Path: "/d/x", Err: syscall.EROFS}:                                       0,
+	} {
+		if got := Shortage(err); got != want {
+			t.Errorf("Shortage(%v) = %v, want %v", err, got, want)
+		}
+	}
+}

@@ -629,7 +629,7 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 		args = map[string]any{}
 	}
 	callTimeout := b.callTO()
-	tctx, cancelT := context.WithTimeoutCause(ctx, callTimeout, ErrCallTimeout)
+	tctx, cancelT := withRunningTimeout(ctx, callTimeout, ErrCallTimeout) // a pause of the gateway does not count
 	defer cancelT()
 	cctx, cancel := context.WithCancelCause(tctx)
 	defer cancel(nil)

@@ -6,8 +6,7 @@ import (
 	"time"
 )
 
-// A stopped process (SIGSTOP, a frozen container or a paused VM, a
-// debugger) sees Go's monotonic clock run on, so at SIGCONT every timer that
+// A stopped process (SIGSTOP, a frozen container, a debugger) sees Go's monotonic clock run on, so at SIGCONT every timer that
 // would have fired meanwhile fires at once. For a call in flight that meant
 // a timeout at the resume whatever the server did: a server frozen with the
 // gateway had had a few seconds of its call timeout, and one that was not

@@ -3,6 +3,7 @@
 package live
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -65,5 +66,24 @@ func TestOutOfDescriptorsIndexesInMemory(t *testing.T) {
 				t.Errorf("once descriptors are free: %+v, manifest: %v, writer failing: %v", st, err, w.Failing())
 			}
 		})
+	}
+}
+
+// TestStorageFaultWithoutErrno: a failed index write whose error lost its
+// errno (Bleve's "error parsing mapping JSON" for a mapping it could not
+// open, seen under ulimit -n 32) counts as the shortage's while the process
+// is out of descriptors, and as the catalog's otherwise.
+func TestStorageFaultWithoutErrno(t *testing.T) {
+	data := t.TempDir()
+	st := storage.New(data, nil).Writer("index", "the index is built in memory")
+	err := errors.New("open bleve index: error parsing mapping JSON: unexpected end of JSON input")
+	if storageFault(err, st) {
+		t.Fatal("a storage fault with descriptors to spare")
+	}
+	release := testenv.FillDescriptors(t)
+	short := storageFault(err, st)
+	release()
+	if !short {
+		t.Error("not a storage fault out of descriptors: the start stops (exit status 1)")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"syscall"
 	"time"
@@ -199,7 +200,30 @@ func storageFault(err error, st Storage) bool {
 			return true
 		}
 	}
-	return st.Check() != nil
+	// Bleve loses the errno of a file it could not open.
+	return descriptorsShort() || st.Check() != nil
+}
+
+// descriptorsMargin is how close to its open-files limit the process counts
+// as out of descriptors (descriptorsShort): other goroutines take and give
+// back descriptors all the time.
+const descriptorsMargin = 8
+
+// descriptorsShort reports whether the process is out of file descriptors
+// now, or within a few of its soft limit. It is asked after a failure whose
+// error may have lost the errno (Bleve reads a segment or its mapping that
+// it could not open as empty, and says the mapping does not parse), seen
+// under ulimit -n 32: the failure was then most likely the shortage's.
+func descriptorsShort() bool {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return false
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+	}
+	return uint64(len(fds))+descriptorsMargin >= lim.Cur
 }
 
 // openWarm opens the index of the last run when it can answer for this

@@ -8,9 +8,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -118,8 +120,19 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	if k := os.Getenv(envKey); k != "" {
 		req.Header.Set("Authorization", "Bearer "+k)
 	}
+	// A connection the kernel took (the listener's queue) but no answer:
+	// something listens, and is out of file descriptors or stuck; not
+	// absent.
+	var connected atomic.Bool
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		ConnectDone: func(_, _ string, err error) { connected.Store(err == nil) },
+	}))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
+		if connected.Load() && errors.Is(err, context.DeadlineExceeded) {
+			return exitError{fmt.Errorf("%s took the connection but sent no answer within %s: a gateway that runs out of file descriptors cannot accept it "+
+				"(its log says `the HTTP front cannot accept connections`, with the fix), or one that is stopped or stuck", u, f.timeout), degradedExit}
+		}
 		return fmt.Errorf("no gateway answered at %s: %w\n(start one with `toolgate serve --config FILE --http %s`, or point --addr at the one running)", u, unwrapURLError(err), hostOf(u))
 	}
 	defer resp.Body.Close()

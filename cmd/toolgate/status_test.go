@@ -146,6 +146,25 @@ func TestStatusCommandErrors(t *testing.T) {
 	}
 }
 
+// TestStatusGatewayNotAccepting: a gateway out of file descriptors cannot
+// accept a connection; the kernel takes it into the listener's queue and no
+// answer comes. `toolgate status` says a gateway may be there, out of
+// descriptors or stuck, and exits 3 (degraded); it used to say that no
+// gateway answered and to start one (exit 1).
+func TestStatusGatewayNotAccepting(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // never accepts
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var out bytes.Buffer
+	err = runStatus(context.Background(), &out, statusFlags{addr: ln.Addr().String(), timeout: 300 * time.Millisecond})
+	requireDegraded(t, err, "took the connection but sent no answer")
+	if !strings.Contains(err.Error(), "cannot accept connections") {
+		t.Errorf("the error does not point at the log line: %v", err)
+	}
+}
+
 type storageSource storage.Report
 
 func (s storageSource) Report() storage.Report { return storage.Report(s) }

@@ -116,7 +116,10 @@ type Embedder struct {
 	// loaded is closed once the tokenizer and sessions are loaded, or
 	// failed to (loadErr); tok, pool and sessions are set before.
 	loaded  chan struct{}
-	loadErr error
+	loadErr error // written under mu once loaded is closed (a retry)
+	// stop is closed by Close: a background load that retries gives up.
+	stop     chan struct{}
+	stopOnce sync.Once
 
 	// mu is held shared by each Embed and exclusively by Close, so Close
 	// waits for calls in flight and later calls see closed.
@@ -148,15 +151,17 @@ var ortTelemetryOptOut = []string{"ORT_DISABLE_TELEMETRY", "ORT_TELEMETRY_DISABL
 // limitFix is the fix for err, a failure to load ONNX Runtime or the model:
 // fix (re-install the piece) unless err says the process was refused
 // memory or descriptors, which a re-install does not mend. ONNX Runtime
-// reports its C++ allocator's std::bad_alloc, the dynamic loader "failed to
-// map segment" (an address-space limit), the C library ENOMEM or EMFILE.
+// reports its C++ allocator's std::bad_alloc and an errno as "system error
+// number N", the dynamic loader "failed to map segment" (an address-space
+// limit), the C library ENOMEM or EMFILE.
 func limitFix(err error, fix string) string {
 	msg := strings.ToLower(err.Error())
 	switch {
-	case errors.Is(err, syscall.EMFILE), strings.Contains(msg, "too many open files"):
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE), strings.Contains(msg, "too many open files"),
+		strings.Contains(msg, "system error number 24"), strings.Contains(msg, "system error number 23"):
 		return "toolgate has no file descriptors left: raise its open-files limit (ulimit -n; LimitNOFILE= in a systemd unit)"
 	case errors.Is(err, syscall.ENOMEM), strings.Contains(msg, "bad_alloc"), strings.Contains(msg, "failed to map segment"),
-		strings.Contains(msg, "cannot allocate memory"):
+		strings.Contains(msg, "cannot allocate memory"), strings.Contains(msg, "system error number 12"):
 		return "out of memory: raise toolgate's memory or address-space limit (ulimit -v; MemoryMax= or LimitAS= in a systemd unit; a container's memory limit) or free memory"
 	}
 	return fix
@@ -242,6 +247,7 @@ func New(opts *Options) (*Embedder, error) {
 		log:      log,
 		pooling:  models.PoolingMean,
 		loaded:   make(chan struct{}),
+		stop:     make(chan struct{}),
 	}
 	spec := models.Manifest().Model
 	if spec.Name == ModelName {
@@ -269,11 +275,92 @@ func New(opts *Options) (*Embedder, error) {
 	return e, nil
 }
 
+// loadRetry is how often a background load that failed for want of
+// memory or descriptors is tried again.
+var loadRetry = 10 * time.Second
+
 // load loads the tokenizer and the sessions side by side, then closes
-// e.loaded; on failure it releases what it made and keeps the error.
+// e.loaded; on failure it releases what it made and keeps the error. A
+// background load refused memory or descriptors (a limit that may be
+// raised, or pressure that passes: many clients, a big build) is tried
+// again every loadRetry until it loads or Close: searches run BM25-only
+// meanwhile, and the gateway's loop re-indexes with vectors once Ready
+// says the model is there (it used to stay BM25-only until a restart).
 func (e *Embedder) load(o Options) {
-	defer close(e.loaded)
 	start := time.Now()
+	tok, sessions, err := e.loadOnce(o)
+	if err == nil {
+		e.install(tok, sessions, o, time.Since(start), false)
+		close(e.loaded)
+		return
+	}
+	e.loadErr = err
+	close(e.loaded)
+	if !o.Background {
+		return
+	}
+	if limitFix(err, "") == "" {
+		// A file that is wrong stays wrong: no retry.
+		e.log.Error("embedding model failed to load: searches run BM25-only", "model", e.paths.Model, "err", err)
+		return
+	}
+	e.log.Error("embedding model failed to load: searches run BM25-only until it loads (tried again every "+loadRetry.String()+")", "model", e.paths.Model, "err", err)
+	t := time.NewTicker(loadRetry)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+		}
+		start := time.Now()
+		tok, sessions, err := e.loadOnce(o)
+		if err != nil {
+			e.log.Debug("embedding model still fails to load", "err", err)
+			continue
+		}
+		e.install(tok, sessions, o, time.Since(start), true)
+		return
+	}
+}
+
+// install makes the loaded tokenizer and sessions the embedder's; after a
+// retry (the first load failed) it waits for calls in flight, and releases
+// them when Close came first.
+func (e *Embedder) install(tok *tokenizer, sessions []*ort.DynamicAdvancedSession, o Options, took time.Duration, retried bool) {
+	if retried {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.closed {
+			for _, s := range sessions {
+				s.Destroy()
+			}
+			tok.close()
+			return
+		}
+		e.loadErr = nil
+	}
+	e.tok, e.sessions = tok, sessions
+	e.pool = make(chan *ort.DynamicAdvancedSession, len(sessions))
+	for _, s := range sessions {
+		e.pool <- s
+	}
+	e.log.Info("embedder loaded", "model", e.modelID, "path", e.paths.Model, "ort", ort.GetVersion(),
+		"sessions", o.Sessions, "threads", o.Threads, "token_type_ids", e.useTypes, "took", took.Round(time.Millisecond))
+	if retried {
+		e.log.Info("the embedding model loads now: searches rank with it again once the index has its vectors")
+	}
+}
+
+// loadHook, when set (by tests), runs at the start of each load attempt.
+var loadHook func()
+
+// loadOnce loads the tokenizer and the sessions side by side; on failure
+// it releases what it made.
+func (e *Embedder) loadOnce(o Options) (*tokenizer, []*ort.DynamicAdvancedSession, error) {
+	if loadHook != nil {
+		loadHook()
+	}
 	var tok *tokenizer
 	var tokErr error
 	tokDone := make(chan struct{})
@@ -303,27 +390,28 @@ func (e *Embedder) load(o Options) {
 		if tok != nil {
 			tok.close()
 		}
-		e.loadErr = err
-		if o.Background {
-			e.log.Error("embedding model failed to load: searches run BM25-only", "model", e.paths.Model, "err", err)
-		}
-		return
+		return nil, nil, err
 	}
-	e.tok, e.sessions = tok, sessions
-	e.pool = make(chan *ort.DynamicAdvancedSession, len(sessions))
-	for _, s := range sessions {
-		e.pool <- s
-	}
-	e.log.Info("embedder loaded", "model", e.modelID, "path", e.paths.Model, "ort", ort.GetVersion(),
-		"sessions", o.Sessions, "threads", o.Threads, "token_type_ids", e.useTypes, "took", time.Since(start).Round(time.Millisecond))
+	return tok, sessions, nil
 }
 
 // Ready waits until the model is loaded (at once without
-// Options.Background) and returns why it could not be, if so.
+// Options.Background) and returns why it could not be, if so: a load that
+// failed for want of memory or descriptors may succeed later (load).
 func (e *Embedder) Ready(ctx context.Context) error {
+	if err := e.wait(ctx); err != nil {
+		return err
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.loadErr
+}
+
+// wait waits for the first load to end.
+func (e *Embedder) wait(ctx context.Context) error {
 	select {
 	case <-e.loaded:
-		return e.loadErr
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -453,8 +541,11 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 	if e.closed {
 		return nil, ErrClosed
 	}
-	if err := e.Ready(ctx); err != nil {
+	if err := e.wait(ctx); err != nil {
 		return nil, err
+	}
+	if e.loadErr != nil { // read under mu: a retry writes it
+		return nil, e.loadErr
 	}
 	out := make([][]float32, len(texts))
 	if len(texts) == 0 {
@@ -635,6 +726,7 @@ func meanPoolNormalize(hidden []float32, mask []int64, n, seq, dim int) [][]floa
 // Close releases the sessions and the tokenizer, waiting for runs in
 // flight. The ONNX Runtime library stays loaded for the process.
 func (e *Embedder) Close() error {
+	e.stopOnce.Do(func() { close(e.stop) })
 	<-e.loaded // a background load finishes first
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -1,6 +1,7 @@
 package embed
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,8 +11,10 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -161,5 +164,43 @@ func TestLoadOutOfLimitsNamesTheLimit(t *testing.T) {
 	}
 	if got := limitFix(errors.New("protobuf parsing failed"), "re-fetch"); got != "re-fetch" {
 		t.Errorf("a damaged model: %q, want the re-fetch", got)
+	}
+}
+
+// TestBackgroundLoadRetriedAfterShortage: a model that fails to load in
+// the background because the process had no descriptor left says so, and
+// loads by itself once descriptors are free (the gateway then re-indexes
+// with its vectors); it used to stay unloaded, BM25-only, until a restart.
+func TestBackgroundLoadRetriedAfterShortage(t *testing.T) {
+	o := installed(Options{Sessions: 1, Background: true})
+	if _, err := Locate(o); err != nil {
+		testenv.Require(t, err)
+	}
+	defer func(d time.Duration) { loadRetry, loadHook = d, nil }(loadRetry)
+	loadRetry = 20 * time.Millisecond
+	first, filled := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	loadHook = func() {
+		if calls.Add(1) == 1 {
+			first <- struct{}{}
+			<-filled
+		}
+	}
+	e, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	<-first
+	release := testenv.FillDescriptors(t)
+	filled <- struct{}{}
+	err = e.Ready(context.Background())
+	release()
+	if err == nil || !strings.Contains(err.Error(), "open-files limit") {
+		t.Fatalf("the load with no descriptor left: %v, want it to name the open-files limit", err)
+	}
+	testenv.Eventually(t, "the model loaded by a retry", func() bool { return e.Ready(context.Background()) == nil })
+	if v, err := e.Embed(context.Background(), []string{"list the files in a directory"}); err != nil || len(v) != 1 {
+		t.Fatalf("Embed after the retry: %v, %v", len(v), err)
 	}
 }

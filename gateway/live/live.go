@@ -239,9 +239,12 @@ type Loop struct {
 
 	reloadMu sync.Mutex                  // serializes reloads and enable/disable
 	applied  atomic.Pointer[config.File] // the config in effect
-	hash     [sha256.Size]byte
-	watchers []*config.Watcher // the config files'
-	stateW   *config.Watcher   // the state file's
+	// withoutModel: the latest index was built without vectors because
+	// the model had failed to load (see embedder, modelBack).
+	withoutModel atomic.Bool
+	hash         [sha256.Size]byte
+	watchers     []*config.Watcher // the config files'
+	stateW       *config.Watcher   // the state file's
 
 	cancel context.CancelFunc
 	// runCtx is Run's context: servers the pool starts for a reload or an

@@ -56,6 +56,11 @@ func (l *Loop) syncLoop(ctx context.Context) {
 			return
 		case <-l.kick:
 		case <-retry.C:
+			if l.modelBack(ctx) {
+				l.log.Info("the embedding model loaded: re-indexing with its vectors")
+				l.refresh()
+				continue
+			}
 			if !l.Stats().IndexInMemory || l.opts.Storage.Check() != nil {
 				continue
 			}
@@ -166,10 +171,24 @@ func (l *Loop) embedder(ctx context.Context) index.Embedder {
 	emb := l.opts.Embedder
 	if r, ok := emb.(interface{ Ready(context.Context) error }); ok {
 		if err := r.Ready(ctx); err != nil && ctx.Err() == nil {
+			l.withoutModel.Store(true)
 			return nil
 		}
 	}
+	l.withoutModel.Store(false)
 	return emb
+}
+
+// modelBack reports whether the served index was built without vectors
+// because the model had failed to load, and the model has loaded since
+// (the embedder tries again when the failure was for want of memory or
+// descriptors): then a re-index gives searches their vectors again.
+func (l *Loop) modelBack(ctx context.Context) bool {
+	if !l.withoutModel.Load() {
+		return false
+	}
+	r, ok := l.opts.Embedder.(interface{ Ready(context.Context) error })
+	return ok && r.Ready(ctx) == nil
 }
 
 // buildInMemory indexes tools in memory: the same ranking, nothing

@@ -521,7 +521,8 @@ var shortages = []struct {
 		}
 		return "the server ran out of file descriptors: it inherits toolgate's open-files limit (" + n + "): raise it (ulimit -n; LimitNOFILE= in a systemd unit)"
 	}},
-	{[]string{"pthread_create failed", "failed to create new os thread", "uv_thread_create", "resource temporarily unavailable", "eagain"}, func() string {
+	{[]string{"pthread_create failed", "failed to create new os thread", "uv_thread_create", "can't start new thread",
+		"threadpoolbuilderror", "cannot fork", "fork: retry", "fork: resource temporarily unavailable"}, func() string {
 		return "the server could not create a thread or process: raise the process limit toolgate and its servers share (ulimit -u; TasksMax= in a systemd unit; a container's pids limit)"
 	}},
 	{[]string{"cannot allocate memory", "enomem"}, func() string {

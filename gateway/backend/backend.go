@@ -114,8 +114,9 @@ type backend struct {
 	inFlight int // calls running on run (Status.InFlight)
 	// staysDown: the supervisor gave up (restarts used up, or a config
 	// error): no restart comes until Reconfigure replaces the backend.
-	staysDown bool
-	lastUse   time.Time // last call start or end
+	staysDown  bool
+	quietRetry bool      // retrying past restart.delays for want of a resource: "backend down" at debug level
+	lastUse    time.Time // last call start or end
 	// loginChanged is closed when the stored login changes; taken before
 	// each connect of a remote backend with an Authorizer (nil otherwise).
 	loginChanged <-chan struct{}
@@ -305,9 +306,15 @@ func (b *backend) connect(ctx context.Context) {
 	r, tools, err := b.dial(ctx)
 	if err != nil {
 		err = maskErr(err, b.errMask)
-		if errors.As(err, new(abortedError)) {
+		b.mu.Lock()
+		quiet := b.quietRetry
+		b.mu.Unlock()
+		switch {
+		case errors.As(err, new(abortedError)):
 			b.log.Debug("connect aborted", keyErr, err) // a stop: nothing went wrong
-		} else {
+		case quiet:
+			b.log.Debug("backend still down", keyErr, err)
+		default:
 			b.log.Warn("backend down", keyErr, err)
 		}
 		b.setState(downState(err), err)
@@ -315,6 +322,7 @@ func (b *backend) connect(ctx context.Context) {
 	}
 	b.mu.Lock()
 	b.run = r
+	b.quietRetry = false
 	b.tools = tools
 	b.info = r.sess.InitializeResult()
 	b.mu.Unlock()
@@ -884,7 +892,13 @@ func (b *backend) supervise() {
 		lastErr := b.err
 		b.mu.Unlock()
 		var ce configError
-		if attempt >= len(delays) || errors.As(lastErr, &ce) {
+		var re resourceError
+		// Out of descriptors, processes or memory, a server is tried
+		// again at the last delay for as long as it takes: the shortage
+		// passes, or the operator raises the limit; it used to stay down
+		// once the delays were spent.
+		short := errors.As(lastErr, &re)
+		if len(delays) == 0 || (attempt >= len(delays) && !short) || errors.As(lastErr, &ce) {
 			if len(delays) > 0 {
 				b.log.Warn("backend stays down", keyErr, lastErr, keyAttempt, attempt)
 			}
@@ -894,9 +908,19 @@ func (b *backend) supervise() {
 			<-b.ctx.Done()
 			return
 		}
-		delay := delays[attempt]
+		delay := delays[min(attempt, len(delays)-1)]
 		attempt++
-		b.log.Info("restarting backend", keyDelay, delay, keyAttempt, attempt)
+		switch {
+		case attempt <= len(delays):
+			b.log.Info("restarting backend", keyDelay, delay, keyAttempt, attempt)
+		case attempt == len(delays)+1:
+			b.log.Warn("backend still cannot start for want of a resource: tried again every "+delay.String()+" until it can (logged at debug level)", keyErr, lastErr)
+			b.mu.Lock()
+			b.quietRetry = true
+			b.mu.Unlock()
+		default:
+			b.log.Debug("restarting backend", keyDelay, delay, keyAttempt, attempt)
+		}
 		t := time.NewTimer(delay)
 		select {
 		case <-b.ctx.Done():

@@ -117,3 +117,30 @@ func TestServerOutOfResourcesAtStart(t *testing.T) {
 		})
 	}
 }
+
+// TestShortageOutlastsRestartDelays: a server that cannot start for want
+// of descriptors for longer than restart.delays allow is tried again at the
+// last delay, and comes up once descriptors are free; past the delays it
+// is said once, and each failure is logged at debug level. It used to stay
+// down once the delays were spent, until the config changed (seen under a
+// pids limit raised after 25 s: every server stayed down).
+func TestShortageOutlastsRestartDelays(t *testing.T) {
+	srv := backendtest.Command(t, "normal")
+	release := testenv.FillDescriptors(t)
+	var logs testenv.LogBuffer
+	o := testOptions(&logs)
+	o.RestartDelays = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}
+	p := startPool(t, []config.Server{srv}, o)
+	testenv.Eventually(t, "more starts than restart.delays", func() bool {
+		return statusOf(t, p, srv.Name).Restarts > len(o.RestartDelays)+3
+	})
+	release()
+	testenv.Eventually(t, "up once descriptors are free", func() bool {
+		return statusOf(t, p, srv.Name).State == StateUp
+	})
+	// The first failures are warnings; those past the delays are not.
+	got := logs.String()
+	if n := strings.Count(got, `level=WARN msg="backend down"`); n > len(o.RestartDelays)+1 || strings.Count(got, "still cannot start for want of a resource") != 1 {
+		t.Errorf("%d warnings of the server down, want at most %d, then one saying it is tried again:\n%s", n, len(o.RestartDelays)+1, got)
+	}
+}

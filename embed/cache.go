@@ -132,9 +132,10 @@ type CacheStats struct {
 // corrupt or foreign cache — unreadable by Badger, another format version,
 // another dimension for this model — is renamed to
 // <dir>.corrupt-<UTC timestamp>, logged as a warning, and rebuilt empty.
-// A data folder that cannot take writes (Storage refuses) gives a cache
-// that is pass-through until it can. Only a directory held by another
-// process is an error (ErrCacheBusy).
+// A data folder that cannot take writes (Storage refuses), or a process
+// out of descriptors or memory, gives a cache that is pass-through until
+// it can. Only a directory held by another process is an error
+// (ErrCacheBusy).
 func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 	var o CacheOptions
 	if opts != nil {
@@ -163,10 +164,20 @@ func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 		if !errors.Is(err, errBusy) && !c.inMemory && st.Check() != nil {
 			return c, nil // the folder went bad meanwhile
 		}
+		if !c.inMemory && shortage(err) {
+			// Out of descriptors or memory: pass-through, reported with
+			// its fix, and opened at a write once it can be.
+			st.Fail(err)
+			return c, nil
+		}
 		return nil, err
 	}
 	return c, nil
 }
+
+// shortage reports whether err says the process was refused descriptors or
+// memory (Badger keeps only the message): not a store that is unusable.
+func shortage(err error) bool { return limitFix(err, "") != "" }
 
 // openStore opens the store in c.dir (c.mu held or not yet shared). An
 // unusable store is moved aside and rebuilt empty.
@@ -182,7 +193,10 @@ func (c *Cached) openStore() error {
 		c.store = s
 		return nil
 	}
-	if errors.Is(err, errBusy) || c.inMemory {
+	if errors.Is(err, errBusy) || c.inMemory || shortage(err) {
+		// A store that cannot be opened for want of descriptors or memory
+		// is not unusable: it used to be moved aside as corrupt (under
+		// ulimit -n 16), its vectors lost.
 		return err
 	}
 	aside := fmt.Sprintf("%s.corrupt-%s", strings.TrimRight(c.dir, string(os.PathSeparator)), time.Now().UTC().Format("20060102T150405.000Z"))

@@ -581,3 +581,41 @@ func TestCacheQueryTTL(t *testing.T) {
 		t.Errorf("default query TTL %v, want %v", d.queryTTL, DefaultQueryTTL)
 	}
 }
+
+// TestCacheOutOfDescriptors: a cache that cannot be opened because the
+// process has no descriptor left is not corrupt: it is not moved aside (it
+// used to be, its vectors lost, under ulimit -n 16), the fault is
+// reported, searches embed without it, and it is opened at a write once
+// descriptors are free, with the vectors it held.
+func TestCacheOutOfDescriptors(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "embeddings")
+	c, err := NewCached(&fakeModel{id: "f", dim: 4}, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEmbed(t, c, "alpha")
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st := &switchStorage{}
+	inner := &fakeModel{id: "f", dim: 4}
+	release := testenv.FillDescriptors(t)
+	c, err = NewCached(inner, dir, &CacheOptions{Storage: st})
+	release()
+	if err != nil {
+		t.Fatalf("NewCached out of descriptors: %v, want a pass-through cache", err)
+	}
+	defer c.Close()
+	if aside, _ := filepath.Glob(dir + ".corrupt-*"); len(aside) > 0 {
+		t.Fatalf("the cache was moved aside as corrupt: %v", aside)
+	}
+	if st.fails == 0 || !strings.Contains(st.lastFail.Error(), "too many open files") {
+		t.Errorf("the fault is not reported: %d failures, last %v", st.fails, st.lastFail)
+	}
+	mustEmbed(t, c, "beta") // stores, opening the cache
+	mustEmbed(t, c, "alpha", "beta")
+	if diff := cmp.Diff([]string{"beta"}, inner.texts()); diff != "" {
+		t.Errorf("embedded once descriptors are free (-want +got): %s; alpha was in the cache", diff)
+	}
+}

@@ -204,11 +204,11 @@ func Fix(dir string, err error) string {
 		return fmt.Sprintf("give this user write access to %s (chown/chmod), or restart toolgate with another --data-dir; writers resume by themselves once it is writable", dir)
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return fmt.Sprintf("free space on the file system of %s; writers resume by themselves once there is room", dir)
-	case errors.Is(err, syscall.ENFILE):
+	case Shortage(err) == syscall.ENFILE:
 		return "the system has no file descriptors left (fs.file-max): close other programs or raise it; writers resume by themselves once descriptors are free"
-	case errors.Is(err, syscall.EMFILE):
+	case Shortage(err) == syscall.EMFILE:
 		return "toolgate has no file descriptors left (the data folder is fine): raise its open-files limit (ulimit -n; LimitNOFILE= in a systemd unit), or have fewer clients connected or servers configured; writers resume by themselves once descriptors are free"
-	case errors.Is(err, syscall.ENOMEM):
+	case Shortage(err) == syscall.ENOMEM:
 		return "toolgate was refused memory (a memory or address-space limit: ulimit -v, MemoryMax= in a systemd unit): raise it or free memory; writers try again on their next write"
 	}
 	return fmt.Sprintf("check the data folder %s and its file system (the error says what failed); writers try again on their next write", dir)

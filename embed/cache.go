@@ -103,6 +103,11 @@ type Cached struct {
 	store    *store       // nil while none is open
 	closed   bool
 	setAside int // stores left unclosed because their folder went away
+	// shortAt and shortErr: the latest open refused for want of
+	// descriptors or memory; the next is tried shortRetry later, not at
+	// every write (each try logs Badger's own warning).
+	shortAt  time.Time
+	shortErr error
 
 	hits, misses, bad, skipped atomic.Int64
 }
@@ -168,6 +173,7 @@ func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 			// Out of descriptors or memory: pass-through, reported with
 			// its fix, and opened at a write once it can be.
 			st.Fail(err)
+			c.shortAt, c.shortErr = time.Now(), err
 			return c, nil
 		}
 		return nil, err
@@ -572,8 +578,20 @@ func (c *Cached) reopen() error {
 		c.setAside++
 		c.log.Info("embedding cache folder was removed or replaced; starting a new cache there", "dir", c.dir)
 	}
-	return c.openStore()
+	if c.shortErr != nil && time.Since(c.shortAt) < shortRetry {
+		return c.shortErr
+	}
+	err := c.openStore()
+	c.shortErr = nil
+	if err != nil && shortage(err) {
+		c.shortAt, c.shortErr = time.Now(), err
+	}
+	return err
 }
+
+// shortRetry is how often a cache that could not be opened for want of
+// descriptors or memory is tried again (at a write).
+var shortRetry = 10 * time.Second
 
 func countMissing(out [][]float32) int {
 	n := 0

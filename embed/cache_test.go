@@ -586,7 +586,8 @@ func TestCacheQueryTTL(t *testing.T) {
 // process has no descriptor left is not corrupt: it is not moved aside (it
 // used to be, its vectors lost, under ulimit -n 16), the fault is
 // reported, searches embed without it, and it is opened at a write once
-// descriptors are free, with the vectors it held.
+// descriptors are free (at most one try every 10 s), with the vectors it
+// held.
 func TestCacheOutOfDescriptors(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "embeddings")
 	c, err := NewCached(&fakeModel{id: "f", dim: 4}, dir, nil)
@@ -598,6 +599,8 @@ func TestCacheOutOfDescriptors(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	defer func(d time.Duration) { shortRetry = d }(shortRetry)
+	shortRetry = 0
 	st := &switchStorage{}
 	inner := &fakeModel{id: "f", dim: 4}
 	release := testenv.FillDescriptors(t)

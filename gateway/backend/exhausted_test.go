@@ -3,9 +3,7 @@
 package backend
 
 import (
-	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,40 +22,7 @@ import (
 func TestOutOfFileDescriptorsRetried(t *testing.T) {
 	srv := backendtest.Command(t, "normal")
 	remote := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal").Config("remote", nil)
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	low := lim
-	low.Cur = uint64(len(fds) + 64)
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-		t.Fatal(err)
-	}
-	var held []*os.File
-	release := func() {
-		for _, f := range held {
-			f.Close()
-		}
-		held = nil
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-			t.Error(err)
-		}
-	}
-	t.Cleanup(release)
-	for {
-		f, err := os.Open(os.DevNull)
-		if err != nil {
-			if !strings.Contains(err.Error(), "too many open files") {
-				t.Fatalf("filling the descriptor table: %v", err)
-			}
-			break
-		}
-		held = append(held, f)
-	}
+	release := testenv.FillDescriptors(t)
 
 	o := testOptions(nil)
 	o.RestartDelays = []time.Duration{50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond,

@@ -22,14 +22,13 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/models"
 )
 
@@ -150,19 +149,11 @@ var ortTelemetryOptOut = []string{"ORT_DISABLE_TELEMETRY", "ORT_TELEMETRY_DISABL
 
 // limitFix is the fix for err, a failure to load ONNX Runtime or the model:
 // fix (re-install the piece) unless err says the process was refused
-// memory or descriptors, which a re-install does not mend. ONNX Runtime
-// reports its C++ allocator's std::bad_alloc and an errno as "system error
-// number N", the dynamic loader "failed to map segment" (an address-space
-// limit), the C library ENOMEM or EMFILE.
+// memory or descriptors (storage.Shortage, which reads ONNX Runtime's
+// messages too), which a re-install does not mend.
 func limitFix(err error, fix string) string {
-	msg := strings.ToLower(err.Error())
-	switch {
-	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE), strings.Contains(msg, "too many open files"),
-		strings.Contains(msg, "system error number 24"), strings.Contains(msg, "system error number 23"):
-		return "toolgate has no file descriptors left: raise its open-files limit (ulimit -n; LimitNOFILE= in a systemd unit)"
-	case errors.Is(err, syscall.ENOMEM), strings.Contains(msg, "bad_alloc"), strings.Contains(msg, "failed to map segment"),
-		strings.Contains(msg, "cannot allocate memory"), strings.Contains(msg, "system error number 12"):
-		return "out of memory: raise toolgate's memory or address-space limit (ulimit -v; MemoryMax= or LimitAS= in a systemd unit; a container's memory limit) or free memory"
+	if e := storage.Shortage(err); e != 0 {
+		return storage.ShortageFix(e)
 	}
 	return fix
 }

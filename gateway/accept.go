@@ -7,6 +7,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 // acceptReport is how often a fault of accept is logged again while it
@@ -58,10 +60,10 @@ func acceptExhausted(err error) bool {
 // acceptFix is what the operator does about an accept refused for err.
 func acceptFix(err error) string {
 	if errors.Is(err, syscall.ENFILE) {
-		return "the system has no file descriptors left (fs.file-max): close other programs or raise it"
+		return storage.ShortageFix(syscall.ENFILE)
 	}
 	if errors.Is(err, syscall.EMFILE) {
-		return "toolgate has no file descriptors left: raise its open-files limit (ulimit -n; LimitNOFILE= in a systemd unit), or have fewer clients connected or servers configured"
+		return storage.ShortageFix(syscall.EMFILE) + ", or have fewer clients connected or servers configured"
 	}
 	return "the system is short of memory for a new connection: free memory, or have fewer clients connected"
 }

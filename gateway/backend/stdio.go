@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 // A proc is one running stdio backend process with its pipes. Its goroutines
@@ -182,9 +183,9 @@ func exhausted(err error) error {
 	case errors.As(err, &re):
 		return err
 	case errors.Is(err, syscall.EMFILE):
-		fix = "toolgate has no file descriptors left: raise its open-files limit (ulimit -n; LimitNOFILE= in a systemd unit) or run fewer servers; retried after restart.delays"
+		fix = storage.ShortageFix(syscall.EMFILE) + " or run fewer servers; retried after restart.delays"
 	case errors.Is(err, syscall.ENFILE):
-		fix = "the system has no file descriptors left (fs.file-max): close other programs or raise it; retried after restart.delays"
+		fix = storage.ShortageFix(syscall.ENFILE) + "; retried after restart.delays"
 	case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.ENOMEM):
 		fix = "the system refused a new process (process or memory limit: ulimit -u, TasksMax= in a systemd unit, free memory); retried after restart.delays"
 	default:

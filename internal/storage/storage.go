@@ -205,19 +205,22 @@ func Fix(dir string, err error) string {
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return fmt.Sprintf("free space on the file system of %s; writers resume by themselves once there is room", dir)
 	case Shortage(err) == syscall.ENFILE:
-		return "the system has no file descriptors left (fs.file-max): close other programs or raise it; writers resume by themselves once descriptors are free"
+		return ShortageFix(syscall.ENFILE) + "; writers resume by themselves once descriptors are free"
 	case Shortage(err) == syscall.EMFILE:
-		return "toolgate has no file descriptors left (the data folder is fine): raise its open-files limit (ulimit -n; LimitNOFILE= in a systemd unit), or have fewer clients connected or servers configured; writers resume by themselves once descriptors are free"
+		return ShortageFix(syscall.EMFILE) + ", or have fewer clients connected or servers configured; the data folder is fine, and writers resume by themselves once descriptors are free"
 	case Shortage(err) == syscall.ENOMEM:
-		return "toolgate was refused memory (a memory or address-space limit: ulimit -v, MemoryMax= in a systemd unit): raise it or free memory; writers try again on their next write"
+		return ShortageFix(syscall.ENOMEM) + "; writers try again on their next write"
 	}
 	return fmt.Sprintf("check the data folder %s and its file system (the error says what failed); writers try again on their next write", dir)
 }
 
 // Shortage returns EMFILE, ENFILE or ENOMEM when err says the process was
 // refused a file descriptor or memory (a memory map, under ulimit -v or a
-// memory limit), else 0: not a fault of the folder or of what it holds.
-// Libraries that keep only the message (Badger) are read by it.
+// memory limit), else 0: not a fault of the folder, of what it holds, or of
+// the files a library loads. Libraries that keep only the message are read
+// by it: Badger's, and ONNX Runtime's (its errno as "system error number
+// N", its C++ allocator's std::bad_alloc, the dynamic loader's "failed to
+// map segment" under an address-space limit).
 func Shortage(err error) syscall.Errno {
 	if err == nil {
 		return 0
@@ -225,17 +228,32 @@ func Shortage(err error) syscall.Errno {
 	msg := strings.ToLower(err.Error())
 	for _, e := range []struct {
 		errno syscall.Errno
-		says  string
+		says  []string
 	}{
-		{syscall.ENFILE, "too many open files in system"},
-		{syscall.EMFILE, "too many open files"},
-		{syscall.ENOMEM, "cannot allocate memory"},
+		{syscall.ENFILE, []string{"too many open files in system", "system error number 23"}},
+		{syscall.EMFILE, []string{"too many open files", "system error number 24"}},
+		{syscall.ENOMEM, []string{"cannot allocate memory", "system error number 12", "bad_alloc", "failed to map segment"}},
 	} {
-		if errors.Is(err, e.errno) || strings.Contains(msg, e.says) {
+		if errors.Is(err, e.errno) || slices.ContainsFunc(e.says, func(s string) bool { return strings.Contains(msg, s) }) {
 			return e.errno
 		}
 	}
 	return 0
+}
+
+// ShortageFix is what the operator does about a shortage (Shortage's
+// errno): the one wording of the limit to raise, which each caller follows
+// with what happens meanwhile. "" for any other errno.
+func ShortageFix(e syscall.Errno) string {
+	switch e {
+	case syscall.EMFILE:
+		return "toolgate has no file descriptors left: raise its open-files limit (ulimit -n; LimitNOFILE= in a systemd unit)"
+	case syscall.ENFILE:
+		return "the system has no file descriptors left (fs.file-max): close other programs or raise it"
+	case syscall.ENOMEM:
+		return "toolgate was refused memory: raise its memory or address-space limit (ulimit -v; MemoryMax= in a systemd unit; a container's memory limit) or free memory"
+	}
+	return ""
 }
 
 // Gate is the data folder's health as a store that writes there uses it:

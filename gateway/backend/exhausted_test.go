@@ -22,23 +22,29 @@ import (
 func TestOutOfFileDescriptorsRetried(t *testing.T) {
 	srv := backendtest.Command(t, "normal")
 	remote := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal").Config("remote", nil)
-	release := testenv.FillDescriptors(t)
+	// Held, not just filled: one descriptor freed by anything else (a
+	// finalizer, an earlier test's connection) lets the remote's dial
+	// through to its in-process server, which cannot accept it; the dial
+	// waits for the connect timeout, frees the descriptor and takes it
+	// again at its next attempt, so the remote never saw EMFILE again (seen
+	// under CI's load: 60 s of timeouts).
+	release := testenv.HoldDescriptors(t)
 
 	o := testOptions(nil)
 	o.RestartDelays = []time.Duration{50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond,
 		50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}
-	// A descriptor that another goroutine frees lets a dial of the remote
-	// through while the in-process server cannot accept it: that attempt
-	// waits for the connect timeout, so keep it short. Attempts go on
-	// past the delays (TestShortageOutlastsRestartDelays), so the next
-	// one is refused again.
+	// A dial that gets through all the same waits for the connect
+	// timeout, so keep it short.
 	o.ConnectTimeout = 2 * time.Second
 	p := startPool(t, []config.Server{srv, remote}, o)
 	for _, name := range []string{srv.Name, remote.Name} {
-		testenv.Eventually(t, name+": a failed start naming the open-files limit, restarted", func() bool {
-			st := statusOf(t, p, name)
+		var st Status
+		if !testenv.Poll(testenv.Timeout, func() bool {
+			st = statusOf(t, p, name)
 			return st.Restarts >= 1 && st.State != StateUp && strings.Contains(st.LastErr, "open-files limit")
-		})
+		}) {
+			t.Fatalf("%s: no failed start naming the open-files limit within %s; last: state %s, %d restarts, error %q", name, testenv.Timeout, st.State, st.Restarts, st.LastErr)
+		}
 		if st := statusOf(t, p, name); name == srv.Name && strings.Contains(st.LastErr, "check url") {
 			t.Errorf("%s out of descriptors: last error %q; want no url for a stdio server", name, st.LastErr)
 		}

@@ -87,3 +87,38 @@ func TestStorageFaultWithoutErrno(t *testing.T) {
 		t.Error("not a storage fault out of descriptors: the start stops (exit status 1)")
 	}
 }
+
+// TestReloadRetriedOutOfDescriptors: a config change seen while the
+// gateway is out of file descriptors cannot be read. The reload is
+// rejected with the open-files limit as its fix, and the file is read
+// again until it can be: the change applies once descriptors are free,
+// without another save or a SIGHUP (it used to wait for one).
+func TestReloadRetriedOutOfDescriptors(t *testing.T) {
+	pool := newFakePool("a")
+	pool.list("a", "apple")
+	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Millisecond, StorageRetry: 10 * time.Millisecond}, "a")
+	f.run(t)
+
+	// Written before the fill, put in place after it: the rename needs no
+	// descriptor, the read that the change triggers does.
+	tmp := filepath.Join(filepath.Dir(f.path), ".next")
+	if err := os.WriteFile(tmp, configBytes(t, nil, "a", "b"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	release := testenv.FillDescriptors(t)
+	if err := os.Rename(tmp, f.path); err != nil {
+		release()
+		t.Fatal(err)
+	}
+	st, err := f.loop.Wait(t.Context(), func(s Stats) bool { return s.LastReloadError != "" })
+	release()
+	if err != nil || !strings.Contains(st.LastReloadError, "open-files limit") || len(pool.reconfigures()) != 0 {
+		t.Fatalf("out of descriptors: %+v (%v); want a rejected reload naming the open-files limit, and no change", st, err)
+	}
+	st = f.wait(t, "the change applied once descriptors are free", func(s Stats) bool {
+		return s.LastReload != nil && s.LastReload.Error == "" && slices.Equal(s.LastReload.Added, []string{"b"})
+	})
+	if st.LastReload.Trigger != "retry" {
+		t.Errorf("applied by %q, want the retry", st.LastReload.Trigger)
+	}
+}

@@ -200,7 +200,7 @@ type Stats struct {
 // Reload is one config reload: applied (Error empty) or rejected.
 type Reload struct {
 	At      time.Time `json:"at"`
-	Trigger string    `json:"trigger"`         // "file changed", "SIGHUP", "start"
+	Trigger string    `json:"trigger"`         // "file changed", "SIGHUP", "start", "retry" (of a file that could not be read for want of descriptors or memory)
 	Error   string    `json:"error,omitempty"` // why it was rejected
 	// What the pool did, by server name (backend.Diff).
 	Added     []string `json:"added,omitempty"`
@@ -433,9 +433,9 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 		}
 		// A change between the caller's read of the files and the watch
 		// start: applied before Run returns.
-		l.reload(ctx, "start", false)
+		_, short := l.reload(ctx, "start", false)
 		l.wg.Add(1)
-		go l.reloadLoop(ctx, merge(ctx, &l.wg, changed))
+		go l.reloadLoop(ctx, merge(ctx, &l.wg, changed), short)
 	}
 	if l.opts.StatePath != "" {
 		l.watchState(ctx)

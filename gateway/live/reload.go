@@ -12,21 +12,58 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 // reloadLoop applies changes of the config files while serving: on a
 // change a watcher reports (debounced; changed is nil when no file is
 // watched) and on each value of Options.Reload.
-func (l *Loop) reloadLoop(ctx context.Context, changed <-chan struct{}) {
+//
+// A file that could not be read for want of descriptors or memory is read
+// again every StorageRetry until it can (short: the read at start could
+// not): the change that was missed would otherwise wait for the next save
+// or SIGHUP.
+func (l *Loop) reloadLoop(ctx context.Context, changed <-chan struct{}, short bool) {
 	defer l.wg.Done()
+	var (
+		retry      *time.Timer
+		retryC     <-chan time.Time
+		retryForce bool
+	)
+	defer func() {
+		if retry != nil {
+			retry.Stop()
+		}
+	}()
+	after := func(short, force bool) {
+		if !short {
+			retryC, retryForce = nil, false
+			return
+		}
+		retryForce = retryForce || force
+		if retry == nil {
+			retry = time.NewTimer(l.opts.StorageRetry)
+		} else {
+			retry.Reset(l.opts.StorageRetry)
+		}
+		retryC = retry.C
+	}
+	after(short, false) // the read at start
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
-			l.reload(ctx, "file changed", false)
+			_, short := l.reload(ctx, "file changed", false)
+			after(short, false)
 		case sig := <-l.opts.Reload:
-			l.reload(ctx, signalName(sig), true)
+			_, short := l.reload(ctx, signalName(sig), true)
+			after(short, true)
+		case <-retryC:
+			force := retryForce
+			retryForce = false
+			_, short := l.reload(ctx, "retry", force)
+			after(short, force)
 		}
 	}
 }
@@ -45,7 +82,8 @@ func signalName(sig os.Signal) string {
 // config go through it, so their change is in effect when they answer.
 // The servers it starts live with the loop, not with ctx (a request's).
 func (l *Loop) Reload(_ context.Context, trigger string) *Reload {
-	return l.reload(l.ctx(), trigger, true)
+	r, _ := l.reload(l.ctx(), trigger, true)
+	return r
 }
 
 // ctx is the context servers started for a change live with: Run's (the
@@ -62,32 +100,38 @@ func (l *Loop) ctx() context.Context {
 // change (same sha256) is left alone unless force (a signal) asks; a file
 // that cannot be read, is empty (an editor mid-save, most likely), or does
 // not parse or validate is logged and changes nothing: the next write
-// tries again.
-func (l *Loop) reload(ctx context.Context, trigger string, force bool) *Reload {
+// tries again. short says that the files could not be read for want of
+// descriptors or memory (reloadLoop reads them again).
+func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reload, short bool) {
 	l.reloadMu.Lock()
 	defer l.reloadMu.Unlock()
 	start := time.Now()
 	paths := l.opts.ConfigPaths
 	file := strings.Join(paths, " + ")
-	reject := func(msg string, err error, why string) *Reload {
+	reject := func(msg string, err error, why string) (*Reload, bool) {
 		l.log.Error(msg, "file", file, "trigger", trigger, "err", err)
-		return l.reloaded(&Reload{At: start, Trigger: trigger, Error: why})
+		return l.reloaded(&Reload{At: start, Trigger: trigger, Error: why}), false
 	}
 	docs, err := config.ReadDocs(paths)
+	if e := storage.Shortage(err); e != 0 {
+		fix := storage.ShortageFix(e) + "; the file is read again every " + l.opts.StorageRetry.String() + " until it can be"
+		l.log.Error("config reload failed: cannot read the file; the previous config stays in effect", "file", file, "trigger", trigger, "err", err, "fix", fix)
+		return l.reloaded(&Reload{At: start, Trigger: trigger, Error: err.Error() + ": " + fix}), true
+	}
 	if err != nil {
 		return reject("config reload failed: cannot read the file; the previous config stays in effect", err, err.Error())
 	}
 	h := docsHash(docs)
 	if h == l.hash && !force {
 		l.log.Debug("config file content unchanged", "file", file, "trigger", trigger)
-		return nil
+		return nil, false
 	}
 	l.hash = h // a bad file is reported once, not at every touch
 	cfg, _, conflicts, err := config.ParseDocs(docs, nil)
 	var empty *config.EmptyError
 	if errors.As(err, &empty) {
 		l.log.Warn("config reload skipped: the file is empty (being saved?); the previous config stays in effect", "file", empty.Path, "trigger", trigger)
-		return l.reloaded(&Reload{At: start, Trigger: trigger, Error: err.Error()})
+		return l.reloaded(&Reload{At: start, Trigger: trigger, Error: err.Error()}), false
 	}
 	if err != nil {
 		return reject("config reload failed: the new config is invalid; the previous config stays in effect (fix the file and save it again)", err, err.Error())
@@ -115,7 +159,7 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) *Reload {
 	r := l.reloaded(&Reload{At: start, Trigger: trigger, Added: d.Added, Removed: d.Removed, Changed: d.Changed,
 		Updated: d.Updated, Unchanged: d.Unchanged, RestartOnly: later})
 	l.changedHook()
-	return r
+	return r, false
 }
 
 // docsHash is the hash of the config files' content.

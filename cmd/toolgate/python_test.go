@@ -125,7 +125,7 @@ func answerHas(ans searchAnswer, name string) bool {
 // tools are indexed and found by search_tools, and execute_tool runs a
 // plain tool, a tool with an output schema (structuredContent passed
 // through), a tool that raises (isError with its message), one that
-// crashes, one that asks the user (isError: toolgate declares no
+// crashes, one that asks the user (isError: this client declares no
 // elicitation), and one whose input schema has an enum and nested models
 // ($defs/$ref), checked by toolgate before the call, with a 64-bit integer
 // argument. A tool the server adds at run time (tools/list_changed) is
@@ -193,9 +193,10 @@ func TestPythonBackends(t *testing.T) {
 				t.Errorf("reshelve_crash (raises RuntimeError): isError=%v %q", res.IsError, resultText(res))
 			}
 
-			// toolgate declares no elicitation to its backends (README): a
-			// tool that asks the user (ctx.elicit, an Elicit resolver) is an
-			// isError that says so, not a hang.
+			// This client declares no elicitation, and toolgate declares
+			// none to 2025-11-25 backends (README): a tool that asks the
+			// user (ctx.elicit, an Elicit resolver) is an isError that says
+			// so, not a hang. TestPythonBackendsAsk has a client that answers.
 			res = executeTool(t, ctx, cs, id("withdraw_book"), map[string]any{"title": "Dune"})
 			want := "elicitation"
 			if srv == "v1stateless" {

@@ -1,5 +1,7 @@
 package gateway
 
+//lint:file-ignore SA1019 roots and sampling are deprecated from protocol 2026-07-28 on (SEP-2577) but stay functional in the deprecation window; execute_tool relays them
+
 import (
 	"context"
 	"encoding/json"

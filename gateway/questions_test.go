@@ -203,6 +203,33 @@ func TestQuestionsCannotReach(t *testing.T) {
 	}
 }
 
+// TestQuestionsLoadShedding: a backend that asks nothing and to retry
+// (an input-required result without questions: load shedding) has a
+// 2026-07-28 client retry, each retry an execute_tool call (go-sdk's
+// client gives up after 3), and gets a 2025-11-25 client an isError that
+// says to retry.
+func TestQuestionsLoadShedding(t *testing.T) {
+	log := &audittest.Log{}
+	rg := newRealGatewayWith(t, []config.Server{fakeServer(t, "fake", backendtest.ModeAsk)}, nil, &Options{Audit: log})
+	ctx := context.Background()
+
+	cs := connectClient(t, rg.g, (&asker{}).client(), "2025-11-25")
+	isErr, got := executeText(ctx, t, cs, "fake__busy", nil)
+	if want := `server "fake" is busy`; !isErr || !strings.Contains(got, want) {
+		t.Errorf("busy from a 2025-11-25 client: isError=%v %q, want isError with %q", isErr, got, want)
+	}
+
+	cs = connectClient(t, rg.g, (&asker{}).client(), "2026-07-28")
+	before := len(log.Records())
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ExecuteToolName, Arguments: map[string]any{"name": "fake__busy"}})
+	if err == nil || !strings.Contains(err.Error(), "load-shedding") {
+		t.Errorf("busy from a 2026-07-28 client: %v, want go-sdk's client to give up retrying (load-shedding)", err)
+	}
+	if n := len(log.Records()) - before; n != 3 {
+		t.Errorf("%d execute_tool calls audited, want 3 (the client's tries)", n)
+	}
+}
+
 // TestBackendSeesClientCapabilities: a 2026-07-28 backend sees, in each
 // call's _meta, the capabilities of the client that made it, of those the
 // gateway relays (elicitation, sampling, roots) and no more; a backend on

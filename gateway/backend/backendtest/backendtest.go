@@ -83,7 +83,7 @@ const (
 	ModeRedefine        = "redefine"         // tool "redefine" {"name", "description"} changes a tool's description and notifies
 	ModeNoLoggingCap    = "no-logging-cap"   // declares no logging capability, yet logs to a 2026-07-28 request that opts in (as the Python SDK's MCPServer does)
 	ModeBigNumbers      = "big-numbers"      // tool "big" returns BigNumbers as its structuredContent (integers past 2^53, as a Python server may)
-	ModeAsk             = "ask"              // tools that ask the client mid-call with input-required results (protocol 2026-07-28): "confirm", "sample", "roots", "confirm_sample", "confirm_anyway" (see addAskTools)
+	ModeAsk             = "ask"              // tools that ask the client mid-call with input-required results (protocol 2026-07-28): "confirm", "sample", "roots", "confirm_sample", "confirm_anyway", "busy" (see addAskTools)
 
 	modeGrandchild = "grandchild" // internal: the sleeping grandchild
 )
@@ -564,6 +564,7 @@ func ConfirmMessage(text string) string { return "Confirm " + text + "?" }
 //	roots                   roots: "roots: <uri> <uri>..."
 //	confirm_sample {"text"} confirm, then (accepted) sample: two rounds
 //	confirm_anyway {"text"} confirm, even when the client cannot answer
+//	busy                    no question: retry later (load shedding), every time
 //
 // A client without the capability gets CannotAsk + its name.
 func addAskTools(srv *mcp.Server) {
@@ -618,6 +619,10 @@ func addAskTools(srv *mcp.Server) {
 				return ask, nil, nil
 			}
 			return text(answer), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "busy", Description: "Ask nothing and to retry later (load shedding), every time."},
+		func(context.Context, *mcp.CallToolRequest, NoArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{}}, nil, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "sample", Description: "Ask the client's model about the text (sampling)."},
 		func(_ context.Context, req *mcp.CallToolRequest, a EchoArgs) (*mcp.CallToolResult, any, error) {

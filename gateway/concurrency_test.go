@@ -38,6 +38,13 @@ type realGateway struct {
 
 func newRealGateway(t *testing.T, servers []config.Server, opts *backend.Options) *realGateway {
 	t.Helper()
+	return newRealGatewayWith(t, servers, opts, nil)
+}
+
+// newRealGatewayWith is newRealGateway with the gateway's options gopts
+// (its Logger is the test's).
+func newRealGatewayWith(t *testing.T, servers []config.Server, opts *backend.Options, gopts *Options) *realGateway {
+	t.Helper()
 	logs := &testenv.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	t.Cleanup(func() {
@@ -66,7 +73,12 @@ func newRealGateway(t *testing.T, servers []config.Server, opts *backend.Options
 	}
 	eng := search.New(ix, nil, &search.Options{Logger: log})
 	t.Cleanup(func() { eng.Close() })
-	return &realGateway{g: New(eng, pool, &Options{Logger: log}), pool: pool}
+	var gopt Options
+	if gopts != nil {
+		gopt = *gopts
+	}
+	gopt.Logger = log
+	return &realGateway{g: New(eng, pool, &gopt), pool: pool}
 }
 
 func (rg *realGateway) status(t *testing.T, name string) backend.Status {

@@ -117,10 +117,14 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if ev := g.callEvents(ctx, req, tool.Server); ev != nil {
 		cctx = backend.WithCallEvents(cctx, ev)
 	}
+	cctx = backend.WithCallInput(cctx, callInput(req))
 	res, err := g.caller.CallTool(cctx, tool.Server, tool.Name, args)
 	endCall(cspan, CallOutcome(res, err))
 	if err != nil {
 		return g.callError(cctx, a.Name, tool.Server, err), nil
+	}
+	if res != nil && (res.NeedsInput() || res.InputRequests != nil) {
+		return g.inputRequired(ctx, req, a.Name, tool.Server, res), nil
 	}
 	return res, nil
 }

@@ -125,7 +125,7 @@ func answerHas(ans searchAnswer, name string) bool {
 // tools are indexed and found by search_tools, and execute_tool runs a
 // plain tool, a tool with an output schema (structuredContent passed
 // through), a tool that raises (isError with its message), one that
-// crashes, one that asks the user (isError: toolgate declares no
+// crashes, one that asks the user (isError: this client declares no
 // elicitation), and one whose input schema has an enum and nested models
 // ($defs/$ref), checked by toolgate before the call, with a 64-bit integer
 // argument. A tool the server adds at run time (tools/list_changed) is
@@ -193,9 +193,10 @@ func TestPythonBackends(t *testing.T) {
 				t.Errorf("reshelve_crash (raises RuntimeError): isError=%v %q", res.IsError, resultText(res))
 			}
 
-			// toolgate declares no elicitation to its backends (README): a
-			// tool that asks the user (ctx.elicit, an Elicit resolver) is an
-			// isError that says so, not a hang.
+			// This client declares no elicitation, and toolgate declares
+			// none to 2025-11-25 backends (README): a tool that asks the
+			// user (ctx.elicit, an Elicit resolver) is an isError that says
+			// so, not a hang. TestPythonBackendsAsk has a client that answers.
 			res = executeTool(t, ctx, cs, id("withdraw_book"), map[string]any{"title": "Dune"})
 			want := "elicitation"
 			if srv == "v1stateless" {
@@ -317,7 +318,9 @@ func runPyClient(t *testing.T, py, mode string, steps []map[string]any, env []st
 // bundled backend's tool, says isError for an unknown one, and relays the
 // progress and log messages (ctx.report_progress, ctx.info) of Python
 // backends of both SDK majors where the front can (README: progress
-// everywhere, log messages but over HTTP at 2025-11-25).
+// everywhere, log messages but over HTTP at 2025-11-25), and the questions a
+// Python 2.x backend asks (elicitation, sampling) to the client, which
+// answers them but over HTTP at 2025-11-25 (README).
 func TestPythonClient(t *testing.T) {
 	py := pythonSDK(t, pythonV2)
 	cfg := bundledConfig(t, map[string]any{
@@ -335,6 +338,9 @@ func TestPythonClient(t *testing.T) {
 		// The client gives up on a slow call (then the cancelled naps are
 		// counted, waiting for cancelled when given).
 		{"tool": "execute_tool", "arguments": map[string]any{"name": "pylib__nap", "arguments": map[string]any{"seconds": 60}}, "timeout": 1},
+		// Tools that ask the client (an Elicit and a Sample resolver).
+		{"tool": "execute_tool", "arguments": map[string]any{"name": "pylib__withdraw_book", "arguments": map[string]any{"title": "Dune"}}},
+		{"tool": "execute_tool", "arguments": map[string]any{"name": "pylib__summarise_topic", "arguments": map[string]any{"topic": "sea charts"}}},
 	}
 	steps := func(cancelled string) []map[string]any {
 		count := map[string]any{"tool": "execute_tool", "arguments": map[string]any{"name": "pylib__cancelled_naps"}}
@@ -349,6 +355,7 @@ func TestPythonClient(t *testing.T) {
 		name, protocol string
 		logs           bool
 		cancelled      string
+		asked          bool // the client can be asked questions through the gateway
 	}
 	check := func(t *testing.T, ans pyClientAnswer, m mode) {
 		t.Helper()
@@ -404,7 +411,16 @@ func TestPythonClient(t *testing.T) {
 		if s := ans.Steps[7]; !s.TimedOut {
 			t.Errorf("pylib__nap did not time out at the client: %+v", s)
 		}
-		if got := ans.Steps[8].Text; got != m.cancelled {
+		for i, want := range []string{"withdrawn: True", "summary: py summary of Summarise sea charts in one line."} {
+			s := ans.Steps[8+i]
+			switch {
+			case m.asked && (s.IsError || s.Text != want):
+				t.Errorf("%v: isError=%v %q, want %q (the client answered its question)", baseSteps[8+i]["arguments"], s.IsError, s.Text, want)
+			case !m.asked && (!s.IsError || !strings.Contains(s.Text, "Client did not declare the")):
+				t.Errorf("%v: isError=%v %q, want the backend's refusal: this client cannot be asked through the gateway", baseSteps[8+i]["arguments"], s.IsError, s.Text)
+			}
+		}
+		if got := ans.Steps[len(ans.Steps)-1].Text; got != m.cancelled {
 			t.Errorf("after the client gave up on a nap: %q, want %q", got, m.cancelled)
 		}
 		var got []string
@@ -422,7 +438,7 @@ func TestPythonClient(t *testing.T) {
 		// environment: toolgateCmd's.
 		gw := toolgateCmd(t, data, "serve", "--config", cfg, "--mode", "bm25")
 		// Each client starts its own gateway, and so its own backend.
-		for _, m := range []mode{{"legacy", "2025-11-25", true, "1 cancelled"}, {"auto", "2026-07-28", true, "1 cancelled"}} {
+		for _, m := range []mode{{"legacy", "2025-11-25", true, "1 cancelled", true}, {"auto", "2026-07-28", true, "1 cancelled", true}} {
 			t.Run(m.name, func(t *testing.T) {
 				check(t, runPyClient(t, py, m.name, steps(m.cancelled), gw.Env, append([]string{"stdio"}, gw.Args...)...), m)
 			})
@@ -438,7 +454,7 @@ func TestPythonClient(t *testing.T) {
 		// a POST of its own and is not matched to the call (README): the
 		// nap runs on until the client leaves and closes the call's
 		// connection, so the 2026-07-28 client finds it cancelled too.
-		for _, m := range []mode{{"legacy", "2025-11-25", false, "0 cancelled"}, {"auto", "2026-07-28", true, "2 cancelled"}} {
+		for _, m := range []mode{{"legacy", "2025-11-25", false, "0 cancelled", false}, {"auto", "2026-07-28", true, "2 cancelled", true}} {
 			t.Run(m.name, func(t *testing.T) {
 				until := m.cancelled
 				if m.name == "legacy" {

@@ -383,8 +383,12 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 	})
 
 	client := mcp.NewClient(b.p.opts.ClientInfo, &mcp.ClientOptions{
-		Logger:       b.log,
-		Capabilities: &mcp.ClientCapabilities{}, // no roots, sampling or elicitation
+		Logger: b.log,
+		// No roots, sampling or elicitation over the session: a backend on
+		// protocol 2026-07-28 asks with an input-required result instead,
+		// which CallTool hands to its caller (questions.go).
+		Capabilities:   &mcp.ClientCapabilities{},
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
 			case r.changed <- struct{}{}:
@@ -655,6 +659,7 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	if ev != nil && ev.Log != nil && ev.LogLevel != "" {
 		r.wantLogs(cctx, params, ev.LogLevel)
 	}
+	withCallInput(params, callInputFrom(ctx), r.protocol)
 	ectx, exact := withExact(cctx)
 	defer exact.finish()
 	res, err := r.sess.CallTool(ectx, params)

@@ -9,6 +9,8 @@ SCRIPT is JSON: {"mode": "auto"|"legacy"|VERSION, "steps": [STEP, ...]}, a STEP
 {"tool": NAME, "arguments": {...}} with, optionally, "timeout": SECONDS (the
 call is cancelled then: {"timedOut": true}) or "until": TEXT (the call is
 repeated, for up to 30 s, until its text holds TEXT: waiting on state).
+The client answers questions: it confirms whatever a tool asks (elicitation)
+and its model answers "py summary of <prompt>" (sampling).
 Prints one JSON object: the negotiated protocol, the listed tools and, per
 step, the result (isError, text, structuredContent) or the exception the SDK
 raised (a result the SDK refused to accept is an interop bug).
@@ -25,6 +27,7 @@ import httpx2
 
 from mcp import Client, MCPDeprecationWarning, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CreateMessageResult, ElicitResult, TextContent
 
 # logging/setLevel is deprecated from 2026-07-28 on, and asked for on purpose.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
@@ -44,10 +47,25 @@ async def run(script, server):
     async def on_log(params):
         out["logs"].append({"level": params.level, "logger": params.logger, "data": params.data})
 
+    # The user confirms whatever a tool asks; the model answers "py summary of <prompt>".
+    async def on_elicit(context, params):
+        return ElicitResult(action="accept", content={"confirm": True})
+
+    async def on_sample(context, params):
+        prompt = params.messages[0].content.text if params.messages else ""
+        return CreateMessageResult(role="assistant", model="py-model", content=TextContent(type="text", text=f"py summary of {prompt}"))
+
     mode = script.get("mode", "auto")
     # Log messages: 2026-07-28 clients opt in per request (log_level), earlier
     # ones with logging/setLevel after connecting.
-    async with Client(server, mode=mode, logging_callback=on_log, log_level="info" if mode != "legacy" else None) as client:
+    async with Client(
+        server,
+        mode=mode,
+        logging_callback=on_log,
+        log_level="info" if mode != "legacy" else None,
+        elicitation_callback=on_elicit,
+        sampling_callback=on_sample,
+    ) as client:
         out["protocol"] = client.protocol_version
         if mode == "legacy":
             await client.set_logging_level("info")

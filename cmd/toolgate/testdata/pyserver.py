@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from mcp.types import SamplingMessage, TextContent
+
 try:  # mcp 2.x
     from mcp import MCPDeprecationWarning
     from mcp.server.mcpserver import Context, MCPServer
@@ -111,6 +113,10 @@ class Confirmation(BaseModel):
     confirm: bool
 
 
+def summary_prompt(topic: str) -> list[SamplingMessage]:
+    return [SamplingMessage(role="user", content=TextContent(type="text", text=f"Summarise {topic} in one line."))]
+
+
 if V1:
 
     @server.tool()
@@ -119,10 +125,23 @@ if V1:
         answer = await ctx.elicit(f"Withdraw {title} for good?", Confirmation)
         return f"withdrawn: {answer.action}"
 
+    @server.tool()
+    async def summarise_topic(topic: str, ctx: Context) -> str:
+        """Summarise a topic of the library's collection with the client's model."""
+        answer = await ctx.session.create_message(summary_prompt(topic), max_tokens=50)
+        return f"summary: {answer.content.text}"
+
+    @server.tool()
+    async def reading_rooms(ctx: Context) -> str:
+        """List the reading rooms open to the client (its roots)."""
+        answer = await ctx.session.list_roots()
+        return "rooms: " + " ".join(str(r.uri) for r in answer.roots)
+
 else:
     from typing import Annotated
 
-    from mcp.server.mcpserver import Elicit, Resolve
+    from mcp.server.mcpserver import Elicit, ListRoots, Resolve, Sample
+    from mcp.types import CreateMessageResult, ListRootsResult
 
     def ask_withdraw(title: str) -> Elicit[Confirmation]:
         return Elicit(f"Withdraw {title} for good?", Confirmation)
@@ -131,6 +150,22 @@ else:
     async def withdraw_book(title: str, answer: Annotated[Confirmation, Resolve(ask_withdraw)]) -> str:
         """Withdraw a book from the library for good, once the user confirms."""
         return f"withdrawn: {answer.confirm}"
+
+    def ask_summary(topic: str) -> Sample:
+        return Sample(summary_prompt(topic), max_tokens=50)
+
+    @server.tool()
+    async def summarise_topic(topic: str, answer: Annotated[CreateMessageResult, Resolve(ask_summary)]) -> str:
+        """Summarise a topic of the library's collection with the client's model."""
+        return f"summary: {answer.content.text}"
+
+    def ask_roots() -> ListRoots:
+        return ListRoots()
+
+    @server.tool()
+    async def reading_rooms(answer: Annotated[ListRootsResult, Resolve(ask_roots)]) -> str:
+        """List the reading rooms open to the client (its roots)."""
+        return "rooms: " + " ".join(str(r.uri) for r in answer.roots)
 
 
 def rare_manuscripts(century: int) -> str:

@@ -83,6 +83,7 @@ const (
 	ModeRedefine        = "redefine"         // tool "redefine" {"name", "description"} changes a tool's description and notifies
 	ModeNoLoggingCap    = "no-logging-cap"   // declares no logging capability, yet logs to a 2026-07-28 request that opts in (as the Python SDK's MCPServer does)
 	ModeBigNumbers      = "big-numbers"      // tool "big" returns BigNumbers as its structuredContent (integers past 2^53, as a Python server may)
+	ModeAsk             = "ask"              // tools that ask the client mid-call with input-required results (protocol 2026-07-28): "confirm", "sample", "roots", "confirm_sample", "confirm_anyway", "busy" (see addAskTools)
 
 	modeGrandchild = "grandchild" // internal: the sleeping grandchild
 )
@@ -444,6 +445,9 @@ func NewServer(modes Modes) *mcp.Server {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: BigNumbers}}, StructuredContent: json.RawMessage(BigNumbers)}, nil, nil
 			})
 	}
+	if modes[ModeAsk] {
+		addAskTools(srv)
+	}
 	if modes[ModeStderrNoise] {
 		mcp.AddTool(srv, &mcp.Tool{Name: "noise", Description: "Write lines to stderr."},
 			func(_ context.Context, _ *mcp.CallToolRequest, a NoiseArgs) (*mcp.CallToolResult, any, error) {
@@ -537,4 +541,133 @@ func (s *HTTPServer) Headers() []http.Header {
 // Config returns a remote server entry for this server.
 func (s *HTTPServer) Config(name string, headers map[string]string) config.Server {
 	return config.Server{Name: name, Type: s.Transport, URL: s.Endpoint, Headers: headers}
+}
+
+// Questions of ModeAsk's tools, and what they answer.
+const (
+	// ConfirmSchema is the form "confirm" asks for.
+	ConfirmSchema = `{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`
+	// CannotAsk starts the answer of a tool whose client did not declare
+	// the capability its question needs (the tool adapts: no question).
+	CannotAsk = "cannot ask: no "
+)
+
+// ConfirmMessage is the question of "confirm" for text.
+func ConfirmMessage(text string) string { return "Confirm " + text + "?" }
+
+// addAskTools adds ModeAsk's tools. Each asks its question (an
+// input-required result, whose state names the question) when the call
+// has no answer to it, and answers with what the client answered:
+//
+//	confirm {"text"}        elicitation (form ConfirmSchema): "accept {...}", "decline" or "cancel"
+//	sample {"text"}         sampling: "model said: <the model's text>"
+//	roots                   roots: "roots: <uri> <uri>..."
+//	confirm_sample {"text"} confirm, then (accepted) sample: two rounds
+//	confirm_anyway {"text"} confirm, even when the client cannot answer
+//	busy                    no question: retry later (load shedding), every time
+//
+// A client without the capability gets CannotAsk + its name.
+func addAskTools(srv *mcp.Server) {
+	confirm := func(req *mcp.CallToolRequest, text string, always bool) (string, *mcp.CallToolResult) {
+		if r, ok := req.Params.InputResponses["confirm"].(*mcp.ElicitResult); ok && strings.HasPrefix(req.Params.RequestState, "confirm:"+text) {
+			if r.Action != "accept" {
+				return r.Action, nil
+			}
+			b, _ := json.Marshal(r.Content)
+			return "accept " + string(b), nil
+		}
+		if c := req.ClientCapabilities(); !always && (c == nil || c.Elicitation == nil) {
+			return CannotAsk + "elicitation", nil
+		}
+		return "", &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{"confirm": &mcp.ElicitParams{Message: ConfirmMessage(text), RequestedSchema: json.RawMessage(ConfirmSchema)}},
+			RequestState:  "confirm:" + text,
+		}
+	}
+	sample := func(req *mcp.CallToolRequest, text, state string) (string, *mcp.CallToolResult) {
+		if r, ok := req.Params.InputResponses["sample"].(*mcp.CreateMessageWithToolsResult); ok && req.Params.RequestState == state+"sample:"+text {
+			var said []string
+			for _, c := range r.Content {
+				if t, ok := c.(*mcp.TextContent); ok {
+					said = append(said, t.Text)
+				}
+			}
+			return "model said: " + strings.Join(said, " "), nil
+		}
+		if c := req.ClientCapabilities(); c == nil || c.Sampling == nil {
+			return CannotAsk + "sampling", nil
+		}
+		return "", &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{"sample": &mcp.CreateMessageParams{
+				MaxTokens: 50, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}},
+			}},
+			RequestState: state + "sample:" + text,
+		}
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "confirm", Description: "Ask the user to confirm the text (elicitation)."},
+		func(_ context.Context, req *mcp.CallToolRequest, a EchoArgs) (*mcp.CallToolResult, any, error) {
+			answer, ask := confirm(req, a.Text, false)
+			if ask != nil {
+				return ask, nil, nil
+			}
+			return text(answer), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "confirm_anyway", Description: "Ask the user to confirm the text, whatever the client declared."},
+		func(_ context.Context, req *mcp.CallToolRequest, a EchoArgs) (*mcp.CallToolResult, any, error) {
+			answer, ask := confirm(req, a.Text, true)
+			if ask != nil {
+				return ask, nil, nil
+			}
+			return text(answer), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "busy", Description: "Ask nothing and to retry later (load shedding), every time."},
+		func(context.Context, *mcp.CallToolRequest, NoArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "sample", Description: "Ask the client's model about the text (sampling)."},
+		func(_ context.Context, req *mcp.CallToolRequest, a EchoArgs) (*mcp.CallToolResult, any, error) {
+			answer, ask := sample(req, a.Text, "")
+			if ask != nil {
+				return ask, nil, nil
+			}
+			return text(answer), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "roots", Description: "List the client's roots."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ NoArgs) (*mcp.CallToolResult, any, error) {
+			if r, ok := req.Params.InputResponses["roots"].(*mcp.ListRootsResult); ok && req.Params.RequestState == "roots" {
+				uris := []string{"roots:"}
+				for _, root := range r.Roots {
+					uris = append(uris, root.URI)
+				}
+				return text(strings.Join(uris, " ")), nil, nil
+			}
+			if c := req.ClientCapabilities(); c == nil || c.RootsV2 == nil {
+				return text(CannotAsk + "roots"), nil, nil
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"roots": &mcp.ListRootsParams{}}, RequestState: "roots"}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "confirm_sample", Description: "Ask the user to confirm the text, then the client's model about it: two rounds."},
+		func(_ context.Context, req *mcp.CallToolRequest, a EchoArgs) (*mcp.CallToolResult, any, error) {
+			// The confirmation rides the state of the second round.
+			if confirmed, ok := strings.CutPrefix(req.Params.RequestState, "confirmed:"); ok {
+				answer, _, _ := strings.Cut(confirmed, "|")
+				said, ask := sample(req, a.Text, req.Params.RequestState[:len("confirmed:")+len(answer)+1])
+				if ask != nil {
+					return ask, nil, nil
+				}
+				return text(answer + "; " + said), nil, nil
+			}
+			answer, ask := confirm(req, a.Text, false)
+			if ask != nil {
+				return ask, nil, nil
+			}
+			if !strings.HasPrefix(answer, "accept") {
+				return text(answer), nil, nil
+			}
+			_, ask = sample(req, a.Text, "confirmed:"+answer+"|")
+			if ask == nil {
+				return text(answer + "; " + CannotAsk + "sampling"), nil, nil
+			}
+			return ask, nil, nil
+		})
 }

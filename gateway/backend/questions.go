@@ -1,0 +1,88 @@
+package backend
+
+//lint:file-ignore SA1019 roots and sampling are deprecated from protocol 2026-07-28 on (SEP-2577) but stay functional in the deprecation window; execute_tool relays them
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Questions a backend asks mid-call (elicitation, sampling, roots) reach the
+// client of the call through multi-round-trip requests (protocol
+// 2026-07-28, SEP-2322): the backend answers tools/call with an
+// input-required result (its questions, and a state to echo), and the
+// client calls again with its answers and that state. The pool's client
+// does not answer them itself (ClientOptions.MultiRoundTrip is disabled):
+// CallTool returns the input-required result, whose NeedsInput is true, and
+// the caller's next call carries the answers in a CallInput. Each round is
+// a call of its own. A backend on an older protocol is sent no capability
+// and no answers: it asks over its session, where the pool declares nothing
+// it could answer, as before.
+
+// CallInput is the client's side of a multi-round-trip call, for a backend
+// speaking protocol 2026-07-28 or later. Give it to CallTool with
+// WithCallInput.
+type CallInput struct {
+	// Capabilities are what the client of the call can be asked: of its
+	// capabilities, only elicitation, sampling and roots are passed on (in
+	// the request's _meta), and nil passes on none. The backend sees them
+	// instead of the pool's own (none): a backend that adapts to a client
+	// that cannot answer keeps working.
+	Capabilities *mcp.ClientCapabilities
+	// InputResponses and RequestState are the client's answers to the
+	// backend's previous input-required result and the state it echoes,
+	// passed on unchanged (empty on a first round).
+	InputResponses mcp.InputResponseMap
+	RequestState   string
+}
+
+type callInputKey struct{}
+
+// WithCallInput returns a context that makes Pool.CallTool pass in on.
+func WithCallInput(ctx context.Context, in *CallInput) context.Context {
+	return context.WithValue(ctx, callInputKey{}, in)
+}
+
+func callInputFrom(ctx context.Context) *CallInput {
+	in, _ := ctx.Value(callInputKey{}).(*CallInput)
+	return in
+}
+
+// RelayedCapabilities is the part of c that a backend may see: what the
+// gateway can relay (elicitation, sampling, roots), in the wire form of a
+// request's _meta (go-sdk's ClientCapabilities would always write
+// "roots"). Nil c is none: {}.
+func RelayedCapabilities(c *mcp.ClientCapabilities) map[string]any {
+	out := map[string]any{}
+	if c == nil {
+		return out
+	}
+	if c.Elicitation != nil {
+		out["elicitation"] = c.Elicitation
+	}
+	if c.Sampling != nil {
+		out["sampling"] = c.Sampling
+	}
+	if c.RootsV2 != nil {
+		out["roots"] = c.RootsV2
+	}
+	return out
+}
+
+// withCallInput puts in into params, a call to a backend on protocol
+// protocol; nothing for an older one.
+func withCallInput(params *mcp.CallToolParams, in *CallInput, protocol string) {
+	if in == nil || protocol < StatelessProtocolVersion {
+		return
+	}
+	m := params.GetMeta()
+	if m == nil {
+		m = map[string]any{}
+	}
+	// go-sdk keeps a capability already in _meta (injectRequestMeta).
+	m[mcp.MetaKeyClientCapabilities] = RelayedCapabilities(in.Capabilities)
+	params.SetMeta(m)
+	params.InputResponses = in.InputResponses
+	params.RequestState = in.RequestState
+}

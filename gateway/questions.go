@@ -1,0 +1,134 @@
+package gateway
+
+//lint:file-ignore SA1019 roots and sampling are deprecated from protocol 2026-07-28 on (SEP-2577) but stay functional in the deprecation window; execute_tool relays them
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/backend"
+)
+
+// This file carries the questions a backend asks during an execute_tool
+// call (elicitation, sampling, roots) to the client that made it, for
+// backends on protocol 2026-07-28, which ask with an input-required result
+// (SEP-2322) that the pool hands back (backend/questions.go).
+//
+// execute_tool answers with its own input-required result: the backend's
+// questions and request state, unchanged. The client answers them and calls
+// execute_tool again with the same name and arguments, its inputResponses
+// and that requestState, which go on to the same backend tool. Each round
+// is a call of its own: the key, scopes and policy are checked, and it is
+// audited, counted and timed (callTimeout) like any other. The gateway adds
+// nothing to the state, so there is nothing of its own to check when it
+// comes back: a client can send any state to any tool it may call, as it
+// could to the backend itself, and the backend checks its own (go-sdk asks
+// an unauthenticated server to sign it).
+//
+// A client on an older protocol cannot take an input-required result: over
+// a session (stdio), go-sdk's server asks it itself (elicitation/create,
+// sampling/createMessage, roots/list) and calls the handler again, once,
+// with its answers. Over the stateless HTTP front such a client has no
+// session to be asked on: the call ends in an isError that says so.
+
+// callInput is what the backend call of req passes on: the capabilities of
+// the client that made it (from the request's _meta at 2026-07-28, from
+// its initialize before; none for an HTTP client of an older protocol,
+// which has no session) and its answers to the previous round.
+func callInput(req *mcp.CallToolRequest) *backend.CallInput {
+	return &backend.CallInput{
+		Capabilities:   req.ClientCapabilities(),
+		InputResponses: req.Params.InputResponses,
+		RequestState:   req.Params.RequestState,
+	}
+}
+
+// multiRoundTrip reports whether the client of req takes input-required
+// results itself (protocol 2026-07-28 or later; the way go-sdk's server
+// decides, clientSupportsMultiRoundTrip).
+func multiRoundTrip(req *mcp.CallToolRequest) bool {
+	ip := req.Session.InitializeParams()
+	return ip == nil || ip.ProtocolVersion >= backend.StatelessProtocolVersion
+}
+
+// inputRequired is execute_tool's answer to res, a backend's input-required
+// result for the tool name on server: the same questions and state, or an
+// isError when the client of req cannot be asked them.
+func (g *Gateway) inputRequired(ctx context.Context, req *mcp.CallToolRequest, name, server string, res *mcp.CallToolResult) *mcp.CallToolResult {
+	mrtr := multiRoundTrip(req)
+	_, overHTTP := ctx.Value(httpRequestKey{}).(context.Context)
+	kinds := questionKinds(res.InputRequests)
+	switch {
+	case len(res.InputRequests) == 0 && mrtr:
+		// Load shedding: the client retries (SEP-2322).
+		return &mcp.CallToolResult{Meta: res.Meta, InputRequests: mcp.InputRequestMap{}, RequestState: res.RequestState}
+	case len(res.InputRequests) == 0:
+		return toolError("execute_tool %s: server %q is busy (it asked for nothing and to retry). Retry in a moment.", name, server)
+	case !mrtr && overHTTP:
+		return toolError("execute_tool %s: server %q asks the client a question mid-call (%s), and a client of protocol %s over toolgate's HTTP front cannot be asked one: the front is stateless, so there is no session to ask it on. "+
+			"Connect over HTTP with protocol %s (its questions come back as an input-required result), or over stdio.",
+			name, server, strings.Join(kinds, ", "), req.Session.InitializeParams().ProtocolVersion, backend.StatelessProtocolVersion)
+	case !mrtr && len(req.Params.InputResponses) > 0:
+		// go-sdk's server asks an older client once, then returns what
+		// the second round gives, questions and all, as a result.
+		return toolError("execute_tool %s: server %q asks the client more questions (%s) after its answers, and toolgate relays one round of questions to a client of protocol %s. "+
+			"Connect with protocol %s to answer them all.",
+			name, server, strings.Join(kinds, ", "), req.Session.InitializeParams().ProtocolVersion, backend.StatelessProtocolVersion)
+	}
+	if missing := unanswerable(req.ClientCapabilities(), res.InputRequests); len(missing) > 0 {
+		return toolError("execute_tool %s: server %q asks the client a question mid-call that this client did not declare it can answer (no %s capability). "+
+			"Use a client that supports %s, or another tool.",
+			name, server, strings.Join(missing, ", "), strings.Join(missing, ", "))
+	}
+	g.log.Debug("backend asks the client", "tool", name, "server", server, "questions", strings.Join(kinds, ", "))
+	return &mcp.CallToolResult{Meta: res.Meta, InputRequests: res.InputRequests, RequestState: res.RequestState}
+}
+
+// Kinds of question, named as their capability is.
+const (
+	kindElicitation = "elicitation"
+	kindSampling    = "sampling"
+	kindRoots       = "roots"
+)
+
+func questionKind(r mcp.InputRequest) string {
+	switch r.(type) {
+	case *mcp.ElicitParams:
+		return kindElicitation
+	case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+		return kindSampling
+	case *mcp.ListRootsParams:
+		return kindRoots
+	}
+	return fmt.Sprintf("%T", r)
+}
+
+// questionKinds names the kinds of question reqs holds, sorted, once each.
+func questionKinds(reqs mcp.InputRequestMap) []string {
+	var kinds []string
+	for _, r := range reqs {
+		if k := questionKind(r); !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	slices.Sort(kinds)
+	return kinds
+}
+
+// unanswerable names the kinds of question in reqs that a client with caps
+// did not declare it answers (the backend saw the same capabilities, so it
+// asks one only when it ignores them).
+func unanswerable(caps *mcp.ClientCapabilities, reqs mcp.InputRequestMap) []string {
+	relayed := backend.RelayedCapabilities(caps)
+	var missing []string
+	for _, k := range questionKinds(reqs) {
+		if _, ok := relayed[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	return missing
+}

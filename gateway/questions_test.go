@@ -1,0 +1,300 @@
+package gateway
+
+//lint:file-ignore SA1019 roots and sampling are deprecated from protocol 2026-07-28 on (SEP-2577) but stay functional in the deprecation window; execute_tool relays them
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/audit"
+	"github.com/toolgate/toolgate/gateway/audit/audittest"
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+// asker is a client that answers a server's questions: it accepts a
+// confirmation ({"ok": true}) unless the question holds "decline", its
+// model answers "echo: <prompt>", and its root is askerRoot. It records
+// the questions it was asked.
+type asker struct {
+	mu    sync.Mutex
+	asked []string
+}
+
+const askerRoot = "file:///work/project"
+
+func (a *asker) note(q string) {
+	a.mu.Lock()
+	a.asked = append(a.asked, q)
+	a.mu.Unlock()
+}
+
+func (a *asker) questions() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.asked...)
+}
+
+func (a *asker) client() *mcp.Client {
+	c := mcp.NewClient(&mcp.Implementation{Name: "asker"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			a.note("elicit " + req.Params.Message)
+			if strings.Contains(req.Params.Message, "decline") {
+				return &mcp.ElicitResult{Action: "decline"}, nil
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": true}}, nil
+		},
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			prompt := ""
+			if len(req.Params.Messages) > 0 {
+				if t, ok := req.Params.Messages[0].Content.(*mcp.TextContent); ok {
+					prompt = t.Text
+				}
+			}
+			a.note("sample " + prompt)
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "test-model", Content: &mcp.TextContent{Text: "echo: " + prompt}}, nil
+		},
+	})
+	c.AddRoots(&mcp.Root{URI: askerRoot, Name: "project"})
+	return c
+}
+
+// executeText calls execute_tool and returns its isError and text.
+func executeText(ctx context.Context, t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (bool, string) {
+	t.Helper()
+	res := executeWith(ctx, t, cs, name, args, nil)
+	if res.NeedsInput() {
+		t.Fatalf("execute_tool %s: the client got an input-required result back (%d questions): go-sdk's client should have answered it", name, len(res.InputRequests))
+	}
+	return res.IsError, text(res)
+}
+
+// TestQuestionsRelayed: a backend on protocol 2026-07-28 that asks the
+// client mid-call (elicitation accepted and declined, sampling, roots) gets
+// its answers through execute_tool: from a 2026-07-28 client over a session
+// and over the HTTP front (input-required results, each round a call of
+// its own), and from a 2025-11-25 client over a session (go-sdk's server
+// asks it). A backend that needs two rounds gets them from a 2026-07-28
+// client; a 2025-11-25 client gets one round and a clear isError.
+func TestQuestionsRelayed(t *testing.T) {
+	log := &audittest.Log{}
+	rg := newRealGatewayWith(t, []config.Server{fakeServer(t, "fake", backendtest.ModeAsk)}, nil, &Options{Audit: log})
+	srv := httptest.NewServer(rg.g.HTTPHandler(nil))
+	defer srv.Close()
+	ctx := context.Background()
+	for _, c := range []struct {
+		name, pv string
+		http     bool
+	}{
+		{"session 2025-11-25", "2025-11-25", false},
+		{"session 2026-07-28", "2026-07-28", false},
+		{"http 2026-07-28", "2026-07-28", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := &asker{}
+			var cs *mcp.ClientSession
+			if c.http {
+				var err error
+				cs, err = a.client().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: c.pv})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { cs.Close() })
+			} else {
+				cs = connectClient(t, rg.g, a.client(), c.pv)
+			}
+			before := len(log.Records())
+			check := func(tool, arg string, wantErr bool, want string) {
+				t.Helper()
+				args := map[string]any{"text": arg}
+				if tool == "fake__roots" {
+					args = nil
+				}
+				isErr, got := executeText(ctx, t, cs, tool, args)
+				if isErr != wantErr || !strings.Contains(got, want) {
+					t.Errorf("%s %q: isError=%v %q, want isError=%v with %q", tool, arg, isErr, got, wantErr, want)
+				}
+			}
+			check("fake__confirm", "delete the draft", false, `accept {"ok":true}`)
+			check("fake__confirm", "decline this", false, "decline")
+			check("fake__sample", "a haiku", false, "model said: echo: a haiku")
+			check("fake__roots", "", false, "roots: "+askerRoot)
+			want := []string{"elicit " + backendtest.ConfirmMessage("delete the draft"), "elicit " + backendtest.ConfirmMessage("decline this"), "sample a haiku"}
+			if c.pv >= "2026-07-28" {
+				check("fake__confirm_sample", "two rounds", false, `accept {"ok":true}; model said: echo: two rounds`)
+				want = append(want, "elicit "+backendtest.ConfirmMessage("two rounds"), "sample two rounds")
+			} else {
+				check("fake__confirm_sample", "two rounds", true, "toolgate relays one round of questions to a client of protocol 2025-11-25")
+				want = append(want, "elicit "+backendtest.ConfirmMessage("two rounds"))
+			}
+			if got := a.questions(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("the client was asked:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			// Every round is an execute_tool call of its own, audited:
+			// each question's round, then its answer's.
+			recs := log.Records()[before:]
+			rounds := 10 // confirm ×2, sample, roots: 2 rounds each; confirm_sample 3 (2026) or 2 (2025: the second round's questions refused)
+			if c.pv >= "2026-07-28" {
+				rounds = 11
+			}
+			if len(recs) != rounds {
+				t.Fatalf("%d audit records for the calls, want %d (one per round): %+v", len(recs), rounds, recs)
+			}
+			for _, r := range recs {
+				if r.Decision != audit.Allowed || r.Action != ExecuteToolName || !strings.HasPrefix(r.Tool, "fake__") {
+					t.Errorf("audit record %+v, want an allowed execute_tool of a fake tool", r)
+				}
+			}
+		})
+	}
+}
+
+// TestQuestionsCannotReach: a 2025-11-25 client over the stateless HTTP
+// front cannot be asked: the backend sees no capability (and adapts), and
+// one that asks anyway ends in an isError that says why and what to use;
+// a client that did not declare elicitation is not asked either, over any
+// front.
+func TestQuestionsCannotReach(t *testing.T) {
+	rg := newRealGateway(t, []config.Server{fakeServer(t, "fake", backendtest.ModeAsk)}, nil)
+	srv := httptest.NewServer(rg.g.HTTPHandler(nil))
+	defer srv.Close()
+	ctx := context.Background()
+
+	a := &asker{}
+	cs, err := a.client().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if isErr, got := executeText(ctx, t, cs, "fake__confirm", map[string]any{"text": "x"}); isErr || got != backendtest.CannotAsk+"elicitation" {
+		t.Errorf("confirm from a 2025-11-25 HTTP client: isError=%v %q, want the backend to see no elicitation", isErr, got)
+	}
+	isErr, got := executeText(ctx, t, cs, "fake__confirm_anyway", map[string]any{"text": "x"})
+	for _, want := range []string{`server "fake" asks the client a question mid-call (elicitation)`, "protocol 2025-11-25 over toolgate's HTTP front cannot be asked", "Connect over HTTP with protocol 2026-07-28", "or over stdio"} {
+		if !isErr || !strings.Contains(got, want) {
+			t.Errorf("confirm_anyway from a 2025-11-25 HTTP client: isError=%v %q, want isError with %q", isErr, got, want)
+		}
+	}
+	if q := a.questions(); len(q) != 0 {
+		t.Errorf("the client was asked %q", q)
+	}
+
+	// A client that answers nothing (go-sdk's default declares roots only).
+	for _, pv := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(pv, func(t *testing.T) {
+			cs := connectClient(t, rg.g, mcp.NewClient(&mcp.Implementation{Name: "mute"}, nil), pv)
+			for _, tool := range []string{"confirm", "sample"} {
+				isErr, got := executeText(ctx, t, cs, "fake__"+tool, map[string]any{"text": "x"})
+				if isErr || !strings.HasPrefix(got, backendtest.CannotAsk) {
+					t.Errorf("%s from a client without the capability: isError=%v %q, want the backend to see none", tool, isErr, got)
+				}
+			}
+			isErr, got := executeText(ctx, t, cs, "fake__confirm_anyway", map[string]any{"text": "x"})
+			if want := "did not declare it can answer (no elicitation capability)"; !isErr || !strings.Contains(got, want) {
+				t.Errorf("confirm_anyway from a client without elicitation: isError=%v %q, want isError with %q", isErr, got, want)
+			}
+		})
+	}
+}
+
+// TestQuestionsLoadShedding: a backend that asks nothing and to retry
+// (an input-required result without questions: load shedding) has a
+// 2026-07-28 client retry, each retry an execute_tool call (go-sdk's
+// client gives up after 3), and gets a 2025-11-25 client an isError that
+// says to retry.
+func TestQuestionsLoadShedding(t *testing.T) {
+	log := &audittest.Log{}
+	rg := newRealGatewayWith(t, []config.Server{fakeServer(t, "fake", backendtest.ModeAsk)}, nil, &Options{Audit: log})
+	ctx := context.Background()
+
+	cs := connectClient(t, rg.g, (&asker{}).client(), "2025-11-25")
+	isErr, got := executeText(ctx, t, cs, "fake__busy", nil)
+	if want := `server "fake" is busy`; !isErr || !strings.Contains(got, want) {
+		t.Errorf("busy from a 2025-11-25 client: isError=%v %q, want isError with %q", isErr, got, want)
+	}
+
+	cs = connectClient(t, rg.g, (&asker{}).client(), "2026-07-28")
+	before := len(log.Records())
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ExecuteToolName, Arguments: map[string]any{"name": "fake__busy"}})
+	if err == nil || !strings.Contains(err.Error(), "load-shedding") {
+		t.Errorf("busy from a 2026-07-28 client: %v, want go-sdk's client to give up retrying (load-shedding)", err)
+	}
+	if n := len(log.Records()) - before; n != 3 {
+		t.Errorf("%d execute_tool calls audited, want 3 (the client's tries)", n)
+	}
+}
+
+// TestBackendSeesClientCapabilities: a 2026-07-28 backend sees, in each
+// call's _meta, the capabilities of the client that made it, of those the
+// gateway relays (elicitation, sampling, roots) and no more; a backend on
+// an older protocol is sent none, as before.
+func TestBackendSeesClientCapabilities(t *testing.T) {
+	rg := newRealGateway(t, []config.Server{
+		fakeServer(t, "fake", backendtest.ModeMeta+","+backendtest.ModeAsk),
+		fakeServer(t, "old", backendtest.ModeIgnoreDiscover+","+backendtest.ModeMeta+","+backendtest.ModeAsk),
+	}, nil)
+	ctx := context.Background()
+	capsOf := func(t *testing.T, cs *mcp.ClientSession, server string) string {
+		t.Helper()
+		isErr, got := executeText(ctx, t, cs, server+"__meta", nil)
+		if isErr {
+			t.Fatalf("meta: %s", got)
+		}
+		var meta map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(got), &meta); err != nil {
+			t.Fatalf("meta %q: %v", got, err)
+		}
+		return string(meta[mcp.MetaKeyClientCapabilities])
+	}
+	plain := mcp.NewClient(&mcp.Implementation{Name: "plain"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{
+		Experimental: map[string]any{"x-toolgate-test": map[string]any{}},
+	}})
+	for _, pv := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(pv, func(t *testing.T) {
+			for _, c := range []struct {
+				name   string
+				client *mcp.Client
+				want   string
+			}{
+				{"asker", (&asker{}).client(), `{"elicitation":{"form":{}},"roots":{"listChanged":true},"sampling":{}}`},
+				{"default", mcp.NewClient(&mcp.Implementation{Name: "default"}, nil), `{"roots":{"listChanged":true}}`},
+				{"experimental only", plain, `{}`},
+			} {
+				cs := connectClient(t, rg.g, c.client, pv)
+				if got := capsOf(t, cs, "fake"); got != c.want {
+					t.Errorf("%s client: the backend saw capabilities %s, want %s", c.name, got, c.want)
+				}
+				if got := capsOf(t, cs, "old"); got != "" {
+					t.Errorf("%s client: the 2025-11-25 backend was sent capabilities %s in _meta, want none", c.name, got)
+				}
+				if isErr, got := executeText(ctx, t, cs, "old__confirm", map[string]any{"text": "x"}); isErr || got != backendtest.CannotAsk+"elicitation" {
+					t.Errorf("%s client: confirm on the 2025-11-25 backend: isError=%v %q, want it to see no elicitation", c.name, isErr, got)
+				}
+			}
+		})
+	}
+}
+
+// connectClient connects c to g over an in-memory transport (what stdio
+// is, minus the pipe), speaking protocol pv.
+func connectClient(t *testing.T, g *Gateway, c *mcp.Client, pv string) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := g.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: pv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	return cs
+}

@@ -702,6 +702,11 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	if errors.As(err, &werr) {
 		return nil, fmt.Errorf("call %q on %q: %w", tool, name, err)
 	}
+	if undecodable(err) {
+		// The answer arrived and go-sdk could not read it into a result:
+		// the connection is fine, and so is the server for other calls.
+		return nil, fmt.Errorf("call %q on %q: its answer could not be read as a tools/call result (the server wrote something this gateway's MCP library does not accept; check the server's version): %w", tool, name, err)
+	}
 	if !errors.Is(err, mcp.ErrConnectionClosed) && (errors.Is(err, errBodyTooLarge) || strings.Contains(err.Error(), "exceeded")) {
 		// go-sdk's event reader says "SSE event exceeded N bytes" and drops
 		// the connection (stdio oversize is answered per call by the pump).
@@ -1026,4 +1031,14 @@ func (r *run) closeIdle() {
 	if r.http != nil {
 		r.http.CloseIdleConnections()
 	}
+}
+
+// undecodable reports whether err, from a call, is go-sdk failing to decode
+// the answer into the result (the call's Await unmarshals it with
+// encoding/json), not the transport breaking, which it reports as
+// ErrConnectionClosed or the transport's own error.
+func undecodable(err error) bool {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	return !errors.Is(err, mcp.ErrConnectionClosed) && (errors.As(err, &syntax) || errors.As(err, &typ))
 }

@@ -41,7 +41,7 @@ import (
 // which has no session) and its answers to the previous round.
 func callInput(req *mcp.CallToolRequest) *backend.CallInput {
 	return &backend.CallInput{
-		Capabilities:   req.ClientCapabilities(),
+		Capabilities:   req.ClientCapabilities,
 		InputResponses: req.Params.InputResponses,
 		RequestState:   req.Params.RequestState,
 	}

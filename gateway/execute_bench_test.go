@@ -49,7 +49,9 @@ import (
 //     that process's own CPU time, bytes allocated and GC cycles per call
 //     (gw-cpu-µs/op, gw-B/op, gw-gc/op);
 //     TOOLGATE_BENCH_GATEWAY_PROFILE=FILE makes the gateway write its CPU
-//     profile there, TOOLGATE_BENCH_GATEWAY_GOGC sets its GC percent;
+//     profile there, TOOLGATE_BENCH_GATEWAY_MEMPROFILE=FILE its allocations
+//     (sampled every 4 KiB) when it exits, TOOLGATE_BENCH_GATEWAY_GOGC sets
+//     its GC percent;
 //   - gateway-pipes: the same gateway in this process, the client talking to
 //     it over OS pipes (the gateway's end is its stdio transport, the
 //     client's go-sdk's), for
@@ -148,7 +150,14 @@ func BenchmarkExecuteTool(b *testing.B) {
 			}
 			g := New(fs, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) { return answer, nil }}, opts)
 			h := g.audited(ExecuteToolName, g.handleExecute)
-			req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ExecuteToolName,
+			// The _meta a go-sdk client of protocol 2026-07-28 sends, as
+			// go-sdk hands it to the handler (decoded JSON).
+			meta := mcp.Meta{
+				mcp.MetaKeyProtocolVersion:    backend.StatelessProtocolVersion,
+				mcp.MetaKeyClientInfo:         map[string]any{"name": "bench", "version": "0"},
+				mcp.MetaKeyClientCapabilities: map[string]any{},
+			}
+			req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ExecuteToolName, Meta: meta,
 				Arguments: json.RawMessage(`{"name":"fake__echo","arguments":{"text":"ok"}}`)}}
 			b.ReportAllocs()
 			for b.Loop() {
@@ -202,6 +211,19 @@ func benchGatewayMain() int {
 			return 1
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if p := os.Getenv("TOOLGATE_BENCH_GATEWAY_MEMPROFILE"); p != "" {
+		runtime.MemProfileRate = 4096
+		defer func() {
+			f, err := os.Create(p)
+			if err == nil {
+				err = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "bench gateway:", err)
+			}
+		}()
 	}
 	g, stop := benchGateway(benchBackend())
 	defer stop()

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/audit"
+	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/policy"
 )
 
@@ -114,12 +115,37 @@ func who(ctx context.Context, req *mcp.CallToolRequest, r *audit.Record) {
 	if req.Session != nil && req.Session.ID() != "" {
 		r.Session = req.Session.ID()
 	}
-	if ci := req.ClientInfo(); ci != nil && ci.Name != "" {
-		r.Client = ci.Name
+	if name := clientName(req); name != "" {
+		r.Client = name
 	}
 	if r.Session == "" && r.Transport == policy.TransportStdio {
 		r.Session = stdioSession
 	}
+}
+
+// clientName is the name of req.ClientInfo() ("" for none). A request of
+// protocol 2026-07-28 or later names its client in its _meta, decoded as
+// a JSON object, and ClientInfo would encode that object and decode it
+// again, through a 32 KiB buffer, at every call: its "name" is read from
+// the object instead. go-sdk has decoded that same object into an
+// mcp.Implementation before the handler runs (it refuses the request when
+// it cannot), so the name read is the one ClientInfo gives
+// (TestClientNameIsClientInfos holds them equal). Other requests ask
+// ClientInfo.
+func clientName(req *mcp.CallToolRequest) string {
+	if req.Params != nil {
+		m := req.Params.Meta
+		if v, ok := m[mcp.MetaKeyProtocolVersion].(string); ok && v >= backend.StatelessProtocolVersion {
+			if ci, ok := m[mcp.MetaKeyClientInfo].(map[string]any); ok {
+				name, _ := ci["name"].(string)
+				return name
+			}
+		}
+	}
+	if ci := req.ClientInfo(); ci != nil {
+		return ci.Name
+	}
+	return ""
 }
 
 // stdioSession names the stdio session in audit records: the client that

@@ -1,0 +1,117 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/audit/audittest"
+	"github.com/toolgate/toolgate/internal/linerpc"
+)
+
+// TestClientNameIsClientInfos: the client name of an audit record
+// (clientName) is the one req.ClientInfo() gives, for every request go-sdk
+// hands a tool handler. clientName reads a 2026-07-28 request's clientInfo
+// from its _meta instead of having ClientInfo encode and decode it again;
+// that is right only because go-sdk refuses a request whose clientInfo
+// does not decode into an mcp.Implementation before any handler sees it.
+// The refusals below fail loudly the day go-sdk lets such a request
+// through (clientName would then name a client ClientInfo does not).
+func TestClientNameIsClientInfos(t *testing.T) {
+	log := &audittest.Log{}
+	g := New(&fakeSearcher{}, &fakeCaller{}, &Options{Audit: log})
+	type seen struct{ name, info string }
+	got := make(chan seen, 1)
+	const probe = "probe_client"
+	g.server.AddTool(&mcp.Tool{Name: probe, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		g.audited(probe, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			s := seen{name: clientName(req)}
+			if ci := req.ClientInfo(); ci != nil {
+				s.info = ci.Name
+			}
+			got <- s
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		}))
+
+	c2sR, c2sW := io.Pipe()
+	s2cR, s2cW := io.Pipe()
+	ctx := context.Background()
+	ss, err := g.Server().Connect(ctx, &linerpc.Transport{Reader: c2sR, Writer: s2cW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c2sW.Close(); ss.Wait() })
+	replies := bufio.NewScanner(s2cR)
+	id := 0
+	// send writes one tools/call of the probe with meta as its _meta and
+	// returns the reply.
+	send := func(meta string) map[string]any {
+		t.Helper()
+		id++
+		line := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{},"_meta":%s}}`+"\n", id, probe, meta)
+		if _, err := io.WriteString(c2sW, line); err != nil {
+			t.Fatal(err)
+		}
+		if !replies.Scan() {
+			t.Fatalf("no reply to %s: %v", line, replies.Err())
+		}
+		var reply map[string]any
+		if err := json.Unmarshal(replies.Bytes(), &reply); err != nil {
+			t.Fatal(err)
+		}
+		return reply
+	}
+	stateless := func(clientInfo string) string {
+		m := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`
+		if clientInfo != "" {
+			m += `,"io.modelcontextprotocol/clientInfo":` + clientInfo
+		}
+		return m + "}"
+	}
+
+	for _, meta := range []string{
+		stateless(`{"name":"alpha","version":"1"}`),
+		stateless(`{"name":"beta","version":"1","title":"B","icons":[{"src":"https://example.com/b.png"}]}`),
+		stateless(`{"version":"1"}`),              // no name
+		stateless(`{"name":null,"version":"1"}`), // a null name decodes as none
+		stateless(``),                             // no clientInfo: the session's
+		`{"io.modelcontextprotocol/clientInfo":{"name":"gamma","version":"1"}}`, // an older request naming its client anyway
+	} {
+		reply := send(meta)
+		if reply["error"] != nil {
+			t.Fatalf("_meta %s refused: %v", meta, reply["error"])
+		}
+		s := <-got
+		if s.name != s.info {
+			t.Errorf("_meta %s: clientName %q, ClientInfo().Name %q", meta, s.name, s.info)
+		}
+		recs := log.Records()
+		if r := recs[len(recs)-1]; r.Client != s.info {
+			t.Errorf("_meta %s: the audit record names client %q, want %q", meta, r.Client, s.info)
+		}
+	}
+	if recs := log.Records(); recs[0].Client != "alpha" {
+		t.Errorf("the first record names client %q, want alpha", recs[0].Client)
+	}
+
+	// What clientName does not look at, go-sdk must refuse.
+	for _, clientInfo := range []string{
+		`{"name":7,"version":"1"}`,
+		`{"name":"delta","version":2}`,
+		`{"name":"delta","version":"1","icons":"none"}`,
+		`"delta"`,
+		`null`,
+	} {
+		reply := send(stateless(clientInfo))
+		if reply["error"] == nil {
+			s := <-got
+			t.Errorf("go-sdk handed a tool a request whose clientInfo is %s (clientName %q, ClientInfo().Name %q): clientName must decode it as ClientInfo does",
+				clientInfo, s.name, s.info)
+		}
+	}
+}

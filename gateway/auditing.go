@@ -18,11 +18,23 @@ import (
 // tool it ran, the arguments, and how the gateway decided and the call
 // ended. The handler fills it in through the context (noteOf).
 type callNote struct {
-	tool     string
+	tool string
+	// raw is the arguments as the client sent them, decoded only for an
+	// audit record (arguments); args is them decoded already, when the
+	// handler has them as rawArgs decodes them.
+	raw      json.RawMessage
 	args     any
 	decision string // "" = allowed
 	outcome  string // "" = from the result: ok or isError
 	reason   string
+}
+
+// arguments is the call's arguments decoded (nil for none).
+func (n *callNote) arguments() any {
+	if n.args != nil {
+		return n.args
+	}
+	return rawArgs(n.raw)
 }
 
 type noteKey struct{}
@@ -49,6 +61,7 @@ func (g *Gateway) audited(action string, h mcp.ToolHandler) mcp.ToolHandler {
 		start := time.Now()
 		n := &callNote{}
 		res, err := h(context.WithValue(ctx, noteKey{}, n), req)
+		args := n.arguments()
 		r := audit.Record{
 			Time:            start,
 			Action:          action,
@@ -58,7 +71,7 @@ func (g *Gateway) audited(action string, h mcp.ToolHandler) mcp.ToolHandler {
 			Reason:          n.reason,
 			DurationMs:      float64(time.Since(start).Microseconds()) / 1000,
 			ResultBytes:     resultBytes(res),
-			ArgumentsSHA256: audit.HashArguments(n.args),
+			ArgumentsSHA256: audit.HashArguments(args),
 		}
 		if r.Decision == "" {
 			r.Decision = audit.Allowed
@@ -73,8 +86,8 @@ func (g *Gateway) audited(action string, h mcp.ToolHandler) mcp.ToolHandler {
 		case r.Outcome == "":
 			r.Outcome = audit.OK
 		}
-		if g.opts.AuditArguments != nil && n.args != nil {
-			r.Arguments = g.opts.AuditArguments(n.args)
+		if g.opts.AuditArguments != nil && args != nil {
+			r.Arguments = g.opts.AuditArguments(args)
 		}
 		who(ctx, req, &r)
 		g.opts.Audit.Write(r)

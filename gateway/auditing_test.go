@@ -6,12 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/audit/audittest"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/linerpc"
+	"github.com/toolgate/toolgate/search"
 )
 
 // TestClientNameIsClientInfos: the client name of an audit record
@@ -77,9 +81,9 @@ func TestClientNameIsClientInfos(t *testing.T) {
 	for _, meta := range []string{
 		stateless(`{"name":"alpha","version":"1"}`),
 		stateless(`{"name":"beta","version":"1","title":"B","icons":[{"src":"https://example.com/b.png"}]}`),
-		stateless(`{"version":"1"}`),              // no name
-		stateless(`{"name":null,"version":"1"}`), // a null name decodes as none
-		stateless(``),                             // no clientInfo: the session's
+		stateless(`{"version":"1"}`),                                            // no name
+		stateless(`{"name":null,"version":"1"}`),                                // a null name decodes as none
+		stateless(``),                                                           // no clientInfo: the session's
 		`{"io.modelcontextprotocol/clientInfo":{"name":"gamma","version":"1"}}`, // an older request naming its client anyway
 	} {
 		reply := send(meta)
@@ -112,6 +116,67 @@ func TestClientNameIsClientInfos(t *testing.T) {
 			s := <-got
 			t.Errorf("go-sdk handed a tool a request whose clientInfo is %s (clientName %q, ClientInfo().Name %q): clientName must decode it as ClientInfo does",
 				clientInfo, s.name, s.info)
+		}
+	}
+}
+
+// TestAuditedArguments: an execute_tool call's audit record hashes (and,
+// with AuditArguments, records) its arguments decoded as they were sent,
+// whatever they are and however the call ends: the handler hands over the
+// arguments it decoded when they are that decoding, and the record decodes
+// them itself otherwise (none, null, long numbers, not an object, a call
+// refused before they were looked at).
+func TestAuditedArguments(t *testing.T) {
+	log := &audittest.Log{}
+	var kept []any
+	tool := catalog.Tool{Server: "fake", Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	ok := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}
+	fs := &fakeSearcher{tools: []catalog.Tool{tool}, search: func(search.Query) (search.Result, error) { return search.Result{}, nil }}
+	g := New(fs,
+		&fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) { return ok, nil }},
+		&Options{Audit: log, AuditArguments: func(v any) any { kept = append(kept, v); return v }})
+	h := g.audited(ExecuteToolName, g.handleExecute)
+	for _, args := range []string{
+		`{"name":"fake__echo","arguments":{"text":"ok","n":1.5,"list":[1,"a",null]}}`,
+		`{"name":"fake__echo"}`,
+		`{"name":"fake__echo","arguments":null}`,
+		`{"name":"fake__echo","arguments":{}}`,
+		`{"name":"fake__echo","arguments":{"id":12345678901234567890}}`, // kept exact for the backend
+		`{"name":"fake__echo","arguments":{"id":1e400}}`,                // past float64
+		`{"name":"fake__echo","arguments":[1,2]}`,                       // not an object
+		`{"name":"fake__nope","arguments":{"a":1}}`,                     // unknown tool
+		`{"name":"","arguments":{"a":1}}`,
+		`{"name":7}`, // does not decode
+	} {
+		kept = kept[:0]
+		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ExecuteToolName, Arguments: json.RawMessage(args)}}
+		if _, err := h(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		// What the record held before: the "arguments" member (or, for
+		// arguments that do not decode, the whole), decoded into any.
+		var a struct {
+			Name      string
+			Arguments json.RawMessage
+		}
+		raw := json.RawMessage(args)
+		if json.Unmarshal(raw, &a) == nil {
+			raw = a.Arguments
+		}
+		var want any
+		if json.Unmarshal(raw, &want) != nil {
+			want = nil
+		}
+		recs := log.Records()
+		r := recs[len(recs)-1]
+		if r.ArgumentsSHA256 != audit.HashArguments(want) {
+			t.Errorf("%s: the record hashes the arguments as %q, want %q (of %v)", args, r.ArgumentsSHA256, audit.HashArguments(want), want)
+		}
+		switch {
+		case want == nil && len(kept) != 0:
+			t.Errorf("%s: arguments %v recorded, want none", args, kept)
+		case want != nil && (len(kept) != 1 || !reflect.DeepEqual(kept[0], want)):
+			t.Errorf("%s: arguments %v recorded, want %v", args, kept, want)
 		}
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/perf"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -47,7 +48,8 @@ import (
 //     cost beyond the relay;
 //   - gateway-process: calls through the gateway process alone, reporting
 //     that process's own CPU time, bytes allocated and GC cycles per call
-//     (gw-cpu-µs/op, gw-B/op, gw-gc/op);
+//     (gw-cpu-µs/op, gw-B/op, gw-gc/op); gateway-process-audited with an
+//     audit log, as serve keeps one;
 //     TOOLGATE_BENCH_GATEWAY_PROFILE=FILE makes the gateway write its CPU
 //     profile there, TOOLGATE_BENCH_GATEWAY_MEMPROFILE=FILE its allocations
 //     (sampled every 4 KiB) when it exits, TOOLGATE_BENCH_GATEWAY_GOGC sets
@@ -89,12 +91,18 @@ func BenchmarkExecuteTool(b *testing.B) {
 		}
 	}
 
-	b.Run("gateway-process", func(b *testing.B) {
-		gp := startGatewayProcess(b)
-		loop(b, gp.cs, execParams, func() { gp.mark(b) })
-		b.StopTimer()
-		gp.report(b, b.N)
-	})
+	for _, audited := range []bool{false, true} {
+		name := "gateway-process"
+		if audited {
+			name += "-audited"
+		}
+		b.Run(name, func(b *testing.B) {
+			gp := startGatewayProcess(b, audited)
+			loop(b, gp.cs, execParams, func() { gp.mark(b) })
+			b.StopTimer()
+			gp.report(b, b.N)
+		})
+	}
 
 	// floor alternates three ways of making the same call: directly, through
 	// a relay (this test binary re-executed, see benchRelayMain) that starts
@@ -108,7 +116,7 @@ func BenchmarkExecuteTool(b *testing.B) {
 		calls := []func() error{
 			caller(connectDirect(b, srv), directParams),
 			caller(startRelayProcess(b), directParams),
-			caller(startGatewayProcess(b).cs, execParams),
+			caller(startGatewayProcess(b, false).cs, execParams),
 		}
 		b.ResetTimer()
 		lat, err := perf.Alternate(50, b.N, calls...)
@@ -124,7 +132,7 @@ func BenchmarkExecuteTool(b *testing.B) {
 	})
 
 	b.Run("gateway-pipes", func(b *testing.B) {
-		g, stop := benchGateway(srv)
+		g, stop := benchGateway(srv, nil)
 		b.Cleanup(stop)
 		loop(b, connectPipes(b, g), execParams, nil)
 	})
@@ -172,6 +180,11 @@ func BenchmarkExecuteTool(b *testing.B) {
 // envBenchGateway makes the test binary a stdio gateway over benchBackend
 // (see init); its value is unused except as a marker.
 const envBenchGateway = "TOOLGATE_BENCH_GATEWAY"
+
+// envBenchGatewayAudit makes the bench gateway keep an audit log in the
+// file it names, as serve always does (with serve's check of the data
+// folder before each write).
+const envBenchGatewayAudit = "TOOLGATE_BENCH_GATEWAY_AUDIT"
 
 // benchStatsTool is an extra tool of the bench gateway only: it answers
 // with the gateway process's runtime.MemStats, so the benchmark can charge
@@ -225,7 +238,15 @@ func benchGatewayMain() int {
 			}
 		}()
 	}
-	g, stop := benchGateway(benchBackend())
+	var opts *Options
+	if p := os.Getenv(envBenchGatewayAudit); p != "" {
+		// serve's: the data folder's health is checked before each write.
+		health := storage.New(filepath.Dir(p), nil)
+		log := audit.Open(p, &audit.Options{Storage: health.Writer("audit log", "records are counted as lost")})
+		defer log.Close()
+		opts = &Options{Audit: log}
+	}
+	g, stop := benchGateway(benchBackend(), opts)
 	defer stop()
 	g.server.AddTool(&mcp.Tool{Name: benchStatsTool, InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -337,8 +358,11 @@ type gatewayProcess struct {
 	stat benchStats
 }
 
-func startGatewayProcess(b *testing.B) *gatewayProcess {
+func startGatewayProcess(b *testing.B, audited bool) *gatewayProcess {
 	cmd := reexec(b, envBenchGateway)
+	if audited {
+		cmd.Env = append(cmd.Env, envBenchGatewayAudit+"="+filepath.Join(b.TempDir(), "audit.jsonl"))
+	}
 	cs := connectCommand(b, cmd)
 	return &gatewayProcess{cs: cs, pid: cmd.Process.Pid}
 }
@@ -425,7 +449,7 @@ func benchBackend() config.Server {
 
 // benchGateway is a Gateway over a started pool of srv, with a BM25 engine
 // over the pool's catalog.
-func benchGateway(srv config.Server) (*Gateway, func()) {
+func benchGateway(srv config.Server, opts *Options) (*Gateway, func()) {
 	ctx := context.Background()
 	pool := backend.New([]config.Server{srv}, nil)
 	pool.Start(ctx)
@@ -434,7 +458,7 @@ func benchGateway(srv config.Server) (*Gateway, func()) {
 		panic(err)
 	}
 	eng := search.New(ix, nil, nil)
-	return New(eng, pool, nil), func() { eng.Close(); pool.Close() }
+	return New(eng, pool, opts), func() { eng.Close(); pool.Close() }
 }
 
 // connectPipes connects a client to g over two OS pipes with go-sdk's

@@ -187,9 +187,19 @@ func resultBytes(res *mcp.CallToolResult) int {
 		}
 	}
 	if res.StructuredContent != nil {
-		if b, err := json.Marshal(res.StructuredContent); err == nil {
-			n += len(b)
+		// Its length as json.Marshal encodes it, without a copy of it.
+		var c byteCounter
+		if err := json.NewEncoder(&c).Encode(res.StructuredContent); err == nil {
+			n += c.n - 1 // Encode's newline
 		}
 	}
 	return n
+}
+
+// byteCounter counts the bytes written to it.
+type byteCounter struct{ n int }
+
+func (c *byteCounter) Write(p []byte) (int, error) {
+	c.n += len(p)
+	return len(p), nil
 }

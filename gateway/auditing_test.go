@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"testing"
 
@@ -177,6 +178,31 @@ func TestAuditedArguments(t *testing.T) {
 			t.Errorf("%s: arguments %v recorded, want none", args, kept)
 		case want != nil && (len(kept) != 1 || !reflect.DeepEqual(kept[0], want)):
 			t.Errorf("%s: arguments %v recorded, want %v", args, kept, want)
+		}
+	}
+}
+
+// TestResultBytes: a record's resultBytes counts the structured content as
+// json.Marshal encodes it (HTML characters escaped, a json.RawMessage
+// compacted, a value that does not encode as nothing), and the texts.
+func TestResultBytes(t *testing.T) {
+	for _, sc := range []any{
+		map[string]any{"a": 1.5, "b": []any{"x", nil, true}},
+		map[string]any{"html": "<b>&</b>"},
+		json.RawMessage(`{ "id" : 12345678901234567890 }`),
+		struct {
+			N int    `json:"n"`
+			S string `json:"s,omitempty"`
+		}{N: 3},
+		map[string]any{"nan": math.NaN()}, // does not encode
+	} {
+		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "four"}}, StructuredContent: sc}
+		want := 4
+		if b, err := json.Marshal(sc); err == nil {
+			want += len(b)
+		}
+		if got := resultBytes(res); got != want {
+			t.Errorf("resultBytes with structured content %v = %d, want %d", sc, got, want)
 		}
 	}
 }

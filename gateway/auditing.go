@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/audit"
+	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/policy"
 )
 
@@ -17,11 +18,23 @@ import (
 // tool it ran, the arguments, and how the gateway decided and the call
 // ended. The handler fills it in through the context (noteOf).
 type callNote struct {
-	tool     string
+	tool string
+	// raw is the arguments as the client sent them, decoded only for an
+	// audit record (arguments); args is them decoded already, when the
+	// handler has them as rawArgs decodes them.
+	raw      json.RawMessage
 	args     any
 	decision string // "" = allowed
 	outcome  string // "" = from the result: ok or isError
 	reason   string
+}
+
+// arguments is the call's arguments decoded (nil for none).
+func (n *callNote) arguments() any {
+	if n.args != nil {
+		return n.args
+	}
+	return rawArgs(n.raw)
 }
 
 type noteKey struct{}
@@ -48,6 +61,7 @@ func (g *Gateway) audited(action string, h mcp.ToolHandler) mcp.ToolHandler {
 		start := time.Now()
 		n := &callNote{}
 		res, err := h(context.WithValue(ctx, noteKey{}, n), req)
+		args := n.arguments()
 		r := audit.Record{
 			Time:            start,
 			Action:          action,
@@ -57,7 +71,7 @@ func (g *Gateway) audited(action string, h mcp.ToolHandler) mcp.ToolHandler {
 			Reason:          n.reason,
 			DurationMs:      float64(time.Since(start).Microseconds()) / 1000,
 			ResultBytes:     resultBytes(res),
-			ArgumentsSHA256: audit.HashArguments(n.args),
+			ArgumentsSHA256: audit.HashArguments(args),
 		}
 		if r.Decision == "" {
 			r.Decision = audit.Allowed
@@ -72,8 +86,8 @@ func (g *Gateway) audited(action string, h mcp.ToolHandler) mcp.ToolHandler {
 		case r.Outcome == "":
 			r.Outcome = audit.OK
 		}
-		if g.opts.AuditArguments != nil && n.args != nil {
-			r.Arguments = g.opts.AuditArguments(n.args)
+		if g.opts.AuditArguments != nil && args != nil {
+			r.Arguments = g.opts.AuditArguments(args)
 		}
 		who(ctx, req, &r)
 		g.opts.Audit.Write(r)
@@ -114,12 +128,37 @@ func who(ctx context.Context, req *mcp.CallToolRequest, r *audit.Record) {
 	if req.Session != nil && req.Session.ID() != "" {
 		r.Session = req.Session.ID()
 	}
-	if ci := req.ClientInfo(); ci != nil && ci.Name != "" {
-		r.Client = ci.Name
+	if name := clientName(req); name != "" {
+		r.Client = name
 	}
 	if r.Session == "" && r.Transport == policy.TransportStdio {
 		r.Session = stdioSession
 	}
+}
+
+// clientName is the name of req.ClientInfo() ("" for none). A request of
+// protocol 2026-07-28 or later names its client in its _meta, decoded as
+// a JSON object, and ClientInfo would encode that object and decode it
+// again, through a 32 KiB buffer, at every call: its "name" is read from
+// the object instead. go-sdk has decoded that same object into an
+// mcp.Implementation before the handler runs (it refuses the request when
+// it cannot), so the name read is the one ClientInfo gives
+// (TestClientNameIsClientInfos holds them equal). Other requests ask
+// ClientInfo.
+func clientName(req *mcp.CallToolRequest) string {
+	if req.Params != nil {
+		m := req.Params.Meta
+		if v, ok := m[mcp.MetaKeyProtocolVersion].(string); ok && v >= backend.StatelessProtocolVersion {
+			if ci, ok := m[mcp.MetaKeyClientInfo].(map[string]any); ok {
+				name, _ := ci["name"].(string)
+				return name
+			}
+		}
+	}
+	if ci := req.ClientInfo(); ci != nil {
+		return ci.Name
+	}
+	return ""
 }
 
 // stdioSession names the stdio session in audit records: the client that
@@ -148,9 +187,19 @@ func resultBytes(res *mcp.CallToolResult) int {
 		}
 	}
 	if res.StructuredContent != nil {
-		if b, err := json.Marshal(res.StructuredContent); err == nil {
-			n += len(b)
+		// Its length as json.Marshal encodes it, without a copy of it.
+		var c byteCounter
+		if err := json.NewEncoder(&c).Encode(res.StructuredContent); err == nil {
+			n += c.n - 1 // Encode's newline
 		}
 	}
 	return n
+}
+
+// byteCounter counts the bytes written to it.
+type byteCounter struct{ n int }
+
+func (c *byteCounter) Write(p []byte) (int, error) {
+	c.n += len(p)
+	return len(p), nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/perf"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -47,9 +48,12 @@ import (
 //     cost beyond the relay;
 //   - gateway-process: calls through the gateway process alone, reporting
 //     that process's own CPU time, bytes allocated and GC cycles per call
-//     (gw-cpu-µs/op, gw-B/op, gw-gc/op);
+//     (gw-cpu-µs/op, gw-B/op, gw-gc/op); gateway-process-audited with an
+//     audit log, as serve keeps one;
 //     TOOLGATE_BENCH_GATEWAY_PROFILE=FILE makes the gateway write its CPU
-//     profile there, TOOLGATE_BENCH_GATEWAY_GOGC sets its GC percent;
+//     profile there, TOOLGATE_BENCH_GATEWAY_MEMPROFILE=FILE its allocations
+//     (sampled every 4 KiB) when it exits, TOOLGATE_BENCH_GATEWAY_GOGC sets
+//     its GC percent;
 //   - gateway-pipes: the same gateway in this process, the client talking to
 //     it over OS pipes (the gateway's end is its stdio transport, the
 //     client's go-sdk's), for
@@ -87,12 +91,18 @@ func BenchmarkExecuteTool(b *testing.B) {
 		}
 	}
 
-	b.Run("gateway-process", func(b *testing.B) {
-		gp := startGatewayProcess(b)
-		loop(b, gp.cs, execParams, func() { gp.mark(b) })
-		b.StopTimer()
-		gp.report(b, b.N)
-	})
+	for _, audited := range []bool{false, true} {
+		name := "gateway-process"
+		if audited {
+			name += "-audited"
+		}
+		b.Run(name, func(b *testing.B) {
+			gp := startGatewayProcess(b, audited)
+			loop(b, gp.cs, execParams, func() { gp.mark(b) })
+			b.StopTimer()
+			gp.report(b, b.N)
+		})
+	}
 
 	// floor alternates three ways of making the same call: directly, through
 	// a relay (this test binary re-executed, see benchRelayMain) that starts
@@ -106,7 +116,7 @@ func BenchmarkExecuteTool(b *testing.B) {
 		calls := []func() error{
 			caller(connectDirect(b, srv), directParams),
 			caller(startRelayProcess(b), directParams),
-			caller(startGatewayProcess(b).cs, execParams),
+			caller(startGatewayProcess(b, false).cs, execParams),
 		}
 		b.ResetTimer()
 		lat, err := perf.Alternate(50, b.N, calls...)
@@ -122,7 +132,7 @@ func BenchmarkExecuteTool(b *testing.B) {
 	})
 
 	b.Run("gateway-pipes", func(b *testing.B) {
-		g, stop := benchGateway(srv)
+		g, stop := benchGateway(srv, nil)
 		b.Cleanup(stop)
 		loop(b, connectPipes(b, g), execParams, nil)
 	})
@@ -148,7 +158,14 @@ func BenchmarkExecuteTool(b *testing.B) {
 			}
 			g := New(fs, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) { return answer, nil }}, opts)
 			h := g.audited(ExecuteToolName, g.handleExecute)
-			req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ExecuteToolName,
+			// The _meta a go-sdk client of protocol 2026-07-28 sends, as
+			// go-sdk hands it to the handler (decoded JSON).
+			meta := mcp.Meta{
+				mcp.MetaKeyProtocolVersion:    backend.StatelessProtocolVersion,
+				mcp.MetaKeyClientInfo:         map[string]any{"name": "bench", "version": "0"},
+				mcp.MetaKeyClientCapabilities: map[string]any{},
+			}
+			req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ExecuteToolName, Meta: meta,
 				Arguments: json.RawMessage(`{"name":"fake__echo","arguments":{"text":"ok"}}`)}}
 			b.ReportAllocs()
 			for b.Loop() {
@@ -163,6 +180,11 @@ func BenchmarkExecuteTool(b *testing.B) {
 // envBenchGateway makes the test binary a stdio gateway over benchBackend
 // (see init); its value is unused except as a marker.
 const envBenchGateway = "TOOLGATE_BENCH_GATEWAY"
+
+// envBenchGatewayAudit makes the bench gateway keep an audit log in the
+// file it names, as serve always does (with serve's check of the data
+// folder before each write).
+const envBenchGatewayAudit = "TOOLGATE_BENCH_GATEWAY_AUDIT"
 
 // benchStatsTool is an extra tool of the bench gateway only: it answers
 // with the gateway process's runtime.MemStats, so the benchmark can charge
@@ -203,7 +225,28 @@ func benchGatewayMain() int {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	g, stop := benchGateway(benchBackend())
+	if p := os.Getenv("TOOLGATE_BENCH_GATEWAY_MEMPROFILE"); p != "" {
+		runtime.MemProfileRate = 4096
+		defer func() {
+			f, err := os.Create(p)
+			if err == nil {
+				err = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "bench gateway:", err)
+			}
+		}()
+	}
+	var opts *Options
+	if p := os.Getenv(envBenchGatewayAudit); p != "" {
+		// serve's: the data folder's health is checked before each write.
+		health := storage.New(filepath.Dir(p), nil)
+		log := audit.Open(p, &audit.Options{Storage: health.Writer("audit log", "records are counted as lost")})
+		defer log.Close()
+		opts = &Options{Audit: log}
+	}
+	g, stop := benchGateway(benchBackend(), opts)
 	defer stop()
 	g.server.AddTool(&mcp.Tool{Name: benchStatsTool, InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -315,8 +358,11 @@ type gatewayProcess struct {
 	stat benchStats
 }
 
-func startGatewayProcess(b *testing.B) *gatewayProcess {
+func startGatewayProcess(b *testing.B, audited bool) *gatewayProcess {
 	cmd := reexec(b, envBenchGateway)
+	if audited {
+		cmd.Env = append(cmd.Env, envBenchGatewayAudit+"="+filepath.Join(b.TempDir(), "audit.jsonl"))
+	}
 	cs := connectCommand(b, cmd)
 	return &gatewayProcess{cs: cs, pid: cmd.Process.Pid}
 }
@@ -403,7 +449,7 @@ func benchBackend() config.Server {
 
 // benchGateway is a Gateway over a started pool of srv, with a BM25 engine
 // over the pool's catalog.
-func benchGateway(srv config.Server) (*Gateway, func()) {
+func benchGateway(srv config.Server, opts *Options) (*Gateway, func()) {
 	ctx := context.Background()
 	pool := backend.New([]config.Server{srv}, nil)
 	pool.Start(ctx)
@@ -412,7 +458,7 @@ func benchGateway(srv config.Server) (*Gateway, func()) {
 		panic(err)
 	}
 	eng := search.New(ix, nil, nil)
-	return New(eng, pool, nil), func() { eng.Close(); pool.Close() }
+	return New(eng, pool, opts), func() { eng.Close(); pool.Close() }
 }
 
 // connectPipes connects a client to g over two OS pipes with go-sdk's

@@ -55,10 +55,10 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	note := noteOf(ctx)
 	var a executeArgs
 	if err := decodeArgs(req.Params.Arguments, &a); err != nil {
-		note.args = rawArgs(req.Params.Arguments)
+		note.raw = req.Params.Arguments
 		return toolError(`execute_tool: arguments must be an object like {"name": "server__tool", "arguments": {...}}: %v`, err), nil
 	}
-	note.tool, note.args = a.Name, rawArgs(a.Arguments)
+	note.tool, note.raw = a.Name, a.Arguments
 	if strings.TrimSpace(a.Name) == "" {
 		return toolError(`execute_tool needs "name": a namespaced tool name returned by search_tools, e.g. "filesystem__list_directory".`), nil
 	}
@@ -89,9 +89,12 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if !ok {
 		return toolError("%s", g.unknownTool(ctx, a.Name)), nil
 	}
-	args, forSchema, err := toolArgs(a.Arguments)
+	args, forSchema, plain, err := toolArgs(a.Arguments)
 	if err != nil {
 		return toolError("execute_tool %s: %v", a.Name, err), nil
+	}
+	if plain {
+		note.args = args // the audit record need not decode them again
 	}
 	_, vspan := g.span(ctx, spanValidate, trace.SpanKindInternal)
 	msg := g.validate(a.Name, tool.InputSchema, forSchema)
@@ -129,7 +132,8 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	return res, nil
 }
 
-// rawArgs decodes raw JSON arguments for the audit log (nil for none).
+// rawArgs decodes raw JSON arguments for the audit log (nil for none or
+// for arguments that do not decode).
 func rawArgs(raw json.RawMessage) any {
 	var v any
 	if t := bytes.TrimSpace(raw); len(t) == 0 || json.Unmarshal(t, &v) != nil {
@@ -147,27 +151,28 @@ func rawArgs(raw json.RawMessage) any {
 // and the backend would get another number than the client sent; a number
 // past float64's range would fail the call. The validator, which takes a
 // json.Number for a string, checks a copy with float64s. Other arguments
-// (nearly all) are decoded once, into float64s that encode back the same.
-func toolArgs(raw json.RawMessage) (args, forSchema map[string]any, err error) {
+// (nearly all) are decoded once, into float64s that encode back the same;
+// plain says so (args is then what rawArgs gives for raw).
+func toolArgs(raw json.RawMessage) (args, forSchema map[string]any, plain bool, err error) {
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || string(t) == "null" {
 		m := map[string]any{}
-		return m, m, nil
+		return m, m, false, nil
 	}
 	if !jsonnum.Long(t) {
 		var m map[string]any
 		if err := json.Unmarshal(t, &m); err == nil {
-			return m, m, nil
+			return m, m, true, nil
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(t))
 	dec.UseNumber()
 	var m map[string]any
 	if err := dec.Decode(&m); err != nil || m == nil || dec.InputOffset() != int64(len(t)) {
-		return nil, nil, fmt.Errorf(`"arguments" must be a JSON object (got %s)`, oneLine(string(t), 60))
+		return nil, nil, false, fmt.Errorf(`"arguments" must be a JSON object (got %s)`, oneLine(string(t), 60))
 	}
 	f, _ := floatNumbers(m)
-	return m, f.(map[string]any), nil
+	return m, f.(map[string]any), false, nil
 }
 
 // floatNumbers is v with every json.Number as a float64, for the schema

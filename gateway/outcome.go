@@ -36,7 +36,6 @@ var ErrDenied = policy.ErrDenied
 
 // CallOutcome classifies what a Caller returned.
 func CallOutcome(res *mcp.CallToolResult, err error) Outcome {
-	var un *backend.UnavailableError
 	switch {
 	case err == nil && res != nil && res.IsError:
 		return OutcomeError
@@ -46,7 +45,7 @@ func CallOutcome(res *mcp.CallToolResult, err error) Outcome {
 		return OutcomeDenied
 	case errors.Is(err, backend.ErrCallTimeout):
 		return OutcomeTimeout
-	case errors.As(err, &un):
+	case errors.As(err, new(*backend.UnavailableError)): // allocated on this path only
 		return OutcomeUnavailable
 	}
 	return OutcomeError

@@ -181,7 +181,7 @@ func quoted(names []string) string {
 }
 
 func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	noteOf(ctx).args = rawArgs(req.Params.Arguments)
+	noteOf(ctx).raw = req.Params.Arguments
 	a, msg := g.parseSearchArgs(policy.CallerFrom(ctx), req.Params.Arguments)
 	if msg != "" {
 		return toolError("%s", msg), nil

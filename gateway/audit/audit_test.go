@@ -472,3 +472,39 @@ func TestFieldsClipped(t *testing.T) {
 		t.Errorf("the record takes %d bytes", len(b))
 	}
 }
+
+// counting is a Gate that lets every write through and counts the checks
+// (one before each write of a batch, and one at Open).
+type counting struct{ checks atomic.Int32 }
+
+func (c *counting) Check() error { c.checks.Add(1); return nil }
+func (c *counting) Fail(error)   {}
+func (c *counting) OK()          {}
+
+// TestGathered: the records queued while the writer gathers go into the
+// file with the one that woke it, in one write (one check of the folder),
+// in order; Close ends the gathering at once and writes them. Each record
+// used to wake the writer and cost a write and its checks (six system
+// calls) of its own.
+func TestGathered(t *testing.T) {
+	gate := &counting{}
+	l, path, _ := openLog(t, &Options{Gather: time.Hour, Retry: time.Hour, Storage: gate})
+	l.Write(Record{Action: "execute_tool", Tool: "a__one", Decision: Allowed})
+	testenv.Eventually(t, "the writer woken by the first record", func() bool { return len(l.q) == 0 })
+	l.Write(Record{Action: "execute_tool", Tool: "a__two", Decision: Allowed})
+	l.Write(Record{Action: "execute_tool", Tool: "a__three", Decision: Allowed})
+	if len(l.q) != 2 || l.Stats().Written != 0 {
+		t.Errorf("while the writer gathers: %d records queued, %d written; want 2 and 0", len(l.q), l.Stats().Written)
+	}
+	l.Close() // within the hour
+	var tools []string
+	for _, r := range readAll(t, path, Filter{}) {
+		tools = append(tools, r.Tool)
+	}
+	if want := []string{"a__one", "a__two", "a__three"}; !slices.Equal(tools, want) || l.Stats().Written != 3 {
+		t.Errorf("the file holds %v (%d written), want %v", tools, l.Stats().Written, want)
+	}
+	if n := gate.checks.Load(); n != 2 {
+		t.Errorf("%d checks of the folder, want 2: one at Open and one for the three records' write", n)
+	}
+}

@@ -640,11 +640,13 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	if args == nil {
 		args = map[string]any{}
 	}
+	// The call ends at its timeout (ErrCallTimeout: a pause of the gateway
+	// does not count) or when the run stops (errStopping), whichever
+	// comes first; context.Cause(cctx) says which.
 	callTimeout := b.callTO()
-	tctx, cancelT := withRunningTimeout(ctx, callTimeout, ErrCallTimeout) // a pause of the gateway does not count
-	defer cancelT()
-	cctx, cancel := context.WithCancelCause(tctx)
+	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	defer cancelAfterRunning(cctx, cancel, callTimeout, ErrCallTimeout)()
 	stop := context.AfterFunc(r.ctx, func() { cancel(errStopping) })
 	defer stop()
 

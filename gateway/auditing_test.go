@@ -1,0 +1,208 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/audit"
+	"github.com/toolgate/toolgate/gateway/audit/audittest"
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/linerpc"
+	"github.com/toolgate/toolgate/search"
+)
+
+// TestClientNameIsClientInfos: the client name of an audit record
+// (clientName) is the one req.ClientInfo() gives, for every request go-sdk
+// hands a tool handler. clientName reads a 2026-07-28 request's clientInfo
+// from its _meta instead of having ClientInfo encode and decode it again;
+// that is right only because go-sdk refuses a request whose clientInfo
+// does not decode into an mcp.Implementation before any handler sees it.
+// The refusals below fail loudly the day go-sdk lets such a request
+// through (clientName would then name a client ClientInfo does not).
+func TestClientNameIsClientInfos(t *testing.T) {
+	log := &audittest.Log{}
+	g := New(&fakeSearcher{}, &fakeCaller{}, &Options{Audit: log})
+	type seen struct{ name, info string }
+	got := make(chan seen, 1)
+	const probe = "probe_client"
+	g.server.AddTool(&mcp.Tool{Name: probe, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		g.audited(probe, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			s := seen{name: clientName(req)}
+			if ci := req.ClientInfo(); ci != nil {
+				s.info = ci.Name
+			}
+			got <- s
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		}))
+
+	c2sR, c2sW := io.Pipe()
+	s2cR, s2cW := io.Pipe()
+	ctx := context.Background()
+	ss, err := g.Server().Connect(ctx, &linerpc.Transport{Reader: c2sR, Writer: s2cW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c2sW.Close(); ss.Wait() })
+	replies := bufio.NewScanner(s2cR)
+	id := 0
+	// send writes one tools/call of the probe with meta as its _meta and
+	// returns the reply.
+	send := func(meta string) map[string]any {
+		t.Helper()
+		id++
+		line := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{},"_meta":%s}}`+"\n", id, probe, meta)
+		if _, err := io.WriteString(c2sW, line); err != nil {
+			t.Fatal(err)
+		}
+		if !replies.Scan() {
+			t.Fatalf("no reply to %s: %v", line, replies.Err())
+		}
+		var reply map[string]any
+		if err := json.Unmarshal(replies.Bytes(), &reply); err != nil {
+			t.Fatal(err)
+		}
+		return reply
+	}
+	stateless := func(clientInfo string) string {
+		m := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`
+		if clientInfo != "" {
+			m += `,"io.modelcontextprotocol/clientInfo":` + clientInfo
+		}
+		return m + "}"
+	}
+
+	for _, meta := range []string{
+		stateless(`{"name":"alpha","version":"1"}`),
+		stateless(`{"name":"beta","version":"1","title":"B","icons":[{"src":"https://example.com/b.png"}]}`),
+		stateless(`{"version":"1"}`),                                            // no name
+		stateless(`{"name":null,"version":"1"}`),                                // a null name decodes as none
+		stateless(``),                                                           // no clientInfo: the session's
+		`{"io.modelcontextprotocol/clientInfo":{"name":"gamma","version":"1"}}`, // an older request naming its client anyway
+	} {
+		reply := send(meta)
+		if reply["error"] != nil {
+			t.Fatalf("_meta %s refused: %v", meta, reply["error"])
+		}
+		s := <-got
+		if s.name != s.info {
+			t.Errorf("_meta %s: clientName %q, ClientInfo().Name %q", meta, s.name, s.info)
+		}
+		recs := log.Records()
+		if r := recs[len(recs)-1]; r.Client != s.info {
+			t.Errorf("_meta %s: the audit record names client %q, want %q", meta, r.Client, s.info)
+		}
+	}
+	if recs := log.Records(); recs[0].Client != "alpha" {
+		t.Errorf("the first record names client %q, want alpha", recs[0].Client)
+	}
+
+	// What clientName does not look at, go-sdk must refuse.
+	for _, clientInfo := range []string{
+		`{"name":7,"version":"1"}`,
+		`{"name":"delta","version":2}`,
+		`{"name":"delta","version":"1","icons":"none"}`,
+		`"delta"`,
+		`null`,
+	} {
+		reply := send(stateless(clientInfo))
+		if reply["error"] == nil {
+			s := <-got
+			t.Errorf("go-sdk handed a tool a request whose clientInfo is %s (clientName %q, ClientInfo().Name %q): clientName must decode it as ClientInfo does",
+				clientInfo, s.name, s.info)
+		}
+	}
+}
+
+// TestAuditedArguments: an execute_tool call's audit record hashes (and,
+// with AuditArguments, records) its arguments decoded as they were sent,
+// whatever they are and however the call ends: the handler hands over the
+// arguments it decoded when they are that decoding, and the record decodes
+// them itself otherwise (none, null, long numbers, not an object, a call
+// refused before they were looked at).
+func TestAuditedArguments(t *testing.T) {
+	log := &audittest.Log{}
+	var kept []any
+	tool := catalog.Tool{Server: "fake", Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	ok := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}
+	fs := &fakeSearcher{tools: []catalog.Tool{tool}, search: func(search.Query) (search.Result, error) { return search.Result{}, nil }}
+	g := New(fs,
+		&fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) { return ok, nil }},
+		&Options{Audit: log, AuditArguments: func(v any) any { kept = append(kept, v); return v }})
+	h := g.audited(ExecuteToolName, g.handleExecute)
+	for _, args := range []string{
+		`{"name":"fake__echo","arguments":{"text":"ok","n":1.5,"list":[1,"a",null]}}`,
+		`{"name":"fake__echo"}`,
+		`{"name":"fake__echo","arguments":null}`,
+		`{"name":"fake__echo","arguments":{}}`,
+		`{"name":"fake__echo","arguments":{"id":12345678901234567890}}`, // kept exact for the backend
+		`{"name":"fake__echo","arguments":{"id":1e400}}`,                // past float64
+		`{"name":"fake__echo","arguments":[1,2]}`,                       // not an object
+		`{"name":"fake__nope","arguments":{"a":1}}`,                     // unknown tool
+		`{"name":"","arguments":{"a":1}}`,
+		`{"name":7}`, // does not decode
+	} {
+		kept = kept[:0]
+		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ExecuteToolName, Arguments: json.RawMessage(args)}}
+		if _, err := h(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		// What the record held before: the "arguments" member (or, for
+		// arguments that do not decode, the whole), decoded into any.
+		var a struct {
+			Name      string
+			Arguments json.RawMessage
+		}
+		raw := json.RawMessage(args)
+		if json.Unmarshal(raw, &a) == nil {
+			raw = a.Arguments
+		}
+		var want any
+		if json.Unmarshal(raw, &want) != nil {
+			want = nil
+		}
+		recs := log.Records()
+		r := recs[len(recs)-1]
+		if r.ArgumentsSHA256 != audit.HashArguments(want) {
+			t.Errorf("%s: the record hashes the arguments as %q, want %q (of %v)", args, r.ArgumentsSHA256, audit.HashArguments(want), want)
+		}
+		switch {
+		case want == nil && len(kept) != 0:
+			t.Errorf("%s: arguments %v recorded, want none", args, kept)
+		case want != nil && (len(kept) != 1 || !reflect.DeepEqual(kept[0], want)):
+			t.Errorf("%s: arguments %v recorded, want %v", args, kept, want)
+		}
+	}
+}
+
+// TestResultBytes: a record's resultBytes counts the structured content as
+// json.Marshal encodes it (HTML characters escaped, a json.RawMessage
+// compacted, a value that does not encode as nothing), and the texts.
+func TestResultBytes(t *testing.T) {
+	for _, sc := range []any{
+		map[string]any{"a": 1.5, "b": []any{"x", nil, true}},
+		map[string]any{"html": "<b>&</b>"},
+		json.RawMessage(`{ "id" : 12345678901234567890 }`),
+		struct {
+			N int    `json:"n"`
+			S string `json:"s,omitempty"`
+		}{N: 3},
+		map[string]any{"nan": math.NaN()}, // does not encode
+	} {
+		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "four"}}, StructuredContent: sc}
+		want := 4
+		if b, err := json.Marshal(sc); err == nil {
+			want += len(b)
+		}
+		if got := resultBytes(res); got != want {
+			t.Errorf("resultBytes with structured content %v = %d, want %d", sc, got, want)
+		}
+	}
+}

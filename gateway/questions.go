@@ -41,10 +41,30 @@ import (
 // which has no session) and its answers to the previous round.
 func callInput(req *mcp.CallToolRequest) *backend.CallInput {
 	return &backend.CallInput{
-		Capabilities:   req.ClientCapabilities,
+		Capabilities:   func() map[string]any { return relayedCapabilities(req) },
 		InputResponses: req.Params.InputResponses,
 		RequestState:   req.Params.RequestState,
 	}
+}
+
+// relayed are the capabilities a backend may see (backend.RelayedCapabilities).
+var relayed = []string{kindElicitation, kindSampling, kindRoots}
+
+// relayedCapabilities is what of the capabilities of req's client a backend
+// may see, in wire form. A 2026-07-28 request's own are taken from its
+// _meta as they came (req.ClientCapabilities would encode and decode them
+// again, 33 KB and 55 µs a call); an older client's from its initialize.
+func relayedCapabilities(req *mcp.CallToolRequest) map[string]any {
+	if raw, ok := req.Params.GetMeta()[mcp.MetaKeyClientCapabilities].(map[string]any); ok {
+		out := make(map[string]any, len(relayed))
+		for _, k := range relayed {
+			if v, ok := raw[k]; ok && v != nil {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	return backend.RelayedCapabilities(req.ClientCapabilities())
 }
 
 // multiRoundTrip reports whether the client of req takes input-required
@@ -79,7 +99,7 @@ func (g *Gateway) inputRequired(ctx context.Context, req *mcp.CallToolRequest, n
 			"Connect with protocol %s to answer them all.",
 			name, server, strings.Join(kinds, ", "), req.Session.InitializeParams().ProtocolVersion, backend.StatelessProtocolVersion)
 	}
-	if missing := unanswerable(req.ClientCapabilities(), res.InputRequests); len(missing) > 0 {
+	if missing := unanswerable(relayedCapabilities(req), res.InputRequests); len(missing) > 0 {
 		return toolError("execute_tool %s: server %q asks the client a question mid-call that this client did not declare it can answer (no %s capability). "+
 			"Use a client that supports %s, or another tool.",
 			name, server, strings.Join(missing, ", "), strings.Join(missing, ", "))
@@ -119,14 +139,13 @@ func questionKinds(reqs mcp.InputRequestMap) []string {
 	return kinds
 }
 
-// unanswerable names the kinds of question in reqs that a client with caps
-// did not declare it answers (the backend saw the same capabilities, so it
-// asks one only when it ignores them).
-func unanswerable(caps *mcp.ClientCapabilities, reqs mcp.InputRequestMap) []string {
-	relayed := backend.RelayedCapabilities(caps)
+// unanswerable names the kinds of question in reqs that a client with the
+// relayed capabilities caps did not declare it answers (the backend saw the
+// same capabilities, so it asks one only when it ignores them).
+func unanswerable(caps map[string]any, reqs mcp.InputRequestMap) []string {
 	var missing []string
 	for _, k := range questionKinds(reqs) {
-		if _, ok := relayed[k]; !ok {
+		if _, ok := caps[k]; !ok {
 			missing = append(missing, k)
 		}
 	}

@@ -24,14 +24,13 @@ import (
 // speaking protocol 2026-07-28 or later. Give it to CallTool with
 // WithCallInput.
 type CallInput struct {
-	// Capabilities returns what the client of the call can be asked: of
-	// its capabilities, only elicitation, sampling and roots are passed on
-	// (in the request's _meta), and nil passes on none. The backend sees
-	// them instead of the pool's own (none): a backend that adapts to a
-	// client that cannot answer keeps working. It is called only for a
-	// backend on protocol 2026-07-28 or later (go-sdk decodes a request's
-	// capabilities again at each ask, re-encoding them).
-	Capabilities func() *mcp.ClientCapabilities
+	// Capabilities returns what the client of the call can be asked, in
+	// the wire form of a request's _meta: of its capabilities, only
+	// elicitation, sampling and roots (RelayedCapabilities); nil passes on
+	// none. The backend sees them instead of the pool's own (none): a
+	// backend that adapts to a client that cannot answer keeps working. It
+	// is called only for a backend on protocol 2026-07-28 or later.
+	Capabilities func() map[string]any
 	// InputResponses and RequestState are the client's answers to the
 	// backend's previous input-required result and the state it echoes,
 	// passed on unchanged (empty on a first round).
@@ -83,11 +82,11 @@ func withCallInput(params *mcp.CallToolParams, in *CallInput, protocol string) {
 		m = map[string]any{}
 	}
 	// go-sdk keeps a capability already in _meta (injectRequestMeta).
-	var caps *mcp.ClientCapabilities
+	caps := map[string]any{}
 	if in.Capabilities != nil {
 		caps = in.Capabilities()
 	}
-	m[mcp.MetaKeyClientCapabilities] = RelayedCapabilities(caps)
+	m[mcp.MetaKeyClientCapabilities] = caps
 	params.SetMeta(m)
 	params.InputResponses = in.InputResponses
 	params.RequestState = in.RequestState

@@ -101,18 +101,7 @@ func newTestGateway(t *testing.T, caller *fakeCaller) (*Gateway, *fakeSearcher) 
 // connect returns a client session to g over an in-memory transport.
 func connect(t *testing.T, g *Gateway) *mcp.ClientSession {
 	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := g.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close(); ss.Wait() })
-	return cs
+	return connectClient(t, g, mcp.NewClient(&mcp.Implementation{Name: "test"}, nil), "")
 }
 
 func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {

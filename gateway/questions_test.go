@@ -282,7 +282,7 @@ func TestBackendSeesClientCapabilities(t *testing.T) {
 }
 
 // connectClient connects c to g over an in-memory transport (what stdio
-// is, minus the pipe), speaking protocol pv.
+// is, minus the pipe), speaking protocol pv ("": go-sdk's latest).
 func connectClient(t *testing.T, g *Gateway, c *mcp.Client, pv string) *mcp.ClientSession {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()

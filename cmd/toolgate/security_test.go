@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -288,13 +289,16 @@ func TestAPIKeysOverHTTP(t *testing.T) {
 	}
 
 	// Every refusal is in the audit log, no secret in any log.
-	recs := auditRecords(t, data, audit.Filter{Tool: "http"}, func(rs []audit.Record) bool { return len(rs) >= 10 })
+	// The writer gathers records for a few milliseconds before it writes,
+	// so wait for the ones looked for, not for a count.
 	var sawExpired, sawUnavailable bool
-	for _, r := range recs {
-		sawExpired = sawExpired || r.Key == "old" && r.Status == 401
-		sawUnavailable = sawUnavailable || r.Status == 503
-	}
-	if !sawExpired || !sawUnavailable {
+	var recs []audit.Record
+	if !testenv.Poll(testenv.Timeout, func() bool {
+		recs = readAudit(t, data, audit.Filter{Tool: "http"})
+		sawExpired = slices.ContainsFunc(recs, func(r audit.Record) bool { return r.Key == "old" && r.Status == 401 })
+		sawUnavailable = slices.ContainsFunc(recs, func(r audit.Record) bool { return r.Status == 503 })
+		return sawExpired && sawUnavailable
+	}) {
 		t.Errorf("audit lacks the expired key's 401 (%v) or the 503 (%v): %+v", sawExpired, sawUnavailable, recs)
 	}
 	for _, secret := range []string{admin, ci, replica, expiredSecret} {

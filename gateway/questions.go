@@ -47,22 +47,13 @@ func callInput(req *mcp.CallToolRequest) *backend.CallInput {
 	}
 }
 
-// relayed are the capabilities a backend may see (backend.RelayedCapabilities).
-var relayed = []string{kindElicitation, kindSampling, kindRoots}
-
 // relayedCapabilities is what of the capabilities of req's client a backend
-// may see, in wire form. A 2026-07-28 request's own are taken from its
-// _meta as they came (req.ClientCapabilities would encode and decode them
-// again, 33 KB and 55 µs a call); an older client's from its initialize.
+// may see, in wire form: a 2026-07-28 request's own from its _meta as they
+// came (req.ClientCapabilities would encode and decode them again, 33 KB
+// and 55 µs a call), an older client's from its initialize.
 func relayedCapabilities(req *mcp.CallToolRequest) map[string]any {
 	if raw, ok := req.Params.GetMeta()[mcp.MetaKeyClientCapabilities].(map[string]any); ok {
-		out := make(map[string]any, len(relayed))
-		for _, k := range relayed {
-			if v, ok := raw[k]; ok && v != nil {
-				out[k] = v
-			}
-		}
-		return out
+		return backend.RelayedMeta(raw)
 	}
 	return backend.RelayedCapabilities(req.ClientCapabilities())
 }

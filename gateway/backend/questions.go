@@ -50,10 +50,26 @@ func callInputFrom(ctx context.Context) *CallInput {
 	return in
 }
 
-// RelayedCapabilities is the part of c that a backend may see: what the
-// gateway can relay (elicitation, sampling, roots), in the wire form of a
-// request's _meta (go-sdk's ClientCapabilities would always write
-// "roots"). Nil c is none: {}.
+// relayedKinds are the capabilities the gateway can relay, named as a
+// request's _meta names them.
+var relayedKinds = []string{"elicitation", "sampling", "roots"}
+
+// RelayedMeta is the part of raw, a client's capabilities as its request's
+// _meta carried them, that a backend may see (relayedKinds), taken as they
+// came: go-sdk's ClientCapabilities would encode and decode them again.
+func RelayedMeta(raw map[string]any) map[string]any {
+	out := make(map[string]any, len(relayedKinds))
+	for _, k := range relayedKinds {
+		if v, ok := raw[k]; ok && v != nil {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// RelayedCapabilities is RelayedMeta for capabilities already decoded (an
+// initialize's), in the same wire form (go-sdk's ClientCapabilities would
+// always write "roots"). Nil c is none: {}.
 func RelayedCapabilities(c *mcp.ClientCapabilities) map[string]any {
 	out := map[string]any{}
 	if c == nil {

@@ -58,7 +58,7 @@ func TestAgentView(t *testing.T) {
 
 	t.Run("stdio", func(t *testing.T) {
 		cmd := toolgateCmd(t, dataDir, "serve", "--config", cfgPath)
-		cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+		cmd.Stderr = testLog(t, "toolgate: ")
 		a := &agentClient{}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()

@@ -28,17 +28,6 @@ import (
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
-// teeLog keeps a child's stderr for assertions and forwards it to the test log.
-type teeLog struct {
-	testenv.LogBuffer
-	t *testing.T
-}
-
-func (w *teeLog) Write(p []byte) (int, error) {
-	(&testLogWriter{t: w.t, prefix: "toolgate: "}).Write(p)
-	return w.LogBuffer.Write(p)
-}
-
 // demoOAuthServer starts the TypeScript SDK's example server
 // (simpleStreamableHttp.js --oauth, from the @modelcontextprotocol/sdk
 // installed with the bundled servers): a protected MCP server with its
@@ -226,8 +215,8 @@ func TestAuthLoginDemoServer(t *testing.T) {
 	}
 
 	serve := toolgateCmd(t, dataDir, "serve", "--config", cfgPath)
-	logs := &teeLog{t: t}
-	serve.Stderr = logs
+	logs := &testenv.LogBuffer{}
+	serve.Stderr = io.MultiWriter(logs, testLog(t, "toolgate: "))
 	ctx, cs := connectStdio(t, serve, 2*time.Minute)
 	found, _ := searchTools(t, ctx, cs, "greet someone by name", 10)
 	var names []string
@@ -264,8 +253,8 @@ func TestAuthNeedsLoginEndToEnd(t *testing.T) {
 
 	addr := freeAddr(t)
 	serve := toolgateCmd(t, dataDir, "serve", "--config", cfgPath, "--http", addr)
-	logs := &teeLog{t: t}
-	serve.Stderr = logs
+	logs := &testenv.LogBuffer{}
+	serve.Stderr = io.MultiWriter(logs, testLog(t, "toolgate: "))
 	ctx, cs := connectHTTP(t, serve, addr, 2*time.Minute)
 	if res := executeTool(t, ctx, cs, "remote__echo", map[string]any{"text": "hi"}); res.IsError || resultText(res) != "hi" {
 		t.Fatalf("execute_tool(remote__echo): %q", resultText(res))

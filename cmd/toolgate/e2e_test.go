@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -165,7 +166,7 @@ func TestEndToEnd(t *testing.T) {
 
 	t.Run("stdio", func(t *testing.T) {
 		cmd := toolgateCmd(t, dataDir, "serve", "--config", cfgPath)
-		cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+		cmd.Stderr = testLog(t, "toolgate: ")
 		ctx, cs := connectStdio(t, cmd, 3*time.Minute)
 		// First, while nothing is learned yet (the calls below teach the
 		// gateway): a request of two steps brings up the second step's
@@ -195,7 +196,7 @@ func runServeHTTP(t *testing.T, dataDir, cfgPath string) string {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := toolgateCmd(t, dataDir, "serve", "--config", cfgPath, "--http", addr)
-	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	cmd.Stderr = testLog(t, "toolgate: ")
 	startHTTP(t, cmd, addr, 3*time.Minute)
 	return addr
 }
@@ -324,17 +325,18 @@ func waitHealthy(t *testing.T, url string, within time.Duration) {
 	})
 }
 
-// testLogWriter forwards a child's stderr to the test log.
-type testLogWriter struct {
-	t      *testing.T
-	prefix string
-}
-
-func (w *testLogWriter) Write(p []byte) (int, error) {
-	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
-		w.t.Log(w.prefix + line)
-	}
-	return len(p), nil
+// testLog keeps a child's stderr and writes it to the test log when the
+// test ends, after the test's own messages: always with -v, else when the
+// test failed. Forwarded line by line as it came, a chatty child's log (a
+// backend's stderr) stood before the failure and hid it from CI's excerpt.
+func testLog(t *testing.T, prefix string) io.Writer {
+	w := &testenv.LogBuffer{}
+	t.Cleanup(func() {
+		if log := w.String(); log != "" && (t.Failed() || testing.Verbose()) {
+			t.Logf("%slog:\n%s%s", prefix, prefix, strings.ReplaceAll(strings.TrimRight(log, "\n"), "\n", "\n"+prefix))
+		}
+	})
+	return w
 }
 
 // TestWarmStartKeepsToolsOfDownBackend builds the index with every bundled
@@ -355,7 +357,7 @@ func TestWarmStartKeepsToolsOfDownBackend(t *testing.T) {
 
 	broken := bundledConfig(t, map[string]any{"memory": brokenServer})
 	cmd := toolgateCmd(t, dataDir, "serve", "--config", broken)
-	logs := &testLogWriter{t: t, prefix: "toolgate: "}
+	logs := testLog(t, "toolgate: ")
 	cmd.Stderr = logs
 	ctx, cs := connectStdio(t, cmd, 2*time.Minute)
 
@@ -531,7 +533,7 @@ func TestToolListChangeReachesSearch(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", path, "--mode", "bm25")
-	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	cmd.Stderr = testLog(t, "toolgate: ")
 	ctx, cs := connectStdio(t, cmd, 2*time.Minute)
 
 	found := func() bool {

@@ -97,7 +97,7 @@ func TestClientClosesStderr(t *testing.T) {
 func TestStdioClientClosesStdout(t *testing.T) {
 	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil))
 	var logs testenv.LogBuffer
-	cmd.Stderr = io.MultiWriter(&logs, &testLogWriter{t: t, prefix: "toolgate: "})
+	cmd.Stderr = io.MultiWriter(&logs, testLog(t, "toolgate: "))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

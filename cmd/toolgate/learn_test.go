@@ -27,7 +27,7 @@ func TestLearningFromUseEndToEnd(t *testing.T) {
 
 	serve := func() (context.Context, *mcp.ClientSession) {
 		cmd := toolgateCmd(t, dataDir, "serve", "--config", cfgPath)
-		cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+		cmd.Stderr = testLog(t, "toolgate: ")
 		return connectStdio(t, cmd, 3*time.Minute)
 	}
 	learnCmd := func(args ...string) string {

@@ -30,7 +30,7 @@ func TestMaxLimitEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", path, "--mode", "bm25", "--ort-lib", filepath.Join(t.TempDir(), "none.so"))
-	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	cmd.Stderr = testLog(t, "toolgate: ")
 	ctx, cs := connectStdio(t, cmd, 2*time.Minute)
 
 	lt, err := cs.ListTools(ctx, nil)

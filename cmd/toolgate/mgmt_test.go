@@ -62,7 +62,7 @@ func TestManagementOverHTTP(t *testing.T) {
 	dataDir := t.TempDir()
 	addr := freeAddr(t)
 	cmd := toolgateCmd(t, dataDir, "serve", "--config", cfgPath, "--http", addr)
-	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	cmd.Stderr = testLog(t, "toolgate: ")
 	ctx, cs := connectHTTP(t, cmd, addr, 3*time.Minute)
 
 	// tools/list is still the two tools.
@@ -234,7 +234,7 @@ func TestManagementOverStdio(t *testing.T) {
 	withSettings(t, cfgPath, map[string]any{"profiles": map[string]any{"kg": kgProfile}, "management": map[string]any{"allowConfigChanges": true}})
 	dataDir := t.TempDir()
 	cmd := toolgateCmd(t, dataDir, "serve", "--config", cfgPath)
-	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	cmd.Stderr = testLog(t, "toolgate: ")
 	ctx, cs := connectStdio(t, cmd, 3*time.Minute)
 
 	const q = "delete entities; list the files of a directory; echo a message"
@@ -306,7 +306,7 @@ func TestManagementOverStdio(t *testing.T) {
 
 	// serve --profile fixes the session's profile.
 	cmd = toolgateCmd(t, dataDir, "serve", "--config", cfgPath, "--profile", "kg")
-	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	cmd.Stderr = testLog(t, "toolgate: ")
 	ctx, cs = connectStdio(t, cmd, 3*time.Minute)
 	if ans, _ := searchTools(t, ctx, cs, q, 50); hasPrefix(toolNames(ans), "filesystem__") || !hasPrefix(toolNames(ans), "memory__") {
 		t.Errorf("serve --profile kg: %v", toolNames(ans))
@@ -333,7 +333,7 @@ func TestServeSeveralConfigs(t *testing.T) {
 	dataDir := t.TempDir()
 
 	cmd := toolgateCmd(t, dataDir, "serve", "--config", user, "--config", proj)
-	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	cmd.Stderr = testLog(t, "toolgate: ")
 	ctx, cs := connectStdio(t, cmd, 3*time.Minute)
 	ans, _ := searchTools(t, ctx, cs, "echo the text back", 10)
 	if names := toolNames(ans); !slices.Contains(names, "alpha__echo") || !slices.Contains(names, "beta__echo") {
@@ -342,7 +342,7 @@ func TestServeSeveralConfigs(t *testing.T) {
 	cs.Close()
 
 	cmd = toolgateCmd(t, dataDir, "serve", "--config", user, "--config", proj, "--profile", "b")
-	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	cmd.Stderr = testLog(t, "toolgate: ")
 	ctx, cs = connectStdio(t, cmd, 3*time.Minute)
 	ans, _ = searchTools(t, ctx, cs, "echo the text back", 10)
 	if names := toolNames(ans); slices.Contains(names, "alpha__echo") || !slices.Contains(names, "beta__echo") {
@@ -358,7 +358,7 @@ func TestProfileListChangedOverStdio(t *testing.T) {
 	cfgPath := bundledConfig(t, nil)
 	withSettings(t, cfgPath, map[string]any{"profiles": map[string]any{"kg": kgProfile}})
 	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", cfgPath)
-	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	cmd.Stderr = testLog(t, "toolgate: ")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	changed := make(chan struct{}, 10)

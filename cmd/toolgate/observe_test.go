@@ -59,7 +59,7 @@ func serveHTTP(t *testing.T, cfgPath string, env ...string) (string, context.Con
 	addr := freeAddr(t)
 	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", cfgPath, "--http", addr)
 	cmd.Env = append(cmd.Env, env...)
-	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	cmd.Stderr = testLog(t, "toolgate: ")
 	ctx, cs := connectHTTP(t, cmd, addr, 3*time.Minute)
 	testenv.EventuallyWithin(t, 2*time.Minute, "every backend up", func() bool {
 		rep := getStatus(t, addr)

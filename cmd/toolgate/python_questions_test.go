@@ -153,7 +153,7 @@ func TestPythonBackendsAsk(t *testing.T) {
 	for _, pv := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run("stdio "+pv, func(t *testing.T) {
 			cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--mode", "bm25")
-			cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+			cmd.Stderr = testLog(t, "toolgate: ")
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			a := &pyAsker{}
@@ -168,7 +168,7 @@ func TestPythonBackendsAsk(t *testing.T) {
 	t.Run("http", func(t *testing.T) {
 		addr := freeAddr(t)
 		cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--mode", "bm25", "--http", addr)
-		cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+		cmd.Stderr = testLog(t, "toolgate: ")
 		startHTTP(t, cmd, addr, 3*time.Minute)
 		for _, pv := range []string{"2026-07-28", "2025-11-25"} {
 			t.Run(pv, func(t *testing.T) {

@@ -147,7 +147,7 @@ func TestPythonBackends(t *testing.T) {
 	b, _ := json.Marshal(map[string]any{"mcpServers": servers})
 	cfg := writeConfig(t, string(b))
 	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--mode", "bm25")
-	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	cmd.Stderr = testLog(t, "toolgate: ")
 	ctx, cs := connectStdio(t, cmd, 3*time.Minute)
 
 	for _, srv := range names {
@@ -295,7 +295,7 @@ func runPyClient(t *testing.T, py, mode string, steps []map[string]any, env []st
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, append([]string{pyTestdata(t, "pyclient.py"), string(script)}, args...)...)
 	cmd.Env = env
-	cmd.Stderr = &testLogWriter{t: t, prefix: "pyclient: "}
+	cmd.Stderr = testLog(t, "pyclient: ")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("pyclient %s %v: %v\n%s", mode, args, err, out)

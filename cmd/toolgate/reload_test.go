@@ -100,7 +100,7 @@ func TestConfigReload(t *testing.T) {
 
 	addr := freeAddr(t)
 	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", path, "--mode", "bm25", "--http", addr)
-	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	cmd.Stderr = testLog(t, "toolgate: ")
 	ctx, cs := connectHTTP(t, cmd, addr, 3*time.Minute)
 
 	// removed holds servers whose tools must never be returned again.

@@ -86,7 +86,7 @@ func startGateway(t *testing.T, dataDir, cfgPath string, extra ...string) (strin
 	addr := freeAddr(t)
 	cmd := toolgateCmd(t, dataDir, append([]string{"serve", "--config", cfgPath, "--http", addr, "--mode", "bm25"}, extra...)...)
 	var logs testenv.LogBuffer
-	cmd.Stderr = io.MultiWriter(&logs, &testLogWriter{t: t, prefix: "toolgate: "})
+	cmd.Stderr = io.MultiWriter(&logs, testLog(t, "toolgate: "))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +528,7 @@ func TestAuditMaskedArguments(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := toolgateCmd(t, data, "serve", "--config", cfgPath, "--mode", "bm25")
-	cmd.Stderr = &testLogWriter{t: t, prefix: "toolgate: "}
+	cmd.Stderr = testLog(t, "toolgate: ")
 	ctx, cs := connectStdio(t, cmd, 2*time.Minute)
 	text := "use configured-secret-123 with token=abcdefgh please"
 	if res := executeTool(t, ctx, cs, "fake__echo", map[string]any{"text": text}); res.IsError {

@@ -52,7 +52,7 @@ type gatewayProc struct {
 func startServe(t *testing.T, cmd *exec.Cmd, addr string) *gatewayProc {
 	t.Helper()
 	g := &gatewayProc{cmd: cmd, addr: addr, logs: &testenv.LogBuffer{}, exited: make(chan struct{})}
-	cmd.Stderr = io.MultiWriter(g.logs, &testLogWriter{t: t, prefix: "toolgate: "})
+	cmd.Stderr = io.MultiWriter(g.logs, testLog(t, "toolgate: "))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestStopExitStatus(t *testing.T) {
 		mute := map[string]any{"command": "sleep", "args": []string{"3600"}}
 		cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", bundledConfig(t, map[string]any{"mute": mute}), "--http", freeAddr(t))
 		var logs testenv.LogBuffer
-		cmd.Stderr = io.MultiWriter(&logs, &testLogWriter{t: t, prefix: "toolgate: "})
+		cmd.Stderr = io.MultiWriter(&logs, testLog(t, "toolgate: "))
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -323,7 +323,7 @@ func TestStdinClosedDuringColdStart(t *testing.T) {
 			cfg := writeConfig(t, `{"mcpServers": {"silent": {"command": "sh", "args": ["-c", "cat >/dev/null"], "connectTimeout": "10m"}}}`)
 			cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg)
 			var logs testenv.LogBuffer
-			cmd.Stderr = io.MultiWriter(&logs, &testLogWriter{t: t, prefix: "toolgate: "})
+			cmd.Stderr = io.MultiWriter(&logs, testLog(t, "toolgate: "))
 			stdin, err := cmd.StdinPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -453,7 +453,7 @@ func startInMountNS(t *testing.T, tmpfs bool, cfg string) (*gatewayProc, *mountN
 	}
 	ns := &mountNS{in: in, oks: make(chan string, 4), base: base}
 	g := &gatewayProc{cmd: cmd, addr: addr, logs: &testenv.LogBuffer{}, exited: make(chan struct{})}
-	cmd.Stderr = io.MultiWriter(g.logs, &testLogWriter{t: t, prefix: "toolgate: "})
+	cmd.Stderr = io.MultiWriter(g.logs, testLog(t, "toolgate: "))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -91,6 +91,9 @@ type backend struct {
 	// Timeouts (time.Duration), changed in place by Reconfigure.
 	connectTimeout atomic.Int64
 	callTimeout    atomic.Int64
+	// discoverLate: the server answered server/discover after the probe
+	// had fallen back to initialize; its next starts wait for that answer.
+	discoverLate atomic.Bool
 
 	notifyMu sync.Mutex // serializes list + OnToolsChanged
 
@@ -275,9 +278,14 @@ func (b *backend) status() Status {
 }
 
 func (b *backend) setState(s State, err error) {
-	err = maskErr(err, b.errMask) // shown in /status, the console, execute_tool's errors
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.setStateLocked(s, err)
+}
+
+// setStateLocked is setState with b.mu held.
+func (b *backend) setStateLocked(s State, err error) {
+	err = maskErr(err, b.errMask) // shown in /status, the console, execute_tool's errors
 	if b.state != s {
 		b.since = time.Now()
 	}
@@ -325,8 +333,8 @@ func (b *backend) connect(ctx context.Context) {
 	b.quietRetry = false
 	b.tools = tools
 	b.info = r.sess.InitializeResult()
+	b.setStateLocked(StateUp, nil)
 	b.mu.Unlock()
-	b.setState(StateUp, nil)
 	b.log.Info("backend up", keyTools, len(tools), keyProtocol, r.protocol)
 	b.notifyMu.Lock()
 	b.notify(tools)
@@ -434,6 +442,8 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 			timeout: b.p.opts.ProbeTimeout,
 			ceiling: connectTimeout / 2,
 			log:     b.log,
+			unread:  pipeUnread(r.proc.stdin),
+			late:    &b.discoverLate,
 		}, r.calls.observe))), nil)
 	case config.TypeHTTP, config.TypeSSE:
 		sess, err = b.connectRemote(r.ctx, r, client)
@@ -1008,12 +1018,14 @@ func (b *backend) deathErr(r *run) error {
 // closed, the process group stopped, and the run's goroutines awaited. The
 // backend is marked down with err.
 func (b *backend) teardown(r *run, err error) {
+	// One step: a backend "up" without a run answered a call that came
+	// in between with "unavailable: it is up", and /status with no PID.
 	b.mu.Lock()
 	if b.run == r {
 		b.run = nil
 	}
+	b.setStateLocked(downState(err), err)
 	b.mu.Unlock()
-	b.setState(downState(err), err)
 	r.cancel(errStopping)
 	closed := make(chan struct{})
 	go func() {

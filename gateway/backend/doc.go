@@ -25,7 +25,10 @@
 // back to initialize on the same connection, so a legacy server costs one
 // extra ping and the probe timeout, not a second process start, and a modern
 // server that is slow to start (npx) is not mistaken for a legacy one. With
-// no answer at all, the fallback comes after half the connect timeout.
+// no answer at all, the fallback comes after half the connect timeout, but
+// not while a stdio server has not read the probe from its pipe (it is
+// still starting). A discover answer after the fallback marks the backend:
+// its next starts wait for that answer.
 // Streamable HTTP connections cannot be wrapped (go-sdk type-asserts them):
 // the first Connect gets ProbeTimeout and a second one speaks the legacy
 // protocol with the rest of the budget. Legacy SSE streams die with the

@@ -35,6 +35,7 @@ const (
 	keyAttempt   = "attempt"
 	keyPID       = "pid"
 	keyProtocol  = "protocol"
+	keyAfter     = "after"
 )
 
 // Defaults of Options.
@@ -558,6 +559,7 @@ func (p *Pool) Restart(server string) error {
 	b.mu.Lock()
 	nb.restarts, nb.lastErr, nb.tools = b.restarts+1, b.lastErr, b.tools
 	b.mu.Unlock()
+	nb.discoverLate.Store(b.discoverLate.Load())
 	next := *old // rosters are never changed once stored: copy, then swap
 	next.byName = maps.Clone(old.byName)
 	next.byName[server] = nb

@@ -211,6 +211,71 @@ func TestSlowStartKeepsModernProtocol(t *testing.T) {
 	}
 }
 
+func TestStartSlowerThanCeilingKeepsModernProtocol(t *testing.T) {
+	// A server that has not read the probe at the ceiling (half the connect
+	// timeout) is still starting, not ignoring it: a modern one that reads
+	// it later is not taken for a legacy one (a Python SDK server importing
+	// for 20 s on a loaded machine was, and never came up), and a legacy
+	// one still falls back, once it reads, after the probe timeout.
+	o := testOptions(nil)
+	o.ConnectTimeout = 3 * time.Second // ceiling 1.5s
+	o.ProbeTimeout = 50 * time.Millisecond
+	servers := []config.Server{
+		named(backendtest.Command(t, "normal", backendtest.EnvStartDelay+"=2s"), "slow"),
+		named(backendtest.Command(t, "ignore-discover", backendtest.EnvStartDelay+"=2s"), "slowlegacy"),
+	}
+	p := startPool(t, servers, o)
+	for name, want := range map[string]string{"slow": "2026-07-28", "slowlegacy": LegacyProtocolVersion} {
+		st := statusOf(t, p, name)
+		if st.State != StateUp || st.Protocol != want {
+			t.Errorf("%s: state %s protocol %q (want up, %q): %s", name, st.State, st.Protocol, want, st.Err)
+		}
+	}
+}
+
+func TestLateDiscoverAnswerIsWaitedForNextStart(t *testing.T) {
+	// A server whose stdin is read at once by something in front of it
+	// (`docker run -i`; here cat) gives the probe no sign of starting: at
+	// the ceiling it falls back to initialize. The discover answer that
+	// comes after says the server is modern: the next start waits for it.
+	// The server refuses the initialize after its discover answer (go-sdk
+	// and the Python SDK do): the first start fails, the supervisor's
+	// restart comes up, and so does a restart on request.
+	l := &testenv.LogBuffer{}
+	o := testOptions(l)
+	o.ConnectTimeout = 3 * time.Second // ceiling 1.5s
+	o.ProbeTimeout = 50 * time.Millisecond
+	o.RestartDelays = []time.Duration{10 * time.Millisecond}
+	srv := named(backendtest.Command(t, "normal", backendtest.EnvStartDelay+"=2s"), "docker")
+	srv.Args = append([]string{"-c", `cat | exec "$0" "$@"`, srv.Command}, srv.Args...)
+	srv.Command = "sh"
+	p := startPool(t, []config.Server{srv}, o)
+	up := func(after string) {
+		t.Helper()
+		if !testenv.Poll(testenv.Timeout, func() bool {
+			st := statusOf(t, p, "docker")
+			return st.State == StateUp && st.Protocol == "2026-07-28"
+		}) {
+			st := statusOf(t, p, "docker")
+			t.Fatalf("%s: state %s protocol %q (want up, 2026-07-28): %s\n%s", after, st.State, st.Protocol, st.Err, l)
+		}
+	}
+	late := func() {
+		t.Helper()
+		if n := strings.Count(l.String(), "backend answered server/discover after the fallback"); n != 1 {
+			t.Errorf("the late discover answer logged %d times, want once (no start after it fell back):\n%s", n, l)
+		}
+	}
+	up("after the supervisor's restart")
+	late()
+	if err := p.Restart("docker"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the restart on request under way", func() bool { return statusOf(t, p, "docker").State != StateUp })
+	up("after a restart on request")
+	late()
+}
+
 func TestCallTools(t *testing.T) {
 	p := startPool(t, []config.Server{backendtest.Command(t, "normal")}, testOptions(nil))
 	ctx := context.Background()

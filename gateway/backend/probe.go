@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -29,9 +31,14 @@ const methodDiscover = "server/discover"
 // connection (no second process start). Waiting for the ping first keeps a
 // slow-starting modern server (npx cold start) from being mistaken for a
 // legacy one: the timer starts only once the server is reading. If nothing
-// at all is answered within ceiling, the fallback happens anyway. The ping's
-// answer is swallowed; a late real discover answer is dropped by go-sdk as a
-// response to an unknown id.
+// at all is answered within ceiling, the fallback happens anyway, but not
+// while the server has not read the probe yet (unread, over stdio: a
+// Python server importing for 20 s on a loaded machine was taken for a
+// legacy one, answered the discover it then read, and refused the
+// initialize that followed, at every restart). The ping's answer is
+// swallowed, and so is a late real discover answer, which sets late: the
+// next start of the server waits for its answer (a server that reads its
+// stdin before it can answer, like `docker run -i`).
 //
 // Only transports whose connection go-sdk does not type-assert may be
 // wrapped: stdio (linerpc.Transport) and SSE. The streamable HTTP connection has a
@@ -42,7 +49,18 @@ type probeTransport struct {
 	timeout time.Duration // wait for discover once the server answered the ping
 	ceiling time.Duration // wait for discover when the server answers nothing
 	log     *slog.Logger
+	// unread is how many bytes written to the server it has not read yet
+	// (ok false when that cannot be known); nil for none.
+	unread func() (n int, ok bool)
+	// late is set when the server answered server/discover after the
+	// probe gave up on it; while set, only the ping's answer starts the
+	// fallback's clock. Nil for none.
+	late *atomic.Bool
 }
+
+// unreadPoll is how often the probe looks whether a server that has not
+// read the probe yet has started reading.
+const unreadPoll = 100 * time.Millisecond
 
 // probePingID is the id of the liveness ping; go-sdk's own ids are numbers.
 var probePingID, _ = jsonrpc.MakeID("toolgate-discover-probe-ping")
@@ -52,26 +70,40 @@ func (t *probeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	ceiling := t.ceiling
-	if ceiling < t.timeout {
-		ceiling = t.timeout
+	ceiling := max(t.ceiling, t.timeout)
+	if t.late != nil && t.late.Load() {
+		ceiling = math.MaxInt64 // the connect timeout ends the wait
 	}
-	return &probeConn{Connection: c, timeout: t.timeout, ceiling: ceiling, log: t.log, wake: make(chan struct{})}, nil
+	return &probeConn{Connection: c, timeout: t.timeout, ceiling: ceiling, log: t.log, unread: t.unread, late: t.late, wake: make(chan struct{})}, nil
 }
 
 type probeConn struct {
 	mcp.Connection
 	timeout, ceiling time.Duration
 	log              *slog.Logger
+	unread           func() (int, bool)
+	late             *atomic.Bool
 
 	mu      sync.Mutex
 	over    bool          // no probe can come any more (answered, timed out, or another request went first)
 	pending bool          // a discover call is awaiting its answer
 	id      jsonrpc.ID    // its id
+	wait    probeWait     // what the current wait is for
+	armedAt time.Time     // when the probe was sent
+	gaveUp  bool          // the probe ended in the fallback: a discover answer with id is late
 	fire    chan struct{} // closed when the current wait has passed
 	wake    chan struct{} // closed when a probe is armed (a Read may already be waiting)
 	timer   *time.Timer
 }
+
+// probeWait is what the probe waits for.
+type probeWait int
+
+const (
+	waitCeiling  probeWait = iota // any answer, up to the ceiling
+	waitStarting                  // the server to read the probe (it has not yet)
+	waitAnswer                    // the discover answer, the server reading
+)
 
 // arm (re)starts the wait for the discover answer; c.mu must be held.
 func (c *probeConn) arm(d time.Duration) {
@@ -94,7 +126,7 @@ func (c *probeConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	case c.over:
 	case req.Method == methodDiscover:
 		probe = true
-		c.pending, c.id = true, req.ID
+		c.pending, c.id, c.wait, c.armedAt = true, req.ID, waitCeiling, time.Now()
 		c.arm(c.ceiling)
 		close(c.wake)
 		c.wake = make(chan struct{})
@@ -115,10 +147,15 @@ func (c *probeConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 func (c *probeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		c.mu.Lock()
-		over, pending, id, fire, wake := c.over, c.pending, c.id, c.fire, c.wake
+		over, pending, id, fire, wake, gaveUp := c.over, c.pending, c.id, c.fire, c.wake, c.gaveUp
 		c.mu.Unlock()
 		if over {
-			return c.Connection.Read(ctx)
+			msg, err := c.Connection.Read(ctx)
+			if resp, ok := msg.(*jsonrpc.Response); ok && gaveUp && resp.ID == id {
+				c.lateAnswer(resp)
+				continue // go-sdk no longer waits for it
+			}
+			return msg, err
 		}
 		// Read, but stop when the wait for discover ends or a probe gets armed.
 		trigger := wake
@@ -143,6 +180,7 @@ func (c *probeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			case ok && resp.ID == probePingID:
 				c.mu.Lock()
 				if c.pending {
+					c.wait = waitAnswer
 					c.arm(c.timeout) // the server is reading: now the short wait
 				}
 				c.mu.Unlock()
@@ -165,9 +203,25 @@ func (c *probeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		c.mu.Lock()
 		current := c.fire == fire
+		if current && c.wait != waitAnswer {
+			// No answer at all yet: a server that has not read the probe
+			// is starting, not ignoring it; once it reads, the short wait.
+			if n, ok := c.unreadBytes(); ok && n > 0 {
+				c.wait = waitStarting
+				c.arm(unreadPoll)
+				current = false
+			} else if c.wait == waitStarting {
+				c.wait = waitAnswer
+				c.arm(c.timeout)
+				current = false
+			}
+		}
+		if current {
+			c.gaveUp = true
+		}
 		c.mu.Unlock()
 		if !current {
-			continue // re-armed by the ping's answer meanwhile
+			continue // re-armed meanwhile (the ping's answer) or above
 		}
 		c.settle()
 		c.log.Info("backend did not answer server/discover; falling back to the legacy initialize handshake", keyTimeout, c.timeout)
@@ -176,6 +230,25 @@ func (c *probeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			Message: fmt.Sprintf("%s not answered (toolgate probe)", methodDiscover),
 		}}, nil
 	}
+}
+
+// unreadBytes is c.unread, if any.
+func (c *probeConn) unreadBytes() (int, bool) {
+	if c.unread == nil {
+		return 0, false
+	}
+	return c.unread()
+}
+
+// lateAnswer takes the answer to a discover the probe gave up on: a result
+// says the server speaks the new protocol, so its next start waits for it
+// (this connection is in the legacy handshake already).
+func (c *probeConn) lateAnswer(resp *jsonrpc.Response) {
+	if resp.Error != nil || c.late == nil {
+		return
+	}
+	c.late.Store(true)
+	c.log.Warn("backend answered server/discover after the fallback to the legacy handshake; its next start waits for that answer", keyAfter, time.Since(c.armedAt).Round(time.Millisecond))
 }
 
 func (c *probeConn) settle() {

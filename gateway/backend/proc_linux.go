@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // sysProcAttr puts the child in its own process group (so that stopping it
@@ -68,4 +70,20 @@ func procStat(pid string) (state byte, pgrp int, ok bool) {
 		return 0, 0, false
 	}
 	return f[0][0], pg, true
+}
+
+// pipeUnread is how many bytes written to the pipe w have not been read
+// from it yet (TIOCINQ, which Linux answers on either end of a pipe).
+func pipeUnread(w *os.File) func() (int, bool) {
+	sc, err := w.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return func() (int, bool) {
+		n, ierr := 0, error(nil)
+		if err := sc.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }); err != nil || ierr != nil {
+			return 0, false
+		}
+		return n, true
+	}
 }

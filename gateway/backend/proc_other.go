@@ -2,7 +2,10 @@
 
 package backend
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // sysProcAttr puts the child in its own process group. (No parent-death
 // signal outside Linux.)
@@ -13,3 +16,6 @@ func groupAlive(pgid int) bool { return syscall.Kill(-pgid, 0) == nil }
 
 // procAlive reports whether pid exists.
 func procAlive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// pipeUnread is nil: how much of a pipe is unread is not asked outside Linux.
+func pipeUnread(*os.File) func() (int, bool) { return nil }

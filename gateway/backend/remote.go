@@ -149,6 +149,7 @@ func (b *backend) connectRemote(ctx context.Context, r *run, client *mcp.Client)
 			timeout: b.p.opts.ProbeTimeout,
 			ceiling: b.connectTO() / 2,
 			log:     b.log,
+			late:    &b.discoverLate,
 		}, r.calls.observe))), nil)
 	}
 	hc.Transport.(*headerTransport).exact = true

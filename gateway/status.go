@@ -3,12 +3,15 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/gateway/quarantine"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/storage"
 )
 
@@ -42,6 +45,10 @@ type StatusOptions struct {
 	// Security, if set, adds the audit log's counters and the tools
 	// quarantined.
 	Security func() *SecurityStatus
+	// Policy and Catalog, if set, narrow the report for an API key that
+	// is not admin to the servers its scope lets it see (ScopeReport).
+	Policy  *policy.Set
+	Catalog policy.Tools
 }
 
 // SecurityStatus is what a StatusReport says of the audit log and the
@@ -128,6 +135,7 @@ func StatusHandler(src StatusSource, opts *StatusOptions) http.Handler {
 		if o.Security != nil {
 			rep.Security = o.Security()
 		}
+		ScopeReport(&rep, policy.CallerFrom(r.Context()), o.Policy, o.Catalog)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		enc := json.NewEncoder(w)
@@ -159,4 +167,64 @@ func BuildStatusReport(sts []backend.Status, version string, started, now time.T
 		rep.Backends = append(rep.Backends, BackendStatus{Status: st, For: d.Round(time.Second).String(), ForSeconds: d.Seconds()})
 	}
 	return rep
+}
+
+// HiddenFromKey stands in a report narrowed by ScopeReport for a text that
+// may name servers outside the key's scope.
+const HiddenFromKey = "hidden from this API key: an admin key sees it"
+
+// ScopeReport narrows rep, in place, to what c may see when c holds an API
+// key that is not admin: the servers it may manage (policy.Set.MayManage,
+// as toolgate__list_servers), the counts of those, the runtime lists and
+// quarantined tools of those servers only, and HiddenFromKey for the
+// reload and index errors, which may name any server. A key thus learns
+// nothing of the servers outside its scope. Stdio, an admin key, and the
+// HTTP front without keys see the whole report. The lists of rep.Stats and
+// rep.Security are narrowed in copies: they may be their sources' own.
+func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools policy.Tools) {
+	if c == nil || c.Key == nil || c.ManagesAll() {
+		return
+	}
+	sees := func(server string) bool {
+		ok, _ := pol.MayManage(c, tools, server)
+		return ok
+	}
+	names := func(in []string) []string {
+		return slices.DeleteFunc(slices.Clone(in), func(n string) bool { return !sees(n) })
+	}
+	rep.Backends = slices.DeleteFunc(rep.Backends, func(b BackendStatus) bool { return !sees(b.Name) })
+	rep.Total, rep.Up = len(rep.Backends), 0
+	for _, b := range rep.Backends {
+		if b.State == backend.StateUp {
+			rep.Up++
+		}
+	}
+	if rep.Stats != nil {
+		st := *rep.Stats
+		st.Disabled = names(st.Disabled)
+		if st.LastReload != nil {
+			lr := *st.LastReload
+			lr.Added, lr.Removed, lr.Changed = names(lr.Added), names(lr.Removed), names(lr.Changed)
+			lr.Updated, lr.Unchanged = names(lr.Updated), names(lr.Unchanged)
+			if lr.Error != "" {
+				lr.Error = HiddenFromKey
+			}
+			st.LastReload = &lr
+		}
+		if st.LastReloadError != "" {
+			st.LastReloadError = HiddenFromKey
+		}
+		if st.LastIndexError != "" {
+			st.LastIndexError = HiddenFromKey
+		}
+		rep.Stats = &st
+	}
+	if rep.Security != nil {
+		sec := *rep.Security
+		sec.Quarantined = slices.DeleteFunc(slices.Clone(sec.Quarantined), func(id string) bool {
+			server, _, err := catalog.SplitID(id)
+			return err != nil || !sees(server)
+		})
+		rep.Security = &sec
+	}
 }

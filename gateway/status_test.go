@@ -14,7 +14,10 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -184,5 +187,69 @@ func TestStatusOfRealPool(t *testing.T) {
 	}
 	if d := got["doomed"]; d.State != backend.StateDown || d.PID != 0 || !strings.Contains(d.Err, "exit status 2") || d.Tools == 0 {
 		t.Errorf("doomed = %+v (want down with its exit status, tools kept)", d)
+	}
+}
+
+// TestScopeReport: for an API key that is not admin, the report keeps the
+// servers the key may manage and their counts, the runtime lists and the
+// quarantined tools of those servers, and hides the reload and index
+// errors (they may name any server). Stdio, an admin key and the HTTP
+// front without keys see it whole.
+func TestScopeReport(t *testing.T) {
+	tools := &fakeSearcher{tools: []catalog.Tool{{Server: "mem", Name: "read"}, {Server: "mem", Name: "write"}, {Server: "secret", Name: "leak"}}}
+	pol := policy.NewSet(keys.NewScope(func() *policy.Profiles { return policy.NewProfiles(nil) }, nil))
+	full := func() StatusReport {
+		return StatusReport{
+			Backends: []BackendStatus{
+				{Status: backend.Status{Name: "mem", State: backend.StateUp}},
+				{Status: backend.Status{Name: "secret", State: backend.StateUp, Err: `backend "secret": token rejected`}},
+			},
+			Up: 2, Total: 2,
+			Stats: &live.Stats{
+				Disabled:        []string{"mem", "secret"},
+				LastReload:      &live.Reload{Trigger: "SIGHUP", Error: `server "secret": bad url`, Changed: []string{"mem", "secret"}, Removed: []string{"gone"}},
+				LastReloadError: `server "secret": bad url`,
+				LastIndexError:  "embedding secret__leak: out of memory",
+			},
+			Security: &SecurityStatus{Quarantined: []string{"mem__write", "secret__leak"}},
+		}
+	}
+	key := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "mem-ops", Allow: []string{"mem__*"}}}
+	rep := full()
+	// The lists come from the runtime loop and the quarantine: narrowed
+	// in copies, never where they came from.
+	stats, sec := *rep.Stats, *rep.Security
+	ScopeReport(&rep, key, pol, tools)
+	if orig := full(); !cmp.Equal(*orig.Stats, stats) || !cmp.Equal(*orig.Security, sec) {
+		t.Errorf("ScopeReport changed the lists it was given: %+v %+v", stats, sec)
+	}
+	want := StatusReport{
+		Backends: []BackendStatus{{Status: backend.Status{Name: "mem", State: backend.StateUp}}},
+		Up:       1, Total: 1,
+		Stats: &live.Stats{
+			Disabled:        []string{"mem"},
+			LastReload:      &live.Reload{Trigger: "SIGHUP", Error: HiddenFromKey, Changed: []string{"mem"}, Removed: []string{}},
+			LastReloadError: HiddenFromKey,
+			LastIndexError:  HiddenFromKey,
+		},
+		Security: &SecurityStatus{Quarantined: []string{"mem__write"}},
+	}
+	if diff := cmp.Diff(want, rep); diff != "" {
+		t.Errorf("as the mem-ops key (-want +got):\n%s", diff)
+	}
+	if b, _ := json.Marshal(rep); strings.Contains(string(b), "secret") || strings.Contains(string(b), "gone") {
+		t.Errorf("the scoped report names a server outside the key's scope: %s", b)
+	}
+	for name, c := range map[string]*policy.Caller{
+		"stdio":     {Transport: policy.TransportStdio},
+		"admin key": {Transport: policy.TransportHTTP, Key: &policy.Key{Name: "ops", Admin: true}},
+		"no keys":   {Transport: policy.TransportHTTP},
+		"none":      nil,
+	} {
+		rep := full()
+		ScopeReport(&rep, c, pol, tools)
+		if diff := cmp.Diff(full(), rep); diff != "" {
+			t.Errorf("%s sees a narrowed report (-want +got):\n%s", name, diff)
+		}
 	}
 }

@@ -20,6 +20,8 @@ import (
 // refused by the key, in the same words as one that does not exist, and
 // its state does not change, while the key still manages memory and an
 // admin key still manages everything, over MCP and from the console.
+// GET /status, the console's state and `toolgate status` show the key
+// the servers it manages only.
 func TestScopedKeyMgmt(t *testing.T) {
 	cfg := bundledConfig(t, nil)
 	data := t.TempDir()
@@ -36,10 +38,10 @@ func TestScopedKeyMgmt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status := func() gateway.StatusReport {
+	statusAs := func(key, route string) gateway.StatusReport {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/status", nil)
-		req.Header.Set("Authorization", "Bearer "+admin)
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+route, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
 		r, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatalf("GET /status: %v", err)
@@ -50,6 +52,22 @@ func TestScopedKeyMgmt(t *testing.T) {
 			t.Fatalf("GET /status: %v", err)
 		}
 		return rep
+	}
+	status := func() gateway.StatusReport { t.Helper(); return statusAs(admin, "/status") }
+	// GET /status and the console's state, as the memory key sees them:
+	// memory only, counted alone.
+	scoped := func(what string, disabled []string) {
+		t.Helper()
+		for _, route := range []string{"/status", "/ui/api/state"} {
+			rep := statusAs(mem, route)
+			var names []string
+			for _, b := range rep.Backends {
+				names = append(names, b.Name)
+			}
+			if !slices.Equal(names, []string{"memory"}) || rep.Total != 1 || rep.Up > 1 || rep.Stats == nil || !slices.Equal(rep.Stats.Disabled, disabled) {
+				t.Errorf("%s, GET %s with the memory key: backends %v, %d of %d up, disabled %v; want memory alone, disabled %v", what, route, names, rep.Up, rep.Total, rep.Stats.Disabled, disabled)
+			}
+		}
 	}
 	restarts := func(rep gateway.StatusReport, server string) int {
 		for _, b := range rep.Backends {
@@ -71,6 +89,13 @@ func TestScopedKeyMgmt(t *testing.T) {
 		return up == 3
 	})
 	before := restarts(rep, "everything")
+	scoped("all up", nil)
+	// `toolgate status` with the key prints the servers it sees.
+	st := toolgateCmd(t, data, "status", "--addr", addr)
+	st.Env = append(st.Env, "TOOLGATE_KEY="+mem)
+	if out, err := st.CombinedOutput(); err != nil || !strings.Contains(string(out), "memory") || strings.Contains(string(out), "everything") || strings.Contains(string(out), "filesystem") {
+		t.Errorf("toolgate status with the memory key: %v\n%s", err, out)
+	}
 
 	// The scoped key lists and inspects memory only.
 	res := executeTool(t, ctx, memCS, "toolgate__list_servers", nil)
@@ -115,6 +140,7 @@ func TestScopedKeyMgmt(t *testing.T) {
 	if d := status().Stats.Disabled; !slices.Equal(d, []string{"filesystem"}) {
 		t.Errorf("disabled after the memory key's enable: %v, want [filesystem]", d)
 	}
+	scoped("filesystem disabled", nil)
 	if res := executeTool(t, ctx, adminCS, "toolgate__enable_server", map[string]any{"name": "filesystem"}); res.IsError {
 		t.Fatalf("enable filesystem with the admin key: %s", resultText(res))
 	}

@@ -105,7 +105,7 @@ func (fr *front) serve(ctx context.Context) error {
 		MaxBodyBytes:   fr.cfg.Toolgate.HTTP.MaxBodyBytes,
 		Logger:         fr.log,
 		Extra: map[string]http.Handler{
-			"GET /status":  gateway.StatusHandler(fr.pool, &gateway.StatusOptions{Version: version, Started: fr.start, Loop: fr.lv, Storage: fr.health, Security: fr.sec.status}),
+			"GET /status":  gateway.StatusHandler(fr.pool, &gateway.StatusOptions{Version: version, Started: fr.start, Loop: fr.lv, Storage: fr.health, Security: fr.sec.status, Policy: fr.lv.Policy(), Catalog: fr.lv}),
 			"GET /metrics": met.Handler(),
 			console.Path: console.New(&console.Options{
 				// The catalog as the caller's key sees it (everything a

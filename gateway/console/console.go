@@ -417,6 +417,7 @@ func (c *Console) state(caller *policy.Caller) State {
 		st := c.o.Loop.Stats()
 		rep.Stats = &st
 	}
+	gateway.ScopeReport(&rep, caller, c.o.Policy, c.o.Catalog)
 	s := State{StatusReport: rep, HasCalls: c.o.Calls != nil, Calls: []Call{}}
 	s.CanRestart, _ = c.mayRestart(caller)
 	if c.o.Calls != nil {

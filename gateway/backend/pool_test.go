@@ -195,41 +195,36 @@ func TestIgnoreDiscoverConnects(t *testing.T) {
 
 func TestSlowStartKeepsModernProtocol(t *testing.T) {
 	// A modern server slower to start than the probe timeout is not taken for
-	// a legacy one: the probe's clock starts when it answers the ping.
-	o := testOptions(nil)
-	o.ProbeTimeout = 50 * time.Millisecond
-	servers := []config.Server{
-		named(backendtest.Command(t, "normal", backendtest.EnvStartDelay+"=700ms"), "slow"),
-		named(backendtest.Command(t, "ignore-discover", backendtest.EnvStartDelay+"=700ms"), "slowlegacy"),
-	}
-	p := startPool(t, servers, o)
-	for name, want := range map[string]string{"slow": "2026-07-28", "slowlegacy": LegacyProtocolVersion} {
-		st := statusOf(t, p, name)
-		if st.State != StateUp || st.Protocol != want {
-			t.Errorf("%s: state %s protocol %q (want up, %q): %s", name, st.State, st.Protocol, want, st.Err)
-		}
-	}
-}
-
-func TestStartSlowerThanCeilingKeepsModernProtocol(t *testing.T) {
-	// A server that has not read the probe at the ceiling (half the connect
-	// timeout) is still starting, not ignoring it: a modern one that reads
-	// it later is not taken for a legacy one (a Python SDK server importing
-	// for 20 s on a loaded machine was, and never came up), and a legacy
-	// one still falls back, once it reads, after the probe timeout.
-	o := testOptions(nil)
-	o.ConnectTimeout = 3 * time.Second // ceiling 1.5s
-	o.ProbeTimeout = 50 * time.Millisecond
-	servers := []config.Server{
-		named(backendtest.Command(t, "normal", backendtest.EnvStartDelay+"=2s"), "slow"),
-		named(backendtest.Command(t, "ignore-discover", backendtest.EnvStartDelay+"=2s"), "slowlegacy"),
-	}
-	p := startPool(t, servers, o)
-	for name, want := range map[string]string{"slow": "2026-07-28", "slowlegacy": LegacyProtocolVersion} {
-		st := statusOf(t, p, name)
-		if st.State != StateUp || st.Protocol != want {
-			t.Errorf("%s: state %s protocol %q (want up, %q): %s", name, st.State, st.Protocol, want, st.Err)
-		}
+	// a legacy one: the probe's clock starts when it answers the ping. Nor is
+	// one that has not read the probe at the ceiling (half the connect
+	// timeout): it is still starting, not ignoring it (a Python SDK server
+	// importing for 20 s on a loaded machine was taken for a legacy one and
+	// never came up). A legacy one still falls back, once it reads, after
+	// the probe timeout.
+	for _, c := range []struct {
+		name           string
+		connect, delay time.Duration
+	}{
+		{"slower than the probe timeout", 30 * time.Second, 700 * time.Millisecond},
+		{"slower than the ceiling", 3 * time.Second, 2 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := testOptions(nil)
+			o.ConnectTimeout = c.connect
+			o.ProbeTimeout = 50 * time.Millisecond
+			delay := backendtest.EnvStartDelay + "=" + c.delay.String()
+			servers := []config.Server{
+				named(backendtest.Command(t, "normal", delay), "slow"),
+				named(backendtest.Command(t, "ignore-discover", delay), "slowlegacy"),
+			}
+			p := startPool(t, servers, o)
+			for name, want := range map[string]string{"slow": "2026-07-28", "slowlegacy": LegacyProtocolVersion} {
+				st := statusOf(t, p, name)
+				if st.State != StateUp || st.Protocol != want {
+					t.Errorf("%s: state %s protocol %q (want up, %q): %s", name, st.State, st.Protocol, want, st.Err)
+				}
+			}
+		})
 	}
 }
 

@@ -235,30 +235,43 @@ func (c *Console) keysRequired() bool { return c.o.Keys != nil && c.o.Keys.Requi
 // console: any request when the gateway has no keys, else a session logged
 // in with a key still in force, or a valid bearer key (for scripts; then
 // the session is nil). Only the page starts sessions, so scripts reading
-// the JSON never crowd out a browser's.
-func (c *Console) authorize(r *http.Request) (*session, *policy.Caller, bool) {
-	ss := c.sessions.get(r)
-	caller := &policy.Caller{Transport: policy.TransportHTTP, Remote: r.RemoteAddr}
+// the JSON never crowd out a browser's. A bearer key refused from an
+// address over its refusal limit (Options.Refusals) is answered with 429
+// here, as every other route answers it, and ok is false with written
+// true.
+func (c *Console) authorize(w http.ResponseWriter, r *http.Request) (ss *session, caller *policy.Caller, ok, written bool) {
+	ss = c.sessions.get(r)
+	caller = &policy.Caller{Transport: policy.TransportHTTP, Remote: r.RemoteAddr}
 	if !c.keysRequired() {
-		return ss, caller, true
+		return ss, caller, true, false
 	}
 	if k := bearer(r); k != "" {
 		key, ok := c.o.Keys.Scope(k)
 		if !ok {
-			if record, _ := c.recordRefusal(r); record {
-				c.audit(r, caller, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console: unknown, revoked or expired API key", Status: http.StatusUnauthorized})
+			record, after := c.recordRefusal(r)
+			if !record {
+				tooManyRefused(w, after, "an unknown, revoked or expired API key")
+				return nil, caller, false, true
 			}
+			c.audit(r, caller, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console: unknown, revoked or expired API key", Status: http.StatusUnauthorized})
 		}
 		caller.Key = key
-		return nil, caller, ok
+		return nil, caller, ok, false
 	}
 	if ss != nil && ss.key != "" {
 		if key, ok := c.o.Keys.Scope(ss.key); ok {
 			caller.Key = key
-			return ss, caller, true
+			return ss, caller, true, false
 		}
 	}
-	return ss, caller, false
+	return ss, caller, false, false
+}
+
+// tooManyRefused answers 429 to an address over its refusal limit; last
+// says what its last refused request lacked.
+func tooManyRefused(w http.ResponseWriter, after time.Duration, last string) {
+	w.Header().Set("Retry-After", limit.RetryAfter(after))
+	writeError(w, http.StatusTooManyRequests, "too many refused requests from this address (toolgate.limits.refusedPerMinute); retry after the time in Retry-After. The last one: "+last)
 }
 
 // overRate answers 429 (with Retry-After, audited) when caller's key is
@@ -344,7 +357,10 @@ func (c *Console) mayRestartServer(caller *policy.Caller, server string) (int, s
 // api guards a read endpoint: 401 without a session or key.
 func (c *Console) api(h func(w http.ResponseWriter, r *http.Request, caller *policy.Caller)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		_, caller, ok := c.authorize(r)
+		_, caller, ok, written := c.authorize(w, r)
+		if written {
+			return
+		}
 		if !ok {
 			unauthorized(w)
 			return
@@ -361,7 +377,10 @@ func (c *Console) api(h func(w http.ResponseWriter, r *http.Request, caller *pol
 // script, with a bearer key, which a browser never sends by itself).
 func (c *Console) post(h func(w http.ResponseWriter, r *http.Request, caller *policy.Caller)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ss, caller, ok := c.authorize(r)
+		ss, caller, ok, written := c.authorize(w, r)
+		if written {
+			return
+		}
 		if !ok {
 			unauthorized(w)
 			return
@@ -653,8 +672,7 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 	key := strings.TrimSpace(body.Key)
 	if _, ok := c.o.Keys.Scope(key); !ok {
 		if record, after := c.recordRefusal(r); !record {
-			w.Header().Set("Retry-After", limit.RetryAfter(after))
-			writeError(w, http.StatusTooManyRequests, "too many refused requests from this address (toolgate.limits.refusedPerMinute); retry after the time in Retry-After. The last one: an unknown, revoked or expired API key")
+			tooManyRefused(w, after, "an unknown, revoked or expired API key")
 			return
 		}
 		c.log.Warn("console login refused: unknown, expired or revoked key", "remote", r.RemoteAddr)
@@ -686,8 +704,8 @@ type Page struct {
 }
 
 func (c *Console) servePage(w http.ResponseWriter, r *http.Request) {
-	ss, caller, ok := c.authorize(r)
-	if ok && c.overRate(w, r, caller) {
+	ss, caller, ok, written := c.authorize(w, r)
+	if written || ok && c.overRate(w, r, caller) {
 		return
 	}
 	if ok && ss == nil && !c.keysRequired() {

@@ -553,8 +553,8 @@ func TestKeyRate(t *testing.T) {
 
 // TestRefusedLogins: failed logins and refused bearer keys count against
 // the client address's limit of refused requests (the HTTP front's): past
-// it a login gets 429 with Retry-After, and neither is audited one by one;
-// a good key still logs in.
+// it both get 429 with Retry-After, and neither is audited one by one; a
+// good key still logs in.
 func TestRefusedLogins(t *testing.T) {
 	log := &audittest.Log{}
 	e := newEnvWith(t, &Options{Catalog: fakeCatalog{}, Keys: &fakeKeys{key: "tg_secret"}, Audit: log,
@@ -570,8 +570,16 @@ func TestRefusedLogins(t *testing.T) {
 	if fmt.Sprint(codes) != "[401 401 429 429]" {
 		t.Errorf("four failed logins with a burst of 2: %v, want [401 401 429 429]", codes)
 	}
-	if resp, _ := e.do(t, "GET", "/ui/api/search?q=files", "", "Authorization", "Bearer tg_wrong"); resp.StatusCode != 401 {
-		t.Errorf("a refused bearer key over the limit: %d, want 401", resp.StatusCode)
+	// A refused bearer key over the limit: 429, as the HTTP front answers
+	// it on every other route (it was 401 here).
+	for _, route := range []string{"/ui/api/search?q=files", "/ui/api/state", "/ui/"} {
+		resp, body := e.do(t, "GET", route, "", "Authorization", "Bearer tg_wrong")
+		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, "refusedPerMinute") {
+			t.Errorf("GET %s with a refused bearer key over the limit: %d, Retry-After %q, %s; want 429 naming the limit", route, resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		}
+	}
+	if resp, _ := e.do(t, "POST", "/ui/api/restart", `{"server": "a"}`, "Authorization", "Bearer tg_wrong"); resp.StatusCode != 429 {
+		t.Errorf("POST /ui/api/restart with a refused bearer key over the limit: %d, want 429", resp.StatusCode)
 	}
 	if n := len(log.Records()); n != 2 {
 		t.Errorf("%d audit records, want the 2 refusals under the limit: %+v", n, log.Records())

@@ -185,8 +185,14 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 	if c == nil || c.Key == nil || c.ManagesAll() {
 		return
 	}
+	// MayManage reads the whole catalog: once per server, not per mention.
+	seen := map[string]bool{}
 	sees := func(server string) bool {
-		ok, _ := pol.MayManage(c, tools, server)
+		ok, known := seen[server]
+		if !known {
+			ok, _ = pol.MayManage(c, tools, server)
+			seen[server] = ok
+		}
 		return ok
 	}
 	names := func(in []string) []string {

@@ -354,21 +354,29 @@ func (c *Console) mayRestartServer(caller *policy.Caller, server string) (int, s
 	return http.StatusNotFound, fmt.Sprintf("there is no server named %q among the servers this client may restart", server)
 }
 
-// api guards a read endpoint: 401 without a session or key.
+// admit is authorize for an endpoint of the API: it answers a request it
+// does not admit itself (401 without a session or key, 429 past the
+// address's refusal limit or the key's rate) and then reports false.
+func (c *Console) admit(w http.ResponseWriter, r *http.Request) (*session, *policy.Caller, bool) {
+	ss, caller, ok, written := c.authorize(w, r)
+	switch {
+	case written:
+		return nil, nil, false
+	case !ok:
+		unauthorized(w)
+		return nil, nil, false
+	case c.overRate(w, r, caller):
+		return nil, nil, false
+	}
+	return ss, caller, true
+}
+
+// api guards a read endpoint (admit).
 func (c *Console) api(h func(w http.ResponseWriter, r *http.Request, caller *policy.Caller)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		_, caller, ok, written := c.authorize(w, r)
-		if written {
-			return
+		if _, caller, ok := c.admit(w, r); ok {
+			h(w, r, caller)
 		}
-		if !ok {
-			unauthorized(w)
-			return
-		}
-		if c.overRate(w, r, caller) {
-			return
-		}
-		h(w, r, caller)
 	}
 }
 
@@ -377,15 +385,8 @@ func (c *Console) api(h func(w http.ResponseWriter, r *http.Request, caller *pol
 // script, with a bearer key, which a browser never sends by itself).
 func (c *Console) post(h func(w http.ResponseWriter, r *http.Request, caller *policy.Caller)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ss, caller, ok, written := c.authorize(w, r)
-		if written {
-			return
-		}
+		ss, caller, ok := c.admit(w, r)
 		if !ok {
-			unauthorized(w)
-			return
-		}
-		if c.overRate(w, r, caller) {
 			return
 		}
 		if ss == nil && bearer(r) != "" && c.keysRequired() { // a script with a valid key

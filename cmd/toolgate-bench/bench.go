@@ -129,6 +129,8 @@ func runBench(ctx context.Context, g *globals, f benchFlags, out io.Writer) erro
 			return err
 		}
 		defer os.RemoveAll(b.work)
+	} else if err := os.MkdirAll(b.work, 0o755); err != nil {
+		return fmt.Errorf("--work-dir: %w", err)
 	}
 	started := time.Now()
 	load, _ := os.ReadFile("/proc/loadavg")

@@ -35,6 +35,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -190,13 +191,14 @@ func changes(pins, decided map[string]*Pin) bool {
 // name, title, description, input schema with its keys sorted), so a
 // schema sent again in another key order is the same definition.
 func Hash(t catalog.Tool) string {
-	var schema any
-	if len(t.InputSchema) > 0 {
-		dec := json.NewDecoder(strings.NewReader(string(t.InputSchema)))
-		dec.UseNumber()
-		if dec.Decode(&schema) != nil {
-			schema = string(t.InputSchema)
-		}
+	schema, ok := decodeSchema(t.InputSchema)
+	return hashOf(t, schema, ok)
+}
+
+// hashOf is Hash of a definition whose schema is decoded (decodeSchema).
+func hashOf(t catalog.Tool, schema any, ok bool) string {
+	if !ok && len(t.InputSchema) > 0 {
+		schema = string(t.InputSchema)
 	}
 	b, _ := json.Marshal([]any{t.Server, t.Name, t.Title, t.Description, schema})
 	h := sha256.Sum256(b)
@@ -624,15 +626,32 @@ func (g *Guard) write(change func(*File) (*File, func(io.Writer) error, error)) 
 
 // decideAll decides each tool against its pin in pins (overlaid with the
 // unsaved pins) and returns the new pins.
+// A large listing (a warm start's whole catalog: 10,000 tools took 0.4 s
+// of CPU on a 2 GHz core, most of it the schemas' JSON) is decided on
+// every core, in parts of at least this many tools.
+const decidePart = 1000
+
 func (g *Guard) decideAll(pins map[string]*Pin, tools []catalog.Tool, now time.Time) map[string]*Pin {
+	parts := min(runtime.GOMAXPROCS(0), (len(tools)+decidePart-1)/decidePart)
+	decided := make([]*Pin, len(tools))
+	var wg sync.WaitGroup
+	for p := range max(parts, 1) {
+		lo, hi := p*len(tools)/max(parts, 1), (p+1)*len(tools)/max(parts, 1)
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				id := tools[i].ID()
+				prev := pins[id]
+				if u, ok := g.unsaved[id]; ok {
+					prev = u
+				}
+				decided[i] = g.decide(id, tools[i], prev, now)
+			}
+		})
+	}
+	wg.Wait()
 	out := make(map[string]*Pin, len(tools))
-	for _, t := range tools {
-		id := t.ID()
-		prev := pins[id]
-		if u, ok := g.unsaved[id]; ok {
-			prev = u
-		}
-		out[id] = g.decide(id, t, prev, now)
+	for i, t := range tools {
+		out[t.ID()] = decided[i]
 	}
 	return out
 }
@@ -640,7 +659,8 @@ func (g *Guard) decideAll(pins map[string]*Pin, tools []catalog.Tool, now time.T
 // decide returns tool t's next pin given its previous one (nil: first
 // seen).
 func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time) *Pin {
-	hash := Hash(t)
+	schema, ok := decodeSchema(t.InputSchema)
+	hash := hashOf(t, schema, ok)
 	var p Pin
 	if prev != nil {
 		p = *prev
@@ -649,7 +669,7 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time) *Pin
 	}
 	p.Current, p.Seen = hash, now
 	var hold *Hold
-	findings := g.opts.Scanner.Scan(t)
+	findings := g.opts.Scanner.scan(t, schema, ok)
 	switch {
 	case slices.ContainsFunc(g.opts.Approved, func(gl string) bool { return catalog.MatchID(gl, id) }):
 		p.Pinned = hash // approved by the config: follow it

@@ -95,120 +95,271 @@ const verbWindow = 100
 // Scan returns the findings of t, in the order of its fields (nil when it
 // looks clean).
 func (s Scanner) Scan(t catalog.Tool) []Finding {
-	var out []Finding
-	s.text(&out, "name", t.Name)
-	s.text(&out, "title", t.Title)
-	s.text(&out, "description", t.Description)
-	if len(bytes.TrimSpace(t.InputSchema)) > 0 {
-		var v any
-		if err := json.Unmarshal(t.InputSchema, &v); err == nil {
-			s.walk(&out, "inputSchema", v)
-		}
+	schema, ok := decodeSchema(t.InputSchema)
+	return s.scan(t, schema, ok)
+}
+
+// decodeSchema decodes an input schema once for Hash and Scan (numbers
+// kept as written); ok is false for one that is empty or not JSON.
+func decodeSchema(raw json.RawMessage) (v any, ok bool) {
+	if len(raw) == 0 {
+		return nil, false
 	}
-	return out
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return nil, false
+	}
+	return v, true
+}
+
+// scan is Scan of a definition whose schema is decoded.
+func (s Scanner) scan(t catalog.Tool, schema any, ok bool) []Finding {
+	return (&scanner{Scanner: s}).definition(t, schema, ok)
+}
+
+// definition scans the texts of t and of its decoded schema.
+func (sc *scanner) definition(t catalog.Tool, schema any, ok bool) []Finding {
+	for _, f := range [...]struct{ name, text string }{{"name", t.Name}, {"title", t.Title}, {"description", t.Description}} {
+		n := len(sc.out)
+		sc.text(f.text)
+		sc.named(n, f.name)
+	}
+	if ok {
+		sc.path = append(sc.path, "inputSchema"...)
+		sc.walk(schema)
+	}
+	return sc.out
+}
+
+// scanner is one scan's state: the findings so far and the path of the
+// schema value being walked (made a string only for a finding).
+type scanner struct {
+	Scanner
+	out  []Finding
+	path []byte
+	// exhaustive runs every expression on every text (tests: the hints
+	// must never change what a scan finds).
+	exhaustive bool
+}
+
+// named names the findings from the n-th on after field.
+func (sc *scanner) named(n int, field string) {
+	for i := n; i < len(sc.out); i++ {
+		sc.out[i].Field = field
+	}
+}
+
+// atPath names the findings from the n-th on after the path walked.
+func (sc *scanner) atPath(n int) {
+	if len(sc.out) > n {
+		sc.named(n, string(sc.path))
+	}
 }
 
 // walk scans every string of a decoded schema: keys (property names are
 // shown to the model too) and values (descriptions, titles, defaults,
 // enums, examples …).
-func (s Scanner) walk(out *[]Finding, field string, v any) {
+func (sc *scanner) walk(v any) {
 	switch x := v.(type) {
 	case string:
-		s.text(out, field, x)
+		n := len(sc.out)
+		sc.text(x)
+		sc.atPath(n)
 	case map[string]any:
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
+		n := len(sc.path)
 		for _, k := range keys {
+			sc.path = append(append(sc.path[:n], '.'), k...)
 			if !isASCII(k) {
-				s.chars(out, field+"."+k, k)
+				m := len(sc.out)
+				sc.chars(k)
+				sc.atPath(m)
 			}
-			s.walk(out, field+"."+k, x[k])
+			sc.walk(x[k])
 		}
+		sc.path = sc.path[:n]
 	case []any:
+		n := len(sc.path)
 		for i, e := range x {
-			s.walk(out, fmt.Sprintf("%s[%d]", field, i), e)
+			sc.path = append(strconv.AppendInt(append(sc.path[:n], '['), int64(i), 10), ']')
+			sc.walk(e)
 		}
+		sc.path = sc.path[:n]
 	}
 }
 
 // Words without which a rule cannot match: each rule's expression runs
-// only on a text that holds one (lowercased), which keeps a scan to a few
+// only on a text that holds one (in any case), which keeps a scan to a few
 // microseconds per tool — most texts hold none.
 var (
 	tagHints      = []string{"<", "[inst", "[/inst"}
 	concealHints  = []string{"user", "human", "operator"}
 	overrideHints = []string{"ignore", "disregard", "forget", "override"}
-	pathHints     = []string{".ssh", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".aws", ".env", ".netrc", ".npmrc", ".pypirc", ".git-credentials",
-		".docker", ".kube", ".gnupg", "/etc/", "gcloud", "claude", "cursor", "mcp.json", "mcp_config", "cline_mcp", "_history"}
+	// One literal that each alternative of credentialPathRE needs, whole
+	// ("cursor" alone is every paginated API's parameter).
+	pathHints = []string{".ssh", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".aws", ".env", ".netrc", ".npmrc", ".pypirc", ".git-credentials",
+		".docker/config.json", ".kube/config", ".gnupg", "/etc/shadow", "/etc/sudoers", ".config/gcloud", "claude_desktop_config.json", ".claude.json",
+		".cursor/mcp.json", ".vscode/mcp.json", "windsurf/mcp_config.json", "cline_mcp_settings.json", "_history"}
+	// … and one of these: each conceal expression has a negation or a
+	// verb of hiding ("don'?t" matches "dont").
+	concealVerbHints = []string{"not", "n't", "dont", "never", "without", "hide", "conceal", "keep"}
 )
 
-func hasAny(lower string, hints []string) bool {
-	for _, h := range hints {
-		if strings.Contains(lower, h) {
-			return true
+// The hint groups, as bits of a hintMask.
+const (
+	hintTag hintMask = 1 << iota
+	hintConceal
+	hintConcealVerb
+	hintOverride
+	hintPath
+	hintAll = hintTag | hintConceal | hintConcealVerb | hintOverride | hintPath
+)
+
+type hintMask uint8
+
+// hintsByFirst lists each hint under its first byte, so that one pass over
+// a text finds every group it holds a hint of.
+var hintsByFirst = func() (t [256][]struct {
+	s   string
+	bit hintMask
+}) {
+	for _, g := range []struct {
+		hints []string
+		bit   hintMask
+	}{{tagHints, hintTag}, {concealHints, hintConceal}, {concealVerbHints, hintConcealVerb}, {overrideHints, hintOverride}, {pathHints, hintPath}} {
+		for _, h := range g.hints {
+			t[h[0]] = append(t[h[0]], struct {
+				s   string
+				bit hintMask
+			}{h, g.bit})
 		}
 	}
-	return false
+	return t
+}()
+
+// hints returns the groups whose hints t holds, ignoring ASCII case. A
+// text that is not all ASCII gets every group: case folding there can make
+// a hint of other letters (the expressions' (?i) matches "uſer" for
+// "user"), so every expression runs.
+func hints(t string, ascii bool) hintMask {
+	if !ascii {
+		return hintAll
+	}
+	var m hintMask
+	for i := 0; i < len(t); i++ {
+		for _, h := range hintsByFirst[lowerASCII(t[i])] {
+			if m&h.bit == 0 && hasPrefixFold(t[i:], h.s) {
+				m |= h.bit
+			}
+		}
+	}
+	return m
 }
 
-// text applies every rule to one text.
-func (s Scanner) text(out *[]Finding, field, t string) {
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// hasPrefixFold reports whether the ASCII text t starts with the
+// lowercase hint h, in any case.
+func hasPrefixFold(t, h string) bool {
+	if len(t) < len(h) {
+		return false
+	}
+	for j := 0; j < len(h); j++ {
+		if lowerASCII(t[j]) != h[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// text applies every rule to one text (the findings' Field is for the
+// caller to fill).
+func (sc *scanner) text(t string) {
 	if t == "" {
 		return
 	}
-	if !isASCII(t) {
-		s.chars(out, field, t)
+	out := &sc.out
+	ascii, control := classify(t)
+	if !ascii {
+		sc.chars(t)
 	}
-	if cs := controls(t); len(cs) > 0 {
+	if control {
 		// An escape sequence in a description can hide or rewrite it on
 		// the terminal of the person reviewing it (`toolgate search`,
 		// `tools quarantined`); no definition needs one.
-		*out = append(*out, Finding{Rule: RuleControl, Field: field, Excerpt: codepoints(cs)})
+		*out = append(*out, Finding{Rule: RuleControl, Excerpt: codepoints(controls(t))})
 	}
-	maxLen := s.MaxTextLength
+	maxLen := sc.MaxTextLength
 	if maxLen <= 0 {
 		maxLen = DefaultMaxTextLength
 	}
 	if len(t) > maxLen { // bytes ≥ characters: count only when it may be over
 		if n := utf8.RuneCountInString(t); n > maxLen {
-			*out = append(*out, Finding{Rule: RuleOverlong, Field: field, Excerpt: fmt.Sprintf("%d characters (limit %d)", n, maxLen)})
+			*out = append(*out, Finding{Rule: RuleOverlong, Excerpt: fmt.Sprintf("%d characters (limit %d)", n, maxLen)})
 		}
 	}
-	lower := strings.ToLower(t)
-	if hasAny(lower, tagHints) {
+	m := hints(t, ascii)
+	if sc.exhaustive {
+		m = hintAll
+	}
+	if m&hintTag != 0 {
 		if loc := hiddenTagRE.FindStringIndex(t); loc != nil {
-			*out = append(*out, Finding{Rule: RuleHiddenTag, Field: field, Excerpt: excerpt(t, loc)})
+			*out = append(*out, Finding{Rule: RuleHiddenTag, Excerpt: excerpt(t, loc)})
 		}
 	}
-	if hasAny(lower, concealHints) {
+	if m&hintConceal != 0 && m&hintConcealVerb != 0 {
 		for _, re := range concealRE {
 			if loc := re.FindStringIndex(t); loc != nil {
-				*out = append(*out, Finding{Rule: RuleConceal, Field: field, Excerpt: excerpt(t, loc)})
+				*out = append(*out, Finding{Rule: RuleConceal, Excerpt: excerpt(t, loc)})
 				break
 			}
 		}
 	}
-	if hasAny(lower, overrideHints) {
+	if m&hintOverride != 0 {
 		if loc := overrideRE.FindStringIndex(t); loc != nil {
-			*out = append(*out, Finding{Rule: RuleOverride, Field: field, Excerpt: excerpt(t, loc)})
+			*out = append(*out, Finding{Rule: RuleOverride, Excerpt: excerpt(t, loc)})
 		}
 	}
-	if hasAny(lower, pathHints) {
+	if m&hintPath != 0 {
 		for _, loc := range credentialPathRE.FindAllStringIndex(t, -1) {
 			lo, hi := max(loc[0]-verbWindow, 0), min(loc[1]+verbWindow, len(t))
 			if instructionVerbRE.MatchString(t[lo:loc[0]]) || instructionVerbRE.MatchString(t[loc[1]:hi]) {
-				*out = append(*out, Finding{Rule: RuleCredentialPath, Field: field, Excerpt: excerpt(t, []int{lo, hi})})
+				*out = append(*out, Finding{Rule: RuleCredentialPath, Excerpt: excerpt(t, []int{lo, hi})})
 				break
 			}
 		}
 	}
 }
 
-// isASCII reports whether t holds only ASCII, which has none of the
-// characters chars looks for.
+// classify reports, in one pass over t, whether it is all ASCII (which
+// has none of the characters chars looks for) and whether it holds a
+// control character (see controls).
+func classify(t string) (ascii, control bool) {
+	ascii = true
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case c >= utf8.RuneSelf:
+			ascii = false
+		case c < 0x20 && c != '\t' && c != '\n' && c != '\r', c == 0x7F:
+			control = true
+		}
+	}
+	if !ascii && !control {
+		control = len(controls(t)) > 0 // a C1 control is two bytes
+	}
+	return ascii, control
+}
+
 // controls lists the C0 and C1 control characters of t (and DEL), but
 // tab, newline and carriage return.
 func controls(t string) []rune {
@@ -221,6 +372,8 @@ func controls(t string) []rune {
 	return out
 }
 
+// isASCII reports whether t holds only ASCII, which has none of the
+// characters chars looks for.
 func isASCII(t string) bool {
 	for i := 0; i < len(t); i++ {
 		if t[i] >= utf8.RuneSelf {
@@ -230,9 +383,10 @@ func isASCII(t string) bool {
 	return true
 }
 
-// chars flags invisible and reordering characters (one finding per rule
-// and field).
-func (s Scanner) chars(out *[]Finding, field, t string) {
+// chars flags invisible and reordering characters (one finding per rule;
+// the caller fills Field).
+func (sc *scanner) chars(t string) {
+	out := &sc.out
 	var tags strings.Builder
 	var tagged bool
 	var invisible, bidi []rune
@@ -265,13 +419,13 @@ func (s Scanner) chars(out *[]Finding, field, t string) {
 		}
 	}
 	if tagged {
-		*out = append(*out, Finding{Rule: RuleUnicodeTags, Field: field, Excerpt: "hidden text " + clip(strconv.Quote(tags.String()), 160)})
+		*out = append(*out, Finding{Rule: RuleUnicodeTags, Excerpt: "hidden text " + clip(strconv.Quote(tags.String()), 160)})
 	}
 	if len(invisible) > 0 {
-		*out = append(*out, Finding{Rule: RuleInvisible, Field: field, Excerpt: codepoints(invisible)})
+		*out = append(*out, Finding{Rule: RuleInvisible, Excerpt: codepoints(invisible)})
 	}
 	if len(bidi) > 0 {
-		*out = append(*out, Finding{Rule: RuleBidi, Field: field, Excerpt: codepoints(bidi)})
+		*out = append(*out, Finding{Rule: RuleBidi, Excerpt: codepoints(bidi)})
 	}
 }
 

@@ -271,11 +271,17 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 	opts.Known = lv.Known // a listing like the warm catalog is held once
 	opts.Lazy = func(s config.Server) bool { return s.Lazy && lv.Cataloged(s.Name) }
-	// On a warm start the backends connect once the model is loaded (or a
-	// call needs one): started alongside, they took the CPU the client's
-	// first search waits for.
+	// On a warm start the backends connect once the model is loaded and
+	// the first search is answered, or firstSearchWait after the model
+	// loaded without one (at once when a call needs one): started
+	// alongside, they took the CPU the client's first search waits for.
+	firstSearch := newFirstSearch()
 	if r, ok := emb.(interface{ Ready(context.Context) error }); ok {
-		opts.StartAfter = func(ctx context.Context) { _ = r.Ready(ctx) }
+		opts.StartAfter = func(ctx context.Context) {
+			if r.Ready(ctx) == nil {
+				firstSearch.wait(ctx, firstSearchWait)
+			}
+		}
 	}
 	pool := backend.New(lv.Servers(), opts) // the config's, but those disabled at run time
 	defer g.stop.Close("backends", pool.Close)
@@ -291,7 +297,8 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 
 	return (&front{cfg: cfg, flags: f, log: log, start: start, pool: pool, lv: lv, emb: emb,
-		learner: learner, sec: sec, health: health, tracing: tracing, ln: ln, stdin: stdin, warm: warm}).serve(ctx)
+		learner: learner, sec: sec, health: health, tracing: tracing, ln: ln, stdin: stdin, warm: warm,
+		firstSearch: firstSearch}).serve(ctx)
 }
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"syscall"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/telemetry"
+	"github.com/toolgate/toolgate/search"
 )
 
 // front is what serve has opened by the time the runtime loop runs; serve
@@ -42,6 +44,8 @@ type front struct {
 	ln      net.Listener     // nil: stdio
 	stdin   *linerpc.Watched // stdio: stdin, watched since the start
 	warm    bool             // started from the last run's catalog
+	// firstSearch is told when the first search is answered.
+	firstSearch *firstSearch
 }
 
 // serve puts the metrics, the console's recorder, the management tools and
@@ -62,7 +66,7 @@ func (fr *front) serve(ctx context.Context) error {
 	mg := mgmt.New(fr.pool, fr.lv, &mgmt.Options{Logger: fr.log, ConfigPaths: fr.flags.configs})
 	lim := fr.cfg.Toolgate.Limits
 	capped := limit.NewInFlight(mg, &limit.Options{MaxInFlight: lim.MaxInFlight, QueueTimeout: lim.QueueTimeout.Duration})
-	gw := gateway.New(met.Searcher(fr.lv), recent.Caller(met.Caller(capped)), &gateway.Options{
+	gw := gateway.New(met.Searcher(fr.firstSearch.searcher(fr.lv)), recent.Caller(met.Caller(capped)), &gateway.Options{
 		Logger:         fr.log,
 		Version:        version,
 		DefaultLimit:   s.DefaultLimit,
@@ -161,4 +165,42 @@ func (g *globals) backendOptions(cfg *config.File) *backend.Options {
 		// SIGKILLed gateway.
 		Reaper: true,
 	}
+}
+
+// firstSearchWait is how long after the model loaded a warm start's
+// backends wait for the client's first search before they connect anyway.
+const firstSearchWait = time.Second
+
+// firstSearch is closed once a search has been answered.
+type firstSearch struct {
+	once sync.Once
+	done chan struct{}
+}
+
+func newFirstSearch() *firstSearch { return &firstSearch{done: make(chan struct{})} }
+
+// searcher returns s telling f when its first search returns.
+func (f *firstSearch) searcher(s gateway.Searcher) gateway.Searcher { return firstSearcher{s, f} }
+
+// wait returns once the first search was answered, after most, or when
+// ctx ends.
+func (f *firstSearch) wait(ctx context.Context, most time.Duration) {
+	t := time.NewTimer(most)
+	defer t.Stop()
+	select {
+	case <-f.done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+type firstSearcher struct {
+	gateway.Searcher
+	f *firstSearch
+}
+
+func (s firstSearcher) Search(ctx context.Context, q search.Query) (search.Result, error) {
+	r, err := s.Searcher.Search(ctx, q)
+	s.f.once.Do(func() { close(s.f.done) })
+	return r, err
 }

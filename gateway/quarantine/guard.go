@@ -635,19 +635,19 @@ func (g *Guard) write(change func(*File) (*File, func(io.Writer) error, error)) 
 	return err
 }
 
-// decideAll decides each tool against its pin in pins (overlaid with the
-// unsaved pins) and returns the new pins.
-// A large listing (a warm start's whole catalog: 10,000 tools took 0.4 s
-// of CPU on a 2 GHz core, most of it the schemas' JSON) is decided on
-// every core, in parts of at least this many tools.
+// A large listing (a warm start's whole catalog: 10,000 tools are about
+// 0.4 s of CPU on a 2 GHz core, most of it the schemas' JSON) is decided
+// on every core, in parts of at least this many tools.
 const decidePart = 1000
 
+// decideAll decides each tool against its pin in pins (overlaid with the
+// unsaved pins) and returns the new pins.
 func (g *Guard) decideAll(pins map[string]*Pin, tools []catalog.Tool, now time.Time) map[string]*Pin {
-	parts := min(runtime.GOMAXPROCS(0), (len(tools)+decidePart-1)/decidePart)
+	parts := max(1, min(runtime.GOMAXPROCS(0), (len(tools)+decidePart-1)/decidePart))
 	decided := make([]*Pin, len(tools))
 	var wg sync.WaitGroup
-	for p := range max(parts, 1) {
-		lo, hi := p*len(tools)/max(parts, 1), (p+1)*len(tools)/max(parts, 1)
+	for p := range parts {
+		lo, hi := p*len(tools)/parts, (p+1)*len(tools)/parts
 		wg.Go(func() {
 			for i := lo; i < hi; i++ {
 				id := tools[i].ID()

@@ -299,3 +299,21 @@ func TestGuardFault(t *testing.T) {
 		t.Fatalf("fault after the file was restored: %+v", f)
 	}
 }
+
+// Hash is what every pins file holds: a change to it would make every
+// tool "changed since approved" after an upgrade, and quarantine it. These
+// are the hashes toolgate gave before the scan and the hash shared one
+// decoding (6ac29dd): a schema with keys out of order, numbers and
+// characters JSON escapes; none; one that is not JSON.
+func TestHashStable(t *testing.T) {
+	for schema, want := range map[string]string{
+		`{"type":"object","properties":{"b":{"type":"number","default":1.50},"a":{"type":"string","description":"<b>x</b> & y"}},"required":["a"]}`: "b29e42176cc61649d1a011182b38e07c6cb3239297398f4edfec1aaed74ecfcb",
+		``:         "2e5079de66174494e707b618e26f1288c57ac0910edc67cdadc85d964f203941",
+		`not json`: "33ed3923ba91203fb5badea3317191d82aed5bed777687ec6b9f4ebd723122d4",
+	} {
+		tool := catalog.Tool{Server: "fs", Name: "read_file", Title: "Read", Description: "Reads a file <safely> & fast.", InputSchema: []byte(schema)}
+		if got := Hash(tool); got != want {
+			t.Errorf("Hash with schema %q = %s, want %s", schema, got, want)
+		}
+	}
+}

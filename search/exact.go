@@ -52,7 +52,8 @@ func newNames(tools []catalog.Tool) *names {
 	return n
 }
 
-// lazyNames builds an index's names on first use.
+// lazyNames builds an index's names once: in the background when the
+// engine gets the index (newSnapshot), or at a search that comes first.
 type lazyNames struct {
 	once sync.Once
 	n    *names

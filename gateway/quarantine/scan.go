@@ -222,21 +222,18 @@ const (
 
 type hintMask uint8
 
-// hintsByFirst lists each hint under its first byte, so that one pass over
-// a text finds every group it holds a hint of.
-var hintsByFirst = func() (t [256][]struct {
+// hint is one word of a hint group.
+type hint struct {
 	s   string
 	bit hintMask
-}) {
-	for _, g := range []struct {
-		hints []string
-		bit   hintMask
-	}{{tagHints, hintTag}, {concealHints, hintConceal}, {concealVerbHints, hintConcealVerb}, {overrideHints, hintOverride}, {pathHints, hintPath}} {
-		for _, h := range g.hints {
-			t[h[0]] = append(t[h[0]], struct {
-				s   string
-				bit hintMask
-			}{h, g.bit})
+}
+
+// hintsByFirst lists each hint under its first byte, so that one pass over
+// a text finds every group it holds a hint of.
+var hintsByFirst = func() (t [256][]hint) {
+	for bit, words := range map[hintMask][]string{hintTag: tagHints, hintConceal: concealHints, hintConcealVerb: concealVerbHints, hintOverride: overrideHints, hintPath: pathHints} {
+		for _, w := range words {
+			t[w[0]] = append(t[w[0]], hint{w, bit})
 		}
 	}
 	return t

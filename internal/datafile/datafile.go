@@ -88,7 +88,7 @@ func (v *View[T]) Load() (T, error) {
 		return v.val, v.err
 	}
 	v.gone = false
-	v.val, v.info, v.err = v.read()
+	v.val, v.info, v.err = read(v.path, v.parse)
 	v.valid = v.info != nil
 	return v.val, v.err
 }
@@ -151,10 +151,8 @@ func missing(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
 
-// read reads and parses the file and returns the stamp of what it read
-// (nil when the read failed: not cached).
-func (v *View[T]) read() (T, fs.FileInfo, error) { return read(v.path, v.parse) }
-
+// read reads and parses the file at path and returns the stamp of what it
+// read (nil when the read failed: not cached).
 func read[T any](path string, parse func([]byte) (T, error)) (T, fs.FileInfo, error) {
 	var zero T
 	f, err := os.Open(path)

@@ -485,3 +485,75 @@ func TestStatusPinsFaultWhileServing(t *testing.T) {
 		return err == nil && !strings.Contains(out, "quarantine pins")
 	})
 }
+
+// TestServeWithoutInotify: a user whose inotify instances are spent (the
+// limit is 0 in a user namespace of the gateway's own) still gets a
+// gateway that serves; the log names the limit to raise for each file it
+// cannot follow, and SIGHUP applies a config change meanwhile.
+func TestServeWithoutInotify(t *testing.T) {
+	addr := freeAddr(t)
+	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)
+	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--http", addr)
+	// A shell in the namespace lowers its limit, then becomes the gateway.
+	cmd.Args = append([]string{"sh", "-c", `echo 0 > /proc/sys/user/max_inotify_instances && exec "$0" "$@"`}, cmd.Args...)
+	cmd.Path = "/bin/sh"
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
+	}
+	var logs testenv.LogBuffer
+	cmd.Stderr = io.MultiWriter(&logs, testLog(t, "toolgate: "))
+	if err := cmd.Start(); err != nil {
+		testenv.Missing(t, "cannot start a process in a user namespace of its own (%v): check kernel.unprivileged_userns_clone or run as root", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	waitHealthy(t, "http://"+addr+"/healthz", 3*time.Minute)
+	log := logs.String()
+	for _, meanwhile := range []string{"send SIGHUP to reload it", "`toolgate servers enable/disable` applies on the next start", "approvals (`toolgate tools approve`)"} {
+		if !strings.Contains(log, "cannot watch the file for changes; trying again every 10s; meanwhile "+meanwhile) {
+			t.Errorf("no warning that says %q", meanwhile)
+		}
+	}
+	if !strings.Contains(log, "fs.inotify.max_user_instances") || !strings.Contains(log, "user.max_inotify_instances is 0") {
+		t.Errorf("the warnings do not name the limit to raise:\n%s", log)
+	}
+
+	var doc map[string]map[string]any
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["mcpServers"]["fake2"] = doc["mcpServers"]["fake"]
+	b, err = json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeRaw(t, cfg, b, true)
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	rep := waitStatus(t, addr, "the SIGHUP reload counted", func(s live.Stats) bool { return s.ReloadGeneration >= 1 })
+	if r := rep.Stats.LastReload; r == nil || r.Trigger != "SIGHUP" || strings.Join(r.Added, ",") != "fake2" {
+		t.Errorf("last reload %+v, want trigger SIGHUP adding fake2", r)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(testenv.Timeout):
+		t.Fatal("the gateway did not exit after SIGTERM")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit %v after SIGTERM, want status 0", cmd.ProcessState)
+	}
+}

@@ -130,7 +130,7 @@ func (sec *security) open(cfg *config.File, log *slog.Logger, health *storage.He
 		}
 	}()
 	if err := sec.guard.Watch(); err != nil {
-		log.Warn("approvals (`toolgate tools approve`) take effect at the next tool listing only", "err", err)
+		log.Warn(quarantine.UnwatchedApprovals, "err", err)
 	}
 }
 

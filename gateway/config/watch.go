@@ -7,21 +7,32 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 // DefaultDebounce is how long a Watcher waits after the last event of a
 // burst (an editor's save is several events) before it reports a change.
 const DefaultDebounce = 250 * time.Millisecond
 
+// limitRetry is how often a Watcher that the kernel refused an inotify
+// instance or watch (see LimitError) tries again; a variable for tests.
+var limitRetry = 10 * time.Second
+
 // WatchOptions configure a Watcher. The zero value (or nil) means defaults.
 type WatchOptions struct {
 	Logger   *slog.Logger  // nil = discard
 	Debounce time.Duration // default DefaultDebounce
+	// Meanwhile says, for the log, what to do while the kernel refuses the
+	// watch (e.g. "send SIGHUP to reload it").
+	Meanwhile string
 }
 
 // Watcher reports that a config file may have changed. It follows every way
@@ -36,24 +47,37 @@ type WatchOptions struct {
 // directories are ignored. A burst of events is debounced into one signal
 // on C. The signal says only "look again": the reader compares the content
 // (a touch, or a save without change, signals too).
+//
+// Every Watcher of the process shares one inotify instance (see hub). When
+// the kernel refuses it one (a LimitError), Watch still returns the
+// Watcher: it logs the refusal with the limit to raise, tries again every
+// limitRetry, and once it watches signals C (a save may have been missed).
 type Watcher struct {
 	// C receives a value when the file may have changed (capacity 1, so
 	// signals that are not read yet merge).
 	C <-chan struct{}
 
-	path     string // absolute
-	debounce time.Duration
-	log      *slog.Logger
-	fsw      *fsnotify.Watcher
-	c        chan struct{}
-	done     chan struct{}
-	wg       sync.WaitGroup
-	closing  sync.Once
-	closeErr error
+	path      string // absolute
+	debounce  time.Duration
+	meanwhile string
+	log       *slog.Logger
+	in        chan watchEvent // from the hub
+	c         chan struct{}
+	done      chan struct{}
+	wg        sync.WaitGroup
+	closing   sync.Once
+	closeErr  error
 
 	// Owned by the run goroutine (and Watch before it starts).
-	dirs  []string // directories watched
-	names []string // paths whose events matter (see relevant)
+	joined bool     // counted among the hub's watchers
+	dirs   []string // directories watched
+	names  []string // paths whose events matter (see relevant)
+}
+
+// watchEvent is one of the inotify instance's events or errors.
+type watchEvent struct {
+	ev  fsnotify.Event
+	err error
 }
 
 // Watch starts watching the config file at path. The file may be missing
@@ -73,75 +97,109 @@ func Watch(path string, opts *WatchOptions) (*Watcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", path, err)
 	}
-	fsw, err := fsnotify.NewWatcher()
-	if err != nil {
+	c := make(chan struct{}, 1)
+	w := &Watcher{C: c, c: c, path: abs, debounce: o.Debounce, meanwhile: o.Meanwhile, log: o.Logger,
+		in: make(chan watchEvent, 16), done: make(chan struct{})}
+	err = w.rewatch()
+	var limit *LimitError
+	refused := errors.As(err, &limit)
+	if err != nil && !refused {
+		w.leave()
 		return nil, fmt.Errorf("watch %s: %w", path, err)
 	}
-	c := make(chan struct{}, 1)
-	w := &Watcher{C: c, c: c, path: abs, debounce: o.Debounce, log: o.Logger, fsw: fsw, done: make(chan struct{})}
-	if err := w.rewatch(); err != nil {
-		fsw.Close()
-		return nil, fmt.Errorf("watch %s: %w", path, err)
+	if refused {
+		w.logRefusal(limit)
 	}
 	w.wg.Add(1)
-	go w.run()
+	go w.run(refused)
 	return w, nil
+}
+
+// logRefusal logs that the kernel refused the watch, with the fix.
+func (w *Watcher) logRefusal(limit *LimitError) {
+	msg := "cannot watch the file for changes; trying again every " + limitRetry.String()
+	if w.meanwhile != "" {
+		msg += "; meanwhile " + w.meanwhile
+	}
+	w.log.Warn(msg, "file", w.path, "err", limit.Err, "fix", limit.Fix)
 }
 
 // Close stops watching and waits for the watcher's goroutine.
 func (w *Watcher) Close() error {
 	w.closing.Do(func() {
 		close(w.done)
-		w.closeErr = w.fsw.Close()
 		w.wg.Wait()
+		w.closeErr = w.leave()
 	})
 	return w.closeErr
 }
 
-func (w *Watcher) run() {
+func (w *Watcher) run(refused bool) {
 	defer w.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	var retry <-chan time.Time
+	if refused {
+		t := time.NewTicker(limitRetry)
+		defer t.Stop()
+		retry = t.C
+	}
 	for {
 		select {
 		case <-w.done:
 			return
-		case ev, ok := <-w.fsw.Events:
-			if !ok {
-				return
+		case e := <-w.in:
+			if e.err != nil {
+				w.log.Warn("watching the config file", "path", w.path, "err", e.err)
+				continue
 			}
-			if ev.Op == fsnotify.Chmod || !relevant(w.names, ev.Name) {
+			if e.ev.Op == fsnotify.Chmod || !relevant(w.names, e.ev.Name) {
 				continue // a touch changes nothing; other files do not matter
 			}
-			w.log.Debug("config file event", "event", ev.String())
+			w.log.Debug("config file event", "event", e.ev.String())
 			timer.Reset(w.debounce)
-		case err, ok := <-w.fsw.Errors:
-			if !ok {
-				return
+		case <-retry:
+			var limit *LimitError
+			if err := w.rewatch(); errors.As(err, &limit) {
+				continue // still refused (logged once, at Watch)
+			} else if err != nil {
+				w.log.Warn("watching the config file", "path", w.path, "err", err)
 			}
-			w.log.Warn("watching the config file", "path", w.path, "err", err)
+			w.log.Info("watching the file for changes again", "file", w.path)
+			retry = nil
+			w.signal() // a save made meanwhile
 		case <-timer.C:
 			// A symlink may point elsewhere now: follow the new chain.
 			if err := w.rewatch(); err != nil {
 				w.log.Warn("watching the config file", "path", w.path, "err", err)
 			}
-			select {
-			case w.c <- struct{}{}:
-			default:
-			}
+			w.signal()
 		}
+	}
+}
+
+func (w *Watcher) signal() {
+	select {
+	case w.c <- struct{}{}:
+	default:
 	}
 }
 
 // rewatch works out the file's symlink chain and watches the directories
 // its links and target live in (dropping those no longer needed).
 func (w *Watcher) rewatch() error {
+	if !w.joined {
+		if err := inotify.join(w); err != nil {
+			return err
+		}
+		w.joined = true
+	}
 	names, dirs := chain(w.path)
 	var errs []error
 	for _, d := range dirs {
 		if !slices.Contains(w.dirs, d) {
-			if err := w.fsw.Add(d); err != nil {
+			if err := inotify.add(d); err != nil {
 				errs = append(errs, fmt.Errorf("watch directory %s: %w", d, err))
 				dirs = slices.DeleteFunc(dirs, func(x string) bool { return x == d })
 			}
@@ -149,7 +207,7 @@ func (w *Watcher) rewatch() error {
 	}
 	for _, d := range w.dirs {
 		if !slices.Contains(dirs, d) {
-			_ = w.fsw.Remove(d) // gone already when the directory was deleted
+			inotify.remove(d)
 		}
 	}
 	w.names, w.dirs = names, dirs
@@ -157,6 +215,181 @@ func (w *Watcher) rewatch() error {
 		return errors.Join(append(errs, errors.New("no directory of the config file can be watched"))...)
 	}
 	return errors.Join(errs...)
+}
+
+// leave gives back the Watcher's directories and its place among the
+// hub's watchers (once its goroutine is done).
+func (w *Watcher) leave() error {
+	for _, d := range w.dirs {
+		inotify.remove(d)
+	}
+	w.dirs = nil
+	if !w.joined {
+		return nil
+	}
+	w.joined = false
+	return inotify.leave(w)
+}
+
+// hub is the process's one inotify instance, shared by every Watcher. The
+// kernel gives each user 128 instances by default
+// (fs.inotify.max_user_instances), for all of its processes together, and
+// every MCP client spawns its own toolgate, which follows its config files,
+// its state file and the quarantine pins: with an instance each, some 40
+// clients would spend them. The instance is made for the first Watcher and
+// closed with the last one.
+type hub struct {
+	mu   sync.Mutex
+	fsw  *fsnotify.Watcher
+	pump chan struct{} // closed when fsw's pump has returned
+	refs map[string]int
+	subs map[*Watcher]struct{}
+}
+
+var inotify hub
+
+func (h *hub) join(w *Watcher) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fsw == nil {
+		fsw, err := fsnotify.NewWatcher()
+		if err != nil {
+			return limitErr(err, syscall.EMFILE)
+		}
+		h.fsw, h.pump, h.refs, h.subs = fsw, make(chan struct{}), map[string]int{}, map[*Watcher]struct{}{}
+		go h.run(fsw, h.pump)
+	}
+	h.subs[w] = struct{}{}
+	return nil
+}
+
+// leave removes w; the last to leave closes the instance.
+func (h *hub) leave(w *Watcher) error {
+	h.mu.Lock()
+	delete(h.subs, w)
+	if len(h.subs) > 0 || h.fsw == nil {
+		h.mu.Unlock()
+		return nil
+	}
+	fsw, pump := h.fsw, h.pump
+	h.fsw, h.pump, h.refs, h.subs = nil, nil, nil, nil
+	h.mu.Unlock()
+	err := fsw.Close()
+	<-pump
+	return err
+}
+
+// add watches dir. inotify_add_watch is asked every time, so a directory
+// deleted and made again under the same name is watched afresh.
+func (h *hub) add(dir string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.fsw.Add(dir); err != nil {
+		return limitErr(err, syscall.ENOSPC)
+	}
+	h.refs[dir]++
+	return nil
+}
+
+// remove stops watching dir once no Watcher needs it.
+func (h *hub) remove(dir string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.refs[dir]--; h.refs[dir] <= 0 {
+		delete(h.refs, dir)
+		_ = h.fsw.Remove(dir) // gone already when the directory was deleted
+	}
+}
+
+// run hands every event and error of fsw to every Watcher; each keeps
+// those that concern its file.
+func (h *hub) run(fsw *fsnotify.Watcher, done chan struct{}) {
+	defer close(done)
+	for {
+		var e watchEvent
+		var ok bool
+		select {
+		case e.ev, ok = <-fsw.Events:
+		case e.err, ok = <-fsw.Errors:
+		}
+		if !ok {
+			return
+		}
+		h.mu.Lock()
+		subs := make([]*Watcher, 0, len(h.subs))
+		for w := range h.subs {
+			subs = append(subs, w)
+		}
+		h.mu.Unlock()
+		for _, w := range subs {
+			select {
+			case w.in <- e:
+			case <-w.done:
+			}
+		}
+	}
+}
+
+// LimitError is the kernel refusing an inotify instance or watch: Fix says
+// which limit to raise. Its own words mislead ("too many open files" when
+// the user's inotify instances are spent, "no space left on device" when
+// its watches are).
+type LimitError struct {
+	Err error
+	Fix string
+}
+
+func (e *LimitError) Error() string { return e.Err.Error() + " (" + e.Fix + ")" }
+func (e *LimitError) Unwrap() error { return e.Err }
+
+// limitErr returns err as a *LimitError when it is a limit: spent is the
+// errno by which the kernel says that an inotify limit itself is reached
+// (EMFILE from inotify_init1 for instances, ENOSPC from inotify_add_watch
+// for watches).
+func limitErr(err error, spent syscall.Errno) error {
+	switch {
+	case errors.Is(err, syscall.ENOSPC) && spent == syscall.ENOSPC:
+		return &LimitError{Err: err, Fix: inotifyFix("watches", "max_user_watches", 524288) + " (the disk is not full)"}
+	case errors.Is(err, syscall.EMFILE) && spent == syscall.EMFILE && descriptorFree():
+		return &LimitError{Err: err, Fix: inotifyFix("instances", "max_user_instances", 1024)}
+	case storage.Shortage(err) != 0:
+		return &LimitError{Err: err, Fix: storage.ShortageFix(storage.Shortage(err))}
+	}
+	return err
+}
+
+// inotifyFix words the fix for a spent inotify limit, whose value it reads
+// from the machine's sysctl and, when lower, from the user namespace's
+// (a container's own limit, /proc/sys/user/max_inotify_*).
+func inotifyFix(what, sysctl string, raiseTo int) string {
+	read := func(path string) (int, bool) {
+		b, err := os.ReadFile(path)
+		n, perr := strconv.Atoi(strings.TrimSpace(string(b)))
+		return n, err == nil && perr == nil
+	}
+	now := "?"
+	machine, ok := read("/proc/sys/fs/inotify/" + sysctl)
+	if ok {
+		now = strconv.Itoa(machine)
+	}
+	ns := "max_inotify_" + what
+	if n, ok2 := read("/proc/sys/user/" + ns); ok2 && (!ok || n < machine) {
+		now += fmt.Sprintf(", and user.%s is %d in this user namespace", ns, n)
+	}
+	return fmt.Sprintf("this user's inotify %s are all in use (fs.inotify.%s is %s, for all of the user's processes together): "+
+		"raise it (sysctl -w fs.inotify.%s=%d, and a file in /etc/sysctl.d/ to keep it) or stop programs that watch many files",
+		what, sysctl, now, sysctl, raiseTo)
+}
+
+// descriptorFree reports whether the process can still open a file: when
+// it can, EMFILE from inotify_init1 is the user's instance limit.
+func descriptorFree() bool {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
 }
 
 // chain returns the paths whose events matter for the file at path (the

@@ -423,9 +423,9 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 	if len(l.opts.ConfigPaths) > 0 {
 		var changed []<-chan struct{}
 		for _, path := range l.opts.ConfigPaths {
-			w, err := config.Watch(path, &config.WatchOptions{Logger: l.log, Debounce: l.opts.Debounce})
+			w, err := config.Watch(path, &config.WatchOptions{Logger: l.log, Debounce: l.opts.Debounce, Meanwhile: reloadMeanwhile})
 			if err != nil {
-				l.log.Warn("not watching the config file for changes; send SIGHUP to reload it", "file", path, "err", err)
+				l.log.Warn("not watching the config file for changes; "+reloadMeanwhile, "file", path, "err", err)
 				continue
 			}
 			l.watchers = append(l.watchers, w)
@@ -442,6 +442,10 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 	}
 	return nil
 }
+
+// reloadMeanwhile is what an operator does while the config file is not
+// watched.
+const reloadMeanwhile = "send SIGHUP to reload it"
 
 // Close stops the loop, waits for its goroutines and closes the index. The
 // pool is the caller's to close (after the loop).

@@ -168,6 +168,9 @@ func (l *Loop) applyDisabled(ctx context.Context, disabled []string, by string) 
 	l.changedHook() // the servers searches see changed
 }
 
+// stateMeanwhile is what holds while the state file is not watched.
+const stateMeanwhile = "`toolgate servers enable/disable` applies on the next start"
+
 // watchState applies changes of the state file made by another process
 // (`toolgate servers disable`).
 func (l *Loop) watchState(ctx context.Context) {
@@ -176,9 +179,9 @@ func (l *Loop) watchState(ctx context.Context) {
 		l.log.Warn("not watching the state file", "file", path, "err", err)
 		return
 	}
-	w, err := config.Watch(path, &config.WatchOptions{Logger: l.log, Debounce: l.opts.Debounce})
+	w, err := config.Watch(path, &config.WatchOptions{Logger: l.log, Debounce: l.opts.Debounce, Meanwhile: stateMeanwhile})
 	if err != nil {
-		l.log.Warn("not watching the state file; `toolgate servers enable/disable` applies on the next start", "file", path, "err", err)
+		l.log.Warn("not watching the state file; "+stateMeanwhile, "file", path, "err", err)
 		return
 	}
 	l.stateW = w

@@ -396,6 +396,9 @@ func (g *Guard) tell() {
 	}
 }
 
+// UnwatchedApprovals is what holds while the pins file is not watched.
+const UnwatchedApprovals = "approvals (`toolgate tools approve`) take effect at the next tool listing only"
+
 // Watch follows the pins file for changes made by other processes (`tools
 // approve`): each one reaches Options.Changed within a moment. Close stops
 // it.
@@ -403,7 +406,7 @@ func (g *Guard) Watch() error {
 	if err := os.MkdirAll(filepath.Dir(g.path), 0o700); err != nil {
 		return fmt.Errorf("watch the quarantine pins: %w", err)
 	}
-	w, err := config.Watch(g.path, &config.WatchOptions{Logger: g.log})
+	w, err := config.Watch(g.path, &config.WatchOptions{Logger: g.log, Meanwhile: UnwatchedApprovals})
 	if err != nil {
 		return fmt.Errorf("watch the quarantine pins: %w", err)
 	}

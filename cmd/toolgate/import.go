@@ -140,8 +140,11 @@ func importInto(stdout, stderr io.Writer, path string, merged []byte, dryRun boo
 		return fmt.Errorf("import --into: the result would not be a valid config, so %s is left as it is: %w", path, err)
 	}
 	if dryRun {
+		// The text, whatever the file's encoding (UTF-16 from PowerShell).
+		a, _ := config.Text(old)
+		b, _ := config.Text(data)
 		diff, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-			A: difflib.SplitLines(string(old)), B: difflib.SplitLines(string(data)),
+			A: difflib.SplitLines(string(a)), B: difflib.SplitLines(string(b)),
 			FromFile: path, ToFile: path + " (imported)", Context: 3,
 		})
 		if err != nil {

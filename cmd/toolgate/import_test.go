@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/text/encoding/unicode"
+
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/config"
 )
@@ -119,6 +121,47 @@ func TestImportCommand(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A config file written on Windows (UTF-8 with a byte-order mark, or
+// UTF-16 from PowerShell's `>`) is served as it is, and toolgate servers
+// add and remove edit it in its own encoding: with a mark, add said "the
+// file is not valid JSON".
+func TestServersCommandsKeepEncoding(t *testing.T) {
+	doc := `{"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}}`
+	utf16le, err := unicode.UTF16(unicode.LittleEndian, unicode.UseBOM).NewEncoder().Bytes([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, stored := range map[string][]byte{"utf-8 with a mark": append([]byte("\xef\xbb\xbf"), doc...), "utf-16": utf16le} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "toolgate.json")
+			if err := os.WriteFile(path, stored, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			data := t.TempDir()
+			for _, c := range [][]string{
+				{"servers", "add", "fs", "--config", path, "--", "npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"},
+				{"servers", "remove", "memory", "--config", path},
+				{"servers", "--config", path},
+			} {
+				if out, err := toolgateCmd(t, data, c...).CombinedOutput(); err != nil {
+					t.Fatalf("%v: %v\n%s", c, err, out)
+				}
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasPrefix(b, stored[:2]) {
+				t.Errorf("the file lost its encoding: % x…", b[:min(8, len(b))])
+			}
+			f, err := config.Parse(b, path, config.AnyEnv)
+			if err != nil || len(f.All()) != 1 || f.MCPServers["fs"].Command != "npx" {
+				t.Errorf("after add and remove: %v, %+v", err, f)
+			}
+		})
+	}
 }
 
 // toolgate servers add, remove, disable and enable edit the config file

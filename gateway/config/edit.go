@@ -24,31 +24,47 @@ import (
 // JSON object): added after the others, or replacing the one of that name
 // in its place.
 func SetServer(data []byte, name string, entry json.RawMessage) ([]byte, error) {
-	if !gjson.ValidBytes(data) {
-		return nil, errors.New("the file is not valid JSON: fix it first")
+	text, enc, err := editable(data)
+	if err != nil {
+		return nil, err
 	}
-	out, err := sjson.SetRawBytes(data, "mcpServers."+escapePath(name), entry)
+	out, err := sjson.SetRawBytes(text, "mcpServers."+escapePath(name), entry)
 	if err != nil {
 		return nil, fmt.Errorf("set mcpServers[%q]: %w", name, err)
 	}
-	return reindentServers(out), nil
+	return enc.encode(reindentServers(out))
 }
 
 // DeleteServer returns data without the mcpServers entry name, and whether
 // there was one.
 func DeleteServer(data []byte, name string) ([]byte, bool, error) {
-	if !gjson.ValidBytes(data) {
-		return nil, false, errors.New("the file is not valid JSON: fix it first")
+	text, enc, err := editable(data)
+	if err != nil {
+		return nil, false, err
 	}
 	path := "mcpServers." + escapePath(name)
-	if !gjson.GetBytes(data, path).Exists() {
+	if !gjson.GetBytes(text, path).Exists() {
 		return data, false, nil
 	}
-	out, err := sjson.DeleteBytes(data, path)
+	out, err := sjson.DeleteBytes(text, path)
 	if err != nil {
 		return nil, false, fmt.Errorf("delete mcpServers[%q]: %w", name, err)
 	}
-	return reindentServers(out), true, nil
+	out, err = enc.encode(reindentServers(out))
+	return out, err == nil, err
+}
+
+// editable returns a file's text to edit (decodeText) and how to store
+// it again; an error when it is not valid JSON.
+func editable(data []byte) ([]byte, textEncoding, error) {
+	text, enc, err := decodeText(data)
+	if err != nil {
+		return nil, enc, err
+	}
+	if !gjson.ValidBytes(text) {
+		return nil, enc, errors.New("the file is not valid JSON: fix it first")
+	}
+	return text, enc, nil
 }
 
 // HasServer reports whether the document defines server name.
@@ -59,6 +75,9 @@ func HasServer(data []byte, name string) bool {
 
 // ServerEntry returns the document's entry for server name, as written.
 func ServerEntry(data []byte, name string) (json.RawMessage, bool) {
+	if text, _, err := decodeText(data); err == nil {
+		data = text
+	}
 	r := gjson.GetBytes(data, "mcpServers."+escapePath(name))
 	return json.RawMessage(r.Raw), r.Exists()
 }

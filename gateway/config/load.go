@@ -91,7 +91,10 @@ func ParseUnexpanded(data []byte, path string) (*File, error) {
 // decode reads the server entries and the toolgate section (unset fields
 // stay zero); field errors collect in p, a JSON syntax error is returned.
 func (p *parser) decode(data []byte) (*File, error) {
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // editors on Windows add a BOM
+	data, _, err := decodeText(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p.name(), err)
+	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
 		return nil, p.jsonError(data, err)
@@ -307,13 +310,18 @@ func (p *parser) err() error {
 	return &Error{Path: p.path, Errs: sortErrs(p.errs)}
 }
 
+// name is the file's path, or "config" for content without one.
+func (p *parser) name() string {
+	if p.path == "" {
+		return "config"
+	}
+	return p.path
+}
+
 // jsonError turns a decoding error of the whole file into one that points at
 // the line and column.
 func (p *parser) jsonError(data []byte, err error) error {
-	name := p.path
-	if name == "" {
-		name = "config"
-	}
+	name := p.name()
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		line, col := lineCol(data, se.Offset)

@@ -55,7 +55,10 @@ func Merge(docs []Doc) ([]byte, []Conflict, error) {
 	section := map[string]any{}
 	var conflicts []Conflict
 	for _, d := range docs {
-		data := bytes.TrimPrefix(d.Data, []byte("\xef\xbb\xbf"))
+		data, _, err := decodeText(d.Data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", docName(d.Path), err)
+		}
 		var top map[string]json.RawMessage
 		if err := json.Unmarshal(data, &top); err != nil {
 			p := &parser{path: d.Path}

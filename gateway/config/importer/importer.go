@@ -71,7 +71,8 @@ type Result struct {
 // the content is none of them.
 func Detect(name string, data []byte) string {
 	var top map[string]json.RawMessage
-	if json.Unmarshal(plainJSON(data), &top) != nil {
+	plain, err := plainJSON(data)
+	if err != nil || json.Unmarshal(plain, &top) != nil {
 		return ""
 	}
 	if _, ok := top["servers"]; ok {
@@ -107,7 +108,10 @@ func Detect(name string, data []byte) string {
 // Read turns one file into a toolgate config document. format "" detects
 // it (Detect).
 func Read(path string, data []byte, format string) (*Result, error) {
-	data = plainJSON(data)
+	data, err := plainJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
 		return nil, notJSON(path, data, err)
@@ -186,12 +190,17 @@ func Read(path string, data []byte, format string) (*Result, error) {
 	return r, nil
 }
 
-// plainJSON turns a client's file into plain JSON: without a BOM, and
-// without the comments and trailing commas VS Code's settings.json and
-// mcp.json allow (JSONC; VS Code writes its own files with comments).
-// Offsets are kept, so errors point at the right line.
-func plainJSON(data []byte) []byte {
-	return jsonc.ToJSON(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
+// plainJSON turns a client's file into plain JSON: UTF-8 without a
+// byte-order mark (config.Text), and without the comments and trailing
+// commas VS Code's settings.json and mcp.json allow (JSONC; VS Code writes
+// its own files with comments). Offsets in the text are kept, so errors
+// point at the right line.
+func plainJSON(data []byte) ([]byte, error) {
+	text, err := config.Text(data)
+	if err != nil {
+		return nil, err
+	}
+	return jsonc.ToJSON(text), nil
 }
 
 // notJSON says where a file that is not a JSON object goes wrong.

@@ -77,6 +77,13 @@ func TestClientClosesStderr(t *testing.T) {
 	if rep := getStatus(t, addr); rep.Up != 1 {
 		t.Errorf("after log lines to a closed stderr: %d backends up, want 1", rep.Up)
 	}
+	stopsClean(t, cmd, exited, "with stderr closed")
+}
+
+// stopsClean sends the gateway SIGTERM and checks that it exits with
+// status 0; exited is closed once cmd.Wait has returned.
+func stopsClean(t *testing.T, cmd *exec.Cmd, exited <-chan struct{}, when string) {
+	t.Helper()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +93,7 @@ func TestClientClosesStderr(t *testing.T) {
 		t.Fatal("the gateway did not exit after SIGTERM")
 	}
 	if code := cmd.ProcessState.ExitCode(); code != 0 {
-		t.Errorf("exit %v after SIGTERM with stderr closed, want status 0", cmd.ProcessState)
+		t.Errorf("exit %v after SIGTERM %s, want status 0", cmd.ProcessState, when)
 	}
 }
 
@@ -497,15 +504,11 @@ func TestServeWithoutInotify(t *testing.T) {
 	// A shell in the namespace lowers its limit, then becomes the gateway.
 	cmd.Args = append([]string{"sh", "-c", `echo 0 > /proc/sys/user/max_inotify_instances && exec "$0" "$@"`}, cmd.Args...)
 	cmd.Path = "/bin/sh"
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:  syscall.CLONE_NEWUSER,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
-	}
+	cmd.SysProcAttr = testenv.OwnUserNamespace()
 	var logs testenv.LogBuffer
 	cmd.Stderr = io.MultiWriter(&logs, testLog(t, "toolgate: "))
 	if err := cmd.Start(); err != nil {
-		testenv.Missing(t, "cannot start a process in a user namespace of its own (%v): check kernel.unprivileged_userns_clone or run as root", err)
+		testenv.Missing(t, testenv.NoUserNamespace, err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
@@ -545,15 +548,5 @@ func TestServeWithoutInotify(t *testing.T) {
 	if r := rep.Stats.LastReload; r == nil || r.Trigger != "SIGHUP" || strings.Join(r.Added, ",") != "fake2" {
 		t.Errorf("last reload %+v, want trigger SIGHUP adding fake2", r)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-exited:
-	case <-time.After(testenv.Timeout):
-		t.Fatal("the gateway did not exit after SIGTERM")
-	}
-	if code := cmd.ProcessState.ExitCode(); code != 0 {
-		t.Errorf("exit %v after SIGTERM, want status 0", cmd.ProcessState)
-	}
+	stopsClean(t, cmd, exited, "without inotify")
 }

@@ -127,15 +127,11 @@ func TestWatchInotifyLimits(t *testing.T) {
 		t.Run(limit, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), inotifyChildEnv+"="+limit)
-			cmd.SysProcAttr = &syscall.SysProcAttr{
-				Cloneflags:  syscall.CLONE_NEWUSER,
-				UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
-				GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
-			}
+			cmd.SysProcAttr = testenv.OwnUserNamespace()
 			out, err := cmd.CombinedOutput()
 			var exit *exec.ExitError
 			if err != nil && !errors.As(err, &exit) {
-				testenv.Missing(t, "cannot start a process in a user namespace of its own (%v): check kernel.unprivileged_userns_clone or run as root", err)
+				testenv.Missing(t, testenv.NoUserNamespace, err)
 			}
 			if err != nil || !strings.Contains(string(out), "inotify child: ok") {
 				t.Fatalf("child: %v\n%s", err, out)

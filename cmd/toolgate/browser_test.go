@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/toolgate/toolgate/gateway/audit"
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "write the console screenshot of TestConsoleInBrowser to docs/console.png")
@@ -28,43 +31,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	chromium := findChromium(t)
 	addr, _, _ := serveHTTP(t, bundledConfig(t, nil))
 	base := "http://" + addr
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.WindowSize(1280, 1000), chromedp.Env(chromiumTmp(t)))
-	for _, f := range chromiumFlags(t) {
-		name, value, ok := strings.Cut(strings.TrimPrefix(f, "--"), "=")
-		if ok {
-			opts = append(opts, chromedp.Flag(name, value))
-		} else {
-			opts = append(opts, chromedp.Flag(name, true))
-		}
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	defer cancel()
-	// The first call starts the browser, for as long as bctx lives; the
-	// steps after it are bounded.
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	ctx, cancelT := context.WithTimeout(bctx, 3*time.Minute)
-	defer cancelT()
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	eval := func(what, expr string, v any) {
-		t.Helper()
-		raw, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](expr))
-		if err == nil {
-			err = json.Unmarshal(raw, v)
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	ctx, do, eval := newBrowser(t, chromium)
 
 	// The backends table: every bundled server up, with its PID.
 	do("load /ui/", chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible(`#backend-rows tr[data-server="memory"]`))
@@ -152,6 +119,96 @@ func TestConsoleInBrowser(t *testing.T) {
 	if *updateScreenshot {
 		if err := os.WriteFile(filepath.Join(repoRoot(t), "docs", "console.png"), png, 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// newBrowser starts Debian's Chromium headless for the test (it ends with
+// the test) and returns a context bounded to 3 minutes, with do (steps
+// that must succeed) and eval (a JavaScript expression decoded into v).
+func newBrowser(t *testing.T, chromium string) (ctx context.Context, do func(what string, steps ...chromedp.Action[chromedp.Void]), eval func(what, expr string, v any)) {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.WindowSize(1280, 1000), chromedp.Env(chromiumTmp(t)))
+	for _, f := range chromiumFlags(t) {
+		name, value, ok := strings.Cut(strings.TrimPrefix(f, "--"), "=")
+		if ok {
+			opts = append(opts, chromedp.Flag(name, value))
+		} else {
+			opts = append(opts, chromedp.Flag(name, true))
+		}
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(cancel)
+	// The first call starts the browser, for as long as bctx lives; the
+	// steps after it are bounded.
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	ctx, cancelT := context.WithTimeout(bctx, 3*time.Minute)
+	t.Cleanup(cancelT)
+	do = func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	eval = func(what, expr string, v any) {
+		t.Helper()
+		raw, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](expr))
+		if err == nil {
+			err = json.Unmarshal(raw, v)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	return ctx, do, eval
+}
+
+// TestConsoleLoginInBrowser: with API keys, the console page shows its
+// login form, a key logs in, and when the session's key is revoked the
+// next refresh is refused (audited once, with why), the form shows again,
+// and the page stops asking: a tab left open no longer fills the audit log
+// with one refusal every 3 s.
+func TestConsoleLoginInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	data := t.TempDir()
+	key := createKey(t, data, "--name", "ops", "--admin")
+	createKey(t, data, "--name", "other") // revoking the last key would open a loopback gateway to all
+	addr, _ := startGateway(t, data, fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil))
+	ctx, do, eval := newBrowser(t, chromium)
+
+	do("load /ui/ without a key", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#login-key`))
+	do("log in",
+		chromedp.SendKeys(`#login-key`, key),
+		chromedp.Click(`#login-form button[type=submit]`),
+		chromedp.WaitVisible(`#backend-rows tr[data-server="fake"]`))
+	do("count the page's requests", chromedp.Evaluate[chromedp.Void](`(() => {
+		window.__fetches = 0;
+		const f = window.fetch;
+		window.fetch = (...args) => { window.__fetches++; return f(...args); };
+	})()`))
+	if _, stderr, err := runToolgate(t, data, "keys", "revoke", "ops"); err != nil {
+		t.Fatalf("keys revoke: %v\n%s", err, stderr)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](`!document.querySelector("#login").hidden`,
+		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(time.Minute))); err != nil {
+		t.Fatalf("waiting for the login form after the key was revoked: %v", err)
+	}
+	var before, after int
+	eval("requests so far", `window.__fetches`, &before)
+	do("a refresh while logged out", chromedp.Evaluate[chromedp.Void](`refreshState()`, chromedp.EvalAwaitPromise))
+	eval("requests after", `window.__fetches`, &after)
+	if after != before {
+		t.Errorf("the page asked for the state again while its login form showed (%d requests, then %d)", before, after)
+	}
+	recs := auditRecords(t, data, audit.Filter{}, func(rs []audit.Record) bool {
+		return slices.ContainsFunc(rs, func(r audit.Record) bool { return strings.HasPrefix(r.Reason, "console: ") })
+	})
+	for _, r := range recs {
+		if strings.HasPrefix(r.Reason, "console: ") && (r.Reason != "console: the console session's API key was revoked or expired" || r.Status != 401) {
+			t.Errorf("audit record of the refused refresh: %+v", r)
 		}
 	}
 }

@@ -362,8 +362,11 @@ func (c *Console) admit(w http.ResponseWriter, r *http.Request) (*session, *poli
 	switch {
 	case written:
 		return nil, nil, false
-	case !ok:
+	case !ok && bearer(r) != "": // refused and audited by authorize
 		unauthorized(w)
+		return nil, nil, false
+	case !ok:
+		c.refuseWithoutKey(w, r, caller, ss != nil && ss.key != "")
 		return nil, nil, false
 	case c.overRate(w, r, caller):
 		return nil, nil, false
@@ -405,6 +408,25 @@ func (c *Console) post(h func(w http.ResponseWriter, r *http.Request, caller *po
 		}
 		h(w, r, caller)
 	}
+}
+
+// refuseWithoutKey answers an endpoint asked without an API key or a live
+// session as the HTTP front answers a request without a key: 401, audited
+// one by one under the address's refusal limit, 429 past it. (The page
+// itself is the login form then, not a refusal; its script stops polling
+// while the form shows.)
+func (c *Console) refuseWithoutKey(w http.ResponseWriter, r *http.Request, caller *policy.Caller, sessionKeyEnded bool) {
+	why := "no API key or console session"
+	if sessionKeyEnded {
+		why = "the console session's API key was revoked or expired"
+	}
+	record, after := c.recordRefusal(r)
+	if !record {
+		tooManyRefused(w, after, why)
+		return
+	}
+	c.audit(r, caller, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console: " + why, Status: http.StatusUnauthorized})
+	unauthorized(w)
 }
 
 func unauthorized(w http.ResponseWriter) {

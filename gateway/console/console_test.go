@@ -588,3 +588,36 @@ func TestRefusedLogins(t *testing.T) {
 		t.Errorf("a good key from the limited address: %d, want 204", resp.StatusCode)
 	}
 }
+
+// An endpoint asked without a key or a session is refused as the HTTP
+// front refuses a request without a key: 401 and an audit record each, up
+// to the address's refusal limit, then 429. The page without one is the
+// login form: answered 401, but not a refusal to record.
+func TestNoKeyRefused(t *testing.T) {
+	log := &audittest.Log{}
+	e := newEnvWith(t, &Options{Catalog: fakeCatalog{}, Keys: &fakeKeys{key: "tg_secret"}, Audit: log,
+		Refusals: limit.NewRefusals(&limit.RefusalOptions{PerMinute: 1, Burst: 2})})
+	if resp, body := e.do(t, "GET", "/ui/", ""); resp.StatusCode != 401 || !strings.Contains(body, "login") {
+		t.Errorf("the page without a key: %d, want 401 with the login form", resp.StatusCode)
+	}
+	if n := len(log.Records()); n != 0 {
+		t.Errorf("the login form was audited: %+v", log.Records())
+	}
+	var codes []int
+	for _, route := range []string{"/ui/api/state", "/ui/api/search?q=files", "/ui/api/state"} {
+		resp, _ := e.do(t, "GET", route, "")
+		codes = append(codes, resp.StatusCode)
+	}
+	if fmt.Sprint(codes) != "[401 401 429]" {
+		t.Errorf("three requests without a key, burst 2: %v, want [401 401 429]", codes)
+	}
+	recs := log.Records()
+	if len(recs) != 2 {
+		t.Fatalf("%d audit records, want the 2 refusals under the limit: %+v", len(recs), recs)
+	}
+	for _, r := range recs {
+		if r.Decision != audit.Denied || r.Status != 401 || r.Reason != "console: no API key or console session" || r.Transport != "http" {
+			t.Errorf("audit record %+v", r)
+		}
+	}
+}

@@ -117,6 +117,9 @@ function renderState(st) {
 }
 
 async function refreshState() {
+  // Logged out meanwhile (the session ended, the gateway restarted): the
+  // login form shows, and asking again would only be refused.
+  if (!$("login").hidden) return;
   try {
     renderState(await api("/ui/api/state"));
   } catch (e) {

@@ -332,6 +332,40 @@ func readAudit(t *testing.T, dataDir string, f audit.Filter) []audit.Record {
 	return recs
 }
 
+// TestRevokingLastKeyLocks: revoking the last key of a gateway on a
+// loopback address leaves it needing a key (no one gets in, audited with
+// why), where it used to serve everyone as if keys had never existed; a
+// key created again lets its holder in, and `keys revoke` says what the
+// last revocation does.
+func TestRevokingLastKeyLocks(t *testing.T) {
+	data := t.TempDir()
+	cfg := fakeConfig(t, map[string]string{"fake": ""}, nil)
+	key := createKey(t, data, "--name", "only")
+	addr, _ := startGateway(t, data, cfg)
+	base := "http://" + addr
+	if r := get(t, base+"/status", key); r.StatusCode != 200 {
+		t.Fatalf("GET /status with the key: %s", r.Status)
+	}
+	out, stderr, err := runToolgate(t, data, "keys", "revoke", "only")
+	if err != nil || !strings.Contains(out, "That was the last API key") {
+		t.Fatalf("keys revoke of the last key: %v\n%s%s", err, out, stderr)
+	}
+	for _, route := range []string{"/status", "/mcp", "/ui/api/state"} {
+		for _, k := range []string{"", key} {
+			if r := get(t, base+route, k); r.StatusCode != http.StatusUnauthorized {
+				t.Errorf("GET %s with key %.6q after the last key was revoked: %s, want 401", route, k, r.Status)
+			}
+		}
+	}
+	auditRecords(t, data, audit.Filter{}, func(rs []audit.Record) bool {
+		return slices.ContainsFunc(rs, func(r audit.Record) bool { return strings.HasPrefix(r.Reason, keys.ErrAllRevoked.Error()) })
+	})
+	again := createKey(t, data, "--name", "again")
+	if r := get(t, base+"/status", again); r.StatusCode != 200 {
+		t.Errorf("GET /status with a key created again: %s", r.Status)
+	}
+}
+
 // TestRateLimitPerKey: a key over its burst gets 429 with Retry-After;
 // another key is not affected.
 func TestRateLimitPerKey(t *testing.T) {

@@ -120,6 +120,24 @@ func TestStore(t *testing.T) {
 	if err := Remove(data, "admin"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("revoking twice: %v", err)
 	}
+	// The last key revoked: keys are still needed (no one gets in), not
+	// dropped as if there had never been any; a store opened afterwards has
+	// none.
+	if err := Remove(data, "short"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Verify(""); !errors.Is(err, ErrAllRevoked) {
+		t.Errorf("every key revoked: %v, want ErrAllRevoked", err)
+	}
+	if any, err := s.Any(); err != nil || !any {
+		t.Errorf("Any after every key was revoked = %v, %v; want true", any, err)
+	}
+	if _, err := Open(data, nil).Verify(""); !errors.Is(err, ErrNoKeys) {
+		t.Errorf("a store opened after every key was revoked: %v, want ErrNoKeys", err)
+	}
+	if err := Add(data, short); err != nil {
+		t.Fatal(err)
+	}
 
 	// A keysFile: named but missing fails closed, then works once there.
 	s = Open(data, &Options{File: file, Logger: logs.Logger(), Now: func() time.Time { return clock }})

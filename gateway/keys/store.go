@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolgate/toolgate/internal/datafile"
@@ -16,9 +17,14 @@ import (
 
 // Errors of Store.Verify. Each means 401 to an HTTP client, except
 // ErrUnavailable (the store cannot be read: no one gets in) and ErrNoKeys
-// (no key exists: a gateway on a loopback address lets requests in).
+// (no key exists, nor did one since the store was opened: a gateway on a
+// loopback address lets requests in).
 var (
-	ErrNoKeys      = errors.New("no API key exists")
+	ErrNoKeys = errors.New("no API key exists")
+	// ErrAllRevoked: every key is gone (revoked) since the store held one.
+	// Revoking keys never opens a gateway that needed them: until a key is
+	// created again, or the gateway restarts, no one gets in.
+	ErrAllRevoked  = errors.New("every API key was revoked while the gateway ran: create one with `toolgate keys create` (a gateway restarted on a loopback address with no key serves without keys)")
 	ErrMissing     = errors.New("no API key given")
 	ErrUnknown     = errors.New("unknown API key")
 	ErrExpired     = errors.New("the API key has expired")
@@ -58,6 +64,8 @@ type Store struct {
 	file *datafile.View[*parsed] // nil without keysFile
 	log  *slog.Logger
 	now  func() time.Time
+
+	held atomic.Bool // the store has held a key since it was opened
 
 	mu      sync.Mutex
 	lastErr string // the store error logged last ("" = healthy)
@@ -144,6 +152,9 @@ func (s *Store) load() (*keyset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
+	if len(ks.listed) > 0 {
+		s.held.Store(true)
+	}
 	return ks, nil
 }
 
@@ -211,16 +222,18 @@ func (s *Store) report(err error) {
 	}
 }
 
-// Any reports whether any key exists (an expired one counts): the HTTP
-// front requires a key as soon as one does. An error means the store
+// Any reports whether keys are needed: a key exists (an expired one
+// counts), or one did since the store was opened (see ErrAllRevoked). The
+// HTTP front requires a key as soon as one exists. An error means the store
 // cannot be read, and callers must fail closed.
 func (s *Store) Any() (bool, error) {
 	ks, err := s.load()
-	return err == nil && len(ks.listed) > 0, err
+	return err == nil && (len(ks.listed) > 0 || s.held.Load()), err
 }
 
 // Verify returns the entry whose secret this is. Errors: ErrNoKeys (the
-// store holds none, whatever the secret), ErrMissing (empty secret),
+// store holds none and never did, whatever the secret), ErrAllRevoked (it
+// holds none any more), ErrMissing (empty secret),
 // ErrUnknown, ErrExpired (with the entry), ErrUnavailable. It costs a stat
 // of each file (unless one changed), one SHA-256 and a constant-time
 // compare with every key.
@@ -230,6 +243,9 @@ func (s *Store) Verify(secret string) (Entry, error) {
 		return Entry{}, err
 	}
 	if len(ks.listed) == 0 {
+		if s.held.Load() {
+			return Entry{}, ErrAllRevoked
+		}
 		return Entry{}, ErrNoKeys
 	}
 	if secret == "" {

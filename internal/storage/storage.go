@@ -196,6 +196,8 @@ func Fix(dir string, err error) string {
 	switch {
 	case errors.As(err, &fe) && fe.Fix != "":
 		return fe.Fix
+	case errors.Is(err, syscall.ENOTDIR) && fileOnPath(dir) != "":
+		return fmt.Sprintf("move the file %s aside (it stands where a folder of %s should be); writers resume by themselves once the folder can be made", fileOnPath(dir), dir)
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		return fmt.Sprintf("create the folder again (mkdir -p %s) or restart toolgate, which creates it; writers resume by themselves once it is there", dir)
 	case errors.Is(err, syscall.EROFS):
@@ -212,6 +214,21 @@ func Fix(dir string, err error) string {
 		return ShortageFix(syscall.ENOMEM) + "; writers try again on their next write"
 	}
 	return fmt.Sprintf("check the data folder %s and its file system (the error says what failed); writers try again on their next write", dir)
+}
+
+// fileOnPath returns the first path on the way to dir (dir included) that
+// exists and is not a folder: the file that keeps dir from being made; ""
+// when there is none.
+func fileOnPath(dir string) string {
+	var at string
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			at = p // the nearest to the root wins: keep climbing
+		}
+		if parent := filepath.Dir(p); parent == p {
+			return at
+		}
+	}
 }
 
 // Shortage returns EMFILE, ENFILE or ENOMEM when err says the process was

@@ -148,6 +148,25 @@ func TestFixNamesTheCause(t *testing.T) {
 	}
 }
 
+// A file where a folder of the data folder's path should be: the fix names
+// that file (mkdir -p would fail on it).
+func TestFixNamesTheFileInTheWay(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(f, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{f, filepath.Join(f, "data", "more")} {
+		h := New(dir, nil)
+		err := h.Prepare()
+		if err == nil {
+			t.Fatalf("Prepare of %s: no error", dir)
+		}
+		if got := Fix(dir, err); !strings.Contains(got, "move the file "+f+" aside") {
+			t.Errorf("Fix for %s = %q, want it to name %s", dir, got, f)
+		}
+	}
+}
+
 func TestPrepareNamesTheFolder(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(f, nil, 0o644); err != nil {

@@ -299,7 +299,7 @@ func runKeysRevoke(g *globals, w io.Writer, name, cfgPath string) error {
 	}
 	g.auditCommand("keys revoke", "", fmt.Sprintf("key %q", name))
 	fmt.Fprintf(w, "Revoked API key %q: a running gateway refuses it from its next request.\n", name)
-	if any, err := keys.Open(data, &keys.Options{File: file}).Any(); err == nil && !any {
+	if left, err := keys.Open(data, &keys.Options{File: file}).Any(); err == nil && !left {
 		fmt.Fprintln(w, "That was the last API key: a running gateway now lets no one in over HTTP until a key is created (`toolgate keys create`); started again on a loopback address, a gateway serves without keys.")
 	}
 	return nil

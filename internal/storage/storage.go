@@ -196,9 +196,10 @@ func Fix(dir string, err error) string {
 	switch {
 	case errors.As(err, &fe) && fe.Fix != "":
 		return fe.Fix
-	case errors.Is(err, syscall.ENOTDIR) && fileOnPath(dir) != "":
-		return fmt.Sprintf("move the file %s aside (it stands where a folder of %s should be); writers resume by themselves once the folder can be made", fileOnPath(dir), dir)
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		if f := fileOnPath(dir); f != "" {
+			return fmt.Sprintf("move the file %s aside (it stands where a folder of %s should be); writers resume by themselves once the folder can be made", f, dir)
+		}
 		return fmt.Sprintf("create the folder again (mkdir -p %s) or restart toolgate, which creates it; writers resume by themselves once it is there", dir)
 	case errors.Is(err, syscall.EROFS):
 		return fmt.Sprintf("remount the file system of %s read-write, or restart toolgate with --data-dir on a writable one; writers resume by themselves once it is writable", dir)

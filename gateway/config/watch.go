@@ -347,13 +347,13 @@ func (e *LimitError) Unwrap() error { return e.Err }
 // (EMFILE from inotify_init1 for instances, ENOSPC from inotify_add_watch
 // for watches).
 func limitErr(err error, spent syscall.Errno) error {
-	switch {
+	switch short := storage.Shortage(err); {
 	case errors.Is(err, syscall.ENOSPC) && spent == syscall.ENOSPC:
 		return &LimitError{Err: err, Fix: inotifyFix("watches", "max_user_watches", 524288) + " (the disk is not full)"}
 	case errors.Is(err, syscall.EMFILE) && spent == syscall.EMFILE && descriptorFree():
 		return &LimitError{Err: err, Fix: inotifyFix("instances", "max_user_instances", 1024)}
-	case storage.Shortage(err) != 0:
-		return &LimitError{Err: err, Fix: storage.ShortageFix(storage.Shortage(err))}
+	case short != 0:
+		return &LimitError{Err: err, Fix: storage.ShortageFix(short)}
 	}
 	return err
 }

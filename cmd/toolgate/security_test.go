@@ -83,16 +83,36 @@ func createKey(t *testing.T, dataDir string, args ...string) string {
 // stderr; the gateway stops when the test ends.
 func startGateway(t *testing.T, dataDir, cfgPath string, extra ...string) (string, *testenv.LogBuffer) {
 	t.Helper()
-	addr := freeAddr(t)
+	addr, logs, _ := startGatewayStop(t, dataDir, cfgPath, extra...)
+	return addr, logs
+}
+
+// startGatewayStop is startGateway that also returns stop, which interrupts
+// the gateway and waits for it to exit (status 0), so a test can look at
+// the data folder once nothing writes to it any more.
+func startGatewayStop(t *testing.T, dataDir, cfgPath string, extra ...string) (addr string, logs *testenv.LogBuffer, stop func()) {
+	t.Helper()
+	addr = freeAddr(t)
 	cmd := toolgateCmd(t, dataDir, append([]string{"serve", "--config", cfgPath, "--http", addr, "--mode", "bm25"}, extra...)...)
-	var logs testenv.LogBuffer
-	cmd.Stderr = io.MultiWriter(&logs, testLog(t, "toolgate: "))
+	logs = new(testenv.LogBuffer)
+	cmd.Stderr = io.MultiWriter(logs, testLog(t, "toolgate: "))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
+	var once sync.Once
+	var waitErr error
+	wait := func() {
+		once.Do(func() { _ = cmd.Process.Signal(os.Interrupt); waitErr = cmd.Wait() })
+	}
+	t.Cleanup(wait)
 	waitHealthy(t, "http://"+addr+"/healthz", 2*time.Minute)
-	return addr, &logs
+	return addr, logs, func() {
+		t.Helper()
+		wait()
+		if waitErr != nil {
+			t.Errorf("the gateway stopped with %v after an interrupt, want status 0", waitErr)
+		}
+	}
 }
 
 // bearerTransport adds an API key to every request.

@@ -52,6 +52,8 @@ type WatchOptions struct {
 // the kernel refuses it one (a LimitError), Watch still returns the
 // Watcher: it logs the refusal with the limit to raise, tries again every
 // limitRetry, and once it watches signals C (a save may have been missed).
+// When the kernel drops events (its queue overflowed while the process was
+// busy), every Watcher signals C too, for the same reason.
 type Watcher struct {
 	// C receives a value when the file may have changed (capacity 1, so
 	// signals that are not read yet merge).
@@ -150,6 +152,14 @@ func (w *Watcher) run(refused bool) {
 		case <-w.done:
 			return
 		case e := <-w.in:
+			if errors.Is(e.err, fsnotify.ErrEventOverflow) {
+				// The kernel's queue was full and it dropped events: one of
+				// them may have been a save of this file.
+				w.log.Info("file events were lost (the inotify queue overflowed); reading the file again",
+					"file", w.path, "fix", "if this repeats, raise fs.inotify.max_queued_events (sysctl)")
+				timer.Reset(w.debounce)
+				continue
+			}
 			if e.err != nil {
 				w.log.Warn("watching the config file", "path", w.path, "err", e.err)
 				continue

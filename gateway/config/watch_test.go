@@ -4,8 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // waitContent waits for signals on w.C until, after one of them, path reads
@@ -227,5 +232,71 @@ func TestRelevant(t *testing.T) {
 	}
 	if len(dirs) != 2 {
 		t.Errorf("dirs = %v, want the link's directory and the target's", dirs)
+	}
+}
+
+// TestWatchQueueOverflow: when the kernel's inotify queue overflows, the
+// events it drops may include a save of the file, so the Watcher signals
+// anyway. The overflow is the kernel's own: the hub's pump is held up by a
+// subscriber that does not read while more events than
+// fs.inotify.max_queued_events happen in the watched directory, and the
+// save comes after them, so the kernel drops its event.
+func TestWatchQueueOverflow(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
+	if err != nil {
+		testenv.Missing(t, "no /proc/sys/fs/inotify/max_queued_events: %v", err)
+	}
+	queue, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || queue > 1<<20 {
+		testenv.Missing(t, "fs.inotify.max_queued_events is %q: too many events to overflow the queue in a test", b)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.json")
+	write(t, path, "v1")
+	var log testenv.LogBuffer
+	w, err := Watch(path, &WatchOptions{Debounce: 10 * time.Millisecond, Logger: log.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+
+	// A subscriber that reads one event and then none: the pump stops at
+	// the next one, and so does fsnotify's reader behind it.
+	blocker := &Watcher{in: make(chan watchEvent), done: make(chan struct{})}
+	inotify.mu.Lock()
+	inotify.subs[blocker] = struct{}{}
+	inotify.mu.Unlock()
+	release := sync.OnceFunc(func() {
+		inotify.mu.Lock()
+		delete(inotify.subs, blocker)
+		inotify.mu.Unlock()
+		close(blocker.done)
+	})
+	defer release()
+	write(t, filepath.Join(dir, "noise"), "x")
+	select {
+	case <-blocker.in:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no event reached the hub's subscribers")
+	}
+
+	// Each file made and removed is at least two events; fsnotify's reader
+	// takes a few thousand more off the queue before it blocks.
+	for i := range queue + 8192 {
+		p := filepath.Join(dir, "noise-"+strconv.Itoa(i))
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, path, "v2") // its event is dropped: the queue is full
+	release()
+	waitContent(t, w, path, "v2")
+	if !strings.Contains(log.String(), "inotify queue overflowed") {
+		t.Errorf("the overflow is not logged:\n%s", log.String())
 	}
 }

@@ -357,7 +357,7 @@ func (e *Embedder) loadOnce(o Options) (*tokenizer, []*ort.DynamicAdvancedSessio
 	tokDone := make(chan struct{})
 	go func() {
 		defer close(tokDone)
-		tok, tokErr = newTokenizer(e.paths.Tokenizer, o.MaxTokens)
+		tok, tokErr = newTokenizer(e.paths.Tokenizer, o.MaxTokens, e.paths.FixModel())
 	}()
 	sessions := make([]*ort.DynamicAdvancedSession, o.Sessions)
 	var g errgroup.Group
@@ -424,7 +424,7 @@ func (e *Embedder) inspect() error {
 	}
 	ins, outs, err := ort.GetInputOutputInfoWithOptions(e.paths.Model, so)
 	if err != nil {
-		return fmt.Errorf("open model %s: %w (%s)", e.paths.Model, err, limitFix(err, "re-fetch it with "+FixModel))
+		return fmt.Errorf("open model %s: %w (%s)", e.paths.Model, err, limitFix(err, "re-fetch it with "+e.paths.FixModel()))
 	}
 	var in, out []string
 	for _, i := range ins {
@@ -489,7 +489,7 @@ func (e *Embedder) newSession(threads int) (*ort.DynamicAdvancedSession, error) 
 	}
 	s, err := ort.NewDynamicAdvancedSession(e.paths.Model, e.inputs, []string{e.output}, so)
 	if err != nil {
-		return nil, fmt.Errorf("load model %s: %w (%s)", e.paths.Model, err, limitFix(err, "re-fetch it with "+FixModel))
+		return nil, fmt.Errorf("load model %s: %w (%s)", e.paths.Model, err, limitFix(err, "re-fetch it with "+e.paths.FixModel()))
 	}
 	return s, nil
 }
@@ -512,7 +512,7 @@ func (e *Embedder) ModelSHA256() string { return e.modelSHA }
 // tokenizer cannot be loaded). toolgate-bench states token economy in it.
 func (e *Embedder) CountTokens(text string) int {
 	e.counter.once.Do(func() {
-		e.counter.tok, e.counter.err = newTokenizer(e.paths.Tokenizer, math.MaxInt32)
+		e.counter.tok, e.counter.err = newTokenizer(e.paths.Tokenizer, math.MaxInt32, e.paths.FixModel())
 	})
 	if e.counter.err != nil {
 		return 0

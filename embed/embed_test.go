@@ -102,7 +102,7 @@ func TestTokenizerParity(t *testing.T) {
 	if sum != fx.TokenizerSHA256 && !contains(fx.AlsoSHA256, sum) {
 		t.Fatalf("%s has sha256 %s, fixture made for %s %v", path, sum, fx.TokenizerSHA256, fx.AlsoSHA256)
 	}
-	tk, err := newTokenizer(path, 256)
+	tk, err := newTokenizer(path, 256, "toolgate models fetch")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestTokenizerParity(t *testing.T) {
 
 	// CountTokens's tokenizer: no truncation, and none of the padding to
 	// 128 that Xenova's tokenizer.json asks for.
-	counter, err := newTokenizer(path, math.MaxInt32)
+	counter, err := newTokenizer(path, math.MaxInt32, "toolgate models fetch")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,10 +333,15 @@ func TestLocateMissing(t *testing.T) {
 	if err := os.WriteFile(lib, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	model := filepath.Join(dir, "model")
+	// The models folder is named in the fix: `toolgate models fetch`
+	// alone fetches into the default one, which is not always the one
+	// looked in (another --data-dir, --model-dir, TOOLGATE_MODELS_DIR).
+	modelsDir := filepath.Join(dir, "models folder")
+	model := filepath.Join(modelsDir, ModelName)
 	if err := os.MkdirAll(model, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	fetch := "toolgate models fetch --variant fp32 --dir '" + modelsDir + "'"
 	tests := []struct {
 		name  string
 		opts  Options
@@ -346,12 +351,12 @@ func TestLocateMissing(t *testing.T) {
 		{"ort", Options{ORTLib: filepath.Join(dir, "nope.so"), ModelDir: model},
 			nil, []string{"ONNX Runtime library", "nope.so", "scripts/fetch-onnxruntime.sh", "make deps"}},
 		{"model", Options{ORTLib: lib, ModelDir: model},
-			nil, []string{"model file", "model.onnx", "toolgate models fetch"}},
+			nil, []string{"model file", "model.onnx", fetch}},
 		{"int8", Options{ORTLib: lib, ModelDir: model, Variant: INT8},
-			nil, []string{"model file", "model_int8.onnx", "--variant int8"}},
+			nil, []string{"model file", "model_int8.onnx", "toolgate models fetch --variant int8 --dir '" + modelsDir + "'"}},
 		{"tokenizer", Options{ORTLib: lib, ModelDir: model},
 			func() { os.WriteFile(filepath.Join(model, "model.onnx"), nil, 0o644) },
-			[]string{"tokenizer file", "tokenizer.json", "toolgate models fetch"}},
+			[]string{"tokenizer file", "tokenizer.json", fetch}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -390,7 +395,7 @@ func TestBadTokenizerFile(t *testing.T) {
 	if err := os.WriteFile(p, []byte(`{"not": "a tokenizer"`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newTokenizer(p, 256); err == nil || !strings.Contains(err.Error(), "toolgate models fetch") {
+	if _, err := newTokenizer(p, 256, "the fix"); err == nil || !strings.Contains(err.Error(), "re-fetch it with the fix") {
 		t.Errorf("err = %v", err)
 	}
 }

@@ -74,10 +74,10 @@ func ParseVariant(s string) (Variant, error) {
 	return "", fmt.Errorf("model variant %q: want fp32 or int8", s)
 }
 
-// Install commands named in errors about missing pieces.
+// Install commands named in errors about missing pieces (the model's is
+// Paths.FixModel: it names the folder).
 const (
 	FixORT       = "scripts/fetch-onnxruntime.sh (or make deps)"
-	FixModel     = "toolgate models fetch (or make deps)"
 	FixTokenizer = "scripts/build-tokenizers.sh, then rebuild toolgate with scripts/native-env.sh sourced (or make deps)"
 )
 
@@ -135,16 +135,26 @@ func Locate(opts *Options) (Paths, error) {
 		return p, &MissingError{Piece: "ONNX Runtime library", Path: p.ORTLib, Fix: FixORT, Err: err}
 	}
 	if err := regularFile(p.Model); err != nil {
-		fix := FixModel
-		if v == INT8 {
-			fix = "toolgate models fetch --variant int8 (or make deps)"
-		}
-		return p, &MissingError{Piece: "model file", Path: p.Model, Fix: fix, Err: err}
+		return p, &MissingError{Piece: "model file", Path: p.Model, Fix: p.FixModel(), Err: err}
 	}
 	if err := regularFile(p.Tokenizer); err != nil {
-		return p, &MissingError{Piece: "tokenizer file", Path: p.Tokenizer, Fix: FixModel, Err: err}
+		return p, &MissingError{Piece: "tokenizer file", Path: p.Tokenizer, Fix: p.FixModel(), Err: err}
 	}
 	return p, nil
+}
+
+// FixModel is the command that installs the model's files (the variant's
+// and the tokenizer) where p looks for them: `toolgate models fetch` with
+// the models folder named, so it fixes this install whatever data folder,
+// flag or environment variable chose it. (Without --dir it would fetch
+// into the default folder, and a command run with another --data-dir
+// would go on failing.)
+func (p Paths) FixModel() string {
+	dir := p.ModelDir
+	if filepath.Base(dir) == ModelName {
+		dir = filepath.Dir(dir) // the models folder above the model's
+	}
+	return models.FetchCommand(string(p.Variant), dir)
 }
 
 func regularFile(path string) error {

@@ -51,7 +51,7 @@ func runThreadsChild() int {
 		fmt.Fprintln(os.Stderr, "a new process could still start: the limit does not hold, the test proves nothing")
 		return 3
 	}
-	tk, err := newTokenizer(os.Getenv(threadsChild), 256)
+	tk, err := newTokenizer(os.Getenv(threadsChild), 256, "toolgate models fetch")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -76,7 +76,7 @@ func runThreadsChild() int {
 func TestTokenizerWithoutThreads(t *testing.T) {
 	src := filepath.Join(installed(Options{}).ModelDir, TokenizerFile)
 	if _, err := os.Stat(src); err != nil {
-		testenv.Missing(t, "tokenizer file %s: %v (install it with %s)", src, err, FixModel)
+		testenv.Missing(t, "tokenizer file %s: %v (install it with make deps)", src, err)
 	}
 	// A folder the child can read as nobody: the test binary and the
 	// tokenizer file (the model folder may be in root's home).
@@ -142,10 +142,10 @@ func head(s string, n int) string {
 func TestLoadOutOfLimitsNamesTheLimit(t *testing.T) {
 	src := filepath.Join(installed(Options{}).ModelDir, TokenizerFile)
 	if _, err := os.Stat(src); err != nil {
-		testenv.Missing(t, "tokenizer file %s: %v (install it with %s)", src, err, FixModel)
+		testenv.Missing(t, "tokenizer file %s: %v (install it with make deps)", src, err)
 	}
 	release := testenv.FillDescriptors(t)
-	tk, err := newTokenizer(src, 256)
+	tk, err := newTokenizer(src, 256, "toolgate models fetch")
 	release()
 	if err == nil {
 		tk.close()

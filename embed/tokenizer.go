@@ -33,20 +33,21 @@ var serialTokenizer sync.Once
 const tokenizersParallelism = "TOKENIZERS_PARALLELISM"
 
 // newTokenizer loads tokenizer.json with truncation at maxLen tokens
-// (special tokens included, as sentence-transformers does).
-func newTokenizer(path string, maxLen int) (*tokenizer, error) {
+// (special tokens included, as sentence-transformers does); fix is the
+// command that installs the file again (Paths.FixModel).
+func newTokenizer(path string, maxLen int, fix string) (*tokenizer, error) {
 	serialTokenizer.Do(func() { _ = os.Setenv(tokenizersParallelism, "false") })
 	if _, err := os.Stat(path); err != nil {
-		return nil, &MissingError{Piece: "tokenizer file", Path: path, Fix: FixModel, Err: err}
+		return nil, &MissingError{Piece: "tokenizer file", Path: path, Fix: fix, Err: err}
 	}
 	// Read first: a file that cannot be opened (out of descriptors) is not
 	// one that is not a tokenizer, which is all the probe can say.
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read tokenizer: %w (%s)", err, limitFix(err, "re-fetch it with "+FixModel))
+		return nil, fmt.Errorf("read tokenizer: %w (%s)", err, limitFix(err, "re-fetch it with "+fix))
 	}
 	if !probeTokenizerFile(path) {
-		return nil, fmt.Errorf("load tokenizer %s: not a valid Hugging Face tokenizer.json: re-fetch it with %s", path, FixModel)
+		return nil, fmt.Errorf("load tokenizer %s: not a valid Hugging Face tokenizer.json: re-fetch it with %s", path, fix)
 	}
 	// from_bytes_with_truncation overrides the file's own truncation (the
 	// langchain4j copy says 128; the model was trained and is used at 256).

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/shellword"
 )
 
 // Installed describes a variant's files on disk after Verify.
@@ -100,8 +102,7 @@ func (m *ManifestFile) Verify(dir, variant string, full bool) (*Installed, error
 		}
 	}
 	if len(errs) > 0 {
-		fix := "toolgate models fetch --variant " + variant + " --dir " + dir
-		return in, fmt.Errorf("model %s/%s: %w (fix: run `%s`)", m.Model.Name, variant, errors.Join(errs...), fix)
+		return in, fmt.Errorf("model %s/%s: %w (fix: run `%s`)", m.Model.Name, variant, errors.Join(errs...), FetchCommand(variant, dir))
 	}
 	return in, nil
 }
@@ -212,4 +213,15 @@ func writeStamp(p, sha string) error {
 // dir: <dir>/all-MiniLM-L6-v2.
 func ModelDir(dir string) string {
 	return filepath.Join(dir, Manifest().Model.Name)
+}
+
+// FetchCommand is the command that installs variant's files into the
+// models folder dir, for error messages: it names the folder, so it fixes
+// the install that was looked for whatever the data folder, flags or
+// environment of the command that failed.
+func FetchCommand(variant, dir string) string {
+	if variant == "" {
+		variant = Manifest().Model.DefaultVariant
+	}
+	return shellword.Join("toolgate", "models", "fetch", "--variant", variant, "--dir", dir)
 }

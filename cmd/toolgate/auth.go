@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend/oauth"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/shellword"
 )
 
 func init() { register(newAuthCmd) }
@@ -168,10 +169,10 @@ func (g *globals) loginCommand(cfgPath string) func(server string) string {
 	// A data folder given on the command line or in the environment is not
 	// one the login would find on its own.
 	if g.DataDir() != dirs.DefaultData(g.configDataDir) {
-		extra = " --data-dir " + shellJoin([]string{g.DataDir()})
+		extra = " --data-dir " + shellword.Join(g.DataDir())
 	}
 	return func(server string) string {
-		return "toolgate auth login " + server + " --config " + shellJoin([]string{abs}) + extra
+		return "toolgate auth login " + server + " --config " + shellword.Join(abs) + extra
 	}
 }
 

@@ -225,7 +225,7 @@ func doctorTokenizers() doctorCheck {
 // doctorModel verifies one variant's model file against the manifest.
 func doctorModel(modelsDir, modelDir string, v embed.Variant, selected bool) doctorCheck {
 	c := doctorCheck{Name: "model " + string(v), Path: filepath.Join(modelDir, v.ModelFile())}
-	fix := "toolgate models fetch --variant " + string(v) + " (or make deps)"
+	fix := models.FetchCommand(string(v), modelsDir)
 	inst, err := models.Verify(modelsDir, string(v))
 	if inst != nil {
 		var notes []string

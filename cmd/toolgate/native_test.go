@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,6 +60,32 @@ func TestOpenEmbedderMissing(t *testing.T) {
 	}
 }
 
+// TestIndexWithoutModelNamesItsFolder: `toolgate index` with a data folder
+// that has no model builds BM25-only and says how to install the model
+// there; `toolgate models fetch` alone would fetch into the default
+// folder and leave this one as it was.
+func TestIndexWithoutModelNamesItsFolder(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	t.Setenv("TOOLGATE_MODELS_DIR", "")
+	tools := filepath.Join(t.TempDir(), "tools.jsonl")
+	if err := os.WriteFile(tools, []byte(`{"server":"s","name":"read_file","description":"Read a file"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := newRootCmd(nil)
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs([]string{"index", "--data-dir", data, "--tools", tools})
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("index: %v\n%s", err, errOut.String())
+	}
+	want := "building a BM25-only index: model file not found at " + filepath.Join(data, "models", embed.ModelName, "model.onnx") +
+		": install it with toolgate models fetch --variant fp32 --dir " + filepath.Join(data, "models")
+	if !strings.Contains(out.String()+errOut.String(), want) {
+		t.Errorf("index without a model: want %q in\n%s%s", want, out.String(), errOut.String())
+	}
+}
+
 func TestDoctorJSONMissing(t *testing.T) {
 	data := t.TempDir()
 	t.Setenv("TOOLGATE_MODELS_DIR", "")
@@ -75,9 +102,13 @@ func TestDoctorJSONMissing(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, out.String())
 	}
-	status := map[string]string{}
+	status, fix := map[string]string{}, map[string]string{}
 	for _, c := range rep.Checks {
-		status[c.Name] = c.Status
+		status[c.Name], fix[c.Name] = c.Status, c.Fix
+	}
+	// The fix names the models folder looked in (not the default one).
+	if want := "toolgate models fetch --variant fp32 --dir " + filepath.Join(data, "models"); fix["model fp32"] != want {
+		t.Errorf("model fp32: fix %q, want %q", fix["model fp32"], want)
 	}
 	want := map[string]string{
 		"onnxruntime":   statusMissing,

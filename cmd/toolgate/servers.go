@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/internal/shellword"
 )
 
 func init() { register(newServersCmd) }
@@ -159,7 +159,7 @@ func runServers(w io.Writer, g *globals, path string, asJSON bool) error {
 		}
 		target := s.URL
 		if s.Type == config.TypeStdio {
-			target = shellJoin(append([]string{s.Command}, s.Args...))
+			target = shellword.Join(append([]string{s.Command}, s.Args...)...)
 		}
 		var keys []string
 		if len(s.EnvKeys) > 0 {
@@ -223,18 +223,6 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// shellJoin renders a command line, quoting only the words that need it.
-func shellJoin(words []string) string {
-	out := make([]string, len(words))
-	for i, w := range words {
-		if w == "" || strings.ContainsAny(w, " \t\n\"'\\;&|<>()*?#~") {
-			w = strconv.Quote(w)
-		}
-		out[i] = w
-	}
-	return strings.Join(out, " ")
 }
 
 func problems(err error) []serversProblem {

@@ -47,7 +47,7 @@ func TestServersListsWithoutSecrets(t *testing.T) {
 			if !rep.Valid || len(rep.Servers) != 3 || !rep.Servers[1].Disabled || rep.Servers[1].Name != "off" {
 				t.Errorf("report = %+v", rep)
 			}
-		} else if !strings.Contains(got, `"some server"`) || !strings.Contains(got, "disabled") {
+		} else if !strings.Contains(got, `'some server'`) || !strings.Contains(got, "disabled") {
 			t.Errorf("table lacks the quoted argument or the disabled status:\n%s", got)
 		}
 	}

@@ -289,8 +289,9 @@ func originAllowed(origin string, extra []string) bool {
 // request, and refuses a non-loopback address without API keys (anyKeys
 // reports whether one exists), with or without --allow-remote: anyone who
 // reaches such an address could run every tool. `serve` asks before it
-// listens or starts anything else.
-func KeysNeeded(addr string, anyKeys func() (bool, error)) (bool, error) {
+// listens or starts anything else. create is the command that creates a
+// key in the gateway's data folder, quoted in the refusal.
+func KeysNeeded(addr string, anyKeys func() (bool, error), create string) (bool, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil || isLoopbackHost(host) {
 		return false, nil // Listen says what is wrong with addr
@@ -300,7 +301,7 @@ func KeysNeeded(addr string, anyKeys func() (bool, error)) (bool, error) {
 		return false, fmt.Errorf("--http %q: refusing to listen on a non-loopback address: the API keys cannot be read: %w", addr, err)
 	}
 	if !any {
-		return false, fmt.Errorf("--http %q: refusing to listen on a non-loopback address without API keys: anyone who reaches it could run every tool. Create one with `toolgate keys create --name NAME` (or name a file of keys in toolgate.keysFile), then start again", addr)
+		return false, fmt.Errorf("--http %q: refusing to listen on a non-loopback address without API keys: anyone who reaches it could run every tool. Create one with `%s` (or name a file of keys in toolgate.keysFile), then start again", addr, create)
 	}
 	return true, nil
 }

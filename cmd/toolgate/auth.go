@@ -158,6 +158,17 @@ func oauthServer(s config.Server) oauth.Server {
 	return o
 }
 
+// command is a toolgate command for the user to run, quoted for a shell,
+// with --data-dir when this process's data folder is not the one the bare
+// command would use (a --data-dir flag, $TOOLGATE_DATA_DIR or the config's
+// dataDir): `toolgate keys create` run as printed must reach this folder.
+func (g *globals) command(words ...string) string {
+	if g.DataDir() != dirs.DefaultData("") {
+		words = append(words, "--data-dir", g.DataDir())
+	}
+	return shellword.Join(words...)
+}
+
 // loginCommand returns the exact command that logs in to a server of the
 // config at cfgPath with this data folder, for errors to quote.
 func (g *globals) loginCommand(cfgPath string) func(server string) string {

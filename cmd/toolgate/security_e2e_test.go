@@ -246,6 +246,10 @@ func TestSecurityDoneWhen(t *testing.T) {
 	if strings.Contains(logs.String(), canary) {
 		t.Error("the canary is in the gateway's log")
 	}
+	// The log's approve command acts on this data folder as printed.
+	if want := "toolgate tools approve poison__notes --data-dir " + data; !strings.Contains(logs.String(), want) {
+		t.Errorf("the log does not quote %q", want)
+	}
 }
 
 // lacksKey is execute_tool's refusal of a tool outside key's scope: the

@@ -164,8 +164,9 @@ func get(t *testing.T, url, key string) *http.Response {
 // read (fail closed).
 func TestServeRefusesRemoteWithoutKeys(t *testing.T) {
 	cfg := fakeConfig(t, map[string]string{"fake": ""}, nil)
-	data := t.TempDir()
+	data := filepath.Join(t.TempDir(), "data folder")
 	port := freePort(t)
+	var create string
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -180,6 +181,22 @@ func TestServeRefusesRemoteWithoutKeys(t *testing.T) {
 		if !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "gateway ready") {
 			t.Errorf("serve %v said:\n%s\nwant %q, before starting", tc.args, stderr, tc.want)
 		}
+		if _, rest, ok := strings.Cut(stderr, "Create one with `"); ok && create == "" {
+			create, _, _ = strings.Cut(rest, "`")
+		}
+	}
+	// The command the refusal quotes creates the key where this gateway
+	// looks, run as printed from a shell that does not name the folder.
+	if want := "toolgate keys create --name NAME --data-dir '" + data + "'"; create != want {
+		t.Fatalf("the refusal quotes %q, want %q", create, want)
+	}
+	sh := exec.Command("sh", "-c", `toolgate() { "$TG_BIN" "$@"; }; `+strings.Replace(create, "NAME", "first", 1))
+	sh.Env = append(os.Environ(), "TG_BIN="+os.Args[0], "TOOLGATE_E2E_MAIN=1", "HOME="+t.TempDir(), "TOOLGATE_DATA_DIR=", "XDG_DATA_HOME=")
+	if out, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", create, err, out)
+	}
+	if out, _, err := runToolgate(t, data, "keys", "list"); err != nil || !strings.Contains(out, "first") {
+		t.Errorf("keys list after the quoted command: %v\n%s", err, out)
 	}
 	// A damaged key file: no start, on loopback too.
 	if err := os.WriteFile(dirs.Keys(data), []byte("not json\n"), 0o600); err != nil {

@@ -32,6 +32,9 @@ type security struct {
 	// (audit.arguments "masked"; nil: only their SHA-256).
 	auditArguments func(any) any
 	guard          *quarantine.Guard
+	// command writes a toolgate command for the log to quote, acting on
+	// this data folder (globals.command).
+	command func(words ...string) string
 	// stopSaving ends the loop that writes the pins the folder refused.
 	stopSaving, savingDone chan struct{}
 	// policy holds the key scope and quarantine rules, checked before
@@ -48,10 +51,10 @@ const saveUnsavedEvery = 10 * time.Second
 // address needs some: refused before anything starts) and fails closed on
 // keys that cannot be read.
 func (g *globals) checkKeys(cfg *config.File, f serveFlags, log *slog.Logger) (*security, error) {
-	sec := &security{keys: keys.Open(dirs.Keys(g.DataDir()), &keys.Options{File: cfg.Toolgate.KeysFile, Logger: log})}
+	sec := &security{keys: keys.Open(dirs.Keys(g.DataDir()), &keys.Options{File: cfg.Toolgate.KeysFile, Logger: log}), command: g.command}
 	if f.http != "" {
 		var err error
-		if sec.requireKey, err = gateway.KeysNeeded(f.http, sec.keys.Any); err != nil {
+		if sec.requireKey, err = gateway.KeysNeeded(f.http, sec.keys.Any, g.command("toolgate", "keys", "create", "--name", "NAME")); err != nil {
 			return nil, err
 		}
 		// Fail closed at start too: keys that cannot be read stop the
@@ -108,6 +111,7 @@ func (sec *security) open(cfg *config.File, log *slog.Logger, health *storage.He
 		Storage:  health.Writer("quarantine pins", "decisions are kept in memory"),
 		Logger:   log,
 		Read:     pins,
+		Command:  sec.command,
 		// Each new set of decisions (a listing, an approval) replaces the
 		// rule, so search filters are made again.
 		Changed: func(s *quarantine.Snapshot) { sec.policy.Put(s.Rule()) },

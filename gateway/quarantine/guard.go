@@ -46,6 +46,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/datafile"
+	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
 )
 
@@ -227,6 +228,11 @@ type Options struct {
 	// starts from it rather than parsing the file again, unless the file
 	// changed since.
 	Read datafile.Stamped[*File]
+	// Command, if set, writes the toolgate command of words that the log
+	// tells an administrator to run, so that it acts on this guard's data
+	// folder (serve adds --data-dir where needed). Nil = the words joined.
+	// What a client is told stays without it: no paths of the host.
+	Command func(words ...string) string
 }
 
 // Storage is the data folder's health as the guard uses it (serve passes an
@@ -271,6 +277,9 @@ func New(path string, opts *Options) *Guard {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Command == nil {
+		o.Command = shellword.Join
 	}
 	g := &Guard{path: path, opts: o, log: o.Logger, unsaved: map[string]*Pin{}}
 	g.view = datafile.NewView(path, ParseFile, func() *File { f, _ := ParseFile(nil); return f })
@@ -707,7 +716,8 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time) *Pin
 			hold.Since = prev.Hold.Since
 		} else {
 			g.log.Warn("tool quarantined: it is left out of search_tools and refused by execute_tool until approved",
-				"tool", id, "why", hold.Reason(), "review", "toolgate tools quarantined", "approve", "toolgate tools approve "+id)
+				"tool", id, "why", hold.Reason(), "review", g.opts.Command("toolgate", "tools", "quarantined"),
+				"approve", g.opts.Command("toolgate", "tools", "approve", id))
 		}
 	}
 	p.Hold = hold

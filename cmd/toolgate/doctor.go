@@ -125,6 +125,8 @@ func runDoctor(ctx context.Context, g *globals) (*doctorReport, error) {
 	}
 
 	// Does the selected variant load end to end (tokenizer + session)?
+	// One session shows it as well as serve's layout does.
+	opts.Sessions = 1
 	ec := doctorCheck{Name: "embedder " + string(opts.Variant), Path: opts.ModelDir}
 	if !ortOK {
 		ec.Status, ec.Detail, ec.Fix = statusMissing, "needs the ONNX Runtime library", embed.FixORT

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
@@ -131,7 +132,9 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 	out := searchOutput{Query: q}
 	var emb index.Embedder
 	if mode != search.ModeBM25 && ix.HasVectors() {
-		e, closer, err := g.openEmbedder(ctx, nil)
+		// One session using every core, as serve's: one query to embed,
+		// and a second session would load the weights again.
+		e, closer, err := g.openEmbedder(ctx, func(o *embed.Options) { o.Sessions = 1 })
 		switch {
 		case err != nil:
 			var ue usageError

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/search"
 	"github.com/toolgate/toolgate/search/learn"
@@ -284,8 +285,8 @@ func damagedError(dataDir, storeDir string, err error) error {
 	}
 	return &storage.FolderError{Dir: dataDir, Err: err,
 		Problem: fmt.Sprintf("holds learned pairs that cannot be opened (damaged? %v)", err),
-		Fix: fmt.Sprintf("move the store aside (mv %s %s.bad): learning starts afresh, a running gateway's within seconds (what was learned stays in the copy); "+
-			"or stop toolgate and restore %s from a backup", storeDir, storeDir, storeDir)}
+		Fix: fmt.Sprintf("move the store aside (%s): learning starts afresh, a running gateway's within seconds (what was learned stays in the copy); "+
+			"or stop toolgate and restore %s from a backup", shellword.Join("mv", storeDir, storeDir+".bad"), storeDir)}
 }
 
 func openLearnStore(g *globals, log *slog.Logger) (*learn.Store, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/internal/datafile"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/mask"
+	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
 )
 
@@ -82,8 +83,8 @@ func checkPins(path string) (datafile.Stamped[*quarantine.File], error) {
 	if err != nil {
 		return pins, fmt.Errorf("the quarantine pins file %s cannot be read: %w\n"+
 			"Without it the tools it holds would be released, so the gateway does not start. Fix: restore it from a backup, "+
-			"or move it aside (mv %s %s.bad): every tool is then pinned afresh, as on a first start (a definition that changed meanwhile is not caught)",
-			path, err, path, path)
+			"or move it aside (%s): every tool is then pinned afresh, as on a first start (a definition that changed meanwhile is not caught)",
+			path, err, shellword.Join("mv", path, path+".bad"))
 	}
 	return pins, nil
 }

@@ -44,6 +44,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toolgate/toolgate/internal/shellword"
 )
 
 // DefaultMinFree is the free space below which the data folder counts as
@@ -200,7 +202,7 @@ func Fix(dir string, err error) string {
 		if f := fileOnPath(dir); f != "" {
 			return fmt.Sprintf("move the file %s aside (it stands where a folder of %s should be); writers resume by themselves once the folder can be made", f, dir)
 		}
-		return fmt.Sprintf("create the folder again (mkdir -p %s) or restart toolgate, which creates it; writers resume by themselves once it is there", dir)
+		return fmt.Sprintf("create the folder again (%s) or restart toolgate, which creates it; writers resume by themselves once it is there", shellword.Join("mkdir", "-p", dir))
 	case errors.Is(err, syscall.EROFS):
 		return fmt.Sprintf("remount the file system of %s read-write, or restart toolgate with --data-dir on a writable one; writers resume by themselves once it is writable", dir)
 	case errors.Is(err, os.ErrPermission):

@@ -146,6 +146,10 @@ func TestFixNamesTheCause(t *testing.T) {
 			t.Errorf("Fix(%v) = %q, want it to say %q", err, got, want)
 		}
 	}
+	// A command to paste is quoted for the shell.
+	if got, want := Fix("/srv/tool gate", os.ErrNotExist), "(mkdir -p '/srv/tool gate')"; !strings.Contains(got, want) {
+		t.Errorf("Fix of a folder with a space = %q, want it to say %q", got, want)
+	}
 }
 
 // A file where a folder of the data folder's path should be: the fix names

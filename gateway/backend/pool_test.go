@@ -234,14 +234,15 @@ func TestLateDiscoverAnswerIsWaitedForNextStart(t *testing.T) {
 	// the ceiling it falls back to initialize. The discover answer that
 	// comes after says the server is modern: the next start waits for it.
 	// The server refuses the initialize after its discover answer (go-sdk
-	// and the Python SDK do): the first start fails, the supervisor's
-	// restart comes up, and so does a restart on request.
+	// and the Python SDK mean to; strict-discover makes the fake do it
+	// every time): the first start fails, the supervisor's restart comes
+	// up, and so does a restart on request.
 	l := &testenv.LogBuffer{}
 	o := testOptions(l)
 	o.ConnectTimeout = 3 * time.Second // ceiling 1.5s
 	o.ProbeTimeout = 50 * time.Millisecond
 	o.RestartDelays = []time.Duration{10 * time.Millisecond}
-	srv := named(backendtest.Command(t, "normal", backendtest.EnvStartDelay+"=2s"), "docker")
+	srv := named(backendtest.Command(t, backendtest.ModeStrictDiscover, backendtest.EnvStartDelay+"=2s"), "docker")
 	srv.Args = append([]string{"-c", `cat | exec "$0" "$@"`, srv.Command}, srv.Args...)
 	srv.Command = "sh"
 	p := startPool(t, []config.Server{srv}, o)
@@ -263,6 +264,9 @@ func TestLateDiscoverAnswerIsWaitedForNextStart(t *testing.T) {
 	}
 	up("after the supervisor's restart")
 	late()
+	if !strings.Contains(l.String(), ": initialize after server/discover, refused") {
+		t.Errorf("the first start's initialize was not refused:\n%s", l)
+	}
 	if err := p.Restart("docker"); err != nil {
 		t.Fatal(err)
 	}

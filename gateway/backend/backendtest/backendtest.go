@@ -68,6 +68,7 @@ const (
 	ModeCrashMidCall    = "crash-mid-call"   // tool "crash" exits the process (status 2)
 	ModeHang            = "hang"             // tool "hang" blocks until cancelled (logs "hang: cancelled" to stderr); tool "hangs" answers HangCount
 	ModeIgnoreDiscover  = "ignore-discover"  // legacy server: drops server/discover silently
+	ModeStrictDiscover  = "strict-discover"  // refuses a legacy initialize that follows server/discover, every time (see strictDiscover)
 	ModeGarbageStdout   = "garbage-stdout"   // prints a banner on stdout first; tool "garbage" prints a JSON log line and malformed JSON-RPC
 	ModeHugeOutput      = "huge-output"      // tool "huge" returns EnvHugeBytes bytes of text
 	ModeToolsChange     = "tools-change"     // tool "add_tool" {"name"} adds a tool and notifies
@@ -139,8 +140,11 @@ func run(modes Modes) int {
 		}
 	}
 	var in io.ReadCloser = os.Stdin
-	if modes[ModeIgnoreDiscover] {
-		in = dropDiscover(os.Stdin)
+	switch {
+	case modes[ModeIgnoreDiscover]:
+		in = editRequests(os.Stdin, dropDiscover)
+	case modes[ModeStrictDiscover]:
+		in = editRequests(os.Stdin, strictDiscover())
 	}
 	if modes[ModeGarbageStdout] {
 		fmt.Fprintln(os.Stdout, "Fake MCP server v0.0.1 starting...")
@@ -163,10 +167,10 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-// dropDiscover returns a reader of r's lines without any JSON-RPC request whose
-// method is server/discover, like a server that predates protocol 2026-07-28
-// and ignores unknown methods without answering.
-func dropDiscover(r io.Reader) io.ReadCloser {
+// editRequests returns a reader of r's lines, each passed through edit
+// with its JSON-RPC method ("" when it has none): the line edit returns is
+// read instead, none when it returns nil.
+func editRequests(r io.Reader, edit func(method string, line []byte) []byte) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
 		br := bufio.NewReaderSize(r, 64<<10)
@@ -176,10 +180,11 @@ func dropDiscover(r io.Reader) io.ReadCloser {
 				var m struct {
 					Method string `json:"method"`
 				}
-				if json.Unmarshal(line, &m) == nil && m.Method == "server/discover" {
-					fmt.Fprintln(os.Stderr, "ignore-discover: dropped server/discover")
-				} else if _, werr := pw.Write(line); werr != nil {
-					return
+				_ = json.Unmarshal(line, &m)
+				if line = edit(m.Method, line); line != nil {
+					if _, werr := pw.Write(line); werr != nil {
+						return
+					}
 				}
 			}
 			if err != nil {
@@ -189,6 +194,54 @@ func dropDiscover(r io.Reader) io.ReadCloser {
 		}
 	}()
 	return pr
+}
+
+// dropDiscover drops every server/discover request, like a server that
+// predates protocol 2026-07-28 and ignores unknown methods without
+// answering.
+func dropDiscover(method string, line []byte) []byte {
+	if method == "server/discover" {
+		fmt.Fprintln(os.Stderr, "ignore-discover: dropped server/discover")
+		return nil
+	}
+	return line
+}
+
+// strictDiscover makes an initialize that follows a server/discover one of
+// protocol 2026-07-28 (its _meta says so), which go-sdk's server refuses:
+// "method removed in the new protocol". go-sdk means to refuse a legacy
+// initialize after discover anyway, but it handles discover asynchronously
+// and initialize at once, so when both wait in the pipe (a server slow to
+// start) the initialize is sometimes taken first and accepted.
+func strictDiscover() func(method string, line []byte) []byte {
+	discovered := false
+	return func(method string, line []byte) []byte {
+		switch {
+		case method == "server/discover":
+			discovered = true
+		case method == "initialize" && discovered:
+			var m map[string]any
+			if json.Unmarshal(line, &m) != nil {
+				return line
+			}
+			params, _ := m["params"].(map[string]any)
+			if params == nil {
+				params = map[string]any{}
+			}
+			params["_meta"] = map[string]any{
+				mcp.MetaKeyProtocolVersion:    "2026-07-28",
+				mcp.MetaKeyClientCapabilities: map[string]any{},
+			}
+			m["params"] = params
+			b, err := json.Marshal(m)
+			if err != nil {
+				return line
+			}
+			fmt.Fprintln(os.Stderr, "strict-discover: initialize after server/discover, refused")
+			return append(b, '\n')
+		}
+		return line
+	}
 }
 
 func spawnGrandchild() error {

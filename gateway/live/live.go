@@ -420,6 +420,12 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 	l.runCtx = ctx
 	l.wg.Add(1)
 	go l.syncLoop(ctx)
+	// The state file is followed before the reload loop starts, so a
+	// reload (a SIGHUP, a saved config) comes after every file is
+	// followed, or said not to be.
+	if l.opts.StatePath != "" {
+		l.watchState(ctx)
+	}
 	if len(l.opts.ConfigPaths) > 0 {
 		var changed []<-chan struct{}
 		for _, path := range l.opts.ConfigPaths {
@@ -436,9 +442,6 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 		_, short := l.reload(ctx, "start", false)
 		l.wg.Add(1)
 		go l.reloadLoop(ctx, merge(ctx, &l.wg, changed), short)
-	}
-	if l.opts.StatePath != "" {
-		l.watchState(ctx)
 	}
 	return nil
 }

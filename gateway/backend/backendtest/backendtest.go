@@ -140,11 +140,13 @@ func run(modes Modes) int {
 		}
 	}
 	var in io.ReadCloser = os.Stdin
+	var out io.Writer = os.Stdout
 	switch {
 	case modes[ModeIgnoreDiscover]:
 		in = editRequests(os.Stdin, dropDiscover)
 	case modes[ModeStrictDiscover]:
-		in = editRequests(os.Stdin, strictDiscover())
+		sd := &strictDiscover{w: os.Stdout, answered: make(chan struct{})}
+		in, out = editRequests(os.Stdin, sd.edit), sd
 	}
 	if modes[ModeGarbageStdout] {
 		fmt.Fprintln(os.Stdout, "Fake MCP server v0.0.1 starting...")
@@ -152,7 +154,7 @@ func run(modes Modes) int {
 		fmt.Fprintln(os.Stdout, "  listening on stdio (not JSON {")
 	}
 	srv := NewServer(modes)
-	err := srv.Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: nopWriteCloser{os.Stdout}})
+	err := srv.Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: nopWriteCloser{out}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "server ended:", err)
 	}
@@ -208,40 +210,88 @@ func dropDiscover(method string, line []byte) []byte {
 }
 
 // strictDiscover makes an initialize that follows a server/discover one of
-// protocol 2026-07-28 (its _meta says so), which go-sdk's server refuses:
-// "method removed in the new protocol". go-sdk means to refuse a legacy
-// initialize after discover anyway, but it handles discover asynchronously
+// protocol 2026-07-28 (its _meta says so), which go-sdk's server refuses
+// ("method removed in the new protocol"), and holds it until the discover
+// answer is out: the order a server that refuses a legacy initialize after
+// discover gives. go-sdk means to, but it handles discover asynchronously
 // and initialize at once, so when both wait in the pipe (a server slow to
-// start) the initialize is sometimes taken first and accepted.
-func strictDiscover() func(method string, line []byte) []byte {
-	discovered := false
-	return func(method string, line []byte) []byte {
-		switch {
-		case method == "server/discover":
-			discovered = true
-		case method == "initialize" && discovered:
-			var m map[string]any
-			if json.Unmarshal(line, &m) != nil {
-				return line
-			}
-			params, _ := m["params"].(map[string]any)
-			if params == nil {
-				params = map[string]any{}
-			}
-			params["_meta"] = map[string]any{
-				mcp.MetaKeyProtocolVersion:    "2026-07-28",
-				mcp.MetaKeyClientCapabilities: map[string]any{},
-			}
-			m["params"] = params
-			b, err := json.Marshal(m)
-			if err != nil {
-				return line
-			}
-			fmt.Fprintln(os.Stderr, "strict-discover: initialize after server/discover, refused")
-			return append(b, '\n')
+// start) it may take the initialize first and accept it, or refuse it
+// before it answers the discover. It is also the server's stdout writer,
+// where it sees the discover answer go out.
+type strictDiscover struct {
+	w        io.Writer
+	answered chan struct{} // closed when the discover answer is written
+
+	mu   sync.Mutex
+	id   string // the discover request's JSON-RPC id, "" until it is read
+	buf  []byte // output not yet split into lines
+	once sync.Once
+}
+
+func (sd *strictDiscover) Write(p []byte) (int, error) {
+	n, err := sd.w.Write(p)
+	sd.mu.Lock()
+	defer sd.mu.Unlock()
+	sd.buf = append(sd.buf, p[:n]...)
+	for {
+		i := bytes.IndexByte(sd.buf, '\n')
+		if i < 0 {
+			break
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(sd.buf[:i], &m) == nil && m.Method == "" && sd.id != "" && string(bytes.TrimSpace(m.ID)) == sd.id {
+			sd.once.Do(func() { close(sd.answered) })
+		}
+		sd.buf = sd.buf[i+1:]
+	}
+	return n, err
+}
+
+func (sd *strictDiscover) edit(method string, line []byte) []byte {
+	var m map[string]any
+	switch method {
+	case "server/discover":
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(line, &req) == nil {
+			sd.mu.Lock()
+			sd.id = string(bytes.TrimSpace(req.ID))
+			sd.mu.Unlock()
 		}
 		return line
+	case "initialize":
+		sd.mu.Lock()
+		discovered := sd.id != ""
+		sd.mu.Unlock()
+		if !discovered || json.Unmarshal(line, &m) != nil {
+			return line
+		}
+	default:
+		return line
 	}
+	select {
+	case <-sd.answered:
+	case <-time.After(time.Minute): // no answer: refuse it anyway
+	}
+	params, _ := m["params"].(map[string]any)
+	if params == nil {
+		params = map[string]any{}
+	}
+	params["_meta"] = map[string]any{
+		mcp.MetaKeyProtocolVersion:    "2026-07-28",
+		mcp.MetaKeyClientCapabilities: map[string]any{},
+	}
+	m["params"] = params
+	b, err := json.Marshal(m)
+	if err != nil {
+		return line
+	}
+	fmt.Fprintln(os.Stderr, "strict-discover: initialize after server/discover, refused")
+	return append(b, '\n')
 }
 
 func spawnGrandchild() error {

@@ -162,8 +162,12 @@ func oauthServer(s config.Server) oauth.Server {
 // with --data-dir when this process's data folder is not the one the bare
 // command would use (a --data-dir flag, $TOOLGATE_DATA_DIR or the config's
 // dataDir): `toolgate keys create` run as printed must reach this folder.
-func (g *globals) command(words ...string) string {
-	if g.DataDir() != dirs.DefaultData("") {
+func (g *globals) command(words ...string) string { return g.commandWith("", words...) }
+
+// commandWith is command for words that name a config file whose dataDir
+// is configDataDir: the command finds that folder on its own.
+func (g *globals) commandWith(configDataDir string, words ...string) string {
+	if g.DataDir() != dirs.DefaultData(configDataDir) {
 		words = append(words, "--data-dir", g.DataDir())
 	}
 	return shellword.Join(words...)
@@ -176,14 +180,8 @@ func (g *globals) loginCommand(cfgPath string) func(server string) string {
 	if err != nil {
 		abs = cfgPath
 	}
-	extra := ""
-	// A data folder given on the command line or in the environment is not
-	// one the login would find on its own.
-	if g.DataDir() != dirs.DefaultData(g.configDataDir) {
-		extra = " --data-dir " + shellword.Join(g.DataDir())
-	}
 	return func(server string) string {
-		return "toolgate auth login " + server + " --config " + shellword.Join(abs) + extra
+		return g.commandWith(g.configDataDir, "toolgate", "auth", "login", server, "--config", abs)
 	}
 }
 

@@ -232,28 +232,32 @@ func (sd *strictDiscover) Write(p []byte) (int, error) {
 	n, err := sd.w.Write(p)
 	sd.mu.Lock()
 	defer sd.mu.Unlock()
+	if sd.id == "" {
+		return n, err // no discover asked yet: nothing to look for
+	}
 	sd.buf = append(sd.buf, p[:n]...)
 	for {
 		i := bytes.IndexByte(sd.buf, '\n')
 		if i < 0 {
-			break
+			return n, err
 		}
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 		}
-		if json.Unmarshal(sd.buf[:i], &m) == nil && m.Method == "" && sd.id != "" && string(bytes.TrimSpace(m.ID)) == sd.id {
+		if json.Unmarshal(sd.buf[:i], &m) == nil && m.Method == "" && string(bytes.TrimSpace(m.ID)) == sd.id {
 			sd.once.Do(func() { close(sd.answered) })
 		}
 		sd.buf = sd.buf[i+1:]
 	}
-	return n, err
 }
 
 func (sd *strictDiscover) edit(method string, line []byte) []byte {
-	var m map[string]any
-	switch method {
-	case "server/discover":
+	sd.mu.Lock()
+	discovered := sd.id != ""
+	sd.mu.Unlock()
+	switch {
+	case method == "server/discover":
 		var req struct {
 			ID json.RawMessage `json:"id"`
 		}
@@ -263,14 +267,11 @@ func (sd *strictDiscover) edit(method string, line []byte) []byte {
 			sd.mu.Unlock()
 		}
 		return line
-	case "initialize":
-		sd.mu.Lock()
-		discovered := sd.id != ""
-		sd.mu.Unlock()
-		if !discovered || json.Unmarshal(line, &m) != nil {
-			return line
-		}
-	default:
+	case method != "initialize" || !discovered:
+		return line
+	}
+	var m map[string]any
+	if json.Unmarshal(line, &m) != nil {
 		return line
 	}
 	select {

@@ -188,6 +188,9 @@ func shortage(err error) bool { return limitFix(err, "") != "" }
 // openStore opens the store in c.dir (c.mu held or not yet shared). An
 // unusable store is moved aside and rebuilt empty.
 func (c *Cached) openStore() error {
+	if err := c.mkdir(); err != nil {
+		return err // the folder cannot be made: nothing to move aside
+	}
 	s, err := c.open()
 	if err == nil {
 		err = c.check(s.db)
@@ -199,10 +202,11 @@ func (c *Cached) openStore() error {
 		c.store = s
 		return nil
 	}
-	if errors.Is(err, errBusy) || c.inMemory || shortage(err) {
+	if errors.Is(err, errBusy) || c.inMemory || shortage(err) || c.st.Check() != nil {
 		// A store that cannot be opened for want of descriptors or memory
 		// is not unusable: it used to be moved aside as corrupt (under
-		// ulimit -n 16), its vectors lost.
+		// ulimit -n 16), its vectors lost. Nor is one whose folder went
+		// bad as it opened (an rm -rf under way).
 		return err
 	}
 	aside := fmt.Sprintf("%s.corrupt-%s", strings.TrimRight(c.dir, string(os.PathSeparator)), time.Now().UTC().Format("20060102T150405.000Z"))
@@ -210,7 +214,10 @@ func (c *Cached) openStore() error {
 	if rerr := os.Rename(c.dir, aside); rerr != nil {
 		return fmt.Errorf("embedding cache %s is unusable (%v) and cannot be moved aside: %w", c.dir, err, rerr)
 	}
-	if s, err = c.open(); err != nil {
+	if err = c.mkdir(); err == nil {
+		s, err = c.open()
+	}
+	if err != nil {
 		return fmt.Errorf("embedding cache: rebuild %s: %w", c.dir, err)
 	}
 	if err = c.check(s.db); err != nil {
@@ -218,6 +225,17 @@ func (c *Cached) openStore() error {
 		return fmt.Errorf("embedding cache: rebuild %s: %w", c.dir, err)
 	}
 	c.store = s
+	return nil
+}
+
+// mkdir makes the store's folder, never the data folder (Storage.MkdirAll).
+func (c *Cached) mkdir() error {
+	if c.inMemory {
+		return nil
+	}
+	if err := c.st.MkdirAll(c.dir, 0o755); err != nil {
+		return fmt.Errorf("embedding cache: %w", err)
+	}
 	return nil
 }
 
@@ -231,11 +249,6 @@ func (c *Cached) openStore() error {
 func (c *Cached) open() (s *store, err error) {
 	bl := &badgerlog.Logger{L: c.log, Prefix: "badger", FlushFailed: func(err error) { c.st.Fail(err) }}
 	bo := badgerlog.Options(c.dir, c.inMemory, bl, 2<<20).WithValueThreshold(64 << 10)
-	if !c.inMemory {
-		if err := os.MkdirAll(c.dir, 0o755); err != nil {
-			return nil, fmt.Errorf("embedding cache: %w", err)
-		}
-	}
 	defer func() {
 		// Badger panics on some kinds of garbage instead of returning an error.
 		if r := recover(); r != nil {
@@ -571,22 +584,29 @@ func (c *Cached) reopen() error {
 			// Its pending flush would land in the new folder at that path.
 			return fmt.Errorf("%w; it held data it could not flush, so it stays off until toolgate restarts", err)
 		}
-		// Closing it would flush into a folder that is not its own: it is
-		// left open, unused, until the process exits.
-		s.log.Mute()
-		c.store = nil
-		c.setAside++
-		c.log.Info("embedding cache folder was removed or replaced; starting a new cache there", "dir", c.dir)
 	}
 	if c.shortErr != nil && time.Since(c.shortAt) < shortRetry {
 		return c.shortErr
 	}
+	old := c.store
 	err := c.openStore()
 	c.shortErr = nil
 	if err != nil && shortage(err) {
 		c.shortAt, c.shortErr = time.Now(), err
 	}
-	return err
+	if err != nil {
+		// A store whose folder moved stays c.store, refused by usable:
+		// Close reports what it could not flush.
+		return err
+	}
+	if old != nil {
+		// Closing it would flush into a folder that is not its own: it is
+		// left open, unused, until the process exits.
+		old.log.Mute()
+		c.setAside++
+		c.log.Info("embedding cache folder was removed or replaced; started a new cache there", "dir", c.dir)
+	}
+	return nil
 }
 
 // shortRetry is how often a cache that could not be opened for want of

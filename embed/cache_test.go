@@ -18,6 +18,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/storage/storagetest"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -435,6 +436,46 @@ func TestCacheFolderRemoved(t *testing.T) {
 	}
 }
 
+// TestCacheFolderRemovedAfterCheck: the data folder is removed between
+// the check before a write and the write (an rm -rf under way). The cache
+// must not make the data folder again to open a new store there; it keeps
+// the old store (refused for writes), reports the fault, and Close says
+// what could not be flushed.
+func TestCacheFolderRemovedAfterCheck(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	var logs testenv.LogBuffer
+	h := storage.New(data, &storage.Options{Logger: logs.Logger()})
+	if err := h.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	w := h.Writer("embedding cache", "searches embed without storing new vectors")
+	inner := &fakeModel{id: "fake/a@1", dim: 8}
+	c, err := NewCached(inner, filepath.Join(data, "cache", "embeddings"), &CacheOptions{Logger: logs.Logger(), Storage: storagetest.CheckedBefore(w)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEmbed(t, c, "a")
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		mustEmbed(t, c, fmt.Sprintf("new %d", i))
+	}
+	if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the cache made the removed data folder again (%v)", err)
+	}
+	if r := h.Report(); r.Writers[0].OK || !strings.Contains(r.Writers[0].Error, "does not exist") {
+		t.Errorf("storage report %+v, want the cache failing for the removed folder", r)
+	}
+	if c.setAside != 0 || strings.Contains(logs.String(), "started a new cache") {
+		t.Errorf("a new store was opened (set aside %d):\n%s", c.setAside, logs.String())
+	}
+	err = closeWithin(t, c)
+	if err == nil || !strings.Contains(err.Error(), "left unclosed") {
+		t.Fatalf("Close = %v, want it to say the store was left unclosed", err)
+	}
+}
+
 // TestCacheCloseUnwritable: Close of a store whose folder cannot take the
 // flush returns at once with an error that says so.
 func TestCacheCloseUnwritable(t *testing.T) {
@@ -455,6 +496,7 @@ func TestCacheCloseUnwritable(t *testing.T) {
 
 // switchStorage is a Storage whose answer the test sets.
 type switchStorage struct {
+	storage.OSMkdir
 	mu       sync.Mutex
 	err      error
 	fails    int

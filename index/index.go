@@ -14,8 +14,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
+	"os"
 	"slices"
 	"sort"
 	"sync"
@@ -82,6 +84,18 @@ type Options struct {
 	// once (toolgate index); a gateway that can keep serving its current
 	// index meanwhile may wait.
 	LockWait time.Duration
+	// MkdirAll makes the index folder given to Ensure when it is missing
+	// (nil: os.MkdirAll); a gateway passes its storage.Gate's, which
+	// never makes the data folder again. The folders inside it are only
+	// ever made in it (storage.MkdirBelow).
+	MkdirAll func(dir string, perm fs.FileMode) error
+}
+
+func (o *Options) mkdirAll(dir string, perm fs.FileMode) error {
+	if o == nil || o.MkdirAll == nil {
+		return os.MkdirAll(dir, perm)
+	}
+	return o.MkdirAll(dir, perm)
 }
 
 func (o *Options) logger() *slog.Logger {

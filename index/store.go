@@ -20,6 +20,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/storage"
 	"golang.org/x/sys/unix"
 )
 
@@ -186,7 +187,7 @@ func EnsureReport(ctx context.Context, dir string, tools []catalog.Tool, emb Emb
 	log := opts.logger()
 	rep := Report{Tools: len(tools)}
 	ixDir := dir
-	if err := os.MkdirAll(ixDir, 0o755); err != nil {
+	if err := opts.mkdirAll(ixDir, 0o755); err != nil {
 		return nil, rep, fmt.Errorf("create index folder: %w", err)
 	}
 	unlock, err := lockDirWait(ctx, ixDir, opts)
@@ -321,7 +322,7 @@ func removeOtherGenerations(ixDir string, keep int, log interface {
 // zero base means a full build. It returns the manifest for the generation
 // (Generation unset).
 func writeGeneration(ctx context.Context, gd string, tools []catalog.Tool, fp string, emb Embedder, old *Index, base updateBase, diff catalogDiff, opts *Options, rep *Report) (*Manifest, error) {
-	if err := os.MkdirAll(gd, 0o755); err != nil {
+	if err := storage.MkdirBelow(filepath.Dir(gd), gd, 0o755); err != nil {
 		return nil, fmt.Errorf("create index generation: %w", err)
 	}
 	if err := writeFileSync(filepath.Join(gd, catalogFile), encodeCatalog(tools)); err != nil {

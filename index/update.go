@@ -16,6 +16,7 @@ import (
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 // Incremental Bleve update.
@@ -444,7 +445,7 @@ func cloneBleve(src, dst string) error {
 		to := filepath.Join(dst, rel)
 		switch {
 		case e.IsDir():
-			return os.MkdirAll(to, 0o755)
+			return storage.MkdirBelow(filepath.Dir(dst), to, 0o755)
 		case !e.Type().IsRegular():
 			return fmt.Errorf("%s: not a regular file", p)
 		case strings.HasSuffix(e.Name(), ".zap"):

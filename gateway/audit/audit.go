@@ -500,7 +500,7 @@ func (l *Log) failed(what string, err error) {
 }
 
 func (l *Log) open() error {
-	f, err := openAppend(l.path)
+	f, err := openAppend(l.opts.Storage, l.path)
 	if err != nil {
 		return err
 	}
@@ -568,7 +568,7 @@ func Append(path string, r Record) error {
 	if err != nil {
 		return err
 	}
-	f, err := openAppend(path)
+	f, err := openAppend(storage.Unchecked, path)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
@@ -587,9 +587,9 @@ func Append(path string, r Record) error {
 }
 
 // openAppend opens the log at path for appending, making it (0600) and its
-// folder (0700) when missing.
-func openAppend(path string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+// folder (0700, through st) when missing.
+func openAppend(st Storage, path string) (*os.File, error) {
+	if err := st.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
 	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/storage/storagetest"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -318,22 +320,33 @@ func TestTwoWritersOneFile(t *testing.T) {
 }
 
 // refusing is a data folder that cannot take writes.
-type refusing struct{ fails atomic.Int32 }
+type refusing struct {
+	storage.OSMkdir
+	fails atomic.Int32
+}
 
 func (r *refusing) Check() error { return errors.New("data folder removed") }
 func (r *refusing) Fail(error)   { r.fails.Add(1) }
 func (r *refusing) OK()          {}
 
-// A data folder the health check refuses is not written to (nor made
-// again): each record is counted as lost.
+// A data folder the health check refuses, or one removed just after the
+// check passed (an rm -rf as the record is written), is not written to
+// (nor made again): each record is counted as lost.
 func TestStorageRefused(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	l := Open(filepath.Join(dir, "audit", "audit.jsonl"), &Options{Storage: &refusing{}})
-	l.Write(Record{Action: "search_tools", Decision: Allowed})
-	testenv.Eventually(t, "the record counted as lost", func() bool { return l.Stats().Dropped == 1 })
-	l.Close()
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("the data folder was made: %v", err)
+	for name, gate := range map[string]Storage{
+		"refused":                 &refusing{},
+		"removed after the check": storagetest.CheckedBefore(storage.New(dir, nil).Writer("audit log", "records are counted as lost")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := Open(filepath.Join(dir, "audit", "audit.jsonl"), &Options{Storage: gate})
+			l.Write(Record{Action: "search_tools", Decision: Allowed})
+			testenv.Eventually(t, "the record counted as lost", func() bool { return l.Stats().Dropped == 1 })
+			l.Close()
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("the data folder was made: %v", err)
+			}
+		})
 	}
 }
 
@@ -398,6 +411,7 @@ func TestTornLastLine(t *testing.T) {
 // recordingGate is a storage gate that lets every write through and counts
 // the reports.
 type recordingGate struct {
+	storage.OSMkdir
 	mu         sync.Mutex
 	fails, oks int
 	refuse     atomic.Bool // Check refuses (the folder went bad)
@@ -475,7 +489,10 @@ func TestFieldsClipped(t *testing.T) {
 
 // counting is a Gate that lets every write through and counts the checks
 // (one before each write of a batch, and one at Open).
-type counting struct{ checks atomic.Int32 }
+type counting struct {
+	storage.OSMkdir
+	checks atomic.Int32
+}
 
 func (c *counting) Check() error { c.checks.Add(1); return nil }
 func (c *counting) Fail(error)   {}

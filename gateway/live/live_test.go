@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/storage/storagetest"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
 )
@@ -432,9 +433,11 @@ func TestRestartOnly(t *testing.T) {
 // A data folder that cannot take the index — removed while serving, or a
 // file in its place at start — gets an index built in memory, served and
 // kept in step with the tools; once the folder takes writes again the loop
-// writes the index there by itself.
+// writes the index there by itself. "Removed after the check" is the race
+// of an rm -rf with the check before each write: the index must not make
+// the data folder again.
 func TestStorageFaultIndexesInMemory(t *testing.T) {
-	for _, start := range []string{"writable at start", "a file at start"} {
+	for _, start := range []string{"writable at start", "a file at start", "removed after the check"} {
 		t.Run(start, func(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "data")
 			h := storage.New(data, nil)
@@ -442,6 +445,10 @@ func TestStorageFaultIndexesInMemory(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := h.Writer("index", "the index is built in memory")
+			var gate Storage = w
+			if start == "removed after the check" {
+				gate = storagetest.CheckedBefore(w)
+			}
 			manifest := filepath.Join(index.Dir(data), "manifest.json")
 			breakIt := func() {
 				if err := os.RemoveAll(data); err != nil {
@@ -456,13 +463,13 @@ func TestStorageFaultIndexesInMemory(t *testing.T) {
 			}
 			pool := newFakePool("a")
 			pool.list("a", "apple")
-			f := newFixture(t, index.Dir(data), pool, &Options{Embedder: &fakeEmbedder{model: "m1"}, Debounce: time.Millisecond, Storage: w, StorageRetry: 10 * time.Millisecond}, "a")
+			f := newFixture(t, index.Dir(data), pool, &Options{Embedder: &fakeEmbedder{model: "m1"}, Debounce: time.Millisecond, Storage: gate, StorageRetry: 10 * time.Millisecond}, "a")
 			f.run(t)
 			st := f.loop.Stats()
 			if st.IndexInMemory != (start == "a file at start") || st.CatalogGeneration != 1 {
 				t.Fatalf("after Run (%s): %+v", start, st)
 			}
-			if start == "writable at start" {
+			if start != "a file at start" {
 				breakIt()
 			}
 

@@ -59,6 +59,11 @@ func WriteState(path string, st State) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write state: %w", err)
 	}
+	return writeState(path, st)
+}
+
+// writeState writes st to the state file at path, in its folder as it is.
+func writeState(path string, st State) error {
 	if st.Disabled == nil {
 		st.Disabled = []string{}
 	}
@@ -71,7 +76,8 @@ func WriteState(path string, st State) error {
 
 // writeStateServing is WriteState from a running gateway: a data folder
 // that was removed meanwhile (an unmounted volume?) is not made again
-// behind the operator's back.
+// behind the operator's back (the write, into a temporary file in the
+// folder, fails if it vanishes after the check).
 func writeStateServing(path string, st State) error {
 	dir := filepath.Dir(path)
 	fi, err := os.Stat(dir)
@@ -81,7 +87,7 @@ func writeStateServing(path string, st State) error {
 	case err == nil && !fi.IsDir():
 		return fmt.Errorf("data folder %s is not a folder (a file is in its place)", dir)
 	}
-	return WriteState(path, st)
+	return writeState(path, st)
 }
 
 // With is st with server disabled (or not), and whether that changed it.
@@ -175,7 +181,7 @@ const stateMeanwhile = "`toolgate servers enable/disable` applies on the next st
 // (`toolgate servers disable`).
 func (l *Loop) watchState(ctx context.Context) {
 	path := l.opts.StatePath
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := l.opts.Storage.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		l.log.Warn("not watching the state file", "file", path, "err", err)
 		return
 	}

@@ -144,7 +144,7 @@ func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err e
 		ix, err = l.buildInMemory(ctx, tools)
 		return ix, err == nil, err
 	}
-	ix, rep, err := index.EnsureReport(ctx, l.dir, tools, l.embedder(ctx), &index.Options{Logger: l.log, LockWait: l.opts.LockWait})
+	ix, rep, err := index.EnsureReport(ctx, l.dir, tools, l.embedder(ctx), &index.Options{Logger: l.log, LockWait: l.opts.LockWait, MkdirAll: l.opts.Storage.MkdirAll})
 	if err != nil {
 		if ctx.Err() == nil && storageFault(err, st) {
 			st.Fail(fmt.Errorf("write the index in %s: %w", l.dir, err))

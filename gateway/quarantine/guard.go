@@ -412,7 +412,7 @@ const UnwatchedApprovals = "approvals (`toolgate tools approve`) take effect at 
 // approve`): each one reaches Options.Changed within a moment. Close stops
 // it.
 func (g *Guard) Watch() error {
-	if err := os.MkdirAll(filepath.Dir(g.path), 0o700); err != nil {
+	if err := g.mkdir(); err != nil {
 		return fmt.Errorf("watch the quarantine pins: %w", err)
 	}
 	w, err := config.Watch(g.path, &config.WatchOptions{Logger: g.log, Meanwhile: UnwatchedApprovals})
@@ -619,6 +619,20 @@ func (g *Guard) SaveUnsaved() error {
 	return nil
 }
 
+// mkdir makes the pins file's folder, never the data folder itself when
+// Options.Storage is set (see storage.Gate).
+func (g *Guard) mkdir() error {
+	dir := filepath.Dir(g.path)
+	mkdirAll := os.MkdirAll
+	if g.opts.Storage != nil {
+		mkdirAll = g.opts.Storage.MkdirAll
+	}
+	if err := mkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	return nil
+}
+
 // check asks Options.Storage whether the pins may be written now.
 func (g *Guard) check() error {
 	if g.opts.Storage == nil {
@@ -634,7 +648,10 @@ func (g *Guard) check() error {
 // never overwritten (approvals we cannot read) and is not the storage's
 // fault.
 func (g *Guard) write(change func(*File) (*File, func(io.Writer) error, error)) error {
-	err := g.view.Update(change)
+	err := g.mkdir()
+	if err == nil {
+		err = g.view.Update(change)
+	}
 	if s := g.opts.Storage; s != nil {
 		var ce *datafile.ContentError
 		switch {

@@ -10,6 +10,8 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/storage/storagetest"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -171,6 +173,36 @@ func TestGuardUnwritable(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "cannot save the quarantine pins") {
 		t.Errorf("the failure is not logged:\n%s", logs.String())
+	}
+}
+
+// A data folder removed just after the check before a save (an rm -rf
+// under way): the save fails and is reported, the decisions hold in
+// memory, and the data folder is not made again.
+func TestGuardDataFolderRemovedAfterCheck(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	h := storage.New(data, nil)
+	if err := h.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	w := h.Writer("quarantine pins", "decisions are kept in memory")
+	g := New(filepath.Join(data, "quarantine", "pins.json"), &Options{Storage: storagetest.CheckedBefore(w)})
+	g.Observe([]catalog.Tool{clean})
+	if w.Failing() {
+		t.Fatal("the first save failed")
+	}
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	g.Observe([]catalog.Tool{clean, poisoned})
+	if held(g, poisoned.ID()) == nil {
+		t.Fatal("the decision was lost when the pins could not be saved")
+	}
+	if !w.Failing() {
+		t.Error("the failed save was not reported")
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("the data folder was made again: %v", err)
 	}
 }
 

@@ -101,15 +101,14 @@ func (v *View[T]) Load() (T, error) {
 // (a large file is written as it is encoded, never held whole). change must not
 // modify cur: it is shared with Load's callers. After a write the view
 // holds the new value, so the next Load need not read the file again.
+// The file's folder must exist: a caller that may make it does so first,
+// a caller in a running gateway without making the data folder again
+// (storage.Gate's MkdirAll).
 //
 // When the file cannot be read or parsed, change is not called and the
 // error is returned; a parse error is a *ContentError (the file is there
 // but not usable: an Update must not overwrite what it could not read).
 func (v *View[T]) Update(change func(cur T) (T, func(io.Writer) error, error)) error {
-	dir := filepath.Dir(v.path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
 	unlock, err := Lock(v.path + ".lock")
 	if err != nil {
 		return fmt.Errorf("lock %s: %w", v.path, err)

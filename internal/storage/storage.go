@@ -19,9 +19,9 @@
 //
 // and in its Close skips what would flush to a folder that Check refuses
 // (Badger, for one, retries a failed flush forever and Close waits for it).
-// Libraries do not import this package: each declares the three methods it
-// calls (Check, Fail, OK) as an interface that *Writer satisfies, and main
-// wires them.
+// Each store takes a Gate (what *Writer does for it: Check, Fail, OK, and
+// MkdirAll, which makes its folder but never the data folder again), and
+// main wires them; a store opened without a Health gets Unchecked.
 //
 // Check looks before a write rather than after a failure because some
 // failures cannot be recovered from: Badger writes through memory-mapped
@@ -106,6 +106,54 @@ func (h *Health) Dir() string { return h.dir }
 func (h *Health) Prepare() error {
 	if err := os.MkdirAll(h.dir, 0o755); err != nil {
 		return h.folderError(err)
+	}
+	return nil
+}
+
+// MkdirAll makes dir, a store's folder in the data folder, and the folders
+// on its way, as MkdirBelow does from the data folder: a data folder that
+// vanished while toolgate runs stays gone (the error is Check's, with the
+// fix), even when it vanishes during the call.
+func (h *Health) MkdirAll(dir string, perm fs.FileMode) error {
+	err := MkdirBelow(h.dir, dir, perm)
+	if err != nil && errors.Is(err, fs.ErrNotExist) {
+		if _, serr := os.Stat(h.dir); serr != nil {
+			return h.folderError(serr)
+		}
+	}
+	return err
+}
+
+// MkdirBelow makes dir and the folders missing on its way from root, as
+// os.MkdirAll does, but never root itself or what is above it: a missing
+// root is an error (fs.ErrNotExist). Each folder is made by one mkdir in
+// its parent, so a root removed at the same moment (an rm -rf under way)
+// is not made again. A dir outside root is made as os.MkdirAll makes it.
+func MkdirBelow(root, dir string, perm fs.FileMode) error {
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return os.MkdirAll(dir, perm)
+	}
+	p := filepath.Clean(root)
+	isDir := func(p string) error {
+		fi, err := os.Stat(p)
+		if err == nil && !fi.IsDir() {
+			err = &fs.PathError{Op: "mkdir", Path: p, Err: syscall.ENOTDIR}
+		}
+		return err
+	}
+	if rel == "." {
+		return isDir(p)
+	}
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		p = filepath.Join(p, part)
+		err := os.Mkdir(p, perm)
+		if errors.Is(err, fs.ErrExist) {
+			err = isDir(p)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -286,17 +334,29 @@ type Gate interface {
 	// Fail reports a write that failed; OK one that succeeded.
 	Fail(err error)
 	OK()
+	// MkdirAll makes a folder the store writes in, with the folders on
+	// its way, but never the data folder itself (Health.MkdirAll): one
+	// removed while toolgate runs is a fault, not made again behind the
+	// operator's back.
+	MkdirAll(dir string, perm fs.FileMode) error
 }
 
 // Unchecked is the Gate of a store opened without a data folder's health
 // (one-shot commands, tests): every write is tried, nothing is reported.
 var Unchecked Gate = unchecked{}
 
-type unchecked struct{}
+type unchecked struct{ OSMkdir }
 
 func (unchecked) Check() error { return nil }
 func (unchecked) Fail(error)   {}
 func (unchecked) OK()          {}
+
+// OSMkdir is the MkdirAll of a Gate without a data folder's health:
+// os.MkdirAll. Unchecked and the Gates of tests embed it.
+type OSMkdir struct{}
+
+// MkdirAll is os.MkdirAll.
+func (OSMkdir) MkdirAll(dir string, perm fs.FileMode) error { return os.MkdirAll(dir, perm) }
 
 var _ Gate = (*Writer)(nil)
 
@@ -373,6 +433,9 @@ func (w *Writer) OK() {
 		h.log.Info("storage recovered: "+w.name+" writes to the data folder again", "dir", h.dir, "failing_for", h.o.Now().Sub(since).Round(time.Second))
 	}
 }
+
+// MkdirAll is Health.MkdirAll.
+func (w *Writer) MkdirAll(dir string, perm fs.FileMode) error { return w.h.MkdirAll(dir, perm) }
 
 // Failing reports whether the writer's last report was a failure.
 func (w *Writer) Failing() bool {

@@ -226,3 +226,117 @@ func TestShortage(t *testing.T) {
 		}
 	}
 }
+
+// TestMkdirBelow: folders are made below the root only; a missing root is
+// an error and is not made; a file in the way is ENOTDIR; a folder outside
+// the root is made as os.MkdirAll makes it.
+func TestMkdirBelow(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "data")
+	deep := filepath.Join(root, "cache", "embeddings")
+	if err := MkdirBelow(root, deep, 0o755); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("MkdirBelow under a missing root = %v, want ErrNotExist", err)
+	}
+	if err := MkdirBelow(root, root, 0o755); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("MkdirBelow of the missing root itself = %v, want ErrNotExist", err)
+	}
+	if _, err := os.Stat(root); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the missing root was made (%v)", err)
+	}
+
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second time, everything exists
+		if err := MkdirBelow(root, deep, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(deep); err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 {
+			t.Fatalf("made %s: %v, %v", deep, fi, err)
+		}
+	}
+	if err := MkdirBelow(root, root, 0o755); err != nil {
+		t.Fatalf("MkdirBelow of the root itself = %v", err)
+	}
+
+	if err := os.WriteFile(filepath.Join(root, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := MkdirBelow(root, filepath.Join(root, "file", "sub"), 0o755); !errors.Is(err, syscall.ENOTDIR) {
+		t.Errorf("MkdirBelow through a file = %v, want ENOTDIR", err)
+	}
+	if err := MkdirBelow(root, filepath.Join(root, "file"), 0o755); !errors.Is(err, syscall.ENOTDIR) {
+		t.Errorf("MkdirBelow of a file = %v, want ENOTDIR", err)
+	}
+
+	outside := filepath.Join(base, "elsewhere", "audit")
+	if err := MkdirBelow(root, outside, 0o755); err != nil {
+		t.Fatalf("MkdirBelow outside the root = %v, want it made", err)
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMkdirBelowRacesRemoval: an rm -rf of the root while folders are made
+// in it ends with no root, whichever wins each step (os.MkdirAll would
+// make the root again whenever it ran after the removal's last step).
+func TestMkdirBelowRacesRemoval(t *testing.T) {
+	base := t.TempDir()
+	for i := range 200 {
+		root := filepath.Join(base, fmt.Sprint(i))
+		deep := filepath.Join(root, "a", "b", "c")
+		if err := os.MkdirAll(deep, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		removed := make(chan error, 1)
+		go func() {
+			var err error
+			for range 1000 { // "directory not empty": remove what appeared meanwhile
+				if err = os.RemoveAll(root); err == nil {
+					break
+				}
+			}
+			removed <- err
+		}()
+		for done := false; !done; {
+			select {
+			case err := <-removed:
+				if err != nil {
+					t.Fatal(err)
+				}
+				done = true
+			default:
+			}
+			MkdirBelow(root, deep, 0o755) // fails once the root is gone
+		}
+		if _, err := os.Stat(root); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("round %d: the removed root is there again (%v)", i, err)
+		}
+	}
+}
+
+// TestHealthMkdirAll: a store's folder is made in the data folder, but a
+// data folder removed while toolgate runs is reported (with Check's
+// problem and fix), not made again.
+func TestHealthMkdirAll(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	h := New(data, nil)
+	if err := h.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	w := h.Writer("embedding cache", "searches embed without storing new vectors")
+	store := filepath.Join(data, "cache", "embeddings")
+	if err := w.MkdirAll(store, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustRemove(t, data)
+	err := w.MkdirAll(store, 0o755)
+	var fe *FolderError
+	if !errors.As(err, &fe) || !strings.Contains(fe.Problem, "does not exist") || !strings.Contains(fe.Fix, "mkdir -p") {
+		t.Fatalf("MkdirAll in a removed data folder = %v, want the folder error with its fix", err)
+	}
+	if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the removed data folder was made again (%v)", err)
+	}
+}

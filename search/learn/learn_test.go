@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 type clock struct{ t time.Time }
@@ -247,6 +248,7 @@ func TestOverlap(t *testing.T) {
 
 // fakeStorage counts what the store reports.
 type fakeStorage struct {
+	storage.OSMkdir
 	refuse error
 	fails  []error
 	oks    int

@@ -18,6 +18,9 @@ import (
 // Store holds each server's login as one file, <dir>/<server>.json.
 type Store struct {
 	dir string
+	// mkdirAll makes the folder (nil: os.MkdirAll). The Tokens of a
+	// gateway use their Storage's, which never makes the data folder again.
+	mkdirAll func(dir string, perm fs.FileMode) error
 }
 
 // StoreDir is the folder of the logins inside toolgate's data folder.
@@ -165,7 +168,11 @@ func (s *Store) Servers() ([]string, error) {
 
 // ensureDir makes the folder, owner-only.
 func (s *Store) ensureDir() error {
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+	mkdirAll := os.MkdirAll
+	if s.mkdirAll != nil {
+		mkdirAll = s.mkdirAll
+	}
+	if err := mkdirAll(s.dir, 0o700); err != nil {
 		return fmt.Errorf("make the login folder: %w", err)
 	}
 	// MkdirAll leaves an existing folder as it is, and the umask may have

@@ -114,8 +114,10 @@ type wait struct {
 // that Changed was asked about until Close.
 func NewTokens(store *Store, opts *Options) *Tokens {
 	o := opts.withDefaults()
+	guarded := *store
+	guarded.mkdirAll = o.Storage.MkdirAll
 	t := &Tokens{
-		store:   store,
+		store:   &guarded,
 		opts:    o,
 		log:     o.Logger,
 		flights: map[string]chan struct{}{},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -51,13 +52,8 @@ func newOAuthEnv(t *testing.T, transport string, login bool) *oauthEnv {
 // none) reported to.
 func newOAuthEnvWith(t *testing.T, transport string, login bool, st func(data string) oauth.Storage) *oauthEnv {
 	t.Helper()
-	data := t.TempDir()
-	e := &oauthEnv{data: data, as: oauthtest.NewAuthServer(t), store: oauth.NewStore(data), clock: &clock{}, logs: &testenv.LogBuffer{}}
-	e.rs = oauthtest.NewResourceServer(t, e.as, backendtest.NewServer(backendtest.ParseModes("normal")), &oauthtest.ResourceOptions{Transport: transport})
-	e.srv = oauth.Server{Name: "demo", URL: e.rs.URL, Transport: transport}
-	if login {
-		e.login(t)
-	}
+	e := newOAuthServers(t, transport, login)
+	data := e.data
 	tokens := oauth.NewTokens(e.store, &oauth.Options{
 		Logger:       e.logs.Logger(),
 		Now:          e.clock.Now,
@@ -69,6 +65,19 @@ func newOAuthEnvWith(t *testing.T, transport string, login bool, st func(data st
 	o := testOptions(e.logs)
 	o.Auth = tokens
 	e.pool = startPool(t, []config.Server{{Name: "demo", Type: transport, URL: e.rs.URL}}, o)
+	return e
+}
+
+// newOAuthServers is newOAuthEnv without the pool.
+func newOAuthServers(t *testing.T, transport string, login bool) *oauthEnv {
+	t.Helper()
+	data := t.TempDir()
+	e := &oauthEnv{data: data, as: oauthtest.NewAuthServer(t), store: oauth.NewStore(data), clock: &clock{}, logs: &testenv.LogBuffer{}}
+	e.rs = oauthtest.NewResourceServer(t, e.as, backendtest.NewServer(backendtest.ParseModes("normal")), &oauthtest.ResourceOptions{Transport: transport})
+	e.srv = oauth.Server{Name: "demo", URL: e.rs.URL, Transport: transport}
+	if login {
+		e.login(t)
+	}
 	return e
 }
 
@@ -256,6 +265,57 @@ func TestOAuthNeedsLoginAfterRevokedRefresh(t *testing.T) {
 	testenv.Eventually(t, "up again after the new login", func() bool { return statusOf(t, e.pool, "demo").State == StateUp })
 	e.echo(t, "after the new login")
 	e.noTokensLogged(t, first, second)
+}
+
+// TestOAuthOwnRefusalIsNoNewLogin: the refusal a gateway marks in the
+// login file is its own write, not a login saved by someone else: Changed
+// stays open (a backend waiting for a login used to wake on it, connect
+// again and be refused, and `toolgate status` could catch it
+// "connecting"). A new login still wakes it.
+func TestOAuthOwnRefusalIsNoNewLogin(t *testing.T) {
+	e := newOAuthServers(t, config.TypeHTTP, true) // no pool: its refresh would be another writer
+	tokens := oauth.NewTokens(e.store, &oauth.Options{Now: e.clock.Now, PollInterval: 5 * time.Millisecond})
+	t.Cleanup(func() { tokens.Close() })
+	changed := tokens.Changed("demo") // as a backend registers at its connect
+	var required atomic.Int32
+	client := &http.Client{Transport: tokens.Transport("demo", e.rs.URL, http.DefaultTransport, func(error) { required.Add(1) })}
+	e.as.RevokeRefreshTokens()
+	e.as.ExpireAccessTokens()
+	e.clock.Advance(2 * time.Hour)
+	if resp, err := client.Get(e.rs.URL); err == nil || !strings.Contains(err.Error(), "needs a login") {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		t.Fatalf("request after the refresh token was revoked: %v; want it to need a login", err)
+	}
+	if c := e.stored(t); !strings.Contains(c.Refused, "invalid_grant") || required.Load() != 1 {
+		t.Fatalf("refused %q, login required %d times; want the refusal marked and reported once", c.Refused, required.Load())
+	}
+	// A login file of another server written after the refusal: once the
+	// poll has seen it, it has compared demo's file too, since the refusal.
+	other := tokens.Changed("other")
+	saved := e.stored(t)
+	saved.Server, saved.Refused = "other", ""
+	if err := e.store.Save(saved); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-other:
+	case <-time.After(testenv.Timeout):
+		t.Fatal("the poll never saw another server's new login")
+	}
+	tokens.Changed("sync") // waits for the poll's pass to end (it holds the lock)
+	select {
+	case <-changed:
+		t.Fatal("the gateway's own refusal woke a wait for a new login")
+	default:
+	}
+	e.login(t)
+	select {
+	case <-changed:
+	case <-time.After(testenv.Timeout):
+		t.Fatal("a new login did not wake the wait")
+	}
 }
 
 func TestOAuthNoLoginStored(t *testing.T) {

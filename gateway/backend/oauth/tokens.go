@@ -521,6 +521,16 @@ func (t *Tokens) save(c *Credentials) error {
 		return err
 	}
 	st.OK()
+	// This process's own write (a refresh, a refusal marked) is no login
+	// saved by someone else: a backend waiting on Changed goes on waiting.
+	// It used to wake once on the refusal it had just been told of, and
+	// connect again only to be refused. The store's lock is held, so no
+	// other process wrote in between.
+	t.mu.Lock()
+	if w, ok := t.waits[c.Server]; ok {
+		w.seen = t.stat(c.Server)
+	}
+	t.mu.Unlock()
 	return nil
 }
 

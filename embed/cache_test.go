@@ -368,6 +368,19 @@ func closeWithin(t *testing.T, c *Cached) error {
 	}
 }
 
+// dataFolder makes a data folder (<tmp>/data), its health, the cache's
+// writer there and the log they write to.
+func dataFolder(t *testing.T) (string, *storage.Health, *storage.Writer, *testenv.LogBuffer) {
+	t.Helper()
+	data := filepath.Join(t.TempDir(), "data")
+	logs := &testenv.LogBuffer{}
+	h := storage.New(data, &storage.Options{Logger: logs.Logger()})
+	if err := h.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	return data, h, h.Writer("embedding cache", "searches embed without storing new vectors"), logs
+}
+
 // TestCacheFolderRemoved removes the data folder under an open cache that
 // holds unflushed entries: searches still embed (cached vectors are still
 // read, new ones are not stored), the fault is reported once, Close does
@@ -375,13 +388,7 @@ func closeWithin(t *testing.T, c *Cached) error {
 func TestCacheFolderRemoved(t *testing.T) {
 	for _, fault := range []string{"removed", "replaced by a file"} {
 		t.Run(fault, func(t *testing.T) {
-			data := filepath.Join(t.TempDir(), "data")
-			var logs testenv.LogBuffer
-			h := storage.New(data, &storage.Options{Logger: logs.Logger()})
-			if err := h.Prepare(); err != nil {
-				t.Fatal(err)
-			}
-			w := h.Writer("embedding cache", "searches embed without storing new vectors")
+			data, h, w, logs := dataFolder(t)
 			inner := &fakeModel{id: "fake/a@1", dim: 8}
 			c, err := NewCached(inner, filepath.Join(data, "cache", "embeddings"), &CacheOptions{Logger: logs.Logger(), Storage: w})
 			if err != nil {
@@ -442,15 +449,8 @@ func TestCacheFolderRemoved(t *testing.T) {
 // the old store (refused for writes), reports the fault, and Close says
 // what could not be flushed.
 func TestCacheFolderRemovedAfterCheck(t *testing.T) {
-	data := filepath.Join(t.TempDir(), "data")
-	var logs testenv.LogBuffer
-	h := storage.New(data, &storage.Options{Logger: logs.Logger()})
-	if err := h.Prepare(); err != nil {
-		t.Fatal(err)
-	}
-	w := h.Writer("embedding cache", "searches embed without storing new vectors")
-	inner := &fakeModel{id: "fake/a@1", dim: 8}
-	c, err := NewCached(inner, filepath.Join(data, "cache", "embeddings"), &CacheOptions{Logger: logs.Logger(), Storage: storagetest.CheckedBefore(w)})
+	data, h, w, logs := dataFolder(t)
+	c, err := NewCached(&fakeModel{id: "fake/a@1", dim: 8}, filepath.Join(data, "cache", "embeddings"), &CacheOptions{Logger: logs.Logger(), Storage: storagetest.CheckedBefore(w)})
 	if err != nil {
 		t.Fatal(err)
 	}

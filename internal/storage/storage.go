@@ -116,7 +116,7 @@ func (h *Health) Prepare() error {
 // fix), even when it vanishes during the call.
 func (h *Health) MkdirAll(dir string, perm fs.FileMode) error {
 	err := MkdirBelow(h.dir, dir, perm)
-	if err != nil && errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) {
 		if _, serr := os.Stat(h.dir); serr != nil {
 			return h.folderError(serr)
 		}
@@ -135,7 +135,7 @@ func MkdirBelow(root, dir string, perm fs.FileMode) error {
 		return os.MkdirAll(dir, perm)
 	}
 	p := filepath.Clean(root)
-	isDir := func(p string) error {
+	folderThere := func(p string) error {
 		fi, err := os.Stat(p)
 		if err == nil && !fi.IsDir() {
 			err = &fs.PathError{Op: "mkdir", Path: p, Err: syscall.ENOTDIR}
@@ -143,13 +143,13 @@ func MkdirBelow(root, dir string, perm fs.FileMode) error {
 		return err
 	}
 	if rel == "." {
-		return isDir(p)
+		return folderThere(p)
 	}
 	for _, part := range strings.Split(rel, string(filepath.Separator)) {
 		p = filepath.Join(p, part)
 		err := os.Mkdir(p, perm)
 		if errors.Is(err, fs.ErrExist) {
-			err = isDir(p)
+			err = folderThere(p)
 		}
 		if err != nil {
 			return err

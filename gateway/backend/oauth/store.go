@@ -18,8 +18,8 @@ import (
 // Store holds each server's login as one file, <dir>/<server>.json.
 type Store struct {
 	dir string
-	// mkdirAll makes the folder (nil: os.MkdirAll). The Tokens of a
-	// gateway use their Storage's, which never makes the data folder again.
+	// mkdirAll makes the folder: os.MkdirAll, or in the Tokens of a
+	// gateway their Storage's, which never makes the data folder again.
 	mkdirAll func(dir string, perm fs.FileMode) error
 }
 
@@ -28,7 +28,9 @@ const StoreDir = "auth"
 
 // NewStore returns the store in dataDir/auth. Nothing is created until a
 // login is saved.
-func NewStore(dataDir string) *Store { return &Store{dir: filepath.Join(dataDir, StoreDir)} }
+func NewStore(dataDir string) *Store {
+	return &Store{dir: filepath.Join(dataDir, StoreDir), mkdirAll: os.MkdirAll}
+}
 
 // Dir is the folder holding the login files.
 func (s *Store) Dir() string { return s.dir }
@@ -168,11 +170,7 @@ func (s *Store) Servers() ([]string, error) {
 
 // ensureDir makes the folder, owner-only.
 func (s *Store) ensureDir() error {
-	mkdirAll := os.MkdirAll
-	if s.mkdirAll != nil {
-		mkdirAll = s.mkdirAll
-	}
-	if err := mkdirAll(s.dir, 0o700); err != nil {
+	if err := s.mkdirAll(s.dir, 0o700); err != nil {
 		return fmt.Errorf("make the login folder: %w", err)
 	}
 	// MkdirAll leaves an existing folder as it is, and the umask may have

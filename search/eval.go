@@ -47,12 +47,13 @@ func LoadQueries(path string) ([]BenchQuery, error) {
 }
 
 // ReadQueries reads queries in the bench format from r; name prefixes
-// messages. Extra keys (subset, namespace, id …) are ignored.
+// messages. Extra keys (subset, namespace, id …) are ignored; a file
+// without a query is an error.
 func ReadQueries(r io.Reader, name string) ([]BenchQuery, error) {
 	var qs []BenchQuery
 	err := catalog.EachLine(r, name, func(line int, b []byte) error {
 		var q BenchQuery
-		if err := json.Unmarshal(b, &q); err != nil {
+		if err := catalog.DecodeLine(b, &q); err != nil {
 			return err
 		}
 		if strings.TrimSpace(q.Query) == "" {
@@ -73,6 +74,9 @@ func ReadQueries(r io.Reader, name string) ([]BenchQuery, error) {
 		qs = append(qs, q)
 		return nil
 	})
+	if err == nil && len(qs) == 0 {
+		err = fmt.Errorf(`%s holds no queries: each line is one query, {"query": "...", "relevant": ["server__tool", ...]}`, name)
+	}
 	return qs, err
 }
 

@@ -88,6 +88,12 @@ func TestReadQueriesErrors(t *testing.T) {
 		{"no relevant", `{"query":"x","relevant":["a__b"]}` + "\n" + `{"query":"y"}`, `queries.jsonl:2: missing "relevant"`},
 		{"no answer with groups", `{"query":"x","relevant":[],"relevant_groups":[["a__b"]]}`, `queries.jsonl:1: "relevant" is []`},
 		{"empty group", `{"query":"x","relevant":["a__b"],"relevant_groups":[["a__b"],[]]}`, `queries.jsonl:1: relevant_groups[1] is empty`},
+		{"not json", `not json`, `queries.jsonl:1: not valid JSON at column 2 (invalid character 'o' in literal null (expecting 'u')): each line holds one JSON object`},
+		{"relevant a string", `{"query":"x","relevant":"a__b"}`, `queries.jsonl:1: "relevant" must be a list of strings, not a JSON string`},
+		{"groups a flat list", `{"query":"x","relevant":["a__b"],"relevant_groups":["a__b"]}`, `queries.jsonl:1: "relevant_groups" must be a list of lists of strings, not a JSON string`},
+		{"query a number", `{"query":5,"relevant":[]}`, `queries.jsonl:1: "query" must be a string, not a JSON number`},
+		{"an array", `["x"]`, `queries.jsonl:1: the line is a JSON array: each line must be one JSON object`},
+		{"no queries", "", `queries.jsonl holds no queries: each line is one query`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -42,13 +43,14 @@ func ReadFile(path string) ([]Tool, error) {
 // (the public benchmarks hold a space in a server key and "&" in a tool
 // name), except that a server name may not contain "__", the ID separator:
 // its tools' IDs would split at the wrong place. A duplicate ID is an error.
-// Every error reads "NAME:LINE: what is wrong", name being the file's.
+// Every error reads "NAME:LINE: what is wrong", name being the file's; a
+// file without a tool is an error too.
 func ReadJSONL(r io.Reader, name string) ([]Tool, error) {
 	var tools []Tool
 	seen := map[string]int{}
 	err := EachLine(r, name, func(line int, b []byte) error {
 		var jt jsonlTool
-		if err := json.Unmarshal(b, &jt); err != nil {
+		if err := DecodeLine(b, &jt); err != nil {
 			return err
 		}
 		if jt.Server == nil || *jt.Server == "" {
@@ -62,6 +64,9 @@ func ReadJSONL(r io.Reader, name string) ([]Tool, error) {
 		}
 		t := Tool{Server: *jt.Server, Name: *jt.Name, Title: jt.Title, Description: jt.Description}
 		if s := bytes.TrimSpace(jt.InputSchema); len(s) > 0 && !bytes.Equal(s, []byte("null")) {
+			if s[0] != '{' {
+				return fmt.Errorf(`"input_schema" of %q must be a JSON Schema object like {"type": "object", "properties": {...}}, or null`, t.ID())
+			}
 			t.InputSchema = slices.Clone(s)
 		}
 		if a := bytes.TrimSpace(jt.Annotations); len(a) > 0 && !bytes.Equal(a, []byte("null")) {
@@ -77,6 +82,9 @@ func ReadJSONL(r io.Reader, name string) ([]Tool, error) {
 		tools = append(tools, t)
 		return nil
 	})
+	if err == nil && len(tools) == 0 {
+		err = fmt.Errorf(`%s holds no tools: each line is one tool, {"server": "...", "name": "...", "description": "...", "input_schema": {...}}`, name)
+	}
 	return tools, err
 }
 
@@ -101,4 +109,84 @@ func EachLine(r io.Reader, name string, f func(line int, b []byte) error) error 
 		return fmt.Errorf("%s:%d: %w", name, line+1, err)
 	}
 	return nil
+}
+
+// DecodeLine decodes one line of a JSON-lines file into v (a struct),
+// saying what is wrong in the file's terms rather than Go's: where the
+// JSON breaks, a key of the wrong type by its name and what it must be,
+// or a line that is not an object.
+func DecodeLine(b []byte, v any) error {
+	err := json.Unmarshal(b, v)
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("not valid JSON at column %d (%v): each line holds one JSON object", se.Offset, se)
+	case errors.As(err, &te) && te.Field == "":
+		return fmt.Errorf("the line is a JSON %s: each line must be one JSON object", te.Value)
+	case errors.As(err, &te):
+		return fmt.Errorf("%q must be %s, not a JSON %s", te.Field, jsonKind(fieldType(v, te.Field, te.Type)), te.Value)
+	}
+	return err
+}
+
+// fieldType is the declared type of v's top-level field whose JSON key is
+// key (a wrong element of a list is reported with the element's type: the
+// message names the whole field's), else t.
+func fieldType(v any, key string, t reflect.Type) reflect.Type {
+	st := reflect.TypeOf(v)
+	for st != nil && st.Kind() == reflect.Pointer {
+		st = st.Elem()
+	}
+	if st == nil || st.Kind() != reflect.Struct {
+		return t
+	}
+	for i := range st.NumField() {
+		f := st.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == key {
+			return f.Type
+		}
+	}
+	return t
+}
+
+// jsonKind names what a Go type holds, in JSON's words.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	case reflect.Slice, reflect.Array:
+		return "a list of " + jsonPlural(t.Elem())
+	}
+	n := jsonNoun(t)
+	if n == "object" {
+		return "an object"
+	}
+	return "a " + n
+}
+
+func jsonPlural(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonPlural(t.Elem())
+	case reflect.Slice, reflect.Array:
+		return "lists of " + jsonPlural(t.Elem())
+	}
+	return jsonNoun(t) + "s"
+}
+
+func jsonNoun(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonNoun(t.Elem())
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return "number"
+	}
+	return "object"
 }

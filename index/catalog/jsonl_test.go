@@ -38,7 +38,12 @@ func TestReadJSONL(t *testing.T) {
 
 func TestReadJSONLErrors(t *testing.T) {
 	tests := []struct{ name, in, want string }{
-		{"bad json", `{"server":"a","name":"b"}` + "\n" + `{"server":`, "tools.jsonl:2: unexpected end of JSON input"},
+		{"bad json", `{"server":"a","name":"b"}` + "\n" + `{"server":`, "tools.jsonl:2: not valid JSON at column 10 (unexpected end of JSON input): each line holds one JSON object"},
+		{"unquoted key", `{"server": "a", name: "x"}`, "tools.jsonl:1: not valid JSON at column 17 (invalid character 'n' looking for beginning of object key string)"},
+		{"not an object", `["a","b"]`, "tools.jsonl:1: the line is a JSON array: each line must be one JSON object"},
+		{"server not a string", `{"server":["a"],"name":"b"}`, `tools.jsonl:1: "server" must be a string, not a JSON array`},
+		{"schema not an object", `{"server":"a","name":"b","input_schema":"x"}`, `tools.jsonl:1: "input_schema" of "a__b" must be a JSON Schema object`},
+		{"no tools", "\n  \n", `tools.jsonl holds no tools: each line is one tool`},
 		{"no server", "\n\n" + `{"name":"b"}`, `tools.jsonl:3: missing "server"`},
 		{"no name", `{"server":"a"}`, `tools.jsonl:1: missing "name"`},
 		{"separator in server", `{"server":"a__b","name":"c"}`, `tools.jsonl:1: server "a__b" contains "__"`},

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -293,6 +294,22 @@ func openLearnStore(g *globals, log *slog.Logger) (*learn.Store, error) {
 	return learn.Open(learnDir(g), &learn.Options{Logger: log})
 }
 
+// learnedServers says which servers have learned pairs (after a reset of
+// one that had none: a misspelt name forgets nothing).
+func learnedServers(store *learn.Store) string {
+	var servers []string
+	for _, p := range store.Pairs() {
+		if srv, _, err := catalog.SplitID(p.Tool); err == nil && !slices.Contains(servers, srv) {
+			servers = append(servers, srv)
+		}
+	}
+	if len(servers) == 0 {
+		return "no server has learned pairs"
+	}
+	slices.Sort(servers)
+	return "servers with learned pairs: " + strings.Join(servers, ", ")
+}
+
 func runLearn(_ context.Context, g *globals, f *learnFlags, out io.Writer) error {
 	switch {
 	case f.reset && f.queries != "":
@@ -323,6 +340,9 @@ func runLearn(_ context.Context, g *globals, f *learnFlags, out io.Writer) error
 			what = fmt.Sprintf("server %s's tools", f.server)
 		}
 		fmt.Fprintf(out, "forgot %d learned pairs of %s\n", n, what)
+		if n == 0 && f.server != "" {
+			fmt.Fprintln(out, learnedServers(store))
+		}
 		return nil
 	case f.queries != "":
 		qs, err := search.LoadQueries(f.queries)

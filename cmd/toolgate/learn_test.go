@@ -70,7 +70,8 @@ func TestLearningFromUseEndToEnd(t *testing.T) {
 	}
 	cs.Close()
 
-	if out := learnCmd("--reset", "--server", "filesystem"); !strings.Contains(out, "forgot 0 learned pairs of server filesystem's tools") {
+	learnedServer, _, _ := strings.Cut(tool, "__")
+	if out := learnCmd("--reset", "--server", "filesystem"); !strings.Contains(out, "forgot 0 learned pairs of server filesystem's tools\nservers with learned pairs: "+learnedServer+"\n") {
 		t.Errorf("reset of another server: %q", out)
 	}
 	if out := learnCmd("--reset"); !strings.Contains(out, "forgot 1 learned pairs") {

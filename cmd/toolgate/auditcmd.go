@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/user"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/shellword"
 )
 
 func init() { register(newAuditCmd) }
@@ -68,6 +70,9 @@ func newAuditTailCmd(g *globals) *cobra.Command {
 const auditFollowPoll = 250 * time.Millisecond
 
 func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditTailFlags) error {
+	if f.n < 0 {
+		return usageError{fmt.Errorf("--lines %d: want 0 (every record) or more", f.n)}
+	}
 	maxFiles := 0
 	if f.config != "" {
 		cfg, err := config.Load(f.config)
@@ -94,6 +99,9 @@ func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditT
 	for _, r := range recs {
 		print(r)
 	}
+	if len(recs) == 0 {
+		fmt.Fprintf(stderr, "toolgate: %s\n", noAuditRecords(dirs.Audit(g.DataDir()), maxFiles, f.filter))
+	}
 	if n := rd.Skipped(); n > 0 {
 		fmt.Fprintf(stderr, "toolgate: warning: %d line(s) of the audit log (%s) are not records (cut short by a crash or a full disk, or edited by hand): left out\n", n, dirs.Audit(g.DataDir()))
 	}
@@ -101,6 +109,38 @@ func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditT
 		return nil
 	}
 	return rd.Follow(ctx, auditFollowPoll, print)
+}
+
+// noAuditRecords says why `audit tail` printed nothing: no log in this
+// data folder (often the wrong folder), or no record that the filter lets
+// through.
+func noAuditRecords(path string, maxFiles int, f audit.Filter) string {
+	if maxFiles <= 0 {
+		maxFiles = audit.DefaultMaxFiles
+	}
+	exists := false
+	for i := 0; i <= maxFiles && !exists; i++ {
+		p := path
+		if i > 0 {
+			p = audit.Rotated(path, i)
+		}
+		_, err := os.Stat(p)
+		exists = err == nil
+	}
+	if !exists {
+		return fmt.Sprintf("no audit log at %s: a gateway serving with this data folder writes it (--data-dir, $TOOLGATE_DATA_DIR or the config's dataDir choose the folder)", path)
+	}
+	var by []string
+	if f.Key != "" {
+		by = append(by, shellword.Join("--key", f.Key))
+	}
+	if f.Tool != "" {
+		by = append(by, shellword.Join("--tool", f.Tool))
+	}
+	if len(by) == 0 {
+		return fmt.Sprintf("the audit log at %s holds no records yet", path)
+	}
+	return fmt.Sprintf("no record of the audit log at %s matches %s", path, strings.Join(by, " "))
 }
 
 // auditCommand records a management action taken from the command line in

@@ -178,6 +178,50 @@ func TestAuditTailTornLine(t *testing.T) {
 	}
 }
 
+// TestAuditTailSaysWhyNothing: `audit tail` that prints no record says
+// why on stderr: no log in that data folder (the wrong --data-dir, most
+// often), a log with no record yet, or a filter that nothing passes.
+func TestAuditTailSaysWhyNothing(t *testing.T) {
+	data := t.TempDir()
+	path := dirs.Audit(data)
+	tail := func(f auditTailFlags) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if err := runAuditTail(context.Background(), &globals{dataDir: data}, &out, &errOut, f); err != nil {
+			t.Fatal(err)
+		}
+		if out.Len() > 0 {
+			t.Fatalf("audit tail printed %q, want no record", out.String())
+		}
+		return errOut.String()
+	}
+	if got, want := tail(auditTailFlags{n: 10}), "toolgate: no audit log at "+path+": a gateway serving with this data folder writes it"; !strings.HasPrefix(got, want) {
+		t.Errorf("no log: stderr %q, want %q…", got, want)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := tail(auditTailFlags{}), "toolgate: the audit log at "+path+" holds no records yet\n"; got != want {
+		t.Errorf("empty log: stderr %q, want %q", got, want)
+	}
+	if err := audit.Append(path, audit.Record{Action: "keys create", Key: "ci", Decision: audit.Allowed, Outcome: audit.OK}); err != nil {
+		t.Fatal(err)
+	}
+	f := auditTailFlags{n: 10}
+	f.filter.Key = "no one"
+	if got, want := tail(f), "toolgate: no record of the audit log at "+path+" matches --key 'no one'\n"; got != want {
+		t.Errorf("filter: stderr %q, want %q", got, want)
+	}
+	var out, errOut bytes.Buffer
+	err := runAuditTail(context.Background(), &globals{dataDir: data}, &out, &errOut, auditTailFlags{n: -1})
+	if ue := (usageError{}); !errors.As(err, &ue) || !strings.Contains(err.Error(), "--lines -1: want 0 (every record) or more") {
+		t.Errorf("-n -1: %v, want a usage error", err)
+	}
+}
+
 // TestIndexOnFreshDataFolder: the first `toolgate index` of a data folder
 // that does not exist yet stores its vectors in the embedding cache, so a
 // rebuild finds them there. Its cache used to find no folder, log a storage

@@ -125,7 +125,7 @@ func DecodeLine(b []byte, v any) error {
 	case errors.As(err, &te) && te.Field == "":
 		return fmt.Errorf("the line is a JSON %s: each line must be one JSON object", te.Value)
 	case errors.As(err, &te):
-		return fmt.Errorf("%q must be %s, not a JSON %s", te.Field, jsonKind(fieldType(v, te.Field, te.Type)), te.Value)
+		return fmt.Errorf("%q must be %s, not a JSON %s", te.Field, jsonKind(fieldType(v, te.Field, te.Type), false), te.Value)
 	}
 	return err
 }
@@ -150,35 +150,30 @@ func fieldType(v any, key string, t reflect.Type) reflect.Type {
 	return t
 }
 
-// jsonKind names what a Go type holds, in JSON's words.
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Pointer:
-		return jsonKind(t.Elem())
-	case reflect.Slice, reflect.Array:
-		return "a list of " + jsonPlural(t.Elem())
+// jsonKind names what a Go type holds, in JSON's words ("a list of
+// strings"); plural for the things a list holds ("strings").
+func jsonKind(t reflect.Type, plural bool) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+		if plural {
+			return "lists of " + jsonKind(t.Elem(), true)
+		}
+		return "a list of " + jsonKind(t.Elem(), true)
 	}
 	n := jsonNoun(t)
-	if n == "object" {
+	switch {
+	case plural:
+		return n + "s"
+	case n == "object":
 		return "an object"
 	}
 	return "a " + n
 }
 
-func jsonPlural(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Pointer:
-		return jsonPlural(t.Elem())
-	case reflect.Slice, reflect.Array:
-		return "lists of " + jsonPlural(t.Elem())
-	}
-	return jsonNoun(t) + "s"
-}
-
 func jsonNoun(t reflect.Type) string {
 	switch t.Kind() {
-	case reflect.Pointer:
-		return jsonNoun(t.Elem())
 	case reflect.String:
 		return "string"
 	case reflect.Bool:

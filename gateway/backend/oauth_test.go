@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend/oauth/oauthtest"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/storage/storagetest"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -392,6 +393,38 @@ func TestOAuthLogoutWhileUp(t *testing.T) {
 // login in memory (its file going with the folder is no logout), a refresh
 // works and keeps the new token in memory, the login writer reports the
 // fault; once the folder is back the next refresh is saved there.
+// TestOAuthDataFolderRemovedAfterCheck: a data folder removed between the
+// logins' check and a refresh's write (the lock file, the login) is not
+// made again: the refresh fails instead, and the folder stays gone.
+func TestOAuthDataFolderRemovedAfterCheck(t *testing.T) {
+	e := newOAuthServers(t, config.TypeHTTP, true)
+	w := storage.New(e.data, nil).Writer("logins", "refreshed tokens are kept in memory only")
+	tokens := oauth.NewTokens(e.store, &oauth.Options{
+		Logger: e.logs.Logger(),
+		Now:    e.clock.Now,
+		// No look at the login file in this test: a look would find it
+		// gone and, with a check that always passes, take it for a logout.
+		PollInterval: 24 * time.Hour,
+		Storage:      storagetest.CheckedBefore(w),
+	})
+	t.Cleanup(func() { tokens.Close() })
+	o := testOptions(e.logs)
+	o.Auth = tokens
+	e.pool = startPool(t, []config.Server{{Name: "demo", Type: config.TypeHTTP, URL: e.rs.URL}}, o)
+	first := e.stored(t)
+	e.echo(t, "logged in")
+	if err := os.RemoveAll(e.data); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Until(first.Token.Expiry) - 30*time.Second)
+	if _, err := e.pool.CallTool(context.Background(), "demo", "echo", map[string]any{"text": "refresh"}); err == nil {
+		t.Error("the call went through a refresh that could not take the login's lock")
+	}
+	if _, err := os.Stat(e.data); !os.IsNotExist(err) {
+		t.Errorf("the data folder was made again: %v", err)
+	}
+}
+
 func TestOAuthDataFolderGone(t *testing.T) {
 	var w *storage.Writer
 	e := newOAuthEnvWith(t, config.TypeHTTP, true, func(data string) oauth.Storage {

@@ -47,9 +47,11 @@ type benchFlags struct {
 	toolgate string
 	// clientTools is the catalog size of the client section.
 	clientTools int
+	// soakSessions is how many client sessions the soak section runs.
+	soakSessions int
 }
 
-var benchSections = []string{"index", "search", "execute", "startup", "tokens", "client"}
+var benchSections = []string{"index", "search", "execute", "startup", "tokens", "client", "soak"}
 
 func (f *benchFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
@@ -63,6 +65,7 @@ func (f *benchFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.repeats, "repeats", 3, "start-up measurements per size")
 	fl.StringVar(&f.toolgate, "toolgate", defaultToolgate(), "the toolgate binary measured as the gateway (execute, startup, client)")
 	fl.IntVar(&f.clientTools, "client-tools", 10000, "synthetic catalog size of the client section (issue 18's five figures)")
+	fl.IntVar(&f.soakSessions, "soak-sessions", 2000, "client sessions of the soak section, after its warm-up")
 }
 
 // row is one line of the table.
@@ -105,8 +108,8 @@ func runBench(ctx context.Context, g *globals, f benchFlags, out io.Writer) erro
 		}
 		sizes = append(sizes, n)
 	}
-	if f.queries < 8 || f.calls < 16 || f.embedMax < 1 || f.repeats < 1 || (want["client"] && f.clientTools < 1) {
-		return usageError{errors.New("--queries ≥ 8, --calls ≥ 16, --embed-max ≥ 1, --repeats ≥ 1, --client-tools ≥ 1")}
+	if f.queries < 8 || f.calls < 16 || f.embedMax < 1 || f.repeats < 1 || (want["client"] && f.clientTools < 1) || (want["soak"] && f.soakSessions < 10) {
+		return usageError{errors.New("--queries ≥ 8, --calls ≥ 16, --embed-max ≥ 1, --repeats ≥ 1, --client-tools ≥ 1, --soak-sessions ≥ 10")}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -115,7 +118,7 @@ func runBench(ctx context.Context, g *globals, f benchFlags, out io.Writer) erro
 	b := &bench{g: g, f: f, self: self, log: func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
 	}}
-	if want["execute"] || want["startup"] || want["client"] {
+	if want["execute"] || want["startup"] || want["client"] || want["soak"] {
 		if b.toolgate, err = exec.LookPath(f.toolgate); err != nil {
 			return usageError{fmt.Errorf("--toolgate %s: %w (build it with `make build`, or name the toolgate binary to measure)", f.toolgate, err)}
 		}
@@ -161,6 +164,7 @@ func runBench(ctx context.Context, g *globals, f benchFlags, out io.Writer) erro
 		{"startup", b.startup},
 		{"tokens", b.tokens},
 		{"client", b.client},
+		{"soak", b.soak},
 	}
 	for _, s := range steps {
 		if !want[s.name] {

@@ -61,8 +61,8 @@ func benchGlobals(t *testing.T) *globals {
 // figures themselves are never asserted.
 func TestBenchSmoke(t *testing.T) {
 	g := benchGlobals(t)
-	f := benchFlags{sections: "search,execute,tokens,client", sizes: "100", queries: 8, calls: 16, embedMax: 50, repeats: 1,
-		clientTools: 40, workDir: t.TempDir(), toolgate: buildToolgate(t)}
+	f := benchFlags{sections: "search,execute,tokens,client,soak", sizes: "100", queries: 8, calls: 16, embedMax: 50, repeats: 1,
+		clientTools: 40, soakSessions: 20, workDir: t.TempDir(), toolgate: buildToolgate(t)}
 	var out bytes.Buffer
 	if err := runBench(context.Background(), g, f, &out); err != nil {
 		if strings.Contains(err.Error(), "needs the embedding model") {
@@ -79,6 +79,8 @@ func TestBenchSmoke(t *testing.T) {
 		"| client ", "cold indexing: `toolgate index --config`, 40 tools, empty data folder", "search_tools end to end over stdio, p50 / p99",
 		"warm start: spawn of `toolgate serve` → first search_tools answer", "peak RSS (VmHWM) of serve over 400 searches", "as the backends connect",
 		"execute_tool added over a direct stdio call, p50",
+		"| soak ", "goroutines of serve, after 50 warm-up sessions → after 20 more", "open file descriptors of serve", "heap in use of serve",
+		"resident memory of serve", "2 of them also restarting a backend",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
@@ -94,6 +96,7 @@ func TestBenchUsage(t *testing.T) {
 		{sections: "tokens", sizes: "100", queries: 1, calls: 16, embedMax: 1, repeats: 1},
 		{sections: "execute", sizes: "100", queries: 8, calls: 16, embedMax: 1, repeats: 1, toolgate: missing},
 		{sections: "client", sizes: "100", queries: 8, calls: 16, embedMax: 1, repeats: 1, clientTools: 0},
+		{sections: "soak", sizes: "100", queries: 8, calls: 16, embedMax: 1, repeats: 1, soakSessions: 5},
 	} {
 		var ue usageError
 		err := runBench(context.Background(), &globals{}, f, &bytes.Buffer{})

@@ -50,7 +50,7 @@ func newRootCmd() *cobra.Command {
 	g := &globals{}
 	f := benchFlags{}
 	cmd := &cobra.Command{
-		Use:   "toolgate-bench [--sections index,search,execute,startup,tokens,client] [--sizes 100,1000,10000,50000]",
+		Use:   "toolgate-bench [--sections index,search,execute,startup,tokens,client,soak] [--sizes 100,1000,10000,50000]",
 		Short: "Measure search latency, execute_tool overhead, indexing, start-up, memory and token economy; print one table",
 		Long: `Run the performance suite on synthetic catalogs (index/indextest, fixed seed)
 and print one table. Every process measured is real: the backends are this
@@ -67,7 +67,11 @@ five figures as a client lives them, on --client-tools tools served by four
 stdio backends: "toolgate index --config" from an empty data folder, then
 "toolgate serve" spawned --repeats times and driven over stdio: spawn to
 first search_tools answer, 200 searches' p50/p99, VmHWM after them, and
-execute_tool's p50 over a direct call).
+execute_tool's p50 over a direct call), soak ("toolgate serve --http" over
+--soak-sessions client sessions, every tenth restarting, disabling and
+enabling a backend: its goroutines, open descriptors, heap and resident
+memory from its GET /metrics, after a warm-up, at each fifth and at the
+end).
 
 Real MiniLM vectors are computed for at most --embed-max tools of a catalog;
 a larger catalog reuses those vectors for its other tools (the search cost

@@ -82,7 +82,8 @@ func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditT
 		g.applyConfig(cfg.Toolgate)
 		maxFiles = cfg.Toolgate.Audit.MaxFiles
 	}
-	rd := audit.NewReader(dirs.Audit(g.DataDir()), maxFiles, f.filter)
+	path := dirs.Audit(g.DataDir())
+	rd := audit.NewReader(path, maxFiles, f.filter)
 	defer rd.Close()
 	recs, err := rd.Tail(f.n)
 	if err != nil {
@@ -100,10 +101,10 @@ func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditT
 		print(r)
 	}
 	if len(recs) == 0 {
-		fmt.Fprintf(stderr, "toolgate: %s\n", noAuditRecords(dirs.Audit(g.DataDir()), maxFiles, f.filter))
+		fmt.Fprintf(stderr, "toolgate: %s\n", noAuditRecords(path, maxFiles, f.filter))
 	}
 	if n := rd.Skipped(); n > 0 {
-		fmt.Fprintf(stderr, "toolgate: warning: %d line(s) of the audit log (%s) are not records (cut short by a crash or a full disk, or edited by hand): left out\n", n, dirs.Audit(g.DataDir()))
+		fmt.Fprintf(stderr, "toolgate: warning: %d line(s) of the audit log (%s) are not records (cut short by a crash or a full disk, or edited by hand): left out\n", n, path)
 	}
 	if !f.follow {
 		return nil

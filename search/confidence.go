@@ -91,6 +91,15 @@ const (
 // DefaultMinConfidence is Options.MinConfidence's default.
 const DefaultMinConfidence = 0.09
 
+// EffectiveMinConfidence is the threshold Options.MinConfidence v means:
+// DefaultMinConfidence for 0, else v (negative: never NoMatch).
+func EffectiveMinConfidence(v float64) float64 {
+	if v == 0 {
+		return DefaultMinConfidence
+	}
+	return v
+}
+
 // confidence of a hit with the given raw cosine and coverage; vectors says
 // whether the cosine exists.
 func confidence(cosine, coverage float64, vectors, exact bool) float64 {

@@ -292,6 +292,24 @@ func (m Metrics) Named() []Metric {
 	return out
 }
 
+// Abstains is Named's abstain rates alone: false_abstain_rate,
+// abstainLostHit@1 and, with no-answer queries, abstain_rate.
+func (m Metrics) Abstains() []Metric {
+	keep := map[string]bool{}
+	for _, s := range m.slots() {
+		if s.v == &m.FalseAbstainRate || s.v == &m.AbstainLostHit1 || s.v == &m.AbstainRate {
+			keep[s.name] = true
+		}
+	}
+	var out []Metric
+	for _, nm := range m.Named() {
+		if keep[nm.Name] {
+			out = append(out, nm)
+		}
+	}
+	return out
+}
+
 // MarshalJSON writes Named as one object, in report order.
 func (m Metrics) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
@@ -419,15 +437,61 @@ type Report struct {
 	// when the ranking was empty, NoMatchFirst for a no-answer query
 	// answered with NoMatch.
 	Firsts []string
+	// Confidences holds each query's best confidence (the highest of its
+	// hits'; 0 for an empty ranking), in query order: what At reads.
+	Confidences []float64
+
+	qs     []BenchQuery
+	scores []QueryMetrics // each query's, Abstained not set
+	ranked [][]string     // each query's ranking (IDs, at most EvalDepth)
+}
+
+// judge sets Metrics, Misses and Firsts from the rankings, with the
+// queries abstained says were answered with NoMatch.
+func (r *Report) judge(abstained func(i int) bool) {
+	per := make([]QueryMetrics, len(r.qs))
+	r.Misses, r.Firsts = nil, make([]string, len(r.qs))
+	for i, q := range r.qs {
+		ids := r.ranked[i]
+		m := r.scores[i]
+		m.Abstained = abstained(i)
+		per[i] = m
+		if len(ids) > 0 {
+			r.Firsts[i] = ids[0]
+		}
+		top := ids[:min(5, len(ids))]
+		switch {
+		case q.NoAnswer() && m.Abstained:
+			r.Firsts[i] = NoMatchFirst
+		case q.NoAnswer():
+			r.Misses = append(r.Misses, Miss{Query: q, Top: top})
+		case m.Hit5 == 0:
+			r.Misses = append(r.Misses, Miss{Query: q, Rank: m.FirstRelevantRank, Top: top})
+		}
+	}
+	r.Metrics = Average(per)
+}
+
+// At is the report that searches with the threshold minConfidence would
+// have given: the same rankings, answered with NoMatch where the best
+// confidence is below it (never, when it is negative; 0 is the threshold
+// 0 here, not Options' default). It
+// is exact for any threshold up to the one the searches ran with: the
+// rankings do not depend on it, and a query's parts, which can only raise
+// its confidence, were embedded wherever it fell below that one (parts.go).
+// toolgate eval --thresholds reads every threshold from one run this way.
+func (r Report) At(minConfidence float64) Report {
+	r.judge(func(i int) bool { return minConfidence >= 0 && r.Confidences[i] < minConfidence })
+	return r
 }
 
 // Evaluate runs every query through s in mode and scores the rankings.
 // It fails if the searcher answers in another mode (degraded), so a figure
 // is never reported under the wrong name.
 func Evaluate(ctx context.Context, s Ranker, qs []BenchQuery, mode Mode) (Report, error) {
-	per := make([]QueryMetrics, 0, len(qs))
 	lat := make([]time.Duration, 0, len(qs))
-	rep := Report{Mode: mode}
+	rep := Report{Mode: mode, qs: qs}
+	noMatch := make([]bool, 0, len(qs))
 	for _, q := range qs {
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -443,32 +507,21 @@ func Evaluate(ctx context.Context, s Ranker, qs []BenchQuery, mode Mode) (Report
 		}
 		rep.Mode = res.Mode
 		ids := make([]string, len(res.Hits))
+		best := 0.0
 		for i, h := range res.Hits {
 			ids[i] = h.Tool.ID()
+			best = max(best, h.Confidence)
 		}
-		first := ""
-		if len(ids) > 0 {
-			first = ids[0]
+		score := QueryMetrics{NoAnswer: true}
+		if !q.NoAnswer() {
+			score = Score(ids, q)
 		}
-		if q.NoAnswer() && res.NoMatch {
-			first = NoMatchFirst
-		}
-		rep.Firsts = append(rep.Firsts, first)
-		if q.NoAnswer() {
-			per = append(per, QueryMetrics{NoAnswer: true, Abstained: res.NoMatch})
-			if !res.NoMatch {
-				rep.Misses = append(rep.Misses, Miss{Query: q, Top: ids[:min(5, len(ids))]})
-			}
-			continue
-		}
-		m := Score(ids, q)
-		m.Abstained = res.NoMatch
-		per = append(per, m)
-		if m.Hit5 == 0 {
-			rep.Misses = append(rep.Misses, Miss{Query: q, Rank: m.FirstRelevantRank, Top: ids[:min(5, len(ids))]})
-		}
+		rep.ranked = append(rep.ranked, ids)
+		rep.scores = append(rep.scores, score)
+		rep.Confidences = append(rep.Confidences, best)
+		noMatch = append(noMatch, res.NoMatch)
 	}
-	rep.Metrics = Average(per)
+	rep.judge(func(i int) bool { return noMatch[i] })
 	rep.LatencyP50 = perf.Percentile(lat, 50)
 	rep.LatencyP95 = perf.Percentile(lat, 95)
 	return rep, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -251,4 +252,56 @@ func (f noMatchSearcher) Search(_ context.Context, q search.Query) (search.Resul
 		hits = append(hits, search.Hit{Tool: catalog.Tool{Server: s, Name: n}})
 	}
 	return search.Result{Hits: hits, Mode: search.ModeBM25, NoMatch: f[q.Text].noMatch}, nil
+}
+
+// Report.At(t) on a run at a higher threshold is the run at t: the same
+// metrics, firsts and misses, for every t up to the one searched with,
+// including a query whose parts, embedded only below the threshold, raise
+// its confidence past some of them (TestPartsConfidence's), and no-answer
+// queries.
+func TestReportAtIsARunAtThatThreshold(t *testing.T) {
+	tools := append(slices.Clone(testCatalog),
+		catalog.Tool{Server: "voice", Name: "text_to_speech", Description: "Convert text to speech audio."})
+	emb := &hashEmbedder{}
+	qs := []search.BenchQuery{
+		{Query: "read the contents of a file", Relevant: []string{"fs__read_file"}, Line: 1},
+		{Query: "yesterday my neighbour Peter told me a very long story about his summer holiday in the mountains, with his sister, her husband and their three dogs, convert text to speech", Relevant: []string{"voice__text_to_speech"}, Line: 2},
+		{Query: "commit my changes, then show the status", Relevant: []string{"git__git_commit"}, Line: 3},
+		{Query: "book a flight to Paris", Relevant: []string{}, Line: 4},
+		{Query: "zzz qqq", Relevant: []string{}, Line: 5},
+		{Query: "search the knowledge graph for people", Relevant: []string{"memory__search_nodes"}, Line: 6},
+	}
+	run := func(min float64) search.Report {
+		t.Helper()
+		// Steps off: the parts are then embedded only below the threshold.
+		e := search.New(build(t, tools, emb), emb, &search.Options{MinConfidence: min, StepWeight: -1}) // Close closes the index
+		defer e.Close()
+		rep, err := search.Evaluate(context.Background(), e, qs, search.ModeHybrid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	const top = 0.9
+	all := run(top)
+	abstains := map[float64]bool{}
+	for _, min := range []float64{-1, 0.01, 0.05, 0.09, 0.2, 0.3, 0.5, 0.7, top} {
+		want, got := run(min), all.At(min)
+		if diff := cmp.Diff(want.Metrics, got.Metrics); diff != "" {
+			t.Errorf("At(%v): metrics (-run at it +At):\n%s", min, diff)
+		}
+		if diff := cmp.Diff(want.Firsts, got.Firsts); diff != "" {
+			t.Errorf("At(%v): firsts (-run at it +At):\n%s", min, diff)
+		}
+		if diff := cmp.Diff(want.Misses, got.Misses); diff != "" {
+			t.Errorf("At(%v): misses (-run at it +At):\n%s", min, diff)
+		}
+		abstains[got.Metrics.FalseAbstainRate+got.Metrics.AbstainRate] = true
+	}
+	if len(abstains) < 3 {
+		t.Errorf("the thresholds gave only %d different abstain rates: the test needs confidences spread across them (%v)", len(abstains), all.Confidences)
+	}
+	if diff := cmp.Diff(all.Metrics, all.At(top).Metrics); diff != "" {
+		t.Errorf("At(the run's own threshold) differs from the run:\n%s", diff)
+	}
 }

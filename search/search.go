@@ -138,9 +138,7 @@ func (o *Options) withDefaults() Options {
 	if out.StepWeight == 0 {
 		out.StepWeight = DefaultStepWeight
 	}
-	if out.MinConfidence == 0 {
-		out.MinConfidence = DefaultMinConfidence
-	}
+	out.MinConfidence = EffectiveMinConfidence(out.MinConfidence)
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.DiscardHandler)
 	}

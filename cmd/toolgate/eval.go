@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -32,6 +36,7 @@ type evalFlags struct {
 	noAnswer       string
 	learnFrom      string
 	minConfidence  float64
+	thresholds     []float64
 	stepWeight     float64
 	limitQueries   int
 	candidates     int
@@ -55,7 +60,8 @@ of a search whose query vector is in the cache (ranking plus cache lookup).
 
 With --json, each mode prints one line:
 {"dataset","mode","tools","queries","metrics":{"hit@1",…,"ndcg@10"},"latencyMs":{"p50","p95"}}
-with metrics as fractions 0–1.`,
+with metrics as fractions 0–1 (and "thresholds":[{"minConfidence",
+"false_abstain_rate","abstainLostHit@1","abstain_rate"},…] with --thresholds).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runEval(cmd.Context(), g, f, cmd.OutOrStdout())
@@ -72,6 +78,7 @@ with metrics as fractions 0–1.`,
 	fl.StringVar(&f.noAnswer, "no-answer", "", "also ask the queries of this file (bench JSONL, e.g. another catalog's) as no-answer queries: their right answer is noMatch")
 	fl.StringVar(&f.learnFrom, "learn-from", "", "learn from this log of (query, relevant tools) in the queries format before evaluating, as if each query had led to its tools (it must share no query with --queries)")
 	fl.Float64Var(&f.minConfidence, "min-confidence", 0, fmt.Sprintf("confidence the best hit needs for the answer not to be noMatch (default %v; negative: never noMatch)", search.DefaultMinConfidence))
+	fl.Float64SliceVar(&f.thresholds, "thresholds", nil, "also report the abstain rates at each of these minConfidence values (e.g. 0.05,0.07,0.09,0.12), all read from one run at the largest")
 	fl.Float64Var(&f.stepWeight, "step-weight", 0, fmt.Sprintf("weight of each part's ranking for a query of several steps, against the whole query's (hybrid; default %v; negative: whole queries only)", search.DefaultStepWeight))
 	fl.IntVar(&f.limitQueries, "limit-queries", 0, "use only the first N queries (0: all)")
 	fl.IntVar(&f.candidates, "candidates", 0, fmt.Sprintf("top-N of each signal fused by hybrid and rrf (default %d)", search.DefaultCandidates))
@@ -90,6 +97,31 @@ type evalLine struct {
 	Metrics   search.Metrics     `json:"metrics"`
 	LatencyMS map[string]float64 `json:"latencyMs"`
 	Misses    []evalMiss         `json:"misses,omitempty"`
+	// Thresholds are the abstain rates at each --thresholds value.
+	Thresholds []evalThreshold `json:"thresholds,omitempty"`
+}
+
+// evalThreshold is one threshold's abstain rates, as one object:
+// {"minConfidence": 0.05, "false_abstain_rate": …, "abstainLostHit@1": …,
+// "abstain_rate": …}.
+type evalThreshold struct {
+	MinConfidence float64
+	Rates         []search.Metric
+}
+
+func (t evalThreshold) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"minConfidence":%s`, strconv.FormatFloat(t.MinConfidence, 'g', -1, 64))
+	for _, r := range t.Rates {
+		k, _ := json.Marshal(r.Name)
+		v, err := json.Marshal(r.Value)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, ",%s:%s", k, v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 type evalMiss struct {
@@ -128,6 +160,17 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 	}
 	if f.limitQueries < 0 {
 		return usageError{fmt.Errorf("--limit-queries %d: want 0 (all) or more", f.limitQueries)}
+	}
+	// With --thresholds, every query is searched once at the largest
+	// threshold asked for, and each threshold's report (the main table's
+	// too) is read from those confidences (search.Report.At).
+	threshold := search.EffectiveMinConfidence(f.minConfidence)
+	searchAt := threshold
+	for _, t := range f.thresholds {
+		if t < 0 || t > 1 || math.IsNaN(t) {
+			return usageError{fmt.Errorf("--thresholds: %v is not a confidence from 0 to 1", t)}
+		}
+		searchAt = max(searchAt, t)
 	}
 
 	tools, err := catalog.ReadFile(f.tools)
@@ -216,7 +259,7 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		defer store.Close()
 		usage = store
 	}
-	eng := search.New(ix, emb, &search.Options{Candidates: f.candidates, KeywordNorm: kn, VectorNorm: vn, MinConfidence: f.minConfidence, StepWeight: f.stepWeight, Usage: usage, Logger: log})
+	eng := search.New(ix, emb, &search.Options{Candidates: f.candidates, KeywordNorm: kn, VectorNorm: vn, MinConfidence: searchAt, StepWeight: f.stepWeight, Usage: usage, Logger: log})
 	defer eng.Close()
 	if usage != nil {
 		if err := eng.RefreshLearned(ctx); err != nil {
@@ -238,15 +281,21 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		if err != nil {
 			return fmt.Errorf("mode %s: %w", m, err)
 		}
+		rep = rep.At(threshold)
 		reports = append(reports, rep)
 		if f.json {
-			if err := writeEvalJSON(out, dataset, len(tools), len(qs), rep, f.misses); err != nil {
+			if err := writeEvalJSON(out, dataset, len(tools), len(qs), rep, f.misses, f.thresholds); err != nil {
 				return err
 			}
 		}
 	}
 	if !f.json {
 		writeEvalTable(out, dataset, len(tools), qs, reports)
+		if len(f.thresholds) > 0 {
+			for _, rep := range reports {
+				writeThresholds(out, rep, f.thresholds)
+			}
+		}
 		if f.misses {
 			for _, rep := range reports {
 				writeMisses(out, rep)
@@ -261,11 +310,14 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func writeEvalJSON(out io.Writer, dataset string, tools, queries int, rep search.Report, misses bool) error {
+func writeEvalJSON(out io.Writer, dataset string, tools, queries int, rep search.Report, misses bool, thresholds []float64) error {
 	line := evalLine{
 		Dataset: dataset, Mode: rep.Mode, Tools: tools, Queries: queries,
 		Metrics:   rep.Metrics,
 		LatencyMS: map[string]float64{"p50": ms(rep.LatencyP50), "p95": ms(rep.LatencyP95)},
+	}
+	for _, t := range thresholds {
+		line.Thresholds = append(line.Thresholds, evalThreshold{t, rep.At(t).Metrics.Abstains()})
 	}
 	if misses {
 		line.Misses = []evalMiss{}
@@ -318,6 +370,26 @@ func writeEvalTable(out io.Writer, dataset string, tools int, qs []search.BenchQ
 			row += pct(m.AbstainRate) + "\t"
 		}
 		fmt.Fprintf(tw, "%s%.2f\t%.2f\t\n", row, ms(r.LatencyP50), ms(r.LatencyP95))
+	}
+	tw.Flush()
+}
+
+// writeThresholds prints rep's abstain rates at each threshold, from the
+// same searches.
+func writeThresholds(out io.Writer, rep search.Report, thresholds []float64) {
+	fmt.Fprintf(out, "\n%s: abstain rates by minConfidence (one run, at %v)\n", rep.Mode, slices.Max(thresholds))
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "minConfidence\t"
+	for _, r := range rep.Metrics.Abstains() {
+		head += r.Name + "\t"
+	}
+	fmt.Fprintln(tw, head)
+	for _, t := range thresholds {
+		row := strconv.FormatFloat(t, 'f', -1, 64) + "\t"
+		for _, r := range rep.At(t).Metrics.Abstains() {
+			row += fmt.Sprintf("%.1f\t", 100*r.Value)
+		}
+		fmt.Fprintln(tw, row)
 	}
 	tw.Flush()
 }

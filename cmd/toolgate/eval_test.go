@@ -209,17 +209,25 @@ func TestEvalAllModes(t *testing.T) {
 	}
 }
 
+// writeForeign writes another catalog's queries, for --no-answer: "book a
+// flight to Paris" and second.
+func writeForeign(t *testing.T, second string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "foreign.jsonl")
+	lines := `{"query": "book a flight to Paris", "relevant": ["air__book"]}` + "\n" +
+		`{"query": "` + second + `", "relevant": ["wx__forecast"]}` + "\n"
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // --no-answer adds another file's queries as no-answer queries: the table
 // and the JSON gain the abstain rate, and the ranking metrics stay those of
 // the answerable queries.
 func TestEvalNoAnswer(t *testing.T) {
 	tp, qp := writeBench(t, false)
-	foreign := filepath.Join(t.TempDir(), "foreign.jsonl")
-	if err := os.WriteFile(foreign, []byte(`{"query": "book a flight to Paris", "relevant": ["air__book"]}
-{"query": "weather in Oslo tomorrow", "relevant": ["wx__forecast"]}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	foreign := writeForeign(t, "weather in Oslo tomorrow")
 	var out bytes.Buffer
 	f := &evalFlags{tools: tp, queries: qp, noAnswer: foreign, mode: "bm25", json: true}
 	if err := runEval(context.Background(), evalGlobals(t), f, &out); err != nil {
@@ -265,5 +273,67 @@ func TestEvalExactNames(t *testing.T) {
 	}
 	if got.Dataset != "tiny (exact names)" || got.Queries != 8 || got.Metrics["hit@1"] != 1 {
 		t.Errorf("got %+v, want 8 queries (4 names, 4 IDs) at hit@1 1", got)
+	}
+}
+
+// --thresholds reports each threshold's abstain rates from one run, the
+// same as a run at that --min-confidence gives, and leaves the main
+// metrics those of --min-confidence.
+func TestEvalThresholds(t *testing.T) {
+	tp, qp := writeBench(t, false)
+	foreign := writeForeign(t, "read the weather file in Oslo")
+	type line struct {
+		Metrics    map[string]float64   `json:"metrics"`
+		Thresholds []map[string]float64 `json:"thresholds"`
+	}
+	run := func(f evalFlags) line {
+		t.Helper()
+		f.tools, f.queries, f.noAnswer, f.mode, f.json = tp, qp, foreign, "bm25", true
+		var out bytes.Buffer
+		if err := runEval(context.Background(), evalGlobals(t), &f, &out); err != nil {
+			t.Fatal(err)
+		}
+		var l line
+		if err := json.Unmarshal(out.Bytes(), &l); err != nil {
+			t.Fatalf("%v: %s", err, out.String())
+		}
+		return l
+	}
+	ts := []float64{0.05, 0.1, 0.6, 0.99}
+	swept := run(evalFlags{thresholds: ts})
+	if diff := cmp.Diff(run(evalFlags{}).Metrics, swept.Metrics); diff != "" {
+		t.Errorf("--thresholds changed the main metrics (-without +with):\n%s", diff)
+	}
+	if len(swept.Thresholds) != len(ts) {
+		t.Fatalf("%d thresholds reported, want %d: %v", len(swept.Thresholds), len(ts), swept.Thresholds)
+	}
+	seen := map[float64]bool{}
+	for i, th := range ts {
+		alone := run(evalFlags{minConfidence: th}).Metrics
+		want := map[string]float64{"minConfidence": th}
+		for _, k := range []string{"false_abstain_rate", "abstainLostHit@1", "abstain_rate"} {
+			want[k] = alone[k]
+		}
+		if diff := cmp.Diff(want, swept.Thresholds[i]); diff != "" {
+			t.Errorf("threshold %v (-a run at it +the sweep):\n%s", th, diff)
+		}
+		seen[alone["false_abstain_rate"]+alone["abstain_rate"]] = true
+	}
+	if len(seen) < 3 {
+		t.Errorf("the thresholds gave only %d different abstain rates: the test needs them spread", len(seen))
+	}
+
+	var out bytes.Buffer
+	if err := runEval(context.Background(), evalGlobals(t), &evalFlags{tools: tp, queries: qp, noAnswer: foreign, mode: "bm25", thresholds: ts}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"bm25: abstain rates by minConfidence (one run, at 0.99)", "minConfidence  false_abstain_rate  abstainLostHit@1  abstain_rate", "0.99"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	var ue usageError
+	if err := runEval(context.Background(), evalGlobals(t), &evalFlags{tools: tp, queries: qp, mode: "bm25", thresholds: []float64{1.5}}, &out); !errors.As(err, &ue) || !strings.Contains(err.Error(), "1.5 is not a confidence from 0 to 1") {
+		t.Errorf("--thresholds 1.5: %v, want a usage error", err)
 	}
 }

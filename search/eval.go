@@ -475,11 +475,11 @@ func (r *Report) judge(abstained func(i int) bool) {
 // At is the report that searches with the threshold minConfidence would
 // have given: the same rankings, answered with NoMatch where the best
 // confidence is below it (never, when it is negative; 0 is the threshold
-// 0 here, not Options' default). It
-// is exact for any threshold up to the one the searches ran with: the
-// rankings do not depend on it, and a query's parts, which can only raise
-// its confidence, were embedded wherever it fell below that one (parts.go).
-// toolgate eval --thresholds reads every threshold from one run this way.
+// 0 here, not Options' default). It is exact for any threshold up to the
+// one the searches ran with: the rankings do not depend on it, and a
+// query's parts, which can only raise its confidence, were embedded
+// wherever it fell below that one (parts.go). toolgate eval --thresholds
+// reads every threshold from one run this way.
 func (r Report) At(minConfidence float64) Report {
 	r.judge(func(i int) bool { return minConfidence >= 0 && r.Confidences[i] < minConfidence })
 	return r

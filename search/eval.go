@@ -239,11 +239,13 @@ type Metric struct {
 	Value float64
 }
 
-// metricSlot is one metric's name and field (see slots).
+// metricSlot is one metric's name and field (see slots); abstain marks
+// the abstain rates.
 type metricSlot struct {
-	name string
-	v    *float64
-	kind slotKind
+	name    string
+	v       *float64
+	kind    slotKind
+	abstain bool
 }
 
 // slotKind says which queries a metric needs to exist.
@@ -260,12 +262,12 @@ const (
 // its cut-off ("hit@1", "ndcg@10", "groupRecall@10").
 func (m *Metrics) slots() []metricSlot {
 	return []metricSlot{
-		{"hit@1", &m.Hit1, ranking}, {"hit@5", &m.Hit5, ranking}, {"hit@10", &m.Hit10, ranking},
-		{"recall@5", &m.Recall5, ranking}, {"recall@10", &m.Recall10, ranking},
-		{"mrr@10", &m.MRR10, ranking}, {"ndcg@10", &m.NDCG10, ranking},
-		{"groupRecall@5", &m.GroupRecall5, group}, {"groupRecall@10", &m.GroupRecall10, group},
-		{"false_abstain_rate", &m.FalseAbstainRate, ranking}, {"abstainLostHit@1", &m.AbstainLostHit1, ranking},
-		{"abstain_rate", &m.AbstainRate, noAnswer},
+		{"hit@1", &m.Hit1, ranking, false}, {"hit@5", &m.Hit5, ranking, false}, {"hit@10", &m.Hit10, ranking, false},
+		{"recall@5", &m.Recall5, ranking, false}, {"recall@10", &m.Recall10, ranking, false},
+		{"mrr@10", &m.MRR10, ranking, false}, {"ndcg@10", &m.NDCG10, ranking, false},
+		{"groupRecall@5", &m.GroupRecall5, group, false}, {"groupRecall@10", &m.GroupRecall10, group, false},
+		{"false_abstain_rate", &m.FalseAbstainRate, ranking, true}, {"abstainLostHit@1", &m.AbstainLostHit1, ranking, true},
+		{"abstain_rate", &m.AbstainRate, noAnswer, true},
 	}
 }
 
@@ -274,7 +276,14 @@ func (m *Metrics) slots() []metricSlot {
 // and the false abstain rates, relevant groups for the group recalls,
 // no-answer queries for the abstain rate) or it is not zero (metrics read
 // back from JSON).
-func (m Metrics) Named() []Metric {
+func (m Metrics) Named() []Metric { return m.named(func(metricSlot) bool { return true }) }
+
+// Abstains is Named's abstain rates alone: false_abstain_rate,
+// abstainLostHit@1 and, with no-answer queries, abstain_rate.
+func (m Metrics) Abstains() []Metric { return m.named(func(s metricSlot) bool { return s.abstain }) }
+
+// named is Named, of the slots keep lets through.
+func (m Metrics) named(keep func(metricSlot) bool) []Metric {
 	var out []Metric
 	for _, s := range m.slots() {
 		n := m.Queries
@@ -284,7 +293,7 @@ func (m Metrics) Named() []Metric {
 		case noAnswer:
 			n = m.NoAnswerQueries
 		}
-		if n == 0 && *s.v == 0 {
+		if !keep(s) || n == 0 && *s.v == 0 {
 			continue
 		}
 		out = append(out, Metric{s.name, *s.v})
@@ -292,29 +301,17 @@ func (m Metrics) Named() []Metric {
 	return out
 }
 
-// Abstains is Named's abstain rates alone: false_abstain_rate,
-// abstainLostHit@1 and, with no-answer queries, abstain_rate.
-func (m Metrics) Abstains() []Metric {
-	keep := map[string]bool{}
-	for _, s := range m.slots() {
-		if s.v == &m.FalseAbstainRate || s.v == &m.AbstainLostHit1 || s.v == &m.AbstainRate {
-			keep[s.name] = true
-		}
-	}
-	var out []Metric
-	for _, nm := range m.Named() {
-		if keep[nm.Name] {
-			out = append(out, nm)
-		}
-	}
-	return out
-}
-
 // MarshalJSON writes Named as one object, in report order.
-func (m Metrics) MarshalJSON() ([]byte, error) {
+func (m Metrics) MarshalJSON() ([]byte, error) { return MetricList(m.Named()).MarshalJSON() }
+
+// MetricList is metrics written as one JSON object of their names, in
+// order.
+type MetricList []Metric
+
+func (l MetricList) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
-	for i, nm := range m.Named() {
+	for i, nm := range l {
 		if i > 0 {
 			b.WriteByte(',')
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"os/user"
 	"strconv"
 	"strings"
@@ -101,7 +100,7 @@ func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditT
 		print(r)
 	}
 	if len(recs) == 0 {
-		fmt.Fprintf(stderr, "toolgate: %s\n", noAuditRecords(path, maxFiles, f.filter))
+		fmt.Fprintf(stderr, "toolgate: %s\n", noAuditRecords(path, rd.Found(), f.filter))
 	}
 	if n := rd.Skipped(); n > 0 {
 		fmt.Fprintf(stderr, "toolgate: warning: %d line(s) of the audit log (%s) are not records (cut short by a crash or a full disk, or edited by hand): left out\n", n, path)
@@ -113,22 +112,10 @@ func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditT
 }
 
 // noAuditRecords says why `audit tail` printed nothing: no log in this
-// data folder (often the wrong folder), or no record that the filter lets
-// through.
-func noAuditRecords(path string, maxFiles int, f audit.Filter) string {
-	if maxFiles <= 0 {
-		maxFiles = audit.DefaultMaxFiles
-	}
-	exists := false
-	for i := 0; i <= maxFiles && !exists; i++ {
-		p := path
-		if i > 0 {
-			p = audit.Rotated(path, i)
-		}
-		_, err := os.Stat(p)
-		exists = err == nil
-	}
-	if !exists {
+// data folder (found: the Reader's Found; often the wrong folder), or no
+// record that the filter lets through.
+func noAuditRecords(path string, found bool, f audit.Filter) string {
+	if !found {
 		return fmt.Sprintf("no audit log at %s: a gateway serving with this data folder writes it (--data-dir, $TOOLGATE_DATA_DIR or the config's dataDir choose the folder)", path)
 	}
 	var by []string

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -97,31 +96,10 @@ type evalLine struct {
 	Metrics   search.Metrics     `json:"metrics"`
 	LatencyMS map[string]float64 `json:"latencyMs"`
 	Misses    []evalMiss         `json:"misses,omitempty"`
-	// Thresholds are the abstain rates at each --thresholds value.
-	Thresholds []evalThreshold `json:"thresholds,omitempty"`
-}
-
-// evalThreshold is one threshold's abstain rates, as one object:
-// {"minConfidence": 0.05, "false_abstain_rate": …, "abstainLostHit@1": …,
-// "abstain_rate": …}.
-type evalThreshold struct {
-	MinConfidence float64
-	Rates         []search.Metric
-}
-
-func (t evalThreshold) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `{"minConfidence":%s`, strconv.FormatFloat(t.MinConfidence, 'g', -1, 64))
-	for _, r := range t.Rates {
-		k, _ := json.Marshal(r.Name)
-		v, err := json.Marshal(r.Value)
-		if err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(&b, ",%s:%s", k, v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	// Thresholds are the abstain rates at each --thresholds value, each
+	// {"minConfidence": 0.05, "false_abstain_rate": …, "abstainLostHit@1":
+	// …, "abstain_rate": …}.
+	Thresholds []search.MetricList `json:"thresholds,omitempty"`
 }
 
 type evalMiss struct {
@@ -317,7 +295,7 @@ func writeEvalJSON(out io.Writer, dataset string, tools, queries int, rep search
 		LatencyMS: map[string]float64{"p50": ms(rep.LatencyP50), "p95": ms(rep.LatencyP95)},
 	}
 	for _, t := range thresholds {
-		line.Thresholds = append(line.Thresholds, evalThreshold{t, rep.At(t).Metrics.Abstains()})
+		line.Thresholds = append(line.Thresholds, append(search.MetricList{{Name: "minConfidence", Value: t}}, rep.At(t).Metrics.Abstains()...))
 	}
 	if misses {
 		line.Misses = []evalMiss{}

@@ -38,6 +38,9 @@ type Reader struct {
 	skipped int        // lines read that are not records
 }
 
+// Found reports whether Tail found the log: the file or a rotated one.
+func (rd *Reader) Found() bool { return rd.f != nil || len(rd.seen) > 0 }
+
 // Skipped is how many lines read so far were not records: a line cut short
 // by a crash or a full disk (the gateway starts its next record on a line
 // of its own), or one edited by hand. They are left out.

@@ -34,13 +34,19 @@ func TestJSONOutputsAreCamelCase(t *testing.T) {
 	for cmd, v := range outputs {
 		seen := map[reflect.Type]bool{}
 		var walk func(path string, ty reflect.Type)
+		marshaler := reflect.TypeFor[json.Marshaler]()
+		encodesItself := func(ty reflect.Type) bool {
+			return ty.Implements(marshaler) || reflect.PointerTo(ty).Implements(marshaler)
+		}
 		walk = func(path string, ty reflect.Type) {
-			for ty.Kind() == reflect.Pointer || ty.Kind() == reflect.Slice || ty.Kind() == reflect.Map {
+			// A type that encodes itself (time.Time, search.Metrics,
+			// search.MetricList: a slice) is checked on its own, at any
+			// level of pointers, slices and maps.
+			for !encodesItself(ty) && (ty.Kind() == reflect.Pointer || ty.Kind() == reflect.Slice || ty.Kind() == reflect.Map) {
 				ty = ty.Elem()
 			}
-			marshaler := reflect.TypeFor[json.Marshaler]()
-			if ty.Kind() != reflect.Struct || seen[ty] || ty.Implements(marshaler) || reflect.PointerTo(ty).Implements(marshaler) {
-				return // a type that encodes itself (time.Time, search.Metrics) is checked on its own
+			if ty.Kind() != reflect.Struct || seen[ty] || encodesItself(ty) {
+				return
 			}
 			seen[ty] = true
 			for f := range ty.Fields() {

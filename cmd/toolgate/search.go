@@ -24,6 +24,7 @@ func init() { register(newSearchCmd) }
 type searchFlags struct {
 	mode    string
 	limit   int
+	limitOn bool // --limit given: 0 is then a mistake, not the default
 	server  string
 	json    bool
 	configs []string
@@ -51,9 +52,7 @@ gives. Flags given on the command line win.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cmd.Flags().Changed("limit") && f.limit == 0 {
-				return usageError{errors.New("--limit 0: want 1 or more (leave it out for the default)")}
-			}
+			f.limitOn = cmd.Flags().Changed("limit")
 			return runSearch(cmd.Context(), g, f, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -110,11 +109,11 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 		mode = m
 	}
 	defLimit, maxLimit := gateway.Limits(settings.DefaultLimit, settings.MaxLimit)
-	if f.limit == 0 {
+	if !f.limitOn {
 		f.limit = defLimit
 	}
 	if f.limit < 1 || f.limit > maxLimit {
-		return usageError{fmt.Errorf("--limit %d: want 1 to %d", f.limit, maxLimit)}
+		return usageError{fmt.Errorf("--limit %d: want 1 to %d (leave it out for the default, %d)", f.limit, maxLimit, defLimit)}
 	}
 	ix, err := index.Open(index.Dir(g.DataDir()), &index.Options{Logger: g.logger})
 	if err != nil {

@@ -29,6 +29,8 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"keys", "revoke"}, "keys revoke: accepts 1 arg(s), received 0 (usage: toolgate keys revoke NAME"},
 		{[]string{"import"}, "import: requires at least 1 arg(s), only received 0 (usage: toolgate import FILE..."},
 		{[]string{"status", "extra"}, `unknown command "extra" for "toolgate status"`},
+		{[]string{"search", "--limit", "0", "read file"}, "--limit 0: want 1 to 50 (leave it out for the default, 5)"},
+		{[]string{"search", "--limit", "-3", "read file"}, "--limit -3: want 1 to 50 (leave it out for the default, 5)"},
 		{[]string{"--log-level", "loud", "status"}, `--log-level "loud": want debug, info, warn or error`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -94,7 +94,6 @@ type Cached struct {
 	dir      string
 	log      *slog.Logger
 	st       Storage
-	id       string
 	dim      int
 	inMemory bool
 	queryTTL time.Duration
@@ -158,9 +157,9 @@ func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 	if ttl <= 0 {
 		ttl = DefaultQueryTTL
 	}
-	c := &Cached{inner: inner, dir: dir, log: log, st: st, id: inner.ModelID(), dim: inner.Dim(), inMemory: o.InMemory, queryTTL: ttl}
+	c := &Cached{inner: inner, dir: dir, log: log, st: st, dim: inner.Dim(), inMemory: o.InMemory, queryTTL: ttl}
 	if c.dim <= 0 {
-		return nil, fmt.Errorf("embedding cache: model %s reports dimension %d", c.id, c.dim)
+		return nil, fmt.Errorf("embedding cache: model %s reports dimension %d", inner.ModelID(), c.dim)
 	}
 	if !c.inMemory && st.Check() != nil {
 		return c, nil // pass-through until the folder can take writes
@@ -307,7 +306,8 @@ func (c *Cached) usable(s *store) error {
 // check verifies the format marker and this model's dimension, writing them
 // into an empty store.
 func (c *Cached) check(db *badger.DB) error {
-	dimKey := []byte(keyDimPfx + c.id)
+	id := c.ModelID()
+	dimKey := []byte(keyDimPfx + id)
 	return db.Update(func(txn *badger.Txn) error {
 		item, err := txn.Get(keyFormat)
 		switch {
@@ -329,6 +329,9 @@ func (c *Cached) check(db *badger.DB) error {
 				return fmt.Errorf("%w: format %q, want %q", errForeign, v, cacheFormat)
 			}
 		}
+		if id == "" {
+			return nil // a model not installed yet stores nothing
+		}
 		item, err = txn.Get(dimKey)
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return txn.Set(dimKey, []byte(strconv.Itoa(c.dim)))
@@ -341,7 +344,7 @@ func (c *Cached) check(db *badger.DB) error {
 			return err
 		}
 		if string(v) != strconv.Itoa(c.dim) {
-			return fmt.Errorf("%w: model %s stored with dimension %q, want %d", errForeign, c.id, v, c.dim)
+			return fmt.Errorf("%w: model %s stored with dimension %q, want %d", errForeign, id, v, c.dim)
 		}
 		return nil
 	})
@@ -371,8 +374,10 @@ func (c *Cached) DocumentPrefix() string {
 	return ""
 }
 
-// ModelID is the wrapped model's id.
-func (c *Cached) ModelID() string { return c.id }
+// ModelID is the wrapped model's id, read at each call: it is "" until
+// the files of a model that was not installed arrive (see
+// embed.Options.Background).
+func (c *Cached) ModelID() string { return c.inner.ModelID() }
 
 // Dim is the wrapped model's dimension.
 func (c *Cached) Dim() int { return c.dim }
@@ -382,9 +387,13 @@ func (c *Cached) Stats() CacheStats {
 	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Bad: c.bad.Load(), Skipped: c.skipped.Load()}
 }
 
-func (c *Cached) key(text string) []byte {
+// key is text's key under the model's current ID.
+func (c *Cached) key(text string) []byte { return textKey(c.ModelID(), text) }
+
+// textKey is text's key under model id.
+func textKey(id, text string) []byte {
 	h := sha256.New()
-	h.Write([]byte(c.id))
+	h.Write([]byte(id))
 	h.Write([]byte{0})
 	h.Write([]byte(text))
 	return h.Sum([]byte{keyVecPfx})
@@ -409,8 +418,9 @@ func (c *Cached) EmbedQueries(ctx context.Context, texts []string) ([][]float32,
 func (c *Cached) embed(ctx context.Context, texts []string, ttl time.Duration) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	keys := make([][]byte, len(texts))
+	id := c.ModelID()
 	for i, t := range texts {
-		keys[i] = c.key(t)
+		keys[i] = textKey(id, t)
 	}
 	bad, err := c.lookup(keys, out)
 	if err != nil {
@@ -455,6 +465,11 @@ func (c *Cached) embed(ctx context.Context, texts []string, ttl time.Duration) (
 			out[i] = vecs[j]
 		}
 		newKeys[j] = keys[pos[t][0]]
+	}
+	if c.ModelID() != id {
+		// The model's files arrived during the call: the keys are not
+		// those of the model that made the vectors.
+		return out, nil
 	}
 	c.put(newKeys, vecs, ttl)
 	return out, nil

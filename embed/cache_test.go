@@ -10,8 +10,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -662,5 +664,90 @@ func TestCacheOutOfDescriptors(t *testing.T) {
 	mustEmbed(t, c, "alpha", "beta")
 	if diff := cmp.Diff([]string{"beta"}, inner.texts()); diff != "" {
 		t.Errorf("embedded once descriptors are free (-want +got): %s; alpha was in the cache", diff)
+	}
+}
+
+// lateModel is a model whose files arrive after the cache is opened (see
+// Options.Background): its ID is "" and Embed fails until they have; during
+// runs inside Embed, before it answers.
+type lateModel struct {
+	fakeModel
+	arrived atomic.Bool
+	during  func()
+}
+
+func (l *lateModel) ModelID() string {
+	if l.arrived.Load() {
+		return l.fakeModel.id
+	}
+	return ""
+}
+
+func (l *lateModel) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if l.during != nil {
+		l.during()
+	}
+	if !l.arrived.Load() {
+		return nil, errors.New("model file not found")
+	}
+	return l.fakeModel.Embed(ctx, texts)
+}
+
+// TestCacheModelArrives: a cache opened on a model not installed yet passes
+// its errors on, stores nothing meanwhile, and once the files arrive keys
+// vectors by the model's ID, so a cache reopened on that model finds them.
+// A vector made while the model arrived (its keys computed with the ID
+// "") is not stored.
+func TestCacheModelArrives(t *testing.T) {
+	dir := t.TempDir()
+	late := &lateModel{fakeModel: fakeModel{id: "fake/late@1", dim: 8}}
+	c, err := NewCached(late, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := c.ModelID(); id != "" {
+		t.Errorf("ModelID before the files = %q", id)
+	}
+	if _, err := c.Embed(context.Background(), []string{"a"}); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("Embed before the files: %v, want the model's error", err)
+	}
+	late.during = func() { late.arrived.Store(true) }
+	if got := mustEmbed(t, c, "a"); !slices.Equal(got[0], fakeVector("fake/late@1a", 8)) {
+		t.Errorf("the vector made as the files arrived: %v", got[0])
+	}
+	late.during = nil
+	mustEmbed(t, c, "a", "b") // "a" again: it was not stored under ""
+	mustEmbed(t, c, "a", "b")
+	if diff := cmp.Diff([]string{"a", "a", "b"}, late.texts()); diff != "" {
+		t.Errorf("embedded (-want +got):\n%s", diff)
+	}
+	if id := c.ModelID(); id != "fake/late@1" {
+		t.Errorf("ModelID after the files = %q", id)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	same := &fakeModel{id: "fake/late@1", dim: 8}
+	c, err = NewCached(same, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEmbed(t, c, "a", "b")
+	if n := len(same.texts()); n != 0 {
+		t.Errorf("the reopened cache embedded %v again", same.texts())
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Opened again before a model's files: nothing was stored under "".
+	c, err = NewCached(&lateModel{fakeModel: fakeModel{id: "fake/other@2", dim: 8}}, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if v, err := c.Embed(context.Background(), []string{"a"}); err == nil {
+		t.Errorf("a cache of a model not installed answered %v from what an earlier model stored", v)
 	}
 }

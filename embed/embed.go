@@ -22,7 +22,9 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -67,7 +69,13 @@ type Options struct {
 	// the tokenizer and the ONNX sessions then load in the background,
 	// Embed waits for them, and Ready says how the load went. `toolgate
 	// serve` sets it, so that its index opens and the MCP handshake is
-	// answered while the model loads.
+	// answered while the model loads. With Background, model or tokenizer
+	// files that are not installed yet are not an error either: New
+	// returns an embedder whose Ready and Embed say what is missing (and
+	// whose ModelID is "") until the files are there; it looks for them
+	// every 10 s and loads them as soon as they are (a first start before
+	// `toolgate models fetch`: the gateway used to stay BM25-only until a
+	// restart).
 	Background bool
 	// MaxTokens truncates each text (special tokens included). Default 256,
 	// the model's max_seq_length.
@@ -91,9 +99,10 @@ const Dim = 384
 
 // Embedder embeds text with all-MiniLM-L6-v2. It is safe for concurrent use.
 type Embedder struct {
-	paths    Paths
-	modelID  string
-	modelSHA string
+	paths Paths
+	// ident is the model's sha256 and ID, set once its file is read: at
+	// New, or when files that were missing at New arrive (awaitFiles).
+	ident atomic.Pointer[identity]
 	// From the manifest's model entry: how token vectors become a text
 	// vector, and the prefixes of queries and documents.
 	pooling          string
@@ -218,44 +227,41 @@ func New(opts *Options) (*Embedder, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p, err := Locate(&o)
-	if err != nil {
-		return nil, err
+	p, missing := Locate(&o)
+	var me *MissingError
+	if missing != nil && (!o.Background || !errors.As(missing, &me) || me.Path == p.ORTLib) {
+		return nil, missing
 	}
 	if err := initORT(p.ORTLib); err != nil {
 		return nil, err
 	}
-	// The stamp a fetch wrote beside the model spares hashing it.
-	sum, err := models.StampedSHA256(p.Model)
-	if err != nil {
-		return nil, fmt.Errorf("read model: %w", err)
-	}
 	e := &Embedder{
-		paths:    p,
-		modelSHA: sum,
-		modelID:  fmt.Sprintf("%s/%s@%s", ModelName, p.Variant, sum[:12]),
-		batch:    o.BatchSize,
-		log:      log,
-		pooling:  models.PoolingMean,
-		loaded:   make(chan struct{}),
-		stop:     make(chan struct{}),
+		paths:   p,
+		batch:   o.BatchSize,
+		log:     log,
+		pooling: models.PoolingMean,
+		loaded:  make(chan struct{}),
+		stop:    make(chan struct{}),
 	}
-	spec := models.Manifest().Model
-	if spec.Name == ModelName {
+	if spec := models.Manifest().Model; spec.Name == ModelName {
 		if spec.Pooling != "" {
 			e.pooling = spec.Pooling
 		}
 		e.qPrefix, e.dPrefix = spec.QueryPrefix, spec.DocumentPrefix
 	}
-	if spec.Name == ModelName && len(spec.Inputs) > 0 && spec.Output != "" && spec.Accepts(sum) {
-		// A pinned file: the manifest says what its graph takes.
-		err = e.setInterface(spec.Inputs, []string{spec.Output})
-	} else {
-		err = e.inspect()
+	if missing != nil {
+		// Background, and the model's files are not installed yet.
+		e.loadErr = missing
+		close(e.loaded)
+		log.Warn("semantic ranking is off until the embedding model is installed: search_tools runs BM25-only and says \"mode\": \"bm25\"; its folder is looked at every "+loadRetry.String(), "reason", missing)
+		go e.awaitFiles(o)
+		return e, nil
 	}
+	id, err := e.identify()
 	if err != nil {
 		return nil, err
 	}
+	e.ident.Store(id)
 	if o.Background {
 		go e.load(o)
 		return e, nil
@@ -267,8 +273,91 @@ func New(opts *Options) (*Embedder, error) {
 }
 
 // loadRetry is how often a background load that failed for want of
-// memory or descriptors is tried again.
+// memory or descriptors is tried again, and how often missing model files
+// are looked for.
 var loadRetry = 10 * time.Second
+
+// identity is a model file's sha256 and the ID its vectors carry.
+type identity struct{ sha, id string }
+
+// identify reads the model file's sha256 (the stamp a fetch wrote beside
+// it spares hashing it) and takes its graph's inputs and output: from the
+// manifest for a pinned file, else from the graph.
+func (e *Embedder) identify() (*identity, error) {
+	sum, err := models.StampedSHA256(e.paths.Model)
+	if err != nil {
+		return nil, fmt.Errorf("read model: %w", err)
+	}
+	spec := models.Manifest().Model
+	if spec.Name == ModelName && len(spec.Inputs) > 0 && spec.Output != "" && spec.Accepts(sum) {
+		err = e.setInterface(spec.Inputs, []string{spec.Output})
+	} else {
+		err = e.inspect()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &identity{sha: sum, id: fmt.Sprintf("%s/%s@%s", ModelName, e.paths.Variant, sum[:12])}, nil
+}
+
+// awaitFiles waits for model files that were missing at New: every
+// loadRetry it looks for them and, once they are all there and load,
+// makes them the embedder's (Ready then returns nil, and the gateway's
+// loop re-indexes with their vectors). Files that are there but do not
+// load (one caught while it is copied, a damaged one) are said once per
+// reason and tried again once they change. Until Close.
+func (e *Embedder) awaitFiles(o Options) {
+	t := time.NewTicker(loadRetry)
+	defer t.Stop()
+	said, tried := "", ""
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+		}
+		if _, err := Locate(&o); err != nil {
+			continue
+		}
+		if lookHook != nil {
+			lookHook()
+		}
+		if v := e.filesVersion(); v == tried {
+			continue // the files that did not load, unchanged
+		} else {
+			tried = v
+		}
+		start := time.Now()
+		id, err := e.identify()
+		var tok *tokenizer
+		var sessions []*ort.DynamicAdvancedSession
+		if err == nil {
+			tok, sessions, err = e.loadOnce(o)
+		}
+		if err != nil {
+			if err.Error() != said {
+				said = err.Error()
+				e.log.Warn("the embedding model's files are there but do not load; trying again every "+loadRetry.String(), "err", err)
+			}
+			continue
+		}
+		e.ident.Store(id)
+		e.install(tok, sessions, o, time.Since(start), true)
+		return
+	}
+}
+
+// filesVersion tells the model's files apart from what they were: each
+// one's path, size and modification time (as the sha256 stamp does).
+func (e *Embedder) filesVersion() string {
+	var b strings.Builder
+	for _, p := range []string{e.paths.Model, e.paths.Tokenizer} {
+		if fi, err := os.Stat(p); err == nil {
+			fmt.Fprintf(&b, "%s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
+		}
+	}
+	return b.String()
+}
 
 // load loads the tokenizer and the sessions side by side, then closes
 // e.loaded; on failure it releases what it made and keeps the error. A
@@ -336,15 +425,16 @@ func (e *Embedder) install(tok *tokenizer, sessions []*ort.DynamicAdvancedSessio
 	for _, s := range sessions {
 		e.pool <- s
 	}
-	e.log.Info("embedder loaded", "model", e.modelID, "path", e.paths.Model, "ort", ort.GetVersion(),
+	e.log.Info("embedder loaded", "model", e.ModelID(), "path", e.paths.Model, "ort", ort.GetVersion(),
 		"sessions", o.Sessions, "threads", o.Threads, "token_type_ids", e.useTypes, "took", took.Round(time.Millisecond))
 	if retried {
 		e.log.Info("the embedding model loads now: searches rank with it again once the index has its vectors")
 	}
 }
 
-// loadHook, when set (by tests), runs at the start of each load attempt.
-var loadHook func()
+// loadHook, when set (by tests), runs at the start of each load attempt;
+// lookHook each time awaitFiles finds every file there.
+var loadHook, lookHook func()
 
 // loadOnce loads the tokenizer and the sessions side by side; on failure
 // it releases what it made.
@@ -495,8 +585,14 @@ func (e *Embedder) newSession(threads int) (*ort.DynamicAdvancedSession, error) 
 }
 
 // ModelID names the model, variant and weights, e.g.
-// "all-MiniLM-L6-v2/fp32@759c3cd2b7fe": vectors from different ids never mix.
-func (e *Embedder) ModelID() string { return e.modelID }
+// "all-MiniLM-L6-v2/fp32@759c3cd2b7fe": vectors from different ids never
+// mix. It is "" while the model's files are not installed (Background).
+func (e *Embedder) ModelID() string {
+	if id := e.ident.Load(); id != nil {
+		return id.id
+	}
+	return ""
+}
 
 // Dim is 384.
 func (e *Embedder) Dim() int { return Dim }
@@ -504,8 +600,14 @@ func (e *Embedder) Dim() int { return Dim }
 // Paths reports the files this embedder loaded.
 func (e *Embedder) Paths() Paths { return e.paths }
 
-// ModelSHA256 is the hex sha256 of the loaded ONNX file.
-func (e *Embedder) ModelSHA256() string { return e.modelSHA }
+// ModelSHA256 is the hex sha256 of the loaded ONNX file ("" while it is
+// not installed).
+func (e *Embedder) ModelSHA256() string {
+	if id := e.ident.Load(); id != nil {
+		return id.sha
+	}
+	return ""
+}
 
 // CountTokens returns how many WordPiece tokens the model's tokenizer makes
 // of text, special tokens included and without truncation (0 if the

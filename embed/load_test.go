@@ -2,12 +2,15 @@ package embed
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/models"
@@ -100,5 +103,93 @@ func TestBackgroundLoadFails(t *testing.T) {
 	}
 	if err := e.Close(); err != nil {
 		t.Errorf("Close: %v", err)
+	}
+}
+
+// TestBackgroundAwaitsMissingFiles: in the background, model files that
+// are not installed yet are not an error: Ready and Embed say what is
+// missing and ModelID is "" until the files are there, and then they load
+// by themselves (a gateway started before `toolgate models fetch` used to
+// stay BM25-only until a restart). Without Background they are an error.
+func TestBackgroundAwaitsMissingFiles(t *testing.T) {
+	want := testEmbedder(t, FP32)
+	real := want.Paths()
+	defer func(d time.Duration) { loadRetry = d }(loadRetry)
+	loadRetry = 20 * time.Millisecond
+	dir := t.TempDir()
+	opts := Options{ORTLib: real.ORTLib, ModelDir: dir, Sessions: 1}
+	if _, err := New(&opts); !errors.Is(err, ErrMissing) {
+		t.Fatalf("New without the files: %v, want ErrMissing", err)
+	}
+	opts.Background = true
+	e, err := New(&opts)
+	if err != nil {
+		t.Fatalf("New in the background without the files: %v", err)
+	}
+	defer e.Close()
+	if err := e.Ready(context.Background()); !errors.Is(err, ErrMissing) || !strings.Contains(err.Error(), "toolgate models fetch") {
+		t.Errorf("Ready without the files: %v, want what is missing and its fix", err)
+	}
+	if _, err := e.Embed(context.Background(), []string{"x"}); !errors.Is(err, ErrMissing) {
+		t.Errorf("Embed without the files: %v", err)
+	}
+	if id := e.ModelID(); id != "" {
+		t.Errorf("ModelID without the files = %q", id)
+	}
+	// A damaged tokenizer first: tried once, said, and not again until it
+	// changes.
+	var loads, looks atomic.Int32
+	defer func() { loadHook, lookHook = nil, nil }()
+	loadHook = func() { loads.Add(1) }
+	lookHook = func() { looks.Add(1) }
+	if err := os.WriteFile(filepath.Join(dir, TokenizerFile), []byte(`{"not": "a tokenizer"`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real.Model, filepath.Join(dir, FP32.ModelFile())); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "a load of the damaged tokenizer", func() bool { return loads.Load() == 1 })
+	seen := looks.Load()
+	testenv.Eventually(t, "three more looks at the unchanged files", func() bool { return looks.Load() >= seen+3 })
+	if err := e.Ready(context.Background()); err == nil {
+		t.Fatal("Ready with a damaged tokenizer")
+	}
+	// What a fetch does: the whole file renamed into place.
+	if err := os.Symlink(real.Tokenizer, filepath.Join(dir, "tokenizer.new")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "tokenizer.new"), filepath.Join(dir, TokenizerFile)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the model loaded once its files came", func() bool { return e.Ready(context.Background()) == nil })
+	if n := loads.Load(); n != 2 {
+		t.Errorf("%d loads, want 2: the damaged files once, the good ones once", n)
+	}
+	if e.ModelID() != want.ModelID() || e.ModelSHA256() != want.ModelSHA256() {
+		t.Errorf("ModelID %q sha %q, want %q %q", e.ModelID(), e.ModelSHA256(), want.ModelID(), want.ModelSHA256())
+	}
+	texts := benchTexts(3)
+	got, err := e.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := want.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ref {
+		if !slices.Equal(got[i], ref[i]) {
+			t.Fatalf("text %d: the arrived model's vector differs from a loaded one's", i)
+		}
+	}
+}
+
+// A missing ONNX Runtime library stays an error in the background: it is
+// not what `toolgate models fetch` installs, and it loads once a process.
+func TestBackgroundMissingRuntimeFails(t *testing.T) {
+	real := installed(Options{})
+	opts := Options{ORTLib: filepath.Join(t.TempDir(), "libonnxruntime.so.1"), ModelDir: real.ModelDir, Sessions: 1, Background: true}
+	if _, err := New(&opts); !errors.Is(err, ErrMissing) || !strings.Contains(err.Error(), "ONNX Runtime") {
+		t.Errorf("New without the runtime: %v, want it named", err)
 	}
 }

@@ -225,6 +225,10 @@ type Engine struct {
 	opts     Options
 	log      *slog.Logger
 	degraded atomic.Bool // last reported; the log says it once per change
+	// embedErr is the last query embedding's error ("" after a success):
+	// the log says each new one once, not at every search (a model that
+	// is not installed yet, or failed to load, fails them all).
+	embedErr atomic.Pointer[string]
 
 	// The learned model of the current index and pairs, rebuilt off the
 	// search path by one goroutine at a time (see refreshLearned).
@@ -270,6 +274,27 @@ func (e *Engine) reportDegraded() {
 		e.log.Warn("search runs BM25 only", "reason", why)
 	} else {
 		e.log.Info("search runs with vectors", "mode", e.opts.Mode)
+	}
+}
+
+// embedFailed notes how a query's embedding went (err nil: it worked),
+// logging a failure when it differs from the last one and the first
+// success after failures.
+func (e *Engine) embedFailed(err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if last := e.embedErr.Load(); (last == nil && msg == "") || (last != nil && *last == msg) {
+		return
+	}
+	last := e.embedErr.Swap(&msg)
+	switch {
+	case last != nil && *last == msg:
+	case err != nil:
+		e.log.Warn("embed query failed; answering with BM25 only (said once until it changes or works)", "err", err)
+	case last != nil:
+		e.log.Info("query embedding works again: answering with vectors")
 	}
 }
 
@@ -468,9 +493,10 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		case ctx.Err() != nil:
 			return Result{}, ctx.Err()
 		case r.err != nil:
-			e.log.Warn("embed query failed; answering with BM25 only", "err", r.err)
+			e.embedFailed(r.err)
 			mode = ModeBM25
 		default:
+			e.embedFailed(nil)
 			qvec = r.vec
 		}
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -223,22 +226,66 @@ func TestDegraded(t *testing.T) {
 	}
 }
 
-type failingEmbedder struct{ hashEmbedder }
-
-func (failingEmbedder) Embed(context.Context, []string) ([][]float32, error) {
-	return nil, errors.New("onnx exploded")
+// failingEmbedder fails each Embed with the error it holds, and works
+// like hashEmbedder while it holds none.
+type failingEmbedder struct {
+	hashEmbedder
+	why atomic.Pointer[string]
 }
 
+func newFailingEmbedder(why string) *failingEmbedder {
+	f := &failingEmbedder{}
+	f.fail(why)
+	return f
+}
+
+func (f *failingEmbedder) fail(why string) { f.why.Store(&why) }
+
+func (f *failingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if why := *f.why.Load(); why != "" {
+		return nil, errors.New(why)
+	}
+	return f.hashEmbedder.Embed(ctx, texts)
+}
+
+// A query that cannot be embedded is answered with BM25 alone, and the log
+// says so once per error (a model not installed fails every search), and
+// once when embedding works again.
 func TestEmbedFailureFallsBackToBM25(t *testing.T) {
-	e := search.New(build(t, testCatalog, &hashEmbedder{}), failingEmbedder{}, nil)
+	logs := &testenv.LogBuffer{}
+	emb := newFailingEmbedder("onnx exploded")
+	e := search.New(build(t, testCatalog, &hashEmbedder{}), emb, &search.Options{Logger: logs.Logger()})
 	defer e.Close()
-	res, err := e.Search(context.Background(), search.Query{Text: "read a file"})
-	if err != nil {
-		t.Fatal(err)
+	ask := func(want search.Mode) {
+		t.Helper()
+		res, err := e.Search(context.Background(), search.Query{Text: "read a file"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Mode != want || len(res.Hits) == 0 {
+			t.Errorf("got mode %s with %d hits, want %s with hits", res.Mode, len(res.Hits), want)
+		}
 	}
-	if res.Mode != search.ModeBM25 || len(res.Hits) == 0 {
-		t.Errorf("got mode %s with %d hits, want bm25 with hits", res.Mode, len(res.Hits))
+	said := func(what string, want int) {
+		t.Helper()
+		if n := strings.Count(logs.String(), what); n != want {
+			t.Errorf("the log says %q %d times, want %d:\n%s", what, n, want, logs)
+		}
 	}
+	for range 3 {
+		ask(search.ModeBM25)
+	}
+	said("embed query failed", 1)
+	emb.fail("model file not found")
+	ask(search.ModeBM25)
+	said("embed query failed", 2)
+	emb.fail("")
+	ask(search.ModeHybrid)
+	ask(search.ModeHybrid)
+	said("query embedding works again", 1)
+	emb.fail("onnx exploded")
+	ask(search.ModeBM25)
+	said("embed query failed", 3)
 }
 
 func TestToolAndIDs(t *testing.T) {

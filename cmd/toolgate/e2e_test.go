@@ -419,6 +419,41 @@ func TestDegradedModeServesBM25(t *testing.T) {
 	}
 }
 
+// TestModelFetchedWhileServing starts the gateway before the model is
+// installed (a first run before `toolgate models fetch`): it serves BM25,
+// and once the model's files are in its models folder it loads them and
+// re-indexes with their vectors, without a restart. It used to stay
+// BM25-only until the client spawned it again.
+func TestModelFetchedWhileServing(t *testing.T) {
+	models := t.TempDir()
+	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", bundledConfig(t, nil))
+	cmd.Env = append(cmd.Env, "TOOLGATE_MODELS_DIR="+models)
+	var stderr testenv.LogBuffer
+	cmd.Stderr = &stderr
+	ctx, cs := connectStdio(t, cmd, 3*time.Minute)
+	if out, _ := searchTools(t, ctx, cs, "list the files in a directory", 3); out.Mode != "bm25" {
+		t.Fatalf("search before the model is installed: mode %q, want bm25", out.Mode)
+	}
+	if !strings.Contains(stderr.String(), "semantic ranking is off until the embedding model is installed") {
+		t.Errorf("the log does not say why ranking is BM25-only:\n%s", stderr.String())
+	}
+	// What `toolgate models fetch` does last: the files appear whole.
+	if err := os.Symlink(filepath.Join(installedModels(), "all-MiniLM-L6-v2"), filepath.Join(models, "all-MiniLM-L6-v2")); err != nil {
+		t.Fatal(err)
+	}
+	var out searchAnswer
+	testenv.EventuallyWithin(t, 2*time.Minute, "search_tools ranking with the model", func() bool {
+		out, _ = searchTools(t, ctx, cs, "list the files in a directory", 3)
+		return out.Mode == "hybrid"
+	})
+	if len(out.Tools) == 0 || out.Tools[0].Name != "filesystem__list_directory" {
+		t.Errorf("hybrid search once the model came: %+v", out.Tools)
+	}
+	if !strings.Contains(stderr.String(), "re-indexing with its vectors") {
+		t.Errorf("the log does not say the model came:\n%s", stderr.String())
+	}
+}
+
 // TestSIGKILLLeavesNoBackendProcess SIGKILLs a real gateway whose backend
 // started a grandchild that ignores stdin EOF and left the process group's
 // reach: every process of every backend's tree must go with the gateway.

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/search"
 )
 
 // failedLoad is an embedder that loads in the background (as serve's does)
@@ -71,4 +73,117 @@ func TestEmbedderLoadFailedBuildsBM25(t *testing.T) {
 		degraded, _ := f.loop.eng.Load().Degraded()
 		return !degraded
 	})
+}
+
+// notInstalled is serve's embedder when the model's files are not installed
+// yet: ModelID is "", Ready and Embed say what is missing, until install
+// (the files arrived and loaded).
+type notInstalled struct {
+	model atomic.Pointer[string]
+}
+
+var errNotInstalled = errors.New("model file not found at /models/all-MiniLM-L6-v2/model.onnx: install it with toolgate models fetch")
+
+func (e *notInstalled) install(model string) { e.model.Store(&model) }
+
+func (e *notInstalled) ModelID() string {
+	if m := e.model.Load(); m != nil {
+		return *m
+	}
+	return ""
+}
+
+func (e *notInstalled) Dim() int { return 4 }
+
+func (e *notInstalled) Ready(context.Context) error {
+	if e.model.Load() == nil {
+		return errNotInstalled
+	}
+	return nil
+}
+
+func (e *notInstalled) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if err := e.Ready(ctx); err != nil {
+		return nil, err
+	}
+	return (&fakeEmbedder{model: e.ModelID()}).Embed(ctx, texts)
+}
+
+// TestModelInstalledWhileServing: a gateway started before the model was
+// fetched serves BM25-only, and once the files are there (its embedder
+// loads them) it re-indexes with their vectors by itself, although the
+// catalog is the one it serves; it used to stay BM25-only until a restart.
+// A warm index whose vectors are the arriving model's is kept (no
+// re-index); one of another model is rebuilt.
+func TestModelInstalledWhileServing(t *testing.T) {
+	t.Run("cold", func(t *testing.T) {
+		pool := newFakePool("a")
+		pool.list("a", "apple")
+		emb := &notInstalled{}
+		f := newFixture(t, index.Dir(filepath.Join(t.TempDir(), "data")), pool,
+			&Options{Embedder: emb, Debounce: time.Millisecond, StorageRetry: 10 * time.Millisecond}, "a")
+		f.run(t)
+		if got := f.find(t, "apple", 1); !slices.Equal(got, []string{"a__apple"}) {
+			t.Errorf("search apple = %v", got)
+		}
+		if degraded, _ := f.loop.eng.Load().Degraded(); !degraded {
+			t.Fatal("vectors without a model")
+		}
+		emb.install("m1")
+		f.wait(t, "the re-index with the model's vectors", func(Stats) bool {
+			degraded, _ := f.loop.eng.Load().Degraded()
+			return !degraded
+		})
+		if st := f.loop.Stats(); st.CatalogGeneration != 2 || st.CatalogTools != 1 {
+			t.Errorf("after the model came: %+v, want generation 2 with 1 tool", st)
+		}
+	})
+
+	dir := index.Dir(filepath.Join(t.TempDir(), "data"))
+	{ // the last run, with model m1
+		pool := newFakePool("a")
+		pool.list("a", "apple")
+		f := newFixture(t, dir, pool, &Options{Embedder: &fakeEmbedder{model: "m1"}}, "a")
+		f.run(t)
+		if err := f.loop.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		model   string
+		reindex bool
+	}{{"m1", false}, {"m2", true}} {
+		t.Run("warm, then "+tc.model, func(t *testing.T) {
+			pool := newFakePool("a") // never lists: the warm catalog is served
+			emb := &notInstalled{}
+			f := newFixture(t, dir, pool, &Options{Embedder: emb, Debounce: time.Millisecond, StorageRetry: 10 * time.Millisecond}, "a")
+			if !f.loop.Warm() {
+				t.Fatalf("no warm start with the model not installed:\n%s", f.logs)
+			}
+			f.run(t)
+			mode := func() search.Mode {
+				t.Helper()
+				res, err := f.loop.Search(context.Background(), search.Query{Text: "apple", Limit: 1, Mode: search.ModeHybrid, Filter: f.loop.Policy().Filter(nil)})
+				if err != nil || len(res.Hits) != 1 || res.Hits[0].Tool.ID() != "a__apple" {
+					t.Fatalf("search apple = %+v, %v", res, err)
+				}
+				return res.Mode
+			}
+			if m := mode(); m != search.ModeBM25 {
+				t.Errorf("hybrid search with the model not installed answered in mode %s, want bm25", m)
+			}
+			emb.install(tc.model)
+			if tc.reindex {
+				f.wait(t, "the re-index with "+tc.model+"'s vectors", func(s Stats) bool { return s.CatalogGeneration == 2 && !s.Reindexing })
+				if !strings.Contains(f.logs.String(), "re-indexing with its vectors") {
+					t.Errorf("the log does not say why it re-indexed:\n%s", f.logs)
+				}
+			} else if f.loop.modelBack(context.Background()) {
+				t.Error("the warm index holds the model's vectors, yet the loop would rebuild it")
+			}
+			if m := mode(); m != search.ModeHybrid {
+				t.Errorf("hybrid search once the model is there answered in mode %s", m)
+			}
+		})
+	}
 }

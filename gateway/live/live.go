@@ -230,21 +230,23 @@ type Loop struct {
 	mu      sync.Mutex
 	current []catalog.Tool // the catalog served (or about to be)
 	// servedFP is the fingerprint of the index served when it was opened
-	// from (or written to) the index folder with the embedder's model; ""
-	// otherwise. A re-index whose catalog has it changes nothing.
+	// from (or written to) the index folder with the embedder's model (or
+	// with none known yet); "" otherwise. A re-index whose catalog has it
+	// changes nothing, unless the embedder's model is not the one that
+	// made the index's vectors (modelBack).
 	servedFP string
-	warm     *index.Index // opened by New, handed to the engine by Run
-	stats    Stats
-	changed  chan struct{} // closed and replaced when stats change
+	// servedModel is the model ID of the served index's vectors ("" for
+	// an index without them).
+	servedModel string
+	warm        *index.Index // opened by New, handed to the engine by Run
+	stats       Stats
+	changed     chan struct{} // closed and replaced when stats change
 
 	reloadMu sync.Mutex                  // serializes reloads and enable/disable
 	applied  atomic.Pointer[config.File] // the config in effect
-	// withoutModel: the latest index was built without vectors because
-	// the model had failed to load (see embedder, modelBack).
-	withoutModel atomic.Bool
-	hash         [sha256.Size]byte
-	watchers     []*config.Watcher // the config files'
-	stateW       *config.Watcher   // the state file's
+	hash     [sha256.Size]byte
+	watchers []*config.Watcher // the config files'
+	stateW   *config.Watcher   // the state file's
 
 	cancel context.CancelFunc
 	// runCtx is Run's context: servers the pool starts for a reload or an

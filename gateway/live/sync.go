@@ -57,7 +57,7 @@ func (l *Loop) syncLoop(ctx context.Context) {
 		case <-l.kick:
 		case <-retry.C:
 			if l.modelBack(ctx) {
-				l.log.Info("the embedding model loaded: re-indexing with its vectors")
+				l.log.Info("the embedding model loaded: re-indexing with its vectors", "model", l.opts.Embedder.ModelID())
 				l.refresh()
 				continue
 			}
@@ -104,11 +104,11 @@ func (l *Loop) syncLoop(ctx context.Context) {
 // counts it (so that what Indexed did is done when the count moves).
 func (l *Loop) swapped(ix *index.Index, inMemory bool) {
 	fp := ""
-	if emb := l.opts.Embedder; !inMemory && (emb == nil || emb.ModelID() == ix.ModelID()) {
+	if emb := l.opts.Embedder; !inMemory && (emb == nil || emb.ModelID() == "" || emb.ModelID() == ix.ModelID()) {
 		fp = ix.Fingerprint()
 	}
 	l.mu.Lock()
-	l.servedFP = fp
+	l.servedFP, l.servedModel = fp, ix.ModelID()
 	l.mu.Unlock()
 	if l.opts.Indexed != nil {
 		l.opts.Indexed(ix.Tools())
@@ -135,7 +135,7 @@ func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err e
 		live[name] = tools
 	}
 	tools := Merge(prev, live, l.catalogued(l.applied.Load()))
-	if served != "" && catalog.Fingerprint(tools) == served {
+	if served != "" && catalog.Fingerprint(tools) == served && !l.modelBack(ctx) {
 		l.log.Debug("re-index skipped: the catalog is the one served", "tools", len(tools))
 		return nil, false, nil
 	}
@@ -164,30 +164,38 @@ func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err e
 // embedder is the embedder an index is built with: Options.Embedder, or
 // nil (an index for BM25 only) when it loads in the background and its
 // load failed (out of memory or descriptors: ulimit -v, MemoryMax=, ulimit
-// -n). Searches run BM25-only then, as the embedder's log line says; a
-// build that asked it for vectors used to fail with its load error, and
-// with it the start (exit status 1) or every re-index.
+// -n) or its files are not installed yet. Searches run BM25-only then, as
+// the embedder's log line says; a build that asked it for vectors used to
+// fail with its load error, and with it the start (exit status 1) or
+// every re-index.
 func (l *Loop) embedder(ctx context.Context) index.Embedder {
 	emb := l.opts.Embedder
 	if r, ok := emb.(interface{ Ready(context.Context) error }); ok {
 		if err := r.Ready(ctx); err != nil && ctx.Err() == nil {
-			l.withoutModel.Store(true)
 			return nil
 		}
 	}
-	l.withoutModel.Store(false)
 	return emb
 }
 
-// modelBack reports whether the served index was built without vectors
-// because the model had failed to load, and the model has loaded since
-// (the embedder tries again when the failure was for want of memory or
-// descriptors): then a re-index gives searches their vectors again.
+// modelBack reports whether the embedder is ready with a model whose
+// vectors the served index does not hold: it was built without vectors
+// because the model had failed to load (the embedder tries again when the
+// failure was for want of memory or descriptors) or was not installed yet
+// (the embedder loads its files when they come), or its vectors are
+// another model's. Then a re-index gives searches the model's vectors.
 func (l *Loop) modelBack(ctx context.Context) bool {
-	if !l.withoutModel.Load() {
+	emb := l.opts.Embedder
+	if emb == nil {
 		return false
 	}
-	r, ok := l.opts.Embedder.(interface{ Ready(context.Context) error })
+	l.mu.Lock()
+	served := l.servedModel
+	l.mu.Unlock()
+	if emb.ModelID() == served {
+		return false
+	}
+	r, ok := emb.(interface{ Ready(context.Context) error })
 	return ok && r.Ready(ctx) == nil
 }
 
@@ -260,7 +268,10 @@ func (l *Loop) openWarm(servers []string) (*index.Index, []catalog.Tool) {
 		configured[s] = true
 	}
 	reason := ""
-	if emb := l.opts.Embedder; emb != nil && ix.ModelID() != emb.ModelID() {
+	// An embedder whose model is not installed yet (ModelID "") takes
+	// the index as it is: searches run BM25-only until the model comes,
+	// and its vectors are the model's when they are the same files.
+	if emb := l.opts.Embedder; emb != nil && emb.ModelID() != "" && ix.ModelID() != emb.ModelID() {
 		reason = "it was built with another model"
 	}
 	tools := ix.Tools()

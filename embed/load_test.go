@@ -114,8 +114,12 @@ func TestBackgroundLoadFails(t *testing.T) {
 func TestBackgroundAwaitsMissingFiles(t *testing.T) {
 	want := testEmbedder(t, FP32)
 	real := want.Paths()
-	defer func(d time.Duration) { loadRetry = d }(loadRetry)
+	// Set before New: its goroutine reads them.
+	defer func(d time.Duration) { loadRetry, loadHook, lookHook = d, nil, nil }(loadRetry)
 	loadRetry = 20 * time.Millisecond
+	var loads, looks atomic.Int32
+	loadHook = func() { loads.Add(1) }
+	lookHook = func() { looks.Add(1) }
 	dir := t.TempDir()
 	opts := Options{ORTLib: real.ORTLib, ModelDir: dir, Sessions: 1}
 	if _, err := New(&opts); !errors.Is(err, ErrMissing) {
@@ -138,10 +142,6 @@ func TestBackgroundAwaitsMissingFiles(t *testing.T) {
 	}
 	// A damaged tokenizer first: tried once, said, and not again until it
 	// changes.
-	var loads, looks atomic.Int32
-	defer func() { loadHook, lookHook = nil, nil }()
-	loadHook = func() { loads.Add(1) }
-	lookHook = func() { looks.Add(1) }
 	if err := os.WriteFile(filepath.Join(dir, TokenizerFile), []byte(`{"not": "a tokenizer"`), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -110,6 +110,7 @@ type backend struct {
 	since    time.Time
 	stateCh  chan struct{} // closed and replaced on every state change
 	connects int           // connect attempts so far
+	rechecks int           // looks at a wrong command (waitCommand) so far
 	tools    []*mcp.Tool
 	info     *mcp.InitializeResult // the server's answer to the last handshake (kept while down)
 	restarts int
@@ -851,6 +852,33 @@ func (b *backend) waitLogin() bool {
 	}
 }
 
+// waitCommand waits while a stdio backend stays down because its command
+// or cwd is wrong: every Options.CommandRecheck it looks at them again
+// (commandState), and returns true once they changed (the command was
+// installed, replaced or made executable, the folder made), false when
+// the backend stops. A server that failed at start for want of what an
+// install puts there used to stay down until its config entry changed.
+func (b *backend) waitCommand() bool {
+	env := func() []string { return childEnv(os.Environ(), b.p.opts.EnvAllow, b.cfg.Env) }
+	was := commandState(b.cfg, env())
+	t := time.NewTicker(b.p.opts.CommandRecheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return false
+		case <-t.C:
+		}
+		b.mu.Lock()
+		b.rechecks++
+		b.mu.Unlock()
+		if now := commandState(b.cfg, env()); now != was {
+			b.log.Info("backend's command or cwd changed: starting it again", "command", now)
+			return true
+		}
+	}
+}
+
 // supervise watches the backend until the pool closes: when its session ends
 // it is torn down, marked down with the reason, and restarted after the next
 // delay of RestartDelays; after the last one it stays down.
@@ -921,14 +949,27 @@ func (b *backend) supervise() {
 		// once the delays were spent.
 		short := errors.As(lastErr, &re)
 		if len(delays) == 0 || (attempt >= len(delays) && !short) || errors.As(lastErr, &ce) {
+			recheck := len(delays) > 0 && errors.As(lastErr, &ce) && b.cfg.Type == config.TypeStdio
 			if len(delays) > 0 {
-				b.log.Warn("backend stays down", keyErr, lastErr, keyAttempt, attempt)
+				if recheck {
+					b.log.Warn("backend stays down until its command or cwd changes (looked at every "+b.p.opts.CommandRecheck.String()+") or its config entry does", keyErr, lastErr, keyAttempt, attempt)
+				} else {
+					b.log.Warn("backend stays down", keyErr, lastErr, keyAttempt, attempt)
+				}
 			}
 			b.mu.Lock()
 			b.staysDown = true
 			b.mu.Unlock()
-			<-b.ctx.Done()
-			return
+			if !recheck || !b.waitCommand() {
+				<-b.ctx.Done()
+				return
+			}
+			b.mu.Lock()
+			b.staysDown = false
+			b.mu.Unlock()
+			attempt = 0
+			b.connect(b.ctx)
+			continue
 		}
 		delay := delays[min(attempt, len(delays)-1)]
 		attempt++

@@ -51,6 +51,7 @@ const (
 	DefaultStderrTail            = 20
 	DefaultStderrRate            = 50
 	DefaultStableAfter           = time.Minute
+	DefaultCommandRecheck        = 10 * time.Second
 )
 
 // DefaultRestartDelays is the backoff between restarts of a backend that died.
@@ -111,6 +112,12 @@ type Options struct {
 	// StableAfter is how long a backend must stay up for its restart count
 	// to start over (default 1m).
 	StableAfter time.Duration
+	// CommandRecheck is how often a stdio backend that stays down because
+	// its command or cwd is wrong (not found, not executable, no such
+	// folder) looks at them again; when they change (the command was
+	// installed, the folder made) it starts again (default 10s). A restart
+	// policy with no delays never does.
+	CommandRecheck time.Duration
 	// MaxMessageBytes caps one inbound JSON-RPC message: a stdio line, an SSE
 	// event, a plain JSON HTTP body (default 16 MiB).
 	MaxMessageBytes int
@@ -175,6 +182,7 @@ func (o *Options) withDefaults() Options {
 	def(&r.StopGrace, DefaultStopGrace)
 	def(&r.KillAfter, DefaultKillAfter)
 	def(&r.StableAfter, DefaultStableAfter)
+	def(&r.CommandRecheck, DefaultCommandRecheck)
 	if r.MaxConcurrentConnects <= 0 {
 		r.MaxConcurrentConnects = DefaultMaxConcurrentConnects
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -63,23 +64,53 @@ type procConfig struct {
 	reaper      bool     // run the command under a reaper (Options.Reaper)
 }
 
+// resolveCommand finds srv's command with the child's environment env and
+// checks its cwd: what a start needs before anything is made. Its error
+// says what to check.
+func resolveCommand(srv config.Server, env []string) (string, error) {
+	pathEnv := envLookup(env, "PATH")
+	path, err := lookPath(srv.Command, pathEnv, srv.Cwd)
+	if err != nil {
+		if errors.Is(err, errNotFound) {
+			return "", fmt.Errorf("command %s (PATH=%s): check command/PATH (the server's \"env\" may set PATH)", err.Error(), pathEnv)
+		}
+		return "", fmt.Errorf("command: %w: check command", err)
+	}
+	if srv.Cwd != "" {
+		if fi, err := os.Stat(srv.Cwd); err != nil || !fi.IsDir() {
+			return "", fmt.Errorf("cwd %q is not a directory: check cwd", srv.Cwd)
+		}
+	}
+	return path, nil
+}
+
+// commandState is what a start of srv would find of its command and cwd:
+// the resolved command's path, size, mode and modification time, or why
+// it cannot be resolved. Two different states mean something changed (a
+// command installed, replaced or made executable, a folder made).
+func commandState(srv config.Server, env []string) string {
+	path, err := resolveCommand(srv, env)
+	if err != nil {
+		return err.Error()
+	}
+	if !filepath.IsAbs(path) && srv.Cwd != "" {
+		path = filepath.Join(srv.Cwd, path)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("%s %d %v %d", path, fi.Size(), fi.Mode(), fi.ModTime().UnixNano())
+}
+
 // startProc starts srv's command with an allowlisted environment in its own
 // process group, stdout filtered into out (JSON lines only) and stderr drained
 // into the log.
 func startProc(srv config.Server, pc procConfig) (*proc, error) {
 	env := childEnv(pc.environment, pc.envAllow, srv.Env)
-	pathEnv := envLookup(env, "PATH")
-	path, err := lookPath(srv.Command, pathEnv, srv.Cwd)
+	path, err := resolveCommand(srv, env)
 	if err != nil {
-		if errors.Is(err, errNotFound) {
-			return nil, fmt.Errorf("command %s (PATH=%s): check command/PATH (the server's \"env\" may set PATH)", err.Error(), pathEnv)
-		}
-		return nil, fmt.Errorf("command: %w: check command", err)
-	}
-	if srv.Cwd != "" {
-		if fi, err := os.Stat(srv.Cwd); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("cwd %q is not a directory: check cwd", srv.Cwd)
-		}
+		return nil, err
 	}
 	cmd := &exec.Cmd{
 		Path:        path,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -195,6 +196,14 @@ func TestCrashLoopDoesNotSpin(t *testing.T) {
 	}
 }
 
+// counts are how many connects b has tried, and how many times it looked
+// at a wrong command.
+func (b *backend) counts() (connects, rechecks int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.connects, b.rechecks
+}
+
 func TestConfigErrorNotRetried(t *testing.T) {
 	o := testOptions(nil)
 	o.RestartDelays = []time.Duration{time.Millisecond}
@@ -202,6 +211,68 @@ func TestConfigErrorNotRetried(t *testing.T) {
 	testenv.Eventually(t, "the supervisor gives up", staysDown(p, "x"))
 	if st := statusOf(t, p, "x"); st.Restarts != 0 || st.State != StateDown {
 		t.Errorf("a missing command was retried: %+v", st)
+	}
+}
+
+// TestCommandInstalledLater: a stdio server whose command is not installed
+// yet stays down without restarts (a missing command does not appear by
+// retrying), and starts by itself once the command is there: a server
+// whose package is installed after the gateway started used to stay down
+// until its config entry changed. So does one whose cwd is made later. A
+// command that is there but still fails is not started again until it
+// changes.
+func TestCommandInstalledLater(t *testing.T) {
+	logs := &testenv.LogBuffer{}
+	o := testOptions(logs)
+	o.RestartDelays = []time.Duration{time.Millisecond}
+	o.CommandRecheck = 5 * time.Millisecond
+	dir := t.TempDir()
+	real := backendtest.Command(t, "")
+	srv := real
+	srv.Command = filepath.Join(dir, "bin", "late-server")
+	srv.Cwd = filepath.Join(dir, "work")
+	p := startPool(t, []config.Server{srv}, o)
+	testenv.Eventually(t, "the supervisor gives up", staysDown(p, "fake"))
+	if st := statusOf(t, p, "fake"); st.State != StateDown || !strings.Contains(st.Err, "not found") {
+		t.Fatalf("a missing command: %+v", st)
+	}
+	if !strings.Contains(logs.String(), "stays down until its command or cwd changes") {
+		t.Errorf("the log does not say what brings it back:\n%s", logs)
+	}
+
+	// A command that is there but cannot run (a broken install): one start,
+	// refused, and no other until it changes.
+	if err := os.Mkdir(srv.Cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(srv.Command+".new", []byte("not a program\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(srv.Command+".new", srv.Command); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the broken command tried", func() bool { return strings.Contains(statusOf(t, p, "fake").Err, "exec format error") })
+	testenv.Eventually(t, "the supervisor gives up on it", staysDown(p, "fake"))
+	b := p.roster.Load().byName["fake"]
+	connects, looks := b.counts()
+	testenv.Eventually(t, "three more looks at the broken command", func() bool { _, n := b.counts(); return n >= looks+3 })
+
+	// The real program renamed into place, as an install does.
+	if err := os.Symlink(real.Command, srv.Command+".new"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(srv.Command+".new", srv.Command); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the server up once its command is there", func() bool { return statusOf(t, p, "fake").State == StateUp })
+	if n, _ := b.counts(); n != connects+1 {
+		t.Errorf("%d connects after the broken command's, want 1: an unchanged command was started again", n-connects)
+	}
+	if res, err := p.CallTool(context.Background(), "fake", "echo", map[string]any{"text": "installed"}); err != nil || textOf(t, res) != "installed" {
+		t.Fatalf("echo once installed = %v, %v", res, err)
 	}
 }
 

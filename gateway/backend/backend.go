@@ -119,7 +119,7 @@ type backend struct {
 	// staysDown: the supervisor gave up (restarts used up, or a config
 	// error): no restart comes until Reconfigure replaces the backend.
 	staysDown  bool
-	quietRetry bool      // retrying past restart.delays for want of a resource: "backend down" at debug level
+	quietRetry bool      // retrying past restart.delays (a resource shortage, a remote server): "backend down" at debug level
 	lastUse    time.Time // last call start or end
 	// loginChanged is closed when the stored login changes; taken before
 	// each connect of a remote backend with an Authorizer (nil otherwise).
@@ -946,9 +946,15 @@ func (b *backend) supervise() {
 		// Out of descriptors, processes or memory, a server is tried
 		// again at the last delay for as long as it takes: the shortage
 		// passes, or the operator raises the limit; it used to stay down
-		// once the delays were spent.
+		// once the delays were spent. So is a remote server that cannot be
+		// reached or does not answer: an outage, a network change, a
+		// server started after the gateway pass too, and a try costs a
+		// request (a stdio server that keeps dying costs a process start
+		// each time, and stays down). Both used to stay down once the
+		// delays were spent, until toolgate restarted.
 		short := errors.As(lastErr, &re)
-		if len(delays) == 0 || (attempt >= len(delays) && !short) || errors.As(lastErr, &ce) {
+		remote := b.cfg.Type == config.TypeHTTP || b.cfg.Type == config.TypeSSE
+		if len(delays) == 0 || (attempt >= len(delays) && !short && !remote) || errors.As(lastErr, &ce) {
 			recheck := len(delays) > 0 && errors.As(lastErr, &ce) && b.cfg.Type == config.TypeStdio
 			if len(delays) > 0 {
 				if recheck {
@@ -977,7 +983,11 @@ func (b *backend) supervise() {
 		case attempt <= len(delays):
 			b.log.Info("restarting backend", keyDelay, delay, keyAttempt, attempt)
 		case attempt == len(delays)+1:
-			b.log.Warn("backend still cannot start for want of a resource: tried again every "+delay.String()+" until it can (logged at debug level)", keyErr, lastErr)
+			msg := "remote server still does not answer: tried again every " + delay.String() + " until it does"
+			if short {
+				msg = "backend still cannot start for want of a resource: tried again every " + delay.String() + " until it can"
+			}
+			b.log.Warn(msg+" (logged at debug level)", keyErr, lastErr)
 			b.mu.Lock()
 			b.quietRetry = true
 			b.mu.Unlock()

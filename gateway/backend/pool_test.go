@@ -3,6 +3,10 @@ package backend
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -10,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -638,6 +643,60 @@ func TestRemoteDown(t *testing.T) {
 	st := statusOf(t, p, "gone")
 	if st.State != StateDown || !strings.Contains(st.Err, `backend "gone"`) || !strings.Contains(st.Err, "check url") {
 		t.Fatalf("status = %+v", st)
+	}
+}
+
+// TestRemoteOutageOutlastsDelays: a remote server that does not answer for
+// longer than the restart delays is tried again at the last delay until it
+// does, over both transports: an outage, or a server started after the
+// gateway, used to leave it down until toolgate restarted. The tries past
+// the delays are logged once, then at debug level.
+func TestRemoteOutageOutlastsDelays(t *testing.T) {
+	for _, transport := range []string{config.TypeHTTP, config.TypeSSE} {
+		t.Run(transport, func(t *testing.T) {
+			real := backendtest.NewHTTPServer(t, transport, "normal")
+			target, err := url.Parse(real.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var down atomic.Bool
+			down.Store(true)
+			proxy := httputil.NewSingleHostReverseProxy(target)
+			proxy.FlushInterval = -1 // SSE streams through
+			front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if down.Load() {
+					http.Error(w, "upstream is down", http.StatusServiceUnavailable)
+					return
+				}
+				proxy.ServeHTTP(w, r)
+			}))
+			t.Cleanup(func() {
+				front.CloseClientConnections()
+				front.Close()
+			})
+			srv := real.Config("remote", nil)
+			srv.URL = front.URL + strings.TrimPrefix(real.Endpoint, real.URL)
+			logs := &testenv.LogBuffer{}
+			o := testOptions(logs)
+			o.RestartDelays = []time.Duration{time.Millisecond, 2 * time.Millisecond}
+			p := startPool(t, []config.Server{srv}, o)
+			testenv.Eventually(t, "tries past the delays", func() bool { return statusOf(t, p, "remote").Restarts >= 5 })
+			if st := statusOf(t, p, "remote"); st.State == StateUp || staysDown(p, "remote")() {
+				t.Fatalf("during the outage: %+v (stays down: %v)", st, staysDown(p, "remote")())
+			}
+			down.Store(false)
+			testenv.Eventually(t, "the server up once it answers", func() bool { return statusOf(t, p, "remote").State == StateUp })
+			if res, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "back"}); err != nil || textOf(t, res) != "back" {
+				t.Fatalf("echo after the outage = %v, %v", res, err)
+			}
+			got := logs.String()
+			if n := strings.Count(got, "remote server still does not answer"); n != 1 {
+				t.Errorf("the log says the tries go on %d times, want once:\n%s", n, got)
+			}
+			if n := strings.Count(got, `level=WARN msg="backend down"`); n > len(o.RestartDelays)+1 {
+				t.Errorf("%d warnings for %d delays: the tries past them are not quiet:\n%s", n, len(o.RestartDelays), got)
+			}
+		})
 	}
 }
 

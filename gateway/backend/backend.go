@@ -117,7 +117,9 @@ type backend struct {
 	run      *run
 	inFlight int // calls running on run (Status.InFlight)
 	// staysDown: the supervisor gave up (restarts used up, or a config
-	// error): no restart comes until Reconfigure replaces the backend.
+	// error): no restart comes until Reconfigure replaces the backend or,
+	// for a stdio command or cwd that is wrong, until they change
+	// (waitCommand).
 	staysDown  bool
 	quietRetry bool      // retrying past restart.delays (a resource shortage, a remote server): "backend down" at debug level
 	lastUse    time.Time // last call start or end
@@ -881,7 +883,8 @@ func (b *backend) waitCommand() bool {
 
 // supervise watches the backend until the pool closes: when its session ends
 // it is torn down, marked down with the reason, and restarted after the next
-// delay of RestartDelays; after the last one it stays down.
+// delay of RestartDelays; after the last one a stdio backend stays down and
+// a remote one is tried again at the last delay.
 func (b *backend) supervise() {
 	defer b.p.wg.Done()
 	delays := b.restartDelays

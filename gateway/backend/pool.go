@@ -104,7 +104,9 @@ type Options struct {
 	// SIGKILL (default 5s).
 	KillAfter time.Duration
 	// RestartDelays are the waits before each restart of a backend that died
-	// or failed to start; after the last one it stays down. nil means
+	// or failed to start; after the last one a stdio backend stays down,
+	// while a remote one (or one short of a resource) is tried again at the
+	// last delay until it answers. nil means
 	// DefaultRestartDelays; an empty non-nil slice disables restarts. The
 	// count starts over once a backend stayed up for StableAfter. A
 	// server's own config.Server.Restart overrides both.

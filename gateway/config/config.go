@@ -125,7 +125,9 @@ type OAuth struct {
 }
 
 // Restart is a restart policy: the waits before each restart of a backend
-// that died or failed to start; after the last one it stays down.
+// that died or failed to start; after the last one a stdio server stays
+// down and a remote one is tried again at the last delay (see
+// backend.Options.RestartDelays).
 type Restart struct {
 	// Delays are the waits before restart 1, 2, …. nil means the default
 	// (backend.DefaultRestartDelays) or, in a server, the toolgate

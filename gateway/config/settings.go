@@ -189,7 +189,7 @@ func inUnit(f float64) bool { return f >= 0 && f <= 1 }
 func checkRestart(r Restart) [][2]string {
 	var out [][2]string
 	if n := len(r.Delays); n > maxRestartDelays {
-		out = append(out, [2]string{"delays", fmt.Sprintf("has %d entries: use at most %d (after the last one the server stays down)", n, maxRestartDelays)})
+		out = append(out, [2]string{"delays", fmt.Sprintf("has %d entries: use at most %d (the last one repeats for a remote server; a stdio server stays down after it)", n, maxRestartDelays)})
 	}
 	for i, d := range r.Delays {
 		if d.Duration < 0 || d.Duration > maxRestartDelay {

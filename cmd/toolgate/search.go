@@ -24,7 +24,7 @@ func init() { register(newSearchCmd) }
 type searchFlags struct {
 	mode    string
 	limit   int
-	limitOn bool // --limit given: 0 is then a mistake, not the default
+	limitOn bool // --limit given: 0 is then a mistake, not "the default"
 	server  string
 	json    bool
 	configs []string
@@ -109,7 +109,7 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 		mode = m
 	}
 	defLimit, maxLimit := gateway.Limits(settings.DefaultLimit, settings.MaxLimit)
-	if !f.limitOn {
+	if f.limit == 0 && !f.limitOn {
 		f.limit = defLimit
 	}
 	if f.limit < 1 || f.limit > maxLimit {

@@ -21,7 +21,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 // Defaults for FetchOptions. An unreachable host fails within DialTimeout;
@@ -62,6 +65,11 @@ type FetchOptions struct {
 	IdleTimeout time.Duration
 	// SourceTimeout bounds one source in all; 0 = DefaultSourceTimeout.
 	SourceTimeout time.Duration
+
+	// For tests: the models folder's free space (nil = storage.FreeBytes),
+	// and what stands between a file written there and its writes.
+	freeBytes func(dir string) (uint64, error)
+	wrapDest  func(io.Writer) io.Writer
 }
 
 // FetchReport says what Fetch did, file by file.
@@ -100,11 +108,47 @@ type FetchError struct {
 func (e *FetchError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "fetch %s: every source failed:", e.File)
+	fix := "check the network to the sources above, or download the files elsewhere and pass the folder with --from DIR"
 	for _, a := range e.Attempts {
 		fmt.Fprintf(&b, "\n  - %s: %v", a.Source, a.Err)
+		var de destError
+		if errors.As(a.Err, &de) {
+			// The models folder could not take the file: another source
+			// would not help (and was not tried).
+			fix = storage.CommandFix(de.error)
+			if fix == "" {
+				fix = "check the models folder and its file system (the error says what failed), then run the command again"
+			}
+			fix += ", or fetch into a folder on another file system with --dir (and give toolgate that folder with --model-dir or TOOLGATE_MODELS_DIR)"
+		}
 	}
-	b.WriteString("\n  fix: check the network to the sources above, or download the files elsewhere and pass the folder with --from DIR")
+	b.WriteString("\n  fix: " + fix)
 	return b.String()
+}
+
+// destError is a failure to write into the models folder (full, read-only,
+// not writable): every source would meet it, so none other is tried.
+type destError struct{ error }
+
+func (e destError) Unwrap() error { return e.error }
+
+// destWriter marks the errors of writing the models folder's file.
+type destWriter struct{ w io.Writer }
+
+func (d destWriter) Write(p []byte) (int, error) {
+	n, err := d.w.Write(p)
+	if err != nil {
+		err = destError{err}
+	}
+	return n, err
+}
+
+// toDest marks err, when not nil, as the models folder's (destError).
+func toDest(err error) error {
+	if err == nil {
+		return nil
+	}
+	return destError{err}
 }
 
 // Unwrap returns the attempts' errors.
@@ -143,6 +187,9 @@ func Fetch(ctx context.Context, opts *FetchOptions) (*FetchReport, error) {
 	if err := os.MkdirAll(f.modelDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create model folder: %w", err)
 	}
+	if err := f.roomFor(names); err != nil {
+		return nil, err
+	}
 	rep := &FetchReport{Dir: f.modelDir}
 	var errs []error
 	for _, name := range names {
@@ -160,6 +207,26 @@ func Fetch(ctx context.Context, opts *FetchOptions) (*FetchReport, error) {
 	return rep, errors.Join(errs...)
 }
 
+// roomFor checks, before anything is downloaded, that the models folder's
+// file system has room for the files of names that are not there yet (at
+// their pinned sizes): a full disk used to be found after the first
+// source's download, and every other source was downloaded in vain.
+func (f *fetcher) roomFor(names []string) error {
+	var need int64
+	for _, name := range names {
+		if _, err := checkFile(f.modelDir, name, f.m.Model.Files[name], false); err == nil {
+			continue
+		}
+		need += f.m.Model.Files[name].maxSize()
+	}
+	free, err := f.freeBytes(f.modelDir)
+	if err != nil || need == 0 || uint64(need) <= free {
+		return nil // what cannot be measured is found at the write
+	}
+	return fmt.Errorf("the models folder %s has %s free on its file system, and the files need %s: %w; fix: free space there, or fetch into a folder on another file system with --dir (and give toolgate that folder with --model-dir or TOOLGATE_MODELS_DIR)",
+		f.modelDir, HumanBytes(int64(free)), HumanBytes(need), syscall.ENOSPC)
+}
+
 type fetcher struct {
 	m        *ManifestFile
 	modelDir string
@@ -171,6 +238,12 @@ type fetcher struct {
 	perSrc   time.Duration
 	log      *slog.Logger
 	prog     *progress
+	// freeBytes is storage.FreeBytes (tests replace it).
+	freeBytes func(dir string) (uint64, error)
+
+	// wrapDest, when set (FetchOptions.wrapDest), stands between a file
+	// being written in the models folder and what is written to it.
+	wrapDest func(io.Writer) io.Writer
 
 	mu       sync.Mutex
 	jars     map[string]string // jar id → verified temp jar, reused within one Fetch
@@ -222,6 +295,12 @@ func newFetcher(opts *FetchOptions) (*fetcher, error) {
 		prog:     newProgress(opts.Progress),
 		jars:     map[string]string{},
 		mirrorOK: map[string]bool{},
+
+		freeBytes: opts.freeBytes,
+		wrapDest:  opts.wrapDest,
+	}
+	if f.freeBytes == nil {
+		f.freeBytes = storage.FreeBytes
 	}
 	if f.client == nil {
 		f.client = DefaultHTTPClient()
@@ -236,6 +315,16 @@ func newFetcher(opts *FetchOptions) (*fetcher, error) {
 		f.log = slog.New(slog.DiscardHandler)
 	}
 	return f, nil
+}
+
+// dest is what a file written into the models folder is written through:
+// its write errors are the folder's (destError).
+func (f *fetcher) dest(out *os.File) io.Writer {
+	var w io.Writer = out
+	if f.wrapDest != nil {
+		w = f.wrapDest(w)
+	}
+	return destWriter{w}
 }
 
 // DefaultHTTPClient returns a client whose every phase before the body is
@@ -302,7 +391,7 @@ func (f *fetcher) fetchFile(ctx context.Context, name string) FetchedFile {
 		}
 		f.prog.linef("%s: %s failed: %v", name, label, err)
 		f.log.Debug("model source failed", "file", name, "source", label, "err", err)
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.As(err, new(destError)) {
 			break
 		}
 	}
@@ -548,7 +637,7 @@ func (f *fetcher) jar(ctx context.Context, id string) (string, error) {
 		t, err := os.MkdirTemp(f.modelDir, ".jars-")
 		if err != nil {
 			f.mu.Unlock()
-			return "", fmt.Errorf("temp folder: %w", err)
+			return "", toDest(fmt.Errorf("temp folder: %w", err))
 		}
 		f.tmp = t
 	}
@@ -558,14 +647,14 @@ func (f *fetcher) jar(ctx context.Context, id string) (string, error) {
 	_, _, err := f.httpGet(ctx, j.URL, j.Size, func(body io.Reader, size int64) (string, int64, error) {
 		out, err := os.CreateTemp(tmpDir, "jar-*.part")
 		if err != nil {
-			return "", 0, err
+			return "", 0, toDest(err)
 		}
 		p = out.Name()
 		h256, h1 := sha256.New(), sha1.New()
-		n, err := io.Copy(io.MultiWriter(out, h256, h1), f.prog.reader(ctx, body, label, size))
+		n, err := io.Copy(io.MultiWriter(f.dest(out), h256, h1), f.prog.reader(ctx, body, label, size))
 		f.prog.done(label)
 		if cerr := out.Close(); err == nil {
-			err = cerr
+			err = toDest(cerr)
 		}
 		if err != nil {
 			os.Remove(p)
@@ -656,7 +745,7 @@ func (f *fetcher) install(ctx context.Context, r io.Reader, size int64, name str
 	dir := filepath.Dir(dst)
 	out, err := os.CreateTemp(dir, "."+filepath.Base(dst)+".*.part")
 	if err != nil {
-		return "", 0, fmt.Errorf("temp file: %w", err)
+		return "", 0, toDest(fmt.Errorf("temp file: %w", err))
 	}
 	tmp := out.Name()
 	keep := false
@@ -673,7 +762,7 @@ func (f *fetcher) install(ctx context.Context, r io.Reader, size int64, name str
 	} else {
 		src = ctxReader{ctx, r}
 	}
-	n, err := io.Copy(io.MultiWriter(out, h), src)
+	n, err := io.Copy(io.MultiWriter(f.dest(out), h), src)
 	if label != "" {
 		f.prog.done(label)
 	}
@@ -691,16 +780,16 @@ func (f *fetcher) install(ctx context.Context, r io.Reader, size int64, name str
 		return "", 0, fmt.Errorf("sha256 %s (%d bytes) is not pinned in the manifest (accepted: %s)", got, n, strings.Join(spec.AcceptedSHA256(), ", "))
 	}
 	if err := out.Chmod(0o644); err != nil {
-		return "", 0, err
+		return "", 0, toDest(err)
 	}
 	if err := out.Sync(); err != nil {
-		return "", 0, fmt.Errorf("fsync: %w", err)
+		return "", 0, toDest(fmt.Errorf("fsync: %w", err))
 	}
 	if err := out.Close(); err != nil {
-		return "", 0, err
+		return "", 0, toDest(err)
 	}
 	if err := os.Rename(tmp, dst); err != nil {
-		return "", 0, fmt.Errorf("rename into place: %w", err)
+		return "", 0, toDest(fmt.Errorf("rename into place: %w", err))
 	}
 	keep = true
 	syncDir(dir)

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -565,4 +567,78 @@ func TestStampedSHA256(t *testing.T) {
 	if _, err := StampedSHA256(filepath.Join(dir, "missing.onnx")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
+}
+
+// A models folder without room for the files is said before anything is
+// downloaded, with the space there is, the space needed and the fix; a full
+// disk used to be found after a download, and the message asked to check
+// the network.
+func TestFetchNoRoom(t *testing.T) {
+	repo := newFakeRepo(t)
+	repo.serve("/hf/onnx/model.onnx", fakeFP32)
+	m := testManifest(t, repo.srv.URL, repo.srv.URL)
+	opts := testOptions(t, m)
+	opts.freeBytes = func(string) (uint64, error) { return 10, nil }
+	_, err := Fetch(context.Background(), opts)
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Fetch with no room: %v, want ENOSPC", err)
+	}
+	need := HumanBytes(int64(len(fakeFP32) + len(fakeTok2)))
+	for _, want := range []string{"has 10 B free", "need " + need, "fix: free space there", "--dir"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q: %v", want, err)
+		}
+	}
+	if n := repo.hitCount("/hf/onnx/model.onnx") + repo.hitCount("/maven2/g/m/1/m-1.jar"); n != 0 {
+		t.Errorf("%d downloads with no room for them", n)
+	}
+}
+
+// A models folder that fills up during a download stops the fetch there:
+// the other sources would write to the same folder (the Maven jar is not
+// downloaded), nothing is left behind, and the fix is the folder's.
+func TestFetchDiskFullMidway(t *testing.T) {
+	repo := newFakeRepo(t)
+	repo.serve("/hf/onnx/model.onnx", fakeFP32)
+	repo.serve("/hf/tokenizer.json", fakeTok2)
+	m := testManifest(t, repo.srv.URL, repo.srv.URL)
+	opts := testOptions(t, m)
+	opts.wrapDest = func(w io.Writer) io.Writer { return &fullAfter{w: w, path: w.(*os.File).Name(), left: 100} }
+	rep, err := Fetch(context.Background(), opts)
+	if err == nil {
+		t.Fatal("Fetch onto a full disk succeeded")
+	}
+	msg := err.Error()
+	for _, want := range []string{"no space left on device", "fix: free space on the file system of " + rep.Dir, "--dir"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error does not say %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "check the network") {
+		t.Errorf("the fix is the network's:\n%s", msg)
+	}
+	if n := repo.hitCount("/maven2/g/m/1/m-1.jar"); n != 0 {
+		t.Errorf("the jar was downloaded %d times after the folder filled up", n)
+	}
+	if l := leftovers(t, rep.Dir); len(l) > 0 {
+		t.Errorf("temp files left behind: %v", l)
+	}
+}
+
+// fullAfter takes left bytes, then fails as a full file system does
+// writing the file at path.
+type fullAfter struct {
+	w    io.Writer
+	path string
+	left int
+}
+
+func (f *fullAfter) Write(p []byte) (int, error) {
+	if len(p) > f.left {
+		n, _ := f.w.Write(p[:f.left])
+		f.left = 0
+		return n, &fs.PathError{Op: "write", Path: f.path, Err: syscall.ENOSPC}
+	}
+	f.left -= len(p)
+	return f.w.Write(p)
 }

@@ -300,6 +300,15 @@ func (m *ModelSpec) Accepts(sha string) bool {
 	return false
 }
 
+// maxSize is the largest pinned size of the file (0 when none is pinned).
+func (f FileSpec) maxSize() int64 {
+	var n int64
+	for _, a := range f.Accept {
+		n = max(n, a.Size)
+	}
+	return n
+}
+
 // AcceptedSHA256 lists the sha256 values accepted for a file.
 func (f FileSpec) AcceptedSHA256() []string {
 	out := make([]string, len(f.Accept))

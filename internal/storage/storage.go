@@ -200,11 +200,11 @@ func (h *Health) probe() (uint64, error) {
 	if err := unix.Access(h.dir, unix.W_OK|unix.X_OK); err != nil {
 		return 0, h.folderError(err)
 	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(h.dir, &st); err != nil {
+	st, err := statfs(h.dir)
+	if err != nil {
 		return 0, h.folderError(err)
 	}
-	free := st.Bavail * uint64(st.Bsize)
+	free := freeOf(st)
 	if free < h.o.MinFree || (st.Files > 0 && st.Ffree == 0) {
 		return free, &FolderError{Dir: h.dir, Err: syscall.ENOSPC,
 			Problem: fmt.Sprintf("is on a full file system (%s free, %d inodes free; toolgate stops writing below %s)", mib(free), st.Ffree, mib(h.o.MinFree)),
@@ -238,6 +238,20 @@ func (h *Health) folderError(err error) *FolderError {
 	}
 	return e
 }
+
+// FreeBytes is the space this user may still write on dir's file system.
+func FreeBytes(dir string) (uint64, error) {
+	st, err := statfs(dir)
+	return freeOf(st), err
+}
+
+func statfs(dir string) (unix.Statfs_t, error) {
+	var st unix.Statfs_t
+	err := unix.Statfs(dir, &st)
+	return st, err
+}
+
+func freeOf(st unix.Statfs_t) uint64 { return st.Bavail * uint64(st.Bsize) }
 
 // Fix says what an operator does about err, a failure to write in the data
 // folder dir.

@@ -119,12 +119,15 @@ func (e *FetchError) Error() string {
 			if fix == "" {
 				fix = "check the models folder and its file system (the error says what failed), then run the command again"
 			}
-			fix += ", or fetch into a folder on another file system with --dir (and give toolgate that folder with --model-dir or TOOLGATE_MODELS_DIR)"
+			fix += ", or " + otherFolder
 		}
 	}
 	b.WriteString("\n  fix: " + fix)
 	return b.String()
 }
+
+// otherFolder is the way around a models folder that cannot take the files.
+const otherFolder = "fetch into a folder on another file system with --dir (and give toolgate that folder with --model-dir or TOOLGATE_MODELS_DIR)"
 
 // destError is a failure to write into the models folder (full, read-only,
 // not writable): every source would meet it, so none other is tried.
@@ -223,8 +226,8 @@ func (f *fetcher) roomFor(names []string) error {
 	if err != nil || need == 0 || uint64(need) <= free {
 		return nil // what cannot be measured is found at the write
 	}
-	return fmt.Errorf("the models folder %s has %s free on its file system, and the files need %s: %w; fix: free space there, or fetch into a folder on another file system with --dir (and give toolgate that folder with --model-dir or TOOLGATE_MODELS_DIR)",
-		f.modelDir, HumanBytes(int64(free)), HumanBytes(need), syscall.ENOSPC)
+	return fmt.Errorf("the models folder %s has %s free on its file system, and the files need %s: %w; fix: free space there, or %s",
+		f.modelDir, HumanBytes(int64(free)), HumanBytes(need), syscall.ENOSPC, otherFolder)
 }
 
 type fetcher struct {

@@ -479,12 +479,17 @@ func TestVerifyMissing(t *testing.T) {
 	}
 }
 
-func TestFetchKinds(t *testing.T) {
+// hfRepo is a fake repository whose Hugging Face and Maven sources both
+// serve the files, and the options of a fetch from it.
+func hfRepo(t *testing.T) (*fakeRepo, *FetchOptions) {
 	repo := newFakeRepo(t)
 	repo.serve("/hf/onnx/model.onnx", fakeFP32)
 	repo.serve("/hf/tokenizer.json", fakeTok2)
-	m := testManifest(t, repo.srv.URL, repo.srv.URL)
-	opts := testOptions(t, m)
+	return repo, testOptions(t, testManifest(t, repo.srv.URL, repo.srv.URL))
+}
+
+func TestFetchKinds(t *testing.T) {
+	repo, opts := hfRepo(t)
 	opts.Kinds = []string{KindMaven}
 	rep, err := Fetch(context.Background(), opts)
 	if err != nil {
@@ -574,10 +579,7 @@ func TestStampedSHA256(t *testing.T) {
 // disk used to be found after a download, and the message asked to check
 // the network.
 func TestFetchNoRoom(t *testing.T) {
-	repo := newFakeRepo(t)
-	repo.serve("/hf/onnx/model.onnx", fakeFP32)
-	m := testManifest(t, repo.srv.URL, repo.srv.URL)
-	opts := testOptions(t, m)
+	repo, opts := hfRepo(t)
 	opts.freeBytes = func(string) (uint64, error) { return 10, nil }
 	_, err := Fetch(context.Background(), opts)
 	if !errors.Is(err, syscall.ENOSPC) {
@@ -598,11 +600,7 @@ func TestFetchNoRoom(t *testing.T) {
 // the other sources would write to the same folder (the Maven jar is not
 // downloaded), nothing is left behind, and the fix is the folder's.
 func TestFetchDiskFullMidway(t *testing.T) {
-	repo := newFakeRepo(t)
-	repo.serve("/hf/onnx/model.onnx", fakeFP32)
-	repo.serve("/hf/tokenizer.json", fakeTok2)
-	m := testManifest(t, repo.srv.URL, repo.srv.URL)
-	opts := testOptions(t, m)
+	repo, opts := hfRepo(t)
 	opts.wrapDest = func(w io.Writer) io.Writer { return &fullAfter{w: w, path: w.(*os.File).Name(), left: 100} }
 	rep, err := Fetch(context.Background(), opts)
 	if err == nil {

@@ -516,21 +516,24 @@ func (t *Tokens) save(c *Credentials) error {
 	if err := st.Check(); err != nil {
 		return err
 	}
-	if err := t.store.Save(c); err != nil {
-		st.Fail(err)
-		return err
-	}
-	st.OK()
 	// This process's own write (a refresh, a refusal marked) is no login
 	// saved by someone else: a backend waiting on Changed goes on waiting.
 	// It used to wake once on the refusal it had just been told of, and
 	// connect again only to be refused. The store's lock is held, so no
-	// other process wrote in between.
+	// other process writes meanwhile; t.mu is held across the write and
+	// the new file's stat, so the poll cannot see the file between them
+	// (it did, now and then, and took the write for a new login).
 	t.mu.Lock()
-	if w, ok := t.waits[c.Server]; ok {
+	err := t.store.Save(c)
+	if w, ok := t.waits[c.Server]; ok && err == nil {
 		w.seen = t.stat(c.Server)
 	}
 	t.mu.Unlock()
+	if err != nil {
+		st.Fail(err)
+		return err
+	}
+	st.OK()
 	return nil
 }
 

@@ -213,14 +213,17 @@ func Fetch(ctx context.Context, opts *FetchOptions) (*FetchReport, error) {
 // roomFor checks, before anything is downloaded, that the models folder's
 // file system has room for the files of names that are not there yet (at
 // their pinned sizes): a full disk used to be found after the first
-// source's download, and every other source was downloaded in vain.
+// source's download, and every other source was downloaded in vain. A file
+// there at a pinned size counts as there without being hashed (fetchFile
+// checks it): a damaged one of that size is found at its write.
 func (f *fetcher) roomFor(names []string) error {
 	var need int64
 	for _, name := range names {
-		if _, err := checkFile(f.modelDir, name, f.m.Model.Files[name], false); err == nil {
+		spec := f.m.Model.Files[name]
+		if fi, err := os.Stat(filepath.Join(f.modelDir, name)); err == nil && slices.ContainsFunc(spec.Accept, func(a Accepted) bool { return a.Size == fi.Size() }) {
 			continue
 		}
-		need += f.m.Model.Files[name].maxSize()
+		need += spec.maxSize()
 	}
 	free, err := f.freeBytes(f.modelDir)
 	if err != nil || need == 0 || uint64(need) <= free {

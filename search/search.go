@@ -277,10 +277,10 @@ func (e *Engine) reportDegraded() {
 	}
 }
 
-// embedFailed notes how a query's embedding went (err nil: it worked),
+// noteEmbed notes how a query's embedding went (err nil: it worked),
 // logging a failure when it differs from the last one and the first
 // success after failures.
-func (e *Engine) embedFailed(err error) {
+func (e *Engine) noteEmbed(err error) {
 	msg := ""
 	if err != nil {
 		msg = err.Error()
@@ -493,10 +493,10 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		case ctx.Err() != nil:
 			return Result{}, ctx.Err()
 		case r.err != nil:
-			e.embedFailed(r.err)
+			e.noteEmbed(r.err)
 			mode = ModeBM25
 		default:
-			e.embedFailed(nil)
+			e.noteEmbed(nil)
 			qvec = r.vec
 		}
 	}

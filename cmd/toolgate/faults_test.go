@@ -256,8 +256,8 @@ func TestIndexOnFreshDataFolder(t *testing.T) {
 	}
 }
 
-// TestCommandsOnFullOrReadOnlyDataFolder: `keys create`, `tools approve`
-// and `index` on a data folder that cannot take the write (a full tmpfs, a
+// TestCommandsOnFullOrReadOnlyDataFolder: `keys create`, `tools approve`,
+// `index` and `servers restart` on a data folder that cannot take the write (a full tmpfs, a
 // read-only mount; inside `unshare -rm`) fail with exit status 1, the
 // error and a fix line, show no secret (the key is not stored), and leave
 // the files as they were.
@@ -285,7 +285,7 @@ exit $code`)
 	}
 	for _, how := range brokenDataFolders {
 		tools := writeToolsFile(t, t.TempDir(), 200, "")
-		for _, args := range [][]string{{"keys", "create", "--name", "second"}, {"tools", "approve", "fake__echo"}, {"index", "--tools", tools, "--bm25-only"}} {
+		for _, args := range [][]string{{"keys", "create", "--name", "second"}, {"tools", "approve", "fake__echo"}, {"index", "--tools", tools, "--bm25-only"}, {"servers", "restart", "memory"}} {
 			t.Run(how.name+"/"+strings.Join(args[:2], " "), func(t *testing.T) {
 				base := t.TempDir()
 				out, errOut := runOnBrokenFolder(t, script, base, how.name, toolgateCmd(t, filepath.Join(base, "data"), args...), "SEED="+seed)

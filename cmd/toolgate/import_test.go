@@ -214,6 +214,9 @@ func TestServersCommands(t *testing.T) {
 		{[]string{"servers", "remove", "nope", "--config", path}, `no server named "nope"`},
 		{[]string{"servers", "disable", "toolgate"}, "built into the gateway"},
 		{[]string{"servers", "enable", "nope", "--config", path}, `no server named "nope"`},
+		{[]string{"servers", "restart", "toolgate"}, "built into the gateway"},
+		{[]string{"servers", "restart", "nope", "--config", path}, `no server named "nope"`},
+		{[]string{"servers", "restart", "fs", "--config", path}, "`toolgate servers enable fs` starts it"},
 	} {
 		out, err := run(c.args...)
 		if err == nil || !strings.Contains(out, c.want) {

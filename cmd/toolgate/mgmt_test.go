@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/audit"
+	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
@@ -144,6 +145,26 @@ func TestManagementOverHTTP(t *testing.T) {
 			t.Fatalf("toolgate servers enable: %v\n%s", err, out)
 		}
 		waitStatus(t, addr, "memory enabled by the CLI", func(s live.Stats) bool { return len(s.Disabled) == 0 })
+		// servers restart: the running gateway starts memory again (a
+		// new process), and its tools work.
+		restarts := func() (int, int) {
+			for _, b := range getStatus(t, addr).Backends {
+				if b.Name == "memory" && b.State == backend.StateUp {
+					return b.Restarts, b.PID
+				}
+			}
+			return -1, 0
+		}
+		var before, pid int
+		testenv.Eventually(t, "memory up", func() bool { before, pid = restarts(); return before >= 0 })
+		out, err = toolgateCmd(t, dataDir, "servers", "restart", "memory", "--config", cfgPath).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), `restart of server "memory" requested`) {
+			t.Fatalf("toolgate servers restart: %v\n%s", err, out)
+		}
+		testenv.Eventually(t, "memory restarted by the CLI", func() bool { n, p := restarts(); return n == before+1 && p != pid && p != 0 })
+		if res := executeTool(t, ctx, cs, "memory__read_graph", map[string]any{}); res.IsError {
+			t.Errorf("memory__read_graph after `servers restart memory`: %s", resultText(res))
+		}
 	})
 
 	t.Run("add_server refused", func(t *testing.T) {

@@ -23,7 +23,7 @@ func init() { register(newServersCmd) }
 
 func newServersCmd(g *globals) *cobra.Command {
 	cmd := newServersListCmd(g, "servers --config FILE [--json]")
-	cmd.Short = "List, add, remove, enable or disable the servers of a config"
+	cmd.Short = "List, add, remove, enable, disable or restart the servers of a config"
 	cmd.Long += `
 
 With a verb, it changes them:
@@ -33,12 +33,14 @@ With a verb, it changes them:
   toolgate servers remove NAME --config FILE
   toolgate servers disable NAME [--config FILE]        stop it and hide its tools, also in a running gateway
   toolgate servers enable NAME [--config FILE]
+  toolgate servers restart NAME [--config FILE]        stop it and start it again, in a running gateway
 
 add and remove edit the config file atomically, keeping its other keys; a
 running gateway watching it applies the change. enable and disable keep the
-choice in the data folder, not in the config.`
+choice in the data folder, not in the config; restart asks the gateways running
+on the data folder through it.`
 	cmd.AddCommand(newServersListCmd(g, "list --config FILE [--json]"), newServersAddCmd(g), newServersRemoveCmd(g),
-		newServersToggleCmd(g, true), newServersToggleCmd(g, false))
+		newServersToggleCmd(g, true), newServersToggleCmd(g, false), newServersRestartCmd(g))
 	return cmd
 }
 

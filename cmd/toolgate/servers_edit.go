@@ -12,7 +12,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/live"
 )
 
-// `toolgate servers add|remove|enable|disable`: the management tools'
+// `toolgate servers add|remove|enable|disable|restart`: the management tools'
 // changes, for people who prefer a shell to an agent.
 
 type serversAddFlags struct {
@@ -163,17 +163,17 @@ reads its dataDir).`,
 }
 
 func runServersToggle(stderr io.Writer, g *globals, path, name string, disable bool) error {
-	if path != "" {
-		cfg, _, _, err := config.ReadFiles([]string{path}, config.AnyEnv)
-		if err != nil {
-			return err
-		}
-		g.applyConfig(cfg.Toolgate)
+	cfg, err := stateConfig(g, path)
+	if err != nil {
+		return err
+	}
+	if cfg == nil && name == config.BuiltinServer {
+		cfg = &config.File{} // refused without a config
+	}
+	if cfg != nil {
 		if err := live.CheckDisable(cfg, name); err != nil {
 			return err
 		}
-	} else if name == config.BuiltinServer {
-		return live.CheckDisable(&config.File{}, name)
 	}
 	file := live.StateFile(g.DataDir())
 	st, err := live.ReadState(file)
@@ -191,5 +191,63 @@ func runServersToggle(stderr io.Writer, g *globals, path, name string, disable b
 	}
 	fmt.Fprintf(stderr, "server %q %s (%s)\n", name, verb, file)
 	g.auditCommand("servers "+map[bool]string{true: "disable", false: "enable"}[disable], "", fmt.Sprintf("server %q", name))
+	return nil
+}
+
+// stateConfig reads the config at path for a command that changes the
+// state file (its dataDir applies), or nil for path "".
+func stateConfig(g *globals, path string) (*config.File, error) {
+	if path == "" {
+		return nil, nil
+	}
+	cfg, _, _, err := config.ReadFiles([]string{path}, config.AnyEnv)
+	if err != nil {
+		return nil, err
+	}
+	g.applyConfig(cfg.Toolgate)
+	return cfg, nil
+}
+
+func newServersRestartCmd(g *globals) *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "restart NAME [--config FILE]",
+		Short: "Restart a server in every gateway running on the data folder",
+		Long: `Restart a server in every gateway running on the data folder: each stops
+it and starts it again with the same config entry (a stdio server gets a new
+process), as toolgate__restart_server does. Use it when a server is stuck, or
+stays down after its restart delays and what made it fail is mended.
+
+The request goes through the data folder's state.json, which running
+gateways watch; a gateway that starts later does not act on it (it starts
+its servers anyway). --config checks that NAME is one of its servers (and
+reads its dataDir). A disabled server does not run: enable it instead.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runServersRestart(cmd.ErrOrStderr(), g, path, args[0])
+		},
+	}
+	configFlag(cmd, &path)
+	return cmd
+}
+
+func runServersRestart(stderr io.Writer, g *globals, path, name string) error {
+	cfg, err := stateConfig(g, path)
+	if err != nil {
+		return err
+	}
+	file := live.StateFile(g.DataDir())
+	st, err := live.ReadState(file)
+	if err != nil {
+		return err
+	}
+	if err := live.CheckRestart(cfg, st, name); err != nil {
+		return err
+	}
+	if err := live.WriteState(file, st.WithRestart(name)); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "restart of server %q requested (%s): each gateway running on this data folder restarts it now (its log says \"server restarted\")\n", name, file)
+	g.auditCommand("servers restart", "", fmt.Sprintf("server %q", name))
 	return nil
 }

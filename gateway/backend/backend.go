@@ -963,7 +963,8 @@ func (b *backend) supervise() {
 				if recheck {
 					b.log.Warn("backend stays down until its command or cwd changes (looked at every "+b.p.opts.CommandRecheck.String()+") or its config entry does", keyErr, lastErr, keyAttempt, attempt)
 				} else {
-					b.log.Warn("backend stays down", keyErr, lastErr, keyAttempt, attempt)
+					b.log.Warn("backend stays down", keyErr, lastErr, keyAttempt, attempt,
+						"fix", "mend what makes it fail (its last stderr lines: toolgate__server_status), then `toolgate servers restart "+b.cfg.Name+"` (or toolgate__restart_server, the console's Restart) starts it again")
 				}
 			}
 			b.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,6 +29,7 @@ type fakePool struct {
 	started      string                 // "Start" or "StartAsync"
 	reconfigured [][]string             // server names of each Reconfigure
 	onStart      func()                 // called by Start (the real pool's first listings call ToolsChanged)
+	restarted    chan string            // each Restart's server, when not nil
 }
 
 var _ Pool = (*fakePool)(nil)
@@ -76,6 +78,19 @@ func (p *fakePool) Servers() []string {
 
 // Reconfigure diffs by name only (no entry changes) and forgets the tools
 // of removed servers, as the pool does.
+func (p *fakePool) Restart(server string) error {
+	p.mu.Lock()
+	known := slices.Contains(p.servers, server)
+	p.mu.Unlock()
+	if !known {
+		return fmt.Errorf("no server %q in the pool", server)
+	}
+	if p.restarted != nil {
+		p.restarted <- server
+	}
+	return nil
+}
+
 func (p *fakePool) Reconfigure(_ context.Context, servers []config.Server) backend.Diff {
 	p.mu.Lock()
 	defer p.mu.Unlock()

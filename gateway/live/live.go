@@ -63,6 +63,8 @@ type Pool interface {
 	Servers() []string
 	// Reconfigure makes the pool run servers and says what it changed.
 	Reconfigure(ctx context.Context, servers []config.Server) backend.Diff
+	// Restart stops server and starts it again with the same entry.
+	Restart(server string) error
 }
 
 var _ Pool = (*backend.Pool)(nil)
@@ -247,6 +249,9 @@ type Loop struct {
 	hash     [sha256.Size]byte
 	watchers []*config.Watcher // the config files'
 	stateW   *config.Watcher   // the state file's
+	// restartsSeen are the state file's restart requests last read
+	// (applyRestarts); reloadMu guards it.
+	restartsSeen map[string]uint64
 
 	cancel context.CancelFunc
 	// runCtx is Run's context: servers the pool starts for a reload or an
@@ -268,13 +273,14 @@ func New(dir string, cfg *config.File, opts *Options) *Loop {
 	if o.ConfigDocs != nil {
 		l.hash = docsHash(o.ConfigDocs)
 	}
-	disabled, err := ReadState(o.StatePath)
+	st, err := ReadState(o.StatePath)
 	if err != nil {
 		l.log.Warn("cannot read the state file; no server is disabled", "file", o.StatePath, "err", err)
 	}
 	names := l.catalogued(cfg)
 	l.policy.Put(policy.NewConfigured(names))
-	l.policy.Put(policy.NewDisabled(disabled.Disabled))
+	l.policy.Put(policy.NewDisabled(st.Disabled))
+	l.restartsSeen = st.RestartRequests
 	l.policy.Put(policy.NewProfiles(cfg.Toolgate.Profiles))
 	l.stats.Disabled = l.policy.Disabled().Servers()
 	l.warm, l.current = l.openWarm(names)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,14 +19,20 @@ import (
 
 // StateFile is the file of the data folder that keeps the gateway's run
 // time choices across restarts (the servers disabled), apart from the
-// user's config, which the gateway never rewrites for them. Deleting it
-// enables every server again.
+// user's config, which the gateway never rewrites for them, and carries
+// `toolgate servers restart` to the gateways running on the folder.
+// Deleting it enables every server again.
 func StateFile(dataDir string) string { return filepath.Join(dataDir, "state.json") }
 
 // State is the content of the state file.
 type State struct {
 	// Disabled are the servers disabled at run time, sorted.
 	Disabled []string `json:"disabled"`
+	// RestartRequests counts, by server, the restarts asked for with
+	// `toolgate servers restart`. A running gateway restarts a server
+	// whose count changed since it last read the file; one that starts
+	// takes the counts as they are (its servers are new anyway).
+	RestartRequests map[string]uint64 `json:"restartRequests,omitempty"`
 }
 
 // ReadState reads the state file at path; a missing file (or path "") is
@@ -97,7 +104,17 @@ func (st State) With(server string, disabled bool) (State, bool) {
 		next = append(next, server)
 		slices.Sort(next)
 	}
-	return State{Disabled: next}, !slices.Equal(next, st.Disabled)
+	return State{Disabled: next, RestartRequests: maps.Clone(st.RestartRequests)}, !slices.Equal(next, st.Disabled)
+}
+
+// WithRestart is st with one more restart of server requested.
+func (st State) WithRestart(server string) State {
+	next := State{Disabled: slices.Clone(st.Disabled), RestartRequests: maps.Clone(st.RestartRequests)}
+	if next.RestartRequests == nil {
+		next.RestartRequests = map[string]uint64{}
+	}
+	next.RestartRequests[server]++
+	return next
 }
 
 // CheckDisable says why server cannot be disabled or enabled under cfg, or
@@ -107,18 +124,48 @@ func CheckDisable(cfg *config.File, server string) error {
 	if server == config.BuiltinServer {
 		return fmt.Errorf("server %q is built into the gateway and cannot be disabled: its tools are how servers are enabled again", server)
 	}
+	s, err := configured(cfg, server)
+	if err == nil && s.Disabled {
+		err = fmt.Errorf(`server %q is disabled in the config file ("disabled": true): edit its entry there to change that`, server)
+	}
+	return err
+}
+
+// CheckRestart says why server cannot be restarted under cfg and st, or
+// nil: it must be a server of the config that runs (not disabled in the
+// file or at run time), and never the built-in one. A nil cfg checks only
+// what st and the name tell.
+func CheckRestart(cfg *config.File, st State, server string) error {
+	if server == config.BuiltinServer {
+		return fmt.Errorf("server %q is built into the gateway and runs inside it: there is no process to restart", server)
+	}
+	if cfg != nil {
+		s, err := configured(cfg, server)
+		if err != nil {
+			return err
+		}
+		if s.Disabled {
+			return fmt.Errorf(`server %q is disabled in the config file ("disabled": true), so it does not run: edit its entry there to start it`, server)
+		}
+	}
+	if slices.Contains(st.Disabled, server) {
+		return fmt.Errorf("server %q is disabled, so it does not run: `toolgate servers enable %s` starts it", server, server)
+	}
+	return nil
+}
+
+// configured is server's entry in cfg, or an error that lists the
+// servers there are.
+func configured(cfg *config.File, server string) (config.Server, error) {
 	s, ok := cfg.MCPServers[server]
 	if !ok {
 		names := make([]string, 0, len(cfg.MCPServers))
 		for _, s := range cfg.Servers() {
 			names = append(names, s.Name)
 		}
-		return fmt.Errorf("there is no server named %q in the config (servers: %s)", server, strings.Join(names, ", "))
+		return config.Server{}, fmt.Errorf("there is no server named %q in the config (servers: %s)", server, strings.Join(names, ", "))
 	}
-	if s.Disabled {
-		return fmt.Errorf(`server %q is disabled in the config file ("disabled": true): edit its entry there to change that`, server)
-	}
-	return nil
+	return s, nil
 }
 
 // SetDisabled disables server (or enables it again): its tools leave
@@ -133,7 +180,11 @@ func (l *Loop) SetDisabled(_ context.Context, server string, disabled bool) (boo
 	if err := CheckDisable(l.applied.Load(), server); err != nil {
 		return false, err
 	}
-	next, changed := State{Disabled: l.policy.Disabled().Servers()}.With(server, disabled)
+	// The file's restart requests are kept as they are (the watcher
+	// applies those this gateway has not seen yet).
+	cur, _ := ReadState(l.opts.StatePath)
+	cur.Disabled = l.policy.Disabled().Servers()
+	next, changed := cur.With(server, disabled)
 	if !changed {
 		return false, nil
 	}
@@ -174,6 +225,33 @@ func (l *Loop) applyDisabled(ctx context.Context, disabled []string, by string) 
 	l.changedHook() // the servers searches see changed
 }
 
+// applyRestarts restarts each server whose count of restart requests
+// (`toolgate servers restart`) is not the one last seen. A count that is
+// gone (the state file deleted) restarts nothing; the next request counts
+// from there. reloadMu is held.
+func (l *Loop) applyRestarts(requests map[string]uint64) {
+	for _, s := range slices.Sorted(maps.Keys(requests)) {
+		if requests[s] == l.restartsSeen[s] {
+			continue
+		}
+		var err error
+		switch {
+		case l.pool == nil:
+			err = errors.New("no servers run here")
+		case slices.Contains(l.policy.Disabled().Servers(), s):
+			err = fmt.Errorf("it is disabled: `toolgate servers enable %s` starts it", s)
+		default:
+			err = l.pool.Restart(s)
+		}
+		if err != nil {
+			l.log.Warn("restart requested by `toolgate servers restart` not done", "server", s, "err", err)
+			continue
+		}
+		l.log.Info("server restarted: requested by `toolgate servers restart`", "server", s)
+	}
+	l.restartsSeen = requests
+}
+
 // stateMeanwhile is what holds while the state file is not watched.
 const stateMeanwhile = "`toolgate servers enable/disable` applies on the next start"
 
@@ -207,6 +285,7 @@ func (l *Loop) watchState(ctx context.Context) {
 			if !slices.Equal(st.Disabled, l.policy.Disabled().Servers()) {
 				l.applyDisabled(ctx, st.Disabled, "state file")
 			}
+			l.applyRestarts(st.RestartRequests)
 			l.reloadMu.Unlock()
 		}
 	})

@@ -113,6 +113,67 @@ func TestSetDisabled(t *testing.T) {
 	}
 }
 
+// `toolgate servers restart` counts a request in the state file; the
+// running gateway restarts each server whose count changed, never a
+// disabled or unknown one, and not the requests it found at its start.
+// Disabling keeps the counts in the file.
+func TestRestartRequests(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state.json")
+	if err := WriteState(state, State{RestartRequests: map[string]uint64{"a": 3}}); err != nil {
+		t.Fatal(err)
+	}
+	pool := newFakePool("a", "b")
+	pool.list("a", "apple")
+	pool.list("b", "banana")
+	pool.restarted = make(chan string, 10)
+	f := newFixture(t, t.TempDir(), pool, &Options{StatePath: state, Debounce: time.Millisecond}, "a", "b")
+	f.run(t)
+	next := func(t *testing.T, want string) {
+		t.Helper()
+		select {
+		case got := <-pool.restarted:
+			if got != want {
+				t.Fatalf("restarted %s, want %s", got, want)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s not restarted", want)
+		}
+	}
+	write := func(st State) {
+		t.Helper()
+		if err := WriteState(state, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a's 3 were asked of an earlier gateway: only b's is new.
+	write(State{RestartRequests: map[string]uint64{"a": 3, "b": 1}})
+	next(t, "b")
+	write(State{RestartRequests: map[string]uint64{"a": 4, "b": 1}})
+	next(t, "a")
+	// b disabled and asked for, zzz unknown: neither is restarted (the
+	// next restart is a's).
+	if _, err := f.loop.SetDisabled(context.Background(), "b", true); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := ReadState(state); err != nil || st.RestartRequests["a"] != 4 {
+		t.Fatalf("SetDisabled lost the restart requests: %+v, %v", st, err)
+	}
+	write(State{Disabled: []string{"b"}, RestartRequests: map[string]uint64{"a": 4, "b": 2, "zzz": 1}})
+	write(State{Disabled: []string{"b"}, RestartRequests: map[string]uint64{"a": 5, "b": 2, "zzz": 1}})
+	next(t, "a")
+	// The file deleted: the counts are gone, nothing restarts (b is
+	// enabled again); a request after that counts from nothing.
+	if err := os.Remove(state); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "b enabled by the deletion", func(s Stats) bool { return len(s.Disabled) == 0 })
+	write(State{RestartRequests: map[string]uint64{"b": 1}})
+	next(t, "b")
+	if n := len(pool.restarted); n != 0 {
+		t.Errorf("%d more restarts", n)
+	}
+}
+
 func toolOf(id string) catalog.Tool {
 	server, name, _ := catalog.SplitID(id)
 	return catalog.Tool{Server: server, Name: name}

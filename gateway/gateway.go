@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -157,6 +158,9 @@ type Gateway struct {
 	scopedCount atomic.Int32
 
 	levels sessionLevels // log levels clients set (logging/setLevel)
+	// stdio is the session of the stdio client, once connected
+	// (StdioClient).
+	stdio atomic.Pointer[mcp.ServerSession]
 }
 
 // New returns a gateway over s and c.
@@ -237,6 +241,22 @@ func (g *Gateway) StdioCaller() *policy.Caller {
 	return &policy.Caller{Transport: policy.TransportStdio, Session: policy.NewSession(g.opts.Profile, g.opts.Profile != "")}
 }
 
+// StdioClient is the name and version the stdio client gave in its
+// initialize request ("claude-ai 0.1.0"), or "" before it did (or over
+// HTTP). A machine runs one gateway per stdio client: this tells them
+// apart in GET /status.
+func (g *Gateway) StdioClient() string {
+	ss := g.stdio.Load()
+	if ss == nil {
+		return ""
+	}
+	ip := ss.InitializeParams()
+	if ip == nil || ip.ClientInfo == nil {
+		return ""
+	}
+	return strings.TrimSpace(ip.ClientInfo.Name + " " + ip.ClientInfo.Version)
+}
+
 // serve serves one stdio-like client on t (tests pass in-memory transports).
 func (g *Gateway) serve(ctx context.Context, t mcp.Transport) error {
 	if policy.CallerFrom(ctx) == nil {
@@ -248,6 +268,7 @@ func (g *Gateway) serve(ctx context.Context, t mcp.Transport) error {
 	if err != nil {
 		return err
 	}
+	g.stdio.Store(ss)
 	closed := make(chan error, 1)
 	go func() { closed <- ss.Wait() }()
 	select {

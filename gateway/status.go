@@ -49,6 +49,24 @@ type StatusOptions struct {
 	// is not admin to the servers its scope lets it see (ScopeReport).
 	Policy  *policy.Set
 	Catalog policy.Tools
+	// Process, if set, adds what the gateway process is (the "process"
+	// section).
+	Process func() *ProcessInfo
+}
+
+// ProcessInfo is the gateway process in a StatusReport: a machine may run
+// several gateways (each stdio client starts its own), and `toolgate
+// status` shows every one on a data folder.
+type ProcessInfo struct {
+	PID       int    `json:"pid"`
+	Transport string `json:"transport"`      // "stdio" or "http"
+	Addr      string `json:"addr,omitempty"` // the HTTP front's address
+	// Client is the stdio client's name and version, as it gave them in
+	// its initialize request ("claude-ai 0.1.0"); empty before that.
+	Client string `json:"client,omitempty"`
+	// Config is the config files read, in order (not shown to an API
+	// key that is not admin).
+	Config []string `json:"config,omitempty"`
 }
 
 // SecurityStatus is what a StatusReport says of the audit log and the
@@ -88,6 +106,8 @@ type StatusReport struct {
 	// error and since when, each writer's state (StatusOptions.Storage).
 	Storage  *storage.Report `json:"storage,omitempty"`
 	Security *SecurityStatus `json:"security,omitempty"`
+	// Process is the gateway process (StatusOptions.Process).
+	Process *ProcessInfo `json:"process,omitempty"`
 }
 
 // BackendStatus is one backend in a StatusReport: the pool's snapshot plus
@@ -135,6 +155,9 @@ func StatusHandler(src StatusSource, opts *StatusOptions) http.Handler {
 		if o.Security != nil {
 			rep.Security = o.Security()
 		}
+		if o.Process != nil {
+			rep.Process = o.Process()
+		}
 		ScopeReport(&rep, policy.CallerFrom(r.Context()), o.Policy, o.Catalog)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
@@ -177,7 +200,8 @@ const HiddenFromKey = "hidden from this API key: an admin key sees it"
 // key that is not admin: the servers it may manage (policy.Set.MayManage,
 // as toolgate__list_servers), the counts of those, the runtime lists and
 // quarantined tools of those servers only, and HiddenFromKey for the
-// reload and index errors, which may name any server. A key thus learns
+// reload and index errors, which may name any server, and no config file
+// paths. A key thus learns
 // nothing of the servers outside its scope. Stdio, an admin key, and the
 // HTTP front without keys see the whole report. The lists of rep.Stats and
 // rep.Security are narrowed in copies: they may be their sources' own.
@@ -224,6 +248,11 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 			st.LastIndexError = HiddenFromKey
 		}
 		rep.Stats = &st
+	}
+	if rep.Process != nil {
+		p := *rep.Process
+		p.Config = nil
+		rep.Process = &p
 	}
 	if rep.Security != nil {
 		sec := *rep.Security

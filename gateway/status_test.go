@@ -212,16 +212,17 @@ func TestScopeReport(t *testing.T) {
 				LastIndexError:  "embedding secret__leak: out of memory",
 			},
 			Security: &SecurityStatus{Quarantined: []string{"mem__write", "secret__leak"}},
+			Process:  &ProcessInfo{PID: 7, Transport: "http", Addr: "127.0.0.1:8931", Config: []string{"/etc/secret/toolgate.json"}},
 		}
 	}
 	key := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "mem-ops", Allow: []string{"mem__*"}}}
 	rep := full()
 	// The lists come from the runtime loop and the quarantine: narrowed
 	// in copies, never where they came from.
-	stats, sec := *rep.Stats, *rep.Security
+	stats, sec, proc := *rep.Stats, *rep.Security, rep.Process
 	ScopeReport(&rep, key, pol, tools)
-	if orig := full(); !cmp.Equal(*orig.Stats, stats) || !cmp.Equal(*orig.Security, sec) {
-		t.Errorf("ScopeReport changed the lists it was given: %+v %+v", stats, sec)
+	if orig := full(); !cmp.Equal(*orig.Stats, stats) || !cmp.Equal(*orig.Security, sec) || !cmp.Equal(*orig.Process, *proc) {
+		t.Errorf("ScopeReport changed the lists it was given: %+v %+v %+v", stats, sec, proc)
 	}
 	want := StatusReport{
 		Backends: []BackendStatus{{Status: backend.Status{Name: "mem", State: backend.StateUp}}},
@@ -233,6 +234,7 @@ func TestScopeReport(t *testing.T) {
 			LastIndexError:  HiddenFromKey,
 		},
 		Security: &SecurityStatus{Quarantined: []string{"mem__write"}},
+		Process:  &ProcessInfo{PID: 7, Transport: "http", Addr: "127.0.0.1:8931"},
 	}
 	if diff := cmp.Diff(want, rep); diff != "" {
 		t.Errorf("as the mem-ops key (-want +got):\n%s", diff)

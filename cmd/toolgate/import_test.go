@@ -226,6 +226,9 @@ func TestServersCommands(t *testing.T) {
 	if out, err := run("servers", "enable", "fs", "--config", path); err != nil || !strings.Contains(out, `"fs" enabled`) {
 		t.Errorf("enable: %v\n%s", err, out)
 	}
+	if out, err := run("servers", "restart", "fs", "--config", path); err != nil || !strings.Contains(out, "no gateway runs on the data folder "+data+": nothing to restart now") {
+		t.Errorf("restart with no gateway running: %v\n%s", err, out)
+	}
 	// Each change made is a management action in the audit log, as the
 	// local user's; a refused one is not.
 	var got []string
@@ -241,6 +244,7 @@ func TestServersCommands(t *testing.T) {
 		`servers remove server "memory" in ` + path,
 		`servers disable server "fs"`,
 		`servers enable server "fs"`,
+		`servers restart server "fs"`,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("audit records:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -158,7 +158,7 @@ func TestManagementOverHTTP(t *testing.T) {
 		var before, pid int
 		testenv.Eventually(t, "memory up", func() bool { before, pid = restarts(); return before >= 0 })
 		out, err = toolgateCmd(t, dataDir, "servers", "restart", "memory", "--config", cfgPath).CombinedOutput()
-		if err != nil || !strings.Contains(string(out), `restart of server "memory" requested`) {
+		if err != nil || !strings.Contains(string(out), `restart of server "memory" requested`) || !strings.Contains(string(out), "(http "+addr+"): restarted") {
 			t.Fatalf("toolgate servers restart: %v\n%s", err, out)
 		}
 		testenv.Eventually(t, "memory restarted by the CLI", func() bool { n, p := restarts(); return n == before+1 && p != pid && p != 0 })

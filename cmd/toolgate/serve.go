@@ -9,9 +9,11 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/gateway/local"
 	"github.com/toolgate/toolgate/gateway/mgmt"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
@@ -286,6 +289,20 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 	pool := backend.New(lv.Servers(), opts) // the config's, but those disabled at run time
 	defer g.stop.Close("backends", pool.Close)
+	// GET /status, on the HTTP front and on the status socket in the data
+	// folder, from the start: `toolgate status` finds a gateway on stdio
+	// there, a cold start's connecting backends included.
+	proc := &process{info: gateway.ProcessInfo{PID: os.Getpid(), Transport: "stdio", Config: absPaths(f.configs)}}
+	if ln != nil {
+		proc.info.Transport, proc.info.Addr = "http", ln.Addr().String()
+	}
+	status := gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv, Storage: health,
+		Security: sec.status, Policy: lv.Policy(), Catalog: lv, Process: proc.report})
+	if sock, err := local.Listen(g.DataDir(), status, log); err != nil {
+		log.Warn("no status socket in the data folder: `toolgate status` finds this gateway only at its --http address", "err", err)
+	} else {
+		defer g.stop.Close("status socket", sock.Close)
+	}
 	warm := lv.Warm()
 	err = lv.Run(ctx, pool)
 	defer g.stop.Close("runtime loop", lv.Close) // before the pool: the loop stops using it first
@@ -299,7 +316,33 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 
 	return (&front{cfg: cfg, flags: f, log: log, start: start, pool: pool, lv: lv, emb: emb,
 		learner: learner, sec: sec, health: health, tracing: tracing, ln: ln, stdin: stdin, warm: warm,
-		firstSearch: firstSearch}).serve(ctx)
+		firstSearch: firstSearch, status: status, proc: proc}).serve(ctx)
+}
+
+// absPaths is paths made absolute where they can be.
+func absPaths(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		if a, err := filepath.Abs(p); err == nil {
+			p = a
+		}
+		out[i] = p
+	}
+	return out
+}
+
+// process is what GET /status says of this gateway process.
+type process struct {
+	info gateway.ProcessInfo
+	gw   atomic.Pointer[gateway.Gateway] // once serving: the stdio client's name
+}
+
+func (p *process) report() *gateway.ProcessInfo {
+	i := p.info
+	if gw := p.gw.Load(); gw != nil && i.Transport == "stdio" {
+		i.Client = gw.StdioClient()
+	}
+	return &i
 }
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -46,6 +46,8 @@ type front struct {
 	warm    bool             // started from the last run's catalog
 	// firstSearch is told when the first search is answered.
 	firstSearch *firstSearch
+	status      http.Handler // GET /status
+	proc        *process     // told the gateway, for the stdio client's name
 }
 
 // serve puts the metrics, the console's recorder, the management tools and
@@ -84,6 +86,7 @@ func (fr *front) serve(ctx context.Context) error {
 	})
 	// search_tools' description names the servers behind the gateway.
 	fr.lv.OnChange(gw.Refresh)
+	fr.proc.gw.Store(gw)
 
 	fr.log.Info("gateway ready", "servers", len(fr.cfg.Servers()), "tools", fr.lv.Stats().CatalogTools, "warm", fr.warm, "startup", time.Since(fr.start).Round(time.Millisecond))
 
@@ -109,7 +112,7 @@ func (fr *front) serve(ctx context.Context) error {
 		MaxBodyBytes:   fr.cfg.Toolgate.HTTP.MaxBodyBytes,
 		Logger:         fr.log,
 		Extra: map[string]http.Handler{
-			"GET /status":  gateway.StatusHandler(fr.pool, &gateway.StatusOptions{Version: version, Started: fr.start, Loop: fr.lv, Storage: fr.health, Security: fr.sec.status, Policy: fr.lv.Policy(), Catalog: fr.lv}),
+			"GET /status":  fr.status,
 			"GET /metrics": met.Handler(),
 			console.Path: console.New(&console.Options{
 				// The catalog as the caller's key sees it (everything a

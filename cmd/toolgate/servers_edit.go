@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
 )
@@ -220,18 +223,25 @@ stays down after its restart delays and what made it fail is mended.
 
 The request goes through the data folder's state.json, which running
 gateways watch; a gateway that starts later does not act on it (it starts
-its servers anyway). --config checks that NAME is one of its servers (and
-reads its dataDir). A disabled server does not run: enable it instead.`,
+its servers anyway). The command waits up to 10s for each gateway running
+on the data folder (toolgate status lists them) to restart it, and says
+which did; it fails when one did not. --config checks that NAME is one of
+its servers (and reads its dataDir). A disabled server does not run:
+enable it instead.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runServersRestart(cmd.ErrOrStderr(), g, path, args[0])
+			return runServersRestart(cmd.Context(), cmd.ErrOrStderr(), g, path, args[0])
 		},
 	}
 	configFlag(cmd, &path)
 	return cmd
 }
 
-func runServersRestart(stderr io.Writer, g *globals, path, name string) error {
+// restartWait is how long `servers restart` waits for each gateway to
+// count the restart (tests shorten it).
+var restartWait = 10 * time.Second
+
+func runServersRestart(ctx context.Context, stderr io.Writer, g *globals, path, name string) error {
 	cfg, err := stateConfig(g, path)
 	if err != nil {
 		return err
@@ -244,10 +254,72 @@ func runServersRestart(stderr io.Writer, g *globals, path, name string) error {
 	if err := live.CheckRestart(cfg, st, name); err != nil {
 		return err
 	}
+	// The gateways running now, and the restarts each counted so far.
+	gws := localGateways(ctx, g.DataDir(), 5*time.Second)
 	if err := live.WriteState(file, st.WithRestart(name)); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "restart of server %q requested (%s): each gateway running on this data folder restarts it now (its log says \"server restarted\")\n", name, file)
 	g.auditCommand("servers restart", "", fmt.Sprintf("server %q", name))
+	fmt.Fprintf(stderr, "restart of server %q requested (%s)\n", name, file)
+	if len(gws) == 0 {
+		fmt.Fprintf(stderr, "no gateway runs on the data folder %s: nothing to restart now (a gateway that starts starts it anyway)\n", g.DataDir())
+		return nil
+	}
+	var missed []string
+	for _, gw := range gws {
+		switch done, why := awaitRestart(ctx, gw, name); {
+		case done:
+			fmt.Fprintf(stderr, "  %s: restarted\n", gw.name())
+		case why != "":
+			fmt.Fprintf(stderr, "  %s: %s\n", gw.name(), why)
+		default:
+			fmt.Fprintf(stderr, "  %s: not restarted within %s\n", gw.name(), restartWait)
+			missed = append(missed, gw.name())
+		}
+	}
+	if len(missed) > 0 {
+		return fmt.Errorf("server %q was not restarted by %s within %s: its log says why", name, strings.Join(missed, ", "), restartWait)
+	}
 	return nil
+}
+
+// awaitRestart waits up to restartWait for the gateway gw to count one more
+// restart of server than it had; why says why it has nothing to restart
+// (it does not run the server, stopped, does not answer).
+func awaitRestart(ctx context.Context, gw localGateway, server string) (done bool, why string) {
+	if gw.err != nil {
+		return false, fmt.Sprintf("does not answer (%v)", gw.err)
+	}
+	before, ok := backendNamed(gw.rep, server)
+	if !ok {
+		return false, fmt.Sprintf("does not run %s", server)
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(restartWait)
+	for time.Now().Before(deadline) {
+		now, gone := askLocal(ctx, gw.sock, 5*time.Second)
+		if gone {
+			return false, "stopped meanwhile"
+		}
+		if b, ok := backendNamed(now.rep, server); now.err == nil && ok && b.Restarts > before.Restarts {
+			return true, ""
+		}
+		select {
+		case <-ctx.Done():
+			return false, ""
+		case <-tick.C:
+		}
+	}
+	return false, ""
+}
+
+// backendNamed is the backend named server in rep.
+func backendNamed(rep gateway.StatusReport, server string) (gateway.BackendStatus, bool) {
+	for _, b := range rep.Backends {
+		if b.Name == server {
+			return b, true
+		}
+	}
+	return gateway.BackendStatus{}, false
 }

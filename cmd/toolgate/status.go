@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/gateway/local"
 	"github.com/toolgate/toolgate/internal/storage"
 )
 
@@ -39,34 +40,50 @@ type statusFlags struct {
 	config  string
 	asJSON  bool
 	timeout time.Duration
+	// dataDir is the data folder whose gateways to ask when no address
+	// is given (cfg is --config's, or nil); nil: ask none.
+	dataDir func(cfg *config.File) string
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
 	var f statusFlags
 	cmd := &cobra.Command{
 		Use:   "status [--addr 127.0.0.1:8931] [--json]",
-		Short: "Show the backends of a running gateway (toolgate serve --http)",
-		Long: `Ask a running gateway (toolgate serve --http ADDR) for GET /status and print
-each backend's state, tool count, restarts, last error and how long it has been in
-its state, then the catalog's generation and the config reloads (with the last
-error of each). With --json the gateway's JSON is printed as is.
+		Short: "Show the backends of the running gateways (stdio or HTTP)",
+		Long: `Show each backend's state, tool count, restarts, last error and how long it
+has been in its state, then the catalog's generation and the config reloads
+(with the last error of each), of every gateway running on the data folder,
+or of the one at --addr. With --json each gateway's JSON report is printed as
+is, one after the other (jq reads them as a stream).
 
-The address is --addr, else toolgate.http.addr of --config, else ` + defaultStatusAddr + `.
+Without --addr (and without a toolgate.http.addr in --config), it asks every
+gateway running on the data folder (--data-dir, $TOOLGATE_DATA_DIR, the
+config's dataDir, or the default): each toolgate serve, on stdio or HTTP,
+answers on a socket of its own in the folder's run/, so the gateways an MCP
+client started on stdio are found too, each with its PID and its client's
+name. When none runs there, it asks ` + defaultStatusAddr + `.
 The storage line says whether the data folder can take writes, and while
 it cannot, since when, why, the fix and what each failing store does.
-A gateway with API keys needs one: put it in $` + envKey + ` (not on the command
-line, where other users of the machine could read it).
+A gateway with API keys needs one at its --addr (the socket needs none: it
+is its user's only): put it in $` + envKey + ` (not on the command line, where
+other users of the machine could read it).
 Exit status: 0 when every backend is up or idle (lazy, not started yet)
-and the data folder takes writes, 3 when the gateway answers but some
+and the data folder takes writes, 3 when a gateway answers but some
 backend is down or still connecting, or the data folder cannot take writes,
-1 when no gateway answers there.`,
+1 when no gateway answers.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.dataDir = func(cfg *config.File) string {
+				if cfg != nil {
+					g.applyConfig(cfg.Toolgate)
+				}
+				return g.DataDir()
+			}
 			return runStatus(cmd.Context(), cmd.OutOrStdout(), f)
 		},
 	}
-	cmd.Flags().StringVar(&f.addr, "addr", "", "gateway address host:port or URL (default "+defaultStatusAddr+")")
-	cmd.Flags().StringVarP(&f.config, "config", "c", "", "take the address from this config's toolgate.http.addr")
+	cmd.Flags().StringVar(&f.addr, "addr", "", "gateway address host:port or URL (default: the gateways on the data folder, else "+defaultStatusAddr+")")
+	cmd.Flags().StringVarP(&f.config, "config", "c", "", "take the address from this config's toolgate.http.addr, and the data folder from its dataDir")
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the JSON report instead of a table")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 5*time.Second, "how long to wait for the gateway")
 	return cmd
@@ -94,13 +111,28 @@ func statusURL(addr string) (string, error) {
 
 func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	addr := f.addr
+	var cfg *config.File
 	if addr == "" && f.config != "" {
-		cfg, err := config.Load(f.config)
-		if err != nil {
+		var err error
+		if cfg, err = config.Load(f.config); err != nil {
 			return err
 		}
 		addr = cfg.Toolgate.HTTP.Addr
 	}
+	if f.timeout <= 0 {
+		f.timeout = 5 * time.Second
+	}
+	// No address: the gateways on the data folder, else the default one.
+	noneLocal := ""
+	if addr == "" && f.dataDir != nil {
+		dataDir := f.dataDir(cfg)
+		if n, err := statusLocal(ctx, w, dataDir, f); n > 0 {
+			return err
+		}
+		noneLocal = fmt.Sprintf("; no gateway runs on the data folder %s either", dataDir)
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
 	if addr == "" {
 		addr = defaultStatusAddr
 	}
@@ -108,11 +140,6 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if f.timeout <= 0 {
-		f.timeout = 5 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
@@ -130,41 +157,146 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		if connected.Load() && errors.Is(err, context.DeadlineExceeded) {
-			return exitError{fmt.Errorf("%s took the connection but sent no answer within %s: a gateway that runs out of file descriptors cannot accept it "+
-				"(its log says `the HTTP front cannot accept connections`, with the fix), or one that is stopped or stuck", u, f.timeout), degradedExit}
+			return exitError{noAnswer(u, f.timeout), degradedExit}
 		}
-		return fmt.Errorf("no gateway answered at %s: %w\n(start one with `toolgate serve --config FILE --http %s`, or point --addr at the one running)", u, unwrapURLError(err), hostOf(u))
+		return fmt.Errorf("no gateway answered at %s: %w%s\n(start one with `toolgate serve --config FILE --http %s`, or point --addr at the one running)", u, unwrapURLError(err), noneLocal, hostOf(u))
 	}
+	body, rep, err := readStatus(resp, u)
+	if err != nil {
+		return err
+	}
+	if err := writeStatus(w, body, rep, f.asJSON); err != nil {
+		return err
+	}
+	return degraded(rep)
+}
+
+// noAnswer is the fault of a gateway that took the connection to u but sent
+// no answer within timeout.
+func noAnswer(u string, timeout time.Duration) error {
+	return fmt.Errorf("%s took the connection but sent no answer within %s: a gateway that runs out of file descriptors cannot accept it "+
+		"(its log says `the HTTP front cannot accept connections`, with the fix), or one that is stopped or stuck", u, timeout)
+}
+
+// readStatus reads a GET /status answer from u: the body as sent and the
+// report, or why it is none.
+func readStatus(resp *http.Response, u string) ([]byte, gateway.StatusReport, error) {
 	defer resp.Body.Close()
+	var rep gateway.StatusReport
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return fmt.Errorf("read %s: %w", u, err)
+		return nil, rep, fmt.Errorf("read %s: %w", u, err)
 	}
 	if resp.StatusCode == http.StatusUnauthorized {
-		return fmt.Errorf("%s answered %s: the gateway needs an API key: put one in $%s (`toolgate keys create` makes one)", u, resp.Status, envKey)
+		return nil, rep, fmt.Errorf("%s answered %s: the gateway needs an API key: put one in $%s (`toolgate keys create` makes one)", u, resp.Status, envKey)
 	}
 	if resp.StatusCode == http.StatusServiceUnavailable && strings.HasPrefix(string(body), gateway.KeysUnreadable) {
 		// The gateway runs but lets no one in (fail closed): degraded, not
 		// absent.
-		return exitError{fmt.Errorf("%s answered %s: the gateway runs but cannot read its API keys, so it refuses every request; "+
+		return nil, rep, exitError{fmt.Errorf("%s answered %s: the gateway runs but cannot read its API keys, so it refuses every request; "+
 			"its log says why (a key file that does not parse, or a data folder it can no longer read): fix that and it lets requests in again at once", u, resp.Status), degradedExit}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s answered %s: %s\n(is it a toolgate gateway serving /status? check --addr)", u, resp.Status, oneLineBody(body))
+		return nil, rep, fmt.Errorf("%s answered %s: %s\n(is it a toolgate gateway serving /status? check --addr)", u, resp.Status, oneLineBody(body))
 	}
-	var rep gateway.StatusReport
 	if err := json.Unmarshal(body, &rep); err != nil {
-		return fmt.Errorf("%s did not answer with a status report (%v): check --addr", u, err)
+		return nil, rep, fmt.Errorf("%s did not answer with a status report (%v): check --addr", u, err)
 	}
-	if f.asJSON {
-		_, err = w.Write(body)
-	} else {
-		err = printStatus(w, rep)
-	}
-	if err != nil {
+	return body, rep, nil
+}
+
+// writeStatus prints a report: its JSON as the gateway sent it, or the
+// table.
+func writeStatus(w io.Writer, body []byte, rep gateway.StatusReport, asJSON bool) error {
+	if asJSON {
+		_, err := w.Write(body)
 		return err
 	}
-	return degraded(rep)
+	return printStatus(w, rep)
+}
+
+// localGateway is a gateway found on the data folder: its status socket,
+// and its report (the body as sent) or why there is none.
+type localGateway struct {
+	sock string
+	body []byte
+	rep  gateway.StatusReport
+	err  error
+}
+
+// name is how messages call g: by its PID and front when it answered.
+func (g localGateway) name() string {
+	if g.err == nil && g.rep.Process != nil {
+		return strings.TrimPrefix(processLine(g.rep.Process), ", ")
+	}
+	return "the gateway at " + g.sock
+}
+
+// askLocal asks the gateway at the status socket sock for its report;
+// gone says nobody listens there (a gateway that was killed).
+func askLocal(ctx context.Context, sock string, timeout time.Duration) (g localGateway, gone bool) {
+	g.sock = sock
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, local.URL, nil)
+	if err != nil {
+		g.err = err
+		return g, false
+	}
+	resp, err := local.Client(sock, timeout).Do(req)
+	switch ne := net.Error(nil); {
+	case err == nil:
+		g.body, g.rep, g.err = readStatus(resp, sock)
+	case local.Gone(err):
+		return g, true
+	case errors.As(err, &ne) && ne.Timeout():
+		g.err = noAnswer(sock, timeout)
+	default:
+		g.err = unwrapURLError(err)
+	}
+	return g, false
+}
+
+// localGateways asks every gateway with a status socket on dataDir, passing
+// over the sockets nobody listens on.
+func localGateways(ctx context.Context, dataDir string, timeout time.Duration) []localGateway {
+	var out []localGateway
+	for _, sock := range local.Sockets(dataDir) {
+		if g, gone := askLocal(ctx, sock, timeout); !gone {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// statusLocal prints the report of each gateway with a status socket on
+// dataDir and returns how many answered (a socket nobody listens on, left
+// by a gateway that was killed, is passed over); the error says which are
+// degraded.
+func statusLocal(ctx context.Context, w io.Writer, dataDir string, f statusFlags) (int, error) {
+	gws := localGateways(ctx, dataDir, f.timeout)
+	var bad []string
+	for i, g := range gws {
+		if i > 0 && !f.asJSON {
+			fmt.Fprintln(w)
+		}
+		if g.err != nil {
+			fmt.Fprintf(w, "gateway at %s: %v\n", g.sock, g.err)
+			bad = append(bad, g.name()+" does not answer")
+			continue
+		}
+		if err := writeStatus(w, g.body, g.rep, f.asJSON); err != nil {
+			return len(gws), err
+		}
+		for _, r := range degradedReasons(g.rep) {
+			if p := g.rep.Process; p != nil {
+				r = fmt.Sprintf("pid %d: %s", p.PID, r)
+			}
+			bad = append(bad, r)
+		}
+	}
+	if len(bad) > 0 {
+		return len(gws), exitError{fmt.Errorf("degraded: %s", strings.Join(bad, "; ")), degradedExit}
+	}
+	return len(gws), nil
 }
 
 // degradedExit is the exit status of `status` when the gateway runs but
@@ -175,6 +307,15 @@ const degradedExit = 3
 // exitError, so scripts and health checks can tell a degraded gateway from
 // a healthy one without parsing the table.
 func degraded(rep gateway.StatusReport) error {
+	bad := degradedReasons(rep)
+	if len(bad) == 0 {
+		return nil
+	}
+	return exitError{fmt.Errorf("degraded: %s", strings.Join(bad, ", ")), degradedExit}
+}
+
+// degradedReasons says what keeps the gateway of rep from serving fully.
+func degradedReasons(rep gateway.StatusReport) []string {
 	var bad []string
 	for _, b := range rep.Backends {
 		switch b.State {
@@ -195,14 +336,14 @@ func degraded(rep gateway.StatusReport) error {
 	if sec := rep.Security; sec != nil && sec.PinsFault != nil {
 		bad = append(bad, "the quarantine pins file cannot be read (the last decisions stand)")
 	}
-	if len(bad) == 0 {
-		return nil
-	}
-	return exitError{fmt.Errorf("degraded: %s", strings.Join(bad, ", ")), degradedExit}
+	return bad
 }
 
 func printStatus(w io.Writer, rep gateway.StatusReport) error {
-	fmt.Fprintf(w, "toolgate %s, up %s: %d of %d backends up\n", rep.Version, rep.Uptime, rep.Up, rep.Total)
+	fmt.Fprintf(w, "toolgate %s%s, up %s: %d of %d backends up\n", rep.Version, processLine(rep.Process), rep.Uptime, rep.Up, rep.Total)
+	if p := rep.Process; p != nil && len(p.Config) > 0 {
+		fmt.Fprintf(w, "config: %s\n", strings.Join(p.Config, ", "))
+	}
 	if st := rep.Stats; st != nil {
 		printLoopStats(w, st)
 	}
@@ -244,6 +385,24 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 		}
 	}
 	return nil
+}
+
+// processLine is ", pid 4242 (stdio, client claude-ai 0.1.0)" for p, or
+// "" without it (a gateway from before the process section).
+func processLine(p *gateway.ProcessInfo) string {
+	if p == nil {
+		return ""
+	}
+	how := p.Transport
+	switch {
+	case p.Addr != "":
+		how += " " + p.Addr
+	case p.Client != "":
+		how += ", client " + p.Client
+	case p.Transport == "stdio":
+		how += ", no client yet"
+	}
+	return fmt.Sprintf(", pid %d (%s)", p.PID, how)
 }
 
 // printLoopStats prints the runtime loop's counters: the catalog served and

@@ -156,3 +156,7 @@ func homeDir() string {
 	}
 	return os.TempDir()
 }
+
+// Sockets is the data folder's folder of the running gateways' status
+// sockets (package gateway/local), owner-only.
+func Sockets(dataDir string) string { return filepath.Join(dataDir, "run") }

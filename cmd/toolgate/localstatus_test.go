@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/gateway/local"
+	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// decodeReports reads the stream of JSON reports `status --json` prints.
+func decodeReports(t *testing.T, out string) []gateway.StatusReport {
+	t.Helper()
+	var reps []gateway.StatusReport
+	dec := json.NewDecoder(strings.NewReader(out))
+	for {
+		var rep gateway.StatusReport
+		if err := dec.Decode(&rep); errors.Is(err, io.EOF) {
+			return reps
+		} else if err != nil {
+			t.Fatalf("status --json: %v\n%s", err, out)
+		}
+		reps = append(reps, rep)
+	}
+}
+
+// `toolgate status` without an address finds every gateway on the data
+// folder: one an MCP client started on stdio, named by its client, and
+// one on HTTP. A gateway that stops removes its socket; one that is killed
+// leaves it, and is passed over; with none left, status says so.
+func TestStatusFindsLocalGateways(t *testing.T) {
+	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, map[string]any{"learn": map[string]any{"enabled": false}})
+	data := t.TempDir()
+	stdio := toolgateCmd(t, data, "serve", "--config", cfg, "--mode", "bm25")
+	stdio.Stderr = testLog(t, "stdio: ")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "status-test", Version: "1.2.3"}, nil).Connect(ctx, &mcp.CommandTransport{Command: stdio}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	addr, _, stopHTTP := startGatewayStop(t, data, cfg)
+
+	// Two gateways on one data folder share it: the second runs without
+	// the embedding cache the first holds, and status exits 3 naming it.
+	var reps []gateway.StatusReport
+	testenv.Eventually(t, "both gateways with their backend up", func() bool {
+		out, _, _ := runToolgate(t, data, "status", "--json")
+		reps = decodeReports(t, out)
+		return len(reps) == 2 && reps[0].Up == 1 && reps[1].Up == 1
+	})
+	byTransport := map[string]*gateway.ProcessInfo{}
+	for _, r := range reps {
+		if r.Process == nil {
+			t.Fatalf("a report without its process: %+v", r)
+		}
+		byTransport[r.Process.Transport] = r.Process
+	}
+	abs, _ := filepath.Abs(cfg)
+	if p := byTransport["stdio"]; p == nil || p.PID != stdio.Process.Pid || p.Client != "status-test 1.2.3" || len(p.Config) != 1 || p.Config[0] != abs {
+		t.Errorf("the stdio gateway's process: %+v, want pid %d, client status-test 1.2.3, config %s", p, stdio.Process.Pid, abs)
+	}
+	if p := byTransport["http"]; p == nil || p.Addr != addr || p.Client != "" {
+		t.Errorf("the HTTP gateway's process: %+v, want addr %s", p, addr)
+	}
+	out, stderr, err := runToolgate(t, data, "status")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != degradedExit || !strings.Contains(stderr, "degraded: pid ") || !strings.Contains(stderr, "(embedding cache)") {
+		t.Errorf("status: %v, want exit status 3 naming the gateway without the embedding cache by its pid\n%s%s", err, out, stderr)
+	}
+	for _, want := range []string{
+		"pid " + itoa(stdio.Process.Pid) + " (stdio, client status-test 1.2.3), up ",
+		" (http " + addr + "), up ",
+		"config: " + abs,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+
+	// Killed: its socket stays, nobody listens; stopped: its socket goes.
+	if err := stdio.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = stdio.Wait()
+	stopHTTP()
+	if n := len(local.Sockets(data)); n != 1 {
+		t.Errorf("%d sockets left, want the killed gateway's", n)
+	}
+	_, stderr, err = runToolgate(t, data, "status", "--timeout", "2s")
+	if err == nil || !strings.Contains(stderr, "no gateway runs on the data folder "+data) {
+		t.Errorf("status with no gateway left: %v\n%s", err, stderr)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// Several gateways on one data folder: the reports one after the other,
+// the degraded ones named by PID in the exit status 3, a socket nobody
+// listens on passed over, one that takes the connection but does not
+// answer reported as such.
+func TestStatusLocalSeveral(t *testing.T) {
+	data := t.TempDir()
+	serve := func(pid int, state backend.State) {
+		src := statusSource{{Name: "srv" + itoa(pid), Transport: "stdio", State: state, Tools: 2}}
+		proc := &gateway.ProcessInfo{PID: pid, Transport: "stdio", Client: "client" + itoa(pid)}
+		s, err := local.Listen(data, gateway.StatusHandler(src, &gateway.StatusOptions{Version: "9.9.9", Process: func() *gateway.ProcessInfo { return proc }}), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+	}
+	serve(1, backend.StateUp)
+	serve(2, backend.StateDown)
+	stale := filepath.Join(dirs.Sockets(data), "3-00000000.sock")
+	ln, err := net.Listen("unix", stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	f := statusFlags{dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second}
+
+	var out bytes.Buffer
+	requireDegraded(t, runStatus(context.Background(), &out, f), "degraded: pid 2: srv2 is down")
+	if got := out.String(); !strings.Contains(got, "pid 1 (stdio, client client1)") || !strings.Contains(got, "pid 2 (stdio, client client2)") || strings.Contains(got, "3-00000000") {
+		t.Errorf("status:\n%s", got)
+	}
+	out.Reset()
+	f.asJSON = true
+	requireDegraded(t, runStatus(context.Background(), &out, f), "pid 2: srv2 is down")
+	if reps := decodeReports(t, out.String()); len(reps) != 2 || reps[0].Process.PID == reps[1].Process.PID {
+		t.Errorf("status --json: %d reports\n%s", len(reps), out.String())
+	}
+
+	// A gateway that takes the connection and never answers (stuck).
+	stuck := filepath.Join(dirs.Sockets(data), "4-00000000.sock")
+	sl, err := net.Listen("unix", stuck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sl.Close()
+	go func() {
+		for {
+			c, err := sl.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	out.Reset()
+	f.asJSON, f.timeout = false, 300*time.Millisecond
+	requireDegraded(t, runStatus(context.Background(), &out, f), "the gateway at "+stuck+" does not answer")
+	if got := out.String(); !strings.Contains(got, "took the connection but sent no answer") || !strings.Contains(got, "pid 1 (stdio") {
+		t.Errorf("status with a stuck gateway:\n%s", got)
+	}
+}
+
+// `servers restart` waits for each gateway on the data folder to count the
+// restart: one that does not run the server is said to, one that does not
+// restart it within the wait fails the command, naming it.
+func TestServersRestartWaits(t *testing.T) {
+	data := t.TempDir()
+	serve := func(pid int, servers ...string) {
+		var src statusSource
+		for _, s := range servers {
+			src = append(src, backend.Status{Name: s, Transport: "stdio", State: backend.StateUp})
+		}
+		proc := &gateway.ProcessInfo{PID: pid, Transport: "stdio", Client: "client" + itoa(pid)}
+		s, err := local.Listen(data, gateway.StatusHandler(src, &gateway.StatusOptions{Process: func() *gateway.ProcessInfo { return proc }}), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+	}
+	serve(1, "other")
+	serve(2, "memory") // never counts a restart: it only serves a status
+	old := restartWait
+	restartWait = 300 * time.Millisecond
+	t.Cleanup(func() { restartWait = old })
+	var out bytes.Buffer
+	g := &globals{dataDir: data}
+	err := runServersRestart(context.Background(), &out, g, "", "memory")
+	if err == nil || !strings.Contains(err.Error(), `server "memory" was not restarted by pid 2 (stdio, client client2) within 300ms`) {
+		t.Errorf("servers restart: %v", err)
+	}
+	for _, want := range []string{"pid 1 (stdio, client client1): does not run memory", "pid 2 (stdio, client client2): not restarted within 300ms"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("servers restart's output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if st, err := live.ReadState(live.StateFile(data)); err != nil || st.RestartRequests["memory"] != 1 {
+		t.Errorf("state file: %+v, %v", st, err)
+	}
+}

@@ -124,10 +124,7 @@ func TestStatusLocalSeveral(t *testing.T) {
 	serve := func(pid int, state backend.State) {
 		src := statusSource{{Name: "srv" + itoa(pid), Transport: "stdio", State: state, Tools: 2}}
 		proc := &gateway.ProcessInfo{PID: pid, Transport: "stdio", Client: "client" + itoa(pid)}
-		s, err := local.Listen(data, gateway.StatusHandler(src, &gateway.StatusOptions{Version: "9.9.9", Process: func() *gateway.ProcessInfo { return proc }}), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := local.Serve(data, gateway.StatusHandler(src, &gateway.StatusOptions{Version: "9.9.9", Process: func() *gateway.ProcessInfo { return proc }}), nil)
 		t.Cleanup(func() { s.Close() })
 	}
 	serve(1, backend.StateUp)
@@ -188,10 +185,7 @@ func TestServersRestartWaits(t *testing.T) {
 			src = append(src, backend.Status{Name: s, Transport: "stdio", State: backend.StateUp})
 		}
 		proc := &gateway.ProcessInfo{PID: pid, Transport: "stdio", Client: "client" + itoa(pid)}
-		s, err := local.Listen(data, gateway.StatusHandler(src, &gateway.StatusOptions{Process: func() *gateway.ProcessInfo { return proc }}), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := local.Serve(data, gateway.StatusHandler(src, &gateway.StatusOptions{Process: func() *gateway.ProcessInfo { return proc }}), nil)
 		t.Cleanup(func() { s.Close() })
 	}
 	serve(1, "other")

@@ -298,11 +298,8 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 	status := gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv, Storage: health,
 		Security: sec.status, Policy: lv.Policy(), Catalog: lv, Process: proc.report})
-	if sock, err := local.Listen(g.DataDir(), status, log); err != nil {
-		log.Warn("no status socket in the data folder: `toolgate status` finds this gateway only at its --http address", "err", err)
-	} else {
-		defer g.stop.Close("status socket", sock.Close)
-	}
+	sock := local.Serve(g.DataDir(), status, &local.Options{Logger: log})
+	defer g.stop.Close("status socket", sock.Close)
 	warm := lv.Warm()
 	err = lv.Run(ctx, pool)
 	defer g.stop.Close("runtime loop", lv.Close) // before the pool: the loop stops using it first

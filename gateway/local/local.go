@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -34,58 +35,162 @@ const maxPath = 103
 // ext ends every socket's name: <pid>-<random>.sock.
 const ext = ".sock"
 
-// Server is one gateway's status socket.
-type Server struct {
-	Path string
-	srv  *http.Server
+// DefaultRetry is Options.Retry's default: how often a Server without its
+// socket (the data folder removed, read-only, full) tries to make it
+// again, the data folder's other stores' interval.
+const DefaultRetry = 10 * time.Second
+
+// Options configure Serve. Nil means defaults.
+type Options struct {
+	Logger *slog.Logger
+	Retry  time.Duration // default DefaultRetry
 }
 
-// Listen serves status (GET /status) on a new socket in dataDir's run/
+// Server is one gateway's status socket.
+type Server struct {
+	Path string // where the socket is, or is made again
+	srv  *http.Server
+	log  *slog.Logger
+	stop chan struct{}
+	done chan struct{}
+
+	retry time.Duration
+
+	mu      sync.Mutex
+	ln      net.Listener // the socket served, once made
+	lastErr string       // the last fault logged ("" while serving)
+}
+
+// Serve serves status (GET /status) on a new socket in dataDir's run/
 // folder, and removes the sockets there that nobody listens on any more
 // (a gateway that was killed). The folder is made if need be, but never
 // the data folder itself (a removed data folder is not made again behind
-// the operator's back). The error says why there is no socket: the
-// gateway serves on without one.
-func Listen(dataDir string, status http.Handler, log *slog.Logger) (*Server, error) {
-	dir := dirs.Sockets(dataDir)
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, err
+// the operator's back). While the socket cannot be made (the folder
+// removed, read-only, full), or once it is gone (the folder removed while
+// serving), it is tried again every Options.Retry; each fault is logged
+// once, and so is the socket's return.
+func Serve(dataDir string, status http.Handler, opts *Options) *Server {
+	var o Options
+	if opts != nil {
+		o = *opts
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return nil, err
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	removeStale(dir, log)
+	if o.Retry <= 0 {
+		o.Retry = DefaultRetry
+	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	path := filepath.Join(dir, fmt.Sprintf("%d-%s%s", os.Getpid(), hex.EncodeToString(b[:]), ext))
-	if len(path) > maxPath {
-		return nil, fmt.Errorf("the socket's path %s is %d bytes long, longer than a unix socket takes (%d): give the data folder a shorter path (--data-dir), or serve --http and use toolgate status --addr",
-			path, len(path), maxPath)
-	}
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, err
-	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /status", status)
-	s := &Server{Path: path, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
-	go func() { _ = s.srv.Serve(ln) }()
-	return s, nil
+	s := &Server{
+		Path: filepath.Join(dirs.Sockets(dataDir), fmt.Sprintf("%d-%s%s", os.Getpid(), hex.EncodeToString(b[:]), ext)),
+		log:  o.Logger, stop: make(chan struct{}), done: make(chan struct{}), retry: o.Retry,
+		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second},
+	}
+	if len(s.Path) > maxPath {
+		s.log.Warn("no status socket in the data folder: `toolgate status` finds this gateway only at its --http address", "err",
+			fmt.Sprintf("the socket's path %s is %d bytes long, longer than a unix socket takes (%d)", s.Path, len(s.Path), maxPath),
+			"fix", "give the data folder a shorter path (--data-dir), or serve --http and use toolgate status --addr")
+		close(s.done)
+		return s
+	}
+	s.listen()
+	go s.keep()
+	return s
+}
+
+// Listening says whether the socket is there to be asked (a test's wait).
+func (s *Server) Listening() bool {
+	fi, err := os.Lstat(s.Path)
+	return err == nil && fi.Mode()&os.ModeSocket != 0
+}
+
+// listen makes the socket and serves on it, or logs why it cannot (once
+// per reason).
+func (s *Server) listen() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.tryListen()
+	switch {
+	case err == nil && s.lastErr != "":
+		s.log.Info("status socket in the data folder made again: `toolgate status` finds this gateway", "socket", s.Path)
+		s.lastErr = ""
+	case err != nil && err.Error() != s.lastErr:
+		s.log.Warn("no status socket in the data folder: `toolgate status` finds this gateway only at its --http address; tried again every "+s.retry.String(),
+			"socket", s.Path, "err", err)
+		s.lastErr = err.Error()
+	}
+}
+
+// tryListen makes the socket and serves on it; s.mu is held.
+func (s *Server) tryListen() error {
+	dir := filepath.Dir(s.Path)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return err
+	}
+	removeStale(dir, s.log)
+	if s.ln != nil {
+		s.ln.Close() // its file is gone: nobody reaches it
+		s.ln = nil
+	}
+	ln, err := net.Listen("unix", s.Path)
+	if err != nil {
+		return err
+	}
+	// Close removes the file; a listener closed for a new one must not
+	// remove the new one's.
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	if err := os.Chmod(s.Path, 0o600); err != nil {
+		ln.Close()
+		os.Remove(s.Path)
+		return err
+	}
+	s.ln = ln
+	go func() { _ = s.srv.Serve(ln) }() // srv.Close closes every listener served
+	return nil
+}
+
+// keep makes the socket again whenever it is missing.
+func (s *Server) keep() {
+	defer close(s.done)
+	t := time.NewTicker(s.retry)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		if !s.Listening() {
+			s.listen()
+		}
+	}
 }
 
 // Close stops serving and removes the socket. A socket that cannot be
 // removed (a read-only data folder) is no fault: nobody listens on it, and
-// the next Listen on the folder removes it.
+// the next Serve on the folder removes it.
 func (s *Server) Close() error {
 	if s == nil {
 		return nil
 	}
+	select {
+	case <-s.done:
+	default:
+		close(s.stop)
+		<-s.done
+	}
 	err := s.srv.Close()
-	_ = os.Remove(s.Path) // the listener unlinks it too, quietly
+	s.mu.Lock()
+	if s.ln != nil {
+		_ = os.Remove(s.Path)
+	}
+	s.mu.Unlock()
 	return err
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 func get(t *testing.T, sock string) (string, error) {
@@ -25,16 +26,28 @@ func get(t *testing.T, sock string) (string, error) {
 	return string(b), err
 }
 
-// A gateway's socket answers GET /status with the handler, owner-only; it
-// is listed, and gone after Close. A socket nobody listens on (a gateway
-// killed) is told apart, and the next Listen removes it.
-func TestListen(t *testing.T) {
-	data := t.TempDir()
-	status := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, `{"version":"x"}`) })
-	s, err := Listen(data, status, nil)
+var status = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, `{"version":"x"}`) })
+
+// staleSocket leaves a socket file in dataDir's run/ that nobody listens
+// on, as a gateway killed with SIGKILL does.
+func staleSocket(t *testing.T, dataDir, name string) string {
+	t.Helper()
+	path := filepath.Join(dirs.Sockets(dataDir), name)
+	ln, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	return path
+}
+
+// A gateway's socket answers GET /status with the handler, owner-only; it
+// is listed, and gone after Close. A socket nobody listens on (a gateway
+// killed) is told apart, and the next Serve removes it.
+func TestServe(t *testing.T) {
+	data := t.TempDir()
+	s := Serve(data, status, nil)
 	if got := Sockets(data); !slices.Equal(got, []string{s.Path}) {
 		t.Fatalf("Sockets = %v, want [%s]", got, s.Path)
 	}
@@ -55,14 +68,7 @@ func TestListen(t *testing.T) {
 		t.Errorf("POST /status: %s, want 405", resp.Status)
 	}
 
-	// A killed gateway's socket: the file stays, nobody listens.
-	stale := filepath.Join(dirs.Sockets(data), "1-00000000.sock")
-	ln, err := net.Listen("unix", stale)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	ln.Close()
+	stale := staleSocket(t, data, "1-00000000.sock")
 	if _, err := get(t, stale); !Gone(err) {
 		t.Errorf("GET on a socket nobody listens on: %v, want one Gone says so", err)
 	}
@@ -75,34 +81,58 @@ func TestListen(t *testing.T) {
 	if got := Sockets(data); !slices.Equal(got, []string{stale}) {
 		t.Errorf("after Close: Sockets = %v, want the stale one only", got)
 	}
-	s2, err := Listen(data, status, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2 := Serve(data, status, nil)
 	defer s2.Close()
 	if got := Sockets(data); !slices.Equal(got, []string{s2.Path}) {
-		t.Errorf("after a new Listen: Sockets = %v, want [%s] (the stale one removed)", got, s2.Path)
+		t.Errorf("after a new Serve: Sockets = %v, want [%s] (the stale one removed)", got, s2.Path)
 	}
 }
 
-// A data folder whose path is too long for a socket gets an error that
-// says so and what to do; a removed data folder is not made again.
-func TestListenRefused(t *testing.T) {
+// The socket comes back by itself: after its folder is removed while
+// serving, and once a data folder that did not exist at the start is made
+// (never by Serve itself).
+func TestServeMakesItAgain(t *testing.T) {
+	data := t.TempDir()
+	s := Serve(data, status, &Options{Retry: 10 * time.Millisecond})
+	defer s.Close()
+	if err := os.RemoveAll(dirs.Sockets(data)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the socket made again", s.Listening)
+	if body, err := get(t, s.Path); err != nil || body != `{"version":"x"}` {
+		t.Errorf("GET /status after the socket came back: %q, %v", body, err)
+	}
+
+	gone := filepath.Join(t.TempDir(), "gone")
+	s2 := Serve(gone, status, &Options{Retry: 10 * time.Millisecond})
+	defer s2.Close()
+	if _, err := os.Stat(gone); !os.IsNotExist(err) {
+		t.Fatalf("Serve made the data folder: %v", err)
+	}
+	if got := Sockets(gone); got != nil {
+		t.Errorf("Sockets of a data folder that does not exist = %v", got)
+	}
+	if err := os.Mkdir(gone, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the socket made once the data folder is", s2.Listening)
+	if _, err := get(t, s2.Path); err != nil {
+		t.Errorf("GET /status: %v", err)
+	}
+}
+
+// A data folder whose path is too long for a socket gets none, and Close
+// still works.
+func TestServePathTooLong(t *testing.T) {
 	long := filepath.Join(t.TempDir(), strings.Repeat("d", 120))
 	if err := os.MkdirAll(long, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Listen(long, http.NotFoundHandler(), nil); err == nil || !strings.Contains(err.Error(), "shorter path") {
-		t.Errorf("Listen on a long path: %v", err)
+	s := Serve(long, status, nil)
+	if s.Listening() || Sockets(long) != nil {
+		t.Errorf("a socket on a path of %d bytes", len(s.Path))
 	}
-	gone := filepath.Join(t.TempDir(), "gone")
-	if _, err := Listen(gone, http.NotFoundHandler(), nil); err == nil {
-		t.Error("Listen on a removed data folder succeeded")
-	}
-	if _, err := os.Stat(gone); !os.IsNotExist(err) {
-		t.Errorf("the removed data folder was made again: %v", err)
-	}
-	if got := Sockets(gone); got != nil {
-		t.Errorf("Sockets of a removed data folder = %v", got)
+	if err := s.Close(); err != nil {
+		t.Error(err)
 	}
 }

@@ -99,10 +99,20 @@ func TestStatusFindsLocalGateways(t *testing.T) {
 	}
 
 	// Killed: its socket stays, nobody listens; stopped: its socket goes.
+	// (The client session reaps the process: a Wait here would race it.)
+	sock := ""
+	for _, s := range local.Sockets(data) {
+		if strings.HasPrefix(filepath.Base(s), itoa(stdio.Process.Pid)+"-") {
+			sock = s
+		}
+	}
+	if sock == "" {
+		t.Fatalf("no socket of pid %d among %v", stdio.Process.Pid, local.Sockets(data))
+	}
 	if err := stdio.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = stdio.Wait()
+	testenv.Eventually(t, "the killed gateway's socket refusing", func() bool { _, gone := askLocal(ctx, sock, time.Second); return gone })
 	stopHTTP()
 	if n := len(local.Sockets(data)); n != 1 {
 		t.Errorf("%d sockets left, want the killed gateway's", n)

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -134,7 +136,7 @@ func TestStatusLocalSeveral(t *testing.T) {
 	serve := func(pid int, state backend.State) {
 		src := statusSource{{Name: "srv" + itoa(pid), Transport: "stdio", State: state, Tools: 2}}
 		proc := &gateway.ProcessInfo{PID: pid, Transport: "stdio", Client: "client" + itoa(pid)}
-		s := local.Serve(data, gateway.StatusHandler(src, &gateway.StatusOptions{Version: "9.9.9", Process: func() *gateway.ProcessInfo { return proc }}), nil)
+		s := local.Serve(data, statusRoute(gateway.StatusHandler(src, &gateway.StatusOptions{Version: "9.9.9", Process: func() *gateway.ProcessInfo { return proc }})), nil)
 		t.Cleanup(func() { s.Close() })
 	}
 	serve(1, backend.StateUp)
@@ -195,7 +197,7 @@ func TestServersRestartWaits(t *testing.T) {
 			src = append(src, backend.Status{Name: s, Transport: "stdio", State: backend.StateUp})
 		}
 		proc := &gateway.ProcessInfo{PID: pid, Transport: "stdio", Client: "client" + itoa(pid)}
-		s := local.Serve(data, gateway.StatusHandler(src, &gateway.StatusOptions{Process: func() *gateway.ProcessInfo { return proc }}), nil)
+		s := local.Serve(data, statusRoute(gateway.StatusHandler(src, &gateway.StatusOptions{Process: func() *gateway.ProcessInfo { return proc }})), nil)
 		t.Cleanup(func() { s.Close() })
 	}
 	serve(1, "other")
@@ -216,5 +218,79 @@ func TestServersRestartWaits(t *testing.T) {
 	}
 	if st, err := live.ReadState(live.StateFile(data)); err != nil || st.RestartRequests["memory"] != 1 {
 		t.Errorf("state file: %+v, %v", st, err)
+	}
+}
+
+func statusRoute(h http.Handler) map[string]http.Handler {
+	return map[string]http.Handler{"GET /status": h}
+}
+
+// `toolgate logs` prints a stdio gateway's log from its socket; -f follows
+// it (a restart asked from the shell shows up) and ends when the gateway
+// stops.
+func TestLogs(t *testing.T) {
+	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, map[string]any{"learn": map[string]any{"enabled": false}})
+	data := t.TempDir()
+	stdio := toolgateCmd(t, data, "serve", "--config", cfg, "--mode", "bm25")
+	stdio.Stderr = testLog(t, "stdio: ")
+	_, cs := connectStdio(t, stdio, 3*time.Minute)
+	out, stderr, err := runToolgate(t, data, "logs", "-n", "0")
+	if err != nil || !strings.Contains(out, `msg="gateway ready"`) {
+		t.Fatalf("logs: %v\n%s%s", err, out, stderr)
+	}
+	if _, stderr, err := runToolgate(t, data, "logs", "--pid", "1"); err == nil || !strings.Contains(stderr, "no gateway with pid 1 runs on the data folder") || !strings.Contains(stderr, itoa(stdio.Process.Pid)) {
+		t.Errorf("logs --pid 1: %v\n%s", err, stderr)
+	}
+
+	follow := toolgateCmd(t, data, "logs", "-f", "-n", "1")
+	pr, err := follow.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	follow.Stderr = testLog(t, "logs: ")
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	waitLine := func(what string) {
+		t.Helper()
+		timeout := time.After(time.Minute)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("logs -f ended before %q", what)
+				}
+				if strings.Contains(l, what) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("logs -f did not print %q within a minute", what)
+			}
+		}
+	}
+	if out, err := toolgateCmd(t, data, "servers", "restart", "fake").CombinedOutput(); err != nil {
+		t.Fatalf("servers restart: %v\n%s", err, out)
+	}
+	waitLine("server restarted: requested by `toolgate servers restart`")
+	cs.Close() // the gateway stops; -f says so and ends
+	waitLine("stopped)")
+	done := make(chan error, 1)
+	go func() { done <- follow.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("logs -f after its gateway stopped: %v", err)
+		}
+	case <-time.After(time.Minute):
+		follow.Process.Kill()
+		t.Fatal("logs -f still runs a minute after its gateway stopped")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/embedflags"
+	"github.com/toolgate/toolgate/internal/logring"
 	"github.com/toolgate/toolgate/internal/modelscmd"
 	"github.com/toolgate/toolgate/internal/shutdown"
 	"github.com/toolgate/toolgate/internal/storage"
@@ -37,6 +39,8 @@ type globals struct {
 	dataHealth *storage.Health
 
 	embedFlags embedflags.Flags // see native.go
+	// logRing keeps the log's last lines (serve answers GET /logs from it).
+	logRing *logring.Ring
 }
 
 // DataDir is the per-user data folder: --data-dir, $TOOLGATE_DATA_DIR, the
@@ -56,7 +60,10 @@ func newRootCmd(stop *shutdown.Controller) *cobra.Command {
 				return usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)}
 			}
 			// Logs go to stderr only: stdout belongs to the MCP stdio transport.
-			g.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+			// The last lines are kept for `toolgate logs` too (first: a
+			// closed stderr fails the write but not the ring's copy).
+			g.logRing = logring.New(0)
+			g.logger = slog.New(slog.NewTextHandler(io.MultiWriter(g.logRing, os.Stderr), &slog.HandlerOptions{Level: lvl}))
 			g.stop.SetLogger(g.logger)
 			return nil
 		},

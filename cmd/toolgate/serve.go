@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -298,7 +299,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 	status := gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv, Storage: health,
 		Security: sec.status, Policy: lv.Policy(), Catalog: lv, Process: proc.report})
-	sock := local.Serve(g.DataDir(), status, &local.Options{Logger: log})
+	sock := local.Serve(g.DataDir(), map[string]http.Handler{"GET /status": status, "GET /logs": g.logRing.Handler()}, &local.Options{Logger: log})
 	defer g.stop.Close("status socket", sock.Close)
 	warm := lv.Warm()
 	err = lv.Run(ctx, pool)

@@ -1,11 +1,12 @@
 // Package local lets the commands find the gateways that run on a data
-// folder. Each `toolgate serve`, on stdio or HTTP, answers GET /status on a
-// unix socket of its own in the data folder's run/ folder (dirs.Sockets),
-// which only its user may open: an MCP client starts one gateway per stdio
-// session, and none of them has an address `toolgate status` could ask.
+// folder. Each `toolgate serve`, on stdio or HTTP, answers on a unix
+// socket of its own in the data folder's run/ folder (dirs.Sockets), which
+// only its user may open: an MCP client starts one gateway per stdio
+// session, and none of them has an address `toolgate status` or `toolgate
+// logs` could ask.
 //
-// The socket serves the status report whole, with no API key: whoever can
-// open it can read the data folder's files anyway.
+// The socket serves its routes (GET /status, GET /logs) whole, with no API
+// key: whoever can open it can read the data folder's files anyway.
 package local
 
 import (
@@ -61,7 +62,8 @@ type Server struct {
 	lastErr string       // the last fault logged ("" while serving)
 }
 
-// Serve serves status (GET /status) on a new socket in dataDir's run/
+// Serve serves routes (patterns of http.ServeMux: "GET /status") on a new
+// socket in dataDir's run/
 // folder, and removes the sockets there that nobody listens on any more
 // (a gateway that was killed). The folder is made if need be, but never
 // the data folder itself (a removed data folder is not made again behind
@@ -69,7 +71,7 @@ type Server struct {
 // removed, read-only, full), or once it is gone (the folder removed while
 // serving), it is tried again every Options.Retry; each fault is logged
 // once, and so is the socket's return.
-func Serve(dataDir string, status http.Handler, opts *Options) *Server {
+func Serve(dataDir string, routes map[string]http.Handler, opts *Options) *Server {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -83,7 +85,9 @@ func Serve(dataDir string, status http.Handler, opts *Options) *Server {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	mux := http.NewServeMux()
-	mux.Handle("GET /status", status)
+	for pattern, h := range routes {
+		mux.Handle(pattern, h)
+	}
 	s := &Server{
 		Path: filepath.Join(dirs.Sockets(dataDir), fmt.Sprintf("%d-%s%s", os.Getpid(), hex.EncodeToString(b[:]), ext)),
 		log:  o.Logger, stop: make(chan struct{}), done: make(chan struct{}), retry: o.Retry,
@@ -212,7 +216,7 @@ func Sockets(dataDir string) []string {
 }
 
 // Client is an HTTP client whose every request goes to the socket at path
-// (the URL's host is ignored: use http://toolgate/status).
+// (the URL's host is ignored: use URL and LogsURL).
 func Client(path string, timeout time.Duration) *http.Client {
 	var d net.Dialer
 	return &http.Client{Timeout: timeout, Transport: &http.Transport{
@@ -222,8 +226,11 @@ func Client(path string, timeout time.Duration) *http.Client {
 	}}
 }
 
-// URL is the status URL to ask a Client for.
-const URL = "http://toolgate/status"
+// URL is the status URL to ask a Client for; LogsURL the log's.
+const (
+	URL     = "http://toolgate/status"
+	LogsURL = "http://toolgate/logs"
+)
 
 // Gone says that err, from a request through Client, means nobody listens
 // on the socket: its gateway was killed (or has just stopped).

@@ -26,7 +26,7 @@ func get(t *testing.T, sock string) (string, error) {
 	return string(b), err
 }
 
-var status = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, `{"version":"x"}`) })
+var status = map[string]http.Handler{"GET /status": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, `{"version":"x"}`) })}
 
 // staleSocket leaves a socket file in dataDir's run/ that nobody listens
 // on, as a gateway killed with SIGKILL does.

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolgate/toolgate/gateway/local"
+	"github.com/toolgate/toolgate/internal/logring"
+)
+
+func init() { register(newLogsCmd) }
+
+type logsFlags struct {
+	pid    int
+	n      int
+	follow bool
+	config string
+	every  time.Duration // how often -f asks (tests shorten it)
+}
+
+func newLogsCmd(g *globals) *cobra.Command {
+	f := logsFlags{every: 500 * time.Millisecond}
+	cmd := &cobra.Command{
+		Use:   "logs [--pid N] [-n 50] [-f]",
+		Short: "Print the last log lines of the gateways running on the data folder",
+		Long: `Print the last log lines of each gateway running on the data folder (those
+toolgate status lists), stdio ones included: a gateway an MCP client started
+logs to a stderr the client may keep where no one looks, or close. Each
+gateway keeps its last ` + strconv.Itoa(logring.DefaultLines) + ` lines in memory, as its stderr got them (at
+its --log-level), and answers on its status socket.
+
+With several gateways each one's lines come under a heading line; -f
+prefixes each line with its gateway's PID instead. --pid picks one.
+-f follows: it prints new lines as they come until interrupted or, when
+every gateway followed has stopped, ends.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.n < 0 {
+				return usageError{fmt.Errorf("-n %d: want 0 (every line kept) or more", f.n)}
+			}
+			if _, err := stateConfig(g, f.config); err != nil {
+				return err
+			}
+			return runLogs(cmd.Context(), cmd.OutOrStdout(), g.DataDir(), f)
+		},
+	}
+	cmd.Flags().IntVar(&f.pid, "pid", 0, "only the gateway with this process ID (toolgate status shows them)")
+	cmd.Flags().IntVarP(&f.n, "lines", "n", 50, "how many of the last lines to print (0: every line kept)")
+	cmd.Flags().BoolVarP(&f.follow, "follow", "f", false, "keep printing new lines as they come")
+	cmd.Flags().StringVarP(&f.config, "config", "c", "", "take the data folder from this config's dataDir")
+	return cmd
+}
+
+// logsPage asks the gateway at sock for its lines after seq (at most n).
+func logsPage(ctx context.Context, sock string, after uint64, n int) (logring.Page, error) {
+	var p logring.Page
+	u := local.LogsURL + "?" + url.Values{"after": {strconv.FormatUint(after, 10)}, "n": {strconv.Itoa(n)}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return p, err
+	}
+	resp, err := local.Client(sock, 5*time.Second).Do(req)
+	if err != nil {
+		return p, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return p, fmt.Errorf("%s answered %s: %s (a gateway from before `toolgate logs`? restart it)", sock, resp.Status, oneLineBody(b))
+	}
+	return p, json.NewDecoder(resp.Body).Decode(&p)
+}
+
+// followed is one gateway `logs` reads from: where, what it is called, and
+// the last line printed.
+type followed struct {
+	gw   localGateway
+	last uint64
+	gone bool
+}
+
+func runLogs(ctx context.Context, w io.Writer, dataDir string, f logsFlags) error {
+	var gws []*followed
+	var pids []string
+	for _, gw := range localGateways(ctx, dataDir, 5*time.Second) {
+		pid := 0
+		if gw.err == nil && gw.rep.Process != nil {
+			pid = gw.rep.Process.PID
+			pids = append(pids, strconv.Itoa(pid))
+		}
+		if f.pid == 0 || f.pid == pid {
+			gws = append(gws, &followed{gw: gw})
+		}
+	}
+	switch {
+	case len(gws) == 0 && len(pids) == 0:
+		return fmt.Errorf("no gateway runs on the data folder %s (a gateway on another one: --data-dir or --config)", dataDir)
+	case len(gws) == 0:
+		return fmt.Errorf("no gateway with pid %d runs on the data folder %s (pids: %s)", f.pid, dataDir, strings.Join(pids, ", "))
+	}
+	prefix := func(g *followed) string {
+		if len(gws) == 1 || !f.follow || g.gw.rep.Process == nil {
+			return ""
+		}
+		return fmt.Sprintf("[%d] ", g.gw.rep.Process.PID)
+	}
+	var failed []string
+	for i, g := range gws {
+		p, err := logsPage(ctx, g.gw.sock, 0, f.n)
+		if err != nil {
+			g.gone = true
+			failed = append(failed, fmt.Sprintf("%s: %v", g.gw.name(), unwrapURLError(err)))
+			continue
+		}
+		if len(gws) > 1 && !f.follow {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			fmt.Fprintf(w, "== %s\n", g.gw.name())
+		}
+		for _, l := range p.Lines {
+			fmt.Fprintln(w, prefix(g)+l.Text)
+		}
+		g.last = p.Last
+	}
+	if f.follow {
+		tick := time.NewTicker(f.every)
+		defer tick.Stop()
+		for slices.ContainsFunc(gws, func(g *followed) bool { return !g.gone }) {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-tick.C:
+			}
+			for _, g := range gws {
+				if g.gone {
+					continue
+				}
+				p, err := logsPage(ctx, g.gw.sock, g.last, 0)
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					g.gone = true
+					fmt.Fprintf(w, "%s(%s stopped)\n", prefix(g), g.gw.name())
+					continue
+				}
+				for _, l := range p.Lines {
+					fmt.Fprintln(w, prefix(g)+l.Text)
+				}
+				g.last = max(g.last, p.Last)
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return errors.New("no log from " + strings.Join(failed, "; "))
+	}
+	return nil
+}

@@ -184,6 +184,12 @@ func TestStatusLocalSeveral(t *testing.T) {
 	if got := out.String(); !strings.Contains(got, "took the connection but sent no answer") || !strings.Contains(got, "pid 1 (stdio") {
 		t.Errorf("status with a stuck gateway:\n%s", got)
 	}
+	out.Reset()
+	f.asJSON = true
+	requireDegraded(t, runStatus(context.Background(), &out, f), "the gateway at "+stuck+" does not answer")
+	if reps := decodeReports(t, out.String()); len(reps) != 2 {
+		t.Errorf("status --json with a stuck gateway: %d reports, want the two that answer\n%s", len(reps), out.String())
+	}
 }
 
 // `servers restart` waits for each gateway on the data folder to count the

@@ -248,7 +248,7 @@ func askLocal(ctx context.Context, sock string, timeout time.Duration) (g localG
 	case local.Gone(err):
 		return g, true
 	case errors.As(err, &ne) && ne.Timeout():
-		g.err = noAnswer(sock, timeout)
+		g.err = fmt.Errorf("%s took the connection but sent no answer within %s: the gateway is stopped (SIGSTOP, a frozen container), stuck, or out of file descriptors", sock, timeout)
 	default:
 		g.err = unwrapURLError(err)
 	}
@@ -279,7 +279,9 @@ func statusLocal(ctx context.Context, w io.Writer, dataDir string, f statusFlags
 			fmt.Fprintln(w)
 		}
 		if g.err != nil {
-			fmt.Fprintf(w, "gateway at %s: %v\n", g.sock, g.err)
+			if !f.asJSON { // stdout stays a stream of reports; the exit error says it
+				fmt.Fprintf(w, "gateway at %s: %v\n", g.sock, g.err)
+			}
 			bad = append(bad, g.name()+" does not answer")
 			continue
 		}

@@ -79,6 +79,11 @@ func reap() int {
 	}
 	path, argv := os.Args[1], os.Args[2:]
 	lifelineFD, _ := strconv.Atoi(os.Getenv(EnvReaper))
+	if lifelineFD > 2 {
+		// Passed to the reaper, so not close-on-exec: the backend must
+		// not inherit it (every process of its tree held the read end).
+		syscall.CloseOnExec(lifelineFD)
+	}
 	env := make([]string, 0, len(os.Environ()))
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, EnvReaper+"=") {

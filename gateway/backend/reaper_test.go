@@ -110,6 +110,28 @@ func TestReaperKillsTreeWhenGatewayKilled(t *testing.T) {
 	})
 }
 
+// The lifeline is the reaper's alone: the backend's tree does not inherit
+// its read end (it used to, as fd 3 of every backend process).
+func TestLifelineNotInherited(t *testing.T) {
+	_, pid, _ := startReaperGateway(t, true)
+	lifeline, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/3", pid))
+	if err != nil || !strings.HasPrefix(lifeline, "pipe:") {
+		t.Fatalf("the reaper's fd 3: %q, %v; want the lifeline pipe", lifeline, err)
+	}
+	tree := descendants(pid)
+	if len(tree) == 0 {
+		t.Fatal("the reaper has no descendants")
+	}
+	for _, p := range tree {
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.pid))
+		for _, fd := range fds {
+			if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", p.pid, fd.Name())); l == lifeline {
+				t.Errorf("backend process %d holds the lifeline (%s) as fd %s", p.pid, lifeline, fd.Name())
+			}
+		}
+	}
+}
+
 // Without a reaper, the grandchild outlives a SIGKILLed gateway (the
 // parent-death signal reaches only the direct child): the reason reapers
 // exist. The test cleans the orphan up.

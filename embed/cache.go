@@ -485,6 +485,15 @@ func (c *Cached) Ready(ctx context.Context) error {
 	return nil
 }
 
+// Installed is the inner embedder's (a channel never closed when it has
+// none).
+func (c *Cached) Installed() <-chan struct{} {
+	if r, ok := c.inner.(interface{ Installed() <-chan struct{} }); ok {
+		return r.Installed()
+	}
+	return nil
+}
+
 // lookup fills out with the cached vectors of keys and counts the invalid
 // entries. Without a store it finds nothing.
 func (c *Cached) lookup(keys [][]byte, out [][]float32) (bad int, err error) {

@@ -125,6 +125,9 @@ type Embedder struct {
 	// failed to (loadErr); tok, pool and sessions are set before.
 	loaded  chan struct{}
 	loadErr error // written under mu once loaded is closed (a retry)
+	// installed is closed when a model is installed after New returned
+	// without one (Installed).
+	installed chan struct{}
 	// stop is closed by Close: a background load that retries gives up.
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -242,6 +245,8 @@ func New(opts *Options) (*Embedder, error) {
 		pooling: models.PoolingMean,
 		loaded:  make(chan struct{}),
 		stop:    make(chan struct{}),
+
+		installed: make(chan struct{}),
 	}
 	if spec := models.Manifest().Model; spec.Name == ModelName {
 		if spec.Pooling != "" {
@@ -253,7 +258,7 @@ func New(opts *Options) (*Embedder, error) {
 		// Background, and the model's files are not installed yet.
 		e.loadErr = missing
 		close(e.loaded)
-		log.Warn("semantic ranking is off until the embedding model is installed: search_tools runs BM25-only and says \"mode\": \"bm25\"; its folder is looked at every "+loadRetry.String(), "reason", missing)
+		log.Warn("semantic ranking is off until the embedding model is installed: search_tools runs BM25-only and says \"mode\": \"bm25\"; its folder is looked at every "+filesPoll.String(), "reason", missing)
 		go e.awaitFiles(o)
 		return e, nil
 	}
@@ -273,9 +278,13 @@ func New(opts *Options) (*Embedder, error) {
 }
 
 // loadRetry is how often a background load that failed for want of
-// memory or descriptors is tried again, and how often missing model files
-// are looked for.
-var loadRetry = 10 * time.Second
+// memory or descriptors is tried again; filesPoll how often missing model
+// files are looked for (a few stats: `toolgate models fetch` is seen
+// within seconds).
+var (
+	loadRetry = 10 * time.Second
+	filesPoll = 2 * time.Second
+)
 
 // identity is a model file's sha256 and the ID its vectors carry.
 type identity struct{ sha, id string }
@@ -301,13 +310,13 @@ func (e *Embedder) identify() (*identity, error) {
 }
 
 // awaitFiles waits for model files that were missing at New: every
-// loadRetry it looks for them and, once they are all there and load,
+// filesPoll it looks for them and, once they are all there and load,
 // makes them the embedder's (Ready then returns nil, and the gateway's
 // loop re-indexes with their vectors). Files that are there but do not
 // load (one caught while it is copied, a damaged one) are said once per
 // reason and tried again once they change. Until Close.
 func (e *Embedder) awaitFiles(o Options) {
-	t := time.NewTicker(loadRetry)
+	t := time.NewTicker(filesPoll)
 	defer t.Stop()
 	said, tried := "", ""
 	for {
@@ -337,7 +346,7 @@ func (e *Embedder) awaitFiles(o Options) {
 		if err != nil {
 			if err.Error() != said {
 				said = err.Error()
-				e.log.Warn("the embedding model's files are there but do not load; trying again every "+loadRetry.String(), "err", err)
+				e.log.Warn("the embedding model's files are there but do not load; trying again when they change", "err", err)
 			}
 			continue
 		}
@@ -429,8 +438,19 @@ func (e *Embedder) install(tok *tokenizer, sessions []*ort.DynamicAdvancedSessio
 		"sessions", o.Sessions, "threads", o.Threads, "token_type_ids", e.useTypes, "took", took.Round(time.Millisecond))
 	if retried {
 		e.log.Info("the embedding model loads now: searches rank with it again once the index has its vectors")
+		select {
+		case <-e.installed:
+		default:
+			close(e.installed) // under mu: once
+		}
 	}
 }
+
+// Installed returns a channel that is closed when a model is installed
+// after New returned without one (Background: the files came, or a load
+// refused memory or descriptors was tried again and worked), so that the
+// gateway's loop re-indexes with its vectors at once.
+func (e *Embedder) Installed() <-chan struct{} { return e.installed }
 
 // loadHook, when set (by tests), runs at the start of each load attempt;
 // lookHook each time awaitFiles finds every file there.

@@ -115,8 +115,8 @@ func TestBackgroundAwaitsMissingFiles(t *testing.T) {
 	want := testEmbedder(t, FP32)
 	real := want.Paths()
 	// Set before New: its goroutine reads them.
-	defer func(d time.Duration) { loadRetry, loadHook, lookHook = d, nil, nil }(loadRetry)
-	loadRetry = 20 * time.Millisecond
+	defer func(d time.Duration) { filesPoll, loadHook, lookHook = d, nil, nil }(filesPoll)
+	filesPoll = 20 * time.Millisecond
 	var loads, looks atomic.Int32
 	loadHook = func() { loads.Add(1) }
 	lookHook = func() { looks.Add(1) }
@@ -161,7 +161,17 @@ func TestBackgroundAwaitsMissingFiles(t *testing.T) {
 	if err := os.Rename(filepath.Join(dir, "tokenizer.new"), filepath.Join(dir, TokenizerFile)); err != nil {
 		t.Fatal(err)
 	}
+	select {
+	case <-e.Installed():
+		t.Error("Installed closed before the model was")
+	default:
+	}
 	testenv.Eventually(t, "the model loaded once its files came", func() bool { return e.Ready(context.Background()) == nil })
+	select {
+	case <-e.Installed():
+	default:
+		t.Error("the model loaded, and Installed is not closed")
+	}
 	if n := loads.Load(); n != 2 {
 		t.Errorf("%d loads, want 2: the damaged files once, the good ones once", n)
 	}

@@ -79,12 +79,20 @@ func TestEmbedderLoadFailedBuildsBM25(t *testing.T) {
 // yet: ModelID is "", Ready and Embed say what is missing, until install
 // (the files arrived and loaded).
 type notInstalled struct {
-	model atomic.Pointer[string]
+	model     atomic.Pointer[string]
+	installed chan struct{} // closed by install, when made
 }
 
 var errNotInstalled = errors.New("model file not found at /models/all-MiniLM-L6-v2/model.onnx: install it with toolgate models fetch")
 
-func (e *notInstalled) install(model string) { e.model.Store(&model) }
+func (e *notInstalled) install(model string) {
+	e.model.Store(&model)
+	if e.installed != nil {
+		close(e.installed)
+	}
+}
+
+func (e *notInstalled) Installed() <-chan struct{} { return e.installed }
 
 func (e *notInstalled) ModelID() string {
 	if m := e.model.Load(); m != nil {
@@ -119,9 +127,11 @@ func TestModelInstalledWhileServing(t *testing.T) {
 	t.Run("cold", func(t *testing.T) {
 		pool := newFakePool("a")
 		pool.list("a", "apple")
-		emb := &notInstalled{}
+		// Only the embedder's signal can start the re-index: the loop's
+		// own look (StorageRetry) comes after the test's end.
+		emb := &notInstalled{installed: make(chan struct{})}
 		f := newFixture(t, index.Dir(filepath.Join(t.TempDir(), "data")), pool,
-			&Options{Embedder: emb, Debounce: time.Millisecond, StorageRetry: 10 * time.Millisecond}, "a")
+			&Options{Embedder: emb, Debounce: time.Millisecond, StorageRetry: time.Hour}, "a")
 		f.run(t)
 		if got := f.find(t, "apple", 1); !slices.Equal(got, []string{"a__apple"}) {
 			t.Errorf("search apple = %v", got)

@@ -49,16 +49,24 @@ func (l *Loop) syncLoop(ctx context.Context) {
 	defer l.wg.Done()
 	retry := time.NewTimer(l.opts.StorageRetry)
 	defer retry.Stop()
+	// An embedder that installs its model late (the files fetched while
+	// serving) says so: the re-index comes at once, not at the next look.
+	var installed <-chan struct{}
+	if in, ok := l.opts.Embedder.(interface{ Installed() <-chan struct{} }); ok {
+		installed = in.Installed()
+	}
 	for {
 		retry.Reset(l.opts.StorageRetry)
 		select {
 		case <-ctx.Done():
 			return
 		case <-l.kick:
+		case <-installed:
+			installed = nil // closed once
+			l.reindexForModel(ctx)
+			continue
 		case <-retry.C:
-			if l.modelBack(ctx) {
-				l.log.Info("the embedding model loaded: re-indexing with its vectors", "model", l.opts.Embedder.ModelID())
-				l.refresh()
+			if l.reindexForModel(ctx) {
 				continue
 			}
 			if !l.Stats().IndexInMemory || l.opts.Storage.Check() != nil {
@@ -176,6 +184,17 @@ func (l *Loop) embedder(ctx context.Context) index.Embedder {
 		}
 	}
 	return emb
+}
+
+// reindexForModel asks for a re-index when the model is back (modelBack),
+// and says whether it did.
+func (l *Loop) reindexForModel(ctx context.Context) bool {
+	if !l.modelBack(ctx) {
+		return false
+	}
+	l.log.Info("the embedding model loaded: re-indexing with its vectors", "model", l.opts.Embedder.ModelID())
+	l.refresh()
+	return true
 }
 
 // modelBack reports whether the embedder is ready with a model whose

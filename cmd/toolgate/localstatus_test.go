@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -26,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/local"
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/logring"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -299,4 +301,43 @@ func TestLogs(t *testing.T) {
 		follow.Process.Kill()
 		t.Fatal("logs -f still runs a minute after its gateway stopped")
 	}
+}
+
+// logs -f says how many lines went by unkept when more came between two
+// looks than the gateway keeps, and ends with its context.
+func TestLogsFollowSaysWhatWasNotKept(t *testing.T) {
+	data := t.TempDir()
+	ring := logring.New(3)
+	proc := &gateway.ProcessInfo{PID: 7, Transport: "stdio"}
+	s := local.Serve(data, map[string]http.Handler{
+		"GET /status": gateway.StatusHandler(statusSource{}, &gateway.StatusOptions{Process: func() *gateway.ProcessInfo { return proc }}),
+		"GET /logs":   ring.Handler(),
+	}, nil)
+	defer s.Close()
+	fmt.Fprintln(ring, "first")
+	ctx, cancel := context.WithCancel(context.Background())
+	var out testenv.LogBuffer
+	done := make(chan error, 1)
+	go func() { done <- runLogs(ctx, &out, data, logsFlags{follow: true, n: 10, every: time.Hour}) }()
+	testenv.Eventually(t, "the first page", func() bool { return strings.Contains(out.String(), "first") })
+	cancel() // its next look is an hour away: only the context ends it
+	if err := <-done; err != nil {
+		t.Fatalf("logs -f ended with %v after its context", err)
+	}
+	for i := range 10 {
+		fmt.Fprintf(ring, "line %d\n", i)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	go func() { done <- runLogs(ctx2, &out, data, logsFlags{follow: true, n: 1, every: 10 * time.Millisecond}) }()
+	testenv.Eventually(t, "line 9", func() bool { return strings.Contains(out.String(), "line 9") })
+	for i := range 20 { // far faster than a look every 10 ms: most go unkept
+		fmt.Fprintf(ring, "more %d\n", i)
+	}
+	testenv.Eventually(t, "the count of lines not kept", func() bool { return strings.Contains(out.String(), "lines not kept)") })
+	if got := out.String(); !strings.Contains(got, "(17 lines not kept)") && !strings.Contains(got, "more 19") {
+		t.Errorf("logs -f:\n%s", got)
+	}
+	cancel2()
+	<-done
 }

@@ -156,6 +156,10 @@ func runLogs(ctx context.Context, w io.Writer, dataDir string, f logsFlags) erro
 					fmt.Fprintf(w, "%s(%s stopped)\n", prefix(g), g.gw.name())
 					continue
 				}
+				if len(p.Lines) > 0 && p.Lines[0].Seq > g.last+1 {
+					// More came between two looks than the gateway keeps.
+					fmt.Fprintf(w, "%s(%d lines not kept)\n", prefix(g), p.Lines[0].Seq-g.last-1)
+				}
 				for _, l := range p.Lines {
 					fmt.Fprintln(w, prefix(g)+l.Text)
 				}

@@ -49,7 +49,7 @@ every gateway followed has stopped, ends.`,
 			if f.n < 0 {
 				return usageError{fmt.Errorf("-n %d: want 0 (every line kept) or more", f.n)}
 			}
-			if _, err := stateConfig(g, f.config); err != nil {
+			if _, err := dataFolderConfig(g, f.config); err != nil {
 				return err
 			}
 			return runLogs(cmd.Context(), cmd.OutOrStdout(), g.DataDir(), f)

@@ -166,7 +166,7 @@ reads its dataDir).`,
 }
 
 func runServersToggle(stderr io.Writer, g *globals, path, name string, disable bool) error {
-	cfg, err := stateConfig(g, path)
+	cfg, err := dataFolderConfig(g, path)
 	if err != nil {
 		return err
 	}
@@ -197,9 +197,9 @@ func runServersToggle(stderr io.Writer, g *globals, path, name string, disable b
 	return nil
 }
 
-// stateConfig reads the config at path for a command that changes the
-// state file (its dataDir applies), or nil for path "".
-func stateConfig(g *globals, path string) (*config.File, error) {
+// dataFolderConfig reads the config at path for a command that works on
+// its data folder (its dataDir applies), or nil for path "".
+func dataFolderConfig(g *globals, path string) (*config.File, error) {
 	if path == "" {
 		return nil, nil
 	}
@@ -242,7 +242,7 @@ enable it instead.`,
 var restartWait = 10 * time.Second
 
 func runServersRestart(ctx context.Context, stderr io.Writer, g *globals, path, name string) error {
-	cfg, err := stateConfig(g, path)
+	cfg, err := dataFolderConfig(g, path)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -121,10 +122,28 @@ func TestStatusFindsLocalGateways(t *testing.T) {
 	if n := len(local.Sockets(data)); n != 1 {
 		t.Errorf("%d sockets left, want the killed gateway's", n)
 	}
-	_, stderr, err = runToolgate(t, data, "status", "--timeout", "2s")
-	if err == nil || !strings.Contains(stderr, "no gateway runs on the data folder "+data) {
+	// (Then 127.0.0.1:8931 is asked, where a developer's `make run` may
+	// answer: only ours must be gone.)
+	out, stderr, err = runToolgate(t, data, "status", "--json", "--timeout", "2s")
+	for _, r := range decodeReports(t, out) {
+		if p := r.Process; p != nil && (p.PID == stdio.Process.Pid || p.Addr == addr) {
+			t.Errorf("status lists a gateway that is gone: %+v", p)
+		}
+	}
+	if out == "" && (err == nil || !strings.Contains(stderr, "no gateway runs on the data folder "+data)) {
 		t.Errorf("status with no gateway left: %v\n%s", err, stderr)
 	}
+}
+
+// deadAddr is a loopback address nobody listens on.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -340,4 +359,22 @@ func TestLogsFollowSaysWhatWasNotKept(t *testing.T) {
 	}
 	cancel2()
 	<-done
+}
+
+// A data folder whose gateways cannot be listed is said so, not taken for
+// one where none runs.
+func TestStatusSocketsUnlisted(t *testing.T) {
+	data := t.TempDir()
+	if err := os.WriteFile(dirs.Sockets(data), nil, 0o600); err != nil { // a file where the folder goes
+		t.Fatal(err)
+	}
+	f := statusFlags{dataDir: func(*config.File) string { return data }, timeout: time.Second, fallback: deadAddr(t)}
+	var out bytes.Buffer
+	err := runStatus(context.Background(), &out, f)
+	if err == nil || !strings.Contains(err.Error(), "the gateways on the data folder "+data+" cannot be listed") {
+		t.Errorf("status: %v", err)
+	}
+	if err := runLogs(context.Background(), &out, data, logsFlags{}); err == nil || !strings.Contains(err.Error(), "cannot be listed") {
+		t.Errorf("logs: %v", err)
+	}
 }

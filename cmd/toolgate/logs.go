@@ -105,7 +105,7 @@ func runLogs(ctx context.Context, w io.Writer, dataDir string, f logsFlags) erro
 	}
 	switch {
 	case len(gws) == 0 && len(pids) == 0:
-		return fmt.Errorf("no gateway runs on the data folder %s (a gateway on another one: --data-dir or --config)", dataDir)
+		return fmt.Errorf("%s (a gateway on another one: --data-dir or --config)", strings.TrimPrefix(noGatewayOn(dataDir), "; "))
 	case len(gws) == 0:
 		return fmt.Errorf("no gateway with pid %d runs on the data folder %s (pids: %s)", f.pid, dataDir, strings.Join(pids, ", "))
 	}

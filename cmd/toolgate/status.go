@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -43,6 +45,10 @@ type statusFlags struct {
 	// dataDir is the data folder whose gateways to ask when no address
 	// is given (cfg is --config's, or nil); nil: ask none.
 	dataDir func(cfg *config.File) string
+	// fallback is the address asked when none is given and no gateway
+	// runs on the data folder ("": defaultStatusAddr; tests point it
+	// where nothing listens).
+	fallback string
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -129,12 +135,12 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		if n, err := statusLocal(ctx, w, dataDir, f); n > 0 {
 			return err
 		}
-		noneLocal = fmt.Sprintf("; no gateway runs on the data folder %s either", dataDir)
+		noneLocal = noGatewayOn(dataDir) + " either"
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	if addr == "" {
-		addr = defaultStatusAddr
+		addr = cmp.Or(f.fallback, defaultStatusAddr)
 	}
 	u, err := statusURL(addr)
 	if err != nil {
@@ -213,6 +219,19 @@ func writeStatus(w io.Writer, body []byte, rep gateway.StatusReport, asJSON bool
 		return err
 	}
 	return printStatus(w, rep)
+}
+
+// noGatewayOn says that no gateway was found on dataDir, and why none could
+// be when its sockets cannot be listed.
+func noGatewayOn(dataDir string) string {
+	if err := local.Unreadable(dataDir); err != nil {
+		why := err.Error()
+		if errors.Is(err, fs.ErrPermission) {
+			why += ": they are another user's; run this as that user"
+		}
+		return fmt.Sprintf("; the gateways on the data folder %s cannot be listed (%s)", dataDir, why)
+	}
+	return fmt.Sprintf("; no gateway runs on the data folder %s", dataDir)
 }
 
 // localGateway is a gateway found on the data folder: its status socket,

@@ -215,6 +215,17 @@ func Sockets(dataDir string) []string {
 	return out
 }
 
+// Unreadable says why dataDir's sockets cannot be listed when its run/
+// folder is there but cannot be read (another user's gateways: the folder
+// is its owner's only), or nil.
+func Unreadable(dataDir string) error {
+	_, err := os.ReadDir(dirs.Sockets(dataDir))
+	if err == nil || errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
 // Client is an HTTP client whose every request goes to the socket at path
 // (the URL's host is ignored: use URL and LogsURL).
 func Client(path string, timeout time.Duration) *http.Client {

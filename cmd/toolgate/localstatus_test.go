@@ -135,16 +135,6 @@ func TestStatusFindsLocalGateways(t *testing.T) {
 	}
 }
 
-// deadAddr is a loopback address nobody listens on.
-func deadAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
@@ -368,7 +358,7 @@ func TestStatusSocketsUnlisted(t *testing.T) {
 	if err := os.WriteFile(dirs.Sockets(data), nil, 0o600); err != nil { // a file where the folder goes
 		t.Fatal(err)
 	}
-	f := statusFlags{dataDir: func(*config.File) string { return data }, timeout: time.Second, fallback: deadAddr(t)}
+	f := statusFlags{dataDir: func(*config.File) string { return data }, timeout: time.Second, fallback: freeAddr(t)}
 	var out bytes.Buffer
 	err := runStatus(context.Background(), &out, f)
 	if err == nil || !strings.Contains(err.Error(), "the gateways on the data folder "+data+" cannot be listed") {

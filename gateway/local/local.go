@@ -91,7 +91,7 @@ func Serve(dataDir string, routes map[string]http.Handler, opts *Options) *Serve
 	s := &Server{
 		Path: filepath.Join(dirs.Sockets(dataDir), fmt.Sprintf("%d-%s%s", os.Getpid(), hex.EncodeToString(b[:]), ext)),
 		log:  o.Logger, stop: make(chan struct{}), done: make(chan struct{}), retry: o.Retry,
-		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second},
+		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 5 * time.Minute},
 	}
 	if len(s.Path) > maxPath {
 		s.log.Warn("no status socket in the data folder: `toolgate status` finds this gateway only at its --http address", "err",
@@ -234,6 +234,10 @@ func Client(path string, timeout time.Duration) *http.Client {
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return d.DialContext(ctx, "unix", path)
 		},
+		// One request a connection: a client is made per request (logs -f
+		// twice a second), and an idle connection kept by each held a
+		// descriptor of the gateway's until the command ended.
+		DisableKeepAlives: true,
 	}}
 }
 

@@ -136,3 +136,28 @@ func TestServePathTooLong(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A client is made per request (logs -f asks twice a second): no
+// connection may stay open after its answer, on either side (each used to
+// keep one, a descriptor of the gateway's, until the command ended).
+func TestClientLeavesNoConnections(t *testing.T) {
+	s := Serve(t.TempDir(), status, nil)
+	defer s.Close()
+	fds := func() int {
+		es, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatalf("count descriptors: %v", err)
+		}
+		return len(es)
+	}
+	if _, err := get(t, s.Path); err != nil { // the server's goroutines up
+		t.Fatal(err)
+	}
+	before := fds()
+	for range 50 {
+		if _, err := get(t, s.Path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, "the connections closed", func() bool { return fds() < before+5 })
+}

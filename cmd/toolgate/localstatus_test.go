@@ -135,7 +135,6 @@ func TestStatusFindsLocalGateways(t *testing.T) {
 	}
 }
 
-
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // Several gateways on one data folder: the reports one after the other,

@@ -485,6 +485,15 @@ func (c *Cached) Ready(ctx context.Context) error {
 	return nil
 }
 
+// LoadError is the inner embedder's (nil for one without a load of its
+// own).
+func (c *Cached) LoadError() error {
+	if r, ok := c.inner.(interface{ LoadError() error }); ok {
+		return r.LoadError()
+	}
+	return nil
+}
+
 // Installed is the inner embedder's (a channel never closed when it has
 // none).
 func (c *Cached) Installed() <-chan struct{} {

@@ -344,6 +344,9 @@ func (e *Embedder) awaitFiles(o Options) {
 			tok, sessions, err = e.loadOnce(o)
 		}
 		if err != nil {
+			e.mu.Lock()
+			e.loadErr = err // what Ready and LoadError say now, rather than the files' absence
+			e.mu.Unlock()
 			if err.Error() != said {
 				said = err.Error()
 				e.log.Warn("the embedding model's files are there but do not load; trying again when they change", "err", err)
@@ -502,6 +505,19 @@ func (e *Embedder) loadOnce(o Options) (*tokenizer, []*ort.DynamicAdvancedSessio
 func (e *Embedder) Ready(ctx context.Context) error {
 	if err := e.wait(ctx); err != nil {
 		return err
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.loadErr
+}
+
+// LoadError says, without waiting, why the model is not loaded now: nil
+// once it is, and while the first load runs (a search waits for it).
+func (e *Embedder) LoadError() error {
+	select {
+	case <-e.loaded:
+	default:
+		return nil
 	}
 	e.mu.RLock()
 	defer e.mu.RUnlock()

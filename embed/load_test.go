@@ -58,6 +58,9 @@ func TestBackgroundLoad(t *testing.T) {
 	if err := e.Ready(context.Background()); err != nil {
 		t.Errorf("Ready after Embed: %v", err)
 	}
+	if err := e.LoadError(); err != nil {
+		t.Errorf("LoadError once loaded: %v", err)
+	}
 	ref, err := want.Embed(context.Background(), texts)
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +101,9 @@ func TestBackgroundLoadFails(t *testing.T) {
 	if err := e.Ready(context.Background()); err == nil || !strings.Contains(err.Error(), "tokenizer") {
 		t.Errorf("Ready: %v, want the tokenizer's error", err)
 	}
+	if err := e.LoadError(); err == nil || !strings.Contains(err.Error(), "tokenizer") {
+		t.Errorf("LoadError: %v, want the tokenizer's error", err)
+	}
 	if _, err := e.Embed(context.Background(), []string{"x"}); err == nil {
 		t.Error("Embed after a failed load: no error")
 	}
@@ -134,6 +140,9 @@ func TestBackgroundAwaitsMissingFiles(t *testing.T) {
 	if err := e.Ready(context.Background()); !errors.Is(err, ErrMissing) || !strings.Contains(err.Error(), "toolgate models fetch") {
 		t.Errorf("Ready without the files: %v, want what is missing and its fix", err)
 	}
+	if err := e.LoadError(); !errors.Is(err, ErrMissing) {
+		t.Errorf("LoadError without the files: %v, want ErrMissing", err)
+	}
 	if _, err := e.Embed(context.Background(), []string{"x"}); !errors.Is(err, ErrMissing) {
 		t.Errorf("Embed without the files: %v", err)
 	}
@@ -151,8 +160,11 @@ func TestBackgroundAwaitsMissingFiles(t *testing.T) {
 	testenv.Eventually(t, "a load of the damaged tokenizer", func() bool { return loads.Load() == 1 })
 	seen := looks.Load()
 	testenv.Eventually(t, "three more looks at the unchanged files", func() bool { return looks.Load() >= seen+3 })
-	if err := e.Ready(context.Background()); err == nil {
-		t.Fatal("Ready with a damaged tokenizer")
+	if err := e.Ready(context.Background()); err == nil || errors.Is(err, ErrMissing) {
+		t.Fatalf("Ready with a damaged tokenizer: %v, want its load's error", err)
+	}
+	if err := e.LoadError(); err == nil || !strings.Contains(err.Error(), "tokenizer") {
+		t.Errorf("LoadError with a damaged tokenizer: %v, want the tokenizer's error", err)
 	}
 	// What a fetch does: the whole file renamed into place.
 	if err := os.Symlink(real.Tokenizer, filepath.Join(dir, "tokenizer.new")); err != nil {
@@ -167,6 +179,9 @@ func TestBackgroundAwaitsMissingFiles(t *testing.T) {
 	default:
 	}
 	testenv.Eventually(t, "the model loaded once its files came", func() bool { return e.Ready(context.Background()) == nil })
+	if err := e.LoadError(); err != nil {
+		t.Errorf("LoadError once the model loaded: %v", err)
+	}
 	select {
 	case <-e.Installed():
 	default:

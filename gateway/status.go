@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/search"
 )
 
 // StatusSource reports every backend's state. The backend pool implements it.
@@ -52,6 +53,9 @@ type StatusOptions struct {
 	// Process, if set, adds what the gateway process is (the "process"
 	// section).
 	Process func() *ProcessInfo
+	// Search, if set, adds how searches rank now (the "search" section):
+	// hybrid with the model, or BM25 only and why.
+	Search func() *search.State
 }
 
 // ProcessInfo is the gateway process in a StatusReport: a machine may run
@@ -108,6 +112,8 @@ type StatusReport struct {
 	Security *SecurityStatus `json:"security,omitempty"`
 	// Process is the gateway process (StatusOptions.Process).
 	Process *ProcessInfo `json:"process,omitempty"`
+	// Search is how searches rank now (StatusOptions.Search).
+	Search *search.State `json:"search,omitempty"`
 }
 
 // BackendStatus is one backend in a StatusReport: the pool's snapshot plus
@@ -157,6 +163,9 @@ func StatusHandler(src StatusSource, opts *StatusOptions) http.Handler {
 		}
 		if o.Process != nil {
 			rep.Process = o.Process()
+		}
+		if o.Search != nil {
+			rep.Search = o.Search()
 		}
 		ScopeReport(&rep, policy.CallerFrom(r.Context()), o.Policy, o.Catalog)
 		w.Header().Set("Content-Type", "application/json")

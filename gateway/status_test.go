@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/testenv"
+	"github.com/toolgate/toolgate/search"
 )
 
 type fakeStatus []backend.Status
@@ -130,6 +131,23 @@ func TestStatusWithLoopStats(t *testing.T) {
 	StatusHandler(fakeStatus{}, nil).ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
 	if strings.Contains(rec.Body.String(), "Generation") {
 		t.Errorf("loop keys without a loop:\n%s", rec.Body)
+	}
+}
+
+// The "search" section says how searches rank, under the keys scripts read.
+func TestStatusSearch(t *testing.T) {
+	st := &search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: "model file not found: install it with toolgate models fetch"}
+	rec := httptest.NewRecorder()
+	StatusHandler(fakeStatus{}, &StatusOptions{Search: func() *search.State { return st }}).ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
+	var raw struct {
+		Search map[string]any `json:"search"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &raw); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"mode": "bm25", "configuredMode": "hybrid", "bm25Only": true, "reason": st.Reason}
+	if diff := cmp.Diff(want, raw.Search); diff != "" {
+		t.Errorf("search section (-want +got):\n%s", diff)
 	}
 }
 

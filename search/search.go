@@ -339,6 +339,49 @@ func (e *Engine) Degraded() (bool, string) {
 	return false, ""
 }
 
+// State is how the engine ranks now, for GET /status's "search" section.
+type State struct {
+	// Mode is the mode a query that names none is ranked in now:
+	// Configured, or ModeBM25 while the vector half is off.
+	Mode Mode `json:"mode"`
+	// Configured is the default mode of the engine's options
+	// (toolgate.search.mode).
+	Configured Mode `json:"configuredMode"`
+	// Model is the embedding model's ID while vectors rank.
+	Model string `json:"model,omitempty"`
+	// BM25Only says that ranking runs without its vectors although the
+	// configured mode needs them; Reason says why, and how to fix it when
+	// the embedder says so.
+	BM25Only bool   `json:"bm25Only,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// State says how the engine ranks a query that names no mode now, and
+// why it runs without vectors when it does: the embedder's own load
+// error (a model not installed yet names the command that installs it)
+// rather than its consequence, and a query embedding that failed last.
+func (e *Engine) State() State {
+	st := State{Mode: e.opts.Mode, Configured: e.opts.Mode}
+	if !st.Configured.needsVectors() {
+		return st
+	}
+	if degraded, why := e.Degraded(); degraded {
+		if l, ok := e.emb.(interface{ LoadError() error }); ok {
+			if err := l.LoadError(); err != nil {
+				why = err.Error()
+			}
+		}
+		st.Mode, st.BM25Only, st.Reason = ModeBM25, true, why
+		return st
+	}
+	if last := e.embedErr.Load(); last != nil && *last != "" {
+		st.Mode, st.BM25Only, st.Reason = ModeBM25, true, "embedding the last query failed: "+*last
+		return st
+	}
+	st.Model = e.emb.ModelID()
+	return st
+}
+
 // Tool looks a tool up by its namespaced ID in the current index.
 func (e *Engine) Tool(id string) (catalog.Tool, bool) {
 	s := e.acquire()

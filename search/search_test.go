@@ -107,6 +107,10 @@ func TestSearchModes(t *testing.T) {
 	if d, why := e.Degraded(); d {
 		t.Fatalf("Degraded() = true (%s), want false", why)
 	}
+	want := search.State{Mode: search.ModeHybrid, Configured: search.ModeHybrid, Model: "test/hash-bow"}
+	if st := e.State(); st != want {
+		t.Errorf("State() = %+v, want %+v", st, want)
+	}
 	ctx := context.Background()
 	for _, mode := range search.Modes {
 		t.Run(string(mode), func(t *testing.T) {
@@ -207,8 +211,13 @@ func TestDegraded(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := search.New(build(t, testCatalog, tt.ixe), tt.emb, nil)
 			defer e.Close()
-			if d, why := e.Degraded(); !d || why == "" {
+			d, why := e.Degraded()
+			if !d || why == "" {
 				t.Errorf("Degraded() = %v, %q; want true and a reason", d, why)
+			}
+			want := search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: why}
+			if st := e.State(); st != want {
+				t.Errorf("State() = %+v, want %+v", st, want)
 			}
 			for _, mode := range search.Modes {
 				res, err := e.Search(ctx, search.Query{Text: "read a file", Mode: mode})
@@ -223,6 +232,32 @@ func TestDegraded(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// notLoaded is an embedder whose model is not loaded (embed.Embedder
+// before `toolgate models fetch`): it says why through LoadError.
+type notLoaded struct{ failingEmbedder }
+
+func (n *notLoaded) LoadError() error { return errors.New(*n.why.Load()) }
+
+// State names the embedder's own reason (what is missing and the command
+// that installs it) over its consequence, and a configured BM25 is no
+// degradation.
+func TestStateReason(t *testing.T) {
+	const why = "model file not found at /m/model.onnx: install it with toolgate models fetch"
+	emb := &notLoaded{}
+	emb.fail(why)
+	e := search.New(build(t, testCatalog, nil), emb, nil)
+	defer e.Close()
+	want := search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: why}
+	if st := e.State(); st != want {
+		t.Errorf("State() = %+v, want %+v", st, want)
+	}
+	bm := search.New(build(t, testCatalog, nil), nil, &search.Options{Mode: search.ModeBM25})
+	defer bm.Close()
+	if st, want := bm.State(), (search.State{Mode: search.ModeBM25, Configured: search.ModeBM25}); st != want {
+		t.Errorf("configured bm25: State() = %+v, want %+v", st, want)
 	}
 }
 
@@ -272,10 +307,18 @@ func TestEmbedFailureFallsBackToBM25(t *testing.T) {
 			t.Errorf("the log says %q %d times, want %d:\n%s", what, n, want, logs)
 		}
 	}
+	state := func(bm25Only bool, reason string) {
+		t.Helper()
+		if st := e.State(); st.BM25Only != bm25Only || st.Reason != reason {
+			t.Errorf("State() = %+v, want BM25Only %v and reason %q", st, bm25Only, reason)
+		}
+	}
+	state(false, "") // nothing asked yet
 	for range 3 {
 		ask(search.ModeBM25)
 	}
 	said("embed query failed", 1)
+	state(true, "embedding the last query failed: onnx exploded")
 	emb.fail("model file not found")
 	ask(search.ModeBM25)
 	said("embed query failed", 2)
@@ -283,6 +326,7 @@ func TestEmbedFailureFallsBackToBM25(t *testing.T) {
 	ask(search.ModeHybrid)
 	ask(search.ModeHybrid)
 	said("query embedding works again", 1)
+	state(false, "")
 	emb.fail("onnx exploded")
 	ask(search.ModeBM25)
 	said("embed query failed", 3)

@@ -49,6 +49,12 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("no row for %s in %v", s, rows)
 		}
 	}
+	// How searches rank, from GET /status's "search" section.
+	var ranking string
+	eval("the ranking fact", `[...document.querySelectorAll("#index-state dt")].find((d) => d.textContent === "Ranking")?.nextElementSibling.textContent ?? ""`, &ranking)
+	if !strings.HasPrefix(ranking, "hybrid (all-MiniLM-L6-v2/") {
+		t.Errorf("the console's ranking fact %q, want hybrid with the model", ranking)
+	}
 
 	// The playground: a query typed into the form.
 	do("search in the playground",

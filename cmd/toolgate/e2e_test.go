@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/mgmt"
@@ -395,8 +397,8 @@ func TestWarmStartKeepsToolsOfDownBackend(t *testing.T) {
 // library: it keeps serving, search_tools says "mode": "bm25", and the log
 // says so once.
 func TestDegradedModeServesBM25(t *testing.T) {
-	cfg := bundledConfig(t, nil)
-	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--ort-lib", filepath.Join(t.TempDir(), "libonnxruntime.so.1"))
+	cfg, data := bundledConfig(t, nil), t.TempDir()
+	cmd := toolgateCmd(t, data, "serve", "--config", cfg, "--ort-lib", filepath.Join(t.TempDir(), "libonnxruntime.so.1"))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	ctx, cs := connectStdio(t, cmd, 2*time.Minute)
@@ -408,6 +410,13 @@ func TestDegradedModeServesBM25(t *testing.T) {
 		if !strings.Contains(resultText(res), "mode bm25") {
 			t.Errorf("text rendering does not say the mode: %s", resultText(res))
 		}
+	}
+	// `toolgate status` names the missing piece, not the index it left
+	// without vectors.
+	st, _, _ := runToolgate(t, data, "status", "--json")
+	var rep gateway.StatusReport
+	if err := json.Unmarshal([]byte(st), &rep); err != nil || rep.Search == nil || !rep.Search.BM25Only || !strings.Contains(rep.Search.Reason, "libonnxruntime.so.1") {
+		t.Errorf("status of the degraded gateway: %v\n%s", err, st)
 	}
 	cs.Close()
 	log := stderr.String()
@@ -425,8 +434,8 @@ func TestDegradedModeServesBM25(t *testing.T) {
 // re-indexes with their vectors, without a restart. It used to stay
 // BM25-only until the client spawned it again.
 func TestModelFetchedWhileServing(t *testing.T) {
-	models := t.TempDir()
-	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", bundledConfig(t, nil))
+	models, data := t.TempDir(), t.TempDir()
+	cmd := toolgateCmd(t, data, "serve", "--config", bundledConfig(t, nil))
 	cmd.Env = append(cmd.Env, "TOOLGATE_MODELS_DIR="+models)
 	var stderr testenv.LogBuffer
 	cmd.Stderr = &stderr
@@ -436,6 +445,14 @@ func TestModelFetchedWhileServing(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "semantic ranking is off until the embedding model is installed") {
 		t.Errorf("the log does not say why ranking is BM25-only:\n%s", stderr.String())
+	}
+	// `toolgate status` says so too, with the fix, and calls it degraded.
+	st, errOut, err := runToolgate(t, data, "status")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != degradedExit || !strings.Contains(errOut, "search runs BM25 only") ||
+		!strings.Contains(st, "search: BM25 ONLY (configured hybrid): model file not found at "+filepath.Join(models, "all-MiniLM-L6-v2")) ||
+		!strings.Contains(st, "toolgate models fetch") {
+		t.Errorf("status before the model is installed: %v\n%s%s", err, st, errOut)
 	}
 	// What `toolgate models fetch` does last: the files appear whole.
 	if err := os.Symlink(filepath.Join(installedModels(), "all-MiniLM-L6-v2"), filepath.Join(models, "all-MiniLM-L6-v2")); err != nil {
@@ -451,6 +468,12 @@ func TestModelFetchedWhileServing(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "re-indexing with its vectors") {
 		t.Errorf("the log does not say the model came:\n%s", stderr.String())
+	}
+	st, errOut, err = runToolgate(t, data, "status", "--json")
+	var rep gateway.StatusReport
+	if jerr := json.Unmarshal([]byte(st), &rep); err != nil || jerr != nil || rep.Search == nil ||
+		rep.Search.Mode != "hybrid" || rep.Search.BM25Only || !strings.HasPrefix(rep.Search.Model, "all-MiniLM-L6-v2/") {
+		t.Errorf("status once the model came: %v %v\n%s%s", err, jerr, st, errOut)
 	}
 }
 

@@ -201,6 +201,9 @@ func TestObservability(t *testing.T) {
 		if n, _ := metricValue(mfs, "toolgate_index_generation", nil); n < 1 {
 			t.Errorf("toolgate_index_generation = %v", n)
 		}
+		if n, ok := metricValue(mfs, "toolgate_search_bm25_only", nil); !ok || n != 0 {
+			t.Errorf("toolgate_search_bm25_only = %v (present %v), want 0: the model ranks", n, ok)
+		}
 		for _, name := range []string{"toolgate_embedding_cache_hits_total", "toolgate_embedding_cache_misses_total",
 			"toolgate_backend_restarts_total", "toolgate_search_nomatch_total", "go_goroutines", "process_resident_memory_bytes"} {
 			if _, ok := mfs[name]; !ok {

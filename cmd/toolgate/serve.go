@@ -297,8 +297,15 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	if ln != nil {
 		proc.info.Transport, proc.info.Addr = "http", ln.Addr().String()
 	}
+	ranking := func() *search.State {
+		st := lv.SearchState()
+		if st != nil && st.BM25Only && embErr != nil {
+			st.Reason = embErr.Error() // no embedder at all: what it lacks
+		}
+		return st
+	}
 	status := gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv, Storage: health,
-		Security: sec.status, Policy: lv.Policy(), Catalog: lv, Process: proc.report})
+		Security: sec.status, Policy: lv.Policy(), Catalog: lv, Process: proc.report, Search: ranking})
 	sock := local.Serve(g.DataDir(), map[string]http.Handler{"GET /status": status, "GET /logs": g.logRing.Handler()}, &local.Options{Logger: log})
 	defer g.stop.Close("status socket", sock.Close)
 	warm := lv.Warm()
@@ -314,7 +321,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 
 	return (&front{cfg: cfg, flags: f, log: log, start: start, pool: pool, lv: lv, emb: emb,
 		learner: learner, sec: sec, health: health, tracing: tracing, ln: ln, stdin: stdin, warm: warm,
-		firstSearch: firstSearch, status: status, proc: proc}).serve(ctx)
+		firstSearch: firstSearch, status: status, proc: proc, ranking: ranking}).serve(ctx)
 }
 
 // absPaths is paths made absolute where they can be.

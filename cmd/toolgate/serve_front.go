@@ -46,8 +46,9 @@ type front struct {
 	warm    bool             // started from the last run's catalog
 	// firstSearch is told when the first search is answered.
 	firstSearch *firstSearch
-	status      http.Handler // GET /status
-	proc        *process     // told the gateway, for the stdio client's name
+	status      http.Handler         // GET /status
+	proc        *process             // told the gateway, for the stdio client's name
+	ranking     func() *search.State // how searches rank now, for /status and the console
 }
 
 // serve puts the metrics, the console's recorder, the management tools and
@@ -58,7 +59,7 @@ func (fr *front) serve(ctx context.Context) error {
 	// Metrics count what passes through the gateway's searcher, caller and
 	// HTTP front, and read the pool, catalog, loop and embedding cache
 	// when scraped (GET /metrics, with --http).
-	met := metrics.New(&metrics.Options{Backends: fr.pool, Catalog: fr.lv, Loop: fr.lv, EmbedCache: cacheStats(fr.emb)})
+	met := metrics.New(&metrics.Options{Backends: fr.pool, Catalog: fr.lv, Loop: fr.lv, EmbedCache: cacheStats(fr.emb), Search: fr.ranking})
 	// The console's recent calls, kept in memory.
 	recent := console.NewRecorder(0)
 	// The management tools stand in front of the pool: calls of
@@ -117,7 +118,7 @@ func (fr *front) serve(ctx context.Context) error {
 			console.Path: console.New(&console.Options{
 				// The catalog as the caller's key sees it (everything a
 				// client without profile sees, without keys).
-				Backends: fr.pool, Catalog: fr.lv, Policy: fr.lv.Policy(), Restarter: fr.pool, Loop: fr.lv, Calls: recent,
+				Backends: fr.pool, Catalog: fr.lv, Policy: fr.lv.Policy(), Restarter: fr.pool, Loop: fr.lv, Calls: recent, Search: fr.ranking,
 				Unavailable: mg.Unavailable, Version: version, Started: fr.start, Logger: fr.log,
 				Keys: fr.sec.consoleKeys(), Audit: fr.sec.audit, Rates: rates, Refusals: refusals,
 			}).Handler(),

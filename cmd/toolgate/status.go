@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/local"
 	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/search"
 )
 
 func init() { register(newStatusCmd) }
@@ -357,6 +358,9 @@ func degradedReasons(rep gateway.StatusReport) []string {
 	if sec := rep.Security; sec != nil && sec.PinsFault != nil {
 		bad = append(bad, "the quarantine pins file cannot be read (the last decisions stand)")
 	}
+	if st := rep.Search; st != nil && st.BM25Only {
+		bad = append(bad, "search runs BM25 only: "+statusLine(st.Reason, 200))
+	}
 	return bad
 }
 
@@ -367,6 +371,9 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 	}
 	if st := rep.Stats; st != nil {
 		printLoopStats(w, st)
+	}
+	if st := rep.Search; st != nil {
+		printRanking(w, st)
 	}
 	if st := rep.Storage; st != nil {
 		printStorage(w, st)
@@ -448,6 +455,19 @@ func printLoopStats(w io.Writer, st *live.Stats) {
 		fmt.Fprintf(w, "; last rejected at %s: %s", clock(st.LastReloadErrorAt), statusLine(st.LastReloadError, 100))
 	}
 	fmt.Fprintln(w)
+}
+
+// printRanking prints how searches rank: "search: hybrid (model …)", or
+// BM25 only, why and the fix.
+func printRanking(w io.Writer, st *search.State) {
+	switch {
+	case st.BM25Only:
+		fmt.Fprintf(w, "search: BM25 ONLY (configured %s): %s\n", st.Configured, statusLine(st.Reason, 300))
+	case st.Model != "":
+		fmt.Fprintf(w, "search: %s (model %s)\n", st.Mode, st.Model)
+	default:
+		fmt.Fprintf(w, "search: %s\n", st.Mode)
+	}
 }
 
 // printStorage prints the data folder's health: one line while it is

@@ -87,6 +87,8 @@ type Options struct {
 	Restarter Restarter // the restart buttons
 	Loop      Loop      // the index state
 	Calls     Calls     // the recent calls
+	// Search, if set, says how searches rank now (GET /status's "search").
+	Search func() *search.State
 	// Unavailable says why a server's tools cannot run now, or "".
 	Unavailable func(server string) string
 	Keys        Keys // nil = the gateway has no keys
@@ -458,6 +460,9 @@ func (c *Console) state(caller *policy.Caller) State {
 	if c.o.Loop != nil {
 		st := c.o.Loop.Stats()
 		rep.Stats = &st
+	}
+	if c.o.Search != nil {
+		rep.Search = c.o.Search()
 	}
 	gateway.ScopeReport(&rep, caller, c.o.Policy, c.o.Catalog)
 	s := State{StatusReport: rep, HasCalls: c.o.Calls != nil, Calls: []Call{}}

@@ -143,6 +143,9 @@ func newEnvWith(t *testing.T, o *Options) *env {
 	b := &fakeBackends{pids: map[string]int{"filesystem": 100, "memory": 200}}
 	rec := NewRecorder(0)
 	c := New(&Options{Backends: b, Catalog: o.Catalog, Restarter: b, Loop: fakeLoop{}, Calls: rec, Keys: o.Keys, Policy: o.Policy, Audit: o.Audit, Rates: o.Rates, Refusals: o.Refusals, Version: "1.0.0",
+		Search: func() *search.State {
+			return &search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: "model file not found"}
+		},
 		Unavailable: func(s string) string {
 			if s == "memory" {
 				return "it is down"
@@ -291,6 +294,9 @@ func TestAPI(t *testing.T) {
 	get("/ui/api/state", 200, &st)
 	if st.Up != 1 || st.Total != 2 || len(st.Calls) != 1 || st.Calls[0].Outcome != gateway.OutcomeOK {
 		t.Errorf("state %+v", st)
+	}
+	if st.Search == nil || !st.Search.BM25Only || st.Search.Reason != "model file not found" {
+		t.Errorf("state's search %+v, want BM25 only and why", st.Search)
 	}
 	for _, bad := range []string{"/ui/api/search?q=", "/ui/api/search?q=x&mode=dense", "/ui/api/search?q=x&limit=99"} {
 		get(bad, 400, nil)

@@ -531,6 +531,17 @@ func (l *Loop) Search(ctx context.Context, q search.Query) (search.Result, error
 	return eng.Search(ctx, q)
 }
 
+// SearchState says how searches rank now (GET /status's "search"): nil
+// before Run and after Close.
+func (l *Loop) SearchState() *search.State {
+	eng := l.eng.Load()
+	if eng == nil {
+		return nil
+	}
+	st := eng.State()
+	return &st
+}
+
 // Tool looks a tool up in the catalog served (whoever may see it: the
 // gateway asks the Policy).
 func (l *Loop) Tool(id string) (catalog.Tool, bool) {

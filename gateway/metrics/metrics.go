@@ -68,6 +68,8 @@ type Options struct {
 	// EmbedCache returns the embedding cache's hits and misses so far
 	// (toolgate_embedding_cache_{hits,misses}_total).
 	EmbedCache func() (hits, misses int64)
+	// Search says how searches rank now (toolgate_search_bm25_only).
+	Search func() *search.State
 }
 
 // Metrics is one gateway's registry of metrics. Its decorators and handler

@@ -95,6 +95,9 @@ func newTest() *Metrics {
 		Catalog:    &fakeCatalog{tools},
 		Loop:       fakeLoop(4),
 		EmbedCache: func() (int64, int64) { return 7, 3 },
+		Search: func() *search.State {
+			return &search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: "no model"}
+		},
 	})
 }
 
@@ -224,10 +227,13 @@ toolgate_embedding_cache_hits_total 7
 # HELP toolgate_embedding_cache_misses_total Texts (tools and queries) the model had to embed.
 # TYPE toolgate_embedding_cache_misses_total counter
 toolgate_embedding_cache_misses_total 3
+# HELP toolgate_search_bm25_only 1 while search runs BM25 only although the configured mode needs the model (GET /status's search.reason says why), else 0.
+# TYPE toolgate_search_bm25_only gauge
+toolgate_search_bm25_only 1
 `
 	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want),
 		"toolgate_backend_up", "toolgate_backend_restarts_total", "toolgate_catalog_tools", "toolgate_index_generation",
-		"toolgate_embedding_cache_hits_total", "toolgate_embedding_cache_misses_total"); err != nil {
+		"toolgate_embedding_cache_hits_total", "toolgate_embedding_cache_misses_total", "toolgate_search_bm25_only"); err != nil {
 		t.Error(err)
 	}
 	// Without sources, those metrics are left out; the rest still works.

@@ -23,7 +23,7 @@ func TestREADMETable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile("(?m)^\\| `(toolgate_[a-z_]+)` \\| ([a-z]+) \\|([^|]*)\\|")
+	row := regexp.MustCompile("(?m)^\\| `(toolgate_[a-z0-9_]+)` \\| ([a-z]+) \\|([^|]*)\\|")
 	documented := map[string]string{}
 	for _, m := range row.FindAllStringSubmatch(string(b), -1) {
 		labels := strings.Fields(strings.NewReplacer("`", "", ",", " ").Replace(m[3]))

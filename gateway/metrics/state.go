@@ -13,6 +13,7 @@ type stateCollector struct {
 	o                        Options
 	up, restarts, tools, gen *prometheus.Desc
 	cacheHits, cacheMisses   *prometheus.Desc
+	bm25Only                 *prometheus.Desc
 }
 
 func newStateCollector(o Options) *stateCollector {
@@ -30,11 +31,13 @@ func newStateCollector(o Options) *stateCollector {
 			"Texts (tools and queries) whose embedding came from the cache.", nil, nil),
 		cacheMisses: prometheus.NewDesc("toolgate_embedding_cache_misses_total",
 			"Texts (tools and queries) the model had to embed.", nil, nil),
+		bm25Only: prometheus.NewDesc("toolgate_search_bm25_only",
+			"1 while search runs BM25 only although the configured mode needs the model (GET /status's search.reason says why), else 0.", nil, nil),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.restarts, c.tools, c.gen, c.cacheHits, c.cacheMisses} {
+	for _, d := range []*prometheus.Desc{c.up, c.restarts, c.tools, c.gen, c.cacheHits, c.cacheMisses, c.bm25Only} {
 		ch <- d
 	}
 }
@@ -73,5 +76,14 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		hits, misses := f()
 		ch <- prometheus.MustNewConstMetric(c.cacheHits, prometheus.CounterValue, float64(hits))
 		ch <- prometheus.MustNewConstMetric(c.cacheMisses, prometheus.CounterValue, float64(misses))
+	}
+	if f := c.o.Search; f != nil {
+		if st := f(); st != nil {
+			v := 0.0
+			if st.BM25Only {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.bm25Only, prometheus.GaugeValue, v)
+		}
 	}
 }

@@ -107,6 +107,9 @@ function renderState(st) {
   const facts = [
     ["Catalog generation", st.catalogGeneration],
     ["Tools in the catalog", st.catalogTools],
+    ["Ranking", st.search ? (st.search.bm25Only
+      ? "BM25 only (configured " + st.search.configuredMode + "): " + (st.search.reason || "")
+      : st.search.mode + (st.search.model ? " (" + st.search.model + ")" : "")) : undefined],
     ["Re-indexing", st.reindexing ? "yes" : "no"],
     ["Last index error", st.lastIndexError ? st.lastIndexError + " (" + new Date(st.lastIndexErrorAt).toLocaleString() + ")" : "none"],
     ["Config reloads", st.reloadGeneration],

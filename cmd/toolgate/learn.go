@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/local"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/shellword"
@@ -51,7 +56,9 @@ eval format (../shared/bench), as if each query had led to its tools.
 --reset forgets every pair, or with --server S only those of S's tools:
 the ranking is then exactly the zero-shot one.
 
-The store is locked while toolgate serve runs: stop it first.`,
+While a gateway (toolgate serve) holds the store, learn asks it to do the
+work through its status socket in the data folder, and its ranking uses the
+change at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runLearn(cmd.Context(), g, f, cmd.OutOrStdout())
@@ -240,10 +247,8 @@ func (l *lazyLearning) Close() error {
 // after says what this process does once the other has stopped.
 func busyError(dataDir, storeDir, what, after string, err error) error {
 	pid := ""
-	if b, rerr := os.ReadFile(filepath.Join(storeDir, "LOCK")); rerr == nil {
-		if p := strings.TrimSpace(string(b)); p != "" {
-			pid = " (pid " + p + ")"
-		}
+	if p := lockPID(storeDir); p != "" {
+		pid = " (pid " + p + ")"
 	}
 	return &storage.FolderError{Dir: dataDir, Err: err,
 		Problem: fmt.Sprintf("is in use by another toolgate%s, which holds %s", pid, what),
@@ -310,7 +315,101 @@ func learnedServers(store *learn.Store) string {
 	return "servers with learned pairs: " + strings.Join(servers, ", ")
 }
 
-func runLearn(_ context.Context, g *globals, f *learnFlags, out io.Writer) error {
+// learnRequest is what `toolgate learn` asks of the store: nothing (show
+// it), a reset (of every tool or of Server's), or Pairs to record (from
+// Source). A gateway that holds the store takes it on its status socket
+// (POST /learn; GET /learn shows).
+type learnRequest struct {
+	Reset  bool         `json:"reset,omitempty"`
+	Server string       `json:"server,omitempty"`
+	Pairs  []learnedOne `json:"pairs,omitempty"`
+	Source string       `json:"source,omitempty"`
+}
+
+// learnedOne is one (query, tool) pair on the wire.
+type learnedOne struct {
+	Query string `json:"query"`
+	Tool  string `json:"tool"` // server__tool
+}
+
+// learnAnswer is what the store did and holds after.
+type learnAnswer struct {
+	Forgot   int    `json:"forgot"`
+	Recorded int    `json:"recorded"`
+	Pairs    int    `json:"pairs"` // held after
+	Tools    int    `json:"tools"`
+	Dir      string `json:"dir"`
+	// Servers, after a reset of a server that had no pairs, says which
+	// have some (a misspelt name forgets nothing).
+	Servers string `json:"servers,omitempty"`
+	// UsagePairs are the pairs held and their weights, when asked for
+	// (GET /learn?pairs=1: `toolgate search` ranks with them).
+	UsagePairs []learnedWeighed `json:"usagePairs,omitempty"`
+}
+
+// learnedWeighed is a learned pair and its weight on the wire.
+type learnedWeighed struct {
+	Query  string  `json:"query"`
+	Tool   string  `json:"tool"`
+	Weight float64 `json:"weight"`
+}
+
+// applyLearn does req on store; defs give each tool's definition to keep
+// beside its new pairs.
+func applyLearn(store *learn.Store, dir string, req learnRequest, defs map[string]catalog.Tool) (learnAnswer, error) {
+	ans := learnAnswer{Dir: dir}
+	switch {
+	case req.Reset:
+		n, err := store.Reset(req.Server)
+		if err != nil {
+			return ans, err
+		}
+		ans.Forgot = n
+		if n == 0 && req.Server != "" {
+			ans.Servers = learnedServers(store)
+		}
+	case len(req.Pairs) > 0:
+		pairs := make([]learn.Pair, len(req.Pairs))
+		for i, p := range req.Pairs {
+			pairs[i] = learn.Pair{Query: p.Query, Tool: p.Tool}
+		}
+		if err := store.Add(pairs, defs); err != nil {
+			return ans, err
+		}
+		ans.Recorded = len(pairs)
+	}
+	ans.Pairs, ans.Tools = store.Stats()
+	return ans, nil
+}
+
+// printLearn says what learn did; via names the gateway that did it for
+// this command (its store was locked), or is empty.
+func printLearn(w io.Writer, req learnRequest, ans learnAnswer, via string) {
+	switch {
+	case via == "":
+	case req.Reset || len(req.Pairs) > 0:
+		fmt.Fprintf(w, "(through %s, which holds the learned pairs: its ranking uses the change at once)\n", via)
+	default:
+		fmt.Fprintf(w, "(from %s, which holds the learned pairs)\n", via)
+	}
+	switch {
+	case req.Reset:
+		what := "every tool"
+		if req.Server != "" {
+			what = fmt.Sprintf("server %s's tools", req.Server)
+		}
+		fmt.Fprintf(w, "forgot %d learned pairs of %s\n", ans.Forgot, what)
+		if ans.Servers != "" {
+			fmt.Fprintln(w, ans.Servers)
+		}
+	case len(req.Pairs) > 0:
+		fmt.Fprintf(w, "recorded %d pairs from %s; the store holds %d pairs for %d tools\n", ans.Recorded, req.Source, ans.Pairs, ans.Tools)
+	default:
+		fmt.Fprintf(w, "%d learned pairs for %d tools in %s\n", ans.Pairs, ans.Tools, ans.Dir)
+	}
+}
+
+func runLearn(ctx context.Context, g *globals, f *learnFlags, out io.Writer) error {
 	switch {
 	case f.reset && f.queries != "":
 		return usageError{errors.New("learn: give either --queries or --reset, not both")}
@@ -321,57 +420,203 @@ func runLearn(_ context.Context, g *globals, f *learnFlags, out io.Writer) error
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	req := learnRequest{Reset: f.reset, Server: f.server, Source: f.queries}
+	if f.queries != "" {
+		qs, err := search.LoadQueries(f.queries)
+		if err != nil {
+			return err
+		}
+		for _, q := range qs {
+			for _, id := range q.Relevant {
+				req.Pairs = append(req.Pairs, learnedOne{Query: q.Query, Tool: id})
+			}
+		}
+	}
 	store, err := openLearnStore(g, log)
+	if errors.Is(err, learn.ErrBusy) {
+		// A running gateway holds the store: it does the work.
+		return learnThroughGateway(ctx, g, req, out, err)
+	}
 	if err != nil {
-		if !errors.Is(err, learn.ErrBusy) && g.health().Check() == nil {
+		if g.health().Check() == nil {
 			return fmt.Errorf("%w\nfix: %s", err, storage.Fix(g.DataDir(), damagedError(g.DataDir(), learnDir(g), err)))
 		}
 		return err
 	}
 	defer store.Close()
-	switch {
-	case f.reset:
-		n, err := store.Reset(f.server)
-		if err != nil {
-			return err
-		}
-		what := "every tool"
-		if f.server != "" {
-			what = fmt.Sprintf("server %s's tools", f.server)
-		}
-		fmt.Fprintf(out, "forgot %d learned pairs of %s\n", n, what)
-		if n == 0 && f.server != "" {
-			fmt.Fprintln(out, learnedServers(store))
-		}
-		return nil
-	case f.queries != "":
-		qs, err := search.LoadQueries(f.queries)
-		if err != nil {
-			return err
-		}
-		// The index of the data folder, when there is one, gives each
-		// tool's definition to keep beside its pairs.
-		defs := map[string]catalog.Tool{}
+	// The index of the data folder, when there is one, gives each tool's
+	// definition to keep beside its pairs.
+	defs := map[string]catalog.Tool{}
+	if len(req.Pairs) > 0 {
 		if ix, err := index.Open(index.Dir(g.DataDir()), &index.Options{Logger: log}); err == nil {
 			for _, t := range ix.Tools() {
 				defs[t.ID()] = t
 			}
 			ix.Close()
 		}
-		var pairs []learn.Pair
-		for _, q := range qs {
-			for _, id := range q.Relevant {
-				pairs = append(pairs, learn.Pair{Query: q.Query, Tool: id})
+	}
+	ans, err := applyLearn(store, learnDir(g), req, defs)
+	if err != nil {
+		return err
+	}
+	printLearn(out, req, ans, "")
+	return nil
+}
+
+// learnThroughGateway sends req to the gateway on the data folder that
+// holds the learned pairs and prints its answer; busy is the store's
+// refusal (see learnHolder).
+func learnThroughGateway(ctx context.Context, g *globals, req learnRequest, out io.Writer, busy error) error {
+	holder, err := learnHolder(ctx, g, busy)
+	if err != nil {
+		return err
+	}
+	ans, err := askLearn(ctx, holder, req, false)
+	if err != nil {
+		return err
+	}
+	printLearn(out, req, ans, holder.name())
+	return nil
+}
+
+// learnHolder finds the gateway on the data folder that holds the learned
+// pairs (the PID in the store's lock) among those with a status socket.
+// busy is the store's refusal, returned with a fix when no gateway there
+// holds it (another command does, or a gateway from before this route).
+func learnHolder(ctx context.Context, g *globals, busy error) (*localGateway, error) {
+	pid := lockPID(learnDir(g))
+	for _, gw := range localGateways(ctx, g.DataDir(), 5*time.Second) {
+		if gw.err == nil && gw.rep.Process != nil && strconv.Itoa(gw.rep.Process.PID) == pid {
+			return &gw, nil
+		}
+	}
+	who := "another toolgate process"
+	if pid != "" {
+		who += " (pid " + pid + ")"
+	}
+	return nil, fmt.Errorf("%w\nfix: %s holds it and is not a gateway that takes requests on its status socket (a toolgate index, eval or learn, or a gateway older than this command): let it end, or stop it, and run this again", busy, who)
+}
+
+// askLearn sends req to the gateway holder through its status socket
+// (GET /learn for a look, with the pairs themselves when pairs is set;
+// POST /learn for a change).
+func askLearn(ctx context.Context, holder *localGateway, req learnRequest, pairs bool) (learnAnswer, error) {
+	var ans learnAnswer
+	method, u, body := http.MethodGet, local.LearnURL, io.Reader(nil)
+	if req.Reset || len(req.Pairs) > 0 {
+		b, err := json.Marshal(req)
+		if err != nil {
+			return ans, err
+		}
+		method, body = http.MethodPost, bytes.NewReader(b)
+	} else if pairs {
+		u += "?pairs=1"
+	}
+	hreq, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return ans, err
+	}
+	resp, err := local.Client(holder.sock, time.Minute).Do(hreq)
+	if err != nil {
+		return ans, fmt.Errorf("ask %s, which holds the learned pairs: %w", holder.name(), unwrapURLError(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return ans, fmt.Errorf("%s, which holds the learned pairs, answered %s: %s", holder.name(), resp.Status, oneLineBody(b))
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		return ans, fmt.Errorf("%s answered: %w", holder.name(), err)
+	}
+	return ans, nil
+}
+
+// heldPairs are learned pairs a gateway sent (search.Usage), for
+// `toolgate search` to rank as that gateway does.
+type heldPairs []search.UsagePair
+
+func (heldPairs) Generation() uint64          { return 1 }
+func (p heldPairs) Pairs() []search.UsagePair { return p }
+
+// learnedUsage is what `toolgate search` ranks with: the learned pairs of
+// the data folder, from the store or, while a gateway holds it, from that
+// gateway; nil and why when neither can give them.
+func learnedUsage(ctx context.Context, g *globals) (search.Usage, func(), error) {
+	store, err := openLearnStore(g, nil)
+	if err == nil {
+		return store, func() { store.Close() }, nil
+	}
+	if !errors.Is(err, learn.ErrBusy) {
+		return nil, nil, err
+	}
+	holder, err := learnHolder(ctx, g, err)
+	if err != nil {
+		return nil, nil, err
+	}
+	ans, err := askLearn(ctx, holder, learnRequest{}, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	pairs := make(heldPairs, len(ans.UsagePairs))
+	for i, p := range ans.UsagePairs {
+		pairs[i] = search.UsagePair{Query: p.Query, Tool: p.Tool, Weight: p.Weight}
+	}
+	return pairs, func() {}, nil
+}
+
+// lockPID is the PID in a Badger store's LOCK file, or "".
+func lockPID(storeDir string) string {
+	b, err := os.ReadFile(filepath.Join(storeDir, "LOCK"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// handler serves GET and POST /learn on the status socket: what
+// `toolgate learn` asks of the learned pairs while this gateway holds
+// them. New pairs keep the definitions of the catalog served; refresh
+// makes the ranking use a change before the answer goes.
+func (l *lazyLearning) handler(dir string, tools func() []catalog.Tool, refresh func(context.Context) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req learnRequest
+		if r.Method == http.MethodPost {
+			if err := json.NewDecoder(io.LimitReader(r.Body, 64<<20)).Decode(&req); err != nil {
+				http.Error(w, "a learn request in JSON: "+err.Error(), http.StatusBadRequest)
+				return
 			}
 		}
-		if err := store.Add(pairs, defs); err != nil {
-			return err
+		store := l.tryOpen(true)
+		if store == nil {
+			http.Error(w, "this gateway cannot open the learned pairs now (GET /status, storage, says why)", http.StatusServiceUnavailable)
+			return
 		}
-		n, tools := store.Stats()
-		fmt.Fprintf(out, "recorded %d pairs from %s; the store holds %d pairs for %d tools\n", len(pairs), f.queries, n, tools)
-		return nil
-	}
-	n, tools := store.Stats()
-	fmt.Fprintf(out, "%d learned pairs for %d tools in %s\n", n, tools, learnDir(g))
-	return nil
+		defs := map[string]catalog.Tool{}
+		if len(req.Pairs) > 0 {
+			for _, t := range tools() {
+				defs[t.ID()] = t
+			}
+		}
+		ans, err := applyLearn(store, dir, req, defs)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		if r.Method == http.MethodGet && r.URL.Query().Get("pairs") == "1" {
+			for _, p := range store.Pairs() {
+				ans.UsagePairs = append(ans.UsagePairs, learnedWeighed{Query: p.Query, Tool: p.Tool, Weight: p.Weight})
+			}
+		}
+		if req.Reset || len(req.Pairs) > 0 {
+			if err := refresh(r.Context()); err != nil && l.log != nil {
+				l.log.Warn("learned ranking not updated at once; the next searches update it", "err", err)
+			}
+			if l.log != nil {
+				l.log.Info("learned pairs changed by toolgate learn", "forgot", ans.Forgot, "server", req.Server,
+					"recorded", ans.Recorded, "from", req.Source, "pairs", ans.Pairs, "tools", ans.Tools)
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(ans)
+	})
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/search/learn"
 )
 
 // Through the real binary and the bundled servers: a search_tools answer
@@ -68,10 +71,53 @@ func TestLearningFromUseEndToEnd(t *testing.T) {
 	if ans, _ := searchTools(t, ctx, cs, query, 5); len(ans.Tools) == 0 || ans.Tools[0].Name != tool {
 		t.Errorf("after restart, search_tools(%q) = %+v, want %s first", query, ans.Tools, tool)
 	}
+	// While it runs, it holds the store: learn asks it through its status
+	// socket, and its ranking uses the change at once.
+	if out := learnCmd(); !strings.Contains(out, "(from pid ") || !strings.Contains(out, "1 learned pairs for 1 tools") {
+		t.Errorf("toolgate learn while serve holds the store: %q", out)
+	}
+	// A reset that forgets nothing also makes the ranking the one of the
+	// pairs held (searches rebuild it in the background otherwise).
+	if out := learnCmd("--reset", "--server", "nope"); !strings.Contains(out, "forgot 0 learned pairs of server nope's tools\nservers with learned pairs: "+learnedServer(tool)+"\n") {
+		t.Errorf("toolgate learn --reset --server nope while serve holds the store: %q", out)
+	}
+	const other = "show me what is stored"
+	before, _ := searchTools(t, ctx, cs, other, 5)
+	if len(before.Tools) < 2 {
+		t.Fatalf("search_tools(%q) = %+v", other, before.Tools)
+	}
+	second := before.Tools[1].Name
+	seed := filepath.Join(t.TempDir(), "seed.jsonl")
+	line := `{"query": "` + other + `", "relevant": ["` + second + `"]}` + "\n"
+	if err := os.WriteFile(seed, []byte(strings.Repeat(line, 3)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := learnCmd("--queries", seed); !strings.Contains(out, "its ranking uses the change at once") || !strings.Contains(out, "recorded 3 pairs") {
+		t.Errorf("toolgate learn --queries while serve holds the store: %q", out)
+	}
+	if ans, _ := searchTools(t, ctx, cs, other, 5); len(ans.Tools) == 0 || ans.Tools[0].Name != second {
+		t.Errorf("after seeding (%q → %s) through the gateway, search_tools = %+v, want %s first", other, second, ans.Tools, second)
+	}
+	// `toolgate search` ranks with the pairs the gateway holds, as
+	// search_tools does.
+	out, stderr, err := runToolgate(t, dataDir, "search", other, "--config", cfgPath, "--json")
+	var cli searchOutput
+	if jerr := json.Unmarshal([]byte(out), &cli); err != nil || jerr != nil || len(cli.Tools) == 0 || cli.Tools[0].Name != second || strings.Contains(stderr, "without the learned pairs") {
+		t.Errorf("toolgate search %q while the gateway holds the pairs: %v %v, want %s first\n%s%s", other, err, jerr, second, out, stderr)
+	}
+	secondServer, _, _ := strings.Cut(second, "__")
+	if out := learnCmd("--reset", "--server", secondServer); !strings.Contains(out, "forgot ") {
+		t.Errorf("toolgate learn --reset --server %s while serve holds the store: %q", secondServer, out)
+	}
+	if ans, _ := searchTools(t, ctx, cs, other, 5); len(ans.Tools) == 0 || ans.Tools[0].Name != before.Tools[0].Name {
+		t.Errorf("after the reset through the gateway, search_tools = %+v, want %s first again", ans.Tools, before.Tools[0].Name)
+	}
 	cs.Close()
+	if secondServer == learnedServer(tool) {
+		t.Fatalf("the seeded tool %s is of %s's server: pick another query", second, tool)
+	}
 
-	learnedServer, _, _ := strings.Cut(tool, "__")
-	if out := learnCmd("--reset", "--server", "filesystem"); !strings.Contains(out, "forgot 0 learned pairs of server filesystem's tools\nservers with learned pairs: "+learnedServer+"\n") {
+	if out := learnCmd("--reset", "--server", "filesystem"); !strings.Contains(out, "forgot 0 learned pairs of server filesystem's tools\nservers with learned pairs: "+learnedServer(tool)+"\n") {
 		t.Errorf("reset of another server: %q", out)
 	}
 	if out := learnCmd("--reset"); !strings.Contains(out, "forgot 1 learned pairs") {
@@ -80,6 +126,28 @@ func TestLearningFromUseEndToEnd(t *testing.T) {
 	if out := learnCmd(); !strings.Contains(out, "0 learned pairs") {
 		t.Errorf("after reset: %q", out)
 	}
+}
+
+// A store held by a process that is no gateway (a toolgate index, eval or
+// learn; here the test itself): learn says who holds it and what to do.
+func TestLearnStoreHeldByAnotherCommand(t *testing.T) {
+	data := t.TempDir()
+	store, err := learn.Open(filepath.Join(data, "learn"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	_, stderr, err := runToolgate(t, data, "learn", "--reset")
+	if err == nil || !strings.Contains(stderr, fmt.Sprintf("another toolgate process (pid %d) holds it and is not a gateway", os.Getpid())) ||
+		!strings.Contains(stderr, "run this again") {
+		t.Errorf("learn --reset on a store another command holds: %v\n%s", err, stderr)
+	}
+}
+
+// learnedServer is the server of the tool ID id.
+func learnedServer(id string) string {
+	server, _, _ := strings.Cut(id, "__")
+	return server
 }
 
 // learn --queries seeds pairs from an eval-format log; the flags that do

@@ -156,12 +156,11 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 		fmt.Fprintf(stderr, "toolgate: warning: %s\n", out.Warning)
 	}
 
-	// What serve learned from use ranks here too, unless serve holds the
-	// store right now.
-	var usage search.Usage
-	if store, err := openLearnStore(g, nil); err == nil {
-		defer store.Close()
-		usage = store
+	// What serve learned from use ranks here too: from the store, or from
+	// the gateway that holds it.
+	usage, done, err := learnedUsage(ctx, g)
+	if err == nil {
+		defer done()
 	} else if !f.json {
 		fmt.Fprintf(stderr, "toolgate: note: ranking without the learned pairs: %v\n", err)
 	}

@@ -237,9 +237,10 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	var usage search.Usage
 	var learner gateway.Learner
 	var indexed func([]catalog.Tool)
-	if l := g.openLearning(cfg, health); l != nil {
-		defer g.stop.Close("learned pairs", l.Close)
-		usage, learner, indexed = l, l, l.indexed
+	learning := g.openLearning(cfg, health)
+	if learning != nil {
+		defer g.stop.Close("learned pairs", learning.Close)
+		usage, learner, indexed = learning, learning, learning.indexed
 	}
 
 	// The runtime loop: warm start (it opens the last run's index now),
@@ -306,7 +307,12 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 	status := gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv, Storage: health,
 		Security: sec.status, Policy: lv.Policy(), Catalog: lv, Process: proc.report, Search: ranking})
-	sock := local.Serve(g.DataDir(), map[string]http.Handler{"GET /status": status, "GET /logs": g.logRing.Handler()}, &local.Options{Logger: log})
+	routes := map[string]http.Handler{"GET /status": status, "GET /logs": g.logRing.Handler()}
+	if learning != nil {
+		h := learning.handler(learnDir(g), lv.Catalog, lv.RefreshLearned)
+		routes["GET /learn"], routes["POST /learn"] = h, h
+	}
+	sock := local.Serve(g.DataDir(), routes, &local.Options{Logger: log})
 	defer g.stop.Close("status socket", sock.Close)
 	warm := lv.Warm()
 	err = lv.Run(ctx, pool)

@@ -542,6 +542,17 @@ func (l *Loop) SearchState() *search.State {
 	return &st
 }
 
+// RefreshLearned makes searches rank with the learned pairs as they are
+// now (search.Engine.RefreshLearned) rather than from the next search on,
+// once a background rebuild is done: `toolgate learn` changed them.
+func (l *Loop) RefreshLearned(ctx context.Context) error {
+	eng := l.eng.Load()
+	if eng == nil {
+		return errNotRunning
+	}
+	return eng.RefreshLearned(ctx)
+}
+
 // Tool looks a tool up in the catalog served (whoever may see it: the
 // gateway asks the Policy).
 func (l *Loop) Tool(id string) (catalog.Tool, bool) {

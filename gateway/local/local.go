@@ -241,10 +241,12 @@ func Client(path string, timeout time.Duration) *http.Client {
 	}}
 }
 
-// URL is the status URL to ask a Client for; LogsURL the log's.
+// URL is the status URL to ask a Client for; LogsURL the log's; LearnURL
+// the learned pairs' (`toolgate learn`).
 const (
-	URL     = "http://toolgate/status"
-	LogsURL = "http://toolgate/logs"
+	URL      = "http://toolgate/status"
+	LogsURL  = "http://toolgate/logs"
+	LearnURL = "http://toolgate/learn"
 )
 
 // Gone says that err, from a request through Client, means nobody listens

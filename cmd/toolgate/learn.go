@@ -108,6 +108,9 @@ func (g *globals) openLearning(cfg *config.File, health *storage.Health) *lazyLe
 		},
 		opened: w.OK,
 	}
+	l.remote = newRemoteLearning(func(ctx context.Context) (*localGateway, error) {
+		return learnHolder(ctx, g, learn.ErrBusy)
+	}, l.recordGone, g.logger)
 	l.tryOpen(true)
 	return l
 }
@@ -130,12 +133,21 @@ type lazyLearning struct {
 	retrying   *atomic.Bool // set while a try after a failed one runs (nil: never)
 
 	store atomic.Pointer[learn.Store]
+	// remote, when set, reads and records the pairs through the gateway
+	// that holds the store while this one cannot open it (nil: none).
+	remote *remoteLearning
+	// gens maps the pairs' source and its generation onto Generation's
+	// own count, which changes whenever either does.
+	gens genCounter
 
-	mu      sync.Mutex
-	failing bool           // the last attempt failed (logged once per fault)
-	lastTry time.Time      // monotonic
-	tools   []catalog.Tool // the latest catalog, synced with on open
-	closed  bool
+	mu       sync.Mutex
+	failing  bool           // the last attempt failed (logged once per fault)
+	lastTry  time.Time      // monotonic
+	firstTry time.Time      // the first try's lastTry
+	tools    []catalog.Tool // the latest catalog, synced with on open
+	closed   bool
+	looking  bool // lookForHolder runs
+	lookWG   sync.WaitGroup
 }
 
 var (
@@ -158,6 +170,9 @@ func (l *lazyLearning) tryOpen(force bool) *learn.Store {
 		return nil
 	}
 	l.lastTry = time.Now()
+	if l.firstTry.IsZero() {
+		l.firstTry = l.lastTry
+	}
 	if l.retrying != nil {
 		l.retrying.Store(l.failing)
 	}
@@ -166,8 +181,12 @@ func (l *lazyLearning) tryOpen(force bool) *learn.Store {
 		l.retrying.Store(false)
 	}
 	if err != nil {
+		if errors.Is(err, learn.ErrBusy) && l.remote != nil && (l.remote.working() || l.engageAtStart()) {
+			return nil // another gateway holds the store, and this one learns through it
+		}
 		if errors.Is(err, learn.ErrBusy) {
 			l.busy(err)
+			l.lookForHolder()
 		} else if l.broken != nil {
 			l.broken(err)
 		}
@@ -176,6 +195,9 @@ func (l *lazyLearning) tryOpen(force bool) *learn.Store {
 		}
 		l.failing = true
 		return nil
+	}
+	if l.remote != nil {
+		l.remote.drop()
 	}
 	if l.failing && l.log != nil {
 		l.log.Info("learned pairs opened: learning from use is on again")
@@ -195,27 +217,127 @@ func (l *lazyLearning) sync(s *learn.Store, tools []catalog.Tool) {
 	}
 }
 
-// Generation is the store's (search.Usage); 0 while it is not open.
+// Generation changes whenever the pairs do (search.Usage): the store's,
+// those of the gateway that holds it, or none.
 func (l *lazyLearning) Generation() uint64 {
 	if s := l.tryOpen(false); s != nil {
-		return s.Generation()
+		return l.gens.of("store", s.Generation())
 	}
-	return 0
+	if l.remote != nil {
+		if holder, gen, ok := l.remote.generation(); ok {
+			return l.gens.of("holder "+holder, gen)
+		}
+	}
+	return l.gens.of("none", 0)
 }
 
-// Pairs is the store's (search.Usage); none while it is not open.
+// Pairs is the store's, or those of the gateway that holds it
+// (search.Usage); none while neither can be read.
 func (l *lazyLearning) Pairs() []search.UsagePair {
 	if s := l.store.Load(); s != nil {
 		return s.Pairs()
 	}
+	if l.remote != nil {
+		return l.remote.Pairs()
+	}
 	return nil
 }
 
-// Record is the store's (gateway.Learner).
+// Record is the store's (gateway.Learner), or goes to the gateway that
+// holds it.
 func (l *lazyLearning) Record(query string, tool catalog.Tool) {
+	if l.remote != nil && l.store.Load() == nil && l.remote.working() {
+		// The store is looked at again at most every retryEvery: the
+		// holder may have stopped.
+		if s := l.tryOpen(false); s != nil {
+			s.Record(query, tool)
+			return
+		}
+		l.remote.record(query, tool.ID())
+		return
+	}
 	if s := l.tryOpen(true); s != nil {
 		s.Record(query, tool)
 	}
+}
+
+// recordGone records a pair the gateway that held the store could not
+// take (it stopped, and released the store) in the store itself, with its
+// tool's definition from the catalog served.
+func (l *lazyLearning) recordGone(p learnedOne) {
+	s := l.tryOpen(true)
+	if s == nil {
+		return // said by tryOpen
+	}
+	l.mu.Lock()
+	defs := map[string]catalog.Tool{}
+	for _, t := range l.tools {
+		if t.ID() == p.Tool {
+			defs[t.ID()] = t
+		}
+	}
+	l.mu.Unlock()
+	if err := s.Add([]learn.Pair{{Query: p.Query, Tool: p.Tool}}, defs); err != nil && l.log != nil {
+		l.log.Warn("learned pair not recorded", "tool", p.Tool, "err", err)
+	}
+}
+
+// engageAtStart, at the first try only, asks for the gateway that holds
+// the store at once: a gateway started beside it learns through it from
+// the start, without reporting a fault first. l.mu is held.
+func (l *lazyLearning) engageAtStart() bool {
+	if !l.lastTry.Equal(l.firstTry) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
+	defer cancel()
+	return l.remote.engage(ctx) == nil
+}
+
+// lookForHolder looks, in the background, for the gateway that holds the
+// store (one look at a time); once one answers, this gateway learns
+// through it and the store's fault is cleared. l.mu is held.
+func (l *lazyLearning) lookForHolder() {
+	if l.remote == nil || l.looking || l.closed {
+		return
+	}
+	l.looking = true
+	l.lookWG.Add(1)
+	go func() {
+		defer l.lookWG.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
+		err := l.remote.engage(ctx)
+		cancel()
+		l.mu.Lock()
+		l.looking = false
+		ok := err == nil && l.store.Load() == nil
+		if ok {
+			l.failing = false
+		}
+		l.mu.Unlock()
+		if ok {
+			l.opened()
+		}
+	}()
+}
+
+// genCounter counts the changes of a (source, generation) pair.
+type genCounter struct {
+	mu  sync.Mutex
+	src string
+	gen uint64
+	n   uint64
+}
+
+// of returns the count, one more than before when src or gen changed.
+func (c *genCounter) of(src string, gen uint64) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == 0 || src != c.src || gen != c.gen {
+		c.src, c.gen = src, gen
+		c.n++
+	}
+	return c.n
 }
 
 // indexed checks the pairs against each new catalog (learn.Store.Sync: a
@@ -233,9 +355,13 @@ func (l *lazyLearning) indexed(tools []catalog.Tool) {
 
 // Close closes the store if it was opened; nothing opens it afterwards.
 func (l *lazyLearning) Close() error {
+	if l.remote != nil {
+		l.remote.Close() // sends the pairs still queued first
+	}
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
+	l.lookWG.Wait()
 	if s := l.store.Load(); s != nil {
 		return s.Close()
 	}
@@ -324,6 +450,13 @@ type learnRequest struct {
 	Server string       `json:"server,omitempty"`
 	Pairs  []learnedOne `json:"pairs,omitempty"`
 	Source string       `json:"source,omitempty"`
+	// Record says Pairs are what another gateway on the data folder
+	// recorded (it learns through this one): no log line, and the
+	// ranking catches up off the search path as after its own records.
+	Record bool `json:"record,omitempty"`
+	// Since, on a look that asks for the pairs, is the generation the
+	// asker holds: the answer leaves them out while it is current.
+	Since uint64 `json:"-"`
 }
 
 // learnedOne is one (query, tool) pair on the wire.
@@ -339,12 +472,17 @@ type learnAnswer struct {
 	Pairs    int    `json:"pairs"` // held after
 	Tools    int    `json:"tools"`
 	Dir      string `json:"dir"`
+	// Generation changes whenever the pairs do (a gateway learning
+	// through this one fetches them again then).
+	Generation uint64 `json:"generation"`
 	// Servers, after a reset of a server that had no pairs, says which
 	// have some (a misspelt name forgets nothing).
 	Servers string `json:"servers,omitempty"`
 	// UsagePairs are the pairs held and their weights, when asked for
-	// (GET /learn?pairs=1: `toolgate search` ranks with them).
+	// (GET /learn?pairs=1: `toolgate search` ranks with them), unless
+	// Unchanged: they are still those of generation since=N.
 	UsagePairs []learnedWeighed `json:"usagePairs,omitempty"`
+	Unchanged  bool             `json:"unchanged,omitempty"`
 }
 
 // learnedWeighed is a learned pair and its weight on the wire.
@@ -379,6 +517,7 @@ func applyLearn(store *learn.Store, dir string, req learnRequest, defs map[strin
 		ans.Recorded = len(pairs)
 	}
 	ans.Pairs, ans.Tools = store.Stats()
+	ans.Generation = store.Generation()
 	return ans, nil
 }
 
@@ -511,6 +650,9 @@ func askLearn(ctx context.Context, holder *localGateway, req learnRequest, pairs
 		method, body = http.MethodPost, bytes.NewReader(b)
 	} else if pairs {
 		u += "?pairs=1"
+		if req.Since != 0 {
+			u += "&since=" + strconv.FormatUint(req.Since, 10)
+		}
 	}
 	hreq, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
@@ -602,12 +744,16 @@ func (l *lazyLearning) handler(dir string, tools func() []catalog.Tool, refresh 
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		if r.Method == http.MethodGet && r.URL.Query().Get("pairs") == "1" {
-			for _, p := range store.Pairs() {
-				ans.UsagePairs = append(ans.UsagePairs, learnedWeighed{Query: p.Query, Tool: p.Tool, Weight: p.Weight})
+		if q := r.URL.Query(); r.Method == http.MethodGet && q.Get("pairs") == "1" {
+			if since := q.Get("since"); since != "" && since == strconv.FormatUint(ans.Generation, 10) {
+				ans.Unchanged = true
+			} else {
+				for _, p := range store.Pairs() {
+					ans.UsagePairs = append(ans.UsagePairs, learnedWeighed{Query: p.Query, Tool: p.Tool, Weight: p.Weight})
+				}
 			}
 		}
-		if req.Reset || len(req.Pairs) > 0 {
+		if (req.Reset || len(req.Pairs) > 0) && !req.Record {
 			if err := refresh(r.Context()); err != nil && l.log != nil {
 				l.log.Warn("learned ranking not updated at once; the next searches update it", "err", err)
 			}

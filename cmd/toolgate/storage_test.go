@@ -666,18 +666,21 @@ func TestSecondGatewayOnSameDataFolder(t *testing.T) {
 	b := startServe(t, toolgateCmd(t, data, "serve", "--config", cfg, "--http", addrB), addrB)
 	ctxB, csB := b.connect(t)
 	searchAnswers(t, ctxB, csB, "second", 2)
+	// The second runs without the embedding cache, which the first holds,
+	// and learns through the first (its status socket): no fault there.
 	r := storageReport(t, addrB)
 	pid := fmt.Sprintf("in use by another toolgate (pid %d)", a.pid)
-	for _, name := range []string{"embedding cache", "learned pairs"} {
-		if w := writer(t, r, name); w.OK || !strings.Contains(w.Error, pid) || !strings.Contains(w.Fix, "--data-dir") {
-			t.Errorf("second gateway's %s: %+v, want failing, naming %q and the fix", name, w, pid)
-		}
+	if w := writer(t, r, "embedding cache"); w.OK || !strings.Contains(w.Error, pid) || !strings.Contains(w.Fix, "--data-dir") {
+		t.Errorf("second gateway's embedding cache: %+v, want failing, naming %q and the fix", w, pid)
+	}
+	if w := writer(t, r, "learned pairs"); !w.OK {
+		t.Errorf("second gateway's learned pairs: %+v, want fine (it learns through the first)", w)
 	}
 	var out bytes.Buffer
 	err := runStatus(context.Background(), &out, statusFlags{addr: addrB})
 	var ee exitError
-	if !errors.As(err, &ee) || ee.code != degradedExit || !strings.Contains(err.Error(), "a store of the data folder fails (embedding cache, learned pairs)") ||
-		!strings.Contains(out.String(), "writable, but embedding cache, learned pairs failing") {
+	if !errors.As(err, &ee) || ee.code != degradedExit || !strings.Contains(err.Error(), "a store of the data folder fails (embedding cache)") ||
+		!strings.Contains(out.String(), "writable, but embedding cache failing") {
 		t.Errorf("toolgate status of the second = %v:\n%s", err, out.String())
 	}
 	if r := storageReport(t, addrA); r.Failing() {
@@ -685,27 +688,52 @@ func TestSecondGatewayOnSameDataFolder(t *testing.T) {
 	}
 	searchAnswers(t, ctxA, csA, "first, beside the second", 1)
 
-	// A stdio client's gateway on the same folder: it records nothing
-	// while the first holds the pairs, and records once the first stopped.
+	// A stdio client's gateway on the same folder records through the
+	// first while it holds the pairs, and in the store once it stopped.
 	ctxC, csC := connectStdio(t, toolgateCmd(t, data, "serve", "--config", cfg), 3*time.Minute)
-	const query, tool = "list the folders this server may access", "filesystem__list_allowed_directories"
-	record := func() {
+	record := func(query, tool string) {
 		searchFinds(t, ctxC, csC, query, tool)
 		if res := executeTool(t, ctxC, csC, tool, map[string]any{}); res.IsError {
 			t.Fatalf("execute_tool %s: %s", tool, resultText(res))
 		}
 	}
-	record()
+	record("list the folders this server may access", "filesystem__list_allowed_directories")
+	learnOut := func() string {
+		out, stderr, _ := runToolgate(t, data, "learn")
+		return out + stderr
+	}
+	testenv.Eventually(t, "the stdio gateway's pair recorded through the first", func() bool {
+		return strings.Contains(learnOut(), "1 learned pairs for 1 tools")
+	})
+	// What the first learns (here seeded through it) the second ranks
+	// with, within moments.
+	const other = "show me what is stored"
+	before, _ := searchTools(t, ctxB, csB, other, 5)
+	if len(before.Tools) < 2 {
+		t.Fatalf("search_tools(%q) on the second = %+v", other, before.Tools)
+	}
+	second := before.Tools[1].Name
+	seed := filepath.Join(t.TempDir(), "seed.jsonl")
+	if err := os.WriteFile(seed, []byte(strings.Repeat(`{"query": "`+other+`", "relevant": ["`+second+`"]}`+"\n", 3)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, err := runToolgate(t, data, "learn", "--queries", seed); err != nil || !strings.Contains(out, fmt.Sprintf("(through pid %d", a.pid)) {
+		t.Fatalf("toolgate learn --queries: %v\n%s%s", err, out, stderr)
+	}
+	testenv.Eventually(t, "the second ranking with the pairs the first holds", func() bool {
+		ans, _ := searchTools(t, ctxB, csB, other, 5)
+		return len(ans.Tools) > 0 && ans.Tools[0].Name == second
+	})
+
 	start := time.Now()
 	a.signal(t, syscall.SIGTERM)
 	if code, _ := a.waitExit(t, start); code != 0 {
 		t.Errorf("the first gateway's exit status %d, want 0", code)
 	}
-	record()
-	csC.Close() // the stdio gateway exits with its client
-	learned, err := toolgateCmd(t, data, "learn").CombinedOutput()
-	if err != nil || !strings.Contains(string(learned), "1 learned pairs for 1 tools") {
-		t.Errorf("toolgate learn after the first stopped: %v %s, want the pair the stdio gateway recorded then", err, learned)
+	record("what does this knowledge graph hold", "memory__read_graph")
+	csC.Close() // the stdio gateway exits with its client, and sends what it recorded first
+	if got := learnOut(); !strings.Contains(got, "3 learned pairs for 3 tools") {
+		t.Errorf("toolgate learn after the first stopped: %s, want the stdio gateway's two pairs and the seeded one", got)
 	}
 
 	start = time.Now()

@@ -190,7 +190,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	db, err := badger.Open(bo)
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
-			return nil, fmt.Errorf("%w: %s (stop toolgate serve first)", ErrBusy, dir)
+			return nil, fmt.Errorf("%w: %s", ErrBusy, dir)
 		}
 		return nil, fmt.Errorf("open learned pairs %s: %w", dir, err)
 	}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/testenv"
+	"github.com/toolgate/toolgate/search"
+	"github.com/toolgate/toolgate/search/learn"
+)
+
+// TestLearningThroughHolder: a gateway that cannot open the learned pairs
+// because another holds them ranks with the holder's pairs and records
+// through it, reporting no fault; when the holder stops (its socket goes,
+// the store is released) a pair it could not take is recorded in the
+// store, which this gateway then holds.
+func TestLearningThroughHolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "learn")
+	held, err := learn.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := []catalog.Tool{{Server: "fs", Name: "read_file", Description: "read a file"}, {Server: "mem", Name: "read_graph", Description: "read the graph"}}
+	holder := &lazyLearning{open: func() (*learn.Store, error) { return held, nil }, busy: func(error) {}, opened: func() {}, retryEvery: time.Hour}
+	holder.tryOpen(true)
+	sock := filepath.Join(t.TempDir(), "holder.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: holder.handler(dir, func() []catalog.Tool { return tools }, func(context.Context) error { return nil })}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	var faults atomic.Int32
+	gw := &localGateway{sock: sock, rep: gateway.StatusReport{Process: &gateway.ProcessInfo{PID: 4242, Transport: "stdio"}}}
+	l := &lazyLearning{retryEvery: time.Hour, opened: func() {},
+		open: func() (*learn.Store, error) { return learn.Open(dir, nil) },
+		busy: func(error) { faults.Add(1) }}
+	l.remote = newRemoteLearning(func(context.Context) (*localGateway, error) { return gw, nil }, l.recordGone, nil)
+	defer l.Close()
+	l.indexed(tools) // the catalog served; the store is busy: learns through the holder
+	if faults.Load() != 0 || l.store.Load() != nil {
+		t.Fatalf("a gateway beside the holder: %d faults, store opened %v; want none, learning through the holder", faults.Load(), l.store.Load() != nil)
+	}
+	gen := l.Generation()
+
+	// A pair it records goes to the holder; its ranking gets it back.
+	l.Record("open my notes", tools[0])
+	testenv.Eventually(t, "the pair in the holder's store", func() bool { n, _ := held.Stats(); return n == 1 })
+	testenv.Eventually(t, "the holder's pairs back in the ranking", func() bool {
+		return l.Generation() != gen && slices.Equal(l.Pairs(), []search.UsagePair{{Query: "open my notes", Tool: "fs__read_file", Weight: 1}})
+	})
+
+	// A look while they are unchanged keeps them (the holder leaves them
+	// out of its answer).
+	l.remote.mu.Lock()
+	l.remote.fetched = time.Time{}
+	l.remote.mu.Unlock()
+	gen = l.Generation() // starts the look
+	testenv.Eventually(t, "a look at unchanged pairs", func() bool {
+		l.remote.mu.Lock()
+		defer l.remote.mu.Unlock()
+		return !l.remote.fetched.IsZero() && !l.remote.fetching
+	})
+	if len(l.Pairs()) != 1 || l.Generation() != gen {
+		t.Errorf("after a look at unchanged pairs: %v (generation %d, was %d)", l.Pairs(), l.Generation(), gen)
+	}
+
+	// The holder stops: a pair sent then is recorded in the store, which
+	// this gateway holds from then on.
+	srv.Close()
+	if err := held.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l.remote.record("show the graph", tools[1].ID())
+	testenv.Eventually(t, "the store opened by the gateway that learned through the holder", func() bool { return l.store.Load() != nil })
+	testenv.Eventually(t, "the pair the holder could not take, in the store", func() bool { n, _ := l.store.Load().Stats(); return n == 2 })
+	if faults.Load() != 0 {
+		t.Errorf("%d faults reported, want none", faults.Load())
+	}
+}

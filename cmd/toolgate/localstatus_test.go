@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -67,7 +66,7 @@ func TestStatusFindsLocalGateways(t *testing.T) {
 	addr, _, stopHTTP := startGatewayStop(t, data, cfg)
 
 	// Two gateways on one data folder share it: the second runs without
-	// the embedding cache the first holds, and status exits 3 naming it.
+	// the embedding cache the first holds, which status notes (no fault).
 	var reps []gateway.StatusReport
 	testenv.Eventually(t, "both gateways with their backend up", func() bool {
 		out, _, _ := runToolgate(t, data, "status", "--json")
@@ -89,11 +88,11 @@ func TestStatusFindsLocalGateways(t *testing.T) {
 		t.Errorf("the HTTP gateway's process: %+v, want addr %s", p, addr)
 	}
 	out, stderr, err := runToolgate(t, data, "status")
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != degradedExit || !strings.Contains(stderr, "degraded: pid ") || !strings.Contains(stderr, "(embedding cache)") {
-		t.Errorf("status: %v, want exit status 3 naming the gateway without the embedding cache by its pid\n%s%s", err, out, stderr)
+	if err != nil {
+		t.Errorf("status: %v, want exit status 0\n%s%s", err, out, stderr)
 	}
 	for _, want := range []string{
+		"  embedding cache: held by another toolgate on the data folder (pid ",
 		"pid " + itoa(stdio.Process.Pid) + " (stdio, client status-test 1.2.3), up ",
 		" (http " + addr + "), up ",
 		"config: " + abs,

@@ -76,11 +76,15 @@ func (g *globals) openEmbedder(ctx context.Context, tune func(*embed.Options)) (
 	c, err := embed.NewCached(e, g.embeddingCacheDir(), &embed.CacheOptions{Logger: log, Storage: w})
 	if err != nil {
 		if errors.Is(err, embed.ErrCacheBusy) {
-			// Another toolgate on the same data folder: GET /status says
-			// so for this run (the cache is not opened again).
-			err = busyError(g.DataDir(), g.embeddingCacheDir(), "the embedding cache",
-				"until this one restarts, it embeds every text without a cache", err)
-			w.Fail(err) // logged with the fix
+			// Another toolgate on the same data folder (each stdio client
+			// starts one): GET /status says so for this run (the cache is
+			// not opened again). No fault: the index's vectors are shared,
+			// so this one embeds only its queries and new tools anew.
+			pid := ""
+			if p := lockPID(g.embeddingCacheDir()); p != "" {
+				pid = " (pid " + p + ")"
+			}
+			w.Shared("held by another toolgate on the data folder" + pid + ": this one embeds without the cache until it restarts")
 		} else if log != nil {
 			log.Warn("embedding cache unavailable; embedding without it", "dir", g.embeddingCacheDir(), "err", err)
 		}

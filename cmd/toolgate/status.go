@@ -491,6 +491,11 @@ func printStorage(w io.Writer, st *storage.Report) {
 	} else if st.LastError != "" {
 		fmt.Fprintf(w, "; last error at %s: %s", clock(st.LastErrorAt), statusLine(st.LastError, 100))
 	}
+	for _, wr := range st.Writers {
+		if wr.Shared != "" {
+			fmt.Fprintf(w, "\n  %s: %s", wr.Name, wr.Shared)
+		}
+	}
 	fmt.Fprintln(w)
 }
 

@@ -666,22 +666,21 @@ func TestSecondGatewayOnSameDataFolder(t *testing.T) {
 	b := startServe(t, toolgateCmd(t, data, "serve", "--config", cfg, "--http", addrB), addrB)
 	ctxB, csB := b.connect(t)
 	searchAnswers(t, ctxB, csB, "second", 2)
-	// The second runs without the embedding cache, which the first holds,
-	// and learns through the first (its status socket): no fault there.
+	// The second runs without the embedding cache, which the first holds
+	// (said, no fault), and learns through the first (its status socket).
 	r := storageReport(t, addrB)
-	pid := fmt.Sprintf("in use by another toolgate (pid %d)", a.pid)
-	if w := writer(t, r, "embedding cache"); w.OK || !strings.Contains(w.Error, pid) || !strings.Contains(w.Fix, "--data-dir") {
-		t.Errorf("second gateway's embedding cache: %+v, want failing, naming %q and the fix", w, pid)
+	shared := fmt.Sprintf("held by another toolgate on the data folder (pid %d): this one embeds without the cache", a.pid)
+	if w := writer(t, r, "embedding cache"); !w.OK || !strings.Contains(w.Shared, shared) {
+		t.Errorf("second gateway's embedding cache: %+v, want fine and shared: %q", w, shared)
 	}
 	if w := writer(t, r, "learned pairs"); !w.OK {
 		t.Errorf("second gateway's learned pairs: %+v, want fine (it learns through the first)", w)
 	}
+	testenv.Eventually(t, "the second's backends up", func() bool { rep := getStatus(t, addrB); return rep.Up == rep.Total })
 	var out bytes.Buffer
 	err := runStatus(context.Background(), &out, statusFlags{addr: addrB})
-	var ee exitError
-	if !errors.As(err, &ee) || ee.code != degradedExit || !strings.Contains(err.Error(), "a store of the data folder fails (embedding cache)") ||
-		!strings.Contains(out.String(), "writable, but embedding cache failing") {
-		t.Errorf("toolgate status of the second = %v:\n%s", err, out.String())
+	if err != nil || !strings.Contains(out.String(), "writable\n  embedding cache: "+shared) {
+		t.Errorf("toolgate status of the second = %v, want healthy with the cache's note:\n%s", err, out.String())
 	}
 	if r := storageReport(t, addrA); r.Failing() {
 		t.Errorf("the first gateway's storage: %+v, want healthy", r)

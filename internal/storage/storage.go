@@ -387,6 +387,7 @@ type Writer struct {
 	fix      string
 	since    time.Time
 	failures int
+	note     string // Shared's
 }
 
 // Writer registers a store named name (e.g. "embedding cache") that writes
@@ -448,6 +449,21 @@ func (w *Writer) OK() {
 	}
 }
 
+// Shared reports a store that another process holds by design (another
+// gateway on the data folder: Badger lets one open it) while this one does
+// without it, and says how (note, logged once and shown in the report).
+// It is no fault: the writer stays OK and the folder healthy.
+func (w *Writer) Shared(note string) {
+	h := w.h
+	h.mu.Lock()
+	was := w.note
+	w.note = note
+	h.mu.Unlock()
+	if was != note {
+		h.log.Info(w.name+": "+note, "dir", h.dir)
+	}
+}
+
 // MkdirAll is Health.MkdirAll.
 func (w *Writer) MkdirAll(dir string, perm fs.FileMode) error { return w.h.MkdirAll(dir, perm) }
 
@@ -490,6 +506,9 @@ type WriterReport struct {
 	Failures int `json:"failures"`
 	// Degraded says what the gateway does while the writer fails.
 	Degraded string `json:"degraded,omitempty"`
+	// Shared says that another process holds the store by design and what
+	// this one does without it (Writer.Shared); the writer is OK.
+	Shared string `json:"shared,omitempty"`
 }
 
 // Failing reports whether the folder cannot take writes or a writer fails.
@@ -513,7 +532,7 @@ func (h *Health) Report() Report {
 		h.downSince = time.Time{}
 	}
 	for _, w := range h.writers {
-		wr := WriterReport{Name: w.name, OK: !w.failing, Failures: w.failures}
+		wr := WriterReport{Name: w.name, OK: !w.failing, Failures: w.failures, Shared: w.note}
 		if w.failing {
 			wr.Error, wr.Fix, wr.Since, wr.Degraded = w.err, w.fix, w.since.UTC(), w.degraded
 			if r.Since.IsZero() || w.since.Before(r.Since) {

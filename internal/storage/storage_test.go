@@ -129,6 +129,24 @@ func TestWriterReportsOnce(t *testing.T) {
 	}
 }
 
+// A store another gateway holds by design is said once and shown, and is
+// no fault.
+func TestWriterShared(t *testing.T) {
+	var logs testenv.LogBuffer
+	h := New(t.TempDir(), &Options{Logger: logs.Logger()})
+	cache := h.Writer("embedding cache", "searches embed without storing new vectors")
+	const note = "held by another toolgate on the data folder (pid 4242): this one embeds without the cache"
+	cache.Shared(note)
+	cache.Shared(note)
+	if n := strings.Count(logs.String(), "embedding cache: "+note); n != 1 {
+		t.Errorf("%d log lines for the note, want 1:\n%s", n, logs.String())
+	}
+	r := h.Report()
+	if r.Failing() || !r.Writers[0].OK || r.Writers[0].Shared != note || r.Error != "" || strings.Contains(logs.String(), "storage fault") {
+		t.Errorf("report of a shared store = %+v, want healthy with the note", r)
+	}
+}
+
 func TestFixNamesTheCause(t *testing.T) {
 	for err, want := range map[error]string{
 		syscall.EROFS:         "read-write",

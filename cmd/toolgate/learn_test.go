@@ -82,16 +82,7 @@ func TestLearningFromUseEndToEnd(t *testing.T) {
 		t.Errorf("toolgate learn --reset --server nope while serve holds the store: %q", out)
 	}
 	const other = "show me what is stored"
-	before, _ := searchTools(t, ctx, cs, other, 5)
-	if len(before.Tools) < 2 {
-		t.Fatalf("search_tools(%q) = %+v", other, before.Tools)
-	}
-	second := before.Tools[1].Name
-	seed := filepath.Join(t.TempDir(), "seed.jsonl")
-	line := `{"query": "` + other + `", "relevant": ["` + second + `"]}` + "\n"
-	if err := os.WriteFile(seed, []byte(strings.Repeat(line, 3)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	first, second, seed := seedSecond(t, ctx, cs, other)
 	if out := learnCmd("--queries", seed); !strings.Contains(out, "its ranking uses the change at once") || !strings.Contains(out, "recorded 3 pairs") {
 		t.Errorf("toolgate learn --queries while serve holds the store: %q", out)
 	}
@@ -109,8 +100,8 @@ func TestLearningFromUseEndToEnd(t *testing.T) {
 	if out := learnCmd("--reset", "--server", secondServer); !strings.Contains(out, "forgot ") {
 		t.Errorf("toolgate learn --reset --server %s while serve holds the store: %q", secondServer, out)
 	}
-	if ans, _ := searchTools(t, ctx, cs, other, 5); len(ans.Tools) == 0 || ans.Tools[0].Name != before.Tools[0].Name {
-		t.Errorf("after the reset through the gateway, search_tools = %+v, want %s first again", ans.Tools, before.Tools[0].Name)
+	if ans, _ := searchTools(t, ctx, cs, other, 5); len(ans.Tools) == 0 || ans.Tools[0].Name != first {
+		t.Errorf("after the reset through the gateway, search_tools = %+v, want %s first again", ans.Tools, first)
 	}
 	cs.Close()
 	if secondServer == learnedServer(tool) {
@@ -142,6 +133,25 @@ func TestLearnStoreHeldByAnotherCommand(t *testing.T) {
 		!strings.Contains(stderr, "run this again") {
 		t.Errorf("learn --reset on a store another command holds: %v\n%s", err, stderr)
 	}
+}
+
+// seedSecond writes a log in the eval format that leads query, three
+// times, to the tool search_tools ranks second for it on cs (learning it
+// lifts that tool first), and returns the first tool, the second and the
+// log's path.
+func seedSecond(t *testing.T, ctx context.Context, cs *mcp.ClientSession, query string) (first, second, seed string) {
+	t.Helper()
+	before, _ := searchTools(t, ctx, cs, query, 5)
+	if len(before.Tools) < 2 {
+		t.Fatalf("search_tools(%q) = %+v", query, before.Tools)
+	}
+	first, second = before.Tools[0].Name, before.Tools[1].Name
+	seed = filepath.Join(t.TempDir(), "seed.jsonl")
+	line := `{"query": "` + query + `", "relevant": ["` + second + `"]}` + "\n"
+	if err := os.WriteFile(seed, []byte(strings.Repeat(line, 3)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return first, second, seed
 }
 
 // learnedServer is the server of the tool ID id.

@@ -707,15 +707,7 @@ func TestSecondGatewayOnSameDataFolder(t *testing.T) {
 	// What the first learns (here seeded through it) the second ranks
 	// with, within moments.
 	const other = "show me what is stored"
-	before, _ := searchTools(t, ctxB, csB, other, 5)
-	if len(before.Tools) < 2 {
-		t.Fatalf("search_tools(%q) on the second = %+v", other, before.Tools)
-	}
-	second := before.Tools[1].Name
-	seed := filepath.Join(t.TempDir(), "seed.jsonl")
-	if err := os.WriteFile(seed, []byte(strings.Repeat(`{"query": "`+other+`", "relevant": ["`+second+`"]}`+"\n", 3)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, second, seed := seedSecond(t, ctxB, csB, other)
 	if out, stderr, err := runToolgate(t, data, "learn", "--queries", seed); err != nil || !strings.Contains(out, fmt.Sprintf("(through pid %d", a.pid)) {
 		t.Fatalf("toolgate learn --queries: %v\n%s%s", err, out, stderr)
 	}

@@ -475,6 +475,9 @@ type learnAnswer struct {
 	// Generation changes whenever the pairs do (a gateway learning
 	// through this one fetches them again then).
 	Generation uint64 `json:"generation"`
+	// Refreshed says the holder's ranking uses a change already (else its
+	// searches finish rebuilding it within moments).
+	Refreshed bool `json:"refreshed,omitempty"`
 	// Servers, after a reset of a server that had no pairs, says which
 	// have some (a misspelt name forgets nothing).
 	Servers string `json:"servers,omitempty"`
@@ -526,8 +529,10 @@ func applyLearn(store *learn.Store, dir string, req learnRequest, defs map[strin
 func printLearn(w io.Writer, req learnRequest, ans learnAnswer, via string) {
 	switch {
 	case via == "":
-	case req.Reset || len(req.Pairs) > 0:
+	case (req.Reset || len(req.Pairs) > 0) && ans.Refreshed:
 		fmt.Fprintf(w, "(through %s, which holds the learned pairs: its ranking uses the change at once)\n", via)
+	case req.Reset || len(req.Pairs) > 0:
+		fmt.Fprintf(w, "(through %s, which holds the learned pairs: its searches rank with the change once it is embedded, within moments)\n", via)
 	default:
 		fmt.Fprintf(w, "(from %s, which holds the learned pairs)\n", via)
 	}
@@ -715,6 +720,10 @@ func lockPID(storeDir string) string {
 	return strings.TrimSpace(string(b))
 }
 
+// learnRefreshWait is how long a change asked by `toolgate learn` waits
+// for the ranking to use it before the answer goes.
+var learnRefreshWait = 10 * time.Second
+
 // handler serves GET and POST /learn on the status socket: what
 // `toolgate learn` asks of the learned pairs while this gateway holds
 // them. New pairs keep the definitions of the catalog served; refresh
@@ -754,8 +763,14 @@ func (l *lazyLearning) handler(dir string, tools func() []catalog.Tool, refresh 
 			}
 		}
 		if (req.Reset || len(req.Pairs) > 0) && !req.Record {
-			if err := refresh(r.Context()); err != nil && l.log != nil {
-				l.log.Warn("learned ranking not updated at once; the next searches update it", "err", err)
+			// A large log takes long to embed: the answer waits a while,
+			// then the searches finish the ranking off their path.
+			ctx, cancel := context.WithTimeout(r.Context(), learnRefreshWait)
+			err := refresh(ctx)
+			cancel()
+			ans.Refreshed = err == nil
+			if err != nil && l.log != nil {
+				l.log.Info("learned ranking not updated within "+learnRefreshWait.String()+"; the next searches finish it", "err", err)
 			}
 			if l.log != nil {
 				l.log.Info("learned pairs changed by toolgate learn", "forgot", ans.Forgot, "server", req.Server,

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -86,5 +90,42 @@ func TestLearningThroughHolder(t *testing.T) {
 	testenv.Eventually(t, "the pair the holder could not take, in the store", func() bool { n, _ := l.store.Load().Stats(); return n == 2 })
 	if faults.Load() != 0 {
 		t.Errorf("%d faults reported, want none", faults.Load())
+	}
+}
+
+// A change whose ranking takes longer than learnRefreshWait to rebuild (a
+// large log to embed) is answered once the wait is over, saying so; the
+// searches finish the ranking.
+func TestLearnAnswersBeforeALongRefresh(t *testing.T) {
+	defer func(d time.Duration) { learnRefreshWait = d }(learnRefreshWait)
+	learnRefreshWait = 50 * time.Millisecond
+	dir := filepath.Join(t.TempDir(), "learn")
+	store, err := learn.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lazyLearning{open: func() (*learn.Store, error) { return store, nil }, busy: func(error) {}, opened: func() {}, retryEvery: time.Hour}
+	defer l.Close()
+	slow := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	srv := httptest.NewServer(l.handler(dir, func() []catalog.Tool { return nil }, slow))
+	defer srv.Close()
+	req := learnRequest{Pairs: []learnedOne{{Query: "open my notes", Tool: "fs__read_file"}}, Source: "log.jsonl"}
+	b, _ := json.Marshal(req)
+	resp, err := http.Post(srv.URL+"/learn", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ans learnAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("POST /learn: %d %v", resp.StatusCode, err)
+	}
+	if ans.Refreshed || ans.Recorded != 1 || ans.Pairs != 1 {
+		t.Errorf("answer %+v, want the pair recorded and the ranking not rebuilt yet", ans)
+	}
+	var out bytes.Buffer
+	printLearn(&out, req, ans, "pid 4242 (stdio)")
+	if want := "(through pid 4242 (stdio), which holds the learned pairs: its searches rank with the change once it is embedded, within moments)\nrecorded 1 pairs from log.jsonl"; !strings.HasPrefix(out.String(), want) {
+		t.Errorf("printed %q, want it to start with %q", out.String(), want)
 	}
 }

@@ -104,6 +104,18 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 	if err != nil {
 		return err
 	}
+	if f.tools != "" {
+		// A tools file's catalog on a folder a gateway serves replaces the
+		// index it would start warm from: say so, it is seldom meant.
+		var running []string
+		for _, gw := range localGateways(ctx, g.DataDir(), 2*time.Second) {
+			running = append(running, gw.name())
+		}
+		if len(running) > 0 {
+			fmt.Fprintf(stderr, "toolgate: warning: a gateway runs on the data folder %s (%s): this index of %s replaces the one it would start from; it serves its own catalog meanwhile and rebuilds from its servers at its next start. Give --data-dir a folder of its own for a tools file.\n",
+				g.DataDir(), strings.Join(running, "; "), f.tools)
+		}
+	}
 
 	res := indexResult{Dir: index.Dir(g.DataDir())}
 	var emb index.Embedder

@@ -197,6 +197,23 @@ func TestIndexLockedByAnotherRun(t *testing.T) {
 	}
 }
 
+// An index of a tools file on a data folder a gateway serves says that it
+// replaces the index that gateway would start from.
+func TestIndexToolsBesideAGateway(t *testing.T) {
+	data := t.TempDir()
+	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)
+	addr, _, _ := startGatewayStop(t, data, cfg)
+	tools := writeToolsFile(t, t.TempDir(), 5, "")
+	_, stderr, err := runToolgate(t, data, "index", "--bm25-only", "--tools", tools)
+	if err != nil || !strings.Contains(stderr, "warning: a gateway runs on the data folder "+data+" (pid ") ||
+		!strings.Contains(stderr, "(http "+addr+")") || !strings.Contains(stderr, "--data-dir") {
+		t.Errorf("index --tools beside a gateway: %v\n%s", err, stderr)
+	}
+	if _, stderr, err := runToolgate(t, t.TempDir(), "index", "--bm25-only", "--tools", tools); err != nil || strings.Contains(stderr, "a gateway runs") {
+		t.Errorf("index --tools on a folder of its own: %v\n%s", err, stderr)
+	}
+}
+
 // TestSearchUnknownServerIsUsageError: `toolgate search --server` with a
 // server the index lacks is a usage error (exit status 2) naming the
 // servers there are, as search_tools answers the same mistake; it used to

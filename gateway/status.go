@@ -56,6 +56,22 @@ type StatusOptions struct {
 	// Search, if set, adds how searches rank now (the "search" section):
 	// hybrid with the model, or BM25 only and why.
 	Search func() *search.State
+	// Learning, if set, adds what the gateway learns from use with (the
+	// "learning" section).
+	Learning func() *LearningStatus
+}
+
+// LearningStatus is the learned pairs a gateway ranks with: how many, and
+// who holds the store (one process on a data folder; the other gateways
+// there learn through it).
+type LearningStatus struct {
+	// Holder is "this gateway", or the gateway that holds the store
+	// ("pid 4242 (stdio, client claude-ai 0.1.0)"); empty while none can
+	// be read (Error says why).
+	Holder string `json:"holder,omitempty"`
+	Pairs  int    `json:"pairs"`
+	Tools  int    `json:"tools"`
+	Error  string `json:"error,omitempty"`
 }
 
 // ProcessInfo is the gateway process in a StatusReport: a machine may run
@@ -114,6 +130,9 @@ type StatusReport struct {
 	Process *ProcessInfo `json:"process,omitempty"`
 	// Search is how searches rank now (StatusOptions.Search).
 	Search *search.State `json:"search,omitempty"`
+	// Learning is the learned pairs ranked with (StatusOptions.Learning);
+	// absent when learning from use is off.
+	Learning *LearningStatus `json:"learning,omitempty"`
 }
 
 // BackendStatus is one backend in a StatusReport: the pool's snapshot plus
@@ -166,6 +185,9 @@ func StatusHandler(src StatusSource, opts *StatusOptions) http.Handler {
 		}
 		if o.Search != nil {
 			rep.Search = o.Search()
+		}
+		if o.Learning != nil {
+			rep.Learning = o.Learning()
 		}
 		ScopeReport(&rep, policy.CallerFrom(r.Context()), o.Policy, o.Catalog)
 		w.Header().Set("Content-Type", "application/json")

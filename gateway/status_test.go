@@ -134,13 +134,17 @@ func TestStatusWithLoopStats(t *testing.T) {
 	}
 }
 
-// The "search" section says how searches rank, under the keys scripts read.
+// The "search" section says how searches rank, and "learning" what they
+// learned from, under the keys scripts read.
 func TestStatusSearch(t *testing.T) {
 	st := &search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: "model file not found: install it with toolgate models fetch"}
 	rec := httptest.NewRecorder()
-	StatusHandler(fakeStatus{}, &StatusOptions{Search: func() *search.State { return st }}).ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
+	learning := &LearningStatus{Holder: "pid 4242 (stdio)", Pairs: 3, Tools: 2}
+	StatusHandler(fakeStatus{}, &StatusOptions{Search: func() *search.State { return st }, Learning: func() *LearningStatus { return learning }}).
+		ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
 	var raw struct {
-		Search map[string]any `json:"search"`
+		Search   map[string]any `json:"search"`
+		Learning map[string]any `json:"learning"`
 	}
 	if err := json.Unmarshal(rec.Body.Bytes(), &raw); err != nil {
 		t.Fatal(err)
@@ -148,6 +152,9 @@ func TestStatusSearch(t *testing.T) {
 	want := map[string]any{"mode": "bm25", "configuredMode": "hybrid", "bm25Only": true, "reason": st.Reason}
 	if diff := cmp.Diff(want, raw.Search); diff != "" {
 		t.Errorf("search section (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]any{"holder": "pid 4242 (stdio)", "pairs": 3.0, "tools": 2.0}, raw.Learning); diff != "" {
+		t.Errorf("learning section (-want +got):\n%s", diff)
 	}
 }
 

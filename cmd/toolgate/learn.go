@@ -261,6 +261,20 @@ func (l *lazyLearning) Record(query string, tool catalog.Tool) {
 	}
 }
 
+// status says what this gateway learns with, for GET /status.
+func (l *lazyLearning) status() *gateway.LearningStatus {
+	if s := l.store.Load(); s != nil {
+		n, tools := s.Stats()
+		return &gateway.LearningStatus{Holder: "this gateway", Pairs: n, Tools: tools}
+	}
+	if l.remote != nil {
+		if holder, n, tools, ok := l.remote.status(); ok {
+			return &gateway.LearningStatus{Holder: holder, Pairs: n, Tools: tools}
+		}
+	}
+	return &gateway.LearningStatus{Error: "the learned pairs cannot be read now: ranking without them, recording nothing (storage says why)"}
+}
+
 // recordGone records a pair the gateway that held the store could not
 // take (it stopped, and released the store) in the store itself, with its
 // tool's definition from the catalog served.

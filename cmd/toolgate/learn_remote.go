@@ -221,6 +221,21 @@ func (r *remoteLearning) sendOne(p learnedOne, deadline time.Time) {
 	}
 }
 
+// status is the holder's name and the pairs last fetched from it; ok is
+// false while no holder answers.
+func (r *remoteLearning) status() (holder string, pairs, tools int, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.holder == nil {
+		return "", 0, 0, false
+	}
+	seen := map[string]bool{}
+	for _, p := range r.pairs {
+		seen[p.Tool] = true
+	}
+	return r.holder.name(), len(r.pairs), len(seen), true
+}
+
 // drop forgets the holder: this gateway opened the store itself.
 func (r *remoteLearning) drop() {
 	r.mu.Lock()

@@ -305,8 +305,12 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		}
 		return st
 	}
-	status := gateway.StatusHandler(pool, &gateway.StatusOptions{Version: version, Started: start, Loop: lv, Storage: health,
-		Security: sec.status, Policy: lv.Policy(), Catalog: lv, Process: proc.report, Search: ranking})
+	sopts := &gateway.StatusOptions{Version: version, Started: start, Loop: lv, Storage: health,
+		Security: sec.status, Policy: lv.Policy(), Catalog: lv, Process: proc.report, Search: ranking}
+	if learning != nil {
+		sopts.Learning = learning.status
+	}
+	status := gateway.StatusHandler(pool, sopts)
 	routes := map[string]http.Handler{"GET /status": status, "GET /logs": g.logRing.Handler()}
 	if learning != nil {
 		h := learning.handler(learnDir(g), lv.Catalog, lv.RefreshLearned)

@@ -375,6 +375,16 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 	if st := rep.Search; st != nil {
 		printRanking(w, st)
 	}
+	if l := rep.Learning; l != nil {
+		switch {
+		case l.Holder == "this gateway":
+			fmt.Fprintf(w, "learning: %d pairs for %d tools\n", l.Pairs, l.Tools)
+		case l.Holder != "":
+			fmt.Fprintf(w, "learning: %d pairs for %d tools, through %s, which holds them\n", l.Pairs, l.Tools, l.Holder)
+		default:
+			fmt.Fprintf(w, "learning: %s\n", l.Error)
+		}
+	}
 	if st := rep.Storage; st != nil {
 		printStorage(w, st)
 	}

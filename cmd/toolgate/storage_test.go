@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/mgmt"
 	"github.com/toolgate/toolgate/internal/shutdown"
@@ -715,6 +716,17 @@ func TestSecondGatewayOnSameDataFolder(t *testing.T) {
 		ans, _ := searchTools(t, ctxB, csB, other, 5)
 		return len(ans.Tools) > 0 && ans.Tools[0].Name == second
 	})
+	if l := getStatus(t, addrA).Learning; l == nil || *l != (gateway.LearningStatus{Holder: "this gateway", Pairs: 2, Tools: 2}) {
+		t.Errorf("the first's learning status: %+v, want 2 pairs for 2 tools held there", l)
+	}
+	if l := getStatus(t, addrB).Learning; l == nil || l.Holder != fmt.Sprintf("pid %d (http %s)", a.pid, addrA) || l.Pairs != 2 || l.Tools != 2 {
+		t.Errorf("the second's learning status: %+v, want 2 pairs for 2 tools through pid %d", l, a.pid)
+	}
+	out.Reset()
+	if err := runStatus(context.Background(), &out, statusFlags{addr: addrB}); err != nil ||
+		!strings.Contains(out.String(), fmt.Sprintf("learning: 2 pairs for 2 tools, through pid %d (http %s), which holds them\n", a.pid, addrA)) {
+		t.Errorf("toolgate status of the second = %v:\n%s", err, out.String())
+	}
 
 	start := time.Now()
 	a.signal(t, syscall.SIGTERM)

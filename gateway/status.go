@@ -61,11 +61,15 @@ type StatusOptions struct {
 	Learning func() *LearningStatus
 }
 
+// ThisGateway is LearningStatus.Holder when the gateway reporting holds
+// the learned pairs itself.
+const ThisGateway = "this gateway"
+
 // LearningStatus is the learned pairs a gateway ranks with: how many, and
 // who holds the store (one process on a data folder; the other gateways
 // there learn through it).
 type LearningStatus struct {
-	// Holder is "this gateway", or the gateway that holds the store
+	// Holder is ThisGateway, or the gateway that holds the store
 	// ("pid 4242 (stdio, client claude-ai 0.1.0)"); empty while none can
 	// be read (Error says why).
 	Holder string `json:"holder,omitempty"`

@@ -265,7 +265,7 @@ func (l *lazyLearning) Record(query string, tool catalog.Tool) {
 func (l *lazyLearning) status() *gateway.LearningStatus {
 	if s := l.store.Load(); s != nil {
 		n, tools := s.Stats()
-		return &gateway.LearningStatus{Holder: "this gateway", Pairs: n, Tools: tools}
+		return &gateway.LearningStatus{Holder: gateway.ThisGateway, Pairs: n, Tools: tools}
 	}
 	if l.remote != nil {
 		if holder, n, tools, ok := l.remote.status(); ok {

@@ -376,14 +376,7 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 		printRanking(w, st)
 	}
 	if l := rep.Learning; l != nil {
-		switch {
-		case l.Holder == "this gateway":
-			fmt.Fprintf(w, "learning: %d pairs for %d tools\n", l.Pairs, l.Tools)
-		case l.Holder != "":
-			fmt.Fprintf(w, "learning: %d pairs for %d tools, through %s, which holds them\n", l.Pairs, l.Tools, l.Holder)
-		default:
-			fmt.Fprintf(w, "learning: %s\n", l.Error)
-		}
+		printLearning(w, l)
 	}
 	if st := rep.Storage; st != nil {
 		printStorage(w, st)
@@ -477,6 +470,18 @@ func printRanking(w io.Writer, st *search.State) {
 		fmt.Fprintf(w, "search: %s (model %s)\n", st.Mode, st.Model)
 	default:
 		fmt.Fprintf(w, "search: %s\n", st.Mode)
+	}
+}
+
+// printLearning prints the learned pairs ranked with, and who holds them.
+func printLearning(w io.Writer, l *gateway.LearningStatus) {
+	switch l.Holder {
+	case gateway.ThisGateway:
+		fmt.Fprintf(w, "learning: %d pairs for %d tools\n", l.Pairs, l.Tools)
+	case "":
+		fmt.Fprintf(w, "learning: %s\n", l.Error)
+	default:
+		fmt.Fprintf(w, "learning: %d pairs for %d tools, through %s, which holds them\n", l.Pairs, l.Tools, l.Holder)
 	}
 }
 

@@ -716,7 +716,7 @@ func TestSecondGatewayOnSameDataFolder(t *testing.T) {
 		ans, _ := searchTools(t, ctxB, csB, other, 5)
 		return len(ans.Tools) > 0 && ans.Tools[0].Name == second
 	})
-	if l := getStatus(t, addrA).Learning; l == nil || *l != (gateway.LearningStatus{Holder: "this gateway", Pairs: 2, Tools: 2}) {
+	if l := getStatus(t, addrA).Learning; l == nil || *l != (gateway.LearningStatus{Holder: gateway.ThisGateway, Pairs: 2, Tools: 2}) {
 		t.Errorf("the first's learning status: %+v, want 2 pairs for 2 tools held there", l)
 	}
 	if l := getStatus(t, addrB).Learning; l == nil || l.Holder != fmt.Sprintf("pid %d (http %s)", a.pid, addrA) || l.Pairs != 2 || l.Tools != 2 {

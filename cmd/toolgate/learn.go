@@ -181,19 +181,21 @@ func (l *lazyLearning) tryOpen(force bool) *learn.Store {
 		l.retrying.Store(false)
 	}
 	if err != nil {
-		if errors.Is(err, learn.ErrBusy) && l.remote != nil && (l.remote.working() || l.engageAtStart()) {
-			return nil // another gateway holds the store, and this one learns through it
+		busy := errors.Is(err, learn.ErrBusy)
+		if busy && l.remote != nil {
+			if !l.remote.working() && !l.engageAtStart() {
+				// The holder may be starting too (clients started
+				// together): looked for a while before it is a fault.
+				l.lookForHolder(err)
+			}
+			return nil
 		}
-		if errors.Is(err, learn.ErrBusy) {
+		if busy {
 			l.busy(err)
-			l.lookForHolder()
 		} else if l.broken != nil {
 			l.broken(err)
 		}
-		if !l.failing && l.log != nil {
-			l.log.Warn("learning from use is off until the learned pairs can be opened: searches rank without them and pairs are not recorded", "err", err)
-		}
-		l.failing = true
+		l.off(err)
 		return nil
 	}
 	if l.remote != nil {
@@ -308,10 +310,21 @@ func (l *lazyLearning) engageAtStart() bool {
 	return l.remote.engage(ctx) == nil
 }
 
+// holderWait is how long a gateway looks for the one that holds the
+// learned pairs before it reports them as a fault; holderRetry how often
+// it asks meanwhile.
+var (
+	holderWait  = 5 * time.Second
+	holderRetry = 250 * time.Millisecond
+)
+
 // lookForHolder looks, in the background, for the gateway that holds the
-// store (one look at a time); once one answers, this gateway learns
-// through it and the store's fault is cleared. l.mu is held.
-func (l *lazyLearning) lookForHolder() {
+// store (one look at a time), for up to holderWait: gateways started
+// together find each other's sockets only once they are up. Once one
+// answers, this gateway learns through it (and a fault it reported is
+// cleared); if none does, busy, the store's refusal, is reported. l.mu is
+// held.
+func (l *lazyLearning) lookForHolder(busy error) {
 	if l.remote == nil || l.looking || l.closed {
 		return
 	}
@@ -319,20 +332,43 @@ func (l *lazyLearning) lookForHolder() {
 	l.lookWG.Add(1)
 	go func() {
 		defer l.lookWG.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
-		err := l.remote.engage(ctx)
-		cancel()
-		l.mu.Lock()
-		l.looking = false
-		ok := err == nil && l.store.Load() == nil
-		if ok {
-			l.failing = false
-		}
-		l.mu.Unlock()
-		if ok {
-			l.opened()
+		deadline := time.Now().Add(holderWait)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), holderRetry*4)
+			err := l.remote.engage(ctx)
+			cancel()
+			l.mu.Lock()
+			switch {
+			case err == nil || l.store.Load() != nil || l.closed:
+				l.looking = false
+				ok := err == nil && l.store.Load() == nil
+				if ok {
+					l.failing = false
+				}
+				l.mu.Unlock()
+				if ok {
+					l.opened()
+				}
+				return
+			case time.Now().After(deadline):
+				l.looking = false
+				l.off(busy)
+				l.mu.Unlock()
+				l.busy(busy)
+				return
+			}
+			l.mu.Unlock()
+			time.Sleep(holderRetry)
 		}
 	}()
+}
+
+// off says once per fault that learning is off, and why. l.mu is held.
+func (l *lazyLearning) off(err error) {
+	if !l.failing && l.log != nil {
+		l.log.Warn("learning from use is off until the learned pairs can be opened: searches rank without them and pairs are not recorded", "err", err)
+	}
+	l.failing = true
 }
 
 // genCounter counts the changes of a (source, generation) pair.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -128,4 +129,66 @@ func TestLearnAnswersBeforeALongRefresh(t *testing.T) {
 	if want := "(through pid 4242 (stdio), which holds the learned pairs: its searches rank with the change once it is embedded, within moments)\nrecorded 1 pairs from log.jsonl"; !strings.HasPrefix(out.String(), want) {
 		t.Errorf("printed %q, want it to start with %q", out.String(), want)
 	}
+}
+
+// Gateways started together: the holder's socket is not up when the
+// others look at start, so they look again for a while before the store is
+// a fault; and a store no gateway answers for is one, reported once.
+func TestLookingForTheHolder(t *testing.T) {
+	defer func(w, r time.Duration) { holderWait, holderRetry = w, r }(holderWait, holderRetry)
+	holderRetry = 10 * time.Millisecond
+	dir := filepath.Join(t.TempDir(), "learn")
+	held, err := learn.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	holder := &lazyLearning{open: func() (*learn.Store, error) { return held, nil }, busy: func(error) {}, opened: func() {}, retryEvery: time.Hour}
+	holder.tryOpen(true)
+	sock := filepath.Join(t.TempDir(), "holder.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: holder.handler(dir, func() []catalog.Tool { return nil }, func(context.Context) error { return nil })}
+	go srv.Serve(ln)
+	defer srv.Close()
+	gw := &localGateway{sock: sock, rep: gateway.StatusReport{Process: &gateway.ProcessInfo{PID: 4242, Transport: "stdio"}}}
+
+	start := func(t *testing.T, up func() bool) (*lazyLearning, *atomic.Int32) {
+		var faults atomic.Int32
+		l := &lazyLearning{retryEvery: time.Hour, opened: func() {},
+			open: func() (*learn.Store, error) { return learn.Open(dir, nil) },
+			busy: func(error) { faults.Add(1) }}
+		l.remote = newRemoteLearning(func(context.Context) (*localGateway, error) {
+			if !up() {
+				return nil, errors.New("no gateway holds it yet")
+			}
+			return gw, nil
+		}, l.recordGone, nil)
+		t.Cleanup(func() { l.Close() })
+		l.tryOpen(true)
+		return l, &faults
+	}
+
+	t.Run("holder up late", func(t *testing.T) {
+		holderWait = time.Minute
+		var asked atomic.Int32
+		l, faults := start(t, func() bool { return asked.Add(1) > 3 })
+		testenv.Eventually(t, "learning through the holder", func() bool { return l.remote.working() })
+		if faults.Load() != 0 {
+			t.Errorf("%d faults while the holder came up, want none", faults.Load())
+		}
+	})
+	t.Run("no holder", func(t *testing.T) {
+		holderWait = 50 * time.Millisecond
+		l, faults := start(t, func() bool { return false })
+		testenv.Eventually(t, "the store reported a fault", func() bool { return faults.Load() == 1 })
+		l.mu.Lock()
+		looking, failing := l.looking, l.failing
+		l.mu.Unlock()
+		if looking || !failing || l.remote.working() {
+			t.Errorf("after the look: looking %v, failing %v, working %v; want a fault and no look running", looking, failing, l.remote.working())
+		}
+	})
 }

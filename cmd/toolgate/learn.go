@@ -140,14 +140,13 @@ type lazyLearning struct {
 	// own count, which changes whenever either does.
 	gens genCounter
 
-	mu       sync.Mutex
-	failing  bool           // the last attempt failed (logged once per fault)
-	lastTry  time.Time      // monotonic
-	firstTry time.Time      // the first try's lastTry
-	tools    []catalog.Tool // the latest catalog, synced with on open
-	closed   bool
-	looking  bool // lookForHolder runs
-	lookWG   sync.WaitGroup
+	mu      sync.Mutex
+	failing bool           // the last attempt failed (logged once per fault)
+	lastTry time.Time      // monotonic; zero before the first try
+	tools   []catalog.Tool // the latest catalog, synced with on open
+	closed  bool
+	looking bool // lookForHolder runs
+	lookWG  sync.WaitGroup
 }
 
 var (
@@ -169,10 +168,8 @@ func (l *lazyLearning) tryOpen(force bool) *learn.Store {
 	if !force && !l.lastTry.IsZero() && time.Since(l.lastTry) < l.retryEvery {
 		return nil
 	}
+	first := l.lastTry.IsZero()
 	l.lastTry = time.Now()
-	if l.firstTry.IsZero() {
-		l.firstTry = l.lastTry
-	}
 	if l.retrying != nil {
 		l.retrying.Store(l.failing)
 	}
@@ -183,7 +180,7 @@ func (l *lazyLearning) tryOpen(force bool) *learn.Store {
 	if err != nil {
 		busy := errors.Is(err, learn.ErrBusy)
 		if busy && l.remote != nil {
-			if !l.remote.working() && !l.engageAtStart() {
+			if !l.remote.working() && !(first && l.engageAtStart()) {
 				// The holder may be starting too (clients started
 				// together): looked for a while before it is a fault.
 				l.lookForHolder(err)
@@ -300,11 +297,8 @@ func (l *lazyLearning) recordGone(p learnedOne) {
 
 // engageAtStart, at the first try only, asks for the gateway that holds
 // the store at once: a gateway started beside it learns through it from
-// the start, without reporting a fault first. l.mu is held.
+// its first search. l.mu is held.
 func (l *lazyLearning) engageAtStart() bool {
-	if !l.lastTry.Equal(l.firstTry) {
-		return false
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
 	defer cancel()
 	return l.remote.engage(ctx) == nil
@@ -679,9 +673,11 @@ func learnThroughGateway(ctx context.Context, g *globals, req learnRequest, out 
 // holds it (another command does, or a gateway from before this route).
 func learnHolder(ctx context.Context, g *globals, busy error) (*localGateway, error) {
 	pid := lockPID(learnDir(g))
-	for _, gw := range localGateways(ctx, g.DataDir(), 5*time.Second) {
-		if gw.err == nil && gw.rep.Process != nil && strconv.Itoa(gw.rep.Process.PID) == pid {
-			return &gw, nil
+	if n, err := strconv.Atoi(pid); err == nil {
+		for _, sock := range local.SocketsOf(g.DataDir(), n) {
+			if gw, gone := askLocal(ctx, sock, 5*time.Second); !gone && gw.err == nil && gw.rep.Process != nil && gw.rep.Process.PID == n {
+				return &gw, nil
+			}
 		}
 	}
 	who := "another toolgate process"

@@ -22,18 +22,17 @@ import (
 	"github.com/toolgate/toolgate/search/learn"
 )
 
-// TestLearningThroughHolder: a gateway that cannot open the learned pairs
-// because another holds them ranks with the holder's pairs and records
-// through it, reporting no fault; when the holder stops (its socket goes,
-// the store is released) a pair it could not take is recorded in the
-// store, which this gateway then holds.
-func TestLearningThroughHolder(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "learn")
+// serveHolder opens a learned-pairs store (held) and serves it on a unix
+// socket as the gateway that holds it does (its /learn handler, with tools
+// as its catalog); gw is that gateway as a finder returns it. The server
+// stops at the test's end; the store is the test's to close.
+func serveHolder(t *testing.T, tools []catalog.Tool) (dir string, held *learn.Store, gw *localGateway, srv *http.Server) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "learn")
 	held, err := learn.Open(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools := []catalog.Tool{{Server: "fs", Name: "read_file", Description: "read a file"}, {Server: "mem", Name: "read_graph", Description: "read the graph"}}
 	holder := &lazyLearning{open: func() (*learn.Store, error) { return held, nil }, busy: func(error) {}, opened: func() {}, retryEvery: time.Hour}
 	holder.tryOpen(true)
 	sock := filepath.Join(t.TempDir(), "holder.sock")
@@ -41,12 +40,23 @@ func TestLearningThroughHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: holder.handler(dir, func() []catalog.Tool { return tools }, func(context.Context) error { return nil })}
+	srv = &http.Server{Handler: holder.handler(dir, func() []catalog.Tool { return tools }, func(context.Context) error { return nil })}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
+	gw = &localGateway{sock: sock, rep: gateway.StatusReport{Process: &gateway.ProcessInfo{PID: 4242, Transport: "stdio"}}}
+	return dir, held, gw, srv
+}
+
+// TestLearningThroughHolder: a gateway that cannot open the learned pairs
+// because another holds them ranks with the holder's pairs and records
+// through it, reporting no fault; when the holder stops (its socket goes,
+// the store is released) a pair it could not take is recorded in the
+// store, which this gateway then holds.
+func TestLearningThroughHolder(t *testing.T) {
+	tools := []catalog.Tool{{Server: "fs", Name: "read_file", Description: "read a file"}, {Server: "mem", Name: "read_graph", Description: "read the graph"}}
+	dir, held, gw, srv := serveHolder(t, tools)
 
 	var faults atomic.Int32
-	gw := &localGateway{sock: sock, rep: gateway.StatusReport{Process: &gateway.ProcessInfo{PID: 4242, Transport: "stdio"}}}
 	l := &lazyLearning{retryEvery: time.Hour, opened: func() {},
 		open: func() (*learn.Store, error) { return learn.Open(dir, nil) },
 		busy: func(error) { faults.Add(1) }}
@@ -137,23 +147,8 @@ func TestLearnAnswersBeforeALongRefresh(t *testing.T) {
 func TestLookingForTheHolder(t *testing.T) {
 	defer func(w, r time.Duration) { holderWait, holderRetry = w, r }(holderWait, holderRetry)
 	holderRetry = 10 * time.Millisecond
-	dir := filepath.Join(t.TempDir(), "learn")
-	held, err := learn.Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, held, gw, _ := serveHolder(t, nil)
 	defer held.Close()
-	holder := &lazyLearning{open: func() (*learn.Store, error) { return held, nil }, busy: func(error) {}, opened: func() {}, retryEvery: time.Hour}
-	holder.tryOpen(true)
-	sock := filepath.Join(t.TempDir(), "holder.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: holder.handler(dir, func() []catalog.Tool { return nil }, func(context.Context) error { return nil })}
-	go srv.Serve(ln)
-	defer srv.Close()
-	gw := &localGateway{sock: sock, rep: gateway.StatusReport{Process: &gateway.ProcessInfo{PID: 4242, Transport: "stdio"}}}
 
 	start := func(t *testing.T, up func() bool) (*lazyLearning, *atomic.Int32) {
 		var faults atomic.Int32

@@ -105,10 +105,8 @@ func TestStatusFindsLocalGateways(t *testing.T) {
 	// Killed: its socket stays, nobody listens; stopped: its socket goes.
 	// (The client session reaps the process: a Wait here would race it.)
 	sock := ""
-	for _, s := range local.Sockets(data) {
-		if strings.HasPrefix(filepath.Base(s), itoa(stdio.Process.Pid)+"-") {
-			sock = s
-		}
+	if socks := local.SocketsOf(data, stdio.Process.Pid); len(socks) == 1 {
+		sock = socks[0]
 	}
 	if sock == "" {
 		t.Fatalf("no socket of pid %d among %v", stdio.Process.Pid, local.Sockets(data))

@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -213,6 +214,13 @@ func Sockets(dataDir string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// SocketsOf lists the status sockets on dataDir of the process pid (one,
+// unless a killed gateway's PID came back).
+func SocketsOf(dataDir string, pid int) []string {
+	prefix := strconv.Itoa(pid) + "-"
+	return slices.DeleteFunc(Sockets(dataDir), func(s string) bool { return !strings.HasPrefix(filepath.Base(s), prefix) })
 }
 
 // Unreadable says why dataDir's sockets cannot be listed when its run/

@@ -51,6 +51,9 @@ func TestServe(t *testing.T) {
 	if got := Sockets(data); !slices.Equal(got, []string{s.Path}) {
 		t.Fatalf("Sockets = %v, want [%s]", got, s.Path)
 	}
+	if got, other := SocketsOf(data, os.Getpid()), SocketsOf(data, os.Getpid()+1); !slices.Equal(got, []string{s.Path}) || len(other) != 0 {
+		t.Errorf("SocketsOf this process = %v, of another = %v; want [%s] and none", got, other, s.Path)
+	}
 	if body, err := get(t, s.Path); err != nil || body != `{"version":"x"}` {
 		t.Fatalf("GET /status: %q, %v", body, err)
 	}

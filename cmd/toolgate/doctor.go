@@ -125,8 +125,10 @@ func runDoctor(ctx context.Context, g *globals) (*doctorReport, error) {
 	}
 
 	// Does the selected variant load end to end (tokenizer + session)?
-	// One session shows it as well as serve's layout does.
+	// One session shows it as well as serve's layout does. The load's own
+	// log line would only repeat, before the report, what the report says.
 	opts.Sessions = 1
+	opts.Logger = nil
 	ec := doctorCheck{Name: "embedder " + string(opts.Variant), Path: opts.ModelDir}
 	if !ortOK {
 		ec.Status, ec.Detail, ec.Fix = statusMissing, "needs the ONNX Runtime library", embed.FixORT

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // The config file's dataDir and embed settings sit below the flags and the
@@ -124,5 +126,28 @@ func TestDoctorJSONMissing(t *testing.T) {
 	}
 	if rep.OK || rep.DataDir != data {
 		t.Errorf("ok=%v dataDir=%q", rep.OK, rep.DataDir)
+	}
+}
+
+// TestDoctorHealthy: with every piece installed (make deps), doctor exits 0,
+// reports each check ok, and its report is all it prints: the embedder's own
+// load line would only repeat the report, before it, on stderr.
+func TestDoctorHealthy(t *testing.T) {
+	cmd := toolgateCmd(t, t.TempDir(), "doctor")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		if strings.Contains(out.String(), "missing") {
+			testenv.Missing(t, "a native piece is not installed (make deps):\n%s", out.String())
+		}
+		t.Fatalf("doctor: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	for _, name := range []string{"onnxruntime", "tokenizers", "model fp32", "embedder fp32"} {
+		if !regexp.MustCompile(`(?m)^` + name + ` +ok `).MatchString(out.String()) {
+			t.Errorf("doctor: want %q reported ok in\n%s", name, out.String())
+		}
+	}
+	if errOut.Len() != 0 {
+		t.Errorf("doctor printed on stderr beside its report:\n%s", errOut.String())
 	}
 }

@@ -22,7 +22,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -139,10 +138,14 @@ type Embedder struct {
 }
 
 // Process-wide ONNX Runtime environment: the library can be loaded once.
+// A load that failed is tried again once the file changes (a copy being
+// replaced, a damaged one re-installed): nothing of it stays loaded.
 var (
-	ortOnce sync.Once
-	ortPath string
-	ortErr  error
+	ortMu     sync.Mutex
+	ortLoaded bool
+	ortPath   string // the library loaded, or the one that failed
+	ortFailed string // fileVersion of the library that failed
+	ortErr    error
 )
 
 // ortTelemetryOptOut are the environment variables that keep ONNX Runtime's
@@ -171,26 +174,33 @@ func limitFix(err error, fix string) string {
 }
 
 // initORT loads the ONNX Runtime library at path once per process. A later
-// call with a different path fails: the runtime cannot be reloaded.
+// call with a different path fails once one is loaded: the runtime cannot be
+// reloaded. A failed load is said again without trying while the file is as
+// it was.
 func initORT(path string) error {
-	ortOnce.Do(func() {
-		ortPath = path
-		for _, name := range ortTelemetryOptOut {
-			_ = os.Setenv(name, "1")
+	ortMu.Lock()
+	defer ortMu.Unlock()
+	if ortLoaded {
+		if path != ortPath {
+			return fmt.Errorf("ONNX Runtime already loaded from %s in this process; cannot load %s", ortPath, path)
 		}
-		ort.SetSharedLibraryPath(path)
-		if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
-			ortErr = fmt.Errorf("load ONNX Runtime %s: %w (%s)", path, err, limitFix(err, "install a working copy with "+FixORT))
-			return
-		}
-		_ = ort.DisableTelemetry()
-	})
-	if ortErr != nil {
+		return nil
+	}
+	v := fileVersion(path)
+	if ortErr != nil && path == ortPath && v == ortFailed {
 		return ortErr
 	}
-	if path != ortPath {
-		return fmt.Errorf("ONNX Runtime already loaded from %s in this process; cannot load %s", ortPath, path)
+	for _, name := range ortTelemetryOptOut {
+		_ = os.Setenv(name, "1")
 	}
+	ort.SetSharedLibraryPath(path)
+	if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
+		ortPath, ortFailed = path, v
+		ortErr = fmt.Errorf("load ONNX Runtime %s: %w (%s)", path, err, limitFix(err, "install a working copy with "+FixORT))
+		return ortErr
+	}
+	_ = ort.DisableTelemetry()
+	ortLoaded, ortPath, ortErr = true, path, nil
 	return nil
 }
 
@@ -232,11 +242,13 @@ func New(opts *Options) (*Embedder, error) {
 	}
 	p, missing := Locate(&o)
 	var me *MissingError
-	if missing != nil && (!o.Background || !errors.As(missing, &me) || me.Path == p.ORTLib) {
+	if missing != nil && (!o.Background || !errors.As(missing, &me)) {
 		return nil, missing
 	}
-	if err := initORT(p.ORTLib); err != nil {
-		return nil, err
+	if me == nil || me.Path != p.ORTLib {
+		if err := initORT(p.ORTLib); err != nil {
+			return nil, err
+		}
 	}
 	e := &Embedder{
 		paths:   p,
@@ -255,10 +267,15 @@ func New(opts *Options) (*Embedder, error) {
 		e.qPrefix, e.dPrefix = spec.QueryPrefix, spec.DocumentPrefix
 	}
 	if missing != nil {
-		// Background, and the model's files are not installed yet.
+		// Background, and the runtime or the model's files are not
+		// installed yet.
 		e.loadErr = missing
 		close(e.loaded)
-		log.Warn("semantic ranking is off until the embedding model is installed: search_tools runs BM25-only and says \"mode\": \"bm25\"; its folder is looked at every "+filesPoll.String(), "reason", missing)
+		what := "the embedding model is"
+		if me.Path == p.ORTLib {
+			what = "the ONNX Runtime library is"
+		}
+		log.Warn("semantic ranking is off until "+what+" installed: search_tools runs BM25-only and says \"mode\": \"bm25\"; its folder is looked at every "+filesPoll.String(), "reason", missing)
 		go e.awaitFiles(o)
 		return e, nil
 	}
@@ -309,9 +326,9 @@ func (e *Embedder) identify() (*identity, error) {
 	return &identity{sha: sum, id: fmt.Sprintf("%s/%s@%s", ModelName, e.paths.Variant, sum[:12])}, nil
 }
 
-// awaitFiles waits for model files that were missing at New: every
-// filesPoll it looks for them and, once they are all there and load,
-// makes them the embedder's (Ready then returns nil, and the gateway's
+// awaitFiles waits for the files that were missing at New (the ONNX
+// Runtime library, the model's): every filesPoll it looks for them and,
+// once they are all there and load, makes them the embedder's (Ready then returns nil, and the gateway's
 // loop re-indexes with their vectors). Files that are there but do not
 // load (one caught while it is copied, a damaged one) are said once per
 // reason and tried again once they change. Until Close.
@@ -326,6 +343,9 @@ func (e *Embedder) awaitFiles(o Options) {
 		case <-t.C:
 		}
 		if _, err := Locate(&o); err != nil {
+			e.mu.Lock()
+			e.loadErr = err // the piece missing now (the runtime came, the model not yet)
+			e.mu.Unlock()
 			continue
 		}
 		if lookHook != nil {
@@ -337,7 +357,11 @@ func (e *Embedder) awaitFiles(o Options) {
 			tried = v
 		}
 		start := time.Now()
-		id, err := e.identify()
+		err := initORT(e.paths.ORTLib)
+		var id *identity
+		if err == nil {
+			id, err = e.identify()
+		}
 		var tok *tokenizer
 		var sessions []*ort.DynamicAdvancedSession
 		if err == nil {
@@ -359,16 +383,20 @@ func (e *Embedder) awaitFiles(o Options) {
 	}
 }
 
-// filesVersion tells the model's files apart from what they were: each
-// one's path, size and modification time (as the sha256 stamp does).
+// filesVersion tells the embedder's files (the runtime, the model's)
+// apart from what they were.
 func (e *Embedder) filesVersion() string {
-	var b strings.Builder
-	for _, p := range []string{e.paths.Model, e.paths.Tokenizer} {
-		if fi, err := os.Stat(p); err == nil {
-			fmt.Fprintf(&b, "%s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
-		}
+	return fileVersion(e.paths.ORTLib) + fileVersion(e.paths.Model) + fileVersion(e.paths.Tokenizer)
+}
+
+// fileVersion is a file's path, size and modification time (as the sha256
+// stamp tells a file apart), or "" when it cannot be read.
+func fileVersion(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ""
 	}
-	return b.String()
+	return fmt.Sprintf("%s %d %d\n", path, fi.Size(), fi.ModTime().UnixNano())
 }
 
 // load loads the tokenizer and the sessions side by side, then closes

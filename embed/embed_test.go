@@ -65,6 +65,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(threadsChild) != "" {
 		os.Exit(runThreadsChild())
 	}
+	if os.Getenv(runtimeChild) != "" {
+		os.Exit(runRuntimeChild())
+	}
 	code := m.Run()
 	for _, e := range shared {
 		e.Close()

@@ -3,8 +3,10 @@ package embed
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -209,12 +211,91 @@ func TestBackgroundAwaitsMissingFiles(t *testing.T) {
 	}
 }
 
-// A missing ONNX Runtime library stays an error in the background: it is
-// not what `toolgate models fetch` installs, and it loads once a process.
-func TestBackgroundMissingRuntimeFails(t *testing.T) {
-	real := installed(Options{})
-	opts := Options{ORTLib: filepath.Join(t.TempDir(), "libonnxruntime.so.1"), ModelDir: real.ModelDir, Sessions: 1, Background: true}
-	if _, err := New(&opts); !errors.Is(err, ErrMissing) || !strings.Contains(err.Error(), "ONNX Runtime") {
-		t.Errorf("New without the runtime: %v, want it named", err)
+// runtimeChild is set in the environment of the process
+// TestBackgroundAwaitsMissingRuntime starts: the runtime must not be loaded
+// in the process before (the test binary's other tests load it).
+const runtimeChild = "TOOLGATE_TEST_RUNTIME_ARRIVES_CHILD"
+
+// runRuntimeChild starts a background embedder whose ONNX Runtime library
+// (at $TOOLGATE_TEST_RUNTIME_ARRIVES_CHILD) is not there yet, puts a damaged
+// one there, then the real one ($TOOLGATE_TEST_ORT), renamed into place as
+// scripts/fetch-onnxruntime.sh does, and reports on stderr what went wrong.
+func runRuntimeChild() int {
+	filesPoll = 20 * time.Millisecond
+	lib, real := os.Getenv(runtimeChild), os.Getenv("TOOLGATE_TEST_ORT")
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, format+"\n", args...)
+		return 1
+	}
+	within := func(what string, cond func() bool) bool {
+		if testenv.Poll(time.Minute, cond) {
+			return true
+		}
+		fmt.Fprintln(os.Stderr, "timed out waiting for", what)
+		return false
+	}
+	put := func(write func(tmp string) error) error {
+		tmp := lib + ".new"
+		if err := write(tmp); err != nil {
+			return err
+		}
+		return os.Rename(tmp, lib)
+	}
+	opts := Options{ORTLib: lib, ModelDir: os.Getenv("TOOLGATE_TEST_MODEL"), Sessions: 1}
+	if _, err := New(&opts); !errors.Is(err, ErrMissing) {
+		return fail("New without the runtime: %v, want ErrMissing", err)
+	}
+	opts.Background = true
+	e, err := New(&opts)
+	if err != nil {
+		return fail("New in the background without the runtime: %v", err)
+	}
+	defer e.Close()
+	if err := e.LoadError(); !errors.Is(err, ErrMissing) || !strings.Contains(err.Error(), "ONNX Runtime library") || !strings.Contains(err.Error(), FixORT) {
+		return fail("LoadError without the runtime: %v, want the piece and its fix", err)
+	}
+	if err := put(func(tmp string) error { return os.WriteFile(tmp, []byte("not a shared library"), 0o644) }); err != nil {
+		return fail("%v", err)
+	}
+	if !within("the damaged library's load", func() bool {
+		err := e.LoadError()
+		return err != nil && strings.Contains(err.Error(), "load ONNX Runtime")
+	}) {
+		return 1
+	}
+	// Said again without another try while the file is as it was.
+	if err1, err2 := initORT(lib), initORT(lib); err1 == nil || err1 != err2 {
+		return fail("initORT of the unchanged damaged library: %v then %v, want the same error twice", err1, err2)
+	}
+	if err := put(func(tmp string) error { return os.Symlink(real, tmp) }); err != nil {
+		return fail("%v", err)
+	}
+	if !within("the runtime's load", func() bool { return e.Ready(context.Background()) == nil }) {
+		return fail("last load error: %v", e.LoadError())
+	}
+	if v, err := e.Embed(context.Background(), []string{"list the files in a directory"}); err != nil || len(v) != 1 || len(v[0]) != Dim {
+		return fail("Embed once the runtime came: %v", err)
+	}
+	if err := initORT(real); err == nil || !strings.Contains(err.Error(), "already loaded from "+lib) {
+		return fail("initORT of another library once one is loaded: %v, want a refusal", err)
+	}
+	return 0
+}
+
+// TestBackgroundAwaitsMissingRuntime: in the background, a missing ONNX
+// Runtime library is awaited like the model's files (a gateway started
+// before scripts/fetch-onnxruntime.sh used to stay BM25-only until a
+// restart); a damaged one is tried once, and again once it changes. Run in
+// a process of its own: the runtime loads once a process.
+func TestBackgroundAwaitsMissingRuntime(t *testing.T) {
+	o := installed(Options{})
+	if _, err := os.Stat(o.ORTLib); err != nil {
+		testenv.Missing(t, "ONNX Runtime library %s: %v (install it with %s)", o.ORTLib, err, FixORT)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), runtimeChild+"="+filepath.Join(t.TempDir(), "libonnxruntime.so.1"),
+		"TOOLGATE_TEST_ORT="+o.ORTLib, "TOOLGATE_TEST_MODEL="+o.ModelDir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }

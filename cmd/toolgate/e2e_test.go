@@ -395,11 +395,15 @@ func TestWarmStartKeepsToolsOfDownBackend(t *testing.T) {
 
 // TestDegradedModeServesBM25 starts the gateway with a missing ONNX Runtime
 // library: it keeps serving, search_tools says "mode": "bm25", and the log
-// says so once.
+// says so once. Once the library is installed where it looks (what
+// scripts/fetch-onnxruntime.sh does last), it loads it and ranks hybrid,
+// without a restart (it used to stay BM25-only until the client spawned it
+// again).
 func TestDegradedModeServesBM25(t *testing.T) {
 	cfg, data := bundledConfig(t, nil), t.TempDir()
-	cmd := toolgateCmd(t, data, "serve", "--config", cfg, "--ort-lib", filepath.Join(t.TempDir(), "libonnxruntime.so.1"))
-	var stderr strings.Builder
+	lib := filepath.Join(t.TempDir(), "libonnxruntime.so.1")
+	cmd := toolgateCmd(t, data, "serve", "--config", cfg, "--ort-lib", lib)
+	var stderr testenv.LogBuffer
 	cmd.Stderr = &stderr
 	ctx, cs := connectStdio(t, cmd, 2*time.Minute)
 	for range 2 {
@@ -418,13 +422,29 @@ func TestDegradedModeServesBM25(t *testing.T) {
 	if err := json.Unmarshal([]byte(st), &rep); err != nil || rep.Search == nil || !rep.Search.BM25Only || !strings.Contains(rep.Search.Reason, "libonnxruntime.so.1") {
 		t.Errorf("status of the degraded gateway: %v\n%s", err, st)
 	}
-	cs.Close()
 	log := stderr.String()
 	if n := strings.Count(log, "semantic ranking is off"); n != 1 {
 		t.Errorf("the log says semantic ranking is off %d times, want once:\n%s", n, log)
 	}
-	if !strings.Contains(log, "libonnxruntime.so.1") {
+	if !strings.Contains(log, "until the ONNX Runtime library is installed") || !strings.Contains(log, lib) {
 		t.Errorf("the log does not name the missing piece:\n%s", log)
+	}
+
+	if err := os.Symlink(dirs.ORTLib("", ""), lib); err != nil {
+		t.Fatal(err)
+	}
+	var out searchAnswer
+	testenv.EventuallyWithin(t, 2*time.Minute, "search_tools ranking with the runtime", func() bool {
+		out, _ = searchTools(t, ctx, cs, "list the files in a directory", 3)
+		return out.Mode == "hybrid"
+	})
+	if len(out.Tools) == 0 || out.Tools[0].Name != "filesystem__list_directory" {
+		t.Errorf("hybrid search once the runtime came: %+v", out.Tools)
+	}
+	st, _, _ = runToolgate(t, data, "status", "--json")
+	rep = gateway.StatusReport{}
+	if err := json.Unmarshal([]byte(st), &rep); err != nil || rep.Search == nil || rep.Search.BM25Only || rep.Search.Mode != "hybrid" {
+		t.Errorf("status once the runtime came: %v\n%s", err, st)
 	}
 }
 

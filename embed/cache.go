@@ -50,6 +50,13 @@ type CacheOptions struct {
 	// QueryTTL is how long a vector stored by EmbedQueries is kept (0:
 	// DefaultQueryTTL).
 	QueryTTL time.Duration
+	// Busy, when set, makes a store that another process holds (another
+	// gateway on the data folder: Badger lets one open it) no error: the
+	// cache starts pass-through, says so with Busy(true), and tries to open
+	// the store again at a write, at most every refusedRetry, so that it
+	// is this process's once the other lets it go (Busy(false) then).
+	// Without it NewCached returns ErrCacheBusy.
+	Busy func(busy bool)
 }
 
 // DefaultQueryTTL is how long the cache keeps a search query's vector
@@ -97,16 +104,18 @@ type Cached struct {
 	dim      int
 	inMemory bool
 	queryTTL time.Duration
+	busy     func(bool) // CacheOptions.Busy
 
 	mu       sync.RWMutex // guards store and closed; held (read) while a store is used
 	store    *store       // nil while none is open
 	closed   bool
 	setAside int // stores left unclosed because their folder went away
-	// shortAt and shortErr: the latest open refused for want of
-	// descriptors or memory; the next is tried shortRetry later, not at
-	// every write (each try logs Badger's own warning).
-	shortAt  time.Time
-	shortErr error
+	// refusedAt and refusedErr: the latest open refused for want of
+	// descriptors or memory, or because another process holds the store;
+	// the next is tried refusedRetry later, not at every write (each try
+	// of the first kind logs Badger's own warning).
+	refusedAt  time.Time
+	refusedErr error
 
 	hits, misses, bad, skipped atomic.Int64
 }
@@ -138,8 +147,8 @@ type CacheStats struct {
 // <dir>.corrupt-<UTC timestamp>, logged as a warning, and rebuilt empty.
 // A data folder that cannot take writes (Storage refuses), or a process
 // out of descriptors or memory, gives a cache that is pass-through until
-// it can. Only a directory held by another process is an error
-// (ErrCacheBusy).
+// it can. A directory held by another process is an error (ErrCacheBusy)
+// unless CacheOptions.Busy is set.
 func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 	var o CacheOptions
 	if opts != nil {
@@ -157,7 +166,7 @@ func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 	if ttl <= 0 {
 		ttl = DefaultQueryTTL
 	}
-	c := &Cached{inner: inner, dir: dir, log: log, st: st, dim: inner.Dim(), inMemory: o.InMemory, queryTTL: ttl}
+	c := &Cached{inner: inner, dir: dir, log: log, st: st, dim: inner.Dim(), inMemory: o.InMemory, queryTTL: ttl, busy: o.Busy}
 	if c.dim <= 0 {
 		return nil, fmt.Errorf("embedding cache: model %s reports dimension %d", inner.ModelID(), c.dim)
 	}
@@ -172,7 +181,14 @@ func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 			// Out of descriptors or memory: pass-through, reported with
 			// its fix, and opened at a write once it can be.
 			st.Fail(err)
-			c.shortAt, c.shortErr = time.Now(), err
+			c.refusedAt, c.refusedErr = time.Now(), err
+			return c, nil
+		}
+		if errors.Is(err, errBusy) && c.busy != nil {
+			// Held by another process: pass-through, and opened at a
+			// write once that one lets it go.
+			c.refusedAt, c.refusedErr = time.Now(), err
+			c.busy(true)
 			return c, nil
 		}
 		return nil, err
@@ -548,7 +564,7 @@ func (c *Cached) put(keys [][]byte, vecs [][]float32, ttl time.Duration) {
 	s, err := c.writable()
 	if err != nil {
 		c.skipped.Add(int64(len(vecs)))
-		if !errors.Is(err, errClosed) {
+		if !errors.Is(err, errClosed) && !errors.Is(err, errBusy) { // busy: said by Busy
 			c.st.Fail(err)
 		}
 		return
@@ -618,14 +634,18 @@ func (c *Cached) reopen() error {
 			return fmt.Errorf("%w; it held data it could not flush, so it stays off until toolgate restarts", err)
 		}
 	}
-	if c.shortErr != nil && time.Since(c.shortAt) < shortRetry {
-		return c.shortErr
+	if c.refusedErr != nil && time.Since(c.refusedAt) < refusedRetry {
+		return c.refusedErr
 	}
-	old := c.store
+	old, wasBusy := c.store, errors.Is(c.refusedErr, errBusy)
 	err := c.openStore()
-	c.shortErr = nil
-	if err != nil && shortage(err) {
-		c.shortAt, c.shortErr = time.Now(), err
+	c.refusedErr = nil
+	if err != nil && (shortage(err) || errors.Is(err, errBusy)) {
+		c.refusedAt, c.refusedErr = time.Now(), err
+	}
+	if wasBusy && err == nil {
+		c.log.Info("embedding cache: the other toolgate let the store go; this one now caches in it", "dir", c.dir)
+		c.busy(false)
 	}
 	if err != nil {
 		// A store whose folder moved stays c.store, refused by usable:
@@ -642,9 +662,10 @@ func (c *Cached) reopen() error {
 	return nil
 }
 
-// shortRetry is how often a cache that could not be opened for want of
-// descriptors or memory is tried again (at a write).
-var shortRetry = 10 * time.Second
+// refusedRetry is how often a cache that could not be opened for want of
+// descriptors or memory, or because another process held it, is tried
+// again (at a write).
+var refusedRetry = 10 * time.Second
 
 func countMissing(out [][]float32) int {
 	n := 0

@@ -279,6 +279,69 @@ func TestCacheBusy(t *testing.T) {
 	}
 }
 
+// TestCacheBusyTakesOver: with CacheOptions.Busy, a store another process
+// holds (another gateway on the data folder) is no error and no storage
+// fault: the cache embeds without storing, and takes the store over once the
+// other lets it go, finding what that one stored. It used to stay without
+// the cache until it restarted.
+func TestCacheBusyTakesOver(t *testing.T) {
+	defer func(d time.Duration) { refusedRetry = d }(refusedRetry)
+	refusedRetry = time.Hour
+	dir := filepath.Join(t.TempDir(), "embeddings")
+	holder, err := NewCached(&fakeModel{id: "f", dim: 4}, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEmbed(t, holder, "alpha")
+
+	var mu sync.Mutex
+	var said []bool
+	st := &switchStorage{}
+	inner := &fakeModel{id: "f", dim: 4}
+	c, err := NewCached(inner, dir, &CacheOptions{Storage: st, Busy: func(busy bool) {
+		mu.Lock()
+		said = append(said, busy)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatalf("NewCached of a held store with Busy: %v, want a pass-through cache", err)
+	}
+	defer c.Close()
+	busyNow := func() []bool { mu.Lock(); defer mu.Unlock(); return slices.Clone(said) }
+	mustEmbed(t, c, "alpha")
+	refusedRetry = 0
+	mustEmbed(t, c, "beta") // tries the store again: still held
+	refusedRetry = time.Hour
+	if diff := cmp.Diff([]bool{true}, busyNow()); diff != "" {
+		t.Errorf("Busy while held (-want +got): %s", diff)
+	}
+	if st.fails != 0 || c.Stats().Skipped != 2 {
+		t.Errorf("while held: %d storage faults (want none), %d vectors skipped (want 2)", st.fails, c.Stats().Skipped)
+	}
+
+	if err := holder.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Not tried again at every write: each try would cost a search an
+	// open of the store.
+	mustEmbed(t, c, "gamma")
+	if diff := cmp.Diff([]bool{true}, busyNow()); diff != "" {
+		t.Errorf("Busy within refusedRetry of the last try (-want +got): %s", diff)
+	}
+	refusedRetry = 0
+	mustEmbed(t, c, "delta") // stores, taking the store over
+	if diff := cmp.Diff([]bool{true, false}, busyNow()); diff != "" {
+		t.Errorf("Busy once let go (-want +got): %s", diff)
+	}
+	mustEmbed(t, c, "alpha", "delta")
+	if diff := cmp.Diff([]string{"alpha", "beta", "gamma", "delta"}, inner.texts()); diff != "" {
+		t.Errorf("embedded (-want +got): %s; alpha (the holder's) and delta were in the store once taken over", diff)
+	}
+	if st.fails != 0 {
+		t.Errorf("%d storage faults, want none", st.fails)
+	}
+}
+
 // TestCacheConcurrent: parallel callers (run with -race).
 func TestCacheConcurrent(t *testing.T) {
 	inner := &fakeModel{id: "fake/a@1", dim: 16}
@@ -643,8 +706,8 @@ func TestCacheOutOfDescriptors(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	defer func(d time.Duration) { shortRetry = d }(shortRetry)
-	shortRetry = 0
+	defer func(d time.Duration) { refusedRetry = d }(refusedRetry)
+	refusedRetry = 0
 	st := &switchStorage{}
 	inner := &fakeModel{id: "f", dim: 4}
 	release := testenv.FillDescriptors(t)

@@ -73,20 +73,26 @@ func (g *globals) openEmbedder(ctx context.Context, tune func(*embed.Options)) (
 	// cache's fault, reported by its Check.
 	_ = g.health().Prepare()
 	w := g.health().Writer("embedding cache", "searches embed without storing new vectors")
-	c, err := embed.NewCached(e, g.embeddingCacheDir(), &embed.CacheOptions{Logger: log, Storage: w})
+	dir := g.embeddingCacheDir()
+	// Another toolgate on the same data folder (each stdio client starts
+	// one) may hold the cache: no fault, as the index's vectors are shared
+	// and this one embeds only its queries and new tools anew. GET /status
+	// says so until the other lets it go and this one takes it over.
+	busy := func(busy bool) {
+		if !busy {
+			w.Shared("")
+			return
+		}
+		pid := ""
+		if p := lockPID(dir); p != "" {
+			pid = " (pid " + p + ")"
+		}
+		w.Shared("held by another toolgate on the data folder" + pid + ": this one embeds without the cache until that one stops")
+	}
+	c, err := embed.NewCached(e, dir, &embed.CacheOptions{Logger: log, Storage: w, Busy: busy})
 	if err != nil {
-		if errors.Is(err, embed.ErrCacheBusy) {
-			// Another toolgate on the same data folder (each stdio client
-			// starts one): GET /status says so for this run (the cache is
-			// not opened again). No fault: the index's vectors are shared,
-			// so this one embeds only its queries and new tools anew.
-			pid := ""
-			if p := lockPID(g.embeddingCacheDir()); p != "" {
-				pid = " (pid " + p + ")"
-			}
-			w.Shared("held by another toolgate on the data folder" + pid + ": this one embeds without the cache until it restarts")
-		} else if log != nil {
-			log.Warn("embedding cache unavailable; embedding without it", "dir", g.embeddingCacheDir(), "err", err)
+		if log != nil {
+			log.Warn("embedding cache unavailable; embedding without it", "dir", dir, "err", err)
 		}
 		return e, e, nil
 	}

@@ -452,14 +452,15 @@ func (w *Writer) OK() {
 // Shared reports a store that another process holds by design (another
 // gateway on the data folder: Badger lets one open it) while this one does
 // without it, and says how (note, logged once and shown in the report).
-// It is no fault: the writer stays OK and the folder healthy.
+// It is no fault: the writer stays OK and the folder healthy. An empty note
+// clears it: the store is this process's now.
 func (w *Writer) Shared(note string) {
 	h := w.h
 	h.mu.Lock()
 	was := w.note
 	w.note = note
 	h.mu.Unlock()
-	if was != note {
+	if was != note && note != "" {
 		h.log.Info(w.name+": "+note, "dir", h.dir)
 	}
 }

@@ -145,6 +145,13 @@ func TestWriterShared(t *testing.T) {
 	if r.Failing() || !r.Writers[0].OK || r.Writers[0].Shared != note || r.Error != "" || strings.Contains(logs.String(), "storage fault") {
 		t.Errorf("report of a shared store = %+v, want healthy with the note", r)
 	}
+	// The other process let it go: the note is cleared, quietly (the
+	// store says it took over).
+	before := logs.String()
+	cache.Shared("")
+	if r := h.Report(); r.Writers[0].Shared != "" || logs.String() != before {
+		t.Errorf("cleared note: report %+v, log grew by %q", r, strings.TrimPrefix(logs.String(), before))
+	}
 }
 
 func TestFixNamesTheCause(t *testing.T) {

@@ -147,7 +147,8 @@ func (g *Gateway) Refresh() {
 // notifications/tools/list_changed to the sessions connected (debounced).
 // g.descMu is held.
 func (g *Gateway) addSearchTool() {
-	g.server.AddTool(searchTool(g.opts.DefaultLimit, g.opts.MaxLimit, g.desc), g.traced(SearchToolName, g.audited(SearchToolName, g.handleSearch)))
+	lim := g.limits.Load()
+	g.server.AddTool(searchTool(lim.def, lim.max, g.desc), g.traced(SearchToolName, g.audited(SearchToolName, g.handleSearch)))
 }
 
 // seenDescription is search_tools' description as caller c sees it in

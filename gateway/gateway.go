@@ -161,7 +161,13 @@ type Gateway struct {
 	// stdio is the session of the stdio client, once connected
 	// (StdioClient).
 	stdio atomic.Pointer[mcp.ServerSession]
+	// limits are search_tools' default and largest "limit" now (Options'
+	// at New, SetLimits after).
+	limits atomic.Pointer[searchLimits]
 }
+
+// searchLimits are search_tools' default and largest "limit".
+type searchLimits struct{ def, max int }
 
 // New returns a gateway over s and c.
 func New(s Searcher, c Caller, opts *Options) *Gateway {
@@ -175,7 +181,8 @@ func New(s Searcher, c Caller, opts *Options) *Gateway {
 	if g.opts.Version == "" {
 		g.opts.Version = "dev"
 	}
-	g.opts.DefaultLimit, g.opts.MaxLimit = Limits(g.opts.DefaultLimit, g.opts.MaxLimit)
+	def, maxLimit := Limits(g.opts.DefaultLimit, g.opts.MaxLimit)
+	g.limits.Store(&searchLimits{def, maxLimit})
 	g.refused = refuser{}
 	if g.opts.ObserveRefused != nil {
 		g.refused = g.opts.ObserveRefused(g.refused)
@@ -215,6 +222,22 @@ func Limits(def, maxLimit int) (int, int) {
 		return min(DefaultLimit, maxLimit), maxLimit
 	}
 	return min(def, maxLimit), maxLimit
+}
+
+// SetLimits makes def and maxLimit (as Options.DefaultLimit and MaxLimit)
+// search_tools' limits from the next call on (a config reload); when they
+// change, search_tools is registered again with them in its input schema,
+// and connected clients are told (tools/list_changed).
+func (g *Gateway) SetLimits(def, maxLimit int) {
+	def, maxLimit = Limits(def, maxLimit)
+	g.descMu.Lock()
+	defer g.descMu.Unlock()
+	if l := g.limits.Load(); l.def == def && l.max == maxLimit {
+		return
+	}
+	g.limits.Store(&searchLimits{def, maxLimit})
+	g.addSearchTool()
+	g.log.Info("search_tools limits changed", "default_limit", def, "max_limit", maxLimit)
 }
 
 // Server is the underlying MCP server, for serving it on any transport.

@@ -278,6 +278,60 @@ func TestLimits(t *testing.T) {
 	}
 }
 
+// TestSetLimits: new limits (a config reload) apply from the next call on,
+// and search_tools' input schema, listed again, says them.
+func TestSetLimits(t *testing.T) {
+	var gotLimit int
+	g, fs := newTestGateway(t, nil)
+	inner := fs.search
+	fs.search = func(q search.Query) (search.Result, error) { gotLimit = q.Limit; return inner(q) }
+	cs := connect(t, g)
+	schemaLimit := func() (def, maxLimit float64) {
+		t.Helper()
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range res.Tools {
+			if tool.Name == SearchToolName {
+				var sch struct {
+					Properties struct {
+						Limit struct{ Default, Maximum float64 } `json:"limit"`
+					} `json:"properties"`
+				}
+				b, _ := json.Marshal(tool.InputSchema)
+				if err := json.Unmarshal(b, &sch); err != nil {
+					t.Fatal(err)
+				}
+				return sch.Properties.Limit.Default, sch.Properties.Limit.Maximum
+			}
+		}
+		t.Fatal("search_tools not listed")
+		return 0, 0
+	}
+	if d, m := schemaLimit(); d != DefaultLimit || m != MaxLimit {
+		t.Errorf("schema before: default %v maximum %v, want %d %d", d, m, DefaultLimit, MaxLimit)
+	}
+	g.SetLimits(3, 10)
+	if d, m := schemaLimit(); d != 3 || m != 10 {
+		t.Errorf("schema after SetLimits(3, 10): default %v maximum %v", d, m)
+	}
+	for _, tc := range []struct {
+		args map[string]any
+		want int
+	}{
+		{map[string]any{"query": "x"}, 3},
+		{map[string]any{"query": "x", "limit": 50}, 10},
+	} {
+		if res := call(t, cs, SearchToolName, tc.args); res.IsError || gotLimit != tc.want {
+			t.Errorf("%v → searched with %d (isError=%v), want %d", tc.args, gotLimit, res.IsError, tc.want)
+		}
+	}
+	if res := call(t, cs, SearchToolName, map[string]any{"query": "x", "limt": 2}); !res.IsError || !strings.Contains(text(res), `"limit" (1 to 10, default 3)`) {
+		t.Errorf("a misspelt argument's answer does not give the new limits: %s", text(res))
+	}
+}
+
 // number is a number of the arguments a backend is sent (execute_tool
 // keeps them as json.Number), as a float64.
 func number(v any) float64 {

@@ -120,7 +120,8 @@ func boolPtr(b bool) *bool { return &b }
 // parseSearchArgs checks search_tools' arguments; a non-empty message is
 // the isError text that says what to send instead.
 func (g *Gateway) parseSearchArgs(c *policy.Caller, raw json.RawMessage) (searchArgs, string) {
-	a := searchArgs{Limit: g.opts.DefaultLimit, Detail: DetailCompact}
+	lim := g.limits.Load()
+	a := searchArgs{Limit: lim.def, Detail: DetailCompact}
 	var m map[string]json.RawMessage
 	if err := decodeArgs(raw, &m); err != nil {
 		return a, fmt.Sprintf(`search_tools: arguments must be an object like {"query": "list files in a directory", "limit": 5}: %v`, err)
@@ -134,7 +135,7 @@ func (g *Gateway) parseSearchArgs(c *policy.Caller, raw json.RawMessage) (search
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
 		return a, fmt.Sprintf(`search_tools: unknown argument %s. It accepts: "query" (string, required), "limit" (1 to %d, default %d), "server" (a server name), "readOnly" (true: only tools that change nothing), "detail" ("compact" or "full").`,
-			quoted(unknown), g.opts.MaxLimit, g.opts.DefaultLimit)
+			quoted(unknown), lim.max, lim.def)
 	}
 	if v, ok := m["query"]; ok && json.Unmarshal(v, &a.Query) != nil {
 		return a, fmt.Sprintf(`search_tools: "query" must be a string describing the task, e.g. {"query": "create a GitHub issue"}; got %s.`, oneLine(string(v), 60))
@@ -149,9 +150,9 @@ func (g *Gateway) parseSearchArgs(c *policy.Caller, raw json.RawMessage) (search
 			i, err = n.Int64()
 		}
 		if err != nil || i < 1 {
-			return a, fmt.Sprintf(`search_tools: "limit" must be a whole number from 1 to %d, got %s.`, g.opts.MaxLimit, oneLine(string(v), 30))
+			return a, fmt.Sprintf(`search_tools: "limit" must be a whole number from 1 to %d, got %s.`, lim.max, oneLine(string(v), 30))
 		}
-		a.Limit = int(min(i, int64(g.opts.MaxLimit)))
+		a.Limit = int(min(i, int64(lim.max)))
 	}
 	if v, ok := m["server"]; ok && string(v) != "null" && json.Unmarshal(v, &a.Server) != nil {
 		return a, fmt.Sprintf(`search_tools: "server" must be a server name (a string), got %s. Servers: %s.`, oneLine(string(v), 30), strings.Join(g.servers(c), ", "))

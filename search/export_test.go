@@ -19,7 +19,7 @@ import (
 func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 	mode := q.Mode
 	if mode == "" {
-		mode = e.opts.Mode
+		mode = e.options().Mode
 	}
 	limit := q.limit()
 	s := e.acquire()

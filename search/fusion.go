@@ -143,7 +143,7 @@ func compareRanked(a, b ranked) int {
 // fuse scores every candidate of mode's pool and the exact ones, in
 // first-seen order.
 func (e *Engine) fuse(mode Mode, kw, vec signal, limit int, exact []string) []*ranked {
-	o := e.opts
+	o := e.options()
 	pool := o.Candidates
 	if mode == ModeBM25 || mode == ModeVector {
 		// A single signal needs no pool: its own top-limit is the answer.

@@ -145,7 +145,9 @@ func TestRank(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := &Engine{opts: (&tt.opts).withDefaults()}
+			e := &Engine{}
+			o := (&tt.opts).withDefaults()
+			e.opts.Store(&o)
 			kwSig, vecSig := wholeSignals(kw, vec)
 			got := e.rank(tt.mode, kwSig, vecSig, 10)
 			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(ranked{}), cmpopts.IgnoreFields(ranked{}, "bm25", "cosine"), cmpopts.EquateApprox(0, 1e-12)); diff != "" {

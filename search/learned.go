@@ -551,7 +551,7 @@ func (m *learnedModel) empty() bool {
 // A model made from older pairs keeps serving while a new one is built off
 // the search path; searches never wait for it.
 func (e *Engine) learnedFor(ix *index.Index) *learnedModel {
-	u := e.opts.Usage
+	u := e.options().Usage
 	if u == nil {
 		return nil
 	}
@@ -585,7 +585,7 @@ func (e *Engine) startRefresh() {
 			}
 			e.refreshMu.Lock()
 			m, s := e.learned.Load(), e.cur.Load()
-			if err != nil || e.stop.Err() != nil || s == nil || (m != nil && m.ix == s.ix && m.gen == e.opts.Usage.Generation()) {
+			if err != nil || e.stop.Err() != nil || s == nil || (m != nil && m.ix == s.ix && m.gen == e.options().Usage.Generation()) {
 				e.refreshing = false
 				e.refreshMu.Unlock()
 				return
@@ -599,7 +599,7 @@ func (e *Engine) startRefresh() {
 // now (Search does it in the background when they change; eval and tests
 // call it to rank with every pair).
 func (e *Engine) RefreshLearned(ctx context.Context) error {
-	if e.opts.Usage == nil {
+	if e.options().Usage == nil {
 		return nil
 	}
 	s := e.acquire()
@@ -610,8 +610,8 @@ func (e *Engine) RefreshLearned(ctx context.Context) error {
 	if s.ix == nil {
 		return nil
 	}
-	gen := e.opts.Usage.Generation()
-	pairs := e.opts.Usage.Pairs()
+	gen := e.options().Usage.Generation()
+	pairs := e.options().Usage.Pairs()
 	var emb index.Embedder
 	if e.emb != nil && s.ix.HasVectors() {
 		emb = e.emb

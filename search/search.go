@@ -222,7 +222,7 @@ type Result struct {
 type Engine struct {
 	cur      atomic.Pointer[snapshot]
 	emb      index.Embedder
-	opts     Options
+	opts     atomic.Pointer[Options] // after defaults; Reconfigure replaces them
 	log      *slog.Logger
 	degraded atomic.Bool // last reported; the log says it once per change
 	// embedErr is the last query embedding's error ("" after a success):
@@ -243,25 +243,48 @@ type Engine struct {
 // New returns an Engine over ix (which it now owns and closes). emb embeds
 // queries; nil means BM25 only (degraded).
 func New(ix *index.Index, emb index.Embedder, opts *Options) *Engine {
-	o := opts.withDefaults()
-	if m, err := ParseMode(string(o.Mode)); err != nil || m == "" {
-		o.Logger.Warn("unknown default search mode; using hybrid", "mode", o.Mode)
-		o.Mode = ModeHybrid
-	}
-	if _, err := ParseNorm(string(o.KeywordNorm)); err != nil {
-		o.Logger.Warn("unknown keyword normalisation; using max", "norm", o.KeywordNorm)
-		o.KeywordNorm = NormMax
-	}
-	if _, err := ParseNorm(string(o.VectorNorm)); err != nil {
-		o.Logger.Warn("unknown vector normalisation; using mean", "norm", o.VectorNorm)
-		o.VectorNorm = NormMean
-	}
-	e := &Engine{emb: emb, opts: o, log: o.Logger}
+	o := opts.checked()
+	e := &Engine{emb: emb, log: o.Logger}
+	e.opts.Store(&o)
 	e.stop, e.stopCancel = context.WithCancel(context.Background())
 	e.cur.Store(newSnapshot(ix))
 	e.reportDegraded()
 	return e
 }
+
+// checked is withDefaults, with what cannot be used replaced by its
+// default and said.
+func (o *Options) checked() Options {
+	out := o.withDefaults()
+	if m, err := ParseMode(string(out.Mode)); err != nil || m == "" {
+		out.Logger.Warn("unknown default search mode; using hybrid", "mode", out.Mode)
+		out.Mode = ModeHybrid
+	}
+	if _, err := ParseNorm(string(out.KeywordNorm)); err != nil {
+		out.Logger.Warn("unknown keyword normalisation; using max", "norm", out.KeywordNorm)
+		out.KeywordNorm = NormMax
+	}
+	if _, err := ParseNorm(string(out.VectorNorm)); err != nil {
+		out.Logger.Warn("unknown vector normalisation; using mean", "norm", out.VectorNorm)
+		out.VectorNorm = NormMean
+	}
+	return out
+}
+
+// Reconfigure makes opts the engine's options from the next search on (a
+// config reload): the mode, the weights, the confidence and step settings.
+// Usage and Logger stay the engine's. Searches running finish with the
+// options they started with, or some of each.
+func (e *Engine) Reconfigure(opts *Options) {
+	cur := e.options()
+	o := *opts
+	o.Usage, o.Logger = cur.Usage, cur.Logger
+	o = o.checked()
+	e.opts.Store(&o)
+}
+
+// options are the engine's options now.
+func (e *Engine) options() *Options { return e.opts.Load() }
 
 // reportDegraded logs when the vector half turns off or back on, once per
 // change rather than at every swap.
@@ -273,7 +296,7 @@ func (e *Engine) reportDegraded() {
 	if degraded {
 		e.log.Warn("search runs BM25 only", "reason", why)
 	} else {
-		e.log.Info("search runs with vectors", "mode", e.opts.Mode)
+		e.log.Info("search runs with vectors", "mode", e.options().Mode)
 	}
 }
 
@@ -299,7 +322,7 @@ func (e *Engine) noteEmbed(err error) {
 }
 
 // Options returns the engine's options after defaults.
-func (e *Engine) Options() Options { return e.opts }
+func (e *Engine) Options() Options { return *e.options() }
 
 // Swap makes ix the index searches use. Searches running on the old index
 // finish on it; it is closed when the last of them returns. Searches never
@@ -361,7 +384,7 @@ type State struct {
 // error (a model not installed yet names the command that installs it)
 // rather than its consequence, and a query embedding that failed last.
 func (e *Engine) State() State {
-	st := State{Mode: e.opts.Mode, Configured: e.opts.Mode}
+	st := State{Mode: e.options().Mode, Configured: e.options().Mode}
 	if !st.Configured.needsVectors() {
 		return st
 	}
@@ -421,7 +444,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		return Result{}, err
 	}
 	if mode == "" {
-		mode = e.opts.Mode
+		mode = e.options().Mode
 	}
 	limit := q.limit()
 
@@ -480,7 +503,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	if embc != nil {
 		allParts = QueryParts(text)
 	}
-	if embc != nil && mode == ModeHybrid && e.opts.StepWeight > 0 {
+	if embc != nil && mode == ModeHybrid && e.options().StepWeight > 0 {
 		if len(allParts) >= minStepParts {
 			parts = allParts
 			partc = make(chan partVectors, 1)
@@ -649,11 +672,11 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 // noMatch says that no hit reaches Options.MinConfidence (never, when it
 // is negative).
 func (e *Engine) noMatch(hits []Hit) bool {
-	if e.opts.MinConfidence < 0 {
+	if e.options().MinConfidence < 0 {
 		return false
 	}
 	for _, h := range hits {
-		if h.Confidence >= e.opts.MinConfidence {
+		if h.Confidence >= e.options().MinConfidence {
 			return false
 		}
 	}
@@ -706,12 +729,12 @@ func raiseConfidence(ix *index.Index, lm *learnedModel, hits []Hit, cosines []fl
 // fused modes, the limit otherwise, and every keyword score when NormMean
 // needs the keyword mean.
 func (e *Engine) depths(mode Mode, limit, n int, vectors bool) (kwDepth, vecDepth int) {
-	pool := max(e.opts.Candidates, limit)
+	pool := max(e.options().Candidates, limit)
 	kwDepth, vecDepth = limit, limit
 	if mode == ModeHybrid || mode == ModeRRF {
 		kwDepth, vecDepth = pool, pool
 	}
-	if vectors && e.opts.KeywordNorm == NormMean {
+	if vectors && e.options().KeywordNorm == NormMean {
 		kwDepth = n // the keyword mean needs every score
 	}
 	return kwDepth, vecDepth
@@ -740,7 +763,7 @@ func (e *Engine) vectorSignal(lm *learnedModel, sub index.Subset, qvec []float32
 // top lacks its exact score in that other signal: a keyword candidate its
 // cosine, a vector candidate its BM25F score (every tool's is in kwRes).
 func (e *Engine) fillMissing(ix *index.Index, lm *learnedModel, kwRes *index.KeywordResult, qvec []float32, mode Mode, kw, vec *signal) {
-	pool := e.opts.Candidates
+	pool := e.options().Candidates
 	if mode == ModeVector {
 		pool = len(vec.top)
 	}

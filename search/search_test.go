@@ -461,3 +461,48 @@ func TestBadOptionsFallBack(t *testing.T) {
 		t.Errorf("Search = %+v, %v", res, err)
 	}
 }
+
+// TestReconfigure: new options (a config reload) rank the next search: the
+// mode, the weights and the confidence a hit needs; the usage stays the
+// engine's, and what cannot be used falls back as in New.
+func TestReconfigure(t *testing.T) {
+	emb := &hashEmbedder{}
+	u := &noPairs{}
+	e := search.New(build(t, testCatalog, emb), emb, &search.Options{Usage: u})
+	defer e.Close()
+	ctx := context.Background()
+	q := search.Query{Text: "write content to a file", Limit: 3}
+	res, err := e.Search(ctx, q)
+	if err != nil || res.Mode != search.ModeHybrid || res.NoMatch {
+		t.Fatalf("before: mode %s noMatch %v, %v", res.Mode, res.NoMatch, err)
+	}
+
+	e.Reconfigure(&search.Options{Mode: search.ModeBM25, MinConfidence: 0.999})
+	if o := e.Options(); o.Mode != search.ModeBM25 || o.MinConfidence != 0.999 || o.Usage != u || o.Candidates != search.DefaultCandidates {
+		t.Errorf("options after Reconfigure = %+v, want bm25, 0.999, the engine's usage and defaults", o)
+	}
+	if st := e.State(); st.Configured != search.ModeBM25 || st.BM25Only {
+		t.Errorf("State after Reconfigure = %+v, want configured bm25 and not degraded", st)
+	}
+	res, err = e.Search(ctx, q)
+	if err != nil || res.Mode != search.ModeBM25 || !res.NoMatch {
+		t.Errorf("after: mode %s noMatch %v, %v; want bm25 and noMatch", res.Mode, res.NoMatch, err)
+	}
+
+	e.Reconfigure(&search.Options{KeywordWeight: 1, VectorWeight: 0, MinConfidence: -1, Mode: "fancy"})
+	res, err = e.Search(ctx, q)
+	if err != nil || res.Mode != search.ModeHybrid || res.NoMatch || len(res.Hits) == 0 {
+		t.Fatalf("weights 1/0: mode %s noMatch %v, %v", res.Mode, res.NoMatch, err)
+	}
+	for _, h := range res.Hits {
+		if h.Score != h.Keyword {
+			t.Errorf("%s: score %v with weights 1/0, want its keyword %v", h.Tool.ID(), h.Score, h.Keyword)
+		}
+	}
+}
+
+// noPairs is a Usage that has learned nothing.
+type noPairs struct{}
+
+func (*noPairs) Generation() uint64        { return 0 }
+func (*noPairs) Pairs() []search.UsagePair { return nil }

@@ -47,7 +47,7 @@ func (e *Engine) rankSteps(ix *index.Index, sub index.Subset, lm *learnedModel, 
 		vec := e.vectorSignal(lm, sub, qvec, vecDepth, server, &kw)
 		e.fillMissing(ix, lm, kwRes, qvec, mode, &kw, &vec)
 		for _, r := range e.rank(mode, kw, vec, limit) {
-			r.score *= e.opts.StepWeight
+			r.score *= e.options().StepWeight
 			r.clause = part
 			j, ok := byID[r.id]
 			switch {

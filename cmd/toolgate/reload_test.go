@@ -221,7 +221,7 @@ func TestConfigReload(t *testing.T) {
 		}
 	})
 
-	t.Run("changed entry restarts; a search setting waits for a restart", func(t *testing.T) {
+	t.Run("changed entry restarts; search settings apply, embed waits for a restart", func(t *testing.T) {
 		pidOf := func(name string) int {
 			for _, b := range getStatus(t, addr).Backends {
 				if b.Name == name {
@@ -237,12 +237,25 @@ func TestConfigReload(t *testing.T) {
 				"alpha": map[string]any{"command": alpha2.Command, "env": alpha2.Env},
 				"beta":  map[string]any{"command": beta.Command, "env": beta.Env},
 			},
-			"toolgate": map[string]any{"search": map[string]any{"defaultLimit": 3}},
+			"toolgate": map[string]any{
+				"search": map[string]any{"defaultLimit": 2, "mode": "vector"},
+				"embed":  map[string]any{"variant": "int8"},
+			},
 		})
 		writeRaw(t, path, b, true)
 		r := reloaded(t, 4, live.Reload{Trigger: "file changed", Changed: []string{"alpha"}, Unchanged: []string{"beta"}})
-		if !slices.Equal(r.RestartOnly, []string{"toolgate.search"}) {
-			t.Errorf("restartOnly = %v, want the search setting to wait for a restart", r.RestartOnly)
+		if !slices.Equal(r.Applied, []string{"toolgate.search"}) || !slices.Equal(r.RestartOnly, []string{"toolgate.embed"}) {
+			t.Errorf("applied = %v, restartOnly = %v; want toolgate.search applied and toolgate.embed waiting for a restart", r.Applied, r.RestartOnly)
+		}
+		// The new default limit applies; the config's mode does not
+		// override --mode.
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "echo the given text back"}})
+		if err != nil || res.IsError {
+			t.Fatalf("search_tools without a limit: %v %s", err, resultText(res))
+		}
+		var out searchAnswer
+		if b, _ := json.Marshal(res.StructuredContent); json.Unmarshal(b, &out) != nil || len(out.Tools) != 2 || out.Mode != "bm25" {
+			t.Errorf("search_tools after the reload: mode %q, %d tools; want bm25 (--mode) and 2 (the new defaultLimit)", out.Mode, len(out.Tools))
 		}
 		// A call to a backend that is (re)connecting waits for it.
 		if !works(t, "alpha__echo") || !works(t, "beta__echo") {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -71,10 +72,11 @@ toolgate.profiles; over HTTP, /profiles/NAME/mcp serves each profile.
 It watches the config files and applies a change while it runs (SIGHUP
 reloads too): removed servers stop and their tools leave search at once,
 added ones start, changed ones restart, the others keep running. A config
-that does not parse is logged and changes nothing. Settings outside
-"mcpServers" (http, telemetry, dataDir, embed, search, restart,
-maxConcurrentConnects) take effect on the next start; timeouts, profiles and
-management apply at once.`,
+that does not parse is logged and changes nothing. Timeouts, profiles,
+management and search (mode unless --mode is given, weights, minConfidence,
+stepWeight, limits) apply at once; the other settings outside "mcpServers"
+(http, telemetry, dataDir, embed, restart, maxConcurrentConnects, keysFile,
+security, audit, limits) take effect on the next start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), g, f)
@@ -152,12 +154,13 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		}
 	}()
 	s := cfg.Toolgate.Search
-	mode := search.Mode(s.Mode)
+	var flagMode search.Mode // --mode, over the config's
 	if f.mode != "" {
-		if mode, err = search.ParseMode(f.mode); err != nil {
+		if flagMode, err = search.ParseMode(f.mode); err != nil {
 			return usageError{fmt.Errorf("--mode: %w", err)}
 		}
 	}
+	modeOf := func(s config.SearchSettings) search.Mode { return cmp.Or(flagMode, search.Mode(s.Mode)) }
 	// The HTTP address is taken before anything starts, so that a taken
 	// port is an error at once rather than after the backends are up.
 	if f.http == "" && cfg.Toolgate.HTTP.Addr != "" {
@@ -245,12 +248,15 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 
 	// The runtime loop: warm start (it opens the last run's index now),
 	// catalog sync with the pool and the built-in management server, the
-	// policy's rules, config reloads (file watch and SIGHUP), the servers
-	// disabled at run time (the state file).
+	// policy's rules, config reloads (file watch and SIGHUP; a change of
+	// toolgate.search applies at once, its limits through the gateway's
+	// OnChange, see front.serve), the servers disabled at run time (the
+	// state file).
 	lv := live.New(index.Dir(g.DataDir()), cfg, &live.Options{
 		Logger:      log,
 		Embedder:    emb,
-		Search:      searchOptions(s, mode, usage),
+		Search:      searchOptions(s, modeOf(s), usage),
+		SearchFrom:  func(s config.SearchSettings) *search.Options { return searchOptions(s, modeOf(s), usage) },
 		Indexed:     indexed,
 		ConfigPaths: f.configs,
 		ConfigDocs:  docs,

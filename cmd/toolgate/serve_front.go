@@ -85,8 +85,13 @@ func (fr *front) serve(ctx context.Context) error {
 		Audit:          fr.sec.audit,
 		AuditArguments: fr.sec.auditArguments,
 	})
-	// search_tools' description names the servers behind the gateway.
-	fr.lv.OnChange(gw.Refresh)
+	// search_tools' description names the servers behind the gateway, and
+	// its limits are toolgate.search's as last reloaded.
+	fr.lv.OnChange(func() {
+		s := fr.lv.Config().Toolgate.Search
+		gw.SetLimits(s.DefaultLimit, s.MaxLimit)
+		gw.Refresh()
+	})
 	fr.proc.gw.Store(gw)
 
 	fr.log.Info("gateway ready", "servers", len(fr.cfg.Servers()), "tools", fr.lv.Stats().CatalogTools, "warm", fr.warm, "startup", time.Since(fr.start).Round(time.Millisecond))

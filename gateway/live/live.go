@@ -88,6 +88,11 @@ type Options struct {
 	// Search configures the engine (mode, weights); nil = search's defaults.
 	// Its Logger defaults to Logger.
 	Search *search.Options
+	// SearchFrom, if set, makes the engine's options of a config's
+	// toolgate.search: a reload that changes them applies them from the
+	// next search on (Engine.Reconfigure). Nil: a change of
+	// toolgate.search takes effect on restart.
+	SearchFrom func(config.SearchSettings) *search.Options
 	// ConfigPaths are the config files to watch and reload, read as one
 	// (config.ParseDocs: later files over earlier ones); none = no reloads.
 	// ConfigDocs are the documents New's cfg was parsed from: a reload that
@@ -210,8 +215,10 @@ type Reload struct {
 	Changed   []string `json:"changed,omitempty"`
 	Updated   []string `json:"updated,omitempty"`
 	Unchanged []string `json:"unchanged,omitempty"`
-	// RestartOnly names the toolgate settings that changed but take effect
-	// on the next start ("toolgate.search", ...).
+	// Applied names the toolgate settings that changed and apply from now
+	// on ("toolgate.search"); RestartOnly those that changed but take
+	// effect on the next start ("toolgate.embed", ...).
+	Applied     []string `json:"applied,omitempty"`
 	RestartOnly []string `json:"restartOnly,omitempty"`
 }
 

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -306,6 +307,53 @@ func TestReloadOnFileChange(t *testing.T) {
 	}
 }
 
+// With SearchFrom, a reload that changes toolgate.search applies it from
+// the next search on (the gateway's serve passes it): it used to wait for a
+// restart, which for a stdio gateway is each client's.
+func TestReloadAppliesSearch(t *testing.T) {
+	pool := newFakePool("a")
+	pool.list("a", "apple", "apricot")
+	var asked []config.SearchSettings
+	from := func(s config.SearchSettings) *search.Options {
+		asked = append(asked, s)
+		o := &search.Options{Mode: search.Mode(s.Mode), KeywordWeight: s.KeywordWeight, VectorWeight: s.VectorWeight}
+		if s.MinConfidence != nil {
+			o.MinConfidence = *s.MinConfidence
+		}
+		return o
+	}
+	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Millisecond, SearchFrom: from}, "a")
+	f.run(t)
+	if o := f.loop.eng.Load().Options(); o.KeywordWeight != search.DefaultKeywordWeight || o.MinConfidence != search.DefaultMinConfidence {
+		t.Fatalf("options before: %+v, want the default weights and confidence", o)
+	}
+
+	writeFile(t, f.path, configBytes(t, map[string]any{"search": map[string]any{"mode": "vector", "keywordWeight": 0.8, "minConfidence": 1}, "embed": map[string]any{"variant": "int8"}}, "a"))
+	st := f.wait(t, "the reload", func(s Stats) bool { return s.ReloadGeneration == 1 })
+	if r := st.LastReload; !slices.Equal(r.Applied, []string{"toolgate.search"}) || !slices.Equal(r.RestartOnly, []string{"toolgate.embed"}) {
+		t.Errorf("LastReload = %+v, want toolgate.search applied and toolgate.embed waiting for a restart", r)
+	}
+	if len(asked) != 1 || asked[0].Mode != "vector" {
+		t.Errorf("SearchFrom asked for %+v, want the new settings once", asked)
+	}
+	if o := f.loop.eng.Load().Options(); o.Mode != search.ModeVector || o.KeywordWeight != 0.8 || math.Abs(o.VectorWeight-0.2) > 1e-9 || o.MinConfidence != 1 {
+		t.Errorf("options after the reload: %+v, want vector, weights 0.8/0.2 and minConfidence 1", o)
+	}
+	if st := f.loop.SearchState(); st.Configured != search.ModeVector {
+		t.Errorf("search state after the reload: %+v, want configured vector", st)
+	}
+	if log := f.logs.String(); !strings.Contains(log, `msg="search settings applied"`) || !strings.Contains(log, "mode=vector") {
+		t.Errorf("the log does not say the search settings applied:\n%s", log)
+	}
+
+	// Settings that did not change are not applied again.
+	writeFile(t, f.path, configBytes(t, map[string]any{"search": map[string]any{"mode": "vector", "keywordWeight": 0.8, "minConfidence": 1}}, "a"))
+	st = f.wait(t, "the second reload", func(s Stats) bool { return s.ReloadGeneration == 2 })
+	if r := st.LastReload; r.Applied != nil || len(asked) != 1 {
+		t.Errorf("reload without a search change: %+v, SearchFrom asked %d times; want nothing applied", r, len(asked))
+	}
+}
+
 // A file that cannot be used changes nothing, is counted, and says why; the
 // next good save applies, and the last error stays on record.
 func TestReloadRejected(t *testing.T) {
@@ -402,28 +450,32 @@ func TestMerge(t *testing.T) {
 func TestRestartOnly(t *testing.T) {
 	var base config.Settings
 	tests := []struct {
-		name   string
-		change func(*config.Settings)
-		want   []string
+		name    string
+		change  func(*config.Settings)
+		applied []string
+		want    []string
 	}{
-		{"nothing", func(*config.Settings) {}, nil},
+		{"nothing", func(*config.Settings) {}, nil, nil},
 		{"timeouts apply at run time", func(s *config.Settings) {
 			s.CallTimeout.Duration, s.ConnectTimeout.Duration = 1, 2
-		}, nil},
-		{"http addr", func(s *config.Settings) { s.HTTP.Addr = "127.0.0.1:1" }, []string{"toolgate.http"}},
-		{"telemetry", func(s *config.Settings) { s.Telemetry.OTLPEndpoint = "http://127.0.0.1:4318" }, []string{"toolgate.telemetry"}},
+		}, nil, nil},
+		{"http addr", func(s *config.Settings) { s.HTTP.Addr = "127.0.0.1:1" }, nil, []string{"toolgate.http"}},
+		{"telemetry", func(s *config.Settings) { s.Telemetry.OTLPEndpoint = "http://127.0.0.1:4318" }, nil, []string{"toolgate.telemetry"}},
 		{"search and embed", func(s *config.Settings) {
 			s.Search.DefaultLimit, s.Embed.Variant = 7, "int8"
-		}, []string{"toolgate.embed", "toolgate.search"}},
+		}, nil, []string{"toolgate.embed", "toolgate.search"}},
+		{"search applied", func(s *config.Settings) {
+			s.Search.DefaultLimit, s.Embed.Variant = 7, "int8"
+		}, []string{"toolgate.search"}, []string{"toolgate.embed"}},
 		{"data dir, restart, connects", func(s *config.Settings) {
 			s.DataDir, s.Restart.Delays, s.MaxConcurrentConnects = "/x", []config.Duration{}, 1
-		}, []string{"toolgate.dataDir", "toolgate.restart", "toolgate.maxConcurrentConnects"}},
+		}, nil, []string{"toolgate.dataDir", "toolgate.restart", "toolgate.maxConcurrentConnects"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cur := base
 			tc.change(&cur)
-			if diff := cmp.Diff(tc.want, restartOnly(base, cur)); diff != "" {
+			if diff := cmp.Diff(tc.want, restartOnly(base, cur, tc.applied)); diff != "" {
 				t.Errorf("restartOnly (-want +got):\n%s", diff)
 			}
 		})

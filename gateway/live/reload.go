@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -148,7 +149,18 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 	if len(d.Added)+len(d.Removed)+len(d.Changed) > 0 {
 		l.refresh() // drop removed servers' tools from the index now; added ones follow as they list
 	}
-	later := restartOnly(l.applied.Load().Toolgate, cfg.Toolgate)
+	was := l.applied.Load().Toolgate
+	var now []string
+	if l.opts.SearchFrom != nil && !reflect.DeepEqual(was.Search, cfg.Toolgate.Search) {
+		if eng := l.eng.Load(); eng != nil {
+			eng.Reconfigure(l.opts.SearchFrom(cfg.Toolgate.Search))
+			o := eng.Options()
+			l.log.Info("search settings applied", "file", file, "mode", o.Mode, "keyword_weight", o.KeywordWeight, "vector_weight", o.VectorWeight,
+				"min_confidence", o.MinConfidence, "step_weight", o.StepWeight)
+		}
+		now = append(now, "toolgate.search")
+	}
+	later := restartOnly(was, cfg.Toolgate, now)
 	if len(later) > 0 {
 		l.log.Warn("config settings changed; they take effect on restart", "file", file, "settings", later)
 	}
@@ -157,7 +169,7 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 		"added", d.Added, "removed", d.Removed, "changed", d.Changed, "updated", d.Updated, "unchanged", d.Unchanged,
 		"took", time.Since(start).Round(time.Microsecond))
 	r := l.reloaded(&Reload{At: start, Trigger: trigger, Added: d.Added, Removed: d.Removed, Changed: d.Changed,
-		Updated: d.Updated, Unchanged: d.Unchanged, RestartOnly: later})
+		Updated: d.Updated, Unchanged: d.Unchanged, Applied: now, RestartOnly: later})
 	l.changedHook()
 	return r, false
 }
@@ -196,10 +208,10 @@ func (l *Loop) reloaded(r *Reload) *Reload {
 }
 
 // restartOnly names the settings of the toolgate section that differ and
-// cannot change while serving. (connectTimeout and callTimeout are applied:
-// config.File.Servers copies them into every server entry, and the pool
-// takes them in place.)
-func restartOnly(old, cur config.Settings) []string {
+// cannot change while serving, but those applied. (connectTimeout and
+// callTimeout are applied: config.File.Servers copies them into every
+// server entry, and the pool takes them in place.)
+func restartOnly(old, cur config.Settings, applied []string) []string {
 	var out []string
 	for _, c := range []struct {
 		name string
@@ -217,7 +229,7 @@ func restartOnly(old, cur config.Settings) []string {
 		{"toolgate.audit", old.Audit, cur.Audit},
 		{"toolgate.limits", old.Limits, cur.Limits},
 	} {
-		if !reflect.DeepEqual(c.a, c.b) {
+		if !reflect.DeepEqual(c.a, c.b) && !slices.Contains(applied, c.name) {
 			out = append(out, c.name)
 		}
 	}

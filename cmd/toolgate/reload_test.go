@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -247,15 +249,22 @@ func TestConfigReload(t *testing.T) {
 		if !slices.Equal(r.Applied, []string{"toolgate.search"}) || !slices.Equal(r.RestartOnly, []string{"toolgate.embed"}) {
 			t.Errorf("applied = %v, restartOnly = %v; want toolgate.search applied and toolgate.embed waiting for a restart", r.Applied, r.RestartOnly)
 		}
+		if st := getStatus(t, addr); !slices.Equal(st.RestartPending, []string{"toolgate.embed"}) {
+			t.Errorf("restartPending = %v, want toolgate.embed", st.RestartPending)
+		}
+		var out bytes.Buffer
+		if err := runStatus(context.Background(), &out, statusFlags{addr: addr}); !strings.Contains(out.String(), "changed since the start, waiting for a restart: toolgate.embed\n") {
+			t.Errorf("toolgate status (%v) does not say what waits for a restart:\n%s", err, out.String())
+		}
 		// The new default limit applies; the config's mode does not
 		// override --mode.
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "echo the given text back"}})
 		if err != nil || res.IsError {
 			t.Fatalf("search_tools without a limit: %v %s", err, resultText(res))
 		}
-		var out searchAnswer
-		if b, _ := json.Marshal(res.StructuredContent); json.Unmarshal(b, &out) != nil || len(out.Tools) != 2 || out.Mode != "bm25" {
-			t.Errorf("search_tools after the reload: mode %q, %d tools; want bm25 (--mode) and 2 (the new defaultLimit)", out.Mode, len(out.Tools))
+		var ans searchAnswer
+		if b, _ := json.Marshal(res.StructuredContent); json.Unmarshal(b, &ans) != nil || len(ans.Tools) != 2 || ans.Mode != "bm25" {
+			t.Errorf("search_tools after the reload: mode %q, %d tools; want bm25 (--mode) and 2 (the new defaultLimit)", ans.Mode, len(ans.Tools))
 		}
 		// A call to a backend that is (re)connecting waits for it.
 		if !works(t, "alpha__echo") || !works(t, "beta__echo") {

@@ -457,6 +457,9 @@ func printLoopStats(w io.Writer, st *live.Stats) {
 	if st.LastReloadError != "" {
 		fmt.Fprintf(w, "; last rejected at %s: %s", clock(st.LastReloadErrorAt), statusLine(st.LastReloadError, 100))
 	}
+	if len(st.RestartPending) > 0 {
+		fmt.Fprintf(w, "; changed since the start, waiting for a restart: %s", strings.Join(st.RestartPending, ", "))
+	}
 	fmt.Fprintln(w)
 }
 

@@ -199,6 +199,10 @@ type Stats struct {
 	// LastReloadErrorAt says when.
 	LastReloadError   string    `json:"lastReloadError,omitempty"`
 	LastReloadErrorAt time.Time `json:"lastReloadErrorAt,omitzero"`
+	// RestartPending names the toolgate settings the config in effect
+	// changed since the start and that wait for a restart (over every
+	// reload, not only the last one's RestartOnly).
+	RestartPending []string `json:"restartPending,omitempty"`
 	// Disabled lists the servers disabled at run time (SetDisabled, the
 	// state file), sorted; their tools are hidden and they do not run.
 	Disabled []string `json:"disabled,omitempty"`
@@ -253,6 +257,7 @@ type Loop struct {
 
 	reloadMu sync.Mutex                  // serializes reloads and enable/disable
 	applied  atomic.Pointer[config.File] // the config in effect
+	started  config.Settings             // the toolgate settings the process started with
 	hash     [sha256.Size]byte
 	watchers []*config.Watcher // the config files'
 	stateW   *config.Watcher   // the state file's
@@ -277,6 +282,7 @@ func New(dir string, cfg *config.File, opts *Options) *Loop {
 		l.policy = policy.NewSet()
 	}
 	l.applied.Store(cfg)
+	l.started = cfg.Toolgate
 	if o.ConfigDocs != nil {
 		l.hash = docsHash(o.ConfigDocs)
 	}

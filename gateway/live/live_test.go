@@ -333,6 +333,9 @@ func TestReloadAppliesSearch(t *testing.T) {
 	if r := st.LastReload; !slices.Equal(r.Applied, []string{"toolgate.search"}) || !slices.Equal(r.RestartOnly, []string{"toolgate.embed"}) {
 		t.Errorf("LastReload = %+v, want toolgate.search applied and toolgate.embed waiting for a restart", r)
 	}
+	if !slices.Equal(st.RestartPending, []string{"toolgate.embed"}) {
+		t.Errorf("RestartPending = %v, want toolgate.embed", st.RestartPending)
+	}
 	if len(asked) != 1 || asked[0].Mode != "vector" {
 		t.Errorf("SearchFrom asked for %+v, want the new settings once", asked)
 	}
@@ -351,6 +354,10 @@ func TestReloadAppliesSearch(t *testing.T) {
 	st = f.wait(t, "the second reload", func(s Stats) bool { return s.ReloadGeneration == 2 })
 	if r := st.LastReload; r.Applied != nil || len(asked) != 1 {
 		t.Errorf("reload without a search change: %+v, SearchFrom asked %d times; want nothing applied", r, len(asked))
+	}
+	// toolgate.embed is back as the gateway started with it: nothing waits.
+	if r := st.LastReload; !slices.Equal(r.RestartOnly, []string{"toolgate.embed"}) || st.RestartPending != nil {
+		t.Errorf("embed set back: restartOnly %v, pending %v; want the change said, nothing pending", r.RestartOnly, st.RestartPending)
 	}
 }
 

@@ -168,6 +168,12 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 	l.log.Info("config reloaded", "file", file, "trigger", trigger,
 		"added", d.Added, "removed", d.Removed, "changed", d.Changed, "updated", d.Updated, "unchanged", d.Unchanged,
 		"took", time.Since(start).Round(time.Microsecond))
+	var hot []string // what a reload applies of the toolgate settings
+	if l.opts.SearchFrom != nil {
+		hot = append(hot, "toolgate.search")
+	}
+	pending := restartOnly(l.started, cfg.Toolgate, hot)
+	l.update(func(s *Stats) { s.RestartPending = pending })
 	r := l.reloaded(&Reload{At: start, Trigger: trigger, Added: d.Added, Removed: d.Removed, Changed: d.Changed,
 		Updated: d.Updated, Unchanged: d.Unchanged, Applied: now, RestartOnly: later})
 	l.changedHook()

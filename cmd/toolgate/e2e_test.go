@@ -430,17 +430,7 @@ func TestDegradedModeServesBM25(t *testing.T) {
 		t.Errorf("the log does not name the missing piece:\n%s", log)
 	}
 
-	if err := os.Symlink(dirs.ORTLib("", ""), lib); err != nil {
-		t.Fatal(err)
-	}
-	var out searchAnswer
-	testenv.EventuallyWithin(t, 2*time.Minute, "search_tools ranking with the runtime", func() bool {
-		out, _ = searchTools(t, ctx, cs, "list the files in a directory", 3)
-		return out.Mode == "hybrid"
-	})
-	if len(out.Tools) == 0 || out.Tools[0].Name != "filesystem__list_directory" {
-		t.Errorf("hybrid search once the runtime came: %+v", out.Tools)
-	}
+	hybridOnceInstalled(t, ctx, cs, "the runtime", dirs.ORTLib("", ""), lib)
 	st, _, _ = runToolgate(t, data, "status", "--json")
 	rep = gateway.StatusReport{}
 	if err := json.Unmarshal([]byte(st), &rep); err != nil || rep.Search == nil || rep.Search.BM25Only || rep.Search.Mode != "hybrid" {
@@ -474,18 +464,7 @@ func TestModelFetchedWhileServing(t *testing.T) {
 		!strings.Contains(st, "toolgate models fetch") {
 		t.Errorf("status before the model is installed: %v\n%s%s", err, st, errOut)
 	}
-	// What `toolgate models fetch` does last: the files appear whole.
-	if err := os.Symlink(filepath.Join(installedModels(), "all-MiniLM-L6-v2"), filepath.Join(models, "all-MiniLM-L6-v2")); err != nil {
-		t.Fatal(err)
-	}
-	var out searchAnswer
-	testenv.EventuallyWithin(t, 2*time.Minute, "search_tools ranking with the model", func() bool {
-		out, _ = searchTools(t, ctx, cs, "list the files in a directory", 3)
-		return out.Mode == "hybrid"
-	})
-	if len(out.Tools) == 0 || out.Tools[0].Name != "filesystem__list_directory" {
-		t.Errorf("hybrid search once the model came: %+v", out.Tools)
-	}
+	hybridOnceInstalled(t, ctx, cs, "the model", filepath.Join(installedModels(), "all-MiniLM-L6-v2"), filepath.Join(models, "all-MiniLM-L6-v2"))
 	if !strings.Contains(stderr.String(), "re-indexing with its vectors") {
 		t.Errorf("the log does not say the model came:\n%s", stderr.String())
 	}
@@ -494,6 +473,24 @@ func TestModelFetchedWhileServing(t *testing.T) {
 	if jerr := json.Unmarshal([]byte(st), &rep); err != nil || jerr != nil || rep.Search == nil ||
 		rep.Search.Mode != "hybrid" || rep.Search.BM25Only || !strings.HasPrefix(rep.Search.Model, "all-MiniLM-L6-v2/") {
 		t.Errorf("status once the model came: %v %v\n%s%s", err, jerr, st, errOut)
+	}
+}
+
+// hybridOnceInstalled puts what (the installed copy at from) at path, as an
+// install does last (the files appear whole), and waits for the gateway
+// on cs to rank hybrid, with the right tool first.
+func hybridOnceInstalled(t *testing.T, ctx context.Context, cs *mcp.ClientSession, what, from, path string) {
+	t.Helper()
+	if err := os.Symlink(from, path); err != nil {
+		t.Fatal(err)
+	}
+	var out searchAnswer
+	testenv.EventuallyWithin(t, 2*time.Minute, "search_tools ranking with "+what, func() bool {
+		out, _ = searchTools(t, ctx, cs, "list the files in a directory", 3)
+		return out.Mode == "hybrid"
+	})
+	if len(out.Tools) == 0 || out.Tools[0].Name != "filesystem__list_directory" {
+		t.Errorf("hybrid search once %s came: %+v", what, out.Tools)
 	}
 }
 

@@ -98,22 +98,33 @@ backend is down or still connecting, or the data folder cannot take writes,
 
 // statusURL turns --addr (host:port, :port or a URL) into the /status URL.
 func statusURL(addr string) (string, error) {
+	u, err := gatewayURL(addr)
+	if err != nil {
+		return "", err
+	}
+	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/mcp") + "/status"
+	return u.String(), nil
+}
+
+// gatewayURL turns --addr (host:port, :port or a URL) into the gateway's
+// URL as given (path included); a host left out, or a wildcard one (the
+// address a front listens on), is 127.0.0.1.
+func gatewayURL(addr string) (*url.URL, error) {
 	if !strings.Contains(addr, "://") {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
-			return "", fmt.Errorf("--addr %q: want host:port, e.g. %s, or a URL", addr, defaultStatusAddr)
+			return nil, fmt.Errorf("--addr %q: want host:port, e.g. %s, or a URL", addr, defaultStatusAddr)
 		}
-		if host == "" {
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 			host = "127.0.0.1"
 		}
 		addr = "http://" + net.JoinHostPort(host, port)
 	}
 	u, err := url.Parse(addr)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("--addr %q: want host:port, e.g. %s, or an http(s) URL", addr, defaultStatusAddr)
+		return nil, fmt.Errorf("--addr %q: want host:port, e.g. %s, or an http(s) URL", addr, defaultStatusAddr)
 	}
-	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/mcp") + "/status"
-	return u.String(), nil
+	return u, nil
 }
 
 func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {

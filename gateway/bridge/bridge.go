@@ -1,0 +1,516 @@
+// Package bridge connects an MCP client on stdio to a gateway served over
+// streamable HTTP (`toolgate connect`): many clients that speak only stdio
+// (each would start a gateway of its own, with its own backends, model and
+// caches) share one `toolgate serve --http`, its API keys and scopes, its
+// audit log and what it learns.
+//
+// The bridge relays JSON-RPC messages as they are, one line each way:
+// every message the client writes is POSTed to the gateway's endpoint, and
+// what the gateway answers (a JSON body, or the events of an SSE stream: the
+// response and, before it, the requests and notifications it sends while
+// it works) is written back. It keeps no MCP state but the protocol version
+// the gateway agreed in initialize (sent as MCP-Protocol-Version, as a
+// client of streamable HTTP must) and a session ID if the gateway gives
+// one: toolgate's HTTP front is stateless, so a gateway restarted under the
+// bridge answers the next call as if nothing happened.
+//
+// A call the gateway cannot take (it is down, refuses the key, the body is
+// too large) is answered with a JSON-RPC error that says why and how to fix
+// it, and the bridge goes on; it stops when the client closes stdin.
+package bridge
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Options configure Run.
+type Options struct {
+	// URL is the gateway's MCP endpoint (http://127.0.0.1:8931/mcp, or a
+	// profile's /profiles/NAME/mcp).
+	URL string
+	// Key, if set, is sent as "Authorization: Bearer KEY" (an API key of
+	// the gateway's, `toolgate keys create`).
+	Key string
+	// KeyEnv names where Key came from, for the fix of a refused key
+	// (e.g. "$TOOLGATE_KEY").
+	KeyEnv string
+	// Client sends the requests; nil is a client without a timeout (a
+	// call runs as long as the gateway lets it, and an SSE stream as long
+	// as the call).
+	Client *http.Client
+	// Logger receives what the client cannot see: a notification or a
+	// response the gateway refused. Nil discards.
+	Logger *slog.Logger
+	// MaxLineBytes bounds one message from the client (0: 16 MiB, as
+	// go-sdk's stdio transport).
+	MaxLineBytes int
+	// Grace is how long calls still running when the client closes stdin
+	// may finish (0: DefaultGrace).
+	Grace time.Duration
+}
+
+// Error codes of the JSON-RPC errors the bridge answers with itself.
+const (
+	// CodeUnreachable: the gateway did not answer (down, wrong address).
+	CodeUnreachable = -32001
+	// CodeRefused: the gateway answered with an HTTP error (a key it
+	// refuses, a body over its limit, a profile it does not have).
+	CodeRefused = -32002
+)
+
+// Run relays between the client on in and out and the gateway at
+// opts.URL until in ends (nil) or ctx is done (ctx.Err()). Calls still running when in
+// ends get Grace to finish (a script that writes its requests and closes
+// stdin reads their answers; a client that leaves is gone), then are
+// cancelled, as they are at once when ctx is done or out is closed.
+func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	b := &bridge{opts: opts, out: out, inflight: map[string]context.CancelFunc{}, gone: cancel}
+	if b.opts.Client == nil {
+		b.opts.Client = &http.Client{}
+	}
+	if b.opts.Logger == nil {
+		b.opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	limit := b.opts.MaxLineBytes
+	if limit <= 0 {
+		limit = 16 << 20
+	}
+	grace := b.opts.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	// Lines are read on a goroutine of their own, so that ctx ends Run
+	// while a read waits (stdin cannot be interrupted).
+	type read struct {
+		line []byte
+		err  error
+	}
+	reads := make(chan read)
+	go func() {
+		r := bufio.NewReaderSize(in, 64<<10)
+		for {
+			line, err := readLine(r, limit)
+			select {
+			case reads <- read{line, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil && !errors.Is(err, errTooLong) {
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for {
+		var rd read
+		select {
+		case rd = <-reads:
+		case <-ctx.Done():
+			wg.Wait() // the calls' requests end with ctx
+			return ctx.Err()
+		}
+		if len(bytes.TrimSpace(rd.line)) > 0 {
+			wg.Go(func() { b.relay(ctx, rd.line) })
+		}
+		if errors.Is(rd.err, errTooLong) {
+			b.opts.Logger.Warn("a message from the client is over the size limit; passed over", "limit_bytes", limit)
+			continue
+		}
+		if rd.err == nil {
+			continue
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		case <-time.After(grace):
+		}
+		cancel()
+		wg.Wait()
+		if errors.Is(rd.err, io.EOF) {
+			return nil
+		}
+		return fmt.Errorf("read the client's messages: %w", rd.err)
+	}
+}
+
+// DefaultGrace is Options.Grace's default: what go-sdk's CommandTransport
+// waits after closing a server's stdin before it sends SIGTERM.
+const DefaultGrace = 5 * time.Second
+
+var errTooLong = errors.New("line too long")
+
+// readLine reads one newline-ended line of at most limit bytes; a longer
+// one is read to its end and errTooLong returned with no bytes.
+func readLine(r *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) <= limit {
+			line = append(line, chunk...)
+		} else {
+			line = line[:0]
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = r.ReadSlice('\n')
+			}
+			if err == nil {
+				return nil, errTooLong
+			}
+			return nil, err
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
+	}
+}
+
+type bridge struct {
+	opts Options
+	gone context.CancelFunc // the client closed its end of out: cancel everything
+
+	outMu sync.Mutex
+	out   io.Writer
+
+	mu       sync.Mutex
+	version  string // MCP-Protocol-Version agreed in initialize
+	session  string // Mcp-Session-Id, if the gateway gives one
+	initID   string // the initialize request's id
+	inflight map[string]context.CancelFunc
+}
+
+// envelope is what the bridge reads of a message: enough to tell a request
+// (method and id) from a notification (method) and a response (id).
+type envelope struct {
+	ID     json.RawMessage `json:"id,omitempty"`
+	Method string          `json:"method,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// relay sends one message of the client's to the gateway and writes back
+// what it answers.
+func (b *bridge) relay(ctx context.Context, msg []byte) {
+	var env envelope
+	if err := json.Unmarshal(msg, &env); err != nil {
+		// Not JSON-RPC: the gateway would say so, but with no id to
+		// answer to; say it here.
+		b.write(errorResponse(nil, -32700, "parse error: "+err.Error()))
+		return
+	}
+	isCall := env.Method != "" && len(env.ID) > 0 && string(env.ID) != "null"
+	id := string(env.ID)
+	if isCall {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		b.mu.Lock()
+		b.inflight[id] = cancel
+		if env.Method == "initialize" {
+			b.initID = id
+		}
+		b.mu.Unlock()
+		defer func() {
+			b.mu.Lock()
+			delete(b.inflight, id)
+			b.mu.Unlock()
+			cancel()
+		}()
+	}
+	if env.Method == "notifications/cancelled" {
+		b.cancelled(env.Params)
+	}
+
+	resp, err := b.post(ctx, msg, env)
+	if err != nil {
+		if ctx.Err() != nil {
+			return // cancelled by the client, or the client is gone
+		}
+		b.fail(env, isCall, CodeUnreachable, fmt.Sprintf("toolgate at %s does not answer: %v; start it (toolgate serve --http ADDR) or check the address given to toolgate connect", b.opts.URL, unwrap(err)))
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if isCall && isErrorFor(body, env.ID) {
+			// The gateway's own JSON-RPC error (an unsupported protocol
+			// version, with the versions it supports): the client acts
+			// on its code, so it goes as it is.
+			b.write(body)
+			return
+		}
+		b.fail(env, isCall, CodeRefused, b.refusal(resp, body))
+		return
+	}
+	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+		b.mu.Lock()
+		b.session = sid
+		b.mu.Unlock()
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch ct {
+	case "text/event-stream":
+		b.events(resp.Body)
+	case "application/json":
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			if ctx.Err() == nil {
+				b.fail(env, isCall, CodeUnreachable, fmt.Sprintf("toolgate at %s stopped answering: %v", b.opts.URL, err))
+			}
+			return
+		}
+		if len(bytes.TrimSpace(body)) > 0 {
+			b.deliver(body)
+		}
+	default:
+		// 202 Accepted for a notification or a response: nothing to pass on.
+		if isCall {
+			b.fail(env, isCall, CodeRefused, fmt.Sprintf("toolgate at %s answered %s with no JSON-RPC response (Content-Type %q): is it a toolgate gateway's MCP endpoint? check the address", b.opts.URL, resp.Status, ct))
+		}
+	}
+}
+
+// post sends msg (env) to the gateway with the headers of streamable HTTP:
+// the protocol version (the one msg names in its _meta, else the one agreed
+// in initialize) and, from protocol 2026-07-28 on, the method and name the
+// body carries (Mcp-Method, Mcp-Name), which the gateway checks.
+func (b *bridge) post(ctx context.Context, msg []byte, env envelope) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.opts.URL, bytes.NewReader(msg))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	version := metaVersion(env.Params)
+	b.mu.Lock()
+	if version == "" {
+		version = b.version
+	}
+	if version != "" {
+		req.Header.Set("MCP-Protocol-Version", version)
+	}
+	if version >= standardHeadersFrom && env.Method != "" {
+		req.Header.Set("Mcp-Method", env.Method)
+		if name, ok := nameOf(env); ok {
+			req.Header.Set("Mcp-Name", name)
+		}
+	}
+	if b.session != "" {
+		req.Header.Set("Mcp-Session-Id", b.session)
+	}
+	b.mu.Unlock()
+	if b.opts.Key != "" {
+		req.Header.Set("Authorization", "Bearer "+b.opts.Key)
+	}
+	return b.opts.Client.Do(req)
+}
+
+// events writes each message of an SSE stream, until it ends.
+func (b *bridge) events(body io.Reader) {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	var data []byte
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case len(line) == 0: // the event's end
+			if len(data) > 0 {
+				b.deliver(data)
+				data = nil
+			}
+		case bytes.HasPrefix(line, []byte("data:")):
+			v := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
+			if data != nil {
+				data = append(data, '\n')
+			}
+			data = append(data, v...)
+		}
+	}
+	if len(data) > 0 {
+		b.deliver(data)
+	}
+}
+
+// deliver writes one message of the gateway's to the client, noting the
+// protocol version of the answer to initialize.
+func (b *bridge) deliver(msg []byte) {
+	var env envelope
+	if json.Unmarshal(msg, &env) == nil && env.Method == "" && len(env.Result) > 0 {
+		b.mu.Lock()
+		if string(env.ID) == b.initID && b.initID != "" {
+			var r struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			if json.Unmarshal(env.Result, &r) == nil && r.ProtocolVersion != "" {
+				b.version = r.ProtocolVersion
+			}
+		}
+		b.mu.Unlock()
+	}
+	b.write(msg)
+}
+
+// write writes msg to the client on one line.
+func (b *bridge) write(msg []byte) {
+	var line bytes.Buffer
+	if err := json.Compact(&line, msg); err != nil {
+		line.Reset()
+		line.Write(bytes.ReplaceAll(msg, []byte("\n"), nil))
+	}
+	line.WriteByte('\n')
+	b.outMu.Lock()
+	defer b.outMu.Unlock()
+	if _, err := b.out.Write(line.Bytes()); err != nil {
+		if !errors.Is(err, syscall.EPIPE) && !errors.Is(err, io.ErrClosedPipe) {
+			b.opts.Logger.Warn("cannot write to the client; stopping", "err", err)
+		}
+		b.gone()
+	}
+}
+
+// cancelled ends the POST of the call the client cancelled: the gateway
+// ends a call whose request goes (and the notification goes on to it too).
+func (b *bridge) cancelled(params json.RawMessage) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	b.mu.Lock()
+	cancel := b.inflight[string(p.RequestID)]
+	b.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// fail answers a call with a JSON-RPC error; a notification or a response
+// has no one to answer, so the log says it.
+func (b *bridge) fail(env envelope, isCall bool, code int, msg string) {
+	if isCall {
+		b.write(errorResponse(env.ID, code, msg))
+		return
+	}
+	what := "a notification (" + env.Method + ")"
+	if env.Method == "" {
+		what = "a response to the gateway's request " + string(env.ID)
+	}
+	b.opts.Logger.Warn("the gateway did not take "+what, "err", msg)
+}
+
+// refusal says why the gateway answered with an HTTP error, and the fix.
+func (b *bridge) refusal(resp *http.Response, body []byte) string {
+	text := strings.TrimSpace(string(body))
+	if len(text) > 300 {
+		text = text[:300] + "…"
+	}
+	msg := fmt.Sprintf("toolgate at %s answered %s", b.opts.URL, resp.Status)
+	if text != "" {
+		msg += ": " + text
+	}
+	keyEnv := b.opts.KeyEnv
+	if keyEnv == "" {
+		keyEnv = "the API key"
+	}
+	switch resp.StatusCode {
+	case http.StatusUnauthorized:
+		if b.opts.Key == "" {
+			return msg + " (the gateway needs an API key: put one in " + keyEnv + "; `toolgate keys create` makes one)"
+		}
+		return msg + " (the key in " + keyEnv + " is not one of the gateway's, or was revoked or has expired: `toolgate keys list` on the gateway's machine)"
+	case http.StatusNotFound:
+		return msg + " (check the address: the MCP endpoint is /mcp, or /profiles/NAME/mcp for a profile the gateway's config has)"
+	}
+	return msg
+}
+
+// standardHeadersFrom is the first protocol version whose requests carry
+// Mcp-Method and Mcp-Name (SEP-2243).
+const standardHeadersFrom = "2026-07-28"
+
+// nameOf is what Mcp-Name repeats of a request: the tool's or prompt's
+// name, the resource's URI.
+func nameOf(env envelope) (string, bool) {
+	var p struct {
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	if json.Unmarshal(env.Params, &p) != nil {
+		return "", false
+	}
+	switch env.Method {
+	case "tools/call", "prompts/get":
+		return p.Name, true
+	case "resources/read":
+		return p.URI, true
+	}
+	return "", false
+}
+
+// metaVersion is the protocol version a request of protocol 2026-07-28 or
+// later names in its params' _meta (SEP-2575), or "".
+func metaVersion(params json.RawMessage) string {
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	var v string
+	_ = json.Unmarshal(p.Meta["io.modelcontextprotocol/protocolVersion"], &v)
+	return v
+}
+
+// isErrorFor reports whether body is a JSON-RPC error response to id.
+func isErrorFor(body []byte, id json.RawMessage) bool {
+	var r struct {
+		ID    json.RawMessage `json:"id"`
+		Error json.RawMessage `json:"error"`
+	}
+	return json.Unmarshal(body, &r) == nil && len(r.Error) > 0 && bytes.Equal(bytes.TrimSpace(r.ID), bytes.TrimSpace(id))
+}
+
+// errorResponse is a JSON-RPC error response to id.
+func errorResponse(id json.RawMessage, code int, msg string) []byte {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{code, msg}})
+	return b
+}
+
+// unwrap keeps the cause of a client error (connection refused) without
+// the method and URL, which the message says already.
+func unwrap(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err
+	}
+	return err
+}

@@ -1,0 +1,401 @@
+package bridge_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/bridge"
+	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/testenv"
+	"github.com/toolgate/toolgate/search"
+)
+
+// echo is a Caller whose every tool answers with its arguments' text.
+type echo struct{ calls atomic.Int32 }
+
+func (e *echo) CallTool(_ context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	e.calls.Add(1)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s__%s: %v", server, tool, args["text"])}}}, nil
+}
+
+// newGateway is a real gateway (BM25 over three tools, an echo caller)
+// behind handler (nil: its HTTP front as serve mounts it).
+func newGateway(t *testing.T) (*gateway.Gateway, *echo) {
+	t.Helper()
+	tools := []catalog.Tool{
+		{Server: "fs", Name: "read_file", Description: "Read the complete contents of a file."},
+		{Server: "fs", Name: "list_directory", Description: "List the files in a directory."},
+		{Server: "notes", Name: "add_note", Description: "Write a note down."},
+	}
+	ix, err := index.Build(context.Background(), tools, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := search.New(ix, nil, &search.Options{Mode: search.ModeBM25})
+	t.Cleanup(func() { eng.Close() })
+	c := &echo{}
+	return gateway.New(eng, c, nil), c
+}
+
+// run starts the bridge to url and connects a go-sdk client to its stdio
+// (the client's session is closed when the test ends); done is closed once
+// Run returned, with its error in *runErr.
+func run(t *testing.T, opts bridge.Options) (cs *mcp.ClientSession, closeIn func(), done <-chan struct{}, runErr *error) {
+	t.Helper()
+	inR, inW := io.Pipe()   // the client writes, the bridge reads
+	outR, outW := io.Pipe() // the bridge writes, the client reads
+	ch := make(chan struct{})
+	var err error
+	go func() {
+		defer close(ch)
+		err = bridge.Run(context.Background(), inR, outW, opts)
+		outW.Close()
+	}()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	cs, cerr := client.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if cerr != nil {
+		t.Fatalf("connect through the bridge: %v", cerr)
+	}
+	t.Cleanup(func() { cs.Close(); inW.Close(); <-ch })
+	return cs, func() { inW.Close() }, ch, &err
+}
+
+func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (*mcp.CallToolResult, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+}
+
+func text(res *mcp.CallToolResult) string {
+	if res == nil {
+		return "(no result)"
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// TestThroughTheBridge: a stdio client lists the two tools, searches and
+// runs a tool of a real gateway's HTTP front through the bridge.
+func TestThroughTheBridge(t *testing.T) {
+	g, c := newGateway(t)
+	srv := httptest.NewServer(g.HTTPHandler(nil))
+	defer srv.Close()
+	cs, _, _, _ := run(t, bridge.Options{URL: srv.URL + "/mcp"})
+
+	lr, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(lr.Tools) != 2 {
+		t.Fatalf("tools/list: %v, %d tools; want search_tools and execute_tool", err, len(lr.Tools))
+	}
+	res, err := callTool(t, cs, "search_tools", map[string]any{"query": "read a file"})
+	if err != nil || res.IsError || !strings.Contains(text(res), "fs__read_file") {
+		t.Fatalf("search_tools: %v %s", err, text(res))
+	}
+	res, err = callTool(t, cs, "execute_tool", map[string]any{"name": "notes__add_note", "arguments": map[string]any{"text": "hello"}})
+	if err != nil || res.IsError || text(res) != "notes__add_note: hello" || c.calls.Load() != 1 {
+		t.Errorf("execute_tool: %v %q, %d calls", err, text(res), c.calls.Load())
+	}
+}
+
+// recorder is a fake MCP endpoint that records each POST's headers and
+// body and answers as answer says.
+type recorder struct {
+	mu      sync.Mutex
+	headers []http.Header
+	bodies  []string
+	answer  func(w http.ResponseWriter, r *http.Request, msg map[string]any)
+}
+
+func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	var msg map[string]any
+	_ = json.Unmarshal(b, &msg)
+	rc.mu.Lock()
+	rc.headers = append(rc.headers, r.Header.Clone())
+	rc.bodies = append(rc.bodies, string(b))
+	rc.mu.Unlock()
+	rc.answer(w, r, msg)
+}
+
+func (rc *recorder) header(i int) http.Header {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.headers[i]
+}
+
+// jsonAnswer answers a call as a JSON body; a notification with 202.
+func jsonAnswer(w http.ResponseWriter, msg map[string]any, result any) {
+	if msg["id"] == nil {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg["id"], "result": result})
+}
+
+// lines runs the bridge on a scripted stdin and returns what it wrote.
+func lines(t *testing.T, opts bridge.Options, in string) []map[string]any {
+	t.Helper()
+	var out strings.Builder
+	if err := bridge.Run(context.Background(), strings.NewReader(in), &out, opts); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	var msgs []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(out.String()))
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("the bridge wrote a line that is not JSON: %q", sc.Text())
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
+// The protocol version agreed in initialize goes with every later request
+// (MCP-Protocol-Version), and so does a session ID the gateway gives; an
+// SSE answer's events reach the client in order, each on its own line; the
+// key goes as a bearer token.
+func TestHeadersAndEvents(t *testing.T) {
+	rc := &recorder{}
+	rc.answer = func(w http.ResponseWriter, r *http.Request, msg map[string]any) {
+		switch msg["method"] {
+		case "initialize":
+			w.Header().Set("Mcp-Session-Id", "s-1")
+			jsonAnswer(w, msg, map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "serverInfo": map[string]any{"name": "x", "version": "1"}})
+		case "tools/call":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\n")
+			fmt.Fprintf(w, "data: \"params\":{\"progressToken\":1,\"progress\":1}}\n\n")
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%v,\"result\":{\"content\":[]}}\n\n", msg["id"])
+		default:
+			jsonAnswer(w, msg, map[string]any{})
+		}
+	}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	inR, inW := io.Pipe()
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- bridge.Run(context.Background(), inR, &out, bridge.Options{URL: srv.URL, Key: "k-123"}) }()
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`+"\n")
+	testenv.Eventually(t, "the answer to initialize", func() bool { return strings.Count(out.String(), "\n") == 1 })
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"x"}}}`+"\n")
+	testenv.Eventually(t, "the call's events", func() bool { return strings.Count(out.String(), "\n") == 3 })
+	// A request of protocol 2026-07-28 names its version in _meta, and
+	// its method and name go in headers too.
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"execute_tool"}}`+"\n")
+	testenv.Eventually(t, "the 2026-07-28 call's answer", func() bool { return strings.Count(out.String(), "\n") == 5 })
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	h := rc.header(1)
+	if h.Get("MCP-Protocol-Version") != "2025-06-18" || h.Get("Mcp-Session-Id") != "s-1" || h.Get("Authorization") != "Bearer k-123" ||
+		!strings.Contains(h.Get("Accept"), "text/event-stream") {
+		t.Errorf("headers of the call after initialize: %v", h)
+	}
+	if h0 := rc.header(0); h0.Get("MCP-Protocol-Version") != "" || h0.Get("Authorization") != "Bearer k-123" {
+		t.Errorf("headers of initialize: %v", h0)
+	}
+	if h := rc.header(2); h.Get("MCP-Protocol-Version") != "2026-07-28" || h.Get("Mcp-Method") != "tools/call" || h.Get("Mcp-Name") != "execute_tool" {
+		t.Errorf("headers of a 2026-07-28 call: %v", h)
+	}
+	if h := rc.header(1); h.Get("Mcp-Method") != "" {
+		t.Errorf("a 2025-06-18 call got Mcp-Method: %v", h)
+	}
+	outLines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(outLines) != 5 || !strings.Contains(outLines[1], `"notifications/progress"`) || !strings.Contains(outLines[1], `"progress":1`) ||
+		!strings.Contains(outLines[2], `"id":2`) {
+		t.Errorf("what the client read:\n%s", out.String())
+	}
+}
+
+// syncBuffer is a strings.Builder safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A gateway that is down, or that refuses the call, is a JSON-RPC error
+// saying why and the fix, and the bridge goes on: the gateway's HTTP front
+// keeps no session, so once it is back the same client's next call works.
+func TestGatewayDownAndBack(t *testing.T) {
+	g, _ := newGateway(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	srv := &http.Server{Handler: g.HTTPHandler(nil)}
+	go srv.Serve(ln)
+	cs, _, _, _ := run(t, bridge.Options{URL: "http://" + addr + "/mcp"})
+	if res, err := callTool(t, cs, "search_tools", map[string]any{"query": "read a file"}); err != nil || res.IsError {
+		t.Fatalf("search_tools before: %v", err)
+	}
+
+	srv.Close()
+	_, err = callTool(t, cs, "search_tools", map[string]any{"query": "read a file"})
+	if err == nil || !strings.Contains(err.Error(), "toolgate at http://"+addr+"/mcp does not answer") || !strings.Contains(err.Error(), "toolgate serve --http") {
+		t.Errorf("search_tools while the gateway is down: %v, want the bridge's error with the fix", err)
+	}
+
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	g2, _ := newGateway(t)
+	srv = &http.Server{Handler: g2.HTTPHandler(nil)}
+	go srv.Serve(ln)
+	defer srv.Close()
+	if res, err := callTool(t, cs, "search_tools", map[string]any{"query": "read a file"}); err != nil || res.IsError || !strings.Contains(text(res), "fs__read_file") {
+		t.Errorf("search_tools once the gateway is back: %v", err)
+	}
+}
+
+// An HTTP refusal (a key the gateway wants, a profile it lacks) is the
+// call's error, naming the fix.
+func TestRefusals(t *testing.T) {
+	rc := &recorder{answer: func(w http.ResponseWriter, r *http.Request, msg map[string]any) {
+		if r.Header.Get("Authorization") != "Bearer good" {
+			http.Error(w, "Unauthorized: this gateway needs an API key", http.StatusUnauthorized)
+			return
+		}
+		http.NotFound(w, r)
+	}}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	call := `{"jsonrpc":"2.0","id":7,"method":"tools/list"}` + "\n"
+	for _, tc := range []struct {
+		name string
+		opts bridge.Options
+		want []string
+	}{
+		{"no key", bridge.Options{URL: srv.URL, KeyEnv: "$TOOLGATE_KEY"}, []string{"401 Unauthorized", "needs an API key: put one in $TOOLGATE_KEY"}},
+		{"wrong key", bridge.Options{URL: srv.URL, Key: "bad", KeyEnv: "$TOOLGATE_KEY"}, []string{"401 Unauthorized", "the key in $TOOLGATE_KEY is not one of the gateway's"}},
+		{"no such route", bridge.Options{URL: srv.URL + "/profiles/nope/mcp", Key: "good"}, []string{"404 Not Found", "/profiles/NAME/mcp"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := lines(t, tc.opts, call)
+			if len(got) != 1 || got[0]["id"] != 7.0 || got[0]["error"] == nil {
+				t.Fatalf("answer: %v, want an error for id 7", got)
+			}
+			e := got[0]["error"].(map[string]any)
+			msg, _ := e["message"].(string)
+			if e["code"] != float64(bridge.CodeRefused) {
+				t.Errorf("code %v, want %d", e["code"], bridge.CodeRefused)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("message %q lacks %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+// The gateway's own JSON-RPC error, sent with an HTTP error status, reaches
+// the client as it is: its code (an unsupported protocol version, with the
+// versions supported) is what the client acts on.
+func TestGatewayErrorPassesThrough(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"jsonrpc":"2.0","id":"d-1","error":{"code":-32020,"message":"unsupported protocol version","data":{"supported":["2026-07-28"]}}}`)
+	}))
+	defer srv.Close()
+	got := lines(t, bridge.Options{URL: srv.URL}, `{"jsonrpc":"2.0","id":"d-1","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01"}}}`+"\n")
+	if len(got) != 1 || got[0]["id"] != "d-1" {
+		t.Fatalf("answer: %v", got)
+	}
+	e, _ := got[0]["error"].(map[string]any)
+	if e["code"] != -32020.0 || e["data"] == nil {
+		t.Errorf("error %v, want the gateway's -32020 with its data", e)
+	}
+}
+
+// A call the client cancels ends its request to the gateway (which ends
+// the backend call with it); one running when the client closes stdin may
+// finish within the grace and its answer is written.
+func TestCancelAndGrace(t *testing.T) {
+	var ended atomic.Int32
+	release := make(chan struct{})
+	rc := &recorder{answer: func(w http.ResponseWriter, r *http.Request, msg map[string]any) {
+		switch msg["method"] {
+		case "tools/call":
+			if msg["id"] == 1.0 { // waits for its cancellation
+				<-r.Context().Done()
+				ended.Add(1)
+				return
+			}
+			<-release
+			jsonAnswer(w, msg, map[string]any{"content": []any{}})
+		default:
+			jsonAnswer(w, msg, map[string]any{})
+		}
+	}}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	defer close(release)
+
+	inR, inW := io.Pipe()
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- bridge.Run(context.Background(), inR, &out, bridge.Options{URL: srv.URL, Grace: time.Minute})
+	}()
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`+"\n")
+	testenv.Eventually(t, "the call at the gateway", func() bool { rc.mu.Lock(); defer rc.mu.Unlock(); return len(rc.bodies) == 1 })
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`+"\n")
+	testenv.Eventually(t, "the cancelled call's request ended", func() bool { return ended.Load() == 1 })
+
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"y"}}`+"\n")
+	testenv.Eventually(t, "the second call at the gateway", func() bool { rc.mu.Lock(); defer rc.mu.Unlock(); return len(rc.bodies) == 3 })
+	inW.Close()
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned (%v) before the call running at stdin's end finished", err)
+	default:
+	}
+	release <- struct{}{}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, `"id":2`) {
+		t.Errorf("the client read %q; want only the second call's answer (the cancelled one has none)", got)
+	}
+}

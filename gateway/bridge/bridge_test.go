@@ -199,7 +199,9 @@ func TestHeadersAndEvents(t *testing.T) {
 	inR, inW := io.Pipe()
 	var out syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- bridge.Run(context.Background(), inR, &out, bridge.Options{URL: srv.URL, Key: "k-123"}) }()
+	go func() {
+		done <- bridge.Run(context.Background(), inR, &out, bridge.Options{URL: srv.URL, Key: "k-123"})
+	}()
 	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`+"\n")
 	testenv.Eventually(t, "the answer to initialize", func() bool { return strings.Count(out.String(), "\n") == 1 })
 	io.WriteString(inW, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"x"}}}`+"\n")

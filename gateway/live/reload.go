@@ -150,8 +150,11 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 		l.refresh() // drop removed servers' tools from the index now; added ones follow as they list
 	}
 	was := l.applied.Load().Toolgate
-	var now []string
-	if l.opts.SearchFrom != nil && !reflect.DeepEqual(was.Search, cfg.Toolgate.Search) {
+	var hot, now []string // the toolgate settings a reload applies; those this one did
+	if l.opts.SearchFrom != nil {
+		hot = append(hot, "toolgate.search")
+	}
+	if slices.Contains(hot, "toolgate.search") && !reflect.DeepEqual(was.Search, cfg.Toolgate.Search) {
 		if eng := l.eng.Load(); eng != nil {
 			eng.Reconfigure(l.opts.SearchFrom(cfg.Toolgate.Search))
 			o := eng.Options()
@@ -160,7 +163,7 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 		}
 		now = append(now, "toolgate.search")
 	}
-	later := restartOnly(was, cfg.Toolgate, now)
+	later := restartOnly(was, cfg.Toolgate, hot)
 	if len(later) > 0 {
 		l.log.Warn("config settings changed; they take effect on restart", "file", file, "settings", later)
 	}
@@ -168,10 +171,6 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 	l.log.Info("config reloaded", "file", file, "trigger", trigger,
 		"added", d.Added, "removed", d.Removed, "changed", d.Changed, "updated", d.Updated, "unchanged", d.Unchanged,
 		"took", time.Since(start).Round(time.Microsecond))
-	var hot []string // what a reload applies of the toolgate settings
-	if l.opts.SearchFrom != nil {
-		hot = append(hot, "toolgate.search")
-	}
 	pending := restartOnly(l.started, cfg.Toolgate, hot)
 	l.update(func(s *Stats) { s.RestartPending = pending })
 	r := l.reloaded(&Reload{At: start, Trigger: trigger, Added: d.Added, Removed: d.Removed, Changed: d.Changed,

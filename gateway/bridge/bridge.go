@@ -263,25 +263,31 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 		b.mu.Unlock()
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	answered := false
+	var readErr error
 	switch ct {
 	case "text/event-stream":
-		b.events(resp.Body)
+		answered, readErr = b.events(resp.Body, env.ID)
 	case "application/json":
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			if ctx.Err() == nil {
-				b.fail(env, isCall, CodeUnreachable, fmt.Sprintf("toolgate at %s stopped answering: %v", b.opts.URL, err))
-			}
-			return
-		}
-		if len(bytes.TrimSpace(body)) > 0 {
-			b.deliver(body)
+		var body []byte
+		if body, readErr = io.ReadAll(resp.Body); readErr == nil && len(bytes.TrimSpace(body)) > 0 {
+			answered = b.deliver(body, env.ID)
 		}
 	default:
 		// 202 Accepted for a notification or a response: nothing to pass on.
 		if isCall {
 			b.fail(env, isCall, CodeRefused, fmt.Sprintf("toolgate at %s answered %s with no JSON-RPC response (Content-Type %q): is it a toolgate gateway's MCP endpoint? check the address", b.opts.URL, resp.Status, ct))
 		}
+		return
+	}
+	if isCall && !answered && ctx.Err() == nil {
+		// The stream ended before the call's answer (the gateway stopped
+		// mid-call): the client would wait for it forever.
+		why := "the answer ended before the call's response"
+		if readErr != nil {
+			why = readErr.Error()
+		}
+		b.fail(env, isCall, CodeUnreachable, fmt.Sprintf("toolgate at %s stopped answering during the call (%s); it may have run: check before calling again", b.opts.URL, why))
 	}
 }
 
@@ -320,8 +326,9 @@ func (b *bridge) post(ctx context.Context, msg []byte, env envelope) (*http.Resp
 	return b.opts.Client.Do(req)
 }
 
-// events writes each message of an SSE stream, until it ends.
-func (b *bridge) events(body io.Reader) {
+// events writes each message of an SSE stream, until it ends, and reports
+// whether the response to id was among them.
+func (b *bridge) events(body io.Reader, id json.RawMessage) (answered bool, err error) {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	var data []byte
@@ -330,7 +337,7 @@ func (b *bridge) events(body io.Reader) {
 		switch {
 		case len(line) == 0: // the event's end
 			if len(data) > 0 {
-				b.deliver(data)
+				answered = b.deliver(data, id) || answered
 				data = nil
 			}
 		case bytes.HasPrefix(line, []byte("data:")):
@@ -342,15 +349,18 @@ func (b *bridge) events(body io.Reader) {
 		}
 	}
 	if len(data) > 0 {
-		b.deliver(data)
+		answered = b.deliver(data, id) || answered
 	}
+	return answered, sc.Err()
 }
 
 // deliver writes one message of the gateway's to the client, noting the
-// protocol version of the answer to initialize.
-func (b *bridge) deliver(msg []byte) {
+// protocol version of the answer to initialize, and reports whether it is
+// the response to id.
+func (b *bridge) deliver(msg []byte, id json.RawMessage) bool {
 	var env envelope
-	if json.Unmarshal(msg, &env) == nil && env.Method == "" && len(env.Result) > 0 {
+	ok := json.Unmarshal(msg, &env) == nil
+	if ok && env.Method == "" && len(env.Result) > 0 {
 		b.mu.Lock()
 		if string(env.ID) == b.initID && b.initID != "" {
 			var r struct {
@@ -363,6 +373,7 @@ func (b *bridge) deliver(msg []byte) {
 		b.mu.Unlock()
 	}
 	b.write(msg)
+	return ok && env.Method == "" && len(id) > 0 && bytes.Equal(env.ID, id)
 }
 
 // write writes msg to the client on one line.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -258,34 +257,50 @@ func (s *syncBuffer) String() string {
 // keeps no session, so once it is back the same client's next call works.
 func TestGatewayDownAndBack(t *testing.T) {
 	g, _ := newGateway(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	srv := &http.Server{Handler: g.HTTPHandler(nil)}
-	go srv.Serve(ln)
-	cs, _, _, _ := run(t, bridge.Options{URL: "http://" + addr + "/mcp"})
+	var down atomic.Bool
+	front := g.HTTPHandler(nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() { // a gateway gone: the connection closes unanswered
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		front.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	cs, _, _, _ := run(t, bridge.Options{URL: srv.URL + "/mcp"})
 	if res, err := callTool(t, cs, "search_tools", map[string]any{"query": "read a file"}); err != nil || res.IsError {
 		t.Fatalf("search_tools before: %v", err)
 	}
 
-	srv.Close()
-	_, err = callTool(t, cs, "search_tools", map[string]any{"query": "read a file"})
-	if err == nil || !strings.Contains(err.Error(), "toolgate at http://"+addr+"/mcp does not answer") || !strings.Contains(err.Error(), "toolgate serve --http") {
+	down.Store(true)
+	_, err := callTool(t, cs, "search_tools", map[string]any{"query": "read a file"})
+	if err == nil || !strings.Contains(err.Error(), "toolgate at "+srv.URL+"/mcp does not answer") || !strings.Contains(err.Error(), "toolgate serve --http") {
 		t.Errorf("search_tools while the gateway is down: %v, want the bridge's error with the fix", err)
 	}
-
-	ln, err = net.Listen("tcp", addr)
-	if err != nil {
-		t.Skipf("the port was taken meanwhile: %v", err)
-	}
-	g2, _ := newGateway(t)
-	srv = &http.Server{Handler: g2.HTTPHandler(nil)}
-	go srv.Serve(ln)
-	defer srv.Close()
+	down.Store(false)
 	if res, err := callTool(t, cs, "search_tools", map[string]any{"query": "read a file"}); err != nil || res.IsError || !strings.Contains(text(res), "fs__read_file") {
 		t.Errorf("search_tools once the gateway is back: %v", err)
+	}
+}
+
+// A stream that ends before the call's answer (the gateway stopped
+// mid-call) answers the call with an error: the client would wait forever.
+func TestStreamEndsBeforeTheAnswer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n")
+	}))
+	defer srv.Close()
+	got := lines(t, bridge.Options{URL: srv.URL}, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_tool"}}`+"\n")
+	if len(got) != 2 || got[0]["method"] != "notifications/progress" || got[1]["id"] != 5.0 {
+		t.Fatalf("the client read %v; want the progress, then an error for the call", got)
+	}
+	e, _ := got[1]["error"].(map[string]any)
+	if msg, _ := e["message"].(string); e["code"] != float64(bridge.CodeUnreachable) || !strings.Contains(msg, "stopped answering during the call") {
+		t.Errorf("error %v", e)
 	}
 }
 

@@ -119,7 +119,7 @@ func TestConnect(t *testing.T) {
 	}
 	// The gateway comes back, now with an API key.
 	key := createKey(t, data, "--name", "clients")
-	gw = serve()
+	serve()
 	if _, err := echo(first, "no key"); err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "put one in $"+envKey) {
 		t.Errorf("a call without the key the gateway now wants: %v", err)
 	}

@@ -35,6 +35,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/linerpc"
 )
 
 // Options configure Run.
@@ -56,7 +58,8 @@ type Options struct {
 	// response the gateway refused. Nil discards.
 	Logger *slog.Logger
 	// MaxLineBytes bounds one message from the client (0: 16 MiB, as
-	// go-sdk's stdio transport).
+	// go-sdk's stdio transport); a longer one ends Run with an error
+	// (linerpc.ErrLineTooLong), as toolgate's own stdio transport does.
 	MaxLineBytes int
 	// Grace is how long calls still running when the client closes stdin
 	// may finish (0: DefaultGrace).
@@ -104,14 +107,15 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	reads := make(chan read)
 	go func() {
 		r := bufio.NewReaderSize(in, 64<<10)
+		var long []byte
 		for {
-			line, err := readLine(r, limit)
+			line, err := linerpc.ReadLine(r, &long, limit)
 			select {
-			case reads <- read{line, err}:
+			case reads <- read{bytes.Clone(line), err}:
 			case <-ctx.Done():
 				return
 			}
-			if err != nil && !errors.Is(err, errTooLong) {
+			if err != nil {
 				return
 			}
 		}
@@ -127,10 +131,6 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 		}
 		if len(bytes.TrimSpace(rd.line)) > 0 {
 			wg.Go(func() { b.relay(ctx, rd.line) })
-		}
-		if errors.Is(rd.err, errTooLong) {
-			b.opts.Logger.Warn("a message from the client is over the size limit; passed over", "limit_bytes", limit)
-			continue
 		}
 		if rd.err == nil {
 			continue
@@ -154,32 +154,6 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 // DefaultGrace is Options.Grace's default: what go-sdk's CommandTransport
 // waits after closing a server's stdin before it sends SIGTERM.
 const DefaultGrace = 5 * time.Second
-
-var errTooLong = errors.New("line too long")
-
-// readLine reads one newline-ended line of at most limit bytes; a longer
-// one is read to its end and errTooLong returned with no bytes.
-func readLine(r *bufio.Reader, limit int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) <= limit {
-			line = append(line, chunk...)
-		} else {
-			line = line[:0]
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = r.ReadSlice('\n')
-			}
-			if err == nil {
-				return nil, errTooLong
-			}
-			return nil, err
-		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return line, err
-		}
-	}
-}
 
 type bridge struct {
 	opts Options

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/bridge"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
 )
@@ -196,7 +198,7 @@ func TestHeadersAndEvents(t *testing.T) {
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
 	inR, inW := io.Pipe()
-	var out syncBuffer
+	var out testenv.LogBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- bridge.Run(context.Background(), inR, &out, bridge.Options{URL: srv.URL, Key: "k-123"})
@@ -232,24 +234,6 @@ func TestHeadersAndEvents(t *testing.T) {
 		!strings.Contains(outLines[2], `"id":2`) {
 		t.Errorf("what the client read:\n%s", out.String())
 	}
-}
-
-// syncBuffer is a strings.Builder safe for a writer and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A gateway that is down, or that refuses the call, is a JSON-RPC error
@@ -365,6 +349,15 @@ func TestGatewayErrorPassesThrough(t *testing.T) {
 	}
 }
 
+// A message over the size limit ends the relay with an error that says so,
+// as toolgate's own stdio transport does.
+func TestLineTooLong(t *testing.T) {
+	err := bridge.Run(context.Background(), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n"), io.Discard, bridge.Options{URL: "http://127.0.0.1:1", MaxLineBytes: 20})
+	if !errors.Is(err, linerpc.ErrLineTooLong) {
+		t.Errorf("Run with a line over MaxLineBytes: %v, want ErrLineTooLong", err)
+	}
+}
+
 // A call the client cancels ends its request to the gateway (which ends
 // the backend call with it); one running when the client closes stdin may
 // finish within the grace and its answer is written.
@@ -390,7 +383,7 @@ func TestCancelAndGrace(t *testing.T) {
 	defer close(release)
 
 	inR, inW := io.Pipe()
-	var out syncBuffer
+	var out testenv.LogBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- bridge.Run(context.Background(), inR, &out, bridge.Options{URL: srv.URL, Grace: time.Minute})

@@ -157,7 +157,7 @@ func (c *Conn) readLoop(limit int) {
 	br := bufio.NewReaderSize(c.r, readBufferSize)
 	var long []byte // a line longer than br's buffer, gathered
 	for {
-		line, err := readLine(br, &long, limit)
+		line, err := ReadLine(br, &long, limit)
 		if t := bytes.TrimSpace(line); len(t) > 0 {
 			in := decodeLine(t)
 			if !c.send(in) || in.err != nil {
@@ -181,11 +181,13 @@ func (c *Conn) send(in incoming) bool {
 	}
 }
 
-// readLine returns the next line without its newline, valid until the next
+// ReadLine returns the next line without its newline, valid until the next
 // call; at the end of the input it returns the unterminated rest with
 // io.EOF. long is where lines longer than br's buffer are gathered. A line
-// longer than limit (not counting its "\n" or "\r\n") is an error.
-func readLine(br *bufio.Reader, long *[]byte, limit int) ([]byte, error) {
+// longer than limit (not counting its "\n" or "\r\n") is an error
+// (ErrLineTooLong). The bridge of `toolgate connect` reads its client's
+// lines with it too.
+func ReadLine(br *bufio.Reader, long *[]byte, limit int) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
 		buf := append((*long)[:0], line...)

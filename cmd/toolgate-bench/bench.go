@@ -549,15 +549,17 @@ func (b *bench) execute(ctx context.Context, _ []int) error {
 		}
 	}
 	gwArgs := append([]string{"serve", "--config", cfg, "--data-dir", dataDir, "--log-level", "error", "--mode", "bm25"}, b.embedArgs()...)
-	httpConn := func() (*mcp.ClientSession, func(), error) {
+	// startHTTP starts the gateway on streamable HTTP and returns its
+	// address once it listens.
+	startHTTP := func() (string, func(), error) {
 		addr, err := benchAddr()
 		if err != nil {
-			return nil, nil, err
+			return "", nil, err
 		}
 		cmd := exec.Command(b.toolgate, append(gwArgs, "--http", addr)...)
 		cmd.Stderr = io.Discard
 		if err := cmd.Start(); err != nil {
-			return nil, nil, err
+			return "", nil, err
 		}
 		stop := func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }
 		deadline := time.Now().Add(60 * time.Second)
@@ -565,13 +567,19 @@ func (b *bench) execute(ctx context.Context, _ []int) error {
 			c, err := net.Dial("tcp", addr)
 			if err == nil {
 				c.Close()
-				break
+				return addr, stop, nil
 			}
 			if time.Now().After(deadline) {
 				stop()
-				return nil, nil, fmt.Errorf("gateway on %s did not listen within 60 s", addr)
+				return "", nil, fmt.Errorf("gateway on %s did not listen within 60 s", addr)
 			}
 			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	httpConn := func() (*mcp.ClientSession, func(), error) {
+		addr, stop, err := startHTTP()
+		if err != nil {
+			return nil, nil, err
 		}
 		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
 		if err != nil {
@@ -579,6 +587,20 @@ func (b *bench) execute(ctx context.Context, _ []int) error {
 			return nil, nil, err
 		}
 		return cs, func() { cs.Close(); stop() }, nil
+	}
+	// connectConn: a stdio client of `toolgate connect`, which relays to
+	// the gateway on HTTP (one gateway shared by stdio clients).
+	connectConn := func() (*mcp.ClientSession, func(), error) {
+		addr, stop, err := startHTTP()
+		if err != nil {
+			return nil, nil, err
+		}
+		cs, done, err := stdio(b.toolgate, "connect", "--addr", addr, "--log-level", "error")()
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		return cs, func() { done(); stop() }, nil
 	}
 	type target struct {
 		name   string
@@ -591,8 +613,10 @@ func (b *bench) execute(ctx context.Context, _ []int) error {
 	gateways := []target{
 		{"gateway stdio", viaGateway, stdio(b.toolgate, gwArgs...)},
 		{"gateway streamable HTTP", viaGateway, httpConn},
+		{"gateway through toolgate connect", viaGateway, connectConn},
 	}
-	transport := map[string]string{"gateway stdio": "stdio", "gateway streamable HTTP": "streamable HTTP"}
+	transport := map[string]string{"gateway stdio": "stdio", "gateway streamable HTTP": "streamable HTTP",
+		"gateway through toolgate connect": "stdio through `toolgate connect` to streamable HTTP"}
 
 	for _, gw := range gateways {
 		dcs, ddone, err := direct.conn()

@@ -33,6 +33,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -127,6 +128,9 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 		case rd = <-reads:
 		case <-ctx.Done():
 			wg.Wait() // the calls' requests end with ctx
+			if b.clientGone.Load() {
+				return nil // the client closed its end: as an end of stdin
+			}
 			return ctx.Err()
 		}
 		if len(bytes.TrimSpace(rd.line)) > 0 {
@@ -156,8 +160,9 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 const DefaultGrace = 5 * time.Second
 
 type bridge struct {
-	opts Options
-	gone context.CancelFunc // the client closed its end of out: cancel everything
+	opts       Options
+	gone       context.CancelFunc // the client closed its end of out: cancel everything
+	clientGone atomic.Bool        // … and gone was called for it
 
 	outMu sync.Mutex
 	out   io.Writer
@@ -364,6 +369,7 @@ func (b *bridge) write(msg []byte) {
 		if !errors.Is(err, syscall.EPIPE) && !errors.Is(err, io.ErrClosedPipe) {
 			b.opts.Logger.Warn("cannot write to the client; stopping", "err", err)
 		}
+		b.clientGone.Store(true)
 		b.gone()
 	}
 }

@@ -358,6 +358,29 @@ func TestLineTooLong(t *testing.T) {
 	}
 }
 
+// A client that closes its end of the bridge's stdout is gone: Run returns
+// (nil) although stdin is still open.
+func TestClientClosesItsEnd(t *testing.T) {
+	rc := &recorder{answer: func(w http.ResponseWriter, r *http.Request, msg map[string]any) { jsonAnswer(w, msg, map[string]any{}) }}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	outR, outW := io.Pipe()
+	outR.Close()
+	done := make(chan error, 1)
+	go func() { done <- bridge.Run(context.Background(), inR, outW, bridge.Options{URL: srv.URL}) }()
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run once the client closed its end: %v, want nil", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run still runs a minute after the client closed its end")
+	}
+}
+
 // A call the client cancels ends its request to the gateway (which ends
 // the backend call with it); one running when the client closes stdin may
 // finish within the grace and its answer is written.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/live"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "write the console screenshot of TestConsoleInBrowser to docs/console.png")
@@ -29,7 +30,8 @@ var updateScreenshot = flag.Bool("update-screenshot", false, "write the console 
 // with -update-screenshot).
 func TestConsoleInBrowser(t *testing.T) {
 	chromium := findChromium(t)
-	addr, _, _ := serveHTTP(t, bundledConfig(t, nil))
+	cfgPath := bundledConfig(t, nil)
+	addr, _, _ := serveHTTP(t, cfgPath)
 	base := "http://" + addr
 	ctx, do, eval := newBrowser(t, chromium)
 
@@ -54,6 +56,23 @@ func TestConsoleInBrowser(t *testing.T) {
 	eval("the ranking fact", `[...document.querySelectorAll("#index-state dt")].find((d) => d.textContent === "Ranking")?.nextElementSibling.textContent ?? ""`, &ranking)
 	if !strings.HasPrefix(ranking, "hybrid (all-MiniLM-L6-v2/") {
 		t.Errorf("the console's ranking fact %q, want hybrid with the model", ranking)
+	}
+	// A setting that waits for a restart, once the config changed it.
+	var doc map[string]any
+	if b, err := os.ReadFile(cfgPath); err != nil || json.Unmarshal(b, &doc) != nil {
+		t.Fatalf("read the config: %v", err)
+	}
+	doc["toolgate"].(map[string]any)["embed"] = map[string]any{"variant": "int8"}
+	b, _ := json.Marshal(doc)
+	writeRaw(t, cfgPath, b, true)
+	waitStatus(t, addr, "the reload", func(s live.Stats) bool { return s.ReloadGeneration >= 1 })
+	const pendingFact = `[...document.querySelectorAll("#index-state dt")].find((d) => d.textContent === "Waiting for a restart")?.nextElementSibling.textContent ?? ""`
+	do("the fact of a setting waiting for a restart", chromedp.Poll[chromedp.Void](pendingFact+` !== ""`,
+		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(time.Minute)))
+	var pending string
+	eval("the restart fact", pendingFact, &pending)
+	if pending != "toolgate.embed (changed since the start)" {
+		t.Errorf("the console's restart fact %q", pending)
 	}
 
 	// The playground: a query typed into the form.

@@ -114,6 +114,7 @@ function renderState(st) {
     ["Last index error", st.lastIndexError ? st.lastIndexError + " (" + new Date(st.lastIndexErrorAt).toLocaleString() + ")" : "none"],
     ["Config reloads", st.reloadGeneration],
     ["Last reload", st.lastReload ? (st.lastReload.error ? "rejected: " + st.lastReload.error : "applied (" + st.lastReload.trigger + ")") + ", " + new Date(st.lastReload.at).toLocaleString() : "none"],
+    ["Waiting for a restart", st.restartPending && st.restartPending.length ? st.restartPending.join(", ") + " (changed since the start)" : undefined],
     ["Started", new Date(st.started).toLocaleString()],
   ].filter(([, v]) => v !== undefined);
   $("index-state").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));

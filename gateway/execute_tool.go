@@ -103,7 +103,7 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 		return toolError("%s", explainInvalid(a.Name, tool.InputSchema, msg)), nil
 	}
 	if g.recent != nil {
-		if q := g.recent.ran(sessionKey(req.Session), a.Name); q != "" {
+		if q := g.recent.ran(sessionKey(ctx, req), a.Name); q != "" {
 			g.opts.Learner.Record(q, tool)
 		}
 	}

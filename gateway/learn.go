@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 )
 
@@ -58,16 +60,28 @@ func newRecent(now func() time.Time) *recent {
 	return &recent{now: now, sessions: map[string]*sessionSearches{}}
 }
 
-// sessionKey names a client session: its MCP session ID, else (stdio, or
-// HTTP clients that send none) the session itself. A stateless HTTP client
-// without session IDs gets a new session per request, so its calls are
-// never matched to its searches: nothing is recorded for it.
-func sessionKey(ss *mcp.ServerSession) string {
+// sessionKey names the client session of req: its MCP session ID; over
+// the stateless HTTP front, the Mcp-Session-Id the client sends of itself
+// (`toolgate connect` sends one for its client; the front issues none),
+// scoped by the caller's API key; else (stdio) the session itself. A
+// stateless HTTP client that sends none gets a new session per request, so
+// its calls are never matched to its searches: nothing is recorded for it.
+func sessionKey(ctx context.Context, req mcp.Request) string {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	if ss != nil && ss.ID() != "" {
+		return "id:" + ss.ID()
+	}
+	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+		if id := ex.Header.Get("Mcp-Session-Id"); id != "" {
+			key := ""
+			if c := policy.CallerFrom(ctx); c != nil && c.Key != nil {
+				key = c.Key.Name
+			}
+			return "client:" + key + "\x00" + id
+		}
+	}
 	if ss == nil {
 		return ""
-	}
-	if id := ss.ID(); id != "" {
-		return "id:" + id
 	}
 	return "ptr:" + ptrString(ss)
 }

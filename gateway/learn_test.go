@@ -1,6 +1,10 @@
 package gateway
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,6 +58,47 @@ func TestLearnerRecordsSearchThenCall(t *testing.T) {
 		t.Fatal(text(res)) // session b never searched
 	}
 	if d := cmp.Diff([]string{"make a note → memory__create_entities"}, l.got()); d != "" {
+		t.Errorf("recorded pairs (-want +got):\n%s", d)
+	}
+}
+
+// Over the stateless HTTP front, the Mcp-Session-Id a client sends of
+// itself (`toolgate connect` does) ties its search to its call; another
+// session's call, or one without the header, is not matched.
+func TestLearnerOverHTTPBySessionHeader(t *testing.T) {
+	g, fs := newTestGateway(t, nil)
+	l := &fakeLearner{}
+	g = New(fs, g.caller, &Options{Learner: l})
+	srv := httptest.NewServer(g.HTTPHandler(nil))
+	defer srv.Close()
+	post := func(session, body string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || strings.Contains(string(b), `"isError":true`) {
+			t.Fatalf("POST %s: %s %s", body, resp.Status, b)
+		}
+	}
+	search := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"make a note","limit":2}}}`
+	run := func(tool, args string) string {
+		return `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_tool","arguments":{"name":"` + tool + `","arguments":` + args + `}}}`
+	}
+	post("connect-a", search)
+	post("connect-b", run("memory__create_entities", `{"entities":[]}`)) // another session
+	post("", run("memory__create_entities", `{"entities":[]}`))          // no session
+	post("connect-a", run("filesystem__list_directory", `{"path":"/"}`))
+	if d := cmp.Diff([]string{"make a note → filesystem__list_directory"}, l.got()); d != "" {
 		t.Errorf("recorded pairs (-want +got):\n%s", d)
 	}
 }

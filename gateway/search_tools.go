@@ -200,7 +200,7 @@ func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*
 		for i, t := range out.Tools {
 			ids[i] = t.Name
 		}
-		g.recent.searched(sessionKey(req.Session), a.Query, ids)
+		g.recent.searched(sessionKey(ctx, req), a.Query, ids)
 	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: renderSearch(a, out)}},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // TestConnect: stdio clients share one gateway served over HTTP through
@@ -64,6 +65,12 @@ func TestConnect(t *testing.T) {
 			t.Errorf("client %d: execute_tool through connect = %q, %v", i, got, err)
 		}
 	}
+	// The first client searched, then ran a tool the search returned: the
+	// shared gateway learned it (the second only ran one).
+	testenv.Eventually(t, "the pair learned through connect", func() bool {
+		l := getStatus(t, addr).Learning
+		return l != nil && l.Pairs == 1 && l.Tools == 1
+	})
 	if st := getStatus(t, addr); st.Up != 2 || st.Total != 2 {
 		t.Errorf("the shared gateway runs %d of %d backends, want the two", st.Up, st.Total)
 	}

@@ -23,6 +23,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,7 +86,7 @@ const (
 func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	b := &bridge{opts: opts, out: out, inflight: map[string]context.CancelFunc{}, gone: cancel}
+	b := &bridge{opts: opts, out: out, inflight: map[string]context.CancelFunc{}, gone: cancel, session: newSessionID()}
 	if b.opts.Client == nil {
 		b.opts.Client = &http.Client{}
 	}
@@ -169,7 +171,7 @@ type bridge struct {
 
 	mu       sync.Mutex
 	version  string // MCP-Protocol-Version agreed in initialize
-	session  string // Mcp-Session-Id, if the gateway gives one
+	session  string // Mcp-Session-Id: the gateway's if it gives one, else the bridge's own
 	initID   string // the initialize request's id
 	inflight map[string]context.CancelFunc
 }
@@ -295,7 +297,10 @@ func (b *bridge) post(ctx context.Context, msg []byte, env envelope) (*http.Resp
 			req.Header.Set("Mcp-Name", name)
 		}
 	}
-	if b.session != "" {
+	if b.session != "" && env.Method != "initialize" {
+		// toolgate's stateless front issues none: the bridge's own names
+		// its one client across requests (the gateway learns from a
+		// session's search then call, and the audit log says the session).
 		req.Header.Set("Mcp-Session-Id", b.session)
 	}
 	b.mu.Unlock()
@@ -429,6 +434,14 @@ func (b *bridge) refusal(resp *http.Response, body []byte) string {
 		return msg + " (check the address: the MCP endpoint is /mcp, or /profiles/NAME/mcp for a profile the gateway's config has)"
 	}
 	return msg
+}
+
+// newSessionID is the session ID a bridge sends until the gateway gives
+// one: "connect-" and 16 random hex digits.
+func newSessionID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "connect-" + hex.EncodeToString(b[:])
 }
 
 // standardHeadersFrom is the first protocol version whose requests carry

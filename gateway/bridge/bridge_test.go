@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,9 +35,32 @@ func (e *echo) CallTool(_ context.Context, server, tool string, args map[string]
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s__%s: %v", server, tool, args["text"])}}}, nil
 }
 
+// learner records the pairs the gateway learns from use.
+type learner struct {
+	mu    sync.Mutex
+	pairs []string
+}
+
+func (l *learner) Record(query string, tool catalog.Tool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pairs = append(l.pairs, query+" → "+tool.ID())
+}
+
+func (l *learner) got() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.pairs)
+}
+
 // newGateway is a real gateway (BM25 over three tools, an echo caller)
-// behind handler (nil: its HTTP front as serve mounts it).
+// that learns from use into its Learner.
 func newGateway(t *testing.T) (*gateway.Gateway, *echo) {
+	g, c, _ := newLearningGateway(t)
+	return g, c
+}
+
+func newLearningGateway(t *testing.T) (*gateway.Gateway, *echo, *learner) {
 	t.Helper()
 	tools := []catalog.Tool{
 		{Server: "fs", Name: "read_file", Description: "Read the complete contents of a file."},
@@ -49,8 +73,8 @@ func newGateway(t *testing.T) (*gateway.Gateway, *echo) {
 	}
 	eng := search.New(ix, nil, &search.Options{Mode: search.ModeBM25})
 	t.Cleanup(func() { eng.Close() })
-	c := &echo{}
-	return gateway.New(eng, c, nil), c
+	c, l := &echo{}, &learner{}
+	return gateway.New(eng, c, &gateway.Options{Learner: l}), c, l
 }
 
 // run starts the bridge to url and connects a go-sdk client to its stdio
@@ -101,7 +125,7 @@ func text(res *mcp.CallToolResult) string {
 // TestThroughTheBridge: a stdio client lists the two tools, searches and
 // runs a tool of a real gateway's HTTP front through the bridge.
 func TestThroughTheBridge(t *testing.T) {
-	g, c := newGateway(t)
+	g, c, l := newLearningGateway(t)
 	srv := httptest.NewServer(g.HTTPHandler(nil))
 	defer srv.Close()
 	cs, _, _, _ := run(t, bridge.Options{URL: srv.URL + "/mcp"})
@@ -117,6 +141,17 @@ func TestThroughTheBridge(t *testing.T) {
 	res, err = callTool(t, cs, "execute_tool", map[string]any{"name": "notes__add_note", "arguments": map[string]any{"text": "hello"}})
 	if err != nil || res.IsError || text(res) != "notes__add_note: hello" || c.calls.Load() != 1 {
 		t.Errorf("execute_tool: %v %q, %d calls", err, text(res), c.calls.Load())
+	}
+	// The stateless front issues no session: the bridge names its client's
+	// own, so a search then a call of a tool it returned is learned.
+	if res, err := callTool(t, cs, "search_tools", map[string]any{"query": "write a note down"}); err != nil || res.IsError {
+		t.Fatalf("search_tools: %v", err)
+	}
+	if res, err := callTool(t, cs, "execute_tool", map[string]any{"name": "notes__add_note", "arguments": map[string]any{"text": "x"}}); err != nil || res.IsError {
+		t.Fatalf("execute_tool: %v", err)
+	}
+	if got, want := l.got(), []string{"write a note down → notes__add_note"}; !slices.Equal(got, want) {
+		t.Errorf("learned through the bridge: %q, want %q", got, want)
 	}
 }
 
@@ -220,7 +255,7 @@ func TestHeadersAndEvents(t *testing.T) {
 		!strings.Contains(h.Get("Accept"), "text/event-stream") {
 		t.Errorf("headers of the call after initialize: %v", h)
 	}
-	if h0 := rc.header(0); h0.Get("MCP-Protocol-Version") != "" || h0.Get("Authorization") != "Bearer k-123" {
+	if h0 := rc.header(0); h0.Get("MCP-Protocol-Version") != "" || h0.Get("Authorization") != "Bearer k-123" || h0.Get("Mcp-Session-Id") != "" {
 		t.Errorf("headers of initialize: %v", h0)
 	}
 	if h := rc.header(2); h.Get("MCP-Protocol-Version") != "2026-07-28" || h.Get("Mcp-Method") != "tools/call" || h.Get("Mcp-Name") != "execute_tool" {

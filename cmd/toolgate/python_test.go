@@ -445,6 +445,21 @@ func TestPythonClient(t *testing.T) {
 		}
 	})
 
+	t.Run("connect", func(t *testing.T) {
+		// Over stdio to `toolgate connect`, which relays to one gateway
+		// on HTTP with an API key: what each protocol gets there.
+		data := t.TempDir()
+		key := createKey(t, data, "--name", "python")
+		startGateway(t, data, cfg)
+		bridge := toolgateCmd(t, data, "connect")
+		env := append(bridge.Env, envKey+"="+key)
+		for _, m := range []mode{{"legacy", "2025-11-25", false, "1 cancelled", false}, {"auto", "2026-07-28", true, "2 cancelled", true}} {
+			t.Run(m.name, func(t *testing.T) {
+				check(t, runPyClient(t, py, m.name, steps(m.cancelled), env, append([]string{"stdio"}, bridge.Args...)...), m)
+			})
+		}
+	})
+
 	t.Run("http", func(t *testing.T) {
 		data := t.TempDir()
 		key := createKey(t, data, "--name", "python")

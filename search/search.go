@@ -384,7 +384,8 @@ type State struct {
 // error (a model not installed yet names the command that installs it)
 // rather than its consequence, and a query embedding that failed last.
 func (e *Engine) State() State {
-	st := State{Mode: e.options().Mode, Configured: e.options().Mode}
+	mode := e.options().Mode
+	st := State{Mode: mode, Configured: mode}
 	if !st.Configured.needsVectors() {
 		return st
 	}

@@ -10,9 +10,11 @@
 // response and, before it, the requests and notifications it sends while
 // it works) is written back. It keeps no MCP state but the protocol version
 // the gateway agreed in initialize (sent as MCP-Protocol-Version, as a
-// client of streamable HTTP must) and a session ID if the gateway gives
-// one: toolgate's HTTP front is stateless, so a gateway restarted under the
-// bridge answers the next call as if nothing happened.
+// client of streamable HTTP must) and a session ID: the gateway's if it
+// gives one, else the bridge's own, which names its client to the gateway
+// (what it learns from use, its audit log). toolgate's HTTP front is
+// stateless, so a gateway restarted under the bridge answers the next call
+// as if nothing happened.
 //
 // A call the gateway cannot take (it is down, refuses the key, the body is
 // too large) is answered with a JSON-RPC error that says why and how to fix
@@ -69,13 +71,19 @@ type Options struct {
 	Grace time.Duration
 }
 
-// Error codes of the JSON-RPC errors the bridge answers with itself.
+// Error codes of the JSON-RPC errors the bridge answers with itself, in
+// the implementation-defined range and clear of the codes MCP and its SDKs
+// give a meaning (-32000 and -32001 are the TypeScript SDK's connection
+// closed and request timeout, -32002 MCP's resource not found, -32020 to
+// -32022 and -32042 go-sdk's): the client takes them as the one call's
+// failure and goes on.
 const (
-	// CodeUnreachable: the gateway did not answer (down, wrong address).
-	CodeUnreachable = -32001
+	// CodeUnreachable: the gateway did not answer (down, wrong address),
+	// or stopped answering during the call.
+	CodeUnreachable = -32050
 	// CodeRefused: the gateway answered with an HTTP error (a key it
 	// refuses, a body over its limit, a profile it does not have).
-	CodeRefused = -32002
+	CodeRefused = -32051
 )
 
 // Run relays between the client on in and out and the gateway at

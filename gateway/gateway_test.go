@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/mcptext"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -113,15 +114,7 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallT
 	return res
 }
 
-func text(r *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
+func text(r *mcp.CallToolResult) string { return mcptext.Text(r) }
 
 func TestToolsListIsExactlyTwo(t *testing.T) {
 	g, _ := newTestGateway(t, nil)

@@ -31,6 +31,7 @@ import (
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/index/indextest"
+	"github.com/toolgate/toolgate/internal/mcptext"
 	"github.com/toolgate/toolgate/internal/perf"
 	"github.com/toolgate/toolgate/search"
 )
@@ -487,18 +488,7 @@ func toolCall(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolPa
 }
 
 // resultText is the text content of a tool result ("" for none, or nil).
-func resultText(r *mcp.CallToolResult) string {
-	if r == nil {
-		return ""
-	}
-	var sb strings.Builder
-	for _, c := range r.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			sb.WriteString(t.Text)
-		}
-	}
-	return sb.String()
-}
+func resultText(r *mcp.CallToolResult) string { return mcptext.Text(r) }
 
 // ---- section: execute ----
 

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/mcptext"
 )
 
 // callSearch calls search_tools with query q and, if limit > 0, that limit;
@@ -28,15 +28,4 @@ func callSearch(ctx context.Context, cs *mcp.ClientSession, q string, limit int)
 }
 
 // resultText is the text content of a tool result ("" for none, or nil).
-func resultText(r *mcp.CallToolResult) string {
-	if r == nil {
-		return ""
-	}
-	var sb strings.Builder
-	for _, c := range r.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			sb.WriteString(t.Text)
-		}
-	}
-	return sb.String()
-}
+func resultText(r *mcp.CallToolResult) string { return mcptext.Text(r) }

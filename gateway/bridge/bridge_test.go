@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/linerpc"
+	"github.com/toolgate/toolgate/internal/mcptext"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
 )
@@ -113,13 +114,7 @@ func text(res *mcp.CallToolResult) string {
 	if res == nil {
 		return "(no result)"
 	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
+	return mcptext.Text(res)
 }
 
 // TestThroughTheBridge: a stdio client lists the two tools, searches and

@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,7 +25,13 @@ type connectFlags struct {
 	addr    string
 	config  string
 	profile string
+	start   bool          // start a gateway when none answers
+	idle    time.Duration // … which stops after this long without a request
 }
+
+// defaultConnectIdle is connect --idle's default: how long a gateway that
+// connect --start started runs without a request.
+const defaultConnectIdle = 10 * time.Minute
 
 func newConnectCmd(g *globals) *cobra.Command {
 	var f connectFlags
@@ -44,7 +55,14 @@ key) is answered with an error that says why and how to fix it.
 The gateway: --addr (host:port or URL), else --config's toolgate.http.addr,
 else the one gateway serving HTTP on the data folder (found as toolgate
 status finds it), else ` + defaultStatusAddr + `.
-A gateway with API keys needs one: put it in $` + envKey + `.`,
+A gateway with API keys needs one: put it in $` + envKey + `.
+
+With --start (and --config), when no gateway answers there, connect starts
+one in the background: toolgate serve --config FILE --http ADDR
+--exit-when-idle ` + defaultConnectIdle.String() + ` (--idle), on this data folder. The next clients find
+it; it stops once no client has sent a request for --idle, and a client
+that calls after that starts it again. Two clients started together start
+one gateway: the second finds the address taken and uses the first's.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			u, err := bridgeURL(cmd.Context(), g, f)
@@ -52,10 +70,19 @@ A gateway with API keys needs one: put it in $` + envKey + `.`,
 				return err
 			}
 			key := os.Getenv(envKey)
+			opts := bridge.Options{URL: u, Key: key, KeyEnv: "$" + envKey, Logger: g.logger}
+			if f.start {
+				s, err := newStarter(g, f, u)
+				if err != nil {
+					return err
+				}
+				if err := s.ensure(cmd.Context()); err != nil {
+					return err
+				}
+				opts.Revive = s.ensure
+			}
 			g.logger.Info("relaying the stdio client to the gateway", "url", u, "api_key", key != "")
-			err = bridge.Run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), bridge.Options{
-				URL: u, Key: key, KeyEnv: "$" + envKey, Logger: g.logger,
-			})
+			err = bridge.Run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), opts)
 			if cmd.Context().Err() != nil {
 				return nil // a signal: the stop's exit status says it
 			}
@@ -63,8 +90,10 @@ A gateway with API keys needs one: put it in $` + envKey + `.`,
 		},
 	}
 	cmd.Flags().StringVar(&f.addr, "addr", "", "gateway address host:port or URL (default: the gateway serving HTTP on the data folder, else "+defaultStatusAddr+")")
-	cmd.Flags().StringVarP(&f.config, "config", "c", "", "take the address from this config's toolgate.http.addr, and the data folder from its dataDir")
+	cmd.Flags().StringVarP(&f.config, "config", "c", os.Getenv("TOOLGATE_CONFIG"), "take the address from this config's toolgate.http.addr, and the data folder from its dataDir; with --start, the config the gateway serves ($TOOLGATE_CONFIG)")
 	cmd.Flags().StringVar(&f.profile, "profile", "", "connect to this profile of the gateway's toolgate.profiles (/profiles/NAME/mcp)")
+	cmd.Flags().BoolVar(&f.start, "start", false, "start a gateway serving --config when none answers (and again when it has stopped)")
+	cmd.Flags().DurationVar(&f.idle, "idle", defaultConnectIdle, "with --start: the gateway it starts stops after this long without a request")
 	return cmd
 }
 
@@ -108,4 +137,106 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, error) 
 		u.Path = "/mcp"
 	}
 	return u.String(), nil
+}
+
+// starter starts the gateway connect relays to when none answers (connect
+// --start), once at a time.
+type starter struct {
+	g      *globals
+	config string
+	addr   string // host:port
+	idle   time.Duration
+	health string // the gateway's /healthz
+
+	mu sync.Mutex
+}
+
+func newStarter(g *globals, f connectFlags, mcpURL string) (*starter, error) {
+	if f.config == "" {
+		return nil, usageError{errors.New("--start needs --config FILE (or $TOOLGATE_CONFIG): the servers the gateway it starts serves")}
+	}
+	if f.idle <= 0 {
+		return nil, usageError{fmt.Errorf("--idle %s: want a duration above 0", f.idle)}
+	}
+	u, err := url.Parse(mcpURL)
+	if err != nil {
+		return nil, err
+	}
+	return &starter{g: g, config: f.config, addr: u.Host, idle: f.idle, health: "http://" + u.Host + "/healthz"}, nil
+}
+
+// startWait is how long a started gateway has to answer; startGrace how
+// long one that exited (another took the address first) has to be
+// replaced by the gateway at the address.
+const (
+	startWait  = 2 * time.Minute
+	startGrace = 15 * time.Second
+)
+
+// ensure returns once a gateway answers at the address, starting one when
+// none does.
+func (s *starter) ensure(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.healthy(ctx) {
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(exe, "--data-dir", s.g.DataDir(), "--log-level", s.g.logLevel,
+		"serve", "--config", s.config, "--http", s.addr, "--exit-when-idle", s.idle.String())
+	// Its own session: it outlives this client, and a signal to the
+	// client's process group does not reach it. No stdio: the gateway's
+	// log is `toolgate logs`.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start a gateway: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	s.g.logger.Info("started a gateway for the clients on the data folder", "pid", cmd.Process.Pid, "addr", s.addr, "exit_when_idle", s.idle)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(startWait)
+	defer deadline.Stop()
+	var exitErr error
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case exitErr = <-exited:
+			// Another client's gateway took the address first, or this
+			// one failed: which one, the address says within startGrace.
+			exited = nil
+			deadline.Reset(startGrace)
+		case <-deadline.C:
+			by := fmt.Sprintf("did not answer within %s", startWait)
+			if exited == nil {
+				by = fmt.Sprintf("exited (%v)", exitErr)
+			}
+			return fmt.Errorf("the gateway started for %s %s: run `toolgate serve --config %s --http %s` to see why", s.addr, by, s.config, s.addr)
+		case <-tick.C:
+		}
+		if s.healthy(ctx) {
+			return nil
+		}
+	}
+}
+
+// healthy reports whether a gateway answers GET /healthz at the address.
+func (s *starter) healthy(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.health, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }

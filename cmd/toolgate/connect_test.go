@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -176,6 +178,104 @@ func TestBridgeURL(t *testing.T) {
 			t.Errorf("%+v: %q, %v; want a usage error saying %q", tc.f, got, err, tc.err)
 		case tc.err == "" && (err != nil || got != tc.want):
 			t.Errorf("%+v: %q, %v; want %q", tc.f, got, err, tc.want)
+		}
+	}
+}
+
+// TestConnectStart: `toolgate connect --start` starts the shared gateway
+// when none runs; the next client uses it; it stops once no request came
+// for --idle, and a client that calls after that starts it again (the call
+// is answered).
+func TestConnectStart(t *testing.T) {
+	data := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	writeServers(t, cfg, map[string]config.Server{"fake": backendtest.Command(t, backendtest.ModeNormal)}, false)
+	addr := freeAddr(t)
+	httpGateways := func() []int {
+		var pids []int
+		for _, gw := range localGateways(context.Background(), data, 5*time.Second) {
+			if p := gw.rep.Process; gw.err == nil && p != nil && p.Transport == "http" {
+				pids = append(pids, p.PID)
+			}
+		}
+		return pids
+	}
+	// The gateways it starts run in sessions of their own: end them with
+	// the test.
+	t.Cleanup(func() {
+		for _, pid := range httpGateways() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	args := []string{"connect", "--start", "--config", cfg, "--addr", addr, "--idle", "2s"}
+	echo := func(cs *mcp.ClientSession, text string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": "fake__echo", "arguments": map[string]any{"text": text}}})
+		if err != nil || res.IsError || resultText(res) != text {
+			t.Fatalf("execute_tool through connect --start: %v %s", err, resultText(res))
+		}
+	}
+
+	_, first := connectStdio(t, toolgateCmd(t, data, args...), 2*time.Minute)
+	echo(first, "started")
+	_, second := connectStdio(t, toolgateCmd(t, data, args...), 2*time.Minute)
+	echo(second, "found")
+	pids := httpGateways()
+	if len(pids) != 1 {
+		t.Fatalf("gateways serving HTTP on the data folder: %v, want the one the first client started", pids)
+	}
+	testenv.EventuallyWithin(t, time.Minute, "the gateway stopping once idle", func() bool { return syscall.Kill(pids[0], 0) != nil })
+
+	echo(first, "started again")
+	again := httpGateways()
+	if len(again) != 1 || again[0] == pids[0] {
+		t.Errorf("gateways after the call: %v, want a new one (the first, pid %d, stopped)", again, pids[0])
+	}
+}
+
+// An MCP request running keeps a gateway from idling, whatever its length;
+// GETs (health checks, scrapes) are not use.
+func TestIdleWatch(t *testing.T) {
+	start := time.Now()
+	w := &idleWatch{last: start}
+	release := make(chan struct{})
+	h := w.wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+	done := make(chan struct{})
+	go func() {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/mcp", nil))
+		close(done)
+	}()
+	testenv.Eventually(t, "the request running", func() bool { return w.idleFor(start.Add(time.Hour)) == 0 })
+	close(release)
+	<-done
+	ended := time.Now()
+	if d := w.idleFor(ended.Add(time.Minute)); d < time.Minute {
+		t.Errorf("idle %s a minute after the request ended", d)
+	}
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/healthz", nil)) // after ended
+	if d := w.idleFor(ended.Add(time.Minute)); d < time.Minute {
+		t.Errorf("a GET counted as use: idle %s a minute after the last POST", d)
+	}
+}
+
+// --exit-when-idle is for a gateway on HTTP, and a duration of 0 or more.
+func TestExitWhenIdleUsage(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	writeServers(t, cfg, map[string]config.Server{"fake": backendtest.Command(t, backendtest.ModeNormal)}, false)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--config", cfg, "--exit-when-idle", "1m"}, "--exit-when-idle needs --http"},
+		{[]string{"serve", "--config", cfg, "--http", "127.0.0.1:0", "--exit-when-idle", "-1s"}, "want a duration of 0 (never) or more"},
+		{[]string{"connect", "--start", "--addr", "127.0.0.1:1"}, "--start needs --config"},
+	} {
+		_, stderr, err := runToolgate(t, t.TempDir(), tc.args...)
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: %v\n%s; want exit status 2 saying %q", tc.args, err, stderr, tc.want)
 		}
 	}
 }

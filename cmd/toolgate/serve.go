@@ -45,6 +45,7 @@ type serveFlags struct {
 	allowRemote bool
 	mode        string
 	profile     string
+	idle        time.Duration // --exit-when-idle
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -87,6 +88,7 @@ security, audit, limits) take effect on the next start.`,
 	cmd.Flags().StringVar(&f.http, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8931) instead of stdio")
 	cmd.Flags().BoolVar(&f.allowRemote, "allow-remote", false, "allow --http on a non-loopback address")
 	cmd.Flags().StringVar(&f.mode, "mode", "", "ranking mode: hybrid, bm25, vector or rrf (default: config, else hybrid)")
+	cmd.Flags().DurationVar(&f.idle, "exit-when-idle", 0, "with --http: stop once no MCP request has come for this long and none runs (0: never; toolgate connect --start passes its --idle)")
 	g.addEmbedFlags(cmd)
 	return cmd
 }
@@ -165,6 +167,12 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	// port is an error at once rather than after the backends are up.
 	if f.http == "" && cfg.Toolgate.HTTP.Addr != "" {
 		f.http = cfg.Toolgate.HTTP.Addr
+	}
+	switch {
+	case f.idle < 0:
+		return usageError{fmt.Errorf("--exit-when-idle %s: want a duration of 0 (never) or more", f.idle)}
+	case f.idle > 0 && f.http == "":
+		return usageError{errors.New("--exit-when-idle needs --http: a gateway on stdio stops when its client leaves")}
 	}
 	// Keys before the address: a non-loopback address without keys is
 	// refused before it is bound.

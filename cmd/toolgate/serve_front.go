@@ -137,7 +137,76 @@ func (fr *front) serve(ctx context.Context) error {
 		// cookie (with the same store behind it).
 		OwnAuth: []string{console.Path},
 	})
+	if idle := fr.flags.idle; idle > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		w := &idleWatch{last: time.Now()}
+		h = w.wrap(h)
+		go w.watch(ctx, idle, func() {
+			fr.log.Info("no MCP request for "+idle.String()+": stopping (--exit-when-idle)", "addr", fr.ln.Addr().String())
+			cancel()
+		})
+	}
 	return gateway.Serve(ctx, fr.ln, h, fr.log)
+}
+
+// idleWatch stops an HTTP gateway no client has used for a while (serve
+// --exit-when-idle, which toolgate connect --start passes to the gateway it
+// starts): it counts the MCP requests (POSTs) running and notes when the
+// last one ended. GETs (health checks, /status, /metrics scrapes) are not
+// use: a monitored gateway still stops.
+type idleWatch struct {
+	mu      sync.Mutex
+	running int
+	last    time.Time // when the last request ended, or the watch began
+}
+
+func (w *idleWatch) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			h.ServeHTTP(rw, r)
+			return
+		}
+		w.mu.Lock()
+		w.running++
+		w.mu.Unlock()
+		defer func() {
+			w.mu.Lock()
+			w.running--
+			w.last = time.Now()
+			w.mu.Unlock()
+		}()
+		h.ServeHTTP(rw, r)
+	})
+}
+
+// idleFor is how long no request has run at now (0 while one runs).
+func (w *idleWatch) idleFor(now time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running > 0 {
+		return 0
+	}
+	return now.Sub(w.last)
+}
+
+// watch calls stop once the gateway has been idle for idle, looking a
+// tenth of idle apart (at most every 5 s), until ctx ends.
+func (w *idleWatch) watch(ctx context.Context, idle time.Duration, stop func()) {
+	t := time.NewTicker(min(max(idle/10, 10*time.Millisecond), 5*time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if w.idleFor(now) >= idle {
+				stop()
+				return
+			}
+		}
+	}
 }
 
 // cacheStats reads the embedding cache's hits and misses, or is nil when

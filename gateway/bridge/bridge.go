@@ -69,6 +69,11 @@ type Options struct {
 	// Grace is how long calls still running when the client closes stdin
 	// may finish (0: DefaultGrace).
 	Grace time.Duration
+	// Revive, if set, is called when the gateway refuses the connection
+	// (it is not running): once it returns nil the message is sent again,
+	// once (it never reached a gateway, so it cannot run twice).
+	// `toolgate connect --start` starts the gateway again there.
+	Revive func(ctx context.Context) error
 }
 
 // Error codes of the JSON-RPC errors the bridge answers with itself, in
@@ -226,11 +231,21 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 	}
 
 	resp, err := b.post(ctx, msg, env)
+	var reviveErr error
+	if err != nil && b.opts.Revive != nil && errors.Is(err, syscall.ECONNREFUSED) && ctx.Err() == nil {
+		if reviveErr = b.opts.Revive(ctx); reviveErr == nil {
+			resp, err = b.post(ctx, msg, env)
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return // cancelled by the client, or the client is gone
 		}
-		b.fail(env, isCall, CodeUnreachable, fmt.Sprintf("toolgate at %s does not answer: %v; start it (toolgate serve --http ADDR) or check the address given to toolgate connect", b.opts.URL, unwrap(err)))
+		why := fmt.Sprintf("toolgate at %s does not answer: %v; start it (toolgate serve --http ADDR) or check the address given to toolgate connect", b.opts.URL, unwrap(err))
+		if reviveErr != nil {
+			why = fmt.Sprintf("toolgate at %s does not answer (%v), and starting it failed: %v", b.opts.URL, unwrap(err), reviveErr)
+		}
+		b.fail(env, isCall, CodeUnreachable, why)
 		return
 	}
 	defer resp.Body.Close()

@@ -183,7 +183,7 @@ func TestBridgeURL(t *testing.T) {
 }
 
 // TestConnectStart: `toolgate connect --start` starts the shared gateway
-// when none runs; the next client uses it; it stops once no request came
+// when none runs, one for two clients started together; it stops once no request came
 // for --idle, and a client that calls after that starts it again (the call
 // is answered).
 func TestConnectStart(t *testing.T) {
@@ -218,9 +218,28 @@ func TestConnectStart(t *testing.T) {
 		}
 	}
 
-	_, first := connectStdio(t, toolgateCmd(t, data, args...), 2*time.Minute)
+	// Two clients started together: both find no gateway, both start
+	// one, and the one that finds the address taken uses the other's.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var sessions [2]*mcp.ClientSession
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i := range sessions {
+		cmd := toolgateCmd(t, data, args...)
+		wg.Go(func() {
+			sessions[i], errs[i] = mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("client %d through connect --start: %v", i, err)
+		}
+		t.Cleanup(func() { sessions[i].Close() })
+	}
+	first, second := sessions[0], sessions[1]
 	echo(first, "started")
-	_, second := connectStdio(t, toolgateCmd(t, data, args...), 2*time.Minute)
 	echo(second, "found")
 	pids := httpGateways()
 	if len(pids) != 1 {

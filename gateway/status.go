@@ -85,6 +85,9 @@ type ProcessInfo struct {
 	PID       int    `json:"pid"`
 	Transport string `json:"transport"`      // "stdio" or "http"
 	Addr      string `json:"addr,omitempty"` // the HTTP front's address
+	// ExitWhenIdle is serve --exit-when-idle: the gateway stops once no
+	// MCP request has come for that long ("10m0s"; empty: never).
+	ExitWhenIdle string `json:"exitWhenIdle,omitempty"`
 	// Client is the stdio client's name and version, as it gave them in
 	// its initialize request ("claude-ai 0.1.0"); empty before that.
 	Client string `json:"client,omitempty"`

@@ -298,3 +298,20 @@ func TestExitWhenIdleUsage(t *testing.T) {
 		}
 	}
 }
+
+// A gateway with --exit-when-idle says so in its status: a gateway that
+// connect --start started is seen to stop by itself.
+func TestExitWhenIdleInStatus(t *testing.T) {
+	data := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	writeServers(t, cfg, map[string]config.Server{"fake": backendtest.Command(t, backendtest.ModeNormal)}, false)
+	addr := freeAddr(t)
+	startServe(t, toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr, "--mode", "bm25", "--exit-when-idle", "1h"), addr)
+	if p := getStatus(t, addr).Process; p == nil || p.ExitWhenIdle != "1h0m0s" {
+		t.Errorf("status process: %+v, want exitWhenIdle 1h0m0s", p)
+	}
+	out, _, _ := runToolgate(t, data, "status")
+	if !strings.Contains(out, "(http "+addr+", stops after 1h0m0s without a request)") {
+		t.Errorf("toolgate status does not say the gateway stops when idle:\n%s", out)
+	}
+}

@@ -312,6 +312,9 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	if ln != nil {
 		proc.info.Transport, proc.info.Addr = "http", ln.Addr().String()
 	}
+	if f.idle > 0 {
+		proc.info.ExitWhenIdle = f.idle.String()
+	}
 	ranking := func() *search.State {
 		st := lv.SearchState()
 		if st != nil && st.BM25Only && embErr != nil {

@@ -444,6 +444,9 @@ func processLine(p *gateway.ProcessInfo) string {
 	case p.Transport == "stdio":
 		how += ", no client yet"
 	}
+	if p.ExitWhenIdle != "" {
+		how += ", stops after " + p.ExitWhenIdle + " without a request"
+	}
 	return fmt.Sprintf(", pid %d (%s)", p.PID, how)
 }
 

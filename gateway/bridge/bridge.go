@@ -24,6 +24,7 @@ package bridge
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -186,6 +187,7 @@ type bridge struct {
 	version  string // MCP-Protocol-Version agreed in initialize
 	session  string // Mcp-Session-Id: the gateway's if it gives one, else the bridge's own
 	initID   string // the initialize request's id
+	agent    string // User-Agent: the client's name and version, from initialize
 	inflight map[string]context.CancelFunc
 }
 
@@ -217,6 +219,7 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 		b.inflight[id] = cancel
 		if env.Method == "initialize" {
 			b.initID = id
+			b.agent = userAgent(env.Params)
 		}
 		b.mu.Unlock()
 		defer func() {
@@ -326,7 +329,16 @@ func (b *bridge) post(ctx context.Context, msg []byte, env envelope) (*http.Resp
 		// session's search then call, and the audit log says the session).
 		req.Header.Set("Mcp-Session-Id", b.session)
 	}
+	agent := b.agent
 	b.mu.Unlock()
+	if agent == "" { // a 2026-07-28 client names itself in each request's _meta
+		if agent = userAgent(env.Params); agent != "" {
+			b.mu.Lock()
+			b.agent = agent
+			b.mu.Unlock()
+		}
+	}
+	req.Header.Set("User-Agent", cmp.Or(agent, "toolgate-connect"))
 	if b.opts.Key != "" {
 		req.Header.Set("Authorization", "Bearer "+b.opts.Key)
 	}
@@ -465,6 +477,31 @@ func newSessionID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return "connect-" + hex.EncodeToString(b[:])
+}
+
+// userAgent names the client of an initialize request's params, or of a
+// 2026-07-28 request's _meta, for the gateway's audit log (its `client`
+// when the request names none): "claude-ai/0.1.0 (toolgate connect)"; ""
+// when params name none.
+func userAgent(params json.RawMessage) string {
+	type impl struct{ Name, Version string }
+	var p struct {
+		ClientInfo impl `json:"clientInfo"`
+		Meta       struct {
+			ClientInfo impl `json:"io.modelcontextprotocol/clientInfo"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	ci := p.ClientInfo
+	if ci.Name == "" {
+		ci = p.Meta.ClientInfo
+	}
+	if ci.Name == "" {
+		return ""
+	}
+	return strings.TrimSpace(ci.Name+"/"+ci.Version) + " (toolgate connect)"
 }
 
 // standardHeadersFrom is the first protocol version whose requests carry

@@ -233,7 +233,7 @@ func TestHeadersAndEvents(t *testing.T) {
 	go func() {
 		done <- bridge.Run(context.Background(), inR, &out, bridge.Options{URL: srv.URL, Key: "k-123"})
 	}()
-	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`+"\n")
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","clientInfo":{"name":"test-client","version":"1.2"}}}`+"\n")
 	testenv.Eventually(t, "the answer to initialize", func() bool { return strings.Count(out.String(), "\n") == 1 })
 	io.WriteString(inW, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"x"}}}`+"\n")
 	testenv.Eventually(t, "the call's events", func() bool { return strings.Count(out.String(), "\n") == 3 })
@@ -249,6 +249,9 @@ func TestHeadersAndEvents(t *testing.T) {
 	if h.Get("MCP-Protocol-Version") != "2025-06-18" || h.Get("Mcp-Session-Id") != "s-1" || h.Get("Authorization") != "Bearer k-123" ||
 		!strings.Contains(h.Get("Accept"), "text/event-stream") {
 		t.Errorf("headers of the call after initialize: %v", h)
+	}
+	if ua := rc.header(1).Get("User-Agent"); ua != "test-client/1.2 (toolgate connect)" {
+		t.Errorf("User-Agent after initialize %q, want the client's name and version", ua)
 	}
 	if h0 := rc.header(0); h0.Get("MCP-Protocol-Version") != "" || h0.Get("Authorization") != "Bearer k-123" || h0.Get("Mcp-Session-Id") != "" {
 		t.Errorf("headers of initialize: %v", h0)

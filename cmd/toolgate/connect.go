@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/bridge"
 	"github.com/toolgate/toolgate/gateway/config"
 )
@@ -108,10 +110,24 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, error) 
 		g.applyConfig(cfg.Toolgate)
 		addr = cfg.Toolgate.HTTP.Addr
 	}
+	// With --config, the gateway must serve it: one left running for
+	// another config (`make run`'s) is not this client's.
+	want := ""
+	if f.config != "" {
+		want = absPaths([]string{f.config})[0]
+	}
+	// The gateways serving HTTP on the data folder (their status sockets
+	// need no key).
+	var local []*gateway.ProcessInfo
+	for _, gw := range localGateways(ctx, g.DataDir(), 5*time.Second) {
+		if p := gw.rep.Process; gw.err == nil && p != nil && p.Transport == "http" && p.Addr != "" {
+			local = append(local, p)
+		}
+	}
 	if addr == "" {
 		var found []string
-		for _, gw := range localGateways(ctx, g.DataDir(), 5*time.Second) {
-			if p := gw.rep.Process; gw.err == nil && p != nil && p.Transport == "http" && p.Addr != "" {
+		for _, p := range local {
+			if want == "" || slices.Contains(p.Config, want) {
 				found = append(found, fmt.Sprintf("pid %d at %s", p.PID, p.Addr))
 				addr = p.Addr
 			}
@@ -126,6 +142,10 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, error) 
 	u, err := gatewayURL(addr)
 	if err != nil {
 		return "", usageError{err}
+	}
+	if served := servedConfigs(ctx, u, local); want != "" && len(served) > 0 && !slices.Contains(served, want) {
+		return "", usageError{fmt.Errorf("the gateway at %s serves another config (%s), not %s: give %s a port of its own (toolgate.http.addr), or pass --addr",
+			u.Host, strings.Join(served, " + "), want, f.config)}
 	}
 	path := strings.TrimSuffix(u.Path, "/")
 	switch {
@@ -239,4 +259,38 @@ func (s *starter) healthy(ctx context.Context) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// servedConfigs are the config files of the gateway at u: from its status
+// socket when it runs on the data folder (local), else its GET /status; nil
+// when it does not answer or does not say (an API key that is not admin,
+// or none, does not see them).
+func servedConfigs(ctx context.Context, u *url.URL, local []*gateway.ProcessInfo) []string {
+	for _, p := range local {
+		if a, err := gatewayURL(p.Addr); err == nil && a.Host == u.Host {
+			return p.Config
+		}
+	}
+	su, err := statusURL(u.String())
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, su, nil)
+	if err != nil {
+		return nil
+	}
+	if k := os.Getenv(envKey); k != "" {
+		req.Header.Set("Authorization", "Bearer "+k)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil
+	}
+	_, rep, err := readStatus(resp, su)
+	if err != nil || rep.Process == nil {
+		return nil
+	}
+	return rep.Process.Config
 }

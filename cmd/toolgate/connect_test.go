@@ -139,6 +139,15 @@ func TestConnect(t *testing.T) {
 		t.Errorf("execute_tool with the key, after the gateway restarted: %q, %v", got, err)
 	}
 
+	// A client of another config is not relayed to this config's
+	// gateway (one left running for `make run`, say).
+	otherCfg := filepath.Join(t.TempDir(), "other.json")
+	writeServers(t, otherCfg, map[string]config.Server{"fake": backendtest.Command(t, backendtest.ModeNormal)}, false)
+	if _, stderr, err := runToolgate(t, data, "connect", "--config", otherCfg, "--addr", addr); err == nil || !strings.Contains(stderr, "serves another config ("+cfg+")") ||
+		!strings.Contains(stderr, "a port of its own") {
+		t.Errorf("connect --config of another config to this gateway: %v\n%s", err, stderr)
+	}
+
 	// Two gateways on HTTP: connect does not guess.
 	other := freeAddr(t)
 	startServe(t, toolgateCmd(t, data, "serve", "--config", cfg, "--http", other, "--mode", "bm25"), other)

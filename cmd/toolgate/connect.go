@@ -38,7 +38,7 @@ const defaultConnectIdle = 10 * time.Minute
 func newConnectCmd(g *globals) *cobra.Command {
 	var f connectFlags
 	cmd := &cobra.Command{
-		Use:   "connect [--addr 127.0.0.1:8931] [--profile NAME]",
+		Use:   "connect [--addr 127.0.0.1:8931] [--profile NAME] [-c FILE [--start [--idle 10m]]]",
 		Short: "Connect an MCP client on stdio to a gateway running over HTTP (one gateway for many clients)",
 		Long: `Connect an MCP client that speaks only stdio to a gateway served over
 streamable HTTP (toolgate serve --http), as if it were a gateway of its own:
@@ -56,7 +56,9 @@ key) is answered with an error that says why and how to fix it.
 
 The gateway: --addr (host:port or URL), else --config's toolgate.http.addr,
 else the one gateway serving HTTP on the data folder (found as toolgate
-status finds it), else ` + defaultStatusAddr + `.
+status finds it), else ` + defaultStatusAddr + `. With --config, only a gateway
+serving that file will do: one running for another config is passed over on
+the data folder, and refused at an address (exit status 2).
 A gateway with API keys needs one: put it in $` + envKey + `.
 
 With --start (and --config), when no gateway answers there, connect starts
@@ -102,13 +104,15 @@ one gateway: the second finds the address taken and uses the first's.`,
 // bridgeURL is the MCP endpoint connect relays to (see its help).
 func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, error) {
 	addr := f.addr
-	if addr == "" && f.config != "" {
+	if f.config != "" {
 		cfg, err := config.Load(f.config)
 		if err != nil {
 			return "", err
 		}
 		g.applyConfig(cfg.Toolgate)
-		addr = cfg.Toolgate.HTTP.Addr
+		if addr == "" {
+			addr = cfg.Toolgate.HTTP.Addr
+		}
 	}
 	// With --config, the gateway must serve it: one left running for
 	// another config (`make run`'s) is not this client's.

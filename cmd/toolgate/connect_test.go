@@ -18,7 +18,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
-	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -29,11 +28,7 @@ import (
 // client's $TOOLGATE_KEY, and a client without one is told where to put it.
 func TestConnect(t *testing.T) {
 	data := t.TempDir()
-	cfg := filepath.Join(t.TempDir(), "toolgate.json")
-	writeServers(t, cfg, map[string]config.Server{
-		"fake": backendtest.Command(t, backendtest.ModeNormal),
-		"ask":  backendtest.Command(t, backendtest.ModeProgress+","+backendtest.ModeAsk),
-	}, false)
+	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal, "ask": backendtest.ModeProgress + "," + backendtest.ModeAsk}, nil)
 	addr := freeAddr(t)
 	serve := func() *gatewayProc {
 		return startServe(t, toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr, "--mode", "bm25"), addr)
@@ -141,8 +136,7 @@ func TestConnect(t *testing.T) {
 
 	// A client of another config is not relayed to this config's
 	// gateway (one left running for `make run`, say).
-	otherCfg := filepath.Join(t.TempDir(), "other.json")
-	writeServers(t, otherCfg, map[string]config.Server{"fake": backendtest.Command(t, backendtest.ModeNormal)}, false)
+	otherCfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)
 	if _, stderr, err := runToolgate(t, data, "connect", "--config", otherCfg, "--addr", addr); err == nil || !strings.Contains(stderr, "serves another config ("+cfg+")") ||
 		!strings.Contains(stderr, "a port of its own") {
 		t.Errorf("connect --config of another config to this gateway: %v\n%s", err, stderr)
@@ -197,8 +191,7 @@ func TestBridgeURL(t *testing.T) {
 // is answered).
 func TestConnectStart(t *testing.T) {
 	data := t.TempDir()
-	cfg := filepath.Join(t.TempDir(), "toolgate.json")
-	writeServers(t, cfg, map[string]config.Server{"fake": backendtest.Command(t, backendtest.ModeNormal)}, false)
+	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)
 	addr := freeAddr(t)
 	httpGateways := func() []int {
 		var pids []int
@@ -290,8 +283,7 @@ func TestIdleWatch(t *testing.T) {
 
 // --exit-when-idle is for a gateway on HTTP, and a duration of 0 or more.
 func TestExitWhenIdleUsage(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "toolgate.json")
-	writeServers(t, cfg, map[string]config.Server{"fake": backendtest.Command(t, backendtest.ModeNormal)}, false)
+	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -312,8 +304,7 @@ func TestExitWhenIdleUsage(t *testing.T) {
 // connect --start started is seen to stop by itself.
 func TestExitWhenIdleInStatus(t *testing.T) {
 	data := t.TempDir()
-	cfg := filepath.Join(t.TempDir(), "toolgate.json")
-	writeServers(t, cfg, map[string]config.Server{"fake": backendtest.Command(t, backendtest.ModeNormal)}, false)
+	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)
 	addr := freeAddr(t)
 	startServe(t, toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr, "--mode", "bm25", "--exit-when-idle", "1h"), addr)
 	if p := getStatus(t, addr).Process; p == nil || p.ExitWhenIdle != "1h0m0s" {

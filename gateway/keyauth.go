@@ -23,6 +23,13 @@ import (
 // key store cannot be read (fail closed); `toolgate status` knows it.
 const KeysUnreadable = "Service Unavailable: the gateway cannot read its API keys (its log says why); no request is let in until that is fixed"
 
+// NeedsKeyFix is what a client of the gateway's is told to do when the
+// gateway wants an API key it did not send: keyEnv names where the client
+// reads one ("$TOOLGATE_KEY").
+func NeedsKeyFix(keyEnv string) string {
+	return "the gateway needs an API key: put one in " + keyEnv + " (`toolgate keys create` makes one)"
+}
+
 // KeyChecker checks the API key of an HTTP request. keys.Store implements
 // it.
 type KeyChecker interface {

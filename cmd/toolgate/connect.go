@@ -121,11 +121,14 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, error) 
 		want = absPaths([]string{f.config})[0]
 	}
 	// The gateways serving HTTP on the data folder (their status sockets
-	// need no key).
+	// need no key): asked only to find one, or to see which config the
+	// one at the address serves.
 	var local []*gateway.ProcessInfo
-	for _, gw := range localGateways(ctx, g.DataDir(), 5*time.Second) {
-		if p := gw.rep.Process; gw.err == nil && p != nil && p.Transport == "http" && p.Addr != "" {
-			local = append(local, p)
+	if addr == "" || want != "" {
+		for _, gw := range localGateways(ctx, g.DataDir(), 5*time.Second) {
+			if p := gw.rep.Process; gw.err == nil && p != nil && p.Transport == "http" && p.Addr != "" {
+				local = append(local, p)
+			}
 		}
 	}
 	if addr == "" {

@@ -206,7 +206,7 @@ func readStatus(resp *http.Response, u string) ([]byte, gateway.StatusReport, er
 		return nil, rep, fmt.Errorf("read %s: %w", u, err)
 	}
 	if resp.StatusCode == http.StatusUnauthorized {
-		return nil, rep, fmt.Errorf("%s answered %s: the gateway needs an API key: put one in $%s (`toolgate keys create` makes one)", u, resp.Status, envKey)
+		return nil, rep, fmt.Errorf("%s answered %s: %s", u, resp.Status, gateway.NeedsKeyFix("$"+envKey))
 	}
 	if resp.StatusCode == http.StatusServiceUnavailable && strings.HasPrefix(string(body), gateway.KeysUnreadable) {
 		// The gateway runs but lets no one in (fail closed): degraded, not

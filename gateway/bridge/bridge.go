@@ -42,6 +42,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/internal/linerpc"
 )
 
@@ -462,7 +463,7 @@ func (b *bridge) refusal(resp *http.Response, body []byte) string {
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:
 		if b.opts.Key == "" {
-			return msg + " (the gateway needs an API key: put one in " + keyEnv + "; `toolgate keys create` makes one)"
+			return msg + "; " + gateway.NeedsKeyFix(keyEnv)
 		}
 		return msg + " (the key in " + keyEnv + " is not one of the gateway's, or was revoked or has expired: `toolgate keys list` on the gateway's machine)"
 	case http.StatusNotFound:

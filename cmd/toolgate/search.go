@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -15,7 +16,12 @@ import (
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -27,6 +33,7 @@ type searchFlags struct {
 	limitOn bool // --limit given: 0 is then a mistake, not "the default"
 	server  string
 	json    bool
+	profile string
 	configs []string
 }
 
@@ -44,7 +51,13 @@ it search falls back to BM25 and says so.
 With --config (or $TOOLGATE_CONFIG), the config's toolgate settings apply as in
 serve: its data folder and embedder, and toolgate.search's mode, weights,
 minConfidence, stepWeight and limits, so the answer is the one search_tools
-gives. Flags given on the command line win.`,
+gives. Flags given on the command line win.
+
+Tools that search_tools hides are left out here too, and counted below the
+answer: those of servers disabled at run time (toolgate servers disable),
+quarantined definitions (toolgate tools quarantined) and, with --config, those
+of servers the config does not have and, with --profile, those outside the
+profile.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
 				return usageError{errors.New(`search needs one non-empty query argument, e.g. toolgate search "list files in a directory"`)}
@@ -62,6 +75,7 @@ gives. Flags given on the command line win.`,
 	fl.IntVar(&f.limit, "limit", 0, fmt.Sprintf("number of results (default %d or the config's toolgate.search.defaultLimit; at most %d or its maxLimit)", gateway.DefaultLimit, gateway.MaxLimit))
 	fl.StringVar(&f.server, "server", "", "only tools of this server")
 	fl.BoolVar(&f.json, "json", false, "print the result as one JSON object")
+	fl.StringVar(&f.profile, "profile", "", "search as a client limited to this profile of the config's toolgate.profiles (needs --config)")
 	configsFlag(cmd, &f.configs)
 	g.addEmbedFlags(cmd)
 	return cmd
@@ -75,6 +89,10 @@ type searchOutput struct {
 	Tools   []searchToolJSON `json:"tools"`
 	NoMatch bool             `json:"noMatch,omitempty"`
 	Warning string           `json:"warning,omitempty"`
+	// Hidden counts the index's tools left out as search_tools leaves
+	// them out, by the policy rule that hides them ("config", "disabled",
+	// "profile", "quarantine").
+	Hidden map[string]int `json:"hidden,omitempty"`
 }
 
 type searchToolJSON struct {
@@ -93,12 +111,21 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 	// The config's search settings, as serve reads them (its data
 	// folder and embedder settings apply through readConfigs).
 	var settings config.SearchSettings
+	var cfg *config.File
 	if len(f.configs) > 0 {
-		cfg, _, err := g.readConfigs(f.configs)
-		if err != nil {
+		var err error
+		if cfg, _, err = g.readConfigs(f.configs); err != nil {
 			return err
 		}
 		settings = cfg.Toolgate.Search
+	}
+	if f.profile != "" {
+		if cfg == nil {
+			return usageError{fmt.Errorf("--profile %q needs the config that defines it: add --config FILE (or set $TOOLGATE_CONFIG)", f.profile)}
+		}
+		if _, ok := cfg.Toolgate.Profiles[f.profile]; !ok {
+			return usageError{fmt.Errorf("--profile %q: there is no such profile in toolgate.profiles (profiles: %s)", f.profile, strings.Join(slices.Sorted(maps.Keys(cfg.Toolgate.Profiles)), ", "))}
+		}
 	}
 	mode := search.Mode(settings.Mode)
 	if f.mode != "" {
@@ -119,16 +146,17 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 	if err != nil {
 		return err
 	}
+	vis := searchVisibility(g, ix, cfg, f.profile, stderr)
+	seen := vis.see(ix)
 	// As search_tools: an unknown server is a mistake of the caller's,
 	// answered with the servers there are.
-	if servers := indexServers(ix); f.server != "" && !slices.Contains(servers, f.server) {
+	if err := seen.checkServer(f.server); err != nil {
 		ix.Close()
-		return usageError{fmt.Errorf("--server %q: there is no server of that name in the index (servers: %s); leave --server out to search them all",
-			f.server, strings.Join(servers, ", "))}
+		return err
 	}
 	// ix is owned by the engine from here on.
 
-	out := searchOutput{Query: q}
+	out := searchOutput{Query: q, Hidden: seen.hidden}
 	var emb index.Embedder
 	if mode != search.ModeBM25 && ix.HasVectors() {
 		// One session using every core, as serve's: one query to embed,
@@ -170,7 +198,7 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 	if err := eng.RefreshLearned(ctx); err != nil {
 		fmt.Fprintf(stderr, "toolgate: note: ranking without the learned pairs: %v\n", err)
 	}
-	res, err := eng.Search(ctx, search.Query{Text: q, Limit: f.limit, Server: f.server, Mode: mode})
+	res, err := eng.Search(ctx, search.Query{Text: q, Limit: f.limit, Server: f.server, Mode: mode, Filter: vis.set.Filter(vis.caller)})
 	if err != nil {
 		return err
 	}
@@ -219,6 +247,7 @@ func printSearch(w io.Writer, out searchOutput, filtered bool) {
 			msg += " on that server"
 		}
 		fmt.Fprintf(w, "%s (mode %s)\n", msg, out.Mode)
+		printHidden(w, out.Hidden)
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -235,16 +264,122 @@ func printSearch(w io.Writer, out searchOutput, filtered bool) {
 	if out.NoMatch {
 		fmt.Fprintln(w, "no match: no tool reaches the minimum confidence; these are only the closest")
 	}
+	printHidden(w, out.Hidden)
 }
 
-// indexServers are the servers of the index's tools, sorted.
-func indexServers(ix *index.Index) []string {
-	var out []string
-	for _, t := range ix.Tools() {
-		out = append(out, t.Server)
+// visibility is what search_tools shows on the data folder, as every
+// gateway on it decides: the policy rules a gateway keeps that a search
+// from the command line can know, and the caller they decide for.
+type visibility struct {
+	set    *policy.Set
+	caller *policy.Caller
+}
+
+// searchVisibility builds the rules of a gateway on the data folder for
+// the index ix: the servers disabled at run time (its state file), the
+// quarantine's decisions (its pins file, with the config's approvedTools)
+// and, with cfg, its profiles and the servers it has. The last applies only
+// to an index that holds a tool of one of cfg's servers: one that holds
+// none was built from something else (a tools file, `toolgate index
+// --tools`), and cfg then brings only its settings. The caller is a local
+// client limited to profile ("" = none), as serve --profile limits one. A
+// state file that cannot be read is noted on stderr: as serve then, no
+// server is disabled.
+func searchVisibility(g *globals, ix *index.Index, cfg *config.File, profile string, stderr io.Writer) visibility {
+	data := g.DataDir()
+	set := policy.NewSet()
+	var approved []string
+	if cfg != nil {
+		configured := policy.NewConfigured(live.Catalogued(cfg, config.BuiltinServer))
+		if slices.ContainsFunc(ix.Tools(), func(t catalog.Tool) bool { return t.Server != config.BuiltinServer && configured.Has(t.Server) }) {
+			set.Put(configured)
+		}
+		set.Put(policy.NewProfiles(cfg.Toolgate.Profiles))
+		approved = cfg.Toolgate.Security.ApprovedTools
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	st, err := live.ReadState(live.StateFile(data))
+	if err != nil {
+		fmt.Fprintf(stderr, "toolgate: note: showing the tools of servers disabled at run time too: %v\n", err)
+	}
+	set.Put(policy.NewDisabled(st.Disabled))
+	guard := quarantine.New(dirs.Pins(data), &quarantine.Options{Approved: approved, Logger: g.logger})
+	set.Put(guard.Snapshot().Rule())
+	return visibility{set: set, caller: &policy.Caller{Transport: policy.TransportStdio, Session: policy.NewSession(profile, profile != "")}}
+}
+
+// seen is what the caller sees of an index's tools.
+type seen struct {
+	servers []string       // the servers with a tool the caller sees, sorted
+	hidden  map[string]int // tools hidden, by rule
+	why     map[string]string
+}
+
+// see decides every tool of ix for the caller.
+func (v visibility) see(ix *index.Index) seen {
+	s := seen{hidden: map[string]int{}, why: map[string]string{}}
+	for _, t := range ix.Tools() {
+		d := v.set.Decide(v.caller, t)
+		if d.Allowed {
+			s.servers = append(s.servers, t.Server)
+			continue
+		}
+		s.hidden[d.Rule]++
+		if _, ok := s.why[t.Server]; !ok {
+			s.why[t.Server] = d.Reason
+		}
+	}
+	slices.Sort(s.servers)
+	s.servers = slices.Compact(s.servers)
+	if len(s.hidden) == 0 {
+		s.hidden = nil
+	}
+	return s
+}
+
+// checkServer is the usage error of a --server the caller sees no tool of
+// ("" = every server: nil), naming why when the index has the server's
+// tools but hides them.
+func (s seen) checkServer(server string) error {
+	if server == "" || slices.Contains(s.servers, server) {
+		return nil
+	}
+	if why, ok := s.why[server]; ok {
+		return usageError{fmt.Errorf("--server %q: search_tools hides its tools: %s", server, why)}
+	}
+	return usageError{fmt.Errorf("--server %q: there is no server of that name in the index (servers: %s); leave --server out to search them all",
+		server, strings.Join(s.servers, ", "))}
+}
+
+// hiddenWords says what each rule hides, in printHidden's order.
+var hiddenWords = []struct{ rule, words string }{
+	{policy.RuleDisabled, "of servers disabled at run time"},
+	{quarantine.RuleName, "quarantined"},
+	{policy.RuleConfig, "of servers the config does not have"},
+	{policy.RuleProfile, "outside the profile"},
+}
+
+// printHidden prints how many tools search_tools hides, and why.
+func printHidden(w io.Writer, hidden map[string]int) {
+	var parts []string
+	total := 0
+	for _, h := range hiddenWords {
+		if n := hidden[h.rule]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, h.words))
+			total += n
+		}
+	}
+	if total == 0 {
+		return
+	}
+	noun := "tools"
+	if total == 1 {
+		noun = "tool"
+	}
+	if len(parts) == 1 {
+		fmt.Fprintf(w, "hidden as search_tools hides them: %s %s\n", noun, parts[0])
+		return
+	}
+	fmt.Fprintf(w, "hidden as search_tools hides them: %d %s (%s)\n", total, noun, strings.Join(parts, ", "))
 }
 
 // oneLine flattens whitespace and cuts s to at most n runes.

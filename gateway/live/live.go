@@ -34,6 +34,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -336,19 +337,23 @@ func (l *Loop) runnable(cfg *config.File) []config.Server {
 	return out
 }
 
-// catalogued names the servers whose tools the catalog holds for cfg: its
+// catalogued is Catalogued with the loop's built-in servers.
+func (l *Loop) catalogued(cfg *config.File) []string {
+	return Catalogued(cfg, slices.Collect(maps.Keys(l.opts.Builtin))...)
+}
+
+// Catalogued names the servers whose tools the catalog holds for cfg: its
 // enabled servers (disabled at run time or not: their tools stay, hidden,
 // so that enabling one shows them at once) and the built-in ones, sorted.
-func (l *Loop) catalogued(cfg *config.File) []string {
+// Its policy.Configured rule hides the tools of any other server.
+func Catalogued(cfg *config.File, builtin ...string) []string {
 	var names []string
 	for _, s := range cfg.Servers() {
 		names = append(names, s.Name)
 	}
-	for name := range l.opts.Builtin {
-		names = append(names, name)
-	}
+	names = append(names, builtin...)
 	slices.Sort(names)
-	return names
+	return slices.Compact(names)
 }
 
 // Warm reports whether Run will answer from the index of the last run while

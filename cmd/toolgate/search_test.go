@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/gateway/quarantine"
+	"github.com/toolgate/toolgate/internal/dirs"
+)
+
+// TestSearchHidesWhatSearchToolsHides: `toolgate search` leaves out the
+// tools a gateway on the data folder hides from search_tools (it used to
+// rank them all): servers disabled at run time, quarantined definitions,
+// with --config the servers the config does not have, and with --profile
+// those outside the profile; it counts what it hid, and a --server whose
+// tools are hidden is a usage error that says why.
+func TestSearchHidesWhatSearchToolsHides(t *testing.T) {
+	data := t.TempDir()
+	g := &globals{dataDir: data}
+	// srv0, srv1, srv2 with 4 tools each, and "odd server" with one.
+	runIndexJSON(t, g, writeToolsFile(t, t.TempDir(), 12, ""))
+	if err := live.WriteState(live.StateFile(data), live.State{Disabled: []string{"srv1"}}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	pins := quarantine.File{Version: 1, Tools: map[string]*quarantine.Pin{
+		"srv0__list_files_0": {Pinned: "a", Current: "b", FirstSeen: now, Seen: now, Hold: &quarantine.Hold{Since: now, Changed: true}},
+		"srv0__list_files_3": {Pinned: "c", Current: "c", FirstSeen: now, Seen: now},
+	}}
+	b, _ := json.Marshal(pins)
+	os.MkdirAll(filepath.Dir(dirs.Pins(data)), 0o755)
+	if err := os.WriteFile(dirs.Pins(data), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fakeConfig(t, map[string]string{"srv0": "", "srv1": "", "srv2": ""}, map[string]any{
+		"profiles": map[string]any{"two": map[string]any{"servers": []string{"srv2"}}},
+	})
+	search := func(f searchFlags) (searchOutput, error) {
+		t.Helper()
+		f.mode, f.limit, f.json = "bm25", 50, true
+		var out, errOut bytes.Buffer
+		err := runSearch(context.Background(), g, &f, "list the files", &out, &errOut)
+		var so searchOutput
+		if err == nil {
+			if jerr := json.Unmarshal(out.Bytes(), &so); jerr != nil {
+				t.Fatalf("search --json: %v\n%s", jerr, out.String())
+			}
+		}
+		return so, err
+	}
+	ids := func(so searchOutput) []string {
+		var out []string
+		for _, tl := range so.Tools {
+			out = append(out, tl.Name)
+		}
+		return out
+	}
+
+	so, err := search(searchFlags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ids(so)
+	if slices.ContainsFunc(got, func(id string) bool { return strings.HasPrefix(id, "srv1__") }) || slices.Contains(got, "srv0__list_files_0") ||
+		!slices.Contains(got, "srv0__list_files_3") || len(got) != 8 {
+		t.Errorf("without a config: %v; want the 8 tools but srv1's (disabled) and srv0__list_files_0 (quarantined)", got)
+	}
+	if want := map[string]int{"disabled": 4, "quarantine": 1}; !maps.Equal(so.Hidden, want) {
+		t.Errorf("without a config: hidden %v, want %v", so.Hidden, want)
+	}
+
+	so, err = search(searchFlags{configs: []string{cfg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(so); slices.Contains(got, "odd server__search & replace") || len(got) != 7 {
+		t.Errorf("with the config: %v; want srv0's three and srv2's four (odd server is not in the config)", got)
+	}
+	if want := map[string]int{"config": 1, "disabled": 4, "quarantine": 1}; !maps.Equal(so.Hidden, want) {
+		t.Errorf("with the config: hidden %v, want %v", so.Hidden, want)
+	}
+
+	so, err = search(searchFlags{configs: []string{cfg}, profile: "two"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(so); len(got) != 4 || slices.ContainsFunc(got, func(id string) bool { return !strings.HasPrefix(id, "srv2__") }) {
+		t.Errorf("--profile two: %v; want srv2's four tools only", got)
+	}
+
+	// A --server whose tools are hidden says why; a profile needs its config.
+	_, err = search(searchFlags{server: "srv1"})
+	var ue usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), `server "srv1" is disabled`) || !strings.Contains(err.Error(), "toolgate servers enable srv1") {
+		t.Errorf("--server srv1 (disabled): %v; want a usage error saying it is disabled and how to enable it", err)
+	}
+	for _, f := range []searchFlags{{profile: "two"}, {configs: []string{cfg}, profile: "nope"}} {
+		if _, err := search(f); !errors.As(err, &ue) || !strings.Contains(err.Error(), "--profile") {
+			t.Errorf("%+v: %v; want a usage error about --profile", f, err)
+		}
+	}
+
+	// The table says what it left out.
+	var out bytes.Buffer
+	if err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 3}, "list the files", &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := "hidden as search_tools hides them: 5 tools (4 of servers disabled at run time, 1 quarantined)"; !strings.Contains(out.String(), want) {
+		t.Errorf("table:\n%s\nwant %q", out.String(), want)
+	}
+}

@@ -475,6 +475,11 @@ func printLoopStats(w io.Writer, st *live.Stats) {
 		fmt.Fprintf(w, "; changed since the start, waiting for a restart: %s", strings.Join(st.RestartPending, ", "))
 	}
 	fmt.Fprintln(w)
+	if len(st.Disabled) > 0 {
+		// Not in the table (they do not run), yet their tools are in the
+		// catalog's count: say why search_tools shows none of them.
+		fmt.Fprintf(w, "disabled at run time: %s (stopped, tools hidden; `toolgate servers enable NAME` starts one again)\n", strings.Join(st.Disabled, ", "))
+	}
 }
 
 // printRanking prints how searches rank: "search: hybrid (model …)", or

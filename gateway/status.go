@@ -91,6 +91,9 @@ type ProcessInfo struct {
 	// Client is the stdio client's name and version, as it gave them in
 	// its initialize request ("claude-ai 0.1.0"); empty before that.
 	Client string `json:"client,omitempty"`
+	// LogLevel is the level the gateway logs at now: --log-level, or what
+	// `toolgate logs --level` set since.
+	LogLevel string `json:"logLevel,omitempty"`
 	// Config is the config files read, in order (not shown to an API
 	// key that is not admin).
 	Config []string `json:"config,omitempty"`

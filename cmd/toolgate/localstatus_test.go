@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -254,6 +255,13 @@ func TestLogs(t *testing.T) {
 	if _, stderr, err := runToolgate(t, data, "logs", "--pid", "1"); err == nil || !strings.Contains(stderr, "no gateway with pid 1 runs on the data folder") || !strings.Contains(stderr, itoa(stdio.Process.Pid)) {
 		t.Errorf("logs --pid 1: %v\n%s", err, stderr)
 	}
+	// The level changes without a restart, and the report says so.
+	if _, stderr, err := runToolgate(t, data, "logs", "--level", "debug", "-n", "0"); err != nil || !strings.Contains(stderr, "log level info → debug") {
+		t.Errorf("logs --level debug: %v\n%s", err, stderr)
+	}
+	if out, _, _ := runToolgate(t, data, "status", "--json"); len(decodeReports(t, out)) != 1 || decodeReports(t, out)[0].Process.LogLevel != "debug" {
+		t.Errorf("status --json after logs --level debug: want process.logLevel debug\n%s", out)
+	}
 
 	follow := toolgateCmd(t, data, "logs", "-f", "-n", "1")
 	pr, err := follow.StdoutPipe()
@@ -323,7 +331,7 @@ func TestLogsFollowSaysWhatWasNotKept(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out testenv.LogBuffer
 	done := make(chan error, 1)
-	go func() { done <- runLogs(ctx, &out, data, logsFlags{follow: true, n: 10, every: time.Hour}) }()
+	go func() { done <- runLogs(ctx, &out, io.Discard, data, logsFlags{follow: true, n: 10, every: time.Hour}) }()
 	testenv.Eventually(t, "the first page", func() bool { return strings.Contains(out.String(), "first") })
 	cancel() // its next look is an hour away: only the context ends it
 	if err := <-done; err != nil {
@@ -334,7 +342,7 @@ func TestLogsFollowSaysWhatWasNotKept(t *testing.T) {
 	}
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
-	go func() { done <- runLogs(ctx2, &out, data, logsFlags{follow: true, n: 1, every: 10 * time.Millisecond}) }()
+	go func() { done <- runLogs(ctx2, &out, io.Discard, data, logsFlags{follow: true, n: 1, every: 10 * time.Millisecond}) }()
 	testenv.Eventually(t, "line 9", func() bool { return strings.Contains(out.String(), "line 9") })
 	for i := range 20 { // far faster than a look every 10 ms: most go unkept
 		fmt.Fprintf(ring, "more %d\n", i)
@@ -345,6 +353,79 @@ func TestLogsFollowSaysWhatWasNotKept(t *testing.T) {
 	}
 	cancel2()
 	<-done
+}
+
+// logs --level changes a running gateway's log level (POST /loglevel on
+// its status socket): lines of the new level reach its log at once, the
+// status report says the level, and -f puts the level it found back when
+// it ends, unless someone changed it again meanwhile.
+func TestLogsLevel(t *testing.T) {
+	data := t.TempDir()
+	ring := logring.New(0)
+	level := new(slog.LevelVar)
+	log := slog.New(slog.NewTextHandler(ring, &slog.HandlerOptions{Level: level}))
+	proc := &process{info: gateway.ProcessInfo{PID: 7, Transport: "stdio"}, level: level}
+	h := logLevelHandler(level, log)
+	s := local.Serve(data, map[string]http.Handler{
+		"GET /status":   gateway.StatusHandler(statusSource{}, &gateway.StatusOptions{Process: proc.report}),
+		"GET /logs":     ring.Handler(),
+		"GET /loglevel": h, "POST /loglevel": h,
+	}, nil)
+	defer s.Close()
+
+	// Set, without -f: it stays; the status line says it.
+	var out, notes testenv.LogBuffer
+	if err := runLogs(context.Background(), &out, &notes, data, logsFlags{n: 5, level: "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	if level.Level() != slog.LevelDebug || !strings.Contains(notes.String(), "log level info → debug, until `toolgate logs --level info` or a restart") ||
+		!strings.Contains(out.String(), `msg="log level changed" from=info to=debug`) {
+		t.Fatalf("logs --level debug: level %v\nnotes: %s\nout: %s", level.Level(), notes.String(), out.String())
+	}
+	log.Debug("a debug line")
+	var st bytes.Buffer
+	if err := runStatus(context.Background(), &st, statusFlags{dataDir: func(*config.File) string { return data }, timeout: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(st.String(), "pid 7 (stdio, no client yet, log level debug)") {
+		t.Errorf("status with the level set:\n%s", st.String())
+	}
+
+	// -f --level warn: put back to debug when it ends.
+	level.Set(slog.LevelInfo)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var notes2 testenv.LogBuffer
+	go func() { done <- runLogs(ctx, &out, &notes2, data, logsFlags{follow: true, level: "warn", every: 10 * time.Millisecond}) }()
+	testenv.Eventually(t, "the level set", func() bool { return level.Level() == slog.LevelWarn })
+	log.Info("not at warn")
+	log.Warn("at warn")
+	testenv.Eventually(t, "the warn line", func() bool { return strings.Contains(out.String(), "at warn") })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if level.Level() != slog.LevelInfo || strings.Contains(out.String(), "not at warn") || !strings.Contains(notes2.String(), "log level info again") {
+		t.Errorf("logs -f --level warn, ended: level %v (want info back)\nnotes: %s\nout: %s", level.Level(), notes2.String(), out.String())
+	}
+
+	// Changed again while following: left as it is.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	var notes3 testenv.LogBuffer
+	go func() { done <- runLogs(ctx, &out, &notes3, data, logsFlags{follow: true, level: "debug", every: 10 * time.Millisecond}) }()
+	testenv.Eventually(t, "the level set", func() bool { return level.Level() == slog.LevelDebug })
+	if _, err := setLogLevel(context.Background(), s.Path, "error", ""); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-done
+	if level.Level() != slog.LevelError || !strings.Contains(notes3.String(), "log level left as it is (changed since this set it to debug)") {
+		t.Errorf("changed while following: level %v (want error kept)\nnotes: %s", level.Level(), notes3.String())
+	}
+	if _, err := setLogLevel(context.Background(), s.Path, "loud", ""); err == nil || !strings.Contains(err.Error(), "want debug, info, warn or error") {
+		t.Errorf("POST /loglevel loud: %v", err)
+	}
 }
 
 // A data folder whose gateways cannot be listed is said so, not taken for
@@ -360,7 +441,7 @@ func TestStatusSocketsUnlisted(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the gateways on the data folder "+data+" cannot be listed") {
 		t.Errorf("status: %v", err)
 	}
-	if err := runLogs(context.Background(), &out, data, logsFlags{}); err == nil || !strings.Contains(err.Error(), "cannot be listed") {
+	if err := runLogs(context.Background(), &out, io.Discard, data, logsFlags{}); err == nil || !strings.Contains(err.Error(), "cannot be listed") {
 		t.Errorf("logs: %v", err)
 	}
 }

@@ -25,6 +25,7 @@ type logsFlags struct {
 	pid    int
 	n      int
 	follow bool
+	level  string // --level: set the gateways' log level first
 	config string
 	every  time.Duration // how often -f asks (tests shorten it)
 }
@@ -32,7 +33,7 @@ type logsFlags struct {
 func newLogsCmd(g *globals) *cobra.Command {
 	f := logsFlags{every: 500 * time.Millisecond}
 	cmd := &cobra.Command{
-		Use:   "logs [--pid N] [-n 50] [-f]",
+		Use:   "logs [--pid N] [-n 50] [-f] [--level L]",
 		Short: "Print the last log lines of the gateways running on the data folder",
 		Long: `Print the last log lines of each gateway running on the data folder (those
 toolgate status lists), stdio ones included: a gateway an MCP client started
@@ -43,21 +44,33 @@ its --log-level), and answers on its status socket.
 With several gateways each one's lines come under a heading line; -f
 prefixes each line with its gateway's PID instead. --pid picks one.
 -f follows: it prints new lines as they come until interrupted or, when
-every gateway followed has stopped, ends.`,
+every gateway followed has stopped, ends.
+
+--level sets the log level of those gateways first (debug, info, warn or
+error), without a restart: their stderr gets the lines of that level too.
+With -f the level found is put back when following ends (unless it was
+changed again meanwhile); without it the level stays until it is set again
+or the gateway restarts.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.n < 0 {
 				return usageError{fmt.Errorf("-n %d: want 0 (every line kept) or more", f.n)}
 			}
+			if f.level != "" {
+				if _, err := parseLogLevel(f.level); err != nil {
+					return usageError{fmt.Errorf("--level %w", err)}
+				}
+			}
 			if _, err := dataFolderConfig(g, f.config); err != nil {
 				return err
 			}
-			return runLogs(cmd.Context(), cmd.OutOrStdout(), g.DataDir(), f)
+			return runLogs(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), g.DataDir(), f)
 		},
 	}
 	cmd.Flags().IntVar(&f.pid, "pid", 0, "only the gateway with this process ID (toolgate status shows them)")
 	cmd.Flags().IntVarP(&f.n, "lines", "n", 50, "how many of the last lines to print (0: every line kept)")
 	cmd.Flags().BoolVarP(&f.follow, "follow", "f", false, "keep printing new lines as they come")
+	cmd.Flags().StringVar(&f.level, "level", "", "set the gateways' log level first: debug, info, warn or error (with -f, until it ends)")
 	cmd.Flags().StringVarP(&f.config, "config", "c", "", "take the data folder from this config's dataDir")
 	return cmd
 }
@@ -88,9 +101,13 @@ type followed struct {
 	gw   localGateway
 	last uint64
 	gone bool
+	// was is the log level --level replaced ("" when it changed none).
+	was string
 }
 
-func runLogs(ctx context.Context, w io.Writer, dataDir string, f logsFlags) error {
+// runLogs prints the gateways' lines on w; what --level did goes to
+// notes.
+func runLogs(ctx context.Context, w, notes io.Writer, dataDir string, f logsFlags) error {
 	var gws []*followed
 	var pids []string
 	for _, gw := range localGateways(ctx, dataDir, 5*time.Second) {
@@ -116,7 +133,33 @@ func runLogs(ctx context.Context, w io.Writer, dataDir string, f logsFlags) erro
 		return fmt.Sprintf("[%d] ", g.gw.rep.Process.PID)
 	}
 	var failed []string
+	if f.level != "" {
+		for _, g := range gws {
+			got, err := setLogLevel(ctx, g.gw.sock, f.level, "")
+			if err != nil {
+				g.gone = true
+				failed = append(failed, fmt.Sprintf("%s: %v", g.gw.name(), unwrapURLError(err)))
+				continue
+			}
+			until := "until `toolgate logs --level " + got.Was + "` or a restart"
+			if f.follow {
+				until = "while this follows"
+			}
+			if got.Was != got.Level {
+				g.was = got.Was
+				fmt.Fprintf(notes, "toolgate: %s: log level %s → %s, %s\n", g.gw.name(), got.Was, got.Level, until)
+			} else {
+				fmt.Fprintf(notes, "toolgate: %s: log level %s already\n", g.gw.name(), got.Level)
+			}
+		}
+		if f.follow {
+			defer restoreLogLevels(ctx, notes, gws, f.level)
+		}
+	}
 	for i, g := range gws {
+		if g.gone {
+			continue
+		}
 		p, err := logsPage(ctx, g.gw.sock, 0, f.n)
 		if err != nil {
 			g.gone = true
@@ -171,4 +214,23 @@ func runLogs(ctx context.Context, w io.Writer, dataDir string, f logsFlags) erro
 		return errors.New("no log from " + strings.Join(failed, "; "))
 	}
 	return nil
+}
+
+// restoreLogLevels puts back the levels --level replaced in the gateways
+// followed that still run, unless one was changed again meanwhile (by
+// another `logs --level`): that one is left as it is.
+func restoreLogLevels(ctx context.Context, notes io.Writer, gws []*followed, set string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	for _, g := range gws {
+		if g.was == "" || g.gone {
+			continue
+		}
+		switch _, err := setLogLevel(ctx, g.gw.sock, g.was, set); {
+		case err == nil:
+			fmt.Fprintf(notes, "toolgate: %s: log level %s again\n", g.gw.name(), g.was)
+		case errors.Is(err, errLevelChanged):
+			fmt.Fprintf(notes, "toolgate: %s: log level left as it is (changed since this set it to %s)\n", g.gw.name(), set)
+		}
+	}
 }

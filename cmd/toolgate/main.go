@@ -32,6 +32,9 @@ type globals struct {
 	configDataDir string // the config file's toolgate.dataDir (applyConfig)
 	logLevel      string
 	logger        *slog.Logger
+	// level is the logger's level: --log-level, then what `toolgate logs
+	// --level` sets in a running gateway (serve's POST /loglevel).
+	level *slog.LevelVar
 	// stop is the process's stop (signals, budget, exit status); nil in
 	// tests that call a command in process.
 	stop *shutdown.Controller
@@ -55,15 +58,17 @@ func newRootCmd(stop *shutdown.Controller) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			var lvl slog.Level
-			if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
-				return usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)}
+			lvl, err := parseLogLevel(g.logLevel)
+			if err != nil {
+				return usageError{fmt.Errorf("--log-level %w", err)}
 			}
 			// Logs go to stderr only: stdout belongs to the MCP stdio transport.
 			// The last lines are kept for `toolgate logs` too (first: a
 			// closed stderr fails the write but not the ring's copy).
 			g.logRing = logring.New(0)
-			g.logger = slog.New(slog.NewTextHandler(io.MultiWriter(g.logRing, os.Stderr), &slog.HandlerOptions{Level: lvl}))
+			g.level = new(slog.LevelVar)
+			g.level.Set(lvl)
+			g.logger = slog.New(slog.NewTextHandler(io.MultiWriter(g.logRing, os.Stderr), &slog.HandlerOptions{Level: g.level}))
 			g.stop.SetLogger(g.logger)
 			return nil
 		},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -308,7 +309,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	// GET /status, on the HTTP front and on the status socket in the data
 	// folder, from the start: `toolgate status` finds a gateway on stdio
 	// there, a cold start's connecting backends included.
-	proc := &process{info: gateway.ProcessInfo{PID: os.Getpid(), Transport: "stdio", Config: absPaths(f.configs)}}
+	proc := &process{info: gateway.ProcessInfo{PID: os.Getpid(), Transport: "stdio", Config: absPaths(f.configs)}, level: g.level}
 	if ln != nil {
 		proc.info.Transport, proc.info.Addr = "http", ln.Addr().String()
 	}
@@ -328,7 +329,8 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		sopts.Learning = learning.status
 	}
 	status := gateway.StatusHandler(pool, sopts)
-	routes := map[string]http.Handler{"GET /status": status, "GET /logs": g.logRing.Handler()}
+	level := logLevelHandler(g.level, log)
+	routes := map[string]http.Handler{"GET /status": status, "GET /logs": g.logRing.Handler(), "GET /loglevel": level, "POST /loglevel": level}
 	if learning != nil {
 		h := learning.handler(learnDir(g), lv.Catalog, lv.RefreshLearned)
 		routes["GET /learn"], routes["POST /learn"] = h, h
@@ -365,12 +367,16 @@ func absPaths(paths []string) []string {
 
 // process is what GET /status says of this gateway process.
 type process struct {
-	info gateway.ProcessInfo
-	gw   atomic.Pointer[gateway.Gateway] // once serving: the stdio client's name
+	info  gateway.ProcessInfo
+	gw    atomic.Pointer[gateway.Gateway] // once serving: the stdio client's name
+	level *slog.LevelVar                  // the log's level now
 }
 
 func (p *process) report() *gateway.ProcessInfo {
 	i := p.info
+	if p.level != nil {
+		i.LogLevel = levelName(p.level.Level())
+	}
 	if gw := p.gw.Load(); gw != nil && i.Transport == "stdio" {
 		i.Client = gw.StdioClient()
 	}

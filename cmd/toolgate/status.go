@@ -258,7 +258,7 @@ type localGateway struct {
 // name is how messages call g: by its PID and front when it answered.
 func (g localGateway) name() string {
 	if g.err == nil && g.rep.Process != nil {
-		return strings.TrimPrefix(processLine(g.rep.Process), ", ")
+		return strings.TrimPrefix(processLine(g.rep.Process, false), ", ")
 	}
 	return "the gateway at " + g.sock
 }
@@ -376,7 +376,7 @@ func degradedReasons(rep gateway.StatusReport) []string {
 }
 
 func printStatus(w io.Writer, rep gateway.StatusReport) error {
-	fmt.Fprintf(w, "toolgate %s%s, up %s: %d of %d backends up\n", rep.Version, processLine(rep.Process), rep.Uptime, rep.Up, rep.Total)
+	fmt.Fprintf(w, "toolgate %s%s, up %s: %d of %d backends up\n", rep.Version, processLine(rep.Process, true), rep.Uptime, rep.Up, rep.Total)
 	if p := rep.Process; p != nil && len(p.Config) > 0 {
 		fmt.Fprintf(w, "config: %s\n", strings.Join(p.Config, ", "))
 	}
@@ -430,8 +430,10 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 }
 
 // processLine is ", pid 4242 (stdio, client claude-ai 0.1.0)" for p, or
-// "" without it (a gateway from before the process section).
-func processLine(p *gateway.ProcessInfo) string {
+// "" without it (a gateway from before the process section); with state,
+// also what it does now that a name should not carry (a log level other
+// than info).
+func processLine(p *gateway.ProcessInfo, state bool) string {
 	if p == nil {
 		return ""
 	}
@@ -446,6 +448,9 @@ func processLine(p *gateway.ProcessInfo) string {
 	}
 	if p.ExitWhenIdle != "" {
 		how += ", stops after " + p.ExitWhenIdle + " without a request"
+	}
+	if state && p.LogLevel != "" && p.LogLevel != "info" {
+		how += ", log level " + p.LogLevel
 	}
 	return fmt.Sprintf(", pid %d (%s)", p.PID, how)
 }

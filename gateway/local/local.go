@@ -5,7 +5,7 @@
 // session, and none of them has an address `toolgate status` or `toolgate
 // logs` could ask.
 //
-// The socket serves its routes (GET /status, GET /logs) whole, with no API
+// The socket serves its routes (GET /status, GET /logs, …) whole, with no API
 // key: whoever can open it can read the data folder's files anyway.
 package local
 
@@ -250,11 +250,13 @@ func Client(path string, timeout time.Duration) *http.Client {
 }
 
 // URL is the status URL to ask a Client for; LogsURL the log's; LearnURL
-// the learned pairs' (`toolgate learn`).
+// the learned pairs' (`toolgate learn`); LogLevelURL the log's level
+// (`toolgate logs --level`).
 const (
-	URL      = "http://toolgate/status"
-	LogsURL  = "http://toolgate/logs"
-	LearnURL = "http://toolgate/learn"
+	URL         = "http://toolgate/status"
+	LogsURL     = "http://toolgate/logs"
+	LearnURL    = "http://toolgate/learn"
+	LogLevelURL = "http://toolgate/loglevel"
 )
 
 // Gone says that err, from a request through Client, means nobody listens

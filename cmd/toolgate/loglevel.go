@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway/local"
+)
+
+// logLevelBody is the JSON of GET and POST /loglevel on a gateway's status
+// socket (`toolgate logs --level`).
+type logLevelBody struct {
+	// Level is the log's level: debug, info, warn or error. POST sets it.
+	Level string `json:"level"`
+	// Was, in POST's answer, is the level before.
+	Was string `json:"was,omitempty"`
+	// If, in a POST, sets Level only while the level is this one: `logs
+	// -f --level` puts back the level it found unless someone changed it
+	// meanwhile (409 Conflict then, with the level in effect).
+	If string `json:"if,omitempty"`
+}
+
+// parseLogLevel reads a level as --log-level takes it.
+func parseLogLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return l, fmt.Errorf("%q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// levelName is l as --log-level spells it ("debug").
+func levelName(l slog.Level) string { return strings.ToLower(l.String()) }
+
+// logLevelHandler serves GET and POST /loglevel: the level of v, which the
+// process's logger reads; a change is logged at the more severe of the two
+// levels, so it shows under both.
+func logLevelHandler(v *slog.LevelVar, log *slog.Logger) http.Handler {
+	var mu sync.Mutex // a POST's If and Set are one step
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		cur := v.Level()
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method != http.MethodPost {
+			json.NewEncoder(w).Encode(logLevelBody{Level: levelName(cur)})
+			return
+		}
+		var req logLevelBody
+		if err := json.NewDecoder(io.LimitReader(r.Body, 4<<10)).Decode(&req); err != nil {
+			http.Error(w, `want {"level": "debug"}: `+err.Error(), http.StatusBadRequest)
+			return
+		}
+		to, err := parseLogLevel(req.Level)
+		if err != nil {
+			http.Error(w, "level "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if req.If != "" {
+			want, err := parseLogLevel(req.If)
+			if err != nil {
+				http.Error(w, "if "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			if want != cur {
+				w.WriteHeader(http.StatusConflict)
+				json.NewEncoder(w).Encode(logLevelBody{Level: levelName(cur)})
+				return
+			}
+		}
+		v.Set(to)
+		if to != cur {
+			log.Log(r.Context(), max(cur, to), "log level changed", "from", levelName(cur), "to", levelName(to), "by", "toolgate logs --level")
+		}
+		json.NewEncoder(w).Encode(logLevelBody{Level: levelName(to), Was: levelName(cur)})
+	})
+}
+
+// errLevelChanged says a conditional POST /loglevel found another level.
+var errLevelChanged = errors.New("the log level was changed meanwhile")
+
+// setLogLevel asks the gateway at sock to log at level (only while it logs
+// at cond, unless cond is ""), and returns what it answered.
+func setLogLevel(ctx context.Context, sock, level, cond string) (logLevelBody, error) {
+	var out logLevelBody
+	b, _ := json.Marshal(logLevelBody{Level: level, If: cond})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, local.LogLevelURL, bytes.NewReader(b))
+	if err != nil {
+		return out, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := local.Client(sock, 5*time.Second).Do(req)
+	if err != nil {
+		return out, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return out, json.NewDecoder(resp.Body).Decode(&out)
+	case http.StatusConflict:
+		return out, errLevelChanged
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	return out, fmt.Errorf("%s answered %s: %s (a gateway from before `toolgate logs --level`? restart it)", sock, resp.Status, oneLineBody(body))
+}

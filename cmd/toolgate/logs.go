@@ -39,7 +39,7 @@ func newLogsCmd(g *globals) *cobra.Command {
 toolgate status lists), stdio ones included: a gateway an MCP client started
 logs to a stderr the client may keep where no one looks, or close. Each
 gateway keeps its last ` + strconv.Itoa(logring.DefaultLines) + ` lines in memory, as its stderr got them (at
-its --log-level), and answers on its status socket.
+its log level), and answers on its status socket.
 
 With several gateways each one's lines come under a heading line; -f
 prefixes each line with its gateway's PID instead. --pid picks one.

@@ -342,7 +342,9 @@ func TestLogsFollowSaysWhatWasNotKept(t *testing.T) {
 	}
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
-	go func() { done <- runLogs(ctx2, &out, io.Discard, data, logsFlags{follow: true, n: 1, every: 10 * time.Millisecond}) }()
+	go func() {
+		done <- runLogs(ctx2, &out, io.Discard, data, logsFlags{follow: true, n: 1, every: 10 * time.Millisecond})
+	}()
 	testenv.Eventually(t, "line 9", func() bool { return strings.Contains(out.String(), "line 9") })
 	for i := range 20 { // far faster than a look every 10 ms: most go unkept
 		fmt.Fprintf(ring, "more %d\n", i)
@@ -396,7 +398,9 @@ func TestLogsLevel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var notes2 testenv.LogBuffer
-	go func() { done <- runLogs(ctx, &out, &notes2, data, logsFlags{follow: true, level: "warn", every: 10 * time.Millisecond}) }()
+	go func() {
+		done <- runLogs(ctx, &out, &notes2, data, logsFlags{follow: true, level: "warn", every: 10 * time.Millisecond})
+	}()
 	testenv.Eventually(t, "the level set", func() bool { return level.Level() == slog.LevelWarn })
 	log.Info("not at warn")
 	log.Warn("at warn")
@@ -413,7 +417,9 @@ func TestLogsLevel(t *testing.T) {
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
 	var notes3 testenv.LogBuffer
-	go func() { done <- runLogs(ctx, &out, &notes3, data, logsFlags{follow: true, level: "debug", every: 10 * time.Millisecond}) }()
+	go func() {
+		done <- runLogs(ctx, &out, &notes3, data, logsFlags{follow: true, level: "debug", every: 10 * time.Millisecond})
+	}()
 	testenv.Eventually(t, "the level set", func() bool { return level.Level() == slog.LevelDebug })
 	if _, err := setLogLevel(context.Background(), s.Path, "error", ""); err != nil {
 		t.Fatal(err)

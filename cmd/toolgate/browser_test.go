@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/live"
@@ -127,6 +128,25 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err != nil || !strings.Contains(notice, "Restart of memory requested") {
 		t.Errorf("notice after restart: %q %v", notice, err)
 	}
+
+	// Disable memory: its row says so, with an Enable button that starts
+	// it again.
+	pollRow := func(what, cond string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](`(() => {
+			const r = document.querySelector('#backend-rows tr[data-server="memory"]');
+			return r && `+cond+`; })()`,
+			chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute))); err != nil {
+			t.Fatalf("waiting for the page to show memory %s: %v", what, err)
+		}
+	}
+	do("disable memory", chromedp.Click(`button[data-disable="memory"]`))
+	pollRow("disabled", `r.dataset.state === "disabled" && r.querySelector("button[data-enable]") !== null`)
+	if rep := getStatus(t, addr); !slices.Contains(rep.Stats.Disabled, "memory") || slices.ContainsFunc(rep.Backends, func(b gateway.BackendStatus) bool { return b.Name == "memory" }) {
+		t.Errorf("GET /status after Disable: disabled %v, backends %v; want memory disabled and not running", rep.Stats.Disabled, rep.Backends)
+	}
+	do("enable memory", chromedp.Click(`button[data-enable="memory"]`))
+	pollRow("up again", `r.dataset.state === "up"`)
 
 	do("scroll to the top", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())

@@ -123,7 +123,7 @@ func (fr *front) serve(ctx context.Context) error {
 			console.Path: console.New(&console.Options{
 				// The catalog as the caller's key sees it (everything a
 				// client without profile sees, without keys).
-				Backends: fr.pool, Catalog: fr.lv, Policy: fr.lv.Policy(), Restarter: fr.pool, Loop: fr.lv, Calls: recent, Search: fr.ranking,
+				Backends: fr.pool, Catalog: fr.lv, Policy: fr.lv.Policy(), Restarter: fr.pool, Switcher: fr.lv, Loop: fr.lv, Calls: recent, Search: fr.ranking,
 				Unavailable: mg.Unavailable, Version: version, Started: fr.start, Logger: fr.log,
 				Keys: fr.sec.consoleKeys(), Audit: fr.sec.audit, Rates: rates, Refusals: refusals,
 			}).Handler(),

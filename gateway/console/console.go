@@ -54,6 +54,13 @@ type Restarter interface {
 	Restart(server string) error
 }
 
+// Switcher disables a server at run time, or enables it again, as
+// toolgate__disable_server and toolgate__enable_server do. live.Loop
+// implements it.
+type Switcher interface {
+	SetDisabled(ctx context.Context, server string, disabled bool) (bool, error)
+}
+
 // Catalog ranks and lists the tools served. live.Loop implements it.
 type Catalog interface {
 	Search(ctx context.Context, q search.Query) (search.Result, error)
@@ -74,6 +81,7 @@ type Calls interface {
 var (
 	_ Backends  = (*backend.Pool)(nil)
 	_ Restarter = (*backend.Pool)(nil)
+	_ Switcher  = (*live.Loop)(nil)
 	_ Catalog   = (*live.Loop)(nil)
 	_ Loop      = (*live.Loop)(nil)
 	_ Calls     = (*Recorder)(nil)
@@ -85,6 +93,7 @@ type Options struct {
 	Backends  Backends
 	Catalog   Catalog
 	Restarter Restarter // the restart buttons
+	Switcher  Switcher  // the disable and enable buttons
 	Loop      Loop      // the index state
 	Calls     Calls     // the recent calls
 	// Search, if set, says how searches rank now (GET /status's "search").
@@ -206,7 +215,9 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("GET /ui/api/state", c.api(c.serveState))
 	mux.HandleFunc("GET /ui/api/search", c.api(c.serveSearch))
 	mux.HandleFunc("GET /ui/api/catalog", c.api(c.serveCatalog))
-	mux.HandleFunc("POST /ui/api/restart", c.post(c.serveRestart))
+	mux.HandleFunc("POST /ui/api/restart", c.post(c.serveAction(restartAction, c.restart)))
+	mux.HandleFunc("POST /ui/api/disable", c.post(c.serveAction(disableAction, c.switcher(true))))
+	mux.HandleFunc("POST /ui/api/enable", c.post(c.serveAction(enableAction, c.switcher(false))))
 	mux.HandleFunc("POST /ui/api/logout", c.post(c.serveLogout))
 	mux.HandleFunc("POST /ui/api/login", c.serveLogin)
 	return securityHeaders(mux)
@@ -313,22 +324,41 @@ func (c *Console) catalog(caller *policy.Caller) Catalog {
 	return policy.NewView(c.o.Catalog, c.o.Policy, caller)
 }
 
-// restartTool is the management tool the restart button stands for: a
-// caller may press it when the policy lets it run that tool.
-var restartTool = catalog.Tool{Server: config.BuiltinServer, Name: "restart_server"}
+// action is a button that acts on one server: the management tool it
+// stands for (a caller may press it when the policy lets it run that
+// tool, and only on a server it may manage, as with the tool) and its
+// words.
+type action struct {
+	tool  catalog.Tool
+	verb  string // "restart"
+	doing string // "restarting"
+}
 
-// mayRestart reports whether caller may restart backends from the
-// console.
-func (c *Console) mayRestart(caller *policy.Caller) (bool, string) {
-	if c.o.Restarter == nil {
-		return false, "this gateway does not restart backends from the console"
+var (
+	restartAction = action{catalog.Tool{Server: config.BuiltinServer, Name: "restart_server"}, "restart", "restarting"}
+	disableAction = action{catalog.Tool{Server: config.BuiltinServer, Name: "disable_server"}, "disable", "disabling"}
+	enableAction  = action{catalog.Tool{Server: config.BuiltinServer, Name: "enable_server"}, "enable", "enabling"}
+)
+
+// offers reports whether the gateway gave the console what a does.
+func (c *Console) offers(a action) bool {
+	if a.verb == restartAction.verb {
+		return c.o.Restarter != nil
+	}
+	return c.o.Switcher != nil
+}
+
+// may reports whether caller may press a's buttons, or why not.
+func (c *Console) may(caller *policy.Caller, a action) (bool, string) {
+	if !c.offers(a) {
+		return false, fmt.Sprintf("this gateway does not %s backends from the console", a.verb)
 	}
 	if c.o.Policy == nil {
 		return true, ""
 	}
-	t, ok := c.o.Catalog.Tool(restartTool.ID())
+	t, ok := c.o.Catalog.Tool(a.tool.ID())
 	if !ok {
-		t = restartTool
+		t = a.tool
 	}
 	if d := c.o.Policy.Decide(caller, t); !d.Allowed {
 		return false, d.Reason
@@ -336,24 +366,26 @@ func (c *Console) mayRestart(caller *policy.Caller) (bool, string) {
 	return true, ""
 }
 
-// mayRestartServer is the refusal of a restart of server by caller, the
-// HTTP status and message (0 when it may): a caller that manages all
-// restarts any backend; any other, only one it may manage (policy.Set.
-// MayManage, as toolgate__restart_server), and one it may not, or that
-// is not in the pool, reads the same: 404, or 403 in the words of the
-// key's scope.
-func (c *Console) mayRestartServer(caller *policy.Caller, server string) (int, string) {
+// mayServer is the refusal of a on server by caller, the HTTP status and
+// message (0 when it may): a caller that manages all acts on any server;
+// any other, only on one it may manage (policy.Set.MayManage, as the
+// management tool), and one it may not, or that is neither in the pool
+// nor disabled at run time, reads the same: 404, or 403 in the words of
+// the key's scope.
+func (c *Console) mayServer(caller *policy.Caller, server string, a action) (int, string) {
 	if c.o.Policy == nil || caller.ManagesAll() {
 		return 0, ""
 	}
 	ok, why := c.o.Policy.MayManage(caller, c.o.Catalog, server)
-	if ok && slices.ContainsFunc(c.o.Backends.Status(), func(st backend.Status) bool { return st.Name == server }) {
+	known := slices.ContainsFunc(c.o.Backends.Status(), func(st backend.Status) bool { return st.Name == server }) ||
+		c.o.Policy.Disabled().Has(server)
+	if ok && known {
 		return 0, ""
 	}
 	if why != "" {
-		return http.StatusForbidden, fmt.Sprintf("restarting server %q is outside what this API key may do: %s", server, why)
+		return http.StatusForbidden, fmt.Sprintf("%s server %q is outside what this API key may do: %s", a.doing, server, why)
 	}
-	return http.StatusNotFound, fmt.Sprintf("there is no server named %q among the servers this client may restart", server)
+	return http.StatusNotFound, fmt.Sprintf("there is no server named %q among the servers this client may %s", server, a.verb)
 }
 
 // admit is authorize for an endpoint of the API: it answers a request it
@@ -452,7 +484,12 @@ type State struct {
 	gateway.StatusReport
 	Calls      []Call `json:"calls"`
 	CanRestart bool   `json:"canRestart"`
-	HasCalls   bool   `json:"hasCalls"`
+	// CanDisable and CanEnable say whether the caller may disable a
+	// server at run time, or enable one again (the servers disabled are
+	// Stats.Disabled).
+	CanDisable bool `json:"canDisable"`
+	CanEnable  bool `json:"canEnable"`
+	HasCalls   bool `json:"hasCalls"`
 }
 
 func (c *Console) state(caller *policy.Caller) State {
@@ -466,7 +503,9 @@ func (c *Console) state(caller *policy.Caller) State {
 	}
 	gateway.ScopeReport(&rep, caller, c.o.Policy, c.o.Catalog)
 	s := State{StatusReport: rep, HasCalls: c.o.Calls != nil, Calls: []Call{}}
-	s.CanRestart, _ = c.mayRestart(caller)
+	s.CanRestart, _ = c.may(caller, restartAction)
+	s.CanDisable, _ = c.may(caller, disableAction)
+	s.CanEnable, _ = c.may(caller, enableAction)
 	if c.o.Calls != nil {
 		s.Calls = c.calls(caller)
 	}
@@ -630,53 +669,82 @@ func (c *Console) serveCatalog(w http.ResponseWriter, r *http.Request, caller *p
 	writeJSON(w, http.StatusOK, a)
 }
 
-func (c *Console) serveRestart(w http.ResponseWriter, r *http.Request, caller *policy.Caller) {
-	if c.o.Restarter == nil {
-		writeError(w, http.StatusNotFound, "this gateway does not restart backends from the console")
-		return
-	}
-	var body struct {
-		Server string `json:"server"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Server == "" {
-		writeError(w, http.StatusBadRequest, `send {"server": "NAME"}`)
-		return
-	}
-	rec := audit.Record{Action: restartTool.ID(), Tool: restartTool.ID(), Reason: fmt.Sprintf("server %q, from the console", body.Server)}
-	if ok, why := c.mayRestart(caller); !ok {
-		// The same rule as toolgate__restart_server over MCP: a key
-		// whose scope leaves it out may not press the button either.
-		rec.Decision, rec.Reason, rec.Status = audit.Denied, why, http.StatusForbidden
-		c.audit(r, caller, rec)
-		writeError(w, http.StatusForbidden, "restarting backends is outside what this API key may do: "+why)
-		return
-	}
-	if code, msg := c.mayRestartServer(caller, body.Server); code != 0 {
-		// The same rule as toolgate__restart_server over MCP
-		// (policy.Set.MayManage): a key restarts only the servers
-		// whose tools it may see, and a server outside reads as
-		// one that does not exist, or as refused by the key's scope.
-		rec.Decision, rec.Reason, rec.Status = audit.Denied, msg, code
-		c.audit(r, caller, rec)
-		writeError(w, code, msg)
-		return
-	}
-	err := c.o.Restarter.Restart(body.Server)
-	rec.Decision, rec.Outcome = audit.Allowed, audit.OK
-	if err != nil {
-		rec.Outcome, rec.Reason = audit.IsError, err.Error()
-	}
-	c.audit(r, caller, rec)
-	if err != nil {
-		code := http.StatusConflict
-		if errors.Is(err, backend.ErrUnknownServer) {
-			code = http.StatusNotFound
+// serveAction serves a's button: POST {"server": "NAME"}, checked as the
+// management tool it stands for, audited, and done by act, which answers
+// with the HTTP status and body of success, or an error and its status.
+func (c *Console) serveAction(a action, act func(ctx context.Context, server string) (int, any, error)) func(http.ResponseWriter, *http.Request, *policy.Caller) {
+	return func(w http.ResponseWriter, r *http.Request, caller *policy.Caller) {
+		if !c.offers(a) {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("this gateway does not %s backends from the console", a.verb))
+			return
 		}
-		writeError(w, code, err.Error())
-		return
+		var body struct {
+			Server string `json:"server"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Server == "" {
+			writeError(w, http.StatusBadRequest, `send {"server": "NAME"}`)
+			return
+		}
+		rec := audit.Record{Action: a.tool.ID(), Tool: a.tool.ID(), Reason: fmt.Sprintf("server %q, from the console", body.Server)}
+		if ok, why := c.may(caller, a); !ok {
+			// The same rule as the management tool over MCP: a key
+			// whose scope leaves it out may not press the button either.
+			rec.Decision, rec.Reason, rec.Status = audit.Denied, why, http.StatusForbidden
+			c.audit(r, caller, rec)
+			writeError(w, http.StatusForbidden, fmt.Sprintf("%s backends is outside what this API key may do: %s", a.doing, why))
+			return
+		}
+		if code, msg := c.mayServer(caller, body.Server, a); code != 0 {
+			// The same rule as the management tool over MCP
+			// (policy.Set.MayManage): a key acts only on the servers
+			// whose tools it may see, and a server outside reads as
+			// one that does not exist, or as refused by the key's scope.
+			rec.Decision, rec.Reason, rec.Status = audit.Denied, msg, code
+			c.audit(r, caller, rec)
+			writeError(w, code, msg)
+			return
+		}
+		code, out, err := act(r.Context(), body.Server)
+		rec.Decision, rec.Outcome = audit.Allowed, audit.OK
+		if err != nil {
+			rec.Outcome, rec.Reason = audit.IsError, err.Error()
+		}
+		c.audit(r, caller, rec)
+		if err != nil {
+			writeError(w, code, err.Error())
+			return
+		}
+		c.log.Info("backend "+a.verb+" requested from the console", "server", body.Server, "remote", r.RemoteAddr)
+		writeJSON(w, code, out)
 	}
-	c.log.Info("backend restart requested from the console", "server", body.Server, "remote", r.RemoteAddr)
-	writeJSON(w, http.StatusAccepted, map[string]string{"restarting": body.Server})
+}
+
+// restart is the restart button: 202 {"restarting": "NAME"}.
+func (c *Console) restart(_ context.Context, server string) (int, any, error) {
+	if err := c.o.Restarter.Restart(server); err != nil {
+		if errors.Is(err, backend.ErrUnknownServer) {
+			return http.StatusNotFound, nil, err
+		}
+		return http.StatusConflict, nil, err
+	}
+	return http.StatusAccepted, map[string]string{"restarting": server}, nil
+}
+
+// switcher is the disable (or enable) button: 200 {"server": "NAME",
+// "disabled": true, "changed": true}; a server the config does not have
+// is 404, one that cannot be switched (the built-in one, one the file
+// disables, a state file that cannot be written) 409.
+func (c *Console) switcher(disabled bool) func(ctx context.Context, server string) (int, any, error) {
+	return func(ctx context.Context, server string) (int, any, error) {
+		changed, err := c.o.Switcher.SetDisabled(ctx, server, disabled)
+		if errors.Is(err, live.ErrNoServer) {
+			return http.StatusNotFound, nil, err
+		}
+		if err != nil {
+			return http.StatusConflict, nil, err
+		}
+		return http.StatusOK, map[string]any{"server": server, "disabled": disabled, "changed": changed}, nil
+	}
 }
 
 // serveLogin checks a key and starts a session for it. It needs the

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -142,7 +143,7 @@ func newEnvWith(t *testing.T, o *Options) *env {
 	t.Helper()
 	b := &fakeBackends{pids: map[string]int{"filesystem": 100, "memory": 200}}
 	rec := NewRecorder(0)
-	c := New(&Options{Backends: b, Catalog: o.Catalog, Restarter: b, Loop: fakeLoop{}, Calls: rec, Keys: o.Keys, Policy: o.Policy, Audit: o.Audit, Rates: o.Rates, Refusals: o.Refusals, Version: "1.0.0",
+	c := New(&Options{Backends: b, Catalog: o.Catalog, Restarter: b, Switcher: o.Switcher, Loop: fakeLoop{}, Calls: rec, Keys: o.Keys, Policy: o.Policy, Audit: o.Audit, Rates: o.Rates, Refusals: o.Refusals, Version: "1.0.0",
 		Search: func() *search.State {
 			return &search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: "model file not found"}
 		},
@@ -525,6 +526,122 @@ func TestKeyScope(t *testing.T) {
 	want := []string{"low toolgate__restart_server denied", "main toolgate__restart_server allowed", " http denied"}
 	if !slices.Equal(got, want) {
 		t.Errorf("audit records %q, want %q", got, want)
+	}
+}
+
+// fakeSwitcher disables servers as live.Loop does: in the policy set
+// (their tools hidden), refusing the built-in server and names it lacks.
+type fakeSwitcher struct {
+	mu       sync.Mutex
+	set      *policy.Set
+	known    []string
+	disabled []string
+}
+
+func (f *fakeSwitcher) SetDisabled(_ context.Context, server string, disabled bool) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case server == "toolgate":
+		return false, errors.New(`server "toolgate" is built into the gateway and cannot be disabled`)
+	case !slices.Contains(f.known, server):
+		return false, fmt.Errorf("there is no server named %q in the config: %w", server, live.ErrNoServer)
+	}
+	was := slices.Contains(f.disabled, server)
+	if was == disabled {
+		return false, nil
+	}
+	if disabled {
+		f.disabled = append(f.disabled, server)
+	} else {
+		f.disabled = slices.DeleteFunc(f.disabled, func(s string) bool { return s == server })
+	}
+	f.set.Put(policy.NewDisabled(f.disabled))
+	return true, nil
+}
+
+// TestDisableEnable: the Disable and Enable buttons are
+// toolgate__disable_server and toolgate__enable_server: a key needs them
+// in its scope and acts only on the servers it may manage, a server
+// disabled at run time (out of the pool) among them; each press and
+// refusal is audited; a server the config lacks is 404, one that cannot
+// be switched 409.
+func TestDisableEnable(t *testing.T) {
+	all := append(slices.Clone(tools), catalog.Tool{Server: "kg", Name: "query", Description: "Query the graph."},
+		catalog.Tool{Server: "toolgate", Name: "disable_server"}, catalog.Tool{Server: "toolgate", Name: "enable_server"})
+	ix, err := index.Build(context.Background(), all, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := search.New(ix, nil, nil)
+	t.Cleanup(func() { eng.Close() })
+	set := policy.NewSet(keys.NewScope(func() *policy.Profiles { return policy.NewProfiles(nil) }, nil))
+	sw := &fakeSwitcher{set: set, known: []string{"filesystem", "memory", "kg"}}
+	fk := &fakeKeys{key: "tg_secret", scopes: map[string]*policy.Key{
+		"tg_low":   {Name: "low", Deny: []string{"toolgate__*"}},
+		"tg_kg":    {Name: "kg", Allow: []string{"kg__*", "toolgate__*"}},
+		"tg_admin": {Name: "admin", Admin: true},
+	}}
+	log := &audittest.Log{}
+	e := newEnvWith(t, &Options{Catalog: eng, Keys: fk, Policy: set, Audit: log, Switcher: sw})
+	post := func(key, verb, server string) (int, string) {
+		t.Helper()
+		resp, body := e.do(t, "POST", "/ui/api/"+verb, `{"server": "`+server+`"}`, "Authorization", "Bearer "+key)
+		return resp.StatusCode, body
+	}
+	state := func(key string) State {
+		t.Helper()
+		resp, body := e.do(t, "GET", "/ui/api/state", "", "Authorization", "Bearer "+key)
+		var st State
+		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &st) != nil {
+			t.Fatalf("GET /ui/api/state: %d %s", resp.StatusCode, body)
+		}
+		return st
+	}
+
+	if st := state("tg_low"); st.CanDisable || st.CanEnable {
+		t.Errorf("a key denied toolgate__*: canDisable %v, canEnable %v; want no buttons", st.CanDisable, st.CanEnable)
+	}
+	if st := state("tg_secret"); !st.CanDisable || !st.CanEnable {
+		t.Errorf("the key without scope: canDisable %v, canEnable %v; want both buttons", st.CanDisable, st.CanEnable)
+	}
+	if code, body := post("tg_low", "disable", "memory"); code != 403 || !strings.Contains(body, "disabling backends is outside what this API key may do") {
+		t.Errorf("disable with a key denied toolgate__*: %d %s, want 403", code, body)
+	}
+	// kg is in no pool: known to the console only once it is disabled.
+	if code, _ := post("tg_kg", "enable", "kg"); code != 404 {
+		t.Errorf("enable kg, neither running nor disabled, with a key of kg: %d, want 404", code)
+	}
+	if code, body := post("tg_kg", "disable", "memory"); code != 403 || !strings.Contains(body, `is outside what this API key may do: the API key \"kg\" lacks access`) {
+		t.Errorf("disable memory with a key of kg only: %d %s, want 403 in the words of the key's scope", code, body)
+	}
+	if len(sw.disabled) != 0 {
+		t.Fatalf("disabled %v by refused presses", sw.disabled)
+	}
+	if code, body := post("tg_admin", "disable", "kg"); code != 200 || !strings.Contains(body, `"changed":true`) || !slices.Equal(sw.disabled, []string{"kg"}) {
+		t.Fatalf("disable kg: %d %s, disabled %v", code, body, sw.disabled)
+	}
+	if code, body := post("tg_kg", "enable", "kg"); code != 200 || len(sw.disabled) != 0 {
+		t.Errorf("enable kg, disabled, with a key of kg: %d %s, disabled %v; want 200 and none", code, body, sw.disabled)
+	}
+	if code, _ := post("tg_admin", "disable", "nosuch"); code != 404 {
+		t.Errorf("disable a server the config lacks: %d, want 404", code)
+	}
+	if code, body := post("tg_admin", "disable", "toolgate"); code != 409 || !strings.Contains(body, "built into the gateway") {
+		t.Errorf("disable the built-in server: %d %s, want 409", code, body)
+	}
+
+	var got []string
+	for _, r := range log.Records() {
+		got = append(got, r.Key+" "+r.Action+" "+r.Decision+" "+r.Outcome)
+	}
+	want := []string{
+		"low toolgate__disable_server denied ", "kg toolgate__enable_server denied ", "kg toolgate__disable_server denied ",
+		"admin toolgate__disable_server allowed ok", "kg toolgate__enable_server allowed ok",
+		"admin toolgate__disable_server allowed isError", "admin toolgate__disable_server allowed isError",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("audit records\n%q\nwant\n%q", got, want)
 	}
 }
 

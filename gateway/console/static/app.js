@@ -72,12 +72,26 @@ $("logout").addEventListener("click", async () => {
 
 // ---- backends, calls, index ----
 
-let canRestart = false;
+// A button that acts on one server (restart, disable, enable); done is
+// what the notice says once the gateway took it.
+const serverActions = {
+  restart: { label: "Restart", doing: "Restarting", done: (n) => "Restart of " + n + " requested." },
+  disable: { label: "Disable", doing: "Disabling", done: (n) => n + " is disabled: stopped, its tools hidden." },
+  enable: { label: "Enable", doing: "Enabling", done: (n) => n + " is enabled: starting." },
+};
+
+function serverButton(verb, name) {
+  const a = serverActions[verb];
+  return el("button", {
+    type: "button", "aria-label": a.label + " " + name, ["data-" + verb]: name,
+    onclick: () => act(verb, name),
+  }, a.label);
+}
 
 function renderState(st) {
-  canRestart = st.canRestart;
   $("version").textContent = st.version + " · up " + st.uptime;
-  $("backends-summary").textContent = st.up + " of " + st.total + " up";
+  const disabled = st.disabled || [];
+  $("backends-summary").textContent = st.up + " of " + st.total + " up" + (disabled.length ? ", " + disabled.length + " disabled" : "");
   const rows = st.backends.map((b) => {
     const err = b.error || b.lastError || "";
     return el("tr", { "data-server": b.name, "data-state": b.state, "data-pid": b.pid || "" },
@@ -89,11 +103,19 @@ function renderState(st) {
       el("td", { class: "num mono" }, b.pid || "–"),
       el("td", {}, b.for),
       el("td", { class: "err", title: err }, err),
-      el("td", {}, canRestart ? el("button", {
-        type: "button", "aria-label": "Restart " + b.name, "data-restart": b.name,
-        onclick: () => restart(b.name),
-      }, "Restart") : null));
+      el("td", { class: "actions" },
+        st.canRestart ? serverButton("restart", b.name) : null,
+        st.canDisable ? serverButton("disable", b.name) : null));
   });
+  // Servers disabled at run time do not run, so the pool does not list
+  // them: a row each, to say where they went and to enable them again.
+  for (const name of disabled) {
+    rows.push(el("tr", { "data-server": name, "data-state": "disabled" },
+      el("th", { scope: "row" }, name),
+      el("td", {}, el("span", { class: "state state-disabled" }, "disabled")),
+      el("td", { colspan: 6, class: "muted" }, "stopped; its tools are hidden from search_tools and execute_tool"),
+      el("td", { class: "actions" }, st.canEnable ? serverButton("enable", name) : null)));
+  }
   $("backend-rows").replaceChildren(...rows);
 
   $("calls").hidden = !st.hasCalls;
@@ -131,13 +153,14 @@ async function refreshState() {
   }
 }
 
-async function restart(name) {
-  notice("Restarting " + name + "…");
+async function act(verb, name) {
+  const a = serverActions[verb];
+  notice(a.doing + " " + name + "…");
   try {
-    await api("/ui/api/restart", { method: "POST", body: JSON.stringify({ server: name }) });
-    notice("Restart of " + name + " requested.");
+    await api("/ui/api/" + verb, { method: "POST", body: JSON.stringify({ server: name }) });
+    notice(a.done(name));
   } catch (e) {
-    notice("Restart of " + name + " failed: " + e.message, true);
+    notice(a.label + " " + name + " failed: " + e.message, true);
   }
   refreshState();
 }

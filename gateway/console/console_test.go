@@ -444,6 +444,19 @@ func TestSessionsBounded(t *testing.T) {
 	}
 }
 
+// scopedCatalog is a BM25 engine over the test's tools and more, and a
+// policy set with the API keys' scope rule.
+func scopedCatalog(t *testing.T, more ...catalog.Tool) (*search.Engine, *policy.Set) {
+	t.Helper()
+	ix, err := index.Build(context.Background(), append(slices.Clone(tools), more...), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := search.New(ix, nil, nil)
+	t.Cleanup(func() { eng.Close() })
+	return eng, policy.NewSet(keys.NewScope(func() *policy.Profiles { return policy.NewProfiles(nil) }, nil))
+}
+
 // TestKeyScope: a key sees the console through its scope, as it sees tools
 // over MCP: the catalog, the playground and the recent calls hold only the
 // tools it may run, and the restart button needs toolgate__restart_server
@@ -451,14 +464,7 @@ func TestSessionsBounded(t *testing.T) {
 // run-time management) could restart every backend from the console, and
 // a key of one server read every server's tools there.
 func TestKeyScope(t *testing.T) {
-	all := append(slices.Clone(tools), catalog.Tool{Server: "toolgate", Name: "restart_server", Description: "Restart a server: stop it and start it again."})
-	ix, err := index.Build(context.Background(), all, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng := search.New(ix, nil, nil)
-	t.Cleanup(func() { eng.Close() })
-	set := policy.NewSet(keys.NewScope(func() *policy.Profiles { return policy.NewProfiles(nil) }, nil))
+	eng, set := scopedCatalog(t, catalog.Tool{Server: "toolgate", Name: "restart_server", Description: "Restart a server: stop it and start it again."})
 	fk := &fakeKeys{key: "tg_secret", scopes: map[string]*policy.Key{
 		"tg_low": {Name: "low", Deny: []string{"toolgate__*", "filesystem__*"}},
 	}}
@@ -567,15 +573,8 @@ func (f *fakeSwitcher) SetDisabled(_ context.Context, server string, disabled bo
 // refusal is audited; a server the config lacks is 404, one that cannot
 // be switched 409.
 func TestDisableEnable(t *testing.T) {
-	all := append(slices.Clone(tools), catalog.Tool{Server: "kg", Name: "query", Description: "Query the graph."},
+	eng, set := scopedCatalog(t, catalog.Tool{Server: "kg", Name: "query", Description: "Query the graph."},
 		catalog.Tool{Server: "toolgate", Name: "disable_server"}, catalog.Tool{Server: "toolgate", Name: "enable_server"})
-	ix, err := index.Build(context.Background(), all, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng := search.New(ix, nil, nil)
-	t.Cleanup(func() { eng.Close() })
-	set := policy.NewSet(keys.NewScope(func() *policy.Profiles { return policy.NewProfiles(nil) }, nil))
 	sw := &fakeSwitcher{set: set, known: []string{"filesystem", "memory", "kg"}}
 	fk := &fakeKeys{key: "tg_secret", scopes: map[string]*policy.Key{
 		"tg_low":   {Name: "low", Deny: []string{"toolgate__*"}},

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/toolgate/toolgate/gateway/local"
 )
@@ -92,23 +90,9 @@ var errLevelChanged = errors.New("the log level was changed meanwhile")
 // at cond, unless cond is ""), and returns what it answered.
 func setLogLevel(ctx context.Context, sock, level, cond string) (logLevelBody, error) {
 	var out logLevelBody
-	b, _ := json.Marshal(logLevelBody{Level: level, If: cond})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, local.LogLevelURL, bytes.NewReader(b))
-	if err != nil {
-		return out, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := local.Client(sock, 5*time.Second).Do(req)
-	if err != nil {
-		return out, err
-	}
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-		return out, json.NewDecoder(resp.Body).Decode(&out)
-	case http.StatusConflict:
+	code, err := askSocket(ctx, sock, http.MethodPost, local.LogLevelURL, logLevelBody{Level: level, If: cond}, &out, "`toolgate logs --level`")
+	if code == http.StatusConflict {
 		return out, errLevelChanged
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	return out, fmt.Errorf("%s answered %s: %s (a gateway from before `toolgate logs --level`? restart it)", sock, resp.Status, oneLineBody(body))
+	return out, err
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -79,20 +80,41 @@ or the gateway restarts.`,
 func logsPage(ctx context.Context, sock string, after uint64, n int) (logring.Page, error) {
 	var p logring.Page
 	u := local.LogsURL + "?" + url.Values{"after": {strconv.FormatUint(after, 10)}, "n": {strconv.Itoa(n)}}.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	_, err := askSocket(ctx, sock, http.MethodGet, u, nil, &p, "`toolgate logs`")
+	return p, err
+}
+
+// askSocket sends a request to the gateway's status socket at sock (in,
+// when not nil, as its JSON body) and decodes its JSON answer into out.
+// An answer other than 200 is an error, with its status code, that
+// suggests a gateway from before feature (the command that needs the
+// route).
+func askSocket(ctx context.Context, sock, method, u string, in, out any, feature string) (int, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return 0, err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
-		return p, err
+		return 0, err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := local.Client(sock, 5*time.Second).Do(req)
 	if err != nil {
-		return p, err
+		return 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return p, fmt.Errorf("%s answered %s: %s (a gateway from before `toolgate logs`? restart it)", sock, resp.Status, oneLineBody(b))
+		return resp.StatusCode, fmt.Errorf("%s answered %s: %s (a gateway from before %s? restart it)", sock, resp.Status, oneLineBody(b), feature)
 	}
-	return p, json.NewDecoder(resp.Body).Decode(&p)
+	return resp.StatusCode, json.NewDecoder(resp.Body).Decode(out)
 }
 
 // followed is one gateway `logs` reads from: where, what it is called, and

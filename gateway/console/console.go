@@ -332,21 +332,19 @@ type action struct {
 	tool  catalog.Tool
 	verb  string // "restart"
 	doing string // "restarting"
+	// offered reports whether the gateway gave the console what the
+	// action needs.
+	offered func(o *Options) bool
 }
 
 var (
-	restartAction = action{catalog.Tool{Server: config.BuiltinServer, Name: "restart_server"}, "restart", "restarting"}
-	disableAction = action{catalog.Tool{Server: config.BuiltinServer, Name: "disable_server"}, "disable", "disabling"}
-	enableAction  = action{catalog.Tool{Server: config.BuiltinServer, Name: "enable_server"}, "enable", "enabling"}
+	restartAction = action{catalog.Tool{Server: config.BuiltinServer, Name: "restart_server"}, "restart", "restarting", func(o *Options) bool { return o.Restarter != nil }}
+	disableAction = action{catalog.Tool{Server: config.BuiltinServer, Name: "disable_server"}, "disable", "disabling", func(o *Options) bool { return o.Switcher != nil }}
+	enableAction  = action{catalog.Tool{Server: config.BuiltinServer, Name: "enable_server"}, "enable", "enabling", disableAction.offered}
 )
 
 // offers reports whether the gateway gave the console what a does.
-func (c *Console) offers(a action) bool {
-	if a.verb == restartAction.verb {
-		return c.o.Restarter != nil
-	}
-	return c.o.Switcher != nil
-}
+func (c *Console) offers(a action) bool { return a.offered(&c.o) }
 
 // may reports whether caller may press a's buttons, or why not.
 func (c *Console) may(caller *policy.Caller, a action) (bool, string) {

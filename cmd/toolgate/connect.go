@@ -212,7 +212,7 @@ func (s *starter) ensure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(exe, "--data-dir", s.g.DataDir(), "--log-level", s.g.logLevel,
+	cmd := exec.Command(exe, "--data-dir", s.g.DataDir(), "--log-level", s.g.logLevel, "--log-format", s.g.logFormat,
 		"serve", "--config", s.config, "--http", s.addr, "--exit-when-idle", s.idle.String())
 	// Its own session: it outlives this client, and a signal to the
 	// client's process group does not reach it. No stdio: the gateway's

@@ -31,6 +31,7 @@ type globals struct {
 	dataDir       string // --data-dir
 	configDataDir string // the config file's toolgate.dataDir (applyConfig)
 	logLevel      string
+	logFormat     string // --log-format: text or json
 	logger        *slog.Logger
 	// level is the logger's level: --log-level, then what `toolgate logs
 	// --level` sets in a running gateway (serve's POST /loglevel).
@@ -50,7 +51,7 @@ type globals struct {
 // config file's dataDir, else the XDG default (internal/dirs).
 func (g *globals) DataDir() string { return dirs.Data(g.dataDir, g.configDataDir) }
 
-func newRootCmd(stop *shutdown.Controller) *cobra.Command {
+func newRootCmd(stop *shutdown.Controller) (*cobra.Command, *globals) {
 	g := &globals{stop: stop}
 	root := &cobra.Command{
 		Use:           "toolgate",
@@ -62,24 +63,28 @@ func newRootCmd(stop *shutdown.Controller) *cobra.Command {
 			if err != nil {
 				return usageError{fmt.Errorf("--log-level %w", err)}
 			}
+			if _, err := parseLogFormat(g.logFormat); err != nil {
+				return usageError{fmt.Errorf("--log-format %w", err)}
+			}
 			// Logs go to stderr only: stdout belongs to the MCP stdio transport.
 			// The last lines are kept for `toolgate logs` too (first: a
 			// closed stderr fails the write but not the ring's copy).
 			g.logRing = logring.New(0)
 			g.level = new(slog.LevelVar)
 			g.level.Set(lvl)
-			g.logger = slog.New(slog.NewTextHandler(io.MultiWriter(g.logRing, os.Stderr), &slog.HandlerOptions{Level: g.level}))
+			g.logger = slog.New(g.logHandler(io.MultiWriter(g.logRing, os.Stderr), g.level))
 			g.stop.SetLogger(g.logger)
 			return nil
 		},
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data folder for the index and caches (default $TOOLGATE_DATA_DIR, the config's dataDir, or ~/.local/share/toolgate)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("TOOLGATE_LOG_LEVEL", "info"), "log level: debug, info, warn, error (logs go to stderr)")
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", envOr("TOOLGATE_LOG_FORMAT", "text"), "log format: text (key=value) or json (one object a line)")
 	for _, add := range subcommands {
 		root.AddCommand(add(g))
 	}
 	usageErrors(root)
-	return root
+	return root, g
 }
 
 // usageErrors makes every mistake on the command line a usageError (exit
@@ -208,29 +213,73 @@ func main() {
 	// SIGINT/SIGTERM cancel ctx and start the stop's budget; a second one
 	// exits at once (internal/shutdown documents the exit statuses).
 	ctx, stop := shutdown.Start(context.Background(), nil)
-	err := newRootCmd(stop).ExecuteContext(ctx)
+	root, g := newRootCmd(stop)
+	err := root.ExecuteContext(ctx)
 	code := stop.Stop()
 	if err != nil {
-		var ue usageError
-		var mue *modelscmd.UsageError
-		if errors.As(err, &ue) || errors.As(err, &mue) {
-			fmt.Fprintf(os.Stderr, "toolgate: %v\n", err)
-			os.Exit(2)
-		}
-		var ee exitError
-		if errors.As(err, &ee) {
-			fmt.Fprintf(os.Stderr, "toolgate: %v\n", err)
-			os.Exit(ee.code)
-		}
-		fmt.Fprintf(os.Stderr, "toolgate: %s\n", strings.TrimSpace(err.Error()))
-		if fix := storage.CommandFix(err); fix != "" && !strings.Contains(err.Error(), "fix") {
-			fmt.Fprintf(os.Stderr, "toolgate: fix: %s\n", fix)
-		}
-		os.Exit(1)
+		code = g.fail(os.Stderr, err)
 	}
 	if code != 0 {
 		os.Exit(code)
 	}
+}
+
+// fail writes the error a command ended with to w and returns the exit
+// status: 2 for bad flags or arguments, a command's own (exitError), else
+// 1, with a second line that says the fix where the error is the file
+// system's. With --log-format json it is one log record at level ERROR
+// (fields "exit" and "fix"), so a log shipper reads the reason a gateway
+// did not start like its other lines.
+func (g *globals) fail(w io.Writer, err error) int {
+	code, fix := 1, ""
+	var ue usageError
+	var mue *modelscmd.UsageError
+	var ee exitError
+	switch {
+	case errors.As(err, &ue) || errors.As(err, &mue):
+		code = 2
+	case errors.As(err, &ee):
+		code = ee.code
+	default:
+		if f := storage.CommandFix(err); f != "" && !strings.Contains(err.Error(), "fix") {
+			fix = f
+		}
+	}
+	msg := strings.TrimSpace(err.Error())
+	if json, _ := parseLogFormat(g.logFormat); json {
+		attrs := []any{"exit", code}
+		if fix != "" {
+			attrs = append(attrs, "fix", fix)
+		}
+		slog.New(g.logHandler(w, nil)).Error(msg, attrs...)
+		return code
+	}
+	fmt.Fprintf(w, "toolgate: %s\n", msg)
+	if fix != "" {
+		fmt.Fprintf(w, "toolgate: fix: %s\n", fix)
+	}
+	return code
+}
+
+// parseLogFormat says whether --log-format s asks for JSON.
+func parseLogFormat(s string) (json bool, err error) {
+	switch s {
+	case "text":
+		return false, nil
+	case "json":
+		return true, nil
+	}
+	return false, fmt.Errorf("%q: want text or json", s)
+}
+
+// logHandler is the handler of --log-format writing to w at level (nil:
+// info).
+func (g *globals) logHandler(w io.Writer, level slog.Leveler) slog.Handler {
+	opts := &slog.HandlerOptions{Level: level}
+	if json, _ := parseLogFormat(g.logFormat); json {
+		return slog.NewJSONHandler(w, opts)
+	}
+	return slog.NewTextHandler(w, opts)
 }
 
 // usageError marks bad flags or arguments (exit status 2).

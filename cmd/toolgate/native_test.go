@@ -73,7 +73,7 @@ func TestIndexWithoutModelNamesItsFolder(t *testing.T) {
 	if err := os.WriteFile(tools, []byte(`{"server":"s","name":"read_file","description":"Read a file"}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := newRootCmd(nil)
+	cmd, _ := newRootCmd(nil)
 	var out, errOut bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
@@ -91,7 +91,7 @@ func TestIndexWithoutModelNamesItsFolder(t *testing.T) {
 func TestDoctorJSONMissing(t *testing.T) {
 	data := t.TempDir()
 	t.Setenv("TOOLGATE_MODELS_DIR", "")
-	cmd := newRootCmd(nil)
+	cmd, _ := newRootCmd(nil)
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&bytes.Buffer{})

@@ -208,13 +208,18 @@ func runAuthLogin(ctx context.Context, g *globals, w io.Writer, name string, f a
 	if err := canSave(store.Dir()); err != nil {
 		return fmt.Errorf("login to %s: it could not be saved, so it is not started: %w", name, err)
 	}
+	hc, err := serverHTTPClient(s, oauth.DefaultHTTPTimeout)
+	if err != nil {
+		return err
+	}
 	opener := ""
 	if !f.noBrowser {
 		opener = browserOpener()
 	}
 	creds, err := oauth.Login(ctx, store, oauthServer(s), &oauth.LoginOptions{
-		Timeout: f.timeout,
-		Logger:  g.logger,
+		Timeout:    f.timeout,
+		Logger:     g.logger,
+		HTTPClient: hc,
 		Authorize: func(authURL string) error {
 			fmt.Fprintf(w, "To log in to %s, open this URL in a browser and approve:\n\n  %s\n\n", name, authURL)
 			if opener != "" {
@@ -235,6 +240,9 @@ func runAuthLogin(ctx context.Context, g *globals, w io.Writer, name string, f a
 	case errors.Is(err, oauth.ErrLoginTimeout):
 		return fmt.Errorf("%w: open the URL above in a browser and approve, then run `%s` again (--timeout waits longer)", err, g.loginCommand(f.config)(name))
 	case err != nil:
+		if fix := s.TLS.Fix(err); fix != "" {
+			return fmt.Errorf("login to %s: %w: %s", name, err, fix)
+		}
 		return fmt.Errorf("login to %s: %w", name, err)
 	}
 	fmt.Fprintf(w, "Logged in to %s: %s.\nSaved in %s (readable by you only). A running gateway picks it up within a second.\n",
@@ -412,10 +420,17 @@ func authState(ctx context.Context, store *oauth.Store, s config.Server, st *aut
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ch, err := oauth.Probe(pctx, &http.Client{}, s.Type, s.URL)
+	var ch *oauth.Challenge
+	hc, err := serverHTTPClient(s, 0)
+	if err == nil {
+		ch, err = oauth.Probe(pctx, hc, s.Type, s.URL)
+	}
 	switch {
 	case err != nil:
 		st.Auth, st.Detail = authUnknown, err.Error()
+		if fix := s.TLS.Fix(err); fix != "" {
+			st.Detail += ": " + fix
+		}
 	case ch != nil:
 		st.Auth, st.Detail = authNeedsLogin, "it answers 401 with a Bearer challenge and no login is stored"
 	case len(s.Headers) > 0:
@@ -472,4 +487,19 @@ func canSave(dir string) error {
 		err = cerr
 	}
 	return err
+}
+
+// serverHTTPClient is the client of the requests made for remote server s
+// outside its MCP connection (a login's discovery, registration and token
+// requests; the auth status probe): its "tls" settings over a plain
+// transport (go-sdk's metadata fetches keep their checks on one), with
+// timeout (0: the context's).
+func serverHTTPClient(s config.Server, timeout time.Duration) (*http.Client, error) {
+	tc, err := s.TLS.Client()
+	if err != nil {
+		return nil, fmt.Errorf("server %q: %w", s.Name, err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tc
+	return &http.Client{Transport: tr, Timeout: timeout}, nil
 }

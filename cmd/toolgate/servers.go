@@ -84,7 +84,9 @@ type serverInfo struct {
 	URL        string   `json:"url,omitempty"`
 	EnvKeys    []string `json:"envKeys,omitempty"`
 	HeaderKeys []string `json:"headerKeys,omitempty"`
-	Disabled   bool     `json:"disabled"`
+	// TLS is a remote server's "tls" entry: the paths of its files.
+	TLS      *config.TLS `json:"tls,omitempty"`
+	Disabled bool        `json:"disabled"`
 	// DisabledAtRunTime: turned off with `toolgate servers disable` or
 	// toolgate__disable_server (kept in the data folder, not the config).
 	DisabledAtRunTime bool   `json:"disabledAtRunTime,omitempty"`
@@ -170,6 +172,16 @@ func runServers(w io.Writer, g *globals, path string, asJSON bool) error {
 		if len(s.HeaderKeys) > 0 {
 			keys = append(keys, "headers: "+strings.Join(s.HeaderKeys, ", "))
 		}
+		if t := s.TLS; t != nil {
+			var parts []string
+			if t.CA != "" {
+				parts = append(parts, "ca")
+			}
+			if t.Cert != "" {
+				parts = append(parts, "client cert")
+			}
+			keys = append(keys, "tls: "+strings.Join(parts, ", "))
+		}
 		if len(keys) == 0 {
 			keys = []string{"-"}
 		}
@@ -189,6 +201,7 @@ func describe(s config.Server) serverInfo {
 		URL:            maskURL(s.URL),
 		EnvKeys:        sortedKeys(s.Env),
 		HeaderKeys:     sortedKeys(s.Headers),
+		TLS:            s.TLS,
 		Disabled:       s.Disabled,
 		ConnectTimeout: connect.String(),
 		CallTimeout:    call.String(),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -25,12 +26,13 @@ type serversAddFlags struct {
 	cwd     string
 	env     []string
 	headers []string
+	tls     config.TLS // --tls-ca, --tls-cert, --tls-key
 }
 
 func newServersAddCmd(g *globals) *cobra.Command {
 	var f serversAddFlags
 	cmd := &cobra.Command{
-		Use:   "add NAME --config FILE [--env K=V]... [--cwd DIR] -- COMMAND [ARG...] | add NAME --config FILE --url URL [--type sse] [--header 'K: V']...",
+		Use:   "add NAME --config FILE [--env K=V]... [--cwd DIR] -- COMMAND [ARG...] | add NAME --config FILE --url URL [--type sse] [--header 'K: V']... [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]",
 		Short: "Add a server to a config file",
 		Long: `Add a server to a config file, atomically, keeping the file's other keys:
 a local server started as COMMAND ARG... (write them after --), or a remote
@@ -52,6 +54,9 @@ that is taken or an entry toolgate could not run changes nothing.`,
 	cmd.Flags().StringVar(&f.cwd, "cwd", "", "a local server's working directory")
 	cmd.Flags().StringArrayVar(&f.env, "env", nil, "KEY=VALUE for a local server's environment (repeatable; ${VAR} reads the gateway's)")
 	cmd.Flags().StringArrayVar(&f.headers, "header", nil, `"Name: value" for a remote server's requests (repeatable)`)
+	cmd.Flags().StringVar(&f.tls.CA, "tls-ca", "", "a remote server's private CA: a PEM file of the CAs to trust for its certificate, besides the system's")
+	cmd.Flags().StringVar(&f.tls.Cert, "tls-cert", "", "a client certificate (PEM) for a remote server that asks for one (mutual TLS); with --tls-key")
+	cmd.Flags().StringVar(&f.tls.Key, "tls-key", "", "the private key (PEM) of --tls-cert")
 	return cmd
 }
 
@@ -74,6 +79,19 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 	}
 	if s.Headers, err = pairs(f.headers, ":", "--header", `"Name: value"`); err != nil {
 		return err
+	}
+	if f.tls != (config.TLS{}) {
+		// Paths given here are the shell's: written absolute, as the
+		// config reads a relative one from its own folder.
+		t := f.tls
+		for _, p := range []*string{&t.CA, &t.Cert, &t.Key} {
+			if *p != "" && !strings.Contains(*p, "${") {
+				if *p, err = filepath.Abs(*p); err != nil {
+					return err
+				}
+			}
+		}
+		s.TLS = &t
 	}
 	docs, err := config.ReadDocs([]string{f.config})
 	if err != nil {

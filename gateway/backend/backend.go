@@ -569,6 +569,9 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 	if cause != nil && !errors.Is(cause, context.Canceled) {
 		return fmt.Errorf("backend %q at %s: %w: check url and that the server is running", name, b.cfg.URL, cause)
 	}
+	if fix := b.cfg.TLS.Fix(err); fix != "" {
+		return fmt.Errorf("backend %q at %s: %w: %s", name, b.cfg.URL, err, fix)
+	}
 	return fmt.Errorf("backend %q at %s: %w: check url, type (%s) and headers", name, b.cfg.URL, err, b.cfg.Type)
 }
 

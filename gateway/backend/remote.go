@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -94,7 +95,7 @@ func (b *cappedBody) Close() error { return b.rc.Close() }
 // static Authorization header is configured), a body cap, and
 // dial/TLS/response-header timeouts (no overall timeout: streams are
 // long-lived; calls have their own deadlines).
-func (b *backend) httpClient(r *run) *http.Client {
+func (b *backend) httpClient(r *run, tc *tls.Config) *http.Client {
 	h := http.Header{}
 	for k, v := range b.cfg.Headers {
 		h.Set(k, v)
@@ -102,6 +103,7 @@ func (b *backend) httpClient(r *run) *http.Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.ResponseHeaderTimeout = 0 // a POST answered by an event stream may take the whole call
 	base.TLSHandshakeTimeout = 10 * time.Second
+	base.TLSClientConfig = tc // nil: the system's trust store
 	var rt http.RoundTripper = base
 	if a := b.auth(); a != nil {
 		rt = a.Transport(b.cfg.Name, b.cfg.URL, base, r.loginRequired)
@@ -137,7 +139,13 @@ func (b *backend) connectRemote(ctx context.Context, r *run, client *mcp.Client)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, configError{fmt.Errorf("url %q is not an http(s) URL: check url", b.cfg.URL)}
 	}
-	hc := b.httpClient(r)
+	// The files of "tls" are read at each connect: a renewed CA applies at
+	// the next one, a renewed client certificate at the next handshake.
+	tc, err := b.cfg.TLS.Client()
+	if err != nil {
+		return nil, err
+	}
+	hc := b.httpClient(r, tc)
 	r.http = hc
 	maxEvent := b.p.opts.MaxMessageBytes
 	if b.cfg.Type == config.TypeSSE {

@@ -29,6 +29,7 @@ func (s Server) Changes(o Server) []string {
 	diff("url", s.URL == o.URL)
 	diff("headers", maps.Equal(s.Headers, o.Headers))
 	diff("oauth", sameOAuth(s.OAuth, o.OAuth))
+	diff("tls", sameTLS(s.TLS, o.TLS))
 	diff("disabled", s.Disabled == o.Disabled)
 	diff("connectTimeout", s.ConnectTimeout == o.ConnectTimeout)
 	diff("callTimeout", s.CallTimeout == o.CallTimeout)
@@ -53,4 +54,11 @@ func sameOAuth(a, b *OAuth) bool {
 		return a == b
 	}
 	return a.ClientID == b.ClientID && a.ClientSecret == b.ClientSecret && slices.Equal(a.Scopes, b.Scopes)
+}
+
+func sameTLS(a, b *TLS) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }

@@ -19,12 +19,16 @@
 package config
 
 import (
+	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/tlsfiles"
 )
 
 // Transport types of a server entry, as stored in Server.Type after Parse.
@@ -84,6 +88,10 @@ type Server struct {
 	// scopes the server names. A server that answers 401 with a Bearer
 	// challenge needs a login either way.
 	OAuth *OAuth `json:"oauth,omitempty"`
+	// TLS trusts a private CA for the server's certificate and gives a
+	// client certificate to a server that asks for one (mutual TLS); nil:
+	// the system's trust store and no client certificate.
+	TLS *TLS `json:"tls,omitempty"`
 
 	// Disabled servers stay in MCPServers but are not started.
 	Disabled bool `json:"disabled,omitempty"`
@@ -122,6 +130,45 @@ type OAuth struct {
 	// Scopes to ask for; none means the ones the server names in its
 	// challenge or metadata.
 	Scopes []string `json:"scopes,omitempty"`
+}
+
+// TLS is a remote server's "tls" entry: PEM files, relative paths
+// resolved against the config file's folder (internal/tlsfiles reads
+// them).
+type TLS struct {
+	// CA holds the certificates of the authorities trusted for the
+	// server's certificate, besides the system's.
+	CA string `json:"ca,omitempty"`
+	// Cert and Key are the client certificate presented to a server that
+	// asks for one, and its private key.
+	Cert string `json:"cert,omitempty"`
+	Key  string `json:"key,omitempty"`
+}
+
+// Client is the TLS client config of t's files (nil for a nil t: the
+// system's trust store); see internal/tlsfiles.
+func (t *TLS) Client() (*tls.Config, error) {
+	if t == nil {
+		return nil, nil
+	}
+	c, err := tlsfiles.Client(t.CA, t.Cert, t.Key)
+	if err != nil {
+		var fe *tlsfiles.FieldError
+		if errors.As(err, &fe) {
+			return nil, fmt.Errorf("tls.%s: %w", fe.Field, fe.Err)
+		}
+		return nil, fmt.Errorf("tls: %w", err)
+	}
+	return c, nil
+}
+
+// Fix says what to do about err, a failed connection to the server, when
+// it is a TLS one ("" otherwise): see tlsfiles.Fix.
+func (t *TLS) Fix(err error) string {
+	if t == nil {
+		return tlsfiles.Fix(err, "", false)
+	}
+	return tlsfiles.Fix(err, t.CA, t.Cert != "")
 }
 
 // Restart is a restart policy: the waits before each restart of a backend

@@ -393,7 +393,7 @@ func (p *parser) servers(top map[string]json.RawMessage, f *File) {
 
 // serverKeys are the keys of a server entry that toolgate reads. Other keys
 // belong to other applications and are ignored.
-var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "oauth", "disabled", "connectTimeout", "callTimeout", "lazy", "idleTimeout", "restart", "description"}
+var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "oauth", "tls", "disabled", "connectTimeout", "callTimeout", "lazy", "idleTimeout", "restart", "description"}
 
 func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
 	s := Server{Name: name}
@@ -417,6 +417,7 @@ func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
 	s.URL = x.expand("url", d.string("url"))
 	s.Headers = x.expandMap("headers", d.stringMap("headers"))
 	s.OAuth = d.oauth("oauth", x)
+	s.TLS = d.tls("tls", x)
 	s.ConnectTimeout = d.duration("connectTimeout")
 	s.CallTimeout = d.duration("callTimeout")
 	s.Lazy = d.bool("lazy")
@@ -637,6 +638,20 @@ func (d *fields) oauth(key string, x *expander) *OAuth {
 		ClientSecret: x.expand(key+".clientSecret", od.string("clientSecret")),
 		Scopes:       od.strings("scopes"),
 	}
+}
+
+// tlsKeys are the keys of a server's "tls" object.
+var tlsKeys = []string{"ca", "cert", "key"}
+
+// tls reads a server's "tls" object, its paths expanded and resolved
+// against the file's folder; nil when the key is absent.
+func (d *fields) tls(key string, x *expander) *TLS {
+	if !d.has(key) {
+		return nil
+	}
+	td := d.object(key, tlsKeys)
+	path := func(k string) string { return d.p.resolve(x.expand(key+"."+k, td.string(k))) }
+	return &TLS{CA: path("ca"), Cert: path("cert"), Key: path("key")}
 }
 
 func (d *fields) int(key string) int64 {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/tlsfiles"
 )
 
 // Types lists the accepted values of a server's "type".
@@ -178,6 +180,9 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 		if s.OAuth != nil {
 			bad("oauth", `is only used by http and sse servers (a login to a remote server): remove it`)
 		}
+		if s.TLS != nil {
+			bad("tls", `is only used by http and sse servers (a connection over https): remove it`)
+		}
 	} else {
 		if s.URL == "" {
 			bad("url", `type %q needs a url, e.g. "https://example.com/mcp"`, typ)
@@ -195,6 +200,11 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 		if o := s.OAuth; o != nil {
 			for _, p := range checkOAuth(*o, s.Headers) {
 				bad("oauth"+p[0], "%s", p[1])
+			}
+		}
+		if t := s.TLS; t != nil {
+			for _, p := range checkTLS(*t, s.URL, s.Disabled) {
+				bad("tls"+p[0], "%s", p[1])
 			}
 		}
 		for field, set := range map[string]bool{"command": s.Command != "", "args": len(s.Args) > 0, "env": len(s.Env) > 0, "cwd": s.Cwd != ""} {
@@ -250,6 +260,30 @@ func checkOAuth(o OAuth, headers map[string]string) [][2]string {
 		}
 	}
 	return out
+}
+
+// checkTLS returns the problems of a "tls" entry as (field suffix,
+// message) pairs: the files are read as a connection would read them,
+// except for a disabled server (not started; its paths may name variables
+// left unset) and paths still holding a ${VAR}.
+func checkTLS(t TLS, u string, disabled bool) [][2]string {
+	if t == (TLS{}) {
+		return [][2]string{{"", `is empty: give "ca" (a PEM file of the CAs to trust) and/or "cert" and "key" (a client certificate), or remove "tls"`}}
+	}
+	if pu, err := url.Parse(u); err == nil && pu.Scheme == "http" {
+		return [][2]string{{"", fmt.Sprintf(`applies to https only, but the url is %q: write it with https://, or remove "tls"`, u)}}
+	}
+	if disabled || strings.Contains(t.CA+t.Cert+t.Key, "${") {
+		return nil
+	}
+	if _, err := tlsfiles.Client(t.CA, t.Cert, t.Key); err != nil {
+		var fe *tlsfiles.FieldError
+		if errors.As(err, &fe) {
+			return [][2]string{{"." + fe.Field, fe.Err.Error()}}
+		}
+		return [][2]string{{"", err.Error()}}
+	}
+	return nil
 }
 
 // checkURL returns why u is not an absolute http(s) URL, or "".

@@ -22,9 +22,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -606,6 +608,18 @@ type HTTPServer struct {
 // (config.TypeHTTP or config.TypeSSE) until the test ends.
 func NewHTTPServer(t testing.TB, transport, modes string) *HTTPServer {
 	t.Helper()
+	return newHTTPServer(t, transport, modes, nil)
+}
+
+// NewHTTPSServer is NewHTTPServer over TLS with c (the server's
+// certificate, and the clients' CA for mutual TLS: tlstest.ServerConfig).
+func NewHTTPSServer(t testing.TB, transport, modes string, c *tls.Config) *HTTPServer {
+	t.Helper()
+	return newHTTPServer(t, transport, modes, c)
+}
+
+func newHTTPServer(t testing.TB, transport, modes string, c *tls.Config) *HTTPServer {
+	t.Helper()
 	m := ParseModes(modes)
 	srv := NewServer(m)
 	get := func(*http.Request) *mcp.Server { return srv }
@@ -621,12 +635,20 @@ func NewHTTPServer(t testing.TB, transport, modes string) *HTTPServer {
 		t.Fatalf("backendtest: transport %q, want %q or %q", transport, config.TypeHTTP, config.TypeSSE)
 	}
 	s := &HTTPServer{Transport: transport}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.headers = append(s.headers, r.Header.Clone())
 		s.mu.Unlock()
 		h.ServeHTTP(w, r)
 	}))
+	if c != nil {
+		s.TLS = c
+		// Handshakes a test makes fail on purpose are not news.
+		s.Server.Config.ErrorLog = log.New(io.Discard, "", 0)
+		s.StartTLS()
+	} else {
+		s.Start()
+	}
 	s.Endpoint = s.URL + path
 	t.Cleanup(func() {
 		s.CloseClientConnections()

@@ -19,7 +19,9 @@ import (
 // Options configure Tokens. Nil means defaults.
 type Options struct {
 	Logger *slog.Logger // nil = discard
-	// HTTPClient makes token requests (default: one with DefaultHTTPTimeout).
+	// HTTPClient makes token requests (default: one with DefaultHTTPTimeout
+	// over the base transport given to Transport, so that a refresh uses
+	// the server's TLS settings).
 	HTTPClient *http.Client
 	// LoginCommand is the command a user runs to log in to server, quoted
 	// in errors (default "toolgate auth login SERVER").
@@ -53,9 +55,6 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
-	}
-	if r.HTTPClient == nil {
-		r.HTTPClient = defaultHTTPClient()
 	}
 	if r.LoginCommand == nil {
 		r.LoginCommand = func(server string) string { return "toolgate auth login " + server }
@@ -477,7 +476,11 @@ func (tr *transport) refresh(ctx context.Context, stale string) (string, error) 
 		ClientSecret: disk.Client.Secret,
 		Endpoint:     oauth2.Endpoint{TokenURL: disk.TokenEndpoint, AuthStyle: authStyle(disk.Client.AuthMethod)},
 	}
-	rctx := context.WithValue(ctx, oauth2.HTTPClient, withResource(tr.t.opts.HTTPClient, disk.Resource))
+	hc := tr.t.opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: tr.base, Timeout: DefaultHTTPTimeout}
+	}
+	rctx := context.WithValue(ctx, oauth2.HTTPClient, withResource(hc, disk.Resource))
 	tok, err := cfg.TokenSource(rctx, &oauth2.Token{RefreshToken: disk.Token.RefreshToken}).Token()
 	if err != nil {
 		err = tokenError(err)

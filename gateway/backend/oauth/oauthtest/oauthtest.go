@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -39,8 +40,9 @@ const Scope = "tools"
 // and rotates refresh tokens.
 type AuthServer struct {
 	t    testing.TB
-	addr string // 127.0.0.1:port, kept across Stop and Start
-	URL  string // issuer, e.g. http://127.0.0.1:1234
+	addr string      // 127.0.0.1:port, kept across Stop and Start
+	URL  string      // issuer, e.g. http://127.0.0.1:1234
+	tls  *tls.Config // nil: plain HTTP
 
 	srvMu sync.Mutex
 	srv   *http.Server
@@ -74,12 +76,18 @@ type tokenGrant struct {
 // stops when the test ends.
 func NewAuthServer(t testing.TB) *AuthServer {
 	t.Helper()
+	return NewAuthServerTLS(t, nil)
+}
+
+// NewAuthServerTLS is NewAuthServer over HTTPS with c (nil: plain HTTP).
+func NewAuthServerTLS(t testing.TB, c *tls.Config) *AuthServer {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := &AuthServer{
-		t: t, addr: ln.Addr().String(), URL: "http://" + ln.Addr().String(),
+		t: t, addr: ln.Addr().String(), URL: scheme(c) + ln.Addr().String(), tls: c,
 		clients: map[string][]string{}, codes: map[string]codeGrant{},
 		access: map[string]tokenGrant{}, refresh: map[string]bool{},
 	}
@@ -90,6 +98,9 @@ func NewAuthServer(t testing.TB) *AuthServer {
 }
 
 func (a *AuthServer) serve(ln net.Listener) {
+	if a.tls != nil {
+		ln = tls.NewListener(ln, a.tls)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", a.metadata)
 	mux.HandleFunc("POST /register", a.register)
@@ -341,6 +352,16 @@ type ResourceOptions struct {
 	// ClaimResource, when set, is the resource the server's metadata
 	// names instead of its own URL (a misconfigured or impostor server).
 	ClaimResource string
+	// TLS serves it over HTTPS (nil: plain HTTP).
+	TLS *tls.Config
+}
+
+// scheme is the URL scheme of a server with TLS config c.
+func scheme(c *tls.Config) string {
+	if c != nil {
+		return "https://"
+	}
+	return "http://"
 }
 
 // ResourceServer is an MCP server behind go-sdk's bearer-token middleware:
@@ -368,7 +389,10 @@ func NewResourceServer(t testing.TB, as *AuthServer, mcpServer *mcp.Server, opts
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := "http://" + ln.Addr().String()
+	base := scheme(o.TLS) + ln.Addr().String()
+	if o.TLS != nil {
+		ln = tls.NewListener(ln, o.TLS)
+	}
 	path := "/mcp"
 	get := func(*http.Request) *mcp.Server { return mcpServer }
 	var h http.Handler = mcp.NewStreamableHTTPHandler(get, nil)

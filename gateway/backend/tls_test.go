@@ -1,0 +1,121 @@
+package backend
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/backend/oauth"
+	"github.com/toolgate/toolgate/gateway/backend/oauth/oauthtest"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
+	"github.com/toolgate/toolgate/internal/tlsfiles/tlstest"
+)
+
+// TestRemoteOverTLS: a remote server whose certificate a private CA signed
+// and that asks for a client certificate (mutual TLS) is reached, over
+// streamable HTTP and SSE, with the files of its "tls" entry; without
+// them it is down with the fix that names the entry.
+func TestRemoteOverTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "private CA")
+	clients := tlstest.NewCA(t, "clients CA")
+	srvCfg := tlstest.ServerConfig(ca.Issue(t, tlstest.Options{Names: []string{"127.0.0.1"}}), clients)
+	client := clients.Issue(t, tlstest.Options{Client: true})
+	full := &config.TLS{
+		CA:   tlstest.Write(t, dir, "ca.pem", ca.PEM),
+		Cert: tlstest.Write(t, dir, "client.pem", client.CertPEM),
+		Key:  tlstest.Write(t, dir, "client-key.pem", client.KeyPEM),
+	}
+	streamable := backendtest.NewHTTPSServer(t, config.TypeHTTP, backendtest.ModeNormal, srvCfg)
+	sse := backendtest.NewHTTPSServer(t, config.TypeSSE, backendtest.ModeNormal, srvCfg)
+	misnamed := backendtest.NewHTTPSServer(t, config.TypeHTTP, backendtest.ModeNormal, tlstest.ServerConfig(ca.Issue(t, tlstest.Options{Names: []string{"mcp.internal.example"}}), nil))
+	with := func(s config.Server, t *config.TLS) config.Server {
+		s.TLS = t
+		return s
+	}
+	l := &testenv.LogBuffer{}
+	p := startPool(t, []config.Server{
+		with(streamable.Config("https", nil), full),
+		with(sse.Config("sse", nil), full),
+		streamable.Config("noca", nil),
+		with(streamable.Config("nocert", nil), &config.TLS{CA: full.CA}),
+		with(misnamed.Config("misnamed", nil), &config.TLS{CA: full.CA}),
+	}, testOptions(l))
+
+	for _, name := range []string{"https", "sse"} {
+		if st := statusOf(t, p, name); st.State != StateUp {
+			t.Fatalf("%s: %s (%s), want up\n%s", name, st.State, st.Err, l)
+		}
+		res, err := p.CallTool(context.Background(), name, "echo", map[string]any{"text": "over mutual TLS"})
+		if err != nil || textOf(t, res) != "over mutual TLS" {
+			t.Errorf("%s: echo: %v %v", name, res, err)
+		}
+	}
+	for name, fix := range map[string]string{
+		"noca":     `the server's certificate is signed by an authority this machine does not trust (a private CA, or a self-signed certificate): give that CA's certificate, a PEM file, in the server's "tls": {"ca": "…"}`,
+		"misnamed": `the server's certificate is for [mcp.internal.example], not 127.0.0.1: write the server's "url" with a name the certificate holds`,
+		"nocert":   `the server refused the TLS handshake, as a server does that asks for a client certificate (mutual TLS): give one in the server's "tls": {"cert": "…", "key": "…"}`,
+	} {
+		if st := statusOf(t, p, name); st.State != StateDown || !strings.Contains(st.Err, fix) {
+			t.Errorf("%s: %s %q, want down with the fix %q", name, st.State, st.Err, fix)
+		}
+	}
+}
+
+// TestOAuthOverTLS: a login to a server whose authorization server has a
+// certificate from the same private CA, and the refresh of its token while
+// serving, go through the server's "tls" settings (the refresh used to go
+// out with the system's trust store alone, and failed).
+func TestOAuthOverTLS(t *testing.T) {
+	ca := tlstest.NewCA(t, "private CA")
+	srvTLS := tlstest.ServerConfig(ca.Issue(t, tlstest.Options{Names: []string{"127.0.0.1"}}), nil)
+	as := oauthtest.NewAuthServerTLS(t, srvTLS)
+	rs := oauthtest.NewResourceServer(t, as, backendtest.NewServer(backendtest.ParseModes(backendtest.ModeNormal)), &oauthtest.ResourceOptions{TLS: srvTLS})
+	entry := config.Server{Name: "demo", Type: config.TypeHTTP, URL: rs.URL, TLS: &config.TLS{CA: tlstest.Write(t, t.TempDir(), "ca.pem", ca.PEM)}}
+	tc, err := entry.TLS.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tc}, Timeout: time.Minute}
+	data := t.TempDir()
+	store := oauth.NewStore(data)
+	ctx := context.Background()
+	first, err := oauth.Login(ctx, store, oauth.Server{Name: "demo", URL: rs.URL, Transport: config.TypeHTTP}, &oauth.LoginOptions{
+		HTTPClient: hc,
+		Authorize: func(u string) error { // the user's browser, which trusts the CA
+			res, err := hc.Get(u)
+			if err == nil {
+				res.Body.Close()
+			}
+			return err
+		},
+	})
+	if err != nil {
+		t.Fatalf("login over TLS: %v", err)
+	}
+
+	clk := &clock{}
+	l := &testenv.LogBuffer{}
+	tokens := oauth.NewTokens(store, &oauth.Options{Logger: l.Logger(), Now: clk.Now})
+	t.Cleanup(func() { tokens.Close() })
+	o := testOptions(l)
+	o.Auth = tokens
+	p := startPool(t, []config.Server{entry}, o)
+	echo := func(text string) {
+		t.Helper()
+		res, err := p.CallTool(ctx, "demo", "echo", map[string]any{"text": text})
+		if err != nil || textOf(t, res) != text {
+			t.Fatalf("echo %q = %v, %v\n%s", text, res, err, l)
+		}
+	}
+	echo("with the first token")
+	clk.Advance(time.Until(first.Token.Expiry) - 30*time.Second) // inside the refresh margin
+	echo("with a token refreshed over TLS")
+	if n := as.Refreshes(); n != 1 {
+		t.Errorf("%d refreshes, want 1\n%s", n, l)
+	}
+}

@@ -1,0 +1,208 @@
+// Package tlsfiles builds the TLS client settings of a remote server's
+// "tls" entry (config.TLS) from its PEM files: CAs trusted besides the
+// system's, and a client certificate for servers that ask for one (mutual
+// TLS). One place reads the files, so the config's check, the backend's
+// connection and the OAuth requests made for the server agree on them.
+package tlsfiles
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// FieldError is a problem with one of the files, named by its field
+// ("ca", "cert", "key") so that the config's error names it too.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Client is the TLS client config of ca (PEM certificates trusted besides
+// the system's roots; "" for the system's alone) and cert/key (a client
+// certificate and its key, both or neither). The files are read now; the
+// client certificate is read again at a handshake after either file
+// changed (a renewal by cert-manager or certbot), so a renewed certificate
+// is used without a restart. A renewed CA file applies when the server
+// connects again (at a restart, or a config reload that changes its entry).
+func Client(ca, cert, key string) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if ca != "" {
+		pool, err := roots(ca)
+		if err != nil {
+			return nil, &FieldError{"ca", err}
+		}
+		c.RootCAs = pool
+	}
+	switch {
+	case cert == "" && key == "":
+		return c, nil
+	case cert == "":
+		return nil, &FieldError{"cert", errors.New(`is missing: "key" needs the certificate it belongs to: add "cert" (a PEM file), or remove "key"`)}
+	case key == "":
+		return nil, &FieldError{"key", errors.New(`is missing: "cert" needs its private key: add "key" (a PEM file), or remove "cert"`)}
+	}
+	kp := &keyPair{cert: cert, key: key}
+	if _, err := kp.load(); err != nil {
+		return nil, err
+	}
+	c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return kp.get() }
+	return c, nil
+}
+
+// roots is the system's root pool plus the certificates of the PEM file.
+func roots(path string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", path, unwrapPath(err))
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	n := 0
+	for rest := b; ; {
+		var blk *pem.Block
+		blk, rest = pem.Decode(rest)
+		if blk == nil {
+			break
+		}
+		if blk.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(blk.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: certificate %d cannot be parsed: %w", path, n+1, err)
+		}
+		pool.AddCert(c)
+		n++
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%s holds no PEM certificate (-----BEGIN CERTIFICATE-----): give the CA's certificate in PEM form (openssl x509 -in ca.der -inform der -out ca.pem)", path)
+	}
+	return pool, nil
+}
+
+// keyPair is a client certificate read from its files, read again when
+// they change.
+type keyPair struct {
+	cert, key string
+	mu        sync.Mutex
+	stamp     [2]stamp
+	cur       *tls.Certificate
+}
+
+type stamp struct {
+	mod  time.Time
+	size int64
+}
+
+func stampOf(path string) stamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return stamp{}
+	}
+	return stamp{fi.ModTime(), fi.Size()}
+}
+
+// get is the certificate to present: the one read last, read again first
+// when a file changed since. A renewal that cannot be read yet (half
+// written, the key not there yet) keeps the previous certificate.
+func (k *keyPair) get() (*tls.Certificate, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stamp != [2]stamp{stampOf(k.cert), stampOf(k.key)} {
+		if _, err := k.loadLocked(); err != nil && k.cur == nil {
+			return nil, err
+		}
+	}
+	return k.cur, nil
+}
+
+func (k *keyPair) load() (*tls.Certificate, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.loadLocked()
+}
+
+func (k *keyPair) loadLocked() (*tls.Certificate, error) {
+	st := [2]stamp{stampOf(k.cert), stampOf(k.key)}
+	certPEM, err := os.ReadFile(k.cert)
+	if err != nil {
+		return nil, &FieldError{"cert", fmt.Errorf("cannot read %s: %w", k.cert, unwrapPath(err))}
+	}
+	keyPEM, err := os.ReadFile(k.key)
+	if err != nil {
+		return nil, &FieldError{"key", fmt.Errorf("cannot read %s: %w", k.key, unwrapPath(err))}
+	}
+	c, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, &FieldError{"cert", fmt.Errorf("%s and %s are not a certificate and its private key in PEM form: %w", k.cert, k.key, err)}
+	}
+	k.cur, k.stamp = &c, st
+	return k.cur, nil
+}
+
+// unwrapPath drops a *fs.PathError's own "open PATH: " (the message names
+// the path already).
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Fix says what to do about err, a connection's failure, when it is a TLS
+// one ("" otherwise): the server's certificate from an authority this
+// machine does not trust, for another name, expired, or a server that
+// wants a client certificate. ca is the server's "tls.ca" ("" when none),
+// clientCert whether it has "tls.cert".
+func Fix(err error, ca string, clientCert bool) string {
+	if err == nil {
+		return ""
+	}
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ci x509.CertificateInvalidError
+	msg := err.Error()
+	switch {
+	case errors.As(err, &ua) || containsAny(msg, "x509: certificate signed by unknown authority"):
+		if ca != "" {
+			return fmt.Sprintf(`the server's certificate is signed by none of the CAs in "tls.ca" (%s) nor by one this machine trusts: put the CA that signed it (its issuer, openssl s_client -showcerts tells) in that file`, ca)
+		}
+		return `the server's certificate is signed by an authority this machine does not trust (a private CA, or a self-signed certificate): give that CA's certificate, a PEM file, in the server's "tls": {"ca": "…"} (or install it in the system's trust store)`
+	case errors.As(err, &he):
+		names := he.Certificate.DNSNames
+		if len(names) == 0 && he.Certificate.Subject.CommonName != "" {
+			names = []string{he.Certificate.Subject.CommonName}
+		}
+		return fmt.Sprintf(`the server's certificate is for %v, not %s: write the server's "url" with a name the certificate holds`, names, he.Host)
+	case errors.As(err, &ci) && ci.Reason == x509.Expired:
+		return fmt.Sprintf("the server's certificate is not valid now (it is valid from %s to %s): the server must renew it, or this machine's clock is wrong",
+			ci.Cert.NotBefore.UTC().Format(time.RFC3339), ci.Cert.NotAfter.UTC().Format(time.RFC3339))
+	case !clientCert && containsAny(msg, "tls: certificate required", "tls: bad certificate", "tls: handshake failure"):
+		return `the server refused the TLS handshake, as a server does that asks for a client certificate (mutual TLS): give one in the server's "tls": {"cert": "…", "key": "…"} (PEM files)`
+	case clientCert && containsAny(msg, "tls: bad certificate", "tls: unknown certificate authority", "tls: certificate required", "tls: unknown certificate", "tls: certificate expired", "tls: certificate revoked"):
+		return `the server refused the client certificate of "tls.cert": it must be one the server's CA signed, not expired, and for this client`
+	}
+	return ""
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}

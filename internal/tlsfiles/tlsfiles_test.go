@@ -1,0 +1,181 @@
+package tlsfiles_test
+
+import (
+	"crypto/tls"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/tlsfiles"
+	"github.com/toolgate/toolgate/internal/tlsfiles/tlstest"
+)
+
+// server is an HTTPS server presenting leaf (asking for a client
+// certificate that clients signed, when not nil); it answers with the
+// common name of the client certificate it got.
+func server(t *testing.T, leaf *tlstest.Leaf, clients *tlstest.CA) *httptest.Server {
+	t.Helper()
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TLS.PeerCertificates) > 0 {
+			io.WriteString(w, r.TLS.PeerCertificates[0].SerialNumber.String())
+		}
+	}))
+	s.TLS = tlstest.ServerConfig(leaf, clients)
+	s.Config.ErrorLog = log.New(io.Discard, "", 0) // the failures are the test's
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// get makes one request over a new connection with c.
+func get(s *httptest.Server, c *tls.Config) (string, error) {
+	tr := &http.Transport{TLSClientConfig: c, DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	res, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(s.URL)
+	if err != nil {
+		return "", err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return string(b), err
+}
+
+func TestClientTrustsCAAndPresentsCertificate(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "private CA")
+	clients := tlstest.NewCA(t, "clients CA")
+	s := server(t, ca.Issue(t, tlstest.Options{Names: []string{"127.0.0.1"}}), clients)
+	first := clients.Issue(t, tlstest.Options{Client: true})
+	caFile := tlstest.Write(t, dir, "ca.pem", ca.PEM)
+	certFile := tlstest.Write(t, dir, "client.pem", first.CertPEM)
+	keyFile := tlstest.Write(t, dir, "client-key.pem", first.KeyPEM)
+
+	c, err := tlsfiles.Client(caFile, certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := get(s, c)
+	if err != nil || got != first.TLS.Leaf.SerialNumber.String() {
+		t.Fatalf("GET with the CA and the client certificate: %q, %v; want the first certificate's serial", got, err)
+	}
+
+	// A renewal (cert-manager, certbot) is presented at the next handshake.
+	renewed := clients.Issue(t, tlstest.Options{Client: true})
+	later := time.Now().Add(time.Minute)
+	for path, b := range map[string][]byte{certFile: renewed.CertPEM, keyFile: renewed.KeyPEM} {
+		tlstest.Write(t, dir, path[len(dir)+1:], b)
+		if err := os.Chtimes(path, later, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := get(s, c); err != nil || got != renewed.TLS.Leaf.SerialNumber.String() {
+		t.Fatalf("GET after the renewal: %q, %v; want the renewed certificate's serial", got, err)
+	}
+	// A renewal half written keeps the certificate that works.
+	tlstest.Write(t, dir, "client-key.pem", []byte("-----BEGIN EC PRIVATE KEY-----\n"))
+	if err := os.Chtimes(keyFile, later.Add(time.Minute), later.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := get(s, c); err != nil || got != renewed.TLS.Leaf.SerialNumber.String() {
+		t.Fatalf("GET with a half-written key: %q, %v; want the renewed certificate still", got, err)
+	}
+}
+
+func TestClientFileErrorsNameTheField(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "ca")
+	leaf := ca.Issue(t, tlstest.Options{Client: true})
+	other := ca.Issue(t, tlstest.Options{Client: true})
+	caFile := tlstest.Write(t, dir, "ca.pem", ca.PEM)
+	certFile := tlstest.Write(t, dir, "c.pem", leaf.CertPEM)
+	keyFile := tlstest.Write(t, dir, "k.pem", leaf.KeyPEM)
+	otherKey := tlstest.Write(t, dir, "other-k.pem", other.KeyPEM)
+	notPEM := tlstest.Write(t, dir, "ca.der", ca.Cert.Raw)
+	for _, tc := range []struct {
+		name, ca, cert, key, field, says string
+	}{
+		{"missing CA file", dir + "/nope.pem", "", "", "ca", "cannot read " + dir + "/nope.pem: no such file or directory"},
+		{"CA in DER", notPEM, "", "", "ca", "holds no PEM certificate"},
+		{"cert without key", caFile, certFile, "", "key", `"cert" needs its private key`},
+		{"key without cert", "", "", keyFile, "cert", `"key" needs the certificate it belongs to`},
+		{"key of another certificate", "", certFile, otherKey, "cert", "are not a certificate and its private key"},
+		{"missing key file", "", certFile, dir + "/gone.pem", "key", "cannot read " + dir + "/gone.pem"},
+	} {
+		_, err := tlsfiles.Client(tc.ca, tc.cert, tc.key)
+		var fe *tlsfiles.FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v, want a problem of %q saying %q", tc.name, err, tc.field, tc.says)
+		}
+	}
+	if c, err := tlsfiles.Client("", "", ""); err != nil || c.RootCAs != nil || c.GetClientCertificate != nil {
+		t.Errorf("no files: %v, %v; want the system's trust store and no client certificate", c, err)
+	}
+}
+
+// TestFix: each TLS failure a remote server's connection meets, made for
+// real, gets the fix that names what to change.
+func TestFix(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "private CA")
+	otherCA := tlstest.NewCA(t, "another CA")
+	clients := tlstest.NewCA(t, "clients CA")
+	caFile := tlstest.Write(t, dir, "ca.pem", ca.PEM)
+	otherFile := tlstest.Write(t, dir, "other.pem", otherCA.PEM)
+	good := ca.Issue(t, tlstest.Options{Names: []string{"127.0.0.1"}})
+	stranger := clients.Issue(t, tlstest.Options{Client: true})
+	foreign := otherCA.Issue(t, tlstest.Options{Client: true})
+
+	withCA := func(file string) *tls.Config {
+		c, err := tlsfiles.Client(file, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	withCert := func(l *tlstest.Leaf) *tls.Config {
+		c, err := tlsfiles.Client(caFile, tlstest.Write(t, dir, "c.pem", l.CertPEM), tlstest.Write(t, dir, "k.pem", l.KeyPEM))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name       string
+		srv        *httptest.Server
+		client     *tls.Config
+		ca         string
+		clientCert bool
+		says       string
+	}{
+		{"private CA, none given", server(t, good, nil), withCA(""), "", false, `give that CA's certificate, a PEM file, in the server's "tls": {"ca": "…"}`},
+		{"private CA, another given", server(t, good, nil), withCA(otherFile), otherFile, false, `signed by none of the CAs in "tls.ca" (` + otherFile + `)`},
+		{"certificate for another name", server(t, ca.Issue(t, tlstest.Options{Names: []string{"mcp.internal.example"}}), nil), withCA(caFile), caFile, false, `is for [mcp.internal.example], not 127.0.0.1: write the server's "url" with a name the certificate holds`},
+		{"expired certificate", server(t, ca.Issue(t, tlstest.Options{Names: []string{"127.0.0.1"}, NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)}), nil), withCA(caFile), caFile, false, "is not valid now"},
+		{"client certificate wanted, none given", server(t, good, clients), withCA(caFile), caFile, false, `give one in the server's "tls": {"cert": "…", "key": "…"}`},
+		{"client certificate of another CA", server(t, good, clients), withCert(foreign), caFile, true, `the server refused the client certificate of "tls.cert"`},
+	} {
+		_, err := get(tc.srv, tc.client)
+		if err == nil {
+			t.Errorf("%s: the request went through", tc.name)
+			continue
+		}
+		t.Logf("%s: %v", tc.name, err)
+		if fix := tlsfiles.Fix(err, tc.ca, tc.clientCert); !strings.Contains(fix, tc.says) {
+			t.Errorf("%s: %v\nfix %q, want %q", tc.name, err, fix, tc.says)
+		}
+	}
+	// What is not a TLS failure gets no fix; a client certificate the
+	// server takes goes through.
+	if fix := tlsfiles.Fix(errors.New("connection refused"), "", false); fix != "" {
+		t.Errorf("connection refused: fix %q, want none", fix)
+	}
+	if _, err := get(server(t, good, clients), withCert(stranger)); err != nil {
+		t.Errorf("client certificate of the server's client CA: %v", err)
+	}
+}

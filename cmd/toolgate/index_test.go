@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 func writeToolsFile(t *testing.T, dir string, n int, change string) string {
@@ -319,5 +320,37 @@ func TestSearchReadsConfig(t *testing.T) {
 	}
 	if so := search("--data-dir", data, "--mode", "bm25", "fly to the moon"); !so.NoMatch {
 		t.Errorf("without a config: no noMatch for a query nothing fits; want the default threshold's noMatch")
+	}
+}
+
+// TestSearchQuietUnlessAsked: `toolgate search` prints its answer and what
+// the reader must know (warnings), not the model's load; --log-level info
+// (or $TOOLGATE_LOG_LEVEL) brings those lines back.
+func TestSearchQuietUnlessAsked(t *testing.T) {
+	data := t.TempDir()
+	if out, err := toolgateCmd(t, data, "index", "--tools", writeToolsFile(t, t.TempDir(), 6, "")).CombinedOutput(); err != nil {
+		t.Fatalf("index: %v\n%s", err, out)
+	}
+	search := func(env []string, args ...string) string {
+		t.Helper()
+		cmd := toolgateCmd(t, data, append([]string{"search", "list files"}, args...)...)
+		cmd.Env = append(cmd.Env, env...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if out, err := cmd.Output(); err != nil || !strings.Contains(string(out), "mode: hybrid") {
+			testenv.Missing(t, "toolgate search did not rank hybrid (%v): a native piece is missing\n%s%s", err, out, stderr.String())
+		}
+		return stderr.String()
+	}
+	if e := search(nil); strings.Contains(e, "embedder loaded") {
+		t.Errorf("toolgate search logged at info level without being asked:\n%s", e)
+	}
+	for _, asked := range []struct {
+		env  []string
+		args []string
+	}{{nil, []string{"--log-level", "info"}}, {[]string{"TOOLGATE_LOG_LEVEL=info"}, nil}} {
+		if e := search(asked.env, asked.args...); !strings.Contains(e, `msg="embedder loaded"`) {
+			t.Errorf("toolgate search %v %v: no info lines:\n%s", asked.env, asked.args, e)
+		}
 	}
 }

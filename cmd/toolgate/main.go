@@ -261,6 +261,17 @@ func (g *globals) fail(w io.Writer, err error) int {
 	return code
 }
 
+// quietUnlessAsked logs warnings and errors only, for a command whose
+// answer is what a person reads (toolgate search: the model's load and
+// the cache's note are not news there), unless --log-level or
+// $TOOLGATE_LOG_LEVEL asked for a level.
+func (g *globals) quietUnlessAsked(cmd *cobra.Command) {
+	if cmd.Flags().Changed("log-level") || os.Getenv("TOOLGATE_LOG_LEVEL") != "" || g.level.Level() > slog.LevelInfo {
+		return
+	}
+	g.level.Set(slog.LevelWarn)
+}
+
 // parseLogFormat says whether --log-format s asks for JSON.
 func parseLogFormat(s string) (json bool, err error) {
 	switch s {

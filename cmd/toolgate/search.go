@@ -66,6 +66,7 @@ profile.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.limitOn = cmd.Flags().Changed("limit")
+			g.quietUnlessAsked(cmd)
 			return runSearch(cmd.Context(), g, f, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}

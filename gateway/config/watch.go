@@ -26,6 +26,13 @@ const DefaultDebounce = 250 * time.Millisecond
 // instance or watch (see LimitError) tries again; a variable for tests.
 var limitRetry = 10 * time.Second
 
+// recheck is how often a Watcher looks whether the directories it
+// watches are still the ones at their paths: a directory removed while a
+// process holds it open (Badger does the data folder) sends no event, and
+// one replaced by another under its name is not the one watched. A stat a
+// directory a second; a variable for tests.
+var recheck = time.Second
+
 // WatchOptions configure a Watcher. The zero value (or nil) means defaults.
 type WatchOptions struct {
 	Logger   *slog.Logger  // nil = discard
@@ -52,7 +59,12 @@ type WatchOptions struct {
 // the kernel refuses it one (a LimitError), Watch still returns the
 // Watcher: it logs the refusal with the limit to raise, tries again every
 // limitRetry, and once it watches signals C (a save may have been missed).
-// When the kernel drops events (its queue overflowed while the process was
+// Every recheck it looks whether each directory it watches is still the
+// one at its path; one removed or replaced (a dotfiles checkout, a volume
+// mounted again, rm -rf and mkdir) counts as an event. While the folder of
+// the file is gone it looks for it every recheck, and once it is there
+// again watches it and signals C, so a file saved into a folder made again
+// is read; it used to go deaf until a SIGHUP or a restart. When the kernel drops events (its queue overflowed while the process was
 // busy), every Watcher signals C too, for the same reason.
 type Watcher struct {
 	// C receives a value when the file may have changed (capacity 1, so
@@ -71,9 +83,11 @@ type Watcher struct {
 	closeErr  error
 
 	// Owned by the run goroutine (and Watch before it starts).
-	joined bool     // counted among the hub's watchers
-	dirs   []string // directories watched
-	names  []string // paths whose events matter (see relevant)
+	joined bool                   // counted among the hub's watchers
+	dirs   []string               // directories watched
+	ids    map[string]os.FileInfo // each watched directory as it was when watched
+	gone   bool                   // no directory of the file could be watched (its folder removed)
+	names  []string               // paths whose events matter (see relevant)
 }
 
 // watchEvent is one of the inotify instance's events or errors.
@@ -147,6 +161,8 @@ func (w *Watcher) run(refused bool) {
 		defer t.Stop()
 		retry = t.C
 	}
+	check := time.NewTicker(recheck)
+	defer check.Stop()
 	for {
 		select {
 		case <-w.done:
@@ -179,14 +195,47 @@ func (w *Watcher) run(refused bool) {
 			w.log.Info("watching the file for changes again", "file", w.path)
 			retry = nil
 			w.signal() // a save made meanwhile
+		case <-check.C:
+			switch {
+			case retry != nil: // refused: retry looks again
+			case w.gone:
+				if w.rewatch(); len(w.dirs) > 0 {
+					w.gone = false
+					w.log.Info("watching the file for changes again", "file", w.path)
+					w.signal() // the file saved into the folder made again
+				}
+			case w.moved():
+				timer.Reset(w.debounce)
+			}
 		case <-timer.C:
 			// A symlink may point elsewhere now: follow the new chain.
-			if err := w.rewatch(); err != nil {
+			err := w.rewatch()
+			switch {
+			case len(w.dirs) == 0 && !w.gone:
+				w.gone = true
+				msg := "the file's folder is gone; looking for it every " + recheck.String() + " to watch it again"
+				if w.meanwhile != "" {
+					msg += "; meanwhile " + w.meanwhile
+				}
+				w.log.Warn(msg, "file", w.path, "err", err)
+			case err != nil && len(w.dirs) > 0:
 				w.log.Warn("watching the config file", "path", w.path, "err", err)
 			}
 			w.signal()
 		}
 	}
+}
+
+// moved reports whether a directory watched is no longer the one at its
+// path (removed, or replaced by another of the same name).
+func (w *Watcher) moved() bool {
+	for _, d := range w.dirs {
+		fi, err := os.Stat(d)
+		if err != nil || !os.SameFile(fi, w.ids[d]) {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *Watcher) signal() {
@@ -197,7 +246,8 @@ func (w *Watcher) signal() {
 }
 
 // rewatch works out the file's symlink chain and watches the directories
-// its links and target live in (dropping those no longer needed).
+// its links and target live in (dropping those no longer needed, and
+// watching afresh one replaced under its name).
 func (w *Watcher) rewatch() error {
 	if !w.joined {
 		if err := inotify.join(w); err != nil {
@@ -205,22 +255,35 @@ func (w *Watcher) rewatch() error {
 		}
 		w.joined = true
 	}
-	names, dirs := chain(w.path)
+	names, want := chain(w.path)
 	var errs []error
-	for _, d := range dirs {
-		if !slices.Contains(w.dirs, d) {
-			if err := inotify.add(d); err != nil {
-				errs = append(errs, fmt.Errorf("watch directory %s: %w", d, err))
-				dirs = slices.DeleteFunc(dirs, func(x string) bool { return x == d })
-			}
+	var dirs []string
+	ids := map[string]os.FileInfo{}
+	for _, d := range want {
+		fi, err := os.Stat(d)
+		if err != nil {
+			continue // gone since chain looked
 		}
+		if old, ok := w.ids[d]; ok {
+			if os.SameFile(old, fi) {
+				dirs, ids[d] = append(dirs, d), old
+				continue
+			}
+			inotify.remove(d) // the directory that was there: replaced
+			delete(w.ids, d)
+		}
+		if err := inotify.add(d); err != nil {
+			errs = append(errs, fmt.Errorf("watch directory %s: %w", d, err))
+			continue
+		}
+		dirs, ids[d] = append(dirs, d), fi
 	}
-	for _, d := range w.dirs {
-		if !slices.Contains(dirs, d) {
+	for d := range w.ids {
+		if _, ok := ids[d]; !ok {
 			inotify.remove(d)
 		}
 	}
-	w.names, w.dirs = names, dirs
+	w.names, w.dirs, w.ids = names, dirs, ids
 	if len(dirs) == 0 {
 		return errors.Join(append(errs, errors.New("no directory of the config file can be watched"))...)
 	}
@@ -233,7 +296,7 @@ func (w *Watcher) leave() error {
 	for _, d := range w.dirs {
 		inotify.remove(d)
 	}
-	w.dirs = nil
+	w.dirs, w.ids = nil, nil
 	if !w.joined {
 		return nil
 	}

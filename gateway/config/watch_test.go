@@ -300,3 +300,81 @@ func TestWatchQueueOverflow(t *testing.T) {
 		t.Errorf("the overflow is not logged:\n%s", log.String())
 	}
 }
+
+// TestWatchFolderRemovedAndMadeAgain: the config's folder replaced whole
+// (rm -rf, then made again: a dotfiles checkout, a volume mounted again)
+// is watched again, and the file saved into it is read; the watcher used
+// to go deaf until a SIGHUP or a restart.
+func TestWatchFolderRemovedAndMadeAgain(t *testing.T) {
+	defer func(d time.Duration) { recheck = d }(recheck)
+	recheck = 20 * time.Millisecond
+	base := t.TempDir()
+	dir := filepath.Join(base, "conf")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "toolgate.json")
+	write(t, path, `{"v": 1}`)
+	log := &testenv.LogBuffer{}
+	w, err := Watch(path, &WatchOptions{Debounce: 10 * time.Millisecond, Logger: log.Logger(), Meanwhile: "send SIGHUP to reload it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	// The removal signals once the watcher has looked again (and found
+	// no folder to watch).
+	select {
+	case <-w.C:
+	case <-time.After(testenv.Timeout):
+		t.Fatal("the folder's removal was not signalled")
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write(t, path, `{"v": 2}`)
+	waitContent(t, w, path, `{"v": 2}`)
+	// Watched again, not only looked for: a later save signals too.
+	write(t, path, `{"v": 3}`)
+	waitContent(t, w, path, `{"v": 3}`)
+	if l := log.String(); !strings.Contains(l, "the file's folder is gone; looking for it every 20ms to watch it again; meanwhile send SIGHUP to reload it") || !strings.Contains(l, "watching the file for changes again") {
+		t.Errorf("log:\n%s", l)
+	}
+}
+
+// TestWatchFolderReplacedWhileHeldOpen: a folder removed while a process
+// holds it open (Badger holds the data folder) sends no event of its own,
+// and one made again under its name is another directory: the watcher
+// finds both by looking (recheck), so the state file written into the new
+// folder is read. It used to watch the removed directory forever.
+func TestWatchFolderReplacedWhileHeldOpen(t *testing.T) {
+	defer func(d time.Duration) { recheck = d }(recheck)
+	recheck = 20 * time.Millisecond
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "state.json") // not there yet
+	w, err := Watch(path, &WatchOptions{Debounce: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	held, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write(t, path, `{"disabled": ["memory"]}`)
+	waitContent(t, w, path, `{"disabled": ["memory"]}`)
+	write(t, path, `{"disabled": []}`)
+	waitContent(t, w, path, `{"disabled": []}`)
+}

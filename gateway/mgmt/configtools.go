@@ -79,6 +79,9 @@ func (s *Server) addServer(ctx context.Context, c *policy.Caller, a addArgs) *mc
 		return toolError("add_server: %v", err)
 	}
 	sv := config.Server{Name: a.Name, Type: a.Type, Command: a.Command, Args: a.Args, Env: a.Env, Cwd: a.Cwd, URL: a.URL, Headers: a.Headers}
+	if t := a.TLS; t != nil {
+		sv.TLS = &config.TLS{CA: t.CA, Cert: t.Cert, Key: t.Key}
+	}
 	docs, i, err := config.AddServer(docs, sv, nil)
 	if err == nil {
 		err = s.write(ctx, "add_server", docs, []int{i})

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/tlsfiles/tlstest"
 )
 
 // fakePool records what reaches it.
@@ -360,5 +361,24 @@ func TestScopedManagement(t *testing.T) {
 		if res := run(t, s, c, "server_status", map[string]any{"name": "b"}); res.IsError {
 			t.Errorf("%v: server_status b: %s", c, resText(res))
 		}
+	}
+}
+
+// TestAddServerTLS: add_server takes a remote server's tls files, as
+// servers add does; a relative path is the config folder's, and a file the
+// config could not read changes nothing, naming the field.
+func TestAddServerTLS(t *testing.T) {
+	s, _, _, path := newTestServer(t, true)
+	ca := tlstest.NewCA(t, "private CA")
+	tlstest.Write(t, filepath.Dir(path), "corp-ca.pem", ca.PEM)
+	res := run(t, s, stdio, "add_server", map[string]any{"name": "corp", "url": "https://mcp.corp.example/mcp", "tls": map[string]any{"ca": "corp-ca.pem"}})
+	after, _ := os.ReadFile(path)
+	cfg, err := config.Parse(after, path, nil)
+	if res.IsError || err != nil || cfg.MCPServers["corp"].TLS == nil || cfg.MCPServers["corp"].TLS.CA != filepath.Join(filepath.Dir(path), "corp-ca.pem") {
+		t.Fatalf("add_server with tls: %s, %v\n%s", resText(res), err, after)
+	}
+	res = run(t, s, stdio, "add_server", map[string]any{"name": "other", "url": "https://other.example/mcp", "tls": map[string]any{"ca": "missing.pem"}})
+	if again, _ := os.ReadFile(path); !res.IsError || !strings.Contains(resText(res), `mcpServers["other"].tls.ca: cannot read`) || string(again) != string(after) {
+		t.Errorf("add_server with a missing CA file: %s, want refused naming tls.ca, the file unchanged", resText(res))
 	}
 }

@@ -34,6 +34,12 @@ type (
 		URL     string            `json:"url,omitempty" jsonschema:"for a remote server: its streamable HTTP (or SSE) endpoint, e.g. \"https://example.com/mcp\""`
 		Type    string            `json:"type,omitempty" jsonschema:"stdio, http or sse; by default command means stdio and url means http"`
 		Headers map[string]string `json:"headers,omitempty" jsonschema:"HTTP headers for a remote server, e.g. {\"Authorization\": \"Bearer ${TOKEN}\"}"`
+		TLS     *tlsArgs          `json:"tls,omitempty" jsonschema:"for an https server whose certificate a private CA signed, or that asks for a client certificate: PEM files on the gateway's machine (a relative path is read from the config file's folder)"`
+	}
+	tlsArgs struct {
+		CA   string `json:"ca,omitempty" jsonschema:"the certificate authorities to trust for the server's certificate, besides the system's"`
+		Cert string `json:"cert,omitempty" jsonschema:"a client certificate for a server that asks for one (mutual TLS), with key"`
+		Key  string `json:"key,omitempty" jsonschema:"the client certificate's private key"`
 	}
 )
 
@@ -71,7 +77,7 @@ func (s *Server) definitions() []definition {
 				"Works for a client on stdio; over HTTP, connect to /profiles/NAME/mcp instead. An empty name goes back to every server.",
 			&mcp.ToolAnnotations{DestructiveHint: boolPtr(false), IdempotentHint: true, OpenWorldHint: boolPtr(false)}, s.activateProfile),
 		define("add_server", "Add an MCP server to the config",
-			"Add a new MCP server to the gateway's config file and start it: a local program (command, args, env) or a remote server (url, headers). "+
+			"Add a new MCP server to the gateway's config file and start it: a local program (command, args, env) or a remote server (url, headers, and tls for a private CA or a client certificate). "+
 				"Refused unless the config sets toolgate.management.allowConfigChanges and the client is on stdio or uses an admin API key, "+
 				"because a server's command can run any program.",
 			&mcp.ToolAnnotations{DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(true)}, s.addServer),

@@ -5,6 +5,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -339,8 +340,9 @@ func Listen(addr string, allowRemote bool) (net.Listener, error) {
 }
 
 // Serve serves h on ln until ctx ends, then shuts down: requests in flight
-// get ShutdownGrace to finish.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
+// get ShutdownGrace to finish. With tc it serves HTTPS (HTTP/2 included),
+// the certificate from tc.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, tc *tls.Config, log *slog.Logger) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -352,12 +354,23 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logge
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp")
+	scheme := "http"
+	if tc != nil {
+		scheme = "https"
+		srv.TLSConfig = tc
+	}
+	log.Info("serving MCP over streamable HTTP", "url", scheme+"://"+ln.Addr().String()+"/mcp")
 	// Out of descriptors, the listener waits and logs itself (once, with
 	// the fix) rather than net/http's line at every try.
 	al := newAcceptListener(ln, log)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(al) }()
+	go func() {
+		if tc != nil {
+			errc <- srv.ServeTLS(al, "", "") // the certificate is tc's
+			return
+		}
+		errc <- srv.Serve(al)
+	}()
 	select {
 	case err := <-errc:
 		return err
@@ -382,5 +395,5 @@ func ListenAndServe(ctx context.Context, addr string, h http.Handler, allowRemot
 	if err != nil {
 		return err
 	}
-	return Serve(ctx, ln, h, log)
+	return Serve(ctx, ln, h, nil, log)
 }

@@ -85,6 +85,11 @@ type ProcessInfo struct {
 	PID       int    `json:"pid"`
 	Transport string `json:"transport"`      // "stdio" or "http"
 	Addr      string `json:"addr,omitempty"` // the HTTP front's address
+	// TLS says the front serves HTTPS, and TLSCert is its certificate file
+	// (absolute), which a client on this machine may pin (toolgate connect
+	// and status reach it at 127.0.0.1, not at the name it is issued for).
+	TLS     bool   `json:"tls,omitempty"`
+	TLSCert string `json:"tlsCert,omitempty"`
 	// ExitWhenIdle is serve --exit-when-idle: the gateway stops once no
 	// MCP request has come for that long ("10m0s"; empty: never).
 	ExitWhenIdle string `json:"exitWhenIdle,omitempty"`

@@ -69,14 +69,17 @@ that calls after that starts it again. Two clients started together start
 one gateway: the second finds the address taken and uses the first's.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			u, err := bridgeURL(cmd.Context(), g, f)
+			u, front, err := bridgeURL(cmd.Context(), g, f)
 			if err != nil {
 				return err
 			}
 			key := os.Getenv(envKey)
 			opts := bridge.Options{URL: u, Key: key, KeyEnv: "$" + envKey, Logger: g.logger}
+			if front.pin != "" {
+				opts.Client = front.client()
+			}
 			if f.start {
-				s, err := newStarter(g, f, u)
+				s, err := newStarter(g, f, u, front)
 				if err != nil {
 					return err
 				}
@@ -101,19 +104,26 @@ one gateway: the second finds the address taken and uses the first's.`,
 	return cmd
 }
 
-// bridgeURL is the MCP endpoint connect relays to (see its help).
-func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, error) {
-	addr := f.addr
+// bridgeURL is the MCP endpoint connect relays to (see its help), and the
+// front it belongs to (HTTPS, the certificate to pin).
+func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, frontTarget, error) {
+	front := frontTarget{addr: f.addr}
 	if f.config != "" {
 		cfg, err := config.Load(f.config)
 		if err != nil {
-			return "", err
+			return "", front, err
 		}
 		g.applyConfig(cfg.Toolgate)
-		if addr == "" {
-			addr = cfg.Toolgate.HTTP.Addr
+		// Only a gateway serving the config will do: its address unless
+		// --addr gives one, HTTPS with its certificate pinned when the
+		// config has toolgate.http.tls.
+		cf := configFront(cfg)
+		if front.addr != "" {
+			cf.addr = front.addr
 		}
+		front = cf
 	}
+	addr := front.addr
 	// With --config, the gateway must serve it: one left running for
 	// another config (`make run`'s) is not this client's.
 	want := ""
@@ -136,34 +146,35 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, error) 
 		for _, p := range local {
 			if want == "" || slices.Contains(p.Config, want) {
 				found = append(found, fmt.Sprintf("pid %d at %s", p.PID, p.Addr))
-				addr = p.Addr
+				front = processFront(p)
 			}
 		}
 		if len(found) > 1 {
-			return "", usageError{fmt.Errorf("several gateways serve HTTP on the data folder %s (%s): choose one with --addr", g.DataDir(), strings.Join(found, ", "))}
+			return "", front, usageError{fmt.Errorf("several gateways serve HTTP on the data folder %s (%s): choose one with --addr", g.DataDir(), strings.Join(found, ", "))}
 		}
-		if addr == "" {
-			addr = defaultStatusAddr
+		if front.addr == "" {
+			front.addr = defaultStatusAddr
 		}
+		addr = front.addr
 	}
-	u, err := gatewayURL(addr)
+	u, err := front.url()
 	if err != nil {
-		return "", usageError{err}
+		return "", front, usageError{err}
 	}
-	if served := servedConfigs(ctx, u, local); want != "" && len(served) > 0 && !slices.Contains(served, want) {
-		return "", usageError{fmt.Errorf("the gateway at %s serves another config (%s), not %s: give %s a port of its own (toolgate.http.addr), or pass --addr",
+	if served := servedConfigs(ctx, u, local, front); want != "" && len(served) > 0 && !slices.Contains(served, want) {
+		return "", front, usageError{fmt.Errorf("the gateway at %s serves another config (%s), not %s: give %s a port of its own (toolgate.http.addr), or pass --addr",
 			u.Host, strings.Join(served, " + "), want, f.config)}
 	}
 	path := strings.TrimSuffix(u.Path, "/")
 	switch {
 	case f.profile != "" && path != "" && path != "/mcp":
-		return "", usageError{fmt.Errorf("--profile %s with --addr %s: give the gateway's address without a path (the profile's is /profiles/%s/mcp)", f.profile, addr, f.profile)}
+		return "", front, usageError{fmt.Errorf("--profile %s with --addr %s: give the gateway's address without a path (the profile's is /profiles/%s/mcp)", f.profile, addr, f.profile)}
 	case f.profile != "":
 		u.Path = "/profiles/" + url.PathEscape(f.profile) + "/mcp"
 	case path == "":
 		u.Path = "/mcp"
 	}
-	return u.String(), nil
+	return u.String(), front, nil
 }
 
 // starter starts the gateway connect relays to when none answers (connect
@@ -173,12 +184,13 @@ type starter struct {
 	config string
 	addr   string // host:port
 	idle   time.Duration
-	health string // the gateway's /healthz
+	health string       // the gateway's /healthz
+	client *http.Client // for the front (its certificate pinned when it serves HTTPS)
 
 	mu sync.Mutex
 }
 
-func newStarter(g *globals, f connectFlags, mcpURL string) (*starter, error) {
+func newStarter(g *globals, f connectFlags, mcpURL string, front frontTarget) (*starter, error) {
 	if f.config == "" {
 		return nil, usageError{errors.New("--start needs --config FILE (or $TOOLGATE_CONFIG): the servers the gateway it starts serves")}
 	}
@@ -189,7 +201,7 @@ func newStarter(g *globals, f connectFlags, mcpURL string) (*starter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &starter{g: g, config: f.config, addr: u.Host, idle: f.idle, health: "http://" + u.Host + "/healthz"}, nil
+	return &starter{g: g, config: f.config, addr: u.Host, idle: f.idle, health: u.Scheme + "://" + u.Host + "/healthz", client: front.client()}, nil
 }
 
 // startWait is how long a started gateway has to answer; startGrace how
@@ -260,7 +272,7 @@ func (s *starter) healthy(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		return false
 	}
@@ -272,7 +284,7 @@ func (s *starter) healthy(ctx context.Context) bool {
 // socket when it runs on the data folder (local), else its GET /status; nil
 // when it does not answer or does not say (an API key that is not admin,
 // or none, does not see them).
-func servedConfigs(ctx context.Context, u *url.URL, local []*gateway.ProcessInfo) []string {
+func servedConfigs(ctx context.Context, u *url.URL, local []*gateway.ProcessInfo, front frontTarget) []string {
 	for _, p := range local {
 		if a, err := gatewayURL(p.Addr); err == nil && a.Host == u.Host {
 			return p.Config
@@ -291,7 +303,7 @@ func servedConfigs(ctx context.Context, u *url.URL, local []*gateway.ProcessInfo
 	if k := os.Getenv(envKey); k != "" {
 		req.Header.Set("Authorization", "Bearer "+k)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := front.client().Do(req)
 	if err != nil {
 		return nil
 	}

@@ -174,7 +174,7 @@ func TestBridgeURL(t *testing.T) {
 		{f: connectFlags{addr: "http://gw:9000/profiles/a/mcp", profile: "b"}, err: "without a path"},
 		{f: connectFlags{addr: "nope"}, err: "want host:port"},
 	} {
-		got, err := bridgeURL(context.Background(), g, tc.f)
+		got, _, err := bridgeURL(context.Background(), g, tc.f)
 		var ue usageError
 		switch {
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || !errors.As(err, &ue)):

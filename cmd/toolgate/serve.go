@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +36,7 @@ import (
 	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/telemetry"
+	"github.com/toolgate/toolgate/internal/tlsfiles"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -188,7 +190,13 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	defer sec.Close() // last: the gateway has stopped writing to the audit log
 	var ln net.Listener
 	var stdin *linerpc.Watched
+	var frontTLS *tls.Config // toolgate.http.tls: the front serves HTTPS
 	if f.http != "" {
+		if t := cfg.Toolgate.HTTP.TLS; t != nil {
+			if frontTLS, err = tlsfiles.Server(t.Cert, t.Key); err != nil {
+				return fmt.Errorf("toolgate.http.tls: %w", err)
+			}
+		}
 		if ln, err = gateway.Listen(f.http, f.allowRemote); err != nil {
 			return err
 		}
@@ -312,6 +320,9 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	proc := &process{info: gateway.ProcessInfo{PID: os.Getpid(), Transport: "stdio", Config: absPaths(f.configs)}, level: g.level}
 	if ln != nil {
 		proc.info.Transport, proc.info.Addr = "http", ln.Addr().String()
+		if frontTLS != nil {
+			proc.info.TLS, proc.info.TLSCert = true, cfg.Toolgate.HTTP.TLS.Cert
+		}
 	}
 	if f.idle > 0 {
 		proc.info.ExitWhenIdle = f.idle.String()
@@ -349,7 +360,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 
 	return (&front{cfg: cfg, flags: f, log: log, start: start, pool: pool, lv: lv, emb: emb,
-		learner: learner, sec: sec, health: health, tracing: tracing, ln: ln, stdin: stdin, warm: warm,
+		learner: learner, sec: sec, health: health, tracing: tracing, ln: ln, tls: frontTLS, stdin: stdin, warm: warm,
 		firstSearch: firstSearch, status: status, proc: proc, ranking: ranking}).serve(ctx)
 }
 

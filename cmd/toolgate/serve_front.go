@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -42,6 +44,7 @@ type front struct {
 	health  *storage.Health
 	tracing *telemetry.Tracing
 	ln      net.Listener     // nil: stdio
+	tls     *tls.Config      // the front serves HTTPS with it (nil: HTTP)
 	stdin   *linerpc.Watched // stdio: stdin, watched since the start
 	warm    bool             // started from the last run's catalog
 	// firstSearch is told when the first search is answered.
@@ -112,8 +115,12 @@ func (fr *front) serve(ctx context.Context) error {
 	// limit, 429 and a summary record a minute instead of one each.
 	refusals := limit.NewRefusals(&limit.RefusalOptions{PerMinute: lim.RefusedPerMinute, Burst: lim.RefusedBurst, Summary: gateway.RefusalSummary(fr.sec.audit, fr.log)})
 	defer refusals.Close()
+	hosts := fr.cfg.Toolgate.HTTP.AllowedHosts
+	if t := fr.cfg.Toolgate.HTTP.TLS; fr.tls != nil {
+		hosts = append(slices.Clone(hosts), certHosts(t.Cert)...)
+	}
 	h := gw.HTTPHandler(&gateway.HTTPOptions{
-		AllowedHosts:   fr.cfg.Toolgate.HTTP.AllowedHosts,
+		AllowedHosts:   hosts,
 		AllowedOrigins: fr.cfg.Toolgate.HTTP.AllowedOrigins,
 		MaxBodyBytes:   fr.cfg.Toolgate.HTTP.MaxBodyBytes,
 		Logger:         fr.log,
@@ -148,7 +155,7 @@ func (fr *front) serve(ctx context.Context) error {
 			cancel()
 		})
 	}
-	return gateway.Serve(ctx, fr.ln, h, fr.log)
+	return gateway.Serve(ctx, fr.ln, h, fr.tls, fr.log)
 }
 
 // idleWatch stops an HTTP gateway no client has used for a while (serve

@@ -128,15 +128,18 @@ func gatewayURL(addr string) (*url.URL, error) {
 }
 
 func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
-	addr := f.addr
+	front := frontTarget{addr: f.addr}
 	var cfg *config.File
-	if addr == "" && f.config != "" {
+	if front.addr == "" && f.config != "" {
 		var err error
 		if cfg, err = config.Load(f.config); err != nil {
 			return err
 		}
-		addr = cfg.Toolgate.HTTP.Addr
+		// The config's gateway: its address, and its certificate (pinned)
+		// when it serves HTTPS.
+		front = configFront(cfg)
 	}
+	addr := front.addr
 	if f.timeout <= 0 {
 		f.timeout = 5 * time.Second
 	}
@@ -154,7 +157,12 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	if addr == "" {
 		addr = cmp.Or(f.fallback, defaultStatusAddr)
 	}
-	u, err := statusURL(addr)
+	front.addr = addr
+	fu, err := front.url()
+	if err != nil {
+		return usageError{err}
+	}
+	u, err := statusURL(fu.String())
 	if err != nil {
 		return usageError{err}
 	}
@@ -172,12 +180,16 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		ConnectDone: func(_, _ string, err error) { connected.Store(err == nil) },
 	}))
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := front.client().Do(req)
 	if err != nil {
 		if connected.Load() && errors.Is(err, context.DeadlineExceeded) {
 			return exitError{noAnswer(u, f.timeout), degradedExit}
 		}
 		return fmt.Errorf("no gateway answered at %s: %w%s\n(start one with `toolgate serve --config FILE --http %s`, or point --addr at the one running)", u, unwrapURLError(err), noneLocal, hostOf(u))
+	}
+	if err := httpsOnly(resp, u); err != nil {
+		resp.Body.Close()
+		return usageError{err}
 	}
 	body, rep, err := readStatus(resp, u)
 	if err != nil {
@@ -438,6 +450,9 @@ func processLine(p *gateway.ProcessInfo, state bool) string {
 		return ""
 	}
 	how := p.Transport
+	if p.TLS {
+		how = "https" // the front's scheme, as a URL would write it
+	}
 	switch {
 	case p.Addr != "":
 		how += " " + p.Addr

@@ -1,12 +1,20 @@
 package main
 
 import (
+	"context"
+	"crypto/tls"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
@@ -90,4 +98,150 @@ func TestRemoteServerWithPrivateCA(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestHTTPSFront: with toolgate.http.tls the front serves HTTPS: a remote
+// client that trusts the CA reaches it by the certificate's name; on this
+// machine `toolgate status` and `toolgate connect` find it on the data
+// folder and pin its certificate (they reach it at 127.0.0.1, a name the
+// certificate does not hold); plain HTTP to it gets a usage error that
+// says so; and a renewed certificate is served without a restart.
+func TestHTTPSFront(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "private CA")
+	first := ca.Issue(t, tlstest.Options{Names: []string{"gw.example"}})
+	tlstest.Write(t, dir, "front.pem", first.CertPEM)
+	tlstest.Write(t, dir, "front-key.pem", first.KeyPEM)
+	addr := freeAddr(t)
+	srv := backendtest.Command(t, backendtest.ModeNormal)
+	doc, err := json.Marshal(map[string]any{
+		"mcpServers": map[string]any{"fake": map[string]any{"command": srv.Command, "env": srv.Env}},
+		"toolgate": map[string]any{"learn": map[string]any{"enabled": false}, "search": map[string]any{"mode": "bm25"},
+			"http": map[string]any{"addr": addr, "tls": map[string]any{"cert": "front.pem", "key": "front-key.pem"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := tlstest.Write(t, dir, "toolgate.json", doc)
+	data := t.TempDir()
+	serve := toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr)
+	serve.Stderr = testLog(t, "serve: ")
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = serve.Process.Signal(os.Interrupt); _ = serve.Wait() })
+
+	// A remote client: the CA trusted, the certificate's name asked for.
+	remote := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), ServerName: "gw.example"}}}
+	testenv.Eventually(t, "the front answers over HTTPS", func() bool {
+		resp, err := remote.Get("https://" + addr + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	// The certificate's names pass the Host check as allowedHosts do; other
+	// names do not (DNS rebinding).
+	for host, want := range map[string]int{"gw.example": http.StatusOK, "evil.example": http.StatusForbidden} {
+		req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/healthz", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		resp, err := remote.Do(req)
+		if err != nil {
+			t.Fatalf("GET /healthz with Host %s: %v", host, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET /healthz with Host %s: %s, want %d", host, resp.Status, want)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "remote"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "https://" + addr + "/mcp", HTTPClient: remote}, nil)
+	if err != nil {
+		t.Fatalf("connect over HTTPS: %v", err)
+	}
+	if res := callTool(t, ctx, cs, nil, "execute_tool", map[string]any{"name": "fake__echo", "arguments": map[string]any{"text": "over https"}}); res.IsError || resultText(res) != "over https" {
+		t.Errorf("execute_tool over HTTPS: %+v", res.Content)
+	}
+	cs.Close()
+
+	// This machine's commands find it on the data folder, or by its config.
+	out, stderr, err := runToolgate(t, data, "status")
+	if err != nil || !strings.Contains(out, "(https "+addr+")") {
+		t.Errorf("status: %v, want the process line to say https %s\n%s%s", err, addr, out, stderr)
+	}
+	if out, stderr, err := runToolgate(t, data, "status", "--config", cfg, "--data-dir", t.TempDir()); err != nil || !strings.Contains(out, "backends up") {
+		t.Errorf("status --config (its http.addr, its certificate pinned): %v\n%s%s", err, out, stderr)
+	}
+	var ee *exec.ExitError
+	if _, stderr, err := runToolgate(t, data, "status", "--addr", addr); !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr, "the gateway at "+addr+" serves HTTPS (toolgate.http.tls): use --addr https://"+addr) {
+		t.Errorf("status --addr %s (plain HTTP): %v, want exit status 2 saying it serves HTTPS\n%s", addr, err, stderr)
+	}
+	connect := toolgateCmd(t, data, "connect")
+	connect.Stderr = testLog(t, "connect: ")
+	cctx, ccs := connectStdio(t, connect, 2*time.Minute)
+	if res := callTool(t, cctx, ccs, nil, "execute_tool", map[string]any{"name": "fake__echo", "arguments": map[string]any{"text": "through connect"}}); res.IsError || resultText(res) != "through connect" {
+		t.Errorf("execute_tool through connect: %+v", res.Content)
+	}
+
+	// A renewal is served from the next handshake.
+	renewed := ca.Issue(t, tlstest.Options{Names: []string{"gw.example"}})
+	later := time.Now().Add(time.Minute)
+	for name, b := range map[string][]byte{"front.pem": renewed.CertPEM, "front-key.pem": renewed.KeyPEM} {
+		p := tlstest.Write(t, dir, name, b)
+		if err := os.Chtimes(p, later, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "gw.example"})
+	if err != nil {
+		t.Fatalf("handshake after the renewal: %v", err)
+	}
+	defer conn.Close()
+	if got := conn.ConnectionState().PeerCertificates[0]; !got.Equal(renewed.TLS.Leaf) {
+		t.Errorf("after the renewal the front presents serial %s, want the renewed %s", got.SerialNumber, renewed.TLS.Leaf.SerialNumber)
+	}
+}
+
+// TestConnectStartHTTPS: connect --start with a config whose front serves
+// HTTPS starts that gateway, waits for it over HTTPS (its certificate
+// pinned: it is for another name than 127.0.0.1) and relays to it.
+func TestConnectStartHTTPS(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "private CA")
+	leaf := ca.Issue(t, tlstest.Options{Names: []string{"gw.example"}})
+	tlstest.Write(t, dir, "front.pem", leaf.CertPEM)
+	tlstest.Write(t, dir, "front-key.pem", leaf.KeyPEM)
+	srv := backendtest.Command(t, backendtest.ModeNormal)
+	doc, err := json.Marshal(map[string]any{
+		"mcpServers": map[string]any{"fake": map[string]any{"command": srv.Command, "env": srv.Env}},
+		"toolgate": map[string]any{"learn": map[string]any{"enabled": false}, "search": map[string]any{"mode": "bm25"},
+			"http": map[string]any{"tls": map[string]any{"cert": "front.pem", "key": "front-key.pem"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := tlstest.Write(t, dir, "toolgate.json", doc)
+	data := t.TempDir()
+	t.Cleanup(func() { // the gateway it starts runs in a session of its own
+		for _, gw := range localGateways(context.Background(), data, 5*time.Second) {
+			if p := gw.rep.Process; gw.err == nil && p != nil {
+				_ = syscall.Kill(p.PID, syscall.SIGKILL)
+			}
+		}
+	})
+	connect := toolgateCmd(t, data, "connect", "--start", "--config", cfg, "--addr", freeAddr(t), "--idle", "1m")
+	connect.Stderr = testLog(t, "connect: ")
+	ctx, cs := connectStdio(t, connect, 3*time.Minute)
+	if res := callTool(t, ctx, cs, nil, "execute_tool", map[string]any{"name": "fake__echo", "arguments": map[string]any{"text": "started over https"}}); res.IsError || resultText(res) != "started over https" {
+		t.Errorf("execute_tool through connect --start: %+v", res.Content)
+	}
+	gws := localGateways(context.Background(), data, 5*time.Second)
+	if len(gws) != 1 || gws[0].rep.Process == nil || !gws[0].rep.Process.TLS {
+		t.Errorf("gateways on the data folder: %d, want the one started, serving HTTPS", len(gws))
+	}
 }

@@ -345,6 +345,16 @@ type HTTPSettings struct {
 	AllowedOrigins []string `json:"allowedOrigins,omitempty"`
 	AllowedHosts   []string `json:"allowedHosts,omitempty"`
 	MaxBodyBytes   int64    `json:"maxBodyBytes,omitzero"` // 0 = gateway.DefaultMaxBodyBytes
+	// TLS serves the front over HTTPS with this certificate (nil: plain
+	// HTTP).
+	TLS *FrontTLS `json:"tls,omitempty"`
+}
+
+// FrontTLS is toolgate.http.tls: the HTTP front's certificate (a PEM file,
+// its chain after it) and private key, read again when they change.
+type FrontTLS struct {
+	Cert string `json:"cert,omitempty"`
+	Key  string `json:"key,omitempty"`
 }
 
 // TelemetrySettings configure OpenTelemetry traces.

@@ -44,9 +44,10 @@ func docName(path string) string {
 // way, except that profiles, like servers, are replaced whole by name.
 // Other top-level keys belong to other applications and are left out.
 //
-// Each document's relative paths (a server's cwd, dataDir, embed.modelDir,
-// embed.ortLib) and its ${TOOLGATE_CONFIG_DIR} references are anchored at
-// its own directory first, so the merged document means what each part
+// Each document's relative paths (a server's cwd and tls files, dataDir,
+// keysFile, embed.modelDir, embed.ortLib, http.tls) and its
+// ${TOOLGATE_CONFIG_DIR} references are anchored at its own directory
+// first, so the merged document means what each part
 // meant in its own file. The result is JSON for Parse; it is not expanded
 // (other ${VAR} references stay as written) and not validated.
 func Merge(docs []Doc) ([]byte, []Conflict, error) {
@@ -131,6 +132,7 @@ func anchorServer(e json.RawMessage, dir string) json.RawMessage {
 	if cwd, ok := m["cwd"].(string); ok {
 		m["cwd"] = anchorPath(cwd, dir)
 	}
+	anchorPaths(m["tls"], dir, "ca", "cert", "key")
 	out, err := json.Marshal(m)
 	if err != nil {
 		return e
@@ -145,14 +147,23 @@ func anchorSettings(s map[string]any, dir string) {
 		return
 	}
 	replaceDirVar(s, dir)
-	if v, ok := s["dataDir"].(string); ok {
-		s["dataDir"] = anchorPath(v, dir)
+	anchorPaths(s, dir, "dataDir", "keysFile")
+	anchorPaths(s["embed"], dir, "modelDir", "ortLib")
+	if h, ok := s["http"].(map[string]any); ok {
+		anchorPaths(h["tls"], dir, "cert", "key")
 	}
-	if e, ok := s["embed"].(map[string]any); ok {
-		for _, k := range []string{"modelDir", "ortLib"} {
-			if v, ok := e[k].(string); ok {
-				e[k] = anchorPath(v, dir)
-			}
+}
+
+// anchorPaths anchors the path settings keys of v, an object (anything
+// else is left for Parse to report).
+func anchorPaths(v any, dir string, keys ...string) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	for _, k := range keys {
+		if p, ok := m[k].(string); ok {
+			m[k] = anchorPath(p, dir)
 		}
 	}
 }

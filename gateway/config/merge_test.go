@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/internal/tlsfiles/tlstest"
 )
 
 // A project file over a user file: servers replaced whole by name, the
@@ -82,5 +84,39 @@ func TestReadFilesMerges(t *testing.T) {
 	g, data, _, err := ReadFiles([]string{user}, env())
 	if err != nil || len(g.Servers()) != 2 || !strings.Contains(string(data), `"remote"`) {
 		t.Errorf("one file: %v", err)
+	}
+}
+
+// TestMergeAnchorsFilePaths: a file's tls files (a server's, the HTTP
+// front's) and keysFile stay its own folder's when it is read with others
+// (they used to resolve against the last file's folder).
+func TestMergeAnchorsFilePaths(t *testing.T) {
+	root := t.TempDir()
+	home, proj := filepath.Join(root, "home"), filepath.Join(root, "proj")
+	for _, d := range []string{filepath.Join(home, "certs"), proj} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ca := tlstest.NewCA(t, "ca")
+	front := ca.Issue(t, tlstest.Options{Names: []string{"127.0.0.1"}})
+	tlstest.Write(t, filepath.Join(home, "certs"), "ca.pem", ca.PEM)
+	tlstest.Write(t, filepath.Join(home, "certs"), "front.pem", front.CertPEM)
+	tlstest.Write(t, filepath.Join(home, "certs"), "front-key.pem", front.KeyPEM)
+	user := tlstest.Write(t, home, "toolgate.json", []byte(`{"mcpServers": {"corp": {"url": "https://corp.example/mcp", "tls": {"ca": "certs/ca.pem"}}},
+		"toolgate": {"keysFile": "keys.jsonl", "http": {"tls": {"cert": "certs/front.pem", "key": "certs/front-key.pem"}}}}`))
+	project := tlstest.Write(t, proj, ".mcp.json", []byte(`{"mcpServers": {"fs": {"command": "node"}}}`))
+	f, merged, _, err := ReadFiles([]string{user, project}, env())
+	if err != nil {
+		t.Fatalf("ReadFiles: %v\n%s", err, merged)
+	}
+	if got := f.MCPServers["corp"].TLS; got == nil || got.CA != filepath.Join(home, "certs", "ca.pem") {
+		t.Errorf("corp's tls.ca = %+v, want home's certs/ca.pem", got)
+	}
+	if got := f.Toolgate.HTTP.TLS; got == nil || got.Cert != filepath.Join(home, "certs", "front.pem") || got.Key != filepath.Join(home, "certs", "front-key.pem") {
+		t.Errorf("http.tls = %+v, want home's certs", got)
+	}
+	if f.Toolgate.KeysFile != filepath.Join(home, "keys.jsonl") {
+		t.Errorf("keysFile = %s, want home's keys.jsonl", f.Toolgate.KeysFile)
 	}
 }

@@ -2,11 +2,14 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/tlsfiles"
 )
 
 // The keys of the toolgate section, per level. Unknown keys are errors.
@@ -15,7 +18,8 @@ var (
 	searchKeys    = []string{"mode", "keywordWeight", "vectorWeight", "defaultLimit", "maxLimit", "minConfidence", "stepWeight"}
 	learnKeys     = []string{"enabled"}
 	embedKeys     = []string{"variant", "modelDir", "ortLib", "threads"}
-	httpKeys      = []string{"addr", "allowedOrigins", "allowedHosts", "maxBodyBytes"}
+	httpKeys      = []string{"addr", "allowedOrigins", "allowedHosts", "maxBodyBytes", "tls"}
+	frontTLSKeys  = []string{"cert", "key"}
 	restartKeys   = []string{"delays", "stableAfter"}
 	telemetryKeys = []string{"otlpEndpoint"}
 	profileKeys   = []string{"servers", "tools"}
@@ -119,6 +123,10 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 	s.HTTP.AllowedOrigins = hd.strings("allowedOrigins")
 	s.HTTP.AllowedHosts = hd.strings("allowedHosts")
 	s.HTTP.MaxBodyBytes = hd.int("maxBodyBytes")
+	if hd.has("tls") {
+		tld := hd.object("tls", frontTLSKeys)
+		s.HTTP.TLS = &FrontTLS{Cert: path(tld, "cert"), Key: path(tld, "key")}
+	}
 
 	td := d.object("telemetry", telemetryKeys)
 	s.Telemetry.OTLPEndpoint = x.expand(td.prefix+"otlpEndpoint", td.string("otlpEndpoint"))
@@ -276,6 +284,16 @@ func (s *Settings) validate() []*FieldError {
 	}
 	if n := s.HTTP.MaxBodyBytes; n < 0 || n > maxBodyBytesLimit {
 		bad("http.maxBodyBytes", "%d is out of range: use 1 to %d bytes (or leave it out for the default)", n, maxBodyBytesLimit)
+	}
+	if t := s.HTTP.TLS; t != nil && !strings.Contains(t.Cert+t.Key, "${") {
+		if _, err := tlsfiles.Server(t.Cert, t.Key); err != nil {
+			var fe *tlsfiles.FieldError
+			if errors.As(err, &fe) {
+				bad("http.tls."+fe.Field, "%v", fe.Err)
+			} else {
+				bad("http.tls", "%v", err)
+			}
+		}
 	}
 	if e := s.Telemetry.OTLPEndpoint; e != "" {
 		if msg := CheckOTLPEndpoint(e); msg != "" {

@@ -77,3 +77,39 @@ func TestTLSEntry(t *testing.T) {
 		t.Errorf("disabled server with a missing CA file: %v", err)
 	}
 }
+
+// TestFrontTLS: toolgate.http.tls is read with its paths resolved against
+// the config's folder and checked by loading the certificate; a client CA
+// (mutual TLS for the front's clients) is not a setting.
+func TestFrontTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "ca")
+	leaf := ca.Issue(t, tlstest.Options{Names: []string{"gw.example"}})
+	tlstest.Write(t, dir, "front.pem", leaf.CertPEM)
+	tlstest.Write(t, dir, "front-key.pem", leaf.KeyPEM)
+	other := ca.Issue(t, tlstest.Options{Names: []string{"gw.example"}})
+	tlstest.Write(t, dir, "other-key.pem", other.KeyPEM)
+	path := filepath.Join(dir, "toolgate.json")
+	parse := func(tlsEntry string) (*File, error) {
+		return Parse([]byte(`{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"http": {"tls": `+tlsEntry+`}}}`), path, nil)
+	}
+	f, err := parse(`{"cert": "front.pem", "key": "front-key.pem"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Toolgate.HTTP.TLS; got == nil || got.Cert != filepath.Join(dir, "front.pem") || got.Key != filepath.Join(dir, "front-key.pem") {
+		t.Errorf("http.tls = %+v", got)
+	}
+	for _, tc := range []struct{ entry, where, says string }{
+		{`{"cert": "front.pem"}`, "toolgate.http.tls.key", "is missing: give the private key"},
+		{`{"cert": "nope.pem", "key": "front-key.pem"}`, "toolgate.http.tls.cert", "cannot read " + filepath.Join(dir, "nope.pem")},
+		{`{"cert": "front.pem", "key": "other-key.pem"}`, "toolgate.http.tls.cert", "are not a certificate and its private key"},
+		{`{"cert": "front.pem", "key": "front-key.pem", "ca": "front.pem"}`, "toolgate.http.tls.ca", "unknown setting"},
+	} {
+		_, err := parse(tc.entry)
+		var e *Error
+		if !errors.As(err, &e) || len(e.Errs) != 1 || e.Errs[0].Where() != tc.where || !strings.Contains(e.Errs[0].Msg, tc.says) {
+			t.Errorf("http.tls %s: %v, want %s saying %q", tc.entry, err, tc.where, tc.says)
+		}
+	}
+}

@@ -1,8 +1,9 @@
-// Package tlsfiles builds the TLS client settings of a remote server's
-// "tls" entry (config.TLS) from its PEM files: CAs trusted besides the
-// system's, and a client certificate for servers that ask for one (mutual
-// TLS). One place reads the files, so the config's check, the backend's
-// connection and the OAuth requests made for the server agree on them.
+// Package tlsfiles builds TLS settings from PEM files: a remote server's
+// "tls" entry (config.TLS: CAs trusted besides the system's, a client
+// certificate for servers that ask for one), and the HTTP front's
+// certificate (toolgate.http.tls). One place reads the files, so the
+// config's check, the connections and the OAuth requests agree on them;
+// certificates are read again when their files change (renewals).
 package tlsfiles
 
 import (
@@ -51,12 +52,74 @@ func Client(ca, cert, key string) (*tls.Config, error) {
 	case key == "":
 		return nil, &FieldError{"key", errors.New(`is missing: "cert" needs its private key: add "key" (a PEM file), or remove "cert"`)}
 	}
-	kp := &keyPair{cert: cert, key: key}
-	if _, err := kp.load(); err != nil {
+	kp, err := loadPair(cert, key)
+	if err != nil {
 		return nil, err
 	}
 	c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return kp.get() }
 	return c, nil
+}
+
+// Server is the TLS config of a server presenting cert (a PEM certificate,
+// its chain after it) with key. The files are read now, and again at a
+// handshake after either changed, so a renewed certificate is served
+// without a restart (a renewal caught half-written keeps the previous one).
+func Server(cert, key string) (*tls.Config, error) {
+	switch {
+	case cert == "":
+		return nil, &FieldError{"cert", errors.New(`is missing: give the server's certificate (a PEM file, its chain after it) in "cert" and its private key in "key"`)}
+	case key == "":
+		return nil, &FieldError{"key", errors.New(`is missing: give the private key (a PEM file) of "cert"`)}
+	}
+	kp, err := loadPair(cert, key)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return kp.get() }}, nil
+}
+
+// Leaf is the first certificate of the PEM file at path: what a server
+// configured with it presents (see Pinned).
+func Leaf(path string) (*x509.Certificate, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", path, unwrapPath(err))
+	}
+	for rest := b; ; {
+		var blk *pem.Block
+		if blk, rest = pem.Decode(rest); blk == nil {
+			return nil, fmt.Errorf("%s holds no PEM certificate (-----BEGIN CERTIFICATE-----)", path)
+		}
+		if blk.Type == "CERTIFICATE" {
+			return x509.ParseCertificate(blk.Bytes)
+		}
+	}
+}
+
+// Pinned is the TLS client config of a client that trusts exactly the
+// certificate in the PEM file at path, whatever the name it is reached by
+// and whoever signed it: for a gateway on this machine whose own config
+// names the file (toolgate connect, status), reached at 127.0.0.1 while its
+// certificate is for the name remote clients use. The file is read at each
+// handshake, so a renewal is followed. The chain is not verified: the
+// certificate itself is compared, byte for byte.
+func Pinned(path string) *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		// Verification is VerifyConnection's exact comparison below, not
+		// the name and chain checks (the name differs by design).
+		InsecureSkipVerify: true, //nolint:gosec // pinned: see VerifyConnection
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			want, err := Leaf(path)
+			if err != nil {
+				return fmt.Errorf("the gateway's certificate: %w", err)
+			}
+			if len(cs.PeerCertificates) == 0 || !cs.PeerCertificates[0].Equal(want) {
+				return fmt.Errorf("the server presented another certificate than the gateway's (%s): it is not that gateway", path)
+			}
+			return nil
+		},
+	}
 }
 
 // roots is the system's root pool plus the certificates of the PEM file.
@@ -128,10 +191,16 @@ func (k *keyPair) get() (*tls.Certificate, error) {
 	return k.cur, nil
 }
 
-func (k *keyPair) load() (*tls.Certificate, error) {
+// loadPair reads a certificate and its key, to be read again when they
+// change (get).
+func loadPair(cert, key string) (*keyPair, error) {
+	k := &keyPair{cert: cert, key: key}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.loadLocked()
+	if _, err := k.loadLocked(); err != nil {
+		return nil, err
+	}
+	return k, nil
 }
 
 func (k *keyPair) loadLocked() (*tls.Certificate, error) {

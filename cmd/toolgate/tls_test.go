@@ -107,22 +107,8 @@ func TestRemoteServerWithPrivateCA(t *testing.T) {
 // certificate does not hold); plain HTTP to it gets a usage error that
 // says so; and a renewed certificate is served without a restart.
 func TestHTTPSFront(t *testing.T) {
-	dir := t.TempDir()
-	ca := tlstest.NewCA(t, "private CA")
-	first := ca.Issue(t, tlstest.Options{Names: []string{"gw.example"}})
-	tlstest.Write(t, dir, "front.pem", first.CertPEM)
-	tlstest.Write(t, dir, "front-key.pem", first.KeyPEM)
 	addr := freeAddr(t)
-	srv := backendtest.Command(t, backendtest.ModeNormal)
-	doc, err := json.Marshal(map[string]any{
-		"mcpServers": map[string]any{"fake": map[string]any{"command": srv.Command, "env": srv.Env}},
-		"toolgate": map[string]any{"learn": map[string]any{"enabled": false}, "search": map[string]any{"mode": "bm25"},
-			"http": map[string]any{"addr": addr, "tls": map[string]any{"cert": "front.pem", "key": "front-key.pem"}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := tlstest.Write(t, dir, "toolgate.json", doc)
+	cfg, dir, ca := httpsConfig(t, addr)
 	data := t.TempDir()
 	serve := toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr)
 	serve.Stderr = testLog(t, "serve: ")
@@ -181,6 +167,15 @@ func TestHTTPSFront(t *testing.T) {
 	if _, stderr, err := runToolgate(t, data, "status", "--addr", addr); !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr, "the gateway at "+addr+" serves HTTPS (toolgate.http.tls): use --addr https://"+addr) {
 		t.Errorf("status --addr %s (plain HTTP): %v, want exit status 2 saying it serves HTTPS\n%s", addr, err, stderr)
 	}
+	plain := toolgateCmd(t, data, "connect", "--addr", addr)
+	plainCtx, plainCancel := context.WithTimeout(context.Background(), time.Minute)
+	defer plainCancel()
+	if pcs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(plainCtx, &mcp.CommandTransport{Command: plain}, nil); err == nil {
+		pcs.Close()
+		t.Errorf("connect --addr %s (plain HTTP to HTTPS): the handshake went through", addr)
+	} else if !strings.Contains(err.Error(), "the gateway serves HTTPS, toolgate.http.tls: give --addr https://HOST:PORT") {
+		t.Errorf("connect --addr %s (plain HTTP to HTTPS): %v, want the fix", addr, err)
+	}
 	connect := toolgateCmd(t, data, "connect")
 	connect.Stderr = testLog(t, "connect: ")
 	cctx, ccs := connectStdio(t, connect, 2*time.Minute)
@@ -211,21 +206,7 @@ func TestHTTPSFront(t *testing.T) {
 // HTTPS starts that gateway, waits for it over HTTPS (its certificate
 // pinned: it is for another name than 127.0.0.1) and relays to it.
 func TestConnectStartHTTPS(t *testing.T) {
-	dir := t.TempDir()
-	ca := tlstest.NewCA(t, "private CA")
-	leaf := ca.Issue(t, tlstest.Options{Names: []string{"gw.example"}})
-	tlstest.Write(t, dir, "front.pem", leaf.CertPEM)
-	tlstest.Write(t, dir, "front-key.pem", leaf.KeyPEM)
-	srv := backendtest.Command(t, backendtest.ModeNormal)
-	doc, err := json.Marshal(map[string]any{
-		"mcpServers": map[string]any{"fake": map[string]any{"command": srv.Command, "env": srv.Env}},
-		"toolgate": map[string]any{"learn": map[string]any{"enabled": false}, "search": map[string]any{"mode": "bm25"},
-			"http": map[string]any{"tls": map[string]any{"cert": "front.pem", "key": "front-key.pem"}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := tlstest.Write(t, dir, "toolgate.json", doc)
+	cfg, _, _ := httpsConfig(t, "")
 	data := t.TempDir()
 	t.Cleanup(func() { // the gateway it starts runs in a session of its own
 		for _, gw := range localGateways(context.Background(), data, 5*time.Second) {
@@ -244,4 +225,30 @@ func TestConnectStartHTTPS(t *testing.T) {
 	if len(gws) != 1 || gws[0].rep.Process == nil || !gws[0].rep.Process.TLS {
 		t.Errorf("gateways on the data folder: %d, want the one started, serving HTTPS", len(gws))
 	}
+}
+
+// httpsConfig writes a config of one fake server (ModeNormal) whose front
+// serves HTTPS at addr ("" = left to --http) with a certificate for
+// gw.example that ca signed, the files next to it; it returns the config's
+// path, its folder and the CA.
+func httpsConfig(t *testing.T, addr string) (cfg, dir string, ca *tlstest.CA) {
+	t.Helper()
+	dir = t.TempDir()
+	ca = tlstest.NewCA(t, "private CA")
+	leaf := ca.Issue(t, tlstest.Options{Names: []string{"gw.example"}})
+	tlstest.Write(t, dir, "front.pem", leaf.CertPEM)
+	tlstest.Write(t, dir, "front-key.pem", leaf.KeyPEM)
+	front := map[string]any{"tls": map[string]any{"cert": "front.pem", "key": "front-key.pem"}}
+	if addr != "" {
+		front["addr"] = addr
+	}
+	srv := backendtest.Command(t, backendtest.ModeNormal)
+	doc, err := json.Marshal(map[string]any{
+		"mcpServers": map[string]any{"fake": map[string]any{"command": srv.Command, "env": srv.Env}},
+		"toolgate":   map[string]any{"learn": map[string]any{"enabled": false}, "search": map[string]any{"mode": "bm25"}, "http": front},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tlstest.Write(t, dir, "toolgate.json", doc), dir, ca
 }

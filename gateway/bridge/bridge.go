@@ -468,6 +468,10 @@ func (b *bridge) refusal(resp *http.Response, body []byte) string {
 		return msg + " (the key in " + keyEnv + " is not one of the gateway's, or was revoked or has expired: `toolgate keys list` on the gateway's machine)"
 	case http.StatusNotFound:
 		return msg + " (check the address: the MCP endpoint is /mcp, or /profiles/NAME/mcp for a profile the gateway's config has)"
+	case http.StatusBadRequest:
+		if strings.Contains(text, "HTTP request to an HTTPS server") {
+			return msg + " (the gateway serves HTTPS, toolgate.http.tls: give --addr https://HOST:PORT, or --config FILE of that gateway, which also trusts its certificate)"
+		}
 	}
 	return msg
 }

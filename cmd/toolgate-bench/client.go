@@ -113,7 +113,9 @@ func (b *bench) client(ctx context.Context, _ []int) error {
 		earlyP50s, earlyP99s = append(earlyP50s, perf.Percentile(early, 50)), append(earlyP99s, perf.Percentile(early, 99))
 		hwms = append(hwms, vmHWM(run.pid))
 		if r == b.f.repeats-1 {
-			hop, err = b.executeHop(ctx, run.cs, n, shards)
+			if hop, err = b.executeHop(ctx, run.cs, n, shards); err != nil {
+				err = fmt.Errorf("%w; the gateway's log:\n%s", err, lastLines(run.log.String(), 40))
+			}
 		}
 		run.close()
 		if err != nil {
@@ -285,4 +287,10 @@ func loadNow() string {
 		return f[0]
 	}
 	return "?"
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

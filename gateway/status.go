@@ -90,6 +90,8 @@ type ProcessInfo struct {
 	// and status reach it at 127.0.0.1, not at the name it is issued for).
 	TLS     bool   `json:"tls,omitempty"`
 	TLSCert string `json:"tlsCert,omitempty"`
+	// TLSNotAfter is when the certificate served expires.
+	TLSNotAfter *time.Time `json:"tlsNotAfter,omitempty"`
 	// ExitWhenIdle is serve --exit-when-idle: the gateway stops once no
 	// MCP request has come for that long ("10m0s"; empty: never).
 	ExitWhenIdle string `json:"exitWhenIdle,omitempty"`

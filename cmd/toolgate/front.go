@@ -1,11 +1,15 @@
 package main
 
 import (
+	"crypto/x509"
 	"fmt"
 	"io"
+	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/config"
@@ -100,4 +104,45 @@ func certHosts(path string) []string {
 		out = append(out, ip.String())
 	}
 	return out
+}
+
+// expirySoon is how long before the front's certificate expires toolgate
+// says to renew it.
+const expirySoon = 14 * 24 * time.Hour
+
+// certExpiry says how the front's certificate, valid until notAfter,
+// stands at now: a line for toolgate status, and whether it expired.
+func certExpiry(file string, notAfter, now time.Time) (line string, expired bool) {
+	until := notAfter.UTC().Format("2006-01-02 15:04 UTC")
+	left := notAfter.Sub(now)
+	switch {
+	case left <= 0:
+		return fmt.Sprintf("https: certificate %s EXPIRED at %s: clients refuse it; renew it (written over the file, it is served from the next handshake)", file, until), true
+	case left < expirySoon:
+		return fmt.Sprintf("https: certificate %s expires at %s, in %s: renew it", file, until, days(left)), false
+	}
+	return fmt.Sprintf("https: certificate %s valid until %s (%s)", file, until, days(left)), false
+}
+
+// days is d in whole days ("3 days"), or hours under two days.
+func days(d time.Duration) string {
+	if d < 48*time.Hour {
+		return fmt.Sprintf("%d hours", int(math.Ceil(d.Hours())))
+	}
+	return fmt.Sprintf("%d days", int(d.Hours()/24))
+}
+
+// warnExpiry logs, at start, a front certificate that expired or expires
+// within expirySoon.
+func warnExpiry(log *slog.Logger, file string, leaf *x509.Certificate, now time.Time) {
+	if leaf == nil {
+		return
+	}
+	line, expired := certExpiry(file, leaf.NotAfter, now)
+	switch {
+	case expired:
+		log.Error("the HTTPS front's certificate has expired: clients refuse it", "file", file, "notAfter", leaf.NotAfter, "fix", "renew it: write the new certificate and key over the files (served from the next handshake, no restart)")
+	case leaf.NotAfter.Sub(now) < expirySoon:
+		log.Warn("the HTTPS front's certificate expires soon", "file", file, "notAfter", leaf.NotAfter, "detail", line)
+	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -190,12 +189,13 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	defer sec.Close() // last: the gateway has stopped writing to the audit log
 	var ln net.Listener
 	var stdin *linerpc.Watched
-	var frontTLS *tls.Config // toolgate.http.tls: the front serves HTTPS
+	var frontCert *tlsfiles.ServerCert // toolgate.http.tls: the front serves HTTPS
 	if f.http != "" {
 		if t := cfg.Toolgate.HTTP.TLS; t != nil {
-			if frontTLS, err = tlsfiles.Server(t.Cert, t.Key); err != nil {
+			if frontCert, err = tlsfiles.Server(t.Cert, t.Key); err != nil {
 				return fmt.Errorf("toolgate.http.tls: %w", err)
 			}
+			warnExpiry(log, t.Cert, frontCert.Leaf(), time.Now())
 		}
 		if ln, err = gateway.Listen(f.http, f.allowRemote); err != nil {
 			return err
@@ -320,8 +320,8 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	proc := &process{info: gateway.ProcessInfo{PID: os.Getpid(), Transport: "stdio", Config: absPaths(f.configs)}, level: g.level}
 	if ln != nil {
 		proc.info.Transport, proc.info.Addr = "http", ln.Addr().String()
-		if frontTLS != nil {
-			proc.info.TLS, proc.info.TLSCert = true, cfg.Toolgate.HTTP.TLS.Cert
+		if frontCert != nil {
+			proc.info.TLS, proc.info.TLSCert, proc.cert = true, cfg.Toolgate.HTTP.TLS.Cert, frontCert
 		}
 	}
 	if f.idle > 0 {
@@ -360,7 +360,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 
 	return (&front{cfg: cfg, flags: f, log: log, start: start, pool: pool, lv: lv, emb: emb,
-		learner: learner, sec: sec, health: health, tracing: tracing, ln: ln, tls: frontTLS, stdin: stdin, warm: warm,
+		learner: learner, sec: sec, health: health, tracing: tracing, ln: ln, cert: frontCert, stdin: stdin, warm: warm,
 		firstSearch: firstSearch, status: status, proc: proc, ranking: ranking}).serve(ctx)
 }
 
@@ -381,12 +381,18 @@ type process struct {
 	info  gateway.ProcessInfo
 	gw    atomic.Pointer[gateway.Gateway] // once serving: the stdio client's name
 	level *slog.LevelVar                  // the log's level now
+	cert  *tlsfiles.ServerCert            // the HTTPS front's certificate (nil: none)
 }
 
 func (p *process) report() *gateway.ProcessInfo {
 	i := p.info
 	if p.level != nil {
 		i.LogLevel = levelName(p.level.Level())
+	}
+	if p.cert != nil {
+		if leaf := p.cert.Leaf(); leaf != nil {
+			i.TLSNotAfter = &leaf.NotAfter
+		}
 	}
 	if gw := p.gw.Load(); gw != nil && i.Transport == "stdio" {
 		i.Client = gw.StdioClient()

@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/telemetry"
+	"github.com/toolgate/toolgate/internal/tlsfiles"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -43,10 +44,10 @@ type front struct {
 	sec     *security
 	health  *storage.Health
 	tracing *telemetry.Tracing
-	ln      net.Listener     // nil: stdio
-	tls     *tls.Config      // the front serves HTTPS with it (nil: HTTP)
-	stdin   *linerpc.Watched // stdio: stdin, watched since the start
-	warm    bool             // started from the last run's catalog
+	ln      net.Listener         // nil: stdio
+	cert    *tlsfiles.ServerCert // the front serves HTTPS with it (nil: HTTP)
+	stdin   *linerpc.Watched     // stdio: stdin, watched since the start
+	warm    bool                 // started from the last run's catalog
 	// firstSearch is told when the first search is answered.
 	firstSearch *firstSearch
 	status      http.Handler         // GET /status
@@ -62,7 +63,8 @@ func (fr *front) serve(ctx context.Context) error {
 	// Metrics count what passes through the gateway's searcher, caller and
 	// HTTP front, and read the pool, catalog, loop and embedding cache
 	// when scraped (GET /metrics, with --http).
-	met := metrics.New(&metrics.Options{Backends: fr.pool, Catalog: fr.lv, Loop: fr.lv, EmbedCache: cacheStats(fr.emb), Search: fr.ranking})
+	met := metrics.New(&metrics.Options{Backends: fr.pool, Catalog: fr.lv, Loop: fr.lv, EmbedCache: cacheStats(fr.emb), Search: fr.ranking,
+		CertNotAfter: func() *time.Time { return fr.proc.report().TLSNotAfter }})
 	// The console's recent calls, kept in memory.
 	recent := console.NewRecorder(0)
 	// The management tools stand in front of the pool: calls of
@@ -116,7 +118,7 @@ func (fr *front) serve(ctx context.Context) error {
 	refusals := limit.NewRefusals(&limit.RefusalOptions{PerMinute: lim.RefusedPerMinute, Burst: lim.RefusedBurst, Summary: gateway.RefusalSummary(fr.sec.audit, fr.log)})
 	defer refusals.Close()
 	hosts := fr.cfg.Toolgate.HTTP.AllowedHosts
-	if t := fr.cfg.Toolgate.HTTP.TLS; fr.tls != nil {
+	if t := fr.cfg.Toolgate.HTTP.TLS; fr.cert != nil {
 		hosts = append(slices.Clone(hosts), certHosts(t.Cert)...)
 	}
 	h := gw.HTTPHandler(&gateway.HTTPOptions{
@@ -155,7 +157,11 @@ func (fr *front) serve(ctx context.Context) error {
 			cancel()
 		})
 	}
-	return gateway.Serve(ctx, fr.ln, h, fr.tls, fr.log)
+	var tc *tls.Config
+	if fr.cert != nil {
+		tc = fr.cert.Config()
+	}
+	return gateway.Serve(ctx, fr.ln, h, tc, fr.log)
 }
 
 // idleWatch stops an HTTP gateway no client has used for a while (serve

@@ -384,6 +384,11 @@ func degradedReasons(rep gateway.StatusReport) []string {
 	if st := rep.Search; st != nil && st.BM25Only {
 		bad = append(bad, "search runs BM25 only: "+statusLine(st.Reason, 200))
 	}
+	if p := rep.Process; p != nil && p.TLSNotAfter != nil {
+		if _, expired := certExpiry(p.TLSCert, *p.TLSNotAfter, time.Now()); expired {
+			bad = append(bad, "the HTTPS front's certificate has expired")
+		}
+	}
 	return bad
 }
 
@@ -391,6 +396,10 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 	fmt.Fprintf(w, "toolgate %s%s, up %s: %d of %d backends up\n", rep.Version, processLine(rep.Process, true), rep.Uptime, rep.Up, rep.Total)
 	if p := rep.Process; p != nil && len(p.Config) > 0 {
 		fmt.Fprintf(w, "config: %s\n", strings.Join(p.Config, ", "))
+	}
+	if p := rep.Process; p != nil && p.TLSNotAfter != nil {
+		line, _ := certExpiry(p.TLSCert, *p.TLSNotAfter, time.Now())
+		fmt.Fprintln(w, line)
 	}
 	if st := rep.Stats; st != nil {
 		printLoopStats(w, st)

@@ -5,10 +5,13 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/testenv"
@@ -199,6 +203,48 @@ func TestHTTPSFront(t *testing.T) {
 	defer conn.Close()
 	if got := conn.ConnectionState().PeerCertificates[0]; !got.Equal(renewed.TLS.Leaf) {
 		t.Errorf("after the renewal the front presents serial %s, want the renewed %s", got.SerialNumber, renewed.TLS.Leaf.SerialNumber)
+	}
+	// Its expiry is reported: /status, toolgate status, the metric.
+	out, _, _ = runToolgate(t, data, "status", "--json")
+	if reps := decodeReports(t, out); len(reps) != 1 || reps[0].Process == nil || reps[0].Process.TLSNotAfter == nil || !reps[0].Process.TLSNotAfter.Equal(renewed.TLS.Leaf.NotAfter) {
+		t.Errorf("status --json: process.tlsNotAfter is not the renewed certificate's %s\n%s", renewed.TLS.Leaf.NotAfter, out)
+	}
+	if out, _, _ := runToolgate(t, data, "status"); !strings.Contains(out, "https: certificate "+filepath.Join(dir, "front.pem")+" expires at ") || !strings.Contains(out, "hours: renew it") {
+		t.Errorf("status: want the certificate's expiry within a day (the test CA's certificates last a day)\n%s", out)
+	}
+	resp, err := remote.Get("https://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := fmt.Sprintf("toolgate_tls_cert_expiry_timestamp_seconds %g", float64(renewed.TLS.Leaf.NotAfter.Unix())); !strings.Contains(string(metrics), want) {
+		t.Errorf("/metrics: no %q", want)
+	}
+}
+
+// TestCertExpiry: the front's certificate's line in toolgate status, and
+// an expired one counted as degraded.
+func TestCertExpiry(t *testing.T) {
+	now := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		notAfter time.Time
+		says     string
+		expired  bool
+	}{
+		{now.Add(90 * 24 * time.Hour), "https: certificate f.pem valid until 2027-04-01 00:00 UTC (90 days)", false},
+		{now.Add(5 * 24 * time.Hour), "https: certificate f.pem expires at 2027-01-06 00:00 UTC, in 5 days: renew it", false},
+		{now.Add(-time.Hour), "https: certificate f.pem EXPIRED at 2026-12-31 23:00 UTC: clients refuse it", true},
+	} {
+		line, expired := certExpiry("f.pem", tc.notAfter, now)
+		if !strings.HasPrefix(line, tc.says) || expired != tc.expired {
+			t.Errorf("certExpiry(%s) = %q, %v; want %q, %v", tc.notAfter, line, expired, tc.says, tc.expired)
+		}
+	}
+	past := time.Now().Add(-time.Minute)
+	rep := gateway.StatusReport{Process: &gateway.ProcessInfo{TLS: true, TLSCert: "f.pem", TLSNotAfter: &past}}
+	if bad := degradedReasons(rep); !slices.Contains(bad, "the HTTPS front's certificate has expired") {
+		t.Errorf("degraded reasons %v: want the expired certificate", bad)
 	}
 }
 

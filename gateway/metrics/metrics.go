@@ -70,6 +70,9 @@ type Options struct {
 	EmbedCache func() (hits, misses int64)
 	// Search says how searches rank now (toolgate_search_bm25_only).
 	Search func() *search.State
+	// CertNotAfter is when the HTTPS front's certificate expires, nil
+	// without one (toolgate_tls_cert_expiry_timestamp_seconds).
+	CertNotAfter func() *time.Time
 }
 
 // Metrics is one gateway's registry of metrics. Its decorators and handler

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -97,6 +98,10 @@ func newTest() *Metrics {
 		EmbedCache: func() (int64, int64) { return 7, 3 },
 		Search: func() *search.State {
 			return &search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: "no model"}
+		},
+		CertNotAfter: func() *time.Time {
+			t := time.Date(2027, 3, 1, 12, 0, 0, 0, time.UTC)
+			return &t
 		},
 	})
 }
@@ -230,10 +235,14 @@ toolgate_embedding_cache_misses_total 3
 # HELP toolgate_search_bm25_only 1 while search runs BM25 only although the configured mode needs the model (GET /status's search.reason says why), else 0.
 # TYPE toolgate_search_bm25_only gauge
 toolgate_search_bm25_only 1
+# HELP toolgate_tls_cert_expiry_timestamp_seconds When the HTTPS front's certificate expires (toolgate.http.tls), as a Unix time; absent without one.
+# TYPE toolgate_tls_cert_expiry_timestamp_seconds gauge
+toolgate_tls_cert_expiry_timestamp_seconds 1.8039024e+09
 `
 	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want),
 		"toolgate_backend_up", "toolgate_backend_restarts_total", "toolgate_catalog_tools", "toolgate_index_generation",
-		"toolgate_embedding_cache_hits_total", "toolgate_embedding_cache_misses_total", "toolgate_search_bm25_only"); err != nil {
+		"toolgate_embedding_cache_hits_total", "toolgate_embedding_cache_misses_total", "toolgate_search_bm25_only",
+		"toolgate_tls_cert_expiry_timestamp_seconds"); err != nil {
 		t.Error(err)
 	}
 	// Without sources, those metrics are left out; the rest still works.

@@ -13,7 +13,7 @@ type stateCollector struct {
 	o                        Options
 	up, restarts, tools, gen *prometheus.Desc
 	cacheHits, cacheMisses   *prometheus.Desc
-	bm25Only                 *prometheus.Desc
+	bm25Only, certExpiry     *prometheus.Desc
 }
 
 func newStateCollector(o Options) *stateCollector {
@@ -33,11 +33,13 @@ func newStateCollector(o Options) *stateCollector {
 			"Texts (tools and queries) the model had to embed.", nil, nil),
 		bm25Only: prometheus.NewDesc("toolgate_search_bm25_only",
 			"1 while search runs BM25 only although the configured mode needs the model (GET /status's search.reason says why), else 0.", nil, nil),
+		certExpiry: prometheus.NewDesc("toolgate_tls_cert_expiry_timestamp_seconds",
+			"When the HTTPS front's certificate expires (toolgate.http.tls), as a Unix time; absent without one.", nil, nil),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.restarts, c.tools, c.gen, c.cacheHits, c.cacheMisses, c.bm25Only} {
+	for _, d := range []*prometheus.Desc{c.up, c.restarts, c.tools, c.gen, c.cacheHits, c.cacheMisses, c.bm25Only, c.certExpiry} {
 		ch <- d
 	}
 }
@@ -84,6 +86,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 				v = 1
 			}
 			ch <- prometheus.MustNewConstMetric(c.bm25Only, prometheus.GaugeValue, v)
+		}
+	}
+	if f := c.o.CertNotAfter; f != nil {
+		if t := f(); t != nil {
+			ch <- prometheus.MustNewConstMetric(c.certExpiry, prometheus.GaugeValue, float64(t.Unix()))
 		}
 	}
 }

@@ -60,11 +60,14 @@ func Client(ca, cert, key string) (*tls.Config, error) {
 	return c, nil
 }
 
-// Server is the TLS config of a server presenting cert (a PEM certificate,
-// its chain after it) with key. The files are read now, and again at a
-// handshake after either changed, so a renewed certificate is served
+// ServerCert is a server's certificate read from its files, and read again
+// at a handshake after either changed, so a renewed certificate is served
 // without a restart (a renewal caught half-written keeps the previous one).
-func Server(cert, key string) (*tls.Config, error) {
+type ServerCert struct{ kp *keyPair }
+
+// Server reads the certificate cert (PEM, its chain after it) and its
+// private key.
+func Server(cert, key string) (*ServerCert, error) {
 	switch {
 	case cert == "":
 		return nil, &FieldError{"cert", errors.New(`is missing: give the server's certificate (a PEM file, its chain after it) in "cert" and its private key in "key"`)}
@@ -75,7 +78,22 @@ func Server(cert, key string) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return kp.get() }}, nil
+	return &ServerCert{kp}, nil
+}
+
+// Config is the TLS config of a server presenting the certificate.
+func (s *ServerCert) Config() *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.kp.get() }}
+}
+
+// Leaf is the certificate served from now on: the files' once they
+// changed and read whole.
+func (s *ServerCert) Leaf() *x509.Certificate {
+	c, err := s.kp.get()
+	if err != nil || c == nil {
+		return nil
+	}
+	return c.Leaf // set by tls.X509KeyPair
 }
 
 // Leaf is the first certificate of the PEM file at path: what a server

@@ -83,16 +83,15 @@ func httpsOnly(resp *http.Response, u string) error {
 	return fmt.Errorf("the gateway at %s serves HTTPS (toolgate.http.tls): use --addr https://%s, or --config FILE of that gateway, which also trusts its certificate", host, host)
 }
 
-// certHosts are the names the front's certificate (the PEM file at path)
-// is issued for, which the front accepts in a request's Host as it does
+// certHosts are the names leaf, the front's certificate, is issued for,
+// which the front accepts in a request's Host as it does
 // toolgate.http.allowedHosts: the names clients use. A Host check guards
 // against DNS rebinding, which a certificate defeats on its own (the
 // rebinding name is not the certificate's, so the handshake fails).
 // Wildcard names are left to allowedHosts.
-func certHosts(path string) []string {
-	leaf, err := tlsfiles.Leaf(path)
-	if err != nil {
-		return nil // checked when the config was read; the handshake says the rest
+func certHosts(leaf *x509.Certificate) []string {
+	if leaf == nil {
+		return nil
 	}
 	var out []string
 	for _, n := range leaf.DNSNames {

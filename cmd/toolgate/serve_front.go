@@ -118,8 +118,8 @@ func (fr *front) serve(ctx context.Context) error {
 	refusals := limit.NewRefusals(&limit.RefusalOptions{PerMinute: lim.RefusedPerMinute, Burst: lim.RefusedBurst, Summary: gateway.RefusalSummary(fr.sec.audit, fr.log)})
 	defer refusals.Close()
 	hosts := fr.cfg.Toolgate.HTTP.AllowedHosts
-	if t := fr.cfg.Toolgate.HTTP.TLS; fr.cert != nil {
-		hosts = append(slices.Clone(hosts), certHosts(t.Cert)...)
+	if fr.cert != nil {
+		hosts = append(slices.Clone(hosts), certHosts(fr.cert.Leaf())...)
 	}
 	h := gw.HTTPHandler(&gateway.HTTPOptions{
 		AllowedHosts:   hosts,

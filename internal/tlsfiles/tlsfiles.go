@@ -96,22 +96,41 @@ func (s *ServerCert) Leaf() *x509.Certificate {
 	return c.Leaf // set by tls.X509KeyPair
 }
 
-// Leaf is the first certificate of the PEM file at path: what a server
+// fileLeaf is the first certificate of the PEM file at path: what a server
 // configured with it presents (see Pinned).
-func Leaf(path string) (*x509.Certificate, error) {
+func fileLeaf(path string) (*x509.Certificate, error) {
+	certs, err := pemCerts(path)
+	if err != nil {
+		return nil, err
+	}
+	return certs[0], nil
+}
+
+// pemCerts are the certificates of the PEM file at path, at least one.
+func pemCerts(path string) ([]*x509.Certificate, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", path, unwrapPath(err))
 	}
+	var out []*x509.Certificate
 	for rest := b; ; {
 		var blk *pem.Block
 		if blk, rest = pem.Decode(rest); blk == nil {
-			return nil, fmt.Errorf("%s holds no PEM certificate (-----BEGIN CERTIFICATE-----)", path)
+			break
 		}
-		if blk.Type == "CERTIFICATE" {
-			return x509.ParseCertificate(blk.Bytes)
+		if blk.Type != "CERTIFICATE" {
+			continue
 		}
+		c, err := x509.ParseCertificate(blk.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: certificate %d cannot be parsed: %w", path, len(out)+1, err)
+		}
+		out = append(out, c)
 	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s holds no PEM certificate (-----BEGIN CERTIFICATE-----): give it in PEM form (openssl x509 -in cert.der -inform der -out cert.pem)", path)
+	}
+	return out, nil
 }
 
 // Pinned is the TLS client config of a client that trusts exactly the
@@ -128,7 +147,7 @@ func Pinned(path string) *tls.Config {
 		// the name and chain checks (the name differs by design).
 		InsecureSkipVerify: true, //nolint:gosec // pinned: see VerifyConnection
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			want, err := Leaf(path)
+			want, err := fileLeaf(path)
 			if err != nil {
 				return fmt.Errorf("the gateway's certificate: %w", err)
 			}
@@ -142,39 +161,22 @@ func Pinned(path string) *tls.Config {
 
 // roots is the system's root pool plus the certificates of the PEM file.
 func roots(path string) (*x509.CertPool, error) {
-	b, err := os.ReadFile(path)
+	certs, err := pemCerts(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", path, unwrapPath(err))
+		return nil, err
 	}
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {
 		pool = x509.NewCertPool()
 	}
-	n := 0
-	for rest := b; ; {
-		var blk *pem.Block
-		blk, rest = pem.Decode(rest)
-		if blk == nil {
-			break
-		}
-		if blk.Type != "CERTIFICATE" {
-			continue
-		}
-		c, err := x509.ParseCertificate(blk.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("%s: certificate %d cannot be parsed: %w", path, n+1, err)
-		}
+	for _, c := range certs {
 		pool.AddCert(c)
-		n++
-	}
-	if n == 0 {
-		return nil, fmt.Errorf("%s holds no PEM certificate (-----BEGIN CERTIFICATE-----): give the CA's certificate in PEM form (openssl x509 -in ca.der -inform der -out ca.pem)", path)
 	}
 	return pool, nil
 }
 
-// keyPair is a client certificate read from its files, read again when
-// they change.
+// keyPair is a certificate (a client's, or the front's) read from its
+// files, read again when they change.
 type keyPair struct {
 	cert, key string
 	mu        sync.Mutex

@@ -162,6 +162,22 @@ var (
 // TestNoTelemetry fails the day the library writes them anyway.
 var ortTelemetryOptOut = []string{"ORT_DISABLE_TELEMETRY", "ORT_TELEMETRY_DISABLED"}
 
+// The environment the native libraries read is set here, before main, and
+// never while they run: Go's os.Setenv calls C's setenv, which may move
+// the process's environment array while another thread's getenv walks it.
+// That was a crash, seldom (twice in some twenty CI runs, never on its own
+// in 600 tries): SIGSEGV inside ONNX Runtime's CreateSessionFromFile at the
+// first load of a process, while the tokenizer, loading beside the
+// sessions, set TOKENIZERS_PARALLELISM (and the tokenizers library reads
+// it at every encoding, so a Setenv while another embedder encodes was
+// the same race). TestEnvironmentSetBeforeMain holds it.
+func init() {
+	for _, name := range ortTelemetryOptOut {
+		_ = os.Setenv(name, "1")
+	}
+	_ = os.Setenv(tokenizersParallelism, "false")
+}
+
 // limitFix is the fix for err, a failure to load ONNX Runtime or the model:
 // fix (re-install the piece) unless err says the process was refused
 // memory or descriptors (storage.Shortage, which reads ONNX Runtime's
@@ -189,9 +205,6 @@ func initORT(path string) error {
 	v := fileVersion(path)
 	if ortErr != nil && path == ortPath && v == ortFailed {
 		return ortErr
-	}
-	for _, name := range ortTelemetryOptOut {
-		_ = os.Setenv(name, "1")
 	}
 	ort.SetSharedLibraryPath(path)
 	if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {

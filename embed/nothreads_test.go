@@ -72,7 +72,7 @@ func runThreadsChild() int {
 // started at the first encoding; when it could not start a thread it
 // aborted the process ("The global thread pool has not been initialized"),
 // so a gateway under a process limit died at its first search
-// (serialTokenizer).
+// (tokenizersParallelism, set before main).
 func TestTokenizerWithoutThreads(t *testing.T) {
 	src := filepath.Join(installed(Options{}).ModelDir, TokenizerFile)
 	if _, err := os.Stat(src); err != nil {

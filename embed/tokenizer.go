@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/daulet/tokenizers"
 )
@@ -18,25 +17,21 @@ type tokenizer struct {
 	empty  []int64 // ids of "" ([CLS] [SEP]), used if an encoding fails
 }
 
-// serialTokenizer turns off the tokenizers library's thread pool before
-// the first encoding. The library pads each encoding on Rayon's global pool,
-// which it starts (one thread per core) at the first encoding; a process
-// that may not create a thread then (ulimit -u, TasksMax= of a systemd
-// unit, a container's pids limit) aborts in Rust ("The global thread pool
-// has not been initialized"), and the gateway with it. toolgate encodes one
-// text per call, so the pool gains nothing. The library reads the variable
-// at every encoding; stdio backends do not inherit it
-// (backend.DefaultEnvAllow). TestTokenizerWithoutThreads.
-var serialTokenizer sync.Once
-
-// tokenizersParallelism is the tokenizers library's switch for its pool.
+// tokenizersParallelism is the tokenizers library's switch for its thread
+// pool, set to false before main (embed.go's init). The library pads each
+// encoding on Rayon's global pool, which it starts (one thread per core) at
+// the first encoding; a process that may not create a thread then (ulimit
+// -u, TasksMax= of a systemd unit, a container's pids limit) aborts in Rust
+// ("The global thread pool has not been initialized"), and the gateway with
+// it. toolgate encodes one text per call, so the pool gains nothing. The
+// library reads the variable at every encoding; stdio backends do not
+// inherit it (backend.DefaultEnvAllow). TestTokenizerWithoutThreads.
 const tokenizersParallelism = "TOKENIZERS_PARALLELISM"
 
 // newTokenizer loads tokenizer.json with truncation at maxLen tokens
 // (special tokens included, as sentence-transformers does); fix is the
 // command that installs the file again (Paths.FixModel).
 func newTokenizer(path string, maxLen int, fix string) (*tokenizer, error) {
-	serialTokenizer.Do(func() { _ = os.Setenv(tokenizersParallelism, "false") })
 	if _, err := os.Stat(path); err != nil {
 		return nil, &MissingError{Piece: "tokenizer file", Path: path, Fix: fix, Err: err}
 	}

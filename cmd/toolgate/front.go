@@ -140,8 +140,8 @@ func warnExpiry(log *slog.Logger, file string, leaf *x509.Certificate, now time.
 	line, expired := certExpiry(file, leaf.NotAfter, now)
 	switch {
 	case expired:
-		log.Error("the HTTPS front's certificate has expired: clients refuse it", "file", file, "notAfter", leaf.NotAfter, "fix", "renew it: write the new certificate and key over the files (served from the next handshake, no restart)")
+		log.Error("the HTTPS front's certificate has expired: clients refuse it", "file", file, "not_after", leaf.NotAfter, "fix", "renew it: write the new certificate and key over the files (served from the next handshake, no restart)")
 	case leaf.NotAfter.Sub(now) < expirySoon:
-		log.Warn("the HTTPS front's certificate expires soon", "file", file, "notAfter", leaf.NotAfter, "detail", line)
+		log.Warn("the HTTPS front's certificate expires soon", "file", file, "not_after", leaf.NotAfter, "detail", line)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -239,6 +240,18 @@ func TestCertExpiry(t *testing.T) {
 		line, expired := certExpiry("f.pem", tc.notAfter, now)
 		if !strings.HasPrefix(line, tc.says) || expired != tc.expired {
 			t.Errorf("certExpiry(%s) = %q, %v; want %q, %v", tc.notAfter, line, expired, tc.says, tc.expired)
+		}
+	}
+	// At start the log says so: an error once expired, a warning within
+	// 14 days, nothing before.
+	for _, tc := range []struct {
+		left time.Duration
+		want string
+	}{{-time.Hour, `level=ERROR msg="the HTTPS front's certificate has expired: clients refuse it" file=f.pem not_after=`}, {5 * 24 * time.Hour, `level=WARN msg="the HTTPS front's certificate expires soon"`}, {90 * 24 * time.Hour, ""}} {
+		logs := &testenv.LogBuffer{}
+		warnExpiry(logs.Logger(), "f.pem", &x509.Certificate{NotAfter: now.Add(tc.left)}, now)
+		if got := logs.String(); tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("warnExpiry with %s left: %q, want %q", tc.left, got, tc.want)
 		}
 	}
 	past := time.Now().Add(-time.Minute)

@@ -397,3 +397,10 @@ func ListenAndServe(ctx context.Context, addr string, h http.Handler, allowRemot
 	}
 	return Serve(ctx, ln, h, nil, log)
 }
+
+// PlainToHTTPS reports whether body is net/http's answer (400) to plain
+// HTTP sent to a server that speaks HTTPS, such as a front with
+// toolgate.http.tls: "Client sent an HTTP request to an HTTPS server."
+func PlainToHTTPS(body []byte) bool {
+	return bytes.Contains(body, []byte("HTTP request to an HTTPS server"))
+}

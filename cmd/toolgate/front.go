@@ -73,7 +73,7 @@ func httpsOnly(resp *http.Response, u string) error {
 		return nil
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if !strings.Contains(string(b), "HTTP request to an HTTPS server") {
+	if !gateway.PlainToHTTPS(b) {
 		return nil
 	}
 	host := u

@@ -469,7 +469,7 @@ func (b *bridge) refusal(resp *http.Response, body []byte) string {
 	case http.StatusNotFound:
 		return msg + " (check the address: the MCP endpoint is /mcp, or /profiles/NAME/mcp for a profile the gateway's config has)"
 	case http.StatusBadRequest:
-		if strings.Contains(text, "HTTP request to an HTTPS server") {
+		if gateway.PlainToHTTPS(body) {
 			return msg + " (the gateway serves HTTPS, toolgate.http.tls: give --addr https://HOST:PORT, or --config FILE of that gateway, which also trusts its certificate)"
 		}
 	}

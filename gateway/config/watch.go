@@ -84,8 +84,7 @@ type Watcher struct {
 
 	// Owned by the run goroutine (and Watch before it starts).
 	joined bool                   // counted among the hub's watchers
-	dirs   []string               // directories watched
-	ids    map[string]os.FileInfo // each watched directory as it was when watched
+	dirs   map[string]os.FileInfo // the directories watched, each as it was when watched
 	gone   bool                   // no directory of the file could be watched (its folder removed)
 	names  []string               // paths whose events matter (see relevant)
 }
@@ -229,9 +228,9 @@ func (w *Watcher) run(refused bool) {
 // moved reports whether a directory watched is no longer the one at its
 // path (removed, or replaced by another of the same name).
 func (w *Watcher) moved() bool {
-	for _, d := range w.dirs {
+	for d, was := range w.dirs {
 		fi, err := os.Stat(d)
-		if err != nil || !os.SameFile(fi, w.ids[d]) {
+		if err != nil || !os.SameFile(fi, was) {
 			return true
 		}
 	}
@@ -257,33 +256,32 @@ func (w *Watcher) rewatch() error {
 	}
 	names, want := chain(w.path)
 	var errs []error
-	var dirs []string
-	ids := map[string]os.FileInfo{}
+	dirs := map[string]os.FileInfo{}
 	for _, d := range want {
 		fi, err := os.Stat(d)
 		if err != nil {
 			continue // gone since chain looked
 		}
-		if old, ok := w.ids[d]; ok {
+		if old, ok := w.dirs[d]; ok {
 			if os.SameFile(old, fi) {
-				dirs, ids[d] = append(dirs, d), old
+				dirs[d] = old
 				continue
 			}
 			inotify.remove(d) // the directory that was there: replaced
-			delete(w.ids, d)
+			delete(w.dirs, d)
 		}
 		if err := inotify.add(d); err != nil {
 			errs = append(errs, fmt.Errorf("watch directory %s: %w", d, err))
 			continue
 		}
-		dirs, ids[d] = append(dirs, d), fi
+		dirs[d] = fi
 	}
-	for d := range w.ids {
-		if _, ok := ids[d]; !ok {
+	for d := range w.dirs {
+		if _, ok := dirs[d]; !ok {
 			inotify.remove(d)
 		}
 	}
-	w.names, w.dirs, w.ids = names, dirs, ids
+	w.names, w.dirs = names, dirs
 	if len(dirs) == 0 {
 		return errors.Join(append(errs, errors.New("no directory of the config file can be watched"))...)
 	}
@@ -293,10 +291,10 @@ func (w *Watcher) rewatch() error {
 // leave gives back the Watcher's directories and its place among the
 // hub's watchers (once its goroutine is done).
 func (w *Watcher) leave() error {
-	for _, d := range w.dirs {
+	for d := range w.dirs {
 		inotify.remove(d)
 	}
-	w.dirs, w.ids = nil, nil
+	w.dirs = nil
 	if !w.joined {
 		return nil
 	}

@@ -143,16 +143,25 @@ func (s *Server) tryListen() error {
 		s.ln.Close() // its file is gone: nobody reaches it
 		s.ln = nil
 	}
-	ln, err := net.Listen("unix", s.Path)
+	// Bound under another name and renamed once listening: a socket file
+	// appears only when it takes connections (between bind and listen it
+	// refuses them, and a gateway starting beside this one would remove it
+	// as stale; a test waiting on Listening would be refused).
+	tmp := strings.TrimSuffix(s.Path, ext) + ".new"
+	_ = os.Remove(tmp)
+	ln, err := net.Listen("unix", tmp)
 	if err != nil {
 		return err
 	}
 	// Close removes the file; a listener closed for a new one must not
 	// remove the new one's.
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	if err := os.Chmod(s.Path, 0o600); err != nil {
+	if err := os.Chmod(tmp, 0o600); err == nil {
+		err = os.Rename(tmp, s.Path)
+	}
+	if err != nil {
 		ln.Close()
-		os.Remove(s.Path)
+		os.Remove(tmp)
 		return err
 	}
 	s.ln = ln

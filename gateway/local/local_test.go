@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -163,4 +164,29 @@ func TestClientLeavesNoConnections(t *testing.T) {
 		}
 	}
 	testenv.Eventually(t, "the connections closed", func() bool { return fds() < before+5 })
+}
+
+// A socket file appears only once it takes connections: a client that
+// finds it (`toolgate status`, a gateway starting beside this one and
+// removing stale sockets) is never refused. It used to be bound under its
+// own name and listened on after, and a client in between was refused.
+func TestSocketAppearsListening(t *testing.T) {
+	data := t.TempDir()
+	s := Serve(data, status, &Options{Retry: time.Millisecond})
+	defer s.Close()
+	for range 200 {
+		if err := os.RemoveAll(dirs.Sockets(data)); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); !s.Listening(); runtime.Gosched() {
+			if time.Now().After(deadline) {
+				t.Fatal("the socket not made again in 10s")
+			}
+		}
+		c, err := net.Dial("unix", s.Path)
+		if err != nil {
+			t.Fatalf("dial the socket as soon as it is there: %v", err)
+		}
+		c.Close()
+	}
 }

@@ -156,7 +156,8 @@ func (s *Server) tryListen() error {
 	// Close removes the file; a listener closed for a new one must not
 	// remove the new one's.
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	if err := os.Chmod(tmp, 0o600); err == nil {
+	err = os.Chmod(tmp, 0o600)
+	if err == nil {
 		err = os.Rename(tmp, s.Path)
 	}
 	if err != nil {

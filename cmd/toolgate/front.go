@@ -105,22 +105,30 @@ func certHosts(leaf *x509.Certificate) []string {
 	return out
 }
 
-// expirySoon is how long before the front's certificate expires toolgate
-// says to renew it.
-const expirySoon = 14 * 24 * time.Hour
-
-// certExpiry says how the front's certificate, valid until notAfter,
-// stands at now: a line for toolgate status, and whether it expired.
-func certExpiry(file string, notAfter, now time.Time) (line string, expired bool) {
+// certExpiry says how a certificate, in file and valid until notAfter,
+// stands at now: a line for toolgate status, headed by what ("https:
+// certificate", "github: client certificate"), and whether it expired;
+// refusers say who refuses it then ("clients refuse it").
+func certExpiry(what, refusers, file string, notAfter, now time.Time) (line string, expired bool) {
 	until := notAfter.UTC().Format("2006-01-02 15:04 UTC")
 	left := notAfter.Sub(now)
 	switch {
 	case left <= 0:
-		return fmt.Sprintf("https: certificate %s EXPIRED at %s: clients refuse it; renew it (written over the file, it is served from the next handshake)", file, until), true
-	case left < expirySoon:
-		return fmt.Sprintf("https: certificate %s expires at %s, in %s: renew it", file, until, days(left)), false
+		return fmt.Sprintf("%s %s EXPIRED at %s: %s; renew it (written over the files, it is used from the next handshake)", what, file, until, refusers), true
+	case left < tlsfiles.RenewWithin:
+		return fmt.Sprintf("%s %s expires at %s, in %s: renew it", what, file, until, days(left)), false
 	}
-	return fmt.Sprintf("https: certificate %s valid until %s (%s)", file, until, days(left)), false
+	return fmt.Sprintf("%s %s valid until %s (%s)", what, file, until, days(left)), false
+}
+
+// frontExpiry is certExpiry of the HTTPS front's certificate.
+func frontExpiry(file string, notAfter, now time.Time) (line string, expired bool) {
+	return certExpiry("https: certificate", "clients refuse it", file, notAfter, now)
+}
+
+// clientCertExpiry is certExpiry of a remote server's client certificate.
+func clientCertExpiry(b gateway.BackendStatus, now time.Time) (line string, expired bool) {
+	return certExpiry(b.Name+": client certificate", "the server refuses it", b.TLSCert, *b.TLSCertNotAfter, now)
 }
 
 // days is d in whole days ("3 days"), or hours under two days.
@@ -132,16 +140,16 @@ func days(d time.Duration) string {
 }
 
 // warnExpiry logs, at start, a front certificate that expired or expires
-// within expirySoon.
+// within tlsfiles.RenewWithin.
 func warnExpiry(log *slog.Logger, file string, leaf *x509.Certificate, now time.Time) {
 	if leaf == nil {
 		return
 	}
-	line, expired := certExpiry(file, leaf.NotAfter, now)
+	line, expired := frontExpiry(file, leaf.NotAfter, now)
 	switch {
 	case expired:
 		log.Error("the HTTPS front's certificate has expired: clients refuse it", "file", file, "not_after", leaf.NotAfter, "fix", "renew it: write the new certificate and key over the files (served from the next handshake, no restart)")
-	case leaf.NotAfter.Sub(now) < expirySoon:
+	case leaf.NotAfter.Sub(now) < tlsfiles.RenewWithin:
 		log.Warn("the HTTPS front's certificate expires soon", "file", file, "not_after", leaf.NotAfter, "detail", line)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/local"
 	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/tlsfiles"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -385,8 +386,15 @@ func degradedReasons(rep gateway.StatusReport) []string {
 		bad = append(bad, "search runs BM25 only: "+statusLine(st.Reason, 200))
 	}
 	if p := rep.Process; p != nil && p.TLSNotAfter != nil {
-		if _, expired := certExpiry(p.TLSCert, *p.TLSNotAfter, time.Now()); expired {
+		if _, expired := frontExpiry(p.TLSCert, *p.TLSNotAfter, time.Now()); expired {
 			bad = append(bad, "the HTTPS front's certificate has expired")
+		}
+	}
+	for _, b := range rep.Backends {
+		if b.TLSCertNotAfter != nil {
+			if _, expired := clientCertExpiry(b, time.Now()); expired {
+				bad = append(bad, b.Name+"'s client certificate has expired")
+			}
 		}
 	}
 	return bad
@@ -398,7 +406,7 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 		fmt.Fprintf(w, "config: %s\n", strings.Join(p.Config, ", "))
 	}
 	if p := rep.Process; p != nil && p.TLSNotAfter != nil {
-		line, _ := certExpiry(p.TLSCert, *p.TLSNotAfter, time.Now())
+		line, _ := frontExpiry(p.TLSCert, *p.TLSNotAfter, time.Now())
 		fmt.Fprintln(w, line)
 	}
 	if st := rep.Stats; st != nil {
@@ -445,6 +453,13 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 	for _, b := range rep.Backends {
 		if b.State == backend.StateNeedsLogin {
 			fmt.Fprintf(w, "\n%s\n", b.Err)
+		}
+	}
+	// So are client certificates to renew (within tlsfiles.RenewWithin).
+	for _, b := range rep.Backends {
+		if na := b.TLSCertNotAfter; na != nil && time.Until(*na) < tlsfiles.RenewWithin {
+			line, _ := clientCertExpiry(b, time.Now())
+			fmt.Fprintf(w, "\n%s\n", line)
 		}
 	}
 	return nil

@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/testenv"
@@ -103,6 +104,20 @@ func TestRemoteServerWithPrivateCA(t *testing.T) {
 		}
 		return false
 	})
+	// internal's client certificate, a day from expiry, is in the report
+	// and, due for renewal, below the table.
+	out, _, _ = runToolgate(t, data, "status", "--json")
+	for _, rep := range decodeReports(t, out) {
+		for _, b := range rep.Backends {
+			if b.Name == "internal" && (b.TLSCert != filepath.Join(certs, "client.pem") || b.TLSCertNotAfter == nil || !b.TLSCertNotAfter.Equal(client.TLS.Leaf.NotAfter)) {
+				t.Errorf("status --json: internal's client certificate %q until %v, want certs/client.pem until %s", b.TLSCert, b.TLSCertNotAfter, client.TLS.Leaf.NotAfter)
+			}
+		}
+	}
+	out, _, _ = runToolgate(t, data, "status")
+	if want := "internal: client certificate " + filepath.Join(certs, "client.pem") + " expires at "; !strings.Contains(out, want) {
+		t.Errorf("status: no %q in\n%s", want, out)
+	}
 }
 
 // TestHTTPSFront: with toolgate.http.tls the front serves HTTPS: a remote
@@ -237,9 +252,9 @@ func TestCertExpiry(t *testing.T) {
 		{now.Add(5 * 24 * time.Hour), "https: certificate f.pem expires at 2027-01-06 00:00 UTC, in 5 days: renew it", false},
 		{now.Add(-time.Hour), "https: certificate f.pem EXPIRED at 2026-12-31 23:00 UTC: clients refuse it", true},
 	} {
-		line, expired := certExpiry("f.pem", tc.notAfter, now)
+		line, expired := frontExpiry("f.pem", tc.notAfter, now)
 		if !strings.HasPrefix(line, tc.says) || expired != tc.expired {
-			t.Errorf("certExpiry(%s) = %q, %v; want %q, %v", tc.notAfter, line, expired, tc.says, tc.expired)
+			t.Errorf("frontExpiry(%s) = %q, %v; want %q, %v", tc.notAfter, line, expired, tc.says, tc.expired)
 		}
 	}
 	// At start the log says so: an error once expired, a warning within
@@ -258,6 +273,30 @@ func TestCertExpiry(t *testing.T) {
 	rep := gateway.StatusReport{Process: &gateway.ProcessInfo{TLS: true, TLSCert: "f.pem", TLSNotAfter: &past}}
 	if bad := degradedReasons(rep); !slices.Contains(bad, "the HTTPS front's certificate has expired") {
 		t.Errorf("degraded reasons %v: want the expired certificate", bad)
+	}
+
+	// A remote server's client certificate: a line below the table once
+	// it is due for renewal, and degraded once expired.
+	soon, later := time.Now().Add(3*24*time.Hour+time.Minute), time.Now().Add(90*24*time.Hour)
+	remote := func(name string, na *time.Time) gateway.BackendStatus {
+		return gateway.BackendStatus{Status: backend.Status{Name: name, State: backend.StateUp, TLSCert: "/etc/" + name + ".pem", TLSCertNotAfter: na}}
+	}
+	rep = gateway.StatusReport{Backends: []gateway.BackendStatus{remote("soon", &soon), remote("later", &later), remote("gone", &past), remote("unread", nil)}}
+	var out strings.Builder
+	if err := printStatus(&out, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nsoon: client certificate /etc/soon.pem expires at ", ", in 3 days: renew it\n",
+		"\ngone: client certificate /etc/gone.pem EXPIRED at "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status: no %q in\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "later.pem") || strings.Contains(out.String(), "unread.pem") {
+		t.Errorf("status names a client certificate far from expiry, or unread:\n%s", out.String())
+	}
+	if bad := degradedReasons(rep); !slices.Equal(bad, []string{"gone's client certificate has expired"}) {
+		t.Errorf("degraded reasons %v: want gone's client certificate alone", bad)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/linerpc"
+	"github.com/toolgate/toolgate/internal/tlsfiles"
 	"github.com/toolgate/toolgate/internal/tracemeta"
 )
 
@@ -254,6 +255,18 @@ func (b *backend) gone() error {
 }
 
 func (b *backend) status() Status {
+	st := b.snapshot()
+	if t := b.cfg.TLS; t != nil && t.Cert != "" { // the file read with no lock held
+		st.TLSCert = t.Cert
+		if na, err := tlsfiles.NotAfter(t.Cert); err == nil {
+			st.TLSCertNotAfter = &na
+		}
+	}
+	return st
+}
+
+// snapshot is status but for what it reads from files: what b.mu guards.
+func (b *backend) snapshot() Status {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st := Status{
@@ -339,6 +352,12 @@ func (b *backend) connect(ctx context.Context) {
 	b.setStateLocked(StateUp, nil)
 	b.mu.Unlock()
 	b.log.Info("backend up", keyTools, len(tools), keyProtocol, r.protocol)
+	if t := b.cfg.TLS; t != nil && t.Cert != "" {
+		if na, err := tlsfiles.NotAfter(t.Cert); err == nil && time.Until(na) < tlsfiles.RenewWithin {
+			b.log.Warn("the client certificate of tls.cert expires soon, or has: renew it before the server refuses it (written over the files, it is used from the next handshake)",
+				"file", t.Cert, "not_after", na)
+		}
+	}
 	b.notifyMu.Lock()
 	b.notify(tools)
 	b.notifyMu.Unlock()

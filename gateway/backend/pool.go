@@ -251,6 +251,11 @@ type Status struct {
 	Restarts  int       `json:"restarts"`            // restarts after the first connect
 	PID       int       `json:"pid,omitempty"`       // stdio process id while running
 	Protocol  string    `json:"protocol,omitempty"`
+	// TLSCert is the client certificate the server is reached with (its
+	// "tls.cert"), and TLSCertNotAfter when it expires (nil while the file
+	// cannot be read), so that it is renewed before the server refuses it.
+	TLSCert         string     `json:"tlsCert,omitempty"`
+	TLSCertNotAfter *time.Time `json:"tlsCertNotAfter,omitempty"`
 }
 
 // UnavailableError is returned by CallTool when the server is unknown, not

@@ -37,10 +37,16 @@ func TestRemoteOverTLS(t *testing.T) {
 		s.TLS = t
 		return s
 	}
+	expired := clients.Issue(t, tlstest.Options{Client: true, NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-time.Hour)})
+	stale := &config.TLS{CA: full.CA,
+		Cert: tlstest.Write(t, dir, "expired.pem", expired.CertPEM),
+		Key:  tlstest.Write(t, dir, "expired-key.pem", expired.KeyPEM),
+	}
 	l := &testenv.LogBuffer{}
 	p := startPool(t, []config.Server{
 		with(streamable.Config("https", nil), full),
 		with(sse.Config("sse", nil), full),
+		with(streamable.Config("expired", nil), stale),
 		streamable.Config("noca", nil),
 		with(streamable.Config("nocert", nil), &config.TLS{CA: full.CA}),
 		with(misnamed.Config("misnamed", nil), &config.TLS{CA: full.CA}),
@@ -54,10 +60,19 @@ func TestRemoteOverTLS(t *testing.T) {
 		if err != nil || textOf(t, res) != "over mutual TLS" {
 			t.Errorf("%s: echo: %v %v", name, res, err)
 		}
+		// Its client certificate's expiry is in the status; a day left
+		// is within tlsfiles.RenewWithin, which the log says at connect.
+		if st := statusOf(t, p, name); st.TLSCert != full.Cert || st.TLSCertNotAfter == nil || !st.TLSCertNotAfter.Equal(client.TLS.Leaf.NotAfter) {
+			t.Errorf("%s: status's client certificate %q until %v, want %s until %s", name, st.TLSCert, st.TLSCertNotAfter, full.Cert, client.TLS.Leaf.NotAfter)
+		}
+		if want := "msg=\"the client certificate of tls.cert expires soon, or has: renew it"; !strings.Contains(l.String(), want) || !strings.Contains(l.String(), "server="+name) {
+			t.Errorf("%s: no %q in the log\n%s", name, want, l)
+		}
 	}
 	for name, fix := range map[string]string{
 		"noca":     `the server's certificate is signed by an authority this machine does not trust (a private CA, or a self-signed certificate): give that CA's certificate, a PEM file, in the server's "tls": {"ca": "…"}`,
 		"misnamed": `the server's certificate is for [mcp.internal.example], not 127.0.0.1: write the server's "url" with a name the certificate holds`,
+		"expired":  `the server refused the client certificate of "tls.cert" (` + stale.Cert + `): it is not valid now`,
 		"nocert":   `the server refused the TLS handshake, as a server does that asks for a client certificate (mutual TLS): give one in the server's "tls": {"cert": "…", "key": "…"}`,
 	} {
 		if st := statusOf(t, p, name); st.State != StateDown || !strings.Contains(st.Err, fix) {

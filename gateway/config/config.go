@@ -166,9 +166,9 @@ func (t *TLS) Client() (*tls.Config, error) {
 // it is a TLS one ("" otherwise): see tlsfiles.Fix.
 func (t *TLS) Fix(err error) string {
 	if t == nil {
-		return tlsfiles.Fix(err, "", false)
+		return tlsfiles.Fix(err, "", "")
 	}
-	return tlsfiles.Fix(err, t.CA, t.Cert != "")
+	return tlsfiles.Fix(err, t.CA, t.Cert)
 }
 
 // Restart is a restart policy: the waits before each restart of a backend

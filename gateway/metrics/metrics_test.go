@@ -86,12 +86,15 @@ var tools = []catalog.Tool{
 	{Server: "filesystem", Name: "list_directory"},
 }
 
+var clientNotAfter = time.Unix(1803902401, 0)
+
 func newTest() *Metrics {
 	return New(&Options{
 		Backends: fakeBackends{
 			{Name: "memory", State: backend.StateUp, Restarts: 2},
 			{Name: "filesystem", State: backend.StateDown},
 			{Name: "lazy", State: backend.StateIdle},
+			{Name: "remote", State: backend.StateUp, TLSCert: "/etc/toolgate/client.pem", TLSCertNotAfter: &clientNotAfter},
 		},
 		Catalog:    &fakeCatalog{tools},
 		Loop:       fakeLoop(4),
@@ -213,16 +216,19 @@ func TestStateCollector(t *testing.T) {
 toolgate_backend_up{server="filesystem"} 0
 toolgate_backend_up{server="lazy"} 1
 toolgate_backend_up{server="memory"} 1
+toolgate_backend_up{server="remote"} 1
 # HELP toolgate_backend_restarts_total Restarts of the backend after its first connect (crashes and restarts on request).
 # TYPE toolgate_backend_restarts_total counter
 toolgate_backend_restarts_total{server="filesystem"} 0
 toolgate_backend_restarts_total{server="lazy"} 0
 toolgate_backend_restarts_total{server="memory"} 2
+toolgate_backend_restarts_total{server="remote"} 0
 # HELP toolgate_catalog_tools Tools of the server in the catalog that search_tools ranks.
 # TYPE toolgate_catalog_tools gauge
 toolgate_catalog_tools{server="filesystem"} 1
 toolgate_catalog_tools{server="lazy"} 0
 toolgate_catalog_tools{server="memory"} 2
+toolgate_catalog_tools{server="remote"} 0
 # HELP toolgate_index_generation Indexes served since start: 1 for the first, one more for each re-index swapped in.
 # TYPE toolgate_index_generation gauge
 toolgate_index_generation 4
@@ -238,11 +244,14 @@ toolgate_search_bm25_only 1
 # HELP toolgate_tls_cert_expiry_timestamp_seconds When the HTTPS front's certificate expires (toolgate.http.tls), as a Unix time; absent without one.
 # TYPE toolgate_tls_cert_expiry_timestamp_seconds gauge
 toolgate_tls_cert_expiry_timestamp_seconds 1.8039024e+09
+# HELP toolgate_backend_tls_cert_expiry_timestamp_seconds When the client certificate a remote server is reached with expires (its tls.cert), as a Unix time; absent without one.
+# TYPE toolgate_backend_tls_cert_expiry_timestamp_seconds gauge
+toolgate_backend_tls_cert_expiry_timestamp_seconds{server="remote"} 1.803902401e+09
 `
 	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want),
 		"toolgate_backend_up", "toolgate_backend_restarts_total", "toolgate_catalog_tools", "toolgate_index_generation",
 		"toolgate_embedding_cache_hits_total", "toolgate_embedding_cache_misses_total", "toolgate_search_bm25_only",
-		"toolgate_tls_cert_expiry_timestamp_seconds"); err != nil {
+		"toolgate_tls_cert_expiry_timestamp_seconds", "toolgate_backend_tls_cert_expiry_timestamp_seconds"); err != nil {
 		t.Error(err)
 	}
 	// Without sources, those metrics are left out; the rest still works.

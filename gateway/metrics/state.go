@@ -14,6 +14,7 @@ type stateCollector struct {
 	up, restarts, tools, gen *prometheus.Desc
 	cacheHits, cacheMisses   *prometheus.Desc
 	bm25Only, certExpiry     *prometheus.Desc
+	clientCertExpiry         *prometheus.Desc
 }
 
 func newStateCollector(o Options) *stateCollector {
@@ -35,11 +36,13 @@ func newStateCollector(o Options) *stateCollector {
 			"1 while search runs BM25 only although the configured mode needs the model (GET /status's search.reason says why), else 0.", nil, nil),
 		certExpiry: prometheus.NewDesc("toolgate_tls_cert_expiry_timestamp_seconds",
 			"When the HTTPS front's certificate expires (toolgate.http.tls), as a Unix time; absent without one.", nil, nil),
+		clientCertExpiry: prometheus.NewDesc("toolgate_backend_tls_cert_expiry_timestamp_seconds",
+			"When the client certificate a remote server is reached with expires (its tls.cert), as a Unix time; absent without one.", []string{"server"}, nil),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.restarts, c.tools, c.gen, c.cacheHits, c.cacheMisses, c.bm25Only, c.certExpiry} {
+	for _, d := range []*prometheus.Desc{c.up, c.restarts, c.tools, c.gen, c.cacheHits, c.cacheMisses, c.bm25Only, c.certExpiry, c.clientCertExpiry} {
 		ch <- d
 	}
 }
@@ -54,6 +57,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up, st.Name)
 			ch <- prometheus.MustNewConstMetric(c.restarts, prometheus.CounterValue, float64(st.Restarts), st.Name)
+			if t := st.TLSCertNotAfter; t != nil {
+				ch <- prometheus.MustNewConstMetric(c.clientCertExpiry, prometheus.GaugeValue, float64(t.Unix()), st.Name)
+			}
 			servers = append(servers, st.Name)
 		}
 	}

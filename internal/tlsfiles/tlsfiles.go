@@ -106,6 +106,21 @@ func fileLeaf(path string) (*x509.Certificate, error) {
 	return certs[0], nil
 }
 
+// RenewWithin is how long before a certificate expires toolgate says to
+// renew it: in toolgate status and in the log.
+const RenewWithin = 14 * 24 * time.Hour
+
+// NotAfter is when the first certificate of the PEM file at path expires:
+// a client certificate's ("tls.cert"), which toolgate status and the
+// metrics show so that it is renewed before a server refuses it.
+func NotAfter(path string) (time.Time, error) {
+	c, err := fileLeaf(path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return c.NotAfter, nil
+}
+
 // pemCerts are the certificates of the PEM file at path, at least one.
 func pemCerts(path string) ([]*x509.Certificate, error) {
 	b, err := os.ReadFile(path)
@@ -254,9 +269,10 @@ func unwrapPath(err error) error {
 // Fix says what to do about err, a connection's failure, when it is a TLS
 // one ("" otherwise): the server's certificate from an authority this
 // machine does not trust, for another name, expired, or a server that
-// wants a client certificate. ca is the server's "tls.ca" ("" when none),
-// clientCert whether it has "tls.cert".
-func Fix(err error, ca string, clientCert bool) string {
+// wants a client certificate or refused the one given. ca is the server's
+// "tls.ca" and cert its "tls.cert" ("" when none); a client certificate
+// the server refused is read again to tell whether it expired.
+func Fix(err error, ca, cert string) string {
 	if err == nil {
 		return ""
 	}
@@ -279,10 +295,20 @@ func Fix(err error, ca string, clientCert bool) string {
 	case errors.As(err, &ci) && ci.Reason == x509.Expired:
 		return fmt.Sprintf("the server's certificate is not valid now (it is valid from %s to %s): the server must renew it, or this machine's clock is wrong",
 			ci.Cert.NotBefore.UTC().Format(time.RFC3339), ci.Cert.NotAfter.UTC().Format(time.RFC3339))
-	case !clientCert && containsAny(msg, "tls: certificate required", "tls: bad certificate", "tls: handshake failure"):
+	case cert == "" && containsAny(msg, "tls: certificate required", "tls: bad certificate", "tls: handshake failure"):
 		return `the server refused the TLS handshake, as a server does that asks for a client certificate (mutual TLS): give one in the server's "tls": {"cert": "…", "key": "…"} (PEM files)`
-	case clientCert && containsAny(msg, "tls: bad certificate", "tls: unknown certificate authority", "tls: certificate required", "tls: unknown certificate", "tls: certificate expired", "tls: certificate revoked"):
-		return `the server refused the client certificate of "tls.cert": it must be one the server's CA signed, not expired, and for this client`
+	case cert != "" && containsAny(msg, "tls: bad certificate", "tls: unknown certificate authority", "tls: certificate required",
+		"tls: unknown certificate", "tls: expired certificate", "tls: revoked certificate", "tls: unsupported certificate"):
+		if c, err := fileLeaf(cert); err == nil {
+			if now := time.Now(); now.After(c.NotAfter) || now.Before(c.NotBefore) {
+				return fmt.Sprintf(`the server refused the client certificate of "tls.cert" (%s): it is not valid now (it is valid from %s to %s): renew it, writing the new certificate and key over the files (used from the next handshake), or this machine's clock is wrong`,
+					cert, c.NotBefore.UTC().Format(time.RFC3339), c.NotAfter.UTC().Format(time.RFC3339))
+			}
+		}
+		if strings.Contains(msg, "tls: revoked certificate") {
+			return fmt.Sprintf(`the server refused the client certificate of "tls.cert" (%s) as revoked: get a new one from the CA the server trusts`, cert)
+		}
+		return fmt.Sprintf(`the server refused the client certificate of "tls.cert" (%s): it must be one the server's CA signed, not expired, and for this client`, cert)
 	}
 	return ""
 }

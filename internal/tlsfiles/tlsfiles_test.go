@@ -138,27 +138,36 @@ func TestFix(t *testing.T) {
 		}
 		return c
 	}
-	withCert := func(l *tlstest.Leaf) *tls.Config {
-		c, err := tlsfiles.Client(caFile, tlstest.Write(t, dir, "c.pem", l.CertPEM), tlstest.Write(t, dir, "k.pem", l.KeyPEM))
+	// withCert is a client presenting l, written as name.pem and
+	// name-key.pem in dir, and the certificate's file.
+	withCert := func(name string, l *tlstest.Leaf) (*tls.Config, string) {
+		cert := tlstest.Write(t, dir, name+".pem", l.CertPEM)
+		c, err := tlsfiles.Client(caFile, cert, tlstest.Write(t, dir, name+"-key.pem", l.KeyPEM))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c
+		return c, cert
 	}
+	foreignClient, foreignFile := withCert("foreign", foreign)
+	expiredClient, expiredFile := withCert("expired", clients.Issue(t, tlstest.Options{Client: true,
+		NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)}))
 	for _, tc := range []struct {
-		name       string
-		srv        *httptest.Server
-		client     *tls.Config
-		ca         string
-		clientCert bool
-		says       string
+		name   string
+		srv    *httptest.Server
+		client *tls.Config
+		ca     string
+		cert   string
+		says   string
 	}{
-		{"private CA, none given", server(t, good, nil), withCA(""), "", false, `give that CA's certificate, a PEM file, in the server's "tls": {"ca": "…"}`},
-		{"private CA, another given", server(t, good, nil), withCA(otherFile), otherFile, false, `signed by none of the CAs in "tls.ca" (` + otherFile + `)`},
-		{"certificate for another name", server(t, ca.Issue(t, tlstest.Options{Names: []string{"mcp.internal.example"}}), nil), withCA(caFile), caFile, false, `is for [mcp.internal.example], not 127.0.0.1: write the server's "url" with a name the certificate holds`},
-		{"expired certificate", server(t, ca.Issue(t, tlstest.Options{Names: []string{"127.0.0.1"}, NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)}), nil), withCA(caFile), caFile, false, "is not valid now"},
-		{"client certificate wanted, none given", server(t, good, clients), withCA(caFile), caFile, false, `give one in the server's "tls": {"cert": "…", "key": "…"}`},
-		{"client certificate of another CA", server(t, good, clients), withCert(foreign), caFile, true, `the server refused the client certificate of "tls.cert"`},
+		{"private CA, none given", server(t, good, nil), withCA(""), "", "", `give that CA's certificate, a PEM file, in the server's "tls": {"ca": "…"}`},
+		{"private CA, another given", server(t, good, nil), withCA(otherFile), otherFile, "", `signed by none of the CAs in "tls.ca" (` + otherFile + `)`},
+		{"certificate for another name", server(t, ca.Issue(t, tlstest.Options{Names: []string{"mcp.internal.example"}}), nil), withCA(caFile), caFile, "", `is for [mcp.internal.example], not 127.0.0.1: write the server's "url" with a name the certificate holds`},
+		{"expired certificate", server(t, ca.Issue(t, tlstest.Options{Names: []string{"127.0.0.1"}, NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)}), nil), withCA(caFile), caFile, "", "is not valid now"},
+		{"client certificate wanted, none given", server(t, good, clients), withCA(caFile), caFile, "", `give one in the server's "tls": {"cert": "…", "key": "…"}`},
+		{"client certificate of another CA", server(t, good, clients), foreignClient, caFile, foreignFile, `the server refused the client certificate of "tls.cert" (` + foreignFile + `): it must be one the server's CA signed`},
+		// Go's server sends "expired certificate" (other servers "bad
+		// certificate"): either way the file says why.
+		{"client certificate expired", server(t, good, clients), expiredClient, caFile, expiredFile, `the server refused the client certificate of "tls.cert" (` + expiredFile + `): it is not valid now`},
 	} {
 		_, err := get(tc.srv, tc.client)
 		if err == nil {
@@ -166,16 +175,17 @@ func TestFix(t *testing.T) {
 			continue
 		}
 		t.Logf("%s: %v", tc.name, err)
-		if fix := tlsfiles.Fix(err, tc.ca, tc.clientCert); !strings.Contains(fix, tc.says) {
+		if fix := tlsfiles.Fix(err, tc.ca, tc.cert); !strings.Contains(fix, tc.says) {
 			t.Errorf("%s: %v\nfix %q, want %q", tc.name, err, fix, tc.says)
 		}
 	}
 	// What is not a TLS failure gets no fix; a client certificate the
 	// server takes goes through.
-	if fix := tlsfiles.Fix(errors.New("connection refused"), "", false); fix != "" {
+	if fix := tlsfiles.Fix(errors.New("connection refused"), "", ""); fix != "" {
 		t.Errorf("connection refused: fix %q, want none", fix)
 	}
-	if _, err := get(server(t, good, clients), withCert(stranger)); err != nil {
+	strangerClient, _ := withCert("stranger", stranger)
+	if _, err := get(server(t, good, clients), strangerClient); err != nil {
 		t.Errorf("client certificate of the server's client CA: %v", err)
 	}
 }

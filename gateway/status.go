@@ -92,6 +92,11 @@ type ProcessInfo struct {
 	TLSCert string `json:"tlsCert,omitempty"`
 	// TLSNotAfter is when the certificate served expires.
 	TLSNotAfter *time.Time `json:"tlsNotAfter,omitempty"`
+	// TLSError says why the certificate's files, changed since the
+	// certificate served was read (a renewal), cannot be read, since
+	// TLSErrorSince; the certificate read before is served meanwhile.
+	TLSError      string     `json:"tlsError,omitempty"`
+	TLSErrorSince *time.Time `json:"tlsErrorSince,omitempty"`
 	// ExitWhenIdle is serve --exit-when-idle: the gateway stops once no
 	// MCP request has come for that long ("10m0s"; empty: never).
 	ExitWhenIdle string `json:"exitWhenIdle,omitempty"`

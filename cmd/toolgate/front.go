@@ -153,3 +153,17 @@ func warnExpiry(log *slog.Logger, file string, leaf *x509.Certificate, now time.
 		log.Warn("the HTTPS front's certificate expires soon", "file", file, "not_after", leaf.NotAfter, "detail", line)
 	}
 }
+
+// certChanged logs a change of the front certificate's files, seen at a
+// handshake or a status request: the renewed certificate served, or why
+// the files cannot be read (the one read before is served meanwhile).
+func certChanged(log *slog.Logger, file string, c *tlsfiles.ServerCert, err error) {
+	if err != nil {
+		log.Warn("the HTTPS front's certificate files changed but cannot be read: the certificate read before is served", "file", file, "err", err,
+			"fix", "write the certificate (its chain after it) and its private key whole, in PEM form, over the files: read at the next handshake")
+		return
+	}
+	if leaf := c.Leaf(); leaf != nil {
+		log.Info("the HTTPS front serves the certificate of its files", "file", file, "not_after", leaf.NotAfter)
+	}
+}

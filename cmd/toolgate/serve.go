@@ -196,6 +196,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 				return fmt.Errorf("toolgate.http.tls: %w", err)
 			}
 			warnExpiry(log, t.Cert, frontCert.Leaf(), time.Now())
+			frontCert.OnChange(func(err error) { certChanged(log, t.Cert, frontCert, err) })
 		}
 		if ln, err = gateway.Listen(f.http, f.allowRemote); err != nil {
 			return err
@@ -392,6 +393,9 @@ func (p *process) report() *gateway.ProcessInfo {
 	if p.cert != nil {
 		if leaf := p.cert.Leaf(); leaf != nil {
 			i.TLSNotAfter = &leaf.NotAfter
+		}
+		if since, err := p.cert.Fault(); err != nil {
+			i.TLSError, i.TLSErrorSince = err.Error(), &since
 		}
 	}
 	if gw := p.gw.Load(); gw != nil && i.Transport == "stdio" {

@@ -409,6 +409,13 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 		line, _ := frontExpiry(p.TLSCert, *p.TLSNotAfter, time.Now())
 		fmt.Fprintln(w, line)
 	}
+	if p := rep.Process; p != nil && p.TLSError != "" {
+		since := ""
+		if p.TLSErrorSince != nil {
+			since = " since " + clock(*p.TLSErrorSince)
+		}
+		fmt.Fprintf(w, "https: the certificate's files changed%s but CANNOT BE READ: %s: the certificate read before is served; write the certificate and its key whole (PEM) over the files\n", since, statusLine(p.TLSError, 200))
+	}
 	if st := rep.Stats; st != nil {
 		printLoopStats(w, st)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/testenv"
+	"github.com/toolgate/toolgate/internal/tlsfiles"
 	"github.com/toolgate/toolgate/internal/tlsfiles/tlstest"
 )
 
@@ -236,6 +237,49 @@ func TestHTTPSFront(t *testing.T) {
 	resp.Body.Close()
 	if want := fmt.Sprintf("toolgate_tls_cert_expiry_timestamp_seconds %g", float64(renewed.TLS.Leaf.NotAfter.Unix())); !strings.Contains(string(metrics), want) {
 		t.Errorf("/metrics: no %q", want)
+	}
+
+	// A certificate file removed (a renewal gone wrong) keeps the one
+	// served, and status says so until the file is back.
+	front := filepath.Join(dir, "front.pem")
+	if err := os.Remove(front); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ = runToolgate(t, data, "status", "--json")
+	if reps := decodeReports(t, out); len(reps) != 1 || reps[0].Process == nil || !strings.Contains(reps[0].Process.TLSError, "cannot read "+front) || reps[0].Process.TLSErrorSince == nil {
+		t.Errorf("status --json with the certificate file removed: want process.tlsError saying so\n%s", out)
+	}
+	out, _, err = runToolgate(t, data, "status")
+	if err != nil || !strings.Contains(out, "but CANNOT BE READ: cannot read "+front) || !strings.Contains(out, "the certificate read before is served") {
+		t.Errorf("status with the certificate file removed: %v, want a line saying it (exit 0: still served)\n%s", err, out)
+	}
+	if _, err := remote.Get("https://" + addr + "/healthz"); err != nil {
+		t.Errorf("GET /healthz with the certificate file removed: %v", err)
+	}
+	tlstest.Write(t, dir, "front.pem", renewed.CertPEM)
+	if out, _, _ := runToolgate(t, data, "status", "--json"); strings.Contains(out, "tlsError") {
+		t.Errorf("status --json with the file back: still a tlsError\n%s", out)
+	}
+}
+
+// TestCertChangedLog: the log says when the front's certificate files
+// changed: the certificate served, or why they cannot be read.
+func TestCertChangedLog(t *testing.T) {
+	dir := t.TempDir()
+	leaf := tlstest.NewCA(t, "ca").Issue(t, tlstest.Options{Names: []string{"gw.example"}})
+	c, err := tlsfiles.Server(tlstest.Write(t, dir, "c.pem", leaf.CertPEM), tlstest.Write(t, dir, "k.pem", leaf.KeyPEM))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for err, want := range map[error]string{
+		nil:                         `level=INFO msg="the HTTPS front serves the certificate of its files" file=c.pem not_after=`,
+		errors.New("cannot read x"): `level=WARN msg="the HTTPS front's certificate files changed but cannot be read: the certificate read before is served" file=c.pem err="cannot read x" fix="write the certificate`,
+	} {
+		logs := &testenv.LogBuffer{}
+		certChanged(logs.Logger(), "c.pem", c, err)
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("certChanged(%v): %q, want %q", err, logs.String(), want)
+		}
 	}
 }
 

@@ -96,6 +96,25 @@ func (s *ServerCert) Leaf() *x509.Certificate {
 	return c.Leaf // set by tls.X509KeyPair
 }
 
+// Fault says why the certificate's files, changed since the certificate
+// served was read, cannot be read, and since when; nil while they are the
+// ones served. The files are looked at now.
+func (s *ServerCert) Fault() (since time.Time, err error) {
+	_, _ = s.kp.get()
+	s.kp.mu.Lock()
+	defer s.kp.mu.Unlock()
+	return s.kp.faultSince, s.kp.fault
+}
+
+// OnChange sets f, told once for each change of the files seen (at a
+// handshake, or Leaf and Fault): err nil when the new certificate is
+// served, else why the files cannot be read (the previous one is served).
+func (s *ServerCert) OnChange(f func(err error)) {
+	s.kp.mu.Lock()
+	defer s.kp.mu.Unlock()
+	s.kp.changed = f
+}
+
 // fileLeaf is the first certificate of the PEM file at path: what a server
 // configured with it presents (see Pinned).
 func fileLeaf(path string) (*x509.Certificate, error) {
@@ -195,8 +214,14 @@ func roots(path string) (*x509.CertPool, error) {
 type keyPair struct {
 	cert, key string
 	mu        sync.Mutex
-	stamp     [2]stamp
+	stamp     [2]stamp // of the files cur was read from
 	cur       *tls.Certificate
+	// fault is why the files, changed since cur was read, cannot be read
+	// (nil: they are cur's), as they were at faultStamp, since faultSince.
+	fault      error
+	faultStamp [2]stamp
+	faultSince time.Time
+	changed    func(err error) // see ServerCert.OnChange
 }
 
 type stamp struct {
@@ -213,17 +238,39 @@ func stampOf(path string) stamp {
 }
 
 // get is the certificate to present: the one read last, read again first
-// when a file changed since. A renewal that cannot be read yet (half
-// written, the key not there yet) keeps the previous certificate.
+// when a file changed since. A renewal that cannot be read (half written,
+// the key not there yet, a file removed) keeps the previous certificate;
+// files tried once are tried again only after they change again.
 func (k *keyPair) get() (*tls.Certificate, error) {
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.stamp != [2]stamp{stampOf(k.cert), stampOf(k.key)} {
-		if _, err := k.loadLocked(); err != nil && k.cur == nil {
-			return nil, err
+	st := [2]stamp{stampOf(k.cert), stampOf(k.key)}
+	var told func(error)
+	var news error
+	switch {
+	case st == k.stamp:
+		if k.fault != nil { // the files are back as read
+			k.fault, told = nil, k.changed
 		}
+	case k.fault != nil && st == k.faultStamp:
+	default:
+		if _, err := k.loadLocked(st); err != nil {
+			if k.cur == nil {
+				k.mu.Unlock()
+				return nil, err
+			}
+			k.fault, k.faultStamp, k.faultSince = err, st, time.Now()
+			news = err
+		} else {
+			k.fault = nil
+		}
+		told = k.changed
 	}
-	return k.cur, nil
+	cur := k.cur
+	k.mu.Unlock()
+	if told != nil {
+		told(news)
+	}
+	return cur, nil
 }
 
 // loadPair reads a certificate and its key, to be read again when they
@@ -232,14 +279,14 @@ func loadPair(cert, key string) (*keyPair, error) {
 	k := &keyPair{cert: cert, key: key}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if _, err := k.loadLocked(); err != nil {
+	if _, err := k.loadLocked([2]stamp{stampOf(cert), stampOf(key)}); err != nil {
 		return nil, err
 	}
 	return k, nil
 }
 
-func (k *keyPair) loadLocked() (*tls.Certificate, error) {
-	st := [2]stamp{stampOf(k.cert), stampOf(k.key)}
+// loadLocked reads the files, whose stamps were st before they were read.
+func (k *keyPair) loadLocked(st [2]stamp) (*tls.Certificate, error) {
 	certPEM, err := os.ReadFile(k.cert)
 	if err != nil {
 		return nil, &FieldError{"cert", fmt.Errorf("cannot read %s: %w", k.cert, unwrapPath(err))}

@@ -189,3 +189,64 @@ func TestFix(t *testing.T) {
 		t.Errorf("client certificate of the server's client CA: %v", err)
 	}
 }
+
+// TestServerCertChanges: a server's certificate renewed on disk is served
+// from the next look; files that cannot be read (removed, half written)
+// keep the one served and are a fault, told once per change of the files,
+// until they read again.
+func TestServerCertChanges(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "ca")
+	first, renewed := ca.Issue(t, tlstest.Options{Names: []string{"gw.example"}}), ca.Issue(t, tlstest.Options{Names: []string{"gw.example"}})
+	cert, key := tlstest.Write(t, dir, "cert.pem", first.CertPEM), tlstest.Write(t, dir, "key.pem", first.KeyPEM)
+	s, err := tlsfiles.Server(cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told []string
+	s.OnChange(func(err error) {
+		if err != nil {
+			told = append(told, err.Error())
+		} else {
+			told = append(told, "read")
+		}
+	})
+	tick := time.Now()
+	write := func(name string, b []byte) { // each write a minute later: a change
+		t.Helper()
+		tick = tick.Add(time.Minute)
+		path := tlstest.Write(t, dir, name, b)
+		if err := os.Chtimes(path, tick, tick); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serving := func(l *tlstest.Leaf, fault string) {
+		t.Helper()
+		if got := s.Leaf(); got == nil || !got.Equal(l.TLS.Leaf) {
+			t.Errorf("Leaf is not the certificate expected (serial %v)", l.TLS.Leaf.SerialNumber)
+		}
+		since, err := s.Fault()
+		if fault == "" && err != nil || fault != "" && (err == nil || !strings.Contains(err.Error(), fault) || since.IsZero()) {
+			t.Errorf("Fault() = %v, %v; want %q", since, err, fault)
+		}
+	}
+	serving(first, "")
+	write("cert.pem", renewed.CertPEM)
+	write("key.pem", renewed.KeyPEM)
+	serving(renewed, "")
+	if err := os.Remove(cert); err != nil {
+		t.Fatal(err)
+	}
+	serving(renewed, "cannot read "+cert+": no such file or directory")
+	serving(renewed, "cannot read "+cert) // looked at again: not told again
+	write("cert.pem", renewed.CertPEM)
+	write("key.pem", []byte("-----BEGIN EC PRIVATE KEY-----\n")) // half written
+	serving(renewed, "are not a certificate and its private key")
+	write("key.pem", renewed.KeyPEM)
+	serving(renewed, "")
+	// One tell a change seen, whatever the files written in between.
+	if len(told) != 4 || told[0] != "read" || told[1] != "cannot read "+cert+": no such file or directory" ||
+		!strings.Contains(told[2], "are not a certificate") || told[3] != "read" {
+		t.Errorf("told %q; want read, the removed file, the half-written key, read", told)
+	}
+}

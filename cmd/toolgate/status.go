@@ -462,11 +462,15 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 			fmt.Fprintf(w, "\n%s\n", b.Err)
 		}
 	}
-	// So are client certificates to renew (within tlsfiles.RenewWithin).
+	// So are client certificates to renew (within tlsfiles.RenewWithin),
+	// or whose file cannot be read.
 	for _, b := range rep.Backends {
 		if na := b.TLSCertNotAfter; na != nil && time.Until(*na) < tlsfiles.RenewWithin {
 			line, _ := clientCertExpiry(b, time.Now())
 			fmt.Fprintf(w, "\n%s\n", line)
+		}
+		if b.TLSCertError != "" {
+			fmt.Fprintf(w, "\n%s: client certificate CANNOT BE READ: %s: the server's next connect fails on it; put the certificate back (PEM)\n", b.Name, statusLine(b.TLSCertError, 200))
 		}
 	}
 	return nil

@@ -260,6 +260,8 @@ func (b *backend) status() Status {
 		st.TLSCert = t.Cert
 		if na, err := tlsfiles.NotAfter(t.Cert); err == nil {
 			st.TLSCertNotAfter = &na
+		} else {
+			st.TLSCertError = err.Error()
 		}
 	}
 	return st

@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,20 @@ func TestRemoteOverTLS(t *testing.T) {
 		if want := "msg=\"the client certificate of tls.cert expires soon, or has: renew it"; !strings.Contains(l.String(), want) || !strings.Contains(l.String(), "server="+name) {
 			t.Errorf("%s: no %q in the log\n%s", name, want, l)
 		}
+	}
+	// A client certificate file removed while connected: the status says
+	// so (the next connect fails on it), and no more once it is back.
+	if err := os.Rename(full.Cert, full.Cert+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if st := statusOf(t, p, "https"); st.TLSCertNotAfter != nil || !strings.Contains(st.TLSCertError, "cannot read "+full.Cert) {
+		t.Errorf("client certificate removed: status %v %q, want the error", st.TLSCertNotAfter, st.TLSCertError)
+	}
+	if err := os.Rename(full.Cert+".away", full.Cert); err != nil {
+		t.Fatal(err)
+	}
+	if st := statusOf(t, p, "https"); st.TLSCertNotAfter == nil || st.TLSCertError != "" {
+		t.Errorf("client certificate back: status %v %q, want its expiry", st.TLSCertNotAfter, st.TLSCertError)
 	}
 	for name, fix := range map[string]string{
 		"noca":     `the server's certificate is signed by an authority this machine does not trust (a private CA, or a self-signed certificate): give that CA's certificate, a PEM file, in the server's "tls": {"ca": "…"}`,

@@ -283,7 +283,7 @@ func (w *Watcher) rewatch() error {
 	}
 	w.names, w.dirs = names, dirs
 	if len(dirs) == 0 {
-		return errors.Join(append(errs, errors.New("no directory of the config file can be watched"))...)
+		return errors.Join(append(errs, fmt.Errorf("%s is not there to be watched", filepath.Dir(w.path)))...)
 	}
 	return errors.Join(errs...)
 }

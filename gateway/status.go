@@ -253,8 +253,8 @@ const HiddenFromKey = "hidden from this API key: an admin key sees it"
 // key that is not admin: the servers it may manage (policy.Set.MayManage,
 // as toolgate__list_servers), the counts of those, the runtime lists and
 // quarantined tools of those servers only, and HiddenFromKey for the
-// reload and index errors, which may name any server, and no config file
-// paths. A key thus learns
+// reload and index errors, which may name any server, and no paths on the
+// gateway's machine (config files, certificates: their dates stay). A key thus learns
 // nothing of the servers outside its scope. Stdio, an admin key, and the
 // HTTP front without keys see the whole report. The lists of rep.Stats and
 // rep.Security are narrowed in copies: they may be their sources' own.
@@ -277,9 +277,14 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 	}
 	rep.Backends = slices.DeleteFunc(rep.Backends, func(b BackendStatus) bool { return !sees(b.Name) })
 	rep.Total, rep.Up = len(rep.Backends), 0
-	for _, b := range rep.Backends {
+	for i := range rep.Backends { // built for this report: changed in place
+		b := &rep.Backends[i]
 		if b.State == backend.StateUp {
 			rep.Up++
+		}
+		b.TLSCert = "" // a path on the gateway's machine, as the config's
+		if b.TLSCertError != "" {
+			b.TLSCertError = HiddenFromKey
 		}
 	}
 	if rep.Stats != nil {
@@ -304,7 +309,10 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 	}
 	if rep.Process != nil {
 		p := *rep.Process
-		p.Config = nil
+		p.Config, p.TLSCert = nil, ""
+		if p.TLSError != "" {
+			p.TLSError = HiddenFromKey
+		}
 		rep.Process = &p
 	}
 	if rep.Security != nil {

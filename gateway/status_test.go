@@ -221,15 +221,17 @@ func TestStatusOfRealPool(t *testing.T) {
 // errors (they may name any server). Stdio, an admin key and the HTTP
 // front without keys see it whole.
 func TestScopeReport(t *testing.T) {
-	tools := &fakeSearcher{tools: []catalog.Tool{{Server: "mem", Name: "read"}, {Server: "mem", Name: "write"}, {Server: "secret", Name: "leak"}}}
+	tools := &fakeSearcher{tools: []catalog.Tool{{Server: "mem", Name: "read"}, {Server: "mem", Name: "write"}, {Server: "mem2", Name: "read"}, {Server: "secret", Name: "leak"}}}
+	notAfter := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
 	pol := policy.NewSet(keys.NewScope(func() *policy.Profiles { return policy.NewProfiles(nil) }, nil))
 	full := func() StatusReport {
 		return StatusReport{
 			Backends: []BackendStatus{
-				{Status: backend.Status{Name: "mem", State: backend.StateUp}},
+				{Status: backend.Status{Name: "mem", State: backend.StateUp, TLSCert: "/etc/secret/mem.pem", TLSCertNotAfter: &notAfter}},
 				{Status: backend.Status{Name: "secret", State: backend.StateUp, Err: `backend "secret": token rejected`}},
+				{Status: backend.Status{Name: "mem2", State: backend.StateUp, TLSCert: "/etc/secret/mem2.pem", TLSCertError: "cannot read /etc/secret/mem2.pem"}},
 			},
-			Up: 2, Total: 2,
+			Up: 3, Total: 3,
 			Stats: &live.Stats{
 				Disabled:        []string{"mem", "secret"},
 				LastReload:      &live.Reload{Trigger: "SIGHUP", Error: `server "secret": bad url`, Changed: []string{"mem", "secret"}, Removed: []string{"gone"}},
@@ -237,10 +239,11 @@ func TestScopeReport(t *testing.T) {
 				LastIndexError:  "embedding secret__leak: out of memory",
 			},
 			Security: &SecurityStatus{Quarantined: []string{"mem__write", "secret__leak"}},
-			Process:  &ProcessInfo{PID: 7, Transport: "http", Addr: "127.0.0.1:8931", Config: []string{"/etc/secret/toolgate.json"}},
+			Process: &ProcessInfo{PID: 7, Transport: "http", Addr: "127.0.0.1:8931", Config: []string{"/etc/secret/toolgate.json"},
+				TLS: true, TLSCert: "/etc/secret/gw.pem", TLSNotAfter: &notAfter, TLSError: "cannot read /etc/secret/gw.pem"},
 		}
 	}
-	key := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "mem-ops", Allow: []string{"mem__*"}}}
+	key := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "mem-ops", Allow: []string{"mem__*", "mem2__*"}}}
 	rep := full()
 	// The lists come from the runtime loop and the quarantine: narrowed
 	// in copies, never where they came from.
@@ -250,8 +253,11 @@ func TestScopeReport(t *testing.T) {
 		t.Errorf("ScopeReport changed the lists it was given: %+v %+v %+v", stats, sec, proc)
 	}
 	want := StatusReport{
-		Backends: []BackendStatus{{Status: backend.Status{Name: "mem", State: backend.StateUp}}},
-		Up:       1, Total: 1,
+		Backends: []BackendStatus{
+			{Status: backend.Status{Name: "mem", State: backend.StateUp, TLSCertNotAfter: &notAfter}},
+			{Status: backend.Status{Name: "mem2", State: backend.StateUp, TLSCertError: HiddenFromKey}},
+		},
+		Up: 2, Total: 2,
 		Stats: &live.Stats{
 			Disabled:        []string{"mem"},
 			LastReload:      &live.Reload{Trigger: "SIGHUP", Error: HiddenFromKey, Changed: []string{"mem"}, Removed: []string{}},
@@ -259,7 +265,7 @@ func TestScopeReport(t *testing.T) {
 			LastIndexError:  HiddenFromKey,
 		},
 		Security: &SecurityStatus{Quarantined: []string{"mem__write"}},
-		Process:  &ProcessInfo{PID: 7, Transport: "http", Addr: "127.0.0.1:8931"},
+		Process:  &ProcessInfo{PID: 7, Transport: "http", Addr: "127.0.0.1:8931", TLS: true, TLSNotAfter: &notAfter, TLSError: HiddenFromKey},
 	}
 	if diff := cmp.Diff(want, rep); diff != "" {
 		t.Errorf("as the mem-ops key (-want +got):\n%s", diff)

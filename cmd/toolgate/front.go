@@ -110,15 +110,18 @@ func certHosts(leaf *x509.Certificate) []string {
 // certificate", "github: client certificate"), and whether it expired;
 // refusers say who refuses it then ("clients refuse it").
 func certExpiry(what, refusers, file string, notAfter, now time.Time) (line string, expired bool) {
+	if file != "" { // none in a report for an API key that is not admin
+		what += " " + file
+	}
 	until := notAfter.UTC().Format("2006-01-02 15:04 UTC")
 	left := notAfter.Sub(now)
 	switch {
 	case left <= 0:
-		return fmt.Sprintf("%s %s EXPIRED at %s: %s; renew it (written over the files, it is used from the next handshake)", what, file, until, refusers), true
+		return fmt.Sprintf("%s EXPIRED at %s: %s; renew it (written over the files, it is used from the next handshake)", what, until, refusers), true
 	case left < tlsfiles.RenewWithin:
-		return fmt.Sprintf("%s %s expires at %s, in %s: renew it", what, file, until, days(left)), false
+		return fmt.Sprintf("%s expires at %s, in %s: renew it", what, until, days(left)), false
 	}
-	return fmt.Sprintf("%s %s valid until %s (%s)", what, file, until, days(left)), false
+	return fmt.Sprintf("%s valid until %s (%s)", what, until, days(left)), false
 }
 
 // frontExpiry is certExpiry of the HTTPS front's certificate.

@@ -342,6 +342,9 @@ func TestCertExpiry(t *testing.T) {
 	if strings.Contains(out.String(), "later.pem") {
 		t.Errorf("status names a client certificate far from expiry:\n%s", out.String())
 	}
+	if line, _ := frontExpiry("", now.Add(90*24*time.Hour), now); line != "https: certificate valid until 2027-04-01 00:00 UTC (90 days)" {
+		t.Errorf("no file (a report for a key that is not admin): %q", line)
+	}
 	if bad := degradedReasons(rep); !slices.Equal(bad, []string{"gone's client certificate has expired"}) {
 		t.Errorf("degraded reasons %v: want gone's client certificate alone", bad)
 	}

@@ -32,6 +32,10 @@ type HTTPOptions struct {
 	// AllowedHosts are extra Host header values accepted besides loopback
 	// names (localhost, 127.0.0.1, ::1). Ports are ignored.
 	AllowedHosts []string
+	// CertHosts, when set, gives more Host values accepted: the names of
+	// the HTTPS front's certificate as served now (a renewal may add or
+	// drop names). Asked only for a Host that AllowedHosts does not take.
+	CertHosts func() []string
 	// AllowedOrigins are extra Origin values accepted besides loopback
 	// origins (http(s)://localhost:*, 127.0.0.1, [::1]). "*" accepts any.
 	AllowedOrigins []string
@@ -222,7 +226,7 @@ func streamedCall(body []byte) bool {
 // the cap with 413 before anything reads them. Each refusal is audited.
 func (g *Gateway) guard(next http.Handler, o HTTPOptions, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !hostAllowed(r.Host, o.AllowedHosts) {
+		if !hostAllowed(r.Host, o.AllowedHosts) && (o.CertHosts == nil || !hostAllowed(r.Host, o.CertHosts())) {
 			if overRefused(w, r, o, "") {
 				return
 			}

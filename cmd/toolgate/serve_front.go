@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -117,12 +116,13 @@ func (fr *front) serve(ctx context.Context) error {
 	// limit, 429 and a summary record a minute instead of one each.
 	refusals := limit.NewRefusals(&limit.RefusalOptions{PerMinute: lim.RefusedPerMinute, Burst: lim.RefusedBurst, Summary: gateway.RefusalSummary(fr.sec.audit, fr.log)})
 	defer refusals.Close()
-	hosts := fr.cfg.Toolgate.HTTP.AllowedHosts
+	var names func() []string
 	if fr.cert != nil {
-		hosts = append(slices.Clone(hosts), certHosts(fr.cert.Leaf())...)
+		names = func() []string { return certHosts(fr.cert.Leaf()) }
 	}
 	h := gw.HTTPHandler(&gateway.HTTPOptions{
-		AllowedHosts:   hosts,
+		AllowedHosts:   fr.cfg.Toolgate.HTTP.AllowedHosts,
+		CertHosts:      names,
 		AllowedOrigins: fr.cfg.Toolgate.HTTP.AllowedOrigins,
 		MaxBodyBytes:   fr.cfg.Toolgate.HTTP.MaxBodyBytes,
 		Logger:         fr.log,

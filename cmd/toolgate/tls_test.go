@@ -204,8 +204,9 @@ func TestHTTPSFront(t *testing.T) {
 		t.Errorf("execute_tool through connect: %+v", res.Content)
 	}
 
-	// A renewal is served from the next handshake.
-	renewed := ca.Issue(t, tlstest.Options{Names: []string{"gw.example"}})
+	// A renewal is served from the next handshake, and the names it adds
+	// pass the Host check.
+	renewed := ca.Issue(t, tlstest.Options{Names: []string{"gw.example", "gw2.example"}})
 	later := time.Now().Add(time.Minute)
 	for name, b := range map[string][]byte{"front.pem": renewed.CertPEM, "front-key.pem": renewed.KeyPEM} {
 		p := tlstest.Write(t, dir, name, b)
@@ -220,6 +221,16 @@ func TestHTTPSFront(t *testing.T) {
 	defer conn.Close()
 	if got := conn.ConnectionState().PeerCertificates[0]; !got.Equal(renewed.TLS.Leaf) {
 		t.Errorf("after the renewal the front presents serial %s, want the renewed %s", got.SerialNumber, renewed.TLS.Leaf.SerialNumber)
+	}
+	req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/healthz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "gw2.example"
+	if resp, err := remote.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /healthz with Host gw2.example, a name the renewal added: %v %v, want 200", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 	// Its expiry is reported: /status, toolgate status, the metric.
 	out, _, _ = runToolgate(t, data, "status", "--json")

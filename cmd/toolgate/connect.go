@@ -27,6 +27,7 @@ type connectFlags struct {
 	addr    string
 	config  string
 	profile string
+	ca      string        // --ca
 	start   bool          // start a gateway when none answers
 	idle    time.Duration // … which stops after this long without a request
 }
@@ -69,13 +70,17 @@ that calls after that starts it again. Two clients started together start
 one gateway: the second finds the address taken and uses the first's.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkCA(f.ca); err != nil {
+				return err
+			}
 			u, front, err := bridgeURL(cmd.Context(), g, f)
 			if err != nil {
 				return err
 			}
 			key := os.Getenv(envKey)
-			opts := bridge.Options{URL: u, Key: key, KeyEnv: "$" + envKey, Logger: g.logger}
-			if front.pin != "" {
+			opts := bridge.Options{URL: u, Key: key, KeyEnv: "$" + envKey, Logger: g.logger,
+				Fix: func(err error) string { return gatewayTLSFix(err, front.ca) }}
+			if front.pin != "" || front.ca != "" {
 				opts.Client = front.client()
 			}
 			if f.start {
@@ -99,6 +104,7 @@ one gateway: the second finds the address taken and uses the first's.`,
 	cmd.Flags().StringVar(&f.addr, "addr", "", "gateway address host:port or URL (default: the gateway serving HTTP on the data folder, else "+defaultStatusAddr+")")
 	cmd.Flags().StringVarP(&f.config, "config", "c", os.Getenv("TOOLGATE_CONFIG"), "take the address from this config's toolgate.http.addr, and the data folder from its dataDir; with --start, the config the gateway serves ($TOOLGATE_CONFIG)")
 	cmd.Flags().StringVar(&f.profile, "profile", "", "connect to this profile of the gateway's toolgate.profiles (/profiles/NAME/mcp)")
+	cmd.Flags().StringVar(&f.ca, "ca", "", caFlag)
 	cmd.Flags().BoolVar(&f.start, "start", false, "start a gateway serving --config when none answers (and again when it has stopped)")
 	cmd.Flags().DurationVar(&f.idle, "idle", defaultConnectIdle, "with --start: the gateway it starts stops after this long without a request")
 	return cmd
@@ -123,6 +129,7 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, frontTa
 		}
 		front = cf
 	}
+	front.ca = f.ca
 	addr := front.addr
 	// With --config, the gateway must serve it: one left running for
 	// another config (`make run`'s) is not this client's.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,6 +30,7 @@ type frontTarget struct {
 	addr string
 	tls  bool   // HTTPS; addr without a scheme gets https://
 	pin  string // the certificate file to trust exactly ("" = the system's trust store)
+	ca   string // --ca: CAs trusted besides the system's, when nothing is pinned
 }
 
 // configFront is the front of the gateway serving cfg: its http.addr and
@@ -57,12 +60,56 @@ func (t frontTarget) url() (*url.URL, error) {
 
 // client is the HTTP client of requests to the front.
 func (t frontTarget) client() *http.Client {
-	if t.pin == "" {
+	var c *tls.Config
+	switch {
+	case t.pin != "":
+		c = tlsfiles.Pinned(t.pin)
+	case t.ca != "":
+		c, _ = tlsfiles.Client(t.ca, "", "") // checkCA read it; gone since: the system's store, and the fix names --ca
+	}
+	if c == nil {
 		return http.DefaultClient
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = tlsfiles.Pinned(t.pin)
+	tr.TLSClientConfig = c
 	return &http.Client{Transport: tr}
+}
+
+// caFlag is the help of --ca (connect, status).
+const caFlag = "CA certificates (a PEM file) to trust besides the system's, for a gateway serving HTTPS with a certificate from a private CA"
+
+// checkCA is nil when --ca is empty or names a file of PEM certificates,
+// else a usage error that says what is wrong with it.
+func checkCA(ca string) error {
+	if ca == "" {
+		return nil
+	}
+	if _, err := tlsfiles.Client(ca, "", ""); err != nil {
+		var fe *tlsfiles.FieldError
+		if errors.As(err, &fe) {
+			err = fe.Err
+		}
+		return usageError{fmt.Errorf("--ca: %w", err)}
+	}
+	return nil
+}
+
+// gatewayTLSFix says what to do about err, a failed request to a gateway's
+// HTTPS front, when the gateway's certificate is why ("" otherwise); ca is
+// --ca.
+func gatewayTLSFix(err error, ca string) string {
+	p := tlsfiles.Diagnose(err)
+	switch {
+	case p == nil:
+		return ""
+	case p.UnknownAuthority && ca != "":
+		return fmt.Sprintf("the gateway's certificate is signed by none of the CAs in --ca %s nor by one this machine trusts: give the CA that signed it (its issuer, openssl s_client -showcerts tells)", ca)
+	case p.UnknownAuthority:
+		return "the gateway's certificate is signed by an authority this machine does not trust (a private CA, or a self-signed certificate): give that CA's certificate, a PEM file, with --ca FILE"
+	case p.Host != "":
+		return fmt.Sprintf("the gateway's certificate is for %v, not %s: give --addr with a name it holds", p.Names, p.Host)
+	}
+	return fmt.Sprintf("the gateway's certificate is not valid now (it is %s): renew it on the gateway (toolgate status there says so), or this machine's clock is wrong", p.Validity())
 }
 
 // httpsOnly is an error for resp when it is Go's answer to plain HTTP sent

@@ -42,6 +42,7 @@ const defaultStatusAddr = "127.0.0.1:8931"
 type statusFlags struct {
 	addr    string
 	config  string
+	ca      string // --ca
 	asJSON  bool
 	timeout time.Duration
 	// dataDir is the data folder whose gateways to ask when no address
@@ -92,6 +93,7 @@ backend is down or still connecting, or the data folder cannot take writes,
 	}
 	cmd.Flags().StringVar(&f.addr, "addr", "", "gateway address host:port or URL (default: the gateways on the data folder, else "+defaultStatusAddr+")")
 	cmd.Flags().StringVarP(&f.config, "config", "c", "", "take the address from this config's toolgate.http.addr, and the data folder from its dataDir")
+	cmd.Flags().StringVar(&f.ca, "ca", "", caFlag)
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the JSON report instead of a table")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 5*time.Second, "how long to wait for the gateway")
 	return cmd
@@ -129,6 +131,9 @@ func gatewayURL(addr string) (*url.URL, error) {
 }
 
 func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
+	if err := checkCA(f.ca); err != nil {
+		return err
+	}
 	front := frontTarget{addr: f.addr}
 	var cfg *config.File
 	if front.addr == "" && f.config != "" {
@@ -140,6 +145,7 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		// when it serves HTTPS.
 		front = configFront(cfg)
 	}
+	front.ca = f.ca
 	addr := front.addr
 	if f.timeout <= 0 {
 		f.timeout = 5 * time.Second
@@ -185,6 +191,9 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	if err != nil {
 		if connected.Load() && errors.Is(err, context.DeadlineExceeded) {
 			return exitError{noAnswer(u, f.timeout), degradedExit}
+		}
+		if fix := gatewayTLSFix(err, front.ca); fix != "" {
+			return fmt.Errorf("the gateway at %s: %w\nfix: %s", u, unwrapURLError(err), fix)
 		}
 		return fmt.Errorf("no gateway answered at %s: %w%s\n(start one with `toolgate serve --config FILE --http %s`, or point --addr at the one running)", u, unwrapURLError(err), noneLocal, hostOf(u))
 	}

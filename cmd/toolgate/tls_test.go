@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -388,13 +389,16 @@ func TestConnectStartHTTPS(t *testing.T) {
 
 // httpsConfig writes a config of one fake server (ModeNormal) whose front
 // serves HTTPS at addr ("" = left to --http) with a certificate for
-// gw.example that ca signed, the files next to it; it returns the config's
+// names (default gw.example) that ca signed, the files next to it; it returns the config's
 // path, its folder and the CA.
-func httpsConfig(t *testing.T, addr string) (cfg, dir string, ca *tlstest.CA) {
+func httpsConfig(t *testing.T, addr string, names ...string) (cfg, dir string, ca *tlstest.CA) {
 	t.Helper()
 	dir = t.TempDir()
 	ca = tlstest.NewCA(t, "private CA")
-	leaf := ca.Issue(t, tlstest.Options{Names: []string{"gw.example"}})
+	if names == nil {
+		names = []string{"gw.example"}
+	}
+	leaf := ca.Issue(t, tlstest.Options{Names: names})
 	tlstest.Write(t, dir, "front.pem", leaf.CertPEM)
 	tlstest.Write(t, dir, "front-key.pem", leaf.KeyPEM)
 	front := map[string]any{"tls": map[string]any{"cert": "front.pem", "key": "front-key.pem"}}
@@ -410,4 +414,60 @@ func httpsConfig(t *testing.T, addr string) (cfg, dir string, ca *tlstest.CA) {
 		t.Fatal(err)
 	}
 	return tlstest.Write(t, dir, "toolgate.json", doc), dir, ca
+}
+
+// TestConnectWithCA: from another machine (a data folder without the
+// gateway, its address given), a gateway whose certificate a private CA
+// signed is reached by status and connect with --ca; without it, or by a
+// name the certificate does not hold, they say what to change instead of
+// "start it".
+func TestConnectWithCA(t *testing.T) {
+	addr := freeAddr(t)
+	cfg, dir, ca := httpsConfig(t, addr, "127.0.0.1")
+	serve := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--http", addr)
+	serve.Stderr = testLog(t, "serve: ")
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = serve.Process.Signal(os.Interrupt); _ = serve.Wait() })
+	caFile := tlstest.Write(t, dir, "ca.pem", ca.PEM)
+	laptop := t.TempDir() // no gateway runs on it
+	gw := "https://" + addr
+	testenv.Eventually(t, "status --addr https://… --ca", func() bool {
+		_, _, err := runToolgate(t, laptop, "status", "--addr", gw, "--ca", caFile)
+		return err == nil
+	})
+	_, port, _ := net.SplitHostPort(addr)
+	var ee *exec.ExitError
+	for _, tc := range []struct {
+		name string
+		args []string
+		exit int
+		says string
+	}{
+		{"no --ca", []string{"--addr", gw}, 1, "fix: the gateway's certificate is signed by an authority this machine does not trust (a private CA, or a self-signed certificate): give that CA's certificate, a PEM file, with --ca FILE"},
+		{"another name", []string{"--addr", "https://localhost:" + port, "--ca", caFile}, 1, "fix: the gateway's certificate is for [127.0.0.1], not localhost: give --addr with a name it holds"},
+		{"--ca not there", []string{"--addr", gw, "--ca", filepath.Join(dir, "nope.pem")}, 2, "--ca: cannot read " + filepath.Join(dir, "nope.pem") + ": no such file or directory"},
+	} {
+		_, stderr, err := runToolgate(t, laptop, append([]string{"status"}, tc.args...)...)
+		if !errors.As(err, &ee) || ee.ExitCode() != tc.exit || !strings.Contains(stderr, tc.says) {
+			t.Errorf("status %s: %v, want exit status %d saying %q\n%s", tc.name, err, tc.exit, tc.says, stderr)
+		}
+	}
+
+	connect := toolgateCmd(t, laptop, "connect", "--addr", gw, "--ca", caFile)
+	connect.Stderr = testLog(t, "connect: ")
+	ctx, cs := connectStdio(t, connect, 2*time.Minute)
+	if res := callTool(t, ctx, cs, nil, "execute_tool", map[string]any{"name": "fake__echo", "arguments": map[string]any{"text": "trusted by --ca"}}); res.IsError || resultText(res) != "trusted by --ca" {
+		t.Errorf("execute_tool through connect --ca: %+v", res.Content)
+	}
+	untrusted := toolgateCmd(t, laptop, "connect", "--addr", gw)
+	uctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if ucs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(uctx, &mcp.CommandTransport{Command: untrusted}, nil); err == nil {
+		ucs.Close()
+		t.Error("connect without --ca: the handshake went through")
+	} else if !strings.Contains(err.Error(), "answers, but the TLS handshake failed") || !strings.Contains(err.Error(), "with --ca FILE") {
+		t.Errorf("connect without --ca: %v, want the fix naming --ca", err)
+	}
 }

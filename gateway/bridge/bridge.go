@@ -76,6 +76,11 @@ type Options struct {
 	// once (it never reached a gateway, so it cannot run twice).
 	// `toolgate connect --start` starts the gateway again there.
 	Revive func(ctx context.Context) error
+	// Fix, if set, says what to do about a request that failed for a
+	// reason other than the gateway not running ("" when it knows none):
+	// toolgate connect words the TLS failures (an untrusted certificate:
+	// its --ca) there, which the client then reads instead of "start it".
+	Fix func(err error) string
 }
 
 // Error codes of the JSON-RPC errors the bridge answers with itself, in
@@ -246,6 +251,9 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 			return // cancelled by the client, or the client is gone
 		}
 		why := fmt.Sprintf("toolgate at %s does not answer: %v; start it (toolgate serve --http ADDR) or check the address given to toolgate connect", b.opts.URL, unwrap(err))
+		if fix := b.fix(err); fix != "" {
+			why = fmt.Sprintf("toolgate at %s answers, but the TLS handshake failed: %v: %s", b.opts.URL, unwrap(err), fix)
+		}
 		if reviveErr != nil {
 			why = fmt.Sprintf("toolgate at %s does not answer (%v), and starting it failed: %v", b.opts.URL, unwrap(err), reviveErr)
 		}
@@ -572,6 +580,14 @@ func errorResponse(id json.RawMessage, code int, msg string) []byte {
 		Message string `json:"message"`
 	}{code, msg}})
 	return b
+}
+
+// fix is Options.Fix of err, or "".
+func (b *bridge) fix(err error) string {
+	if b.opts.Fix == nil {
+		return ""
+	}
+	return b.opts.Fix(err)
 }
 
 // unwrap keeps the cause of a client error (connection refused) without

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -313,6 +314,52 @@ func unwrapPath(err error) error {
 	return err
 }
 
+// Problem is what a failed TLS handshake with a server says of the
+// server's certificate, for a fix worded by who asks (a remote server's
+// "tls" entry, toolgate connect's --ca).
+type Problem struct {
+	// UnknownAuthority: signed by no CA this side trusts.
+	UnknownAuthority bool
+	// Names and Host: the certificate is for Names, not the Host asked.
+	Names []string
+	Host  string
+	// NotBefore and NotAfter, when set: not valid now (expired, not yet
+	// valid, or this machine's clock is wrong).
+	NotBefore, NotAfter time.Time
+}
+
+// Diagnose is the Problem err, a request's failure, says of the server's
+// certificate, or nil when it says none.
+func Diagnose(err error) *Problem {
+	if err == nil {
+		return nil
+	}
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ci x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &ua) || strings.Contains(err.Error(), "x509: certificate signed by unknown authority"):
+		return &Problem{UnknownAuthority: true}
+	case errors.As(err, &he):
+		names := slices.Clone(he.Certificate.DNSNames)
+		for _, ip := range he.Certificate.IPAddresses {
+			names = append(names, ip.String())
+		}
+		if len(names) == 0 && he.Certificate.Subject.CommonName != "" {
+			names = []string{he.Certificate.Subject.CommonName}
+		}
+		return &Problem{Names: names, Host: he.Host}
+	case errors.As(err, &ci) && ci.Reason == x509.Expired:
+		return &Problem{NotBefore: ci.Cert.NotBefore, NotAfter: ci.Cert.NotAfter}
+	}
+	return nil
+}
+
+// Validity is "valid from … to …" of the Problem's dates.
+func (p *Problem) Validity() string {
+	return fmt.Sprintf("valid from %s to %s", p.NotBefore.UTC().Format(time.RFC3339), p.NotAfter.UTC().Format(time.RFC3339))
+}
+
 // Fix says what to do about err, a connection's failure, when it is a TLS
 // one ("" otherwise): the server's certificate from an authority this
 // machine does not trust, for another name, expired, or a server that
@@ -323,33 +370,24 @@ func Fix(err error, ca, cert string) string {
 	if err == nil {
 		return ""
 	}
-	var ua x509.UnknownAuthorityError
-	var he x509.HostnameError
-	var ci x509.CertificateInvalidError
 	msg := err.Error()
-	switch {
-	case errors.As(err, &ua) || containsAny(msg, "x509: certificate signed by unknown authority"):
-		if ca != "" {
-			return fmt.Sprintf(`the server's certificate is signed by none of the CAs in "tls.ca" (%s) nor by one this machine trusts: put the CA that signed it (its issuer, openssl s_client -showcerts tells) in that file`, ca)
-		}
+	switch p := Diagnose(err); {
+	case p != nil && p.UnknownAuthority && ca != "":
+		return fmt.Sprintf(`the server's certificate is signed by none of the CAs in "tls.ca" (%s) nor by one this machine trusts: put the CA that signed it (its issuer, openssl s_client -showcerts tells) in that file`, ca)
+	case p != nil && p.UnknownAuthority:
 		return `the server's certificate is signed by an authority this machine does not trust (a private CA, or a self-signed certificate): give that CA's certificate, a PEM file, in the server's "tls": {"ca": "…"} (or install it in the system's trust store)`
-	case errors.As(err, &he):
-		names := he.Certificate.DNSNames
-		if len(names) == 0 && he.Certificate.Subject.CommonName != "" {
-			names = []string{he.Certificate.Subject.CommonName}
-		}
-		return fmt.Sprintf(`the server's certificate is for %v, not %s: write the server's "url" with a name the certificate holds`, names, he.Host)
-	case errors.As(err, &ci) && ci.Reason == x509.Expired:
-		return fmt.Sprintf("the server's certificate is not valid now (it is valid from %s to %s): the server must renew it, or this machine's clock is wrong",
-			ci.Cert.NotBefore.UTC().Format(time.RFC3339), ci.Cert.NotAfter.UTC().Format(time.RFC3339))
+	case p != nil && p.Host != "":
+		return fmt.Sprintf(`the server's certificate is for %v, not %s: write the server's "url" with a name the certificate holds`, p.Names, p.Host)
+	case p != nil:
+		return fmt.Sprintf("the server's certificate is not valid now (it is %s): the server must renew it, or this machine's clock is wrong", p.Validity())
 	case cert == "" && containsAny(msg, "tls: certificate required", "tls: bad certificate", "tls: handshake failure"):
 		return `the server refused the TLS handshake, as a server does that asks for a client certificate (mutual TLS): give one in the server's "tls": {"cert": "…", "key": "…"} (PEM files)`
 	case cert != "" && containsAny(msg, "tls: bad certificate", "tls: unknown certificate authority", "tls: certificate required",
 		"tls: unknown certificate", "tls: expired certificate", "tls: revoked certificate", "tls: unsupported certificate"):
 		if c, err := fileLeaf(cert); err == nil {
 			if now := time.Now(); now.After(c.NotAfter) || now.Before(c.NotBefore) {
-				return fmt.Sprintf(`the server refused the client certificate of "tls.cert" (%s): it is not valid now (it is valid from %s to %s): renew it, writing the new certificate and key over the files (used from the next handshake), or this machine's clock is wrong`,
-					cert, c.NotBefore.UTC().Format(time.RFC3339), c.NotAfter.UTC().Format(time.RFC3339))
+				return fmt.Sprintf(`the server refused the client certificate of "tls.cert" (%s): it is not valid now (it is %s): renew it, writing the new certificate and key over the files (used from the next handshake), or this machine's clock is wrong`,
+					cert, (&Problem{NotBefore: c.NotBefore, NotAfter: c.NotAfter}).Validity())
 			}
 		}
 		if strings.Contains(msg, "tls: revoked certificate") {

@@ -197,6 +197,9 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 			}
 			warnExpiry(log, t.Cert, frontCert.Leaf(), time.Now())
 			frontCert.OnChange(func(err error) { certChanged(log, t.Cert, frontCert, err) })
+			if fix := tlsfiles.Exposed(t.Key); fix != "" {
+				log.Warn("the HTTPS front's private key is readable by every user of this machine", "file", t.Key, "fix", fix)
+			}
 		}
 		if ln, err = gateway.Listen(f.http, f.allowRemote); err != nil {
 			return err

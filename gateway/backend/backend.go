@@ -359,6 +359,9 @@ func (b *backend) connect(ctx context.Context) {
 			b.log.Warn("the client certificate of tls.cert expires soon, or has: renew it before the server refuses it (written over the files, it is used from the next handshake)",
 				"file", t.Cert, "not_after", na)
 		}
+		if fix := tlsfiles.Exposed(t.Key); fix != "" {
+			b.log.Warn("the private key of tls.key is readable by every user of this machine", "file", t.Key, "fix", fix)
+		}
 	}
 	b.notifyMu.Lock()
 	b.notify(tools)

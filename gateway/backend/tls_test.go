@@ -38,6 +38,9 @@ func TestRemoteOverTLS(t *testing.T) {
 		s.TLS = t
 		return s
 	}
+	if err := os.Chmod(full.Key, 0o644); err != nil { // every user may read it: the log says so
+		t.Fatal(err)
+	}
 	expired := clients.Issue(t, tlstest.Options{Client: true, NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-time.Hour)})
 	stale := &config.TLS{CA: full.CA,
 		Cert: tlstest.Write(t, dir, "expired.pem", expired.CertPEM),
@@ -66,8 +69,12 @@ func TestRemoteOverTLS(t *testing.T) {
 		if st := statusOf(t, p, name); st.TLSCert != full.Cert || st.TLSCertNotAfter == nil || !st.TLSCertNotAfter.Equal(client.TLS.Leaf.NotAfter) {
 			t.Errorf("%s: status's client certificate %q until %v, want %s until %s", name, st.TLSCert, st.TLSCertNotAfter, full.Cert, client.TLS.Leaf.NotAfter)
 		}
-		if want := "msg=\"the client certificate of tls.cert expires soon, or has: renew it"; !strings.Contains(l.String(), want) || !strings.Contains(l.String(), "server="+name) {
-			t.Errorf("%s: no %q in the log\n%s", name, want, l)
+		for _, want := range []string{"msg=\"the client certificate of tls.cert expires soon, or has: renew it",
+			"msg=\"the private key of tls.key is readable by every user of this machine\"",
+			"file=" + full.Key + " fix=\"every user of this machine can read it (mode 0644): chmod 600 " + full.Key} {
+			if !strings.Contains(l.String(), want) || !strings.Contains(l.String(), "server="+name) {
+				t.Errorf("%s: no %q in the log\n%s", name, want, l)
+			}
 		}
 	}
 	// A client certificate file removed while connected: the status says

@@ -126,6 +126,17 @@ func fileLeaf(path string) (*x509.Certificate, error) {
 	return certs[0], nil
 }
 
+// Exposed says what to do when the private key file at path can be read
+// by every user of this machine (its mode lets others read it), else "".
+// A group that may read it (ssl-cert) is a choice, and passes.
+func Exposed(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm()&0o004 == 0 {
+		return ""
+	}
+	return fmt.Sprintf("every user of this machine can read it (mode %04o): chmod 600 %s (or 640 and a group that needs it)", fi.Mode().Perm(), path)
+}
+
 // RenewWithin is how long before a certificate expires toolgate says to
 // renew it: in toolgate status and in the log.
 const RenewWithin = 14 * 24 * time.Hour

@@ -250,3 +250,20 @@ func TestServerCertChanges(t *testing.T) {
 		t.Errorf("told %q; want read, the removed file, the half-written key, read", told)
 	}
 }
+
+// TestExposed: a private key every user may read is said, with the chmod;
+// the owner's alone, or a group's, is not.
+func TestExposed(t *testing.T) {
+	key := tlstest.Write(t, t.TempDir(), "key.pem", []byte("key"))
+	for mode, want := range map[os.FileMode]string{0o600: "", 0o640: "", 0o644: "every user of this machine can read it (mode 0644): chmod 600 " + key, 0o604: "(mode 0604)"} {
+		if err := os.Chmod(key, mode); err != nil {
+			t.Fatal(err)
+		}
+		if got := tlsfiles.Exposed(key); want == "" && got != "" || !strings.Contains(got, want) {
+			t.Errorf("mode %04o: %q, want %q", mode, got, want)
+		}
+	}
+	if got := tlsfiles.Exposed(key + ".gone"); got != "" {
+		t.Errorf("no file: %q, want nothing (the load says it)", got)
+	}
+}

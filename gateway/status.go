@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/gateway/audit"
@@ -13,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/tlsfiles"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -165,6 +167,20 @@ type BackendStatus struct {
 	// e.g. "4m10s".
 	For        string  `json:"for"`
 	ForSeconds float64 `json:"forSeconds"`
+}
+
+// CertNotice is what toolgate status and the console say of the client
+// certificate b's server is reached with: a line once it is due for
+// renewal (tlsfiles.RenewWithin) or expired, or when its file cannot be
+// read; "" otherwise. expired says it expired (the gateway is degraded).
+func (b BackendStatus) CertNotice(now time.Time) (line string, expired bool) {
+	switch na := b.TLSCertNotAfter; {
+	case b.TLSCertError != "": // which names the file
+		return b.Name + ": client certificate CANNOT BE READ: " + b.TLSCertError + ": the server's next connect fails on it; put the certificate back (PEM)", false
+	case na != nil && na.Sub(now) < tlsfiles.RenewWithin:
+		return tlsfiles.Expiry(strings.TrimSpace(b.Name+": client certificate "+b.TLSCert), "the server refuses it", *na, now)
+	}
+	return "", false
 }
 
 // StatusHandler serves GET /status: a StatusReport of src as JSON. Mount it

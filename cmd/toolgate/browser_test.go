@@ -17,7 +17,9 @@ import (
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/internal/tlsfiles/tlstest"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "write the console screenshot of TestConsoleInBrowser to docs/console.png")
@@ -31,21 +33,36 @@ var updateScreenshot = flag.Bool("update-screenshot", false, "write the console 
 // with -update-screenshot).
 func TestConsoleInBrowser(t *testing.T) {
 	chromium := findChromium(t)
-	cfgPath := bundledConfig(t, nil)
+	// Beside the bundled servers, a remote one reached with a client
+	// certificate (mutual TLS) that expires within a day: due for renewal.
+	certs := t.TempDir()
+	ca, clients := tlstest.NewCA(t, "private CA"), tlstest.NewCA(t, "clients CA")
+	client := clients.Issue(t, tlstest.Options{Client: true})
+	internal := backendtest.NewHTTPSServer(t, config.TypeHTTP, backendtest.ModeNormal,
+		tlstest.ServerConfig(ca.Issue(t, tlstest.Options{Names: []string{"127.0.0.1"}}), clients))
+	cfgPath := bundledConfig(t, map[string]any{"internal": map[string]any{"url": internal.Endpoint, "tls": map[string]any{
+		"ca": tlstest.Write(t, certs, "ca.pem", ca.PEM), "cert": tlstest.Write(t, certs, "client.pem", client.CertPEM),
+		"key": tlstest.Write(t, certs, "client-key.pem", client.KeyPEM)}}})
 	addr, _, _ := serveHTTP(t, cfgPath)
 	base := "http://" + addr
 	ctx, do, eval := newBrowser(t, chromium)
 
-	// The backends table: every bundled server up, with its PID.
+	// The backends table: every server up, the bundled ones with their PID.
 	do("load /ui/", chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible(`#backend-rows tr[data-server="memory"]`))
 	var rows [][]string
 	eval("backend rows", `[...document.querySelectorAll("#backend-rows tr")].map(r => [r.dataset.server, r.dataset.state, r.dataset.pid])`, &rows)
 	pids := map[string]string{}
 	for _, r := range rows {
-		if r[1] != "up" || r[2] == "" {
+		if r[1] != "up" || r[2] == "" && r[0] != "internal" {
 			t.Errorf("backend row %v: want up with a PID", r)
 		}
 		pids[r[0]] = r[2]
+	}
+	// Under the table, what needs doing: internal's client certificate.
+	var warnings []string
+	eval("the warnings", `[...document.querySelectorAll("#backend-warnings:not([hidden]) li")].map(li => li.textContent)`, &warnings)
+	if want := "internal: client certificate " + filepath.Join(certs, "client.pem") + " expires at "; len(warnings) != 1 || !strings.HasPrefix(warnings[0], want) || !strings.HasSuffix(warnings[0], " hours: renew it") {
+		t.Errorf("the console's warnings %q, want %q… hours: renew it", warnings, want)
 	}
 	for _, s := range bundledServers {
 		if pids[s] == "" {

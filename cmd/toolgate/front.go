@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -152,41 +151,10 @@ func certHosts(leaf *x509.Certificate) []string {
 	return out
 }
 
-// certExpiry says how a certificate, in file and valid until notAfter,
-// stands at now: a line for toolgate status, headed by what ("https:
-// certificate", "github: client certificate"), and whether it expired;
-// refusers say who refuses it then ("clients refuse it").
-func certExpiry(what, refusers, file string, notAfter, now time.Time) (line string, expired bool) {
-	if file != "" { // none in a report for an API key that is not admin
-		what += " " + file
-	}
-	until := notAfter.UTC().Format("2006-01-02 15:04 UTC")
-	left := notAfter.Sub(now)
-	switch {
-	case left <= 0:
-		return fmt.Sprintf("%s EXPIRED at %s: %s; renew it (written over the files, it is used from the next handshake)", what, until, refusers), true
-	case left < tlsfiles.RenewWithin:
-		return fmt.Sprintf("%s expires at %s, in %s: renew it", what, until, days(left)), false
-	}
-	return fmt.Sprintf("%s valid until %s (%s)", what, until, days(left)), false
-}
-
-// frontExpiry is certExpiry of the HTTPS front's certificate.
+// frontExpiry is tlsfiles.Expiry of the HTTPS front's certificate, in
+// file ("" in a report for an API key that is not admin).
 func frontExpiry(file string, notAfter, now time.Time) (line string, expired bool) {
-	return certExpiry("https: certificate", "clients refuse it", file, notAfter, now)
-}
-
-// clientCertExpiry is certExpiry of a remote server's client certificate.
-func clientCertExpiry(b gateway.BackendStatus, now time.Time) (line string, expired bool) {
-	return certExpiry(b.Name+": client certificate", "the server refuses it", b.TLSCert, *b.TLSCertNotAfter, now)
-}
-
-// days is d in whole days ("3 days"), or hours under two days.
-func days(d time.Duration) string {
-	if d < 48*time.Hour {
-		return fmt.Sprintf("%d hours", int(math.Ceil(d.Hours())))
-	}
-	return fmt.Sprintf("%d days", int(d.Hours()/24))
+	return tlsfiles.Expiry(strings.TrimSpace("https: certificate "+file), "clients refuse it", notAfter, now)
 }
 
 // warnExpiry logs, at start, a front certificate that expired or expires

@@ -26,7 +26,6 @@ import (
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/local"
 	"github.com/toolgate/toolgate/internal/storage"
-	"github.com/toolgate/toolgate/internal/tlsfiles"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -400,10 +399,8 @@ func degradedReasons(rep gateway.StatusReport) []string {
 		}
 	}
 	for _, b := range rep.Backends {
-		if b.TLSCertNotAfter != nil {
-			if _, expired := clientCertExpiry(b, time.Now()); expired {
-				bad = append(bad, b.Name+"'s client certificate has expired")
-			}
+		if _, expired := b.CertNotice(time.Now()); expired {
+			bad = append(bad, b.Name+"'s client certificate has expired")
 		}
 	}
 	return bad
@@ -471,15 +468,10 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 			fmt.Fprintf(w, "\n%s\n", b.Err)
 		}
 	}
-	// So are client certificates to renew (within tlsfiles.RenewWithin),
-	// or whose file cannot be read.
+	// So are client certificates to renew, or whose file cannot be read.
 	for _, b := range rep.Backends {
-		if na := b.TLSCertNotAfter; na != nil && time.Until(*na) < tlsfiles.RenewWithin {
-			line, _ := clientCertExpiry(b, time.Now())
+		if line, _ := b.CertNotice(time.Now()); line != "" {
 			fmt.Fprintf(w, "\n%s\n", line)
-		}
-		if b.TLSCertError != "" {
-			fmt.Fprintf(w, "\n%s: client certificate CANNOT BE READ: %s: the server's next connect fails on it; put the certificate back (PEM)\n", b.Name, statusLine(b.TLSCertError, 200))
 		}
 	}
 	return nil

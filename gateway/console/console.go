@@ -488,6 +488,10 @@ type State struct {
 	CanDisable bool `json:"canDisable"`
 	CanEnable  bool `json:"canEnable"`
 	HasCalls   bool `json:"hasCalls"`
+	// Warnings are what needs doing that the backends table does not say:
+	// client certificates due for renewal, expired, or unreadable
+	// (gateway.BackendStatus.CertNotice), as toolgate status prints them.
+	Warnings []string `json:"warnings"`
 }
 
 func (c *Console) state(caller *policy.Caller) State {
@@ -500,7 +504,12 @@ func (c *Console) state(caller *policy.Caller) State {
 		rep.Search = c.o.Search()
 	}
 	gateway.ScopeReport(&rep, caller, c.o.Policy, c.o.Catalog)
-	s := State{StatusReport: rep, HasCalls: c.o.Calls != nil, Calls: []Call{}}
+	s := State{StatusReport: rep, HasCalls: c.o.Calls != nil, Calls: []Call{}, Warnings: []string{}}
+	for _, b := range rep.Backends {
+		if line, _ := b.CertNotice(c.o.Now()); line != "" {
+			s.Warnings = append(s.Warnings, line)
+		}
+	}
 	s.CanRestart, _ = c.may(caller, restartAction)
 	s.CanDisable, _ = c.may(caller, disableAction)
 	s.CanEnable, _ = c.may(caller, enableAction)

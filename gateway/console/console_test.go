@@ -76,6 +76,10 @@ func (fakeCatalog) IDs() []string {
 	return ids
 }
 
+// memoryCertExpiry is when memory's client certificate expires: due for
+// renewal.
+var memoryCertExpiry = time.Now().Add(3*24*time.Hour + time.Hour)
+
 type fakeBackends struct {
 	mu        sync.Mutex
 	pids      map[string]int
@@ -87,7 +91,8 @@ func (f *fakeBackends) Status() []backend.Status {
 	defer f.mu.Unlock()
 	return []backend.Status{
 		{Name: "filesystem", Transport: "stdio", State: backend.StateUp, Tools: 2, PID: f.pids["filesystem"]},
-		{Name: "memory", Transport: "stdio", State: backend.StateDown, Err: "process exited", Tools: 1},
+		{Name: "memory", Transport: "stdio", State: backend.StateDown, Err: "process exited", Tools: 1,
+			TLSCert: "/etc/toolgate/memory.pem", TLSCertNotAfter: &memoryCertExpiry},
 	}
 }
 
@@ -299,6 +304,9 @@ func TestAPI(t *testing.T) {
 	if st.Search == nil || !st.Search.BM25Only || st.Search.Reason != "model file not found" {
 		t.Errorf("state's search %+v, want BM25 only and why", st.Search)
 	}
+	if want := "memory: client certificate /etc/toolgate/memory.pem expires at "; len(st.Warnings) != 1 || !strings.HasPrefix(st.Warnings[0], want) || !strings.HasSuffix(st.Warnings[0], ", in 3 days: renew it") {
+		t.Errorf("state's warnings %q, want memory's client certificate due for renewal", st.Warnings)
+	}
 	for _, bad := range []string{"/ui/api/search?q=", "/ui/api/search?q=x&mode=dense", "/ui/api/search?q=x&limit=99"} {
 		get(bad, 400, nil)
 	}
@@ -501,6 +509,11 @@ func TestKeyScope(t *testing.T) {
 	get("tg_low", "/ui/api/state", &st)
 	if st.CanRestart || len(st.Calls) != 0 {
 		t.Errorf("state as the scoped key sees it: canRestart %v, calls %+v; want no restart button and no call of filesystem__read_file", st.CanRestart, st.Calls)
+	}
+	// memory's client certificate is due, but its path is the gateway
+	// machine's: not shown to a key that is not admin.
+	if len(st.Warnings) != 1 || !strings.HasPrefix(st.Warnings[0], "memory: client certificate expires at ") {
+		t.Errorf("state's warnings as the scoped key sees them: %q, want memory's without its path", st.Warnings)
 	}
 	if got := restart("tg_low"); got != 403 {
 		t.Errorf("restart with a key denied toolgate__*: %d, want 403", got)

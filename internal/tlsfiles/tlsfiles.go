@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -140,6 +141,30 @@ func Exposed(path string) string {
 // RenewWithin is how long before a certificate expires toolgate says to
 // renew it: in toolgate status and in the log.
 const RenewWithin = 14 * 24 * time.Hour
+
+// Expiry says how a certificate valid until notAfter stands at now, in a
+// line headed by subject ("https: certificate FILE"): valid until when,
+// due for renewal (within RenewWithin), or expired, when refusers (who
+// refuses it then: "clients refuse it") is said; and whether it expired.
+func Expiry(subject, refusers string, notAfter, now time.Time) (line string, expired bool) {
+	until := notAfter.UTC().Format("2006-01-02 15:04 UTC")
+	left := notAfter.Sub(now)
+	switch {
+	case left <= 0:
+		return fmt.Sprintf("%s EXPIRED at %s: %s; renew it (written over the files, it is used from the next handshake)", subject, until, refusers), true
+	case left < RenewWithin:
+		return fmt.Sprintf("%s expires at %s, in %s: renew it", subject, until, days(left)), false
+	}
+	return fmt.Sprintf("%s valid until %s (%s)", subject, until, days(left)), false
+}
+
+// days is d in whole days ("3 days"), or hours under two days.
+func days(d time.Duration) string {
+	if d < 48*time.Hour {
+		return fmt.Sprintf("%d hours", int(math.Ceil(d.Hours())))
+	}
+	return fmt.Sprintf("%d days", int(d.Hours()/24))
+}
 
 // NotAfter is when the first certificate of the PEM file at path expires:
 // a client certificate's ("tls.cert"), which toolgate status and the

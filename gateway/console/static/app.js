@@ -117,6 +117,9 @@ function renderState(st) {
       el("td", { class: "actions" }, st.canEnable ? serverButton("enable", name) : null)));
   }
   $("backend-rows").replaceChildren(...rows);
+  const warnings = st.warnings || [];
+  $("backend-warnings").hidden = !warnings.length;
+  $("backend-warnings").replaceChildren(...warnings.map((w) => el("li", {}, w)));
 
   $("calls").hidden = !st.hasCalls;
   $("call-rows").replaceChildren(...(st.calls.length ? st.calls.map((c) => el("tr", { "data-tool": c.server + "__" + c.tool },

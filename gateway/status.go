@@ -270,8 +270,8 @@ const HiddenFromKey = "hidden from this API key: an admin key sees it"
 // as toolgate__list_servers), the counts of those, the runtime lists and
 // quarantined tools of those servers only, and HiddenFromKey for the
 // reload and index errors, which may name any server, and no paths on the
-// gateway's machine (config files, certificates: their dates stay). A key thus learns
-// nothing of the servers outside its scope. Stdio, an admin key, and the
+// gateway's machine (config files, certificates: their dates stay). A key
+// thus learns nothing of the servers outside its scope. Stdio, an admin key, and the
 // HTTP front without keys see the whole report. The lists of rep.Stats and
 // rep.Security are narrowed in copies: they may be their sources' own.
 func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools policy.Tools) {

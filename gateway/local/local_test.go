@@ -1,6 +1,7 @@
 package local
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -99,7 +100,8 @@ func TestServeMakesItAgain(t *testing.T) {
 	data := t.TempDir()
 	s := Serve(data, status, &Options{Retry: 10 * time.Millisecond})
 	defer s.Close()
-	if err := os.RemoveAll(dirs.Sockets(data)); err != nil {
+	// Moved away whole: RemoveAll could race the server making it again.
+	if err := os.Rename(dirs.Sockets(data), filepath.Join(data, "gone")); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, "the socket made again", s.Listening)
@@ -174,8 +176,10 @@ func TestSocketAppearsListening(t *testing.T) {
 	data := t.TempDir()
 	s := Serve(data, status, &Options{Retry: time.Millisecond})
 	defer s.Close()
-	for range 200 {
-		if err := os.RemoveAll(dirs.Sockets(data)); err != nil {
+	for i := range 200 {
+		// Moved away whole (RemoveAll would race the server making it
+		// again, a millisecond later).
+		if err := os.Rename(dirs.Sockets(data), filepath.Join(data, fmt.Sprintf("gone-%d", i))); err != nil {
 			t.Fatal(err)
 		}
 		for deadline := time.Now().Add(10 * time.Second); !s.Listening(); runtime.Gosched() {

@@ -326,8 +326,12 @@ func (b *backend) connect(ctx context.Context) {
 		// Before dialing: a login saved while it runs must not be missed.
 		b.loginChanged = a.Changed(b.cfg.Name)
 	}
+	// In the same step as the count: a call that sees this attempt's count
+	// sees it connecting (acquire). Apart, a lazy backend's first call
+	// could read the new count and the old idle state, wait for one more
+	// attempt that nobody would make, and hang (TestLazyBackend, once).
+	b.setStateLocked(StateConnecting, nil)
 	b.mu.Unlock()
-	b.setState(StateConnecting, nil)
 	b.log.Debug("connecting")
 	r, tools, err := b.dial(ctx)
 	if err != nil {
@@ -786,8 +790,9 @@ func (b *backend) acquire(ctx context.Context) (*run, error) {
 			default:
 			}
 		}
-		// Wait for the supervisor's attempt (bounded by the connect timeout).
-		for (woke && b.connects == gen) || b.state == StateConnecting {
+		// Wait for the supervisor's attempt (bounded by the connect
+		// timeout), or for a run whichever attempt made.
+		for b.run == nil && ((woke && b.connects == gen) || b.state == StateConnecting) {
 			ch := b.stateCh
 			b.mu.Unlock()
 			select {

@@ -466,6 +466,42 @@ func TestLazyBackend(t *testing.T) {
 	}
 }
 
+// TestLazyCallServedByTheAttemptItWaited: a lazy backend's first call
+// that read the count of an attempt already under way, and the idle state
+// before that attempt said it was connecting, is served once the attempt
+// made a run. It used to wait for one more attempt that nobody would make,
+// forever (seen once in CI: TestLazyBackend hung; connect now counts and
+// says connecting in one step, and acquire stops waiting at a run).
+func TestLazyCallServedByTheAttemptItWaited(t *testing.T) {
+	p := New(nil, lazyOptions(time.Hour)) // not started: no supervisor runs
+	t.Cleanup(func() { p.Close() })
+	b := newBackend(p, named(backendtest.Command(t, "normal"), "lazy"))
+	b.mu.Lock()
+	b.connects = 1 // the attempt under way, its state not said yet
+	b.mu.Unlock()
+	got := make(chan error, 1)
+	go func() {
+		r, err := b.acquire(context.Background())
+		if err == nil && r == nil {
+			err = errors.New("no run")
+		}
+		got <- err
+	}()
+	testenv.Eventually(t, "the call woke the supervisor", func() bool { return len(b.wakeCh) == 1 })
+	b.mu.Lock()
+	b.run = &run{}
+	b.setStateLocked(StateUp, nil)
+	b.mu.Unlock()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("acquire: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call still waits for another attempt, the backend up")
+	}
+}
+
 func TestLazyBackendFailsToStart(t *testing.T) {
 	p := startPool(t, []config.Server{named(backendtest.Command(t, "crash-at-start"), "lazy")}, lazyOptions(0))
 	_, err := p.CallTool(context.Background(), "lazy", "echo", nil)

@@ -499,7 +499,5 @@ func serverHTTPClient(s config.Server, timeout time.Duration) (*http.Client, err
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", s.Name, err)
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = tc
-	return &http.Client{Transport: tr, Timeout: timeout}, nil
+	return tlsHTTPClient(tc, timeout), nil
 }

@@ -69,9 +69,16 @@ func (t frontTarget) client() *http.Client {
 	if c == nil {
 		return http.DefaultClient
 	}
+	return tlsHTTPClient(c, 0)
+}
+
+// tlsHTTPClient is an HTTP client over a transport of its own with the TLS
+// settings c (nil: the system's trust store), and timeout (0: the
+// context's).
+func tlsHTTPClient(c *tls.Config, timeout time.Duration) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = c
-	return &http.Client{Transport: tr}
+	return &http.Client{Transport: tr, Timeout: timeout}
 }
 
 // caFlag is the help of --ca (connect, status).

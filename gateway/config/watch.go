@@ -64,8 +64,9 @@ type WatchOptions struct {
 // mounted again, rm -rf and mkdir) counts as an event. While the folder of
 // the file is gone it looks for it every recheck, and once it is there
 // again watches it and signals C, so a file saved into a folder made again
-// is read; it used to go deaf until a SIGHUP or a restart. When the kernel drops events (its queue overflowed while the process was
-// busy), every Watcher signals C too, for the same reason.
+// is read; it used to go deaf until a SIGHUP or a restart. When the
+// kernel drops events (its queue overflowed while the process was busy),
+// every Watcher signals C too, for the same reason.
 type Watcher struct {
 	// C receives a value when the file may have changed (capacity 1, so
 	// signals that are not read yet merge).

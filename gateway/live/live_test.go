@@ -404,6 +404,33 @@ func TestReloadRejected(t *testing.T) {
 	}
 }
 
+// A config file that could not be read and comes back as it was (moved
+// away and back) is a reload: the rejection is not the last word.
+func TestReloadFileBack(t *testing.T) {
+	pool := newFakePool("a")
+	pool.list("a", "apple")
+	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Millisecond}, "a")
+	f.run(t)
+	away := f.path + ".away"
+	if err := os.Rename(f.path, away); err != nil {
+		t.Fatal(err)
+	}
+	st := f.wait(t, "the rejected reload", func(s Stats) bool { return s.ReloadGeneration == 1 })
+	if !strings.Contains(st.LastReload.Error, "no such file") {
+		t.Fatalf("file gone: last reload %+v", st.LastReload)
+	}
+	if err := os.Rename(away, f.path); err != nil {
+		t.Fatal(err)
+	}
+	st = f.wait(t, "the reload of the file back", func(s Stats) bool { return s.ReloadGeneration == 2 })
+	if st.LastReload.Error != "" || !slices.Equal(st.LastReload.Unchanged, []string{"a"}) || !strings.Contains(st.LastReloadError, "no such file") {
+		t.Errorf("file back: %+v (last reload %+v)", st, st.LastReload)
+	}
+	if got := f.find(t, "apple", 1); !slices.Equal(got, []string{"a__apple"}) {
+		t.Errorf("search after the file came back = %v", got)
+	}
+}
+
 // A look at a file whose content did not change is no reload.
 func TestReloadUnchangedContent(t *testing.T) {
 	pool := newFakePool("a")

@@ -101,7 +101,7 @@ func (l *Loop) ctx() context.Context {
 // change (same sha256) is left alone unless force (a signal) asks; a file
 // that cannot be read, is empty (an editor mid-save, most likely), or does
 // not parse or validate is logged and changes nothing: the next write
-// tries again. short says that the files could not be read for want of
+// tries again, and is a reload even with the content in effect. short says that the files could not be read for want of
 // descriptors or memory (reloadLoop reads them again).
 func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reload, short bool) {
 	l.reloadMu.Lock()
@@ -114,6 +114,12 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 		return l.reloaded(&Reload{At: start, Trigger: trigger, Error: why}), false
 	}
 	docs, err := config.ReadDocs(paths)
+	if err != nil {
+		// The file that comes back (a mv back, a checkout, an editor that
+		// replaced it) is a reload even when it says what is in effect: it
+		// ends the fault that this one records.
+		l.hash = [sha256.Size]byte{}
+	}
 	if e := storage.Shortage(err); e != 0 {
 		fix := storage.ShortageFix(e) + "; the file is read again every " + l.opts.StorageRetry.String() + " until it can be"
 		l.log.Error("config reload failed: cannot read the file; the previous config stays in effect", "file", file, "trigger", trigger, "err", err, "fix", fix)

@@ -517,14 +517,14 @@ func printLoopStats(w io.Writer, st *live.Stats) {
 		fmt.Fprintf(w, "; last re-index error at %s: %s", clock(st.LastIndexErrorAt), statusLine(st.LastIndexError, 100))
 	}
 	fmt.Fprintf(w, "\nconfig reloads: %d", st.ReloadGeneration)
-	if r := st.LastReload; r != nil {
-		verdict := "applied"
-		if r.Error != "" {
-			verdict = "rejected"
-		}
-		fmt.Fprintf(w, ", the last %s at %s (%s)", verdict, clock(r.At), r.Trigger)
+	r := st.LastReload
+	if r != nil && r.Error != "" {
+		// The latest is the rejection: said once, with what it means.
+		fmt.Fprintf(w, ", the last REJECTED at %s (%s): %s; the config before it stays in effect", clock(r.At), r.Trigger, statusLine(r.Error, 100))
+	} else if r != nil {
+		fmt.Fprintf(w, ", the last applied at %s (%s)", clock(r.At), r.Trigger)
 	}
-	if st.LastReloadError != "" {
+	if st.LastReloadError != "" && (r == nil || r.Error == "") {
 		fmt.Fprintf(w, "; last rejected at %s: %s", clock(st.LastReloadErrorAt), statusLine(st.LastReloadError, 100))
 	}
 	if len(st.RestartPending) > 0 {

@@ -102,6 +102,18 @@ func requireDegraded(t *testing.T, err error, want string) {
 	}
 }
 
+// A rejected reload that is the latest is said once, with what it means.
+func TestPrintLoopStatsRejectedLast(t *testing.T) {
+	at := time.Date(2026, 12, 4, 19, 56, 21, 0, time.Local)
+	var out bytes.Buffer
+	printLoopStats(&out, &live.Stats{ReloadGeneration: 5, LastReload: &live.Reload{At: at, Trigger: "file changed", Error: "read config: open toolgate.json: no such file or directory"},
+		LastReloadError: "read config: open toolgate.json: no such file or directory", LastReloadErrorAt: at})
+	want := "config reloads: 5, the last REJECTED at " + clock(at) + " (file changed): read config: open toolgate.json: no such file or directory; the config before it stays in effect\n"
+	if !strings.HasSuffix(out.String(), want) || strings.Count(out.String(), "no such file") != 1 {
+		t.Errorf("got:\n%s\nwant it to end with:\n%s", out.String(), want)
+	}
+}
+
 func TestStatusCommandErrors(t *testing.T) {
 	// A port nobody listens on.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -92,8 +92,10 @@ type ProcessInfo struct {
 	// and status reach it at 127.0.0.1, not at the name it is issued for).
 	TLS     bool   `json:"tls,omitempty"`
 	TLSCert string `json:"tlsCert,omitempty"`
-	// TLSNotAfter is when the certificate served expires.
-	TLSNotAfter *time.Time `json:"tlsNotAfter,omitempty"`
+	// TLSNotBefore and TLSNotAfter are the dates the certificate served
+	// is valid between.
+	TLSNotBefore *time.Time `json:"tlsNotBefore,omitempty"`
+	TLSNotAfter  *time.Time `json:"tlsNotAfter,omitempty"`
 	// TLSError says why the certificate's files, changed since the
 	// certificate served was read (a renewal), cannot be read, since
 	// TLSErrorSince; the certificate read before is served meanwhile.
@@ -171,16 +173,26 @@ type BackendStatus struct {
 
 // CertNotice is what toolgate status and the console say of the client
 // certificate b's server is reached with: a line once it is due for
-// renewal (tlsfiles.RenewWithin) or expired, or when its file cannot be
-// read; "" otherwise. expired says it expired (the gateway is degraded).
-func (b BackendStatus) CertNotice(now time.Time) (line string, expired bool) {
-	switch na := b.TLSCertNotAfter; {
-	case b.TLSCertError != "": // which names the file
-		return b.Name + ": client certificate CANNOT BE READ: " + b.TLSCertError + ": the server's next connect fails on it; put the certificate back (PEM)", false
-	case na != nil && na.Sub(now) < tlsfiles.RenewWithin:
-		return tlsfiles.Expiry(strings.TrimSpace(b.Name+": client certificate "+b.TLSCert), "the server refuses it", *na, now)
+// renewal (tlsfiles.RenewWithin), expired or not valid yet, or when its
+// file cannot be read; "" otherwise. problem says what is wrong with it
+// now ("has expired", "is not valid yet": the gateway is degraded).
+func (b BackendStatus) CertNotice(now time.Time) (line, problem string) {
+	if b.TLSCertError != "" { // which names the file
+		return b.Name + ": client certificate CANNOT BE READ: " + b.TLSCertError + ": the server's next connect fails on it; put the certificate back (PEM)", ""
 	}
-	return "", false
+	na := b.TLSCertNotAfter
+	if na == nil {
+		return "", ""
+	}
+	var nb time.Time
+	if b.TLSCertNotBefore != nil {
+		nb = *b.TLSCertNotBefore
+	}
+	line, problem = tlsfiles.Expiry(strings.TrimSpace(b.Name+": client certificate "+b.TLSCert), "the server refuses it", nb, *na, now)
+	if problem == "" && na.Sub(now) >= tlsfiles.RenewWithin {
+		return "", ""
+	}
+	return line, problem
 }
 
 // StatusHandler serves GET /status: a StatusReport of src as JSON. Mount it

@@ -160,20 +160,37 @@ func certHosts(leaf *x509.Certificate) []string {
 
 // frontExpiry is tlsfiles.Expiry of the HTTPS front's certificate, in
 // file ("" in a report for an API key that is not admin).
-func frontExpiry(file string, notAfter, now time.Time) (line string, expired bool) {
-	return tlsfiles.Expiry(strings.TrimSpace("https: certificate "+file), "clients refuse it", notAfter, now)
+func frontExpiry(file string, notBefore, notAfter, now time.Time) (line, problem string) {
+	return tlsfiles.Expiry(strings.TrimSpace("https: certificate "+file), "clients refuse it", notBefore, notAfter, now)
 }
 
-// warnExpiry logs, at start, a front certificate that expired or expires
-// within tlsfiles.RenewWithin.
+// reportExpiry is frontExpiry of the certificate p says the front serves
+// (ok false when it serves none).
+func reportExpiry(p *gateway.ProcessInfo, now time.Time) (line, problem string, ok bool) {
+	if p == nil || p.TLSNotAfter == nil {
+		return "", "", false
+	}
+	var nb time.Time
+	if p.TLSNotBefore != nil {
+		nb = *p.TLSNotBefore
+	}
+	line, problem = frontExpiry(p.TLSCert, nb, *p.TLSNotAfter, now)
+	return line, problem, true
+}
+
+// warnExpiry logs, at start, a front certificate that expired, is not
+// valid yet or expires within tlsfiles.RenewWithin.
 func warnExpiry(log *slog.Logger, file string, leaf *x509.Certificate, now time.Time) {
 	if leaf == nil {
 		return
 	}
-	line, expired := frontExpiry(file, leaf.NotAfter, now)
+	line, problem := frontExpiry(file, leaf.NotBefore, leaf.NotAfter, now)
 	switch {
-	case expired:
+	case problem == "has expired":
 		log.Error("the HTTPS front's certificate has expired: clients refuse it", "file", file, "not_after", leaf.NotAfter, "fix", "renew it: write the new certificate and key over the files (served from the next handshake, no restart)")
+	case problem != "":
+		log.Error("the HTTPS front's certificate is not valid yet by this machine's clock: clients whose clock agrees refuse it", "file", file, "not_before", leaf.NotBefore,
+			"fix", "if it was issued just now, this machine's clock is behind: set it right (timedatectl); else serve a certificate valid now")
 	case leaf.NotAfter.Sub(now) < tlsfiles.RenewWithin:
 		log.Warn("the HTTPS front's certificate expires soon", "file", file, "not_after", leaf.NotAfter, "detail", line)
 	}

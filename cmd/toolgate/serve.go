@@ -395,7 +395,7 @@ func (p *process) report() *gateway.ProcessInfo {
 	}
 	if p.cert != nil {
 		if leaf := p.cert.Leaf(); leaf != nil {
-			i.TLSNotAfter = &leaf.NotAfter
+			i.TLSNotBefore, i.TLSNotAfter = &leaf.NotBefore, &leaf.NotAfter
 		}
 		if since, err := p.cert.Fault(); err != nil {
 			i.TLSError, i.TLSErrorSince = err.Error(), &since

@@ -393,14 +393,12 @@ func degradedReasons(rep gateway.StatusReport) []string {
 	if st := rep.Search; st != nil && st.BM25Only {
 		bad = append(bad, "search runs BM25 only: "+statusLine(st.Reason, 200))
 	}
-	if p := rep.Process; p != nil && p.TLSNotAfter != nil {
-		if _, expired := frontExpiry(p.TLSCert, *p.TLSNotAfter, time.Now()); expired {
-			bad = append(bad, "the HTTPS front's certificate has expired")
-		}
+	if _, problem, _ := reportExpiry(rep.Process, time.Now()); problem != "" {
+		bad = append(bad, "the HTTPS front's certificate "+problem)
 	}
 	for _, b := range rep.Backends {
-		if _, expired := b.CertNotice(time.Now()); expired {
-			bad = append(bad, b.Name+"'s client certificate has expired")
+		if _, problem := b.CertNotice(time.Now()); problem != "" {
+			bad = append(bad, b.Name+"'s client certificate "+problem)
 		}
 	}
 	return bad
@@ -411,8 +409,7 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 	if p := rep.Process; p != nil && len(p.Config) > 0 {
 		fmt.Fprintf(w, "config: %s\n", strings.Join(p.Config, ", "))
 	}
-	if p := rep.Process; p != nil && p.TLSNotAfter != nil {
-		line, _ := frontExpiry(p.TLSCert, *p.TLSNotAfter, time.Now())
+	if line, _, ok := reportExpiry(rep.Process, time.Now()); ok {
 		fmt.Fprintln(w, line)
 	}
 	if p := rep.Process; p != nil && p.TLSError != "" {

@@ -235,8 +235,9 @@ func TestHTTPSFront(t *testing.T) {
 	}
 	// Its expiry is reported: /status, toolgate status, the metric.
 	out, _, _ = runToolgate(t, data, "status", "--json")
-	if reps := decodeReports(t, out); len(reps) != 1 || reps[0].Process == nil || reps[0].Process.TLSNotAfter == nil || !reps[0].Process.TLSNotAfter.Equal(renewed.TLS.Leaf.NotAfter) {
-		t.Errorf("status --json: process.tlsNotAfter is not the renewed certificate's %s\n%s", renewed.TLS.Leaf.NotAfter, out)
+	if reps := decodeReports(t, out); len(reps) != 1 || reps[0].Process == nil || reps[0].Process.TLSNotAfter == nil || !reps[0].Process.TLSNotAfter.Equal(renewed.TLS.Leaf.NotAfter) ||
+		reps[0].Process.TLSNotBefore == nil || !reps[0].Process.TLSNotBefore.Equal(renewed.TLS.Leaf.NotBefore) {
+		t.Errorf("status --json: process.tlsNotBefore/tlsNotAfter are not the renewed certificate's %s, %s\n%s", renewed.TLS.Leaf.NotBefore, renewed.TLS.Leaf.NotAfter, out)
 	}
 	if out, _, _ := runToolgate(t, data, "status"); !strings.Contains(out, "https: certificate "+filepath.Join(dir, "front.pem")+" expires at ") || !strings.Contains(out, "hours: renew it") {
 		t.Errorf("status: want the certificate's expiry within a day (the test CA's certificates last a day)\n%s", out)
@@ -299,54 +300,79 @@ func TestCertChangedLog(t *testing.T) {
 // an expired one counted as degraded.
 func TestCertExpiry(t *testing.T) {
 	now := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	issued := now.Add(-30 * 24 * time.Hour)
 	for _, tc := range []struct {
-		notAfter time.Time
-		says     string
-		expired  bool
+		notBefore, notAfter time.Time
+		says, problem       string
 	}{
-		{now.Add(90 * 24 * time.Hour), "https: certificate f.pem valid until 2027-04-01 00:00 UTC (90 days)", false},
-		{now.Add(5 * 24 * time.Hour), "https: certificate f.pem expires at 2027-01-06 00:00 UTC, in 5 days: renew it", false},
-		{now.Add(-time.Hour), "https: certificate f.pem EXPIRED at 2026-12-31 23:00 UTC: clients refuse it", true},
+		{issued, now.Add(90 * 24 * time.Hour), "https: certificate f.pem valid until 2027-04-01 00:00 UTC (90 days)", ""},
+		{issued, now.Add(5 * 24 * time.Hour), "https: certificate f.pem expires at 2027-01-06 00:00 UTC, in 5 days: renew it", ""},
+		{issued, now.Add(-time.Hour), "https: certificate f.pem EXPIRED at 2026-12-31 23:00 UTC: clients refuse it", "has expired"},
+		// Issued a moment ago for a machine whose clock is right, served
+		// by one whose clock is behind.
+		{now.Add(20 * time.Minute), now.Add(90 * 24 * time.Hour),
+			"https: certificate f.pem NOT VALID YET: valid from 2027-01-01 00:20 UTC, in 1 hour by this machine's clock (2027-01-01 00:00 UTC): clients refuse it until then; if it was issued just now, this machine's clock is behind (timedatectl)", "is not valid yet"},
+		{time.Time{}, now.Add(90 * 24 * time.Hour), "https: certificate f.pem valid until", ""}, // no NotBefore in the report (an older gateway)
 	} {
-		line, expired := frontExpiry("f.pem", tc.notAfter, now)
-		if !strings.HasPrefix(line, tc.says) || expired != tc.expired {
-			t.Errorf("frontExpiry(%s) = %q, %v; want %q, %v", tc.notAfter, line, expired, tc.says, tc.expired)
+		line, problem := frontExpiry("f.pem", tc.notBefore, tc.notAfter, now)
+		if !strings.HasPrefix(line, tc.says) || problem != tc.problem {
+			t.Errorf("frontExpiry(%s, %s) = %q, %q; want %q, %q", tc.notBefore, tc.notAfter, line, problem, tc.says, tc.problem)
 		}
 	}
-	// At start the log says so: an error once expired, a warning within
-	// 14 days, nothing before.
+	// At start the log says so: an error once expired or while not valid
+	// yet, a warning within 14 days, nothing before.
 	for _, tc := range []struct {
-		left time.Duration
-		want string
-	}{{-time.Hour, `level=ERROR msg="the HTTPS front's certificate has expired: clients refuse it" file=f.pem not_after=`}, {5 * 24 * time.Hour, `level=WARN msg="the HTTPS front's certificate expires soon"`}, {90 * 24 * time.Hour, ""}} {
+		from, left time.Duration
+		want       string
+	}{
+		{-time.Hour, -time.Hour, `level=ERROR msg="the HTTPS front's certificate has expired: clients refuse it" file=f.pem not_after=`},
+		{time.Hour, 90 * 24 * time.Hour, `level=ERROR msg="the HTTPS front's certificate is not valid yet by this machine's clock: clients whose clock agrees refuse it" file=f.pem not_before=`},
+		{-time.Hour, 5 * 24 * time.Hour, `level=WARN msg="the HTTPS front's certificate expires soon"`},
+		{-time.Hour, 90 * 24 * time.Hour, ""},
+	} {
 		logs := &testenv.LogBuffer{}
-		warnExpiry(logs.Logger(), "f.pem", &x509.Certificate{NotAfter: now.Add(tc.left)}, now)
+		warnExpiry(logs.Logger(), "f.pem", &x509.Certificate{NotBefore: now.Add(tc.from), NotAfter: now.Add(tc.left)}, now)
 		if got := logs.String(); tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
-			t.Errorf("warnExpiry with %s left: %q, want %q", tc.left, got, tc.want)
+			t.Errorf("warnExpiry valid from %s to %s: %q, want %q", tc.from, tc.left, got, tc.want)
 		}
 	}
-	past := time.Now().Add(-time.Minute)
-	rep := gateway.StatusReport{Process: &gateway.ProcessInfo{TLS: true, TLSCert: "f.pem", TLSNotAfter: &past}}
+	past, future, lastMonth := time.Now().Add(-time.Minute), time.Now().Add(time.Hour), time.Now().Add(-30*24*time.Hour)
+	rep := gateway.StatusReport{Process: &gateway.ProcessInfo{TLS: true, TLSCert: "f.pem", TLSNotBefore: &lastMonth, TLSNotAfter: &past}}
 	if bad := degradedReasons(rep); !slices.Contains(bad, "the HTTPS front's certificate has expired") {
 		t.Errorf("degraded reasons %v: want the expired certificate", bad)
+	}
+	later := time.Now().Add(90 * 24 * time.Hour)
+	rep = gateway.StatusReport{Process: &gateway.ProcessInfo{TLS: true, TLSCert: "f.pem", TLSNotBefore: &future, TLSNotAfter: &later}}
+	if bad := degradedReasons(rep); !slices.Equal(bad, []string{"the HTTPS front's certificate is not valid yet"}) {
+		t.Errorf("degraded reasons %v: want the certificate not valid yet", bad)
+	}
+	var front strings.Builder
+	if err := printStatus(&front, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(front.String(), "\nhttps: certificate f.pem NOT VALID YET: valid from ") {
+		t.Errorf("status of a front whose certificate is not valid yet:\n%s", front.String())
 	}
 
 	// A remote server's client certificate: a line below the table once
 	// it is due for renewal, and degraded once expired.
-	soon, later := time.Now().Add(3*24*time.Hour+time.Minute), time.Now().Add(90*24*time.Hour)
+	soon := time.Now().Add(3*24*time.Hour + time.Minute)
 	remote := func(name string, na *time.Time) gateway.BackendStatus {
-		return gateway.BackendStatus{Status: backend.Status{Name: name, State: backend.StateUp, TLSCert: "/etc/" + name + ".pem", TLSCertNotAfter: na}}
+		return gateway.BackendStatus{Status: backend.Status{Name: name, State: backend.StateUp, TLSCert: "/etc/" + name + ".pem", TLSCertNotBefore: &lastMonth, TLSCertNotAfter: na}}
 	}
 	unread := remote("unread", nil)
-	unread.TLSCertError = "cannot read /etc/unread.pem: no such file or directory"
-	rep = gateway.StatusReport{Backends: []gateway.BackendStatus{remote("soon", &soon), remote("later", &later), remote("gone", &past), unread}}
+	unread.TLSCertNotBefore, unread.TLSCertError = nil, "cannot read /etc/unread.pem: no such file or directory"
+	early := remote("early", &later)
+	early.TLSCertNotBefore = &future
+	rep = gateway.StatusReport{Backends: []gateway.BackendStatus{remote("soon", &soon), remote("later", &later), remote("gone", &past), unread, early}}
 	var out strings.Builder
 	if err := printStatus(&out, rep); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"\nsoon: client certificate /etc/soon.pem expires at ", ", in 3 days: renew it\n",
 		"\ngone: client certificate /etc/gone.pem EXPIRED at ",
-		"\nunread: client certificate CANNOT BE READ: cannot read /etc/unread.pem: no such file or directory: the server's next connect fails on it"} {
+		"\nunread: client certificate CANNOT BE READ: cannot read /etc/unread.pem: no such file or directory: the server's next connect fails on it",
+		"\nearly: client certificate /etc/early.pem NOT VALID YET: valid from "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status: no %q in\n%s", want, out.String())
 		}
@@ -354,11 +380,11 @@ func TestCertExpiry(t *testing.T) {
 	if strings.Contains(out.String(), "later.pem") {
 		t.Errorf("status names a client certificate far from expiry:\n%s", out.String())
 	}
-	if line, _ := frontExpiry("", now.Add(90*24*time.Hour), now); line != "https: certificate valid until 2027-04-01 00:00 UTC (90 days)" {
+	if line, _ := frontExpiry("", issued, now.Add(90*24*time.Hour), now); line != "https: certificate valid until 2027-04-01 00:00 UTC (90 days)" {
 		t.Errorf("no file (a report for a key that is not admin): %q", line)
 	}
-	if bad := degradedReasons(rep); !slices.Equal(bad, []string{"gone's client certificate has expired"}) {
-		t.Errorf("degraded reasons %v: want gone's client certificate alone", bad)
+	if bad := degradedReasons(rep); !slices.Equal(bad, []string{"gone's client certificate has expired", "early's client certificate is not valid yet"}) {
+		t.Errorf("degraded reasons %v: want gone's and early's client certificates alone", bad)
 	}
 }
 

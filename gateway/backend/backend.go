@@ -258,8 +258,8 @@ func (b *backend) status() Status {
 	st := b.snapshot()
 	if t := b.cfg.TLS; t != nil && t.Cert != "" { // the file read with no lock held
 		st.TLSCert = t.Cert
-		if na, err := tlsfiles.NotAfter(t.Cert); err == nil {
-			st.TLSCertNotAfter = &na
+		if nb, na, err := tlsfiles.Dates(t.Cert); err == nil {
+			st.TLSCertNotBefore, st.TLSCertNotAfter = &nb, &na
 		} else {
 			st.TLSCertError = err.Error()
 		}
@@ -359,9 +359,15 @@ func (b *backend) connect(ctx context.Context) {
 	b.mu.Unlock()
 	b.log.Info("backend up", keyTools, len(tools), keyProtocol, r.protocol)
 	if t := b.cfg.TLS; t != nil && t.Cert != "" {
-		if na, err := tlsfiles.NotAfter(t.Cert); err == nil && time.Until(na) < tlsfiles.RenewWithin {
-			b.log.Warn("the client certificate of tls.cert expires soon, or has: renew it before the server refuses it (written over the files, it is used from the next handshake)",
-				"file", t.Cert, "not_after", na)
+		if nb, na, err := tlsfiles.Dates(t.Cert); err == nil {
+			switch {
+			case time.Now().Before(nb):
+				b.log.Warn("the client certificate of tls.cert is not valid yet by this machine's clock: if it was issued just now, this machine's clock is behind (timedatectl)",
+					"file", t.Cert, "not_before", nb)
+			case time.Until(na) < tlsfiles.RenewWithin:
+				b.log.Warn("the client certificate of tls.cert expires soon, or has: renew it before the server refuses it (written over the files, it is used from the next handshake)",
+					"file", t.Cert, "not_after", na)
+			}
 		}
 		if fix := tlsfiles.Exposed(t.Key); fix != "" {
 			b.log.Warn("the private key of tls.key is readable by every user of this machine", "file", t.Key, "fix", fix)

@@ -252,12 +252,14 @@ type Status struct {
 	PID       int       `json:"pid,omitempty"`       // stdio process id while running
 	Protocol  string    `json:"protocol,omitempty"`
 	// TLSCert is the client certificate the server is reached with (its
-	// "tls.cert"), and TLSCertNotAfter when it expires, so that it is
-	// renewed before the server refuses it; TLSCertError says why the file
-	// cannot be read (removed, not PEM), which the next connect fails on.
-	TLSCert         string     `json:"tlsCert,omitempty"`
-	TLSCertNotAfter *time.Time `json:"tlsCertNotAfter,omitempty"`
-	TLSCertError    string     `json:"tlsCertError,omitempty"`
+	// "tls.cert"), TLSCertNotBefore and TLSCertNotAfter the dates it is
+	// valid between, so that it is renewed before the server refuses it;
+	// TLSCertError says why the file cannot be read (removed, not PEM),
+	// which the next connect fails on.
+	TLSCert          string     `json:"tlsCert,omitempty"`
+	TLSCertNotBefore *time.Time `json:"tlsCertNotBefore,omitempty"`
+	TLSCertNotAfter  *time.Time `json:"tlsCertNotAfter,omitempty"`
+	TLSCertError     string     `json:"tlsCertError,omitempty"`
 }
 
 // UnavailableError is returned by CallTool when the server is unknown, not

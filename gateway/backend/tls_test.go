@@ -46,11 +46,19 @@ func TestRemoteOverTLS(t *testing.T) {
 		Cert: tlstest.Write(t, dir, "expired.pem", expired.CertPEM),
 		Key:  tlstest.Write(t, dir, "expired-key.pem", expired.KeyPEM),
 	}
+	// Valid from tomorrow: issued for a machine whose clock is ahead of
+	// this one's (or this one's is behind).
+	tomorrow := clients.Issue(t, tlstest.Options{Client: true, NotBefore: time.Now().Add(24 * time.Hour), NotAfter: time.Now().Add(48 * time.Hour)})
+	early := &config.TLS{CA: full.CA,
+		Cert: tlstest.Write(t, dir, "early.pem", tomorrow.CertPEM),
+		Key:  tlstest.Write(t, dir, "early-key.pem", tomorrow.KeyPEM),
+	}
 	l := &testenv.LogBuffer{}
 	p := startPool(t, []config.Server{
 		with(streamable.Config("https", nil), full),
 		with(sse.Config("sse", nil), full),
 		with(streamable.Config("expired", nil), stale),
+		with(streamable.Config("early", nil), early),
 		streamable.Config("noca", nil),
 		with(streamable.Config("nocert", nil), &config.TLS{CA: full.CA}),
 		with(misnamed.Config("misnamed", nil), &config.TLS{CA: full.CA}),
@@ -66,8 +74,9 @@ func TestRemoteOverTLS(t *testing.T) {
 		}
 		// Its client certificate's expiry is in the status; a day left
 		// is within tlsfiles.RenewWithin, which the log says at connect.
-		if st := statusOf(t, p, name); st.TLSCert != full.Cert || st.TLSCertNotAfter == nil || !st.TLSCertNotAfter.Equal(client.TLS.Leaf.NotAfter) {
-			t.Errorf("%s: status's client certificate %q until %v, want %s until %s", name, st.TLSCert, st.TLSCertNotAfter, full.Cert, client.TLS.Leaf.NotAfter)
+		if st := statusOf(t, p, name); st.TLSCert != full.Cert || st.TLSCertNotAfter == nil || !st.TLSCertNotAfter.Equal(client.TLS.Leaf.NotAfter) ||
+			st.TLSCertNotBefore == nil || !st.TLSCertNotBefore.Equal(client.TLS.Leaf.NotBefore) {
+			t.Errorf("%s: status's client certificate %q from %v until %v, want %s from %s until %s", name, st.TLSCert, st.TLSCertNotBefore, st.TLSCertNotAfter, full.Cert, client.TLS.Leaf.NotBefore, client.TLS.Leaf.NotAfter)
 		}
 		for _, want := range []string{"msg=\"the client certificate of tls.cert expires soon, or has: renew it",
 			"msg=\"the private key of tls.key is readable by every user of this machine\"",
@@ -95,11 +104,16 @@ func TestRemoteOverTLS(t *testing.T) {
 		"noca":     `the server's certificate is signed by an authority this machine does not trust (a private CA, or a self-signed certificate): give that CA's certificate, a PEM file, in the server's "tls": {"ca": "…"}`,
 		"misnamed": `the server's certificate is for [mcp.internal.example], not 127.0.0.1: write the server's "url" with a name the certificate holds`,
 		"expired":  `the server refused the client certificate of "tls.cert" (` + stale.Cert + `): it is not valid now`,
+		"early":    `the server refused the client certificate of "tls.cert" (` + early.Cert + `): it is not valid now`,
 		"nocert":   `the server refused the TLS handshake, as a server does that asks for a client certificate (mutual TLS): give one in the server's "tls": {"cert": "…", "key": "…"}`,
 	} {
 		if st := statusOf(t, p, name); st.State != StateDown || !strings.Contains(st.Err, fix) {
 			t.Errorf("%s: %s %q, want down with the fix %q", name, st.State, st.Err, fix)
 		}
+	}
+	// Its dates are in the status, for toolgate status to say why.
+	if st := statusOf(t, p, "early"); st.TLSCertNotBefore == nil || !st.TLSCertNotBefore.Equal(tomorrow.TLS.Leaf.NotBefore) {
+		t.Errorf("early: status's client certificate valid from %v, want %s", st.TLSCertNotBefore, tomorrow.TLS.Leaf.NotBefore)
 	}
 }
 

@@ -142,39 +142,51 @@ func Exposed(path string) string {
 // renew it: in toolgate status and in the log.
 const RenewWithin = 14 * 24 * time.Hour
 
-// Expiry says how a certificate valid until notAfter stands at now, in a
-// line headed by subject ("https: certificate FILE"): valid until when,
-// due for renewal (within RenewWithin), or expired, when refusers (who
-// refuses it then: "clients refuse it") is said; and whether it expired.
-func Expiry(subject, refusers string, notAfter, now time.Time) (line string, expired bool) {
+// Expiry says how a certificate valid from notBefore until notAfter
+// stands at now, in a line headed by subject ("https: certificate FILE"):
+// valid until when, due for renewal (within RenewWithin), expired or not
+// valid yet, when refusers (who refuses it then: "clients refuse it") is
+// said; and problem, what is wrong with it now ("has expired", "is not
+// valid yet"; "" when it is valid).
+//
+// A certificate not valid yet by this machine's clock is most often one
+// issued a moment ago (or for a machine whose clock is right) on a machine
+// whose clock is behind: the line says to look at the clock.
+func Expiry(subject, refusers string, notBefore, notAfter, now time.Time) (line, problem string) {
 	until := notAfter.UTC().Format("2006-01-02 15:04 UTC")
 	left := notAfter.Sub(now)
 	switch {
 	case left <= 0:
-		return fmt.Sprintf("%s EXPIRED at %s: %s; renew it (written over the files, it is used from the next handshake)", subject, until, refusers), true
+		return fmt.Sprintf("%s EXPIRED at %s: %s; renew it (written over the files, it is used from the next handshake)", subject, until, refusers), "has expired"
+	case now.Before(notBefore):
+		return fmt.Sprintf("%s NOT VALID YET: valid from %s, in %s by this machine's clock (%s): %s until then; if it was issued just now, this machine's clock is behind (timedatectl)",
+			subject, notBefore.UTC().Format("2006-01-02 15:04 UTC"), days(notBefore.Sub(now)), now.UTC().Format("2006-01-02 15:04 UTC"), refusers), "is not valid yet"
 	case left < RenewWithin:
-		return fmt.Sprintf("%s expires at %s, in %s: renew it", subject, until, days(left)), false
+		return fmt.Sprintf("%s expires at %s, in %s: renew it", subject, until, days(left)), ""
 	}
-	return fmt.Sprintf("%s valid until %s (%s)", subject, until, days(left)), false
+	return fmt.Sprintf("%s valid until %s (%s)", subject, until, days(left)), ""
 }
 
 // days is d in whole days ("3 days"), or hours under two days.
 func days(d time.Duration) string {
-	if d < 48*time.Hour {
-		return fmt.Sprintf("%d hours", int(math.Ceil(d.Hours())))
+	if h := int(math.Ceil(d.Hours())); h == 1 {
+		return "1 hour"
+	} else if d < 48*time.Hour {
+		return fmt.Sprintf("%d hours", h)
 	}
 	return fmt.Sprintf("%d days", int(d.Hours()/24))
 }
 
-// NotAfter is when the first certificate of the PEM file at path expires:
-// a client certificate's ("tls.cert"), which toolgate status and the
-// metrics show so that it is renewed before a server refuses it.
-func NotAfter(path string) (time.Time, error) {
+// Dates are the dates the first certificate of the PEM file at path is
+// valid between: a client certificate's ("tls.cert"), which toolgate
+// status and the metrics show so that it is renewed before a server
+// refuses it.
+func Dates(path string) (notBefore, notAfter time.Time, err error) {
 	c, err := fileLeaf(path)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, time.Time{}, err
 	}
-	return c.NotAfter, nil
+	return c.NotBefore, c.NotAfter, nil
 }
 
 // pemCerts are the certificates of the PEM file at path, at least one.

@@ -184,7 +184,7 @@ func TestServersCommands(t *testing.T) {
 		{"servers", "remove", "memory", "--config", path},
 		{"servers", "disable", "fs", "--config", path},
 	} {
-		if out, err := run(c...); err != nil {
+		if out, err := run(c...); err != nil || strings.Contains(out, "CANNOT START") {
 			t.Fatalf("%v: %v\n%s", c, err, out)
 		}
 	}
@@ -229,6 +229,15 @@ func TestServersCommands(t *testing.T) {
 	if out, err := run("servers", "restart", "fs", "--config", path); err != nil || !strings.Contains(out, "no gateway runs on the data folder "+data+": nothing to restart now") {
 		t.Errorf("restart with no gateway running: %v\n%s", err, out)
 	}
+	// A command this shell cannot find is added (it may be installed
+	// later, or found by a gateway with another PATH), with a warning.
+	if out, err := run("servers", "add", "clock", "--config", path, "--", "no-such-mcp-server-xyz"); err != nil ||
+		!strings.Contains(out, `warning: with this shell's environment it CANNOT START: command "no-such-mcp-server-xyz" not found in PATH`) {
+		t.Errorf("servers add of a missing command: %v\n%s", err, out)
+	}
+	if out, err := run("servers", "remove", "clock", "--config", path); err != nil {
+		t.Errorf("servers remove clock: %v\n%s", err, out)
+	}
 	// Each change made is a management action in the audit log, as the
 	// local user's; a refused one is not.
 	var got []string
@@ -245,6 +254,8 @@ func TestServersCommands(t *testing.T) {
 		`servers disable server "fs"`,
 		`servers enable server "fs"`,
 		`servers restart server "fs"`,
+		`servers add server "clock" in ` + path,
+		`servers remove server "clock" in ` + path,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("audit records:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -308,6 +309,18 @@ func TestManagementOverStdio(t *testing.T) {
 		ans, _ := searchTools(t, ctx, cs, "read the whole knowledge graph", 10)
 		return slices.Contains(toolNames(ans), "notes__read_graph")
 	})
+	// A command this gateway cannot find: added (it starts once
+	// installed), and the answer says so now rather than "starting".
+	res = executeTool(t, ctx, cs, "toolgate__add_server", map[string]any{"name": "clock", "command": "no-such-mcp-server-xyz"})
+	if res.IsError || !strings.Contains(resultText(res), `Server "clock" is added to `+cfgPath+` but CANNOT START: command "no-such-mcp-server-xyz" not found in PATH`) {
+		t.Errorf("add_server of a missing command: isError=%v %s", res.IsError, resultText(res))
+	}
+	if sc, _ := res.StructuredContent.(map[string]any); sc == nil || !strings.Contains(fmt.Sprint(sc["cannotStart"]), "not found in PATH") {
+		t.Errorf("add_server of a missing command: structuredContent %v, want cannotStart", res.StructuredContent)
+	}
+	if res := executeTool(t, ctx, cs, "toolgate__remove_server", map[string]any{"name": "clock"}); res.IsError {
+		t.Fatalf("remove_server clock: %s", resultText(res))
+	}
 	b, _ := os.ReadFile(cfgPath)
 	var cfg map[string]any
 	if err := json.Unmarshal(b, &cfg); err != nil || cfg["toolgate"].(map[string]any)["profiles"] == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
 )
@@ -105,7 +107,30 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 		return err
 	}
 	fmt.Fprintf(stderr, "added server %q to %s\n", name, docs[i].Path)
+	if problem := cannotStart(docs, name); problem != "" {
+		fmt.Fprintf(stderr, "warning: with this shell's environment it CANNOT START: %s\n"+
+			"  a gateway shows it down until that is fixed, and starts it within 10 s of the command appearing\n"+
+			"  (a gateway started with another PATH may find it: toolgate status tells)\n", problem)
+	}
 	return nil
+}
+
+// cannotStart says why server name of docs, a local server, would not
+// start with this process's environment ("" when it would, or when the
+// config needs variables this shell does not set).
+func cannotStart(docs []config.Doc, name string) string {
+	cfg, _, _, err := config.ParseDocs(docs, nil)
+	if err != nil {
+		return ""
+	}
+	for _, srv := range cfg.All() {
+		if srv.Name == name {
+			if err := backend.CheckCommand(srv, os.Environ()); err != nil {
+				return err.Error()
+			}
+		}
+	}
+	return ""
 }
 
 // pairs splits each "K<sep>V" of list into a map; flag and form name them

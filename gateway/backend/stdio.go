@@ -84,6 +84,35 @@ func resolveCommand(srv config.Server, env []string) (string, error) {
 	return path, nil
 }
 
+// CheckCommand says why a local server's command would not start with the
+// environment environ (a shell's, os.Environ()) as a stdio server gets it
+// (DefaultEnvAllow and its own "env"): not found in PATH, not executable,
+// its cwd not a folder; nil when it would start, and for a remote server.
+// What a start checks first, for a command that adds a server to say at
+// once.
+func CheckCommand(srv config.Server, environ []string) error {
+	return checkCommand(srv, environ, DefaultEnvAllow)
+}
+
+// CheckCommand is the package's CheckCommand of the server the pool runs
+// as server, with the gateway's environment and the pool's EnvAllow: what
+// its next start finds. nil for a server the pool does not have.
+func (p *Pool) CheckCommand(server string) error {
+	srv, ok := p.roster.Load().cfgs[server]
+	if !ok {
+		return nil
+	}
+	return checkCommand(srv, os.Environ(), p.opts.EnvAllow)
+}
+
+func checkCommand(srv config.Server, environ, allow []string) error {
+	if srv.Type != config.TypeStdio || srv.Command == "" {
+		return nil
+	}
+	_, err := resolveCommand(srv, childEnv(environ, allow, srv.Env))
+	return err
+}
+
 // commandState is what a start of srv would find of its command and cwd:
 // the resolved command's path, size, mode and modification time, or why
 // it cannot be resolved. Two different states mean something changed (a

@@ -55,6 +55,8 @@ type Pool interface {
 	Restart(server string) error
 	Unavailable(server string) string
 	Describe(server string) string
+	// CheckCommand says why a local server's command would not start.
+	CheckCommand(server string) error
 }
 
 var _ Pool = (*backend.Pool)(nil)

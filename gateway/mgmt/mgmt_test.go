@@ -45,6 +45,7 @@ func (p *fakePool) Restart(server string) error {
 }
 func (p *fakePool) Unavailable(server string) string { return "pool:" + server }
 func (p *fakePool) Describe(server string) string    { return "pool describes " + server }
+func (p *fakePool) CheckCommand(string) error        { return nil }
 
 // fakeRuntime is the loop: a config, a policy, disabling in memory.
 type fakeRuntime struct {

@@ -102,6 +102,14 @@ func runImport(stdout, stderr io.Writer, files []string, f importFlags) error {
 			fmt.Fprintf(stderr, "  %s  (input %q) %s\n", in.Var, in.ID, what)
 		}
 	}
+	if cfg, err := parseForChecks([]config.Doc{{Data: merged}}); err == nil {
+		if bad := cannotStart(cfg); len(bad) > 0 {
+			fmt.Fprintln(stderr, "warning: with this shell's environment these servers CANNOT START (a gateway shows them down until fixed; one started with another PATH may find them):")
+			for _, name := range slices.Sorted(maps.Keys(bad)) {
+				fmt.Fprintf(stderr, "  %s: %s\n", name, bad[name])
+			}
+		}
+	}
 	if f.into == "" {
 		warnInvalid(stderr, merged, "")
 		_, err := stdout.Write(pretty.PrettyOptions(merged, &pretty.Options{Width: 80, Indent: "  "}))

@@ -127,6 +127,30 @@ func TestImportCommand(t *testing.T) {
 // UTF-16 from PowerShell's `>`) is served as it is, and toolgate servers
 // add and remove edit it in its own encoding: with a mark, add said "the
 // file is not valid JSON".
+// A server whose command this shell cannot find is imported, with a
+// warning that names it and why.
+func TestImportWarnsCommandMissing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "claude_desktop_config.json")
+	src := `{"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
+	  "clock": {"command": "no-such-mcp-server-xyz"}, "tools": {"command": "./bin/tools-server"}}}`
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	into := filepath.Join(t.TempDir(), "toolgate.json")
+	out, err := toolgateCmd(t, t.TempDir(), "import", "--into", into, path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	warning := "warning: with this shell's environment these servers CANNOT START (a gateway shows them down until fixed; one started with another PATH may find them):\n" +
+		`  clock: command "no-such-mcp-server-xyz" not found in PATH (PATH=`
+	if !strings.Contains(string(out), warning) || !strings.Contains(string(out), `  tools: command "./bin/tools-server" not found (a relative path is read from toolgate's working directory): check command`) || strings.Contains(string(out), "  memory:") {
+		t.Errorf("import output: want clock and tools (not memory) named as unable to start:\n%s", out)
+	}
+	if f, err := config.Load(into); err != nil || len(f.All()) != 3 {
+		t.Errorf("imported config: %v, %v", f, err)
+	}
+}
+
 func TestServersCommandsKeepEncoding(t *testing.T) {
 	doc := `{"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}}`
 	utf16le, err := unicode.UTF16(unicode.LittleEndian, unicode.UseBOM).NewEncoder().Bytes([]byte(doc))

@@ -107,30 +107,36 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 		return err
 	}
 	fmt.Fprintf(stderr, "added server %q to %s\n", name, docs[i].Path)
-	if problem := cannotStart(docs, name); problem != "" {
-		fmt.Fprintf(stderr, "warning: with this shell's environment it CANNOT START: %s\n"+
-			"  a gateway shows it down until that is fixed, and starts it within 10 s of the command appearing\n"+
-			"  (a gateway started with another PATH may find it: toolgate status tells)\n", problem)
+	if cfg, err := parseForChecks(docs); err == nil {
+		if problem := cannotStart(cfg)[name]; problem != "" {
+			fmt.Fprintf(stderr, "warning: with this shell's environment it CANNOT START: %s\n"+
+				"  a gateway shows it down until that is fixed, and starts it within 10 s of the command appearing\n"+
+				"  (a gateway started with another PATH may find it: toolgate status tells)\n", problem)
+		}
 	}
 	return nil
 }
 
-// cannotStart says why server name of docs, a local server, would not
-// start with this process's environment ("" when it would, or when the
-// config needs variables this shell does not set).
-func cannotStart(docs []config.Doc, name string) string {
+// parseForChecks parses docs as the gateway would, with this shell's
+// environment, or, when that lacks a variable they use, with any value.
+func parseForChecks(docs []config.Doc) (*config.File, error) {
 	cfg, _, _, err := config.ParseDocs(docs, nil)
 	if err != nil {
-		return ""
+		cfg, _, _, err = config.ParseDocs(docs, config.AnyEnv)
 	}
+	return cfg, err
+}
+
+// cannotStart says, by name, why each local server of cfg would not start
+// with this process's environment (backend.CheckCommand).
+func cannotStart(cfg *config.File) map[string]string {
+	out := map[string]string{}
 	for _, srv := range cfg.All() {
-		if srv.Name == name {
-			if err := backend.CheckCommand(srv, os.Environ()); err != nil {
-				return err.Error()
-			}
+		if err := backend.CheckCommand(srv, os.Environ()); err != nil {
+			out[srv.Name] = err.Error()
 		}
 	}
-	return ""
+	return out
 }
 
 // pairs splits each "K<sep>V" of list into a map; flag and form name them

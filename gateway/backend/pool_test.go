@@ -119,11 +119,13 @@ func textOf(t *testing.T, res *mcp.CallToolResult) string {
 
 func TestStartMixed(t *testing.T) {
 	l := &testenv.LogBuffer{}
+	cwd := t.TempDir()
 	servers := []config.Server{
 		named(backendtest.Command(t, "normal"), "alpha"),
 		named(backendtest.Command(t, "crash-at-start"), "broken"),
 		named(backendtest.Command(t, "garbage-stdout"), "chatty"),
 		{Name: "missing", Type: "stdio", Command: "toolgate-no-such-command-xyz"},
+		{Name: "missingpath", Type: "stdio", Command: "./toolgate-no-such/server", Cwd: cwd},
 		named(backendtest.Command(t, "ignore-discover"), "legacy"),
 		named(backendtest.Command(t, "normal"), "omega"),
 		{Name: "off", Command: "whatever", Disabled: true},
@@ -134,7 +136,7 @@ func TestStartMixed(t *testing.T) {
 	for _, s := range p.Status() {
 		got[s.Name] = s.State
 	}
-	want := map[string]State{"alpha": StateUp, "broken": StateDown, "chatty": StateUp, "missing": StateDown, "legacy": StateUp, "omega": StateUp}
+	want := map[string]State{"alpha": StateUp, "broken": StateDown, "chatty": StateUp, "missing": StateDown, "missingpath": StateDown, "legacy": StateUp, "omega": StateUp}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("states (-want +got):\n%s\nlogs:\n%s", diff, l)
 	}
@@ -144,6 +146,8 @@ func TestStartMixed(t *testing.T) {
 	}{
 		{"broken", []string{`backend "broken"`, "exit status 3", "last stderr lines", "cannot open /nonexistent/db.sqlite", "check command"}},
 		{"missing", []string{`backend "missing"`, "toolgate-no-such-command-xyz", "not found", "check command/PATH"}},
+		// A path: the folder it is read from, not PATH.
+		{"missingpath", []string{`command "` + filepath.Join(cwd, "toolgate-no-such/server") + `" not found (a relative path is read from the server's cwd ` + cwd + `): check command`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := statusOf(t, p, tc.name)

@@ -71,6 +71,17 @@ func resolveCommand(srv config.Server, env []string) (string, error) {
 	pathEnv := envLookup(env, "PATH")
 	path, err := lookPath(srv.Command, pathEnv, srv.Cwd)
 	if err != nil {
+		if errors.Is(err, errNotFound) && strings.Contains(srv.Command, "/") {
+			// A path: PATH plays no part.
+			if filepath.IsAbs(srv.Command) {
+				return "", fmt.Errorf("command %s: check command", err.Error())
+			}
+			where := "toolgate's working directory"
+			if srv.Cwd != "" {
+				where = "the server's cwd " + srv.Cwd
+			}
+			return "", fmt.Errorf("command %s (a relative path is read from %s): check command", err.Error(), where)
+		}
 		if errors.Is(err, errNotFound) {
 			return "", fmt.Errorf("command %s (PATH=%s): check command/PATH (the server's \"env\" may set PATH)", err.Error(), pathEnv)
 		}

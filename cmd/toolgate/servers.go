@@ -89,9 +89,12 @@ type serverInfo struct {
 	Disabled bool        `json:"disabled"`
 	// DisabledAtRunTime: turned off with `toolgate servers disable` or
 	// toolgate__disable_server (kept in the data folder, not the config).
-	DisabledAtRunTime bool   `json:"disabledAtRunTime,omitempty"`
-	ConnectTimeout    string `json:"connectTimeout"`
-	CallTimeout       string `json:"callTimeout"`
+	DisabledAtRunTime bool `json:"disabledAtRunTime,omitempty"`
+	// CannotStart says why a local server's command would not start with
+	// this shell's environment (not in PATH, not executable, no cwd).
+	CannotStart    string `json:"cannotStart,omitempty"`
+	ConnectTimeout string `json:"connectTimeout"`
+	CallTimeout    string `json:"callTimeout"`
 }
 
 type serversReport struct {
@@ -116,7 +119,7 @@ func runServers(w io.Writer, g *globals, path string, asJSON bool) error {
 	}
 	// Validate with the real environment, then describe the file as written
 	// so that expanded secrets never reach the output.
-	_, loadErr := config.Parse(data, path, nil)
+	loaded, loadErr := config.Parse(data, path, nil)
 	if loadErr != nil {
 		if asJSON {
 			rep := serversReport{Config: path, Errors: problems(loadErr)}
@@ -135,10 +138,12 @@ func runServers(w io.Writer, g *globals, path string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
+	bad := cannotStart(loaded)
 	var infos []serverInfo
 	for _, s := range f.All() {
 		info := describe(s)
 		info.DisabledAtRunTime = slices.Contains(state.Disabled, s.Name)
+		info.CannotStart = bad[s.Name]
 		infos = append(infos, info)
 	}
 	if asJSON {
@@ -160,6 +165,8 @@ func runServers(w io.Writer, g *globals, path string, asJSON bool) error {
 			status = "disabled"
 		case s.DisabledAtRunTime:
 			status = "disabled (toolgate servers enable " + s.Name + ")"
+		case s.CannotStart != "":
+			status = "CANNOT START (below)"
 		}
 		target := s.URL
 		if s.Type == config.TypeStdio {
@@ -187,7 +194,19 @@ func runServers(w io.Writer, g *globals, path string, asJSON bool) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Type, status, target, strings.Join(keys, "; "))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var lines []string
+	for _, s := range infos {
+		if s.CannotStart != "" && !s.Disabled && !s.DisabledAtRunTime {
+			lines = append(lines, "  "+s.Name+": "+s.CannotStart)
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintf(w, "\ncannot start with this shell's environment (a gateway started with another PATH may):\n%s\n", strings.Join(lines, "\n"))
+	}
+	return nil
 }
 
 func describe(s config.Server) serverInfo {

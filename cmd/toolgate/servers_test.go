@@ -53,6 +53,44 @@ func TestServersListsWithoutSecrets(t *testing.T) {
 	}
 }
 
+// A local server whose command this shell cannot start is listed as such,
+// with why (its env's values masked), and the file is still valid.
+func TestServersListCannotStart(t *testing.T) {
+	cfg := writeConfig(t, `{"mcpServers": {
+		"time": {"command": "toolgate-no-such-command-xyz", "env": {"PATH": "/opt/hunter2-path"}},
+		"mine": {"command": "./bin/toolgate-no-such-server"},
+		"ok": {"command": "sh", "args": ["-c", "true"]},
+		"off": {"command": "toolgate-no-such-command-xyz", "disabled": true}}}`)
+	var out bytes.Buffer
+	if err := runServers(&out, &globals{dataDir: t.TempDir()}, cfg, false); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"valid, 4 servers", "time  stdio  CANNOT START (below)", "\ncannot start with this shell's environment (a gateway started with another PATH may):\n",
+		`  mine: command "./bin/toolgate-no-such-server" not found (a relative path is read from toolgate's working directory): check command`,
+		`  time: command "toolgate-no-such-command-xyz" not found in PATH (PATH=***): check command/PATH`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("listing lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "hunter2") || strings.Contains(got, "  ok:") || strings.Contains(got, "  off:") {
+		t.Errorf("listing leaks the env's PATH, or says a startable or disabled server cannot start:\n%s", got)
+	}
+	out.Reset()
+	if err := runServers(&out, &globals{dataDir: t.TempDir()}, cfg, true); err != nil {
+		t.Fatal(err)
+	}
+	var rep serversReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rep.Servers {
+		if (s.CannotStart != "") != (s.Name == "time" || s.Name == "mine" || s.Name == "off") {
+			t.Errorf("--json: %s cannotStart %q", s.Name, s.CannotStart)
+		}
+	}
+}
+
 func TestServersBadFile(t *testing.T) {
 	cfg := writeConfig(t, `{"mcpServers": {"a b": {"command": "x"}, "c": {"url": "nope"}}, "toolgate": {"serach": {}}}`)
 	var out bytes.Buffer

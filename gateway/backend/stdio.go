@@ -120,8 +120,10 @@ func checkCommand(srv config.Server, environ, allow []string) error {
 	if srv.Type != config.TypeStdio || srv.Command == "" {
 		return nil
 	}
-	_, err := resolveCommand(srv, childEnv(environ, allow, srv.Env))
-	return err
+	if _, err := resolveCommand(srv, childEnv(environ, allow, srv.Env)); err != nil {
+		return &maskedError{err: err, msg: newErrMasker(srv)(err.Error())} // a PATH of its "env" is its value
+	}
+	return nil
 }
 
 // commandState is what a start of srv would find of its command and cwd:

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -232,6 +233,52 @@ func TestServersRestartWaits(t *testing.T) {
 	}
 	if st, err := live.ReadState(live.StateFile(data)); err != nil || st.RestartRequests["memory"] != 1 {
 		t.Errorf("state file: %+v, %v", st, err)
+	}
+}
+
+// statusSteps is a backend's status that moves one step at each look,
+// and stays at the last.
+type statusSteps struct {
+	mu    sync.Mutex
+	steps []backend.Status
+}
+
+func (s *statusSteps) Status() []backend.Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.steps[0]
+	if len(s.steps) > 1 {
+		s.steps = s.steps[1:]
+	}
+	return []backend.Status{st}
+}
+
+// servers restart says how the server stands once its restart is over,
+// and fails when that is down.
+func TestServersRestartSaysState(t *testing.T) {
+	data := t.TempDir()
+	serve := func(pid int, steps ...backend.Status) {
+		proc := &gateway.ProcessInfo{PID: pid, Transport: "stdio", Client: "client" + itoa(pid)}
+		s := local.Serve(data, statusRoute(gateway.StatusHandler(&statusSteps{steps: steps}, &gateway.StatusOptions{Process: func() *gateway.ProcessInfo { return proc }})), nil)
+		t.Cleanup(func() { s.Close() })
+	}
+	up := backend.Status{Name: "time", Transport: "stdio", State: backend.StateUp, Tools: 2}
+	connecting, back, down := up, up, up
+	connecting.Restarts, connecting.State = 1, backend.StateConnecting
+	back.Restarts, back.Tools = 1, 3
+	down.Restarts, down.State, down.Err = 1, backend.StateDown, `backend "time": command "uvx" not found in PATH (PATH=/usr/bin): check command/PATH`
+	serve(1, up, up, connecting, connecting, back)
+	serve(2, up, connecting, down)
+	var out bytes.Buffer
+	err := runServersRestart(context.Background(), &out, &globals{dataDir: data}, "", "time")
+	if err == nil || !strings.Contains(err.Error(), `server "time" is down after its restart by pid 2 (stdio, client client2): fix what its error says`) {
+		t.Errorf("servers restart: %v", err)
+	}
+	for _, want := range []string{"pid 1 (stdio, client client1): restarted: up, 3 tools\n",
+		`pid 2 (stdio, client client2): restarted, but DOWN: backend "time": command "uvx" not found in PATH (PATH=/usr/bin): check command/PATH` + "\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("servers restart's output lacks %q:\n%s", want, out.String())
+		}
 	}
 }
 

@@ -314,11 +314,15 @@ func runServersRestart(ctx context.Context, stderr io.Writer, g *globals, path, 
 		fmt.Fprintf(stderr, "no gateway runs on the data folder %s: nothing to restart now (a gateway that starts starts it anyway)\n", g.DataDir())
 		return nil
 	}
-	var missed []string
+	var missed, down []string
 	for _, gw := range gws {
-		switch done, why := awaitRestart(ctx, gw, name); {
-		case done:
-			fmt.Fprintf(stderr, "  %s: restarted\n", gw.name())
+		b, why := awaitRestart(ctx, gw, name)
+		switch {
+		case b != nil && b.State == backend.StateDown:
+			fmt.Fprintf(stderr, "  %s: restarted, but DOWN: %s\n", gw.name(), statusLine(b.Err, 300))
+			down = append(down, gw.name())
+		case b != nil:
+			fmt.Fprintf(stderr, "  %s: restarted: %s\n", gw.name(), restartedState(*b))
 		case why != "":
 			fmt.Fprintf(stderr, "  %s: %s\n", gw.name(), why)
 		default:
@@ -326,22 +330,41 @@ func runServersRestart(ctx context.Context, stderr io.Writer, g *globals, path, 
 			missed = append(missed, gw.name())
 		}
 	}
-	if len(missed) > 0 {
+	switch {
+	case len(missed) > 0:
 		return fmt.Errorf("server %q was not restarted by %s within %s: its log says why", name, strings.Join(missed, ", "), restartWait)
+	case len(down) > 0:
+		return fmt.Errorf("server %q is down after its restart by %s: fix what its error says (toolgate status shows it)", name, strings.Join(down, ", "))
 	}
 	return nil
 }
 
+// restartedState says how a server stands after its restart: "up, 9
+// tools", "idle (lazy: …)", "still connecting", "needs a login".
+func restartedState(b gateway.BackendStatus) string {
+	switch b.State {
+	case backend.StateUp:
+		return fmt.Sprintf("up, %d tools", b.Tools)
+	case backend.StateIdle:
+		return "idle (lazy: it starts at its next call)"
+	case backend.StateConnecting:
+		return "still connecting after " + restartWait.String() + " (toolgate status tells when it is up)"
+	}
+	return string(b.State)
+}
+
 // awaitRestart waits up to restartWait for the gateway gw to count one more
-// restart of server than it had; why says why it has nothing to restart
-// (it does not run the server, stopped, does not answer).
-func awaitRestart(ctx context.Context, gw localGateway, server string) (done bool, why string) {
+// restart of server than it had, and for that start to end (up, down,
+// idle …; still connecting at the end of the wait); why says why it has
+// nothing to restart (it does not run the server, stopped, does not
+// answer). b is nil when no restart was counted.
+func awaitRestart(ctx context.Context, gw localGateway, server string) (b *gateway.BackendStatus, why string) {
 	if gw.err != nil {
-		return false, fmt.Sprintf("does not answer (%v)", gw.err)
+		return nil, fmt.Sprintf("does not answer (%v)", gw.err)
 	}
 	before, ok := backendNamed(gw.rep, server)
 	if !ok {
-		return false, fmt.Sprintf("does not run %s", server)
+		return nil, fmt.Sprintf("does not run %s", server)
 	}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -349,18 +372,24 @@ func awaitRestart(ctx context.Context, gw localGateway, server string) (done boo
 	for time.Now().Before(deadline) {
 		now, gone := askLocal(ctx, gw.sock, 5*time.Second)
 		if gone {
-			return false, "stopped meanwhile"
+			if b != nil {
+				return b, ""
+			}
+			return nil, "stopped meanwhile"
 		}
-		if b, ok := backendNamed(now.rep, server); now.err == nil && ok && b.Restarts > before.Restarts {
-			return true, ""
+		if cur, ok := backendNamed(now.rep, server); now.err == nil && ok && cur.Restarts > before.Restarts {
+			b = &cur
+			if cur.State != backend.StateConnecting {
+				return b, ""
+			}
 		}
 		select {
 		case <-ctx.Done():
-			return false, ""
+			return b, ""
 		case <-tick.C:
 		}
 	}
-	return false, ""
+	return b, ""
 }
 
 // backendNamed is the backend named server in rep.

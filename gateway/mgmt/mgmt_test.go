@@ -34,9 +34,20 @@ func (p *fakePool) CallTool(_ context.Context, server, tool string, _ map[string
 }
 func (p *fakePool) Status() []backend.Status {
 	return []backend.Status{
-		{Name: "a", Transport: "stdio", State: backend.StateUp, Tools: 3, PID: 42, Since: time.Unix(0, 0)},
-		{Name: "b", Transport: "http", State: backend.StateDown, Err: "connection refused", LastErr: "connection refused", Restarts: 3},
+		{Name: "a", Transport: "stdio", State: backend.StateUp, Tools: 3, PID: 42, Since: time.Unix(0, 0), Restarts: p.count("a")},
+		{Name: "b", Transport: "http", State: backend.StateDown, Err: "connection refused", LastErr: "connection refused", Restarts: 3 + p.count("b")},
 	}
+}
+
+// count is how many times server was restarted.
+func (p *fakePool) count(server string) int {
+	n := 0
+	for _, r := range p.restarts {
+		if r == server {
+			n++
+		}
+	}
+	return n
 }
 func (p *fakePool) Stderr(server string) []string { return []string{server + " says ***"} }
 func (p *fakePool) Restart(server string) error {
@@ -175,7 +186,9 @@ func TestListAndStatus(t *testing.T) {
 	if res := run(t, s, http, "restart_server", map[string]any{"name": "b"}); !res.IsError || !strings.Contains(resText(res), "enable it instead") {
 		t.Errorf("restart of a disabled server: %s", resText(res))
 	}
-	if res := run(t, s, http, "restart_server", map[string]any{"name": "a"}); res.IsError || !slices.Equal(p.restarts, []string{"a"}) {
+	// The answer waits for the new start to end and says how it went.
+	if res := run(t, s, http, "restart_server", map[string]any{"name": "a"}); res.IsError || !slices.Equal(p.restarts, []string{"a"}) ||
+		resText(res) != `Server "a" is restarted and up, with 3 tools.` {
 		t.Errorf("restart: %s %v", resText(res), p.restarts)
 	}
 	if res := run(t, s, http, "disable_server", map[string]any{"name": "c"}); !res.IsError || !strings.Contains(resText(res), "disabled in the config file") {
@@ -183,6 +196,10 @@ func TestListAndStatus(t *testing.T) {
 	}
 	if res := run(t, s, http, "enable_server", map[string]any{"name": "b"}); res.IsError || rt.pol.Disabled().Has("b") {
 		t.Errorf("enable b: %s", resText(res))
+	}
+	res = run(t, s, http, "restart_server", map[string]any{"name": "b"})
+	if sc, _ := res.StructuredContent.(map[string]any); !res.IsError || !strings.HasPrefix(resText(res), `Server "b" was restarted but is DOWN: connection refused`) || sc["state"] != "down" {
+		t.Errorf("restart of a server that comes back down: isError=%v %s %v", res.IsError, resText(res), res.StructuredContent)
 	}
 }
 

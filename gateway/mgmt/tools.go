@@ -287,7 +287,11 @@ func (s *Server) serverStatus(_ context.Context, c *policy.Caller, a serverArgs)
 	return result(in, "%s", strings.TrimRight(b.String(), "\n"))
 }
 
-func (s *Server) restartServer(_ context.Context, c *policy.Caller, a serverArgs) *mcp.CallToolResult {
+// startWait is how long restart_server waits for the server's new start
+// to end (up, down, idle, needing a login) before it answers.
+var startWait = 10 * time.Second
+
+func (s *Server) restartServer(ctx context.Context, c *policy.Caller, a serverArgs) *mcp.CallToolResult {
 	in, bad := s.find(c, a.Name)
 	if bad != nil {
 		return bad
@@ -299,8 +303,44 @@ func (s *Server) restartServer(_ context.Context, c *policy.Caller, a serverArgs
 		return toolError("restart %q: %v", a.Name, err)
 	}
 	s.log.Info("server restarted by a management call", "server", a.Name)
-	return result(map[string]any{"server": a.Name, "restarted": true},
-		"Server %q is restarting; toolgate__server_status shows when it is up.", a.Name)
+	s.awaitStart(ctx, a.Name, in.Restarts)
+	now, bad := s.find(c, a.Name) // the error masked as server_status shows it
+	if bad != nil {
+		return bad // removed meanwhile
+	}
+	out := map[string]any{"server": a.Name, "restarted": true, "state": now.State}
+	switch now.State {
+	case string(backend.StateUp):
+		return result(out, "Server %q is restarted and up, with %d tools.", a.Name, now.Tools)
+	case string(backend.StateDown):
+		out["error"] = now.Error
+		return &mcp.CallToolResult{IsError: true, StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
+			"Server %q was restarted but is DOWN: %s\ntoolgate__server_status shows its recent stderr lines.", a.Name, now.Error)}}}
+	case string(backend.StateConnecting):
+		return result(out, "Server %q is restarting and still connecting after %s; toolgate__server_status shows when it is up.", a.Name, startWait)
+	}
+	return result(out, "Server %q is restarted: %s.", a.Name, now.State)
+}
+
+// awaitStart waits, up to startWait or ctx, for server to have restarted
+// more than restarts times and to be past connecting.
+func (s *Server) awaitStart(ctx context.Context, server string, restarts int) {
+	ctx, cancel := context.WithTimeout(ctx, startWait)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, st := range s.pool.Status() {
+			if st.Name == server && st.Restarts > restarts && st.State != backend.StateConnecting {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 func (s *Server) setDisabled(disabled bool) func(context.Context, *policy.Caller, serverArgs) *mcp.CallToolResult {

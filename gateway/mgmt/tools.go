@@ -303,35 +303,44 @@ func (s *Server) restartServer(ctx context.Context, c *policy.Caller, a serverAr
 		return toolError("restart %q: %v", a.Name, err)
 	}
 	s.log.Info("server restarted by a management call", "server", a.Name)
-	s.awaitStart(ctx, a.Name, in.Restarts)
-	now, bad := s.find(c, a.Name) // the error masked as server_status shows it
+	return s.started(ctx, c, a.Name, map[string]any{"server": a.Name, "restarted": true}, "restarted", func(st backend.Status) bool { return st.Restarts > in.Restarts })
+}
+
+// started answers a call that started server (verb: "restarted",
+// "enabled") once that start is over, up to startWait: up with its tools,
+// idle, still connecting, or down (an error result with the server's
+// error). begun tells the pool's status of the new start from the one
+// before it. out is the structuredContent, which gains "state".
+func (s *Server) started(ctx context.Context, c *policy.Caller, server string, out map[string]any, verb string, begun func(backend.Status) bool) *mcp.CallToolResult {
+	s.awaitStart(ctx, server, begun)
+	now, bad := s.find(c, server) // the error masked as server_status shows it
 	if bad != nil {
 		return bad // removed meanwhile
 	}
-	out := map[string]any{"server": a.Name, "restarted": true, "state": now.State}
+	out["state"] = now.State
 	switch now.State {
 	case string(backend.StateUp):
-		return result(out, "Server %q is restarted and up, with %d tools.", a.Name, now.Tools)
+		return result(out, "Server %q is %s and up, with %d tools.", server, verb, now.Tools)
 	case string(backend.StateDown):
 		out["error"] = now.Error
 		return &mcp.CallToolResult{IsError: true, StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
-			"Server %q was restarted but is DOWN: %s\ntoolgate__server_status shows its recent stderr lines.", a.Name, now.Error)}}}
+			"Server %q was %s but is DOWN: %s\ntoolgate__server_status shows its recent stderr lines.", server, verb, now.Error)}}}
 	case string(backend.StateConnecting):
-		return result(out, "Server %q is restarting and still connecting after %s; toolgate__server_status shows when it is up.", a.Name, startWait)
+		return result(out, "Server %q is %s and still connecting after %s; toolgate__server_status shows when it is up.", server, verb, startWait)
 	}
-	return result(out, "Server %q is restarted: %s.", a.Name, now.State)
+	return result(out, "Server %q is %s: %s.", server, verb, now.State)
 }
 
-// awaitStart waits, up to startWait or ctx, for server to have restarted
-// more than restarts times and to be past connecting.
-func (s *Server) awaitStart(ctx context.Context, server string, restarts int) {
+// awaitStart waits, up to startWait or ctx, for the pool to run server in
+// a start that begun tells from the one before, past connecting.
+func (s *Server) awaitStart(ctx context.Context, server string, begun func(backend.Status) bool) {
 	ctx, cancel := context.WithTimeout(ctx, startWait)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		for _, st := range s.pool.Status() {
-			if st.Name == server && st.Restarts > restarts && st.State != backend.StateConnecting {
+			if st.Name == server && begun(st) && st.State != backend.StateConnecting {
 				return
 			}
 		}
@@ -359,7 +368,7 @@ func (s *Server) setDisabled(disabled bool) func(context.Context, *policy.Caller
 			return result(out, "Server %q was already disabled.", a.Name)
 		case changed:
 			s.log.Info("server enabled by a management call", "server", a.Name, "caller", c.String())
-			return result(out, "Server %q is enabled: it is starting, and its tools are back in search_tools.", a.Name)
+			return s.started(ctx, c, a.Name, out, "enabled", func(backend.Status) bool { return true })
 		}
 		return result(out, "Server %q was not disabled.", a.Name)
 	}

@@ -104,7 +104,7 @@ func runImport(stdout, stderr io.Writer, files []string, f importFlags) error {
 	}
 	if cfg, err := parseForChecks([]config.Doc{{Data: merged}}); err == nil {
 		if bad := cannotStart(cfg); len(bad) > 0 {
-			fmt.Fprintln(stderr, "warning: with this shell's environment these servers CANNOT START (a gateway shows them down until fixed; one started with another PATH may find them):")
+			fmt.Fprintln(stderr, "warning: with this shell's environment these servers CANNOT START (a gateway shows them down until fixed; one started with another environment may start them):")
 			for _, name := range slices.Sorted(maps.Keys(bad)) {
 				fmt.Fprintf(stderr, "  %s: %s\n", name, bad[name])
 			}

@@ -204,7 +204,7 @@ func runServers(w io.Writer, g *globals, path string, asJSON bool) error {
 		}
 	}
 	if len(lines) > 0 {
-		fmt.Fprintf(w, "\ncannot start with this shell's environment (a gateway started with another PATH may):\n%s\n", strings.Join(lines, "\n"))
+		fmt.Fprintf(w, "\ncannot start with this shell's environment (a gateway started with another environment may):\n%s\n", strings.Join(lines, "\n"))
 	}
 	return nil
 }

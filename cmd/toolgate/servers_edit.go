@@ -110,8 +110,8 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 	if cfg, err := parseForChecks(docs); err == nil {
 		if problem := cannotStart(cfg)[name]; problem != "" {
 			fmt.Fprintf(stderr, "warning: with this shell's environment it CANNOT START: %s\n"+
-				"  a gateway shows it down until that is fixed, and starts it within 10 s of the command appearing\n"+
-				"  (a gateway started with another PATH may find it: toolgate status tells)\n", problem)
+				"  a gateway started from here shows it down until that is fixed (one started with another\n"+
+				"  environment may start it: toolgate status tells)\n", problem)
 		}
 	}
 	return nil

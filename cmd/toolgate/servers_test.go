@@ -3,10 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 func writeConfig(t *testing.T, body string) string {
@@ -66,7 +71,7 @@ func TestServersListCannotStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.String()
-	for _, want := range []string{"valid, 4 servers", "time  stdio  CANNOT START (below)", "\ncannot start with this shell's environment (a gateway started with another PATH may):\n",
+	for _, want := range []string{"valid, 4 servers", "time  stdio  CANNOT START (below)", "\ncannot start with this shell's environment (a gateway started with another environment may):\n",
 		`  mine: command "./bin/toolgate-no-such-server" not found (a relative path is read from toolgate's working directory): check command`,
 		`  time: command "toolgate-no-such-command-xyz" not found in PATH (PATH=***): check command/PATH`} {
 		if !strings.Contains(got, want) {
@@ -118,5 +123,53 @@ func TestServersBundledExample(t *testing.T) {
 		if !strings.Contains(out.String(), name) {
 			t.Errorf("bundled example lacks %s:\n%s", name, out.String())
 		}
+	}
+}
+
+// A server whose entry refers to a variable toolgate's environment lacks
+// does not keep the gateway from starting: the others serve, it is down
+// with the variable to set, and `toolgate servers` says it cannot start.
+// (The whole gateway used to refuse to start.)
+func TestServeWithUnsetVariable(t *testing.T) {
+	s := backendtest.Command(t, backendtest.ModeNormal)
+	gh := maps.Clone(s.Env)
+	gh["GITHUB_TOKEN"] = "${TOOLGATE_TEST_UNSET_TOKEN}"
+	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"fake": map[string]any{"command": s.Command, "env": s.Env},
+		"gh":   map[string]any{"command": s.Command, "env": gh},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, string(b))
+	data := t.TempDir()
+	stdio := toolgateCmd(t, data, "serve", "--config", cfg, "--mode", "bm25")
+	stdio.Stderr = testLog(t, "stdio: ")
+	ctx, cs := connectStdio(t, stdio, 3*time.Minute)
+	var ghErr string
+	testenv.Eventually(t, "fake up and gh down", func() bool {
+		out, _, _ := runToolgate(t, data, "status", "--json")
+		reps := decodeReports(t, out)
+		if len(reps) != 1 {
+			return false
+		}
+		states := map[string]string{}
+		for _, b := range reps[0].Backends {
+			states[b.Name] = string(b.State)
+			if b.Name == "gh" {
+				ghErr = b.Err
+			}
+		}
+		return states["fake"] == "up" && states["gh"] == "down"
+	})
+	if want := `backend "gh": variable ${TOOLGATE_TEST_UNSET_TOKEN} (env.GITHUB_TOKEN) is not set in toolgate's environment: set it where toolgate starts`; !strings.HasPrefix(ghErr, want) {
+		t.Errorf("gh's error: %q, want it to start with %q", ghErr, want)
+	}
+	if ans, _ := searchTools(t, ctx, cs, "echo", 5); len(toolNames(ans)) == 0 {
+		t.Errorf("search_tools found nothing while gh is down")
+	}
+	out, _, err := runToolgate(t, data, "servers", "--config", cfg)
+	if err != nil || !strings.Contains(out, "gh    stdio  CANNOT START (below)") || !strings.Contains(out, "  gh: variable ${TOOLGATE_TEST_UNSET_TOKEN} (env.GITHUB_TOKEN) is not set") {
+		t.Errorf("servers: %v\n%s", err, out)
 	}
 }

@@ -446,8 +446,11 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 		tools []*mcp.Tool
 		err   error
 	)
-	switch b.cfg.Type {
-	case config.TypeStdio:
+	switch ue := b.cfg.UnsetError(); {
+	case ue != nil:
+		// Set where toolgate starts: no later attempt finds it set.
+		err = configError{ue}
+	case b.cfg.Type == config.TypeStdio:
 		r.proc, err = startProc(b.cfg, procConfig{
 			envAllow:    b.p.opts.EnvAllow,
 			maxFrame:    b.p.opts.MaxMessageBytes,
@@ -482,7 +485,7 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 			unread:  pipeUnread(r.proc.stdin),
 			late:    &b.discoverLate,
 		}, r.calls.observe))), nil)
-	case config.TypeHTTP, config.TypeSSE:
+	case b.cfg.Type == config.TypeHTTP || b.cfg.Type == config.TypeSSE:
 		sess, err = b.connectRemote(r.ctx, r, client)
 	default:
 		err = configError{fmt.Errorf("unknown transport type %q: use stdio, http or sse", b.cfg.Type)}
@@ -996,11 +999,15 @@ func (b *backend) supervise() {
 		short := errors.As(lastErr, &re)
 		remote := b.cfg.Type == config.TypeHTTP || b.cfg.Type == config.TypeSSE
 		if len(delays) == 0 || (attempt >= len(delays) && !short && !remote) || errors.As(lastErr, &ce) {
-			recheck := len(delays) > 0 && errors.As(lastErr, &ce) && b.cfg.Type == config.TypeStdio
+			unset := b.cfg.UnsetError() != nil
+			recheck := len(delays) > 0 && errors.As(lastErr, &ce) && b.cfg.Type == config.TypeStdio && !unset
 			if len(delays) > 0 {
-				if recheck {
+				switch {
+				case unset:
+					b.log.Warn("backend stays down until toolgate restarts with the variables of its entry set, or its config entry changes", keyErr, lastErr)
+				case recheck:
 					b.log.Warn("backend stays down until its command or cwd changes (looked at every "+b.p.opts.CommandRecheck.String()+") or its config entry does", keyErr, lastErr, keyAttempt, attempt)
-				} else {
+				default:
 					b.log.Warn("backend stays down", keyErr, lastErr, keyAttempt, attempt,
 						"fix", "mend what makes it fail (its last stderr lines: toolgate__server_status), then `toolgate servers restart "+b.cfg.Name+"` (or toolgate__restart_server, the console's Restart) starts it again")
 				}

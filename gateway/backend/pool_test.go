@@ -126,6 +126,9 @@ func TestStartMixed(t *testing.T) {
 		named(backendtest.Command(t, "garbage-stdout"), "chatty"),
 		{Name: "missing", Type: "stdio", Command: "toolgate-no-such-command-xyz"},
 		{Name: "missingpath", Type: "stdio", Command: "./toolgate-no-such/server", Cwd: cwd},
+		// Variables of their entries unset: never started (sh would run).
+		{Name: "unset", Type: "stdio", Command: "sh", Unset: []config.UnsetVar{{Name: "GH_TOKEN", Field: "env.GITHUB_TOKEN"}}},
+		{Name: "unsetremote", Type: "http", Unset: []config.UnsetVar{{Name: "API_URL", Field: "url"}}},
 		named(backendtest.Command(t, "ignore-discover"), "legacy"),
 		named(backendtest.Command(t, "normal"), "omega"),
 		{Name: "off", Command: "whatever", Disabled: true},
@@ -136,7 +139,7 @@ func TestStartMixed(t *testing.T) {
 	for _, s := range p.Status() {
 		got[s.Name] = s.State
 	}
-	want := map[string]State{"alpha": StateUp, "broken": StateDown, "chatty": StateUp, "missing": StateDown, "missingpath": StateDown, "legacy": StateUp, "omega": StateUp}
+	want := map[string]State{"alpha": StateUp, "broken": StateDown, "chatty": StateUp, "missing": StateDown, "missingpath": StateDown, "unset": StateDown, "unsetremote": StateDown, "legacy": StateUp, "omega": StateUp}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("states (-want +got):\n%s\nlogs:\n%s", diff, l)
 	}
@@ -148,6 +151,8 @@ func TestStartMixed(t *testing.T) {
 		{"missing", []string{`backend "missing"`, "toolgate-no-such-command-xyz", "not found", "check command/PATH"}},
 		// A path: the folder it is read from, not PATH.
 		{"missingpath", []string{`command "` + filepath.Join(cwd, "toolgate-no-such/server") + `" not found (a relative path is read from the server's cwd ` + cwd + `): check command`}},
+		{"unset", []string{`backend "unset": variable ${GH_TOKEN} (env.GITHUB_TOKEN) is not set in toolgate's environment: set it where toolgate starts`}},
+		{"unsetremote", []string{`backend "unsetremote": variable ${API_URL} (url) is not set`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := statusOf(t, p, tc.name)

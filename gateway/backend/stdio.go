@@ -98,7 +98,8 @@ func resolveCommand(srv config.Server, env []string) (string, error) {
 // CheckCommand says why a local server's command would not start with the
 // environment environ (a shell's, os.Environ()) as a stdio server gets it
 // (DefaultEnvAllow and its own "env"): not found in PATH, not executable,
-// its cwd not a folder; nil when it would start, and for a remote server.
+// its cwd not a folder, or (any server) variables of its entry unset
+// (config.Server.UnsetError); nil when it would start.
 // What a start checks first, for a command that adds a server to say at
 // once.
 func CheckCommand(srv config.Server, environ []string) error {
@@ -117,6 +118,9 @@ func (p *Pool) CheckCommand(server string) error {
 }
 
 func checkCommand(srv config.Server, environ, allow []string) error {
+	if err := srv.UnsetError(); err != nil {
+		return err
+	}
 	if srv.Type != config.TypeStdio || srv.Command == "" {
 		return nil
 	}

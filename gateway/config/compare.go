@@ -37,6 +37,7 @@ func (s Server) Changes(o Server) []string {
 	diff("idleTimeout", s.IdleTimeout == o.IdleTimeout)
 	diff("restart", sameRestart(s.Restart, o.Restart))
 	diff("description", s.Description == o.Description)
+	diff("unset", slices.Equal(s.Unset, o.Unset))
 	return out
 }
 

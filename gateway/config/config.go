@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -117,6 +118,56 @@ type Server struct {
 	// server (nil = the section's). Servers fills in the fields it leaves
 	// unset from the section.
 	Restart *Restart `json:"restart,omitempty"`
+
+	// Unset are the ${VAR} references of this entry (enabled) that
+	// toolgate's environment does not set and that give no default; each
+	// is expanded to "". The server cannot start until they are set
+	// (UnsetError says so), but the file is valid: one missing secret does
+	// not keep the other servers from running.
+	Unset []UnsetVar `json:"-"`
+}
+
+// UnsetVar is a variable a server entry refers to that is not set: its
+// name and the field that refers to it ("env.GITHUB_TOKEN").
+type UnsetVar struct {
+	Name, Field string
+}
+
+// UnsetError says that s cannot start for want of its Unset variables,
+// and how to set them; nil when it has none.
+func (s Server) UnsetError() error {
+	if len(s.Unset) == 0 {
+		return nil
+	}
+	refs := make([]string, len(s.Unset))
+	for i, u := range s.Unset {
+		refs[i] = fmt.Sprintf("${%s} (%s)", u.Name, u.Field)
+	}
+	first := s.Unset[0].Name
+	verb := "variable %s is"
+	if len(refs) > 1 {
+		verb = "variables %s are"
+	}
+	return fmt.Errorf(verb+" not set in toolgate's environment: set it where toolgate starts (the client's config for a stdio gateway, the service's environment) and restart toolgate, or give a default in the config, ${%s:-value}",
+		strings.Join(refs, ", "), first)
+}
+
+// unsetKeys are the top-level keys of s whose values refer to unset
+// variables, for validation to pass over (their "" would only add noise).
+func (s Server) unsetKeys(skip map[string]bool) map[string]bool {
+	if len(s.Unset) == 0 {
+		return skip
+	}
+	out := maps.Clone(skip)
+	if out == nil {
+		out = map[string]bool{}
+	}
+	for _, u := range s.Unset {
+		key, _, _ := strings.Cut(u.Field, ".")
+		key, _, _ = strings.Cut(key, "[")
+		out[key] = true
+	}
+	return out
 }
 
 // OAuth is a remote server's "oauth" entry.

@@ -13,6 +13,10 @@ type expander struct {
 	server  string
 	lookup  func(string) (string, bool)
 	lenient bool // keep unset references instead of reporting them (disabled servers)
+	// unset, when set, collects the references to unset variables (each
+	// expanded to "") instead of reporting them (enabled servers: see
+	// Server.Unset).
+	unset *[]UnsetVar
 }
 
 func (x *expander) get(name string) (string, bool) {
@@ -66,6 +70,8 @@ func (x *expander) expand(field, s string) string {
 			b.WriteString(def)
 		case x.lenient:
 			b.WriteString(ref[:end+1])
+		case x.unset != nil:
+			*x.unset = append(*x.unset, UnsetVar{Name: name, Field: field})
 		default:
 			x.p.errorf(x.server, field, "variable ${%s} is not set: set it in toolgate's environment or give a default, ${%s:-value}", name, name)
 		}

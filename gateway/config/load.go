@@ -58,7 +58,7 @@ func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Fi
 		// decode, so that one run shows every problem, but skip the fields
 		// that failed (their zero values would only add noise).
 		for name, s := range f.MCPServers {
-			p.errs = append(p.errs, validateServer(name, s, p.failed[name])...)
+			p.errs = append(p.errs, validateServer(name, s, s.unsetKeys(p.failed[name]))...)
 		}
 		p.errs = append(p.errs, f.Toolgate.validate()...)
 		p.errs = append(p.errs, f.validateProfiles()...)
@@ -407,6 +407,9 @@ func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
 	// A disabled server is never started, so a variable it references may
 	// legitimately be unset: expand what can be expanded and keep the rest.
 	x := &expander{p: p, server: name, lookup: p.lookup, lenient: s.Disabled}
+	if !s.Disabled {
+		x.unset = &s.Unset
+	}
 	s.Type = normalizeType(d.string("type"))
 	s.Command = x.expand("command", d.string("command"))
 	for i, a := range d.strings("args") {
@@ -426,6 +429,12 @@ func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
 	s.Description = d.string("description")
 	if s.Type == "" {
 		s.Type = inferType(s)
+	}
+	if _, url := m["url"]; s.Type == "" && len(s.Unset) > 0 {
+		// A command or url made of unset variables is "": the key says.
+		if _, cmd := m["command"]; cmd != url {
+			s.Type = map[bool]string{true: TypeHTTP, false: TypeStdio}[url]
+		}
 	}
 	// Keys we do not read are tolerated, except near-misses of ours that would
 	// otherwise be dropped silently ("comand", "header", "Args").

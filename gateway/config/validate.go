@@ -39,7 +39,7 @@ func (f *File) Validate() error {
 func (f *File) validate() []*FieldError {
 	var errs []*FieldError
 	for name, s := range f.MCPServers {
-		errs = append(errs, validateServer(name, s, nil)...)
+		errs = append(errs, validateServer(name, s, s.unsetKeys(nil))...)
 	}
 	errs = append(errs, f.Toolgate.validate()...)
 	return append(errs, f.validateProfiles()...)

@@ -211,8 +211,6 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
-// TestParseBad asserts that every problem is reported, each naming where it is
-// (server and field) and carrying the words a user needs to fix it.
 // A server entry that refers to a variable toolgate's environment does not
 // set is valid: the server records the variables (expanded to "") and
 // cannot start until they are set; the other servers run. Validation does
@@ -232,7 +230,7 @@ func TestParseUnset(t *testing.T) {
 	if !slices.Equal(gh.Unset, []UnsetVar{{Name: "GH_TOKEN", Field: "env.GITHUB_TOKEN"}}) || gh.Env["GITHUB_TOKEN"] != "" || gh.Env["LEVEL"] != "info" {
 		t.Errorf("gh: unset %v, env %v", gh.Unset, gh.Env)
 	}
-	if !slices.Equal(api.Unset, []UnsetVar{{Name: "API_URL", Field: "url"}, {Name: "API_KEY", Field: "headers.Authorization"}}) || api.Headers["Authorization"] != "Bearer " || api.Type != TypeHTTP {
+	if !slices.Equal(api.Unset, []UnsetVar{{Name: "API_KEY", Field: "headers.Authorization"}, {Name: "API_URL", Field: "url"}}) || api.Headers["Authorization"] != "Bearer " || api.Type != TypeHTTP {
 		t.Errorf("api: unset %v, headers %v", api.Unset, api.Headers)
 	}
 	if ok.Unset != nil || ok.UnsetError() != nil || off.Unset != nil || off.Env["T"] != "${OFF_TOKEN}" {
@@ -242,8 +240,21 @@ func TestParseUnset(t *testing.T) {
 	if err := gh.UnsetError(); err == nil || err.Error() != want {
 		t.Errorf("gh.UnsetError() = %v\nwant %s", err, want)
 	}
-	if err := api.UnsetError(); err == nil || !strings.HasPrefix(err.Error(), "variables ${API_URL} (url), ${API_KEY} (headers.Authorization) are not set") {
+	if err := api.UnsetError(); err == nil || !strings.HasPrefix(err.Error(), "variables ${API_KEY} (headers.Authorization), ${API_URL} (url) are not set") {
 		t.Errorf("api.UnsetError() = %v", err)
+	}
+	// Several in one map come in one order, parse after parse (a reload
+	// must not take the entry for a changed one).
+	many := `{"mcpServers": {"m": {"command": "x", "env": {"A": "${X1}", "B": "${X2}", "C": "${X3}", "D": "${X4}"}}}}`
+	first, err := Parse([]byte(many), "m.json", env())
+	for i := 0; err == nil && i < 20; i++ {
+		again, err2 := Parse([]byte(many), "m.json", env())
+		if err2 != nil || first.MCPServers["m"].Changes(again.MCPServers["m"]) != nil {
+			t.Fatalf("parse %d: %v, changes %v (%v, %v)", i, err2, first.MCPServers["m"].Changes(again.MCPServers["m"]), first.MCPServers["m"].Unset, again.MCPServers["m"].Unset)
+		}
+	}
+	if err != nil || len(first.MCPServers["m"].Unset) != 4 {
+		t.Fatalf("four unset: %v, %v", err, first.MCPServers["m"].Unset)
 	}
 	// The same entry once the variable is set is a changed entry (a
 	// restart of toolgate with it reads the file anew anyway).
@@ -253,6 +264,8 @@ func TestParseUnset(t *testing.T) {
 	}
 }
 
+// TestParseBad asserts that every problem is reported, each naming where it is
+// (server and field) and carrying the words a user needs to fix it.
 func TestParseBad(t *testing.T) {
 	type want struct{ where, contains string }
 	tests := []struct {

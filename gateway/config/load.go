@@ -430,6 +430,9 @@ func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
 	if s.Type == "" {
 		s.Type = inferType(s)
 	}
+	// Env and headers are maps: the same order at every parse, so that a
+	// reload does not take the entry for a changed one.
+	slices.SortFunc(s.Unset, func(a, b UnsetVar) int { return strings.Compare(a.Field+"\x00"+a.Name, b.Field+"\x00"+b.Name) })
 	if _, url := m["url"]; s.Type == "" && len(s.Unset) > 0 {
 		// A command or url made of unset variables is "": the key says.
 		if _, cmd := m["command"]; cmd != url {

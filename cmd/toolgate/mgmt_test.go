@@ -324,6 +324,16 @@ func TestManagementOverStdio(t *testing.T) {
 	if res := executeTool(t, ctx, cs, "toolgate__remove_server", map[string]any{"name": "clock"}); res.IsError {
 		t.Fatalf("remove_server clock: %s", resultText(res))
 	}
+	// A variable the gateway's environment lacks: added too (it used to
+	// make the config invalid, and the call was refused), and said.
+	res = executeTool(t, ctx, cs, "toolgate__add_server", map[string]any{"name": "vars", "command": "node", "env": map[string]string{"T": "${TOOLGATE_TEST_UNSET_T2}"}})
+	if res.IsError || !strings.Contains(resultText(res), `but CANNOT START: variable ${TOOLGATE_TEST_UNSET_T2} (env.T) is not set in toolgate's environment`) ||
+		!strings.Contains(resultText(res), "see above, or remove_server and add_server it with the values written out") {
+		t.Errorf("add_server with an unset variable: isError=%v %s", res.IsError, resultText(res))
+	}
+	if res := executeTool(t, ctx, cs, "toolgate__remove_server", map[string]any{"name": "vars"}); res.IsError {
+		t.Fatalf("remove_server vars: %s", resultText(res))
+	}
 	b, _ := os.ReadFile(cfgPath)
 	var cfg map[string]any
 	if err := json.Unmarshal(b, &cfg); err != nil || cfg["toolgate"].(map[string]any)["profiles"] == nil {

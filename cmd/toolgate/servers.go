@@ -90,8 +90,9 @@ type serverInfo struct {
 	// DisabledAtRunTime: turned off with `toolgate servers disable` or
 	// toolgate__disable_server (kept in the data folder, not the config).
 	DisabledAtRunTime bool `json:"disabledAtRunTime,omitempty"`
-	// CannotStart says why a local server's command would not start with
-	// this shell's environment (not in PATH, not executable, no cwd).
+	// CannotStart says why the server would not start with this shell's
+	// environment (backend.CheckCommand: a command not in PATH or not
+	// executable, no cwd, a variable of its entry not set).
 	CannotStart    string `json:"cannotStart,omitempty"`
 	ConnectTimeout string `json:"connectTimeout"`
 	CallTimeout    string `json:"callTimeout"`

@@ -94,8 +94,12 @@ func (s *Server) addServer(ctx context.Context, c *policy.Caller, a addArgs) *mc
 		// Kept in the config: the server starts by itself once its
 		// command is installed (a down server's command is looked at
 		// every 10 s), as the same entry would after a restart.
+		fix := "install the command (the gateway starts the server within 10 s of it appearing), or remove_server and add_server it with a command this gateway finds (an absolute path, or \"env\": {\"PATH\": …})"
+		if len(s.rt.Config().MCPServers[a.Name].Unset) > 0 {
+			fix = "see above, or remove_server and add_server it with the values written out"
+		}
 		return result(map[string]any{"server": a.Name, "file": docs[i].Path, "cannotStart": err.Error()},
-			"Server %q is added to %s but CANNOT START: %v. It stays down until that is fixed: install the command (the gateway starts the server within 10 s of it appearing), or remove_server and add_server it with a command this gateway finds (an absolute path, or \"env\": {\"PATH\": …}).", a.Name, docs[i].Path, err)
+			"Server %q is added to %s but CANNOT START: %v. It stays down until that is fixed: %s.", a.Name, docs[i].Path, err, fix)
 	}
 	return result(map[string]any{"server": a.Name, "file": docs[i].Path},
 		"Server %q is added to %s and starting; its tools are searchable once it has listed them (toolgate__server_status shows its state).", a.Name, docs[i].Path)

@@ -431,6 +431,28 @@ func TestReloadFileBack(t *testing.T) {
 	}
 }
 
+// A reload that adds a server whose entry refers to an unset variable is
+// applied (it used to be rejected whole): the server is handed to the pool
+// with its unset variables, which keep it down, and the others run on.
+func TestReloadWithUnsetVariable(t *testing.T) {
+	pool := newFakePool("a")
+	pool.list("a", "apple")
+	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Millisecond}, "a")
+	f.run(t)
+	writeFile(t, f.path, []byte(`{"mcpServers": {"a": {"command": "fake-a"}, "b": {"command": "fake-b", "env": {"T": "${TOOLGATE_TEST_UNSET_LIVE}"}}}}`))
+	st := f.wait(t, "the reload", func(s Stats) bool { return s.ReloadGeneration == 1 })
+	if st.LastReload.Error != "" || !slices.Equal(st.LastReload.Added, []string{"b"}) {
+		t.Fatalf("reload: %+v", st.LastReload)
+	}
+	b := f.loop.Config().MCPServers["b"]
+	if !slices.Equal(b.Unset, []config.UnsetVar{{Name: "TOOLGATE_TEST_UNSET_LIVE", Field: "env.T"}}) || b.UnsetError() == nil {
+		t.Errorf("b in the config applied: unset %v", b.Unset)
+	}
+	if got := f.find(t, "apple", 1); !slices.Equal(got, []string{"a__apple"}) {
+		t.Errorf("search after the reload = %v", got)
+	}
+}
+
 // A look at a file whose content did not change is no reload.
 func TestReloadUnchangedContent(t *testing.T) {
 	pool := newFakePool("a")

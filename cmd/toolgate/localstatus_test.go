@@ -271,7 +271,7 @@ func TestServersRestartSaysState(t *testing.T) {
 	serve(2, up, connecting, down)
 	var out bytes.Buffer
 	err := runServersRestart(context.Background(), &out, &globals{dataDir: data}, "", "time")
-	if err == nil || !strings.Contains(err.Error(), `server "time" is down after its restart by pid 2 (stdio, client client2): fix what its error says`) {
+	if err == nil || !strings.Contains(err.Error(), `server "time" is down after it was restarted by pid 2 (stdio, client client2): fix what its error says`) {
 		t.Errorf("servers restart: %v", err)
 	}
 	for _, want := range []string{"pid 1 (stdio, client client1): restarted: up, 3 tools\n",

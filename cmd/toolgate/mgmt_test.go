@@ -137,15 +137,19 @@ func TestManagementOverHTTP(t *testing.T) {
 			t.Errorf("everything__echo after enabling: %s", resultText(res))
 		}
 		// The shell's way, on the running gateway: the state file is watched.
+		// It waits for the gateway to apply it, and says so.
 		out, err := toolgateCmd(t, dataDir, "servers", "disable", "memory", "--config", cfgPath).CombinedOutput()
-		if err != nil {
+		if err != nil || !strings.Contains(string(out), "(http "+addr+"): disabled: stopped, its tools hidden") {
 			t.Fatalf("toolgate servers disable: %v\n%s", err, out)
 		}
 		waitStatus(t, addr, "memory disabled by the CLI", func(s live.Stats) bool { return slices.Equal(s.Disabled, []string{"memory"}) })
 		if ans, _ := searchTools(t, ctx, cs, "create entities in the knowledge graph", 20); hasPrefix(toolNames(ans), "memory__") {
 			t.Errorf("memory's tools after `servers disable memory`: %v", toolNames(ans))
 		}
-		if out, err := toolgateCmd(t, dataDir, "servers", "enable", "memory").CombinedOutput(); err != nil {
+		// The state once its start is over (or still connecting on a
+		// loaded machine).
+		if out, err := toolgateCmd(t, dataDir, "servers", "enable", "memory").CombinedOutput(); err != nil ||
+			!strings.Contains(string(out), "(http "+addr+"): enabled: up, 9 tools") && !strings.Contains(string(out), "(http "+addr+"): enabled: still connecting") {
 			t.Fatalf("toolgate servers enable: %v\n%s", err, out)
 		}
 		waitStatus(t, addr, "memory enabled by the CLI", func(s live.Stats) bool { return len(s.Disabled) == 0 })

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -238,12 +239,26 @@ func runServersToggle(stderr io.Writer, g *globals, path, name string, disable b
 		fmt.Fprintf(stderr, "server %q was %s already\n", name, verb)
 		return nil
 	}
+	// The gateways running now, and whether each runs the server.
+	gws := localGateways(context.Background(), g.DataDir(), 5*time.Second)
 	if err := live.WriteState(file, next); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "server %q %s (%s)\n", name, verb, file)
 	g.auditCommand("servers "+map[bool]string{true: "disable", false: "enable"}[disable], "", fmt.Sprintf("server %q", name))
-	return nil
+	return awaitChange(context.Background(), stderr, gws, name, verb, func(rep gateway.StatusReport) func(*gateway.BackendStatus) bool {
+		if disable {
+			if _, runs := backendNamed(rep, name); !runs {
+				return nil
+			}
+			return func(now *gateway.BackendStatus) bool { return now == nil }
+		}
+		// A gateway whose config has the server lists it as disabled.
+		if rep.Stats == nil || !slices.Contains(rep.Stats.Disabled, name) {
+			return nil
+		}
+		return func(now *gateway.BackendStatus) bool { return now != nil }
+	})
 }
 
 // dataFolderConfig reads the config at path for a command that works on
@@ -314,34 +329,55 @@ func runServersRestart(ctx context.Context, stderr io.Writer, g *globals, path, 
 		fmt.Fprintf(stderr, "no gateway runs on the data folder %s: nothing to restart now (a gateway that starts starts it anyway)\n", g.DataDir())
 		return nil
 	}
+	return awaitChange(ctx, stderr, gws, name, "restarted", func(rep gateway.StatusReport) func(*gateway.BackendStatus) bool {
+		before, ok := backendNamed(rep, name)
+		if !ok {
+			return nil
+		}
+		return func(now *gateway.BackendStatus) bool { return now != nil && now.Restarts > before.Restarts }
+	})
+}
+
+// awaitChange waits, up to restartWait for each gateway of gws, for it to
+// apply a change of server's state that it was asked for through the
+// state file (verb: "restarted", "enabled", "disabled"), and prints how
+// the server stands in each once that is over: up with its tools, idle,
+// still connecting, stopped, or down with its error. expect says, from a
+// gateway's report before the change, what shows that it applied it: the
+// server's entry now (nil: not run) passes; nil when the gateway has
+// nothing to apply (it does not run the server). The error names the
+// gateways that did not apply it, or where the server is down.
+func awaitChange(ctx context.Context, stderr io.Writer, gws []localGateway, server, verb string, expect func(gateway.StatusReport) func(*gateway.BackendStatus) bool) error {
 	var missed, down []string
 	for _, gw := range gws {
-		b, why := awaitRestart(ctx, gw, name)
+		b, acted, why := awaitServer(ctx, gw, server, expect)
 		switch {
-		case b != nil && b.State == backend.StateDown:
-			fmt.Fprintf(stderr, "  %s: restarted, but DOWN: %s\n", gw.name(), statusLine(b.Err, 300))
-			down = append(down, gw.name())
-		case b != nil:
-			fmt.Fprintf(stderr, "  %s: restarted: %s\n", gw.name(), restartedState(*b))
 		case why != "":
 			fmt.Fprintf(stderr, "  %s: %s\n", gw.name(), why)
-		default:
-			fmt.Fprintf(stderr, "  %s: not restarted within %s\n", gw.name(), restartWait)
+		case !acted:
+			fmt.Fprintf(stderr, "  %s: not %s within %s\n", gw.name(), verb, restartWait)
 			missed = append(missed, gw.name())
+		case b == nil:
+			fmt.Fprintf(stderr, "  %s: %s: stopped, its tools hidden\n", gw.name(), verb)
+		case b.State == backend.StateDown:
+			fmt.Fprintf(stderr, "  %s: %s, but DOWN: %s\n", gw.name(), verb, statusLine(b.Err, 300))
+			down = append(down, gw.name())
+		default:
+			fmt.Fprintf(stderr, "  %s: %s: %s\n", gw.name(), verb, startedState(*b))
 		}
 	}
 	switch {
 	case len(missed) > 0:
-		return fmt.Errorf("server %q was not restarted by %s within %s: its log says why", name, strings.Join(missed, ", "), restartWait)
+		return fmt.Errorf("server %q was not %s by %s within %s: its log says why", server, verb, strings.Join(missed, ", "), restartWait)
 	case len(down) > 0:
-		return fmt.Errorf("server %q is down after its restart by %s: fix what its error says (toolgate status shows it)", name, strings.Join(down, ", "))
+		return fmt.Errorf("server %q is down after it was %s by %s: fix what its error says (toolgate status shows it)", server, verb, strings.Join(down, ", "))
 	}
 	return nil
 }
 
-// restartedState says how a server stands after its restart: "up, 9
-// tools", "idle (lazy: …)", "still connecting", "needs a login".
-func restartedState(b gateway.BackendStatus) string {
+// startedState says how a server stands after its start: "up, 9 tools",
+// "idle (lazy: …)", "still connecting …", "needs-login".
+func startedState(b gateway.BackendStatus) string {
 	switch b.State {
 	case backend.StateUp:
 		return fmt.Sprintf("up, %d tools", b.Tools)
@@ -353,18 +389,19 @@ func restartedState(b gateway.BackendStatus) string {
 	return string(b.State)
 }
 
-// awaitRestart waits up to restartWait for the gateway gw to count one more
-// restart of server than it had, and for that start to end (up, down,
-// idle …; still connecting at the end of the wait); why says why it has
-// nothing to restart (it does not run the server, stopped, does not
-// answer). b is nil when no restart was counted.
-func awaitRestart(ctx context.Context, gw localGateway, server string) (b *gateway.BackendStatus, why string) {
+// awaitServer waits up to restartWait for the gateway gw to apply a change
+// of server (expect, see awaitChange) and, when it runs the server then,
+// for its start to end (up, down, idle …; still connecting at the end of
+// the wait). b is the server's last entry (nil: not run); acted says the
+// change was seen; why says why the gateway has nothing to apply (it does
+// not run the server, stopped, does not answer).
+func awaitServer(ctx context.Context, gw localGateway, server string, expect func(gateway.StatusReport) func(*gateway.BackendStatus) bool) (b *gateway.BackendStatus, acted bool, why string) {
 	if gw.err != nil {
-		return nil, fmt.Sprintf("does not answer (%v)", gw.err)
+		return nil, false, fmt.Sprintf("does not answer (%v)", gw.err)
 	}
-	before, ok := backendNamed(gw.rep, server)
-	if !ok {
-		return nil, fmt.Sprintf("does not run %s", server)
+	applied := expect(gw.rep)
+	if applied == nil {
+		return nil, false, fmt.Sprintf("does not run %s", server)
 	}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -372,24 +409,30 @@ func awaitRestart(ctx context.Context, gw localGateway, server string) (b *gatew
 	for time.Now().Before(deadline) {
 		now, gone := askLocal(ctx, gw.sock, 5*time.Second)
 		if gone {
-			if b != nil {
-				return b, ""
+			if acted {
+				return b, true, ""
 			}
-			return nil, "stopped meanwhile"
+			return nil, false, "stopped meanwhile"
 		}
-		if cur, ok := backendNamed(now.rep, server); now.err == nil && ok && cur.Restarts > before.Restarts {
-			b = &cur
-			if cur.State != backend.StateConnecting {
-				return b, ""
+		if now.err == nil {
+			var cur *gateway.BackendStatus
+			if e, ok := backendNamed(now.rep, server); ok {
+				cur = &e
+			}
+			if applied(cur) {
+				b, acted = cur, true
+				if cur == nil || cur.State != backend.StateConnecting {
+					return b, true, ""
+				}
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return b, ""
+			return b, acted, ""
 		case <-tick.C:
 		}
 	}
-	return b, ""
+	return b, acted, ""
 }
 
 // backendNamed is the backend named server in rep.

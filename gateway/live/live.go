@@ -296,7 +296,7 @@ func New(dir string, cfg *config.File, opts *Options) *Loop {
 	l.policy.Put(policy.NewDisabled(st.Disabled))
 	l.restartsSeen = st.RestartRequests
 	l.policy.Put(policy.NewProfiles(cfg.Toolgate.Profiles))
-	l.stats.Disabled = l.policy.Disabled().Servers()
+	l.stats.Disabled = l.disabledHere()
 	l.warm, l.current = l.openWarm(names)
 	return l
 }
@@ -528,6 +528,19 @@ func (l *Loop) Wait(ctx context.Context, cond func(Stats) bool) (Stats, error) {
 }
 
 // update changes the counters under the lock and wakes Wait.
+// disabledHere are the servers of the config in effect disabled at run
+// time: Stats.Disabled. The state file may name servers of another
+// gateway's config on the same data folder, which this one does not run
+// and so does not call disabled (toolgate servers enable would otherwise
+// wait for it to start one it does not have).
+func (l *Loop) disabledHere() []string {
+	cfg := l.applied.Load()
+	return slices.DeleteFunc(l.policy.Disabled().Servers(), func(s string) bool {
+		_, ok := cfg.MCPServers[s]
+		return !ok
+	})
+}
+
 func (l *Loop) update(f func(*Stats)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -178,7 +178,8 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 		"added", d.Added, "removed", d.Removed, "changed", d.Changed, "updated", d.Updated, "unchanged", d.Unchanged,
 		"took", time.Since(start).Round(time.Microsecond))
 	pending := restartOnly(l.started, cfg.Toolgate, hot)
-	l.update(func(s *Stats) { s.RestartPending = pending })
+	here := l.disabledHere() // of the servers it has now
+	l.update(func(s *Stats) { s.RestartPending, s.Disabled = pending, here })
 	r := l.reloaded(&Reload{At: start, Trigger: trigger, Added: d.Added, Removed: d.Removed, Changed: d.Changed,
 		Updated: d.Updated, Unchanged: d.Unchanged, Applied: now, RestartOnly: later})
 	l.changedHook()

@@ -231,7 +231,8 @@ func (l *Loop) applyDisabled(ctx context.Context, disabled []string, by string) 
 			l.log.Info("server enabled: starting it", "server", s, "by", by)
 		}
 	}
-	l.update(func(st *Stats) { st.Disabled = now })
+	here := l.disabledHere()
+	l.update(func(st *Stats) { st.Disabled = here })
 	l.changedHook() // the servers searches see changed
 }
 

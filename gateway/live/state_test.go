@@ -258,3 +258,25 @@ func TestSetDisabledStateUnwritable(t *testing.T) {
 		t.Errorf("the removed data folder was made again (%v)", err)
 	}
 }
+
+// Stats.Disabled names only the servers of this gateway's config: the
+// state file, shared by every gateway on the data folder, may name one of
+// another gateway's config. A reload that adds it makes it this one's.
+func TestDisabledOfThisConfig(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state.json")
+	if err := WriteState(state, State{Disabled: []string{"a", "web"}}); err != nil {
+		t.Fatal(err)
+	}
+	pool := newFakePool("a", "b")
+	pool.list("b", "banana")
+	f := newFixture(t, t.TempDir(), pool, &Options{StatePath: state, Debounce: time.Millisecond}, "a", "b")
+	f.run(t)
+	if got := f.loop.Stats().Disabled; !slices.Equal(got, []string{"a"}) {
+		t.Errorf("Stats.Disabled = %v, want [a] (web is not in this config)", got)
+	}
+	writeFile(t, f.path, configBytes(t, nil, "a", "b", "web"))
+	st := f.wait(t, "the reload that adds web", func(s Stats) bool { return s.ReloadGeneration == 1 })
+	if !slices.Equal(st.Disabled, []string{"a", "web"}) {
+		t.Errorf("after adding web: Stats.Disabled = %v, want [a web]", st.Disabled)
+	}
+}

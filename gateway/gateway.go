@@ -109,6 +109,13 @@ type Options struct {
 	// search_tools marks such tools. execute_tool still dispatches: the
 	// Caller waits for a connection in progress and explains a down server.
 	Unavailable func(server string) string
+	// Servers, if set, lists the servers the gateway runs (the enabled ones
+	// of its config). A search that finds no tool that fits names those
+	// whose tools are not in the catalog and that are unavailable (down
+	// since they were added: a command not found, a variable not set …),
+	// so that an agent does not rephrase for a tool that is not there to
+	// be found (SearchResult.DownServers).
+	Servers func() []string
 	// TracerProvider, if set, traces search_tools and execute_tool (with
 	// their stages) as spans that continue the client's trace; nil = no
 	// spans.

@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/limit"
+	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/mcptext"
 	"github.com/toolgate/toolgate/search"
@@ -209,6 +210,54 @@ func TestSearchTools(t *testing.T) {
 			if !strings.Contains(txt, want) {
 				t.Errorf("text lacks %q:\n%s", want, txt)
 			}
+		}
+	})
+
+	// Servers that never listed their tools and cannot run: named, so an
+	// agent does not rephrase for a tool that is not there to be found.
+	t.Run("down servers", func(t *testing.T) {
+		g2, fs := newTestGateway(t, nil)
+		inner := fs.search
+		fs.search = func(q search.Query) (search.Result, error) {
+			r, err := inner(q)
+			r.NoMatch = true
+			return r, err
+		}
+		g2.opts.Servers = func() []string { return []string{"everything", "gh", "memory", "time"} }
+		g2.opts.Unavailable = func(s string) string {
+			switch s {
+			case "gh":
+				return `server "gh" is down: variable ${GH_TOKEN} (env.GITHUB_TOKEN) is not set`
+			case "time", "memory": // memory's tools are in the catalog: marked, not named
+				return `server "` + s + `" is down: command "uvx" not found in PATH`
+			}
+			return ""
+		}
+		res := call(t, connect(t, g2), SearchToolName, map[string]any{"query": "what time is it"})
+		got := structured(t, res)
+		want := []DownServer{{"gh", `server "gh" is down: variable ${GH_TOKEN} (env.GITHUB_TOKEN) is not set`}, {"time", `server "time" is down: command "uvx" not found in PATH`}}
+		if res.IsError || !slices.Equal(got.DownServers, want) {
+			t.Errorf("downServers %+v, want %+v", got.DownServers, want)
+		}
+		txt := text(res)
+		for _, w := range []string{"\nNot searched: 2 servers never listed their tools and cannot run now, so a tool of theirs cannot be found:\n",
+			"- gh: server \"gh\" is down: variable ${GH_TOKEN} (env.GITHUB_TOKEN) is not set\n", "- time: server \"time\" is down"} {
+			if !strings.Contains(txt, w) {
+				t.Errorf("text lacks %q:\n%s", w, txt)
+			}
+		}
+		// Only the server asked for; none for a caller whose key or profile
+		// limits what it may learn of.
+		if d := g2.downServers(nil, "time"); len(d) != 1 || d[0].Name != "time" {
+			t.Errorf("server time: %+v", d)
+		}
+		for _, c := range []*policy.Caller{{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "k", Allow: []string{"memory__*"}}}, {Transport: policy.TransportHTTP, Profile: "kg"}} {
+			if d := g2.downServers(c, ""); d != nil {
+				t.Errorf("caller %s: %+v, want none", c, d)
+			}
+		}
+		if d := g2.downServers(&policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "root", Admin: true}}, ""); len(d) != 2 {
+			t.Errorf("admin key: %+v, want both", d)
 		}
 	})
 

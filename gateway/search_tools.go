@@ -27,6 +27,17 @@ type SearchResult struct {
 	// the configured minConfidence): Tools are then at most the few
 	// closest, all weak.
 	NoMatch bool `json:"noMatch,omitempty"`
+	// DownServers, with NoMatch or no tools, are the servers whose tools
+	// cannot be searched: they never listed them and cannot run now (a
+	// command not found, a variable not set, …). Only for callers that see
+	// every server (stdio, no API key, an admin key) without a profile.
+	DownServers []DownServer `json:"downServers,omitempty"`
+}
+
+// DownServer is a server whose tools search cannot find, and why.
+type DownServer struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
 }
 
 // noMatchTools is how many of the closest tools a noMatch answer lists.
@@ -107,7 +118,9 @@ func searchTool(defLimit, maxLimit int, description string) *mcp.Tool {
       "unavailable": {"type": "string", "description": "Present when the tool cannot run right now, with the reason."}},
       "required": ["name", "server", "description", "inputSchema", "score", "keyword", "vector", "confidence"]}},
     "mode": {"type": "string", "enum": ["hybrid", "bm25", "vector", "rrf"]},
-    "noMatch": {"type": "boolean", "description": "True when no tool fits the query: the tools listed are only the closest, all weak."}
+    "noMatch": {"type": "boolean", "description": "True when no tool fits the query: the tools listed are only the closest, all weak."},
+    "downServers": {"type": "array", "description": "With noMatch: servers whose tools cannot be searched now (they never listed them and cannot run), with why.",
+      "items": {"type": "object", "properties": {"name": {"type": "string"}, "reason": {"type": "string"}}, "required": ["name", "reason"]}}
   },
   "required": ["tools", "mode"]
 }`),
@@ -247,7 +260,36 @@ func (g *Gateway) search(ctx context.Context, a searchArgs) (SearchResult, error
 			Unavailable: g.unavailable(h.Tool.Server),
 		})
 	}
+	if out.NoMatch || len(out.Tools) == 0 {
+		out.DownServers = g.downServers(policy.CallerFrom(ctx), a.Server)
+	}
 	return out, nil
+}
+
+// downServers are the servers (only server, when set) whose tools are not
+// in the catalog and that cannot run now, for a caller that sees every
+// server; nil for one limited by a key's scope or a profile, which must
+// not learn of servers outside it.
+func (g *Gateway) downServers(c *policy.Caller, server string) []DownServer {
+	if g.opts.Servers == nil || c != nil && c.Key != nil && !c.ManagesAll() || c.ProfileName() != "" {
+		return nil
+	}
+	listed := map[string]bool{}
+	for _, id := range g.searcher.IDs() {
+		if s, _, err := catalog.SplitID(id); err == nil {
+			listed[s] = true
+		}
+	}
+	var out []DownServer
+	for _, s := range g.opts.Servers() {
+		if listed[s] || server != "" && s != server {
+			continue
+		}
+		if why := g.unavailable(s); why != "" {
+			out = append(out, DownServer{Name: s, Reason: why})
+		}
+	}
+	return out
 }
 
 // hints are the annotation fields search_tools reads.
@@ -325,6 +367,7 @@ func renderSearch(a searchArgs, r SearchResult) string {
 			b.WriteString(`, or leave out "readOnly"`)
 		}
 		b.WriteString(".")
+		writeDown(&b, r.DownServers)
 		return b.String()
 	}
 	if r.NoMatch {
@@ -371,8 +414,29 @@ func renderSearch(a searchArgs, r SearchResult) string {
 		}
 	}
 	b.WriteString(`Call execute_tool with {"name": "<name above>", "arguments": {...}}.`)
+	writeDown(&b, r.DownServers)
 	return b.String()
 }
+
+// writeDown adds to a search's text the servers whose tools it could not
+// search, one line each.
+func writeDown(b *strings.Builder, down []DownServer) {
+	if len(down) == 0 {
+		return
+	}
+	if len(down) == 1 {
+		b.WriteString("\nNot searched: 1 server never listed its tools and cannot run now, so a tool of its cannot be found:\n")
+	} else {
+		fmt.Fprintf(b, "\nNot searched: %d servers never listed their tools and cannot run now, so a tool of theirs cannot be found:\n", len(down))
+	}
+	for _, d := range down {
+		fmt.Fprintf(b, "- %s: %s\n", d.Name, oneLine(d.Reason, downReasonChars))
+	}
+	b.WriteString("toolgate__server_status NAME says more; once one runs, its tools are found.")
+}
+
+// downReasonChars bounds a down server's reason in search_tools' text.
+const downReasonChars = 200
 
 // Bounds of one tool's entry in the text, so that 10 results stay within
 // about 1,000 tokens on catalogs with long descriptions and dozens of

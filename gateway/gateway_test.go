@@ -206,10 +206,15 @@ func TestSearchTools(t *testing.T) {
 			t.Errorf("structuredContent %s lacks noMatch or confidence", b)
 		}
 		txt := text(res)
-		for _, want := range []string{"No tool fits", "Rephrase", "WEAK memory__create_entities", "confidence 0.04"} {
+		for _, want := range []string{"No tool fits", "Rephrase the task in other words. The closest tools", "WEAK memory__create_entities", "confidence 0.04"} {
 			if !strings.Contains(txt, want) {
 				t.Errorf("text lacks %q:\n%s", want, txt)
 			}
+		}
+		// "server" is named only when the query gave one.
+		res = call(t, connect(t, g2), SearchToolName, map[string]any{"query": "book a flight to Paris", "server": "memory"})
+		if txt := text(res); !strings.Contains(txt, `Rephrase the task in other words, or leave out "server". The closest`) {
+			t.Errorf("with a server: %s", txt)
 		}
 	})
 

@@ -371,7 +371,11 @@ func renderSearch(a searchArgs, r SearchResult) string {
 		return b.String()
 	}
 	if r.NoMatch {
-		fmt.Fprintf(&b, "No %stool fits %q well (mode %s). Rephrase the task in other words, or leave out \"server\". The closest tools, all weak matches:\n", only, a.Query, r.Mode)
+		fmt.Fprintf(&b, "No %stool fits %q well (mode %s). Rephrase the task in other words", only, a.Query, r.Mode)
+		if a.Server != "" {
+			b.WriteString(`, or leave out "server"`)
+		}
+		b.WriteString(". The closest tools, all weak matches:\n")
 	} else {
 		fmt.Fprintf(&b, "%d %stools, best first (mode %s):\n", len(r.Tools), only, r.Mode)
 	}

@@ -168,6 +168,11 @@ func TestServeWithUnsetVariable(t *testing.T) {
 	if ans, _ := searchTools(t, ctx, cs, "echo", 5); len(toolNames(ans)) == 0 {
 		t.Errorf("search_tools found nothing while gh is down")
 	}
+	// A search that finds nothing says which server it could not search.
+	if _, res := searchTools(t, ctx, cs, "zzyzx qwxv", 5); !strings.Contains(resultText(res), "Not searched: 1 server never listed its tools and cannot run now") ||
+		!strings.Contains(resultText(res), `- gh: server "gh" is down: backend "gh": variable ${TOOLGATE_TEST_UNSET_TOKEN} (env.GITHUB_TOKEN) is not set`) {
+		t.Errorf("search for nothing: %s", resultText(res))
+	}
 	out, _, err := runToolgate(t, data, "servers", "--config", cfg)
 	if err != nil || !strings.Contains(out, "gh    stdio  CANNOT START (below)") || !strings.Contains(out, "  gh: variable ${TOOLGATE_TEST_UNSET_TOKEN} (env.GITHUB_TOKEN) is not set") {
 		t.Errorf("servers: %v\n%s", err, out)

@@ -204,8 +204,10 @@ func newServersToggleCmd(g *globals, disable bool) *cobra.Command {
 
 The choice is kept in the data folder (state.json), not in the config file,
 and applies to every gateway using that data folder: one that is running
-applies it at once. --config checks that NAME is one of its servers (and
-reads its dataDir).`,
+applies it at once. The command waits up to 10s for each running gateway
+that has the server to apply it, and says how the server stands there
+(stopped; up with its tools; down with its error, which fails the command).
+--config checks that NAME is one of its servers (and reads its dataDir).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServersToggle(cmd.ErrOrStderr(), g, path, args[0], disable)
@@ -289,7 +291,9 @@ The request goes through the data folder's state.json, which running
 gateways watch; a gateway that starts later does not act on it (it starts
 its servers anyway). The command waits up to 10s for each gateway running
 on the data folder (toolgate status lists them) to restart it, and says
-which did; it fails when one did not. --config checks that NAME is one of
+how the server stands in each once its start is over (up with its tools,
+idle, still connecting, down with its error); it fails when one did not
+restart it or the server is down after it. --config checks that NAME is one of
 its servers (and reads its dataDir). A disabled server does not run:
 enable it instead.`,
 		Args: cobra.ExactArgs(1),

@@ -41,7 +41,9 @@ func newServersAddCmd(g *globals) *cobra.Command {
 a local server started as COMMAND ARG... (write them after --), or a remote
 one at --url. A running gateway watching the file starts it. The file is
 checked first (${VAR} references need not be set in this shell); a name
-that is taken or an entry toolgate could not run changes nothing.`,
+that is taken or an entry toolgate could not read changes nothing. One
+this shell's environment could not start (a command not in PATH, a variable
+not set) is added with a warning that says why.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := runServersAdd(cmd.ErrOrStderr(), args[0], args[1:], f); err != nil {

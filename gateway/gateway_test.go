@@ -251,6 +251,13 @@ func TestSearchTools(t *testing.T) {
 				t.Errorf("text lacks %q:\n%s", w, txt)
 			}
 		}
+		// Asked for by name, a down server is no unknown server: the
+		// answer has no tools and says why.
+		res = call(t, connect(t, g2), SearchToolName, map[string]any{"query": "what time is it", "server": "time"})
+		if got := structured(t, res); res.IsError || len(got.Tools) != 0 || len(got.DownServers) != 1 || got.DownServers[0].Name != "time" ||
+			!strings.Contains(text(res), "Not searched: 1 server never listed its tools") {
+			t.Errorf("server time: isError=%v %s", res.IsError, text(res))
+		}
 		// Only the server asked for; none for a caller whose key or profile
 		// limits what it may learn of.
 		if d := g2.downServers(nil, "time"); len(d) != 1 || d[0].Name != "time" {

@@ -178,7 +178,9 @@ func (g *Gateway) parseSearchArgs(c *policy.Caller, raw json.RawMessage) (search
 			return a, fmt.Sprintf(`search_tools: "detail" must be "compact" (the default: one line and the arguments per tool) or "full" (also each tool's input schema), got %s.`, oneLine(string(v), 30))
 		}
 	}
-	if a.Server != "" && !g.hasServer(c, a.Server) {
+	// A server that is down and never listed its tools exists: the search
+	// finds none of them and says why (downServers).
+	if a.Server != "" && !g.hasServer(c, a.Server) && len(g.downServers(c, a.Server)) == 0 {
 		return a, fmt.Sprintf(`search_tools: there is no server named %q. Servers: %s. Leave "server" out to search them all.`,
 			a.Server, strings.Join(g.servers(c), ", "))
 	}

@@ -258,6 +258,11 @@ func TestSearchTools(t *testing.T) {
 			!strings.Contains(text(res), "Not searched: 1 server never listed its tools") {
 			t.Errorf("server time: isError=%v %s", res.IsError, text(res))
 		}
+		// A guessed tool of such a server: why it cannot run, not "unknown".
+		res = call(t, connect(t, g2), ExecuteToolName, map[string]any{"name": "time__get_current_time"})
+		if want := `execute_tool: "time__get_current_time" cannot run: server "time" is down: command "uvx" not found in PATH (it never listed its tools, so "get_current_time" cannot be checked either).`; !res.IsError || !strings.HasPrefix(text(res), want) {
+			t.Errorf("execute_tool time__get_current_time: %s\nwant it to start with %s", text(res), want)
+		}
 		// Only the server asked for; none for a caller whose key or profile
 		// limits what it may learn of.
 		if d := g2.downServers(nil, "time"); len(d) != 1 || d[0].Name != "time" {

@@ -433,13 +433,20 @@ func singular(name string) string {
 func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) string {
 	var b strings.Builder
 	caller := policy.CallerFrom(ctx)
-	_, tool, err := catalog.SplitID(name)
+	server, tool, err := catalog.SplitID(name)
+	var down []DownServer
+	if err == nil && len(why) == 0 {
+		down = g.downServers(caller, server)
+	}
 	switch {
 	case err != nil:
 		fmt.Fprintf(&b, "execute_tool: %v.", err)
 		tool = name
 	case len(why) > 0:
 		fmt.Fprintf(&b, "execute_tool: %s.", why[0])
+	case len(down) > 0:
+		// Perhaps a tool of it: it cannot tell until it runs.
+		fmt.Fprintf(&b, "execute_tool: %q cannot run: %s (it never listed its tools, so %q cannot be checked either). toolgate__server_status %s says more.", name, down[0].Reason, tool, server)
 	default:
 		fmt.Fprintf(&b, "execute_tool: unknown tool %q.", name)
 	}

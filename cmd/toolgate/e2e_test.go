@@ -287,7 +287,9 @@ func exerciseGateway(t *testing.T, ctx context.Context, cs *mcp.ClientSession) {
 	}{
 		{"memory__create_entitys", map[string]any{}, "Closest names: memory__create_entities"},
 		{"filesystem__list_directory", map[string]any{"path": 42}, "do not match the tool's inputSchema"},
-		{"broken__anything", map[string]any{}, "unknown tool"},
+		// A server that never listed its tools: why it cannot run (down,
+		// or still connecting at a warm start), not "unknown tool".
+		{"broken__anything", map[string]any{}, `"broken__anything" cannot run: server "broken" is `},
 	} {
 		res := exec(tc.name, tc.args)
 		if !res.IsError || !strings.Contains(resultText(res), tc.want) {

@@ -175,7 +175,7 @@ type BackendStatus struct {
 // certificate b's server is reached with: a line once it is due for
 // renewal (tlsfiles.RenewWithin), expired or not valid yet, or when its
 // file cannot be read; "" otherwise. problem says what is wrong with it
-// now ("has expired", "is not valid yet": the gateway is degraded).
+// now (tlsfiles.Expired, tlsfiles.NotYetValid: the gateway is degraded).
 func (b BackendStatus) CertNotice(now time.Time) (line, problem string) {
 	if b.TLSCertError != "" { // which names the file
 		return b.Name + ": client certificate CANNOT BE READ: " + b.TLSCertError + ": the server's next connect fails on it; put the certificate back (PEM)", ""

@@ -186,9 +186,9 @@ func warnExpiry(log *slog.Logger, file string, leaf *x509.Certificate, now time.
 	}
 	line, problem := frontExpiry(file, leaf.NotBefore, leaf.NotAfter, now)
 	switch {
-	case problem == "has expired":
+	case problem == tlsfiles.Expired:
 		log.Error("the HTTPS front's certificate has expired: clients refuse it", "file", file, "not_after", leaf.NotAfter, "fix", "renew it: write the new certificate and key over the files (served from the next handshake, no restart)")
-	case problem != "":
+	case problem == tlsfiles.NotYetValid:
 		log.Error("the HTTPS front's certificate is not valid yet by this machine's clock: clients whose clock agrees refuse it", "file", file, "not_before", leaf.NotBefore,
 			"fix", "if it was issued just now, this machine's clock is behind: set it right (timedatectl); else serve a certificate valid now")
 	case leaf.NotAfter.Sub(now) < tlsfiles.RenewWithin:

@@ -80,7 +80,7 @@ func (fr *front) serve(ctx context.Context) error {
 		MaxLimit:       s.MaxLimit,
 		Describe:       mg.Describe,
 		Unavailable:    mg.Unavailable,
-		Servers:        fr.serverNames,
+		Servers:        fr.pool.Servers,
 		TracerProvider: fr.tracing.Provider(),
 		Learner:        fr.learner,
 		Policy:         fr.lv.Policy(),
@@ -295,13 +295,4 @@ func (s firstSearcher) Search(ctx context.Context, q search.Query) (search.Resul
 	r, err := s.Searcher.Search(ctx, q)
 	s.f.once.Do(func() { close(s.f.done) })
 	return r, err
-}
-
-// serverNames are the servers the pool runs (gateway.Options.Servers).
-func (fr *front) serverNames() []string {
-	var out []string
-	for _, st := range fr.pool.Status() {
-		out = append(out, st.Name)
-	}
-	return out
 }

@@ -212,14 +212,14 @@ that has the server to apply it, and says how the server stands there
 --config checks that NAME is one of its servers (and reads its dataDir).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runServersToggle(cmd.ErrOrStderr(), g, path, args[0], disable)
+			return runServersToggle(cmd.Context(), cmd.ErrOrStderr(), g, path, args[0], disable)
 		},
 	}
 	configFlag(cmd, &path)
 	return cmd
 }
 
-func runServersToggle(stderr io.Writer, g *globals, path, name string, disable bool) error {
+func runServersToggle(ctx context.Context, stderr io.Writer, g *globals, path, name string, disable bool) error {
 	cfg, err := dataFolderConfig(g, path)
 	if err != nil {
 		return err
@@ -244,13 +244,13 @@ func runServersToggle(stderr io.Writer, g *globals, path, name string, disable b
 		return nil
 	}
 	// The gateways running now, and whether each runs the server.
-	gws := localGateways(context.Background(), g.DataDir(), 5*time.Second)
+	gws := localGateways(ctx, g.DataDir(), 5*time.Second)
 	if err := live.WriteState(file, next); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "server %q %s (%s)\n", name, verb, file)
 	g.auditCommand("servers "+map[bool]string{true: "disable", false: "enable"}[disable], "", fmt.Sprintf("server %q", name))
-	return awaitChange(context.Background(), stderr, gws, name, verb, func(rep gateway.StatusReport) func(*gateway.BackendStatus) bool {
+	return awaitChange(ctx, stderr, gws, name, verb, func(rep gateway.StatusReport) func(*gateway.BackendStatus) bool {
 		if disable {
 			if _, runs := backendNamed(rep, name); !runs {
 				return nil

@@ -999,7 +999,7 @@ func (b *backend) supervise() {
 		short := errors.As(lastErr, &re)
 		remote := b.cfg.Type == config.TypeHTTP || b.cfg.Type == config.TypeSSE
 		if len(delays) == 0 || (attempt >= len(delays) && !short && !remote) || errors.As(lastErr, &ce) {
-			unset := b.cfg.UnsetError() != nil
+			unset := len(b.cfg.Unset) > 0
 			recheck := len(delays) > 0 && errors.As(lastErr, &ce) && b.cfg.Type == config.TypeStdio && !unset
 			if len(delays) > 0 {
 				switch {

@@ -163,9 +163,7 @@ func (s Server) unsetKeys(skip map[string]bool) map[string]bool {
 		out = map[string]bool{}
 	}
 	for _, u := range s.Unset {
-		key, _, _ := strings.Cut(u.Field, ".")
-		key, _, _ = strings.Cut(key, "[")
-		out[key] = true
+		out[topKey(u.Field)] = true
 	}
 	return out
 }

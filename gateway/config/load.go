@@ -288,10 +288,17 @@ type parser struct {
 	raw    bool                       // ParseUnexpanded: keep ${VAR} references
 }
 
+// topKey is the key of a server entry that field is in ("env" of
+// "env.TOKEN", "args" of "args[0]").
+func topKey(field string) string {
+	key, _, _ := strings.Cut(field, ".")
+	key, _, _ = strings.Cut(key, "[")
+	return key
+}
+
 func (p *parser) errorf(server, field, format string, args ...any) {
 	if server != "" {
-		key, _, _ := strings.Cut(field, ".")
-		key, _, _ = strings.Cut(key, "[")
+		key := topKey(field)
 		if p.failed == nil {
 			p.failed = map[string]map[string]bool{}
 		}

@@ -111,9 +111,7 @@ func ValidName(name string) bool {
 func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 	var errs []*FieldError
 	bad := func(field, format string, args ...any) {
-		key, _, _ := strings.Cut(field, ".")
-		key, _, _ = strings.Cut(key, "[")
-		if !skip[key] {
+		if !skip[topKey(field)] {
 			errs = append(errs, &FieldError{Server: name, Field: field, Msg: fmt.Sprintf(format, args...)})
 		}
 	}

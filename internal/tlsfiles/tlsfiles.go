@@ -142,12 +142,18 @@ func Exposed(path string) string {
 // renew it: in toolgate status and in the log.
 const RenewWithin = 14 * 24 * time.Hour
 
+// What Expiry says is wrong with a certificate now.
+const (
+	Expired     = "has expired"
+	NotYetValid = "is not valid yet"
+)
+
 // Expiry says how a certificate valid from notBefore until notAfter
 // stands at now, in a line headed by subject ("https: certificate FILE"):
 // valid until when, due for renewal (within RenewWithin), expired or not
 // valid yet, when refusers (who refuses it then: "clients refuse it") is
-// said; and problem, what is wrong with it now ("has expired", "is not
-// valid yet"; "" when it is valid).
+// said; and problem, what is wrong with it now (Expired, NotYetValid;
+// "" when it is valid).
 //
 // A certificate not valid yet by this machine's clock is most often one
 // issued a moment ago (or for a machine whose clock is right) on a machine
@@ -157,10 +163,10 @@ func Expiry(subject, refusers string, notBefore, notAfter, now time.Time) (line,
 	left := notAfter.Sub(now)
 	switch {
 	case left <= 0:
-		return fmt.Sprintf("%s EXPIRED at %s: %s; renew it (written over the files, it is used from the next handshake)", subject, until, refusers), "has expired"
+		return fmt.Sprintf("%s EXPIRED at %s: %s; renew it (written over the files, it is used from the next handshake)", subject, until, refusers), Expired
 	case now.Before(notBefore):
 		return fmt.Sprintf("%s NOT VALID YET: valid from %s, in %s by this machine's clock (%s): %s until then; if it was issued just now, this machine's clock is behind (timedatectl)",
-			subject, notBefore.UTC().Format("2006-01-02 15:04 UTC"), days(notBefore.Sub(now)), now.UTC().Format("2006-01-02 15:04 UTC"), refusers), "is not valid yet"
+			subject, notBefore.UTC().Format("2006-01-02 15:04 UTC"), days(notBefore.Sub(now)), now.UTC().Format("2006-01-02 15:04 UTC"), refusers), NotYetValid
 	case left < RenewWithin:
 		return fmt.Sprintf("%s expires at %s, in %s: renew it", subject, until, days(left)), ""
 	}

@@ -284,24 +284,57 @@ func exampleArgs(schema json.RawMessage) (map[string]any, bool) {
 	if t, _ := s["type"].(string); t != "" && t != "object" {
 		return nil, false
 	}
-	m, _ := exampleValue(s, s, "", 0).(map[string]any)
+	ex := exampler{root: s, left: maxExampleValues}
+	m, _ := ex.value(s, "", 0).(map[string]any)
 	if m == nil {
 		m = map[string]any{}
 	}
 	return m, true
 }
 
-// maxExampleDepth bounds the recursion of exampleValue (schemas may nest
+// maxExampleDepth bounds the recursion of exampler.value (schemas may nest
 // deeply, and a placeholder is as good a hint below that).
 const maxExampleDepth = 6
 
-func exampleValue(root, s map[string]any, name string, depth int) any {
-	s = deref(root, s)
+// maxExampleValues bounds how many values an example holds. A $ref repeats
+// its definition wherever it stands, so without a bound the example grows
+// with the product of the required properties at each level, not with the
+// schema: a 456-byte schema whose model required itself under 12 properties
+// made a 38 MB example in 10 s (TestExampleArgsBounded). Past the bound,
+// values are placeholders.
+const maxExampleValues = 100
+
+// exampler derives the example of one schema.
+type exampler struct {
+	root map[string]any
+	left int      // values the example may still hold
+	refs []string // the $refs being expanded, outermost first
+}
+
+func (e *exampler) value(s map[string]any, name string, depth int) any {
+	placeholder := "<value>"
+	if name != "" {
+		placeholder = "<" + name + ">"
+	}
+	e.left--
+	if e.left < 0 {
+		return placeholder
+	}
+	// A definition met again inside itself (a tree's node, a model that
+	// requires itself) is a placeholder: expanding it again says nothing new.
+	if ref, _ := s["$ref"].(string); ref != "" {
+		if slices.Contains(e.refs, ref) {
+			return placeholder
+		}
+		e.refs = append(e.refs, ref)
+		defer func() { e.refs = e.refs[:len(e.refs)-1] }()
+	}
+	s = deref(e.root, s)
 	if v, ok := s["const"]; ok {
 		return v
 	}
-	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
-		return e[0]
+	if en, ok := s["enum"].([]any); ok && len(en) > 0 {
+		return en[0]
 	}
 	if v, ok := s["default"]; ok {
 		return v
@@ -312,7 +345,7 @@ func exampleValue(root, s map[string]any, name string, depth int) any {
 	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
 		if alts, ok := s[k].([]any); ok && len(alts) > 0 && depth < maxExampleDepth {
 			if first, ok := alts[0].(map[string]any); ok {
-				return exampleValue(root, first, name, depth+1)
+				return e.value(first, name, depth+1)
 			}
 		}
 	}
@@ -334,10 +367,6 @@ func exampleValue(root, s map[string]any, name string, depth int) any {
 			typ = "array"
 		}
 	}
-	placeholder := "<value>"
-	if name != "" {
-		placeholder = "<" + name + ">"
-	}
 	if depth >= maxExampleDepth {
 		return placeholder
 	}
@@ -358,7 +387,7 @@ func exampleValue(root, s map[string]any, name string, depth int) any {
 		if item == nil {
 			return []any{}
 		}
-		return []any{exampleValue(root, item, singular(name), depth+1)}
+		return []any{e.value(item, singular(name), depth+1)}
 	case "object":
 		props, _ := s["properties"].(map[string]any)
 		out := map[string]any{}
@@ -369,7 +398,7 @@ func exampleValue(root, s map[string]any, name string, depth int) any {
 			if ps == nil {
 				ps = map[string]any{}
 			}
-			out[k] = exampleValue(root, ps, k, depth+1)
+			out[k] = e.value(ps, k, depth+1)
 		}
 		return out
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -123,10 +124,10 @@ func TestExampleArgs(t *testing.T) {
 			t.Errorf("the example %s does not validate: %s", b, msg)
 		}
 	}
-	// A definition that requires itself (no instance validates) ends in a
-	// placeholder at the depth bound.
+	// A definition that requires itself (no instance validates) is a
+	// placeholder where it comes again.
 	ex, _ := exampleArgs(json.RawMessage(`{"type":"object","properties":{"t":{"$ref":"#/$defs/T"}},"required":["t"],"$defs":{"T":{"type":"object","properties":{"kid":{"$ref":"#/$defs/T"}},"required":["kid"]}}}`))
-	if b, _ := json.Marshal(ex); string(b) != `{"t":{"kid":{"kid":{"kid":{"kid":{"kid":"\u003ckid\u003e"}}}}}}` {
+	if b, _ := json.Marshal(ex); string(b) != `{"t":{"kid":"\u003ckid\u003e"}}` {
 		t.Errorf("self-referring definition: %s", b)
 	}
 	if _, ok := exampleArgs(json.RawMessage(`{"type":"string"}`)); ok {
@@ -134,6 +135,55 @@ func TestExampleArgs(t *testing.T) {
 	}
 	if _, ok := exampleArgs(json.RawMessage(`not json`)); ok {
 		t.Error("an example for a schema that is not JSON")
+	}
+}
+
+// TestExampleArgsBounded: an example grows with the schema, not with the
+// product of its $refs' required properties. A model that requires itself
+// under twelve properties (456 bytes) made a 38 MB example in 10 s; twelve
+// distinct definitions each requiring the next under six properties, a
+// 6^6-value one.
+func TestExampleArgsBounded(t *testing.T) {
+	self := map[string]any{}
+	var req []any
+	for i := range 12 {
+		k := fmt.Sprintf("p%d", i)
+		self[k] = map[string]any{"$ref": "#/$defs/A"}
+		req = append(req, k)
+	}
+	chain := map[string]any{}
+	for lvl := range 12 {
+		props := map[string]any{}
+		var r []any
+		for i := range 6 {
+			k := fmt.Sprintf("q%d", i)
+			props[k] = map[string]any{"$ref": fmt.Sprintf("#/$defs/L%d", lvl+1)}
+			r = append(r, k)
+		}
+		chain[fmt.Sprintf("L%d", lvl)] = map[string]any{"type": "object", "properties": props, "required": r}
+	}
+	chain["L12"] = map[string]any{"type": "string"}
+	for name, schema := range map[string]map[string]any{
+		"self":  {"$defs": map[string]any{"A": map[string]any{"type": "object", "properties": self, "required": req}}, "$ref": "#/$defs/A"},
+		"chain": {"$defs": chain, "$ref": "#/$defs/L0"},
+	} {
+		raw, err := json.Marshal(schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex, ok := exampleArgs(raw)
+		if !ok || len(ex) == 0 {
+			t.Fatalf("%s: no example (%v)", name, ex)
+		}
+		call := exampleCall("x__y", ex)
+		// At most maxExampleValues values, and placeholders for the rest
+		// of the properties of the objects being filled when they ran out.
+		if len(call) > 4096 {
+			t.Errorf("%s: the example is %d bytes: %.200s…", name, len(call), call)
+		}
+		if !strings.Contains(call, `"p0":"<p0>"`) && !strings.Contains(call, `"q0":{"q0":`) {
+			t.Errorf("%s: the example lost its shape: %.300s", name, call)
+		}
 	}
 }
 

@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os/user"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -193,13 +190,4 @@ func formatRecord(r audit.Record) string {
 		parts = append(parts, "("+safeText(r.Reason)+")")
 	}
 	return strings.Join(parts, "  ")
-}
-
-// safeText is s, or s quoted with its escapes when it holds a control or
-// format character or invalid UTF-8.
-func safeText(s string) string {
-	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) {
-		return strconv.QuoteToGraphic(s)
-	}
-	return s
 }

@@ -364,7 +364,7 @@ func runAuthStatus(ctx context.Context, g *globals, w io.Writer, f authStatusFla
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "SERVER\tTYPE\tAUTH\tDETAIL")
 		for _, st := range out {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", st.Server, st.Transport, authLabels[st.Auth], dash(st.Detail))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", st.Server, st.Transport, authLabels[st.Auth], dash(oneLine(st.Detail, 500))) // an authorization server's words may be in it
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -254,7 +254,7 @@ func (g *globals) fail(w io.Writer, err error) int {
 		slog.New(g.logHandler(w, nil)).Error(msg, attrs...)
 		return code
 	}
-	fmt.Fprintf(w, "toolgate: %s\n", msg)
+	fmt.Fprintf(w, "toolgate: %s\n", escapeUnsafe(msg)) // it may quote a backend or a remote server
 	if fix != "" {
 		fmt.Fprintf(w, "toolgate: fix: %s\n", fix)
 	}

@@ -258,7 +258,7 @@ func printSearch(w io.Writer, out searchOutput, filtered bool) {
 		if t.Clause != "" {
 			desc = fmt.Sprintf("[for %q] %s", oneLine(t.Clause, 40), desc)
 		}
-		fmt.Fprintf(tw, "%d\t%.3f\t%.3f\t%.3f\t%.2f\t%s\t%s\n", i+1, t.Score, t.Keyword, t.Vector, t.Confidence, t.Name, desc)
+		fmt.Fprintf(tw, "%d\t%.3f\t%.3f\t%.3f\t%.2f\t%s\t%s\n", i+1, t.Score, t.Keyword, t.Vector, t.Confidence, escapeUnsafe(t.Name), desc)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "mode: %s\n", out.Mode)
@@ -381,13 +381,4 @@ func printHidden(w io.Writer, hidden map[string]int) {
 		return
 	}
 	fmt.Fprintf(w, "hidden as search_tools hides them: %d %s (%s)\n", total, noun, strings.Join(parts, ", "))
-}
-
-// oneLine flattens whitespace and cuts s to at most n runes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

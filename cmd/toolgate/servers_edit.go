@@ -366,7 +366,7 @@ func awaitChange(ctx context.Context, stderr io.Writer, gws []localGateway, serv
 		case b == nil:
 			fmt.Fprintf(stderr, "  %s: %s: stopped, its tools hidden\n", gw.name(), verb)
 		case b.State == backend.StateDown:
-			fmt.Fprintf(stderr, "  %s: %s, but DOWN: %s\n", gw.name(), verb, statusLine(b.Err, 300))
+			fmt.Fprintf(stderr, "  %s: %s, but DOWN: %s\n", gw.name(), verb, oneLine(b.Err, 300))
 			down = append(down, gw.name())
 		default:
 			fmt.Fprintf(stderr, "  %s: %s: %s\n", gw.name(), verb, startedState(*b))

@@ -391,7 +391,7 @@ func degradedReasons(rep gateway.StatusReport) []string {
 		bad = append(bad, "the quarantine pins file cannot be read (the last decisions stand)")
 	}
 	if st := rep.Search; st != nil && st.BM25Only {
-		bad = append(bad, "search runs BM25 only: "+statusLine(st.Reason, 200))
+		bad = append(bad, "search runs BM25 only: "+oneLine(st.Reason, 200))
 	}
 	if _, problem, _ := reportExpiry(rep.Process, time.Now()); problem != "" {
 		bad = append(bad, "the HTTPS front's certificate "+problem)
@@ -417,7 +417,7 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 		if p.TLSErrorSince != nil {
 			since = " since " + clock(*p.TLSErrorSince)
 		}
-		fmt.Fprintf(w, "https: the certificate's files changed%s but CANNOT BE READ: %s: the certificate read before is served; write the certificate and its key whole (PEM) over the files\n", since, statusLine(p.TLSError, 200))
+		fmt.Fprintf(w, "https: the certificate's files changed%s but CANNOT BE READ: %s: the certificate read before is served; write the certificate and its key whole (PEM) over the files\n", since, oneLine(p.TLSError, 200))
 	}
 	if st := rep.Stats; st != nil {
 		printLoopStats(w, st)
@@ -438,7 +438,7 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 			fmt.Fprintf(w, "quarantined: %s (`toolgate tools quarantined` says why)\n", strings.Join(sec.Quarantined, ", "))
 		}
 		if f := sec.PinsFault; f != nil {
-			fmt.Fprintf(w, "quarantine pins: %s CANNOT BE READ since %s: %s\n  fix: %s\n", f.File, clock(f.Since), statusLine(f.Error, 200), f.Fix)
+			fmt.Fprintf(w, "quarantine pins: %s CANNOT BE READ since %s: %s\n  fix: %s\n", f.File, clock(f.Since), oneLine(f.Error, 200), f.Fix)
 		}
 	}
 	fmt.Fprintln(w)
@@ -454,7 +454,7 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 			errText = b.LastErr
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", b.Name, b.State, b.For, b.Transport, b.Tools, b.Restarts, pid,
-			dash(b.Protocol), dash(statusLine(errText, 100)))
+			dash(b.Protocol), dash(oneLine(errText, 100)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -511,18 +511,18 @@ func printLoopStats(w io.Writer, st *live.Stats) {
 		fmt.Fprint(w, " (re-indexing)")
 	}
 	if st.LastIndexError != "" {
-		fmt.Fprintf(w, "; last re-index error at %s: %s", clock(st.LastIndexErrorAt), statusLine(st.LastIndexError, 100))
+		fmt.Fprintf(w, "; last re-index error at %s: %s", clock(st.LastIndexErrorAt), oneLine(st.LastIndexError, 100))
 	}
 	fmt.Fprintf(w, "\nconfig reloads: %d", st.ReloadGeneration)
 	r := st.LastReload
 	if r != nil && r.Error != "" {
 		// The latest is the rejection: said once, with what it means.
-		fmt.Fprintf(w, ", the last REJECTED at %s (%s): %s; the config before it stays in effect", clock(r.At), r.Trigger, statusLine(r.Error, 100))
+		fmt.Fprintf(w, ", the last REJECTED at %s (%s): %s; the config before it stays in effect", clock(r.At), r.Trigger, oneLine(r.Error, 100))
 	} else if r != nil {
 		fmt.Fprintf(w, ", the last applied at %s (%s)", clock(r.At), r.Trigger)
 	}
 	if st.LastReloadError != "" && (r == nil || r.Error == "") {
-		fmt.Fprintf(w, "; last rejected at %s: %s", clock(st.LastReloadErrorAt), statusLine(st.LastReloadError, 100))
+		fmt.Fprintf(w, "; last rejected at %s: %s", clock(st.LastReloadErrorAt), oneLine(st.LastReloadError, 100))
 	}
 	if len(st.RestartPending) > 0 {
 		fmt.Fprintf(w, "; changed since the start, waiting for a restart: %s", strings.Join(st.RestartPending, ", "))
@@ -540,7 +540,7 @@ func printLoopStats(w io.Writer, st *live.Stats) {
 func printRanking(w io.Writer, st *search.State) {
 	switch {
 	case st.BM25Only:
-		fmt.Fprintf(w, "search: BM25 ONLY (configured %s): %s\n", st.Configured, statusLine(st.Reason, 300))
+		fmt.Fprintf(w, "search: BM25 ONLY (configured %s): %s\n", st.Configured, oneLine(st.Reason, 300))
 	case st.Model != "":
 		fmt.Fprintf(w, "search: %s (model %s)\n", st.Mode, st.Model)
 	default:
@@ -572,14 +572,14 @@ func printStorage(w io.Writer, st *storage.Report) {
 		if st.Writable {
 			fmt.Fprintf(w, ", but %s failing", strings.Join(failingWriters(st), ", "))
 		}
-		fmt.Fprintf(w, " since %s: %s\n  fix: %s", clock(st.Since), statusLine(st.Error, 200), st.Fix)
+		fmt.Fprintf(w, " since %s: %s\n  fix: %s", clock(st.Since), oneLine(st.Error, 200), st.Fix)
 		for _, wr := range st.Writers {
 			if !wr.OK {
-				fmt.Fprintf(w, "\n  %s: failing since %s (%d failures; %s): %s", wr.Name, clock(wr.Since), wr.Failures, wr.Degraded, statusLine(wr.Error, 120))
+				fmt.Fprintf(w, "\n  %s: failing since %s (%d failures; %s): %s", wr.Name, clock(wr.Since), wr.Failures, wr.Degraded, oneLine(wr.Error, 120))
 			}
 		}
 	} else if st.LastError != "" {
-		fmt.Fprintf(w, "; last error at %s: %s", clock(st.LastErrorAt), statusLine(st.LastError, 100))
+		fmt.Fprintf(w, "; last error at %s: %s", clock(st.LastErrorAt), oneLine(st.LastError, 100))
 	}
 	for _, wr := range st.Writers {
 		if wr.Shared != "" {
@@ -611,15 +611,8 @@ func dash(s string) string {
 }
 
 // statusLine squeezes s onto one line of at most n runes.
-func statusLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
 
-func oneLineBody(b []byte) string { return statusLine(string(b), 200) }
+func oneLineBody(b []byte) string { return oneLine(string(b), 200) }
 
 func hostOf(u string) string {
 	if pu, err := url.Parse(u); err == nil {

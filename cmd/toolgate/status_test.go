@@ -33,7 +33,7 @@ func TestStatusCommand(t *testing.T) {
 		LastReloadError: "config /x.json: invalid JSON at line 2", LastReloadErrorAt: now.Add(-time.Minute)}
 	src := statusSource{
 		{Name: "memory", Transport: "stdio", State: backend.StateUp, Tools: 9, Since: now.Add(-time.Minute), PID: 4242, Protocol: "2026-07-28", Restarts: 1},
-		{Name: "remote", Transport: "http", State: backend.StateDown, Tools: 3, Since: now, Err: "backend \"remote\" at http://h/mcp: connection refused:\ncheck url", Restarts: 3},
+		{Name: "remote", Transport: "http", State: backend.StateDown, Tools: 3, Since: now, Err: "backend \"remote\" at http://h/mcp: connection refused:\ncheck url; last stderr lines: \x1b]0;pwned\a\u202eboom", Restarts: 3},
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/status" {
@@ -56,6 +56,10 @@ func TestStatusCommand(t *testing.T) {
 				if !strings.Contains(got, want) {
 					t.Errorf("--addr %s: output lacks %q:\n%s", addr, want, got)
 				}
+			}
+			// A backend's stderr reaches the terminal escaped: no window title set, no text reversed.
+			if strings.ContainsAny(got, "\x1b\a\u202e") || !strings.Contains(got, `last stderr lines: \x1b]0;pwned\a\u202eboom`) {
+				t.Errorf("--addr %s: the backend's control characters are not escaped:\n%q", addr, got)
 			}
 		}
 	})

@@ -1029,6 +1029,11 @@ func (b *backend) supervise() {
 		delay := delays[min(attempt, len(delays)-1)]
 		attempt++
 		switch {
+		case attempt == 1 && errors.Is(lastErr, context.Canceled):
+			// The first connect was aborted by Start's context: the
+			// gateway is stopping, most often (a client that closes
+			// stdin during a cold start), which is no failure to report.
+			b.log.Debug("restarting backend after its connect was aborted", keyDelay, delay, keyAttempt, attempt)
 		case attempt <= len(delays):
 			b.log.Info("restarting backend", keyDelay, delay, keyAttempt, attempt)
 		case attempt == len(delays)+1:

@@ -319,7 +319,9 @@ func (p *proc) doStop(grace, killAfter time.Duration) {
 	select {
 	case <-p.exited:
 	case <-time.After(grace):
-		p.log.Info("backend did not exit after stdin was closed; sending SIGTERM", keyGrace, grace)
+		if grace > 0 { // 0: an aborted start, which gives it no time
+			p.log.Info("backend did not exit after stdin was closed; sending SIGTERM", keyGrace, grace)
+		}
 	}
 	pgid := p.pid
 	if groupAlive(pgid) {

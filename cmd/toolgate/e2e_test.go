@@ -440,6 +440,37 @@ func TestDegradedModeServesBM25(t *testing.T) {
 	}
 }
 
+// TestDuplicateToolNames: a backend that lists a tool name twice is served
+// with the first of the two, beside the other servers, and the log says so
+// once. The index refuses a catalog with an ID twice, so that listing used
+// to stop a cold start ("tool "dup__echo" listed twice"), the whole gateway
+// with it.
+func TestDuplicateToolNames(t *testing.T) {
+	data := t.TempDir()
+	cfg := fakeConfig(t, map[string]string{"dup": backendtest.ModeDuplicateNames, "fine": backendtest.ModeNormal}, nil)
+	cmd := toolgateCmd(t, data, "serve", "--config", cfg)
+	var stderr testenv.LogBuffer
+	cmd.Stderr = &stderr
+	ctx, cs := connectStdio(t, cmd, 2*time.Minute)
+	ans, _ := searchTools(t, ctx, cs, "echo a message back", 10)
+	var echoes []string
+	for _, x := range ans.Tools {
+		if strings.HasSuffix(x.Name, "__echo") {
+			echoes = append(echoes, x.Name)
+		}
+	}
+	if slices.Sort(echoes); !slices.Equal(echoes, []string{"dup__echo", "fine__echo"}) {
+		t.Errorf("search_tools found the echo tools %v, want dup__echo and fine__echo once each:\n%s", echoes, stderr.String())
+	}
+	res := executeTool(t, ctx, cs, "dup__echo", map[string]any{"text": "hi"})
+	if res.IsError || !strings.Contains(resultText(res), "hi") {
+		t.Errorf("dup__echo: %s", resultText(res))
+	}
+	if log := stderr.String(); strings.Count(log, "lists a tool name more than once") != 1 || !strings.Contains(log, "tools=echo") {
+		t.Errorf("the log does not say once that dup lists echo twice:\n%s", log)
+	}
+}
+
 // TestModelFetchedWhileServing starts the gateway before the model is
 // installed (a first run before `toolgate models fetch`): it serves BM25,
 // and once the model's files are in its models folder it loads them and

@@ -614,10 +614,22 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 
 // listTools lists every page of tools, bounded by MaxTools: go-sdk's
 // ListTools (requests, its cache and validation) page by page, each page's
-// tools taken from the stash where it decoded them.
+// tools taken from the stash where it decoded them. A name listed again
+// (on the same page or a later one) is dropped, with a warning: names are
+// unique per server, and the index refuses a catalog with an ID twice, so
+// one such listing stopped a cold start and every re-index after it.
 func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash *listStash) ([]*mcp.Tool, error) {
 	stash.begin()
 	tools := []*mcp.Tool{}
+	entries := 0              // every entry, a name again too, counts against MaxTools
+	times := map[string]int{} // how many times each name came
+	var again []string
+	defer func() {
+		if len(again) > 0 {
+			b.log.Warn("the server lists a tool name more than once: the first is kept, the others are left out (names must be unique per server; tell the server's authors)",
+				"tools", strings.Join(again, ", "))
+		}
+	}()
 	params := &mcp.ListToolsParams{}
 	for {
 		res, err := sess.ListTools(ctx, params)
@@ -625,8 +637,15 @@ func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash 
 			return nil, fmt.Errorf("list tools: %w", err)
 		}
 		for _, t := range stash.merge(params.Cursor, res.Tools) {
-			if len(tools) == b.p.opts.MaxTools {
+			if entries == b.p.opts.MaxTools {
 				return nil, fmt.Errorf("list tools: more than %d tools (Options.MaxTools)", b.p.opts.MaxTools)
+			}
+			entries++
+			if times[t.Name]++; times[t.Name] > 1 {
+				if times[t.Name] == 2 {
+					again = append(again, t.Name)
+				}
+				continue
 			}
 			if len(t.Description) > maxDescription {
 				b.log.Warn("tool description too long; cut", "tool", t.Name, keyBytes, len(t.Description), keyLimit, maxDescription)

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -87,6 +88,7 @@ const (
 	ModeNoLoggingCap    = "no-logging-cap"   // declares no logging capability, yet logs to a 2026-07-28 request that opts in (as the Python SDK's MCPServer does)
 	ModeBigNumbers      = "big-numbers"      // tool "big" returns BigNumbers as its structuredContent (integers past 2^53, as a Python server may)
 	ModeAsk             = "ask"              // tools that ask the client mid-call with input-required results (protocol 2026-07-28): "confirm", "sample", "roots", "confirm_sample", "confirm_anyway", "busy" (see addAskTools)
+	ModeDuplicateNames  = "duplicate-names"  // tools/list lists echo twice, the copy (last) with another description, as a broken server may
 
 	modeGrandchild = "grandchild" // internal: the sleeping grandchild
 )
@@ -149,6 +151,9 @@ func run(modes Modes) int {
 	case modes[ModeStrictDiscover]:
 		sd := &strictDiscover{w: os.Stdout, answered: make(chan struct{})}
 		in, out = editRequests(os.Stdin, sd.edit), sd
+	}
+	if modes[ModeDuplicateNames] {
+		out = &duplicateEcho{w: out}
 	}
 	if modes[ModeGarbageStdout] {
 		fmt.Fprintln(os.Stdout, "Fake MCP server v0.0.1 starting...")
@@ -295,6 +300,44 @@ func (sd *strictDiscover) edit(method string, line []byte) []byte {
 	}
 	fmt.Fprintln(os.Stderr, "strict-discover: initialize after server/discover, refused")
 	return append(b, '\n')
+}
+
+// duplicateEcho writes the server's messages to w, each tools/list answer
+// with a copy of its echo tool appended (ModeDuplicateNames).
+type duplicateEcho struct {
+	w   io.Writer
+	buf []byte // output not yet split into lines
+}
+
+func (d *duplicateEcho) Write(p []byte) (int, error) {
+	d.buf = append(d.buf, p...)
+	for {
+		i := bytes.IndexByte(d.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := d.buf[:i+1]
+		var m map[string]any
+		if json.Unmarshal(line, &m) == nil {
+			res, _ := m["result"].(map[string]any)
+			tools, _ := res["tools"].([]any)
+			for _, x := range tools {
+				if t, _ := x.(map[string]any); t["name"] == "echo" {
+					again := maps.Clone(t)
+					again["description"] = "the same name again, listed by mistake"
+					res["tools"] = append(tools, again)
+					if b, err := json.Marshal(m); err == nil {
+						line = append(b, '\n')
+					}
+					break
+				}
+			}
+		}
+		if _, err := d.w.Write(line); err != nil {
+			return 0, err
+		}
+		d.buf = d.buf[i+1:]
+	}
 }
 
 func spawnGrandchild() error {

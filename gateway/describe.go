@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/oneline"
 )
 
 // Bounds of search_tools' description, which every client holds in its
@@ -110,7 +111,7 @@ func (g *Gateway) describeServer(server string, tools []string) string {
 	}
 	words := ""
 	if g.opts.Describe != nil {
-		words = oneLine(g.opts.Describe(server), maxServerWords)
+		words = oneline.Cut(g.opts.Describe(server), maxServerWords)
 	}
 	if words != "" {
 		return fmt.Sprintf("%s (%s): %s", server, n, words)

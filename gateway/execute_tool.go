@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/jsonnum"
+	"github.com/toolgate/toolgate/internal/oneline"
 )
 
 type executeArgs struct {
@@ -169,7 +170,7 @@ func toolArgs(raw json.RawMessage) (args, forSchema map[string]any, plain bool, 
 	dec.UseNumber()
 	var m map[string]any
 	if err := dec.Decode(&m); err != nil || m == nil || dec.InputOffset() != int64(len(t)) {
-		return nil, nil, false, fmt.Errorf(`"arguments" must be a JSON object (got %s)`, oneLine(string(t), 60))
+		return nil, nil, false, fmt.Errorf(`"arguments" must be a JSON object (got %s)`, oneline.Cut(string(t), 60))
 	}
 	f, _ := floatNumbers(m)
 	return m, f.(map[string]any), false, nil

@@ -216,6 +216,16 @@ func TestSearchTools(t *testing.T) {
 		if txt := text(res); !strings.Contains(txt, `Rephrase the task in other words, or leave out "server". The closest`) {
 			t.Errorf("with a server: %s", txt)
 		}
+		// A query of megabytes is said back by its start.
+		long := "book a flight to Paris " + strings.Repeat("and then some ", 100_000)
+		res = call(t, connect(t, g2), SearchToolName, map[string]any{"query": long})
+		if txt := text(res); len(txt) > 3000 || !strings.Contains(txt, `No tool fits "book a flight to Paris and then some`) || !strings.Contains(txt, `…" well`) {
+			t.Errorf("a query of %d bytes: a text of %d bytes: %.300s", len(long), len(txt), txt)
+		}
+		res = call(t, connect(t, g2), SearchToolName, map[string]any{"query": "x", "server": strings.Repeat("s", 100_000)})
+		if txt := text(res); !res.IsError || len(txt) > 1000 || !strings.Contains(txt, `there is no server named "sss`) {
+			t.Errorf("a server name of 100,000 bytes: isError=%v, a text of %d bytes: %.300s", res.IsError, len(txt), txt)
+		}
 	})
 
 	// Servers that never listed their tools and cannot run: named, so an

@@ -217,6 +217,16 @@ func TestExecuteToolRepairs(t *testing.T) {
 			t.Errorf("isError=%v, text lacks %q:\n%s", res.IsError, want, txt)
 		}
 	}
+	// What the caller sent is said back cut short: a name of 200,000 runes
+	// (megabytes fit in a request) is quoted by its start, matched by its
+	// first maxMatchRunes, and the answer stays small.
+	for _, name := range []string{"memory__make_entities" + strings.Repeat("x", 200_000), strings.Repeat("y", 200_000), "nope" + strings.Repeat("z", 200_000) + "__tool"} {
+		res = call(t, cs, ExecuteToolName, map[string]any{"name": name})
+		txt = text(res)
+		if !res.IsError || len(txt) > 2000 || !strings.Contains(txt, name[:40]) || !strings.Contains(txt, "…") {
+			t.Errorf("a name of %d bytes: isError=%v, a text of %d bytes: %.300s", len(name), res.IsError, len(txt), txt)
+		}
+	}
 	if n := caller.calls.Load(); n != 0 {
 		t.Errorf("%d calls reached the backend", n)
 	}

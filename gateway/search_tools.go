@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -151,7 +152,7 @@ func (g *Gateway) parseSearchArgs(c *policy.Caller, raw json.RawMessage) (search
 			quoted(unknown), lim.max, lim.def)
 	}
 	if v, ok := m["query"]; ok && json.Unmarshal(v, &a.Query) != nil {
-		return a, fmt.Sprintf(`search_tools: "query" must be a string describing the task, e.g. {"query": "create a GitHub issue"}; got %s.`, oneLine(string(v), 60))
+		return a, fmt.Sprintf(`search_tools: "query" must be a string describing the task, e.g. {"query": "create a GitHub issue"}; got %s.`, oneline.Cut(string(v), 60))
 	}
 	if strings.TrimSpace(a.Query) == "" {
 		return a, `search_tools needs a non-empty "query": describe the task in a few words, e.g. {"query": "create a GitHub issue"}.`
@@ -163,26 +164,26 @@ func (g *Gateway) parseSearchArgs(c *policy.Caller, raw json.RawMessage) (search
 			i, err = n.Int64()
 		}
 		if err != nil || i < 1 {
-			return a, fmt.Sprintf(`search_tools: "limit" must be a whole number from 1 to %d, got %s.`, lim.max, oneLine(string(v), 30))
+			return a, fmt.Sprintf(`search_tools: "limit" must be a whole number from 1 to %d, got %s.`, lim.max, oneline.Cut(string(v), 30))
 		}
 		a.Limit = int(min(i, int64(lim.max)))
 	}
 	if v, ok := m["server"]; ok && string(v) != "null" && json.Unmarshal(v, &a.Server) != nil {
-		return a, fmt.Sprintf(`search_tools: "server" must be a server name (a string), got %s. Servers: %s.`, oneLine(string(v), 30), strings.Join(g.servers(c), ", "))
+		return a, fmt.Sprintf(`search_tools: "server" must be a server name (a string), got %s. Servers: %s.`, oneline.Cut(string(v), 30), strings.Join(g.servers(c), ", "))
 	}
 	if v, ok := m["readOnly"]; ok && string(v) != "null" && json.Unmarshal(v, &a.ReadOnly) != nil {
-		return a, fmt.Sprintf(`search_tools: "readOnly" must be true or false, got %s.`, oneLine(string(v), 30))
+		return a, fmt.Sprintf(`search_tools: "readOnly" must be true or false, got %s.`, oneline.Cut(string(v), 30))
 	}
 	if v, ok := m["detail"]; ok && string(v) != "null" {
 		if json.Unmarshal(v, &a.Detail) != nil || a.Detail != DetailCompact && a.Detail != DetailFull {
-			return a, fmt.Sprintf(`search_tools: "detail" must be "compact" (the default: one line and the arguments per tool) or "full" (also each tool's input schema), got %s.`, oneLine(string(v), 30))
+			return a, fmt.Sprintf(`search_tools: "detail" must be "compact" (the default: one line and the arguments per tool) or "full" (also each tool's input schema), got %s.`, oneline.Cut(string(v), 30))
 		}
 	}
 	// A server that is down and never listed its tools exists: the search
 	// finds none of them and says why (downServers).
 	if a.Server != "" && !g.hasServer(c, a.Server) && len(g.downServers(c, a.Server)) == 0 {
 		return a, fmt.Sprintf(`search_tools: there is no server named %q. Servers: %s. Leave "server" out to search them all.`,
-			a.Server, strings.Join(g.servers(c), ", "))
+			oneline.Echo(a.Server), strings.Join(g.servers(c), ", "))
 	}
 	return a, ""
 }
@@ -361,7 +362,7 @@ func renderSearch(a searchArgs, r SearchResult) string {
 		only = "read-only "
 	}
 	if len(r.Tools) == 0 {
-		fmt.Fprintf(&b, "No %stools match %q (mode %s). Try other words", only, a.Query, r.Mode)
+		fmt.Fprintf(&b, "No %stools match %q (mode %s). Try other words", only, oneline.Echo(a.Query), r.Mode)
 		if a.Server != "" {
 			b.WriteString(`, or leave out "server"`)
 		}
@@ -373,7 +374,7 @@ func renderSearch(a searchArgs, r SearchResult) string {
 		return b.String()
 	}
 	if r.NoMatch {
-		fmt.Fprintf(&b, "No %stool fits %q well (mode %s). Rephrase the task in other words", only, a.Query, r.Mode)
+		fmt.Fprintf(&b, "No %stool fits %q well (mode %s). Rephrase the task in other words", only, oneline.Echo(a.Query), r.Mode)
 		if a.Server != "" {
 			b.WriteString(`, or leave out "server"`)
 		}
@@ -393,7 +394,7 @@ func renderSearch(a searchArgs, r SearchResult) string {
 		if a.Detail == DetailFull {
 			fmt.Fprintf(&b, "  score %.3f (keyword %.3f, vector %.3f), confidence %.2f", t.Score, t.Keyword, t.Vector, t.Confidence)
 			if t.Clause != "" {
-				fmt.Fprintf(&b, ", for %q", oneLine(t.Clause, clauseChars))
+				fmt.Fprintf(&b, ", for %q", oneline.Cut(t.Clause, clauseChars))
 			}
 			b.WriteString("\n")
 		} else {
@@ -404,15 +405,15 @@ func renderSearch(a searchArgs, r SearchResult) string {
 		}
 		if a.Detail == DetailFull {
 			if t.Title != "" {
-				fmt.Fprintf(&b, "   title: %s\n", oneLine(t.Title, 120))
+				fmt.Fprintf(&b, "   title: %s\n", oneline.Cut(t.Title, 120))
 			}
-			if d := oneLine(t.Description, fullDescChars); d != "" {
+			if d := oneline.Cut(t.Description, fullDescChars); d != "" {
 				fmt.Fprintf(&b, "   %s\n", d)
 			}
 			fmt.Fprintf(&b, "   inputSchema: %s\n", compactJSON(t.InputSchema))
 			continue
 		}
-		if d := oneLine(t.Description, compactDescChars); d != "" {
+		if d := oneline.Cut(t.Description, compactDescChars); d != "" {
 			fmt.Fprintf(&b, "   %s\n", d)
 		}
 		if p := paramSummary(t.InputSchema, compactArgsChars); p != "" {
@@ -436,7 +437,7 @@ func writeDown(b *strings.Builder, down []DownServer) {
 		fmt.Fprintf(b, "\nNot searched: %d servers never listed their tools and cannot run now, so a tool of theirs cannot be found:\n", len(down))
 	}
 	for _, d := range down {
-		fmt.Fprintf(b, "- %s: %s\n", d.Name, oneLine(d.Reason, downReasonChars))
+		fmt.Fprintf(b, "- %s: %s\n", d.Name, oneline.Cut(d.Reason, downReasonChars))
 	}
 	b.WriteString("toolgate__server_status NAME says more; once one runs, its tools are found.")
 }
@@ -463,14 +464,6 @@ func compactJSON(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return b.String()
-}
-
-func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > max {
-		return string(r[:max-1]) + "…"
-	}
-	return s
 }
 
 // paramSummary renders "path*: string, depth: integer" from an input

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/internal/oneline"
 )
 
 // Text that a backend, a remote server or a client chose (a backend's
@@ -54,12 +56,6 @@ func escapeUnsafe(s string) string {
 	return b.String()
 }
 
-// oneLine flattens whitespace, cuts s to at most n runes and escapes what
-// must not reach a terminal (see escapeUnsafe).
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		s = string(r[:n-1]) + "…"
-	}
-	return escapeUnsafe(s)
-}
+// oneLine is oneline.Cut(s, n), with what must not reach a terminal
+// escaped (see escapeUnsafe).
+func oneLine(s string, n int) string { return escapeUnsafe(oneline.Cut(s, n)) }

@@ -35,6 +35,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -383,7 +384,7 @@ func (c *Console) mayServer(caller *policy.Caller, server string, a action) (int
 	if why != "" {
 		return http.StatusForbidden, fmt.Sprintf("%s server %q is outside what this API key may do: %s", a.doing, server, why)
 	}
-	return http.StatusNotFound, fmt.Sprintf("there is no server named %q among the servers this client may %s", server, a.verb)
+	return http.StatusNotFound, fmt.Sprintf("there is no server named %q among the servers this client may %s", oneline.Echo(server), a.verb)
 }
 
 // admit is authorize for an endpoint of the API: it answers a request it

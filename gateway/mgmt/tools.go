@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/internal/mask"
+	"github.com/toolgate/toolgate/internal/oneline"
 )
 
 // Arguments of the tools. Their fields and jsonschema descriptions are the
@@ -182,9 +183,9 @@ func (s *Server) listServers(_ context.Context, c *policy.Caller, _ noArgs) *mcp
 		}
 		fmt.Fprintf(&b, "- %s: %s (%s, %d tools, %d restarts)", in.Name, in.State, in.Transport, in.Tools, in.Restarts)
 		if in.Error != "" {
-			fmt.Fprintf(&b, "; error: %s", oneLine(in.Error, 200))
+			fmt.Fprintf(&b, "; error: %s", oneline.Cut(in.Error, 200))
 		} else if in.LastError != "" {
-			fmt.Fprintf(&b, "; last error: %s", oneLine(in.LastError, 200))
+			fmt.Fprintf(&b, "; last error: %s", oneline.Cut(in.LastError, 200))
 		}
 		if len(in.Profiles) > 0 {
 			fmt.Fprintf(&b, "; profiles: %s", strings.Join(in.Profiles, ", "))
@@ -216,7 +217,7 @@ func noServer(name string, infos []ServerInfo) *mcp.CallToolResult {
 	for i, in := range infos {
 		names[i] = in.Name
 	}
-	return toolError("there is no server named %q (servers: %s)", name, strings.Join(names, ", "))
+	return toolError("there is no server named %q (servers: %s)", oneline.Echo(name), strings.Join(names, ", "))
 }
 
 // namesServer reports whether the management tool acts on the server its
@@ -450,12 +451,4 @@ func (s *Server) activateProfile(_ context.Context, c *policy.Caller, a profileA
 	}
 	return result(map[string]any{"active": a.Name},
 		"Profile %q is active for this session: search_tools and execute_tool now show only its tools (%s).", a.Name, describeProfile(p))
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/oneline"
 )
 
 // Names of the rules of this package.
@@ -63,7 +64,7 @@ func (r *Configured) Check(_ *Caller, t catalog.Tool) string {
 	case r.removed[t.Server]:
 		return fmt.Sprintf("server %q was removed from the config", t.Server)
 	}
-	return fmt.Sprintf("there is no server named %q", t.Server)
+	return fmt.Sprintf("there is no server named %q", oneline.Echo(t.Server)) // the caller's words
 }
 
 // Disabled is the rule of the servers disabled at run time

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/oneline"
 )
 
 // Sep separates the server name from the tool name in a namespaced ID.
@@ -45,7 +47,7 @@ func JoinID(server, tool string) string { return server + Sep + tool }
 func SplitID(id string) (server, tool string, err error) {
 	server, tool, ok := strings.Cut(id, Sep)
 	if !ok || server == "" || tool == "" {
-		return "", "", fmt.Errorf("tool name %q is not namespaced: want server%stool (use a name returned by search_tools)", id, Sep)
+		return "", "", fmt.Errorf("tool name %q is not namespaced: want server%stool (use a name returned by search_tools)", oneline.Echo(id), Sep)
 	}
 	return server, tool, nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -58,6 +59,34 @@ func TestSearchErrors(t *testing.T) {
 	}
 	if _, err := e.Search(context.Background(), search.Query{Text: "file", Mode: "fancy"}); err == nil {
 		t.Error("Search with an unknown mode: no error")
+	}
+}
+
+// A query past MaxQueryBytes ranks by its start: what comes after (here a
+// megabyte about git) changes nothing, and a cut inside a character is moved
+// to its start.
+func TestLongQueryRanksByItsStart(t *testing.T) {
+	emb := &hashEmbedder{}
+	e := search.New(build(t, testCatalog, emb), emb, nil)
+	defer e.Close()
+	start := "read the complete contents of a file é" + strings.Repeat("é", search.MaxQueryBytes) // é is two bytes: byte MaxQueryBytes is inside one
+	long := start + strings.Repeat(" git commit repository status", 40_000)
+	if utf8.ValidString(start[:search.MaxQueryBytes]) {
+		t.Fatal("the test's query is not cut inside a character")
+	}
+	cut := strings.ToValidUTF8(start[:search.MaxQueryBytes], "")
+	for _, mode := range []search.Mode{search.ModeHybrid, search.ModeBM25} {
+		got, err := e.Search(context.Background(), search.Query{Text: long, Limit: 3, Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := e.Search(context.Background(), search.Query{Text: cut, Limit: 3, Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(ids(want.Hits), ids(got.Hits)); diff != "" || got.Hits[0].Tool.Name != "read_file" {
+			t.Errorf("%s: a long query ranks otherwise than its first %d bytes (-start +long):\n%s", mode, search.MaxQueryBytes, diff)
+		}
 	}
 }
 

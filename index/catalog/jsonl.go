@@ -11,6 +11,10 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"golang.org/x/text/encoding"
+	"golang.org/x/text/encoding/unicode"
+	"golang.org/x/text/transform"
 )
 
 // jsonlTool is one line of a tools.jsonl file. Pointers tell a missing key
@@ -90,8 +94,12 @@ func ReadJSONL(r io.Reader, name string) ([]Tool, error) {
 
 // EachLine calls f with each non-blank line of a JSON-lines stream and its
 // 1-based number; an error from f or from reading is returned as
-// "name:line: err". Lines may be up to 64 MiB long.
+// "name:line: err". Lines may be up to 64 MiB long. A stream that starts
+// with a byte-order mark is read as it says: UTF-8 with one (Notepad), or
+// UTF-16 (Windows PowerShell's `>` and Out-File); the mark used to be the
+// first line's first "character", not valid JSON.
 func EachLine(r io.Reader, name string, f func(line int, b []byte) error) error {
+	r = transform.NewReader(r, unicode.BOMOverride(encoding.Nop.NewDecoder()))
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 64*1024*1024)
 	line := 0

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/text/encoding"
+	"golang.org/x/text/encoding/unicode"
 )
 
 func TestReadJSONL(t *testing.T) {
@@ -33,6 +35,24 @@ func TestReadJSONL(t *testing.T) {
 	}
 	if got[1].ID() != "my server__PDF&URLTool" {
 		t.Errorf("ID = %q", got[1].ID())
+	}
+	// Written with a byte-order mark (Notepad's UTF-8, PowerShell's UTF-16),
+	// the same file reads the same.
+	for enc, e := range map[string]encoding.Encoding{
+		"UTF-8 with a mark": unicode.UTF8BOM,
+		"UTF-16LE":          unicode.UTF16(unicode.LittleEndian, unicode.UseBOM),
+		"UTF-16BE":          unicode.UTF16(unicode.BigEndian, unicode.UseBOM),
+	} {
+		b, err := e.NewEncoder().Bytes([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		marked, err := ReadJSONL(bytes.NewReader(b), "tools.jsonl")
+		if err != nil {
+			t.Errorf("%s: %v", enc, err)
+		} else if diff := cmp.Diff(want, marked); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", enc, diff)
+		}
 	}
 }
 

@@ -39,6 +39,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/jsonwords"
 	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/search"
 )
@@ -331,7 +332,7 @@ func decodeArgs(raw json.RawMessage, v any) error {
 	if len(t) == 0 || string(t) == "null" {
 		return nil
 	}
-	return json.Unmarshal(t, v)
+	return jsonwords.Explain(json.Unmarshal(t, v), v) // the model reads it: JSON's words, not Go's
 }
 
 // minLevel drops records below its level.

@@ -174,6 +174,7 @@ func TestSearchTools(t *testing.T) {
 		{"bad limit", map[string]any{"query": "x", "limit": 0}, `"limit" must be a whole number`},
 		{"fractional limit", map[string]any{"query": "x", "limit": 2.5}, `"limit" must be a whole number`},
 		{"unknown server", map[string]any{"query": "x", "server": "nope"}, `no server named "nope". Servers: everything, filesystem, memory, weird`},
+		{"not an object", "list the files", `arguments must be an object like {"query": "list files in a directory", "limit": 5}: a JSON string, not an object`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := call(t, cs, SearchToolName, tc.args)
@@ -480,6 +481,8 @@ func TestExecuteTool(t *testing.T) {
 		{"same tool other server", map[string]any{"name": "fs__list_directory"}, "Closest names: filesystem__list_directory", false},
 		{"not namespaced", map[string]any{"name": "list_directory"}, "not namespaced", false},
 		{"missing name", map[string]any{}, `needs "name"`, false},
+		{"name not a string", map[string]any{"name": 42}, `"arguments": {...}}: "name" must be a string, not a JSON number`, false},
+		{"not an object", []string{"everything__add"}, `arguments must be an object like {"name": "server__tool", "arguments": {...}}: a JSON array, not an object`, false},
 		{"arguments not an object", map[string]any{"name": "everything__add", "arguments": []int{1}}, `"arguments" must be a JSON object`, false},
 		{"missing required", map[string]any{"name": "everything__add", "arguments": map[string]any{"a": 1}}, "do not match the tool's inputSchema", false},
 		{"wrong type", map[string]any{"name": "filesystem__list_directory", "arguments": map[string]any{"path": 3}}, "do not match the tool's inputSchema", false},

@@ -41,6 +41,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/internal/jsonwords"
 )
 
 // Name is the built-in server's name: its tools are toolgate__NAME.
@@ -189,7 +190,7 @@ func define[A any](name, title, desc string, annotations *mcp.ToolAnnotations, r
 		run: func(ctx context.Context, c *policy.Caller, raw json.RawMessage) *mcp.CallToolResult {
 			var a A
 			if err := json.Unmarshal(raw, &a); err != nil {
-				return toolError("%s__%s: the arguments do not fit its inputSchema: %v", Name, name, err)
+				return toolError("%s__%s: the arguments do not fit its inputSchema: %v", Name, name, jsonwords.Explain(err, &a))
 			}
 			return run(ctx, c, a)
 		},

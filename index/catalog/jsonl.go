@@ -8,13 +8,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/unicode"
 	"golang.org/x/text/transform"
+
+	"github.com/toolgate/toolgate/internal/jsonwords"
 )
 
 // jsonlTool is one line of a tools.jsonl file. Pointers tell a missing key
@@ -132,64 +133,6 @@ func DecodeLine(b []byte, v any) error {
 		return fmt.Errorf("not valid JSON at column %d (%v): each line holds one JSON object", se.Offset, se)
 	case errors.As(err, &te) && te.Field == "":
 		return fmt.Errorf("the line is a JSON %s: each line must be one JSON object", te.Value)
-	case errors.As(err, &te):
-		return fmt.Errorf("%q must be %s, not a JSON %s", te.Field, jsonKind(fieldType(v, te.Field, te.Type), false), te.Value)
 	}
-	return err
-}
-
-// fieldType is the declared type of v's top-level field whose JSON key is
-// key (a wrong element of a list is reported with the element's type: the
-// message names the whole field's), else t.
-func fieldType(v any, key string, t reflect.Type) reflect.Type {
-	st := reflect.TypeOf(v)
-	for st != nil && st.Kind() == reflect.Pointer {
-		st = st.Elem()
-	}
-	if st == nil || st.Kind() != reflect.Struct {
-		return t
-	}
-	for i := range st.NumField() {
-		f := st.Field(i)
-		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == key {
-			return f.Type
-		}
-	}
-	return t
-}
-
-// jsonKind names what a Go type holds, in JSON's words ("a list of
-// strings"); plural for the things a list holds ("strings").
-func jsonKind(t reflect.Type, plural bool) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
-		if plural {
-			return "lists of " + jsonKind(t.Elem(), true)
-		}
-		return "a list of " + jsonKind(t.Elem(), true)
-	}
-	n := jsonNoun(t)
-	switch {
-	case plural:
-		return n + "s"
-	case n == "object":
-		return "an object"
-	}
-	return "a " + n
-}
-
-func jsonNoun(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.String:
-		return "string"
-	case reflect.Bool:
-		return "boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
-		reflect.Float32, reflect.Float64:
-		return "number"
-	}
-	return "object"
+	return jsonwords.Explain(err, v)
 }

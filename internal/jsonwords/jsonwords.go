@@ -1,0 +1,84 @@
+// Package jsonwords says what is wrong with a JSON value in JSON's words
+// ("a list of strings", "a JSON number"), not Go's ("cannot unmarshal
+// number into Go struct field executeArgs.name of type string"): for
+// messages to the person or model that wrote the JSON.
+package jsonwords
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// Explain rewrites an error of json.Unmarshal(b, v) that says a value has
+// the wrong type: a field's as `"name" must be a string, not a JSON
+// number`, the whole value's as `a JSON string, not an object`. Other
+// errors are returned as they are.
+func Explain(err error, v any) error {
+	var te *json.UnmarshalTypeError
+	switch {
+	case !errors.As(err, &te):
+		return err
+	case te.Field == "":
+		return fmt.Errorf("a JSON %s, not %s", te.Value, kind(reflect.TypeOf(v), false))
+	}
+	return fmt.Errorf("%q must be %s, not a JSON %s", te.Field, kind(fieldType(v, te.Field, te.Type), false), te.Value)
+}
+
+// fieldType is the declared type of v's top-level field whose JSON key is
+// key (a wrong element of a list is reported with the element's type: the
+// message names the whole field's), else t.
+func fieldType(v any, key string, t reflect.Type) reflect.Type {
+	st := reflect.TypeOf(v)
+	for st != nil && st.Kind() == reflect.Pointer {
+		st = st.Elem()
+	}
+	if st == nil || st.Kind() != reflect.Struct {
+		return t
+	}
+	for i := range st.NumField() {
+		f := st.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == key {
+			return f.Type
+		}
+	}
+	return t
+}
+
+// kind names what a Go type holds, in JSON's words ("a list of
+// strings"); plural for the things a list holds ("strings").
+func kind(t reflect.Type, plural bool) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+		if plural {
+			return "lists of " + kind(t.Elem(), true)
+		}
+		return "a list of " + kind(t.Elem(), true)
+	}
+	n := noun(t)
+	switch {
+	case plural:
+		return n + "s"
+	case n == "object":
+		return "an object"
+	}
+	return "a " + n
+}
+
+func noun(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return "number"
+	}
+	return "object"
+}

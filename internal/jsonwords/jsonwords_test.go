@@ -1,0 +1,44 @@
+package jsonwords
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+func TestExplain(t *testing.T) {
+	type args struct {
+		Name     string   `json:"name"`
+		Relevant []string `json:"relevant"`
+		Limit    int      `json:"limit,omitempty"`
+		Nested   struct {
+			On bool `json:"on"`
+		} `json:"nested"`
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`{"name": 42}`, `"name" must be a string, not a JSON number`},
+		{`{"relevant": "a__b"}`, `"relevant" must be a list of strings, not a JSON string`},
+		{`{"relevant": [1]}`, `"relevant" must be a list of strings, not a JSON number`},
+		{`{"limit": "5"}`, `"limit" must be a number, not a JSON string`},
+		{`{"nested": {"on": "yes"}}`, `"nested.on" must be a boolean, not a JSON string`},
+		{`"just text"`, `a JSON string, not an object`},
+		{`[1, 2]`, `a JSON array, not an object`},
+	} {
+		var v args
+		got := Explain(json.Unmarshal([]byte(tc.in), &v), &v)
+		if got == nil || got.Error() != tc.want {
+			t.Errorf("Explain(%s) = %v, want %q", tc.in, got, tc.want)
+		}
+	}
+	var m map[string]json.RawMessage
+	if got := Explain(json.Unmarshal([]byte(`true`), &m), &m); got == nil || got.Error() != "a JSON bool, not an object" {
+		t.Errorf("into a map: %v", got)
+	}
+	other := errors.New("unexpected end of JSON input")
+	if got := Explain(other, &m); got != other {
+		t.Errorf("an error that is no type error: %v, want it as it is", got)
+	}
+	if Explain(nil, &m) != nil {
+		t.Error("Explain(nil) is not nil")
+	}
+}

@@ -13,15 +13,24 @@ import (
 	"github.com/toolgate/toolgate/index/catalog"
 )
 
+// unlisted is a server that `index --config` could not list.
+type unlisted struct {
+	Server string `json:"server"`
+	State  string `json:"state"` // down, needs-login
+	Error  string `json:"error"`
+	Kept   int    `json:"kept"` // its tools in the index before, kept
+}
+
 // listBackendTools connects to every server in the config files (read as
 // one, as serve reads them), lists their tools and disconnects. A server
 // that cannot be reached keeps the tools the index in the data folder
 // already has for it (with a warning), so an offline backend does not
-// empty the catalog; servers no longer in the config are dropped.
-func (g *globals) listBackendTools(ctx context.Context, paths []string, stderr io.Writer) ([]catalog.Tool, error) {
+// empty the catalog; servers no longer in the config are dropped. Those
+// servers are returned too.
+func (g *globals) listBackendTools(ctx context.Context, paths []string, stderr io.Writer) ([]catalog.Tool, []unlisted, error) {
 	cfg, _, err := g.readConfigs(paths)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tokens := g.authTokens(paths[len(paths)-1]) // as serve: logins name the last file
 	defer tokens.Close()
@@ -37,13 +46,26 @@ func (g *globals) listBackendTools(ctx context.Context, paths []string, stderr i
 		prev = ix.Tools()
 		ix.Close()
 	}
+	var down []unlisted
 	for _, st := range pool.Status() {
-		if st.State != backend.StateUp {
-			fmt.Fprintf(stderr, "toolgate: warning: server %q is %s (%s); keeping the tools the index already has for it\n", st.Name, st.State, st.Err)
+		if st.State == backend.StateUp {
+			continue
 		}
+		u := unlisted{Server: st.Name, State: string(st.State), Error: st.Err}
+		for _, t := range prev {
+			if t.Server == st.Name {
+				u.Kept++
+			}
+		}
+		kept := "it has no tools in the index"
+		if u.Kept > 0 {
+			kept = fmt.Sprintf("the index keeps the %d tools it had for it", u.Kept)
+		}
+		fmt.Fprintf(stderr, "toolgate: warning: server %q is %s (%s); %s\n", st.Name, st.State, st.Err, kept)
+		down = append(down, u)
 	}
 	// The built-in management server's tools are catalogued as serve does.
 	tools := pool.Tools()
 	tools[mgmt.Name] = mgmt.Tools()
-	return live.Merge(prev, tools, append(pool.Servers(), mgmt.Name)), nil
+	return live.Merge(prev, tools, append(pool.Servers(), mgmt.Name)), down, nil
 }

@@ -40,7 +40,9 @@ func newIndexCmd(g *globals) *cobra.Command {
 search works without any backend. --tools reads tools in the bench format, one
 {"server","name","description","input_schema"} object per line; --config
 connects to the configured backends and lists their tools. --config may be
-given several times: the files are read as one, as serve reads them.
+given several times: the files are read as one, as serve reads them. A
+server that cannot be listed keeps the tools the index had for it, with a
+warning; the index is built, and the exit status is 3.
 
 The index is rebuilt only when it is missing, from another format, made with
 another model, or the catalog changed; otherwise it is left as it is. Tools
@@ -87,6 +89,9 @@ type indexResult struct {
 	Generation  int     `json:"generation"`
 	Seconds     float64 `json:"seconds"`
 	Warning     string  `json:"warning,omitempty"`
+	// Unlisted are the servers of --config that could not be listed (exit
+	// status 3).
+	Unlisted []unlisted `json:"unlisted,omitempty"`
 }
 
 func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.Writer) error {
@@ -95,11 +100,12 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 	}
 	start := time.Now()
 	var tools []catalog.Tool
+	var down []unlisted
 	var err error
 	if f.tools != "" {
 		tools, err = catalog.ReadFile(f.tools)
 	} else {
-		tools, err = g.listBackendTools(ctx, f.configs, stderr)
+		tools, down, err = g.listBackendTools(ctx, f.configs, stderr)
 	}
 	if err != nil {
 		return err
@@ -117,7 +123,7 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 		}
 	}
 
-	res := indexResult{Dir: index.Dir(g.DataDir())}
+	res := indexResult{Dir: index.Dir(g.DataDir()), Unlisted: down}
 	var emb index.Embedder
 	if !f.noVectors {
 		e, closer, err := g.openEmbedder(ctx, nil)
@@ -157,11 +163,28 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 	res.Seconds = time.Since(start).Seconds()
 
 	if f.json {
-		enc := json.NewEncoder(stdout)
-		return enc.Encode(res)
+		if err := json.NewEncoder(stdout).Encode(res); err != nil {
+			return err
+		}
+	} else {
+		printIndexResult(stdout, res)
 	}
-	printIndexResult(stdout, res)
-	return nil
+	return unlistedError(down)
+}
+
+// unlistedError is index --config's exit when servers could not be listed:
+// the index is built, with the others' tools (and theirs from before), but
+// a script that bakes an index wants to know it lacks some (exit status 3,
+// as a degraded `toolgate status`).
+func unlistedError(down []unlisted) error {
+	if len(down) == 0 {
+		return nil
+	}
+	names := make([]string, len(down))
+	for i, u := range down {
+		names[i] = fmt.Sprintf("%s (%s)", u.Server, u.State)
+	}
+	return exitError{fmt.Errorf("the index is built, but not every server could be listed: %s; the warnings above say why: mend them and run toolgate index --config again", strings.Join(names, ", ")), degradedExit}
 }
 
 func printIndexResult(w io.Writer, r indexResult) {

@@ -279,6 +279,47 @@ func TestIndexConfigLikeServe(t *testing.T) {
 	}
 }
 
+// TestIndexConfigWithAServerDown: `index --config` builds the index when a
+// server cannot be listed, keeping that server's tools from the index
+// before, and says so: a warning each, "unlisted" in --json, and exit
+// status 3 (it was 0, so a script baking an index could not tell).
+func TestIndexConfigWithAServerDown(t *testing.T) {
+	data := t.TempDir()
+	up := fakeConfig(t, map[string]string{"a": "", "b": ""}, nil)
+	if out, err := toolgateCmd(t, data, "index", "-c", up, "--bm25-only").CombinedOutput(); err != nil {
+		t.Fatalf("index with every server up: %v\n%s", err, out)
+	}
+	down := fakeConfig(t, map[string]string{"a": "", "b": backendtest.ModeCrashAtStart, "c": backendtest.ModeCrashAtStart}, nil)
+	stdout, stderr, err := runToolgate(t, data, "index", "-c", down, "--bm25-only", "--json")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != degradedExit {
+		t.Fatalf("index with servers down: %v, want exit status %d\n%s", err, degradedExit, stderr)
+	}
+	for _, want := range []string{
+		`server "b" is down (`, "the index keeps the 3 tools it had for it",
+		`server "c" is down (`, "it has no tools in the index",
+		"the index is built, but not every server could be listed: b (down), c (down)",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	var res indexResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || len(res.Unlisted) != 2 ||
+		res.Unlisted[0].Server != "b" || res.Unlisted[0].Kept != 3 || res.Unlisted[0].State != "down" || res.Unlisted[0].Error == "" ||
+		res.Unlisted[1].Server != "c" || res.Unlisted[1].Kept != 0 {
+		t.Errorf("--json: %v, unlisted %+v\n%s", err, res.Unlisted, stdout)
+	}
+	ix, err := index.Open(index.Dir(data), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if _, ok := ix.Tool("b__echo"); !ok {
+		t.Error("b's tools from the index before were not kept")
+	}
+}
+
 // TestSearchReadsConfig: `toolgate search --config` answers as search_tools
 // does under that config: its data folder, toolgate.search's mode,
 // defaultLimit and minConfidence (0: never noMatch); flags win over it.

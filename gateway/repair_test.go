@@ -227,6 +227,17 @@ func TestExecuteToolRepairs(t *testing.T) {
 			t.Errorf("a name of %d bytes: isError=%v, a text of %d bytes: %.300s", len(name), res.IsError, len(txt), txt)
 		}
 	}
+	// Arguments the tool lacks, named by the caller: a name of 100,000
+	// runes, and 10,000 of them.
+	extra := map[string]any{"entities": []any{}, "zz" + strings.Repeat("k", 100_000): 1}
+	for i := range 10_000 {
+		extra[fmt.Sprintf("x%05d", i)] = i
+	}
+	res = call(t, cs, ExecuteToolName, map[string]any{"name": "memory__create_entities_v2", "arguments": extra})
+	txt = text(res)
+	if !res.IsError || len(txt) > 4000 || !strings.Contains(txt, `"x00000", "x00001"`) || !strings.Contains(txt, "and 9991 more") {
+		t.Errorf("10,001 arguments the tool lacks: isError=%v, a text of %d bytes: %.600s", res.IsError, len(txt), txt)
+	}
 	if n := caller.calls.Load(); n != 0 {
 		t.Errorf("%d calls reached the backend", n)
 	}

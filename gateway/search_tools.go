@@ -189,13 +189,24 @@ func (g *Gateway) parseSearchArgs(c *policy.Caller, raw json.RawMessage) (search
 }
 
 // quoted renders names as "a", "b".
+//
+// Names a caller chose (arguments it made up) are said back bounded: each
+// cut to oneline.EchoRunes, and at most maxQuoted of them ("and 9990
+// more").
 func quoted(names []string) string {
-	q := make([]string, len(names))
+	q := make([]string, 0, min(len(names), maxQuoted)+1)
 	for i, n := range names {
-		q[i] = strconv.Quote(n)
+		if i == maxQuoted {
+			q = append(q, fmt.Sprintf("and %d more", len(names)-i))
+			break
+		}
+		q = append(q, strconv.Quote(oneline.Echo(n)))
 	}
 	return strings.Join(q, ", ")
 }
+
+// maxQuoted is how many names quoted lists.
+const maxQuoted = 10
 
 func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	noteOf(ctx).raw = req.Params.Arguments

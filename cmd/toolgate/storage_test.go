@@ -367,6 +367,26 @@ func TestStdinClosedDuringColdStart(t *testing.T) {
 	}
 }
 
+// TestStdinClosedAtStart: a stdio client that hangs up at once (its
+// stdin empty) stops the gateway, exit status 0, and the stop is not told
+// as failures: the model load it cancels is no "semantic ranking is off",
+// the connects it aborts no "restarting backend". Both were logged.
+func TestStdinClosedAtStart(t *testing.T) {
+	cfg := fakeConfig(t, map[string]string{"a": "", "b": ""}, nil)
+	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg)
+	cmd.Stdin = strings.NewReader("")
+	var logs testenv.LogBuffer
+	cmd.Stderr = io.MultiWriter(&logs, testLog(t, "toolgate: "))
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("serve with its stdin closed: %v\n%s", err, logs.String())
+	}
+	for _, bad := range []string{"semantic ranking is off", "restarting backend", "did not exit after stdin", "backend down", "level=ERROR", "level=WARN"} {
+		if strings.Contains(logs.String(), bad) {
+			t.Errorf("the log has %q after a stop at start:\n%s", bad, logs.String())
+		}
+	}
+}
+
 // TestServePortTaken: a taken --http address is an error at once, naming
 // the address and the fix, before any backend starts.
 func TestServePortTaken(t *testing.T) {

@@ -193,7 +193,8 @@ func runServers(w io.Writer, g *globals, path string, asJSON bool) error {
 		if len(keys) == 0 {
 			keys = []string{"-"}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Type, status, target, strings.Join(keys, "; "))
+		// A config imported from a repository's .mcp.json may hold anything.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Type, status, escapeUnsafe(target), escapeUnsafe(strings.Join(keys, "; ")))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -96,6 +96,21 @@ func TestServersListCannotStart(t *testing.T) {
 	}
 }
 
+// A config imported from a repository's .mcp.json may hold terminal
+// escapes in a command, its arguments or an env key: the listing prints
+// them escaped, not as the escapes they are.
+func TestServersListEscapes(t *testing.T) {
+	cfg := writeConfig(t, `{"mcpServers": {"evil": {"command": "node\u001b]0;pwned\u0007", "args": ["x\u001b[2J"], "env": {"K\u001b[31m": "v"}}}}`)
+	var out bytes.Buffer
+	if err := runServers(&out, &globals{dataDir: t.TempDir()}, cfg, false); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	if strings.ContainsAny(got, "\x1b\a") || !strings.Contains(got, `'node\x1b]0;pwned\a' 'x\x1b[2J'`) || !strings.Contains(got, `env: K\x1b[31m`) {
+		t.Errorf("the listing does not escape the config's control characters:\n%q", got)
+	}
+}
+
 func TestServersBadFile(t *testing.T) {
 	cfg := writeConfig(t, `{"mcpServers": {"a b": {"command": "x"}, "c": {"url": "nope"}}, "toolgate": {"serach": {}}}`)
 	var out bytes.Buffer

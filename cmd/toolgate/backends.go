@@ -61,7 +61,7 @@ func (g *globals) listBackendTools(ctx context.Context, paths []string, stderr i
 		if u.Kept > 0 {
 			kept = fmt.Sprintf("the index keeps the %d tools it had for it", u.Kept)
 		}
-		fmt.Fprintf(stderr, "toolgate: warning: server %q is %s (%s); %s\n", st.Name, st.State, st.Err, kept)
+		fmt.Fprintf(stderr, "toolgate: warning: server %q is %s (%s); %s\n", st.Name, st.State, escapeUnsafe(st.Err), kept)
 		down = append(down, u)
 	}
 	// The built-in management server's tools are catalogued as serve does.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/testenv"
@@ -289,15 +290,32 @@ func TestIndexConfigWithAServerDown(t *testing.T) {
 	if out, err := toolgateCmd(t, data, "index", "-c", up, "--bm25-only").CombinedOutput(); err != nil {
 		t.Fatalf("index with every server up: %v\n%s", err, out)
 	}
-	down := fakeConfig(t, map[string]string{"a": "", "b": backendtest.ModeCrashAtStart, "c": backendtest.ModeCrashAtStart}, nil)
+	// c's last stderr line, in its error, holds a terminal escape.
+	servers := map[string]any{
+		"c": map[string]any{"command": "sh", "args": []string{"-c", `printf 'boom \033]0;pwned\007\n' >&2; exit 3`}},
+	}
+	for name, s := range map[string]config.Server{
+		"a": backendtest.Command(t, ""),
+		"b": backendtest.Command(t, backendtest.ModeCrashAtStart),
+	} {
+		servers[name] = map[string]any{"command": s.Command, "env": s.Env}
+	}
+	b, err := json.Marshal(map[string]any{"mcpServers": servers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := writeConfig(t, string(b))
 	stdout, stderr, err := runToolgate(t, data, "index", "-c", down, "--bm25-only", "--json")
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != degradedExit {
 		t.Fatalf("index with servers down: %v, want exit status %d\n%s", err, degradedExit, stderr)
 	}
+	if strings.ContainsAny(stderr, "\x1b\a") {
+		t.Errorf("a backend's terminal escape reached stderr raw:\n%q", stderr)
+	}
 	for _, want := range []string{
 		`server "b" is down (`, "the index keeps the 3 tools it had for it",
-		`server "c" is down (`, "it has no tools in the index",
+		`server "c" is down (`, `boom \x1b]0;pwned\a`, "it has no tools in the index",
 		"the index is built, but not every server could be listed: b (down), c (down)",
 	} {
 		if !strings.Contains(stderr, want) {

@@ -462,7 +462,7 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 	// The command a login needs is too long for the table: in full below it.
 	for _, b := range rep.Backends {
 		if b.State == backend.StateNeedsLogin {
-			fmt.Fprintf(w, "\n%s\n", b.Err)
+			fmt.Fprintf(w, "\n%s\n", escapeUnsafe(b.Err))
 		}
 	}
 	// So are client certificates to renew, or whose file cannot be read.

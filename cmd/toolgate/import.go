@@ -121,6 +121,7 @@ func runImport(stdout, stderr io.Writer, files []string, f importFlags) error {
 // importInto adds the merged document's servers to the config file at
 // path, keeping its other keys; dryRun prints the change as a diff.
 func importInto(stdout, stderr io.Writer, path string, merged []byte, dryRun bool) error {
+	defer config.LockFiles([]string{path})() // one read-modify-write: see config.Edit
 	old, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		old = []byte("{\n  \"mcpServers\": {}\n}\n")

@@ -98,17 +98,14 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 		}
 		s.TLS = &t
 	}
-	docs, err := config.ReadDocs([]string{f.config})
+	docs, changed, err := config.Edit([]string{f.config}, func(docs []config.Doc) ([]config.Doc, []int, error) {
+		docs, i, err := config.AddServer(docs, s, config.AnyEnv)
+		return docs, []int{i}, err
+	})
 	if err != nil {
 		return err
 	}
-	docs, i, err := config.AddServer(docs, s, config.AnyEnv)
-	if err != nil {
-		return err
-	}
-	if err := config.WriteFile(docs[i].Path, docs[i].Data); err != nil {
-		return err
-	}
+	i := changed[0]
 	fmt.Fprintf(stderr, "added server %q to %s\n", name, docs[i].Path)
 	if cfg, err := parseForChecks(docs); err == nil {
 		if problem := cannotStart(cfg)[name]; problem != "" {
@@ -171,18 +168,11 @@ keys. A running gateway watching the file stops it.`,
 			if path == "" {
 				return usageError{errors.New("servers remove needs --config FILE: the config file to remove the server from")}
 			}
-			docs, err := config.ReadDocs([]string{path})
+			_, _, err := config.Edit([]string{path}, func(docs []config.Doc) ([]config.Doc, []int, error) {
+				return config.RemoveServer(docs, args[0], config.AnyEnv)
+			})
 			if err != nil {
 				return err
-			}
-			docs, changed, err := config.RemoveServer(docs, args[0], config.AnyEnv)
-			if err != nil {
-				return err
-			}
-			for _, i := range changed {
-				if err := config.WriteFile(docs[i].Path, docs[i].Data); err != nil {
-					return err
-				}
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "removed server %q from %s\n", args[0], path)
 			g.auditConfigChange(path, "servers remove", args[0])
@@ -233,20 +223,21 @@ func runServersToggle(ctx context.Context, stderr io.Writer, g *globals, path, n
 		}
 	}
 	file := live.StateFile(g.DataDir())
-	st, err := live.ReadState(file)
+	verb := map[bool]string{true: "disabled", false: "enabled"}[disable]
+	// The gateways running now, and whether each runs the server.
+	gws := localGateways(ctx, g.DataDir(), 5*time.Second)
+	changed := false
+	err = live.EditState(file, func(st live.State) (live.State, bool, error) {
+		var next live.State
+		next, changed = st.With(name, disable)
+		return next, changed, nil
+	})
 	if err != nil {
 		return err
 	}
-	next, changed := st.With(name, disable)
-	verb := map[bool]string{true: "disabled", false: "enabled"}[disable]
 	if !changed {
 		fmt.Fprintf(stderr, "server %q was %s already\n", name, verb)
 		return nil
-	}
-	// The gateways running now, and whether each runs the server.
-	gws := localGateways(ctx, g.DataDir(), 5*time.Second)
-	if err := live.WriteState(file, next); err != nil {
-		return err
 	}
 	fmt.Fprintf(stderr, "server %q %s (%s)\n", name, verb, file)
 	g.auditCommand("servers "+map[bool]string{true: "disable", false: "enable"}[disable], "", fmt.Sprintf("server %q", name))
@@ -326,7 +317,13 @@ func runServersRestart(ctx context.Context, stderr io.Writer, g *globals, path, 
 	}
 	// The gateways running now, and the restarts each counted so far.
 	gws := localGateways(ctx, g.DataDir(), 5*time.Second)
-	if err := live.WriteState(file, st.WithRestart(name)); err != nil {
+	err = live.EditState(file, func(st live.State) (live.State, bool, error) {
+		if err := live.CheckRestart(cfg, st, name); err != nil { // again: it may have changed since
+			return st, false, err
+		}
+		return st.WithRestart(name), true, nil
+	})
+	if err != nil {
 		return err
 	}
 	g.auditCommand("servers restart", "", fmt.Sprintf("server %q", name))

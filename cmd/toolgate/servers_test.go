@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,6 +110,31 @@ func TestServersListEscapes(t *testing.T) {
 	got := out.String()
 	if strings.ContainsAny(got, "\x1b\a") || !strings.Contains(got, `'node\x1b]0;pwned\a' 'x\x1b[2J'`) || !strings.Contains(got, `env: K\x1b[31m`) {
 		t.Errorf("the listing does not escape the config's control characters:\n%q", got)
+	}
+}
+
+// TestServersAddConcurrent: `servers add` run many at once on one config
+// (a setup script, several terminals) loses no server: 20 of them left 16
+// before the edits were locked (config.Edit).
+func TestServersAddConcurrent(t *testing.T) {
+	cfg := writeConfig(t, `{"mcpServers": {}}`)
+	data := t.TempDir()
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Go(func() {
+			if _, stderr, err := runToolgate(t, data, "servers", "add", fmt.Sprintf("s%02d", i), "--config", cfg, "--", "node", "x.js"); err != nil {
+				t.Errorf("servers add s%02d: %v\n%s", i, err, stderr)
+			}
+		})
+	}
+	wg.Wait()
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct{ MCPServers map[string]json.RawMessage }
+	if err := json.Unmarshal(b, &doc); err != nil || len(doc.MCPServers) != 12 {
+		t.Errorf("12 servers added at once: %v, %d in the file:\n%s", err, len(doc.MCPServers), b)
 	}
 }
 

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/pretty"
 	"github.com/tidwall/sjson"
+
+	"github.com/toolgate/toolgate/internal/datafile"
 )
 
 // Editing a config file keeps what toolgate does not own byte for byte:
@@ -121,6 +124,64 @@ func escapePath(key string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// Edit changes the config files at paths in one read-modify-write that no
+// other edit interleaves with: it holds the locks of LockFiles, reads the
+// files, lets change return the new documents and the indexes of those it
+// changed, and writes those (WriteFile). Without it two edits at once (two
+// `toolgate servers add`, a client's toolgate__add_server beside one) each
+// read the file before the other wrote it, and one change was lost: 20
+// adds run together left 16 servers.
+func Edit(paths []string, change func([]Doc) ([]Doc, []int, error)) ([]Doc, []int, error) {
+	unlock := LockFiles(paths)
+	defer unlock()
+	docs, err := ReadDocs(paths)
+	if err != nil {
+		return nil, nil, err
+	}
+	docs, changed, err := change(docs)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, i := range changed {
+		if err := WriteFile(docs[i].Path, docs[i].Data); err != nil {
+			return nil, nil, err
+		}
+	}
+	return docs, changed, nil
+}
+
+// LockFiles takes the locks that order the edits of the config files at
+// paths, between processes and within one, and returns their release: a
+// flock on each folder the files are in (a symlink's target's), taken in
+// order. The files themselves are replaced by rename, so a lock on one
+// would be on the inode it replaces; a lock file beside them would be
+// litter in the user's folder. A folder that cannot be locked (not
+// readable, a file system without flock) is edited without: the lock only
+// orders toolgate's own edits, and failing the edit for it would be worse.
+func LockFiles(paths []string) func() {
+	var dirs []string
+	for _, p := range paths {
+		if t, err := filepath.EvalSymlinks(p); err == nil {
+			p = t
+		}
+		if d, err := filepath.Abs(filepath.Dir(p)); err == nil {
+			dirs = append(dirs, d)
+		}
+	}
+	slices.Sort(dirs)
+	var unlocks []func()
+	for _, d := range slices.Compact(dirs) {
+		if unlock, err := datafile.LockDir(d); err == nil {
+			unlocks = append(unlocks, unlock)
+		}
+	}
+	return func() {
+		for _, unlock := range slices.Backward(unlocks) {
+			unlock()
+		}
+	}
 }
 
 // WriteFile replaces the file at path with data atomically: a temporary

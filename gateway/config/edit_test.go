@@ -2,9 +2,13 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -85,5 +89,61 @@ func TestWriteFileThroughSymlink(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
 		t.Errorf("temporary files left: %v", entries)
+	}
+}
+
+// TestEditConcurrent: edits made at once, in goroutines here as in
+// processes, each see the others' changes: none is lost, none runs inside
+// another (each yields inside its change, to let another in if it could),
+// and no lock file is left in the folder. Through a symlink too, whose
+// target's folder is locked.
+func TestEditConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "real.json")
+	if err := os.WriteFile(target, []byte("{\n  \"mcpServers\": {}\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	var inside, overlaps atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 20 {
+		path := target
+		if i%2 == 1 {
+			path = link
+		}
+		wg.Go(func() {
+			_, _, err := Edit([]string{path}, func(docs []Doc) ([]Doc, []int, error) {
+				if inside.Add(1) > 1 {
+					overlaps.Add(1)
+				}
+				defer inside.Add(-1)
+				for range 100 {
+					runtime.Gosched()
+				}
+				docs, d, err := AddServer(docs, Server{Name: fmt.Sprintf("s%02d", i), Command: "node"}, AnyEnv)
+				return docs, []int{d}, err
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	b, err := os.ReadFile(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct{ MCPServers map[string]json.RawMessage }
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.MCPServers) != 20 || overlaps.Load() != 0 {
+		t.Errorf("20 edits at once left %d servers, %d ran inside another:\n%s", len(doc.MCPServers), overlaps.Load(), b)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("files left beside the config: %v", entries)
 	}
 }

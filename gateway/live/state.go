@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/internal/datafile"
 )
 
 // StateFile is the file of the data folder that keeps the gateway's run
@@ -60,13 +61,48 @@ func ReadState(path string) (State, error) {
 	return st, nil
 }
 
-// WriteState writes st to the state file at path atomically (as a config
-// file is written: config.WriteFile), creating the folder if need be.
+// EditState changes the state file at path in one read-modify-write that
+// no other edit interleaves with, creating the folder if need be: change
+// gets the state read and returns the next one and whether to write it
+// (atomically, as a config file is written: config.WriteFile). Without the
+// lock a `toolgate servers disable a` and a client's
+// toolgate__disable_server b at the same moment could lose one of the two.
+func EditState(path string, change func(State) (State, bool, error)) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("write state: %w", err)
+	}
+	return editState(path, func(cur State, err error) (State, bool, error) {
+		if err != nil {
+			return State{}, false, err
+		}
+		return change(cur)
+	})
+}
+
+// WriteState replaces the state file at path with st, under its lock,
+// creating the folder if need be.
 func WriteState(path string, st State) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write state: %w", err)
 	}
-	return writeState(path, st)
+	return editState(path, func(State, error) (State, bool, error) { return st, true, nil })
+}
+
+// editState is EditState's read-modify-write under the state file's lock
+// (a ".lock" file beside it, as the data folder's other shared files
+// have), in a folder that exists; change gets the state read, or the error
+// reading it, to decide.
+func editState(path string, change func(State, error) (State, bool, error)) error {
+	unlock, err := datafile.Lock(path + ".lock")
+	if err != nil {
+		return fmt.Errorf("write state: lock %s: %w", path, err)
+	}
+	defer unlock()
+	next, ok, err := change(ReadState(path))
+	if err != nil || !ok {
+		return err
+	}
+	return writeState(path, next)
 }
 
 // writeState writes st to the state file at path, in its folder as it is.
@@ -81,12 +117,11 @@ func writeState(path string, st State) error {
 	return config.WriteFile(path, append(data, '\n'))
 }
 
-// writeStateServing is WriteState from a running gateway: a data folder
-// that was removed meanwhile (an unmounted volume?) is not made again
-// behind the operator's back (the write, into a temporary file in the
-// folder, fails if it vanishes after the check).
-func writeStateServing(path string, st State) error {
-	dir := filepath.Dir(path)
+// servingFolder is the check of a running gateway before it edits the
+// state file in the folder dir: a data folder that was removed meanwhile
+// (an unmounted volume?) is not made again behind the operator's back
+// (the lock file and the write fail if it vanishes after the check).
+func servingFolder(dir string) error {
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -94,7 +129,7 @@ func writeStateServing(path string, st State) error {
 	case err == nil && !fi.IsDir():
 		return fmt.Errorf("data folder %s is not a folder (a file is in its place)", dir)
 	}
-	return writeState(path, st)
+	return nil
 }
 
 // With is st with server disabled (or not), and whether that changed it.
@@ -191,22 +226,31 @@ func (l *Loop) SetDisabled(_ context.Context, server string, disabled bool) (boo
 		return false, err
 	}
 	// The file's restart requests are kept as they are (the watcher
-	// applies those this gateway has not seen yet).
-	cur, _ := ReadState(l.opts.StatePath)
-	cur.Disabled = l.policy.Disabled().Servers()
-	next, changed := cur.With(server, disabled)
+	// applies those this gateway has not seen yet); one that cannot be
+	// read is written anew.
+	var next State
+	changed := false
+	edit := func(cur State, _ error) (State, bool, error) {
+		cur.Disabled = l.policy.Disabled().Servers()
+		next, changed = cur.With(server, disabled)
+		return next, changed, nil
+	}
+	var err error
+	if l.opts.StatePath == "" {
+		_, _, _ = edit(State{}, nil)
+	} else if err = servingFolder(filepath.Dir(l.opts.StatePath)); err == nil {
+		err = editState(l.opts.StatePath, edit)
+	}
+	if err != nil {
+		verb := "disabled"
+		if !disabled {
+			verb = "enabled"
+		}
+		return false, fmt.Errorf("server %q is not %s, nothing changed: the state file that keeps the choice across restarts cannot be written (%w); "+
+			"make the data folder writable (free space, remount it read-write, or create it again if it was removed) and try again", server, verb, err)
+	}
 	if !changed {
 		return false, nil
-	}
-	if l.opts.StatePath != "" {
-		if err := writeStateServing(l.opts.StatePath, next); err != nil {
-			verb := "disabled"
-			if !disabled {
-				verb = "enabled"
-			}
-			return false, fmt.Errorf("server %q is not %s, nothing changed: the state file that keeps the choice across restarts cannot be written (%w); "+
-				"make the data folder writable (free space, remount it read-write, or create it again if it was removed) and try again", server, verb, err)
-		}
 	}
 	l.applyDisabled(l.ctx(), next.Disabled, "toolgate") // the started server lives with the loop, not with ctx
 	return true, nil

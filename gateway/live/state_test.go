@@ -3,10 +3,14 @@ package live
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,6 +121,44 @@ func TestSetDisabled(t *testing.T) {
 // running gateway restarts each server whose count changed, never a
 // disabled or unknown one, and not the requests it found at its start.
 // Disabling keeps the counts in the file.
+// TestEditStateConcurrent: edits of the state file at once (a command
+// disabling one server, a client another, a restart asked) lose none of
+// the changes and none runs inside another.
+func TestEditStateConcurrent(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "data", "state.json")
+	var inside, overlaps atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			err := EditState(state, func(st State) (State, bool, error) {
+				if inside.Add(1) > 1 {
+					overlaps.Add(1)
+				}
+				defer inside.Add(-1)
+				for range 100 {
+					runtime.Gosched()
+				}
+				if i%4 == 0 {
+					return st.WithRestart("r"), true, nil
+				}
+				st, changed := st.With(fmt.Sprintf("s%02d", i), true)
+				return st, changed, nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	st, err := ReadState(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Disabled) != 15 || st.RestartRequests["r"] != 5 || overlaps.Load() != 0 {
+		t.Errorf("20 edits at once: %d disabled, %d restarts, %d inside another; want 15, 5, 0", len(st.Disabled), st.RestartRequests["r"], overlaps.Load())
+	}
+}
+
 func TestRestartRequests(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state.json")
 	if err := WriteState(state, State{RestartRequests: map[string]uint64{"a": 3}}); err != nil {

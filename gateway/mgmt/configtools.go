@@ -56,39 +56,35 @@ func (s *Server) noConfigFile(tool string) *mcp.CallToolResult {
 	return nil
 }
 
-// write writes the changed documents atomically and reloads: the change
-// is in effect when it returns.
-func (s *Server) write(ctx context.Context, tool string, docs []config.Doc, changed []int) error {
-	for _, i := range changed {
-		if err := config.WriteFile(docs[i].Path, docs[i].Data); err != nil {
-			return err
-		}
+// edit changes the config files (config.Edit: no other edit interleaves)
+// and reloads: the change is in effect when it returns.
+func (s *Server) edit(ctx context.Context, tool string, change func([]config.Doc) ([]config.Doc, []int, error)) ([]config.Doc, []int, error) {
+	docs, changed, err := config.Edit(s.opts.ConfigPaths, change)
+	if err != nil {
+		return nil, nil, err
 	}
 	if r := s.rt.Reload(ctx, Name+"__"+tool); r != nil && r.Error != "" {
-		return fmt.Errorf("the config file was written but the gateway rejected it: %s", r.Error)
+		return nil, nil, fmt.Errorf("the config file was written but the gateway rejected it: %s", r.Error)
 	}
-	return nil
+	return docs, changed, nil
 }
 
 func (s *Server) addServer(ctx context.Context, c *policy.Caller, a addArgs) *mcp.CallToolResult {
 	if refused := s.noConfigFile("add_server"); refused != nil {
 		return refused
 	}
-	docs, err := config.ReadDocs(s.opts.ConfigPaths)
-	if err != nil {
-		return toolError("add_server: %v", err)
-	}
 	sv := config.Server{Name: a.Name, Type: a.Type, Command: a.Command, Args: a.Args, Env: a.Env, Cwd: a.Cwd, URL: a.URL, Headers: a.Headers}
 	if t := a.TLS; t != nil {
 		sv.TLS = &config.TLS{CA: t.CA, Cert: t.Cert, Key: t.Key}
 	}
-	docs, i, err := config.AddServer(docs, sv, nil)
-	if err == nil {
-		err = s.write(ctx, "add_server", docs, []int{i})
-	}
+	docs, changed, err := s.edit(ctx, "add_server", func(docs []config.Doc) ([]config.Doc, []int, error) {
+		docs, i, err := config.AddServer(docs, sv, nil)
+		return docs, []int{i}, err
+	})
 	if err != nil {
 		return toolError("add_server: %v", err)
 	}
+	i := changed[0]
 	s.log.Info("server added to the config by a management call", "server", a.Name, "file", docs[i].Path, "caller", c.String())
 	if err := s.pool.CheckCommand(a.Name); err != nil {
 		// Kept in the config: the server starts by itself once its
@@ -109,14 +105,9 @@ func (s *Server) removeServer(ctx context.Context, c *policy.Caller, a serverArg
 	if refused := s.noConfigFile("remove_server"); refused != nil {
 		return refused
 	}
-	docs, err := config.ReadDocs(s.opts.ConfigPaths)
-	if err != nil {
-		return toolError("remove_server: %v", err)
-	}
-	docs, changed, err := config.RemoveServer(docs, a.Name, nil)
-	if err == nil {
-		err = s.write(ctx, "remove_server", docs, changed)
-	}
+	docs, changed, err := s.edit(ctx, "remove_server", func(docs []config.Doc) ([]config.Doc, []int, error) {
+		return config.RemoveServer(docs, a.Name, nil)
+	})
 	if err != nil {
 		return toolError("remove_server: %v", err)
 	}

@@ -11,6 +11,9 @@ var (
 	locks   = map[string]*sync.Mutex{}
 )
 
+// LockDir takes the lock of the folder dir within this process.
+func LockDir(dir string) (func(), error) { return Lock(dir) }
+
 // Lock takes the lock of path within this process and returns its release.
 func Lock(path string) (func(), error) {
 	locksMu.Lock()

@@ -16,6 +16,26 @@ func Lock(path string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
+	return flock(f)
+}
+
+// LockDir takes an exclusive flock on the folder dir itself, for files
+// replaced by rename (a lock on the file would be on the inode it
+// replaces) in a folder where a lock file beside them would be litter (a
+// user's config folder). Separate opens exclude each other, in one
+// process too.
+func LockDir(dir string) (func(), error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	return flock(f)
+}
+
+// flock locks f, closing it when that fails; the release unlocks and
+// closes it.
+func flock(f *os.File) (func(), error) {
+	var err error
 	for {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
 		if err != unix.EINTR {

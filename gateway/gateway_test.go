@@ -561,9 +561,13 @@ func TestHTTPGuards(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != tc.want {
 				t.Errorf("status %d, want %d", resp.StatusCode, tc.want)
+			}
+			if tc.want == http.StatusRequestEntityTooLarge && !strings.Contains(string(body), "exceeds the 1024-byte limit (toolgate.http.maxBodyBytes raises it)") {
+				t.Errorf("413 %q does not name the limit and its setting", body)
 			}
 		})
 	}
@@ -580,9 +584,10 @@ func TestHTTPGuards(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusRequestEntityTooLarge {
-			t.Errorf("status %d, want 413", resp.StatusCode)
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "exceeds the 1024-byte limit (toolgate.http.maxBodyBytes raises it)") {
+			t.Errorf("status %d %q, want 413 naming the limit and its setting", resp.StatusCode, body)
 		}
 	})
 }

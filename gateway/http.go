@@ -132,7 +132,7 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
 				g.auditRefused(r, keys.Entry{}, http.StatusRequestEntityTooLarge, audit.Denied, fmt.Sprintf("request body over the %d-byte limit", mbe.Limit))
-				http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+				http.Error(w, tooLarge("", mbe.Limit), http.StatusRequestEntityTooLarge)
 				return
 			}
 			http.Error(w, "failed to read body", http.StatusBadRequest)
@@ -249,7 +249,7 @@ func (g *Gateway) guard(next http.Handler, o HTTPOptions, log *slog.Logger) http
 				return
 			}
 			g.auditRefused(r, keys.Entry{}, http.StatusRequestEntityTooLarge, audit.Denied, fmt.Sprintf("request body of %d bytes over the %d-byte limit", r.ContentLength, o.MaxBodyBytes))
-			http.Error(w, fmt.Sprintf("request body of %d bytes exceeds the %d-byte limit", r.ContentLength, o.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+			http.Error(w, tooLarge(fmt.Sprintf(" of %d bytes", r.ContentLength), o.MaxBodyBytes), http.StatusRequestEntityTooLarge)
 			return
 		}
 		if r.Body != nil {
@@ -257,6 +257,13 @@ func (g *Gateway) guard(next http.Handler, o HTTPOptions, log *slog.Logger) http
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// tooLarge is the 413 answer's text for a request body (size: " of N
+// bytes", or "" when unknown) over limit: the setting that raises it, as
+// the 403s name theirs.
+func tooLarge(size string, limit int64) string {
+	return fmt.Sprintf("request body%s exceeds the %d-byte limit (toolgate.http.maxBodyBytes raises it)", size, limit)
 }
 
 func isLoopbackHost(h string) bool {

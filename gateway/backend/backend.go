@@ -638,7 +638,7 @@ func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash 
 		}
 		for _, t := range stash.merge(params.Cursor, res.Tools) {
 			if entries == b.p.opts.MaxTools {
-				return nil, fmt.Errorf("list tools: more than %d tools (Options.MaxTools)", b.p.opts.MaxTools)
+				return nil, fmt.Errorf("list tools: more than %d tools, the most toolgate takes from one server: have the server list fewer (its own settings choose which), or split them between servers", b.p.opts.MaxTools)
 			}
 			entries++
 			if times[t.Name]++; times[t.Name] > 1 {

@@ -249,10 +249,10 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	emb, embCloser, embErr := g.openEmbedder(ctx, func(o *embed.Options) {
 		o.Sessions, o.Background = 1, true
 	})
-	if embErr != nil && ctx.Err() == nil { // else stopping already (stdin closed): no fault of the model's
-		log.Warn("semantic ranking is off: search_tools runs BM25-only and says \"mode\": \"bm25\" (run `toolgate doctor`)", "reason", embErr)
-	}
 	if embErr != nil {
+		if ctx.Err() == nil { // else stopping already (stdin closed): no fault of the model's
+			log.Warn("semantic ranking is off: search_tools runs BM25-only and says \"mode\": \"bm25\" (run `toolgate doctor`)", "reason", embErr)
+		}
 		emb, embCloser = nil, io.NopCloser(nil)
 	}
 	defer g.stop.Close("embedding cache", embCloser.Close)

@@ -94,10 +94,7 @@ func TestStorageFaultWithoutErrno(t *testing.T) {
 // again until it can be: the change applies once descriptors are free,
 // without another save or a SIGHUP (it used to wait for one).
 func TestReloadRetriedOutOfDescriptors(t *testing.T) {
-	pool := newFakePool("a")
-	pool.list("a", "apple")
-	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Millisecond, StorageRetry: 10 * time.Millisecond}, "a")
-	f.run(t)
+	f, pool := runApple(t, t.TempDir(), &Options{Debounce: time.Millisecond, StorageRetry: 10 * time.Millisecond})
 
 	// Written before the fill, put in place after it: the rename needs no
 	// descriptor, the read that the change triggers does.

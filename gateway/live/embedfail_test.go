@@ -151,10 +151,7 @@ func TestModelInstalledWhileServing(t *testing.T) {
 
 	dir := index.Dir(filepath.Join(t.TempDir(), "data"))
 	{ // the last run, with model m1
-		pool := newFakePool("a")
-		pool.list("a", "apple")
-		f := newFixture(t, dir, pool, &Options{Embedder: &fakeEmbedder{model: "m1"}}, "a")
-		f.run(t)
+		f, _ := runApple(t, dir, &Options{Embedder: &fakeEmbedder{model: "m1"}})
 		if err := f.loop.Close(); err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,17 @@ import (
 	"github.com/toolgate/toolgate/search"
 )
 
+// runApple is the fixture most tests start from, running: one server "a"
+// whose one tool is "apple", its index in dir.
+func runApple(t *testing.T, dir string, opts *Options) (*fixture, *fakePool) {
+	t.Helper()
+	pool := newFakePool("a")
+	pool.list("a", "apple")
+	f := newFixture(t, dir, pool, opts, "a")
+	f.run(t)
+	return f, pool
+}
+
 // newFixture writes a config of servers, and prepares a Loop on it over
 // pool with the index in dir (nothing runs yet). opts may set anything but
 // the logger and the config; the loop is closed when the test ends.
@@ -213,10 +224,7 @@ func TestWarmStart(t *testing.T) {
 // A re-index that fails keeps the previous index and says why in Stats.
 func TestIndexErrorKeepsServing(t *testing.T) {
 	emb := &fakeEmbedder{model: "m1"}
-	pool := newFakePool("a")
-	pool.list("a", "apple")
-	f := newFixture(t, t.TempDir(), pool, &Options{Embedder: emb, Debounce: time.Millisecond}, "a")
-	f.run(t)
+	f, pool := runApple(t, t.TempDir(), &Options{Embedder: emb, Debounce: time.Millisecond})
 	emb.fail.Store(true)
 	pool.list("a", "apple", "avocado")
 	f.loop.ToolsChanged("a", nil)
@@ -364,10 +372,7 @@ func TestReloadAppliesSearch(t *testing.T) {
 // A file that cannot be used changes nothing, is counted, and says why; the
 // next good save applies, and the last error stays on record.
 func TestReloadRejected(t *testing.T) {
-	pool := newFakePool("a")
-	pool.list("a", "apple")
-	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Millisecond}, "a")
-	f.run(t)
+	f, pool := runApple(t, t.TempDir(), &Options{Debounce: time.Millisecond})
 
 	for i, tc := range []struct {
 		name string
@@ -407,10 +412,7 @@ func TestReloadRejected(t *testing.T) {
 // A config file that could not be read and comes back as it was (moved
 // away and back) is a reload: the rejection is not the last word.
 func TestReloadFileBack(t *testing.T) {
-	pool := newFakePool("a")
-	pool.list("a", "apple")
-	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Millisecond}, "a")
-	f.run(t)
+	f, _ := runApple(t, t.TempDir(), &Options{Debounce: time.Millisecond})
 	away := f.path + ".away"
 	if err := os.Rename(f.path, away); err != nil {
 		t.Fatal(err)
@@ -435,10 +437,7 @@ func TestReloadFileBack(t *testing.T) {
 // applied (it used to be rejected whole): the server is handed to the pool
 // with its unset variables, which keep it down, and the others run on.
 func TestReloadWithUnsetVariable(t *testing.T) {
-	pool := newFakePool("a")
-	pool.list("a", "apple")
-	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Millisecond}, "a")
-	f.run(t)
+	f, _ := runApple(t, t.TempDir(), &Options{Debounce: time.Millisecond})
 	writeFile(t, f.path, []byte(`{"mcpServers": {"a": {"command": "fake-a"}, "b": {"command": "fake-b", "env": {"T": "${TOOLGATE_TEST_UNSET_LIVE}"}}}}`))
 	st := f.wait(t, "the reload", func(s Stats) bool { return s.ReloadGeneration == 1 })
 	if st.LastReload.Error != "" || !slices.Equal(st.LastReload.Added, []string{"b"}) {
@@ -455,10 +454,7 @@ func TestReloadWithUnsetVariable(t *testing.T) {
 
 // A look at a file whose content did not change is no reload.
 func TestReloadUnchangedContent(t *testing.T) {
-	pool := newFakePool("a")
-	pool.list("a", "apple")
-	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Hour}, "a")
-	f.run(t)
+	f, pool := runApple(t, t.TempDir(), &Options{Debounce: time.Hour})
 	f.loop.reload(context.Background(), "file changed", false)
 	if st := f.loop.Stats(); st.ReloadGeneration != 0 || len(pool.reconfigures()) != 0 {
 		t.Errorf("an unchanged file was reloaded: %+v", st)
@@ -472,10 +468,7 @@ func TestReloadUnchangedContent(t *testing.T) {
 // Close stops the loop's goroutines; searches then say the catalog is not
 // loaded, and Close may be called again.
 func TestClose(t *testing.T) {
-	pool := newFakePool("a")
-	pool.list("a", "apple")
-	f := newFixture(t, t.TempDir(), pool, nil, "a")
-	f.run(t)
+	f, _ := runApple(t, t.TempDir(), nil)
 	if err := f.loop.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -569,10 +562,7 @@ func TestStorageFaultIndexesInMemory(t *testing.T) {
 			if start == "a file at start" {
 				breakIt()
 			}
-			pool := newFakePool("a")
-			pool.list("a", "apple")
-			f := newFixture(t, index.Dir(data), pool, &Options{Embedder: &fakeEmbedder{model: "m1"}, Debounce: time.Millisecond, Storage: gate, StorageRetry: 10 * time.Millisecond}, "a")
-			f.run(t)
+			f, pool := runApple(t, index.Dir(data), &Options{Embedder: &fakeEmbedder{model: "m1"}, Debounce: time.Millisecond, Storage: gate, StorageRetry: 10 * time.Millisecond})
 			st := f.loop.Stats()
 			if st.IndexInMemory != (start == "a file at start") || st.CatalogGeneration != 1 {
 				t.Fatalf("after Run (%s): %+v", start, st)

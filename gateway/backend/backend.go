@@ -19,12 +19,19 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/linerpc"
+	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/internal/tlsfiles"
 	"github.com/toolgate/toolgate/internal/tracemeta"
 )
 
 // maxDescription caps a tool description; longer ones are cut (with a warning).
 const maxDescription = 16 << 10
+
+// maxEmptyPages is how many tools/list pages in a row may bring no tool
+// before listTools stops asking: a server whose cursor runs past its end
+// (an offset that grows forever) would otherwise be asked until the
+// timeout, with the CPU busy, and then be reported as not speaking MCP.
+const maxEmptyPages = 100
 
 // exitWait is how long a broken connection waits for the process's exit
 // status, so that errors can say how it ended. The wait is short unless the
@@ -618,6 +625,10 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 // (on the same page or a later one) is dropped, with a warning: names are
 // unique per server, and the index refuses a catalog with an ID twice, so
 // one such listing stopped a cold start and every re-index after it.
+// Pages that loop (a cursor given again, or maxEmptyPages empty pages in a
+// row) end the listing with the tools listed so far, with a warning: such
+// a server was asked until the timeout and then reported as not speaking
+// MCP, or, when its pages repeated their tools, as listing too many.
 func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash *listStash) ([]*mcp.Tool, error) {
 	stash.begin()
 	tools := []*mcp.Tool{}
@@ -630,13 +641,19 @@ func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash 
 				"tools", strings.Join(again, ", "))
 		}
 	}()
+	asked := map[string]bool{"": true} // the cursors requested
+	empty := 0                         // pages in a row without a tool
 	params := &mcp.ListToolsParams{}
-	for {
+	for page := 1; ; page++ {
 		res, err := sess.ListTools(ctx, params)
 		if err != nil {
 			return nil, fmt.Errorf("list tools: %w", err)
 		}
-		for _, t := range stash.merge(params.Cursor, res.Tools) {
+		listed := stash.merge(params.Cursor, res.Tools)
+		if empty++; len(listed) > 0 {
+			empty = 0
+		}
+		for _, t := range listed {
 			if entries == b.p.opts.MaxTools {
 				return nil, fmt.Errorf("list tools: more than %d tools, the most toolgate takes from one server: have the server list fewer (its own settings choose which), or split them between servers", b.p.opts.MaxTools)
 			}
@@ -655,11 +672,30 @@ func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash 
 			}
 			tools = append(tools, t)
 		}
-		if res.NextCursor == "" {
+		next := res.NextCursor
+		if next == "" {
 			return tools, nil
 		}
-		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
+		if why := pagesLoop(asked[next], empty); why != "" {
+			b.log.Warn("the server's tools/list pages do not end: toolgate keeps the tools listed so far and stops asking (tell the server's authors)",
+				"why", why, "pages", page, "tools", len(tools), "cursor", oneline.Echo(next))
+			return tools, nil
+		}
+		asked[next] = true
+		params = &mcp.ListToolsParams{Cursor: next}
 	}
+}
+
+// pagesLoop says why a listing whose next cursor was asked before
+// (again) after empty pages in a row without a tool does not end, or "".
+func pagesLoop(again bool, empty int) string {
+	switch {
+	case again:
+		return "its next cursor is one toolgate asked for before"
+	case empty >= maxEmptyPages:
+		return fmt.Sprintf("%d pages in a row listed no tool", empty)
+	}
+	return ""
 }
 
 // relist re-lists tools after each list_changed notification until the run

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -495,5 +496,60 @@ func TestListStashSharesKnown(t *testing.T) {
 	}
 	if raw := a4.InputSchema.(json.RawMessage); string(raw) != `{"type":"object","properties":{"x":{"type":"number"}}}` {
 		t.Errorf("a4's schema %s: want the one listed", raw)
+	}
+}
+
+// Pages that do not end (a cursor given again, or a cursor past the end
+// that grows forever) end the listing with the tools listed so far and a
+// warning. Such a server was asked until the connect timeout, then
+// reported as not speaking MCP (or, when its pages repeated their tools,
+// as listing more than MaxTools).
+func TestListToolsPagesThatDoNotEnd(t *testing.T) {
+	past := map[string]string{"": `{"tools":[{"name":"a1","inputSchema":{"type":"object"}}],"nextCursor":"1"}`}
+	for i := 1; i <= 3*maxEmptyPages; i++ {
+		past[fmt.Sprint(i)] = fmt.Sprintf(`{"tools":[],"nextCursor":"%d"}`, i+1)
+	}
+	past["2"] = `{"tools":[{"name":"a2","inputSchema":{"type":"object"}}],"nextCursor":"3"}`
+	for _, tc := range []struct {
+		name  string
+		pages map[string]string
+		want  []string
+		asked int
+		why   string
+	}{
+		{"cursor again", map[string]string{
+			"":   `{"tools":[{"name":"a1","inputSchema":{"type":"object"}}],"nextCursor":"p2"}`,
+			"p2": `{"tools":[{"name":"a2","inputSchema":{"type":"object"}},{"name":"a1","inputSchema":{"type":"object"}}],"nextCursor":"p2"}`,
+		}, []string{"a1", "a2"}, 2, "its next cursor is one toolgate asked for before"},
+		{"cycle", map[string]string{
+			"":  `{"tools":[{"name":"a1","inputSchema":{"type":"object"}}],"nextCursor":"x"}`,
+			"x": `{"tools":[{"name":"a2","inputSchema":{"type":"object"}}],"nextCursor":"y"}`,
+			"y": `{"tools":[],"nextCursor":"x"}`,
+		}, []string{"a1", "a2"}, 3, "its next cursor is one toolgate asked for before"},
+		{"empty pages past the end", past, []string{"a1", "a2"}, 3 + maxEmptyPages, fmt.Sprintf("%d pages in a row listed no tool", maxEmptyPages)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := newScript(tc.pages)
+			stash := newListStash(nil)
+			sess, _, _ := scriptedSession(t, sc, stash)
+			var log strings.Builder
+			b := listBackend(100)
+			b.log = slog.New(slog.NewTextHandler(&log, nil))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // the old code asked until the timeout
+			defer cancel()
+			tools, err := b.listTools(ctx, sess, stash)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, names(tools)); diff != "" {
+				t.Errorf("listed (-want +got):\n%s", diff)
+			}
+			if n := sc.listRequests(); n != tc.asked {
+				t.Errorf("%d tools/list requests, want %d", n, tc.asked)
+			}
+			if l := log.String(); strings.Count(l, "pages do not end") != 1 || !strings.Contains(l, fmt.Sprintf("why=%q", tc.why)) {
+				t.Errorf("the log does not say once why the pages do not end (%s):\n%s", tc.why, l)
+			}
+		})
 	}
 }

@@ -478,11 +478,13 @@ func compactJSON(raw json.RawMessage) string {
 }
 
 // paramSummary renders "path*: string, depth: integer" from an input
-// schema: required parameters first (marked *), then the optional ones in
-// name order while the line stays within max characters, then "+N more"
-// for those left out (max <= 0: no bound). A parameter's type is read
-// through a local $ref and anyOf/oneOf (pydantic's nested models and
-// optional fields: "request: object", "note: string|null").
+// schema: required parameters first (marked *), each while the line stays
+// within requiredLines·max characters, then the optional ones in name
+// order while it stays within max, then "+N more" for those left out
+// ("+N more, K required" when required ones are among them; max <= 0: no
+// bound). A parameter's type is read through a local $ref and anyOf/oneOf
+// (pydantic's nested models and optional fields: "request: object", "note:
+// string|null").
 func paramSummary(schema json.RawMessage, max int) string {
 	var s struct {
 		Properties  map[string]schemaType `json:"properties"`
@@ -504,14 +506,19 @@ func paramSummary(schema json.RawMessage, max int) string {
 		}
 		return schemaType{}, false
 	}
+	required := make(map[string]bool, len(s.Required))
+	for _, n := range s.Required {
+		if _, ok := s.Properties[n]; ok {
+			required[n] = true
+		}
+	}
 	names := make([]string, 0, len(s.Properties))
 	for n := range s.Properties {
 		names = append(names, n)
 	}
 	// Required first, then alphabetical: the order a caller needs them.
 	slices.SortFunc(names, func(a, b string) int {
-		ra, rb := slices.Contains(s.Required, a), slices.Contains(s.Required, b)
-		if ra != rb {
+		if ra, rb := required[a], required[b]; ra != rb {
 			if ra {
 				return -1
 			}
@@ -520,24 +527,36 @@ func paramSummary(schema json.RawMessage, max int) string {
 		return strings.Compare(a, b)
 	})
 	var b strings.Builder
+	listed := 0 // required ones listed
 	for i, n := range names {
 		typ := s.Properties[n].name(defs, 0)
-		required := slices.Contains(s.Required, n)
 		part := n + ": " + typ
-		if required {
-			part = n + "*: " + typ
+		bound := max
+		if required[n] {
+			part, bound = n+"*: "+typ, requiredLines*max
 		}
 		if i > 0 {
 			part = ", " + part
 		}
-		if !required && max > 0 && b.Len()+len(part) > max {
+		if max > 0 && b.Len()+len(part) > bound {
 			fmt.Fprintf(&b, ", +%d more", len(names)-i)
+			if k := len(required) - listed; k > 0 {
+				fmt.Fprintf(&b, ", %d required", k)
+			}
 			break
+		}
+		if required[n] {
+			listed++
 		}
 		b.WriteString(part)
 	}
 	return b.String()
 }
+
+// requiredLines is how many times a compact argument line's bound the
+// required parameters may fill: all of them in every schema of the dev
+// catalogs, and not a thousand of them.
+const requiredLines = 4
 
 // schemaType is the part of a JSON schema that tells its type.
 type schemaType struct {

@@ -246,11 +246,25 @@ func TestParamSummary(t *testing.T) {
 	}{
 		{0, "a*: string, b*: string|null, c: integer, d: any, e: boolean, f: number"},
 		{40, "a*: string, b*: string|null, c: integer, +3 more"},
-		{5, "a*: string, b*: string|null, +4 more"},
+		{10, "a*: string, b*: string|null, +4 more"}, // required: up to 4·10 characters
+		{5, "a*: string, +5 more, 1 required"},
 	} {
 		if got := paramSummary(schema, tc.max); got != tc.want {
 			t.Errorf("paramSummary(max %d) = %q, want %q", tc.max, got, tc.want)
 		}
+	}
+	// A thousand required parameters: four lines' worth, then a count (the
+	// line listed all of them, 16 KB for one hit).
+	var props, req []string
+	for i := range 1000 {
+		props = append(props, fmt.Sprintf(`"p%03d":{"type":"string"}`, i))
+		req = append(req, fmt.Sprintf(`"p%03d"`, i))
+	}
+	props = append(props, `"opt":{"type":"string"}`)
+	many := json.RawMessage(`{"type":"object","properties":{` + strings.Join(props, ",") + `},"required":[` + strings.Join(req, ",") + `,"gone"]}`)
+	got := paramSummary(many, compactArgsChars)
+	if want := ", +977 more, 976 required"; !strings.HasPrefix(got, "p000*: string, p001*: string") || !strings.HasSuffix(got, want) || len(got) > requiredLines*compactArgsChars+len(want) {
+		t.Errorf("1,000 required: %q (%d bytes), want at most %d of them and %q", got, len(got), requiredLines*compactArgsChars, want)
 	}
 	if got := paramSummary(json.RawMessage(`{"type":"object"}`), 0); got != "" {
 		t.Errorf("no properties: %q", got)

@@ -131,6 +131,7 @@ func (g *Gateway) describeServer(server string, tools []string) string {
 // the set of servers or the catalog changes: after a config reload, after a
 // re-index is swapped in. It is cheap when nothing changed.
 func (g *Gateway) Refresh() {
+	g.args.Clear()
 	g.descMu.Lock()
 	defer g.descMu.Unlock()
 	d := g.describeSearch()

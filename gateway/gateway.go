@@ -172,6 +172,9 @@ type Gateway struct {
 	// limits are search_tools' default and largest "limit" now (Options'
 	// at New, SetLimits after).
 	limits atomic.Pointer[searchLimits]
+	// args holds argCounts' counts per server (string → map[string]int);
+	// Refresh clears it.
+	args sync.Map
 }
 
 // searchLimits are search_tools' default and largest "limit".

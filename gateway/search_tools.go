@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -230,7 +231,7 @@ func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*
 		g.recent.searched(sessionKey(ctx, req), a.Query, ids)
 	}
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: renderSearch(a, out)}},
+		Content:           []mcp.Content{&mcp.TextContent{Text: renderSearch(a, out, g.argCounts)}},
 		StructuredContent: out,
 	}, nil
 }
@@ -366,7 +367,9 @@ func sign(f float64) float64 {
 // ones while they fit), so a model can often call execute_tool without
 // reading the schema. Full: per tool its name, marks and score breakdown,
 // title, description (up to fullDescChars) and input schema as compact JSON.
-func renderSearch(a searchArgs, r SearchResult) string {
+// args says, per server, how many of its tools take each argument (see
+// argCounts; nil: arguments in name order).
+func renderSearch(a searchArgs, r SearchResult, args func(server string) map[string]int) string {
 	var b strings.Builder
 	only := ""
 	if a.ReadOnly {
@@ -427,7 +430,11 @@ func renderSearch(a searchArgs, r SearchResult) string {
 		if d := oneline.Cut(t.Description, compactDescChars); d != "" {
 			fmt.Fprintf(&b, "   %s\n", d)
 		}
-		if p := paramSummary(t.InputSchema, compactArgsChars); p != "" {
+		var shared map[string]int
+		if args != nil {
+			shared = args(t.Server)
+		}
+		if p := paramSummary(t.InputSchema, compactArgsChars, shared); p != "" {
 			fmt.Fprintf(&b, "   args: %s\n", p)
 		}
 	}
@@ -479,13 +486,17 @@ func compactJSON(raw json.RawMessage) string {
 
 // paramSummary renders "path*: string, depth: integer" from an input
 // schema: required parameters first (marked *), each while the line stays
-// within requiredLines·max characters, then the optional ones in name
-// order while it stays within max, then "+N more" for those left out
-// ("+N more, K required" when required ones are among them; max <= 0: no
-// bound). A parameter's type is read through a local $ref and anyOf/oneOf
-// (pydantic's nested models and optional fields: "request: object", "note:
-// string|null").
-func paramSummary(schema json.RawMessage, max int) string {
+// within requiredLines·max characters, then the optional ones while it
+// stays within max, then "+N more" for those left out ("+N more, K
+// required" when required ones are among them; max <= 0: no bound). Within
+// each group the parameters that fewer of the server's tools take come
+// first (shared: how many take each; nil: none counted), then by name: a
+// tool's own arguments before those every tool of its server takes
+// (azure-mcp's tenant, auth-method and five retry-* ones, which the name
+// order listed first). A parameter's type is read through a local $ref
+// and anyOf/oneOf (pydantic's nested models and optional fields: "request:
+// object", "note: string|null").
+func paramSummary(schema json.RawMessage, max int, shared map[string]int) string {
 	var s struct {
 		Properties  map[string]schemaType `json:"properties"`
 		Required    []string              `json:"required"`
@@ -516,7 +527,7 @@ func paramSummary(schema json.RawMessage, max int) string {
 	for n := range s.Properties {
 		names = append(names, n)
 	}
-	// Required first, then alphabetical: the order a caller needs them.
+	// Required first, then the tool's own: the order a caller needs them.
 	slices.SortFunc(names, func(a, b string) int {
 		if ra, rb := required[a], required[b]; ra != rb {
 			if ra {
@@ -524,7 +535,7 @@ func paramSummary(schema json.RawMessage, max int) string {
 			}
 			return 1
 		}
-		return strings.Compare(a, b)
+		return cmp.Or(cmp.Compare(shared[a], shared[b]), strings.Compare(a, b))
 	})
 	var b strings.Builder
 	listed := 0 // required ones listed

@@ -249,7 +249,7 @@ func TestParamSummary(t *testing.T) {
 		{10, "a*: string, b*: string|null, +4 more"}, // required: up to 4·10 characters
 		{5, "a*: string, +5 more, 1 required"},
 	} {
-		if got := paramSummary(schema, tc.max); got != tc.want {
+		if got := paramSummary(schema, tc.max, nil); got != tc.want {
 			t.Errorf("paramSummary(max %d) = %q, want %q", tc.max, got, tc.want)
 		}
 	}
@@ -262,16 +262,16 @@ func TestParamSummary(t *testing.T) {
 	}
 	props = append(props, `"opt":{"type":"string"}`)
 	many := json.RawMessage(`{"type":"object","properties":{` + strings.Join(props, ",") + `},"required":[` + strings.Join(req, ",") + `,"gone"]}`)
-	got := paramSummary(many, compactArgsChars)
+	got := paramSummary(many, compactArgsChars, nil)
 	if want := ", +977 more, 976 required"; !strings.HasPrefix(got, "p000*: string, p001*: string") || !strings.HasSuffix(got, want) || len(got) > requiredLines*compactArgsChars+len(want) {
 		t.Errorf("1,000 required: %q (%d bytes), want at most %d of them and %q", got, len(got), requiredLines*compactArgsChars, want)
 	}
-	if got := paramSummary(json.RawMessage(`{"type":"object"}`), 0); got != "" {
+	if got := paramSummary(json.RawMessage(`{"type":"object"}`), 0, nil); got != "" {
 		t.Errorf("no properties: %q", got)
 	}
 	// The Python SDK's schemas (pydantic): nested models through $ref, an
 	// optional field as anyOf with null, a Literal as an enum.
-	if got, want := paramSummary(json.RawMessage(pydanticSchema), 0), "delivery*: string, request*: object"; got != want {
+	if got, want := paramSummary(json.RawMessage(pydanticSchema), 0, nil), "delivery*: string, request*: object"; got != want {
 		t.Errorf("pydantic schema: %q, want %q", got, want)
 	}
 	schema = json.RawMessage(`{"type":"object","properties":{
@@ -285,7 +285,50 @@ func TestParamSummary(t *testing.T) {
 		"list":{"items":{"type":"string"}}},
 		"$defs":{"Reader":{"type":"object","properties":{"card":{"type":"integer"}}},"Tree":{"$ref":"#/$defs/Tree"}},
 		"definitions":{"Old":{"properties":{"x":{}}}}}`)
-	if got, want := paramSummary(schema, 0), "far: any, kind: string, list: array, mixed: any, note: string|null, old: object, reader: object|null, tree: any"; got != want {
+	if got, want := paramSummary(schema, 0, nil), "far: any, kind: string, list: array, mixed: any, note: string|null, old: object, reader: object|null, tree: any"; got != want {
 		t.Errorf("refs and combinators: %q, want %q", got, want)
+	}
+}
+
+// The compact argument line lists a tool's own arguments before those the
+// other tools of its server take too (azure-mcp's tenant, auth-method and
+// retry-*, which name order listed first), counted again after Refresh.
+func TestArgLineOwnArgumentsFirst(t *testing.T) {
+	tool := func(name string, props ...string) catalog.Tool {
+		var p []string
+		for _, n := range props {
+			p = append(p, fmt.Sprintf("%q:{\"type\":\"string\"}", n))
+		}
+		return catalog.Tool{Server: "az", Name: name, Description: name,
+			InputSchema: json.RawMessage(`{"type":"object","properties":{` + strings.Join(p, ",") + `},"required":["key"]}`)}
+	}
+	fs := &fakeSearcher{tools: []catalog.Tool{
+		tool("kv_delete", "key", "zone", "auth", "tenant"),
+		tool("kv_list", "auth", "tenant"),
+		tool("kv_show", "key", "auth", "tenant"),
+	}}
+	fs.search = func(search.Query) (search.Result, error) {
+		return search.Result{Hits: []search.Hit{{Tool: fs.tools[0], Score: 1}}, Mode: search.ModeHybrid}, nil
+	}
+	g := New(fs, &fakeCaller{}, nil)
+	cs := connect(t, g)
+	args := func() string {
+		txt := text(call(t, cs, SearchToolName, map[string]any{"query": "delete a key"}))
+		_, line, _ := strings.Cut(txt, "args: ")
+		line, _, _ = strings.Cut(line, "\n")
+		return line
+	}
+	if got, want := args(), "key*: string, zone: string, auth: string, tenant: string"; got != want {
+		t.Errorf("args: %s, want %s", got, want)
+	}
+	// The catalog changes: now every tool takes zone, and only kv_delete auth.
+	fs.tools = []catalog.Tool{
+		tool("kv_delete", "key", "zone", "auth", "tenant"),
+		tool("kv_list", "zone", "tenant"),
+		tool("kv_show", "key", "zone", "tenant"),
+	}
+	g.Refresh()
+	if got, want := args(), "key*: string, auth: string, tenant: string, zone: string"; got != want {
+		t.Errorf("args after the catalog changed: %s, want %s", got, want)
 	}
 }

@@ -65,7 +65,7 @@ func TestCompactTextTokenBudget(t *testing.T) {
 				if res.Mode != string(search.ModeHybrid) {
 					t.Fatalf("mode %s, want hybrid", res.Mode)
 				}
-				txt := renderSearch(a, res)
+				txt := renderSearch(a, res, g.argCounts)
 				tok := e.CountTokens(txt)
 				if tok == 0 {
 					t.Fatal("the tokenizer counts no tokens")
@@ -92,7 +92,7 @@ func TestCompactTextTokenBudget(t *testing.T) {
 			for _, tl := range tools {
 				ft := FoundTool{Name: tl.ID(), Server: tl.Server, Description: tl.Description, InputSchema: schemaOrEmpty(tl.InputSchema),
 					Annotations: tl.Annotations, Score: 0.123, Keyword: 0.456, Vector: 0.789}
-				one := renderSearch(searchArgs{Query: "q"}, SearchResult{Tools: []FoundTool{ft}, Mode: "hybrid"})
+				one := renderSearch(searchArgs{Query: "q"}, SearchResult{Tools: []FoundTool{ft}, Mode: "hybrid"}, g.argCounts)
 				entries = append(entries, entry{ft, e.CountTokens(one)})
 			}
 			slices.SortFunc(entries, func(a, b entry) int { return b.tok - a.tok })
@@ -101,7 +101,7 @@ func TestCompactTextTokenBudget(t *testing.T) {
 			for _, en := range entries[:10] {
 				top.Tools = append(top.Tools, en.ft)
 			}
-			txt := renderSearch(searchArgs{Query: "a query of about ten words that asks for something long"}, top)
+			txt := renderSearch(searchArgs{Query: "a query of about ten words that asks for something long"}, top, g.argCounts)
 			tok := e.CountTokens(txt)
 			t.Logf("%s: the 10 longest entries together: %d bytes (%d by bytes/4), %d WordPiece tokens", set.name, len(txt), len(txt)/4, tok)
 			if len(txt)/4 > compactTokenBudget || tok > compactTokenBudget {

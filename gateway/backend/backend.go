@@ -180,6 +180,18 @@ func (r *run) lostLogin() error {
 	}
 }
 
+// notMCP is the last answer of a remote run's server that was not MCP's
+// (headerTransport.notMCP), or nil.
+func (r *run) notMCP() *notMCP {
+	if r.http == nil {
+		return nil
+	}
+	if t, ok := r.http.Transport.(*headerTransport); ok {
+		return t.notMCP.Load()
+	}
+	return nil
+}
+
 func newBackend(p *Pool, s config.Server) *backend {
 	if s.Type == "" {
 		s.Type = config.TypeStdio
@@ -609,6 +621,10 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 				name, cause, b.cfg.Command, r.proc.stderrSuffix())
 		}
 		return fmt.Errorf("backend %q: MCP handshake failed: %w%s", name, err, r.proc.stderrSuffix())
+	}
+	if n := r.notMCP(); n != nil {
+		return fmt.Errorf("backend %q at %s: the server answered %s, not MCP: check that url is the server's MCP endpoint (often ending in /mcp, or /sse for type sse) and that no proxy or sign-in page answers in its place",
+			name, b.cfg.URL, n.in(b.cfg.URL))
 	}
 	if cause != nil && !errors.Is(cause, context.Canceled) {
 		return fmt.Errorf("backend %q at %s: %w: check url and that the server is running", name, b.cfg.URL, cause)

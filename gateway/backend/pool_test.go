@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -920,5 +921,46 @@ func TestStopWhileConnectingIsQuiet(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A URL answered with a web page instead of MCP (a web app that answers
+// every path with its page, a proxy's sign-in page) is said so, with the
+// page's title, over both transports: go-sdk's error named only the
+// content type under layers of its calls ("connection closed: calling
+// "initialize": client is closing: sending "server/discover": unsupported
+// content type "text/html"", or for SSE "missing endpoint: malformed
+// event").
+func TestRemoteAnswersAWebPage(t *testing.T) {
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, "<!doctype html>\n<html><head><meta charset=utf-8>\n<TITLE>\n  Sign in &amp; continue\n</TITLE></head><body>Please sign in</body></html>")
+	}))
+	t.Cleanup(page.Close)
+	for _, tc := range []struct{ transport, path, method string }{{config.TypeHTTP, "/mcp", "POST"}, {config.TypeSSE, "/sse", "GET"}} {
+		t.Run(tc.transport, func(t *testing.T) {
+			srv := config.Server{Name: "web", Type: tc.transport, URL: page.URL + tc.path}
+			p := startPool(t, []config.Server{srv}, testOptions(&testenv.LogBuffer{}))
+			testenv.Eventually(t, "the server down", func() bool { return statusOf(t, p, "web").LastErr != "" })
+			want := fmt.Sprintf(`backend "web" at %s: the server answered a %s with 200 OK and an HTML page ("Sign in & continue"), not MCP: check that url is the server's MCP endpoint`, srv.URL, tc.method)
+			if got := statusOf(t, p, "web").LastErr; !strings.HasPrefix(got, want) {
+				t.Errorf("error:\n%s\nwant it to start:\n%s", got, want)
+			}
+		})
+	}
+}
+
+func TestHTMLTitle(t *testing.T) {
+	for page, want := range map[string]string{
+		"<html><title>A &lt;b&gt;</title>":                "A <b>",
+		"<title lang=en>\n one\n two </title>":            "one two",
+		"<html><body>no title</body></html>":              "",
+		"<title>never closed":                             "",
+		"<title":                                          "",
+		"<title>" + strings.Repeat("x", 200) + "</title>": strings.Repeat("x", 79) + "…",
+	} {
+		if got := htmlTitle([]byte(page)); got != want {
+			t.Errorf("htmlTitle(%.40q) = %q, want %q", page, got, want)
+		}
 	}
 }

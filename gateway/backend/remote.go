@@ -1,20 +1,25 @@
 package backend
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"html"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/oneline"
 )
 
 // headerTransport adds the configured headers to every request of a remote
@@ -28,6 +33,27 @@ type headerTransport struct {
 	// exact, for streamable HTTP, gives the answer to a POST made with an
 	// exactResult in its context (a tools/call) to it (exact.go).
 	exact bool
+	// notMCP is the last 200 OK response that was neither JSON nor an
+	// event stream (see notMCPAnswer), for connect errors.
+	notMCP atomic.Pointer[notMCP]
+}
+
+// notMCP describes an answer that was not MCP's.
+type notMCP struct {
+	what   string // "an HTML page ("Sign in")", "a text/plain answer"
+	status string // "200 OK"
+	method string
+	url    string // redacted
+}
+
+// in is "a POST with 200 OK and an HTML page ("Sign in")", with the URL
+// when it is not endpoint ("a POST to URL with …").
+func (n *notMCP) in(endpoint string) string {
+	to := n.method
+	if u, err := url.Parse(endpoint); err != nil || u.Redacted() != n.url {
+		to += " to " + n.url
+	}
+	return fmt.Sprintf("a %s with %s and %s", to, n.status, n.what)
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -42,6 +68,9 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
 	if err != nil || resp.Body == nil {
 		return resp, err
+	}
+	if n := notMCPAnswer(resp); n != nil {
+		t.notMCP.Store(n)
 	}
 	var exact *exactResult
 	if t.exact && req.Method == http.MethodPost {
@@ -66,6 +95,58 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &observeEvents{rc: resp.Body, observe: observe, max: int(t.maxBody)}
 	}
 	return resp, nil
+}
+
+// notMCPAnswer describes a 200 OK response whose content is not MCP's
+// (JSON or an event stream), reading the start of its body again for an
+// HTML page's title; nil for any other response. go-sdk's own error names
+// only the content type, under layers of its calls ("connection closed:
+// calling "initialize": client is closing: sending "server/discover":
+// unsupported content type "text/html""), where the usual causes are a
+// URL that is not the MCP endpoint (a web app that answers every path with
+// its page) or a proxy's or portal's sign-in page in between.
+func notMCPAnswer(resp *http.Response) *notMCP {
+	ct := resp.Header.Get("Content-Type")
+	media, _, _ := mime.ParseMediaType(ct)
+	// 202 and 204 acknowledge notifications and carry no message.
+	if resp.StatusCode != http.StatusOK || ct == "" || media == "application/json" || media == "text/event-stream" {
+		return nil
+	}
+	head := make([]byte, 4<<10)
+	n, _ := io.ReadFull(resp.Body, head)
+	head = head[:n]
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	what := fmt.Sprintf("a %s answer", oneline.Cut(media, 60))
+	if media == "text/html" {
+		what = "an HTML page"
+		if title := htmlTitle(head); title != "" {
+			what += fmt.Sprintf(" (%q)", title)
+		}
+	}
+	return &notMCP{what: what, status: resp.Status, method: resp.Request.Method, url: resp.Request.URL.Redacted()}
+}
+
+// htmlTitle is the text of the <title> element in the start of a page, or
+// "".
+func htmlTitle(page []byte) string {
+	lower := bytes.ToLower(page)
+	i := bytes.Index(lower, []byte("<title"))
+	if i < 0 {
+		return ""
+	}
+	start := bytes.IndexByte(lower[i:], '>')
+	if start < 0 {
+		return ""
+	}
+	start += i + 1
+	end := bytes.Index(lower[start:], []byte("</title"))
+	if end < 0 {
+		return ""
+	}
+	return oneline.Cut(html.UnescapeString(strings.TrimSpace(string(page[start:start+end]))), 80)
 }
 
 // errBodyTooLarge is returned when a response body exceeds the cap.

@@ -1,8 +1,10 @@
 package backend
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -96,14 +98,21 @@ func lookPath(name, pathEnv, dir string) (string, error) {
 			d = "."
 		}
 		p := filepath.Join(d, name)
-		if executable(p) == nil {
+		err := executable(p)
+		if err == nil {
 			return p, nil
+		}
+		if errors.Is(err, errBadInterpreter) {
+			return "", err // what a shell runs too, and fails on
 		}
 	}
 	return "", fmt.Errorf("%q %w in PATH", name, errNotFound)
 }
 
-func executable(p string) error {
+func executable(p string) error { return runnable(p, 0) }
+
+// runnable is executable for a file named by depth #! lines before it.
+func runnable(p string, depth int) error {
 	fi, err := os.Stat(p)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -117,5 +126,52 @@ func executable(p string) error {
 	if fi.Mode()&0o111 == 0 {
 		return fmt.Errorf("%q is not executable", p)
 	}
-	return nil
+	return interpreter(p, depth)
 }
+
+// errBadInterpreter says a script's #! line names a program that cannot run.
+var errBadInterpreter = errors.New("which cannot run")
+
+// interpreter checks the program a script's #! line names, as the kernel
+// reads it (the first 256 bytes, an absolute path): execve fails with
+// ENOENT when it does not exist, which read "start /path/to/script: no
+// such file or directory" of a script that is there. The usual case is a
+// Python virtualenv's console script (mcp-server-…) whose venv was moved
+// or rebuilt: its #! line names the venv's old python. A file that cannot
+// be read, or is not a script, is left to the start, and so is a chain of
+// scripts longer than the kernel follows (a script that names itself).
+func interpreter(script string, depth int) error {
+	if depth >= maxInterpreters {
+		return nil
+	}
+	f, err := os.Open(script)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	line, ok := bytes.CutPrefix(head[:n], []byte("#!"))
+	if !ok {
+		return nil
+	}
+	line, _, _ = bytes.Cut(line, []byte("\n"))
+	fields := strings.Fields(string(line))
+	if len(fields) == 0 || !filepath.IsAbs(fields[0]) {
+		return nil
+	}
+	err = runnable(fields[0], depth+1)
+	if err == nil || errors.Is(err, errBadInterpreter) {
+		return err // the script it names names one that cannot run
+	}
+	why := err.Error()
+	if errors.Is(err, errNotFound) {
+		why = "it is not there"
+	}
+	return fmt.Errorf("%q names %q on its #! line, %w: %s: install it, or correct that line (a Python virtualenv's scripts name the venv's own python: recreate the venv, or reinstall the server into it)",
+		script, fields[0], errBadInterpreter, why)
+}
+
+// maxInterpreters is how many #! lines in a chain the kernel follows
+// (Linux: a script may name a script, four deep).
+const maxInterpreters = 4

@@ -3,6 +3,7 @@ package backend
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,6 +62,27 @@ func TestLookPath(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "data"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Scripts whose #! line names what cannot run (a moved virtualenv's
+	// python): "start …: no such file or directory" of a file that is there.
+	bin := filepath.Join(dir, "bin")
+	scripts := map[string]string{
+		"venv":   "#!" + filepath.Join(dir, "old-venv", "bin", "python3") + " -u\nimport sys\n",
+		"chain":  "#!" + filepath.Join(bin, "venv") + "\n",
+		"self":   "#!" + filepath.Join(bin, "self") + "\n", // the kernel stops it: left to the start
+		"env":    "#!/usr/bin/env python3\n",
+		"binary": "\x7fELF\x02\x01\x01",
+		"data":   "#!" + filepath.Join(dir, "data") + "\n",
+		"spaced": "#! \t" + exe + "\n",
+	}
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range scripts {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	badVenv := fmt.Sprintf("%q names %q on its #! line, which cannot run: it is not there: install it, or correct that line", filepath.Join(bin, "venv"), filepath.Join(dir, "old-venv", "bin", "python3"))
 	tests := []struct {
 		name, cmd, path, dir string
 		want                 string
@@ -72,6 +94,14 @@ func TestLookPath(t *testing.T) {
 		{name: "relative to cwd", cmd: "./tool", dir: dir, want: "./tool"},
 		{name: "not executable", cmd: filepath.Join(dir, "data"), wantErr: "not executable"},
 		{name: "directory", cmd: dir, wantErr: "is a directory"},
+		{name: "interpreter not there", cmd: filepath.Join(bin, "venv"), wantErr: badVenv},
+		{name: "interpreter not there, on PATH", cmd: "venv", path: dir + ":" + bin, wantErr: badVenv},
+		{name: "a script naming such a script", cmd: filepath.Join(bin, "chain"), wantErr: badVenv},
+		{name: "interpreter not executable", cmd: filepath.Join(bin, "data"), wantErr: fmt.Sprintf("on its #! line, which cannot run: %q is not executable", filepath.Join(dir, "data"))},
+		{name: "a script naming itself", cmd: filepath.Join(bin, "self"), want: filepath.Join(bin, "self")},
+		{name: "env", cmd: filepath.Join(bin, "env"), want: filepath.Join(bin, "env")},
+		{name: "not a script", cmd: filepath.Join(bin, "binary"), want: filepath.Join(bin, "binary")},
+		{name: "space after #!", cmd: filepath.Join(bin, "spaced"), want: filepath.Join(bin, "spaced")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -457,7 +457,7 @@ func runAuthLogout(g *globals, w io.Writer, name, cfgPath string) error {
 	store := oauth.NewStore(g.DataDir())
 	if err := store.Delete(name); err != nil {
 		if errors.Is(err, oauth.ErrNoLogin) {
-			return fmt.Errorf("no login of %q is stored in %s", name, store.Dir())
+			return usageError{fmt.Errorf("no login of %q is stored in %s (`toolgate auth status --config FILE` shows them)", name, store.Dir())}
 		}
 		return err
 	}

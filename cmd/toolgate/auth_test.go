@@ -358,7 +358,7 @@ func TestAuthCommandErrors(t *testing.T) {
 		{"no config", []string{"auth", "login", "remote"}, 2, "needs --config FILE"},
 		{"nobody approves", []string{"auth", "login", "remote", "--config", cfgPath, "--no-browser", "--timeout", "100ms"}, 1,
 			"no redirect from the authorization server within 100ms: open the URL above in a browser and approve, then run `toolgate auth login remote --config"},
-		{"logout without a login", []string{"auth", "logout", "remote", "--config", cfgPath}, 1, `no login of "remote" is stored in ` + filepath.Join(dataDir, "auth")},
+		{"logout without a login", []string{"auth", "logout", "remote", "--config", cfgPath}, 2, `no login of "remote" is stored in ` + filepath.Join(dataDir, "auth")},
 		{"status: remote needs a login", []string{"auth", "status", "--config", cfgPath}, 3, "remote needs a login"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

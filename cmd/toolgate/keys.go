@@ -292,7 +292,7 @@ func runKeysRevoke(g *globals, w io.Writer, name, cfgPath string) error {
 		}
 	}
 	if errors.Is(err, keys.ErrNotFound) {
-		return fmt.Errorf("%w (`toolgate keys list` shows the keys)", err)
+		return usageError{fmt.Errorf("%w (`toolgate keys list` shows the keys)", err)}
 	}
 	if err != nil {
 		return err

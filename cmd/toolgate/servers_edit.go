@@ -172,7 +172,7 @@ keys. A running gateway watching the file stops it.`,
 				return config.RemoveServer(docs, args[0], config.AnyEnv)
 			})
 			if err != nil {
-				return err
+				return noServerUsage(err)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "removed server %q from %s\n", args[0], path)
 			g.auditConfigChange(path, "servers remove", args[0])
@@ -219,7 +219,7 @@ func runServersToggle(ctx context.Context, stderr io.Writer, g *globals, path, n
 	}
 	if cfg != nil {
 		if err := live.CheckDisable(cfg, name); err != nil {
-			return err
+			return noServerUsage(err)
 		}
 	}
 	file := live.StateFile(g.DataDir())
@@ -254,6 +254,16 @@ func runServersToggle(ctx context.Context, stderr io.Writer, g *globals, path, n
 		}
 		return func(now *gateway.BackendStatus) bool { return now != nil }
 	})
+}
+
+// noServerUsage makes an error for a server name the config lacks
+// (config.ErrNoServer) a usage error (exit status 2), as for every NAME a
+// command is given that is not there; other errors stay as they are.
+func noServerUsage(err error) error {
+	if errors.Is(err, config.ErrNoServer) {
+		return usageError{err}
+	}
+	return err
 }
 
 // dataFolderConfig reads the config at path for a command that works on
@@ -313,7 +323,7 @@ func runServersRestart(ctx context.Context, stderr io.Writer, g *globals, path, 
 		return err
 	}
 	if err := live.CheckRestart(cfg, st, name); err != nil {
-		return err
+		return noServerUsage(err)
 	}
 	// The gateways running now, and the restarts each counted so far.
 	gws := localGateways(ctx, g.DataDir(), 5*time.Second)
@@ -324,7 +334,7 @@ func runServersRestart(ctx context.Context, stderr io.Writer, g *globals, path, 
 		return st.WithRestart(name), true, nil
 	})
 	if err != nil {
-		return err
+		return noServerUsage(err)
 	}
 	g.auditCommand("servers restart", "", fmt.Sprintf("server %q", name))
 	fmt.Fprintf(stderr, "restart of server %q requested (%s)\n", name, file)

@@ -127,7 +127,7 @@ it is shown and run again, until its definition changes. Review it first
 			}
 			p, err := quarantine.Approve(path, args[0], time.Now())
 			if errors.Is(err, quarantine.ErrUnknownTool) {
-				return err
+				return usageError{err}
 			}
 			if err != nil {
 				return fmt.Errorf("approve %s: %w", args[0], err)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -14,6 +16,10 @@ import (
 // `toolgate keys revok ci` revoked nothing and succeeded.
 func TestUsageErrorsExitTwo(t *testing.T) {
 	dataDir := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}, "two": {"url": "https://example.invalid/mcp"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -32,6 +38,14 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"search", "--limit", "0", "read file"}, "--limit 0: want 1 to 50 (leave it out for the default, 5)"},
 		{[]string{"search", "--limit", "-3", "read file"}, "--limit -3: want 1 to 50 (leave it out for the default, 5)"},
 		{[]string{"--log-level", "loud", "status"}, `--log-level "loud": want debug, info, warn or error`},
+		// A NAME that is not there (these exited 1; auth login and logout:
+		// TestAuthCommandErrors).
+		{[]string{"servers", "remove", "nope", "-c", cfg}, `there is no server named "nope" in ` + cfg + ` (servers: one, two)`},
+		{[]string{"servers", "disable", "nope", "-c", cfg}, `there is no server named "nope" in the config (servers: one, two)`},
+		{[]string{"servers", "enable", "nope", "-c", cfg}, `there is no server named "nope" in the config (servers: one, two)`},
+		{[]string{"servers", "restart", "nope", "-c", cfg}, `there is no server named "nope" in the config (servers: one, two)`},
+		{[]string{"keys", "revoke", "nope"}, `no such key named "nope" in ` + filepath.Join(dataDir, "keys.jsonl")},
+		{[]string{"tools", "approve", "one__nope"}, `no tool of that ID has been listed: "one__nope"`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			cmd := toolgateCmd(t, dataDir, tc.args...)

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -37,6 +38,21 @@ func AddServer(docs []Doc, s Server, lookupEnv func(string) (string, bool)) ([]D
 	return out, last, nil
 }
 
+// ErrNoServer is what the error of a server name the config does not
+// have is (errors.Is): a command exits with status 2 for it.
+var ErrNoServer = errors.New("no server of that name in the config")
+
+// NoServer is an ErrNoServer error in words of its own (which say the
+// servers there are, or where none was found).
+func NoServer(format string, args ...any) error {
+	return noServerError{fmt.Sprintf(format, args...)}
+}
+
+type noServerError struct{ msg string }
+
+func (e noServerError) Error() string      { return e.msg }
+func (noServerError) Is(target error) bool { return target == ErrNoServer }
+
 // RemoveServer returns docs without server name in any of them, and the
 // indexes of the documents that defined it. It is an error when none did,
 // or when the config would not be valid without it.
@@ -58,7 +74,18 @@ func RemoveServer(docs []Doc, name string, lookupEnv func(string) (string, bool)
 		for _, d := range docs {
 			paths = append(paths, docName(d.Path))
 		}
-		return nil, nil, fmt.Errorf("there is no server named %q in %s", name, strings.Join(paths, " or "))
+		there := "" // the servers there are, when the config reads
+		if f, _, _, err := ParseDocs(docs, lookupEnv); err == nil {
+			var names []string
+			for _, s := range f.Servers() {
+				names = append(names, s.Name)
+			}
+			there = " (servers: " + strings.Join(names, ", ") + ")"
+			if len(names) == 0 {
+				there = " (it has none)"
+			}
+		}
+		return nil, nil, NoServer("there is no server named %q in %s%s", name, strings.Join(paths, " or "), there)
 	}
 	if _, _, _, err := ParseDocs(out, lookupEnv); err != nil {
 		return nil, nil, fmt.Errorf("the config would not be valid without %q, so nothing was written: %w", name, err)

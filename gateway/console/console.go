@@ -745,7 +745,7 @@ func (c *Console) restart(_ context.Context, server string) (int, any, error) {
 func (c *Console) switcher(disabled bool) func(ctx context.Context, server string) (int, any, error) {
 	return func(ctx context.Context, server string) (int, any, error) {
 		changed, err := c.o.Switcher.SetDisabled(ctx, server, disabled)
-		if errors.Is(err, live.ErrNoServer) {
+		if errors.Is(err, config.ErrNoServer) {
 			return http.StatusNotFound, nil, err
 		}
 		if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/audit/audittest"
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/gateway/live"
@@ -564,7 +565,7 @@ func (f *fakeSwitcher) SetDisabled(_ context.Context, server string, disabled bo
 	case server == "toolgate":
 		return false, errors.New(`server "toolgate" is built into the gateway and cannot be disabled`)
 	case !slices.Contains(f.known, server):
-		return false, fmt.Errorf("there is no server named %q in the config: %w", server, live.ErrNoServer)
+		return false, fmt.Errorf("there is no server named %q in the config: %w", server, config.ErrNoServer)
 	}
 	was := slices.Contains(f.disabled, server)
 	if was == disabled {

@@ -189,17 +189,7 @@ func CheckRestart(cfg *config.File, st State, server string) error {
 	return nil
 }
 
-// ErrNoServer is what the error of a server name the config does not
-// have is (errors.Is).
-var ErrNoServer = errors.New("no server of that name in the config")
-
-// noServerError says which servers there are.
-type noServerError struct{ msg string }
-
-func (e noServerError) Error() string      { return e.msg }
-func (noServerError) Is(target error) bool { return target == ErrNoServer }
-
-// configured is server's entry in cfg, or an error (ErrNoServer) that
+// configured is server's entry in cfg, or an error (config.ErrNoServer) that
 // lists the servers there are.
 func configured(cfg *config.File, server string) (config.Server, error) {
 	s, ok := cfg.MCPServers[server]
@@ -208,7 +198,7 @@ func configured(cfg *config.File, server string) (config.Server, error) {
 		for _, s := range cfg.Servers() {
 			names = append(names, s.Name)
 		}
-		return config.Server{}, noServerError{fmt.Sprintf("there is no server named %q in the config (servers: %s)", server, strings.Join(names, ", "))}
+		return config.Server{}, config.NoServer("there is no server named %q in the config (servers: %s)", server, strings.Join(names, ", "))
 	}
 	return s, nil
 }

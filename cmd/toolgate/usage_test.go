@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestUsageErrorsExitTwo holds the README's exit status 2 ("bad flags or
@@ -61,6 +62,38 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	for _, args := range [][]string{{"keys"}, {"auth"}, {}} {
 		if out, err := toolgateCmd(t, dataDir, args...).CombinedOutput(); err != nil || !strings.Contains(string(out), "Available Commands:") {
 			t.Errorf("toolgate %s: %v, want its help and exit status 0\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// --expires: a date the calendar lacks says so; days, weeks and years are
+// calendar ones; an expiry past what keys.jsonl can hold is refused (a
+// hundred million days overflowed to 2246, silently).
+func TestParseExpiry(t *testing.T) {
+	now := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct{ in, want, err string }{
+		{in: "30d", want: "2027-01-03T10:00:00Z"},
+		{in: "2w", want: "2026-12-18T10:00:00Z"},
+		{in: "1y", want: "2027-12-04T10:00:00Z"},
+		{in: "12h", want: "2026-12-04T22:00:00Z"},
+		{in: "2026-12-31", want: "2026-12-31T00:00:00Z"},
+		{in: "2027-01-01T10:00:00+02:00", want: "2027-01-01T08:00:00Z"},
+		{in: "2026-02-30", err: "not a date: day out of range"},
+		{in: "2026-13-01", err: "not a date: month out of range"},
+		{in: "0d", err: "want a positive number of days, weeks or years"},
+		{in: "-5d", err: "want a duration like 90m, 12h, 30d, 2w or 1y, or a date like 2026-12-31"},
+		{in: "100000000d", err: "100000000d is too far off: leave --expires out for a key that never expires"},
+		{in: "9000y", err: "11026-12-04 is too far off (the last date a key may name is 9999-12-31)"},
+	} {
+		got, err := parseExpiry(tc.in, now)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: %v, %v; want the error %q", tc.in, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got.UTC().Format(time.RFC3339) != tc.want {
+			t.Errorf("%s: %v, %v; want %s", tc.in, got, err, tc.want)
 		}
 	}
 }

@@ -23,11 +23,23 @@ import (
 
 // explainInvalid is the isError text for arguments that fail the input
 // schema of the tool id: what is wrong in plain words (problem is the
-// validator's message), the schema, and an example call derived from it.
+// validator's message), the schema (its argument line when the schema
+// is over 32 KB), and an example call derived from it.
 func explainInvalid(id string, schema json.RawMessage, problem string) string {
+	const (
+		maxExplainSchema = 32 << 10 // compact; 8.4 KB is the largest of the dev catalogs
+		explainArgsChars = 1000
+	)
 	var b strings.Builder
 	fmt.Fprintf(&b, "execute_tool %s: the arguments do not match the tool's inputSchema: %s.\n", id, plainWords(problem))
-	fmt.Fprintf(&b, "The inputSchema of %s:\n%s\n", id, compactJSON(schema))
+	if c := compactJSON(schema); len(c) <= maxExplainSchema {
+		fmt.Fprintf(&b, "The inputSchema of %s:\n%s\n", id, c)
+	} else {
+		// Not the whole of it: an answer that fills the agent's context
+		// helps no one (a schema of 8 MB came back whole).
+		fmt.Fprintf(&b, "The inputSchema of %s is %d KB, too long to show here (search_tools' structuredContent holds it); its arguments: %s\n",
+			id, len(c)>>10, paramSummary(schema, explainArgsChars, nil))
+	}
 	if ex, ok := exampleArgs(schema); ok {
 		fmt.Fprintf(&b, "A call of the right shape (replace each <placeholder>; optional arguments left out):\n%s\n", exampleCall(id, ex))
 	}

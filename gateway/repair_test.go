@@ -187,6 +187,37 @@ func TestExampleArgsBounded(t *testing.T) {
 	}
 }
 
+// A schema over 32 KB is not shown whole in the answer to arguments that
+// do not fit it, but by its argument line: an 8 MB one came back whole.
+func TestExplainInvalidLongSchema(t *testing.T) {
+	props := map[string]any{}
+	for i := range 2000 {
+		props[fmt.Sprintf("p%04d", i)] = map[string]any{"type": "string", "description": strings.Repeat("words ", 5)}
+	}
+	raw, err := json.Marshal(map[string]any{"type": "object", "properties": props, "required": []string{"p0000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := explainInvalid("big__tool", raw, `validating root: required: missing properties: ["p0000"]`)
+	for _, want := range []string{
+		fmt.Sprintf("The inputSchema of big__tool is %d KB, too long to show here (search_tools' structuredContent holds it); its arguments: p0000*: string, p0001: string,", len(raw)>>10),
+		", +1",
+		`{"name":"big__tool","arguments":{"p0000":"<p0000>"}}`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the answer lacks %q:\n%.2000s", want, got)
+		}
+	}
+	if len(got) > 4<<10 {
+		t.Errorf("the answer is %d bytes", len(got))
+	}
+	// A schema of the usual size is shown whole.
+	small := json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`)
+	if got := explainInvalid("x__y", small, "validating root: required: missing properties: [\"a\"]"); !strings.Contains(got, "The inputSchema of x__y:\n"+string(small)+"\n") {
+		t.Errorf("a small schema is not shown whole:\n%s", got)
+	}
+}
+
 // TestExecuteToolRepairs: invalid arguments come back with plain words, the
 // schema and an example call; an unknown name with the closest names and
 // what search_tools finds for its words. Nothing reaches the backend.

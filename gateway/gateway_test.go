@@ -184,6 +184,30 @@ func TestSearchTools(t *testing.T) {
 		})
 	}
 
+	// The forms models send: a whole number written 2.0 (JSON Schema's
+	// "integer" takes it; it was refused), or in a string, and a boolean
+	// in a string (refused, while "limit" took "3").
+	t.Run("lenient forms", func(t *testing.T) {
+		for _, raw := range []string{`{"query":"list files","limit":2.0}`, `{"query":"list files","limit":"2"}`, `{"query":"list files","limit":2e0}`} {
+			res := call(t, cs, SearchToolName, json.RawMessage(raw))
+			if res.IsError || len(structured(t, res).Tools) != 2 {
+				t.Errorf("%s: isError=%v %s, want 2 tools", raw, res.IsError, text(res))
+			}
+		}
+		for raw, want := range map[string]int{`{"query":"files","readOnly":"true","limit":10}`: 1, `{"query":"files","readOnly":"false","limit":10}`: len(testCatalog)} {
+			res := call(t, cs, SearchToolName, json.RawMessage(raw))
+			if res.IsError || len(structured(t, res).Tools) != want {
+				t.Errorf("%s: isError=%v %s, want %d tools", raw, res.IsError, text(res), want)
+			}
+		}
+		if res := call(t, cs, SearchToolName, json.RawMessage(`{"query":"files","limit":1e400}`)); !res.IsError || !strings.Contains(text(res), `"limit" must be a whole number from 1 to 50, got 1e400`) {
+			t.Errorf("limit 1e400: isError=%v %s", res.IsError, text(res))
+		}
+		if res := call(t, cs, SearchToolName, json.RawMessage(`{"query":"files","readOnly":"yes"}`)); !res.IsError || !strings.Contains(text(res), `"readOnly" must be true or false, got "yes"`) {
+			t.Errorf(`readOnly "yes": isError=%v %s`, res.IsError, text(res))
+		}
+	})
+
 	t.Run("no match", func(t *testing.T) {
 		g2, fs := newTestGateway(t, nil)
 		inner := fs.search

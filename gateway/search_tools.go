@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,21 +160,34 @@ func (g *Gateway) parseSearchArgs(c *policy.Caller, raw json.RawMessage) (search
 		return a, `search_tools needs a non-empty "query": describe the task in a few words, e.g. {"query": "create a GitHub issue"}.`
 	}
 	if v, ok := m["limit"]; ok && string(v) != "null" {
+		// A number with no fraction is a whole one (JSON Schema's
+		// "integer" takes 2.0 too), and so is one in a string ("3"), as
+		// models send them.
 		var n json.Number
-		i, err := int64(0), json.Unmarshal(v, &n)
+		f, err := 0.0, json.Unmarshal(v, &n)
 		if err == nil {
-			i, err = n.Int64()
+			f, err = n.Float64()
 		}
-		if err != nil || i < 1 {
+		if err != nil || f < 1 || f != math.Trunc(f) {
 			return a, fmt.Sprintf(`search_tools: "limit" must be a whole number from 1 to %d, got %s.`, lim.max, oneline.Cut(string(v), 30))
 		}
-		a.Limit = int(min(i, int64(lim.max)))
+		a.Limit = int(min(f, float64(lim.max)))
 	}
 	if v, ok := m["server"]; ok && string(v) != "null" && json.Unmarshal(v, &a.Server) != nil {
 		return a, fmt.Sprintf(`search_tools: "server" must be a server name (a string), got %s. Servers: %s.`, oneline.Cut(string(v), 30), strings.Join(g.servers(c), ", "))
 	}
-	if v, ok := m["readOnly"]; ok && string(v) != "null" && json.Unmarshal(v, &a.ReadOnly) != nil {
-		return a, fmt.Sprintf(`search_tools: "readOnly" must be true or false, got %s.`, oneline.Cut(string(v), 30))
+	if v, ok := m["readOnly"]; ok && string(v) != "null" {
+		// "true" and "false" in a string too, as "limit" takes "3".
+		switch string(v) {
+		case `"true"`:
+			a.ReadOnly = true
+		case `"false"`:
+			a.ReadOnly = false
+		default:
+			if json.Unmarshal(v, &a.ReadOnly) != nil {
+				return a, fmt.Sprintf(`search_tools: "readOnly" must be true or false, got %s.`, oneline.Cut(string(v), 30))
+			}
+		}
 	}
 	if v, ok := m["detail"]; ok && string(v) != "null" {
 		if json.Unmarshal(v, &a.Detail) != nil || a.Detail != DetailCompact && a.Detail != DetailFull {

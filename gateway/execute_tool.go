@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/gateway/audit"
@@ -60,6 +61,12 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 		return toolError(`execute_tool: arguments must be an object like {"name": "server__tool", "arguments": {...}}: %v`, err), nil
 	}
 	note.tool, note.raw = a.Name, a.Arguments
+	if extra := unknownKeys(req.Params.Arguments, "name", "arguments"); len(extra) > 0 {
+		// Left out, they were dropped: {"name": …, "args": {…}} ran the
+		// tool with no arguments.
+		note.raw = req.Params.Arguments
+		return toolError(`execute_tool: unknown argument %s. It takes "name" (the tool, server__tool, as search_tools returned it) and "arguments" (the tool's own arguments, an object): {"name": "server__tool", "arguments": {...}}.`, quoted(extra)), nil
+	}
 	if strings.TrimSpace(a.Name) == "" {
 		return toolError(`execute_tool needs "name": a namespaced tool name returned by search_tools, e.g. "filesystem__list_directory".`), nil
 	}
@@ -133,6 +140,19 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	return res, nil
 }
 
+// unknownKeys are the keys of the JSON object raw that are not among
+// known, in order (none when raw is not an object).
+func unknownKeys(raw json.RawMessage, known ...string) []string {
+	var extra []string
+	gjson.ParseBytes(raw).ForEach(func(k, _ gjson.Result) bool {
+		if k.Type == gjson.String && !slices.Contains(known, k.String()) {
+			extra = append(extra, k.String())
+		}
+		return true
+	})
+	return extra
+}
+
 // rawArgs decodes raw JSON arguments for the audit log (nil for none or
 // for arguments that do not decode).
 func rawArgs(raw json.RawMessage) any {
@@ -159,6 +179,19 @@ func toolArgs(raw json.RawMessage) (args, forSchema map[string]any, plain bool, 
 	if len(t) == 0 || string(t) == "null" {
 		m := map[string]any{}
 		return m, m, false, nil
+	}
+	if t[0] == '"' {
+		// An object sent as a string ("arguments": "{\"path\": \"a\"}"),
+		// as a model that writes a function's arguments as text does:
+		// the object it holds.
+		var s string
+		if json.Unmarshal(t, &s) == nil {
+			if inner := bytes.TrimSpace([]byte(s)); len(inner) > 0 && inner[0] == '{' {
+				if args, forSchema, _, err := toolArgs(inner); err == nil {
+					return args, forSchema, false, nil
+				}
+			}
+		}
 	}
 	if !jsonnum.Long(t) {
 		var m map[string]any

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // memorySchema is the input schema of the bundled memory server's
@@ -269,7 +270,43 @@ func TestExecuteToolRepairs(t *testing.T) {
 	if !res.IsError || len(txt) > 4000 || !strings.Contains(txt, `"x00000", "x00001"`) || !strings.Contains(txt, "and 9991 more") {
 		t.Errorf("10,001 arguments the tool lacks: isError=%v, a text of %d bytes: %.600s", res.IsError, len(txt), txt)
 	}
+	// A key of execute_tool's own that it does not take: {"name", "args"}
+	// ran the tool with no arguments, the caller's dropped.
+	res = call(t, cs, ExecuteToolName, map[string]any{"name": "memory__create_entities_v2", "args": map[string]any{"entities": []any{}}})
+	if txt = text(res); !res.IsError || !strings.Contains(txt, `execute_tool: unknown argument "args". It takes "name" (the tool, server__tool, as search_tools returned it) and "arguments"`) {
+		t.Errorf(`"args": isError=%v %s`, res.IsError, txt)
+	}
 	if n := caller.calls.Load(); n != 0 {
 		t.Errorf("%d calls reached the backend", n)
+	}
+}
+
+// Arguments sent as a string that holds a JSON object, as a model that
+// writes a function's arguments as text does, are that object (they were
+// refused); a string that holds no object still is.
+func TestExecuteToolArgumentsInAString(t *testing.T) {
+	var got map[string]any
+	caller := &fakeCaller{call: func(server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+		got = args
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}}
+	g, _ := newTestGateway(t, caller)
+	cs := connect(t, g)
+	res := call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": `{"a": 1, "b": 12345678901234567890}`})
+	if res.IsError || fmt.Sprint(got["a"]) != "1" || fmt.Sprint(got["b"]) != "12345678901234567890" {
+		t.Errorf("isError=%v %s; the backend got %v", res.IsError, text(res), got)
+	}
+	res = call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": `{"a": "one"}`})
+	if !res.IsError || !strings.Contains(text(res), `"a" must be a number, not a string (one)`) {
+		t.Errorf("an object in a string that does not fit: isError=%v %s", res.IsError, text(res))
+	}
+	for _, bad := range []string{"a and b", `[1, 2]`, `{"a": 1`} {
+		res = call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": bad})
+		if !res.IsError || !strings.Contains(text(res), `"arguments" must be a JSON object (got "`) {
+			t.Errorf("%q: isError=%v %s", bad, res.IsError, text(res))
+		}
+	}
+	if n := caller.calls.Load(); n != 1 {
+		t.Errorf("%d calls reached the backend, want 1", n)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/jsonwords"
 	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/internal/tlsfiles"
@@ -831,7 +832,11 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	if undecodable(err) {
 		// The answer arrived and go-sdk could not read it into a result:
 		// the connection is fine, and so is the server for other calls.
-		return nil, fmt.Errorf("call %q on %q: its answer could not be read as a tools/call result (the server wrote something this gateway's MCP library does not accept; check the server's version): %w", tool, name, err)
+		what := "the server wrote something this gateway's MCP library does not accept"
+		if d := jsonwords.Describe(err); d != "" {
+			what = d // `"content" must be a list of objects, not a JSON object`, not Go's words
+		}
+		return nil, fmt.Errorf("call %q on %q: its answer could not be read as a tools/call result (%s; check the server's version): %w", tool, name, what, err)
 	}
 	if !errors.Is(err, mcp.ErrConnectionClosed) && (errors.Is(err, errBodyTooLarge) || strings.Contains(err.Error(), "exceeded")) {
 		// go-sdk's event reader says "SSE event exceeded N bytes" and drops

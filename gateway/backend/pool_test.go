@@ -1,9 +1,11 @@
 package backend
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -962,5 +964,46 @@ func TestHTMLTitle(t *testing.T) {
 		if got := htmlTitle([]byte(page)); got != want {
 			t.Errorf("htmlTitle(%.40q) = %q, want %q", page, got, want)
 		}
+	}
+}
+
+// A tools/call answer go-sdk cannot read (its "content" an object, not a
+// list) fails that call with what is wrong in JSON's words, not Go's
+// ("cannot unmarshal … into Go struct field struct { mcp.res; Content
+// []*mcp.wireContent … }"); the server stays up for the next call.
+func TestCallAnswerNotAResult(t *testing.T) {
+	real := backendtest.NewHTTPServer(t, config.TypeHTTP, backendtest.ModeJSONResponse)
+	target, err := url.Parse(real.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	const good, bad = `"content":[{"type":"text","text":"mangle"}]`, `"content":{"type":"text","text":"mangle"}`
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			return nil // an event stream (the GET one) never ends
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		body = bytes.ReplaceAll(body, []byte(good), []byte(bad))
+		resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		resp.Header.Set("Content-Length", fmt.Sprint(len(body)))
+		return nil
+	}
+	front := httptest.NewServer(proxy)
+	t.Cleanup(front.Close)
+	srv := real.Config("remote", nil)
+	srv.URL = front.URL + strings.TrimPrefix(real.Endpoint, real.URL)
+	p := startPool(t, []config.Server{srv}, testOptions(&testenv.LogBuffer{}))
+	testenv.Eventually(t, "the server up", func() bool { return statusOf(t, p, "remote").State == StateUp })
+	_, err = p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "mangle"})
+	want := `call "echo" on "remote": its answer could not be read as a tools/call result ("content" must be a list of objects, not a JSON object; check the server's version)`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("error:\n%v\nwant it to start:\n%s", err, want)
+	}
+	if res, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "fine"}); err != nil || textOf(t, res) != "fine" {
+		t.Errorf("the next call: %v, %v", res, err)
 	}
 }

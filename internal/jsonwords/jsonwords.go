@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -22,9 +23,55 @@ func Explain(err error, v any) error {
 	case !errors.As(err, &te):
 		return err
 	case te.Field == "":
-		return fmt.Errorf("a JSON %s, not %s", te.Value, kind(reflect.TypeOf(v), false))
+		return fmt.Errorf("a JSON %s, not %s", valueKind(te.Value), kind(reflect.TypeOf(v), false))
 	}
-	return fmt.Errorf("%q must be %s, not a JSON %s", te.Field, kind(fieldType(v, te.Field, te.Type), false), te.Value)
+	return fmt.Errorf("%q must be %s, not a JSON %s", te.Field, kind(fieldType(v, te.Field, te.Type), false), valueKind(te.Value))
+}
+
+// Describe says what an error of decoding JSON into a type the caller
+// does not have at hand (a library's) says is wrong, as Explain does from
+// the type the error names: `"content" must be a list of objects, not a
+// JSON object`; "" for an error that is no type error or names no field.
+func Describe(err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) || te.Field == "" || te.Type == nil {
+		return ""
+	}
+	return fmt.Sprintf("%q must be %s, not a JSON %s", te.Field, kind(te.Type, false), valueKind(te.Value))
+}
+
+// valueKind is the kind of JSON value an UnmarshalTypeError's Value
+// names: encoding/json writes a word ("object", "number -5");
+// github.com/segmentio/encoding/json, which go-sdk's messages are read
+// with here (internal/linerpc), writes the value itself and the rest of
+// the input after it, quoted as a Go string (`"{\"type\": …}}"`,
+// `"true}"`; TestExplain holds it).
+func valueKind(v string) string {
+	u, err := strconv.Unquote(strings.TrimSpace(v))
+	if err != nil {
+		// A word: "number -5" is a number.
+		if w, _, _ := strings.Cut(strings.TrimSpace(v), " "); w != "" {
+			return w
+		}
+		return "value"
+	}
+	// The value itself, and what followed it in the input ("true}").
+	if u = strings.TrimSpace(u); u == "" {
+		return "value"
+	}
+	switch u[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	return "number"
 }
 
 // fieldType is the declared type of v's top-level field whose JSON key is

@@ -3,7 +3,10 @@ package jsonwords
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
+
+	segjson "github.com/segmentio/encoding/json"
 )
 
 func TestExplain(t *testing.T) {
@@ -33,6 +36,30 @@ func TestExplain(t *testing.T) {
 	var m map[string]json.RawMessage
 	if got := Explain(json.Unmarshal([]byte(`true`), &m), &m); got == nil || got.Error() != "a JSON bool, not an object" {
 		t.Errorf("into a map: %v", got)
+	}
+	// segmentio's decoder (go-sdk's messages are read with it) writes the
+	// value itself, quoted; Describe reads the type from the error alone.
+	type block struct{ Type string }
+	var res struct {
+		Content []*block `json:"content"`
+		N       int      `json:"n"`
+	}
+	for in, want := range map[string]string{
+		`{"content": {"type": "text", "text": "hi"}}`: `"content" must be a list of objects, not a JSON object`,
+		`{"content": "hi"}`:                           `"content" must be a list of objects, not a JSON string`,
+		`{"n": [1]}`:                                  `"n" must be a number, not a JSON array`,
+		`{"n": true}`:                                 `"n" must be a number, not a JSON bool`,
+	} {
+		err := segjson.Unmarshal([]byte(in), &res)
+		if got := Describe(fmt.Errorf("calling: %w", err)); got != want {
+			t.Errorf("Describe(segmentio's error for %s) = %q (the error: %v), want %q", in, got, err, want)
+		}
+		if got := Describe(fmt.Errorf("calling: %w", json.Unmarshal([]byte(in), &res))); got != want {
+			t.Errorf("Describe(encoding/json's error for %s) = %q, want %q", in, got, want)
+		}
+	}
+	if got := Describe(errors.New("EOF")); got != "" {
+		t.Errorf("Describe of no type error: %q", got)
 	}
 	other := errors.New("unexpected end of JSON input")
 	if got := Explain(other, &m); got != other {

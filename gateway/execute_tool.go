@@ -70,8 +70,11 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if strings.TrimSpace(a.Name) == "" {
 		return toolError(`execute_tool needs "name": a namespaced tool name returned by search_tools, e.g. "filesystem__list_directory".`), nil
 	}
+	var tool catalog.Tool
+	var ok bool
+	a.Name, tool, ok = g.lookup(a.Name)
+	note.tool = a.Name
 	caller := policy.CallerFrom(ctx)
-	tool, ok := g.searcher.Tool(a.Name)
 	if g.opts.Policy != nil {
 		t := tool
 		if !ok { // a name the catalog lacks may still have a reason (a removed server)
@@ -138,6 +141,31 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 		return g.inputRequired(ctx, req, a.Name, tool.Server, res), nil
 	}
 	return res, nil
+}
+
+// lookup finds the tool name names in the catalog: name itself, or, when
+// the catalog lacks it, name without what a model may write around a name
+// (space and line ends, quotes or backticks around it, "()" after it),
+// which is then the name returned. " fs__read" answered `there is no
+// server named " fs"`, and "fs__read\n" `unknown tool "fs__read". Closest
+// names: fs__read`.
+func (g *Gateway) lookup(name string) (string, catalog.Tool, bool) {
+	if t, ok := g.searcher.Tool(name); ok {
+		return name, t, true
+	}
+	n := strings.TrimSpace(name)
+	for _, q := range []string{"`", `"`, "'"} {
+		if len(n) >= 2 && strings.HasPrefix(n, q) && strings.HasSuffix(n, q) {
+			n = strings.TrimSpace(n[1 : len(n)-1])
+			break
+		}
+	}
+	if n = strings.TrimSuffix(n, "()"); n != name {
+		if t, ok := g.searcher.Tool(n); ok {
+			return n, t, true
+		}
+	}
+	return name, catalog.Tool{}, false
 }
 
 // unknownKeys are the keys of the JSON object raw that are not among

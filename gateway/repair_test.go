@@ -310,3 +310,29 @@ func TestExecuteToolArgumentsInAString(t *testing.T) {
 		t.Errorf("%d calls reached the backend, want 1", n)
 	}
 }
+
+// A name with what a model may write around it (space, a line end,
+// backticks or quotes, "()") runs the tool it names; " everything__add"
+// answered `there is no server named " everything"`.
+func TestExecuteToolNameAsWritten(t *testing.T) {
+	var ran []string
+	caller := &fakeCaller{call: func(server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+		ran = append(ran, server+"/"+tool)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}}
+	g, _ := newTestGateway(t, caller)
+	cs := connect(t, g)
+	args := map[string]any{"a": 1, "b": 2}
+	for _, name := range []string{" everything__add", "everything__add\n", "`everything__add`", `"everything__add"`, "everything__add()", " 'everything__add' "} {
+		if res := call(t, cs, ExecuteToolName, map[string]any{"name": name, "arguments": args}); res.IsError {
+			t.Errorf("%q: %s", name, text(res))
+		}
+	}
+	if len(ran) != 6 || ran[0] != "everything/add" || ran[5] != "everything/add" {
+		t.Errorf("ran %v, want everything/add six times", ran)
+	}
+	res := call(t, cs, ExecuteToolName, map[string]any{"name": " everything__nope ", "arguments": args})
+	if txt := text(res); !res.IsError || !strings.Contains(txt, `unknown tool "everything__nope". Closest names: everything__add.`) {
+		t.Errorf("an unknown name: isError=%v %s", res.IsError, txt)
+	}
+}

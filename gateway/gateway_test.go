@@ -208,6 +208,14 @@ func TestSearchTools(t *testing.T) {
 		}
 	})
 
+	t.Run("server in other case", func(t *testing.T) {
+		res := call(t, cs, SearchToolName, map[string]any{"query": "files", "server": "FileSystem", "limit": 10})
+		got := structured(t, res)
+		if res.IsError || len(got.Tools) != 2 || got.Tools[0].Server != "filesystem" {
+			t.Errorf("isError=%v %s", res.IsError, text(res))
+		}
+	})
+
 	t.Run("no match", func(t *testing.T) {
 		g2, fs := newTestGateway(t, nil)
 		inner := fs.search

@@ -194,6 +194,19 @@ func (g *Gateway) parseSearchArgs(c *policy.Caller, raw json.RawMessage) (search
 			return a, fmt.Sprintf(`search_tools: "detail" must be "compact" (the default: one line and the arguments per tool) or "full" (also each tool's input schema), got %s.`, oneline.Cut(string(v), 30))
 		}
 	}
+	// A server named in other case ("GitHub" for github) is that server
+	// when only one is.
+	if a.Server != "" && !g.hasServer(c, a.Server) {
+		var same []string
+		for _, s := range g.servers(c) {
+			if strings.EqualFold(s, a.Server) {
+				same = append(same, s)
+			}
+		}
+		if len(same) == 1 {
+			a.Server = same[0]
+		}
+	}
 	// A server that is down and never listed its tools exists: the search
 	// finds none of them and says why (downServers).
 	if a.Server != "" && !g.hasServer(c, a.Server) && len(g.downServers(c, a.Server)) == 0 {

@@ -145,8 +145,8 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 
 // lookup finds the tool name names in the catalog: name itself, or, when
 // the catalog lacks it, name without what a model may write around a name
-// (space and line ends, quotes or backticks around it, "()" after it),
-// which is then the name returned. " fs__read" answered `there is no
+// (space and line ends, quotes or backticks around it, "()" after it), or
+// in other case when one tool only has it so; the name found is returned. " fs__read" answered `there is no
 // server named " fs"`, and "fs__read\n" `unknown tool "fs__read". Closest
 // names: fs__read`.
 func (g *Gateway) lookup(name string) (string, catalog.Tool, bool) {
@@ -164,6 +164,19 @@ func (g *Gateway) lookup(name string) (string, catalog.Tool, bool) {
 		if t, ok := g.searcher.Tool(n); ok {
 			return n, t, true
 		}
+	}
+	// In other case ("GitHub__create_issue"), when only one tool's is.
+	found := ""
+	for _, id := range g.searcher.IDs() {
+		if strings.EqualFold(id, n) {
+			if found != "" {
+				return name, catalog.Tool{}, false
+			}
+			found = id
+		}
+	}
+	if t, ok := g.searcher.Tool(found); ok && found != "" {
+		return found, t, true
 	}
 	return name, catalog.Tool{}, false
 }

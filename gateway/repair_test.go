@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // memorySchema is the input schema of the bundled memory server's
@@ -320,16 +322,21 @@ func TestExecuteToolNameAsWritten(t *testing.T) {
 		ran = append(ran, server+"/"+tool)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
 	}}
-	g, _ := newTestGateway(t, caller)
+	g, fs := newTestGateway(t, caller)
+	fs.tools = append(fs.tools[:len(fs.tools):len(fs.tools)], catalog.Tool{Server: "memory", Name: "Dup"}, catalog.Tool{Server: "memory", Name: "dup"})
 	cs := connect(t, g)
 	args := map[string]any{"a": 1, "b": 2}
-	for _, name := range []string{" everything__add", "everything__add\n", "`everything__add`", `"everything__add"`, "everything__add()", " 'everything__add' "} {
+	for _, name := range []string{" everything__add", "everything__add\n", "`everything__add`", `"everything__add"`, "everything__add()", " 'Everything__ADD' "} {
 		if res := call(t, cs, ExecuteToolName, map[string]any{"name": name, "arguments": args}); res.IsError {
 			t.Errorf("%q: %s", name, text(res))
 		}
 	}
 	if len(ran) != 6 || ran[0] != "everything/add" || ran[5] != "everything/add" {
 		t.Errorf("ran %v, want everything/add six times", ran)
+	}
+	// Two tools whose names differ in case only: neither is guessed.
+	if res := call(t, cs, ExecuteToolName, map[string]any{"name": "memory__DUP"}); !res.IsError || !strings.Contains(text(res), `unknown tool "memory__DUP"`) {
+		t.Errorf("memory__DUP: isError=%v %s", res.IsError, text(res))
 	}
 	res := call(t, cs, ExecuteToolName, map[string]any{"name": " everything__nope ", "arguments": args})
 	if txt := text(res); !res.IsError || !strings.Contains(txt, `unknown tool "everything__nope". Closest names: everything__add.`) {

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
 	"go.opentelemetry.io/otel/trace"
@@ -141,6 +142,33 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 		return g.inputRequired(ctx, req, a.Name, tool.Server, res), nil
 	}
 	return res, nil
+}
+
+// directCalls adds to go-sdk's answer to a tools/call of a tool the
+// server does not have (as a model may send for a tool search_tools
+// found) how to run it: go-sdk said only `unknown tool
+// "filesystem__read_file"`. It stays the protocol error go-sdk answers
+// (invalid params); a tool registered besides the two (tests') is left
+// alone.
+func (g *Gateway) directCalls(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		var werr *jsonrpc.Error
+		if method != "tools/call" || !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
+			return res, err
+		}
+		p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
+		if !ok || p.Name == SearchToolName || p.Name == ExecuteToolName {
+			return res, err
+		}
+		name := oneline.Echo(p.Name)
+		how := fmt.Sprintf(`run a tool search_tools found through execute_tool: {"name": %q, "arguments": {...}}`, name)
+		if _, t, ok := g.lookup(p.Name); ok && g.visible(policy.CallerFrom(ctx), t.ID()) {
+			how = fmt.Sprintf(`%s is a tool of server %q behind this gateway: run it through execute_tool, {"name": %q, "arguments": {...}}`, t.ID(), t.Server, t.ID())
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
+			"unknown tool %q: this gateway has two tools, search_tools and execute_tool; %s", name, how)}
+	}
 }
 
 // lookup finds the tool name names in the catalog: name itself, or, when

@@ -310,3 +310,18 @@ func searchToolsDescription(t *testing.T, cs *mcp.ClientSession) string {
 	t.Fatal("no search_tools in tools/list")
 	return ""
 }
+
+// A direct tools/call of a tool outside the caller's profile gets the
+// answer of a name that is not there: it learns nothing of the tool.
+func TestDirectCallOutsideTheProfile(t *testing.T) {
+	g := policyGateway(t, &fakeCaller{}, nil)
+	kg := connectAs(t, g, &policy.Caller{Transport: policy.TransportHTTP, Profile: "kg"})
+	_, err := kg.CallTool(context.Background(), &mcp.CallToolParams{Name: "everything__add"})
+	if err == nil || strings.Contains(err.Error(), `server "everything"`) || !strings.Contains(err.Error(), `run a tool search_tools found through execute_tool`) {
+		t.Errorf("outside the profile: %v", err)
+	}
+	_, err = kg.CallTool(context.Background(), &mcp.CallToolParams{Name: "memory__create_entities"})
+	if err == nil || !strings.Contains(err.Error(), `memory__create_entities is a tool of server "memory"`) {
+		t.Errorf("inside the profile: %v", err)
+	}
+}

@@ -1,13 +1,16 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/index/catalog"
@@ -341,5 +344,27 @@ func TestExecuteToolNameAsWritten(t *testing.T) {
 	res := call(t, cs, ExecuteToolName, map[string]any{"name": " everything__nope ", "arguments": args})
 	if txt := text(res); !res.IsError || !strings.Contains(txt, `unknown tool "everything__nope". Closest names: everything__add.`) {
 		t.Errorf("an unknown name: isError=%v %s", res.IsError, txt)
+	}
+}
+
+// A tools/call of a tool search_tools found, made directly instead of
+// through execute_tool, is told how to run it (go-sdk said only `unknown
+// tool "everything__add"`); nothing reaches the backend.
+func TestDirectCallOfAFoundTool(t *testing.T) {
+	caller := &fakeCaller{}
+	g, _ := newTestGateway(t, caller)
+	cs := connect(t, g)
+	for name, want := range map[string]string{
+		"everything__add": `unknown tool "everything__add": this gateway has two tools, search_tools and execute_tool; everything__add is a tool of server "everything" behind this gateway: run it through execute_tool, {"name": "everything__add", "arguments": {...}}`,
+		"read_my_mind":    `unknown tool "read_my_mind": this gateway has two tools, search_tools and execute_tool; run a tool search_tools found through execute_tool: {"name": "read_my_mind", "arguments": {...}}`,
+	} {
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"a": 1}})
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || werr.Message != want {
+			t.Errorf("%s: %v, want the invalid-params error %q", name, err, want)
+		}
+	}
+	if n := caller.calls.Load(); n != 0 {
+		t.Errorf("%d calls reached the backend", n)
 	}
 }

@@ -73,9 +73,9 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	}
 	var tool catalog.Tool
 	var ok bool
-	a.Name, tool, ok = g.lookup(a.Name)
-	note.tool = a.Name
 	caller := policy.CallerFrom(ctx)
+	a.Name, tool, ok = g.lookup(caller, a.Name)
+	note.tool = a.Name
 	if g.opts.Policy != nil {
 		t := tool
 		if !ok { // a name the catalog lacks may still have a reason (a removed server)
@@ -163,7 +163,8 @@ func (g *Gateway) directCalls(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		name := oneline.Echo(p.Name)
 		how := fmt.Sprintf(`run a tool search_tools found through execute_tool: {"name": %q, "arguments": {...}}`, name)
-		if _, t, ok := g.lookup(p.Name); ok && g.visible(policy.CallerFrom(ctx), t.ID()) {
+		c := policy.CallerFrom(ctx)
+		if _, t, ok := g.lookup(c, p.Name); ok && g.visible(c, t.ID()) {
 			how = fmt.Sprintf(`%s is a tool of server %q behind this gateway: run it through execute_tool, {"name": %q, "arguments": {...}}`, t.ID(), t.Server, t.ID())
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
@@ -174,10 +175,13 @@ func (g *Gateway) directCalls(next mcp.MethodHandler) mcp.MethodHandler {
 // lookup finds the tool name names in the catalog: name itself, or, when
 // the catalog lacks it, name without what a model may write around a name
 // (space and line ends, quotes or backticks around it, "()" after it), or
-// in other case when one tool only has it so; the name found is returned. " fs__read" answered `there is no
-// server named " fs"`, and "fs__read\n" `unknown tool "fs__read". Closest
-// names: fs__read`.
-func (g *Gateway) lookup(name string) (string, catalog.Tool, bool) {
+// in other case when only one tool's ID is that; the name found is
+// returned. " fs__read" answered `there is no server named " fs"`, and
+// "fs__read\n" `unknown tool "fs__read". Closest names: fs__read`. A
+// tool found so must be one caller may see: a name refused as written
+// reads the same whether the tool exists or not, and so must a name
+// written otherwise.
+func (g *Gateway) lookup(c *policy.Caller, name string) (string, catalog.Tool, bool) {
 	if t, ok := g.searcher.Tool(name); ok {
 		return name, t, true
 	}
@@ -188,25 +192,28 @@ func (g *Gateway) lookup(name string) (string, catalog.Tool, bool) {
 			break
 		}
 	}
-	if n = strings.TrimSuffix(n, "()"); n != name {
-		if t, ok := g.searcher.Tool(n); ok {
-			return n, t, true
-		}
-	}
-	// In other case ("GitHub__create_issue"), when only one tool's is.
-	found := ""
-	for _, id := range g.searcher.IDs() {
-		if strings.EqualFold(id, n) {
-			if found != "" {
-				return name, catalog.Tool{}, false
+	n = strings.TrimSuffix(n, "()")
+	t, ok := g.searcher.Tool(n)
+	if !ok {
+		// In other case ("GitHub__create_issue"), when only one ID is.
+		found := ""
+		for _, id := range g.searcher.IDs() {
+			if strings.EqualFold(id, n) {
+				if found != "" {
+					return name, catalog.Tool{}, false
+				}
+				found = id
 			}
-			found = id
 		}
+		if found == "" {
+			return name, catalog.Tool{}, false
+		}
+		t, ok = g.searcher.Tool(found)
 	}
-	if t, ok := g.searcher.Tool(found); ok && found != "" {
-		return found, t, true
+	if !ok || !g.visible(c, t.ID()) {
+		return name, catalog.Tool{}, false
 	}
-	return name, catalog.Tool{}, false
+	return t.ID(), t, true
 }
 
 // unknownKeys are the keys of the JSON object raw that are not among

@@ -314,7 +314,9 @@ func searchToolsDescription(t *testing.T, cs *mcp.ClientSession) string {
 // A direct tools/call of a tool outside the caller's profile gets the
 // answer of a name that is not there: it learns nothing of the tool.
 func TestDirectCallOutsideTheProfile(t *testing.T) {
-	g := policyGateway(t, &fakeCaller{}, nil)
+	g := policyGateway(t, &fakeCaller{call: func(server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: server + "/" + tool}}}, nil
+	}}, nil)
 	kg := connectAs(t, g, &policy.Caller{Transport: policy.TransportHTTP, Profile: "kg"})
 	_, err := kg.CallTool(context.Background(), &mcp.CallToolParams{Name: "everything__add"})
 	if err == nil || strings.Contains(err.Error(), `server "everything"`) || !strings.Contains(err.Error(), `run a tool search_tools found through execute_tool`) {
@@ -323,5 +325,17 @@ func TestDirectCallOutsideTheProfile(t *testing.T) {
 	_, err = kg.CallTool(context.Background(), &mcp.CallToolParams{Name: "memory__create_entities"})
 	if err == nil || !strings.Contains(err.Error(), `memory__create_entities is a tool of server "memory"`) {
 		t.Errorf("inside the profile: %v", err)
+	}
+	// A name written otherwise (case, space) is not looked up outside the
+	// profile either: the answer does not name the tool's real ID.
+	for _, name := range []string{"Everything__ADD", " everything__add"} {
+		res, err := kg.CallTool(context.Background(), &mcp.CallToolParams{Name: ExecuteToolName, Arguments: map[string]any{"name": name}})
+		if err != nil || !res.IsError || strings.Contains(text(res), "everything__add") {
+			t.Errorf("execute_tool %q outside the profile: %v %s", name, err, text(res))
+		}
+	}
+	res, err := kg.CallTool(context.Background(), &mcp.CallToolParams{Name: ExecuteToolName, Arguments: map[string]any{"name": "Memory__Create_Entities", "arguments": map[string]any{"entities": []any{}}}})
+	if err != nil || res.IsError || text(res) != "memory/create_entities" {
+		t.Errorf("execute_tool Memory__Create_Entities inside the profile: %v %s", err, text(res))
 	}
 }

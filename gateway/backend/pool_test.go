@@ -960,6 +960,7 @@ func TestHTMLTitle(t *testing.T) {
 		"<title>never closed":                             "",
 		"<title":                                          "",
 		"<title>" + strings.Repeat("x", 200) + "</title>": strings.Repeat("x", 79) + "…",
+		"\xff\xfeİİ<TITLE>Ünïcode</TITLE>":                "Ünïcode", // offsets kept past bytes lower case would change
 	} {
 		if got := htmlTitle([]byte(page)); got != want {
 			t.Errorf("htmlTitle(%.40q) = %q, want %q", page, got, want)

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -119,7 +120,7 @@ func notMCPAnswer(resp *http.Response) *notMCP {
 		io.Reader
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
-	what := fmt.Sprintf("a %s answer", oneline.Cut(media, 60))
+	what := fmt.Sprintf("a %s answer", oneline.Cut(cmp.Or(media, ct), 60))
 	if media == "text/html" {
 		what = "an HTML page"
 		if title := htmlTitle(head); title != "" {
@@ -132,7 +133,16 @@ func notMCPAnswer(resp *http.Response) *notMCP {
 // htmlTitle is the text of the <title> element in the start of a page, or
 // "".
 func htmlTitle(page []byte) string {
-	lower := bytes.ToLower(page)
+	// Byte by byte, ASCII only: Unicode's lower case (and bytes.Map's
+	// mending of invalid UTF-8) may change a text's length, and the
+	// offsets found in lower are page's.
+	lower := make([]byte, len(page))
+	for i, c := range page {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
 	i := bytes.Index(lower, []byte("<title"))
 	if i < 0 {
 		return ""

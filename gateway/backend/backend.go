@@ -703,8 +703,9 @@ func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash 
 	}
 }
 
-// pagesLoop says why a listing whose next cursor was asked before
-// (again) after empty pages in a row without a tool does not end, or "".
+// pagesLoop says why a listing does not end: its next cursor is one asked
+// for before (again), or the last empty pages in a row brought no tool;
+// "" while it may go on.
 func pagesLoop(again bool, empty int) string {
 	switch {
 	case again:

@@ -25,7 +25,12 @@ func Explain(err error, v any) error {
 	case te.Field == "":
 		return fmt.Errorf("a JSON %s, not %s", valueKind(te.Value), kind(reflect.TypeOf(v), false))
 	}
-	return fmt.Errorf("%q must be %s, not a JSON %s", te.Field, kind(fieldType(v, te.Field, te.Type), false), valueKind(te.Value))
+	return errors.New(fieldWords(te.Field, fieldType(v, te.Field, te.Type), te.Value))
+}
+
+// fieldWords is `"name" must be a string, not a JSON number`.
+func fieldWords(field string, want reflect.Type, value string) string {
+	return fmt.Sprintf("%q must be %s, not a JSON %s", field, kind(want, false), valueKind(value))
 }
 
 // Describe says what an error of decoding JSON into a type the caller
@@ -37,7 +42,7 @@ func Describe(err error) string {
 	if !errors.As(err, &te) || te.Field == "" || te.Type == nil {
 		return ""
 	}
-	return fmt.Sprintf("%q must be %s, not a JSON %s", te.Field, kind(te.Type, false), valueKind(te.Value))
+	return fieldWords(te.Field, te.Type, te.Value)
 }
 
 // valueKind is the kind of JSON value an UnmarshalTypeError's Value

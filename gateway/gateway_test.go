@@ -877,3 +877,43 @@ func TestRefusedFloodLimited(t *testing.T) {
 		t.Fatalf("summary record %+v, want rate-limited from 127.0.0.1 counting 200", s)
 	}
 }
+
+// GET / sends a browser to the console (Home), with or without an API
+// key, or says what is served where; it answered "404 page not found".
+func TestHTTPRoot(t *testing.T) {
+	g, _ := newTestGateway(t, nil)
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") })
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(t *testing.T, o *HTTPOptions, method, path string) (int, string, string) {
+		t.Helper()
+		srv := httptest.NewServer(g.HTTPHandler(o))
+		defer srv.Close()
+		req, _ := http.NewRequest(method, srv.URL+path, nil)
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Location"), string(body)
+	}
+	extra := map[string]http.Handler{"GET /status": ok, "/ui/": ok}
+	if code, _, body := get(t, &HTTPOptions{Extra: extra}, "GET", "/"); code != 200 || body != "toolgate: MCP (streamable HTTP) at /mcp, a profile's at /profiles/NAME/mcp; also /healthz, /status, /ui/\n" {
+		t.Errorf("GET / without Home: %d %q", code, body)
+	}
+	keyed := &HTTPOptions{Extra: extra, Home: "/ui/", Keys: &switchKeys{}, RequireKey: true, OwnAuth: []string{"/ui/"}}
+	if code, loc, _ := get(t, keyed, "GET", "/"); code != http.StatusFound || loc != "/ui/" {
+		t.Errorf("GET / with Home and keys: %d to %q, want 302 to /ui/", code, loc)
+	}
+	for _, tc := range []struct {
+		method, path string
+		want         int
+	}{{"GET", "/status", 401}, {"GET", "/nope", 401}, {"POST", "/", 401}} {
+		if code, _, body := get(t, keyed, tc.method, tc.path); code != tc.want {
+			t.Errorf("%s %s with keys: %d %q, want %d", tc.method, tc.path, code, body, tc.want)
+		}
+	}
+	if code, _, _ := get(t, &HTTPOptions{Extra: extra}, "GET", "/nope"); code != 404 {
+		t.Errorf("GET /nope: %d, want 404", code)
+	}
+}

@@ -73,6 +73,9 @@ type HTTPOptions struct {
 	// (the console: a login page, then a session cookie); the Host/Origin
 	// checks still apply to them.
 	OwnAuth []string
+	// Home is where GET / sends a browser (the console's path), or "":
+	// then it says in a line what is served where.
+	Home string
 }
 
 // DefaultMaxBodyBytes is the default request body cap of the HTTP front.
@@ -155,9 +158,25 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
+	routes := []string{"/healthz"}
 	for path, h := range o.Extra {
 		mux.Handle(path, h)
+		if _, p, ok := strings.Cut(path, " "); ok {
+			path = p // "GET /status"
+		}
+		routes = append(routes, path)
 	}
+	slices.Sort(routes)
+	// The root, which a person opens first, sends a browser to the
+	// console, or says what is served (it answered "404 page not found").
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		if o.Home != "" {
+			http.Redirect(w, r, o.Home, http.StatusFound)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "toolgate: MCP (streamable HTTP) at /mcp, a profile's at /profiles/NAME/mcp; also %s\n", strings.Join(routes, ", "))
+	})
 	h := g.guard(g.requireKey(mux, o, log), o, log)
 	if o.Wrap != nil {
 		h = o.Wrap(h, func(r *http.Request) string { return routeOf(mux, r) })
@@ -172,7 +191,7 @@ func routeOf(mux *http.ServeMux, r *http.Request) string {
 	if i := strings.IndexByte(pattern, ' '); i >= 0 {
 		pattern = pattern[i+1:]
 	}
-	return pattern
+	return strings.TrimSuffix(pattern, "{$}") // the root, "/{$}", is "/"
 }
 
 // withCaller puts the HTTP caller of the profile that route chooses in the

@@ -71,7 +71,10 @@ func (g *Gateway) requireKey(next http.Handler, o HTTPOptions, log *slog.Logger)
 		g.auditRefused(r, keys.Entry{Name: key}, 0, audit.Denied, "ended while it ran: "+ErrKeyRevoked.Error())
 	}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" && loopbackRemote(r.RemoteAddr) || slices.ContainsFunc(o.OwnAuth, func(p string) bool { return strings.HasPrefix(r.URL.Path, p) }) {
+		// The root says only where things are (or sends a browser to the
+		// console, which asks for a key itself).
+		if r.URL.Path == "/healthz" && loopbackRemote(r.RemoteAddr) || r.URL.Path == "/" && r.Method == http.MethodGet ||
+			slices.ContainsFunc(o.OwnAuth, func(p string) bool { return strings.HasPrefix(r.URL.Path, p) }) {
 			next.ServeHTTP(w, r)
 			return
 		}

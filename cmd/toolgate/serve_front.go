@@ -146,6 +146,7 @@ func (fr *front) serve(ctx context.Context) error {
 		// The console asks for a key itself and keeps it in a session
 		// cookie (with the same store behind it).
 		OwnAuth: []string{console.Path},
+		Home:    console.Path,
 	})
 	if idle := fr.flags.idle; idle > 0 {
 		var cancel context.CancelFunc

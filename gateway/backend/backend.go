@@ -718,8 +718,16 @@ func pagesLoop(again bool, empty int) string {
 
 // relist re-lists tools after each list_changed notification until the run
 // ends.
+//
+// At most one listing starts per relistEvery: the notifications that come
+// meanwhile are one (r.changed holds one), so a server that sends
+// list_changed in a loop is listed once a second. A listing that finds the
+// same tools changes nothing and is logged at debug level. Such a server
+// (a notification a millisecond) was listed 9,700 times in 10 s, each
+// logged as "tool list changed", at a third of a core.
 func (b *backend) relist(r *run) {
 	defer r.wg.Done()
+	var last time.Time // when the last listing started
 	for {
 		select {
 		case <-r.done:
@@ -728,6 +736,19 @@ func (b *backend) relist(r *run) {
 			return
 		case <-r.changed:
 		}
+		if wait := relistEvery - time.Since(last); !last.IsZero() && wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-r.done:
+				t.Stop()
+				return
+			case <-r.ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		last = time.Now()
 		ctx, cancel := context.WithTimeout(r.ctx, b.callTO())
 		tools, err := b.listTools(ctx, r.sess, r.stash)
 		cancel()
@@ -738,16 +759,44 @@ func (b *backend) relist(r *run) {
 		b.notifyMu.Lock()
 		b.mu.Lock()
 		current := b.run == r
+		same := sameTools(b.tools, tools)
 		if current {
 			b.tools = tools
 		}
 		b.mu.Unlock()
-		if current {
+		switch {
+		case !current:
+		case same:
+			b.log.Debug("list_changed, but the tools are the same", keyTools, len(tools))
+		default:
 			b.log.Info("tool list changed", keyTools, len(tools))
 			b.notify(tools)
 		}
 		b.notifyMu.Unlock()
 	}
+}
+
+// relistEvery is the least time between two listings of a run's tools
+// after list_changed notifications.
+const relistEvery = time.Second
+
+// sameTools reports whether two listings hold the same tools, in the same
+// order, each the same as JSON.
+func sameTools(a, b []*mcp.Tool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name {
+			return false
+		}
+		ja, erra := json.Marshal(a[i])
+		jb, errb := json.Marshal(b[i])
+		if erra != nil || errb != nil || !bytes.Equal(ja, jb) {
+			return false
+		}
+	}
+	return true
 }
 
 // callTool calls a tool on the current run with the call deadline.

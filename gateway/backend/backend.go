@@ -847,6 +847,18 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	if le := r.lostLogin(); le != nil {
 		return nil, &UnavailableError{Server: name, Err: fmt.Errorf("it %w", le)}
 	}
+	// An answer over the size cap resets the connection, and the
+	// supervisor may tear the run down (errStopping) before this call
+	// reads its error: the cap is still why it failed (it read "it stopped
+	// during the call" under load).
+	tooLarge := errors.Is(err, errBodyTooLarge) || !errors.Is(err, mcp.ErrConnectionClosed) && strings.Contains(err.Error(), "exceeded")
+	if tooLarge && ctx.Err() == nil && !errors.Is(context.Cause(cctx), ErrCallTimeout) {
+		// go-sdk's event reader says "SSE event exceeded N bytes" and drops
+		// the connection (stdio oversize is answered per call by the pump).
+		return nil, &UnavailableError{Server: name, Err: fmt.Errorf(
+			"the response to %q exceeds toolgate's message size cap of %d bytes (ask the tool for less output); the connection is reset: %w",
+			tool, b.p.opts.MaxMessageBytes, err)}
+	}
 	switch cause := context.Cause(cctx); {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("call %q on %q: %w", tool, name, context.Cause(ctx))
@@ -887,13 +899,6 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 			what = d // `"content" must be a list of objects, not a JSON object`, not Go's words
 		}
 		return nil, fmt.Errorf("call %q on %q: its answer could not be read as a tools/call result (%s; check the server's version): %w", tool, name, what, err)
-	}
-	if !errors.Is(err, mcp.ErrConnectionClosed) && (errors.Is(err, errBodyTooLarge) || strings.Contains(err.Error(), "exceeded")) {
-		// go-sdk's event reader says "SSE event exceeded N bytes" and drops
-		// the connection (stdio oversize is answered per call by the pump).
-		return nil, &UnavailableError{Server: name, Err: fmt.Errorf(
-			"the response to %q exceeds toolgate's message size cap of %d bytes (ask the tool for less output); the connection is reset: %w",
-			tool, b.p.opts.MaxMessageBytes, err)}
 	}
 	// The transport broke: the process died or the connection dropped.
 	if r.proc != nil {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -164,12 +165,34 @@ func (g *Gateway) directCalls(next mcp.MethodHandler) mcp.MethodHandler {
 		name := oneline.Echo(p.Name)
 		how := fmt.Sprintf(`run a tool search_tools found through execute_tool: {"name": %q, "arguments": {...}}`, name)
 		c := policy.CallerFrom(ctx)
-		if _, t, ok := g.lookup(c, p.Name); ok && g.visible(c, t.ID()) {
+		switch _, t, ok := g.lookup(c, p.Name); {
+		case ok && g.visible(c, t.ID()):
 			how = fmt.Sprintf(`%s is a tool of server %q behind this gateway: run it through execute_tool, {"name": %q, "arguments": {...}}`, t.ID(), t.Server, t.ID())
+		case slices.Contains(searchToolNames, squashed(p.Name)):
+			how = `did you mean search_tools? {"query": "what you want to do"}`
+		case slices.Contains(executeToolNames, squashed(p.Name)):
+			how = `did you mean execute_tool? {"name": "server__tool", "arguments": {...}}`
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
 			"unknown tool %q: this gateway has two tools, search_tools and execute_tool; %s", name, how)}
 	}
+}
+
+// The names a model may give the two tools, squashed: "search_tool",
+// "Execute", "run-tool".
+var (
+	searchToolNames  = []string{"search", "searchtool", "searchtools", "findtool", "findtools", "toolsearch", "tools"}
+	executeToolNames = []string{"execute", "executetool", "executetools", "exec", "run", "runtool", "call", "calltool", "invoke", "invoketool", "usetool"}
+)
+
+// squashed is name in lower case without "_", "-", "." and spaces.
+func squashed(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || r == '.' || r == ' ' {
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, name)
 }
 
 // lookup finds the tool name names in the catalog: name itself, or, when

@@ -357,6 +357,8 @@ func TestDirectCallOfAFoundTool(t *testing.T) {
 	for name, want := range map[string]string{
 		"everything__add": `unknown tool "everything__add": this gateway has two tools, search_tools and execute_tool; everything__add is a tool of server "everything" behind this gateway: run it through execute_tool, {"name": "everything__add", "arguments": {...}}`,
 		"read_my_mind":    `unknown tool "read_my_mind": this gateway has two tools, search_tools and execute_tool; run a tool search_tools found through execute_tool: {"name": "read_my_mind", "arguments": {...}}`,
+		"search_tool":     `unknown tool "search_tool": this gateway has two tools, search_tools and execute_tool; did you mean search_tools? {"query": "what you want to do"}`,
+		"Execute":         `unknown tool "Execute": this gateway has two tools, search_tools and execute_tool; did you mean execute_tool? {"name": "server__tool", "arguments": {...}}`,
 	} {
 		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"a": 1}})
 		var werr *jsonrpc.Error

@@ -98,6 +98,13 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 		}
 		s.TLS = &t
 	}
+	// The entry alone first: what its flags make invalid (a name, --url,
+	// --type) is a usage error (exit status 2); what the file holds is
+	// checked with it below.
+	alone := []config.Doc{{Path: f.config, Data: []byte(`{"mcpServers": {}}`)}}
+	if _, _, err := config.AddServer(alone, s, config.AnyEnv); err != nil {
+		return usageError{err}
+	}
 	docs, changed, err := config.Edit([]string{f.config}, func(docs []config.Doc) ([]config.Doc, []int, error) {
 		docs, i, err := config.AddServer(docs, s, config.AnyEnv)
 		return docs, []int{i}, err

@@ -47,6 +47,9 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"servers", "restart", "nope", "-c", cfg}, `there is no server named "nope" in the config (servers: one, two)`},
 		{[]string{"keys", "revoke", "nope"}, `no such key named "nope" in ` + filepath.Join(dataDir, "keys.jsonl")},
 		{[]string{"tools", "approve", "one__nope"}, `no tool of that ID has been listed: "one__nope"`},
+		// An entry its flags make invalid (these exited 1, as a broken file does).
+		{[]string{"servers", "add", "web", "-c", cfg, "--url", "ftp://example.com/mcp"}, `mcpServers["web"].url: "ftp://example.com/mcp" is not an absolute http(s) URL`},
+		{[]string{"servers", "add", "a__b", "-c", cfg, "--", "true"}, `"a__b" cannot name a server`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			cmd := toolgateCmd(t, dataDir, tc.args...)

@@ -156,7 +156,11 @@ func runServers(w io.Writer, g *globals, path string, asJSON bool) error {
 			enabled++
 		}
 	}
-	fmt.Fprintf(w, "%s: valid, %d servers (%d enabled)\n\n", path, len(infos), enabled)
+	servers := "servers"
+	if len(infos) == 1 {
+		servers = "server"
+	}
+	fmt.Fprintf(w, "%s: valid, %d %s (%d enabled)\n\n", path, len(infos), servers, enabled)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTYPE\tSTATUS\tCOMMAND / URL\tENV / HEADERS")
 	for _, s := range infos {

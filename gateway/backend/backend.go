@@ -182,15 +182,15 @@ func (r *run) lostLogin() error {
 }
 
 // notMCP is the last answer of a remote run's server that was not MCP's
-// (headerTransport.notMCP), or nil.
-func (r *run) notMCP() *notMCP {
+// (headerTransport.notMCP), or nil, and how many there were.
+func (r *run) notMCP() (*notMCP, uint64) {
 	if r.http == nil {
-		return nil
+		return nil, 0
 	}
 	if t, ok := r.http.Transport.(*headerTransport); ok {
-		return t.notMCP.Load()
+		return t.notMCP.Load(), t.notMCPs.Load()
 	}
-	return nil
+	return nil, 0
 }
 
 func newBackend(p *Pool, s config.Server) *backend {
@@ -623,7 +623,7 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 		}
 		return fmt.Errorf("backend %q: MCP handshake failed: %w%s", name, err, r.proc.stderrSuffix())
 	}
-	if n := r.notMCP(); n != nil {
+	if n, _ := r.notMCP(); n != nil {
 		return fmt.Errorf("backend %q at %s: the server answered %s, not MCP: check that url is the server's MCP endpoint (often ending in /mcp, or /sse for type sse) and that no proxy or sign-in page answers in its place",
 			name, b.cfg.URL, n.in(b.cfg.URL))
 	}
@@ -839,6 +839,7 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	withCallInput(params, callInputFrom(ctx), r.protocol)
 	ectx, exact := withExact(cctx)
 	defer exact.finish()
+	_, pagesBefore := r.notMCP()
 	res, err := r.sess.CallTool(ectx, params)
 	if err == nil {
 		exact.apply(res)
@@ -858,6 +859,14 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 		return nil, &UnavailableError{Server: name, Err: fmt.Errorf(
 			"the response to %q exceeds toolgate's message size cap of %d bytes (ask the tool for less output); the connection is reset: %w",
 			tool, b.p.opts.MaxMessageBytes, err)}
+	}
+	// A page in place of the answer (a proxy's sign-in page once its
+	// session expired): said so, where go-sdk said "unsupported content
+	// type" and the call read "connection lost during the call".
+	if n, pages := r.notMCP(); n != nil && pages > pagesBefore && ctx.Err() == nil {
+		return nil, &UnavailableError{Server: name, Err: fmt.Errorf(
+			"the server answered %s, not MCP: a proxy or sign-in page answers in its place (check url and what stands between toolgate and the server)",
+			n.in(b.cfg.URL))}
 	}
 	switch cause := context.Cause(cctx); {
 	case ctx.Err() != nil:

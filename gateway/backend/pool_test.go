@@ -1008,3 +1008,39 @@ func TestCallAnswerNotAResult(t *testing.T) {
 		t.Errorf("the next call: %v, %v", res, err)
 	}
 }
+
+// A page in place of a call's answer, mid-session (a proxy's sign-in page
+// once its session expired), is said so: the call read "connection lost
+// during the call: … unsupported content type "text/html"".
+func TestRemotePageMidSession(t *testing.T) {
+	real := backendtest.NewHTTPServer(t, config.TypeHTTP, backendtest.ModeNormal)
+	target, err := url.Parse(real.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1 // event streams through
+	var page atomic.Bool
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if page.Load() {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, "<html><title>Session expired - sign in</title></html>")
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		front.CloseClientConnections()
+		front.Close()
+	})
+	srv := real.Config("remote", nil)
+	srv.URL = front.URL + strings.TrimPrefix(real.Endpoint, real.URL)
+	p := startPool(t, []config.Server{srv}, testOptions(&testenv.LogBuffer{}))
+	testenv.Eventually(t, "the server up", func() bool { return statusOf(t, p, "remote").State == StateUp })
+	page.Store(true)
+	_, err = p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "x"})
+	want := `backend "remote" is unavailable: the server answered a POST with 200 OK and an HTML page ("Session expired - sign in"), not MCP: a proxy or sign-in page answers in its place`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error:\n%v\nwant it to start:\n%s", err, want)
+	}
+}

@@ -35,8 +35,10 @@ type headerTransport struct {
 	// exactResult in its context (a tools/call) to it (exact.go).
 	exact bool
 	// notMCP is the last 200 OK response that was neither JSON nor an
-	// event stream (see notMCPAnswer), for connect errors.
-	notMCP atomic.Pointer[notMCP]
+	// event stream (see notMCPAnswer), for connect and call errors;
+	// notMCPs counts them.
+	notMCP  atomic.Pointer[notMCP]
+	notMCPs atomic.Uint64
 }
 
 // notMCP describes an answer that was not MCP's.
@@ -72,6 +74,7 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if n := notMCPAnswer(resp); n != nil {
 		t.notMCP.Store(n)
+		t.notMCPs.Add(1)
 	}
 	var exact *exactResult
 	if t.exact && req.Method == http.MethodPost {
@@ -109,8 +112,9 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 func notMCPAnswer(resp *http.Response) *notMCP {
 	ct := resp.Header.Get("Content-Type")
 	media, _, _ := mime.ParseMediaType(ct)
-	// 202 and 204 acknowledge notifications and carry no message.
-	if resp.StatusCode != http.StatusOK || ct == "" || media == "application/json" || media == "text/event-stream" {
+	// 202 and 204 acknowledge notifications and carry no message, and
+	// neither does the answer to a DELETE (the end of a session).
+	if resp.StatusCode != http.StatusOK || ct == "" || media == "application/json" || media == "text/event-stream" || resp.Request.Method == http.MethodDelete {
 		return nil
 	}
 	head := make([]byte, 4<<10)

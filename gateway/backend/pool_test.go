@@ -666,28 +666,17 @@ func TestRemoteDown(t *testing.T) {
 func TestRemoteOutageOutlastsDelays(t *testing.T) {
 	for _, transport := range []string{config.TypeHTTP, config.TypeSSE} {
 		t.Run(transport, func(t *testing.T) {
-			real := backendtest.NewHTTPServer(t, transport, "normal")
-			target, err := url.Parse(real.URL)
-			if err != nil {
-				t.Fatal(err)
-			}
 			var down atomic.Bool
 			down.Store(true)
-			proxy := httputil.NewSingleHostReverseProxy(target)
-			proxy.FlushInterval = -1 // SSE streams through
-			front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if down.Load() {
-					http.Error(w, "upstream is down", http.StatusServiceUnavailable)
-					return
-				}
-				proxy.ServeHTTP(w, r)
-			}))
-			t.Cleanup(func() {
-				front.CloseClientConnections()
-				front.Close()
+			srv := behindFront(t, backendtest.NewHTTPServer(t, transport, "normal"), func(proxy *httputil.ReverseProxy) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if down.Load() {
+						http.Error(w, "upstream is down", http.StatusServiceUnavailable)
+						return
+					}
+					proxy.ServeHTTP(w, r)
+				})
 			})
-			srv := real.Config("remote", nil)
-			srv.URL = front.URL + strings.TrimPrefix(real.Endpoint, real.URL)
 			logs := &testenv.LogBuffer{}
 			o := testOptions(logs)
 			o.RestartDelays = []time.Duration{time.Millisecond, 2 * time.Millisecond}
@@ -710,6 +699,27 @@ func TestRemoteOutageOutlastsDelays(t *testing.T) {
 			}
 		})
 	}
+}
+
+// behindFront serves real through a reverse proxy (event streams passed
+// on as they come) in a front of its own, which front makes of the proxy,
+// and returns real's config entry, named "remote", at the front's URL.
+func behindFront(t *testing.T, real *backendtest.HTTPServer, front func(*httputil.ReverseProxy) http.Handler) config.Server {
+	t.Helper()
+	target, err := url.Parse(real.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1
+	hs := httptest.NewServer(front(proxy))
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+	})
+	srv := real.Config("remote", nil)
+	srv.URL = hs.URL + strings.TrimPrefix(real.Endpoint, real.URL)
+	return srv
 }
 
 func TestNoLeaksAfterClose(t *testing.T) {
@@ -973,33 +983,26 @@ func TestHTMLTitle(t *testing.T) {
 // ("cannot unmarshal … into Go struct field struct { mcp.res; Content
 // []*mcp.wireContent … }"); the server stays up for the next call.
 func TestCallAnswerNotAResult(t *testing.T) {
-	real := backendtest.NewHTTPServer(t, config.TypeHTTP, backendtest.ModeJSONResponse)
-	target, err := url.Parse(real.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
 	const good, bad = `"content":[{"type":"text","text":"mangle"}]`, `"content":{"type":"text","text":"mangle"}`
-	proxy.ModifyResponse = func(resp *http.Response) error {
-		if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-			return nil // an event stream (the GET one) never ends
+	srv := behindFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, backendtest.ModeJSONResponse), func(proxy *httputil.ReverseProxy) http.Handler {
+		proxy.ModifyResponse = func(resp *http.Response) error {
+			if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+				return nil // an event stream (the GET one) never ends
+			}
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return err
+			}
+			body = bytes.ReplaceAll(body, []byte(good), []byte(bad))
+			resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			resp.Header.Set("Content-Length", fmt.Sprint(len(body)))
+			return nil
 		}
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		body = bytes.ReplaceAll(body, []byte(good), []byte(bad))
-		resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-		resp.Header.Set("Content-Length", fmt.Sprint(len(body)))
-		return nil
-	}
-	front := httptest.NewServer(proxy)
-	t.Cleanup(front.Close)
-	srv := real.Config("remote", nil)
-	srv.URL = front.URL + strings.TrimPrefix(real.Endpoint, real.URL)
+		return proxy
+	})
 	p := startPool(t, []config.Server{srv}, testOptions(&testenv.LogBuffer{}))
 	testenv.Eventually(t, "the server up", func() bool { return statusOf(t, p, "remote").State == StateUp })
-	_, err = p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "mangle"})
+	_, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "mangle"})
 	want := `call "echo" on "remote": its answer could not be read as a tools/call result ("content" must be a list of objects, not a JSON object; check the server's version)`
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("error:\n%v\nwant it to start:\n%s", err, want)
@@ -1013,32 +1016,21 @@ func TestCallAnswerNotAResult(t *testing.T) {
 // once its session expired), is said so: the call read "connection lost
 // during the call: … unsupported content type "text/html"".
 func TestRemotePageMidSession(t *testing.T) {
-	real := backendtest.NewHTTPServer(t, config.TypeHTTP, backendtest.ModeNormal)
-	target, err := url.Parse(real.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.FlushInterval = -1 // event streams through
 	var page atomic.Bool
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if page.Load() {
-			w.Header().Set("Content-Type", "text/html")
-			fmt.Fprint(w, "<html><title>Session expired - sign in</title></html>")
-			return
-		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() {
-		front.CloseClientConnections()
-		front.Close()
+	srv := behindFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, backendtest.ModeNormal), func(proxy *httputil.ReverseProxy) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if page.Load() {
+				w.Header().Set("Content-Type", "text/html")
+				fmt.Fprint(w, "<html><title>Session expired - sign in</title></html>")
+				return
+			}
+			proxy.ServeHTTP(w, r)
+		})
 	})
-	srv := real.Config("remote", nil)
-	srv.URL = front.URL + strings.TrimPrefix(real.Endpoint, real.URL)
 	p := startPool(t, []config.Server{srv}, testOptions(&testenv.LogBuffer{}))
 	testenv.Eventually(t, "the server up", func() bool { return statusOf(t, p, "remote").State == StateUp })
 	page.Store(true)
-	_, err = p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "x"})
+	_, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "x"})
 	want := `backend "remote" is unavailable: the server answered a POST with 200 OK and an HTML page ("Session expired - sign in"), not MCP: a proxy or sign-in page answers in its place`
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("error:\n%v\nwant it to start:\n%s", err, want)

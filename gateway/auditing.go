@@ -95,6 +95,26 @@ func (g *Gateway) audited(action string, h mcp.ToolHandler) mcp.ToolHandler {
 	}
 }
 
+// auditRefusedCall writes the record of a tools/call that go-sdk refused
+// before any tool handler ran (a tool the gateway does not have): action
+// "tools/call", the tool as the client named it, outcome isError and why.
+func (g *Gateway) auditRefusedCall(ctx context.Context, req *mcp.CallToolRequest, start time.Time, reason string) {
+	if g.opts.Audit == nil {
+		return
+	}
+	r := audit.Record{
+		Time:       start,
+		Action:     "tools/call",
+		Tool:       req.Params.Name,
+		Decision:   audit.Allowed,
+		Outcome:    audit.IsError,
+		Reason:     reason,
+		DurationMs: float64(time.Since(start).Microseconds()) / 1000,
+	}
+	who(ctx, req, &r)
+	g.opts.Audit.Write(r)
+}
+
 // auditOutcome names an Outcome (CallOutcome, the one classification of a
 // call's end) in the audit log's words.
 func auditOutcome(o Outcome) string {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -150,9 +151,12 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 // found) how to run it: go-sdk said only `unknown tool
 // "filesystem__read_file"`. It stays the protocol error go-sdk answers
 // (invalid params); a tool registered besides the two (tests') is left
-// alone.
+// alone. The refusal is audited (action "tools/call", the name as
+// written), like execute_tool's of a tool it does not know: a client
+// probing for tools by name shows in the audit log.
 func (g *Gateway) directCalls(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		start := time.Now()
 		res, err := next(ctx, method, req)
 		var werr *jsonrpc.Error
 		if method != "tools/call" || !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
@@ -173,8 +177,12 @@ func (g *Gateway) directCalls(next mcp.MethodHandler) mcp.MethodHandler {
 		case slices.Contains(executeToolNames, squashed(p.Name)):
 			how = `did you mean execute_tool? {"name": "server__tool", "arguments": {...}}`
 		}
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
+		werr = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
 			"unknown tool %q: this gateway has two tools, search_tools and execute_tool; %s", name, how)}
+		if creq, ok := req.(*mcp.CallToolRequest); ok {
+			g.auditRefusedCall(ctx, creq, start, werr.Message)
+		}
+		return nil, werr
 	}
 }
 

@@ -13,6 +13,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/audit"
+	"github.com/toolgate/toolgate/gateway/audit/audittest"
+	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 )
 
@@ -352,14 +355,17 @@ func TestExecuteToolNameAsWritten(t *testing.T) {
 // tool "everything__add"`); nothing reaches the backend.
 func TestDirectCallOfAFoundTool(t *testing.T) {
 	caller := &fakeCaller{}
-	g, _ := newTestGateway(t, caller)
+	_, fs := newTestGateway(t, caller)
+	log := &audittest.Log{}
+	g := New(fs, caller, &Options{Audit: log})
 	cs := connect(t, g)
-	for name, want := range map[string]string{
+	calls := map[string]string{
 		"everything__add": `unknown tool "everything__add": this gateway has two tools, search_tools and execute_tool; everything__add is a tool of server "everything" behind this gateway: run it through execute_tool, {"name": "everything__add", "arguments": {...}}`,
 		"read_my_mind":    `unknown tool "read_my_mind": this gateway has two tools, search_tools and execute_tool; run a tool search_tools found through execute_tool: {"name": "read_my_mind", "arguments": {...}}`,
 		"search_tool":     `unknown tool "search_tool": this gateway has two tools, search_tools and execute_tool; did you mean search_tools? {"query": "what you want to do"}`,
 		"Execute":         `unknown tool "Execute": this gateway has two tools, search_tools and execute_tool; did you mean execute_tool? {"name": "server__tool", "arguments": {...}}`,
-	} {
+	}
+	for name, want := range calls {
 		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"a": 1}})
 		var werr *jsonrpc.Error
 		if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || werr.Message != want {
@@ -368,5 +374,16 @@ func TestDirectCallOfAFoundTool(t *testing.T) {
 	}
 	if n := caller.calls.Load(); n != 0 {
 		t.Errorf("%d calls reached the backend", n)
+	}
+	// Each refusal is in the audit log, with the name as the client wrote it.
+	recs := log.Records()
+	if len(recs) != len(calls) {
+		t.Fatalf("%d audit records, want one for each of the %d calls: %+v", len(recs), len(calls), recs)
+	}
+	for _, r := range recs {
+		want, ok := calls[r.Tool]
+		if !ok || r.Action != "tools/call" || r.Decision != audit.Allowed || r.Outcome != audit.IsError || r.Reason != want || r.Client != "test" || r.Transport != policy.TransportStdio {
+			t.Errorf("audit record %+v, want action tools/call, a tool called, outcome isError, the reason sent, client test over stdio", r)
+		}
 	}
 }

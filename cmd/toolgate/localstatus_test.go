@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -233,6 +234,37 @@ func TestServersRestartWaits(t *testing.T) {
 	}
 	if st, err := live.ReadState(live.StateFile(data)); err != nil || st.RestartRequests["memory"] != 1 {
 		t.Errorf("state file: %+v, %v", st, err)
+	}
+}
+
+// Without --config, `servers restart|disable|enable` check NAME against
+// the gateways running on the data folder: a name none of them has is a
+// usage error that lists theirs, and the state file is left alone (a typo
+// was written there, and the command ended well).
+func TestServersNameCheckedAgainstRunning(t *testing.T) {
+	data := t.TempDir()
+	var src statusSource
+	for _, s := range []string{"time", "memory"} {
+		src = append(src, backend.Status{Name: s, Transport: "stdio", State: backend.StateUp})
+	}
+	proc := &gateway.ProcessInfo{PID: 1, Transport: "stdio", Client: "client1"}
+	srv := local.Serve(data, statusRoute(gateway.StatusHandler(src, &gateway.StatusOptions{Process: func() *gateway.ProcessInfo { return proc }})), nil)
+	t.Cleanup(func() { srv.Close() })
+	g := &globals{dataDir: data}
+	want := `no gateway running on the data folder ` + data + ` has a server "memroy": they have memory, time (`
+	for name, run := range map[string]func() error{
+		"restart": func() error { return runServersRestart(context.Background(), io.Discard, g, "", "memroy") },
+		"disable": func() error { return runServersToggle(context.Background(), io.Discard, g, "", "memroy", true) },
+		"enable":  func() error { return runServersToggle(context.Background(), io.Discard, g, "", "memroy", false) },
+	} {
+		err := run()
+		var usage usageError
+		if !errors.As(err, &usage) || !strings.Contains(err.Error(), want) {
+			t.Errorf("servers %s memroy: %v, want a usage error that says %q", name, err, want)
+		}
+	}
+	if _, err := os.Stat(live.StateFile(data)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the state file was written for a server no gateway has: %v", err)
 	}
 }
 

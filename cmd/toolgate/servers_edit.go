@@ -206,7 +206,9 @@ and applies to every gateway using that data folder: one that is running
 applies it at once. The command waits up to 10s for each running gateway
 that has the server to apply it, and says how the server stands there
 (stopped; up with its tools; down with its error, which fails the command).
---config checks that NAME is one of its servers (and reads its dataDir).`,
+--config checks that NAME is one of its servers (and reads its dataDir);
+without it, NAME must be a server of the gateways running on the data
+folder (when one runs).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServersToggle(cmd.Context(), cmd.ErrOrStderr(), g, path, args[0], disable)
@@ -233,6 +235,11 @@ func runServersToggle(ctx context.Context, stderr io.Writer, g *globals, path, n
 	verb := map[bool]string{true: "disabled", false: "enabled"}[disable]
 	// The gateways running now, and whether each runs the server.
 	gws := localGateways(ctx, g.DataDir(), 5*time.Second)
+	if cfg == nil {
+		if err := checkRunning(gws, g.DataDir(), name); err != nil {
+			return err
+		}
+	}
 	changed := false
 	err = live.EditState(file, func(st live.State) (live.State, bool, error) {
 		var next live.State
@@ -261,6 +268,42 @@ func runServersToggle(ctx context.Context, stderr io.Writer, g *globals, path, n
 		}
 		return func(now *gateway.BackendStatus) bool { return now != nil }
 	})
+}
+
+// checkRunning checks NAME, for a command given no config, against the
+// gateways running on the data folder: when each of them answers and none
+// has a server of that name (running, or disabled at run time) it is a
+// usage error that says the servers they have. A typo was written to the
+// state file, "disabled" or "restart requested", and the command ended
+// well, while the server meant ran on. Without a gateway running, or with
+// one that does not answer, nothing is checked.
+func checkRunning(gws []localGateway, dataDir, name string) error {
+	if len(gws) == 0 {
+		return nil
+	}
+	var have []string
+	for _, gw := range gws {
+		if gw.err != nil {
+			return nil
+		}
+		for _, b := range gw.rep.Backends {
+			have = append(have, b.Name)
+		}
+		if gw.rep.Stats != nil {
+			have = append(have, gw.rep.Stats.Disabled...)
+		}
+	}
+	if slices.Contains(have, name) {
+		return nil
+	}
+	slices.Sort(have)
+	have = slices.Compact(have)
+	they := "they have no server"
+	if len(have) > 0 {
+		they = "they have " + strings.Join(have, ", ")
+	}
+	return usageError{config.NoServer("no gateway running on the data folder %s has a server %q: %s (one disabled in its config file is not listed; --config FILE checks NAME against a config instead)",
+		dataDir, name, they)}
 }
 
 // noServerUsage makes an error for a server name the config lacks
@@ -304,8 +347,9 @@ on the data folder (toolgate status lists them) to restart it, and says
 how the server stands in each once its start is over (up with its tools,
 idle, still connecting, down with its error); it fails when one did not
 restart it or the server is down after it. --config checks that NAME is one of
-its servers (and reads its dataDir). A disabled server does not run:
-enable it instead.`,
+its servers (and reads its dataDir); without it, NAME must be a server of the
+gateways running on the data folder (when one runs). A disabled server does
+not run: enable it instead.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServersRestart(cmd.Context(), cmd.ErrOrStderr(), g, path, args[0])
@@ -334,6 +378,11 @@ func runServersRestart(ctx context.Context, stderr io.Writer, g *globals, path, 
 	}
 	// The gateways running now, and the restarts each counted so far.
 	gws := localGateways(ctx, g.DataDir(), 5*time.Second)
+	if cfg == nil {
+		if err := checkRunning(gws, g.DataDir(), name); err != nil {
+			return err
+		}
+	}
 	err = live.EditState(file, func(st live.State) (live.State, bool, error) {
 		if err := live.CheckRestart(cfg, st, name); err != nil { // again: it may have changed since
 			return st, false, err

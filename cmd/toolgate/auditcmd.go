@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os/user"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,15 +42,31 @@ type auditTailFlags struct {
 	filter audit.Filter
 	n      int
 	asJSON bool
+	// since and until are --since and --until as given; decisions and
+	// outcomes --decision and --outcome. nSet says -n was given.
+	since, until        string
+	decisions, outcomes []string
+	nSet                bool
 }
 
 func newAuditTailCmd(g *globals) *cobra.Command {
 	var f auditTailFlags
 	cmd := &cobra.Command{
-		Use:   "tail [-f] [--key K] [--tool T] [-n N] [--json]",
+		Use:   "tail [-f] [--key K] [--tool T] [--since WHEN] [--until WHEN] [--decision D] [--outcome O] [-n N] [--json]",
 		Short: "Print the last records of the audit log (-f: and the ones that follow)",
-		Args:  cobra.NoArgs,
+		Long: `Print the last records of the audit log (-f: and the ones that follow),
+oldest first, from the rotated files too.
+
+--since and --until take a time back from now (90m, 12h, 2d, 1w), a date
+(2026-12-05, from midnight in local time) or an RFC 3339 time; with either,
+every record in that span is printed unless -n is given. --decision
+(allowed, denied, rate-limited, quarantined) and --outcome (ok, isError,
+timeout, down) take one value or several, comma-separated or repeated.
+Filters add up: --since 1h --decision denied,rate-limited prints what was
+refused in the last hour.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.nSet = cmd.Flags().Changed("lines")
 			return runAuditTail(cmd.Context(), g, cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
 		},
 	}
@@ -57,7 +74,11 @@ func newAuditTailCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVarP(&f.follow, "follow", "f", false, "keep printing records as they are written (Ctrl-C ends)")
 	cmd.Flags().StringVar(&f.filter.Key, "key", "", "only the records of this API key (its name)")
 	cmd.Flags().StringVar(&f.filter.Tool, "tool", "", "only the records of this tool (server__tool) or action (search_tools)")
-	cmd.Flags().IntVarP(&f.n, "lines", "n", 20, "how many records to print first (0 = all)")
+	cmd.Flags().StringVar(&f.since, "since", "", "only the records from this time on: 90m, 12h, 2d (back from now), 2026-12-05 or an RFC 3339 time")
+	cmd.Flags().StringVar(&f.until, "until", "", "only the records before this time (as --since)")
+	cmd.Flags().StringSliceVar(&f.decisions, "decision", nil, "only the records of these decisions: "+strings.Join(audit.Decisions, ", "))
+	cmd.Flags().StringSliceVar(&f.outcomes, "outcome", nil, "only the records of these outcomes: "+strings.Join(audit.Outcomes, ", "))
+	cmd.Flags().IntVarP(&f.n, "lines", "n", 20, "how many records to print first (0 = all; with --since or --until, all unless given)")
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the records as JSON lines, as stored")
 	return cmd
 }
@@ -68,6 +89,9 @@ const auditFollowPoll = 250 * time.Millisecond
 func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditTailFlags) error {
 	if f.n < 0 {
 		return usageError{fmt.Errorf("--lines %d: want 0 (every record) or more", f.n)}
+	}
+	if err := f.parseFilter(time.Now()); err != nil {
+		return usageError{err}
 	}
 	maxFiles := 0
 	if f.config != "" {
@@ -97,7 +121,7 @@ func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditT
 		print(r)
 	}
 	if len(recs) == 0 {
-		fmt.Fprintf(stderr, "toolgate: %s\n", noAuditRecords(path, rd.Found(), f.filter))
+		fmt.Fprintf(stderr, "toolgate: %s\n", noAuditRecords(path, rd.Found(), f))
 	}
 	if n := rd.Skipped(); n > 0 {
 		fmt.Fprintf(stderr, "toolgate: warning: %d line(s) of the audit log (%s) are not records (cut short by a crash or a full disk, or edited by hand): left out\n", n, path)
@@ -108,19 +132,63 @@ func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditT
 	return rd.Follow(ctx, auditFollowPoll, print)
 }
 
+// parseFilter completes f.filter from --since, --until, --decision and
+// --outcome (now: the time --since 2h counts back from).
+func (f *auditTailFlags) parseFilter(now time.Time) error {
+	for _, b := range []struct {
+		flag, v string
+		t       *time.Time
+	}{{"--since", f.since, &f.filter.Since}, {"--until", f.until, &f.filter.Until}} {
+		if b.v == "" {
+			continue
+		}
+		t, err := flagTime(b.v, now, false, time.Local)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", b.flag, b.v, err)
+		}
+		*b.t = t
+	}
+	if s, u := f.filter.Since, f.filter.Until; !s.IsZero() && !u.IsZero() && !s.Before(u) {
+		return fmt.Errorf("--since %s is not before --until %s: no record can be in that span", f.since, f.until)
+	}
+	if (f.since != "" || f.until != "") && !f.nSet {
+		f.n = 0
+	}
+	var err error
+	if f.filter.Decisions, err = oneOf("--decision", f.decisions, audit.Decisions); err != nil {
+		return err
+	}
+	f.filter.Outcomes, err = oneOf("--outcome", f.outcomes, audit.Outcomes)
+	return err
+}
+
+// oneOf is each of vs as written in valid (in any case), or an error that
+// names the one that is not there and the values there are.
+func oneOf(flag string, vs, valid []string) ([]string, error) {
+	var out []string
+	for _, v := range vs {
+		i := slices.IndexFunc(valid, func(s string) bool { return strings.EqualFold(s, strings.TrimSpace(v)) })
+		if i < 0 {
+			return nil, fmt.Errorf("%s %q: want one of %s (several comma-separated)", flag, v, strings.Join(valid, ", "))
+		}
+		out = append(out, valid[i])
+	}
+	return out, nil
+}
+
 // noAuditRecords says why `audit tail` printed nothing: no log in this
 // data folder (found: the Reader's Found; often the wrong folder), or no
 // record that the filter lets through.
-func noAuditRecords(path string, found bool, f audit.Filter) string {
+func noAuditRecords(path string, found bool, f auditTailFlags) string {
 	if !found {
 		return fmt.Sprintf("no audit log at %s: a gateway serving with this data folder writes it (--data-dir, $TOOLGATE_DATA_DIR or the config's dataDir choose the folder)", path)
 	}
 	var by []string
-	if f.Key != "" {
-		by = append(by, shellword.Join("--key", f.Key))
-	}
-	if f.Tool != "" {
-		by = append(by, shellword.Join("--tool", f.Tool))
+	for _, b := range [][2]string{{"--key", f.filter.Key}, {"--tool", f.filter.Tool}, {"--since", f.since}, {"--until", f.until},
+		{"--decision", strings.Join(f.filter.Decisions, ",")}, {"--outcome", strings.Join(f.filter.Outcomes, ",")}} {
+		if b[1] != "" {
+			by = append(by, shellword.Join(b[0], b[1]))
+		}
 	}
 	if len(by) == 0 {
 		return fmt.Sprintf("the audit log at %s holds no records yet", path)

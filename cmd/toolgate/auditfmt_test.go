@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 	"unicode"
 
 	"github.com/toolgate/toolgate/gateway/audit"
+	"github.com/toolgate/toolgate/internal/dirs"
 )
 
 // TestFormatRecordEscapes: `audit tail` prints what clients chose (a tool
@@ -28,5 +33,99 @@ func TestFormatRecordEscapes(t *testing.T) {
 	}
 	if plain := formatRecord(audit.Record{Time: time.Unix(0, 0), Action: "search_tools", Decision: "allowed", Tool: "memory__read_graph"}); strings.Contains(plain, `"`) {
 		t.Errorf("a plain record is quoted: %s", plain)
+	}
+}
+
+// TestAuditTailFilters: --since, --until, --decision and --outcome narrow
+// `audit tail` to what an operator looks into ("what was refused in the
+// last hour"), add up with each other, and print every record of a span
+// unless -n is given; a value they cannot take is a usage error that says
+// what they take.
+func TestAuditTailFilters(t *testing.T) {
+	data := t.TempDir()
+	now := time.Now()
+	for _, r := range []audit.Record{
+		{Time: now.Add(-3 * time.Hour), Action: "search_tools", Decision: audit.Allowed, Outcome: audit.OK},
+		{Time: now.Add(-90 * time.Minute), Action: "execute_tool", Tool: "a__denied", Decision: audit.Denied},
+		{Time: now.Add(-10 * time.Minute), Action: "http", Decision: audit.RateLimited},
+		{Time: now.Add(-5 * time.Minute), Action: "execute_tool", Tool: "a__failed", Decision: audit.Allowed, Outcome: audit.IsError},
+	} {
+		if err := audit.Append(dirs.Audit(data), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tail := func(f auditTailFlags) ([]audit.Record, string, error) {
+		t.Helper()
+		if !f.nSet {
+			f.n = 20
+		}
+		f.asJSON = true
+		var out, errOut bytes.Buffer
+		err := runAuditTail(context.Background(), &globals{dataDir: data}, &out, &errOut, f)
+		var recs []audit.Record
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			if line == "" {
+				continue
+			}
+			var r audit.Record
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			recs = append(recs, r)
+		}
+		return recs, errOut.String(), err
+	}
+	kinds := func(recs []audit.Record) string {
+		var s []string
+		for _, r := range recs {
+			s = append(s, r.Decision+"/"+r.Outcome)
+		}
+		return strings.Join(s, " ")
+	}
+	for _, tc := range []struct {
+		f    auditTailFlags
+		want string
+	}{
+		{auditTailFlags{since: "2h"}, "denied/ rate-limited/ allowed/isError"},
+		{auditTailFlags{since: "2h", decisions: []string{"denied", "Rate-Limited"}}, "denied/ rate-limited/"},
+		{auditTailFlags{outcomes: []string{"iserror"}}, "allowed/isError"},
+		{auditTailFlags{until: "1h"}, "allowed/ok denied/"},
+		{auditTailFlags{since: "2h", n: 1, nSet: true}, "allowed/isError"},
+		{auditTailFlags{since: now.Add(-20 * time.Minute).Format(time.RFC3339), until: "7m"}, "rate-limited/"},
+	} {
+		recs, stderr, err := tail(tc.f)
+		if err != nil || kinds(recs) != tc.want {
+			t.Errorf("%+v: %q (%v, %s), want %q", tc.f, kinds(recs), err, stderr, tc.want)
+		}
+	}
+	if recs, stderr, err := tail(auditTailFlags{since: "1m", decisions: []string{"denied"}}); err != nil || len(recs) != 0 ||
+		stderr != "toolgate: no record of the audit log at "+dirs.Audit(data)+" matches --since 1m --decision denied\n" {
+		t.Errorf("nothing in the span: %v, %v, stderr %q", recs, err, stderr)
+	}
+	for _, tc := range []struct {
+		f    auditTailFlags
+		want string
+	}{
+		{auditTailFlags{since: "1h", until: "2h"}, "--since 1h is not before --until 2h: no record can be in that span"},
+		{auditTailFlags{decisions: []string{"refused"}}, `--decision "refused": want one of allowed, denied, rate-limited, quarantined`},
+		{auditTailFlags{outcomes: []string{"error"}}, `--outcome "error": want one of ok, isError, timeout, down`},
+		{auditTailFlags{since: "yesterday"}, "--since yesterday: want a duration like 90m, 12h, 30d, 2w or 1y, or a date like 2026-12-31"},
+		{auditTailFlags{until: "2026-02-30"}, "--until 2026-02-30: not a date: day out of range"},
+	} {
+		_, _, err := tail(tc.f)
+		if ue := (usageError{}); !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want a usage error that says %q", tc.f, err, tc.want)
+		}
+	}
+	// Back from now, a date from local midnight.
+	day := time.Date(2026, 12, 5, 10, 0, 0, 0, time.Local)
+	for in, want := range map[string]time.Time{
+		"2d":         day.AddDate(0, 0, -2),
+		"90m":        day.Add(-90 * time.Minute),
+		"2026-12-01": time.Date(2026, 12, 1, 0, 0, 0, 0, time.Local),
+	} {
+		if got, err := flagTime(in, day, false, time.Local); err != nil || !got.Equal(want) {
+			t.Errorf("flagTime(%s) back: %v, %v; want %v", in, got, err, want)
+		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -172,7 +171,10 @@ func describeScope(e keys.Entry) string {
 // and y for calendar days, weeks and years), or a date (2026-12-31, the
 // start of that day in UTC) or an RFC 3339 time, at most lastExpiry.
 func parseExpiry(s string, now time.Time) (time.Time, error) {
-	t, err := expiryTime(s, now)
+	t, err := flagTime(s, now, true, time.UTC)
+	if errors.Is(err, errTooFar) {
+		return time.Time{}, fmt.Errorf("%w: leave --expires out for a key that never expires", err)
+	}
 	if err == nil && t.After(lastExpiry) {
 		return time.Time{}, fmt.Errorf("%s is too far off (the last date a key may name is %s): leave --expires out for a key that never expires", t.Format(time.DateOnly), lastExpiry.Format(time.DateOnly))
 	}
@@ -182,44 +184,6 @@ func parseExpiry(s string, now time.Time) (time.Time, error) {
 // lastExpiry is the latest expiry a key may have: a later one would not
 // fit RFC 3339's four-digit years, which keys.jsonl is written in.
 var lastExpiry = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
-
-func expiryTime(s string, now time.Time) (time.Time, error) {
-	for _, layout := range []string{time.RFC3339, time.DateOnly} {
-		t, err := time.Parse(layout, s)
-		if err == nil {
-			return t, nil
-		}
-		if layout == time.DateOnly && len(s) == len(layout) && s[4] == '-' && s[7] == '-' {
-			// A date, but not one the calendar has (2026-02-30).
-			var pe *time.ParseError
-			if errors.As(err, &pe) && pe.Message != "" {
-				return time.Time{}, errors.New("not a date" + pe.Message) // Message is ": day out of range"
-			}
-			return time.Time{}, errors.New("not a date: want YYYY-MM-DD, e.g. 2026-12-31")
-		}
-	}
-	if n, unit := strings.TrimRight(s, "dwy"), strings.TrimLeft(s, "0123456789"); len(n) < len(s) && (unit == "d" || unit == "w" || unit == "y") {
-		v, err := strconv.Atoi(n)
-		if err != nil || v <= 0 {
-			return time.Time{}, errors.New("want a positive number of days, weeks or years, e.g. 30d, 2w or 1y")
-		}
-		if v > 10000*366 { // AddDate would overflow long before; no key lives that long
-			return time.Time{}, fmt.Errorf("%s is too far off: leave --expires out for a key that never expires", s)
-		}
-		switch unit {
-		case "y":
-			return now.AddDate(v, 0, 0), nil
-		case "w":
-			return now.AddDate(0, 0, 7*v), nil
-		}
-		return now.AddDate(0, 0, v), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return time.Time{}, errors.New("want a duration like 90m, 12h, 30d, 2w or 1y, or a date like 2026-12-31")
-	}
-	return now.Add(d), nil
-}
 
 type keysListFlags struct {
 	config string

@@ -17,12 +17,28 @@ import (
 type Filter struct {
 	Key  string // the key's name
 	Tool string // the tool (server__tool), or the action (search_tools, …)
+	// Since and Until bound the record's time (zero: unbounded): Since is
+	// in, Until out.
+	Since, Until time.Time
+	// Decisions and Outcomes, when not empty, are those a record must
+	// have one of (Allowed …, OK …).
+	Decisions, Outcomes []string
 }
 
 // Match reports whether r passes the filter.
 func (f Filter) Match(r Record) bool {
-	return (f.Key == "" || r.Key == f.Key) && (f.Tool == "" || r.Tool == f.Tool || r.Action == f.Tool)
+	return (f.Key == "" || r.Key == f.Key) && (f.Tool == "" || r.Tool == f.Tool || r.Action == f.Tool) &&
+		(f.Since.IsZero() || !r.Time.Before(f.Since)) && (f.Until.IsZero() || r.Time.Before(f.Until)) &&
+		(len(f.Decisions) == 0 || slices.Contains(f.Decisions, r.Decision)) &&
+		(len(f.Outcomes) == 0 || slices.Contains(f.Outcomes, r.Outcome))
 }
+
+// Decisions and Outcomes are the values of a record's decision and
+// outcome, in the order the audit log's documentation gives them.
+var (
+	Decisions = []string{Allowed, Denied, RateLimited, Quarantined}
+	Outcomes  = []string{OK, IsError, Timeout, Down}
+)
 
 // Reader reads an audit log: the last records (Tail), then the ones
 // written after (Follow), across rotations.

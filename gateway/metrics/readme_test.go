@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/toolgate/toolgate/search"
 )
@@ -55,5 +56,15 @@ func TestREADMETable(t *testing.T) {
 	}
 	if diff := cmp.Diff(registered, documented); diff != "" {
 		t.Errorf("README's metrics table (-registered +documented):\n%s", diff)
+	}
+	// And the names, units and help texts keep Prometheus' conventions
+	// (a counter ends in _total, a duration is in _seconds …), which
+	// dashboards and recording rules rely on.
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
 }

@@ -555,6 +555,18 @@ type abortedError struct{ error }
 
 func (e abortedError) Unwrap() error { return e.error }
 
+// quietCause is an error that says msg and wraps cause without saying it:
+// a cause whose words add nothing an operator can act on to a message that
+// says it all (go-sdk's "connection closed: calling "initialize": client
+// is closing: EOF" after "exited with exit status 1; last stderr lines: …").
+type quietCause struct {
+	msg   string
+	cause error
+}
+
+func (e quietCause) Error() string { return e.msg }
+func (e quietCause) Unwrap() error { return e.cause }
+
 // aborted is why a connect was stopped from outside, or nil when it was not.
 func (b *backend) aborted(startCtx context.Context) error {
 	switch {
@@ -601,20 +613,23 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 		if errors.As(cause, &te) {
 			// The connect timeout: it closes stdin, so a process that was
 			// waiting on it may exit now; the timeout is the cause.
-			return fmt.Errorf("backend %q: %w: check that %q starts an MCP server speaking JSON-RPC on stdout%s",
+			return fmt.Errorf(`backend %q: %w: check that %q starts an MCP server speaking JSON-RPC on stdout, or raise the entry's "connectTimeout" if it is only slow to start (a first npx or uvx run downloads the package)%s`,
 				name, cause, b.cfg.Command, r.proc.stderrSuffix())
 		}
 		// A process that died during start-up: its stderr says why.
 		select {
 		case <-r.proc.exited:
-			exit := r.proc.exitErr()
+			// The process said why on stderr, or nothing; go-sdk's error
+			// (`connection closed: calling "initialize": client is
+			// closing: EOF`) stays wrapped but is not said.
+			exit := r.proc.exitStatus()
 			if line, fix := r.proc.tail.exhaustion(); fix != "" {
 				// Not the config: the next start may find the resource.
-				return resourceError{fmt.Errorf("backend %q: %s %s during start-up: %s (it said %q); retried after restart.delays: %w",
-					name, b.cfg.Command, exit, fix, truncate(line, 200), err)}
+				return resourceError{quietCause{fmt.Sprintf("backend %q: %s %s during start-up: %s (it said %q); retried after restart.delays%s",
+					name, b.cfg.Command, exit, fix, truncate(line, 200), r.proc.stderrSuffix()), err}}
 			}
-			return fmt.Errorf("backend %q: %s %s during start-up: check command, args and env: %w",
-				name, b.cfg.Command, exit, err)
+			return quietCause{fmt.Sprintf("backend %q: %s %s during start-up: check command, args and env%s",
+				name, b.cfg.Command, exit, r.proc.stderrSuffix()), err}
 		case <-time.After(exitWait):
 		}
 		if cause != nil && !errors.Is(cause, context.Canceled) {

@@ -64,7 +64,7 @@ func TestOutOfFileDescriptorsRetried(t *testing.T) {
 // limit to raise and the line that said so, even when a crash dump pushed
 // that line out of the last stderr lines. (It is restarted after
 // restart.delays, as any crash at start is.) A crash that names no resource
-// keeps the old hint.
+// keeps the old hint, and its stderr lines end the message.
 func TestServerOutOfResourcesAtStart(t *testing.T) {
 	dump := `i=0; while [ $i -lt 40 ]; do echo "r$i    0x6645" >&2; i=$((i+1)); done`
 	cases := []struct {
@@ -90,6 +90,14 @@ func TestServerOutOfResourcesAtStart(t *testing.T) {
 			st := statusOf(t, p, tc.name)
 			if !strings.Contains(st.LastErr, tc.want) || strings.Contains(st.LastErr, "check command") == tc.limit {
 				t.Errorf("last error %q; want it to name %q", st.LastErr, tc.want)
+			}
+			// What go-sdk says of the closed pipe is not said: the exit and
+			// the stderr say it all, and the stderr comes last.
+			if strings.Contains(st.LastErr, "client is closing") {
+				t.Errorf("last error %q says go-sdk's words for the closed pipe", st.LastErr)
+			}
+			if want := "backend \"config\": sh exited with exit status 1 during start-up: check command, args and env; last stderr lines:\n  Error: Cannot find module '/srv/index.js'"; tc.name == "config" && st.LastErr != want {
+				t.Errorf("last error:\n%s\nwant:\n%s", st.LastErr, want)
 			}
 		})
 	}

@@ -891,6 +891,11 @@ func TestConnectTimeoutNamedWhenTheProcessExitsAfterIt(t *testing.T) {
 	if st.State != StateDown || !strings.Contains(st.Err, "within the connect timeout (500ms)") || strings.Contains(st.Err, "exited") {
 		t.Errorf("state %s, error %q; want down, naming the connect timeout and not the exit it caused", st.State, st.Err)
 	}
+	// A server only slow to start (a first npx run downloads its package)
+	// is told how to wait longer.
+	if !strings.Contains(st.Err, `or raise the entry's "connectTimeout" if it is only slow to start`) {
+		t.Errorf("error %q does not say how to wait longer", st.Err)
+	}
 }
 
 // TestStopWhileConnectingIsQuiet: a stop while a backend is still

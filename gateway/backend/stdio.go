@@ -283,23 +283,34 @@ func closeAll(fs []*os.File) {
 // waits briefly for stderr to be drained (the lines explaining a crash are
 // usually the last ones written).
 func (p *proc) exitErr() error {
+	msg := p.exitStatus()
+	if msg == "" {
+		return nil
+	}
+	return errors.New(msg + p.tail.suffix())
+}
+
+// exitStatus says how the process ended ("exited with exit status 1"), ""
+// while it runs; its stderr has been read to the end (or for 500 ms) when
+// it returns, so tail holds its last lines.
+func (p *proc) exitStatus() string {
 	select {
 	case <-p.exited:
 	default:
-		return nil
+		return ""
 	}
 	select {
 	case <-p.stderrDone:
 	case <-time.After(500 * time.Millisecond):
 	}
-	msg := "exited"
 	var ee *exec.ExitError
-	if errors.As(p.waitErr, &ee) {
-		msg = "exited with " + ee.ProcessState.String()
-	} else if p.waitErr == nil {
-		msg = "exited with status 0"
+	switch {
+	case errors.As(p.waitErr, &ee):
+		return "exited with " + ee.ProcessState.String()
+	case p.waitErr == nil:
+		return "exited with status 0"
 	}
-	return errors.New(msg + p.tail.suffix())
+	return "exited"
 }
 
 // stderrSuffix is "; last stderr: ..." or "".

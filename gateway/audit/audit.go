@@ -301,13 +301,14 @@ func (l *Log) Write(r Record) {
 // lost counts and logs a record that is not in the file: who and what, not
 // its arguments.
 func (l *Log) lost(r Record, err error) {
-	n := l.dropped.Add(1)
 	// Every loss is counted; the log gets the first ones in full, then
 	// one line every lostEvery with the count so far (a broken disk must
-	// not flood the log).
+	// not flood the log). The line comes before the count: whoever sees
+	// the count (Stats) finds the line logged.
 	l.lostLog.Do(func() {
-		l.log.Error("audit record lost", "err", err, "file", l.path, "lost", n, "time", r.Time, "key", r.Key, "action", r.Action, "tool", r.Tool, "decision", r.Decision, "outcome", r.Outcome)
+		l.log.Error("audit record lost", "err", err, "file", l.path, "lost", l.dropped.Load()+1, "time", r.Time, "key", r.Key, "action", r.Action, "tool", r.Tool, "decision", r.Decision, "outcome", r.Outcome)
 	})
+	l.dropped.Add(1)
 }
 
 // lostEvery is how often a run of lost records is logged after the first

@@ -181,6 +181,18 @@ func (r *run) lostLogin() error {
 	}
 }
 
+// refused is the last answer of a remote run's server with an error
+// status (headerTransport.refused), or nil, and how many there were.
+func (r *run) refused() (*refusal, uint64) {
+	if r.http == nil {
+		return nil, 0
+	}
+	if t, ok := r.http.Transport.(*headerTransport); ok {
+		return t.refused.Load(), t.refusals.Load()
+	}
+	return nil, 0
+}
+
 // notMCP is the last answer of a remote run's server that was not MCP's
 // (headerTransport.notMCP), or nil, and how many there were.
 func (r *run) notMCP() (*notMCP, uint64) {
@@ -642,8 +654,15 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 		return fmt.Errorf("backend %q at %s: the server answered %s, not MCP: check that url is the server's MCP endpoint (often ending in /mcp, or /sse for type sse) and that no proxy or sign-in page answers in its place",
 			name, b.cfg.URL, n.in(b.cfg.URL))
 	}
+	if rf, _ := r.refused(); rf != nil {
+		// go-sdk said the status text alone, under its calls.
+		return quietCause{fmt.Sprintf("backend %q at %s: the server answered %s: %s", name, b.cfg.URL, rf.in(b.cfg.URL), rf.fix(name, b.cfg.Type)), err}
+	}
 	if cause != nil && !errors.Is(cause, context.Canceled) {
 		return fmt.Errorf("backend %q at %s: %w: check url and that the server is running", name, b.cfg.URL, cause)
+	}
+	if why, ok := unreachable(err); ok {
+		return quietCause{fmt.Sprintf("backend %q at %s: %s", name, b.cfg.URL, why), err}
 	}
 	if fix := b.cfg.TLS.Fix(err); fix != "" {
 		return fmt.Errorf("backend %q at %s: %w: %s", name, b.cfg.URL, err, fix)
@@ -855,6 +874,7 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	ectx, exact := withExact(cctx)
 	defer exact.finish()
 	_, pagesBefore := r.notMCP()
+	_, refusedBefore := r.refused()
 	res, err := r.sess.CallTool(ectx, params)
 	if err == nil {
 		exact.apply(res)
@@ -882,6 +902,14 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 		return nil, &UnavailableError{Server: name, Err: fmt.Errorf(
 			"the server answered %s, not MCP: a proxy or sign-in page answers in its place (check url and what stands between toolgate and the server)",
 			n.in(b.cfg.URL))}
+	}
+	// An error status in place of the answer (a token revoked, the
+	// server failing, a rate limit): said with what the body says, where
+	// go-sdk said the status text and the call read "connection lost
+	// during the call". A JSON-RPC error in such a body is the server's
+	// own answer (below).
+	if rf, n := r.refused(); rf != nil && !rf.rpc && n > refusedBefore && ctx.Err() == nil && !errors.Is(context.Cause(cctx), ErrCallTimeout) {
+		return nil, &UnavailableError{Server: name, Err: quietCause{fmt.Sprintf("the server answered %s: %s", rf.in(b.cfg.URL), rf.fix(name, b.cfg.Type)), err}}
 	}
 	switch cause := context.Cause(cctx); {
 	case ctx.Err() != nil:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -653,7 +654,7 @@ func TestRemoteDown(t *testing.T) {
 	srv := config.Server{Name: "gone", Type: config.TypeHTTP, URL: "http://127.0.0.1:1/mcp"}
 	p := startPool(t, []config.Server{srv}, testOptions(nil))
 	st := statusOf(t, p, "gone")
-	if st.State != StateDown || !strings.Contains(st.Err, `backend "gone"`) || !strings.Contains(st.Err, "check url") {
+	if st.State != StateDown || !strings.Contains(st.Err, `backend "gone"`) || !strings.Contains(st.Err, "nothing listens at 127.0.0.1:1 (connection refused)") {
 		t.Fatalf("status = %+v", st)
 	}
 }
@@ -967,6 +968,67 @@ func TestRemoteAnswersAWebPage(t *testing.T) {
 	}
 }
 
+// A remote server that answers the handshake with an error status is said
+// so, with what its body says and what to check for that status: go-sdk
+// said the status text alone, under its calls ("calling "initialize":
+// sending "initialize": Not Found: check url, type (http) and headers").
+// So is an address where nothing listens.
+func TestRemoteRefusalsSaid(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/gone/mcp", "/gone/sse":
+			http.Error(w, "404 page not found", http.StatusNotFound)
+		case "/sse-only":
+			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+		case "/token":
+			w.WriteHeader(http.StatusUnauthorized)
+		case "/ip":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprint(w, `{"error":{"code":"denied","message":"IP 127.0.0.1 is not allowed"}}`)
+		case "/proxy":
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusBadGateway)
+			fmt.Fprint(w, "<html><head><title>upstream down</title></head></html>")
+		}
+	}))
+	t.Cleanup(srv.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	for _, tc := range []struct{ name, typ, url, want string }{
+		{"gone", config.TypeHTTP, srv.URL + "/gone/mcp", `the server answered a POST with 404 Not Found ("404 page not found"): check the url's path: a server's MCP endpoint often ends in /mcp`},
+		{"gonesse", config.TypeSSE, srv.URL + "/gone/sse", `the server answered a GET with 404 Not Found ("404 page not found"): check the url's path`},
+		{"sseonly", config.TypeHTTP, srv.URL + "/sse-only", `the server answered a POST with 405 Method Not Allowed: the url does not take POST: a server of the older SSE transport needs "type": "sse"`},
+		{"token", config.TypeHTTP, srv.URL + "/token", "the server answered a POST with 401 Unauthorized: the server wants credentials: set them in the entry's \"headers\" (\"Authorization\": \"Bearer ${TOKEN}\"); `toolgate auth login token` logs in where the server offers OAuth"},
+		{"ip", config.TypeHTTP, srv.URL + "/ip", `the server answered a POST with 403 Forbidden ("IP 127.0.0.1 is not allowed"): the server refused these credentials or this client`},
+		{"proxy", config.TypeHTTP, srv.URL + "/proxy", `the server answered a POST with 502 Bad Gateway ("upstream down"): the server, or a proxy before it, failed: its own log says why`},
+		{"nobody", config.TypeHTTP, "http://" + closed + "/mcp", "nothing listens at " + closed + " (connection refused): check that the server is running, and the url's host and port"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := config.Server{Name: tc.name, Type: tc.typ, URL: tc.url}
+			p := startPool(t, []config.Server{s}, testOptions(&testenv.LogBuffer{}))
+			testenv.Eventually(t, "the server down", func() bool { return statusOf(t, p, tc.name).LastErr != "" })
+			want := fmt.Sprintf("backend %q at %s: %s", tc.name, tc.url, tc.want)
+			if got := statusOf(t, p, tc.name).LastErr; !strings.HasPrefix(got, want) || strings.Contains(got, "calling") {
+				t.Errorf("error:\n%s\nwant it to start:\n%s", got, want)
+			}
+		})
+	}
+	// A host name that does not resolve, as the resolver reports it (no
+	// lookup here: a test machine may have no resolver to ask).
+	err = fmt.Errorf("sending: %w", &net.OpError{Op: "dial", Err: &net.DNSError{Name: "mcp.example.invalid", Err: "no such host", IsNotFound: true}})
+	if why, ok := unreachable(err); !ok || why != `the host name "mcp.example.invalid" does not resolve (no such host): check the url's host` {
+		t.Errorf("unreachable(%v) = %q, %v", err, why, ok)
+	}
+	if _, ok := unreachable(errors.New("EOF")); ok {
+		t.Error("unreachable(EOF) is true")
+	}
+}
+
 func TestHTMLTitle(t *testing.T) {
 	for page, want := range map[string]string{
 		"<html><title>A &lt;b&gt;</title>":                "A <b>",
@@ -1039,5 +1101,55 @@ func TestRemotePageMidSession(t *testing.T) {
 	want := `backend "remote" is unavailable: the server answered a POST with 200 OK and an HTML page ("Session expired - sign in"), not MCP: a proxy or sign-in page answers in its place`
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("error:\n%v\nwant it to start:\n%s", err, want)
+	}
+}
+
+// An error status in place of a call's answer is said with what the body
+// says and what to check: a server failing for a while (503, which go-sdk
+// keeps the connection through) and a token revoked mid-session (401).
+// Both read "connection lost during the call: rejected by transport:
+// sending "tools/call": Service Unavailable".
+func TestRemoteRefusalMidSession(t *testing.T) {
+	for _, tc := range []struct {
+		name, ctype, body string
+		code              int
+		want              string
+	}{
+		{"maintenance", "text/plain", "down for maintenance until 10:00", http.StatusServiceUnavailable,
+			`the server answered a POST with 503 Service Unavailable ("down for maintenance until 10:00"): the server, or a proxy before it, failed: its own log says why`},
+		{"revoked", "application/json", `{"error":"invalid_token","error_description":"The access token was revoked"}`, http.StatusUnauthorized,
+			`the server answered a POST with 401 Unauthorized ("The access token was revoked"): the server wants credentials`},
+		// A JSON-RPC error in the body is the server's own answer.
+		{"rpc", "application/json", `{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"echo wants text"}}`, http.StatusBadRequest,
+			"echo wants text"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var refuse atomic.Bool
+			srv := behindFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, backendtest.ModeNormal), func(proxy *httputil.ReverseProxy) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if refuse.Load() && r.Method == http.MethodPost {
+						w.Header().Set("Content-Type", tc.ctype)
+						w.WriteHeader(tc.code)
+						fmt.Fprint(w, tc.body)
+						return
+					}
+					proxy.ServeHTTP(w, r)
+				})
+			})
+			p := startPool(t, []config.Server{srv}, testOptions(&testenv.LogBuffer{}))
+			testenv.Eventually(t, "the server up", func() bool { return statusOf(t, p, "remote").State == StateUp })
+			refuse.Store(true)
+			_, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "x"})
+			if tc.name == "rpc" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "unavailable") {
+					t.Errorf("error:\n%v\nwant the server's own error %q", err, tc.want)
+				}
+				return
+			}
+			want := `backend "remote" is unavailable: ` + tc.want
+			if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "rejected by transport") {
+				t.Errorf("error:\n%v\nwant it to start:\n%s", err, want)
+			}
+		})
 	}
 }

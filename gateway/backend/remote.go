@@ -10,14 +10,17 @@ import (
 	"html"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/oneline"
@@ -39,6 +42,112 @@ type headerTransport struct {
 	// notMCPs counts them.
 	notMCP  atomic.Pointer[notMCP]
 	notMCPs atomic.Uint64
+	// sse says the server speaks the SSE transport, whose connection is
+	// a GET; a streamable HTTP server's GET opens an optional stream,
+	// which go-sdk goes without when it is refused.
+	sse bool
+	// refused is the last answer with an error status (see refusalOf),
+	// for connect and call errors; refusals counts them.
+	refused  atomic.Pointer[refusal]
+	refusals atomic.Uint64
+}
+
+// refusal describes an answer with an error status (400 or more).
+type refusal struct {
+	code   int
+	status string // "404 Not Found"
+	method string
+	url    string // redacted
+	said   string // what its body says, on one line ("" for nothing)
+	// rpc says the body is a JSON-RPC error response: the server's own
+	// answer to the request, which go-sdk hands on as such.
+	rpc bool
+}
+
+// in is "a POST with 404 Not Found ("no route")", with the URL when it is
+// not endpoint ("a POST to URL with …").
+func (r *refusal) in(endpoint string) string {
+	to := r.method
+	if u, err := url.Parse(endpoint); err != nil || u.Redacted() != r.url {
+		to += " to " + r.url
+	}
+	s := fmt.Sprintf("a %s with %s", to, r.status)
+	if r.said != "" {
+		s += fmt.Sprintf(" (%q)", r.said)
+	}
+	return s
+}
+
+// fix says what to check for the status, for the server named name of
+// type typ.
+func (r *refusal) fix(name, typ string) string {
+	switch {
+	case r.code == http.StatusNotFound:
+		return "check the url's path: a server's MCP endpoint often ends in /mcp (or /sse, with \"type\": \"sse\")"
+	case r.code == http.StatusMethodNotAllowed && r.method == http.MethodPost && typ != config.TypeSSE:
+		return "the url does not take POST: a server of the older SSE transport needs \"type\": \"sse\"; else check the url's path"
+	case r.code == http.StatusUnauthorized:
+		return fmt.Sprintf("the server wants credentials: set them in the entry's \"headers\" (\"Authorization\": \"Bearer ${TOKEN}\"); `toolgate auth login %s` logs in where the server offers OAuth", name)
+	case r.code == http.StatusForbidden:
+		return "the server refused these credentials or this client: check the entry's \"headers\" (the token and its scopes) and whether the server lets this address in"
+	case r.code == http.StatusTooManyRequests:
+		return "the server limits how often it is called: call again later"
+	case r.code >= 500:
+		return "the server, or a proxy before it, failed: its own log says why"
+	}
+	return fmt.Sprintf("check url, type (%s) and headers", typ)
+}
+
+// refusalOf describes resp when its status is an error (400 or more) that
+// go-sdk would report with the status text alone ("calling "initialize":
+// sending "initialize": Not Found"), with what its body says; nil for any
+// other response. The answer to a DELETE (the end of a session) is none,
+// nor, unless sse, is the answer to a GET: a streamable HTTP server without
+// a stream of its own answers it 405 or 404, and go-sdk goes on without.
+func refusalOf(resp *http.Response, sse bool) *refusal {
+	m := resp.Request.Method
+	if resp.StatusCode < 400 || m == http.MethodDelete || m == http.MethodGet && !sse {
+		return nil
+	}
+	body := peekBody(resp, 4<<10)
+	said := bodySays(resp.Header.Get("Content-Type"), body)
+	if strings.EqualFold(said, http.StatusText(resp.StatusCode)) || strings.EqualFold(said, resp.Status) {
+		said = "" // "Unauthorized" says nothing the status does not
+	}
+	rpc := gjson.GetBytes(body, "jsonrpc").Type == gjson.String && gjson.GetBytes(body, "error.code").Type == gjson.Number
+	return &refusal{code: resp.StatusCode, status: resp.Status, method: m, url: resp.Request.URL.Redacted(), said: said, rpc: rpc}
+}
+
+// bodySays is what an error answer's body says, on one line: a JSON
+// body's message (error.message, error_description, message, detail, a
+// string error, title), an HTML page's title, or a text's start.
+func bodySays(contentType string, body []byte) string {
+	media, _, _ := mime.ParseMediaType(contentType)
+	switch {
+	case media == "application/json" || strings.HasSuffix(media, "+json") || gjson.ValidBytes(body) && bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")):
+		for _, path := range []string{"error.message", "error_description", "message", "detail", "error", "title"} {
+			if v := gjson.GetBytes(body, path); v.Type == gjson.String && strings.TrimSpace(v.Str) != "" {
+				return oneline.Cut(strings.TrimSpace(v.Str), 120)
+			}
+		}
+		return ""
+	case media == "text/html":
+		return htmlTitle(body)
+	}
+	return oneline.Cut(strings.TrimSpace(string(body)), 120)
+}
+
+// peekBody reads up to n bytes of resp's body and puts them back in front
+// of the rest, for whoever reads the body next.
+func peekBody(resp *http.Response, n int) []byte {
+	head := make([]byte, n)
+	k, _ := io.ReadFull(resp.Body, head)
+	head = head[:k]
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	return head
 }
 
 // notMCP describes an answer that was not MCP's.
@@ -75,6 +184,10 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if n := notMCPAnswer(resp); n != nil {
 		t.notMCP.Store(n)
 		t.notMCPs.Add(1)
+	}
+	if rf := refusalOf(resp, t.sse); rf != nil {
+		t.refused.Store(rf)
+		t.refusals.Add(1)
 	}
 	var exact *exactResult
 	if t.exact && req.Method == http.MethodPost {
@@ -117,13 +230,7 @@ func notMCPAnswer(resp *http.Response) *notMCP {
 	if resp.StatusCode != http.StatusOK || ct == "" || media == "application/json" || media == "text/event-stream" || resp.Request.Method == http.MethodDelete {
 		return nil
 	}
-	head := make([]byte, 4<<10)
-	n, _ := io.ReadFull(resp.Body, head)
-	head = head[:n]
-	resp.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	head := peekBody(resp, 4<<10)
 	what := fmt.Sprintf("a %s answer", oneline.Cut(cmp.Or(media, ct), 60))
 	if media == "text/html" {
 		what = "an HTML page"
@@ -203,7 +310,7 @@ func (b *backend) httpClient(r *run, tc *tls.Config) *http.Client {
 	if a := b.auth(); a != nil {
 		rt = a.Transport(b.cfg.Name, b.cfg.URL, base, r.loginRequired)
 	}
-	return &http.Client{Transport: &headerTransport{base: rt, headers: h, maxBody: int64(b.p.opts.MaxMessageBytes), observe: r.calls.observe}}
+	return &http.Client{Transport: &headerTransport{base: rt, headers: h, maxBody: int64(b.p.opts.MaxMessageBytes), observe: r.calls.observe, sse: b.cfg.Type == config.TypeSSE}}
 }
 
 // auth is the Authorizer of a remote backend without a static
@@ -269,4 +376,24 @@ func (b *backend) connectRemote(ctx context.Context, r *run, client *mcp.Client)
 	b.log.Info("no answer to the first handshake within the probe timeout; retrying with the legacy initialize handshake",
 		keyTimeout, b.p.opts.ProbeTimeout, keyErr, maskErr(err, b.errMask))
 	return client.Connect(ctx, newT(), &mcp.ClientSessionOptions{ProtocolVersion: LegacyProtocolVersion})
+}
+
+// unreachable says why a remote server could not be reached at all, for
+// the failures whose fix is plain: nothing listens at the address
+// (connection refused), or the host name does not resolve. ok is false for
+// any other error.
+func unreachable(err error) (why string, ok bool) {
+	var dns *net.DNSError
+	if errors.As(err, &dns) && dns.IsNotFound {
+		return fmt.Sprintf("the host name %q does not resolve (%s): check the url's host", dns.Name, dns.Err), true
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		at := "the url's address"
+		var op *net.OpError
+		if errors.As(err, &op) && op.Addr != nil {
+			at = op.Addr.String()
+		}
+		return fmt.Sprintf("nothing listens at %s (connection refused): check that the server is running, and the url's host and port", at), true
+	}
+	return "", false
 }

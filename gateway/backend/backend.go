@@ -625,8 +625,13 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 		if errors.As(cause, &te) {
 			// The connect timeout: it closes stdin, so a process that was
 			// waiting on it may exit now; the timeout is the cause.
+			if u := r.proc.localURL(); u != "" {
+				// A server of HTTP started as a stdio command.
+				return fmt.Errorf(`backend %q: %w: %q seems to serve HTTP at %s, not MCP on stdout: start it yourself and give that address as the entry's "url" in place of "command"%s`,
+					name, cause, b.cfg.Command, u, r.proc.outputSuffix())
+			}
 			return fmt.Errorf(`backend %q: %w: check that %q starts an MCP server speaking JSON-RPC on stdout, or raise the entry's "connectTimeout" if it is only slow to start (a first npx or uvx run downloads the package)%s`,
-				name, cause, b.cfg.Command, r.proc.stderrSuffix())
+				name, cause, b.cfg.Command, r.proc.outputSuffix())
 		}
 		// A process that died during start-up: its stderr says why.
 		select {
@@ -641,14 +646,14 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 					name, b.cfg.Command, exit, fix, truncate(line, 200), r.proc.stderrSuffix()), err}}
 			}
 			return quietCause{fmt.Sprintf("backend %q: %s %s during start-up: check command, args and env%s",
-				name, b.cfg.Command, exit, r.proc.stderrSuffix()), err}
+				name, b.cfg.Command, exit, r.proc.outputSuffix()), err}
 		case <-time.After(exitWait):
 		}
 		if cause != nil && !errors.Is(cause, context.Canceled) {
 			return fmt.Errorf("backend %q: %w: check that %q starts an MCP server speaking JSON-RPC on stdout%s",
-				name, cause, b.cfg.Command, r.proc.stderrSuffix())
+				name, cause, b.cfg.Command, r.proc.outputSuffix())
 		}
-		return fmt.Errorf("backend %q: MCP handshake failed: %w%s", name, err, r.proc.stderrSuffix())
+		return fmt.Errorf("backend %q: MCP handshake failed: %w%s", name, err, r.proc.outputSuffix())
 	}
 	if n, _ := r.notMCP(); n != nil {
 		return fmt.Errorf("backend %q at %s: the server answered %s, not MCP: check that url is the server's MCP endpoint (often ending in /mcp, or /sse for type sse) and that no proxy or sign-in page answers in its place",

@@ -968,6 +968,29 @@ func TestRemoteAnswersAWebPage(t *testing.T) {
 	}
 }
 
+// A command that is not an MCP server on stdio is told by what it wrote on
+// stdout, which is not JSON-RPC (and was only logged): its usage text, or,
+// for a server of HTTP started as a command, the address it serves, with
+// how to configure it instead.
+func TestStdoutNoiseSaid(t *testing.T) {
+	o := testOptions(&testenv.LogBuffer{})
+	o.ConnectTimeout = 500 * time.Millisecond
+	o.RestartDelays = []time.Duration{}
+	p := startPool(t, []config.Server{
+		{Name: "usage", Type: config.TypeStdio, Command: "sh", Args: []string{"-c", "echo 'Usage: server [--port N]'; echo '  --port N  the port'"}},
+		{Name: "web", Type: config.TypeStdio, Command: "sh", Args: []string{"-c", "echo 'Server running at http://127.0.0.1:3000/mcp.'; exec sleep 30"}},
+	}, o)
+	for name, want := range map[string]string{
+		"usage": `backend "usage": sh exited with status 0 during start-up: check command, args and env; on stdout, not JSON-RPC: "Usage: server [--port N]", "--port N  the port" (no stderr output)`,
+		"web":   `backend "web": no complete MCP handshake and tool list within the connect timeout (500ms): "sh" seems to serve HTTP at http://127.0.0.1:3000/mcp, not MCP on stdout: start it yourself and give that address as the entry's "url" in place of "command"; on stdout, not JSON-RPC: "Server running at http://127.0.0.1:3000/mcp."`,
+	} {
+		testenv.Eventually(t, name+" down", func() bool { return statusOf(t, p, name).LastErr != "" })
+		if got := statusOf(t, p, name).LastErr; !strings.HasPrefix(got, want) {
+			t.Errorf("%s:\n%s\nwant it to start:\n%s", name, got, want)
+		}
+	}
+}
+
 // A remote server that answers the handshake with an error status is said
 // so, with what its body says and what to check for that status: go-sdk
 // said the status text alone, under its calls ("calling "initialize":

@@ -3,6 +3,7 @@ package backend
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +36,9 @@ type proc struct {
 	outR  *os.File  // parent's read end of the child's stdout
 	errR  *os.File  // parent's read end of the child's stderr
 	tail  *lineTail // this process's last stderr lines, for its errors
+	// noise is the first lines it wrote to stdout that are not JSON-RPC
+	// (a usage text, a banner), for its errors.
+	noise firstLines
 	// history is the backend's last stderr lines across its processes
 	// (Pool.Stderr); nil = none kept.
 	history *lineTail
@@ -48,6 +52,7 @@ type proc struct {
 	lifeline *os.File
 
 	stderrDone chan struct{}
+	stdoutDone chan struct{} // closed once stdout is read to its end
 	readers    sync.WaitGroup
 	stopOnce   sync.Once
 }
@@ -218,10 +223,12 @@ func startProc(srv config.Server, pc procConfig) (*proc, error) {
 		outR:       outR,
 		errR:       errR,
 		tail:       newLineTail(pc.stderrTail),
+		noise:      firstLines{n: 3},
 		history:    pc.history,
 		mask:       pc.mask,
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
+		stdoutDone: make(chan struct{}),
 		lifeline:   lifeW,
 	}
 	p.readers.Add(3)
@@ -232,6 +239,7 @@ func startProc(srv config.Server, pc procConfig) (*proc, error) {
 	}()
 	go func() {
 		defer p.readers.Done()
+		defer close(p.stdoutDone)
 		p.pumpStdout(outR, pw, pc.maxFrame)
 	}()
 	go func() {
@@ -291,17 +299,21 @@ func (p *proc) exitErr() error {
 }
 
 // exitStatus says how the process ended ("exited with exit status 1"), ""
-// while it runs; its stderr has been read to the end (or for 500 ms) when
-// it returns, so tail holds its last lines.
+// while it runs; its stderr and stdout have been read to the end (or for
+// 500 ms) when it returns, so tail and noise hold what it wrote.
 func (p *proc) exitStatus() string {
 	select {
 	case <-p.exited:
 	default:
 		return ""
 	}
-	select {
-	case <-p.stderrDone:
-	case <-time.After(500 * time.Millisecond):
+	wait, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	for _, done := range []chan struct{}{p.stderrDone, p.stdoutDone} {
+		select {
+		case <-done:
+		case <-wait.Done():
+		}
 	}
 	var ee *exec.ExitError
 	switch {
@@ -315,6 +327,64 @@ func (p *proc) exitStatus() string {
 
 // stderrSuffix is "; last stderr: ..." or "".
 func (p *proc) stderrSuffix() string { return p.tail.suffix() }
+
+// outputSuffix is what the process wrote, for an error that ends its
+// start: the first lines on stdout that are not JSON-RPC (a usage text, a
+// banner: a command that is not an MCP server), then stderrSuffix.
+func (p *proc) outputSuffix() string {
+	lines, n := p.noise.get()
+	if n == 0 {
+		return p.stderrSuffix()
+	}
+	q := make([]string, len(lines))
+	for i, l := range lines {
+		q[i] = strconv.Quote(l)
+	}
+	s := "; on stdout, not JSON-RPC: " + strings.Join(q, ", ")
+	if n > len(lines) {
+		s += fmt.Sprintf(" … (%d lines)", n)
+	}
+	return s + p.stderrSuffix()
+}
+
+// localURL is the first URL on this machine that the process's output
+// names ("Listening on http://localhost:3000/mcp"), or "": a server that
+// serves HTTP, started as a stdio command.
+func (p *proc) localURL() string {
+	lines, _ := p.noise.get()
+	for _, l := range append(lines, p.tail.get()...) {
+		if u := strings.TrimRight(localURLPattern.FindString(l), "."); u != "" {
+			return u // without the full stop of "… at http://localhost:3000."
+		}
+	}
+	return ""
+}
+
+var localURLPattern = regexp.MustCompile(`https?://(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\])(?::\d+)?[^\s"'<>,;)]*`)
+
+// firstLines keeps the first n lines added, and counts them all.
+type firstLines struct {
+	mu    sync.Mutex
+	n     int
+	seen  int
+	lines []string
+}
+
+func (f *firstLines) add(s string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seen++
+	if len(f.lines) < f.n {
+		f.lines = append(f.lines, s)
+	}
+}
+
+// get returns the lines kept and how many were added.
+func (f *firstLines) get() ([]string, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.lines), f.seen
+}
 
 // stop ends the process and everything in its process group: close stdin,
 // wait up to grace for the leader to exit, SIGTERM the group, wait up to
@@ -427,6 +497,7 @@ func (p *proc) pumpStdout(r io.Reader, w *io.PipeWriter, maxFrame int) {
 				break
 			}
 			ignored++
+			p.noise.add(p.mask(truncate(string(t), 200)))
 			if ignored <= 20 {
 				p.log.Warn("ignored non-JSON line on backend stdout", keyLine, p.mask(truncate(string(t), 200)))
 			} else if ignored == 21 {

@@ -913,7 +913,26 @@ func TestHTTPRoot(t *testing.T) {
 			t.Errorf("%s %s with keys: %d %q, want %d", tc.method, tc.path, code, body, tc.want)
 		}
 	}
-	if code, _, _ := get(t, &HTTPOptions{Extra: extra}, "GET", "/nope"); code != 404 {
-		t.Errorf("GET /nope: %d, want 404", code)
+	// Another path says what is served; an HTTP+SSE client's, what to
+	// configure instead.
+	for path, want := range map[string]string{
+		"/nope":        "Not Found: toolgate serves MCP (streamable HTTP) at /mcp, a profile's at /profiles/NAME/mcp; also /healthz, /status, /ui/\n",
+		"/sse":         "Not Found: toolgate does not serve the older HTTP+SSE transport (a GET of /sse, then POSTs to /messages); it serves MCP over streamable HTTP at /mcp: configure the client with that URL and transport \"http\" (streamable), or have a stdio client run `toolgate connect`\n",
+		"/messages/":   "Not Found: toolgate does not serve the older HTTP+SSE transport",
+		"/mcp/extra":   "Not Found: toolgate serves MCP (streamable HTTP) at /mcp",
+		"/profiles/kg": "Not Found: toolgate serves MCP (streamable HTTP) at /mcp",
+	} {
+		if code, _, body := get(t, &HTTPOptions{Extra: extra}, "GET", path); code != 404 || !strings.HasPrefix(body, want) {
+			t.Errorf("GET %s: %d %q, want 404 %q", path, code, body, want)
+		}
+	}
+	// Nothing served: the metrics' route is the other one, not "/".
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(http.ResponseWriter, *http.Request) {})
+	mux.HandleFunc("GET /{$}", func(http.ResponseWriter, *http.Request) {})
+	for path, want := range map[string]string{"/nope": "", "/": "/"} {
+		if got := routeOf(mux, httptest.NewRequest("GET", path, nil)); got != want {
+			t.Errorf("routeOf(%s) = %q, want %q", path, got, want)
+		}
 	}
 }

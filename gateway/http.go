@@ -169,13 +169,24 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 	slices.Sort(routes)
 	// The root, which a person opens first, sends a browser to the
 	// console, or says what is served (it answered "404 page not found").
+	served := fmt.Sprintf("MCP (streamable HTTP) at /mcp, a profile's at /profiles/NAME/mcp; also %s", strings.Join(routes, ", "))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		if o.Home != "" {
 			http.Redirect(w, r, o.Home, http.StatusFound)
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintf(w, "toolgate: MCP (streamable HTTP) at /mcp, a profile's at /profiles/NAME/mcp; also %s\n", strings.Join(routes, ", "))
+		fmt.Fprintf(w, "toolgate: %s\n", served)
+	})
+	// Any other path says what is served ("404 page not found" said
+	// nothing), and a client of the older HTTP+SSE transport, which opens
+	// /sse and posts to /messages, what to configure instead.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		msg := "Not Found: toolgate serves " + served
+		if sseRoute(r.URL.Path) {
+			msg = "Not Found: toolgate does not serve the older HTTP+SSE transport (a GET of /sse, then POSTs to /messages); it serves MCP over streamable HTTP at /mcp: configure the client with that URL and transport \"http\" (streamable), or have a stdio client run `toolgate connect`"
+		}
+		http.Error(w, msg, http.StatusNotFound)
 	})
 	h := g.guard(g.requireKey(mux, o, log), o, log)
 	if o.Wrap != nil {
@@ -185,13 +196,27 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 }
 
 // routeOf is the path of the mux pattern r matches ("GET /status" →
-// "/status"), or "".
+// "/status"), or "" for a path nothing serves.
 func routeOf(mux *http.ServeMux, r *http.Request) string {
 	_, pattern := mux.Handler(r)
 	if i := strings.IndexByte(pattern, ' '); i >= 0 {
 		pattern = pattern[i+1:]
 	}
+	if pattern == "/" {
+		return "" // the catch-all that answers 404
+	}
 	return strings.TrimSuffix(pattern, "{$}") // the root, "/{$}", is "/"
+}
+
+// sseRoute reports whether path is one an HTTP+SSE client (protocol
+// 2024-11-05) asks for: its stream, /sse, or the endpoint it posts to,
+// /messages or /message.
+func sseRoute(path string) bool {
+	switch strings.TrimSuffix(path, "/") {
+	case "/sse", "/messages", "/message", "/mcp/sse":
+		return true
+	}
+	return false
 }
 
 // withCaller puts the HTTP caller of the profile that route chooses in the

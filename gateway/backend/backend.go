@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -633,9 +635,16 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 			return fmt.Errorf(`backend %q: %w: check that %q starts an MCP server speaking JSON-RPC on stdout, or raise the entry's "connectTimeout" if it is only slow to start (a first npx or uvx run downloads the package)%s`,
 				name, cause, b.cfg.Command, r.proc.outputSuffix())
 		}
-		// A process that died during start-up: its stderr says why.
+		// A process that died during start-up: its stderr says why. One
+		// whose handshake failed for a reason of its own (a JSON-RPC
+		// error to "initialize", a protocol version go-sdk does not speak)
+		// exits once go-sdk closes its stdin: that reason is the cause,
+		// said below, not the exit.
 		select {
 		case <-r.proc.exited:
+			if !connectionEnded(err) {
+				break
+			}
 			// The process said why on stderr, or nothing; go-sdk's error
 			// (`connection closed: calling "initialize": client is
 			// closing: EOF`) stays wrapped but is not said.
@@ -703,6 +712,12 @@ func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash 
 	for page := 1; ; page++ {
 		res, err := sess.ListTools(ctx, params)
 		if err != nil {
+			if page == 1 && offersNoTools(sess, err) {
+				// A server of resources or prompts only: up, with nothing
+				// to search (it was down, and restarted again and again).
+				b.log.Info("the server offers no tools (its capabilities name none, and it does not know tools/list): nothing of it to search")
+				return tools, nil
+			}
 			return nil, fmt.Errorf("list tools: %w", err)
 		}
 		listed := stash.merge(params.Cursor, res.Tools)
@@ -1348,4 +1363,28 @@ func undecodable(err error) bool {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	return !errors.Is(err, mcp.ErrConnectionClosed) && (errors.As(err, &syntax) || errors.As(err, &typ))
+}
+
+// offersNoTools reports whether err, the answer to a first tools/list,
+// says the server has no tools: it does not know the method, and its
+// capabilities name no tools.
+func offersNoTools(sess *mcp.ClientSession, err error) bool {
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeMethodNotFound {
+		return false
+	}
+	res := sess.InitializeResult()
+	return res != nil && (res.Capabilities == nil || res.Capabilities.Tools == nil)
+}
+
+// connectionEnded reports whether err says only that the connection to a
+// stdio server ended (its stdout closed, its stdin gone): what a process
+// that exits causes, not a reason the server gave.
+func connectionEnded(err error) bool {
+	for _, end := range []error{mcp.ErrConnectionClosed, io.EOF, io.ErrUnexpectedEOF, io.ErrClosedPipe, os.ErrClosed, syscall.EPIPE} {
+		if errors.Is(err, end) {
+			return true
+		}
+	}
+	return false
 }

@@ -991,6 +991,61 @@ func TestStdoutNoiseSaid(t *testing.T) {
 	}
 }
 
+// A handshake that fails for a reason the server gives is said by that
+// reason, not by the exit that follows once go-sdk closes the server's
+// stdin ("exited with status 0 during start-up: check command, args and
+// env"); a server that offers no tools (its capabilities name none, and it
+// does not know tools/list) is up with none, not down and restarted.
+func TestHandshakeFailuresSaid(t *testing.T) {
+	dir := t.TempDir()
+	script := func(name, initialize, rest string) config.Server {
+		body := `import sys, json
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m.get("method") == "initialize":
+        out = ` + initialize + `
+    else:
+        out = ` + rest + `
+    out.update({"jsonrpc": "2.0", "id": m["id"]})
+    print(json.dumps(out), flush=True)
+`
+		path := filepath.Join(dir, name+".py")
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return config.Server{Name: name, Type: config.TypeStdio, Command: "python3", Args: []string{path}}
+	}
+	result := func(version, caps string) string {
+		return `{"result": {"protocolVersion": "` + version + `", "capabilities": ` + caps + `, "serverInfo": {"name": "x", "version": "1"}}}`
+	}
+	notFound := `{"error": {"code": -32601, "message": "Method not found"}}`
+	o := testOptions(&testenv.LogBuffer{})
+	o.RestartDelays = []time.Duration{}
+	p := startPool(t, []config.Server{
+		script("refuses", `{"error": {"code": -32602, "message": "Unsupported protocol version: %s (supported: 2024-11-05)" % m["params"]["protocolVersion"]}}`, notFound),
+		script("ancient", result("1999-01-01", "{}"), notFound),
+		script("prompts", result("2025-06-18", `{"prompts": {}}`), notFound),
+		script("broken", result("2025-06-18", `{"tools": {}}`), notFound),
+	}, o)
+	for name, want := range map[string]string{
+		"refuses": `backend "refuses": MCP handshake failed: calling "initialize": Unsupported protocol version: `,
+		"ancient": `backend "ancient": MCP handshake failed: `,
+		"broken":  `backend "broken": MCP handshake failed: list tools: calling "tools/list": Method not found`,
+	} {
+		testenv.Eventually(t, name+" down", func() bool { return statusOf(t, p, name).LastErr != "" })
+		got := statusOf(t, p, name).LastErr
+		if !strings.HasPrefix(got, want) || strings.Contains(got, "exited") || name == "ancient" && !strings.Contains(got, "1999-01-01") {
+			t.Errorf("%s:\n%s\nwant it to start:\n%s", name, got, want)
+		}
+	}
+	testenv.Eventually(t, "prompts up", func() bool { return statusOf(t, p, "prompts").State == StateUp })
+	if st := statusOf(t, p, "prompts"); st.Tools != 0 || st.LastErr != "" {
+		t.Errorf("a server without tools: %+v, want up with none", st)
+	}
+}
+
 // A remote server that answers the handshake with an error status is said
 // so, with what its body says and what to check for that status: go-sdk
 // said the status text alone, under its calls ("calling "initialize":

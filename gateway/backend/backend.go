@@ -183,13 +183,19 @@ func (r *run) lostLogin() error {
 	}
 }
 
+// headers is a remote run's headerTransport, or nil.
+func (r *run) headers() *headerTransport {
+	if r.http == nil {
+		return nil
+	}
+	t, _ := r.http.Transport.(*headerTransport)
+	return t
+}
+
 // refused is the last answer of a remote run's server with an error
 // status (headerTransport.refused), or nil, and how many there were.
 func (r *run) refused() (*refusal, uint64) {
-	if r.http == nil {
-		return nil, 0
-	}
-	if t, ok := r.http.Transport.(*headerTransport); ok {
+	if t := r.headers(); t != nil {
 		return t.refused.Load(), t.refusals.Load()
 	}
 	return nil, 0
@@ -198,10 +204,7 @@ func (r *run) refused() (*refusal, uint64) {
 // notMCP is the last answer of a remote run's server that was not MCP's
 // (headerTransport.notMCP), or nil, and how many there were.
 func (r *run) notMCP() (*notMCP, uint64) {
-	if r.http == nil {
-		return nil, 0
-	}
-	if t, ok := r.http.Transport.(*headerTransport); ok {
+	if t := r.headers(); t != nil {
 		return t.notMCP.Load(), t.notMCPs.Load()
 	}
 	return nil, 0

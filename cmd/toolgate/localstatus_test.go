@@ -266,6 +266,21 @@ func TestServersNameCheckedAgainstRunning(t *testing.T) {
 	if _, err := os.Stat(live.StateFile(data)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the state file was written for a server no gateway has: %v", err)
 	}
+	// A server the state file disabled, of a config no gateway runs now,
+	// can still be enabled.
+	err := live.EditState(live.StateFile(data), func(st live.State) (live.State, bool, error) {
+		next, changed := st.With("elsewhere", true)
+		return next, changed, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runServersToggle(context.Background(), io.Discard, g, "", "elsewhere", false); err != nil {
+		t.Errorf("servers enable elsewhere: %v", err)
+	}
+	if st, err := live.ReadState(live.StateFile(data)); err != nil || len(st.Disabled) != 0 {
+		t.Errorf("state after enabling: %+v, %v", st, err)
+	}
 }
 
 // statusSteps is a backend's status that moves one step at each look,

@@ -236,7 +236,17 @@ func runServersToggle(ctx context.Context, stderr io.Writer, g *globals, path, n
 	// The gateways running now, and whether each runs the server.
 	gws := localGateways(ctx, g.DataDir(), 5*time.Second)
 	if cfg == nil {
-		if err := checkRunning(gws, g.DataDir(), name); err != nil {
+		// A server the state file has disabled may be enabled whoever
+		// runs: it may be one of a config no gateway runs now.
+		var disabled []string
+		if !disable {
+			st, err := live.ReadState(file)
+			if err != nil {
+				return err
+			}
+			disabled = st.Disabled
+		}
+		if err := checkRunning(gws, g.DataDir(), name, disabled...); err != nil {
 			return err
 		}
 	}
@@ -272,13 +282,13 @@ func runServersToggle(ctx context.Context, stderr io.Writer, g *globals, path, n
 
 // checkRunning checks NAME, for a command given no config, against the
 // gateways running on the data folder: when each of them answers and none
-// has a server of that name (running, or disabled at run time) it is a
-// usage error that says the servers they have. A typo was written to the
-// state file, "disabled" or "restart requested", and the command ended
-// well, while the server meant ran on. Without a gateway running, or with
-// one that does not answer, nothing is checked.
-func checkRunning(gws []localGateway, dataDir, name string) error {
-	if len(gws) == 0 {
+// has a server of that name (running, or disabled at run time), and it is
+// not one of known, it is a usage error that says the servers they have. A
+// typo was written to the state file, "disabled" or "restart requested",
+// and the command ended well, while the server meant ran on. Without a
+// gateway running, or with one that does not answer, nothing is checked.
+func checkRunning(gws []localGateway, dataDir, name string, known ...string) error {
+	if len(gws) == 0 || slices.Contains(known, name) {
 		return nil
 	}
 	var have []string

@@ -156,10 +156,13 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 // probing for tools by name shows in the audit log.
 func (g *Gateway) directCalls(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
+		}
 		start := time.Now()
 		res, err := next(ctx, method, req)
 		var werr *jsonrpc.Error
-		if method != "tools/call" || !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
+		if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
 			return res, err
 		}
 		p, ok := req.GetParams().(*mcp.CallToolParamsRaw)

@@ -67,15 +67,20 @@ type refusal struct {
 // in is "a POST with 404 Not Found ("no route")", with the URL when it is
 // not endpoint ("a POST to URL with …").
 func (r *refusal) in(endpoint string) string {
-	to := r.method
-	if u, err := url.Parse(endpoint); err != nil || u.Redacted() != r.url {
-		to += " to " + r.url
-	}
-	s := fmt.Sprintf("a %s with %s", to, r.status)
+	s := answered(r.method, r.url, endpoint, r.status)
 	if r.said != "" {
 		s += fmt.Sprintf(" (%q)", r.said)
 	}
 	return s
+}
+
+// answered is "a POST with 404 Not Found", with the (redacted) URL the
+// request went to when it is not endpoint ("a POST to URL with …").
+func answered(method, to, endpoint, status string) string {
+	if u, err := url.Parse(endpoint); err != nil || u.Redacted() != to {
+		method += " to " + to
+	}
+	return fmt.Sprintf("a %s with %s", method, status)
 }
 
 // fix says what to check for the status, for the server named name of
@@ -161,11 +166,7 @@ type notMCP struct {
 // in is "a POST with 200 OK and an HTML page ("Sign in")", with the URL
 // when it is not endpoint ("a POST to URL with …").
 func (n *notMCP) in(endpoint string) string {
-	to := n.method
-	if u, err := url.Parse(endpoint); err != nil || u.Redacted() != n.url {
-		to += " to " + n.url
-	}
-	return fmt.Sprintf("a %s with %s and %s", to, n.status, n.what)
+	return answered(n.method, n.url, endpoint, n.status) + " and " + n.what
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {

@@ -68,6 +68,9 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 		// Left out, they were dropped: {"name": …, "args": {…}} ran the
 		// tool with no arguments.
 		note.raw = req.Params.Arguments
+		if msg := g.misplacedArgs(policy.CallerFrom(ctx), a, req.Params.Arguments, extra); msg != "" {
+			return toolError("%s", msg), nil
+		}
 		return toolError(`execute_tool: unknown argument %s. It takes "name" (the tool, server__tool, as search_tools returned it) and "arguments" (the tool's own arguments, an object): {"name": "server__tool", "arguments": {...}}.`, quoted(extra)), nil
 	}
 	if strings.TrimSpace(a.Name) == "" {
@@ -262,6 +265,56 @@ func unknownKeys(raw json.RawMessage, known ...string) []string {
 	})
 	return extra
 }
+
+// misplacedArgs explains execute_tool's unknown keys extra when they are
+// arguments of the tool a.Name names (one the caller may see): a model
+// often writes the tool's arguments beside "name" instead of inside
+// "arguments". It returns the call as it was meant, or "" when extra are
+// not all the tool's.
+func (g *Gateway) misplacedArgs(c *policy.Caller, a executeArgs, raw json.RawMessage, extra []string) string {
+	_, tool, ok := g.lookup(c, a.Name)
+	if !ok || !g.visible(c, tool.ID()) {
+		return ""
+	}
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	var whole map[string]json.RawMessage
+	if json.Unmarshal(tool.InputSchema, &schema) != nil || json.Unmarshal(raw, &whole) != nil {
+		return ""
+	}
+	for _, k := range extra {
+		if _, ok := schema.Properties[k]; !ok {
+			return ""
+		}
+	}
+	meant, _, _, err := toolArgs(a.Arguments)
+	if err != nil {
+		return ""
+	}
+	for _, k := range extra {
+		meant[k] = whole[k]
+	}
+	call := exampleCall(tool.ID(), meant)
+	if len(call) > maxMeantCall {
+		for k := range meant {
+			meant[k] = "…"
+		}
+		if call = exampleCall(tool.ID(), meant); len(call) > maxMeantCall {
+			return ""
+		}
+	}
+	what := "is an argument"
+	if len(extra) > 1 {
+		what = "are arguments"
+	}
+	return fmt.Sprintf(`execute_tool: %s %s of %s, not of execute_tool: the tool's own arguments go inside "arguments". The call meant, which was not run:
+%s`, quoted(extra), what, tool.ID(), strings.TrimSpace(call))
+}
+
+// maxMeantCall bounds the call misplacedArgs shows with the arguments'
+// values; a longer one shows their names only.
+const maxMeantCall = 2000
 
 // rawArgs decodes raw JSON arguments for the audit log (nil for none or
 // for arguments that do not decode).

@@ -113,6 +113,12 @@ func TestPolicyFiltersSearchAndExecute(t *testing.T) {
 	if !res.IsError || !strings.Contains(text(res), `there is no server named "fs". Closest names: filesystem__list_directory`) {
 		t.Errorf("unknown server: %s", text(res))
 	}
+	// The arguments of a tool the caller cannot see, written beside
+	// "name", are unknown keys: its schema is not told.
+	res = call(t, kg, ExecuteToolName, map[string]any{"name": "filesystem__list_directory", "path": "/"})
+	if txt := text(res); !res.IsError || !strings.Contains(txt, `unknown argument "path"`) || strings.Contains(txt, "list_directory") {
+		t.Errorf("a hidden tool's argument beside name: %s", txt)
+	}
 	if res := call(t, all, ExecuteToolName, map[string]any{"name": "memory__create_entities", "arguments": map[string]any{"entities": []any{}}}); res.IsError || fc.calls.Load() != 1 {
 		t.Errorf("an allowed call: isError=%v %s", res.IsError, text(res))
 	}

@@ -284,6 +284,29 @@ func TestExecuteToolRepairs(t *testing.T) {
 	if txt = text(res); !res.IsError || !strings.Contains(txt, `execute_tool: unknown argument "args". It takes "name" (the tool, server__tool, as search_tools returned it) and "arguments"`) {
 		t.Errorf(`"args": isError=%v %s`, res.IsError, txt)
 	}
+	// The tool's own arguments beside "name" instead of inside
+	// "arguments", as models often write them: the call meant is shown,
+	// with what "arguments" held, and not run.
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"name": "memory__create_entities_v2", "entities": []any{map[string]any{"name": "a"}}},
+			`"entities" is an argument of memory__create_entities_v2, not of execute_tool: the tool's own arguments go inside "arguments". The call meant, which was not run:
+{"name":"memory__create_entities_v2","arguments":{"entities":[{"name":"a"}]}}`},
+		{map[string]any{"name": "memory__create_entities_v2", "entities": []any{}, "arguments": `{"dryRun": true}`},
+			`{"name":"memory__create_entities_v2","arguments":{"dryRun":true,"entities":[]}}`},
+		{map[string]any{"name": "memory__create_entities_v2", "entities": []any{strings.Repeat("e", 3000)}},
+			`{"name":"memory__create_entities_v2","arguments":{"entities":"…"}}`},
+		// Not all of them the tool's: unknown keys, as before.
+		{map[string]any{"name": "memory__create_entities_v2", "entities": []any{}, "args": 1},
+			`execute_tool: unknown argument "args", "entities". It takes "name"`},
+	} {
+		res = call(t, cs, ExecuteToolName, c.args)
+		if txt = text(res); !res.IsError || !strings.Contains(txt, c.want) {
+			t.Errorf("%v: isError=%v\n%s\nwant %s", c.args, res.IsError, txt, c.want)
+		}
+	}
 	if n := caller.calls.Load(); n != 0 {
 		t.Errorf("%d calls reached the backend", n)
 	}

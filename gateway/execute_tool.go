@@ -267,21 +267,35 @@ func unknownKeys(raw json.RawMessage, known ...string) []string {
 }
 
 // misplacedArgs explains execute_tool's unknown keys extra when they are
-// arguments of the tool a.Name names (one the caller may see): a model
-// often writes the tool's arguments beside "name" instead of inside
-// "arguments". It returns the call as it was meant, or "" when extra are
-// not all the tool's.
+// what a model writes beside "name" for a tool the caller may see: the
+// tool's own arguments (instead of inside "arguments"), or its server as
+// "server" (instead of in the name, server__tool). It returns the call as
+// it was meant, or "" when extra are not all so.
 func (g *Gateway) misplacedArgs(c *policy.Caller, a executeArgs, raw json.RawMessage, extra []string) string {
+	var whole map[string]json.RawMessage
+	if json.Unmarshal(raw, &whole) != nil {
+		return ""
+	}
 	_, tool, ok := g.lookup(c, a.Name)
+	var server string
+	if json.Unmarshal(whole["server"], &server) == nil && server != "" {
+		if !ok {
+			_, tool, ok = g.lookup(c, server+catalog.Sep+a.Name)
+		}
+	}
 	if !ok || !g.visible(c, tool.ID()) {
 		return ""
 	}
 	var schema struct {
 		Properties map[string]json.RawMessage `json:"properties"`
 	}
-	var whole map[string]json.RawMessage
-	if json.Unmarshal(tool.InputSchema, &schema) != nil || json.Unmarshal(raw, &whole) != nil {
+	if json.Unmarshal(tool.InputSchema, &schema) != nil {
 		return ""
+	}
+	if _, arg := schema.Properties["server"]; !arg && strings.EqualFold(tool.Server, server) {
+		extra = slices.DeleteFunc(slices.Clone(extra), func(k string) bool { return k == "server" })
+	} else {
+		server = ""
 	}
 	for _, k := range extra {
 		if _, ok := schema.Properties[k]; !ok {
@@ -304,12 +318,18 @@ func (g *Gateway) misplacedArgs(c *policy.Caller, a executeArgs, raw json.RawMes
 			return ""
 		}
 	}
-	what := "is an argument"
-	if len(extra) > 1 {
-		what = "are arguments"
+	var said []string
+	if server != "" {
+		said = append(said, fmt.Sprintf(`"server" goes in "name": a tool is named server__tool, %s`, tool.ID()))
 	}
-	return fmt.Sprintf(`execute_tool: %s %s of %s, not of execute_tool: the tool's own arguments go inside "arguments". The call meant, which was not run:
-%s`, quoted(extra), what, tool.ID(), strings.TrimSpace(call))
+	if len(extra) > 0 {
+		what := "is an argument"
+		if len(extra) > 1 {
+			what = "are arguments"
+		}
+		said = append(said, fmt.Sprintf(`%s %s of %s, not of execute_tool: the tool's own arguments go inside "arguments"`, quoted(extra), what, tool.ID()))
+	}
+	return fmt.Sprintf("execute_tool: %s. The call meant, which was not run:\n%s", strings.Join(said, "; "), strings.TrimSpace(call))
 }
 
 // maxMeantCall bounds the call misplacedArgs shows with the arguments'

@@ -298,6 +298,14 @@ func TestExecuteToolRepairs(t *testing.T) {
 			`{"name":"memory__create_entities_v2","arguments":{"dryRun":true,"entities":[]}}`},
 		{map[string]any{"name": "memory__create_entities_v2", "entities": []any{strings.Repeat("e", 3000)}},
 			`{"name":"memory__create_entities_v2","arguments":{"entities":"…"}}`},
+		// The server as "server", beside the tool's bare name or its ID.
+		{map[string]any{"server": "memory", "name": "create_entities_v2", "arguments": map[string]any{"entities": []any{}}},
+			`execute_tool: "server" goes in "name": a tool is named server__tool, memory__create_entities_v2. The call meant, which was not run:
+{"name":"memory__create_entities_v2","arguments":{"entities":[]}}`},
+		{map[string]any{"server": "memory", "name": "memory__create_entities_v2", "entities": []any{}},
+			`execute_tool: "server" goes in "name": a tool is named server__tool, memory__create_entities_v2; "entities" is an argument of memory__create_entities_v2, not of execute_tool`},
+		{map[string]any{"server": "filesystem", "name": "create_entities_v2"},
+			`execute_tool: unknown argument "server". It takes "name"`},
 		// Not all of them the tool's: unknown keys, as before.
 		{map[string]any{"name": "memory__create_entities_v2", "entities": []any{}, "args": 1},
 			`execute_tool: unknown argument "args", "entities". It takes "name"`},

@@ -130,6 +130,8 @@ func TestStartMixed(t *testing.T) {
 		named(backendtest.Command(t, "garbage-stdout"), "chatty"),
 		{Name: "missing", Type: "stdio", Command: "toolgate-no-such-command-xyz"},
 		{Name: "missingpath", Type: "stdio", Command: "./toolgate-no-such/server", Cwd: cwd},
+		// A whole command line in "command", as a shell would take it.
+		{Name: "cmdline", Type: "stdio", Command: "sh ./serve.sh --port 3", Args: []string{"x"}},
 		// Variables of their entries unset: never started (sh would run).
 		{Name: "unset", Type: "stdio", Command: "sh", Unset: []config.UnsetVar{{Name: "GH_TOKEN", Field: "env.GITHUB_TOKEN"}}},
 		{Name: "unsetremote", Type: "http", Unset: []config.UnsetVar{{Name: "API_URL", Field: "url"}}},
@@ -143,7 +145,7 @@ func TestStartMixed(t *testing.T) {
 	for _, s := range p.Status() {
 		got[s.Name] = s.State
 	}
-	want := map[string]State{"alpha": StateUp, "broken": StateDown, "chatty": StateUp, "missing": StateDown, "missingpath": StateDown, "unset": StateDown, "unsetremote": StateDown, "legacy": StateUp, "omega": StateUp}
+	want := map[string]State{"alpha": StateUp, "broken": StateDown, "chatty": StateUp, "missing": StateDown, "missingpath": StateDown, "cmdline": StateDown, "unset": StateDown, "unsetremote": StateDown, "legacy": StateUp, "omega": StateUp}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("states (-want +got):\n%s\nlogs:\n%s", diff, l)
 	}
@@ -155,6 +157,7 @@ func TestStartMixed(t *testing.T) {
 		{"missing", []string{`backend "missing"`, "toolgate-no-such-command-xyz", "not found", "check command/PATH"}},
 		// A path: the folder it is read from, not PATH.
 		{"missingpath", []string{`command "` + filepath.Join(cwd, "toolgate-no-such/server") + `" not found (a relative path is read from the server's cwd ` + cwd + `): check command`}},
+		{"cmdline", []string{`backend "cmdline": command "sh ./serve.sh --port 3" is not found, and reads as a whole command line: "command" names the program alone and "args" the rest: "command": "sh", "args": ["./serve.sh","--port","3","x"]`}},
 		{"unset", []string{`backend "unset": variable ${GH_TOKEN} (env.GITHUB_TOKEN) is not set in toolgate's environment: set it where toolgate starts`}},
 		{"unsetremote", []string{`backend "unsetremote": variable ${API_URL} (url) is not set`}},
 	} {

@@ -75,6 +75,11 @@ type procConfig struct {
 func resolveCommand(srv config.Server, env []string) (string, error) {
 	pathEnv := envLookup(env, "PATH")
 	path, err := lookPath(srv.Command, pathEnv, srv.Cwd)
+	if err != nil && errors.Is(err, errNotFound) {
+		if fix := splitCommandLine(srv, pathEnv); fix != "" {
+			return "", fmt.Errorf("command %q is not found, and reads as a whole command line: %s", srv.Command, fix)
+		}
+	}
 	if err != nil {
 		if errors.Is(err, errNotFound) && strings.Contains(srv.Command, "/") {
 			// A path: PATH plays no part.
@@ -98,6 +103,25 @@ func resolveCommand(srv config.Server, env []string) (string, error) {
 		}
 	}
 	return path, nil
+}
+
+// splitCommandLine is the fix for a command written as a whole command
+// line ("npx -y @modelcontextprotocol/server-memory") whose first word is a
+// program that starts: "command" names the program, "args" the rest. ""
+// when the command has no space or its first word does not start either.
+func splitCommandLine(srv config.Server, pathEnv string) string {
+	words := strings.Fields(srv.Command)
+	if len(words) < 2 || strings.ContainsAny(srv.Command, `"'\`) {
+		return ""
+	}
+	if _, err := lookPath(words[0], pathEnv, srv.Cwd); err != nil {
+		return ""
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(append(slices.Clone(words[1:]), srv.Args...))
+	return fmt.Sprintf(`"command" names the program alone and "args" the rest: "command": %q, "args": %s`, words[0], bytes.TrimSpace(b.Bytes()))
 }
 
 // CheckCommand says why a local server's command would not start with the

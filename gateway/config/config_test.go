@@ -374,6 +374,17 @@ func TestParseBad(t *testing.T) {
 			{`mcpServers["a"].comand`, `did you mean "command"?`},
 			{`mcpServers["b"].header`, `did you mean "headers"?`},
 		}},
+		// Other clients' names for our keys, in an entry copied by hand.
+		{"other clients' keys", `{"mcpServers": {"w": {"serverUrl": "http://h/sse"}, "g": {"httpUrl": "http://h/mcp"}, "c": {"transportType": "sse", "url": "http://h/sse"},
+			"n": {"transport": {"type": "sse", "url": "http://h/sse"}}, "ok": {"transport": "sse", "type": "sse", "url": "http://h/sse"}}}`, nil, []want{
+			{`mcpServers["c"].transportType`, `unknown key: the transport is given by "type" here: rename it to "type" ("stdio", "http" or "sse"`},
+			{`mcpServers["g"]`, `needs "command"`},
+			{`mcpServers["g"].httpUrl`, `unknown key: "httpUrl" is Gemini CLI's name for a streamable HTTP "url": rename it to "url"`},
+			{`mcpServers["n"]`, `needs "command"`},
+			{`mcpServers["n"].transport`, `unknown key: an object of settings that go in the entry itself here: its "type", "url", "command", "args" … as keys of mcpServers["n"]`},
+			{`mcpServers["w"]`, `needs "command"`},
+			{`mcpServers["w"].serverUrl`, `unknown key: "serverUrl" is Windsurf's name for "url": rename it to "url"`},
+		}},
 		{"toolgate unknown keys", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"serach": {}, "CallTimeout": "1s", "search": {"mdoe": "x"}, "zzz": 1}}`, nil, []want{
 			{`toolgate.CallTimeout`, `did you mean "callTimeout"?`},
 			{`toolgate.search.mdoe`, `did you mean "mode"?`},

@@ -402,6 +402,15 @@ func (p *parser) servers(top map[string]json.RawMessage, f *File) {
 // belong to other applications and are ignored.
 var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "oauth", "tls", "disabled", "connectTimeout", "callTimeout", "lazy", "idleTimeout", "restart", "description"}
 
+// foreignKeys are other MCP clients' names for keys of a server entry,
+// which a config copied by hand brings (toolgate import renames them).
+var foreignKeys = map[string]struct{ want, whose, note string }{
+	"serverUrl":     {"url", `"serverUrl" is Windsurf's name for "url"`, ""},
+	"httpUrl":       {"url", `"httpUrl" is Gemini CLI's name for a streamable HTTP "url"`, ""},
+	"transport":     {"type", `the transport is given by "type" here`, ` ("stdio", "http" or "sse"; left out, it follows from "command" or "url")`},
+	"transportType": {"type", `the transport is given by "type" here`, ` ("stdio", "http" or "sse"; left out, it follows from "command" or "url")`},
+}
+
 func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
 	s := Server{Name: name}
 	var m map[string]json.RawMessage
@@ -449,6 +458,15 @@ func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
 	// Keys we do not read are tolerated, except near-misses of ours that would
 	// otherwise be dropped silently ("comand", "header", "Args").
 	for k := range m {
+		if f, ok := foreignKeys[k]; ok {
+			switch _, has := m[f.want]; {
+			case rawKind(m[k]) == "an object":
+				p.errorf(name, k, `unknown key: an object of settings that go in the entry itself here: its "type", "url", "command", "args" … as keys of mcpServers[%q]`, name)
+			case !has:
+				p.errorf(name, k, "unknown key: %s: rename it to %q%s", f.whose, f.want, f.note)
+			}
+			continue
+		}
 		if slices.Contains(serverKeys, k) || len(k) < 4 {
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/toolgate/toolgate/gateway/backend"
@@ -36,6 +37,9 @@ func (g *globals) listBackendTools(ctx context.Context, paths []string, stderr i
 	defer tokens.Close()
 	opts := g.backendOptions(cfg)
 	opts.RestartDelays = []time.Duration{} // list once; never restart
+	// Each server that cannot be listed is said below, once, with its
+	// error: the pool's "backend down" and its stderr lines said it first.
+	opts.Logger = g.loggerAt(slog.LevelError)
 	opts.Auth = tokens
 	pool := backend.New(cfg.Servers(), opts)
 	defer pool.Close()

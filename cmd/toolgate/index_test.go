@@ -313,6 +313,14 @@ func TestIndexConfigWithAServerDown(t *testing.T) {
 	if strings.ContainsAny(stderr, "\x1b\a") {
 		t.Errorf("a backend's terminal escape reached stderr raw:\n%q", stderr)
 	}
+	// Each said once, in the command's words: the pool's "backend down"
+	// and the server's stderr lines said it before (and again at
+	// --log-level info).
+	for _, bad := range []string{`msg="backend down"`, `msg="backend stderr"`} {
+		if strings.Contains(stderr, bad) {
+			t.Errorf("stderr has %s:\n%s", bad, stderr)
+		}
+	}
 	for _, want := range []string{
 		`server "b" is down (`, "the index keeps the 3 tools it had for it",
 		`server "c" is down (`, `boom \x1b]0;pwned\a`, "it has no tools in the index",

@@ -33,6 +33,9 @@ type globals struct {
 	logLevel      string
 	logFormat     string // --log-format: text or json
 	logger        *slog.Logger
+	// levelAsked says that --log-level or $TOOLGATE_LOG_LEVEL chose the
+	// level: commands that quiet their logs by default leave it.
+	levelAsked bool
 	// level is the logger's level: --log-level, then what `toolgate logs
 	// --level` sets in a running gateway (serve's POST /loglevel).
 	level *slog.LevelVar
@@ -72,6 +75,7 @@ func newRootCmd(stop *shutdown.Controller) (*cobra.Command, *globals) {
 			g.logRing = logring.New(0)
 			g.level = new(slog.LevelVar)
 			g.level.Set(lvl)
+			g.levelAsked = cmd.Flags().Changed("log-level") || os.Getenv("TOOLGATE_LOG_LEVEL") != ""
 			g.logger = slog.New(g.logHandler(io.MultiWriter(g.logRing, os.Stderr), g.level))
 			g.stop.SetLogger(g.logger)
 			return nil
@@ -266,10 +270,20 @@ func (g *globals) fail(w io.Writer, err error) int {
 // the cache's note are not news there), unless --log-level or
 // $TOOLGATE_LOG_LEVEL asked for a level.
 func (g *globals) quietUnlessAsked(cmd *cobra.Command) {
-	if cmd.Flags().Changed("log-level") || os.Getenv("TOOLGATE_LOG_LEVEL") != "" || g.level.Level() > slog.LevelInfo {
+	if g.levelAsked || g.level.Level() > slog.LevelInfo {
 		return
 	}
 	g.level.Set(slog.LevelWarn)
+}
+
+// loggerAt is the logger at level, for a part whose warnings a command
+// says in its own words, unless --log-level or $TOOLGATE_LOG_LEVEL asked
+// for a level (then it is the command's logger).
+func (g *globals) loggerAt(level slog.Level) *slog.Logger {
+	if g.levelAsked || g.level.Level() > level {
+		return g.logger
+	}
+	return slog.New(g.logHandler(io.MultiWriter(g.logRing, os.Stderr), level))
 }
 
 // parseLogFormat says whether --log-format s asks for JSON.

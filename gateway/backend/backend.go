@@ -684,6 +684,11 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 	if fix := b.cfg.TLS.Fix(err); fix != "" {
 		return fmt.Errorf("backend %q at %s: %w: %s", name, b.cfg.URL, err, fix)
 	}
+	if rpcErr := (*jsonrpc.Error)(nil); errors.As(err, &rpcErr) {
+		// The server answered, at this url, over this transport: its own
+		// reason is the cause, not the entry.
+		return fmt.Errorf("backend %q at %s: MCP handshake failed: %w", name, b.cfg.URL, err)
+	}
 	return fmt.Errorf("backend %q at %s: %w: check url, type (%s) and headers", name, b.cfg.URL, err, b.cfg.Type)
 }
 

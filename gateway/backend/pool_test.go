@@ -3,6 +3,7 @@ package backend
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -1071,6 +1072,13 @@ func TestRemoteRefusalsSaid(t *testing.T) {
 			w.Header().Set("Content-Type", "text/html")
 			w.WriteHeader(http.StatusBadGateway)
 			fmt.Fprint(w, "<html><head><title>upstream down</title></head></html>")
+		case "/rpc":
+			var req struct {
+				ID json.RawMessage `json:"id"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&req)
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"Unsupported protocol version (supported: 2024-11-05)"}}`, req.ID)
 		}
 	}))
 	t.Cleanup(srv.Close)
@@ -1098,6 +1106,16 @@ func TestRemoteRefusalsSaid(t *testing.T) {
 				t.Errorf("error:\n%s\nwant it to start:\n%s", got, want)
 			}
 		})
+	}
+	// A JSON-RPC error in answer to "initialize": the server's own reason,
+	// not a hint to check the entry (it was "check url, type (http) and
+	// headers").
+	rpc := config.Server{Name: "rpc", Type: config.TypeHTTP, URL: srv.URL + "/rpc"}
+	p := startPool(t, []config.Server{rpc}, testOptions(&testenv.LogBuffer{}))
+	testenv.Eventually(t, "the server down", func() bool { return statusOf(t, p, "rpc").LastErr != "" })
+	want := fmt.Sprintf(`backend "rpc" at %s: MCP handshake failed: calling "initialize": Unsupported protocol version (supported: 2024-11-05)`, rpc.URL)
+	if got := statusOf(t, p, "rpc").LastErr; got != want {
+		t.Errorf("error:\n%s\nwant:\n%s", got, want)
 	}
 	// A host name that does not resolve, as the resolver reports it (no
 	// lookup here: a test machine may have no resolver to ask).

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -668,8 +669,8 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 		return fmt.Errorf("backend %q: MCP handshake failed: %w%s", name, err, r.proc.outputSuffix())
 	}
 	if n, _ := r.notMCP(); n != nil {
-		return fmt.Errorf("backend %q at %s: the server answered %s, not MCP: check that url is the server's MCP endpoint (often ending in /mcp, or /sse for type sse) and that no proxy or sign-in page answers in its place",
-			name, b.cfg.URL, n.in(b.cfg.URL))
+		fix := cmp.Or(n.fix, "check that url is the server's MCP endpoint (often ending in /mcp, or /sse for type sse) and that no proxy or sign-in page answers in its place")
+		return fmt.Errorf("backend %q at %s: the server answered %s, not MCP: %s", name, b.cfg.URL, n.in(b.cfg.URL), fix)
 	}
 	if rf, _ := r.refused(); rf != nil {
 		// go-sdk said the status text alone, under its calls.

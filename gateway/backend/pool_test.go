@@ -1072,6 +1072,11 @@ func TestRemoteRefusalsSaid(t *testing.T) {
 			w.Header().Set("Content-Type", "text/html")
 			w.WriteHeader(http.StatusBadGateway)
 			fmt.Fprint(w, "<html><head><title>upstream down</title></head></html>")
+		case "/empty":
+			w.Header().Set("Content-Type", "application/json")
+		case "/trunc":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id"`)
 		case "/rpc":
 			var req struct {
 				ID json.RawMessage `json:"id"`
@@ -1095,6 +1100,10 @@ func TestRemoteRefusalsSaid(t *testing.T) {
 		{"token", config.TypeHTTP, srv.URL + "/token", "the server answered a POST with 401 Unauthorized: the server wants credentials: set them in the entry's \"headers\" (\"Authorization\": \"Bearer ${TOKEN}\"); `toolgate auth login token` logs in where the server offers OAuth"},
 		{"ip", config.TypeHTTP, srv.URL + "/ip", `the server answered a POST with 403 Forbidden ("IP 127.0.0.1 is not allowed"): the server refused these credentials or this client`},
 		{"proxy", config.TypeHTTP, srv.URL + "/proxy", `the server answered a POST with 502 Bad Gateway ("upstream down"): the server, or a proxy before it, failed: its own log says why`},
+		// A JSON answer that is not JSON: empty, or cut short (go-sdk said
+		// "failed to decode response: unmarshaling jsonrpc message: EOF").
+		{"empty", config.TypeHTTP, srv.URL + "/empty", `the server answered a POST with 200 OK and an empty application/json body, not MCP: check that url is the server's MCP endpoint`},
+		{"trunc", config.TypeHTTP, srv.URL + "/trunc", `the server answered a POST with 200 OK and an application/json body that is not JSON (21 bytes, cut short or malformed: "{\"jsonrpc\":\"2.0\",\"id\""), not MCP: the server, or a proxy before it, broke off or garbled its answer: its own log says why`},
 		{"nobody", config.TypeHTTP, "http://" + closed + "/mcp", "nothing listens at " + closed + " (connection refused): check that the server is running, and the url's host and port"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -50,6 +51,9 @@ type headerTransport struct {
 	// for connect and call errors; refusals counts them.
 	refused  atomic.Pointer[refusal]
 	refusals atomic.Uint64
+	// handshake is true until the session is up: its JSON answers are
+	// read whole and checked (notJSONAnswer), which calls are not.
+	handshake atomic.Bool
 }
 
 // refusal describes an answer with an error status (400 or more).
@@ -161,6 +165,9 @@ type notMCP struct {
 	status string // "200 OK"
 	method string
 	url    string // redacted
+	// fix replaces the fix of a page in place of the answer (check the
+	// url, and what stands in between), when another one fits.
+	fix string
 }
 
 // in is "a POST with 200 OK and an HTML page ("Sign in")", with the URL
@@ -182,7 +189,11 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || resp.Body == nil {
 		return resp, err
 	}
-	if n := notMCPAnswer(resp); n != nil {
+	n := notMCPAnswer(resp)
+	if n == nil && t.handshake.Load() {
+		n = notJSONAnswer(resp, t.maxBody)
+	}
+	if n != nil {
 		t.notMCP.Store(n)
 		t.notMCPs.Add(1)
 	}
@@ -240,6 +251,33 @@ func notMCPAnswer(resp *http.Response) *notMCP {
 		}
 	}
 	return &notMCP{what: what, status: resp.Status, method: resp.Request.Method, url: resp.Request.URL.Redacted()}
+}
+
+// notJSONAnswer describes a 200 OK JSON answer to a POST whose body is not
+// JSON (empty, or cut short), reading it whole and putting it back; nil
+// for any other response, and for a body over max (the cap says so).
+// go-sdk's words for it are "failed to decode response: unmarshaling
+// jsonrpc message: unexpected EOF", under its calls.
+func notJSONAnswer(resp *http.Response, max int64) *notMCP {
+	media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if resp.StatusCode != http.StatusOK || media != "application/json" || resp.Request.Method != http.MethodPost {
+		return nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	rest := resp.Body
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(body), rest), rest}
+	if err != nil || int64(len(body)) > max || json.Valid(body) {
+		return nil
+	}
+	n := &notMCP{what: "an empty application/json body", status: resp.Status, method: resp.Request.Method, url: resp.Request.URL.Redacted()}
+	if t := bytes.TrimSpace(body); len(t) > 0 {
+		n.what = fmt.Sprintf("an application/json body that is not JSON (%d bytes, cut short or malformed: %q)", len(body), oneline.Cut(string(t), 80))
+		n.fix = "the server, or a proxy before it, broke off or garbled its answer: its own log says why"
+	}
+	return n
 }
 
 // htmlTitle is the text of the <title> element in the start of a page, or
@@ -311,7 +349,9 @@ func (b *backend) httpClient(r *run, tc *tls.Config) *http.Client {
 	if a := b.auth(); a != nil {
 		rt = a.Transport(b.cfg.Name, b.cfg.URL, base, r.loginRequired)
 	}
-	return &http.Client{Transport: &headerTransport{base: rt, headers: h, maxBody: int64(b.p.opts.MaxMessageBytes), observe: r.calls.observe, sse: b.cfg.Type == config.TypeSSE}}
+	ht := &headerTransport{base: rt, headers: h, maxBody: int64(b.p.opts.MaxMessageBytes), observe: r.calls.observe, sse: b.cfg.Type == config.TypeSSE}
+	ht.handshake.Store(true)
+	return &http.Client{Transport: ht}
 }
 
 // auth is the Authorizer of a remote backend without a static
@@ -338,6 +378,17 @@ func (b *backend) auth() Authorizer {
 // rest of the connect budget. Reconnecting costs one HTTP round trip, not a
 // process start.
 func (b *backend) connectRemote(ctx context.Context, r *run, client *mcp.Client) (*mcp.ClientSession, error) {
+	sess, err := b.handshakeRemote(ctx, r, client)
+	if err == nil {
+		if t := r.headers(); t != nil {
+			t.handshake.Store(false)
+		}
+	}
+	return sess, err
+}
+
+// handshakeRemote is connectRemote's connection and handshake.
+func (b *backend) handshakeRemote(ctx context.Context, r *run, client *mcp.Client) (*mcp.ClientSession, error) {
 	u, err := url.Parse(b.cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, configError{fmt.Errorf("url %q is not an http(s) URL: check url", b.cfg.URL)}

@@ -26,6 +26,7 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 	defer s.release(e.log)
 	ix := s.ix
 	text := strings.TrimSpace(q.Text)
+	asked := text + pathHint(text) // as Search ranks it
 	n := ix.Len()
 
 	lm := e.learnedFor(ix)
@@ -35,7 +36,7 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 	}
 	sub := ix.In(q.Filter)
 	dropped := func(s index.Scored) bool { return !sub.Has(s.ID) }
-	kwRes, err := ix.KeywordAll(text, q.Server, extra)
+	kwRes, err := ix.KeywordAll(asked, q.Server, extra)
 	if err != nil {
 		return Result{}, err
 	}
@@ -43,7 +44,7 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 	var vecAll []index.Scored
 	var qvec []float32
 	if mode.needsVectors() {
-		vecs, err := e.emb.Embed(ctx, []string{index.QueryPrefix(e.emb) + text})
+		vecs, err := e.emb.Embed(ctx, []string{index.QueryPrefix(e.emb) + asked})
 		if err != nil {
 			return Result{}, err
 		}

@@ -482,6 +482,9 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	// otherwise st costs nothing.
 	st := stagesOf(ctx)
 
+	// Both signals rank the query with what its paths are (paths.go).
+	asked := text + pathHint(text)
+
 	// The query embedding (a MiniLM run, ~10 ms) and the keyword search run
 	// side by side: on two or more cores the keyword half comes for free.
 	type embedded struct {
@@ -496,7 +499,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 			embc = make(chan embedded, 1)
 			go func() {
 				ectx, span := st.start(ctx, stageEmbed)
-				vecs, err := index.EmbedQueries(ectx, e.emb, []string{index.QueryPrefix(e.emb) + text})
+				vecs, err := index.EmbedQueries(ectx, e.emb, []string{index.QueryPrefix(e.emb) + asked})
 				span.End()
 				if err == nil && len(vecs) != 1 {
 					err = fmt.Errorf("embedder returned %d vectors for 1 text", len(vecs))
@@ -549,7 +552,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		extra = lm.extra
 	}
 	_, span := st.start(ctx, stageKeyword)
-	kwRes, kwErr := sub.KeywordAll(text, q.Server, extra)
+	kwRes, kwErr := sub.KeywordAll(asked, q.Server, extra)
 	var kw signal
 	if kwErr == nil {
 		kw = keywordSignal(kwRes, kwDepth)

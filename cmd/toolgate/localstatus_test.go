@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -334,8 +335,9 @@ func statusRoute(h http.Handler) map[string]http.Handler {
 }
 
 // `toolgate logs` prints a stdio gateway's log from its socket; -f follows
-// it (a restart asked from the shell shows up) and ends when the gateway
-// stops.
+// the data folder: a restart asked from the shell shows up, a gateway that
+// stops says so, one that starts later joins, and it ends when
+// interrupted. With --pid it ends when that gateway stops.
 func TestLogs(t *testing.T) {
 	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, map[string]any{"learn": map[string]any{"enabled": false}})
 	data := t.TempDir()
@@ -357,57 +359,82 @@ func TestLogs(t *testing.T) {
 		t.Errorf("status --json after logs --level debug: want process.logLevel debug\n%s", out)
 	}
 
-	follow := toolgateCmd(t, data, "logs", "-f", "-n", "1")
-	pr, err := follow.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	follow.Stderr = testLog(t, "logs: ")
-	if err := follow.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	waitLine := func(what string) {
+	startFollow := func(args ...string) (*exec.Cmd, func(what string)) {
 		t.Helper()
-		timeout := time.After(time.Minute)
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					t.Fatalf("logs -f ended before %q", what)
+		follow := toolgateCmd(t, data, append([]string{"logs", "-f", "-n", "1"}, args...)...)
+		pr, err := follow.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		follow.Stderr = testLog(t, "logs: ")
+		if err := follow.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := make(chan string, 100)
+		go func() {
+			sc := bufio.NewScanner(pr)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		return follow, func(what string) {
+			t.Helper()
+			timeout := time.After(time.Minute)
+			for {
+				select {
+				case l, ok := <-lines:
+					if !ok {
+						t.Fatalf("logs -f %v ended before %q", args, what)
+					}
+					if strings.Contains(l, what) {
+						return
+					}
+				case <-timeout:
+					t.Fatalf("logs -f %v did not print %q within a minute", args, what)
 				}
-				if strings.Contains(l, what) {
-					return
-				}
-			case <-timeout:
-				t.Fatalf("logs -f did not print %q within a minute", what)
 			}
 		}
 	}
+	ended := func(follow *exec.Cmd, what string) {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- follow.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("logs -f %s: %v", what, err)
+			}
+		case <-time.After(time.Minute):
+			follow.Process.Kill()
+			t.Fatalf("logs -f still runs a minute after %s", what)
+		}
+	}
+	follow, waitLine := startFollow()
 	if out, err := toolgateCmd(t, data, "servers", "restart", "fake").CombinedOutput(); err != nil {
 		t.Fatalf("servers restart: %v\n%s", err, out)
 	}
 	waitLine("server restarted: requested by `toolgate servers restart`")
-	cs.Close() // the gateway stops; -f says so and ends
+	cs.Close() // the gateway stops; -f says so and waits for the next
 	waitLine("stopped)")
-	done := make(chan error, 1)
-	go func() { done <- follow.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("logs -f after its gateway stopped: %v", err)
-		}
-	case <-time.After(time.Minute):
-		follow.Process.Kill()
-		t.Fatal("logs -f still runs a minute after its gateway stopped")
+	waitLine("(no gateway runs on the data folder now: waiting for the next; Ctrl-C ends)")
+
+	// The next gateway joins, its lines from its start.
+	next := toolgateCmd(t, data, "serve", "--config", cfg, "--mode", "bm25")
+	next.Stderr = testLog(t, "next: ")
+	_, cs2 := connectStdio(t, next, 3*time.Minute)
+	waitLine(fmt.Sprintf("pid %d", next.Process.Pid))
+	waitLine(`msg="gateway ready"`)
+	byPID, waitPID := startFollow("--pid", itoa(next.Process.Pid), "-n", "0")
+	waitPID(`msg="gateway ready"`)
+	cs2.Close()
+	waitPID("stopped)")
+	ended(byPID, "--pid after its gateway stopped")
+	waitLine("stopped)")
+	if err := follow.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
 	}
+	ended(follow, "after an interrupt")
 }
 
 // logs -f says how many lines went by unkept when more came between two

@@ -44,8 +44,10 @@ its log level), and answers on its status socket.
 
 With several gateways each one's lines come under a heading line; -f
 prefixes each line with its gateway's PID instead. --pid picks one.
--f follows: it prints new lines as they come until interrupted or, when
-every gateway followed has stopped, ends.
+-f follows: it prints new lines as they come until interrupted. It follows
+the data folder: a gateway that starts meanwhile (a restart, a new client's
+stdio gateway) joins, and with none running it waits for the next. With
+--pid it ends when that gateway stops.
 
 --level sets the log level of those gateways first (debug, info, warn or
 error), without a restart: their stderr gets the lines of that level too.
@@ -155,27 +157,30 @@ func runLogs(ctx context.Context, w, notes io.Writer, dataDir string, f logsFlag
 		return fmt.Sprintf("[%d] ", g.gw.rep.Process.PID)
 	}
 	var failed []string
+	setLevel := func(g *followed) {
+		got, err := setLogLevel(ctx, g.gw.sock, f.level, "")
+		if err != nil {
+			g.gone = true
+			failed = append(failed, fmt.Sprintf("%s: %v", g.gw.name(), unwrapURLError(err)))
+			return
+		}
+		until := "until `toolgate logs --level " + got.Was + "` or a restart"
+		if f.follow {
+			until = "while this follows"
+		}
+		if got.Was != got.Level {
+			g.was = got.Was
+			fmt.Fprintf(notes, "toolgate: %s: log level %s → %s, %s\n", g.gw.name(), got.Was, got.Level, until)
+		} else {
+			fmt.Fprintf(notes, "toolgate: %s: log level %s already\n", g.gw.name(), got.Level)
+		}
+	}
 	if f.level != "" {
 		for _, g := range gws {
-			got, err := setLogLevel(ctx, g.gw.sock, f.level, "")
-			if err != nil {
-				g.gone = true
-				failed = append(failed, fmt.Sprintf("%s: %v", g.gw.name(), unwrapURLError(err)))
-				continue
-			}
-			until := "until `toolgate logs --level " + got.Was + "` or a restart"
-			if f.follow {
-				until = "while this follows"
-			}
-			if got.Was != got.Level {
-				g.was = got.Was
-				fmt.Fprintf(notes, "toolgate: %s: log level %s → %s, %s\n", g.gw.name(), got.Was, got.Level, until)
-			} else {
-				fmt.Fprintf(notes, "toolgate: %s: log level %s already\n", g.gw.name(), got.Level)
-			}
+			setLevel(g)
 		}
 		if f.follow {
-			defer restoreLogLevels(ctx, notes, gws, f.level)
+			defer func() { restoreLogLevels(ctx, notes, gws, f.level) }() // the gateways that joined too
 		}
 	}
 	for i, g := range gws {
@@ -200,13 +205,43 @@ func runLogs(ctx context.Context, w, notes io.Writer, dataDir string, f logsFlag
 		g.last = p.Last
 	}
 	if f.follow {
+		// Without --pid it follows the data folder: a gateway that starts
+		// meanwhile (a restart, a new client's stdio gateway) joins, and
+		// with none running it waits for the next; with --pid it ends
+		// when that one stops.
+		folder := f.pid == 0
+		known := map[string]bool{}
+		for _, g := range gws {
+			known[g.gw.sock] = true
+		}
+		alive := func() bool { return slices.ContainsFunc(gws, func(g *followed) bool { return !g.gone }) }
 		tick := time.NewTicker(f.every)
 		defer tick.Stop()
-		for slices.ContainsFunc(gws, func(g *followed) bool { return !g.gone }) {
+		looks, waiting := 0, false
+		for folder || alive() {
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-tick.C:
+			}
+			if looks++; folder && looks%followScan == 0 {
+				for _, sock := range local.Sockets(dataDir) {
+					if known[sock] {
+						continue
+					}
+					gw, gone := askLocal(ctx, sock, time.Second)
+					if gone || gw.err != nil || gw.rep.Process == nil {
+						continue // a killed gateway's socket, or one still starting: looked at again
+					}
+					known[sock] = true
+					g := &followed{gw: gw}
+					gws = append(gws, g)
+					waiting = false
+					if f.level != "" {
+						setLevel(g)
+					}
+					fmt.Fprintf(w, "%s(%s started)\n", prefix(g), g.gw.name())
+				}
 			}
 			for _, g := range gws {
 				if g.gone {
@@ -230,6 +265,10 @@ func runLogs(ctx context.Context, w, notes io.Writer, dataDir string, f logsFlag
 				}
 				g.last = max(g.last, p.Last)
 			}
+			if folder && !waiting && !alive() {
+				waiting = true
+				fmt.Fprintf(w, "(no gateway runs on the data folder now: waiting for the next; Ctrl-C ends)\n")
+			}
 		}
 	}
 	if len(failed) > 0 {
@@ -237,6 +276,10 @@ func runLogs(ctx context.Context, w, notes io.Writer, dataDir string, f logsFlag
 	}
 	return nil
 }
+
+// followScan is how many of -f's looks at its gateways' lines come to one
+// look for gateways that started meanwhile (every 2 s by default).
+const followScan = 4
 
 // restoreLogLevels puts back the levels --level replaced in the gateways
 // followed that still run, unless one was changed again meanwhile (by

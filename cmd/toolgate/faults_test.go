@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/backend/oauth/oauthtest"
@@ -595,4 +597,37 @@ func TestServeWithoutInotify(t *testing.T) {
 		t.Errorf("the warnings do not name the limit to raise:\n%s", log)
 	}
 	stopsClean(t, cmd, exited, "without inotify")
+}
+
+// A stdio server starts again (a restart asked for, a crash) after the
+// toolgate binary that serves it was removed or replaced, as an upgrade, a
+// rebuild or an uninstall does under a running gateway: each start runs
+// the reaper from the running binary itself, where it ran the path, which
+// then named no file ("start node: fork/exec /usr/bin/toolgate: no such
+// file or directory", the server down for good).
+func TestBackendStartsAfterTheBinaryIsRemoved(t *testing.T) {
+	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, map[string]any{"learn": map[string]any{"enabled": false}})
+	data := t.TempDir()
+	exe := filepath.Join(t.TempDir(), "toolgate")
+	b, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exe, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	serve := toolgateCmd(t, data, "serve", "--config", cfg, "--mode", "bm25")
+	serve.Path, serve.Args[0] = exe, exe
+	serve.Stderr = testLog(t, "serve: ")
+	ctx, cs := connectStdio(t, serve, 3*time.Minute)
+	if err := os.Remove(exe); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := toolgateCmd(t, data, "servers", "restart", "fake").CombinedOutput(); err != nil {
+		t.Fatalf("servers restart fake after the binary was removed: %v\n%s", err, out)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": "fake__echo", "arguments": map[string]any{"text": "hi"}}})
+	if err != nil || res.IsError {
+		t.Fatalf("a call after the restart: %v %+v", err, res)
+	}
 }

@@ -268,3 +268,17 @@ func descendants(root int) []procInfo {
 	}
 	return out
 }
+
+// selfExecutable is the file to run this very toolgate again (the reaper):
+// /proc/self/exe, the running binary itself even once its path was
+// removed or replaced (an upgrade, a rebuild, an uninstall while it runs),
+// where os.Executable's path then named no file (every stdio server's next
+// start failed: "fork/exec /usr/bin/toolgate: no such file or directory")
+// or another version of toolgate. Without /proc, os.Executable.
+func selfExecutable() (string, error) {
+	const self = "/proc/self/exe"
+	if _, err := os.Stat(self); err == nil {
+		return self, nil
+	}
+	return os.Executable()
+}

@@ -22,3 +22,6 @@ func ReaperMain() {
 	fmt.Fprintln(os.Stderr, "toolgate reaper: only supported on Linux")
 	os.Exit(127)
 }
+
+// selfExecutable is the file to run this toolgate again (no reaper here).
+func selfExecutable() (string, error) { return os.Executable() }

@@ -196,7 +196,7 @@ func startProc(srv config.Server, pc procConfig) (*proc, error) {
 	}
 	var lifeR, lifeW *os.File
 	if pc.reaper && reaperAvailable {
-		exe, err := os.Executable()
+		exe, err := selfExecutable()
 		if err != nil {
 			return nil, fmt.Errorf("find toolgate's executable to run the reaper: %w", err)
 		}

@@ -240,6 +240,8 @@ func TestServersCommands(t *testing.T) {
 		{[]string{"servers", "add", "x", "--config", path}, "give the command that starts it after --"},
 		{[]string{"servers", "add", "x", "--config", path, "--url", "ftp://h/", "--", "x"}, "either a command"},
 		{[]string{"servers", "add", "x", "--config", path, "--url", "ftp://h/"}, "is not an absolute http(s) URL"},
+		// A whole command line quoted as one word after --.
+		{[]string{"servers", "add", "x", "--config", path, "--", "sh ./server.sh --port 3"}, `servers add x: "sh ./server.sh --port 3" is one argument holding a whole command line: give the program and its arguments as separate words after --, unquoted: toolgate servers add x --config ` + path + ` -- sh ./server.sh --port 3`},
 		{[]string{"servers", "remove", "nope", "--config", path}, `no server named "nope"`},
 		{[]string{"servers", "disable", "toolgate"}, "built into the gateway"},
 		{[]string{"servers", "enable", "nope", "--config", path}, `no server named "nope"`},

@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/internal/shellword"
 )
 
 // `toolgate servers add|remove|enable|disable|restart`: the management tools'
@@ -77,6 +78,13 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 		return usageError{fmt.Errorf("servers add %s: give the command that starts it after -- (e.g. -- npx -y @modelcontextprotocol/server-memory), or --url for a remote server", name)}
 	case len(command) > 0:
 		s.Command, s.Args = command[0], command[1:]
+	}
+	local := s
+	local.Type = config.TypeStdio
+	if len(command) == 1 && errors.Is(backend.CheckCommand(local, os.Environ()), backend.ErrWholeCommandLine) {
+		// -- "npx -y pkg": one word, quoted, that the shell did not split.
+		return usageError{fmt.Errorf("servers add %s: %q is one argument holding a whole command line: give the program and its arguments as separate words after --, unquoted: toolgate servers add %s --config %s -- %s",
+			name, command[0], name, shellword.Join(f.config), shellword.Join(strings.Fields(command[0])...))}
 	}
 	var err error
 	if s.Env, err = pairs(f.env, "=", "--env", "KEY=VALUE"); err != nil {

@@ -77,7 +77,7 @@ func resolveCommand(srv config.Server, env []string) (string, error) {
 	path, err := lookPath(srv.Command, pathEnv, srv.Cwd)
 	if err != nil && errors.Is(err, errNotFound) {
 		if fix := splitCommandLine(srv, pathEnv); fix != "" {
-			return "", fmt.Errorf("command %q is not found, and reads as a whole command line: %s", srv.Command, fix)
+			return "", wholeCommandLine(fmt.Sprintf("command %q is not found, and reads as a whole command line: %s", srv.Command, fix))
 		}
 	}
 	if err != nil {
@@ -104,6 +104,15 @@ func resolveCommand(srv config.Server, env []string) (string, error) {
 	}
 	return path, nil
 }
+
+// ErrWholeCommandLine is the error (errors.Is) of a command that is not
+// found and holds a whole command line whose first word starts.
+var ErrWholeCommandLine = errors.New(`a whole command line in "command"`)
+
+type wholeCommandLine string
+
+func (w wholeCommandLine) Error() string        { return string(w) }
+func (w wholeCommandLine) Is(target error) bool { return target == ErrWholeCommandLine }
 
 // splitCommandLine is the fix for a command written as a whole command
 // line ("npx -y @modelcontextprotocol/server-memory") whose first word is a

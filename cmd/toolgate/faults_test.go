@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -630,4 +631,64 @@ func TestBackendStartsAfterTheBinaryIsRemoved(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("a call after the restart: %v %+v", err, res)
 	}
+}
+
+// A config with no servers yet serves the management tools, says so in
+// its log, and starts a server added to the file while it runs; removing
+// the last one stops it. `{"mcpServers": {}}` used to be refused ("is
+// empty: add at least one server"), and `servers remove` of the last
+// server wrote nothing.
+func TestServeWithNoServersYet(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {}, "toolgate": {"learn": {"enabled": false}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	serve := toolgateCmd(t, data, "serve", "--config", cfg, "--mode", "bm25")
+	var log testenv.LogBuffer
+	serve.Stderr = &log
+	ctx, cs := connectStdio(t, serve, 3*time.Minute)
+	testenv.Eventually(t, "the warning", func() bool { return strings.Contains(log.String(), "the config has no servers yet") })
+	// The backends' names and states, and the tools the index serves.
+	state := func() ([]string, int) {
+		out, _, _ := runToolgate(t, data, "status", "--json")
+		var names []string
+		tools := -1
+		for _, rep := range decodeReports(t, out) {
+			for _, b := range rep.Backends {
+				names = append(names, b.Name+":"+string(b.State))
+			}
+			if rep.Stats != nil {
+				tools = rep.CatalogTools
+			}
+		}
+		return names, tools
+	}
+	_, own := state() // the management tools
+	if own <= 0 {
+		t.Fatalf("the gateway's own tools: %d", own)
+	}
+	fake := backendtest.Command(t, backendtest.ModeNormal)
+	args := []string{"servers", "add", "fake", "--config", cfg}
+	for k, v := range fake.Env {
+		args = append(args, "--env", k+"="+v)
+	}
+	if out, err := toolgateCmd(t, data, append(args, "--", fake.Command)...).CombinedOutput(); err != nil {
+		t.Fatalf("servers add: %v\n%s", err, out)
+	}
+	testenv.Eventually(t, "fake up and its 3 tools indexed", func() bool {
+		names, tools := state()
+		return slices.Equal(names, []string{"fake:up"}) && tools == own+3
+	})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": "fake__echo", "arguments": map[string]any{"text": "hi"}}})
+	if err != nil || res.IsError {
+		t.Fatalf("a call to the added server: %v %v", err, res.Content[0].(*mcp.TextContent).Text)
+	}
+	if out, err := toolgateCmd(t, data, "servers", "remove", "fake", "--config", cfg).CombinedOutput(); err != nil {
+		t.Fatalf("servers remove of the last server: %v\n%s", err, out)
+	}
+	testenv.Eventually(t, "no backend, and its tools gone", func() bool {
+		names, tools := state()
+		return len(names) == 0 && tools == own
+	})
 }

@@ -134,6 +134,11 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		return err
 	}
 	log := g.logger
+	if len(cfg.MCPServers) == 0 {
+		log.Warn("the config has no servers yet: search_tools finds only the gateway's own management tools until one is added",
+			"config", strings.Join(f.configs, " + "),
+			"fix", "add one to \"mcpServers\" (the gateway applies the saved file), or with toolgate servers add NAME --config FILE -- COMMAND [ARG...]")
+	}
 	if f.profile != "" {
 		if _, ok := cfg.Toolgate.Profiles[f.profile]; !ok {
 			return usageError{fmt.Errorf("--profile %q: there is no such profile in toolgate.profiles (profiles: %s)", f.profile, strings.Join(slices.Sorted(maps.Keys(cfg.Toolgate.Profiles)), ", "))}

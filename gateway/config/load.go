@@ -386,10 +386,9 @@ func (p *parser) servers(top map[string]json.RawMessage, f *File) {
 		p.errorf("", "mcpServers", "got %s, want an object mapping server names to entries, e.g. %s", rawKind(raw), exampleServer)
 		return
 	}
-	if len(entries) == 0 {
-		p.errorf("", "mcpServers", "is empty: add at least one server, e.g. %s", exampleServer)
-		return
-	}
+	// An empty object is a config with no servers yet (added later with
+	// toolgate servers add or toolgate__add_server, or all removed): serve
+	// says so in its log. A missing "mcpServers" is more likely a mistake.
 	for name, raw := range entries {
 		s, ok := p.server(name, raw)
 		if ok {

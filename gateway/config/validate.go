@@ -27,9 +27,6 @@ const maxNameLen = 64
 // ranges (zero settings mean "default" and pass). It returns an *Error.
 func (f *File) Validate() error {
 	errs := f.validate()
-	if len(f.MCPServers) == 0 {
-		errs = append(errs, &FieldError{Field: "mcpServers", Msg: "is empty: add at least one server, e.g. " + exampleServer})
-	}
 	if len(errs) == 0 {
 		return nil
 	}

@@ -160,6 +160,10 @@ func runServers(w io.Writer, g *globals, path string, asJSON bool) error {
 	if len(infos) == 1 {
 		servers = "server"
 	}
+	if len(infos) == 0 {
+		_, err := fmt.Fprintf(w, "%s: valid, no servers yet: add one with toolgate servers add NAME --config %s -- COMMAND [ARG...] (or --url URL)\n", path, shellword.Join(path))
+		return err
+	}
 	fmt.Fprintf(w, "%s: valid, %d %s (%d enabled)\n\n", path, len(infos), servers, enabled)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTYPE\tSTATUS\tCOMMAND / URL\tENV / HEADERS")

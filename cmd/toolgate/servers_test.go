@@ -168,6 +168,19 @@ func TestServersBundledExample(t *testing.T) {
 	}
 }
 
+// A config with no servers yet is valid, and the listing says how to add
+// one instead of an empty table.
+func TestServersListNoServersYet(t *testing.T) {
+	cfg := writeConfig(t, `{"mcpServers": {}}`)
+	var out bytes.Buffer
+	if err := runServers(&out, &globals{dataDir: t.TempDir()}, cfg, false); err != nil {
+		t.Fatal(err)
+	}
+	if want := cfg + ": valid, no servers yet: add one with toolgate servers add NAME --config " + cfg + " -- COMMAND [ARG...] (or --url URL)\n"; out.String() != want {
+		t.Errorf("listing:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
 // A server whose entry refers to a variable toolgate's environment lacks
 // does not keep the gateway from starting: the others serve, it is down
 // with the variable to set, and `toolgate servers` says it cannot start.

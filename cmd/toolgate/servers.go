@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -47,7 +46,7 @@ on the data folder through it.`
 // newServersListCmd is `toolgate servers` and `toolgate servers list`.
 func newServersListCmd(g *globals, use string) *cobra.Command {
 	var (
-		path   string
+		paths  []string
 		asJSON bool
 	)
 	cmd := &cobra.Command{
@@ -63,13 +62,13 @@ written, not expanded. A URL's password and query values are masked.
 A bad file prints every problem found (server, field, value, fix) and exits 1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if path == "" {
+			if len(paths) == 0 {
 				return usageError{errors.New("servers needs --config FILE (an mcpServers JSON file, e.g. examples/toolgate.json)")}
 			}
-			return runServers(cmd.OutOrStdout(), g, path, asJSON)
+			return runServers(cmd.OutOrStdout(), g, paths, asJSON)
 		},
 	}
-	configFlag(cmd, &path)
+	configsFlag(cmd, &paths)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
 	return cmd
 }
@@ -113,14 +112,24 @@ type serversProblem struct {
 	Message string `json:"message"`
 }
 
-func runServers(w io.Writer, g *globals, path string, asJSON bool) error {
-	data, err := os.ReadFile(path)
+// runServers lists the servers of the config files at paths, read as one
+// as serve reads them (later over earlier).
+func runServers(w io.Writer, g *globals, paths []string, asJSON bool) error {
+	docs, err := config.ReadDocs(paths)
 	if err != nil {
-		return fmt.Errorf("read config: %w", err)
+		return err
+	}
+	path, data := paths[0], docs[0].Data
+	var conflicts []config.Conflict
+	if len(docs) > 1 {
+		path = strings.Join(paths, " + ")
+		if data, conflicts, err = config.Merge(docs); err != nil {
+			return err
+		}
 	}
 	// Validate with the real environment, then describe the file as written
 	// so that expanded secrets never reach the output.
-	loaded, loadErr := config.Parse(data, path, nil)
+	loaded, _, _, loadErr := config.ParseDocs(docs, nil)
 	if loadErr != nil {
 		if asJSON {
 			rep := serversReport{Config: path, Errors: problems(loadErr)}
@@ -130,7 +139,7 @@ func runServers(w io.Writer, g *globals, path string, asJSON bool) error {
 		}
 		return loadErr
 	}
-	f, err := config.ParseUnexpanded(data, path)
+	f, err := config.ParseUnexpanded(data, paths[len(paths)-1])
 	if err != nil {
 		return err // cannot happen after Parse succeeded, but never hide it
 	}
@@ -161,10 +170,14 @@ func runServers(w io.Writer, g *globals, path string, asJSON bool) error {
 		servers = "server"
 	}
 	if len(infos) == 0 {
-		_, err := fmt.Fprintf(w, "%s: valid, no servers yet: add one with toolgate servers add NAME --config %s -- COMMAND [ARG...] (or --url URL)\n", path, shellword.Join(path))
+		_, err := fmt.Fprintf(w, "%s: valid, no servers yet: add one with toolgate servers add NAME --config %s -- COMMAND [ARG...] (or --url URL)\n", path, shellword.Join(paths[len(paths)-1]))
 		return err
 	}
-	fmt.Fprintf(w, "%s: valid, %d %s (%d enabled)\n\n", path, len(infos), servers, enabled)
+	fmt.Fprintf(w, "%s: valid, %d %s (%d enabled)\n", path, len(infos), servers, enabled)
+	for _, c := range conflicts {
+		fmt.Fprintf(w, "note: %s\n", c)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTYPE\tSTATUS\tCOMMAND / URL\tENV / HEADERS")
 	for _, s := range infos {

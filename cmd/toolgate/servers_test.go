@@ -34,7 +34,7 @@ func TestServersListsWithoutSecrets(t *testing.T) {
 		"off": {"type": "sse", "url": "https://example.com/sse", "disabled": true}}}`)
 	for _, asJSON := range []bool{false, true} {
 		var out bytes.Buffer
-		if err := runServers(&out, &globals{dataDir: t.TempDir()}, cfg, asJSON); err != nil {
+		if err := runServers(&out, &globals{dataDir: t.TempDir()}, []string{cfg}, asJSON); err != nil {
 			t.Fatalf("runServers(json=%v): %v", asJSON, err)
 		}
 		got := out.String()
@@ -69,7 +69,7 @@ func TestServersListCannotStart(t *testing.T) {
 		"ok": {"command": "sh", "args": ["-c", "true"]},
 		"off": {"command": "toolgate-no-such-command-xyz", "disabled": true}}}`)
 	var out bytes.Buffer
-	if err := runServers(&out, &globals{dataDir: t.TempDir()}, cfg, false); err != nil {
+	if err := runServers(&out, &globals{dataDir: t.TempDir()}, []string{cfg}, false); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
@@ -84,7 +84,7 @@ func TestServersListCannotStart(t *testing.T) {
 		t.Errorf("listing leaks the env's PATH, or says a startable or disabled server cannot start:\n%s", got)
 	}
 	out.Reset()
-	if err := runServers(&out, &globals{dataDir: t.TempDir()}, cfg, true); err != nil {
+	if err := runServers(&out, &globals{dataDir: t.TempDir()}, []string{cfg}, true); err != nil {
 		t.Fatal(err)
 	}
 	var rep serversReport
@@ -104,7 +104,7 @@ func TestServersListCannotStart(t *testing.T) {
 func TestServersListEscapes(t *testing.T) {
 	cfg := writeConfig(t, `{"mcpServers": {"evil": {"command": "node\u001b]0;pwned\u0007", "args": ["x\u001b[2J"], "env": {"K\u001b[31m": "v"}}}}`)
 	var out bytes.Buffer
-	if err := runServers(&out, &globals{dataDir: t.TempDir()}, cfg, false); err != nil {
+	if err := runServers(&out, &globals{dataDir: t.TempDir()}, []string{cfg}, false); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
@@ -141,7 +141,7 @@ func TestServersAddConcurrent(t *testing.T) {
 func TestServersBadFile(t *testing.T) {
 	cfg := writeConfig(t, `{"mcpServers": {"a b": {"command": "x"}, "c": {"url": "nope"}}, "toolgate": {"serach": {}}}`)
 	var out bytes.Buffer
-	err := runServers(&out, &globals{dataDir: t.TempDir()}, cfg, true)
+	err := runServers(&out, &globals{dataDir: t.TempDir()}, []string{cfg}, true)
 	if err == nil {
 		t.Fatal("runServers succeeded on a bad file")
 	}
@@ -158,7 +158,7 @@ func TestServersBadFile(t *testing.T) {
 
 func TestServersBundledExample(t *testing.T) {
 	var out bytes.Buffer
-	if err := runServers(&out, &globals{dataDir: t.TempDir()}, filepath.Join("..", "..", "examples", "toolgate.json"), false); err != nil {
+	if err := runServers(&out, &globals{dataDir: t.TempDir()}, []string{filepath.Join("..", "..", "examples", "toolgate.json")}, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"everything", "memory", "filesystem"} {
@@ -168,12 +168,35 @@ func TestServersBundledExample(t *testing.T) {
 	}
 }
 
+// Several config files are listed read as one, as serve runs them: a
+// settings-only file over another, and a server one replaces.
+func TestServersListSeveralFiles(t *testing.T) {
+	user := writeConfig(t, `{"mcpServers": {"a": {"command": "sh"}, "b": {"command": "sh", "args": ["-c", "old"]}}}`)
+	project := writeConfig(t, `{"mcpServers": {"b": {"command": "sh", "args": ["-c", "new"]}}, "toolgate": {"callTimeout": "2m"}}`)
+	var out bytes.Buffer
+	if err := runServers(&out, &globals{dataDir: t.TempDir()}, []string{user, project}, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		user + " + " + project + ": valid, 2 servers (2 enabled)\n",
+		`note: server "b" is defined in ` + user + " and in " + project + ": keeping " + project + "'s entry",
+		"sh -c new", "a     stdio",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("listing lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "old") {
+		t.Errorf("the replaced entry is listed:\n%s", out.String())
+	}
+}
+
 // A config with no servers yet is valid, and the listing says how to add
 // one instead of an empty table.
 func TestServersListNoServersYet(t *testing.T) {
 	cfg := writeConfig(t, `{"mcpServers": {}}`)
 	var out bytes.Buffer
-	if err := runServers(&out, &globals{dataDir: t.TempDir()}, cfg, false); err != nil {
+	if err := runServers(&out, &globals{dataDir: t.TempDir()}, []string{cfg}, false); err != nil {
 		t.Fatal(err)
 	}
 	if want := cfg + ": valid, no servers yet: add one with toolgate servers add NAME --config " + cfg + " -- COMMAND [ARG...] (or --url URL)\n"; out.String() != want {

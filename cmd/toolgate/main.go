@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
@@ -62,6 +63,9 @@ func newRootCmd(stop *shutdown.Controller) (*cobra.Command, *globals) {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if err := expandHomeFlags(cmd); err != nil {
+				return err
+			}
 			lvl, err := parseLogLevel(g.logLevel)
 			if err != nil {
 				return usageError{fmt.Errorf("--log-level %w", err)}
@@ -162,6 +166,36 @@ func unknownVerb(cmd *cobra.Command, args []string) error {
 var subcommands []func(*globals) *cobra.Command
 
 func register(f func(*globals) *cobra.Command) { subcommands = append(subcommands, f) }
+
+// expandHomeFlags expands a leading "~" in every path a flag of cmd holds
+// (dirs.ExpandHome): an MCP client passes its "args" without a shell, so
+// --config ~/servers.json arrived as written. Any flag value that starts
+// with "~/" is a path; --env K=~/x and --header values do not start so.
+func expandHomeFlags(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		switch v := f.Value.(type) {
+		case pflag.SliceValue:
+			vals := v.GetSlice()
+			out := make([]string, len(vals))
+			changed := false
+			for i, s := range vals {
+				out[i] = dirs.ExpandHome(s)
+				changed = changed || out[i] != s
+			}
+			if changed && f.Value.Type() == "stringArray" {
+				err = errors.Join(err, v.Replace(out))
+			}
+		default:
+			if f.Value.Type() == "string" {
+				if s := f.Value.String(); dirs.ExpandHome(s) != s {
+					err = errors.Join(err, f.Value.Set(dirs.ExpandHome(s)))
+				}
+			}
+		}
+	})
+	return err
+}
 
 // configFlag adds --config/-c, defaulting to $TOOLGATE_CONFIG.
 func configFlag(cmd *cobra.Command, p *string) {

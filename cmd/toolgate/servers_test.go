@@ -256,3 +256,33 @@ func TestServeWithUnsetVariable(t *testing.T) {
 		t.Errorf("servers: %v\n%s", err, out)
 	}
 }
+
+// Flags that name a path take "~/" as the home folder: an MCP client
+// passes its "args" without a shell (--config ~/servers.json named a
+// folder called "~" in the client's working directory).
+func TestFlagsExpandHome(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	if err := os.WriteFile(filepath.Join(home, "servers.json"), []byte(`{"mcpServers": {"a": {"command": "sh"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := toolgateCmd(t, "", "--data-dir", "~/tg", "servers", "--config", "~/servers.json", "--json")
+	cmd.Dir = t.TempDir()                           // where a "~" folder would have been made
+	cmd.Env = append(cmd.Env, "TOOLGATE_DATA_DIR=") // --data-dir decides
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"config": "`+filepath.Join(home, "servers.json")+`"`) {
+		t.Fatalf("servers --config ~/servers.json: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(cmd.Dir, "~")); err == nil {
+		t.Errorf("a folder named ~ was made in the working directory")
+	}
+	keys := toolgateCmd(t, "", "--data-dir", "~/tg", "keys", "create", "--name", "k")
+	keys.Dir = cmd.Dir
+	keys.Env = append(keys.Env, "TOOLGATE_DATA_DIR=")
+	if out, err := keys.CombinedOutput(); err != nil {
+		t.Fatalf("keys create --data-dir ~/tg: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(home, "tg", "keys.jsonl")); err != nil {
+		t.Errorf("--data-dir ~/tg: %v", err)
+	}
+}

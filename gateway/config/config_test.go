@@ -780,3 +780,31 @@ func TestParseUnexpandedKeepsReferences(t *testing.T) {
 		t.Errorf("url = %q", got)
 	}
 }
+
+// A path that starts with "~/" is the home folder's, in one file and in
+// several merged (each anchors its relative paths at its own folder).
+func TestHomePaths(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	const in = `{"mcpServers": {"a": {"command": "x", "cwd": "~/work", "args": ["~/left-as-written"]}}, "toolgate": {"dataDir": "~/tg"}}`
+	f, err := Parse([]byte(in), "/etc/tg/c.json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.MCPServers["a"].Cwd, filepath.Join(home, "work"); got != want {
+		t.Errorf("cwd = %q, want %q", got, want)
+	}
+	if got, want := f.Toolgate.DataDir, filepath.Join(home, "tg"); got != want {
+		t.Errorf("dataDir = %q, want %q", got, want)
+	}
+	if got := f.MCPServers["a"].Args[0]; got != "~/left-as-written" {
+		t.Errorf("args are the server's: %q", got)
+	}
+	merged, _, _, err := ParseDocs([]Doc{{Path: "/etc/tg/c.json", Data: []byte(in)}, {Path: "/srv/p.json", Data: []byte(`{"toolgate": {"callTimeout": "1m"}}`)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := merged.MCPServers["a"].Cwd, filepath.Join(home, "work"); got != want {
+		t.Errorf("merged cwd = %q, want %q", got, want)
+	}
+}

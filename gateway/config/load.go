@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/dirs"
 )
 
 // Load reads, expands and validates the config file at path.
@@ -506,9 +508,13 @@ func inferType(s Server) string {
 	return ""
 }
 
-// resolve makes a relative path absolute against the config file's directory.
+// resolve makes a relative path absolute against the config file's
+// directory; one that starts with "~/" is the home folder's.
 func (p *parser) resolve(path string) string {
-	if path == "" || filepath.IsAbs(path) || p.dir == "" || (p.raw && strings.Contains(path, "${")) {
+	if path == "" || (p.raw && strings.Contains(path, "${")) {
+		return path
+	}
+	if path = dirs.ExpandHome(path); filepath.IsAbs(path) || p.dir == "" {
 		return path
 	}
 	return filepath.Join(p.dir, path)

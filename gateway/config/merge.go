@@ -169,9 +169,10 @@ func anchorPaths(v any, dir string, keys ...string) {
 }
 
 // anchorPath is p made absolute against dir, unless it is empty, absolute,
-// or holds a ${VAR} that only expansion can resolve.
+// starts at the home folder ("~/", which Parse expands), or holds a ${VAR}
+// that only expansion can resolve.
 func anchorPath(p, dir string) string {
-	if p == "" || filepath.IsAbs(p) || strings.Contains(p, "${") {
+	if p == "" || filepath.IsAbs(p) || strings.HasPrefix(p, "~") || strings.Contains(p, "${") {
 		return p
 	}
 	return filepath.Join(dir, p)

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"strings"
 
 	"github.com/toolgate/toolgate/models"
 )
@@ -49,7 +50,7 @@ func first(vals ...string) string {
 // is always safe: everything in it is rebuilt.
 func Data(flag, config string) string {
 	if d := first(flag, os.Getenv(EnvData)); d != "" {
-		return d
+		return ExpandHome(d)
 	}
 	return DefaultData(config)
 }
@@ -60,7 +61,7 @@ func Data(flag, config string) string {
 // user to run passes --data-dir when Data differs from it.)
 func DefaultData(config string) string {
 	if config != "" {
-		return config
+		return ExpandHome(config)
 	}
 	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
 		return filepath.Join(d, "toolgate")
@@ -72,7 +73,7 @@ func DefaultData(config string) string {
 // else $TOOLGATE_MODELS_DIR, else config, else <dataDir>/models.
 func Models(flag, config, dataDir string) string {
 	if d := first(flag, os.Getenv(EnvModels), config); d != "" {
-		return d
+		return ExpandHome(d)
 	}
 	return filepath.Join(dataDir, "models")
 }
@@ -109,7 +110,7 @@ func Cache() string {
 // else config, else where scripts/fetch-onnxruntime.sh installs the pinned
 // version (CachedORTLib).
 func ORTLib(flag, config string) string {
-	return first(flag, os.Getenv(EnvORTLib), config, CachedORTLib())
+	return ExpandHome(first(flag, os.Getenv(EnvORTLib), config, CachedORTLib()))
 }
 
 // CachedORTLib is where scripts/fetch-onnxruntime.sh installs the ONNX
@@ -155,6 +156,21 @@ func homeDir() string {
 		return u.HomeDir
 	}
 	return os.TempDir()
+}
+
+// ExpandHome is p with a leading "~" (alone, or before a "/") replaced by
+// the user's home folder (homeDir). MCP clients start servers without a
+// shell, so "~/servers.json" in a client's "args" reaches toolgate as
+// written; it used to name a folder called "~" in whatever working
+// directory the client chose. "~user/…" and a "~" further in are left.
+func ExpandHome(p string) string {
+	if p == "~" {
+		return homeDir()
+	}
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		return filepath.Join(homeDir(), rest)
+	}
+	return p
 }
 
 // Sockets is the data folder's folder of the running gateways' status

@@ -174,3 +174,33 @@ func TestNoHome(t *testing.T) {
 		t.Errorf("cache folder without HOME = %q, want %q", got, want)
 	}
 }
+
+// A leading "~" is the home folder, in a flag, $TOOLGATE_DATA_DIR,
+// $TOOLGATE_MODELS_DIR and a config's dataDir alike; others are left.
+func TestExpandHome(t *testing.T) {
+	home := clearEnv(t)
+	for in, want := range map[string]string{
+		"~":            home,
+		"~/":           home,
+		"~/a/b":        filepath.Join(home, "a", "b"),
+		"~user/a":      "~user/a",
+		"a/~/b":        "a/~/b",
+		"/abs":         "/abs",
+		"":             "",
+		"relative/dir": "relative/dir",
+	} {
+		if got := dirs.ExpandHome(in); got != want {
+			t.Errorf("ExpandHome(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got, want := dirs.Data("~/flag", ""), filepath.Join(home, "flag"); got != want {
+		t.Errorf("Data(~/flag) = %q, want %q", got, want)
+	}
+	if got, want := dirs.Data("", "~/cfg"), filepath.Join(home, "cfg"); got != want {
+		t.Errorf("Data with the config's ~/cfg = %q, want %q", got, want)
+	}
+	t.Setenv(dirs.EnvModels, "~/models")
+	if got, want := dirs.Models("", "", "/data"), filepath.Join(home, "models"); got != want {
+		t.Errorf("Models with $%s=~/models = %q, want %q", dirs.EnvModels, got, want)
+	}
+}

@@ -808,3 +808,21 @@ func TestHomePaths(t *testing.T) {
 		t.Errorf("merged cwd = %q, want %q", got, want)
 	}
 }
+
+// A relative config path that is not there says from which folder it was
+// read; an absolute one does not need to.
+func TestReadMissingConfig(t *testing.T) {
+	t.Chdir(t.TempDir())
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReadDocs([]string{"servers.json"})
+	if want := "read config: open servers.json: no such file or directory (a relative path is read from toolgate's working directory, " + wd + " here, which an MCP client chooses: give the file's absolute path)"; err == nil || err.Error() != want {
+		t.Errorf("relative: %v\nwant %s", err, want)
+	}
+	abs := filepath.Join(wd, "none.json")
+	if _, err := Load(abs); err == nil || err.Error() != "read config: open "+abs+": no such file or directory" {
+		t.Errorf("absolute: %v", err)
+	}
+}

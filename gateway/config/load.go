@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,11 +17,28 @@ import (
 
 // Load reads, expands and validates the config file at path.
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, err
 	}
 	return Parse(data, path, nil)
+}
+
+// readFile reads the config file at path. A relative path that is not
+// there says from which folder it was read: an MCP client starts toolgate
+// in a folder of its choosing (often /), so "--config servers.json" seldom
+// means what it did in a shell.
+func readFile(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err == nil {
+		return data, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) && !filepath.IsAbs(path) {
+		if wd, werr := os.Getwd(); werr == nil {
+			return nil, fmt.Errorf("read config: %w (a relative path is read from toolgate's working directory, %s here, which an MCP client chooses: give the file's absolute path)", err, wd)
+		}
+	}
+	return nil, fmt.Errorf("read config: %w", err)
 }
 
 // Parse decodes, expands and validates a config file's bytes. path names the

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -217,9 +216,9 @@ func ReadDocs(paths []string) ([]Doc, error) {
 	}
 	docs := make([]Doc, 0, len(paths))
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		data, err := readFile(p)
 		if err != nil {
-			return nil, fmt.Errorf("read config: %w", err)
+			return nil, err
 		}
 		docs = append(docs, Doc{Path: p, Data: data})
 	}

@@ -361,6 +361,11 @@ func TestParseBad(t *testing.T) {
 			{`mcpServers["a"].args[0]`, "${1X} is not a variable reference"},
 			{`mcpServers["a"].args[1]`, `"${" without a closing "}"`},
 		}},
+		// Other clients' forms, in a file copied by hand.
+		{"other clients' variable references", `{"mcpServers": {"a": {"command": "x", "env": {"GH": "${env:GITHUB_TOKEN}", "KEY": "${input:perplexity-key}"}}}}`, env(), []want{
+			{`mcpServers["a"].env.GH`, "${env:GITHUB_TOKEN} is Cursor's and VS Code's form: write ${GITHUB_TOKEN} (toolgate import rewrites it)"},
+			{`mcpServers["a"].env.KEY`, "${input:perplexity-key} is a VS Code prompt, and toolgate asks no one: write a variable, ${PERPLEXITY_KEY}, and set it in toolgate's environment"},
+		}},
 		{"durations", `{"mcpServers": {"a": {"command": "x", "connectTimeout": "-1s", "callTimeout": "soon"}, "b": {"command": "x", "callTimeout": true}}, "toolgate": {"connectTimeout": -3, "callTimeout": "1x"}}`, nil, []want{
 			{`mcpServers["a"].callTimeout`, `"soon" is not a duration`},
 			{`mcpServers["a"].connectTimeout`, "-1s is negative"},

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"strings"
+	"unicode"
 )
 
 // expander replaces ${VAR} and ${VAR:-default} in string values, the syntax
@@ -54,7 +55,15 @@ func (x *expander) expand(field, s string) string {
 		rest = ref[end+1:]
 		name, def, hasDef := strings.Cut(body, ":-")
 		if !validVarName(name) {
-			x.p.errorf(x.server, field, "${%s} is not a variable reference: write ${NAME} or ${NAME:-default} (NAME: letters, digits, _)", body)
+			switch kind, v, _ := strings.Cut(name, ":"); {
+			case kind == "env" && validVarName(v):
+				// Cursor's and VS Code's form, in a file copied by hand.
+				x.p.errorf(x.server, field, "${%s} is Cursor's and VS Code's form: write ${%s} (toolgate import rewrites it)", body, v)
+			case kind == "input" && v != "":
+				x.p.errorf(x.server, field, "${%s} is a VS Code prompt, and toolgate asks no one: write a variable, ${%s}, and set it in toolgate's environment (toolgate import does so)", body, InputVar(v))
+			default:
+				x.p.errorf(x.server, field, "${%s} is not a variable reference: write ${NAME} or ${NAME:-default} (NAME: letters, digits, _)", body)
+			}
 			b.WriteString(ref[:end+1])
 			continue
 		}
@@ -99,4 +108,28 @@ func validVarName(s string) bool {
 		}
 	}
 	return true
+}
+
+// InputVar is the variable that stands for VS Code's input id ("${input:
+// api-key}" → API_KEY): what toolgate import writes, and what a config
+// with such a prompt is told to write.
+func InputVar(id string) string {
+	var b strings.Builder
+	for i, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r == '_':
+			b.WriteRune(unicode.ToUpper(r))
+		case r >= '0' && r <= '9':
+			if i == 0 {
+				b.WriteByte('_')
+			}
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() == 0 {
+		return "INPUT"
+	}
+	return b.String()
 }

@@ -275,7 +275,7 @@ func (x *rewriter) readInputs(raw json.RawMessage) error {
 		return err
 	}
 	for _, in := range list {
-		x.inputs[in.ID] = &Input{ID: in.ID, Var: varName(in.ID), Description: in.Description, Password: in.Password}
+		x.inputs[in.ID] = &Input{ID: in.ID, Var: config.InputVar(in.ID), Description: in.Description, Password: in.Password}
 	}
 	return nil
 }
@@ -339,7 +339,7 @@ func (x *rewriter) rewrite(server string, v any) any {
 				id := strings.TrimPrefix(body, "input:")
 				in := x.inputs[id]
 				if in == nil {
-					in = &Input{ID: id, Var: varName(id)}
+					in = &Input{ID: id, Var: config.InputVar(id)}
 					x.r.note("server %q refers to ${input:%s}, which the file's inputs do not describe", server, id)
 				}
 				if !slices.ContainsFunc(x.r.Inputs, func(i Input) bool { return i.ID == id }) {
@@ -369,28 +369,6 @@ func (x *rewriter) rewrite(server string, v any) any {
 		}
 	}
 	return v
-}
-
-// varName turns an input id into a variable name: "api-key" → API_KEY.
-func varName(id string) string {
-	var b strings.Builder
-	for i, r := range id {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r == '_':
-			b.WriteRune(unicode.ToUpper(r))
-		case r >= '0' && r <= '9':
-			if i == 0 {
-				b.WriteByte('_')
-			}
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	if b.Len() == 0 {
-		return "INPUT"
-	}
-	return b.String()
 }
 
 // validName makes name a valid server name: runs of other characters

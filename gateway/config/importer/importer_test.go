@@ -145,8 +145,8 @@ func TestReadErrorsAndFormat(t *testing.T) {
 
 func TestNames(t *testing.T) {
 	for in, want := range map[string]string{"api-key": "API_KEY", "9lives": "_9LIVES", "": "INPUT", "a.b": "A_B"} {
-		if got := varName(in); got != want {
-			t.Errorf("varName(%q) = %q, want %q", in, got, want)
+		if got := config.InputVar(in); got != want {
+			t.Errorf("InputVar(%q) = %q, want %q", in, got, want)
 		}
 	}
 	for in, want := range map[string]string{"remote api": "remote-api", "a__b": "a_b", "github.com/x": "github-com-x", "é": "server", "ok_name": "ok_name"} {

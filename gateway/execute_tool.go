@@ -243,6 +243,9 @@ func (g *Gateway) lookup(c *policy.Caller, name string) (string, catalog.Tool, b
 			}
 		}
 		if found == "" {
+			found = g.otherSeparator(n)
+		}
+		if found == "" {
 			return name, catalog.Tool{}, false
 		}
 		t, ok = g.searcher.Tool(found)
@@ -251,6 +254,40 @@ func (g *Gateway) lookup(c *policy.Caller, name string) (string, catalog.Tool, b
 		return name, catalog.Tool{}, false
 	}
 	return t.ID(), t, true
+}
+
+// otherSeparator is the one tool ID that n names with another separator
+// between server and tool than "__" ("filesystem.read_file",
+// "filesystem/read_file", "filesystem:read_file", "everything_echo"), in
+// any case; "" when none does, or several do.
+func (g *Gateway) otherSeparator(n string) string {
+	if strings.Contains(n, catalog.Sep) {
+		return ""
+	}
+	want := map[string]bool{}
+	for _, sep := range []string{".", "/", ":", "_"} {
+		for i := strings.Index(n, sep); i > 0; {
+			want[strings.ToLower(n[:i]+catalog.Sep+n[i+len(sep):])] = true
+			j := strings.Index(n[i+len(sep):], sep)
+			if j < 0 {
+				break
+			}
+			i += len(sep) + j
+		}
+	}
+	if len(want) == 0 {
+		return ""
+	}
+	found := ""
+	for _, id := range g.searcher.IDs() {
+		if want[strings.ToLower(id)] {
+			if found != "" {
+				return ""
+			}
+			found = id
+		}
+	}
+	return found
 }
 
 // unknownKeys are the keys of the JSON object raw that are not among

@@ -116,7 +116,10 @@ func plainWords(msg string) string {
 			verb = "are not fields"
 		}
 		if arg == "" {
-			verb = strings.Replace(verb, "field", "argument", 1)
+			verb = "is not an argument" // it read "is not a argument"
+			if len(names) > 1 {
+				verb = "are not arguments"
+			}
 			return fmt.Sprintf("%s %s of this tool: remove %s", quoted(names), verb, pronoun(names))
 		}
 		return fmt.Sprintf("%s %s of %s: remove %s", quoted(names), verb, where, pronoun(names))

@@ -72,6 +72,7 @@ func TestPlainWords(t *testing.T) {
 		{memorySchema, `{"entities":[{"name":"a"}]}`, `"entities[]" is missing the required fields "entityType", "observations"`},
 		{memorySchema, `{"entities":[{"name":"a","entityType":"p","observations":[1]}]}`, `"entities[].observations[]" must be a string, not an integer (1)`},
 		{memorySchema, `{"entities":[],"x":1,"y":2}`, `"x", "y" are not arguments of this tool: remove them`},
+		{memorySchema, `{"entities":[],"x":1}`, `"x" is not an argument of this tool: remove it`},
 		{memorySchema, `{"entities":[{"name":"a","entityType":"p","observations":[],"zz":1}]}`, `"zz" is not a field of "entities[]": remove it`},
 		{enumSchema, `{"mode":"medium"}`, `"mode" must be one of [fast slow], not medium`},
 		{enumSchema, `{"n":"x"}`, `"n" must be an integer or null, not a string (x)`},
@@ -378,6 +379,32 @@ func TestExecuteToolNameAsWritten(t *testing.T) {
 	res := call(t, cs, ExecuteToolName, map[string]any{"name": " everything__nope ", "arguments": args})
 	if txt := text(res); !res.IsError || !strings.Contains(txt, `unknown tool "everything__nope". Closest names: everything__add.`) {
 		t.Errorf("an unknown name: isError=%v %s", res.IsError, txt)
+	}
+	// Another separator between server and tool, when one tool's ID is so.
+	ran = nil
+	for name, want := range map[string]string{
+		"filesystem.list_directory": "filesystem/list_directory",
+		"filesystem/list_directory": "filesystem/list_directory",
+		"FileSystem:list_directory": "filesystem/list_directory",
+		"filesystem_list_directory": "filesystem/list_directory",
+		"memory_create_entities":    "memory/create_entities",
+	} {
+		ran = nil
+		a := map[string]any{"path": "/"}
+		if strings.HasPrefix(want, "memory") {
+			a = map[string]any{"entities": []any{}}
+		}
+		res := call(t, cs, ExecuteToolName, map[string]any{"name": name, "arguments": a})
+		if res.IsError || len(ran) != 1 || ran[0] != want {
+			t.Errorf("%q: ran %v, want %s: %s", name, ran, want, text(res))
+		}
+	}
+	// Not guessed: a name of no tool, and one of two ("memory.dup").
+	for _, name := range []string{"filesystem.nope", "memory.dup", "list_directory"} {
+		ran = nil
+		if res := call(t, cs, ExecuteToolName, map[string]any{"name": name}); !res.IsError || len(ran) != 0 {
+			t.Errorf("%q: isError=%v, ran %v", name, res.IsError, ran)
+		}
 	}
 }
 

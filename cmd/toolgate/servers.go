@@ -92,9 +92,13 @@ type serverInfo struct {
 	// CannotStart says why the server would not start with this shell's
 	// environment (backend.CheckCommand: a command not in PATH or not
 	// executable, no cwd, a variable of its entry not set).
-	CannotStart    string `json:"cannotStart,omitempty"`
-	ConnectTimeout string `json:"connectTimeout"`
-	CallTimeout    string `json:"callTimeout"`
+	CannotStart string `json:"cannotStart,omitempty"`
+	// Unexpanded are its env and header values that are a variable
+	// written without braces ("$TOKEN"), passed as written
+	// (config.Server.BareReferences).
+	Unexpanded     []string `json:"unexpanded,omitempty"`
+	ConnectTimeout string   `json:"connectTimeout"`
+	CallTimeout    string   `json:"callTimeout"`
 }
 
 type serversReport struct {
@@ -154,6 +158,7 @@ func runServers(w io.Writer, g *globals, paths []string, asJSON bool) error {
 		info := describe(s)
 		info.DisabledAtRunTime = slices.Contains(state.Disabled, s.Name)
 		info.CannotStart = bad[s.Name]
+		info.Unexpanded = s.BareReferences()
 		infos = append(infos, info)
 	}
 	if asJSON {
@@ -228,6 +233,15 @@ func runServers(w io.Writer, g *globals, paths []string, asJSON bool) error {
 	}
 	if len(lines) > 0 {
 		fmt.Fprintf(w, "\ncannot start with this shell's environment (a gateway started with another environment may):\n%s\n", strings.Join(lines, "\n"))
+	}
+	lines = nil
+	for _, s := range infos {
+		for _, u := range s.Unexpanded {
+			lines = append(lines, "  "+s.Name+": "+u)
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintf(w, "\nvariables written without braces:\n%s\n", escapeUnsafe(strings.Join(lines, "\n")))
 	}
 	return nil
 }

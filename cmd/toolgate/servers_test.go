@@ -212,8 +212,10 @@ func TestServeWithUnsetVariable(t *testing.T) {
 	s := backendtest.Command(t, backendtest.ModeNormal)
 	gh := maps.Clone(s.Env)
 	gh["GITHUB_TOKEN"] = "${TOOLGATE_TEST_UNSET_TOKEN}"
+	fake := maps.Clone(s.Env)
+	fake["API_TOKEN"] = "$API_TOKEN" // a shell's way: passed as written, and said
 	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"fake": map[string]any{"command": s.Command, "env": s.Env},
+		"fake": map[string]any{"command": s.Command, "env": fake},
 		"gh":   map[string]any{"command": s.Command, "env": gh},
 	}})
 	if err != nil {
@@ -254,6 +256,13 @@ func TestServeWithUnsetVariable(t *testing.T) {
 	out, _, err := runToolgate(t, data, "servers", "--config", cfg)
 	if err != nil || !strings.Contains(out, "gh    stdio  CANNOT START (below)") || !strings.Contains(out, "  gh: variable ${TOOLGATE_TEST_UNSET_TOKEN} (env.GITHUB_TOKEN) is not set") {
 		t.Errorf("servers: %v\n%s", err, out)
+	}
+	const bare = `env.API_TOKEN is "$API_TOKEN", passed as written: toolgate expands ${API_TOKEN} (with braces)`
+	if !strings.Contains(out, "variables written without braces:\n  fake: "+bare) {
+		t.Errorf("servers does not say the variable without braces:\n%s", out)
+	}
+	if log, _, err := runToolgate(t, data, "logs", "-n", "0"); err != nil || !strings.Contains(log, "a variable written without braces reaches the server as written") || !strings.Contains(log, "server=fake") {
+		t.Errorf("serve's log does not say the variable without braces: %v\n%s", err, log)
 	}
 }
 

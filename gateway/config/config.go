@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -150,6 +151,31 @@ func (s Server) UnsetError() error {
 	}
 	return fmt.Errorf(verb+" not set in toolgate's environment: set it where toolgate starts (the client's config for a stdio gateway, the service's environment) and restart toolgate, or give a default in the config, ${%s:-value}",
 		strings.Join(refs, ", "), first)
+}
+
+// bareRef is a value that is a variable written without braces, alone or
+// after one word ("$GITHUB_TOKEN", "Bearer $API_KEY"): a shell's way,
+// which toolgate does not expand (only ${VAR}).
+var bareRef = regexp.MustCompile(`^(?:\S+ )?\$([A-Za-z_][A-Za-z0-9_]*)$`)
+
+// BareReferences says which of s's env and header values are a variable
+// written without braces, passed to the server as written: `env.GITHUB_TOKEN
+// is "$GITHUB_TOKEN"`, with what to write. A value that only holds a "$"
+// (a password) is not one.
+func (s Server) BareReferences() []string {
+	var out []string
+	for _, m := range []struct {
+		field string
+		vals  map[string]string
+	}{{"env", s.Env}, {"headers", s.Headers}} {
+		for _, k := range slices.Sorted(maps.Keys(m.vals)) {
+			v := m.vals[k]
+			if sub := bareRef.FindStringSubmatch(v); sub != nil {
+				out = append(out, fmt.Sprintf("%s%s is %q, passed as written: toolgate expands ${%s} (with braces)", m.field, mapKey(k), v, sub[1]))
+			}
+		}
+	}
+	return out
 }
 
 // unsetKeys are the top-level keys of s whose values refer to unset

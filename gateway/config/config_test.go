@@ -831,3 +831,17 @@ func TestReadMissingConfig(t *testing.T) {
 		t.Errorf("absolute: %v", err)
 	}
 }
+
+// Env and header values that are a variable without braces are said; a
+// value that only holds a "$" is not.
+func TestBareReferences(t *testing.T) {
+	s := Server{Env: map[string]string{"A": "$GITHUB_TOKEN", "B": "pa$$word", "C": "${SET}", "D": "$1"},
+		Headers: map[string]string{"Authorization": "Bearer $API_KEY", "X-Note": "costs $5"}}
+	want := []string{
+		`env.A is "$GITHUB_TOKEN", passed as written: toolgate expands ${GITHUB_TOKEN} (with braces)`,
+		`headers.Authorization is "Bearer $API_KEY", passed as written: toolgate expands ${API_KEY} (with braces)`,
+	}
+	if diff := cmp.Diff(want, s.BareReferences()); diff != "" {
+		t.Errorf("BareReferences (-want +got):\n%s", diff)
+	}
+}

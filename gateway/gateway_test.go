@@ -209,10 +209,13 @@ func TestSearchTools(t *testing.T) {
 	})
 
 	t.Run("server in other case", func(t *testing.T) {
-		res := call(t, cs, SearchToolName, map[string]any{"query": "files", "server": "FileSystem", "limit": 10})
-		got := structured(t, res)
-		if res.IsError || len(got.Tools) != 2 || got.Tools[0].Server != "filesystem" {
-			t.Errorf("isError=%v %s", res.IsError, text(res))
+		// With space around it and the separator after it too.
+		for _, server := range []string{"FileSystem", " filesystem ", "filesystem__"} {
+			res := call(t, cs, SearchToolName, map[string]any{"query": "files", "server": server, "limit": 10})
+			got := structured(t, res)
+			if res.IsError || len(got.Tools) != 2 || got.Tools[0].Server != "filesystem" {
+				t.Errorf("%q: isError=%v %s", server, res.IsError, text(res))
+			}
 		}
 	})
 

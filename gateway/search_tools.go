@@ -194,8 +194,12 @@ func (g *Gateway) parseSearchArgs(c *policy.Caller, raw json.RawMessage) (search
 			return a, fmt.Sprintf(`search_tools: "detail" must be "compact" (the default: one line and the arguments per tool) or "full" (also each tool's input schema), got %s.`, oneline.Cut(string(v), 30))
 		}
 	}
-	// A server named in other case ("GitHub" for github) is that server
-	// when only one is.
+	// A server named with space around it, with the separator after it
+	// ("github__", as IDs start), or in other case ("GitHub" for github)
+	// is that server when only one is.
+	if a.Server != "" && !g.hasServer(c, a.Server) {
+		a.Server = strings.TrimSuffix(strings.TrimSpace(a.Server), catalog.Sep)
+	}
 	if a.Server != "" && !g.hasServer(c, a.Server) {
 		var same []string
 		for _, s := range g.servers(c) {

@@ -939,3 +939,43 @@ func TestHTTPRoot(t *testing.T) {
 		}
 	}
 }
+
+// A client whose Accept takes JSON and no event stream (the protocol wants
+// both; some clients and scripts send one) is answered in JSON, a call
+// that asks for progress too; go-sdk refused it with 400. An Accept of
+// neither is still refused.
+func TestHTTPAcceptJSONOnly(t *testing.T) {
+	caller := &fakeCaller{call: func(server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: server + "/" + tool}}}, nil
+	}}
+	g := New(&fakeSearcher{tools: testCatalog}, caller, nil)
+	srv := httptest.NewServer(g.HTTPHandler(nil))
+	defer srv.Close()
+	post := func(accept, params string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`+params+`}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", accept)
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	const call = `{"name":"execute_tool","arguments":{"name":"memory__create_entities","arguments":{"entities":[]}}}`
+	const withProgress = `{"name":"execute_tool","_meta":{"progressToken":"tok"},"arguments":{"name":"memory__create_entities","arguments":{"entities":[]}}}`
+	for _, accept := range []string{"application/json", "application/json; charset=utf-8"} {
+		for _, params := range []string{call, withProgress} {
+			resp, body := post(accept, params)
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(body, "memory/create_entities") {
+				t.Errorf("Accept %q, %s: %s %s %s", accept, params, resp.Status, resp.Header.Get("Content-Type"), body)
+			}
+		}
+	}
+	if resp, body := post("text/html", call); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("Accept text/html: %s %s", resp.Status, body)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -142,6 +143,14 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		if jsonOnly(r.Header) {
+			// A client that takes JSON answers only (the protocol wants
+			// both in Accept; some clients and scripts send one) gets
+			// JSON: go-sdk refused it with 400.
+			r.Header.Set("Accept", "application/json, text/event-stream")
+			plain.ServeHTTP(w, r)
+			return
+		}
 		if streamedCall(body) {
 			streamed.ServeHTTP(w, r)
 			return
@@ -458,4 +467,22 @@ func ListenAndServe(ctx context.Context, addr string, h http.Handler, allowRemot
 // toolgate.http.tls: "Client sent an HTTP request to an HTTPS server."
 func PlainToHTTPS(body []byte) bool {
 	return bytes.Contains(body, []byte("HTTP request to an HTTPS server"))
+}
+
+// jsonOnly reports whether a request's Accept takes JSON and no event
+// stream ("application/json", not "*/*" or "text/event-stream").
+func jsonOnly(h http.Header) bool {
+	json, stream := false, false
+	for _, v := range h.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			media, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
+			switch media {
+			case "application/json", "application/*":
+				json = true
+			case "text/event-stream", "text/*", "*/*":
+				stream = true
+			}
+		}
+	}
+	return json && !stream
 }

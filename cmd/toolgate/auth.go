@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -55,10 +56,15 @@ func newAuthLoginCmd(g *globals) *cobra.Command {
 It prints the authorization URL and opens it in a browser (unless --no-browser, or
 no browser can be found); approve there, and the authorization server redirects to
 a port toolgate listens on at 127.0.0.1. The tokens are saved in the data folder,
-and a running gateway starts using them within a second.`,
+and a running gateway starts using them within a second.
+
+With the browser on another machine (toolgate on a server reached over ssh), its
+redirect to 127.0.0.1 cannot arrive: approve there, then paste the address the
+browser ended at (http://127.0.0.1:PORT/callback?code=…, a page that did not load)
+and press Enter.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runAuthLogin(cmd.Context(), g, cmd.OutOrStdout(), args[0], f)
+			return runAuthLogin(cmd.Context(), g, cmd.OutOrStdout(), cmd.InOrStdin(), args[0], f)
 		},
 	}
 	configFlag(cmd, &f.config)
@@ -192,7 +198,7 @@ func (g *globals) authTokens(cfgPath string) *oauth.Tokens {
 		Storage: g.health().Writer("logins", "refreshed tokens are kept in memory only")})
 }
 
-func runAuthLogin(ctx context.Context, g *globals, w io.Writer, name string, f authLoginFlags) error {
+func runAuthLogin(ctx context.Context, g *globals, w io.Writer, in io.Reader, name string, f authLoginFlags) error {
 	cfg, err := g.loadForAuth(f.config)
 	if err != nil {
 		return err
@@ -220,6 +226,10 @@ func runAuthLogin(ctx context.Context, g *globals, w io.Writer, name string, f a
 		Timeout:    f.timeout,
 		Logger:     g.logger,
 		HTTPClient: hc,
+		Pasted:     lines(in),
+		Rejected: func(line, why string) {
+			fmt.Fprintf(w, "Not this login's redirect: %s. Still waiting…\n", why)
+		},
 		Authorize: func(authURL string) error {
 			fmt.Fprintf(w, "To log in to %s, open this URL in a browser and approve:\n\n  %s\n\n", name, authURL)
 			if opener != "" {
@@ -230,6 +240,7 @@ func runAuthLogin(ctx context.Context, g *globals, w io.Writer, name string, f a
 				}
 			}
 			fmt.Fprintf(w, "Waiting for the approval (up to %s)…\n", f.timeout)
+			fmt.Fprintf(w, "(With the browser on another machine, paste here the address it ends at, http://127.0.0.1:…%s?code=…, and press Enter.)\n", oauth.CallbackPath)
 			return nil
 		},
 	})
@@ -500,4 +511,23 @@ func serverHTTPClient(s config.Server, timeout time.Duration) (*http.Client, err
 		return nil, fmt.Errorf("server %q: %w", s.Name, err)
 	}
 	return tlsHTTPClient(tc, timeout), nil
+}
+
+// lines sends the lines read from in on the channel it returns, closed at
+// the end of in (nil for a nil in). Reading stops with the process: a line
+// the user never types holds nothing up.
+func lines(in io.Reader) <-chan string {
+	if in == nil {
+		return nil
+	}
+	ch := make(chan string)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 0, 4096), 64<<10)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+	}()
+	return ch
 }

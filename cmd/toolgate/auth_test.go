@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -391,4 +392,60 @@ func TestAuthCommandErrors(t *testing.T) {
 	if _, err := os.Stat(oauth.NewStore(dataDir).Path("remote")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("login file after logout: %v", err)
 	}
+}
+
+// With the browser on another machine, its redirect to 127.0.0.1 cannot
+// arrive: the address it ended at, pasted on stdin, completes the login. A
+// pasted line that is not this login's redirect is said and waited past.
+func TestAuthLoginPastedRedirect(t *testing.T) {
+	as := oauthtest.NewAuthServer(t)
+	rs := oauthtest.NewResourceServer(t, as, backendtest.NewServer(backendtest.ParseModes("normal")), nil)
+	cfgPath := remoteConfig(t, "remote", rs.URL)
+	dataDir := t.TempDir()
+	cmd := toolgateCmd(t, dataDir, "auth", "login", "remote", "--config", cfgPath, "--no-browser", "--timeout", "1m")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = testLog(t, "auth login: ")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		line := sc.Text()
+		out.WriteString(line + "\n")
+		switch u, err := oauthtest.AuthorizationURL(line); {
+		case err == nil:
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			redirect, err := oauthtest.RedirectOf(ctx, u)
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			state := regexp.MustCompile(`state=[^&]*`)
+			fmt.Fprintln(stdin, state.ReplaceAllString(redirect, "state=another-login"))
+			fmt.Fprintln(stdin, "  "+redirect+"  ")
+		case strings.HasPrefix(line, "Logged in to"):
+			stdin.Close()
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("auth login with the redirect pasted: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		"paste here the address it ends at",
+		"Not this login's redirect: it belongs to another login (state mismatch)",
+		"Logged in to remote",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	storedCreds(t, dataDir, "remote")
 }

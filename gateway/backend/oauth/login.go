@@ -43,6 +43,14 @@ type LoginOptions struct {
 	// HTTPClient makes the discovery, registration and token requests
 	// (default: one with DefaultHTTPTimeout).
 	HTTPClient *http.Client
+	// Pasted, when not nil, gives the lines the user pastes: the address
+	// the browser ended at (http://127.0.0.1:PORT/callback?code=…&state=…),
+	// when the browser is on another machine and its redirect cannot reach
+	// this one. Such a line completes the login as the redirect does.
+	Pasted <-chan string
+	// Rejected, when not nil, is told of a pasted line that is not the
+	// redirect of this login, and why; the wait goes on.
+	Rejected func(line, why string)
 	// ClientName is sent when registering (default "toolgate").
 	ClientName string
 	Logger     *slog.Logger // nil = discard
@@ -157,7 +165,7 @@ func Login(ctx context.Context, store *Store, srv Server, opts *LoginOptions) (*
 	state := rand.Text()
 	authURL := cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", d.prm.Resource))
 
-	res, err := awaitRedirect(ctx, ln, state, srv.Name, o.Timeout, func() error { return o.Authorize(authURL) })
+	res, err := awaitRedirect(ctx, ln, state, srv.Name, o, func() error { return o.Authorize(authURL) })
 	if err != nil {
 		return nil, err
 	}
@@ -252,9 +260,10 @@ type redirectResult struct {
 }
 
 // awaitRedirect serves the redirect URI on ln, calls show once it listens,
-// and waits for the redirect with the authorization code (or an error), for
-// at most timeout. The server is shut down before it returns.
-func awaitRedirect(ctx context.Context, ln net.Listener, state, server string, timeout time.Duration, show func() error) (redirectResult, error) {
+// and waits for the redirect with the authorization code (or an error), or
+// for its address pasted (o.Pasted), for at most o.Timeout. The server is
+// shut down before it returns.
+func awaitRedirect(ctx context.Context, ln net.Listener, state, server string, o LoginOptions, show func() error) (redirectResult, error) {
 	results := make(chan redirectResult, 1)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+CallbackPath, func(w http.ResponseWriter, r *http.Request) {
@@ -264,15 +273,7 @@ func awaitRedirect(ctx context.Context, ln net.Listener, state, server string, t
 			http.Error(w, "toolgate: this redirect does not belong to the login in progress (state mismatch)", http.StatusBadRequest)
 			return
 		}
-		var res redirectResult
-		switch {
-		case q.Get("error") != "":
-			res.err = fmt.Errorf("the authorization server refused the login: %s", oauthErrorText(q.Get("error"), q.Get("error_description")))
-		case q.Get("code") == "":
-			res.err = errors.New("the redirect carries neither a code nor an error")
-		default:
-			res.code, res.iss = q.Get("code"), q.Get("iss")
-		}
+		res := redirected(q)
 		select {
 		case results <- res:
 		default: // a second redirect: the first one counts
@@ -301,16 +302,56 @@ func awaitRedirect(ctx context.Context, ln net.Listener, state, server string, t
 	if err := show(); err != nil {
 		return redirectResult{}, err
 	}
-	timer := time.NewTimer(timeout)
+	timer := time.NewTimer(o.Timeout)
 	defer timer.Stop()
-	select {
-	case res := <-results:
-		return res, res.err
-	case <-timer.C:
-		return redirectResult{}, fmt.Errorf("%w within %s", ErrLoginTimeout, timeout)
-	case <-ctx.Done():
-		return redirectResult{}, fmt.Errorf("login to %s interrupted: %w", server, context.Cause(ctx))
+	pasted := o.Pasted
+	for {
+		select {
+		case res := <-results:
+			return res, res.err
+		case line, ok := <-pasted:
+			if !ok {
+				pasted = nil // no more input: the redirect may still come
+				continue
+			}
+			if res, why := pastedRedirect(line, state); why == "" {
+				return res, res.err
+			} else if o.Rejected != nil && strings.TrimSpace(line) != "" {
+				o.Rejected(line, why)
+			}
+		case <-timer.C:
+			return redirectResult{}, fmt.Errorf("%w within %s", ErrLoginTimeout, o.Timeout)
+		case <-ctx.Done():
+			return redirectResult{}, fmt.Errorf("login to %s interrupted: %w", server, context.Cause(ctx))
+		}
 	}
+}
+
+// redirected is what a redirect's query says: the code, or the error.
+func redirected(q url.Values) redirectResult {
+	var res redirectResult
+	switch {
+	case q.Get("error") != "":
+		res.err = fmt.Errorf("the authorization server refused the login: %s", oauthErrorText(q.Get("error"), q.Get("error_description")))
+	case q.Get("code") == "":
+		res.err = errors.New("the redirect carries neither a code nor an error")
+	default:
+		res.code, res.iss = q.Get("code"), q.Get("iss")
+	}
+	return res
+}
+
+// pastedRedirect is the redirect of a pasted address, or why it is not
+// this login's.
+func pastedRedirect(line, state string) (redirectResult, string) {
+	u, err := url.Parse(strings.TrimSpace(line))
+	if err != nil || u.Path != CallbackPath {
+		return redirectResult{}, "it is not the address the browser ended at (http://127.0.0.1:PORT" + CallbackPath + "?code=…)"
+	}
+	if u.Query().Get("state") != state {
+		return redirectResult{}, "it belongs to another login (state mismatch): paste the address this login's browser tab ended at"
+	}
+	return redirected(u.Query()), ""
 }
 
 // secretMethod picks how a confidential client authenticates at the token

@@ -490,6 +490,34 @@ func FollowAuthorization(ctx context.Context, authURL string) error {
 	return nil
 }
 
+// RedirectOf does what a browser on another machine does with an
+// authorization URL: it follows the redirects up to the loopback redirect
+// URI of the login in progress, and returns that address without asking
+// it (the page that does not load there, whose address the user pastes).
+func RedirectOf(ctx context.Context, authURL string) (string, error) {
+	var last string
+	client := &http.Client{CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if req.URL.Hostname() == "127.0.0.1" && req.URL.Path == "/callback" {
+			last = req.URL.String()
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	if last == "" {
+		return "", fmt.Errorf("following the authorization URL ended at %s with %s, not at the redirect URI", resp.Request.URL.Redacted(), resp.Status)
+	}
+	return last, nil
+}
+
 // ErrNoURL is returned by AuthorizationURL when the text holds none.
 var ErrNoURL = errors.New("no authorization URL in the text")
 

@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 
@@ -60,7 +61,18 @@ func TestNoSpansWithoutTracing(t *testing.T) {
 	e := search.New(build(t, testCatalog, emb), emb, &search.Options{Mode: search.ModeBM25})
 	defer e.Close()
 	q := search.Query{Text: "list files in a directory"}
-	plain := testing.AllocsPerRun(50, func() { _, _ = e.Search(context.Background(), q) })
+	// The fewest of three measures: AllocsPerRun counts the process's
+	// allocations, and a goroutine of the runtime or of a test run beside
+	// this one adds to a measure (once, under CI's load, 223 against 222),
+	// never takes from it.
+	allocs := func(ctx context.Context) float64 {
+		least := math.Inf(1)
+		for range 3 {
+			least = min(least, testing.AllocsPerRun(50, func() { _, _ = e.Search(ctx, q) }))
+		}
+		return least
+	}
+	plain := allocs(context.Background())
 	// A context holding a span that does not record (a remote parent, no
 	// tracer): still nothing started.
 	exp := tracetest.NewInMemoryExporter()
@@ -68,7 +80,7 @@ func TestNoSpansWithoutTracing(t *testing.T) {
 	defer tp.Shutdown(context.Background())
 	ctx, span := tp.Tracer("test").Start(context.Background(), "unsampled")
 	defer span.End()
-	unsampled := testing.AllocsPerRun(50, func() { _, _ = e.Search(ctx, q) })
+	unsampled := allocs(ctx)
 	if unsampled > plain {
 		t.Errorf("a search under a span that does not record allocates %v times, %v without: tracing off must cost nothing", unsampled, plain)
 	}

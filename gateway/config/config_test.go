@@ -315,10 +315,12 @@ func TestParseBad(t *testing.T) {
 			{`mcpServers["a"].url`, "only used by http and sse"},
 		}},
 		{"http without url", `{"mcpServers": {"a": {"type": "http"}}}`, nil, []want{{`mcpServers["a"].url`, `type "http" needs a url`}}},
-		{"relative and non-http urls", `{"mcpServers": {"a": {"url": "localhost:3000/mcp"}, "b": {"type": "sse", "url": "ftp://h/x"}, "c": {"url": "/mcp"}}}`, nil, []want{
-			{`mcpServers["a"].url`, `"localhost:3000/mcp" is not an absolute http(s) URL`},
+		{"relative and non-http urls", `{"mcpServers": {"a": {"url": "localhost:3000/mcp"}, "b": {"type": "sse", "url": "ftp://h/x"}, "c": {"url": "/mcp"}, "d": {"url": "mcp.example.com/mcp"}}}`, nil, []want{
+			// Written without the scheme: the URL meant, http on this machine.
+			{`mcpServers["a"].url`, `"localhost:3000/mcp" has no scheme: write "http://localhost:3000/mcp"`},
 			{`mcpServers["b"].url`, `"ftp://h/x" is not an absolute http(s) URL`},
 			{`mcpServers["c"].url`, `is not an absolute http(s) URL`},
+			{`mcpServers["d"].url`, `"mcp.example.com/mcp" has no scheme: write "https://mcp.example.com/mcp"`},
 		}},
 		{"oauth problems", `{"mcpServers": {
 			"a": {"command": "x", "oauth": {"clientId": "c"}},

@@ -281,13 +281,25 @@ func checkTLS(t TLS, u string, disabled bool) [][2]string {
 	return nil
 }
 
-// checkURL returns why u is not an absolute http(s) URL, or "".
+// checkURL returns why u is not an absolute http(s) URL, or "". One
+// written without its scheme ("127.0.0.1:3000/mcp", "mcp.example.com/mcp")
+// is told the URL meant: http for this machine, https elsewhere.
 func checkURL(u string) string {
 	pu, err := url.Parse(u)
-	if err != nil || pu.Host == "" || (pu.Scheme != "http" && pu.Scheme != "https") {
-		return `is not an absolute http(s) URL: write it like "https://example.com/mcp" or "http://127.0.0.1:3000/mcp"`
+	if err == nil && pu.Host != "" && (pu.Scheme == "http" || pu.Scheme == "https") {
+		return ""
 	}
-	return ""
+	if pu, err := url.Parse("http://" + u); !strings.Contains(u, "://") && err == nil && !strings.ContainsAny(u, " \t") {
+		host := pu.Hostname()
+		ip := net.ParseIP(host)
+		switch {
+		case host == "localhost" || ip != nil && ip.IsLoopback():
+			return fmt.Sprintf("has no scheme: write %q", "http://"+u)
+		case ip != nil || strings.Contains(host, "."):
+			return fmt.Sprintf("has no scheme: write %q", "https://"+u)
+		}
+	}
+	return `is not an absolute http(s) URL: write it like "https://example.com/mcp" or "http://127.0.0.1:3000/mcp"`
 }
 
 func checkAddr(a string) string {

@@ -134,11 +134,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		return err
 	}
 	log := g.logger
-	for _, srv := range cfg.Servers() {
-		for _, b := range srv.BareReferences() {
-			log.Warn("a variable written without braces reaches the server as written", "server", srv.Name, "value", b)
-		}
-	}
+	live.LogBareReferences(log, cfg.Servers())
 	if len(cfg.MCPServers) == 0 {
 		log.Warn("the config has no servers yet: search_tools finds only the gateway's own management tools until one is added",
 			"config", strings.Join(f.configs, " + "),

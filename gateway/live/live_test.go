@@ -603,3 +603,23 @@ func TestStorageFaultIndexesInMemory(t *testing.T) {
 		})
 	}
 }
+
+// A reload warns of a variable written without braces in the servers it
+// adds (or changes), as serve does at start, and not again for those it
+// leaves running.
+func TestReloadSaysBareReferences(t *testing.T) {
+	pool := newFakePool("a")
+	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Millisecond}, "a")
+	f.run(t)
+	writeFile(t, f.path, []byte(`{"mcpServers": {"a": {"command": "fake-a"}, "b": {"command": "fake-b", "env": {"TOKEN": "$B_TOKEN"}}}}`))
+	f.wait(t, "the reload", func(s Stats) bool { return s.ReloadGeneration == 1 })
+	const want = `msg="a variable written without braces reaches the server as written" server=b value="env.TOKEN is \"$B_TOKEN\", passed as written: toolgate expands ${B_TOKEN} (with braces)"`
+	if !strings.Contains(f.logs.String(), want) {
+		t.Errorf("the log lacks %s:\n%s", want, f.logs)
+	}
+	writeFile(t, f.path, []byte(`{"mcpServers": {"a": {"command": "fake-a", "args": ["x"]}, "b": {"command": "fake-b", "env": {"TOKEN": "$B_TOKEN"}}}}`))
+	f.wait(t, "the second reload", func(s Stats) bool { return s.ReloadGeneration == 2 })
+	if n := strings.Count(f.logs.String(), "a variable written without braces"); n != 1 {
+		t.Errorf("said %d times, want once (b was left running):\n%s", n, f.logs)
+	}
+}

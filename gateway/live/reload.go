@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"log/slog"
 	"os"
 	"reflect"
 	"slices"
@@ -173,6 +174,13 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 	if len(later) > 0 {
 		l.log.Warn("config settings changed; they take effect on restart", "file", file, "settings", later)
 	}
+	var fresh []config.Server // added or changed: their values are new
+	for _, name := range append(slices.Clone(d.Added), d.Changed...) {
+		if srv, ok := cfg.MCPServers[name]; ok {
+			fresh = append(fresh, srv)
+		}
+	}
+	LogBareReferences(l.log, fresh)
 	l.applied.Store(cfg)
 	l.log.Info("config reloaded", "file", file, "trigger", trigger,
 		"added", d.Added, "removed", d.Removed, "changed", d.Changed, "updated", d.Updated, "unchanged", d.Unchanged,
@@ -246,4 +254,15 @@ func restartOnly(old, cur config.Settings, applied []string) []string {
 		}
 	}
 	return out
+}
+
+// LogBareReferences warns of each env or header value of servers that is a
+// variable written without braces (config.Server.BareReferences): serve
+// at start, a reload for the servers it adds or changes.
+func LogBareReferences(log *slog.Logger, servers []config.Server) {
+	for _, srv := range servers {
+		for _, b := range srv.BareReferences() {
+			log.Warn("a variable written without braces reaches the server as written", "server", srv.Name, "value", b)
+		}
+	}
 }

@@ -204,6 +204,15 @@ func (r *run) refused() (*refusal, uint64) {
 
 // notMCP is the last answer of a remote run's server that was not MCP's
 // (headerTransport.notMCP), or nil, and how many there were.
+// oversized is how many events over the size cap the run's streams
+// carried (0 for a stdio run).
+func (r *run) oversized() uint64 {
+	if t := r.headers(); t != nil {
+		return t.oversized.Load()
+	}
+	return 0
+}
+
 func (r *run) notMCP() (*notMCP, uint64) {
 	if t := r.headers(); t != nil {
 		return t.notMCP.Load(), t.notMCPs.Load()
@@ -904,6 +913,7 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	defer exact.finish()
 	_, pagesBefore := r.notMCP()
 	_, refusedBefore := r.refused()
+	oversizedBefore := r.oversized()
 	res, err := r.sess.CallTool(ectx, params)
 	if err == nil {
 		exact.apply(res)
@@ -916,7 +926,8 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	// supervisor may tear the run down (errStopping) before this call
 	// reads its error: the cap is still why it failed (it read "it stopped
 	// during the call" under load).
-	tooLarge := errors.Is(err, errBodyTooLarge) || !errors.Is(err, mcp.ErrConnectionClosed) && strings.Contains(err.Error(), "exceeded")
+	tooLarge := errors.Is(err, errBodyTooLarge) || !errors.Is(err, mcp.ErrConnectionClosed) && strings.Contains(err.Error(), "exceeded") ||
+		r.oversized() > oversizedBefore // an event over the cap came on a stream of this run during the call
 	if tooLarge && ctx.Err() == nil && !errors.Is(context.Cause(cctx), ErrCallTimeout) {
 		// go-sdk's event reader says "SSE event exceeded N bytes" and drops
 		// the connection (stdio oversize is answered per call by the pump).

@@ -178,11 +178,24 @@ type observeEvents struct {
 	line    []byte // the incomplete line so far
 	data    []byte // the event's data so far
 	max     int    // longest line or event kept (longer ones are not observed)
+	// oversize, when set, is called once for each event of more than max
+	// bytes, which go-sdk's reader (MaxEventSize, the same cap) fails and
+	// drops the connection for: a call can tell why it failed even when
+	// the run is torn down before it reads go-sdk's error.
+	oversize func()
+	size     int  // the event's bytes so far, line ends included
+	over     bool // oversize was called for this event
 }
 
 func (e *observeEvents) Read(p []byte) (int, error) {
 	n, err := e.rc.Read(p)
 	for _, b := range p[:n] {
+		if e.size++; e.size > e.max && !e.over {
+			e.over = true
+			if e.oversize != nil {
+				e.oversize()
+			}
+		}
 		if b != '\n' {
 			if len(e.line) <= e.max {
 				e.line = append(e.line, b)
@@ -198,6 +211,7 @@ func (e *observeEvents) endLine() {
 	line := bytes.TrimSuffix(e.line, []byte("\r"))
 	e.line = e.line[:0]
 	if len(line) == 0 {
+		e.size, e.over = 0, false
 		if len(e.data) > 0 && len(e.data) <= e.max {
 			if msg, err := jsonrpc.DecodeMessage(e.data); err == nil {
 				e.observe(msg)

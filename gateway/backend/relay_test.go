@@ -156,6 +156,29 @@ func TestObserveEvents(t *testing.T) {
 	}
 }
 
+// An event of more bytes than the cap is told once (go-sdk's reader fails
+// it and drops the connection; the call then knows why), and the count
+// starts again at the next event.
+func TestObserveEventsOversize(t *testing.T) {
+	small := "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"
+	big := "data: " + strings.Repeat("x", 100) + "\ndata: " + strings.Repeat("y", 100) + "\n\n"
+	for _, tc := range []struct {
+		stream string
+		want   int
+	}{{small + small, 0}, {small + big, 1}, {big + small + big, 2}} {
+		for _, chunk := range []int{1, 13, len(tc.stream)} {
+			n := 0
+			e := &observeEvents{rc: io.NopCloser(&chunked{s: tc.stream, n: chunk}), max: 64, observe: func(jsonrpc.Message) {}, oversize: func() { n++ }}
+			if _, err := io.ReadAll(e); err != nil {
+				t.Fatal(err)
+			}
+			if n != tc.want {
+				t.Errorf("%d events over the cap told, want %d (chunk %d)", n, tc.want, chunk)
+			}
+		}
+	}
+}
+
 type chunked struct {
 	s string
 	n int

@@ -51,6 +51,9 @@ type headerTransport struct {
 	// for connect and call errors; refusals counts them.
 	refused  atomic.Pointer[refusal]
 	refusals atomic.Uint64
+	// oversized counts the events over maxBody seen in the event streams
+	// it observes (observeEvents.oversize), for call errors.
+	oversized atomic.Uint64
 	// handshake is true until the session is up: its JSON answers are
 	// read whole and checked (notJSONAnswer), which calls are not.
 	handshake atomic.Bool
@@ -221,7 +224,7 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				exact.observe(msg)
 			}
 		}
-		resp.Body = &observeEvents{rc: resp.Body, observe: observe, max: int(t.maxBody)}
+		resp.Body = &observeEvents{rc: resp.Body, observe: observe, max: int(t.maxBody), oversize: func() { t.oversized.Add(1) }}
 	}
 	return resp, nil
 }

@@ -407,18 +407,8 @@ func TestAuthLoginPastedRedirect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = testLog(t, "auth login: ")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	var out bytes.Buffer
-	sc := bufio.NewScanner(pipe)
-	for sc.Scan() {
-		line := sc.Text()
+	for line := range startLines(t, cmd, "auth login: ") {
 		out.WriteString(line + "\n")
 		switch u, err := oauthtest.AuthorizationURL(line); {
 		case err == nil:

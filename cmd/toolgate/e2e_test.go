@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -111,6 +112,30 @@ func toolgateCmd(t *testing.T, dataDir string, args ...string) *exec.Cmd {
 	// models folder (installed by make deps), so ranking runs for real.
 	cmd.Env = append(os.Environ(), "TOOLGATE_E2E_MAIN=1", "TOOLGATE_DATA_DIR="+dataDir, "TOOLGATE_MODELS_DIR="+installedModels())
 	return cmd
+}
+
+// startLines starts cmd, its stderr going to the test log under prefix,
+// and returns the lines of its stdout, the channel closed at the end of
+// stdout (wait for the command once it is).
+func startLines(t *testing.T, cmd *exec.Cmd, prefix string) <-chan string {
+	t.Helper()
+	pr, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = testLog(t, prefix)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return lines
 }
 
 // connectStdio connects a go-sdk client to cmd, a `toolgate serve` on

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -362,22 +361,7 @@ func TestLogs(t *testing.T) {
 	startFollow := func(args ...string) (*exec.Cmd, func(what string)) {
 		t.Helper()
 		follow := toolgateCmd(t, data, append([]string{"logs", "-f", "-n", "1"}, args...)...)
-		pr, err := follow.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		follow.Stderr = testLog(t, "logs: ")
-		if err := follow.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan string, 100)
-		go func() {
-			sc := bufio.NewScanner(pr)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
+		lines := startLines(t, follow, "logs: ")
 		return follow, func(what string) {
 			t.Helper()
 			timeout := time.After(time.Minute)

@@ -188,8 +188,8 @@ func expandHomeFlags(cmd *cobra.Command) error {
 			}
 		default:
 			if f.Value.Type() == "string" {
-				if s := f.Value.String(); dirs.ExpandHome(s) != s {
-					err = errors.Join(err, f.Value.Set(dirs.ExpandHome(s)))
+				if s, p := f.Value.String(), dirs.ExpandHome(f.Value.String()); p != s {
+					err = errors.Join(err, f.Value.Set(p))
 				}
 			}
 		}

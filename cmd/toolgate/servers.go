@@ -123,17 +123,11 @@ func runServers(w io.Writer, g *globals, paths []string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	path, data := paths[0], docs[0].Data
-	var conflicts []config.Conflict
-	if len(docs) > 1 {
-		path = strings.Join(paths, " + ")
-		if data, conflicts, err = config.Merge(docs); err != nil {
-			return err
-		}
-	}
+	path := strings.Join(paths, " + ")
 	// Validate with the real environment, then describe the file as written
-	// so that expanded secrets never reach the output.
-	loaded, _, _, loadErr := config.ParseDocs(docs, nil)
+	// (data: the files merged, as ParseDocs read them) so that expanded
+	// secrets never reach the output.
+	loaded, data, conflicts, loadErr := config.ParseDocs(docs, nil)
 	if loadErr != nil {
 		if asJSON {
 			rep := serversReport{Config: path, Errors: problems(loadErr)}

@@ -3,6 +3,7 @@ package search_test
 import (
 	"context"
 	"math"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -61,14 +62,26 @@ func TestNoSpansWithoutTracing(t *testing.T) {
 	e := search.New(build(t, testCatalog, emb), emb, &search.Options{Mode: search.ModeBM25})
 	defer e.Close()
 	q := search.Query{Text: "list files in a directory"}
-	// The fewest of three measures: AllocsPerRun counts the process's
-	// allocations, and a goroutine of the runtime or of a test run beside
-	// this one adds to a measure (once, under CI's load, 223 against 222),
-	// never takes from it.
+	// Allocations a search, as a fraction: testing.AllocsPerRun floors its
+	// average, so one allocation anywhere in the process during a measure
+	// (a goroutine of an earlier test, the runtime) could turn 222.98 into
+	// 223 and fail the comparison (it did twice under CI's load, 223
+	// against 222 and 224 against 223, also with the fewest of three
+	// measures). The fewest of three measures of 200 searches each, on one
+	// thread as AllocsPerRun does; a span started when tracing is off costs
+	// several allocations a search, far above the half allowed for noise.
 	allocs := func(ctx context.Context) float64 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+		_, _ = e.Search(ctx, q) // warm
 		least := math.Inf(1)
 		for range 3 {
-			least = min(least, testing.AllocsPerRun(50, func() { _, _ = e.Search(ctx, q) }))
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for range 200 {
+				_, _ = e.Search(ctx, q)
+			}
+			runtime.ReadMemStats(&after)
+			least = min(least, float64(after.Mallocs-before.Mallocs)/200)
 		}
 		return least
 	}
@@ -81,8 +94,8 @@ func TestNoSpansWithoutTracing(t *testing.T) {
 	ctx, span := tp.Tracer("test").Start(context.Background(), "unsampled")
 	defer span.End()
 	unsampled := allocs(ctx)
-	if unsampled > plain {
-		t.Errorf("a search under a span that does not record allocates %v times, %v without: tracing off must cost nothing", unsampled, plain)
+	if unsampled > plain+0.5 {
+		t.Errorf("a search under a span that does not record allocates %.2f times, %.2f without: tracing off must cost nothing", unsampled, plain)
 	}
 	if n := len(exp.GetSpans()); n != 0 {
 		t.Errorf("%d spans exported without sampling", n)

@@ -25,13 +25,15 @@ import (
 // schema of the tool id: what is wrong in plain words (problem is the
 // validator's message), the schema (its argument line when the schema
 // is over 32 KB), and an example call derived from it.
-func explainInvalid(id string, schema json.RawMessage, problem string) string {
+func explainInvalid(id string, schema json.RawMessage, problem string, sent map[string]any) string {
 	const (
 		maxExplainSchema = 32 << 10 // compact; 8.4 KB is the largest of the dev catalogs
 		explainArgsChars = 1000
 	)
 	var b strings.Builder
-	fmt.Fprintf(&b, "execute_tool %s: the arguments do not match the tool's inputSchema: %s.\n", id, plainWords(problem))
+	var root map[string]any
+	_ = json.Unmarshal(schema, &root)
+	fmt.Fprintf(&b, "execute_tool %s: the arguments do not match the tool's inputSchema: %s.\n", id, plainWords(problem, root, sent))
 	if c := compactJSON(schema); len(c) <= maxExplainSchema {
 		fmt.Fprintf(&b, "The inputSchema of %s:\n%s\n", id, c)
 	} else {
@@ -41,6 +43,7 @@ func explainInvalid(id string, schema json.RawMessage, problem string) string {
 			id, len(c)>>10, paramSummary(schema, explainArgsChars, nil))
 	}
 	if ex, ok := exampleArgs(schema); ok {
+		keepSent(ex, root, sent, problem)
 		fmt.Fprintf(&b, "A call of the right shape (replace each <placeholder>; optional arguments left out):\n%s\n", exampleCall(id, ex))
 	}
 	b.WriteString("Fix the arguments and call execute_tool again.")
@@ -65,34 +68,17 @@ func exampleCall(id string, args map[string]any) string {
 //
 // as `"entities" must be an array, not a string ("not-a-list")`. The
 // deepest schema location names the argument; a message it does not know
-// is kept as it is, after the argument's name.
+// is kept as it is, after the argument's name. The value the validator
+// names is written as JSON, as it was sent (found in sent, the arguments),
+// and an enum's values as the schema (root) gives them: the validator
+// prints Go's own forms (map[a:1], [x y], <invalid reflect.Value> for null).
 //
 // A schema reached through a $ref (pydantic's nested models: "$ref":
 // "#/$defs/Reader") is validated at its definition's location; the path
 // goes on from the argument that holds the $ref, so the argument reads
 // "request.reader.card", not "card" or nothing.
-func plainWords(msg string) string {
-	arg := ""  // the argument the current location validates
-	base := "" // the argument where the current definition was entered
-	for {
-		rest, ok := strings.CutPrefix(msg, "validating ")
-		if !ok {
-			break
-		}
-		l, tail, ok := strings.Cut(rest, ": ")
-		if !ok {
-			break
-		}
-		msg = tail
-		if def, ok := defLocation(l); ok {
-			if def == "" { // the $ref's target itself: entered from arg
-				base = arg
-			}
-			arg = joinPath(base, argPath(def))
-			continue
-		}
-		arg, base = argPath(l), ""
-	}
+func plainWords(msg string, root map[string]any, sent any) string {
+	arg, loc, msg := problemAt(msg)
 	where := "the arguments"
 	if arg != "" {
 		where = strconv.Quote(arg)
@@ -142,7 +128,10 @@ func plainWords(msg string) string {
 			want, _ = strconv.Unquote(want)
 			want = withArticle(want)
 		}
-		return fmt.Sprintf("%s must be %s, not %s (%s)", where, want, withArticle(got), oneline.Cut(v, 40))
+		if got == "null" {
+			return fmt.Sprintf("%s must be %s, not null", where, want)
+		}
+		return fmt.Sprintf("%s must be %s, not %s (%s)", where, want, withArticle(got), sentJSON(sent, arg, v))
 	case strings.HasPrefix(msg, "minimum: "), strings.HasPrefix(msg, "maximum: "),
 		strings.HasPrefix(msg, "exclusiveMinimum: "), strings.HasPrefix(msg, "exclusiveMaximum: "):
 		// "minimum: 0/1 is less than 1.000000" (a big.Rat, a %f bound)
@@ -156,7 +145,10 @@ func plainWords(msg string) string {
 	case strings.HasPrefix(msg, "enum: "):
 		v, vals, ok := strings.Cut(strings.TrimPrefix(msg, "enum: "), " does not equal any of: ")
 		if ok {
-			return fmt.Sprintf("%s must be one of %s, not %s", where, oneline.Cut(vals, 200), oneline.Cut(v, 40))
+			if en, ok := schemaAt(root, loc)["enum"].([]any); ok && len(en) > 0 {
+				vals = enumList(en)
+			}
+			return fmt.Sprintf("%s must be one of %s, not %s", where, oneline.Cut(vals, 200), sentJSON(sent, arg, v))
 		}
 	}
 	if arg == "" {
@@ -529,4 +521,143 @@ func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) s
 	}
 	b.WriteString(" Use one of these names, or call search_tools with what you want to do.")
 	return b.String()
+}
+
+// problemAt splits a jsonschema-go validation error into the argument it
+// is about ("request.reader.card"; "" for the arguments as a whole), the
+// schema location that failed and the validator's own words.
+func problemAt(msg string) (arg, loc, words string) {
+	base := "" // the argument where the current definition was entered
+	for {
+		rest, ok := strings.CutPrefix(msg, "validating ")
+		if !ok {
+			break
+		}
+		l, tail, ok := strings.Cut(rest, ": ")
+		if !ok {
+			break
+		}
+		msg, loc = tail, l
+		if def, ok := defLocation(l); ok {
+			if def == "" { // the $ref's target itself: entered from arg
+				base = arg
+			}
+			arg = joinPath(base, argPath(def))
+			continue
+		}
+		arg, base = argPath(l), ""
+	}
+	return arg, loc, msg
+}
+
+// sentJSON is the value at the argument path arg of sent (the arguments as
+// the validator saw them) that the validator printed as v, written as JSON
+// and cut to 40 characters. Under an array ("entities[].name") it is the
+// first item's value that prints as v. Where none does, v is kept.
+func sentJSON(sent any, arg, v string) string {
+	var found []any
+	valuesAt(sent, arg, &found)
+	for _, c := range found {
+		if printed(c) == v {
+			if b, err := json.Marshal(c); err == nil {
+				return oneline.Cut(string(b), 40)
+			}
+		}
+	}
+	return oneline.Cut(v, 40)
+}
+
+// printed is how the validator prints a value it was given (with %v, a
+// null as the zero reflect.Value).
+func printed(v any) string {
+	if v == nil {
+		return "<invalid reflect.Value>"
+	}
+	return fmt.Sprint(v)
+}
+
+// valuesAt appends to found the values at the argument path (argPath's
+// form: "a.b[].c", "t[0]") in v.
+func valuesAt(v any, path string, found *[]any) {
+	if path == "" {
+		*found = append(*found, v)
+		return
+	}
+	if rest, ok := strings.CutPrefix(path, "[]"); ok {
+		items, _ := v.([]any)
+		for _, it := range items {
+			valuesAt(it, strings.TrimPrefix(rest, "."), found)
+		}
+		return
+	}
+	if path[0] == '[' {
+		end := strings.IndexByte(path, ']')
+		n, err := strconv.Atoi(path[1:max(end, 1)])
+		items, _ := v.([]any)
+		if end < 0 || err != nil || n < 0 || n >= len(items) {
+			return
+		}
+		valuesAt(items[n], strings.TrimPrefix(path[end+1:], "."), found)
+		return
+	}
+	obj, _ := v.(map[string]any)
+	end := strings.IndexAny(path, ".[")
+	if end < 0 {
+		end = len(path)
+	}
+	if x, ok := obj[path[:end]]; ok {
+		valuesAt(x, strings.TrimPrefix(path[end:], "."), found)
+	}
+}
+
+// schemaAt is the schema at a validator's location (a JSON pointer from
+// root, "root" for root itself); nil when there is none.
+func schemaAt(root map[string]any, loc string) map[string]any {
+	if loc == "root" {
+		return root
+	}
+	var at any = root
+	for _, seg := range strings.Split(strings.TrimPrefix(loc, "/"), "/") {
+		m, _ := at.(map[string]any)
+		if m == nil {
+			if l, ok := at.([]any); ok {
+				if n, err := strconv.Atoi(seg); err == nil && n >= 0 && n < len(l) {
+					at = l[n]
+					continue
+				}
+			}
+			return nil
+		}
+		at = m[strings.NewReplacer("~1", "/", "~0", "~").Replace(seg)]
+	}
+	m, _ := at.(map[string]any)
+	return m
+}
+
+// enumList writes an enum's values as JSON, separated by commas:
+// "error", "success", "debug".
+func enumList(en []any) string {
+	parts := make([]string, len(en))
+	for i, v := range en {
+		b, _ := json.Marshal(v)
+		parts[i] = string(b)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// keepSent puts into ex, the example call derived from the schema, the
+// arguments the caller sent that the schema knows (so the example does not
+// undo what was right: {"a": 1} missing "b" gave {"a": 0, "b": 0}), all
+// but the one the problem is about.
+func keepSent(ex, root map[string]any, sent map[string]any, problem string) {
+	props, _ := root["properties"].(map[string]any)
+	bad, _, _ := problemAt(problem)
+	if i := strings.IndexAny(bad, ".["); i >= 0 {
+		bad = bad[:i]
+	}
+	for k, v := range sent {
+		if _, known := props[k]; known && k != bad {
+			ex[k] = v
+		}
+	}
 }

@@ -67,37 +67,50 @@ func TestPlainWords(t *testing.T) {
 	for _, tc := range []struct {
 		schema, args, want string
 	}{
-		{memorySchema, `{"entities":"not-a-list"}`, `"entities" must be an array, not a string (not-a-list)`},
+		{memorySchema, `{"entities":"not-a-list"}`, `"entities" must be an array, not a string ("not-a-list")`},
 		{memorySchema, `{}`, `the arguments are missing the required argument "entities"`},
 		{memorySchema, `{"entities":[{"name":"a"}]}`, `"entities[]" is missing the required fields "entityType", "observations"`},
 		{memorySchema, `{"entities":[{"name":"a","entityType":"p","observations":[1]}]}`, `"entities[].observations[]" must be a string, not an integer (1)`},
 		{memorySchema, `{"entities":[],"x":1,"y":2}`, `"x", "y" are not arguments of this tool: remove them`},
 		{memorySchema, `{"entities":[],"x":1}`, `"x" is not an argument of this tool: remove it`},
 		{memorySchema, `{"entities":[{"name":"a","entityType":"p","observations":[],"zz":1}]}`, `"zz" is not a field of "entities[]": remove it`},
-		{enumSchema, `{"mode":"medium"}`, `"mode" must be one of [fast slow], not medium`},
-		{enumSchema, `{"n":"x"}`, `"n" must be an integer or null, not a string (x)`},
+		{enumSchema, `{"mode":"medium"}`, `"mode" must be one of "fast", "slow", not "medium"`},
+		{enumSchema, `{"n":"x"}`, `"n" must be an integer or null, not a string ("x")`},
 		{enumSchema, `{"p/q":3}`, `"p/q" must be a string, not an integer (3)`},
 		// Nested models through $ref name the argument from the root.
 		{pydanticSchema, `{"delivery":"post","request":{"reader":{"name":"Ada"},"titles":["x"]}}`, `"request.reader" is missing the required field "card"`},
 		{pydanticSchema, `{"delivery":"post","request":{"reader":{"name":"Ada","card":0},"titles":["x"]}}`, `"request.reader.card" must be at least 1, not 0`},
-		{pydanticSchema, `{"delivery":"post","request":{"reader":{"name":"Ada","card":"7"},"titles":["x"]}}`, `"request.reader.card" must be an integer, not a string (7)`},
-		{pydanticSchema, `{"delivery":"post","request":"Dune"}`, `"request" must be an object, not a string (Dune)`},
+		{pydanticSchema, `{"delivery":"post","request":{"reader":{"name":"Ada","card":"7"},"titles":["x"]}}`, `"request.reader.card" must be an integer, not a string ("7")`},
+		{pydanticSchema, `{"delivery":"post","request":"Dune"}`, `"request" must be an object, not a string ("Dune")`},
 		{pydanticSchema, `{"delivery":"post","request":{"reader":{"name":"Ada","card":1},"titles":[]}}`, `"request.titles": minItems: array length 0 is less than 1`},
-		{pydanticSchema, `{"delivery":"drone","request":{"reader":{"name":"Ada","card":1},"titles":["x"]}}`, `"delivery" must be one of [pickup post locker], not drone`},
+		{pydanticSchema, `{"delivery":"drone","request":{"reader":{"name":"Ada","card":1},"titles":["x"]}}`, `"delivery" must be one of "pickup", "post", "locker", not "drone"`},
 		{listSchema, `{"readers":[{"card":1},{}]}`, `"readers[]" is missing the required field "card"`},
 		{draft7Schema, `{"p":{"x":3}}`, `"p.x" must be less than 3, not 3`},
 		{boundsSchema, `{"r":0.5}`, `"r" must be greater than 0.5, not 0.5`},
 		{boundsSchema, `{"r":10.25}`, `"r" must be at most 10, not 10.25`},
+		// Values as JSON, as sent, not as Go prints them.
+		{memorySchema, `{"entities":{"name":"a b"}}`, `"entities" must be an array, not an object ({"name":"a b"})`},
+		{memorySchema, `{"entities":null}`, `"entities" must be an array, not null`},
+		{enumSchema, `{"p/q":["a b","c"]}`, `"p/q" must be a string, not an array (["a b","c"])`},
+		{enumSchema, `{"n":"2"}`, `"n" must be an integer or null, not a string ("2")`},
+		{memorySchema, `{"entities":[{"name":"a","entityType":"p","observations":["ok",{"k":1}]}]}`, `"entities[].observations[]" must be a string, not an object ({"k":1})`},
 	} {
 		msg := validateWith(t, tc.schema, tc.args)
 		if msg == "" {
 			t.Fatalf("%s: valid", tc.args)
 		}
-		if got := plainWords(msg); got != tc.want {
+		var root, sent map[string]any
+		if err := json.Unmarshal([]byte(tc.schema), &root); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(tc.args), &sent); err != nil {
+			t.Fatal(err)
+		}
+		if got := plainWords(msg, root, sent); got != tc.want {
 			t.Errorf("%s:\n  validator: %s\n  got:  %s\n  want: %s", tc.args, msg, got, tc.want)
 		}
 	}
-	if got := plainWords("something else entirely"); got != "something else entirely" {
+	if got := plainWords("something else entirely", nil, nil); got != "something else entirely" {
 		t.Errorf("unknown message: %q", got)
 	}
 }
@@ -208,7 +221,7 @@ func TestExplainInvalidLongSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := explainInvalid("big__tool", raw, `validating root: required: missing properties: ["p0000"]`)
+	got := explainInvalid("big__tool", raw, `validating root: required: missing properties: ["p0000"]`, nil)
 	for _, want := range []string{
 		fmt.Sprintf("The inputSchema of big__tool is %d KB, too long to show here (search_tools' structuredContent holds it); its arguments: p0000*: string, p0001: string,", len(raw)>>10),
 		", +1",
@@ -223,8 +236,29 @@ func TestExplainInvalidLongSchema(t *testing.T) {
 	}
 	// A schema of the usual size is shown whole.
 	small := json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`)
-	if got := explainInvalid("x__y", small, "validating root: required: missing properties: [\"a\"]"); !strings.Contains(got, "The inputSchema of x__y:\n"+string(small)+"\n") {
+	if got := explainInvalid("x__y", small, "validating root: required: missing properties: [\"a\"]", nil); !strings.Contains(got, "The inputSchema of x__y:\n"+string(small)+"\n") {
 		t.Errorf("a small schema is not shown whole:\n%s", got)
+	}
+}
+
+// The example call keeps the arguments that were sent and are not the
+// problem: {"a": 1} missing "b" was answered {"a": 0, "b": 0}, which a
+// model copied.
+func TestExplainInvalidKeepsSent(t *testing.T) {
+	schema := `{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"},"note":{"type":"string"}},"required":["a","b"]}`
+	for _, c := range []struct{ args, want string }{
+		{`{"a":1}`, `{"name":"x__sum","arguments":{"a":1,"b":0}}`},
+		{`{"a":1,"b":"3","note":"n"}`, `{"name":"x__sum","arguments":{"a":1,"b":0,"note":"n"}}`},
+		{`{"a":1,"b":2,"note":5}`, `{"name":"x__sum","arguments":{"a":1,"b":2}}`},
+	} {
+		msg := validateWith(t, schema, c.args)
+		var sent map[string]any
+		if err := json.Unmarshal([]byte(c.args), &sent); err != nil {
+			t.Fatal(err)
+		}
+		if got := explainInvalid("x__sum", json.RawMessage(schema), msg, sent); !strings.Contains(got, "\n"+c.want+"\n") {
+			t.Errorf("%s: the example is not %s:\n%s", c.args, c.want, got)
+		}
 	}
 }
 
@@ -241,7 +275,7 @@ func TestExecuteToolRepairs(t *testing.T) {
 	res := call(t, cs, ExecuteToolName, map[string]any{"name": "memory__create_entities_v2", "arguments": map[string]any{"entities": "not-a-list"}})
 	txt := text(res)
 	for _, want := range []string{
-		`execute_tool memory__create_entities_v2: the arguments do not match the tool's inputSchema: "entities" must be an array, not a string (not-a-list).`,
+		`execute_tool memory__create_entities_v2: the arguments do not match the tool's inputSchema: "entities" must be an array, not a string ("not-a-list").`,
 		`The inputSchema of memory__create_entities_v2:`,
 		`"entityType":{"type":"string","description":"The type of the entity"}`,
 		`{"name":"memory__create_entities_v2","arguments":{"entities":[{"entityType":"<entityType>","name":"<name>","observations":["<observation>"]}]}}`,

@@ -117,7 +117,7 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	msg := g.validate(a.Name, tool.InputSchema, forSchema)
 	vspan.End()
 	if msg != "" {
-		return toolError("%s", explainInvalid(a.Name, tool.InputSchema, msg, forSchema)), nil
+		return toolError("%s", explainInvalid(a.Name, tool.InputSchema, msg, args)), nil
 	}
 	if g.recent != nil {
 		if q := g.recent.ran(sessionKey(ctx, req), a.Name); q != "" {

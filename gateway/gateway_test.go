@@ -495,7 +495,7 @@ func TestExecuteTool(t *testing.T) {
 			}
 		}
 		res := call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": json.RawMessage(`{"a":9007199254740993,"b":"7"}`)})
-		if !res.IsError || !strings.Contains(text(res), `"b" must be a number, not a string (7)`) {
+		if !res.IsError || !strings.Contains(text(res), `"b" must be a number, not a string ("7")`) || !strings.Contains(text(res), `{"a":9007199254740993,"b":0}`) {
 			t.Errorf("a string for a number: isError=%v %s", res.IsError, text(res))
 		}
 	})

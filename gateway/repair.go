@@ -551,14 +551,15 @@ func problemAt(msg string) (arg, loc, words string) {
 }
 
 // sentJSON is the value at the argument path arg of sent (the arguments as
-// the validator saw them) that the validator printed as v, written as JSON
-// and cut to 40 characters. Under an array ("entities[].name") it is the
+// sent: a long number a json.Number, where the validator saw a float64)
+// that the validator printed as v, written as JSON and cut to 40
+// characters. Under an array ("entities[].name") it is the
 // first item's value that prints as v. Where none does, v is kept.
 func sentJSON(sent any, arg, v string) string {
 	var found []any
 	valuesAt(sent, arg, &found)
 	for _, c := range found {
-		if printed(c) == v {
+		if f, _ := floatNumbers(c); printed(f) == v {
 			if b, err := json.Marshal(c); err == nil {
 				return oneline.Cut(string(b), 40)
 			}

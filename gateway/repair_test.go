@@ -371,7 +371,7 @@ func TestExecuteToolArgumentsInAString(t *testing.T) {
 		t.Errorf("isError=%v %s; the backend got %v", res.IsError, text(res), got)
 	}
 	res = call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": `{"a": "one"}`})
-	if !res.IsError || !strings.Contains(text(res), `"a" must be a number, not a string (one)`) {
+	if !res.IsError || !strings.Contains(text(res), `"a" must be a number, not a string ("one")`) {
 		t.Errorf("an object in a string that does not fit: isError=%v %s", res.IsError, text(res))
 	}
 	for _, bad := range []string{"a and b", `[1, 2]`, `{"a": 1`} {

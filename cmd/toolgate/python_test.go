@@ -225,21 +225,25 @@ func TestPythonBackends(t *testing.T) {
 			// toolgate checks the arguments against the schema, $refs
 			// resolved, before the backend sees them, and names the nested
 			// argument at fault; its example call has the models' shape.
+			// The example keeps what was sent and right.
+			placeholders := `"request":{"reader":{"card":1,"name":"<name>"},"titles":["<title>"]}`
 			for _, bad := range []struct {
 				delivery string
 				reader   map[string]any
 				want     string
+				example  string
 			}{
-				{"drone", map[string]any{"name": "Ada", "card": 7}, `"delivery" must be one of [pickup post locker], not drone`},
-				{"post", map[string]any{"name": "Ada"}, `"request.reader" is missing the required field "card"`},
-				{"post", map[string]any{"name": "Ada", "card": 0}, `"request.reader.card" must be at least 1, not 0`},
+				{"drone", map[string]any{"name": "Ada", "card": 7}, `"delivery" must be one of "pickup", "post", "locker", not "drone"`,
+					`{"delivery":"pickup","request":{"reader":{"card":7,"name":"Ada"},"titles":["Dune","Emma"]}}`},
+				{"post", map[string]any{"name": "Ada"}, `"request.reader" is missing the required field "card"`, `{"delivery":"post",` + placeholders},
+				{"post", map[string]any{"name": "Ada", "card": 0}, `"request.reader.card" must be at least 1, not 0`, `{"delivery":"post",` + placeholders},
 			} {
 				res = order(bad.delivery, bad.reader)
 				txt := resultText(res)
 				if !res.IsError || !strings.Contains(txt, "do not match the tool's inputSchema: "+bad.want+".") {
 					t.Errorf("order_books(%s, %v): isError=%v %q, want the schema's refusal: %s", bad.delivery, bad.reader, res.IsError, txt, bad.want)
 				}
-				if example := `"request":{"reader":{"card":1,"name":"<name>"},"titles":["<title>"]}`; !strings.Contains(txt, example) {
+				if example := bad.example; !strings.Contains(txt, example) {
 					t.Errorf("order_books(%s, %v): the example call lacks %s:\n%s", bad.delivery, bad.reader, example, txt)
 				}
 			}

@@ -165,7 +165,17 @@ func TestSecurityDoneWhen(t *testing.T) {
 	if err != nil || !strings.Contains(out, "poison__notes") || !strings.Contains(out, "poison__translate") || !strings.Contains(out, "poison__weather") {
 		t.Errorf("tools quarantined: %v\n%s%s", err, out, stderr)
 	}
-	if _, stderr, err := runToolgate(t, data, "tools", "approve", "poison__weather"); err != nil {
+	// It shows the held definition and approves it by its hash; another
+	// hash (a definition listed after the review) approves nothing.
+	_, approveLine, _ := strings.Cut(out, "approve: toolgate tools approve poison__weather --sha256 ")
+	reviewed, _, _ := strings.Cut(approveLine, "\n")
+	if !strings.Contains(out, "    description: Get the weather forecast for a city, and more.\n") || len(reviewed) != 12 {
+		t.Errorf("tools quarantined shows no definition or hash to approve for poison__weather:\n%s", out)
+	}
+	if _, stderr, err := runToolgate(t, data, "tools", "approve", "poison__weather", "--sha256", "0123456789ab"); err == nil || !strings.Contains(stderr, "nothing was approved") {
+		t.Errorf("tools approve of a definition not listed: %v\n%s", err, stderr)
+	}
+	if _, stderr, err := runToolgate(t, data, "tools", "approve", "poison__weather", "--sha256", reviewed); err != nil {
 		t.Fatalf("tools approve: %v\n%s", err, stderr)
 	}
 	testenv.Eventually(t, "the approved poison__weather running again", func() bool {
@@ -247,7 +257,7 @@ func TestSecurityDoneWhen(t *testing.T) {
 		t.Error("the canary is in the gateway's log")
 	}
 	// The log's approve command acts on this data folder as printed.
-	if want := "toolgate tools approve poison__notes --data-dir " + data; !strings.Contains(logs.String(), want) {
+	if want := "toolgate tools approve poison__notes --sha256 "; !strings.Contains(logs.String(), want) || !strings.Contains(logs.String(), " --data-dir "+data) {
 		t.Errorf("the log does not quote %q", want)
 	}
 }

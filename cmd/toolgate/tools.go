@@ -51,6 +51,9 @@ func (g *globals) pinsPath(cfgPath string) (string, error) {
 
 type quarantinedTool struct {
 	Tool string `json:"tool"`
+	// SHA256 is the held definition's hash: `tools approve --sha256`
+	// takes it (or its start).
+	SHA256 string `json:"sha256"`
 	quarantine.Hold
 }
 
@@ -82,7 +85,7 @@ func runToolsQuarantined(w io.Writer, path string, asJSON bool) error {
 	out := []quarantinedTool{}
 	for id, p := range f.Tools {
 		if p.Hold != nil {
-			out = append(out, quarantinedTool{Tool: id, Hold: *p.Hold})
+			out = append(out, quarantinedTool{Tool: id, SHA256: p.Current, Hold: *p.Hold})
 		}
 	}
 	slices.SortFunc(out, func(a, b quarantinedTool) int { return strings.Compare(a.Tool, b.Tool) })
@@ -103,29 +106,58 @@ func runToolsQuarantined(w io.Writer, path string, asJSON bool) error {
 		for _, fd := range q.Findings {
 			fmt.Fprintf(w, "  - %s: %s\n", safeText(fd.Summary()), safeText(fd.Excerpt)) // a field may be a property name the backend chose
 		}
-		fmt.Fprintf(w, "  approve: toolgate tools approve %s\n", safeText(q.Tool))
+		if d := q.Definition; d != nil {
+			// What approving it lets through, as the backend wrote it
+			// (hidden characters escaped).
+			fmt.Fprintf(w, "  definition (sha256 %s):\n", shortHash(q.SHA256))
+			if d.Title != "" {
+				fmt.Fprintf(w, "    title: %s\n", indentLines(escapeUnsafe(d.Title), "      "))
+			}
+			fmt.Fprintf(w, "    description: %s\n", indentLines(escapeUnsafe(d.Description), "      "))
+			if d.InputSchema != "" {
+				fmt.Fprintf(w, "    inputSchema: %s\n", escapeUnsafe(d.InputSchema))
+			}
+			if d.Cut {
+				fmt.Fprintln(w, "    (cut: a text is longer than shown)")
+			}
+		}
+		fmt.Fprintf(w, "  approve: toolgate tools approve %s --sha256 %s\n", safeText(q.Tool), shortHash(q.SHA256))
 	}
 	return nil
 }
 
+// shortHash is the start of a SHA-256 that names a definition.
+func shortHash(h string) string { return h[:min(len(h), 12)] }
+
+// indentLines indents every line of s but the first.
+func indentLines(s, indent string) string {
+	return strings.ReplaceAll(s, "\n", "\n"+indent)
+}
+
 func newToolsApproveCmd(g *globals) *cobra.Command {
-	var cfgPath string
+	var cfgPath, reviewed string
 	cmd := &cobra.Command{
-		Use:   "approve ID [--config FILE]",
+		Use:   "approve ID [--sha256 HASH] [--config FILE]",
 		Short: "Approve a tool's current definition: a running gateway releases it at its next request",
 		Long: `Approve the definition of tool ID (server__tool) as the gateway last listed it:
 it is shown and run again, until its definition changes. Review it first
-(` + "`toolgate tools quarantined`" + ` shows why it is held).`,
+(` + "`toolgate tools quarantined`" + ` shows why it is held, the definition and its
+sha256). With --sha256 (the hash shown there, or its start) only that
+definition is approved: if the backend listed another since, nothing is
+approved and the command fails.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, _, err := catalog.SplitID(args[0]); err != nil {
 				return usageError{err}
 			}
+			if cmd.Flags().Changed("sha256") && !isHexPrefix(reviewed) {
+				return usageError{fmt.Errorf("--sha256 %q: give the definition's sha256 as toolgate tools quarantined shows it (at least 8 hex digits)", reviewed)}
+			}
 			path, err := g.pinsPath(cfgPath)
 			if err != nil {
 				return err
 			}
-			p, err := quarantine.Approve(path, args[0], time.Now())
+			p, err := quarantine.Approve(path, args[0], reviewed, time.Now())
 			if errors.Is(err, quarantine.ErrUnknownTool) {
 				return usageError{err}
 			}
@@ -133,10 +165,17 @@ it is shown and run again, until its definition changes. Review it first
 				return fmt.Errorf("approve %s: %w", args[0], err)
 			}
 			g.auditCommand("tools approve", args[0], "definition sha256 "+p.Pinned)
-			fmt.Fprintf(cmd.OutOrStdout(), "Approved %s (definition sha256 %s): a running gateway shows and runs it from its next request.\n", args[0], p.Pinned[:12])
+			fmt.Fprintf(cmd.OutOrStdout(), "Approved %s (definition sha256 %s): a running gateway shows and runs it from its next request.\n", args[0], shortHash(p.Pinned))
 			return nil
 		},
 	}
 	configFlag(cmd, &cfgPath)
+	cmd.Flags().StringVar(&reviewed, "sha256", "", "approve only this definition (its sha256 as tools quarantined shows it, or its start)")
 	return cmd
+}
+
+// isHexPrefix says whether s can name a SHA-256 by its start: 8 to 64 hex
+// digits.
+func isHexPrefix(s string) bool {
+	return len(s) >= 8 && len(s) <= 64 && strings.Trim(s, "0123456789abcdefABCDEF") == ""
 }

@@ -41,6 +41,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/policy"
@@ -83,6 +84,46 @@ type Hold struct {
 	// Changed: the definition differs from the pinned one.
 	Changed  bool      `json:"changed,omitempty"`
 	Findings []Finding `json:"findings,omitempty"`
+	// Definition is the held definition as the backend listed it, for
+	// the person who reviews it (`toolgate tools quarantined`); never
+	// shown to a model. Its hash is the pin's Current.
+	Definition *Definition `json:"definition,omitempty"`
+}
+
+// Definition is a held tool's definition in words a reviewer reads: the
+// title, the description and the input schema (compact JSON), each cut at
+// maxShownText characters (Cut says one was; the hash covers the whole).
+type Definition struct {
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description"`
+	InputSchema string `json:"inputSchema,omitempty"`
+	Cut         bool   `json:"cut,omitempty"`
+}
+
+// maxShownText bounds each text a Definition keeps: a hold is rare, but an
+// overlong description is one of the reasons for it.
+const maxShownText = 20000
+
+func definitionOf(t catalog.Tool) *Definition {
+	d := &Definition{}
+	cut := func(s string) string {
+		if len(s) <= maxShownText {
+			return s
+		}
+		d.Cut = true
+		s = s[:maxShownText]
+		for len(s) > 0 && !utf8.RuneStart(s[len(s)-1]) {
+			s = s[:len(s)-1]
+		}
+		return s
+	}
+	var schema bytes.Buffer
+	if json.Compact(&schema, t.InputSchema) != nil {
+		schema.Reset()
+		schema.Write(t.InputSchema)
+	}
+	d.Title, d.Description, d.InputSchema = cut(t.Title), cut(t.Description), cut(schema.String())
+	return d
 }
 
 // Reason is the hold in words a model may read (no excerpt of the
@@ -728,13 +769,13 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time) *Pin
 		hold = &Hold{Changed: true, Findings: findings}
 	}
 	if hold != nil {
-		hold.Since = now
+		hold.Since, hold.Definition = now, definitionOf(t)
 		if prev != nil && prev.Hold != nil && prev.Current == hash {
 			hold.Since = prev.Hold.Since
 		} else {
 			g.log.Warn("tool quarantined: it is left out of search_tools and refused by execute_tool until approved",
 				"tool", id, "why", hold.Reason(), "review", g.opts.Command("toolgate", "tools", "quarantined"),
-				"approve", g.opts.Command("toolgate", "tools", "approve", id))
+				"approve", g.opts.Command("toolgate", "tools", "approve", id, "--sha256", short(hash)))
 		}
 	}
 	p.Hold = hold
@@ -749,10 +790,17 @@ func short(h string) string { return h[:min(len(h), 12)] }
 // ErrUnknownTool is Approve's error for a tool the pins file does not know.
 var ErrUnknownTool = errors.New("no tool of that ID has been listed")
 
+// ErrNotReviewed is Approve's error when the tool's current definition is
+// not the one reviewed.
+var ErrNotReviewed = errors.New("the definition changed since it was reviewed")
+
 // Approve approves the current definition of tool id in the pins file at
-// path: a running gateway releases it at its next request. It returns the
-// pin as approved.
-func Approve(path, id string, now time.Time) (*Pin, error) {
+// path: a running gateway releases it at its next request. With reviewed
+// (a prefix of a definition's SHA-256, as `toolgate tools quarantined`
+// shows it) the current definition must be that one: a backend may list
+// another between the review and the approval. It returns the pin as
+// approved.
+func Approve(path, id, reviewed string, now time.Time) (*Pin, error) {
 	var out *Pin
 	err := datafile.Update(path, func(old []byte) ([]byte, error) {
 		f, err := ParseFile(old)
@@ -762,6 +810,10 @@ func Approve(path, id string, now time.Time) (*Pin, error) {
 		p, ok := f.Tools[id]
 		if !ok {
 			return nil, fmt.Errorf("%w: %q (`toolgate tools quarantined` lists the quarantined tools)", ErrUnknownTool, id)
+		}
+		if reviewed != "" && !strings.HasPrefix(p.Current, strings.ToLower(reviewed)) {
+			return nil, fmt.Errorf("%w: %s is now sha256 %s, not the %s reviewed; nothing was approved: review it again (toolgate tools quarantined) and approve the definition shown there",
+				ErrNotReviewed, id, short(p.Current), reviewed)
 		}
 		p.Pinned, p.Approved, p.ApprovedAt, p.Hold = p.Current, true, now.UTC(), nil
 		out = p

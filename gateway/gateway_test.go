@@ -157,7 +157,7 @@ func TestSearchTools(t *testing.T) {
 			t.Errorf("inputSchema not carried: %s", first.InputSchema)
 		}
 		txt := text(res)
-		for _, want := range []string{"memory__create_entities  confidence 0.00", "entities*: array", "execute_tool"} {
+		for _, want := range []string{"memory__create_entities  confidence 0.00", "entities*: [object]", "execute_tool"} {
 			if !strings.Contains(txt, want) {
 				t.Errorf("text rendering lacks %q:\n%s", want, txt)
 			}

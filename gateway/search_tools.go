@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -571,7 +572,7 @@ func paramSummary(schema json.RawMessage, max int, shared map[string]int) string
 	var b strings.Builder
 	listed := 0 // required ones listed
 	for i, n := range names {
-		typ := s.Properties[n].name(defs, 0)
+		typ := s.Properties[n].shape(defs)
 		part := n + ": " + typ
 		bound := max
 		if required[n] {
@@ -609,7 +610,118 @@ type schemaType struct {
 	AllOf      []schemaType        `json:"allOf"`
 	Enum       []any               `json:"enum"`
 	Properties map[string]struct{} `json:"properties"`
+	Required   []string            `json:"required"`
 	Items      json.RawMessage     `json:"items"`
+}
+
+// Bounds of what shape spells out: an enum's values, and the fields of an
+// object (or of an array's items) one level down.
+const (
+	shapeEnumValues = 8
+	shapeEnumChars  = 60
+	shapeFieldChars = 50
+)
+
+// shape is the type of a parameter as paramSummary shows it: name's, but
+// with what a first call most often gets wrong spelled out — the values of
+// a short enum ("error"|"success"|"debug", not string), the fields of an
+// object ({oldText*, newText*}, required ones marked) and the items of an
+// array ([{oldText*, newText*}], [string]).
+func (s schemaType) shape(defs func(ref string) (schemaType, bool)) string {
+	for depth := 0; s.Ref != "" && depth < maxRefDepth; depth++ {
+		d, ok := defs(s.Ref)
+		if !ok {
+			break
+		}
+		s = d
+	}
+	if vals := s.enumValues(); vals != "" {
+		return vals
+	}
+	switch s.name(defs, 0) {
+	case "object":
+		if f := s.fields(); f != "" {
+			return f
+		}
+	case "array":
+		var item schemaType
+		if len(s.Items) > 0 && json.Unmarshal(s.Items, &item) == nil {
+			for depth := 0; item.Ref != "" && depth < maxRefDepth; depth++ {
+				d, ok := defs(item.Ref)
+				if !ok {
+					break
+				}
+				item = d
+			}
+			if f := item.fields(); f != "" {
+				return "[" + f + "]"
+			}
+			if vals := item.enumValues(); vals != "" {
+				return "[" + vals + "]"
+			}
+			if n := item.name(defs, 0); n != "any" {
+				return "[" + n + "]"
+			}
+		}
+	}
+	return s.name(defs, 0)
+}
+
+// enumValues is a short enum's values as JSON, "|" between them ("" for
+// no enum, or one too long to spell out).
+func (s schemaType) enumValues() string {
+	if len(s.Enum) == 0 || len(s.Enum) > shapeEnumValues {
+		return ""
+	}
+	parts := make([]string, len(s.Enum))
+	for i, v := range s.Enum {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return ""
+		}
+		parts[i] = string(b)
+	}
+	if out := strings.Join(parts, "|"); len(out) <= shapeEnumChars {
+		return out
+	}
+	return ""
+}
+
+// fields is an object schema's fields, "{a*, b}" (required first, marked),
+// within shapeFieldChars ("{a*, b, +3}" past it); "" without properties.
+func (s schemaType) fields() string {
+	if len(s.Properties) == 0 {
+		return ""
+	}
+	names := slices.Sorted(maps.Keys(s.Properties))
+	slices.SortStableFunc(names, func(a, b string) int {
+		ra, rb := slices.Contains(s.Required, a), slices.Contains(s.Required, b)
+		switch {
+		case ra == rb:
+			return 0
+		case ra:
+			return -1
+		}
+		return 1
+	})
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, n := range names {
+		part := n
+		if slices.Contains(s.Required, n) {
+			part += "*"
+		}
+		if i > 0 {
+			part = ", " + part
+		}
+		if i > 0 && b.Len()+len(part) > shapeFieldChars {
+			fmt.Fprintf(&b, ", +%d", len(names)-i)
+			break
+		}
+		b.WriteString(part)
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 // maxRefDepth bounds the $refs schemaType.name follows (a definition may

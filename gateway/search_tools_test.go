@@ -271,7 +271,7 @@ func TestParamSummary(t *testing.T) {
 	}
 	// The Python SDK's schemas (pydantic): nested models through $ref, an
 	// optional field as anyOf with null, a Literal as an enum.
-	if got, want := paramSummary(json.RawMessage(pydanticSchema), 0, nil), "delivery*: string, request*: object"; got != want {
+	if got, want := paramSummary(json.RawMessage(pydanticSchema), 0, nil), `delivery*: "pickup"|"post"|"locker", request*: {reader*, titles*, note}`; got != want {
 		t.Errorf("pydantic schema: %q, want %q", got, want)
 	}
 	schema = json.RawMessage(`{"type":"object","properties":{
@@ -285,8 +285,21 @@ func TestParamSummary(t *testing.T) {
 		"list":{"items":{"type":"string"}}},
 		"$defs":{"Reader":{"type":"object","properties":{"card":{"type":"integer"}}},"Tree":{"$ref":"#/$defs/Tree"}},
 		"definitions":{"Old":{"properties":{"x":{}}}}}`)
-	if got, want := paramSummary(schema, 0, nil), "far: any, kind: string, list: array, mixed: any, note: string|null, old: object, reader: object|null, tree: any"; got != want {
+	if got, want := paramSummary(schema, 0, nil), `far: any, kind: "a"|"b", list: [string], mixed: any, note: string|null, old: object, reader: object|null, tree: any`; got != want {
 		t.Errorf("refs and combinators: %q, want %q", got, want)
+	}
+	// What a first call most often gets wrong is spelled out: a short
+	// enum's values, the fields of an array's items and of an object; a
+	// long enum, and many fields, are not.
+	schema = json.RawMessage(`{"type":"object","required":["edits","messageType"],"properties":{
+		"edits":{"type":"array","items":{"type":"object","required":["oldText","newText"],"properties":{"oldText":{"type":"string"},"newText":{"type":"string"},"dryRun":{"type":"boolean"}}}},
+		"messageType":{"type":"string","enum":["error","success","debug"]},
+		"level":{"type":"integer","enum":[1,2,3]},
+		"tags":{"type":"array","items":{"enum":["a","b"]}},
+		"zone":{"type":"string","enum":["africa-johannesburg","america-los-angeles","asia-tokyo","europe-amsterdam"]},
+		"wide":{"type":"object","properties":{"alpha":{},"bravo":{},"charlie":{},"delta":{},"echo":{},"foxtrot":{},"golf":{},"hotel":{}}}}}`)
+	if got, want := paramSummary(schema, 0, nil), `edits*: [{newText*, oldText*, dryRun}], messageType*: "error"|"success"|"debug", level: 1|2|3, tags: ["a"|"b"], wide: {alpha, bravo, charlie, delta, echo, foxtrot, golf, +1}, zone: string`; got != want {
+		t.Errorf("shapes: %q, want %q", got, want)
 	}
 }
 

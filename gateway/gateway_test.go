@@ -280,13 +280,13 @@ func TestSearchTools(t *testing.T) {
 			case "gh":
 				return `server "gh" is down: variable ${GH_TOKEN} (env.GITHUB_TOKEN) is not set`
 			case "time", "memory": // memory's tools are in the catalog: marked, not named
-				return `server "` + s + `" is down: command "uvx" not found in PATH`
+				return `server "` + s + `" is down: command "uvx" not found in PATH (PATH=/opt/host/bin:/usr/bin): check command/PATH`
 			}
 			return ""
 		}
 		res := call(t, connect(t, g2), SearchToolName, map[string]any{"query": "what time is it"})
 		got := structured(t, res)
-		want := []DownServer{{"gh", `server "gh" is down: variable ${GH_TOKEN} (env.GITHUB_TOKEN) is not set`}, {"time", `server "time" is down: command "uvx" not found in PATH`}}
+		want := []DownServer{{"gh", `server "gh" is down: variable ${GH_TOKEN} (env.GITHUB_TOKEN) is not set`}, {"time", `server "time" is down: command "uvx" not found in PATH: check command/PATH`}}
 		if res.IsError || !slices.Equal(got.DownServers, want) {
 			t.Errorf("downServers %+v, want %+v", got.DownServers, want)
 		}
@@ -306,8 +306,12 @@ func TestSearchTools(t *testing.T) {
 		}
 		// A guessed tool of such a server: why it cannot run, not "unknown".
 		res = call(t, connect(t, g2), ExecuteToolName, map[string]any{"name": "time__get_current_time"})
-		if want := `execute_tool: "time__get_current_time" cannot run: server "time" is down: command "uvx" not found in PATH (it never listed its tools, so "get_current_time" cannot be checked either).`; !res.IsError || !strings.HasPrefix(text(res), want) {
-			t.Errorf("execute_tool time__get_current_time: %s\nwant it to start with %s", text(res), want)
+		if want := `execute_tool: "time__get_current_time" cannot run: server "time" is down: command "uvx" not found in PATH: check command/PATH (it never listed its tools, so "get_current_time" cannot be checked either).`; !res.IsError || !strings.HasPrefix(text(res), want) ||
+			!strings.HasSuffix(text(res), " Retry later, or call search_tools for another tool that does it.") || strings.Contains(text(res), "also finds") || strings.Contains(text(res), "/opt/host") {
+			t.Errorf("execute_tool time__get_current_time: %s\nwant it to start with %s, no weak matches and no search path", text(res), want)
+		}
+		if strings.Contains(txt, "/opt/host") {
+			t.Errorf("search_tools tells the gateway's search path: %s", txt)
 		}
 		// Only the server asked for; none for a caller whose key or profile
 		// limits what it may learn of.

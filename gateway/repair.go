@@ -483,6 +483,8 @@ func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) s
 		down = g.downServers(caller, server)
 	}
 	switch {
+	case strings.EqualFold(name, SearchToolName) || strings.EqualFold(name, ExecuteToolName):
+		return fmt.Sprintf("execute_tool: %s is one of this gateway's two tools, not a tool of a server: call it directly (tools/call with the name %q), not through execute_tool.", strings.ToLower(name), strings.ToLower(name))
 	case err != nil:
 		fmt.Fprintf(&b, "execute_tool: %v.", err)
 		tool = name
@@ -508,7 +510,7 @@ func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) s
 	if words := catalog.NameWords(tool); words != "" {
 		res, err := g.searcher.Search(ctx, search.Query{Text: words, Limit: 3, Filter: g.filter(caller)})
 		var found []string
-		if err == nil {
+		if err == nil && !res.NoMatch { // weak matches would only invite a wrong call
 			for _, h := range res.Hits {
 				if id := h.Tool.ID(); !slices.Contains(near, id) {
 					found = append(found, id)
@@ -518,6 +520,10 @@ func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) s
 		if len(found) > 0 {
 			fmt.Fprintf(&b, " search_tools %q also finds: %s.", oneline.Echo(words), strings.Join(found, ", "))
 		}
+	}
+	if len(down) > 0 {
+		b.WriteString(" Retry later, or call search_tools for another tool that does it.")
+		return b.String()
 	}
 	b.WriteString(" Use one of these names, or call search_tools with what you want to do.")
 	return b.String()

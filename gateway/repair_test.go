@@ -292,6 +292,13 @@ func TestExecuteToolRepairs(t *testing.T) {
 			t.Errorf("isError=%v, text lacks %q:\n%s", res.IsError, want, txt)
 		}
 	}
+	// One of the gateway's own two tools, sent through execute_tool.
+	for _, name := range []string{"search_tools", "Execute_Tool"} {
+		res = call(t, cs, ExecuteToolName, map[string]any{"name": name, "arguments": map[string]any{"query": "x"}})
+		if want := "is one of this gateway's two tools, not a tool of a server: call it directly"; !res.IsError || !strings.Contains(text(res), want) {
+			t.Errorf("execute_tool %s: isError=%v %s", name, res.IsError, text(res))
+		}
+	}
 	// What the caller sent is said back cut short: a name of 200,000 runes
 	// (megabytes fit in a request) is quoted by its start, matched by its
 	// first maxMatchRunes, and the answer stays small.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/oneline"
@@ -800,12 +801,13 @@ func (s schemaType) name(defs func(ref string) (schemaType, bool), depth int) st
 	return "any"
 }
 
-// unavailable says why server's tools cannot run now, or "".
+// unavailable says why server's tools cannot run now, or "", as a model
+// reads it (backend.ForModel).
 func (g *Gateway) unavailable(server string) string {
 	if g.opts.Unavailable == nil {
 		return ""
 	}
-	return g.opts.Unavailable(server)
+	return backend.ForModel(g.opts.Unavailable(server))
 }
 
 // filter is the search filter of the caller (nil without a Policy).

@@ -93,7 +93,7 @@ func resolveCommand(srv config.Server, env []string) (string, error) {
 			return "", fmt.Errorf("command %s (a relative path is read from %s): check command", err.Error(), where)
 		}
 		if errors.Is(err, errNotFound) {
-			return "", fmt.Errorf("command %s (PATH=%s): check command/PATH (the server's \"env\" may set PATH)", err.Error(), pathEnv)
+			return "", fmt.Errorf("command %s (%s%s): check command/PATH (the server's \"env\" may set PATH)", err.Error(), pathPrefix, pathEnv)
 		}
 		return "", fmt.Errorf("command: %w: check command", err)
 	}
@@ -746,4 +746,18 @@ func (t *lineTail) suffix() string {
 		return " (no stderr output)"
 	}
 	return "; last stderr lines:\n  " + strings.Join(lines, "\n  ")
+}
+
+// pathPrefix starts the search path that a "not found in PATH" error quotes
+// for the operator.
+const pathPrefix = "PATH="
+
+// pathDetail matches that quote in an error's text.
+var pathDetail = regexp.MustCompile(` \(` + pathPrefix + `[^)]*\)`)
+
+// ForModel is a server's error as a model may read it: without the
+// gateway's search path, which only the operator can act on and which
+// tells the host's layout (600 characters of it reached an agent).
+func ForModel(reason string) string {
+	return pathDetail.ReplaceAllString(reason, "")
 }

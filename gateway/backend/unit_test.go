@@ -215,3 +215,16 @@ func TestMasker(t *testing.T) {
 		}
 	}
 }
+
+// A command not found says the search path to the operator, and not to a
+// model (ForModel): it is the host's layout, and a model cannot change it.
+func TestForModelLeavesOutThePath(t *testing.T) {
+	_, err := resolveCommand(config.Server{Name: "time", Type: config.TypeStdio, Command: "toolgate-no-such-command-xyz"}, []string{"PATH=/opt/secret/bin:/usr/bin"})
+	if err == nil || !strings.Contains(err.Error(), "PATH=/opt/secret/bin:/usr/bin") {
+		t.Fatalf("the operator's error lacks the path: %v", err)
+	}
+	got := ForModel(`server "time" is down: ` + err.Error())
+	if want := `server "time" is down: command "toolgate-no-such-command-xyz" not found in PATH: check command/PATH (the server's "env" may set PATH)`; got != want {
+		t.Errorf("ForModel: %q\nwant %q", got, want)
+	}
+}

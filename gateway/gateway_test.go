@@ -242,15 +242,22 @@ func TestSearchTools(t *testing.T) {
 			t.Errorf("structuredContent %s lacks noMatch or confidence", b)
 		}
 		txt := text(res)
-		for _, want := range []string{"No tool fits", "Rephrase the task in other words. The closest tools", "WEAK memory__create_entities", "confidence 0.04"} {
+		for _, want := range []string{"No tool fits", "Rephrase the task in other words (in English, the tools' language). The closest tools", "WEAK memory__create_entities", "confidence 0.04",
+			"\nIf one of them does fit after all, call execute_tool with"} {
 			if !strings.Contains(txt, want) {
 				t.Errorf("text lacks %q:\n%s", want, txt)
 			}
 		}
 		// "server" is named only when the query gave one.
 		res = call(t, connect(t, g2), SearchToolName, map[string]any{"query": "book a flight to Paris", "server": "memory"})
-		if txt := text(res); !strings.Contains(txt, `Rephrase the task in other words, or leave out "server". The closest`) {
+		if txt := text(res); !strings.Contains(txt, `Rephrase the task in other words (in English, the tools' language), or leave out "server". The closest`) {
 			t.Errorf("with a server: %s", txt)
+		}
+		// A tool ID of a server the gateway does not have: say so, not only
+		// "rephrase".
+		res = call(t, connect(t, g2), SearchToolName, map[string]any{"query": "use github__create_issue and jira__new_ticket to file it in memory__x"})
+		if txt := text(res); !strings.Contains(txt, `The query names a tool of servers "github", "jira", which this gateway does not have (its servers: everything, filesystem, memory, weird): say so rather than rephrase.`) {
+			t.Errorf("foreign tool IDs: %s", txt)
 		}
 		// A query of megabytes is said back by its start.
 		long := "book a flight to Paris " + strings.Repeat("and then some ", 100_000)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -263,10 +264,39 @@ func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*
 		}
 		g.recent.searched(sessionKey(ctx, req), a.Query, ids)
 	}
+	txt := renderSearch(a, out, g.argCounts)
+	if out.NoMatch || len(out.Tools) == 0 {
+		// A tool ID of a server that is not here ("github__create_issue"):
+		// rewording will not find it.
+		if names := g.foreignServers(policy.CallerFrom(ctx), a.Query); len(names) > 0 {
+			txt += fmt.Sprintf("\nThe query names a tool of %s, which this gateway does not have (its servers: %s): say so rather than rephrase.",
+				strings.Join(names, ", "), oneline.Cut(strings.Join(g.servers(policy.CallerFrom(ctx)), ", "), 300))
+		}
+	}
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: renderSearch(a, out, g.argCounts)}},
+		Content:           []mcp.Content{&mcp.TextContent{Text: txt}},
 		StructuredContent: out,
 	}, nil
+}
+
+// idInText matches what reads as a tool ID in a query: server__tool.
+var idInText = regexp.MustCompile(`\b([A-Za-z0-9][A-Za-z0-9-]*?)__[A-Za-z0-9]`)
+
+// foreignServers are the servers (quoted) that tool IDs in query name and
+// that the caller has none of, at most three.
+func (g *Gateway) foreignServers(c *policy.Caller, query string) []string {
+	var out []string
+	for _, m := range idInText.FindAllStringSubmatch(query, 10) {
+		if q := strconv.Quote(oneline.Echo(m[1])); !g.hasServer(c, m[1]) && g.downServers(c, m[1]) == nil && !slices.Contains(out, q) && len(out) < 3 {
+			out = append(out, q)
+		}
+	}
+	if len(out) == 1 {
+		out[0] = "server " + out[0]
+	} else if len(out) > 1 {
+		out[0] = "servers " + out[0]
+	}
+	return out
 }
 
 // search ranks the tools for a. With readOnly it ranks deeper (up to
@@ -421,13 +451,13 @@ func renderSearch(a searchArgs, r SearchResult, args func(server string) map[str
 		return b.String()
 	}
 	if r.NoMatch {
-		fmt.Fprintf(&b, "No %stool fits %q well (mode %s). Rephrase the task in other words", only, oneline.Echo(a.Query), r.Mode)
+		fmt.Fprintf(&b, "No %stool fits %q well (mode %s). Rephrase the task in other words (in English, the tools' language)", only, oneline.Echo(a.Query), r.Mode)
 		if a.Server != "" {
 			b.WriteString(`, or leave out "server"`)
 		}
 		b.WriteString(". The closest tools, all weak matches:\n")
 	} else {
-		fmt.Fprintf(&b, "%d %stools, best first (mode %s):\n", len(r.Tools), only, r.Mode)
+		fmt.Fprintf(&b, "%d %s, best first (mode %s):\n", len(r.Tools), plural(len(r.Tools), only+"tool"), r.Mode)
 	}
 	for i, t := range r.Tools {
 		weak := ""
@@ -469,9 +499,16 @@ func renderSearch(a searchArgs, r SearchResult, args func(server string) map[str
 		}
 		if p := paramSummary(t.InputSchema, compactArgsChars, shared); p != "" {
 			fmt.Fprintf(&b, "   args: %s\n", p)
+		} else if takesNoArgs(t.InputSchema) {
+			b.WriteString("   args: none\n")
 		}
 	}
-	b.WriteString(`Call execute_tool with {"name": "<name above>", "arguments": {...}}.`)
+	if r.NoMatch {
+		b.WriteString("If one of them does fit after all, call ")
+	} else {
+		b.WriteString("Call ")
+	}
+	b.WriteString(`execute_tool with {"name": "<name above>", "arguments": {...}}.`)
 	writeDown(&b, r.DownServers)
 	return b.String()
 }
@@ -595,6 +632,34 @@ func paramSummary(schema json.RawMessage, max int, shared map[string]int) string
 		b.WriteString(part)
 	}
 	return b.String()
+}
+
+// plural is noun for n things: "tool" for one, "tools" for the others.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
+}
+
+// takesNoArgs says whether an input schema declares no argument at all (an
+// object schema without properties, and without a way to take others), so
+// the args line can say "none" rather than leave a model guessing.
+func takesNoArgs(schema json.RawMessage) bool {
+	var s struct {
+		Type       any             `json:"type"`
+		Properties map[string]any  `json:"properties"`
+		Additional json.RawMessage `json:"additionalProperties"`
+		Ref        string          `json:"$ref"`
+		AnyOf      []any           `json:"anyOf"`
+		OneOf      []any           `json:"oneOf"`
+		AllOf      []any           `json:"allOf"`
+	}
+	if json.Unmarshal(schema, &s) != nil || s.Type != "object" || len(s.Properties) > 0 || s.Ref != "" ||
+		len(s.AnyOf)+len(s.OneOf)+len(s.AllOf) > 0 {
+		return false
+	}
+	return len(s.Additional) == 0 || string(s.Additional) == "false"
 }
 
 // requiredLines is how many times a compact argument line's bound the

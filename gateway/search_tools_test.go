@@ -67,7 +67,7 @@ func TestSearchToolsAnnotationsAndFilters(t *testing.T) {
 		if asked.Limit < MaxLimit {
 			t.Errorf("readOnly searched %d deep, want %d", asked.Limit, MaxLimit)
 		}
-		if txt := text(res); !strings.Contains(txt, "1 read-only tools, best first") {
+		if txt := text(res); !strings.Contains(txt, "1 read-only tool, best first") {
 			t.Errorf("text: %s", txt)
 		}
 		res = call(t, cs, SearchToolName, map[string]any{"query": "x", "readOnly": true, "server": "memory"})
@@ -343,5 +343,25 @@ func TestArgLineOwnArgumentsFirst(t *testing.T) {
 	g.Refresh()
 	if got, want := args(), "key*: string, auth: string, tenant: string, zone: string"; got != want {
 		t.Errorf("args after the catalog changed: %s, want %s", got, want)
+	}
+}
+
+// A tool that takes no argument says so ("args: none"); a schema that may
+// take some it does not name says nothing.
+func TestArgLineNone(t *testing.T) {
+	for schema, want := range map[string]bool{
+		`{"type":"object"}`:                              true,
+		`{"type":"object","properties":{}}`:              true,
+		`{"type":"object","additionalProperties":false}`: true,
+		`{"type":"object","additionalProperties":true}`:  false,
+		`{}`:                                   false,
+		`{"type":"object","$ref":"#/$defs/A"}`: false,
+		`{"type":"object","properties":{"a":{}}}`:        false,
+		`{"type":"object","anyOf":[{"required":["a"]}]}`: false,
+	} {
+		txt := renderSearch(searchArgs{Query: "q"}, SearchResult{Mode: "hybrid", Tools: []FoundTool{{Name: "s__t", Server: "s", InputSchema: json.RawMessage(schema)}}}, nil)
+		if got := strings.Contains(txt, "\n   args: none\n"); got != want {
+			t.Errorf("%s: args: none %v, want %v:\n%s", schema, got, want, txt)
+		}
 	}
 }

@@ -37,7 +37,7 @@ func TestAcceptOutOfDescriptors(t *testing.T) {
 	go func() {
 		done <- Serve(ctx, ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			fmt.Fprint(w, "served")
-		}), nil, logs.Logger())
+		}), nil, logs.Logger(), nil)
 	}()
 	t.Cleanup(func() {
 		cancel()

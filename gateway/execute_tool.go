@@ -498,6 +498,9 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 	case errors.Is(err, backend.ErrCallTimeout):
 		g.log.Warn("backend call timed out", "tool", name, "server", server, "err", err)
 		return toolError("execute_tool %s: the call timed out (%v) and was cancelled on the server. Retry with a smaller request, or later.", name, err)
+	case errors.Is(context.Cause(ctx), ErrStopping):
+		note.reason = "the gateway stopped while the call ran"
+		return toolError("execute_tool %s: the gateway is stopping, so the call was cancelled on the server (it may have done part of its work). Retry once the gateway runs again.", name)
 	case ctx.Err() != nil:
 		note.reason = "cancelled by the client"
 		return toolError("execute_tool %s: cancelled by the client.", name)

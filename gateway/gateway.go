@@ -175,6 +175,46 @@ type Gateway struct {
 	// args holds argCounts' counts per server (string → map[string]int);
 	// Refresh clears it.
 	args sync.Map
+	// inflight holds the cancel of each tools/call running
+	// (*context.CancelCauseFunc → itself), for StopCalls; stopping says
+	// StopCalls was called.
+	inflight sync.Map
+	stopping atomic.Bool
+}
+
+// ErrStopping is the cause of the context of a call that StopCalls ended.
+var ErrStopping = errors.New("the gateway is stopping")
+
+// stoppable lets StopCalls end every tools/call in flight. go-sdk does not
+// end a handler's context with its session's (jsonrpc2 wraps it so that it
+// does not), and closing a session waits for the calls in flight: a stop
+// waited for a running call to end by itself, the whole stop budget.
+func (g *Gateway) stoppable(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		key := &cancel
+		g.inflight.Store(key, cancel)
+		defer g.inflight.Delete(key)
+		if g.stopping.Load() { // after StopCalls ranged over the calls
+			cancel(ErrStopping)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// StopCalls ends the tools/calls in flight and those that start from now
+// on: each is cancelled on its backend and answers that the gateway is
+// stopping (ErrStopping), so that a stop need not wait for them.
+func (g *Gateway) StopCalls() {
+	g.stopping.Store(true)
+	g.inflight.Range(func(_, v any) bool {
+		v.(context.CancelCauseFunc)(ErrStopping)
+		return true
+	})
 }
 
 // searchLimits are search_tools' default and largest "limit".
@@ -215,7 +255,7 @@ func New(s Searcher, c Caller, opts *Options) *Gateway {
 		// mode every request is a session: keep its warnings only.
 		Logger: slog.New(minLevel{g.log.Handler(), slog.LevelWarn}),
 	})
-	g.server.AddReceivingMiddleware(g.levels.middleware, g.scopedTools, g.profileSwitches, g.directCalls)
+	g.server.AddReceivingMiddleware(g.stoppable, g.levels.middleware, g.scopedTools, g.profileSwitches, g.directCalls)
 	g.server.AddTool(executeTool(), g.traced(ExecuteToolName, g.audited(ExecuteToolName, g.handleExecute)))
 	g.Refresh()
 	return g
@@ -307,6 +347,7 @@ func (g *Gateway) serve(ctx context.Context, t mcp.Transport) error {
 	go func() { closed <- ss.Wait() }()
 	select {
 	case <-ctx.Done():
+		g.StopCalls() // else Close waits for them to end by themselves
 		ss.Close()
 		<-closed
 		return nil

@@ -27,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/mcptext"
+	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -988,5 +989,61 @@ func TestHTTPAcceptJSONOnly(t *testing.T) {
 	}
 	if resp, body := post("text/html", call); resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("Accept text/html: %s %s", resp.Status, body)
+	}
+}
+
+// ctxCaller is a Caller that waits for its call's context to end and
+// reports its cause.
+type ctxCaller struct {
+	started chan struct{}
+	cause   chan error
+}
+
+func (c ctxCaller) CallTool(ctx context.Context, _, _ string, _ map[string]any) (*mcp.CallToolResult, error) {
+	close(c.started)
+	<-ctx.Done()
+	c.cause <- context.Cause(ctx)
+	return nil, ctx.Err()
+}
+
+// A stop ends the calls in flight: go-sdk does not end a handler's context
+// with its session's, and closing the session waits for them, so a stdio
+// gateway with a call running waited out the whole stop budget (10 s,
+// exit status 4) when its client quit with SIGTERM. Over HTTP the call
+// answers that the gateway is stopping.
+func TestStopEndsCallsInFlight(t *testing.T) {
+	c := ctxCaller{started: make(chan struct{}), cause: make(chan error, 1)}
+	_, fs := newTestGateway(t, nil)
+	g := New(fs, c, nil)
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.serve(ctx, st) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ExecuteToolName, Arguments: map[string]any{"name": "everything__add", "arguments": map[string]any{"a": 1, "b": 2}}}) //nolint:errcheck // the session ends under it
+	<-c.started
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	case <-time.After(testenv.Timeout):
+		t.Fatal("serve did not return: it waits for the call in flight")
+	}
+	if cause := <-c.cause; !errors.Is(cause, ErrStopping) {
+		t.Errorf("the backend call ended with %v, want %v", cause, ErrStopping)
+	}
+	// A call that starts once the stop began is ended at once, with the
+	// words a client reads.
+	c2 := ctxCaller{started: make(chan struct{}), cause: make(chan error, 1)}
+	g2 := New(fs, c2, nil)
+	g2.StopCalls()
+	res := call(t, connect(t, g2), ExecuteToolName, map[string]any{"name": "everything__add", "arguments": map[string]any{"a": 1, "b": 2}})
+	if want := "execute_tool everything__add: the gateway is stopping, so the call was cancelled on the server"; !res.IsError || !strings.HasPrefix(text(res), want) {
+		t.Errorf("a call during the stop: isError=%v %s", res.IsError, text(res))
 	}
 }

@@ -375,6 +375,10 @@ func KeysNeeded(addr string, anyKeys func() (bool, error), create string) (bool,
 // HTTP front stops (it is part of the process's stop budget).
 const ShutdownGrace = 2 * time.Second
 
+// cutGrace is how long a request ended by Serve's cut gets to write its
+// answer.
+const cutGrace = 500 * time.Millisecond
+
 // Listen opens the HTTP front's listener on addr. addr must be a loopback
 // address unless allowRemote is set: the gateway holds every backend's
 // credentials and must not be reachable from the network by accident. An
@@ -404,9 +408,11 @@ func Listen(addr string, allowRemote bool) (net.Listener, error) {
 }
 
 // Serve serves h on ln until ctx ends, then shuts down: requests in flight
-// get ShutdownGrace to finish. With tc it serves HTTPS (HTTP/2 included),
-// the certificate from tc.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler, tc *tls.Config, log *slog.Logger) error {
+// get ShutdownGrace to finish; then cut (if not nil) is called to end them
+// (Gateway.StopCalls), and they get cutGrace more to write their answer
+// before their connections are closed. With tc it serves HTTPS (HTTP/2
+// included), the certificate from tc.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, tc *tls.Config, log *slog.Logger, cut func()) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -442,6 +448,14 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, tc *tls.Config,
 		sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
 		defer cancel()
 		err := srv.Shutdown(sctx)
+		if errors.Is(err, context.DeadlineExceeded) && cut != nil {
+			// End the calls still running, so that their clients get an
+			// answer that says so rather than a connection closed on them.
+			cut()
+			cctx, cancel := context.WithTimeout(context.Background(), cutGrace)
+			defer cancel()
+			err = srv.Shutdown(cctx)
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			srv.Close() // cut what did not finish
 		}
@@ -459,7 +473,7 @@ func ListenAndServe(ctx context.Context, addr string, h http.Handler, allowRemot
 	if err != nil {
 		return err
 	}
-	return Serve(ctx, ln, h, nil, log)
+	return Serve(ctx, ln, h, nil, log, nil)
 }
 
 // PlainToHTTPS reports whether body is net/http's answer (400) to plain

@@ -253,6 +253,9 @@ func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*
 	if errors.Is(err, search.ErrEmptyQuery) {
 		return toolError(`search_tools needs a non-empty "query": describe the task in a few words.`), nil
 	}
+	if errors.Is(context.Cause(ctx), ErrStopping) {
+		return toolError("search_tools: the gateway is stopping. Retry once it runs again."), nil
+	}
 	if err != nil {
 		g.log.Error("search failed", "query", a.Query, "err", err)
 		return toolError("search_tools failed: %v. Try again; if it keeps failing, the gateway's log says why.", err), nil

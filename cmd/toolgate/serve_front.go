@@ -163,7 +163,7 @@ func (fr *front) serve(ctx context.Context) error {
 	if fr.cert != nil {
 		tc = fr.cert.Config()
 	}
-	return gateway.Serve(ctx, fr.ln, h, tc, fr.log)
+	return gateway.Serve(ctx, fr.ln, h, tc, fr.log, gw.StopCalls)
 }
 
 // idleWatch stops an HTTP gateway no client has used for a while (serve

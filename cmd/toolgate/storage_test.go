@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -247,6 +248,69 @@ func TestStopExitStatus(t *testing.T) {
 		}
 		if code := cmd.ProcessState.ExitCode(); code != 0 || strings.Contains(logs.String(), "level=ERROR") {
 			t.Errorf("exit status %d after SIGTERM on stdio, want 0 without an ERROR line:\n%s", code, logs.String())
+		}
+	})
+	// A call in flight when the stop comes is cancelled on its backend: the
+	// stop waited for it to end by itself, the whole budget (exit status 4)
+	// on stdio, where a client quits with SIGTERM. Over HTTP the caller
+	// gets an answer that says why.
+	t.Run("call in flight", func(t *testing.T) {
+		longCall := func(ctx context.Context, cs *mcp.ClientSession, progressed chan struct{}) <-chan *mcp.CallToolResult {
+			out := make(chan *mcp.CallToolResult, 1)
+			go func() {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{"progressToken": "stop"}, Name: "execute_tool",
+					Arguments: map[string]any{"name": "everything__trigger-long-running-operation", "arguments": map[string]any{"duration": 600, "steps": 600}}})
+				if err != nil {
+					res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+				}
+				out <- res
+			}()
+			<-progressed // the backend runs it
+			return out
+		}
+		client := func(progressed chan struct{}) *mcp.Client {
+			var once sync.Once
+			return mcp.NewClient(&mcp.Implementation{Name: "stop-e2e"}, &mcp.ClientOptions{
+				ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { once.Do(func() { close(progressed) }) },
+			})
+		}
+
+		cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", bundledConfig(t, nil))
+		var logs testenv.LogBuffer
+		cmd.Stderr = &logs
+		progressed := make(chan struct{})
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cs, err := client(progressed).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		longCall(ctx, cs, progressed)
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		_ = cs.Wait()
+		cs.Close()
+		if code := cmd.ProcessState.ExitCode(); code != 0 {
+			t.Errorf("stdio: exit status %d after SIGTERM with a call in flight, want 0:\n%s", code, logs.String())
+		}
+
+		addr := freeAddr(t)
+		g := startServe(t, toolgateCmd(t, t.TempDir(), "serve", "--config", bundledConfig(t, nil), "--http", addr), addr)
+		progressed = make(chan struct{})
+		hs, err := client(progressed).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hs.Close()
+		answer := longCall(ctx, hs, progressed)
+		start := time.Now()
+		g.signal(t, syscall.SIGTERM)
+		if res := <-answer; !res.IsError || !strings.Contains(resultText(res), "the gateway is stopping, so the call was cancelled on the server") {
+			t.Errorf("HTTP: the call in flight got isError=%v %q, want that the gateway is stopping", res.IsError, resultText(res))
+		}
+		if code, _ := g.waitExit(t, start); code != 0 {
+			t.Errorf("HTTP: exit status %d after SIGTERM with a call in flight, want 0", code)
 		}
 	})
 	t.Run("during start", func(t *testing.T) {

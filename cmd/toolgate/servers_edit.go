@@ -110,11 +110,11 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 	// --type) is a usage error (exit status 2); what the file holds is
 	// checked with it below.
 	alone := []config.Doc{{Path: f.config, Data: []byte(`{"mcpServers": {}}`)}}
-	if _, _, err := config.AddServer(alone, s, config.AnyEnv); err != nil {
+	if _, _, err := config.AddServer(alone, s, nil); err != nil {
 		return usageError{err}
 	}
 	docs, changed, err := config.Edit([]string{f.config}, func(docs []config.Doc) ([]config.Doc, []int, error) {
-		docs, i, err := config.AddServer(docs, s, config.AnyEnv)
+		docs, i, err := config.AddServer(docs, s, nil)
 		return docs, []int{i}, err
 	})
 	if err != nil {
@@ -122,7 +122,7 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 	}
 	i := changed[0]
 	fmt.Fprintf(stderr, "added server %q to %s\n", name, docs[i].Path)
-	if cfg, err := parseForChecks(docs); err == nil {
+	if cfg, _, _, err := config.ParseDocs(docs, nil); err == nil {
 		if problem := cannotStart(cfg)[name]; problem != "" {
 			fmt.Fprintf(stderr, "warning: with this shell's environment it CANNOT START: %s\n"+
 				"  a gateway started from here shows it down until that is fixed (one started with another\n"+
@@ -130,16 +130,6 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 		}
 	}
 	return nil
-}
-
-// parseForChecks parses docs as the gateway would, with this shell's
-// environment, or, when that lacks a variable they use, with any value.
-func parseForChecks(docs []config.Doc) (*config.File, error) {
-	cfg, _, _, err := config.ParseDocs(docs, nil)
-	if err != nil {
-		cfg, _, _, err = config.ParseDocs(docs, config.AnyEnv)
-	}
-	return cfg, err
 }
 
 // cannotStart says, by name, why each local server of cfg would not start
@@ -184,7 +174,7 @@ keys. A running gateway watching the file stops it.`,
 				return usageError{errors.New("servers remove needs --config FILE: the config file to remove the server from")}
 			}
 			_, _, err := config.Edit([]string{path}, func(docs []config.Doc) ([]config.Doc, []int, error) {
-				return config.RemoveServer(docs, args[0], config.AnyEnv)
+				return config.RemoveServer(docs, args[0], nil)
 			})
 			if err != nil {
 				return noServerUsage(err)
@@ -340,7 +330,7 @@ func dataFolderConfig(g *globals, path string) (*config.File, error) {
 	if path == "" {
 		return nil, nil
 	}
-	cfg, _, _, err := config.ReadFiles([]string{path}, config.AnyEnv)
+	cfg, _, _, err := config.ReadFiles([]string{path}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -295,3 +295,41 @@ func TestFlagsExpandHome(t *testing.T) {
 		t.Errorf("--data-dir ~/tg: %v", err)
 	}
 }
+
+// A URL made of a variable is one the loader accepts (the variable is the
+// gateway's to set, or its default applies): servers add writes it,
+// import --into takes it, and neither says the URL is not absolute, nor
+// shows a made-up value for the variable.
+func TestVariableURLAcceptedWhereTheLoaderIs(t *testing.T) {
+	t.Setenv("TG_TEST_API_BASE", "")
+	os.Unsetenv("TG_TEST_API_BASE")
+	cfg := writeConfig(t, `{"mcpServers": {}}`)
+	for i, url := range []string{"${TG_TEST_API_BASE:-https://api.example.com}/mcp", "${TG_TEST_API_BASE}/mcp"} {
+		var stderr bytes.Buffer
+		name := fmt.Sprintf("api%d", i)
+		if err := runServersAdd(&stderr, name, nil, serversAddFlags{config: cfg, url: url}); err != nil {
+			t.Fatalf("servers add --url %s: %v", url, err)
+		}
+		if i == 1 && !strings.Contains(stderr.String(), "CANNOT START: variable ${TG_TEST_API_BASE} (url) is not set") {
+			t.Errorf("servers add --url %s does not say the variable is unset:\n%s", url, stderr.String())
+		}
+	}
+	var out bytes.Buffer
+	if err := runServers(&out, &globals{dataDir: t.TempDir()}, []string{cfg}, false); err != nil || !strings.Contains(out.String(), "valid, 2 servers") {
+		t.Errorf("servers -c after the adds: %v\n%s", err, out.String())
+	}
+	mcp := filepath.Join(t.TempDir(), ".mcp.json")
+	if err := os.WriteFile(mcp, []byte(`{"mcpServers": {"api": {"type": "http", "url": "${TG_TEST_API_BASE}/mcp"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	into := writeConfig(t, `{"mcpServers": {}}`)
+	for _, f := range []importFlags{{}, {into: into}} {
+		var stdout, stderr bytes.Buffer
+		if err := runImport(&stdout, &stderr, []string{mcp}, f); err != nil {
+			t.Fatalf("import %+v: %v", f, err)
+		}
+		if s := stderr.String(); strings.Contains(s, "not an absolute") || strings.Contains(s, "placeholder") {
+			t.Errorf("import %+v:\n%s", f, s)
+		}
+	}
+}

@@ -206,7 +206,8 @@ that has the server to apply it, and says how the server stands there
 (stopped; up with its tools; down with its error, which fails the command).
 --config checks that NAME is one of its servers (and reads its dataDir);
 without it, NAME must be a server of the gateways running on the data
-folder (when one runs).`,
+folder (when one runs; when none does, NAME is taken as given, with a
+warning that it could not be checked).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServersToggle(cmd.Context(), cmd.ErrOrStderr(), g, path, args[0], disable)
@@ -244,7 +245,7 @@ func runServersToggle(ctx context.Context, stderr io.Writer, g *globals, path, n
 			}
 			disabled = st.Disabled
 		}
-		if err := checkRunning(gws, g.DataDir(), name, disabled...); err != nil {
+		if err := checkRunning(stderr, gws, g.DataDir(), name, disabled...); err != nil {
 			return err
 		}
 	}
@@ -284,15 +285,23 @@ func runServersToggle(ctx context.Context, stderr io.Writer, g *globals, path, n
 // not one of known, it is a usage error that says the servers they have. A
 // typo was written to the state file, "disabled" or "restart requested",
 // and the command ended well, while the server meant ran on. Without a
-// gateway running, or with one that does not answer, nothing is checked.
-func checkRunning(gws []localGateway, dataDir, name string, known ...string) error {
-	if len(gws) == 0 || slices.Contains(known, name) {
+// gateway running, or with one that does not answer, there is nothing to
+// check NAME against: a warning on stderr says so, and how to check it.
+func checkRunning(stderr io.Writer, gws []localGateway, dataDir, name string, known ...string) error {
+	if slices.Contains(known, name) {
 		return nil
+	}
+	unchecked := func(why string) error {
+		fmt.Fprintf(stderr, "warning: could not check that %q is a server (%s): pass --config FILE (or set $TOOLGATE_CONFIG) to check the name against your config\n", name, why)
+		return nil
+	}
+	if len(gws) == 0 {
+		return unchecked("no --config given, and no gateway runs on the data folder " + dataDir)
 	}
 	var have []string
 	for _, gw := range gws {
 		if gw.err != nil {
-			return nil
+			return unchecked("no --config given, and " + gw.name() + " on the data folder did not answer")
 		}
 		for _, b := range gw.rep.Backends {
 			have = append(have, b.Name)
@@ -356,8 +365,9 @@ how the server stands in each once its start is over (up with its tools,
 idle, still connecting, down with its error); it fails when one did not
 restart it or the server is down after it. --config checks that NAME is one of
 its servers (and reads its dataDir); without it, NAME must be a server of the
-gateways running on the data folder (when one runs). A disabled server does
-not run: enable it instead.`,
+gateways running on the data folder (when one runs; when none does, NAME is
+taken as given, with a warning that it could not be checked). A disabled
+server does not run: enable it instead.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServersRestart(cmd.Context(), cmd.ErrOrStderr(), g, path, args[0])
@@ -387,7 +397,7 @@ func runServersRestart(ctx context.Context, stderr io.Writer, g *globals, path, 
 	// The gateways running now, and the restarts each counted so far.
 	gws := localGateways(ctx, g.DataDir(), 5*time.Second)
 	if cfg == nil {
-		if err := checkRunning(gws, g.DataDir(), name); err != nil {
+		if err := checkRunning(stderr, gws, g.DataDir(), name); err != nil {
 			return err
 		}
 	}

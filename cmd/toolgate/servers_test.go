@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -330,6 +334,45 @@ func TestVariableURLAcceptedWhereTheLoaderIs(t *testing.T) {
 		}
 		if s := stderr.String(); strings.Contains(s, "not an absolute") || strings.Contains(s, "placeholder") {
 			t.Errorf("import %+v:\n%s", f, s)
+		}
+	}
+}
+
+// servers disable/enable/restart NAME with no gateway running: against
+// --config a name it lacks is a usage error, and nothing is recorded;
+// with no config either, the name is recorded with a warning that it could
+// not be checked, and how to check it.
+func TestServersToggleUncheckedName(t *testing.T) {
+	g := &globals{dataDir: t.TempDir()}
+	cfg := writeConfig(t, `{"mcpServers": {"memory": {"command": "npx"}}}`)
+	var stderr bytes.Buffer
+	err := runServersToggle(context.Background(), &stderr, g, cfg, "memroy", true)
+	if ue := (usageError{}); !errors.As(err, &ue) || !strings.Contains(err.Error(), `no server named "memroy"`) || !strings.Contains(err.Error(), "memory") {
+		t.Errorf("disable memroy --config: %v", err)
+	}
+	if _, err := os.Stat(live.StateFile(g.DataDir())); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused disable wrote the state file: %v", err)
+	}
+	for _, c := range []struct {
+		name    string
+		run     func(io.Writer) error
+		warning bool
+	}{
+		{"disable memroy", func(w io.Writer) error { return runServersToggle(context.Background(), w, g, "", "memroy", true) }, true},
+		{"enable totally-bogus", func(w io.Writer) error {
+			return runServersToggle(context.Background(), w, g, "", "totally-bogus", false)
+		}, true},
+		{"restart memroi", func(w io.Writer) error { return runServersRestart(context.Background(), w, g, "", "memroi") }, true},
+		// Disabled at run time (above): the state file knows it.
+		{"enable memroy", func(w io.Writer) error { return runServersToggle(context.Background(), w, g, "", "memroy", false) }, false},
+	} {
+		stderr.Reset()
+		if err := c.run(&stderr); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		want := fmt.Sprintf("could not check that %q is a server", strings.Fields(c.name)[1])
+		if strings.Contains(stderr.String(), want) != c.warning || c.warning && !strings.Contains(stderr.String(), "pass --config FILE") {
+			t.Errorf("%s: warning %v wanted:\n%s", c.name, c.warning, stderr.String())
 		}
 	}
 }

@@ -51,6 +51,7 @@ not set) is added with a warning that says why.`,
 				return err
 			}
 			g.auditConfigChange(f.config, "servers add", args[0])
+			warnDisabled(cmd.ErrOrStderr(), g.DataDir(), args[0])
 			return nil
 		},
 	}
@@ -144,6 +145,76 @@ func cannotStart(cfg *config.File) map[string]string {
 	return out
 }
 
+// warnDisabled says, after server was added, that it is disabled at run
+// time in the data folder dataDir (state.json keeps the name of a server
+// disabled before it was removed): a gateway does not start it until it
+// is enabled.
+func warnDisabled(stderr io.Writer, dataDir, server string) {
+	file := live.StateFile(dataDir)
+	if st, err := live.ReadState(file); err == nil && slices.Contains(st.Disabled, server) {
+		fmt.Fprintf(stderr, "warning: %q is disabled at run time in the data folder (%s), so a gateway does not start it: toolgate servers enable %s starts it\n",
+			server, file, server)
+	}
+}
+
+// clearDisabled, after server was removed from the config, forgets that it
+// was disabled at run time in the data folder dataDir, so that a server
+// added under the name later starts. The gateways running on the folder
+// that listed it as disabled drop it from their config first (else one
+// could start it for the moment between the two changes); one that does
+// not within restartWait leaves the name disabled, with how to clear it.
+func clearDisabled(ctx context.Context, stderr io.Writer, dataDir, server string) error {
+	file := live.StateFile(dataDir)
+	st, err := live.ReadState(file)
+	if err != nil || !slices.Contains(st.Disabled, server) {
+		return err
+	}
+	for _, gw := range localGateways(ctx, dataDir, 5*time.Second) {
+		if !awaitDropped(ctx, gw, server) {
+			fmt.Fprintf(stderr, "warning: %q stays disabled at run time in %s: %s has not dropped it from its config within %s; toolgate servers enable %s clears it once it has\n",
+				server, file, gw.name(), restartWait, server)
+			return nil
+		}
+	}
+	err = live.EditState(file, func(st live.State) (live.State, bool, error) {
+		next, changed := st.With(server, false)
+		return next, changed, nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%q was disabled at run time (%s): cleared too, so a server added under that name later starts\n", server, file)
+	return nil
+}
+
+// awaitDropped waits up to restartWait for the gateway gw to have no
+// server named server, running or disabled; true when it has none, or
+// stopped.
+func awaitDropped(ctx context.Context, gw localGateway, server string) bool {
+	has := func(rep gateway.StatusReport) bool {
+		_, runs := backendNamed(rep, server)
+		return runs || rep.Stats != nil && slices.Contains(rep.Stats.Disabled, server)
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(restartWait)
+	for now := gw; now.err != nil || has(now.rep); {
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+		var gone bool
+		if now, gone = askLocal(ctx, gw.sock, 5*time.Second); gone {
+			return true
+		}
+	}
+	return true
+}
+
 // pairs splits each "K<sep>V" of list into a map; flag and form name them
 // in the error.
 func pairs(list []string, sep, flag, form string) (map[string]string, error) {
@@ -167,7 +238,9 @@ func newServersRemoveCmd(g *globals) *cobra.Command {
 		Use:   "remove NAME --config FILE",
 		Short: "Remove a server from a config file",
 		Long: `Remove a server from a config file, atomically, keeping the file's other
-keys. A running gateway watching the file stops it.`,
+keys. A running gateway watching the file stops it. A server disabled at
+run time (servers disable) is enabled again in the data folder's
+state.json, so that one added later under the name starts.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if path == "" {
@@ -181,7 +254,7 @@ keys. A running gateway watching the file stops it.`,
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "removed server %q from %s\n", args[0], path)
 			g.auditConfigChange(path, "servers remove", args[0])
-			return nil
+			return clearDisabled(cmd.Context(), cmd.ErrOrStderr(), g.DataDir(), args[0])
 		},
 	}
 	configFlag(cmd, &path)

@@ -376,3 +376,39 @@ func TestServersToggleUncheckedName(t *testing.T) {
 		}
 	}
 }
+
+// A server disabled at run time and then removed is not disabled when it
+// is added again: remove clears the name in state.json; and add says when
+// a name is disabled there (disabled after the removal, or by an older
+// toolgate), with the command that enables it.
+func TestServersRemoveClearsDisabled(t *testing.T) {
+	data := t.TempDir()
+	cfg := writeConfig(t, `{"mcpServers": {"mem": {"command": "sh"}}}`)
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := toolgateCmd(t, data, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	disabled := func() []string {
+		st, err := live.ReadState(live.StateFile(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Disabled
+	}
+	run("servers", "disable", "mem", "--config", cfg)
+	if out := run("servers", "remove", "mem", "--config", cfg); !strings.Contains(out, `"mem" was disabled at run time`) || len(disabled()) != 0 {
+		t.Errorf("remove of a disabled server: disabled %v after it\n%s", disabled(), out)
+	}
+	if out := run("servers", "add", "mem", "--config", cfg, "--", "sh"); strings.Contains(out, "disabled") {
+		t.Errorf("add after remove:\n%s", out)
+	}
+	run("servers", "remove", "mem", "--config", cfg)
+	run("servers", "disable", "mem")
+	if out := run("servers", "add", "mem", "--config", cfg, "--", "sh"); !strings.Contains(out, `warning: "mem" is disabled at run time in the data folder`) || !strings.Contains(out, "toolgate servers enable mem starts it") {
+		t.Errorf("add of a name disabled at run time:\n%s", out)
+	}
+}

@@ -240,6 +240,10 @@ func TestServersCommands(t *testing.T) {
 		{[]string{"servers", "add", "x", "--config", path}, "give the command that starts it after --"},
 		{[]string{"servers", "add", "x", "--config", path, "--url", "ftp://h/", "--", "x"}, "either a command"},
 		{[]string{"servers", "add", "x", "--config", path, "--url", "ftp://h/"}, "is not an absolute http(s) URL"},
+		// --type contradicted by the other flags: said in their words.
+		{[]string{"servers", "add", "x", "--config", path, "--type", "sse", "--", "node", "y"}, "servers add x: --type sse needs --url; a command after -- makes a stdio server (leave --type out)"},
+		{[]string{"servers", "add", "x", "--config", path, "--type", "http", "--", "node"}, "--type http needs --url; a command after -- makes a stdio server"},
+		{[]string{"servers", "add", "x", "--config", path, "--type", "stdio", "--url", "https://h/mcp"}, "--type stdio needs a command after --; --url makes an http server"},
 		// A whole command line quoted as one word after --.
 		{[]string{"servers", "add", "x", "--config", path, "--", "sh ./server.sh --port 3"}, `servers add x: "sh ./server.sh --port 3" is one argument holding a whole command line: give the program and its arguments as separate words after --, unquoted: toolgate servers add x --config ` + path + ` -- sh ./server.sh --port 3`},
 		{[]string{"servers", "remove", "nope", "--config", path}, `no server named "nope"`},

@@ -80,6 +80,14 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 	case len(command) > 0:
 		s.Command, s.Args = command[0], command[1:]
 	}
+	// The flags' words, not the entry's keys they would make: a --type
+	// that the other flags contradict.
+	switch t := config.NormalizeType(f.typ); {
+	case len(command) > 0 && (t == config.TypeHTTP || t == config.TypeSSE):
+		return usageError{fmt.Errorf("servers add %s: --type %s needs --url; a command after -- makes a stdio server (leave --type out)", name, f.typ)}
+	case f.url != "" && t == config.TypeStdio:
+		return usageError{fmt.Errorf("servers add %s: --type stdio needs a command after --; --url makes an http server (or sse, with --type sse)", name)}
+	}
 	local := s
 	local.Type = config.TypeStdio
 	if len(command) == 1 && errors.Is(backend.CheckCommand(local, os.Environ()), backend.ErrWholeCommandLine) {

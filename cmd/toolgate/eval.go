@@ -115,7 +115,10 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if f.tools == "" || (f.queries == "") == !f.exactNames {
+	if f.queries != "" && f.exactNames {
+		return usageError{errors.New("eval: --queries and --exact-names exclude each other: give --queries FILE to ask its queries, or --exact-names to ask for each tool by name")}
+	}
+	if f.tools == "" || f.queries == "" && !f.exactNames {
 		return usageError{errors.New("eval needs --tools and either --queries or --exact-names (bench JSONL files, e.g. ../shared/bench/azure-mcp/tools.jsonl)")}
 	}
 	var modes []search.Mode

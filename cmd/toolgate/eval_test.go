@@ -155,7 +155,7 @@ func TestEvalErrors(t *testing.T) {
 		want  string
 	}{
 		{"no files", evalFlags{mode: "all"}, true, "needs --tools and either --queries or --exact-names"},
-		{"queries and exact names", evalFlags{tools: tp, queries: qp, exactNames: true, mode: "bm25"}, true, "either --queries or --exact-names"},
+		{"queries and exact names", evalFlags{tools: tp, queries: qp, exactNames: true, mode: "bm25"}, true, "--queries and --exact-names exclude each other"},
 		{"bad mode", evalFlags{tools: tp, queries: qp, mode: "fast"}, true, `--mode "fast"`},
 		{"bad norm", evalFlags{tools: tp, queries: qp, mode: "bm25", vectorNorm: "log"}, true, "--vector-norm"},
 		{"negative limit", evalFlags{tools: tp, queries: qp, mode: "bm25", limitQueries: -1}, true, "--limit-queries"},

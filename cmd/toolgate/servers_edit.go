@@ -55,7 +55,7 @@ not set) is added with a warning that says why.`,
 			return nil
 		},
 	}
-	configFlag(cmd, &f.config)
+	editConfigFlag(cmd, &f.config)
 	cmd.Flags().StringVar(&f.typ, "type", "", "stdio, http or sse (default: stdio with a command, http with --url)")
 	cmd.Flags().StringVar(&f.url, "url", "", "a remote server's URL (streamable HTTP, or SSE with --type sse)")
 	cmd.Flags().StringVar(&f.cwd, "cwd", "", "a local server's working directory")
@@ -265,7 +265,7 @@ state.json, so that one added later under the name starts.`,
 			return clearDisabled(cmd.Context(), cmd.ErrOrStderr(), g.DataDir(), args[0])
 		},
 	}
-	configFlag(cmd, &path)
+	editConfigFlag(cmd, &path)
 	return cmd
 }
 

@@ -214,7 +214,7 @@ func (g *globals) auditCommand(action, tool, what string) {
 // data folder the changed config file names (toolgate.dataDir, else the
 // default one).
 func (g *globals) auditConfigChange(path, action, server string) {
-	if cfg, _, _, err := config.ReadFiles([]string{path}, config.AnyEnv); err == nil {
+	if cfg, _, _, err := config.ReadFiles([]string{path}, nil); err == nil {
 		g.applyConfig(cfg.Toolgate)
 	} else {
 		g.logger.Warn("the audit record goes to the default data folder: the config cannot be read again", "config", path, "err", err)

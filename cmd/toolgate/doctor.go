@@ -95,7 +95,7 @@ It exits 1 when a needed piece is missing or broken.`,
 			}
 			if !rep.OK {
 				out.Flush()
-				return errors.New("doctor: some pieces are missing or broken (see above); `make deps` installs them all")
+				return errors.New("doctor: some pieces are missing or broken (see above): run the fix of each; `toolgate models fetch` installs the model files with this binary (in a source checkout, `make deps` installs every piece)")
 			}
 			return nil
 		},
@@ -291,8 +291,11 @@ func printDoctor(w io.Writer, rep *doctorReport) {
 		if len(facts) > 0 {
 			fmt.Fprintf(tw, "\t\t%s\n", strings.Join(facts, ", "))
 		}
-		if c.Detail != "" {
-			fmt.Fprintf(tw, "\t\t%s\n", c.Detail)
+		// A detail of several lines (errors.Join's) keeps to its column.
+		for _, line := range strings.Split(c.Detail, "\n") {
+			if line != "" {
+				fmt.Fprintf(tw, "\t\t%s\n", line)
+			}
 		}
 		if c.Fix != "" && c.Status != statusOK {
 			fmt.Fprintf(tw, "\t\tfix: %s\n", c.Fix)

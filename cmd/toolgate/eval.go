@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
@@ -115,7 +115,10 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if f.tools == "" || (f.queries == "") == !f.exactNames {
+	if f.queries != "" && f.exactNames {
+		return usageError{errors.New("eval: --queries and --exact-names exclude each other: give --queries FILE to ask its queries, or --exact-names to ask for each tool by name")}
+	}
+	if f.tools == "" || f.queries == "" && !f.exactNames {
 		return usageError{errors.New("eval needs --tools and either --queries or --exact-names (bench JSONL files, e.g. ../shared/bench/azure-mcp/tools.jsonl)")}
 	}
 	var modes []search.Mode
@@ -142,11 +145,18 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 	// With --thresholds, every query is searched once at the largest
 	// threshold asked for, and each threshold's report (the main table's
 	// too) is read from those confidences (search.Report.At).
+	// The config's range checks; a negative value is the flags' "off".
+	if msg := config.CheckConfidence(f.minConfidence); msg != "" && !(f.minConfidence < 0) {
+		return usageError{fmt.Errorf("--min-confidence %s (negative never answers noMatch; leave it out for the default)", msg)}
+	}
+	if msg := config.CheckWeight(f.stepWeight); msg != "" && !(f.stepWeight < 0) {
+		return usageError{fmt.Errorf("--step-weight %s (negative ranks whole queries only; leave it out for the default)", msg)}
+	}
 	threshold := search.EffectiveMinConfidence(f.minConfidence)
 	searchAt := threshold
 	for _, t := range f.thresholds {
-		if t < 0 || t > 1 || math.IsNaN(t) {
-			return usageError{fmt.Errorf("--thresholds: %v is not a confidence from 0 to 1", t)}
+		if msg := config.CheckConfidence(t); msg != "" {
+			return usageError{fmt.Errorf("--thresholds: %s", msg)}
 		}
 		searchAt = max(searchAt, t)
 	}

@@ -155,10 +155,13 @@ func TestEvalErrors(t *testing.T) {
 		want  string
 	}{
 		{"no files", evalFlags{mode: "all"}, true, "needs --tools and either --queries or --exact-names"},
-		{"queries and exact names", evalFlags{tools: tp, queries: qp, exactNames: true, mode: "bm25"}, true, "either --queries or --exact-names"},
+		{"queries and exact names", evalFlags{tools: tp, queries: qp, exactNames: true, mode: "bm25"}, true, "--queries and --exact-names exclude each other"},
 		{"bad mode", evalFlags{tools: tp, queries: qp, mode: "fast"}, true, `--mode "fast"`},
 		{"bad norm", evalFlags{tools: tp, queries: qp, mode: "bm25", vectorNorm: "log"}, true, "--vector-norm"},
 		{"negative limit", evalFlags{tools: tp, queries: qp, mode: "bm25", limitQueries: -1}, true, "--limit-queries"},
+		// The config's range checks (toolgate.search.minConfidence: 2 is refused there).
+		{"min confidence above 1", evalFlags{tools: tp, queries: qp, mode: "bm25", minConfidence: 2}, true, "--min-confidence 2 is out of range: use a confidence from 0 to 1"},
+		{"step weight above 1", evalFlags{tools: tp, queries: qp, mode: "bm25", stepWeight: 5}, true, "--step-weight 5 is out of range: use a weight from 0 to 1"},
 		{"missing file", evalFlags{tools: tp + ".nope", queries: qp, mode: "bm25"}, false, "no such file"},
 		{"unknown relevant", evalFlags{tools: tp, queries: bad, mode: "bm25"}, false, `line 1: relevant "fs__nope" is not a tool`},
 		// The files given the wrong way round: said so, not `queries.jsonl:1: missing "server"`.
@@ -333,7 +336,7 @@ func TestEvalThresholds(t *testing.T) {
 		}
 	}
 	var ue usageError
-	if err := runEval(context.Background(), evalGlobals(t), &evalFlags{tools: tp, queries: qp, mode: "bm25", thresholds: []float64{1.5}}, &out); !errors.As(err, &ue) || !strings.Contains(err.Error(), "1.5 is not a confidence from 0 to 1") {
+	if err := runEval(context.Background(), evalGlobals(t), &evalFlags{tools: tp, queries: qp, mode: "bm25", thresholds: []float64{1.5}}, &out); !errors.As(err, &ue) || !strings.Contains(err.Error(), "1.5 is out of range: use a confidence from 0 to 1") {
 		t.Errorf("--thresholds 1.5: %v, want a usage error", err)
 	}
 }

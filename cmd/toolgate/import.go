@@ -102,7 +102,7 @@ func runImport(stdout, stderr io.Writer, files []string, f importFlags) error {
 			fmt.Fprintf(stderr, "  %s  (input %q) %s\n", in.Var, in.ID, what)
 		}
 	}
-	if cfg, err := parseForChecks([]config.Doc{{Data: merged}}); err == nil {
+	if cfg, _, _, err := config.ParseDocs([]config.Doc{{Data: merged}}, nil); err == nil {
 		if bad := cannotStart(cfg); len(bad) > 0 {
 			fmt.Fprintln(stderr, "warning: with this shell's environment these servers CANNOT START (a gateway shows them down until fixed; one started with another environment may start them):")
 			for _, name := range slices.Sorted(maps.Keys(bad)) {
@@ -143,9 +143,9 @@ func importInto(stdout, stderr io.Writer, path string, merged []byte, dryRun boo
 			return fmt.Errorf("import --into %s: %w", path, err)
 		}
 	}
-	// Checked as the gateway will read it, but for variables this shell
-	// may not have.
-	if _, err := config.Parse(data, path, config.AnyEnv); err != nil {
+	// Checked as the gateway will read it (a variable this shell lacks
+	// leaves its server unable to start, not the file invalid).
+	if _, err := config.Parse(data, path, nil); err != nil {
 		return fmt.Errorf("import --into: the result would not be a valid config, so %s is left as it is: %w", path, err)
 	}
 	if dryRun {
@@ -173,9 +173,9 @@ func importInto(stdout, stderr io.Writer, path string, merged []byte, dryRun boo
 }
 
 // warnInvalid lists on stderr what would keep the config from loading
-// (variables aside: the gateway's environment may set them).
+// (a server's variables aside: the gateway's environment may set them).
 func warnInvalid(stderr io.Writer, data []byte, path string) {
-	if _, err := config.Parse(data, path, config.AnyEnv); err != nil {
+	if _, err := config.Parse(data, path, nil); err != nil {
 		fmt.Fprintf(stderr, "warning: toolgate would not load this config as it is; fix these first:\n%v\n", err)
 	}
 }

@@ -421,3 +421,23 @@ func TestSearchQuietUnlessAsked(t *testing.T) {
 		}
 	}
 }
+
+// search takes its query unquoted too: the words are one query, the same
+// as quoted (it said "search needs one non-empty query argument").
+func TestSearchUnquotedWords(t *testing.T) {
+	data := t.TempDir()
+	if out, err := toolgateCmd(t, data, "index", "--tools", writeToolsFile(t, t.TempDir(), 6, "")).CombinedOutput(); err != nil {
+		t.Fatalf("index: %v\n%s", err, out)
+	}
+	var outs []string
+	for _, query := range [][]string{{"list files"}, {"list", "files"}} {
+		out, err := toolgateCmd(t, data, append([]string{"search", "--json", "--mode", "bm25"}, query...)...).Output()
+		if err != nil {
+			t.Fatalf("search %q: %v\n%s", query, err, out)
+		}
+		outs = append(outs, string(out))
+	}
+	if outs[0] != outs[1] || !strings.Contains(outs[0], `"list files"`) {
+		t.Errorf("search list files, unquoted:\n%s\nquoted:\n%s", outs[1], outs[0])
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -280,6 +281,72 @@ func TestServersNameCheckedAgainstRunning(t *testing.T) {
 	}
 	if st, err := live.ReadState(live.StateFile(data)); err != nil || len(st.Disabled) != 0 {
 		t.Errorf("state after enabling: %+v, %v", st, err)
+	}
+}
+
+// statsSteps is a loop's counters that move one step at each look, and
+// stay at the last.
+type statsSteps struct {
+	mu    sync.Mutex
+	steps []live.Stats
+}
+
+func (s *statsSteps) Stats() live.Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.steps[0]
+	if len(s.steps) > 1 {
+		s.steps = s.steps[1:]
+	}
+	return st
+}
+
+// servers remove clears a removed server's "disabled" in state.json only
+// once each gateway running on the data folder has dropped it from its
+// config (else one could start it between the two changes): one that
+// still lists it leaves the name disabled, with a warning saying how to
+// clear it.
+func TestServersRemoveClearsDisabledOnceDropped(t *testing.T) {
+	old := restartWait
+	restartWait = 300 * time.Millisecond
+	t.Cleanup(func() { restartWait = old })
+	for _, c := range []struct {
+		name    string
+		stats   []live.Stats
+		cleared bool
+	}{
+		{"dropped", []live.Stats{{Disabled: []string{"mem"}}, {Disabled: []string{"mem"}}, {}}, true},
+		{"kept", []live.Stats{{Disabled: []string{"mem"}}}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data := t.TempDir()
+			file := live.StateFile(data)
+			if err := live.WriteState(file, live.State{Disabled: []string{"mem", "other"}}); err != nil {
+				t.Fatal(err)
+			}
+			proc := &gateway.ProcessInfo{PID: 1, Transport: "stdio", Client: "client1"}
+			h := gateway.StatusHandler(statusSource{}, &gateway.StatusOptions{Loop: &statsSteps{steps: c.stats}, Process: func() *gateway.ProcessInfo { return proc }})
+			srv := local.Serve(data, statusRoute(h), nil)
+			t.Cleanup(func() { srv.Close() })
+			var out bytes.Buffer
+			if err := clearDisabled(context.Background(), &out, data, "mem"); err != nil {
+				t.Fatal(err)
+			}
+			st, err := live.ReadState(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"mem", "other"}
+			if c.cleared {
+				want = []string{"other"}
+			}
+			if !slices.Equal(st.Disabled, want) {
+				t.Errorf("disabled after remove: %v, want %v\n%s", st.Disabled, want, out.String())
+			}
+			if !c.cleared && !strings.Contains(out.String(), `warning: "mem" stays disabled at run time`) {
+				t.Errorf("no warning:\n%s", out.String())
+			}
+		})
 	}
 }
 

@@ -197,9 +197,36 @@ func expandHomeFlags(cmd *cobra.Command) error {
 	return err
 }
 
-// configFlag adds --config/-c, defaulting to $TOOLGATE_CONFIG.
-func configFlag(cmd *cobra.Command, p *string) {
-	cmd.Flags().StringVarP(p, "config", "c", os.Getenv("TOOLGATE_CONFIG"), "config file (mcpServers JSON; $TOOLGATE_CONFIG)")
+// configFlag adds --config/-c, defaulting to $TOOLGATE_CONFIG, for a
+// command that reads one file: given twice, it is a usage error (not the
+// last one silently).
+func configFlag(cmd *cobra.Command, p *string) { oneConfigFlag(cmd, p, "reads") }
+
+// editConfigFlag is configFlag for a command that edits the file.
+func editConfigFlag(cmd *cobra.Command, p *string) { oneConfigFlag(cmd, p, "edits") }
+
+func oneConfigFlag(cmd *cobra.Command, p *string, verb string) {
+	*p = os.Getenv("TOOLGATE_CONFIG")
+	cmd.Flags().VarP(&oneFile{p: p, cmd: cmd, verb: verb}, "config", "c", "config file (mcpServers JSON; $TOOLGATE_CONFIG)")
+}
+
+// oneFile is the value of a --config given at most once.
+type oneFile struct {
+	p    *string
+	set  bool
+	cmd  *cobra.Command
+	verb string
+}
+
+func (o *oneFile) String() string { return *o.p }
+func (o *oneFile) Type() string   { return "string" }
+
+func (o *oneFile) Set(v string) error {
+	if o.set {
+		return fmt.Errorf("%s %s one config file, and --config was given twice (%s, then %s): give it once", o.cmd.CommandPath(), o.verb, *o.p, v)
+	}
+	*o.p, o.set = v, true
+	return nil
 }
 
 // configsFlag adds --config/-c, repeatable (several files read as one),

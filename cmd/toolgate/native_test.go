@@ -97,7 +97,7 @@ func TestDoctorJSONMissing(t *testing.T) {
 	cmd.SetErr(&bytes.Buffer{})
 	cmd.SetArgs([]string{"doctor", "--json", "--data-dir", data, "--ort-lib", filepath.Join(data, "nope.so")})
 	err := cmd.Execute()
-	if err == nil || !strings.Contains(err.Error(), "make deps") {
+	if err == nil || !strings.Contains(err.Error(), "`toolgate models fetch` installs the model files with this binary (in a source checkout, `make deps` installs every piece)") {
 		t.Errorf("doctor with pieces missing: err = %v", err)
 	}
 	var rep doctorReport
@@ -126,6 +126,35 @@ func TestDoctorJSONMissing(t *testing.T) {
 	}
 	if rep.OK || rep.DataDir != data {
 		t.Errorf("ok=%v dataDir=%q", rep.OK, rep.DataDir)
+	}
+}
+
+// The table keeps its columns when a detail has several lines (the
+// model's files each missing): every line is in the detail column.
+func TestDoctorTableDetailLines(t *testing.T) {
+	data := t.TempDir()
+	t.Setenv("TOOLGATE_MODELS_DIR", "")
+	cmd, _ := newRootCmd(nil)
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"doctor", "--data-dir", data})
+	if err := cmd.Execute(); err == nil {
+		t.Fatalf("doctor without the model files succeeded:\n%s", out.String())
+	}
+	indent := -1 // where the first column ends
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if strings.HasPrefix(line, " ") {
+			if n := len(line) - len(strings.TrimLeft(line, " ")); n != indent {
+				t.Errorf("a detail line out of its column (at %d, not %d): %q\n%s", n, indent, line, out.String())
+			}
+			continue
+		}
+		if f := strings.Fields(line); len(f) > 0 && !strings.HasPrefix(f[0], "/") && indent < 0 {
+			indent = strings.Index(line, f[len(f)-1]) // the path column
+		} else if strings.HasPrefix(line, "/") {
+			t.Errorf("a line in the first column that is not a check: %q", line)
+		}
 	}
 }
 

@@ -40,10 +40,11 @@ type searchFlags struct {
 func newSearchCmd(g *globals) *cobra.Command {
 	f := &searchFlags{}
 	cmd := &cobra.Command{
-		Use:   `search "query"`,
+		Use:   `search QUERY...`,
 		Short: "Query the index in the data folder without starting any backend",
 		Long: `search ranks the tools of the index that serve or index last built, as
-search_tools would, and shows the score breakdown: the fused score, the
+search_tools would, for QUERY (several words are one query, quoted or not),
+and shows the score breakdown: the fused score, the
 normalised BM25 keyword score and the cosine similarity. No backend is started.
 Modes other than bm25 need the embedding model that built the index; without
 it search falls back to BM25 and says so.
@@ -59,15 +60,16 @@ quarantined definitions (toolgate tools quarantined) and, with --config, those
 of servers the config does not have and, with --profile, those outside the
 profile.`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
-				return usageError{errors.New(`search needs one non-empty query argument, e.g. toolgate search "list files in a directory"`)}
+			if strings.TrimSpace(strings.Join(args, "")) == "" {
+				return usageError{errors.New(`search needs a query, e.g. toolgate search list files in a directory`)}
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.limitOn = cmd.Flags().Changed("limit")
 			g.quietUnlessAsked(cmd)
-			return runSearch(cmd.Context(), g, f, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
+			// Several words are one query, as quoted.
+			return runSearch(cmd.Context(), g, f, strings.Join(args, " "), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()

@@ -51,10 +51,11 @@ not set) is added with a warning that says why.`,
 				return err
 			}
 			g.auditConfigChange(f.config, "servers add", args[0])
+			warnDisabled(cmd.ErrOrStderr(), g.DataDir(), args[0])
 			return nil
 		},
 	}
-	configFlag(cmd, &f.config)
+	editConfigFlag(cmd, &f.config)
 	cmd.Flags().StringVar(&f.typ, "type", "", "stdio, http or sse (default: stdio with a command, http with --url)")
 	cmd.Flags().StringVar(&f.url, "url", "", "a remote server's URL (streamable HTTP, or SSE with --type sse)")
 	cmd.Flags().StringVar(&f.cwd, "cwd", "", "a local server's working directory")
@@ -78,6 +79,14 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 		return usageError{fmt.Errorf("servers add %s: give the command that starts it after -- (e.g. -- npx -y @modelcontextprotocol/server-memory), or --url for a remote server", name)}
 	case len(command) > 0:
 		s.Command, s.Args = command[0], command[1:]
+	}
+	// The flags' words, not the entry's keys they would make: a --type
+	// that the other flags contradict.
+	switch t := config.NormalizeType(f.typ); {
+	case len(command) > 0 && (t == config.TypeHTTP || t == config.TypeSSE):
+		return usageError{fmt.Errorf("servers add %s: --type %s needs --url; a command after -- makes a stdio server (leave --type out)", name, f.typ)}
+	case f.url != "" && t == config.TypeStdio:
+		return usageError{fmt.Errorf("servers add %s: --type stdio needs a command after --; --url makes an http server (or sse, with --type sse)", name)}
 	}
 	local := s
 	local.Type = config.TypeStdio
@@ -110,11 +119,11 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 	// --type) is a usage error (exit status 2); what the file holds is
 	// checked with it below.
 	alone := []config.Doc{{Path: f.config, Data: []byte(`{"mcpServers": {}}`)}}
-	if _, _, err := config.AddServer(alone, s, config.AnyEnv); err != nil {
+	if _, _, err := config.AddServer(alone, s, nil); err != nil {
 		return usageError{err}
 	}
 	docs, changed, err := config.Edit([]string{f.config}, func(docs []config.Doc) ([]config.Doc, []int, error) {
-		docs, i, err := config.AddServer(docs, s, config.AnyEnv)
+		docs, i, err := config.AddServer(docs, s, nil)
 		return docs, []int{i}, err
 	})
 	if err != nil {
@@ -122,7 +131,7 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 	}
 	i := changed[0]
 	fmt.Fprintf(stderr, "added server %q to %s\n", name, docs[i].Path)
-	if cfg, err := parseForChecks(docs); err == nil {
+	if cfg, _, _, err := config.ParseDocs(docs, nil); err == nil {
 		if problem := cannotStart(cfg)[name]; problem != "" {
 			fmt.Fprintf(stderr, "warning: with this shell's environment it CANNOT START: %s\n"+
 				"  a gateway started from here shows it down until that is fixed (one started with another\n"+
@@ -130,16 +139,6 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 		}
 	}
 	return nil
-}
-
-// parseForChecks parses docs as the gateway would, with this shell's
-// environment, or, when that lacks a variable they use, with any value.
-func parseForChecks(docs []config.Doc) (*config.File, error) {
-	cfg, _, _, err := config.ParseDocs(docs, nil)
-	if err != nil {
-		cfg, _, _, err = config.ParseDocs(docs, config.AnyEnv)
-	}
-	return cfg, err
 }
 
 // cannotStart says, by name, why each local server of cfg would not start
@@ -152,6 +151,76 @@ func cannotStart(cfg *config.File) map[string]string {
 		}
 	}
 	return out
+}
+
+// warnDisabled says, after server was added, that it is disabled at run
+// time in the data folder dataDir (state.json keeps the name of a server
+// disabled before it was removed): a gateway does not start it until it
+// is enabled.
+func warnDisabled(stderr io.Writer, dataDir, server string) {
+	file := live.StateFile(dataDir)
+	if st, err := live.ReadState(file); err == nil && slices.Contains(st.Disabled, server) {
+		fmt.Fprintf(stderr, "warning: %q is disabled at run time in the data folder (%s), so a gateway does not start it: toolgate servers enable %s starts it\n",
+			server, file, server)
+	}
+}
+
+// clearDisabled, after server was removed from the config, forgets that it
+// was disabled at run time in the data folder dataDir, so that a server
+// added under the name later starts. The gateways running on the folder
+// that listed it as disabled drop it from their config first (else one
+// could start it for the moment between the two changes); one that does
+// not within restartWait leaves the name disabled, with how to clear it.
+func clearDisabled(ctx context.Context, stderr io.Writer, dataDir, server string) error {
+	file := live.StateFile(dataDir)
+	st, err := live.ReadState(file)
+	if err != nil || !slices.Contains(st.Disabled, server) {
+		return err
+	}
+	for _, gw := range localGateways(ctx, dataDir, 5*time.Second) {
+		if !awaitDropped(ctx, gw, server) {
+			fmt.Fprintf(stderr, "warning: %q stays disabled at run time in %s: %s has not dropped it from its config within %s; toolgate servers enable %s clears it once it has\n",
+				server, file, gw.name(), restartWait, server)
+			return nil
+		}
+	}
+	err = live.EditState(file, func(st live.State) (live.State, bool, error) {
+		next, changed := st.With(server, false)
+		return next, changed, nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%q was disabled at run time (%s): cleared too, so a server added under that name later starts\n", server, file)
+	return nil
+}
+
+// awaitDropped waits up to restartWait for the gateway gw to have no
+// server named server, running or disabled; true when it has none, or
+// stopped.
+func awaitDropped(ctx context.Context, gw localGateway, server string) bool {
+	has := func(rep gateway.StatusReport) bool {
+		_, runs := backendNamed(rep, server)
+		return runs || rep.Stats != nil && slices.Contains(rep.Stats.Disabled, server)
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(restartWait)
+	for now := gw; now.err != nil || has(now.rep); {
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+		var gone bool
+		if now, gone = askLocal(ctx, gw.sock, 5*time.Second); gone {
+			return true
+		}
+	}
+	return true
 }
 
 // pairs splits each "K<sep>V" of list into a map; flag and form name them
@@ -177,24 +246,26 @@ func newServersRemoveCmd(g *globals) *cobra.Command {
 		Use:   "remove NAME --config FILE",
 		Short: "Remove a server from a config file",
 		Long: `Remove a server from a config file, atomically, keeping the file's other
-keys. A running gateway watching the file stops it.`,
+keys. A running gateway watching the file stops it. A server disabled at
+run time (servers disable) is enabled again in the data folder's
+state.json, so that one added later under the name starts.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if path == "" {
 				return usageError{errors.New("servers remove needs --config FILE: the config file to remove the server from")}
 			}
 			_, _, err := config.Edit([]string{path}, func(docs []config.Doc) ([]config.Doc, []int, error) {
-				return config.RemoveServer(docs, args[0], config.AnyEnv)
+				return config.RemoveServer(docs, args[0], nil)
 			})
 			if err != nil {
 				return noServerUsage(err)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "removed server %q from %s\n", args[0], path)
 			g.auditConfigChange(path, "servers remove", args[0])
-			return nil
+			return clearDisabled(cmd.Context(), cmd.ErrOrStderr(), g.DataDir(), args[0])
 		},
 	}
-	configFlag(cmd, &path)
+	editConfigFlag(cmd, &path)
 	return cmd
 }
 
@@ -216,7 +287,8 @@ that has the server to apply it, and says how the server stands there
 (stopped; up with its tools; down with its error, which fails the command).
 --config checks that NAME is one of its servers (and reads its dataDir);
 without it, NAME must be a server of the gateways running on the data
-folder (when one runs).`,
+folder (when one runs; when none does, NAME is taken as given, with a
+warning that it could not be checked).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServersToggle(cmd.Context(), cmd.ErrOrStderr(), g, path, args[0], disable)
@@ -254,7 +326,7 @@ func runServersToggle(ctx context.Context, stderr io.Writer, g *globals, path, n
 			}
 			disabled = st.Disabled
 		}
-		if err := checkRunning(gws, g.DataDir(), name, disabled...); err != nil {
+		if err := checkRunning(stderr, gws, g.DataDir(), name, disabled...); err != nil {
 			return err
 		}
 	}
@@ -294,15 +366,23 @@ func runServersToggle(ctx context.Context, stderr io.Writer, g *globals, path, n
 // not one of known, it is a usage error that says the servers they have. A
 // typo was written to the state file, "disabled" or "restart requested",
 // and the command ended well, while the server meant ran on. Without a
-// gateway running, or with one that does not answer, nothing is checked.
-func checkRunning(gws []localGateway, dataDir, name string, known ...string) error {
-	if len(gws) == 0 || slices.Contains(known, name) {
+// gateway running, or with one that does not answer, there is nothing to
+// check NAME against: a warning on stderr says so, and how to check it.
+func checkRunning(stderr io.Writer, gws []localGateway, dataDir, name string, known ...string) error {
+	if slices.Contains(known, name) {
 		return nil
+	}
+	unchecked := func(why string) error {
+		fmt.Fprintf(stderr, "warning: could not check that %q is a server (%s): pass --config FILE (or set $TOOLGATE_CONFIG) to check the name against your config\n", name, why)
+		return nil
+	}
+	if len(gws) == 0 {
+		return unchecked("no --config given, and no gateway runs on the data folder " + dataDir)
 	}
 	var have []string
 	for _, gw := range gws {
 		if gw.err != nil {
-			return nil
+			return unchecked("no --config given, and " + gw.name() + " on the data folder did not answer")
 		}
 		for _, b := range gw.rep.Backends {
 			have = append(have, b.Name)
@@ -340,7 +420,7 @@ func dataFolderConfig(g *globals, path string) (*config.File, error) {
 	if path == "" {
 		return nil, nil
 	}
-	cfg, _, _, err := config.ReadFiles([]string{path}, config.AnyEnv)
+	cfg, _, _, err := config.ReadFiles([]string{path}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -366,8 +446,9 @@ how the server stands in each once its start is over (up with its tools,
 idle, still connecting, down with its error); it fails when one did not
 restart it or the server is down after it. --config checks that NAME is one of
 its servers (and reads its dataDir); without it, NAME must be a server of the
-gateways running on the data folder (when one runs). A disabled server does
-not run: enable it instead.`,
+gateways running on the data folder (when one runs; when none does, NAME is
+taken as given, with a warning that it could not be checked). A disabled
+server does not run: enable it instead.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServersRestart(cmd.Context(), cmd.ErrOrStderr(), g, path, args[0])
@@ -397,7 +478,7 @@ func runServersRestart(ctx context.Context, stderr io.Writer, g *globals, path, 
 	// The gateways running now, and the restarts each counted so far.
 	gws := localGateways(ctx, g.DataDir(), 5*time.Second)
 	if cfg == nil {
-		if err := checkRunning(gws, g.DataDir(), name); err != nil {
+		if err := checkRunning(stderr, gws, g.DataDir(), name); err != nil {
 			return err
 		}
 	}

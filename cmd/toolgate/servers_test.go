@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -293,5 +297,118 @@ func TestFlagsExpandHome(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(home, "tg", "keys.jsonl")); err != nil {
 		t.Errorf("--data-dir ~/tg: %v", err)
+	}
+}
+
+// A URL made of a variable is one the loader accepts (the variable is the
+// gateway's to set, or its default applies): servers add writes it,
+// import --into takes it, and neither says the URL is not absolute, nor
+// shows a made-up value for the variable.
+func TestVariableURLAcceptedWhereTheLoaderIs(t *testing.T) {
+	t.Setenv("TG_TEST_API_BASE", "")
+	os.Unsetenv("TG_TEST_API_BASE")
+	cfg := writeConfig(t, `{"mcpServers": {}}`)
+	for i, url := range []string{"${TG_TEST_API_BASE:-https://api.example.com}/mcp", "${TG_TEST_API_BASE}/mcp"} {
+		var stderr bytes.Buffer
+		name := fmt.Sprintf("api%d", i)
+		if err := runServersAdd(&stderr, name, nil, serversAddFlags{config: cfg, url: url}); err != nil {
+			t.Fatalf("servers add --url %s: %v", url, err)
+		}
+		if i == 1 && !strings.Contains(stderr.String(), "CANNOT START: variable ${TG_TEST_API_BASE} (url) is not set") {
+			t.Errorf("servers add --url %s does not say the variable is unset:\n%s", url, stderr.String())
+		}
+	}
+	var out bytes.Buffer
+	if err := runServers(&out, &globals{dataDir: t.TempDir()}, []string{cfg}, false); err != nil || !strings.Contains(out.String(), "valid, 2 servers") {
+		t.Errorf("servers -c after the adds: %v\n%s", err, out.String())
+	}
+	mcp := filepath.Join(t.TempDir(), ".mcp.json")
+	if err := os.WriteFile(mcp, []byte(`{"mcpServers": {"api": {"type": "http", "url": "${TG_TEST_API_BASE}/mcp"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	into := writeConfig(t, `{"mcpServers": {}}`)
+	for _, f := range []importFlags{{}, {into: into}} {
+		var stdout, stderr bytes.Buffer
+		if err := runImport(&stdout, &stderr, []string{mcp}, f); err != nil {
+			t.Fatalf("import %+v: %v", f, err)
+		}
+		if s := stderr.String(); strings.Contains(s, "not an absolute") || strings.Contains(s, "placeholder") {
+			t.Errorf("import %+v:\n%s", f, s)
+		}
+	}
+}
+
+// servers disable/enable/restart NAME with no gateway running: against
+// --config a name it lacks is a usage error, and nothing is recorded;
+// with no config either, the name is recorded with a warning that it could
+// not be checked, and how to check it.
+func TestServersToggleUncheckedName(t *testing.T) {
+	g := &globals{dataDir: t.TempDir()}
+	cfg := writeConfig(t, `{"mcpServers": {"memory": {"command": "npx"}}}`)
+	var stderr bytes.Buffer
+	err := runServersToggle(context.Background(), &stderr, g, cfg, "memroy", true)
+	if ue := (usageError{}); !errors.As(err, &ue) || !strings.Contains(err.Error(), `no server named "memroy"`) || !strings.Contains(err.Error(), "memory") {
+		t.Errorf("disable memroy --config: %v", err)
+	}
+	if _, err := os.Stat(live.StateFile(g.DataDir())); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused disable wrote the state file: %v", err)
+	}
+	for _, c := range []struct {
+		name    string
+		run     func(io.Writer) error
+		warning bool
+	}{
+		{"disable memroy", func(w io.Writer) error { return runServersToggle(context.Background(), w, g, "", "memroy", true) }, true},
+		{"enable totally-bogus", func(w io.Writer) error {
+			return runServersToggle(context.Background(), w, g, "", "totally-bogus", false)
+		}, true},
+		{"restart memroi", func(w io.Writer) error { return runServersRestart(context.Background(), w, g, "", "memroi") }, true},
+		// Disabled at run time (above): the state file knows it.
+		{"enable memroy", func(w io.Writer) error { return runServersToggle(context.Background(), w, g, "", "memroy", false) }, false},
+	} {
+		stderr.Reset()
+		if err := c.run(&stderr); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		want := fmt.Sprintf("could not check that %q is a server", strings.Fields(c.name)[1])
+		if strings.Contains(stderr.String(), want) != c.warning || c.warning && !strings.Contains(stderr.String(), "pass --config FILE") {
+			t.Errorf("%s: warning %v wanted:\n%s", c.name, c.warning, stderr.String())
+		}
+	}
+}
+
+// A server disabled at run time and then removed is not disabled when it
+// is added again: remove clears the name in state.json; and add says when
+// a name is disabled there (disabled after the removal, or by an older
+// toolgate), with the command that enables it.
+func TestServersRemoveClearsDisabled(t *testing.T) {
+	data := t.TempDir()
+	cfg := writeConfig(t, `{"mcpServers": {"mem": {"command": "sh"}}}`)
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := toolgateCmd(t, data, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	disabled := func() []string {
+		st, err := live.ReadState(live.StateFile(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Disabled
+	}
+	run("servers", "disable", "mem", "--config", cfg)
+	if out := run("servers", "remove", "mem", "--config", cfg); !strings.Contains(out, `"mem" was disabled at run time`) || len(disabled()) != 0 {
+		t.Errorf("remove of a disabled server: disabled %v after it\n%s", disabled(), out)
+	}
+	if out := run("servers", "add", "mem", "--config", cfg, "--", "sh"); strings.Contains(out, "disabled") {
+		t.Errorf("add after remove:\n%s", out)
+	}
+	run("servers", "remove", "mem", "--config", cfg)
+	run("servers", "disable", "mem")
+	if out := run("servers", "add", "mem", "--config", cfg, "--", "sh"); !strings.Contains(out, `warning: "mem" is disabled at run time in the data folder`) || !strings.Contains(out, "toolgate servers enable mem starts it") {
+		t.Errorf("add of a name disabled at run time:\n%s", out)
 	}
 }

@@ -50,6 +50,12 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		// An entry its flags make invalid (these exited 1, as a broken file does).
 		{[]string{"servers", "add", "web", "-c", cfg, "--url", "ftp://example.com/mcp"}, `mcpServers["web"].url: "ftp://example.com/mcp" is not an absolute http(s) URL`},
 		{[]string{"servers", "add", "a__b", "-c", cfg, "--", "true"}, `"a__b" cannot name a server`},
+		// --config given twice: the last one is not taken silently.
+		{[]string{"servers", "add", "dup", "-c", cfg, "-c", cfg + ".2", "--", "true"}, "toolgate servers add edits one config file, and --config was given twice (" + cfg + ", then " + cfg + ".2): give it once"},
+		{[]string{"servers", "remove", "one", "-c", cfg, "--config", cfg}, "toolgate servers remove edits one config file, and --config was given twice"},
+		{[]string{"servers", "restart", "one", "-c", cfg, "-c", cfg}, "toolgate servers restart reads one config file"},
+		{[]string{"eval", "--tools", cfg, "--queries", cfg, "--exact-names"}, "--queries and --exact-names exclude each other"},
+		{[]string{"search", " "}, "search needs a query, e.g. toolgate search list files in a directory"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			cmd := toolgateCmd(t, dataDir, tc.args...)

@@ -503,7 +503,7 @@ func (f *File) All() []Server {
 	out := make([]Server, 0, len(f.MCPServers))
 	for name, s := range f.MCPServers {
 		s.Name = name
-		if t := normalizeType(s.Type); t != "" {
+		if t := NormalizeType(s.Type); t != "" {
 			s.Type = t
 		} else {
 			s.Type = inferType(s)

@@ -315,6 +315,11 @@ func TestParseBad(t *testing.T) {
 			{`mcpServers["a"].url`, "only used by http and sse"},
 		}},
 		{"http without url", `{"mcpServers": {"a": {"type": "http"}}}`, nil, []want{{`mcpServers["a"].url`, `type "http" needs a url`}}},
+		// Not "it has a url": it has none.
+		{"sse with a command", `{"mcpServers": {"a": {"type": "sse", "command": "node"}}}`, nil, []want{
+			{`mcpServers["a"].command`, `is only used by stdio servers, but this one is "sse" (its "type" says so; without "type", "command" makes a stdio server): remove "command"`},
+			{`mcpServers["a"].url`, `type "sse" needs a url`},
+		}},
 		{"relative and non-http urls", `{"mcpServers": {"a": {"url": "localhost:3000/mcp"}, "b": {"type": "sse", "url": "ftp://h/x"}, "c": {"url": "/mcp"}, "d": {"url": "mcp.example.com/mcp"}}}`, nil, []want{
 			// Written without the scheme: the URL meant, http on this machine.
 			{`mcpServers["a"].url`, `"localhost:3000/mcp" has no scheme: write "http://localhost:3000/mcp"`},

@@ -123,7 +123,7 @@ func TestEditConcurrent(t *testing.T) {
 				for range 100 {
 					runtime.Gosched()
 				}
-				docs, d, err := AddServer(docs, Server{Name: fmt.Sprintf("s%02d", i), Command: "node"}, AnyEnv)
+				docs, d, err := AddServer(docs, Server{Name: fmt.Sprintf("s%02d", i), Command: "node"}, nil)
 				return docs, []int{d}, err
 			})
 			if err != nil {

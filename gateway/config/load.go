@@ -445,7 +445,7 @@ func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
 	if !s.Disabled {
 		x.unset = &s.Unset
 	}
-	s.Type = normalizeType(d.string("type"))
+	s.Type = NormalizeType(d.string("type"))
 	s.Command = x.expand("command", d.string("command"))
 	for i, a := range d.strings("args") {
 		s.Args = append(s.Args, x.expand(fmt.Sprintf("args[%d]", i), a))
@@ -498,9 +498,10 @@ func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
 	return s, true
 }
 
-// normalizeType maps accepted spellings onto the Type constants; an unknown
-// value is returned as given for Validate to report.
-func normalizeType(t string) string {
+// NormalizeType maps accepted spellings ("streamable-http", "SSE") onto the
+// Type constants; an unknown value is returned as given for Validate to
+// report.
+func NormalizeType(t string) string {
 	switch strings.ToLower(strings.TrimSpace(t)) {
 	case "":
 		return ""

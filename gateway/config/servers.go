@@ -92,8 +92,3 @@ func RemoveServer(docs []Doc, name string, lookupEnv func(string) (string, bool)
 	}
 	return out, changed, nil
 }
-
-// AnyEnv is a lookupEnv for Parse under which every variable is set (to a
-// placeholder): it checks a config's shape for a shell that may lack the
-// gateway's secrets (`toolgate servers add`, `toolgate import --into`).
-func AnyEnv(string) (string, bool) { return "placeholder", true }

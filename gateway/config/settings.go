@@ -192,6 +192,25 @@ func (d *fields) profiles(key string) map[string]Profile {
 
 func inUnit(f float64) bool { return f >= 0 && f <= 1 }
 
+// CheckConfidence says why c is not a confidence (toolgate.search.
+// minConfidence, and the flags that set one), or "": the one range check
+// of the config and the command line.
+func CheckConfidence(c float64) string {
+	if !inUnit(c) || math.IsNaN(c) {
+		return fmt.Sprintf("%v is out of range: use a confidence from 0 to 1", c)
+	}
+	return ""
+}
+
+// CheckWeight says why w is not a weight (toolgate.search's keywordWeight,
+// vectorWeight, stepWeight, and the flags that set one), or "".
+func CheckWeight(w float64) string {
+	if !inUnit(w) || math.IsNaN(w) {
+		return fmt.Sprintf("%v is out of range: use a weight from 0 to 1", w)
+	}
+	return ""
+}
+
 // checkRestart returns the problems of a restart policy as (field, message)
 // pairs, fields relative to the policy ("delays[1]", "stableAfter").
 func checkRestart(r Restart) [][2]string {
@@ -240,15 +259,15 @@ func (s *Settings) validate() []*FieldError {
 		field string
 		v     float64
 	}{{"search.keywordWeight", s.Search.KeywordWeight}, {"search.vectorWeight", s.Search.VectorWeight}} {
-		if !inUnit(w.v) || math.IsNaN(w.v) {
-			bad(w.field, "%v is out of range: use a weight from 0 to 1", w.v)
+		if msg := CheckWeight(w.v); msg != "" {
+			bad(w.field, "%s", msg)
 		}
 	}
-	if c := s.Search.MinConfidence; c != nil && (!inUnit(*c) || math.IsNaN(*c)) {
-		bad("search.minConfidence", "%v is out of range: use a confidence from 0 to 1 (0 never answers noMatch; leave it out for the default)", *c)
+	if c := s.Search.MinConfidence; c != nil && CheckConfidence(*c) != "" {
+		bad("search.minConfidence", "%s (0 never answers noMatch; leave it out for the default)", CheckConfidence(*c))
 	}
-	if w := s.Search.StepWeight; w != nil && (!inUnit(*w) || math.IsNaN(*w)) {
-		bad("search.stepWeight", "%v is out of range: use a weight from 0 to 1 (0 ranks whole queries only; leave it out for the default)", *w)
+	if w := s.Search.StepWeight; w != nil && CheckWeight(*w) != "" {
+		bad("search.stepWeight", "%s (0 ranks whole queries only; leave it out for the default)", CheckWeight(*w))
 	}
 	if l := s.Search.MaxLimit; l < 0 || l > maxSearchLimit {
 		bad("search.maxLimit", "%d is out of range: use 1 to %d (or leave it out for the default)", l, maxSearchLimit)

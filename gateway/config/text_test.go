@@ -37,7 +37,7 @@ func TestTextEncodings(t *testing.T) {
 		if err != nil || got != e || string(text) != textDoc {
 			t.Fatalf("encoding %d: decodeText = %q, %d, %v", e, text, got, err)
 		}
-		f, err := Parse(data, "toolgate.json", AnyEnv)
+		f, err := Parse(data, "toolgate.json", nil)
 		if err != nil || f.MCPServers["memory"].Args[2] != "–ünï" {
 			t.Fatalf("encoding %d: Parse: %v", e, err)
 		}
@@ -71,7 +71,7 @@ func TestTextUTF16WithoutMark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Parse(b, "toolgate.json", AnyEnv)
+	_, err = Parse(b, "toolgate.json", nil)
 	if !errors.Is(err, errUTF16NoMark) || !strings.Contains(err.Error(), "toolgate.json: ") {
 		t.Errorf("Parse of UTF-16 without a mark: %v", err)
 	}

@@ -125,7 +125,7 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 		skip = maps.Clone(skip)
 		skip[""] = true // the entry-level "needs command or url" checks
 	}
-	typ := normalizeType(s.Type)
+	typ := NormalizeType(s.Type)
 	if typ == "" {
 		typ = inferType(s)
 	}
@@ -202,9 +202,13 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 				bad("tls"+p[0], "%s", p[1])
 			}
 		}
+		why := "it has a url"
+		if s.URL == "" {
+			why = `its "type" says so; without "type", "command" makes a stdio server`
+		}
 		for field, set := range map[string]bool{"command": s.Command != "", "args": len(s.Args) > 0, "env": len(s.Env) > 0, "cwd": s.Cwd != ""} {
 			if set {
-				bad(field, "is only used by stdio servers, but this one is %q (it has a url): remove %q", typ, field)
+				bad(field, "is only used by stdio servers, but this one is %q (%s): remove %q", typ, why, field)
 			}
 		}
 	}

@@ -30,7 +30,7 @@ func read(t *testing.T, path, format string) (*Result, map[string]map[string]any
 		t.Fatal(err)
 	}
 	// Every document is a config toolgate loads (variables aside).
-	if _, err := config.Parse(r.Doc.Data, path, config.AnyEnv); err != nil {
+	if _, err := config.Parse(r.Doc.Data, path, nil); err != nil {
 		t.Errorf("%s: the document does not load: %v\n%s", path, err, r.Doc.Data)
 	}
 	return r, doc.MCPServers

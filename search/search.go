@@ -685,6 +685,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 			res.NoMatch = e.noMatch(hits)
 		}
 	}
+	promoteReplacements(res.Hits)
 	return res, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -601,8 +602,12 @@ func TestHTTPGuards(t *testing.T) {
 			if resp.StatusCode != tc.want {
 				t.Errorf("status %d, want %d", resp.StatusCode, tc.want)
 			}
-			if tc.want == http.StatusRequestEntityTooLarge && !strings.Contains(string(body), "exceeds the 1024-byte limit (toolgate.http.maxBodyBytes raises it)") {
-				t.Errorf("413 %q does not name the limit and its setting", body)
+			if tc.want == http.StatusRequestEntityTooLarge && !strings.Contains(string(body), "exceeds the 1024-byte limit (raise toolgate.http.maxBodyBytes and restart the gateway)") {
+				t.Errorf("413 %q does not name the limit, its setting and the restart", body)
+			}
+			// The settings take effect at the next start: the fix says so.
+			if tc.want == http.StatusForbidden && !regexp.MustCompile(`add it to toolgate\.http\.allowed(Hosts|Origins) and restart the gateway to accept it`).Match(body) {
+				t.Errorf("403 %q does not name the setting and the restart", body)
 			}
 		})
 	}
@@ -621,7 +626,7 @@ func TestHTTPGuards(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "exceeds the 1024-byte limit (toolgate.http.maxBodyBytes raises it)") {
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "exceeds the 1024-byte limit (raise toolgate.http.maxBodyBytes and restart the gateway)") {
 			t.Errorf("status %d %q, want 413 naming the limit and its setting", resp.StatusCode, body)
 		}
 	})

@@ -285,7 +285,7 @@ func (g *Gateway) guard(next http.Handler, o HTTPOptions, log *slog.Logger) http
 			}
 			log.Warn("rejected request: foreign Host header", "host", r.Host, "remote", r.RemoteAddr)
 			g.auditRefused(r, keys.Entry{}, http.StatusForbidden, audit.Denied, fmt.Sprintf("foreign Host header %q (DNS rebinding?)", r.Host))
-			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not allowed (add it to toolgate.http.allowedHosts to accept it)", r.Host), http.StatusForbidden)
+			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not allowed (add it to toolgate.http.allowedHosts and restart the gateway to accept it)", r.Host), http.StatusForbidden)
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(origin, o.AllowedOrigins) {
@@ -294,7 +294,7 @@ func (g *Gateway) guard(next http.Handler, o HTTPOptions, log *slog.Logger) http
 			}
 			log.Warn("rejected request: foreign Origin header", "origin", origin, "remote", r.RemoteAddr)
 			g.auditRefused(r, keys.Entry{}, http.StatusForbidden, audit.Denied, fmt.Sprintf("foreign Origin header %q (a page of another site?)", origin))
-			http.Error(w, fmt.Sprintf("Forbidden: Origin %q is not allowed (add it to toolgate.http.allowedOrigins to accept it)", origin), http.StatusForbidden)
+			http.Error(w, fmt.Sprintf("Forbidden: Origin %q is not allowed (add it to toolgate.http.allowedOrigins and restart the gateway to accept it)", origin), http.StatusForbidden)
 			return
 		}
 		if r.ContentLength > o.MaxBodyBytes {
@@ -314,9 +314,10 @@ func (g *Gateway) guard(next http.Handler, o HTTPOptions, log *slog.Logger) http
 
 // tooLarge is the 413 answer's text for a request body (size: " of N
 // bytes", or "" when unknown) over limit: the setting that raises it, as
-// the 403s name theirs.
+// the 403s name theirs, and the restart it takes (toolgate.http settings
+// apply at the next start; a reload says so).
 func tooLarge(size string, limit int64) string {
-	return fmt.Sprintf("request body%s exceeds the %d-byte limit (toolgate.http.maxBodyBytes raises it)", size, limit)
+	return fmt.Sprintf("request body%s exceeds the %d-byte limit (raise toolgate.http.maxBodyBytes and restart the gateway)", size, limit)
 }
 
 func isLoopbackHost(h string) bool {

@@ -934,6 +934,31 @@ func TestHTTPRoot(t *testing.T) {
 			t.Errorf("GET %s: %d %q, want 404 %q", path, code, body, want)
 		}
 	}
+	// A served path asked with a method it does not take is 405 with the
+	// methods it does take and a body that says so: PUT /status answered
+	// 404 (the catch-all takes every method), GET /mcp a bare 405.
+	for _, tc := range []struct{ method, path, allow, want string }{
+		{"PUT", "/status", "GET, HEAD", "Method Not Allowed: PUT /status: it answers GET, HEAD only"},
+		{"POST", "/healthz", "GET, HEAD", "Method Not Allowed: POST /healthz: it answers GET, HEAD only"},
+		{"GET", "/mcp", "POST", "Method Not Allowed: GET /mcp: toolgate serves streamable HTTP stateless, so there is no stream to GET"},
+		{"PUT", "/mcp", "POST", "Method Not Allowed: PUT /mcp: toolgate serves streamable HTTP stateless"},
+	} {
+		srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{Extra: extra}))
+		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != tc.allow || !strings.HasPrefix(string(body), tc.want) {
+			t.Errorf("%s %s: %d Allow %q %q, want 405 Allow %q %q", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Allow"), body, tc.allow, tc.want)
+		}
+	}
+	if code, _, _ := get(t, &HTTPOptions{Extra: extra}, "PUT", "/nope"); code != 404 {
+		t.Errorf("PUT /nope: %d, want 404", code)
+	}
 	// Nothing served: the metrics' route is the other one, not "/".
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(http.ResponseWriter, *http.Request) {})

@@ -127,8 +127,16 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// execute_tool ends its backend call when the request's client goes.
 		r = r.WithContext(context.WithValue(r.Context(), httpRequestKey{}, r.Context()))
-		if r.Method != http.MethodPost {
+		if r.Method == http.MethodDelete {
+			// go-sdk's: a bare 405, or under
+			// MCPGODEBUG=allowsessionsinstateless=1 a no-op.
 			plain.ServeHTTP(w, r)
+			return
+		}
+		if r.Method != http.MethodPost {
+			// go-sdk's stateless handler answers a bare 405: say why.
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, fmt.Sprintf("Method Not Allowed: %s %s: toolgate serves streamable HTTP stateless, so there is no stream to GET; send each JSON-RPC request as a POST to this URL", r.Method, r.URL.Path), http.StatusMethodNotAllowed)
 			return
 		}
 		body, err := io.ReadAll(r.Body)
@@ -191,6 +199,14 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 	// nothing), and a client of the older HTTP+SSE transport, which opens
 	// /sse and posts to /messages, what to configure instead.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// A served path asked with a method it does not take (PUT
+		// /status) falls through to here, as the catch-all takes every
+		// method: 405, not "Not Found".
+		if allow := getOnly(mux, r); allow != "" {
+			w.Header().Set("Allow", allow)
+			http.Error(w, fmt.Sprintf("Method Not Allowed: %s %s: it answers %s only", r.Method, r.URL.Path, allow), http.StatusMethodNotAllowed)
+			return
+		}
 		msg := "Not Found: toolgate serves " + served
 		if sseRoute(r.URL.Path) {
 			msg = "Not Found: toolgate does not serve the older HTTP+SSE transport (a GET of /sse, then POSTs to /messages); it serves MCP over streamable HTTP at /mcp: configure the client with that URL and transport \"http\" (streamable), or have a stdio client run `toolgate connect`"
@@ -215,6 +231,20 @@ func routeOf(mux *http.ServeMux, r *http.Request) string {
 		return "" // the catch-all that answers 404
 	}
 	return strings.TrimSuffix(pattern, "{$}") // the root, "/{$}", is "/"
+}
+
+// getOnly is the Allow header of a path mux serves with GET (and HEAD)
+// only, when r asks it with another method; "" otherwise.
+func getOnly(mux *http.ServeMux, r *http.Request) string {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return ""
+	}
+	probe := r.Clone(r.Context())
+	probe.Method = http.MethodGet
+	if _, pattern := mux.Handler(probe); strings.HasPrefix(pattern, http.MethodGet+" ") {
+		return "GET, HEAD"
+	}
+	return ""
 }
 
 // sseRoute reports whether path is one an HTTP+SSE client (protocol

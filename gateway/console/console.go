@@ -396,7 +396,7 @@ func (c *Console) admit(w http.ResponseWriter, r *http.Request) (*session, *poli
 	case written:
 		return nil, nil, false
 	case !ok && bearer(r) != "": // refused and audited by authorize
-		unauthorized(w)
+		unauthorized(w, badKey)
 		return nil, nil, false
 	case !ok:
 		c.refuseWithoutKey(w, r, caller, ss != nil && ss.key != "")
@@ -459,12 +459,24 @@ func (c *Console) refuseWithoutKey(w http.ResponseWriter, r *http.Request, calle
 		return
 	}
 	c.audit(r, caller, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console: " + why, Status: http.StatusUnauthorized})
-	unauthorized(w)
+	if sessionKeyEnded {
+		unauthorized(w, sessionEnds)
+		return
+	}
+	unauthorized(w, needKey)
 }
 
-func unauthorized(w http.ResponseWriter) {
+// The 401s' texts: no key at all, and a key sent (to log in, or as a
+// bearer) that is not accepted, which says nothing of which keys exist.
+const (
+	needKey     = "an API key is required: log in on the console page, or send Authorization: Bearer KEY"
+	badKey      = "the API key was not accepted: it is unknown, revoked or expired. Log in with a valid key (`toolgate keys create` makes one)"
+	sessionEnds = "the console session's API key was revoked or expired: log in again with a valid key"
+)
+
+func unauthorized(w http.ResponseWriter, msg string) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
-	writeError(w, http.StatusUnauthorized, "an API key is required: log in on the console page, or send Authorization: Bearer KEY")
+	writeError(w, http.StatusUnauthorized, msg)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -781,7 +793,7 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 		}
 		c.log.Warn("console login refused: unknown, expired or revoked key", "remote", r.RemoteAddr)
 		c.audit(r, nil, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console login: unknown, revoked or expired API key", Status: http.StatusUnauthorized})
-		unauthorized(w)
+		unauthorized(w, badKey)
 		return
 	}
 	c.sessions.end(w, r)

@@ -373,8 +373,10 @@ func TestKeys(t *testing.T) {
 	if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
 		t.Fatalf("state without a login: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 	}
-	if resp, _ := e.do(t, "POST", "/ui/api/login", `{"key": "tg_wrong"}`, "Origin", origin); resp.StatusCode != 401 {
-		t.Errorf("login with a wrong key: %d", resp.StatusCode)
+	// A key that is not accepted is told so, not that a key is required,
+	// in the same words whatever the key (unknown, or revoked below).
+	if resp, body := e.do(t, "POST", "/ui/api/login", `{"key": "tg_wrong"}`, "Origin", origin); resp.StatusCode != 401 || !strings.Contains(body, "the API key was not accepted: it is unknown, revoked or expired") {
+		t.Errorf("login with a wrong key: %d %s", resp.StatusCode, body)
 	}
 	if resp, _ := e.do(t, "POST", "/ui/api/login", `{"key": "tg_secret"}`, "Origin", "http://evil.example"); resp.StatusCode != 403 {
 		t.Errorf("login from another origin: %d", resp.StatusCode)
@@ -407,8 +409,11 @@ func TestKeys(t *testing.T) {
 	keys.mu.Lock()
 	keys.revoked = true
 	keys.mu.Unlock()
-	if resp, _ := e.do(t, "GET", "/ui/api/state", ""); resp.StatusCode != 401 {
-		t.Errorf("state after the key was revoked: %d, want 401", resp.StatusCode)
+	if resp, body := e.do(t, "GET", "/ui/api/state", ""); resp.StatusCode != 401 || !strings.Contains(body, "the console session's API key was revoked or expired") {
+		t.Errorf("state after the key was revoked: %d %s, want 401 saying the session's key ended", resp.StatusCode, body)
+	}
+	if resp, body := e.do(t, "POST", "/ui/api/login", `{"key": "tg_secret"}`, "Origin", origin); resp.StatusCode != 401 || !strings.Contains(body, "the API key was not accepted: it is unknown, revoked or expired") {
+		t.Errorf("login with the revoked key: %d %s, want the words of an unknown key", resp.StatusCode, body)
 	}
 	if resp, _ := e.do(t, "POST", "/ui/api/restart", `{"server": "filesystem"}`, "Origin", origin, csrfHeader, csrf); resp.StatusCode != 401 {
 		t.Errorf("restart after the key was revoked: %d, want 401", resp.StatusCode)

@@ -10,9 +10,11 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -1007,5 +1009,51 @@ func TestHTTPAcceptJSONOnly(t *testing.T) {
 	}
 	if resp, body := post("text/html", call); resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("Accept text/html: %s %s", resp.Status, body)
+	}
+}
+
+// TestREADMEHTTPRoutes holds the README's list of the route label of
+// toolgate_http_requests_total to the routes the front counts: the root,
+// which sends a browser to the console, was counted as "/" and not listed.
+func TestREADMEHTTPRoutes(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `toolgate_http_requests_total` \\|.*HTTP requests by route \\(([^)]*\\))").FindSubmatch(b)
+	if row == nil {
+		t.Fatal("README: no toolgate_http_requests_total row listing its routes")
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("`([^`]+)`").FindAllSubmatch(row[1], -1) {
+		documented[string(m[1])] = true
+	}
+	g, _ := newTestGateway(t, nil)
+	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	var mu sync.Mutex
+	counted := map[string]bool{}
+	h := g.HTTPHandler(&HTTPOptions{
+		Extra: map[string]http.Handler{"GET /status": ok, "GET /metrics": ok, "/ui/": ok}, // as serve's front
+		Home:  "/ui/",
+		Wrap: func(next http.Handler, route func(*http.Request) string) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				rt := route(r)
+				if rt == "" {
+					rt = "other" // metrics.OtherRoute (an import cycle here)
+				}
+				mu.Lock()
+				counted[rt] = true
+				mu.Unlock()
+				next.ServeHTTP(w, r)
+			})
+		},
+	})
+	for _, path := range []string{"/", "/mcp", "/profiles/kg/mcp", "/healthz", "/status", "/metrics", "/ui/", "/ui/api/state", "/nope"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", path, nil))
+	}
+	for rt := range counted {
+		if !documented[rt] {
+			t.Errorf("route %q is counted but not in the README's list %s", rt, row[1])
+		}
 	}
 }

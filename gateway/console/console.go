@@ -133,6 +133,9 @@ type Rates interface {
 	// Allow takes a token of key's bucket, or says how long until one is
 	// free.
 	Allow(key string) (ok bool, retryAfter time.Duration)
+	// Record counts a request Allow refused, and reports whether to
+	// audit it (false past the key's limit of those recorded).
+	Record(key string) bool
 }
 
 var _ Rates = (*limit.Rates)(nil)
@@ -298,7 +301,9 @@ func (c *Console) overRate(w http.ResponseWriter, r *http.Request, caller *polic
 	if ok {
 		return false
 	}
-	c.audit(r, caller, audit.Record{Action: "http", Decision: audit.RateLimited, Reason: fmt.Sprintf("over the key's rate (retry after %s)", after.Round(time.Millisecond)), Status: http.StatusTooManyRequests})
+	if c.o.Rates.Record(caller.Key.Name) {
+		c.audit(r, caller, audit.Record{Action: "http", Decision: audit.RateLimited, Reason: fmt.Sprintf("over the key's rate (retry after %s)", after.Round(time.Millisecond)), Status: http.StatusTooManyRequests})
+	}
 	w.Header().Set("Retry-After", limit.RetryAfter(after))
 	writeError(w, http.StatusTooManyRequests, "this API key is over its rate (toolgate.limits); retry after the time in Retry-After")
 	return true

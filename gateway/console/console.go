@@ -537,15 +537,24 @@ func (c *Console) state(caller *policy.Caller) State {
 	return s
 }
 
-// calls are the recent calls of the tools caller may run: a key sees no
-// call of a tool outside its scope.
+// calls are the recent calls caller may see: all of them without a key
+// or with an admin key; a key that is not admin sees only the calls made
+// with it (another's errors name that key, its scope and its refusals),
+// of the tools it may still run.
 func (c *Console) calls(caller *policy.Caller) []Call {
 	all := c.o.Calls.Calls()
-	if c.o.Policy == nil || caller.Key == nil {
+	if caller.Key == nil || caller.Admin() {
 		return all
 	}
 	out := []Call{}
 	for _, call := range all {
+		if call.key != caller.Key.Name {
+			continue
+		}
+		if c.o.Policy == nil {
+			out = append(out, call)
+			continue
+		}
 		t, ok := c.o.Catalog.Tool(call.Server + catalog.Sep + call.Tool)
 		if !ok {
 			t = catalog.Tool{Server: call.Server, Name: call.Tool}

@@ -794,10 +794,11 @@ func TestRevokedKeyEndsRequest(t *testing.T) {
 	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
 	req.Header.Set("Authorization", "Bearer tg_good")
 	answered := make(chan struct{})
+	var answer []byte
 	go func() {
 		defer close(answered)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
-			io.Copy(io.Discard, resp.Body) //nolint:errcheck
+			answer, _ = io.ReadAll(resp.Body)
 			resp.Body.Close()
 		}
 	}()
@@ -819,6 +820,20 @@ func TestRevokedKeyEndsRequest(t *testing.T) {
 	}
 	if !sawEnd {
 		t.Errorf("no audit record of the request ended for its revoked key: %+v", log.Records())
+	}
+	// The answer, when one still reaches the client, and the call's own
+	// record say why it ended: the key, not its client.
+	if len(answer) > 0 && !strings.Contains(string(answer), "revoked or expired while the request ran") {
+		t.Errorf("the answer to a call its revoked key ended: %s", answer)
+	}
+	var call *audit.Record
+	for _, r := range log.Records() {
+		if r.Action == ExecuteToolName {
+			call = &r
+		}
+	}
+	if call == nil || !strings.Contains(call.Reason, "revoked or expired while the request ran") || strings.Contains(call.Reason, "cancelled by the client") {
+		t.Errorf("execute_tool's record of the call its revoked key ended: %+v, want the key's revocation as the reason", call)
 	}
 }
 

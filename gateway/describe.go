@@ -37,7 +37,9 @@ func (g *Gateway) describeSearch() string { return g.describeSearchFor(nil) }
 func (g *Gateway) describeSearchFor(c *policy.Caller) string {
 	var b strings.Builder
 	b.WriteString("Find the tools that can do a task")
-	if list := g.serverListFor(c); list != "" {
+	if why := g.reachesNoneScoped(c); why != "" {
+		b.WriteString(", but " + why + ".")
+	} else if list := g.serverListFor(c); list != "" {
 		b.WriteString(", across the MCP servers behind this gateway: ")
 		b.WriteString(list)
 		b.WriteString(".")

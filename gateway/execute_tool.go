@@ -501,6 +501,9 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 	case errors.Is(context.Cause(ctx), ErrStopping):
 		note.reason = "the gateway stopped while the call ran"
 		return toolError("execute_tool %s: the gateway is stopping, so the call was cancelled on the server (it may have done part of its work). Retry once the gateway runs again.", name)
+	case keyEnded(ctx):
+		note.reason = ErrKeyRevoked.Error() + ": the call was cancelled"
+		return toolError("execute_tool %s: %v: the call was cancelled. Run it again with a valid API key.", name, ErrKeyRevoked)
 	case ctx.Err() != nil:
 		note.reason = "cancelled by the client"
 		return toolError("execute_tool %s: cancelled by the client.", name)
@@ -508,6 +511,17 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 		g.log.Warn("backend call failed", "tool", name, "server", server, "err", err)
 		return toolError("execute_tool %s: server %q answered with an error: %v", name, server, err)
 	}
+}
+
+// keyEnded reports whether the HTTP front ended the request of ctx because
+// its API key was revoked or expired while it ran (keyWatch), rather than
+// its client going away.
+func keyEnded(ctx context.Context) bool {
+	if errors.Is(context.Cause(ctx), ErrKeyRevoked) {
+		return true
+	}
+	hc, ok := ctx.Value(httpRequestKey{}).(context.Context)
+	return ok && errors.Is(context.Cause(hc), ErrKeyRevoked)
 }
 
 // closest returns up to n IDs nearest to name by edit distance, preferring

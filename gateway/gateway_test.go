@@ -10,8 +10,11 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -613,8 +616,12 @@ func TestHTTPGuards(t *testing.T) {
 			if resp.StatusCode != tc.want {
 				t.Errorf("status %d, want %d", resp.StatusCode, tc.want)
 			}
-			if tc.want == http.StatusRequestEntityTooLarge && !strings.Contains(string(body), "exceeds the 1024-byte limit (toolgate.http.maxBodyBytes raises it)") {
-				t.Errorf("413 %q does not name the limit and its setting", body)
+			if tc.want == http.StatusRequestEntityTooLarge && !strings.Contains(string(body), "exceeds the 1024-byte limit (raise toolgate.http.maxBodyBytes and restart the gateway)") {
+				t.Errorf("413 %q does not name the limit, its setting and the restart", body)
+			}
+			// The settings take effect at the next start: the fix says so.
+			if tc.want == http.StatusForbidden && !regexp.MustCompile(`add it to toolgate\.http\.allowed(Hosts|Origins) and restart the gateway to accept it`).Match(body) {
+				t.Errorf("403 %q does not name the setting and the restart", body)
 			}
 		})
 	}
@@ -633,7 +640,7 @@ func TestHTTPGuards(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "exceeds the 1024-byte limit (toolgate.http.maxBodyBytes raises it)") {
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "exceeds the 1024-byte limit (raise toolgate.http.maxBodyBytes and restart the gateway)") {
 			t.Errorf("status %d %q, want 413 naming the limit and its setting", resp.StatusCode, body)
 		}
 	})
@@ -799,10 +806,11 @@ func TestRevokedKeyEndsRequest(t *testing.T) {
 	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
 	req.Header.Set("Authorization", "Bearer tg_good")
 	answered := make(chan struct{})
+	var answer []byte
 	go func() {
 		defer close(answered)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
-			io.Copy(io.Discard, resp.Body) //nolint:errcheck
+			answer, _ = io.ReadAll(resp.Body)
 			resp.Body.Close()
 		}
 	}()
@@ -824,6 +832,60 @@ func TestRevokedKeyEndsRequest(t *testing.T) {
 	}
 	if !sawEnd {
 		t.Errorf("no audit record of the request ended for its revoked key: %+v", log.Records())
+	}
+	// The answer, when one still reaches the client, and the call's own
+	// record say why it ended: the key, not its client.
+	if len(answer) > 0 && !strings.Contains(string(answer), "revoked or expired while the request ran") {
+		t.Errorf("the answer to a call its revoked key ended: %s", answer)
+	}
+	var call *audit.Record
+	for _, r := range log.Records() {
+		if r.Action == ExecuteToolName {
+			call = &r
+		}
+	}
+	if call == nil || !strings.Contains(call.Reason, "revoked or expired while the request ran") || strings.Contains(call.Reason, "cancelled by the client") {
+		t.Errorf("execute_tool's record of the call its revoked key ended: %+v, want the key's revocation as the reason", call)
+	}
+}
+
+// TestKeyRateFloodLimited: a valid key's requests over its rate are
+// audited one by one only up to the refusal burst, per key; past it each
+// is answered 429 as before and only counted, and one summary record says
+// how many. Before, each 429 wrote a record (92 in 0.6 s), so a key holder
+// could rotate earlier evidence out of the audit log.
+func TestKeyRateFloodLimited(t *testing.T) {
+	log := &audittest.Log{}
+	g := New(&fakeSearcher{tools: testCatalog}, &fakeCaller{}, &Options{Audit: log})
+	over := limit.NewRefusals(&limit.RefusalOptions{PerMinute: 1, Burst: 3, Summary: RateSummary(log, nil)})
+	defer over.Close()
+	rates := limit.NewRates(0.001, 1).RecordOver(over)
+	srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{Keys: &switchKeys{}, Rates: rates}))
+	defer srv.Close()
+	codes := map[int]int{}
+	for range 101 {
+		req, _ := http.NewRequest("GET", srv.URL+"/nothing", nil)
+		req.Header.Set("Authorization", "Bearer tg_good")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		codes[resp.StatusCode]++
+	}
+	if codes[404] != 1 || codes[429] != 100 {
+		t.Fatalf("answers %v, want one 404 then 100 429s", codes)
+	}
+	if n := len(log.Records()); n != 3 {
+		t.Fatalf("%d audit records during the flood, want the 3 under the burst: %+v", n, log.Records())
+	}
+	over.Flush() // what the minute's timer does
+	recs := log.Records()
+	if len(recs) != 4 {
+		t.Fatalf("%d records after the summary, want 4: %+v", len(recs), recs)
+	}
+	if s := recs[3]; s.Decision != audit.RateLimited || s.Key != "ci" || !strings.Contains(s.Reason, `97 requests of API key "ci" over its rate suppressed`) {
+		t.Fatalf("summary record %+v, want rate-limited of key ci counting 97", s)
 	}
 }
 
@@ -941,6 +1003,31 @@ func TestHTTPRoot(t *testing.T) {
 			t.Errorf("GET %s: %d %q, want 404 %q", path, code, body, want)
 		}
 	}
+	// A served path asked with a method it does not take is 405 with the
+	// methods it does take and a body that says so: PUT /status answered
+	// 404 (the catch-all takes every method), GET /mcp a bare 405.
+	for _, tc := range []struct{ method, path, allow, want string }{
+		{"PUT", "/status", "GET, HEAD", "Method Not Allowed: PUT /status: it answers GET, HEAD only"},
+		{"POST", "/healthz", "GET, HEAD", "Method Not Allowed: POST /healthz: it answers GET, HEAD only"},
+		{"GET", "/mcp", "POST", "Method Not Allowed: GET /mcp: toolgate serves streamable HTTP stateless, so there is no stream to GET"},
+		{"PUT", "/mcp", "POST", "Method Not Allowed: PUT /mcp: toolgate serves streamable HTTP stateless"},
+	} {
+		srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{Extra: extra}))
+		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != tc.allow || !strings.HasPrefix(string(body), tc.want) {
+			t.Errorf("%s %s: %d Allow %q %q, want 405 Allow %q %q", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Allow"), body, tc.allow, tc.want)
+		}
+	}
+	if code, _, _ := get(t, &HTTPOptions{Extra: extra}, "PUT", "/nope"); code != 404 {
+		t.Errorf("PUT /nope: %d, want 404", code)
+	}
 	// Nothing served: the metrics' route is the other one, not "/".
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(http.ResponseWriter, *http.Request) {})
@@ -1045,5 +1132,51 @@ func TestStopEndsCallsInFlight(t *testing.T) {
 	res := call(t, connect(t, g2), ExecuteToolName, map[string]any{"name": "everything__add", "arguments": map[string]any{"a": 1, "b": 2}})
 	if want := "execute_tool everything__add: the gateway is stopping, so the call was cancelled on the server"; !res.IsError || !strings.HasPrefix(text(res), want) {
 		t.Errorf("a call during the stop: isError=%v %s", res.IsError, text(res))
+	}
+}
+
+// TestREADMEHTTPRoutes holds the README's list of the route label of
+// toolgate_http_requests_total to the routes the front counts: the root,
+// which sends a browser to the console, was counted as "/" and not listed.
+func TestREADMEHTTPRoutes(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `toolgate_http_requests_total` \\|.*HTTP requests by route \\(([^)]*\\))").FindSubmatch(b)
+	if row == nil {
+		t.Fatal("README: no toolgate_http_requests_total row listing its routes")
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("`([^`]+)`").FindAllSubmatch(row[1], -1) {
+		documented[string(m[1])] = true
+	}
+	g, _ := newTestGateway(t, nil)
+	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	var mu sync.Mutex
+	counted := map[string]bool{}
+	h := g.HTTPHandler(&HTTPOptions{
+		Extra: map[string]http.Handler{"GET /status": ok, "GET /metrics": ok, "/ui/": ok}, // as serve's front
+		Home:  "/ui/",
+		Wrap: func(next http.Handler, route func(*http.Request) string) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				rt := route(r)
+				if rt == "" {
+					rt = "other" // metrics.OtherRoute (an import cycle here)
+				}
+				mu.Lock()
+				counted[rt] = true
+				mu.Unlock()
+				next.ServeHTTP(w, r)
+			})
+		},
+	})
+	for _, path := range []string{"/", "/mcp", "/profiles/kg/mcp", "/healthz", "/status", "/metrics", "/ui/", "/ui/api/state", "/nope"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", path, nil))
+	}
+	for rt := range counted {
+		if !documented[rt] {
+			t.Errorf("route %q is counted but not in the README's list %s", rt, row[1])
+		}
 	}
 }

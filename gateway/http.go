@@ -127,8 +127,16 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// execute_tool ends its backend call when the request's client goes.
 		r = r.WithContext(context.WithValue(r.Context(), httpRequestKey{}, r.Context()))
-		if r.Method != http.MethodPost {
+		if r.Method == http.MethodDelete {
+			// go-sdk's: a bare 405, or under
+			// MCPGODEBUG=allowsessionsinstateless=1 a no-op.
 			plain.ServeHTTP(w, r)
+			return
+		}
+		if r.Method != http.MethodPost {
+			// go-sdk's stateless handler answers a bare 405: say why.
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, fmt.Sprintf("Method Not Allowed: %s %s: toolgate serves streamable HTTP stateless, so there is no stream to GET; send each JSON-RPC request as a POST to this URL", r.Method, r.URL.Path), http.StatusMethodNotAllowed)
 			return
 		}
 		body, err := io.ReadAll(r.Body)
@@ -191,6 +199,14 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 	// nothing), and a client of the older HTTP+SSE transport, which opens
 	// /sse and posts to /messages, what to configure instead.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// A served path asked with a method it does not take (PUT
+		// /status) falls through to here, as the catch-all takes every
+		// method: 405, not "Not Found".
+		if allow := getOnly(mux, r); allow != "" {
+			w.Header().Set("Allow", allow)
+			http.Error(w, fmt.Sprintf("Method Not Allowed: %s %s: it answers %s only", r.Method, r.URL.Path, allow), http.StatusMethodNotAllowed)
+			return
+		}
 		msg := "Not Found: toolgate serves " + served
 		if sseRoute(r.URL.Path) {
 			msg = "Not Found: toolgate does not serve the older HTTP+SSE transport (a GET of /sse, then POSTs to /messages); it serves MCP over streamable HTTP at /mcp: configure the client with that URL and transport \"http\" (streamable), or have a stdio client run `toolgate connect`"
@@ -215,6 +231,20 @@ func routeOf(mux *http.ServeMux, r *http.Request) string {
 		return "" // the catch-all that answers 404
 	}
 	return strings.TrimSuffix(pattern, "{$}") // the root, "/{$}", is "/"
+}
+
+// getOnly is the Allow header of a path mux serves with GET (and HEAD)
+// only, when r asks it with another method; "" otherwise.
+func getOnly(mux *http.ServeMux, r *http.Request) string {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return ""
+	}
+	probe := r.Clone(r.Context())
+	probe.Method = http.MethodGet
+	if _, pattern := mux.Handler(probe); strings.HasPrefix(pattern, http.MethodGet+" ") {
+		return "GET, HEAD"
+	}
+	return ""
 }
 
 // sseRoute reports whether path is one an HTTP+SSE client (protocol
@@ -285,7 +315,7 @@ func (g *Gateway) guard(next http.Handler, o HTTPOptions, log *slog.Logger) http
 			}
 			log.Warn("rejected request: foreign Host header", "host", r.Host, "remote", r.RemoteAddr)
 			g.auditRefused(r, keys.Entry{}, http.StatusForbidden, audit.Denied, fmt.Sprintf("foreign Host header %q (DNS rebinding?)", r.Host))
-			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not allowed (add it to toolgate.http.allowedHosts to accept it)", r.Host), http.StatusForbidden)
+			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not allowed (add it to toolgate.http.allowedHosts and restart the gateway to accept it)", r.Host), http.StatusForbidden)
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(origin, o.AllowedOrigins) {
@@ -294,7 +324,7 @@ func (g *Gateway) guard(next http.Handler, o HTTPOptions, log *slog.Logger) http
 			}
 			log.Warn("rejected request: foreign Origin header", "origin", origin, "remote", r.RemoteAddr)
 			g.auditRefused(r, keys.Entry{}, http.StatusForbidden, audit.Denied, fmt.Sprintf("foreign Origin header %q (a page of another site?)", origin))
-			http.Error(w, fmt.Sprintf("Forbidden: Origin %q is not allowed (add it to toolgate.http.allowedOrigins to accept it)", origin), http.StatusForbidden)
+			http.Error(w, fmt.Sprintf("Forbidden: Origin %q is not allowed (add it to toolgate.http.allowedOrigins and restart the gateway to accept it)", origin), http.StatusForbidden)
 			return
 		}
 		if r.ContentLength > o.MaxBodyBytes {
@@ -314,9 +344,10 @@ func (g *Gateway) guard(next http.Handler, o HTTPOptions, log *slog.Logger) http
 
 // tooLarge is the 413 answer's text for a request body (size: " of N
 // bytes", or "" when unknown) over limit: the setting that raises it, as
-// the 403s name theirs.
+// the 403s name theirs, and the restart it takes (toolgate.http settings
+// apply at the next start; a reload says so).
 func tooLarge(size string, limit int64) string {
-	return fmt.Sprintf("request body%s exceeds the %d-byte limit (toolgate.http.maxBodyBytes raises it)", size, limit)
+	return fmt.Sprintf("request body%s exceeds the %d-byte limit (raise toolgate.http.maxBodyBytes and restart the gateway)", size, limit)
 }
 
 func isLoopbackHost(h string) bool {

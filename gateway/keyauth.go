@@ -108,7 +108,9 @@ func (g *Gateway) requireKey(next http.Handler, o HTTPOptions, log *slog.Logger)
 		}
 		if o.Rates != nil {
 			if ok, after := o.Rates.Allow(e.Name); !ok {
-				g.auditRefused(r, e, http.StatusTooManyRequests, audit.RateLimited, fmt.Sprintf("over the key's rate (retry after %s)", after.Round(time.Millisecond)))
+				if o.Rates.Record(e.Name) { // else counted into the key's summary record
+					g.auditRefused(r, e, http.StatusTooManyRequests, audit.RateLimited, fmt.Sprintf("over the key's rate (retry after %s)", after.Round(time.Millisecond)))
+				}
 				w.Header().Set("Retry-After", limit.RetryAfter(after))
 				http.Error(w, "Too Many Requests: this API key is over its rate (toolgate.limits); retry after the time in Retry-After", http.StatusTooManyRequests)
 				return
@@ -254,6 +256,21 @@ func RefusalSummary(a AuditLog, log *slog.Logger) func(addr string, n int, since
 		}
 		if a != nil {
 			a.Write(audit.Record{Transport: "http", Remote: addr, Action: "http", Decision: audit.RateLimited, Reason: reason, Status: http.StatusTooManyRequests})
+		}
+	}
+}
+
+// RateSummary writes the summary record of an API key whose requests over
+// its rate went over the limit of those audited (limit.Rates.RecordOver)
+// to a, and logs it.
+func RateSummary(a AuditLog, log *slog.Logger) func(key string, n int, since time.Time) {
+	return func(key string, n int, since time.Time) {
+		reason := fmt.Sprintf("%d requests of API key %q over its rate suppressed since %s: over toolgate.limits.refusedPerMinute, each was answered 429 and not recorded", n, key, since.UTC().Format(time.RFC3339))
+		if log != nil {
+			log.Warn("requests over a key's rate past the limit of those recorded", "key", key, "suppressed", n, "since", since.UTC().Format(time.RFC3339))
+		}
+		if a != nil {
+			a.Write(audit.Record{Transport: "http", Key: key, Action: "http", Decision: audit.RateLimited, Reason: reason, Status: http.StatusTooManyRequests})
 		}
 	}
 }

@@ -59,6 +59,8 @@ type Call struct {
 	Result       *mcp.CallToolResult // nil when Err is set
 	Err          error
 	Outcome      Outcome
+	// Caller is who made the call (its context's), nil when unknown.
+	Caller *policy.Caller
 }
 
 // Observed returns c calling observe after each of its calls (the metrics
@@ -76,6 +78,6 @@ var _ Caller = (*observed)(nil)
 func (o *observed) CallTool(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	res, err := o.Caller.CallTool(ctx, server, tool, args)
-	o.observe(Call{Server: server, Tool: tool, Start: start, Duration: time.Since(start), Result: res, Err: err, Outcome: CallOutcome(res, err)})
+	o.observe(Call{Server: server, Tool: tool, Start: start, Duration: time.Since(start), Result: res, Err: err, Outcome: CallOutcome(res, err), Caller: policy.CallerFrom(ctx)})
 	return res, err
 }

@@ -345,3 +345,54 @@ func TestDirectCallOutsideTheProfile(t *testing.T) {
 		t.Errorf("execute_tool Memory__Create_Entities inside the profile: %v %s", err, text(res))
 	}
 }
+
+// TestCallerReachingNoTool: a caller whose key, profile and the servers'
+// state leave it no tool is told so by search_tools, with execute_tool's
+// reason, and its tools/list description says it too; before, it was told
+// to try other words and shown "every connected MCP server".
+func TestCallerReachingNoTool(t *testing.T) {
+	g := policyGateway(t, nil, nil)
+	set := g.opts.Policy.(*policy.Set)
+	set.Put(keys.NewScope(set.Profiles, nil))
+	http := policy.TransportHTTP
+	for _, c := range []struct {
+		name   string
+		caller *policy.Caller
+		run    string // a tool execute_tool refuses with the reason
+		want   string
+	}{
+		{"a key whose profile is not in the config", &policy.Caller{Transport: http, Key: &policy.Key{Name: "bad", Profile: "nosuch"}},
+			"memory__create_entities", `the API key "bad" is limited to profile "nosuch", which the config no longer has`},
+		{"a key and a route's profile that share no tool", &policy.Caller{Transport: http, Profile: "kg", Key: &policy.Key{Name: "fs", Allow: []string{"filesystem__*"}}},
+			"filesystem__list_directory", `outside profile "kg": the profile shows only the servers memory`},
+		{"a key of one server, disabled", &policy.Caller{Transport: http, Key: &policy.Key{Name: "mem", Allow: []string{"memory__*"}}},
+			"memory__create_entities", `server "memory" is disabled`},
+		{"a session whose profile a reload removed", &policy.Caller{Transport: policy.TransportStdio, Session: policy.NewSession("gone", false)},
+			"memory__create_entities", `profile "gone" is no longer in the config`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if strings.Contains(c.want, "disabled") {
+				set.Put(policy.NewDisabled([]string{"memory"}))
+				defer set.Put(policy.NewDisabled(nil))
+			}
+			cs := connectAs(t, g, c.caller)
+			if res := call(t, cs, ExecuteToolName, map[string]any{"name": c.run}); !strings.Contains(text(res), c.want) {
+				t.Fatalf("execute_tool %s: %s, want the reason %q", c.run, text(res), c.want)
+			}
+			for _, args := range []map[string]any{{"query": "create entities"}, {"query": "create entities", "server": "memory"}} {
+				res := call(t, cs, SearchToolName, args)
+				if txt := text(res); !res.IsError || !strings.Contains(txt, "reaches no tool") || !strings.Contains(txt, c.want) || strings.Contains(txt, "other words.") {
+					t.Errorf("search_tools %v: %s, want that it reaches no tool because %s", args, txt, c.want)
+				}
+			}
+			if d := searchToolsDescription(t, cs); !strings.Contains(d, "reaches no tool") || !strings.Contains(d, c.want) || strings.Contains(d, "every connected") {
+				t.Errorf("description: %s", d)
+			}
+		})
+	}
+	// A caller that reaches tools and finds none is still told to reword.
+	cs := connectAs(t, g, &policy.Caller{Transport: http, Key: &policy.Key{Name: "mem", Allow: []string{"memory__*"}}})
+	if txt := text(call(t, cs, SearchToolName, map[string]any{"query": "zzzz qqqq"})); strings.Contains(txt, "reaches no tool") {
+		t.Errorf("a caller with tools: %s", txt)
+	}
+}

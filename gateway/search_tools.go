@@ -245,11 +245,21 @@ const maxQuoted = 10
 
 func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	noteOf(ctx).raw = req.Params.Arguments
-	a, msg := g.parseSearchArgs(policy.CallerFrom(ctx), req.Params.Arguments)
+	caller := policy.CallerFrom(ctx)
+	a, msg := g.parseSearchArgs(caller, req.Params.Arguments)
 	if msg != "" {
+		if why := g.reachesNone(caller); why != "" { // no "server" or words will do
+			return g.reachNoTool(ctx, why), nil
+		}
 		return toolError("%s", msg), nil
 	}
 	out, err := g.search(ctx, a)
+	if err == nil && (len(out.Tools) == 0 || out.NoMatch) {
+		// Looked for only then: a search that finds a tool reaches one.
+		if why := g.reachesNone(caller); why != "" {
+			return g.reachNoTool(ctx, why), nil
+		}
+	}
 	if errors.Is(err, search.ErrEmptyQuery) {
 		return toolError(`search_tools needs a non-empty "query": describe the task in a few words.`), nil
 	}
@@ -271,9 +281,9 @@ func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*
 	if out.NoMatch || len(out.Tools) == 0 {
 		// A tool ID of a server that is not here ("github__create_issue"):
 		// rewording will not find it.
-		if names := g.foreignServers(policy.CallerFrom(ctx), a.Query); len(names) > 0 {
+		if names := g.foreignServers(caller, a.Query); len(names) > 0 {
 			txt += fmt.Sprintf("\nThe query names a tool of %s, which this gateway does not have (its servers: %s): say so rather than rephrase.",
-				strings.Join(names, ", "), oneline.Cut(strings.Join(g.servers(policy.CallerFrom(ctx)), ", "), 300))
+				strings.Join(names, ", "), oneline.Cut(strings.Join(g.servers(caller), ", "), 300))
 		}
 	}
 	return &mcp.CallToolResult{
@@ -300,6 +310,13 @@ func (g *Gateway) foreignServers(c *policy.Caller, query string) []string {
 		out[0] = "servers " + out[0]
 	}
 	return out
+}
+
+// reachNoTool is search_tools' answer to a caller that reaches no tool
+// (reachesNone says why): the reason, not "try other words".
+func (g *Gateway) reachNoTool(ctx context.Context, why string) *mcp.CallToolResult {
+	noteOf(ctx).reason = why
+	return toolError("search_tools: %s.", why)
 }
 
 // search ranks the tools for a. With readOnly it ranks deeper (up to

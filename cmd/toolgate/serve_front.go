@@ -111,8 +111,12 @@ func (fr *front) serve(ctx context.Context) error {
 		}
 		return err
 	}
-	// One bucket per key for every route, the console's included.
-	rates := limit.NewRates(lim.RequestsPerSecond, lim.Burst)
+	// One bucket per key for every route, the console's included; its
+	// 429s are audited one by one up to the refusal limit, per key, then
+	// summed up in a record a minute.
+	overRate := limit.NewRefusals(&limit.RefusalOptions{PerMinute: lim.RefusedPerMinute, Burst: lim.RefusedBurst, Summary: gateway.RateSummary(fr.sec.audit, fr.log)})
+	defer overRate.Close()
+	rates := limit.NewRates(lim.RequestsPerSecond, lim.Burst).RecordOver(overRate)
 	// Requests refused without a valid key, per client address: over the
 	// limit, 429 and a summary record a minute instead of one each.
 	refusals := limit.NewRefusals(&limit.RefusalOptions{PerMinute: lim.RefusedPerMinute, Burst: lim.RefusedBurst, Summary: gateway.RefusalSummary(fr.sec.audit, fr.log)})

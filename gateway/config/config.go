@@ -372,7 +372,8 @@ type LimitSettings struct {
 	// valid key is known (401, and 403/413 of the Host/Origin/body
 	// checks): over it 429, and one summary record per minute instead of
 	// one per request (0 = limit.DefaultRefusedPerMinute and
-	// DefaultRefusedBurst).
+	// DefaultRefusedBurst). The same limit, per API key, bounds the
+	// records of a valid key's 429s over its rate.
 	RefusedPerMinute float64 `json:"refusedPerMinute,omitzero"`
 	RefusedBurst     int     `json:"refusedBurst,omitzero"`
 }

@@ -133,6 +133,9 @@ type Rates interface {
 	// Allow takes a token of key's bucket, or says how long until one is
 	// free.
 	Allow(key string) (ok bool, retryAfter time.Duration)
+	// Record counts a request Allow refused, and reports whether to
+	// audit it (false past the key's limit of those recorded).
+	Record(key string) bool
 }
 
 var _ Rates = (*limit.Rates)(nil)
@@ -298,7 +301,9 @@ func (c *Console) overRate(w http.ResponseWriter, r *http.Request, caller *polic
 	if ok {
 		return false
 	}
-	c.audit(r, caller, audit.Record{Action: "http", Decision: audit.RateLimited, Reason: fmt.Sprintf("over the key's rate (retry after %s)", after.Round(time.Millisecond)), Status: http.StatusTooManyRequests})
+	if c.o.Rates.Record(caller.Key.Name) {
+		c.audit(r, caller, audit.Record{Action: "http", Decision: audit.RateLimited, Reason: fmt.Sprintf("over the key's rate (retry after %s)", after.Round(time.Millisecond)), Status: http.StatusTooManyRequests})
+	}
 	w.Header().Set("Retry-After", limit.RetryAfter(after))
 	writeError(w, http.StatusTooManyRequests, "this API key is over its rate (toolgate.limits); retry after the time in Retry-After")
 	return true
@@ -396,7 +401,7 @@ func (c *Console) admit(w http.ResponseWriter, r *http.Request) (*session, *poli
 	case written:
 		return nil, nil, false
 	case !ok && bearer(r) != "": // refused and audited by authorize
-		unauthorized(w)
+		unauthorized(w, badKey)
 		return nil, nil, false
 	case !ok:
 		c.refuseWithoutKey(w, r, caller, ss != nil && ss.key != "")
@@ -459,12 +464,24 @@ func (c *Console) refuseWithoutKey(w http.ResponseWriter, r *http.Request, calle
 		return
 	}
 	c.audit(r, caller, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console: " + why, Status: http.StatusUnauthorized})
-	unauthorized(w)
+	if sessionKeyEnded {
+		unauthorized(w, sessionEnds)
+		return
+	}
+	unauthorized(w, needKey)
 }
 
-func unauthorized(w http.ResponseWriter) {
+// The 401s' texts: no key at all, and a key sent (to log in, or as a
+// bearer) that is not accepted, which says nothing of which keys exist.
+const (
+	needKey     = "an API key is required: log in on the console page, or send Authorization: Bearer KEY"
+	badKey      = "the API key was not accepted: it is unknown, revoked or expired. Log in with a valid key (`toolgate keys create` makes one)"
+	sessionEnds = "the console session's API key was revoked or expired: log in again with a valid key"
+)
+
+func unauthorized(w http.ResponseWriter, msg string) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
-	writeError(w, http.StatusUnauthorized, "an API key is required: log in on the console page, or send Authorization: Bearer KEY")
+	writeError(w, http.StatusUnauthorized, msg)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -520,15 +537,24 @@ func (c *Console) state(caller *policy.Caller) State {
 	return s
 }
 
-// calls are the recent calls of the tools caller may run: a key sees no
-// call of a tool outside its scope.
+// calls are the recent calls caller may see: all of them without a key
+// or with an admin key; a key that is not admin sees only the calls made
+// with it (another's errors name that key, its scope and its refusals),
+// of the tools it may still run.
 func (c *Console) calls(caller *policy.Caller) []Call {
 	all := c.o.Calls.Calls()
-	if c.o.Policy == nil || caller.Key == nil {
+	if caller.Key == nil || caller.Admin() {
 		return all
 	}
 	out := []Call{}
 	for _, call := range all {
+		if call.key != caller.Key.Name {
+			continue
+		}
+		if c.o.Policy == nil {
+			out = append(out, call)
+			continue
+		}
 		t, ok := c.o.Catalog.Tool(call.Server + catalog.Sep + call.Tool)
 		if !ok {
 			t = catalog.Tool{Server: call.Server, Name: call.Tool}
@@ -781,7 +807,7 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 		}
 		c.log.Warn("console login refused: unknown, expired or revoked key", "remote", r.RemoteAddr)
 		c.audit(r, nil, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console login: unknown, revoked or expired API key", Status: http.StatusUnauthorized})
-		unauthorized(w)
+		unauthorized(w, badKey)
 		return
 	}
 	c.sessions.end(w, r)

@@ -135,6 +135,7 @@ type env struct {
 	srv      *httptest.Server
 	backends *fakeBackends
 	client   *http.Client // with a cookie jar, like a browser
+	rec      *Recorder    // the recent calls
 }
 
 func newEnv(t *testing.T, keys Keys) *env {
@@ -165,7 +166,7 @@ func newEnvWith(t *testing.T, o *Options) *env {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	jar, _ := cookiejar.New(nil)
-	return &env{srv: srv, backends: b, client: &http.Client{Jar: jar}}
+	return &env{srv: srv, backends: b, client: &http.Client{Jar: jar}, rec: rec}
 }
 
 type callerFunc func() (*mcp.CallToolResult, error)
@@ -373,8 +374,10 @@ func TestKeys(t *testing.T) {
 	if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
 		t.Fatalf("state without a login: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 	}
-	if resp, _ := e.do(t, "POST", "/ui/api/login", `{"key": "tg_wrong"}`, "Origin", origin); resp.StatusCode != 401 {
-		t.Errorf("login with a wrong key: %d", resp.StatusCode)
+	// A key that is not accepted is told so, not that a key is required,
+	// in the same words whatever the key (unknown, or revoked below).
+	if resp, body := e.do(t, "POST", "/ui/api/login", `{"key": "tg_wrong"}`, "Origin", origin); resp.StatusCode != 401 || !strings.Contains(body, "the API key was not accepted: it is unknown, revoked or expired") {
+		t.Errorf("login with a wrong key: %d %s", resp.StatusCode, body)
 	}
 	if resp, _ := e.do(t, "POST", "/ui/api/login", `{"key": "tg_secret"}`, "Origin", "http://evil.example"); resp.StatusCode != 403 {
 		t.Errorf("login from another origin: %d", resp.StatusCode)
@@ -407,8 +410,11 @@ func TestKeys(t *testing.T) {
 	keys.mu.Lock()
 	keys.revoked = true
 	keys.mu.Unlock()
-	if resp, _ := e.do(t, "GET", "/ui/api/state", ""); resp.StatusCode != 401 {
-		t.Errorf("state after the key was revoked: %d, want 401", resp.StatusCode)
+	if resp, body := e.do(t, "GET", "/ui/api/state", ""); resp.StatusCode != 401 || !strings.Contains(body, "the console session's API key was revoked or expired") {
+		t.Errorf("state after the key was revoked: %d %s, want 401 saying the session's key ended", resp.StatusCode, body)
+	}
+	if resp, body := e.do(t, "POST", "/ui/api/login", `{"key": "tg_secret"}`, "Origin", origin); resp.StatusCode != 401 || !strings.Contains(body, "the API key was not accepted: it is unknown, revoked or expired") {
+		t.Errorf("login with the revoked key: %d %s, want the words of an unknown key", resp.StatusCode, body)
 	}
 	if resp, _ := e.do(t, "POST", "/ui/api/restart", `{"server": "filesystem"}`, "Origin", origin, csrfHeader, csrf); resp.StatusCode != 401 {
 		t.Errorf("restart after the key was revoked: %d, want 401", resp.StatusCode)
@@ -525,8 +531,10 @@ func TestKeyScope(t *testing.T) {
 
 	get("tg_secret", "/ui/api/catalog", &cat)
 	get("tg_secret", "/ui/api/state", &st)
-	if cat.Total != 4 || !st.CanRestart || len(st.Calls) != 1 {
-		t.Errorf("the key without scope: catalog of %d tools, canRestart %v, %d calls; want 4, true, 1", cat.Total, st.CanRestart, len(st.Calls))
+	// Its recent calls are its own: the one call was not made with it
+	// (TestRecentCallsOwnKey).
+	if cat.Total != 4 || !st.CanRestart || len(st.Calls) != 0 {
+		t.Errorf("the key without scope: catalog of %d tools, canRestart %v, %d calls; want 4, true, 0", cat.Total, st.CanRestart, len(st.Calls))
 	}
 	if got := restart("tg_secret"); got != 202 {
 		t.Errorf("restart with the key without scope: %d, want 202", got)
@@ -754,6 +762,38 @@ func TestNoKeyRefused(t *testing.T) {
 	for _, r := range recs {
 		if r.Decision != audit.Denied || r.Status != 401 || r.Reason != "console: no API key or console session" || r.Transport != "http" {
 			t.Errorf("audit record %+v", r)
+		}
+	}
+}
+
+// TestRecentCallsOwnKey: a key that is not admin sees only the recent
+// calls made with it; an admin key sees every call. Before, any key saw
+// the others' calls, whose errors name their keys, scopes and refusals.
+func TestRecentCallsOwnKey(t *testing.T) {
+	fk := &fakeKeys{key: "tg_secret", scopes: map[string]*policy.Key{
+		"tg_a": {Name: "a"}, "tg_b": {Name: "b"}, "tg_root": {Name: "root", Admin: true},
+	}}
+	e := newEnvWith(t, &Options{Catalog: fakeCatalog{}, Keys: fk})
+	for _, k := range []string{"a", "b"} {
+		ctx := policy.WithCaller(context.Background(), &policy.Caller{Transport: policy.TransportHTTP, Key: fk.scopes["tg_"+k]})
+		refuse := callerFunc(func() (*mcp.CallToolResult, error) {
+			return nil, fmt.Errorf("the API key %q lacks access to this tool", k)
+		})
+		_, _ = e.rec.Caller(refuse).CallTool(ctx, "memory", "create_entities", nil)
+	}
+	for key, want := range map[string]int{"tg_a": 1, "tg_b": 1, "tg_root": 3} {
+		resp, body := e.do(t, "GET", "/ui/api/state", "", "Authorization", "Bearer "+key)
+		var st State
+		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &st) != nil {
+			t.Fatalf("state as %s: %d %s", key, resp.StatusCode, body)
+		}
+		if len(st.Calls) != want {
+			t.Errorf("state as %s: %d calls %+v, want %d", key, len(st.Calls), st.Calls, want)
+		}
+		for _, c := range st.Calls {
+			if name := strings.TrimPrefix(key, "tg_"); key != "tg_root" && !strings.Contains(c.Error, `"`+name+`"`) {
+				t.Errorf("key %s sees another's call: %+v", name, c)
+			}
 		}
 	}
 }

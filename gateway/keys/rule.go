@@ -54,12 +54,24 @@ func (*Scope) Scope(c *policy.Caller) string {
 	return strconv.FormatBool(k.Admin) + "\x01" + k.Name + "\x01" + k.Profile + "\x01" + strings.Join(k.Allow, "\x02") + "\x01" + strings.Join(k.Deny, "\x02")
 }
 
+// LacksAccess is the rule's refusal of a tool outside key name's scope:
+// the same words whatever the tool.
+func LacksAccess(name string) string {
+	return fmt.Sprintf("the API key %q lacks access to this tool", name)
+}
+
+// ProfileGone is the rule's refusal of every tool to key name, limited to
+// a profile the config does not have.
+func ProfileGone(name, profile string) string {
+	return fmt.Sprintf("the API key %q is limited to profile %q, which the config no longer has, so it reaches no tool", name, profile)
+}
+
 func (r *Scope) Check(c *policy.Caller, t catalog.Tool) string {
 	k := c.Key
 	if k == nil {
 		return ""
 	}
-	denied := fmt.Sprintf("the API key %q lacks access to this tool", k.Name)
+	denied := LacksAccess(k.Name)
 	if !k.Admin && r.adminOnly != nil && r.adminOnly(t) {
 		return denied
 	}
@@ -67,7 +79,7 @@ func (r *Scope) Check(c *policy.Caller, t catalog.Tool) string {
 	if k.Profile != "" {
 		p, ok := r.profiles().Get(k.Profile)
 		if !ok {
-			return fmt.Sprintf("the API key %q is limited to profile %q, which the config no longer has, so it reaches no tool", k.Name, k.Profile)
+			return ProfileGone(k.Name, k.Profile)
 		}
 		if !policy.Shows(p, t.Server, id) {
 			return denied

@@ -200,6 +200,28 @@ type Rates struct {
 
 	mu      sync.Mutex
 	buckets map[string]*rate.Limiter
+
+	over *Refusals // the refusals over the rate, per key (RecordOver)
+}
+
+// RecordOver limits, per key, the requests over the rate that are audited
+// one by one as over limits a client address's refused requests: beyond
+// it Record says not to audit them, and over's Summary is told how many,
+// once per interval (ids are key names), so a key's flood of 429s cannot
+// rotate earlier evidence out of the audit log. Call it before use.
+func (r *Rates) RecordOver(over *Refusals) *Rates {
+	r.over = over
+	return r
+}
+
+// Record counts one request of key that Allow refused, and reports whether
+// it is to be audited (always without RecordOver).
+func (r *Rates) Record(key string) bool {
+	if r.over == nil {
+		return true
+	}
+	record, _ := r.over.Count(key)
+	return record
 }
 
 // NewRates allows each key perSecond requests per second with bursts of
@@ -331,7 +353,12 @@ func NewRefusals(opts *RefusalOptions) *Refusals {
 // it. Otherwise answer 429 with Retry-After retryAfter and do not audit
 // it: it is counted for the address's next summary.
 func (r *Refusals) Refuse(remoteAddr string) (record bool, retryAfter time.Duration) {
-	addr := AddressOf(remoteAddr)
+	return r.Count(AddressOf(remoteAddr))
+}
+
+// Count is Refuse for a refusal of id, whatever it names (an address, an
+// API key: Rates.RecordOver).
+func (r *Refusals) Count(addr string) (record bool, retryAfter time.Duration) {
 	now := r.now()
 	var gone []refused
 	defer func() { r.report(gone) }() // after the unlock

@@ -170,6 +170,14 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 		}
 		now = append(now, "toolgate.search")
 	}
+	// Profiles and management are read where they are used (the policy's
+	// profile rule put above, the management tools): in effect already.
+	if len(was.Profiles)+len(cfg.Toolgate.Profiles) > 0 && !reflect.DeepEqual(was.Profiles, cfg.Toolgate.Profiles) {
+		now = append(now, "toolgate.profiles")
+	}
+	if !reflect.DeepEqual(was.Management, cfg.Toolgate.Management) {
+		now = append(now, "toolgate.management")
+	}
 	later := restartOnly(was, cfg.Toolgate, hot)
 	if len(later) > 0 {
 		l.log.Warn("config settings changed; they take effect on restart", "file", file, "settings", later)
@@ -184,7 +192,7 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 	l.applied.Store(cfg)
 	l.log.Info("config reloaded", "file", file, "trigger", trigger,
 		"added", d.Added, "removed", d.Removed, "changed", d.Changed, "updated", d.Updated, "unchanged", d.Unchanged,
-		"took", time.Since(start).Round(time.Microsecond))
+		"applied", now, "took", time.Since(start).Round(time.Microsecond))
 	pending := restartOnly(l.started, cfg.Toolgate, hot)
 	here := l.disabledHere() // of the servers it has now
 	l.update(func(s *Stats) { s.RestartPending, s.Disabled = pending, here })

@@ -232,9 +232,21 @@ func TestReloadAppliesProfiles(t *testing.T) {
 		t.Fatal("profile p before it was configured")
 	}
 	writeFile(t, f.path, configBytes(t, map[string]any{"profiles": map[string]any{"p": map[string]any{"servers": []string{"a"}}}}, "a", "b"))
-	f.wait(t, "the reload", func(s Stats) bool { return s.ReloadGeneration == 1 })
+	st := f.wait(t, "the reload", func(s Stats) bool { return s.ReloadGeneration == 1 })
 	if !f.loop.Policy().HasProfile("p") {
 		t.Fatal("the reload did not apply profile p")
+	}
+	// The reload says what it applied, as it does for toolgate.search.
+	if r := st.LastReload; !slices.Equal(r.Applied, []string{"toolgate.profiles"}) {
+		t.Errorf("LastReload.Applied = %v, want toolgate.profiles", r.Applied)
+	}
+	if log := f.logs.String(); !strings.Contains(log, "applied=[toolgate.profiles]") {
+		t.Errorf("the reload's log line does not say what it applied:\n%s", log)
+	}
+	writeFile(t, f.path, configBytes(t, map[string]any{"profiles": map[string]any{"p": map[string]any{"servers": []string{"a"}}}, "management": map[string]any{"allowConfigChanges": true}}, "a", "b"))
+	st = f.wait(t, "the second reload", func(s Stats) bool { return s.ReloadGeneration == 2 })
+	if r := st.LastReload; !slices.Equal(r.Applied, []string{"toolgate.management"}) {
+		t.Errorf("LastReload.Applied = %v, want toolgate.management alone", r.Applied)
 	}
 	c := &policy.Caller{Transport: policy.TransportHTTP, Profile: "p"}
 	res, err := f.loop.Search(context.Background(), search.Query{Text: "apple banana", Filter: f.loop.Policy().Filter(c)})

@@ -227,6 +227,26 @@ func TestProfiles(t *testing.T) {
 	}
 }
 
+// TestListProfilesOfAKey: a key limited to a profile sees that profile
+// active in toolgate__list_profiles, on /mcp too; before, it was told no
+// profile was active and every server's tools were shown.
+func TestListProfilesOfAKey(t *testing.T) {
+	s, _, _, _ := newTestServer(t, false)
+	for _, c := range []struct {
+		name, profile, want string
+	}{
+		{"a key of profile kg", "kg", `- kg: servers: a (active: the API key "k" is limited to it)`},
+		{"a key of a profile the config lacks", "gone", `No tool is shown: the API key "k" is limited to profile "gone", which the config no longer has`},
+	} {
+		caller := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "k", Profile: c.profile}}
+		res := run(t, s, caller, "list_profiles", nil)
+		sc, _ := res.StructuredContent.(ProfileList)
+		if txt := resText(res); !strings.Contains(txt, c.want) || strings.Contains(txt, "No profile is active") || sc.Active != c.profile {
+			t.Errorf("%s: %s, active %q; want %q and active %q", c.name, txt, sc.Active, c.want, c.profile)
+		}
+	}
+}
+
 // add_server and remove_server: refused unless the config allows it and
 // the caller is on stdio or an admin; then the file is written, keeping
 // its other keys, and reloaded.

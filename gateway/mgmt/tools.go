@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/oneline"
@@ -392,7 +393,15 @@ type ProfileList struct {
 
 func (s *Server) listProfiles(_ context.Context, c *policy.Caller, _ noArgs) *mcp.CallToolResult {
 	ps := s.rt.Policy().Profiles()
-	active := c.ProfileName()
+	// The profile in effect: the session's or the route's, else the one
+	// the caller's API key is limited to (both apply when both are set).
+	active, keyProfile := c.ProfileName(), ""
+	if c != nil && c.Key != nil {
+		keyProfile = c.Key.Profile
+	}
+	if active == "" {
+		active = keyProfile
+	}
 	out := ProfileList{Profiles: []ProfileInfo{}, Active: active}
 	var b strings.Builder
 	if len(ps.Names()) == 0 {
@@ -400,15 +409,21 @@ func (s *Server) listProfiles(_ context.Context, c *policy.Caller, _ noArgs) *mc
 	}
 	for _, name := range ps.Names() {
 		p, _ := ps.Get(name)
-		out.Profiles = append(out.Profiles, ProfileInfo{Name: name, Servers: p.Servers, Allow: p.Tools.Allow, Deny: p.Tools.Deny, Active: name == active})
+		out.Profiles = append(out.Profiles, ProfileInfo{Name: name, Servers: p.Servers, Allow: p.Tools.Allow, Deny: p.Tools.Deny, Active: name == active || name == keyProfile})
 		fmt.Fprintf(&b, "- %s: %s", name, describeProfile(p))
-		if name == active {
+		switch {
+		case name == keyProfile:
+			fmt.Fprintf(&b, " (active: the API key %q is limited to it)", c.Key.Name)
+		case name == active:
 			b.WriteString(" (active)")
 		}
 		b.WriteString("\n")
 	}
-	if active == "" {
+	switch {
+	case active == "":
 		b.WriteString("No profile is active: every enabled server's tools are shown.")
+	case keyProfile != "" && !slices.Contains(ps.Names(), keyProfile):
+		fmt.Fprintf(&b, "No tool is shown: %s.", keys.ProfileGone(c.Key.Name, keyProfile))
 	}
 	return result(out, "%s", strings.TrimRight(b.String(), "\n"))
 }

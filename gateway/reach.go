@@ -1,0 +1,79 @@
+package gateway
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/keys"
+	"github.com/toolgate/toolgate/gateway/policy"
+)
+
+// maxReachReasons is how many of the rules' reasons reachesNone names.
+const maxReachReasons = 1
+
+// reachesNone says why caller c reaches no tool of the catalog, so that no
+// search of its can find one (a key whose profile the config lost, a key
+// and a route's profile that share no tool, the one server of a key's
+// scope disabled, a session's profile a reload removed); "" when it
+// reaches one, or the catalog is empty. The reasons are execute_tool's
+// (the policy's): those of the key's scope say the same whatever the
+// tool, so they name nothing outside it. A session that activated its
+// profile itself keeps the tools that switch profiles (policy.ProfileTools);
+// they do not count as reaching a tool here.
+func (g *Gateway) reachesNone(c *policy.Caller) string {
+	if g.opts.Policy == nil || g.searcher == nil {
+		return ""
+	}
+	var fromKey, others []string // distinct reasons, of the key's scope and of the other rules
+	for _, id := range g.searcher.IDs() {
+		t, ok := g.searcher.Tool(id)
+		if !ok {
+			continue
+		}
+		if c.ProfileSwitchable() && t.Server == config.BuiltinServer && slices.Contains(policy.ProfileTools, t.Name) {
+			continue
+		}
+		d := g.opts.Policy.Decide(c, t)
+		switch {
+		case d.Allowed:
+			return ""
+		case d.Rule == keys.RuleName:
+			if !slices.Contains(fromKey, d.Reason) {
+				fromKey = append(fromKey, d.Reason)
+			}
+		case !slices.Contains(others, d.Reason):
+			others = append(others, d.Reason)
+		}
+	}
+	if len(others)+len(fromKey) == 0 {
+		return ""
+	}
+	var why []string
+	switch {
+	case len(others) > 0:
+		why = others[:min(len(others), maxReachReasons)]
+		if n := len(others) - len(why); n > 0 {
+			why = append(why, fmt.Sprintf("%d more tools likewise", n))
+		}
+		if len(fromKey) > 0 {
+			why = append(why, fmt.Sprintf("the API key %q lacks access to the other tools", c.Key.Name))
+		}
+	case len(fromKey) == 1 && fromKey[0] == keys.LacksAccess(c.Key.Name):
+		why = []string{fmt.Sprintf("the API key %q lacks access to every tool of the servers connected now", c.Key.Name)}
+	default: // what the key says of itself (its profile is gone), not "lacks access to this tool"
+		why = slices.DeleteFunc(fromKey, func(r string) bool { return r == keys.LacksAccess(c.Key.Name) })
+	}
+	return "this caller reaches no tool, so no search can find one (other words will not help): " + strings.Join(why, "; ")
+}
+
+// reachesNoneScoped is reachesNone for a caller limited by a key or a
+// profile, "" for one without (nil: the description every other client
+// sees, which names the servers).
+func (g *Gateway) reachesNoneScoped(c *policy.Caller) string {
+	if c == nil || c.Key == nil && c.ProfileName() == "" {
+		return ""
+	}
+	return g.reachesNone(c)
+}

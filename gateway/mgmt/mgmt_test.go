@@ -98,7 +98,7 @@ func (r *fakeRuntime) Reload(_ context.Context, trigger string) *live.Reload {
 }
 
 const testConfig = `{"mcpServers": {"a": {"command": "x"}, "b": {"url": "https://b.example/mcp"}, "c": {"command": "y", "disabled": true}},
-  "toolgate": {"callTimeout": "1m", "profiles": {"kg": {"servers": ["a"]}}, "management": {"allowConfigChanges": %s}}}`
+  "toolgate": {"callTimeout": "1m", "profiles": {"kg": {"servers": ["a"]}, "ops": {"servers": ["c"]}}, "management": {"allowConfigChanges": %s}}}`
 
 func newTestServer(t *testing.T, allow bool) (*Server, *fakePool, *fakeRuntime, string) {
 	t.Helper()
@@ -243,6 +243,11 @@ func TestListProfilesOfAKey(t *testing.T) {
 		sc, _ := res.StructuredContent.(ProfileList)
 		if txt := resText(res); !strings.Contains(txt, c.want) || strings.Contains(txt, "No profile is active") || sc.Active != c.profile {
 			t.Errorf("%s: %s, active %q; want %q and active %q", c.name, txt, sc.Active, c.want, c.profile)
+		}
+		// Nothing of the profiles outside its scope: their servers are
+		// other servers.
+		if txt := resText(res); strings.Contains(txt, "ops") || len(sc.Profiles) > 1 || !strings.Contains(txt, "The other profiles are not shown") {
+			t.Errorf("%s: other profiles shown: %s %+v", c.name, txt, sc.Profiles)
 		}
 	}
 }

@@ -407,7 +407,14 @@ func (s *Server) listProfiles(_ context.Context, c *policy.Caller, _ noArgs) *mc
 	if len(ps.Names()) == 0 {
 		b.WriteString("No profiles are configured (toolgate.profiles in the config file defines them).")
 	}
+	// A key that does not manage all learns nothing of what lies outside
+	// its scope: of the profiles, only its own (and the one in effect).
+	limited, hidden := c != nil && c.Key != nil && !c.ManagesAll(), 0
 	for _, name := range ps.Names() {
+		if limited && name != keyProfile && name != active {
+			hidden++
+			continue
+		}
 		p, _ := ps.Get(name)
 		out.Profiles = append(out.Profiles, ProfileInfo{Name: name, Servers: p.Servers, Allow: p.Tools.Allow, Deny: p.Tools.Deny, Active: name == active || name == keyProfile})
 		fmt.Fprintf(&b, "- %s: %s", name, describeProfile(p))
@@ -424,6 +431,9 @@ func (s *Server) listProfiles(_ context.Context, c *policy.Caller, _ noArgs) *mc
 		b.WriteString("No profile is active: every enabled server's tools are shown.")
 	case keyProfile != "" && !slices.Contains(ps.Names(), keyProfile):
 		fmt.Fprintf(&b, "No tool is shown: %s.", keys.ProfileGone(c.Key.Name, keyProfile))
+	}
+	if hidden > 0 {
+		fmt.Fprintf(&b, "\nThe other profiles are not shown to the API key %q, which is limited in scope.", c.Key.Name)
 	}
 	return result(out, "%s", strings.TrimRight(b.String(), "\n"))
 }

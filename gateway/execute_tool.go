@@ -232,10 +232,12 @@ func (g *Gateway) lookup(c *policy.Caller, name string) (string, catalog.Tool, b
 	n = strings.TrimSuffix(n, "()")
 	t, ok := g.searcher.Tool(n)
 	if !ok {
-		// In other case ("GitHub__create_issue"), when only one ID is.
-		found := ""
+		// In other case ("GitHub__create_issue"), or with "_" for "-" or
+		// the reverse ("everything__get_sum" for get-sum), when only one
+		// ID is.
+		found, folded := "", foldName(n)
 		for _, id := range g.searcher.IDs() {
-			if strings.EqualFold(id, n) {
+			if foldName(id) == folded {
 				if found != "" {
 					return name, catalog.Tool{}, false
 				}
@@ -256,10 +258,15 @@ func (g *Gateway) lookup(c *policy.Caller, name string) (string, catalog.Tool, b
 	return t.ID(), t, true
 }
 
+// foldName is a tool name as lookup compares it: lower case, "-" as "_".
+func foldName(s string) string {
+	return strings.ReplaceAll(strings.ToLower(s), "-", "_")
+}
+
 // otherSeparator is the one tool ID that n names with another separator
 // between server and tool than "__" ("filesystem.read_file",
 // "filesystem/read_file", "filesystem:read_file", "everything_echo"), in
-// any case; "" when none does, or several do.
+// any case and with "_" and "-" alike; "" when none does, or several do.
 func (g *Gateway) otherSeparator(n string) string {
 	if strings.Contains(n, catalog.Sep) {
 		return ""
@@ -267,7 +274,7 @@ func (g *Gateway) otherSeparator(n string) string {
 	want := map[string]bool{}
 	for _, sep := range []string{".", "/", ":", "_"} {
 		for i := strings.Index(n, sep); i > 0; {
-			want[strings.ToLower(n[:i]+catalog.Sep+n[i+len(sep):])] = true
+			want[foldName(n[:i]+catalog.Sep+n[i+len(sep):])] = true
 			j := strings.Index(n[i+len(sep):], sep)
 			if j < 0 {
 				break
@@ -280,7 +287,7 @@ func (g *Gateway) otherSeparator(n string) string {
 	}
 	found := ""
 	for _, id := range g.searcher.IDs() {
-		if want[strings.ToLower(id)] {
+		if want[foldName(id)] {
 			if found != "" {
 				return ""
 			}

@@ -429,6 +429,10 @@ func TestExecuteToolNameAsWritten(t *testing.T) {
 		"FileSystem:list_directory": "filesystem/list_directory",
 		"filesystem_list_directory": "filesystem/list_directory",
 		"memory_create_entities":    "memory/create_entities",
+		// "_" for "-" and the reverse, as a model half-remembers a name.
+		"filesystem__list-directory": "filesystem/list_directory",
+		"filesystem.list-directory":  "filesystem/list_directory",
+		"Memory__Create-Entities":    "memory/create_entities",
 	} {
 		ran = nil
 		a := map[string]any{"path": "/"}

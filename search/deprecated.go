@@ -12,7 +12,8 @@ import (
 // as the new tool's, so it came first for a model to call. When a hit's
 // description names the tool that replaces it ("use X instead", X a tool of
 // the same server among the hits below it, found for the same part of the
-// query), the two swap places, unless the query names the old tool: the
+// query), the two swap places and scores, unless the query names the old
+// tool (keyword, vector and confidence stay each tool's own): the
 // old tool stays in the answer, and the others keep theirs (moving the new
 // one up and the rest down pushed another step's tool out of the top
 // five). A deprecated tool that names
@@ -41,6 +42,8 @@ func promoteReplacements(hits []Hit) {
 		}
 		for j := i + 1; j < len(hits); j++ {
 			if h := hits[j]; h.Tool.Server == old.Tool.Server && h.Tool.Name == name && h.Clause == old.Clause {
+				// Places and scores: the list stays best first.
+				h.Score, old.Score = old.Score, h.Score
 				hits[i], hits[j] = h, old
 				break
 			}

@@ -26,6 +26,14 @@ func TestPromoteReplacements(t *testing.T) {
 		}
 		return strings.Join(names, " ")
 	}
+	scored := hits(false, "")
+	for i := range scored {
+		scored[i].Score = 1 - float64(i)/10
+	}
+	promoteReplacements(scored)
+	if scored[0].Tool.Name != "read_text_file" || scored[0].Score != 1 || scored[2].Score != 0.8 {
+		t.Errorf("the swap keeps the list best first: %+v", scored)
+	}
 	for _, c := range []struct {
 		hits []Hit
 		want string

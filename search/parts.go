@@ -27,13 +27,27 @@ const (
 	maxParts = 8
 )
 
+// numbersJoined finds two numbers that "and" or "or" join ("add 2 and 3",
+// "between 5 or 6"): one operand list, not two clauses ("then add 2" and
+// "3" found the tool that adds observations).
+var numbersJoined = regexp.MustCompile(`(\d)\s+(and|or)\s+([-+]?\d)`)
+
+// markerComma is the comma after a step's marker ("After that, ").
+var markerComma = regexp.MustCompile(`(?i)\b(then|after\s+that|afterwards|finally|lastly|also),\s+`)
+
 // QueryParts returns the parts of a query that the confidence reads
 // besides the whole query: none for a query of one clause.
 func QueryParts(text string) []string {
 	text = strings.TrimSpace(text)
+	// The joined numbers' spaces become no-break ones, which partSplit's
+	// \s does not match, and spaces again in the part.
+	joined := numbersJoined.ReplaceAllString(text, "$1\u00a0$2\u00a0$3")
+	// A step's marker stays with its step: "After that, send it" is one
+	// part, "After that send it", not a fragment and "send it".
+	joined = markerComma.ReplaceAllString(joined, "$1 ")
 	var parts []string
-	for _, p := range partSplit.Split(text, -1) {
-		p = strings.TrimSpace(p)
+	for _, p := range partSplit.Split(joined, -1) {
+		p = strings.TrimSpace(strings.ReplaceAll(p, "\u00a0", " "))
 		if p == text || len(strings.Fields(p)) < partMinWords {
 			continue
 		}

@@ -29,6 +29,9 @@ func TestQueryParts(t *testing.T) {
 		{"ok, so, convert text to speech, convert text to speech",
 			[]string{"convert text to speech"}},
 		{"  a padded query, with two parts here  ", []string{"a padded query", "with two parts here"}},
+		// Numbers that "and" joins are one operand list, not two clauses.
+		{"read the ideas.md file, then add 2 and 3", []string{"read the ideas.md file", "then add 2 and 3"}},
+		{"pick 4 or -5 at random and tell me which", []string{"pick 4 or -5 at random", "tell me which"}},
 	} {
 		if got := search.QueryParts(tc.query); !slices.Equal(got, tc.want) {
 			t.Errorf("QueryParts(%q) = %q, want %q", tc.query, got, tc.want)

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"regexp"
 	"slices"
 
 	"github.com/toolgate/toolgate/index"
@@ -40,13 +41,17 @@ func (e *Engine) rankSteps(ix *index.Index, sub index.Subset, lm *learnedModel, 
 	for i, r := range out {
 		byID[r.id] = i
 	}
+	var steps []string // the best tool of each part the query marks a step
 	for i, part := range parts {
 		kwRes := kws[i]
 		kw := keywordSignal(kwRes, kwDepth)
 		qvec := lm.query(vecs[i])
 		vec := e.vectorSignal(lm, sub, qvec, vecDepth, server, &kw)
 		e.fillMissing(ix, lm, kwRes, qvec, mode, &kw, &vec)
-		for _, r := range e.rank(mode, kw, vec, limit) {
+		for k, r := range e.rank(mode, kw, vec, limit) {
+			if k == 0 && stepMarker.MatchString(part) {
+				steps = append(steps, r.id)
+			}
 			r.score *= e.options().StepWeight
 			r.clause = part
 			j, ok := byID[r.id]
@@ -61,5 +66,36 @@ func (e *Engine) rankSteps(ix *index.Index, sub index.Subset, lm *learnedModel, 
 		}
 	}
 	slices.SortStableFunc(out, compareRanked)
-	return out[:min(limit, len(out))]
+	return keepSteps(out, limit, steps)
+}
+
+// stepMarker starts a part that the query marks as a step of its own
+// ("then …", "after that …", "finally …"), as an agent writes a task of
+// several steps: "read ideas.md, then save a summary of it to memory, then
+// add 2 and 3" ranked five file tools first, the memory and sum tools
+// seventh and ninth.
+var stepMarker = regexp.MustCompile(`(?i)^(?:and\s+)?(?:then|after\s+that|afterwards|finally|lastly|also)\b`)
+
+// keepSteps is the top limit of all (ranked best first), where the best
+// tool of each marked step (steps, by ID) has a place: one the top lacks
+// replaces the last tool that is neither named by the query nor another
+// step's, the best tool the query does not name always kept.
+func keepSteps(all []ranked, limit int, steps []string) []ranked {
+	top := slices.Clone(all[:min(limit, len(all))])
+	kept := func(id string) bool { return slices.ContainsFunc(top, func(r ranked) bool { return r.id == id }) }
+	for _, id := range steps {
+		if kept(id) {
+			continue
+		}
+		i := slices.IndexFunc(all, func(r ranked) bool { return r.id == id })
+		first := slices.IndexFunc(top, func(r ranked) bool { return !r.exact })
+		for k := len(top) - 1; k > first && i >= 0; k-- {
+			if !top[k].exact && !slices.Contains(steps, top[k].id) {
+				top[k] = all[i]
+				break
+			}
+		}
+	}
+	slices.SortStableFunc(top, compareRanked)
+	return top
 }

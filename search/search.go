@@ -484,6 +484,12 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 
 	// Both signals rank the query with what its paths are (paths.go).
 	asked := text + pathHint(text)
+	toEmbed := asked
+	if asked != text {
+		// The vector reads the paths in words: "open ideas.md (a file)"
+		// still read near a file's metadata, "open a file" near reading.
+		toEmbed = pathsInWords(text)
+	}
 
 	// The query embedding (a MiniLM run, ~10 ms) and the keyword search run
 	// side by side: on two or more cores the keyword half comes for free.
@@ -499,7 +505,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 			embc = make(chan embedded, 1)
 			go func() {
 				ectx, span := st.start(ctx, stageEmbed)
-				vecs, err := index.EmbedQueries(ectx, e.emb, []string{index.QueryPrefix(e.emb) + asked})
+				vecs, err := index.EmbedQueries(ectx, e.emb, []string{index.QueryPrefix(e.emb) + toEmbed})
 				span.End()
 				if err == nil && len(vecs) != 1 {
 					err = fmt.Errorf("embedder returned %d vectors for 1 text", len(vecs))
@@ -741,7 +747,7 @@ func raiseConfidence(ix *index.Index, lm *learnedModel, hits []Hit, cosines []fl
 				best = c
 			}
 		}
-		h.Confidence = confidence(best, h.Coverage, true, false)
+		h.Confidence = max(h.Confidence, confidence(best, h.Coverage, true, false))
 	}
 }
 

@@ -26,7 +26,7 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 	defer s.release(e.log)
 	ix := s.ix
 	text := strings.TrimSpace(q.Text)
-	asked := text + pathHint(text) // as Search ranks it
+	asked, toEmbed := queryTexts(text) // as Search ranks it
 	n := ix.Len()
 
 	lm := e.learnedFor(ix)
@@ -44,7 +44,7 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 	var vecAll []index.Scored
 	var qvec []float32
 	if mode.needsVectors() {
-		vecs, err := e.emb.Embed(ctx, []string{index.QueryPrefix(e.emb) + asked})
+		vecs, err := e.emb.Embed(ctx, []string{index.QueryPrefix(e.emb) + toEmbed})
 		if err != nil {
 			return Result{}, err
 		}

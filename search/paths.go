@@ -155,3 +155,14 @@ func pathsInWords(text string) string {
 	}
 	return strings.Join(fields, " ")
 }
+
+// queryTexts are what the keyword half ranks a query text by (asked: the
+// text and its pathHint) and what its vector embeds (the paths in words
+// when there is a hint, pathsInWords).
+func queryTexts(text string) (asked, toEmbed string) {
+	asked = text + pathHint(text)
+	if asked == text {
+		return asked, asked
+	}
+	return asked, pathsInWords(text)
+}

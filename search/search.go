@@ -483,13 +483,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	st := stagesOf(ctx)
 
 	// Both signals rank the query with what its paths are (paths.go).
-	asked := text + pathHint(text)
-	toEmbed := asked
-	if asked != text {
-		// The vector reads the paths in words: "open ideas.md (a file)"
-		// still read near a file's metadata, "open a file" near reading.
-		toEmbed = pathsInWords(text)
-	}
+	asked, toEmbed := queryTexts(text)
 
 	// The query embedding (a MiniLM run, ~10 ms) and the keyword search run
 	// side by side: on two or more cores the keyword half comes for free.

@@ -40,6 +40,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -69,6 +70,12 @@ type Health struct {
 	dir string
 	o   Options
 	log *slog.Logger
+	// create is set while a folder that Prepare could not make has not
+	// been there yet: the start would have made it, so Check makes it once
+	// it can (the file system remounted read-write, the file in its place
+	// moved aside). Once the folder is there it is cleared for good: a
+	// folder that vanishes after that is not made again.
+	create atomic.Bool
 
 	mu        sync.Mutex
 	writers   []*Writer
@@ -102,11 +109,18 @@ func (h *Health) Dir() string { return h.dir }
 // Prepare creates the data folder (and its parents) if it does not exist.
 // Only a start does this: a folder that vanishes while toolgate runs is a
 // fault that Check reports, not something to create again behind the
-// operator's back (it may be a volume that is no longer mounted).
+// operator's back (it may be a volume that is no longer mounted). A
+// folder that Prepare cannot make (a read-only mount, a file in its
+// place) is made by Check once it can be: it was never there at this
+// start, so nothing was unmounted.
 func (h *Health) Prepare() error {
 	if err := os.MkdirAll(h.dir, 0o755); err != nil {
+		if fi, serr := os.Stat(h.dir); serr != nil || !fi.IsDir() {
+			h.create.Store(true)
+		}
 		return h.folderError(err)
 	}
+	h.create.Store(false)
 	return nil
 }
 
@@ -190,13 +204,28 @@ func (h *Health) Check() error {
 // probe checks the folder and returns its free bytes.
 func (h *Health) probe() (uint64, error) {
 	fi, err := os.Stat(h.dir)
+	if err != nil && h.create.Load() {
+		// Never there at this start: made now if it can be.
+		if merr := os.MkdirAll(h.dir, 0o755); merr != nil {
+			return 0, h.folderError(merr)
+		}
+		if h.create.CompareAndSwap(true, false) {
+			h.log.Info("created the data folder: it could not be made at the start", "dir", h.dir)
+		}
+		fi, err = os.Stat(h.dir)
+	}
 	if err != nil {
 		return 0, h.folderError(err)
 	}
 	if !fi.IsDir() {
+		then := "toolgate writes again once a folder is there"
+		if h.create.Load() {
+			then = "toolgate then makes the folder and writes there"
+		}
 		return 0, &FolderError{Dir: h.dir, Problem: "is not a folder (a file is in its place)",
-			Fix: fmt.Sprintf("move the file %s aside; toolgate writes again once a folder is there", h.dir)}
+			Fix: fmt.Sprintf("move the file %s aside; %s", h.dir, then)}
 	}
+	h.create.Store(false)
 	if err := unix.Access(h.dir, unix.W_OK|unix.X_OK); err != nil {
 		return 0, h.folderError(err)
 	}

@@ -196,6 +196,49 @@ func TestFixNamesTheFileInTheWay(t *testing.T) {
 	}
 }
 
+// A data folder that could not be made at the start (a file in its place,
+// or on its path; a read-only mount is the same) is made by Check once the
+// fix is applied, with no mkdir by the operator: the start would have made
+// it. One that was there and vanished is not (the "removed" case of the table above).
+func TestFolderNotMadeAtStartMadeOnceItCanBe(t *testing.T) {
+	for _, c := range []struct{ name, sub string }{{"a file in its place", ""}, {"a file on its path", "data"}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "file")
+			if err := os.WriteFile(f, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(f, c.sub)
+			h := New(dir, nil)
+			if err := h.Prepare(); err == nil {
+				t.Fatal("Prepare: no error")
+			}
+			err := h.Check()
+			if err == nil || !strings.Contains(Fix(dir, err), "move the file "+f+" aside") {
+				t.Fatalf("Check before the fix = %v (fix %q), want the file named", err, Fix(dir, err))
+			}
+			if err := os.Remove(f); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Check(); err != nil {
+				t.Fatalf("Check once the file is aside = %v (fix %q), want the folder made", err, Fix(dir, err))
+			}
+			if r := h.Report(); !r.Writable || r.Failing() {
+				t.Errorf("report once the folder is made: %+v", r)
+			}
+			// Made once: removed now, it is a fault again.
+			if err := os.RemoveAll(f); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Check(); err == nil || !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("Check after the folder made was removed = %v, want it missing", err)
+			}
+			if _, err := os.Stat(dir); err == nil {
+				t.Error("the folder was made again after it had been there")
+			}
+		})
+	}
+}
+
 func TestPrepareNamesTheFolder(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(f, nil, 0o644); err != nil {

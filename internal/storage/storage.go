@@ -234,12 +234,49 @@ func (h *Health) probe() (uint64, error) {
 		return 0, h.folderError(err)
 	}
 	free := freeOf(st)
-	if free < h.o.MinFree || (st.Files > 0 && st.Ffree == 0) {
-		return free, &FolderError{Dir: h.dir, Err: syscall.ENOSPC,
-			Problem: fmt.Sprintf("is on a full file system (%s free, %d inodes free; toolgate stops writing below %s)", mib(free), st.Ffree, mib(h.o.MinFree)),
-			Fix:     fmt.Sprintf("free space on the file system of %s; toolgate writes again once it has more than %s free", h.dir, mib(h.o.MinFree))}
+	return free, full(h.dir, free, st.Files, st.Ffree, h.o.MinFree)
+}
+
+// full is the fault of a file system with free bytes and ffree of files
+// inodes free, or nil when it has room: more than minFree bytes and, where
+// it counts inodes, one at least. It says which is short, space or inodes
+// (the free files: a disk with room can still refuse every new file).
+func full(dir string, free, files, ffree, minFree uint64) error {
+	noSpace, noInodes := free < minFree, files > 0 && ffree == 0
+	switch {
+	case noSpace && noInodes:
+		return &FolderError{Dir: dir, Err: syscall.ENOSPC,
+			Problem: fmt.Sprintf("is on a full file system (%s free, toolgate stops writing below %s; and no inodes free: no new file can be made)", mib(free), mib(minFree)),
+			Fix:     fmt.Sprintf("free space and files on the file system of %s (delete files); toolgate writes again once it has more than %s and some inodes free", dir, mib(minFree))}
+	case noSpace:
+		return &FolderError{Dir: dir, Err: syscall.ENOSPC,
+			Problem: fmt.Sprintf("is on a full file system (%s free; toolgate stops writing below %s)", mib(free), mib(minFree)),
+			Fix:     fmt.Sprintf("free space on the file system of %s; toolgate writes again once it has more than %s free", dir, mib(minFree))}
+	case noInodes:
+		return &FolderError{Dir: dir, Err: syscall.ENOSPC,
+			Problem: fmt.Sprintf("is on a file system out of inodes (0 of %d free: no new file can be made, though %s of space is free)", files, mib(free)),
+			Fix:     inodesFix(dir) + "; toolgate writes again once files can be made there"}
 	}
-	return free, nil
+	return nil
+}
+
+// inodesFix is what the operator does about a file system out of inodes.
+func inodesFix(dir string) string {
+	return fmt.Sprintf("free inodes on the file system of %s: delete files (many small ones count most), or give it more inodes (a tmpfs: mount -o remount,nr_inodes=N)", dir)
+}
+
+// outOfInodes reports whether the file system of dir (or of the nearest
+// folder on its way that exists) counts inodes and has none free: what
+// an ENOSPC means there, though space may be free.
+func outOfInodes(dir string) bool {
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		if st, err := statfs(p); err == nil {
+			return st.Files > 0 && st.Ffree == 0
+		}
+		if filepath.Dir(p) == p {
+			return false
+		}
+	}
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
@@ -260,6 +297,8 @@ func (h *Health) folderError(err error) *FolderError {
 		e.Problem = "is on a read-only file system"
 	case errors.Is(err, os.ErrPermission):
 		e.Problem = "is not writable by this user"
+	case errors.Is(err, syscall.ENOSPC) && outOfInodes(h.dir):
+		e.Problem = "is on a file system out of inodes (no new file can be made, though space may be free)"
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		e.Problem = "is on a full file system (or over quota)"
 	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
@@ -298,6 +337,8 @@ func Fix(dir string, err error) string {
 		return fmt.Sprintf("remount the file system of %s read-write, or restart toolgate with --data-dir on a writable one; writers resume by themselves once it is writable", dir)
 	case errors.Is(err, os.ErrPermission):
 		return fmt.Sprintf("give this user write access to %s (chown/chmod), or restart toolgate with another --data-dir; writers resume by themselves once it is writable", dir)
+	case errors.Is(err, syscall.ENOSPC) && outOfInodes(dir):
+		return inodesFix(dir) + "; writers resume by themselves once files can be made there"
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return fmt.Sprintf("free space on the file system of %s; writers resume by themselves once there is room", dir)
 	case Shortage(err) == syscall.ENFILE:

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -236,6 +238,68 @@ func TestFolderNotMadeAtStartMadeOnceItCanBe(t *testing.T) {
 				t.Error("the folder was made again after it had been there")
 			}
 		})
+	}
+}
+
+// A file system out of inodes is said to be, not to be out of space: it
+// may have plenty.
+func TestFullSaysWhatIsShort(t *testing.T) {
+	const minFree = 64 << 20
+	for _, c := range []struct {
+		name               string
+		free, files, ffree uint64
+		problem, fix, not  string
+	}{
+		{"inodes", 200 << 20, 60, 0, "out of inodes", "free inodes", "free space"},
+		{"space", 1 << 20, 60, 10, "full file system (1.0 MiB free", "free space", "inodes"},
+		{"both", 1 << 20, 60, 0, "no inodes free", "free space and files", "out of inodes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := full("/d", c.free, c.files, c.ffree, minFree)
+			var fe *FolderError
+			if !errors.As(err, &fe) || !strings.Contains(fe.Problem, c.problem) || !strings.Contains(fe.Fix, c.fix) ||
+				strings.Contains(fe.Problem+fe.Fix, c.not) || !errors.Is(err, syscall.ENOSPC) {
+				t.Errorf("full = %v (fix %q), want %q, fix %q, and no %q", err, fixOf(fe), c.problem, c.fix, c.not)
+			}
+		})
+	}
+	if err := full("/d", 200<<20, 0, 0, minFree); err != nil { // no inode count (btrfs)
+		t.Errorf("a file system that does not count inodes: %v", err)
+	}
+}
+
+// On a real file system out of inodes (a tmpfs with few, all used):
+// Check, a start that cannot make the folder, and a write that fails with
+// ENOSPC all say inodes, not space, with the inode fix.
+func TestOutOfInodes(t *testing.T) {
+	mnt := t.TempDir()
+	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "size=8m,nr_inodes=16"); err != nil {
+		testenv.Missing(t, "mounting a tmpfs needs root (%v)", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(mnt, unix.MNT_DETACH) })
+	data := filepath.Join(mnt, "data")
+	h := New(data, &Options{MinFree: 1 << 20})
+	if err := h.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	var werr error
+	for i := 0; werr == nil && i < 100; i++ {
+		werr = os.WriteFile(filepath.Join(data, fmt.Sprint(i)), nil, 0o644)
+	}
+	if !errors.Is(werr, syscall.ENOSPC) {
+		t.Fatalf("filling the inodes: %v", werr)
+	}
+	if fix := Fix(data, werr); !strings.Contains(fix, "free inodes") {
+		t.Errorf("Fix of a write refused for want of inodes = %q", fix)
+	}
+	err := h.Check()
+	var fe *FolderError
+	if !errors.As(err, &fe) || !strings.Contains(fe.Problem, "out of inodes") || !strings.Contains(fe.Fix, "free inodes") {
+		t.Errorf("Check = %v (fix %q), want out of inodes", err, fixOf(fe))
+	}
+	err = New(filepath.Join(mnt, "other"), nil).Prepare()
+	if !errors.As(err, &fe) || !strings.Contains(fe.Problem, "out of inodes") || !strings.Contains(fe.Fix, "free inodes") {
+		t.Errorf("Prepare = %v (fix %q), want out of inodes", err, fixOf(fe))
 	}
 }
 

@@ -76,6 +76,11 @@ type Health struct {
 	// moved aside). Once the folder is there it is cleared for good: a
 	// folder that vanishes after that is not made again.
 	create atomic.Bool
+	// id is the data folder's device and inode as toolgate writes there:
+	// taken when Check first finds it, and again when it was made again on
+	// the same file system (an operator's mkdir -p after a removal). One on
+	// another device is another folder: a volume unmounted from under it.
+	id atomic.Pointer[folderID]
 
 	mu        sync.Mutex
 	writers   []*Writer
@@ -226,6 +231,9 @@ func (h *Health) probe() (uint64, error) {
 			Fix: fmt.Sprintf("move the file %s aside; %s", h.dir, then)}
 	}
 	h.create.Store(false)
+	if err := h.same(fi); err != nil {
+		return 0, err
+	}
 	if err := unix.Access(h.dir, unix.W_OK|unix.X_OK); err != nil {
 		return 0, h.folderError(err)
 	}
@@ -277,6 +285,52 @@ func outOfInodes(dir string) bool {
 			return false
 		}
 	}
+}
+
+// folderID is a folder's device and inode.
+type folderID struct{ dev, ino uint64 }
+
+// ErrReplaced is the error of a data folder that is on another file system
+// than when toolgate first wrote there (FolderError.Err).
+var ErrReplaced = errors.New("the data folder is on another file system than when toolgate started writing there")
+
+// same checks that fi, the data folder now, is the folder toolgate writes
+// in: the first one it finds is, and so is one made again on the same file
+// system (it becomes the folder); one on another device is not (the volume
+// mounted there was unmounted, and this is the folder it hid): writing
+// there would hide the fault.
+func (h *Health) same(fi fs.FileInfo) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	now := &folderID{dev: uint64(st.Dev), ino: st.Ino}
+	was := h.id.Load()
+	switch {
+	case was == nil:
+		h.id.CompareAndSwap(nil, now)
+	case was.dev != now.dev:
+		return &FolderError{Dir: h.dir, Err: ErrReplaced,
+			Problem: fmt.Sprintf("is another folder than the one toolgate wrote in: it is on another file system (device %d:%d, was %d:%d), so the volume mounted there may have been unmounted",
+				unix.Major(now.dev), unix.Minor(now.dev), unix.Major(was.dev), unix.Minor(was.dev)),
+			Fix: fmt.Sprintf("mount the volume again at %s (toolgate writes again once its file system is back), or restart toolgate to use the folder there now", h.dir)}
+	case was.ino != now.ino:
+		if h.id.CompareAndSwap(was, now) {
+			h.log.Info("the data folder was made again: toolgate writes in the new one", "dir", h.dir)
+		}
+	}
+	return nil
+}
+
+// Replaced returns the fault of a data folder that is another one than
+// toolgate wrote in (see Check), or nil: what a writer that does not ask
+// Check (the status socket) must not write into.
+func (h *Health) Replaced() error {
+	fi, err := os.Stat(h.dir)
+	if err != nil || !fi.IsDir() {
+		return nil
+	}
+	return h.same(fi)
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

@@ -303,6 +303,54 @@ func TestOutOfInodes(t *testing.T) {
 	}
 }
 
+// A data folder that is a mount point, its volume unmounted under the
+// gateway: the folder left there is another one (another device), so no
+// store writes in it, and the fault says so with its fix. One removed and
+// made again on the same file system (mkdir -p, the fix of a removal) is
+// the folder from then on.
+func TestFolderReplaced(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := New(data, &Options{MinFree: 1 << 20})
+	if err := h.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Check(); err != nil {
+		t.Fatalf("Check of the folder made again on the same file system: %v", err)
+	}
+
+	if err := unix.Mount("tmpfs", data, "tmpfs", 0, "size=8m"); err != nil {
+		testenv.Missing(t, "mounting a tmpfs needs root (%v)", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(data, unix.MNT_DETACH) })
+	h = New(data, &Options{MinFree: 1 << 20})
+	if err := h.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Unmount(data, unix.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
+	err := h.Check()
+	var fe *FolderError
+	if !errors.Is(err, ErrReplaced) || !errors.As(err, &fe) || !strings.Contains(fe.Problem, "unmounted") || !strings.Contains(Fix(data, err), "mount the volume again at "+data) {
+		t.Errorf("Check once the volume is unmounted = %v (fix %q), want ErrReplaced with the fix", err, fixOf(fe))
+	}
+	if err := h.Replaced(); !errors.Is(err, ErrReplaced) {
+		t.Errorf("Replaced = %v", err)
+	}
+	if r := h.Report(); r.Writable {
+		t.Errorf("report once the volume is unmounted: %+v", r)
+	}
+}
+
 func TestPrepareNamesTheFolder(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(f, nil, 0o644); err != nil {

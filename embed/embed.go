@@ -289,10 +289,20 @@ func New(opts *Options) (*Embedder, error) {
 			what = "the ONNX Runtime library is"
 		}
 		log.Warn("semantic ranking is off until "+what+" installed: search_tools runs BM25-only and says \"mode\": \"bm25\"; its folder is looked at every "+filesPoll.String(), "reason", missing)
-		go e.awaitFiles(o)
+		go e.awaitFiles(o, "")
 		return e, nil
 	}
 	id, err := e.identify()
+	if err != nil && o.Background && limitFix(err, "") == "" {
+		// A model file that is there but does not load (damaged, cut
+		// short): tried again once it changes (a re-fetch), as a
+		// missing one is once it comes.
+		e.loadErr = err
+		close(e.loaded)
+		log.Warn("semantic ranking is off until the embedding model's files load: search_tools runs BM25-only and says \"mode\": \"bm25\"; they are tried again once they change (looked at every "+filesPoll.String()+")", "reason", err)
+		go e.awaitFiles(o, e.filesVersion())
+		return e, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -344,11 +354,19 @@ func (e *Embedder) identify() (*identity, error) {
 // once they are all there and load, makes them the embedder's (Ready then returns nil, and the gateway's
 // loop re-indexes with their vectors). Files that are there but do not
 // load (one caught while it is copied, a damaged one) are said once per
-// reason and tried again once they change. Until Close.
-func (e *Embedder) awaitFiles(o Options) {
+// reason and tried again once they change. tried is the files' version
+// (filesVersion) that failed already ("": none). Until Close.
+func (e *Embedder) awaitFiles(o Options, tried string) {
 	t := time.NewTicker(filesPoll)
 	defer t.Stop()
-	said, tried := "", ""
+	said := ""
+	if tried != "" {
+		e.mu.Lock()
+		if e.loadErr != nil {
+			said = e.loadErr.Error() // said by the caller
+		}
+		e.mu.Unlock()
+	}
 	for {
 		select {
 		case <-e.stop:
@@ -433,8 +451,10 @@ func (e *Embedder) load(o Options) {
 		return
 	}
 	if limitFix(err, "") == "" {
-		// A file that is wrong stays wrong: no retry.
-		e.log.Error("embedding model failed to load: searches run BM25-only", "model", e.paths.Model, "err", err)
+		// A file that is wrong stays wrong until it changes (a re-fetch):
+		// tried again then, as missing files are once they come.
+		e.log.Error("embedding model failed to load: searches run BM25-only until its files change (tried again then; looked at every "+filesPoll.String()+")", "model", e.paths.Model, "err", err)
+		e.awaitFiles(o, e.filesVersion())
 		return
 	}
 	e.log.Error("embedding model failed to load: searches run BM25-only until it loads (tried again every "+loadRetry.String()+")", "model", e.paths.Model, "err", err)

@@ -211,6 +211,65 @@ func TestBackgroundAwaitsMissingFiles(t *testing.T) {
 	}
 }
 
+// TestBackgroundRetriesDamagedFiles: in the background, a model file or a
+// tokenizer that is there at New but does not load (cut short, damaged) is
+// not given up on: it is tried again once it changes (a re-fetch renames a
+// good one into place), as missing files are once they come, and not
+// before. It used to stay BM25-only until a restart.
+func TestBackgroundRetriesDamagedFiles(t *testing.T) {
+	want := testEmbedder(t, FP32)
+	real := want.Paths()
+	for _, damaged := range []string{FP32.ModelFile(), TokenizerFile} {
+		t.Run(damaged, func(t *testing.T) {
+			// Set before New: its goroutine reads them.
+			defer func(d time.Duration) { filesPoll, loadHook, lookHook = d, nil, nil }(filesPoll)
+			filesPoll = 20 * time.Millisecond
+			var looks atomic.Int32
+			lookHook = func() { looks.Add(1) }
+			dir := t.TempDir()
+			for name, from := range map[string]string{FP32.ModelFile(): real.Model, TokenizerFile: real.Tokenizer} {
+				if name == damaged {
+					if err := os.WriteFile(filepath.Join(dir, name), []byte("cut short"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				} else if err := os.Symlink(from, filepath.Join(dir, name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			opts := Options{ORTLib: real.ORTLib, ModelDir: dir, Sessions: 1, Background: true}
+			e, err := New(&opts)
+			if err != nil {
+				t.Fatalf("New in the background with a damaged %s: %v", damaged, err)
+			}
+			defer e.Close()
+			if err := e.Ready(context.Background()); err == nil {
+				t.Fatalf("Ready with a damaged %s: no error", damaged)
+			}
+			testenv.Eventually(t, "three looks at the unchanged files", func() bool { return looks.Load() >= 3 })
+			if err := e.LoadError(); err == nil {
+				t.Fatal("the damaged file loaded")
+			}
+			// What a fetch does: the whole file renamed into place.
+			good := map[string]string{FP32.ModelFile(): real.Model, TokenizerFile: real.Tokenizer}[damaged]
+			if err := os.Symlink(good, filepath.Join(dir, damaged+".new")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(filepath.Join(dir, damaged+".new"), filepath.Join(dir, damaged)); err != nil {
+				t.Fatal(err)
+			}
+			testenv.Eventually(t, "the model loaded once the file was replaced", func() bool { return e.Ready(context.Background()) == nil })
+			select {
+			case <-e.Installed():
+			default:
+				t.Error("the model loaded, and Installed is not closed")
+			}
+			if e.ModelID() != want.ModelID() {
+				t.Errorf("ModelID %q, want %q", e.ModelID(), want.ModelID())
+			}
+		})
+	}
+}
+
 // runtimeChild is set in the environment of the process
 // TestBackgroundAwaitsMissingRuntime starts: the runtime must not be loaded
 // in the process before (the test binary's other tests load it).

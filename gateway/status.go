@@ -223,12 +223,15 @@ func StatusHandler(src StatusSource, opts *StatusOptions) http.Handler {
 			st := o.Loop.Stats()
 			rep.Stats = &st
 		}
+		// Security first: it reads the quarantine pins file again, and
+		// writes back the decisions held in memory when the file went with
+		// the data folder, which the storage report then shows.
+		if o.Security != nil {
+			rep.Security = o.Security()
+		}
 		if o.Storage != nil {
 			sr := o.Storage.Report()
 			rep.Storage = &sr
-		}
-		if o.Security != nil {
-			rep.Security = o.Security()
 		}
 		if o.Process != nil {
 			rep.Process = o.Process()

@@ -95,6 +95,9 @@ func (g *globals) openLearning(cfg *config.File, health *storage.Health) *lazyLe
 	}
 	l := &lazyLearning{log: g.logger, retryEvery: learnRetryEvery, retrying: retrying,
 		open: func() (*learn.Store, error) { return learn.Open(dir, &learn.Options{Logger: storeLog, Storage: w}) },
+		reopen: func(s *learn.Store) (*learn.Store, error) {
+			return s.Reopen(&learn.Options{Logger: storeLog, Storage: w})
+		},
 		busy: func(err error) {
 			w.Fail(busyError(health.Dir(), dir, "the learned pairs", "this one opens them once the other has stopped", err))
 		},
@@ -124,8 +127,11 @@ const learnRetryEvery = 10 * time.Second
 // tries to open at each record, at each new catalog, and from searches at
 // most every retryEvery; once open it is the store.
 type lazyLearning struct {
-	log        *slog.Logger
-	open       func() (*learn.Store, error)
+	log  *slog.Logger
+	open func() (*learn.Store, error)
+	// reopen moves an open store whose folder was removed to a new one
+	// (learn.Store.Reopen); nil: the store stays as it is.
+	reopen     func(*learn.Store) (*learn.Store, error)
 	busy       func(error) // reports another process holding the store
 	broken     func(error) // reports a store that cannot be opened for another reason
 	opened     func()      // reports a store opened (the folder took it)
@@ -133,6 +139,9 @@ type lazyLearning struct {
 	retrying   *atomic.Bool // set while a try after a failed one runs (nil: never)
 
 	store atomic.Pointer[learn.Store]
+	// lastLook is when searches last looked whether the open store's
+	// folder was removed (unix nanoseconds; a record always looks).
+	lastLook atomic.Int64
 	// remote, when set, reads and records the pairs through the gateway
 	// that holds the store while this one cannot open it (nil: none).
 	remote *remoteLearning
@@ -158,7 +167,7 @@ var (
 // throttle. Nil while it cannot be opened.
 func (l *lazyLearning) tryOpen(force bool) *learn.Store {
 	if s := l.store.Load(); s != nil {
-		return s
+		return l.renewed(s, force)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -208,6 +217,50 @@ func (l *lazyLearning) tryOpen(force bool) *learn.Store {
 	}
 	l.store.Store(s)
 	return s
+}
+
+// renewed returns s, the open store, or the store that replaces it once
+// its folder was removed (the data folder removed while serving, and made
+// again): a new store in the folder, holding what s held. Until the data
+// folder takes writes s stays, ranking with what it holds and recording
+// nothing (the store reports why). force skips the throttle (searches look
+// at most every retryEvery).
+func (l *lazyLearning) renewed(s *learn.Store, force bool) *learn.Store {
+	if l.reopen == nil {
+		return s
+	}
+	now := time.Now().UnixNano()
+	if last := l.lastLook.Load(); !force && last != 0 && time.Duration(now-last) < l.retryEvery {
+		return s
+	}
+	l.lastLook.Store(now)
+	if !s.Replaced() {
+		return s
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cur := l.store.Load(); cur != s || l.closed {
+		return cur
+	}
+	n, err := l.reopen(s)
+	if err != nil {
+		switch {
+		case errors.Is(err, learn.ErrBusy):
+			l.busy(err)
+		case l.broken != nil:
+			l.broken(err)
+		}
+		return s
+	}
+	if l.log != nil {
+		l.log.Info("learned pairs: their folder was removed while serving; a new store there holds what was learned", "pairs", len(n.Pairs()))
+	}
+	l.opened()
+	if l.tools != nil {
+		l.sync(n, l.tools)
+	}
+	l.store.Store(n)
+	return n
 }
 
 func (l *lazyLearning) sync(s *learn.Store, tools []catalog.Tool) {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/search/learn"
 )
@@ -206,5 +208,49 @@ func TestLearnedPairsShortOfMemoryNotDamaged(t *testing.T) {
 	}
 	if fix := storage.Fix("/d", damagedError("/d", "/d/learn", errors.New("Value log truncate required"))); !strings.Contains(fix, "mv /d/learn /d/learn.bad") {
 		t.Errorf("a damaged store: fix %q, want it moved aside", fix)
+	}
+}
+
+// serve's learned pairs, their data folder removed and made again while
+// serving (the fix its fault names): the next record moves what was
+// learned to a new store there and records to it, the writer is OK again,
+// and the stop is clean and keeps every pair. It used to record nothing
+// until a restart, which found the store empty.
+func TestLearnedPairsReopenedAfterDataFolderRemoved(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	g := &globals{dataDir: data}
+	health := storage.New(data, nil)
+	if err := health.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	l := g.openLearning(&config.File{}, health)
+	if l.store.Load() == nil {
+		t.Fatal("the learned pairs did not open")
+	}
+	tool := catalog.Tool{Server: "fs", Name: "read_file", Description: "Read the complete contents of a file."}
+	l.Record("read my notes", tool)
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l.Record("show the file", tool)
+	if n := len(l.Pairs()); n != 2 {
+		t.Errorf("%d pairs after the folder was made again, want 2", n)
+	}
+	if w := writer(t, health.Report(), "learned pairs"); !w.OK {
+		t.Errorf("learned pairs writer after the folder was made again: %+v", w)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	s, err := learn.Open(learnDir(g), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if n := len(s.Pairs()); n != 2 {
+		t.Errorf("%d pairs after the stop, want 2", n)
 	}
 }

@@ -623,3 +623,16 @@ func TestStatusSocketsUnlisted(t *testing.T) {
 		t.Errorf("logs: %v", err)
 	}
 }
+
+// A data folder removed under its gateways: status says it does not
+// exist and how to find them, not that none runs there.
+func TestStatusDataFolderMissing(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	f := statusFlags{dataDir: func(*config.File) string { return data }, timeout: time.Second, fallback: freeAddr(t)}
+	var out bytes.Buffer
+	err := runStatus(context.Background(), &out, f)
+	if err == nil || !strings.Contains(err.Error(), "the data folder "+data+" does not exist") ||
+		!strings.Contains(err.Error(), "pgrep") || !strings.Contains(err.Error(), "mkdir -p "+data) || strings.Contains(err.Error(), "either") {
+		t.Errorf("status: %v", err)
+	}
+}

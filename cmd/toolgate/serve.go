@@ -358,7 +358,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		h := learning.handler(learnDir(g), lv.Catalog, lv.RefreshLearned)
 		routes["GET /learn"], routes["POST /learn"] = h, h
 	}
-	sock := local.Serve(g.DataDir(), routes, &local.Options{Logger: log})
+	sock := local.Serve(g.DataDir(), routes, &local.Options{Logger: log, Refuse: health.Replaced})
 	defer g.stop.Close("status socket", sock.Close)
 	warm := lv.Warm()
 	err = lv.Run(ctx, pool)

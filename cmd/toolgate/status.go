@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/local"
+	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/search"
 )
@@ -156,7 +157,10 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		if n, err := statusLocal(ctx, w, dataDir, f); n > 0 {
 			return err
 		}
-		noneLocal = noGatewayOn(dataDir) + " either"
+		noneLocal = noGatewayOn(dataDir)
+		if whyUnlisted(dataDir) == "" {
+			noneLocal += " either"
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
@@ -257,14 +261,30 @@ func writeStatus(w io.Writer, body []byte, rep gateway.StatusReport, asJSON bool
 // noGatewayOn says that no gateway was found on dataDir, and why none could
 // be when its sockets cannot be listed.
 func noGatewayOn(dataDir string) string {
+	if why := whyUnlisted(dataDir); why != "" {
+		return "; " + why
+	}
+	return fmt.Sprintf("; no gateway runs on the data folder %s", dataDir)
+}
+
+// whyUnlisted says why the gateways on dataDir cannot be listed from its
+// status sockets, or "" when they can.
+func whyUnlisted(dataDir string) string {
+	if _, err := os.Stat(dataDir); errors.Is(err, fs.ErrNotExist) {
+		// Removed under running gateways, maybe: they serve on, and make
+		// their sockets again once the folder is back.
+		return fmt.Sprintf("the data folder %s does not exist, so the gateways running on it (it may have been removed under them) cannot be listed from it: "+
+			"`pgrep -af 'toolgate serve'` shows them, --addr asks one at its --http address, and `%s` brings their status sockets back within %s",
+			dataDir, shellword.Join("mkdir", "-p", dataDir), local.DefaultRetry)
+	}
 	if err := local.Unreadable(dataDir); err != nil {
 		why := err.Error()
 		if errors.Is(err, fs.ErrPermission) {
 			why += ": they are another user's; run this as that user"
 		}
-		return fmt.Sprintf("; the gateways on the data folder %s cannot be listed (%s)", dataDir, why)
+		return fmt.Sprintf("the gateways on the data folder %s cannot be listed (%s)", dataDir, why)
 	}
-	return fmt.Sprintf("; no gateway runs on the data folder %s", dataDir)
+	return ""
 }
 
 // localGateway is a gateway found on the data folder: its status socket,

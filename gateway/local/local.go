@@ -46,6 +46,11 @@ const DefaultRetry = 10 * time.Second
 type Options struct {
 	Logger *slog.Logger
 	Retry  time.Duration // default DefaultRetry
+	// Refuse, if set, is asked before the socket is made (again): an
+	// error leaves it unmade, as a failure to make it does (serve passes
+	// storage.Health.Replaced: a data folder that is another one than
+	// the gateway wrote in gets no socket).
+	Refuse func() error
 }
 
 // Server is one gateway's status socket.
@@ -56,7 +61,8 @@ type Server struct {
 	stop chan struct{}
 	done chan struct{}
 
-	retry time.Duration
+	retry  time.Duration
+	refuse func() error
 
 	mu      sync.Mutex
 	ln      net.Listener // the socket served, once made
@@ -91,7 +97,7 @@ func Serve(dataDir string, routes map[string]http.Handler, opts *Options) *Serve
 	}
 	s := &Server{
 		Path: filepath.Join(dirs.Sockets(dataDir), fmt.Sprintf("%d-%s%s", os.Getpid(), hex.EncodeToString(b[:]), ext)),
-		log:  o.Logger, stop: make(chan struct{}), done: make(chan struct{}), retry: o.Retry,
+		log:  o.Logger, stop: make(chan struct{}), done: make(chan struct{}), retry: o.Retry, refuse: o.Refuse,
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 5 * time.Minute},
 	}
 	if len(s.Path) > maxPath {
@@ -131,6 +137,11 @@ func (s *Server) listen() {
 
 // tryListen makes the socket and serves on it; s.mu is held.
 func (s *Server) tryListen() error {
+	if s.refuse != nil {
+		if err := s.refuse(); err != nil {
+			return err
+		}
+	}
 	dir := filepath.Dir(s.Path)
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return err

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,6 +127,31 @@ func TestServeMakesItAgain(t *testing.T) {
 	if _, err := get(t, s2.Path); err != nil {
 		t.Errorf("GET /status: %v", err)
 	}
+}
+
+// While Refuse refuses (serve: a data folder that is another one than the
+// gateway wrote in), no socket and no run/ folder are made; once it
+// accepts, the socket is made again.
+func TestServeRefused(t *testing.T) {
+	data := t.TempDir()
+	var refused atomic.Bool
+	refused.Store(true)
+	var asked atomic.Int32
+	refuse := func() error {
+		asked.Add(1)
+		if refused.Load() {
+			return errors.New("another folder")
+		}
+		return nil
+	}
+	s := Serve(data, status, &Options{Retry: 10 * time.Millisecond, Refuse: refuse})
+	defer s.Close()
+	testenv.Eventually(t, "two more tries", func() bool { return asked.Load() >= 3 })
+	if _, err := os.Stat(dirs.Sockets(data)); !os.IsNotExist(err) {
+		t.Fatalf("run/ made while refused: %v", err)
+	}
+	refused.Store(false)
+	testenv.Eventually(t, "the socket made once accepted", s.Listening)
 }
 
 // A data folder whose path is too long for a socket gets none, and Close

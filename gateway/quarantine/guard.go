@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -290,6 +291,9 @@ type Guard struct {
 	mu      sync.Mutex      // serializes Observe and snapshot builds
 	unsaved map[string]*Pin // pins decided here that the file does not hold (a write failed)
 	snap    atomic.Pointer[Snapshot]
+	// absent is the view's value of a missing pins file (the one it holds
+	// while the file is gone), to tell a removed file from an empty one.
+	absent atomic.Pointer[File]
 
 	errMu    sync.Mutex
 	lastErr  string    // the pins file error logged last ("" = none)
@@ -323,7 +327,11 @@ func New(path string, opts *Options) *Guard {
 		o.Command = shellword.Join
 	}
 	g := &Guard{path: path, opts: o, log: o.Logger, unsaved: map[string]*Pin{}}
-	g.view = datafile.NewView(path, ParseFile, func() *File { f, _ := ParseFile(nil); return f })
+	g.view = datafile.NewView(path, ParseFile, func() *File {
+		f, _ := ParseFile(nil)
+		g.absent.Store(f)
+		return f
+	})
 	g.view.Seed(o.Read)
 	return g
 }
@@ -425,6 +433,14 @@ func (g *Guard) Snapshot() *Snapshot {
 	defer g.mu.Unlock()
 	if s = g.snap.Load(); s != nil && s.file == f {
 		return s
+	}
+	if g.reclaim(f) {
+		// Written back now if the folder takes it, so that the storage's
+		// health does not say OK about pins that are only in memory.
+		_ = g.saveUnsaved() // a refusal is the storage's to report
+		if f, err = g.view.Load(); err != nil {
+			return g.build(nil)
+		}
 	}
 	s = g.build(f)
 	g.released(g.snap.Load(), s)
@@ -575,6 +591,9 @@ func (g *Guard) Observe(tools []catalog.Tool) {
 func (g *Guard) observe(tools []catalog.Tool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if f, err := g.view.Load(); err == nil {
+		g.reclaim(f)
+	}
 	now := g.opts.Now().UTC()
 	var decided map[string]*Pin
 	err := g.check()
@@ -636,6 +655,46 @@ func (g *Guard) Unsaved() int {
 func (g *Guard) SaveUnsaved() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if f, err := g.view.Load(); err == nil {
+		g.reclaim(f)
+	}
+	return g.saveUnsaved()
+}
+
+// reclaim keeps the decisions held in memory when the pins file went with
+// its folder (the data folder removed, and maybe made again, while
+// serving): they become unsaved, so they hold and are written back once
+// the folder takes writes, as the pins of a folder that could not take a
+// write are. A pins file moved aside alone (its folder still there)
+// releases what it held: every tool is pinned afresh. f is the view's
+// content as of now; g.mu is held. It reports whether it kept any.
+func (g *Guard) reclaim(f *File) bool {
+	if f != g.absent.Load() {
+		return false
+	}
+	if _, err := os.Stat(filepath.Dir(g.path)); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	s := g.snap.Load()
+	if s == nil {
+		return false
+	}
+	n := 0
+	for id, p := range s.pins {
+		if _, ok := g.unsaved[id]; !ok {
+			g.unsaved[id] = p
+			n++
+		}
+	}
+	if n > 0 {
+		g.log.Warn("the quarantine pins file was removed with its folder while serving; the decisions held in memory stand and are written back once the data folder takes writes",
+			"file", g.path, "decisions", n)
+	}
+	return n > 0
+}
+
+// saveUnsaved is SaveUnsaved with g.mu held.
+func (g *Guard) saveUnsaved() error {
 	if len(g.unsaved) == 0 {
 		return nil
 	}

@@ -226,6 +226,86 @@ func TestGuardDataFolderRemovedAfterCheck(t *testing.T) {
 	}
 }
 
+// The data folder removed and made again while serving (the fix its fault
+// names): the pins held in memory stand, are written back to the new
+// folder, and a definition that changed is still caught; until they are
+// written, the storage does not say the pins are fine. A pins file moved
+// aside alone still releases what it held.
+func TestGuardPinsWrittenBackAfterDataFolderRemoved(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	h := storage.New(data, nil)
+	if err := h.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	w := h.Writer("quarantine pins", "decisions are kept in memory")
+	path := filepath.Join(data, "quarantine", "pins.json")
+	g := New(path, &Options{Storage: w})
+	g.Observe([]catalog.Tool{clean, poisoned})
+	if held(g, poisoned.ID()) == nil {
+		t.Fatal("the poisoned tool is not held")
+	}
+
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	if held(g, poisoned.ID()) == nil {
+		t.Fatal("the hold was lost with the data folder")
+	}
+	if !w.Failing() {
+		t.Error("the pins are only in memory, and the storage says they are written")
+	}
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SaveUnsaved(); err != nil { // serve's, every 10 s
+		t.Fatal(err)
+	}
+	if held(g, poisoned.ID()) == nil {
+		t.Fatal("the hold was lost once the data folder was made again")
+	}
+	if w.Failing() || g.Unsaved() != 0 {
+		t.Errorf("the pins were not written back to the folder made again (failing %v, %d unsaved)", w.Failing(), g.Unsaved())
+	}
+	f, err := Read(path)
+	if err != nil || f.Tools[clean.ID()] == nil || f.Tools[poisoned.ID()] == nil {
+		t.Fatalf("pins file after the folder was made again: %+v, %v", f, err)
+	}
+
+	// Removed and made again between two looks: written back at the
+	// next one (a GET /status reads the pins first).
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if held(g, poisoned.ID()) == nil || w.Failing() || g.Unsaved() != 0 {
+		t.Fatalf("after rm -rf and mkdir: held %v, failing %v, %d unsaved", held(g, poisoned.ID()), w.Failing(), g.Unsaved())
+	}
+	if f, err := Read(path); err != nil || len(f.Tools) != 2 {
+		t.Fatalf("pins file after rm -rf and mkdir: %+v, %v", f, err)
+	}
+
+	// A restart with a changed definition: still caught.
+	changed := clean
+	changed.Description = "Changed."
+	g2 := New(path, nil)
+	g2.Observe([]catalog.Tool{changed})
+	if h := held(g2, clean.ID()); h == nil || !h.Changed {
+		t.Errorf("a changed definition after the restart: hold %+v, want held as changed", h)
+	}
+
+	// Only the file moved aside: every tool is pinned afresh.
+	if err := os.Rename(path, path+".bad"); err != nil {
+		t.Fatal(err)
+	}
+	if held(g, poisoned.ID()) != nil {
+		// The poisoned tool is held again at its next listing, by its
+		// scan; until then it is not pinned.
+		t.Error("moving the pins file aside did not release what it held")
+	}
+}
+
 // The hash ignores the schema's key order and nothing else.
 func TestHash(t *testing.T) {
 	a := catalog.Tool{Server: "s", Name: "t", InputSchema: []byte(`{"type":"object","properties":{"a":{"type":"number","maximum":1.50}}}`)}

@@ -40,6 +40,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -69,6 +70,17 @@ type Health struct {
 	dir string
 	o   Options
 	log *slog.Logger
+	// create is set while a folder that Prepare could not make has not
+	// been there yet: the start would have made it, so Check makes it once
+	// it can (the file system remounted read-write, the file in its place
+	// moved aside). Once the folder is there it is cleared for good: a
+	// folder that vanishes after that is not made again.
+	create atomic.Bool
+	// id is the data folder's device and inode as toolgate writes there:
+	// taken when Check first finds it, and again when it was made again on
+	// the same file system (an operator's mkdir -p after a removal). One on
+	// another device is another folder: a volume unmounted from under it.
+	id atomic.Pointer[folderID]
 
 	mu        sync.Mutex
 	writers   []*Writer
@@ -102,11 +114,18 @@ func (h *Health) Dir() string { return h.dir }
 // Prepare creates the data folder (and its parents) if it does not exist.
 // Only a start does this: a folder that vanishes while toolgate runs is a
 // fault that Check reports, not something to create again behind the
-// operator's back (it may be a volume that is no longer mounted).
+// operator's back (it may be a volume that is no longer mounted). A
+// folder that Prepare cannot make (a read-only mount, a file in its
+// place) is made by Check once it can be: it was never there at this
+// start, so nothing was unmounted.
 func (h *Health) Prepare() error {
 	if err := os.MkdirAll(h.dir, 0o755); err != nil {
+		if fi, serr := os.Stat(h.dir); serr != nil || !fi.IsDir() {
+			h.create.Store(true)
+		}
 		return h.folderError(err)
 	}
+	h.create.Store(false)
 	return nil
 }
 
@@ -190,12 +209,30 @@ func (h *Health) Check() error {
 // probe checks the folder and returns its free bytes.
 func (h *Health) probe() (uint64, error) {
 	fi, err := os.Stat(h.dir)
+	if err != nil && h.create.Load() {
+		// Never there at this start: made now if it can be.
+		if merr := os.MkdirAll(h.dir, 0o755); merr != nil {
+			return 0, h.folderError(merr)
+		}
+		if h.create.CompareAndSwap(true, false) {
+			h.log.Info("created the data folder: it could not be made at the start", "dir", h.dir)
+		}
+		fi, err = os.Stat(h.dir)
+	}
 	if err != nil {
 		return 0, h.folderError(err)
 	}
 	if !fi.IsDir() {
+		then := "toolgate writes again once a folder is there"
+		if h.create.Load() {
+			then = "toolgate then makes the folder and writes there"
+		}
 		return 0, &FolderError{Dir: h.dir, Problem: "is not a folder (a file is in its place)",
-			Fix: fmt.Sprintf("move the file %s aside; toolgate writes again once a folder is there", h.dir)}
+			Fix: fmt.Sprintf("move the file %s aside; %s", h.dir, then)}
+	}
+	h.create.Store(false)
+	if err := h.same(fi); err != nil {
+		return 0, err
 	}
 	if err := unix.Access(h.dir, unix.W_OK|unix.X_OK); err != nil {
 		return 0, h.folderError(err)
@@ -205,12 +242,95 @@ func (h *Health) probe() (uint64, error) {
 		return 0, h.folderError(err)
 	}
 	free := freeOf(st)
-	if free < h.o.MinFree || (st.Files > 0 && st.Ffree == 0) {
-		return free, &FolderError{Dir: h.dir, Err: syscall.ENOSPC,
-			Problem: fmt.Sprintf("is on a full file system (%s free, %d inodes free; toolgate stops writing below %s)", mib(free), st.Ffree, mib(h.o.MinFree)),
-			Fix:     fmt.Sprintf("free space on the file system of %s; toolgate writes again once it has more than %s free", h.dir, mib(h.o.MinFree))}
+	return free, full(h.dir, free, st.Files, st.Ffree, h.o.MinFree)
+}
+
+// full is the fault of a file system with free bytes and ffree of files
+// inodes free, or nil when it has room: more than minFree bytes and, where
+// it counts inodes, one at least. It says which is short, space or inodes
+// (the free files: a disk with room can still refuse every new file).
+func full(dir string, free, files, ffree, minFree uint64) error {
+	noSpace, noInodes := free < minFree, files > 0 && ffree == 0
+	switch {
+	case noSpace && noInodes:
+		return &FolderError{Dir: dir, Err: syscall.ENOSPC,
+			Problem: fmt.Sprintf("is on a full file system (%s free, toolgate stops writing below %s; and no inodes free: no new file can be made)", mib(free), mib(minFree)),
+			Fix:     fmt.Sprintf("free space and files on the file system of %s (delete files); toolgate writes again once it has more than %s and some inodes free", dir, mib(minFree))}
+	case noSpace:
+		return &FolderError{Dir: dir, Err: syscall.ENOSPC,
+			Problem: fmt.Sprintf("is on a full file system (%s free; toolgate stops writing below %s)", mib(free), mib(minFree)),
+			Fix:     fmt.Sprintf("free space on the file system of %s; toolgate writes again once it has more than %s free", dir, mib(minFree))}
+	case noInodes:
+		return &FolderError{Dir: dir, Err: syscall.ENOSPC,
+			Problem: fmt.Sprintf("is on a file system out of inodes (0 of %d free: no new file can be made, though %s of space is free)", files, mib(free)),
+			Fix:     inodesFix(dir) + "; toolgate writes again once files can be made there"}
 	}
-	return free, nil
+	return nil
+}
+
+// inodesFix is what the operator does about a file system out of inodes.
+func inodesFix(dir string) string {
+	return fmt.Sprintf("free inodes on the file system of %s: delete files (many small ones count most), or give it more inodes (a tmpfs: mount -o remount,nr_inodes=N)", dir)
+}
+
+// outOfInodes reports whether the file system of dir (or of the nearest
+// folder on its way that exists) counts inodes and has none free: what
+// an ENOSPC means there, though space may be free.
+func outOfInodes(dir string) bool {
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		if st, err := statfs(p); err == nil {
+			return st.Files > 0 && st.Ffree == 0
+		}
+		if filepath.Dir(p) == p {
+			return false
+		}
+	}
+}
+
+// folderID is a folder's device and inode.
+type folderID struct{ dev, ino uint64 }
+
+// ErrReplaced is the error of a data folder that is on another file system
+// than when toolgate first wrote there (FolderError.Err).
+var ErrReplaced = errors.New("the data folder is on another file system than when toolgate started writing there")
+
+// same checks that fi, the data folder now, is the folder toolgate writes
+// in: the first one it finds is, and so is one made again on the same file
+// system (it becomes the folder); one on another device is not (the volume
+// mounted there was unmounted, and this is the folder it hid): writing
+// there would hide the fault.
+func (h *Health) same(fi fs.FileInfo) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	now := &folderID{dev: uint64(st.Dev), ino: st.Ino}
+	was := h.id.Load()
+	switch {
+	case was == nil:
+		h.id.CompareAndSwap(nil, now)
+	case was.dev != now.dev:
+		return &FolderError{Dir: h.dir, Err: ErrReplaced,
+			Problem: fmt.Sprintf("is another folder than the one toolgate wrote in: it is on another file system (device %d:%d, was %d:%d), so the volume mounted there may have been unmounted",
+				unix.Major(now.dev), unix.Minor(now.dev), unix.Major(was.dev), unix.Minor(was.dev)),
+			Fix: fmt.Sprintf("mount the volume again at %s (toolgate writes again once its file system is back), or restart toolgate to use the folder there now", h.dir)}
+	case was.ino != now.ino:
+		if h.id.CompareAndSwap(was, now) {
+			h.log.Info("the data folder was made again: toolgate writes in the new one", "dir", h.dir)
+		}
+	}
+	return nil
+}
+
+// Replaced returns the fault of a data folder that is another one than
+// toolgate wrote in (see Check), or nil: what a writer that does not ask
+// Check (the status socket) must not write into.
+func (h *Health) Replaced() error {
+	fi, err := os.Stat(h.dir)
+	if err != nil || !fi.IsDir() {
+		return nil
+	}
+	return h.same(fi)
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
@@ -231,6 +351,8 @@ func (h *Health) folderError(err error) *FolderError {
 		e.Problem = "is on a read-only file system"
 	case errors.Is(err, os.ErrPermission):
 		e.Problem = "is not writable by this user"
+	case errors.Is(err, syscall.ENOSPC) && outOfInodes(h.dir):
+		e.Problem = "is on a file system out of inodes (no new file can be made, though space may be free)"
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		e.Problem = "is on a full file system (or over quota)"
 	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
@@ -269,6 +391,8 @@ func Fix(dir string, err error) string {
 		return fmt.Sprintf("remount the file system of %s read-write, or restart toolgate with --data-dir on a writable one; writers resume by themselves once it is writable", dir)
 	case errors.Is(err, os.ErrPermission):
 		return fmt.Sprintf("give this user write access to %s (chown/chmod), or restart toolgate with another --data-dir; writers resume by themselves once it is writable", dir)
+	case errors.Is(err, syscall.ENOSPC) && outOfInodes(dir):
+		return inodesFix(dir) + "; writers resume by themselves once files can be made there"
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return fmt.Sprintf("free space on the file system of %s; writers resume by themselves once there is room", dir)
 	case Shortage(err) == syscall.ENFILE:

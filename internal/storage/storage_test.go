@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -193,6 +195,159 @@ func TestFixNamesTheFileInTheWay(t *testing.T) {
 		if got := Fix(dir, err); !strings.Contains(got, "move the file "+f+" aside") {
 			t.Errorf("Fix for %s = %q, want it to name %s", dir, got, f)
 		}
+	}
+}
+
+// A data folder that could not be made at the start (a file in its place,
+// or on its path; a read-only mount is the same) is made by Check once the
+// fix is applied, with no mkdir by the operator: the start would have made
+// it. One that was there and vanished is not (the "removed" case of the table above).
+func TestFolderNotMadeAtStartMadeOnceItCanBe(t *testing.T) {
+	for _, c := range []struct{ name, sub string }{{"a file in its place", ""}, {"a file on its path", "data"}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "file")
+			if err := os.WriteFile(f, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(f, c.sub)
+			h := New(dir, nil)
+			if err := h.Prepare(); err == nil {
+				t.Fatal("Prepare: no error")
+			}
+			err := h.Check()
+			if err == nil || !strings.Contains(Fix(dir, err), "move the file "+f+" aside") {
+				t.Fatalf("Check before the fix = %v (fix %q), want the file named", err, Fix(dir, err))
+			}
+			if err := os.Remove(f); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Check(); err != nil {
+				t.Fatalf("Check once the file is aside = %v (fix %q), want the folder made", err, Fix(dir, err))
+			}
+			if r := h.Report(); !r.Writable || r.Failing() {
+				t.Errorf("report once the folder is made: %+v", r)
+			}
+			// Made once: removed now, it is a fault again.
+			if err := os.RemoveAll(f); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Check(); err == nil || !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("Check after the folder made was removed = %v, want it missing", err)
+			}
+			if _, err := os.Stat(dir); err == nil {
+				t.Error("the folder was made again after it had been there")
+			}
+		})
+	}
+}
+
+// A file system out of inodes is said to be, not to be out of space: it
+// may have plenty.
+func TestFullSaysWhatIsShort(t *testing.T) {
+	const minFree = 64 << 20
+	for _, c := range []struct {
+		name               string
+		free, files, ffree uint64
+		problem, fix, not  string
+	}{
+		{"inodes", 200 << 20, 60, 0, "out of inodes", "free inodes", "free space"},
+		{"space", 1 << 20, 60, 10, "full file system (1.0 MiB free", "free space", "inodes"},
+		{"both", 1 << 20, 60, 0, "no inodes free", "free space and files", "out of inodes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := full("/d", c.free, c.files, c.ffree, minFree)
+			var fe *FolderError
+			if !errors.As(err, &fe) || !strings.Contains(fe.Problem, c.problem) || !strings.Contains(fe.Fix, c.fix) ||
+				strings.Contains(fe.Problem+fe.Fix, c.not) || !errors.Is(err, syscall.ENOSPC) {
+				t.Errorf("full = %v (fix %q), want %q, fix %q, and no %q", err, fixOf(fe), c.problem, c.fix, c.not)
+			}
+		})
+	}
+	if err := full("/d", 200<<20, 0, 0, minFree); err != nil { // no inode count (btrfs)
+		t.Errorf("a file system that does not count inodes: %v", err)
+	}
+}
+
+// On a real file system out of inodes (a tmpfs with few, all used):
+// Check, a start that cannot make the folder, and a write that fails with
+// ENOSPC all say inodes, not space, with the inode fix.
+func TestOutOfInodes(t *testing.T) {
+	mnt := t.TempDir()
+	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "size=8m,nr_inodes=16"); err != nil {
+		testenv.Missing(t, "mounting a tmpfs needs root (%v)", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(mnt, unix.MNT_DETACH) })
+	data := filepath.Join(mnt, "data")
+	h := New(data, &Options{MinFree: 1 << 20})
+	if err := h.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	var werr error
+	for i := 0; werr == nil && i < 100; i++ {
+		werr = os.WriteFile(filepath.Join(data, fmt.Sprint(i)), nil, 0o644)
+	}
+	if !errors.Is(werr, syscall.ENOSPC) {
+		t.Fatalf("filling the inodes: %v", werr)
+	}
+	if fix := Fix(data, werr); !strings.Contains(fix, "free inodes") {
+		t.Errorf("Fix of a write refused for want of inodes = %q", fix)
+	}
+	err := h.Check()
+	var fe *FolderError
+	if !errors.As(err, &fe) || !strings.Contains(fe.Problem, "out of inodes") || !strings.Contains(fe.Fix, "free inodes") {
+		t.Errorf("Check = %v (fix %q), want out of inodes", err, fixOf(fe))
+	}
+	err = New(filepath.Join(mnt, "other"), nil).Prepare()
+	if !errors.As(err, &fe) || !strings.Contains(fe.Problem, "out of inodes") || !strings.Contains(fe.Fix, "free inodes") {
+		t.Errorf("Prepare = %v (fix %q), want out of inodes", err, fixOf(fe))
+	}
+}
+
+// A data folder that is a mount point, its volume unmounted under the
+// gateway: the folder left there is another one (another device), so no
+// store writes in it, and the fault says so with its fix. One removed and
+// made again on the same file system (mkdir -p, the fix of a removal) is
+// the folder from then on.
+func TestFolderReplaced(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := New(data, &Options{MinFree: 1 << 20})
+	if err := h.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Check(); err != nil {
+		t.Fatalf("Check of the folder made again on the same file system: %v", err)
+	}
+
+	if err := unix.Mount("tmpfs", data, "tmpfs", 0, "size=8m"); err != nil {
+		testenv.Missing(t, "mounting a tmpfs needs root (%v)", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(data, unix.MNT_DETACH) })
+	h = New(data, &Options{MinFree: 1 << 20})
+	if err := h.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Unmount(data, unix.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
+	err := h.Check()
+	var fe *FolderError
+	if !errors.Is(err, ErrReplaced) || !errors.As(err, &fe) || !strings.Contains(fe.Problem, "unmounted") || !strings.Contains(Fix(data, err), "mount the volume again at "+data) {
+		t.Errorf("Check once the volume is unmounted = %v (fix %q), want ErrReplaced with the fix", err, fixOf(fe))
+	}
+	if err := h.Replaced(); !errors.Is(err, ErrReplaced) {
+		t.Errorf("Replaced = %v", err)
+	}
+	if r := h.Report(); r.Writable {
+		t.Errorf("report once the volume is unmounted: %+v", r)
 	}
 }
 

@@ -270,6 +270,70 @@ func (s *Store) usable() error {
 	return nil
 }
 
+// Replaced reports whether the store's folder was removed or replaced
+// since it was opened (the data folder removed while serving, and maybe
+// made again): what the store holds is then only in its open files and
+// memory, and it writes nothing more (Reopen moves it to a new store).
+// An in-memory store never is.
+func (s *Store) Replaced() bool {
+	if s.inMemory {
+		return false
+	}
+	now, err := os.Stat(s.dir)
+	return err != nil || s.dirInfo == nil || !os.SameFile(now, s.dirInfo)
+}
+
+// Reopen opens a new store in s's folder, made again (with opts, as Open
+// does: a data folder that cannot take writes is Open's error), and copies
+// into it everything s holds, read from s's open files though its folder
+// is gone: what was learned outlives the folder's removal. s is left
+// unclosed (Badger would retry its flush into the removed folder forever,
+// and Close would wait for it) and muted; it must not be used again.
+func (s *Store) Reopen(opts *Options) (*Store, error) {
+	n, err := Open(s.dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	type kv struct{ k, v []byte }
+	var all []kv
+	err = s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.DefaultIteratorOptions)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().KeyCopy(nil)
+			if string(k) == string(keyFormat) {
+				continue // the new store's own
+			}
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			all = append(all, kv{k, v})
+		}
+		return nil
+	})
+	for start := 0; start < len(all) && err == nil; start += addBatch {
+		err = n.update(func(txn *badger.Txn) error {
+			for _, e := range all[start:min(start+addBatch, len(all))] {
+				if err := txn.Set(e.k, e.v); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		_ = n.Close()
+		return nil, fmt.Errorf("learned pairs: copy what the removed store held into %s: %w", s.dir, err)
+	}
+	s.clockMu.Lock()
+	n.clock = max(n.clock, s.clock)
+	s.clockMu.Unlock()
+	n.gen.Store(s.gen.Load() + 1)
+	s.blog.Mute()
+	return n, nil
+}
+
 // refused reports a write the store did not try: Storage already knows of
 // a refusal of its own (Check); the store's folder gone or a failing flush
 // are reported as failures (Storage logs each fault once).

@@ -318,3 +318,63 @@ func TestAddLargeLog(t *testing.T) {
 		t.Errorf("stored %d pairs for %d tools, want %d for 100", n, tools, len(pairs))
 	}
 }
+
+// The data folder removed while the store is open, then made again: the
+// store says its folder was replaced, Reopen fails while the data folder
+// is missing and, once it is back, moves every pair to a new store there,
+// which records and keeps them across a restart.
+func TestReopenAfterFolderRemoved(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	h := storage.New(data, nil)
+	if err := h.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	w := h.Writer("learned pairs", "pairs are not recorded")
+	dir := filepath.Join(data, "learn")
+	opts := &Options{Storage: w}
+	s, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Record("read my notes file", readFile)
+	if s.Replaced() {
+		t.Fatal("Replaced before the folder was removed")
+	}
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Replaced() {
+		t.Fatal("Replaced is false once the folder was removed")
+	}
+	if _, err := s.Reopen(opts); err == nil {
+		t.Fatal("Reopen with no data folder: no error")
+	}
+	if _, err := os.Stat(data); err == nil {
+		t.Fatal("Reopen made the data folder again")
+	}
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Reopen(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Generation() == s.Generation() {
+		t.Error("the generation did not change with the store")
+	}
+	n.Record("file a bug", issue)
+	if w.Failing() {
+		t.Error("the new store's writes are reported failing")
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := pairsOf(r); len(got) != 2 || got["fs__read_file | read my notes file"] == 0 || got["github__create_issue | file a bug"] == 0 {
+		t.Errorf("pairs after the restart: %v, want the one from before the removal and the one after", got)
+	}
+}

@@ -67,6 +67,9 @@ func runImport(stdout, stderr io.Writer, files []string, f importFlags) error {
 	if f.format != "" && !slices.Contains(importer.Formats, f.format) {
 		return usageError{fmt.Errorf("--format %q: use one of %s", f.format, strings.Join(importer.Formats, ", "))}
 	}
+	if f.dryRun && f.into == "" {
+		return usageError{errors.New("--dry-run shows the change --into makes to a config file: give --into CONFIG, or leave --dry-run out to print the config")}
+	}
 	var docs []config.Doc
 	var inputs []importer.Input
 	for _, path := range files {
@@ -77,6 +80,13 @@ func runImport(stdout, stderr io.Writer, files []string, f importFlags) error {
 		r, err := importer.Read(path, data, f.format)
 		if err != nil {
 			return err
+		}
+		if f.format != "" && len(r.Servers) == 0 {
+			// A forced kind that finds nothing where the file's own kind
+			// finds servers: say so, not "0 servers".
+			if d, err := importer.Read(path, data, ""); err == nil && len(d.Servers) > 0 && d.Format != r.Format {
+				return usageError{fmt.Errorf("%s: --format %s finds no servers in it, and it reads as a %s file (%d servers): leave --format out, or give --format %s", path, f.format, d.Format, len(d.Servers), d.Format)}
+			}
 		}
 		fmt.Fprintf(stderr, "%s (%s): %d servers: %s\n", path, r.Format, len(r.Servers), strings.Join(r.Servers, ", "))
 		for _, n := range r.Notes {

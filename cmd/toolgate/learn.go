@@ -61,7 +61,7 @@ work through its status socket in the data folder, and its ranking uses the
 change at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runLearn(cmd.Context(), g, f, cmd.OutOrStdout())
+			return runLearn(cmd.Context(), g, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()
@@ -650,7 +650,7 @@ func printLearn(w io.Writer, req learnRequest, ans learnAnswer, via string) {
 	}
 }
 
-func runLearn(ctx context.Context, g *globals, f *learnFlags, out io.Writer) error {
+func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Writer) error {
 	switch {
 	case f.reset && f.queries != "":
 		return usageError{errors.New("learn: give either --queries or --reset, not both")}
@@ -673,10 +673,18 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out io.Writer) err
 			}
 		}
 	}
+	known := indexedTools(g, log)
+	if len(req.Pairs) > 0 {
+		warnUnknownTools(errw, known, req.Pairs, g.DataDir())
+	}
 	store, err := openLearnStore(g, log)
 	if errors.Is(err, learn.ErrBusy) {
 		// A running gateway holds the store: it does the work.
-		return learnThroughGateway(ctx, g, req, out, err)
+		ans, err := learnThroughGateway(ctx, g, req, out, err)
+		if err != nil {
+			return err
+		}
+		return checkReset(ans, req, known)
 	}
 	if err != nil {
 		if g.health().Check() == nil {
@@ -687,37 +695,90 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out io.Writer) err
 	defer store.Close()
 	// The index of the data folder, when there is one, gives each tool's
 	// definition to keep beside its pairs.
-	defs := map[string]catalog.Tool{}
-	if len(req.Pairs) > 0 {
-		if ix, err := index.Open(index.Dir(g.DataDir()), &index.Options{Logger: log}); err == nil {
-			for _, t := range ix.Tools() {
-				defs[t.ID()] = t
-			}
-			ix.Close()
-		}
+	defs := known
+	if defs == nil {
+		defs = map[string]catalog.Tool{}
 	}
 	ans, err := applyLearn(store, learnDir(g), req, defs)
 	if err != nil {
 		return err
 	}
 	printLearn(out, req, ans, "")
-	return nil
+	return checkReset(ans, req, known)
+}
+
+// indexedTools are the tools of the data folder's index, by ID (nil when
+// there is no index to read).
+func indexedTools(g *globals, log *slog.Logger) map[string]catalog.Tool {
+	ix, err := index.Open(index.Dir(g.DataDir()), &index.Options{Logger: log})
+	if err != nil {
+		return nil
+	}
+	defer ix.Close()
+	out := make(map[string]catalog.Tool, len(ix.Tools()))
+	for _, t := range ix.Tools() {
+		out[t.ID()] = t
+	}
+	return out
+}
+
+// warnUnknownTools says which tools of pairs the index (known; nil: none
+// to read) does not have: a misspelt ID is recorded and ranks nothing.
+func warnUnknownTools(w io.Writer, known map[string]catalog.Tool, pairs []learnedOne, dataDir string) {
+	if known == nil {
+		fmt.Fprintf(w, "note: the tool names were not checked: the data folder %s has no index yet (toolgate index or serve builds one)\n", dataDir)
+		return
+	}
+	var unknown []string
+	for _, p := range pairs {
+		if _, ok := known[p.Tool]; !ok && !slices.Contains(unknown, p.Tool) {
+			unknown = append(unknown, p.Tool)
+		}
+	}
+	if len(unknown) == 0 {
+		return
+	}
+	slices.Sort(unknown)
+	more := ""
+	if len(unknown) > 10 {
+		unknown, more = unknown[:10], fmt.Sprintf(" and %d more", len(unknown)-10)
+	}
+	fmt.Fprintf(w, "warning: the index has no tool named %s%s: their pairs are recorded, and rank nothing until such a tool is indexed (a misspelt name never will)\n", strings.Join(unknown, ", "), more)
+}
+
+// checkReset makes a reset of a server that forgot nothing, and that the
+// index does not have either, a usage error: a misspelt --server.
+func checkReset(ans learnAnswer, req learnRequest, known map[string]catalog.Tool) error {
+	if !req.Reset || req.Server == "" || ans.Forgot > 0 || known == nil {
+		return nil
+	}
+	var servers []string
+	for id := range known {
+		if srv, _, err := catalog.SplitID(id); err == nil && !slices.Contains(servers, srv) {
+			servers = append(servers, srv)
+		}
+	}
+	if slices.Contains(servers, req.Server) {
+		return nil
+	}
+	slices.Sort(servers)
+	return usageError{fmt.Errorf("learn --reset --server %s: the index has no server of that name (servers: %s), and no pair of it was learned", req.Server, strings.Join(servers, ", "))}
 }
 
 // learnThroughGateway sends req to the gateway on the data folder that
 // holds the learned pairs and prints its answer; busy is the store's
-// refusal (see learnHolder).
-func learnThroughGateway(ctx context.Context, g *globals, req learnRequest, out io.Writer, busy error) error {
+// refusal (see learnHolder), and returns it.
+func learnThroughGateway(ctx context.Context, g *globals, req learnRequest, out io.Writer, busy error) (learnAnswer, error) {
 	holder, err := learnHolder(ctx, g, busy)
 	if err != nil {
-		return err
+		return learnAnswer{}, err
 	}
 	ans, err := askLearn(ctx, holder, req, false)
 	if err != nil {
-		return err
+		return ans, err
 	}
 	printLearn(out, req, ans, holder.name())
-	return nil
+	return ans, nil
 }
 
 // learnHolder finds the gateway on the data folder that holds the learned

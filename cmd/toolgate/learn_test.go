@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -173,19 +175,19 @@ func TestLearnCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := runLearn(context.Background(), g, &learnFlags{queries: log}, &out); err != nil {
+	if err := runLearn(context.Background(), g, &learnFlags{queries: log}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "recorded 3 pairs") || !strings.Contains(out.String(), "3 pairs for 3 tools") {
 		t.Errorf("output %q", out.String())
 	}
 	out.Reset()
-	if err := runLearn(context.Background(), g, &learnFlags{reset: true, server: "m"}, &out); err != nil || !strings.Contains(out.String(), "forgot 2 learned pairs of server m's tools") {
+	if err := runLearn(context.Background(), g, &learnFlags{reset: true, server: "m"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "forgot 2 learned pairs of server m's tools") {
 		t.Errorf("reset m: %v %q", err, out.String())
 	}
 	for _, f := range []learnFlags{{reset: true, queries: log}, {server: "m"}} {
 		var ue usageError
-		if err := runLearn(context.Background(), g, &f, &out); err == nil || !errors.As(err, &ue) {
+		if err := runLearn(context.Background(), g, &f, &out, io.Discard); err == nil || !errors.As(err, &ue) {
 			t.Errorf("%+v: err = %v, want a usage error", f, err)
 		}
 	}
@@ -252,5 +254,35 @@ func TestLearnedPairsReopenedAfterDataFolderRemoved(t *testing.T) {
 	defer s.Close()
 	if n := len(s.Pairs()); n != 2 {
 		t.Errorf("%d pairs after the stop, want 2", n)
+	}
+}
+
+// learn checks names against the data folder's index: a tool it lacks is
+// recorded with a warning (a misspelt ID ranks nothing), and a reset of a
+// server it lacks that forgot nothing is a usage error naming its servers
+// (it printed "forgot 0 learned pairs of server memroy's tools", exit 0).
+func TestLearnChecksNamesAgainstTheIndex(t *testing.T) {
+	data := t.TempDir()
+	if out, err := toolgateCmd(t, data, "index", "--tools", writeToolsFile(t, t.TempDir(), 3, ""), "--bm25-only").CombinedOutput(); err != nil {
+		t.Fatalf("index: %v\n%s", err, out)
+	}
+	log := filepath.Join(t.TempDir(), "log.jsonl")
+	if err := os.WriteFile(log, []byte(`{"query": "list my files", "relevant": ["srv0__list_files_0", "srv0__list_filez_0"]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := toolgateCmd(t, data, "learn", "--queries", log)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil || !strings.Contains(stdout.String(), "recorded 2 pairs") ||
+		!strings.Contains(stderr.String(), "warning: the index has no tool named srv0__list_filez_0: their pairs are recorded") || strings.Contains(stderr.String(), "srv0__list_files_0") {
+		t.Errorf("learn --queries with an unknown tool: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	out, err := toolgateCmd(t, data, "learn", "--reset", "--server", "srv9").CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "learn --reset --server srv9: the index has no server of that name (servers: odd server, srv0, srv1, srv2), and no pair of it was learned") {
+		t.Errorf("learn --reset of a server the index lacks: %v\n%s", err, out)
+	}
+	if out, err := toolgateCmd(t, data, "learn", "--reset", "--server", "srv1").CombinedOutput(); err != nil || !strings.Contains(string(out), "forgot 0 learned pairs of server srv1's tools") {
+		t.Errorf("learn --reset of an indexed server with no pairs: %v\n%s", err, out)
 	}
 }

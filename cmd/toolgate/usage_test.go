@@ -35,6 +35,8 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"servers", "disabel", "memory"}, `unknown command "disabel" for "toolgate servers": did you mean "disable"?`},
 		{[]string{"keys", "revoke"}, "keys revoke: accepts 1 arg(s), received 0 (usage: toolgate keys revoke NAME"},
 		{[]string{"import"}, "import: requires at least 1 arg(s), only received 0 (usage: toolgate import FILE..."},
+		{[]string{"import", "--dry-run", cfg}, "--dry-run shows the change --into makes to a config file: give --into CONFIG, or leave --dry-run out"},
+		{[]string{"import", "--format", "claude-code", importData(t, "proj/.vscode/mcp.json")}, "--format claude-code finds no servers in it, and it reads as a vscode file (4 servers): leave --format out, or give --format vscode"},
 		{[]string{"status", "extra"}, `unknown command "extra" for "toolgate status"`},
 		{[]string{"search", "--limit", "0", "read file"}, "--limit 0: want 1 to 50 (leave it out for the default, 5)"},
 		{[]string{"search", "--limit", "-3", "read file"}, "--limit -3: want 1 to 50 (leave it out for the default, 5)"},

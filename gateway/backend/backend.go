@@ -955,7 +955,13 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("call %q on %q: %w", tool, name, context.Cause(ctx))
 	case errors.Is(cause, ErrCallTimeout):
-		return nil, fmt.Errorf("call %q on %q: no answer within %s: %w", tool, name, callTimeout, ErrCallTimeout)
+		err := fmt.Errorf("call %q on %q: no answer within %s: %w", tool, name, callTimeout, ErrCallTimeout)
+		// Kept as the server's last failure: one that stopped answering
+		// (stopped, hung) stayed "up" with no error in its status.
+		b.mu.Lock()
+		b.lastErr = maskErr(err, b.errMask)
+		b.mu.Unlock()
+		return nil, err
 	case b.ctx.Err() != nil:
 		// The gateway is stopping, or Reconfigure removed or replaced the
 		// backend (the session may have closed before cctx saw it).

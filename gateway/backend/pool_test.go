@@ -374,6 +374,11 @@ func TestCallTimeout(t *testing.T) {
 	if !errors.Is(err, ErrCallTimeout) {
 		t.Fatalf("err = %v, want ErrCallTimeout", err)
 	}
+	// Its status says so: a server that stopped answering (SIGSTOP, a
+	// hang) looked up with no error.
+	if st := statusOf(t, p, "fake"); st.State != StateUp || !strings.Contains(st.LastErr, `call "hang" on "fake": no answer within 300ms`) {
+		t.Errorf("status after a timeout: %s, last error %q", st.State, st.LastErr)
+	}
 	// The backend was told (notifications/cancelled) and keeps serving.
 	testenv.Eventually(t, "the backend cancelled the hang", func() bool { return hangs(t, p, "fake") == backendtest.HangCount(0, 1) })
 	if res, err := p.CallTool(context.Background(), "fake", "echo", map[string]any{"text": "still here"}); err != nil || textOf(t, res) != "still here" {

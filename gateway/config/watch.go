@@ -180,9 +180,13 @@ func (w *Watcher) run(refused bool) {
 				w.log.Warn("watching the config file", "path", w.path, "err", e.err)
 				continue
 			}
-			if e.ev.Op == fsnotify.Chmod || !relevant(w.names, e.ev.Name) {
-				continue // a touch changes nothing; other files do not matter
+			if !relevant(w.names, e.ev.Name) {
+				continue // other files do not matter
 			}
+			// A change of mode is read too: a file that could not be read
+			// (chmod 000) and is readable again is a reload; a touch of a
+			// file read before reads the same content, which changes
+			// nothing.
 			w.log.Debug("config file event", "event", e.ev.String())
 			timer.Reset(w.debounce)
 		case <-retry:

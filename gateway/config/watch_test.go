@@ -190,6 +190,27 @@ func TestWatchMissingFileAppears(t *testing.T) {
 	}
 }
 
+// A change of the file's mode is signalled: a config that could not be
+// read (chmod 000) and is readable again is a reload, which kept showing
+// the rejected one until the next save.
+func TestWatchModeChange(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "toolgate.json")
+	write(t, path, "{}")
+	w, err := Watch(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.C:
+	case <-time.After(testenv.Timeout):
+		t.Fatal("a change of mode was not signalled")
+	}
+}
+
 func TestWatchMissingDirectory(t *testing.T) {
 	if _, err := Watch(filepath.Join(t.TempDir(), "nope", "toolgate.json"), nil); err == nil {
 		t.Fatal("Watch in a missing directory: no error")

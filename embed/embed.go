@@ -130,6 +130,10 @@ type Embedder struct {
 	// stop is closed by Close: a background load that retries gives up.
 	stop     chan struct{}
 	stopOnce sync.Once
+	// bg is the background load or wait for files (Options.Background),
+	// which Close waits for: it reads the package's test hooks and must
+	// not outlive its Embedder.
+	bg sync.WaitGroup
 
 	// mu is held shared by each Embed and exclusively by Close, so Close
 	// waits for calls in flight and later calls see closed.
@@ -289,7 +293,7 @@ func New(opts *Options) (*Embedder, error) {
 			what = "the ONNX Runtime library is"
 		}
 		log.Warn("semantic ranking is off until "+what+" installed: search_tools runs BM25-only and says \"mode\": \"bm25\"; its folder is looked at every "+filesPoll.String(), "reason", missing)
-		go e.awaitFiles(o, "")
+		e.background(func() { e.awaitFiles(o, "") })
 		return e, nil
 	}
 	id, err := e.identify()
@@ -300,7 +304,8 @@ func New(opts *Options) (*Embedder, error) {
 		e.loadErr = err
 		close(e.loaded)
 		log.Warn("semantic ranking is off until the embedding model's files load: search_tools runs BM25-only and says \"mode\": \"bm25\"; they are tried again once they change (looked at every "+filesPoll.String()+")", "reason", err)
-		go e.awaitFiles(o, e.filesVersion())
+		version := e.filesVersion()
+		e.background(func() { e.awaitFiles(o, version) })
 		return e, nil
 	}
 	if err != nil {
@@ -308,7 +313,7 @@ func New(opts *Options) (*Embedder, error) {
 	}
 	e.ident.Store(id)
 	if o.Background {
-		go e.load(o)
+		e.background(func() { e.load(o) })
 		return e, nil
 	}
 	if e.load(o); e.loadErr != nil {
@@ -917,7 +922,8 @@ func meanPoolNormalize(hidden []float32, mask []int64, n, seq, dim int) [][]floa
 // flight. The ONNX Runtime library stays loaded for the process.
 func (e *Embedder) Close() error {
 	e.stopOnce.Do(func() { close(e.stop) })
-	<-e.loaded // a background load finishes first
+	<-e.loaded  // a background load finishes first
+	e.bg.Wait() // and a wait for new files ends
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -937,3 +943,12 @@ func (e *Embedder) Close() error {
 }
 
 var _ io.Closer = (*Embedder)(nil)
+
+// background runs f as the Embedder's background work (Close waits for it).
+func (e *Embedder) background(f func()) {
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		f()
+	}()
+}

@@ -82,8 +82,13 @@ func TestLearningFromUseEndToEnd(t *testing.T) {
 	}
 	// A reset that forgets nothing also makes the ranking the one of the
 	// pairs held (searches rebuild it in the background otherwise).
-	if out := learnCmd("--reset", "--server", "nope"); !strings.Contains(out, "forgot 0 learned pairs of server nope's tools\nservers with learned pairs: "+learnedServer(tool)+"\n") {
-		t.Errorf("toolgate learn --reset --server nope while serve holds the store: %q", out)
+	if out := learnCmd("--reset", "--server", "everything"); !strings.Contains(out, "forgot 0 learned pairs of server everything's tools\nservers with learned pairs: "+learnedServer(tool)+"\n") {
+		t.Errorf("toolgate learn --reset --server everything while serve holds the store: %q", out)
+	}
+	// A server neither the index nor the pairs know: a misspelt name, a
+	// usage error (it forgot nothing and said so, exit 0).
+	if out, stderr, err := runToolgate(t, dataDir, "learn", "--reset", "--server", "nope"); err == nil || !strings.Contains(stderr, "the index has no server of that name") {
+		t.Errorf("toolgate learn --reset --server nope while serve holds the store: %v %q %q", err, out, stderr)
 	}
 	const other = "show me what is stored"
 	first, second, seed := seedSecond(t, ctx, cs, other)

@@ -386,7 +386,7 @@ func Fix(dir string, err error) string {
 		if f := fileOnPath(dir); f != "" {
 			return fmt.Sprintf("move the file %s aside (it stands where a folder of %s should be); writers resume by themselves once the folder can be made", f, dir)
 		}
-		return fmt.Sprintf("create the folder again (%s) or restart toolgate, which creates it; writers resume by themselves once it is there", shellword.Join("mkdir", "-p", dir))
+		return fmt.Sprintf("create the folder again (%s): writers resume by themselves once it is there, and write back what they hold in memory (a restart creates it too, but what was held only in memory is lost)", shellword.Join("mkdir", "-p", dir))
 	case errors.Is(err, syscall.EROFS):
 		return fmt.Sprintf("remount the file system of %s read-write, or restart toolgate with --data-dir on a writable one; writers resume by themselves once it is writable", dir)
 	case errors.Is(err, os.ErrPermission):

@@ -250,13 +250,9 @@ func overRefused(w http.ResponseWriter, r *http.Request, o HTTPOptions, why stri
 // refused requests (limit.RefusalOptions.Summary) to a, and logs it.
 func RefusalSummary(a AuditLog, log *slog.Logger) func(addr string, n int, since time.Time) {
 	return func(addr string, n int, since time.Time) {
-		reason := fmt.Sprintf("%d refused requests from %s suppressed since %s: over toolgate.limits.refusedPerMinute, each was answered 429 and not recorded", n, addr, since.UTC().Format(time.RFC3339))
-		if log != nil {
-			log.Warn("refused requests over the per-address limit", "remote", addr, "suppressed", n, "since", since.UTC().Format(time.RFC3339))
-		}
-		if a != nil {
-			a.Write(audit.Record{Transport: "http", Remote: addr, Action: "http", Decision: audit.RateLimited, Reason: reason, Status: http.StatusTooManyRequests})
-		}
+		writeSuppressed(a, log, audit.Record{Remote: addr},
+			fmt.Sprintf("%d refused requests from %s suppressed since %s", n, addr, since.UTC().Format(time.RFC3339)),
+			"refused requests over the per-address limit", "remote", addr, "suppressed", n, "since", since.UTC().Format(time.RFC3339))
 	}
 }
 
@@ -265,13 +261,23 @@ func RefusalSummary(a AuditLog, log *slog.Logger) func(addr string, n int, since
 // to a, and logs it.
 func RateSummary(a AuditLog, log *slog.Logger) func(key string, n int, since time.Time) {
 	return func(key string, n int, since time.Time) {
-		reason := fmt.Sprintf("%d requests of API key %q over its rate suppressed since %s: over toolgate.limits.refusedPerMinute, each was answered 429 and not recorded", n, key, since.UTC().Format(time.RFC3339))
-		if log != nil {
-			log.Warn("requests over a key's rate past the limit of those recorded", "key", key, "suppressed", n, "since", since.UTC().Format(time.RFC3339))
-		}
-		if a != nil {
-			a.Write(audit.Record{Transport: "http", Key: key, Action: "http", Decision: audit.RateLimited, Reason: reason, Status: http.StatusTooManyRequests})
-		}
+		writeSuppressed(a, log, audit.Record{Key: key},
+			fmt.Sprintf("%d requests of API key %q over its rate suppressed since %s", n, key, since.UTC().Format(time.RFC3339)),
+			"requests over a key's rate past the limit of those recorded", "key", key, "suppressed", n, "since", since.UTC().Format(time.RFC3339))
+	}
+}
+
+// writeSuppressed logs (msg, attrs) and writes rec, a summary of requests
+// answered 429 and not recorded one by one, as the rate-limited record
+// whose reason is what.
+func writeSuppressed(a AuditLog, log *slog.Logger, rec audit.Record, what, msg string, attrs ...any) {
+	if log != nil {
+		log.Warn(msg, attrs...)
+	}
+	if a != nil {
+		rec.Transport, rec.Action, rec.Decision, rec.Status = "http", "http", audit.RateLimited, http.StatusTooManyRequests
+		rec.Reason = what + ": over toolgate.limits.refusedPerMinute, each was answered 429 and not recorded"
+		a.Write(rec)
 	}
 }
 

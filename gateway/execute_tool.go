@@ -495,6 +495,12 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 			}
 		}
 		g.log.Info("tool call denied", "tool", name, "server", server, "err", err, "caller", policy.CallerFrom(ctx).String())
+		if de != nil {
+			if none := g.reachesNoneScoped(policy.CallerFrom(ctx)); none != "" {
+				// Not "call search_tools": it finds nothing this caller may run.
+				return toolError("execute_tool %s: %s; %s.", name, de.Reason, none)
+			}
+		}
 		return toolError("execute_tool %s: %v", name, err)
 	case errors.Is(err, limit.ErrBusy): // an UnavailableError too
 		g.log.Warn("backend busy", "tool", name, "server", server, "err", err)

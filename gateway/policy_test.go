@@ -376,8 +376,9 @@ func TestCallerReachingNoTool(t *testing.T) {
 				defer set.Put(policy.NewDisabled(nil))
 			}
 			cs := connectAs(t, g, c.caller)
-			if res := call(t, cs, ExecuteToolName, map[string]any{"name": c.run}); !strings.Contains(text(res), c.want) {
-				t.Fatalf("execute_tool %s: %s, want the reason %q", c.run, text(res), c.want)
+			if res := call(t, cs, ExecuteToolName, map[string]any{"name": c.run}); !strings.Contains(text(res), c.want) ||
+				!strings.Contains(text(res), "reaches no tool") || strings.Contains(text(res), "Call search_tools") {
+				t.Fatalf("execute_tool %s: %s, want the reason %q, that it reaches no tool and no \"Call search_tools\"", c.run, text(res), c.want)
 			}
 			for _, args := range []map[string]any{{"query": "create entities"}, {"query": "create entities", "server": "memory"}} {
 				res := call(t, cs, SearchToolName, args)

@@ -343,9 +343,17 @@ func TestManagementOverStdio(t *testing.T) {
 	if err := json.Unmarshal(b, &cfg); err != nil || cfg["toolgate"].(map[string]any)["profiles"] == nil {
 		t.Fatalf("the config file lost its other keys: %v\n%s", err, b)
 	}
+	// Disabled, then removed: the name leaves the state file too, so that
+	// a server added later under it starts (it came back disabled).
+	if res := executeTool(t, ctx, cs, "toolgate__disable_server", map[string]any{"name": "notes"}); res.IsError {
+		t.Fatalf("disable_server notes: %s", resultText(res))
+	}
 	res = executeTool(t, ctx, cs, "toolgate__remove_server", map[string]any{"name": "notes"})
 	if res.IsError {
 		t.Fatalf("remove_server: %s", resultText(res))
+	}
+	if st, err := live.ReadState(live.StateFile(dataDir)); err != nil || slices.Contains(st.Disabled, "notes") {
+		t.Errorf("after remove_server, the state file: %+v, %v; want notes no longer disabled", st, err)
 	}
 	if ans, _ := searchTools(t, ctx, cs, "read the whole knowledge graph", 10); slices.Contains(toolNames(ans), "notes__read_graph") {
 		t.Error("notes' tools searchable after remove_server")

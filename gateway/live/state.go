@@ -212,7 +212,23 @@ func configured(cfg *config.File, server string) (config.Server, error) {
 func (l *Loop) SetDisabled(_ context.Context, server string, disabled bool) (bool, error) {
 	l.reloadMu.Lock()
 	defer l.reloadMu.Unlock()
-	if err := CheckDisable(l.applied.Load(), server); err != nil {
+	err := CheckDisable(l.applied.Load(), server)
+	if err != nil && !disabled && l.opts.StatePath != "" {
+		// A server the config no longer has may still be enabled when the
+		// state file lists it disabled: its name leaves the file
+		// (toolgate__remove_server does so), so that a server added later
+		// under the name starts.
+		if st, rerr := ReadState(l.opts.StatePath); rerr == nil && slices.Contains(st.Disabled, server) {
+			changed := false
+			werr := editState(l.opts.StatePath, func(cur State, _ error) (State, bool, error) {
+				var next State
+				next, changed = cur.With(server, false)
+				return next, changed, nil
+			})
+			return changed && werr == nil, werr
+		}
+	}
+	if err != nil {
 		return false, err
 	}
 	// The file's restart requests are kept as they are (the watcher
@@ -225,7 +241,6 @@ func (l *Loop) SetDisabled(_ context.Context, server string, disabled bool) (boo
 		next, changed = cur.With(server, disabled)
 		return next, changed, nil
 	}
-	var err error
 	if l.opts.StatePath == "" {
 		_, _, _ = edit(State{}, nil)
 	} else if err = servingFolder(filepath.Dir(l.opts.StatePath)); err == nil {

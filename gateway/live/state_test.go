@@ -115,6 +115,23 @@ func TestSetDisabled(t *testing.T) {
 	if d := f2.loop.Policy().Decide(nil, toolOf("a__apple")); d.Allowed || d.Rule != policy.RuleDisabled {
 		t.Errorf("Decide(a__apple) = %+v", d)
 	}
+
+	// A server disabled and then removed from the config may be enabled:
+	// its name leaves the disabled ones (toolgate__remove_server does so),
+	// so that one added later under the name starts. Any other name the
+	// config lacks is still an error.
+	if err := WriteState(state, State{Disabled: []string{"gone"}}); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := f2.loop.SetDisabled(ctx, "gone", false); !changed || err != nil {
+		t.Errorf("enabling a removed server that was disabled: %v, %v", changed, err)
+	}
+	if st, err := ReadState(state); err != nil || len(st.Disabled) != 0 {
+		t.Errorf("state file after enabling gone: %+v, %v", st, err)
+	}
+	if _, err := f2.loop.SetDisabled(ctx, "zzz", false); err == nil || !strings.Contains(err.Error(), `no server named "zzz"`) {
+		t.Errorf("enabling a name the config lacks: %v", err)
+	}
 }
 
 // `toolgate servers restart` counts a request in the state file; the

@@ -116,6 +116,11 @@ func (s *Server) removeServer(ctx context.Context, c *policy.Caller, a serverArg
 		files = append(files, docs[i].Path)
 	}
 	s.log.Info("server removed from the config by a management call", "server", a.Name, "files", files, "caller", c.String())
+	// Disabled at run time, it is enabled: a server added later under the
+	// name starts (toolgate servers remove does the same).
+	if _, err := s.rt.SetDisabled(ctx, a.Name, false); err != nil {
+		s.log.Warn("removed server stays disabled at run time", "server", a.Name, "err", err, "fix", "toolgate servers enable "+a.Name)
+	}
 	return result(map[string]any{"server": a.Name, "files": files},
 		"Server %q is removed from %s and stopped; its tools are gone from search_tools.", a.Name, strings.Join(files, " and "))
 }

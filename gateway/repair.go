@@ -34,7 +34,7 @@ func explainInvalid(id string, schema json.RawMessage, problem string, sent map[
 	var root map[string]any
 	_ = json.Unmarshal(schema, &root)
 	fmt.Fprintf(&b, "execute_tool %s: the arguments do not match the tool's inputSchema: %s.\n", id, plainWords(problem, root, sent))
-	if c := compactJSON(schema); len(c) <= maxExplainSchema {
+	if c := shownSchema(schema); len(c) <= maxExplainSchema {
 		fmt.Fprintf(&b, "The inputSchema of %s:\n%s\n", id, c)
 	} else {
 		// Not the whole of it: an answer that fills the agent's context

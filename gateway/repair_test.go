@@ -490,3 +490,15 @@ func TestDirectCallOfAFoundTool(t *testing.T) {
 		}
 	}
 }
+
+// The schema a text shows leaves out its "$schema" (the draft's URL tells
+// a model nothing); structuredContent keeps it.
+func TestShownSchemaWithoutDraft(t *testing.T) {
+	raw := json.RawMessage(`{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {"$schema": {"type": "string"}}}`)
+	if got, want := shownSchema(raw), `{"type":"object","properties":{"$schema":{"type":"string"}}}`; got != want {
+		t.Errorf("shownSchema = %s, want %s", got, want)
+	}
+	if got := explainInvalid("x__y", raw, `validating root: required: missing properties: ["a"]`, nil); strings.Contains(got, "draft-07") {
+		t.Errorf("the answer shows the draft's URL:\n%s", got)
+	}
+}

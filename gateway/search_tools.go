@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/policy"
@@ -507,7 +509,7 @@ func renderSearch(a searchArgs, r SearchResult, args func(server string) map[str
 			if d := oneline.Cut(t.Description, fullDescChars); d != "" {
 				fmt.Fprintf(&b, "   %s\n", d)
 			}
-			fmt.Fprintf(&b, "   inputSchema: %s\n", compactJSON(t.InputSchema))
+			fmt.Fprintf(&b, "   inputSchema: %s\n", shownSchema(t.InputSchema))
 			continue
 		}
 		if d := oneline.Cut(t.Description, compactDescChars); d != "" {
@@ -572,6 +574,19 @@ func compactJSON(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return b.String()
+}
+
+// shownSchema is an input schema as a text a model reads shows it:
+// compact, without its top-level "$schema" (the draft's URL, 50 bytes that
+// tell a model nothing; structuredContent keeps the schema whole).
+func shownSchema(raw json.RawMessage) string {
+	c := compactJSON(raw)
+	if gjson.Get(c, `\$schema`).Exists() {
+		if out, err := sjson.Delete(c, `\$schema`); err == nil {
+			return out
+		}
+	}
+	return c
 }
 
 // paramSummary renders "path*: string, depth: integer" from an input

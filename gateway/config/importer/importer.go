@@ -25,6 +25,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -126,7 +127,9 @@ func Read(path string, data []byte, format string) (*Result, error) {
 	r := &Result{Format: format}
 	x := &rewriter{r: r, workspace: workspace(path), project: projectFile(path)}
 	servers := map[string]any{}
-	add := func(where string, raw json.RawMessage) error {
+	// add reads the entries of raw, found at where; project names the
+	// project they belong to ("" for a file's own servers).
+	add := func(where, project string, raw json.RawMessage) error {
 		if len(raw) == 0 || string(raw) == "null" {
 			return nil
 		}
@@ -139,11 +142,24 @@ func Read(path string, data []byte, format string) (*Result, error) {
 			if !ok {
 				continue
 			}
-			if _, dup := servers[name]; dup {
-				r.note("server %q of %s replaces the one read before it", name, where)
-			} else {
-				r.Servers = append(r.Servers, name)
+			if prev, dup := servers[name]; dup {
+				switch {
+				case reflect.DeepEqual(prev, entry):
+					r.note("server %q of %s is the same as the one read before it: imported once", name, where)
+					continue
+				case project != "":
+					// Two projects (or a project and the user's servers)
+					// with a server of one name, each its own: both kept.
+					alt := uniqueName(servers, validName(name+"-"+filepath.Base(project)))
+					r.note("server %q of %s differs from the one of that name read before it: imported as %q", name, where, alt)
+					name = alt
+				default:
+					r.note("server %q of %s replaces the one read before it", name, where)
+					servers[name] = entry
+					continue
+				}
 			}
+			r.Servers = append(r.Servers, name)
 			servers[name] = entry
 		}
 		return nil
@@ -160,11 +176,11 @@ func Read(path string, data []byte, format string) (*Result, error) {
 		if err := x.readInputs(body["inputs"]); err != nil {
 			return nil, fmt.Errorf("%s: inputs: %w", path, err)
 		}
-		if err := add("servers", body["servers"]); err != nil {
+		if err := add("servers", "", body["servers"]); err != nil {
 			return nil, err
 		}
 	default:
-		if err := add("mcpServers", top["mcpServers"]); err != nil {
+		if err := add("mcpServers", "", top["mcpServers"]); err != nil {
 			return nil, err
 		}
 		if raw, ok := top["projects"]; ok { // ~/.claude.json
@@ -176,7 +192,7 @@ func Read(path string, data []byte, format string) (*Result, error) {
 			}
 			for _, dir := range slices.Sorted(maps.Keys(projects)) {
 				x.workspace, x.project = dir, true
-				if err := add("project "+dir, projects[dir].MCPServers); err != nil {
+				if err := add("project "+dir, dir, projects[dir].MCPServers); err != nil {
 					return nil, err
 				}
 			}
@@ -188,6 +204,17 @@ func Read(path string, data []byte, format string) (*Result, error) {
 	}
 	r.Doc = config.Doc{Path: path, Data: doc}
 	return r, nil
+}
+
+// uniqueName is name, or name-2, name-3 … when servers has it already.
+func uniqueName(servers map[string]any, name string) string {
+	out := name
+	for i := 2; ; i++ {
+		if _, taken := servers[out]; !taken {
+			return out
+		}
+		out = validName(fmt.Sprintf("%s-%d", name, i))
+	}
 }
 
 // plainJSON turns a client's file into plain JSON: UTF-8 without a

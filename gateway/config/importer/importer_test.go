@@ -2,6 +2,7 @@ package importer
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -152,6 +153,37 @@ func TestNames(t *testing.T) {
 	for in, want := range map[string]string{"remote api": "remote-api", "a__b": "a_b", "github.com/x": "github-com-x", "é": "server", "ok_name": "ok_name"} {
 		if got := validName(in); got != want || !config.ValidName(got) {
 			t.Errorf("validName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Projects of ~/.claude.json with a server of one name, each its own, are
+// all imported (the later under the name and its project's folder): one
+// replaced the other with only a note. The same entry twice is imported
+// once.
+func TestClaudeProjectsSameName(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".claude.json")
+	data := `{"mcpServers": {"db": {"command": "pg-mcp", "args": ["postgres://localhost/user"]}, "sentry": {"type": "http", "url": "https://mcp.sentry.dev/mcp"}},
+  "projects": {
+    "/home/me/code/webapp": {"mcpServers": {"db": {"command": "pg-mcp", "args": ["postgres://localhost/webapp"]}}},
+    "/home/me/code/api": {"mcpServers": {"db": {"command": "pg-mcp", "args": ["postgres://localhost/api"]}, "sentry": {"type": "http", "url": "https://mcp.sentry.dev/mcp"}}},
+    "/home/me/code/same": {"mcpServers": {"db": {"command": "pg-mcp", "args": ["postgres://localhost/user"]}}}
+  }}`
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, servers := read(t, path, "")
+	if want := []string{"db", "db-api", "db-same", "db-webapp", "sentry"}; !slices.Equal(slices.Sorted(maps.Keys(servers)), want) {
+		t.Fatalf("servers %v, want %v; notes %q", slices.Sorted(maps.Keys(servers)), want, r.Notes)
+	}
+	for name, db := range map[string]string{"db": "user", "db-api": "api", "db-webapp": "webapp"} {
+		if args := servers[name]["args"].([]any); args[0] != "postgres://localhost/"+db {
+			t.Errorf("%s: %v", name, servers[name])
+		}
+	}
+	for _, want := range []string{`imported as "db-webapp"`, `server "sentry" of project /home/me/code/api is the same as the one read before it: imported once`} {
+		if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, want) }) {
+			t.Errorf("notes %q lack %q", r.Notes, want)
 		}
 	}
 }

@@ -108,6 +108,11 @@ func reindentServers(data []byte) []byte {
 	}
 	raw := pretty.PrettyOptions([]byte(res.Raw), &pretty.Options{Width: 80, Prefix: indent, Indent: unit, SortKeys: false})
 	raw = bytes.TrimRight(bytes.TrimPrefix(raw, []byte(indent)), "\n")
+	if bytes.Contains(data, []byte("\r\n")) {
+		// A file of Windows line ends keeps them: the object laid out
+		// again had "\n" in a file of "\r\n".
+		raw = bytes.ReplaceAll(raw, []byte("\n"), []byte("\r\n"))
+	}
 	out := make([]byte, 0, len(data)+len(raw))
 	out = append(out, data[:res.Index]...)
 	out = append(out, raw...)

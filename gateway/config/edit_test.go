@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -145,5 +146,22 @@ func TestEditConcurrent(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("files left beside the config: %v", entries)
+	}
+}
+
+// A file of Windows line ends keeps them where the servers are laid out
+// again: `servers add` wrote "\n" lines into a file of "\r\n" ones.
+func TestSetServerKeepsCRLF(t *testing.T) {
+	data := []byte("{\r\n\t\"mcpServers\": {\r\n\t\t\"a\": {\"command\": \"node\", \"args\": [\"x\"]}\r\n\t},\r\n\t\"other\": 1\r\n}\r\n")
+	out, err := SetServer(data, "b", json.RawMessage(`{"command":"node","args":["y"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(out, []byte("\n")); n != bytes.Count(out, []byte("\r\n")) || !bytes.Contains(out, []byte(`"b"`)) {
+		t.Errorf("mixed line ends (%d \\n, %d \\r\\n):\n%q", n, bytes.Count(out, []byte("\r\n")), out)
+	}
+	out, _, err = DeleteServer(out, "a")
+	if err != nil || bytes.Count(out, []byte("\n")) != bytes.Count(out, []byte("\r\n")) {
+		t.Errorf("after a delete: %v\n%q", err, out)
 	}
 }

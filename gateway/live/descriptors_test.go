@@ -119,3 +119,24 @@ func TestReloadRetriedOutOfDescriptors(t *testing.T) {
 		t.Errorf("applied by %q, want the retry", st.LastReload.Trigger)
 	}
 }
+
+// The index's folder removed under a running gateway (rm -rf of the data
+// folder, then mkdir -p): the index is served from its open files and
+// written again, so that the next start is a warm one (it was written only
+// at the next re-index).
+func TestIndexWrittenAgainAfterItsFolderWasRemoved(t *testing.T) {
+	data := t.TempDir()
+	dir := index.Dir(data)
+	f, _ := runApple(t, dir, &Options{Debounce: time.Millisecond, StorageRetry: 10 * time.Millisecond})
+	gen := f.loop.Stats().CatalogGeneration
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "the index written again", func(s Stats) bool { return s.CatalogGeneration > gen && !s.Reindexing })
+	if _, err := os.Stat(dir); err != nil {
+		t.Errorf("the index's folder: %v", err)
+	}
+	if got := f.find(t, "apple", 5); !slices.Equal(got, []string{"a__apple"}) {
+		t.Errorf("search after: %v", got)
+	}
+}

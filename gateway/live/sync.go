@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"syscall"
@@ -69,10 +70,22 @@ func (l *Loop) syncLoop(ctx context.Context) {
 			if l.reindexForModel(ctx) {
 				continue
 			}
-			if !l.Stats().IndexInMemory || l.opts.Storage.Check() != nil {
+			inMemory := l.Stats().IndexInMemory
+			gone := !inMemory && l.indexGone()
+			if !inMemory && !gone || l.opts.Storage.Check() != nil {
 				continue
 			}
-			l.log.Info("the data folder takes writes again: writing the index there", "dir", l.dir)
+			if gone {
+				// Removed with the data folder (rm -rf, then mkdir -p): the
+				// index is served from its open files, and written again,
+				// so that the next start is a warm one.
+				l.log.Info("the index's folder was removed: writing the index there again", "dir", l.dir)
+				l.mu.Lock()
+				l.servedFP = ""
+				l.mu.Unlock()
+			} else {
+				l.log.Info("the data folder takes writes again: writing the index there", "dir", l.dir)
+			}
 			l.refresh()
 			continue
 		}
@@ -106,6 +119,13 @@ func (l *Loop) syncLoop(ctx context.Context) {
 		l.swapped(ix, inMemory)
 		l.changedHook()
 	}
+}
+
+// indexGone reports whether the index's folder is not there any more
+// (removed under a running gateway).
+func (l *Loop) indexGone() bool {
+	_, err := os.Stat(l.dir)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // swapped tells Options.Indexed of an index that is now served, then

@@ -469,6 +469,9 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 		if b.PID != 0 {
 			pid = fmt.Sprint(b.PID)
 		}
+		if b.ServerPID != 0 {
+			pid += fmt.Sprintf(" (server %d)", b.ServerPID)
+		}
 		errText := b.Err
 		if errText == "" {
 			errText = b.LastErr

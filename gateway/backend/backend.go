@@ -337,6 +337,9 @@ func (b *backend) snapshot() Status {
 		st.Protocol = b.run.protocol
 		if b.run.proc != nil {
 			st.PID = b.run.proc.pid
+			if b.run.proc.lifeline != nil { // under a reaper: the server is its child
+				st.ServerPID = childOf(st.PID)
+			}
 		}
 	}
 	return st

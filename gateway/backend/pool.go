@@ -249,8 +249,12 @@ type Status struct {
 	InFlight  int       `json:"inFlight"`            // tool calls under way: from dispatch until the answer or error
 	Since     time.Time `json:"since"`               // when State last changed
 	Restarts  int       `json:"restarts"`            // restarts after the first connect
-	PID       int       `json:"pid,omitempty"`       // stdio process id while running
-	Protocol  string    `json:"protocol,omitempty"`
+	PID       int       `json:"pid,omitempty"`       // stdio process id while running (the reaper's, under one)
+	// ServerPID is the server's own process id when it runs under a
+	// reaper (Options.Reaper), which PID is: what to look at with ps, or
+	// to signal.
+	ServerPID int    `json:"serverPid,omitempty"`
+	Protocol  string `json:"protocol,omitempty"`
 	// TLSCert is the client certificate the server is reached with (its
 	// "tls.cert"), TLSCertNotBefore and TLSCertNotAfter the dates it is
 	// valid between, so that it is renewed before the server refuses it;

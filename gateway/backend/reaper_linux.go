@@ -282,3 +282,15 @@ func selfExecutable() (string, error) {
 	}
 	return os.Executable()
 }
+
+// childOf is the first child of process pid (a reaper's: the server it
+// started), 0 when it has none or /proc cannot tell.
+func childOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return 0
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+	n, _ := strconv.Atoi(first)
+	return n
+}

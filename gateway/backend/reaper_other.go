@@ -25,3 +25,6 @@ func ReaperMain() {
 
 // selfExecutable is the file to run this toolgate again (no reaper here).
 func selfExecutable() (string, error) { return os.Executable() }
+
+// childOf is 0: only Linux runs a reaper.
+func childOf(int) int { return 0 }

@@ -192,6 +192,11 @@ func TestReaperTransparent(t *testing.T) {
 	if len(tree) != 1 {
 		t.Fatalf("reaper %d has descendants %v, want one backend", reaperPID, tree)
 	}
+	// The status names the server's own process beside the reaper's: an
+	// operator who stopped the PID shown stopped the reaper.
+	if got := statusOf(t, p, "plain").ServerPID; got != tree[0].pid {
+		t.Errorf("ServerPID = %d, want the backend's %d (reaper %d)", got, tree[0].pid, reaperPID)
+	}
 	killMidCall(t, p, "plain", tree[0].pid)
 	testenv.Eventually(t, "plain restarted", func() bool {
 		st := statusOf(t, p, "plain")

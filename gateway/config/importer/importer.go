@@ -285,6 +285,24 @@ type rewriter struct {
 	workspace string // the project folder ${workspaceFolder} names
 	project   bool   // the servers run in workspace (see projectFile)
 	inputs    map[string]*Input
+	unfolded  map[string]bool // servers noted by noFolder
+}
+
+// noFolder notes, once per server, that a user-level file's ${name} (a
+// client's workspace folder) had no one folder to stand for: the client
+// reads whichever project is open, and the import wrote as instead.
+func (x *rewriter) noFolder(server, name, as string) {
+	if x.project {
+		return
+	}
+	if x.unfolded == nil {
+		x.unfolded = map[string]bool{}
+	}
+	if x.unfolded[server] {
+		return
+	}
+	x.unfolded[server] = true
+	x.r.note("server %q: ${%s} in a file of the user's, not of a project, has no one folder (the client reads the project open at the time); it is written as %s: edit the entry to the folder the server should use", server, name, as)
 }
 
 // readInputs reads VS Code's "inputs".
@@ -376,8 +394,10 @@ func (x *rewriter) rewrite(server string, v any) any {
 			case strings.HasPrefix(body, "env:"):
 				return "${" + strings.TrimPrefix(body, "env:") + "}"
 			case body == "workspaceFolder" || body == "workspaceRoot":
+				x.noFolder(server, body, x.workspace)
 				return x.workspace
 			case body == "workspaceFolderBasename":
+				x.noFolder(server, body, filepath.Base(x.workspace))
 				return filepath.Base(x.workspace)
 			case body == "userHome":
 				return "${HOME}"

@@ -187,3 +187,38 @@ func TestClaudeProjectsSameName(t *testing.T) {
 		}
 	}
 }
+
+// ${workspaceFolder} in a file of the user's (not a project's) has no one
+// folder: written as the file's folder, with a note that says so (it was
+// silent); in a project's file it is the project's folder, as before.
+func TestWorkspaceFolderOfAUserFile(t *testing.T) {
+	dir := t.TempDir()
+	entry := `{"mcpServers": {"srv": {"command": "node", "args": ["${workspaceFolder}/srv.js", "${workspaceFolder}/b.js"]}}}`
+	user := filepath.Join(dir, "claude_desktop_config.json")
+	proj := filepath.Join(dir, "proj", ".cursor", "mcp.json")
+	for _, p := range []string{user, proj} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(entry), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noted := func(r *Result) int {
+		n := 0
+		for _, note := range r.Notes {
+			if strings.Contains(note, "${workspaceFolder} in a file of the user's, not of a project, has no one folder") {
+				n++
+			}
+		}
+		return n
+	}
+	r, servers := read(t, user, "")
+	if n := noted(r); n != 1 || servers["srv"]["args"].([]any)[0] != dir+"/srv.js" {
+		t.Errorf("user file: %d notes (want one), args %v; notes %q", n, servers["srv"]["args"], r.Notes)
+	}
+	r, servers = read(t, proj, "")
+	if n := noted(r); n != 0 || servers["srv"]["args"].([]any)[0] != filepath.Join(dir, "proj")+"/srv.js" {
+		t.Errorf("project file: %d notes, args %v", n, servers["srv"]["args"])
+	}
+}

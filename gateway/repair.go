@@ -42,7 +42,7 @@ func explainInvalid(id string, schema json.RawMessage, problem string, sent map[
 		fmt.Fprintf(&b, "The inputSchema of %s is %d KB, too long to show here (search_tools' structuredContent holds it); its arguments: %s\n",
 			id, len(c)>>10, paramSummary(schema, explainArgsChars, nil))
 	}
-	if ex, ok := exampleArgs(schema); ok {
+	if ex, ok := exampleOf(root); ok {
 		keepSent(ex, root, sent, problem)
 		fmt.Fprintf(&b, "A call of the right shape (replace each <placeholder>; optional arguments left out):\n%s\n", exampleCall(id, ex))
 	}
@@ -146,7 +146,7 @@ func plainWords(msg string, root map[string]any, sent any) string {
 		v, vals, ok := strings.Cut(strings.TrimPrefix(msg, "enum: "), " does not equal any of: ")
 		if ok {
 			if en, ok := schemaAt(root, loc)["enum"].([]any); ok && len(en) > 0 {
-				vals = enumList(en)
+				vals = jsonValues(en, ", ")
 			}
 			return fmt.Sprintf("%s must be one of %s, not %s", where, oneline.Cut(vals, 200), sentJSON(sent, arg, v))
 		}
@@ -287,6 +287,14 @@ func argPath(loc string) string {
 func exampleArgs(schema json.RawMessage) (map[string]any, bool) {
 	var s map[string]any
 	if json.Unmarshal(schema, &s) != nil {
+		return nil, false
+	}
+	return exampleOf(s)
+}
+
+// exampleOf is exampleArgs of a decoded schema (nil: none to read).
+func exampleOf(s map[string]any) (map[string]any, bool) {
+	if s == nil {
 		return nil, false
 	}
 	if t, _ := s["type"].(string); t != "" && t != "object" {
@@ -639,17 +647,6 @@ func schemaAt(root map[string]any, loc string) map[string]any {
 	}
 	m, _ := at.(map[string]any)
 	return m
-}
-
-// enumList writes an enum's values as JSON, separated by commas:
-// "error", "success", "debug".
-func enumList(en []any) string {
-	parts := make([]string, len(en))
-	for i, v := range en {
-		b, _ := json.Marshal(v)
-		parts[i] = string(b)
-	}
-	return strings.Join(parts, ", ")
 }
 
 // keepSent puts into ex, the example call derived from the schema, the

@@ -729,13 +729,7 @@ const (
 // object ({oldText*, newText*}, required ones marked) and the items of an
 // array ([{oldText*, newText*}], [string]).
 func (s schemaType) shape(defs func(ref string) (schemaType, bool)) string {
-	for depth := 0; s.Ref != "" && depth < maxRefDepth; depth++ {
-		d, ok := defs(s.Ref)
-		if !ok {
-			break
-		}
-		s = d
-	}
+	s = s.resolved(defs)
 	if vals := s.enumValues(); vals != "" {
 		return vals
 	}
@@ -747,13 +741,7 @@ func (s schemaType) shape(defs func(ref string) (schemaType, bool)) string {
 	case "array":
 		var item schemaType
 		if len(s.Items) > 0 && json.Unmarshal(s.Items, &item) == nil {
-			for depth := 0; item.Ref != "" && depth < maxRefDepth; depth++ {
-				d, ok := defs(item.Ref)
-				if !ok {
-					break
-				}
-				item = d
-			}
+			item = item.resolved(defs)
 			if f := item.fields(); f != "" {
 				return "[" + f + "]"
 			}
@@ -768,24 +756,39 @@ func (s schemaType) shape(defs func(ref string) (schemaType, bool)) string {
 	return s.name(defs, 0)
 }
 
+// resolved is s, or what its local $ref points to (followed up to
+// maxRefDepth times).
+func (s schemaType) resolved(defs func(ref string) (schemaType, bool)) schemaType {
+	for depth := 0; s.Ref != "" && depth < maxRefDepth; depth++ {
+		d, ok := defs(s.Ref)
+		if !ok {
+			break
+		}
+		s = d
+	}
+	return s
+}
+
 // enumValues is a short enum's values as JSON, "|" between them ("" for
 // no enum, or one too long to spell out).
 func (s schemaType) enumValues() string {
 	if len(s.Enum) == 0 || len(s.Enum) > shapeEnumValues {
 		return ""
 	}
-	parts := make([]string, len(s.Enum))
-	for i, v := range s.Enum {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return ""
-		}
-		parts[i] = string(b)
-	}
-	if out := strings.Join(parts, "|"); len(out) <= shapeEnumChars {
+	if out := jsonValues(s.Enum, "|"); len(out) <= shapeEnumChars {
 		return out
 	}
 	return ""
+}
+
+// jsonValues writes values as JSON, sep between them.
+func jsonValues(values []any, sep string) string {
+	parts := make([]string, len(values))
+	for i, v := range values {
+		b, _ := json.Marshal(v) // decoded from JSON: marshals
+		parts[i] = string(b)
+	}
+	return strings.Join(parts, sep)
 }
 
 // fields is an object schema's fields, "{a*, b}" (required first, marked),

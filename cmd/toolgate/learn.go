@@ -673,7 +673,12 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Write
 			}
 		}
 	}
-	known := indexedTools(g, log)
+	// The index tells the names apart only when some are given: a look at
+	// the pairs, or a reset of them all, need not open it.
+	var known map[string]catalog.Tool
+	if len(req.Pairs) > 0 || req.Server != "" {
+		known = indexedTools(g, log)
+	}
 	if len(req.Pairs) > 0 {
 		warnUnknownTools(errw, known, req.Pairs, g.DataDir())
 	}

@@ -88,15 +88,23 @@ func TestIndexWithoutModelNamesItsFolder(t *testing.T) {
 	}
 }
 
-func TestDoctorJSONMissing(t *testing.T) {
-	data := t.TempDir()
+// doctorCommand runs `toolgate doctor --data-dir data args...` in this
+// process, with no models folder set, and returns its output and error.
+func doctorCommand(t *testing.T, data string, args ...string) (bytes.Buffer, error) {
+	t.Helper()
 	t.Setenv("TOOLGATE_MODELS_DIR", "")
 	cmd, _ := newRootCmd(nil)
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&bytes.Buffer{})
-	cmd.SetArgs([]string{"doctor", "--json", "--data-dir", data, "--ort-lib", filepath.Join(data, "nope.so")})
+	cmd.SetArgs(append([]string{"doctor", "--data-dir", data}, args...))
 	err := cmd.Execute()
+	return out, err
+}
+
+func TestDoctorJSONMissing(t *testing.T) {
+	data := t.TempDir()
+	out, err := doctorCommand(t, data, "--json", "--ort-lib", filepath.Join(data, "nope.so"))
 	if err == nil || !strings.Contains(err.Error(), "`toolgate models fetch` installs the model files with this binary (in a source checkout, `make deps` installs every piece)") {
 		t.Errorf("doctor with pieces missing: err = %v", err)
 	}
@@ -132,14 +140,8 @@ func TestDoctorJSONMissing(t *testing.T) {
 // The table keeps its columns when a detail has several lines (the
 // model's files each missing): every line is in the detail column.
 func TestDoctorTableDetailLines(t *testing.T) {
-	data := t.TempDir()
-	t.Setenv("TOOLGATE_MODELS_DIR", "")
-	cmd, _ := newRootCmd(nil)
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&bytes.Buffer{})
-	cmd.SetArgs([]string{"doctor", "--data-dir", data})
-	if err := cmd.Execute(); err == nil {
+	out, err := doctorCommand(t, t.TempDir())
+	if err == nil {
 		t.Fatalf("doctor without the model files succeeded:\n%s", out.String())
 	}
 	indent := -1 // where the first column ends

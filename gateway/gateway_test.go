@@ -1032,9 +1032,14 @@ func TestHTTPRoot(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(http.ResponseWriter, *http.Request) {})
 	mux.HandleFunc("GET /{$}", func(http.ResponseWriter, *http.Request) {})
-	for path, want := range map[string]string{"/nope": "", "/": "/"} {
-		if got := routeOf(mux, httptest.NewRequest("GET", path, nil)); got != want {
-			t.Errorf("routeOf(%s) = %q, want %q", path, got, want)
+	mux.HandleFunc("GET /status", func(http.ResponseWriter, *http.Request) {})
+	// A served path with a method it does not take counts under that path
+	// (PUT /status was "other").
+	for _, tc := range []struct{ method, path, want string }{
+		{"GET", "/nope", ""}, {"GET", "/", "/"}, {"PUT", "/status", "/status"}, {"PUT", "/nope", ""}, {"POST", "/", "/"},
+	} {
+		if got := routeOf(mux, httptest.NewRequest(tc.method, tc.path, nil)); got != tc.want {
+			t.Errorf("routeOf(%s %s) = %q, want %q", tc.method, tc.path, got, tc.want)
 		}
 	}
 }

@@ -222,12 +222,17 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 
 // routeOf is the path of the mux pattern r matches ("GET /status" →
 // "/status"), or "" for a path nothing serves.
+// A served path asked with a method it does not take (PUT /status) is
+// counted under that path, as its 405 answer names it.
 func routeOf(mux *http.ServeMux, r *http.Request) string {
 	_, pattern := mux.Handler(r)
+	if pattern == "/" {
+		pattern = getPattern(mux, r)
+	}
 	if i := strings.IndexByte(pattern, ' '); i >= 0 {
 		pattern = pattern[i+1:]
 	}
-	if pattern == "/" {
+	if pattern == "/" || pattern == "" {
 		return "" // the catch-all that answers 404
 	}
 	return strings.TrimSuffix(pattern, "{$}") // the root, "/{$}", is "/"
@@ -236,13 +241,23 @@ func routeOf(mux *http.ServeMux, r *http.Request) string {
 // getOnly is the Allow header of a path mux serves with GET (and HEAD)
 // only, when r asks it with another method; "" otherwise.
 func getOnly(mux *http.ServeMux, r *http.Request) string {
+	if getPattern(mux, r) != "" {
+		return "GET, HEAD"
+	}
+	return ""
+}
+
+// getPattern is the pattern ("GET /status") of the path r asks with
+// another method than GET or HEAD, when mux serves it with GET only; ""
+// otherwise.
+func getPattern(mux *http.ServeMux, r *http.Request) string {
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		return ""
 	}
 	probe := r.Clone(r.Context())
 	probe.Method = http.MethodGet
 	if _, pattern := mux.Handler(probe); strings.HasPrefix(pattern, http.MethodGet+" ") {
-		return "GET, HEAD"
+		return pattern
 	}
 	return ""
 }

@@ -178,6 +178,14 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 	if !reflect.DeepEqual(was.Management, cfg.Toolgate.Management) {
 		now = append(now, "toolgate.management")
 	}
+	// The default timeouts reach every server entry (config.File.Servers),
+	// and the pool takes them in place.
+	if was.ConnectTimeout != cfg.Toolgate.ConnectTimeout {
+		now = append(now, "toolgate.connectTimeout")
+	}
+	if was.CallTimeout != cfg.Toolgate.CallTimeout {
+		now = append(now, "toolgate.callTimeout")
+	}
 	later := restartOnly(was, cfg.Toolgate, hot)
 	if len(later) > 0 {
 		l.log.Warn("config settings changed; they take effect on restart", "file", file, "settings", later)

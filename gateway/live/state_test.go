@@ -265,6 +265,13 @@ func TestReloadAppliesProfiles(t *testing.T) {
 	if r := st.LastReload; !slices.Equal(r.Applied, []string{"toolgate.management"}) {
 		t.Errorf("LastReload.Applied = %v, want toolgate.management alone", r.Applied)
 	}
+	// The default timeouts reach every server entry in place: applied too.
+	writeFile(t, f.path, configBytes(t, map[string]any{"profiles": map[string]any{"p": map[string]any{"servers": []string{"a"}}}, "management": map[string]any{"allowConfigChanges": true},
+		"connectTimeout": "7s", "callTimeout": "3m"}, "a", "b"))
+	st = f.wait(t, "the third reload", func(s Stats) bool { return s.ReloadGeneration == 3 })
+	if r := st.LastReload; !slices.Equal(r.Applied, []string{"toolgate.connectTimeout", "toolgate.callTimeout"}) || r.RestartOnly != nil {
+		t.Errorf("LastReload = %+v, want the two timeouts applied and nothing waiting for a restart", r)
+	}
 	c := &policy.Caller{Transport: policy.TransportHTTP, Profile: "p"}
 	res, err := f.loop.Search(context.Background(), search.Query{Text: "apple banana", Filter: f.loop.Policy().Filter(c)})
 	if err != nil || len(res.Hits) != 1 || res.Hits[0].Tool.ID() != "a__apple" {

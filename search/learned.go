@@ -100,6 +100,23 @@ const (
 	learnAdapterMax = 4096
 )
 
+// MaxLearnedQueryLen caps a learned query's length in bytes.
+const MaxLearnedQueryLen = 500
+
+// LearnedQuery is how a query is learned: trimmed, inner space collapsed,
+// at most MaxLearnedQueryLen bytes (cut at a rune boundary).
+func LearnedQuery(q string) string {
+	q = strings.Join(strings.Fields(q), " ")
+	if len(q) > MaxLearnedQueryLen {
+		q = strings.ToValidUTF8(q[:MaxLearnedQueryLen], "")
+	}
+	return q
+}
+
+// askedKey is what a query asked again is matched to a learned one by:
+// its learned form, case aside.
+func askedKey(q string) string { return strings.ToLower(LearnedQuery(q)) }
+
 // UsagePair is one learned (query, tool) pair and its weight (decayed
 // count; 1 for a pair just recorded).
 type UsagePair struct {
@@ -126,8 +143,10 @@ type learnedModel struct {
 	// reads; nil when there is no prefix (then vecs serve).
 	confVecs map[string][]float32
 	extra    *index.ExtraField // the learned queries' words
-	tools    int               // tools with learned queries
-	pairs    int
+	// asked are the tools each learned query led to, by askedKey.
+	asked map[string][]string
+	tools int // tools with learned queries
+	pairs int
 
 	// For the scan, in ID order: the learned tools, their servers and
 	// blended vectors; and per server ("" for all) the sum of blended
@@ -142,7 +161,7 @@ type learnedModel struct {
 // buildLearned makes the learned model of pairs over ix, embedding the
 // distinct query texts with emb (nil: keyword field only).
 func buildLearned(ctx context.Context, ix *index.Index, emb index.Embedder, gen uint64, pairs []UsagePair) (*learnedModel, error) {
-	m := &learnedModel{ix: ix, gen: gen}
+	m := &learnedModel{ix: ix, gen: gen, asked: map[string][]string{}}
 	byTool := map[string]*toolPairs{}
 	var texts []string
 	seen := map[string]bool{}
@@ -156,6 +175,9 @@ func buildLearned(ctx context.Context, ix *index.Index, emb index.Embedder, gen 
 			byTool[p.Tool] = tp
 		}
 		q := strings.TrimSpace(p.Query)
+		if k := askedKey(q); !slices.Contains(m.asked[k], p.Tool) {
+			m.asked[k] = append(m.asked[k], p.Tool)
+		}
 		tp.queries = append(tp.queries, q)
 		tp.weights = append(tp.weights, p.Weight)
 		tp.n += p.Weight
@@ -402,6 +424,12 @@ func (m *learnedModel) query(q []float32) []float32 {
 	return to32(v)
 }
 
+// repeated says whether key (askedKey of the query asked) is a learned
+// query that led to tool id.
+func (m *learnedModel) repeated(key, id string) bool {
+	return m != nil && slices.Contains(m.asked[key], id)
+}
+
 // confCosine is the cosine the confidence reads: q's with the tool's
 // blended vector made of its learned queries as written (see confVecs).
 func (m *learnedModel) confCosine(ix *index.Index, q []float32, id string) (float64, bool) {
@@ -570,40 +598,76 @@ func (e *Engine) learnedFor(ix *index.Index) *learnedModel {
 	return m
 }
 
+// learnAhead starts building the learned model of a new index ix in the
+// background, so that the first searches of a gateway (a stdio client's
+// every session starts one) or after a re-index rank with the pairs, not
+// only those after a search noticed them missing.
+func (e *Engine) learnAhead(ix *index.Index) {
+	if ix != nil && e.options().Usage != nil {
+		e.startRefresh()
+	}
+}
+
 // startRefresh rebuilds the learned model in the background unless a
 // rebuild is running; the goroutine rebuilds again while the pairs or the
-// index moved on during a rebuild, and Close waits for it.
-func (e *Engine) startRefresh() {
+// index moved on during a rebuild, and Close waits for it. The channel it
+// returns is closed when that rebuild ends.
+func (e *Engine) startRefresh() <-chan struct{} {
 	e.refreshMu.Lock()
 	defer e.refreshMu.Unlock()
-	if e.refreshing || e.stop.Err() != nil {
-		return
+	if e.refreshDone != nil {
+		return e.refreshDone
 	}
-	e.refreshing = true
+	done := make(chan struct{})
+	if e.stop.Err() != nil {
+		e.refreshErr = errors.New("search engine is closed")
+		close(done)
+		return done
+	}
+	e.refreshDone = done
 	e.refreshWG.Add(1)
 	go func() {
 		defer e.refreshWG.Done()
 		for {
-			err := e.RefreshLearned(e.stop)
+			err := e.refreshLearned(e.stop)
 			if err != nil && e.stop.Err() == nil {
 				e.log.Warn("learned ranking not updated; searching with the previous one", "err", err)
 			}
 			e.refreshMu.Lock()
 			m, s := e.learned.Load(), e.cur.Load()
 			if err != nil || e.stop.Err() != nil || s == nil || (m != nil && m.ix == s.ix && m.gen == e.options().Usage.Generation()) {
-				e.refreshing = false
+				e.refreshErr, e.refreshDone = err, nil
+				close(done)
 				e.refreshMu.Unlock()
 				return
 			}
 			e.refreshMu.Unlock()
 		}
 	}()
+	return done
 }
 
-// RefreshLearned builds the learned model of the current index and pairs
-// now (Search does it in the background when they change; eval and tests
-// call it to rank with every pair).
+// RefreshLearned makes searches rank with the current index and pairs
+// now, and returns once they do (Search rebuilds the learned model in the
+// background when they change, and New and Swap start it; eval and tests
+// call this to rank with every pair). It shares a rebuild running already.
 func (e *Engine) RefreshLearned(ctx context.Context) error {
+	if e.options().Usage == nil {
+		return nil
+	}
+	done := e.startRefresh()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	e.refreshMu.Lock()
+	defer e.refreshMu.Unlock()
+	return e.refreshErr
+}
+
+// refreshLearned builds the learned model of the current index and pairs.
+func (e *Engine) refreshLearned(ctx context.Context) error {
 	if e.options().Usage == nil {
 		return nil
 	}

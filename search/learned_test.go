@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -110,6 +111,35 @@ func TestSearchDoesNotWaitForLearning(t *testing.T) {
 	})
 }
 
+// countingUsage counts the reads of its pairs.
+type countingUsage struct {
+	reads atomic.Int32
+	pairs []search.UsagePair
+}
+
+func (u *countingUsage) Generation() uint64 { return 1 }
+func (u *countingUsage) Pairs() []search.UsagePair {
+	u.reads.Add(1)
+	return u.pairs
+}
+
+// The learned model is built as soon as the engine has an index, at New
+// and at each Swap, without waiting for a search to notice it missing: a
+// gateway's first searches (a stdio client starts one each session) ranked
+// zero-shot.
+func TestLearningStartsWithTheIndex(t *testing.T) {
+	emb := &hashEmbedder{}
+	u := &countingUsage{pairs: []search.UsagePair{
+		{Query: "note down what I found", Tool: testCatalog[3].ID(), Weight: 1},
+	}}
+	e := search.New(build(t, testCatalog, emb), emb, &search.Options{Usage: u})
+	defer e.Close()
+	testenv.Eventually(t, "the pairs read at New, no search asked", func() bool { return u.reads.Load() > 0 })
+	n := u.reads.Load()
+	e.Swap(build(t, testCatalog, emb))
+	testenv.Eventually(t, "the pairs read again at the swap", func() bool { return u.reads.Load() > n })
+}
+
 // The query adapter carries what the learned pairs share over to a tool no
 // learned query led to: queries written in a style no tool description
 // has ("could you kindly please …") draw a decoy tool written that way
@@ -154,5 +184,53 @@ func TestAdapterGeneralisesToUnlearnedTools(t *testing.T) {
 	}
 	if got := r.Hits[0].Tool.ID(); got != "git__git_status" {
 		t.Errorf("learned from other tools, %q ranks %v first, want git__git_status", query.Text, ids(r.Hits))
+	}
+}
+
+// A query asked again, word for word, that led to a tool before is
+// confident in that tool, however little one learned pair moves the tool's
+// blended vector: it was answered "no tool fits" with the tool the session
+// had run first. Case and spacing aside; another query is not raised.
+func TestRepeatedQueryIsConfident(t *testing.T) {
+	ctx := context.Background()
+	emb := &hashEmbedder{}
+	store, err := learn.Open("", &learn.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	e := search.New(build(t, testCatalog, emb), emb, &search.Options{Usage: store})
+	defer e.Close()
+	entities := testCatalog[3]
+	const asked = "remember that Alice works at Acme"
+	conf := func(query string) (float64, bool) {
+		t.Helper()
+		if err := e.RefreshLearned(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r, err := e.Search(ctx, search.Query{Text: query, Limit: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range r.Hits {
+			if h.Tool.ID() == entities.ID() {
+				return h.Confidence, r.NoMatch
+			}
+		}
+		t.Fatalf("%q: %s not among the hits", query, entities.ID())
+		return 0, false
+	}
+	before, _ := conf(asked)
+	if before >= 0.5 {
+		t.Fatalf("zero-shot confidence %.2f: the fixture does not show the case", before)
+	}
+	store.Record(asked, entities)
+	for _, q := range []string{asked, "  Remember that alice   works at ACME "} {
+		if c, noMatch := conf(q); c < 0.9 || noMatch {
+			t.Errorf("%q after it led to %s: confidence %.2f, noMatch %v; want ≥ 0.9 and a match", q, entities.ID(), c, noMatch)
+		}
+	}
+	if c, _ := conf("remember that Bob works at Acme"); c >= 0.5 {
+		t.Errorf("another query: confidence %.2f, want it left low (%.2f before learning)", c, before)
 	}
 }

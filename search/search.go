@@ -233,12 +233,15 @@ type Engine struct {
 
 	// The learned model of the current index and pairs, rebuilt off the
 	// search path by one goroutine at a time (see refreshLearned).
-	learned    atomic.Pointer[learnedModel]
-	refreshMu  sync.Mutex
-	refreshing bool
-	refreshWG  sync.WaitGroup
-	stop       context.Context
-	stopCancel context.CancelFunc
+	learned   atomic.Pointer[learnedModel]
+	refreshMu sync.Mutex
+	// refreshDone is closed when the running rebuild ends (nil: none
+	// runs); refreshErr is how the last one ended.
+	refreshDone chan struct{}
+	refreshErr  error
+	refreshWG   sync.WaitGroup
+	stop        context.Context
+	stopCancel  context.CancelFunc
 }
 
 // New returns an Engine over ix (which it now owns and closes). emb embeds
@@ -250,6 +253,7 @@ func New(ix *index.Index, emb index.Embedder, opts *Options) *Engine {
 	e.stop, e.stopCancel = context.WithCancel(context.Background())
 	e.cur.Store(newSnapshot(ix))
 	e.reportDegraded()
+	e.learnAhead(ix)
 	return e
 }
 
@@ -334,6 +338,7 @@ func (e *Engine) Swap(ix *index.Index) {
 		old.release(e.log)
 	}
 	e.reportDegraded()
+	e.learnAhead(ix)
 }
 
 // Close releases the current index; it is closed once running searches
@@ -648,6 +653,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 
 	hits := make([]Hit, 0, len(ranked))
 	cosines := make([]float64, 0, len(ranked))
+	again := askedKey(q.Text)
 	for _, r := range ranked {
 		t, ok := ix.Tool(r.id)
 		if !ok {
@@ -661,6 +667,13 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 			c, _ = lm.confCosine(ix, qorig, r.id)
 		}
 		h.Confidence = confidence(c, h.Coverage, qorig != nil, h.Exact)
+		if lm.repeated(again, r.id) {
+			// This very query led to this tool before (a session ran it
+			// after a search for it): its cosine with a learned query is
+			// 1, however far the tool's blended vector still is from it.
+			c = 1
+			h.Confidence = max(h.Confidence, confidence(c, h.Coverage, true, false))
+		}
 		hits = append(hits, h)
 		cosines = append(cosines, c)
 	}

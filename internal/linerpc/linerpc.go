@@ -22,10 +22,11 @@
 // value spread over several lines is an error instead of being joined.
 //
 // A Transport with Server set (the gateway's own stdio: Stdio, StdioFrom)
-// does what a server owes its client and go-sdk v1.8.0 does not do: a line
-// that is not a message it can take is answered with a JSON-RPC error and
-// reading goes on (go-sdk ends the connection, so one bad line stopped the
-// gateway).
+// does two things more, which a server owes its client and go-sdk v1.8.0
+// does not do: a line that is not a message it can take is answered with a
+// JSON-RPC error and reading goes on (go-sdk ends the connection, so one bad
+// line stopped the gateway), and the answer to a call the client cancelled
+// (notifications/cancelled) is not written (go-sdk writes it).
 package linerpc
 
 import (
@@ -87,7 +88,10 @@ type Transport struct {
 	// protocol without them) is then answered with a JSON-RPC error
 	// (-32700 parse error, or -32600 invalid request with the line's id
 	// when it has one, JSON-RPC 2.0 §5) and reading goes on, where it
-	// otherwise ends the connection. A line over MaxLineLength still ends
+	// otherwise ends the connection; and the answer to a call the client
+	// cancelled with notifications/cancelled before it was answered is
+	// not written (the protocol's cancellation: the receiver does not
+	// answer a cancelled request). A line over MaxLineLength still ends
 	// the connection.
 	Server bool
 }
@@ -145,6 +149,9 @@ type Conn struct {
 	initID  jsonrpc.ID                   // the initialize call read, when serving
 	version string                       // the protocol version this side answered initialize with
 	batches map[jsonrpc.ID]*inboundBatch // inbound batch calls awaiting their answers
+	// calls are the inbound calls not yet answered, outside batches, when
+	// serving: true once the client cancelled the call.
+	calls map[jsonrpc.ID]bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -428,14 +435,55 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
+// methodCancelled is the notification that cancels a call.
+const methodCancelled = "notifications/cancelled"
+
 // noteRequest notes req, a request read outside a batch: the initialize
-// call, whose answer names the protocol version.
+// call, whose answer names the protocol version; and, when serving, each
+// call until it is answered and which of them the client cancels.
 func (c *Conn) noteRequest(req *jsonrpc.Request) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if req.Method == methodInitialize && req.IsCall() {
-		c.mu.Lock()
-		c.initID = req.ID
-		c.mu.Unlock()
+		c.initID = req.ID // the client must not cancel it: not noted below
+		return
 	}
+	if !c.server {
+		return
+	}
+	if req.IsCall() {
+		if c.calls == nil {
+			c.calls = map[jsonrpc.ID]bool{}
+		}
+		c.calls[req.ID] = false
+		return
+	}
+	if req.Method != methodCancelled {
+		return
+	}
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil {
+		return
+	}
+	if id, err := jsonrpc.MakeID(p.RequestID); err == nil && id.IsValid() {
+		if _, ok := c.calls[id]; ok {
+			c.calls[id] = true
+		}
+	}
+}
+
+// cancelled reports whether resp answers a call the client cancelled, and
+// forgets the call.
+func (c *Conn) cancelled(resp *jsonrpc.Response) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cancelled, ok := c.calls[resp.ID]
+	if ok {
+		delete(c.calls, resp.ID)
+	}
+	return cancelled
 }
 
 // acceptBatch checks that a batch is allowed and notes its calls, whose
@@ -482,6 +530,9 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	var data []byte
 	resp, isResp := msg.(*jsonrpc.Response)
+	if isResp && c.server && c.cancelled(resp) {
+		return nil // the client no longer waits for it
+	}
 	if isResp {
 		batch, inBatch := c.answered(resp)
 		if inBatch && batch == nil {

@@ -192,6 +192,41 @@ func TestServerAnswersInvalidLines(t *testing.T) {
 	}
 }
 
+// TestServerDropsCancelledAnswer: serving, the answer to a call the client
+// cancelled is not written (the client has given up on it; the TypeScript
+// SDK reports "Received a response for an unknown message ID"); the answers
+// to other calls, and to a call cancelled only after it was answered, are.
+func TestServerDropsCancelledAnswer(t *testing.T) {
+	pr, pw := io.Pipe()
+	out := &buffer{}
+	conn, err := (&Transport{Reader: pr, Writer: out, Server: true}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := conn.(*Conn)
+	t.Cleanup(func() { c.Close() })
+	go func() {
+		io.WriteString(pw, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`+"\n")
+		io.WriteString(pw, `{"jsonrpc":"2.0","id":"two","method":"tools/call","params":{}}`+"\n")
+		io.WriteString(pw, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user"}}`+"\n")
+		pw.Close()
+	}()
+	ctx := context.Background()
+	msgs, err := readAll(c)
+	if !errors.Is(err, io.EOF) || len(msgs) != 3 {
+		t.Fatalf("read %d messages, %v; want 3 (the cancellation passed on too), io.EOF", len(msgs), err)
+	}
+	for _, id := range []any{float64(1), "two"} {
+		if err := c.Write(ctx, &jsonrpc.Response{ID: mustID(t, id), Result: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `{"jsonrpc":"2.0","id":"two","result":{}}` + "\n"
+	if got := out.String(); got != want {
+		t.Errorf("written:\n%s\nwant only:\n%s", got, want)
+	}
+}
+
 func TestBatch(t *testing.T) {
 	input := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":"b","method":"tools/list"}]` + "\n"
 	c, out := connect(t, input, 0)

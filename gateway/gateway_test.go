@@ -1084,6 +1084,45 @@ func TestHTTPAcceptJSONOnly(t *testing.T) {
 	}
 }
 
+// TestHTTPUnknownMethod: a call of a method the gateway does not know is
+// answered over HTTP as over stdio, JSON-RPC -32601 in a 200 JSON response,
+// at every protocol version; go-sdk answered a 400 in text before
+// 2026-07-28, which clients report as a transport failure. Other 400s stay.
+func TestHTTPUnknownMethod(t *testing.T) {
+	g, _ := newTestGateway(t, nil)
+	srv := httptest.NewServer(g.HTTPHandler(nil))
+	defer srv.Close()
+	post := func(version, body string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if version != "" {
+			req.Header.Set("MCP-Protocol-Version", version)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	for _, v := range []string{"", "2025-03-26", "2025-06-18", "2025-11-25"} {
+		resp, body := post(v, `{"jsonrpc":"2.0","id":"q7","method":"vendor/frobnicate","params":{}}`)
+		want := `{"jsonrpc":"2.0","id":"q7","error":{"code":-32601,"message":"method not found: \"vendor/frobnicate\""}}`
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" || body != want {
+			t.Errorf("protocol %q: %s %s %s, want 200 application/json %s", v, resp.Status, resp.Header.Get("Content-Type"), body, want)
+		}
+	}
+	if resp, body := post("2025-11-25", `{"jsonrpc":"2.0","id":1,"method":`); resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "malformed payload") {
+		t.Errorf("a body that is not JSON: %s %s, want go-sdk's 400", resp.Status, body)
+	}
+	if resp, body := post("2025-11-25", `{"jsonrpc":"2.0","id":1,"method":"ping"}`); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"result":{}`) {
+		t.Errorf("ping: %s %s", resp.Status, body)
+	}
+}
+
 // ctxCaller is a Caller that waits for its call's context to end and
 // reports its cause.
 type ctxCaller struct {

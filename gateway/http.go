@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/audit"
@@ -151,6 +152,9 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		nh := &notHandledWriter{ResponseWriter: w, body: body}
+		defer nh.finish()
+		w = nh
 		if jsonOnly(r.Header) {
 			// A client that takes JSON answers only (the protocol wants
 			// both in Accept; some clients and scripts send one) gets
@@ -317,6 +321,72 @@ func streamedCall(body []byte) bool {
 	}
 	level, _ := m.Params.Meta[mcp.MetaKeyLogLevel].(string)
 	return level != ""
+}
+
+// notHandled is how go-sdk v1.8.0's streamable handler begins its answer to
+// a call of a method it does not know, before protocol 2026-07-28: a 400
+// whose text is `JSON RPC not handled: "foo" unsupported`
+// (streamableServerConn.servePOST; from 2026-07-28 on it answers -32601 in
+// JSON itself).
+const notHandled = "JSON RPC not handled"
+
+// notHandledWriter turns go-sdk's 400 for a call of an unknown method
+// (notHandled) into the answer the protocol wants and stdio gives: JSON-RPC
+// -32601 method not found, in a 200 JSON response (a POST that holds a
+// request is answered with JSON or an event stream). A client SDK turned the
+// 400 into a transport error ("Error POSTing to endpoint (HTTP 400)"), and
+// `toolgate connect` into -32051, the gateway refusing the request. Other
+// answers pass unchanged; only a 400 is held back, to be read.
+type notHandledWriter struct {
+	http.ResponseWriter
+	body []byte // the request's
+	held *bytes.Buffer
+	code int // the status held back (400), 0 while none is
+}
+
+func (w *notHandledWriter) WriteHeader(code int) {
+	if code == http.StatusBadRequest && w.held == nil {
+		w.code, w.held = code, &bytes.Buffer{}
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *notHandledWriter) Write(p []byte) (int, error) {
+	if w.held != nil {
+		return w.held.Write(p)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection (go-sdk flushes
+// event streams through it).
+func (w *notHandledWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// finish writes what was held back: the -32601 answer, or the 400 as it was.
+func (w *notHandledWriter) finish() {
+	if w.held == nil {
+		return
+	}
+	var call struct {
+		ID     any    `json:"id"`
+		Method string `json:"method"`
+	}
+	if bytes.HasPrefix(w.held.Bytes(), []byte(notHandled)) && json.Unmarshal(w.body, &call) == nil {
+		if id, err := jsonrpc.MakeID(call.ID); err == nil && id.IsValid() {
+			data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %q", call.Method)}})
+			if err == nil {
+				h := w.ResponseWriter.Header()
+				h.Set("Content-Type", "application/json")
+				h.Del("Content-Length")
+				w.ResponseWriter.WriteHeader(http.StatusOK)
+				w.ResponseWriter.Write(data)
+				return
+			}
+		}
+	}
+	w.ResponseWriter.WriteHeader(w.code)
+	w.ResponseWriter.Write(w.held.Bytes())
 }
 
 // guard rejects foreign Host and Origin headers with 403 on every method

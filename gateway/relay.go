@@ -4,10 +4,14 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"weak"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/backend"
@@ -76,9 +80,19 @@ type sessionLevels struct {
 	m sync.Map // weak.Pointer[mcp.ServerSession] → mcp.LoggingLevel
 }
 
-// middleware records the level of each logging/setLevel that succeeds.
+// middleware records the level of each logging/setLevel that succeeds, and
+// refuses a level the protocol does not have ("warn", "fatal"): go-sdk
+// v1.8.0 takes any string, and such a level matched no message of the
+// backends, which refuse it too, so the client heard nothing and was not told.
 func (l *sessionLevels) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && method == "logging/setLevel" && p != nil && !slices.Contains(backend.Levels(), p.Level) {
+			var names []string
+			for _, l := range backend.Levels() {
+				names = append(names, string(l))
+			}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid params: log level %q is not one of the protocol's: %s", p.Level, strings.Join(names, ", "))}
+		}
 		res, err := next(ctx, method, req)
 		if err == nil && method == "logging/setLevel" {
 			p, ok1 := req.GetParams().(*mcp.SetLoggingLevelParams)

@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/backend"
@@ -331,4 +333,25 @@ func (c *contentTypes) last() string {
 		return ""
 	}
 	return c.types[len(c.types)-1]
+}
+
+// TestSetLevelRefusesUnknownLevel: logging/setLevel with a level the
+// protocol does not have ("warn", as Python and many loggers write it) is
+// invalid params naming the levels; go-sdk took it, the backends refused it
+// in turn, and the client heard no log messages and was not told why. The
+// protocol's levels are taken.
+func TestSetLevelRefusesUnknownLevel(t *testing.T) {
+	g, _ := newTestGateway(t, nil)
+	cs := connect(t, g)
+	ctx := context.Background()
+	err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warn"})
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, `"warn" is not one of the protocol's: debug, info, notice, warning,`) {
+		t.Fatalf("setLevel warn: %v, want invalid params naming the levels", err)
+	}
+	for _, l := range backend.Levels() {
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: l}); err != nil {
+			t.Errorf("setLevel %s: %v", l, err)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -273,6 +274,10 @@ func (c *calls) log(p *mcp.LoggingMessageParams) {
 
 // levels are the MCP log levels, lowest first (RFC 5424 severities).
 var levels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// Levels are the MCP log levels, lowest first: the only values of a
+// logging/setLevel's "level".
+func Levels() []mcp.LoggingLevel { return slices.Clone(levels) }
 
 // levelRank orders log levels; an unknown level ranks with "info".
 func levelRank(l mcp.LoggingLevel) int {

@@ -211,6 +211,12 @@ type envelope struct {
 func (b *bridge) relay(ctx context.Context, msg []byte) {
 	var env envelope
 	if err := json.Unmarshal(msg, &env); err != nil {
+		if t := bytes.TrimSpace(msg); t[0] == '[' && json.Valid(t) {
+			// A batch (JSON-RPC allows them before protocol 2025-06-18) is
+			// JSON: "parse error: cannot unmarshal array" misled.
+			b.write(errorResponse(nil, -32600, "invalid request: toolgate connect does not relay JSON-RPC batches: send each message on a line of its own"))
+			return
+		}
 		// Not JSON-RPC: the gateway would say so, but with no id to
 		// answer to; say it here.
 		b.write(errorResponse(nil, -32700, "parse error: "+err.Error()))

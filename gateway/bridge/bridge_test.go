@@ -382,6 +382,36 @@ func TestGatewayErrorPassesThrough(t *testing.T) {
 	}
 }
 
+// A JSON-RPC batch is not relayed, and the answer says so (it was "parse
+// error: json: cannot unmarshal array …", for valid JSON); a line that is
+// not JSON is a parse error. The relay goes on after either.
+func TestBatchAndParseError(t *testing.T) {
+	rc := &recorder{answer: func(w http.ResponseWriter, r *http.Request, msg map[string]any) { jsonAnswer(w, msg, map[string]any{}) }}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	got := lines(t, bridge.Options{URL: srv.URL}, `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`+"\n"+`{"jsonrpc":"2.0","id":2,"method":`+"\n"+`{"jsonrpc":"2.0","id":3,"method":"ping"}`+"\n")
+	if len(got) != 3 {
+		t.Fatalf("answers: %v, want 3", got)
+	}
+	var batch, parse map[string]any
+	for _, a := range got {
+		switch e, _ := a["error"].(map[string]any); {
+		case e == nil && a["id"] != 3.0:
+			t.Errorf("answer %v", a)
+		case e != nil && e["code"] == -32600.0:
+			batch = e
+		case e != nil && e["code"] == -32700.0:
+			parse = e
+		}
+	}
+	if batch == nil || !strings.Contains(batch["message"].(string), "does not relay JSON-RPC batches: send each message on a line of its own") {
+		t.Errorf("batch answered %v", got)
+	}
+	if parse == nil {
+		t.Errorf("a line that is not JSON answered %v, want -32700", got)
+	}
+}
+
 // A message over the size limit ends the relay with an error that says so,
 // as toolgate's own stdio transport does.
 func TestLineTooLong(t *testing.T) {

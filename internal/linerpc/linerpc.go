@@ -20,6 +20,13 @@
 // on its context; Close closes the reader and the writer. One difference:
 // a message must fit on one line (the MCP stdio transport requires it); a
 // value spread over several lines is an error instead of being joined.
+//
+// A Transport with Server set (the gateway's own stdio: Stdio, StdioFrom)
+// does two things more, which a server owes its client and go-sdk v1.8.0
+// does not do: a line that is not a message it can take is answered with a
+// JSON-RPC error and reading goes on (go-sdk ends the connection, so one bad
+// line stopped the gateway), and the answer to a call the client cancelled
+// (notifications/cancelled) is not written (go-sdk writes it).
 package linerpc
 
 import (
@@ -75,6 +82,18 @@ type Transport struct {
 	// MaxLineLength caps an inbound line in bytes (without its newline):
 	// 0 selects mcp.DefaultMaxLineLength, a negative value means no cap.
 	MaxLineLength int
+	// Server says the connection serves a client. A line that is not a
+	// message it can take (not JSON, a "jsonrpc" other than "2.0", an id
+	// that is neither a string nor a number, an empty batch, a batch at a
+	// protocol without them) is then answered with a JSON-RPC error
+	// (-32700 parse error, or -32600 invalid request with the line's id
+	// when it has one, JSON-RPC 2.0 §5) and reading goes on, where it
+	// otherwise ends the connection; and the answer to a call the client
+	// cancelled with notifications/cancelled before it was answered is
+	// not written (the protocol's cancellation: the receiver does not
+	// answer a cancelled request). A line over MaxLineLength still ends
+	// the connection.
+	Server bool
 }
 
 var _ mcp.Transport = (*Transport)(nil)
@@ -86,7 +105,7 @@ func Stdio() *Transport { return StdioFrom(os.Stdin) }
 
 // StdioFrom is Stdio reading in (a Watch of stdin) instead of os.Stdin.
 func StdioFrom(in io.ReadCloser) *Transport {
-	return &Transport{Reader: in, Writer: nopCloser{os.Stdout}}
+	return &Transport{Reader: in, Writer: nopCloser{os.Stdout}, Server: true}
 }
 
 type nopCloser struct{ io.Writer }
@@ -105,6 +124,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 	c := &Conn{
 		r:        t.Reader,
 		w:        t.Writer,
+		server:   t.Server,
 		incoming: make(chan incoming),
 		closed:   make(chan struct{}),
 	}
@@ -114,8 +134,9 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 
 // Conn is a connection made by Transport.Connect.
 type Conn struct {
-	r io.ReadCloser
-	w io.WriteCloser
+	r      io.ReadCloser
+	w      io.WriteCloser
+	server bool // Transport.Server
 
 	// incoming carries the read loop's messages to Read; the loop stops
 	// after sending an error, or when closed is closed.
@@ -128,6 +149,9 @@ type Conn struct {
 	initID  jsonrpc.ID                   // the initialize call read, when serving
 	version string                       // the protocol version this side answered initialize with
 	batches map[jsonrpc.ID]*inboundBatch // inbound batch calls awaiting their answers
+	// calls are the inbound calls not yet answered, outside batches, when
+	// serving: true once the client cancelled the call.
+	calls map[jsonrpc.ID]bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -160,7 +184,13 @@ func (c *Conn) readLoop(limit int) {
 		line, err := ReadLine(br, &long, limit)
 		if t := bytes.TrimSpace(line); len(t) > 0 {
 			in := decodeLine(t)
-			if !c.send(in) || in.err != nil {
+			switch {
+			case in.err != nil && c.server:
+				if err := c.answerInvalid(t, in.err); err != nil {
+					c.send(incoming{err: err}) // the client is gone
+					return
+				}
+			case !c.send(in) || in.err != nil:
 				return
 			}
 		}
@@ -274,6 +304,42 @@ func checkLine(line []byte) error {
 	return nil // not an object or array, or unterminated: the parser says which
 }
 
+// answerInvalid answers line, which err says is no message the connection
+// can take (Transport.Server): -32700 when it is not JSON, else -32600 with
+// its id when it has one a client could match.
+func (c *Conn) answerInvalid(line []byte, err error) error {
+	var v any
+	if perr := json.Unmarshal(line, &v); perr != nil { // encoding/json's words: "unexpected end of JSON input"
+		return c.writeError(jsonrpc.ID{}, jsonrpc.CodeParseError, "parse error: "+perr.Error())
+	}
+	var m struct {
+		ID any `json:"id"`
+	}
+	var id jsonrpc.ID
+	if json.Unmarshal(line, &m) == nil {
+		id, _ = jsonrpc.MakeID(m.ID) // an id of another type is answered with null
+	}
+	return c.writeError(id, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+}
+
+// writeError writes a JSON-RPC error response to id; the zero ID is written
+// as null (the id of a request that could not be read), which
+// jsonrpc.EncodeMessage would leave out.
+func (c *Conn) writeError(id jsonrpc.ID, code int64, msg string) error {
+	data, err := json.Marshal(struct {
+		VersionTag string         `json:"jsonrpc"`
+		ID         any            `json:"id"`
+		Error      *jsonrpc.Error `json:"error"`
+	}{wireVersion, id.Raw(), &jsonrpc.Error{Code: code, Message: msg}})
+	if err != nil {
+		return err
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_, err = c.w.Write(append(data, '\n'))
+	return err
+}
+
 // wireMessage is a JSON-RPC message as sent, decoded the way
 // jsonrpc.DecodeMessage decodes it.
 type wireMessage struct {
@@ -337,30 +403,87 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		c.queue = c.queue[1:]
 		return msg, nil
 	}
-	var in incoming
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case in = <-c.incoming:
-	case <-c.closed:
-		return nil, io.EOF
-	}
-	switch {
-	case in.err != nil:
-		return nil, in.err
-	case in.batch != nil:
-		if err := c.acceptBatch(in.batch); err != nil {
-			return nil, err
+	for {
+		var in incoming
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case in = <-c.incoming:
+		case <-c.closed:
+			return nil, io.EOF
 		}
-		c.queue = in.batch[1:]
-		return in.batch[0], nil
+		switch {
+		case in.err != nil:
+			return nil, in.err
+		case in.batch != nil:
+			if err := c.acceptBatch(in.batch); err != nil {
+				if !c.server {
+					return nil, err
+				}
+				if err := c.writeError(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error()+": send each message on a line of its own"); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			c.queue = in.batch[1:]
+			return in.batch[0], nil
+		}
+		if req, ok := in.msg.(*jsonrpc.Request); ok {
+			c.noteRequest(req)
+		}
+		return in.msg, nil
 	}
-	if req, ok := in.msg.(*jsonrpc.Request); ok && req.Method == methodInitialize && req.IsCall() {
-		c.mu.Lock()
-		c.initID = req.ID
-		c.mu.Unlock()
+}
+
+// methodCancelled is the notification that cancels a call.
+const methodCancelled = "notifications/cancelled"
+
+// noteRequest notes req, a request read outside a batch: the initialize
+// call, whose answer names the protocol version; and, when serving, each
+// call until it is answered and which of them the client cancels.
+func (c *Conn) noteRequest(req *jsonrpc.Request) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if req.Method == methodInitialize && req.IsCall() {
+		c.initID = req.ID // the client must not cancel it: not noted below
+		return
 	}
-	return in.msg, nil
+	if !c.server {
+		return
+	}
+	if req.IsCall() {
+		if c.calls == nil {
+			c.calls = map[jsonrpc.ID]bool{}
+		}
+		c.calls[req.ID] = false
+		return
+	}
+	if req.Method != methodCancelled {
+		return
+	}
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil {
+		return
+	}
+	if id, err := jsonrpc.MakeID(p.RequestID); err == nil && id.IsValid() {
+		if _, ok := c.calls[id]; ok {
+			c.calls[id] = true
+		}
+	}
+}
+
+// cancelled reports whether resp answers a call the client cancelled, and
+// forgets the call.
+func (c *Conn) cancelled(resp *jsonrpc.Response) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cancelled, ok := c.calls[resp.ID]
+	if ok {
+		delete(c.calls, resp.ID)
+	}
+	return cancelled
 }
 
 // acceptBatch checks that a batch is allowed and notes its calls, whose
@@ -407,6 +530,9 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	var data []byte
 	resp, isResp := msg.(*jsonrpc.Response)
+	if isResp && c.server && c.cancelled(resp) {
+		return nil // the client no longer waits for it
+	}
 	if isResp {
 		batch, inBatch := c.answered(resp)
 		if inBatch && batch == nil {

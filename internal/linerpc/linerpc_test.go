@@ -157,6 +157,76 @@ func TestMalformedLines(t *testing.T) {
 	}
 }
 
+// TestServerAnswersInvalidLines: serving, a line that is no message the
+// connection can take is answered with a JSON-RPC error and the next line is
+// read; go-sdk's transport (and a Transport without Server) ends the
+// connection on it, which ended the gateway's stdio.
+func TestServerAnswersInvalidLines(t *testing.T) {
+	for _, tc := range []struct{ name, line, want string }{
+		{"not JSON", `{"jsonrpc":"2.0","id":5,"method":`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error: unexpected end of JSON input"}}`},
+		{"two messages on a line", `{"jsonrpc":"2.0","method":"a"} {"jsonrpc":"2.0","method":"b"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error: invalid character '{' after top-level value"}}`},
+		{"wrong version", `{"jsonrpc":"1.0","id":6,"method":"ping"}`, `{"jsonrpc":"2.0","id":6,"error":{"code":-32600,"message":"invalid request: invalid message version tag \"1.0\"; expected \"2.0\""}}`},
+		{"string id kept", `{"id":"s1","method":"ping"}`, `{"jsonrpc":"2.0","id":"s1","error":{"code":-32600,"message":"invalid request: invalid message version tag \"\"; expected \"2.0\""}}`},
+		{"object id", `{"jsonrpc":"2.0","id":{},"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: parse error: invalid ID type map[string]interface {}"}}`},
+		{"empty batch", `[]`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: empty JSON-RPC batch"}}`},
+		{"bad batch member", `[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0"}]`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: invalid request"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := &buffer{}
+			c, err := (&Transport{Reader: io.NopCloser(strings.NewReader(tc.line + "\n" + `{"jsonrpc":"2.0","method":"after"}` + "\n")), Writer: out, Server: true}).Connect(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			msgs, err := readAll(c.(*Conn))
+			if !errors.Is(err, io.EOF) || len(msgs) != 1 || msgs[0].(*jsonrpc.Request).Method != "after" {
+				t.Fatalf("got %v, %v; want the message after the bad line, then io.EOF", msgs, err)
+			}
+			if got := out.String(); got != tc.want+"\n" {
+				t.Errorf("answered:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
+	}
+	if !StdioFrom(io.NopCloser(strings.NewReader(""))).Server {
+		t.Error("the gateway's stdio (StdioFrom) does not serve: a bad line would end it")
+	}
+}
+
+// TestServerDropsCancelledAnswer: serving, the answer to a call the client
+// cancelled is not written (the client has given up on it; the TypeScript
+// SDK reports "Received a response for an unknown message ID"); the answers
+// to other calls, and to a call cancelled only after it was answered, are.
+func TestServerDropsCancelledAnswer(t *testing.T) {
+	pr, pw := io.Pipe()
+	out := &buffer{}
+	conn, err := (&Transport{Reader: pr, Writer: out, Server: true}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := conn.(*Conn)
+	t.Cleanup(func() { c.Close() })
+	go func() {
+		io.WriteString(pw, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`+"\n")
+		io.WriteString(pw, `{"jsonrpc":"2.0","id":"two","method":"tools/call","params":{}}`+"\n")
+		io.WriteString(pw, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user"}}`+"\n")
+		pw.Close()
+	}()
+	ctx := context.Background()
+	msgs, err := readAll(c)
+	if !errors.Is(err, io.EOF) || len(msgs) != 3 {
+		t.Fatalf("read %d messages, %v; want 3 (the cancellation passed on too), io.EOF", len(msgs), err)
+	}
+	for _, id := range []any{float64(1), "two"} {
+		if err := c.Write(ctx, &jsonrpc.Response{ID: mustID(t, id), Result: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `{"jsonrpc":"2.0","id":"two","result":{}}` + "\n"
+	if got := out.String(); got != want {
+		t.Errorf("written:\n%s\nwant only:\n%s", got, want)
+	}
+}
+
 func TestBatch(t *testing.T) {
 	input := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":"b","method":"tools/list"}]` + "\n"
 	c, out := connect(t, input, 0)
@@ -233,6 +303,42 @@ func TestBatchRejectedAfterNegotiation(t *testing.T) {
 				t.Errorf("error %q does not say why", err)
 			}
 		})
+	}
+}
+
+// TestServerAnswersForbiddenBatch: serving, a batch after a protocol
+// without batches was negotiated is answered with an error that says so,
+// and the next message is read (the connection, and the gateway, ended).
+func TestServerAnswersForbiddenBatch(t *testing.T) {
+	pr, pw := io.Pipe()
+	out := &buffer{}
+	conn, err := (&Transport{Reader: pr, Writer: out, Server: true}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := conn.(*Conn)
+	t.Cleanup(func() { c.Close() })
+	go func() {
+		io.WriteString(pw, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`+"\n")
+		io.WriteString(pw, `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`+"\n")
+		io.WriteString(pw, `{"jsonrpc":"2.0","id":2,"method":"ping"}`+"\n")
+		pw.Close()
+	}()
+	ctx := context.Background()
+	msg, err := c.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Write(ctx, &jsonrpc.Response{ID: msg.(*jsonrpc.Request).ID, Result: json.RawMessage(`{"protocolVersion":"2025-06-18"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	msg, err = c.Read(ctx)
+	if err != nil || msg.(*jsonrpc.Request).ID != mustID(t, float64(2)) {
+		t.Fatalf("after the batch: %v, %v; want the ping of id 2", msg, err)
+	}
+	want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: JSON-RPC batching is not supported in 2025-06-18 and later (request version: 2025-06-18): send each message on a line of its own"}}`
+	if _, answer, _ := strings.Cut(out.String(), "\n"); answer != want+"\n" {
+		t.Errorf("answered:\n%s\nwant:\n%s", answer, want)
 	}
 }
 

@@ -211,7 +211,7 @@ type envelope struct {
 func (b *bridge) relay(ctx context.Context, msg []byte) {
 	var env envelope
 	if err := json.Unmarshal(msg, &env); err != nil {
-		if t := bytes.TrimSpace(msg); t[0] == '[' && json.Valid(t) {
+		if t := bytes.TrimSpace(msg); bytes.HasPrefix(t, []byte("[")) && json.Valid(t) {
 			// A batch (JSON-RPC allows them before protocol 2025-06-18) is
 			// JSON: "parse error: cannot unmarshal array" misled.
 			b.write(errorResponse(nil, -32600, "invalid request: toolgate connect does not relay JSON-RPC batches: send each message on a line of its own"))

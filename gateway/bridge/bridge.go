@@ -65,8 +65,9 @@ type Options struct {
 	// response the gateway refused. Nil discards.
 	Logger *slog.Logger
 	// MaxLineBytes bounds one message from the client (0: 16 MiB, as
-	// go-sdk's stdio transport); a longer one ends Run with an error
-	// (linerpc.ErrLineTooLong), as toolgate's own stdio transport does.
+	// go-sdk's stdio transport); a longer one is skipped and answered
+	// -32600 (linerpc.SkipLong, TooLongMessage), as toolgate's own stdio
+	// transport does.
 	MaxLineBytes int
 	// Grace is how long calls still running when the client closes stdin
 	// may finish (0: DefaultGrace).
@@ -133,6 +134,17 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 		var long []byte
 		for {
 			line, err := linerpc.ReadLine(r, &long, limit)
+			if errors.Is(err, linerpc.ErrLineTooLong) {
+				// Skipped and answered; the client goes on.
+				var size int
+				var id json.RawMessage
+				size, id, err = linerpc.SkipLong(r, line)
+				b.write(errorResponse(id, -32600, linerpc.TooLongMessage(size, limit)))
+				if err == nil {
+					continue
+				}
+				line = nil
+			}
 			select {
 			case reads <- read{bytes.Clone(line), err}:
 			case <-ctx.Done():

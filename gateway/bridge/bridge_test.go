@@ -2,9 +2,9 @@ package bridge_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -412,12 +412,19 @@ func TestBatchAndParseError(t *testing.T) {
 	}
 }
 
-// A message over the size limit ends the relay with an error that says so,
-// as toolgate's own stdio transport does.
+// A message over the size limit is skipped and answered -32600 with its
+// id, as toolgate's own stdio transport does; the relay goes on (it ended
+// with linerpc.ErrLineTooLong).
 func TestLineTooLong(t *testing.T) {
-	err := bridge.Run(context.Background(), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n"), io.Discard, bridge.Options{URL: "http://127.0.0.1:1", MaxLineBytes: 20})
-	if !errors.Is(err, linerpc.ErrLineTooLong) {
-		t.Errorf("Run with a line over MaxLineBytes: %v, want ErrLineTooLong", err)
+	line := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	var out bytes.Buffer
+	err := bridge.Run(context.Background(), strings.NewReader(line+"\n"+line+"\n"), &out, bridge.Options{URL: "http://127.0.0.1:1", MaxLineBytes: 20})
+	if err != nil {
+		t.Errorf("Run with lines over MaxLineBytes: %v, want nil at the end of stdin", err)
+	}
+	one := `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"` + linerpc.TooLongMessage(len(line), 20) + `"}}` + "\n"
+	if got := out.String(); got != one+one {
+		t.Errorf("answered:\n%s\nwant each line answered:\n%s", got, one+one)
 	}
 }
 

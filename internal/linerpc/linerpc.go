@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -71,7 +72,8 @@ const (
 )
 
 // ErrLineTooLong means an inbound line exceeded the transport's
-// MaxLineLength; the connection ends with it.
+// MaxLineLength; the connection ends with it, unless the Transport serves
+// (Server): then the line is skipped and answered (SkipLong).
 var ErrLineTooLong = errors.New("inbound JSON-RPC line exceeded the maximum line length")
 
 // Transport is an mcp.Transport over a reader and a writer, one JSON-RPC
@@ -91,8 +93,9 @@ type Transport struct {
 	// otherwise ends the connection; and the answer to a call the client
 	// cancelled with notifications/cancelled before it was answered is
 	// not written (the protocol's cancellation: the receiver does not
-	// answer a cancelled request). A line over MaxLineLength still ends
-	// the connection.
+	// answer a cancelled request). A line over MaxLineLength is skipped
+	// and answered -32600 (TooLongMessage) with its id where it says one
+	// (SkipLong), where it otherwise ends the connection.
 	Server bool
 }
 
@@ -182,6 +185,25 @@ func (c *Conn) readLoop(limit int) {
 	var long []byte // a line longer than br's buffer, gathered
 	for {
 		line, err := ReadLine(br, &long, limit)
+		if c.server && errors.Is(err, ErrLineTooLong) {
+			// Skipped and answered, as a line that is no message is.
+			size, raw, serr := SkipLong(br, line)
+			var v any
+			_ = json.Unmarshal(raw, &v)
+			id, _ := jsonrpc.MakeID(v)
+			if werr := c.writeError(id, jsonrpc.CodeInvalidRequest, TooLongMessage(size, limit)); werr != nil {
+				serr = werr // the client is gone
+			}
+			if serr != nil {
+				c.send(incoming{err: serr})
+				return
+			}
+			continue
+		}
+		if errors.Is(err, ErrLineTooLong) {
+			c.send(incoming{err: err})
+			return
+		}
 		if t := bytes.TrimSpace(line); len(t) > 0 {
 			in := decodeLine(t)
 			switch {
@@ -215,8 +237,9 @@ func (c *Conn) send(in incoming) bool {
 // call; at the end of the input it returns the unterminated rest with
 // io.EOF. long is where lines longer than br's buffer are gathered. A line
 // longer than limit (not counting its "\n" or "\r\n") is an error
-// (ErrLineTooLong). The bridge of `toolgate connect` reads its client's
-// lines with it too.
+// (ErrLineTooLong), returned with the line's start as read (up to limit+2
+// bytes, with its newline if it ended there), which SkipLong takes. The
+// bridge of `toolgate connect` reads its client's lines with it too.
 func ReadLine(br *bufio.Reader, long *[]byte, limit int) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
@@ -232,11 +255,93 @@ func ReadLine(br *bufio.Reader, long *[]byte, limit int) ([]byte, error) {
 		}
 		line = buf
 	}
-	line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
-	if limit >= 0 && len(line) > limit {
-		return nil, fmt.Errorf("%w of %d bytes", ErrLineTooLong, limit)
+	trimmed := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+	if limit >= 0 && len(trimmed) > limit {
+		return line, fmt.Errorf("%w of %d bytes", ErrLineTooLong, limit)
 	}
-	return line, err
+	return trimmed, err
+}
+
+// tailKeep is how much of a skipped line's end SkipLong keeps, to find an
+// id written last.
+const tailKeep = 512
+
+// idLast matches a top-level "id" written last in an object that ends the
+// line: `…,"id":42}` (the TypeScript SDK writes a request's id after its
+// params). A nested object that ends with an "id" is followed by the
+// closing braces of its parents, and does not match.
+var idLast = regexp.MustCompile(`"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?[0-9]+)\s*}\s*$`)
+
+// SkipLong reads the rest of a line over the limit, whose start ReadLine
+// returned with ErrLineTooLong, so that reading can go on with the next
+// line. It returns the line's length and the id an answer to it goes to
+// (JSON null when the line says none): its top-level "id", read in its
+// start or, for a client that writes it last, at its end. err is the
+// reader's when the line never ends.
+func SkipLong(br *bufio.Reader, head []byte) (size int, id json.RawMessage, err error) {
+	size = len(head)
+	var tail []byte
+	if bytes.HasSuffix(head, []byte("\n")) {
+		tail = head[max(0, len(head)-tailKeep):]
+	} else {
+		for {
+			chunk, rerr := br.ReadSlice('\n')
+			size += len(chunk)
+			tail = append(tail, chunk...)
+			if len(tail) > tailKeep {
+				tail = append(tail[:0], tail[len(tail)-tailKeep:]...)
+			}
+			if rerr == nil {
+				break
+			}
+			if rerr != bufio.ErrBufferFull {
+				err = rerr
+				break
+			}
+		}
+	}
+	size -= len(tail) - len(bytes.TrimRight(tail, "\r\n"))
+	if id = firstID(head); id == nil {
+		if m := idLast.FindSubmatch(bytes.TrimRight(tail, "\r\n")); m != nil {
+			id = json.RawMessage(bytes.Clone(m[1]))
+		}
+	}
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	return size, id, err
+}
+
+// firstID is the top-level "id" of the object line starts, when it comes
+// before the first value that does not end within line; nil otherwise.
+func firstID(line []byte) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil
+		}
+		if key == "id" {
+			if v = bytes.TrimSpace(v); len(v) > 0 && (v[0] == '"' || v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
+				return v
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// TooLongMessage is the answer to a line over the limit that SkipLong
+// skipped (JSON-RPC -32600).
+func TooLongMessage(size, limit int) string {
+	return fmt.Sprintf("invalid request: a message of %d bytes is over the %d-byte limit of one line; send less in one call (a large file by its path, or in parts)", size, limit)
 }
 
 // decodeLine decodes one trimmed, non-empty line: a message, or a batch.

@@ -192,6 +192,39 @@ func TestServerAnswersInvalidLines(t *testing.T) {
 	}
 }
 
+// Serving, a line over the limit is skipped and answered -32600 with the
+// id a client matches the answer to, whether it writes it first or last
+// (the TypeScript SDK writes a request's id after its params); the next
+// line is read. It ended the connection, and the gateway with it.
+func TestServerSkipsLongLine(t *testing.T) {
+	big := strings.Repeat("z", 3*readBufferSize)
+	const limit = 2 * readBufferSize
+	for _, tc := range []struct{ name, line, id string }{
+		{"id first", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"x":"` + big + `"}}`, "7"},
+		{"id last", `{"method":"tools/call","params":{"x":"` + big + `","o":{"id":9}},"jsonrpc":"2.0","id":"last"}`, `"last"`},
+		{"nested id only", `{"jsonrpc":"2.0","method":"notifications/x","params":{"x":"` + big + `","o":{"id":9}}}`, "null"},
+		{"read whole, CRLF", `{"jsonrpc":"2.0","id":3,"method":"m","params":"` + strings.Repeat("z", limit) + `"}` + "\r", "3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := &buffer{}
+			c, err := (&Transport{Reader: io.NopCloser(strings.NewReader(tc.line + "\n" + `{"jsonrpc":"2.0","method":"after"}` + "\n")), Writer: out, Server: true, MaxLineLength: limit}).Connect(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			msgs, err := readAll(c.(*Conn))
+			if !errors.Is(err, io.EOF) || len(msgs) != 1 || msgs[0].(*jsonrpc.Request).Method != "after" {
+				t.Fatalf("got %v, %v; want the message after the long line, then io.EOF", msgs, err)
+			}
+			size := len(strings.TrimSuffix(tc.line, "\r"))
+			want := `{"jsonrpc":"2.0","id":` + tc.id + `,"error":{"code":-32600,"message":"` + TooLongMessage(size, limit) + `"}}` + "\n"
+			if got := out.String(); got != want {
+				t.Errorf("answered:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
 // TestServerDropsCancelledAnswer: serving, the answer to a call the client
 // cancelled is not written (the client has given up on it; the TypeScript
 // SDK reports "Received a response for an unknown message ID"); the answers

@@ -100,23 +100,6 @@ const (
 	learnAdapterMax = 4096
 )
 
-// MaxLearnedQueryLen caps a learned query's length in bytes.
-const MaxLearnedQueryLen = 500
-
-// LearnedQuery is how a query is learned: trimmed, inner space collapsed,
-// at most MaxLearnedQueryLen bytes (cut at a rune boundary).
-func LearnedQuery(q string) string {
-	q = strings.Join(strings.Fields(q), " ")
-	if len(q) > MaxLearnedQueryLen {
-		q = strings.ToValidUTF8(q[:MaxLearnedQueryLen], "")
-	}
-	return q
-}
-
-// askedKey is what a query asked again is matched to a learned one by:
-// its learned form, case aside.
-func askedKey(q string) string { return strings.ToLower(LearnedQuery(q)) }
-
 // UsagePair is one learned (query, tool) pair and its weight (decayed
 // count; 1 for a pair just recorded).
 type UsagePair struct {
@@ -143,10 +126,8 @@ type learnedModel struct {
 	// reads; nil when there is no prefix (then vecs serve).
 	confVecs map[string][]float32
 	extra    *index.ExtraField // the learned queries' words
-	// asked are the tools each learned query led to, by askedKey.
-	asked map[string][]string
-	tools int // tools with learned queries
-	pairs int
+	tools    int               // tools with learned queries
+	pairs    int
 
 	// For the scan, in ID order: the learned tools, their servers and
 	// blended vectors; and per server ("" for all) the sum of blended
@@ -161,7 +142,7 @@ type learnedModel struct {
 // buildLearned makes the learned model of pairs over ix, embedding the
 // distinct query texts with emb (nil: keyword field only).
 func buildLearned(ctx context.Context, ix *index.Index, emb index.Embedder, gen uint64, pairs []UsagePair) (*learnedModel, error) {
-	m := &learnedModel{ix: ix, gen: gen, asked: map[string][]string{}}
+	m := &learnedModel{ix: ix, gen: gen}
 	byTool := map[string]*toolPairs{}
 	var texts []string
 	seen := map[string]bool{}
@@ -175,9 +156,6 @@ func buildLearned(ctx context.Context, ix *index.Index, emb index.Embedder, gen 
 			byTool[p.Tool] = tp
 		}
 		q := strings.TrimSpace(p.Query)
-		if k := askedKey(q); !slices.Contains(m.asked[k], p.Tool) {
-			m.asked[k] = append(m.asked[k], p.Tool)
-		}
 		tp.queries = append(tp.queries, q)
 		tp.weights = append(tp.weights, p.Weight)
 		tp.n += p.Weight
@@ -422,12 +400,6 @@ func (m *learnedModel) query(q []float32) []float32 {
 	}
 	normalise64(v)
 	return to32(v)
-}
-
-// repeated says whether key (askedKey of the query asked) is a learned
-// query that led to tool id.
-func (m *learnedModel) repeated(key, id string) bool {
-	return m != nil && slices.Contains(m.asked[key], id)
 }
 
 // confCosine is the cosine the confidence reads: q's with the tool's

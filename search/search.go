@@ -653,7 +653,6 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 
 	hits := make([]Hit, 0, len(ranked))
 	cosines := make([]float64, 0, len(ranked))
-	again := askedKey(q.Text)
 	for _, r := range ranked {
 		t, ok := ix.Tool(r.id)
 		if !ok {
@@ -667,13 +666,6 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 			c, _ = lm.confCosine(ix, qorig, r.id)
 		}
 		h.Confidence = confidence(c, h.Coverage, qorig != nil, h.Exact)
-		if lm.repeated(again, r.id) {
-			// This very query led to this tool before (a session ran it
-			// after a search for it): its cosine with a learned query is
-			// 1, however far the tool's blended vector still is from it.
-			c = 1
-			h.Confidence = max(h.Confidence, confidence(c, h.Coverage, true, false))
-		}
 		hits = append(hits, h)
 		cosines = append(cosines, c)
 	}

@@ -42,7 +42,7 @@ const (
 	// bounded, whatever the traffic.
 	MaxQueriesPerTool = 64
 	// MaxQueryLen caps a stored query's length in bytes.
-	MaxQueryLen = search.MaxLearnedQueryLen
+	MaxQueryLen = 500
 	// DefaultHalfLife is Options.HalfLife's default.
 	DefaultHalfLife = 90 * 24 * time.Hour
 	// MaxClockStep is the most the store's clock moves at one record: a
@@ -365,6 +365,16 @@ func (s *Store) update(fn func(txn *badger.Txn) error) error {
 // Generation changes whenever the pairs do (search.Usage).
 func (s *Store) Generation() uint64 { return s.gen.Load() }
 
+// normQuery is how a query is stored: trimmed, inner space collapsed, at
+// most MaxQueryLen bytes (cut at a rune boundary).
+func normQuery(q string) string {
+	q = strings.Join(strings.Fields(q), " ")
+	if len(q) > MaxQueryLen {
+		q = strings.ToValidUTF8(q[:MaxQueryLen], "")
+	}
+	return q
+}
+
 // Record notes that query led to tool being run; tool is its definition
 // now (its document text is kept to notice a later material change). It is
 // the gateway's Learner: failures are logged, never returned to a caller.
@@ -421,7 +431,7 @@ func (s *Store) addBatch(pairs []Pair, defs map[string]catalog.Tool, now int64, 
 	done := map[string]bool{}
 	err := s.update(func(txn *badger.Txn) error {
 		for _, p := range pairs {
-			q := search.LearnedQuery(p.Query)
+			q := normQuery(p.Query)
 			if q == "" {
 				continue
 			}

@@ -512,7 +512,8 @@ func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) s
 		}
 	}
 	near := closest(match, g.visibleIDs(caller), 3)
-	if len(near) > 0 {
+	offered := len(near) > 0 // names the answer offers
+	if offered {
 		fmt.Fprintf(&b, " Closest names: %s.", strings.Join(near, ", "))
 	}
 	if words := catalog.NameWords(tool); words != "" {
@@ -527,10 +528,15 @@ func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) s
 		}
 		if len(found) > 0 {
 			fmt.Fprintf(&b, " search_tools %q also finds: %s.", oneline.Echo(words), strings.Join(found, ", "))
+			offered = true
 		}
 	}
 	if len(down) > 0 {
 		b.WriteString(" Retry later, or call search_tools for another tool that does it.")
+		return b.String()
+	}
+	if !offered { // "these names" would point at none
+		b.WriteString(" Call search_tools with what you want to do to find the tool's name.")
 		return b.String()
 	}
 	b.WriteString(" Use one of these names, or call search_tools with what you want to do.")

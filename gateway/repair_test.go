@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/audit/audittest"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/search"
 )
 
 // memorySchema is the input schema of the bundled memory server's
@@ -500,5 +501,20 @@ func TestShownSchemaWithoutDraft(t *testing.T) {
 	}
 	if got := explainInvalid("x__y", raw, `validating root: required: missing properties: ["a"]`, nil); strings.Contains(got, "draft-07") {
 		t.Errorf("the answer shows the draft's URL:\n%s", got)
+	}
+}
+
+// An unknown name near no tool, whose words search_tools finds nothing
+// for, is not told to "use one of these names": it offered none.
+func TestUnknownToolNothingOffered(t *testing.T) {
+	g, fs := newTestGateway(t, nil)
+	fs.search = func(search.Query) (search.Result, error) {
+		return search.Result{NoMatch: true, Mode: search.ModeHybrid}, nil
+	}
+	cs := connect(t, g)
+	res := call(t, cs, ExecuteToolName, map[string]any{"name": "weather__forecast_for_tomorrow"})
+	want := `execute_tool: unknown tool "weather__forecast_for_tomorrow". Call search_tools with what you want to do to find the tool's name.`
+	if txt := text(res); !res.IsError || txt != want {
+		t.Errorf("an unknown name near no tool: isError=%v\n%s\nwant\n%s", res.IsError, txt, want)
 	}
 }

@@ -315,3 +315,26 @@ func TestExitWhenIdleInStatus(t *testing.T) {
 		t.Errorf("toolgate status does not say the gateway stops when idle:\n%s", out)
 	}
 }
+
+// TestServeConfigAddr: without --http, a config's toolgate.http.addr (the
+// address toolgate connect and status take from the file) is served when
+// no MCP client started the gateway (stdin /dev/null, as a service's), but
+// a client that starts `serve --config` with that file on stdio is
+// answered on stdio: it waited for an answer that never came, and the
+// gateway, serving HTTP, outlived it.
+func TestServeConfigAddr(t *testing.T) {
+	addr := freeAddr(t)
+	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, map[string]any{"http": map[string]any{"addr": addr}})
+	t.Run("stdio client", func(t *testing.T) {
+		serve := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--mode", "bm25")
+		serve.Stderr = testLog(t, "serve: ")
+		ctx, cs := connectStdio(t, serve, testenv.Timeout)
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil || len(res.Tools) != 2 {
+			t.Fatalf("tools/list over stdio: %v, %+v; want the two tools", err, res)
+		}
+	})
+	t.Run("service", func(t *testing.T) {
+		startServe(t, toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--mode", "bm25"), addr) // stdin: /dev/null
+	})
+}

@@ -146,7 +146,19 @@ func TestImportWarnsCommandMissing(t *testing.T) {
 	if !strings.Contains(string(out), warning) || !strings.Contains(string(out), `  tools: command "./bin/tools-server" not found (a relative path is read from toolgate's working directory): check command`) || strings.Contains(string(out), "  memory:") {
 		t.Errorf("import output: want clock and tools (not memory) named as unable to start:\n%s", out)
 	}
-	if f, err := config.Load(into); err != nil || len(f.All()) != 3 {
+	if !strings.Contains(string(out), "(claude-desktop): 3 servers: memory, clock, tools\n") {
+		t.Errorf("import output does not count the file's servers:\n%s", out)
+	}
+	// One server is "1 server".
+	one := filepath.Join(t.TempDir(), "mcp_config.json")
+	if err := os.WriteFile(one, []byte(`{"mcpServers": {"figma": {"serverUrl": "http://127.0.0.1:3845/sse"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = toolgateCmd(t, t.TempDir(), "import", "--into", into, one).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "(windsurf): 1 server: figma\n") || !strings.Contains(string(out), "(1 server imported)") {
+		t.Errorf("import of one server: %v\n%s", err, out)
+	}
+	if f, err := config.Load(into); err != nil || len(f.All()) != 4 {
 		t.Errorf("imported config: %v, %v", f, err)
 	}
 }

@@ -60,7 +60,9 @@ Claude-compatible "mcpServers" format), indexes their tools, and serves MCP with
 two tools: search_tools and execute_tool.
 
 Without --http it speaks MCP on stdin/stdout (what an MCP client launches);
-logs always go to stderr. With --http it serves streamable HTTP at /mcp,
+logs always go to stderr. Without --http, the config's toolgate.http.addr is
+served over HTTP when no MCP client started it (stdin not a pipe: a service,
+a terminal). With --http it serves streamable HTTP at /mcp,
 GET /healthz, GET /status, Prometheus metrics at GET /metrics and the web
 console at /ui/ on a loopback address. Traces are exported over OTLP/HTTP when
 toolgate.telemetry.otlpEndpoint or OTEL_EXPORTER_OTLP_ENDPOINT is set.
@@ -173,8 +175,17 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	modeOf := func(s config.SearchSettings) search.Mode { return cmp.Or(flagMode, search.Mode(s.Mode)) }
 	// The HTTP address is taken before anything starts, so that a taken
 	// port is an error at once rather than after the backends are up.
-	if f.http == "" && cfg.Toolgate.HTTP.Addr != "" {
-		f.http = cfg.Toolgate.HTTP.Addr
+	// Without --http, the config's toolgate.http.addr is served, unless
+	// an MCP client started this gateway (its stdin a pipe or a socket):
+	// that client speaks on stdio and would wait for an answer that never
+	// comes, while the gateway served HTTP and outlived it. The same file
+	// gives `toolgate connect` and `status` their address.
+	if a := cfg.Toolgate.HTTP.Addr; f.http == "" && a != "" {
+		if stdioClient(os.Stdin) {
+			log.Info("serving MCP on stdio to the client that started this gateway; the config's toolgate.http.addr is not served (toolgate serve --http serves it)", "addr", a)
+		} else {
+			f.http = a
+		}
 	}
 	switch {
 	case f.idle < 0:
@@ -374,6 +385,14 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	return (&front{cfg: cfg, flags: f, log: log, start: start, pool: pool, lv: lv, emb: emb,
 		learner: learner, sec: sec, health: health, tracing: tracing, ln: ln, cert: frontCert, stdin: stdin, warm: warm,
 		firstSearch: firstSearch, status: status, proc: proc, ranking: ranking}).serve(ctx)
+}
+
+// stdioClient reports whether f, the gateway's stdin, is a pipe or a
+// socket: what an MCP client that starts a server on stdio gives it. A
+// service's stdin (/dev/null) and a terminal are neither.
+func stdioClient(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) != 0
 }
 
 // absPaths is paths made absolute where they can be.

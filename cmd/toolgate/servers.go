@@ -164,15 +164,11 @@ func runServers(w io.Writer, g *globals, paths []string, asJSON bool) error {
 			enabled++
 		}
 	}
-	servers := "servers"
-	if len(infos) == 1 {
-		servers = "server"
-	}
 	if len(infos) == 0 {
 		_, err := fmt.Fprintf(w, "%s: valid, no servers yet: add one with toolgate servers add NAME --config %s -- COMMAND [ARG...] (or --url URL)\n", path, shellword.Join(paths[len(paths)-1]))
 		return err
 	}
-	fmt.Fprintf(w, "%s: valid, %d %s (%d enabled)\n", path, len(infos), servers, enabled)
+	fmt.Fprintf(w, "%s: valid, %s (%d enabled)\n", path, countServers(len(infos)), enabled)
 	for _, c := range conflicts {
 		fmt.Fprintf(w, "note: %s\n", c)
 	}

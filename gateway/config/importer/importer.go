@@ -12,7 +12,8 @@
 // Each client's variable syntax becomes toolgate's ${VAR}: VS Code's
 // ${input:ID} (a value VS Code prompts for) becomes ${ID_IN_CAPITALS}, and
 // the names are reported so the user can set them; ${env:NAME} becomes
-// ${NAME}; ${workspaceFolder} the project's folder; ${userHome} ${HOME}.
+// ${NAME}; ${workspaceFolder}, and Claude Code's ${CLAUDE_PROJECT_DIR}, the
+// project's folder; ${userHome} ${HOME}.
 // Nothing is written that was not in a file already: secrets stay where
 // they were, or stay references.
 package importer
@@ -373,6 +374,11 @@ func isToolgate(e map[string]any) bool {
 
 var refPattern = regexp.MustCompile(`\$\{([^}]*)\}`)
 
+// claudeProjectDir is the variable Claude Code sets, for the servers it
+// starts, to the folder of the project open: Claude Code's
+// ${workspaceFolder}.
+const claudeProjectDir = "CLAUDE_PROJECT_DIR"
+
 // rewrite replaces the client's variable references in every string of v.
 func (x *rewriter) rewrite(server string, v any) any {
 	switch t := v.(type) {
@@ -395,6 +401,11 @@ func (x *rewriter) rewrite(server string, v any) any {
 				return "${" + strings.TrimPrefix(body, "env:") + "}"
 			case body == "workspaceFolder" || body == "workspaceRoot":
 				x.noFolder(server, body, x.workspace)
+				return x.workspace
+			case x.r.Format == ClaudeCode && (body == claudeProjectDir || strings.HasPrefix(body, claudeProjectDir+":-")):
+				// Claude Code sets it to the project's folder, so its
+				// default never applies.
+				x.noFolder(server, claudeProjectDir, x.workspace)
 				return x.workspace
 			case body == "workspaceFolderBasename":
 				x.noFolder(server, body, filepath.Base(x.workspace))

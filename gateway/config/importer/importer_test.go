@@ -222,3 +222,41 @@ func TestWorkspaceFolderOfAUserFile(t *testing.T) {
 		t.Errorf("project file: %d notes, args %v", n, servers["srv"]["args"])
 	}
 }
+
+// Claude Code sets ${CLAUDE_PROJECT_DIR} to the project's folder for the
+// servers it starts: a project's .mcp.json, or a project of ~/.claude.json,
+// has it written as that folder (it was left a variable no gateway sets,
+// and the server could not start); its user-level servers get the file's
+// folder with a note, as ${workspaceFolder} does; another client's file
+// keeps it as written.
+func TestClaudeProjectDir(t *testing.T) {
+	dir := t.TempDir()
+	write := func(path, data string) string {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	entry := `{"command": "${CLAUDE_PROJECT_DIR}/scripts/db.sh", "args": ["${CLAUDE_PROJECT_DIR:-.}/data", "$CLAUDE_PROJECT_DIR"]}`
+	mcp := write(filepath.Join(dir, "proj", ".mcp.json"), `{"mcpServers": {"db": `+entry+`}}`)
+	r, servers := read(t, mcp, "")
+	proj := filepath.Join(dir, "proj")
+	if db := servers["db"]; db["command"] != proj+"/scripts/db.sh" || !slices.Equal(db["args"].([]any), []any{proj + "/data", "$CLAUDE_PROJECT_DIR"}) || len(r.Notes) != 0 {
+		t.Errorf(".mcp.json: %v, notes %q", db, r.Notes)
+	}
+	claude := write(filepath.Join(dir, ".claude.json"), `{"mcpServers": {"user": `+entry+`}, "projects": {"/home/me/app": {"mcpServers": {"app": `+entry+`}}}}`)
+	r, servers = read(t, claude, "")
+	if app := servers["app"]; app["command"] != "/home/me/app/scripts/db.sh" || app["args"].([]any)[0] != "/home/me/app/data" {
+		t.Errorf("a project of ~/.claude.json: %v", app)
+	}
+	if user := servers["user"]; user["command"] != dir+"/scripts/db.sh" || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], `server "user": ${CLAUDE_PROJECT_DIR} in a file of the user's, not of a project, has no one folder`) {
+		t.Errorf("the user's servers of ~/.claude.json: %v, notes %q", user, r.Notes)
+	}
+	desktop := write(filepath.Join(dir, "claude_desktop_config.json"), `{"mcpServers": {"db": `+entry+`}}`)
+	if _, servers = read(t, desktop, ""); servers["db"]["command"] != "${CLAUDE_PROJECT_DIR}/scripts/db.sh" {
+		t.Errorf("Claude Desktop's file: %v", servers["db"])
+	}
+}

@@ -497,7 +497,11 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 		g.log.Info("tool call denied", "tool", name, "server", server, "err", err, "caller", policy.CallerFrom(ctx).String())
 		if de != nil {
 			if none := g.reachesNoneScoped(policy.CallerFrom(ctx)); none != "" {
-				// Not "call search_tools": it finds nothing this caller may run.
+				// Not "call search_tools": it finds nothing this caller may
+				// run. The reason once, when it is why it reaches none.
+				if strings.Contains(none, de.Reason) {
+					return toolError("execute_tool %s: %s.", name, none)
+				}
 				return toolError("execute_tool %s: %s; %s.", name, de.Reason, none)
 			}
 		}

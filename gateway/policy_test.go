@@ -379,6 +379,8 @@ func TestCallerReachingNoTool(t *testing.T) {
 			if res := call(t, cs, ExecuteToolName, map[string]any{"name": c.run}); !strings.Contains(text(res), c.want) ||
 				!strings.Contains(text(res), "reaches no tool") || strings.Contains(text(res), "Call search_tools") {
 				t.Fatalf("execute_tool %s: %s, want the reason %q, that it reaches no tool and no \"Call search_tools\"", c.run, text(res), c.want)
+			} else if n := strings.Count(text(res), c.want); n != 1 && !strings.Contains(c.want, "outside profile") { // that reason names each tool
+				t.Errorf("execute_tool %s: %s: the reason %d times, want once", c.run, text(res), n)
 			}
 			for _, args := range []map[string]any{{"query": "create entities"}, {"query": "create entities", "server": "memory"}} {
 				res := call(t, cs, SearchToolName, args)

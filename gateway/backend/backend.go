@@ -106,6 +106,10 @@ type backend struct {
 	// discoverLate: the server answered server/discover after the probe
 	// had fallen back to initialize; its next starts wait for that answer.
 	discoverLate atomic.Bool
+	// legacySSE is the URL at which an "http" server refused the
+	// streamable handshake's POST (404, 405) and took the older HTTP+SSE
+	// transport; its reconnects there use that at once.
+	legacySSE atomic.Pointer[string]
 
 	notifyMu sync.Mutex // serializes list + OnToolsChanged
 
@@ -320,7 +324,7 @@ func (b *backend) snapshot() Status {
 	defer b.mu.Unlock()
 	st := Status{
 		Name:      b.cfg.Name,
-		Transport: b.cfg.Type,
+		Transport: b.transport(),
 		State:     b.state,
 		Tools:     len(b.tools),
 		InFlight:  b.inFlight,

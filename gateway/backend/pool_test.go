@@ -638,6 +638,42 @@ func TestSSESurvivesConnectTimeout(t *testing.T) {
 	}
 }
 
+// TestHTTPFallsBackToSSE: an entry of type "http" (the type an import or
+// a URL alone gives) whose URL is an older HTTP+SSE server's stream is
+// connected with that transport, as the protocol advises a client to do
+// when the streamable POST is refused: it was down with "the url does not
+// take POST". The fallback is said in the log and in the status's
+// transport, and a reconnect keeps it.
+func TestHTTPFallsBackToSSE(t *testing.T) {
+	hs := backendtest.NewHTTPServer(t, config.TypeSSE, "normal")
+	srv := hs.Config("legacy", nil)
+	srv.Type = config.TypeHTTP
+	logs := &testenv.LogBuffer{}
+	p := startPool(t, []config.Server{srv}, testOptions(logs))
+	if st := statusOf(t, p, "legacy"); st.State != StateUp || st.Transport != config.TypeSSE {
+		t.Fatalf("status = %+v, want up over sse", st)
+	}
+	if res, err := p.CallTool(context.Background(), "legacy", "echo", map[string]any{"text": "old"}); err != nil || textOf(t, res) != "old" {
+		t.Fatalf("echo = %v, %v", res, err)
+	}
+	if !strings.Contains(logs.String(), "the server speaks the older HTTP+SSE transport") {
+		t.Errorf("the fallback is not logged:\n%s", logs)
+	}
+	if err := p.Restart("legacy"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "up again after the restart", func() bool {
+		st := statusOf(t, p, "legacy")
+		return st.State == StateUp && st.Restarts > 0
+	})
+	if st := statusOf(t, p, "legacy"); st.Transport != config.TypeSSE {
+		t.Errorf("after the restart: %+v", st)
+	}
+	if n := strings.Count(logs.String(), "the server speaks the older HTTP+SSE transport"); n != 1 {
+		t.Errorf("the fallback logged %d times, want once (the restart uses sse at once)", n)
+	}
+}
+
 func TestToolListLimits(t *testing.T) {
 	o := testOptions(nil)
 	o.MaxTools = 100

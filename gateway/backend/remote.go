@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -339,7 +340,7 @@ func (b *cappedBody) Close() error { return b.rc.Close() }
 // static Authorization header is configured), a body cap, and
 // dial/TLS/response-header timeouts (no overall timeout: streams are
 // long-lived; calls have their own deadlines).
-func (b *backend) httpClient(r *run, tc *tls.Config) *http.Client {
+func (b *backend) httpClient(r *run, tc *tls.Config, sse bool) *http.Client {
 	h := http.Header{}
 	for k, v := range b.cfg.Headers {
 		h.Set(k, v)
@@ -352,9 +353,25 @@ func (b *backend) httpClient(r *run, tc *tls.Config) *http.Client {
 	if a := b.auth(); a != nil {
 		rt = a.Transport(b.cfg.Name, b.cfg.URL, base, r.loginRequired)
 	}
-	ht := &headerTransport{base: rt, headers: h, maxBody: int64(b.p.opts.MaxMessageBytes), observe: r.calls.observe, sse: b.cfg.Type == config.TypeSSE}
+	ht := &headerTransport{base: rt, headers: h, maxBody: int64(b.p.opts.MaxMessageBytes), observe: r.calls.observe, sse: sse}
+	if sse {
+		// The legacy SSE transport's stream is read by go-sdk from its
+		// connection, which can be wrapped (the event stream is a GET).
+		ht.observe = nil
+	} else {
+		ht.exact = true
+	}
 	ht.handshake.Store(true)
 	return &http.Client{Transport: ht}
+}
+
+// transport is the transport b speaks: its config's type, or sse for an
+// "http" server that took the older HTTP+SSE transport (legacySSE).
+func (b *backend) transport() string {
+	if u := b.legacySSE.Load(); b.cfg.Type == config.TypeHTTP && u != nil && *u == b.cfg.URL {
+		return config.TypeSSE
+	}
+	return b.cfg.Type
 }
 
 // auth is the Authorizer of a remote backend without a static
@@ -402,22 +419,16 @@ func (b *backend) handshakeRemote(ctx context.Context, r *run, client *mcp.Clien
 	if err != nil {
 		return nil, err
 	}
-	hc := b.httpClient(r, tc)
-	r.http = hc
 	maxEvent := b.p.opts.MaxMessageBytes
-	if b.cfg.Type == config.TypeSSE {
-		// The legacy SSE transport's stream is read by go-sdk from its
-		// connection, which can be wrapped (the event stream is a GET).
-		hc.Transport.(*headerTransport).observe = nil
-		return client.Connect(ctx, r.stash.transport(exacting(observing(&probeTransport{
-			inner:   &mcp.SSEClientTransport{Endpoint: b.cfg.URL, HTTPClient: hc, MaxEventSize: maxEvent},
-			timeout: b.p.opts.ProbeTimeout,
-			ceiling: b.connectTO() / 2,
-			log:     b.log,
-			late:    &b.discoverLate,
-		}, r.calls.observe))), nil)
+	if b.transport() == config.TypeSSE {
+		sess, err := b.connectSSE(ctx, r, client, tc)
+		if err != nil && b.cfg.Type == config.TypeHTTP {
+			b.legacySSE.Store(nil) // the next connect tries streamable HTTP first again
+		}
+		return sess, err
 	}
-	hc.Transport.(*headerTransport).exact = true
+	hc := b.httpClient(r, tc, false)
+	r.http = hc
 	newT := func() *mcp.StreamableClientTransport {
 		return &mcp.StreamableClientTransport{Endpoint: b.cfg.URL, HTTPClient: hc, MaxEventSize: maxEvent}
 	}
@@ -425,12 +436,56 @@ func (b *backend) handshakeRemote(ctx context.Context, r *run, client *mcp.Clien
 	sess, err := client.Connect(pctx, newT(), nil)
 	probeExpired := pctx.Err() != nil
 	cancel()
-	if err == nil || !probeExpired || ctx.Err() != nil {
+	if err == nil || ctx.Err() != nil {
 		return sess, err
+	}
+	if !probeExpired {
+		return b.trySSE(ctx, r, client, tc, hc, err)
 	}
 	b.log.Info("no answer to the first handshake within the probe timeout; retrying with the legacy initialize handshake",
 		keyTimeout, b.p.opts.ProbeTimeout, keyErr, maskErr(err, b.errMask))
 	return client.Connect(ctx, newT(), &mcp.ClientSessionOptions{ProtocolVersion: LegacyProtocolVersion})
+}
+
+// connectSSE connects with the older HTTP+SSE transport.
+func (b *backend) connectSSE(ctx context.Context, r *run, client *mcp.Client, tc *tls.Config) (*mcp.ClientSession, error) {
+	hc := b.httpClient(r, tc, true)
+	r.http = hc
+	return client.Connect(ctx, r.stash.transport(exacting(observing(&probeTransport{
+		inner:   &mcp.SSEClientTransport{Endpoint: b.cfg.URL, HTTPClient: hc, MaxEventSize: b.p.opts.MaxMessageBytes},
+		timeout: b.p.opts.ProbeTimeout,
+		ceiling: b.connectTO() / 2,
+		log:     b.log,
+		late:    &b.discoverLate,
+	}, r.calls.observe))), nil)
+}
+
+// trySSE follows the protocol's advice for a server that may speak the
+// older HTTP+SSE transport (2025-03-26, "Backwards compatibility"): when
+// the streamable handshake's POST, made with hc, was refused with a 4xx
+// status (405 from a stream that takes GET only, 404 from a server whose
+// POSTs go elsewhere, 400 from go-sdk's, which wants a session ID), the
+// same URL is opened as an SSE stream. Not for the statuses that say who
+// may call (401, 403, 407) or when (408, 429). A server that takes it is
+// remembered as one (legacySSE); otherwise the streamable handshake's
+// error (err), whose fix names the URL's path and "type": "sse", stands.
+func (b *backend) trySSE(ctx context.Context, r *run, client *mcp.Client, tc *tls.Config, hc *http.Client, err error) (*mcp.ClientSession, error) {
+	rf := hc.Transport.(*headerTransport).refused.Load()
+	if b.cfg.Type != config.TypeHTTP || rf == nil || rf.method != http.MethodPost || rf.code < 400 || rf.code >= 500 || rf.rpc ||
+		slices.Contains([]int{http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired, http.StatusRequestTimeout, http.StatusTooManyRequests}, rf.code) {
+		return nil, err
+	}
+	sess, serr := b.connectSSE(ctx, r, client, tc)
+	if serr != nil {
+		b.log.Debug("the url is no HTTP+SSE endpoint either", keyErr, maskErr(serr, b.errMask))
+		r.http = hc // the errors say what the streamable handshake met
+		return nil, err
+	}
+	u := b.cfg.URL
+	b.legacySSE.Store(&u)
+	b.log.Info("the server speaks the older HTTP+SSE transport: connected with it (\"type\": \"sse\" in its entry skips the first try)",
+		"refused", rf.in(b.cfg.URL))
+	return sess, nil
 }
 
 // unreachable says why a remote server could not be reached at all, for

@@ -166,3 +166,59 @@ func procStatusKiB(b *testing.B, key string) int64 {
 	b.Skipf("no %s in /proc/self/status", key)
 	return 0
 }
+
+// BenchmarkCacheQueries reports what the embedding cache's compactions cost
+// a gateway that searches: 30,000 tool texts' vectors stored for good (the
+// three views of 10,000 tools, 45 MB) and compacted, then b.N searches,
+// each one query's vector stored with its TTL as serve stores it. It
+// reports the MB of tables of tools' vectors that compactions wrote again
+// during the searches (0 when the queries' key range overlaps none of
+// them; a compaction builds its tables in the Go heap):
+//
+//	go test ./embed -run '^$' -bench CacheQueries -benchtime 20000x
+func BenchmarkCacheQueries(b *testing.B) {
+	const tools, dim = 30000, 384
+	inner := &fakeModel{id: "fake/bench@1", dim: dim}
+	dir := b.TempDir()
+	c, err := NewCached(inner, dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	texts := benchTexts(tools)
+	for i := 0; i < tools; i += 256 {
+		if _, err := c.Embed(ctx, texts[i:min(i+256, tools)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// A catalog indexed a while ago: its vectors flushed and compacted
+	// out of level 0.
+	if err := c.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if c, err = NewCached(inner, dir, nil); err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.store.db.Flatten(2); err != nil {
+		b.Fatal(err)
+	}
+	before := map[uint64]bool{}
+	for _, t := range c.store.db.Tables() {
+		before[t.ID] = true
+	}
+	i := 0
+	for b.Loop() {
+		if _, err := c.EmbedQueries(ctx, []string{fmt.Sprintf("search number %d", i)}); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	var rewritten int64
+	for _, t := range c.store.db.Tables() {
+		if !before[t.ID] && len(t.Left) > 0 && t.Left[0] <= keyVecPfx {
+			rewritten += int64(t.OnDiskSize)
+		}
+	}
+	b.ReportMetric(float64(rewritten)/1e6, "tool-MB-rewritten")
+}

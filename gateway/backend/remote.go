@@ -33,6 +33,10 @@ import (
 type headerTransport struct {
 	base    http.RoundTripper
 	headers http.Header
+	// host is the server's host name: the headers go to it alone, not to
+	// another host a redirect names (Go's client drops its own
+	// Authorization there, but keeps what a transport sets).
+	host    string
 	maxBody int64
 	observe func(jsonrpc.Message)
 	// exact, for streamable HTTP, gives the answer to a POST made with an
@@ -182,6 +186,9 @@ func (n *notMCP) in(endpoint string) string {
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	for k, vs := range t.headers {
+		if !strings.EqualFold(req.URL.Hostname(), t.host) {
+			break // the configured secrets never leave the server
+		}
 		// The protocol's own headers (Accept, Content-Type, Mcp-Session-Id,
 		// Mcp-Protocol-Version, Last-Event-ID) stay as go-sdk set them.
 		if _, set := req.Header[k]; !set {
@@ -352,7 +359,11 @@ func (b *backend) httpClient(r *run, tc *tls.Config) *http.Client {
 	if a := b.auth(); a != nil {
 		rt = a.Transport(b.cfg.Name, b.cfg.URL, base, r.loginRequired)
 	}
-	ht := &headerTransport{base: rt, headers: h, maxBody: int64(b.p.opts.MaxMessageBytes), observe: r.calls.observe, sse: b.cfg.Type == config.TypeSSE}
+	var host string
+	if u, err := url.Parse(b.cfg.URL); err == nil {
+		host = u.Hostname()
+	}
+	ht := &headerTransport{base: rt, headers: h, host: host, maxBody: int64(b.p.opts.MaxMessageBytes), observe: r.calls.observe, sse: b.cfg.Type == config.TypeSSE}
 	ht.handshake.Store(true)
 	return &http.Client{Transport: ht}
 }

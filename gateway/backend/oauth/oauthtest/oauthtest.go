@@ -354,6 +354,12 @@ type ResourceOptions struct {
 	ClaimResource string
 	// TLS serves it over HTTPS (nil: plain HTTP).
 	TLS *tls.Config
+	// AtRoot lays the server out as Cloudflare's workers-oauth-provider
+	// does by default: its metadata at the root well-known URL only
+	// (/.well-known/oauth-protected-resource, which the challenge names),
+	// naming the origin (http://127.0.0.1:PORT) as the resource; tokens
+	// are issued and checked for that resource.
+	AtRoot bool
 }
 
 // scheme is the URL scheme of a server with TLS config c.
@@ -401,16 +407,20 @@ func NewResourceServer(t testing.TB, as *AuthServer, mcpServer *mcp.Server, opts
 		h = mcp.NewSSEHandler(get, nil)
 	}
 	rs := &ResourceServer{URL: base + path, Resource: base + path, done: make(chan struct{})}
+	metaPath := "/.well-known/oauth-protected-resource" + path
+	if o.AtRoot {
+		rs.Resource, metaPath = base, "/.well-known/oauth-protected-resource"
+	}
+	tokensFor := rs.Resource
 	if o.ClaimResource != "" {
 		rs.Resource = o.ClaimResource
 	}
 	as.mu.Lock()
-	as.resource = rs.URL
+	as.resource = tokensFor
 	as.mu.Unlock()
-	metaURL := base + "/.well-known/oauth-protected-resource" + path
-	protect := auth.RequireBearerToken(as.Verify(rs.URL), &auth.RequireBearerTokenOptions{ResourceMetadataURL: metaURL})
+	protect := auth.RequireBearerToken(as.Verify(tokensFor), &auth.RequireBearerTokenOptions{ResourceMetadataURL: base + metaPath})
 	mux := http.NewServeMux()
-	mux.Handle("GET /.well-known/oauth-protected-resource"+path, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+	mux.Handle("GET "+metaPath, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource: rs.Resource, AuthorizationServers: []string{as.URL}, ScopesSupported: []string{Scope},
 	}))
 	mux.Handle(path, protect(h))

@@ -876,8 +876,48 @@ func sameTools(a, b []*mcp.Tool) bool {
 
 // callTool calls a tool on the current run with the call deadline.
 func (b *backend) callTool(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	start := time.Now()
 	res, err := b.call(ctx, tool, args)
+	if errors.Is(err, mcp.ErrSessionMissing) && b.awaitReopen(ctx, start) {
+		// The server did not know the session (it expired, or the server
+		// restarted and forgot it), so it did not run the call: sent
+		// again, once, on the session opened since. The caller got
+		// "connection lost during the call".
+		b.log.Info("the server no longer knew the session; the call is sent again on a new one", "tool", tool)
+		res, err = b.call(ctx, tool, args)
+	}
 	return res, maskErr(err, b.errMask) // the client reads it
+}
+
+// awaitReopen waits until the backend is up on a session opened after
+// start (true), or its next connect attempt has failed, or ctx or the
+// call timeout ends (false).
+func (b *backend) awaitReopen(ctx context.Context, start time.Time) bool {
+	wctx, cancel := context.WithTimeout(ctx, b.callTO())
+	defer cancel()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	gen := b.connects
+	for {
+		switch {
+		case b.run != nil && b.run.upAt.After(start):
+			return true
+		case b.connects > gen && b.state != StateConnecting && b.run == nil, // that attempt failed
+			b.lazy, b.staysDown:
+			return false
+		}
+		ch := b.stateCh
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-wctx.Done():
+		case <-b.ctx.Done():
+		}
+		b.mu.Lock()
+		if wctx.Err() != nil || b.ctx.Err() != nil {
+			return false
+		}
+	}
 }
 
 func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {
@@ -1178,10 +1218,22 @@ func (b *backend) supervise() {
 				continue
 			}
 			err := maskErr(b.deathErr(r), b.errMask)
-			b.log.Warn("backend died", keyErr, err)
+			reopen := b.reopens(r)
+			if reopen {
+				b.log.Info("the server ended the session or closed its stream; opening a new one at once", keyErr, err)
+			} else {
+				b.log.Warn("backend died", keyErr, err)
+			}
 			b.teardown(r, err)
 			if time.Since(r.upAt) >= b.stableAfter {
 				attempt = 0
+			}
+			if reopen {
+				b.mu.Lock()
+				b.restarts++
+				b.mu.Unlock()
+				b.connect(b.ctx)
+				continue
 			}
 		}
 		if b.ctx.Err() != nil {
@@ -1292,6 +1344,20 @@ func (b *backend) supervise() {
 		b.mu.Unlock()
 		b.connect(b.ctx)
 	}
+}
+
+// reopens says whether the run r of a remote backend, which ended, is
+// connected again at once rather than after the first restart delay: a
+// server that ends sessions (an idle expiry, a restart that forgets them:
+// 404 on the session) or closes its SSE stream (a proxy's time limit)
+// answers, and the calls in between failed for that delay ("it is
+// down"). Only when r had been up for stableAfter (a server that ends
+// every session early waits out the delays as before), and not for a
+// lazy backend (its next call starts it), a lost login, or "delays": [].
+func (b *backend) reopens(r *run) bool {
+	remote := b.cfg.Type == config.TypeHTTP || b.cfg.Type == config.TypeSSE
+	return remote && !b.lazy && len(b.restartDelays) > 0 && r.lostLogin() == nil &&
+		b.ctx.Err() == nil && time.Since(r.upAt) >= b.stableAfter
 }
 
 type runEnd int

@@ -73,6 +73,8 @@ type refusal struct {
 	// rpc says the body is a JSON-RPC error response: the server's own
 	// answer to the request, which go-sdk hands on as such.
 	rpc bool
+	// session says the request named a session (Mcp-Session-Id).
+	session bool
 }
 
 // in is "a POST with 404 Not Found ("no route")", with the URL when it is
@@ -98,6 +100,8 @@ func answered(method, to, endpoint, status string) string {
 // type typ.
 func (r *refusal) fix(name, typ string) string {
 	switch {
+	case r.code == http.StatusNotFound && r.session:
+		return "the server no longer knows the session (it ended it, or restarted): toolgate opens a new one"
 	case r.code == http.StatusNotFound:
 		return "check the url's path: a server's MCP endpoint often ends in /mcp (or /sse, with \"type\": \"sse\")"
 	case r.code == http.StatusMethodNotAllowed && r.method == http.MethodPost && typ != config.TypeSSE:
@@ -131,7 +135,8 @@ func refusalOf(resp *http.Response, sse bool) *refusal {
 		said = "" // "Unauthorized" says nothing the status does not
 	}
 	rpc := gjson.GetBytes(body, "jsonrpc").Type == gjson.String && gjson.GetBytes(body, "error.code").Type == gjson.Number
-	return &refusal{code: resp.StatusCode, status: resp.Status, method: m, url: resp.Request.URL.Redacted(), said: said, rpc: rpc}
+	return &refusal{code: resp.StatusCode, status: resp.Status, method: m, url: resp.Request.URL.Redacted(), said: said, rpc: rpc,
+		session: resp.Request.Header.Get("Mcp-Session-Id") != ""}
 }
 
 // bodySays is what an error answer's body says, on one line: a JSON

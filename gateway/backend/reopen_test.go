@@ -1,0 +1,87 @@
+package backend
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// reopenOptions restart a backend only after an hour: what comes back
+// sooner came back by reopening at once.
+func reopenOptions() *Options {
+	o := testOptions(nil)
+	o.RestartDelays = []time.Duration{time.Hour}
+	o.StableAfter = time.Nanosecond // every run counts as stable
+	return o
+}
+
+// TestSessionExpiredCallSentAgain: a hosted server that ends idle
+// sessions (or restarts and forgets them) answers the next call on the old
+// session 404. It did not run that call, so the call goes again on a new
+// session, opened at once: the client got "connection lost during the
+// call" (or "the server answered a POST with 404 Not Found: check the
+// url's path"), and the calls after it "it is down" until the first
+// restart delay had passed.
+func TestSessionExpiredCallSentAgain(t *testing.T) {
+	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal")
+	p := startPool(t, []config.Server{hs.Config("hosted", nil)}, reopenOptions())
+	testenv.Eventually(t, "hosted up", func() bool { return statusOf(t, p, "hosted").State == StateUp })
+	hs.ExpireSessions()
+	res, err := p.CallTool(context.Background(), "hosted", "echo", map[string]any{"text": "again"})
+	if err != nil {
+		t.Fatalf("call on an expired session: %v", err)
+	}
+	if got := textOf(t, res); got != "again" {
+		t.Errorf("answer %q, want the echo", got)
+	}
+	if st := statusOf(t, p, "hosted"); st.State != StateUp || st.Restarts != 1 {
+		t.Errorf("state %s after %d restarts, want up after 1 (the session opened again)", st.State, st.Restarts)
+	}
+}
+
+// TestStreamDroppedReopened: an SSE server (or a proxy before it) that
+// closes the stream, or restarts, is connected to again at once, not after
+// the first restart delay.
+func TestStreamDroppedReopened(t *testing.T) {
+	hs := backendtest.NewHTTPServer(t, config.TypeSSE, "normal")
+	p := startPool(t, []config.Server{hs.Config("hosted", nil)}, reopenOptions())
+	testenv.Eventually(t, "hosted up", func() bool { return statusOf(t, p, "hosted").State == StateUp })
+	hs.Restart()
+	testenv.Eventually(t, "hosted up again on a new stream", func() bool {
+		st := statusOf(t, p, "hosted")
+		return st.State == StateUp && st.Restarts == 1
+	})
+	res, err := p.CallTool(context.Background(), "hosted", "echo", map[string]any{"text": "back"})
+	if err != nil || textOf(t, res) != "back" {
+		t.Fatalf("call after the stream came back: %v", err)
+	}
+}
+
+// TestSessionNotFoundSaysSo: a 404 to a request on a session is the
+// session's end, not a wrong path: said so where a call on it fails (the
+// session opened again failing too), where it read "check the url's path".
+func TestSessionNotFoundSaysSo(t *testing.T) {
+	for session, want := range map[string]string{
+		"":        "check the url's path",
+		"abc-123": "the server no longer knows the session",
+	} {
+		req := httptest.NewRequest(http.MethodPost, "http://mcp.example.com/mcp", nil)
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp := &http.Response{StatusCode: http.StatusNotFound, Status: "404 Not Found", Request: req,
+			Header: http.Header{"Content-Type": {"text/plain"}}, Body: io.NopCloser(strings.NewReader("session not found"))}
+		rf := refusalOf(resp, false)
+		if rf == nil || !strings.Contains(rf.fix("hosted", config.TypeHTTP), want) {
+			t.Errorf("404 with session %q: %+v, want a fix that says %q", session, rf, want)
+		}
+	}
+}

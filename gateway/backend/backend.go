@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -164,6 +166,18 @@ type run struct {
 	loginLost chan struct{}
 	loginOnce sync.Once
 	loginErr  error
+	// unreachable is why a remote run's server could not be reached by a
+	// call (see unreachable); its session is then closed (broke).
+	unreachable atomic.Pointer[error]
+}
+
+// broke ends a remote run whose server a call could not reach: go-sdk
+// keeps such a session open, every call failing the same way, the
+// backend "up". The supervisor then marks it down with err.
+func (r *run) broke(err error) {
+	if r.unreachable.CompareAndSwap(nil, &err) {
+		go r.sess.Close()
+	}
 }
 
 // loginRequired is the Authorizer's callback for this run.
@@ -994,6 +1008,18 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	if rf, n := r.refused(); rf != nil && !rf.rpc && n > refusedBefore && ctx.Err() == nil && !errors.Is(context.Cause(cctx), ErrCallTimeout) {
 		return nil, &UnavailableError{Server: name, Err: quietCause{fmt.Sprintf("the server answered %s: %s", rf.in(b.cfg.URL), rf.fix(name, b.cfg.Type)), err}}
 	}
+	ue := ownRequestError(err)
+	if why, ok := unreachable(ue); ok && r.proc == nil && ctx.Err() == nil {
+		// go-sdk says it as a JSON-RPC error, which read as the server's
+		// own ("answered with an error: … rejected by transport").
+		r.broke(fmt.Errorf("backend %q at %s: %s", name, b.cfg.URL, why))
+		return nil, &UnavailableError{Server: name, Err: quietCause{"it cannot be reached: " + why, err}}
+	}
+	if ue != nil && r.proc == nil && ctx.Err() == nil && (errors.Is(ue, io.EOF) || errors.Is(ue, io.ErrUnexpectedEOF) || errors.Is(ue, syscall.ECONNRESET)) {
+		// The connection the request went on was closed (a server stopping,
+		// a proxy's idle timeout): no answer, and not the server's error.
+		return nil, &UnavailableError{Server: name, Err: quietCause{fmt.Sprintf("the connection closed before the server answered (%v): call again", errors.Unwrap(ue)), err}}
+	}
 	switch cause := context.Cause(cctx); {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("call %q on %q: %w", tool, name, context.Cause(ctx))
@@ -1050,6 +1076,23 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 		}
 	}
 	return nil, &UnavailableError{Server: name, Err: fmt.Errorf("connection lost during the call: %w", err)}
+}
+
+// ownRequestError is the error of a call's request to the server itself
+// when the network gave no answer (a *url.Error whose cause is the
+// network's: a *net.OpError, or EOF), or nil; not the error of a request
+// made for it on the way (a token refresh at the authorization server,
+// said in words of its own).
+func ownRequestError(err error) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return nil
+	}
+	var op *net.OpError
+	if errors.As(ue.Err, &op) && op == ue.Err || ue.Err == io.EOF || ue.Err == io.ErrUnexpectedEOF {
+		return ue
+	}
+	return nil
 }
 
 // acquire returns the live run for a call (starting a lazy backend first)
@@ -1353,10 +1396,11 @@ func (b *backend) supervise() {
 // answers, and the calls in between failed for that delay ("it is
 // down"). Only when r had been up for stableAfter (a server that ends
 // every session early waits out the delays as before), and not for a
-// lazy backend (its next call starts it), a lost login, or "delays": [].
+// lazy backend (its next call starts it), a lost login, a server a call
+// found unreachable, or "delays": [].
 func (b *backend) reopens(r *run) bool {
 	remote := b.cfg.Type == config.TypeHTTP || b.cfg.Type == config.TypeSSE
-	return remote && !b.lazy && len(b.restartDelays) > 0 && r.lostLogin() == nil &&
+	return remote && !b.lazy && len(b.restartDelays) > 0 && r.lostLogin() == nil && r.unreachable.Load() == nil &&
 		b.ctx.Err() == nil && time.Since(r.upAt) >= b.stableAfter
 }
 
@@ -1402,6 +1446,9 @@ func (b *backend) watch(r *run) runEnd {
 func (b *backend) deathErr(r *run) error {
 	if le := r.lostLogin(); le != nil {
 		return &loginError{server: b.cfg.Name, err: le}
+	}
+	if e := r.unreachable.Load(); e != nil {
+		return *e
 	}
 	if r.proc != nil {
 		select {

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -84,4 +85,38 @@ func TestSessionNotFoundSaysSo(t *testing.T) {
 			t.Errorf("404 with session %q: %+v, want a fix that says %q", session, rf, want)
 		}
 	}
+}
+
+// TestServerGoneMidSession: a streamable HTTP server that goes away
+// (stopped, nothing listens at its port any more) while its session is up
+// fails a call as unreachable, with the fix, and the backend goes down
+// (to be connected to again by its restart policy): the call read
+// `answered with an error: … rejected by transport: Post …: connection
+// refused`, as if the server had answered, and the backend stayed "up",
+// every call failing the same way.
+func TestServerGoneMidSession(t *testing.T) {
+	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal")
+	p := startPool(t, []config.Server{hs.Config("hosted", nil)}, reopenOptions())
+	testenv.Eventually(t, "hosted up", func() bool { return statusOf(t, p, "hosted").State == StateUp })
+	hs.CloseClientConnections()
+	hs.Close()
+	// The first call may go on a kept-alive connection the server closed
+	// (closed before the server answered), the next finds nothing listening.
+	for i := 0; ; i++ {
+		_, err := p.CallTool(context.Background(), "hosted", "echo", map[string]any{"text": "x"})
+		var un *UnavailableError
+		if !errors.As(err, &un) {
+			t.Fatalf("call on a server gone: %v, want it unavailable", err)
+		}
+		if strings.Contains(err.Error(), "nothing listens at") {
+			break
+		}
+		if i == 2 || !strings.Contains(err.Error(), "closed before the server answered") {
+			t.Fatalf("call %d on a server gone: %v, want it unavailable: nothing listens", i, err)
+		}
+	}
+	testenv.Eventually(t, "hosted down", func() bool {
+		st := statusOf(t, p, "hosted")
+		return st.State == StateDown && strings.Contains(st.Err, "nothing listens at")
+	})
 }

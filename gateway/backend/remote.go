@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/gateway/config"
@@ -58,6 +59,9 @@ type headerTransport struct {
 	// oversized counts the events over maxBody seen in the event streams
 	// it observes (observeEvents.oversize), for call errors.
 	oversized atomic.Uint64
+	// login says an Authorizer gives the requests their token (a stored
+	// login), not the headers.
+	login bool
 	// handshake is true until the session is up: its JSON answers are
 	// read whole and checked (notJSONAnswer), which calls are not.
 	handshake atomic.Bool
@@ -75,6 +79,11 @@ type refusal struct {
 	rpc bool
 	// session says the request named a session (Mcp-Session-Id).
 	session bool
+	// scope is what a 403 with a Bearer insufficient_scope challenge
+	// asks for ("" for none); login says a stored login (OAuth) made the
+	// request's token, not the entry's headers.
+	scope string
+	login bool
 }
 
 // in is "a POST with 404 Not Found ("no route")", with the URL when it is
@@ -108,6 +117,10 @@ func (r *refusal) fix(name, typ string) string {
 		return "the url does not take POST: a server of the older SSE transport needs \"type\": \"sse\"; else check the url's path"
 	case r.code == http.StatusUnauthorized:
 		return fmt.Sprintf("the server wants credentials: set them in the entry's \"headers\" (\"Authorization\": \"Bearer ${TOKEN}\"); `toolgate auth login %s` logs in where the server offers OAuth", name)
+	case r.code == http.StatusForbidden && r.scope != "" && r.login:
+		return fmt.Sprintf("the server wants the scopes %q (insufficient_scope), which the login was not given: list them, with those it has, in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login %s`", r.scope, name)
+	case r.code == http.StatusForbidden && r.scope != "":
+		return fmt.Sprintf("the server wants the scopes %q (insufficient_scope), which the token in the entry's \"headers\" lacks: give it a token with them", r.scope)
 	case r.code == http.StatusForbidden:
 		return "the server refused these credentials or this client: check the entry's \"headers\" (the token and its scopes) and whether the server lets this address in"
 	case r.code == http.StatusTooManyRequests:
@@ -124,7 +137,7 @@ func (r *refusal) fix(name, typ string) string {
 // other response. The answer to a DELETE (the end of a session) is none,
 // nor, unless sse, is the answer to a GET: a streamable HTTP server without
 // a stream of its own answers it 405 or 404, and go-sdk goes on without.
-func refusalOf(resp *http.Response, sse bool) *refusal {
+func refusalOf(resp *http.Response, sse, login bool) *refusal {
 	m := resp.Request.Method
 	if resp.StatusCode < 400 || m == http.MethodDelete || m == http.MethodGet && !sse {
 		return nil
@@ -135,8 +148,17 @@ func refusalOf(resp *http.Response, sse bool) *refusal {
 		said = "" // "Unauthorized" says nothing the status does not
 	}
 	rpc := gjson.GetBytes(body, "jsonrpc").Type == gjson.String && gjson.GetBytes(body, "error.code").Type == gjson.Number
-	return &refusal{code: resp.StatusCode, status: resp.Status, method: m, url: resp.Request.URL.Redacted(), said: said, rpc: rpc,
-		session: resp.Request.Header.Get("Mcp-Session-Id") != ""}
+	rf := &refusal{code: resp.StatusCode, status: resp.Status, method: m, url: resp.Request.URL.Redacted(), said: said, rpc: rpc,
+		session: resp.Request.Header.Get("Mcp-Session-Id") != "", login: login}
+	if resp.StatusCode == http.StatusForbidden {
+		cs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+		for _, c := range cs {
+			if c.Scheme == "bearer" && c.Params["error"] == "insufficient_scope" {
+				rf.scope = c.Params["scope"]
+			}
+		}
+	}
+	return rf
 }
 
 // bodySays is what an error answer's body says, on one line: a JSON
@@ -212,7 +234,7 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.notMCP.Store(n)
 		t.notMCPs.Add(1)
 	}
-	if rf := refusalOf(resp, t.sse); rf != nil {
+	if rf := refusalOf(resp, t.sse, t.login); rf != nil {
 		t.refused.Store(rf)
 		t.refusals.Add(1)
 	}
@@ -361,14 +383,15 @@ func (b *backend) httpClient(r *run, tc *tls.Config) *http.Client {
 	base.TLSHandshakeTimeout = 10 * time.Second
 	base.TLSClientConfig = tc // nil: the system's trust store
 	var rt http.RoundTripper = base
-	if a := b.auth(); a != nil {
+	a := b.auth()
+	if a != nil {
 		rt = a.Transport(b.cfg.Name, b.cfg.URL, base, r.loginRequired)
 	}
 	var host string
 	if u, err := url.Parse(b.cfg.URL); err == nil {
 		host = u.Hostname()
 	}
-	ht := &headerTransport{base: rt, headers: h, host: host, maxBody: int64(b.p.opts.MaxMessageBytes), observe: r.calls.observe, sse: b.cfg.Type == config.TypeSSE}
+	ht := &headerTransport{base: rt, headers: h, host: host, login: a != nil, maxBody: int64(b.p.opts.MaxMessageBytes), observe: r.calls.observe, sse: b.cfg.Type == config.TypeSSE}
 	ht.handshake.Store(true)
 	return &http.Client{Transport: ht}
 }

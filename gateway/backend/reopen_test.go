@@ -80,7 +80,7 @@ func TestSessionNotFoundSaysSo(t *testing.T) {
 		}
 		resp := &http.Response{StatusCode: http.StatusNotFound, Status: "404 Not Found", Request: req,
 			Header: http.Header{"Content-Type": {"text/plain"}}, Body: io.NopCloser(strings.NewReader("session not found"))}
-		rf := refusalOf(resp, false)
+		rf := refusalOf(resp, false, false)
 		if rf == nil || !strings.Contains(rf.fix("hosted", config.TypeHTTP), want) {
 			t.Errorf("404 with session %q: %+v, want a fix that says %q", session, rf, want)
 		}
@@ -119,4 +119,27 @@ func TestServerGoneMidSession(t *testing.T) {
 		st := statusOf(t, p, "hosted")
 		return st.State == StateDown && strings.Contains(st.Err, "nothing listens at")
 	})
+}
+
+// TestInsufficientScopeSaysWhich: a 403 whose Bearer challenge says
+// insufficient_scope (the TypeScript SDK's requireBearerAuth with
+// requiredScopes answers this one) names the scopes the server wants and
+// how to get them: for a stored login, the entry's oauth.scopes and `auth
+// login`; it said to check the entry's "headers", which such a server has
+// none of.
+func TestInsufficientScopeSaysWhich(t *testing.T) {
+	const challenge = `Bearer error="insufficient_scope", error_description="Insufficient scope", scope="mcp:write", resource_metadata="http://localhost:19143/.well-known/oauth-protected-resource/mcp"`
+	for login, want := range map[bool]string{
+		true:  "the server wants the scopes \"mcp:write\" (insufficient_scope), which the login was not given: list them, with those it has, in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login hosted`",
+		false: "the server wants the scopes \"mcp:write\" (insufficient_scope), which the token in the entry's \"headers\" lacks",
+	} {
+		req := httptest.NewRequest(http.MethodPost, "http://localhost:19143/mcp", nil)
+		resp := &http.Response{StatusCode: http.StatusForbidden, Status: "403 Forbidden", Request: req,
+			Header: http.Header{"Content-Type": {"application/json"}, "Www-Authenticate": {challenge}},
+			Body:   io.NopCloser(strings.NewReader(`{"error":"insufficient_scope","error_description":"Insufficient scope"}`))}
+		rf := refusalOf(resp, false, login)
+		if rf == nil || !strings.Contains(rf.fix("hosted", config.TypeHTTP), want) {
+			t.Errorf("login %v: fix %q, want %q", login, rf.fix("hosted", config.TypeHTTP), want)
+		}
+	}
 }

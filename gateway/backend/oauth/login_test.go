@@ -155,6 +155,29 @@ func TestLoginResourceAtRoot(t *testing.T) {
 
 }
 
+// TestLoginRegistersAgainWhenForgotten: an authorization server that
+// keeps its registrations in memory (the TypeScript SDK's demo) forgets
+// toolgate's client when it restarts; the next login registered nothing
+// new, and the browser showed "invalid client" while the login waited
+// five minutes for a redirect that could not come.
+func TestLoginRegistersAgainWhenForgotten(t *testing.T) {
+	ctx := context.Background()
+	as, rs := protected(t, nil)
+	store := oauth.NewStore(t.TempDir())
+	first, err := oauth.Login(ctx, store, server(rs), &oauth.LoginOptions{Authorize: follow(ctx)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	as.ForgetClients()
+	second, err := oauth.Login(ctx, store, server(rs), &oauth.LoginOptions{Authorize: follow(ctx), Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("login after the authorization server forgot the client: %v", err)
+	}
+	if as.Registrations() != 2 || second.Client.ID == first.Client.ID {
+		t.Errorf("%d registrations, client %q (first %q): want a new one", as.Registrations(), second.Client.ID, first.Client.ID)
+	}
+}
+
 func TestLoginErrors(t *testing.T) {
 	ctx := context.Background()
 	t.Run("metadata for another resource", func(t *testing.T) {

@@ -153,6 +153,15 @@ func (a *AuthServer) ExpireAccessTokens() {
 	}
 }
 
+// ForgetClients forgets every client registered so far, as an
+// authorization server that keeps them in memory does when it restarts:
+// its authorization endpoint answers 400 to them.
+func (a *AuthServer) ForgetClients() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.clients)
+}
+
 // RevokeRefreshTokens refuses every refresh token issued so far
 // (invalid_grant), as when the user revokes toolgate's access.
 func (a *AuthServer) RevokeRefreshTokens() {

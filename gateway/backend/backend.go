@@ -1375,12 +1375,22 @@ func (b *backend) supervise() {
 		default:
 			b.log.Debug("restarting backend", keyDelay, delay, keyAttempt, attempt)
 		}
+		// A login saved meanwhile (the scopes a 403 asked for, an account
+		// with access) is tried at once, as by a backend that needs one:
+		// it waited out the delay, 10 s once the first ones were spent.
+		b.mu.Lock()
+		loginChanged := b.loginChanged
+		b.mu.Unlock()
 		t := time.NewTimer(delay)
 		select {
 		case <-b.ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
+		case <-loginChanged:
+			t.Stop()
+			b.log.Info("the stored login changed; connecting again")
+			attempt = 0
 		}
 		b.mu.Lock()
 		b.restarts++

@@ -79,8 +79,8 @@ type refusal struct {
 	rpc bool
 	// session says the request named a session (Mcp-Session-Id).
 	session bool
-	// scope is what a 403 with a Bearer insufficient_scope challenge
-	// asks for ("" for none); login says a stored login (OAuth) made the
+	// scope is what a 403 with a Bearer challenge (insufficient_scope, or
+	// none and a scope) asks for ("" for none); login says a stored login (OAuth) made the
 	// request's token, not the entry's headers.
 	scope string
 	login bool
@@ -118,9 +118,9 @@ func (r *refusal) fix(name, typ string) string {
 	case r.code == http.StatusUnauthorized:
 		return fmt.Sprintf("the server wants credentials: set them in the entry's \"headers\" (\"Authorization\": \"Bearer ${TOKEN}\"); `toolgate auth login %s` logs in where the server offers OAuth", name)
 	case r.code == http.StatusForbidden && r.scope != "" && r.login:
-		return fmt.Sprintf("the server wants the scopes %q (insufficient_scope), which the login was not given: list them, with those it has, in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login %s`", r.scope, name)
+		return fmt.Sprintf("the server wants the scopes %q, which the login was not given: list them, with those it has, in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login %s`", r.scope, name)
 	case r.code == http.StatusForbidden && r.scope != "":
-		return fmt.Sprintf("the server wants the scopes %q (insufficient_scope), which the token in the entry's \"headers\" lacks: give it a token with them", r.scope)
+		return fmt.Sprintf("the server wants the scopes %q, which the token in the entry's \"headers\" lacks: give it a token with them", r.scope)
 	case r.code == http.StatusForbidden:
 		return "the server refused these credentials or this client: check the entry's \"headers\" (the token and its scopes) and whether the server lets this address in"
 	case r.code == http.StatusTooManyRequests:
@@ -153,7 +153,8 @@ func refusalOf(resp *http.Response, sse, login bool) *refusal {
 	if resp.StatusCode == http.StatusForbidden {
 		cs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 		for _, c := range cs {
-			if c.Scheme == "bearer" && c.Params["error"] == "insufficient_scope" {
+			// go-sdk's middleware names the scope without the error code.
+			if e := c.Params["error"]; c.Scheme == "bearer" && (e == "insufficient_scope" || e == "" && c.Params["scope"] != "") {
 				rf.scope = c.Params["scope"]
 			}
 		}

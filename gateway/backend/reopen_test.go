@@ -130,8 +130,8 @@ func TestServerGoneMidSession(t *testing.T) {
 func TestInsufficientScopeSaysWhich(t *testing.T) {
 	const challenge = `Bearer error="insufficient_scope", error_description="Insufficient scope", scope="mcp:write", resource_metadata="http://localhost:19143/.well-known/oauth-protected-resource/mcp"`
 	for login, want := range map[bool]string{
-		true:  "the server wants the scopes \"mcp:write\" (insufficient_scope), which the login was not given: list them, with those it has, in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login hosted`",
-		false: "the server wants the scopes \"mcp:write\" (insufficient_scope), which the token in the entry's \"headers\" lacks",
+		true:  "the server wants the scopes \"mcp:write\", which the login was not given: list them, with those it has, in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login hosted`",
+		false: "the server wants the scopes \"mcp:write\", which the token in the entry's \"headers\" lacks",
 	} {
 		req := httptest.NewRequest(http.MethodPost, "http://localhost:19143/mcp", nil)
 		resp := &http.Response{StatusCode: http.StatusForbidden, Status: "403 Forbidden", Request: req,

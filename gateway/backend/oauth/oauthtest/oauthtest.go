@@ -369,6 +369,9 @@ type ResourceOptions struct {
 	// naming the origin (http://127.0.0.1:PORT) as the resource; tokens
 	// are issued and checked for that resource.
 	AtRoot bool
+	// Scopes are the scopes a token needs (go-sdk's middleware answers
+	// 403 insufficient_scope to one without them).
+	Scopes []string
 }
 
 // scheme is the URL scheme of a server with TLS config c.
@@ -427,7 +430,7 @@ func NewResourceServer(t testing.TB, as *AuthServer, mcpServer *mcp.Server, opts
 	as.mu.Lock()
 	as.resource = tokensFor
 	as.mu.Unlock()
-	protect := auth.RequireBearerToken(as.Verify(tokensFor), &auth.RequireBearerTokenOptions{ResourceMetadataURL: base + metaPath})
+	protect := auth.RequireBearerToken(as.Verify(tokensFor), &auth.RequireBearerTokenOptions{ResourceMetadataURL: base + metaPath, Scopes: o.Scopes})
 	mux := http.NewServeMux()
 	mux.Handle("GET "+metaPath, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource: rs.Resource, AuthorizationServers: []string{as.URL}, ScopesSupported: []string{Scope},

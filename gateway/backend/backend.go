@@ -698,9 +698,14 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 		fix := cmp.Or(n.fix, "check that url is the server's MCP endpoint (often ending in /mcp, or /sse for type sse) and that no proxy or sign-in page answers in its place")
 		return fmt.Errorf("backend %q at %s: the server answered %s, not MCP: %s", name, b.cfg.URL, n.in(b.cfg.URL), fix)
 	}
-	if rf, _ := r.refused(); rf != nil {
-		// go-sdk said the status text alone, under its calls.
+	if rf, _ := r.refused(); rf != nil && rf.answersBefore == r.headers().answers.Load() {
+		// go-sdk said the status text alone, under its calls. (A refusal
+		// the server answered past is not why the connect failed.)
 		return quietCause{fmt.Sprintf("backend %q at %s: the server answered %s: %s", name, b.cfg.URL, rf.in(b.cfg.URL), rf.fix(name, b.cfg.Type)), err}
+	}
+	if te := (connectTimeoutError{}); errors.As(cause, &te) && r.headers() != nil && r.headers().answers.Load() > 0 {
+		// It answered, and then took longer than that (a slow tools/list).
+		return fmt.Errorf(`backend %q at %s: %w: the server answered, then took longer than that: raise the entry's "connectTimeout" if it is only slow`, name, b.cfg.URL, cause)
 	}
 	if cause != nil && !errors.Is(cause, context.Canceled) {
 		return fmt.Errorf("backend %q at %s: %w: check url and that the server is running", name, b.cfg.URL, cause)

@@ -56,6 +56,10 @@ type headerTransport struct {
 	// for connect and call errors; refusals counts them.
 	refused  atomic.Pointer[refusal]
 	refusals atomic.Uint64
+	// answers counts the answers with a status under 400: a refusal
+	// answered before one of them was got past (go-sdk's server/discover,
+	// which a server of the 2025 protocol refuses, before initialize).
+	answers atomic.Uint64
 	// oversized counts the events over maxBody seen in the event streams
 	// it observes (observeEvents.oversize), for call errors.
 	oversized atomic.Uint64
@@ -79,6 +83,8 @@ type refusal struct {
 	rpc bool
 	// session says the request named a session (Mcp-Session-Id).
 	session bool
+	// answersBefore is headerTransport.answers when it came.
+	answersBefore uint64
 	// scope is what a 403 with a Bearer challenge (insufficient_scope, or
 	// none and a scope) asks for ("" for none); login says a stored login (OAuth) made the
 	// request's token, not the entry's headers.
@@ -236,8 +242,11 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.notMCPs.Add(1)
 	}
 	if rf := refusalOf(resp, t.sse, t.login); rf != nil {
+		rf.answersBefore = t.answers.Load()
 		t.refused.Store(rf)
 		t.refusals.Add(1)
+	} else if resp.StatusCode < 400 {
+		t.answers.Add(1)
 	}
 	var exact *exactResult
 	if t.exact && req.Method == http.MethodPost {

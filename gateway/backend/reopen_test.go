@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
@@ -141,5 +145,42 @@ func TestInsufficientScopeSaysWhich(t *testing.T) {
 		if rf == nil || !strings.Contains(rf.fix("hosted", config.TypeHTTP), want) {
 			t.Errorf("login %v: fix %q, want %q", login, rf.fix("hosted", config.TypeHTTP), want)
 		}
+	}
+}
+
+// TestSlowListingNotBlamedOnDiscover: a server of the 2025 protocol that
+// refuses server/discover 400 (the TypeScript SDK's: "Server not
+// initialized"), then takes longer than the connect timeout to list its
+// tools, is down for the timeout: its error was that 400, answered and
+// got past long before ("check url, type (http) and headers").
+func TestSlowListingNotBlamedOnDiscover(t *testing.T) {
+	srv := backendtest.NewServer(backendtest.ParseModes("normal"))
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			switch method := gjson.GetBytes(body, "method").Str; method {
+			case "server/discover":
+				http.Error(w, `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}`, http.StatusBadRequest)
+				return
+			case "tools/list":
+				<-r.Context().Done() // slower than the connect timeout
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	o := testOptions(nil)
+	o.ConnectTimeout = 500 * time.Millisecond
+	p := startPool(t, []config.Server{{Name: "slow", Type: config.TypeHTTP, URL: hs.URL + "/mcp"}}, o)
+	var st Status
+	testenv.Eventually(t, "slow down", func() bool {
+		st = statusOf(t, p, "slow")
+		return st.State == StateDown
+	})
+	if !strings.Contains(st.Err, "within the connect timeout (500ms)") || !strings.Contains(st.Err, `raise the entry's "connectTimeout"`) || strings.Contains(st.Err, "400") {
+		t.Errorf("status error %q, want the connect timeout, not the 400 to server/discover", st.Err)
 	}
 }

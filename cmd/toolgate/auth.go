@@ -18,9 +18,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/backend/oauth"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/shellword"
 )
 
@@ -156,6 +158,13 @@ func staticAuthorization(s config.Server) bool {
 	return false
 }
 
+// secretsOf hides server s's configured secrets (its URL's query values
+// and password, its header values, its client secret) in a text, as
+// serve's errors do.
+func secretsOf(s config.Server) func(string) string {
+	return mask.New(backend.Secrets(s)).Configured
+}
+
 func oauthServer(s config.Server) oauth.Server {
 	o := oauth.Server{Name: s.Name, URL: s.URL, Transport: s.Type}
 	if s.OAuth != nil {
@@ -251,6 +260,8 @@ func runAuthLogin(ctx context.Context, g *globals, w io.Writer, in io.Reader, na
 	case errors.Is(err, oauth.ErrLoginTimeout):
 		return fmt.Errorf("%w: open the URL above in a browser and approve, then run `%s` again (--timeout waits longer)", err, g.loginCommand(f.config)(name))
 	case err != nil:
+		// Go's HTTP errors quote the whole URL, a key in its query too.
+		err = backend.MaskError(err, secretsOf(s))
 		if fix := s.TLS.Fix(err); fix != "" {
 			return fmt.Errorf("login to %s: %w: %s", name, err, fix)
 		}
@@ -438,7 +449,7 @@ func authState(ctx context.Context, store *oauth.Store, s config.Server, st *aut
 	}
 	switch {
 	case err != nil:
-		st.Auth, st.Detail = authUnknown, err.Error()
+		st.Auth, st.Detail = authUnknown, secretsOf(s)(err.Error()) // Go's HTTP errors quote the whole URL
 		if fix := s.TLS.Fix(err); fix != "" {
 			st.Detail += ": " + fix
 		}

@@ -439,3 +439,26 @@ func TestAuthLoginPastedRedirect(t *testing.T) {
 	}
 	storedCreds(t, dataDir, "remote")
 }
+
+// TestAuthMasksURLSecrets: a hosted server that takes its key in the
+// url's query (?api_key=…) does not have it printed by `auth status` or
+// `auth login` when it cannot be reached: Go's HTTP error quotes the whole
+// URL, which serve's errors mask and these printed as it was.
+func TestAuthMasksURLSecrets(t *testing.T) {
+	const secret = "querysecret4242"
+	cfgPath := remoteConfig(t, "keyed", "http://"+freeAddr(t)+"/mcp?api_key="+secret) // nothing listens there
+	dataDir := t.TempDir()
+	for _, args := range [][]string{
+		{"auth", "status", "--config", cfgPath},
+		{"auth", "status", "--config", cfgPath, "--json"},
+		{"auth", "login", "keyed", "--config", cfgPath, "--no-browser"},
+	} {
+		out, _ := toolgateCmd(t, dataDir, args...).CombinedOutput() // status: exit 0 (unknown is no login needed)
+		if !strings.Contains(string(out), "connection refused") {
+			t.Errorf("toolgate %s: want the connection refused said:\n%s", strings.Join(args, " "), out)
+		}
+		if strings.Contains(string(out), secret) {
+			t.Errorf("toolgate %s prints the url's key:\n%s", strings.Join(args, " "), out)
+		}
+	}
+}

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -168,6 +170,18 @@ type run struct {
 	loginLost chan struct{}
 	loginOnce sync.Once
 	loginErr  error
+	// unreachable is why a remote run's server could not be reached by a
+	// call (see unreachable); its session is then closed (broke).
+	unreachable atomic.Pointer[error]
+}
+
+// broke ends a remote run whose server a call could not reach: go-sdk
+// keeps such a session open, every call failing the same way, the
+// backend "up". The supervisor then marks it down with err.
+func (r *run) broke(err error) {
+	if r.unreachable.CompareAndSwap(nil, &err) {
+		go r.sess.Close()
+	}
 }
 
 // loginRequired is the Authorizer's callback for this run.
@@ -688,9 +702,14 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 		fix := cmp.Or(n.fix, "check that url is the server's MCP endpoint (often ending in /mcp, or /sse for type sse) and that no proxy or sign-in page answers in its place")
 		return fmt.Errorf("backend %q at %s: the server answered %s, not MCP: %s", name, b.cfg.URL, n.in(b.cfg.URL), fix)
 	}
-	if rf, _ := r.refused(); rf != nil {
-		// go-sdk said the status text alone, under its calls.
+	if rf, _ := r.refused(); rf != nil && rf.answersBefore == r.headers().answers.Load() {
+		// go-sdk said the status text alone, under its calls. (A refusal
+		// the server answered past is not why the connect failed.)
 		return quietCause{fmt.Sprintf("backend %q at %s: the server answered %s: %s", name, b.cfg.URL, rf.in(b.cfg.URL), rf.fix(name, b.cfg.Type)), err}
+	}
+	if te := (connectTimeoutError{}); errors.As(cause, &te) && r.headers() != nil && r.headers().answers.Load() > 0 {
+		// It answered, and then took longer than that (a slow tools/list).
+		return fmt.Errorf(`backend %q at %s: %w: the server answered, then took longer than that: raise the entry's "connectTimeout" if it is only slow`, name, b.cfg.URL, cause)
 	}
 	if cause != nil && !errors.Is(cause, context.Canceled) {
 		return fmt.Errorf("backend %q at %s: %w: check url and that the server is running", name, b.cfg.URL, cause)
@@ -880,8 +899,48 @@ func sameTools(a, b []*mcp.Tool) bool {
 
 // callTool calls a tool on the current run with the call deadline.
 func (b *backend) callTool(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	start := time.Now()
 	res, err := b.call(ctx, tool, args)
+	if errors.Is(err, mcp.ErrSessionMissing) && b.awaitReopen(ctx, start) {
+		// The server did not know the session (it expired, or the server
+		// restarted and forgot it), so it did not run the call: sent
+		// again, once, on the session opened since. The caller got
+		// "connection lost during the call".
+		b.log.Info("the server no longer knew the session; the call is sent again on a new one", "tool", tool)
+		res, err = b.call(ctx, tool, args)
+	}
 	return res, maskErr(err, b.errMask) // the client reads it
+}
+
+// awaitReopen waits until the backend is up on a session opened after
+// start (true), or its next connect attempt has failed, or ctx or the
+// call timeout ends (false).
+func (b *backend) awaitReopen(ctx context.Context, start time.Time) bool {
+	wctx, cancel := context.WithTimeout(ctx, b.callTO())
+	defer cancel()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	gen := b.connects
+	for {
+		switch {
+		case b.run != nil && b.run.upAt.After(start):
+			return true
+		case b.connects > gen && b.state != StateConnecting && b.run == nil, // that attempt failed
+			b.lazy, b.staysDown:
+			return false
+		}
+		ch := b.stateCh
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-wctx.Done():
+		case <-b.ctx.Done():
+		}
+		b.mu.Lock()
+		if wctx.Err() != nil || b.ctx.Err() != nil {
+			return false
+		}
+	}
 }
 
 func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {
@@ -958,6 +1017,18 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	if rf, n := r.refused(); rf != nil && !rf.rpc && n > refusedBefore && ctx.Err() == nil && !errors.Is(context.Cause(cctx), ErrCallTimeout) {
 		return nil, &UnavailableError{Server: name, Err: quietCause{fmt.Sprintf("the server answered %s: %s", rf.in(b.cfg.URL), rf.fix(name, b.cfg.Type)), err}}
 	}
+	ue := ownRequestError(err)
+	if why, ok := unreachable(ue); ok && r.proc == nil && ctx.Err() == nil {
+		// go-sdk says it as a JSON-RPC error, which read as the server's
+		// own ("answered with an error: … rejected by transport").
+		r.broke(fmt.Errorf("backend %q at %s: %s", name, b.cfg.URL, why))
+		return nil, &UnavailableError{Server: name, Err: quietCause{"it cannot be reached: " + why, err}}
+	}
+	if ue != nil && r.proc == nil && ctx.Err() == nil && (errors.Is(ue, io.EOF) || errors.Is(ue, io.ErrUnexpectedEOF) || errors.Is(ue, syscall.ECONNRESET)) {
+		// The connection the request went on was closed (a server stopping,
+		// a proxy's idle timeout): no answer, and not the server's error.
+		return nil, &UnavailableError{Server: name, Err: quietCause{fmt.Sprintf("the connection closed before the server answered (%v): call again", errors.Unwrap(ue)), err}}
+	}
 	switch cause := context.Cause(cctx); {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("call %q on %q: %w", tool, name, context.Cause(ctx))
@@ -1014,6 +1085,23 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 		}
 	}
 	return nil, &UnavailableError{Server: name, Err: fmt.Errorf("connection lost during the call: %w", err)}
+}
+
+// ownRequestError is the error of a call's request to the server itself
+// when the network gave no answer (a *url.Error whose cause is the
+// network's: a *net.OpError, or EOF), or nil; not the error of a request
+// made for it on the way (a token refresh at the authorization server,
+// said in words of its own).
+func ownRequestError(err error) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return nil
+	}
+	var op *net.OpError
+	if errors.As(ue.Err, &op) && op == ue.Err || ue.Err == io.EOF || ue.Err == io.ErrUnexpectedEOF {
+		return ue
+	}
+	return nil
 }
 
 // acquire returns the live run for a call (starting a lazy backend first)
@@ -1182,10 +1270,22 @@ func (b *backend) supervise() {
 				continue
 			}
 			err := maskErr(b.deathErr(r), b.errMask)
-			b.log.Warn("backend died", keyErr, err)
+			reopen := b.reopens(r)
+			if reopen {
+				b.log.Info("the server ended the session or closed its stream; opening a new one at once", keyErr, err)
+			} else {
+				b.log.Warn("backend died", keyErr, err)
+			}
 			b.teardown(r, err)
 			if time.Since(r.upAt) >= b.stableAfter {
 				attempt = 0
+			}
+			if reopen {
+				b.mu.Lock()
+				b.restarts++
+				b.mu.Unlock()
+				b.connect(b.ctx)
+				continue
 			}
 		}
 		if b.ctx.Err() != nil {
@@ -1284,18 +1384,43 @@ func (b *backend) supervise() {
 		default:
 			b.log.Debug("restarting backend", keyDelay, delay, keyAttempt, attempt)
 		}
+		// A login saved meanwhile (the scopes a 403 asked for, an account
+		// with access) is tried at once, as by a backend that needs one:
+		// it waited out the delay, 10 s once the first ones were spent.
+		b.mu.Lock()
+		loginChanged := b.loginChanged
+		b.mu.Unlock()
 		t := time.NewTimer(delay)
 		select {
 		case <-b.ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
+		case <-loginChanged:
+			t.Stop()
+			b.log.Info("the stored login changed; connecting again")
+			attempt = 0
 		}
 		b.mu.Lock()
 		b.restarts++
 		b.mu.Unlock()
 		b.connect(b.ctx)
 	}
+}
+
+// reopens says whether the run r of a remote backend, which ended, is
+// connected again at once rather than after the first restart delay: a
+// server that ends sessions (an idle expiry, a restart that forgets them:
+// 404 on the session) or closes its SSE stream (a proxy's time limit)
+// answers, and the calls in between failed for that delay ("it is
+// down"). Only when r had been up for stableAfter (a server that ends
+// every session early waits out the delays as before), and not for a
+// lazy backend (its next call starts it), a lost login, a server a call
+// found unreachable, or "delays": [].
+func (b *backend) reopens(r *run) bool {
+	remote := b.cfg.Type == config.TypeHTTP || b.cfg.Type == config.TypeSSE
+	return remote && !b.lazy && len(b.restartDelays) > 0 && r.lostLogin() == nil && r.unreachable.Load() == nil &&
+		b.ctx.Err() == nil && time.Since(r.upAt) >= b.stableAfter
 }
 
 type runEnd int
@@ -1340,6 +1465,9 @@ func (b *backend) watch(r *run) runEnd {
 func (b *backend) deathErr(r *run) error {
 	if le := r.lostLogin(); le != nil {
 		return &loginError{server: b.cfg.Name, err: le}
+	}
+	if e := r.unreachable.Load(); e != nil {
+		return *e
 	}
 	if r.proc != nil {
 		select {

@@ -58,6 +58,10 @@ type maskedError struct {
 func (e *maskedError) Error() string { return e.msg }
 func (e *maskedError) Unwrap() error { return e.err }
 
+// MaskError is maskErr for the commands: an error whose text had the
+// secrets mask knows hidden, errors.Is and errors.As still seeing err.
+func MaskError(err error, mask func(string) string) error { return maskErr(err, mask) }
+
 // maskErr hides the secrets mask knows in err's text: a backend's errors
 // reach /status, the console, logs and execute_tool's answer. An
 // UnavailableError stays one (the gateway reads its Err), masked inside.

@@ -465,3 +465,34 @@ func TestOAuthDataFolderGone(t *testing.T) {
 		t.Errorf("the second refresh was not saved (writer failing: %v)", w.Failing())
 	}
 }
+
+// TestOAuthInsufficientScopeThenLogin: a server that wants a scope the
+// login was not given answers 403 insufficient_scope: the backend is down
+// with the scope and the fix; a login with that scope, saved while it
+// waits to try again, connects it at once, as a backend that needs a login
+// is: it waited out its restart delay (10 s once the first were spent).
+func TestOAuthInsufficientScopeThenLogin(t *testing.T) {
+	e := &oauthEnv{data: t.TempDir(), as: oauthtest.NewAuthServer(t), clock: &clock{}, logs: &testenv.LogBuffer{}}
+	e.store = oauth.NewStore(e.data)
+	e.rs = oauthtest.NewResourceServer(t, e.as, backendtest.NewServer(backendtest.ParseModes("normal")), &oauthtest.ResourceOptions{Scopes: []string{"write"}})
+	e.srv = oauth.Server{Name: "demo", URL: e.rs.URL, Transport: config.TypeHTTP, Scopes: []string{"read"}}
+	e.login(t)
+	tokens := oauth.NewTokens(e.store, &oauth.Options{Logger: e.logs.Logger(), PollInterval: 10 * time.Millisecond})
+	t.Cleanup(func() { tokens.Close() })
+	o := testOptions(e.logs)
+	o.Auth = tokens
+	o.RestartDelays = []time.Duration{time.Hour}
+	e.pool = startPool(t, []config.Server{{Name: "demo", Type: config.TypeHTTP, URL: e.rs.URL}}, o)
+	var st Status
+	testenv.Eventually(t, "demo down for want of the scope", func() bool {
+		st = statusOf(t, e.pool, "demo")
+		return st.State == StateDown
+	})
+	if want := `the server wants the scopes "write", which the login was not given`; !strings.Contains(st.Err, want) || !strings.Contains(st.Err, "toolgate auth login demo") {
+		t.Errorf("status error %q, want %q and the command", st.Err, want)
+	}
+	e.srv.Scopes = []string{"read", "write"}
+	e.login(t)
+	testenv.Eventually(t, "demo up with the new login", func() bool { return statusOf(t, e.pool, "demo").State == StateUp })
+	e.echo(t, "with the scope")
+}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/gateway/config"
@@ -34,6 +35,10 @@ import (
 type headerTransport struct {
 	base    http.RoundTripper
 	headers http.Header
+	// host is the server's host name: the headers go to it alone, not to
+	// another host a redirect names (Go's client drops its own
+	// Authorization there, but keeps what a transport sets).
+	host    string
 	maxBody int64
 	observe func(jsonrpc.Message)
 	// exact, for streamable HTTP, gives the answer to a POST made with an
@@ -52,9 +57,16 @@ type headerTransport struct {
 	// for connect and call errors; refusals counts them.
 	refused  atomic.Pointer[refusal]
 	refusals atomic.Uint64
+	// answers counts the answers with a status under 400: a refusal
+	// answered before one of them was got past (go-sdk's server/discover,
+	// which a server of the 2025 protocol refuses, before initialize).
+	answers atomic.Uint64
 	// oversized counts the events over maxBody seen in the event streams
 	// it observes (observeEvents.oversize), for call errors.
 	oversized atomic.Uint64
+	// login says an Authorizer gives the requests their token (a stored
+	// login), not the headers.
+	login bool
 	// handshake is true until the session is up: its JSON answers are
 	// read whole and checked (notJSONAnswer), which calls are not.
 	handshake atomic.Bool
@@ -70,6 +82,15 @@ type refusal struct {
 	// rpc says the body is a JSON-RPC error response: the server's own
 	// answer to the request, which go-sdk hands on as such.
 	rpc bool
+	// session says the request named a session (Mcp-Session-Id).
+	session bool
+	// answersBefore is headerTransport.answers when it came.
+	answersBefore uint64
+	// scope is what a 403 with a Bearer challenge (insufficient_scope, or
+	// none and a scope) asks for ("" for none); login says a stored login (OAuth) made the
+	// request's token, not the entry's headers.
+	scope string
+	login bool
 }
 
 // in is "a POST with 404 Not Found ("no route")", with the URL when it is
@@ -95,12 +116,18 @@ func answered(method, to, endpoint, status string) string {
 // type typ.
 func (r *refusal) fix(name, typ string) string {
 	switch {
+	case r.code == http.StatusNotFound && r.session:
+		return "the server no longer knows the session (it ended it, or restarted): toolgate opens a new one"
 	case r.code == http.StatusNotFound:
 		return "check the url's path: a server's MCP endpoint often ends in /mcp (or /sse, with \"type\": \"sse\")"
 	case r.code == http.StatusMethodNotAllowed && r.method == http.MethodPost && typ != config.TypeSSE:
 		return "the url does not take POST: a server of the older SSE transport needs \"type\": \"sse\"; else check the url's path"
 	case r.code == http.StatusUnauthorized:
 		return fmt.Sprintf("the server wants credentials: set them in the entry's \"headers\" (\"Authorization\": \"Bearer ${TOKEN}\"); `toolgate auth login %s` logs in where the server offers OAuth", name)
+	case r.code == http.StatusForbidden && r.scope != "" && r.login:
+		return fmt.Sprintf("the server wants the scopes %q, which the login was not given: list them, with those it has, in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login %s`", r.scope, name)
+	case r.code == http.StatusForbidden && r.scope != "":
+		return fmt.Sprintf("the server wants the scopes %q, which the token in the entry's \"headers\" lacks: give it a token with them", r.scope)
 	case r.code == http.StatusForbidden:
 		return "the server refused these credentials or this client: check the entry's \"headers\" (the token and its scopes) and whether the server lets this address in"
 	case r.code == http.StatusTooManyRequests:
@@ -117,7 +144,7 @@ func (r *refusal) fix(name, typ string) string {
 // other response. The answer to a DELETE (the end of a session) is none,
 // nor, unless sse, is the answer to a GET: a streamable HTTP server without
 // a stream of its own answers it 405 or 404, and go-sdk goes on without.
-func refusalOf(resp *http.Response, sse bool) *refusal {
+func refusalOf(resp *http.Response, sse, login bool) *refusal {
 	m := resp.Request.Method
 	if resp.StatusCode < 400 || m == http.MethodDelete || m == http.MethodGet && !sse {
 		return nil
@@ -128,7 +155,18 @@ func refusalOf(resp *http.Response, sse bool) *refusal {
 		said = "" // "Unauthorized" says nothing the status does not
 	}
 	rpc := gjson.GetBytes(body, "jsonrpc").Type == gjson.String && gjson.GetBytes(body, "error.code").Type == gjson.Number
-	return &refusal{code: resp.StatusCode, status: resp.Status, method: m, url: resp.Request.URL.Redacted(), said: said, rpc: rpc}
+	rf := &refusal{code: resp.StatusCode, status: resp.Status, method: m, url: resp.Request.URL.Redacted(), said: said, rpc: rpc,
+		session: resp.Request.Header.Get("Mcp-Session-Id") != "", login: login}
+	if resp.StatusCode == http.StatusForbidden {
+		cs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+		for _, c := range cs {
+			// go-sdk's middleware names the scope without the error code.
+			if e := c.Params["error"]; c.Scheme == "bearer" && (e == "insufficient_scope" || e == "" && c.Params["scope"] != "") {
+				rf.scope = c.Params["scope"]
+			}
+		}
+	}
+	return rf
 }
 
 // bodySays is what an error answer's body says, on one line: a JSON
@@ -183,6 +221,9 @@ func (n *notMCP) in(endpoint string) string {
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	for k, vs := range t.headers {
+		if !strings.EqualFold(req.URL.Hostname(), t.host) {
+			break // the configured secrets never leave the server
+		}
 		// The protocol's own headers (Accept, Content-Type, Mcp-Session-Id,
 		// Mcp-Protocol-Version, Last-Event-ID) stay as go-sdk set them.
 		if _, set := req.Header[k]; !set {
@@ -201,9 +242,12 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.notMCP.Store(n)
 		t.notMCPs.Add(1)
 	}
-	if rf := refusalOf(resp, t.sse); rf != nil {
+	if rf := refusalOf(resp, t.sse, t.login); rf != nil {
+		rf.answersBefore = t.answers.Load()
 		t.refused.Store(rf)
 		t.refusals.Add(1)
+	} else if resp.StatusCode < 400 {
+		t.answers.Add(1)
 	}
 	var exact *exactResult
 	if t.exact && req.Method == http.MethodPost {
@@ -350,10 +394,15 @@ func (b *backend) httpClient(r *run, tc *tls.Config, sse bool) *http.Client {
 	base.TLSHandshakeTimeout = 10 * time.Second
 	base.TLSClientConfig = tc // nil: the system's trust store
 	var rt http.RoundTripper = base
-	if a := b.auth(); a != nil {
+	a := b.auth()
+	if a != nil {
 		rt = a.Transport(b.cfg.Name, b.cfg.URL, base, r.loginRequired)
 	}
-	ht := &headerTransport{base: rt, headers: h, maxBody: int64(b.p.opts.MaxMessageBytes), observe: r.calls.observe, sse: sse}
+	var host string
+	if u, err := url.Parse(b.cfg.URL); err == nil {
+		host = u.Hostname()
+	}
+	ht := &headerTransport{base: rt, headers: h, host: host, login: a != nil, maxBody: int64(b.p.opts.MaxMessageBytes), observe: r.calls.observe, sse: sse}
 	if sse {
 		// The legacy SSE transport's stream is read by go-sdk from its
 		// connection, which can be wrapped (the event stream is a GET).

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
@@ -44,5 +47,34 @@ func TestURLSecretsMasked(t *testing.T) {
 	}
 	if !strings.Contains(st.Err, "k=***") {
 		t.Errorf("status error %q: want the URL with its query value masked (k=***), so that it still says where", st.Err)
+	}
+}
+
+// TestHeadersStayWithTheServer: a server that redirects (307) to another
+// host does not get the entry's headers sent there: Go's client drops its
+// own Authorization on such a redirect, but a header the transport adds
+// went to every request, and so to whoever the redirect named.
+func TestHeadersStayWithTheServer(t *testing.T) {
+	target := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal")
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.Endpoint, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirector.Close)
+	_, port, _ := net.SplitHostPort(redirector.Listener.Addr().String())
+	const secret = "headersecretvalue321"
+	// localhost, not 127.0.0.1: another host name than the target's.
+	srv := config.Server{Name: "moved", Type: config.TypeHTTP, URL: "http://localhost:" + port + "/mcp",
+		Headers: map[string]string{"Authorization": "Bearer " + secret, "X-Api-Key": secret}}
+	p := startPool(t, []config.Server{srv}, testOptions(nil))
+	testenv.Eventually(t, "the backend up through the redirect", func() bool {
+		return statusOf(t, p, "moved").State == StateUp
+	})
+	if len(target.Headers()) == 0 {
+		t.Fatal("the redirect's target got no request")
+	}
+	for _, h := range target.Headers() {
+		if h.Get("Authorization") != "" || h.Get("X-Api-Key") != "" {
+			t.Fatalf("the host a redirect named got the entry's headers: %v", h)
+		}
 	}
 }

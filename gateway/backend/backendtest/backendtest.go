@@ -645,6 +645,8 @@ type HTTPServer struct {
 
 	mu      sync.Mutex
 	headers []http.Header
+	handler http.Handler
+	handle  func() http.Handler
 }
 
 // NewHTTPServer serves NewServer(ParseModes(modes)) with the given transport
@@ -666,21 +668,24 @@ func newHTTPServer(t testing.TB, transport, modes string, c *tls.Config) *HTTPSe
 	m := ParseModes(modes)
 	srv := NewServer(m)
 	get := func(*http.Request) *mcp.Server { return srv }
-	var h http.Handler
+	var handle func() http.Handler
 	path := "/mcp"
 	switch transport {
 	case config.TypeHTTP:
-		h = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{JSONResponse: m[ModeJSONResponse]})
+		handle = func() http.Handler {
+			return mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{JSONResponse: m[ModeJSONResponse]})
+		}
 	case config.TypeSSE:
-		h = mcp.NewSSEHandler(get, nil)
+		handle = func() http.Handler { return mcp.NewSSEHandler(get, nil) }
 		path = "/sse"
 	default:
 		t.Fatalf("backendtest: transport %q, want %q or %q", transport, config.TypeHTTP, config.TypeSSE)
 	}
-	s := &HTTPServer{Transport: transport}
+	s := &HTTPServer{Transport: transport, handler: handle(), handle: handle}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.headers = append(s.headers, r.Header.Clone())
+		h := s.handler
 		s.mu.Unlock()
 		h.ServeHTTP(w, r)
 	}))
@@ -698,6 +703,23 @@ func newHTTPServer(t testing.TB, transport, modes string, c *tls.Config) *HTTPSe
 		s.Close()
 	})
 	return s
+}
+
+// ExpireSessions makes the server forget its sessions, as one that ends
+// idle sessions does: a request on an old session is answered 404 (the
+// streams it has open go on).
+func (s *HTTPServer) ExpireSessions() {
+	s.mu.Lock()
+	s.handler = s.handle()
+	s.mu.Unlock()
+}
+
+// Restart forgets the sessions and drops the connections, as a server
+// restarted at the same address does: an SSE stream ends, and a request on
+// an old session is answered 404.
+func (s *HTTPServer) Restart() {
+	s.ExpireSessions()
+	s.CloseClientConnections()
 }
 
 // Headers returns the headers of every request received so far.

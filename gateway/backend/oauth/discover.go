@@ -114,6 +114,14 @@ func discover(ctx context.Context, client *http.Client, serverURL string, ch *Ch
 	var prm *oauthex.ProtectedResourceMetadata
 	for _, c := range prmCandidates(ch.ResourceMetadata, serverURL) {
 		m, err := oauthex.GetProtectedResourceMetadata(ctx, c.url, c.resource, client)
+		if r, ok := resourceAbove(err, serverURL); ok {
+			// The metadata names a resource above the server's URL on its
+			// origin (Cloudflare's workers-oauth-provider names the origin
+			// by default), which the TypeScript and Python SDKs' clients
+			// take, and send as written: read again for it, go-sdk's
+			// other checks kept.
+			m, err = oauthex.GetProtectedResourceMetadata(ctx, c.url, r, client)
+		}
 		if err == nil && len(m.AuthorizationServers) == 0 {
 			err = errors.New("it names no authorization_servers")
 		}
@@ -151,6 +159,36 @@ func discover(ctx context.Context, client *http.Client, serverURL string, ch *Ch
 	return &discovery{prm: prm, asm: asm}, nil
 }
 
+// resourceAbove returns the resource that go-sdk's err says metadata
+// names instead of serverURL ("got metadata resource X, want Y") when
+// covers allows it.
+func resourceAbove(err error, serverURL string) (string, bool) {
+	var got, want string
+	if err == nil || errors.Unwrap(err) == nil {
+		return "", false
+	}
+	if _, serr := fmt.Sscanf(errors.Unwrap(err).Error(), "got metadata resource %q, want %q", &got, &want); serr != nil {
+		return "", false
+	}
+	return got, covers(got, serverURL)
+}
+
+// covers reports whether resource, named by serverURL's metadata, covers
+// it: the same scheme and host, and a path that is the server's or a
+// folder above it (https://mcp.example.com for https://mcp.example.com/mcp;
+// not https://mcp.example.com/other), the rule of the TypeScript SDK's
+// checkResourceAllowed.
+func covers(resource, serverURL string) bool {
+	r, rerr := url.Parse(resource)
+	s, serr := url.Parse(serverURL)
+	if rerr != nil || serr != nil || r.Host == "" || !strings.EqualFold(r.Scheme, s.Scheme) || !strings.EqualFold(r.Host, s.Host) ||
+		r.RawQuery != "" || r.Fragment != "" {
+		return false
+	}
+	dir := func(p string) string { return strings.TrimSuffix(p, "/") + "/" }
+	return strings.HasPrefix(dir(s.Path), dir(r.Path))
+}
+
 type prmCandidate struct{ url, resource string }
 
 // prmCandidates lists where protected-resource metadata may be, in the
@@ -168,7 +206,9 @@ func prmCandidates(fromChallenge, serverURL string) []prmCandidate {
 	if p := strings.Trim(u.Path, "/"); p != "" {
 		w := *u
 		w.Path, w.RawQuery = "/.well-known/oauth-protected-resource/"+p, ""
-		out = append(out, prmCandidate{w.String(), serverURL})
+		if w.String() != fromChallenge { // tried already
+			out = append(out, prmCandidate{w.String(), serverURL})
+		}
 	}
 	root := *u
 	root.Path, root.RawQuery = "/.well-known/oauth-protected-resource", ""

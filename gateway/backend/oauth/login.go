@@ -150,20 +150,23 @@ func Login(ctx context.Context, store *Store, srv Server, opts *LoginOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	cfg := &oauth2.Config{
-		ClientID:     client.ID,
-		ClientSecret: client.Secret,
-		Endpoint: oauth2.Endpoint{
-			AuthURL:   d.asm.AuthorizationEndpoint,
-			TokenURL:  d.asm.TokenEndpoint,
-			AuthStyle: authStyle(client.AuthMethod),
-		},
-		RedirectURL: client.RedirectURI,
-		Scopes:      scopes,
-	}
 	verifier := oauth2.GenerateVerifier()
 	state := rand.Text()
+	cfg := authConfig(d, client, scopes)
 	authURL := cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", d.prm.Resource))
+	if client.ID == prevClientID(prev) && client.Registered && refusesClient(ctx, hc, authURL) {
+		// The client registered by the previous login is unknown there
+		// now (an authorization server that keeps registrations in
+		// memory, restarted): the browser showed "invalid client" and the
+		// login waited for a redirect that could not come.
+		o.Logger.Info("the authorization server no longer knows the client registered before; registering anew", "server", srv.Name, "issuer", d.asm.Issuer)
+		ln.Close()
+		if ln, client, err = listenAndRegister(ctx, hc, srv, d.asm, scopes, nil, o.ClientName); err != nil {
+			return nil, err
+		}
+		cfg = authConfig(d, client, scopes)
+		authURL = cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", d.prm.Resource))
+	}
 
 	res, err := awaitRedirect(ctx, ln, state, srv.Name, o, func() error { return o.Authorize(authURL) })
 	if err != nil {
@@ -200,6 +203,48 @@ func Login(ctx context.Context, store *Store, srv Server, opts *LoginOptions) (*
 	}
 	o.Logger.Info("logged in", "server", srv.Name, "issuer", l.Issuer, "scopes", l.Scopes, "expiry", l.Token.Expiry)
 	return l, nil
+}
+
+// authConfig is the OAuth client config of a login as client.
+func authConfig(d *discovery, client Client, scopes []string) *oauth2.Config {
+	return &oauth2.Config{
+		ClientID:     client.ID,
+		ClientSecret: client.Secret,
+		Endpoint: oauth2.Endpoint{
+			AuthURL:   d.asm.AuthorizationEndpoint,
+			TokenURL:  d.asm.TokenEndpoint,
+			AuthStyle: authStyle(client.AuthMethod),
+		},
+		RedirectURL: client.RedirectURI,
+		Scopes:      scopes,
+	}
+}
+
+func prevClientID(prev *Credentials) string {
+	if prev == nil {
+		return ""
+	}
+	return prev.Client.ID
+}
+
+// refusesClient asks the authorization endpoint authURL, as a browser
+// would first, without following its redirect: an authorization server
+// answers a request from a client it does not know 400 (or 401) rather
+// than redirecting (RFC 6749 §4.1.2.1), and a login page or a redirect
+// otherwise. No answer is no refusal: the browser will say.
+func refusesClient(ctx context.Context, hc *http.Client, authURL string) bool {
+	c := *hc
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUnauthorized
 }
 
 // listenAndRegister opens the loopback listener of the redirect (RFC 8252

@@ -118,6 +118,66 @@ func TestLoginPreregisteredClient(t *testing.T) {
 	}
 }
 
+// TestLoginResourceAtRoot: a server laid out as Cloudflare's
+// workers-oauth-provider lays it out by default (many hosted MCP servers
+// are) names its origin as the resource, in metadata at the root that its
+// challenge points at. The TypeScript and Python SDKs' clients take a
+// resource that is the server's URL or a path above it on the same
+// origin, and send it as it is written; toolgate refused it as metadata
+// "for another resource", so such a server could not be logged in to.
+func TestLoginResourceAtRoot(t *testing.T) {
+	ctx := context.Background()
+	as, rs := protected(t, &oauthtest.ResourceOptions{AtRoot: true})
+	store := oauth.NewStore(t.TempDir())
+	c, err := oauth.Login(ctx, store, server(rs), &oauth.LoginOptions{Authorize: follow(ctx)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Resource != rs.Resource || c.URL != rs.URL {
+		t.Errorf("login for resource %q at %q, want %q at %q", c.Resource, c.URL, rs.Resource, rs.URL)
+	}
+	if got := as.Resources(); len(got) != 2 || got[0] != rs.Resource || got[1] != rs.Resource {
+		t.Errorf("resource parameters seen by the authorization server: %q, want %q twice", got, rs.Resource)
+	}
+	// The token is the server's: a request with it gets through.
+	req, _ := http.NewRequest(http.MethodPost, rs.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+c.Token.AccessToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized {
+		t.Errorf("the server refused the login's token: %s", resp.Status)
+	}
+
+}
+
+// TestLoginRegistersAgainWhenForgotten: an authorization server that
+// keeps its registrations in memory (the TypeScript SDK's demo) forgets
+// toolgate's client when it restarts; the next login registered nothing
+// new, and the browser showed "invalid client" while the login waited
+// five minutes for a redirect that could not come.
+func TestLoginRegistersAgainWhenForgotten(t *testing.T) {
+	ctx := context.Background()
+	as, rs := protected(t, nil)
+	store := oauth.NewStore(t.TempDir())
+	first, err := oauth.Login(ctx, store, server(rs), &oauth.LoginOptions{Authorize: follow(ctx)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	as.ForgetClients()
+	second, err := oauth.Login(ctx, store, server(rs), &oauth.LoginOptions{Authorize: follow(ctx), Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("login after the authorization server forgot the client: %v", err)
+	}
+	if as.Registrations() != 2 || second.Client.ID == first.Client.ID {
+		t.Errorf("%d registrations, client %q (first %q): want a new one", as.Registrations(), second.Client.ID, first.Client.ID)
+	}
+}
+
 func TestLoginErrors(t *testing.T) {
 	ctx := context.Background()
 	t.Run("metadata for another resource", func(t *testing.T) {

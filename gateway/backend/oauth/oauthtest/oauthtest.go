@@ -153,6 +153,15 @@ func (a *AuthServer) ExpireAccessTokens() {
 	}
 }
 
+// ForgetClients forgets every client registered so far, as an
+// authorization server that keeps them in memory does when it restarts:
+// its authorization endpoint answers 400 to them.
+func (a *AuthServer) ForgetClients() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.clients)
+}
+
 // RevokeRefreshTokens refuses every refresh token issued so far
 // (invalid_grant), as when the user revokes toolgate's access.
 func (a *AuthServer) RevokeRefreshTokens() {
@@ -354,6 +363,15 @@ type ResourceOptions struct {
 	ClaimResource string
 	// TLS serves it over HTTPS (nil: plain HTTP).
 	TLS *tls.Config
+	// AtRoot lays the server out as Cloudflare's workers-oauth-provider
+	// does by default: its metadata at the root well-known URL only
+	// (/.well-known/oauth-protected-resource, which the challenge names),
+	// naming the origin (http://127.0.0.1:PORT) as the resource; tokens
+	// are issued and checked for that resource.
+	AtRoot bool
+	// Scopes are the scopes a token needs (go-sdk's middleware answers
+	// 403 insufficient_scope to one without them).
+	Scopes []string
 }
 
 // scheme is the URL scheme of a server with TLS config c.
@@ -401,16 +419,20 @@ func NewResourceServer(t testing.TB, as *AuthServer, mcpServer *mcp.Server, opts
 		h = mcp.NewSSEHandler(get, nil)
 	}
 	rs := &ResourceServer{URL: base + path, Resource: base + path, done: make(chan struct{})}
+	metaPath := "/.well-known/oauth-protected-resource" + path
+	if o.AtRoot {
+		rs.Resource, metaPath = base, "/.well-known/oauth-protected-resource"
+	}
+	tokensFor := rs.Resource
 	if o.ClaimResource != "" {
 		rs.Resource = o.ClaimResource
 	}
 	as.mu.Lock()
-	as.resource = rs.URL
+	as.resource = tokensFor
 	as.mu.Unlock()
-	metaURL := base + "/.well-known/oauth-protected-resource" + path
-	protect := auth.RequireBearerToken(as.Verify(rs.URL), &auth.RequireBearerTokenOptions{ResourceMetadataURL: metaURL})
+	protect := auth.RequireBearerToken(as.Verify(tokensFor), &auth.RequireBearerTokenOptions{ResourceMetadataURL: base + metaPath, Scopes: o.Scopes})
 	mux := http.NewServeMux()
-	mux.Handle("GET /.well-known/oauth-protected-resource"+path, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+	mux.Handle("GET "+metaPath, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource: rs.Resource, AuthorizationServers: []string{as.URL}, ScopesSupported: []string{Scope},
 	}))
 	mux.Handle(path, protect(h))

@@ -1,0 +1,186 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// reopenOptions restart a backend only after an hour: what comes back
+// sooner came back by reopening at once.
+func reopenOptions() *Options {
+	o := testOptions(nil)
+	o.RestartDelays = []time.Duration{time.Hour}
+	o.StableAfter = time.Nanosecond // every run counts as stable
+	return o
+}
+
+// TestSessionExpiredCallSentAgain: a hosted server that ends idle
+// sessions (or restarts and forgets them) answers the next call on the old
+// session 404. It did not run that call, so the call goes again on a new
+// session, opened at once: the client got "connection lost during the
+// call" (or "the server answered a POST with 404 Not Found: check the
+// url's path"), and the calls after it "it is down" until the first
+// restart delay had passed.
+func TestSessionExpiredCallSentAgain(t *testing.T) {
+	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal")
+	p := startPool(t, []config.Server{hs.Config("hosted", nil)}, reopenOptions())
+	testenv.Eventually(t, "hosted up", func() bool { return statusOf(t, p, "hosted").State == StateUp })
+	hs.ExpireSessions()
+	res, err := p.CallTool(context.Background(), "hosted", "echo", map[string]any{"text": "again"})
+	if err != nil {
+		t.Fatalf("call on an expired session: %v", err)
+	}
+	if got := textOf(t, res); got != "again" {
+		t.Errorf("answer %q, want the echo", got)
+	}
+	if st := statusOf(t, p, "hosted"); st.State != StateUp || st.Restarts != 1 {
+		t.Errorf("state %s after %d restarts, want up after 1 (the session opened again)", st.State, st.Restarts)
+	}
+}
+
+// TestStreamDroppedReopened: an SSE server (or a proxy before it) that
+// closes the stream, or restarts, is connected to again at once, not after
+// the first restart delay.
+func TestStreamDroppedReopened(t *testing.T) {
+	hs := backendtest.NewHTTPServer(t, config.TypeSSE, "normal")
+	p := startPool(t, []config.Server{hs.Config("hosted", nil)}, reopenOptions())
+	testenv.Eventually(t, "hosted up", func() bool { return statusOf(t, p, "hosted").State == StateUp })
+	hs.Restart()
+	testenv.Eventually(t, "hosted up again on a new stream", func() bool {
+		st := statusOf(t, p, "hosted")
+		return st.State == StateUp && st.Restarts == 1
+	})
+	res, err := p.CallTool(context.Background(), "hosted", "echo", map[string]any{"text": "back"})
+	if err != nil || textOf(t, res) != "back" {
+		t.Fatalf("call after the stream came back: %v", err)
+	}
+}
+
+// TestSessionNotFoundSaysSo: a 404 to a request on a session is the
+// session's end, not a wrong path: said so where a call on it fails (the
+// session opened again failing too), where it read "check the url's path".
+func TestSessionNotFoundSaysSo(t *testing.T) {
+	for session, want := range map[string]string{
+		"":        "check the url's path",
+		"abc-123": "the server no longer knows the session",
+	} {
+		req := httptest.NewRequest(http.MethodPost, "http://mcp.example.com/mcp", nil)
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp := &http.Response{StatusCode: http.StatusNotFound, Status: "404 Not Found", Request: req,
+			Header: http.Header{"Content-Type": {"text/plain"}}, Body: io.NopCloser(strings.NewReader("session not found"))}
+		rf := refusalOf(resp, false, false)
+		if rf == nil || !strings.Contains(rf.fix("hosted", config.TypeHTTP), want) {
+			t.Errorf("404 with session %q: %+v, want a fix that says %q", session, rf, want)
+		}
+	}
+}
+
+// TestServerGoneMidSession: a streamable HTTP server that goes away
+// (stopped, nothing listens at its port any more) while its session is up
+// fails a call as unreachable, with the fix, and the backend goes down
+// (to be connected to again by its restart policy): the call read
+// `answered with an error: … rejected by transport: Post …: connection
+// refused`, as if the server had answered, and the backend stayed "up",
+// every call failing the same way.
+func TestServerGoneMidSession(t *testing.T) {
+	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal")
+	p := startPool(t, []config.Server{hs.Config("hosted", nil)}, reopenOptions())
+	testenv.Eventually(t, "hosted up", func() bool { return statusOf(t, p, "hosted").State == StateUp })
+	hs.CloseClientConnections()
+	hs.Close()
+	// The first call may go on a kept-alive connection the server closed
+	// (closed before the server answered), the next finds nothing listening.
+	for i := 0; ; i++ {
+		_, err := p.CallTool(context.Background(), "hosted", "echo", map[string]any{"text": "x"})
+		var un *UnavailableError
+		if !errors.As(err, &un) {
+			t.Fatalf("call on a server gone: %v, want it unavailable", err)
+		}
+		if strings.Contains(err.Error(), "nothing listens at") {
+			break
+		}
+		if i == 2 || !strings.Contains(err.Error(), "closed before the server answered") {
+			t.Fatalf("call %d on a server gone: %v, want it unavailable: nothing listens", i, err)
+		}
+	}
+	testenv.Eventually(t, "hosted down", func() bool {
+		st := statusOf(t, p, "hosted")
+		return st.State == StateDown && strings.Contains(st.Err, "nothing listens at")
+	})
+}
+
+// TestInsufficientScopeSaysWhich: a 403 whose Bearer challenge says
+// insufficient_scope (the TypeScript SDK's requireBearerAuth with
+// requiredScopes answers this one) names the scopes the server wants and
+// how to get them: for a stored login, the entry's oauth.scopes and `auth
+// login`; it said to check the entry's "headers", which such a server has
+// none of.
+func TestInsufficientScopeSaysWhich(t *testing.T) {
+	const challenge = `Bearer error="insufficient_scope", error_description="Insufficient scope", scope="mcp:write", resource_metadata="http://localhost:19143/.well-known/oauth-protected-resource/mcp"`
+	for login, want := range map[bool]string{
+		true:  "the server wants the scopes \"mcp:write\", which the login was not given: list them, with those it has, in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login hosted`",
+		false: "the server wants the scopes \"mcp:write\", which the token in the entry's \"headers\" lacks",
+	} {
+		req := httptest.NewRequest(http.MethodPost, "http://localhost:19143/mcp", nil)
+		resp := &http.Response{StatusCode: http.StatusForbidden, Status: "403 Forbidden", Request: req,
+			Header: http.Header{"Content-Type": {"application/json"}, "Www-Authenticate": {challenge}},
+			Body:   io.NopCloser(strings.NewReader(`{"error":"insufficient_scope","error_description":"Insufficient scope"}`))}
+		rf := refusalOf(resp, false, login)
+		if rf == nil || !strings.Contains(rf.fix("hosted", config.TypeHTTP), want) {
+			t.Errorf("login %v: fix %q, want %q", login, rf.fix("hosted", config.TypeHTTP), want)
+		}
+	}
+}
+
+// TestSlowListingNotBlamedOnDiscover: a server of the 2025 protocol that
+// refuses server/discover 400 (the TypeScript SDK's: "Server not
+// initialized"), then takes longer than the connect timeout to list its
+// tools, is down for the timeout: its error was that 400, answered and
+// got past long before ("check url, type (http) and headers").
+func TestSlowListingNotBlamedOnDiscover(t *testing.T) {
+	srv := backendtest.NewServer(backendtest.ParseModes("normal"))
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			switch method := gjson.GetBytes(body, "method").Str; method {
+			case "server/discover":
+				http.Error(w, `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}`, http.StatusBadRequest)
+				return
+			case "tools/list":
+				<-r.Context().Done() // slower than the connect timeout
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	o := testOptions(nil)
+	o.ConnectTimeout = 500 * time.Millisecond
+	p := startPool(t, []config.Server{{Name: "slow", Type: config.TypeHTTP, URL: hs.URL + "/mcp"}}, o)
+	var st Status
+	testenv.Eventually(t, "slow down", func() bool {
+		st = statusOf(t, p, "slow")
+		return st.State == StateDown
+	})
+	if !strings.Contains(st.Err, "within the connect timeout (500ms)") || !strings.Contains(st.Err, `raise the entry's "connectTimeout"`) || strings.Contains(st.Err, "400") {
+		t.Errorf("status error %q, want the connect timeout, not the 400 to server/discover", st.Err)
+	}
+}

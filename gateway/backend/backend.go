@@ -615,6 +615,10 @@ type quietCause struct {
 func (e quietCause) Error() string { return e.msg }
 func (e quietCause) Unwrap() error { return e.cause }
 
+// refusedError is a remote server's connect answered with a 4xx status:
+// the server answers, and refuses (credentials, scopes, the path).
+type refusedError struct{ quietCause }
+
 // aborted is why a connect was stopped from outside, or nil when it was not.
 func (b *backend) aborted(startCtx context.Context) error {
 	switch {
@@ -705,7 +709,11 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 	if rf, _ := r.refused(); rf != nil && rf.answersBefore == r.headers().answers.Load() {
 		// go-sdk said the status text alone, under its calls. (A refusal
 		// the server answered past is not why the connect failed.)
-		return quietCause{fmt.Sprintf("backend %q at %s: the server answered %s: %s", name, b.cfg.URL, rf.in(b.cfg.URL), rf.fix(name, b.cfg.Type)), err}
+		q := quietCause{fmt.Sprintf("backend %q at %s: the server answered %s: %s", name, b.cfg.URL, rf.in(b.cfg.URL), rf.fix(name, b.cfg.Type)), err}
+		if rf.code < 500 {
+			return refusedError{q}
+		}
+		return q // 5xx: the server, or a proxy in its place, failed
 	}
 	if te := (connectTimeoutError{}); errors.As(cause, &te) && r.headers() != nil && r.headers().answers.Load() > 0 {
 		// It answered, and then took longer than that (a slow tools/list).
@@ -1374,6 +1382,9 @@ func (b *backend) supervise() {
 			b.log.Info("restarting backend", keyDelay, delay, keyAttempt, attempt)
 		case attempt == len(delays)+1:
 			msg := "remote server still does not answer: tried again every " + delay.String() + " until it does"
+			if errors.As(lastErr, new(refusedError)) {
+				msg = "remote server still refuses the connection: tried again every " + delay.String() + " until it takes it"
+			}
 			if short {
 				msg = "backend still cannot start for want of a resource: tried again every " + delay.String() + " until it can"
 			}

@@ -695,6 +695,35 @@ func TestToolListLimits(t *testing.T) {
 	}
 }
 
+// TestRemoteRefusalRetriedSaysRefuses: a remote server that keeps
+// refusing the connect (a 403 until an administrator lets the gateway in)
+// is tried past the delays, and the log says it refuses; it said the
+// server "still does not answer".
+func TestRemoteRefusalRetriedSaysRefuses(t *testing.T) {
+	var refuse atomic.Bool
+	refuse.Store(true)
+	srv := behindFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, "normal"), func(proxy *httputil.ReverseProxy) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if refuse.Load() {
+				http.Error(w, "this address is not allowed", http.StatusForbidden)
+				return
+			}
+			proxy.ServeHTTP(w, r)
+		})
+	})
+	logs := &testenv.LogBuffer{}
+	o := testOptions(logs)
+	o.RestartDelays = []time.Duration{time.Millisecond, 2 * time.Millisecond}
+	p := startPool(t, []config.Server{srv}, o)
+	testenv.Eventually(t, "tries past the delays", func() bool { return statusOf(t, p, "remote").Restarts >= 4 })
+	refuse.Store(false)
+	testenv.Eventually(t, "the server up once it lets the gateway in", func() bool { return statusOf(t, p, "remote").State == StateUp })
+	got := logs.String()
+	if !strings.Contains(got, "remote server still refuses the connection") || strings.Contains(got, "still does not answer") {
+		t.Errorf("the log does not say the server refuses:\n%s", got)
+	}
+}
+
 func TestRemoteDown(t *testing.T) {
 	srv := config.Server{Name: "gone", Type: config.TypeHTTP, URL: "http://127.0.0.1:1/mcp"}
 	p := startPool(t, []config.Server{srv}, testOptions(nil))

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/shellword"
 )
 
@@ -254,7 +255,8 @@ func describe(s config.Server) serverInfo {
 	}
 }
 
-// maskURL hides a URL's password and query values, which often carry API keys.
+// maskURL hides a URL's password, query values and key-like path segments
+// (mask.KeyLike), which often carry API keys.
 func maskURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || raw == "" {
@@ -262,6 +264,14 @@ func maskURL(raw string) string {
 	}
 	if _, has := u.User.Password(); has {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	if segs := strings.Split(u.Path, "/"); slices.ContainsFunc(segs, mask.KeyLike) {
+		for i, seg := range segs {
+			if mask.KeyLike(seg) {
+				segs[i] = "xxxxx"
+			}
+		}
+		u.Path, u.RawPath = strings.Join(segs, "/"), ""
 	}
 	if u.RawQuery != "" {
 		q := u.Query()

@@ -35,7 +35,8 @@ func TestServersListsWithoutSecrets(t *testing.T) {
 	cfg := writeConfig(t, `{"mcpServers": {
 		"local": {"command": "npx", "args": ["-y", "some server", "--token", "${TG_TEST_TOKEN}"], "env": {"API_TOKEN": "hunter2-literal", "B": "${TG_TEST_TOKEN}"}},
 		"remote": {"url": "https://user:hunter2-pw@example.com/mcp?api_key=hunter2-q&x=${TG_TEST_KEY}", "headers": {"Authorization": "Bearer ${TG_TEST_KEY}"}},
-		"off": {"type": "sse", "url": "https://example.com/sse", "disabled": true}}}`)
+		"off": {"type": "sse", "url": "https://example.com/sse", "disabled": true},
+		"zap": {"url": "https://actions.example.com/mcp/sk-ak-hunter2hunter2hunter2x9/sse"}}}`)
 	for _, asJSON := range []bool{false, true} {
 		var out bytes.Buffer
 		if err := runServers(&out, &globals{dataDir: t.TempDir()}, []string{cfg}, asJSON); err != nil {
@@ -45,7 +46,7 @@ func TestServersListsWithoutSecrets(t *testing.T) {
 		if strings.Contains(got, "hunter2") {
 			t.Errorf("output (json=%v) leaks a secret:\n%s", asJSON, got)
 		}
-		for _, want := range []string{"local", "remote", "off", "API_TOKEN", "Authorization", "${TG_TEST_TOKEN}", "sse"} {
+		for _, want := range []string{"local", "remote", "off", "API_TOKEN", "Authorization", "${TG_TEST_TOKEN}", "sse", "https://actions.example.com/mcp/xxxxx/sse"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("output (json=%v) lacks %q:\n%s", asJSON, want, got)
 			}
@@ -55,7 +56,7 @@ func TestServersListsWithoutSecrets(t *testing.T) {
 			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 				t.Fatalf("--json output is not JSON: %v", err)
 			}
-			if !rep.Valid || len(rep.Servers) != 3 || !rep.Servers[1].Disabled || rep.Servers[1].Name != "off" {
+			if !rep.Valid || len(rep.Servers) != 4 || !rep.Servers[1].Disabled || rep.Servers[1].Name != "off" {
 				t.Errorf("report = %+v", rep)
 			}
 		} else if !strings.Contains(got, `'some server'`) || !strings.Contains(got, "disabled") {

@@ -2,16 +2,18 @@ package backend
 
 import (
 	"net/url"
+	"strings"
 
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/mask"
 )
 
 // Secrets lists the configured secret values of servers: their env and
-// header values, OAuth client secrets, and the query values and password
-// of their URLs (hosted servers often take a key as ?api_key=…, and Go's
-// HTTP errors quote the whole URL). Masks built from them (package mask)
-// hide them in what toolgate writes down.
+// header values, OAuth client secrets, and the query values, password and
+// key-like path segments of their URLs (hosted servers often take a key as
+// ?api_key=… or as a segment of the path, …/mcp/sk-ak-…/sse, and Go's HTTP
+// errors quote the whole URL). Masks built from them (package mask) hide
+// them in what toolgate writes down.
 func Secrets(servers ...config.Server) []string {
 	var vals []string
 	for _, srv := range servers {
@@ -21,6 +23,11 @@ func Secrets(servers ...config.Server) []string {
 			}
 			if p, ok := u.User.Password(); ok {
 				vals = append(vals, p)
+			}
+			for _, seg := range strings.Split(u.Path, "/") {
+				if mask.KeyLike(seg) {
+					vals = append(vals, seg)
+				}
 			}
 		}
 		for _, v := range srv.Env {

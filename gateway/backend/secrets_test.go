@@ -25,8 +25,8 @@ func TestURLSecretsMasked(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing answers there: the connect fails with the URL in its error
-	const querySecret, password = "querysecretvalue987", "passwordvalue654"
-	srv := config.Server{Name: "hosted", Type: config.TypeHTTP, URL: "http://user:" + password + "@" + addr + "/mcp?k=" + querySecret}
+	const querySecret, password, pathSecret = "querysecretvalue987", "passwordvalue654", "sk-ak-7f3a9c2e1b4d8f6a0c5e"
+	srv := config.Server{Name: "hosted", Type: config.TypeHTTP, URL: "http://user:" + password + "@" + addr + "/mcp/" + pathSecret + "/sse?k=" + querySecret}
 	var logs testenv.LogBuffer
 	p := startPool(t, []config.Server{srv}, testOptions(&logs))
 	var st Status
@@ -41,7 +41,7 @@ func TestURLSecretsMasked(t *testing.T) {
 	}
 	for what, text := range map[string]string{"status error": st.Err, "status last error": st.LastErr,
 		"call error": callErr.Error(), "call error's cause": un.Err.Error(), "log": logs.String()} {
-		if strings.Contains(text, querySecret) || strings.Contains(text, password) {
+		if strings.Contains(text, querySecret) || strings.Contains(text, password) || strings.Contains(text, pathSecret) {
 			t.Errorf("%s holds a secret of the URL: %s", what, text)
 		}
 	}

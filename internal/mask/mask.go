@@ -117,3 +117,26 @@ func (m *Masker) Value(v any) any {
 		return v
 	}
 }
+
+// KeyLike says whether a URL's path segment looks like a key: 20
+// characters or more of letters, digits, "-" and "_", with letters and
+// digits both (sk-ak-3f9c…, a token, a UUID), where a path's words are
+// letters alone (mcp, sse, v1, servers).
+func KeyLike(seg string) bool {
+	if len(seg) < 20 {
+		return false
+	}
+	var letter, digit bool
+	for _, c := range seg {
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			letter = true
+		case c >= '0' && c <= '9':
+			digit = true
+		case c == '-' || c == '_':
+		default:
+			return false
+		}
+	}
+	return letter && digit
+}

@@ -53,3 +53,16 @@ func TestValue(t *testing.T) {
 		t.Error("Value changed its input")
 	}
 }
+
+// A path segment is a key when it mixes letters and digits over 20
+// characters or more; a path's words are not.
+func TestKeyLike(t *testing.T) {
+	for seg, want := range map[string]bool{
+		"mcp": false, "sse": false, "v1": false, "a-long-workspace-name-here": false, "2024_11_05_and_more_digits": true,
+		"sk-ak-7f3a9c2e1b4d8f6a0c5e": true, "123e4567-e89b-12d3-a456-426614174000": true, "abc.def.ghi.jkl.mno.pqr1": false,
+	} {
+		if got := KeyLike(seg); got != want {
+			t.Errorf("KeyLike(%q) = %v, want %v", seg, got, want)
+		}
+	}
+}

@@ -79,6 +79,10 @@ func sessionKey(ctx context.Context, req mcp.Request) string {
 			}
 			return "client:" + key + "\x00" + id
 		}
+		// Over HTTP without one, each request is a session of its own,
+		// whose pointer a later request's may reuse once it is collected:
+		// keyed by it, a call could be matched to another client's search.
+		return ""
 	}
 	if ss == nil {
 		return ""

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/index/catalog"
 )
@@ -100,6 +102,23 @@ func TestLearnerOverHTTPBySessionHeader(t *testing.T) {
 	post("connect-a", run("filesystem__list_directory", `{"path":"/"}`))
 	if d := cmp.Diff([]string{"make a note → filesystem__list_directory"}, l.got()); d != "" {
 		t.Errorf("recorded pairs (-want +got):\n%s", d)
+	}
+}
+
+// Over HTTP, a request without an Mcp-Session-Id is a session of its own:
+// it keys nothing, so no later request, whose session may sit where a
+// collected one sat, is matched to it. Over stdio (no HTTP header) the one
+// session is the key.
+func TestSessionKeyOverHTTPWithoutHeader(t *testing.T) {
+	ss := &mcp.ServerSession{}
+	over := func(h http.Header) mcp.Request {
+		return &mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{}, Extra: &mcp.RequestExtra{Header: h}}
+	}
+	if k := sessionKey(context.Background(), over(http.Header{})); k != "" {
+		t.Errorf("HTTP without a session header: key %q, want none", k)
+	}
+	if k := sessionKey(context.Background(), over(nil)); !strings.HasPrefix(k, "ptr:") {
+		t.Errorf("stdio: key %q, want the session's", k)
 	}
 }
 

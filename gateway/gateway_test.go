@@ -1057,17 +1057,7 @@ func TestHTTPAcceptJSONOnly(t *testing.T) {
 	defer srv.Close()
 	post := func(accept, params string) (*http.Response, string) {
 		t.Helper()
-		req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`+params+`}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", accept)
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
+		return postMCP(t, srv.URL+"/mcp", "2025-11-25", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`+params+`}`, http.Header{"Accept": {accept}})
 	}
 	const call = `{"name":"execute_tool","arguments":{"name":"memory__create_entities","arguments":{"entities":[]}}}`
 	const withProgress = `{"name":"execute_tool","_meta":{"progressToken":"tok"},"arguments":{"name":"memory__create_entities","arguments":{"entities":[]}}}`
@@ -1094,19 +1084,7 @@ func TestHTTPUnknownMethod(t *testing.T) {
 	defer srv.Close()
 	post := func(version, body string) (*http.Response, string) {
 		t.Helper()
-		req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if version != "" {
-			req.Header.Set("MCP-Protocol-Version", version)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
+		return postMCP(t, srv.URL+"/mcp", version, body, nil)
 	}
 	for _, v := range []string{"", "2025-03-26", "2025-06-18", "2025-11-25"} {
 		resp, body := post(v, `{"jsonrpc":"2.0","id":"q7","method":"vendor/frobnicate","params":{}}`)
@@ -1121,6 +1099,30 @@ func TestHTTPUnknownMethod(t *testing.T) {
 	if resp, body := post("2025-11-25", `{"jsonrpc":"2.0","id":1,"method":"ping"}`); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"result":{}`) {
 		t.Errorf("ping: %s %s", resp.Status, body)
 	}
+}
+
+// postMCP POSTs body to url, an MCP endpoint, as a client does: JSON, an
+// Accept of both answer types, version as MCP-Protocol-Version ("": none),
+// and header's values over those; it returns the response (its body read)
+// and the body.
+func postMCP(t *testing.T, url, version, body string, header http.Header) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if version != "" {
+		req.Header.Set("MCP-Protocol-Version", version)
+	}
+	for k, vs := range header {
+		req.Header[http.CanonicalHeaderKey(k)] = vs
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
 }
 
 // ctxCaller is a Caller that waits for its call's context to end and

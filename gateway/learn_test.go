@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -75,20 +74,12 @@ func TestLearnerOverHTTPBySessionHeader(t *testing.T) {
 	defer srv.Close()
 	post := func(session, body string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		h := http.Header{}
 		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
+			h.Set("Mcp-Session-Id", session)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || strings.Contains(string(b), `"isError":true`) {
+		resp, b := postMCP(t, srv.URL+"/mcp", "2025-11-25", body, h)
+		if resp.StatusCode != http.StatusOK || strings.Contains(b, `"isError":true`) {
 			t.Fatalf("POST %s: %s %s", body, resp.Status, b)
 		}
 	}

@@ -695,35 +695,6 @@ func TestToolListLimits(t *testing.T) {
 	}
 }
 
-// TestRemoteRefusalRetriedSaysRefuses: a remote server that keeps
-// refusing the connect (a 403 until an administrator lets the gateway in)
-// is tried past the delays, and the log says it refuses; it said the
-// server "still does not answer".
-func TestRemoteRefusalRetriedSaysRefuses(t *testing.T) {
-	var refuse atomic.Bool
-	refuse.Store(true)
-	srv := behindFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, "normal"), func(proxy *httputil.ReverseProxy) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if refuse.Load() {
-				http.Error(w, "this address is not allowed", http.StatusForbidden)
-				return
-			}
-			proxy.ServeHTTP(w, r)
-		})
-	})
-	logs := &testenv.LogBuffer{}
-	o := testOptions(logs)
-	o.RestartDelays = []time.Duration{time.Millisecond, 2 * time.Millisecond}
-	p := startPool(t, []config.Server{srv}, o)
-	testenv.Eventually(t, "tries past the delays", func() bool { return statusOf(t, p, "remote").Restarts >= 4 })
-	refuse.Store(false)
-	testenv.Eventually(t, "the server up once it lets the gateway in", func() bool { return statusOf(t, p, "remote").State == StateUp })
-	got := logs.String()
-	if !strings.Contains(got, "remote server still refuses the connection") || strings.Contains(got, "still does not answer") {
-		t.Errorf("the log does not say the server refuses:\n%s", got)
-	}
-}
-
 func TestRemoteDown(t *testing.T) {
 	srv := config.Server{Name: "gone", Type: config.TypeHTTP, URL: "http://127.0.0.1:1/mcp"}
 	p := startPool(t, []config.Server{srv}, testOptions(nil))
@@ -737,16 +708,26 @@ func TestRemoteDown(t *testing.T) {
 // longer than the restart delays is tried again at the last delay until it
 // does, over both transports: an outage, or a server started after the
 // gateway, used to leave it down until toolgate restarted. The tries past
-// the delays are logged once, then at debug level.
+// the delays are logged once, then at debug level; for a server that keeps
+// refusing the connect (a 403 until an administrator lets the gateway in)
+// the line says it refuses (it said "still does not answer").
 func TestRemoteOutageOutlastsDelays(t *testing.T) {
-	for _, transport := range []string{config.TypeHTTP, config.TypeSSE} {
-		t.Run(transport, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, transport string
+		status          int
+		log             string
+	}{
+		{config.TypeHTTP, config.TypeHTTP, http.StatusServiceUnavailable, "remote server still does not answer"},
+		{config.TypeSSE, config.TypeSSE, http.StatusServiceUnavailable, "remote server still does not answer"},
+		{"refused", config.TypeHTTP, http.StatusForbidden, "remote server still refuses the connection"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			var down atomic.Bool
 			down.Store(true)
-			srv := behindFront(t, backendtest.NewHTTPServer(t, transport, "normal"), func(proxy *httputil.ReverseProxy) http.Handler {
+			srv := behindFront(t, backendtest.NewHTTPServer(t, tc.transport, "normal"), func(proxy *httputil.ReverseProxy) http.Handler {
 				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					if down.Load() {
-						http.Error(w, "upstream is down", http.StatusServiceUnavailable)
+						http.Error(w, "upstream is down", tc.status)
 						return
 					}
 					proxy.ServeHTTP(w, r)
@@ -766,8 +747,8 @@ func TestRemoteOutageOutlastsDelays(t *testing.T) {
 				t.Fatalf("echo after the outage = %v, %v", res, err)
 			}
 			got := logs.String()
-			if n := strings.Count(got, "remote server still does not answer"); n != 1 {
-				t.Errorf("the log says the tries go on %d times, want once:\n%s", n, got)
+			if n := strings.Count(got, tc.log); n != 1 || strings.Count(got, "remote server still") != 1 {
+				t.Errorf("the log says %q %d times, want once (and no other such line):\n%s", tc.log, n, got)
 			}
 			if n := strings.Count(got, `level=WARN msg="backend down"`); n > len(o.RestartDelays)+1 {
 				t.Errorf("%d warnings for %d delays: the tries past them are not quiet:\n%s", n, len(o.RestartDelays), got)

@@ -33,6 +33,33 @@ func connect(t *testing.T, input string, limit int) (*Conn, *buffer) {
 	return c.(*Conn), out
 }
 
+// serving is connect for a Transport that serves (Server): the gateway's
+// own stdio.
+func serving(t *testing.T, r io.Reader, limit int) (*Conn, *buffer) {
+	t.Helper()
+	out := &buffer{}
+	c, err := (&Transport{Reader: io.NopCloser(r), Writer: out, Server: true, MaxLineLength: limit}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c.(*Conn), out
+}
+
+// answeredThenRead serves line, then a notification "after": line is
+// answered want, and "after" is read, then the end of the input.
+func answeredThenRead(t *testing.T, line string, limit int, want string) {
+	t.Helper()
+	c, out := serving(t, strings.NewReader(line+"\n"+`{"jsonrpc":"2.0","method":"after"}`+"\n"), limit)
+	msgs, err := readAll(c)
+	if !errors.Is(err, io.EOF) || len(msgs) != 1 || msgs[0].(*jsonrpc.Request).Method != "after" {
+		t.Fatalf("got %v, %v; want the message after the line answered, then io.EOF", msgs, err)
+	}
+	if got := out.String(); got != want+"\n" {
+		t.Errorf("answered:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 func mustID(t *testing.T, v any) jsonrpc.ID {
 	t.Helper()
 	id, err := jsonrpc.MakeID(v)
@@ -171,21 +198,7 @@ func TestServerAnswersInvalidLines(t *testing.T) {
 		{"empty batch", `[]`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: empty JSON-RPC batch"}}`},
 		{"bad batch member", `[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0"}]`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: invalid request"}}`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out := &buffer{}
-			c, err := (&Transport{Reader: io.NopCloser(strings.NewReader(tc.line + "\n" + `{"jsonrpc":"2.0","method":"after"}` + "\n")), Writer: out, Server: true}).Connect(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { c.Close() })
-			msgs, err := readAll(c.(*Conn))
-			if !errors.Is(err, io.EOF) || len(msgs) != 1 || msgs[0].(*jsonrpc.Request).Method != "after" {
-				t.Fatalf("got %v, %v; want the message after the bad line, then io.EOF", msgs, err)
-			}
-			if got := out.String(); got != tc.want+"\n" {
-				t.Errorf("answered:\n%s\nwant:\n%s", got, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { answeredThenRead(t, tc.line, 0, tc.want) })
 	}
 	if !StdioFrom(io.NopCloser(strings.NewReader(""))).Server {
 		t.Error("the gateway's stdio (StdioFrom) does not serve: a bad line would end it")
@@ -206,21 +219,8 @@ func TestServerSkipsLongLine(t *testing.T) {
 		{"read whole, CRLF", `{"jsonrpc":"2.0","id":3,"method":"m","params":"` + strings.Repeat("z", limit) + `"}` + "\r", "3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := &buffer{}
-			c, err := (&Transport{Reader: io.NopCloser(strings.NewReader(tc.line + "\n" + `{"jsonrpc":"2.0","method":"after"}` + "\n")), Writer: out, Server: true, MaxLineLength: limit}).Connect(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { c.Close() })
-			msgs, err := readAll(c.(*Conn))
-			if !errors.Is(err, io.EOF) || len(msgs) != 1 || msgs[0].(*jsonrpc.Request).Method != "after" {
-				t.Fatalf("got %v, %v; want the message after the long line, then io.EOF", msgs, err)
-			}
 			size := len(strings.TrimSuffix(tc.line, "\r"))
-			want := `{"jsonrpc":"2.0","id":` + tc.id + `,"error":{"code":-32600,"message":"` + TooLongMessage(size, limit) + `"}}` + "\n"
-			if got := out.String(); got != want {
-				t.Errorf("answered:\n%s\nwant:\n%s", got, want)
-			}
+			answeredThenRead(t, tc.line, limit, `{"jsonrpc":"2.0","id":`+tc.id+`,"error":{"code":-32600,"message":"`+TooLongMessage(size, limit)+`"}}`)
 		})
 	}
 }
@@ -231,13 +231,7 @@ func TestServerSkipsLongLine(t *testing.T) {
 // to other calls, and to a call cancelled only after it was answered, are.
 func TestServerDropsCancelledAnswer(t *testing.T) {
 	pr, pw := io.Pipe()
-	out := &buffer{}
-	conn, err := (&Transport{Reader: pr, Writer: out, Server: true}).Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := conn.(*Conn)
-	t.Cleanup(func() { c.Close() })
+	c, out := serving(t, pr, 0)
 	go func() {
 		io.WriteString(pw, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`+"\n")
 		io.WriteString(pw, `{"jsonrpc":"2.0","id":"two","method":"tools/call","params":{}}`+"\n")
@@ -344,13 +338,7 @@ func TestBatchRejectedAfterNegotiation(t *testing.T) {
 // and the next message is read (the connection, and the gateway, ended).
 func TestServerAnswersForbiddenBatch(t *testing.T) {
 	pr, pw := io.Pipe()
-	out := &buffer{}
-	conn, err := (&Transport{Reader: pr, Writer: out, Server: true}).Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := conn.(*Conn)
-	t.Cleanup(func() { c.Close() })
+	c, out := serving(t, pr, 0)
 	go func() {
 		io.WriteString(pw, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`+"\n")
 		io.WriteString(pw, `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`+"\n")

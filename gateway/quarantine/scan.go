@@ -175,11 +175,11 @@ func (sc *scanner) walk(v any) {
 		n := len(sc.path)
 		for _, k := range keys {
 			sc.path = append(append(sc.path[:n], '.'), k...)
-			if !isASCII(k) {
-				m := len(sc.out)
-				sc.chars(k)
-				sc.atPath(m)
-			}
+			// A key is scanned as every other text: a property name
+			// is shown to the model as much as its description.
+			m := len(sc.out)
+			sc.text(k)
+			sc.atPath(m)
 			sc.walk(x[k])
 		}
 		sc.path = sc.path[:n]
@@ -367,17 +367,6 @@ func controls(t string) []rune {
 		}
 	}
 	return out
-}
-
-// isASCII reports whether t holds only ASCII, which has none of the
-// characters chars looks for.
-func isASCII(t string) bool {
-	for i := 0; i < len(t); i++ {
-		if t[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
 }
 
 // chars flags invisible and reordering characters (one finding per rule;

@@ -113,6 +113,9 @@ func runToolsQuarantined(w io.Writer, path string, asJSON bool) error {
 			if d.Title != "" {
 				fmt.Fprintf(w, "    title: %s\n", indentLines(escapeUnsafe(d.Title), "      "))
 			}
+			if d.AnnotationsTitle != "" {
+				fmt.Fprintf(w, "    annotations.title: %s\n", indentLines(escapeUnsafe(d.AnnotationsTitle), "      "))
+			}
 			fmt.Fprintf(w, "    description: %s\n", indentLines(escapeUnsafe(d.Description), "      "))
 			if d.InputSchema != "" {
 				fmt.Fprintf(w, "    inputSchema: %s\n", escapeUnsafe(d.InputSchema))

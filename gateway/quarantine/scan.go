@@ -120,7 +120,7 @@ func (s Scanner) scan(t catalog.Tool, schema any, ok bool) []Finding {
 
 // definition scans the texts of t and of its decoded schema.
 func (sc *scanner) definition(t catalog.Tool, schema any, ok bool) []Finding {
-	for _, f := range [...]struct{ name, text string }{{"name", t.Name}, {"title", t.Title}, {"description", t.Description}} {
+	for _, f := range [...]struct{ name, text string }{{"name", t.Name}, {"title", t.Title}, {"description", t.Description}, {"annotations.title", AnnotationsTitle(t)}} {
 		n := len(sc.out)
 		sc.text(f.text)
 		sc.named(n, f.name)
@@ -130,6 +130,25 @@ func (sc *scanner) definition(t catalog.Tool, schema any, ok bool) []Finding {
 		sc.walk(schema)
 	}
 	return sc.out
+}
+
+// AnnotationsTitle is the title in t's annotations when it is not t's
+// Title ("" otherwise): search_tools hands the annotations to the client
+// as the backend declared them, so that title reaches the model too, and
+// is scanned and hashed as the definition's other texts are. (A tool with
+// no title of its own takes its annotations' one as Title:
+// backend.Catalog.)
+func AnnotationsTitle(t catalog.Tool) string {
+	if !bytes.Contains(t.Annotations, []byte(`"title"`)) {
+		return ""
+	}
+	var a struct {
+		Title string `json:"title"`
+	}
+	if json.Unmarshal(t.Annotations, &a) != nil || a.Title == t.Title {
+		return ""
+	}
+	return a.Title
 }
 
 // scanner is one scan's state: the findings so far and the path of the

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -846,6 +847,58 @@ func TestRevokedKeyEndsRequest(t *testing.T) {
 	}
 	if call == nil || !strings.Contains(call.Reason, "revoked or expired while the request ran") || strings.Contains(call.Reason, "cancelled by the client") {
 		t.Errorf("execute_tool's record of the call its revoked key ended: %+v, want the key's revocation as the reason", call)
+	}
+}
+
+// TestListenStreamsPerKey: a key holds at most HTTPOptions.Streams'
+// subscriptions/listen streams open at once; one more is answered 429
+// naming the setting, and audited. Before, a key within its rate could
+// pile up streams (1,500 in 36 s at the default rate), each a connection
+// and a file descriptor, until the gateway could open none for anyone.
+func TestListenStreamsPerKey(t *testing.T) {
+	log := &audittest.Log{}
+	g := New(&fakeSearcher{tools: testCatalog}, &fakeCaller{}, &Options{Audit: log})
+	srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{Keys: &switchKeys{}, Streams: limit.NewStreams(2)}))
+	defer srv.Close()
+	ctx, hangUp := context.WithCancel(context.Background())
+	defer hangUp()
+	listen := func() *http.Response {
+		body := `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"toolsListChanged":true}}}`
+		req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "subscriptions/listen")
+		req.Header.Set("Authorization", "Bearer tg_good")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	for i := range 2 {
+		resp := listen()
+		defer resp.Body.Close()
+		// The stream is open once the subscription is acknowledged.
+		line, err := bufio.NewReader(resp.Body).ReadString('}')
+		if resp.StatusCode != http.StatusOK || err != nil || !strings.Contains(line, "acknowledged") {
+			t.Fatalf("stream %d: %d %q %v", i+1, resp.StatusCode, line, err)
+		}
+	}
+	resp := listen()
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a third stream: %d, want 429", resp.StatusCode) // an open stream: not read
+	}
+	if b, _ := io.ReadAll(resp.Body); !strings.Contains(string(b), "toolgate.limits.maxStreams") {
+		t.Errorf("a third stream: %s, want the setting named", b)
+	}
+	var audited bool
+	for _, r := range log.Records() {
+		audited = audited || r.Key == "ci" && r.Decision == audit.RateLimited && r.Status == http.StatusTooManyRequests && strings.Contains(r.Reason, "subscriptions/listen")
+	}
+	if !audited {
+		t.Errorf("the refused stream is not audited: %+v", log.Records())
 	}
 }
 

@@ -64,6 +64,9 @@ type HTTPOptions struct {
 	KeyRecheck time.Duration
 	// Rates limits each key's requests (nil = no limit).
 	Rates *limit.Rates
+	// Streams limits the subscriptions/listen streams each key holds open
+	// at once: one over it gets 429 (nil = no limit).
+	Streams *limit.Streams
 	// Refusals limits, per client address (RemoteAddr: a proxy's when one
 	// is in front; X-Forwarded-For is not read), the requests refused
 	// before a valid key is known (401, and the Host/Origin/body-size
@@ -155,6 +158,17 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 		nh := &notHandledWriter{ResponseWriter: w, body: body}
 		defer nh.finish()
 		w = nh
+		if o.Streams != nil && listenCall(body) {
+			c := policy.CallerFrom(r.Context())
+			if c != nil && c.Key != nil {
+				done, ok := o.Streams.Open(c.Key.Name)
+				if !ok {
+					g.overStreams(w, r, o, c.Key.Name)
+					return
+				}
+				defer done()
+			}
+		}
 		if jsonOnly(r.Header) {
 			// A client that takes JSON answers only (the protocol wants
 			// both in Accept; some clients and scripts send one) gets
@@ -321,6 +335,33 @@ func streamedCall(body []byte) bool {
 	}
 	level, _ := m.Params.Meta[mcp.MetaKeyLogLevel].(string)
 	return level != ""
+}
+
+// listenMethod opens a stream that lasts as long as the client keeps it
+// (protocol 2026-07-28): the notifications it subscribed to.
+const listenMethod = "subscriptions/listen"
+
+// listenCall reports whether body is a subscriptions/listen request.
+func listenCall(body []byte) bool {
+	if !bytes.Contains(body, []byte(listenMethod)) {
+		return false
+	}
+	var m struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(body, &m) == nil && m.Method == listenMethod
+}
+
+// overStreams answers a subscriptions/listen request of key, which holds
+// o.Streams' limit of streams already: 429, audited as rate-limited (one
+// by one up to the key's limit of those records, as its requests over its
+// rate).
+func (g *Gateway) overStreams(w http.ResponseWriter, r *http.Request, o HTTPOptions, key string) {
+	max := o.Streams.Max()
+	if o.Rates == nil || o.Rates.Record(key) {
+		g.auditRefused(r, keys.Entry{Name: key}, http.StatusTooManyRequests, audit.RateLimited, fmt.Sprintf("%s: the key holds %d streams open, its limit", listenMethod, max))
+	}
+	http.Error(w, fmt.Sprintf("Too Many Requests: this API key holds %d %s streams open, its limit (toolgate.limits.maxStreams): close one (a client needs one), or raise the limit", max, listenMethod), http.StatusTooManyRequests)
 }
 
 // notHandled is how go-sdk v1.8.0's streamable handler begins its answer to

@@ -80,6 +80,7 @@ func TestExampleReadmeShowsTheDefaults(t *testing.T) {
 		"audit.maxFiles":              audit.DefaultMaxFiles,
 		"limits.requestsPerSecond":    limit.DefaultRequestsPerSecond,
 		"limits.burst":                limit.DefaultBurst,
+		"limits.maxStreams":           limit.DefaultMaxStreams,
 		"limits.maxInFlight":          limit.DefaultMaxInFlight,
 		"limits.queueTimeout":         limit.DefaultQueueTimeout,
 	} {

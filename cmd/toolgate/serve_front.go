@@ -146,6 +146,7 @@ func (fr *front) serve(ctx context.Context) error {
 		Keys:       fr.sec.keys,
 		RequireKey: fr.sec.requireKey,
 		Rates:      rates,
+		Streams:    limit.NewStreams(lim.MaxStreams),
 		Refusals:   refusals,
 		// The console asks for a key itself and keeps it in a session
 		// cookie (with the same store behind it).

@@ -104,7 +104,7 @@ func runToolsQuarantined(w io.Writer, path string, asJSON bool) error {
 			fmt.Fprintln(w, "  - its definition changed since it was first seen or approved")
 		}
 		for _, fd := range q.Findings {
-			fmt.Fprintf(w, "  - %s: %s\n", safeText(fd.Summary()), safeText(fd.Excerpt)) // a field may be a property name the backend chose
+			fmt.Fprintf(w, "  - %s: %s\n", safeText(fd.Detail()), safeText(fd.Excerpt)) // a field may be a property name the backend chose
 		}
 		if d := q.Definition; d != nil {
 			// What approving it lets through, as the backend wrote it
@@ -112,6 +112,9 @@ func runToolsQuarantined(w io.Writer, path string, asJSON bool) error {
 			fmt.Fprintf(w, "  definition (sha256 %s):\n", shortHash(q.SHA256))
 			if d.Title != "" {
 				fmt.Fprintf(w, "    title: %s\n", indentLines(escapeUnsafe(d.Title), "      "))
+			}
+			if d.AnnotationsTitle != "" {
+				fmt.Fprintf(w, "    annotations.title: %s\n", indentLines(escapeUnsafe(d.AnnotationsTitle), "      "))
 			}
 			fmt.Fprintf(w, "    description: %s\n", indentLines(escapeUnsafe(d.Description), "      "))
 			if d.InputSchema != "" {

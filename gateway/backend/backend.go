@@ -131,6 +131,7 @@ type backend struct {
 	rechecks int           // looks at a wrong command (waitCommand) so far
 	tools    []*mcp.Tool
 	info     *mcp.InitializeResult // the server's answer to the last handshake (kept while down)
+	said     string                // what it said of itself in that handshake, unless flagged (selfDescription)
 	restarts int
 	run      *run
 	inFlight int // calls running on run (Status.InFlight)
@@ -423,9 +424,19 @@ func (b *backend) connect(ctx context.Context) {
 	b.quietRetry = false
 	b.tools = tools
 	b.info = r.sess.InitializeResult()
+	said, flagged := selfDescription(b.info, b.cfg.Name)
+	b.said = said
 	b.setStateLocked(StateUp, nil)
 	b.mu.Unlock()
 	b.log.Info("backend up", keyTools, len(tools), keyProtocol, r.protocol)
+	if len(flagged) > 0 {
+		why := make([]string, len(flagged))
+		for i, f := range flagged {
+			why[i] = f.Summary()
+		}
+		b.log.Warn("what the server says of itself in its handshake is left out of search_tools' description, which names it by its tools instead: the scan of tool definitions flags it (give the server a \"description\" in the config to describe it)",
+			"why", strings.Join(why, "; "))
+	}
 	if t := b.cfg.TLS; t != nil && t.Cert != "" {
 		if nb, na, err := tlsfiles.Dates(t.Cert); err == nil {
 			switch {

@@ -4,6 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/quarantine"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // Unavailable says why server's tools cannot run right now, or "" when a
@@ -42,10 +47,9 @@ func (p *Pool) Unavailable(server string) string {
 
 // Describe says in a few words what server offers, for search_tools'
 // description: its config entry's "description"; else what the server said
-// of itself in its last handshake: serverInfo's description, its title
-// (when it is more than the name), or the first sentence of its
-// instructions. "" when nothing is known (not connected yet, and no
-// description in the config).
+// of itself in its last handshake (selfDescription). "" when nothing is
+// known (not connected yet, and no description in the config), or when
+// what the server said is flagged.
 func (p *Pool) Describe(server string) string {
 	r := p.roster.Load()
 	if d := strings.TrimSpace(r.cfgs[server].Description); d != "" {
@@ -56,20 +60,38 @@ func (p *Pool) Describe(server string) string {
 		return ""
 	}
 	b.mu.Lock()
-	info := b.info
+	said := b.said
 	b.mu.Unlock()
+	return said
+}
+
+// selfDescription is what a server said of itself in its handshake, for
+// Describe: serverInfo's description, its title (when it is more than the
+// name), or the first sentence of its instructions. search_tools'
+// description, which every client's model reads, quotes it, so it goes
+// through the scan of tool definitions (quarantine.Scanner): a text that
+// is flagged is left out ("", with the findings to log), and the server is
+// described by its tools' names instead.
+func selfDescription(info *mcp.InitializeResult, server string) (string, []quarantine.Finding) {
 	if info == nil {
-		return ""
+		return "", nil
 	}
+	said, field := firstSentence(info.Instructions), "instructions"
 	if si := info.ServerInfo; si != nil {
 		if d := strings.TrimSpace(si.Description); d != "" {
-			return d
-		}
-		if t := strings.TrimSpace(si.Title); t != "" && !strings.EqualFold(t, si.Name) && !strings.EqualFold(t, server) {
-			return t
+			said, field = d, "serverInfo.description"
+		} else if t := strings.TrimSpace(si.Title); t != "" && !strings.EqualFold(t, si.Name) && !strings.EqualFold(t, server) {
+			said, field = t, "serverInfo.title"
 		}
 	}
-	return firstSentence(info.Instructions)
+	fs := quarantine.Scanner{}.Scan(catalog.Tool{Description: said})
+	if len(fs) == 0 {
+		return said, nil
+	}
+	for i := range fs {
+		fs[i].Field = field
+	}
+	return "", fs
 }
 
 // firstSentence is the first sentence of the first paragraph of text that

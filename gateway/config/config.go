@@ -363,6 +363,9 @@ type LimitSettings struct {
 	// Per API key (0 = limit.DefaultRequestsPerSecond and DefaultBurst).
 	RequestsPerSecond float64 `json:"requestsPerSecond,omitzero"`
 	Burst             int     `json:"burst,omitzero"`
+	// Per API key: subscriptions/listen streams open at once (0 =
+	// limit.DefaultMaxStreams).
+	MaxStreams int `json:"maxStreams,omitzero"`
 	// Per server: calls in flight, and how long a call over that waits
 	// before it is refused as busy (0 = limit.DefaultMaxInFlight and
 	// DefaultQueueTimeout).

@@ -109,13 +109,13 @@ func TestParseGood(t *testing.T) {
 				"keysFile": "secrets/keys.jsonl",
 				"security": {"onDefinitionChange": "warn", "approvedTools": ["internal__*", "m__t"], "maxTextLength": 500},
 				"audit": {"arguments": "masked", "maxFileBytes": 1000000, "maxFiles": 3},
-				"limits": {"requestsPerSecond": 2.5, "burst": 5, "maxInFlight": 4, "queueTimeout": "3s", "refusedPerMinute": 30, "refusedBurst": 10}}}`,
+				"limits": {"requestsPerSecond": 2.5, "burst": 5, "maxStreams": 8, "maxInFlight": 4, "queueTimeout": "3s", "refusedPerMinute": 30, "refusedBurst": 10}}}`,
 			servers: []Server{{Name: "m", Type: TypeStdio, Command: "x"}},
 			settings: func(s *Settings) {
 				s.KeysFile = filepath.Join(dir, "secrets", "keys.jsonl")
 				s.Security = SecuritySettings{OnDefinitionChange: "warn", ApprovedTools: []string{"internal__*", "m__t"}, MaxTextLength: 500}
 				s.Audit = AuditSettings{Arguments: "masked", MaxFileBytes: 1000000, MaxFiles: 3}
-				s.Limits = LimitSettings{RequestsPerSecond: 2.5, Burst: 5, MaxInFlight: 4, QueueTimeout: sec(3), RefusedPerMinute: 30, RefusedBurst: 10}
+				s.Limits = LimitSettings{RequestsPerSecond: 2.5, Burst: 5, MaxStreams: 8, MaxInFlight: 4, QueueTimeout: sec(3), RefusedPerMinute: 30, RefusedBurst: 10}
 			},
 		},
 		{
@@ -427,12 +427,13 @@ func TestParseBad(t *testing.T) {
 		{"security, audit and limits ranges", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {
 			"security": {"onDefinitionChange": "block", "approvedTools": ["memory", "["], "maxTextLength": -1, "allow": []},
 			"audit": {"arguments": "plain", "maxFileBytes": -5, "maxFiles": 5000},
-			"limits": {"requestsPerSecond": -1, "burst": -1, "maxInFlight": 100000, "queueTimeout": "2h", "refusedPerMinute": -2, "refusedBurst": -3}}}`, nil, []want{
+			"limits": {"requestsPerSecond": -1, "burst": -1, "maxStreams": -4, "maxInFlight": 100000, "queueTimeout": "2h", "refusedPerMinute": -2, "refusedBurst": -3}}}`, nil, []want{
 			{`toolgate.audit.arguments`, `unknown value "plain": use "hash"`},
 			{`toolgate.audit.maxFileBytes`, "-5 is out of range"},
 			{`toolgate.audit.maxFiles`, "5000 is out of range"},
 			{`toolgate.limits.burst`, "-1 is out of range"},
 			{`toolgate.limits.maxInFlight`, "100000 is out of range"},
+			{`toolgate.limits.maxStreams`, "-4 is out of range"},
 			{`toolgate.limits.queueTimeout`, "2h0m0s is out of range"},
 			{`toolgate.limits.refusedBurst`, "-3 is out of range"},
 			{`toolgate.limits.refusedPerMinute`, "-2 is out of range"},

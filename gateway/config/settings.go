@@ -27,7 +27,7 @@ var (
 	manageKeys    = []string{"allowConfigChanges"}
 	securityKeys  = []string{"onDefinitionChange", "approvedTools", "maxTextLength"}
 	auditKeys     = []string{"arguments", "maxFileBytes", "maxFiles"}
-	limitsKeys    = []string{"requestsPerSecond", "burst", "maxInFlight", "queueTimeout", "refusedPerMinute", "refusedBurst"}
+	limitsKeys    = []string{"requestsPerSecond", "burst", "maxStreams", "maxInFlight", "queueTimeout", "refusedPerMinute", "refusedBurst"}
 )
 
 // Search modes, embedding variants, reactions to a changed tool definition
@@ -147,6 +147,7 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 	lm := d.object("limits", limitsKeys)
 	s.Limits.RequestsPerSecond = lm.float("requestsPerSecond")
 	s.Limits.Burst = int(lm.int("burst"))
+	s.Limits.MaxStreams = int(lm.int("maxStreams"))
 	s.Limits.MaxInFlight = int(lm.int("maxInFlight"))
 	s.Limits.QueueTimeout = lm.duration("queueTimeout")
 	s.Limits.RefusedPerMinute = lm.float("refusedPerMinute")
@@ -354,6 +355,9 @@ func (s *Settings) validateSecurity() []*FieldError {
 	}
 	if n := s.Limits.Burst; n < 0 || n > maxBurst {
 		bad("limits.burst", "%d is out of range: use 1 to %d (or leave it out for the default)", n, maxBurst)
+	}
+	if n := s.Limits.MaxStreams; n < 0 || n > maxBurst {
+		bad("limits.maxStreams", "%d is out of range: use 1 to %d subscriptions/listen streams per API key (or leave it out for the default)", n, maxBurst)
 	}
 	if n := s.Limits.MaxInFlight; n < 0 || n > maxInFlight {
 		bad("limits.maxInFlight", "%d is out of range: use 1 to %d calls per server (or leave it out for the default)", n, maxInFlight)

@@ -6,7 +6,8 @@
 // with ErrBusy. A slot that frees goes to the waiting call whose tool has
 // the fewest calls running, so one hot tool cannot starve a backend's
 // other tools. Per client address, requests refused for want of a valid
-// key (Refusals), so a flood of them cannot fill the audit log.
+// key (Refusals), so a flood of them cannot fill the audit log. Per API
+// key, the subscriptions/listen streams open at once (Streams).
 package limit
 
 import (
@@ -34,6 +35,9 @@ const (
 	DefaultBurst             = 100
 	DefaultMaxInFlight       = 16
 	DefaultQueueTimeout      = 10 * time.Second
+	// A client holds one subscriptions/listen stream; a key shared by a
+	// team holds one per client.
+	DefaultMaxStreams = 64
 )
 
 // ErrBusy is wrapped by the error of a call refused because its backend
@@ -253,6 +257,50 @@ func (r *Rates) Allow(key string) (ok bool, retryAfter time.Duration) {
 		return false, d
 	}
 	return true, 0
+}
+
+// Streams caps the long-lived requests (subscriptions/listen streams) each
+// API key holds open at once: the rate of requests alone lets a key pile
+// up streams, each a connection and a file descriptor of the gateway's,
+// until the gateway can open no more for anyone. It is safe for
+// concurrent use.
+type Streams struct {
+	max  int
+	mu   sync.Mutex
+	open map[string]int
+}
+
+// NewStreams allows each key max streams at once (0 = DefaultMaxStreams).
+func NewStreams(max int) *Streams {
+	if max <= 0 {
+		max = DefaultMaxStreams
+	}
+	return &Streams{max: max, open: map[string]int{}}
+}
+
+// Max is the streams a key may hold at once.
+func (s *Streams) Max() int { return s.max }
+
+// Open takes one of key's streams and returns the func that gives it back
+// (call it once, when the stream ends); ok is false, and nothing is taken,
+// when key holds Max already.
+func (s *Streams) Open(key string) (done func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open[key] >= s.max {
+		return nil, false
+	}
+	s.open[key]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.open[key]--; s.open[key] <= 0 {
+				delete(s.open, key)
+			}
+		})
+	}, true
 }
 
 // RetryAfter is the Retry-After value (whole seconds, at least 1) for a

@@ -229,3 +229,28 @@ func TestAddressOf(t *testing.T) {
 		}
 	}
 }
+
+// Streams: a key holds at most Max streams; a stream's end gives its slot
+// back once, however often it is told; keys do not share slots.
+func TestStreams(t *testing.T) {
+	s := NewStreams(2)
+	a, ok1 := s.Open("a")
+	_, ok2 := s.Open("a")
+	if _, ok3 := s.Open("a"); !ok1 || !ok2 || ok3 {
+		t.Fatalf("opens of key a: %v %v %v, want two then a refusal", ok1, ok2, ok3)
+	}
+	if _, ok := s.Open("b"); !ok {
+		t.Error("key b refused: a's streams count against b")
+	}
+	a()
+	a() // once
+	if _, ok := s.Open("a"); !ok {
+		t.Error("a stream ended, yet key a cannot open another")
+	}
+	if _, ok := s.Open("a"); ok {
+		t.Error("an end told twice gave two slots back")
+	}
+	if NewStreams(0).Max() != DefaultMaxStreams {
+		t.Errorf("NewStreams(0).Max() = %d, want %d", NewStreams(0).Max(), DefaultMaxStreams)
+	}
+}

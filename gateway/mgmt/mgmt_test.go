@@ -252,6 +252,41 @@ func TestListProfilesOfAKey(t *testing.T) {
 	}
 }
 
+// A key that is not admin learns of the profiles only its own and the one
+// in effect, in list_servers and server_status as in list_profiles: server
+// a is in profile kg, which a key limited otherwise is not told of.
+func TestListServersProfilesOfAKey(t *testing.T) {
+	s, _, rt, _ := newTestServer(t, false)
+	rt.tools = []catalog.Tool{{Server: "a", Name: "x"}, {Server: Name, Name: "list_servers"}}
+	rt.pol = policy.NewSet(keys.NewScope(rt.pol.Profiles, ChangesConfig), policy.NewConfigured([]string{"a", "b", Name}), policy.NewDisabled(nil), rt.pol.Profiles())
+	for _, c := range []struct {
+		caller *policy.Caller
+		want   []string
+	}{
+		{&policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "low", Allow: []string{"a__*", "toolgate__*"}}}, []string{}},
+		{&policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "kgkey", Profile: "kg"}}, []string{"kg"}},
+		{&policy.Caller{Transport: policy.TransportHTTP, Profile: "kg", Key: &policy.Key{Name: "low", Allow: []string{"a__*", "toolgate__*"}}}, []string{"kg"}},
+		{admin, []string{"kg"}},
+		{stdio, []string{"kg"}},
+	} {
+		res := run(t, s, c.caller, "list_servers", nil)
+		list, _ := res.StructuredContent.(ServerList)
+		var got []string
+		for _, in := range list.Servers {
+			if in.Name == "a" {
+				got = in.Profiles
+			}
+		}
+		if !slices.Equal(got, c.want) || (len(c.want) == 0) == strings.Contains(resText(res), "kg") {
+			t.Errorf("%v: list_servers names the profiles %q of a, want %q: %s", c.caller, got, c.want, resText(res))
+		}
+		st := run(t, s, c.caller, "server_status", map[string]any{"name": "a"})
+		if info, _ := st.StructuredContent.(ServerInfo); !slices.Equal(info.Profiles, c.want) {
+			t.Errorf("%v: server_status a names the profiles %q, want %q", c.caller, info.Profiles, c.want)
+		}
+	}
+}
+
 // add_server and remove_server: refused unless the config allows it and
 // the caller is on stdio or an admin; then the file is written, keeping
 // its other keys, and reloaded.

@@ -160,16 +160,32 @@ func (s *Server) infos() []ServerInfo {
 
 // visibleInfos are the servers c may manage (policy.Set.MayManage), in
 // name order: every server for a caller that manages all.
+// Each names only the profiles c may see (profileShown).
 func (s *Server) visibleInfos(c *policy.Caller) []ServerInfo {
 	infos := s.infos()
 	if c.ManagesAll() {
 		return infos
 	}
 	pol := s.rt.Policy()
-	return slices.DeleteFunc(infos, func(in ServerInfo) bool {
+	infos = slices.DeleteFunc(infos, func(in ServerInfo) bool {
 		ok, _ := pol.MayManage(c, s.rt, in.Name)
 		return !ok
 	})
+	for i := range infos {
+		infos[i].Profiles = slices.DeleteFunc(infos[i].Profiles, func(p string) bool { return !profileShown(c, p) })
+	}
+	return infos
+}
+
+// profileShown reports whether c may see profile name: a caller with an
+// API key that does not manage all learns nothing of what lies outside
+// its scope, so of the profiles it sees only its key's and the one in
+// effect; any other caller sees every profile.
+func profileShown(c *policy.Caller, name string) bool {
+	if c == nil || c.Key == nil || c.ManagesAll() {
+		return true
+	}
+	return name == c.Key.Profile || name == c.ProfileName()
 }
 
 func (s *Server) listServers(_ context.Context, c *policy.Caller, _ noArgs) *mcp.CallToolResult {
@@ -409,9 +425,9 @@ func (s *Server) listProfiles(_ context.Context, c *policy.Caller, _ noArgs) *mc
 	}
 	// A key that does not manage all learns nothing of what lies outside
 	// its scope: of the profiles, only its own (and the one in effect).
-	limited, hidden := c != nil && c.Key != nil && !c.ManagesAll(), 0
+	hidden := 0
 	for _, name := range ps.Names() {
-		if limited && name != keyProfile && name != active {
+		if !profileShown(c, name) {
 			hidden++
 			continue
 		}

@@ -95,10 +95,13 @@ type Hold struct {
 // title, the description and the input schema (compact JSON), each cut at
 // maxShownText characters (Cut says one was; the hash covers the whole).
 type Definition struct {
-	Title       string `json:"title,omitempty"`
-	Description string `json:"description"`
-	InputSchema string `json:"inputSchema,omitempty"`
-	Cut         bool   `json:"cut,omitempty"`
+	Title string `json:"title,omitempty"`
+	// AnnotationsTitle is the annotations' title when it is another text
+	// than Title (AnnotationsTitle).
+	AnnotationsTitle string `json:"annotationsTitle,omitempty"`
+	Description      string `json:"description"`
+	InputSchema      string `json:"inputSchema,omitempty"`
+	Cut              bool   `json:"cut,omitempty"`
 }
 
 // maxShownText bounds each text a Definition keeps: a hold is rare, but an
@@ -124,6 +127,7 @@ func definitionOf(t catalog.Tool) *Definition {
 		schema.Write(t.InputSchema)
 	}
 	d.Title, d.Description, d.InputSchema = cut(t.Title), cut(t.Description), cut(schema.String())
+	d.AnnotationsTitle = cut(AnnotationsTitle(t))
 	return d
 }
 
@@ -231,7 +235,8 @@ func changes(pins, decided map[string]*Pin) bool {
 }
 
 // Hash is the SHA-256 of a definition as the catalog keeps it (server,
-// name, title, description, input schema with its keys sorted), so a
+// name, title, description, input schema with its keys sorted, and the
+// annotations' title when it is another text: AnnotationsTitle), so a
 // schema sent again in another key order is the same definition.
 func Hash(t catalog.Tool) string {
 	schema, ok := decodeSchema(t.InputSchema)
@@ -243,7 +248,12 @@ func hashOf(t catalog.Tool, schema any, ok bool) string {
 	if !ok && len(t.InputSchema) > 0 {
 		schema = string(t.InputSchema)
 	}
-	b, _ := json.Marshal([]any{t.Server, t.Name, t.Title, t.Description, schema})
+	def := []any{t.Server, t.Name, t.Title, t.Description, schema}
+	if at := AnnotationsTitle(t); at != "" {
+		// Only then: the pins of every other definition stay as they were.
+		def = append(def, at)
+	}
+	b, _ := json.Marshal(def)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
 }

@@ -53,8 +53,67 @@ type Finding struct {
 }
 
 // Summary is the finding in words, without the excerpt: safe to show a
-// model.
-func (f Finding) Summary() string { return ruleText[f.Rule] + " in " + f.Field }
+// model. The field's property names, which the backend chose (and which
+// may be the very text flagged), are left out: see ModelField.
+func (f Finding) Summary() string { return ruleText[f.Rule] + " in " + ModelField(f.Field) }
+
+// Detail is Summary with the field whole, property names included, for
+// the person who reviews the tool (escape it for a terminal).
+func (f Finding) Detail() string { return ruleText[f.Rule] + " in " + f.Field }
+
+// fieldWords are the words of a Field that name a part of a definition
+// or a JSON Schema keyword: the only ones ModelField keeps.
+var fieldWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`name title description annotations inputSchema serverInfo instructions
+		type properties items prefixItems additionalProperties patternProperties propertyNames unevaluatedProperties unevaluatedItems
+		required enum const default examples format pattern $ref $schema $id $anchor $comment $defs definitions
+		anyOf oneOf allOf not if then else dependentSchemas dependentRequired contains contentMediaType contentEncoding
+		minimum maximum minLength maxLength minItems maxItems deprecated readOnly writeOnly`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// ModelField is field with every word that is not a part of a definition
+// or a JSON Schema keyword (a property name, the backend's choice, which
+// may hold dots itself) written "*", once for a run of them:
+// "inputSchema.properties.*.description". What is left holds no text of
+// the backend's.
+func ModelField(field string) string {
+	var out []string
+	for _, p := range strings.Split(field, ".") {
+		word, index := p, ""
+		if j := strings.IndexByte(p, '['); j >= 0 && isIndexes(p[j:]) {
+			word, index = p[:j], p[j:]
+		}
+		if !fieldWords[word] {
+			word = "*"
+			if n := len(out); n > 0 && out[n-1] == "*" {
+				out = out[:n-1]
+			}
+		}
+		out = append(out, word+index)
+	}
+	return strings.Join(out, ".")
+}
+
+// isIndexes reports whether s is one or more array indexes: "[1]", "[0][2]".
+func isIndexes(s string) bool {
+	for s != "" {
+		end := strings.IndexByte(s, ']')
+		if s[0] != '[' || end < 2 {
+			return false
+		}
+		for _, c := range s[1:end] {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+		s = s[end+1:]
+	}
+	return true
+}
 
 // DefaultMaxTextLength is the longest text (in characters) of a definition
 // that is not flagged as overlong. The longest description of the bundled
@@ -120,7 +179,7 @@ func (s Scanner) scan(t catalog.Tool, schema any, ok bool) []Finding {
 
 // definition scans the texts of t and of its decoded schema.
 func (sc *scanner) definition(t catalog.Tool, schema any, ok bool) []Finding {
-	for _, f := range [...]struct{ name, text string }{{"name", t.Name}, {"title", t.Title}, {"description", t.Description}} {
+	for _, f := range [...]struct{ name, text string }{{"name", t.Name}, {"title", t.Title}, {"description", t.Description}, {"annotations.title", AnnotationsTitle(t)}} {
 		n := len(sc.out)
 		sc.text(f.text)
 		sc.named(n, f.name)
@@ -130,6 +189,25 @@ func (sc *scanner) definition(t catalog.Tool, schema any, ok bool) []Finding {
 		sc.walk(schema)
 	}
 	return sc.out
+}
+
+// AnnotationsTitle is the title in t's annotations when it is not t's
+// Title ("" otherwise): search_tools hands the annotations to the client
+// as the backend declared them, so that title reaches the model too, and
+// is scanned and hashed as the definition's other texts are. (A tool with
+// no title of its own takes its annotations' one as Title:
+// backend.Catalog.)
+func AnnotationsTitle(t catalog.Tool) string {
+	if !bytes.Contains(t.Annotations, []byte(`"title"`)) {
+		return ""
+	}
+	var a struct {
+		Title string `json:"title"`
+	}
+	if json.Unmarshal(t.Annotations, &a) != nil || a.Title == t.Title {
+		return ""
+	}
+	return a.Title
 }
 
 // scanner is one scan's state: the findings so far and the path of the
@@ -175,11 +253,11 @@ func (sc *scanner) walk(v any) {
 		n := len(sc.path)
 		for _, k := range keys {
 			sc.path = append(append(sc.path[:n], '.'), k...)
-			if !isASCII(k) {
-				m := len(sc.out)
-				sc.chars(k)
-				sc.atPath(m)
-			}
+			// A key is scanned as every other text: a property name
+			// is shown to the model as much as its description.
+			m := len(sc.out)
+			sc.text(k)
+			sc.atPath(m)
 			sc.walk(x[k])
 		}
 		sc.path = sc.path[:n]
@@ -367,17 +445,6 @@ func controls(t string) []rune {
 		}
 	}
 	return out
-}
-
-// isASCII reports whether t holds only ASCII, which has none of the
-// characters chars looks for.
-func isASCII(t string) bool {
-	for i := 0; i < len(t); i++ {
-		if t[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
 }
 
 // chars flags invisible and reordering characters (one finding per rule;

@@ -277,20 +277,23 @@ func BuildStatusReport(sts []backend.Status, version string, started, now time.T
 }
 
 // HiddenFromKey stands in a report narrowed by ScopeReport for a text that
-// may name servers outside the key's scope.
-const HiddenFromKey = "hidden from this API key: an admin key sees it"
+// may name servers outside the key's scope or hold paths on the gateway's
+// machine.
+const HiddenFromKey = backend.HiddenFromKey
 
 // ScopeReport narrows rep, in place, to what c may see when c holds an API
 // key that is not admin: the servers it may manage (policy.Set.MayManage,
 // as toolgate__list_servers), the counts of those, the runtime lists and
 // quarantined tools of those servers only, and HiddenFromKey for the
 // reload and index errors, which may name any server, and no paths on the
-// gateway's machine (config files, certificates: their dates stay). A key
+// gateway's machine (config files, certificates: their dates stay; the
+// backends' errors: backend.Status.ForKey), and catalogTools counts the
+// tools its own rules let it see (policy.Set.Sees). A key
 // thus learns nothing of the servers outside its scope. Stdio, an admin key, and the
 // HTTP front without keys see the whole report. The lists of rep.Stats and
 // rep.Security are narrowed in copies: they may be their sources' own.
 func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools policy.Tools) {
-	if c == nil || c.Key == nil || c.ManagesAll() {
+	if !c.Scoped() {
 		return
 	}
 	// MayManage reads the whole catalog: once per server, not per mention.
@@ -313,10 +316,7 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 		if b.State == backend.StateUp {
 			rep.Up++
 		}
-		b.TLSCert = "" // a path on the gateway's machine, as the config's
-		if b.TLSCertError != "" {
-			b.TLSCertError = HiddenFromKey
-		}
+		b.Status = b.Status.ForKey()
 	}
 	if rep.Stats != nil {
 		st := *rep.Stats
@@ -335,6 +335,14 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 		}
 		if st.LastIndexError != "" {
 			st.LastIndexError = HiddenFromKey
+		}
+		if tools != nil {
+			st.CatalogTools = 0
+			for _, id := range tools.IDs() {
+				if t, ok := tools.Tool(id); ok && pol.Sees(c, t) {
+					st.CatalogTools++
+				}
+			}
 		}
 		rep.Stats = &st
 	}

@@ -217,8 +217,10 @@ func TestStatusOfRealPool(t *testing.T) {
 
 // TestScopeReport: for an API key that is not admin, the report keeps the
 // servers the key may manage and their counts, the runtime lists and the
-// quarantined tools of those servers, and hides the reload and index
-// errors (they may name any server). Stdio, an admin key and the HTTP
+// quarantined tools of those servers, counts only the tools its scope
+// lets it see in catalogTools, and hides the reload and index errors (they
+// may name any server) and the backends' errors (they may hold paths on
+// the gateway's machine: a command line, stderr lines). Stdio, an admin key and the HTTP
 // front without keys see it whole.
 func TestScopeReport(t *testing.T) {
 	tools := &fakeSearcher{tools: []catalog.Tool{{Server: "mem", Name: "read"}, {Server: "mem", Name: "write"}, {Server: "mem2", Name: "read"}, {Server: "secret", Name: "leak"}}}
@@ -227,12 +229,13 @@ func TestScopeReport(t *testing.T) {
 	full := func() StatusReport {
 		return StatusReport{
 			Backends: []BackendStatus{
-				{Status: backend.Status{Name: "mem", State: backend.StateUp, TLSCert: "/etc/secret/mem.pem", TLSCertNotAfter: &notAfter}},
+				{Status: backend.Status{Name: "mem", State: backend.StateUp, TLSCert: "/etc/secret/mem.pem", TLSCertNotAfter: &notAfter, LastErr: `backend "mem": command "/opt/secret/mem-bin" exited`}},
 				{Status: backend.Status{Name: "secret", State: backend.StateUp, Err: `backend "secret": token rejected`}},
 				{Status: backend.Status{Name: "mem2", State: backend.StateUp, TLSCert: "/etc/secret/mem2.pem", TLSCertError: "cannot read /etc/secret/mem2.pem"}},
 			},
 			Up: 3, Total: 3,
 			Stats: &live.Stats{
+				CatalogTools:    4,
 				Disabled:        []string{"mem", "secret"},
 				LastReload:      &live.Reload{Trigger: "SIGHUP", Error: `server "secret": bad url`, Changed: []string{"mem", "secret"}, Removed: []string{"gone"}},
 				LastReloadError: `server "secret": bad url`,
@@ -254,11 +257,12 @@ func TestScopeReport(t *testing.T) {
 	}
 	want := StatusReport{
 		Backends: []BackendStatus{
-			{Status: backend.Status{Name: "mem", State: backend.StateUp, TLSCertNotAfter: &notAfter}},
+			{Status: backend.Status{Name: "mem", State: backend.StateUp, TLSCertNotAfter: &notAfter, LastErr: HiddenFromKey}},
 			{Status: backend.Status{Name: "mem2", State: backend.StateUp, TLSCertError: HiddenFromKey}},
 		},
 		Up: 2, Total: 2,
 		Stats: &live.Stats{
+			CatalogTools:    3,
 			Disabled:        []string{"mem"},
 			LastReload:      &live.Reload{Trigger: "SIGHUP", Error: HiddenFromKey, Changed: []string{"mem"}, Removed: []string{}},
 			LastReloadError: HiddenFromKey,

@@ -266,6 +266,27 @@ type Status struct {
 	TLSCertError     string     `json:"tlsCertError,omitempty"`
 }
 
+// HiddenFromKey stands, in what an API key that is not admin sees, for a
+// text that may hold paths on the gateway's machine or name servers
+// outside the key's scope.
+const HiddenFromKey = "hidden from this API key: an admin key sees it"
+
+// ForKey is st as an API key that is not admin sees it (GET /status, the
+// console, toolgate__list_servers and toolgate__server_status): no paths
+// on the gateway's machine. The client certificate's file is left out
+// (its dates kept); its error, and the server's errors, which may hold the
+// command line, the cwd, the last stderr lines or a file's path, read
+// HiddenFromKey.
+func (st Status) ForKey() Status {
+	st.TLSCert = ""
+	for _, s := range []*string{&st.TLSCertError, &st.Err, &st.LastErr} {
+		if *s != "" {
+			*s = HiddenFromKey
+		}
+	}
+	return st
+}
+
 // UnavailableError is returned by CallTool when the server is unknown, not
 // connected, down, or its connection broke during the call.
 type UnavailableError struct {

@@ -463,3 +463,49 @@ func TestAddServerTLS(t *testing.T) {
 		t.Errorf("add_server with a missing CA file: %s, want refused naming tls.ca, the file unchanged", resText(res))
 	}
 }
+
+// pathsPool is a pool whose server a failed on its command, a path on the
+// gateway's machine, as its errors and stderr lines say.
+type pathsPool struct{ fakePool }
+
+func (p *pathsPool) Status() []backend.Status {
+	const err = `backend "a": command "/nonexistent/secretpath-bin" not found: check command`
+	return []backend.Status{{Name: "a", Transport: "stdio", State: backend.StateDown, Err: err, LastErr: err, TLSCertError: "cannot read /etc/secretpath.pem"}}
+}
+func (p *pathsPool) Stderr(string) []string { return []string{"reading /home/op/secretpath.json"} }
+
+// TestScopedKeySeesNoPaths: an API key that is not admin sees, through
+// list_servers and server_status, no paths on the gateway's machine, as in
+// GET /status: no command line, and the errors and stderr lines read
+// hidden (backend.Status.ForKey). Stdio and an admin key see them.
+func TestScopedKeySeesNoPaths(t *testing.T) {
+	const data = `{"mcpServers": {"a": {"command": "/nonexistent/secretpath-bin", "args": ["--dir", "/srv/secretpath"]}}}`
+	path := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(data), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles := policy.NewProfiles(nil)
+	rt := &fakeRuntime{cfg: cfg, tools: []catalog.Tool{{Server: "a", Name: "x"}}}
+	rt.pol = policy.NewSet(keys.NewScope(func() *policy.Profiles { return profiles }, ChangesConfig), policy.NewConfigured([]string{"a", Name}), policy.NewDisabled(nil), profiles)
+	s := New(&pathsPool{}, rt, &Options{ConfigPaths: []string{path}})
+	scoped := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "low", Allow: []string{"a__*", "toolgate__*"}}}
+	for _, c := range []*policy.Caller{scoped, admin, stdio} {
+		for _, tool := range []string{"list_servers", "server_status"} {
+			res := run(t, s, c, tool, map[string]any{"name": "a"})
+			b, _ := json.Marshal(res)
+			if res.IsError || !strings.Contains(string(b), `a: down`) {
+				t.Errorf("%v: %s: %s", c, tool, b)
+			}
+			if got := strings.Contains(string(b), "secretpath"); got != (c != scoped) {
+				t.Errorf("%v: %s shows paths on the gateway's machine: %v: %s", c, tool, got, b)
+			}
+			if got := strings.Contains(resText(res), backend.HiddenFromKey); got != (c == scoped) {
+				t.Errorf("%v: %s says the error is hidden: %v: %s", c, tool, got, resText(res))
+			}
+		}
+	}
+}

@@ -117,8 +117,11 @@ type ServerList struct {
 	Servers []ServerInfo `json:"servers"`
 }
 
-// infos describes the configured servers, in name order.
-func (s *Server) infos() []ServerInfo {
+// infos describes the configured servers, in name order, as c may see
+// them: a scoped caller (policy.Caller.Scoped) sees no paths on the
+// gateway's machine, as in GET /status (backend.Status.ForKey), so no
+// command line or URL and no stderr lines (serverStatus) either.
+func (s *Server) infos(c *policy.Caller) []ServerInfo {
 	cfg := s.rt.Config()
 	pol := s.rt.Policy()
 	status := map[string]backend.Status{}
@@ -140,15 +143,20 @@ func (s *Server) infos() []ServerInfo {
 		case pol.Disabled().Has(sv.Name):
 			info.State = "disabled"
 		case ok:
+			if c.Scoped() {
+				st = st.ForKey()
+			}
 			info.State, info.Tools, info.Restarts = string(st.State), st.Tools, st.Restarts
 			info.Error, info.LastError = st.Err, st.LastErr
 			info.Since, info.PID, info.Protocol, info.InFlight = st.Since, st.PID, st.Protocol, st.InFlight
 		default:
 			info.State = "starting"
 		}
-		if sv.Type == config.TypeStdio {
+		switch {
+		case c.Scoped(): // no command line or URL
+		case sv.Type == config.TypeStdio:
 			info.Target = strings.Join(append([]string{sv.Command}, sv.Args...), " ")
-		} else {
+		default:
 			info.Target = sv.URL
 		}
 		// A URL's ?api_key=…, a token in the args: masked as in the logs.
@@ -162,7 +170,7 @@ func (s *Server) infos() []ServerInfo {
 // name order: every server for a caller that manages all.
 // Each names only the profiles c may see (profileShown).
 func (s *Server) visibleInfos(c *policy.Caller) []ServerInfo {
-	infos := s.infos()
+	infos := s.infos(c)
 	if c.ManagesAll() {
 		return infos
 	}
@@ -182,7 +190,7 @@ func (s *Server) visibleInfos(c *policy.Caller) []ServerInfo {
 // its scope, so of the profiles it sees only its key's and the one in
 // effect; any other caller sees every profile.
 func profileShown(c *policy.Caller, name string) bool {
-	if c == nil || c.Key == nil || c.ManagesAll() {
+	if !c.Scoped() {
 		return true
 	}
 	return name == c.Key.Profile || name == c.ProfileName()
@@ -277,9 +285,15 @@ func (s *Server) serverStatus(_ context.Context, c *policy.Caller, a serverArgs)
 	if bad != nil {
 		return bad
 	}
-	in.Stderr = s.pool.Stderr(a.Name)
+	if !c.Scoped() {
+		in.Stderr = s.pool.Stderr(a.Name)
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s (%s) %s\n", in.Name, in.State, in.Transport, in.Target)
+	fmt.Fprintf(&b, "%s: %s (%s)", in.Name, in.State, in.Transport)
+	if in.Target != "" {
+		fmt.Fprintf(&b, " %s", in.Target)
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "tools %d, restarts %d, calls in flight %d", in.Tools, in.Restarts, in.InFlight)
 	if in.PID != 0 {
 		fmt.Fprintf(&b, ", pid %d", in.PID)
@@ -299,6 +313,8 @@ func (s *Server) serverStatus(_ context.Context, c *policy.Caller, a serverArgs)
 	}
 	if len(in.Stderr) > 0 {
 		fmt.Fprintf(&b, "recent stderr lines:\n  %s\n", strings.Join(in.Stderr, "\n  "))
+	} else if c.Scoped() {
+		fmt.Fprintf(&b, "command line and stderr lines: %s\n", backend.HiddenFromKey)
 	} else if in.Transport == config.TypeStdio {
 		b.WriteString("no stderr lines yet\n")
 	}

@@ -21,6 +21,20 @@ type Tools interface {
 // the servers it may see (Set.MayManage).
 func (c *Caller) ManagesAll() bool { return c.MayChangeConfig() }
 
+// Scoped reports whether c holds an API key that does not manage all: it
+// learns nothing of what lies outside its key's scope (the servers, their
+// profiles, the tools) nor paths on the gateway's machine
+// (backend.Status.ForKey). Stdio, an admin key and the HTTP front without
+// keys are not scoped.
+func (c *Caller) Scoped() bool { return c != nil && c.Key != nil && !c.ManagesAll() }
+
+// Sees reports whether c's own rules (its profile, its key's scope: the
+// rules that read the caller, as MayManage judges them) let it see t,
+// whatever the state of t's server.
+func (s *Set) Sees(c *Caller, t catalog.Tool) bool {
+	return s == nil || s.cur.Load().callerCheck(orAnonymous(c), t) == ""
+}
+
 // MayManage reports whether c may inspect, restart, disable or enable
 // server: a caller that manages all (ManagesAll), or one whose own rules
 // (its profile, its key's scope: the rules that read the caller) let it

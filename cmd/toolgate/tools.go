@@ -28,7 +28,8 @@ description, input schema) for hidden instructions, instructions to read
 credentials, invisible Unicode and overlong text, and pins each definition's
 hash when first seen. A flagged tool, or one whose definition changed since
 it was pinned (toolgate.security.onDefinitionChange, default "quarantine"),
-is quarantined: left out of search_tools and refused by execute_tool until a
+or whose annotation hints claim less caution than when it was pinned
+(readOnlyHint false to true, destructiveHint true to false, ...), is quarantined: left out of search_tools and refused by execute_tool until a
 person approves it. Decisions live in the data folder (quarantine/pins.json);
 a running gateway honours an approval at its next request.`,
 	}
@@ -103,6 +104,9 @@ func runToolsQuarantined(w io.Writer, path string, asJSON bool) error {
 		if q.Changed {
 			fmt.Fprintln(w, "  - its definition changed since it was first seen or approved")
 		}
+		if len(q.Hints) > 0 {
+			fmt.Fprintf(w, "  - its annotations claim less caution than when it was first seen or approved: %s\n", strings.Join(q.Hints, ", "))
+		}
 		for _, fd := range q.Findings {
 			fmt.Fprintf(w, "  - %s: %s\n", safeText(fd.Detail()), safeText(fd.Excerpt)) // a field may be a property name the backend chose
 		}
@@ -115,6 +119,10 @@ func runToolsQuarantined(w io.Writer, path string, asJSON bool) error {
 			}
 			if d.AnnotationsTitle != "" {
 				fmt.Fprintf(w, "    annotations.title: %s\n", indentLines(escapeUnsafe(d.AnnotationsTitle), "      "))
+			}
+			if d.Hints != nil && *d.Hints != (quarantine.Hints{}) {
+				b, _ := json.Marshal(d.Hints)
+				fmt.Fprintf(w, "    annotations: %s\n", b)
 			}
 			fmt.Fprintf(w, "    description: %s\n", indentLines(escapeUnsafe(d.Description), "      "))
 			if d.InputSchema != "" {

@@ -77,6 +77,67 @@ type Pin struct {
 	// Hold says why the current definition is quarantined; nil when it
 	// is not.
 	Hold *Hold `json:"quarantine,omitempty"`
+	// Hints are the annotation hints of the definition accepted (first
+	// seen, approved), which the hash leaves out: a later listing whose
+	// hints claim less caution (LessCautious) holds the tool. Nil in a pin
+	// written before they were kept: the next listing of the pinned
+	// definition records its hints.
+	Hints *Hints `json:"hints,omitempty"`
+}
+
+// Hints are a definition's annotation hints as the backend declared them
+// (nil: not declared). A client trusts them without reading the tool
+// (search_tools' "readOnly" keeps the tools that declare readOnlyHint
+// true), so they are pinned apart from the definition's hash, which
+// leaves them out: a change toward less caution holds the tool, one
+// toward more does not.
+type Hints struct {
+	ReadOnly    *bool `json:"readOnlyHint,omitempty"`
+	Destructive *bool `json:"destructiveHint,omitempty"`
+	Idempotent  *bool `json:"idempotentHint,omitempty"`
+	OpenWorld   *bool `json:"openWorldHint,omitempty"`
+}
+
+// noHints is the Hints of every pin whose tool declares none: one copy.
+var noHints = &Hints{}
+
+// HintsOf returns t's annotation hints (none when its annotations are not
+// an object).
+func HintsOf(t catalog.Tool) *Hints {
+	if len(t.Annotations) == 0 {
+		return noHints
+	}
+	var h Hints
+	if json.Unmarshal(t.Annotations, &h) != nil || h == (Hints{}) {
+		return noHints
+	}
+	return &h
+}
+
+// LessCautious lists the hints of now that claim less caution than those
+// of was, each as "readOnlyHint went from false to true": readOnlyHint or
+// idempotentHint that became true, destructiveHint or openWorldHint that
+// became false. A hint not declared reads as MCP's default for it (false,
+// true, false, true).
+func LessCautious(was, now Hints) []string {
+	var out []string
+	check := func(name string, was, now *bool, def, bolder bool) {
+		w, n := def, def
+		if was != nil {
+			w = *was
+		}
+		if now != nil {
+			n = *now
+		}
+		if w != n && n == bolder {
+			out = append(out, fmt.Sprintf("%s went from %t to %t", name, w, n))
+		}
+	}
+	check("readOnlyHint", was.ReadOnly, now.ReadOnly, false, true)
+	check("destructiveHint", was.Destructive, now.Destructive, true, false)
+	check("idempotentHint", was.Idempotent, now.Idempotent, false, true)
+	check("openWorldHint", was.OpenWorld, now.OpenWorld, true, false)
+	return out
 }
 
 // Hold is why a tool is quarantined.
@@ -85,6 +146,9 @@ type Hold struct {
 	// Changed: the definition differs from the pinned one.
 	Changed  bool      `json:"changed,omitempty"`
 	Findings []Finding `json:"findings,omitempty"`
+	// Hints are the annotation hints that claim less caution than those
+	// accepted (LessCautious): "readOnlyHint went from false to true".
+	Hints []string `json:"hints,omitempty"`
 	// Definition is the held definition as the backend listed it, for
 	// the person who reviews it (`toolgate tools quarantined`); never
 	// shown to a model. Its hash is the pin's Current.
@@ -102,6 +166,9 @@ type Definition struct {
 	Description      string `json:"description"`
 	InputSchema      string `json:"inputSchema,omitempty"`
 	Cut              bool   `json:"cut,omitempty"`
+	// Hints are the held definition's annotation hints, which an
+	// approval accepts with it.
+	Hints *Hints `json:"hints,omitempty"`
 }
 
 // maxShownText bounds each text a Definition keeps: a hold is rare, but an
@@ -128,6 +195,7 @@ func definitionOf(t catalog.Tool) *Definition {
 	}
 	d.Title, d.Description, d.InputSchema = cut(t.Title), cut(t.Description), cut(schema.String())
 	d.AnnotationsTitle = cut(AnnotationsTitle(t))
+	d.Hints = HintsOf(t)
 	return d
 }
 
@@ -138,6 +206,9 @@ func (h *Hold) Reason() string {
 	var parts []string
 	if h.Changed {
 		parts = append(parts, "its definition changed since it was first seen or approved")
+	}
+	if len(h.Hints) > 0 {
+		parts = append(parts, "its annotations claim less caution than when it was first seen or approved: "+strings.Join(h.Hints, ", "))
 	}
 	for _, f := range h.Findings {
 		parts = append(parts, f.Summary())
@@ -171,6 +242,9 @@ func ParseFile(b []byte) (*File, error) {
 	for _, p := range f.Tools {
 		if p.Current == p.Pinned {
 			p.Current = p.Pinned // one copy of the hash: 3.2 MB at 50,000 tools
+		}
+		if p.Hints != nil && *p.Hints == (Hints{}) {
+			p.Hints = noHints
 		}
 	}
 	return f, nil
@@ -811,31 +885,43 @@ func (g *Guard) decideAll(pins map[string]*Pin, tools []catalog.Tool, now time.T
 func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time) *Pin {
 	schema, ok := decodeSchema(t.InputSchema)
 	hash := hashOf(t, schema, ok)
+	hints := HintsOf(t)
 	var p Pin
 	if prev != nil {
 		p = *prev
 	} else {
 		p = Pin{Pinned: hash, FirstSeen: now}
 	}
+	if p.Hints == nil && hash == p.Pinned {
+		p.Hints = hints // first seen, or a pin from before hints were kept
+	}
 	p.Current, p.Seen = hash, now
+	var weaker []string
+	if p.Hints != nil {
+		weaker = LessCautious(*p.Hints, *hints)
+	}
 	var hold *Hold
 	findings := g.opts.Scanner.scan(t, schema, ok)
+	changed := false
 	switch {
 	case slices.ContainsFunc(g.opts.Approved, func(gl string) bool { return catalog.MatchID(gl, id) }):
-		p.Pinned = hash // approved by the config: follow it
+		// approved by the config: follow it
+		p.Pinned, p.Hints, findings, weaker = hash, hints, nil, nil
 	case hash == p.Pinned && p.Approved:
+		findings = nil // approved with them
 	case hash == p.Pinned:
-		if len(findings) > 0 {
-			hold = &Hold{Findings: findings}
-		}
 	case g.opts.OnChange == OnChangeWarn:
 		g.log.Warn("tool definition changed; it stays available (toolgate.security.onDefinitionChange is \"warn\")", "tool", id, "was", short(p.Pinned), "now", short(hash))
 		p.Pinned, p.Approved, p.ApprovedAt = hash, false, time.Time{}
-		if len(findings) > 0 {
-			hold = &Hold{Findings: findings}
-		}
 	default:
-		hold = &Hold{Changed: true, Findings: findings}
+		changed = true
+	}
+	if len(weaker) > 0 && g.opts.OnChange == OnChangeWarn {
+		g.log.Warn("tool annotations claim less caution; it stays available (toolgate.security.onDefinitionChange is \"warn\")", "tool", id, "hints", strings.Join(weaker, ", "))
+		p.Hints, weaker = hints, nil
+	}
+	if changed || len(findings) > 0 || len(weaker) > 0 {
+		hold = &Hold{Changed: changed, Findings: findings, Hints: weaker}
 	}
 	if hold != nil {
 		hold.Since, hold.Definition = now, definitionOf(t)
@@ -883,6 +969,12 @@ func Approve(path, id, reviewed string, now time.Time) (*Pin, error) {
 		if reviewed != "" && !strings.HasPrefix(p.Current, strings.ToLower(reviewed)) {
 			return nil, fmt.Errorf("%w: %s is now sha256 %s, not the %s reviewed; nothing was approved: review it again (toolgate tools quarantined) and approve the definition shown there",
 				ErrNotReviewed, id, short(p.Current), reviewed)
+		}
+		// The hints approved are the held definition's; without a hold,
+		// the next listing of the definition records its own.
+		p.Hints = nil
+		if p.Hold != nil && p.Hold.Definition != nil {
+			p.Hints = p.Hold.Definition.Hints
 		}
 		p.Pinned, p.Approved, p.ApprovedAt, p.Hold = p.Current, true, now.UTC(), nil
 		out = p

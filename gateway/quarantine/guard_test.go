@@ -2,6 +2,7 @@ package quarantine
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -487,5 +488,112 @@ func TestGuardAnnotationsTitle(t *testing.T) {
 	}
 	if h.Definition == nil || !strings.Contains(h.Definition.AnnotationsTitle, "id_rsa") {
 		t.Errorf("held definition %+v does not show the annotations' title", h.Definition)
+	}
+}
+
+// A backend that flips a pinned tool's annotation hint toward less caution
+// (readOnlyHint false → true, destructiveHint true → false), which the hash
+// leaves out, gets the tool held with a reason naming the hint, so it no
+// longer passes search_tools {"readOnly": true}; a change toward more
+// caution, or to a hint's default, holds nothing. An approval accepts the
+// hints of the definition held.
+func TestGuardHints(t *testing.T) {
+	g, path, _ := newGuard(t, nil)
+	tool := clean
+	tool.Annotations = []byte(`{"readOnlyHint":false,"openWorldHint":true}`)
+	g.Observe([]catalog.Tool{tool})
+	if h := held(g, tool.ID()); h != nil {
+		t.Fatalf("first seen: held %+v", h)
+	}
+	for _, c := range []struct {
+		annotations string
+		want        string // "" = not held
+	}{
+		{`{"readOnlyHint":false,"destructiveHint":true}`, ""}, // the defaults, declared
+		{`{"readOnlyHint":true}`, "readOnlyHint went from false to true"},
+		{`{"destructiveHint":false}`, "destructiveHint went from true to false"},
+		{`{"openWorldHint":false,"idempotentHint":true}`, "idempotentHint went from false to true, openWorldHint went from true to false"},
+		{``, ""},
+	} {
+		flipped := tool
+		flipped.Annotations = []byte(c.annotations)
+		g.Observe([]catalog.Tool{flipped})
+		h := held(g, tool.ID())
+		switch {
+		case c.want == "" && h != nil:
+			t.Errorf("%s: held %+v", c.annotations, h)
+		case c.want != "" && (h == nil || h.Changed || !strings.Contains(h.Reason(), "its annotations claim less caution than when it was first seen or approved: "+c.want)):
+			t.Errorf("%s: held %+v, want the reason to name %q", c.annotations, h, c.want)
+		case c.want != "" && g.Snapshot().Rule().Check(nil, flipped) == "":
+			t.Errorf("%s: the quarantine rule lets it through", c.annotations)
+		}
+	}
+	flipped := tool
+	flipped.Annotations = []byte(`{"readOnlyHint":true}`)
+	g.Observe([]catalog.Tool{flipped})
+	if _, err := Approve(path, tool.ID(), "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if h := held(g, tool.ID()); h != nil {
+		t.Fatalf("approved: still held %+v", h)
+	}
+	f, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := f.Tools[tool.ID()]; p.Hints == nil || p.Hints.ReadOnly == nil || !*p.Hints.ReadOnly {
+		t.Errorf("approved pin's hints %+v, want the held definition's readOnlyHint true", p.Hints)
+	}
+	g.Observe([]catalog.Tool{flipped})
+	if h := held(g, tool.ID()); h != nil {
+		t.Errorf("the approved hints listed again: held %+v", h)
+	}
+	g.Observe([]catalog.Tool{tool}) // readOnlyHint back to false: more caution
+	if h := held(g, tool.ID()); h != nil {
+		t.Errorf("readOnlyHint true → false: held %+v", h)
+	}
+}
+
+// A pins file written before the hints were pinned loads, and every pin
+// in it stays valid however its tool's annotations read (its hints are
+// recorded at the next listing); a later flip toward less caution holds.
+// In warn mode a flip is logged and followed.
+func TestGuardPinsFromBeforeHints(t *testing.T) {
+	annotated := clean
+	annotated.Annotations = []byte(`{"readOnlyHint":true,"destructiveHint":false}`)
+	other := catalog.Tool{Server: "s", Name: "delete", Description: "Delete a file.", Annotations: []byte(`{"destructiveHint":true}`)}
+	g, path, _ := newGuard(t, nil)
+	old := fmt.Sprintf(`{"version":1,"tools":{"s__weather":{"pinned":%q,"firstSeen":"2026-01-02T03:04:05Z","current":%q,"seen":"2026-01-02T03:04:05Z"},`+
+		`"s__delete":{"pinned":%[3]q,"firstSeen":"2026-01-02T03:04:05Z","approved":true,"approvedAt":"2026-01-03T00:00:00Z","current":%[3]q,"seen":"2026-01-02T03:04:05Z"}}}`+"\n",
+		Hash(annotated), Hash(annotated), Hash(other))
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.Observe([]catalog.Tool{annotated, other})
+	if ids := g.Snapshot().HeldIDs(); len(ids) != 0 {
+		t.Fatalf("pins from before the hints: %v held", ids)
+	}
+	f, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := f.Tools[other.ID()]; !p.Approved || p.Hints == nil || p.Hints.Destructive == nil || !*p.Hints.Destructive {
+		t.Errorf("old approved pin after a listing: %+v", p)
+	}
+	flipped := other
+	flipped.Annotations = []byte(`{"destructiveHint":false}`)
+	g.Observe([]catalog.Tool{flipped})
+	if h := held(g, other.ID()); h == nil || !slices.Equal(h.Hints, []string{"destructiveHint went from true to false"}) {
+		t.Errorf("approved tool whose destructiveHint went false: held %+v", h)
+	}
+
+	w, _, wlogs := newGuard(t, &Options{OnChange: OnChangeWarn})
+	w.Observe([]catalog.Tool{other})
+	w.Observe([]catalog.Tool{flipped})
+	if h := held(w, other.ID()); h != nil || !strings.Contains(wlogs.String(), "destructiveHint went from true to false") {
+		t.Errorf("warn mode: held %+v, logs:\n%s", h, wlogs)
 	}
 }

@@ -541,9 +541,9 @@ func keyEnded(ctx context.Context) bool {
 	return ok && errors.Is(context.Cause(hc), ErrKeyRevoked)
 }
 
-// closest returns up to n IDs nearest to name by edit distance, preferring
+// Closest returns up to n IDs nearest to name by edit distance, preferring
 // IDs that share the tool part or contain the name.
-func closest(name string, ids []string, n int) []string {
+func Closest(name string, ids []string, n int) []string {
 	type cand struct {
 		id string
 		d  int

@@ -564,8 +564,8 @@ func TestClosest(t *testing.T) {
 		{"github__read_file", []string{"filesystem__read_file"}},
 		{"zzzzzzzzzzzzzzzzzz", nil},
 	} {
-		if got := closest(tc.name, ids, 1); !slices.Equal(got, tc.want) {
-			t.Errorf("closest(%q) = %v, want %v", tc.name, got, tc.want)
+		if got := Closest(tc.name, ids, 1); !slices.Equal(got, tc.want) {
+			t.Errorf("Closest(%q) = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

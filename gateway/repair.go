@@ -511,7 +511,7 @@ func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) s
 			tool = t
 		}
 	}
-	near := closest(match, g.visibleIDs(caller), 3)
+	near := Closest(match, g.visibleIDs(caller), 3)
 	offered := len(near) > 0 // names the answer offers
 	if offered {
 		fmt.Fprintf(&b, " Closest names: %s.", strings.Join(near, ", "))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -13,8 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/keys"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/dirs"
 )
 
@@ -63,7 +66,7 @@ takes a duration (90m, 12h, 30d, 2w) or a date (2026-12-31). --print-hash
 stores nothing: it prints the key's line for a toolgate.keysFile instead.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runKeysCreate(g, cmd.OutOrStdout(), f, time.Now())
+			return runKeysCreate(g, cmd.OutOrStdout(), cmd.ErrOrStderr(), f, time.Now())
 		},
 	}
 	configFlag(cmd, &f.config)
@@ -90,7 +93,7 @@ func (g *globals) keysFiles(cfgPath string) (data, file string, cfg *config.File
 	return dirs.Keys(g.DataDir()), file, cfg, nil
 }
 
-func runKeysCreate(g *globals, w io.Writer, f keysCreateFlags, now time.Time) error {
+func runKeysCreate(g *globals, w, errw io.Writer, f keysCreateFlags, now time.Time) error {
 	if f.spec.Name == "" {
 		return usageError{errors.New("keys create needs --name NAME (letters, digits, '.', '_', '@', '-'), e.g. --name ci")}
 	}
@@ -125,6 +128,13 @@ func runKeysCreate(g *globals, w io.Writer, f keysCreateFlags, now time.Time) er
 			}
 		}
 	}
+	if len(e.Allow)+len(e.Deny) > 0 {
+		log := g.logger
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		warnUnmatchedGlobs(errw, indexedTools(g, log), e.Allow, e.Deny, g.DataDir())
+	}
 	if f.printHash {
 		fmt.Fprintf(w, "# The toolgate.keysFile line of key %q (nothing was stored in the data folder):\n", e.Name)
 		w.Write(e.Line()) //nolint:errcheck // stdout
@@ -139,6 +149,56 @@ func runKeysCreate(g *globals, w io.Writer, f keysCreateFlags, now time.Time) er
 	fmt.Fprintln(w, "The secret is shown only this once: send it as \"Authorization: Bearer <secret>\".")
 	fmt.Fprintln(w, secret)
 	return nil
+}
+
+// warnUnmatchedGlobs says which of a new key's --allow and --deny globs
+// match no tool of the index (known; nil: none to read), with the servers
+// (as "server__*") and tools it could have meant: a misspelt --deny
+// leaves every tool allowed, a misspelt --allow lets none through. The
+// key is created all the same (its tools may not be indexed yet).
+func warnUnmatchedGlobs(w io.Writer, known map[string]catalog.Tool, allow, deny []string, dataDir string) {
+	if known == nil {
+		notChecked(w, "the --allow and --deny globs", dataDir)
+		return
+	}
+	servers := map[string]bool{}
+	cands := make([]string, 0, len(known))
+	for id, t := range known {
+		cands = append(cands, id)
+		servers[t.Server+catalog.Sep+"*"] = true
+	}
+	cands = append(cands, slices.Collect(maps.Keys(servers))...)
+	slices.Sort(cands)
+	for _, c := range []struct {
+		flag  string
+		globs []string
+		means string
+	}{
+		{"--allow", allow, "it lets none of the index's tools through"},
+		{"--deny", deny, "it denies none of the index's tools"},
+	} {
+		for _, glob := range c.globs {
+			if matchesAny(glob, known) {
+				continue
+			}
+			hint := ""
+			if lower := strings.ToLower(glob); lower != glob && matchesAny(lower, known) {
+				hint = fmt.Sprintf(" (did you mean %s? globs are case-sensitive)", lower)
+			} else if near := gateway.Closest(glob, cands, 3); len(near) > 0 {
+				hint = " (did you mean " + strings.Join(near, ", ") + "?)"
+			}
+			fmt.Fprintf(w, "warning: %s %q matches no tool of the index (%d tools): %s%s; the key is created all the same\n", c.flag, glob, len(known), c.means, hint)
+		}
+	}
+}
+
+func matchesAny(glob string, known map[string]catalog.Tool) bool {
+	for id := range known {
+		if catalog.MatchID(glob, id) {
+			return true
+		}
+	}
+	return false
 }
 
 // describeScope says what a key may do, in a few words.

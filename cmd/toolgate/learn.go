@@ -731,7 +731,7 @@ func indexedTools(g *globals, log *slog.Logger) map[string]catalog.Tool {
 // to read) does not have: a misspelt ID is recorded and ranks nothing.
 func warnUnknownTools(w io.Writer, known map[string]catalog.Tool, pairs []learnedOne, dataDir string) {
 	if known == nil {
-		fmt.Fprintf(w, "note: the tool names were not checked: the data folder %s has no index yet (toolgate index or serve builds one)\n", dataDir)
+		notChecked(w, "the tool names", dataDir)
 		return
 	}
 	var unknown []string
@@ -749,6 +749,12 @@ func warnUnknownTools(w io.Writer, known map[string]catalog.Tool, pairs []learne
 		unknown, more = unknown[:10], fmt.Sprintf(" and %d more", len(unknown)-10)
 	}
 	fmt.Fprintf(w, "warning: the index has no tool named %s%s: their pairs are recorded, and rank nothing until such a tool is indexed (a misspelt name never will)\n", strings.Join(unknown, ", "), more)
+}
+
+// notChecked says that what (names of tools, globs over them) was not
+// checked against the index: the data folder has none.
+func notChecked(w io.Writer, what, dataDir string) {
+	fmt.Fprintf(w, "note: %s were not checked: the data folder %s has no index yet (toolgate index or serve builds one)\n", what, dataDir)
 }
 
 // checkReset makes a reset of a server that forgot nothing, and that the

@@ -626,3 +626,39 @@ func mergeEnv(a, b map[string]string) map[string]string {
 	}
 	return out
 }
+
+// TestKeysCreateWarnsOfUnmatchedGlobs: a --deny or --allow glob that
+// matches no tool of the data folder's index (a typo, the wrong case) is
+// named on stderr with the tools and servers it could have meant; the key
+// is created all the same (exit 0). Without an index, keys create says the
+// globs were not checked. (A misspelt --deny left every tool allowed
+// without a word.)
+func TestKeysCreateWarnsOfUnmatchedGlobs(t *testing.T) {
+	data := t.TempDir()
+	out, stderr, err := runToolgate(t, data, "keys", "create", "--name", "early", "--deny", "Srv1__*")
+	if err != nil || !strings.Contains(stderr, "note: the --allow and --deny globs were not checked: the data folder "+data+" has no index yet") {
+		t.Errorf("keys create without an index: %v\n%s%s", err, out, stderr)
+	}
+	if out, err := toolgateCmd(t, data, "index", "--tools", writeToolsFile(t, t.TempDir(), 3, ""), "--bm25-only").CombinedOutput(); err != nil {
+		t.Fatalf("index: %v\n%s", err, out)
+	}
+	out, stderr, err = runToolgate(t, data, "keys", "create", "--name", "ops", "--deny", "Srv1__*", "--deny", "srv0__list_file_0", "--deny", "srv2__*", "--allow", "srv*__*")
+	if err != nil || !strings.Contains(out, `Created API key "ops"`) {
+		t.Fatalf("keys create: %v\n%s%s", err, out, stderr)
+	}
+	for _, want := range []string{
+		`warning: --deny "Srv1__*" matches no tool of the index (4 tools): it denies none of the index's tools (did you mean srv1__*? globs are case-sensitive); the key is created all the same` + "\n",
+		`warning: --deny "srv0__list_file_0" matches no tool of the index (4 tools): it denies none of the index's tools (did you mean srv0__list_files_0`,
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("keys create: stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, `"srv2__*"`) || strings.Contains(stderr, `"srv*__*"`) || strings.Count(stderr, "warning:") != 2 {
+		t.Errorf("keys create warns of globs that match:\n%s", stderr)
+	}
+	_, stderr, err = runToolgate(t, data, "keys", "create", "--name", "narrow", "--allow", "srv3__*")
+	if err != nil || !strings.Contains(stderr, `warning: --allow "srv3__*" matches no tool of the index (4 tools): it lets none of the index's tools through`) {
+		t.Errorf("keys create --allow of no tool: %v\n%s", err, stderr)
+	}
+}

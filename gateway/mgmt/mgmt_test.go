@@ -100,10 +100,9 @@ func (r *fakeRuntime) Reload(_ context.Context, trigger string) *live.Reload {
 const testConfig = `{"mcpServers": {"a": {"command": "x"}, "b": {"url": "https://b.example/mcp"}, "c": {"command": "y", "disabled": true}},
   "toolgate": {"callTimeout": "1m", "profiles": {"kg": {"servers": ["a"]}, "ops": {"servers": ["c"]}}, "management": {"allowConfigChanges": %s}}}`
 
-func newTestServer(t *testing.T, allow bool) (*Server, *fakePool, *fakeRuntime, string) {
+// writeConfig writes data to path and returns the config it parses to.
+func writeConfig(t *testing.T, path, data string) *config.File {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "toolgate.json")
-	data := strings.Replace(testConfig, "%s", map[bool]string{true: "true", false: "false"}[allow], 1)
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +110,14 @@ func newTestServer(t *testing.T, allow bool) (*Server, *fakePool, *fakeRuntime, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+func newTestServer(t *testing.T, allow bool) (*Server, *fakePool, *fakeRuntime, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "toolgate.json")
+	data := strings.Replace(testConfig, "%s", map[bool]string{true: "true", false: "false"}[allow], 1)
+	cfg := writeConfig(t, path, data)
 	rt := &fakeRuntime{cfg: cfg, pol: policy.NewSet(policy.NewConfigured([]string{"a", "b", Name}), policy.NewDisabled(nil), policy.NewProfiles(cfg.Toolgate.Profiles))}
 	p := &fakePool{}
 	return New(p, rt, &Options{ConfigPaths: []string{path}}), p, rt, path
@@ -354,13 +361,7 @@ func TestConfigChanges(t *testing.T) {
 func TestServerStatusMasksTarget(t *testing.T) {
 	const data = `{"mcpServers": {"a": {"command": "x"}, "b": {"url": "https://user:pwsecret4321@b.example/mcp?k=urlsecret12345&v=2"}}}`
 	path := filepath.Join(t.TempDir(), "toolgate.json")
-	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse([]byte(data), path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeConfig(t, path, data)
 	rt := &fakeRuntime{cfg: cfg, pol: policy.NewSet(policy.NewConfigured([]string{"a", "b", Name}), policy.NewDisabled(nil), policy.NewProfiles(nil))}
 	s := New(&fakePool{}, rt, &Options{ConfigPaths: []string{path}})
 	res := run(t, s, http, "server_status", map[string]any{"name": "b"})
@@ -481,13 +482,7 @@ func (p *pathsPool) Stderr(string) []string { return []string{"reading /home/op/
 func TestScopedKeySeesNoPaths(t *testing.T) {
 	const data = `{"mcpServers": {"a": {"command": "/nonexistent/secretpath-bin", "args": ["--dir", "/srv/secretpath"]}}}`
 	path := filepath.Join(t.TempDir(), "toolgate.json")
-	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse([]byte(data), path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeConfig(t, path, data)
 	profiles := policy.NewProfiles(nil)
 	rt := &fakeRuntime{cfg: cfg, tools: []catalog.Tool{{Server: "a", Name: "x"}}}
 	rt.pol = policy.NewSet(keys.NewScope(func() *policy.Profiles { return profiles }, ChangesConfig), policy.NewConfigured([]string{"a", Name}), policy.NewDisabled(nil), profiles)

@@ -109,8 +109,8 @@ type backend struct {
 	// had fallen back to initialize; its next starts wait for that answer.
 	discoverLate atomic.Bool
 	// legacySSE is the URL at which an "http" server refused the
-	// streamable handshake's POST (404, 405) and took the older HTTP+SSE
-	// transport; its reconnects there use that at once.
+	// streamable handshake's POST (a 4xx, see trySSE) and took the older
+	// HTTP+SSE transport; its reconnects there use that at once.
 	legacySSE atomic.Pointer[string]
 
 	notifyMu sync.Mutex // serializes list + OnToolsChanged
@@ -1046,7 +1046,7 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	if ue != nil && r.proc == nil && ctx.Err() == nil && (errors.Is(ue, io.EOF) || errors.Is(ue, io.ErrUnexpectedEOF) || errors.Is(ue, syscall.ECONNRESET)) {
 		// The connection the request went on was closed (a server stopping,
 		// a proxy's idle timeout): no answer, and not the server's error.
-		return nil, &UnavailableError{Server: name, Err: quietCause{fmt.Sprintf("the connection closed before the server answered (%v): call again", errors.Unwrap(ue)), err}}
+		return nil, &UnavailableError{Server: name, Err: quietCause{fmt.Sprintf("the connection closed before the server answered (%v): the call may or may not have run; check before calling again", errors.Unwrap(ue)), err}}
 	}
 	switch cause := context.Cause(cctx); {
 	case ctx.Err() != nil:

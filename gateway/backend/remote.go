@@ -519,8 +519,12 @@ func (b *backend) connectSSE(ctx context.Context, r *run, client *mcp.Client, tc
 // remembered as one (legacySSE); otherwise the streamable handshake's
 // error (err), whose fix names the URL's path and "type": "sse", stands.
 func (b *backend) trySSE(ctx context.Context, r *run, client *mcp.Client, tc *tls.Config, hc *http.Client, err error) (*mcp.ClientSession, error) {
-	rf := hc.Transport.(*headerTransport).refused.Load()
-	if b.cfg.Type != config.TypeHTTP || rf == nil || rf.method != http.MethodPost || rf.code < 400 || rf.code >= 500 || rf.rpc ||
+	ht := hc.Transport.(*headerTransport)
+	rf := ht.refused.Load()
+	// A refusal the server answered past (the 400 a 2025 server gives
+	// go-sdk's server/discover before it takes initialize) says nothing
+	// of the transport.
+	if b.cfg.Type != config.TypeHTTP || rf == nil || rf.answersBefore != ht.answers.Load() || rf.method != http.MethodPost || rf.code < 400 || rf.code >= 500 || rf.rpc ||
 		slices.Contains([]int{http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired, http.StatusRequestTimeout, http.StatusTooManyRequests}, rf.code) {
 		return nil, err
 	}

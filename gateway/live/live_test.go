@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -496,38 +497,67 @@ func TestMerge(t *testing.T) {
 	}
 }
 
-func TestRestartOnly(t *testing.T) {
+func TestSettingChanges(t *testing.T) {
 	var base config.Settings
 	tests := []struct {
-		name    string
-		change  func(*config.Settings)
-		applied []string
-		want    []string
+		name      string
+		change    func(*config.Settings)
+		hot       []string
+		now, want []string
 	}{
-		{"nothing", func(*config.Settings) {}, nil, nil},
+		{"nothing", func(*config.Settings) {}, nil, nil, nil},
 		{"timeouts apply at run time", func(s *config.Settings) {
 			s.CallTimeout.Duration, s.ConnectTimeout.Duration = 1, 2
-		}, nil, nil},
-		{"http addr", func(s *config.Settings) { s.HTTP.Addr = "127.0.0.1:1" }, nil, []string{"toolgate.http"}},
-		{"telemetry", func(s *config.Settings) { s.Telemetry.OTLPEndpoint = "http://127.0.0.1:4318" }, nil, []string{"toolgate.telemetry"}},
+		}, nil, []string{"toolgate.connectTimeout", "toolgate.callTimeout"}, nil},
+		{"http addr", func(s *config.Settings) { s.HTTP.Addr = "127.0.0.1:1" }, nil, nil, []string{"toolgate.http"}},
+		{"telemetry", func(s *config.Settings) { s.Telemetry.OTLPEndpoint = "http://127.0.0.1:4318" }, nil, nil, []string{"toolgate.telemetry"}},
 		{"search and embed", func(s *config.Settings) {
 			s.Search.DefaultLimit, s.Embed.Variant = 7, "int8"
-		}, nil, []string{"toolgate.embed", "toolgate.search"}},
+		}, nil, nil, []string{"toolgate.search", "toolgate.embed"}},
 		{"search applied", func(s *config.Settings) {
 			s.Search.DefaultLimit, s.Embed.Variant = 7, "int8"
-		}, []string{"toolgate.search"}, []string{"toolgate.embed"}},
+		}, []string{"toolgate.search"}, []string{"toolgate.search"}, []string{"toolgate.embed"}},
 		{"data dir, restart, connects", func(s *config.Settings) {
 			s.DataDir, s.Restart.Delays, s.MaxConcurrentConnects = "/x", []config.Duration{}, 1
-		}, nil, []string{"toolgate.dataDir", "toolgate.restart", "toolgate.maxConcurrentConnects"}},
+		}, nil, nil, []string{"toolgate.maxConcurrentConnects", "toolgate.restart", "toolgate.dataDir"}},
+		// Learning is set up at start: a change waits for a restart, and
+		// says so (it was neither applied nor listed).
+		{"learn", func(s *config.Settings) { off := false; s.Learn.Enabled = &off }, nil, nil, []string{"toolgate.learn"}},
+		{"profiles, an empty map as none", func(s *config.Settings) { s.Profiles = map[string]config.Profile{} }, nil, nil, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cur := base
 			tc.change(&cur)
-			if diff := cmp.Diff(tc.want, restartOnly(base, cur, tc.applied)); diff != "" {
-				t.Errorf("restartOnly (-want +got):\n%s", diff)
+			now, later := settingChanges(base, cur, tc.hot)
+			if diff := cmp.Diff(tc.now, now); diff != "" {
+				t.Errorf("applied at once (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want, later); diff != "" {
+				t.Errorf("waiting for a restart (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// Every setting of the toolgate section is either applied by a reload or
+// said to wait for a restart: a field added to config.Settings without a
+// line in settingChanges' table fails here (toolgate.learn was silently
+// neither).
+func TestSettingChangesCoverEveryField(t *testing.T) {
+	var names []string
+	for _, s := range settingsTable(config.Settings{}, config.Settings{}, nil) {
+		names = append(names, s.name)
+	}
+	rt := reflect.TypeFor[config.Settings]()
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" && !slices.Contains(names, "toolgate."+name) {
+			t.Errorf("config.Settings.%s (toolgate.%s) is not in settingChanges' table", rt.Field(i).Name, name)
+		}
+	}
+	if len(names) != rt.NumField() {
+		t.Errorf("settingChanges' table has %d settings, config.Settings %d fields", len(names), rt.NumField())
 	}
 }
 

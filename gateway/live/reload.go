@@ -157,36 +157,19 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 		l.refresh() // drop removed servers' tools from the index now; added ones follow as they list
 	}
 	was := l.applied.Load().Toolgate
-	var hot, now []string // the toolgate settings a reload applies; those this one did
+	var hot []string // the toolgate settings that apply at once only with a hook
 	if l.opts.SearchFrom != nil {
 		hot = append(hot, "toolgate.search")
 	}
-	if slices.Contains(hot, "toolgate.search") && !reflect.DeepEqual(was.Search, cfg.Toolgate.Search) {
+	now, later := settingChanges(was, cfg.Toolgate, hot)
+	if slices.Contains(now, "toolgate.search") {
 		if eng := l.eng.Load(); eng != nil {
 			eng.Reconfigure(l.opts.SearchFrom(cfg.Toolgate.Search))
 			o := eng.Options()
 			l.log.Info("search settings applied", "file", file, "mode", o.Mode, "keyword_weight", o.KeywordWeight, "vector_weight", o.VectorWeight,
 				"min_confidence", o.MinConfidence, "step_weight", o.StepWeight)
 		}
-		now = append(now, "toolgate.search")
 	}
-	// Profiles and management are read where they are used (the policy's
-	// profile rule put above, the management tools): in effect already.
-	if len(was.Profiles)+len(cfg.Toolgate.Profiles) > 0 && !reflect.DeepEqual(was.Profiles, cfg.Toolgate.Profiles) {
-		now = append(now, "toolgate.profiles")
-	}
-	if !reflect.DeepEqual(was.Management, cfg.Toolgate.Management) {
-		now = append(now, "toolgate.management")
-	}
-	// The default timeouts reach every server entry (config.File.Servers),
-	// and the pool takes them in place.
-	if was.ConnectTimeout != cfg.Toolgate.ConnectTimeout {
-		now = append(now, "toolgate.connectTimeout")
-	}
-	if was.CallTimeout != cfg.Toolgate.CallTimeout {
-		now = append(now, "toolgate.callTimeout")
-	}
-	later := restartOnly(was, cfg.Toolgate, hot)
 	if len(later) > 0 {
 		l.log.Warn("config settings changed; they take effect on restart", "file", file, "settings", later)
 	}
@@ -201,7 +184,7 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 	l.log.Info("config reloaded", "file", file, "trigger", trigger,
 		"added", d.Added, "removed", d.Removed, "changed", d.Changed, "updated", d.Updated, "unchanged", d.Unchanged,
 		"applied", now, "took", time.Since(start).Round(time.Microsecond))
-	pending := restartOnly(l.started, cfg.Toolgate, hot)
+	_, pending := settingChanges(l.started, cfg.Toolgate, hot)
 	here := l.disabledHere() // of the servers it has now
 	l.update(func(s *Stats) { s.RestartPending, s.Disabled = pending, here })
 	r := l.reloaded(&Reload{At: start, Trigger: trigger, Added: d.Added, Removed: d.Removed, Changed: d.Changed,
@@ -243,33 +226,65 @@ func (l *Loop) reloaded(r *Reload) *Reload {
 	return r
 }
 
-// restartOnly names the settings of the toolgate section that differ and
-// cannot change while serving, but those applied. (connectTimeout and
-// callTimeout are applied: config.File.Servers copies them into every
-// server entry, and the pool takes them in place.)
-func restartOnly(old, cur config.Settings, applied []string) []string {
-	var out []string
-	for _, c := range []struct {
-		name string
-		a, b any
-	}{
-		{"toolgate.http", old.HTTP, cur.HTTP},
-		{"toolgate.telemetry", old.Telemetry, cur.Telemetry},
-		{"toolgate.dataDir", old.DataDir, cur.DataDir},
-		{"toolgate.embed", old.Embed, cur.Embed},
-		{"toolgate.search", old.Search, cur.Search},
-		{"toolgate.restart", old.Restart, cur.Restart},
-		{"toolgate.maxConcurrentConnects", old.MaxConcurrentConnects, cur.MaxConcurrentConnects},
-		{"toolgate.keysFile", old.KeysFile, cur.KeysFile},
-		{"toolgate.security", old.Security, cur.Security},
-		{"toolgate.audit", old.Audit, cur.Audit},
-		{"toolgate.limits", old.Limits, cur.Limits},
-	} {
-		if !reflect.DeepEqual(c.a, c.b) && !slices.Contains(applied, c.name) {
-			out = append(out, c.name)
+// settingChanges names the settings of the toolgate section that differ
+// between old and cur: now those a reload applies at once, later those
+// that wait for a restart. Profiles and management are read where they
+// are used (the policy's profile rule, the management tools); the default
+// timeouts reach every server entry (config.File.Servers), which the pool
+// takes in place; toolgate.search applies at once when hot names it (a
+// hook reconfigures the engine). Every field of config.Settings is in the
+// table (TestSettingChangesCoverEveryField).
+func settingChanges(old, cur config.Settings, hot []string) (now, later []string) {
+	for _, c := range settingsTable(old, cur, hot) {
+		if same(c.a, c.b) {
+			continue
+		}
+		if c.atOnce {
+			now = append(now, c.name)
+		} else {
+			later = append(later, c.name)
 		}
 	}
-	return out
+	return now, later
+}
+
+// setting is one setting of the toolgate section, its values in two
+// configs, and whether a reload applies it at once.
+type setting struct {
+	name   string
+	a, b   any
+	atOnce bool
+}
+
+// settingsTable is settingChanges' table.
+func settingsTable(old, cur config.Settings, hot []string) []setting {
+	return []setting{
+		{"toolgate.connectTimeout", old.ConnectTimeout, cur.ConnectTimeout, true},
+		{"toolgate.callTimeout", old.CallTimeout, cur.CallTimeout, true},
+		{"toolgate.maxConcurrentConnects", old.MaxConcurrentConnects, cur.MaxConcurrentConnects, false},
+		{"toolgate.restart", old.Restart, cur.Restart, false},
+		{"toolgate.search", old.Search, cur.Search, slices.Contains(hot, "toolgate.search")},
+		{"toolgate.learn", old.Learn, cur.Learn, false},
+		{"toolgate.embed", old.Embed, cur.Embed, false},
+		{"toolgate.http", old.HTTP, cur.HTTP, false},
+		{"toolgate.telemetry", old.Telemetry, cur.Telemetry, false},
+		{"toolgate.dataDir", old.DataDir, cur.DataDir, false},
+		{"toolgate.profiles", old.Profiles, cur.Profiles, true},
+		{"toolgate.management", old.Management, cur.Management, true},
+		{"toolgate.keysFile", old.KeysFile, cur.KeysFile, false},
+		{"toolgate.security", old.Security, cur.Security, false},
+		{"toolgate.audit", old.Audit, cur.Audit, false},
+		{"toolgate.limits", old.Limits, cur.Limits, false},
+	}
+}
+
+// same reports whether two settings are equal, an empty map as none.
+func same(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if va.Kind() == reflect.Map && vb.Kind() == reflect.Map && va.Len() == 0 && vb.Len() == 0 {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 // LogBareReferences warns of each env or header value of servers that is a

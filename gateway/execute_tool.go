@@ -119,7 +119,7 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if msg != "" {
 		return toolError("%s", explainInvalid(a.Name, tool.InputSchema, msg, args)), nil
 	}
-	if g.recent != nil {
+	if g.recent != nil && g.teaches(ctx) {
 		if q := g.recent.ran(sessionKey(ctx, req), a.Name); q != "" {
 			g.opts.Learner.Record(q, tool)
 		}

@@ -125,6 +125,10 @@ type Options struct {
 	// recent searches returned (learning from use); the gateway then
 	// remembers each session's last searches. Nil learns nothing.
 	Learner Learner
+	// LearnFromKeys says which callers with an API key teach the Learner:
+	// "all", "admin" or "none" (toolgate.learn.fromKeys; "" =
+	// DefaultLearnFromKeys). A caller without a key always does.
+	LearnFromKeys string
 	// Policy filters what each caller sees and runs (nil = everything).
 	Policy Policy
 	// Profile is the profile of the stdio client and of /mcp (serve

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -20,6 +21,28 @@ import (
 // execute_tool path.
 type Learner interface {
 	Record(query string, tool catalog.Tool)
+}
+
+// DefaultLearnFromKeys is Options.LearnFromKeys' default: every caller
+// with a key teaches.
+const DefaultLearnFromKeys = "all"
+
+// teaches says whether the caller of ctx teaches the Learner
+// (Options.LearnFromKeys): one without an API key always does; one with a
+// key, as the option says. Where keys belong to people who do not trust
+// each other, one key's calls would shape every other's answers.
+func (g *Gateway) teaches(ctx context.Context) bool {
+	c := policy.CallerFrom(ctx)
+	if c == nil || c.Key == nil {
+		return true
+	}
+	switch cmp.Or(g.opts.LearnFromKeys, DefaultLearnFromKeys) {
+	case "admin":
+		return c.Key.Admin
+	case "none":
+		return false
+	}
+	return true
 }
 
 // Limits of what the gateway remembers of each session's searches.

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 )
 
@@ -60,6 +61,49 @@ func TestLearnerRecordsSearchThenCall(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"make a note → memory__create_entities"}, l.got()); d != "" {
 		t.Errorf("recorded pairs (-want +got):\n%s", d)
+	}
+}
+
+// Which callers teach search (toolgate.learn.fromKeys): one without a key
+// always; one with a key as the setting says ("all", the default, "admin"
+// or "none"). One key's search and call put a tool first in every other
+// key's answer to those words.
+func TestLearnFromKeys(t *testing.T) {
+	callers := map[string]*policy.Caller{
+		"stdio": {Transport: policy.TransportStdio},
+		"user":  {Transport: policy.TransportHTTP, Key: &policy.Key{Name: "user"}},
+		"admin": {Transport: policy.TransportHTTP, Key: &policy.Key{Name: "admin", Admin: true}},
+	}
+	for _, tc := range []struct {
+		fromKeys string
+		teach    []string
+	}{
+		{"", []string{"admin", "stdio", "user"}},
+		{"all", []string{"admin", "stdio", "user"}},
+		{"admin", []string{"admin", "stdio"}},
+		{"none", []string{"stdio"}},
+	} {
+		t.Run(tc.fromKeys, func(t *testing.T) {
+			g, fs := newTestGateway(t, nil)
+			var taught []string
+			for _, who := range []string{"admin", "stdio", "user"} {
+				l := &fakeLearner{}
+				g := New(fs, g.caller, &Options{Learner: l, LearnFromKeys: tc.fromKeys})
+				cs := connectAs(t, g, callers[who])
+				if res := call(t, cs, SearchToolName, map[string]any{"query": "make a note", "limit": 2}); res.IsError {
+					t.Fatal(text(res))
+				}
+				if res := call(t, cs, ExecuteToolName, map[string]any{"name": "memory__create_entities", "arguments": map[string]any{"entities": []any{}}}); res.IsError {
+					t.Fatal(text(res))
+				}
+				if len(l.got()) > 0 {
+					taught = append(taught, who)
+				}
+			}
+			if d := cmp.Diff(tc.teach, taught); d != "" {
+				t.Errorf("callers that taught (-want +got):\n%s", d)
+			}
+		})
 	}
 }
 

@@ -72,6 +72,7 @@ func TestExampleReadmeShowsTheDefaults(t *testing.T) {
 		"search.minConfidence":        search.DefaultMinConfidence,
 		"search.stepWeight":           search.DefaultStepWeight,
 		"learn.enabled":               true,
+		"learn.fromKeys":              gateway.DefaultLearnFromKeys,
 		"embed.variant":               string(embed.FP32),
 		"http.maxBodyBytes":           gateway.DefaultMaxBodyBytes,
 		"security.onDefinitionChange": quarantine.OnChangeQuarantine,

@@ -83,6 +83,7 @@ func (fr *front) serve(ctx context.Context) error {
 		Servers:        fr.pool.Servers,
 		TracerProvider: fr.tracing.Provider(),
 		Learner:        fr.learner,
+		LearnFromKeys:  fr.cfg.Toolgate.Learn.FromKeys,
 		Policy:         fr.lv.Policy(),
 		Profile:        fr.flags.profile,
 		// A call the policy refuses is counted and shown as denied.

@@ -405,6 +405,11 @@ type SearchSettings struct {
 type LearnSettings struct {
 	// Enabled records (query, tool) pairs and ranks with them; nil = on.
 	Enabled *bool `json:"enabled,omitempty"`
+	// FromKeys says which callers with an API key teach search: "all",
+	// "admin" (admin keys only) or "none"; "" = gateway's
+	// DefaultLearnFromKeys. A caller without a key (stdio, a keyless
+	// loopback front) always does.
+	FromKeys string `json:"fromKeys,omitempty"`
 }
 
 // LearnEnabled reports whether learning from use is on (the default).

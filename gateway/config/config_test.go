@@ -404,7 +404,7 @@ func TestParseBad(t *testing.T) {
 		}},
 		{"toolgate ranges", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"maxConcurrentConnects": -1,
 			"search": {"mode": "dense", "keywordWeight": 1.5, "vectorWeight": -0.1, "defaultLimit": 60, "maxLimit": 50, "minConfidence": 1.5, "stepWeight": -0.5},
-			"learn": {"enabled": "yes"},
+			"learn": {"enabled": "yes", "fromKeys": "admins"},
 			"embed": {"variant": "fp16", "threads": -2},
 			"http": {"addr": "8080", "allowedOrigins": ["localhost"], "allowedHosts": ["http://h/"], "maxBodyBytes": -1},
 			"telemetry": {"otlpEndpoint": "localhost:4318"}}}`, nil, []want{
@@ -415,6 +415,7 @@ func TestParseBad(t *testing.T) {
 			{`toolgate.http.allowedOrigins[0]`, "is not an origin"},
 			{`toolgate.http.maxBodyBytes`, "-1 is out of range"},
 			{`toolgate.learn.enabled`, "want true or false"},
+			{`toolgate.learn.fromKeys`, `unknown value "admins": use one of "all", "admin", "none"`},
 			{`toolgate.maxConcurrentConnects`, "-1 is out of range"},
 			{`toolgate.search.defaultLimit`, "60 is out of range"},
 			{`toolgate.search.keywordWeight`, "1.5 is out of range"},

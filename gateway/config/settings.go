@@ -16,7 +16,7 @@ import (
 var (
 	settingsKeys  = []string{"connectTimeout", "callTimeout", "maxConcurrentConnects", "restart", "search", "learn", "embed", "http", "telemetry", "dataDir", "profiles", "management", "keysFile", "security", "audit", "limits"}
 	searchKeys    = []string{"mode", "keywordWeight", "vectorWeight", "defaultLimit", "maxLimit", "minConfidence", "stepWeight"}
-	learnKeys     = []string{"enabled"}
+	learnKeys     = []string{"enabled", "fromKeys"}
 	embedKeys     = []string{"variant", "modelDir", "ortLib", "threads"}
 	httpKeys      = []string{"addr", "allowedOrigins", "allowedHosts", "maxBodyBytes", "tls"}
 	frontTLSKeys  = []string{"cert", "key"}
@@ -30,13 +30,14 @@ var (
 	limitsKeys    = []string{"requestsPerSecond", "burst", "maxStreams", "maxInFlight", "queueTimeout", "refusedPerMinute", "refusedBurst"}
 )
 
-// Search modes, embedding variants, reactions to a changed tool definition
-// and ways of keeping arguments in the audit log accepted in the toolgate
-// section.
+// Search modes, embedding variants, reactions to a changed tool definition,
+// ways of keeping arguments in the audit log and the keys that teach search
+// accepted in the toolgate section.
 var (
 	SearchModes        = []string{"hybrid", "bm25", "vector", "rrf"}
 	EmbedVariants      = []string{"fp32", "int8"}
 	OnDefinitionChange = []string{"quarantine", "warn"}
+	LearnFromKeys      = []string{"all", "admin", "none"}
 	AuditArguments     = []string{"hash", "masked"}
 )
 
@@ -111,6 +112,7 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 		v := ld.bool("enabled")
 		s.Learn.Enabled = &v
 	}
+	s.Learn.FromKeys = ld.string("fromKeys")
 
 	ed := d.object("embed", embedKeys)
 	s.Embed.Variant = ed.string("variant")
@@ -329,6 +331,9 @@ func (s *Settings) validateSecurity() []*FieldError {
 	var errs []*FieldError
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, &FieldError{Field: "toolgate." + field, Msg: fmt.Sprintf(format, args...)})
+	}
+	if v := s.Learn.FromKeys; v != "" && !contains(LearnFromKeys, v) {
+		bad("learn.fromKeys", "unknown value %q: use one of %s", v, quoteList(LearnFromKeys))
 	}
 	if v := s.Security.OnDefinitionChange; v != "" && !contains(OnDefinitionChange, v) {
 		bad("security.onDefinitionChange", "unknown value %q: use one of %s", v, quoteList(OnDefinitionChange))

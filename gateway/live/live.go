@@ -438,6 +438,14 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 		if ix, inMemory, err = l.build(ctx); err != nil {
 			return err
 		}
+		// Nothing searches yet: the vectors the build stored go into one
+		// level of the embedding cache now, not at the first searches
+		// (embed.Cached.Compact).
+		if c, ok := l.opts.Embedder.(interface{ Compact() error }); ok {
+			if err := c.Compact(); err != nil {
+				l.log.Warn("embedding cache not compacted after the build", "err", err)
+			}
+		}
 	}
 	l.eng.Store(search.New(ix, l.opts.Embedder, l.opts.Search))
 	l.swapped(ix, inMemory)

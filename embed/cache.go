@@ -264,8 +264,8 @@ func (c *Cached) mkdir() error {
 // (1.5 KiB) stay in the tree below a 64 KiB threshold, which must be under
 // the batch size (15 % of a memtable).
 func (c *Cached) open() (s *store, err error) {
-	bl := &badgerlog.Logger{L: c.log, Prefix: "badger", FlushFailed: func(err error) { c.st.Fail(err) }}
-	bo := badgerlog.Options(c.dir, c.inMemory, bl, 2<<20).WithValueThreshold(64 << 10)
+	bl := c.badgerLog()
+	bo := c.badgerOptions(bl)
 	defer func() {
 		// Badger panics on some kinds of garbage instead of returning an error.
 		if r := recover(); r != nil {
@@ -284,6 +284,17 @@ func (c *Cached) open() (s *store, err error) {
 		s.dev, s.ino, _ = folderID(c.dir)
 	}
 	return s, nil
+}
+
+// badgerLog is a store's logger: Badger's lines into the cache's log, a
+// failed flush reported to Storage.
+func (c *Cached) badgerLog() *badgerlog.Logger {
+	return &badgerlog.Logger{L: c.log, Prefix: "badger", FlushFailed: func(err error) { c.st.Fail(err) }}
+}
+
+// badgerOptions are the store's options (see open).
+func (c *Cached) badgerOptions(bl *badgerlog.Logger) badger.Options {
+	return badgerlog.Options(c.dir, c.inMemory, bl, 2<<20).WithValueThreshold(64 << 10)
 }
 
 // folderID identifies the folder at path (device and inode).
@@ -728,6 +739,60 @@ func (c *Cached) Close() error {
 	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close embedding cache: %w", err)
+	}
+	return nil
+}
+
+// Compact puts the store's tables into one level below level 0, once a
+// bulk of vectors was written (an index build): it closes the store, which
+// writes its memtable out, opens it once with Badger's CompactL0OnClose
+// and closes it (level 0 moves down), then opens it again and flattens it
+// (DB.Flatten). Left as a build leaves it (level-0 tables, a level over
+// its target), the store was compacted by the next session's first writes
+// of query vectors, which rewrote the catalog's own tables: at 10,000
+// tools the first `toolgate serve` after `toolgate index` peaked at 378-385
+// MiB over 5,000 searches (see README, Performance).
+//
+// It holds the cache exclusively (lookups and writes wait) for about half
+// a second at 10,000 tools: call it where nothing searches, at the end of
+// a build. A cache that embedded nothing since NewCached (its store is as
+// a previous run left it), a store that cannot take writes (Check refuses,
+// its folder moved, a flush failing) and an in-memory one are left as they
+// are; a store that cannot be opened again leaves the cache pass-through,
+// as at a start (a later write tries again).
+func (c *Cached) Compact() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.store
+	if c.closed || s == nil || c.inMemory || c.misses.Load() == 0 || c.usable(s) != nil || c.st.Check() != nil {
+		return nil
+	}
+	c.store = nil
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("embedding cache: close before compacting: %w", err)
+	}
+	// DB.Flatten leaves a store whose tables are all in level 0 as it
+	// is: opened once with CompactL0OnClose, its Close moves them down.
+	db, err := badger.Open(c.badgerOptions(c.badgerLog()).WithCompactL0OnClose(true))
+	if err == nil {
+		err = db.Close()
+	}
+	if err != nil {
+		c.log.Warn("embedding cache: level 0 not compacted", "dir", c.dir, "err", err)
+	}
+	if err := c.openStore(); err != nil {
+		// As at a start (NewCached): tried again at a write.
+		busy := errors.Is(err, errBusy) && c.busy != nil
+		if shortage(err) || busy {
+			c.refusedAt, c.refusedErr = time.Now(), err
+		}
+		if busy {
+			c.busy(true)
+		}
+		return fmt.Errorf("embedding cache: open again after closing to compact: %w", err)
+	}
+	if err := c.store.db.Flatten(1); err != nil {
+		return fmt.Errorf("embedding cache: compact: %w", err)
 	}
 	return nil
 }

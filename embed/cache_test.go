@@ -892,3 +892,69 @@ func TestCacheModelArrives(t *testing.T) {
 		t.Errorf("a cache of a model not installed answered %v from what an earlier model stored", v)
 	}
 }
+
+// TestCacheCompact: after a bulk of vectors (an index build) the store
+// holds level-0 tables (with more vectors, an over-target level too) and
+// vectors still in its memtable; Compact leaves
+// every table in one level below level 0, the memtable written out, and
+// every vector readable. It checks what Badger does (Close writes the
+// memtable out, DB.Flatten consolidates into one level): a Badger upgrade
+// that changes either fails here.
+func TestCacheCompact(t *testing.T) {
+	dir := t.TempDir()
+	inner := &fakeModel{id: "fake/a@1", dim: 384}
+	c, err := NewCached(inner, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var texts []string
+	for i := range 6000 {
+		texts = append(texts, fmt.Sprintf("tool text %d", i))
+	}
+	for b := range slices.Chunk(texts, 64) { // as index.Build embeds: in batches
+		mustEmbed(t, c, b...)
+	}
+	levels := func() (used []int, l0 int) {
+		for _, l := range c.store.db.Levels() {
+			if l.NumTables > 0 {
+				used = append(used, l.Level)
+			}
+			if l.Level == 0 {
+				l0 = l.NumTables
+			}
+		}
+		return used, l0
+	}
+	used, l0 := levels()
+	if l0 == 0 {
+		t.Fatalf("before Compact the store holds tables in levels %v, none at level 0: want the state a build leaves (a change of Badger's options or compactions?)", used)
+	}
+	if err := c.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	used, l0 = levels()
+	if len(used) != 1 || l0 != 0 {
+		t.Fatalf("after Compact the store holds tables in levels %v (%d at level 0), want exactly one level below 0: has Badger's Close (memtable written out) or DB.Flatten changed?", used, l0)
+	}
+	var inTables int64
+	for _, ti := range c.store.db.Tables() {
+		inTables += int64(ti.KeyCount)
+	}
+	if inTables < int64(len(texts)) {
+		t.Errorf("the tables hold %d keys after Compact, want at least the %d vectors: the memtable was not written out", inTables, len(texts))
+	}
+	before := len(inner.texts())
+	got := mustEmbed(t, c, texts...)
+	if n := len(inner.texts()) - before; n != 0 {
+		t.Errorf("after Compact the model embedded %d texts the cache held", n)
+	}
+	if diff := cmp.Diff(fakeVector("fake/a@1"+texts[4321], 384), got[4321]); diff != "" {
+		t.Errorf("vector after Compact (-want +got):\n%s", diff)
+	}
+	// Writes go on into the store opened again.
+	mustEmbed(t, c, "one more text")
+	if st := c.Stats(); st.Skipped != 0 {
+		t.Errorf("%d vectors skipped after Compact, want them stored", st.Skipped)
+	}
+}

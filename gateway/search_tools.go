@@ -19,6 +19,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/oneline"
@@ -267,6 +268,10 @@ func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*
 	}
 	if errors.Is(context.Cause(ctx), ErrStopping) {
 		return toolError("search_tools: the gateway is stopping. Retry once it runs again."), nil
+	}
+	if be := (*live.BuildingError)(nil); errors.As(err, &be) {
+		// A cold start's first index, built while the client is served.
+		return toolError("search_tools: %v.", be), nil
 	}
 	if err != nil {
 		g.log.Error("search failed", "query", a.Query, "err", err)

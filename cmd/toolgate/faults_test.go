@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/audit"
@@ -249,6 +250,24 @@ func TestIndexOnFreshDataFolder(t *testing.T) {
 	r, log := index()
 	if strings.Contains(log, "storage fault") || r.Embedded != 5 || r.CacheMisses == nil {
 		t.Fatalf("first index on a fresh data folder: %+v\n%s", r, log)
+	}
+	// The vectors are in one level below level 0 (embed.Cached.Compact):
+	// left in level 0, the next serve's first searches compacted them.
+	db, err := badger.Open(badger.DefaultOptions(dirs.EmbeddingCache(data)).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var used []int
+	for _, l := range db.Levels() {
+		if l.NumTables > 0 {
+			used = append(used, l.Level)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(used) != 1 || used[0] == 0 {
+		t.Errorf("after toolgate index the embedding cache holds tables in levels %v, want one level below 0", used)
 	}
 	if err := os.RemoveAll(filepath.Join(data, "index")); err != nil {
 		t.Fatal(err)

@@ -160,6 +160,16 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 		st := s.Stats()
 		res.CacheHits, res.CacheMisses = &st.Hits, &st.Misses
 	}
+	// The vectors just stored, put into one level of the cache: otherwise
+	// the first serve sessions after this compact them (embed.Cached.Compact).
+	if c, ok := emb.(*embed.Cached); ok {
+		t := time.Now()
+		if err := c.Compact(); err != nil {
+			g.logger.Warn("embedding cache not compacted; the first searches of the next serve will", "err", err)
+		} else {
+			g.logger.Debug("embedding cache compacted", "took", time.Since(t).Round(time.Millisecond))
+		}
+	}
 	res.Seconds = time.Since(start).Seconds()
 
 	if f.json {

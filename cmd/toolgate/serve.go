@@ -291,8 +291,15 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	// policy's rules, config reloads (file watch and SIGHUP; a change of
 	// toolgate.search applies at once, its limits through the gateway's
 	// OnChange, see front.serve), the servers disabled at run time (the
-	// state file).
+	// state file). A first index built in the background (coldStartWait)
+	// that fails stops the gateway with its error, as a cold start that
+	// failed before it answered did.
+	ctx, stopCold := context.WithCancelCause(ctx)
+	defer stopCold(nil)
+	var coldErr atomic.Pointer[error]
 	lv := live.New(index.Dir(g.DataDir()), cfg, &live.Options{
+		ColdWait:    coldStartWait,
+		ColdFailed:  func(err error) { coldErr.Store(&err); stopCold(err) },
 		Logger:      log,
 		Embedder:    emb,
 		Search:      searchOptions(s, modeOf(s), usage),
@@ -382,10 +389,22 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		return err
 	}
 
-	return (&front{cfg: cfg, flags: f, log: log, start: start, pool: pool, lv: lv, emb: emb,
+	err = (&front{cfg: cfg, flags: f, log: log, start: start, pool: pool, lv: lv, emb: emb,
 		learner: learner, sec: sec, health: health, tracing: tracing, ln: ln, cert: frontCert, stdin: stdin, warm: warm,
 		firstSearch: firstSearch, status: status, proc: proc, ranking: ranking}).serve(ctx)
+	if p := coldErr.Load(); p != nil {
+		return *p
+	}
+	return err
 }
+
+// coldStartWait is how long a cold start (no index in the data folder)
+// waits for its first index before it answers the client, and how long a
+// search waits for it after that: past it the index is built in the
+// background and searches say how far it is (live.Options.ColdWait). A
+// client may give up on a server that does not answer its handshake
+// within 60 s; 10,000 tools took 85 s to index on 2 cores.
+const coldStartWait = 10 * time.Second
 
 // stdioClient reports whether f, the gateway's stdin, is a pipe or a
 // socket: what an MCP client that starts a server on stdio gives it. A

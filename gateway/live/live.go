@@ -33,6 +33,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"os"
@@ -130,6 +131,18 @@ type Options struct {
 	// again every StorageRetry (default DefaultStorageRetry).
 	Storage      Storage
 	StorageRetry time.Duration
+	// ColdWait, when above 0, bounds how long Run waits for the first
+	// index on a cold start (no index of the last run): past it Run
+	// returns, the index is built in the background, and a search waits
+	// for it at most ColdWait too, then is answered with a *BuildingError
+	// (how far the build is, and to try again). 0: Run returns once the
+	// index is built, or with the error that stopped it. An error of a
+	// build in the background goes to ColdFailed.
+	ColdWait time.Duration
+	// ColdFailed, with ColdWait, is called with the error of a first index
+	// built in the background (Run would have returned it); serve stops
+	// with it. Nil: logged only.
+	ColdFailed func(error)
 	// Indexed, if set, is called with the catalog of every index the loop
 	// starts serving (the first, then each re-index), on the loop's
 	// goroutine: `toolgate serve` checks the learned pairs against the
@@ -186,6 +199,13 @@ type Stats struct {
 	// says when.
 	LastIndexError   string    `json:"lastIndexError,omitempty"`
 	LastIndexErrorAt time.Time `json:"lastIndexErrorAt,omitzero"`
+	// Building says the first index of a cold start is being built in the
+	// background (Options.ColdWait): searches are answered with how far
+	// it is (BuildingTools of BuildingTotal tools embedded; 0 of 0 while
+	// the backends connect, before the tools are known).
+	Building      bool `json:"building,omitempty"`
+	BuildingTools int  `json:"buildingTools,omitempty"`
+	BuildingTotal int  `json:"buildingTotal,omitempty"`
 	// IndexInMemory says the index served was built in memory because the
 	// data folder could not take it (GET /status's storage section says
 	// why); it is written there once the folder can.
@@ -255,6 +275,14 @@ type Loop struct {
 	warm        *index.Index // opened by New, handed to the engine by Run
 	stats       Stats
 	changed     chan struct{} // closed and replaced when stats change
+	// cold is closed once the first index of a cold start built in the
+	// background (Options.ColdWait) is served, or its build failed
+	// (coldErr, set before); nil when Run built none so.
+	cold    chan struct{}
+	coldErr error
+	// coldDetached: Run returned while that index was built, so that its
+	// build's error goes to Options.ColdFailed.
+	coldDetached bool
 
 	reloadMu sync.Mutex                  // serializes reloads and enable/disable
 	applied  atomic.Pointer[config.File] // the config in effect
@@ -407,43 +435,122 @@ func (l *Loop) Cataloged(server string) bool {
 
 // Run starts pool and the loop, and returns once searches can be answered:
 // after a warm start at once (backends connect in the background), else
-// once every backend is up or down and the index is built. An error means
-// that first index could not be built. The loop's goroutines run until ctx
-// ends or Close. Run is called once.
+// once every backend is up or down and the index is built, or, with
+// Options.ColdWait, after that long at most (the build goes on in the
+// background, see Stats.Building). An error means that first index could
+// not be built. The loop's goroutines run until ctx ends or Close. Run is
+// called once.
 func (l *Loop) Run(ctx context.Context, pool Pool) error {
 	l.pool = pool
-	inMemory := false
 	l.mu.Lock()
 	ix := l.warm
 	l.warm = nil
 	l.mu.Unlock()
+	ctx, l.cancel = context.WithCancel(ctx)
+	l.runCtx = ctx
 	if ix != nil {
 		l.log.Info("warm start: answering from the last catalog while backends connect", "tools", ix.Len(), "dir", l.dir)
 		pool.StartAsync(ctx) // each backend's first listing triggers a re-index
-	} else {
-		pool.Start(ctx)
-		if err := ctx.Err(); err != nil {
-			return err // stopped while backends connected: nothing to index
-		}
-		// The listings of the start are in the index built next: their
-		// requests for a re-index are spent (one made while it builds
-		// stays).
-		l.update(func(*Stats) {
-			select {
-			case <-l.kick:
-			default:
-			}
-		})
-		var err error
-		if ix, inMemory, err = l.build(ctx); err != nil {
+		l.serve(ctx, ix, false)
+		return nil
+	}
+	if l.opts.ColdWait <= 0 {
+		ix, inMemory, err := l.coldBuild(ctx)
+		if err != nil {
 			return err
 		}
+		l.serve(ctx, ix, inMemory)
+		return nil
 	}
+	cold := make(chan struct{})
+	l.mu.Lock()
+	l.cold = cold
+	l.mu.Unlock()
+	l.update(func(s *Stats) { s.Building = true })
+	l.wg.Go(func() {
+		ix, inMemory, err := l.coldBuild(ctx)
+		if err != nil {
+			l.mu.Lock()
+			l.coldErr = err
+			detached := l.coldDetached
+			l.mu.Unlock()
+			l.update(func(s *Stats) { s.Building = false })
+			close(cold)
+			if detached && ctx.Err() == nil { // else Run returns err
+				l.log.Error("the first index could not be built", "err", err)
+				if l.opts.ColdFailed != nil {
+					l.opts.ColdFailed(err)
+				}
+			}
+			return
+		}
+		l.serve(ctx, ix, inMemory)
+		close(cold)
+		l.changedHook() // search_tools' description: the servers now listed
+	})
+	t := time.NewTimer(l.opts.ColdWait)
+	defer t.Stop()
+	select {
+	case <-cold:
+		l.mu.Lock()
+		err := l.coldErr
+		l.mu.Unlock()
+		return err
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// The build's error is Run's until Run returns without one, then
+	// ColdFailed's: each is told once.
+	l.mu.Lock()
+	err := l.coldErr
+	l.coldDetached = err == nil
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	l.log.Info("cold start: answering the client while the index is built (searches say how far it is)", "after", l.opts.ColdWait)
+	return nil
+}
+
+// coldBuild starts every backend and builds the first index from their
+// tools (a cold start).
+func (l *Loop) coldBuild(ctx context.Context) (*index.Index, bool, error) {
+	l.pool.Start(ctx)
+	if err := ctx.Err(); err != nil {
+		return nil, false, err // stopped while backends connected: nothing to index
+	}
+	// The listings of the start are in the index built next: their
+	// requests for a re-index are spent (one made while it builds
+	// stays).
+	l.update(func(*Stats) {
+		select {
+		case <-l.kick:
+		default:
+		}
+	})
+	ix, inMemory, err := l.build(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	// Nothing searches yet: the vectors the build stored go into one
+	// level of the embedding cache now, not at the first searches
+	// (embed.Cached.Compact).
+	if c, ok := l.opts.Embedder.(interface{ Compact() error }); ok {
+		if err := c.Compact(); err != nil {
+			l.log.Warn("embedding cache not compacted after the build", "err", err)
+		}
+	}
+	return ix, inMemory, nil
+}
+
+// serve makes ix the index searched and starts the loop's goroutines:
+// the catalog sync, the state file's and the config files' watches.
+func (l *Loop) serve(ctx context.Context, ix *index.Index, inMemory bool) {
 	l.eng.Store(search.New(ix, l.opts.Embedder, l.opts.Search))
+	l.update(func(s *Stats) { s.Building, s.BuildingTools, s.BuildingTotal = false, 0, 0 })
 	l.swapped(ix, inMemory)
 
-	ctx, l.cancel = context.WithCancel(ctx)
-	l.runCtx = ctx
 	l.wg.Add(1)
 	go l.syncLoop(ctx)
 	// The state file is followed before the reload loop starts, so a
@@ -460,7 +567,7 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 				l.log.Warn("not watching the config file for changes; "+reloadMeanwhile, "file", path, "err", err)
 				continue
 			}
-			l.watchers = append(l.watchers, w)
+			l.watchers = append(l.watchers, w) // Close reads them after l.wg.Wait
 			changed = append(changed, w.C)
 		}
 		// A change between the caller's read of the files and the watch
@@ -469,7 +576,6 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 		l.wg.Add(1)
 		go l.reloadLoop(ctx, merge(ctx, &l.wg, changed), short)
 	}
-	return nil
 }
 
 // reloadMeanwhile is what an operator does while the config file is not
@@ -557,9 +663,74 @@ var errNotRunning = errors.New("the tool catalog is not loaded (the gateway is s
 func (l *Loop) Search(ctx context.Context, q search.Query) (search.Result, error) {
 	eng := l.eng.Load()
 	if eng == nil {
-		return search.Result{}, errNotRunning
+		if err := l.waitCold(ctx); err != nil {
+			return search.Result{}, err
+		}
+		if eng = l.eng.Load(); eng == nil {
+			return search.Result{}, errNotRunning
+		}
 	}
 	return eng.Search(ctx, q)
+}
+
+// BuildingError answers a search while the first index of a cold start is
+// built in the background (Options.ColdWait): how far it is.
+type BuildingError struct {
+	Tools, Total int // tools embedded of those to embed; 0 of 0 while the backends connect
+}
+
+func (e *BuildingError) Error() string {
+	if e.Total == 0 {
+		return "the gateway is starting its servers to build the tool index (first start on this data folder); try again in a few seconds"
+	}
+	return fmt.Sprintf("the tool index is being built (%d of %d tools embedded; first start on this data folder); try again in a few seconds", e.Tools, e.Total)
+}
+
+// waitCold waits, at most Options.ColdWait, for the first index of a cold
+// start built in the background, and says why there is none: a
+// *BuildingError while it is built, the error that stopped its build. Nil
+// once it is served, and when Run built none (then the loop is not
+// running).
+func (l *Loop) waitCold(ctx context.Context) error {
+	l.mu.Lock()
+	cold := l.cold
+	l.mu.Unlock()
+	if cold == nil {
+		return nil
+	}
+	t := time.NewTimer(l.opts.ColdWait)
+	defer t.Stop()
+	select {
+	case <-cold:
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.coldErr != nil {
+			return fmt.Errorf("the tool index could not be built: %w", l.coldErr)
+		}
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	st := l.Stats()
+	if !st.Building {
+		return nil // served meanwhile, or failed: the caller looks again
+	}
+	return &BuildingError{Tools: st.BuildingTools, Total: st.BuildingTotal}
+}
+
+// progress counts the first index's build (Stats.Building); a re-index's
+// is not counted.
+func (l *Loop) progress(done, total int) {
+	l.mu.Lock()
+	building := l.stats.Building
+	l.mu.Unlock()
+	if building {
+		l.update(func(s *Stats) {
+			if s.Building {
+				s.BuildingTools, s.BuildingTotal = done, total
+			}
+		})
+	}
 }
 
 // SearchState says how searches rank now (GET /status's "search"): nil

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -651,5 +652,93 @@ func TestReloadSaysBareReferences(t *testing.T) {
 	f.wait(t, "the second reload", func(s Stats) bool { return s.ReloadGeneration == 2 })
 	if n := strings.Count(f.logs.String(), "a variable written without braces"); n != 1 {
 		t.Errorf("said %d times, want once (b was left running):\n%s", n, f.logs)
+	}
+}
+
+// gatedEmbedder is fakeEmbedder whose Embed waits for open to be closed.
+type gatedEmbedder struct {
+	fakeEmbedder
+	open chan struct{}
+}
+
+func (e *gatedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	select {
+	case <-e.open:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return e.fakeEmbedder.Embed(ctx, texts)
+}
+
+// With ColdWait, a cold start's Run returns while the backends connect
+// and the first index is built; searches meanwhile say how far the build
+// is, then find the tools once it is served. A build that fails goes to
+// ColdFailed, and searches say so.
+func TestColdStartInBackground(t *testing.T) {
+	pool := newFakePool("a")
+	pool.list("a", "apple", "apricot")
+	connect, connected := make(chan struct{}), make(chan struct{})
+	pool.onStart = func() { close(connected); <-connect }
+	emb := &gatedEmbedder{fakeEmbedder: fakeEmbedder{model: "fake@1"}, open: make(chan struct{})}
+	failed := make(chan error, 1)
+	f := newFixture(t, t.TempDir(), pool, &Options{Embedder: emb, ColdWait: time.Millisecond, ColdFailed: func(err error) { failed <- err }}, "a")
+	f.run(t) // returns while the pool starts
+	<-connected
+	building := func(wantTools, wantTotal int, wantText string) {
+		t.Helper()
+		_, err := f.loop.Search(context.Background(), search.Query{Text: "apple"})
+		var be *BuildingError
+		if !errors.As(err, &be) || be.Tools != wantTools || be.Total != wantTotal || !strings.Contains(err.Error(), wantText) {
+			t.Errorf("Search while building: %v, want a BuildingError of %d of %d tools saying %q", err, wantTools, wantTotal, wantText)
+		}
+	}
+	if st := f.loop.Stats(); !st.Building || st.CatalogGeneration != 0 {
+		t.Errorf("while the backends connect: %+v, want building, no catalog yet", st)
+	}
+	building(0, 0, "starting its servers")
+	close(connect)
+	f.wait(t, "the build's tool count", func(s Stats) bool { return s.BuildingTotal == 2 })
+	building(0, 2, "the tool index is being built (0 of 2 tools embedded; first start on this data folder); try again in a few seconds")
+	close(emb.open)
+	st := f.wait(t, "the first index", func(s Stats) bool { return s.CatalogGeneration == 1 })
+	if st.Building || st.BuildingTotal != 0 || st.CatalogTools != 2 {
+		t.Errorf("once served: %+v, want 2 tools, not building", st)
+	}
+	if got := f.find(t, "apple", 1); !slices.Equal(got, []string{"a__apple"}) {
+		t.Errorf("search apple once built = %v", got)
+	}
+	select {
+	case err := <-failed:
+		t.Errorf("ColdFailed called after a build that worked: %v", err)
+	default:
+	}
+
+	// A build that fails after Run returned: ColdFailed gets its error.
+	pool = newFakePool("a")
+	pool.list("a", "apple")
+	bad := &gatedEmbedder{fakeEmbedder: fakeEmbedder{model: "fake@1"}, open: make(chan struct{})}
+	bad.fail.Store(true)
+	f = newFixture(t, t.TempDir(), pool, &Options{Embedder: bad, ColdWait: time.Millisecond, ColdFailed: func(err error) { failed <- err }}, "a")
+	f.run(t)
+	close(bad.open)
+	if err := <-failed; !strings.Contains(err.Error(), "embedder broke") {
+		t.Errorf("ColdFailed got %v, want the embedder's error", err)
+	}
+	if _, err := f.loop.Search(context.Background(), search.Query{Text: "apple"}); err == nil || !strings.Contains(err.Error(), "the tool index could not be built") {
+		t.Errorf("Search after a failed build: %v, want that the index could not be built", err)
+	}
+
+	// One that fails within ColdWait: Run returns its error, as without
+	// ColdWait, and ColdFailed is not called.
+	pool = newFakePool("a")
+	pool.list("a", "apple")
+	f = newFixture(t, t.TempDir(), pool, &Options{Embedder: &bad.fakeEmbedder, ColdWait: time.Hour, ColdFailed: func(err error) { failed <- err }}, "a")
+	if err := f.loop.Run(context.Background(), pool); err == nil || !strings.Contains(err.Error(), "embedder broke") {
+		t.Errorf("Run with a build that fails within ColdWait: %v, want the embedder's error", err)
+	}
+	select {
+	case err := <-failed:
+		t.Errorf("ColdFailed called though Run returned the error: %v", err)
+	default:
 	}
 }

@@ -172,7 +172,7 @@ func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err e
 		ix, err = l.buildInMemory(ctx, tools)
 		return ix, err == nil, err
 	}
-	ix, rep, err := index.EnsureReport(ctx, l.dir, tools, l.embedder(ctx), &index.Options{Logger: l.log, LockWait: l.opts.LockWait, MkdirAll: l.opts.Storage.MkdirAll})
+	ix, rep, err := index.EnsureReport(ctx, l.dir, tools, l.embedder(ctx), &index.Options{Logger: l.log, LockWait: l.opts.LockWait, MkdirAll: l.opts.Storage.MkdirAll, Progress: l.progress})
 	if err != nil {
 		if ctx.Err() == nil && storageFault(err, st) {
 			st.Fail(fmt.Errorf("write the index in %s: %w", l.dir, err))
@@ -242,7 +242,7 @@ func (l *Loop) modelBack(ctx context.Context) bool {
 // written.
 func (l *Loop) buildInMemory(ctx context.Context, tools []catalog.Tool) (*index.Index, error) {
 	start := time.Now()
-	ix, err := index.Build(ctx, tools, l.embedder(ctx), &index.Options{Logger: l.log})
+	ix, err := index.Build(ctx, tools, l.embedder(ctx), &index.Options{Logger: l.log, Progress: l.progress})
 	if err != nil {
 		return nil, fmt.Errorf("build the index in memory: %w", err)
 	}

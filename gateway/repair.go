@@ -501,6 +501,10 @@ func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) s
 	case len(down) > 0:
 		// Perhaps a tool of it: it cannot tell until it runs.
 		fmt.Fprintf(&b, "execute_tool: %q cannot run: %s (it never listed its tools, so %q cannot be checked either). toolgate__server_status %s says more.", oneline.Echo(name), down[0].Reason, oneline.Echo(tool), server)
+	case len(g.searcher.IDs()) == 0:
+		// No index yet: a cold start builds it in the background, and a
+		// client may call a name it knows from an earlier session.
+		return fmt.Sprintf("execute_tool: unknown tool %q: the gateway has no tool index yet (a first start on a data folder builds it, and search_tools says how far it is): call search_tools in a few seconds.", oneline.Echo(name))
 	default:
 		fmt.Fprintf(&b, "execute_tool: unknown tool %q.", oneline.Echo(name))
 	}

@@ -518,3 +518,17 @@ func TestUnknownToolNothingOffered(t *testing.T) {
 		t.Errorf("an unknown name near no tool: isError=%v\n%s\nwant\n%s", res.IsError, txt, want)
 	}
 }
+
+// With no tool index yet (a cold start builds it in the background), an
+// unknown name says so and to search in a few seconds, not that the tool
+// does not exist: a client may call a name it knows from an earlier
+// session.
+func TestUnknownToolBeforeTheIndex(t *testing.T) {
+	g := New(&fakeSearcher{}, &fakeCaller{}, nil)
+	cs := connect(t, g)
+	res := call(t, cs, ExecuteToolName, map[string]any{"name": "memory__create_entities", "arguments": map[string]any{}})
+	want := `execute_tool: unknown tool "memory__create_entities": the gateway has no tool index yet (a first start on a data folder builds it, and search_tools says how far it is): call search_tools in a few seconds.`
+	if txt := text(res); !res.IsError || txt != want {
+		t.Errorf("before the index: isError=%v\n%s\nwant\n%s", res.IsError, txt, want)
+	}
+}

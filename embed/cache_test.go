@@ -608,17 +608,25 @@ func TestCachePassThroughFromStart(t *testing.T) {
 	}
 }
 
-// TestCacheQueryTTL: the vectors EmbedQueries stores expire after
-// QueryTTL (Badger's per-entry expiry: an expired entry is a miss and is
-// embedded again), the tools' texts (Embed) never; a query that is a
-// tool's text reads that text's vector and leaves it as it is.
-func TestCacheQueryTTL(t *testing.T) {
+// queryTTLCache is a cache on disk whose query vectors expire after an
+// hour, over a fake model; it is closed when the test ends.
+func queryTTLCache(t *testing.T) (*Cached, *fakeModel) {
+	t.Helper()
 	inner := &fakeModel{id: "fake/a@1", dim: 8}
 	c, err := NewCached(inner, t.TempDir(), &CacheOptions{QueryTTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return c, inner
+}
+
+// TestCacheQueryTTL: the vectors EmbedQueries stores expire after
+// QueryTTL (Badger's per-entry expiry: an expired entry is a miss and is
+// embedded again), the tools' texts (Embed) never; a query that is a
+// tool's text reads that text's vector and leaves it as it is.
+func TestCacheQueryTTL(t *testing.T) {
+	c, inner := queryTTLCache(t)
 	ctx := context.Background()
 	expiresAt := func(text string) uint64 {
 		t.Helper()
@@ -701,12 +709,7 @@ func TestCacheQueryTTL(t *testing.T) {
 // set of texts: a query finds a tool text's vector, a tool text a query's,
 // and a query stored under the tools' keys by an older toolgate is found.
 func TestCacheQueriesApart(t *testing.T) {
-	inner := &fakeModel{id: "fake/a@1", dim: 8}
-	c, err := NewCached(inner, t.TempDir(), &CacheOptions{QueryTTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, inner := queryTTLCache(t)
 	ctx := context.Background()
 	var tools, queries []string
 	for i := range 200 {

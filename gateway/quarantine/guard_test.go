@@ -198,16 +198,23 @@ func TestGuardUnwritable(t *testing.T) {
 	}
 }
 
-// A data folder removed just after the check before a save (an rm -rf
-// under way): the save fails and is reported, the decisions hold in
-// memory, and the data folder is not made again.
-func TestGuardDataFolderRemovedAfterCheck(t *testing.T) {
+// pinsStorage is a prepared data folder and the pins' writer of its
+// storage health, as serve gives the guard.
+func pinsStorage(t *testing.T) (string, *storage.Writer) {
+	t.Helper()
 	data := filepath.Join(t.TempDir(), "data")
 	h := storage.New(data, nil)
 	if err := h.Prepare(); err != nil {
 		t.Fatal(err)
 	}
-	w := h.Writer("quarantine pins", "decisions are kept in memory")
+	return data, h.Writer("quarantine pins", "decisions are kept in memory")
+}
+
+// A data folder removed just after the check before a save (an rm -rf
+// under way): the save fails and is reported, the decisions hold in
+// memory, and the data folder is not made again.
+func TestGuardDataFolderRemovedAfterCheck(t *testing.T) {
+	data, w := pinsStorage(t)
 	g := New(filepath.Join(data, "quarantine", "pins.json"), &Options{Storage: storagetest.CheckedBefore(w)})
 	g.Observe([]catalog.Tool{clean})
 	if w.Failing() {
@@ -234,12 +241,7 @@ func TestGuardDataFolderRemovedAfterCheck(t *testing.T) {
 // written, the storage does not say the pins are fine. A pins file moved
 // aside alone still releases what it held.
 func TestGuardPinsWrittenBackAfterDataFolderRemoved(t *testing.T) {
-	data := filepath.Join(t.TempDir(), "data")
-	h := storage.New(data, nil)
-	if err := h.Prepare(); err != nil {
-		t.Fatal(err)
-	}
-	w := h.Writer("quarantine pins", "decisions are kept in memory")
+	data, w := pinsStorage(t)
 	path := filepath.Join(data, "quarantine", "pins.json")
 	g := New(path, &Options{Storage: w})
 	g.Observe([]catalog.Tool{clean, poisoned})

@@ -1034,6 +1034,14 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	// during the call". A JSON-RPC error in such a body is the server's
 	// own answer (below).
 	if rf, n := r.refused(); rf != nil && !rf.rpc && n > refusedBefore && ctx.Err() == nil && !errors.Is(context.Cause(cctx), ErrCallTimeout) {
+		if rf.sessionGone() && rf.call == exact && !errors.Is(err, mcp.ErrSessionMissing) {
+			// This call's own request was answered 404 on its session, so
+			// the server did not run it (callTool sends it again). go-sdk
+			// says ErrSessionMissing, unless the supervisor, seeing the
+			// session end, tore the run down first: then the call read
+			// "context canceled" and was not sent again (CI, under load).
+			err = fmt.Errorf("%w: %w", mcp.ErrSessionMissing, err)
+		}
 		return nil, &UnavailableError{Server: name, Err: quietCause{fmt.Sprintf("the server answered %s: %s", rf.in(b.cfg.URL), rf.fix(name, b.cfg.Type)), err}}
 	}
 	ue := ownRequestError(err)

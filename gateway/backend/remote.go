@@ -91,6 +91,16 @@ type refusal struct {
 	// request's token, not the entry's headers.
 	scope string
 	login bool
+	// call is the call whose request it answered (its exactResult, the
+	// mark withExact puts in the call's context), or nil for a request
+	// made for none (the session's stream, a notification).
+	call *exactResult
+}
+
+// sessionGone says the server no longer knows the session the request
+// named (it ended it, or restarted): it did not run the request.
+func (r *refusal) sessionGone() bool {
+	return r.code == http.StatusNotFound && r.session
 }
 
 // in is "a POST with 404 Not Found ("no route")", with the URL when it is
@@ -116,7 +126,7 @@ func answered(method, to, endpoint, status string) string {
 // type typ.
 func (r *refusal) fix(name, typ string) string {
 	switch {
-	case r.code == http.StatusNotFound && r.session:
+	case r.sessionGone():
 		return "the server no longer knows the session (it ended it, or restarted): toolgate opens a new one"
 	case r.code == http.StatusNotFound:
 		return "check the url's path: a server's MCP endpoint often ends in /mcp (or /sse, with \"type\": \"sse\")"
@@ -244,6 +254,7 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if rf := refusalOf(resp, t.sse, t.login); rf != nil {
 		rf.answersBefore = t.answers.Load()
+		rf.call = exactFrom(req.Context())
 		t.refused.Store(rf)
 		t.refusals.Add(1)
 	} else if resp.StatusCode < 400 {

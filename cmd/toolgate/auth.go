@@ -397,19 +397,32 @@ func runAuthStatus(ctx context.Context, g *globals, w io.Writer, f authStatusFla
 			}
 		}
 	}
-	var need []string
+	var need, unknown []string
 	for _, st := range out {
-		if st.Auth == authNeedsLogin {
+		switch st.Auth {
+		case authNeedsLogin:
 			need = append(need, st.Server)
+		case authUnknown:
+			unknown = append(unknown, st.Server)
 		}
 	}
+	var says []string
 	switch len(need) {
 	case 0:
-		return nil
 	case 1:
-		return exitError{fmt.Errorf("%s needs a login", need[0]), degradedExit}
+		says = append(says, need[0]+" needs a login")
+	default:
+		says = append(says, strings.Join(need, ", ")+" need a login")
 	}
-	return exitError{fmt.Errorf("%s need a login", strings.Join(need, ", ")), degradedExit}
+	if len(unknown) > 0 {
+		// A server that could not be asked (unreachable, its certificate
+		// not trusted) may need a login too: not a clean bill.
+		says = append(says, strings.Join(unknown, ", ")+" could not be asked (the detail above says why)")
+	}
+	if len(says) == 0 {
+		return nil
+	}
+	return exitError{errors.New(strings.Join(says, "; ")), degradedExit}
 }
 
 // authState fills in st for server s: from its stored login, its headers,

@@ -77,6 +77,11 @@ func TestRemoteServerWithPrivateCA(t *testing.T) {
 	if json.Unmarshal([]byte(out), &rep) != nil || len(rep.Servers) != 2 {
 		t.Fatalf("auth status --json: %v\n%s%s", err, out, stderr)
 	}
+	// A server that could not be asked is no clean bill: exit status 3, as
+	// for one that needs a login (it exited 0).
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != degradedExit || !strings.Contains(stderr, "untrusted could not be asked") {
+		t.Errorf("auth status with a server it could not ask: %v, want exit status %d saying untrusted could not be asked\n%s", err, degradedExit, stderr)
+	}
 	for _, s := range rep.Servers {
 		switch {
 		case s.Server == "internal" && s.Auth != authNone:

@@ -32,6 +32,32 @@ func LockDir(dir string) (func(), error) {
 	return flock(f)
 }
 
+// TryLockDir is LockDir without the wait: ok is false, and nothing is
+// held, while another holder has the folder.
+func TryLockDir(dir string) (unlock func(), ok bool, err error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		if err == unix.EWOULDBLOCK {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	return func() {
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		f.Close()
+	}, true, nil
+}
+
 // flock locks f, closing it when that fails; the release unlocks and
 // closes it.
 func flock(f *os.File) (func(), error) {

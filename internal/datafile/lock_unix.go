@@ -4,6 +4,7 @@ package datafile
 
 import (
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,6 +17,8 @@ func Lock(path string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
+	giveFolderToOwner(filepath.Dir(path))
+	GiveToOwner(f, path)
 	return flock(f)
 }
 

@@ -3,6 +3,7 @@
 package datafile
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -52,5 +53,41 @@ func giveFolderToOwner(dir string) {
 	if d, err := os.Open(dir); err == nil {
 		GiveToOwner(d, dir)
 		d.Close()
+	}
+}
+
+// GiveTreesToOwner gives everything root owns in paths (files and folders,
+// walked) to the owner of dir, when root runs a command on the data folder
+// dir of a gateway that runs as its own user: what the index and the
+// Badger stores wrote there (`sudo toolgate index`, `learn`, `search`) the
+// gateway could not replace, open or remove (its embedding cache was moved
+// aside as damaged, an old index generation left for good). Only paths are
+// walked (toolgate's own, in dir): not whatever else a folder given as the
+// data folder holds. Nothing is done for any other user, or when root owns
+// dir.
+func GiveTreesToOwner(dir string, paths []string) {
+	if os.Geteuid() != 0 {
+		return
+	}
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() {
+		return
+	}
+	owner, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || owner.Uid == 0 {
+		return
+	}
+	for _, root := range paths {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if info, err := d.Info(); err == nil {
+				if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Uid == 0 {
+					_ = os.Lchown(p, int(owner.Uid), int(owner.Gid))
+				}
+			}
+			return nil
+		})
 	}
 }

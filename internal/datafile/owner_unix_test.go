@@ -57,3 +57,46 @@ func TestRootWritesAsFolderOwner(t *testing.T) {
 		}
 	}
 }
+
+// What root wrote in toolgate's own files and folders of a data folder
+// another user owns (`sudo toolgate index`: an index generation, Badger's
+// files) is given to that user; anything else in the folder is left as it
+// is.
+func TestGiveTreesToOwner(t *testing.T) {
+	data := t.TempDir()
+	owner := os.Getuid()
+	if os.Geteuid() == 0 {
+		owner = 65534
+		if err := os.Chown(data, owner, owner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix, other := filepath.Join(data, "index"), filepath.Join(data, "notes")
+	for _, p := range []string{filepath.Join(ix, "gen-2", "bleve", "store"), other} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{filepath.Join(ix, "manifest.json"), filepath.Join(ix, "gen-2", "bleve", "store", "root.bolt"), filepath.Join(other, "mine.txt")} {
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	GiveTreesToOwner(data, []string{ix, filepath.Join(data, "keys.jsonl")}) // keys.jsonl: not there
+	uid := func(p string) int {
+		t.Helper()
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(fi.Sys().(*syscall.Stat_t).Uid)
+	}
+	for _, p := range []string{ix, filepath.Join(ix, "gen-2"), filepath.Join(ix, "gen-2", "bleve", "store", "root.bolt"), filepath.Join(ix, "manifest.json")} {
+		if got := uid(p); got != owner {
+			t.Errorf("%s: owned by %d, want the data folder's owner %d", p, got, owner)
+		}
+	}
+	if got := uid(filepath.Join(other, "mine.txt")); got != os.Geteuid() {
+		t.Errorf("a file outside toolgate's own was given away: owned by %d", got)
+	}
+}

@@ -179,10 +179,11 @@ func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 		if !errors.Is(err, errBusy) && !c.inMemory && st.Check() != nil {
 			return c, nil // the folder went bad meanwhile
 		}
-		if !c.inMemory && shortage(err) {
-			// Out of descriptors or memory: pass-through, reported with
-			// its fix, and opened at a write once it can be.
-			st.Fail(err)
+		if !c.inMemory && refused(err) {
+			// Out of descriptors or memory, or files this user may not
+			// open: pass-through, reported with its fix, and opened at a
+			// write once it can be.
+			st.Fail(storage.StoreDenied(dir, err))
 			c.refusedAt, c.refusedErr = time.Now(), err
 			return c, nil
 		}
@@ -202,6 +203,13 @@ func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 // memory (Badger keeps only the message): not a store that is unusable.
 func shortage(err error) bool { return limitFix(err, "") != "" }
 
+// refused reports whether err says the store could not be opened for want
+// of descriptors or memory, or because its files are another user's
+// (storage.Denied: a data folder copied by root): not a store that is
+// unusable, and opened once it can be. Moving it aside lost its vectors,
+// and failed anyway on files this user could not move.
+func refused(err error) bool { return shortage(err) || storage.Denied(err) }
+
 // openStore opens the store in c.dir (c.mu held or not yet shared). An
 // unusable store is moved aside and rebuilt empty.
 func (c *Cached) openStore() error {
@@ -219,7 +227,7 @@ func (c *Cached) openStore() error {
 		c.store = s
 		return nil
 	}
-	if errors.Is(err, errBusy) || c.inMemory || shortage(err) || c.st.Check() != nil {
+	if errors.Is(err, errBusy) || c.inMemory || refused(err) || c.st.Check() != nil {
 		// A store that cannot be opened for want of descriptors or memory
 		// is not unusable: it used to be moved aside as corrupt (under
 		// ulimit -n 16), its vectors lost. Nor is one whose folder went
@@ -675,7 +683,8 @@ func (c *Cached) reopen() error {
 	old, wasBusy := c.store, errors.Is(c.refusedErr, errBusy)
 	err := c.openStore()
 	c.refusedErr = nil
-	if err != nil && (shortage(err) || errors.Is(err, errBusy)) {
+	if err != nil && (refused(err) || errors.Is(err, errBusy)) {
+		err = storage.StoreDenied(c.dir, err)
 		c.refusedAt, c.refusedErr = time.Now(), err
 	}
 	if wasBusy && err == nil {
@@ -783,7 +792,7 @@ func (c *Cached) Compact() error {
 	if err := c.openStore(); err != nil {
 		// As at a start (NewCached): tried again at a write.
 		busy := errors.Is(err, errBusy) && c.busy != nil
-		if shortage(err) || busy {
+		if refused(err) || busy {
 			c.refusedAt, c.refusedErr = time.Now(), err
 		}
 		if busy {

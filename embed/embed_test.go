@@ -360,6 +360,11 @@ func TestLocateMissing(t *testing.T) {
 		{"tokenizer", Options{ORTLib: lib, ModelDir: model},
 			func() { os.WriteFile(filepath.Join(model, "model.onnx"), nil, 0o644) },
 			[]string{"tokenizer file", "tokenizer.json", fetch}},
+		// A container's volume mounted at a file that was not there makes
+		// a folder in its place: it is there, so not "not found".
+		{"tokenizer a folder", Options{ORTLib: lib, ModelDir: model},
+			func() { os.Mkdir(filepath.Join(model, "tokenizer.json"), 0o755) },
+			[]string{"tokenizer file at " + filepath.Join(model, "tokenizer.json") + " is a folder, not a file", "remove it (rmdir '" + filepath.Join(model, "tokenizer.json") + "'), then install it with " + fetch}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

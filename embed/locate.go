@@ -8,6 +8,7 @@ import (
 
 	"github.com/daulet/tokenizers"
 
+	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/models"
 )
 
@@ -91,8 +92,15 @@ type MissingError struct {
 }
 
 func (e *MissingError) Error() string {
+	if errors.Is(e.Err, errFolder) {
+		return fmt.Sprintf("%s at %s is a folder, not a file (a container's volume mounted at a file that was not there makes one): remove it (%s), then install it with %s",
+			e.Piece, e.Path, shellword.Join("rmdir", e.Path), e.Fix)
+	}
 	return fmt.Sprintf("%s not found at %s: install it with %s", e.Piece, e.Path, e.Fix)
 }
+
+// errFolder is regularFile's error for a folder in the file's place.
+var errFolder = errors.New("a folder, not a file")
 
 func (e *MissingError) Unwrap() error { return e.Err }
 
@@ -161,6 +169,9 @@ func regularFile(path string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return err
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%s is %w", path, errFolder)
 	}
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", path)

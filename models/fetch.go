@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/datafile"
+	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
 )
 
@@ -171,7 +173,7 @@ var errSkipped = errors.New("skipped")
 // sha256 is pinned in the manifest. Content is written to a temporary file in
 // the target folder, checked, fsynced and renamed into place, so a partial
 // download never takes the place of a good file. Files already present with an
-// accepted sha256 are kept. When every source of a file fails, the returned
+// accepted sha256 (hashed again, their stamps not trusted) are kept. When every source of a file fails, the returned
 // error (a *FetchError, joined per file) lists each source and why.
 func Fetch(ctx context.Context, opts *FetchOptions) (*FetchReport, error) {
 	if opts == nil {
@@ -189,6 +191,13 @@ func Fetch(ctx context.Context, opts *FetchOptions) (*FetchReport, error) {
 	}
 	if err := os.MkdirAll(f.modelDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create model folder: %w", err)
+	}
+	// Held for the whole fetch, so that another fetch into the folder
+	// (run twice at once) does not take this one's temporary files for a
+	// killed one's. Whoever gets it removes what killed fetches left.
+	if unlock, ok, err := datafile.TryLockDir(f.modelDir); err == nil && ok {
+		defer unlock()
+		f.removeLeftovers()
 	}
 	if err := f.roomFor(names); err != nil {
 		return nil, err
@@ -208,6 +217,26 @@ func Fetch(ctx context.Context, opts *FetchOptions) (*FetchReport, error) {
 	}
 	rep.Duration = time.Since(start)
 	return rep, errors.Join(errs...)
+}
+
+// removeLeftovers removes the temporary files of fetches that were killed
+// (SIGKILL, a crash, a power cut) before they could: a model's .part file
+// is up to its whole size, and each killed fetch left one more. Called
+// with the folder's lock held, so no fetch that runs owns them.
+func (f *fetcher) removeLeftovers() {
+	ents, err := os.ReadDir(f.modelDir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if strings.HasPrefix(n, ".") && (strings.HasSuffix(n, ".part") || strings.HasSuffix(n, ".sha256.json.tmp") || strings.HasPrefix(n, ".jars-")) {
+			p := filepath.Join(f.modelDir, n)
+			if err := os.RemoveAll(p); err == nil {
+				f.log.Info("removed what a fetch that was stopped left", "file", p)
+			}
+		}
+	}
 }
 
 // roomFor checks, before anything is downloaded, that the models folder's
@@ -367,7 +396,17 @@ func (f *fetcher) fetchFile(ctx context.Context, name string) FetchedFile {
 	spec := f.m.Model.Files[name]
 	dst := filepath.Join(f.modelDir, name)
 	ff := FetchedFile{Name: name, Path: dst}
-	if st, err := checkFile(f.modelDir, name, spec, false); err == nil {
+	if fi, err := os.Stat(dst); err == nil && fi.IsDir() {
+		// A container's volume mounted at a file that was not there makes
+		// a folder in its place: no source could be renamed over it.
+		ff.Err = fmt.Errorf("fetch %s: %s is a folder, not the file (a container's volume mounted at a file that was not there makes one)\n  fix: remove it (%s), then run the command again",
+			path.Join(f.m.Model.Name, name), dst, shellword.Join("rmdir", dst))
+		return ff
+	}
+	// Hashed again, the stamp not trusted: a file damaged in place that
+	// kept its size and mtime (a copy with cp -p, bit rot) must not be
+	// kept as present by the command every load error names as the fix.
+	if st, err := checkFile(f.modelDir, name, spec, true); err == nil {
 		ff.Present, ff.SHA256, ff.Size = true, st.SHA256, st.Size
 		f.prog.linef("%s: present (sha256 %s)", name, short(st.SHA256))
 		f.log.Debug("model file present", "file", dst, "sha256", st.SHA256)

@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/internal/datafile"
 )
 
 // fake model contents: small, deterministic, distinct.
@@ -639,4 +641,107 @@ func (f *fullAfter) Write(p []byte) (int, error) {
 	}
 	f.left -= len(p)
 	return f.w.Write(p)
+}
+
+// A file damaged in place that kept its size and mtime (copied with cp -p
+// from a damaged copy, bit rot) still matches the stamp written when it was
+// fetched. `toolgate models fetch`, the fix every load error names, hashes
+// it again and fetches it; it used to keep it as "present".
+func TestFetchRehashesStampedFile(t *testing.T) {
+	repo, opts := hfRepo(t)
+	rep, err := Fetch(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(rep.Dir, "model.onnx")
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := bytes.ToUpper(fakeFP32) // same size
+	if err := os.WriteFile(p, damaged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := Verify2(opts.Manifest, opts.Dir, "fp32", false); err != nil || !in.Files[0].Stamp {
+		t.Fatalf("the damaged file does not match its stamp (Verify: %v): the test damaged it wrongly", err)
+	}
+	rep2, err := Fetch(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep2.Files[0].Present {
+		t.Error("the damaged model.onnx was kept as present")
+	}
+	if n := repo.hitCount("/hf/onnx/model.onnx"); n != 2 {
+		t.Errorf("model.onnx downloaded %d times, want 2 (again once damaged)", n)
+	}
+	mustContent(t, p, fakeFP32)
+}
+
+// A folder in a file's place (a container's volume mounted at a model file
+// that was not there) is said at once, with the fix; no source is tried
+// (each download was in vain: the rename into place failed, and the fix
+// given was to check the network).
+func TestFetchFolderInFilesPlace(t *testing.T) {
+	repo, opts := hfRepo(t)
+	dst := filepath.Join(opts.Dir, opts.Manifest.Model.Name, "model.onnx")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Fetch(context.Background(), opts)
+	if err == nil {
+		t.Fatal("Fetch succeeded with a folder in model.onnx's place")
+	}
+	for _, want := range []string{dst + " is a folder, not the file", "fix: remove it (rmdir " + dst + ")"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if n := repo.hitCount("/hf/onnx/model.onnx"); n != 0 {
+		t.Errorf("model.onnx downloaded %d times into a folder that cannot take it", n)
+	}
+	mustContent(t, filepath.Join(rep.Dir, "tokenizer.json"), fakeTok2)
+}
+
+// What a fetch killed half-way left (its .part file, up to the model's
+// whole size; a jar's temporary folder; a stamp's temporary file) is
+// removed by the next fetch, unless another fetch into the folder runs:
+// those may be its own.
+func TestFetchRemovesKilledFetchLeftovers(t *testing.T) {
+	_, opts := hfRepo(t)
+	modelDir := filepath.Join(opts.Dir, opts.Manifest.Model.Name)
+	litter := func() {
+		t.Helper()
+		for _, p := range []string{".model.onnx.123456.part", ".model_int8.onnx.sha256.json.tmp", ".jars-99/jar-1.part"} {
+			p = filepath.Join(modelDir, p)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("half"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	litter()
+	unlock, err := datafile.LockDir(modelDir) // another fetch runs
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Fetch(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if got := leftovers(t, modelDir); len(got) != 3 {
+		t.Errorf("with another fetch running, left %v, want its 3 files kept", got)
+	}
+	unlock()
+	if _, err := Fetch(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if got := leftovers(t, modelDir); len(got) > 0 {
+		t.Errorf("left behind: %v", got)
+	}
+	mustContent(t, filepath.Join(modelDir, "model.onnx"), fakeFP32)
 }

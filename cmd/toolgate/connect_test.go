@@ -300,6 +300,28 @@ func TestExitWhenIdleUsage(t *testing.T) {
 	}
 }
 
+// serve without an HTTP address on a stdin that is /dev/null (a systemd
+// unit, `docker run` without -i) has no client to serve: a usage error
+// that says how to serve HTTP. It used to take the end of /dev/null for its
+// client leaving and exit 0 at once, so the unit stopped "successfully" and
+// Restart=on-failure did not restart it.
+func TestServeOnNullStdinWithoutAddress(t *testing.T) {
+	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)
+	_, stderr, err := runToolgate(t, t.TempDir(), "serve", "--config", cfg) // exec gives stdin /dev/null
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("serve on /dev/null without --http: %v, want exit status 2\n%s", err, stderr)
+	}
+	for _, want := range []string{"stdin is /dev/null", "pass --http 127.0.0.1:8931 (or set toolgate.http.addr in the config)"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "backend up") || strings.Contains(stderr, "closed stdin") {
+		t.Errorf("it started before refusing:\n%s", stderr)
+	}
+}
+
 // A gateway with --exit-when-idle says so in its status: a gateway that
 // connect --start started is seen to stop by itself.
 func TestExitWhenIdleInStatus(t *testing.T) {

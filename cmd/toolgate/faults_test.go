@@ -385,6 +385,7 @@ func TestServeRefusesUnreadablePins(t *testing.T) {
 	}
 	for _, args := range [][]string{{}, {"--http", freeAddr(t)}} {
 		cmd := toolgateCmd(t, data, append([]string{"serve", "--config", fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)}, args...)...)
+		cmd.Stdin = strings.NewReader("") // a pipe, as a stdio client gives (/dev/null is refused without --http)
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 {

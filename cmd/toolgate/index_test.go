@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -439,5 +440,45 @@ func TestSearchUnquotedWords(t *testing.T) {
 	}
 	if outs[0] != outs[1] || !strings.Contains(outs[0], `"list files"`) {
 		t.Errorf("search list files, unquoted:\n%s\nquoted:\n%s", outs[1], outs[0])
+	}
+}
+
+// `sudo toolgate index` on the data folder of a gateway that runs as its own
+// user leaves what it wrote there that user's: the gateway could not
+// replace the index's manifest, remove its generations or open the
+// embedding cache's files root had made (the cache was moved aside as
+// damaged at its next start).
+func TestIndexAsRootLeavesTheFolderOwners(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	owner := os.Getuid()
+	if os.Geteuid() == 0 {
+		owner = 65534 // the gateway's user
+		if err := os.Chown(data, owner, owner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := toolgateCmd(t, data, "index", "--tools", writeToolsFile(t, t.TempDir(), 6, ""), "--bm25-only").CombinedOutput(); err != nil {
+		t.Fatalf("index: %v\n%s", err, out)
+	}
+	n := 0
+	err := filepath.WalkDir(data, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		n++
+		if uid := int(fi.Sys().(*syscall.Stat_t).Uid); uid != owner {
+			t.Errorf("%s: owned by %d, want the data folder's owner %d", p, uid, owner)
+		}
+		return nil
+	})
+	if err != nil || n < 4 {
+		t.Fatalf("walked %d entries of the data folder: %v", n, err)
 	}
 }

@@ -501,7 +501,9 @@ func (h mutedHandler) WithGroup(name string) slog.Handler {
 // damaged), with the fix. A store that cannot be opened because the
 // process was refused memory for its maps (ulimit -v, a memory limit) or
 // descriptors is not damaged: moving it aside would only lose what was
-// learned, so the fix is the limit (the gateway opens it once it can).
+// learned, so the fix is the limit (the gateway opens it once it can); nor
+// is one whose files this user may not open (Denied): the fix gives them
+// back.
 func damagedError(dataDir, storeDir string, err error) error {
 	if e := storage.Shortage(err); e != 0 {
 		want := "file descriptors"
@@ -511,6 +513,9 @@ func damagedError(dataDir, storeDir string, err error) error {
 		return &storage.FolderError{Dir: dataDir, Err: err,
 			Problem: fmt.Sprintf("holds learned pairs that cannot be opened for want of %s (%v)", want, err),
 			Fix:     storage.Fix(dataDir, e)}
+	}
+	if storage.Denied(err) {
+		return storage.StoreDenied(storeDir, err)
 	}
 	return &storage.FolderError{Dir: dataDir, Err: err,
 		Problem: fmt.Sprintf("holds learned pairs that cannot be opened (damaged? %v)", err),

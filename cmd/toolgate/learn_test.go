@@ -291,3 +291,17 @@ func TestLearnChecksNamesAgainstTheIndex(t *testing.T) {
 		t.Errorf("learn --reset of an indexed server with no pairs: %v\n%s", err, out)
 	}
 }
+
+// Learned pairs whose files this user may not open (the data folder copied,
+// or a command run, by root) are not called damaged: the fix gives the
+// files back, instead of moving the store aside (`mv …/learn …/learn.bad`),
+// which lost what was learned for nothing.
+func TestLearnedPairsOfAnotherUserNotDamaged(t *testing.T) {
+	data := t.TempDir()
+	store := filepath.Join(data, "learn")
+	err := damagedError(data, store, fmt.Errorf("open learned pairs %s: Cannot write pid file %q err: open %s: permission denied", store, store+"/LOCK", store+"/LOCK"))
+	fix := storage.Fix(data, err)
+	if strings.Contains(err.Error(), "damaged") || strings.Contains(fix, "learn.bad") || !strings.Contains(fix, "chown -R ") || !strings.Contains(fix, store) {
+		t.Errorf("error %q, fix %q: want the files given back, not the store moved aside", err, fix)
+	}
+}

@@ -281,6 +281,7 @@ func main() {
 	root, g := newRootCmd(stop)
 	err := root.ExecuteContext(ctx)
 	code := stop.Stop()
+	g.giveDataFolderBack()
 	if err != nil {
 		code = g.fail(os.Stderr, err)
 	}

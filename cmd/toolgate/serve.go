@@ -192,6 +192,11 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		return usageError{fmt.Errorf("--exit-when-idle %s: want a duration of 0 (never) or more", f.idle)}
 	case f.idle > 0 && f.http == "":
 		return usageError{errors.New("--exit-when-idle needs --http: a gateway on stdio stops when its client leaves")}
+	case f.http == "" && nullStdin(os.Stdin):
+		// It used to read the end of /dev/null as its client leaving and
+		// exit 0 at once: a unit or a container without --http stopped
+		// as soon as it started, "successfully", and was not restarted.
+		return usageError{errors.New("nothing to serve: stdin is /dev/null (a service, `docker run` without -i, nohup), so no MCP client speaks on stdio, and no HTTP address is given: pass --http 127.0.0.1:8931 (or set toolgate.http.addr in the config) to serve HTTP, or let an MCP client start the gateway")}
 	}
 	// Keys before the address: a non-loopback address without keys is
 	// refused before it is bound.
@@ -412,6 +417,18 @@ const coldStartWait = 10 * time.Second
 func stdioClient(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) != 0
+}
+
+// nullStdin reports whether f, the gateway's stdin, is the null device:
+// what a service manager or a container without -i gives a process, and
+// never what an MCP client does.
+func nullStdin(f *os.File) bool {
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err == nil && os.SameFile(fi, null)
 }
 
 // absPaths is paths made absolute where they can be.

@@ -192,7 +192,8 @@ func LockFiles(paths []string) func() {
 // WriteFile replaces the file at path with data atomically: a temporary
 // file in the same folder, renamed over it, so a reader (the gateway's
 // watcher) sees the old content or the new, never half. It keeps the
-// file's permissions and writes through a symlink to its target.
+// file's permissions (written by root, its owner: datafile.GiveToOwner) and
+// writes through a symlink to its target.
 func WriteFile(path string, data []byte) error {
 	target := path
 	if t, err := filepath.EvalSymlinks(path); err == nil {
@@ -206,6 +207,7 @@ func WriteFile(path string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	datafile.GiveToOwner(tmp, target)
 	_, err = tmp.Write(data)
 	if err == nil {
 		err = tmp.Chmod(mode)

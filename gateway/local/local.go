@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,32 @@ import (
 // maxPath is the longest socket path Linux takes (sun_path holds 108
 // bytes with the terminating NUL; macOS 104).
 const maxPath = 103
+
+// viaProc says whether a socket whose path is longer than maxPath is
+// reached through /proc/self/fd (Linux): a socket's address is the path
+// the kernel is given, and that one is short.
+const viaProc = runtime.GOOS == "linux"
+
+// shortPath is path as bind and connect take it: itself when it is short
+// enough, else (on Linux) /proc/self/fd/N/<its name>, N a descriptor of its
+// folder, held until release. A data folder deep in a home or a CI
+// workspace used to get no socket, so `toolgate status` said that no
+// gateway ran on it.
+func shortPath(path string) (string, func(), error) {
+	if len(path) <= maxPath || !viaProc {
+		return path, func() {}, nil
+	}
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return "", nil, err
+	}
+	short := fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), filepath.Base(path))
+	if len(short) > maxPath {
+		dir.Close()
+		return "", nil, fmt.Errorf("the socket's name %s is too long for a unix socket", filepath.Base(path))
+	}
+	return short, func() { dir.Close() }, nil
+}
 
 // ext ends every socket's name: <pid>-<random>.sock.
 const ext = ".sock"
@@ -100,7 +127,7 @@ func Serve(dataDir string, routes map[string]http.Handler, opts *Options) *Serve
 		log:  o.Logger, stop: make(chan struct{}), done: make(chan struct{}), retry: o.Retry, refuse: o.Refuse,
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 5 * time.Minute},
 	}
-	if len(s.Path) > maxPath {
+	if len(s.Path) > maxPath && !viaProc {
 		s.log.Warn("no status socket in the data folder: `toolgate status` finds this gateway only at its --http address", "err",
 			fmt.Sprintf("the socket's path %s is %d bytes long, longer than a unix socket takes (%d)", s.Path, len(s.Path), maxPath),
 			"fix", "give the data folder a shorter path (--data-dir), or serve --http and use toolgate status --addr")
@@ -160,7 +187,12 @@ func (s *Server) tryListen() error {
 	// as stale; a test waiting on Listening would be refused).
 	tmp := strings.TrimSuffix(s.Path, ext) + ".new"
 	_ = os.Remove(tmp)
-	ln, err := net.Listen("unix", tmp)
+	short, release, err := shortPath(tmp)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("unix", short)
+	release()
 	if err != nil {
 		return err
 	}
@@ -261,7 +293,12 @@ func Client(path string, timeout time.Duration) *http.Client {
 	var d net.Dialer
 	return &http.Client{Timeout: timeout, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", path)
+			short, release, err := shortPath(path)
+			if err != nil {
+				return nil, err
+			}
+			defer release()
+			return d.DialContext(ctx, "unix", short)
 		},
 		// One request a connection: a client is made per request (logs -f
 		// twice a second), and an idle connection kept by each held a
@@ -294,7 +331,12 @@ func removeStale(dir string, log *slog.Logger) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		c, err := net.DialTimeout("unix", path, time.Second)
+		short, release, err := shortPath(path)
+		if err != nil {
+			continue
+		}
+		c, err := net.DialTimeout("unix", short, time.Second)
+		release()
 		if err == nil {
 			c.Close()
 			continue

@@ -246,7 +246,8 @@ func Update(path string, change func(old []byte) ([]byte, error)) error {
 }
 
 // WriteFile writes b to path atomically: a temporary file in the same
-// folder (0600), synced, renamed over path, then the folder synced.
+// folder (0600; written by root, given to the owner of what is there:
+// GiveToOwner), synced, renamed over path, then the folder synced.
 func WriteFile(path string, b []byte) error {
 	return WriteFileFunc(path, func(w io.Writer) error {
 		_, err := w.Write(b)
@@ -263,6 +264,8 @@ func WriteFileFunc(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	tmp := f.Name()
+	giveFolderToOwner(dir)
+	GiveToOwner(f, path)
 	bw := bufio.NewWriterSize(f, 64<<10)
 	err = write(bw)
 	if err == nil {

@@ -14,6 +14,22 @@ var (
 // LockDir takes the lock of the folder dir within this process.
 func LockDir(dir string) (func(), error) { return Lock(dir) }
 
+// TryLockDir is LockDir without the wait: ok is false while another
+// holder in this process has the folder.
+func TryLockDir(dir string) (unlock func(), ok bool, err error) {
+	locksMu.Lock()
+	m := locks[dir]
+	if m == nil {
+		m = &sync.Mutex{}
+		locks[dir] = m
+	}
+	locksMu.Unlock()
+	if !m.TryLock() {
+		return nil, false, nil
+	}
+	return m.Unlock, true, nil
+}
+
 // Lock takes the lock of path within this process and returns its release.
 func Lock(path string) (func(), error) {
 	locksMu.Lock()

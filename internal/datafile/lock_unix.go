@@ -4,6 +4,7 @@ package datafile
 
 import (
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,6 +17,8 @@ func Lock(path string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
+	giveFolderToOwner(filepath.Dir(path))
+	GiveToOwner(f, path)
 	return flock(f)
 }
 
@@ -30,6 +33,32 @@ func LockDir(dir string) (func(), error) {
 		return nil, err
 	}
 	return flock(f)
+}
+
+// TryLockDir is LockDir without the wait: ok is false, and nothing is
+// held, while another holder has the folder.
+func TryLockDir(dir string) (unlock func(), ok bool, err error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		if err == unix.EWOULDBLOCK {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	return func() {
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		f.Close()
+	}, true, nil
 }
 
 // flock locks f, closing it when that fails; the release unlocks and

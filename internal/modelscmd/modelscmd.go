@@ -88,7 +88,7 @@ func NewFetch(opts *Options) *cobra.Command {
 Per file the sources are tried in order: the --from folder, Hugging Face (pinned
 commits), Maven Central (langchain4j jars). An unreachable source fails over within
 seconds; a file is moved into place only after its sha256 matches a pinned value.
-Files already present with a pinned sha256 are kept.`,
+Files already present with a pinned sha256 (each hashed again) are kept.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fo, err := f.options(dirs.Models(f.dir, "", o.DataDir()), o.Progress, o.Logger())

@@ -36,8 +36,10 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -342,7 +344,10 @@ func (h *Health) folderError(err error) *FolderError {
 		return fe
 	}
 	e := &FolderError{Dir: h.dir, Err: err, Problem: fmt.Sprintf("cannot take writes: %v", err), Fix: Fix(h.dir, err)}
+	var de *DeniedError
 	switch {
+	case errors.As(err, &de):
+		e.Problem = "has a store whose files this user may not open: " + de.Error()
 	case errors.Is(err, os.ErrNotExist):
 		e.Problem = "does not exist (removed while toolgate runs, or an unmounted volume?)"
 	case errors.Is(err, syscall.ENOTDIR):
@@ -379,9 +384,12 @@ func freeOf(st unix.Statfs_t) uint64 { return st.Bavail * uint64(st.Bsize) }
 // folder dir.
 func Fix(dir string, err error) string {
 	var fe *FolderError
+	var de *DeniedError
 	switch {
 	case errors.As(err, &fe) && fe.Fix != "":
 		return fe.Fix
+	case errors.As(err, &de):
+		return DeniedFix(de.Dir)
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		if f := fileOnPath(dir); f != "" {
 			return fmt.Sprintf("move the file %s aside (it stands where a folder of %s should be); writers resume by themselves once the folder can be made", f, dir)
@@ -445,6 +453,48 @@ func Shortage(err error) syscall.Errno {
 		}
 	}
 	return 0
+}
+
+// Denied reports whether err says this user may not open or write a file
+// of a store (EACCES, EPERM; Badger keeps only the message): its files are
+// another user's (a data folder copied or restored by root, a command run
+// as root), which is not damage. Moving such a store aside lost what it held.
+func Denied(err error) bool {
+	return err != nil && (errors.Is(err, os.ErrPermission) || strings.Contains(strings.ToLower(err.Error()), "permission denied"))
+}
+
+// DeniedError is a store in Dir whose files this user may not open
+// (Denied): not damaged, and not a fault of the data folder itself, which
+// may take writes.
+type DeniedError struct {
+	Dir string
+	Err error
+}
+
+// StoreDenied is err, a store in dir that could not be opened, as a
+// *DeniedError when Denied says so, else err.
+func StoreDenied(dir string, err error) error {
+	if Denied(err) {
+		return &DeniedError{Dir: dir, Err: err}
+	}
+	return err
+}
+
+func (e *DeniedError) Error() string {
+	return fmt.Sprintf("%s holds files this user may not open (%v)", e.Dir, e.Err)
+}
+
+func (e *DeniedError) Unwrap() error { return e.Err }
+
+// DeniedFix is the fix for a store in dir whose files this user may not
+// open (Denied): give them back to it.
+func DeniedFix(dir string) string {
+	who := strconv.Itoa(os.Geteuid())
+	if u, err := user.LookupId(who); err == nil {
+		who = u.Username
+	}
+	return fmt.Sprintf("give this user its files back (%s; they are another user's: copied or written by root?); the store opens by itself once it can",
+		shellword.Join("chown", "-R", who, dir))
 }
 
 // ShortageFix is what the operator does about a shortage (Shortage's

@@ -520,3 +520,26 @@ func TestHealthMkdirAll(t *testing.T) {
 		t.Fatalf("the removed data folder was made again (%v)", err)
 	}
 }
+
+// A store whose files this user may not open (Badger says only "permission
+// denied") is reported as such, not as damage nor as the data folder's
+// fault, with the fix that gives the files back; the folder stays writable.
+func TestStoreDenied(t *testing.T) {
+	dir := t.TempDir()
+	h := New(dir, nil)
+	learned := h.Writer("learned pairs", "pairs are not recorded")
+	store := filepath.Join(dir, "learn")
+	badger := fmt.Errorf(`Cannot write pid file "%s/LOCK" err: open %s/LOCK: permission denied`, store, store) // the errno lost
+	if !Denied(badger) || Denied(errors.New("file does not exist")) {
+		t.Fatal("Denied does not read Badger's message")
+	}
+	learned.Fail(StoreDenied(store, badger))
+	r := h.Report()
+	w := r.Writers[0]
+	if !r.Writable || w.OK || !strings.Contains(w.Error, store+" holds files this user may not open") || !strings.Contains(w.Fix, "chown -R ") || !strings.Contains(w.Fix, store) {
+		t.Errorf("report = %+v, writer %+v: want the folder writable and the store's files named, with chown -R", r, w)
+	}
+	if got := StoreDenied(store, errors.New("unexpected EOF")); Denied(got) {
+		t.Errorf("StoreDenied(%v) calls damage a denial", got)
+	}
+}

@@ -10,8 +10,8 @@ import (
 )
 
 // GiveToOwner gives f, a file (or folder) that root is making or replacing
-// at path, to the user that owns what is there: the file it replaces, else
-// path's folder, when that is another user than root. An operator's `sudo
+// at path, to the user that owns what is there: the file it replaces (a
+// symlink's own owner, as a rename replaces the link), else path's folder, when that is another user than root. An operator's `sudo
 // toolgate keys create` (or `tools approve`, `servers disable`, `servers
 // add`) on the data folder or config of a gateway that runs as its own
 // user used to leave keys.jsonl (state.json, pins.json, their .lock files,
@@ -25,7 +25,7 @@ func GiveToOwner(f *os.File, path string) {
 	}
 	var uid, gid uint32
 	for _, p := range []string{path, filepath.Dir(path)} {
-		if fi, err := os.Stat(p); err == nil {
+		if fi, err := os.Lstat(p); err == nil {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
 				uid, gid = st.Uid, st.Gid
 				break

@@ -241,6 +241,19 @@ func TestConsoleLoginInBrowser(t *testing.T) {
 	ctx, do, eval := newBrowser(t, chromium)
 
 	do("load /ui/ without a key", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#login-key`))
+	// A key it does not accept: the form says so in the gateway's words
+	// (it said "log in first").
+	do("log in with a wrong key", chromedp.SendKeys(`#login-key`, "tg_wrong"), chromedp.Click(`#login-form button[type=submit]`))
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](`document.querySelector("#notice").textContent !== ""`,
+		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(time.Minute))); err != nil {
+		t.Fatalf("waiting for the notice of a wrong key: %v", err)
+	}
+	var refused string
+	eval("the notice", `document.querySelector("#notice").textContent`, &refused)
+	if !strings.HasPrefix(refused, "Login failed: the API key was not accepted: it is unknown, revoked or expired") {
+		t.Errorf("notice after a wrong key: %q, want the gateway's reason", refused)
+	}
+	do("clear the key", chromedp.Evaluate[chromedp.Void](`document.querySelector("#login-key").value = ""`))
 	do("log in",
 		chromedp.SendKeys(`#login-key`, key),
 		chromedp.Click(`#login-form button[type=submit]`),

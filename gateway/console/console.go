@@ -454,9 +454,14 @@ func (c *Console) post(h func(w http.ResponseWriter, r *http.Request, caller *po
 // itself is the login form then, not a refusal; its script stops polling
 // while the form shows.)
 func (c *Console) refuseWithoutKey(w http.ResponseWriter, r *http.Request, caller *policy.Caller, sessionKeyEnded bool) {
-	why := "no API key or console session"
+	why, msg := "no API key or console session", needKey
 	if sessionKeyEnded {
-		why = "the console session's API key was revoked or expired"
+		why, msg = "the console session's API key was revoked or expired", sessionEnds
+	} else if _, err := r.Cookie(cookieName); err == nil {
+		// A session cookie this gateway does not know: the page was
+		// opened before the gateway restarted (sessions are kept in
+		// memory), or its session grew too old.
+		why, msg = "a console session this gateway does not know (it restarted, or the session ended)", sessionGone
 	}
 	record, after := c.recordRefusal(r)
 	if !record {
@@ -464,11 +469,7 @@ func (c *Console) refuseWithoutKey(w http.ResponseWriter, r *http.Request, calle
 		return
 	}
 	c.audit(r, caller, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console: " + why, Status: http.StatusUnauthorized})
-	if sessionKeyEnded {
-		unauthorized(w, sessionEnds)
-		return
-	}
-	unauthorized(w, needKey)
+	unauthorized(w, msg)
 }
 
 // The 401s' texts: no key at all, and a key sent (to log in, or as a
@@ -478,6 +479,9 @@ const (
 	badKey      = "the API key was not accepted: it is unknown, revoked or expired. Log in with a valid key (`toolgate keys create` makes one)"
 	sessionEnds = "the console session's API key was revoked or expired: log in again with a valid key"
 )
+
+// sessionGone answers a session cookie the gateway does not know.
+var sessionGone = fmt.Sprintf("the console session has ended (the gateway restarted, or the session is over %d hours old): log in again", int(sessionTTL.Hours()))
 
 func unauthorized(w http.ResponseWriter, msg string) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)

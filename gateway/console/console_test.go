@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -795,5 +796,28 @@ func TestRecentCallsOwnKey(t *testing.T) {
 				t.Errorf("key %s sees another's call: %+v", name, c)
 			}
 		}
+	}
+}
+
+// TestSessionGone: a session cookie the gateway does not know (the page
+// was opened before the gateway restarted: sessions live in memory) is
+// told that the session ended and to log in again, not that a key is
+// required as if none had ever been given; a request without a cookie
+// still reads that a key is required.
+func TestSessionGone(t *testing.T) {
+	log := &audittest.Log{}
+	e := newEnvWith(t, &Options{Catalog: fakeCatalog{}, Keys: &fakeKeys{key: "tg_secret"}, Audit: log})
+	if resp, body := e.do(t, "GET", "/ui/api/state", ""); resp.StatusCode != 401 || !strings.Contains(body, "an API key is required") {
+		t.Errorf("state without a cookie: %d %s, want 401 saying a key is required", resp.StatusCode, body)
+	}
+	u, _ := url.Parse(e.srv.URL + Path)
+	e.client.Jar.SetCookies(u, []*http.Cookie{{Name: cookieName, Value: "from-before-the-restart", Path: cookiePath}})
+	resp, body := e.do(t, "GET", "/ui/api/state", "")
+	if resp.StatusCode != 401 || !strings.Contains(body, "the console session has ended (the gateway restarted, or the session is over 12 hours old): log in again") {
+		t.Errorf("state with a session cookie the gateway does not know: %d %s, want 401 saying the session ended", resp.StatusCode, body)
+	}
+	recs := log.Records()
+	if len(recs) != 2 || recs[1].Reason != "console: a console session this gateway does not know (it restarted, or the session ended)" || recs[1].Status != 401 {
+		t.Errorf("audit records %+v, want the second refusal to say the session is unknown", recs)
 	}
 }

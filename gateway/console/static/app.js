@@ -39,8 +39,11 @@ async function api(path, opts) {
   }
   const resp = await fetch(path, o);
   if (resp.status === 401) {
+    // The gateway says why (a key it does not accept, a session that
+    // ended): the login form shows with those words.
+    const body = await resp.json().catch(() => ({}));
     showLogin(true);
-    throw new Error("log in first");
+    throw new Error(body.error || "log in first");
   }
   const body = resp.status === 204 ? {} : await resp.json();
   if (!resp.ok) throw new Error(body.error || resp.statusText);

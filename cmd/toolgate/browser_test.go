@@ -289,7 +289,8 @@ func TestConsoleLoginInBrowser(t *testing.T) {
 }
 
 // TestConsoleOperatorInBrowser is the console an operator keeps open all
-// day, in a phone-sized window: the page never scrolls sideways (a tool
+// day, in a phone-sized window: quarantined tools are named under the
+// backends, as toolgate status names them; the page never scrolls sideways (a tool
 // name of 120 letters wraps, the tables' hidden labels stay in them); a
 // catalog longer than one answer says that only the first 200 are shown;
 // a tool added while the page is open shows up in the catalog without a
@@ -300,7 +301,7 @@ func TestConsoleLoginInBrowser(t *testing.T) {
 func TestConsoleOperatorInBrowser(t *testing.T) {
 	chromium := findChromium(t)
 	data := t.TempDir()
-	fake := backendtest.Command(t, backendtest.ModeToolsChange+","+backendtest.ModeManyTools, backendtest.EnvManyTools+"=201")
+	fake := backendtest.Command(t, backendtest.ModeToolsChange+","+backendtest.ModeManyTools+","+backendtest.ModePoisoned, backendtest.EnvManyTools+"=201")
 	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"fake": map[string]any{"command": fake.Command, "env": fake.Env}},
 		"toolgate": map[string]any{"security": map[string]any{"approvedTools": []string{"fake__t*"}}}}) // their long descriptions
 	cfg := filepath.Join(t.TempDir(), "toolgate.json")
@@ -337,6 +338,15 @@ func TestConsoleOperatorInBrowser(t *testing.T) {
 
 	do("load /ui/ in a phone-sized window", chromedp.EmulateViewport(375, 800), chromedp.Navigate(base+"/ui/"),
 		chromedp.WaitVisible(`#backend-rows tr[data-server="fake"]`), chromedp.WaitVisible(`#catalog-list li`))
+	// What toolgate status flags beside the backends is said under them:
+	// here the tools held in quarantine (the console said nothing of them).
+	var warnings []string
+	eval("the warnings", `[...document.querySelectorAll("#backend-warnings:not([hidden]) li")].map(li => li.textContent)`, &warnings)
+	if !slices.ContainsFunc(warnings, func(w string) bool {
+		return strings.HasPrefix(w, "Quarantined, held from search_tools and execute_tool until approved: ") && strings.Contains(w, "fake__notes")
+	}) {
+		t.Errorf("the console's warnings %q, want fake__notes quarantined", warnings)
+	}
 	var summary string
 	eval("the catalog's summary", `document.querySelector("#catalog-summary").textContent`, &summary)
 	if !strings.Contains(summary, "(the first 200 shown: filter by name or server for the others)") {

@@ -101,7 +101,11 @@ type Options struct {
 	Search func() *search.State
 	// Unavailable says why a server's tools cannot run now, or "".
 	Unavailable func(server string) string
-	Keys        Keys // nil = the gateway has no keys
+	// Status, if set, is where GET /status reads its report (its storage,
+	// security, process and learning sections too): the state holds the
+	// same report. Nil: the report of Backends, Loop, Search and Policy.
+	Status *gateway.StatusOptions
+	Keys   Keys // nil = the gateway has no keys
 	// Policy is the gateway's rules. The catalog, the playground, the
 	// recent calls and the restart button are seen through them as the
 	// caller sees tools over MCP: a key sees only the tools of its scope,
@@ -193,6 +197,23 @@ func New(opts *Options) *Console {
 	if o.Unavailable == nil {
 		o.Unavailable = func(string) string { return "" }
 	}
+	// The state's report: Status's sources, the console's where it has
+	// none, and the console's version, start and clock.
+	var st gateway.StatusOptions
+	if o.Status != nil {
+		st = *o.Status
+	}
+	st.Version, st.Started, st.Now = o.Version, o.Started, o.Now
+	if st.Loop == nil && o.Loop != nil {
+		st.Loop = o.Loop
+	}
+	if st.Search == nil {
+		st.Search = o.Search
+	}
+	if st.Policy == nil {
+		st.Policy, st.Catalog = o.Policy, o.Catalog
+	}
+	o.Status = &st
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -517,15 +538,7 @@ type State struct {
 }
 
 func (c *Console) state(caller *policy.Caller) State {
-	rep := gateway.BuildStatusReport(c.o.Backends.Status(), c.o.Version, c.o.Started, c.o.Now())
-	if c.o.Loop != nil {
-		st := c.o.Loop.Stats()
-		rep.Stats = &st
-	}
-	if c.o.Search != nil {
-		rep.Search = c.o.Search()
-	}
-	gateway.ScopeReport(&rep, caller, c.o.Policy, c.o.Catalog)
+	rep := c.o.Status.Report(c.o.Backends, caller)
 	s := State{StatusReport: rep, HasCalls: c.o.Calls != nil, Calls: []Call{}, Warnings: []string{}}
 	for _, b := range rep.Backends {
 		if line, _ := b.CertNotice(c.o.Now()); line != "" {

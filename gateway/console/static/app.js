@@ -91,6 +91,34 @@ function serverButton(verb, name) {
   }, a.label);
 }
 
+// healthWarnings are what GET /status's storage and security sections say
+// needs doing, in the words of toolgate status (which exits 3 for them).
+function healthWarnings(st) {
+  const out = [];
+  const at = (t) => new Date(t).toLocaleString();
+  const sto = st.storage;
+  if (sto) {
+    const failing = (sto.writers || []).filter((w) => !w.ok);
+    if (!sto.writable) {
+      out.push("Data folder " + sto.dataDir + " NOT WRITABLE since " + at(sto.since) + ": " + sto.error + (sto.fix ? ". Fix: " + sto.fix : ""));
+    }
+    for (const w of failing) {
+      out.push("Data folder store " + w.name + ": failing since " + at(w.since) + " (" + w.failures + " failures; " + w.degraded + "): " + w.error + (sto.writable && w.fix ? ". Fix: " + w.fix : ""));
+    }
+  }
+  const sec = st.security;
+  if (sec && sec.quarantined && sec.quarantined.length) {
+    out.push("Quarantined, held from search_tools and execute_tool until approved: " + sec.quarantined.join(", ") + " (`toolgate tools quarantined` says why)");
+  }
+  if (sec && sec.pinsFault) {
+    out.push("Quarantine pins " + sec.pinsFault.file + " CANNOT BE READ since " + at(sec.pinsFault.since) + ": " + sec.pinsFault.error + ". Fix: " + sec.pinsFault.fix);
+  }
+  if (sec && sec.audit && sec.audit.dropped) {
+    out.push("Audit log: " + sec.audit.dropped + " records lost (" + sec.audit.errors + " failed writes)");
+  }
+  return out;
+}
+
 function renderState(st) {
   $("version").textContent = st.version + " · up " + st.uptime;
   const disabled = st.disabled || [];
@@ -131,7 +159,7 @@ function renderState(st) {
       buttons.find((x) => Object.keys(serverActions).some((v) => x.getAttribute("data-" + v) === focusedServer));
     if (b) b.focus();
   }
-  const warnings = st.warnings || [];
+  const warnings = [...(st.warnings || []), ...healthWarnings(st)];
   $("backend-warnings").hidden = !warnings.length;
   $("backend-warnings").replaceChildren(...warnings.map((w) => el("li", {}, w)));
 

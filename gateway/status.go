@@ -218,37 +218,51 @@ func StatusHandler(src StatusSource, opts *StatusOptions) http.Handler {
 			http.Error(w, "use GET /status", http.StatusMethodNotAllowed)
 			return
 		}
-		rep := BuildStatusReport(src.Status(), o.Version, o.Started, o.Now())
-		if o.Loop != nil {
-			st := o.Loop.Stats()
-			rep.Stats = &st
-		}
-		// Security first: it reads the quarantine pins file again, and
-		// writes back the decisions held in memory when the file went with
-		// the data folder, which the storage report then shows.
-		if o.Security != nil {
-			rep.Security = o.Security()
-		}
-		if o.Storage != nil {
-			sr := o.Storage.Report()
-			rep.Storage = &sr
-		}
-		if o.Process != nil {
-			rep.Process = o.Process()
-		}
-		if o.Search != nil {
-			rep.Search = o.Search()
-		}
-		if o.Learning != nil {
-			rep.Learning = o.Learning()
-		}
-		ScopeReport(&rep, policy.CallerFrom(r.Context()), o.Policy, o.Catalog)
+		rep := o.Report(src, policy.CallerFrom(r.Context()))
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(rep)
 	})
+}
+
+// Report is the StatusReport of src and o's sources as c sees it
+// (ScopeReport): what GET /status serves, and the console's state holds.
+func (o *StatusOptions) Report(src StatusSource, c *policy.Caller) StatusReport {
+	now, version := time.Now, o.Version
+	if o.Now != nil {
+		now = o.Now
+	}
+	if version == "" {
+		version = "dev"
+	}
+	rep := BuildStatusReport(src.Status(), version, o.Started, now())
+	if o.Loop != nil {
+		st := o.Loop.Stats()
+		rep.Stats = &st
+	}
+	// Security first: it reads the quarantine pins file again, and
+	// writes back the decisions held in memory when the file went with
+	// the data folder, which the storage report then shows.
+	if o.Security != nil {
+		rep.Security = o.Security()
+	}
+	if o.Storage != nil {
+		sr := o.Storage.Report()
+		rep.Storage = &sr
+	}
+	if o.Process != nil {
+		rep.Process = o.Process()
+	}
+	if o.Search != nil {
+		rep.Search = o.Search()
+	}
+	if o.Learning != nil {
+		rep.Learning = o.Learning()
+	}
+	ScopeReport(&rep, c, o.Policy, o.Catalog)
+	return rep
 }
 
 // BuildStatusReport assembles a StatusReport as of now.

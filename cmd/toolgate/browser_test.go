@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/audit"
@@ -241,6 +242,19 @@ func TestConsoleLoginInBrowser(t *testing.T) {
 	ctx, do, eval := newBrowser(t, chromium)
 
 	do("load /ui/ without a key", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#login-key`))
+	// A key it does not accept: the form says so in the gateway's words
+	// (it said "log in first").
+	do("log in with a wrong key", chromedp.SendKeys(`#login-key`, "tg_wrong"), chromedp.Click(`#login-form button[type=submit]`))
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](`document.querySelector("#notice").textContent !== ""`,
+		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(time.Minute))); err != nil {
+		t.Fatalf("waiting for the notice of a wrong key: %v", err)
+	}
+	var refused string
+	eval("the notice", `document.querySelector("#notice").textContent`, &refused)
+	if !strings.HasPrefix(refused, "Login failed: the API key was not accepted: it is unknown, revoked or expired") {
+		t.Errorf("notice after a wrong key: %q, want the gateway's reason", refused)
+	}
+	do("clear the key", chromedp.Evaluate[chromedp.Void](`document.querySelector("#login-key").value = ""`))
 	do("log in",
 		chromedp.SendKeys(`#login-key`, key),
 		chromedp.Click(`#login-form button[type=submit]`),
@@ -272,4 +286,107 @@ func TestConsoleLoginInBrowser(t *testing.T) {
 			t.Errorf("audit record of the refused refresh: %+v", r)
 		}
 	}
+}
+
+// TestConsoleOperatorInBrowser is the console an operator keeps open all
+// day, in a phone-sized window: quarantined tools are named under the
+// backends, as toolgate status names them; the page never scrolls sideways (a tool
+// name of 120 letters wraps, the tables' hidden labels stay in them); a
+// catalog longer than one answer says that only the first 200 are shown;
+// a tool added while the page is open shows up in the catalog without a
+// reload; the keyboard focus on a backend's button survives the refresh
+// every 3 s that draws the rows anew; and when the gateway stops, the page
+// says that it does not answer and greys what it shows, then, once a new
+// gateway answers on the address, that it is back and restarted.
+func TestConsoleOperatorInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	data := t.TempDir()
+	fake := backendtest.Command(t, backendtest.ModeToolsChange+","+backendtest.ModeManyTools+","+backendtest.ModePoisoned, backendtest.EnvManyTools+"=201")
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"fake": map[string]any{"command": fake.Command, "env": fake.Env}},
+		"toolgate": map[string]any{"security": map[string]any{"approvedTools": []string{"fake__t*"}}}}) // their long descriptions
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	writeRaw(t, cfg, b, false)
+	addr, _, stop := startGatewayStop(t, data, cfg)
+	base := "http://" + addr
+	ctx, do, eval := newBrowser(t, chromium)
+	poll := func(what, cond string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](cond,
+			chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute))); err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+	}
+
+	// A tool whose name is one long word.
+	long := strings.Repeat("abcdefghij", 12)
+	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := connectKey(cctx, t, addr, "/mcp", "", "e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addTool := func(name string) {
+		t.Helper()
+		res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": "fake__add_tool", "arguments": map[string]any{"name": name}}})
+		if err != nil || res.IsError {
+			t.Fatalf("add tool %s: %v %s", name, err, resultText(res))
+		}
+	}
+	waitStatus(t, addr, "the first index", func(s live.Stats) bool { return s.CatalogTools >= 201 })
+	addTool(long)
+	waitStatus(t, addr, "the long tool indexed", func(s live.Stats) bool { return s.CatalogTools >= 205 })
+
+	do("load /ui/ in a phone-sized window", chromedp.EmulateViewport(375, 800), chromedp.Navigate(base+"/ui/"),
+		chromedp.WaitVisible(`#backend-rows tr[data-server="fake"]`), chromedp.WaitVisible(`#catalog-list li`))
+	// What toolgate status flags beside the backends is said under them:
+	// here the tools held in quarantine (the console said nothing of them).
+	var warnings []string
+	eval("the warnings", `[...document.querySelectorAll("#backend-warnings:not([hidden]) li")].map(li => li.textContent)`, &warnings)
+	if !slices.ContainsFunc(warnings, func(w string) bool {
+		return strings.HasPrefix(w, "Quarantined, held from search_tools and execute_tool until approved: ") && strings.Contains(w, "fake__notes")
+	}) {
+		t.Errorf("the console's warnings %q, want fake__notes quarantined", warnings)
+	}
+	var summary string
+	eval("the catalog's summary", `document.querySelector("#catalog-summary").textContent`, &summary)
+	if !strings.Contains(summary, "(the first 200 shown: filter by name or server for the others)") {
+		t.Errorf("catalog summary %q, want it to say that only the first 200 tools are shown", summary)
+	}
+	do("filter the catalog for the long name", chromedp.SendKeys(`#catalog-filter`, long[:30]))
+	poll("the long tool alone in the catalog", `document.querySelectorAll("#catalog-list li").length === 1`)
+	var widths []int
+	eval("the page's width", `[document.documentElement.scrollWidth, window.innerWidth]`, &widths)
+	if widths[0] > widths[1] {
+		t.Errorf("the page is %d px wide in a %d px window: it scrolls sideways", widths[0], widths[1])
+	}
+
+	// A tool added while the page is open: the catalog shows it by itself.
+	addTool("added_while_open")
+	do("clear the filter", chromedp.Evaluate[chromedp.Void](`document.querySelector("#catalog-filter").value = ""`),
+		chromedp.SendKeys(`#catalog-filter`, "added_while"))
+	poll("the added tool in the catalog", `document.querySelector('#catalog-list li[data-tool="fake__added_while_open"]') !== null`)
+	do("clear the filter again", chromedp.Evaluate[chromedp.Void](`document.querySelector("#catalog-filter").value = ""`))
+	var before string
+	eval("the catalog's summary", `document.querySelector("#catalog-summary").textContent`, &before)
+	addTool("added_later")
+	poll("the catalog's count to grow without a reload or a filter", fmt.Sprintf(`document.querySelector("#catalog-summary").textContent !== %q`, before))
+
+	// The keyboard focus on Restart stays there across a refresh.
+	do("focus Restart fake", chromedp.Evaluate[chromedp.Void](`(() => {
+		window.__row = document.querySelector('#backend-rows tr[data-server="fake"]');
+		document.querySelector('button[data-restart="fake"]').focus(); })()`))
+	poll("a refresh that draws the rows anew", `!window.__row.isConnected`)
+	var focused string
+	eval("the focused element", `document.activeElement.getAttribute("data-restart") ?? document.activeElement.tagName`, &focused)
+	if focused != "fake" {
+		t.Errorf("after a refresh the focus is on %q, want the Restart button of fake still", focused)
+	}
+
+	// The gateway stops: the page says so; a new one answers: it says that.
+	stop()
+	poll("the page to say the gateway does not answer", `document.querySelector("#notice").textContent.includes("does not answer") && document.querySelector("#backends").classList.contains("stale")`)
+	cmd := toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr, "--mode", "bm25")
+	cmd.Stderr = testLog(t, "toolgate (again): ")
+	startHTTP(t, cmd, addr, 2*time.Minute)
+	poll("the page to say the gateway is back", `document.querySelector("#notice").textContent.includes("answers again: it restarted") && !document.querySelector("#backends").classList.contains("stale")`)
 }

@@ -396,7 +396,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 
 	err = (&front{cfg: cfg, flags: f, log: log, start: start, pool: pool, lv: lv, emb: emb,
 		learner: learner, sec: sec, health: health, tracing: tracing, ln: ln, cert: frontCert, stdin: stdin, warm: warm,
-		firstSearch: firstSearch, status: status, proc: proc, ranking: ranking}).serve(ctx)
+		firstSearch: firstSearch, status: status, statusOpts: sopts, proc: proc, ranking: ranking}).serve(ctx)
 	if p := coldErr.Load(); p != nil {
 		return *p
 	}

@@ -49,9 +49,10 @@ type front struct {
 	warm    bool                 // started from the last run's catalog
 	// firstSearch is told when the first search is answered.
 	firstSearch *firstSearch
-	status      http.Handler         // GET /status
-	proc        *process             // told the gateway, for the stdio client's name
-	ranking     func() *search.State // how searches rank now, for /status and the console
+	status      http.Handler           // GET /status
+	statusOpts  *gateway.StatusOptions // its sources: the console's state holds the same report
+	proc        *process               // told the gateway, for the stdio client's name
+	ranking     func() *search.State   // how searches rank now, for /status and the console
 }
 
 // serve puts the metrics, the console's recorder, the management tools and
@@ -139,7 +140,7 @@ func (fr *front) serve(ctx context.Context) error {
 				// The catalog as the caller's key sees it (everything a
 				// client without profile sees, without keys).
 				Backends: fr.pool, Catalog: fr.lv, Policy: fr.lv.Policy(), Restarter: fr.pool, Switcher: fr.lv, Loop: fr.lv, Calls: recent, Search: fr.ranking,
-				Unavailable: mg.Unavailable, Version: version, Started: fr.start, Logger: fr.log,
+				Unavailable: mg.Unavailable, Version: version, Started: fr.start, Logger: fr.log, Status: fr.statusOpts,
 				Keys: fr.sec.consoleKeys(), Audit: fr.sec.audit, Rates: rates, Refusals: refusals,
 			}).Handler(),
 		},

@@ -101,7 +101,11 @@ type Options struct {
 	Search func() *search.State
 	// Unavailable says why a server's tools cannot run now, or "".
 	Unavailable func(server string) string
-	Keys        Keys // nil = the gateway has no keys
+	// Status, if set, is where GET /status reads its report (its storage,
+	// security, process and learning sections too): the state holds the
+	// same report. Nil: the report of Backends, Loop, Search and Policy.
+	Status *gateway.StatusOptions
+	Keys   Keys // nil = the gateway has no keys
 	// Policy is the gateway's rules. The catalog, the playground, the
 	// recent calls and the restart button are seen through them as the
 	// caller sees tools over MCP: a key sees only the tools of its scope,
@@ -193,6 +197,23 @@ func New(opts *Options) *Console {
 	if o.Unavailable == nil {
 		o.Unavailable = func(string) string { return "" }
 	}
+	// The state's report: Status's sources, the console's where it has
+	// none, and the console's version, start and clock.
+	var st gateway.StatusOptions
+	if o.Status != nil {
+		st = *o.Status
+	}
+	st.Version, st.Started, st.Now = o.Version, o.Started, o.Now
+	if st.Loop == nil && o.Loop != nil {
+		st.Loop = o.Loop
+	}
+	if st.Search == nil {
+		st.Search = o.Search
+	}
+	if st.Policy == nil {
+		st.Policy, st.Catalog = o.Policy, o.Catalog
+	}
+	o.Status = &st
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -454,9 +475,14 @@ func (c *Console) post(h func(w http.ResponseWriter, r *http.Request, caller *po
 // itself is the login form then, not a refusal; its script stops polling
 // while the form shows.)
 func (c *Console) refuseWithoutKey(w http.ResponseWriter, r *http.Request, caller *policy.Caller, sessionKeyEnded bool) {
-	why := "no API key or console session"
+	why, msg := "no API key or console session", needKey
 	if sessionKeyEnded {
-		why = "the console session's API key was revoked or expired"
+		why, msg = "the console session's API key was revoked or expired", sessionEnds
+	} else if _, err := r.Cookie(cookieName); err == nil {
+		// A session cookie this gateway does not know: the page was
+		// opened before the gateway restarted (sessions are kept in
+		// memory), or its session grew too old.
+		why, msg = "a console session this gateway does not know (it restarted, or the session ended)", sessionGone
 	}
 	record, after := c.recordRefusal(r)
 	if !record {
@@ -464,11 +490,7 @@ func (c *Console) refuseWithoutKey(w http.ResponseWriter, r *http.Request, calle
 		return
 	}
 	c.audit(r, caller, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console: " + why, Status: http.StatusUnauthorized})
-	if sessionKeyEnded {
-		unauthorized(w, sessionEnds)
-		return
-	}
-	unauthorized(w, needKey)
+	unauthorized(w, msg)
 }
 
 // The 401s' texts: no key at all, and a key sent (to log in, or as a
@@ -478,6 +500,9 @@ const (
 	badKey      = "the API key was not accepted: it is unknown, revoked or expired. Log in with a valid key (`toolgate keys create` makes one)"
 	sessionEnds = "the console session's API key was revoked or expired: log in again with a valid key"
 )
+
+// sessionGone answers a session cookie the gateway does not know.
+var sessionGone = fmt.Sprintf("the console session has ended (the gateway restarted, or the session is over %d hours old): log in again", int(sessionTTL.Hours()))
 
 func unauthorized(w http.ResponseWriter, msg string) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
@@ -513,15 +538,7 @@ type State struct {
 }
 
 func (c *Console) state(caller *policy.Caller) State {
-	rep := gateway.BuildStatusReport(c.o.Backends.Status(), c.o.Version, c.o.Started, c.o.Now())
-	if c.o.Loop != nil {
-		st := c.o.Loop.Stats()
-		rep.Stats = &st
-	}
-	if c.o.Search != nil {
-		rep.Search = c.o.Search()
-	}
-	gateway.ScopeReport(&rep, caller, c.o.Policy, c.o.Catalog)
+	rep := c.o.Status.Report(c.o.Backends, caller)
 	s := State{StatusReport: rep, HasCalls: c.o.Calls != nil, Calls: []Call{}, Warnings: []string{}}
 	for _, b := range rep.Backends {
 		if line, _ := b.CertNotice(c.o.Now()); line != "" {

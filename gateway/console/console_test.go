@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -29,6 +30,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -150,7 +152,7 @@ func newEnvWith(t *testing.T, o *Options) *env {
 	t.Helper()
 	b := &fakeBackends{pids: map[string]int{"filesystem": 100, "memory": 200}}
 	rec := NewRecorder(0)
-	c := New(&Options{Backends: b, Catalog: o.Catalog, Restarter: b, Switcher: o.Switcher, Loop: fakeLoop{}, Calls: rec, Keys: o.Keys, Policy: o.Policy, Audit: o.Audit, Rates: o.Rates, Refusals: o.Refusals, Version: "1.0.0",
+	c := New(&Options{Backends: b, Catalog: o.Catalog, Restarter: b, Switcher: o.Switcher, Loop: fakeLoop{}, Calls: rec, Keys: o.Keys, Policy: o.Policy, Audit: o.Audit, Rates: o.Rates, Refusals: o.Refusals, Status: o.Status, Version: "1.0.0",
 		Search: func() *search.State {
 			return &search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: "model file not found"}
 		},
@@ -795,5 +797,63 @@ func TestRecentCallsOwnKey(t *testing.T) {
 				t.Errorf("key %s sees another's call: %+v", name, c)
 			}
 		}
+	}
+}
+
+// TestSessionGone: a session cookie the gateway does not know (the page
+// was opened before the gateway restarted: sessions live in memory) is
+// told that the session ended and to log in again, not that a key is
+// required as if none had ever been given; a request without a cookie
+// still reads that a key is required.
+func TestSessionGone(t *testing.T) {
+	log := &audittest.Log{}
+	e := newEnvWith(t, &Options{Catalog: fakeCatalog{}, Keys: &fakeKeys{key: "tg_secret"}, Audit: log})
+	if resp, body := e.do(t, "GET", "/ui/api/state", ""); resp.StatusCode != 401 || !strings.Contains(body, "an API key is required") {
+		t.Errorf("state without a cookie: %d %s, want 401 saying a key is required", resp.StatusCode, body)
+	}
+	u, _ := url.Parse(e.srv.URL + Path)
+	e.client.Jar.SetCookies(u, []*http.Cookie{{Name: cookieName, Value: "from-before-the-restart", Path: cookiePath}})
+	resp, body := e.do(t, "GET", "/ui/api/state", "")
+	if resp.StatusCode != 401 || !strings.Contains(body, "the console session has ended (the gateway restarted, or the session is over 12 hours old): log in again") {
+		t.Errorf("state with a session cookie the gateway does not know: %d %s, want 401 saying the session ended", resp.StatusCode, body)
+	}
+	recs := log.Records()
+	if len(recs) != 2 || recs[1].Reason != "console: a console session this gateway does not know (it restarted, or the session ended)" || recs[1].Status != 401 {
+		t.Errorf("audit records %+v, want the second refusal to say the session is unknown", recs)
+	}
+}
+
+type storageReport storage.Report
+
+func (s storageReport) Report() storage.Report { return storage.Report(s) }
+
+// TestStateHasStatusSections: the console's state is the GET /status
+// report (README: "the /status report plus the recent calls"), its
+// storage and security sections included, so that the page can say the
+// data folder cannot take writes or which tools are quarantined; it held
+// only the backends, the loop's counters and the ranking.
+func TestStateHasStatusSections(t *testing.T) {
+	since := time.Date(2026, 12, 5, 11, 44, 21, 0, time.UTC)
+	e := newEnvWith(t, &Options{Catalog: fakeCatalog{}, Status: &gateway.StatusOptions{
+		Storage: storageReport{DataDir: "/srv/toolgate", Writable: false, Error: "data folder /srv/toolgate does not exist", Fix: "mkdir -p /srv/toolgate", Since: since,
+			Writers: []storage.WriterReport{{Name: "audit log", OK: false, Since: since, Failures: 2, Degraded: "records are counted as lost"}}},
+		Security: func() *gateway.SecurityStatus {
+			return &gateway.SecurityStatus{Quarantined: []string{"memory__notes"}}
+		},
+	}})
+	resp, body := e.do(t, "GET", "/ui/api/state", "")
+	var st State
+	if err := json.Unmarshal([]byte(body), &st); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /ui/api/state: %d %v\n%s", resp.StatusCode, err, body)
+	}
+	if st.Storage == nil || st.Storage.Writable || st.Storage.Fix != "mkdir -p /srv/toolgate" || len(st.Storage.Writers) != 1 {
+		t.Errorf("state's storage %+v, want the data folder not writable, with its fix and the failing writer", st.Storage)
+	}
+	if st.Security == nil || fmt.Sprint(st.Security.Quarantined) != "[memory__notes]" {
+		t.Errorf("state's security %+v, want memory__notes quarantined", st.Security)
+	}
+	// The console's own sources still fill what Status lacks.
+	if st.Search == nil || !st.Search.BM25Only || st.Stats == nil || st.CatalogGeneration != 7 || st.Version != "1.0.0" {
+		t.Errorf("state's search %+v, stats %+v, version %q: want the console's", st.Search, st.Stats, st.Version)
 	}
 }

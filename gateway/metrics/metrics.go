@@ -150,7 +150,11 @@ func (m *Metrics) Caller(c gateway.Caller) gateway.Caller { return gateway.Obser
 func (m *Metrics) observeCall(c gateway.Call) {
 	sl, tl := m.labels(c.Server, c.Tool)
 	m.calls.WithLabelValues(sl, tl, string(c.Outcome)).Inc()
-	m.callDuration.WithLabelValues(sl).Observe(c.Duration.Seconds())
+	if c.Outcome != gateway.OutcomeDenied {
+		// A refused call never reached the backend: its near-zero time
+		// would pull the server's latency quantiles down.
+		m.callDuration.WithLabelValues(sl).Observe(c.Duration.Seconds())
+	}
 }
 
 // HTTP decorates the HTTP front, counting requests by route and code: it is

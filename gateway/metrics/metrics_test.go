@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
@@ -205,6 +206,11 @@ toolgate_tool_calls_total{outcome="unavailable",server="memory",tool="unknown"} 
 	}
 	if n := testutil.CollectAndCount(m.callDuration); n != 3 {
 		t.Errorf("%d server series of call durations, want 3 (memory, filesystem, unknown)", n)
+	}
+	// The denied call never reached memory: it is counted, not timed.
+	var d dto.Metric
+	if err := m.callDuration.WithLabelValues("memory").(prometheus.Histogram).Write(&d); err != nil || d.GetHistogram().GetSampleCount() != 6 {
+		t.Errorf("memory's call durations: %d samples (%v), want the 6 calls that were not denied", d.GetHistogram().GetSampleCount(), err)
 	}
 }
 

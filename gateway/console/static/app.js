@@ -39,8 +39,11 @@ async function api(path, opts) {
   }
   const resp = await fetch(path, o);
   if (resp.status === 401) {
+    // The gateway says why (a key it does not accept, a session that
+    // ended): the login form shows with those words.
+    const body = await resp.json().catch(() => ({}));
     showLogin(true);
-    throw new Error("log in first");
+    throw new Error(body.error || "log in first");
   }
   const body = resp.status === 204 ? {} : await resp.json();
   if (!resp.ok) throw new Error(body.error || resp.statusText);
@@ -88,6 +91,34 @@ function serverButton(verb, name) {
   }, a.label);
 }
 
+// healthWarnings are what GET /status's storage and security sections say
+// needs doing, in the words of toolgate status (which exits 3 for them).
+function healthWarnings(st) {
+  const out = [];
+  const at = (t) => new Date(t).toLocaleString();
+  const sto = st.storage;
+  if (sto) {
+    const failing = (sto.writers || []).filter((w) => !w.ok);
+    if (!sto.writable) {
+      out.push("Data folder " + sto.dataDir + " NOT WRITABLE since " + at(sto.since) + ": " + sto.error + (sto.fix ? ". Fix: " + sto.fix : ""));
+    }
+    for (const w of failing) {
+      out.push("Data folder store " + w.name + ": failing since " + at(w.since) + " (" + w.failures + " failures; " + w.degraded + "): " + w.error + (sto.writable && w.fix ? ". Fix: " + w.fix : ""));
+    }
+  }
+  const sec = st.security;
+  if (sec && sec.quarantined && sec.quarantined.length) {
+    out.push("Quarantined, held from search_tools and execute_tool until approved: " + sec.quarantined.join(", ") + " (`toolgate tools quarantined` says why)");
+  }
+  if (sec && sec.pinsFault) {
+    out.push("Quarantine pins " + sec.pinsFault.file + " CANNOT BE READ since " + at(sec.pinsFault.since) + ": " + sec.pinsFault.error + ". Fix: " + sec.pinsFault.fix);
+  }
+  if (sec && sec.audit && sec.audit.dropped) {
+    out.push("Audit log: " + sec.audit.dropped + " records lost (" + sec.audit.errors + " failed writes)");
+  }
+  return out;
+}
+
 function renderState(st) {
   $("version").textContent = st.version + " · up " + st.uptime;
   const disabled = st.disabled || [];
@@ -116,8 +147,19 @@ function renderState(st) {
       el("td", { colspan: 6, class: "muted" }, "stopped; its tools are hidden from search_tools and execute_tool"),
       el("td", { class: "actions" }, st.canEnable ? serverButton("enable", name) : null)));
   }
+  // The rows are drawn anew every 3 s: a keyboard user's focus on one of
+  // their buttons moves to the same button of the new row, not to the page.
+  const f = document.activeElement;
+  const focused = f && f.closest("#backend-rows") && Object.keys(serverActions).find((v) => f.hasAttribute("data-" + v));
+  const focusedServer = focused && f.getAttribute("data-" + focused);
   $("backend-rows").replaceChildren(...rows);
-  const warnings = st.warnings || [];
+  if (focused) {
+    const buttons = [...$("backend-rows").querySelectorAll("button")];
+    const b = buttons.find((x) => x.getAttribute("data-" + focused) === focusedServer) || // else another of its row's
+      buttons.find((x) => Object.keys(serverActions).some((v) => x.getAttribute("data-" + v) === focusedServer));
+    if (b) b.focus();
+  }
+  const warnings = [...(st.warnings || []), ...healthWarnings(st)];
   $("backend-warnings").hidden = !warnings.length;
   $("backend-warnings").replaceChildren(...warnings.map((w) => el("li", {}, w)));
 
@@ -145,15 +187,62 @@ function renderState(st) {
   $("index-state").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
 }
 
+// While the gateway does not answer, the page keeps what it showed last,
+// marked as of when (unreachableSince); once it answers again the notice
+// says so, and whether it restarted meanwhile.
+let unreachableSince = null;
+let refreshFailed = false; // the notice is a refresh's error
+let startedAt = initial.state ? initial.state.started : null;
+
+function catalogKey(st) {
+  return [st.catalogGeneration, ...st.backends.map((b) => b.name + ":" + b.state), ...(st.disabled || [])].join(" ");
+}
+let shownCatalog = initial.state ? catalogKey(initial.state) : "";
+
+function markStale(on) {
+  for (const id of ["backends", "calls", "index"]) $(id).classList.toggle("stale", on);
+}
+
 async function refreshState() {
   // Logged out meanwhile (the session ended, the gateway restarted): the
   // login form shows, and asking again would only be refused.
   if (!$("login").hidden) return;
+  let st;
   try {
-    renderState(await api("/ui/api/state"));
+    st = await api("/ui/api/state");
   } catch (e) {
-    notice("Could not refresh: " + e.message, true);
+    if (e instanceof TypeError) { // fetch itself failed: no answer at all
+      unreachableSince = unreachableSince || new Date();
+      markStale(true);
+      notice("The gateway at " + location.host + " does not answer (since " + unreachableSince.toLocaleTimeString() +
+        "): what the page shows is as of then. Trying again every 3 s.", true);
+    } else {
+      refreshFailed = true;
+      notice("Could not refresh: " + e.message, true);
+    }
+    return;
   }
+  renderState(st);
+  // The catalog again once it changed (a cold start's first index, a
+  // reload, a server's tools) or a server changed state (its tools can or
+  // cannot run now).
+  if (catalogKey(st) !== shownCatalog) {
+    shownCatalog = catalogKey(st);
+    loadCatalog();
+  }
+  const restarted = startedAt && st.started !== startedAt;
+  startedAt = st.started;
+  if (unreachableSince || restarted) {
+    markStale(false);
+    unreachableSince = null;
+    // The page's session (its buttons' CSRF token) went with the
+    // process: a reload gets a new one.
+    notice(restarted ? "The gateway answers again: it restarted at " + new Date(st.started).toLocaleTimeString() +
+      "; reload the page before using its buttons." : "The gateway answers again.");
+  } else if (refreshFailed) {
+    notice("");
+  }
+  refreshFailed = false;
 }
 
 async function act(verb, name) {
@@ -223,11 +312,11 @@ async function loadCatalog() {
   try {
     const ans = await api("/ui/api/catalog?" + searchURL(params));
     const sel = $("catalog-server");
-    if (sel.options.length === 1) {
-      for (const s of ans.servers) sel.append(el("option", { value: s }, s));
-    }
-    $("catalog-summary").textContent = ans.matched === ans.total ? ans.total + " tools"
-      : ans.matched + " of " + ans.total + " tools match" + (ans.tools.length < ans.matched ? " (first " + ans.tools.length + " shown)" : "");
+    const chosen = sel.value;
+    sel.replaceChildren(el("option", { value: "" }, "all"), ...ans.servers.map((s) => el("option", { value: s }, s)));
+    sel.value = ans.servers.includes(chosen) ? chosen : "";
+    $("catalog-summary").textContent = (ans.matched === ans.total ? ans.total + " tools" : ans.matched + " of " + ans.total + " tools match") +
+      (ans.tools.length < ans.matched ? " (the first " + ans.tools.length + " shown: filter by name or server for the others)" : "");
     $("catalog-list").replaceChildren(...ans.tools.map((t) => el("li", { "data-tool": t.name },
       el("code", {}, t.name), t.title ? " " + t.title : null,
       t.unavailable ? el("span", { class: "unavailable" }, " unavailable: " + t.unavailable) : null,

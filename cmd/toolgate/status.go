@@ -598,7 +598,11 @@ func printStorage(w io.Writer, st *storage.Report) {
 		fmt.Fprintf(w, " since %s: %s\n  fix: %s", clock(st.Since), oneLine(st.Error, 200), st.Fix)
 		for _, wr := range st.Writers {
 			if !wr.OK {
-				fmt.Fprintf(w, "\n  %s: failing since %s (%d failures; %s): %s", wr.Name, clock(wr.Since), wr.Failures, wr.Degraded, oneLine(wr.Error, 120))
+				failures := "failures"
+				if wr.Failures == 1 {
+					failures = "failure"
+				}
+				fmt.Fprintf(w, "\n  %s: failing since %s (%d %s; %s): %s", wr.Name, clock(wr.Since), wr.Failures, failures, wr.Degraded, oneLine(wr.Error, 120))
 			}
 		}
 	} else if st.LastError != "" {

@@ -207,11 +207,12 @@ func TestStatusStorage(t *testing.T) {
 	}
 
 	broken := serve(storageSource{DataDir: "/d", Error: "data folder /d does not exist", Fix: "mkdir -p /d", Since: now,
-		Writers: []storage.WriterReport{{Name: "embedding cache", Error: "data folder /d does not exist", Since: now, Failures: 7, Degraded: "searches embed without storing new vectors"}}})
+		Writers: []storage.WriterReport{{Name: "embedding cache", Error: "data folder /d does not exist", Since: now, Failures: 7, Degraded: "searches embed without storing new vectors"},
+			{Name: "audit log", Error: "data folder /d does not exist", Since: now, Failures: 1, Degraded: "records are counted as lost"}}})
 	out.Reset()
 	requireDegraded(t, runStatus(context.Background(), &out, statusFlags{addr: broken}), "the data folder cannot take writes")
 	for _, want := range []string{"storage: /d NOT WRITABLE since", "data folder /d does not exist", "fix: mkdir -p /d",
-		"embedding cache: failing since", "7 failures; searches embed without storing new vectors"} {
+		"embedding cache: failing since", "7 failures; searches embed without storing new vectors", "(1 failure; records are counted as lost)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

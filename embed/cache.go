@@ -280,7 +280,7 @@ func (c *Cached) open() (s *store, err error) {
 			s, err = nil, fmt.Errorf("open badger: panic: %v", r)
 		}
 	}()
-	db, err := badger.Open(bo)
+	db, err := badgerlog.Open(bo)
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
 			return nil, fmt.Errorf("%w: %s (another toolgate running?): %v", errBusy, c.dir, err)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -808,6 +809,48 @@ func TestCacheOutOfDescriptors(t *testing.T) {
 	mustEmbed(t, c, "alpha", "beta")
 	if diff := cmp.Diff([]string{"beta"}, inner.texts()); diff != "" {
 		t.Errorf("embedded once descriptors are free (-want +got): %s; alpha was in the cache", diff)
+	}
+}
+
+// TestCacheOverFileSizeLimit: a file-size limit (ulimit -f, LimitFSIZE=)
+// that Badger's memtable outgrows is a limit, not damage: the cache is
+// pass-through, its fault names the limit, and it opens once the limit
+// allows. It was moved aside as corrupt (its vectors lost), a new
+// .corrupt-… folder every start.
+func TestCacheOverFileSizeLimit(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "embeddings")
+	c, err := NewCached(&fakeModel{id: "f", dim: 4}, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEmbed(t, c, "alpha")
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	defer func(d time.Duration) { refusedRetry = d }(refusedRetry)
+	refusedRetry = 0
+	st := &switchStorage{}
+	inner := &fakeModel{id: "f", dim: 4}
+	// Far below a memtable: Badger cannot size its first one.
+	testenv.WithFileSizeLimit(t, 64<<10, func() { c, err = NewCached(inner, dir, &CacheOptions{Storage: st}) })
+	if err != nil {
+		t.Fatalf("NewCached over the file-size limit: %v, want a pass-through cache", err)
+	}
+	defer c.Close()
+	if aside, _ := filepath.Glob(dir + ".corrupt-*"); len(aside) > 0 {
+		t.Fatalf("the cache was moved aside as corrupt: %v", aside)
+	}
+	if st.fails == 0 || storage.Shortage(st.lastFail) != syscall.EFBIG || !strings.Contains(storage.Fix(dir, st.lastFail), "raise its file-size limit") {
+		t.Errorf("the fault is not reported as the limit: %d failures, last %v", st.fails, st.lastFail)
+	}
+	mustEmbed(t, c, "beta") // stores, opening the cache
+	if aside, _ := filepath.Glob(dir + ".corrupt-*"); len(aside) > 0 {
+		t.Fatalf("the cache was moved aside as corrupt once the limit allowed: %v (the memtable file the limit kept empty)", aside)
+	}
+	mustEmbed(t, c, "alpha", "beta")
+	if diff := cmp.Diff([]string{"beta"}, inner.texts()); diff != "" {
+		t.Errorf("embedded once the limit allows (-want +got): %s; alpha was in the cache", diff)
 	}
 }
 

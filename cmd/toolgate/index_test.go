@@ -482,3 +482,28 @@ func TestIndexAsRootLeavesTheFolderOwners(t *testing.T) {
 		t.Fatalf("walked %d entries of the data folder: %v", n, err)
 	}
 }
+
+// TestIndexOverFileSizeLimit: `toolgate index` under a file-size limit
+// (ulimit -f, LimitFSIZE=) that its files outgrow fails with the limit
+// to raise; it said `write …/catalog.bin: file too large` and no more.
+// Once the limit allows, the same command builds the index.
+func TestIndexOverFileSizeLimit(t *testing.T) {
+	data := t.TempDir()
+	tools := writeToolsFile(t, t.TempDir(), 3000, "")
+	cmd := toolgateCmd(t, data, "index", "--bm25-only", "--tools", tools)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	var err error
+	testenv.WithFileSizeLimit(t, 64<<10, func() { err = cmd.Start() }) // the child keeps the limit
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out.String(), "file too large; fix: toolgate may not write files that large: raise its file-size limit (ulimit -f unlimited") {
+		t.Errorf("index over the file-size limit: %v, want exit status 1 naming the limit to raise\n%s", err, out.String())
+	}
+	want, _ := catalog.ReadFile(tools)
+	if res := runIndexJSON(t, &globals{dataDir: data}, tools); res.Tools != len(want) {
+		t.Errorf("index once the limit allows: %d tools, want %d", res.Tools, len(want))
+	}
+}

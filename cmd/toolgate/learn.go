@@ -506,9 +506,9 @@ func (h mutedHandler) WithGroup(name string) slog.Handler {
 // back.
 func damagedError(dataDir, storeDir string, err error) error {
 	if e := storage.Shortage(err); e != 0 {
-		want := "file descriptors"
-		if e == syscall.ENOMEM {
-			want = "memory"
+		want := map[syscall.Errno]string{syscall.ENOMEM: "memory", syscall.EFBIG: "a larger file-size limit"}[e]
+		if want == "" {
+			want = "file descriptors"
 		}
 		return &storage.FolderError{Dir: dataDir, Err: err,
 			Problem: fmt.Sprintf("holds learned pairs that cannot be opened for want of %s (%v)", want, err),

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 // refresh asks the sync loop for a re-index. The request and
@@ -259,12 +260,11 @@ func (l *Loop) buildInMemory(ctx context.Context, tools []catalog.Tool) (*index.
 // A process out of file descriptors (EMFILE, ENFILE: many clients, a low
 // open-files limit) is served the same way: the index in memory needs no
 // descriptor, and the loop writes it to the folder once it can (it used
-// to stop a start with exit status 1, and leave a re-index undone).
+// to stop a start with exit status 1, and leave a re-index undone). So is
+// a file-size limit (EFBIG: ulimit -f, LimitFSIZE=) that a segment outgrew.
 func storageFault(err error, st Storage) bool {
-	for _, e := range []error{syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EIO, syscall.ENOENT, syscall.ENOTDIR, syscall.EACCES, syscall.EPERM, syscall.EMFILE, syscall.ENFILE} {
-		if errors.Is(err, e) {
-			return true
-		}
+	if storage.WriteFault(err) {
+		return true
 	}
 	// Bleve loses the errno of a file it could not open.
 	return descriptorsShort() || st.Check() != nil

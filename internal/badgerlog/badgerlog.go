@@ -11,12 +11,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+
+	"github.com/toolgate/toolgate/internal/datafile"
 )
 
 // Logger is a badger.Logger writing to L, each line prefixed with Prefix
@@ -112,4 +116,47 @@ func Options(dir string, inMemory bool, l *Logger, memTable int64) badger.Option
 		bo = bo.WithDir("").WithValueDir("")
 	}
 	return bo
+}
+
+// Open opens the store of bo, first removing the memtable files (*.mem)
+// it holds that are empty: Badger makes a memtable's file and then sizes
+// it, and one it could not size (a file-size limit, ulimit -f or
+// LimitFSIZE=: EFBIG) stays behind empty. It holds nothing, but Badger
+// cannot open a store with it, and the store was taken for damaged (the
+// embedding cache moved aside, its vectors lost; the learned pairs' fix
+// said to move them aside) once the limit was raised. They are removed
+// only while no process holds the store (the folder's flock, which Badger
+// takes): a holder makes such a file, for a moment, as it makes each
+// memtable. TestCacheOverFileSizeLimit fails if Badger's files change.
+func Open(bo badger.Options) (*badger.DB, error) {
+	if !bo.InMemory {
+		dropEmptyMemtables(bo.Dir)
+	}
+	return badger.Open(bo)
+}
+
+// memtableSuffix ends the name of a memtable's file (Badger's memFileExt).
+const memtableSuffix = ".mem"
+
+func dropEmptyMemtables(dir string) {
+	mems, _ := filepath.Glob(filepath.Join(dir, "*"+memtableSuffix))
+	var empty []string
+	for _, m := range mems {
+		if fi, err := os.Lstat(m); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+			empty = append(empty, m)
+		}
+	}
+	if len(empty) == 0 {
+		return
+	}
+	unlock, ok, err := datafile.TryLockDir(dir)
+	if err != nil || !ok {
+		return // held: the holder's own
+	}
+	defer unlock()
+	for _, m := range empty {
+		if fi, err := os.Lstat(m); err == nil && fi.Size() == 0 {
+			_ = os.Remove(m)
+		}
+	}
 }

@@ -409,6 +409,8 @@ func Fix(dir string, err error) string {
 		return ShortageFix(syscall.EMFILE) + ", or have fewer clients connected or servers configured; the data folder is fine, and writers resume by themselves once descriptors are free"
 	case Shortage(err) == syscall.ENOMEM:
 		return ShortageFix(syscall.ENOMEM) + "; writers try again on their next write"
+	case Shortage(err) == syscall.EFBIG:
+		return ShortageFix(syscall.EFBIG) + "; the data folder is fine, and writers try again on their next write"
 	}
 	return fmt.Sprintf("check the data folder %s and its file system (the error says what failed); writers try again on their next write", dir)
 }
@@ -428,9 +430,10 @@ func fileOnPath(dir string) string {
 	}
 }
 
-// Shortage returns EMFILE, ENFILE or ENOMEM when err says the process was
-// refused a file descriptor or memory (a memory map, under ulimit -v or a
-// memory limit), else 0: not a fault of the folder, of what it holds, or of
+// Shortage returns EMFILE, ENFILE, ENOMEM or EFBIG when err says the
+// process was refused a file descriptor, memory (a memory map, under
+// ulimit -v or a memory limit) or a file as large as it wrote (a file-size
+// limit), else 0: not a fault of the folder, of what it holds, or of
 // the files a library loads. Libraries that keep only the message are read
 // by it: Badger's, and ONNX Runtime's (its errno as "system error number
 // N", its C++ allocator's std::bad_alloc, the dynamic loader's "failed to
@@ -447,12 +450,30 @@ func Shortage(err error) syscall.Errno {
 		{syscall.ENFILE, []string{"too many open files in system", "system error number 23"}},
 		{syscall.EMFILE, []string{"too many open files", "system error number 24"}},
 		{syscall.ENOMEM, []string{"cannot allocate memory", "system error number 12", "bad_alloc", "failed to map segment"}},
+		// A file-size limit (ulimit -f, LimitFSIZE=): Badger's memtable,
+		// made at its full size when a store opens, is refused; Go
+		// ignores the SIGXFSZ that would otherwise end the process.
+		{syscall.EFBIG, []string{"file too large", "system error number 27"}},
 	} {
 		if errors.Is(err, e.errno) || slices.ContainsFunc(e.says, func(s string) bool { return strings.Contains(msg, s) }) {
 			return e.errno
 		}
 	}
 	return 0
+}
+
+// WriteFault reports whether err, a failed write in the data folder, is
+// the folder's (full, out of quota, read-only, failing, gone, not a
+// folder, denied) or a limit's (descriptors, the file-size limit) rather
+// than what was written's: Fix words what to do about it.
+func WriteFault(err error) bool {
+	for _, e := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EIO, syscall.ENOENT, syscall.ENOTDIR,
+		syscall.EACCES, syscall.EPERM, syscall.EMFILE, syscall.ENFILE, syscall.EFBIG} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // Denied reports whether err says this user may not open or write a file
@@ -508,6 +529,8 @@ func ShortageFix(e syscall.Errno) string {
 		return "the system has no file descriptors left (fs.file-max): close other programs or raise it"
 	case syscall.ENOMEM:
 		return "toolgate was refused memory: raise its memory or address-space limit (ulimit -v; MemoryMax= in a systemd unit; a container's memory limit) or free memory"
+	case syscall.EFBIG:
+		return "toolgate may not write files that large: raise its file-size limit (ulimit -f unlimited; LimitFSIZE= in a systemd unit)"
 	}
 	return ""
 }

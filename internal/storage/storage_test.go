@@ -398,6 +398,8 @@ func TestShortage(t *testing.T) {
 		&os.PathError{Op: "open", Path: "/d/x", Err: syscall.EMFILE}:                                      syscall.EMFILE,
 		errors.New("while mmapping /d/learn/000001.vlog with size: 33554432 err: cannot allocate memory"): syscall.ENOMEM,
 		errors.New("open /d/learn/MANIFEST: too many open files in system"):                               syscall.ENFILE,
+		errors.New("while truncation: truncate /d/cache/embeddings/00001.mem: file too large"):            syscall.EFBIG,
+		&os.PathError{Op: "write", Path: "/d/index/x", Err: syscall.EFBIG}:                                syscall.EFBIG,
 		errors.New("Value log truncate required to run DB. This might result in data loss"):               0,
 		&os.PathError{Op: "open", Path: "/d/x", Err: syscall.EROFS}:                                       0,
 	} {

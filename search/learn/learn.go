@@ -187,7 +187,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 			return nil, fmt.Errorf("learned pairs: %w", err)
 		}
 	}
-	db, err := badger.Open(bo)
+	db, err := badgerlog.Open(bo)
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
 			return nil, fmt.Errorf("%w: %s", ErrBusy, dir)

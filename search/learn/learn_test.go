@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 type clock struct{ t time.Time }
@@ -376,5 +378,33 @@ func TestReopenAfterFolderRemoved(t *testing.T) {
 	defer r.Close()
 	if got := pairsOf(r); len(got) != 2 || got["fs__read_file | read my notes file"] == 0 || got["github__create_issue | file a bug"] == 0 {
 		t.Errorf("pairs after the restart: %v, want the one from before the removal and the one after", got)
+	}
+}
+
+// TestOverFileSizeLimit: learned pairs that cannot be opened under a
+// file-size limit (ulimit -f, LimitFSIZE=) say it is the limit, not
+// damage, and open with every pair once it is raised: the memtable file
+// the limit left empty kept them from opening, and they read as damaged.
+func TestOverFileSizeLimit(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "learn")
+	c := &clock{time.Unix(1_700_000_000, 0)}
+	s := open(t, dir, c)
+	s.Record("read my notes", readFile)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	testenv.WithFileSizeLimit(t, 64<<10, func() { s, err = Open(dir, nil) })
+	if err == nil {
+		s.Close()
+		t.Fatal("opened under a file-size limit below a memtable")
+	}
+	if storage.Shortage(err) != syscall.EFBIG {
+		t.Errorf("Open under the limit: %v, want EFBIG (the limit)", err)
+	}
+	s = open(t, dir, c)
+	defer s.Close()
+	if got := pairsOf(s); got["fs__read_file | read my notes"] != 1 {
+		t.Errorf("after the limit was raised: %v, want the pair learned before", got)
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
-	"github.com/toolgate/toolgate/internal/storage"
 )
 
 func init() {
@@ -145,10 +144,6 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 	ix, rep, err := index.EnsureReport(ctx, res.Dir, tools, emb, &index.Options{Logger: g.logger, Progress: prog.update})
 	prog.finish()
 	if err != nil {
-		if storage.WriteFault(err) {
-			// The previous index stays as it was: say what to change.
-			return fmt.Errorf("index %s: %w; fix: %s", res.Dir, err, storage.Fix(g.DataDir(), err))
-		}
 		return fmt.Errorf("index %s: %w", res.Dir, err)
 	}
 	defer ix.Close()

@@ -499,7 +499,7 @@ func TestIndexOverFileSizeLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = cmd.Wait()
-	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out.String(), "file too large; fix: toolgate may not write files that large: raise its file-size limit (ulimit -f unlimited") {
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out.String(), "file too large\ntoolgate: fix: toolgate may not write files that large: raise its file-size limit (ulimit -f unlimited") {
 		t.Errorf("index over the file-size limit: %v, want exit status 1 naming the limit to raise\n%s", err, out.String())
 	}
 	want, _ := catalog.ReadFile(tools)

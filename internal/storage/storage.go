@@ -768,6 +768,8 @@ func CommandFix(err error) string {
 		return fmt.Sprintf("%s is on a read-only file system: remount it read-write (or, for the data folder, pass --data-dir on a writable one), then run the command again", dir)
 	case errors.Is(err, os.ErrPermission):
 		return fmt.Sprintf("give this user access to %s (chown/chmod), or run the command as its owner", dir)
+	case Shortage(err) == syscall.EFBIG:
+		return ShortageFix(syscall.EFBIG) + ", then run the command again"
 	}
 	return ""
 }

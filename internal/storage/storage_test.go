@@ -377,6 +377,7 @@ func TestCommandFix(t *testing.T) {
 		{syscall.EDQUOT, "free space on the file system of " + dir + " "},
 		{syscall.EROFS, dir + " is on a read-only file system: remount it read-write"},
 		{syscall.EACCES, "give this user access to " + dir + " "},
+		{syscall.EFBIG, "raise its file-size limit (ulimit -f unlimited; LimitFSIZE= in a systemd unit), then run the command again"},
 	} {
 		err := fmt.Errorf("index %s: %w", dir, &os.PathError{Op: "write", Path: gone, Err: tc.errno})
 		if got := CommandFix(err); !strings.Contains(got, tc.want) {

@@ -144,6 +144,11 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 	ix, rep, err := index.EnsureReport(ctx, res.Dir, tools, emb, &index.Options{Logger: g.logger, Progress: prog.update})
 	prog.finish()
 	if err != nil {
+		if ctx.Err() != nil {
+			// A signal stopped it: not a fault to look into (it said
+			// "embed tools 1-199 of 199: context canceled").
+			return fmt.Errorf("stopped before the index was built: the index in %s is as it was (run the command again to build it)", res.Dir)
+		}
 		return fmt.Errorf("index %s: %w", res.Dir, err)
 	}
 	defer ix.Close()

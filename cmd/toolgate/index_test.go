@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -505,5 +506,51 @@ func TestIndexOverFileSizeLimit(t *testing.T) {
 	want, _ := catalog.ReadFile(tools)
 	if res := runIndexJSON(t, &globals{dataDir: data}, tools); res.Tools != len(want) {
 		t.Errorf("index once the limit allows: %d tools, want %d", res.Tools, len(want))
+	}
+}
+
+// TestIndexInterrupted: SIGINT during `toolgate index` says that it was
+// stopped and that the index on disk is as it was, which a run after it
+// finds; it said "embed tools 1-199 of 199: context canceled".
+func TestIndexInterrupted(t *testing.T) {
+	data := t.TempDir()
+	first := writeToolsFile(t, t.TempDir(), 50, "")
+	runIndexJSON(t, &globals{dataDir: data}, first)
+	before, _ := catalog.ReadFile(first)
+
+	cmd := toolgateCmd(t, data, "index", "--tools", writeToolsFile(t, t.TempDir(), 3000, " Changed."))
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() { // the embedding has begun: stop it
+		out.WriteString(lines.Text() + "\n")
+		if strings.HasPrefix(lines.Text(), "embedding: ") {
+			break
+		}
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	for lines.Scan() {
+		out.WriteString(lines.Text() + "\n")
+	}
+	err = cmd.Wait()
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 ||
+		!strings.Contains(out.String(), "toolgate: stopped before the index was built: the index in "+index.Dir(data)+" is as it was") || strings.Contains(out.String(), "context canceled") {
+		t.Errorf("index stopped by SIGINT: %v, want exit status 1 saying it stopped and the index is as it was\n%s", err, out.String())
+	}
+	ix, err := index.Open(index.Dir(data), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if catalog.Fingerprint(ix.Tools()) != catalog.Fingerprint(before) {
+		t.Errorf("after the stop the index holds %d tools, want the %d indexed before", ix.Len(), len(before))
 	}
 }

@@ -389,4 +389,8 @@ func TestConsoleOperatorInBrowser(t *testing.T) {
 	cmd.Stderr = testLog(t, "toolgate (again): ")
 	startHTTP(t, cmd, addr, 2*time.Minute)
 	poll("the page to say the gateway is back", `document.querySelector("#notice").textContent.includes("answers again: it restarted") && !document.querySelector("#backends").classList.contains("stale")`)
+	// Its buttons work without a reload: the state brought a new session
+	// (they answered "missing or wrong CSRF token").
+	poll("Restart fake, once it is up again", `(() => { const b = document.querySelector('button[data-restart="fake"]'); return !!b && !b.disabled && (b.click(), true); })()`)
+	poll("the restart to be requested", `document.querySelector("#notice").textContent.includes("Restart of fake requested.")`)
 }

@@ -583,7 +583,14 @@ func (c *Console) calls(caller *policy.Caller) []Call {
 	return out
 }
 
-func (c *Console) serveState(w http.ResponseWriter, _ *http.Request, caller *policy.Caller) {
+func (c *Console) serveState(w http.ResponseWriter, r *http.Request, caller *policy.Caller) {
+	if _, err := r.Cookie(cookieName); err == nil && !c.keysRequired() && c.sessions.get(r) == nil {
+		// A page opened before the gateway restarted, without keys: its
+		// session (the CSRF token of its buttons) went with the process.
+		// A new one is handed over here, so its buttons work without a
+		// reload (they answered "missing or wrong CSRF token").
+		w.Header().Set(csrfHeader, c.sessions.create(w, r, "").csrf)
+	}
 	writeJSON(w, http.StatusOK, c.state(caller))
 }
 

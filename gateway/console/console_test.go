@@ -857,3 +857,33 @@ func TestStateHasStatusSections(t *testing.T) {
 		t.Errorf("state's search %+v, stats %+v, version %q: want the console's", st.Search, st.Stats, st.Version)
 	}
 }
+
+// TestCSRFTokenAfterRestart: a page opened before a gateway without keys
+// restarted keeps a session cookie the new process does not know; its
+// next state poll hands over a new session and CSRF token (X-CSRF-Token),
+// with which its buttons work again without a reload (they answered
+// "missing or wrong CSRF token"). A poll without a cookie (a script) makes
+// no session.
+func TestCSRFTokenAfterRestart(t *testing.T) {
+	e := newEnv(t, nil)
+	if resp, _ := e.do(t, "GET", "/ui/api/state", ""); resp.Header.Get(csrfHeader) != "" {
+		t.Errorf("a state poll without a session cookie got a CSRF token")
+	}
+	u, _ := url.Parse(e.srv.URL + Path)
+	e.client.Jar.SetCookies(u, []*http.Cookie{{Name: cookieName, Value: "from-before-the-restart", Path: cookiePath}})
+	origin := e.srv.URL
+	if resp, _ := e.do(t, "POST", "/ui/api/restart", `{"server": "filesystem"}`, "Origin", origin, csrfHeader, "old-token"); resp.StatusCode != 403 {
+		t.Fatalf("restart with the old page's token: %d, want 403", resp.StatusCode)
+	}
+	resp, _ := e.do(t, "GET", "/ui/api/state", "")
+	token := resp.Header.Get(csrfHeader)
+	if resp.StatusCode != 200 || token == "" {
+		t.Fatalf("state poll with an unknown session: %d, token %q: want 200 with a new token", resp.StatusCode, token)
+	}
+	if resp, _ := e.do(t, "POST", "/ui/api/restart", `{"server": "filesystem"}`, "Origin", origin, csrfHeader, token); resp.StatusCode != 202 {
+		t.Errorf("restart with the token handed over: %d, want 202", resp.StatusCode)
+	}
+	if resp, _ := e.do(t, "GET", "/ui/api/state", ""); resp.Header.Get(csrfHeader) != "" {
+		t.Errorf("a state poll of a live session got another token")
+	}
+}

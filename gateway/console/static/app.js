@@ -6,7 +6,9 @@
 "use strict";
 
 const initial = JSON.parse(document.getElementById("initial").textContent);
-const csrf = document.querySelector('meta[name="csrf-token"]').content;
+// The CSRF token of the buttons; a gateway restarted without keys hands a
+// new one over with its state (X-CSRF-Token).
+let csrf = document.querySelector('meta[name="csrf-token"]').content;
 const $ = (id) => document.getElementById(id);
 
 function el(tag, attrs, ...children) {
@@ -38,6 +40,8 @@ async function api(path, opts) {
     o.headers["X-CSRF-Token"] = csrf;
   }
   const resp = await fetch(path, o);
+  const token = resp.headers.get("X-CSRF-Token");
+  if (token) csrf = token;
   if (resp.status === 401) {
     // The gateway says why (a key it does not accept, a session that
     // ended): the login form shows with those words.
@@ -236,9 +240,9 @@ async function refreshState() {
     markStale(false);
     unreachableSince = null;
     // The page's session (its buttons' CSRF token) went with the
-    // process: a reload gets a new one.
-    notice(restarted ? "The gateway answers again: it restarted at " + new Date(st.started).toLocaleTimeString() +
-      "; reload the page before using its buttons." : "The gateway answers again.");
+    // process; without keys the state brought a new one, with keys the
+    // login form shows (its login reloads the page).
+    notice(restarted ? "The gateway answers again: it restarted at " + new Date(st.started).toLocaleTimeString() + "." : "The gateway answers again.");
   } else if (refreshFailed) {
     notice("");
   }

@@ -336,3 +336,24 @@ type searchFunc func() search.Result
 func (f searchFunc) Search(context.Context, search.Query) (search.Result, error) { return f(), nil }
 func (searchFunc) Tool(string) (catalog.Tool, bool)                              { return catalog.Tool{}, false }
 func (searchFunc) IDs() []string                                                 { return nil }
+
+// disabledLoop is a Loop whose servers are disabled at run time.
+type disabledLoop []string
+
+func (d disabledLoop) Stats() live.Stats { return live.Stats{CatalogGeneration: 1, Disabled: d} }
+
+// TestCatalogToolsOfDisabledServer: a server disabled at run time (stopped,
+// its tools hidden) has 0 tools that search_tools ranks, as the metric
+// says; it kept its count while the index held its tools.
+func TestCatalogToolsOfDisabledServer(t *testing.T) {
+	m := New(&Options{Catalog: &fakeCatalog{tools}, Loop: disabledLoop{"memory"}})
+	want := `
+# HELP toolgate_catalog_tools Tools of the server in the catalog that search_tools ranks.
+# TYPE toolgate_catalog_tools gauge
+toolgate_catalog_tools{server="filesystem"} 1
+toolgate_catalog_tools{server="memory"} 0
+`
+	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want), "toolgate_catalog_tools"); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,9 +1,12 @@
 package metrics
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/index/catalog"
 )
 
@@ -63,13 +66,25 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			servers = append(servers, st.Name)
 		}
 	}
+	var loop *live.Stats
+	if l := c.o.Loop; l != nil {
+		st := l.Stats()
+		loop = &st
+	}
 	if cat := c.o.Catalog; cat != nil {
 		per := map[string]int{}
-		for _, s := range servers { // configured servers without tools show 0
+		var disabled []string
+		if loop != nil {
+			disabled = loop.Disabled
+		}
+		// Configured servers without tools show 0, and so do those
+		// disabled at run time: search_tools ranks none of their tools,
+		// though the index holds them until they are enabled again.
+		for _, s := range slices.Concat(servers, disabled) {
 			per[s] = 0
 		}
 		for _, id := range cat.IDs() {
-			if s, _, err := catalog.SplitID(id); err == nil {
+			if s, _, err := catalog.SplitID(id); err == nil && !slices.Contains(disabled, s) {
 				per[s]++
 			}
 		}
@@ -77,8 +92,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.tools, prometheus.GaugeValue, float64(n), s)
 		}
 	}
-	if l := c.o.Loop; l != nil {
-		ch <- prometheus.MustNewConstMetric(c.gen, prometheus.GaugeValue, float64(l.Stats().CatalogGeneration))
+	if loop != nil {
+		ch <- prometheus.MustNewConstMetric(c.gen, prometheus.GaugeValue, float64(loop.CatalogGeneration))
 	}
 	if f := c.o.EmbedCache; f != nil {
 		hits, misses := f()

@@ -778,6 +778,21 @@ func TestCacheQueriesApart(t *testing.T) {
 // descriptors are free (at most one try every 10 s), with the vectors it
 // held.
 func TestCacheOutOfDescriptors(t *testing.T) {
+	checkRefusedOpen(t, "descriptors are free", func(_ string, open func()) {
+		release := testenv.FillDescriptors(t)
+		open()
+		release()
+	}, func(_ string, fail error) bool { return strings.Contains(fail.Error(), "too many open files") })
+}
+
+// checkRefusedOpen checks a cache that something other than damage keeps
+// Badger from opening (a limit, files of another user): a cache holding
+// "alpha", opened by under's open while that lasts, is pass-through, not
+// moved aside (it used to be, its vectors lost), its fault reported as
+// reported says; once it is over (when under returns: until), it opens
+// at its next write with the vectors it held.
+func checkRefusedOpen(t *testing.T, until string, under func(dir string, open func()), reported func(dir string, fail error) bool) {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "embeddings")
 	c, err := NewCached(&fakeModel{id: "f", dim: 4}, dir, nil)
 	if err != nil {
@@ -792,23 +807,24 @@ func TestCacheOutOfDescriptors(t *testing.T) {
 	refusedRetry = 0
 	st := &switchStorage{}
 	inner := &fakeModel{id: "f", dim: 4}
-	release := testenv.FillDescriptors(t)
-	c, err = NewCached(inner, dir, &CacheOptions{Storage: st})
-	release()
+	under(dir, func() { c, err = NewCached(inner, dir, &CacheOptions{Storage: st}) })
 	if err != nil {
-		t.Fatalf("NewCached out of descriptors: %v, want a pass-through cache", err)
+		t.Fatalf("NewCached: %v, want a pass-through cache", err)
 	}
 	defer c.Close()
 	if aside, _ := filepath.Glob(dir + ".corrupt-*"); len(aside) > 0 {
 		t.Fatalf("the cache was moved aside as corrupt: %v", aside)
 	}
-	if st.fails == 0 || !strings.Contains(st.lastFail.Error(), "too many open files") {
-		t.Errorf("the fault is not reported: %d failures, last %v", st.fails, st.lastFail)
+	if st.fails == 0 || !reported(dir, st.lastFail) {
+		t.Errorf("the fault is not reported as it should: %d failures, last %v", st.fails, st.lastFail)
 	}
 	mustEmbed(t, c, "beta") // stores, opening the cache
+	if aside, _ := filepath.Glob(dir + ".corrupt-*"); len(aside) > 0 {
+		t.Fatalf("the cache was moved aside as corrupt once %s: %v", until, aside)
+	}
 	mustEmbed(t, c, "alpha", "beta")
 	if diff := cmp.Diff([]string{"beta"}, inner.texts()); diff != "" {
-		t.Errorf("embedded once descriptors are free (-want +got): %s; alpha was in the cache", diff)
+		t.Errorf("embedded once %s (-want +got): %s; alpha was in the cache", until, diff)
 	}
 }
 
@@ -818,40 +834,12 @@ func TestCacheOutOfDescriptors(t *testing.T) {
 // allows. It was moved aside as corrupt (its vectors lost), a new
 // .corrupt-… folder every start.
 func TestCacheOverFileSizeLimit(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "embeddings")
-	c, err := NewCached(&fakeModel{id: "f", dim: 4}, dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustEmbed(t, c, "alpha")
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	defer func(d time.Duration) { refusedRetry = d }(refusedRetry)
-	refusedRetry = 0
-	st := &switchStorage{}
-	inner := &fakeModel{id: "f", dim: 4}
-	// Far below a memtable: Badger cannot size its first one.
-	testenv.WithFileSizeLimit(t, 64<<10, func() { c, err = NewCached(inner, dir, &CacheOptions{Storage: st}) })
-	if err != nil {
-		t.Fatalf("NewCached over the file-size limit: %v, want a pass-through cache", err)
-	}
-	defer c.Close()
-	if aside, _ := filepath.Glob(dir + ".corrupt-*"); len(aside) > 0 {
-		t.Fatalf("the cache was moved aside as corrupt: %v", aside)
-	}
-	if st.fails == 0 || storage.Shortage(st.lastFail) != syscall.EFBIG || !strings.Contains(storage.Fix(dir, st.lastFail), "raise its file-size limit") {
-		t.Errorf("the fault is not reported as the limit: %d failures, last %v", st.fails, st.lastFail)
-	}
-	mustEmbed(t, c, "beta") // stores, opening the cache
-	if aside, _ := filepath.Glob(dir + ".corrupt-*"); len(aside) > 0 {
-		t.Fatalf("the cache was moved aside as corrupt once the limit allowed: %v (the memtable file the limit kept empty)", aside)
-	}
-	mustEmbed(t, c, "alpha", "beta")
-	if diff := cmp.Diff([]string{"beta"}, inner.texts()); diff != "" {
-		t.Errorf("embedded once the limit allows (-want +got): %s; alpha was in the cache", diff)
-	}
+	checkRefusedOpen(t, "the limit allows (the memtable file it kept empty)", func(_ string, open func()) {
+		// Far below a memtable: Badger cannot size its first one.
+		testenv.WithFileSizeLimit(t, 64<<10, open)
+	}, func(dir string, fail error) bool {
+		return storage.Shortage(fail) == syscall.EFBIG && strings.Contains(storage.Fix(dir, fail), "raise its file-size limit")
+	})
 }
 
 // lateModel is a model whose files arrive after the cache is opened (see

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -110,17 +111,23 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	if f.tools != "" {
-		// A tools file's catalog on a folder a gateway serves replaces the
-		// index it would start warm from: say so, it is seldom meant.
-		var running []string
-		for _, gw := range localGateways(ctx, g.DataDir(), 2*time.Second) {
+	// A catalog other than a running gateway's (a tools file's, another
+	// config's) replaces the index it would start warm from: say so, it
+	// is seldom meant. The same config is indexing ahead of its start.
+	var running []string
+	mine := absPaths(f.configs)
+	for _, gw := range localGateways(ctx, g.DataDir(), 2*time.Second) {
+		if f.tools != "" || gw.err == nil && gw.rep.Process != nil && len(gw.rep.Process.Config) > 0 && !slices.Equal(gw.rep.Process.Config, mine) {
 			running = append(running, gw.name())
 		}
-		if len(running) > 0 {
-			fmt.Fprintf(stderr, "toolgate: warning: a gateway runs on the data folder %s (%s): this index of %s replaces the one it would start from; it serves its own catalog meanwhile and rebuilds from its servers at its next start. Give --data-dir a folder of its own for a tools file.\n",
-				g.DataDir(), strings.Join(running, "; "), f.tools)
+	}
+	if len(running) > 0 {
+		what, own := f.tools, "a tools file"
+		if f.tools == "" {
+			what, own = strings.Join(f.configs, ", "), "another config"
 		}
+		fmt.Fprintf(stderr, "toolgate: warning: a gateway runs on the data folder %s (%s): this index of %s replaces the one it would start from; it serves its own catalog meanwhile and rebuilds from its servers at its next start. Give --data-dir a folder of its own for %s.\n",
+			g.DataDir(), strings.Join(running, "; "), what, own)
 	}
 
 	res := indexResult{Dir: index.Dir(g.DataDir()), Unlisted: down}

@@ -202,7 +202,8 @@ func TestIndexLockedByAnotherRun(t *testing.T) {
 }
 
 // An index of a tools file on a data folder a gateway serves says that it
-// replaces the index that gateway would start from.
+// replaces the index that gateway would start from, and so does another
+// config's.
 func TestIndexToolsBesideAGateway(t *testing.T) {
 	data := t.TempDir()
 	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)
@@ -215,6 +216,16 @@ func TestIndexToolsBesideAGateway(t *testing.T) {
 	}
 	if _, stderr, err := runToolgate(t, t.TempDir(), "index", "--bm25-only", "--tools", tools); err != nil || strings.Contains(stderr, "a gateway runs") {
 		t.Errorf("index --tools on a folder of its own: %v\n%s", err, stderr)
+	}
+	// Another config's catalog replaces it too (it had no word); the
+	// gateway's own config is indexing ahead of time, said nothing of.
+	other := fakeConfig(t, map[string]string{"other": backendtest.ModeNormal}, nil)
+	if _, stderr, err := runToolgate(t, data, "index", "--bm25-only", "--config", other); err != nil ||
+		!strings.Contains(stderr, "warning: a gateway runs on the data folder "+data+" (pid ") || !strings.Contains(stderr, "this index of "+other+" replaces") {
+		t.Errorf("index --config of another config beside a gateway: %v\n%s", err, stderr)
+	}
+	if _, stderr, err := runToolgate(t, data, "index", "--bm25-only", "--config", cfg); err != nil || strings.Contains(stderr, "a gateway runs") {
+		t.Errorf("index --config of the gateway's own config: %v\n%s", err, stderr)
 	}
 }
 

@@ -266,6 +266,10 @@ func (s *starter) ensure(ctx context.Context) error {
 		case <-tick.C:
 		}
 		if s.healthy(ctx) {
+			if exited == nil {
+				// It said "started a gateway" of a process that is gone.
+				s.g.logger.Info("the gateway started exited: another client's gateway took the address first, and this client uses it", "pid", cmd.Process.Pid, "addr", s.addr)
+			}
 			return nil
 		}
 	}

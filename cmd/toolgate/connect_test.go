@@ -227,8 +227,10 @@ func TestConnectStart(t *testing.T) {
 	var sessions [2]*mcp.ClientSession
 	var errs [2]error
 	var wg sync.WaitGroup
+	var logs [2]testenv.LogBuffer
 	for i := range sessions {
 		cmd := toolgateCmd(t, data, args...)
+		cmd.Stderr = &logs[i]
 		wg.Go(func() {
 			sessions[i], errs[i] = mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 		})
@@ -246,6 +248,14 @@ func TestConnectStart(t *testing.T) {
 	pids := httpGateways()
 	if len(pids) != 1 {
 		t.Fatalf("gateways serving HTTP on the data folder: %v, want the one the first client started", pids)
+	}
+	// A client whose gateway lost the race for the address says it uses
+	// the other's (it said only that it started one, whose pid was gone).
+	for i := range logs {
+		if l := logs[i].String(); strings.Contains(l, "started a gateway") && !strings.Contains(l, fmt.Sprintf("pid=%d", pids[0])) &&
+			!strings.Contains(l, "another client's gateway took the address first, and this client uses it") {
+			t.Errorf("client %d started a gateway other than the one serving (pid %d) and did not say it uses that one:\n%s", i, pids[0], l)
+		}
 	}
 	testenv.EventuallyWithin(t, time.Minute, "the gateway stopping once idle", func() bool { return syscall.Kill(pids[0], 0) != nil })
 

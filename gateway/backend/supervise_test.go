@@ -418,7 +418,7 @@ func TestLazyBackend(t *testing.T) {
 	p := startPool(t, []config.Server{
 		named(backendtest.Command(t, "normal"), "eager"),
 		named(backendtest.Command(t, "normal"), "lazy"),
-	}, lazyOptions(300*time.Millisecond))
+	}, lazyOptions(2*time.Second)) // the status reads after the calls must see it up: under load, 300 ms may pass between a call and its read
 	if st := statusOf(t, p, "lazy"); st.State != StateIdle || st.PID != 0 {
 		t.Fatalf("lazy after Start: %+v", st)
 	}

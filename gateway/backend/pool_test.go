@@ -263,7 +263,11 @@ func TestLateDiscoverAnswerIsWaitedForNextStart(t *testing.T) {
 	o := testOptions(l)
 	o.ConnectTimeout = 3 * time.Second // ceiling 1.5s
 	o.ProbeTimeout = 50 * time.Millisecond
-	o.RestartDelays = []time.Duration{10 * time.Millisecond}
+	// Restarts to spare: under load a start can also run out of the
+	// connect timeout before its late discover answer comes (the process
+	// itself took 1.1 s to start in a loaded CI), and the start after it
+	// is then the one refused; with one restart it stayed down.
+	o.RestartDelays = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond}
 	srv := named(backendtest.Command(t, backendtest.ModeStrictDiscover, backendtest.EnvStartDelay+"=2s"), "docker")
 	srv.Args = append([]string{"-c", `cat | exec "$0" "$@"`, srv.Command}, srv.Args...)
 	srv.Command = "sh"

@@ -306,7 +306,12 @@ func TestConsoleOperatorInBrowser(t *testing.T) {
 		"toolgate": map[string]any{"security": map[string]any{"approvedTools": []string{"fake__t*"}}}}) // their long descriptions
 	cfg := filepath.Join(t.TempDir(), "toolgate.json")
 	writeRaw(t, cfg, b, false)
-	addr, _, stop := startGatewayStop(t, data, cfg)
+	// BM25 only: the page needs 201 tools, not their vectors, and
+	// embedding 208 descriptions of 16 kB was most of the cold start (10 s
+	// under a test suite's load, over the minute the first index is
+	// waited for with 8 test binaries at once).
+	noModel := []string{"--ort-lib", filepath.Join(t.TempDir(), "none.so")}
+	addr, _, stop := startGatewayStop(t, data, cfg, noModel...)
 	base := "http://" + addr
 	ctx, do, eval := newBrowser(t, chromium)
 	poll := func(what, cond string) {
@@ -385,7 +390,7 @@ func TestConsoleOperatorInBrowser(t *testing.T) {
 	// The gateway stops: the page says so; a new one answers: it says that.
 	stop()
 	poll("the page to say the gateway does not answer", `document.querySelector("#notice").textContent.includes("does not answer") && document.querySelector("#backends").classList.contains("stale")`)
-	cmd := toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr, "--mode", "bm25")
+	cmd := toolgateCmd(t, data, append([]string{"serve", "--config", cfg, "--http", addr, "--mode", "bm25"}, noModel...)...)
 	cmd.Stderr = testLog(t, "toolgate (again): ")
 	startHTTP(t, cmd, addr, 2*time.Minute)
 	poll("the page to say the gateway is back", `document.querySelector("#notice").textContent.includes("answers again: it restarted") && !document.querySelector("#backends").classList.contains("stale")`)

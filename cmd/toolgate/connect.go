@@ -266,13 +266,30 @@ func (s *starter) ensure(ctx context.Context) error {
 		case <-tick.C:
 		}
 		if s.healthy(ctx) {
-			if exited == nil {
-				// It said "started a gateway" of a process that is gone.
+			// It said "started a gateway" of a process that is gone, or
+			// that is going: another gateway answers while the one started
+			// has yet to exit from its failed bind (seen under load).
+			if pid := s.servingPID(ctx); exited == nil || pid != 0 && pid != cmd.Process.Pid {
 				s.g.logger.Info("the gateway started exited: another client's gateway took the address first, and this client uses it", "pid", cmd.Process.Pid, "addr", s.addr)
 			}
 			return nil
 		}
 	}
+}
+
+// servingPID is the pid of the gateway on the data folder that serves the
+// address, as its status socket says, or 0 when none says so. A gateway
+// binds its address before it opens its socket: one that lost the address
+// never says it serves it.
+func (s *starter) servingPID(ctx context.Context) int {
+	for _, gw := range localGateways(ctx, s.g.DataDir(), 2*time.Second) {
+		if p := gw.rep.Process; gw.err == nil && p != nil && p.Transport == "http" {
+			if a, err := gatewayURL(p.Addr); err == nil && a.Host == s.addr {
+				return p.PID
+			}
+		}
+	}
+	return 0
 }
 
 // healthy reports whether a gateway answers GET /healthz at the address.

@@ -465,13 +465,7 @@ func TestIndexAsRootLeavesTheFolderOwners(t *testing.T) {
 	if err := os.Mkdir(data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	owner := os.Getuid()
-	if os.Geteuid() == 0 {
-		owner = 65534 // the gateway's user
-		if err := os.Chown(data, owner, owner); err != nil {
-			t.Fatal(err)
-		}
-	}
+	owner := testenv.GatewayOwner(t, data)
 	if out, err := toolgateCmd(t, data, "index", "--tools", writeToolsFile(t, t.TempDir(), 6, ""), "--bm25-only").CombinedOutput(); err != nil {
 		t.Fatalf("index: %v\n%s", err, out)
 	}

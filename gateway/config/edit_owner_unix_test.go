@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // A config that root edits (`sudo toolgate servers add --config
@@ -18,13 +20,7 @@ func TestWriteFileKeepsOwner(t *testing.T) {
 	if err := os.WriteFile(path, []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	owner := os.Getuid()
-	if os.Geteuid() == 0 {
-		owner = 65534 // the gateway's user
-		if err := os.Chown(path, owner, owner); err != nil {
-			t.Fatal(err)
-		}
-	}
+	owner := testenv.GatewayOwner(t, path)
 	if err := WriteFile(path, []byte(`{"mcpServers": {}}`)); err != nil {
 		t.Fatal(err)
 	}

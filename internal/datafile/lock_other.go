@@ -11,19 +11,25 @@ var (
 	locks   = map[string]*sync.Mutex{}
 )
 
+// lockOf is the in-process lock of path, made on first use.
+func lockOf(path string) *sync.Mutex {
+	locksMu.Lock()
+	defer locksMu.Unlock()
+	m := locks[path]
+	if m == nil {
+		m = &sync.Mutex{}
+		locks[path] = m
+	}
+	return m
+}
+
 // LockDir takes the lock of the folder dir within this process.
 func LockDir(dir string) (func(), error) { return Lock(dir) }
 
 // TryLockDir is LockDir without the wait: ok is false while another
 // holder in this process has the folder.
 func TryLockDir(dir string) (unlock func(), ok bool, err error) {
-	locksMu.Lock()
-	m := locks[dir]
-	if m == nil {
-		m = &sync.Mutex{}
-		locks[dir] = m
-	}
-	locksMu.Unlock()
+	m := lockOf(dir)
 	if !m.TryLock() {
 		return nil, false, nil
 	}
@@ -32,13 +38,7 @@ func TryLockDir(dir string) (unlock func(), ok bool, err error) {
 
 // Lock takes the lock of path within this process and returns its release.
 func Lock(path string) (func(), error) {
-	locksMu.Lock()
-	m := locks[path]
-	if m == nil {
-		m = &sync.Mutex{}
-		locks[path] = m
-	}
-	locksMu.Unlock()
+	m := lockOf(path)
 	m.Lock()
 	return m.Unlock, nil
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // Root (an operator's sudo toolgate keys create, tools approve, servers
@@ -20,13 +22,9 @@ func TestRootWritesAsFolderOwner(t *testing.T) {
 	if err := os.Mkdir(data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	owner := os.Getuid()
+	owner := testenv.GatewayOwner(t, data)
 	keys := filepath.Join(data, "keys.jsonl")
 	if os.Geteuid() == 0 {
-		owner = 65534 // nobody: the gateway's user
-		if err := os.Chown(data, owner, owner); err != nil {
-			t.Fatal(err)
-		}
 		if err := os.WriteFile(keys, []byte("old\n"), 0o600); err != nil { // root's, from an earlier command
 			t.Fatal(err)
 		}
@@ -64,13 +62,7 @@ func TestRootWritesAsFolderOwner(t *testing.T) {
 // is.
 func TestGiveTreesToOwner(t *testing.T) {
 	data := t.TempDir()
-	owner := os.Getuid()
-	if os.Geteuid() == 0 {
-		owner = 65534
-		if err := os.Chown(data, owner, owner); err != nil {
-			t.Fatal(err)
-		}
-	}
+	owner := testenv.GatewayOwner(t, data)
 	ix, other := filepath.Join(data, "index"), filepath.Join(data, "notes")
 	for _, p := range []string{filepath.Join(ix, "gen-2", "bleve", "store"), other} {
 		if err := os.MkdirAll(p, 0o755); err != nil {

@@ -52,6 +52,14 @@ type Searcher interface {
 	IDs() []string
 }
 
+// Suggestion reports whether ctx is that of a search the gateway runs for
+// an answer of its own, not for a search_tools call: execute_tool looking
+// for the tools an unknown name may have meant. A Searcher that counts
+// searches (the metrics) leaves it out.
+func Suggestion(ctx context.Context) bool { return ctx.Value(suggestionKey{}) != nil }
+
+type suggestionKey struct{}
+
 // Caller runs one tool on one backend. The backend pool implements it.
 type Caller interface {
 	CallTool(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error)

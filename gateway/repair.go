@@ -521,7 +521,7 @@ func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) s
 		fmt.Fprintf(&b, " Closest names: %s.", strings.Join(near, ", "))
 	}
 	if words := catalog.NameWords(tool); words != "" {
-		res, err := g.searcher.Search(ctx, search.Query{Text: words, Limit: 3, Filter: g.filter(caller)})
+		res, err := g.searcher.Search(context.WithValue(ctx, suggestionKey{}, true), search.Query{Text: words, Limit: 3, Filter: g.filter(caller)})
 		var found []string
 		if err == nil && !res.NoMatch { // weak matches would only invite a wrong call
 			for _, h := range res.Hits {

@@ -320,6 +320,13 @@ func (b *backend) gone() error {
 	return &UnavailableError{Server: b.cfg.Name, Err: context.Cause(b.ctx)}
 }
 
+// restartCount is b's Status.Restarts.
+func (b *backend) restartCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.restarts
+}
+
 func (b *backend) status() Status {
 	st := b.snapshot()
 	if t := b.cfg.TLS; t != nil && t.Cert != "" { // the file read with no lock held

@@ -320,9 +320,15 @@ type Pool struct {
 	wg     sync.WaitGroup // supervisors
 	sem    chan struct{}  // bounds first connects (MaxConcurrentConnects)
 
-	mu      sync.Mutex // started, closed; serializes roster changes
+	mu      sync.Mutex // started, closed, pastRestarts; serializes roster changes
 	started bool
 	closed  bool
+	// pastRestarts are the restarts of servers Reconfigure removed (from
+	// the config, or disabled at run time), by name: one that comes back
+	// counts on from there, so that Status.Restarts (a Prometheus counter,
+	// toolgate_backend_restarts_total) never goes back while the process
+	// lives.
+	pastRestarts map[string]int
 	// startNow ends the wait in Options.StartAfter (a call needs a
 	// backend); set by StartAsync.
 	startNow context.CancelFunc
@@ -517,6 +523,8 @@ func (p *Pool) Reconfigure(ctx context.Context, servers []config.Server) Diff {
 		b, ok := old.byName[s.Name]
 		if !ok {
 			nb := newBackend(p, s)
+			nb.restarts = p.pastRestarts[s.Name]
+			delete(p.pastRestarts, s.Name)
 			next.byName[s.Name] = nb
 			start = append(start, nb)
 			d.Added = append(d.Added, s.Name)
@@ -534,6 +542,7 @@ func (p *Pool) Reconfigure(ctx context.Context, servers []config.Server) Diff {
 			b.log.Info("config entry changed; applied without a restart", "fields", changes)
 		default:
 			nb := newBackend(p, s)
+			nb.restarts = b.restartCount() // the server's count goes on
 			next.byName[s.Name] = nb
 			start = append(start, nb)
 			replaced = append(replaced, b)
@@ -544,6 +553,10 @@ func (p *Pool) Reconfigure(ctx context.Context, servers []config.Server) Diff {
 	var removed []*backend
 	for _, name := range old.order {
 		if _, ok := next.byName[name]; !ok {
+			if p.pastRestarts == nil {
+				p.pastRestarts = map[string]int{}
+			}
+			p.pastRestarts[name] = old.byName[name].restartCount()
 			removed = append(removed, old.byName[name])
 			next.removed[name] = true
 			d.Removed = append(d.Removed, name)

@@ -98,7 +98,7 @@ func New(opts *Options) *Metrics {
 	}
 	m.searchDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "toolgate_search_duration_seconds",
-		Help:    "Time to rank tools for one search, by the mode that ranked them (bm25 when semantic ranking is off).",
+		Help:    "Time to rank tools for one search_tools call, by the mode that ranked them (bm25 when semantic ranking is off).",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 12), // 0.5 ms … 1 s
 	}, []string{"mode"})
 	m.searchResults = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -141,7 +141,9 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// Searcher returns s counting and timing every search.
+// Searcher returns s counting and timing every search of search_tools; not
+// those the gateway runs for names execute_tool does not know
+// (gateway.Suggestion), which no client asked for.
 func (m *Metrics) Searcher(s gateway.Searcher) gateway.Searcher { return &searcher{s, m} }
 
 // Caller returns c counting and timing every tool call.
@@ -185,7 +187,7 @@ var _ gateway.Searcher = (*searcher)(nil)
 func (s *searcher) Search(ctx context.Context, q search.Query) (search.Result, error) {
 	start := time.Now()
 	res, err := s.Searcher.Search(ctx, q)
-	if err != nil {
+	if err != nil || gateway.Suggestion(ctx) {
 		return res, err
 	}
 	s.m.searchDuration.WithLabelValues(string(res.Mode)).Observe(time.Since(start).Seconds())

@@ -18,8 +18,11 @@ import (
 
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -223,7 +226,7 @@ toolgate_backend_up{server="filesystem"} 0
 toolgate_backend_up{server="lazy"} 1
 toolgate_backend_up{server="memory"} 1
 toolgate_backend_up{server="remote"} 1
-# HELP toolgate_backend_restarts_total Restarts of the backend after its first connect (crashes and restarts on request).
+# HELP toolgate_backend_restarts_total Restarts of the backend after its first connect (crashes and restarts on request), counted on across disable and enable.
 # TYPE toolgate_backend_restarts_total counter
 toolgate_backend_restarts_total{server="filesystem"} 0
 toolgate_backend_restarts_total{server="lazy"} 0
@@ -354,6 +357,164 @@ toolgate_catalog_tools{server="filesystem"} 1
 toolgate_catalog_tools{server="memory"} 0
 `
 	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want), "toolgate_catalog_tools"); err != nil {
+		t.Error(err)
+	}
+}
+
+// restartsOf is toolgate_backend_restarts_total of server as the registry
+// has it now, and whether it has the series.
+func restartsOf(t *testing.T, m *Metrics, server string) (float64, bool) {
+	t.Helper()
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "toolgate_backend_restarts_total" {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "server" && l.GetValue() == server {
+					return s.GetCounter().GetValue(), true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+// TestBackendRestartsNeverGoBack: a server's restarts counter (a real
+// pool's) keeps its count when the server is disabled and enabled again
+// (removed from the pool and added back) and when a config reload restarts
+// it with a changed entry: a Prometheus counter must not go back while the
+// process lives.
+func TestBackendRestartsNeverGoBack(t *testing.T) {
+	srv := backendtest.NewHTTPServer(t, config.TypeHTTP, "")
+	entry := config.Server{Name: "remote", Type: config.TypeHTTP, URL: srv.Endpoint}
+	p := backend.New([]config.Server{entry}, &backend.Options{ConnectTimeout: 30 * time.Second, CallTimeout: 30 * time.Second, RestartDelays: []time.Duration{}})
+	t.Cleanup(func() { p.Close() })
+	p.Start(context.Background())
+	m := New(&Options{Backends: p})
+	want := func(what string, n float64) {
+		t.Helper()
+		testenv.Eventually(t, what, func() bool { v, ok := restartsOf(t, m, "remote"); return ok && v == n })
+	}
+	for range 2 {
+		if err := p.Restart("remote"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want("2 restarts on request", 2)
+
+	// Disabled at run time: the pool runs it no more, and the series goes.
+	p.Reconfigure(context.Background(), nil)
+	if v, ok := restartsOf(t, m, "remote"); ok {
+		t.Errorf("a removed server still has toolgate_backend_restarts_total %v", v)
+	}
+	// Enabled again: it counts on from 2, not from 0.
+	if d := p.Reconfigure(context.Background(), []config.Server{entry}); !slices.Equal(d.Added, []string{"remote"}) {
+		t.Fatalf("Diff %+v, want remote added", d)
+	}
+	if v, _ := restartsOf(t, m, "remote"); v != 2 {
+		t.Errorf("enabled again: %v restarts, want the 2 it had", v)
+	}
+	// A reload that changes the entry replaces the backend: same count.
+	changed := entry
+	changed.Headers = map[string]string{"X-Reloaded": "1"}
+	if d := p.Reconfigure(context.Background(), []config.Server{changed}); !slices.Equal(d.Changed, []string{"remote"}) {
+		t.Fatalf("Diff %+v, want remote changed", d)
+	}
+	if v, _ := restartsOf(t, m, "remote"); v != 2 {
+		t.Errorf("after a reload that changed its entry: %v restarts, want the 2 it had", v)
+	}
+	if err := p.Restart("remote"); err != nil {
+		t.Fatal(err)
+	}
+	want("one more restart", 3)
+}
+
+// connect serves a gateway over m's searcher and caller to an in-memory
+// client.
+func connect(t *testing.T, m *Metrics, cat *fakeCatalog, c gateway.Caller) *mcp.ClientSession {
+	t.Helper()
+	gw := gateway.New(m.Searcher(cat), m.Caller(c), nil)
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := gw.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// call calls the gateway's tool name with args and returns its text.
+func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) string {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s %v: %v", name, args, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// TestExecuteUnknownToolIsNoSearch: the search execute_tool runs for the
+// names an unknown one may have meant is not a search of the metrics; a
+// search_tools call is.
+func TestExecuteUnknownToolIsNoSearch(t *testing.T) {
+	m := newTest()
+	cs := connect(t, m, &fakeCatalog{tools}, callerFunc(func(string, string) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil }))
+	if txt := call(t, cs, gateway.ExecuteToolName, map[string]any{"name": "memory__read_grap"}); !strings.Contains(txt, "unknown tool") {
+		t.Fatalf("execute_tool of an unknown name answered %q", txt)
+	}
+	for _, name := range []string{"toolgate_search_duration_seconds", "toolgate_search_results"} {
+		if got := histCount(t, m, name, ""); got != 0 {
+			t.Errorf("%s: %d after execute_tool of an unknown name, want 0", name, got)
+		}
+	}
+	if v := testutil.ToFloat64(m.searchNoMatch); v != 0 {
+		t.Errorf("toolgate_search_nomatch_total %v after execute_tool of an unknown name, want 0", v)
+	}
+	call(t, cs, gateway.SearchToolName, map[string]any{"query": "read the graph"})
+	for _, name := range []string{"toolgate_search_duration_seconds", "toolgate_search_results"} {
+		if got := histCount(t, m, name, ""); got != 1 {
+			t.Errorf("%s: %d after one search_tools, want 1", name, got)
+		}
+	}
+}
+
+// TestMadeUpToolNamesMakeNoSeries: a client calling execute_tool with
+// thousands of names the catalog lacks adds no series of tool calls; a
+// call of a catalogued tool adds its own.
+func TestMadeUpToolNamesMakeNoSeries(t *testing.T) {
+	m := newTest()
+	cs := connect(t, m, &fakeCatalog{tools}, callerFunc(func(string, string) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil }))
+	for i := range 2000 {
+		name := []string{"memory__made_up_%d", "nosuch%d__x", "made-up-%d"}[i%3]
+		call(t, cs, gateway.ExecuteToolName, map[string]any{"name": fmt.Sprintf(name, i)})
+	}
+	if n := testutil.CollectAndCount(m.calls); n != 0 {
+		t.Errorf("%d series of tool calls after 2000 made-up names, want none", n)
+	}
+	call(t, cs, gateway.ExecuteToolName, map[string]any{"name": "memory__read_graph"})
+	want := `
+# HELP toolgate_tool_calls_total Tool calls dispatched to backends, by server, tool and outcome (ok, error, timeout, unavailable, denied).
+# TYPE toolgate_tool_calls_total counter
+toolgate_tool_calls_total{outcome="ok",server="memory",tool="read_graph"} 1
+`
+	if err := testutil.CollectAndCompare(m.calls, strings.NewReader(want)); err != nil {
 		t.Error(err)
 	}
 }

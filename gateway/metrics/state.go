@@ -26,7 +26,7 @@ func newStateCollector(o Options) *stateCollector {
 		up: prometheus.NewDesc("toolgate_backend_up",
 			"1 when the backend is up (connected, or idle: lazy and not started yet), else 0.", []string{"server"}, nil),
 		restarts: prometheus.NewDesc("toolgate_backend_restarts_total",
-			"Restarts of the backend after its first connect (crashes and restarts on request).", []string{"server"}, nil),
+			"Restarts of the backend after its first connect (crashes and restarts on request), counted on across disable and enable.", []string{"server"}, nil),
 		tools: prometheus.NewDesc("toolgate_catalog_tools",
 			"Tools of the server in the catalog that search_tools ranks.", []string{"server"}, nil),
 		gen: prometheus.NewDesc("toolgate_index_generation",

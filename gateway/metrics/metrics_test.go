@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/mcptext"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
 )
@@ -461,13 +462,7 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any)
 	if err != nil {
 		t.Fatalf("%s %v: %v", name, args, err)
 	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
+	return mcptext.Text(res)
 }
 
 // TestExecuteUnknownToolIsNoSearch: the search execute_tool runs for the

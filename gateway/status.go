@@ -302,7 +302,8 @@ const HiddenFromKey = backend.HiddenFromKey
 // reload and index errors, which may name any server, and no paths on the
 // gateway's machine (config files, certificates: their dates stay; the
 // backends' errors: backend.Status.ForKey), and catalogTools counts the
-// tools its own rules let it see (policy.Set.Sees). A key
+// tools its own rules let it see (policy.Set.Sees) but of servers disabled
+// at run time, disabledTools those. A key
 // thus learns nothing of the servers outside its scope. Stdio, an admin key, and the
 // HTTP front without keys see the whole report. The lists of rep.Stats and
 // rep.Security are narrowed in copies: they may be their sources' own.
@@ -351,9 +352,13 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 			st.LastIndexError = HiddenFromKey
 		}
 		if tools != nil {
-			st.CatalogTools = 0
+			st.CatalogTools, st.DisabledTools = 0, 0
 			for _, id := range tools.IDs() {
-				if t, ok := tools.Tool(id); ok && pol.Sees(c, t) {
+				switch t, ok := tools.Tool(id); {
+				case !ok || !pol.Sees(c, t):
+				case slices.Contains(rep.Stats.Disabled, t.Server):
+					st.DisabledTools++
+				default:
 					st.CatalogTools++
 				}
 			}

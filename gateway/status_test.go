@@ -262,7 +262,9 @@ func TestScopeReport(t *testing.T) {
 		},
 		Up: 2, Total: 2,
 		Stats: &live.Stats{
-			CatalogTools:    3,
+			// mem is disabled: its 2 tools are held back, not ranked.
+			CatalogTools:    1,
+			DisabledTools:   2,
 			Disabled:        []string{"mem"},
 			LastReload:      &live.Reload{Trigger: "SIGHUP", Error: HiddenFromKey, Changed: []string{"mem"}, Removed: []string{}},
 			LastReloadError: HiddenFromKey,

@@ -533,6 +533,10 @@ func printLoopStats(w io.Writer, st *live.Stats) {
 	if st.Reindexing {
 		fmt.Fprint(w, " (re-indexing)")
 	}
+	if st.DisabledTools > 0 {
+		// Not in the count, which is what search_tools ranks.
+		fmt.Fprintf(w, ", %d more held back by disabled servers", st.DisabledTools)
+	}
 	if st.LastIndexError != "" {
 		fmt.Fprintf(w, "; last re-index error at %s: %s", clock(st.LastIndexErrorAt), oneLine(st.LastIndexError, 100))
 	}
@@ -552,8 +556,8 @@ func printLoopStats(w io.Writer, st *live.Stats) {
 	}
 	fmt.Fprintln(w)
 	if len(st.Disabled) > 0 {
-		// Not in the table (they do not run), yet their tools are in the
-		// catalog's count: say why search_tools shows none of them.
+		// Not in the table (they do not run), and their tools are held
+		// back: say why search_tools shows none of them.
 		fmt.Fprintf(w, "disabled at run time: %s (stopped, tools hidden; `toolgate servers enable NAME` starts one again)\n", strings.Join(st.Disabled, ", "))
 	}
 }

@@ -28,7 +28,7 @@ func (s loopStats) Stats() live.Stats { return live.Stats(s) }
 
 func TestStatusCommand(t *testing.T) {
 	now := time.Now()
-	loop := loopStats{CatalogGeneration: 4, CatalogTools: 12, Reindexing: true, ReloadGeneration: 2, Disabled: []string{"kg", "web"},
+	loop := loopStats{CatalogGeneration: 4, CatalogTools: 12, DisabledTools: 5, Reindexing: true, ReloadGeneration: 2, Disabled: []string{"kg", "web"},
 		LastReload:      &live.Reload{At: now, Trigger: "SIGHUP"},
 		LastReloadError: "config /x.json: invalid JSON at line 2", LastReloadErrorAt: now.Add(-time.Minute)}
 	src := statusSource{
@@ -51,7 +51,7 @@ func TestStatusCommand(t *testing.T) {
 			err := runStatus(context.Background(), &out, statusFlags{addr: addr})
 			requireDegraded(t, err, `degraded: remote is down`)
 			got := out.String()
-			for _, want := range []string{"toolgate 9.9.9, up 1h0m0s: 1 of 2 backends up", "catalog: generation 4, 12 tools (re-indexing)",
+			for _, want := range []string{"toolgate 9.9.9, up 1h0m0s: 1 of 2 backends up", "catalog: generation 4, 12 tools (re-indexing), 5 more held back by disabled servers",
 				"config reloads: 2, the last applied at", "(SIGHUP); last rejected at", "invalid JSON at line 2", "disabled at run time: kg, web (stopped, tools hidden", "SERVER", "memory", "up", "4242", "2026-07-28", "remote", "down", "connection refused: check url"} {
 				if !strings.Contains(got, want) {
 					t.Errorf("--addr %s: output lacks %q:\n%s", addr, want, got)

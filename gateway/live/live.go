@@ -188,9 +188,14 @@ type Stats struct {
 	// warm one, or the one built at start), then one more each time a
 	// re-index is swapped in. 0 until Run.
 	CatalogGeneration uint64 `json:"catalogGeneration"`
-	// CatalogTools is how many tools the index served holds (the tools of
-	// hidden servers included, until a re-index drops them).
+	// CatalogTools is how many tools of the index served search_tools
+	// ranks: those of the servers disabled at run time are left out
+	// (DisabledTools), as toolgate_catalog_tools leaves them out.
 	CatalogTools int `json:"catalogTools"`
+	// DisabledTools is how many tools of the index served belong to
+	// servers disabled at run time (Disabled): held back, hidden until the
+	// server is enabled again.
+	DisabledTools int `json:"disabledTools,omitempty"`
 	// Reindexing says a re-index is wanted or running (a backend listed
 	// new tools, a reload changed servers): the catalog is not in step yet.
 	Reindexing bool `json:"reindexing"`
@@ -273,6 +278,9 @@ type Loop struct {
 	// an index without them).
 	servedModel string
 	warm        *index.Index // opened by New, handed to the engine by Run
+	// servedTools counts the tools of the index served by server:
+	// Stats.CatalogTools and DisabledTools are read from it.
+	servedTools map[string]int
 	stats       Stats
 	changed     chan struct{} // closed and replaced when stats change
 	// cold is closed once the first index of a cold start built in the
@@ -651,6 +659,15 @@ func (l *Loop) update(f func(*Stats)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f(&l.stats)
+	// The servers disabled or the index served may have changed.
+	l.stats.CatalogTools, l.stats.DisabledTools = 0, 0
+	for server, n := range l.servedTools {
+		if slices.Contains(l.stats.Disabled, server) {
+			l.stats.DisabledTools += n
+		} else {
+			l.stats.CatalogTools += n
+		}
+	}
 	close(l.changed)
 	l.changed = make(chan struct{})
 }

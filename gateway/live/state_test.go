@@ -56,6 +56,10 @@ func TestSetDisabled(t *testing.T) {
 	if got := f.loop.Stats().Disabled; !slices.Equal(got, []string{"b"}) {
 		t.Errorf("Stats.Disabled = %v", got)
 	}
+	// The counts say what search_tools ranks, and what b holds back.
+	if st := f.loop.Stats(); st.CatalogTools != 2 || st.DisabledTools != 1 {
+		t.Errorf("b disabled: catalogTools %d, disabledTools %d; want 2 (a__apple, toolgate__list_servers) and 1 (b__banana)", st.CatalogTools, st.DisabledTools)
+	}
 	if changed, err := f.loop.SetDisabled(ctx, "b", true); changed || err != nil {
 		t.Errorf("disabling b again: %v, %v", changed, err)
 	}
@@ -66,6 +70,9 @@ func TestSetDisabled(t *testing.T) {
 	f.wait(t, "the re-index", func(s Stats) bool { return s.CatalogGeneration == 2 && !s.Reindexing })
 	if !f.loop.Cataloged("b") {
 		t.Error("a re-index dropped the disabled server's tools")
+	}
+	if st := f.loop.Stats(); st.CatalogTools != 3 || st.DisabledTools != 1 {
+		t.Errorf("re-indexed with b disabled: catalogTools %d, disabledTools %d; want 3 and 1", st.CatalogTools, st.DisabledTools)
 	}
 	for _, c := range []struct{ server, want string }{
 		{config.BuiltinServer, "built into the gateway"},
@@ -100,6 +107,10 @@ func TestSetDisabled(t *testing.T) {
 	if got := f2.find(t, "banana", 5); !slices.Contains(got, "b__banana") {
 		t.Errorf("b's tools not back at once after enabling: %v", got)
 	}
+	// (A re-index of a's listing may be under way: it counts anew.)
+	f2.wait(t, "b's tools counted again, none held back", func(s Stats) bool {
+		return s.DisabledTools == 0 && s.CatalogTools == len(f2.loop.IDs())
+	})
 	if r := pool2.reconfigures(); len(r) == 0 || !slices.Equal(r[len(r)-1], []string{"a", "b"}) {
 		t.Errorf("enabling did not start b: %v", r)
 	}

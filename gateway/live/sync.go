@@ -142,9 +142,13 @@ func (l *Loop) swapped(ix *index.Index, inMemory bool) {
 	if l.opts.Indexed != nil {
 		l.opts.Indexed(ix.Tools())
 	}
+	per := map[string]int{}
+	for _, t := range ix.Tools() {
+		per[t.Server]++
+	}
 	l.update(func(s *Stats) {
 		s.CatalogGeneration++
-		s.CatalogTools = ix.Len()
+		l.servedTools = per // update counts s.CatalogTools from it
 		s.IndexInMemory = inMemory
 		l.settled(s)
 	})

@@ -177,7 +177,7 @@ function renderState(st) {
 
   const facts = [
     ["Catalog generation", st.catalogGeneration],
-    ["Tools in the catalog", st.catalogTools],
+    ["Tools in the catalog", st.catalogTools + (st.disabledTools ? " (" + st.disabledTools + " more held back by disabled servers)" : "")],
     ["Ranking", st.search ? (st.search.bm25Only
       ? "BM25 only (configured " + st.search.configuredMode + "): " + (st.search.reason || "")
       : st.search.mode + (st.search.model ? " (" + st.search.model + ")" : "")) : undefined],

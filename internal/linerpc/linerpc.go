@@ -46,9 +46,15 @@ import (
 	segjson "github.com/segmentio/encoding/json"
 )
 
-// batchlessVersion is the first MCP protocol version without JSON-RPC
+// BatchlessVersion is the first MCP protocol version without JSON-RPC
 // batches.
-const batchlessVersion = "2025-06-18"
+const BatchlessVersion = "2025-06-18"
+
+// BatchRefused says that a batch is refused at protocol version (one
+// BatchlessVersion or later), in go-sdk's words.
+func BatchRefused(version string) string {
+	return fmt.Sprintf("JSON-RPC batching is not supported in %s and later (request version: %s)", BatchlessVersion, version)
+}
 
 // wireVersion is the "jsonrpc" member every message carries.
 const wireVersion = "2.0"
@@ -643,8 +649,8 @@ func (c *Conn) cancelled(resp *jsonrpc.Response) bool {
 func (c *Conn) acceptBatch(msgs []jsonrpc.Message, bad []badMember) (done []byte, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.version >= batchlessVersion {
-		return nil, fmt.Errorf("JSON-RPC batching is not supported in %s and later (request version: %s)", batchlessVersion, c.version)
+	if c.version >= BatchlessVersion {
+		return nil, errors.New(BatchRefused(c.version))
 	}
 	b := &inboundBatch{index: map[jsonrpc.ID]int{}}
 	for pos, mi, bi := 0, 0, 0; pos < len(msgs)+len(bad); pos++ {

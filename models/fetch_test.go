@@ -816,61 +816,48 @@ func TestFetchMirrorStoppedMidRead(t *testing.T) {
 	}
 }
 
-// openCtx returns at a stop even while the open blocks (a FIFO with no
-// writer, as a hung mount's open).
-func TestOpenCtxLeavesBlockedOpen(t *testing.T) {
+// openCtx and copyCtx return at a stop even while their open or read
+// blocks and nothing interrupts it: a FIFO with no writer (as a hung
+// mount's open); a read of a pipe that is not a file, so not closed (as a
+// file's on a hung mount).
+func TestStopLeavesBlockedIO(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "model.onnx")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := openCtx(ctx, fifo)
-		done <- err
-	}()
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("openCtx = %v, want context.Canceled", err)
-		}
-	case <-time.After(testenv.Timeout):
-		t.Fatal("openCtx did not return at its context's end while its open blocked")
-	}
-	// The abandoned open returns once a writer comes, and its file is closed.
-	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-}
-
-// copyCtx returns at a stop even from a read that nothing interrupts (a
-// file on a hung mount: here a pipe that is not a file, so not closed).
-func TestCopyCtxLeavesBlockedRead(t *testing.T) {
 	pr, pw := io.Pipe()
 	defer pw.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	var got bytes.Buffer
-	var mu sync.Mutex
-	go func() {
-		_, err := copyCtx(ctx, writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return got.Write(p) }), pr)
-		done <- err
-	}()
-	pw.Write([]byte("first")) // returns once the copy read it: the next read blocks
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("copyCtx = %v, want context.Canceled", err)
-		}
-	case <-time.After(testenv.Timeout):
-		t.Fatal("copyCtx did not return at its context's end while its read blocked")
+	for _, tc := range []struct {
+		name  string
+		run   func(ctx context.Context) error
+		start func() // once run runs, before the stop
+		then  func() // once the stop returned
+	}{
+		{"open", func(ctx context.Context) error { _, err := openCtx(ctx, fifo); return err }, func() {}, func() {
+			// The abandoned open returns once a writer comes, and its file is closed.
+			if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+				w.Close()
+			}
+		}},
+		{"read", func(ctx context.Context) error { _, err := copyCtx(ctx, io.Discard, pr); return err }, func() {
+			pw.Write([]byte("first")) // returns once the copy read it: the next read blocks
+		}, func() {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- tc.run(ctx) }()
+			tc.start()
+			cancel()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("%s = %v, want context.Canceled", tc.name, err)
+				}
+			case <-time.After(testenv.Timeout):
+				t.Fatalf("the %s did not return at its context's end while it blocked", tc.name)
+			}
+			tc.then()
+		})
 	}
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

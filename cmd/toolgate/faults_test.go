@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,14 +20,11 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/backend/oauth/oauthtest"
 	"github.com/toolgate/toolgate/gateway/live"
-	"github.com/toolgate/toolgate/gateway/local"
 	"github.com/toolgate/toolgate/internal/dirs"
-	"github.com/toolgate/toolgate/internal/logring"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -727,13 +723,7 @@ func TestFollowersStopQuietly(t *testing.T) {
 	data := t.TempDir()
 	// A gateway's status socket and log, served by this test (logs -f
 	// follows any gateway on the data folder) ...
-	ring := logring.New(10)
-	proc := &gateway.ProcessInfo{PID: 7, Transport: "stdio"}
-	s := local.Serve(data, map[string]http.Handler{
-		"GET /status": gateway.StatusHandler(statusSource{}, &gateway.StatusOptions{Process: func() *gateway.ProcessInfo { return proc }}),
-		"GET /logs":   ring.Handler(),
-	}, nil)
-	defer s.Close()
+	ring := logGateway(t, data, 10)
 	fmt.Fprintln(ring, `level=INFO msg="gateway ready"`)
 	// ... and an audit record.
 	if err := audit.Append(dirs.Audit(data), audit.Record{Action: "keys create", Decision: audit.Allowed, Outcome: audit.OK}); err != nil {

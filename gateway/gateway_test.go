@@ -680,6 +680,44 @@ func TestHTTPProtocolVersions(t *testing.T) {
 	}
 }
 
+// TestHTTPBatchRefusedWhole: at a protocol without batches (2025-06-18 and
+// later, MCP-Protocol-Version) a batch is refused as such whatever its
+// members; one with a bad member was refused for that member (go-sdk
+// decodes the members first: "malformed payload: invalid message version
+// tag"), as if batches were taken. Without the header (2025-03-26, with
+// batches) a good batch is still answered.
+func TestHTTPBatchRefusedWhole(t *testing.T) {
+	g, _ := newTestGateway(t, nil)
+	srv := httptest.NewServer(g.HTTPHandler(nil))
+	defer srv.Close()
+	post := func(version, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if version != "" {
+			req.Header.Set("MCP-Protocol-Version", version)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	const bad = ` [{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"1.0","id":3,"method":"ping"}]`
+	for _, v := range []string{"2025-06-18", "2025-11-25"} {
+		want := "JSON-RPC batching is not supported in 2025-06-18 and later (request version: " + v + "): send each message in a request of its own"
+		if code, body := post(v, bad); code != http.StatusBadRequest || !strings.Contains(body, want) {
+			t.Errorf("%s, a batch with a bad member: %d %q, want 400 %q", v, code, body, want)
+		}
+	}
+	if code, body := post("", `[{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","id":5,"method":"ping"}]`); code != http.StatusOK || !strings.Contains(body, `"id":5`) {
+		t.Errorf("a batch at 2025-03-26: %d %q, want both pings answered", code, body)
+	}
+}
+
 func TestHostAndOriginRules(t *testing.T) {
 	for _, tc := range []struct {
 		host string

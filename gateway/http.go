@@ -27,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/internal/linerpc"
 )
 
 // HTTPOptions configure the streamable HTTP front. Nil means defaults.
@@ -155,6 +156,14 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		if v := r.Header.Get("MCP-Protocol-Version"); v >= linerpc.BatchlessVersion && bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
+			// go-sdk decodes a batch's members before it looks at the
+			// version: a batch with a bad member was refused for that
+			// member ("malformed payload: invalid message version tag …"),
+			// as if batches were taken.
+			http.Error(w, linerpc.BatchRefused(v)+": send each message in a request of its own", http.StatusBadRequest)
+			return
+		}
 		nh := &notHandledWriter{ResponseWriter: w, body: body}
 		defer nh.finish()
 		w = nh

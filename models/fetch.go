@@ -522,7 +522,10 @@ func (f *fetcher) tryMirror(ctx context.Context, name string, spec FileSpec, src
 	for _, rel := range src.Paths {
 		p := filepath.Join(f.from, filepath.FromSlash(rel))
 		looked = append(looked, rel)
-		in, err := os.Open(p)
+		in, err := openCtx(ctx, p)
+		if ctx.Err() != nil {
+			return "", 0, context.Cause(ctx)
+		}
 		if err != nil {
 			continue
 		}
@@ -544,7 +547,7 @@ func (f *fetcher) tryMirror(ctx context.Context, name string, spec FileSpec, src
 			if _, err := os.Stat(p); err != nil {
 				continue
 			}
-			if err := f.verifyMirrorJar(p, j); err != nil {
+			if err := f.verifyMirrorJar(ctx, p, j); err != nil {
 				problems = append(problems, fmt.Sprintf("%s: %v", p, err))
 				continue
 			}
@@ -638,7 +641,62 @@ func (r *idleReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// ctxReader stops a local copy when ctx is done.
+// copyCtx is io.Copy that returns once ctx is done, even from a read that
+// blocks: a --from mirror on a stalled network file system, or a pipe whose
+// writer stalled, held a stop (Ctrl-C) for its whole budget, 10 s, then
+// exit status 4 with the .part file left behind. A src that is an *os.File
+// is closed at once (a pipe's or socket's read then returns); a read that
+// nothing interrupts (a file on a hung mount) is left to the copy's
+// goroutine, which ends with it, writing nowhere (dst's file is closed and
+// removed by then). Without a blocked read the copy stops at its next read.
+func copyCtx(ctx context.Context, dst io.Writer, src io.Reader) (int64, error) {
+	if file, ok := src.(*os.File); ok {
+		defer context.AfterFunc(ctx, func() { file.Close() })()
+	}
+	type copied struct {
+		n   int64
+		err error
+	}
+	done := make(chan copied, 1)
+	go func() {
+		n, err := io.Copy(dst, ctxReader{ctx, src})
+		done <- copied{n, err}
+	}()
+	select {
+	case c := <-done:
+		return c.n, c.err
+	case <-ctx.Done():
+		return 0, context.Cause(ctx)
+	}
+}
+
+// openCtx is os.Open that returns once ctx is done, even while the open
+// blocks (a FIFO with no writer yet, a hung mount); a file opened after
+// that is closed.
+func openCtx(ctx context.Context, name string) (*os.File, error) {
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		f, err := os.Open(name)
+		done <- opened{f, err}
+	}()
+	select {
+	case o := <-done:
+		return o.f, o.err
+	case <-ctx.Done():
+		go func() {
+			if o := <-done; o.f != nil {
+				o.f.Close()
+			}
+		}()
+		return nil, context.Cause(ctx)
+	}
+}
+
+// ctxReader stops a copy at its next read once ctx is done.
 type ctxReader struct {
 	ctx context.Context
 	r   io.Reader
@@ -646,7 +704,7 @@ type ctxReader struct {
 
 func (r ctxReader) Read(p []byte) (int, error) {
 	if err := r.ctx.Err(); err != nil {
-		return 0, err
+		return 0, context.Cause(r.ctx)
 	}
 	return r.r.Read(p)
 }
@@ -726,14 +784,14 @@ func (f *fetcher) jar(ctx context.Context, id string) (string, error) {
 
 // verifyMirrorJar is verifyJar, remembered for the rest of this Fetch (the
 // tokenizer and the model come from the same jar).
-func (f *fetcher) verifyMirrorJar(p string, j Jar) error {
+func (f *fetcher) verifyMirrorJar(ctx context.Context, p string, j Jar) error {
 	f.mu.Lock()
 	ok := f.mirrorOK[p]
 	f.mu.Unlock()
 	if ok {
 		return nil
 	}
-	if err := verifyJar(p, j); err != nil {
+	if err := verifyJar(ctx, p, j); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -743,14 +801,14 @@ func (f *fetcher) verifyMirrorJar(p string, j Jar) error {
 }
 
 // verifyJar checks a local jar's sha256 (and sha1) against the pin.
-func verifyJar(p string, j Jar) error {
-	in, err := os.Open(p)
+func verifyJar(ctx context.Context, p string, j Jar) error {
+	in, err := openCtx(ctx, p)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
 	h256, h1 := sha256.New(), sha1.New()
-	if _, err := io.Copy(io.MultiWriter(h256, h1), in); err != nil {
+	if _, err := copyCtx(ctx, io.MultiWriter(h256, h1), in); err != nil {
 		return err
 	}
 	if got := hexSum(h256); got != j.SHA256 {
@@ -801,13 +859,12 @@ func (f *fetcher) install(ctx context.Context, r io.Reader, size int64, name str
 		}
 	}()
 	h := sha256.New()
-	src := r
+	var n int64
 	if label != "" {
-		src = f.prog.reader(ctx, r, label, size)
+		n, err = copyCtx(ctx, io.MultiWriter(f.dest(out), h), f.prog.reader(ctx, r, label, size))
 	} else {
-		src = ctxReader{ctx, r}
+		n, err = copyCtx(ctx, io.MultiWriter(f.dest(out), h), r) // r may be a file, closed at a stop
 	}
-	n, err := io.Copy(io.MultiWriter(f.dest(out), h), src)
 	if label != "" {
 		f.prog.done(label)
 	}

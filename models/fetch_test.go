@@ -28,6 +28,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/internal/datafile"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // fake model contents: small, deterministic, distinct.
@@ -744,4 +745,119 @@ func TestFetchRemovesKilledFetchLeftovers(t *testing.T) {
 		t.Errorf("left behind: %v", got)
 	}
 	mustContent(t, filepath.Join(modelDir, "model.onnx"), fakeFP32)
+}
+
+// TestFetchMirrorStoppedMidRead: a --from mirror whose read blocks (a pipe
+// whose writer stalled; a stalled network file system alike) used to hold
+// a stop until the read returned: Ctrl-C waited the whole 10 s budget, then
+// exit status 4 with the .part file left behind. The fetch now returns at
+// once, its .part file removed.
+func TestFetchMirrorStoppedMidRead(t *testing.T) {
+	from := t.TempDir()
+	if err := os.WriteFile(filepath.Join(from, "tokenizer.json"), fakeTok, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(from, "model.onnx")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dead := closedURL(t)
+	opts := testOptions(t, testManifest(t, dead, dead))
+	opts.From = from
+	modelDir := filepath.Join(opts.Dir, "mini")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Opened for writing (it waits for the fetch to open it for reading),
+	// 100 bytes written, then held open: the next read blocks.
+	stall := make(chan struct{})
+	defer close(stall)
+	go func() {
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer w.Close()
+		w.Write(fakeFP32[:100])
+		<-stall
+	}()
+	type result struct {
+		rep *FetchReport
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := Fetch(ctx, opts)
+		done <- result{rep, err}
+	}()
+	testenv.Eventually(t, "the first 100 bytes in the .part file", func() bool {
+		ents, _ := os.ReadDir(modelDir)
+		for _, e := range ents {
+			if fi, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".part") && fi.Size() == 100 {
+				return true
+			}
+		}
+		return false
+	})
+	cancel()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(testenv.Timeout):
+		t.Fatal("Fetch did not return after its context was cancelled, a read of the mirror blocked")
+	}
+	if !errors.Is(r.err, context.Canceled) {
+		t.Errorf("Fetch = %v, want context.Canceled", r.err)
+	}
+	if _, err := os.Stat(filepath.Join(modelDir, "model.onnx")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("model.onnx exists after a cancelled fetch")
+	}
+	if l := leftovers(t, modelDir); len(l) > 0 {
+		t.Errorf("temp files left behind: %v", l)
+	}
+}
+
+// openCtx and copyCtx return at a stop even while their open or read
+// blocks and nothing interrupts it: a FIFO with no writer (as a hung
+// mount's open); a read of a pipe that is not a file, so not closed (as a
+// file's on a hung mount).
+func TestStopLeavesBlockedIO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "model.onnx")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	for _, tc := range []struct {
+		name  string
+		run   func(ctx context.Context) error
+		start func() // once run runs, before the stop
+		then  func() // once the stop returned
+	}{
+		{"open", func(ctx context.Context) error { _, err := openCtx(ctx, fifo); return err }, func() {}, func() {
+			// The abandoned open returns once a writer comes, and its file is closed.
+			if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+				w.Close()
+			}
+		}},
+		{"read", func(ctx context.Context) error { _, err := copyCtx(ctx, io.Discard, pr); return err }, func() {
+			pw.Write([]byte("first")) // returns once the copy read it: the next read blocks
+		}, func() {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- tc.run(ctx) }()
+			tc.start()
+			cancel()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("%s = %v, want context.Canceled", tc.name, err)
+				}
+			case <-time.After(testenv.Timeout):
+				t.Fatalf("the %s did not return at its context's end while it blocked", tc.name)
+			}
+			tc.then()
+		})
+	}
 }

@@ -67,6 +67,9 @@ refused in the last hour.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.nSet = cmd.Flags().Changed("lines")
+			if f.follow {
+				g.stop.Quiet() // Ctrl-C ends the following, not a gateway
+			}
 			return runAuditTail(cmd.Context(), g, cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
 		},
 	}

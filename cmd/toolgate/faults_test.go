@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -711,4 +712,45 @@ func TestServeWithNoServersYet(t *testing.T) {
 		names, tools := state()
 		return len(names) == 0 && tools == own
 	})
+}
+
+// TestFollowersStopQuietly: `logs -f` and `audit tail -f` told to stop
+// (Ctrl-C, SIGTERM) end with exit status 0 and nothing on stderr. They
+// used to log the stop's "stopping: SIGTERM; a second signal exits at
+// once" there, in the format of the gateway's lines they print, so it read
+// as the gateway stopping.
+func TestFollowersStopQuietly(t *testing.T) {
+	data := t.TempDir()
+	// A gateway's status socket and log, served by this test (logs -f
+	// follows any gateway on the data folder) ...
+	ring := logGateway(t, data, 10)
+	fmt.Fprintln(ring, `level=INFO msg="gateway ready"`)
+	// ... and an audit record.
+	if err := audit.Append(dirs.Audit(data), audit.Record{Action: "keys create", Decision: audit.Allowed, Outcome: audit.OK}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
+		for _, args := range [][]string{{"logs", "-f", "-n", "1"}, {"audit", "tail", "-f", "-n", "1"}} {
+			follow := toolgateCmd(t, data, args...)
+			var stderr testenv.LogBuffer
+			out, err := follow.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			follow.Stderr = &stderr
+			if err := follow.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Its first line printed: it follows, its signals caught.
+			if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+				t.Fatalf("%v printed no line: %v\n%s", args, err, stderr.String())
+			}
+			if err := follow.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			if err := follow.Wait(); err != nil || stderr.String() != "" {
+				t.Errorf("%v after %v: %v, stderr %q; want exit status 0 and nothing on stderr", args, sig, err, stderr.String())
+			}
+		}
+	}
 }

@@ -140,8 +140,9 @@ type lazyLearning struct {
 
 	store atomic.Pointer[learn.Store]
 	// lastLook is when searches last looked whether the open store's
-	// folder was removed (unix nanoseconds; a record always looks).
-	lastLook atomic.Int64
+	// folder was removed (a record always looks); monotonic: kept as wall
+	// nanoseconds, a clock set back an hour stopped the looks for an hour.
+	lastLook atomic.Pointer[time.Time]
 	// remote, when set, reads and records the pairs through the gateway
 	// that holds the store while this one cannot open it (nil: none).
 	remote *remoteLearning
@@ -229,11 +230,11 @@ func (l *lazyLearning) renewed(s *learn.Store, force bool) *learn.Store {
 	if l.reopen == nil {
 		return s
 	}
-	now := time.Now().UnixNano()
-	if last := l.lastLook.Load(); !force && last != 0 && time.Duration(now-last) < l.retryEvery {
+	now := time.Now()
+	if last := l.lastLook.Load(); !force && last != nil && now.Sub(*last) < l.retryEvery {
 		return s
 	}
-	l.lastLook.Store(now)
+	l.lastLook.Store(&now)
 	if !s.Replaced() {
 		return s
 	}

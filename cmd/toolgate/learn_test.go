@@ -305,3 +305,29 @@ func TestLearnedPairsOfAnotherUserNotDamaged(t *testing.T) {
 		t.Errorf("error %q, fix %q: want the files given back, not the store moved aside", err, fix)
 	}
 }
+
+// The searches' look whether the learned pairs' folder was replaced runs
+// at most every retryEvery, timed on the monotonic clock: kept as wall
+// nanoseconds, a clock set back an hour held every look back for that hour
+// (the next record still looked).
+func TestLearnedPairsLookOnMonotonicClock(t *testing.T) {
+	store, err := learn.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	l := &lazyLearning{retryEvery: time.Hour, reopen: func(s *learn.Store) (*learn.Store, error) { return s, nil }}
+	l.renewed(store, false)
+	first := l.lastLook.Load()
+	if first == nil || !strings.Contains(first.String(), " m=") {
+		t.Fatalf("the look's time %v has no monotonic reading: a wall clock set back would hold the next look back", first)
+	}
+	if l.renewed(store, false); l.lastLook.Load() != first {
+		t.Error("a search within retryEvery looked again")
+	}
+	before := first.Add(-time.Hour)
+	l.lastLook.Store(&before)
+	if l.renewed(store, false); l.lastLook.Load() == &before {
+		t.Error("a search retryEvery after the last look did not look")
+	}
+}

@@ -488,17 +488,25 @@ func TestLogs(t *testing.T) {
 	ended(follow, "after an interrupt")
 }
 
-// logs -f says how many lines went by unkept when more came between two
-// looks than the gateway keeps, and ends with its context.
-func TestLogsFollowSaysWhatWasNotKept(t *testing.T) {
-	data := t.TempDir()
-	ring := logring.New(3)
+// logGateway serves, on data's status socket until the test ends, a stdio
+// gateway's status and its log: the ring returned, keeping lines lines.
+func logGateway(t *testing.T, data string, lines int) *logring.Ring {
+	t.Helper()
+	ring := logring.New(lines)
 	proc := &gateway.ProcessInfo{PID: 7, Transport: "stdio"}
 	s := local.Serve(data, map[string]http.Handler{
 		"GET /status": gateway.StatusHandler(statusSource{}, &gateway.StatusOptions{Process: func() *gateway.ProcessInfo { return proc }}),
 		"GET /logs":   ring.Handler(),
 	}, nil)
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	return ring
+}
+
+// logs -f says how many lines went by unkept when more came between two
+// looks than the gateway keeps, and ends with its context.
+func TestLogsFollowSaysWhatWasNotKept(t *testing.T) {
+	data := t.TempDir()
+	ring := logGateway(t, data, 3)
 	fmt.Fprintln(ring, "first")
 	ctx, cancel := context.WithCancel(context.Background())
 	var out testenv.LogBuffer

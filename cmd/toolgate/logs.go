@@ -67,6 +67,9 @@ or the gateway restarts.`,
 			if _, err := dataFolderConfig(g, f.config); err != nil {
 				return err
 			}
+			if f.follow {
+				g.stop.Quiet() // Ctrl-C ends the following, not the gateway
+			}
 			return runLogs(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), g.DataDir(), f)
 		},
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -286,4 +287,74 @@ func TestConfigReload(t *testing.T) {
 		}
 		search(t)
 	})
+}
+
+// TestReloadToTakenAddress: a config whose toolgate.http.addr a reload
+// moves to a port another program holds keeps the gateway on its
+// listener (http waits for a restart) and says at once, in the reload's
+// warning and in `toolgate status`, that the restart would fail on it,
+// naming the address and the fix; it said only that toolgate.http waits
+// for a restart, and the restart then failed. Once the address is free, the
+// next reload drops the warning.
+func TestReloadToTakenAddress(t *testing.T) {
+	addr := freeAddr(t)
+	path := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, map[string]any{"http": map[string]any{"addr": addr}})
+	// No --http, stdin not a client's: the config's address is served.
+	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", path, "--mode", "bm25")
+	cmd.Stderr = testLog(t, "toolgate: ")
+	startHTTP(t, cmd, addr, 3*time.Minute)
+
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := bytes.ReplaceAll(b, []byte(addr), []byte(taken.Addr().String()))
+	writeRaw(t, path, moved, true)
+	rep := waitStatus(t, addr, "the reload", func(s live.Stats) bool { return s.ReloadGeneration >= 1 })
+	r := rep.LastReload
+	if r == nil || !slices.Equal(r.RestartOnly, []string{"toolgate.http"}) || !strings.Contains(r.Warning, "toolgate.http.addr "+taken.Addr().String()+" cannot be served") || !strings.Contains(r.Warning, "already in use") {
+		t.Fatalf("the reload to a taken address: %+v; want toolgate.http waiting for a restart, and a warning naming the address", r)
+	}
+	var out bytes.Buffer
+	if err := runStatus(context.Background(), &out, statusFlags{addr: addr}); !strings.Contains(out.String(), "config WARNING: toolgate.http.addr "+taken.Addr().String()) {
+		t.Errorf("toolgate status (%v) does not warn of the taken address:\n%s", err, out.String())
+	}
+
+	taken.Close() // freed: the next reload checks it again
+	writeRaw(t, path, append(moved, '\n'), true)
+	rep = waitStatus(t, addr, "the second reload", func(s live.Stats) bool { return s.ReloadGeneration >= 2 })
+	if r := rep.LastReload; r == nil || r.Warning != "" || !slices.Equal(rep.RestartPending, []string{"toolgate.http"}) {
+		t.Errorf("the reload once the address is free: %+v, pending %v; want no warning, toolgate.http still pending", r, rep.RestartPending)
+	}
+}
+
+// canListen does not count the port this gateway holds as taken
+// (localhost:P for 127.0.0.1:P: a restart frees it), and names another
+// program's.
+func TestCanListen(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	port := itoa(held.Addr().(*net.TCPAddr).Port)
+	if err := canListen("localhost:"+port, held, false); err != nil {
+		t.Errorf("the port this gateway holds: %v, want nil", err)
+	}
+	if err := canListen(other.Addr().String(), held, false); err == nil || !strings.Contains(err.Error(), other.Addr().String()+": the address is already in use") {
+		t.Errorf("another program's port: %v, want the start's error naming it", err)
+	}
+	if err := canListen(freeAddr(t), held, false); err != nil {
+		t.Errorf("a free port: %v", err)
+	}
 }

@@ -180,11 +180,12 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	// that client speaks on stdio and would wait for an answer that never
 	// comes, while the gateway served HTTP and outlived it. The same file
 	// gives `toolgate connect` and `status` their address.
+	addrFromConfig := false
 	if a := cfg.Toolgate.HTTP.Addr; f.http == "" && a != "" {
 		if stdioClient(os.Stdin) {
 			log.Info("serving MCP on stdio to the client that started this gateway; the config's toolgate.http.addr is not served (toolgate serve --http serves it)", "addr", a)
 		} else {
-			f.http = a
+			f.http, addrFromConfig = a, true
 		}
 	}
 	switch {
@@ -303,12 +304,18 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	defer stopCold(nil)
 	var coldErr atomic.Pointer[error]
 	lv := live.New(index.Dir(g.DataDir()), cfg, &live.Options{
-		ColdWait:    coldStartWait,
-		ColdFailed:  func(err error) { coldErr.Store(&err); stopCold(err) },
-		Logger:      log,
-		Embedder:    emb,
-		Search:      searchOptions(s, modeOf(s), usage),
-		SearchFrom:  func(s config.SearchSettings) *search.Options { return searchOptions(s, modeOf(s), usage) },
+		ColdWait:   coldStartWait,
+		ColdFailed: func(err error) { coldErr.Store(&err); stopCold(err) },
+		Logger:     log,
+		Embedder:   emb,
+		Search:     searchOptions(s, modeOf(s), usage),
+		SearchFrom: func(s config.SearchSettings) *search.Options { return searchOptions(s, modeOf(s), usage) },
+		HTTPAddrCheck: func() func(string) error {
+			if !addrFromConfig {
+				return nil // the next start serves --http, or stdio, not the config's address
+			}
+			return func(addr string) error { return canListen(addr, ln, f.allowRemote) }
+		}(),
 		Indexed:     indexed,
 		ConfigPaths: f.configs,
 		ConfigDocs:  docs,

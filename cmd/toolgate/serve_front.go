@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -303,4 +304,21 @@ func (s firstSearcher) Search(ctx context.Context, q search.Query) (search.Resul
 	r, err := s.Searcher.Search(ctx, q)
 	s.f.once.Do(func() { close(s.f.done) })
 	return r, err
+}
+
+// canListen says whether the next start could listen on addr, a config's
+// new toolgate.http.addr, by listening on it a moment. An address on the
+// port this gateway holds (localhost:8931 for 127.0.0.1:8931) is not
+// tried: it is taken by this gateway alone, which a restart frees.
+func canListen(addr string, held net.Listener, allowRemote bool) error {
+	if _, port, err := net.SplitHostPort(addr); err == nil && held != nil {
+		if a, ok := held.Addr().(*net.TCPAddr); ok && port == strconv.Itoa(a.Port) {
+			return nil
+		}
+	}
+	ln, err := gateway.Listen(addr, allowRemote)
+	if err != nil {
+		return err
+	}
+	return ln.Close()
 }

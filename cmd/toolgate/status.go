@@ -555,6 +555,9 @@ func printLoopStats(w io.Writer, st *live.Stats) {
 		fmt.Fprintf(w, "; changed since the start, waiting for a restart: %s", strings.Join(st.RestartPending, ", "))
 	}
 	fmt.Fprintln(w)
+	if r != nil && r.Warning != "" {
+		fmt.Fprintf(w, "config WARNING: %s\n", r.Warning)
+	}
 	if len(st.Disabled) > 0 {
 		// Not in the table (they do not run), and their tools are held
 		// back: say why search_tools shows none of them.

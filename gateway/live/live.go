@@ -95,6 +95,13 @@ type Options struct {
 	// next search on (Engine.Reconfigure). Nil: a change of
 	// toolgate.search takes effect on restart.
 	SearchFrom func(config.SearchSettings) *search.Options
+	// HTTPAddrCheck, if set, checks a toolgate.http.addr that a reload
+	// changes, which the next start listens on (this one keeps its
+	// listener): an address it cannot take now (in use, not this
+	// machine's) is said at once in the log and in the reload's Warning,
+	// rather than found by the restart that fails on it. Nil: not checked
+	// (the gateway does not serve the config's address).
+	HTTPAddrCheck func(addr string) error
 	// ConfigPaths are the config files to watch and reload, read as one
 	// (config.ParseDocs: later files over earlier ones); none = no reloads.
 	// ConfigDocs are the documents New's cfg was parsed from: a reload that
@@ -250,6 +257,9 @@ type Reload struct {
 	// effect on the next start ("toolgate.embed", ...).
 	Applied     []string `json:"applied,omitempty"`
 	RestartOnly []string `json:"restartOnly,omitempty"`
+	// Warning says what in RestartOnly the next start could not apply as
+	// things stand: a new toolgate.http.addr in use by another program.
+	Warning string `json:"warning,omitempty"`
 }
 
 // Loop is the runtime loop of one gateway. It implements the gateway's

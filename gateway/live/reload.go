@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"reflect"
@@ -173,6 +174,15 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 	if len(later) > 0 {
 		l.log.Warn("config settings changed; they take effect on restart", "file", file, "settings", later)
 	}
+	var warning string
+	// Checked at each reload while it differs from the address served, so
+	// that the warning stays until the address is free or set back.
+	if addr := cfg.Toolgate.HTTP.Addr; addr != "" && addr != l.started.HTTP.Addr && l.opts.HTTPAddrCheck != nil {
+		if err := l.opts.HTTPAddrCheck(addr); err != nil {
+			warning = fmt.Sprintf("toolgate.http.addr %s cannot be served, so the restart that takes it would fail to start (this gateway keeps serving where it does): %v", addr, err)
+			l.log.Warn("the config's new HTTP address cannot be served; this gateway keeps serving where it does", "file", file, "addr", addr, "err", err)
+		}
+	}
 	var fresh []config.Server // added or changed: their values are new
 	for _, name := range append(slices.Clone(d.Added), d.Changed...) {
 		if srv, ok := cfg.MCPServers[name]; ok {
@@ -188,7 +198,7 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 	here := l.disabledHere() // of the servers it has now
 	l.update(func(s *Stats) { s.RestartPending, s.Disabled = pending, here })
 	r := l.reloaded(&Reload{At: start, Trigger: trigger, Added: d.Added, Removed: d.Removed, Changed: d.Changed,
-		Updated: d.Updated, Unchanged: d.Unchanged, Applied: now, RestartOnly: later})
+		Updated: d.Updated, Unchanged: d.Unchanged, Applied: now, RestartOnly: later, Warning: warning})
 	l.changedHook()
 	return r, false
 }

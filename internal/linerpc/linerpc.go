@@ -46,9 +46,15 @@ import (
 	segjson "github.com/segmentio/encoding/json"
 )
 
-// batchlessVersion is the first MCP protocol version without JSON-RPC
+// BatchlessVersion is the first MCP protocol version without JSON-RPC
 // batches.
-const batchlessVersion = "2025-06-18"
+const BatchlessVersion = "2025-06-18"
+
+// BatchRefused says that a batch is refused at protocol version (one
+// BatchlessVersion or later), in go-sdk's words.
+func BatchRefused(version string) string {
+	return fmt.Sprintf("JSON-RPC batching is not supported in %s and later (request version: %s)", BatchlessVersion, version)
+}
 
 // wireVersion is the "jsonrpc" member every message carries.
 const wireVersion = "2.0"
@@ -163,18 +169,31 @@ type Conn struct {
 
 var _ mcp.Connection = (*Conn)(nil)
 
-// incoming is one decoded line: msg, or the members of a batch, or err.
+// incoming is one decoded line: msg, or the members of a batch (those that
+// are messages in batch, those that are not in bad), or err.
 type incoming struct {
 	msg   jsonrpc.Message
 	batch []jsonrpc.Message
+	bad   []badMember
 	err   error
 }
 
-// inboundBatch collects the answers to one inbound batch's calls.
+// badMember is a member of a batch that is not a message: JSON-RPC 2.0 §6
+// answers it within the batch's answer (-32600, with its id where it has
+// one), and the batch's other members are served.
+type badMember struct {
+	pos int // its place in the batch
+	id  jsonrpc.ID
+	err error
+}
+
+// inboundBatch collects the answers to one inbound batch: its calls'
+// responses, and the errors its bad members were answered with, in the
+// order of the batch.
 type inboundBatch struct {
-	pending   int
-	responses []*jsonrpc.Response // in the order of the calls
-	index     map[jsonrpc.ID]int
+	pending int
+	answers []json.RawMessage
+	index   map[jsonrpc.ID]int
 }
 
 // readLoop reads and decodes lines until an error, which it hands to Read
@@ -212,6 +231,10 @@ func (c *Conn) readLoop(limit int) {
 					c.send(incoming{err: err}) // the client is gone
 					return
 				}
+			case len(in.bad) > 0 && !c.server:
+				in = incoming{err: in.bad[0].err} // a peer that serves us: ends the connection, as go-sdk does
+				c.send(in)
+				return
 			case !c.send(in) || in.err != nil:
 				return
 			}
@@ -360,15 +383,20 @@ func decodeLine(line []byte) incoming {
 	if len(raws) == 0 {
 		return incoming{err: errors.New("empty JSON-RPC batch")}
 	}
-	msgs := make([]jsonrpc.Message, len(raws))
+	in := incoming{batch: make([]jsonrpc.Message, 0, len(raws))}
 	for i, raw := range raws {
+		if len(raw) == 0 || raw[0] != '{' {
+			in.bad = append(in.bad, badMember{pos: i, err: fmt.Errorf("member %d of the batch is not a JSON-RPC message (an object)", i+1)})
+			continue
+		}
 		msg, err := decodeMessage(raw)
 		if err != nil {
-			return incoming{err: err}
+			in.bad = append(in.bad, badMember{pos: i, id: idOf(raw), err: err})
+			continue
 		}
-		msgs[i] = msg
+		in.batch = append(in.batch, msg)
 	}
-	return incoming{batch: msgs}
+	return in
 }
 
 // maxDepth bounds the nesting of a line, as go-sdk's decoder does (its
@@ -417,25 +445,25 @@ func (c *Conn) answerInvalid(line []byte, err error) error {
 	if perr := json.Unmarshal(line, &v); perr != nil { // encoding/json's words: "unexpected end of JSON input"
 		return c.writeError(jsonrpc.ID{}, jsonrpc.CodeParseError, "parse error: "+perr.Error())
 	}
+	return c.writeError(idOf(line), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+}
+
+// idOf is the id of a message that could not be taken, where it has one
+// that is a string or a number; the zero ID (null) otherwise.
+func idOf(raw []byte) jsonrpc.ID {
 	var m struct {
 		ID any `json:"id"`
 	}
 	var id jsonrpc.ID
-	if json.Unmarshal(line, &m) == nil {
+	if json.Unmarshal(raw, &m) == nil {
 		id, _ = jsonrpc.MakeID(m.ID) // an id of another type is answered with null
 	}
-	return c.writeError(id, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+	return id
 }
 
-// writeError writes a JSON-RPC error response to id; the zero ID is written
-// as null (the id of a request that could not be read), which
-// jsonrpc.EncodeMessage would leave out.
+// writeError writes a JSON-RPC error response to id (errorMessage).
 func (c *Conn) writeError(id jsonrpc.ID, code int64, msg string) error {
-	data, err := json.Marshal(struct {
-		VersionTag string         `json:"jsonrpc"`
-		ID         any            `json:"id"`
-		Error      *jsonrpc.Error `json:"error"`
-	}{wireVersion, id.Raw(), &jsonrpc.Error{Code: code, Message: msg}})
+	data, err := errorMessage(id, code, msg)
 	if err != nil {
 		return err
 	}
@@ -443,6 +471,17 @@ func (c *Conn) writeError(id jsonrpc.ID, code int64, msg string) error {
 	defer c.writeMu.Unlock()
 	_, err = c.w.Write(append(data, '\n'))
 	return err
+}
+
+// errorMessage is a JSON-RPC error response to id; the zero ID is written
+// as null (the id of a request that could not be read), which
+// jsonrpc.EncodeMessage would leave out.
+func errorMessage(id jsonrpc.ID, code int64, msg string) ([]byte, error) {
+	return json.Marshal(struct {
+		VersionTag string         `json:"jsonrpc"`
+		ID         any            `json:"id"`
+		Error      *jsonrpc.Error `json:"error"`
+	}{wireVersion, id.Raw(), &jsonrpc.Error{Code: code, Message: msg}})
 }
 
 // wireMessage is a JSON-RPC message as sent, decoded the way
@@ -521,13 +560,23 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case in.err != nil:
 			return nil, in.err
 		case in.batch != nil:
-			if err := c.acceptBatch(in.batch); err != nil {
+			done, err := c.acceptBatch(in.batch, in.bad)
+			if err != nil {
 				if !c.server {
 					return nil, err
 				}
 				if err := c.writeError(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error()+": send each message on a line of its own"); err != nil {
 					return nil, err
 				}
+				continue
+			}
+			if done != nil {
+				// No call to wait for: the bad members' answers now.
+				if err := c.writeLine(done); err != nil {
+					return nil, err
+				}
+			}
+			if len(in.batch) == 0 {
 				continue
 			}
 			c.queue = in.batch[1:]
@@ -592,39 +641,56 @@ func (c *Conn) cancelled(resp *jsonrpc.Response) bool {
 }
 
 // acceptBatch checks that a batch is allowed and notes its calls, whose
-// answers Write gathers into one array.
-func (c *Conn) acceptBatch(msgs []jsonrpc.Message) error {
+// answers Write gathers into one array with those of its bad members. A
+// batch at a protocol without batches is refused whole, whatever its
+// members (it said a bad member's fault, as if batches were taken). When
+// the batch has bad members and no call to wait for, done is the array
+// that answers them, to write now.
+func (c *Conn) acceptBatch(msgs []jsonrpc.Message, bad []badMember) (done []byte, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.version >= batchlessVersion {
-		return fmt.Errorf("JSON-RPC batching is not supported in %s and later (request version: %s)", batchlessVersion, c.version)
+	if c.version >= BatchlessVersion {
+		return nil, errors.New(BatchRefused(c.version))
 	}
 	b := &inboundBatch{index: map[jsonrpc.ID]int{}}
-	for _, msg := range msgs {
-		req, ok := msg.(*jsonrpc.Request)
+	for pos, mi, bi := 0, 0, 0; pos < len(msgs)+len(bad); pos++ {
+		if bi < len(bad) && bad[bi].pos == pos {
+			raw, err := errorMessage(bad[bi].id, jsonrpc.CodeInvalidRequest, "invalid request: "+bad[bi].err.Error())
+			if err != nil {
+				return nil, err
+			}
+			b.answers = append(b.answers, raw)
+			bi++
+			continue
+		}
+		req, ok := msgs[mi].(*jsonrpc.Request)
+		mi++
 		if !ok || !req.IsCall() {
 			continue
 		}
 		if _, dup := b.index[req.ID]; dup {
-			return fmt.Errorf("duplicate message ID %v in a JSON-RPC batch", req.ID.Raw())
+			return nil, fmt.Errorf("duplicate message ID %v in a JSON-RPC batch", req.ID.Raw())
 		}
 		if _, seen := c.batches[req.ID]; seen {
-			return fmt.Errorf("JSON-RPC batch contains previously seen request %v", req.ID.Raw())
+			return nil, fmt.Errorf("JSON-RPC batch contains previously seen request %v", req.ID.Raw())
 		}
-		b.index[req.ID] = len(b.responses)
-		b.responses = append(b.responses, nil)
+		b.index[req.ID] = len(b.answers)
+		b.answers = append(b.answers, nil)
 	}
-	if len(b.responses) == 0 {
-		return nil
+	b.pending = len(b.index)
+	if b.pending == 0 {
+		if len(b.answers) == 0 {
+			return nil, nil // notifications only: no answer
+		}
+		return json.Marshal(b.answers)
 	}
 	if c.batches == nil {
 		c.batches = map[jsonrpc.ID]*inboundBatch{}
 	}
-	b.pending = len(b.responses)
 	for id := range b.index {
 		c.batches[id] = b
 	}
-	return nil
+	return nil, nil
 }
 
 // Write writes msg as one line. An answer to a call of an inbound batch is
@@ -639,15 +705,11 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return nil // the client no longer waits for it
 	}
 	if isResp {
-		batch, inBatch := c.answered(resp)
-		if inBatch && batch == nil {
+		var err error
+		if data, err = c.answered(resp); errors.Is(err, errMoreToCome) {
 			return nil // more answers to come
-		}
-		if batch != nil {
-			var err error
-			if data, err = encodeBatch(batch); err != nil {
-				return err
-			}
+		} else if err != nil {
+			return err
 		}
 	}
 	if data == nil {
@@ -656,17 +718,26 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			return fmt.Errorf("marshaling message: %w", err)
 		}
 	}
-	data = append(data, '\n')
+	return c.writeLine(data)
+}
+
+// writeLine writes data and a newline.
+func (c *Conn) writeLine(data []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	_, err := c.w.Write(data)
+	_, err := c.w.Write(append(data, '\n'))
 	return err
 }
 
+// errMoreToCome is answered's word for an answer to a batch call that is
+// held until the batch's last.
+var errMoreToCome = errors.New("more answers to the batch to come")
+
 // answered notes resp: the negotiated protocol version when it answers
-// initialize, and its place when it answers a batch call. inBatch reports
-// whether it did; batch is every answer once the batch is complete.
-func (c *Conn) answered(resp *jsonrpc.Response) (batch []*jsonrpc.Response, inBatch bool) {
+// initialize, and its place when it answers a batch call. It returns the
+// batch's answer once the batch is complete, errMoreToCome before, and nil
+// for a response outside a batch.
+func (c *Conn) answered(resp *jsonrpc.Response) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.initID.IsValid() && resp.ID == c.initID {
@@ -680,26 +751,18 @@ func (c *Conn) answered(resp *jsonrpc.Response) (batch []*jsonrpc.Response, inBa
 	}
 	b, ok := c.batches[resp.ID]
 	if !ok {
-		return nil, false
+		return nil, nil
 	}
 	delete(c.batches, resp.ID)
-	b.responses[b.index[resp.ID]] = resp
+	raw, err := jsonrpc.EncodeMessage(resp)
+	if err != nil {
+		return nil, fmt.Errorf("encoding batch message: %w", err)
+	}
+	b.answers[b.index[resp.ID]] = raw
 	if b.pending--; b.pending > 0 {
-		return nil, true
+		return nil, errMoreToCome
 	}
-	return b.responses, true
-}
-
-func encodeBatch(resps []*jsonrpc.Response) ([]byte, error) {
-	raws := make([]json.RawMessage, len(resps))
-	for i, r := range resps {
-		raw, err := jsonrpc.EncodeMessage(r)
-		if err != nil {
-			return nil, fmt.Errorf("encoding batch message: %w", err)
-		}
-		raws[i] = raw
-	}
-	return json.Marshal(raws)
+	return json.Marshal(b.answers)
 }
 
 // SessionID is empty: a stdio connection has no session id.

@@ -141,10 +141,14 @@ func (f *fetchFlags) options(dir string, progress io.Writer, logger *slog.Logger
 // the model folder and the total time.
 func runFetch(cmd *cobra.Command, opts *models.FetchOptions) error {
 	out := cmd.OutOrStdout()
-	rep, err := models.Fetch(cmd.Context(), opts)
+	ctx := cmd.Context()
+	rep, err := models.Fetch(ctx, opts)
+	stopped := err != nil && ctx.Err() != nil
 	if rep != nil {
 		for _, f := range rep.Files {
 			switch {
+			case f.Err != nil && stopped:
+				fmt.Fprintf(out, "STOPPED  %s\n", f.Path)
 			case f.Err != nil:
 				fmt.Fprintf(out, "FAILED   %s\n", f.Path)
 			case f.Present:
@@ -154,6 +158,11 @@ func runFetch(cmd *cobra.Command, opts *models.FetchOptions) error {
 			}
 		}
 		fmt.Fprintf(out, "model folder %s (%s)\n", rep.Dir, rep.Duration.Round(time.Millisecond))
+	}
+	if stopped {
+		// A signal stopped it: not the network's fault (it said "every
+		// source failed: … context canceled; fix: check the network").
+		return fmt.Errorf("stopped before the model files were all fetched: the files fetched are in place, no partial file is left (run the command again to fetch the rest)")
 	}
 	return err
 }

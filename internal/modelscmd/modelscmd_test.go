@@ -105,3 +105,19 @@ func TestFetchFromMirrorThenVerify(t *testing.T) {
 		t.Errorf("second fetch: %v\n%s", err, out)
 	}
 }
+
+// A fetch stopped by a signal (its context cancelled) says so, not "every
+// source failed … fix: check the network".
+func TestFetchStopped(t *testing.T) {
+	cmd := modelscmd.New(&modelscmd.Options{DataDir: func() string { return t.TempDir() }, Progress: &bytes.Buffer{}})
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"fetch", "--from", t.TempDir()})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := cmd.ExecuteContext(ctx)
+	if err == nil || !strings.Contains(err.Error(), "stopped before the model files were all fetched") || strings.Contains(err.Error(), "network") {
+		t.Errorf("fetch stopped: %v", err)
+	}
+}

@@ -66,6 +66,7 @@ type Options struct {
 type Controller struct {
 	o      Options
 	log    atomic.Pointer[slog.Logger]
+	quiet  atomic.Bool // Quiet: the first signal is not announced
 	cancel context.CancelFunc
 	sigs   chan os.Signal
 	quit   chan struct{}
@@ -120,6 +121,16 @@ func (c *Controller) SetLogger(l *slog.Logger) {
 
 func (c *Controller) logger() *slog.Logger { return c.log.Load() }
 
+// Quiet makes the first signal end the command without a word at the info
+// level: a follower (`toolgate logs -f`, `audit tail -f`) has nothing to
+// stop, and its "stopping: SIGTERM" in the terminal, beside the gateway's
+// own lines it prints, read as the gateway stopping. It is logged at debug.
+func (c *Controller) Quiet() {
+	if c != nil {
+		c.quiet.Store(true)
+	}
+}
+
 // watch turns the first signal into a cancelled context and a started
 // budget, and the second into an exit.
 func (c *Controller) watch() {
@@ -132,7 +143,11 @@ func (c *Controller) watch() {
 		case sig := <-c.sigs:
 			if first {
 				first = false
-				c.logger().Info("stopping: "+sigName(sig)+"; a second signal exits at once", "budget", c.o.Budget)
+				level := slog.LevelInfo
+				if c.quiet.Load() {
+					level = slog.LevelDebug
+				}
+				c.logger().Log(context.Background(), level, "stopping: "+sigName(sig)+"; a second signal exits at once", "budget", c.o.Budget)
 				c.Begin()
 				c.cancel()
 				continue

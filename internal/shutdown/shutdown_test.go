@@ -3,6 +3,7 @@ package shutdown
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"strings"
 	"syscall"
@@ -137,5 +138,28 @@ func TestNilController(t *testing.T) {
 	c.SetLogger(nil)
 	if !called || c.Stop() != 0 {
 		t.Error("a nil controller does not just close")
+	}
+}
+
+// A quiet command (a follower) stops at the first signal as any other,
+// cleanly, but announces it only at the debug level: at info its stderr
+// gets no "stopping" line.
+func TestQuietStopNotAnnounced(t *testing.T) {
+	var logs testenv.LogBuffer
+	sigs := make(chan os.Signal, 2)
+	ctx, c := Start(context.Background(), &Options{
+		Logger:  slog.New(slog.NewTextHandler(&logs, nil)), // info, as a command's default
+		Budget:  time.Minute,
+		Signals: sigs,
+		Exit:    func(code int) { t.Errorf("the process was ended (%d)", code) },
+	})
+	c.Quiet()
+	sigs <- syscall.SIGTERM
+	<-ctx.Done()
+	if code := c.Stop(); code != 0 {
+		t.Fatalf("Stop = %d, want 0 (clean)", code)
+	}
+	if log := logs.String(); log != "" {
+		t.Errorf("a quiet stop logged at info:\n%s", log)
 	}
 }

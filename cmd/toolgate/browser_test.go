@@ -288,6 +288,58 @@ func TestConsoleLoginInBrowser(t *testing.T) {
 	}
 }
 
+// noModelFlags are the flags of a gateway (--mode bm25) that loads no
+// model and embeds nothing (--ort-lib to no file): for a test that needs
+// the tools in the page, not their vectors.
+func noModelFlags(t *testing.T) []string {
+	return []string{"--ort-lib", filepath.Join(t.TempDir(), "none.so")}
+}
+
+// TestConsoleNoServersInBrowser: with no servers in the config, the
+// backends table says so, and how to add one, in place of its rows (it was
+// empty); and a deep link's limit (/ui/?q=…&limit=3) is the results field's
+// value (it showed 10) and that of the searches made with the form, whose
+// deep link keeps it.
+func TestConsoleNoServersInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	cfg := fakeConfig(t, map[string]string{}, nil)
+	addr, _ := startGateway(t, t.TempDir(), cfg, noModelFlags(t)...)
+	_, do, eval := newBrowser(t, chromium)
+
+	do("load a deep link with a limit", chromedp.Navigate("http://"+addr+"/ui/?q=restart+a+server&limit=3"),
+		chromedp.WaitVisible(`#search-rows tr[data-tool]`)) // drawn with the backends, from the page's own JSON
+	var note string
+	eval("the backends table", `document.querySelector("#backend-rows").textContent`, &note)
+	if want := `No servers are configured: add one to "mcpServers" in ` + cfg + ` (the gateway applies the saved file), with toolgate servers add NAME --config ` + cfg + ` -- COMMAND [ARG...] (or --url URL), or from an MCP client with toolgate__add_server`; !strings.HasPrefix(note, want) {
+		t.Errorf("the backends table of a config without servers says %q, want %q…", note, want)
+	}
+	// The page's search, its field and its deep link carry the link's
+	// limit, and then the field's.
+	searched := func(what string) (limit string, rows int, url string) {
+		t.Helper()
+		var got []any
+		eval(what, `[document.querySelector("#limit").value, document.querySelectorAll("#search-rows tr[data-tool]").length, location.search]`, &got)
+		return got[0].(string), int(got[1].(float64)), got[2].(string)
+	}
+	if limit, rows, _ := searched("the deep link's search"); limit != "3" || rows != 3 {
+		t.Errorf("the deep link with limit=3 shows the results field %q and %d results, want 3 and 3", limit, rows)
+	}
+	search := func(what string) {
+		t.Helper()
+		do(what, chromedp.Evaluate[chromedp.Void](`document.querySelector("#search-rows").replaceChildren()`),
+			chromedp.Click(`#search-form button[type=submit]`), chromedp.WaitVisible(`#search-rows tr[data-tool]`))
+	}
+	search("search again with the form")
+	if limit, rows, url := searched("the form's search"); limit != "3" || rows != 3 || !strings.Contains(url, "limit=3") {
+		t.Errorf("searching again from the deep link: the results field %q, %d results, deep link %q; want 3, 3 and limit=3", limit, rows, url)
+	}
+	do("ask for 2", chromedp.SetValue(`#limit`, "2"))
+	search("search with 2 results")
+	if limit, rows, url := searched("the search for 2"); limit != "2" || rows != 2 || !strings.Contains(url, "limit=2") {
+		t.Errorf("a search for 2 results: the results field %q, %d results, deep link %q; want 2, 2 and limit=2", limit, rows, url)
+	}
+}
+
 // TestConsoleOperatorInBrowser is the console an operator keeps open all
 // day, in a phone-sized window: quarantined tools are named under the
 // backends, as toolgate status names them; the page never scrolls sideways (a tool
@@ -310,7 +362,7 @@ func TestConsoleOperatorInBrowser(t *testing.T) {
 	// embedding 208 descriptions of 16 kB was most of the cold start (10 s
 	// under a test suite's load, over the minute the first index is
 	// waited for with 8 test binaries at once).
-	noModel := []string{"--ort-lib", filepath.Join(t.TempDir(), "none.so")}
+	noModel := noModelFlags(t)
 	addr, _, stop := startGatewayStop(t, data, cfg, noModel...)
 	base := "http://" + addr
 	ctx, do, eval := newBrowser(t, chromium)

@@ -151,6 +151,11 @@ function renderState(st) {
       el("td", { colspan: 6, class: "muted" }, "stopped; its tools are hidden from search_tools and execute_tool"),
       el("td", { class: "actions" }, st.canEnable ? serverButton("enable", name) : null)));
   }
+  // No row at all: the gateway says why (no servers in the config, and how
+  // to add one), not an empty table.
+  if (!rows.length && st.noServers) {
+    rows.push(el("tr", { id: "no-servers" }, el("td", { colspan: 9 }, st.noServers)));
+  }
   // The rows are drawn anew every 3 s: a keyboard user's focus on one of
   // their buttons moves to the same button of the new row, not to the page.
   const f = document.activeElement;
@@ -298,7 +303,7 @@ $("search-form").addEventListener("submit", async (ev) => {
     $("search-summary").textContent = "Type a query: a few words describing what you want to do.";
     return;
   }
-  history.replaceState(null, "", "/ui/?" + searchURL({ q: params.q, mode: params.mode }));
+  history.replaceState(null, "", "/ui/?" + searchURL(params)); // the deep link of this search
   $("search-summary").textContent = "Searching…";
   try {
     renderSearch(await api("/ui/api/search?" + searchURL(params)));

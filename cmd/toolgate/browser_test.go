@@ -229,11 +229,16 @@ func newBrowser(t *testing.T, chromium string) (ctx context.Context, do func(wha
 	return ctx, do, eval
 }
 
+// navLinks are the section links the page shows, each with whether the
+// section it leads to shows.
+const navLinks = `[...document.querySelectorAll("header nav a")].filter((a) => a.checkVisibility()).map((a) => [a.hash, document.querySelector(a.hash).checkVisibility()])`
+
 // TestConsoleLoginInBrowser: with API keys, the console page shows its
-// login form, a key logs in, and when the session's key is revoked the
-// next refresh is refused (audited once, with why), the form shows again,
-// and the page stops asking: a tab left open no longer fills the audit log
-// with one refusal every 3 s.
+// login form and no section links (they led to hidden sections), a key
+// logs in, and when the session's key is revoked the next refresh is
+// refused (audited once, with why), the form shows again, and the page
+// stops asking: a tab left open no longer fills the audit log with one
+// refusal every 3 s.
 func TestConsoleLoginInBrowser(t *testing.T) {
 	chromium := findChromium(t)
 	data := t.TempDir()
@@ -242,6 +247,13 @@ func TestConsoleLoginInBrowser(t *testing.T) {
 	ctx, do, eval := newBrowser(t, chromium)
 
 	do("load /ui/ without a key", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#login-key`))
+	// The section links lead to sections the page shows: none before the
+	// login (they led to hidden ones), every one after it.
+	var links [][]any
+	eval("the section links", navLinks, &links)
+	if len(links) != 0 {
+		t.Errorf("before the login the page shows the section links %v, want none", links)
+	}
 	// A key it does not accept: the form says so in the gateway's words
 	// (it said "log in first").
 	do("log in with a wrong key", chromedp.SendKeys(`#login-key`, "tg_wrong"), chromedp.Click(`#login-form button[type=submit]`))
@@ -259,6 +271,10 @@ func TestConsoleLoginInBrowser(t *testing.T) {
 		chromedp.SendKeys(`#login-key`, key),
 		chromedp.Click(`#login-form button[type=submit]`),
 		chromedp.WaitVisible(`#backend-rows tr[data-server="fake"]`))
+	eval("the section links", navLinks, &links)
+	if fmt.Sprint(links) != "[[#backends true] [#playground true] [#calls true] [#index true] [#catalog true]]" {
+		t.Errorf("once logged in the section links and whether each leads to a section shown: %v, want the five, each to one", links)
+	}
 	do("count the page's requests", chromedp.Evaluate[chromedp.Void](`(() => {
 		window.__fetches = 0;
 		const f = window.fetch;
@@ -270,6 +286,10 @@ func TestConsoleLoginInBrowser(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](`!document.querySelector("#login").hidden`,
 		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(time.Minute))); err != nil {
 		t.Fatalf("waiting for the login form after the key was revoked: %v", err)
+	}
+	eval("the section links", navLinks, &links)
+	if len(links) != 0 {
+		t.Errorf("with the login form shown again the page shows the section links %v, want none", links)
 	}
 	var before, after int
 	eval("requests so far", `window.__fetches`, &before)

@@ -58,8 +58,19 @@ async function api(path, opts) {
 
 function showLogin(on) {
   $("login").hidden = !on;
+  $("logout").hidden = on || !initial.keys;
   for (const s of document.querySelectorAll("[data-needs-session]")) s.hidden = on;
+  syncNav();
   if (on) $("login-key").focus();
+}
+
+// The section links lead only to sections the page shows: none while the
+// login form shows (the nav goes), not the recent calls where the gateway
+// keeps none.
+function syncNav() {
+  const links = [...document.querySelectorAll("header nav a")];
+  for (const a of links) a.hidden = $(a.getAttribute("href").slice(1)).hidden;
+  document.querySelector("header nav").hidden = links.every((a) => a.hidden);
 }
 
 $("login-form").addEventListener("submit", async (ev) => {
@@ -173,6 +184,7 @@ function renderState(st) {
   $("backend-warnings").replaceChildren(...warnings.map((w) => el("li", {}, w)));
 
   $("calls").hidden = !st.hasCalls;
+  syncNav();
   $("call-rows").replaceChildren(...(st.calls.length ? st.calls.map((c) => el("tr", { "data-tool": c.server + "__" + c.tool },
     el("td", { class: "mono" }, new Date(c.at).toLocaleTimeString()),
     el("td", { class: "mono" }, c.server + "__" + c.tool),
@@ -342,7 +354,6 @@ $("catalog-server").addEventListener("change", loadCatalog);
 
 // ---- start ----
 
-$("logout").hidden = !initial.keys || initial.loginRequired;
 if (initial.mode) $("mode").value = initial.mode;
 if (initial.loginRequired) {
   showLogin(true);

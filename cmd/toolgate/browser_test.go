@@ -445,8 +445,19 @@ func TestConsoleOperatorInBrowser(t *testing.T) {
 	do("clear the filter again", chromedp.Evaluate[chromedp.Void](`document.querySelector("#catalog-filter").value = ""`))
 	var before string
 	eval("the catalog's summary", `document.querySelector("#catalog-summary").textContent`, &before)
+	// An input schema the operator opened stays open when the catalog is
+	// drawn again (it closed), and the keyboard focus on it stays there.
+	const schema = `#catalog-list li[data-tool="fake__added_while_open"] details`
+	do("open fake__added_while_open's input schema", chromedp.Click(schema+` summary`), chromedp.Focus(schema+` summary`),
+		chromedp.Evaluate[chromedp.Void](`window.__schema = document.querySelector('`+schema+`')`))
 	addTool("added_later")
 	poll("the catalog's count to grow without a reload or a filter", fmt.Sprintf(`document.querySelector("#catalog-summary").textContent !== %q`, before))
+	poll("the catalog drawn again since the schema was opened", `!window.__schema.isConnected`)
+	var open []bool
+	eval("the schema, drawn again", `[document.querySelector('`+schema+`').open, document.activeElement === document.querySelector('`+schema+` summary')]`, &open)
+	if fmt.Sprint(open) != "[true true]" {
+		t.Errorf("once the catalog was drawn again: [the schema open, the focus on its summary] = %v, want [true true]", open)
+	}
 
 	// The keyboard focus on Restart stays there across a refresh.
 	do("focus Restart fake", chromedp.Evaluate[chromedp.Void](`(() => {

@@ -327,6 +327,9 @@ $("search-form").addEventListener("submit", async (ev) => {
 // ---- catalog ----
 
 let catalogTimer = 0;
+// The tools whose input schema the operator opened: open still once the
+// catalog is drawn again (a refresh, a filter).
+const openSchemas = new Set();
 
 async function loadCatalog() {
   const params = { filter: $("catalog-filter").value.trim(), server: $("catalog-server").value };
@@ -338,11 +341,22 @@ async function loadCatalog() {
     sel.value = ans.servers.includes(chosen) ? chosen : "";
     $("catalog-summary").textContent = (ans.matched === ans.total ? ans.total + " tools" : ans.matched + " of " + ans.total + " tools match") +
       (ans.tools.length < ans.matched ? " (the first " + ans.tools.length + " shown: filter by name or server for the others)" : "");
+    // The schemas open now, read as the list is replaced (a toggle event
+    // would come later than a redraw already under way).
+    for (const d of $("catalog-list").querySelectorAll("li[data-tool] > details")) {
+      if (d.open) openSchemas.add(d.parentElement.dataset.tool);
+      else openSchemas.delete(d.parentElement.dataset.tool);
+    }
+    // A keyboard user's focus on a schema's summary moves to the same
+    // tool's in the new list.
+    const f = document.activeElement;
+    const focused = f && f.tagName === "SUMMARY" && f.closest("#catalog-list") ? f.closest("li").dataset.tool : null;
     $("catalog-list").replaceChildren(...ans.tools.map((t) => el("li", { "data-tool": t.name },
       el("code", {}, t.name), t.title ? " " + t.title : null,
       t.unavailable ? el("span", { class: "unavailable" }, " unavailable: " + t.unavailable) : null,
       el("p", { class: "desc" }, t.description),
-      el("details", {}, el("summary", {}, "Input schema"), el("pre", { class: "mono" }, JSON.stringify(t.inputSchema || {}, null, 2))))));
+      el("details", { open: openSchemas.has(t.name) }, el("summary", {}, "Input schema"), el("pre", { class: "mono" }, JSON.stringify(t.inputSchema || {}, null, 2))))));
+    if (focused) $("catalog-list").querySelector('li[data-tool="' + CSS.escape(focused) + '"] summary')?.focus();
   } catch (e) {
     $("catalog-summary").textContent = "Could not load the catalog: " + e.message;
   }

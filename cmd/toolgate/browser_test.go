@@ -229,11 +229,16 @@ func newBrowser(t *testing.T, chromium string) (ctx context.Context, do func(wha
 	return ctx, do, eval
 }
 
+// navLinks are the section links the page shows, each with whether the
+// section it leads to shows.
+const navLinks = `[...document.querySelectorAll("header nav a")].filter((a) => a.checkVisibility()).map((a) => [a.hash, document.querySelector(a.hash).checkVisibility()])`
+
 // TestConsoleLoginInBrowser: with API keys, the console page shows its
-// login form, a key logs in, and when the session's key is revoked the
-// next refresh is refused (audited once, with why), the form shows again,
-// and the page stops asking: a tab left open no longer fills the audit log
-// with one refusal every 3 s.
+// login form and no section links (they led to hidden sections), a key
+// logs in, and when the session's key is revoked the next refresh is
+// refused (audited once, with why), the form shows again, and the page
+// stops asking: a tab left open no longer fills the audit log with one
+// refusal every 3 s.
 func TestConsoleLoginInBrowser(t *testing.T) {
 	chromium := findChromium(t)
 	data := t.TempDir()
@@ -242,6 +247,13 @@ func TestConsoleLoginInBrowser(t *testing.T) {
 	ctx, do, eval := newBrowser(t, chromium)
 
 	do("load /ui/ without a key", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#login-key`))
+	// The section links lead to sections the page shows: none before the
+	// login (they led to hidden ones), every one after it.
+	var links [][]any
+	eval("the section links", navLinks, &links)
+	if len(links) != 0 {
+		t.Errorf("before the login the page shows the section links %v, want none", links)
+	}
 	// A key it does not accept: the form says so in the gateway's words
 	// (it said "log in first").
 	do("log in with a wrong key", chromedp.SendKeys(`#login-key`, "tg_wrong"), chromedp.Click(`#login-form button[type=submit]`))
@@ -259,6 +271,10 @@ func TestConsoleLoginInBrowser(t *testing.T) {
 		chromedp.SendKeys(`#login-key`, key),
 		chromedp.Click(`#login-form button[type=submit]`),
 		chromedp.WaitVisible(`#backend-rows tr[data-server="fake"]`))
+	eval("the section links", navLinks, &links)
+	if fmt.Sprint(links) != "[[#backends true] [#playground true] [#calls true] [#index true] [#catalog true]]" {
+		t.Errorf("once logged in the section links and whether each leads to a section shown: %v, want the five, each to one", links)
+	}
 	do("count the page's requests", chromedp.Evaluate[chromedp.Void](`(() => {
 		window.__fetches = 0;
 		const f = window.fetch;
@@ -270,6 +286,10 @@ func TestConsoleLoginInBrowser(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](`!document.querySelector("#login").hidden`,
 		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(time.Minute))); err != nil {
 		t.Fatalf("waiting for the login form after the key was revoked: %v", err)
+	}
+	eval("the section links", navLinks, &links)
+	if len(links) != 0 {
+		t.Errorf("with the login form shown again the page shows the section links %v, want none", links)
 	}
 	var before, after int
 	eval("requests so far", `window.__fetches`, &before)
@@ -285,6 +305,58 @@ func TestConsoleLoginInBrowser(t *testing.T) {
 		if strings.HasPrefix(r.Reason, "console: ") && (r.Reason != "console: the console session's API key was revoked or expired" || r.Status != 401) {
 			t.Errorf("audit record of the refused refresh: %+v", r)
 		}
+	}
+}
+
+// noModelFlags are the flags of a gateway (--mode bm25) that loads no
+// model and embeds nothing (--ort-lib to no file): for a test that needs
+// the tools in the page, not their vectors.
+func noModelFlags(t *testing.T) []string {
+	return []string{"--ort-lib", filepath.Join(t.TempDir(), "none.so")}
+}
+
+// TestConsoleNoServersInBrowser: with no servers in the config, the
+// backends table says so, and how to add one, in place of its rows (it was
+// empty); and a deep link's limit (/ui/?q=…&limit=3) is the results field's
+// value (it showed 10) and that of the searches made with the form, whose
+// deep link keeps it.
+func TestConsoleNoServersInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	cfg := fakeConfig(t, map[string]string{}, nil)
+	addr, _ := startGateway(t, t.TempDir(), cfg, noModelFlags(t)...)
+	_, do, eval := newBrowser(t, chromium)
+
+	do("load a deep link with a limit", chromedp.Navigate("http://"+addr+"/ui/?q=restart+a+server&limit=3"),
+		chromedp.WaitVisible(`#search-rows tr[data-tool]`)) // drawn with the backends, from the page's own JSON
+	var note string
+	eval("the backends table", `document.querySelector("#backend-rows").textContent`, &note)
+	if want := `No servers are configured: add one to "mcpServers" in ` + cfg + ` (the gateway applies the saved file), with toolgate servers add NAME --config ` + cfg + ` -- COMMAND [ARG...] (or --url URL), or from an MCP client with toolgate__add_server`; !strings.HasPrefix(note, want) {
+		t.Errorf("the backends table of a config without servers says %q, want %q…", note, want)
+	}
+	// The page's search, its field and its deep link carry the link's
+	// limit, and then the field's.
+	searched := func(what string) (limit string, rows int, url string) {
+		t.Helper()
+		var got []any
+		eval(what, `[document.querySelector("#limit").value, document.querySelectorAll("#search-rows tr[data-tool]").length, location.search]`, &got)
+		return got[0].(string), int(got[1].(float64)), got[2].(string)
+	}
+	if limit, rows, _ := searched("the deep link's search"); limit != "3" || rows != 3 {
+		t.Errorf("the deep link with limit=3 shows the results field %q and %d results, want 3 and 3", limit, rows)
+	}
+	search := func(what string) {
+		t.Helper()
+		do(what, chromedp.Evaluate[chromedp.Void](`document.querySelector("#search-rows").replaceChildren()`),
+			chromedp.Click(`#search-form button[type=submit]`), chromedp.WaitVisible(`#search-rows tr[data-tool]`))
+	}
+	search("search again with the form")
+	if limit, rows, url := searched("the form's search"); limit != "3" || rows != 3 || !strings.Contains(url, "limit=3") {
+		t.Errorf("searching again from the deep link: the results field %q, %d results, deep link %q; want 3, 3 and limit=3", limit, rows, url)
+	}
+	do("ask for 2", chromedp.SetValue(`#limit`, "2"))
+	search("search with 2 results")
+	if limit, rows, url := searched("the search for 2"); limit != "2" || rows != 2 || !strings.Contains(url, "limit=2") {
+		t.Errorf("a search for 2 results: the results field %q, %d results, deep link %q; want 2, 2 and limit=2", limit, rows, url)
 	}
 }
 
@@ -310,7 +382,7 @@ func TestConsoleOperatorInBrowser(t *testing.T) {
 	// embedding 208 descriptions of 16 kB was most of the cold start (10 s
 	// under a test suite's load, over the minute the first index is
 	// waited for with 8 test binaries at once).
-	noModel := []string{"--ort-lib", filepath.Join(t.TempDir(), "none.so")}
+	noModel := noModelFlags(t)
 	addr, _, stop := startGatewayStop(t, data, cfg, noModel...)
 	base := "http://" + addr
 	ctx, do, eval := newBrowser(t, chromium)
@@ -373,8 +445,19 @@ func TestConsoleOperatorInBrowser(t *testing.T) {
 	do("clear the filter again", chromedp.Evaluate[chromedp.Void](`document.querySelector("#catalog-filter").value = ""`))
 	var before string
 	eval("the catalog's summary", `document.querySelector("#catalog-summary").textContent`, &before)
+	// An input schema the operator opened stays open when the catalog is
+	// drawn again (it closed), and the keyboard focus on it stays there.
+	const schema = `#catalog-list li[data-tool="fake__added_while_open"] details`
+	do("open fake__added_while_open's input schema", chromedp.Click(schema+` summary`), chromedp.Focus(schema+` summary`),
+		chromedp.Evaluate[chromedp.Void](`window.__schema = document.querySelector('`+schema+`')`))
 	addTool("added_later")
 	poll("the catalog's count to grow without a reload or a filter", fmt.Sprintf(`document.querySelector("#catalog-summary").textContent !== %q`, before))
+	poll("the catalog drawn again since the schema was opened", `!window.__schema.isConnected`)
+	var open []bool
+	eval("the schema, drawn again", `[document.querySelector('`+schema+`').open, document.activeElement === document.querySelector('`+schema+` summary')]`, &open)
+	if fmt.Sprint(open) != "[true true]" {
+		t.Errorf("once the catalog was drawn again: [the schema open, the focus on its summary] = %v, want [true true]", open)
+	}
 
 	// The keyboard focus on Restart stays there across a refresh.
 	do("focus Restart fake", chromedp.Evaluate[chromedp.Void](`(() => {

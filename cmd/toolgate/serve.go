@@ -50,6 +50,12 @@ type serveFlags struct {
 	idle        time.Duration // --exit-when-idle
 }
 
+// lastConfig is the last --config file, made absolute: the one servers add
+// and toolgate__add_server write.
+func (f serveFlags) lastConfig() string {
+	return absPaths(f.configs[len(f.configs)-1:])[0]
+}
+
 func newServeCmd(g *globals) *cobra.Command {
 	var f serveFlags
 	cmd := &cobra.Command{
@@ -140,7 +146,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	if len(cfg.MCPServers) == 0 {
 		log.Warn("the config has no servers yet: search_tools finds only the gateway's own management tools until one is added",
 			"config", strings.Join(f.configs, " + "),
-			"fix", "add one to \"mcpServers\" (the gateway applies the saved file), or with toolgate servers add NAME --config FILE -- COMMAND [ARG...]")
+			"fix", addServerFix(f.lastConfig()))
 	}
 	if f.profile != "" {
 		if _, ok := cfg.Toolgate.Profiles[f.profile]; !ok {

@@ -166,7 +166,7 @@ func runServers(w io.Writer, g *globals, paths []string, asJSON bool) error {
 		}
 	}
 	if len(infos) == 0 {
-		_, err := fmt.Fprintf(w, "%s: valid, no servers yet: add one with toolgate servers add NAME --config %s -- COMMAND [ARG...] (or --url URL)\n", path, shellword.Join(paths[len(paths)-1]))
+		_, err := fmt.Fprintf(w, "%s: valid, no servers yet: add one with %s\n", path, serversAddLine(paths[len(paths)-1]))
 		return err
 	}
 	fmt.Fprintf(w, "%s: valid, %s (%d enabled)\n", path, countServers(len(infos)), enabled)
@@ -312,4 +312,32 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// serversAddLine is how to add a server to the config file (servers add
+// writes the last --config file).
+func serversAddLine(file string) string {
+	return "toolgate servers add NAME --config " + shellword.Join(file) + " -- COMMAND [ARG...] (or --url URL)"
+}
+
+// addServerFix is how to add a server to a config with none yet, as serve
+// logs it and the console's backends table says it: file is the last
+// --config file (the one servers add and toolgate__add_server write).
+func addServerFix(file string) string {
+	return `add one to "mcpServers" in ` + file + ` (the gateway applies the saved file), with ` + serversAddLine(file) +
+		`, or from an MCP client with toolgate__add_server (once the config says "toolgate": {"management": {"allowConfigChanges": true}})`
+}
+
+// noServersNote is what the console's backends table says when no server
+// runs and none is disabled at run time (console.Options.NoServers): the
+// config has none, and how to add one; or each of its servers is disabled
+// in it. "" while some server of cfg is to run (it shows once started).
+func noServersNote(cfg *config.File, file string) string {
+	switch {
+	case len(cfg.MCPServers) == 0:
+		return "No servers are configured: " + addServerFix(file) + "."
+	case len(cfg.Servers()) == 0:
+		return `No server runs: each one in the config is "disabled": true there.`
+	}
+	return ""
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
@@ -411,5 +412,25 @@ func TestServersRemoveClearsDisabled(t *testing.T) {
 	run("servers", "disable", "mem")
 	if out := run("servers", "add", "mem", "--config", cfg, "--", "sh"); !strings.Contains(out, `warning: "mem" is disabled at run time in the data folder`) || !strings.Contains(out, "toolgate servers enable mem starts it") {
 		t.Errorf("add of a name disabled at run time:\n%s", out)
+	}
+}
+
+// TestNoServersNote: what the console's backends table says when no server
+// runs: a config without servers, and how to add one to its last file; a
+// config whose servers are all "disabled": true, that; else nothing (its
+// servers show once started).
+func TestNoServersNote(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{`{"mcpServers": {}}`, `No servers are configured: add one to "mcpServers" in /etc/tg/my config.json (the gateway applies the saved file), with toolgate servers add NAME --config '/etc/tg/my config.json' -- COMMAND [ARG...] (or --url URL), or from an MCP client with toolgate__add_server (once the config says "toolgate": {"management": {"allowConfigChanges": true}}).`},
+		{`{"mcpServers": {"mem": {"command": "true", "disabled": true}}}`, `No server runs: each one in the config is "disabled": true there.`},
+		{`{"mcpServers": {"mem": {"command": "true"}, "off": {"command": "true", "disabled": true}}}`, ""},
+	} {
+		cfg, err := config.Parse([]byte(c.doc), "/etc/tg/my config.json", func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatalf("%s: %v", c.doc, err)
+		}
+		if got := noServersNote(cfg, "/etc/tg/my config.json"); got != c.want {
+			t.Errorf("%s: the console's note %q, want %q", c.doc, got, c.want)
+		}
 	}
 }

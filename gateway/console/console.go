@@ -101,6 +101,11 @@ type Options struct {
 	Search func() *search.State
 	// Unavailable says why a server's tools cannot run now, or "".
 	Unavailable func(server string) string
+	// NoServers, if set, is what the backends table says when no server
+	// runs and none is disabled at run time: that the config has none,
+	// and how to add one ("": nothing to say). A key whose scope holds no
+	// server is told that instead (it learns nothing of the config).
+	NoServers func() string
 	// Status, if set, is where GET /status reads its report (its storage,
 	// security, process and learning sections too): the state holds the
 	// same report. Nil: the report of Backends, Loop, Search and Policy.
@@ -535,6 +540,9 @@ type State struct {
 	// client certificates due for renewal, expired, or unreadable
 	// (gateway.BackendStatus.CertNotice), as toolgate status prints them.
 	Warnings []string `json:"warnings"`
+	// NoServers is what the backends table says in place of its rows
+	// when it has none (Options.NoServers).
+	NoServers string `json:"noServers,omitempty"`
 }
 
 func (c *Console) state(caller *policy.Caller) State {
@@ -550,6 +558,14 @@ func (c *Console) state(caller *policy.Caller) State {
 	s.CanEnable, _ = c.may(caller, enableAction)
 	if c.o.Calls != nil {
 		s.Calls = c.calls(caller)
+	}
+	if len(rep.Backends) == 0 && (rep.Stats == nil || len(rep.Stats.Disabled) == 0) {
+		switch {
+		case caller.Scoped():
+			s.NoServers = "No server is in this API key's scope: an admin key sees every server."
+		case c.o.NoServers != nil:
+			s.NoServers = c.o.NoServers()
+		}
 	}
 	return s
 }
@@ -855,6 +871,9 @@ type Page struct {
 	SearchError   string        `json:"searchError,omitempty"`
 	Query         string        `json:"query"`
 	Mode          string        `json:"mode"`
+	// Limit is the playground's number of results: the link's limit, as
+	// given (its search says when it is wrong), else the default.
+	Limit string `json:"limit"`
 }
 
 func (c *Console) servePage(w http.ResponseWriter, r *http.Request) {
@@ -865,7 +884,10 @@ func (c *Console) servePage(w http.ResponseWriter, r *http.Request) {
 	if ok && ss == nil && !c.keysRequired() {
 		ss = c.sessions.create(w, r, "") // for the CSRF token of its buttons
 	}
-	p := Page{Keys: c.keysRequired(), LoginRequired: !ok, Query: r.URL.Query().Get("q"), Mode: r.URL.Query().Get("mode")}
+	p := Page{Keys: c.keysRequired(), LoginRequired: !ok, Query: r.URL.Query().Get("q"), Mode: r.URL.Query().Get("mode"), Limit: r.URL.Query().Get("limit")}
+	if p.Limit == "" {
+		p.Limit = strconv.Itoa(defaultSearchLimit)
+	}
 	if ok {
 		st := c.state(caller)
 		p.State = &st
@@ -891,7 +913,7 @@ func (c *Console) servePage(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
 		w.WriteHeader(http.StatusUnauthorized)
 	}
-	if err := c.page.Execute(w, map[string]any{"Page": p, "CSRF": csrf, "Version": c.o.Version}); err != nil {
+	if err := c.page.Execute(w, map[string]any{"Page": p, "CSRF": csrf, "Version": c.o.Version, "MaxLimit": maxSearchLimit}); err != nil {
 		c.log.Warn("console page", "err", err)
 	}
 }

@@ -227,7 +227,7 @@ func (e *env) page(t *testing.T, query string) (*http.Response, Page, string) {
 
 func TestPage(t *testing.T) {
 	e := newEnv(t, nil)
-	resp, p, csrf := e.page(t, "?q=files&mode=bm25")
+	resp, p, csrf := e.page(t, "?q=files&mode=bm25&limit=3")
 	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") {
 		t.Errorf("Content-Security-Policy %q", csp)
 	}
@@ -248,6 +248,13 @@ func TestPage(t *testing.T) {
 	}
 	if p.Search == nil || p.Search.Mode != "bm25" || len(p.Search.Tools) != 1 || p.Search.Tools[0].Name != "filesystem__list_directory" || p.Search.Tools[0].BM25 != 3 {
 		t.Errorf("deep link search %+v", p.Search)
+	}
+	// The results field shows the link's limit (it showed 10), else the
+	// default.
+	for query, want := range map[string]string{"?q=files&limit=3": "3", "?q=files": "10", "": "10", "?q=files&limit=99": "99"} {
+		if _, body := e.do(t, "GET", "/ui/"+query, ""); !strings.Contains(body, `<input id="limit" name="limit" type="number" min="1" max="50" value="`+want+`">`) {
+			t.Errorf("GET /ui/%s: the results field does not show %s", query, want)
+		}
 	}
 	// The page's data cannot break out of its script element.
 	_, body := e.do(t, "GET", "/ui/?q=%3C/script%3E%3Cscript%3Ealert(1)%3C/script%3E", "")
@@ -885,5 +892,45 @@ func TestCSRFTokenAfterRestart(t *testing.T) {
 	}
 	if resp, _ := e.do(t, "GET", "/ui/api/state", ""); resp.Header.Get(csrfHeader) != "" {
 		t.Errorf("a state poll of a live session got another token")
+	}
+}
+
+// noBackends is a pool without servers.
+type noBackends struct{}
+
+func (noBackends) Status() []backend.Status { return nil }
+
+// disabledLoop is the loop of a gateway whose one server was disabled at
+// run time.
+type disabledLoop struct{}
+
+func (disabledLoop) Stats() live.Stats { return live.Stats{Disabled: []string{"memory"}} }
+
+// TestNoServers: a backends table without rows says why, in the gateway's
+// words (Options.NoServers: the config has none, and how to add one); to
+// a key whose scope holds no server, only that (it learns nothing of the
+// config); a table with rows, or with a server disabled at run time (its
+// row has the Enable button), says nothing of it. The table was empty.
+func TestNoServers(t *testing.T) {
+	const note = `No servers are configured: add one to "mcpServers".`
+	noServers := func() string { return note }
+	anyone := &policy.Caller{Transport: policy.TransportHTTP}
+	scoped := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "ops", Allow: []string{"filesystem__*"}}}
+	for _, c := range []struct {
+		name   string
+		o      *Options
+		caller *policy.Caller
+		want   string
+	}{
+		{"no servers", &Options{Backends: noBackends{}, NoServers: noServers}, anyone, note},
+		{"no servers, scoped key", &Options{Backends: noBackends{}, NoServers: noServers}, scoped, "No server is in this API key's scope: an admin key sees every server."},
+		{"servers", &Options{Backends: &fakeBackends{}, NoServers: noServers}, anyone, ""},
+		{"one disabled at run time", &Options{Backends: noBackends{}, Loop: disabledLoop{}, NoServers: noServers}, anyone, ""},
+		{"nothing to say", &Options{Backends: noBackends{}}, anyone, ""},
+	} {
+		c.o.Catalog = fakeCatalog{}
+		if got := New(c.o).state(c.caller).NoServers; got != c.want {
+			t.Errorf("%s: the state's noServers %q, want %q", c.name, got, c.want)
+		}
 	}
 }

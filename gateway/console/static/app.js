@@ -58,8 +58,19 @@ async function api(path, opts) {
 
 function showLogin(on) {
   $("login").hidden = !on;
+  $("logout").hidden = on || !initial.keys;
   for (const s of document.querySelectorAll("[data-needs-session]")) s.hidden = on;
+  syncNav();
   if (on) $("login-key").focus();
+}
+
+// The section links lead only to sections the page shows: none while the
+// login form shows (the nav goes), not the recent calls where the gateway
+// keeps none.
+function syncNav() {
+  const links = [...document.querySelectorAll("header nav a")];
+  for (const a of links) a.hidden = $(a.getAttribute("href").slice(1)).hidden;
+  document.querySelector("header nav").hidden = links.every((a) => a.hidden);
 }
 
 $("login-form").addEventListener("submit", async (ev) => {
@@ -151,6 +162,11 @@ function renderState(st) {
       el("td", { colspan: 6, class: "muted" }, "stopped; its tools are hidden from search_tools and execute_tool"),
       el("td", { class: "actions" }, st.canEnable ? serverButton("enable", name) : null)));
   }
+  // No row at all: the gateway says why (no servers in the config, and how
+  // to add one), not an empty table.
+  if (!rows.length && st.noServers) {
+    rows.push(el("tr", { id: "no-servers" }, el("td", { colspan: 9 }, st.noServers)));
+  }
   // The rows are drawn anew every 3 s: a keyboard user's focus on one of
   // their buttons moves to the same button of the new row, not to the page.
   const f = document.activeElement;
@@ -168,6 +184,7 @@ function renderState(st) {
   $("backend-warnings").replaceChildren(...warnings.map((w) => el("li", {}, w)));
 
   $("calls").hidden = !st.hasCalls;
+  syncNav();
   $("call-rows").replaceChildren(...(st.calls.length ? st.calls.map((c) => el("tr", { "data-tool": c.server + "__" + c.tool },
     el("td", { class: "mono" }, new Date(c.at).toLocaleTimeString()),
     el("td", { class: "mono" }, c.server + "__" + c.tool),
@@ -298,7 +315,7 @@ $("search-form").addEventListener("submit", async (ev) => {
     $("search-summary").textContent = "Type a query: a few words describing what you want to do.";
     return;
   }
-  history.replaceState(null, "", "/ui/?" + searchURL({ q: params.q, mode: params.mode }));
+  history.replaceState(null, "", "/ui/?" + searchURL(params)); // the deep link of this search
   $("search-summary").textContent = "Searching…";
   try {
     renderSearch(await api("/ui/api/search?" + searchURL(params)));
@@ -310,6 +327,9 @@ $("search-form").addEventListener("submit", async (ev) => {
 // ---- catalog ----
 
 let catalogTimer = 0;
+// The tools whose input schema the operator opened: open still once the
+// catalog is drawn again (a refresh, a filter).
+const openSchemas = new Set();
 
 async function loadCatalog() {
   const params = { filter: $("catalog-filter").value.trim(), server: $("catalog-server").value };
@@ -321,11 +341,22 @@ async function loadCatalog() {
     sel.value = ans.servers.includes(chosen) ? chosen : "";
     $("catalog-summary").textContent = (ans.matched === ans.total ? ans.total + " tools" : ans.matched + " of " + ans.total + " tools match") +
       (ans.tools.length < ans.matched ? " (the first " + ans.tools.length + " shown: filter by name or server for the others)" : "");
+    // The schemas open now, read as the list is replaced (a toggle event
+    // would come later than a redraw already under way).
+    for (const d of $("catalog-list").querySelectorAll("li[data-tool] > details")) {
+      if (d.open) openSchemas.add(d.parentElement.dataset.tool);
+      else openSchemas.delete(d.parentElement.dataset.tool);
+    }
+    // A keyboard user's focus on a schema's summary moves to the same
+    // tool's in the new list.
+    const f = document.activeElement;
+    const focused = f && f.tagName === "SUMMARY" && f.closest("#catalog-list") ? f.closest("li").dataset.tool : null;
     $("catalog-list").replaceChildren(...ans.tools.map((t) => el("li", { "data-tool": t.name },
       el("code", {}, t.name), t.title ? " " + t.title : null,
       t.unavailable ? el("span", { class: "unavailable" }, " unavailable: " + t.unavailable) : null,
       el("p", { class: "desc" }, t.description),
-      el("details", {}, el("summary", {}, "Input schema"), el("pre", { class: "mono" }, JSON.stringify(t.inputSchema || {}, null, 2))))));
+      el("details", { open: openSchemas.has(t.name) }, el("summary", {}, "Input schema"), el("pre", { class: "mono" }, JSON.stringify(t.inputSchema || {}, null, 2))))));
+    if (focused) $("catalog-list").querySelector('li[data-tool="' + CSS.escape(focused) + '"] summary')?.focus();
   } catch (e) {
     $("catalog-summary").textContent = "Could not load the catalog: " + e.message;
   }
@@ -337,7 +368,6 @@ $("catalog-server").addEventListener("change", loadCatalog);
 
 // ---- start ----
 
-$("logout").hidden = !initial.keys || initial.loginRequired;
 if (initial.mode) $("mode").value = initial.mode;
 if (initial.loginRequired) {
   showLogin(true);

@@ -289,7 +289,8 @@ type Loop struct {
 	servedModel string
 	warm        *index.Index // opened by New, handed to the engine by Run
 	// servedTools counts the tools of the index served by server:
-	// Stats.CatalogTools and DisabledTools are read from it.
+	// Stats.CatalogTools, DisabledTools and CatalogToolsByServer are
+	// read from it (ranked).
 	servedTools map[string]int
 	stats       Stats
 	changed     chan struct{} // closed and replaced when stats change
@@ -670,16 +671,39 @@ func (l *Loop) update(f func(*Stats)) {
 	defer l.mu.Unlock()
 	f(&l.stats)
 	// The servers disabled or the index served may have changed.
-	l.stats.CatalogTools, l.stats.DisabledTools = 0, 0
-	for server, n := range l.servedTools {
-		if slices.Contains(l.stats.Disabled, server) {
-			l.stats.DisabledTools += n
-		} else {
-			l.stats.CatalogTools += n
-		}
+	per, held := l.ranked()
+	l.stats.CatalogTools, l.stats.DisabledTools = 0, held
+	for _, n := range per {
+		l.stats.CatalogTools += n
 	}
 	close(l.changed)
 	l.changed = make(chan struct{})
+}
+
+// CatalogToolsByServer counts, by server, the tools of the index served
+// that search_tools ranks: 0 for a server disabled at run time, whose
+// tools the index holds back. toolgate_catalog_tools reads it;
+// Stats.CatalogTools is its sum.
+func (l *Loop) CatalogToolsByServer() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	per, _ := l.ranked()
+	return per
+}
+
+// ranked splits servedTools into the tools search_tools ranks, by server
+// (0 for a server disabled at run time), and how many tools the disabled
+// servers hold back. l.mu is held.
+func (l *Loop) ranked() (per map[string]int, held int) {
+	per = make(map[string]int, len(l.servedTools))
+	for server, n := range l.servedTools {
+		if slices.Contains(l.stats.Disabled, server) {
+			per[server], held = 0, held+n
+		} else {
+			per[server] = n
+		}
+	}
+	return per, held
 }
 
 // errNotRunning answers searches before Run and after Close.

@@ -60,6 +60,10 @@ func TestSetDisabled(t *testing.T) {
 	if st := f.loop.Stats(); st.CatalogTools != 2 || st.DisabledTools != 1 {
 		t.Errorf("b disabled: catalogTools %d, disabledTools %d; want 2 (a__apple, toolgate__list_servers) and 1 (b__banana)", st.CatalogTools, st.DisabledTools)
 	}
+	// toolgate_catalog_tools reads the same counts, by server.
+	if diff := cmp.Diff(map[string]int{"a": 1, "b": 0, config.BuiltinServer: 1}, f.loop.CatalogToolsByServer()); diff != "" {
+		t.Errorf("CatalogToolsByServer with b disabled (-want +got):\n%s", diff)
+	}
 	if changed, err := f.loop.SetDisabled(ctx, "b", true); changed || err != nil {
 		t.Errorf("disabling b again: %v, %v", changed, err)
 	}
@@ -73,6 +77,9 @@ func TestSetDisabled(t *testing.T) {
 	}
 	if st := f.loop.Stats(); st.CatalogTools != 3 || st.DisabledTools != 1 {
 		t.Errorf("re-indexed with b disabled: catalogTools %d, disabledTools %d; want 3 and 1", st.CatalogTools, st.DisabledTools)
+	}
+	if diff := cmp.Diff(map[string]int{"a": 2, "b": 0, config.BuiltinServer: 1}, f.loop.CatalogToolsByServer()); diff != "" {
+		t.Errorf("CatalogToolsByServer re-indexed with b disabled (-want +got):\n%s", diff)
 	}
 	for _, c := range []struct{ server, want string }{
 		{config.BuiltinServer, "built into the gateway"},

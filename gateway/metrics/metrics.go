@@ -50,6 +50,7 @@ type Catalog interface {
 // Loop reports the runtime loop's counters. live.Loop implements it.
 type Loop interface {
 	Stats() live.Stats
+	CatalogToolsByServer() map[string]int
 }
 
 var (
@@ -63,8 +64,8 @@ var (
 // decorators and the runtime collectors still work).
 type Options struct {
 	Backends Backends // toolgate_backend_up, toolgate_backend_restarts_total; server labels of calls
-	Catalog  Catalog  // toolgate_catalog_tools; tool labels of calls
-	Loop     Loop     // toolgate_index_generation
+	Catalog  Catalog  // tool labels of calls
+	Loop     Loop     // toolgate_index_generation, toolgate_catalog_tools
 	// EmbedCache returns the embedding cache's hits and misses so far
 	// (toolgate_embedding_cache_{hits,misses}_total).
 	EmbedCache func() (hits, misses int64)

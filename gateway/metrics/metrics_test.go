@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -74,9 +75,17 @@ func (f fakeBackends) Servers() []string {
 	return out
 }
 
+// fakeLoop is a Loop at that generation whose index holds tools.
 type fakeLoop uint64
 
 func (f fakeLoop) Stats() live.Stats { return live.Stats{CatalogGeneration: uint64(f)} }
+func (fakeLoop) CatalogToolsByServer() map[string]int {
+	per := map[string]int{}
+	for _, t := range tools {
+		per[t.Server]++
+	}
+	return per
+}
 
 // callerFunc is a gateway.Caller.
 type callerFunc func(server, tool string) (*mcp.CallToolResult, error)
@@ -341,20 +350,29 @@ func (f searchFunc) Search(context.Context, search.Query) (search.Result, error)
 func (searchFunc) Tool(string) (catalog.Tool, bool)                              { return catalog.Tool{}, false }
 func (searchFunc) IDs() []string                                                 { return nil }
 
-// disabledLoop is a Loop whose servers are disabled at run time.
-type disabledLoop []string
+// disabledLoop is a Loop with servers disabled at run time, and the
+// counts by server it gives for them.
+type disabledLoop struct {
+	disabled []string
+	per      map[string]int
+}
 
-func (d disabledLoop) Stats() live.Stats { return live.Stats{CatalogGeneration: 1, Disabled: d} }
+func (d disabledLoop) Stats() live.Stats {
+	return live.Stats{CatalogGeneration: 1, Disabled: d.disabled}
+}
+func (d disabledLoop) CatalogToolsByServer() map[string]int { return maps.Clone(d.per) }
 
-// TestCatalogToolsOfDisabledServer: a server disabled at run time (stopped,
-// its tools hidden) has 0 tools that search_tools ranks, as the metric
-// says; it kept its count while the index held its tools.
+// TestCatalogToolsOfDisabledServer: toolgate_catalog_tools says what the
+// loop counts (GET /status's catalogTools is their sum): 0 for a server
+// disabled at run time whose tools the index holds back (memory), and 0
+// for one disabled whose tools the index does not hold (gone).
 func TestCatalogToolsOfDisabledServer(t *testing.T) {
-	m := New(&Options{Catalog: &fakeCatalog{tools}, Loop: disabledLoop{"memory"}})
+	m := New(&Options{Loop: disabledLoop{disabled: []string{"gone", "memory"}, per: map[string]int{"filesystem": 1, "memory": 0}}})
 	want := `
 # HELP toolgate_catalog_tools Tools of the server in the catalog that search_tools ranks.
 # TYPE toolgate_catalog_tools gauge
 toolgate_catalog_tools{server="filesystem"} 1
+toolgate_catalog_tools{server="gone"} 0
 toolgate_catalog_tools{server="memory"} 0
 `
 	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want), "toolgate_catalog_tools"); err != nil {

@@ -6,8 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgate/toolgate/gateway/backend"
-	"github.com/toolgate/toolgate/gateway/live"
-	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // stateCollector reads the gateway's state when scraped: nothing is kept
@@ -66,34 +64,22 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			servers = append(servers, st.Name)
 		}
 	}
-	var loop *live.Stats
 	if l := c.o.Loop; l != nil {
 		st := l.Stats()
-		loop = &st
-	}
-	if cat := c.o.Catalog; cat != nil {
-		per := map[string]int{}
-		var disabled []string
-		if loop != nil {
-			disabled = loop.Disabled
-		}
+		ch <- prometheus.MustNewConstMetric(c.gen, prometheus.GaugeValue, float64(st.CatalogGeneration))
 		// Configured servers without tools show 0, and so do those
 		// disabled at run time: search_tools ranks none of their tools,
-		// though the index holds them until they are enabled again.
-		for _, s := range slices.Concat(servers, disabled) {
-			per[s] = 0
-		}
-		for _, id := range cat.IDs() {
-			if s, _, err := catalog.SplitID(id); err == nil && !slices.Contains(disabled, s) {
-				per[s]++
+		// though the index holds them until they are enabled again. The
+		// loop counts them, for GET /status's catalogTools too.
+		per := l.CatalogToolsByServer()
+		for _, s := range slices.Concat(servers, st.Disabled) {
+			if _, ok := per[s]; !ok {
+				per[s] = 0
 			}
 		}
 		for s, n := range per {
 			ch <- prometheus.MustNewConstMetric(c.tools, prometheus.GaugeValue, float64(n), s)
 		}
-	}
-	if loop != nil {
-		ch <- prometheus.MustNewConstMetric(c.gen, prometheus.GaugeValue, float64(loop.CatalogGeneration))
 	}
 	if f := c.o.EmbedCache; f != nil {
 		hits, misses := f()

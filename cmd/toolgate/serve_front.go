@@ -94,11 +94,13 @@ func (fr *front) serve(ctx context.Context) error {
 		AuditArguments: fr.sec.auditArguments,
 	})
 	// search_tools' description names the servers behind the gateway, and
-	// its limits are toolgate.search's as last reloaded.
+	// its limits are toolgate.search's as last reloaded. The calls of
+	// tools that left the catalog lose their series.
 	fr.lv.OnChange(func() {
 		s := fr.lv.Config().Toolgate.Search
 		gw.SetLimits(s.DefaultLimit, s.MaxLimit)
 		gw.Refresh()
+		met.Forget()
 	})
 	fr.proc.gw.Store(gw)
 

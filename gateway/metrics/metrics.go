@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend"
@@ -157,6 +158,47 @@ func (m *Metrics) observeCall(c gateway.Call) {
 		// A refused call never reached the backend: its near-zero time
 		// would pull the server's latency quantiles down.
 		m.callDuration.WithLabelValues(sl).Observe(c.Duration.Seconds())
+	}
+}
+
+// Forget deletes the toolgate_tool_calls_total series of the tools the
+// catalog (Options.Catalog) no longer holds: removed or renamed by their
+// server, or of a server removed from the config. A backend that renames
+// its tools at each listing would otherwise pile up series until the
+// process ends; a counter that goes with its object is Prometheus
+// practice. Tools of a server disabled at run time stay in the catalog,
+// and so do their series. Call it once a new catalog is served
+// (live.Loop.OnChange).
+func (m *Metrics) Forget() {
+	if m.opts.Catalog == nil {
+		return
+	}
+	ch := make(chan prometheus.Metric)
+	go func() {
+		m.calls.Collect(ch)
+		close(ch)
+	}()
+	var gone []prometheus.Labels
+	for c := range ch {
+		var d dto.Metric
+		if c.Write(&d) != nil {
+			continue
+		}
+		l := prometheus.Labels{}
+		for _, p := range d.GetLabel() {
+			if n := p.GetName(); n == "server" || n == "tool" {
+				l[n] = p.GetValue()
+			}
+		}
+		if l["tool"] == Unknown {
+			continue // the series of names outside the catalog
+		}
+		if _, ok := m.opts.Catalog.Tool(catalog.JoinID(l["server"], l["tool"])); !ok {
+			gone = append(gone, l)
+		}
+	}
+	for _, l := range gone {
+		m.calls.DeletePartialMatch(l) // every outcome
 	}
 }
 

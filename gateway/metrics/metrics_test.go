@@ -227,6 +227,39 @@ toolgate_tool_calls_total{outcome="unavailable",server="memory",tool="unknown"} 
 	}
 }
 
+// TestForgetToolsThatLeftTheCatalog: once a re-index drops a tool (its
+// server renamed it), its call series go from the registry, every
+// outcome; those of tools still in the catalog and of names outside it
+// (unknown) stay.
+func TestForgetToolsThatLeftTheCatalog(t *testing.T) {
+	cat := &fakeCatalog{slices.Clone(tools)}
+	m := New(&Options{Catalog: cat, Backends: fakeBackends{{Name: "memory"}, {Name: "filesystem"}}})
+	c := m.Caller(callerFunc(func(_, tool string) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{IsError: tool == "read_graph"}, nil
+	}))
+	ctx := context.Background()
+	for _, call := range [][2]string{{"memory", "create_entities"}, {"memory", "read_graph"}, {"memory", "read_graph"},
+		{"filesystem", "list_directory"}, {"memory", "made_up"}} {
+		_, _ = c.CallTool(ctx, call[0], call[1], nil)
+	}
+	m.Forget() // the catalog is the same: nothing goes
+	if n := testutil.CollectAndCount(m.calls); n != 4 {
+		t.Fatalf("%d call series before the rename, want 4", n)
+	}
+	// memory renames read_graph to read_graph_v2 and drops create_entities.
+	cat.tools = []catalog.Tool{{Server: "memory", Name: "read_graph_v2"}, {Server: "filesystem", Name: "list_directory"}}
+	m.Forget()
+	want := `
+# HELP toolgate_tool_calls_total Tool calls dispatched to backends, by server, tool and outcome (ok, error, timeout, unavailable, denied).
+# TYPE toolgate_tool_calls_total counter
+toolgate_tool_calls_total{outcome="ok",server="filesystem",tool="list_directory"} 1
+toolgate_tool_calls_total{outcome="ok",server="memory",tool="unknown"} 1
+`
+	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want), "toolgate_tool_calls_total"); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestStateCollector(t *testing.T) {
 	m := newTest()
 	want := `

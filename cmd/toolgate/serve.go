@@ -185,14 +185,20 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	// an MCP client started this gateway (its stdin a pipe or a socket):
 	// that client speaks on stdio and would wait for an answer that never
 	// comes, while the gateway served HTTP and outlived it. The same file
-	// gives `toolgate connect` and `status` their address.
-	addrFromConfig := false
-	if a := cfg.Toolgate.HTTP.Addr; f.http == "" && a != "" {
-		if stdioClient(os.Stdin) {
+	// gives `toolgate connect` and `status` their address. addrIgnored
+	// says why the config's address is not served, now or at the next
+	// start (a reload that changes it then waits for no restart).
+	addrFromConfig, addrIgnored := false, ""
+	switch a := cfg.Toolgate.HTTP.Addr; {
+	case f.http != "":
+		addrIgnored = "serve --http " + f.http + " given on the command line wins over it"
+	case stdioClient(os.Stdin):
+		addrIgnored = "an MCP client started this gateway on stdio, where it answers"
+		if a != "" {
 			log.Info("serving MCP on stdio to the client that started this gateway; the config's toolgate.http.addr is not served (toolgate serve --http serves it)", "addr", a)
-		} else {
-			f.http, addrFromConfig = a, true
 		}
+	case a != "":
+		f.http, addrFromConfig = a, true
 	}
 	switch {
 	case f.idle < 0:
@@ -322,14 +328,15 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 			}
 			return func(addr string) error { return canListen(addr, ln, f.allowRemote) }
 		}(),
-		Indexed:     indexed,
-		ConfigPaths: f.configs,
-		ConfigDocs:  docs,
-		Reload:      hup,
-		Storage:     health.Writer("index", "the index is built in memory"),
-		Builtin:     map[string][]*mcp.Tool{mgmt.Name: mgmt.Tools()},
-		StatePath:   live.StateFile(g.DataDir()),
-		Policy:      sec.policy, // key scopes and quarantine first; the loop adds its rules
+		HTTPAddrIgnored: addrIgnored,
+		Indexed:         indexed,
+		ConfigPaths:     f.configs,
+		ConfigDocs:      docs,
+		Reload:          hup,
+		Storage:         health.Writer("index", "the index is built in memory"),
+		Builtin:         map[string][]*mcp.Tool{mgmt.Name: mgmt.Tools()},
+		StatePath:       live.StateFile(g.DataDir()),
+		Policy:          sec.policy, // key scopes and quarantine first; the loop adds its rules
 	})
 	// A lazy server starts on its first execute_tool, so search needs its
 	// tools from the catalog; one the catalog lacks starts now, once.

@@ -102,6 +102,12 @@ type Options struct {
 	// rather than found by the restart that fails on it. Nil: not checked
 	// (the gateway does not serve the config's address).
 	HTTPAddrCheck func(addr string) error
+	// HTTPAddrIgnored says why this gateway serves no config's
+	// toolgate.http.addr, at this start or the next ("" = it does): serve
+	// --http given on the command line, which wins at every start, or an
+	// MCP client that starts it on stdio. A reload that changes the
+	// address then waits for no restart, and the log says so.
+	HTTPAddrIgnored string
 	// ConfigPaths are the config files to watch and reload, read as one
 	// (config.ParseDocs: later files over earlier ones); none = no reloads.
 	// ConfigDocs are the documents New's cfg was parsed from: a reload that

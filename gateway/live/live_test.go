@@ -371,6 +371,28 @@ func TestReloadAppliesSearch(t *testing.T) {
 	}
 }
 
+// A gateway that serves no config's toolgate.http.addr (serve --http
+// given: it wins at every start) says that a reload that moves it changes
+// nothing, now or after a restart, rather than that it waits for one; the
+// rest of toolgate.http still does.
+func TestReloadHTTPAddrIgnored(t *testing.T) {
+	f, _ := runApple(t, t.TempDir(), &Options{Debounce: time.Millisecond, HTTPAddrIgnored: "serve --http 127.0.0.1:1 given on the command line wins over it"})
+	writeFile(t, f.path, configBytes(t, map[string]any{"http": map[string]any{"addr": "127.0.0.1:2"}}, "a"))
+	st := f.wait(t, "the reload", func(s Stats) bool { return s.ReloadGeneration == 1 })
+	if r := st.LastReload; r.Error != "" || r.RestartOnly != nil || st.RestartPending != nil {
+		t.Errorf("addr moved: reload %+v, pending %v; want nothing waiting for a restart", r, st.RestartPending)
+	}
+	log := f.logs.String()
+	if !strings.Contains(log, "this gateway does not serve it, now or after a restart: nothing to do") || !strings.Contains(log, "wins over it") || strings.Contains(log, "take effect on restart") {
+		t.Errorf("the log does not say the change is moot:\n%s", log)
+	}
+	writeFile(t, f.path, configBytes(t, map[string]any{"http": map[string]any{"addr": "127.0.0.1:3", "allowedOrigins": []string{"https://a.example"}}}, "a"))
+	st = f.wait(t, "the second reload", func(s Stats) bool { return s.ReloadGeneration == 2 })
+	if r := st.LastReload; !slices.Equal(r.RestartOnly, []string{"toolgate.http"}) || !slices.Equal(st.RestartPending, []string{"toolgate.http"}) {
+		t.Errorf("allowedOrigins changed: reload %+v, pending %v; want toolgate.http waiting for a restart", r, st.RestartPending)
+	}
+}
+
 // A file that cannot be used changes nothing, is counted, and says why; the
 // next good save applies, and the last error stays on record.
 func TestReloadRejected(t *testing.T) {

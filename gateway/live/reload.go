@@ -162,7 +162,7 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 	if l.opts.SearchFrom != nil {
 		hot = append(hot, "toolgate.search")
 	}
-	now, later := settingChanges(was, cfg.Toolgate, hot)
+	now, later := settingChanges(l.effective(was), l.effective(cfg.Toolgate), hot)
 	if slices.Contains(now, "toolgate.search") {
 		if eng := l.eng.Load(); eng != nil {
 			eng.Reconfigure(l.opts.SearchFrom(cfg.Toolgate.Search))
@@ -173,6 +173,10 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 	}
 	if len(later) > 0 {
 		l.log.Warn("config settings changed; they take effect on restart", "file", file, "settings", later)
+	}
+	if why := l.opts.HTTPAddrIgnored; why != "" && cfg.Toolgate.HTTP.Addr != was.HTTP.Addr {
+		l.log.Info("config's toolgate.http.addr changed; this gateway does not serve it, now or after a restart: nothing to do",
+			"file", file, "addr", cfg.Toolgate.HTTP.Addr, "why", why)
 	}
 	var warning string
 	// Checked at each reload while it differs from the address served, so
@@ -194,13 +198,23 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 	l.log.Info("config reloaded", "file", file, "trigger", trigger,
 		"added", d.Added, "removed", d.Removed, "changed", d.Changed, "updated", d.Updated, "unchanged", d.Unchanged,
 		"applied", now, "took", time.Since(start).Round(time.Microsecond))
-	_, pending := settingChanges(l.started, cfg.Toolgate, hot)
+	_, pending := settingChanges(l.effective(l.started), l.effective(cfg.Toolgate), hot)
 	here := l.disabledHere() // of the servers it has now
 	l.update(func(s *Stats) { s.RestartPending, s.Disabled = pending, here })
 	r := l.reloaded(&Reload{At: start, Trigger: trigger, Added: d.Added, Removed: d.Removed, Changed: d.Changed,
 		Updated: d.Updated, Unchanged: d.Unchanged, Applied: now, RestartOnly: later, Warning: warning})
 	l.changedHook()
 	return r, false
+}
+
+// effective is s as this gateway takes it: without toolgate.http.addr
+// when it serves none (Options.HTTPAddrIgnored), so that a change of it
+// waits for no restart.
+func (l *Loop) effective(s config.Settings) config.Settings {
+	if l.opts.HTTPAddrIgnored != "" {
+		s.HTTP.Addr = ""
+	}
+	return s
 }
 
 // docsHash is the hash of the config files' content.

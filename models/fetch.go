@@ -434,9 +434,12 @@ func (f *fetcher) fetchFile(ctx context.Context, name string) FetchedFile {
 		if errors.Is(err, errSkipped) {
 			continue
 		}
+		if ctx.Err() != nil {
+			break // stopped: no failure of the source (the command says it stopped)
+		}
 		f.prog.linef("%s: %s failed: %v", name, label, err)
 		f.log.Debug("model source failed", "file", name, "source", label, "err", err)
-		if ctx.Err() != nil || errors.As(err, new(destError)) {
+		if errors.As(err, new(destError)) {
 			break
 		}
 	}

@@ -528,12 +528,18 @@ func TestFetchCancelled(t *testing.T) {
 	m := testManifest(t, repo.srv.URL, repo.srv.URL)
 	opts := testOptions(t, m)
 	opts.IdleTimeout = time.Minute
+	var prog bytes.Buffer
+	opts.Progress = &prog
 	rep, err := Fetch(ctx, opts)
 	if err == nil {
 		t.Fatal("Fetch succeeded after cancel")
 	}
 	if !started.Load() {
 		t.Fatal("download never started")
+	}
+	// A stop is no failure of the source it stopped.
+	if strings.Contains(prog.String(), "failed") {
+		t.Errorf("progress says a source failed at the stop:\n%s", prog.String())
 	}
 	if _, err := os.Stat(filepath.Join(rep.Dir, "model.onnx")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("model.onnx exists after a cancelled fetch")
@@ -764,6 +770,8 @@ func TestFetchMirrorStoppedMidRead(t *testing.T) {
 	dead := closedURL(t)
 	opts := testOptions(t, testManifest(t, dead, dead))
 	opts.From = from
+	var prog bytes.Buffer // read once Fetch returned
+	opts.Progress = &prog
 	modelDir := filepath.Join(opts.Dir, "mini")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -807,6 +815,9 @@ func TestFetchMirrorStoppedMidRead(t *testing.T) {
 	}
 	if !errors.Is(r.err, context.Canceled) {
 		t.Errorf("Fetch = %v, want context.Canceled", r.err)
+	}
+	if strings.Contains(prog.String(), "failed") {
+		t.Errorf("progress says the mirror failed at the stop:\n%s", prog.String())
 	}
 	if _, err := os.Stat(filepath.Join(modelDir, "model.onnx")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("model.onnx exists after a cancelled fetch")

@@ -537,6 +537,38 @@ func TestLogsFollowSaysWhatWasNotKept(t *testing.T) {
 	<-done
 }
 
+// logs -f with no gateway running on the data folder waits for the next,
+// saying so, rather than failing; without -f, or with --pid, it fails.
+func TestLogsFollowWaitsForTheFirst(t *testing.T) {
+	data := t.TempDir()
+	if err := runLogs(context.Background(), io.Discard, io.Discard, data, logsFlags{}); err == nil || !strings.Contains(err.Error(), "no gateway runs on the data folder") {
+		t.Errorf("logs with no gateway: %v", err)
+	}
+	if err := runLogs(context.Background(), io.Discard, io.Discard, data, logsFlags{follow: true, pid: 7}); err == nil {
+		t.Error("logs -f --pid 7 with no gateway did not fail")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out testenv.LogBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runLogs(ctx, &out, io.Discard, data, logsFlags{follow: true, every: 10 * time.Millisecond})
+	}()
+	testenv.Eventually(t, "the wait said", func() bool {
+		return strings.Contains(out.String(), "(no gateway runs on the data folder now: waiting for the next; Ctrl-C ends)")
+	})
+	ring := logGateway(t, data, 10)
+	fmt.Fprintln(ring, "hello from the first")
+	testenv.Eventually(t, "the first gateway's line", func() bool { return strings.Contains(out.String(), "hello from the first") })
+	if got := out.String(); !strings.Contains(got, "(pid 7 (stdio, no client yet) started)") || strings.Count(got, "waiting for the next") != 1 {
+		t.Errorf("logs -f:\n%s", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("logs -f ended with %v after its context", err)
+	}
+}
+
 // logs --level changes a running gateway's log level (POST /loglevel on
 // its status socket): lines of the new level reach its log at once, the
 // status report says the level, and -f puts the level it found back when

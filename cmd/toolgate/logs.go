@@ -46,8 +46,8 @@ With several gateways each one's lines come under a heading line; -f
 prefixes each line with its gateway's PID instead. --pid picks one.
 -f follows: it prints new lines as they come until interrupted. It follows
 the data folder: a gateway that starts meanwhile (a restart, a new client's
-stdio gateway) joins, and with none running it waits for the next. With
---pid it ends when that gateway stops.
+stdio gateway) joins, and with none running (at the start too) it waits
+for the next. With --pid it ends when that gateway stops.
 
 --level sets the log level of those gateways first (debug, info, warn or
 error), without a restart: their stderr gets the lines of that level too.
@@ -148,6 +148,9 @@ func runLogs(ctx context.Context, w, notes io.Writer, dataDir string, f logsFlag
 		}
 	}
 	switch {
+	case len(gws) == 0 && f.follow && f.pid == 0:
+		// -f follows the data folder: it waits for the next gateway
+		// (below), as when the last one it followed stops.
 	case len(gws) == 0 && len(pids) == 0:
 		return fmt.Errorf("%s (a gateway on another one: --data-dir or --config)", strings.TrimPrefix(noGatewayOn(dataDir), "; "))
 	case len(gws) == 0:

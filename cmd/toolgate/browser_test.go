@@ -436,6 +436,23 @@ func TestConsoleOperatorInBrowser(t *testing.T) {
 	if widths[0] > widths[1] {
 		t.Errorf("the page is %d px wide in a %d px window: it scrolls sideways", widths[0], widths[1])
 	}
+	// A search's results widen no phone's page either, and beside long
+	// descriptions their numbers stay whole in a 1100 px window (the
+	// results' overflow-wrap: anywhere broke a score 0.990 into 0.99 and 0).
+	do("search in the phone-sized window", chromedp.SetValue(`#q`, "very long description"),
+		chromedp.Click(`#search-form button[type=submit]`), chromedp.WaitVisible(`#search-rows tr[data-tool]`))
+	eval("the page's width with the results", `[document.documentElement.scrollWidth, window.innerWidth]`, &widths)
+	if widths[0] > widths[1] {
+		t.Errorf("with search results the page is %d px wide in a %d px window: it scrolls sideways", widths[0], widths[1])
+	}
+	do("widen the window to 1100 px", chromedp.EmulateViewport(1100, 800))
+	var broken []string
+	eval("the results' numbers on more than one line", `[...document.querySelectorAll("#search-rows td.num")].filter(td => {
+		const r = document.createRange(); r.selectNodeContents(td); return r.getClientRects().length > 1; }).map(td => td.textContent)`, &broken)
+	if len(broken) > 0 {
+		t.Errorf("in a 1100 px window these numbers of the search results wrap onto two lines: %q", broken)
+	}
+	do("back to the phone-sized window", chromedp.EmulateViewport(375, 800))
 
 	// A tool added while the page is open: the catalog shows it by itself.
 	addTool("added_while_open")

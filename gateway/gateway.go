@@ -117,7 +117,9 @@ type Options struct {
 	// (still connecting after a warm start, down, ...), or "" when they can;
 	// search_tools marks such tools. execute_tool still dispatches: the
 	// Caller waits for a connection in progress and explains a down server.
-	Unavailable func(server string) string
+	// forKey asks for the words an API key that is not admin may read
+	// (backend.ForKey: no paths on the gateway's machine).
+	Unavailable func(server string, forKey bool) string
 	// Servers, if set, lists the servers the gateway runs (the enabled ones
 	// of its config). A search that finds no tool that fits names those
 	// whose tools are not in the catalog and that are unavailable (down

@@ -287,7 +287,7 @@ func TestSearchTools(t *testing.T) {
 			return r, err
 		}
 		g2.opts.Servers = func() []string { return []string{"everything", "gh", "memory", "time"} }
-		g2.opts.Unavailable = func(s string) string {
+		g2.opts.Unavailable = func(s string, _ bool) string {
 			switch s {
 			case "gh":
 				return `server "gh" is down: variable ${GH_TOKEN} (env.GITHUB_TOKEN) is not set`

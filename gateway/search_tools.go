@@ -275,7 +275,11 @@ func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*
 	}
 	if err != nil {
 		g.log.Error("search failed", "query", a.Query, "err", err)
-		return toolError("search_tools failed: %v. Try again; if it keeps failing, the gateway's log says why.", err), nil
+		why := err.Error() // may name the index's or a model's file
+		if caller.Scoped() {
+			why = backend.ForKey(why)
+		}
+		return toolError("search_tools failed: %s. Try again; if it keeps failing, the gateway's log says why.", why), nil
 	}
 	if g.recent != nil {
 		ids := make([]string, len(out.Tools))
@@ -330,7 +334,8 @@ func (g *Gateway) reachNoTool(ctx context.Context, why string) *mcp.CallToolResu
 // MaxLimit) and keeps the read-only tools: the filter is applied to
 // the ranking, not to the whole catalog.
 func (g *Gateway) search(ctx context.Context, a searchArgs) (SearchResult, error) {
-	q := search.Query{Text: a.Query, Limit: a.Limit, Server: a.Server, Filter: g.filter(policy.CallerFrom(ctx))}
+	caller := policy.CallerFrom(ctx)
+	q := search.Query{Text: a.Query, Limit: a.Limit, Server: a.Server, Filter: g.filter(caller)}
 	if a.ReadOnly {
 		q.Limit = max(a.Limit, MaxLimit)
 	}
@@ -362,11 +367,11 @@ func (g *Gateway) search(ctx context.Context, a searchArgs) (SearchResult, error
 			Vector:      round4(h.Vector),
 			Confidence:  round4(h.Confidence),
 			Clause:      h.Clause,
-			Unavailable: g.unavailable(h.Tool.Server),
+			Unavailable: g.unavailable(caller, h.Tool.Server),
 		})
 	}
 	if out.NoMatch || len(out.Tools) == 0 {
-		out.DownServers = g.downServers(policy.CallerFrom(ctx), a.Server)
+		out.DownServers = g.downServers(caller, a.Server)
 	}
 	return out, nil
 }
@@ -390,7 +395,7 @@ func (g *Gateway) downServers(c *policy.Caller, server string) []DownServer {
 		if listed[s] || server != "" && s != server {
 			continue
 		}
-		if why := g.unavailable(s); why != "" {
+		if why := g.unavailable(c, s); why != "" {
 			out = append(out, DownServer{Name: s, Reason: why})
 		}
 	}
@@ -909,13 +914,14 @@ func (s schemaType) name(defs func(ref string) (schemaType, bool), depth int) st
 	return "any"
 }
 
-// unavailable says why server's tools cannot run now, or "", as a model
-// reads it (backend.ForModel).
-func (g *Gateway) unavailable(server string) string {
+// unavailable says why server's tools cannot run now, or "", as c's model
+// reads it (backend.ForModel; for an API key that is not admin,
+// backend.ForKey of the server's error, as GET /status shows it).
+func (g *Gateway) unavailable(c *policy.Caller, server string) string {
 	if g.opts.Unavailable == nil {
 		return ""
 	}
-	return backend.ForModel(g.opts.Unavailable(server))
+	return backend.ForModel(g.opts.Unavailable(server, c.Scoped()))
 }
 
 // filter is the search filter of the caller (nil without a Policy).

@@ -340,17 +340,11 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 			lr := *st.LastReload
 			lr.Added, lr.Removed, lr.Changed = names(lr.Added), names(lr.Removed), names(lr.Changed)
 			lr.Updated, lr.Unchanged = names(lr.Updated), names(lr.Unchanged)
-			if lr.Error != "" {
-				lr.Error = HiddenFromKey
-			}
+			lr.Error = backend.ForKey(lr.Error)
 			st.LastReload = &lr
 		}
-		if st.LastReloadError != "" {
-			st.LastReloadError = HiddenFromKey
-		}
-		if st.LastIndexError != "" {
-			st.LastIndexError = HiddenFromKey
-		}
+		st.LastReloadError = backend.ForKey(st.LastReloadError)
+		st.LastIndexError = backend.ForKey(st.LastIndexError)
 		if tools != nil {
 			st.CatalogTools, st.DisabledTools = 0, 0
 			for _, id := range tools.IDs() {
@@ -368,9 +362,7 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 	if rep.Process != nil {
 		p := *rep.Process
 		p.Config, p.TLSCert = nil, ""
-		if p.TLSError != "" {
-			p.TLSError = HiddenFromKey
-		}
+		p.TLSError = backend.ForKey(p.TLSError)
 		rep.Process = &p
 	}
 	if rep.Security != nil {

@@ -14,8 +14,10 @@ import (
 // Unavailable says why server's tools cannot run right now, or "" when a
 // call would be dispatched (up, or idle-lazy: the call starts it). Search
 // results and execute_tool use it to mark tools of a backend that is still
-// connecting or down.
-func (p *Pool) Unavailable(server string) string {
+// connecting or down. forKey says it to an API key that is not admin: the
+// server's error reads as in its Status.ForKey (no command line, stderr
+// lines or config path: a login's command names the config file).
+func (p *Pool) Unavailable(server string, forKey bool) string {
 	r := p.roster.Load()
 	b, ok := r.byName[server]
 	if !ok {
@@ -28,10 +30,16 @@ func (p *Pool) Unavailable(server string) string {
 	var le *loginError
 	login := errors.As(b.err, &le)
 	b.mu.Unlock()
-	if login {
+	st := b.status()
+	if forKey {
+		st = st.ForKey()
+	}
+	switch {
+	case login && forKey:
+		return fmt.Sprintf("server %q needs a login: %s", server, st.Err)
+	case login:
 		return fmt.Sprintf("server %q %v", server, le.err)
 	}
-	st := b.status()
 	switch st.State {
 	case StateUp, StateIdle:
 		return ""

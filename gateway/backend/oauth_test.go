@@ -250,8 +250,12 @@ func TestOAuthNeedsLoginAfterRevokedRefresh(t *testing.T) {
 			t.Errorf("status error %q lacks %q", st.Err, want)
 		}
 	}
-	if got := e.pool.Unavailable("demo"); !strings.HasPrefix(got, `server "demo" needs a login: run `+"`"+loginCommand+"`") {
+	if got := e.pool.Unavailable("demo", false); !strings.HasPrefix(got, `server "demo" needs a login: run `+"`"+loginCommand+"`") {
 		t.Errorf("Unavailable = %q", got)
+	}
+	// The login command names the config file: not for a key's model.
+	if got, want := e.pool.Unavailable("demo", true), `server "demo" needs a login: `+HiddenFromKey; got != want {
+		t.Errorf("Unavailable for a key = %q, want %q", got, want)
 	}
 	_, err = e.pool.CallTool(context.Background(), "demo", "echo", map[string]any{"text": "x"})
 	if err == nil || !strings.Contains(err.Error(), `backend "demo" is unavailable: it needs a login: run `) {

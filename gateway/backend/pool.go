@@ -280,11 +280,22 @@ const HiddenFromKey = "hidden from this API key: an admin key sees it"
 func (st Status) ForKey() Status {
 	st.TLSCert = ""
 	for _, s := range []*string{&st.TLSCertError, &st.Err, &st.LastErr} {
-		if *s != "" {
-			*s = HiddenFromKey
-		}
+		*s = ForKey(*s)
 	}
 	return st
+}
+
+// ForKey is text, a server's or the gateway's error, as an API key that is
+// not admin reads it: HiddenFromKey, or "" when there is none. What the
+// model of such a key reads (search_tools' "unavailable", execute_tool's
+// answer for a server that cannot run) goes through it as GET /status
+// does: such a text may hold a command's path, its stderr lines, the
+// config file's path or a URL.
+func ForKey(text string) string {
+	if text == "" {
+		return ""
+	}
+	return HiddenFromKey
 }
 
 // UnavailableError is returned by CallTool when the server is unknown, not

@@ -114,7 +114,7 @@ func TestReconfigure(t *testing.T) {
 	if !errors.As(err, &ue) || !errors.Is(err, ErrUnknownServer) || !strings.Contains(err.Error(), `"drop" was removed from the config`) {
 		t.Errorf("call on removed server: %v, want ErrUnknownServer saying it was removed", err)
 	}
-	if got := p.Unavailable("drop"); !strings.Contains(got, "removed from the config") {
+	if got := p.Unavailable("drop", false); !strings.Contains(got, "removed from the config") {
 		t.Errorf("Unavailable(drop) = %q", got)
 	}
 
@@ -209,7 +209,7 @@ func TestReconfigureConcurrent(t *testing.T) {
 	wg.Go(func() {
 		for !stop.Load() {
 			for _, s := range p.Status() {
-				_ = p.Unavailable(s.Name)
+				_ = p.Unavailable(s.Name, false)
 			}
 			_ = p.Tools()
 			_ = p.Servers()

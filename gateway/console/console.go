@@ -99,8 +99,9 @@ type Options struct {
 	Calls     Calls     // the recent calls
 	// Search, if set, says how searches rank now (GET /status's "search").
 	Search func() *search.State
-	// Unavailable says why a server's tools cannot run now, or "".
-	Unavailable func(server string) string
+	// Unavailable says why a server's tools cannot run now, or "";
+	// forKey, to an API key that is not admin (gateway.Options.Unavailable).
+	Unavailable func(server string, forKey bool) string
 	// NoServers, if set, is what the backends table says when no server
 	// runs and none is disabled at run time: that the config has none,
 	// and how to add one ("": nothing to say). A key whose scope holds no
@@ -200,7 +201,7 @@ func New(opts *Options) *Console {
 		o.Version = "dev"
 	}
 	if o.Unavailable == nil {
-		o.Unavailable = func(string) string { return "" }
+		o.Unavailable = func(string, bool) string { return "" }
 	}
 	// The state's report: Status's sources, the console's where it has
 	// none, and the console's version, start and clock.
@@ -671,7 +672,7 @@ func (c *Console) search(ctx context.Context, caller *policy.Caller, q search.Qu
 			Name: h.Tool.ID(), Server: h.Tool.Server, Description: h.Tool.Description,
 			Score: h.Score, Keyword: h.Keyword, Vector: h.Vector, BM25: h.BM25, Cosine: h.Cosine,
 			Confidence: h.Confidence, Clause: h.Clause,
-			Unavailable: c.o.Unavailable(h.Tool.Server),
+			Unavailable: c.o.Unavailable(h.Tool.Server, caller.Scoped()),
 		})
 	}
 	return a, nil
@@ -737,7 +738,7 @@ func (c *Console) serveCatalog(w http.ResponseWriter, r *http.Request, caller *p
 		a.Matched++
 		if len(a.Tools) < maxCatalogTools {
 			a.Tools = append(a.Tools, CatalogTool{Name: id, Server: t.Server, Tool: t.Name, Title: t.Title, Description: t.Description,
-				InputSchema: t.InputSchema, Unavailable: c.o.Unavailable(t.Server)})
+				InputSchema: t.InputSchema, Unavailable: c.o.Unavailable(t.Server, caller.Scoped())})
 		}
 	}
 	writeJSON(w, http.StatusOK, a)

@@ -156,7 +156,7 @@ func newEnvWith(t *testing.T, o *Options) *env {
 		Search: func() *search.State {
 			return &search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: "model file not found"}
 		},
-		Unavailable: func(s string) string {
+		Unavailable: func(s string, _ bool) string {
 			if s == "memory" {
 				return "it is down"
 			}

@@ -54,7 +54,7 @@ type Pool interface {
 	Status() []backend.Status
 	Stderr(server string) []string
 	Restart(server string) error
-	Unavailable(server string) string
+	Unavailable(server string, forKey bool) string
 	Describe(server string) string
 	// CheckCommand says why a local server's command would not start.
 	CheckCommand(server string) error
@@ -163,11 +163,11 @@ func (s *Server) Describe(server string) string {
 
 // Unavailable is the pool's, except that the built-in server is always
 // available.
-func (s *Server) Unavailable(server string) string {
+func (s *Server) Unavailable(server string, forKey bool) string {
 	if server == Name {
 		return ""
 	}
-	return s.pool.Unavailable(server)
+	return s.pool.Unavailable(server, forKey)
 }
 
 // definition is one management tool: its definition for the catalog and

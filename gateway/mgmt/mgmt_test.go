@@ -54,9 +54,9 @@ func (p *fakePool) Restart(server string) error {
 	p.restarts = append(p.restarts, server)
 	return nil
 }
-func (p *fakePool) Unavailable(server string) string { return "pool:" + server }
-func (p *fakePool) Describe(server string) string    { return "pool describes " + server }
-func (p *fakePool) CheckCommand(string) error        { return nil }
+func (p *fakePool) Unavailable(server string, _ bool) string { return "pool:" + server }
+func (p *fakePool) Describe(server string) string            { return "pool describes " + server }
+func (p *fakePool) CheckCommand(string) error                { return nil }
 
 // fakeRuntime is the loop: a config, a policy, disabling in memory.
 type fakeRuntime struct {
@@ -158,7 +158,7 @@ func TestToolsAndRouting(t *testing.T) {
 	if _, err := s.CallTool(context.Background(), "a", "x", nil); err != nil || !slices.Equal(p.calls, []string{"a__x"}) {
 		t.Errorf("a call of another server: %v %v", err, p.calls)
 	}
-	if s.Unavailable(Name) != "" || s.Unavailable("a") != "pool:a" {
+	if s.Unavailable(Name, false) != "" || s.Unavailable("a", false) != "pool:a" {
 		t.Error("Unavailable")
 	}
 	if !strings.Contains(s.Describe(Name), "servers") || s.Describe("a") != "pool describes a" {

@@ -308,6 +308,9 @@ type Loop struct {
 	// coldDetached: Run returned while that index was built, so that its
 	// build's error goes to Options.ColdFailed.
 	coldDetached bool
+	// coldDeadline, when set (tests), is the channel Options.ColdWait's
+	// deadline comes on in Run, in place of a timer's.
+	coldDeadline <-chan time.Time
 
 	reloadMu sync.Mutex                  // serializes reloads and enable/disable
 	applied  atomic.Pointer[config.File] // the config in effect
@@ -480,7 +483,7 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 		return nil
 	}
 	if l.opts.ColdWait <= 0 {
-		ix, inMemory, err := l.coldBuild(ctx)
+		ix, inMemory, err := l.coldBuild(ctx, nil)
 		if err != nil {
 			return err
 		}
@@ -492,8 +495,9 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 	l.cold = cold
 	l.mu.Unlock()
 	l.update(func(s *Stats) { s.Building = true })
+	built := make(chan struct{})
 	l.wg.Go(func() {
-		ix, inMemory, err := l.coldBuild(ctx)
+		ix, inMemory, err := l.coldBuild(ctx, built)
 		if err != nil {
 			l.mu.Lock()
 			l.coldErr = err
@@ -515,15 +519,35 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 	})
 	t := time.NewTimer(l.opts.ColdWait)
 	defer t.Stop()
+	deadline := t.C
+	if l.coldDeadline != nil {
+		deadline = l.coldDeadline
+	}
+	select {
+	case <-cold:
+	case <-deadline:
+		select {
+		case <-built:
+			// Only the embedding cache's compaction and serving remain:
+			// answered now, the client would list no tools, then get a
+			// list_changed a moment later.
+			select {
+			case <-cold:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		default:
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	select {
 	case <-cold:
 		l.mu.Lock()
 		err := l.coldErr
 		l.mu.Unlock()
 		return err
-	case <-t.C:
-	case <-ctx.Done():
-		return ctx.Err()
+	default:
 	}
 	// The build's error is Run's until Run returns without one, then
 	// ColdFailed's: each is told once.
@@ -539,8 +563,9 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 }
 
 // coldBuild starts every backend and builds the first index from their
-// tools (a cold start).
-func (l *Loop) coldBuild(ctx context.Context) (*index.Index, bool, error) {
+// tools (a cold start). built, if not nil, is closed once the index is
+// built, before the embedding cache is compacted.
+func (l *Loop) coldBuild(ctx context.Context, built chan struct{}) (*index.Index, bool, error) {
 	l.pool.Start(ctx)
 	if err := ctx.Err(); err != nil {
 		return nil, false, err // stopped while backends connected: nothing to index
@@ -557,6 +582,9 @@ func (l *Loop) coldBuild(ctx context.Context) (*index.Index, bool, error) {
 	ix, inMemory, err := l.build(ctx)
 	if err != nil {
 		return nil, false, err
+	}
+	if built != nil {
+		close(built)
 	}
 	// Nothing searches yet: the vectors the build stored go into one
 	// level of the embedding cache now, not at the first searches

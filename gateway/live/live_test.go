@@ -677,6 +677,59 @@ func TestReloadSaysBareReferences(t *testing.T) {
 	}
 }
 
+// compactingEmbedder is fakeEmbedder with a Compact (embed.Cached's) that
+// closes entered, then waits for release.
+type compactingEmbedder struct {
+	fakeEmbedder
+	entered, release chan struct{}
+}
+
+func (e *compactingEmbedder) Compact() error {
+	close(e.entered)
+	<-e.release
+	return nil
+}
+
+// Once the first index is built, Run waits for the embedding cache's
+// compaction and the index's serving even when ColdWait's deadline comes
+// meanwhile: it returned then, so the client listed no tools and got a
+// list_changed a moment later.
+func TestColdStartDeadlineWhileCompacting(t *testing.T) {
+	for _, stop := range []bool{true, false} {
+		pool := newFakePool("a")
+		pool.list("a", "apple", "apricot")
+		emb := &compactingEmbedder{fakeEmbedder: fakeEmbedder{model: "fake@1"}, entered: make(chan struct{}), release: make(chan struct{})}
+		f := newFixture(t, t.TempDir(), pool, &Options{Embedder: emb, ColdWait: time.Hour}, "a")
+		deadline := make(chan time.Time)
+		f.loop.coldDeadline = deadline
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		done := make(chan error, 1)
+		go func() { done <- f.loop.Run(ctx, pool) }()
+		<-emb.entered // built, now compacted
+		if st := f.loop.Stats(); !st.Building || st.BuildingTools != 2 || st.BuildingTotal != 2 || st.CatalogGeneration != 0 {
+			t.Errorf("while compacting: %+v, want building, 2 of 2 tools embedded, nothing served", st)
+		}
+		deadline <- time.Now() // taken by Run
+		if stop {
+			// Run still waits (for the serving, or ctx): it did not answer.
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Errorf("Run stopped while the index was compacted after ColdWait: %v, want it waiting (context.Canceled)", err)
+			}
+			close(emb.release) // lets the build's goroutine end before Close
+			continue
+		}
+		close(emb.release)
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if st := f.loop.Stats(); st.Building || st.CatalogGeneration != 1 || st.CatalogTools != 2 {
+			t.Errorf("when Run returned: %+v, want the index served (generation 1, 2 tools, not building)", st)
+		}
+	}
+}
+
 // gatedEmbedder is fakeEmbedder whose Embed waits for open to be closed.
 type gatedEmbedder struct {
 	fakeEmbedder

@@ -514,6 +514,9 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 		why := backend.ForModel(un.Err.Error())
 		if policy.CallerFrom(ctx).Scoped() { // as GET /status shows the server's error
 			why = backend.ForKey(why)
+			if errors.Is(un, backend.ErrMayHaveRun) { // the gateway's words, not the server's
+				why += "; " + backend.ErrMayHaveRun.Error()
+			}
 		}
 		return toolError("execute_tool %s: server %q is unavailable: %s. The other servers keep working: retry later, or pick another tool with search_tools.", name, server, why)
 	case errors.Is(err, backend.ErrCallTimeout):

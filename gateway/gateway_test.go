@@ -1317,3 +1317,44 @@ func TestREADMEHTTPRoutes(t *testing.T) {
 		}
 	}
 }
+
+// A key that is not admin reads a down server's error hidden, as GET
+// /status shows it (it may name paths on the gateway's machine), but not
+// the gateway's own warning that a call which got no answer may have run.
+func TestExecuteUnavailableForKey(t *testing.T) {
+	down := errors.New(`command "/opt/secret/bin/server" exited: status 1`)
+	unanswered := fmt.Errorf("the connection closed before the server answered (EOF): %w", backend.ErrMayHaveRun)
+	caller := &fakeCaller{call: func(server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+		if tool == "write_file" { // a write: the warning matters most
+			return nil, &backend.UnavailableError{Server: server, Err: unanswered}
+		}
+		return nil, &backend.UnavailableError{Server: server, Err: down}
+	}}
+	g, _ := newTestGateway(t, caller)
+	args := map[string]map[string]any{
+		"list_directory": {"name": "filesystem__list_directory", "arguments": map[string]any{"path": "/x"}},
+		"write_file":     {"name": "filesystem__write_file", "arguments": map[string]any{"path": "/x", "content": "y"}},
+	}
+	for _, tc := range []struct {
+		who       string
+		c         *policy.Caller
+		down, may string // what list_directory and write_file answer
+	}{
+		{"stdio", g.StdioCaller(), down.Error(), unanswered.Error()},
+		{"admin key", &policy.Caller{Key: &policy.Key{Name: "adm", Admin: true}}, down.Error(), unanswered.Error()},
+		{"key", &policy.Caller{Key: &policy.Key{Name: "k"}}, backend.HiddenFromKey + ".", backend.HiddenFromKey + "; " + backend.ErrMayHaveRun.Error()},
+	} {
+		t.Run(tc.who, func(t *testing.T) {
+			cs := connectAs(t, g, tc.c)
+			for tool, want := range map[string]string{"list_directory": tc.down, "write_file": tc.may} {
+				res := call(t, cs, ExecuteToolName, args[tool])
+				if !res.IsError || !strings.Contains(text(res), `server "filesystem" is unavailable: `+want) {
+					t.Errorf("%s: isError=%v %q, want %q", tool, res.IsError, text(res), want)
+				}
+				if tc.c.Scoped() && strings.Contains(text(res), "/opt/secret") {
+					t.Errorf("%s: a path reached the key: %q", tool, text(res))
+				}
+			}
+		})
+	}
+}

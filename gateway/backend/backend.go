@@ -1061,7 +1061,7 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	if ue != nil && r.proc == nil && ctx.Err() == nil && (errors.Is(ue, io.EOF) || errors.Is(ue, io.ErrUnexpectedEOF) || errors.Is(ue, syscall.ECONNRESET)) {
 		// The connection the request went on was closed (a server stopping,
 		// a proxy's idle timeout): no answer, and not the server's error.
-		return nil, &UnavailableError{Server: name, Err: quietCause{fmt.Sprintf("the connection closed before the server answered (%v): the call may or may not have run; check before calling again", errors.Unwrap(ue)), err}}
+		return nil, &UnavailableError{Server: name, Err: quietCause{fmt.Sprintf("the connection closed before the server answered (%v): %v", errors.Unwrap(ue), ErrMayHaveRun), errors.Join(err, ErrMayHaveRun)}}
 	}
 	switch cause := context.Cause(cctx); {
 	case ctx.Err() != nil:

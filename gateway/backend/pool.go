@@ -298,6 +298,12 @@ func ForKey(text string) string {
 	return HiddenFromKey
 }
 
+// ErrMayHaveRun is in an UnavailableError (errors.Is) when the call was
+// sent and no answer came: the server may have run it. An API key that is
+// not admin reads the server's error hidden (ForKey), but not this, the
+// gateway's own warning against calling a write twice.
+var ErrMayHaveRun = errors.New("the call may or may not have run; check before calling again")
+
 // UnavailableError is returned by CallTool when the server is unknown, not
 // connected, down, or its connection broke during the call.
 type UnavailableError struct {

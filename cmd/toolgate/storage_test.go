@@ -255,15 +255,13 @@ func TestStopExitStatus(t *testing.T) {
 	// on stdio, where a client quits with SIGTERM. Over HTTP the caller
 	// gets an answer that says why.
 	t.Run("call in flight", func(t *testing.T) {
-		// longCall starts the long operation once the index is served: a
-		// cold start slower than coldStartWait (a loaded machine) answers
-		// the handshake first, and execute_tool then says there is no tool
-		// index yet, where a search waits for it. A call that ends before
-		// its first progress fails the test; the wait for that progress
-		// hung until the test binary's timeout.
+		// longCall starts the long operation once the index is served
+		// (indexServed). A call that ends before its first progress fails
+		// the test; the wait for that progress hung until the test
+		// binary's timeout.
 		longCall := func(ctx context.Context, cs *mcp.ClientSession, progressed chan struct{}) <-chan *mcp.CallToolResult {
 			t.Helper()
-			searchAnswers(t, ctx, cs, "stop with a call in flight", 1)
+			indexServed(t, ctx, cs)
 			out := make(chan *mcp.CallToolResult, 1)
 			go func() {
 				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{"progressToken": "stop"}, Name: "execute_tool",

@@ -694,6 +694,20 @@ func TestToolListChangeReachesSearch(t *testing.T) {
 	}
 }
 
+// indexServed waits until the gateway serves its tool index, for a test
+// whose first call is execute_tool on a new data folder: a cold start
+// slower than coldStartWait (a loaded machine) answers the handshake
+// first, and execute_tool then says there is no tool index yet, where
+// search_tools waits for it (coldStartWait at most, then it says how far
+// the build is).
+func indexServed(t *testing.T, ctx context.Context, cs *mcp.ClientSession) {
+	t.Helper()
+	var err error
+	if !testenv.Poll(testenv.Timeout, func() bool { _, err = callSearch(ctx, cs, "the tool index served", 1); return err == nil }) {
+		t.Fatalf("the tool index not served within %s: %v", testenv.Timeout, err)
+	}
+}
+
 // searchAnswer is the part of search_tools' structured answer the tests read.
 type searchAnswer struct {
 	Mode  string

@@ -265,6 +265,7 @@ func TestManagementOverStdio(t *testing.T) {
 	cmd := toolgateCmd(t, dataDir, "serve", "--config", cfgPath)
 	cmd.Stderr = testLog(t, "toolgate: ")
 	ctx, cs := connectStdio(t, cmd, 3*time.Minute)
+	indexServed(t, ctx, cs)
 
 	const q = "delete entities; list the files of a directory; echo a message"
 	if res := executeTool(t, ctx, cs, "toolgate__activate_profile", map[string]any{"name": "kg"}); res.IsError {

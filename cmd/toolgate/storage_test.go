@@ -255,7 +255,13 @@ func TestStopExitStatus(t *testing.T) {
 	// on stdio, where a client quits with SIGTERM. Over HTTP the caller
 	// gets an answer that says why.
 	t.Run("call in flight", func(t *testing.T) {
+		// longCall starts the long operation once the index is served
+		// (indexServed). A call that ends before its first progress fails
+		// the test; the wait for that progress hung until the test
+		// binary's timeout.
 		longCall := func(ctx context.Context, cs *mcp.ClientSession, progressed chan struct{}) <-chan *mcp.CallToolResult {
+			t.Helper()
+			indexServed(t, ctx, cs)
 			out := make(chan *mcp.CallToolResult, 1)
 			go func() {
 				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{"progressToken": "stop"}, Name: "execute_tool",
@@ -265,7 +271,11 @@ func TestStopExitStatus(t *testing.T) {
 				}
 				out <- res
 			}()
-			<-progressed // the backend runs it
+			select {
+			case <-progressed: // the backend runs it
+			case res := <-out:
+				t.Fatalf("the long call ended before its first progress: isError=%v %q", res.IsError, resultText(res))
+			}
 			return out
 		}
 		client := func(progressed chan struct{}) *mcp.Client {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
@@ -34,7 +35,13 @@ func TestStructuredNumbersExact(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := startPool(t, []config.Server{tc.server(t)}, testOptions(nil))
+			o := testOptions(nil)
+			if tc.name == "stdio-legacy" {
+				// It answers the probe's ping and never server/discover:
+				// the probe timeout is what its fallback costs.
+				o.ProbeTimeout = 300 * time.Millisecond
+			}
+			p := startPool(t, []config.Server{tc.server(t)}, o)
 			for range 2 { // the second call on the same connection too
 				res, err := p.CallTool(context.Background(), "b", "big", nil)
 				if err != nil || res.IsError {

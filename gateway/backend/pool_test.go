@@ -44,11 +44,18 @@ func TestMain(m *testing.M) {
 }
 
 // testOptions are fast, deterministic defaults for tests: no restarts.
+// The discover probe waits as long as a gateway's does: a server of protocol
+// 2026-07-28 (go-sdk's) handles server/discover and the probe's ping
+// concurrently, and on a loaded machine its discover answer came more than
+// 300 ms after the ping's; the probe then fell back to initialize, which
+// the server refused as a duplicate ("duplicate "initialize" received"),
+// and the backend was down. A test of a legacy server that wants its
+// fallback sooner sets a shorter one.
 func testOptions(l *testenv.LogBuffer) *Options {
 	o := &Options{
 		ConnectTimeout: 30 * time.Second,
 		CallTimeout:    30 * time.Second,
-		ProbeTimeout:   300 * time.Millisecond,
+		ProbeTimeout:   DefaultProbeTimeout,
 		StopGrace:      time.Second,
 		KillAfter:      2 * time.Second,
 		RestartDelays:  []time.Duration{},
@@ -222,18 +229,27 @@ func TestSlowStartKeepsModernProtocol(t *testing.T) {
 	// timeout): it is still starting, not ignoring it (a Python SDK server
 	// importing for 20 s on a loaded machine was taken for a legacy one and
 	// never came up). A legacy one still falls back, once it reads, after
-	// the probe timeout.
+	// the probe timeout. The probe timeout is also what the modern server
+	// has to answer server/discover once it reads: 50 ms was too short on a
+	// loaded machine (the discover answer came later than that after the
+	// ping's, and the fallback's initialize was refused as a duplicate).
+	const probe = time.Second
 	for _, c := range []struct {
 		name           string
 		connect, delay time.Duration
 	}{
-		{"slower than the probe timeout", 30 * time.Second, 700 * time.Millisecond},
-		{"slower than the ceiling", 3 * time.Second, 2 * time.Second},
+		{"slower than the probe timeout", 30 * time.Second, 2 * probe},
+		// The delay past the ceiling (4 s), and the connect timeout past
+		// the delay and the probe timeout by 2.5 s for a process start and
+		// handshake: a connect timeout of 3 s with a delay of 2 s left too
+		// little under load (11 runs in 100 of the race build ran out).
+		{"slower than the ceiling", 8 * time.Second, 4500 * time.Millisecond},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each waits for its delay: at once, not one after the other
 			o := testOptions(nil)
 			o.ConnectTimeout = c.connect
-			o.ProbeTimeout = 50 * time.Millisecond
+			o.ProbeTimeout = probe
 			delay := backendtest.EnvStartDelay + "=" + c.delay.String()
 			servers := []config.Server{
 				named(backendtest.Command(t, "normal", delay), "slow"),

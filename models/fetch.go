@@ -862,12 +862,11 @@ func (f *fetcher) install(ctx context.Context, r io.Reader, size int64, name str
 		}
 	}()
 	h := sha256.New()
-	var n int64
+	src := r // a file (a local copy) is closed at a stop: copyCtx
 	if label != "" {
-		n, err = copyCtx(ctx, io.MultiWriter(f.dest(out), h), f.prog.reader(ctx, r, label, size))
-	} else {
-		n, err = copyCtx(ctx, io.MultiWriter(f.dest(out), h), r) // r may be a file, closed at a stop
+		src = f.prog.reader(ctx, r, label, size)
 	}
+	n, err := copyCtx(ctx, io.MultiWriter(f.dest(out), h), src)
 	if label != "" {
 		f.prog.done(label)
 	}

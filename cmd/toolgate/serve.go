@@ -315,19 +315,18 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	ctx, stopCold := context.WithCancelCause(ctx)
 	defer stopCold(nil)
 	var coldErr atomic.Pointer[error]
+	var addrCheck func(string) error // nil: the next start serves --http, or stdio, not the config's address
+	if addrFromConfig {
+		addrCheck = func(addr string) error { return canListen(addr, ln, f.allowRemote) }
+	}
 	lv := live.New(index.Dir(g.DataDir()), cfg, &live.Options{
-		ColdWait:   coldStartWait,
-		ColdFailed: func(err error) { coldErr.Store(&err); stopCold(err) },
-		Logger:     log,
-		Embedder:   emb,
-		Search:     searchOptions(s, modeOf(s), usage),
-		SearchFrom: func(s config.SearchSettings) *search.Options { return searchOptions(s, modeOf(s), usage) },
-		HTTPAddrCheck: func() func(string) error {
-			if !addrFromConfig {
-				return nil // the next start serves --http, or stdio, not the config's address
-			}
-			return func(addr string) error { return canListen(addr, ln, f.allowRemote) }
-		}(),
+		ColdWait:        coldStartWait,
+		ColdFailed:      func(err error) { coldErr.Store(&err); stopCold(err) },
+		Logger:          log,
+		Embedder:        emb,
+		Search:          searchOptions(s, modeOf(s), usage),
+		SearchFrom:      func(s config.SearchSettings) *search.Options { return searchOptions(s, modeOf(s), usage) },
+		HTTPAddrCheck:   addrCheck,
 		HTTPAddrIgnored: addrIgnored,
 		Indexed:         indexed,
 		ConfigPaths:     f.configs,

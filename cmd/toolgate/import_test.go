@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -197,6 +199,27 @@ func TestServersCommandsKeepEncoding(t *testing.T) {
 				t.Errorf("after add and remove: %v, %+v", err, f)
 			}
 		})
+	}
+}
+
+// TestServersAddMissingConfig: servers add to a config file not made yet
+// says how to make it (it said only "no such file or directory"), and the
+// command it quotes, run as printed, lets the same add go through.
+func TestServersAddMissingConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "my servers.json")
+	args := []string{"servers", "add", "memory", "--config", path, "--", "npx", "-y", "@modelcontextprotocol/server-memory"}
+	_, stderr, err := runToolgate(t, t.TempDir(), args...)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr, "no such file or directory: check the path, or make the file first: echo ") {
+		t.Fatalf("servers add to a missing file: %v\n%s", err, stderr)
+	}
+	_, rest, _ := strings.Cut(stderr, "make the file first: ")
+	mk, _, _ := strings.Cut(rest, " (toolgate import")
+	if out, err := exec.Command("sh", "-c", mk).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", mk, err, out)
+	}
+	if _, stderr, err := runToolgate(t, t.TempDir(), args...); err != nil || !strings.Contains(stderr, `added server "memory"`) {
+		t.Errorf("servers add after %s: %v\n%s", mk, err, stderr)
 	}
 }
 

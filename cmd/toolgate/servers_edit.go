@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,7 +46,14 @@ checked first (${VAR} references need not be set in this shell); a name
 that is taken or an entry toolgate could not read changes nothing. One
 this shell's environment could not start (a command not in PATH, a variable
 not set) is added with a warning that says why.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			// `servers add --config F -- node x.js` took the command's
+			// first word for NAME, and said to give the command.
+			if len(args) == 0 || cmd.ArgsLenAtDash() == 0 {
+				return usageError{errors.New("servers add needs the server's NAME before its command: toolgate servers add NAME --config FILE -- COMMAND [ARG...] (or --url URL for a remote server)")}
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := runServersAdd(cmd.ErrOrStderr(), args[0], args[1:], f); err != nil {
 				return err
@@ -126,6 +134,11 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 		docs, i, err := config.AddServer(docs, s, nil)
 		return docs, []int{i}, err
 	})
+	if errors.Is(err, fs.ErrNotExist) {
+		// A first server for a config not made yet: say how to make it.
+		return fmt.Errorf("%w: check the path, or make the file first: echo '{\"mcpServers\": {}}' > %s (toolgate import CLIENT_CONFIG --into %s starts it from a client's servers instead)",
+			err, shellword.Join(f.config), shellword.Join(f.config))
+	}
 	if err != nil {
 		return err
 	}

@@ -537,6 +537,22 @@ func KeysNeeded(addr string, anyKeys func() (bool, error), create string) (bool,
 	return true, nil
 }
 
+// CheckListenAddr is what Listen checks of addr before it binds: a
+// host:port, on a loopback host unless allowRemote. serve checks its --http
+// flag with it before anything else, so that a mistyped flag is a usage
+// error (exit status 2) and a non-loopback one says --allow-remote before
+// the API keys it also needs.
+func CheckListenAddr(addr string, allowRemote bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--http %q: want host:port, e.g. 127.0.0.1:8931: %w", addr, err)
+	}
+	if !allowRemote && !isLoopbackHost(host) {
+		return fmt.Errorf("--http %q: refusing to listen on a non-loopback address; use 127.0.0.1:PORT, or pass --allow-remote if you really mean it (it also needs API keys, toolgate keys create; put TLS in front, or set toolgate.http.tls)", addr)
+	}
+	return nil
+}
+
 // ShutdownGrace is how long requests in flight get to finish when the
 // HTTP front stops (it is part of the process's stop budget).
 const ShutdownGrace = 2 * time.Second
@@ -552,12 +568,8 @@ const cutGrace = 500 * time.Millisecond
 // and the fix. `serve` listens before it starts anything else, so that such
 // an error comes at once.
 func Listen(addr string, allowRemote bool) (net.Listener, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("--http %q: want host:port, e.g. 127.0.0.1:8931: %w", addr, err)
-	}
-	if !allowRemote && !isLoopbackHost(host) {
-		return nil, fmt.Errorf("--http %q: refusing to listen on a non-loopback address; use 127.0.0.1:PORT, or pass --allow-remote if you really mean it (put TLS and authentication in front)", addr)
+	if err := CheckListenAddr(addr, allowRemote); err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	switch {

@@ -211,6 +211,13 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		// as soon as it started, "successfully", and was not restarted.
 		return usageError{errors.New("nothing to serve: stdin is /dev/null (a service, `docker run` without -i, nohup), so no MCP client speaks on stdio, and no HTTP address is given: pass --http 127.0.0.1:8931 (or set toolgate.http.addr in the config) to serve HTTP, or let an MCP client start the gateway")}
 	}
+	// A mistyped --http, or a non-loopback one without --allow-remote, is
+	// the command line's mistake: exit status 2, before anything starts.
+	if f.http != "" && !addrFromConfig {
+		if err := gateway.CheckListenAddr(f.http, f.allowRemote); err != nil {
+			return usageError{err}
+		}
+	}
 	// Keys before the address: a non-loopback address without keys is
 	// refused before it is bound.
 	sec, err := g.checkKeys(cfg, f, log)

@@ -58,6 +58,13 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"servers", "restart", "one", "-c", cfg, "-c", cfg}, "toolgate servers restart reads one config file"},
 		{[]string{"eval", "--tools", cfg, "--queries", cfg, "--exact-names"}, "--queries and --exact-names exclude each other"},
 		{[]string{"search", " "}, "search needs a query, e.g. toolgate search list files in a directory"},
+		// NAME left out: the command's first word was taken for it, and
+		// the error said to give the command.
+		{[]string{"servers", "add", "-c", cfg, "--", "node", "server.js"}, "servers add needs the server's NAME before its command: toolgate servers add NAME --config FILE -- COMMAND"},
+		{[]string{"servers", "add", "-c", cfg}, "servers add needs the server's NAME"},
+		// A mistyped --http exited 1, as a failed start does.
+		{[]string{"serve", "-c", cfg, "--http", "8931"}, `--http "8931": want host:port, e.g. 127.0.0.1:8931`},
+		{[]string{"serve", "-c", cfg, "--http", "0.0.0.0:8931"}, "pass --allow-remote if you really mean it (it also needs API keys"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			cmd := toolgateCmd(t, dataDir, tc.args...)

@@ -109,8 +109,8 @@ func runKeysCreate(g *globals, w, errw io.Writer, f keysCreateFlags, now time.Ti
 		return err
 	}
 	if p := f.spec.Profile; p != "" && cfg != nil {
-		if _, ok := cfg.Toolgate.Profiles[p]; !ok {
-			return usageError{fmt.Errorf("--profile %q: %s has no such profile in toolgate.profiles (profiles: %s)", p, f.config, strings.Join(slices.Sorted(maps.Keys(cfg.Toolgate.Profiles)), ", "))}
+		if err := checkProfile(cfg, p, f.config); err != nil {
+			return err
 		}
 	}
 	secret, e, err := keys.New(f.spec, now)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -126,8 +125,8 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 		if cfg == nil {
 			return usageError{fmt.Errorf("--profile %q needs the config that defines it: add --config FILE (or set $TOOLGATE_CONFIG)", f.profile)}
 		}
-		if _, ok := cfg.Toolgate.Profiles[f.profile]; !ok {
-			return usageError{fmt.Errorf("--profile %q: there is no such profile in toolgate.profiles (profiles: %s)", f.profile, strings.Join(slices.Sorted(maps.Keys(cfg.Toolgate.Profiles)), ", "))}
+		if err := checkProfile(cfg, f.profile, "the config"); err != nil {
+			return err
 		}
 	}
 	mode := search.Mode(settings.Mode)

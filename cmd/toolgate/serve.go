@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -149,8 +147,8 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 			"fix", addServerFix(f.lastConfig()))
 	}
 	if f.profile != "" {
-		if _, ok := cfg.Toolgate.Profiles[f.profile]; !ok {
-			return usageError{fmt.Errorf("--profile %q: there is no such profile in toolgate.profiles (profiles: %s)", f.profile, strings.Join(slices.Sorted(maps.Keys(cfg.Toolgate.Profiles)), ", "))}
+		if err := checkProfile(cfg, f.profile, "the config"); err != nil {
+			return err
 		}
 	}
 	start := time.Now()

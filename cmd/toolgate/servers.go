@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -326,6 +327,20 @@ func serversAddLine(file string) string {
 func addServerFix(file string) string {
 	return `add one to "mcpServers" in ` + file + ` (the gateway applies the saved file), with ` + serversAddLine(file) +
 		`, or from an MCP client with toolgate__add_server (once the config says "toolgate": {"management": {"allowConfigChanges": true}})`
+}
+
+// checkProfile is nil when cfg's toolgate.profiles has name, else the usage
+// error of --profile (serve, search, keys create): the profiles there are,
+// or, when cfg defines none, where a profile is defined (it read
+// "profiles: " and nothing). where names the config ("the config", a file).
+func checkProfile(cfg *config.File, name, where string) error {
+	if _, ok := cfg.Toolgate.Profiles[name]; ok {
+		return nil
+	}
+	if len(cfg.Toolgate.Profiles) == 0 {
+		return usageError{fmt.Errorf(`--profile %q: %s defines no profiles: add one to it, "toolgate": {"profiles": {%q: {"servers": ["…"]}}} (README: Profiles), or leave --profile out`, name, where, name)}
+	}
+	return usageError{fmt.Errorf("--profile %q: %s has no such profile in toolgate.profiles (profiles: %s)", name, where, strings.Join(slices.Sorted(maps.Keys(cfg.Toolgate.Profiles)), ", "))}
 }
 
 // noServersNote is what the console's backends table says when no server

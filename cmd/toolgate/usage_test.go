@@ -65,6 +65,10 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		// A mistyped --http exited 1, as a failed start does.
 		{[]string{"serve", "-c", cfg, "--http", "8931"}, `--http "8931": want host:port, e.g. 127.0.0.1:8931`},
 		{[]string{"serve", "-c", cfg, "--http", "0.0.0.0:8931"}, "pass --allow-remote if you really mean it (it also needs API keys"},
+		// A config without profiles said "(profiles: )".
+		{[]string{"search", "-c", cfg, "--profile", "dev", "read file"}, `--profile "dev": the config defines no profiles: add one to it, "toolgate": {"profiles": {"dev": `},
+		{[]string{"serve", "-c", cfg, "--profile", "dev"}, `--profile "dev": the config defines no profiles`},
+		{[]string{"keys", "create", "--name", "k", "-c", cfg, "--profile", "dev"}, `--profile "dev": ` + cfg + ` defines no profiles`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			cmd := toolgateCmd(t, dataDir, tc.args...)

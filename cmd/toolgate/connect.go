@@ -169,6 +169,11 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, frontTa
 		return "", front, usageError{err}
 	}
 	if served := servedConfigs(ctx, u, local, front); want != "" && len(served) > 0 && !slices.Contains(served, want) {
+		if f.addr != "" {
+			// The address was given: "pass --addr" was no fix.
+			return "", front, usageError{fmt.Errorf("the gateway at %s (--addr) serves another config (%s), not %s: point --addr at the gateway serving %s, or leave --config out to use this one",
+				u.Host, strings.Join(served, " + "), want, f.config)}
+		}
 		return "", front, usageError{fmt.Errorf("the gateway at %s serves another config (%s), not %s: give %s a port of its own (toolgate.http.addr), or pass --addr",
 			u.Host, strings.Join(served, " + "), want, f.config)}
 	}

@@ -138,7 +138,7 @@ func TestConnect(t *testing.T) {
 	// gateway (one left running for `make run`, say).
 	otherCfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)
 	if _, stderr, err := runToolgate(t, data, "connect", "--config", otherCfg, "--addr", addr); err == nil || !strings.Contains(stderr, "serves another config ("+cfg+")") ||
-		!strings.Contains(stderr, "a port of its own") {
+		!strings.Contains(stderr, "point --addr at the gateway serving") {
 		t.Errorf("connect --config of another config to this gateway: %v\n%s", err, stderr)
 	}
 
@@ -181,6 +181,39 @@ func TestBridgeURL(t *testing.T) {
 			t.Errorf("%+v: %q, %v; want a usage error saying %q", tc.f, got, err, tc.err)
 		case tc.err == "" && (err != nil || got != tc.want):
 			t.Errorf("%+v: %q, %v; want %q", tc.f, got, err, tc.want)
+		}
+	}
+}
+
+// TestBridgeURLAnotherConfig: with --config, a gateway of another config is
+// refused, and the fix fits how it was found: at the config's own address,
+// give the config a port or pass --addr; at an --addr given, point --addr
+// elsewhere or leave --config out (it said "or pass --addr" there too).
+func TestBridgeURLAnotherConfig(t *testing.T) {
+	other := "/elsewhere/toolgate.json"
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/status" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintf(w, `{"process": {"pid": 4242, "transport": "http", "config": [%q]}}`, other)
+	}))
+	defer gw.Close()
+	addr := strings.TrimPrefix(gw.URL, "http://")
+	g := &globals{dataDir: t.TempDir()}
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	writeRaw(t, cfg, []byte(`{"mcpServers": {"a": {"command": "a"}}, "toolgate": {"http": {"addr": "`+addr+`"}}}`), false)
+	for _, tc := range []struct {
+		f            connectFlags
+		want, unwant string
+	}{
+		{connectFlags{config: cfg}, "give " + cfg + " a port of its own (toolgate.http.addr), or pass --addr", ""},
+		{connectFlags{config: cfg, addr: addr}, "(--addr) serves another config (" + other + "), not " + cfg + ": point --addr at the gateway serving " + cfg + ", or leave --config out", "pass --addr"},
+	} {
+		_, _, err := bridgeURL(context.Background(), g, tc.f)
+		var ue usageError
+		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) || (tc.unwant != "" && strings.Contains(err.Error(), tc.unwant)) {
+			t.Errorf("%+v: %v; want a usage error saying %q", tc.f, err, tc.want)
 		}
 	}
 }

@@ -358,3 +358,38 @@ func TestCanListen(t *testing.T) {
 		t.Errorf("a free port: %v", err)
 	}
 }
+
+// TestRestartOnlySettingsListed holds serve's help and the README's
+// "Changing the config while running" to the settings a reload leaves for
+// the next start (live.RestartOnlySettings): serve's help left out learn.
+func TestRestartOnlySettingsListed(t *testing.T) {
+	var want []string
+	for _, s := range live.RestartOnlySettings() {
+		want = append(want, strings.TrimPrefix(s, "toolgate."))
+	}
+	slices.Sort(want)
+	listed := func(text, after, before string) []string {
+		text = strings.Join(strings.Fields(text), " ")
+		_, rest, ok := strings.Cut(text, after)
+		list, _, ok2 := strings.Cut(rest, before)
+		if !ok || !ok2 {
+			t.Fatalf("no list after %q in:\n%s", after, text)
+		}
+		var names []string
+		for _, n := range strings.Split(list, ",") {
+			names = append(names, strings.Trim(strings.TrimSpace(n), "`"))
+		}
+		slices.Sort(names)
+		return names
+	}
+	if got := listed(newServeCmd(&globals{}).Long, `the other settings outside "mcpServers" (`, ")"); !slices.Equal(got, want) {
+		t.Errorf("serve --help lists %v as taking effect on the next start, want %v", got, want)
+	}
+	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(string(readme), "Settings outside `mcpServers` that cannot change at run time (", ")"); !slices.Equal(got, want) {
+		t.Errorf("README lists %v as taking effect on restart, want %v", got, want)
+	}
+}

@@ -84,8 +84,8 @@ added ones start, changed ones restart, the others keep running. A config
 that does not parse is logged and changes nothing. Timeouts, profiles,
 management and search (mode unless --mode is given, weights, minConfidence,
 stepWeight, limits) apply at once; the other settings outside "mcpServers"
-(http, telemetry, dataDir, embed, restart, maxConcurrentConnects, keysFile,
-security, audit, limits) take effect on the next start.`,
+(http, telemetry, dataDir, embed, learn, restart, maxConcurrentConnects,
+keysFile, security, audit, limits) take effect on the next start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), g, f)

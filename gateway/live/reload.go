@@ -302,6 +302,21 @@ func settingsTable(old, cur config.Settings, hot []string) []setting {
 	}
 }
 
+// RestartOnlySettings names the settings of the toolgate section that a
+// reload of serve's gateway (Options.SearchFrom set: toolgate.search applies
+// at once) does not apply ("toolgate.embed", …), as lastReload.restartOnly
+// names them: serve's help and the README list them (a test holds both to
+// this).
+func RestartOnlySettings() []string {
+	var names []string
+	for _, s := range settingsTable(config.Settings{}, config.Settings{}, []string{"toolgate.search"}) {
+		if !s.atOnce {
+			names = append(names, s.name)
+		}
+	}
+	return names
+}
+
 // same reports whether two settings are equal, an empty map as none.
 func same(a, b any) bool {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)

@@ -91,7 +91,7 @@ headers" (it has its credentials in "headers"), "logged in" (with when the acces
 token expires, whether it can be refreshed, and the scopes) or "needs login" (with
 why and the command to run). A server without a stored login is asked once,
 without a token, whether it wants one.
-Exit status: 0, or 3 when some server needs a login.`,
+Exit status: 0, or 3 when some server needs a login or could not be asked.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAuthStatus(cmd.Context(), g, cmd.OutOrStdout(), f)

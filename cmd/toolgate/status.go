@@ -78,8 +78,10 @@ is its user's only): put it in $` + envKey + ` (not on the command line, where
 other users of the machine could read it).
 Exit status: 0 when every backend is up or idle (lazy, not started yet)
 and the data folder takes writes, 3 when a gateway answers but some
-backend is down or still connecting, or the data folder cannot take writes,
-1 when no gateway answers.`,
+backend is down or still connecting, the data folder cannot take writes
+(or a store of it fails), search runs BM25 only although its configured
+mode needs the model, or it cannot read its API keys; 1 when no gateway
+answers.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.dataDir = func(cfg *config.File) string {

@@ -408,7 +408,11 @@ func (c *Console) mayServer(caller *policy.Caller, server string, a action) (int
 		return 0, ""
 	}
 	ok, why := c.o.Policy.MayManage(caller, c.o.Catalog, server)
-	known := slices.ContainsFunc(c.o.Backends.Status(), func(st backend.Status) bool { return st.Name == server }) ||
+	// The built-in server is in no pool: known all the same, so that the
+	// switch says why it cannot be disabled (409), as for a caller that
+	// manages all, rather than that there is no such server (404).
+	known := server == config.BuiltinServer ||
+		slices.ContainsFunc(c.o.Backends.Status(), func(st backend.Status) bool { return st.Name == server }) ||
 		c.o.Policy.Disabled().Has(server)
 	if ok && known {
 		return 0, ""

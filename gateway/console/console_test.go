@@ -660,6 +660,12 @@ func TestDisableEnable(t *testing.T) {
 	if code, body := post("tg_admin", "disable", "toolgate"); code != 409 || !strings.Contains(body, "built into the gateway") {
 		t.Errorf("disable the built-in server: %d %s, want 409", code, body)
 	}
+	// A caller that does not manage all (the front without keys, a key
+	// that sees the built-in server's tools) got 404 "there is no server
+	// named \"toolgate\"".
+	if code, body := post("tg_kg", "disable", "toolgate"); code != 409 || !strings.Contains(body, "built into the gateway") {
+		t.Errorf("disable the built-in server with a key of kg and toolgate: %d %s, want 409", code, body)
+	}
 
 	var got []string
 	for _, r := range log.Records() {
@@ -669,6 +675,7 @@ func TestDisableEnable(t *testing.T) {
 		"low toolgate__disable_server denied ", "kg toolgate__enable_server denied ", "kg toolgate__disable_server denied ",
 		"admin toolgate__disable_server allowed ok", "kg toolgate__enable_server allowed ok",
 		"admin toolgate__disable_server allowed isError", "admin toolgate__disable_server allowed isError",
+		"kg toolgate__disable_server allowed isError",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("audit records\n%q\nwant\n%q", got, want)

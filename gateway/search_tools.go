@@ -204,18 +204,7 @@ func (g *Gateway) parseSearchArgs(c *policy.Caller, raw json.RawMessage) (search
 	// ("github__", as IDs start), or in other case ("GitHub" for github)
 	// is that server when only one is.
 	if a.Server != "" && !g.hasServer(c, a.Server) {
-		a.Server = strings.TrimSuffix(strings.TrimSpace(a.Server), catalog.Sep)
-	}
-	if a.Server != "" && !g.hasServer(c, a.Server) {
-		var same []string
-		for _, s := range g.servers(c) {
-			if strings.EqualFold(s, a.Server) {
-				same = append(same, s)
-			}
-		}
-		if len(same) == 1 {
-			a.Server = same[0]
-		}
+		a.Server = catalog.ResolveServer(a.Server, g.servers(c))
 	}
 	// A server that is down and never listed its tools exists: the search
 	// finds none of them and says why (downServers).

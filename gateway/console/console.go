@@ -688,6 +688,16 @@ func (c *Console) serveSearch(w http.ResponseWriter, r *http.Request, caller *po
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	if q.Server != "" {
+		// As search_tools reads "server" (" Memory ", "memory__"); one the
+		// caller has no tool of answered noMatch, as if no tool fitted.
+		servers := catalogServers(c.catalog(caller))
+		if q.Server = catalog.ResolveServer(q.Server, servers); !slices.Contains(servers, q.Server) {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("server %q: no tool of it is in the catalog (servers: %s): leave server out to search them all",
+				oneline.Echo(q.Server), strings.Join(servers, ", ")))
+			return
+		}
+	}
 	a, err := c.search(r.Context(), caller, q)
 	switch {
 	case errors.Is(err, search.ErrEmptyQuery):
@@ -697,6 +707,19 @@ func (c *Console) serveSearch(w http.ResponseWriter, r *http.Request, caller *po
 	default:
 		writeJSON(w, http.StatusOK, a)
 	}
+}
+
+// catalogServers is the servers with tools in cat, sorted.
+func catalogServers(cat Catalog) []string {
+	servers, seen := []string{}, map[string]bool{}
+	for _, id := range cat.IDs() {
+		if s, _, err := catalog.SplitID(id); err == nil && !seen[s] {
+			seen[s] = true
+			servers = append(servers, s)
+		}
+	}
+	slices.Sort(servers)
+	return servers
 }
 
 // CatalogAnswer lists the catalog's tools that match a filter.
@@ -724,14 +747,11 @@ func (c *Console) serveCatalog(w http.ResponseWriter, r *http.Request, caller *p
 	cat := c.catalog(caller)
 	ids := cat.IDs()
 	slices.Sort(ids)
-	a := CatalogAnswer{Total: len(ids), Tools: []CatalogTool{}, Servers: []string{}}
+	a := CatalogAnswer{Total: len(ids), Tools: []CatalogTool{}, Servers: catalogServers(cat)}
 	for _, id := range ids {
 		t, ok := cat.Tool(id)
 		if !ok {
 			continue
-		}
-		if !slices.Contains(a.Servers, t.Server) { // ids are sorted: one server's tools are together
-			a.Servers = append(a.Servers, t.Server)
 		}
 		if server != "" && t.Server != server {
 			continue

@@ -321,6 +321,16 @@ func TestAPI(t *testing.T) {
 	for _, bad := range []string{"/ui/api/search?q=", "/ui/api/search?q=x&mode=dense", "/ui/api/search?q=x&limit=99"} {
 		get(bad, 400, nil)
 	}
+	// server as search_tools reads it; one of no tool is said so, with the
+	// servers (it answered noMatch, as if no tool fitted).
+	get("/ui/api/search?q=create&server=%20Memory%20", 200, &ans)
+	if len(ans.Tools) != 1 {
+		t.Errorf("search of server %q: %+v", " Memory ", ans)
+	}
+	if resp, body := e.do(t, "GET", "/ui/api/search?q=create&server=memroy", ""); resp.StatusCode != 400 ||
+		!strings.Contains(body, `server \"memroy\": no tool of it is in the catalog (servers: filesystem, memory): leave server out`) {
+		t.Errorf("search of an unknown server: %d %s, want 400 naming the servers", resp.StatusCode, body)
+	}
 	if resp, _ := e.do(t, "GET", "/ui/api/state", ""); len(resp.Cookies()) != 0 {
 		t.Errorf("a JSON endpoint started a session: %v (only the page should)", resp.Cookies())
 	}
@@ -516,6 +526,9 @@ func TestKeyScope(t *testing.T) {
 	}
 	var ans SearchAnswer
 	get("tg_low", "/ui/api/search?q=file", &ans)
+	if resp, body := e.do(t, "GET", "/ui/api/search?q=file&server=filesystem", "", "Authorization", "Bearer tg_low"); resp.StatusCode != 400 || !strings.Contains(body, "(servers: memory)") {
+		t.Errorf("the scoped key's search of a server outside its scope: %d %s, want 400 naming only its servers", resp.StatusCode, body)
+	}
 	for _, h := range ans.Tools {
 		if h.Server != "memory" {
 			t.Errorf("the scoped key's search found %s, outside its scope", h.Name)

@@ -11,6 +11,7 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -50,6 +51,30 @@ func SplitID(id string) (server, tool string, err error) {
 		return "", "", fmt.Errorf("tool name %q is not namespaced: want server%stool (use a name returned by search_tools)", oneline.Echo(id), Sep)
 	}
 	return server, tool, nil
+}
+
+// ResolveServer is the server of servers that name means when it is none
+// of them as written: with space around it, with the separator after it
+// ("github__", as IDs start), or in another case ("GitHub" for github) when
+// only one server is named so. Otherwise name, as written.
+func ResolveServer(name string, servers []string) string {
+	if slices.Contains(servers, name) {
+		return name
+	}
+	name = strings.TrimSuffix(strings.TrimSpace(name), Sep)
+	if slices.Contains(servers, name) {
+		return name
+	}
+	var same []string
+	for _, s := range servers {
+		if strings.EqualFold(s, name) {
+			same = append(same, s)
+		}
+	}
+	if len(same) == 1 {
+		return same[0]
+	}
+	return name
 }
 
 // SortByID sorts tools by ID without building the IDs (building them

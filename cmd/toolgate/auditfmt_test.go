@@ -109,7 +109,7 @@ func TestAuditTailFilters(t *testing.T) {
 		{auditTailFlags{since: "1h", until: "2h"}, "--since 1h is not before --until 2h: no record can be in that span"},
 		{auditTailFlags{decisions: []string{"refused"}}, `--decision "refused": want one of allowed, denied, rate-limited, quarantined`},
 		{auditTailFlags{outcomes: []string{"error"}}, `--outcome "error": want one of ok, isError, timeout, down`},
-		{auditTailFlags{since: "yesterday"}, "--since yesterday: want a duration like 90m, 12h, 30d, 2w or 1y, or a date like 2026-12-31"},
+		{auditTailFlags{since: "yesterday"}, "--since yesterday: want a duration like 90m, 12h, 30d, 2w or 1y, a date like 2026-12-31, or an RFC 3339 time like 2026-12-31T18:00:00Z"},
 		{auditTailFlags{until: "2026-02-30"}, "--until 2026-02-30: not a date: day out of range"},
 	} {
 		_, _, err := tail(tc.f)

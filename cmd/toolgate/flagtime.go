@@ -52,7 +52,7 @@ func flagTime(s string, now time.Time, ahead bool, loc *time.Location) (time.Tim
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
-		return time.Time{}, errors.New("want a duration like 90m, 12h, 30d, 2w or 1y, or a date like 2026-12-31")
+		return time.Time{}, errors.New("want a duration like 90m, 12h, 30d, 2w or 1y, a date like 2026-12-31, or an RFC 3339 time like 2026-12-31T18:00:00Z")
 	}
 	return now.Add(time.Duration(sign) * d), nil
 }

@@ -204,6 +204,18 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		}
 	}
 
+	// A log that shares queries with qs is refused before the model loads
+	// and the index is built, which take seconds.
+	var usage search.Usage
+	if f.learnFrom != "" {
+		store, err := learnFromLog(f.learnFrom, qs, tools)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		usage = store
+	}
+
 	// The embedder is needed by every mode but bm25. Without it bm25 still
 	// runs and each other mode reports why it could not.
 	var emb index.Embedder
@@ -237,15 +249,6 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 			return err
 		}
 		log.Info("queries embedded", "queries", len(qs), "took", time.Since(start).Round(time.Millisecond))
-	}
-	var usage search.Usage
-	if f.learnFrom != "" {
-		store, err := learnFromLog(f.learnFrom, qs, tools)
-		if err != nil {
-			return err
-		}
-		defer store.Close()
-		usage = store
 	}
 	eng := search.New(ix, emb, &search.Options{Candidates: f.candidates, KeywordNorm: kn, VectorNorm: vn, MinConfidence: searchAt, StepWeight: f.stepWeight, Usage: usage, Logger: log})
 	defer eng.Close()

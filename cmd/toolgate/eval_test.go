@@ -142,6 +142,21 @@ func TestEvalWithoutEmbedder(t *testing.T) {
 	}
 }
 
+// TestEvalLearnFromCheckedFirst: a --learn-from log that shares queries
+// with --queries is refused before the model loads and the index is built
+// (about 7 s at metatool's 199 tools on 2 cores, spent for nothing): here,
+// with no ONNX Runtime, it is the refusal rather than the missing model.
+func TestEvalLearnFromCheckedFirst(t *testing.T) {
+	tp, qp := writeBench(t, false)
+	g := evalGlobals(t)
+	g.embedFlags.ORTLib = filepath.Join(t.TempDir(), "libonnxruntime.so.1")
+	err := runEval(context.Background(), g, &evalFlags{tools: tp, queries: qp, learnFrom: qp, mode: "hybrid"}, &bytes.Buffer{})
+	var ue usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--learn-from "+qp+" shares 3 queries with --queries") {
+		t.Errorf("err = %v, want the usage error of the shared queries, before the model is needed", err)
+	}
+}
+
 func TestEvalErrors(t *testing.T) {
 	tp, qp := writeBench(t, false)
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")

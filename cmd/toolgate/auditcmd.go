@@ -235,8 +235,13 @@ func formatRecord(r audit.Record) string {
 	if r.Tool != "" {
 		parts = append(parts, safeText(r.Tool))
 	}
-	if r.Route != "" {
+	switch {
+	case r.Route != "" && r.Status != 0:
 		parts = append(parts, fmt.Sprintf("%s→%d", safeText(r.Route), r.Status))
+	case r.Route != "":
+		// A record with no status (the console's buttons wrote none):
+		// not "→0", which no answer was.
+		parts = append(parts, safeText(r.Route))
 	}
 	parts = append(parts, safeText(r.Decision))
 	if r.Outcome != "" {

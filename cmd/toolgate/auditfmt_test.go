@@ -36,6 +36,24 @@ func TestFormatRecordEscapes(t *testing.T) {
 	}
 }
 
+// TestFormatRecordRoute: a record's route is printed with the status it
+// was answered, and alone when the record has none (the console's buttons
+// wrote none before: "POST /ui/api/restart→0").
+func TestFormatRecordRoute(t *testing.T) {
+	for _, tc := range []struct {
+		status     int
+		want, nope string
+	}{
+		{409, "  POST /ui/api/disable→409  allowed", ""},
+		{0, "  POST /ui/api/disable  allowed", "→0"},
+	} {
+		line := formatRecord(audit.Record{Time: time.Unix(0, 0), Action: "toolgate__disable_server", Route: "POST /ui/api/disable", Status: tc.status, Decision: "allowed", Outcome: "isError"})
+		if !strings.Contains(line, tc.want) || (tc.nope != "" && strings.Contains(line, tc.nope)) {
+			t.Errorf("status %d: %q, want %q", tc.status, line, tc.want)
+		}
+	}
+}
+
 // TestAuditTailFilters: --since, --until, --decision and --outcome narrow
 // `audit tail` to what an operator looks into ("what was refused in the
 // last hour"), add up with each other, and print every record of a span

@@ -804,7 +804,9 @@ func (c *Console) serveAction(a action, act func(ctx context.Context, server str
 			return
 		}
 		code, out, err := act(r.Context(), body.Server)
-		rec.Decision, rec.Outcome = audit.Allowed, audit.OK
+		// The answer's status, as the refused presses record theirs (it
+		// was left 0: `audit tail` printed "POST /ui/api/restart→0").
+		rec.Decision, rec.Outcome, rec.Status = audit.Allowed, audit.OK, code
 		if err != nil {
 			rec.Outcome, rec.Reason = audit.IsError, err.Error()
 		}

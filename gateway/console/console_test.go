@@ -682,13 +682,14 @@ func TestDisableEnable(t *testing.T) {
 
 	var got []string
 	for _, r := range log.Records() {
-		got = append(got, r.Key+" "+r.Action+" "+r.Decision+" "+r.Outcome)
+		got = append(got, fmt.Sprintf("%s %s %s %s %d", r.Key, r.Action, r.Decision, r.Outcome, r.Status))
 	}
+	// Each with the status it was answered (the presses acted on had 0).
 	want := []string{
-		"low toolgate__disable_server denied ", "kg toolgate__enable_server denied ", "kg toolgate__disable_server denied ",
-		"admin toolgate__disable_server allowed ok", "kg toolgate__enable_server allowed ok",
-		"admin toolgate__disable_server allowed isError", "admin toolgate__disable_server allowed isError",
-		"kg toolgate__disable_server allowed isError",
+		"low toolgate__disable_server denied  403", "kg toolgate__enable_server denied  404", "kg toolgate__disable_server denied  403",
+		"admin toolgate__disable_server allowed ok 200", "kg toolgate__enable_server allowed ok 200",
+		"admin toolgate__disable_server allowed isError 404", "admin toolgate__disable_server allowed isError 409",
+		"kg toolgate__disable_server allowed isError 409",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("audit records\n%q\nwant\n%q", got, want)

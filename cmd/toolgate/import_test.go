@@ -283,6 +283,7 @@ func TestServersCommands(t *testing.T) {
 		{[]string{"servers", "add", "x", "--config", path, "--", "sh ./server.sh --port 3"}, `servers add x: "sh ./server.sh --port 3" is one argument holding a whole command line: give the program and its arguments as separate words after --, unquoted: toolgate servers add x --config ` + path + ` -- sh ./server.sh --port 3`},
 		{[]string{"servers", "remove", "nope", "--config", path}, `no server named "nope"`},
 		{[]string{"servers", "disable", "toolgate"}, "built into the gateway"},
+		{[]string{"servers", "enable", "toolgate"}, `server "toolgate" is built into the gateway and always enabled`},
 		{[]string{"servers", "enable", "nope", "--config", path}, `no server named "nope"`},
 		{[]string{"servers", "restart", "toolgate"}, "built into the gateway"},
 		{[]string{"servers", "restart", "nope", "--config", path}, `no server named "nope"`},

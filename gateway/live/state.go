@@ -157,7 +157,9 @@ func (st State) WithRestart(server string) State {
 // itself marks "disabled" is changed there), and never the built-in one.
 func CheckDisable(cfg *config.File, server string) error {
 	if server == config.BuiltinServer {
-		return fmt.Errorf("server %q is built into the gateway and cannot be disabled: its tools are how servers are enabled again", server)
+		// Said to `enable` too: "cannot be disabled" alone read as a
+		// refusal to enable it.
+		return fmt.Errorf("server %q is built into the gateway and always enabled: it cannot be disabled, as its tools are how servers are enabled again", server)
 	}
 	s, err := configured(cfg, server)
 	if err == nil && s.Disabled {

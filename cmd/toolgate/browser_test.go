@@ -229,6 +229,19 @@ func newBrowser(t *testing.T, chromium string) (ctx context.Context, do func(wha
 	return ctx, do, eval
 }
 
+// poller returns poll, which waits (2 minutes at most) until the
+// JavaScript expression cond holds in the page of ctx, else fails the test
+// waiting for what.
+func poller(t *testing.T, ctx context.Context) func(what, cond string) {
+	return func(what, cond string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](cond,
+			chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute))); err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+	}
+}
+
 // navLinks are the section links the page shows, each with whether the
 // section it leads to shows.
 const navLinks = `[...document.querySelectorAll("header nav a")].filter((a) => a.checkVisibility()).map((a) => [a.hash, document.querySelector(a.hash).checkVisibility()])`
@@ -360,6 +373,64 @@ func TestConsoleNoServersInBrowser(t *testing.T) {
 	}
 }
 
+// TestConsoleSearchServerInBrowser: the playground's server field offers
+// the servers the key may see (alpha and beta, not gamma nor the built-in
+// toolgate), a deep link's server (/ui/?q=…&server=beta) is chosen in it
+// and limits its search, and a search from the form limits itself to the
+// server chosen and puts it in its deep link (none for all).
+func TestConsoleSearchServerInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	data := t.TempDir()
+	key := createKey(t, data, "--name", "ops", "--allow", "alpha__*", "--allow", "beta__*")
+	cfg := fakeConfig(t, map[string]string{"alpha": backendtest.ModeNormal, "beta": backendtest.ModeNormal, "gamma": backendtest.ModeNormal}, nil)
+	addr, _ := startGateway(t, data, cfg, noModelFlags(t)...)
+	ctx, do, eval := newBrowser(t, chromium)
+	poll := poller(t, ctx)
+	const serverOptions = `[...document.querySelectorAll("#server option")].map((o) => o.value)`
+	do("log in", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#login-key`),
+		chromedp.SendKeys(`#login-key`, key), chromedp.Click(`#login-form button[type=submit]`),
+		chromedp.WaitVisible(`#backend-rows tr[data-server="alpha"]`)) // the page loaded again, with a session
+	poll("the playground to offer the key's servers", serverOptions+`.length === 3`)
+	var options []string
+	eval("the server field", serverOptions, &options)
+	if fmt.Sprint(options) != "[ alpha beta]" {
+		t.Errorf("the playground's servers %q, want all, alpha and beta", options)
+	}
+
+	// found is the server field's value, the servers of the tools found
+	// and the page's address.
+	found := func(what string) (server string, servers []string, url string) {
+		t.Helper()
+		var got struct {
+			Server  string
+			Servers []string
+			URL     string
+		}
+		eval(what, `({server: document.querySelector("#server").value, url: location.search,
+			servers: [...new Set([...document.querySelectorAll("#search-rows tr[data-tool]")].map((r) => r.dataset.tool.split("__")[0]))].sort()})`, &got)
+		return got.Server, got.Servers, got.URL
+	}
+	do("load a deep link to beta", chromedp.Navigate("http://"+addr+"/ui/?q=echo+the+given+text&server=beta"),
+		chromedp.WaitVisible(`#search-rows tr[data-tool]`))
+	poll("the catalog's servers", serverOptions+`.length === 3`)
+	if server, servers, _ := found("the deep link's search"); server != "beta" || fmt.Sprint(servers) != "[beta]" {
+		t.Errorf("the deep link with server=beta: the server field %q, tools of %v; want beta and beta's only", server, servers)
+	}
+	search := func(what, server string) {
+		t.Helper()
+		do(what, chromedp.Evaluate[chromedp.Void](`document.querySelector("#search-rows").replaceChildren(); document.querySelector("#server").value = "`+server+`"`),
+			chromedp.Click(`#search-form button[type=submit]`), chromedp.WaitVisible(`#search-rows tr[data-tool]`))
+	}
+	search("search alpha from the form", "alpha")
+	if server, servers, url := found("alpha's search"); server != "alpha" || fmt.Sprint(servers) != "[alpha]" || !strings.Contains(url, "&server=alpha") {
+		t.Errorf("a search of alpha: the server field %q, tools of %v, deep link %q; want alpha, alpha's only, &server=alpha", server, servers, url)
+	}
+	search("search every server", "")
+	if server, servers, url := found("the search of all"); server != "" || fmt.Sprint(servers) != "[alpha beta]" || strings.Contains(url, "server=") {
+		t.Errorf("a search of all: the server field %q, tools of %v, deep link %q; want all, alpha's and beta's, no server", server, servers, url)
+	}
+}
+
 // TestConsoleOperatorInBrowser is the console an operator keeps open all
 // day, in a phone-sized window: quarantined tools are named under the
 // backends, as toolgate status names them; the page never scrolls sideways (a tool
@@ -386,13 +457,7 @@ func TestConsoleOperatorInBrowser(t *testing.T) {
 	addr, _, stop := startGatewayStop(t, data, cfg, noModel...)
 	base := "http://" + addr
 	ctx, do, eval := newBrowser(t, chromium)
-	poll := func(what, cond string) {
-		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](cond,
-			chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute))); err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-	}
+	poll := poller(t, ctx)
 
 	// A tool whose name is one long word.
 	long := strings.Repeat("abcdefghij", 12)

@@ -95,7 +95,8 @@ func (fr *front) serve(ctx context.Context) error {
 	})
 	// search_tools' description names the servers behind the gateway, and
 	// its limits are toolgate.search's as last reloaded. The calls of
-	// tools that left the catalog lose their series.
+	// tools that left the catalog, and of servers that left the config,
+	// lose their series.
 	fr.lv.OnChange(func() {
 		s := fr.lv.Config().Toolgate.Search
 		gw.SetLimits(s.DefaultLimit, s.MaxLimit)

@@ -52,8 +52,8 @@ func (g *globals) pinsPath(cfgPath string) (string, error) {
 
 type quarantinedTool struct {
 	Tool string `json:"tool"`
-	// SHA256 is the held definition's hash: `tools approve --sha256`
-	// takes it (or its start).
+	// SHA256 is the held definition's hash as shown, its hints included
+	// (Pin.Shown): `tools approve --sha256` takes it (or its start).
 	SHA256 string `json:"sha256"`
 	quarantine.Hold
 }
@@ -86,7 +86,7 @@ func runToolsQuarantined(w io.Writer, path string, asJSON bool) error {
 	out := []quarantinedTool{}
 	for id, p := range f.Tools {
 		if p.Hold != nil {
-			out = append(out, quarantinedTool{Tool: id, SHA256: p.Current, Hold: *p.Hold})
+			out = append(out, quarantinedTool{Tool: id, SHA256: p.Shown(), Hold: *p.Hold})
 		}
 	}
 	slices.SortFunc(out, func(a, b quarantinedTool) int { return strings.Compare(a.Tool, b.Tool) })
@@ -168,15 +168,15 @@ approved and the command fails.`,
 			if err != nil {
 				return err
 			}
-			p, err := quarantine.Approve(path, args[0], reviewed, time.Now())
+			approved, err := quarantine.Approve(path, args[0], reviewed, time.Now())
 			if errors.Is(err, quarantine.ErrUnknownTool) {
 				return usageError{err}
 			}
 			if err != nil {
 				return fmt.Errorf("approve %s: %w", args[0], err)
 			}
-			g.auditCommand("tools approve", args[0], "definition sha256 "+p.Pinned)
-			fmt.Fprintf(cmd.OutOrStdout(), "Approved %s (definition sha256 %s): a running gateway shows and runs it from its next request.\n", args[0], shortHash(p.Pinned))
+			g.auditCommand("tools approve", args[0], "definition sha256 "+approved)
+			fmt.Fprintf(cmd.OutOrStdout(), "Approved %s (definition sha256 %s): a running gateway shows and runs it from its next request.\n", args[0], shortHash(approved))
 			return nil
 		},
 	}

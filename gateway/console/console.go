@@ -620,7 +620,10 @@ func (c *Console) serveState(w http.ResponseWriter, r *http.Request, caller *pol
 type SearchAnswer struct {
 	Query string `json:"query"`
 	Mode  string `json:"mode"` // the mode that ranked them
-	Tools []Hit  `json:"tools"`
+	// Server is the server the search was limited to ("": every one the
+	// caller may see), as search_tools' "server" limits it.
+	Server string `json:"server,omitempty"`
+	Tools  []Hit  `json:"tools"`
 	// NoMatch: no tool reaches minConfidence (search_tools would answer
 	// "noMatch" with the closest few).
 	NoMatch bool    `json:"noMatch,omitempty"`
@@ -669,7 +672,7 @@ func (c *Console) search(ctx context.Context, caller *policy.Caller, q search.Qu
 	if err != nil {
 		return nil, err
 	}
-	a := &SearchAnswer{Query: q.Text, Mode: string(res.Mode), Tools: make([]Hit, 0, len(res.Hits)), NoMatch: res.NoMatch,
+	a := &SearchAnswer{Query: q.Text, Mode: string(res.Mode), Server: q.Server, Tools: make([]Hit, 0, len(res.Hits)), NoMatch: res.NoMatch,
 		TookMS: float64(time.Since(start).Microseconds()) / 1000}
 	for _, h := range res.Hits {
 		a.Tools = append(a.Tools, Hit{
@@ -898,6 +901,8 @@ type Page struct {
 	SearchError   string        `json:"searchError,omitempty"`
 	Query         string        `json:"query"`
 	Mode          string        `json:"mode"`
+	// Server is the playground's server: the link's, else "" (all).
+	Server string `json:"server"`
 	// Limit is the playground's number of results: the link's limit, as
 	// given (its search says when it is wrong), else the default.
 	Limit string `json:"limit"`
@@ -911,7 +916,8 @@ func (c *Console) servePage(w http.ResponseWriter, r *http.Request) {
 	if ok && ss == nil && !c.keysRequired() {
 		ss = c.sessions.create(w, r, "") // for the CSRF token of its buttons
 	}
-	p := Page{Keys: c.keysRequired(), LoginRequired: !ok, Query: r.URL.Query().Get("q"), Mode: r.URL.Query().Get("mode"), Limit: r.URL.Query().Get("limit")}
+	p := Page{Keys: c.keysRequired(), LoginRequired: !ok, Query: r.URL.Query().Get("q"), Mode: r.URL.Query().Get("mode"), Limit: r.URL.Query().Get("limit"),
+		Server: r.URL.Query().Get("server")}
 	if p.Limit == "" {
 		p.Limit = strconv.Itoa(defaultSearchLimit)
 	}

@@ -48,6 +48,9 @@ func (fakeCatalog) Search(_ context.Context, q search.Query) (search.Result, err
 	}
 	var hits []search.Hit
 	for i, t := range tools {
+		if q.Server != "" && t.Server != q.Server {
+			continue
+		}
 		if strings.Contains(strings.ToLower(t.Description), strings.Fields(strings.ToLower(q.Text))[0]) {
 			hits = append(hits, search.Hit{Tool: t, Score: 1 / float64(i+1), Keyword: 0.5, Vector: 0.25, BM25: 3, Cosine: 0.7, Confidence: 0.04})
 		}
@@ -248,6 +251,17 @@ func TestPage(t *testing.T) {
 	}
 	if p.Search == nil || p.Search.Mode != "bm25" || len(p.Search.Tools) != 1 || p.Search.Tools[0].Name != "filesystem__list_directory" || p.Search.Tools[0].BM25 != 3 {
 		t.Errorf("deep link search %+v", p.Search)
+	}
+	// A link's server limits its search, and is the playground's.
+	for query, want := range map[string]int{"?q=files&server=filesystem": 1, "?q=files&server=memory": 0} {
+		_, p, _ := e.page(t, query)
+		server := strings.TrimPrefix(query, "?q=files&server=")
+		if p.Server != server || p.Search == nil || p.Search.Server != server || len(p.Search.Tools) != want {
+			t.Errorf("GET /ui/%s: page server %q, search %+v; want %s and %d tools", query, p.Server, p.Search, server, want)
+		}
+	}
+	if _, body := e.do(t, "GET", "/ui/", ""); !strings.Contains(body, `<select id="server" name="server">`) {
+		t.Error("the playground has no server field")
 	}
 	// The results field shows the link's limit (it showed 10), else the
 	// default.

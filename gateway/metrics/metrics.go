@@ -161,45 +161,83 @@ func (m *Metrics) observeCall(c gateway.Call) {
 	}
 }
 
-// Forget deletes the toolgate_tool_calls_total series of the tools the
-// catalog (Options.Catalog) no longer holds: removed or renamed by their
-// server, or of a server removed from the config. A backend that renames
-// its tools at each listing would otherwise pile up series until the
-// process ends; a counter that goes with its object is Prometheus
-// practice. Tools of a server disabled at run time stay in the catalog,
-// and so do their series. Call it once a new catalog is served
-// (live.Loop.OnChange).
+// Forget deletes the series of calls the gateway no longer serves: those
+// of toolgate_tool_calls_total whose tool the catalog (Options.Catalog) no
+// longer holds (removed or renamed by its server), and every call series
+// (toolgate_tool_calls_total, names outside the catalog included, and
+// toolgate_tool_call_duration_seconds) of a server that left the config:
+// in neither the pool (Options.Backends) nor the catalog, and not disabled
+// at run time (Options.Loop; its tools stay in the catalog, and so do
+// their series). A backend that renames its tools at each listing, or
+// servers that come and go, would otherwise pile up series until the
+// process ends; a series that goes with its object is Prometheus practice.
+// The state read when scraped (toolgate_backend_up,
+// toolgate_backend_restarts_total …) has only the pool's servers anyway,
+// and the pool keeps a removed server's restarts for when it comes back.
+// Call it once a new catalog is served (live.Loop.OnChange).
 func (m *Metrics) Forget() {
 	if m.opts.Catalog == nil {
 		return
 	}
+	kept := map[string]bool{Unknown: true}
+	for _, id := range m.opts.Catalog.IDs() {
+		if server, _, err := catalog.SplitID(id); err == nil {
+			kept[server] = true
+		}
+	}
+	if m.opts.Backends != nil {
+		for _, s := range m.opts.Backends.Servers() {
+			kept[s] = true
+		}
+	}
+	if m.opts.Loop != nil {
+		for _, s := range m.opts.Loop.Stats().Disabled {
+			kept[s] = true // out of the pool, in the config
+		}
+	}
+	var gone []prometheus.Labels
+	for _, l := range labelsOf(m.calls, m.callDuration) {
+		switch {
+		case !kept[l["server"]]:
+			gone = append(gone, prometheus.Labels{"server": l["server"]})
+		case l["tool"] == "" || l["tool"] == Unknown:
+			// a duration series, or the names outside the catalog
+		default:
+			if _, ok := m.opts.Catalog.Tool(catalog.JoinID(l["server"], l["tool"])); !ok {
+				gone = append(gone, prometheus.Labels{"server": l["server"], "tool": l["tool"]})
+			}
+		}
+	}
+	for _, l := range gone {
+		m.calls.DeletePartialMatch(l) // every outcome
+		if _, byTool := l["tool"]; !byTool {
+			m.callDuration.DeletePartialMatch(l)
+		}
+	}
+}
+
+// labelsOf returns the labels of every series the collectors hold now.
+func labelsOf(cs ...prometheus.Collector) []map[string]string {
 	ch := make(chan prometheus.Metric)
 	go func() {
-		m.calls.Collect(ch)
+		for _, c := range cs {
+			c.Collect(ch)
+		}
 		close(ch)
 	}()
-	var gone []prometheus.Labels
+	var out []map[string]string
 	for c := range ch {
 		var d dto.Metric
 		if c.Write(&d) != nil {
 			continue
 		}
-		l := prometheus.Labels{}
+		l := map[string]string{}
 		for _, p := range d.GetLabel() {
-			if n := p.GetName(); n == "server" || n == "tool" {
-				l[n] = p.GetValue()
-			}
+			l[p.GetName()] = p.GetValue()
 		}
-		if l["tool"] == Unknown {
-			continue // the series of names outside the catalog
-		}
-		if _, ok := m.opts.Catalog.Tool(catalog.JoinID(l["server"], l["tool"])); !ok {
-			gone = append(gone, l)
-		}
+		out = append(out, l)
 	}
-	for _, l := range gone {
-		m.calls.DeletePartialMatch(l) // every outcome
-	}
+	return out
 }
 
 // HTTP decorates the HTTP front, counting requests by route and code: it is

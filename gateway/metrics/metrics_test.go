@@ -390,17 +390,17 @@ type disabledLoop struct {
 	per      map[string]int
 }
 
-func (d disabledLoop) Stats() live.Stats {
+func (d *disabledLoop) Stats() live.Stats {
 	return live.Stats{CatalogGeneration: 1, Disabled: d.disabled}
 }
-func (d disabledLoop) CatalogToolsByServer() map[string]int { return maps.Clone(d.per) }
+func (d *disabledLoop) CatalogToolsByServer() map[string]int { return maps.Clone(d.per) }
 
 // TestCatalogToolsOfDisabledServer: toolgate_catalog_tools says what the
 // loop counts (GET /status's catalogTools is their sum): 0 for a server
 // disabled at run time whose tools the index holds back (memory), and 0
 // for one disabled whose tools the index does not hold (gone).
 func TestCatalogToolsOfDisabledServer(t *testing.T) {
-	m := New(&Options{Loop: disabledLoop{disabled: []string{"gone", "memory"}, per: map[string]int{"filesystem": 1, "memory": 0}}})
+	m := New(&Options{Loop: &disabledLoop{disabled: []string{"gone", "memory"}, per: map[string]int{"filesystem": 1, "memory": 0}}})
 	want := `
 # HELP toolgate_catalog_tools Tools of the server in the catalog that search_tools ranks.
 # TYPE toolgate_catalog_tools gauge
@@ -562,5 +562,87 @@ toolgate_tool_calls_total{outcome="ok",server="memory",tool="read_graph"} 1
 `
 	if err := testutil.CollectAndCompare(m.calls, strings.NewReader(want)); err != nil {
 		t.Error(err)
+	}
+}
+
+// serversOf lists the server label values of every series the registry
+// has now, sorted, by metric.
+func serversOf(t *testing.T, m *Metrics) map[string][]string {
+	t.Helper()
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, mf := range mfs {
+		for _, s := range mf.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "server" && !slices.Contains(out[mf.GetName()], l.GetValue()) {
+					out[mf.GetName()] = append(out[mf.GetName()], l.GetValue())
+				}
+			}
+		}
+		slices.Sort(out[mf.GetName()])
+	}
+	return out
+}
+
+// TestForgetRemovedServers: a config reload that removes a server (a real
+// pool's Reconfigure) takes every series of it from /metrics at the
+// re-index (Forget): call counts, names outside the catalog included, and
+// call durations; a server disabled at run time keeps its series, and one
+// removed and added again counts its restarts on from where they were.
+func TestForgetRemovedServers(t *testing.T) {
+	var entries []config.Server
+	for _, name := range []string{"alpha", "beta", "gamma"} {
+		srv := backendtest.NewHTTPServer(t, config.TypeHTTP, "")
+		entries = append(entries, config.Server{Name: name, Type: config.TypeHTTP, URL: srv.Endpoint})
+	}
+	p := backend.New(entries, &backend.Options{ConnectTimeout: 30 * time.Second, CallTimeout: 30 * time.Second, RestartDelays: []time.Duration{}})
+	t.Cleanup(func() { p.Close() })
+	p.Start(context.Background())
+	cat := &fakeCatalog{[]catalog.Tool{{Server: "alpha", Name: "echo"}, {Server: "beta", Name: "echo"}}} // gamma's tools not indexed
+	loop := &disabledLoop{per: map[string]int{}}
+	m := New(&Options{Catalog: cat, Backends: p, Loop: loop})
+	c := m.Caller(p)
+	for _, call := range [][2]string{{"alpha", "echo"}, {"beta", "echo"}, {"beta", "made_up"}, {"gamma", "made_up"}} {
+		_, _ = c.CallTool(context.Background(), call[0], call[1], map[string]any{"text": "x"})
+	}
+	if err := p.Restart("beta"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "beta's restart counted", func() bool { v, _ := restartsOf(t, m, "beta"); return v == 1 })
+	all := []string{"alpha", "beta", "gamma"}
+	for _, name := range []string{"toolgate_tool_calls_total", "toolgate_tool_call_duration_seconds"} {
+		if got := serversOf(t, m)[name]; !slices.Equal(got, all) {
+			t.Fatalf("%s before the reload: servers %v, want %v", name, got, all)
+		}
+	}
+
+	// The reload removes beta and gamma is disabled at run time: the pool
+	// runs alpha alone, the catalog holds alpha's tools, and the re-index
+	// calls Forget.
+	p.Reconfigure(context.Background(), entries[:1])
+	cat.tools = cat.tools[:1]
+	loop.disabled = []string{"gamma"}
+	m.Forget()
+	for name, servers := range serversOf(t, m) {
+		if slices.Contains(servers, "beta") {
+			t.Errorf("%s keeps the removed server's series: servers %v", name, servers)
+		}
+	}
+	for _, name := range []string{"toolgate_tool_calls_total", "toolgate_tool_call_duration_seconds"} {
+		if got := serversOf(t, m)[name]; !slices.Equal(got, []string{"alpha", "gamma"}) {
+			t.Errorf("%s after the reload: servers %v, want alpha and the disabled gamma", name, got)
+		}
+	}
+
+	// beta comes back: its restarts count on, its calls from none.
+	p.Reconfigure(context.Background(), entries[:2])
+	if v, ok := restartsOf(t, m, "beta"); !ok || v != 1 {
+		t.Errorf("beta added again: toolgate_backend_restarts_total %v (series: %v), want the 1 it had", v, ok)
+	}
+	if got := serversOf(t, m)["toolgate_tool_calls_total"]; slices.Contains(got, "beta") {
+		t.Errorf("beta added again has call series before any call: %v", got)
 	}
 }

@@ -85,6 +85,21 @@ type Pin struct {
 	Hints *Hints `json:"hints,omitempty"`
 }
 
+// Shown is the SHA-256 of the current definition as `toolgate tools
+// quarantined` shows it and `tools approve --sha256` checks it: its texts'
+// hash (Current) and, when the held definition declares hints, those hints,
+// so that an approval accepts the hints reviewed and not those of a listing
+// after the review. The pins keep the texts' hash alone (Pinned, Current):
+// a pins file written before stays valid.
+func (p *Pin) Shown() string {
+	if p.Hold == nil || p.Hold.Definition == nil || p.Hold.Definition.Hints == nil || *p.Hold.Definition.Hints == (Hints{}) {
+		return p.Current // no hints shown: the hash as it always was
+	}
+	b, _ := json.Marshal([]any{p.Current, p.Hold.Definition.Hints})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
 // Hints are a definition's annotation hints as the backend declared them
 // (nil: not declared). A client trusts them without reading the tool
 // (search_tools' "readOnly" keeps the tools that declare readOnlyHint
@@ -923,17 +938,19 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time) *Pin
 	if changed || len(findings) > 0 || len(weaker) > 0 {
 		hold = &Hold{Changed: changed, Findings: findings, Hints: weaker}
 	}
+	p.Hold = hold
 	if hold != nil {
 		hold.Since, hold.Definition = now, definitionOf(t)
-		if prev != nil && prev.Hold != nil && prev.Current == hash {
+		// Held as before when the definition to review is the same, hints
+		// included: otherwise the approval logged before no longer fits.
+		if prev != nil && prev.Hold != nil && prev.Shown() == p.Shown() {
 			hold.Since = prev.Hold.Since
 		} else {
 			g.log.Warn("tool quarantined: it is left out of search_tools and refused by execute_tool until approved",
 				"tool", id, "why", hold.Reason(), "review", g.opts.Command("toolgate", "tools", "quarantined"),
-				"approve", g.opts.Command("toolgate", "tools", "approve", id, "--sha256", short(hash)))
+				"approve", g.opts.Command("toolgate", "tools", "approve", id, "--sha256", short(p.Shown())))
 		}
 	}
-	p.Hold = hold
 	if p.Current == p.Pinned {
 		p.Current = p.Pinned // one copy of the hash
 	}
@@ -951,12 +968,13 @@ var ErrNotReviewed = errors.New("the definition changed since it was reviewed")
 
 // Approve approves the current definition of tool id in the pins file at
 // path: a running gateway releases it at its next request. With reviewed
-// (a prefix of a definition's SHA-256, as `toolgate tools quarantined`
-// shows it) the current definition must be that one: a backend may list
-// another between the review and the approval. It returns the pin as
-// approved.
-func Approve(path, id, reviewed string, now time.Time) (*Pin, error) {
-	var out *Pin
+// (a prefix of the definition's SHA-256 as `toolgate tools quarantined`
+// shows it: Pin.Shown, hints included) the current definition must be
+// that one: a backend may list another, or the same texts with other
+// hints, between the review and the approval. It returns the SHA-256 of
+// the definition approved, as Pin.Shown gave it.
+func Approve(path, id, reviewed string, now time.Time) (string, error) {
+	var approved string
 	err := datafile.Update(path, func(old []byte) ([]byte, error) {
 		f, err := ParseFile(old)
 		if err != nil {
@@ -966,21 +984,27 @@ func Approve(path, id, reviewed string, now time.Time) (*Pin, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: %q (`toolgate tools quarantined` lists the quarantined tools)", ErrUnknownTool, id)
 		}
-		if reviewed != "" && !strings.HasPrefix(p.Current, strings.ToLower(reviewed)) {
+		shown := p.Shown()
+		if reviewed != "" && !strings.HasPrefix(shown, strings.ToLower(reviewed)) {
 			return nil, fmt.Errorf("%w: %s is now sha256 %s, not the %s reviewed; nothing was approved: review it again (toolgate tools quarantined) and approve the definition shown there",
-				ErrNotReviewed, id, short(p.Current), reviewed)
+				ErrNotReviewed, id, short(shown), reviewed)
 		}
-		// The hints approved are the held definition's; without a hold,
-		// the next listing of the definition records its own.
-		p.Hints = nil
-		if p.Hold != nil && p.Hold.Definition != nil {
-			p.Hints = p.Hold.Definition.Hints
+		switch {
+		case p.Hold == nil:
+			// Nothing held: the hints accepted with the pinned definition
+			// stay (a later listing that weakens them is held).
+		case p.Hold.Definition != nil:
+			p.Hints = p.Hold.Definition.Hints // the hints reviewed with it
+		default:
+			// A hold written before holds kept the definition: the next
+			// listing of the definition records its hints.
+			p.Hints = nil
 		}
 		p.Pinned, p.Approved, p.ApprovedAt, p.Hold = p.Current, true, now.UTC(), nil
-		out = p
+		approved = shown
 		return f.encode()
 	})
-	return out, err
+	return approved, err
 }
 
 // Read returns the pins file at path (no file: no pins).

@@ -599,3 +599,105 @@ func TestGuardPinsFromBeforeHints(t *testing.T) {
 		t.Errorf("warn mode: held %+v, logs:\n%s", h, wlogs)
 	}
 }
+
+// The hash a reviewer approves (Pin.Shown) covers the held definition's
+// hints: a backend that lists the reviewed texts again with hints claiming
+// less caution, between the review and `tools approve --sha256`, gets
+// nothing approved, and the log names the new hash to approve; the hints
+// reviewed listed again are approved by the hash reviewed. A definition
+// without hints shows its texts' hash, as before. Approving a tool that is
+// not held keeps the hints pinned with it.
+func TestGuardApproveReviewedHints(t *testing.T) {
+	g, path, logs := newGuard(t, nil)
+	tool := catalog.Tool{Server: "s", Name: "wipe", Description: "Delete every file of a folder.", Annotations: []byte(`{"destructiveHint":true,"readOnlyHint":false}`)}
+	g.Observe([]catalog.Tool{tool})
+	shown := func() string {
+		t.Helper()
+		f, err := Read(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.Tools[tool.ID()].Shown()
+	}
+
+	changed := tool
+	changed.Description = "Delete every file of a folder. Also logs the path."
+	g.Observe([]catalog.Tool{changed})
+	reviewed := shown()
+	if h := held(g, tool.ID()); h == nil || !h.Changed {
+		t.Fatalf("changed texts: held %+v", h)
+	}
+	bolder := changed
+	bolder.Annotations = []byte(`{"destructiveHint":false,"readOnlyHint":true}`)
+	g.Observe([]catalog.Tool{bolder})
+	if _, err := Approve(path, tool.ID(), reviewed[:12], time.Now()); !errors.Is(err, ErrNotReviewed) {
+		t.Fatalf("approving the reviewed hash after the hints changed: %v", err)
+	}
+	if h := held(g, tool.ID()); h == nil {
+		t.Fatal("a refused approval released the tool")
+	}
+	if shown() == reviewed {
+		t.Error("other hints, same texts: the hash shown did not change")
+	}
+	if !strings.Contains(logs.String(), "toolgate tools approve s__wipe --sha256 "+shown()[:12]) {
+		t.Errorf("the log does not name the new hash to approve:\n%s", logs)
+	}
+	g.Observe([]catalog.Tool{changed}) // the hints reviewed, listed again
+	if got, err := Approve(path, tool.ID(), reviewed[:12], time.Now()); err != nil || got != reviewed {
+		t.Fatalf("approving the reviewed definition: %q, %v", got, err)
+	}
+	f, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := f.Tools[tool.ID()]; p.Pinned != Hash(changed) || p.Hints == nil || p.Hints.Destructive == nil || !*p.Hints.Destructive {
+		t.Errorf("approved pin %+v (hints %+v), want the texts' hash and destructiveHint true", p, p.Hints)
+	}
+
+	// Not held: approving it keeps its hints, and a later listing that
+	// weakens them is held.
+	if _, err := Approve(path, tool.ID(), "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	g.Observe([]catalog.Tool{bolder})
+	if h := held(g, tool.ID()); h == nil || len(h.Hints) != 2 {
+		t.Errorf("weaker hints after an approval of a tool not held: held %+v", h)
+	}
+
+	// No hints: the texts' hash, as tools quarantined showed it before.
+	g.Observe([]catalog.Tool{clean, poisoned})
+	if f, err = Read(path); err != nil {
+		t.Fatal(err)
+	}
+	if p := f.Tools[poisoned.ID()]; p.Hold == nil || p.Shown() != Hash(poisoned) {
+		t.Errorf("held without hints: shown %s, want the texts' hash %s", p.Shown(), Hash(poisoned))
+	}
+}
+
+// A pins file that toolgate wrote before the hash shown covered the hints (a first-seen pin with its
+// hints, and a pin approved with the hints of the definition held) keeps
+// every tool released: the pinned hash is the texts' hash, as it was, and
+// a listing like the last writes nothing.
+func TestGuardPinsFromBeforeShownHash(t *testing.T) {
+	g, path, _ := newGuard(t, nil)
+	schema := []byte(`{"type":"object","properties":{"path":{"type":"string"}}}`)
+	wipe := catalog.Tool{Server: "probe", Name: "wipe", Description: "Delete every file of a folder.", InputSchema: schema,
+		Annotations: []byte(`{"destructiveHint":true,"idempotentHint":false,"readOnlyHint":false}`)}
+	wipe2 := catalog.Tool{Server: "probe", Name: "wipe2", Description: "Delete every file of a folder. Also logs the path.", InputSchema: schema,
+		Annotations: []byte(`{"destructiveHint":false,"idempotentHint":false,"readOnlyHint":true}`)}
+	old := `{"version":1,"tools":{"probe__wipe":{"pinned":"37a5f0d0d013b180d2c84f629cb3249338474cbd1635ba5f62c8432ccd64cf6d","firstSeen":"2026-12-06T00:31:59.623689893Z","current":"37a5f0d0d013b180d2c84f629cb3249338474cbd1635ba5f62c8432ccd64cf6d","seen":"2026-12-06T00:32:00.496968732Z","hints":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":false}},` +
+		`"probe__wipe2":{"pinned":"fe815c047ae0c4fbf7db4e477a312d4947872a3039ed5ccefd2fc7c705ee387c","firstSeen":"2026-12-06T00:31:59.623689893Z","approved":true,"approvedAt":"2026-12-06T00:32:00.654864121Z","current":"fe815c047ae0c4fbf7db4e477a312d4947872a3039ed5ccefd2fc7c705ee387c","seen":"2026-12-06T00:32:00.496968732Z","hints":{"readOnlyHint":true,"destructiveHint":false,"idempotentHint":false}}}}` + "\n"
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.Observe([]catalog.Tool{wipe, wipe2})
+	if ids := g.Snapshot().HeldIDs(); len(ids) != 0 {
+		t.Errorf("a pins file from before: %v held", ids)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != old {
+		t.Errorf("the same listing rewrote the pins file (%v):\n%s", err, b)
+	}
+}

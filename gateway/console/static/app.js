@@ -298,7 +298,7 @@ function renderSearch(ans) {
       el("div", { class: "muted" }, t.description)),
     ...cols.map(([k]) => el("td", { class: "num" }, typeof t[k] === "number" ? t[k].toFixed(3) : "")))));
   $("search-table").hidden = false;
-  $("search-summary").textContent = ans.tools.length + " tools for “" + ans.query + "” (mode " + ans.mode + ", " + ans.tookMs.toFixed(1) + " ms)" +
+  $("search-summary").textContent = ans.tools.length + " tools for “" + ans.query + "”" + (ans.server ? " of " + ans.server : "") + " (mode " + ans.mode + ", " + ans.tookMs.toFixed(1) + " ms)" +
     (ans.noMatch ? ": no tool reaches the minimum confidence (search_tools answers noMatch), these are only the closest" : "");
 }
 
@@ -310,7 +310,7 @@ function searchURL(params) {
 
 $("search-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
-  const params = { q: $("q").value.trim(), mode: $("mode").value, limit: $("limit").value };
+  const params = { q: $("q").value.trim(), mode: $("mode").value, limit: $("limit").value, server: $("server").value };
   if (!params.q) {
     $("search-summary").textContent = "Type a query: a few words describing what you want to do.";
     return;
@@ -326,6 +326,14 @@ $("search-form").addEventListener("submit", async (ev) => {
 
 // ---- catalog ----
 
+// fillServers offers "all" and each of servers in sel, which keeps its
+// choice while that server is among them.
+function fillServers(sel, servers) {
+  const chosen = sel.value;
+  sel.replaceChildren(el("option", { value: "" }, "all"), ...servers.map((s) => el("option", { value: s }, s)));
+  sel.value = servers.includes(chosen) ? chosen : "";
+}
+
 let catalogTimer = 0;
 // The tools whose input schema the operator opened: open still once the
 // catalog is drawn again (a refresh, a filter).
@@ -335,10 +343,9 @@ async function loadCatalog() {
   const params = { filter: $("catalog-filter").value.trim(), server: $("catalog-server").value };
   try {
     const ans = await api("/ui/api/catalog?" + searchURL(params));
-    const sel = $("catalog-server");
-    const chosen = sel.value;
-    sel.replaceChildren(el("option", { value: "" }, "all"), ...ans.servers.map((s) => el("option", { value: s }, s)));
-    sel.value = ans.servers.includes(chosen) ? chosen : "";
+    // The servers whose tools the caller may see, in the catalog's
+    // filter and in the playground's.
+    for (const id of ["catalog-server", "server"]) fillServers($(id), ans.servers);
     $("catalog-summary").textContent = (ans.matched === ans.total ? ans.total + " tools" : ans.matched + " of " + ans.total + " tools match") +
       (ans.tools.length < ans.matched ? " (the first " + ans.tools.length + " shown: filter by name or server for the others)" : "");
     // The schemas open now, read as the list is replaced (a toggle event
@@ -369,6 +376,11 @@ $("catalog-server").addEventListener("change", loadCatalog);
 // ---- start ----
 
 if (initial.mode) $("mode").value = initial.mode;
+// A deep link's server, chosen until the catalog lists the servers.
+if (initial.server) {
+  $("server").append(el("option", { value: initial.server }, initial.server));
+  $("server").value = initial.server;
+}
 if (initial.loginRequired) {
   showLogin(true);
 } else {

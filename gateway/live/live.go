@@ -305,11 +305,15 @@ type Loop struct {
 	// (coldErr, set before); nil when Run built none so.
 	cold    chan struct{}
 	coldErr error
+	// coldBuilt is closed once that index is built, before the embedding
+	// cache is compacted and the index served; nil with cold.
+	coldBuilt chan struct{}
 	// coldDetached: Run returned while that index was built, so that its
 	// build's error goes to Options.ColdFailed.
 	coldDetached bool
 	// coldDeadline, when set (tests), is the channel Options.ColdWait's
-	// deadline comes on in Run, in place of a timer's.
+	// deadline comes on in Run and in a search's wait (waitCold), in place
+	// of a timer's.
 	coldDeadline <-chan time.Time
 
 	reloadMu sync.Mutex                  // serializes reloads and enable/disable
@@ -490,12 +494,11 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 		l.serve(ctx, ix, inMemory)
 		return nil
 	}
-	cold := make(chan struct{})
+	cold, built := make(chan struct{}), make(chan struct{})
 	l.mu.Lock()
-	l.cold = cold
+	l.cold, l.coldBuilt = cold, built
 	l.mu.Unlock()
 	l.update(func(s *Stats) { s.Building = true })
-	built := make(chan struct{})
 	l.wg.Go(func() {
 		ix, inMemory, err := l.coldBuild(ctx, built)
 		if err != nil {
@@ -517,29 +520,8 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 		close(cold)
 		l.changedHook() // search_tools' description: the servers now listed
 	})
-	t := time.NewTimer(l.opts.ColdWait)
-	defer t.Stop()
-	deadline := t.C
-	if l.coldDeadline != nil {
-		deadline = l.coldDeadline
-	}
-	select {
-	case <-cold:
-	case <-deadline:
-		select {
-		case <-built:
-			// Only the embedding cache's compaction and serving remain:
-			// answered now, the client would list no tools, then get a
-			// list_changed a moment later.
-			select {
-			case <-cold:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		default:
-		}
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := l.untilCold(ctx, cold, built); err != nil {
+		return err
 	}
 	select {
 	case <-cold:
@@ -559,6 +541,38 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 		return err
 	}
 	l.log.Info("cold start: answering the client while the index is built (searches say how far it is)", "after", l.opts.ColdWait)
+	return nil
+}
+
+// untilCold waits until cold is closed (the first index of a cold start
+// served, or its build failed), for Options.ColdWait at most, unless the
+// index is built (built closed) by then: only the embedding cache's
+// compaction and the serving remain, so it waits for them. Run answered
+// the client then, which listed no tools and got a list_changed a moment
+// later; a search answered "being built (N of N tools embedded)" moments
+// before the index was served. The error is ctx's, when it ended first.
+func (l *Loop) untilCold(ctx context.Context, cold, built <-chan struct{}) error {
+	t := time.NewTimer(l.opts.ColdWait)
+	defer t.Stop()
+	deadline := t.C
+	if l.coldDeadline != nil {
+		deadline = l.coldDeadline
+	}
+	select {
+	case <-cold:
+	case <-deadline:
+		select {
+		case <-built:
+			select {
+			case <-cold:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		default:
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	return nil
 }
 
@@ -771,20 +785,19 @@ func (e *BuildingError) Error() string {
 	return fmt.Sprintf("the tool index is being built (%d of %d tools embedded; first start on this data folder); try again in a few seconds", e.Tools, e.Total)
 }
 
-// waitCold waits, at most Options.ColdWait, for the first index of a cold
-// start built in the background, and says why there is none: a
-// *BuildingError while it is built, the error that stopped its build. Nil
-// once it is served, and when Run built none (then the loop is not
-// running).
+// waitCold waits, at most Options.ColdWait (longer once the index is
+// built: untilCold), for the first index of a cold start built in the
+// background, and says why there is none: a *BuildingError while it is
+// built, the error that stopped its build. Nil once it is served, and
+// when Run built none (then the loop is not running).
 func (l *Loop) waitCold(ctx context.Context) error {
 	l.mu.Lock()
-	cold := l.cold
+	cold, built := l.cold, l.coldBuilt
 	l.mu.Unlock()
 	if cold == nil {
 		return nil
 	}
-	t := time.NewTimer(l.opts.ColdWait)
-	defer t.Stop()
+	_ = l.untilCold(ctx, cold, built) // ctx's end is answered as a deadline
 	select {
 	case <-cold:
 		l.mu.Lock()
@@ -793,8 +806,7 @@ func (l *Loop) waitCold(ctx context.Context) error {
 			return fmt.Errorf("the tool index could not be built: %w", l.coldErr)
 		}
 		return nil
-	case <-t.C:
-	case <-ctx.Done():
+	default:
 	}
 	st := l.Stats()
 	if !st.Building {

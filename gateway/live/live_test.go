@@ -817,3 +817,56 @@ func TestColdStartInBackground(t *testing.T) {
 	default:
 	}
 }
+
+// gatedCompactingEmbedder is gatedEmbedder with compactingEmbedder's
+// Compact: the build waits for open, its compaction for release.
+type gatedCompactingEmbedder struct {
+	gatedEmbedder
+	entered, release chan struct{}
+}
+
+func (e *gatedCompactingEmbedder) Compact() error {
+	close(e.entered)
+	<-e.release
+	return nil
+}
+
+// A search whose wait for the first index (ColdWait) ends once that index
+// is built, while the embedding cache is compacted and before the index
+// is served, waits for those as Run does: it answered "being built (2 of
+// 2 tools embedded)" moments before the index answered.
+func TestColdSearchDeadlineWhileCompacting(t *testing.T) {
+	pool := newFakePool("a")
+	pool.list("a", "apple", "apricot")
+	emb := &gatedCompactingEmbedder{gatedEmbedder: gatedEmbedder{fakeEmbedder: fakeEmbedder{model: "fake@1"}, open: make(chan struct{})},
+		entered: make(chan struct{}), release: make(chan struct{})}
+	f := newFixture(t, t.TempDir(), pool, &Options{Embedder: emb, ColdWait: time.Hour}, "a")
+	deadline := make(chan time.Time)
+	f.loop.coldDeadline = deadline
+	ran := make(chan error, 1)
+	go func() { ran <- f.loop.Run(context.Background(), pool) }()
+	deadline <- time.Now() // Run's, while the tools are embedded: it returns
+	if err := <-ran; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	close(emb.open)
+	<-emb.entered // built, now compacted
+	type answer struct {
+		res search.Result
+		err error
+	}
+	searched := make(chan answer, 1)
+	go func() {
+		res, err := f.loop.Search(context.Background(), search.Query{Text: "apple", Limit: 1})
+		searched <- answer{res, err}
+	}()
+	deadline <- time.Now() // the search's, taken while the cache is compacted
+	close(emb.release)
+	a := <-searched
+	if a.err != nil {
+		t.Fatalf("a search whose wait ended while the built index was compacted: %v, want the index's answer", a.err)
+	}
+	if got := hitIDs(a.res); !slices.Equal(got, []string{"a__apple"}) {
+		t.Errorf("search apple = %v, want a__apple", got)
+	}
+}

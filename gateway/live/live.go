@@ -311,6 +311,16 @@ type Loop struct {
 	// coldDetached: Run returned while that index was built, so that its
 	// build's error goes to Options.ColdFailed.
 	coldDetached bool
+	// listed holds, while that index is built, the tools each server
+	// listed so far (ToolsChanged) and the built-in servers', by server
+	// and name, and listedIDs their IDs, sorted: Tool and IDs answer from
+	// them until the index is served (then listed is nil), so that
+	// execute_tool runs a tool it does not need the index for. They are
+	// the listings the quarantine observed (serve's OnToolsChanged
+	// observes a listing before it calls ToolsChanged), not the pool's
+	// tools, which a listing changes before it is observed.
+	listed    map[string]map[string]*mcp.Tool
+	listedIDs []string
 	// coldDeadline, when set (tests), is the channel Options.ColdWait's
 	// deadline comes on in Run and in a search's wait (waitCold), in place
 	// of a timer's.
@@ -426,7 +436,37 @@ func (l *Loop) Warm() bool {
 
 // ToolsChanged asks for a re-index; it is the pool's OnToolsChanged hook
 // (a backend listed its tools: first connect, list_changed, restart).
-func (l *Loop) ToolsChanged(string, []*mcp.Tool) { l.refresh() }
+// While a cold start's first index is built, the listing is also what
+// Tool and IDs answer from.
+func (l *Loop) ToolsChanged(server string, tools []*mcp.Tool) {
+	l.list(server, tools)
+	l.refresh()
+}
+
+// list makes tools server's listing in l.listed, while that is kept (a
+// cold start's first index being built).
+func (l *Loop) list(server string, tools []*mcp.Tool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.listed == nil {
+		return
+	}
+	byName := make(map[string]*mcp.Tool, len(tools))
+	for _, t := range tools {
+		if t != nil && t.Name != "" {
+			byName[t.Name] = t
+		}
+	}
+	l.listed[server] = byName
+	ids := make([]string, 0, len(l.listedIDs)+len(byName))
+	for s, byName := range l.listed {
+		for name := range byName {
+			ids = append(ids, s+catalog.Sep+name)
+		}
+	}
+	slices.Sort(ids)
+	l.listedIDs = ids
+}
 
 // Catalog returns the tools of the catalog served (or, before Run, of the
 // warm index about to be), hidden servers' tools included.
@@ -497,7 +537,11 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 	cold, built := make(chan struct{}), make(chan struct{})
 	l.mu.Lock()
 	l.cold, l.coldBuilt = cold, built
+	l.listed = map[string]map[string]*mcp.Tool{}
 	l.mu.Unlock()
+	for server, tools := range l.opts.Builtin {
+		l.list(server, tools)
+	}
 	l.update(func(s *Stats) { s.Building = true })
 	l.wg.Go(func() {
 		ix, inMemory, err := l.coldBuild(ctx, built)
@@ -615,6 +659,9 @@ func (l *Loop) coldBuild(ctx context.Context, built chan struct{}) (*index.Index
 // the catalog sync, the state file's and the config files' watches.
 func (l *Loop) serve(ctx context.Context, ix *index.Index, inMemory bool) {
 	l.eng.Store(search.New(ix, l.opts.Embedder, l.opts.Search))
+	l.mu.Lock()
+	l.listed, l.listedIDs = nil, nil // the index answers from now on
+	l.mu.Unlock()
 	l.update(func(s *Stats) { s.Building, s.BuildingTools, s.BuildingTotal = false, 0, 0 })
 	l.swapped(ix, inMemory)
 
@@ -853,22 +900,48 @@ func (l *Loop) RefreshLearned(ctx context.Context) error {
 }
 
 // Tool looks a tool up in the catalog served (whoever may see it: the
-// gateway asks the Policy).
+// gateway asks the Policy), or, while a cold start's first index is
+// built, among the tools the servers listed so far.
 func (l *Loop) Tool(id string) (catalog.Tool, bool) {
-	eng := l.eng.Load()
-	if eng == nil {
+	if eng := l.eng.Load(); eng != nil {
+		return eng.Tool(id)
+	}
+	server, name, err := catalog.SplitID(id)
+	if err != nil {
 		return catalog.Tool{}, false
 	}
-	return eng.Tool(id)
+	l.mu.Lock()
+	t, ok := l.listed[server][name]
+	l.mu.Unlock()
+	if !ok {
+		return catalog.Tool{}, false
+	}
+	return backend.Catalog(map[string][]*mcp.Tool{server: {t}})[0], true
 }
 
-// IDs lists the tools of the catalog served.
+// IDs lists the tools of the catalog served, or, while a cold start's
+// first index is built, those the servers listed so far.
 func (l *Loop) IDs() []string {
-	eng := l.eng.Load()
-	if eng == nil {
+	if eng := l.eng.Load(); eng != nil {
+		return eng.IDs()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.listedIDs)
+}
+
+// Building says, without waiting, why there is no index to search yet:
+// a *BuildingError while a cold start's first index is built (what a
+// search answers past its wait); nil otherwise.
+func (l *Loop) Building() error {
+	if l.eng.Load() != nil {
 		return nil
 	}
-	return eng.IDs()
+	st := l.Stats()
+	if !st.Building {
+		return nil
+	}
+	return &BuildingError{Tools: st.BuildingTools, Total: st.BuildingTotal}
 }
 
 // merge forwards a value of any of chans to the channel it returns, until

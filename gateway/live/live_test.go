@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -677,10 +678,10 @@ func TestReloadSaysBareReferences(t *testing.T) {
 	}
 }
 
-// compactingEmbedder is fakeEmbedder with a Compact (embed.Cached's) that
-// closes entered, then waits for release.
+// compactingEmbedder is an embedder (a fakeEmbedder, a gatedEmbedder) with
+// a Compact (embed.Cached's) that closes entered, then waits for release.
 type compactingEmbedder struct {
-	fakeEmbedder
+	index.Embedder
 	entered, release chan struct{}
 }
 
@@ -698,7 +699,7 @@ func TestColdStartDeadlineWhileCompacting(t *testing.T) {
 	for _, stop := range []bool{true, false} {
 		pool := newFakePool("a")
 		pool.list("a", "apple", "apricot")
-		emb := &compactingEmbedder{fakeEmbedder: fakeEmbedder{model: "fake@1"}, entered: make(chan struct{}), release: make(chan struct{})}
+		emb := &compactingEmbedder{Embedder: &fakeEmbedder{model: "fake@1"}, entered: make(chan struct{}), release: make(chan struct{})}
 		f := newFixture(t, t.TempDir(), pool, &Options{Embedder: emb, ColdWait: time.Hour}, "a")
 		deadline := make(chan time.Time)
 		f.loop.coldDeadline = deadline
@@ -818,19 +819,6 @@ func TestColdStartInBackground(t *testing.T) {
 	}
 }
 
-// gatedCompactingEmbedder is gatedEmbedder with compactingEmbedder's
-// Compact: the build waits for open, its compaction for release.
-type gatedCompactingEmbedder struct {
-	gatedEmbedder
-	entered, release chan struct{}
-}
-
-func (e *gatedCompactingEmbedder) Compact() error {
-	close(e.entered)
-	<-e.release
-	return nil
-}
-
 // A search whose wait for the first index (ColdWait) ends once that index
 // is built, while the embedding cache is compacted and before the index
 // is served, waits for those as Run does: it answered "being built (2 of
@@ -838,8 +826,8 @@ func (e *gatedCompactingEmbedder) Compact() error {
 func TestColdSearchDeadlineWhileCompacting(t *testing.T) {
 	pool := newFakePool("a")
 	pool.list("a", "apple", "apricot")
-	emb := &gatedCompactingEmbedder{gatedEmbedder: gatedEmbedder{fakeEmbedder: fakeEmbedder{model: "fake@1"}, open: make(chan struct{})},
-		entered: make(chan struct{}), release: make(chan struct{})}
+	gated := &gatedEmbedder{fakeEmbedder: fakeEmbedder{model: "fake@1"}, open: make(chan struct{})}
+	emb := &compactingEmbedder{Embedder: gated, entered: make(chan struct{}), release: make(chan struct{})}
 	f := newFixture(t, t.TempDir(), pool, &Options{Embedder: emb, ColdWait: time.Hour}, "a")
 	deadline := make(chan time.Time)
 	f.loop.coldDeadline = deadline
@@ -849,7 +837,7 @@ func TestColdSearchDeadlineWhileCompacting(t *testing.T) {
 	if err := <-ran; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	close(emb.open)
+	close(gated.open)
 	<-emb.entered // built, now compacted
 	type answer struct {
 		res search.Result
@@ -868,5 +856,60 @@ func TestColdSearchDeadlineWhileCompacting(t *testing.T) {
 	}
 	if got := hitIDs(a.res); !slices.Equal(got, []string{"a__apple"}) {
 		t.Errorf("search apple = %v, want a__apple", got)
+	}
+}
+
+// While a cold start's first index is built, Tool and IDs answer from the
+// listings ToolsChanged was given (serve's OnToolsChanged, after the
+// quarantine observed them) and the built-in servers' tools, not from the
+// pool's tools, which a listing changes before it is observed; Building
+// says how far the build is without waiting. Once the index is served,
+// they are the index's.
+func TestColdStartToolsWhileBuilding(t *testing.T) {
+	pool := newFakePool("a", "b")
+	pool.list("a", "apple", "apricot")
+	pool.list("b", "banana") // in the pool, not yet observed
+	builtin := []*mcp.Tool{{Name: "list_servers", Description: "List the servers", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	emb := &gatedEmbedder{fakeEmbedder: fakeEmbedder{model: "fake@1"}, open: make(chan struct{})}
+	f := newFixture(t, t.TempDir(), pool, &Options{Embedder: emb, ColdWait: time.Millisecond, Builtin: map[string][]*mcp.Tool{"toolgate": builtin}}, "a", "b")
+	f.run(t)
+	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)
+	f.loop.ToolsChanged("a", []*mcp.Tool{{Name: "apple", Description: "tool apple of a", InputSchema: schema}, {Name: "apricot"}})
+	f.wait(t, "the build's tool count", func(s Stats) bool { return s.BuildingTotal > 0 })
+	if got, want := f.loop.IDs(), []string{"a__apple", "a__apricot", "toolgate__list_servers"}; !slices.Equal(got, want) {
+		t.Errorf("IDs while building = %v, want %v (b's tools were not observed)", got, want)
+	}
+	if tool, ok := f.loop.Tool("a__apple"); !ok || tool.Description != "tool apple of a" || string(tool.InputSchema) != string(schema) {
+		t.Errorf("Tool(a__apple) while building = %+v, %v, want the listed definition", tool, ok)
+	}
+	if _, ok := f.loop.Tool("toolgate__list_servers"); !ok {
+		t.Error("the built-in tool is unknown while building")
+	}
+	if _, ok := f.loop.Tool("b__banana"); ok {
+		t.Error("Tool(b__banana) found a tool whose listing was not observed")
+	}
+	var be *BuildingError
+	if err := f.loop.Building(); !errors.As(err, &be) || be.Total == 0 {
+		t.Errorf("Building while building = %v, want a BuildingError with the tools to embed", err)
+	}
+	// A listing again (list_changed) replaces the server's tools.
+	f.loop.ToolsChanged("a", []*mcp.Tool{{Name: "apple"}})
+	if got, want := f.loop.IDs(), []string{"a__apple", "toolgate__list_servers"}; !slices.Equal(got, want) {
+		t.Errorf("IDs after a second listing = %v, want %v", got, want)
+	}
+
+	close(emb.open)
+	f.wait(t, "the first index", func(s Stats) bool { return s.CatalogGeneration >= 1 })
+	if err := f.loop.Building(); err != nil {
+		t.Errorf("Building once served = %v, want nil", err)
+	}
+	if _, ok := f.loop.Tool("b__banana"); !ok {
+		t.Error("Tool(b__banana) once the index is served: not found, want the index's tool")
+	}
+	f.loop.mu.Lock()
+	listed := f.loop.listed
+	f.loop.mu.Unlock()
+	if listed != nil {
+		t.Errorf("the listings are still held once the index is served: %v", listed)
 	}
 }

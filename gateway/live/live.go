@@ -658,7 +658,17 @@ func (l *Loop) coldBuild(ctx context.Context, built chan struct{}) (*index.Index
 // serve makes ix the index searched and starts the loop's goroutines:
 // the catalog sync, the state file's and the config files' watches.
 func (l *Loop) serve(ctx context.Context, ix *index.Index, inMemory bool) {
-	l.eng.Store(search.New(ix, l.opts.Embedder, l.opts.Search))
+	eng := search.New(ix, l.opts.Embedder, l.opts.Search)
+	// A reload while a cold start's first index was built (the management
+	// tools run meanwhile: add_server) found no engine to apply a change
+	// of toolgate.search to: the first engine starts with it. Under
+	// reloadMu, so that a reload sees either no engine or this one.
+	l.reloadMu.Lock()
+	if cur := l.applied.Load().Toolgate.Search; l.opts.SearchFrom != nil && !same(l.started.Search, cur) {
+		eng.Reconfigure(l.opts.SearchFrom(cur))
+	}
+	l.eng.Store(eng)
+	l.reloadMu.Unlock()
 	l.mu.Lock()
 	l.listed, l.listedIDs = nil, nil // the index answers from now on
 	l.mu.Unlock()

@@ -913,3 +913,26 @@ func TestColdStartToolsWhileBuilding(t *testing.T) {
 		t.Errorf("the listings are still held once the index is served: %v", listed)
 	}
 }
+
+// A reload that changes toolgate.search while a cold start's first index
+// is built (the management tools run meanwhile) applies it to the engine
+// that index starts: there was none to apply it to.
+func TestColdStartReloadAppliesSearch(t *testing.T) {
+	pool := newFakePool("a")
+	pool.list("a", "apple")
+	from := func(s config.SearchSettings) *search.Options {
+		return &search.Options{Mode: search.Mode(s.Mode), KeywordWeight: s.KeywordWeight, VectorWeight: s.VectorWeight}
+	}
+	emb := &gatedEmbedder{fakeEmbedder: fakeEmbedder{model: "fake@1"}, open: make(chan struct{})}
+	f := newFixture(t, t.TempDir(), pool, &Options{Embedder: emb, ColdWait: time.Millisecond, SearchFrom: from}, "a")
+	f.run(t)
+	writeFile(t, f.path, configBytes(t, map[string]any{"search": map[string]any{"mode": "vector", "keywordWeight": 0.8}}, "a"))
+	if r := f.loop.Reload(context.Background(), "test"); !slices.Equal(r.Applied, []string{"toolgate.search"}) {
+		t.Fatalf("reload while building: %+v, want toolgate.search applied", r)
+	}
+	close(emb.open)
+	f.wait(t, "the first index", func(s Stats) bool { return s.CatalogGeneration == 1 })
+	if o := f.loop.eng.Load().Options(); o.Mode != search.ModeVector || o.KeywordWeight != 0.8 {
+		t.Errorf("options of the first engine: %+v, want the reloaded vector mode, keyword weight 0.8", o)
+	}
+}

@@ -113,6 +113,12 @@ func TestColdStartAnswersWhileBuilding(t *testing.T) {
 		}
 		return res.IsError, resultText(res)
 	}
+	// The management tools run at once; fake and poison list within the
+	// handshake's wait, unless the machine is slow to start them.
+	testenv.Eventually(t, "fake and poison up", func() bool {
+		_, txt := execute("toolgate__list_servers", nil)
+		return strings.Contains(txt, "- fake: up") && strings.Contains(txt, "- poison: up")
+	})
 	for _, c := range []struct {
 		name    string
 		args    map[string]any

@@ -120,6 +120,12 @@ type Options struct {
 	// forKey asks for the words an API key that is not admin may read
 	// (backend.ForKey: no paths on the gateway's machine).
 	Unavailable func(server string, forKey bool) string
+	// Building, if set, says without waiting why the Searcher has no
+	// index to search yet (a cold start's first index being built: a
+	// *live.BuildingError, as its Search answers past its wait), or nil.
+	// execute_tool then runs the tools the Searcher knows (those the
+	// servers listed), and explains an unknown name without searching.
+	Building func() error
 	// Servers, if set, lists the servers the gateway runs (the enabled ones
 	// of its config). A search that finds no tool that fits names those
 	// whose tools are not in the catalog and that are unavailable (down

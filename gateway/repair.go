@@ -481,10 +481,17 @@ const maxMatchRunes = 200
 //
 // The names and tools offered are only those the caller may run; why, when
 // set, is the policy's reason that the name cannot run (a removed server),
-// said instead of "unknown tool".
+// said instead of "unknown tool". While a cold start's first index is
+// built (Options.Building), the known names are those the servers listed
+// so far, and no search runs: it would wait for the index, and answer
+// that it is being built.
 func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) string {
 	var b strings.Builder
 	caller := policy.CallerFrom(ctx)
+	var building error
+	if g.opts.Building != nil {
+		building = g.opts.Building()
+	}
 	server, tool, err := catalog.SplitID(name)
 	var down []DownServer
 	if err == nil && len(why) == 0 {
@@ -501,6 +508,8 @@ func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) s
 	case len(down) > 0:
 		// Perhaps a tool of it: it cannot tell until it runs.
 		fmt.Fprintf(&b, "execute_tool: %q cannot run: %s (it never listed its tools, so %q cannot be checked either). toolgate__server_status %s says more.", oneline.Echo(name), down[0].Reason, oneline.Echo(tool), server)
+	case building != nil:
+		fmt.Fprintf(&b, "execute_tool: unknown tool %q: no server listed it so far, and search_tools cannot look for it yet: %v.", oneline.Echo(name), building)
 	case len(g.searcher.IDs()) == 0:
 		// No index yet: a cold start builds it in the background, and a
 		// client may call a name it knows from an earlier session.
@@ -520,7 +529,7 @@ func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) s
 	if offered {
 		fmt.Fprintf(&b, " Closest names: %s.", strings.Join(near, ", "))
 	}
-	if words := catalog.NameWords(tool); words != "" {
+	if words := catalog.NameWords(tool); words != "" && building == nil {
 		res, err := g.searcher.Search(context.WithValue(ctx, suggestionKey{}, true), search.Query{Text: words, Limit: 3, Filter: g.filter(caller)})
 		var found []string
 		if err == nil && !res.NoMatch { // weak matches would only invite a wrong call
@@ -539,7 +548,13 @@ func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) s
 		b.WriteString(" Retry later, or call search_tools for another tool that does it.")
 		return b.String()
 	}
-	if !offered { // "these names" would point at none
+	switch {
+	case building != nil && offered:
+		b.WriteString(" Use one of these names, or call search_tools with what you want to do once the index is built.")
+		return b.String()
+	case building != nil: // it said to try again
+		return b.String()
+	case !offered: // "these names" would point at none
 		b.WriteString(" Call search_tools with what you want to do to find the tool's name.")
 		return b.String()
 	}

@@ -532,3 +532,38 @@ func TestUnknownToolBeforeTheIndex(t *testing.T) {
 		t.Errorf("before the index: isError=%v\n%s\nwant\n%s", res.IsError, txt, want)
 	}
 }
+
+// While a cold start's first index is built (Options.Building), an unknown
+// name says so, offers the closest names the servers listed so far, and
+// runs no search: one would wait for the index, then answer that it is
+// being built.
+func TestUnknownToolWhileBuilding(t *testing.T) {
+	searched := 0
+	s := &fakeSearcher{tools: testCatalog, search: func(search.Query) (search.Result, error) {
+		searched++
+		return search.Result{}, errors.New("the index is being built")
+	}}
+	building := errors.New("the tool index is being built (256 of 10013 tools embedded; first start on this data folder); try again in a few seconds")
+	ran := &fakeCaller{call: func(server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran " + server + "__" + tool}}}, nil
+	}}
+	g := New(s, ran, &Options{Building: func() error { return building }})
+	cs := connect(t, g)
+	for name, want := range map[string]string{
+		"memory__create_entity": `execute_tool: unknown tool "memory__create_entity": no server listed it so far, and search_tools cannot look for it yet: the tool index is being built (256 of 10013 tools embedded; first start on this data folder); try again in a few seconds. Closest names: memory__create_entities. Use one of these names, or call search_tools with what you want to do once the index is built.`,
+		"weather__forecast":     `execute_tool: unknown tool "weather__forecast": no server listed it so far, and search_tools cannot look for it yet: the tool index is being built (256 of 10013 tools embedded; first start on this data folder); try again in a few seconds.`,
+	} {
+		res := call(t, cs, ExecuteToolName, map[string]any{"name": name, "arguments": map[string]any{}})
+		if txt := text(res); !res.IsError || txt != want {
+			t.Errorf("%s while building: isError=%v\n%s\nwant\n%s", name, res.IsError, txt, want)
+		}
+	}
+	if searched != 0 {
+		t.Errorf("%d searches for the unknown names while building, want none", searched)
+	}
+	// A listed tool runs.
+	res := call(t, cs, ExecuteToolName, map[string]any{"name": "filesystem__list_directory", "arguments": map[string]any{"path": "/tmp"}})
+	if txt := text(res); res.IsError || txt != "ran filesystem__list_directory" {
+		t.Errorf("a listed tool while building: isError=%v %s", res.IsError, txt)
+	}
+}

@@ -695,11 +695,11 @@ func TestToolListChangeReachesSearch(t *testing.T) {
 }
 
 // indexServed waits until the gateway serves its tool index, for a test
-// whose first call is execute_tool on a new data folder: a cold start
+// on a new data folder that searches without retrying: a cold start
 // slower than coldStartWait (a loaded machine) answers the handshake
-// first, and execute_tool then says there is no tool index yet, where
-// search_tools waits for it (coldStartWait at most, then it says how far
-// the build is).
+// first, and search_tools waits for the index (coldStartWait at most,
+// then it says how far the build is). execute_tool runs the listed tools
+// meanwhile; it said there was no tool index yet.
 func indexServed(t *testing.T, ctx context.Context, cs *mcp.ClientSession) {
 	t.Helper()
 	var err error

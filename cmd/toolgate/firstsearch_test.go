@@ -6,12 +6,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/testenv"
@@ -75,22 +77,73 @@ func TestFirstSearchReleasesBackends(t *testing.T) {
 // and the index built, search_tools finds its tools. A client used to get
 // no answer to initialize until the index was built (85 s at 10,000
 // tools), and may give up after 60 s.
+//
+// Meanwhile execute_tool runs the tools the other servers listed and the
+// management tools, with the checks of any call (the input schema, the
+// quarantine, the audit log); it refused every tool, saying there was no
+// tool index yet. An unknown name says the index is being built, with
+// the closest names listed so far.
 func TestColdStartAnswersWhileBuilding(t *testing.T) {
 	fake := backendtest.Command(t, backendtest.ModeNormal)
+	poison := backendtest.Command(t, backendtest.ModePoisoned)
 	gate := filepath.Join(t.TempDir(), "go")
 	held := map[string]any{
 		"command": "sh",
 		"args":    append([]string{"-c", `while [ ! -e "$0" ]; do sleep 0.05; done; exec "$@"`, gate, fake.Command}, fake.Args...),
 		"env":     fake.Env,
 	}
-	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"fake": held}})
+	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"held":   held,
+		"fake":   map[string]any{"command": fake.Command, "args": fake.Args, "env": fake.Env},
+		"poison": map[string]any{"command": poison.Command, "args": poison.Args, "env": poison.Env},
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", writeConfig(t, string(b)))
+	data := t.TempDir()
+	cmd := toolgateCmd(t, data, "serve", "--config", writeConfig(t, string(b)))
 	var logs testenv.LogBuffer
 	cmd.Stderr = io.MultiWriter(&logs, testLog(t, "toolgate: "))
 	ctx, cs := connectStdio(t, cmd, 3*time.Minute) // answered while the backend is held
+	execute := func(name string, args map[string]any) (bool, string) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{"name": name, "arguments": args}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.IsError, resultText(res)
+	}
+	// The management tools run at once; fake and poison list within the
+	// handshake's wait, unless the machine is slow to start them.
+	testenv.Eventually(t, "fake and poison up", func() bool {
+		_, txt := execute("toolgate__list_servers", nil)
+		return strings.Contains(txt, "- fake: up") && strings.Contains(txt, "- poison: up")
+	})
+	for _, c := range []struct {
+		name    string
+		args    map[string]any
+		isError bool
+		want    string
+	}{
+		{"fake__echo", map[string]any{"text": "while building"}, false, "while building"},
+		{"fake__echo", map[string]any{"text": 5}, true, "do not match the tool's inputSchema"},                 // the input schema's check
+		{"poison__notes", map[string]any{"text": "x"}, true, "poison__notes is quarantined"},                   // flagged at its first listing
+		{"poison__weather", map[string]any{"text": "Oslo"}, false, "weather: Oslo"},                            // clean
+		{"toolgate__list_servers", map[string]any{}, false, "3 MCP servers behind this gateway"},               // management
+		{"fake__ecko", map[string]any{}, true, "search_tools cannot look for it yet: the gateway is starting"}, // unknown
+	} {
+		isError, txt := execute(c.name, c.args)
+		if isError != c.isError || !strings.Contains(txt, c.want) {
+			t.Errorf("execute_tool %s %v while building: isError=%v %q, want isError=%v and %q", c.name, c.args, isError, txt, c.isError, c.want)
+		}
+	}
+	if _, txt := execute("fake__ecko", nil); !strings.Contains(txt, "Closest names: fake__echo") {
+		t.Errorf("an unknown name while building: %q, want the closest name listed so far", txt)
+	}
+	auditRecords(t, data, audit.Filter{}, func(rs []audit.Record) bool {
+		return slices.ContainsFunc(rs, func(r audit.Record) bool { return r.Tool == "fake__echo" && r.Outcome == audit.OK }) &&
+			slices.ContainsFunc(rs, func(r audit.Record) bool { return r.Tool == "poison__notes" && r.Decision == audit.Quarantined })
+	})
 	search := func() string {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "echo the given text"}})

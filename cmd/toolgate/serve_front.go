@@ -83,6 +83,7 @@ func (fr *front) serve(ctx context.Context) error {
 		Describe:       mg.Describe,
 		Unavailable:    mg.Unavailable,
 		Servers:        fr.pool.Servers,
+		Building:       fr.lv.Building,
 		TracerProvider: fr.tracing.Provider(),
 		Learner:        fr.learner,
 		LearnFromKeys:  fr.cfg.Toolgate.Learn.FromKeys,

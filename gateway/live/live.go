@@ -305,11 +305,25 @@ type Loop struct {
 	// (coldErr, set before); nil when Run built none so.
 	cold    chan struct{}
 	coldErr error
+	// coldBuilt is closed once that index is built, before the embedding
+	// cache is compacted and the index served; nil with cold.
+	coldBuilt chan struct{}
 	// coldDetached: Run returned while that index was built, so that its
 	// build's error goes to Options.ColdFailed.
 	coldDetached bool
+	// listed holds, while that index is built, the tools each server
+	// listed so far (ToolsChanged) and the built-in servers', by server
+	// and name, and listedIDs their IDs, sorted: Tool and IDs answer from
+	// them until the index is served (then listed is nil), so that
+	// execute_tool runs a tool it does not need the index for. They are
+	// the listings the quarantine observed (serve's OnToolsChanged
+	// observes a listing before it calls ToolsChanged), not the pool's
+	// tools, which a listing changes before it is observed.
+	listed    map[string]map[string]*mcp.Tool
+	listedIDs []string
 	// coldDeadline, when set (tests), is the channel Options.ColdWait's
-	// deadline comes on in Run, in place of a timer's.
+	// deadline comes on in Run and in a search's wait (waitCold), in place
+	// of a timer's.
 	coldDeadline <-chan time.Time
 
 	reloadMu sync.Mutex                  // serializes reloads and enable/disable
@@ -422,7 +436,37 @@ func (l *Loop) Warm() bool {
 
 // ToolsChanged asks for a re-index; it is the pool's OnToolsChanged hook
 // (a backend listed its tools: first connect, list_changed, restart).
-func (l *Loop) ToolsChanged(string, []*mcp.Tool) { l.refresh() }
+// While a cold start's first index is built, the listing is also what
+// Tool and IDs answer from.
+func (l *Loop) ToolsChanged(server string, tools []*mcp.Tool) {
+	l.list(server, tools)
+	l.refresh()
+}
+
+// list makes tools server's listing in l.listed, while that is kept (a
+// cold start's first index being built).
+func (l *Loop) list(server string, tools []*mcp.Tool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.listed == nil {
+		return
+	}
+	byName := make(map[string]*mcp.Tool, len(tools))
+	for _, t := range tools {
+		if t != nil && t.Name != "" {
+			byName[t.Name] = t
+		}
+	}
+	l.listed[server] = byName
+	ids := make([]string, 0, len(l.listedIDs)+len(byName))
+	for s, byName := range l.listed {
+		for name := range byName {
+			ids = append(ids, s+catalog.Sep+name)
+		}
+	}
+	slices.Sort(ids)
+	l.listedIDs = ids
+}
 
 // Catalog returns the tools of the catalog served (or, before Run, of the
 // warm index about to be), hidden servers' tools included.
@@ -490,12 +534,15 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 		l.serve(ctx, ix, inMemory)
 		return nil
 	}
-	cold := make(chan struct{})
+	cold, built := make(chan struct{}), make(chan struct{})
 	l.mu.Lock()
-	l.cold = cold
+	l.cold, l.coldBuilt = cold, built
+	l.listed = map[string]map[string]*mcp.Tool{}
 	l.mu.Unlock()
+	for server, tools := range l.opts.Builtin {
+		l.list(server, tools)
+	}
 	l.update(func(s *Stats) { s.Building = true })
-	built := make(chan struct{})
 	l.wg.Go(func() {
 		ix, inMemory, err := l.coldBuild(ctx, built)
 		if err != nil {
@@ -517,29 +564,8 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 		close(cold)
 		l.changedHook() // search_tools' description: the servers now listed
 	})
-	t := time.NewTimer(l.opts.ColdWait)
-	defer t.Stop()
-	deadline := t.C
-	if l.coldDeadline != nil {
-		deadline = l.coldDeadline
-	}
-	select {
-	case <-cold:
-	case <-deadline:
-		select {
-		case <-built:
-			// Only the embedding cache's compaction and serving remain:
-			// answered now, the client would list no tools, then get a
-			// list_changed a moment later.
-			select {
-			case <-cold:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		default:
-		}
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := l.untilCold(ctx, cold, built); err != nil {
+		return err
 	}
 	select {
 	case <-cold:
@@ -559,6 +585,38 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 		return err
 	}
 	l.log.Info("cold start: answering the client while the index is built (searches say how far it is)", "after", l.opts.ColdWait)
+	return nil
+}
+
+// untilCold waits until cold is closed (the first index of a cold start
+// served, or its build failed), for Options.ColdWait at most, unless the
+// index is built (built closed) by then: only the embedding cache's
+// compaction and the serving remain, so it waits for them. Run answered
+// the client then, which listed no tools and got a list_changed a moment
+// later; a search answered "being built (N of N tools embedded)" moments
+// before the index was served. The error is ctx's, when it ended first.
+func (l *Loop) untilCold(ctx context.Context, cold, built <-chan struct{}) error {
+	t := time.NewTimer(l.opts.ColdWait)
+	defer t.Stop()
+	deadline := t.C
+	if l.coldDeadline != nil {
+		deadline = l.coldDeadline
+	}
+	select {
+	case <-cold:
+	case <-deadline:
+		select {
+		case <-built:
+			select {
+			case <-cold:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		default:
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	return nil
 }
 
@@ -600,7 +658,20 @@ func (l *Loop) coldBuild(ctx context.Context, built chan struct{}) (*index.Index
 // serve makes ix the index searched and starts the loop's goroutines:
 // the catalog sync, the state file's and the config files' watches.
 func (l *Loop) serve(ctx context.Context, ix *index.Index, inMemory bool) {
-	l.eng.Store(search.New(ix, l.opts.Embedder, l.opts.Search))
+	eng := search.New(ix, l.opts.Embedder, l.opts.Search)
+	// A reload while a cold start's first index was built (the management
+	// tools run meanwhile: add_server) found no engine to apply a change
+	// of toolgate.search to: the first engine starts with it. Under
+	// reloadMu, so that a reload sees either no engine or this one.
+	l.reloadMu.Lock()
+	if cur := l.applied.Load().Toolgate.Search; l.opts.SearchFrom != nil && !same(l.started.Search, cur) {
+		eng.Reconfigure(l.opts.SearchFrom(cur))
+	}
+	l.eng.Store(eng)
+	l.reloadMu.Unlock()
+	l.mu.Lock()
+	l.listed, l.listedIDs = nil, nil // the index answers from now on
+	l.mu.Unlock()
 	l.update(func(s *Stats) { s.Building, s.BuildingTools, s.BuildingTotal = false, 0, 0 })
 	l.swapped(ix, inMemory)
 
@@ -771,20 +842,19 @@ func (e *BuildingError) Error() string {
 	return fmt.Sprintf("the tool index is being built (%d of %d tools embedded; first start on this data folder); try again in a few seconds", e.Tools, e.Total)
 }
 
-// waitCold waits, at most Options.ColdWait, for the first index of a cold
-// start built in the background, and says why there is none: a
-// *BuildingError while it is built, the error that stopped its build. Nil
-// once it is served, and when Run built none (then the loop is not
-// running).
+// waitCold waits, at most Options.ColdWait (longer once the index is
+// built: untilCold), for the first index of a cold start built in the
+// background, and says why there is none: a *BuildingError while it is
+// built, the error that stopped its build. Nil once it is served, and
+// when Run built none (then the loop is not running).
 func (l *Loop) waitCold(ctx context.Context) error {
 	l.mu.Lock()
-	cold := l.cold
+	cold, built := l.cold, l.coldBuilt
 	l.mu.Unlock()
 	if cold == nil {
 		return nil
 	}
-	t := time.NewTimer(l.opts.ColdWait)
-	defer t.Stop()
+	_ = l.untilCold(ctx, cold, built) // ctx's end is answered as a deadline
 	select {
 	case <-cold:
 		l.mu.Lock()
@@ -793,8 +863,7 @@ func (l *Loop) waitCold(ctx context.Context) error {
 			return fmt.Errorf("the tool index could not be built: %w", l.coldErr)
 		}
 		return nil
-	case <-t.C:
-	case <-ctx.Done():
+	default:
 	}
 	st := l.Stats()
 	if !st.Building {
@@ -841,22 +910,48 @@ func (l *Loop) RefreshLearned(ctx context.Context) error {
 }
 
 // Tool looks a tool up in the catalog served (whoever may see it: the
-// gateway asks the Policy).
+// gateway asks the Policy), or, while a cold start's first index is
+// built, among the tools the servers listed so far.
 func (l *Loop) Tool(id string) (catalog.Tool, bool) {
-	eng := l.eng.Load()
-	if eng == nil {
+	if eng := l.eng.Load(); eng != nil {
+		return eng.Tool(id)
+	}
+	server, name, err := catalog.SplitID(id)
+	if err != nil {
 		return catalog.Tool{}, false
 	}
-	return eng.Tool(id)
+	l.mu.Lock()
+	t, ok := l.listed[server][name]
+	l.mu.Unlock()
+	if !ok {
+		return catalog.Tool{}, false
+	}
+	return backend.Catalog(map[string][]*mcp.Tool{server: {t}})[0], true
 }
 
-// IDs lists the tools of the catalog served.
+// IDs lists the tools of the catalog served, or, while a cold start's
+// first index is built, those the servers listed so far.
 func (l *Loop) IDs() []string {
-	eng := l.eng.Load()
-	if eng == nil {
+	if eng := l.eng.Load(); eng != nil {
+		return eng.IDs()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.listedIDs)
+}
+
+// Building says, without waiting, why there is no index to search yet:
+// a *BuildingError while a cold start's first index is built (what a
+// search answers past its wait); nil otherwise.
+func (l *Loop) Building() error {
+	if l.eng.Load() != nil {
 		return nil
 	}
-	return eng.IDs()
+	st := l.Stats()
+	if !st.Building {
+		return nil
+	}
+	return &BuildingError{Tools: st.BuildingTools, Total: st.BuildingTotal}
 }
 
 // merge forwards a value of any of chans to the channel it returns, until

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -677,10 +678,10 @@ func TestReloadSaysBareReferences(t *testing.T) {
 	}
 }
 
-// compactingEmbedder is fakeEmbedder with a Compact (embed.Cached's) that
-// closes entered, then waits for release.
+// compactingEmbedder is an embedder (a fakeEmbedder, a gatedEmbedder) with
+// a Compact (embed.Cached's) that closes entered, then waits for release.
 type compactingEmbedder struct {
-	fakeEmbedder
+	index.Embedder
 	entered, release chan struct{}
 }
 
@@ -698,7 +699,7 @@ func TestColdStartDeadlineWhileCompacting(t *testing.T) {
 	for _, stop := range []bool{true, false} {
 		pool := newFakePool("a")
 		pool.list("a", "apple", "apricot")
-		emb := &compactingEmbedder{fakeEmbedder: fakeEmbedder{model: "fake@1"}, entered: make(chan struct{}), release: make(chan struct{})}
+		emb := &compactingEmbedder{Embedder: &fakeEmbedder{model: "fake@1"}, entered: make(chan struct{}), release: make(chan struct{})}
 		f := newFixture(t, t.TempDir(), pool, &Options{Embedder: emb, ColdWait: time.Hour}, "a")
 		deadline := make(chan time.Time)
 		f.loop.coldDeadline = deadline
@@ -815,5 +816,123 @@ func TestColdStartInBackground(t *testing.T) {
 	case err := <-failed:
 		t.Errorf("ColdFailed called though Run returned the error: %v", err)
 	default:
+	}
+}
+
+// A search whose wait for the first index (ColdWait) ends once that index
+// is built, while the embedding cache is compacted and before the index
+// is served, waits for those as Run does: it answered "being built (2 of
+// 2 tools embedded)" moments before the index answered.
+func TestColdSearchDeadlineWhileCompacting(t *testing.T) {
+	pool := newFakePool("a")
+	pool.list("a", "apple", "apricot")
+	gated := &gatedEmbedder{fakeEmbedder: fakeEmbedder{model: "fake@1"}, open: make(chan struct{})}
+	emb := &compactingEmbedder{Embedder: gated, entered: make(chan struct{}), release: make(chan struct{})}
+	f := newFixture(t, t.TempDir(), pool, &Options{Embedder: emb, ColdWait: time.Hour}, "a")
+	deadline := make(chan time.Time)
+	f.loop.coldDeadline = deadline
+	ran := make(chan error, 1)
+	go func() { ran <- f.loop.Run(context.Background(), pool) }()
+	deadline <- time.Now() // Run's, while the tools are embedded: it returns
+	if err := <-ran; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	close(gated.open)
+	<-emb.entered // built, now compacted
+	type answer struct {
+		res search.Result
+		err error
+	}
+	searched := make(chan answer, 1)
+	go func() {
+		res, err := f.loop.Search(context.Background(), search.Query{Text: "apple", Limit: 1})
+		searched <- answer{res, err}
+	}()
+	deadline <- time.Now() // the search's, taken while the cache is compacted
+	close(emb.release)
+	a := <-searched
+	if a.err != nil {
+		t.Fatalf("a search whose wait ended while the built index was compacted: %v, want the index's answer", a.err)
+	}
+	if got := hitIDs(a.res); !slices.Equal(got, []string{"a__apple"}) {
+		t.Errorf("search apple = %v, want a__apple", got)
+	}
+}
+
+// While a cold start's first index is built, Tool and IDs answer from the
+// listings ToolsChanged was given (serve's OnToolsChanged, after the
+// quarantine observed them) and the built-in servers' tools, not from the
+// pool's tools, which a listing changes before it is observed; Building
+// says how far the build is without waiting. Once the index is served,
+// they are the index's.
+func TestColdStartToolsWhileBuilding(t *testing.T) {
+	pool := newFakePool("a", "b")
+	pool.list("a", "apple", "apricot")
+	pool.list("b", "banana") // in the pool, not yet observed
+	builtin := []*mcp.Tool{{Name: "list_servers", Description: "List the servers", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	emb := &gatedEmbedder{fakeEmbedder: fakeEmbedder{model: "fake@1"}, open: make(chan struct{})}
+	f := newFixture(t, t.TempDir(), pool, &Options{Embedder: emb, ColdWait: time.Millisecond, Builtin: map[string][]*mcp.Tool{"toolgate": builtin}}, "a", "b")
+	f.run(t)
+	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)
+	f.loop.ToolsChanged("a", []*mcp.Tool{{Name: "apple", Description: "tool apple of a", InputSchema: schema}, {Name: "apricot"}})
+	f.wait(t, "the build's tool count", func(s Stats) bool { return s.BuildingTotal > 0 })
+	if got, want := f.loop.IDs(), []string{"a__apple", "a__apricot", "toolgate__list_servers"}; !slices.Equal(got, want) {
+		t.Errorf("IDs while building = %v, want %v (b's tools were not observed)", got, want)
+	}
+	if tool, ok := f.loop.Tool("a__apple"); !ok || tool.Description != "tool apple of a" || string(tool.InputSchema) != string(schema) {
+		t.Errorf("Tool(a__apple) while building = %+v, %v, want the listed definition", tool, ok)
+	}
+	if _, ok := f.loop.Tool("toolgate__list_servers"); !ok {
+		t.Error("the built-in tool is unknown while building")
+	}
+	if _, ok := f.loop.Tool("b__banana"); ok {
+		t.Error("Tool(b__banana) found a tool whose listing was not observed")
+	}
+	var be *BuildingError
+	if err := f.loop.Building(); !errors.As(err, &be) || be.Total == 0 {
+		t.Errorf("Building while building = %v, want a BuildingError with the tools to embed", err)
+	}
+	// A listing again (list_changed) replaces the server's tools.
+	f.loop.ToolsChanged("a", []*mcp.Tool{{Name: "apple"}})
+	if got, want := f.loop.IDs(), []string{"a__apple", "toolgate__list_servers"}; !slices.Equal(got, want) {
+		t.Errorf("IDs after a second listing = %v, want %v", got, want)
+	}
+
+	close(emb.open)
+	f.wait(t, "the first index", func(s Stats) bool { return s.CatalogGeneration >= 1 })
+	if err := f.loop.Building(); err != nil {
+		t.Errorf("Building once served = %v, want nil", err)
+	}
+	if _, ok := f.loop.Tool("b__banana"); !ok {
+		t.Error("Tool(b__banana) once the index is served: not found, want the index's tool")
+	}
+	f.loop.mu.Lock()
+	listed := f.loop.listed
+	f.loop.mu.Unlock()
+	if listed != nil {
+		t.Errorf("the listings are still held once the index is served: %v", listed)
+	}
+}
+
+// A reload that changes toolgate.search while a cold start's first index
+// is built (the management tools run meanwhile) applies it to the engine
+// that index starts: there was none to apply it to.
+func TestColdStartReloadAppliesSearch(t *testing.T) {
+	pool := newFakePool("a")
+	pool.list("a", "apple")
+	from := func(s config.SearchSettings) *search.Options {
+		return &search.Options{Mode: search.Mode(s.Mode), KeywordWeight: s.KeywordWeight, VectorWeight: s.VectorWeight}
+	}
+	emb := &gatedEmbedder{fakeEmbedder: fakeEmbedder{model: "fake@1"}, open: make(chan struct{})}
+	f := newFixture(t, t.TempDir(), pool, &Options{Embedder: emb, ColdWait: time.Millisecond, SearchFrom: from}, "a")
+	f.run(t)
+	writeFile(t, f.path, configBytes(t, map[string]any{"search": map[string]any{"mode": "vector", "keywordWeight": 0.8}}, "a"))
+	if r := f.loop.Reload(context.Background(), "test"); !slices.Equal(r.Applied, []string{"toolgate.search"}) {
+		t.Fatalf("reload while building: %+v, want toolgate.search applied", r)
+	}
+	close(emb.open)
+	f.wait(t, "the first index", func(s Stats) bool { return s.CatalogGeneration == 1 })
+	if o := f.loop.eng.Load().Options(); o.Mode != search.ModeVector || o.KeywordWeight != 0.8 {
+		t.Errorf("options of the first engine: %+v, want the reloaded vector mode, keyword weight 0.8", o)
 	}
 }

@@ -112,6 +112,11 @@ func runKeysCreate(g *globals, w, errw io.Writer, f keysCreateFlags, now time.Ti
 		if err := checkProfile(cfg, p, f.config); err != nil {
 			return err
 		}
+	} else if p != "" {
+		// A misspelt profile makes a key that reaches no tool, found out
+		// only at its first request: say it went unchecked, as for globs
+		// without an index.
+		fmt.Fprintf(errw, "note: --profile %q was not checked: no config was given (--config FILE, or $TOOLGATE_CONFIG); a key whose profile the gateway's config lacks reaches no tool\n", p)
 	}
 	secret, e, err := keys.New(f.spec, now)
 	if err != nil {

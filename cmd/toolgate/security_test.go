@@ -627,6 +627,28 @@ func mergeEnv(a, b map[string]string) map[string]string {
 	return out
 }
 
+// TestKeysCreateProfileNotChecked: keys create --profile without a config
+// to check it against says so on stderr (a misspelt profile makes a key that
+// reaches no tool, found out only at its first request); the key is created
+// all the same (exit 0). With --config, a profile there passes without it.
+func TestKeysCreateProfileNotChecked(t *testing.T) {
+	t.Setenv("TOOLGATE_CONFIG", "")
+	data := t.TempDir()
+	out, stderr, err := runToolgate(t, data, "keys", "create", "--name", "k", "--profile", "kgg")
+	want := `note: --profile "kgg" was not checked: no config was given (--config FILE, or $TOOLGATE_CONFIG); a key whose profile the gateway's config lacks reaches no tool` + "\n"
+	if err != nil || !strings.Contains(out, `Created API key "k"`) || !strings.Contains(stderr, want) {
+		t.Errorf("keys create --profile without a config: %v\n%s%s\nwant on stderr %q", err, out, stderr, want)
+	}
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {}, "toolgate": {"profiles": {"kg": {}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err = runToolgate(t, data, "keys", "create", "--name", "k2", "--profile", "kg", "--config", cfg)
+	if err != nil || strings.Contains(stderr, "not checked") {
+		t.Errorf("keys create --profile --config: %v\n%s", err, stderr)
+	}
+}
+
 // TestKeysCreateWarnsOfUnmatchedGlobs: a --deny or --allow glob that
 // matches no tool of the data folder's index (a typo, the wrong case) is
 // named on stderr with the tools and servers it could have meant; the key

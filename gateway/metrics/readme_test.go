@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -18,7 +19,9 @@ import (
 )
 
 // TestREADMETable holds the README's table of metrics to the registry:
-// every toolgate_* metric with its type and labels, no more, no less.
+// every toolgate_* metric with its type and labels, no more, no less, and
+// every other family /metrics serves covered by the table's row of the
+// library's own (go_*, process_*, promhttp_metric_handler_errors_total).
 func TestREADMETable(t *testing.T) {
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -32,8 +35,18 @@ func TestREADMETable(t *testing.T) {
 		documented[m[1]] = m[2] + " " + strings.Join(labels, ",")
 	}
 
-	// Every metric gets a sample, so that every family is gathered.
+	// The row without a type names the library's families, globs allowed.
+	var others []string
+	if r := regexp.MustCompile("(?m)^\\| (`[a-z_*]+`(?:, `[a-z_*]+`)*) \\| \\|").FindStringSubmatch(string(b)); r != nil {
+		for _, name := range strings.Split(r[1], ", ") {
+			others = append(others, strings.Trim(name, "`"))
+		}
+	}
+
+	// Every metric gets a sample, so that every family is gathered, and
+	// the handler serve mounts registers its own (promhttp's error count).
 	m := newTest()
+	m.Handler()
 	ctx := context.Background()
 	_, _ = m.Searcher(&fakeCatalog{tools}).Search(ctx, search.Query{Text: "x"})
 	_, _ = m.Caller(callerFunc(func(string, string) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })).CallTool(ctx, "memory", "read_graph", nil)
@@ -45,6 +58,9 @@ func TestREADMETable(t *testing.T) {
 	registered := map[string]string{}
 	for _, mf := range mfs {
 		if !strings.HasPrefix(mf.GetName(), "toolgate_") {
+			if !slices.ContainsFunc(others, func(glob string) bool { ok, _ := path.Match(glob, mf.GetName()); return ok }) {
+				t.Errorf("/metrics serves %s, which the README's table does not name (its row of %s)", mf.GetName(), strings.Join(others, ", "))
+			}
 			continue
 		}
 		var labels []string

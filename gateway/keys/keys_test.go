@@ -144,8 +144,11 @@ func TestStore(t *testing.T) {
 	if _, err := s.Verify(shortSecret); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("keysFile missing: %v", err)
 	}
-	if !strings.Contains(logs.String(), "cannot be read") {
-		t.Errorf("no log line for the unreadable store:\n%s", logs.String())
+	// Not read yet: its first user says the error (serve stops on it);
+	// a log line that requests are refused "until it is fixed" came just
+	// before serve exited.
+	if strings.Contains(logs.String(), "cannot be read") {
+		t.Errorf("a log line for a store never read, whose caller says the error:\n%s", logs.String())
 	}
 	sharedSecret, shared := newKey(t, Spec{Name: "replica"})
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
@@ -180,6 +183,11 @@ func TestStore(t *testing.T) {
 	}
 	if any, err := s.Any(); err == nil || any {
 		t.Errorf("Any on a damaged store = %v, %v; want an error", any, err)
+	}
+	// Read before: each failure is logged, once (the duplicate, the
+	// damaged file).
+	if n := strings.Count(logs.String(), "cannot be read"); n != 2 || !strings.Contains(logs.String(), "not a key entry") {
+		t.Errorf("%d log lines for a store that broke after it was read, want 2, the damaged file's among them:\n%s", n, logs.String())
 	}
 }
 

@@ -69,6 +69,7 @@ type Store struct {
 
 	mu      sync.Mutex
 	lastErr string // the store error logged last ("" = healthy)
+	read    bool   // the store was read once: its errors are logged from then on
 	// The keys of both files as last merged, and the files' contents
 	// they were merged from (a request finds them unchanged: no work).
 	fromData, fromFile *parsed
@@ -208,11 +209,18 @@ func (s *Store) List() ([]Listed, error) {
 	return slices.Clone(ks.listed), nil
 }
 
-// report logs a store error once per distinct error, and the recovery.
+// report logs a store error once per distinct error, and the recovery,
+// once the store was read: before, the first use's caller says the error
+// (serve stops on it), and a log line that requests "are refused until it
+// is fixed" came just before serve exited.
 func (s *Store) report(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err == nil {
+		s.read = true
+	}
 	switch {
+	case err != nil && !s.read:
 	case err == nil && s.lastErr != "":
 		s.log.Info("the API key store can be read again")
 		s.lastErr = ""

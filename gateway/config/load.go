@@ -80,6 +80,7 @@ func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Fi
 		for name, s := range f.MCPServers {
 			p.errs = append(p.errs, validateServer(name, s, s.unsetKeys(p.failed[name]))...)
 		}
+		p.errs = append(p.errs, f.validateNameCase()...)
 		p.errs = append(p.errs, f.Toolgate.validate()...)
 		p.errs = append(p.errs, f.validateProfiles()...)
 	}

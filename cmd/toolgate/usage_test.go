@@ -27,6 +27,12 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	}{
 		{[]string{"--bogus"}, "unknown flag: --bogus (see toolgate --help)"},
 		{[]string{"serve", "--bogus"}, "serve: unknown flag: --bogus (see toolgate serve --help)"},
+		// A misspelt flag: the command's closest flag, its own or inherited
+		// (cobra suggests commands only).
+		{[]string{"status", "--jsn"}, "status: unknown flag: --jsn: did you mean --json? (see toolgate status --help)"},
+		{[]string{"status", "-json"}, "status: unknown shorthand flag: 'j' in -json: did you mean --json? (see toolgate status --help)"},
+		{[]string{"servers", "add", "x", "--confg", cfg, "--", "true"}, "servers add: unknown flag: --confg: did you mean --config?"},
+		{[]string{"status", "--lg-level", "debug"}, "status: unknown flag: --lg-level: did you mean --log-level?"},
 		{[]string{"serve", "--config"}, "serve: flag needs an argument: --config"},
 		{[]string{"eval", "--limit-queries", "many"}, `eval: invalid argument "many" for "--limit-queries"`},
 		{[]string{"statuss"}, `unknown command "statuss" for "toolgate": did you mean "status"?`},

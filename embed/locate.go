@@ -76,11 +76,15 @@ func ParseVariant(s string) (Variant, error) {
 }
 
 // Install commands named in errors about missing pieces (the model's is
-// Paths.FixModel: it names the folder).
-const (
-	FixORT       = "scripts/fetch-onnxruntime.sh (or make deps)"
-	FixTokenizer = "scripts/build-tokenizers.sh, then rebuild toolgate with scripts/native-env.sh sourced (or make deps)"
-)
+// Paths.FixModel: it names the folder). FixORT follows "install it with",
+// after the path the library was looked for at ("there"): the script of a
+// source checkout, and for the binary alone what the script does, from the
+// npm package the README's Native pieces names.
+var FixORT = "scripts/fetch-onnxruntime.sh in a source checkout (or make deps); with the binary alone, `npm pack " +
+	manifestString("onnxruntime", "npm_package", "onnxruntime-node") + "@" + ORTVersion + "` (no install script runs) and copy " +
+	manifestString("onnxruntime", "tarball_path", "package/bin/napi-v6/linux/x64/libonnxruntime.so.1") + " from the tarball there"
+
+const FixTokenizer = "scripts/build-tokenizers.sh, then rebuild toolgate with scripts/native-env.sh sourced (or make deps)"
 
 // MissingError says which native piece is missing, where it was looked for
 // and the command that installs it.

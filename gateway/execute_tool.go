@@ -29,6 +29,7 @@ import (
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/jsonnum"
 	"github.com/toolgate/toolgate/internal/oneline"
+	"github.com/toolgate/toolgate/internal/typo"
 )
 
 type executeArgs struct {
@@ -560,7 +561,7 @@ func Closest(name string, ids []string, n int) []string {
 	cands := make([]cand, 0, len(ids))
 	for _, id := range ids {
 		lid := strings.ToLower(id)
-		d := levenshtein(lname, lid)
+		d := typo.Distance(lname, lid)
 		_, tool, _ := strings.Cut(lid, catalog.Sep)
 		if ltool != "" && tool == ltool || strings.Contains(lid, lname) {
 			d /= 4 // same tool on another server, or a prefix of the name
@@ -582,27 +583,6 @@ func Closest(name string, ids []string, n int) []string {
 		out = append(out, c.id)
 	}
 	return out
-}
-
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 // schemaCache keeps each tool's resolved input schema, keyed by tool ID.

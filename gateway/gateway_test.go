@@ -555,7 +555,7 @@ func TestExecuteTool(t *testing.T) {
 }
 
 func TestClosest(t *testing.T) {
-	ids := []string{"memory__create_entities", "memory__read_graph", "filesystem__read_file", "filesystem__read_text_file", "github__create_issue"}
+	ids := []string{"memory__create_entities", "memory__read_graph", "memory__raed_grxyh", "filesystem__read_file", "filesystem__read_text_file", "github__create_issue"}
 	for _, tc := range []struct {
 		name string
 		want []string
@@ -563,6 +563,9 @@ func TestClosest(t *testing.T) {
 		{"memory__create_entity", []string{"memory__create_entities"}},
 		{"github__read_file", []string{"filesystem__read_file"}},
 		{"zzzzzzzzzzzzzzzzzz", nil},
+		// Two letters swapped are one typo, not two substitutions (which
+		// tied it with memory__raed_grxyh, first by name).
+		{"memory__raed_graph", []string{"memory__read_graph"}},
 	} {
 		if got := Closest(tc.name, ids, 1); !slices.Equal(got, tc.want) {
 			t.Errorf("Closest(%q) = %v, want %v", tc.name, got, tc.want)

@@ -115,7 +115,7 @@ func runDoctor(ctx context.Context, g *globals) (*doctorReport, error) {
 
 	add(dirCheck("data dir", g.DataDir(), "created on first use"))
 
-	ortCheck, ortOK := doctorORT(opts.ORTLib)
+	ortCheck, ortOK := doctorORT(opts.ORTLib, g.embedFlags.ORTLibFix())
 	add(ortCheck)
 	add(doctorTokenizers())
 
@@ -131,7 +131,7 @@ func runDoctor(ctx context.Context, g *globals) (*doctorReport, error) {
 	opts.Logger = nil
 	ec := doctorCheck{Name: "embedder " + string(opts.Variant), Path: opts.ModelDir}
 	if !ortOK {
-		ec.Status, ec.Detail, ec.Fix = statusMissing, "needs the ONNX Runtime library", embed.FixORT
+		ec.Status, ec.Detail, ec.Fix = statusMissing, "needs the ONNX Runtime library", ortCheck.Fix
 	} else if e, err := embed.New(opts); err != nil {
 		ec.Status, ec.Detail = statusBad, err.Error()
 		ec.Loads = ptr(false)
@@ -179,8 +179,8 @@ func dirCheck(name, dir, absent string) doctorCheck {
 
 // doctorORT checks the ONNX Runtime library: present, sha256 against the
 // pin, and that it loads (its version string).
-func doctorORT(path string) (doctorCheck, bool) {
-	c := doctorCheck{Name: "onnxruntime", Path: path, Pinned: embed.ORTLibSHA256, Fix: embed.FixORT}
+func doctorORT(path, fix string) (doctorCheck, bool) {
+	c := doctorCheck{Name: "onnxruntime", Path: path, Pinned: embed.ORTLibSHA256, Fix: fix}
 	sum, err := regularFileSHA256(path)
 	if err != nil {
 		c.Status, c.Detail = statusMissing, err.Error()

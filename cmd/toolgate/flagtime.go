@@ -9,7 +9,7 @@ import (
 )
 
 // errTooFar is flagTime's error for a count of days, weeks or years that
-// no calendar reaches.
+// no calendar reaches, or a date after year 9999.
 var errTooFar = errors.New("too far off")
 
 // flagTime reads a time a flag gives (keys create --expires, audit tail
@@ -29,6 +29,11 @@ func flagTime(s string, now time.Time, ahead bool, loc *time.Location) (time.Tim
 			return time.Time{}, errors.New("not a date" + pe.Message) // Message is ": day out of range"
 		}
 		return time.Time{}, errors.New("not a date: want YYYY-MM-DD, e.g. 2026-12-31")
+	}
+	if i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }); i > len("2006") && s[i] == '-' {
+		// A date, or an RFC 3339 time, after year 9999 (10000-01-01),
+		// which neither form can write.
+		return time.Time{}, fmt.Errorf("%s is %w", s, errTooFar)
 	}
 	sign := 1
 	if !ahead {

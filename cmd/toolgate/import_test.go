@@ -279,6 +279,14 @@ func TestServersCommands(t *testing.T) {
 		{[]string{"servers", "add", "x", "--config", path, "--type", "sse", "--", "node", "y"}, "servers add x: --type sse needs --url; a command after -- makes a stdio server (leave --type out)"},
 		{[]string{"servers", "add", "x", "--config", path, "--type", "http", "--", "node"}, "--type http needs --url; a command after -- makes a stdio server"},
 		{[]string{"servers", "add", "x", "--config", path, "--type", "stdio", "--url", "https://h/mcp"}, "--type stdio needs a command after --; --url makes an http server"},
+		// Flags for the other kind of server, or one of a pair alone:
+		// said with the flags' names, not the config keys they make.
+		{[]string{"servers", "add", "x", "--config", path, "--url", "https://h/mcp", "--tls-cert", "c.pem"}, "servers add x: --tls-cert needs --tls-key, the private key (PEM) of the certificate"},
+		{[]string{"servers", "add", "x", "--config", path, "--url", "https://h/mcp", "--tls-key", "k.pem"}, "servers add x: --tls-key needs --tls-cert"},
+		{[]string{"servers", "add", "x", "--config", path, "--tls-ca", "ca.pem", "--", "node"}, "servers add x: --tls-ca is for a remote server (--url), not a local one started by a command"},
+		{[]string{"servers", "add", "x", "--config", path, "--header", "A: b", "--", "node"}, "servers add x: --header is for a remote server (--url)"},
+		{[]string{"servers", "add", "x", "--config", path, "--url", "https://h/mcp", "--env", "A=b"}, "servers add x: --env is for a local server (a command after --), not one at --url"},
+		{[]string{"servers", "add", "x", "--config", path, "--url", "https://h/mcp", "--cwd", "/tmp"}, "servers add x: --cwd is for a local server"},
 		// A whole command line quoted as one word after --.
 		{[]string{"servers", "add", "x", "--config", path, "--", "sh ./server.sh --port 3"}, `servers add x: "sh ./server.sh --port 3" is one argument holding a whole command line: give the program and its arguments as separate words after --, unquoted: toolgate servers add x --config ` + path + ` -- sh ./server.sh --port 3`},
 		{[]string{"servers", "remove", "nope", "--config", path}, `no server named "nope"`},

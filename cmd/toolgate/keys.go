@@ -234,21 +234,24 @@ func describeScope(e keys.Entry) string {
 
 // parseExpiry reads --expires: a duration from now (Go's units, and d, w
 // and y for calendar days, weeks and years), or a date (2026-12-31, the
-// start of that day in UTC) or an RFC 3339 time, at most lastExpiry.
+// start of that day in UTC) or an RFC 3339 time, in lastExpiry at the latest.
 func parseExpiry(s string, now time.Time) (time.Time, error) {
 	t, err := flagTime(s, now, true, time.UTC)
 	if errors.Is(err, errTooFar) {
-		return time.Time{}, fmt.Errorf("%w: leave --expires out for a key that never expires", err)
+		return time.Time{}, fmt.Errorf("%w (the last date a key may name is %s): leave --expires out for a key that never expires", err, lastExpiry)
 	}
-	if err == nil && t.After(lastExpiry) {
-		return time.Time{}, fmt.Errorf("%s is too far off (the last date a key may name is %s): leave --expires out for a key that never expires", t.Format(time.DateOnly), lastExpiry.Format(time.DateOnly))
+	if err == nil && !t.Before(pastLastExpiry) {
+		return time.Time{}, fmt.Errorf("%s is too far off (the last date a key may name is %s): leave --expires out for a key that never expires", t.UTC().Format(time.DateOnly), lastExpiry)
 	}
 	return t, err
 }
 
-// lastExpiry is the latest expiry a key may have: a later one would not
-// fit RFC 3339's four-digit years, which keys.jsonl is written in.
-var lastExpiry = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+// A key may expire at any time of lastExpiry, up to pastLastExpiry: a later
+// one would not fit RFC 3339's four-digit years, which keys.jsonl is
+// written in.
+const lastExpiry = "9999-12-31"
+
+var pastLastExpiry = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 type keysListFlags struct {
 	config string

@@ -664,15 +664,19 @@ func TestStatusSocketsUnlisted(t *testing.T) {
 	}
 }
 
-// A data folder removed under its gateways: status says it does not
-// exist and how to find them, not that none runs there.
+// A data folder that does not exist: status and logs say that no gateway
+// has started on it yet and how to start one (a newcomer's case), then,
+// for one it was removed under, how to find them; not that none runs there.
 func TestStatusDataFolderMissing(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	f := statusFlags{dataDir: func(*config.File) string { return data }, timeout: time.Second, fallback: freeAddr(t)}
 	var out bytes.Buffer
 	err := runStatus(context.Background(), &out, f)
-	if err == nil || !strings.Contains(err.Error(), "the data folder "+data+" does not exist") ||
-		!strings.Contains(err.Error(), "pgrep") || !strings.Contains(err.Error(), "mkdir -p "+data) || strings.Contains(err.Error(), "either") {
-		t.Errorf("status: %v", err)
+	logsErr := runLogs(context.Background(), &out, io.Discard, data, logsFlags{})
+	for i, err := range []error{err, logsErr} {
+		if err == nil || !strings.Contains(err.Error(), "the data folder "+data+" does not exist: no gateway has started on it yet (`toolgate serve --config FILE --data-dir "+data+"` starts one") ||
+			!strings.Contains(err.Error(), "pgrep") || !strings.Contains(err.Error(), "mkdir -p "+data) || strings.Contains(err.Error(), "either") {
+			t.Errorf("%s: %v", []string{"status", "logs"}[i], err)
+		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/internal/modelscmd"
 	"github.com/toolgate/toolgate/internal/shutdown"
 	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/typo"
 )
 
 // globals are the flags every subcommand shares.
@@ -103,7 +104,7 @@ func newRootCmd(stop *shutdown.Controller) (*cobra.Command, *globals) {
 // (`toolgate keys revok ci`) fails rather than doing nothing quietly.
 func usageErrors(root *cobra.Command) {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usageError{fmt.Errorf("%s%w (see %s --help)", verb(cmd), err, cmd.CommandPath())}
+		return usageError{fmt.Errorf("%s%w%s (see %s --help)", verb(cmd), err, flagMeant(cmd, err), cmd.CommandPath())}
 	})
 	var walk func(*cobra.Command)
 	walk = func(cmd *cobra.Command) {
@@ -134,6 +135,34 @@ func usageErrors(root *cobra.Command) {
 		}
 	}
 	walk(root)
+}
+
+// flagMeant is ": did you mean --json?" for an unknown flag err of cmd
+// that is close to one of its flags (--jsn, --JSON), or a run of
+// shorthands that is one of its flags with a dash left out (-json): cobra
+// suggests commands only. "" when none is close (typo.Suggest).
+func flagMeant(cmd *cobra.Command, err error) string {
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) {
+		return ""
+	}
+	typed := ne.GetSpecifiedName()
+	if short := ne.GetSpecifiedShortnames(); short != "" {
+		if len(short) < 2 {
+			return "" // -j: a letter is no typo of a name
+		}
+		typed = short
+	}
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden && f.Deprecated == "" {
+			names = append(names, f.Name)
+		}
+	})
+	if name, ok := typo.Suggest(typed, names); ok {
+		return fmt.Sprintf(": did you mean --%s?", name)
+	}
+	return ""
 }
 
 // verb is "keys revoke: " for toolgate keys revoke, "" for toolgate itself

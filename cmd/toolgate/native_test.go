@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -134,6 +135,43 @@ func TestDoctorJSONMissing(t *testing.T) {
 	}
 	if rep.OK || rep.DataDir != data {
 		t.Errorf("ok=%v dataDir=%q", rep.OK, rep.DataDir)
+	}
+}
+
+// An ONNX Runtime library missing where doctor looked: the fix says what
+// named the path (--ort-lib, $TOOLGATE_ORT_LIB) and how to drop it for the
+// pinned copy, and how to install that copy with the binary alone (the
+// npm package), not only the script of a source checkout.
+func TestDoctorORTLibFix(t *testing.T) {
+	cache := t.TempDir() // the pinned copy is not there either
+	t.Setenv(dirs.EnvCache, cache)
+	cached := dirs.CachedORTLib()
+	const install = "with the binary alone, `npm pack onnxruntime-node@"
+	for _, c := range []struct {
+		name, env string
+		args      []string
+		want      []string
+	}{
+		{"flag", "", []string{"--ort-lib", "/nope/a.so"}, []string{"--ort-lib names it: correct the path, or leave --ort-lib out to use the pinned copy at " + cached + ", which is not there either: install it with", install}},
+		{"environment", "/nope/b.so", nil, []string{"$TOOLGATE_ORT_LIB names it: correct the path, or unset TOOLGATE_ORT_LIB to use the pinned copy at " + cached, install}},
+		{"default", "", nil, []string{"scripts/fetch-onnxruntime.sh in a source checkout (or make deps); " + install, "package/bin/napi-v6/linux/x64/libonnxruntime.so.1 from the tarball there"}},
+	} {
+		t.Setenv(dirs.EnvORTLib, c.env)
+		out, _ := doctorCommand(t, t.TempDir(), append([]string{"--json"}, c.args...)...)
+		var rep doctorReport
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("%s: output is not JSON: %v\n%s", c.name, err, out.String())
+		}
+		for _, ck := range rep.Checks {
+			if ck.Name != "onnxruntime" && ck.Name != "embedder fp32" {
+				continue
+			}
+			for _, w := range c.want {
+				if ck.Status != statusMissing || !strings.Contains(ck.Fix, w) {
+					t.Errorf("%s: %s: %s, fix %q; want %q in it", c.name, ck.Name, ck.Status, ck.Fix, w)
+				}
+			}
+		}
 	}
 }
 

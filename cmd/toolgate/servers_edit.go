@@ -96,6 +96,34 @@ func runServersAdd(stderr io.Writer, name string, command []string, f serversAdd
 	case f.url != "" && t == config.TypeStdio:
 		return usageError{fmt.Errorf("servers add %s: --type stdio needs a command after --; --url makes an http server (or sse, with --type sse)", name)}
 	}
+	// Flags that only one kind of server takes, or only together, said
+	// with the flags' names: the entry's checks would name the keys they
+	// make ("mcpServers[…].tls.key: is missing").
+	remote := f.url != ""
+	for _, fl := range []struct {
+		name        string
+		set, remote bool
+	}{
+		{"--header", len(f.headers) > 0, true},
+		{"--tls-ca", f.tls.CA != "", true},
+		{"--tls-cert", f.tls.Cert != "", true},
+		{"--tls-key", f.tls.Key != "", true},
+		{"--env", len(f.env) > 0, false},
+		{"--cwd", f.cwd != "", false},
+	} {
+		switch {
+		case fl.set && fl.remote && !remote:
+			return usageError{fmt.Errorf("servers add %s: %s is for a remote server (--url), not a local one started by a command: leave it out (a local server takes secrets through --env)", name, fl.name)}
+		case fl.set && !fl.remote && remote:
+			return usageError{fmt.Errorf("servers add %s: %s is for a local server (a command after --), not one at --url: leave it out", name, fl.name)}
+		}
+	}
+	switch {
+	case f.tls.Cert != "" && f.tls.Key == "":
+		return usageError{fmt.Errorf("servers add %s: --tls-cert needs --tls-key, the private key (PEM) of the certificate", name)}
+	case f.tls.Key != "" && f.tls.Cert == "":
+		return usageError{fmt.Errorf("servers add %s: --tls-key needs --tls-cert, the client certificate (PEM) it is the key of", name)}
+	}
 	local := s
 	local.Type = config.TypeStdio
 	if len(command) == 1 && errors.Is(backend.CheckCommand(local, os.Environ()), backend.ErrWholeCommandLine) {

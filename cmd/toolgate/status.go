@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/local"
+	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/search"
@@ -273,11 +274,17 @@ func noGatewayOn(dataDir string) string {
 // status sockets, or "" when they can.
 func whyUnlisted(dataDir string) string {
 	if _, err := os.Stat(dataDir); errors.Is(err, fs.ErrNotExist) {
-		// Removed under running gateways, maybe: they serve on, and make
-		// their sockets again once the folder is back.
-		return fmt.Sprintf("the data folder %s does not exist, so the gateways running on it (it may have been removed under them) cannot be listed from it: "+
-			"`pgrep -af 'toolgate serve'` shows them, --addr asks one at its --http address, and `%s` brings their status sockets back within %s",
-			dataDir, shellword.Join("mkdir", "-p", dataDir), local.DefaultRetry)
+		// Most often no gateway has started on it yet (a first run, a
+		// misspelt --data-dir); else it was removed under running
+		// gateways, which serve on and make their sockets again once the
+		// folder is back.
+		serve := []string{"toolgate", "serve", "--config", "FILE"}
+		if dataDir != dirs.DefaultData("") {
+			serve = append(serve, "--data-dir", dataDir)
+		}
+		return fmt.Sprintf("the data folder %s does not exist: no gateway has started on it yet (`%s` starts one, which makes it), "+
+			"or it was removed under the ones running on it (`pgrep -af 'toolgate serve'` shows them, --addr asks one at its --http address, and `%s` brings their status sockets back within %s)",
+			dataDir, shellword.Join(serve...), shellword.Join("mkdir", "-p", dataDir), local.DefaultRetry)
 	}
 	if err := local.Unreadable(dataDir); err != nil {
 		why := err.Error()

@@ -27,6 +27,12 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	}{
 		{[]string{"--bogus"}, "unknown flag: --bogus (see toolgate --help)"},
 		{[]string{"serve", "--bogus"}, "serve: unknown flag: --bogus (see toolgate serve --help)"},
+		// A misspelt flag: the command's closest flag, its own or inherited
+		// (cobra suggests commands only).
+		{[]string{"status", "--jsn"}, "status: unknown flag: --jsn: did you mean --json? (see toolgate status --help)"},
+		{[]string{"status", "-json"}, "status: unknown shorthand flag: 'j' in -json: did you mean --json? (see toolgate status --help)"},
+		{[]string{"servers", "add", "x", "--confg", cfg, "--", "true"}, "servers add: unknown flag: --confg: did you mean --config?"},
+		{[]string{"status", "--lg-level", "debug"}, "status: unknown flag: --lg-level: did you mean --log-level?"},
 		{[]string{"serve", "--config"}, "serve: flag needs an argument: --config"},
 		{[]string{"eval", "--limit-queries", "many"}, `eval: invalid argument "many" for "--limit-queries"`},
 		{[]string{"statuss"}, `unknown command "statuss" for "toolgate": did you mean "status"?`},
@@ -104,8 +110,17 @@ func TestParseExpiry(t *testing.T) {
 		{in: "2026-13-01", err: "not a date: month out of range"},
 		{in: "0d", err: "want a positive number of days, weeks or years"},
 		{in: "-5d", err: "want a duration like 90m, 12h, 30d, 2w or 1y, a date like 2026-12-31, or an RFC 3339 time"},
-		{in: "100000000d", err: "100000000d is too far off: leave --expires out for a key that never expires"},
+		{in: "100000000d", err: "100000000d is too far off (the last date a key may name is 9999-12-31): leave --expires out for a key that never expires"},
 		{in: "9000y", err: "11026-12-04 is too far off (the last date a key may name is 9999-12-31)"},
+		// After year 9999, which a date cannot write: the limit, not
+		// "want a duration like …".
+		{in: "10000-01-01", err: "10000-01-01 is too far off (the last date a key may name is 9999-12-31): leave --expires out"},
+		{in: "10000-01-01T00:00:00Z", err: "10000-01-01T00:00:00Z is too far off (the last date a key may name is 9999-12-31)"},
+		// Any time of the last day: it was refused as "9999-12-31 is too
+		// far off (the last date a key may name is 9999-12-31)".
+		{in: "9999-12-31", want: "9999-12-31T00:00:00Z"},
+		{in: "9999-12-31T23:59:59Z", want: "9999-12-31T23:59:59Z"},
+		{in: "9999-12-31T23:59:59-01:00", err: "10000-01-01 is too far off (the last date a key may name is 9999-12-31)"},
 	} {
 		got, err := parseExpiry(tc.in, now)
 		if tc.err != "" {

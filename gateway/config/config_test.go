@@ -284,6 +284,16 @@ func TestParseBad(t *testing.T) {
 			{`mcpServers["a__b"]`, `must not contain "__"`},
 			{`mcpServers["my server"]`, `use letters, digits, "_" and "-"`},
 		}},
+		// Tool IDs start with the server's name and are found in any
+		// case: a pair differing in case only is refused, both named.
+		{"names differing in case", `{"mcpServers": {"everything": {"command": "x"}, "Everything": {"command": "x"}, "EVERYTHING": {"command": "x"}, "other": {"command": "x"}}}`, nil, []want{
+			{`mcpServers["Everything"]`, `"Everything" and server "EVERYTHING" differ only in case: tool IDs start with the server's name and are matched in any case (EVERYTHING__echo is also Everything__echo)`},
+			{`mcpServers["everything"]`, `"everything" and server "EVERYTHING" differ only in case`},
+		}},
+		{"names differing in case, beside a decoding error", `{"mcpServers": {"a": {"command": 1}, "A": {"command": "x"}}}`, nil, []want{
+			{`mcpServers["a"]`, `"a" and server "A" differ only in case`},
+			{`mcpServers["a"].command`, "got a number, want a string"},
+		}},
 		{"reserved name", `{"mcpServers": {"toolgate": {"command": "toolgate", "args": ["serve"]}}}`, nil, []want{{`mcpServers["toolgate"]`, `"toolgate" is reserved for the gateway's own management tools`}}},
 		{"bad profiles", `{"mcpServers": {"memory": {"command": "x"}}, "toolgate": {"profiles": {
 			"kg": {"servers": ["memroy"], "tools": {"deny": ["delete_*", "memory__[", "github__*"], "alow": []}},

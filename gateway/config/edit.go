@@ -76,6 +76,19 @@ func HasServer(data []byte, name string) bool {
 	return ok
 }
 
+// serverNames returns the names of the document's servers, as written.
+func serverNames(data []byte) []string {
+	if text, _, err := decodeText(data); err == nil {
+		data = text
+	}
+	var names []string
+	gjson.GetBytes(data, "mcpServers").ForEach(func(k, _ gjson.Result) bool {
+		names = append(names, k.String())
+		return true
+	})
+	return names
+}
+
 // ServerEntry returns the document's entry for server name, as written.
 func ServerEntry(data []byte, name string) (json.RawMessage, bool) {
 	if text, _, err := decodeText(data); err == nil {

@@ -165,3 +165,22 @@ func TestSetServerKeepsCRLF(t *testing.T) {
 		t.Errorf("after a delete: %v\n%q", err, out)
 	}
 }
+
+// AddServer refuses a name that differs from a server's only in case, in
+// any of the documents, naming both; the config would not load with both.
+func TestAddServerCaseTwin(t *testing.T) {
+	docs := []Doc{
+		{Path: "user.json", Data: []byte(`{"mcpServers": {"everything": {"command": "npx"}}}`)},
+		{Path: "project.json", Data: []byte(`{"mcpServers": {"memory": {"command": "npx"}}}`)},
+	}
+	for _, name := range []string{"Everything", "MEMORY"} {
+		_, _, err := AddServer(docs, Server{Name: name, Command: "npx"}, env())
+		twin := strings.ToLower(name)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf(`a server named %q is in %s already, and %q differs from it only in case: tool IDs start with the server's name`, twin, map[string]string{"everything": "user.json", "memory": "project.json"}[twin], name)) || !strings.Contains(err.Error(), fmt.Sprintf("choose another name, or remove %q first", twin)) {
+			t.Errorf("AddServer(%s): %v, want refused as a case twin of %s", name, err, twin)
+		}
+	}
+	if _, _, err := AddServer(docs, Server{Name: "everything-2", Command: "npx"}, env()); err != nil {
+		t.Errorf("AddServer(everything-2): %v", err)
+	}
+}

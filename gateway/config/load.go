@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/typo"
 )
 
 // Load reads, expands and validates the config file at path.
@@ -80,6 +81,7 @@ func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Fi
 		for name, s := range f.MCPServers {
 			p.errs = append(p.errs, validateServer(name, s, s.unsetKeys(p.failed[name]))...)
 		}
+		p.errs = append(p.errs, f.validateNameCase()...)
 		p.errs = append(p.errs, f.Toolgate.validate()...)
 		p.errs = append(p.errs, f.validateProfiles()...)
 	}
@@ -136,7 +138,7 @@ func (p *parser) topKeys(top map[string]json.RawMessage) {
 		if slices.Contains(ours, k) || k == "servers" { // "servers": VS Code's, hinted at in servers()
 			continue
 		}
-		if want, ok := suggest(k, ours); ok {
+		if want, ok := typo.Suggest(k, ours); ok {
 			if _, has := top[want]; !has {
 				p.errorf("", k, "unknown key: did you mean %q? (other keys are ignored, but this one looks like a typo)", want)
 			}
@@ -489,7 +491,7 @@ func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {
 		if slices.Contains(serverKeys, k) || len(k) < 4 {
 			continue
 		}
-		if want, ok := suggest(k, serverKeys); ok && len(want) >= 4 {
+		if want, ok := typo.Suggest(k, serverKeys); ok && len(want) >= 4 {
 			if _, has := m[want]; !has {
 				p.errorf(name, k, "unknown key: did you mean %q? (other keys are ignored, but this one looks like a typo)", want)
 			}
@@ -761,7 +763,7 @@ func (d *fields) strict(known []string) {
 		if slices.Contains(known, k) {
 			continue
 		}
-		if want, ok := suggest(k, known); ok {
+		if want, ok := typo.Suggest(k, known); ok {
 			d.errorf(k, "unknown setting: did you mean %q?", want)
 		} else {
 			d.errorf(k, "unknown setting: valid keys here are %s", strings.Join(known, ", "))
@@ -805,47 +807,4 @@ func mapKey(k string) string {
 		return "." + k
 	}
 	return fmt.Sprintf("[%q]", k)
-}
-
-// suggest returns the known key closest to k, if it is close enough to be a
-// likely typo (same letters in another case, or a small edit distance).
-func suggest(k string, known []string) (string, bool) {
-	best, bestD := "", math.MaxInt
-	for _, c := range known {
-		if strings.EqualFold(c, k) {
-			return c, true
-		}
-		if d := editDistance(strings.ToLower(k), strings.ToLower(c)); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	limit := max(1, min(len(best), len(k))/3)
-	return best, best != "" && bestD <= limit
-}
-
-// editDistance is the optimal-string-alignment distance: insertions,
-// deletions, substitutions and swaps of neighbours ("mdoe" → "mode") cost 1.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
 }

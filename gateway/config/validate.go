@@ -38,8 +38,37 @@ func (f *File) validate() []*FieldError {
 	for name, s := range f.MCPServers {
 		errs = append(errs, validateServer(name, s, s.unsetKeys(nil))...)
 	}
+	errs = append(errs, f.validateNameCase()...)
 	errs = append(errs, f.Toolgate.validate()...)
 	return append(errs, f.validateProfiles()...)
+}
+
+// validateNameCase refuses servers whose names differ only in case
+// ("everything" beside "Everything"). Tool IDs start with the server's
+// name, and a name a client writes in another case is found when one
+// server has it (execute_tool's "Everything__echo", the management tools'
+// server arguments): beside a twin it finds neither, or the wrong one. A
+// login's file in the data folder is named after the server too, and is
+// one file for both on a file system that ignores case (macOS, Windows).
+// Each name after the first of a set, in sorted order, gets the error.
+func (f *File) validateNameCase() []*FieldError {
+	var errs []*FieldError
+	first := map[string]string{} // lower case → the first name so
+	for _, name := range slices.Sorted(maps.Keys(f.MCPServers)) {
+		low := strings.ToLower(name)
+		if twin, ok := first[low]; ok {
+			errs = append(errs, &FieldError{Server: name, Msg: fmt.Sprintf("%q and server %q differ only in case: %s: rename one of them", name, twin, caseTwin(name, twin))})
+			continue
+		}
+		first[low] = name
+	}
+	return errs
+}
+
+// caseTwin says why server name cannot be beside twin, a name that
+// differs from it only in case.
+func caseTwin(name, twin string) string {
+	return fmt.Sprintf("tool IDs start with the server's name and are matched in any case (%s__echo is also %s__echo), so the two servers' tools would be taken for each other", twin, name)
 }
 
 // validateProfiles checks toolgate.profiles against the servers of the file:

@@ -348,6 +348,10 @@ func TestConfigChanges(t *testing.T) {
 				t.Errorf("add_server %v: not refused", bad)
 			}
 		}
+		// "A" beside "a": tool IDs would be confused (a__x, A__x).
+		if res := run(t, s, c.caller, "add_server", map[string]any{"name": "A", "command": "x"}); !res.IsError || !strings.Contains(resText(res), `"A" differs from it only in case`) {
+			t.Errorf("add_server A: %s", resText(res))
+		}
 		if res := run(t, s, c.caller, "remove_server", map[string]any{"name": "zz"}); !res.IsError || !strings.Contains(resText(res), `no server named "zz"`) {
 			t.Errorf("remove zz: %s", resText(res))
 		}

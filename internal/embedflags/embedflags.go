@@ -9,6 +9,7 @@ package embedflags
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -47,6 +48,30 @@ func (f *Flags) ApplyConfig(c config.EmbedSettings) { f.config = c }
 // ORTLibPath is the ONNX Runtime library: --ort-lib, $TOOLGATE_ORT_LIB,
 // config embed.ortLib, else the cached pinned copy.
 func (f *Flags) ORTLibPath() string { return dirs.ORTLib(f.ORTLib, f.config.ORTLib) }
+
+// ORTLibFix is what to do about an ONNX Runtime library missing at
+// ORTLibPath: when a flag, the environment or the config named the path,
+// correct that or drop it for the pinned copy (installed first, if it is
+// missing too); else install the pinned copy there.
+func (f *Flags) ORTLibFix() string {
+	var named, drop string
+	switch {
+	case f.ORTLib != "":
+		named, drop = "--ort-lib names it", "leave --ort-lib out"
+	case os.Getenv(dirs.EnvORTLib) != "":
+		named, drop = "$"+dirs.EnvORTLib+" names it", "unset "+dirs.EnvORTLib
+	case f.config.ORTLib != "":
+		named, drop = "the config's toolgate.embed.ortLib names it", "remove ortLib from the config"
+	default:
+		return embed.FixORT
+	}
+	cached := dirs.CachedORTLib()
+	fix := fmt.Sprintf("%s: correct the path, or %s to use the pinned copy at %s", named, drop, cached)
+	if _, err := os.Stat(cached); err != nil {
+		fix += ", which is not there either: install it with " + embed.FixORT
+	}
+	return fix
+}
 
 // ModelFolder is the folder holding model.onnx and tokenizer.json:
 // --model-dir, $TOOLGATE_MODELS_DIR, config embed.modelDir, else

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
@@ -127,8 +128,13 @@ func (f *fetchFlags) options(dir string, progress io.Writer, logger *slog.Logger
 		}
 	}
 	if f.from != "" {
-		if st, err := os.Stat(f.from); err != nil || !st.IsDir() {
-			return nil, fmt.Errorf("--from %s: not a folder", f.from)
+		switch st, err := os.Stat(f.from); {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("--from %s: the folder does not exist: name the folder of a local mirror (the model files by name, the Hugging Face layout, or the Maven jars), or leave --from out to download them", f.from)
+		case err != nil:
+			return nil, fmt.Errorf("--from %s: %w", f.from, err)
+		case !st.IsDir():
+			return nil, fmt.Errorf("--from %s: not a folder: name the folder that holds the files, not a file", f.from)
 		}
 	}
 	if f.quiet {

@@ -75,6 +75,26 @@ func TestVerifyMissing(t *testing.T) {
 	}
 }
 
+// --from that does not exist says so, not "not a folder"; a file is not a
+// folder.
+func TestFetchFromMissing(t *testing.T) {
+	data := t.TempDir()
+	file := filepath.Join(data, "model.onnx")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for from, want := range map[string]string{
+		filepath.Join(data, "nope"): "--from " + filepath.Join(data, "nope") + ": the folder does not exist: name the folder of a local mirror",
+		file:                        "--from " + file + ": not a folder: name the folder that holds the files, not a file",
+	} {
+		_, err := run(t, data, "fetch", "--from", from, "--dir", filepath.Join(data, "models"))
+		var ue *modelscmd.UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), want) {
+			t.Errorf("--from %s: err = %v, want a usage error with %q", from, err, want)
+		}
+	}
+}
+
 // fetch from a local mirror (the installed model folder) into an empty
 // models folder, then verify: the files are copied, checked and stamped.
 func TestFetchFromMirrorThenVerify(t *testing.T) {

@@ -672,6 +672,15 @@ func (p *Pool) Tools() map[string][]*mcp.Tool {
 	return out
 }
 
+// PastRestarts is the restarts of a server that Reconfigure removed (out
+// of the config, or disabled at run time) and that has not come back: the
+// count it goes on from when it does (0 for any other server).
+func (p *Pool) PastRestarts(server string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pastRestarts[server]
+}
+
 // Status returns a snapshot of every backend in config order.
 func (p *Pool) Status() []Status {
 	list := p.roster.Load().list()

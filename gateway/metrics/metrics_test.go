@@ -464,12 +464,15 @@ func TestBackendRestartsNeverGoBack(t *testing.T) {
 	if v, ok := restartsOf(t, m, "remote"); ok {
 		t.Errorf("a removed server still has toolgate_backend_restarts_total %v", v)
 	}
+	if n := p.PastRestarts("remote"); n != 2 { // what list_servers shows of it
+		t.Errorf("PastRestarts of the disabled server = %d, want 2", n)
+	}
 	// Enabled again: it counts on from 2, not from 0.
 	if d := p.Reconfigure(context.Background(), []config.Server{entry}); !slices.Equal(d.Added, []string{"remote"}) {
 		t.Fatalf("Diff %+v, want remote added", d)
 	}
-	if v, _ := restartsOf(t, m, "remote"); v != 2 {
-		t.Errorf("enabled again: %v restarts, want the 2 it had", v)
+	if v, _ := restartsOf(t, m, "remote"); v != 2 || p.PastRestarts("remote") != 0 {
+		t.Errorf("enabled again: %v restarts (past %d), want the 2 it had (past 0)", v, p.PastRestarts("remote"))
 	}
 	// A reload that changes the entry replaces the backend: same count.
 	changed := entry

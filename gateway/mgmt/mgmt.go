@@ -52,6 +52,9 @@ const Name = config.BuiltinServer
 type Pool interface {
 	CallTool(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error)
 	Status() []backend.Status
+	// PastRestarts is the restarts of a server disabled at run time,
+	// which it counts on from when enabled.
+	PastRestarts(server string) int
 	Stderr(server string) []string
 	Restart(server string) error
 	Unavailable(server string, forKey bool) string

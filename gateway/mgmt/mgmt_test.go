@@ -49,6 +49,14 @@ func (p *fakePool) count(server string) int {
 	}
 	return n
 }
+
+// PastRestarts: b was restarted 3 times before it was disabled.
+func (p *fakePool) PastRestarts(server string) int {
+	if server == "b" {
+		return 3
+	}
+	return 0
+}
 func (p *fakePool) Stderr(server string) []string { return []string{server + " says ***"} }
 func (p *fakePool) Restart(server string) error {
 	p.restarts = append(p.restarts, server)
@@ -174,7 +182,7 @@ func TestListAndStatus(t *testing.T) {
 	rt.pol.Put(policy.NewDisabled([]string{"b"}))
 	res := run(t, s, http, "list_servers", nil)
 	txt := resText(res)
-	for _, w := range []string{"3 MCP servers", "- a: up (stdio, 3 tools, 0 restarts); profiles: kg", "- b: disabled (http", "- c: disabled in config"} {
+	for _, w := range []string{"3 MCP servers", "- a: up (stdio, 3 tools, 0 restarts); profiles: kg", "- b: disabled (http, 0 tools, 3 restarts)", "- c: disabled in config"} {
 		if !strings.Contains(txt, w) {
 			t.Errorf("list_servers lacks %q:\n%s", w, txt)
 		}

@@ -141,7 +141,9 @@ func (s *Server) infos(c *policy.Caller) []ServerInfo {
 		case sv.Disabled:
 			info.State = "disabled in config"
 		case pol.Disabled().Has(sv.Name):
-			info.State = "disabled"
+			// Its restarts so far, as toolgate_backend_restarts_total
+			// counts on from them once it is enabled (it read 0).
+			info.State, info.Restarts = "disabled", s.pool.PastRestarts(sv.Name)
 		case ok:
 			if c.Scoped() {
 				st = st.ForKey()

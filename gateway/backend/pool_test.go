@@ -233,24 +233,28 @@ func TestSlowStartKeepsModernProtocol(t *testing.T) {
 	// has to answer server/discover once it reads: 50 ms was too short on a
 	// loaded machine (the discover answer came later than that after the
 	// ping's, and the fallback's initialize was refused as a duplicate).
+	// The servers serve from a moment delay after the pool starts
+	// (EnvStartAt), not delay after their own process start: a slow start
+	// of the process overlaps the wait instead of adding to it.
 	const probe = time.Second
 	for _, c := range []struct {
 		name           string
 		connect, delay time.Duration
 	}{
 		{"slower than the probe timeout", 30 * time.Second, 2 * probe},
-		// The delay past the ceiling (4 s), and the connect timeout past
-		// the delay and the probe timeout by 2.5 s for a process start and
-		// handshake: a connect timeout of 3 s with a delay of 2 s left too
-		// little under load (11 runs in 100 of the race build ran out).
-		{"slower than the ceiling", 8 * time.Second, 4500 * time.Millisecond},
+		// The delay past the ceiling (6 s), and the connect timeout past
+		// the delay and the probe timeout by 4.5 s. With 8 s and a delay
+		// of 4.5 s counted from the process start, a loaded full run of
+		// the race build ran out of connect time (no stderr line from
+		// either server within the 8 s: their processes were slow to start).
+		{"slower than the ceiling", 12 * time.Second, 6500 * time.Millisecond},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel() // each waits for its delay: at once, not one after the other
 			o := testOptions(nil)
 			o.ConnectTimeout = c.connect
 			o.ProbeTimeout = probe
-			delay := backendtest.EnvStartDelay + "=" + c.delay.String()
+			delay := backendtest.EnvStartAt + "=" + time.Now().Add(c.delay).Format(time.RFC3339Nano)
 			servers := []config.Server{
 				named(backendtest.Command(t, "normal", delay), "slow"),
 				named(backendtest.Command(t, "ignore-discover", delay), "slowlegacy"),

@@ -5,7 +5,10 @@ Usage:
   python pyclient.py SCRIPT stdio COMMAND [ARG...]   # launches toolgate, environment inherited
   python pyclient.py SCRIPT http URL [API_KEY]
 
-SCRIPT is JSON: {"mode": "auto"|"legacy"|VERSION, "steps": [STEP, ...]}, a STEP
+SCRIPT is JSON: {"mode": "auto"|"legacy"|VERSION, "ready": [TOOL, ...], "steps": [STEP, ...]}.
+Before the steps, each TOOL (server__tool) is waited for, up to 120 s, until
+search_tools finds it runnable (its server up, its tools indexed): a Python
+backend's start can outlast its connect timeout on a loaded machine. A STEP
 {"tool": NAME, "arguments": {...}} with, optionally, "timeout": SECONDS (the
 call is cancelled then: {"timedOut": true}) or "until": TEXT (the call is
 repeated, for up to 30 s, until its text holds TEXT: waiting on state).
@@ -41,6 +44,21 @@ def result_json(res):
     }
 
 
+async def ready(client, tool):
+    """Waits until search_tools finds tool (server__tool) runnable: its server
+    up and its tools in the index served, not marked unavailable."""
+    server = tool.split("__", 1)[0]
+    deadline = anyio.current_time() + 120
+    while True:
+        res = await client.call_tool("search_tools", {"query": tool.split("__", 1)[1].replace("_", " "), "server": server, "limit": 5})
+        found = [] if res.is_error else (res.structured_content or {}).get("tools") or []
+        if any(t.get("name") == tool and not t.get("unavailable") for t in found):
+            return
+        if anyio.current_time() > deadline:
+            raise RuntimeError(f"pyclient: {tool} not runnable within 120 s: {result_json(res)}")
+        await anyio.sleep(0.1)
+
+
 async def run(script, server):
     out = {"steps": [], "logs": []}
 
@@ -71,6 +89,8 @@ async def run(script, server):
             await client.set_logging_level("info")
         listed = await client.list_tools()
         out["tools"] = {t.name: t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed.tools}
+        for tool in script.get("ready", []):
+            await ready(client, tool)
         for step in script["steps"]:
             progress = []
 

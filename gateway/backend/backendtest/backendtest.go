@@ -57,6 +57,11 @@ const (
 	// EnvStartDelay delays the start of serving (a Go duration, e.g. "2s"),
 	// like an npx cold start.
 	EnvStartDelay = "TOOLGATE_TEST_START_DELAY"
+	// EnvStartAt delays the start of serving until a moment (RFC 3339 with
+	// nanoseconds): a delay that a slow process start does not add to, for
+	// a test that wants the server to read its stdin past a point of the
+	// gateway's connect and still within its connect timeout.
+	EnvStartAt = "TOOLGATE_TEST_START_AT"
 	// EnvManyTools is the number of tools of "many-tools" (default 1000).
 	EnvManyTools = "TOOLGATE_TEST_MANY_TOOLS"
 	// EnvHugeBytes sets the size of the "huge" tool's output (default 4 MiB).
@@ -134,6 +139,9 @@ func run(modes Modes) int {
 	}
 	if d, err := time.ParseDuration(os.Getenv(EnvStartDelay)); err == nil {
 		time.Sleep(d)
+	}
+	if at, err := time.Parse(time.RFC3339Nano, os.Getenv(EnvStartAt)); err == nil {
+		time.Sleep(time.Until(at))
 	}
 	if modes[ModeStubborn] {
 		signal.Ignore(syscall.SIGTERM)

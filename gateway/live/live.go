@@ -865,11 +865,7 @@ func (l *Loop) waitCold(ctx context.Context) error {
 		return nil
 	default:
 	}
-	st := l.Stats()
-	if !st.Building {
-		return nil // served meanwhile, or failed: the caller looks again
-	}
-	return &BuildingError{Tools: st.BuildingTools, Total: st.BuildingTotal}
+	return l.Building() // nil: served meanwhile, or failed: the caller looks again
 }
 
 // progress counts the first index's build (Stats.Building); a re-index's

@@ -512,14 +512,11 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 		return toolError("execute_tool %s: server %q is busy (%v). Retry in a moment; the other servers are not affected.", name, server, unavailableCause(err))
 	case errors.As(err, &un):
 		g.log.Warn("backend unavailable", "tool", name, "server", server, "err", err)
-		why := backend.ForModel(un.Err.Error())
-		if policy.CallerFrom(ctx).Scoped() { // as GET /status shows the server's error
-			why = backend.ForKey(why)
-			if errors.Is(un, backend.ErrMayHaveRun) { // the gateway's words, not the server's
-				why += "; " + backend.ErrMayHaveRun.Error()
-			}
+		why := un.Err.Error()
+		if policy.CallerFrom(ctx).Scoped() { // the gateway's words, the server's hidden as GET /status does
+			why = backend.ErrForKey(un.Err)
 		}
-		return toolError("execute_tool %s: server %q is unavailable: %s. The other servers keep working: retry later, or pick another tool with search_tools.", name, server, why)
+		return toolError("execute_tool %s: server %q is unavailable: %s. The other servers keep working: retry later, or pick another tool with search_tools.", name, server, backend.ForModel(why))
 	case errors.Is(err, backend.ErrCallTimeout):
 		g.log.Warn("backend call timed out", "tool", name, "server", server, "err", err)
 		return toolError("execute_tool %s: the call timed out (%v) and was cancelled on the server. Retry with a smaller request, or later.", name, err)

@@ -266,7 +266,7 @@ func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*
 		g.log.Error("search failed", "query", a.Query, "err", err)
 		why := err.Error() // may name the index's or a model's file
 		if caller.Scoped() {
-			why = backend.ForKey(why)
+			why = backend.ErrForKey(err)
 		}
 		return toolError("search_tools failed: %s. Try again; if it keeps failing, the gateway's log says why.", why), nil
 	}

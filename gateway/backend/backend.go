@@ -315,9 +315,10 @@ func (b *backend) stop(cause error) { b.cancel(cause) }
 // gone is the error for a call on a backend that was stopped for good.
 func (b *backend) gone() error {
 	if b.p.ctx.Err() != nil {
-		return &UnavailableError{Server: b.cfg.Name, Err: errors.New("the gateway is stopping")}
+		return &UnavailableError{Server: b.cfg.Name, Err: own("the gateway is stopping", nil)}
 	}
-	return &UnavailableError{Server: b.cfg.Name, Err: context.Cause(b.ctx)}
+	cause := context.Cause(b.ctx) // the gateway's: errReplaced, restartedError, a removal
+	return &UnavailableError{Server: b.cfg.Name, Err: own(cause.Error(), cause)}
 }
 
 // restartCount is b's Status.Restarts.
@@ -1023,17 +1024,16 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	if tooLarge && ctx.Err() == nil && !errors.Is(context.Cause(cctx), ErrCallTimeout) {
 		// go-sdk's event reader says "SSE event exceeded N bytes" and drops
 		// the connection (stdio oversize is answered per call by the pump).
-		return nil, &UnavailableError{Server: name, Err: fmt.Errorf(
-			"the response to %q exceeds toolgate's message size cap of %d bytes (ask the tool for less output); the connection is reset: %w",
-			tool, b.p.opts.MaxMessageBytes, err)}
+		return nil, &UnavailableError{Server: name, Err: &OwnWords{Before: fmt.Sprintf(
+			"the response to %q exceeds toolgate's message size cap of %d bytes (ask the tool for less output); the connection is reset: ",
+			tool, b.p.opts.MaxMessageBytes), Said: err}}
 	}
 	// A page in place of the answer (a proxy's sign-in page once its
 	// session expired): said so, where go-sdk said "unsupported content
 	// type" and the call read "connection lost during the call".
 	if n, pages := r.notMCP(); n != nil && pages > pagesBefore && ctx.Err() == nil {
-		return nil, &UnavailableError{Server: name, Err: fmt.Errorf(
-			"the server answered %s, not MCP: a proxy or sign-in page answers in its place (check url and what stands between toolgate and the server)",
-			n.in(b.cfg.URL))}
+		return nil, &UnavailableError{Server: name, Err: &OwnWords{Before: "the server answered ", Said: errors.New(n.in(b.cfg.URL)),
+			After: ", not MCP: a proxy or sign-in page answers in its place (check url and what stands between toolgate and the server)"}}
 	}
 	// An error status in place of the answer (a token revoked, the
 	// server failing, a rate limit): said with what the body says, where
@@ -1049,19 +1049,20 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 			// "context canceled" and was not sent again (CI, under load).
 			err = fmt.Errorf("%w: %w", mcp.ErrSessionMissing, err)
 		}
-		return nil, &UnavailableError{Server: name, Err: quietCause{fmt.Sprintf("the server answered %s: %s", rf.in(b.cfg.URL), rf.fix(name, b.cfg.Type)), err}}
+		return nil, &UnavailableError{Server: name, Err: rf.ownWords(b.cfg.URL, rf.fix(name, b.cfg.Type), err)}
 	}
 	ue := ownRequestError(err)
 	if why, ok := unreachable(ue); ok && r.proc == nil && ctx.Err() == nil {
 		// go-sdk says it as a JSON-RPC error, which read as the server's
 		// own ("answered with an error: … rejected by transport").
 		r.broke(fmt.Errorf("backend %q at %s: %s", name, b.cfg.URL, why))
-		return nil, &UnavailableError{Server: name, Err: quietCause{"it cannot be reached: " + why, err}}
+		return nil, &UnavailableError{Server: name, Err: &OwnWords{Before: "it cannot be reached: ", Said: quietCause{why, err}}}
 	}
 	if ue != nil && r.proc == nil && ctx.Err() == nil && (errors.Is(ue, io.EOF) || errors.Is(ue, io.ErrUnexpectedEOF) || errors.Is(ue, syscall.ECONNRESET)) {
 		// The connection the request went on was closed (a server stopping,
 		// a proxy's idle timeout): no answer, and not the server's error.
-		return nil, &UnavailableError{Server: name, Err: quietCause{fmt.Sprintf("the connection closed before the server answered (%v): %v", errors.Unwrap(ue), ErrMayHaveRun), errors.Join(err, ErrMayHaveRun)}}
+		return nil, &UnavailableError{Server: name, Err: &OwnWords{Before: "the connection closed before the server answered (",
+			Said: quietCause{errors.Unwrap(ue).Error(), err}, After: "): " + ErrMayHaveRun.Error(), Mark: ErrMayHaveRun}}
 	}
 	switch cause := context.Cause(cctx); {
 	case ctx.Err() != nil:
@@ -1078,14 +1079,14 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 		// The gateway is stopping, or Reconfigure removed or replaced the
 		// backend (the session may have closed before cctx saw it).
 		if b.p.ctx.Err() != nil {
-			return nil, &UnavailableError{Server: name, Err: errors.New("the gateway is stopping")}
+			return nil, &UnavailableError{Server: name, Err: own("the gateway is stopping", nil)}
 		}
 		cause := context.Cause(b.ctx)
 		next := "search_tools finds what the gateway serves now"
 		if errors.Is(cause, errReplaced) {
 			next = "call again: the restarted server takes it"
 		}
-		return nil, &UnavailableError{Server: name, Err: fmt.Errorf("%s during the call; %s", cause.Error(), next)}
+		return nil, &UnavailableError{Server: name, Err: own(fmt.Sprintf("%s during the call; %s", cause.Error(), next), nil)}
 	case errors.Is(cause, errStopping):
 		// Torn down by the supervisor: usually because the process died.
 		if r.proc != nil {
@@ -1095,7 +1096,7 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 			case <-time.After(exitWait):
 			}
 		}
-		return nil, &UnavailableError{Server: name, Err: errors.New("it stopped during the call")}
+		return nil, &UnavailableError{Server: name, Err: own("it stopped during the call", nil)}
 	}
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) {
@@ -1118,7 +1119,7 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 		case <-time.After(exitWait):
 		}
 	}
-	return nil, &UnavailableError{Server: name, Err: fmt.Errorf("connection lost during the call: %w", err)}
+	return nil, &UnavailableError{Server: name, Err: &OwnWords{Before: "connection lost during the call: ", Said: err}}
 }
 
 // ownRequestError is the error of a call's request to the server itself
@@ -1175,13 +1176,13 @@ func (b *backend) acquire(ctx context.Context) (*run, error) {
 		}
 	}
 	if b.run == nil {
-		err := fmt.Errorf("it is %s", b.state)
+		var err error = own(fmt.Sprintf("it is %s", b.state), nil)
 		var le *loginError
 		switch {
 		case errors.As(b.err, &le):
 			err = fmt.Errorf("it %w", le.err)
 		case b.err != nil:
-			err = fmt.Errorf("it is %s: %w", b.state, b.err)
+			err = &OwnWords{Before: fmt.Sprintf("it is %s: ", b.state), Said: b.err}
 		}
 		return nil, &UnavailableError{Server: b.cfg.Name, Err: err}
 	}

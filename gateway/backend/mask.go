@@ -71,14 +71,23 @@ func MaskError(err error, mask func(string) string) error { return maskErr(err, 
 
 // maskErr hides the secrets mask knows in err's text: a backend's errors
 // reach /status, the console, logs and execute_tool's answer. An
-// UnavailableError stays one (the gateway reads its Err), masked inside.
+// UnavailableError stays one (the gateway reads its Err), masked inside,
+// and OwnWords stays them, each part masked (what a key that is not admin
+// reads of it stays the gateway's words).
 func maskErr(err error, mask func(string) string) error {
 	if err == nil || mask == nil {
 		return err
 	}
-	if un, ok := err.(*UnavailableError); ok {
-		if inner := maskErr(un.Err, mask); inner != un.Err {
-			return &UnavailableError{Server: un.Server, Err: inner}
+	switch e := err.(type) {
+	case *UnavailableError:
+		if inner := maskErr(e.Err, mask); inner != e.Err {
+			return &UnavailableError{Server: e.Server, Err: inner}
+		}
+		return err
+	case *OwnWords:
+		m := OwnWords{Before: mask(e.Before), Said: maskErr(e.Said, mask), After: mask(e.After), Mark: e.Mark}
+		if m != *e {
+			return &m
 		}
 		return err
 	}

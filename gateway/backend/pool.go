@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -290,7 +291,8 @@ func (st Status) ForKey() Status {
 // model of such a key reads (search_tools' "unavailable", execute_tool's
 // answer for a server that cannot run) goes through it as GET /status
 // does: such a text may hold a command's path, its stderr lines, the
-// config file's path or a URL.
+// config file's path or a URL. It is ErrForKey of an error that keeps no
+// words of the gateway's apart: a text alone does not say which are.
 func ForKey(text string) string {
 	if text == "" {
 		return ""
@@ -298,10 +300,75 @@ func ForKey(text string) string {
 	return HiddenFromKey
 }
 
+// ErrForKey is err's text as an API key that is not admin reads it: the
+// gateway's own words of an error that keeps them apart (OwnWords, an
+// UnavailableError), with what another said hidden (ForKey of it, or its
+// own ErrForKey when it keeps words apart too); the whole text hidden
+// (ForKey) for any other error. "" for nil.
+func ErrForKey(err error) string {
+	switch e := err.(type) {
+	case nil:
+		return ""
+	case interface{ forKey() string }:
+		return e.forKey()
+	}
+	return ForKey(err.Error())
+}
+
+// OwnWords is an error in the gateway's own words, Before and After,
+// around what another said, Said: a server's or its transport's error, a
+// status and body, an address, a list that names servers outside a key's
+// scope. Its text is all of them; an API key that is not admin reads the
+// gateway's words with Said hidden (ErrForKey), in brackets when the words
+// go on after it: "the connection closed before the server answered
+// (hidden from this API key: an admin key sees it): the call may or may
+// not have run; check before calling again", or the fix the gateway
+// suggests after a server's refusal. errors.Is and errors.As see Said and
+// Mark.
+type OwnWords struct {
+	Before string
+	Said   error // nil: all the words are the gateway's
+	After  string
+	// Mark is an error of the gateway's that the words say (ErrMayHaveRun,
+	// ErrUnknownServer), for errors.Is; nil when there is none.
+	Mark error
+}
+
+func (e *OwnWords) Error() string {
+	if e.Said == nil {
+		return e.Before + e.After
+	}
+	return e.Before + e.Said.Error() + e.After
+}
+
+func (e *OwnWords) forKey() string {
+	hidden := ErrForKey(e.Said)
+	if hidden == HiddenFromKey && e.After != "" && !strings.HasSuffix(e.Before, "(") {
+		// Mid-sentence: "the server answered (hidden …), not MCP".
+		hidden = "(" + hidden + ")"
+	}
+	return e.Before + hidden + e.After
+}
+
+func (e *OwnWords) Unwrap() []error {
+	var errs []error
+	for _, err := range []error{e.Said, e.Mark} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// own is words that are all the gateway's, which mark is when it is one
+// of its errors (errReplaced, a stop's cause): an API key that is not
+// admin reads them whole.
+func own(words string, mark error) *OwnWords { return &OwnWords{Before: words, Mark: mark} }
+
 // ErrMayHaveRun is in an UnavailableError (errors.Is) when the call was
-// sent and no answer came: the server may have run it. An API key that is
-// not admin reads the server's error hidden (ForKey), but not this, the
-// gateway's own warning against calling a write twice.
+// sent and no answer came: the server may have run it. Its text is the
+// gateway's own warning against calling a write twice, which an API key
+// that is not admin reads too (OwnWords).
 var ErrMayHaveRun = errors.New("the call may or may not have run; check before calling again")
 
 // UnavailableError is returned by CallTool when the server is unknown, not
@@ -317,6 +384,10 @@ func (e *UnavailableError) Error() string {
 
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
+func (e *UnavailableError) forKey() string {
+	return fmt.Sprintf("backend %q is unavailable: %s", e.Server, ErrForKey(e.Err))
+}
+
 // ErrCallTimeout is wrapped by CallTool's error when the per-call deadline
 // expired (the backend was sent notifications/cancelled).
 var ErrCallTimeout = errors.New("tool call timed out")
@@ -324,6 +395,13 @@ var ErrCallTimeout = errors.New("tool call timed out")
 // ErrUnknownServer is wrapped in the UnavailableError for a server name that
 // is not in the pool.
 var ErrUnknownServer = errors.New("no such server")
+
+// unknownServer is ErrUnknownServer, then why, then the configured servers,
+// which an API key that is not admin reads hidden: they name servers
+// outside its scope.
+func unknownServer(why string, configured []string) *OwnWords {
+	return &OwnWords{Before: ErrUnknownServer.Error() + why + " (configured: ", Said: errors.New(fmt.Sprint(configured)), After: ")", Mark: ErrUnknownServer}
+}
 
 // Pool holds one supervised session per configured server. Reconfigure
 // changes the set of servers while it runs.
@@ -624,9 +702,9 @@ func (p *Pool) Restart(server string) error {
 	b, ok := old.byName[server]
 	switch {
 	case p.closed:
-		return &UnavailableError{Server: server, Err: errors.New("the gateway is stopping")}
+		return &UnavailableError{Server: server, Err: own("the gateway is stopping", nil)}
 	case !ok:
-		return &UnavailableError{Server: server, Err: fmt.Errorf("%w (configured: %v)", ErrUnknownServer, old.order)}
+		return &UnavailableError{Server: server, Err: unknownServer("", old.order)}
 	}
 	nb := newBackend(p, old.cfgs[server])
 	nb.stderr = b.stderr // the lines before the restart say why it was wanted
@@ -712,12 +790,12 @@ func (p *Pool) CallTool(ctx context.Context, server, tool string, args map[strin
 		b, ok := r.byName[server]
 		if !ok {
 			if r.removed[server] {
-				return nil, &UnavailableError{Server: server, Err: fmt.Errorf("%w: %q was removed from the config (configured: %v)", ErrUnknownServer, server, r.order)}
+				return nil, &UnavailableError{Server: server, Err: unknownServer(fmt.Sprintf(": %q was removed from the config", server), r.order)}
 			}
-			return nil, &UnavailableError{Server: server, Err: fmt.Errorf("%w (configured: %v)", ErrUnknownServer, r.order)}
+			return nil, &UnavailableError{Server: server, Err: unknownServer("", r.order)}
 		}
 		if !started || closed {
-			return nil, &UnavailableError{Server: server, Err: errors.New("the pool is not running (Start not called, or closed)")}
+			return nil, &UnavailableError{Server: server, Err: own("the pool is not running (Start not called, or closed)", nil)}
 		}
 		res, err := b.callTool(ctx, tool, args)
 		// Its entry changed before the call was sent: the new backend takes it.

@@ -1269,34 +1269,49 @@ func TestCallAnswerNotAResult(t *testing.T) {
 // which go-sdk keeps the connection through) or a token revoked (401),
 // read "connection lost during the call: rejected by transport: sending
 // "tools/call": Service Unavailable", and is said with what the body says
-// and what to check.
+// and what to check. An API key that is not admin reads the gateway's own
+// words of it (ErrForKey): what went wrong, the fix, the warning that a
+// call with no answer may have run; what the server said (its body, the
+// EOF) reads HiddenFromKey. It read HiddenFromKey alone.
 func TestRemotePageMidSession(t *testing.T) {
 	for _, tc := range []struct {
 		name, ctype, body string
-		code              int
+		code              int // 0: the connection is closed, with no answer
 		want              string
+		key               string // what a key that is not admin reads of the cause
 	}{
 		{"page", "text/html", "<html><title>Session expired - sign in</title></html>", http.StatusOK,
-			`the server answered a POST with 200 OK and an HTML page ("Session expired - sign in"), not MCP: a proxy or sign-in page answers in its place`},
+			`the server answered a POST with 200 OK and an HTML page ("Session expired - sign in"), not MCP: a proxy or sign-in page answers in its place`,
+			"the server answered (" + HiddenFromKey + "), not MCP: a proxy or sign-in page answers in its place (check url and what stands between toolgate and the server)"},
 		{"maintenance", "text/plain", "down for maintenance until 10:00", http.StatusServiceUnavailable,
-			`the server answered a POST with 503 Service Unavailable ("down for maintenance until 10:00"): the server, or a proxy before it, failed: its own log says why`},
+			`the server answered a POST with 503 Service Unavailable ("down for maintenance until 10:00"): the server, or a proxy before it, failed: its own log says why`,
+			"the server answered a POST with 503 Service Unavailable (" + HiddenFromKey + "): the server, or a proxy before it, failed: its own log says why"},
 		{"revoked", "application/json", `{"error":"invalid_token","error_description":"The access token was revoked"}`, http.StatusUnauthorized,
-			`the server answered a POST with 401 Unauthorized ("The access token was revoked"): the server wants credentials`},
+			`the server answered a POST with 401 Unauthorized ("The access token was revoked"): the server wants credentials`,
+			"the server answered a POST with 401 Unauthorized (" + HiddenFromKey + `): the server wants credentials: set them in the entry's "headers" ("Authorization": "Bearer ${TOKEN}"); ` + "`toolgate auth login remote` logs in where the server offers OAuth"},
+		{"closed", "", "", 0,
+			"the connection closed before the server answered (EOF): " + ErrMayHaveRun.Error(),
+			"the connection closed before the server answered (" + HiddenFromKey + "): " + ErrMayHaveRun.Error()},
 		// A JSON-RPC error in the body is the server's own answer.
 		{"rpc", "application/json", `{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"echo wants text"}}`, http.StatusBadRequest,
-			"echo wants text"},
+			"echo wants text", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var refuse atomic.Bool
 			srv := behindFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, backendtest.ModeNormal), func(proxy *httputil.ReverseProxy) http.Handler {
 				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					if refuse.Load() && r.Method == http.MethodPost {
+					switch {
+					case !refuse.Load() || r.Method != http.MethodPost:
+						proxy.ServeHTTP(w, r)
+					case tc.code == 0:
+						if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+							c.Close()
+						}
+					default:
 						w.Header().Set("Content-Type", tc.ctype)
 						w.WriteHeader(tc.code)
 						fmt.Fprint(w, tc.body)
-						return
 					}
-					proxy.ServeHTTP(w, r)
 				})
 			})
 			p := startPool(t, []config.Server{srv}, testOptions(&testenv.LogBuffer{}))
@@ -1312,6 +1327,19 @@ func TestRemotePageMidSession(t *testing.T) {
 			want := `backend "remote" is unavailable: ` + tc.want
 			if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "rejected by transport") {
 				t.Errorf("error:\n%v\nwant it to start:\n%s", err, want)
+			}
+			var un *UnavailableError
+			if !errors.As(err, &un) {
+				t.Fatalf("error: %v, want it unavailable", err)
+			}
+			if got := ErrForKey(un.Err); got != tc.key {
+				t.Errorf("what a key reads:\n%s\nwant:\n%s", got, tc.key)
+			}
+			if got, want := ErrForKey(err), `backend "remote" is unavailable: `+tc.key; got != want {
+				t.Errorf("what a key reads of the UnavailableError:\n%s\nwant:\n%s", got, want)
+			}
+			if errors.Is(err, ErrMayHaveRun) != (tc.code == 0) {
+				t.Errorf("errors.Is(err, ErrMayHaveRun) = %v, want %v", !(tc.code == 0), tc.code == 0)
 			}
 		})
 	}

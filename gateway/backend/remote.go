@@ -116,10 +116,32 @@ func (r *refusal) in(endpoint string) string {
 // answered is "a POST with 404 Not Found", with the (redacted) URL the
 // request went to when it is not endpoint ("a POST to URL with …").
 func answered(method, to, endpoint, status string) string {
-	if u, err := url.Parse(endpoint); err != nil || u.Redacted() != to {
+	if !sameURL(to, endpoint) {
 		method += " to " + to
 	}
 	return fmt.Sprintf("a %s with %s", method, status)
+}
+
+// sameURL says whether the redacted URL to is endpoint's.
+func sameURL(to, endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	return err == nil && u.Redacted() == to
+}
+
+// ownWords is "the server answered " + in(endpoint) + ": " + fix, cause
+// wrapped, with what the server said kept apart from the gateway's words
+// (OwnWords): its body's words, and the URL the request went to when it is
+// not endpoint. A key that is not admin reads "the server answered a POST
+// with 401 Unauthorized (hidden …): " and the fix.
+func (r *refusal) ownWords(endpoint, fix string, cause error) *OwnWords {
+	if !sameURL(r.url, endpoint) {
+		return &OwnWords{Before: "the server answered ", Said: quietCause{r.in(endpoint), cause}, After: ": " + fix}
+	}
+	w := &OwnWords{Before: "the server answered " + answered(r.method, r.url, endpoint, r.status), Said: quietCause{"", cause}, After: ": " + fix}
+	if r.said != "" {
+		w.Before, w.Said, w.After = w.Before+" (", quietCause{fmt.Sprintf("%q", r.said), cause}, ")"+w.After
+	}
+	return w
 }
 
 // fix says what to check for the status, for the server named name of

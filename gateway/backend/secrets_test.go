@@ -45,6 +45,9 @@ func TestURLSecretsMasked(t *testing.T) {
 			t.Errorf("%s holds a secret of the URL: %s", what, text)
 		}
 	}
+	if got, want := ErrForKey(un.Err), "it is down: "+HiddenFromKey; got != want {
+		t.Errorf("what a key that is not admin reads of the call's error: %q, want %q", got, want)
+	}
 	if !strings.Contains(st.Err, "k=***") {
 		t.Errorf("status error %q: want the URL with its query value masked (k=***), so that it still says where", st.Err)
 	}

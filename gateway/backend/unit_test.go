@@ -3,6 +3,7 @@ package backend
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -213,6 +214,25 @@ func TestMasker(t *testing.T) {
 		if got := mask(tc.in); got != tc.want {
 			t.Errorf("mask(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// A secret in what a server said is masked in an OwnWords, which stays
+// one: a key that is not admin still reads the gateway's words, and
+// errors.Is still sees its mark and cause.
+func TestMaskKeepsOwnWords(t *testing.T) {
+	mask := newErrMasker(config.Server{Env: map[string]string{"API_KEY": "abcd-1234-secret"}})
+	cause := errors.New("dial with abcd-1234-secret: EOF")
+	err := maskErr(&UnavailableError{Server: "s", Err: &OwnWords{Before: "the connection closed before the server answered (", Said: cause,
+		After: "): " + ErrMayHaveRun.Error(), Mark: ErrMayHaveRun}}, mask)
+	if want := `backend "s" is unavailable: the connection closed before the server answered (dial with ***: EOF): ` + ErrMayHaveRun.Error(); err.Error() != want {
+		t.Errorf("masked: %q\nwant %q", err, want)
+	}
+	if want := `backend "s" is unavailable: the connection closed before the server answered (` + HiddenFromKey + "): " + ErrMayHaveRun.Error(); ErrForKey(err) != want {
+		t.Errorf("masked, for a key: %q\nwant %q", ErrForKey(err), want)
+	}
+	if !errors.Is(err, ErrMayHaveRun) || !errors.Is(err, cause) {
+		t.Errorf("masked: errors.Is no longer sees ErrMayHaveRun (%v) or the cause (%v)", errors.Is(err, ErrMayHaveRun), errors.Is(err, cause))
 	}
 }
 

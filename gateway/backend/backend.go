@@ -538,40 +538,7 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 		// Set where toolgate starts: no later attempt finds it set.
 		err = configError{ue}
 	case b.cfg.Type == config.TypeStdio:
-		r.proc, err = startProc(b.cfg, procConfig{
-			envAllow:    b.p.opts.EnvAllow,
-			maxFrame:    b.p.opts.MaxMessageBytes,
-			stderrTail:  b.p.opts.StderrTail,
-			history:     b.stderr,
-			stderrRate:  b.p.opts.StderrRate,
-			log:         b.log,
-			mask:        b.mask,
-			environment: os.Environ(),
-			reaper:      b.p.opts.Reaper,
-		})
-		if err != nil {
-			// A command, cwd or PATH that is wrong stays wrong until the
-			// config changes; a system out of descriptors, processes or
-			// memory may not be by the next attempt.
-			var re resourceError
-			if !errors.As(err, &re) {
-				err = configError{err}
-			}
-			break
-		}
-		b.log.Debug("process started", keyPID, r.proc.pid)
-		sess, err = client.Connect(r.ctx, r.stash.transport(exacting(observing(&probeTransport{
-			inner: &linerpc.Transport{
-				Reader:        r.proc.out,
-				Writer:        r.proc.stdin,
-				MaxLineLength: b.p.opts.MaxMessageBytes + 4096, // the stdout pump enforces the cap
-			},
-			timeout: b.p.opts.ProbeTimeout,
-			ceiling: connectTimeout / 2,
-			log:     b.log,
-			unread:  pipeUnread(r.proc.stdin),
-			late:    &b.discoverLate,
-		}, r.calls.observe))), nil)
+		sess, err = b.dialStdio(r, client, connectTimeout)
 	case b.cfg.Type == config.TypeHTTP || b.cfg.Type == config.TypeSSE:
 		sess, err = b.connectRemote(r.ctx, r, client)
 	default:
@@ -613,6 +580,76 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 		close(r.done)
 	}()
 	return r, tools, nil
+}
+
+// dialStdio starts the process and makes the MCP handshake over its stdin
+// and stdout (connectProbed: a start that failed after the discover
+// probe's fallback stops the process and starts it again).
+func (b *backend) dialStdio(r *run, client *mcp.Client, connectTimeout time.Duration) (*mcp.ClientSession, error) {
+	return b.connectProbed(r.ctx, r, client, func(patient bool) (*probeTransport, error) {
+		if r.proc != nil {
+			r.proc.stop(0, b.p.opts.KillAfter)
+		}
+		var err error
+		r.proc, err = startProc(b.cfg, procConfig{
+			envAllow:    b.p.opts.EnvAllow,
+			maxFrame:    b.p.opts.MaxMessageBytes,
+			stderrTail:  b.p.opts.StderrTail,
+			history:     b.stderr,
+			stderrRate:  b.p.opts.StderrRate,
+			log:         b.log,
+			mask:        b.mask,
+			environment: os.Environ(),
+			reaper:      b.p.opts.Reaper,
+		})
+		if err != nil {
+			// A command, cwd or PATH that is wrong stays wrong until the
+			// config changes; a system out of descriptors, processes or
+			// memory may not be by the next attempt.
+			var re resourceError
+			if !errors.As(err, &re) {
+				err = configError{err}
+			}
+			return nil, err
+		}
+		b.log.Debug("process started", keyPID, r.proc.pid)
+		return &probeTransport{
+			inner: &linerpc.Transport{
+				Reader:        r.proc.out,
+				Writer:        r.proc.stdin,
+				MaxLineLength: b.p.opts.MaxMessageBytes + 4096, // the stdout pump enforces the cap
+			},
+			timeout: b.p.opts.ProbeTimeout,
+			ceiling: connectTimeout / 2,
+			log:     b.log,
+			unread:  pipeUnread(r.proc.stdin),
+			late:    &b.discoverLate,
+			patient: patient,
+		}, nil
+	})
+}
+
+// connectProbed makes the MCP handshake over the transport probe gives
+// (patient false), wrapped in probeTransport. When the discover probe fell
+// back to the legacy initialize and the handshake then failed, the server
+// was slow to answer server/discover, not legacy (a legacy one takes
+// initialize): it refused the initialize after a discover (go-sdk's
+// server says "duplicate"). So probe is called once more, patient, and
+// that handshake waits for the discover answer, within the same connect
+// timeout (ctx). Such a server read as down, and every restart fell back
+// and failed the same way.
+func (b *backend) connectProbed(ctx context.Context, r *run, client *mcp.Client, probe func(patient bool) (*probeTransport, error)) (*mcp.ClientSession, error) {
+	for patient := false; ; patient = true {
+		t, err := probe(patient)
+		if err != nil {
+			return nil, err
+		}
+		sess, err := client.Connect(ctx, r.stash.transport(exacting(observing(t, r.calls.observe))), nil)
+		if err == nil || patient || !t.fellBack.Load() || ctx.Err() != nil {
+			return sess, err
+		}
+		b.log.Info("backend refused the legacy initialize the discover probe fell back to; connecting again to wait for its server/discover answer", keyErr, maskErr(err, b.errMask))
+	}
 }
 
 // abortedError is a connect that a stop ended, not the backend: the pool

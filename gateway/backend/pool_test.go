@@ -277,8 +277,10 @@ func TestLateDiscoverAnswerIsWaitedForNextStart(t *testing.T) {
 	// comes after says the server is modern: the next start waits for it.
 	// The server refuses the initialize after its discover answer (go-sdk
 	// and the Python SDK mean to; strict-discover makes the fake do it
-	// every time): the first start fails, the supervisor's restart comes
-	// up, and so does a restart on request.
+	// every time): the first start fails (the same connect starts it again,
+	// patient, connectProbed, but the 2 s this one takes to start outlast
+	// the connect timeout), the supervisor's restart comes up, and so does
+	// a restart on request.
 	l := &testenv.LogBuffer{}
 	o := testOptions(l)
 	o.ConnectTimeout = 3 * time.Second // ceiling 1.5s
@@ -319,6 +321,33 @@ func TestLateDiscoverAnswerIsWaitedForNextStart(t *testing.T) {
 	testenv.Eventually(t, "the restart on request under way", func() bool { return statusOf(t, p, "docker").State != StateUp })
 	up("after a restart on request")
 	late()
+}
+
+// A modern server that answers the probe's ping at once but
+// server/discover only after the probe timeout (it lists its tools for it)
+// is taken for a legacy one, and refuses the initialize the fallback sends:
+// go-sdk's server as a duplicate (slow-discover), a stricter one as a
+// method of the old protocol (strict-discover). The same connect starts it
+// again and waits for its discover answer: it comes up, on the new
+// protocol, with no restart. It stayed down (here, with no restarts; with
+// them, every restart fell back and failed the same way).
+func TestSlowDiscoverAnswerConnects(t *testing.T) {
+	o := testOptions(nil)
+	o.ProbeTimeout = 100 * time.Millisecond
+	delay := backendtest.EnvDiscoverDelay + "=1s"
+	p := startPool(t, []config.Server{
+		named(backendtest.Command(t, backendtest.ModeSlowDiscover, delay), "slow"),
+		named(backendtest.Command(t, backendtest.ModeSlowDiscover+","+backendtest.ModeStrictDiscover, delay), "strict"),
+	}, o)
+	for _, name := range []string{"slow", "strict"} {
+		st := statusOf(t, p, name)
+		if st.State != StateUp || st.Protocol != "2026-07-28" || st.Restarts != 0 {
+			t.Errorf("%s: state %s, protocol %q, %d restarts (want up, 2026-07-28, none): %s", name, st.State, st.Protocol, st.Restarts, st.Err)
+		}
+		if res, err := p.CallTool(context.Background(), name, "echo", map[string]any{"text": "late"}); err != nil || textOf(t, res) != "late" {
+			t.Errorf("%s: echo = %v, %v", name, res, err)
+		}
+	}
 }
 
 func TestCallTools(t *testing.T) {

@@ -38,7 +38,13 @@ const methodDiscover = "server/discover"
 // initialize that followed, at every restart). The ping's answer is
 // swallowed, and so is a late real discover answer, which sets late: the
 // next start of the server waits for its answer (a server that reads its
-// stdin before it can answer, like `docker run -i`).
+// stdin before it can answer, like `docker run -i`), the ping's answer
+// starting no short wait (patient).
+//
+// A modern server that answers the ping at once but server/discover only
+// after timeout (it lists its tools for it) refuses the initialize the
+// fallback sends (go-sdk's server: "duplicate initialize"): fellBack tells
+// the caller, which starts it once more, patient (connectProbed).
 //
 // Only transports whose connection go-sdk does not type-assert may be
 // wrapped: stdio (linerpc.Transport) and SSE. The streamable HTTP connection has a
@@ -53,9 +59,16 @@ type probeTransport struct {
 	// (ok false when that cannot be known); nil for none.
 	unread func() (n int, ok bool)
 	// late is set when the server answered server/discover after the
-	// probe gave up on it; while set, only the ping's answer starts the
-	// fallback's clock. Nil for none.
+	// probe gave up on it; while set, the probe waits for the discover
+	// answer until the connect timeout ends it. Nil for none.
 	late *atomic.Bool
+	// patient: the ping's answer starts no short wait; the discover answer
+	// is waited for up to the ceiling (a start after one whose fallback
+	// was refused: the server was slow, not legacy).
+	patient bool
+	// fellBack is set when the probe gave up on the discover answer and
+	// made go-sdk fall back to the legacy initialize.
+	fellBack atomic.Bool
 }
 
 // unreadPoll is how often the probe looks whether a server that has not
@@ -70,19 +83,22 @@ func (t *probeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	ceiling := max(t.ceiling, t.timeout)
+	ceiling, patient := max(t.ceiling, t.timeout), t.patient
 	if t.late != nil && t.late.Load() {
-		ceiling = math.MaxInt64 // the connect timeout ends the wait
+		ceiling, patient = math.MaxInt64, true // the connect timeout ends the wait
 	}
-	return &probeConn{Connection: c, timeout: t.timeout, ceiling: ceiling, log: t.log, unread: t.unread, late: t.late, wake: make(chan struct{})}, nil
+	return &probeConn{Connection: c, timeout: t.timeout, ceiling: ceiling, patient: patient, log: t.log, unread: t.unread, late: t.late,
+		fellBack: &t.fellBack, wake: make(chan struct{})}, nil
 }
 
 type probeConn struct {
 	mcp.Connection
 	timeout, ceiling time.Duration
+	patient          bool // the ping's answer starts no short wait (probeTransport.patient)
 	log              *slog.Logger
 	unread           func() (int, bool)
 	late             *atomic.Bool
+	fellBack         *atomic.Bool
 
 	mu      sync.Mutex
 	over    bool          // no probe can come any more (answered, timed out, or another request went first)
@@ -179,7 +195,7 @@ func (c *probeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			switch {
 			case ok && resp.ID == probePingID:
 				c.mu.Lock()
-				if c.pending {
+				if c.pending && !c.patient {
 					c.wait = waitAnswer
 					c.arm(c.timeout) // the server is reading: now the short wait
 				}
@@ -218,6 +234,7 @@ func (c *probeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		if current {
 			c.gaveUp = true
+			c.fellBack.Store(true)
 		}
 		c.mu.Unlock()
 		if !current {

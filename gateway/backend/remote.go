@@ -533,13 +533,16 @@ func (b *backend) handshakeRemote(ctx context.Context, r *run, client *mcp.Clien
 func (b *backend) connectSSE(ctx context.Context, r *run, client *mcp.Client, tc *tls.Config) (*mcp.ClientSession, error) {
 	hc := b.httpClient(r, tc, true)
 	r.http = hc
-	return client.Connect(ctx, r.stash.transport(exacting(observing(&probeTransport{
-		inner:   &mcp.SSEClientTransport{Endpoint: b.cfg.URL, HTTPClient: hc, MaxEventSize: b.p.opts.MaxMessageBytes},
-		timeout: b.p.opts.ProbeTimeout,
-		ceiling: b.connectTO() / 2,
-		log:     b.log,
-		late:    &b.discoverLate,
-	}, r.calls.observe))), nil)
+	return b.connectProbed(ctx, r, client, func(patient bool) (*probeTransport, error) {
+		return &probeTransport{
+			inner:   &mcp.SSEClientTransport{Endpoint: b.cfg.URL, HTTPClient: hc, MaxEventSize: b.p.opts.MaxMessageBytes},
+			timeout: b.p.opts.ProbeTimeout,
+			ceiling: b.connectTO() / 2,
+			log:     b.log,
+			late:    &b.discoverLate,
+			patient: patient,
+		}, nil
+	})
 }
 
 // trySSE follows the protocol's advice for a server that may speak the

@@ -66,6 +66,9 @@ const (
 	EnvManyTools = "TOOLGATE_TEST_MANY_TOOLS"
 	// EnvHugeBytes sets the size of the "huge" tool's output (default 4 MiB).
 	EnvHugeBytes = "TOOLGATE_TEST_HUGE_BYTES"
+	// EnvDiscoverDelay is how late "slow-discover" answers server/discover
+	// (a Go duration; default 4s).
+	EnvDiscoverDelay = "TOOLGATE_TEST_DISCOVER_DELAY"
 )
 
 // Modes. "normal" (or "") gives the tools echo, add and sleep; every other mode
@@ -77,6 +80,7 @@ const (
 	ModeHang            = "hang"             // tool "hang" blocks until cancelled (logs "hang: cancelled" to stderr); tool "hangs" answers HangCount
 	ModeIgnoreDiscover  = "ignore-discover"  // legacy server: drops server/discover silently
 	ModeStrictDiscover  = "strict-discover"  // refuses a legacy initialize that follows server/discover, every time (see strictDiscover)
+	ModeSlowDiscover    = "slow-discover"    // answers server/discover EnvDiscoverDelay late, everything else (a ping) at once
 	ModeGarbageStdout   = "garbage-stdout"   // prints a banner on stdout first; tool "garbage" prints a JSON log line and malformed JSON-RPC
 	ModeHugeOutput      = "huge-output"      // tool "huge" returns EnvHugeBytes bytes of text
 	ModeToolsChange     = "tools-change"     // tool "add_tool" {"name"} adds a tool and notifies
@@ -160,6 +164,13 @@ func run(modes Modes) int {
 	case modes[ModeStrictDiscover]:
 		sd := &strictDiscover{w: os.Stdout, answered: make(chan struct{})}
 		in, out = editRequests(os.Stdin, sd.edit), sd
+	}
+	if modes[ModeSlowDiscover] {
+		sl := &slowDiscover{w: out, delay: 4 * time.Second}
+		if d, err := time.ParseDuration(os.Getenv(EnvDiscoverDelay)); err == nil {
+			sl.delay = d
+		}
+		in, out = editRequests(in, sl.edit), sl
 	}
 	if modes[ModeDuplicateNames] {
 		out = &duplicateEcho{w: out}
@@ -257,11 +268,7 @@ func (sd *strictDiscover) Write(p []byte) (int, error) {
 		if i < 0 {
 			return n, err
 		}
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(sd.buf[:i], &m) == nil && m.Method == "" && string(bytes.TrimSpace(m.ID)) == sd.id {
+		if answers(sd.buf[:i], sd.id) {
 			sd.once.Do(func() { close(sd.answered) })
 		}
 		sd.buf = sd.buf[i+1:]
@@ -274,14 +281,9 @@ func (sd *strictDiscover) edit(method string, line []byte) []byte {
 	sd.mu.Unlock()
 	switch {
 	case method == "server/discover":
-		var req struct {
-			ID json.RawMessage `json:"id"`
-		}
-		if json.Unmarshal(line, &req) == nil {
-			sd.mu.Lock()
-			sd.id = string(bytes.TrimSpace(req.ID))
-			sd.mu.Unlock()
-		}
+		sd.mu.Lock()
+		sd.id = requestID(line)
+		sd.mu.Unlock()
 		return line
 	case method != "initialize" || !discovered:
 		return line
@@ -309,6 +311,76 @@ func (sd *strictDiscover) edit(method string, line []byte) []byte {
 	}
 	fmt.Fprintln(os.Stderr, "strict-discover: initialize after server/discover, refused")
 	return append(b, '\n')
+}
+
+// requestID is the JSON-RPC id of the request line, as its JSON text ("" when
+// it has none).
+func requestID(line []byte) string {
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(line, &req) != nil {
+		return ""
+	}
+	return string(bytes.TrimSpace(req.ID))
+}
+
+// answers says whether line is the answer to the request of id (requestID).
+func answers(line []byte, id string) bool {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	return json.Unmarshal(line, &m) == nil && m.Method == "" && string(bytes.TrimSpace(m.ID)) == id
+}
+
+// slowDiscover writes the server's messages to w, its answer to
+// server/discover delay late and the others at once: a server that reads
+// the discover at once but is slow to answer it (it lists its tools for
+// it), and answers a ping meanwhile. Under strictDiscover (w), the
+// initialize that follows waits for the late answer.
+type slowDiscover struct {
+	w     io.Writer
+	delay time.Duration
+
+	mu  sync.Mutex // w's writes, id and buf
+	id  string     // the discover request's JSON-RPC id, "" until it is read
+	buf []byte     // output not yet split into lines
+}
+
+func (sl *slowDiscover) edit(method string, line []byte) []byte {
+	if method == "server/discover" {
+		sl.mu.Lock()
+		sl.id = requestID(line)
+		sl.mu.Unlock()
+	}
+	return line
+}
+
+func (sl *slowDiscover) Write(p []byte) (int, error) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	sl.buf = append(sl.buf, p...)
+	for {
+		i := bytes.IndexByte(sl.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := slices.Clone(sl.buf[:i+1])
+		sl.buf = sl.buf[i+1:]
+		if sl.id != "" && answers(line, sl.id) {
+			fmt.Fprintf(os.Stderr, "slow-discover: answering server/discover in %s\n", sl.delay)
+			time.AfterFunc(sl.delay, func() {
+				sl.mu.Lock()
+				defer sl.mu.Unlock()
+				_, _ = sl.w.Write(line)
+			})
+			continue
+		}
+		if _, err := sl.w.Write(line); err != nil {
+			return len(p), err
+		}
+	}
 }
 
 // duplicateEcho writes the server's messages to w, each tools/list answer

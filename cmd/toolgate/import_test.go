@@ -271,7 +271,7 @@ func TestServersCommands(t *testing.T) {
 		want string
 	}{
 		{[]string{"servers", "add", "fs", "--config", path, "--", "x"}, `a server named "fs" is in`},
-		{[]string{"servers", "add", "bad name", "--config", path, "--", "x"}, `"bad name" cannot name a server`},
+		{[]string{"servers", "add", "bad name", "--config", path, "--", "x"}, `invalid server name "bad name": use letters`},
 		{[]string{"servers", "add", "x", "--config", path}, "give the command that starts it after --"},
 		{[]string{"servers", "add", "x", "--config", path, "--url", "ftp://h/", "--", "x"}, "either a command"},
 		{[]string{"servers", "add", "x", "--config", path, "--url", "ftp://h/"}, "is not an absolute http(s) URL"},

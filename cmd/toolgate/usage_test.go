@@ -57,7 +57,10 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"tools", "approve", "one__nope"}, `no tool of that ID has been listed: "one__nope"`},
 		// An entry its flags make invalid (these exited 1, as a broken file does).
 		{[]string{"servers", "add", "web", "-c", cfg, "--url", "ftp://example.com/mcp"}, `mcpServers["web"].url: "ftp://example.com/mcp" is not an absolute http(s) URL`},
-		{[]string{"servers", "add", "a__b", "-c", cfg, "--", "true"}, `"a__b" cannot name a server`},
+		{[]string{"servers", "add", "a__b", "-c", cfg, "--", "true"}, `invalid server name "a__b"`},
+		// The built-in server's name: reserved, and another named (it read
+		// as a rule of characters).
+		{[]string{"servers", "add", "toolgate", "-c", cfg, "--", "true"}, `the name "toolgate" is reserved for the gateway's own management tools (toolgate__list_servers, …): choose another name, e.g. "toolgate-server"`},
 		// --config given twice: the last one is not taken silently.
 		{[]string{"servers", "add", "dup", "-c", cfg, "-c", cfg + ".2", "--", "true"}, "toolgate servers add edits one config file, and --config was given twice (" + cfg + ", then " + cfg + ".2): give it once"},
 		{[]string{"servers", "remove", "one", "-c", cfg, "--config", cfg}, "toolgate servers remove edits one config file, and --config was given twice"},

@@ -15,8 +15,8 @@ func AddServer(docs []Doc, s Server, lookupEnv func(string) (string, bool)) ([]D
 	if len(docs) == 0 {
 		return nil, 0, fmt.Errorf("no config file to add %q to", s.Name)
 	}
-	if s.Name == BuiltinServer || !ValidName(s.Name) {
-		return nil, 0, fmt.Errorf(`%q cannot name a server: use letters, digits, "_" and "-" (starting with a letter or digit, without "__"), and not %q`, s.Name, BuiltinServer)
+	if msg := NameProblem(s.Name); msg != "" {
+		return nil, 0, errors.New(msg)
 	}
 	for _, d := range docs {
 		if HasServer(d.Data, s.Name) {

@@ -336,11 +336,17 @@ func (x *rewriter) server(name string, raw json.RawMessage) (string, map[string]
 	}
 	valid := validName(name)
 	if valid != name {
-		x.r.note("server %q is named %q: server names take letters, digits, _ and -", name, valid)
+		x.r.note("server %q is named %q: %s", name, valid, config.NameProblem(name))
 	}
-	if valid == config.BuiltinServer || isToolgate(e) {
+	if isToolgate(e) {
 		x.r.note("server %q left out: it is toolgate itself (the gateway's own tools are its built-in %q server)", name, config.BuiltinServer)
 		return "", nil, false
+	}
+	if strings.EqualFold(valid, config.BuiltinServer) {
+		// Another program under the built-in server's name: kept, under
+		// the name the refusal of that name suggests.
+		x.r.note("server %q is named %q: %s", name, config.ReservedRename(valid), config.NameProblem(valid))
+		valid = config.ReservedRename(valid)
 	}
 	if u, ok := e["serverUrl"]; ok { // Windsurf
 		if _, has := e["url"]; !has {

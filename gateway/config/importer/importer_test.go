@@ -157,6 +157,27 @@ func TestNames(t *testing.T) {
 	}
 }
 
+// A server named after the built-in one (in any case) that is not toolgate
+// itself is imported as NAME-server, with the reason config.NameProblem
+// gives; it was left out as "toolgate itself". One that starts toolgate is
+// still left out.
+func TestReservedName(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "claude_desktop_config.json")
+	data := `{"mcpServers": {"Toolgate": {"command": "node", "args": ["tg.js"]}, "gw": {"command": "/usr/local/bin/toolgate", "args": ["serve"]}}}`
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, servers := read(t, path, "")
+	if want := []string{"Toolgate-server"}; !slices.Equal(slices.Sorted(maps.Keys(servers)), want) || servers["Toolgate-server"]["command"] != "node" {
+		t.Fatalf("servers %v, want %v; notes %q", servers, want, r.Notes)
+	}
+	for _, want := range []string{`server "Toolgate" is named "Toolgate-server": ` + config.NameProblem("Toolgate"), `server "gw" left out: it is toolgate itself`} {
+		if !slices.Contains(r.Notes, want) && !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, want) }) {
+			t.Errorf("notes %q lack %q", r.Notes, want)
+		}
+	}
+}
+
 // Projects of ~/.claude.json with a server of one name, each its own, are
 // all imported (the later under the name and its project's folder): one
 // replaced the other with only a note. The same entry twice is imported

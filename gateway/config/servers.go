@@ -22,7 +22,7 @@ func AddServer(docs []Doc, s Server, lookupEnv func(string) (string, bool)) ([]D
 		if HasServer(d.Data, s.Name) {
 			return nil, 0, fmt.Errorf("a server named %q is in %s already: remove it first, or choose another name", s.Name, docName(d.Path))
 		}
-		for _, twin := range serverNames(d.Data) {
+		for _, twin := range ServerNames(d.Data) {
 			if strings.EqualFold(twin, s.Name) {
 				return nil, 0, fmt.Errorf("a server named %q is in %s already, and %q differs from it only in case: %s: choose another name, or remove %q first", twin, docName(d.Path), s.Name, caseTwin(s.Name, twin), twin)
 			}

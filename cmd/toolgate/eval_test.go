@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -364,31 +363,12 @@ func TestEvalThresholds(t *testing.T) {
 // canceled", which read as a fault.
 func TestEvalInterrupted(t *testing.T) {
 	cmd := toolgateCmd(t, t.TempDir(), "eval", "--tools", writeToolsFile(t, t.TempDir(), 3000, ""), "--exact-names")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	lines := bufio.NewScanner(stderr)
-	loaded := false
-	for !loaded && lines.Scan() { // the index build has begun: stop it
-		out.WriteString(lines.Text() + "\n")
-		loaded = strings.Contains(lines.Text(), "embedder loaded")
-	}
+	out, err, loaded := interruptAt(t, cmd, "embedder loaded") // the index build has begun: stop it
 	if !loaded {
-		_ = cmd.Wait()
-		testenv.Missing(t, "embedder unavailable (make deps):\n%s", out.String())
+		testenv.Missing(t, "embedder unavailable (make deps):\n%s", out)
 	}
-	_ = cmd.Process.Signal(os.Interrupt)
-	for lines.Scan() {
-		out.WriteString(lines.Text() + "\n")
-	}
-	err = cmd.Wait()
 	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 ||
-		!strings.Contains(out.String(), "toolgate: stopped before the evaluation was done: ") || strings.Contains(out.String(), "context canceled") {
-		t.Errorf("eval stopped by SIGINT: %v, want exit status 1 saying it stopped\n%s", err, out.String())
+		!strings.Contains(out, "toolgate: stopped before the evaluation was done: ") || strings.Contains(out, "context canceled") {
+		t.Errorf("eval stopped by SIGINT: %v, want exit status 1 saying it stopped\n%s", err, out)
 	}
 }

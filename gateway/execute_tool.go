@@ -223,35 +223,17 @@ func (g *Gateway) lookup(c *policy.Caller, name string) (string, catalog.Tool, b
 	if t, ok := g.searcher.Tool(name); ok {
 		return name, t, true
 	}
-	n := strings.TrimSpace(name)
-	for _, q := range []string{"`", `"`, "'"} {
-		if len(n) >= 2 && strings.HasPrefix(n, q) && strings.HasSuffix(n, q) {
-			n = strings.TrimSpace(n[1 : len(n)-1])
-			break
-		}
-	}
-	n = strings.TrimSuffix(n, "()")
+	n := trimmedName(name)
 	t, ok := g.searcher.Tool(n)
 	if !ok {
 		// In other case ("GitHub__create_issue"), or with "_" for "-" or
 		// the reverse ("everything__get_sum" for get-sum), when only one
-		// ID is.
-		found, folded := "", foldName(n)
-		for _, id := range g.searcher.IDs() {
-			if foldName(id) == folded {
-				if found != "" {
-					return name, catalog.Tool{}, false
-				}
-				found = id
-			}
-		}
-		if found == "" {
-			found = g.otherSeparator(n)
-		}
-		if found == "" {
+		// ID is; several are named by unknownTool.
+		meant := g.idsMeant(c, n)
+		if len(meant) != 1 {
 			return name, catalog.Tool{}, false
 		}
-		t, ok = g.searcher.Tool(found)
+		t, ok = g.searcher.Tool(meant[0])
 	}
 	if !ok || !g.visible(c, t.ID()) {
 		return name, catalog.Tool{}, false
@@ -259,23 +241,58 @@ func (g *Gateway) lookup(c *policy.Caller, name string) (string, catalog.Tool, b
 	return t.ID(), t, true
 }
 
-// foldName is a tool name as lookup compares it: lower case, "-" as "_".
-func foldName(s string) string {
-	return strings.ReplaceAll(strings.ToLower(s), "-", "_")
+// trimmedName is name without what a model may write around a name: space
+// and line ends, quotes or backticks around it, "()" after it.
+func trimmedName(name string) string {
+	n := strings.TrimSpace(name)
+	for _, q := range []string{"`", `"`, "'"} {
+		if len(n) >= 2 && strings.HasPrefix(n, q) && strings.HasSuffix(n, q) {
+			n = strings.TrimSpace(n[1 : len(n)-1])
+			break
+		}
+	}
+	return strings.TrimSuffix(n, "()")
 }
 
-// otherSeparator is the one tool ID that n names with another separator
-// between server and tool than "__" ("filesystem.read_file",
-// "filesystem/read_file", "filesystem:read_file", "everything_echo"), in
-// any case and with "_" and "-" alike; "" when none does, or several do.
-func (g *Gateway) otherSeparator(n string) string {
-	if strings.Contains(n, catalog.Sep) {
-		return ""
+// idsMeant is the IDs caller may see that n, none of them as written, may
+// mean: in another case or with "_" for "-" (catalog.Meant, as a server's
+// name is read), else with another separator between server and tool
+// (otherSeparator). Several when n cannot tell them apart: my-fs__read
+// beside my_fs__read, written "My-fs__read" or "my.fs__read".
+func (g *Gateway) idsMeant(c *policy.Caller, n string) []string {
+	ids := g.searcher.IDs()
+	meant := catalog.Meant(n, ids)
+	if len(meant) == 0 {
+		meant = otherSeparator(n, ids)
 	}
-	want := map[string]bool{}
+	return slices.DeleteFunc(meant, func(id string) bool { return !g.visible(c, id) })
+}
+
+// otherSeparator is the IDs of ids that n names with another separator
+// between server and tool than "__" ("filesystem.read_file",
+// "filesystem/read_file", "filesystem:read_file", "everything_echo"), read
+// as catalog.Meant reads a name: in another case when one ID is so, else
+// with "_" and "-" alike too.
+func otherSeparator(n string, ids []string) []string {
+	if strings.Contains(n, catalog.Sep) {
+		return nil
+	}
+	// Each way of reading n is one byte longer than n: one longer than
+	// every ID names none, and a name of megabytes, read at each of its
+	// separators, took time and memory by its length squared (1.9 s for
+	// 40 kB of "a.").
+	longest := 0
+	for _, id := range ids {
+		longest = max(longest, len(id))
+	}
+	if len(n) >= longest {
+		return nil
+	}
+	lower, folded := map[string]bool{}, map[string]bool{}
 	for _, sep := range []string{".", "/", ":", "_"} {
 		for i := strings.Index(n, sep); i > 0; {
-			want[foldName(n[:i]+catalog.Sep+n[i+len(sep):])] = true
+			id := n[:i] + catalog.Sep + n[i+len(sep):]
+			lower[strings.ToLower(id)], folded[catalog.FoldName(id)] = true, true
 			j := strings.Index(n[i+len(sep):], sep)
 			if j < 0 {
 				break
@@ -283,17 +300,20 @@ func (g *Gateway) otherSeparator(n string) string {
 			i += len(sep) + j
 		}
 	}
-	if len(want) == 0 {
-		return ""
+	if len(folded) == 0 {
+		return nil
 	}
-	found := ""
-	for _, id := range g.searcher.IDs() {
-		if want[foldName(id)] {
-			if found != "" {
-				return ""
-			}
-			found = id
+	var same, found []string
+	for _, id := range ids {
+		if lower[strings.ToLower(id)] {
+			same = append(same, id)
 		}
+		if folded[catalog.FoldName(id)] {
+			found = append(found, id)
+		}
+	}
+	if len(same) == 1 {
+		return same
 	}
 	return found
 }

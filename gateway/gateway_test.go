@@ -1105,9 +1105,17 @@ func TestHTTPRoot(t *testing.T) {
 		{"POST", "/healthz", "GET, HEAD", "Method Not Allowed: POST /healthz: it answers GET, HEAD only"},
 		{"GET", "/mcp", "POST", "Method Not Allowed: GET /mcp: toolgate serves streamable HTTP stateless, so there is no stream to GET"},
 		{"PUT", "/mcp", "POST", "Method Not Allowed: PUT /mcp: toolgate serves streamable HTTP stateless"},
+		// DELETE ends a session in streamable HTTP: there is none, said so
+		// (go-sdk answered a bare "Method Not Allowed").
+		{"DELETE", "/mcp", "POST", "Method Not Allowed: DELETE /mcp: toolgate serves streamable HTTP stateless, so there is no session to end: it gives no Mcp-Session-Id, and a client that is done just stops sending; send each JSON-RPC request as a POST to this URL\n"},
+		{"DELETE session", "/mcp", "POST", `Method Not Allowed: DELETE /mcp: toolgate serves streamable HTTP stateless, so there is no session to end: it gives no Mcp-Session-Id ("abc" was not given by it), and a client`},
 	} {
 		srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{Extra: extra}))
-		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
+		method, session, _ := strings.Cut(tc.method, " ")
+		req, _ := http.NewRequest(method, srv.URL+tc.path, nil)
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", "abc")
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

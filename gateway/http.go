@@ -133,15 +133,19 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 		// execute_tool ends its backend call when the request's client goes.
 		r = r.WithContext(context.WithValue(r.Context(), httpRequestKey{}, r.Context()))
 		if r.Method == http.MethodDelete {
-			// go-sdk's: a bare 405, or under
-			// MCPGODEBUG=allowsessionsinstateless=1 a no-op.
-			plain.ServeHTTP(w, r)
+			// go-sdk's: a bare 405 (which the protocol allows: the
+			// server does not let clients end sessions), or under
+			// MCPGODEBUG=allowsessionsinstateless=1 a no-op; the 405
+			// says why.
+			rw := &refusedWriter{ResponseWriter: w}
+			plain.ServeHTTP(rw, r)
+			if rw.refused {
+				notPost(w, r)
+			}
 			return
 		}
 		if r.Method != http.MethodPost {
-			// go-sdk's stateless handler answers a bare 405: say why.
-			w.Header().Set("Allow", http.MethodPost)
-			http.Error(w, fmt.Sprintf("Method Not Allowed: %s %s: toolgate serves streamable HTTP stateless, so there is no stream to GET; send each JSON-RPC request as a POST to this URL", r.Method, r.URL.Path), http.StatusMethodNotAllowed)
+			notPost(w, r) // go-sdk's stateless handler answers a bare 405
 			return
 		}
 		body, err := io.ReadAll(r.Body)
@@ -387,6 +391,46 @@ const notHandled = "JSON RPC not handled"
 // 400 into a transport error ("Error POSTing to endpoint (HTTP 400)"), and
 // `toolgate connect` into -32051, the gateway refusing the request. Other
 // answers pass unchanged; only a 400 is held back, to be read.
+// notPost is the answer to a request of /mcp that is not a POST: 405, as
+// go-sdk's stateless handler answers, with why and what to send. A DELETE
+// (which ends a session in streamable HTTP) is told there is none to end:
+// the gateway gives no Mcp-Session-Id (the one a client sends of itself
+// only keys what search learns from its calls, which is kept bounded).
+func notPost(w http.ResponseWriter, r *http.Request) {
+	why := "there is no stream to GET"
+	if r.Method == http.MethodDelete {
+		given := ""
+		if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+			given = fmt.Sprintf(" (%q was not given by it)", id)
+		}
+		why = "there is no session to end: it gives no Mcp-Session-Id" + given + ", and a client that is done just stops sending"
+	}
+	w.Header().Set("Allow", http.MethodPost)
+	http.Error(w, fmt.Sprintf("Method Not Allowed: %s %s: toolgate serves streamable HTTP stateless, so %s; send each JSON-RPC request as a POST to this URL", r.Method, r.URL.Path, why), http.StatusMethodNotAllowed)
+}
+
+// refusedWriter holds back a 405 and its body, for the caller to answer
+// with one that says why; any other answer goes through.
+type refusedWriter struct {
+	http.ResponseWriter
+	refused bool
+}
+
+func (w *refusedWriter) WriteHeader(code int) {
+	if code == http.StatusMethodNotAllowed {
+		w.refused = true
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *refusedWriter) Write(p []byte) (int, error) {
+	if w.refused {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
 type notHandledWriter struct {
 	http.ResponseWriter
 	body []byte // the request's

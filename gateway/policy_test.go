@@ -399,3 +399,53 @@ func TestCallerReachingNoTool(t *testing.T) {
 		t.Errorf("a caller with tools: %s", txt)
 	}
 }
+
+// Servers my-fs and my_fs side by side (the config takes them; their IDs
+// differ): a name written in another case or with the other separator may
+// mean either, and execute_tool and search_tools' "server" name both;
+// they answered that there was no such tool or server. The exact names
+// run, and a name that only one is in another case still finds it.
+func TestAmbiguousForgivingNames(t *testing.T) {
+	tools := []catalog.Tool{
+		{Server: "my-fs", Name: "read_file", Description: "Read a file of the first folder"},
+		{Server: "my_fs", Name: "read_file", Description: "Read a file of the second folder"},
+		{Server: "a-b_c", Name: "x", Description: "Read a file of the third folder"},
+		{Server: "a_b-c", Name: "x", Description: "Read a file of the fourth folder"},
+	}
+	ix, err := index.Build(context.Background(), tools, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := search.New(ix, nil, nil)
+	t.Cleanup(func() { eng.Close() })
+	caller := &fakeCaller{call: func(server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: server + "/" + tool}}}, nil
+	}}
+	g := New(eng, caller, &Options{Policy: policy.NewSet(policy.NewConfigured([]string{"my-fs", "my_fs", "a-b_c", "a_b-c"}))})
+	cs := connect(t, g)
+	const both = `may be any of "my-fs__read_file", "my_fs__read_file", which differ only in case or in "-" and "_": give one of them exactly as written.`
+	for name, want := range map[string]string{
+		"my-fs__read_file": "my-fs/read_file",
+		"my_fs__read_file": "my_fs/read_file",
+		"MY_FS__read_file": "my_fs/read_file", // in another case, only one is
+		"My-Fs__read-file": `execute_tool: "My-Fs__read-file" ` + both,
+		"my-fs.read_file":  "my-fs/read_file", // another separator, in case as one is
+		"My-Fs.read-file":  `execute_tool: "My-Fs.read-file" ` + both,
+	} {
+		res := call(t, cs, ExecuteToolName, map[string]any{"name": name, "arguments": map[string]any{}})
+		if got := text(res); res.IsError != strings.HasPrefix(want, "execute_tool") || !strings.HasPrefix(got, want) {
+			t.Errorf("execute_tool %s: isError=%v %q, want %q", name, res.IsError, got, want)
+		}
+	}
+	for server, want := range map[string]string{
+		"my_fs": "",
+		"MY-FS": "", // in another case, only one is
+		"A-B_C": "",
+		"a-b-c": `search_tools: "server" "a-b-c" may be any of "a-b_c", "a_b-c", which differ only in case or in "-" and "_": give one of them exactly as written.`,
+	} {
+		res := call(t, cs, SearchToolName, map[string]any{"query": "read a file", "server": server})
+		if got := text(res); res.IsError != (want != "") || want != "" && got != want {
+			t.Errorf("search_tools server %q: isError=%v %q, want %q", server, res.IsError, got, want)
+		}
+	}
+}

@@ -498,9 +498,14 @@ func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) s
 	if err == nil && len(why) == 0 {
 		down = g.downServers(caller, server)
 	}
+	meant := g.idsMeant(caller, trimmedName(name))
 	switch {
 	case strings.EqualFold(name, SearchToolName) || strings.EqualFold(name, ExecuteToolName):
 		return fmt.Sprintf("execute_tool: %s is one of this gateway's two tools, not a tool of a server: call it directly (tools/call with the name %q), not through execute_tool.", strings.ToLower(name), strings.ToLower(name))
+	case len(meant) > 1:
+		// Tools the caller may see, named whatever why says of the name
+		// as written (that there is no server "My-fs").
+		return fmt.Sprintf("execute_tool: %s.", catalog.AmbiguousName(name, meant))
 	case err != nil:
 		fmt.Fprintf(&b, "execute_tool: %v.", err)
 		tool = name

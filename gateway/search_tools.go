@@ -202,9 +202,15 @@ func (g *Gateway) parseSearchArgs(c *policy.Caller, raw json.RawMessage) (search
 	}
 	// A server named with space around it, with the separator after it
 	// ("github__", as IDs start), or in other case ("GitHub" for github)
-	// is that server when only one is.
+	// or with "_" for "-" is that server when only one is
+	// (catalog.ServersMeant); several are named.
 	if a.Server != "" && !g.hasServer(c, a.Server) {
-		a.Server = catalog.ResolveServer(a.Server, g.servers(c))
+		switch meant := catalog.ServersMeant(a.Server, g.servers(c)); {
+		case len(meant) == 1:
+			a.Server = meant[0]
+		case len(meant) > 1:
+			return a, fmt.Sprintf(`search_tools: "server" %s.`, catalog.AmbiguousName(a.Server, meant))
+		}
 	}
 	// A server that is down and never listed its tools exists: the search
 	// finds none of them and says why (downServers).

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/shutdown"
 	"github.com/toolgate/toolgate/search"
 	"github.com/toolgate/toolgate/search/learn"
 )
@@ -63,7 +64,10 @@ with metrics as fractions 0–1 (and "thresholds":[{"minConfidence",
 "false_abstain_rate","abstainLostHit@1","abstain_rate"},…] with --thresholds).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runEval(cmd.Context(), g, f, cmd.OutOrStdout())
+			// A stop said as index and models fetch say it: it said
+			// "build index: embed tools 1-199 of 199: context canceled".
+			err := runEval(cmd.Context(), g, f, cmd.OutOrStdout())
+			return shutdown.Stopped(cmd.Context(), err, "the evaluation was done", "no figures are written for the modes it had not finished (run the command again)")
 		},
 	}
 	fl := cmd.Flags()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -353,5 +354,21 @@ func TestEvalThresholds(t *testing.T) {
 	var ue usageError
 	if err := runEval(context.Background(), evalGlobals(t), &evalFlags{tools: tp, queries: qp, mode: "bm25", thresholds: []float64{1.5}}, &out); !errors.As(err, &ue) || !strings.Contains(err.Error(), "1.5 is out of range: use a confidence from 0 to 1") {
 		t.Errorf("--thresholds 1.5: %v, want a usage error", err)
+	}
+}
+
+// TestEvalInterrupted: SIGINT during `toolgate eval` says that it was
+// stopped, as index and models fetch say it (shutdown.Stopped), exit
+// status 1; it said "build index: embed tools 1-199 of 199: context
+// canceled", which read as a fault.
+func TestEvalInterrupted(t *testing.T) {
+	cmd := toolgateCmd(t, t.TempDir(), "eval", "--tools", writeToolsFile(t, t.TempDir(), 3000, ""), "--exact-names")
+	out, err, loaded := interruptAt(t, cmd, "embedder loaded") // the index build has begun: stop it
+	if !loaded {
+		testenv.Missing(t, "embedder unavailable (make deps):\n%s", out)
+	}
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 ||
+		!strings.Contains(out, "toolgate: stopped before the evaluation was done: ") || strings.Contains(out, "context canceled") {
+		t.Errorf("eval stopped by SIGINT: %v, want exit status 1 saying it stopped\n%s", err, out)
 	}
 }

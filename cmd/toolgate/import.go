@@ -47,7 +47,10 @@ conflict is listed on stderr). VS Code's ${input:ID} values (which VS Code
 prompts for) become ${ID} variables, named on stderr, to set in the
 gateway's environment; ${env:NAME} becomes ${NAME}. Nothing secret is
 written that was not in one of the files already. An entry that starts
-toolgate itself is left out.
+toolgate itself is left out. A server whose name differs only in case from
+one before it (in an earlier file, or in the --into config), which one config
+cannot hold, is imported once when its entry is the same, else as
+NAME-FORMAT (memory-cursor), said on stderr.
 
 --into CONFIG adds the servers to an existing config file instead (atomically,
 keeping its other keys; its servers of the same name are replaced), and
@@ -70,7 +73,7 @@ func runImport(stdout, stderr io.Writer, files []string, f importFlags) error {
 	if f.dryRun && f.into == "" {
 		return usageError{errors.New("--dry-run shows the change --into makes to a config file: give --into CONFIG, or leave --dry-run out to print the config")}
 	}
-	var docs []config.Doc
+	var results []*importer.Result
 	var inputs []importer.Input
 	for _, path := range files {
 		data, err := os.ReadFile(path)
@@ -92,8 +95,30 @@ func runImport(stdout, stderr io.Writer, files []string, f importFlags) error {
 		for _, n := range r.Notes {
 			fmt.Fprintf(stderr, "  note: %s\n", n)
 		}
-		docs = append(docs, r.Doc)
+		results = append(results, r)
 		inputs = append(inputs, r.Inputs...)
+	}
+	// Names differing only in case, across the files or beside the
+	// config imported into: said here, not by --into's refusal.
+	var taken []importer.Named
+	if f.into != "" {
+		if data, err := os.ReadFile(f.into); err == nil {
+			for _, name := range config.ServerNames(data) {
+				entry, _ := config.ServerEntry(data, name)
+				taken = append(taken, importer.Named{Name: name, Entry: entry, From: f.into})
+			}
+		}
+	}
+	notes, err := importer.SeparateCaseTwins(taken, results)
+	if err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
+	var docs []config.Doc
+	for _, r := range results {
+		docs = append(docs, r.Doc)
 	}
 	merged, conflicts, err := config.Merge(docs)
 	if err != nil {

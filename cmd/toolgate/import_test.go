@@ -23,6 +23,35 @@ func importData(t *testing.T, name string) string {
 	return filepath.Join(repoRoot(t), "gateway", "config", "importer", "testdata", name)
 }
 
+// Two clients' files whose servers' names differ only in case: import
+// says so up front and imports the later as NAME-FORMAT, and --into writes
+// a config that loads; it refused the result with the case error.
+func TestImportCaseTwins(t *testing.T) {
+	dir := t.TempDir()
+	claude, cursor, into := filepath.Join(dir, "claude_desktop_config.json"), filepath.Join(dir, ".cursor", "mcp.json"), filepath.Join(dir, "toolgate.json")
+	for path, data := range map[string]string{
+		claude: `{"mcpServers": {"Memory": {"command": "npx", "args": ["server-memory"]}}}`,
+		cursor: `{"mcpServers": {"memory": {"command": "npx", "args": ["server-memory", "--other"]}}}`,
+		into:   `{"mcpServers": {}}`,
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := toolgateCmd(t, t.TempDir(), "import", claude, cursor, "--into", into).CombinedOutput()
+	b, _ := os.ReadFile(into)
+	f, perr := config.Parse(b, into, nil)
+	if err != nil || perr != nil || len(f.All()) != 2 || f.MCPServers["memory-cursor"].Command != "npx" {
+		t.Fatalf("import --into: %v, %v\n%s\n%s", err, perr, out, b)
+	}
+	if want := `note: server "memory" of ` + cursor + ` is imported as "memory-cursor": server "Memory" of ` + claude + ` differs from it only in case`; !strings.Contains(string(out), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, out)
+	}
+}
+
 // TestImportCommand is the issue's "done when": the real binary imports a
 // Claude Desktop file, a .mcp.json and a .vscode/mcp.json into one config
 // holding all their servers (an HTTP server's url kept), listing the
@@ -271,7 +300,7 @@ func TestServersCommands(t *testing.T) {
 		want string
 	}{
 		{[]string{"servers", "add", "fs", "--config", path, "--", "x"}, `a server named "fs" is in`},
-		{[]string{"servers", "add", "bad name", "--config", path, "--", "x"}, `"bad name" cannot name a server`},
+		{[]string{"servers", "add", "bad name", "--config", path, "--", "x"}, `invalid server name "bad name": use letters`},
 		{[]string{"servers", "add", "x", "--config", path}, "give the command that starts it after --"},
 		{[]string{"servers", "add", "x", "--config", path, "--url", "ftp://h/", "--", "x"}, "either a command"},
 		{[]string{"servers", "add", "x", "--config", path, "--url", "ftp://h/"}, "is not an absolute http(s) URL"},

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/shutdown"
 )
 
 func init() {
@@ -152,9 +153,7 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 	prog.finish()
 	if err != nil {
 		if ctx.Err() != nil {
-			// A signal stopped it: not a fault to look into (it said
-			// "embed tools 1-199 of 199: context canceled").
-			return fmt.Errorf("stopped before the index was built: the index in %s is as it was (run the command again to build it)", res.Dir)
+			return shutdown.Stopped(ctx, err, "the index was built", fmt.Sprintf("the index in %s is as it was (run the command again to build it)", res.Dir))
 		}
 		return fmt.Errorf("index %s: %w", res.Dir, err)
 	}

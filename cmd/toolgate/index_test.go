@@ -514,6 +514,34 @@ func TestIndexOverFileSizeLimit(t *testing.T) {
 	}
 }
 
+// interruptAt starts cmd and sends it SIGINT once its stderr has a line
+// holding mark; it returns the stderr and Wait's error, and whether the
+// line came before cmd ended by itself.
+func interruptAt(t *testing.T, cmd *exec.Cmd, mark string) (string, error, bool) {
+	t.Helper()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	lines := bufio.NewScanner(stderr)
+	reached := false
+	for !reached && lines.Scan() {
+		out.WriteString(lines.Text() + "\n")
+		reached = strings.Contains(lines.Text(), mark)
+	}
+	if reached {
+		_ = cmd.Process.Signal(os.Interrupt)
+	}
+	for lines.Scan() {
+		out.WriteString(lines.Text() + "\n")
+	}
+	return out.String(), cmd.Wait(), reached
+}
+
 // TestIndexInterrupted: SIGINT during `toolgate index` says that it was
 // stopped and that the index on disk is as it was, which a run after it
 // finds; it said "embed tools 1-199 of 199: context canceled".
@@ -526,29 +554,10 @@ func TestIndexInterrupted(t *testing.T) {
 	cmd := toolgateCmd(t, data, "index", "--tools", writeToolsFile(t, t.TempDir(), 3000, " Changed."))
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	lines := bufio.NewScanner(stderr)
-	for lines.Scan() { // the embedding has begun: stop it
-		out.WriteString(lines.Text() + "\n")
-		if strings.HasPrefix(lines.Text(), "embedding: ") {
-			break
-		}
-	}
-	_ = cmd.Process.Signal(os.Interrupt)
-	for lines.Scan() {
-		out.WriteString(lines.Text() + "\n")
-	}
-	err = cmd.Wait()
+	out, err, _ := interruptAt(t, cmd, "embedding: ") // the embedding has begun: stop it
 	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 ||
-		!strings.Contains(out.String(), "toolgate: stopped before the index was built: the index in "+index.Dir(data)+" is as it was") || strings.Contains(out.String(), "context canceled") {
-		t.Errorf("index stopped by SIGINT: %v, want exit status 1 saying it stopped and the index is as it was\n%s", err, out.String())
+		!strings.Contains(out, "toolgate: stopped before the index was built: the index in "+index.Dir(data)+" is as it was") || strings.Contains(out, "context canceled") {
+		t.Errorf("index stopped by SIGINT: %v, want exit status 1 saying it stopped and the index is as it was\n%s", err, out)
 	}
 	ix, err := index.Open(index.Dir(data), nil)
 	if err != nil {

@@ -125,6 +125,9 @@ func usageErrors(root *cobra.Command) {
 					if cmd.HasSubCommands() && len(args) > 0 {
 						return unknownVerb(cmd, args) // a verb's typo, not an argument
 					}
+					if len(args) > 0 && takesNoArgs(cmd, check) {
+						return noArgsError(cmd, args) // cobra.NoArgs says "unknown command"
+					}
 					if strings.Contains(err.Error(), cmd.CommandPath()) {
 						return usageError{fmt.Errorf("%w (usage: %s)", err, cmd.UseLine())}
 					}
@@ -162,7 +165,7 @@ func flagMeant(cmd *cobra.Command, err error) string {
 	if name, ok := typo.Suggest(typed, names); ok {
 		return fmt.Sprintf(": did you mean --%s?", name)
 	}
-	return ""
+	return argNotFlag(cmd, ne)
 }
 
 // verb is "keys revoke: " for toolgate keys revoke, "" for toolgate itself
@@ -186,6 +189,8 @@ func unknownVerb(cmd *cobra.Command, args []string) error {
 	}
 	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 		msg += fmt.Sprintf(": did you mean %q?", s[0])
+	} else if flag := argMeant(cmd, args[0]); flag != "" {
+		msg += fmt.Sprintf(": did you mean %s?", flag) // toolgate servers c.json
 	}
 	return usageError{fmt.Errorf("%s (see %s --help)", msg, cmd.CommandPath())}
 }

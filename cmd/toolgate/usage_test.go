@@ -43,7 +43,20 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"import"}, "import: requires at least 1 arg(s), only received 0 (usage: toolgate import FILE..."},
 		{[]string{"import", "--dry-run", cfg}, "--dry-run shows the change --into makes to a config file: give --into CONFIG, or leave --dry-run out"},
 		{[]string{"import", "--format", "claude-code", importData(t, "proj/.vscode/mcp.json")}, "--format claude-code finds no servers in it, and it reads as a vscode file (4 servers): leave --format out, or give --format vscode"},
-		{[]string{"status", "extra"}, `unknown command "extra" for "toolgate status"`},
+		// Words given to a command that takes none: said so, with the flag
+		// the word may have meant; cobra said `unknown command "k1" for
+		// "toolgate keys create"`, as if k1 were a verb.
+		{[]string{"status", "extra"}, `status takes no arguments (got "extra") (usage: toolgate status [--addr`},
+		{[]string{"keys", "create", "k1"}, "keys create takes no arguments; did you mean --name k1? (usage: toolgate keys create --name NAME"},
+		{[]string{"serve", cfg}, "serve takes no arguments; did you mean --config " + cfg + "?"},
+		{[]string{"servers", cfg}, `unknown command "` + cfg + `" for "toolgate servers": did you mean --config ` + cfg + "?"},
+		{[]string{"status", "127.0.0.1:8931"}, "status takes no arguments; did you mean --addr 127.0.0.1:8931?"},
+		{[]string{"logs", "100"}, "logs takes no arguments; did you mean --lines 100?"},
+		{[]string{"learn", "reset"}, "learn takes no arguments; did you mean --reset?"},
+		{[]string{"models", "fetch", "small"}, `models fetch takes no arguments (got "small") (usage: toolgate models fetch`},
+		// The other way round: a flag for what the command takes as its argument.
+		{[]string{"keys", "revoke", "--name", "k1"}, "keys revoke: unknown flag: --name: NAME is an argument, not a flag: toolgate keys revoke NAME"},
+		{[]string{"servers", "remove", "--server", "one", "-c", cfg}, "servers remove: unknown flag: --server: NAME is an argument, not a flag: toolgate servers remove NAME"},
 		{[]string{"search", "--limit", "0", "read file"}, "--limit 0: want 1 to 50 (leave it out for the default, 5)"},
 		{[]string{"search", "--limit", "-3", "read file"}, "--limit -3: want 1 to 50 (leave it out for the default, 5)"},
 		{[]string{"--log-level", "loud", "status"}, `--log-level "loud": want debug, info, warn or error`},
@@ -57,7 +70,10 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"tools", "approve", "one__nope"}, `no tool of that ID has been listed: "one__nope"`},
 		// An entry its flags make invalid (these exited 1, as a broken file does).
 		{[]string{"servers", "add", "web", "-c", cfg, "--url", "ftp://example.com/mcp"}, `mcpServers["web"].url: "ftp://example.com/mcp" is not an absolute http(s) URL`},
-		{[]string{"servers", "add", "a__b", "-c", cfg, "--", "true"}, `"a__b" cannot name a server`},
+		{[]string{"servers", "add", "a__b", "-c", cfg, "--", "true"}, `invalid server name "a__b"`},
+		// The built-in server's name: reserved, and another named (it read
+		// as a rule of characters).
+		{[]string{"servers", "add", "toolgate", "-c", cfg, "--", "true"}, `the name "toolgate" is reserved for the gateway's own management tools (toolgate__list_servers, …): choose another name, e.g. "toolgate-server"`},
 		// --config given twice: the last one is not taken silently.
 		{[]string{"servers", "add", "dup", "-c", cfg, "-c", cfg + ".2", "--", "true"}, "toolgate servers add edits one config file, and --config was given twice (" + cfg + ", then " + cfg + ".2): give it once"},
 		{[]string{"servers", "remove", "one", "-c", cfg, "--config", cfg}, "toolgate servers remove edits one config file, and --config was given twice"},

@@ -295,6 +295,8 @@ func TestParseBad(t *testing.T) {
 			{`mcpServers["a"].command`, "got a number, want a string"},
 		}},
 		{"reserved name", `{"mcpServers": {"toolgate": {"command": "toolgate", "args": ["serve"]}}}`, nil, []want{{`mcpServers["toolgate"]`, `"toolgate" is reserved for the gateway's own management tools`}}},
+		// In any case, as two servers' names may not differ only in case.
+		{"reserved name in another case", `{"mcpServers": {"Toolgate": {"command": "x"}}}`, nil, []want{{`mcpServers["Toolgate"]`, `the name "Toolgate" is reserved for the gateway's own management tools (toolgate__list_servers, …) in any case (tool IDs are matched in any case: Toolgate__list_servers would be taken for toolgate__list_servers): choose another name, e.g. "Toolgate-server"`}}},
 		{"bad profiles", `{"mcpServers": {"memory": {"command": "x"}}, "toolgate": {"profiles": {
 			"kg": {"servers": ["memroy"], "tools": {"deny": ["delete_*", "memory__[", "github__*"], "alow": []}},
 			"a b": {"servers": [], "tools": {"allow": []}},

@@ -76,8 +76,8 @@ func HasServer(data []byte, name string) bool {
 	return ok
 }
 
-// serverNames returns the names of the document's servers, as written.
-func serverNames(data []byte) []string {
+// ServerNames returns the names of the document's servers, as written.
+func ServerNames(data []byte) []string {
 	if text, _, err := decodeText(data); err == nil {
 		data = text
 	}

@@ -184,3 +184,25 @@ func TestAddServerCaseTwin(t *testing.T) {
 		t.Errorf("AddServer(everything-2): %v", err)
 	}
 }
+
+// AddServer refuses the built-in server's name, in any case, with the
+// reason the config's load gives (NameProblem), and a name to use instead;
+// it read as a rule of characters ("use letters, digits …, and not
+// \"toolgate\"").
+func TestAddServerReservedName(t *testing.T) {
+	docs := []Doc{{Path: "c.json", Data: []byte(`{"mcpServers": {}}`)}}
+	for _, name := range []string{"toolgate", "Toolgate", "TOOLGATE"} {
+		_, _, err := AddServer(docs, Server{Name: name, Command: "npx"}, env())
+		if err == nil || err.Error() != NameProblem(name) || !strings.Contains(err.Error(), fmt.Sprintf(`the name %q is reserved for the gateway's own management tools`, name)) ||
+			!strings.Contains(err.Error(), fmt.Sprintf(`choose another name, e.g. %q`, name+"-server")) || strings.Contains(err.Error(), "letters, digits") {
+			t.Errorf("AddServer(%s): %v", name, err)
+		}
+	}
+	_, _, err := AddServer(docs, Server{Name: "a b", Command: "npx"}, env())
+	if _, perr := Parse([]byte(`{"mcpServers": {"a b": {"command": "npx"}}}`), "", nil); err == nil || !strings.Contains(perr.Error(), err.Error()) {
+		t.Errorf("AddServer(a b): %v; the load says %v", err, perr)
+	}
+	if _, _, err := AddServer(docs, Server{Name: "toolgate-server", Command: "npx"}, env()); err != nil {
+		t.Errorf("AddServer(toolgate-server): %v", err)
+	}
+}

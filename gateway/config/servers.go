@@ -15,14 +15,14 @@ func AddServer(docs []Doc, s Server, lookupEnv func(string) (string, bool)) ([]D
 	if len(docs) == 0 {
 		return nil, 0, fmt.Errorf("no config file to add %q to", s.Name)
 	}
-	if s.Name == BuiltinServer || !ValidName(s.Name) {
-		return nil, 0, fmt.Errorf(`%q cannot name a server: use letters, digits, "_" and "-" (starting with a letter or digit, without "__"), and not %q`, s.Name, BuiltinServer)
+	if msg := NameProblem(s.Name); msg != "" {
+		return nil, 0, errors.New(msg)
 	}
 	for _, d := range docs {
 		if HasServer(d.Data, s.Name) {
 			return nil, 0, fmt.Errorf("a server named %q is in %s already: remove it first, or choose another name", s.Name, docName(d.Path))
 		}
-		for _, twin := range serverNames(d.Data) {
+		for _, twin := range ServerNames(d.Data) {
 			if strings.EqualFold(twin, s.Name) {
 				return nil, 0, fmt.Errorf("a server named %q is in %s already, and %q differs from it only in case: %s: choose another name, or remove %q first", twin, docName(d.Path), s.Name, caseTwin(s.Name, twin), twin)
 			}

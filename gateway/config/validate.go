@@ -132,6 +132,33 @@ func ValidName(name string) bool {
 	return true
 }
 
+// NameProblem says why name cannot name a server, or "" when it can. The
+// config's load, servers add, toolgate__add_server and import all ask it,
+// so a name is refused (or, by import, renamed) for one reason said one
+// way: "toolgate" refused as a character problem read as if the name were
+// misspelt. The built-in server's name is reserved in any case, as two
+// servers' names may not differ only in case (validateNameCase).
+func NameProblem(name string) string {
+	switch {
+	case name == "":
+		return `a server needs a name: use letters, digits, "_" and "-"`
+	case strings.EqualFold(name, BuiltinServer):
+		inCase := ""
+		if name != BuiltinServer {
+			inCase = fmt.Sprintf(" in any case (tool IDs are matched in any case: %s__list_servers would be taken for %s__list_servers)", name, BuiltinServer)
+		}
+		return fmt.Sprintf(`the name %q is reserved for the gateway's own management tools (%s__list_servers, …)%s: choose another name, e.g. %q; an entry that starts toolgate itself is not needed, remove it`,
+			name, BuiltinServer, inCase, ReservedRename(name))
+	case !ValidName(name):
+		return fmt.Sprintf(`invalid server name %q: use letters, digits, "_" and "-" (must start with a letter or digit, must not contain "__" or end with "_", at most %d characters)`, name, maxNameLen)
+	}
+	return ""
+}
+
+// ReservedRename is the name NameProblem suggests for a server named
+// after the built-in one (in any case), and the one import gives it.
+func ReservedRename(name string) string { return name + "-server" }
+
 // validateServer checks one entry; skip names keys that already failed to
 // decode, whose checks would only repeat the problem.
 func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
@@ -142,13 +169,10 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 		}
 	}
 	if name == "" {
-		return []*FieldError{{Field: `mcpServers[""]`, Msg: "a server needs a name: use letters, digits, \"_\" and \"-\""}}
+		return []*FieldError{{Field: `mcpServers[""]`, Msg: NameProblem(name)}}
 	}
-	if !ValidName(name) {
-		bad("", `invalid server name: use letters, digits, "_" and "-" (must start with a letter or digit, must not contain "__" or end with "_", at most %d characters)`, maxNameLen)
-	}
-	if name == BuiltinServer {
-		bad("", "the name %q is reserved for the gateway's own management tools (%s__list_servers, …): rename this server; if the entry starts toolgate itself, remove it", BuiltinServer, BuiltinServer)
+	if msg := NameProblem(name); msg != "" {
+		bad("", "%s", msg)
 	}
 	if skip["command"] || skip["url"] || skip["type"] {
 		skip = maps.Clone(skip)

@@ -969,3 +969,19 @@ func TestNoServers(t *testing.T) {
 		}
 	}
 }
+
+// The playground's server is read as search_tools reads it: one that two
+// servers' names may be (they differ in "-" and "_") is 400 naming both,
+// not "no tool of it is in the catalog".
+func TestSearchServerAmbiguous(t *testing.T) {
+	eng, set := scopedCatalog(t, catalog.Tool{Server: "a-b_c", Name: "x", Description: "Read a file."}, catalog.Tool{Server: "a_b-c", Name: "x", Description: "Read a file."})
+	fk := &fakeKeys{key: "tg_secret", scopes: map[string]*policy.Key{}}
+	e := newEnvWith(t, &Options{Catalog: eng, Keys: fk, Policy: set})
+	resp, body := e.do(t, "GET", "/ui/api/search?q=read&server=a-b-c", "", "Authorization", "Bearer tg_secret")
+	if want := `server \"a-b-c\" may be any of \"a-b_c\", \"a_b-c\", which differ only in case or in \"-\" and \"_\": give one of them exactly as written`; resp.StatusCode != 400 || !strings.Contains(body, want) {
+		t.Errorf("search of server a-b-c: %d %s, want 400 %s", resp.StatusCode, body, want)
+	}
+	if resp, body := e.do(t, "GET", "/ui/api/search?q=read&server=A-B_C", "", "Authorization", "Bearer tg_secret"); resp.StatusCode != 200 {
+		t.Errorf("search of server A-B_C: %d %s", resp.StatusCode, body)
+	}
+}

@@ -477,6 +477,20 @@ func TestAddServerTLS(t *testing.T) {
 	}
 }
 
+// add_server of the built-in server's name says it is reserved and names
+// another, as servers add and the config's load do; it read as a rule of
+// characters. The file is left as it was.
+func TestAddServerReservedName(t *testing.T) {
+	s, _, _, path := newTestServer(t, true)
+	before, _ := os.ReadFile(path)
+	for _, name := range []string{"toolgate", "Toolgate"} {
+		res := run(t, s, stdio, "add_server", map[string]any{"name": name, "command": "echo"})
+		if after, _ := os.ReadFile(path); !res.IsError || resText(res) != "add_server: "+config.NameProblem(name) || !strings.Contains(resText(res), "reserved for the gateway's own management tools") || string(after) != string(before) {
+			t.Errorf("add_server %s: %s\n%s", name, resText(res), after)
+		}
+	}
+}
+
 // pathsPool is a pool whose server a failed on its command, a path on the
 // gateway's machine, as its errors and stderr lines say.
 type pathsPool struct{ fakePool }

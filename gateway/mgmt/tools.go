@@ -28,7 +28,7 @@ type (
 		Name string `json:"name" jsonschema:"the profile to activate, as toolgate__list_profiles shows it; \"\" goes back to every server"`
 	}
 	addArgs struct {
-		Name    string            `json:"name" jsonschema:"the new server's name: letters, digits, _ and -"`
+		Name    string            `json:"name" jsonschema:"the new server's name: letters, digits, _ and -; not \"toolgate\", the name of these management tools' server"`
 		Command string            `json:"command,omitempty" jsonschema:"for a local server: the program to start (it speaks MCP on stdin/stdout), e.g. \"npx\""`
 		Args    []string          `json:"args,omitempty" jsonschema:"the program's arguments"`
 		Env     map[string]string `json:"env,omitempty" jsonschema:"environment variables for the program; ${VAR} takes one from the gateway's environment"`

@@ -54,27 +54,71 @@ func SplitID(id string) (server, tool string, err error) {
 }
 
 // ResolveServer is the server of servers that name means when it is none
-// of them as written: with space around it, with the separator after it
-// ("github__", as IDs start), or in another case ("GitHub" for github) when
-// only one server is named so. Otherwise name, as written.
+// of them as written (ServersMeant), when it means one; otherwise name, as
+// written.
 func ResolveServer(name string, servers []string) string {
+	if meant := ServersMeant(name, servers); len(meant) == 1 {
+		return meant[0]
+	}
+	return name
+}
+
+// ServersMeant is the servers of servers that name may mean: itself; else
+// as written with space around it or the separator after it ("github__",
+// as IDs start); else those named so in another case ("GitHub" for
+// github), else with "_" for "-" or the reverse (FoldName), as
+// execute_tool reads a tool's ID. Several when name cannot tell them apart
+// ("my.fs" or "My-Fs" beside my-fs and my_fs, AmbiguousName); none when it
+// names none.
+func ServersMeant(name string, servers []string) []string {
 	if slices.Contains(servers, name) {
-		return name
+		return []string{name}
 	}
 	name = strings.TrimSuffix(strings.TrimSpace(name), Sep)
 	if slices.Contains(servers, name) {
-		return name
+		return []string{name}
 	}
-	var same []string
-	for _, s := range servers {
-		if strings.EqualFold(s, name) {
-			same = append(same, s)
+	return Meant(name, servers)
+}
+
+// Meant is the names of names that name, none of them as written, may
+// mean: the one named so in another case, when one is; else those named so
+// with "_" for "-" or the reverse too (FoldName). Several when name cannot
+// tell them apart (AmbiguousName).
+func Meant(name string, names []string) []string {
+	var same, folded []string
+	fold := FoldName(name)
+	for _, n := range names {
+		if strings.EqualFold(n, name) {
+			same = append(same, n)
+		}
+		if FoldName(n) == fold {
+			folded = append(folded, n)
 		}
 	}
 	if len(same) == 1 {
-		return same[0]
+		return same
 	}
-	return name
+	return folded
+}
+
+// FoldName is a name (a server's, a tool's ID) as the forgiving lookups
+// compare it: lower case, "-" as "_".
+func FoldName(s string) string {
+	return strings.ReplaceAll(strings.ToLower(s), "-", "_")
+}
+
+// AmbiguousName says that name, written in another case or with "_" for
+// "-" (or the reverse), may mean any of names (tool IDs or servers), so
+// the caller must write one as it is: two servers my-fs and my_fs may
+// stand side by side, and a forgiving lookup of either answered that
+// there was no such tool or server.
+func AmbiguousName(name string, names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return fmt.Sprintf("%q may be any of %s, which differ only in case or in \"-\" and \"_\": give one of them exactly as written", oneline.Echo(name), strings.Join(q, ", "))
 }
 
 // SortByID sorts tools by ID without building the IDs (building them

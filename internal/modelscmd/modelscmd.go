@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/shutdown"
 	"github.com/toolgate/toolgate/models"
 )
 
@@ -165,12 +166,9 @@ func runFetch(cmd *cobra.Command, opts *models.FetchOptions) error {
 		}
 		fmt.Fprintf(out, "model folder %s (%s)\n", rep.Dir, rep.Duration.Round(time.Millisecond))
 	}
-	if stopped {
-		// A signal stopped it: not the network's fault (it said "every
-		// source failed: … context canceled; fix: check the network").
-		return fmt.Errorf("stopped before the model files were all fetched: the files fetched are in place, no partial file is left (run the command again to fetch the rest)")
-	}
-	return err
+	// A signal stopped it: not the network's fault (it said "every source
+	// failed: … context canceled; fix: check the network").
+	return shutdown.Stopped(ctx, err, "the model files were all fetched", "the files fetched are in place, no partial file is left (run the command again to fetch the rest)")
 }
 
 func newVerify(opts *Options) *cobra.Command {

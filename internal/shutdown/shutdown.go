@@ -272,6 +272,20 @@ func (c *Controller) Stop() int {
 	return 0
 }
 
+// Stopped is the error of a command that ended with err because a signal
+// cancelled ctx before it finished what it does (what: "the index was
+// built"), and after says what is left and what to do; err as it is
+// otherwise. The error its work returned for the cancel ("build index: embed
+// tools 1-199 of 199: context canceled") read as a fault to look into.
+// `index`, `models fetch` and `eval` say a stop so; it exits 1 (the
+// command did not do its work), as `serve`'s exits 0 (serving ends so).
+func Stopped(ctx context.Context, err error, what, after string) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	return fmt.Errorf("stopped before %s: %s", what, after)
+}
+
 func sigName(s os.Signal) string {
 	switch s {
 	case os.Interrupt:

@@ -163,3 +163,20 @@ func TestQuietStopNotAnnounced(t *testing.T) {
 		t.Errorf("a quiet stop logged at info:\n%s", log)
 	}
 }
+
+// Stopped says a stop in place of the error the cancel made, and only
+// when ctx was cancelled.
+func TestStopped(t *testing.T) {
+	failed := errors.New("build index: embed tools 1-199 of 199: context canceled")
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := Stopped(ctx, failed, "the index was built", "run it again"); err != failed {
+		t.Errorf("before the cancel: %v, want the error as it was", err)
+	}
+	if err := Stopped(ctx, nil, "the index was built", "run it again"); err != nil {
+		t.Errorf("no error: %v", err)
+	}
+	cancel()
+	if err := Stopped(ctx, failed, "the index was built", "run it again"); err == nil || err.Error() != "stopped before the index was built: run it again" {
+		t.Errorf("after the cancel: %v", err)
+	}
+}

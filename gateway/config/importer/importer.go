@@ -336,11 +336,17 @@ func (x *rewriter) server(name string, raw json.RawMessage) (string, map[string]
 	}
 	valid := validName(name)
 	if valid != name {
-		x.r.note("server %q is named %q: server names take letters, digits, _ and -", name, valid)
+		x.r.note("server %q is named %q: %s", name, valid, config.NameProblem(name))
 	}
-	if valid == config.BuiltinServer || isToolgate(e) {
+	if isToolgate(e) {
 		x.r.note("server %q left out: it is toolgate itself (the gateway's own tools are its built-in %q server)", name, config.BuiltinServer)
 		return "", nil, false
+	}
+	if strings.EqualFold(valid, config.BuiltinServer) {
+		// Another program under the built-in server's name: kept, under
+		// the name the refusal of that name suggests.
+		x.r.note("server %q is named %q: %s", name, config.ReservedRename(valid), config.NameProblem(valid))
+		valid = config.ReservedRename(valid)
 	}
 	if u, ok := e["serverUrl"]; ok { // Windsurf
 		if _, has := e["url"]; !has {
@@ -482,4 +488,82 @@ func (o *orderedEntries) UnmarshalJSON(b []byte) error {
 		}{t.(string), v})
 	}
 	return nil
+}
+
+// Named is a server a config has already: its name, its entry, and the
+// file it is in.
+type Named struct {
+	Name  string
+	Entry json.RawMessage
+	From  string
+}
+
+// SeparateCaseTwins changes rs, the files of one import in their order,
+// so that no two servers' names differ only in case, which one config
+// cannot hold (config: tool IDs are matched in any case): two clients'
+// files with "Memory" and "memory" made a config that did not load, and
+// `--into` refused it after the files were read. A server whose name
+// differs only in case from one before it (in taken, the config imported
+// into, or in an earlier file) is imported once when its entry is the
+// same, else under its name and its file's format ("memory-cursor"); a
+// note says which. Servers of the very same name are left to config.Merge
+// (the later replaces the earlier, a conflict said).
+func SeparateCaseTwins(taken []Named, rs []*Result) ([]string, error) {
+	first := map[string]Named{} // lower case → the first server so
+	used := map[string]bool{}   // every name, lower case
+	for _, t := range taken {
+		first[strings.ToLower(t.Name)] = t
+		used[strings.ToLower(t.Name)] = true
+	}
+	for _, r := range rs {
+		for _, name := range r.Servers {
+			used[strings.ToLower(name)] = true
+		}
+	}
+	var notes []string
+	for _, r := range rs {
+		var doc struct {
+			MCPServers map[string]json.RawMessage `json:"mcpServers"`
+		}
+		if err := json.Unmarshal(r.Doc.Data, &doc); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Doc.Path, err)
+		}
+		changed := false
+		var servers []string
+		for _, name := range r.Servers {
+			entry := doc.MCPServers[name]
+			twin, ok := first[strings.ToLower(name)]
+			switch {
+			case !ok:
+				first[strings.ToLower(name)] = Named{name, entry, r.Doc.Path}
+			case twin.Name == name: // config.Merge's, or --into's, to replace
+			case config.SameEntry(twin.Entry, entry):
+				delete(doc.MCPServers, name)
+				changed = true
+				notes = append(notes, fmt.Sprintf("server %q of %s is the same as server %q of %s: kept once, as %q", name, r.Doc.Path, twin.Name, twin.From, twin.Name))
+				continue
+			default:
+				alt := validName(name + "-" + r.Format)
+				for i := 2; used[strings.ToLower(alt)]; i++ {
+					alt = validName(fmt.Sprintf("%s-%s-%d", name, r.Format, i))
+				}
+				used[strings.ToLower(alt)] = true
+				delete(doc.MCPServers, name)
+				doc.MCPServers[alt] = entry
+				changed = true
+				notes = append(notes, fmt.Sprintf("server %q of %s is imported as %q: server %q of %s differs from it only in case, and one config cannot hold both (tool IDs are matched in any case); rename either as you like", name, r.Doc.Path, alt, twin.Name, twin.From))
+				first[strings.ToLower(alt)] = Named{alt, entry, r.Doc.Path}
+				name = alt
+			}
+			servers = append(servers, name)
+		}
+		if changed {
+			data, err := json.MarshalIndent(map[string]any{"mcpServers": doc.MCPServers}, "", "  ")
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", r.Doc.Path, err)
+			}
+			r.Doc.Data, r.Servers = data, servers
+		}
+	}
+	return notes, nil
 }

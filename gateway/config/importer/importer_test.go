@@ -157,6 +157,27 @@ func TestNames(t *testing.T) {
 	}
 }
 
+// A server named after the built-in one (in any case) that is not toolgate
+// itself is imported as NAME-server, with the reason config.NameProblem
+// gives; it was left out as "toolgate itself". One that starts toolgate is
+// still left out.
+func TestReservedName(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "claude_desktop_config.json")
+	data := `{"mcpServers": {"Toolgate": {"command": "node", "args": ["tg.js"]}, "gw": {"command": "/usr/local/bin/toolgate", "args": ["serve"]}}}`
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, servers := read(t, path, "")
+	if want := []string{"Toolgate-server"}; !slices.Equal(slices.Sorted(maps.Keys(servers)), want) || servers["Toolgate-server"]["command"] != "node" {
+		t.Fatalf("servers %v, want %v; notes %q", servers, want, r.Notes)
+	}
+	for _, want := range []string{`server "Toolgate" is named "Toolgate-server": ` + config.NameProblem("Toolgate"), `server "gw" left out: it is toolgate itself`} {
+		if !slices.Contains(r.Notes, want) && !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, want) }) {
+			t.Errorf("notes %q lack %q", r.Notes, want)
+		}
+	}
+}
+
 // Projects of ~/.claude.json with a server of one name, each its own, are
 // all imported (the later under the name and its project's folder): one
 // replaced the other with only a note. The same entry twice is imported
@@ -258,5 +279,63 @@ func TestClaudeProjectDir(t *testing.T) {
 	desktop := write(filepath.Join(dir, "claude_desktop_config.json"), `{"mcpServers": {"db": `+entry+`}}`)
 	if _, servers = read(t, desktop, ""); servers["db"]["command"] != "${CLAUDE_PROJECT_DIR}/scripts/db.sh" {
 		t.Errorf("Claude Desktop's file: %v", servers["db"])
+	}
+}
+
+// Two clients' files with servers whose names differ only in case made a
+// config that did not load ("--into" refused it with the case error): the
+// later is imported as NAME-FORMAT when its entry differs, once when it is
+// the same, beside the config imported into as beside an earlier file; a
+// server of the very same name is left to config.Merge. Each is noted.
+func TestSeparateCaseTwins(t *testing.T) {
+	dir := t.TempDir()
+	readFile := func(name, data string) *Result {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Read(path, []byte(data), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	claude := readFile("claude_desktop_config.json", `{"mcpServers": {"Memory": {"command": "npx", "args": ["server-memory"]}, "GitHub": {"url": "https://gh.example/mcp"}, "fs": {"command": "fs-mcp"}}}`)
+	cursor := readFile(".cursor/mcp.json", `{"mcpServers": {"memory": {"command": "npx", "args": ["server-memory", "--other"]}, "github": {"url": "https://gh.example/mcp"}, "fs": {"command": "fs-mcp", "args": ["x"]}, "Time": {"command": "t"}, "time": {"command": "t2"}}}`)
+	taken := []Named{{Name: "FS", Entry: json.RawMessage(`{"command": "fs-mcp"}`), From: "into.json"}}
+	notes, err := SeparateCaseTwins(taken, []*Result{claude, cursor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"Memory", "GitHub"}; !slices.Equal(claude.Servers, want) {
+		t.Errorf("claude's servers %v, want %v", claude.Servers, want)
+	}
+	if want := []string{"memory-cursor", "fs-cursor", "Time", "time-cursor"}; !slices.Equal(cursor.Servers, want) {
+		t.Errorf("cursor's servers %v, want %v", cursor.Servers, want)
+	}
+	merged, _, err := config.Merge([]config.Doc{claude.Doc, cursor.Doc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := config.Parse(merged, "", nil)
+	if err != nil {
+		t.Fatalf("the merged config does not load: %v\n%s", err, merged)
+	}
+	if got := f.MCPServers["memory-cursor"].Args; !slices.Equal(got, []string{"server-memory", "--other"}) {
+		t.Errorf("memory-cursor: %v", got)
+	}
+	for _, want := range []string{
+		`server "fs" of ` + claude.Doc.Path + ` is the same as server "FS" of into.json: kept once, as "FS"`,
+		`server "github" of ` + cursor.Doc.Path + ` is the same as server "GitHub" of ` + claude.Doc.Path + `: kept once, as "GitHub"`,
+		`server "memory" of ` + cursor.Doc.Path + ` is imported as "memory-cursor": server "Memory" of ` + claude.Doc.Path + ` differs from it only in case, and one config cannot hold both`,
+		`server "fs" of ` + cursor.Doc.Path + ` is imported as "fs-cursor": server "FS" of into.json differs from it only in case`,
+		`server "time" of ` + cursor.Doc.Path + ` is imported as "time-cursor": server "Time" of ` + cursor.Doc.Path + ` differs`,
+	} {
+		if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, want) }) {
+			t.Errorf("notes %q lack %q", notes, want)
+		}
 	}
 }

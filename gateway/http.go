@@ -384,13 +384,6 @@ func (g *Gateway) overStreams(w http.ResponseWriter, r *http.Request, o HTTPOpti
 // JSON itself).
 const notHandled = "JSON RPC not handled"
 
-// notHandledWriter turns go-sdk's 400 for a call of an unknown method
-// (notHandled) into the answer the protocol wants and stdio gives: JSON-RPC
-// -32601 method not found, in a 200 JSON response (a POST that holds a
-// request is answered with JSON or an event stream). A client SDK turned the
-// 400 into a transport error ("Error POSTing to endpoint (HTTP 400)"), and
-// `toolgate connect` into -32051, the gateway refusing the request. Other
-// answers pass unchanged; only a 400 is held back, to be read.
 // notPost is the answer to a request of /mcp that is not a POST: 405, as
 // go-sdk's stateless handler answers, with why and what to send. A DELETE
 // (which ends a session in streamable HTTP) is told there is none to end:
@@ -431,6 +424,13 @@ func (w *refusedWriter) Write(p []byte) (int, error) {
 	return w.ResponseWriter.Write(p)
 }
 
+// notHandledWriter turns go-sdk's 400 for a call of an unknown method
+// (notHandled) into the answer the protocol wants and stdio gives: JSON-RPC
+// -32601 method not found, in a 200 JSON response (a POST that holds a
+// request is answered with JSON or an event stream). A client SDK turned the
+// 400 into a transport error ("Error POSTing to endpoint (HTTP 400)"), and
+// `toolgate connect` into -32051, the gateway refusing the request. Other
+// answers pass unchanged; only a 400 is held back, to be read.
 type notHandledWriter struct {
 	http.ResponseWriter
 	body []byte // the request's

@@ -463,6 +463,9 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 	if sec := rep.Security; sec != nil {
 		a := sec.Audit
 		fmt.Fprintf(w, "audit log: %d records written, %d lost, %d failed writes\n", a.Written, a.Dropped, a.Errors)
+		if len(sec.KeysWithoutProfile) > 0 {
+			fmt.Fprintf(w, "API keys that reach no tool, their profile not in the config: %s\n  fix: %s\n", escapeUnsafe(keyProfiles(sec.KeysWithoutProfile)), keysWithoutProfileFix)
+		}
 		if len(sec.Quarantined) > 0 {
 			fmt.Fprintf(w, "quarantined: %s (`toolgate tools quarantined` says why)\n", strings.Join(sec.Quarantined, ", "))
 		}

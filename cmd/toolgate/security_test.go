@@ -287,6 +287,13 @@ func TestAPIKeysOverHTTP(t *testing.T) {
 	if out, err := st.CombinedOutput(); err != nil {
 		t.Errorf("status with a key: %v\n%s", err, out)
 	}
+	// A key the gateway refuses is not a missing one: it said to put one
+	// in $TOOLGATE_KEY, where the refused one was.
+	st = toolgateCmd(t, data, "status", "--addr", addr)
+	st.Env = append(st.Env, "TOOLGATE_KEY=tg_notakey")
+	if out, err := st.CombinedOutput(); err == nil || !strings.Contains(string(out), "answered 401 Unauthorized: the key in $TOOLGATE_KEY is not one of the gateway's, or was revoked or has expired") {
+		t.Errorf("status with a key the gateway refuses: %v\n%s", err, out)
+	}
 
 	// Revoked while running: refused from the next request on.
 	if _, stderr, err := runToolgate(t, data, "keys", "revoke", "ci"); err != nil {

@@ -234,7 +234,11 @@ func readStatus(resp *http.Response, u string) ([]byte, gateway.StatusReport, er
 		return nil, rep, fmt.Errorf("read %s: %w", u, err)
 	}
 	if resp.StatusCode == http.StatusUnauthorized {
-		return nil, rep, fmt.Errorf("%s answered %s: %s", u, resp.Status, gateway.NeedsKeyFix("$"+envKey))
+		fix := gateway.NeedsKeyFix("$" + envKey)
+		if resp.Request != nil && resp.Request.Header.Get("Authorization") != "" {
+			fix = gateway.KeyRefusedFix("$" + envKey) // not "put one in" where it was
+		}
+		return nil, rep, fmt.Errorf("%s answered %s: %s", u, resp.Status, fix)
 	}
 	if resp.StatusCode == http.StatusServiceUnavailable && strings.HasPrefix(string(body), gateway.KeysUnreadable) {
 		// The gateway runs but lets no one in (fail closed): degraded, not

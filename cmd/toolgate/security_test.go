@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -654,6 +655,17 @@ func TestKeysCreateProfileNotChecked(t *testing.T) {
 	_, stderr, err = runToolgate(t, data, "keys", "create", "--name", "k2", "--profile", "kg", "--config", cfg)
 	if err != nil || strings.Contains(stderr, "not checked") {
 		t.Errorf("keys create --profile --config: %v\n%s", err, stderr)
+	}
+	// Without --config, against the config of the gateway running on the
+	// data folder, as the auth commands read it.
+	startGateway(t, data, cfg)
+	_, stderr, err = runToolgate(t, data, "keys", "create", "--name", "k3", "--profile", "kgg")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr, `--profile "kgg": `+cfg+` has no such profile in toolgate.profiles (profiles: kg)`) {
+		t.Errorf("keys create --profile kgg, a gateway running: %v\n%s", err, stderr)
+	}
+	if _, stderr, err = runToolgate(t, data, "keys", "create", "--name", "k3", "--profile", "kg"); err != nil || strings.Contains(stderr, "not checked") {
+		t.Errorf("keys create --profile kg, a gateway running: %v\n%s", err, stderr)
 	}
 }
 

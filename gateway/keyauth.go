@@ -30,6 +30,12 @@ func NeedsKeyFix(keyEnv string) string {
 	return "the gateway needs an API key: put one in " + keyEnv + " (`toolgate keys create` makes one)"
 }
 
+// KeyRefusedFix is what a client of the gateway's is told to do when the
+// gateway refused the API key it sent (401): the key in keyEnv.
+func KeyRefusedFix(keyEnv string) string {
+	return "the key in " + keyEnv + " is not one of the gateway's, or was revoked or has expired: `toolgate keys list` on the gateway's machine"
+}
+
 // KeyChecker checks the API key of an HTTP request. keys.Store implements
 // it.
 type KeyChecker interface {

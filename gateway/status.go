@@ -125,6 +125,17 @@ type SecurityStatus struct {
 	// since when and the fix; the last decisions stand meanwhile. The
 	// gateway is degraded until the file reads again.
 	PinsFault *quarantine.Fault `json:"pinsFault,omitempty"`
+	// KeysWithoutProfile are the API keys (not expired) limited to a
+	// profile the config in effect does not have, removed or renamed by an
+	// edit: they reach no tool until it is back, which their callers
+	// alone were told. Left out of what a key that is not admin sees.
+	KeysWithoutProfile []KeyProfile `json:"keysWithoutProfile,omitempty"`
+}
+
+// KeyProfile is an API key and the profile it is limited to.
+type KeyProfile struct {
+	Key     string `json:"key"`
+	Profile string `json:"profile"`
 }
 
 // StorageSource reports the data folder's health. internal/storage's
@@ -371,6 +382,7 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 			server, _, err := catalog.SplitID(id)
 			return err != nil || !sees(server)
 		})
+		sec.KeysWithoutProfile = nil // other keys' names and the config's profiles
 		rep.Security = &sec
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -37,7 +38,9 @@ as the MCP authorization spec describes. ` + "`toolgate auth login SERVER`" + ` 
 toolgate finds the server's authorization server, registers itself there (or uses
 the client in the server's "oauth" entry), and opens the authorization page. The
 tokens are kept in the data folder (auth/SERVER.json, readable by you only); a
-running gateway refreshes them and picks up a new login without a restart.`,
+running gateway refreshes them and picks up a new login without a restart.
+Without --config, login and status read the config of the gateway running on
+the data folder.`,
 	}
 	cmd.AddCommand(newAuthLoginCmd(g), newAuthStatusCmd(g), newAuthLogoutCmd(g))
 	return cmd
@@ -66,7 +69,7 @@ browser ended at (http://127.0.0.1:PORT/callback?code=…, a page that did not l
 and press Enter.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runAuthLogin(cmd.Context(), g, cmd.OutOrStdout(), cmd.InOrStdin(), args[0], f)
+			return runAuthLogin(cmd.Context(), g, cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.InOrStdin(), args[0], f)
 		},
 	}
 	configFlag(cmd, &f.config)
@@ -94,7 +97,7 @@ without a token, whether it wants one.
 Exit status: 0, or 3 when some server needs a login or could not be asked.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runAuthStatus(cmd.Context(), g, cmd.OutOrStdout(), f)
+			return runAuthStatus(cmd.Context(), g, cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
 		},
 	}
 	configFlag(cmd, &f.config)
@@ -121,17 +124,47 @@ they expire: revoke toolgate's access there to end them at once.`,
 	return cmd
 }
 
-// loadForAuth reads the config file and applies its data folder.
-func (g *globals) loadForAuth(path string) (*config.File, error) {
-	if path == "" {
-		return nil, usageError{errors.New("needs --config FILE (the mcpServers JSON that names the server)")}
+// loadForAuth reads the config file at *path and applies its data folder.
+// Without one, it reads the config of the gateway running on the data
+// folder, when it serves one file, and says so on stderr (*path set to
+// it): the commands' usage gives --config as optional, and an operator on
+// the gateway's machine was told "needs --config FILE" while the gateway
+// knew its file.
+func (g *globals) loadForAuth(ctx context.Context, stderr io.Writer, path *string) (*config.File, error) {
+	if *path == "" {
+		found, err := runningConfig(ctx, g.DataDir())
+		if err != nil {
+			return nil, usageError{fmt.Errorf("needs --config FILE (the mcpServers JSON that names the server): %w", err)}
+		}
+		*path = found
+		fmt.Fprintf(stderr, "config: %s (that of the gateway running on %s; --config FILE reads another)\n", found, g.DataDir())
 	}
-	cfg, err := config.Load(path)
+	cfg, err := config.Load(*path)
 	if err != nil {
 		return nil, err
 	}
 	g.applyConfig(cfg.Toolgate)
 	return cfg, nil
+}
+
+// runningConfig is the config file the gateways running on dataDir serve,
+// when they serve one and the same; else an error that says what runs.
+func runningConfig(ctx context.Context, dataDir string) (string, error) {
+	var served []string // each gateway's files, joined
+	for _, gw := range localGateways(ctx, dataDir, 5*time.Second) {
+		if gw.err == nil && gw.rep.Process != nil && len(gw.rep.Process.Config) > 0 {
+			if files := strings.Join(gw.rep.Process.Config, " + "); !slices.Contains(served, files) {
+				served = append(served, files)
+			}
+		}
+	}
+	switch {
+	case len(served) == 0:
+		return "", fmt.Errorf("no gateway serving a config file runs on the data folder %s to take it from", dataDir)
+	case len(served) > 1 || strings.Contains(served[0], " + "):
+		return "", fmt.Errorf("the gateways running on the data folder %s serve %s: name the file with the server", dataDir, strings.Join(served, ", "))
+	}
+	return served[0], nil
 }
 
 // remoteServer returns the http or sse server name of cfg.
@@ -207,8 +240,8 @@ func (g *globals) authTokens(cfgPath string) *oauth.Tokens {
 		Storage: g.health().Writer("logins", "refreshed tokens are kept in memory only")})
 }
 
-func runAuthLogin(ctx context.Context, g *globals, w io.Writer, in io.Reader, name string, f authLoginFlags) error {
-	cfg, err := g.loadForAuth(f.config)
+func runAuthLogin(ctx context.Context, g *globals, w, stderr io.Writer, in io.Reader, name string, f authLoginFlags) error {
+	cfg, err := g.loadForAuth(ctx, stderr, &f.config)
 	if err != nil {
 		return err
 	}
@@ -344,8 +377,8 @@ type authServerStatus struct {
 	Scopes      []string   `json:"scopes,omitempty"`
 }
 
-func runAuthStatus(ctx context.Context, g *globals, w io.Writer, f authStatusFlags) error {
-	cfg, err := g.loadForAuth(f.config)
+func runAuthStatus(ctx context.Context, g *globals, w, stderr io.Writer, f authStatusFlags) error {
+	cfg, err := g.loadForAuth(ctx, stderr, &f.config)
 	if err != nil {
 		return err
 	}
@@ -477,7 +510,7 @@ func authState(ctx context.Context, store *oauth.Store, s config.Server, st *aut
 
 func runAuthLogout(g *globals, w io.Writer, name, cfgPath string) error {
 	if cfgPath != "" {
-		cfg, err := g.loadForAuth(cfgPath)
+		cfg, err := g.loadForAuth(context.Background(), io.Discard, &cfgPath)
 		if err != nil {
 			return err
 		}

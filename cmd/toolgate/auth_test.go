@@ -356,7 +356,7 @@ func TestAuthCommandErrors(t *testing.T) {
 		{"unknown server", []string{"auth", "login", "nope", "--config", cfgPath}, 2, `no server "nope" in ` + cfgPath + ` (its servers: local, remote, static)`},
 		{"stdio server", []string{"auth", "login", "local", "--config", cfgPath}, 2, "logins are for http and sse servers"},
 		{"static header", []string{"auth", "login", "static", "--config", cfgPath}, 1, `remove it from "headers" to log in with OAuth`},
-		{"no config", []string{"auth", "login", "remote"}, 2, "needs --config FILE"},
+		{"no config", []string{"auth", "login", "remote"}, 2, "needs --config FILE (the mcpServers JSON that names the server): no gateway serving a config file runs on the data folder " + dataDir},
 		{"nobody approves", []string{"auth", "login", "remote", "--config", cfgPath, "--no-browser", "--timeout", "100ms"}, 1,
 			"no redirect from the authorization server within 100ms: open the URL above in a browser and approve, then run `toolgate auth login remote --config"},
 		{"logout without a login", []string{"auth", "logout", "remote", "--config", cfgPath}, 2, `no login of "remote" is stored in ` + filepath.Join(dataDir, "auth")},
@@ -391,6 +391,21 @@ func TestAuthCommandErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(oauth.NewStore(dataDir).Path("remote")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("login file after logout: %v", err)
+	}
+
+	// Without --config, the config of the gateway running on the data
+	// folder, said on stderr; it was "needs --config FILE" while the
+	// gateway knew its file.
+	startGateway(t, dataDir, cfgPath)
+	cmd := toolgateCmd(t, dataDir, "auth", "status")
+	cmd.Env = append(cmd.Env, "TOOLGATE_CONFIG=")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	want := "config: " + cfgPath + " (that of the gateway running on " + dataDir + "; --config FILE reads another)\n"
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(strings.Join(strings.Fields(string(out)), " "), "remote http needs login") || !strings.Contains(stderr.String(), want) {
+		t.Errorf("auth status without --config, a gateway running: %v\n%s%s\nwant exit status 3, remote needing a login and %q", err, out, stderr.String(), want)
 	}
 }
 

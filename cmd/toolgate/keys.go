@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,8 +59,9 @@ func newKeysCreateCmd(g *globals) *cobra.Command {
 (tg_…): keep it, it cannot be shown again. The data folder keeps only its
 SHA-256, name and scope.
 
---profile limits the key to a profile of the config (checked when --config is
-given; a key whose profile the config lacks reaches no tool); --allow keeps only the
+--profile limits the key to a profile of the config (checked against --config,
+else the config of the gateway running on the data folder; a key whose profile
+the config lacks reaches no tool); --allow keeps only the
 tools matching one of its globs, --deny removes the tools matching any of
 its (globs over tool IDs such as memory__* or filesystem__read_*). --expires
 takes a duration (90m, 12h, 30d, 2w) or a date (2026-12-31). --print-hash
@@ -107,6 +109,15 @@ func runKeysCreate(g *globals, w, errw io.Writer, f keysCreateFlags, now time.Ti
 	data, file, cfg, err := g.keysFiles(f.config)
 	if err != nil {
 		return err
+	}
+	if p := f.spec.Profile; p != "" && cfg == nil {
+		// The config of the gateway running on the data folder, as the
+		// auth commands read it: the note below was printed beside it.
+		if found, err := runningConfig(context.Background(), g.DataDir()); err == nil {
+			if running, err := config.Load(found); err == nil {
+				cfg, f.config = running, found
+			}
+		}
 	}
 	if p := f.spec.Profile; p != "" && cfg != nil {
 		if err := checkProfile(cfg, p, f.config); err != nil {

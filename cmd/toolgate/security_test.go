@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -285,6 +287,13 @@ func TestAPIKeysOverHTTP(t *testing.T) {
 	st.Env = append(st.Env, "TOOLGATE_KEY="+admin)
 	if out, err := st.CombinedOutput(); err != nil {
 		t.Errorf("status with a key: %v\n%s", err, out)
+	}
+	// A key the gateway refuses is not a missing one: it said to put one
+	// in $TOOLGATE_KEY, where the refused one was.
+	st = toolgateCmd(t, data, "status", "--addr", addr)
+	st.Env = append(st.Env, "TOOLGATE_KEY=tg_notakey")
+	if out, err := st.CombinedOutput(); err == nil || !strings.Contains(string(out), "answered 401 Unauthorized: the key in $TOOLGATE_KEY is not one of the gateway's, or was revoked or has expired") {
+		t.Errorf("status with a key the gateway refuses: %v\n%s", err, out)
 	}
 
 	// Revoked while running: refused from the next request on.
@@ -646,6 +655,71 @@ func TestKeysCreateProfileNotChecked(t *testing.T) {
 	_, stderr, err = runToolgate(t, data, "keys", "create", "--name", "k2", "--profile", "kg", "--config", cfg)
 	if err != nil || strings.Contains(stderr, "not checked") {
 		t.Errorf("keys create --profile --config: %v\n%s", err, stderr)
+	}
+	// Without --config, against the config of the gateway running on the
+	// data folder, as the auth commands read it.
+	startGateway(t, data, cfg)
+	_, stderr, err = runToolgate(t, data, "keys", "create", "--name", "k3", "--profile", "kgg")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr, `--profile "kgg": `+cfg+` has no such profile in toolgate.profiles (profiles: kg)`) {
+		t.Errorf("keys create --profile kgg, a gateway running: %v\n%s", err, stderr)
+	}
+	if _, stderr, err = runToolgate(t, data, "keys", "create", "--name", "k3", "--profile", "kg"); err != nil || strings.Contains(stderr, "not checked") {
+		t.Errorf("keys create --profile kg, a gateway running: %v\n%s", err, stderr)
+	}
+}
+
+// TestKeysWithoutProfile: an edit that removes (or renames) a profile API
+// keys are limited to leaves them reaching no tool; their callers were told
+// (search_tools), the operator was not. GET /status lists them to an admin
+// (security.keysWithoutProfile), toolgate status prints them with the fix,
+// and a key that is not admin sees none of it (other keys' names).
+func TestKeysWithoutProfile(t *testing.T) {
+	data := t.TempDir()
+	cfg := writeConfig(t, `{"mcpServers": {}, "toolgate": {"profiles": {"kg": {}}}}`)
+	admin := createKey(t, data, "--name", "admin", "--admin")
+	createKey(t, data, "--name", "alice", "--profile", "kg", "--config", cfg)
+	createKey(t, data, "--name", "carol", "--profile", "kg", "--config", cfg, "--expires", "2099-01-01")
+	scoped := createKey(t, data, "--name", "bob", "--allow", "x__*")
+	addr, _ := startGateway(t, data, cfg)
+	statusAs := func(key string) gateway.StatusReport {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/status", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var rep gateway.StatusReport
+		if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	if rep := statusAs(admin); rep.Security == nil || len(rep.Security.KeysWithoutProfile) != 0 {
+		t.Fatalf("security before the edit: %+v", rep.Security)
+	}
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {}, "toolgate": {"profiles": {"readers": {}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var rep gateway.StatusReport
+	testenv.Eventually(t, "the reload applied", func() bool {
+		rep = statusAs(admin)
+		return rep.Stats != nil && rep.ReloadGeneration >= 1
+	})
+	want := []gateway.KeyProfile{{Key: "alice", Profile: "kg"}, {Key: "carol", Profile: "kg"}}
+	if !reflect.DeepEqual(rep.Security.KeysWithoutProfile, want) {
+		t.Errorf("keysWithoutProfile = %+v, want %+v", rep.Security.KeysWithoutProfile, want)
+	}
+	if rep := statusAs(scoped); rep.Security == nil || rep.Security.KeysWithoutProfile != nil {
+		t.Errorf("a key that is not admin sees %+v", rep.Security)
+	}
+	cmd := toolgateCmd(t, data, "status", "--addr", addr)
+	cmd.Env = append(cmd.Env, "TOOLGATE_KEY="+admin)
+	out, _ := cmd.Output()
+	if want := `API keys that reach no tool, their profile not in the config: alice (profile "kg"), carol (profile "kg")` + "\n  fix: put the profile back in toolgate.profiles"; !strings.Contains(string(out), want) {
+		t.Errorf("toolgate status:\n%s\nwant %q", out, want)
 	}
 }
 

@@ -342,6 +342,9 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		StatePath:       live.StateFile(g.DataDir()),
 		Policy:          sec.policy, // key scopes and quarantine first; the loop adds its rules
 	})
+	if ln != nil { // keys are asked for over HTTP alone
+		sec.profiles = func() map[string]config.Profile { return lv.Config().Toolgate.Profiles }
+	}
 	// A lazy server starts on its first execute_tool, so search needs its
 	// tools from the catalog; one the catalog lacks starts now, once.
 	// Remote servers that need a login get their tokens from the data

@@ -103,7 +103,9 @@ func (fr *front) serve(ctx context.Context) error {
 		gw.SetLimits(s.DefaultLimit, s.MaxLimit)
 		gw.Refresh()
 		met.Forget()
+		fr.sec.warnKeysWithoutProfile(fr.log)
 	})
+	fr.sec.warnKeysWithoutProfile(fr.log)
 	fr.proc.gw.Store(gw)
 
 	fr.log.Info("gateway ready", "servers", len(fr.cfg.Servers()), "tools", fr.lv.Stats().CatalogTools, "warm", fr.warm, "startup", time.Since(fr.start).Round(time.Millisecond))

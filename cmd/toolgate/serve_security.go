@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -38,6 +40,13 @@ type security struct {
 	command func(words ...string) string
 	// stopSaving ends the loop that writes the pins the folder refused.
 	stopSaving, savingDone chan struct{}
+	// profiles are the profiles of the config in effect, set once the
+	// runtime loop is made when serving HTTP (where keys are asked for):
+	// status names the keys limited to one it lacks.
+	profiles func() map[string]config.Profile
+	// warned is the keysWithoutProfile last logged.
+	warnedMu sync.Mutex
+	warned   string
 	// policy holds the key scope and quarantine rules, checked before
 	// the rules the runtime loop keeps (config, disabled, profiles), so a
 	// key's denial never names a server outside its scope.
@@ -144,7 +153,58 @@ func (s *security) status() *gateway.SecurityStatus {
 	// Fault reads the pins file again first when it changed: a file
 	// corrupted while serving shows here at once, and clears once mended.
 	fault := s.guard.Fault()
-	return &gateway.SecurityStatus{Audit: s.audit.Stats(), Quarantined: s.guard.Snapshot().HeldIDs(), PinsFault: fault}
+	return &gateway.SecurityStatus{Audit: s.audit.Stats(), Quarantined: s.guard.Snapshot().HeldIDs(), PinsFault: fault,
+		KeysWithoutProfile: s.keysWithoutProfile()}
+}
+
+// keysWithoutProfile are the API keys, not expired, limited to a profile
+// the config in effect lacks (an edit removed or renamed it): each reaches
+// no tool, which only its callers were told. None before the runtime loop
+// is made, or while the keys cannot be read (that refuses every request,
+// and says so).
+func (s *security) keysWithoutProfile() []gateway.KeyProfile {
+	if s.profiles == nil {
+		return nil
+	}
+	l, err := s.keys.List()
+	if err != nil {
+		return nil
+	}
+	profiles, now := s.profiles(), time.Now()
+	var out []gateway.KeyProfile
+	for _, k := range l {
+		if _, ok := profiles[k.Profile]; k.Profile != "" && !ok && !k.Expired(now) {
+			out = append(out, gateway.KeyProfile{Key: k.Name, Profile: k.Profile})
+		}
+	}
+	return out
+}
+
+// keysWithoutProfileFix is what to do about keysWithoutProfile.
+const keysWithoutProfileFix = "put the profile back in toolgate.profiles, or move the key's clients to a key of a profile the config has (toolgate keys create --profile P, then toolgate keys revoke NAME)"
+
+// keyProfiles says keys as `alice (profile "kg")`, comma-separated.
+func keyProfiles(keys []gateway.KeyProfile) string {
+	s := make([]string, len(keys))
+	for i, k := range keys {
+		s[i] = fmt.Sprintf("%s (profile %q)", k.Key, k.Profile)
+	}
+	return strings.Join(s, ", ")
+}
+
+// warnKeysWithoutProfile logs keysWithoutProfile when they are not those
+// it logged last: at start, and at the reload that strands them.
+func (s *security) warnKeysWithoutProfile(log *slog.Logger) {
+	ks := keyProfiles(s.keysWithoutProfile())
+	s.warnedMu.Lock()
+	defer s.warnedMu.Unlock()
+	if ks == s.warned {
+		return
+	}
+	s.warned = ks
+	if ks != "" {
+		log.Warn("API keys limited to a profile the config does not have reach no tool", "keys", ks, "fix", keysWithoutProfileFix)
+	}
 }
 
 // Close stops following approvals and closes the audit log (after the

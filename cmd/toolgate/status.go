@@ -234,7 +234,11 @@ func readStatus(resp *http.Response, u string) ([]byte, gateway.StatusReport, er
 		return nil, rep, fmt.Errorf("read %s: %w", u, err)
 	}
 	if resp.StatusCode == http.StatusUnauthorized {
-		return nil, rep, fmt.Errorf("%s answered %s: %s", u, resp.Status, gateway.NeedsKeyFix("$"+envKey))
+		fix := gateway.NeedsKeyFix("$" + envKey)
+		if resp.Request != nil && resp.Request.Header.Get("Authorization") != "" {
+			fix = gateway.KeyRefusedFix("$" + envKey) // not "put one in" where it was
+		}
+		return nil, rep, fmt.Errorf("%s answered %s: %s", u, resp.Status, fix)
 	}
 	if resp.StatusCode == http.StatusServiceUnavailable && strings.HasPrefix(string(body), gateway.KeysUnreadable) {
 		// The gateway runs but lets no one in (fail closed): degraded, not
@@ -463,6 +467,9 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 	if sec := rep.Security; sec != nil {
 		a := sec.Audit
 		fmt.Fprintf(w, "audit log: %d records written, %d lost, %d failed writes\n", a.Written, a.Dropped, a.Errors)
+		if len(sec.KeysWithoutProfile) > 0 {
+			fmt.Fprintf(w, "API keys that reach no tool, their profile not in the config: %s\n  fix: %s\n", escapeUnsafe(keyProfiles(sec.KeysWithoutProfile)), keysWithoutProfileFix)
+		}
 		if len(sec.Quarantined) > 0 {
 			fmt.Fprintf(w, "quarantined: %s (`toolgate tools quarantined` says why)\n", strings.Join(sec.Quarantined, ", "))
 		}

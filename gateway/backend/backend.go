@@ -387,6 +387,12 @@ func (b *backend) setStateLocked(s State, err error) {
 	b.state, b.err = s, err
 	if err != nil && !errors.Is(err, errStopped) {
 		b.lastErr = err
+	} else if s == StateUp && errors.As(b.lastErr, new(*loginError)) {
+		// The login it waited for was given: a failure kept when up again
+		// tells what went wrong, but this one only said to run a command
+		// that has been run (toolgate status and list_servers went on
+		// saying "needs a login: run `toolgate auth login …`").
+		b.lastErr = nil
 	}
 	close(b.stateCh)
 	b.stateCh = make(chan struct{})

@@ -333,6 +333,11 @@ func TestOAuthNoLoginStored(t *testing.T) {
 			}
 			c := e.login(t)
 			testenv.Eventually(t, "up after the login", func() bool { return statusOf(t, e.pool, "demo").State == StateUp })
+			// The login asked for was given: its command is no failure to
+			// keep (toolgate status and list_servers went on saying to run it).
+			if st := statusOf(t, e.pool, "demo"); st.LastErr != "" {
+				t.Errorf("up after the login, last error %q; want none", st.LastErr)
+			}
 			e.echo(t, "logged in")
 			e.noTokensLogged(t, c)
 		})

@@ -491,7 +491,7 @@ func (b *bridge) refusal(resp *http.Response, body []byte) string {
 		if b.opts.Key == "" {
 			return msg + "; " + gateway.NeedsKeyFix(keyEnv)
 		}
-		return msg + " (the key in " + keyEnv + " is not one of the gateway's, or was revoked or has expired: `toolgate keys list` on the gateway's machine)"
+		return msg + " (" + gateway.KeyRefusedFix(keyEnv) + ")"
 	case http.StatusNotFound:
 		return msg + " (check the address: the MCP endpoint is /mcp, or /profiles/NAME/mcp for a profile the gateway's config has)"
 	case http.StatusBadRequest:

@@ -282,7 +282,9 @@ func Add(path string, e Entry) error {
 			return nil, err
 		}
 		if slices.ContainsFunc(es, func(x Entry) bool { return x.Name == e.Name }) {
-			return nil, fmt.Errorf("a key named %q exists already: revoke it first (`toolgate keys revoke %s`) or pick another name", e.Name, e.Name)
+			// "Revoke it first" alone cut a key's clients off for as long as
+			// the new secret took to reach them: rotation is said as well.
+			return nil, fmt.Errorf("a key named %q exists already: pick another name; to rotate its secret, create the new key under another name with the same scope (`toolgate keys list` shows it), move its clients to the new secret, then `toolgate keys revoke %s`", e.Name, e.Name)
 		}
 		return Format(append(es, e)), nil
 	})

@@ -51,13 +51,13 @@ func readFile(path string) ([]byte, error) {
 type ReadOnceError struct{ Path, Kind string }
 
 func (e *ReadOnceError) Error() string {
-	return fmt.Sprintf("config %s is %s, not a file (a process substitution such as <(sops -d …), or a FIFO): it was read once, at start, "+
-		"and cannot be read again to apply a change; to change the config while the gateway runs, give it a file (with mode 0600 if it holds secrets)", e.Path, e.Kind)
+	return fmt.Sprintf("config %s is %s, not a file (a process substitution such as <(sops -d …), or a FIFO): toolgate reads such a config once, at start, "+
+		"and cannot read it again to apply a change; to change the config while the gateway runs, give it a file (with mode 0600 if it holds secrets)", e.Path, e.Kind)
 }
 
-// ReadOnce returns a *ReadOnceError when the config at path (followed
-// through symlinks) is neither a regular file nor a folder, else nil: nil
-// also for a path that cannot be stat'ed, whose read says why. A stat never
+// ReadOnce returns a *ReadOnceError for the first of paths (followed
+// through symlinks) that is neither a regular file nor a folder, else nil:
+// a path that cannot be stat'ed passes, its read says why. A stat never
 // blocks, where an open of a FIFO with no writer does.
 func ReadOnce(paths ...string) error {
 	for _, path := range paths {

@@ -395,11 +395,16 @@ func (e *Engine) State() State {
 	if !st.Configured.needsVectors() {
 		return st
 	}
-	if degraded, why := e.Degraded(); degraded {
-		if l, ok := e.emb.(interface{ LoadError() error }); ok {
-			if err := l.LoadError(); err != nil {
-				why = err.Error()
-			}
+	// A model that failed to load is BM25 even over an index with vectors
+	// (a warm start after the model's files were removed or cut short):
+	// no query can be embedded, though no search has said so yet.
+	var loadErr error
+	if l, ok := e.emb.(interface{ LoadError() error }); ok {
+		loadErr = l.LoadError()
+	}
+	if degraded, why := e.Degraded(); degraded || loadErr != nil {
+		if loadErr != nil {
+			why = loadErr.Error()
 		}
 		st.Mode, st.BM25Only, st.Reason = ModeBM25, true, why
 		return st

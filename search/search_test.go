@@ -290,6 +290,23 @@ func TestStateReason(t *testing.T) {
 	}
 }
 
+// A warm start whose model files broke since the index was built (removed,
+// cut short): the index served has its vectors, but no query can be
+// embedded, so State says BM25 and why before the first search does; it
+// said hybrid until a search failed to embed (GET /status, toolgate status
+// and toolgate_search_bm25_only all read it).
+func TestStateModelNotLoadedOverIndexWithVectors(t *testing.T) {
+	const why = "open model /m/model.onnx: Protobuf parsing failed. (re-fetch it with toolgate models fetch)"
+	emb := &notLoaded{}
+	emb.fail(why)
+	e := search.New(build(t, testCatalog, &hashEmbedder{}), emb, nil)
+	defer e.Close()
+	want := search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: why}
+	if st := e.State(); st != want {
+		t.Errorf("State() = %+v, want %+v", st, want)
+	}
+}
+
 // failingEmbedder fails each Embed with the error it holds, and works
 // like hashEmbedder while it holds none.
 type failingEmbedder struct {

@@ -754,3 +754,46 @@ func TestFollowersStopQuietly(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigChangeOnFullOrReadOnlyConfigFolder: toolgate__add_server
+// whose config file cannot be written (its folder a full tmpfs, or a
+// read-only mount; inside `unshare -rm`) answers that the server is not
+// added, why and the fix, as `toolgate servers add` and
+// toolgate__disable_server do, and adds nothing. It passed the bare write
+// error on (`add_server: write …: no space left on device`).
+func TestConfigChangeOnFullOrReadOnlyConfigFolder(t *testing.T) {
+	requireMountNamespace(t)
+	const script = `
+set -u
+dir=$1; how=$2; shift 2
+mount -t tmpfs -o size=1m tmpfs "$dir" || exit 90
+printf '%s' "$CFG" > "$dir/toolgate.json" || exit 91
+case "$how" in
+  full) dd if=/dev/zero of="$dir/filler" bs=4k 2>/dev/null; true ;;
+  ro) mount --bind "$dir" "$dir" && mount -o remount,bind,ro "$dir" || exit 92 ;;
+esac
+exec "$@"
+`
+	for _, how := range []struct{ name, want string }{
+		{"full", "fix: free space on the file system of "},
+		{"ro", " is on a read-only file system: remount it read-write"},
+	} {
+		t.Run(how.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tg := toolgateCmd(t, t.TempDir(), "serve", "--config", filepath.Join(dir, "toolgate.json"), "--mode", "bm25")
+			cmd := exec.Command("unshare", append([]string{"-rm", "sh", "-c", script, "sh", dir, how.name}, tg.Args...)...)
+			cmd.Env = append(tg.Env, `CFG={"mcpServers": {}, "toolgate": {"learn": {"enabled": false}, "management": {"allowConfigChanges": true}}}`)
+			cmd.Stderr = testLog(t, "toolgate: ")
+			ctx, cs := connectStdio(t, cmd, 3*time.Minute)
+			res := executeTool(t, ctx, cs, "toolgate__add_server", map[string]any{"name": "extra", "command": "sh", "args": []string{"-c", "true"}})
+			text := resultText(res)
+			if !res.IsError || !strings.Contains(text, `server "extra" is not added: the config file cannot be written (`) ||
+				!strings.Contains(text, how.want) || !strings.Contains(text, "then call toolgate__add_server again") {
+				t.Errorf("add_server on a %s config folder: isError=%v %s\nwant: not added, why, %q and to call it again", how.name, res.IsError, text, how.want)
+			}
+			if res := executeTool(t, ctx, cs, "toolgate__list_servers", map[string]any{}); strings.Contains(resultText(res), "extra") {
+				t.Errorf("the server was added all the same: %s", resultText(res))
+			}
+		})
+	}
+}

@@ -152,6 +152,9 @@ func escapePath(key string) string {
 // read the file before the other wrote it, and one change was lost: 20
 // adds run together left 16 servers.
 func Edit(paths []string, change func([]Doc) ([]Doc, []int, error)) ([]Doc, []int, error) {
+	if err := ReadOnce(paths...); err != nil {
+		return nil, nil, err // reading it would block (a FIFO), and writing it reach no file
+	}
 	unlock := LockFiles(paths)
 	defer unlock()
 	docs, err := ReadDocs(paths)

@@ -42,6 +42,45 @@ func readFile(path string) ([]byte, error) {
 	return nil, fmt.Errorf("read config: %w", err)
 }
 
+// ReadOnceError is a config "file" that can be read only once: a pipe
+// (`serve --config <(sops -d toolgate.enc.json)`, a FIFO), a character
+// device or a socket. Reading it again blocks until something writes to it
+// (a FIFO: the gateway hung at start, re-reading it for a change made
+// meanwhile) or reads nothing (a process substitution: a reload rejected
+// as an empty file at every start).
+type ReadOnceError struct{ Path, Kind string }
+
+func (e *ReadOnceError) Error() string {
+	return fmt.Sprintf("config %s is %s, not a file (a process substitution such as <(sops -d …), or a FIFO): toolgate reads such a config once, at start, "+
+		"and cannot read it again to apply a change; to change the config while the gateway runs, give it a file (with mode 0600 if it holds secrets)", e.Path, e.Kind)
+}
+
+// ReadOnce returns a *ReadOnceError for the first of paths (followed
+// through symlinks) that is neither a regular file nor a folder, else nil:
+// a path that cannot be stat'ed passes, its read says why. A stat never
+// blocks, where an open of a FIFO with no writer does.
+func ReadOnce(paths ...string) error {
+	for _, path := range paths {
+		fi, err := os.Stat(path)
+		if err != nil || fi.Mode().IsRegular() || fi.IsDir() {
+			continue
+		}
+		kind := "not a regular file"
+		switch t := fi.Mode().Type(); {
+		case t&fs.ModeNamedPipe != 0:
+			kind = "a pipe"
+		case t&fs.ModeCharDevice != 0:
+			kind = "a character device"
+		case t&fs.ModeSocket != 0:
+			kind = "a socket"
+		case t&fs.ModeDevice != 0:
+			kind = "a device"
+		}
+		return &ReadOnceError{Path: path, Kind: kind}
+	}
+	return nil
+}
+
 // Parse decodes, expands and validates a config file's bytes. path names the
 // file in errors and anchors relative paths ("" = the working directory).
 // lookupEnv resolves ${VAR} references; nil means os.LookupEnv. (It reports

@@ -685,7 +685,16 @@ func (l *Loop) serve(ctx context.Context, ix *index.Index, inMemory bool) {
 	}
 	if len(l.opts.ConfigPaths) > 0 {
 		var changed []<-chan struct{}
+		// A config that can be read only once (a pipe) is not watched nor
+		// read again at start; a reload (SIGHUP) says why it cannot apply.
+		once := config.ReadOnce(l.opts.ConfigPaths...)
+		if once != nil {
+			l.log.Info("the config is read once: changes to it cannot be applied while the gateway runs", "err", once)
+		}
 		for _, path := range l.opts.ConfigPaths {
+			if once != nil {
+				break
+			}
 			w, err := config.Watch(path, &config.WatchOptions{Logger: l.log, Debounce: l.opts.Debounce, Meanwhile: reloadMeanwhile})
 			if err != nil {
 				l.log.Warn("not watching the config file for changes; "+reloadMeanwhile, "file", path, "err", err)
@@ -696,7 +705,10 @@ func (l *Loop) serve(ctx context.Context, ix *index.Index, inMemory bool) {
 		}
 		// A change between the caller's read of the files and the watch
 		// start: applied before Run returns.
-		_, short := l.reload(ctx, "start", false)
+		short := false
+		if once == nil {
+			_, short = l.reload(ctx, "start", false)
+		}
 		l.wg.Add(1)
 		go l.reloadLoop(ctx, merge(ctx, &l.wg, changed), short)
 	}

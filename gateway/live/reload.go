@@ -115,7 +115,14 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 		l.log.Error(msg, "file", file, "trigger", trigger, "err", err)
 		return l.reloaded(&Reload{At: start, Trigger: trigger, Error: why}), false
 	}
-	docs, err := config.ReadDocs(paths)
+	// A pipe (or a file replaced by a FIFO) is not read: its read would
+	// block, holding reloadMu, until something writes to it, or read
+	// nothing.
+	var docs []config.Doc
+	err := config.ReadOnce(paths...)
+	if err == nil {
+		docs, err = config.ReadDocs(paths)
+	}
 	if err != nil {
 		// The file that comes back (a mv back, a checkout, an editor that
 		// replaced it) is a reload even when it says what is in effect: it

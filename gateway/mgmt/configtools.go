@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 // ChangesConfig reports whether t is a management tool that writes the
@@ -69,6 +70,19 @@ func (s *Server) edit(ctx context.Context, tool string, change func([]config.Doc
 	return docs, changed, nil
 }
 
+// editFailed answers a config change that failed. One whose config file
+// its file system refused (full, read-only, not this user's) says so and
+// the fix, as `toolgate servers add` and toolgate__disable_server do: it
+// passed the bare write error on (`add_server: write …: no space left on
+// device`), which names no fix and leaves an agent to guess whether the
+// server was added.
+func editFailed(tool, server, verb string, err error) *mcp.CallToolResult {
+	if fix := storage.WriteFix(err); fix != "" {
+		return toolError("%s: server %q is not %s: the config file cannot be written (%v); fix: %s, then call %s__%s again", tool, server, verb, err, fix, Name, tool)
+	}
+	return toolError("%s: %v", tool, err)
+}
+
 func (s *Server) addServer(ctx context.Context, c *policy.Caller, a addArgs) *mcp.CallToolResult {
 	if refused := s.noConfigFile("add_server"); refused != nil {
 		return refused
@@ -82,7 +96,7 @@ func (s *Server) addServer(ctx context.Context, c *policy.Caller, a addArgs) *mc
 		return docs, []int{i}, err
 	})
 	if err != nil {
-		return toolError("add_server: %v", err)
+		return editFailed("add_server", a.Name, "added", err)
 	}
 	i := changed[0]
 	s.log.Info("server added to the config by a management call", "server", a.Name, "file", docs[i].Path, "caller", c.String())
@@ -109,7 +123,7 @@ func (s *Server) removeServer(ctx context.Context, c *policy.Caller, a serverArg
 		return config.RemoveServer(docs, a.Name, nil)
 	})
 	if err != nil {
-		return toolError("remove_server: %v", err)
+		return editFailed("remove_server", a.Name, "removed", err)
 	}
 	var files []string
 	for _, i := range changed {

@@ -751,6 +751,20 @@ func (h *Health) Report() Report {
 // file because of its file system: "" when err is not such a failure. The
 // folder is the one of the file that failed (from err's path).
 func CommandFix(err error) string {
+	fix := WriteFix(err)
+	if fix == "" {
+		return ""
+	}
+	if errors.Is(err, os.ErrPermission) {
+		fix += ", or run the command as its owner"
+	}
+	return fix + ", then run the command again"
+}
+
+// WriteFix is CommandFix without what comes after the fix, for a write
+// that is not a command's (a management tool's edit of the config file):
+// "" when err is not a file system's refusal.
+func WriteFix(err error) string {
 	var pe *fs.PathError
 	dir := "its folder"
 	if errors.As(err, &pe) {
@@ -763,13 +777,13 @@ func CommandFix(err error) string {
 	}
 	switch {
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return fmt.Sprintf("free space on the file system of %s (or raise the quota), then run the command again", dir)
+		return fmt.Sprintf("free space on the file system of %s (or raise the quota)", dir)
 	case errors.Is(err, syscall.EROFS):
-		return fmt.Sprintf("%s is on a read-only file system: remount it read-write (or, for the data folder, pass --data-dir on a writable one), then run the command again", dir)
+		return fmt.Sprintf("%s is on a read-only file system: remount it read-write (or, for the data folder, pass --data-dir on a writable one)", dir)
 	case errors.Is(err, os.ErrPermission):
-		return fmt.Sprintf("give this user access to %s (chown/chmod), or run the command as its owner", dir)
+		return fmt.Sprintf("give this user access to %s (chown/chmod)", dir)
 	case Shortage(err) == syscall.EFBIG:
-		return ShortageFix(syscall.EFBIG) + ", then run the command again"
+		return ShortageFix(syscall.EFBIG)
 	}
 	return ""
 }

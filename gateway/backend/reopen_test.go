@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,6 +125,48 @@ func TestServerGoneMidSession(t *testing.T) {
 		return st.State == StateDown && strings.Contains(st.Err, "nothing listens at")
 	})
 }
+
+// TestClosedIdleConnectionUnavailable: a call whose request net/http put
+// on a kept-alive connection that the server closed just then fails as
+// unavailable, the connection closed before the server answered, as an
+// EOF there does. It read as the server's own error ("rejected by
+// transport: … server closed idle connection"): 2 of 200 runs of
+// TestServerGoneMidSession under load, where a real close races the call.
+// Here the error comes every time, from the transport under the client.
+func TestClosedIdleConnectionUnavailable(t *testing.T) {
+	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal")
+	a := &closingAuth{}
+	o := reopenOptions()
+	o.Auth = a
+	p := startPool(t, []config.Server{hs.Config("hosted", nil)}, o)
+	testenv.Eventually(t, "hosted up", func() bool { return statusOf(t, p, "hosted").State == StateUp })
+	a.closing.Store(true)
+	_, err := p.CallTool(context.Background(), "hosted", "echo", map[string]any{"text": "x"})
+	var un *UnavailableError
+	if !errors.As(err, &un) || !errors.Is(err, ErrMayHaveRun) || !strings.Contains(err.Error(), "the connection closed before the server answered (http: server closed idle connection)") {
+		t.Fatalf("call on a connection the server closed: %v, want it unavailable: the connection closed before the server answered", err)
+	}
+}
+
+// closingAuth is an Authorizer that adds no token; once closing is set,
+// each POST fails as net/http fails one put on a kept-alive connection
+// that the server closed meanwhile.
+type closingAuth struct{ closing atomic.Bool }
+
+func (a *closingAuth) Transport(_, _ string, base http.RoundTripper, _ func(error)) http.RoundTripper {
+	return roundTrip(func(req *http.Request) (*http.Response, error) {
+		if a.closing.Load() && req.Method == http.MethodPost {
+			return nil, errors.New("http: server closed idle connection")
+		}
+		return base.RoundTrip(req)
+	})
+}
+
+func (a *closingAuth) Changed(string) <-chan struct{} { return nil }
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // TestInsufficientScopeSaysWhich: a 403 whose Bearer challenge says
 // insufficient_scope (the TypeScript SDK's requireBearerAuth with

@@ -7,6 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -145,6 +148,23 @@ func TestClosedIdleConnectionUnavailable(t *testing.T) {
 	var un *UnavailableError
 	if !errors.As(err, &un) || !errors.Is(err, ErrMayHaveRun) || !strings.Contains(err.Error(), "the connection closed before the server answered (http: server closed idle connection)") {
 		t.Fatalf("call on a connection the server closed: %v, want it unavailable: the connection closed before the server answered", err)
+	}
+}
+
+// TestClosedIdleTextIsNetHTTPs: closedIdle knows net/http's unexported
+// errServerClosedIdle by its words; this fails the day net/http words it
+// otherwise, rather than such calls reading again as the server's error.
+func TestClosedIdleTextIsNetHTTPs(t *testing.T) {
+	root, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT, to read net/http's source: %v", err)
+	}
+	src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(root)), "src", "net", "http", "transport.go"))
+	if err != nil {
+		t.Fatalf("read net/http's source to check closedIdle's words: %v", err)
+	}
+	if !strings.Contains(string(src), `errServerClosedIdle = errors.New("http: server closed idle connection")`) {
+		t.Fatal(`net/http no longer says "http: server closed idle connection" for a request on a connection the server closed: update closedIdle`)
 	}
 }
 

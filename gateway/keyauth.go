@@ -58,6 +58,15 @@ var _ AuditLog = (*audit.Log)(nil)
 // keyRealm is the realm of the Bearer challenge.
 const keyRealm = "toolgate"
 
+// OwnKeyRefusal reports whether resp is a gateway's refusal of a request's
+// API key (401 with the gateway's Bearer challenge), whose body says in the
+// gateway's terms what NeedsKeyFix or KeyRefusedFix says in its client's:
+// a client that gives the fix leaves the body out, where `toolgate
+// connect` said the same thing twice.
+func OwnKeyRefusal(resp *http.Response) bool {
+	return resp.StatusCode == http.StatusUnauthorized && strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), fmt.Sprintf("Bearer realm=%q", keyRealm))
+}
+
 // requireKey makes every route need an API key (Authorization: Bearer
 // tg_…) once any key exists, or always with o.RequireKey; GET /healthz from
 // a loopback address stays open. A missing, unknown or expired key gets

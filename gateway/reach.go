@@ -60,10 +60,10 @@ func (g *Gateway) reachesNone(c *policy.Caller) string {
 		if len(fromKey) > 0 {
 			why = append(why, fmt.Sprintf("the API key %q lacks access to the other tools", c.Key.Name))
 		}
-	case len(fromKey) == 1 && fromKey[0] == keys.LacksAccess(c.Key.Name):
+	case !slices.ContainsFunc(fromKey, func(r string) bool { return !keys.IsLacksAccess(r, c.Key.Name) }): // outside its profile or globs
 		why = []string{fmt.Sprintf("the API key %q lacks access to every tool of the servers connected now", c.Key.Name)}
 	default: // what the key says of itself (its profile is gone), not "lacks access to this tool"
-		why = slices.DeleteFunc(fromKey, func(r string) bool { return r == keys.LacksAccess(c.Key.Name) })
+		why = slices.DeleteFunc(fromKey, func(r string) bool { return keys.IsLacksAccess(r, c.Key.Name) })
 	}
 	return "this caller reaches no tool, so no search can find one (other words will not help): " + strings.Join(why, "; ")
 }

@@ -126,11 +126,12 @@ func TestSecurityDoneWhen(t *testing.T) {
 	if got := search(kgCS, "store a new entity in the knowledge graph"); !slices.Contains(got, "memory__create_entities") {
 		t.Errorf("the kg key does not find memory__create_entities: %v", got)
 	}
-	// The refusal says the key lacks access, the same for a tool that
-	// exists and one that does not: nothing about what lies outside.
+	// The refusal says the key lacks access, why (its profile) and the
+	// fix, the same for a tool that exists and one that does not:
+	// nothing about what lies outside.
 	for _, id := range []string{"filesystem__list_directory", "filesystem__no_such_tool"} {
 		res := executeTool(t, ctx, kgCS, id, map[string]any{"path": "."})
-		if !res.IsError || resultText(res) != lacksKey("kg-reader", id) {
+		if !res.IsError || resultText(res) != outsideProfile("kg-reader", "kg", id) {
 			t.Errorf("kg key on %s: isError=%v %q", id, res.IsError, resultText(res))
 		}
 	}
@@ -266,4 +267,13 @@ func TestSecurityDoneWhen(t *testing.T) {
 // same words for a tool that exists and one that does not.
 func lacksKey(key, id string) string {
 	return "execute_tool " + id + `: the API key "` + key + `" lacks access to this tool. Call search_tools to find a tool you can run`
+}
+
+// outsideProfile is execute_tool's refusal of a tool outside the profile
+// of key: why and the fix, the same words for a tool that exists and one
+// that does not, naming no other profile.
+func outsideProfile(key, profile, id string) string {
+	return "execute_tool " + id + `: the API key "` + key + `" lacks access to this tool: the key is limited to profile "` + profile +
+		`", which does not show it; an admin can add it to that profile (toolgate.profiles.` + profile +
+		" in the config) or create a key with another profile (toolgate keys create --name NAME --profile PROFILE). Call search_tools to find a tool you can run"
 }

@@ -110,6 +110,35 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	}
 }
 
+// TestTakenNameExitsOne: a NAME that is taken already is a command that
+// failed (exit status 1, as the README's table says), for a key as for a
+// server; one that is not there is a bad argument (exit status 2, above).
+func TestTakenNameExitsOne(t *testing.T) {
+	dataDir := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"one": {"command": "true"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := toolgateCmd(t, dataDir, "keys", "create", "--name", "k1").CombinedOutput(); err != nil {
+		t.Fatalf("keys create: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"keys", "create", "--name", "k1"}, `a key named "k1" exists already`},
+		{[]string{"servers", "add", "one", "-c", cfg, "--", "true"}, `a server named "one" is in ` + cfg + ` already`},
+	} {
+		cmd := toolgateCmd(t, dataDir, tc.args...)
+		cmd.Env = append(cmd.Env, "TOOLGATE_CONFIG=")
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), tc.want) {
+			t.Errorf("toolgate %s: %v\n%s\nwant exit status 1 and %q", strings.Join(tc.args, " "), err, out, tc.want)
+		}
+	}
+}
+
 // --expires: a date the calendar lacks says so; days, weeks and years are
 // calendar ones; an expiry past what keys.jsonl can hold is refused (a
 // hundred million days overflowed to 2246, silently).

@@ -488,10 +488,14 @@ func (b *bridge) refusal(resp *http.Response, body []byte) string {
 	}
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:
-		if b.opts.Key == "" {
-			return msg + "; " + gateway.NeedsKeyFix(keyEnv)
+		fix := gateway.NeedsKeyFix(keyEnv)
+		if b.opts.Key != "" {
+			fix = gateway.KeyRefusedFix(keyEnv)
 		}
-		return msg + " (" + gateway.KeyRefusedFix(keyEnv) + ")"
+		if gateway.OwnKeyRefusal(resp) {
+			return fmt.Sprintf("toolgate at %s answered %s: %s", b.opts.URL, resp.Status, fix)
+		}
+		return msg + " (" + fix + ")"
 	case http.StatusNotFound:
 		return msg + " (check the address: the MCP endpoint is /mcp, or /profiles/NAME/mcp for a profile the gateway's config has)"
 	case http.StatusBadRequest:

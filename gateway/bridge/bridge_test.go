@@ -326,6 +326,9 @@ func TestStreamEndsBeforeTheAnswer(t *testing.T) {
 func TestRefusals(t *testing.T) {
 	rc := &recorder{answer: func(w http.ResponseWriter, r *http.Request, msg map[string]any) {
 		if r.Header.Get("Authorization") != "Bearer good" {
+			if !strings.Contains(r.URL.Path, "proxy") {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`) // the gateway's own refusal
+			}
 			http.Error(w, "Unauthorized: this gateway needs an API key", http.StatusUnauthorized)
 			return
 		}
@@ -339,8 +342,12 @@ func TestRefusals(t *testing.T) {
 		opts bridge.Options
 		want []string
 	}{
-		{"no key", bridge.Options{URL: srv.URL, KeyEnv: "$TOOLGATE_KEY"}, []string{"401 Unauthorized", "needs an API key: put one in $TOOLGATE_KEY"}},
-		{"wrong key", bridge.Options{URL: srv.URL, Key: "bad", KeyEnv: "$TOOLGATE_KEY"}, []string{"401 Unauthorized", "the key in $TOOLGATE_KEY is not one of the gateway's"}},
+		// The gateway's own refusal is said once, in the client's terms:
+		// its body, which says the same, was printed before the fix.
+		{"no key", bridge.Options{URL: srv.URL, KeyEnv: "$TOOLGATE_KEY"}, []string{"toolgate at " + srv.URL + " answered 401 Unauthorized: the gateway needs an API key: put one in $TOOLGATE_KEY (`toolgate keys create` makes one)"}},
+		{"wrong key", bridge.Options{URL: srv.URL, Key: "bad", KeyEnv: "$TOOLGATE_KEY"}, []string{"toolgate at " + srv.URL + " answered 401 Unauthorized: the key in $TOOLGATE_KEY is not one of the gateway's"}},
+		// Another's 401 (a proxy in front): its words, then the fix.
+		{"proxy", bridge.Options{URL: srv.URL + "/proxy", KeyEnv: "$TOOLGATE_KEY"}, []string{"answered 401 Unauthorized: Unauthorized: this gateway needs an API key (the gateway needs an API key: put one in $TOOLGATE_KEY"}},
 		{"no such route", bridge.Options{URL: srv.URL + "/profiles/nope/mcp", Key: "good"}, []string{"404 Not Found", "/profiles/NAME/mcp"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -357,6 +364,9 @@ func TestRefusals(t *testing.T) {
 				if !strings.Contains(msg, w) {
 					t.Errorf("message %q lacks %q", msg, w)
 				}
+			}
+			if strings.Count(strings.ToLower(msg), "needs an api key") > map[bool]int{true: 2, false: 1}[tc.name == "proxy"] {
+				t.Errorf("message %q says it needs a key more than once", msg)
 			}
 		})
 	}

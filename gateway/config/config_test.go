@@ -672,6 +672,25 @@ func TestLoadMissingFile(t *testing.T) {
 	}
 }
 
+// TestLoadFolder: a config path that is a folder (`serve --config
+// somedir`, `servers add --config somedir`) says so and the fix, naming
+// the JSON files in it; it read `read config: read somedir: is a
+// directory`.
+func TestLoadFolder(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Load(dir)
+	var de *DirError
+	if !errors.As(err, &de) || err.Error() != "read config: "+dir+" is a folder, not a file: give the config file's path" {
+		t.Errorf("Load of a folder = %v, want a *DirError saying so", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "toolgate.json"), []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadDocs([]string{dir}); err == nil || !strings.HasSuffix(err.Error(), "give the config file's path ("+filepath.Join(dir, "toolgate.json")+" is in it)") {
+		t.Errorf("ReadDocs of a folder holding toolgate.json = %v, want it named", err)
+	}
+}
+
 func TestDurationJSON(t *testing.T) {
 	for _, tt := range []struct {
 		in   string

@@ -34,12 +34,37 @@ func readFile(path string) ([]byte, error) {
 	if err == nil {
 		return data, nil
 	}
+	if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
+		return nil, &DirError{Path: path}
+	}
 	if errors.Is(err, fs.ErrNotExist) && !filepath.IsAbs(path) {
 		if wd, werr := os.Getwd(); werr == nil {
 			return nil, fmt.Errorf("read config: %w (a relative path is read from toolgate's working directory, %s here, which an MCP client chooses: give the file's absolute path)", err, wd)
 		}
 	}
 	return nil, fmt.Errorf("read config: %w", err)
+}
+
+// DirError is a config path that is a folder: given so (`serve --config
+// ~/.config/toolgate`), or a file replaced by a folder while the gateway
+// serves. Its read said `read config: read …: is a directory`, no fix.
+type DirError struct{ Path string }
+
+func (e *DirError) Error() string {
+	fix := "give the config file's path"
+	if files, _ := filepath.Glob(filepath.Join(e.Path, "*.json")); len(files) > 0 && len(files) <= 3 {
+		fix += " (" + strings.Join(files, ", ") + " is in it)"
+		if len(files) > 1 {
+			fix = strings.Replace(fix, " is in it", " are in it", 1)
+		}
+	}
+	return fmt.Sprintf("read config: %s is a folder, not a file: %s", e.Path, fix)
+}
+
+// Replaced words e for a reload: the file the gateway read at start is a
+// folder now, and the config in effect stays until it is back.
+func (e *DirError) Replaced() string {
+	return fmt.Sprintf("read config: %s is a folder now, not the config file: put the file back (the gateway keeps the config in effect meanwhile, and reads the file again once it is back)", e.Path)
 }
 
 // ReadOnceError is a config "file" that can be read only once: a pipe

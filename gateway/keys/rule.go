@@ -55,9 +55,34 @@ func (*Scope) Scope(c *policy.Caller) string {
 }
 
 // LacksAccess is the rule's refusal of a tool outside key name's scope:
-// the same words whatever the tool.
+// the same words whatever the tool. The refusals of a tool outside the
+// key's profile or globs start with them, then say why and the fix
+// (OutsideProfile, outsideGlobs).
 func LacksAccess(name string) string {
 	return fmt.Sprintf("the API key %q lacks access to this tool", name)
+}
+
+// IsLacksAccess reports whether reason is the rule's refusal of a tool
+// outside key name's scope, with or without why.
+func IsLacksAccess(reason, name string) bool {
+	return strings.HasPrefix(reason, LacksAccess(name))
+}
+
+// OutsideProfile is the refusal of a tool outside the profile key name is
+// limited to: why and what an admin can do, naming only the key's own
+// profile (none of the others, nor a server), the same whatever the tool.
+// It said only that the key lacks access, which left its user to guess.
+func OutsideProfile(name, profile string) string {
+	return fmt.Sprintf("%s: the key is limited to profile %q, which does not show it; an admin can add it to that profile "+
+		"(toolgate.profiles.%s in the config) or create a key with another profile (toolgate keys create --name NAME --profile PROFILE)",
+		LacksAccess(name), profile, profile)
+}
+
+// outsideGlobs is the refusal of a tool the key's --allow or --deny
+// globs leave out.
+func outsideGlobs(name string) string {
+	return fmt.Sprintf("%s: the key's --allow or --deny globs leave it out; an admin can create a key whose globs cover it "+
+		"(toolgate keys create --name NAME --allow GLOB; toolgate keys list shows this key's)", LacksAccess(name))
 }
 
 // ProfileGone is the rule's refusal of every tool to key name, limited to
@@ -82,14 +107,14 @@ func (r *Scope) Check(c *policy.Caller, t catalog.Tool) string {
 			return ProfileGone(k.Name, k.Profile)
 		}
 		if !policy.Shows(p, t.Server, id) {
-			return denied
+			return OutsideProfile(k.Name, k.Profile)
 		}
 	}
 	if len(k.Allow) > 0 && !slices.ContainsFunc(k.Allow, func(g string) bool { return catalog.MatchID(g, id) }) {
-		return denied
+		return outsideGlobs(k.Name)
 	}
 	if slices.ContainsFunc(k.Deny, func(g string) bool { return catalog.MatchID(g, id) }) {
-		return denied
+		return outsideGlobs(k.Name)
 	}
 	return ""
 }

@@ -65,3 +65,26 @@ func TestScope(t *testing.T) {
 		t.Error("an admin key shares the search filter of a key that is not admin")
 	}
 }
+
+// TestScopeDenialSaysWhy: a tool outside a key's profile is refused with
+// why and the fix, naming the key's own profile only, in the same words
+// for a tool that exists and one that does not; one its globs leave out
+// says so. Both read "lacks access to this tool" alone, no fix.
+func TestScopeDenialSaysWhy(t *testing.T) {
+	set := policy.NewSet()
+	set.Put(NewScope(set.Profiles, nil))
+	set.Put(policy.NewProfiles(map[string]config.Profile{"kg": {Servers: []string{"memory"}}, "files": {Servers: []string{"filesystem"}}}))
+	kg := &policy.Caller{Transport: policy.TransportHTTP, Key: Entry{Name: "k", Profile: "kg"}.Caller()}
+	want := `the API key "k" lacks access to this tool: the key is limited to profile "kg", which does not show it; ` +
+		`an admin can add it to that profile (toolgate.profiles.kg in the config) or create a key with another profile (toolgate keys create --name NAME --profile PROFILE)`
+	for _, id := range []string{"filesystem__read_file", "nosuch__tool"} {
+		if d := set.Decide(kg, tool(id)); d.Allowed || d.Reason != want {
+			t.Errorf("kg key on %s: %q, want %q", id, d.Reason, want)
+		}
+	}
+	globs := &policy.Caller{Transport: policy.TransportHTTP, Key: Entry{Name: "g", Allow: []string{"memory__*"}}.Caller()}
+	if d := set.Decide(globs, tool("filesystem__read_file")); d.Allowed || !strings.HasPrefix(d.Reason, LacksAccess("g")+": the key's --allow or --deny globs leave it out") ||
+		strings.Contains(d.Reason, "filesystem") || !IsLacksAccess(d.Reason, "g") {
+		t.Errorf("globs key on filesystem__read_file: %q", d.Reason)
+	}
+}

@@ -936,3 +936,32 @@ func TestColdStartReloadAppliesSearch(t *testing.T) {
 		t.Errorf("options of the first engine: %+v, want the reloaded vector mode, keyword weight 0.8", o)
 	}
 }
+
+// TestConfigReplacedByFolder: a watched config file replaced by a folder
+// while serving is a rejected reload that says to put the file back and
+// that the config in effect stays; it read `read config: read …: is a
+// directory`. The file put back is applied.
+func TestConfigReplacedByFolder(t *testing.T) {
+	pool := newFakePool("a")
+	pool.list("a", "apple")
+	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Millisecond}, "a")
+	f.run(t)
+	if err := os.Remove(f.path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(f.path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	st := f.wait(t, "the reload of the folder", func(s Stats) bool { return s.LastReload != nil && s.LastReload.Error != "" })
+	if r := st.LastReload; !strings.Contains(r.Error, "is a folder now, not the config file: put the file back (the gateway keeps the config in effect meanwhile") {
+		t.Errorf("the reload of the folder: %+v; want it rejected with the fix", r)
+	}
+	if err := os.Remove(f.path); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, f.path, configBytes(t, nil, "a"))
+	f.wait(t, "the reload of the file put back", func(s Stats) bool { return s.LastReload != nil && s.LastReload.Error == "" })
+	if got := f.find(t, "apple", 5); len(got) != 1 {
+		t.Errorf("after the file is back: %v", got)
+	}
+}

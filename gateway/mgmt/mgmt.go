@@ -33,6 +33,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,6 +42,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/jsonwords"
 )
 
@@ -143,6 +145,12 @@ func (s *Server) CallTool(ctx context.Context, server, tool string, args map[str
 			return nil, err
 		}
 	}
+	if namesServer(tool) || tool == "remove_server" {
+		var bad *mcp.CallToolResult
+		if args, bad = s.serverMeant(policy.CallerFrom(ctx), args); bad != nil {
+			return bad, nil
+		}
+	}
 	if namesServer(tool) {
 		if res, err := s.mayManage(policy.CallerFrom(ctx), tool, args); res != nil || err != nil {
 			return res, err
@@ -153,6 +161,34 @@ func (s *Server) CallTool(ctx context.Context, server, tool string, args map[str
 		return toolError("%s%s: the arguments cannot be read: %v", Name+"__", tool, err), nil
 	}
 	return h(ctx, policy.CallerFrom(ctx), raw), nil
+}
+
+// serverMeant is args with its "name" the server it means of those c may
+// manage, as execute_tool and search_tools read a server's name
+// (catalog.ServersMeant): "MY-FS" or "my_fs" is my-fs, when no server is
+// named so as written and one only is named so in another case or with
+// "_" for "-"; they answered that there was no server "MY-FS". A name
+// that may mean several is answered with all of them; one that means none
+// goes on as written (the handler's answer lists the servers). Only the
+// servers c may manage are looked among, so the answer names no other.
+func (s *Server) serverMeant(c *policy.Caller, args map[string]any) (map[string]any, *mcp.CallToolResult) {
+	name, _ := args["name"].(string)
+	if name == "" || name == Name {
+		return args, nil
+	}
+	infos := s.visibleInfos(c)
+	names := make([]string, len(infos))
+	for i, in := range infos {
+		names[i] = in.Name
+	}
+	switch meant := catalog.ServersMeant(name, names); {
+	case len(meant) > 1:
+		return args, toolError("server %s.", catalog.AmbiguousName(name, meant))
+	case len(meant) == 1 && meant[0] != name:
+		args = maps.Clone(args) // the caller's, which the audit log records as written
+		args["name"] = meant[0]
+	}
+	return args, nil
 }
 
 // Describe is the pool's, and for the built-in server what its tools do

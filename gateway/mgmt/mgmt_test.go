@@ -530,3 +530,51 @@ func TestScopedKeySeesNoPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestServerNameMeant: the tools that name a server read its name as
+// execute_tool and search_tools do (catalog.ServersMeant): in another case
+// or with "_" for "-" it is the one server so named, among those the
+// caller may manage; a name that may be several is answered with them.
+func TestServerNameMeant(t *testing.T) {
+	s, p, rt, path := newTestServer(t, true)
+	args := map[string]any{"name": "A"}
+	if res := run(t, s, stdio, "server_status", args); res.IsError || !strings.HasPrefix(resText(res), "a: up") || args["name"] != "A" {
+		t.Errorf(`server_status "A": %s (args now %v: the caller's stay as written)`, resText(res), args)
+	}
+	if res := run(t, s, admin, "restart_server", map[string]any{"name": " A__"}); res.IsError || !slices.Equal(p.restarts, []string{"a"}) {
+		t.Errorf(`restart_server " A__": %s %v`, resText(res), p.restarts)
+	}
+	if res := run(t, s, admin, "disable_server", map[string]any{"name": "B"}); res.IsError || !rt.pol.Disabled().Has("b") {
+		t.Errorf(`disable_server "B": %s`, resText(res))
+	}
+	if res := run(t, s, admin, "enable_server", map[string]any{"name": "B"}); rt.pol.Disabled().Has("b") {
+		t.Errorf(`enable_server "B": %s`, resText(res))
+	}
+	// A key that may manage a only: "B" is not b to it (nor named).
+	scoped := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "low", Allow: []string{"a__*", "toolgate__*"}}}
+	rt.tools = []catalog.Tool{{Server: "a", Name: "x"}, {Server: "b", Name: "y"}}
+	rt.pol = policy.NewSet(keys.NewScope(rt.pol.Profiles, ChangesConfig), policy.NewConfigured([]string{"a", "b", Name}), policy.NewDisabled(nil), rt.pol.Profiles())
+	if res := run(t, s, scoped, "server_status", map[string]any{"name": "A"}); res.IsError {
+		t.Errorf(`scoped server_status "A": %s`, resText(res))
+	}
+	if res, err := s.CallTool(policy.WithCaller(context.Background(), scoped), Name, "server_status", map[string]any{"name": "B"}); err == nil && !res.IsError {
+		t.Errorf(`scoped server_status "B": %s, want b out of its reach`, resText(res))
+	}
+	if res := run(t, s, admin, "remove_server", map[string]any{"name": "B"}); res.IsError {
+		t.Errorf(`remove_server "B": %s`, resText(res))
+	}
+	if after, _ := os.ReadFile(path); config.HasServer(after, "b") {
+		t.Errorf("b is still in the config:\n%s", after)
+	}
+
+	// x-y_z and x_y-z may stand side by side: x-y-z may be either.
+	rt.cfg = writeConfig(t, path, `{"mcpServers": {"x-y_z": {"command": "x"}, "x_y-z": {"command": "y"}}}`)
+	rt.pol = policy.NewSet(policy.NewConfigured([]string{"x-y_z", "x_y-z", Name}), policy.NewDisabled(nil))
+	res := run(t, s, stdio, "server_status", map[string]any{"name": "x-y-z"})
+	if txt := resText(res); !res.IsError || !strings.Contains(txt, `"x-y-z" may be any of "x-y_z", "x_y-z"`) {
+		t.Errorf(`server_status "x-y-z": %s`, txt)
+	}
+	if res := run(t, s, stdio, "server_status", map[string]any{"name": "X_Y-Z"}); res.IsError || !strings.HasPrefix(resText(res), "x_y-z: ") {
+		t.Errorf(`server_status "X_Y-Z": %s`, resText(res))
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -129,7 +131,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// The restart button: memory comes back up with another process.
 	old := pids["memory"]
-	do("restart memory", chromedp.Click(`button[data-restart="memory"]`))
+	do("restart memory", redrawn(chromedp.Click(`button[data-restart="memory"]`)))
 	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](fmt.Sprintf(`(() => {
 			const r = document.querySelector('#backend-rows tr[data-server="memory"]');
 			return r && r.dataset.state === "up" && r.dataset.pid !== "" && r.dataset.pid !== %q; })()`, old),
@@ -158,12 +160,12 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Fatalf("waiting for the page to show memory %s: %v", what, err)
 		}
 	}
-	do("disable memory", chromedp.Click(`button[data-disable="memory"]`))
+	do("disable memory", redrawn(chromedp.Click(`button[data-disable="memory"]`)))
 	pollRow("disabled", `r.dataset.state === "disabled" && r.querySelector("button[data-enable]") !== null`)
 	if rep := getStatus(t, addr); !slices.Contains(rep.Stats.Disabled, "memory") || slices.ContainsFunc(rep.Backends, func(b gateway.BackendStatus) bool { return b.Name == "memory" }) {
 		t.Errorf("GET /status after Disable: disabled %v, backends %v; want memory disabled and not running", rep.Stats.Disabled, rep.Backends)
 	}
-	do("enable memory", chromedp.Click(`button[data-enable="memory"]`))
+	do("enable memory", redrawn(chromedp.Click(`button[data-enable="memory"]`)))
 	pollRow("up again", `r.dataset.state === "up"`)
 
 	do("scroll to the top", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
@@ -238,6 +240,25 @@ func poller(t *testing.T, ctx context.Context) func(what, cond string) {
 		if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](cond,
 			chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute))); err != nil {
 			t.Fatalf("waiting for %s: %v", what, err)
+		}
+	}
+}
+
+// redrawn runs action, an action on the node its selector finds (Click,
+// Focus), again while it fails because the page replaced that node between
+// chromedp's query and the action: the console draws its backend rows anew
+// at each refresh (every 3 s) and its catalog when it changed, and the
+// action then fails with "Could not find node with given id". chromedp
+// retries its query and waits, not the action after them. A retry is safe:
+// the failed action reached no node, so it did nothing.
+func redrawn(action chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		for {
+			v, err := action(ctx, tg)
+			var e *cdproto.Error
+			if !errors.As(err, &e) || e.Message != "Could not find node with given id" || ctx.Err() != nil {
+				return v, err
+			}
 		}
 	}
 }
@@ -530,7 +551,7 @@ func TestConsoleOperatorInBrowser(t *testing.T) {
 	// An input schema the operator opened stays open when the catalog is
 	// drawn again (it closed), and the keyboard focus on it stays there.
 	const schema = `#catalog-list li[data-tool="fake__added_while_open"] details`
-	do("open fake__added_while_open's input schema", chromedp.Click(schema+` summary`), chromedp.Focus(schema+` summary`),
+	do("open fake__added_while_open's input schema", redrawn(chromedp.Click(schema+` summary`)), redrawn(chromedp.Focus(schema+` summary`)),
 		chromedp.Evaluate[chromedp.Void](`window.__schema = document.querySelector('`+schema+`')`))
 	addTool("added_later")
 	poll("the catalog's count to grow without a reload or a filter", fmt.Sprintf(`document.querySelector("#catalog-summary").textContent !== %q`, before))

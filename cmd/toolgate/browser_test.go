@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -458,8 +459,9 @@ func TestConsoleSearchServerInBrowser(t *testing.T) {
 // name of 120 letters wraps, the tables' hidden labels stay in them); a
 // catalog longer than one answer says that only the first 200 are shown;
 // a tool added while the page is open shows up in the catalog without a
-// reload; the keyboard focus on a backend's button survives the refresh
-// every 3 s that draws the rows anew; and when the gateway stops, the page
+// reload; the refresh every 3 s updates the backends' rows in place, so
+// the keyboard focus on a backend's button stays there and a click across
+// a refresh is not lost; and when the gateway stops, the page
 // says that it does not answer and greys what it shows, then, once a new
 // gateway answers on the address, that it is back and restarted.
 func TestConsoleOperatorInBrowser(t *testing.T) {
@@ -562,16 +564,26 @@ func TestConsoleOperatorInBrowser(t *testing.T) {
 		t.Errorf("once the catalog was drawn again: [the schema open, the focus on its summary] = %v, want [true true]", open)
 	}
 
-	// The keyboard focus on Restart stays there across a refresh.
+	// A refresh (every 3 s) updates the rows in place: the keyboard focus
+	// on Restart stays there, and a click pressed on it before a refresh
+	// and released after it restarts fake (rows drawn anew lost it).
+	const forCell = `document.querySelector('#backend-rows tr[data-server="fake"] td:nth-child(7)')` // how long fake has been up
 	do("focus Restart fake", chromedp.Evaluate[chromedp.Void](`(() => {
-		window.__row = document.querySelector('#backend-rows tr[data-server="fake"]');
+		window.__for = `+forCell+`;
 		document.querySelector('button[data-restart="fake"]').focus(); })()`))
-	poll("a refresh that draws the rows anew", `!window.__row.isConnected`)
+	poll("a refresh that updates the row", `!window.__for.isConnected`)
 	var focused string
 	eval("the focused element", `document.activeElement.getAttribute("data-restart") ?? document.activeElement.tagName`, &focused)
 	if focused != "fake" {
 		t.Errorf("after a refresh the focus is on %q, want the Restart button of fake still", focused)
 	}
+	var xy []float64
+	eval("where Restart fake is", `(() => { const b = document.querySelector('button[data-restart="fake"]'); b.scrollIntoView({ block: "center" }); const r = b.getBoundingClientRect();
+		window.__for = `+forCell+`; return [r.x + r.width / 2, r.y + r.height / 2]; })()`, &xy)
+	do("press Restart fake", chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, xy[0], xy[1], chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	poll("a refresh while Restart is pressed", `!window.__for.isConnected`)
+	do("release Restart fake", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, xy[0], xy[1], chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	poll("the restart pressed across a refresh to be requested", `document.querySelector("#notice").textContent.includes("Restart of fake requested.")`)
 
 	// The gateway stops: the page says so; a new one answers: it says that.
 	stop()

@@ -247,11 +247,11 @@ func poller(t *testing.T, ctx context.Context) func(what, cond string) {
 
 // redrawn runs action, an action on the node its selector finds (Click,
 // Focus), again while it fails because the page replaced that node between
-// chromedp's query and the action: the console draws its backend rows anew
-// at each refresh (every 3 s) and its catalog when it changed, and the
+// chromedp's query and the action: a refresh draws the backends' rows anew
+// when their servers or buttons changed (one disabled, enabled), and the
 // action then fails with "Could not find node with given id". chromedp
-// retries its query and waits, not the action after them. A retry is safe:
-// the failed action reached no node, so it did nothing.
+// retries its query and waits, not the action after them. A retry is
+// safe: the failed action reached no node, so it did nothing.
 func redrawn(action chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void] {
 	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
 		for {
@@ -552,9 +552,14 @@ func TestConsoleOperatorInBrowser(t *testing.T) {
 	eval("the catalog's summary", `document.querySelector("#catalog-summary").textContent`, &before)
 	// An input schema the operator opened stays open when the catalog is
 	// drawn again (it closed), and the keyboard focus on it stays there.
+	// Opened and focused in one step of the page's own, on the summary it
+	// shows then: the catalog may be drawn again any moment (the added
+	// tool's generation, the filter cleared), and a mouse click aimed at a
+	// summary of the list before landed elsewhere in the list after
+	// ([the schema open, the focus on its summary] = [false true]).
 	const schema = `#catalog-list li[data-tool="fake__added_while_open"] details`
-	do("open fake__added_while_open's input schema", redrawn(chromedp.Click(schema+` summary`)), redrawn(chromedp.Focus(schema+` summary`)),
-		chromedp.Evaluate[chromedp.Void](`window.__schema = document.querySelector('`+schema+`')`))
+	poll("fake__added_while_open's input schema to open", `(() => { const s = document.querySelector('`+schema+` summary');
+		return !!s && (s.click(), s.focus(), window.__schema = s.parentElement, true); })()`)
 	addTool("added_later")
 	poll("the catalog's count to grow without a reload or a filter", fmt.Sprintf(`document.querySelector("#catalog-summary").textContent !== %q`, before))
 	poll("the catalog drawn again since the schema was opened", `!window.__schema.isConnected`)
@@ -577,11 +582,16 @@ func TestConsoleOperatorInBrowser(t *testing.T) {
 	if focused != "fake" {
 		t.Errorf("after a refresh the focus is on %q, want the Restart button of fake still", focused)
 	}
+	// Pressed and released on the button, wherever the row's new cells
+	// moved it.
+	const restartAt = `(() => { const r = document.querySelector('button[data-restart="fake"]').getBoundingClientRect();
+		window.__for = ` + forCell + `; return [r.x + r.width / 2, r.y + r.height / 2]; })()`
 	var xy []float64
-	eval("where Restart fake is", `(() => { const b = document.querySelector('button[data-restart="fake"]'); b.scrollIntoView({ block: "center" }); const r = b.getBoundingClientRect();
-		window.__for = `+forCell+`; return [r.x + r.width / 2, r.y + r.height / 2]; })()`, &xy)
+	do("scroll to Restart fake", chromedp.Evaluate[chromedp.Void](`document.querySelector('button[data-restart="fake"]').scrollIntoView({ block: "center" })`))
+	eval("where Restart fake is", restartAt, &xy)
 	do("press Restart fake", chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, xy[0], xy[1], chromedp.ButtonLeft, chromedp.ClickCount(1)))
 	poll("a refresh while Restart is pressed", `!window.__for.isConnected`)
+	eval("where Restart fake is now", restartAt, &xy)
 	do("release Restart fake", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, xy[0], xy[1], chromedp.ButtonLeft, chromedp.ClickCount(1)))
 	poll("the restart pressed across a refresh to be requested", `document.querySelector("#notice").textContent.includes("Restart of fake requested.")`)
 

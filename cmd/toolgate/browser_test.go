@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -129,7 +132,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// The restart button: memory comes back up with another process.
 	old := pids["memory"]
-	do("restart memory", chromedp.Click(`button[data-restart="memory"]`))
+	do("restart memory", redrawn(chromedp.Click(`button[data-restart="memory"]`)))
 	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](fmt.Sprintf(`(() => {
 			const r = document.querySelector('#backend-rows tr[data-server="memory"]');
 			return r && r.dataset.state === "up" && r.dataset.pid !== "" && r.dataset.pid !== %q; })()`, old),
@@ -158,12 +161,12 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Fatalf("waiting for the page to show memory %s: %v", what, err)
 		}
 	}
-	do("disable memory", chromedp.Click(`button[data-disable="memory"]`))
+	do("disable memory", redrawn(chromedp.Click(`button[data-disable="memory"]`)))
 	pollRow("disabled", `r.dataset.state === "disabled" && r.querySelector("button[data-enable]") !== null`)
 	if rep := getStatus(t, addr); !slices.Contains(rep.Stats.Disabled, "memory") || slices.ContainsFunc(rep.Backends, func(b gateway.BackendStatus) bool { return b.Name == "memory" }) {
 		t.Errorf("GET /status after Disable: disabled %v, backends %v; want memory disabled and not running", rep.Stats.Disabled, rep.Backends)
 	}
-	do("enable memory", chromedp.Click(`button[data-enable="memory"]`))
+	do("enable memory", redrawn(chromedp.Click(`button[data-enable="memory"]`)))
 	pollRow("up again", `r.dataset.state === "up"`)
 
 	do("scroll to the top", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
@@ -238,6 +241,25 @@ func poller(t *testing.T, ctx context.Context) func(what, cond string) {
 		if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](cond,
 			chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute))); err != nil {
 			t.Fatalf("waiting for %s: %v", what, err)
+		}
+	}
+}
+
+// redrawn runs action, an action on the node its selector finds (Click,
+// Focus), again while it fails because the page replaced that node between
+// chromedp's query and the action: a refresh draws the backends' rows anew
+// when their servers or buttons changed (one disabled, enabled), and the
+// action then fails with "Could not find node with given id". chromedp
+// retries its query and waits, not the action after them. A retry is
+// safe: the failed action reached no node, so it did nothing.
+func redrawn(action chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		for {
+			v, err := action(ctx, tg)
+			var e *cdproto.Error
+			if !errors.As(err, &e) || e.Message != "Could not find node with given id" || ctx.Err() != nil {
+				return v, err
+			}
 		}
 	}
 }
@@ -437,8 +459,9 @@ func TestConsoleSearchServerInBrowser(t *testing.T) {
 // name of 120 letters wraps, the tables' hidden labels stay in them); a
 // catalog longer than one answer says that only the first 200 are shown;
 // a tool added while the page is open shows up in the catalog without a
-// reload; the keyboard focus on a backend's button survives the refresh
-// every 3 s that draws the rows anew; and when the gateway stops, the page
+// reload; the refresh every 3 s updates the backends' rows in place, so
+// the keyboard focus on a backend's button stays there and a click across
+// a refresh is not lost; and when the gateway stops, the page
 // says that it does not answer and greys what it shows, then, once a new
 // gateway answers on the address, that it is back and restarted.
 func TestConsoleOperatorInBrowser(t *testing.T) {
@@ -529,9 +552,14 @@ func TestConsoleOperatorInBrowser(t *testing.T) {
 	eval("the catalog's summary", `document.querySelector("#catalog-summary").textContent`, &before)
 	// An input schema the operator opened stays open when the catalog is
 	// drawn again (it closed), and the keyboard focus on it stays there.
+	// Opened and focused in one step of the page's own, on the summary it
+	// shows then: the catalog may be drawn again any moment (the added
+	// tool's generation, the filter cleared), and a mouse click aimed at a
+	// summary of the list before landed elsewhere in the list after
+	// ([the schema open, the focus on its summary] = [false true]).
 	const schema = `#catalog-list li[data-tool="fake__added_while_open"] details`
-	do("open fake__added_while_open's input schema", chromedp.Click(schema+` summary`), chromedp.Focus(schema+` summary`),
-		chromedp.Evaluate[chromedp.Void](`window.__schema = document.querySelector('`+schema+`')`))
+	poll("fake__added_while_open's input schema to open", `(() => { const s = document.querySelector('`+schema+` summary');
+		return !!s && (s.click(), s.focus(), window.__schema = s.parentElement, true); })()`)
 	addTool("added_later")
 	poll("the catalog's count to grow without a reload or a filter", fmt.Sprintf(`document.querySelector("#catalog-summary").textContent !== %q`, before))
 	poll("the catalog drawn again since the schema was opened", `!window.__schema.isConnected`)
@@ -541,16 +569,31 @@ func TestConsoleOperatorInBrowser(t *testing.T) {
 		t.Errorf("once the catalog was drawn again: [the schema open, the focus on its summary] = %v, want [true true]", open)
 	}
 
-	// The keyboard focus on Restart stays there across a refresh.
+	// A refresh (every 3 s) updates the rows in place: the keyboard focus
+	// on Restart stays there, and a click pressed on it before a refresh
+	// and released after it restarts fake (rows drawn anew lost it).
+	const forCell = `document.querySelector('#backend-rows tr[data-server="fake"] td:nth-child(7)')` // how long fake has been up
 	do("focus Restart fake", chromedp.Evaluate[chromedp.Void](`(() => {
-		window.__row = document.querySelector('#backend-rows tr[data-server="fake"]');
+		window.__for = `+forCell+`;
 		document.querySelector('button[data-restart="fake"]').focus(); })()`))
-	poll("a refresh that draws the rows anew", `!window.__row.isConnected`)
+	poll("a refresh that updates the row", `!window.__for.isConnected`)
 	var focused string
 	eval("the focused element", `document.activeElement.getAttribute("data-restart") ?? document.activeElement.tagName`, &focused)
 	if focused != "fake" {
 		t.Errorf("after a refresh the focus is on %q, want the Restart button of fake still", focused)
 	}
+	// Pressed and released on the button, wherever the row's new cells
+	// moved it.
+	const restartAt = `(() => { const r = document.querySelector('button[data-restart="fake"]').getBoundingClientRect();
+		window.__for = ` + forCell + `; return [r.x + r.width / 2, r.y + r.height / 2]; })()`
+	var xy []float64
+	do("scroll to Restart fake", chromedp.Evaluate[chromedp.Void](`document.querySelector('button[data-restart="fake"]').scrollIntoView({ block: "center" })`))
+	eval("where Restart fake is", restartAt, &xy)
+	do("press Restart fake", chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, xy[0], xy[1], chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	poll("a refresh while Restart is pressed", `!window.__for.isConnected`)
+	eval("where Restart fake is now", restartAt, &xy)
+	do("release Restart fake", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, xy[0], xy[1], chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	poll("the restart pressed across a refresh to be requested", `document.querySelector("#notice").textContent.includes("Restart of fake requested.")`)
 
 	// The gateway stops: the page says so; a new one answers: it says that.
 	stop()

@@ -87,10 +87,16 @@ func TestColdStartAnswersWhileBuilding(t *testing.T) {
 	fake := backendtest.Command(t, backendtest.ModeNormal)
 	poison := backendtest.Command(t, backendtest.ModePoisoned)
 	gate := filepath.Join(t.TempDir(), "go")
+	// Held until the test says so, however long its steps take: the
+	// default connect timeout (30 s) raced them (about 20 s: the
+	// handshake's and the first search's waits of 10 s each), and once
+	// past it the index was built without held, which the search while
+	// held then found.
 	held := map[string]any{
-		"command": "sh",
-		"args":    append([]string{"-c", `while [ ! -e "$0" ]; do sleep 0.05; done; exec "$@"`, gate, fake.Command}, fake.Args...),
-		"env":     fake.Env,
+		"command":        "sh",
+		"args":           append([]string{"-c", `while [ ! -e "$0" ]; do sleep 0.05; done; exec "$@"`, gate, fake.Command}, fake.Args...),
+		"env":            fake.Env,
+		"connectTimeout": "10m",
 	}
 	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"held":   held,

@@ -167,17 +167,33 @@ function renderState(st) {
   if (!rows.length && st.noServers) {
     rows.push(el("tr", { id: "no-servers" }, el("td", { colspan: 9 }, st.noServers)));
   }
-  // The rows are drawn anew every 3 s: a keyboard user's focus on one of
-  // their buttons moves to the same button of the new row, not to the page.
-  const f = document.activeElement;
-  const focused = f && f.closest("#backend-rows") && Object.keys(serverActions).find((v) => f.hasAttribute("data-" + v));
-  const focusedServer = focused && f.getAttribute("data-" + focused);
-  $("backend-rows").replaceChildren(...rows);
-  if (focused) {
-    const buttons = [...$("backend-rows").querySelectorAll("button")];
-    const b = buttons.find((x) => x.getAttribute("data-" + focused) === focusedServer) || // else another of its row's
-      buttons.find((x) => Object.keys(serverActions).some((v) => x.getAttribute("data-" + v) === focusedServer));
-    if (b) b.focus();
+  // The same rows with the same buttons (a refresh every 3 s): their cells
+  // are updated in place and their buttons kept. Rows drawn anew at each
+  // refresh lost a click pressed on a button before it and released after.
+  const tbody = $("backend-rows");
+  const old = [...tbody.children];
+  if (old.length === rows.length && rows.every((r, i) => old[i].dataset.server === r.dataset.server &&
+      old[i].children.length === r.children.length && old[i].lastElementChild.outerHTML === r.lastElementChild.outerHTML)) {
+    rows.forEach((r, i) => {
+      for (const a of [...old[i].attributes]) if (!r.hasAttribute(a.name)) old[i].removeAttribute(a.name);
+      for (const a of [...r.attributes]) old[i].setAttribute(a.name, a.value);
+      const cells = [...old[i].children];
+      [...r.children].slice(0, -1).forEach((c, j) => { if (c.outerHTML !== cells[j].outerHTML) cells[j].replaceWith(c); });
+    });
+  } else {
+    // Other rows or buttons (a server added, disabled): drawn anew, and a
+    // keyboard user's focus on one of their buttons moves to the same
+    // button of the new row, not to the page.
+    const f = document.activeElement;
+    const focused = f && f.closest("#backend-rows") && Object.keys(serverActions).find((v) => f.hasAttribute("data-" + v));
+    const focusedServer = focused && f.getAttribute("data-" + focused);
+    tbody.replaceChildren(...rows);
+    if (focused) {
+      const buttons = [...tbody.querySelectorAll("button")];
+      const b = buttons.find((x) => x.getAttribute("data-" + focused) === focusedServer) || // else another of its row's
+        buttons.find((x) => Object.keys(serverActions).some((v) => x.getAttribute("data-" + v) === focusedServer));
+      if (b) b.focus();
+    }
   }
   const warnings = [...(st.warnings || []), ...healthWarnings(st)];
   $("backend-warnings").hidden = !warnings.length;

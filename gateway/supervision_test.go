@@ -59,8 +59,9 @@ func testBackendKilledMidCall(t *testing.T, reaper bool) {
 	}
 	res := <-done
 	t.Logf("isError result %s after SIGKILL", time.Since(killedAt).Round(time.Millisecond))
-	if !res.IsError || !strings.Contains(text(res), `server "victim" is unavailable`) || !strings.Contains(text(res), "signal: killed") {
-		t.Fatalf("result after SIGKILL = %q (isError %v), want an isError result saying the server is unavailable because its process was killed", text(res), res.IsError)
+	if !res.IsError || !strings.Contains(text(res), `server "victim" is unavailable`) || !strings.Contains(text(res), "signal: killed") ||
+		!strings.Contains(text(res), " during the call: "+backend.ErrMayHaveRun.Error()) {
+		t.Fatalf("result after SIGKILL = %q (isError %v), want an isError result saying the server is unavailable because its process was killed, and that the call may have run", text(res), res.IsError)
 	}
 	// The other backend never noticed.
 	if res := execute(context.Background(), t, cs, "other__echo", map[string]any{"text": "still here"}); res.IsError || text(res) != "still here" {

@@ -1104,9 +1104,13 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	if ue != nil && r.proc == nil && ctx.Err() == nil && (errors.Is(ue, io.EOF) || errors.Is(ue, io.ErrUnexpectedEOF) || errors.Is(ue, syscall.ECONNRESET) || closedIdle(ue)) {
 		// The connection the request went on was closed (a server stopping,
 		// a proxy's idle timeout): no answer, and not the server's error.
-		return nil, &UnavailableError{Server: name, Err: &OwnWords{Before: "the connection closed before the server answered (",
-			Said: quietCause{errors.Unwrap(ue).Error(), err}, After: "): " + ErrMayHaveRun.Error(), Mark: ErrMayHaveRun}}
+		return nil, &UnavailableError{Server: name, Err: noAnswer(true, "the connection closed before the server answered (",
+			quietCause{errors.Unwrap(ue).Error(), err}, ")")}
 	}
+	// From here on the request was sent and no answer came (the server may
+	// have run the call: ErrMayHaveRun), unless go-sdk refused to send it
+	// or the server answered that it did not know the session.
+	sent := !notSent(err) && !errors.Is(err, mcp.ErrSessionMissing)
 	switch cause := context.Cause(cctx); {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("call %q on %q: %w", tool, name, context.Cause(ctx))
@@ -1122,24 +1126,27 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 		// The gateway is stopping, or Reconfigure removed or replaced the
 		// backend (the session may have closed before cctx saw it).
 		if b.p.ctx.Err() != nil {
-			return nil, &UnavailableError{Server: name, Err: own("the gateway is stopping", nil)}
+			return nil, &UnavailableError{Server: name, Err: noAnswer(sent, "the gateway is stopping", nil, "")}
 		}
 		cause := context.Cause(b.ctx)
 		next := "search_tools finds what the gateway serves now"
 		if errors.Is(cause, errReplaced) {
 			next = "call again: the restarted server takes it"
 		}
-		return nil, &UnavailableError{Server: name, Err: own(fmt.Sprintf("%s during the call; %s", cause.Error(), next), nil)}
+		// The warning before what to do next: check, then call again.
+		w := noAnswer(sent, cause.Error()+" during the call", nil, "")
+		w.After += "; " + next
+		return nil, &UnavailableError{Server: name, Err: w}
 	case errors.Is(cause, errStopping):
 		// Torn down by the supervisor: usually because the process died.
 		if r.proc != nil {
 			select {
 			case <-r.proc.exited:
-				return nil, &UnavailableError{Server: name, Err: fmt.Errorf("its process %s during the call", r.proc.exitErr())}
+				return nil, &UnavailableError{Server: name, Err: noAnswer(sent, "its process ", r.proc.exitErr(), " during the call")}
 			case <-time.After(exitWait):
 			}
 		}
-		return nil, &UnavailableError{Server: name, Err: own("it stopped during the call", nil)}
+		return nil, &UnavailableError{Server: name, Err: noAnswer(sent, "it stopped during the call", nil, "")}
 	}
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) {
@@ -1158,11 +1165,37 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	if r.proc != nil {
 		select {
 		case <-r.proc.exited:
-			return nil, &UnavailableError{Server: name, Err: fmt.Errorf("its process %s during the call", r.proc.exitErr())}
+			return nil, &UnavailableError{Server: name, Err: noAnswer(sent, "its process ", r.proc.exitErr(), " during the call")}
 		case <-time.After(exitWait):
 		}
 	}
-	return nil, &UnavailableError{Server: name, Err: &OwnWords{Before: "connection lost during the call: ", Said: err}}
+	return nil, &UnavailableError{Server: name, Err: noAnswer(sent, "connection lost during the call: ", err, "")}
+}
+
+// noAnswer is the words of a call that got no answer, with the warning
+// ErrMayHaveRun after them when its request was sent (the server may have
+// run it: an agent checks before running a write twice), which an API key
+// that is not admin reads too.
+func noAnswer(sent bool, before string, said error, after string) *OwnWords {
+	if !sent {
+		return &OwnWords{Before: before, Said: said, After: after}
+	}
+	return &OwnWords{Before: before, Said: said, After: after + ": " + ErrMayHaveRun.Error(), Mark: ErrMayHaveRun}
+}
+
+// notSent reports whether err is go-sdk's refusal to send a call on a
+// connection that was closing or broken already ("connection closed:
+// calling "tools/call": client is closing: EOF", or "server is closing"
+// from its last check before the write): the request was never written,
+// so the server did not run it. go-sdk keeps its jsonrpc2 errors internal
+// and formats them into the text (%v), so they are known by their words
+// (TestNotSentWords fails the day they change).
+func notSent(err error) bool {
+	if !errors.Is(err, mcp.ErrConnectionClosed) {
+		return false
+	}
+	s := err.Error()
+	return strings.Contains(s, "client is closing") || strings.Contains(s, "server is closing")
 }
 
 // ownRequestError is the error of a call's request to the server itself

@@ -153,12 +153,12 @@ func TestReconfigureCallInFlight(t *testing.T) {
 
 	for name, want := range map[string]string{
 		"gone":  "it was removed from the config during the call",
-		"moved": "its config entry changed and it is restarting with the new one during the call; call again",
+		"moved": "its config entry changed and it is restarting with the new one during the call: " + ErrMayHaveRun.Error() + "; call again",
 	} {
 		err := <-errc[name]
 		var ue *UnavailableError
-		if !errors.As(err, &ue) || !strings.Contains(err.Error(), want) {
-			t.Errorf("in-flight call on %s: %v, want UnavailableError with %q", name, err, want)
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrMayHaveRun) {
+			t.Errorf("in-flight call on %s: %v, want UnavailableError with %q and ErrMayHaveRun", name, err, want)
 		}
 	}
 	// A new call on the changed server reaches its new backend.

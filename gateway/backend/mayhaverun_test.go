@@ -1,0 +1,180 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// A call that was sent and got no answer may have run, however the answer
+// failed to come: the warning (ErrMayHaveRun), which an agent reads before
+// running a write twice, ends the gateway's words, for an API key that is
+// not admin too. It was said only when the connection closed before the
+// answer; a stdio server's process exiting, an SSE server's connection
+// lost, a restart, a reload or the gateway stopping during the call said
+// nothing of it, and a key that is not admin read the process's exit all
+// hidden ("hidden from this API key: an admin key sees it").
+func TestMayHaveRunDuringCall(t *testing.T) {
+	warn := ": " + ErrMayHaveRun.Error()
+	hang := func(t *testing.T) *Pool {
+		return startPool(t, []config.Server{backendtest.Command(t, "hang")}, testOptions(nil))
+	}
+	for _, tc := range []struct {
+		name string
+		// start starts the pool and returns what ends the call in flight
+		// (nil: the tool "crash" ends it itself).
+		start func(t *testing.T) (*Pool, func())
+		admin []string // what an admin key reads: each in order, the last the text's end
+		key   string   // what a key that is not admin reads, whole
+	}{
+		{
+			name: "process exited",
+			start: func(t *testing.T) (*Pool, func()) {
+				return startPool(t, []config.Server{backendtest.Command(t, "crash-mid-call")}, testOptions(nil)), nil
+			},
+			admin: []string{"its process exited with exit status 2", "crash: exiting mid-call", " during the call" + warn},
+			key:   "its process (" + HiddenFromKey + ") during the call" + warn,
+		},
+		{
+			// The answer's event stream began and broke before the answer:
+			// "connection lost during the call: …", or "it stopped during
+			// the call" when the supervisor tore the run down first; both
+			// end with the warning. The call is held until then.
+			name: "connection lost",
+			start: func(t *testing.T) (*Pool, func()) {
+				held := make(chan struct{})
+				srv := behindFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, "hang"), func(proxy *httputil.ReverseProxy) http.Handler {
+					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						body, _ := io.ReadAll(r.Body)
+						r.Body = io.NopCloser(bytes.NewReader(body))
+						if r.Method != http.MethodPost || !bytes.Contains(body, []byte(`"tools/call"`)) {
+							proxy.ServeHTTP(w, r)
+							return
+						}
+						w.Header().Set("Content-Type", "text/event-stream")
+						w.WriteHeader(http.StatusOK)
+						http.NewResponseController(w).Flush()
+						<-held
+						if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+							c.Close()
+						}
+					})
+				})
+				return startPool(t, []config.Server{srv}, testOptions(nil)), func() { close(held) }
+			},
+			admin: []string{warn},
+		},
+		{
+			name: "restarted",
+			start: func(t *testing.T) (*Pool, func()) {
+				p := hang(t)
+				return p, func() {
+					if err := p.Restart(p.Servers()[0]); err != nil {
+						t.Error(err)
+					}
+				}
+			},
+			admin: []string{"it was restarted on request during the call" + warn + "; call again: the restarted server takes it"},
+			key:   "it was restarted on request during the call" + warn + "; call again: the restarted server takes it",
+		},
+		{
+			name: "removed",
+			start: func(t *testing.T) (*Pool, func()) {
+				p := hang(t)
+				return p, func() { p.Reconfigure(context.Background(), nil) }
+			},
+			admin: []string{"it was removed from the config during the call" + warn + "; search_tools finds what the gateway serves now"},
+			key:   "it was removed from the config during the call" + warn + "; search_tools finds what the gateway serves now",
+		},
+		{
+			name: "gateway stopping",
+			start: func(t *testing.T) (*Pool, func()) {
+				p := hang(t)
+				return p, func() { go p.Close() }
+			},
+			admin: []string{"the gateway is stopping" + warn},
+			key:   "the gateway is stopping" + warn,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, end := tc.start(t)
+			name := p.Servers()[0]
+			testenv.Eventually(t, "the server up", func() bool { return statusOf(t, p, name).State == StateUp })
+			tool := "crash"
+			if end != nil {
+				tool = "hang"
+			}
+			errc := make(chan error, 1)
+			go func() {
+				_, err := p.CallTool(context.Background(), name, tool, nil)
+				errc <- err
+			}()
+			if end != nil {
+				testenv.Eventually(t, "the call in flight", func() bool { return inFlight(t, p, name) == 1 })
+				end()
+			}
+			err := <-errc
+			var un *UnavailableError
+			if !errors.As(err, &un) || !errors.Is(err, ErrMayHaveRun) {
+				t.Fatalf("error: %v, want an UnavailableError with ErrMayHaveRun", err)
+			}
+			text := un.Err.Error()
+			t.Logf("an admin key reads: %s", text)
+			rest := text
+			for _, w := range tc.admin {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("an admin key reads:\n%s\nwant in it, in order: %q", text, tc.admin)
+				}
+				rest = rest[i+len(w):]
+			}
+			if rest != "" {
+				t.Errorf("an admin key reads:\n%s\nwant it to end with %q", text, tc.admin[len(tc.admin)-1])
+			}
+			switch got := ErrForKey(un.Err); {
+			case tc.key != "" && got != tc.key:
+				t.Errorf("a key that is not admin reads:\n%s\nwant:\n%s", got, tc.key)
+			case tc.key == "" && !strings.HasSuffix(got, warn):
+				t.Errorf("a key that is not admin reads:\n%s\nwant it to end with %q", got, warn)
+			}
+		})
+	}
+}
+
+// What go-sdk refuses to send, on a connection that is closing already,
+// the server never saw: no warning that it may have run (notSent knows it
+// by go-sdk's words, and fails here the day they change).
+func TestNotSentWords(t *testing.T) {
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := mcp.NewServer(&mcp.Implementation{Name: "s"}, nil).Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.Close()
+	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo"})
+	if !notSent(err) {
+		t.Errorf("a call on a closed session: %v; notSent says it was sent", err)
+	}
+	if w := noAnswer(false, "connection lost during the call: ", err, ""); errors.Is(w, ErrMayHaveRun) || strings.Contains(w.Error(), ErrMayHaveRun.Error()) {
+		t.Errorf("a call not sent reads %q, with the warning that it may have run", w)
+	}
+	if notSent(errors.New("connection closed: EOF")) || notSent(mcp.ErrConnectionClosed) {
+		t.Error("notSent of a connection closed under a call")
+	}
+}

@@ -61,11 +61,26 @@ func (e *DirError) Error() string {
 	return fmt.Sprintf("read config: %s is a folder, not a file: %s", e.Path, fix)
 }
 
-// Replaced words e for a reload: the file the gateway read at start is a
-// folder now, and the config in effect stays until it is back.
-func (e *DirError) Replaced() string {
-	return fmt.Sprintf("read config: %s is a folder now, not the config file: put the file back (the gateway keeps the config in effect meanwhile, and reads the file again once it is back)", e.Path)
+// ReloadReadError is the words of a reload's failed read of a config file
+// that was there at start and is not now: replaced by a folder, or gone
+// (removed, moved away); "" for any other error. The config in effect stays
+// until the file is back. A file gone read as at start: `no such file`,
+// and for a relative path the hint to give an absolute one, which was not
+// what went wrong.
+func ReloadReadError(err error) string {
+	var dir *DirError
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &dir):
+		return fmt.Sprintf("read config: %s is a folder now, not the config file: %s", dir.Path, putBack)
+	case errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe):
+		return fmt.Sprintf("read config: %s is gone (removed or moved away): %s", pe.Path, putBack)
+	}
+	return ""
 }
+
+// putBack is ReloadReadError's fix.
+const putBack = "put the file back (the gateway keeps the config in effect meanwhile, and reads the file again once it is back)"
 
 // ReadOnceError is a config "file" that can be read only once: a pipe
 // (`serve --config <(sops -d toolgate.enc.json)`, a FIFO), a character

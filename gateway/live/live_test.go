@@ -435,7 +435,10 @@ func TestReloadRejected(t *testing.T) {
 }
 
 // A config file that could not be read and comes back as it was (moved
-// away and back) is a reload: the rejection is not the last word.
+// away and back) is a reload: the rejection is not the last word. The
+// rejection says the file is gone and to put it back; it read as at start
+// ("no such file or directory", and for a relative path the hint to give
+// an absolute one).
 func TestReloadFileBack(t *testing.T) {
 	f, _ := runApple(t, t.TempDir(), &Options{Debounce: time.Millisecond})
 	away := f.path + ".away"
@@ -443,14 +446,15 @@ func TestReloadFileBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := f.wait(t, "the rejected reload", func(s Stats) bool { return s.ReloadGeneration == 1 })
-	if !strings.Contains(st.LastReload.Error, "no such file") {
+	const gone = "is gone (removed or moved away): put the file back (the gateway keeps the config in effect meanwhile"
+	if !strings.Contains(st.LastReload.Error, gone) {
 		t.Fatalf("file gone: last reload %+v", st.LastReload)
 	}
 	if err := os.Rename(away, f.path); err != nil {
 		t.Fatal(err)
 	}
 	st = f.wait(t, "the reload of the file back", func(s Stats) bool { return s.ReloadGeneration == 2 })
-	if st.LastReload.Error != "" || !slices.Equal(st.LastReload.Unchanged, []string{"a"}) || !strings.Contains(st.LastReloadError, "no such file") {
+	if st.LastReload.Error != "" || !slices.Equal(st.LastReload.Unchanged, []string{"a"}) || !strings.Contains(st.LastReloadError, gone) {
 		t.Errorf("file back: %+v (last reload %+v)", st, st.LastReload)
 	}
 	if got := f.find(t, "apple", 1); !slices.Equal(got, []string{"a__apple"}) {

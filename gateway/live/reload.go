@@ -134,10 +134,8 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 		l.log.Error("config reload failed: cannot read the file; the previous config stays in effect", "file", file, "trigger", trigger, "err", err, "fix", fix)
 		return l.reloaded(&Reload{At: start, Trigger: trigger, Error: err.Error() + ": " + fix}), true
 	}
-	var dir *config.DirError
-	if errors.As(err, &dir) {
-		// A file replaced by a folder: the fix is to put it back.
-		why := dir.Replaced()
+	if why := config.ReloadReadError(err); why != "" {
+		// A file replaced by a folder, or gone: the fix is to put it back.
 		return reject("config reload failed: cannot read the file; the previous config stays in effect", errors.New(why), why)
 	}
 	if err != nil {

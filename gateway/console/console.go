@@ -695,11 +695,14 @@ func (c *Console) serveSearch(w http.ResponseWriter, r *http.Request, caller *po
 		// As search_tools reads "server" (" Memory ", "memory__"); one the
 		// caller has no tool of answered noMatch, as if no tool fitted.
 		servers := catalogServers(c.catalog(caller))
-		if meant := catalog.ServersMeant(q.Server, servers); len(meant) > 1 {
+		switch meant := catalog.ServersMeant(q.Server, servers); {
+		case len(meant) > 1:
 			writeError(w, http.StatusBadRequest, "server "+catalog.AmbiguousName(q.Server, meant))
 			return
+		case len(meant) == 1:
+			q.Server = meant[0]
 		}
-		if q.Server = catalog.ResolveServer(q.Server, servers); !slices.Contains(servers, q.Server) {
+		if !slices.Contains(servers, q.Server) {
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("server %q: no tool of it is in the catalog (servers: %s): leave server out to search them all",
 				oneline.Echo(q.Server), strings.Join(servers, ", ")))
 			return

@@ -53,16 +53,6 @@ func SplitID(id string) (server, tool string, err error) {
 	return server, tool, nil
 }
 
-// ResolveServer is the server of servers that name means when it is none
-// of them as written (ServersMeant), when it means one; otherwise name, as
-// written.
-func ResolveServer(name string, servers []string) string {
-	if meant := ServersMeant(name, servers); len(meant) == 1 {
-		return meant[0]
-	}
-	return name
-}
-
 // ServersMeant is the servers of servers that name may mean: itself; else
 // as written with space around it or the separator after it ("github__",
 // as IDs start); else those named so in another case ("GitHub" for

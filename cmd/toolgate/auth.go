@@ -375,6 +375,10 @@ type authServerStatus struct {
 	Expiry      *time.Time `json:"expiry,omitempty"`
 	Refreshable bool       `json:"refreshable,omitempty"`
 	Scopes      []string   `json:"scopes,omitempty"`
+	// noLogin: it asks for a Bearer token but offers no login (no
+	// protected-resource metadata): a token in its "headers" is the fix,
+	// not `auth login`, which could only fail.
+	noLogin bool
 }
 
 func runAuthStatus(ctx context.Context, g *globals, w, stderr io.Writer, f authStatusFlags) error {
@@ -400,7 +404,7 @@ func runAuthStatus(ctx context.Context, g *globals, w, stderr io.Writer, f authS
 		wg.Go(func() {
 			st := &out[i]
 			authState(ctx, store, byName[st.Server], st, f.timeout)
-			if st.Auth == authNeedsLogin {
+			if st.Auth == authNeedsLogin && !st.noLogin {
 				st.Login = login(st.Server)
 			}
 		})
@@ -430,12 +434,14 @@ func runAuthStatus(ctx context.Context, g *globals, w, stderr io.Writer, f authS
 			}
 		}
 	}
-	var need, unknown []string
+	var need, token, unknown []string
 	for _, st := range out {
-		switch st.Auth {
-		case authNeedsLogin:
+		switch {
+		case st.noLogin:
+			token = append(token, st.Server)
+		case st.Auth == authNeedsLogin:
 			need = append(need, st.Server)
-		case authUnknown:
+		case st.Auth == authUnknown:
 			unknown = append(unknown, st.Server)
 		}
 	}
@@ -446,6 +452,13 @@ func runAuthStatus(ctx context.Context, g *globals, w, stderr io.Writer, f authS
 		says = append(says, need[0]+" needs a login")
 	default:
 		says = append(says, strings.Join(need, ", ")+" need a login")
+	}
+	switch len(token) {
+	case 0:
+	case 1:
+		says = append(says, token[0]+` needs a token in its "headers"`)
+	default:
+		says = append(says, strings.Join(token, ", ")+` need a token in their "headers"`)
 	}
 	if len(unknown) > 0 {
 		// A server that could not be asked (unreachable, its certificate
@@ -499,6 +512,9 @@ func authState(ctx context.Context, store *oauth.Store, s config.Server, st *aut
 		if fix := s.TLS.Fix(err); fix != "" {
 			st.Detail += ": " + fix
 		}
+	case ch != nil && !oauth.OffersLogin(pctx, hc, s.URL, ch):
+		st.Auth, st.noLogin = authNeedsLogin, true
+		st.Detail = "it answers 401 with a Bearer challenge but offers no OAuth login (no protected-resource metadata, RFC 9728): it takes a token you give it: put it in the entry's \"headers\" (\"Authorization\": \"Bearer ${TOKEN}\")"
 	case ch != nil:
 		st.Auth, st.Detail = authNeedsLogin, "it answers 401 with a Bearer challenge and no login is stored"
 	case len(s.Headers) > 0:

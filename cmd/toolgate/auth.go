@@ -182,15 +182,6 @@ func remoteServer(cfg *config.File, path, name string) (config.Server, error) {
 	return config.Server{}, usageError{fmt.Errorf("no server %q in %s (its servers: %s)", name, path, strings.Join(names, ", "))}
 }
 
-func staticAuthorization(s config.Server) bool {
-	for k := range s.Headers {
-		if strings.EqualFold(k, "Authorization") {
-			return true
-		}
-	}
-	return false
-}
-
 // secretsOf hides server s's configured secrets (its URL's query values
 // and password, its header values, its client secret) in a text, as
 // serve's errors do.
@@ -249,7 +240,7 @@ func runAuthLogin(ctx context.Context, g *globals, w, stderr io.Writer, in io.Re
 	if err != nil {
 		return err
 	}
-	if staticAuthorization(s) {
+	if s.StaticAuthorization() {
 		return fmt.Errorf("server %q sends a static Authorization header from the config: remove it from \"headers\" to log in with OAuth instead", name)
 	}
 	store := oauth.NewStore(g.DataDir())
@@ -495,7 +486,7 @@ func authState(ctx context.Context, store *oauth.Store, s config.Server, st *aut
 			st.Auth = authNeedsLogin
 		}
 		return
-	case staticAuthorization(s):
+	case s.StaticAuthorization():
 		st.Auth, st.Detail = authHeaders, "Authorization header from the config"
 		return
 	}

@@ -566,17 +566,19 @@ func originAllowed(origin string, extra []string) bool {
 // reaches such an address could run every tool. `serve` asks before it
 // listens or starts anything else. create is the command that creates a
 // key in the gateway's data folder, quoted in the refusal.
-func KeysNeeded(addr string, anyKeys func() (bool, error), create string) (bool, error) {
+// setting names where addr came from in the errors: "--http", or
+// "toolgate.http.addr" for the config's.
+func KeysNeeded(setting, addr string, anyKeys func() (bool, error), create string) (bool, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil || isLoopbackHost(host) {
 		return false, nil // Listen says what is wrong with addr
 	}
 	any, err := anyKeys()
 	if err != nil {
-		return false, fmt.Errorf("--http %q: refusing to listen on a non-loopback address: the API keys cannot be read: %w", addr, err)
+		return false, fmt.Errorf("%s %q: refusing to listen on a non-loopback address: the API keys cannot be read: %w", setting, addr, err)
 	}
 	if !any {
-		return false, fmt.Errorf("--http %q: refusing to listen on a non-loopback address without API keys: anyone who reaches it could run every tool. Create one with `%s` (or name a file of keys in toolgate.keysFile), then start again", addr, create)
+		return false, fmt.Errorf("%s %q: refusing to listen on a non-loopback address without API keys: anyone who reaches it could run every tool. Create one with `%s` (or name a file of keys in toolgate.keysFile), then start again", setting, addr, create)
 	}
 	return true, nil
 }
@@ -587,12 +589,20 @@ func KeysNeeded(addr string, anyKeys func() (bool, error), create string) (bool,
 // error (exit status 2) and a non-loopback one says --allow-remote before
 // the API keys it also needs.
 func CheckListenAddr(addr string, allowRemote bool) error {
+	return CheckListenSetting("--http", addr, allowRemote)
+}
+
+// CheckListenSetting is CheckListenAddr for an address that setting gave
+// ("--http", or "toolgate.http.addr" for the config's), which its errors
+// name: an operator who set the config's address looked for a --http
+// flag never given.
+func CheckListenSetting(setting, addr string, allowRemote bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("--http %q: want host:port, e.g. 127.0.0.1:8931: %w", addr, err)
+		return fmt.Errorf("%s %q: want host:port, e.g. 127.0.0.1:8931: %w", setting, addr, err)
 	}
 	if !allowRemote && !isLoopbackHost(host) {
-		return fmt.Errorf("--http %q: refusing to listen on a non-loopback address; use 127.0.0.1:PORT, or pass --allow-remote if you really mean it (it also needs API keys, toolgate keys create; put TLS in front, or set toolgate.http.tls)", addr)
+		return fmt.Errorf("%s %q: refusing to listen on a non-loopback address; use 127.0.0.1:PORT, or pass --allow-remote if you really mean it (it also needs API keys, toolgate keys create; put TLS in front, or set toolgate.http.tls)", setting, addr)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/tlsfiles"
 	"github.com/toolgate/toolgate/search"
@@ -170,6 +171,58 @@ type StatusReport struct {
 	// Learning is the learned pairs ranked with (StatusOptions.Learning);
 	// absent when learning from use is off.
 	Learning *LearningStatus `json:"learning,omitempty"`
+}
+
+// FrontExpiry is how the HTTPS front's certificate, read from file ("" in
+// a report for an API key that is not admin) and valid from notBefore
+// until notAfter, stands at now (tlsfiles.Expiry):
+// the line toolgate status prints ("https: certificate FILE valid until
+// …"), and what is wrong with it now (tlsfiles.Expired, NotYetValid).
+func FrontExpiry(file string, notBefore, notAfter, now time.Time) (line, problem string) {
+	return tlsfiles.Expiry(strings.TrimSpace("https: certificate "+file), "clients refuse it", notBefore, notAfter, now)
+}
+
+// FrontExpiry is FrontExpiry of the certificate p says its front serves
+// (ok false when it serves none).
+func (p *ProcessInfo) FrontExpiry(now time.Time) (line, problem string, ok bool) {
+	if p == nil || p.TLSNotAfter == nil {
+		return "", "", false
+	}
+	var nb time.Time
+	if p.TLSNotBefore != nil {
+		nb = *p.TLSNotBefore
+	}
+	line, problem = FrontExpiry(p.TLSCert, nb, *p.TLSNotAfter, now)
+	return line, problem, true
+}
+
+// FrontUnreadable is the line said of p's certificate files when they
+// changed but cannot be read ("" when they read), its time written by
+// when.
+func (p *ProcessInfo) FrontUnreadable(when func(time.Time) string) string {
+	if p == nil || p.TLSError == "" {
+		return ""
+	}
+	since := ""
+	if p.TLSErrorSince != nil {
+		since = " since " + when(*p.TLSErrorSince)
+	}
+	return "https: the certificate's files changed" + since + " but CANNOT BE READ: " + oneline.Cut(p.TLSError, 200) + ": the certificate read before is served; write the certificate and its key whole (PEM) over the files"
+}
+
+// FrontNotices are what the console says of the HTTPS front's
+// certificate, under the backends as toolgate status says it: once it is
+// due for renewal (tlsfiles.RenewWithin), expired or not valid yet, and
+// while its changed files cannot be read; none while it is simply valid.
+func (p *ProcessInfo) FrontNotices(now time.Time) []string {
+	var out []string
+	if line, problem, ok := p.FrontExpiry(now); ok && (problem != "" || p.TLSNotAfter.Sub(now) < tlsfiles.RenewWithin) {
+		out = append(out, line)
+	}
+	if line := p.FrontUnreadable(func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }); line != "" {
+		out = append(out, line)
+	}
+	return out
 }
 
 // BackendStatus is one backend in a StatusReport: the pool's snapshot plus

@@ -182,15 +182,6 @@ func remoteServer(cfg *config.File, path, name string) (config.Server, error) {
 	return config.Server{}, usageError{fmt.Errorf("no server %q in %s (its servers: %s)", name, path, strings.Join(names, ", "))}
 }
 
-func staticAuthorization(s config.Server) bool {
-	for k := range s.Headers {
-		if strings.EqualFold(k, "Authorization") {
-			return true
-		}
-	}
-	return false
-}
-
 // secretsOf hides server s's configured secrets (its URL's query values
 // and password, its header values, its client secret) in a text, as
 // serve's errors do.
@@ -249,7 +240,7 @@ func runAuthLogin(ctx context.Context, g *globals, w, stderr io.Writer, in io.Re
 	if err != nil {
 		return err
 	}
-	if staticAuthorization(s) {
+	if s.StaticAuthorization() {
 		return fmt.Errorf("server %q sends a static Authorization header from the config: remove it from \"headers\" to log in with OAuth instead", name)
 	}
 	store := oauth.NewStore(g.DataDir())
@@ -375,6 +366,10 @@ type authServerStatus struct {
 	Expiry      *time.Time `json:"expiry,omitempty"`
 	Refreshable bool       `json:"refreshable,omitempty"`
 	Scopes      []string   `json:"scopes,omitempty"`
+	// noLogin: it asks for a Bearer token but offers no login (no
+	// protected-resource metadata): a token in its "headers" is the fix,
+	// not `auth login`, which could only fail.
+	noLogin bool
 }
 
 func runAuthStatus(ctx context.Context, g *globals, w, stderr io.Writer, f authStatusFlags) error {
@@ -400,7 +395,7 @@ func runAuthStatus(ctx context.Context, g *globals, w, stderr io.Writer, f authS
 		wg.Go(func() {
 			st := &out[i]
 			authState(ctx, store, byName[st.Server], st, f.timeout)
-			if st.Auth == authNeedsLogin {
+			if st.Auth == authNeedsLogin && !st.noLogin {
 				st.Login = login(st.Server)
 			}
 		})
@@ -430,12 +425,14 @@ func runAuthStatus(ctx context.Context, g *globals, w, stderr io.Writer, f authS
 			}
 		}
 	}
-	var need, unknown []string
+	var need, token, unknown []string
 	for _, st := range out {
-		switch st.Auth {
-		case authNeedsLogin:
+		switch {
+		case st.noLogin:
+			token = append(token, st.Server)
+		case st.Auth == authNeedsLogin:
 			need = append(need, st.Server)
-		case authUnknown:
+		case st.Auth == authUnknown:
 			unknown = append(unknown, st.Server)
 		}
 	}
@@ -446,6 +443,13 @@ func runAuthStatus(ctx context.Context, g *globals, w, stderr io.Writer, f authS
 		says = append(says, need[0]+" needs a login")
 	default:
 		says = append(says, strings.Join(need, ", ")+" need a login")
+	}
+	switch len(token) {
+	case 0:
+	case 1:
+		says = append(says, token[0]+` needs a token in its "headers"`)
+	default:
+		says = append(says, strings.Join(token, ", ")+` need a token in their "headers"`)
 	}
 	if len(unknown) > 0 {
 		// A server that could not be asked (unreachable, its certificate
@@ -482,7 +486,7 @@ func authState(ctx context.Context, store *oauth.Store, s config.Server, st *aut
 			st.Auth = authNeedsLogin
 		}
 		return
-	case staticAuthorization(s):
+	case s.StaticAuthorization():
 		st.Auth, st.Detail = authHeaders, "Authorization header from the config"
 		return
 	}
@@ -499,6 +503,9 @@ func authState(ctx context.Context, store *oauth.Store, s config.Server, st *aut
 		if fix := s.TLS.Fix(err); fix != "" {
 			st.Detail += ": " + fix
 		}
+	case ch != nil && !oauth.OffersLogin(pctx, hc, s.URL, ch):
+		st.Auth, st.noLogin = authNeedsLogin, true
+		st.Detail = "it answers 401 with a Bearer challenge but offers no OAuth login (no protected-resource metadata, RFC 9728): it takes a token you give it: put it in the entry's \"headers\" (\"Authorization\": \"Bearer ${TOKEN}\")"
 	case ch != nil:
 		st.Auth, st.Detail = authNeedsLogin, "it answers 401 with a Bearer challenge and no login is stored"
 	case len(s.Headers) > 0:

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -406,6 +407,38 @@ func TestAuthCommandErrors(t *testing.T) {
 	want := "config: " + cfgPath + " (that of the gateway running on " + dataDir + "; --config FILE reads another)\n"
 	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(strings.Join(strings.Fields(string(out)), " "), "remote http needs login") || !strings.Contains(stderr.String(), want) {
 		t.Errorf("auth status without --config, a gateway running: %v\n%s%s\nwant exit status 3, remote needing a login and %q", err, out, stderr.String(), want)
+	}
+}
+
+// A server that answers 401 with a bare Bearer challenge and publishes no
+// protected-resource metadata (another toolgate with API keys: `Bearer
+// realm="toolgate"`) takes a token given in its headers: `auth status`
+// says so, without a login command to run. It said "run `toolgate auth
+// login keyed`", which then failed with "publishes no usable
+// protected-resource metadata".
+func TestAuthStatusBearerWithoutMetadata(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
+		http.Error(w, "Unauthorized: this gateway needs an API key", http.StatusUnauthorized)
+	}))
+	t.Cleanup(hs.Close)
+	cfgPath := remoteConfig(t, "keyed", hs.URL+"/mcp")
+	cmd := toolgateCmd(t, t.TempDir(), "auth", "status", "--config", cfgPath, "--json")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(stderr.String(), `keyed needs a token in its "headers"`) {
+		t.Fatalf("auth status: %v\n%s%s\nwant exit status 3 and the headers named", err, out, stderr.String())
+	}
+	var got struct {
+		Servers []struct{ Auth, Detail, Login string }
+	}
+	if err := json.Unmarshal(out, &got); err != nil || len(got.Servers) != 1 {
+		t.Fatalf("auth status --json: %v\n%s", err, out)
+	}
+	if s := got.Servers[0]; s.Auth != "needsLogin" || s.Login != "" || !strings.Contains(s.Detail, "offers no OAuth login") || !strings.Contains(s.Detail, `the entry's "headers"`) {
+		t.Errorf("keyed: %+v; want needsLogin with the headers as the fix and no login command", s)
 	}
 }
 

@@ -158,33 +158,13 @@ func certHosts(leaf *x509.Certificate) []string {
 	return out
 }
 
-// frontExpiry is tlsfiles.Expiry of the HTTPS front's certificate, in
-// file ("" in a report for an API key that is not admin).
-func frontExpiry(file string, notBefore, notAfter, now time.Time) (line, problem string) {
-	return tlsfiles.Expiry(strings.TrimSpace("https: certificate "+file), "clients refuse it", notBefore, notAfter, now)
-}
-
-// reportExpiry is frontExpiry of the certificate p says the front serves
-// (ok false when it serves none).
-func reportExpiry(p *gateway.ProcessInfo, now time.Time) (line, problem string, ok bool) {
-	if p == nil || p.TLSNotAfter == nil {
-		return "", "", false
-	}
-	var nb time.Time
-	if p.TLSNotBefore != nil {
-		nb = *p.TLSNotBefore
-	}
-	line, problem = frontExpiry(p.TLSCert, nb, *p.TLSNotAfter, now)
-	return line, problem, true
-}
-
 // warnExpiry logs, at start, a front certificate that expired, is not
 // valid yet or expires within tlsfiles.RenewWithin.
 func warnExpiry(log *slog.Logger, file string, leaf *x509.Certificate, now time.Time) {
 	if leaf == nil {
 		return
 	}
-	line, problem := frontExpiry(file, leaf.NotBefore, leaf.NotAfter, now)
+	line, problem := gateway.FrontExpiry(file, leaf.NotBefore, leaf.NotAfter, now)
 	switch {
 	case problem == tlsfiles.Expired:
 		log.Error("the HTTPS front's certificate has expired: clients refuse it", "file", file, "not_after", leaf.NotAfter, "fix", "renew it: write the new certificate and key over the files (served from the next handshake, no restart)")

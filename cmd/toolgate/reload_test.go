@@ -357,6 +357,10 @@ func TestCanListen(t *testing.T) {
 	if err := canListen(freeAddr(t), held, false); err != nil {
 		t.Errorf("a free port: %v", err)
 	}
+	// In the setting's words: it named a --http flag never given.
+	if err := canListen("0.0.0.0:"+port, held, false); err == nil || !strings.HasPrefix(err.Error(), `toolgate.http.addr "0.0.0.0:`+port+`": refusing to listen on a non-loopback address`) {
+		t.Errorf("a non-loopback address without --allow-remote: %v, want the setting named", err)
+	}
 }
 
 // TestRestartOnlySettingsListed holds serve's help and the README's

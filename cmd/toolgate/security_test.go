@@ -210,6 +210,30 @@ func TestServeRefusesRemoteWithoutKeys(t *testing.T) {
 	}
 }
 
+// TestServeRefusesConfigAddrRemote: the config's non-loopback
+// toolgate.http.addr (README, HTTPS: "0.0.0.0:8931") without
+// --allow-remote is refused first, naming the setting: it was refused for
+// the API keys first, and once a key was made for --allow-remote, each
+// refusal naming a --http flag never given.
+func TestServeRefusesConfigAddrRemote(t *testing.T) {
+	cfg := fakeConfig(t, map[string]string{"fake": ""}, nil)
+	addr := "0.0.0.0:" + freePort(t)
+	withSettings(t, cfg, map[string]any{"http": map[string]any{"addr": addr}})
+	data := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "toolgate.http.addr \"" + addr + "\": refusing to listen on a non-loopback address; use 127.0.0.1:PORT, or pass --allow-remote"},
+		{[]string{"--allow-remote"}, "toolgate.http.addr \"" + addr + "\": refusing to listen on a non-loopback address without API keys"},
+	} {
+		_, stderr, err := runToolgate(t, data, append([]string{"serve", "--config", cfg}, tc.args...)...)
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "--http") {
+			t.Errorf("serve %v: %v\n%s\nwant exit status 1 and %q", tc.args, err, stderr, tc.want)
+		}
+	}
+}
+
 // TestAPIKeysOverHTTP: once a key exists every route needs one (loopback
 // /healthz excepted; the console checks it itself: its login page comes
 // with the 401) and answers 401 with a Bearer challenge without it or

@@ -46,6 +46,16 @@ type serveFlags struct {
 	mode        string
 	profile     string
 	idle        time.Duration // --exit-when-idle
+	// httpFromConfig: http is the config's toolgate.http.addr, not --http.
+	httpFromConfig bool
+}
+
+// addrSetting names where the HTTP address came from, in its errors.
+func addrSetting(fromConfig bool) string {
+	if fromConfig {
+		return "toolgate.http.addr"
+	}
+	return "--http"
 }
 
 // lastConfig is the last --config file, made absolute: the one servers add
@@ -196,7 +206,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 			log.Info("serving MCP on stdio to the client that started this gateway; the config's toolgate.http.addr is not served (toolgate serve --http serves it)", "addr", a)
 		}
 	case a != "":
-		f.http, addrFromConfig = a, true
+		f.http, addrFromConfig, f.httpFromConfig = a, true, true
 	}
 	switch {
 	case f.idle < 0:
@@ -211,8 +221,16 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 	// A mistyped --http, or a non-loopback one without --allow-remote, is
 	// the command line's mistake: exit status 2, before anything starts.
-	if f.http != "" && !addrFromConfig {
-		if err := gateway.CheckListenAddr(f.http, f.allowRemote); err != nil {
+	// The config's address is the config's (exit status 1), checked as
+	// early: it was checked only once the API keys were, so that a
+	// non-loopback one without keys and --allow-remote took two refusals,
+	// keys first, each naming a --http flag never given.
+	if f.http != "" {
+		err := gateway.CheckListenSetting(addrSetting(addrFromConfig), f.http, f.allowRemote)
+		switch {
+		case err != nil && addrFromConfig:
+			return err
+		case err != nil:
 			return usageError{err}
 		}
 	}

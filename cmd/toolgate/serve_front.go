@@ -318,6 +318,9 @@ func (s firstSearcher) Search(ctx context.Context, q search.Query) (search.Resul
 // port this gateway holds (localhost:8931 for 127.0.0.1:8931) is not
 // tried: it is taken by this gateway alone, which a restart frees.
 func canListen(addr string, held net.Listener, allowRemote bool) error {
+	if err := gateway.CheckListenSetting("toolgate.http.addr", addr, allowRemote); err != nil {
+		return err // in the words of the setting, not of a --http flag
+	}
 	if _, port, err := net.SplitHostPort(addr); err == nil && held != nil {
 		if a, ok := held.Addr().(*net.TCPAddr); ok && port == strconv.Itoa(a.Port) {
 			return nil

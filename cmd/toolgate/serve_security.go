@@ -64,7 +64,7 @@ func (g *globals) checkKeys(cfg *config.File, f serveFlags, log *slog.Logger) (*
 	sec := &security{keys: keys.Open(dirs.Keys(g.DataDir()), &keys.Options{File: cfg.Toolgate.KeysFile, Logger: log}), command: g.command}
 	if f.http != "" {
 		var err error
-		if sec.requireKey, err = gateway.KeysNeeded(f.http, sec.keys.Any, g.command("toolgate", "keys", "create", "--name", "NAME")); err != nil {
+		if sec.requireKey, err = gateway.KeysNeeded(addrSetting(f.httpFromConfig), f.http, sec.keys.Any, g.command("toolgate", "keys", "create", "--name", "NAME")); err != nil {
 			return nil, err
 		}
 		// Fail closed at start too: keys that cannot be read stop the

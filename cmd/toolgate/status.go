@@ -426,7 +426,7 @@ func degradedReasons(rep gateway.StatusReport) []string {
 	if st := rep.Search; st != nil && st.BM25Only {
 		bad = append(bad, "search runs BM25 only: "+oneLine(st.Reason, 200))
 	}
-	if _, problem, _ := reportExpiry(rep.Process, time.Now()); problem != "" {
+	if _, problem, _ := rep.Process.FrontExpiry(time.Now()); problem != "" {
 		bad = append(bad, "the HTTPS front's certificate "+problem)
 	}
 	for _, b := range rep.Backends {
@@ -442,15 +442,11 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 	if p := rep.Process; p != nil && len(p.Config) > 0 {
 		fmt.Fprintf(w, "config: %s\n", strings.Join(p.Config, ", "))
 	}
-	if line, _, ok := reportExpiry(rep.Process, time.Now()); ok {
+	if line, _, ok := rep.Process.FrontExpiry(time.Now()); ok {
 		fmt.Fprintln(w, line)
 	}
-	if p := rep.Process; p != nil && p.TLSError != "" {
-		since := ""
-		if p.TLSErrorSince != nil {
-			since = " since " + clock(*p.TLSErrorSince)
-		}
-		fmt.Fprintf(w, "https: the certificate's files changed%s but CANNOT BE READ: %s: the certificate read before is served; write the certificate and its key whole (PEM) over the files\n", since, oneLine(p.TLSError, 200))
+	if line := rep.Process.FrontUnreadable(clock); line != "" {
+		fmt.Fprintln(w, escapeUnsafe(line))
 	}
 	if st := rep.Stats; st != nil {
 		printLoopStats(w, st)

@@ -319,9 +319,9 @@ func TestCertExpiry(t *testing.T) {
 			"https: certificate f.pem NOT VALID YET: valid from 2027-01-01 00:20 UTC, in 1 hour by this machine's clock (2027-01-01 00:00 UTC): clients refuse it until then; if it was issued just now, this machine's clock is behind (timedatectl)", "is not valid yet"},
 		{time.Time{}, now.Add(90 * 24 * time.Hour), "https: certificate f.pem valid until", ""}, // no NotBefore in the report (an older gateway)
 	} {
-		line, problem := frontExpiry("f.pem", tc.notBefore, tc.notAfter, now)
+		line, problem := gateway.FrontExpiry("f.pem", tc.notBefore, tc.notAfter, now)
 		if !strings.HasPrefix(line, tc.says) || problem != tc.problem {
-			t.Errorf("frontExpiry(%s, %s) = %q, %q; want %q, %q", tc.notBefore, tc.notAfter, line, problem, tc.says, tc.problem)
+			t.Errorf("FrontExpiry(%s, %s) = %q, %q; want %q, %q", tc.notBefore, tc.notAfter, line, problem, tc.says, tc.problem)
 		}
 	}
 	// At start the log says so: an error once expired or while not valid
@@ -385,7 +385,7 @@ func TestCertExpiry(t *testing.T) {
 	if strings.Contains(out.String(), "later.pem") {
 		t.Errorf("status names a client certificate far from expiry:\n%s", out.String())
 	}
-	if line, _ := frontExpiry("", issued, now.Add(90*24*time.Hour), now); line != "https: certificate valid until 2027-04-01 00:00 UTC (90 days)" {
+	if line, _ := gateway.FrontExpiry("", issued, now.Add(90*24*time.Hour), now); line != "https: certificate valid until 2027-04-01 00:00 UTC (90 days)" {
 		t.Errorf("no file (a report for a key that is not admin): %q", line)
 	}
 	if bad := degradedReasons(rep); !slices.Equal(bad, []string{"gone's client certificate has expired", "early's client certificate is not valid yet"}) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -504,4 +505,49 @@ func TestOAuthInsufficientScopeThenLogin(t *testing.T) {
 	e.login(t)
 	testenv.Eventually(t, "demo up with the new login", func() bool { return statusOf(t, e.pool, "demo").State == StateUp })
 	e.echo(t, "with the scope")
+}
+
+// A server that answers 401 with a bare Bearer challenge and publishes no
+// protected-resource metadata takes a token given to it (a personal access
+// token, another toolgate's API keys): it is down with its 401 and the fix
+// in the entry's "headers". It was needs-login, telling to run `toolgate
+// auth login`, which could only fail ("publishes no usable
+// protected-resource metadata"). With the metadata at its well-known URL
+// instead of in the challenge, it needs a login as before.
+func TestOAuthBearerWithoutMetadata(t *testing.T) {
+	for _, metadata := range []bool{false, true} {
+		t.Run(fmt.Sprintf("metadata=%v", metadata), func(t *testing.T) {
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if metadata && r.URL.Path == "/.well-known/oauth-protected-resource/mcp" {
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprintf(w, `{"resource": %q, "authorization_servers": ["http://%s/as"]}`, "http://"+r.Host+"/mcp", r.Host)
+					return
+				}
+				w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
+				http.Error(w, "this gateway needs an API key", http.StatusUnauthorized)
+			}))
+			t.Cleanup(hs.Close)
+			tokens := oauth.NewTokens(oauth.NewStore(t.TempDir()), &oauth.Options{
+				LoginCommand: func(server string) string { return "toolgate auth login " + server },
+			})
+			t.Cleanup(func() { tokens.Close() })
+			o := testOptions(nil)
+			o.Auth = tokens
+			p := startPool(t, []config.Server{{Name: "keyed", Type: config.TypeHTTP, URL: hs.URL + "/mcp"}}, o)
+			var st Status
+			testenv.Eventually(t, "keyed past its first connect", func() bool {
+				st = statusOf(t, p, "keyed")
+				return st.State == StateDown || st.State == StateNeedsLogin
+			})
+			if metadata {
+				if st.State != StateNeedsLogin || !strings.Contains(st.Err, "toolgate auth login keyed") {
+					t.Fatalf("with metadata at the well-known URL: state %s: %s; want needs-login", st.State, st.Err)
+				}
+				return
+			}
+			if st.State != StateDown || !strings.Contains(st.Err, "401 Unauthorized") || !strings.Contains(st.Err, `set them in the entry's "headers"`) || strings.Contains(st.Err, "needs a login") {
+				t.Fatalf("without metadata: state %s: %s; want down with its 401 and the entry's headers", st.State, st.Err)
+			}
+		})
+	}
 }

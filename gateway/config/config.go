@@ -194,6 +194,17 @@ func (s Server) unsetKeys(skip map[string]bool) map[string]bool {
 	return out
 }
 
+// StaticAuthorization reports whether s's headers hold an Authorization
+// header (in any case), which a login's token would replace.
+func (s Server) StaticAuthorization() bool {
+	for k := range s.Headers {
+		if strings.EqualFold(k, "Authorization") {
+			return true
+		}
+	}
+	return false
+}
+
 // OAuth is a remote server's "oauth" entry.
 type OAuth struct {
 	// ClientID is the client registered for toolgate with the server's

@@ -355,6 +355,11 @@ func TestParseBad(t *testing.T) {
 			{`mcpServers["e"].oauth.clientID`, `did you mean "clientId"?`},
 			{`mcpServers["e"].oauth.scopes`, "got a string, want an array of strings"},
 		}},
+		// An unset ${LINEAR_SECRET} in "oauth" hid the conflict with a
+		// static header: `toolgate servers` called the file valid.
+		{"oauth with a variable unset beside a static header", `{"mcpServers": {"l": {"url": "https://h/mcp", "headers": {"Authorization": "Bearer k"}, "oauth": {"clientId": "c", "clientSecret": "${LINEAR_SECRET}"}}}}`, env(), []want{
+			{`mcpServers["l"].oauth`, `static "Authorization" header both authorize`},
+		}},
 		{"http with stdio fields", `{"mcpServers": {"a": {"type": "http", "url": "http://h/", "args": ["x"], "env": {"A": "b"}, "cwd": "."}}}`, nil, []want{
 			{`mcpServers["a"].args`, "only used by stdio servers"},
 			{`mcpServers["a"].cwd`, "only used by stdio servers"},

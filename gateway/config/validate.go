@@ -246,7 +246,14 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 			}
 		}
 		if o := s.OAuth; o != nil {
-			for _, p := range checkOAuth(*o, s.Headers) {
+			if s.StaticAuthorization() {
+				// Said whatever variables the entry leaves unset (what
+				// skip is for: their values): an unset ${LINEAR_SECRET}
+				// in "oauth" hid it, and `toolgate servers` called the
+				// config valid that the gateway then refused.
+				errs = append(errs, &FieldError{Server: name, Field: "oauth", Msg: `and a static "Authorization" header both authorize this server: keep "oauth" (and run toolgate auth login) or the header, not both`})
+			}
+			for _, p := range checkOAuth(*o) {
 				bad("oauth"+p[0], "%s", p[1])
 			}
 		}
@@ -293,13 +300,8 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 
 // checkOAuth returns the problems of an "oauth" entry as (field suffix,
 // message) pairs.
-func checkOAuth(o OAuth, headers map[string]string) [][2]string {
+func checkOAuth(o OAuth) [][2]string {
 	var out [][2]string
-	for k := range headers {
-		if strings.EqualFold(k, "Authorization") {
-			out = append(out, [2]string{"", `and a static "Authorization" header both authorize this server: keep "oauth" (and run toolgate auth login) or the header, not both`})
-		}
-	}
 	if strings.TrimSpace(o.ClientID) != o.ClientID {
 		out = append(out, [2]string{".clientId", "has leading or trailing spaces: remove them"})
 	}

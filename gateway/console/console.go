@@ -542,8 +542,9 @@ type State struct {
 	CanEnable  bool `json:"canEnable"`
 	HasCalls   bool `json:"hasCalls"`
 	// Warnings are what needs doing that the backends table does not say:
-	// client certificates due for renewal, expired, or unreadable
-	// (gateway.BackendStatus.CertNotice), as toolgate status prints them.
+	// the HTTPS front's certificate (gateway.ProcessInfo.FrontNotices) and
+	// client certificates (gateway.BackendStatus.CertNotice) due for
+	// renewal, expired, or unreadable, as toolgate status prints them.
 	Warnings []string `json:"warnings"`
 	// NoServers is what the backends table says in place of its rows
 	// when it has none (Options.NoServers).
@@ -553,6 +554,10 @@ type State struct {
 func (c *Console) state(caller *policy.Caller) State {
 	rep := c.o.Status.Report(c.o.Backends, caller)
 	s := State{StatusReport: rep, HasCalls: c.o.Calls != nil, Calls: []Call{}, Warnings: []string{}}
+	// The HTTPS front's own certificate first: it was said only by
+	// toolgate status and the log, so the console of a gateway whose
+	// certificate expired in days showed nothing to do.
+	s.Warnings = append(s.Warnings, rep.Process.FrontNotices(c.o.Now())...)
 	for _, b := range rep.Backends {
 		if line, _ := b.CertNotice(c.o.Now()); line != "" {
 			s.Warnings = append(s.Warnings, line)

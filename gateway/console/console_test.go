@@ -900,6 +900,50 @@ func TestStateHasStatusSections(t *testing.T) {
 	}
 }
 
+// TestStateFrontCertificate: the console says, under the backends, that
+// the HTTPS front's own certificate is due for renewal, or that its
+// changed files cannot be read, as toolgate status does; it said only
+// the backends' client certificates, so a gateway whose certificate
+// expired in days showed nothing to do. A certificate far from expiry is
+// not said.
+func TestStateFrontCertificate(t *testing.T) {
+	since := time.Date(2026, 12, 5, 11, 44, 21, 0, time.UTC)
+	for _, tc := range []struct {
+		left time.Duration
+		err  string
+		want []string
+	}{
+		{90 * 24 * time.Hour, "", nil},
+		{3*24*time.Hour + time.Hour, "", []string{"https: certificate /etc/toolgate/gw.pem expires at "}},
+		{90 * 24 * time.Hour, "tls: failed to find any PEM data", []string{"https: the certificate's files changed since 2026-12-05 11:44 UTC but CANNOT BE READ: tls: failed to find any PEM data: the certificate read before is served"}},
+	} {
+		notAfter := time.Now().Add(tc.left)
+		p := &gateway.ProcessInfo{Transport: "http", TLS: true, TLSCert: "/etc/toolgate/gw.pem", TLSNotAfter: &notAfter, TLSError: tc.err}
+		if tc.err != "" {
+			p.TLSErrorSince = &since
+		}
+		e := newEnvWith(t, &Options{Catalog: fakeCatalog{}, Status: &gateway.StatusOptions{Process: func() *gateway.ProcessInfo { return p }}})
+		_, body := e.do(t, "GET", "/ui/api/state", "")
+		var st State
+		if err := json.Unmarshal([]byte(body), &st); err != nil {
+			t.Fatal(err)
+		}
+		var front []string
+		for _, w := range st.Warnings {
+			if strings.HasPrefix(w, "https: ") {
+				front = append(front, w)
+			}
+		}
+		ok := len(front) == len(tc.want)
+		for i := 0; ok && i < len(front); i++ {
+			ok = strings.HasPrefix(front[i], tc.want[i])
+		}
+		if !ok {
+			t.Errorf("certificate due in %s, files error %q: the front's warnings %q, want %q", tc.left, tc.err, front, tc.want)
+		}
+	}
+}
+
 // TestCSRFTokenAfterRestart: a page opened before a gateway without keys
 // restarted keeps a session cookie the new process does not know; its
 // next state poll hands over a new session and CSRF token (X-CSRF-Token),

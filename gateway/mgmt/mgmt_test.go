@@ -578,3 +578,26 @@ func TestServerNameMeant(t *testing.T) {
 		t.Errorf(`server_status "X_Y-Z": %s`, resText(res))
 	}
 }
+
+// A refusal for a server outside the key's scope points to list_servers
+// only for a key that may run it; a key allowed restart_server alone gets
+// the names of the servers it may manage: it was pointed to list_servers,
+// which its globs refuse.
+func TestScopedRefusalNamesWhatItMayManage(t *testing.T) {
+	s, _, rt, _ := newTestServer(t, false)
+	rt.tools = []catalog.Tool{{Server: "a", Name: "x"}, {Server: "b", Name: "y"}, {Server: Name, Name: "restart_server"}, {Server: Name, Name: "list_servers"}}
+	rt.pol = policy.NewSet(keys.NewScope(rt.pol.Profiles, ChangesConfig), policy.NewConfigured([]string{"a", "b", Name}), policy.NewDisabled(nil), rt.pol.Profiles())
+	for _, tc := range []struct {
+		allow     []string
+		want, not string
+	}{
+		{[]string{"a__*", "toolgate__restart_server"}, "The servers this client may manage: a.", "list_servers"},
+		{[]string{"a__*", "toolgate__*"}, "toolgate__list_servers lists the servers this client may manage.", "The servers"},
+	} {
+		c := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "low", Allow: tc.allow}}
+		_, err := s.CallTool(policy.WithCaller(context.Background(), c), Name, "restart_server", map[string]any{"name": "b"})
+		if !errors.Is(err, policy.ErrDenied) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), tc.not) {
+			t.Errorf("allow %v: restart b: %v; want denied, saying %q", tc.allow, err, tc.want)
+		}
+	}
+}

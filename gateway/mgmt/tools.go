@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/oneline"
 )
@@ -240,11 +241,16 @@ func (s *Server) find(c *policy.Caller, name string) (ServerInfo, *mcp.CallToolR
 // noServer is the answer for a server name that is not among infos (the
 // servers the caller may manage).
 func noServer(name string, infos []ServerInfo) *mcp.CallToolResult {
+	return toolError("there is no server named %q (servers: %s)", oneline.Echo(name), serverNames(infos))
+}
+
+// serverNames is the names of infos, comma-separated.
+func serverNames(infos []ServerInfo) string {
 	names := make([]string, len(infos))
 	for i, in := range infos {
 		names[i] = in.Name
 	}
-	return toolError("there is no server named %q (servers: %s)", oneline.Echo(name), strings.Join(names, ", "))
+	return strings.Join(names, ", ")
 }
 
 // namesServer reports whether the management tool acts on the server its
@@ -277,9 +283,23 @@ func (s *Server) mayManage(c *policy.Caller, tool string, args map[string]any) (
 		return nil, nil
 	}
 	if why != "" {
-		return nil, &deniedError{fmt.Sprintf("%s__%s is refused for server %q: %s. toolgate__list_servers lists the servers this client may manage.", Name, tool, name, why)}
+		return nil, &deniedError{fmt.Sprintf("%s__%s is refused for server %q: %s. %s", Name, tool, name, why, s.managedHint(c))}
 	}
 	return noServer(name, s.visibleInfos(c)), nil
+}
+
+// managedHint says where c learns the servers it may manage: list_servers
+// when c may run it, else their names (a key allowed restart_server alone
+// was pointed to list_servers, which its globs refuse).
+func (s *Server) managedHint(c *policy.Caller) string {
+	if s.rt.Policy().Sees(c, catalog.Tool{Server: Name, Name: "list_servers"}) {
+		return Name + "__list_servers lists the servers this client may manage."
+	}
+	infos := s.visibleInfos(c)
+	if len(infos) == 0 {
+		return "This client may manage no server."
+	}
+	return "The servers this client may manage: " + serverNames(infos) + "."
 }
 
 func (s *Server) serverStatus(_ context.Context, c *policy.Caller, a serverArgs) *mcp.CallToolResult {

@@ -82,6 +82,43 @@ func Probe(ctx context.Context, client *http.Client, transport, serverURL string
 	return nil, nil
 }
 
+// OffersLogin reports whether a server at serverURL that answered 401 with
+// the Bearer challenge ch offers a login toolgate can make: the challenge
+// names its protected-resource metadata, or metadata answers at a
+// well-known URL (RFC 9728; the MCP authorization spec wants one or the
+// other). A Bearer challenge alone is also what a server that takes only a
+// static token sends (a personal access token, another toolgate's API
+// keys): `auth status` and the gateway told to run `toolgate auth login`,
+// which then failed with "publishes no usable protected-resource
+// metadata"; the fix there is a token in the entry's "headers". A
+// well-known URL that cannot be asked (no answer) counts as offering one:
+// the login's own error then says what failed.
+func OffersLogin(ctx context.Context, client *http.Client, serverURL string, ch *Challenge) bool {
+	if ch == nil {
+		return false
+	}
+	if ch.ResourceMetadata != "" {
+		return true
+	}
+	for _, c := range prmCandidates("", serverURL) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
+		if err != nil {
+			return true
+		}
+		req.Header.Set("Accept", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return true
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return true
+		}
+	}
+	return false
+}
+
 // bearerChallenge finds the Bearer challenge of a 401's WWW-Authenticate.
 func bearerChallenge(h http.Header) (*Challenge, bool) {
 	cs, err := oauthex.ParseWWWAuthenticate(h.Values("WWW-Authenticate"))

@@ -3,9 +3,11 @@ package oauth
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,6 +19,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
+
+	"github.com/toolgate/toolgate/internal/oneline"
 )
 
 // Server is the server to log in to, as its config entry gives it.
@@ -154,18 +158,31 @@ func Login(ctx context.Context, store *Store, srv Server, opts *LoginOptions) (*
 	state := rand.Text()
 	cfg := authConfig(d, client, scopes)
 	authURL := cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", d.prm.Resource))
-	if client.ID == prevClientID(prev) && client.Registered && refusesClient(ctx, hc, authURL) {
-		// The client registered by the previous login is unknown there
-		// now (an authorization server that keeps registrations in
-		// memory, restarted): the browser showed "invalid client" and the
-		// login waited for a redirect that could not come.
-		o.Logger.Info("the authorization server no longer knows the client registered before; registering anew", "server", srv.Name, "issuer", d.asm.Issuer)
-		ln.Close()
-		if ln, client, err = listenAndRegister(ctx, hc, srv, d.asm, scopes, nil, o.ClientName); err != nil {
-			return nil, err
+	if srv.ClientID != "" {
+		// The config's client, which the authorization server may not
+		// know (a typo, another server's): the browser showed its error
+		// and the login waited out its timeout for a redirect that could
+		// not come.
+		if refused, why := refusesClient(ctx, hc, authURL); refused {
+			ln.Close()
+			return nil, fmt.Errorf("the authorization endpoint %s refuses this login's request before any page (%s): it does not know the client %q of the entry's \"oauth\": {\"clientId\"}, or not its redirect URI %s (a client registered ahead of time must allow any loopback port, RFC 8252 §7.3): check clientId with the authorization server's registration, or remove \"clientId\" where the server lets toolgate register itself",
+				d.asm.AuthorizationEndpoint, why, srv.ClientID, client.RedirectURI)
 		}
-		cfg = authConfig(d, client, scopes)
-		authURL = cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", d.prm.Resource))
+	}
+	if client.ID == prevClientID(prev) && client.Registered {
+		if refused, _ := refusesClient(ctx, hc, authURL); refused {
+			// The client registered by the previous login is unknown
+			// there now (an authorization server that keeps registrations
+			// in memory, restarted): the browser showed "invalid client"
+			// and the login waited for a redirect that could not come.
+			o.Logger.Info("the authorization server no longer knows the client registered before; registering anew", "server", srv.Name, "issuer", d.asm.Issuer)
+			ln.Close()
+			if ln, client, err = listenAndRegister(ctx, hc, srv, d.asm, scopes, nil, o.ClientName); err != nil {
+				return nil, err
+			}
+			cfg = authConfig(d, client, scopes)
+			authURL = cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", d.prm.Resource))
+		}
 	}
 
 	res, err := awaitRedirect(ctx, ln, state, srv.Name, o, func() error { return o.Authorize(authURL) })
@@ -232,19 +249,31 @@ func prevClientID(prev *Credentials) string {
 // answers a request from a client it does not know 400 (or 401) rather
 // than redirecting (RFC 6749 §4.1.2.1), and a login page or a redirect
 // otherwise. No answer is no refusal: the browser will say.
-func refusesClient(ctx context.Context, hc *http.Client, authURL string) bool {
+// why is the refusal's OAuth error code and description when its body is
+// a JSON error, else its status.
+func refusesClient(ctx context.Context, hc *http.Client, authURL string) (refused bool, why string) {
 	c := *hc
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
 	if err != nil {
-		return false
+		return false, ""
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return false
+		return false, ""
 	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUnauthorized
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusUnauthorized {
+		return false, ""
+	}
+	var e struct {
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}
+	if json.NewDecoder(io.LimitReader(resp.Body, 16<<10)).Decode(&e) == nil && e.Error != "" {
+		return true, oneline.Cut(oauthErrorText(e.Error, e.Description), 200)
+	}
+	return true, "it answered " + resp.Status
 }
 
 // listenAndRegister opens the loopback listener of the redirect (RFC 8252

@@ -212,6 +212,21 @@ func TestLoginErrors(t *testing.T) {
 			t.Fatalf("err = %v, want ErrLoginTimeout", err)
 		}
 	})
+	t.Run("a client of the config the authorization server does not know", func(t *testing.T) {
+		// It waited for a redirect that could not come (the browser
+		// showed the refusal) until its timeout.
+		_, rs := protected(t, nil)
+		srv := server(rs)
+		srv.ClientID = "typo-client"
+		asked := false
+		_, err := oauth.Login(ctx, oauth.NewStore(t.TempDir()), srv, &oauth.LoginOptions{
+			Authorize: func(string) error { asked = true; return nil },
+			Timeout:   2 * time.Second,
+		})
+		if err == nil || !strings.Contains(err.Error(), `does not know the client "typo-client"`) || !strings.Contains(err.Error(), "400 Bad Request") || asked {
+			t.Fatalf("err = %v (browser asked: %v), want the refusal before any browser", err, asked)
+		}
+	})
 	t.Run("server not running", func(t *testing.T) {
 		_, err := oauth.Login(ctx, oauth.NewStore(t.TempDir()), oauth.Server{Name: "x", URL: "http://127.0.0.1:1/mcp", Transport: oauth.TransportHTTP}, nil)
 		if err == nil || !strings.Contains(err.Error(), "no answer from http://127.0.0.1:1/mcp") {

@@ -273,6 +273,27 @@ type transport struct {
 	// memOnly: the login file went with the data folder, and creds is
 	// the login until a refresh writes it back.
 	memOnly bool
+	// offers caches OffersLogin's answer for this connection: 0 not
+	// asked yet, 1 yes, -1 no.
+	offers int
+}
+
+// offersLogin is OffersLogin for the server of tr, asked once per
+// connection (a reconnect asks again: the server may have changed).
+func (tr *transport) offersLogin(ctx context.Context, ch *Challenge) bool {
+	tr.mu.Lock()
+	o := tr.offers
+	tr.mu.Unlock()
+	if o == 0 {
+		o = -1
+		if OffersLogin(ctx, &http.Client{Transport: tr.base}, tr.url, ch) {
+			o = 1
+		}
+		tr.mu.Lock()
+		tr.offers = o
+		tr.mu.Unlock()
+	}
+	return o > 0
 }
 
 func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -290,7 +311,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if tok == "" {
-		if _, bearer := bearerChallenge(resp.Header); !bearer {
+		if ch, bearer := bearerChallenge(resp.Header); !bearer || !tr.offersLogin(ctx, ch) {
 			return resp, nil // not OAuth: the caller reports the 401 as it is
 		}
 		discard(resp)

@@ -510,15 +510,25 @@ type Named struct {
 // (the later replaces the earlier, a conflict said).
 func SeparateCaseTwins(taken []Named, rs []*Result) ([]string, error) {
 	first := map[string]Named{} // lower case → the first server so
-	used := map[string]bool{}   // every name, lower case
+	used := map[string]bool{}   // every name of the files and the names given, lower case
+	into := map[string]string{} // lower case → the name in the config imported into
 	for _, t := range taken {
 		first[strings.ToLower(t.Name)] = t
-		used[strings.ToLower(t.Name)] = true
+		into[strings.ToLower(t.Name)] = t.Name
 	}
 	for _, r := range rs {
 		for _, name := range r.Servers {
 			used[strings.ToLower(name)] = true
 		}
+	}
+	// free says whether a server may be given the name alt: no server of
+	// the files and no other name given has it in any case, and the config
+	// imported into has it, if at all, as written: that server is replaced
+	// as one of the very same name is, so an import run again gives
+	// "memory-cursor" again (it made "memory-cursor-2", a copy, each time).
+	free := func(alt string) bool {
+		in, ok := into[strings.ToLower(alt)]
+		return !used[strings.ToLower(alt)] && (!ok || in == alt)
 	}
 	var notes []string
 	for _, r := range rs {
@@ -544,7 +554,7 @@ func SeparateCaseTwins(taken []Named, rs []*Result) ([]string, error) {
 				continue
 			default:
 				alt := validName(name + "-" + r.Format)
-				for i := 2; used[strings.ToLower(alt)]; i++ {
+				for i := 2; !free(alt); i++ {
 					alt = validName(fmt.Sprintf("%s-%s-%d", name, r.Format, i))
 				}
 				used[strings.ToLower(alt)] = true

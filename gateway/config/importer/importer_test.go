@@ -339,3 +339,28 @@ func TestSeparateCaseTwins(t *testing.T) {
 		}
 	}
 }
+
+// An import run again into the config it wrote gives a renamed case twin
+// the name it gave it the first time, which replaces that server as one of
+// the very same name is: it made "memory-cursor-2", a copy, at each run.
+// A name the config has in another case is still not given.
+func TestSeparateCaseTwinsImportedAgain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".cursor", "mcp.json")
+	data := `{"mcpServers": {"memory": {"command": "npx", "args": ["server-memory", "--other"]}, "time": {"command": "t2"}}}`
+	cursor, err := Read(path, []byte(data), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := []Named{
+		{Name: "Memory", Entry: json.RawMessage(`{"command": "npx", "args": ["server-memory"]}`), From: "into.json"},
+		{Name: "memory-cursor", Entry: json.RawMessage(`{"command": "npx", "args": ["server-memory", "--other"]}`), From: "into.json"},
+		{Name: "Time", Entry: json.RawMessage(`{"command": "t"}`), From: "into.json"},
+		{Name: "Time-Cursor", Entry: json.RawMessage(`{"command": "mine"}`), From: "into.json"},
+	}
+	if _, err := SeparateCaseTwins(taken, []*Result{cursor}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"memory-cursor", "time-cursor-2"}; !slices.Equal(cursor.Servers, want) {
+		t.Errorf("servers imported again %v, want %v", cursor.Servers, want)
+	}
+}

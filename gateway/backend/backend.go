@@ -70,8 +70,23 @@ type loginError struct {
 	err    error
 }
 
-func (e *loginError) Error() string { return fmt.Sprintf("backend %q %v", e.server, e.err) }
-func (e *loginError) Unwrap() error { return e.err }
+func (e *loginError) Error() string  { return fmt.Sprintf("backend %q %v", e.server, e.err) }
+func (e *loginError) Unwrap() error  { return e.err }
+func (e *loginError) forKey() string { return fmt.Sprintf("backend %q %s", e.server, ErrForKey(e.err)) }
+
+// loginWords is the Authorizer's error for a server that wants a login
+// (oauth.NeedsLoginError: "needs a login: " and its Fix) with the
+// gateway's words kept apart from the fix (OwnWords), which an API key
+// that is not admin reads hidden: a command that names the config file
+// and the data folder, and why, which may quote the authorization server
+// or the server's URL. An error without a Fix stays as it is.
+func loginWords(err error) error {
+	var f interface{ Fix() string }
+	if !errors.As(err, &f) {
+		return err
+	}
+	return &OwnWords{Before: "needs a login: ", Said: quietCause{f.Fix(), err}}
+}
 
 // downState is the state a failure leaves a backend in.
 func downState(err error) State {
@@ -188,7 +203,7 @@ func (r *run) broke(err error) {
 // loginRequired is the Authorizer's callback for this run.
 func (r *run) loginRequired(err error) {
 	r.loginOnce.Do(func() {
-		r.loginErr = err
+		r.loginErr = loginWords(err)
 		close(r.loginLost)
 	})
 }
@@ -355,10 +370,10 @@ func (b *backend) snapshot() Status {
 		Restarts:  b.restarts,
 	}
 	if b.err != nil {
-		st.Err = b.err.Error()
+		st.Err, st.ErrForKey = b.err.Error(), ErrForKey(b.err)
 	}
 	if b.lastErr != nil {
-		st.LastErr = b.lastErr.Error()
+		st.LastErr, st.LastErrForKey = b.lastErr.Error(), ErrForKey(b.lastErr)
 	}
 	if b.run != nil {
 		st.Protocol = b.run.protocol
@@ -679,7 +694,10 @@ func (e quietCause) Unwrap() error { return e.cause }
 
 // refusedError is a remote server's connect answered with a 4xx status:
 // the server answers, and refuses (credentials, scopes, the path).
-type refusedError struct{ quietCause }
+type refusedError struct{ error }
+
+func (e refusedError) Unwrap() error  { return e.error }
+func (e refusedError) forKey() string { return ErrForKey(e.error) }
 
 // aborted is why a connect was stopped from outside, or nil when it was not.
 func (b *backend) aborted(startCtx context.Context) error {
@@ -771,11 +789,11 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 	if rf, _ := r.refused(); rf != nil && rf.answersBefore == r.headers().answers.Load() {
 		// go-sdk said the status text alone, under its calls. (A refusal
 		// the server answered past is not why the connect failed.)
-		q := quietCause{fmt.Sprintf("backend %q at %s: the server answered %s: %s", name, b.cfg.URL, rf.in(b.cfg.URL), rf.fix(name, b.cfg.Type)), err}
+		w := b.atURL(rf.ownWords(b.cfg.URL, name, b.cfg.Type, err))
 		if rf.code < 500 {
-			return refusedError{q}
+			return refusedError{w}
 		}
-		return q // 5xx: the server, or a proxy in its place, failed
+		return w // 5xx: the server, or a proxy in its place, failed
 	}
 	if te := (connectTimeoutError{}); errors.As(cause, &te) && r.headers() != nil && r.headers().answers.Load() > 0 {
 		// It answered, and then took longer than that (a slow tools/list).
@@ -784,8 +802,8 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 	if cause != nil && !errors.Is(cause, context.Canceled) {
 		return fmt.Errorf("backend %q at %s: %w: check url and that the server is running", name, b.cfg.URL, cause)
 	}
-	if why, ok := unreachable(err); ok {
-		return quietCause{fmt.Sprintf("backend %q at %s: %s", name, b.cfg.URL, why), err}
+	if why := unreachable(err); why != nil {
+		return b.atURL(why)
 	}
 	if fix := b.cfg.TLS.Fix(err); fix != "" {
 		return fmt.Errorf("backend %q at %s: %w: %s", name, b.cfg.URL, err, fix)
@@ -1056,7 +1074,7 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 		return res, nil
 	}
 	if le := r.lostLogin(); le != nil {
-		return nil, &UnavailableError{Server: name, Err: fmt.Errorf("it %w", le)}
+		return nil, &UnavailableError{Server: name, Err: &OwnWords{Before: "it ", Said: le}}
 	}
 	// An answer over the size cap resets the connection, and the
 	// supervisor may tear the run down (errStopping) before this call
@@ -1092,14 +1110,14 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 			// "context canceled" and was not sent again (CI, under load).
 			err = fmt.Errorf("%w: %w", mcp.ErrSessionMissing, err)
 		}
-		return nil, &UnavailableError{Server: name, Err: rf.ownWords(b.cfg.URL, rf.fix(name, b.cfg.Type), err)}
+		return nil, &UnavailableError{Server: name, Err: rf.ownWords(b.cfg.URL, name, b.cfg.Type, err)}
 	}
 	ue := ownRequestError(err)
-	if why, ok := unreachable(ue); ok && r.proc == nil && ctx.Err() == nil {
+	if why := unreachable(ue); why != nil && r.proc == nil && ctx.Err() == nil {
 		// go-sdk says it as a JSON-RPC error, which read as the server's
 		// own ("answered with an error: … rejected by transport").
-		r.broke(fmt.Errorf("backend %q at %s: %s", name, b.cfg.URL, why))
-		return nil, &UnavailableError{Server: name, Err: &OwnWords{Before: "it cannot be reached: ", Said: quietCause{why, err}}}
+		r.broke(b.atURL(why))
+		return nil, &UnavailableError{Server: name, Err: &OwnWords{Before: "it cannot be reached: ", Said: quietCause{"", err}, Then: why}}
 	}
 	if ue != nil && r.proc == nil && ctx.Err() == nil && (errors.Is(ue, io.EOF) || errors.Is(ue, io.ErrUnexpectedEOF) || errors.Is(ue, syscall.ECONNRESET) || closedIdle(ue)) {
 		// The connection the request went on was closed (a server stopping,
@@ -1268,7 +1286,7 @@ func (b *backend) acquire(ctx context.Context) (*run, error) {
 		var le *loginError
 		switch {
 		case errors.As(b.err, &le):
-			err = fmt.Errorf("it %w", le.err)
+			err = &OwnWords{Before: "it ", Said: le.err}
 		case b.err != nil:
 			err = &OwnWords{Before: fmt.Sprintf("it is %s: ", b.state), Said: b.err}
 		}

@@ -1131,9 +1131,13 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	sent := !notSent(err) && !errors.Is(err, mcp.ErrSessionMissing)
 	switch cause := context.Cause(cctx); {
 	case ctx.Err() != nil:
-		return nil, fmt.Errorf("call %q on %q: %w", tool, name, context.Cause(ctx))
+		// The caller gave up (its client cancelled, its key was revoked):
+		// a call sent may have run all the same.
+		return nil, unanswered(sent, fmt.Sprintf("call %q on %q: ", tool, name), context.Cause(ctx))
 	case errors.Is(cause, ErrCallTimeout):
-		err := fmt.Errorf("call %q on %q: no answer within %s: %w", tool, name, callTimeout, ErrCallTimeout)
+		// notifications/cancelled went to the server, which may have done
+		// the work, or part of it, before it read that.
+		err := unanswered(sent, fmt.Sprintf("call %q on %q: no answer within %s: ", tool, name, callTimeout), ErrCallTimeout)
 		// Kept as the server's last failure: one that stopped answering
 		// (stopped, hung) stayed "up" with no error in its status.
 		b.mu.Lock()
@@ -1199,6 +1203,15 @@ func noAnswer(sent bool, before string, said error, after string) *OwnWords {
 		return &OwnWords{Before: before, Said: said, After: after}
 	}
 	return &OwnWords{Before: before, Said: said, After: after + ": " + ErrMayHaveRun.Error(), Mark: ErrMayHaveRun}
+}
+
+// unanswered is noAnswer for a call that one of the gateway's own causes
+// ended (the call timeout, the caller's context): words and cause's text,
+// errors.Is finding cause.
+func unanswered(sent bool, words string, cause error) *OwnWords {
+	w := noAnswer(sent, words+cause.Error(), nil, "")
+	w.Mark = errors.Join(cause, w.Mark)
+	return w
 }
 
 // notSent reports whether err is go-sdk's refusal to send a call on a

@@ -669,9 +669,14 @@ func (b *backend) connectProbed(ctx context.Context, r *run, client *mcp.Client,
 		if err == nil || patient || !t.fellBack.Load() || ctx.Err() != nil {
 			return sess, err
 		}
-		b.log.Info("backend refused the legacy initialize the discover probe fell back to; connecting again to wait for its server/discover answer", keyErr, maskErr(err, b.errMask))
+		b.log.Info(msgWaitDiscover, keyErr, maskErr(err, b.errMask))
 	}
 }
+
+// msgWaitDiscover is logged when a connect starts again, after the
+// fallback to the legacy initialize was refused, to wait for the server's
+// server/discover answer.
+const msgWaitDiscover = "backend refused the legacy initialize the discover probe fell back to; connecting again to wait for its server/discover answer"
 
 // abortedError is a connect that a stop ended, not the backend: the pool
 // closing, Reconfigure removing or replacing the backend, or the start's

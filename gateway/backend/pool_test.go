@@ -350,6 +350,38 @@ func TestSlowDiscoverAnswerConnects(t *testing.T) {
 	}
 }
 
+// The same over the remote transports, with servers that take
+// server/discover at once and answer it 1 s late: each comes up, with no
+// restart, and answers a call. A streamable HTTP server that speaks
+// 2026-07-28 alone refused the legacy initialize of the fallback
+// ("Unsupported protocol version") and stayed down, every restart failing
+// the same way; the same connect now tries once more and waits for its
+// discover answer. One that speaks both comes up on the legacy protocol,
+// as does go-sdk's SSE server, which offers no 2026-07-28.
+func TestSlowDiscoverRemoteConnects(t *testing.T) {
+	t.Setenv(backendtest.EnvDiscoverDelay, "1s") // read by the in-process servers
+	o := testOptions(nil)
+	o.ProbeTimeout = 100 * time.Millisecond
+	for _, tc := range []struct {
+		name, transport, modes, protocol string
+	}{
+		{"new-only", config.TypeHTTP, "stateless,slow-discover,new-protocol-only", "2026-07-28"},
+		{"both", config.TypeHTTP, "stateless,slow-discover", LegacyProtocolVersion},
+		{"sse", config.TypeSSE, "slow-discover", LegacyProtocolVersion},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startPool(t, []config.Server{backendtest.NewHTTPServer(t, tc.transport, tc.modes).Config("slow", nil)}, o)
+			st := statusOf(t, p, "slow")
+			if st.State != StateUp || st.Protocol != tc.protocol || st.Restarts != 0 {
+				t.Fatalf("state %s, protocol %q, %d restarts (want up, %s, none): %s", st.State, st.Protocol, st.Restarts, tc.protocol, st.Err)
+			}
+			if res, err := p.CallTool(context.Background(), "slow", "echo", map[string]any{"text": "late"}); err != nil || textOf(t, res) != "late" {
+				t.Errorf("echo = %v, %v", res, err)
+			}
+		})
+	}
+}
+
 func TestCallTools(t *testing.T) {
 	p := startPool(t, []config.Server{backendtest.Command(t, "normal")}, testOptions(nil))
 	ctx := context.Background()

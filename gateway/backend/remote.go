@@ -98,6 +98,13 @@ type refusal struct {
 	call *exactResult
 }
 
+// whoOrWhen says the status is about who may call (401, 403, 407) or
+// when (408, 429), not the request: another request, on another transport
+// or protocol, meets the same answer.
+func (r *refusal) whoOrWhen() bool {
+	return slices.Contains([]int{http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired, http.StatusRequestTimeout, http.StatusTooManyRequests}, r.code)
+}
+
 // sessionGone says the server no longer knows the session the request
 // named (it ended it, or restarted): it did not run the request.
 func (r *refusal) sessionGone() bool {
@@ -486,8 +493,9 @@ func (b *backend) auth() Authorizer {
 // stdio. A streamable HTTP connection cannot be wrapped (go-sdk type-asserts
 // it), so the first Connect gets ProbeTimeout; if that passes with no answer
 // at all, a second Connect with the legacy protocol (initialize) gets the
-// rest of the connect budget. Reconnecting costs one HTTP round trip, not a
-// process start.
+// rest of the connect budget, and when the server refuses it, a third
+// waits for the discover answer. Reconnecting costs one HTTP round trip,
+// not a process start.
 func (b *backend) connectRemote(ctx context.Context, r *run, client *mcp.Client) (*mcp.ClientSession, error) {
 	sess, err := b.handshakeRemote(ctx, r, client)
 	if err == nil {
@@ -535,7 +543,23 @@ func (b *backend) handshakeRemote(ctx context.Context, r *run, client *mcp.Clien
 	}
 	b.log.Info("no answer to the first handshake within the probe timeout; retrying with the legacy initialize handshake",
 		keyTimeout, b.p.opts.ProbeTimeout, keyErr, maskErr(err, b.errMask))
-	return client.Connect(ctx, newT(), &mcp.ClientSessionOptions{ProtocolVersion: LegacyProtocolVersion})
+	sess, err = client.Connect(ctx, newT(), &mcp.ClientSessionOptions{ProtocolVersion: LegacyProtocolVersion})
+	if err == nil || ctx.Err() != nil || r.lostLogin() != nil {
+		return sess, err
+	}
+	if rf := hc.Transport.(*headerTransport).refused.Load(); rf != nil && rf.whoOrWhen() {
+		return nil, err // the credentials, or a rate: no other handshake gets further
+	}
+	if n, _ := r.notMCP(); n != nil {
+		return nil, err // a page in the server's place
+	}
+	// The server refused the legacy initialize: it was slow to answer
+	// server/discover, not legacy (one that speaks 2026-07-28 alone says
+	// "Unsupported protocol version"). Once more, with the rest of the
+	// budget for its discover answer, as connectProbed does over stdio and
+	// SSE: such a server was down, every restart failing the same way.
+	b.log.Info(msgWaitDiscover, keyErr, maskErr(err, b.errMask))
+	return client.Connect(ctx, newT(), nil)
 }
 
 // connectSSE connects with the older HTTP+SSE transport.
@@ -569,8 +593,7 @@ func (b *backend) trySSE(ctx context.Context, r *run, client *mcp.Client, tc *tl
 	// A refusal the server answered past (the 400 a 2025 server gives
 	// go-sdk's server/discover before it takes initialize) says nothing
 	// of the transport.
-	if b.cfg.Type != config.TypeHTTP || rf == nil || rf.answersBefore != ht.answers.Load() || rf.method != http.MethodPost || rf.code < 400 || rf.code >= 500 || rf.rpc ||
-		slices.Contains([]int{http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired, http.StatusRequestTimeout, http.StatusTooManyRequests}, rf.code) {
+	if b.cfg.Type != config.TypeHTTP || rf == nil || rf.answersBefore != ht.answers.Load() || rf.method != http.MethodPost || rf.code < 400 || rf.code >= 500 || rf.rpc || rf.whoOrWhen() {
 		return nil, err
 	}
 	sess, serr := b.connectSSE(ctx, r, client, tc)

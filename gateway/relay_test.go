@@ -190,18 +190,7 @@ func TestCancelReachesBackend(t *testing.T) {
 	cancelled := 0
 	cancelOne := func(t *testing.T, cs *mcp.ClientSession) {
 		t.Helper()
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() {
-			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ExecuteToolName, Arguments: map[string]any{"name": "fake__hang"}})
-			done <- err
-		}()
-		testenv.Eventually(t, "the hang call waiting at the backend", func() bool {
-			res, err := rg.pool.CallTool(context.Background(), "fake", "hangs", nil)
-			return err == nil && text(res) == backendtest.HangCount(1, cancelled)
-		})
-		cancel()
-		<-done
+		cancelHang(t, rg, cs, cancelled)
 		cancelled++
 		testenv.Eventually(t, "the backend's call cancelled", func() bool {
 			res, err := rg.pool.CallTool(context.Background(), "fake", "hangs", nil)
@@ -222,6 +211,24 @@ func TestCancelReachesBackend(t *testing.T) {
 			cancelOne(t, cs)
 		})
 	}
+}
+
+// cancelHang runs execute_tool fake__hang on cs and cancels it once the
+// fake server (mode hang, cancelled calls of hang so far) has it.
+func cancelHang(t *testing.T, rg *realGateway, cs *mcp.ClientSession, cancelled int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ExecuteToolName, Arguments: map[string]any{"name": "fake__hang"}})
+		done <- err
+	}()
+	testenv.Eventually(t, "the hang call waiting at the backend", func() bool {
+		res, err := rg.pool.CallTool(context.Background(), "fake", "hangs", nil)
+		return err == nil && text(res) == backendtest.HangCount(1, cancelled)
+	})
+	cancel()
+	<-done
 }
 
 // TestTimedOutOrCancelledMayHaveRun: a call that timed out, and one its
@@ -260,18 +267,7 @@ func TestTimedOutOrCancelledMayHaveRun(t *testing.T) {
 		t.Errorf("the audit record of a call that timed out says %q, want %q", got, timedOut)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ExecuteToolName, Arguments: map[string]any{"name": "fake__hang"}})
-		done <- err
-	}()
-	testenv.Eventually(t, "the hang call waiting at the backend", func() bool {
-		res, err := rg.pool.CallTool(context.Background(), "fake", "hangs", nil)
-		return err == nil && text(res) == backendtest.HangCount(1, 0)
-	})
-	cancel()
-	<-done
+	cancelHang(t, rg, cs, 0)
 	if got, want := reason("fake__hang"), "cancelled by the client"+warn; got != want {
 		t.Errorf("the audit record of a call its client cancelled says %q, want %q", got, want)
 	}

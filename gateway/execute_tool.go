@@ -539,20 +539,30 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 		return toolError("execute_tool %s: server %q is unavailable: %s. The other servers keep working: retry later, or pick another tool with search_tools.", name, server, backend.ForModel(why))
 	case errors.Is(err, backend.ErrCallTimeout):
 		g.log.Warn("backend call timed out", "tool", name, "server", server, "err", err)
-		return toolError("execute_tool %s: the call timed out (%v) and was cancelled on the server. Retry with a smaller request, or later.", name, err)
+		return toolError("execute_tool %s: the call timed out and was cancelled on the server: %v. Retry with a smaller request, or later.", name, err)
 	case errors.Is(context.Cause(ctx), ErrStopping):
 		note.reason = "the gateway stopped while the call ran"
 		return toolError("execute_tool %s: the gateway is stopping, so the call was cancelled on the server (it may have done part of its work). Retry once the gateway runs again.", name)
 	case keyEnded(ctx):
-		note.reason = ErrKeyRevoked.Error() + ": the call was cancelled"
-		return toolError("execute_tool %s: %v: the call was cancelled. Run it again with a valid API key.", name, ErrKeyRevoked)
+		note.reason = ErrKeyRevoked.Error() + ": the call was cancelled" + mayHaveRun(err)
+		return toolError("execute_tool %s: %s. Run it again with a valid API key.", name, note.reason)
 	case ctx.Err() != nil:
-		note.reason = "cancelled by the client"
-		return toolError("execute_tool %s: cancelled by the client.", name)
+		note.reason = "cancelled by the client" + mayHaveRun(err)
+		return toolError("execute_tool %s: %s.", name, note.reason)
 	default:
 		g.log.Warn("backend call failed", "tool", name, "server", server, "err", err)
 		return toolError("execute_tool %s: server %q answered with an error: %v", name, server, err)
 	}
+}
+
+// mayHaveRun is ": " and backend.ErrMayHaveRun's warning when err says the
+// call was sent before it was cancelled (the server may have run it, and
+// the audit log says so), else "".
+func mayHaveRun(err error) string {
+	if errors.Is(err, backend.ErrMayHaveRun) {
+		return ": " + backend.ErrMayHaveRun.Error()
+	}
+	return ""
 }
 
 // keyEnded reports whether the HTTP front ended the request of ctx because

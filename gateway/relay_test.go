@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/audit/audittest"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
@@ -189,18 +190,7 @@ func TestCancelReachesBackend(t *testing.T) {
 	cancelled := 0
 	cancelOne := func(t *testing.T, cs *mcp.ClientSession) {
 		t.Helper()
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() {
-			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ExecuteToolName, Arguments: map[string]any{"name": "fake__hang"}})
-			done <- err
-		}()
-		testenv.Eventually(t, "the hang call waiting at the backend", func() bool {
-			res, err := rg.pool.CallTool(context.Background(), "fake", "hangs", nil)
-			return err == nil && text(res) == backendtest.HangCount(1, cancelled)
-		})
-		cancel()
-		<-done
+		cancelHang(t, rg, cs, cancelled)
 		cancelled++
 		testenv.Eventually(t, "the backend's call cancelled", func() bool {
 			res, err := rg.pool.CallTool(context.Background(), "fake", "hangs", nil)
@@ -220,6 +210,66 @@ func TestCancelReachesBackend(t *testing.T) {
 			defer cs.Close()
 			cancelOne(t, cs)
 		})
+	}
+}
+
+// cancelHang runs execute_tool fake__hang on cs and cancels it once the
+// fake server (mode hang, cancelled calls of hang so far) has it.
+func cancelHang(t *testing.T, rg *realGateway, cs *mcp.ClientSession, cancelled int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ExecuteToolName, Arguments: map[string]any{"name": "fake__hang"}})
+		done <- err
+	}()
+	testenv.Eventually(t, "the hang call waiting at the backend", func() bool {
+		res, err := rg.pool.CallTool(context.Background(), "fake", "hangs", nil)
+		return err == nil && text(res) == backendtest.HangCount(1, cancelled)
+	})
+	cancel()
+	<-done
+}
+
+// TestTimedOutOrCancelledMayHaveRun: a call that timed out, and one its
+// client cancelled once the backend had it, may have run: execute_tool's
+// answer and the audit record say so (backend.ErrMayHaveRun's warning),
+// where they said only that the call timed out, or was cancelled by the
+// client.
+func TestTimedOutOrCancelledMayHaveRun(t *testing.T) {
+	warn := ": " + backend.ErrMayHaveRun.Error()
+	log := &audittest.Log{}
+	late := fakeServer(t, "late", backendtest.ModeHang)
+	late.CallTimeout = config.Duration{Duration: 300 * time.Millisecond}
+	rg := newRealGatewayWith(t, []config.Server{fakeServer(t, "fake", backendtest.ModeHang), late}, &backend.Options{CallTimeout: time.Hour}, &Options{Audit: log})
+	cs := connect(t, rg.g)
+	reason := func(tool string) string {
+		t.Helper()
+		var r string
+		testenv.Eventually(t, "the call's audit record", func() bool {
+			for _, rec := range log.Records() {
+				if rec.Action == ExecuteToolName && rec.Tool == tool {
+					r = rec.Reason
+					return true
+				}
+			}
+			return false
+		})
+		return r
+	}
+
+	res := executeWith(context.Background(), t, cs, "late__hang", nil, nil)
+	timedOut := `call "hang" on "late": no answer within 300ms: ` + backend.ErrCallTimeout.Error() + warn
+	if want := "execute_tool late__hang: the call timed out and was cancelled on the server: " + timedOut + ". Retry with a smaller request, or later."; !res.IsError || text(res) != want {
+		t.Errorf("the answer to a call that timed out:\n%s\nwant:\n%s", text(res), want)
+	}
+	if got := reason("late__hang"); got != timedOut {
+		t.Errorf("the audit record of a call that timed out says %q, want %q", got, timedOut)
+	}
+
+	cancelHang(t, rg, cs, 0)
+	if got, want := reason("fake__hang"), "cancelled by the client"+warn; got != want {
+		t.Errorf("the audit record of a call its client cancelled says %q, want %q", got, want)
 	}
 }
 

@@ -70,8 +70,23 @@ type loginError struct {
 	err    error
 }
 
-func (e *loginError) Error() string { return fmt.Sprintf("backend %q %v", e.server, e.err) }
-func (e *loginError) Unwrap() error { return e.err }
+func (e *loginError) Error() string  { return fmt.Sprintf("backend %q %v", e.server, e.err) }
+func (e *loginError) Unwrap() error  { return e.err }
+func (e *loginError) forKey() string { return fmt.Sprintf("backend %q %s", e.server, ErrForKey(e.err)) }
+
+// loginWords is the Authorizer's error for a server that wants a login
+// (oauth.NeedsLoginError: "needs a login: " and its Fix) with the
+// gateway's words kept apart from the fix (OwnWords), which an API key
+// that is not admin reads hidden: a command that names the config file
+// and the data folder, and why, which may quote the authorization server
+// or the server's URL. An error without a Fix stays as it is.
+func loginWords(err error) error {
+	var f interface{ Fix() string }
+	if !errors.As(err, &f) {
+		return err
+	}
+	return &OwnWords{Before: "needs a login: ", Said: quietCause{f.Fix(), err}}
+}
 
 // downState is the state a failure leaves a backend in.
 func downState(err error) State {
@@ -188,7 +203,7 @@ func (r *run) broke(err error) {
 // loginRequired is the Authorizer's callback for this run.
 func (r *run) loginRequired(err error) {
 	r.loginOnce.Do(func() {
-		r.loginErr = err
+		r.loginErr = loginWords(err)
 		close(r.loginLost)
 	})
 }
@@ -355,10 +370,10 @@ func (b *backend) snapshot() Status {
 		Restarts:  b.restarts,
 	}
 	if b.err != nil {
-		st.Err = b.err.Error()
+		st.Err, st.ErrForKey = b.err.Error(), ErrForKey(b.err)
 	}
 	if b.lastErr != nil {
-		st.LastErr = b.lastErr.Error()
+		st.LastErr, st.LastErrForKey = b.lastErr.Error(), ErrForKey(b.lastErr)
 	}
 	if b.run != nil {
 		st.Protocol = b.run.protocol
@@ -654,9 +669,14 @@ func (b *backend) connectProbed(ctx context.Context, r *run, client *mcp.Client,
 		if err == nil || patient || !t.fellBack.Load() || ctx.Err() != nil {
 			return sess, err
 		}
-		b.log.Info("backend refused the legacy initialize the discover probe fell back to; connecting again to wait for its server/discover answer", keyErr, maskErr(err, b.errMask))
+		b.log.Info(msgWaitDiscover, keyErr, maskErr(err, b.errMask))
 	}
 }
+
+// msgWaitDiscover is logged when a connect starts again, after the
+// fallback to the legacy initialize was refused, to wait for the server's
+// server/discover answer.
+const msgWaitDiscover = "backend refused the legacy initialize the discover probe fell back to; connecting again to wait for its server/discover answer"
 
 // abortedError is a connect that a stop ended, not the backend: the pool
 // closing, Reconfigure removing or replacing the backend, or the start's
@@ -679,7 +699,10 @@ func (e quietCause) Unwrap() error { return e.cause }
 
 // refusedError is a remote server's connect answered with a 4xx status:
 // the server answers, and refuses (credentials, scopes, the path).
-type refusedError struct{ quietCause }
+type refusedError struct{ error }
+
+func (e refusedError) Unwrap() error  { return e.error }
+func (e refusedError) forKey() string { return ErrForKey(e.error) }
 
 // aborted is why a connect was stopped from outside, or nil when it was not.
 func (b *backend) aborted(startCtx context.Context) error {
@@ -771,11 +794,11 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 	if rf, _ := r.refused(); rf != nil && rf.answersBefore == r.headers().answers.Load() {
 		// go-sdk said the status text alone, under its calls. (A refusal
 		// the server answered past is not why the connect failed.)
-		q := quietCause{fmt.Sprintf("backend %q at %s: the server answered %s: %s", name, b.cfg.URL, rf.in(b.cfg.URL), rf.fix(name, b.cfg.Type)), err}
+		w := b.atURL(rf.ownWords(b.cfg.URL, name, b.cfg.Type, err))
 		if rf.code < 500 {
-			return refusedError{q}
+			return refusedError{w}
 		}
-		return q // 5xx: the server, or a proxy in its place, failed
+		return w // 5xx: the server, or a proxy in its place, failed
 	}
 	if te := (connectTimeoutError{}); errors.As(cause, &te) && r.headers() != nil && r.headers().answers.Load() > 0 {
 		// It answered, and then took longer than that (a slow tools/list).
@@ -784,8 +807,8 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 	if cause != nil && !errors.Is(cause, context.Canceled) {
 		return fmt.Errorf("backend %q at %s: %w: check url and that the server is running", name, b.cfg.URL, cause)
 	}
-	if why, ok := unreachable(err); ok {
-		return quietCause{fmt.Sprintf("backend %q at %s: %s", name, b.cfg.URL, why), err}
+	if why := unreachable(err); why != nil {
+		return b.atURL(why)
 	}
 	if fix := b.cfg.TLS.Fix(err); fix != "" {
 		return fmt.Errorf("backend %q at %s: %w: %s", name, b.cfg.URL, err, fix)
@@ -1056,7 +1079,7 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 		return res, nil
 	}
 	if le := r.lostLogin(); le != nil {
-		return nil, &UnavailableError{Server: name, Err: fmt.Errorf("it %w", le)}
+		return nil, &UnavailableError{Server: name, Err: &OwnWords{Before: "it ", Said: le}}
 	}
 	// An answer over the size cap resets the connection, and the
 	// supervisor may tear the run down (errStopping) before this call
@@ -1092,14 +1115,14 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 			// "context canceled" and was not sent again (CI, under load).
 			err = fmt.Errorf("%w: %w", mcp.ErrSessionMissing, err)
 		}
-		return nil, &UnavailableError{Server: name, Err: rf.ownWords(b.cfg.URL, rf.fix(name, b.cfg.Type), err)}
+		return nil, &UnavailableError{Server: name, Err: rf.ownWords(b.cfg.URL, name, b.cfg.Type, err)}
 	}
 	ue := ownRequestError(err)
-	if why, ok := unreachable(ue); ok && r.proc == nil && ctx.Err() == nil {
+	if why := unreachable(ue); why != nil && r.proc == nil && ctx.Err() == nil {
 		// go-sdk says it as a JSON-RPC error, which read as the server's
 		// own ("answered with an error: … rejected by transport").
-		r.broke(fmt.Errorf("backend %q at %s: %s", name, b.cfg.URL, why))
-		return nil, &UnavailableError{Server: name, Err: &OwnWords{Before: "it cannot be reached: ", Said: quietCause{why, err}}}
+		r.broke(b.atURL(why))
+		return nil, &UnavailableError{Server: name, Err: &OwnWords{Before: "it cannot be reached: ", Said: quietCause{"", err}, Then: why}}
 	}
 	if ue != nil && r.proc == nil && ctx.Err() == nil && (errors.Is(ue, io.EOF) || errors.Is(ue, io.ErrUnexpectedEOF) || errors.Is(ue, syscall.ECONNRESET) || closedIdle(ue)) {
 		// The connection the request went on was closed (a server stopping,
@@ -1113,9 +1136,13 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 	sent := !notSent(err) && !errors.Is(err, mcp.ErrSessionMissing)
 	switch cause := context.Cause(cctx); {
 	case ctx.Err() != nil:
-		return nil, fmt.Errorf("call %q on %q: %w", tool, name, context.Cause(ctx))
+		// The caller gave up (its client cancelled, its key was revoked):
+		// a call sent may have run all the same.
+		return nil, unanswered(sent, fmt.Sprintf("call %q on %q: ", tool, name), context.Cause(ctx))
 	case errors.Is(cause, ErrCallTimeout):
-		err := fmt.Errorf("call %q on %q: no answer within %s: %w", tool, name, callTimeout, ErrCallTimeout)
+		// notifications/cancelled went to the server, which may have done
+		// the work, or part of it, before it read that.
+		err := unanswered(sent, fmt.Sprintf("call %q on %q: no answer within %s: ", tool, name, callTimeout), ErrCallTimeout)
 		// Kept as the server's last failure: one that stopped answering
 		// (stopped, hung) stayed "up" with no error in its status.
 		b.mu.Lock()
@@ -1181,6 +1208,15 @@ func noAnswer(sent bool, before string, said error, after string) *OwnWords {
 		return &OwnWords{Before: before, Said: said, After: after}
 	}
 	return &OwnWords{Before: before, Said: said, After: after + ": " + ErrMayHaveRun.Error(), Mark: ErrMayHaveRun}
+}
+
+// unanswered is noAnswer for a call that one of the gateway's own causes
+// ended (the call timeout, the caller's context): words and cause's text,
+// errors.Is finding cause.
+func unanswered(sent bool, words string, cause error) *OwnWords {
+	w := noAnswer(sent, words+cause.Error(), nil, "")
+	w.Mark = errors.Join(cause, w.Mark)
+	return w
 }
 
 // notSent reports whether err is go-sdk's refusal to send a call on a
@@ -1268,7 +1304,7 @@ func (b *backend) acquire(ctx context.Context) (*run, error) {
 		var le *loginError
 		switch {
 		case errors.As(b.err, &le):
-			err = fmt.Errorf("it %w", le.err)
+			err = &OwnWords{Before: "it ", Said: le.err}
 		case b.err != nil:
 			err = &OwnWords{Before: fmt.Sprintf("it is %s: ", b.state), Said: b.err}
 		}

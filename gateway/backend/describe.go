@@ -34,11 +34,12 @@ func (p *Pool) Unavailable(server string, forKey bool) string {
 	if forKey {
 		st = st.ForKey()
 	}
-	switch {
-	case login && forKey:
-		return fmt.Sprintf("server %q needs a login: %s", server, st.Err)
-	case login:
-		return fmt.Sprintf("server %q %v", server, le.err)
+	if login {
+		why := le.err.Error()
+		if forKey {
+			why = ErrForKey(le.err)
+		}
+		return fmt.Sprintf("server %q %s", server, why)
 	}
 	switch st.State {
 	case StateUp, StateIdle:

@@ -31,7 +31,9 @@
 // its next starts wait for that answer.
 // Streamable HTTP connections cannot be wrapped (go-sdk type-asserts them):
 // the first Connect gets ProbeTimeout and a second one speaks the legacy
-// protocol with the rest of the budget. Legacy SSE streams die with the
+// protocol with the rest of the budget; when the server refuses that (it
+// speaks the new protocol alone, and was slow), a third waits for its
+// discover answer. Legacy SSE streams die with the
 // context given to Connect, so that context lives as long as the session and
 // only the connect timer cancels it while connecting.
 //

@@ -73,7 +73,8 @@ func MaskError(err error, mask func(string) string) error { return maskErr(err, 
 // reach /status, the console, logs and execute_tool's answer. An
 // UnavailableError stays one (the gateway reads its Err), masked inside,
 // and OwnWords stays them, each part masked (what a key that is not admin
-// reads of it stays the gateway's words).
+// reads of it stays the gateway's words), as do a refusal's and a login's
+// errors around them.
 func maskErr(err error, mask func(string) string) error {
 	if err == nil || mask == nil {
 		return err
@@ -86,8 +87,21 @@ func maskErr(err error, mask func(string) string) error {
 		return err
 	case *OwnWords:
 		m := OwnWords{Before: mask(e.Before), Said: maskErr(e.Said, mask), After: mask(e.After), Mark: e.Mark}
+		if e.Then != nil {
+			m.Then, _ = maskErr(e.Then, mask).(*OwnWords)
+		}
 		if m != *e {
 			return &m
+		}
+		return err
+	case refusedError:
+		if inner := maskErr(e.error, mask); inner != e.error {
+			return refusedError{inner}
+		}
+		return err
+	case *loginError:
+		if inner := maskErr(e.err, mask); inner != e.err {
+			return &loginError{server: e.server, err: inner}
 		}
 		return err
 	}

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httputil"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -176,5 +178,63 @@ func TestNotSentWords(t *testing.T) {
 	}
 	if notSent(errors.New("connection closed: EOF")) || notSent(mcp.ErrConnectionClosed) {
 		t.Error("notSent of a connection closed under a call")
+	}
+}
+
+// A call that timed out, and one whose caller cancelled it once it was
+// sent, may have run too: the server was sent notifications/cancelled and
+// may have done the work, or part of it, before it read that. Each ends
+// with the warning (ErrMayHaveRun) and still wraps what ended it
+// (ErrCallTimeout, context.Canceled); neither said it, so an agent read
+// "the call timed out" and ran a write again. Over stdio and streamable
+// HTTP alike (there a tool that sleeps 1.5 s: go-sdk's in-process server
+// does not end a handler whose call the client gave up, and its Close
+// would wait for it).
+func TestMayHaveRunTimedOutOrCancelled(t *testing.T) {
+	warn := ": " + ErrMayHaveRun.Error()
+	for _, transport := range []string{config.TypeStdio, config.TypeHTTP} {
+		server := func(t *testing.T) (config.Server, string, map[string]any) {
+			if transport == config.TypeStdio {
+				return backendtest.Command(t, backendtest.ModeHang), "hang", nil
+			}
+			return backendtest.NewHTTPServer(t, transport, backendtest.ModeNormal).Config("fake", nil), "sleep", map[string]any{"ms": 1500}
+		}
+		t.Run(transport+"/timeout", func(t *testing.T) {
+			srv, tool, args := server(t)
+			srv.CallTimeout = config.Duration{Duration: 300 * time.Millisecond}
+			p := startPool(t, []config.Server{srv}, testOptions(nil))
+			_, err := p.CallTool(context.Background(), "fake", tool, args)
+			want := fmt.Sprintf("call %q on \"fake\": no answer within 300ms: %v%s", tool, ErrCallTimeout, warn)
+			if !errors.Is(err, ErrCallTimeout) || !errors.Is(err, ErrMayHaveRun) || err.Error() != want {
+				t.Fatalf("error:\n%v\nwant:\n%s\n(ErrCallTimeout and ErrMayHaveRun)", err, want)
+			}
+			// A key that is not admin reads it whole: all the gateway's words.
+			if got := ErrForKey(err); got != want {
+				t.Errorf("a key that is not admin reads:\n%s\nwant:\n%s", got, want)
+			}
+			if st := statusOf(t, p, "fake").ForKey(); st.LastErr != want {
+				t.Errorf("its last error, as a key that is not admin reads it: %q, want %q", st.LastErr, want)
+			}
+		})
+		t.Run(transport+"/cancelled", func(t *testing.T) {
+			srv, tool, args := server(t)
+			p := startPool(t, []config.Server{srv}, testOptions(nil))
+			ctx, cancel := context.WithCancel(context.Background())
+			errc := make(chan error, 1)
+			go func() {
+				_, err := p.CallTool(ctx, "fake", tool, args)
+				errc <- err
+			}()
+			if tool == "hang" {
+				testenv.Eventually(t, "the hang call at the server", func() bool { return hangs(t, p, "fake") == backendtest.HangCount(1, 0) })
+			} else {
+				testenv.Eventually(t, "the call in flight", func() bool { return inFlight(t, p, "fake") == 1 })
+			}
+			cancel()
+			err := <-errc
+			if want := fmt.Sprintf("call %q on \"fake\": context canceled%s", tool, warn); !errors.Is(err, context.Canceled) || !errors.Is(err, ErrMayHaveRun) || err.Error() != want {
+				t.Fatalf("error:\n%v\nwant:\n%s\n(context.Canceled and ErrMayHaveRun)", err, want)
+			}
+		})
 	}
 }

@@ -332,6 +332,21 @@ func TestOAuthNoLoginStored(t *testing.T) {
 			if st.State != StateNeedsLogin || !strings.Contains(st.Err, "run `"+loginCommand+"` (the server asks for a login and none is stored)") {
 				t.Fatalf("state %s: %s", st.State, st.Err)
 			}
+			// A key that is not admin reads that it needs a login, the
+			// command (it names the config file and the data folder) and
+			// why hidden: in its status, and in a call's error (which read
+			// all hidden).
+			if got, want := st.ForKey().Err, `backend "demo" needs a login: `+HiddenFromKey; got != want {
+				t.Errorf("its status, as a key that is not admin reads it:\n%s\nwant:\n%s", got, want)
+			}
+			_, err := e.pool.CallTool(context.Background(), "demo", "echo", map[string]any{"text": "x"})
+			var un *UnavailableError
+			if !errors.As(err, &un) || ErrForKey(un.Err) != "it needs a login: "+HiddenFromKey || !strings.Contains(err.Error(), loginCommand) {
+				t.Errorf("a call before the login: %v; a key that is not admin reads %q", err, ErrForKey(un.Err))
+			}
+			if got, want := e.pool.Unavailable("demo", true), `server "demo" needs a login: `+HiddenFromKey; got != want {
+				t.Errorf("Unavailable for a key: %q, want %q", got, want)
+			}
 			c := e.login(t)
 			testenv.Eventually(t, "up after the login", func() bool { return statusOf(t, e.pool, "demo").State == StateUp })
 			// The login asked for was given: its command is no failure to
@@ -500,6 +515,14 @@ func TestOAuthInsufficientScopeThenLogin(t *testing.T) {
 	})
 	if want := `the server wants the scopes "write", which the login was not given`; !strings.Contains(st.Err, want) || !strings.Contains(st.Err, "toolgate auth login demo") {
 		t.Errorf("status error %q, want %q and the command", st.Err, want)
+	}
+	// A key that is not admin reads the gateway's words and the fix, what
+	// the server said hidden: its URL, its answer's body and the scopes of
+	// its WWW-Authenticate header (it read all hidden).
+	want := `backend "demo" at (` + HiddenFromKey + `): the server answered a POST with 403 Forbidden`
+	fix := `: the server wants the scopes (` + HiddenFromKey + `), which the login was not given: list them, with those it has, in the entry's "oauth": {"scopes": [...]} and run ` + "`toolgate auth login demo`"
+	if got := st.ForKey().Err; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, fix) || strings.Contains(got, "write") || strings.Contains(got, e.rs.URL) {
+		t.Errorf("its status, as a key that is not admin reads it:\n%s\nwant:\n%s … %s", got, want, fix)
 	}
 	e.srv.Scopes = []string{"read", "write"}
 	e.login(t)

@@ -265,6 +265,13 @@ type Status struct {
 	TLSCertNotBefore *time.Time `json:"tlsCertNotBefore,omitempty"`
 	TLSCertNotAfter  *time.Time `json:"tlsCertNotAfter,omitempty"`
 	TLSCertError     string     `json:"tlsCertError,omitempty"`
+	// ErrForKey and LastErrForKey are what an API key that is not admin
+	// reads of Err and LastErr (ErrForKey of the errors they are the text
+	// of: the gateway's words and fix, what the server said hidden), which
+	// ForKey puts in their place; "" when the pool did not fill them in (a
+	// Status decoded or made by hand), and then ForKey hides the whole text.
+	ErrForKey     string `json:"-"`
+	LastErrForKey string `json:"-"`
 }
 
 // HiddenFromKey stands, in what an API key that is not admin sees, for a
@@ -275,13 +282,19 @@ const HiddenFromKey = "hidden from this API key: an admin key sees it"
 // ForKey is st as an API key that is not admin sees it (GET /status, the
 // console, toolgate__list_servers and toolgate__server_status): no paths
 // on the gateway's machine. The client certificate's file is left out
-// (its dates kept); its error, and the server's errors, which may hold the
-// command line, the cwd, the last stderr lines or a file's path, read
-// HiddenFromKey.
+// (its dates kept) and its error reads HiddenFromKey; the server's errors,
+// which may hold the command line, the cwd, the last stderr lines, a
+// file's path or what a remote server answered, keep the gateway's own
+// words and fix with those hidden (ErrForKey), as execute_tool's answer
+// does.
 func (st Status) ForKey() Status {
 	st.TLSCert = ""
-	for _, s := range []*string{&st.TLSCertError, &st.Err, &st.LastErr} {
-		*s = ForKey(*s)
+	st.TLSCertError = ForKey(st.TLSCertError)
+	for _, s := range []struct{ text, forKey *string }{{&st.Err, &st.ErrForKey}, {&st.LastErr, &st.LastErrForKey}} {
+		if *s.forKey == "" {
+			*s.forKey = ForKey(*s.text)
+		}
+		*s.text, *s.forKey = *s.forKey, ""
 	}
 	return st
 }
@@ -318,36 +331,52 @@ func ErrForKey(err error) string {
 // OwnWords is an error in the gateway's own words, Before and After,
 // around what another said, Said: a server's or its transport's error, a
 // status and body, an address, a list that names servers outside a key's
-// scope. Its text is all of them; an API key that is not admin reads the
+// scope, a command line that names files on the gateway's machine. Its
+// text is all of them, then Then's; an API key that is not admin reads the
 // gateway's words with Said hidden (ErrForKey), in brackets when the words
 // go on after it: "the connection closed before the server answered
 // (hidden from this API key: an admin key sees it): the call may or may
 // not have run; check before calling again", or the fix the gateway
-// suggests after a server's refusal. errors.Is and errors.As see Said and
-// Mark.
+// suggests after a server's refusal. errors.Is and errors.As see Said,
+// Then and Mark.
 type OwnWords struct {
 	Before string
 	Said   error // nil: all the words are the gateway's
 	After  string
+	// Then goes on after After, kept apart the same way: words that quote
+	// another a second time (a fix that names the scopes a server asked
+	// for, after its refusal's body). Nil when there is none.
+	Then *OwnWords
 	// Mark is an error of the gateway's that the words say (ErrMayHaveRun,
 	// ErrUnknownServer), for errors.Is; nil when there is none.
 	Mark error
 }
 
 func (e *OwnWords) Error() string {
-	if e.Said == nil {
-		return e.Before + e.After
+	var b strings.Builder
+	for w := e; w != nil; w = w.Then {
+		b.WriteString(w.Before)
+		if w.Said != nil {
+			b.WriteString(w.Said.Error())
+		}
+		b.WriteString(w.After)
 	}
-	return e.Before + e.Said.Error() + e.After
+	return b.String()
 }
 
 func (e *OwnWords) forKey() string {
-	hidden := ErrForKey(e.Said)
-	if hidden == HiddenFromKey && e.After != "" && !strings.HasSuffix(e.Before, "(") {
-		// Mid-sentence: "the server answered (hidden …), not MCP".
-		hidden = "(" + hidden + ")"
+	var b strings.Builder
+	for w := e; w != nil; w = w.Then {
+		b.WriteString(w.Before)
+		hidden := ErrForKey(w.Said)
+		if hidden == HiddenFromKey && (w.After != "" || w.Then != nil) && !strings.HasSuffix(b.String(), "(") {
+			// Mid-sentence: "the server answered (hidden …), not MCP".
+			hidden = "(" + hidden + ")"
+		}
+		b.WriteString(hidden)
+		b.WriteString(w.After)
 	}
-	return e.Before + hidden + e.After
+	return b.String()
 }
 
 func (e *OwnWords) Unwrap() []error {
@@ -356,6 +385,9 @@ func (e *OwnWords) Unwrap() []error {
 		if err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if e.Then != nil {
+		errs = append(errs, e.Then)
 	}
 	return errs
 }

@@ -350,6 +350,38 @@ func TestSlowDiscoverAnswerConnects(t *testing.T) {
 	}
 }
 
+// The same over the remote transports, with servers that take
+// server/discover at once and answer it 1 s late: each comes up, with no
+// restart, and answers a call. A streamable HTTP server that speaks
+// 2026-07-28 alone refused the legacy initialize of the fallback
+// ("Unsupported protocol version") and stayed down, every restart failing
+// the same way; the same connect now tries once more and waits for its
+// discover answer. One that speaks both comes up on the legacy protocol,
+// as does go-sdk's SSE server, which offers no 2026-07-28.
+func TestSlowDiscoverRemoteConnects(t *testing.T) {
+	t.Setenv(backendtest.EnvDiscoverDelay, "1s") // read by the in-process servers
+	o := testOptions(nil)
+	o.ProbeTimeout = 100 * time.Millisecond
+	for _, tc := range []struct {
+		name, transport, modes, protocol string
+	}{
+		{"new-only", config.TypeHTTP, "stateless,slow-discover,new-protocol-only", "2026-07-28"},
+		{"both", config.TypeHTTP, "stateless,slow-discover", LegacyProtocolVersion},
+		{"sse", config.TypeSSE, "slow-discover", LegacyProtocolVersion},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startPool(t, []config.Server{backendtest.NewHTTPServer(t, tc.transport, tc.modes).Config("slow", nil)}, o)
+			st := statusOf(t, p, "slow")
+			if st.State != StateUp || st.Protocol != tc.protocol || st.Restarts != 0 {
+				t.Fatalf("state %s, protocol %q, %d restarts (want up, %s, none): %s", st.State, st.Protocol, st.Restarts, tc.protocol, st.Err)
+			}
+			if res, err := p.CallTool(context.Background(), "slow", "echo", map[string]any{"text": "late"}); err != nil || textOf(t, res) != "late" {
+				t.Errorf("echo = %v, %v", res, err)
+			}
+		})
+	}
+}
+
 func TestCallTools(t *testing.T) {
 	p := startPool(t, []config.Server{backendtest.Command(t, "normal")}, testOptions(nil))
 	ctx := context.Background()
@@ -1233,11 +1265,15 @@ func TestRemoteRefusalsSaid(t *testing.T) {
 	// A host name that does not resolve, as the resolver reports it (no
 	// lookup here: a test machine may have no resolver to ask).
 	err = fmt.Errorf("sending: %w", &net.OpError{Op: "dial", Err: &net.DNSError{Name: "mcp.example.invalid", Err: "no such host", IsNotFound: true}})
-	if why, ok := unreachable(err); !ok || why != `the host name "mcp.example.invalid" does not resolve (no such host): check the url's host` {
-		t.Errorf("unreachable(%v) = %q, %v", err, why, ok)
+	why := unreachable(err)
+	if why == nil || why.Error() != `the host name "mcp.example.invalid" does not resolve (no such host): check the url's host` {
+		t.Errorf("unreachable(%v) = %v", err, why)
 	}
-	if _, ok := unreachable(errors.New("EOF")); ok {
-		t.Error("unreachable(EOF) is true")
+	if got, want := ErrForKey(why), `the host name (`+HiddenFromKey+`) does not resolve (no such host): check the url's host`; got != want {
+		t.Errorf("a key that is not admin reads:\n%s\nwant:\n%s", got, want)
+	}
+	if why := unreachable(errors.New("EOF")); why != nil {
+		t.Errorf("unreachable(EOF) = %v", why)
 	}
 }
 
@@ -1308,22 +1344,29 @@ func TestRemotePageMidSession(t *testing.T) {
 		code              int // 0: the connection is closed, with no answer
 		want              string
 		key               string // what a key that is not admin reads of the cause
+		authenticate      string // the answer's WWW-Authenticate header, if any
 	}{
 		{"page", "text/html", "<html><title>Session expired - sign in</title></html>", http.StatusOK,
 			`the server answered a POST with 200 OK and an HTML page ("Session expired - sign in"), not MCP: a proxy or sign-in page answers in its place`,
-			"the server answered (" + HiddenFromKey + "), not MCP: a proxy or sign-in page answers in its place (check url and what stands between toolgate and the server)"},
+			"the server answered (" + HiddenFromKey + "), not MCP: a proxy or sign-in page answers in its place (check url and what stands between toolgate and the server)", ""},
 		{"maintenance", "text/plain", "down for maintenance until 10:00", http.StatusServiceUnavailable,
 			`the server answered a POST with 503 Service Unavailable ("down for maintenance until 10:00"): the server, or a proxy before it, failed: its own log says why`,
-			"the server answered a POST with 503 Service Unavailable (" + HiddenFromKey + "): the server, or a proxy before it, failed: its own log says why"},
+			"the server answered a POST with 503 Service Unavailable (" + HiddenFromKey + "): the server, or a proxy before it, failed: its own log says why", ""},
 		{"revoked", "application/json", `{"error":"invalid_token","error_description":"The access token was revoked"}`, http.StatusUnauthorized,
 			`the server answered a POST with 401 Unauthorized ("The access token was revoked"): the server wants credentials`,
-			"the server answered a POST with 401 Unauthorized (" + HiddenFromKey + `): the server wants credentials: set them in the entry's "headers" ("Authorization": "Bearer ${TOKEN}"); ` + "`toolgate auth login remote` logs in where the server offers OAuth"},
+			"the server answered a POST with 401 Unauthorized (" + HiddenFromKey + `): the server wants credentials: set them in the entry's "headers" ("Authorization": "Bearer ${TOKEN}"); ` + "`toolgate auth login remote` logs in where the server offers OAuth", ""},
+		// The fix quotes the scopes the server's WWW-Authenticate header
+		// asks for: hidden from a key, as its body is, the fix kept.
+		{"scope", "text/plain", "token lacks scope", http.StatusForbidden,
+			`the server answered a POST with 403 Forbidden ("token lacks scope"): the server wants the scopes "files:write admin", which the token in the entry's "headers" lacks: give it a token with them`,
+			"the server answered a POST with 403 Forbidden (" + HiddenFromKey + "): the server wants the scopes (" + HiddenFromKey + `), which the token in the entry's "headers" lacks: give it a token with them`,
+			`Bearer error="insufficient_scope", scope="files:write admin"`},
 		{"closed", "", "", 0,
 			"the connection closed before the server answered (EOF): " + ErrMayHaveRun.Error(),
-			"the connection closed before the server answered (" + HiddenFromKey + "): " + ErrMayHaveRun.Error()},
+			"the connection closed before the server answered (" + HiddenFromKey + "): " + ErrMayHaveRun.Error(), ""},
 		// A JSON-RPC error in the body is the server's own answer.
 		{"rpc", "application/json", `{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"echo wants text"}}`, http.StatusBadRequest,
-			"echo wants text", ""},
+			"echo wants text", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var refuse atomic.Bool
@@ -1338,6 +1381,9 @@ func TestRemotePageMidSession(t *testing.T) {
 						}
 					default:
 						w.Header().Set("Content-Type", tc.ctype)
+						if tc.authenticate != "" {
+							w.Header().Set("WWW-Authenticate", tc.authenticate)
+						}
 						w.WriteHeader(tc.code)
 						fmt.Fprint(w, tc.body)
 					}

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -97,6 +98,13 @@ type refusal struct {
 	call *exactResult
 }
 
+// whoOrWhen says the status is about who may call (401, 403, 407) or
+// when (408, 429), not the request: another request, on another transport
+// or protocol, meets the same answer.
+func (r *refusal) whoOrWhen() bool {
+	return slices.Contains([]int{http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired, http.StatusRequestTimeout, http.StatusTooManyRequests}, r.code)
+}
+
 // sessionGone says the server no longer knows the session the request
 // named (it ended it, or restarted): it did not run the request.
 func (r *refusal) sessionGone() bool {
@@ -128,46 +136,54 @@ func sameURL(to, endpoint string) bool {
 	return err == nil && u.Redacted() == to
 }
 
-// ownWords is "the server answered " + in(endpoint) + ": " + fix, cause
-// wrapped, with what the server said kept apart from the gateway's words
-// (OwnWords): its body's words, and the URL the request went to when it is
-// not endpoint. A key that is not admin reads "the server answered a POST
-// with 401 Unauthorized (hidden …): " and the fix.
-func (r *refusal) ownWords(endpoint, fix string, cause error) *OwnWords {
+// ownWords is "the server answered " + in(endpoint) + ": " + the fix for
+// the server named name of type typ (fix), cause wrapped, with what the
+// server said kept apart from the gateway's words (OwnWords): its body's
+// words, the URL the request went to when it is not endpoint, and the
+// scopes a 403 asked for. A key that is not admin reads "the server
+// answered a POST with 401 Unauthorized (hidden …): " and the fix.
+func (r *refusal) ownWords(endpoint, name, typ string, cause error) *OwnWords {
+	fix := r.fix(name, typ)
 	if !sameURL(r.url, endpoint) {
-		return &OwnWords{Before: "the server answered ", Said: quietCause{r.in(endpoint), cause}, After: ": " + fix}
+		return &OwnWords{Before: "the server answered ", Said: quietCause{r.in(endpoint), cause}, After: ": ", Then: fix}
 	}
-	w := &OwnWords{Before: "the server answered " + answered(r.method, r.url, endpoint, r.status), Said: quietCause{"", cause}, After: ": " + fix}
+	w := &OwnWords{Before: "the server answered " + answered(r.method, r.url, endpoint, r.status), Said: quietCause{"", cause}, After: ": ", Then: fix}
 	if r.said != "" {
-		w.Before, w.Said, w.After = w.Before+" (", quietCause{fmt.Sprintf("%q", r.said), cause}, ")"+w.After
+		w.Before, w.Said, w.After = w.Before+" (", quietCause{fmt.Sprintf("%q", r.said), cause}, "): "
 	}
 	return w
 }
 
 // fix says what to check for the status, for the server named name of
-// type typ.
-func (r *refusal) fix(name, typ string) string {
+// type typ: the gateway's words, and the scopes a 403 asked for (its
+// WWW-Authenticate header's) kept apart.
+func (r *refusal) fix(name, typ string) *OwnWords {
+	var fix string
 	switch {
 	case r.sessionGone():
-		return "the server no longer knows the session (it ended it, or restarted): toolgate opens a new one"
+		fix = "the server no longer knows the session (it ended it, or restarted): toolgate opens a new one"
 	case r.code == http.StatusNotFound:
-		return "check the url's path: a server's MCP endpoint often ends in /mcp (or /sse, with \"type\": \"sse\")"
+		fix = "check the url's path: a server's MCP endpoint often ends in /mcp (or /sse, with \"type\": \"sse\")"
 	case r.code == http.StatusMethodNotAllowed && r.method == http.MethodPost && typ != config.TypeSSE:
-		return "the url does not take POST: a server of the older SSE transport needs \"type\": \"sse\"; else check the url's path"
+		fix = "the url does not take POST: a server of the older SSE transport needs \"type\": \"sse\"; else check the url's path"
 	case r.code == http.StatusUnauthorized:
-		return fmt.Sprintf("the server wants credentials: set them in the entry's \"headers\" (\"Authorization\": \"Bearer ${TOKEN}\"); `toolgate auth login %s` logs in where the server offers OAuth", name)
+		fix = fmt.Sprintf("the server wants credentials: set them in the entry's \"headers\" (\"Authorization\": \"Bearer ${TOKEN}\"); `toolgate auth login %s` logs in where the server offers OAuth", name)
 	case r.code == http.StatusForbidden && r.scope != "" && r.login:
-		return fmt.Sprintf("the server wants the scopes %q, which the login was not given: list them, with those it has, in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login %s`", r.scope, name)
+		return &OwnWords{Before: "the server wants the scopes ", Said: errors.New(strconv.Quote(r.scope)),
+			After: fmt.Sprintf(", which the login was not given: list them, with those it has, in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login %s`", name)}
 	case r.code == http.StatusForbidden && r.scope != "":
-		return fmt.Sprintf("the server wants the scopes %q, which the token in the entry's \"headers\" lacks: give it a token with them", r.scope)
+		return &OwnWords{Before: "the server wants the scopes ", Said: errors.New(strconv.Quote(r.scope)),
+			After: ", which the token in the entry's \"headers\" lacks: give it a token with them"}
 	case r.code == http.StatusForbidden:
-		return "the server refused these credentials or this client: check the entry's \"headers\" (the token and its scopes) and whether the server lets this address in"
+		fix = "the server refused these credentials or this client: check the entry's \"headers\" (the token and its scopes) and whether the server lets this address in"
 	case r.code == http.StatusTooManyRequests:
-		return "the server limits how often it is called: call again later"
+		fix = "the server limits how often it is called: call again later"
 	case r.code >= 500:
-		return "the server, or a proxy before it, failed: its own log says why"
+		fix = "the server, or a proxy before it, failed: its own log says why"
+	default:
+		fix = fmt.Sprintf("check url, type (%s) and headers", typ)
 	}
-	return fmt.Sprintf("check url, type (%s) and headers", typ)
+	return own(fix, nil)
 }
 
 // refusalOf describes resp when its status is an error (400 or more) that
@@ -477,8 +493,9 @@ func (b *backend) auth() Authorizer {
 // stdio. A streamable HTTP connection cannot be wrapped (go-sdk type-asserts
 // it), so the first Connect gets ProbeTimeout; if that passes with no answer
 // at all, a second Connect with the legacy protocol (initialize) gets the
-// rest of the connect budget. Reconnecting costs one HTTP round trip, not a
-// process start.
+// rest of the connect budget, and when the server refuses it, a third
+// waits for the discover answer. Reconnecting costs one HTTP round trip,
+// not a process start.
 func (b *backend) connectRemote(ctx context.Context, r *run, client *mcp.Client) (*mcp.ClientSession, error) {
 	sess, err := b.handshakeRemote(ctx, r, client)
 	if err == nil {
@@ -526,7 +543,23 @@ func (b *backend) handshakeRemote(ctx context.Context, r *run, client *mcp.Clien
 	}
 	b.log.Info("no answer to the first handshake within the probe timeout; retrying with the legacy initialize handshake",
 		keyTimeout, b.p.opts.ProbeTimeout, keyErr, maskErr(err, b.errMask))
-	return client.Connect(ctx, newT(), &mcp.ClientSessionOptions{ProtocolVersion: LegacyProtocolVersion})
+	sess, err = client.Connect(ctx, newT(), &mcp.ClientSessionOptions{ProtocolVersion: LegacyProtocolVersion})
+	if err == nil || ctx.Err() != nil || r.lostLogin() != nil {
+		return sess, err
+	}
+	if rf := hc.Transport.(*headerTransport).refused.Load(); rf != nil && rf.whoOrWhen() {
+		return nil, err // the credentials, or a rate: no other handshake gets further
+	}
+	if n, _ := r.notMCP(); n != nil {
+		return nil, err // a page in the server's place
+	}
+	// The server refused the legacy initialize: it was slow to answer
+	// server/discover, not legacy (one that speaks 2026-07-28 alone says
+	// "Unsupported protocol version"). Once more, with the rest of the
+	// budget for its discover answer, as connectProbed does over stdio and
+	// SSE: such a server was down, every restart failing the same way.
+	b.log.Info(msgWaitDiscover, keyErr, maskErr(err, b.errMask))
+	return client.Connect(ctx, newT(), nil)
 }
 
 // connectSSE connects with the older HTTP+SSE transport.
@@ -560,8 +593,7 @@ func (b *backend) trySSE(ctx context.Context, r *run, client *mcp.Client, tc *tl
 	// A refusal the server answered past (the 400 a 2025 server gives
 	// go-sdk's server/discover before it takes initialize) says nothing
 	// of the transport.
-	if b.cfg.Type != config.TypeHTTP || rf == nil || rf.answersBefore != ht.answers.Load() || rf.method != http.MethodPost || rf.code < 400 || rf.code >= 500 || rf.rpc ||
-		slices.Contains([]int{http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired, http.StatusRequestTimeout, http.StatusTooManyRequests}, rf.code) {
+	if b.cfg.Type != config.TypeHTTP || rf == nil || rf.answersBefore != ht.answers.Load() || rf.method != http.MethodPost || rf.code < 400 || rf.code >= 500 || rf.rpc || rf.whoOrWhen() {
 		return nil, err
 	}
 	sess, serr := b.connectSSE(ctx, r, client, tc)
@@ -579,20 +611,29 @@ func (b *backend) trySSE(ctx context.Context, r *run, client *mcp.Client, tc *tl
 
 // unreachable says why a remote server could not be reached at all, for
 // the failures whose fix is plain: nothing listens at the address
-// (connection refused), or the host name does not resolve. ok is false for
-// any other error.
-func unreachable(err error) (why string, ok bool) {
+// (connection refused), or the host name does not resolve; nil for any
+// other error. The address and the host name are kept apart from the
+// gateway's words (OwnWords), err wrapped with them.
+func unreachable(err error) *OwnWords {
 	var dns *net.DNSError
 	if errors.As(err, &dns) && dns.IsNotFound {
-		return fmt.Sprintf("the host name %q does not resolve (%s): check the url's host", dns.Name, dns.Err), true
+		return &OwnWords{Before: "the host name ", Said: quietCause{strconv.Quote(dns.Name), err},
+			After: fmt.Sprintf(" does not resolve (%s): check the url's host", dns.Err)}
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
-		at := "the url's address"
+		w := &OwnWords{Before: "nothing listens at the url's address", Said: quietCause{"", err},
+			After: " (connection refused): check that the server is running, and the url's host and port"}
 		var op *net.OpError
 		if errors.As(err, &op) && op.Addr != nil {
-			at = op.Addr.String()
+			w.Before, w.Said = "nothing listens at ", quietCause{op.Addr.String(), err}
 		}
-		return fmt.Sprintf("nothing listens at %s (connection refused): check that the server is running, and the url's host and port", at), true
+		return w
 	}
-	return "", false
+	return nil
+}
+
+// atURL is "backend "name" at URL: " and words, the URL kept apart from
+// the gateway's words (OwnWords): a connect's failure, as /status shows it.
+func (b *backend) atURL(words *OwnWords) *OwnWords {
+	return &OwnWords{Before: fmt.Sprintf("backend %q at ", b.cfg.Name), Said: errors.New(b.cfg.URL), After: ": ", Then: words}
 }

@@ -89,7 +89,7 @@ func TestSessionNotFoundSaysSo(t *testing.T) {
 		resp := &http.Response{StatusCode: http.StatusNotFound, Status: "404 Not Found", Request: req,
 			Header: http.Header{"Content-Type": {"text/plain"}}, Body: io.NopCloser(strings.NewReader("session not found"))}
 		rf := refusalOf(resp, false, false)
-		if rf == nil || !strings.Contains(rf.fix("hosted", config.TypeHTTP), want) {
+		if rf == nil || !strings.Contains(rf.fix("hosted", config.TypeHTTP).Error(), want) {
 			t.Errorf("404 with session %q: %+v, want a fix that says %q", session, rf, want)
 		}
 	}
@@ -117,6 +117,12 @@ func TestServerGoneMidSession(t *testing.T) {
 			t.Fatalf("call on a server gone: %v, want it unavailable", err)
 		}
 		if strings.Contains(err.Error(), "nothing listens at") {
+			// A key that is not admin reads the gateway's words and fix,
+			// the address hidden (it read all hidden).
+			want := "it cannot be reached: nothing listens at (" + HiddenFromKey + ") (connection refused): check that the server is running, and the url's host and port"
+			if got := ErrForKey(un.Err); got != want {
+				t.Errorf("a key that is not admin reads:\n%s\nwant:\n%s", got, want)
+			}
 			break
 		}
 		if i == 2 || !strings.Contains(err.Error(), "closed before the server answered") {
@@ -127,6 +133,17 @@ func TestServerGoneMidSession(t *testing.T) {
 		st := statusOf(t, p, "hosted")
 		return st.State == StateDown && strings.Contains(st.Err, "nothing listens at")
 	})
+	// So does its status: the URL and the address hidden, and so does a
+	// call now, which finds it down.
+	down := `backend "hosted" at (` + HiddenFromKey + "): nothing listens at (" + HiddenFromKey + ") (connection refused): check that the server is running, and the url's host and port"
+	if st := statusOf(t, p, "hosted").ForKey(); st.Err != down || st.LastErr != down {
+		t.Errorf("its status, as a key that is not admin reads it:\n%s\n%s\nwant both:\n%s", st.Err, st.LastErr, down)
+	}
+	_, err := p.CallTool(context.Background(), "hosted", "echo", map[string]any{"text": "x"})
+	var un *UnavailableError
+	if !errors.As(err, &un) || ErrForKey(un.Err) != "it is down: "+down {
+		t.Errorf("a call on it down: %v; a key that is not admin reads:\n%s\nwant:\n%s", err, ErrForKey(un.Err), "it is down: "+down)
+	}
 }
 
 // TestClosedIdleConnectionUnavailable: a call whose request net/http put
@@ -205,7 +222,7 @@ func TestInsufficientScopeSaysWhich(t *testing.T) {
 			Header: http.Header{"Content-Type": {"application/json"}, "Www-Authenticate": {challenge}},
 			Body:   io.NopCloser(strings.NewReader(`{"error":"insufficient_scope","error_description":"Insufficient scope"}`))}
 		rf := refusalOf(resp, false, login)
-		if rf == nil || !strings.Contains(rf.fix("hosted", config.TypeHTTP), want) {
+		if rf == nil || !strings.Contains(rf.fix("hosted", config.TypeHTTP).Error(), want) {
 			t.Errorf("login %v: fix %q, want %q", login, rf.fix("hosted", config.TypeHTTP), want)
 		}
 	}

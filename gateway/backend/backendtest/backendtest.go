@@ -75,30 +75,32 @@ const (
 // adds to that.
 const (
 	ModeNormal          = "normal"
-	ModeCrashAtStart    = "crash-at-start"   // writes to stderr and exits 3 before speaking MCP
-	ModeCrashMidCall    = "crash-mid-call"   // tool "crash" exits the process (status 2)
-	ModeHang            = "hang"             // tool "hang" blocks until cancelled (logs "hang: cancelled" to stderr); tool "hangs" answers HangCount
-	ModeIgnoreDiscover  = "ignore-discover"  // legacy server: drops server/discover silently
-	ModeStrictDiscover  = "strict-discover"  // refuses a legacy initialize that follows server/discover, every time (see strictDiscover)
-	ModeSlowDiscover    = "slow-discover"    // answers server/discover EnvDiscoverDelay late, everything else (a ping) at once
-	ModeGarbageStdout   = "garbage-stdout"   // prints a banner on stdout first; tool "garbage" prints a JSON log line and malformed JSON-RPC
-	ModeHugeOutput      = "huge-output"      // tool "huge" returns EnvHugeBytes bytes of text
-	ModeToolsChange     = "tools-change"     // tool "add_tool" {"name"} adds a tool and notifies
-	ModeSpawnGrandchild = "spawn-grandchild" // starts a sleeping grandchild, pid in EnvPIDFile
-	ModePrintEnv        = "print-env"        // tool "env" returns the environment, one VAR=value a line
-	ModeStubborn        = "stubborn"         // ignores SIGTERM and stdin EOF (only SIGKILL stops it)
-	ModeStderrNoise     = "stderr-noise"     // tool "noise" {"lines"} writes that many stderr lines
-	ModeManyTools       = "many-tools"       // EnvManyTools extra tools "t0000"…, each with a long description
-	ModeJSONResponse    = "json-response"    // (NewHTTPServer, http) plain JSON responses instead of event streams
-	ModeMeta            = "meta"             // tool "meta" returns the call's _meta as its text (JSON)
-	ModeProgress        = "progress"         // tool "progress" {"steps"} sends a progress notification (when asked for) and a log message per step
-	ModePoisoned        = "poisoned"         // tools "weather" (clean), "notes" (an <IMPORTANT> block) and "translate" (a Unicode-tag payload)
-	ModeRedefine        = "redefine"         // tool "redefine" {"name", "description"} changes a tool's description and notifies
-	ModeNoLoggingCap    = "no-logging-cap"   // declares no logging capability, yet logs to a 2026-07-28 request that opts in (as the Python SDK's MCPServer does)
-	ModeBigNumbers      = "big-numbers"      // tool "big" returns BigNumbers as its structuredContent (integers past 2^53, as a Python server may)
-	ModeAsk             = "ask"              // tools that ask the client mid-call with input-required results (protocol 2026-07-28): "confirm", "sample", "roots", "confirm_sample", "confirm_anyway", "busy" (see addAskTools)
-	ModeDuplicateNames  = "duplicate-names"  // tools/list lists echo twice, the copy (last) with another description, as a broken server may
-	ModePoisonedInfo    = "poisoned-info"    // the handshake's serverInfo title is PoisonedTitle (an <IMPORTANT> block)
+	ModeCrashAtStart    = "crash-at-start"    // writes to stderr and exits 3 before speaking MCP
+	ModeCrashMidCall    = "crash-mid-call"    // tool "crash" exits the process (status 2)
+	ModeHang            = "hang"              // tool "hang" blocks until cancelled (logs "hang: cancelled" to stderr); tool "hangs" answers HangCount
+	ModeIgnoreDiscover  = "ignore-discover"   // legacy server: drops server/discover silently
+	ModeStrictDiscover  = "strict-discover"   // refuses a legacy initialize that follows server/discover, every time (see strictDiscover)
+	ModeSlowDiscover    = "slow-discover"     // answers server/discover EnvDiscoverDelay late, everything else (a ping) at once (NewHTTPServer too, having taken it at once)
+	ModeStateless       = "stateless"         // (NewHTTPServer, http) go-sdk's stateless handler, which speaks 2026-07-28 too (the stateful one refuses it)
+	ModeNewProtocolOnly = "new-protocol-only" // speaks protocol 2026-07-28 alone: refuses a legacy initialize
+	ModeGarbageStdout   = "garbage-stdout"    // prints a banner on stdout first; tool "garbage" prints a JSON log line and malformed JSON-RPC
+	ModeHugeOutput      = "huge-output"       // tool "huge" returns EnvHugeBytes bytes of text
+	ModeToolsChange     = "tools-change"      // tool "add_tool" {"name"} adds a tool and notifies
+	ModeSpawnGrandchild = "spawn-grandchild"  // starts a sleeping grandchild, pid in EnvPIDFile
+	ModePrintEnv        = "print-env"         // tool "env" returns the environment, one VAR=value a line
+	ModeStubborn        = "stubborn"          // ignores SIGTERM and stdin EOF (only SIGKILL stops it)
+	ModeStderrNoise     = "stderr-noise"      // tool "noise" {"lines"} writes that many stderr lines
+	ModeManyTools       = "many-tools"        // EnvManyTools extra tools "t0000"…, each with a long description
+	ModeJSONResponse    = "json-response"     // (NewHTTPServer, http) plain JSON responses instead of event streams
+	ModeMeta            = "meta"              // tool "meta" returns the call's _meta as its text (JSON)
+	ModeProgress        = "progress"          // tool "progress" {"steps"} sends a progress notification (when asked for) and a log message per step
+	ModePoisoned        = "poisoned"          // tools "weather" (clean), "notes" (an <IMPORTANT> block) and "translate" (a Unicode-tag payload)
+	ModeRedefine        = "redefine"          // tool "redefine" {"name", "description"} changes a tool's description and notifies
+	ModeNoLoggingCap    = "no-logging-cap"    // declares no logging capability, yet logs to a 2026-07-28 request that opts in (as the Python SDK's MCPServer does)
+	ModeBigNumbers      = "big-numbers"       // tool "big" returns BigNumbers as its structuredContent (integers past 2^53, as a Python server may)
+	ModeAsk             = "ask"               // tools that ask the client mid-call with input-required results (protocol 2026-07-28): "confirm", "sample", "roots", "confirm_sample", "confirm_anyway", "busy" (see addAskTools)
+	ModeDuplicateNames  = "duplicate-names"   // tools/list lists echo twice, the copy (last) with another description, as a broken server may
+	ModePoisonedInfo    = "poisoned-info"     // the handshake's serverInfo title is PoisonedTitle (an <IMPORTANT> block)
 
 	modeGrandchild = "grandchild" // internal: the sleeping grandchild
 )
@@ -527,6 +529,9 @@ const BigNumbers = `{"id":12345678901234567891,"ids":[9007199254740993,-92233720
 // the crash and stubborn behaviours act on the current process).
 func NewServer(modes Modes) *mcp.Server {
 	opts := &mcp.ServerOptions{Instructions: Instructions}
+	if modes[ModeNewProtocolOnly] {
+		opts.SupportedProtocolVersions = []string{"2026-07-28"}
+	}
 	if modes[ModeNoLoggingCap] {
 		opts.Capabilities = &mcp.ServerCapabilities{} // go-sdk adds tools; logging only by default
 	}
@@ -754,13 +759,20 @@ func newHTTPServer(t testing.TB, transport, modes string, c *tls.Config) *HTTPSe
 	t.Helper()
 	m := ParseModes(modes)
 	srv := NewServer(m)
+	if m[ModeSlowDiscover] {
+		delay := 4 * time.Second
+		if d, err := time.ParseDuration(os.Getenv(EnvDiscoverDelay)); err == nil {
+			delay = d
+		}
+		srv.AddReceivingMiddleware(slowDiscoverAnswer(delay))
+	}
 	get := func(*http.Request) *mcp.Server { return srv }
 	var handle func() http.Handler
 	path := "/mcp"
 	switch transport {
 	case config.TypeHTTP:
 		handle = func() http.Handler {
-			return mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{JSONResponse: m[ModeJSONResponse]})
+			return mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{JSONResponse: m[ModeJSONResponse], Stateless: m[ModeStateless]})
 		}
 	case config.TypeSSE:
 		handle = func() http.Handler { return mcp.NewSSEHandler(get, nil) }
@@ -790,6 +802,24 @@ func newHTTPServer(t testing.TB, transport, modes string, c *tls.Config) *HTTPSe
 		s.Close()
 	})
 	return s
+}
+
+// slowDiscoverAnswer is slow-discover for NewHTTPServer: server/discover
+// is taken at once (as the server it answers, its session, if any, is
+// initialized) and answered delay late, the other requests at once.
+func slowDiscoverAnswer(delay time.Duration) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "server/discover" {
+				select {
+				case <-time.After(delay):
+				case <-ctx.Done():
+				}
+			}
+			return res, err
+		}
+	}
 }
 
 // ExpireSessions makes the server forget its sessions, as one that ends

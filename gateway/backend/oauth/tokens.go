@@ -82,9 +82,13 @@ type NeedsLoginError struct {
 	Reason  string
 }
 
-func (e *NeedsLoginError) Error() string {
-	return fmt.Sprintf("needs a login: run `%s` (%s)", e.Command, e.Reason)
-}
+func (e *NeedsLoginError) Error() string { return "needs a login: " + e.Fix() }
+
+// Fix is what to do, the words of Error after "needs a login: ": run the
+// command, and why. The gateway shows it to admins only: the command names
+// the config file and the data folder, and why may quote the authorization
+// server or the server's URL.
+func (e *NeedsLoginError) Fix() string { return fmt.Sprintf("run `%s` (%s)", e.Command, e.Reason) }
 
 // Tokens gives a gateway's remote backends their access tokens from the
 // Store: Transport per connection, Changed to learn of a new login. Close

@@ -94,6 +94,15 @@ func AccessFix(path string, folder bool) string {
 		missing, who, there, owned(fi), shellword.Join("sudo", "install", "-d", "-o", name, target))
 }
 
+// ReadFix is what lets this user read path, a file it was refused (a
+// model file, a config): AccessFix, else to make it readable.
+func ReadFix(path string) string {
+	if fix := AccessFix(path, false); fix != "" {
+		return fix
+	}
+	return fmt.Sprintf("make it readable by this user (%s)", shellword.Join("chmod", "a+r", path))
+}
+
 // access reports whether this process may reach p in mode (unix.R_OK …)
 // with its effective IDs: those that the kernel checks at an open.
 func access(p string, mode uint32) error {

@@ -82,9 +82,16 @@ func AccessFix(path string, folder bool) string {
 	if missing == abs && !folder {
 		return fmt.Sprintf("this user (%s) may not make files in %s (%s): give it the folder (%s)", who, there, owned(fi), shellword.Join("chown", "-R", name, there))
 	}
-	if home := homeFolder(); home != "" && missing == filepath.Clean(home) {
-		return fmt.Sprintf("the home folder of this user (%s), %s (HOME), does not exist (a system account's often names none), and it may not make it in %s (%s): give toolgate folders of its own (--data-dir or TOOLGATE_DATA_DIR; a systemd unit: StateDirectory=toolgate and Environment=TOOLGATE_DATA_DIR=%%S/toolgate), or make the home folder (%s)",
-			who, home, there, owned(fi), shellword.Join("sudo", "install", "-d", "-o", name, home))
+	const ownFolders = "give toolgate folders of its own (--data-dir or TOOLGATE_DATA_DIR; a systemd unit: StateDirectory=toolgate and Environment=TOOLGATE_DATA_DIR=%S/toolgate)"
+	switch home := filepath.Clean(homeFolder()); {
+	case homeFolder() == "":
+	case missing == home:
+		return fmt.Sprintf("the home folder of this user (%s), %s (HOME), does not exist (a system account's often names none), and it may not make it in %s (%s): %s, or make the home folder (%s)",
+			who, home, there, owned(fi), ownFolders, shellword.Join("sudo", "install", "-d", "-o", name, home))
+	case there == home:
+		// A home folder that is not the user's (DynamicUser's /, a
+		// shared one): what toolgate puts there by default cannot be.
+		return fmt.Sprintf("this user (%s) may not write in its home folder %s (HOME; %s): %s", who, home, owned(fi), ownFolders)
 	}
 	target := abs
 	if !folder {

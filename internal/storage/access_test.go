@@ -63,7 +63,11 @@ func TestCommandFixNamesWhatRefuses(t *testing.T) {
 		{"files in a folder", denied("open", filepath.Join(ro, "keys.jsonl.lock")), []string{"may not make files in " + ro, "chown -R "}},
 		{"a folder to make", denied("mkdir", filepath.Join(ro, "data")), []string{filepath.Join(ro, "data") + " does not exist", "may not make it in " + ro, "sudo install -d -o "}},
 		{"a home folder that does not exist", denied("mkdir", home), []string{"the home folder of this user", home + " (HOME), does not exist", "--data-dir or TOOLGATE_DATA_DIR"}},
+		{"a home folder not this user's", denied("mkdir", filepath.Join(ro, ".local")), []string{"may not write in its home folder " + ro + " (HOME;", "--data-dir or TOOLGATE_DATA_DIR"}},
 	} {
+		if tc.name == "a home folder not this user's" {
+			t.Setenv("HOME", ro)
+		}
 		var got string
 		asAnotherUser(func() { got = CommandFix(tc.err) })
 		for _, w := range tc.want {
@@ -77,6 +81,7 @@ func TestCommandFixNamesWhatRefuses(t *testing.T) {
 	}
 	// The data folder of a start under a home folder that is not there:
 	// the fault says it cannot be made, and its fix names the home folder.
+	t.Setenv("HOME", home)
 	h := New(filepath.Join(home, ".local", "share", "toolgate"), nil)
 	var err error
 	var fix string

@@ -6,10 +6,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // A model file that is there but that this user may not read (a shared
@@ -40,15 +40,7 @@ func TestFetchUnreadableFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	var err error
-	func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if os.Geteuid() == 0 {
-			syscall.Syscall(syscall.SYS_SETFSUID, 65534, 0, 0)
-			defer syscall.Syscall(syscall.SYS_SETFSUID, 0, 0, 0)
-		}
-		_, err = Fetch(context.Background(), opts)
-	}()
+	testenv.AsAnotherUser(func() { _, err = Fetch(context.Background(), opts) })
 	if err == nil {
 		t.Fatal("Fetch succeeded over a model file this user may not read")
 	}

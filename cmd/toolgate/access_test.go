@@ -3,7 +3,6 @@
 package main
 
 import (
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,7 +54,7 @@ func TestModelFileUnreadableLoadsOnceReadable(t *testing.T) {
 	linkOrCopy(t, os.Args[0], bin, 0o755)
 	linkOrCopy(t, ort, lib, 0o644)
 	linkOrCopy(t, filepath.Join(srcDir, embed.TokenizerFile), filepath.Join(modelDir, embed.TokenizerFile), 0o644)
-	copyFileMode(t, filepath.Join(srcDir, embed.INT8.ModelFile()), model, 0o644)
+	testenv.CopyFile(t, filepath.Join(srcDir, embed.INT8.ModelFile()), model, 0o644)
 	refused := os.FileMode(0o000)
 	if os.Geteuid() == 0 {
 		refused = 0o600 // root's
@@ -102,24 +101,5 @@ func linkOrCopy(t *testing.T, from, to string, mode os.FileMode) {
 	if os.Link(from, to) == nil {
 		return
 	}
-	copyFileMode(t, from, to, mode)
-}
-
-func copyFileMode(t *testing.T, from, to string, mode os.FileMode) {
-	t.Helper()
-	in, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
+	testenv.CopyFile(t, from, to, mode)
 }

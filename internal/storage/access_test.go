@@ -5,25 +5,12 @@ package storage
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
-)
 
-// asAnotherUser runs f as a user that the files made by the test refuse:
-// root's file-system uid becomes nobody's on this thread for f (root may
-// open anything); any other user is refused by the modes alone (0000, 0555
-// refuse their owner too).
-func asAnotherUser(f func()) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if os.Geteuid() == 0 {
-		syscall.Syscall(syscall.SYS_SETFSUID, 65534, 0, 0)
-		defer syscall.Syscall(syscall.SYS_SETFSUID, 0, 0, 0)
-	}
-	f()
-}
+	"github.com/toolgate/toolgate/internal/testenv"
+)
 
 // A command refused a file or folder names what refuses it and the fix
 // for that: the folder on the way it may not enter, the file itself (a
@@ -69,7 +56,7 @@ func TestCommandFixNamesWhatRefuses(t *testing.T) {
 			t.Setenv("HOME", ro)
 		}
 		var got string
-		asAnotherUser(func() { got = CommandFix(tc.err) })
+		testenv.AsAnotherUser(func() { got = CommandFix(tc.err) })
 		for _, w := range tc.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("%s: CommandFix(%v) = %q, want it to say %q", tc.name, tc.err, got, w)
@@ -85,7 +72,7 @@ func TestCommandFixNamesWhatRefuses(t *testing.T) {
 	h := New(filepath.Join(home, ".local", "share", "toolgate"), nil)
 	var err error
 	var fix string
-	asAnotherUser(func() {
+	testenv.AsAnotherUser(func() {
 		err = h.Prepare()
 		fix = Fix(h.Dir(), err)
 	})

@@ -6,12 +6,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // A cache whose files this user may not open (the data folder copied or a
@@ -28,15 +27,7 @@ func TestCacheFilesOfAnotherUser(t *testing.T) {
 		if err := os.Chmod(dir, 0o555); err != nil {
 			t.Fatal(err)
 		}
-		runtime.LockOSThread()
-		if os.Geteuid() == 0 {
-			syscall.Syscall(syscall.SYS_SETFSUID, 65534, 0, 0)
-		}
-		open()
-		if os.Geteuid() == 0 {
-			syscall.Syscall(syscall.SYS_SETFSUID, 0, 0, 0)
-		}
-		runtime.UnlockOSThread()
+		testenv.AsAnotherUser(open)
 		if err := os.Chmod(dir, 0o755); err != nil { // given back
 			t.Fatal(err)
 		}

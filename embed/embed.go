@@ -288,11 +288,14 @@ func New(opts *Options) (*Embedder, error) {
 		// installed yet.
 		e.loadErr = missing
 		close(e.loaded)
-		what := "the embedding model is"
+		what := "the embedding model is installed"
 		if me.Path == p.ORTLib {
-			what = "the ONNX Runtime library is"
+			what = "the ONNX Runtime library is installed"
 		}
-		log.Warn("semantic ranking is off until "+what+" installed: search_tools runs BM25-only and says \"mode\": \"bm25\"; its folder is looked at every "+filesPoll.String(), "reason", missing)
+		if errors.Is(me, os.ErrPermission) {
+			what = "this user may read the " + me.Piece
+		}
+		log.Warn("semantic ranking is off until "+what+": search_tools runs BM25-only and says \"mode\": \"bm25\"; its folder is looked at every "+filesPoll.String(), "reason", missing)
 		e.background(func() { e.awaitFiles(o, "") })
 		return e, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/daulet/tokenizers"
 
 	"github.com/toolgate/toolgate/internal/shellword"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/models"
 )
 
@@ -96,6 +97,9 @@ type MissingError struct {
 }
 
 func (e *MissingError) Error() string {
+	if errors.Is(e.Err, os.ErrPermission) {
+		return fmt.Sprintf("%s cannot be read by this user: %s; toolgate loads it once it can", e.Piece, e.Fix)
+	}
 	if errors.Is(e.Err, errFolder) {
 		return fmt.Sprintf("%s at %s is a folder, not a file (a container's volume mounted at a file that was not there makes one): remove it (%s), then install it with %s",
 			e.Piece, e.Path, shellword.Join("rmdir", e.Path), e.Fix)
@@ -144,15 +148,27 @@ func Locate(opts *Options) (Paths, error) {
 	p.Tokenizer = filepath.Join(p.ModelDir, TokenizerFile)
 
 	if err := regularFile(p.ORTLib); err != nil {
-		return p, &MissingError{Piece: "ONNX Runtime library", Path: p.ORTLib, Fix: FixORT, Err: err}
+		return p, missing("ONNX Runtime library", p.ORTLib, FixORT, err)
 	}
 	if err := regularFile(p.Model); err != nil {
-		return p, &MissingError{Piece: "model file", Path: p.Model, Fix: p.FixModel(), Err: err}
+		return p, missing("model file", p.Model, p.FixModel(), err)
 	}
 	if err := regularFile(p.Tokenizer); err != nil {
-		return p, &MissingError{Piece: "tokenizer file", Path: p.Tokenizer, Fix: p.FixModel(), Err: err}
+		return p, missing("tokenizer file", p.Tokenizer, p.FixModel(), err)
 	}
 	return p, nil
+}
+
+// missing is the MissingError of piece at path: its fix is install, or,
+// for a file there that this user may not read (a shared models folder
+// fetched by root with umask 077, a chmod 600), what gives it access:
+// fetching it again would download 90 MiB in vain.
+func missing(piece, path, install string, err error) *MissingError {
+	fix := install
+	if errors.Is(err, os.ErrPermission) {
+		fix = storage.ReadFix(path)
+	}
+	return &MissingError{Piece: piece, Path: path, Fix: fix, Err: err}
 }
 
 // FixModel is the command that installs the model's files (the variant's
@@ -179,6 +195,18 @@ func regularFile(path string) error {
 	}
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", path)
+	}
+	// Readable by this user: a file there but refused was taken for one
+	// that loads, failed to load, and was tried again only once its size
+	// or mtime changed, which a chmod or chown does not change.
+	// (Other failures of the open, as no descriptor left, are the
+	// load's to report.)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrPermission) {
+		return err
+	}
+	if err == nil {
+		f.Close()
 	}
 	return nil
 }

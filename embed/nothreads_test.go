@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,8 +89,8 @@ func TestTokenizerWithoutThreads(t *testing.T) {
 	}
 	bin := filepath.Join(dir, "embed.test")
 	tok := filepath.Join(dir, TokenizerFile)
-	copyFile(t, os.Args[0], bin, 0o755)
-	copyFile(t, src, tok, 0o644)
+	testenv.CopyFile(t, os.Args[0], bin, 0o755)
+	testenv.CopyFile(t, src, tok, 0o644)
 
 	cmd := exec.Command(bin, "-test.run=^$")
 	cmd.Dir = dir
@@ -105,25 +104,6 @@ func TestTokenizerWithoutThreads(t *testing.T) {
 			t.Skipf("the process limit does not hold here: %s", out)
 		}
 		t.Fatalf("a process that may not create threads could not encode: %v\n%s", err, head(string(out), 1500))
-	}
-}
-
-func copyFile(t *testing.T, from, to string, mode os.FileMode) {
-	t.Helper()
-	in, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -411,6 +411,13 @@ func (f *fetcher) fetchFile(ctx context.Context, name string) FetchedFile {
 		f.prog.linef("%s: present (sha256 %s)", name, short(st.SHA256))
 		f.log.Debug("model file present", "file", dst, "sha256", st.SHA256)
 		return ff
+	} else if errors.Is(err, fs.ErrPermission) {
+		// There, but this user may not read it (fetched by root with
+		// umask 077, a chmod 600): the fix is its access; fetching it
+		// again would download it in vain, or replace another user's file.
+		ff.Err = fmt.Errorf("fetch %s: %s is there, but this user may not read it: %w\n  fix: %s, then run the command again",
+			path.Join(f.m.Model.Name, name), dst, err, storage.ReadFix(dst))
+		return ff
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		f.log.Warn("model file fails its check; fetching again", "file", dst, "err", err)
 	}

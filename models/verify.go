@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/shellword"
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 // Installed describes a variant's files on disk after Verify.
@@ -102,7 +103,11 @@ func (m *ManifestFile) Verify(dir, variant string, full bool) (*Installed, error
 		}
 	}
 	if len(errs) > 0 {
-		return in, fmt.Errorf("model %s/%s: %w (fix: run `%s`)", m.Model.Name, variant, errors.Join(errs...), FetchCommand(variant, dir))
+		fix := "run `" + FetchCommand(variant, dir) + "`"
+		if p := deniedFile(errs); p != "" {
+			fix = storage.ReadFix(p) // there, but this user may not read it: a fetch would not help
+		}
+		return in, fmt.Errorf("model %s/%s: %w (fix: %s)", m.Model.Name, variant, errors.Join(errs...), fix)
 	}
 	return in, nil
 }
@@ -224,4 +229,16 @@ func FetchCommand(variant, dir string) string {
 		variant = Manifest().Model.DefaultVariant
 	}
 	return shellword.Join("toolgate", "models", "fetch", "--variant", variant, "--dir", dir)
+}
+
+// deniedFile is the file of the first error of errs that refused this user
+// access, "" when none did.
+func deniedFile(errs []error) string {
+	for _, err := range errs {
+		var pe *fs.PathError
+		if errors.Is(err, fs.ErrPermission) && errors.As(err, &pe) {
+			return pe.Path
+		}
+	}
+	return ""
 }

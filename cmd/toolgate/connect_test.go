@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/internal/testenv"
@@ -402,4 +405,52 @@ func TestServeConfigAddr(t *testing.T) {
 	t.Run("service", func(t *testing.T) {
 		startServe(t, toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--mode", "bm25"), addr) // stdin: /dev/null
 	})
+}
+
+// serve without an HTTP address on a terminal (someone typed `toolgate
+// serve` to start a gateway) says that it speaks MCP on stdio and listens
+// on no network, with the flag that serves HTTP: it said "gateway ready"
+// and nothing else, a curl found nothing listening, and a line typed got
+// a JSON-RPC parse error.
+func TestServeOnTerminalSaysStdio(t *testing.T) {
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		testenv.Missing(t, "no pseudo-terminal: %v", err)
+	}
+	defer master.Close()
+	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+
+	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)
+	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--mode", "bm25")
+	cmd.Stdin, cmd.Stdout = tty, tty
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
+	var said []string
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && !strings.Contains(sc.Text(), `msg="gateway ready"`) {
+		said = append(said, sc.Text())
+	}
+	log := strings.Join(said, "\n")
+	for _, want := range []string{"stdin is a terminal: this gateway speaks MCP", "nothing listens on the network", "pass --http 127.0.0.1:8931"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("serve on a terminal, before gateway ready: the log lacks %q:\n%s", want, log)
+		}
+	}
 }

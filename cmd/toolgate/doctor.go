@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/models"
 )
 
@@ -254,6 +256,9 @@ func doctorModel(modelsDir, modelDir string, v embed.Variant, selected bool) doc
 		c.Status, c.Detail, c.Fix = statusOptional, "not usable (variant not selected): "+err.Error(), fix
 	default:
 		c.Status, c.Detail, c.Fix = statusBad, err.Error(), fix
+		if pe := (*fs.PathError)(nil); errors.Is(err, fs.ErrPermission) && errors.As(err, &pe) {
+			c.Fix = storage.ReadFix(pe.Path) // there, but not this user's to read: a fetch would not help
+		}
 		if _, serr := os.Stat(c.Path); serr != nil {
 			c.Status = statusMissing
 		}

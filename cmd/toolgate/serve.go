@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway"
@@ -218,6 +219,13 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		// exit 0 at once: a unit or a container without --http stopped
 		// as soon as it started, "successfully", and was not restarted.
 		return usageError{errors.New("nothing to serve: stdin is /dev/null (a service, `docker run` without -i, nohup), so no MCP client speaks on stdio, and no HTTP address is given: pass --http 127.0.0.1:8931 (or set toolgate.http.addr in the config) to serve HTTP, or let an MCP client start the gateway")}
+	case f.http == "" && term.IsTerminal(int(os.Stdin.Fd())):
+		// Someone typed `toolgate serve` to start a gateway: it said
+		// "gateway ready" and nothing listened, and a line typed got a
+		// JSON-RPC parse error. It still serves stdio (an MCP message
+		// may be typed to try it), but says what it does.
+		log.Warn("stdin is a terminal: this gateway speaks MCP (JSON-RPC, one message a line) on stdin and stdout, to the MCP client that starts it, and nothing listens on the network",
+			"fix", "to run a gateway that clients reach, pass --http 127.0.0.1:8931 (or set toolgate.http.addr in the config); to use it from an MCP client, give the client this command instead of running it here")
 	}
 	// A mistyped --http, or a non-loopback one without --allow-remote, is
 	// the command line's mistake: exit status 2, before anything starts.

@@ -348,6 +348,8 @@ func (h *Health) folderError(err error) *FolderError {
 	switch {
 	case errors.As(err, &de):
 		e.Problem = "has a store whose files this user may not open: " + de.Error()
+	case errors.Is(err, os.ErrNotExist) && h.create.Load():
+		e.Problem = "does not exist: it could not be made at this start (toolgate makes it once it can)"
 	case errors.Is(err, os.ErrNotExist):
 		e.Problem = "does not exist (removed while toolgate runs, or an unmounted volume?)"
 	case errors.Is(err, syscall.ENOTDIR):
@@ -356,6 +358,9 @@ func (h *Health) folderError(err error) *FolderError {
 		e.Problem = "is on a read-only file system"
 	case errors.Is(err, os.ErrPermission):
 		e.Problem = "is not writable by this user"
+		if _, serr := os.Stat(h.dir); serr != nil {
+			e.Problem = "cannot be made by this user"
+		}
 	case errors.Is(err, syscall.ENOSPC) && outOfInodes(h.dir):
 		e.Problem = "is on a file system out of inodes (no new file can be made, though space may be free)"
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
@@ -398,6 +403,14 @@ func Fix(dir string, err error) string {
 	case errors.Is(err, syscall.EROFS):
 		return fmt.Sprintf("remount the file system of %s read-write, or restart toolgate with --data-dir on a writable one; writers resume by themselves once it is writable", dir)
 	case errors.Is(err, os.ErrPermission):
+		if _, serr := os.Stat(dir); serr != nil {
+			// Not there: what keeps this user from making it.
+			if p, folder := deniedPath(err); p != "" {
+				if fix := AccessFix(p, folder); fix != "" {
+					return fix + "; writers resume by themselves once it can be made"
+				}
+			}
+		}
 		return fmt.Sprintf("give this user write access to %s (chown/chmod), or restart toolgate with another --data-dir; writers resume by themselves once it is writable", dir)
 	case errors.Is(err, syscall.ENOSPC) && outOfInodes(dir):
 		return inodesFix(dir) + "; writers resume by themselves once files can be made there"
@@ -781,6 +794,11 @@ func WriteFix(err error) string {
 	case errors.Is(err, syscall.EROFS):
 		return fmt.Sprintf("%s is on a read-only file system: remount it read-write (or, for the data folder, pass --data-dir on a writable one)", dir)
 	case errors.Is(err, os.ErrPermission):
+		if p, folder := deniedPath(err); p != "" {
+			if fix := AccessFix(p, folder); fix != "" {
+				return fix
+			}
+		}
 		return fmt.Sprintf("give this user access to %s (chown/chmod)", dir)
 	case Shortage(err) == syscall.EFBIG:
 		return ShortageFix(syscall.EFBIG)

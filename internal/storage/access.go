@@ -1,0 +1,164 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/toolgate/toolgate/internal/shellword"
+)
+
+// AccessFix says what to change so that this user may do what it was
+// refused (EACCES, EPERM) at path, the file or folder the refused call
+// named (folder: path is a folder to make or open). It names what refuses:
+//
+//   - a folder on the way that this user may not enter: let it in;
+//   - path itself, when it is there (a config or a model file of mode 0600
+//     that is root's): give it to this user, or open its mode;
+//   - else the nearest folder that is there, in which this user may not
+//     make what is missing: make the folder for this user; when what is
+//     missing is the user's home folder (a system account's HOME, such as
+//     /nonexistent, names none), that it is, and to give toolgate its
+//     folders another way.
+//
+// The fixes used to name path's folder whatever refused ("give this user
+// access to /tmp" for a config file of mode 0600, "to /" for a data folder
+// under a home folder that does not exist). "" when none of these holds
+// (an ACL, a security module): the caller keeps its own words.
+func AccessFix(path string, folder bool) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return ""
+	}
+	who, name := thisUser()
+	// The folders on the way, from the root: the first that cannot be
+	// entered refuses everything below it.
+	var up []string
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+		up = append([]string{p}, up...)
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	there := "" // the nearest folder on the way that is there
+	for _, p := range up {
+		fi, err := os.Stat(p)
+		if err != nil || !fi.IsDir() {
+			break
+		}
+		if access(p, unix.X_OK) != nil {
+			return fmt.Sprintf("this user (%s) may not enter %s (%s), on the way to %s: let it in (chmod o+x, or a group of its), or use a path it can reach", who, p, owned(fi), path)
+		}
+		there = p
+	}
+	if fi, err := os.Stat(abs); err == nil {
+		want := uint32(unix.R_OK)
+		if fi.IsDir() {
+			want = unix.R_OK | unix.W_OK | unix.X_OK
+		}
+		if access(abs, want) != nil || access(abs, unix.W_OK) != nil {
+			return fmt.Sprintf("%s is %s, which this user (%s) may not use: give it to this user (%s) or open its mode (chmod)", path, owned(fi), who, shellword.Join("chown", name, path))
+		}
+		return ""
+	}
+	if there == "" {
+		return ""
+	}
+	fi, err := os.Stat(there)
+	if err != nil || access(there, unix.W_OK|unix.X_OK) == nil {
+		return "" // it may make what is missing there: the refusal is not the folder's
+	}
+	missing := abs // the first missing path below there
+	for filepath.Dir(missing) != there && filepath.Dir(missing) != missing {
+		missing = filepath.Dir(missing)
+	}
+	if missing == abs && !folder {
+		return fmt.Sprintf("this user (%s) may not make files in %s (%s): give it the folder (%s)", who, there, owned(fi), shellword.Join("chown", "-R", name, there))
+	}
+	const ownFolders = "give toolgate folders of its own (--data-dir or TOOLGATE_DATA_DIR; a systemd unit: StateDirectory=toolgate and Environment=TOOLGATE_DATA_DIR=%S/toolgate)"
+	switch home := filepath.Clean(homeFolder()); {
+	case homeFolder() == "":
+	case missing == home:
+		return fmt.Sprintf("the home folder of this user (%s), %s (HOME), does not exist (a system account's often names none), and it may not make it in %s (%s): %s, or make the home folder (%s)",
+			who, home, there, owned(fi), ownFolders, shellword.Join("sudo", "install", "-d", "-o", name, home))
+	case there == home:
+		// A home folder that is not the user's (DynamicUser's /, a
+		// shared one): what toolgate puts there by default cannot be.
+		return fmt.Sprintf("this user (%s) may not write in its home folder %s (HOME; %s): %s", who, home, owned(fi), ownFolders)
+	}
+	target := abs
+	if !folder {
+		target = filepath.Dir(abs)
+	}
+	return fmt.Sprintf("%s does not exist, and this user (%s) may not make it in %s (%s): make it for this user (%s), or use another folder",
+		missing, who, there, owned(fi), shellword.Join("sudo", "install", "-d", "-o", name, target))
+}
+
+// ReadFix is what lets this user read path, a file it was refused (a
+// model file, a config): AccessFix, else to make it readable.
+func ReadFix(path string) string {
+	if fix := AccessFix(path, false); fix != "" {
+		return fix
+	}
+	return fmt.Sprintf("make it readable by this user (%s)", shellword.Join("chmod", "a+r", path))
+}
+
+// access reports whether this process may reach p in mode (unix.R_OK …)
+// with its effective IDs: those that the kernel checks at an open.
+func access(p string, mode uint32) error {
+	return unix.Faccessat(unix.AT_FDCWD, p, mode, unix.AT_EACCESS)
+}
+
+// thisUser is how messages name the user toolgate runs as ("nobody, uid
+// 65534") and how a command names it (its name, else its uid).
+func thisUser() (who, name string) {
+	uid := strconv.Itoa(os.Geteuid())
+	if u, err := user.LookupId(uid); err == nil {
+		return u.Username + ", uid " + uid, u.Username
+	}
+	return "uid " + uid, uid
+}
+
+// owned says whose fi is and its mode: "root's, mode 0700".
+func owned(fi fs.FileInfo) string {
+	mode := fmt.Sprintf("mode %04o", fi.Mode().Perm())
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return mode
+	}
+	owner := strconv.Itoa(int(st.Uid))
+	if u, err := user.LookupId(owner); err == nil {
+		owner = u.Username
+	} else {
+		owner = "uid " + owner
+	}
+	return owner + "'s, " + mode
+}
+
+// homeFolder is this user's home folder as toolgate's default folders take
+// it ($HOME, else the password database's), "" when it has none.
+func homeFolder() string {
+	if h, err := os.UserHomeDir(); err == nil {
+		return h
+	}
+	if u, err := user.Current(); err == nil {
+		return u.HomeDir
+	}
+	return ""
+}
+
+// deniedPath is the path of a refused call that err carries, if any.
+func deniedPath(err error) (path string, folder bool) {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Path, pe.Op == "mkdir"
+	}
+	return "", false
+}

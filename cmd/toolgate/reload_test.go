@@ -57,6 +57,24 @@ func writeRaw(t *testing.T, path string, b []byte, rename bool) {
 	}
 }
 
+// statusAs reads route (GET /status, /ui/api/state) of the gateway at
+// addr with API key key.
+func statusAs(t *testing.T, addr, key, route string) gateway.StatusReport {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+route, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", route, err)
+	}
+	defer r.Body.Close()
+	var rep gateway.StatusReport
+	if err := json.NewDecoder(r.Body).Decode(&rep); err != nil {
+		t.Fatalf("GET %s: %v", route, err)
+	}
+	return rep
+}
+
 // getStatus reads GET /status of the gateway at addr.
 func getStatus(t *testing.T, addr string) gateway.StatusReport {
 	t.Helper()

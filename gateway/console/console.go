@@ -847,7 +847,7 @@ func (c *Console) restart(_ context.Context, server string) (int, any, error) {
 // disables, a state file that cannot be written) 409.
 func (c *Console) switcher(disabled bool) func(ctx context.Context, server string) (int, any, error) {
 	return func(ctx context.Context, server string) (int, any, error) {
-		changed, err := c.o.Switcher.SetDisabled(ctx, server, disabled)
+		changed, err := c.o.Switcher.SetDisabled(live.ChangedBy(ctx, "the console"), server, disabled)
 		if errors.Is(err, config.ErrNoServer) {
 			return http.StatusNotFound, nil, err
 		}

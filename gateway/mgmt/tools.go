@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/internal/mask"
@@ -390,7 +391,11 @@ func (s *Server) awaitStart(ctx context.Context, server string, begun func(backe
 
 func (s *Server) setDisabled(disabled bool) func(context.Context, *policy.Caller, serverArgs) *mcp.CallToolResult {
 	return func(ctx context.Context, c *policy.Caller, a serverArgs) *mcp.CallToolResult {
-		changed, err := s.rt.SetDisabled(ctx, a.Name, disabled)
+		by := Name + "__enable_server"
+		if disabled {
+			by = Name + "__disable_server"
+		}
+		changed, err := s.rt.SetDisabled(live.ChangedBy(ctx, by), a.Name, disabled)
 		if err != nil {
 			return toolError("%v", err)
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/local"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/search"
@@ -650,9 +651,9 @@ func printLearn(w io.Writer, req learnRequest, ans learnAnswer, via string) {
 			fmt.Fprintln(w, ans.Servers)
 		}
 	case len(req.Pairs) > 0:
-		fmt.Fprintf(w, "recorded %d pairs from %s; the store holds %d pairs for %d tools\n", ans.Recorded, req.Source, ans.Pairs, ans.Tools)
+		fmt.Fprintf(w, "recorded %s from %s; the store holds %s for %s\n", plural.Of(ans.Recorded, "pair"), req.Source, plural.Of(ans.Pairs, "pair"), plural.Of(ans.Tools, "tool"))
 	default:
-		fmt.Fprintf(w, "%d learned pairs for %d tools in %s\n", ans.Pairs, ans.Tools, ans.Dir)
+		fmt.Fprintf(w, "%s for %s in %s\n", plural.Of(ans.Pairs, "learned pair"), plural.Of(ans.Tools, "tool"), ans.Dir)
 	}
 }
 

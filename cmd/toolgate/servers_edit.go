@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/shellword"
 )
 
@@ -589,7 +590,7 @@ func awaitChange(ctx context.Context, stderr io.Writer, gws []localGateway, serv
 func startedState(b gateway.BackendStatus) string {
 	switch b.State {
 	case backend.StateUp:
-		return fmt.Sprintf("up, %d tools", b.Tools)
+		return "up, " + plural.Of(b.Tools, "tool")
 	case backend.StateIdle:
 		return "idle (lazy: it starts at its next call)"
 	case backend.StateConnecting:

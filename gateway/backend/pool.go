@@ -677,7 +677,7 @@ func (p *Pool) ReconfigureWhy(ctx context.Context, servers []config.Server, why 
 				cause = err
 			}
 		}
-		b.log.Info(strings.TrimPrefix(cause.Error(), "it was ")+"; stopping the backend")
+		b.log.Info(strings.TrimPrefix(cause.Error(), "it was ") + "; stopping the backend")
 		b.stop(cause)
 	}
 	for _, b := range replaced {

@@ -294,6 +294,12 @@ async function act(verb, name) {
   refreshState();
 }
 
+// count is n and noun, plural unless n is 1 ("1 tool", "2 tools"), as
+// the gateway writes counts (internal/plural); it said "1 tools".
+function count(n, noun) {
+  return n + " " + (n === 1 ? noun : noun + "s");
+}
+
 // ---- search playground ----
 
 // Score columns, shown when some hit has the field.
@@ -314,7 +320,7 @@ function renderSearch(ans) {
       el("div", { class: "muted" }, t.description)),
     ...cols.map(([k]) => el("td", { class: "num" }, typeof t[k] === "number" ? t[k].toFixed(3) : "")))));
   $("search-table").hidden = false;
-  $("search-summary").textContent = ans.tools.length + " tools for “" + ans.query + "”" + (ans.server ? " of " + ans.server : "") + " (mode " + ans.mode + ", " + ans.tookMs.toFixed(1) + " ms)" +
+  $("search-summary").textContent = count(ans.tools.length, "tool") + " for “" + ans.query + "”" + (ans.server ? " of " + ans.server : "") + " (mode " + ans.mode + ", " + ans.tookMs.toFixed(1) + " ms)" +
     (ans.noMatch ? ": no tool reaches the minimum confidence (search_tools answers noMatch), these are only the closest" : "");
 }
 
@@ -362,7 +368,7 @@ async function loadCatalog() {
     // The servers whose tools the caller may see, in the catalog's
     // filter and in the playground's.
     for (const id of ["catalog-server", "server"]) fillServers($(id), ans.servers);
-    $("catalog-summary").textContent = (ans.matched === ans.total ? ans.total + " tools" : ans.matched + " of " + ans.total + " tools match") +
+    $("catalog-summary").textContent = (ans.matched === ans.total ? count(ans.total, "tool") : ans.matched + " of " + count(ans.total, "tool") + " match") +
       (ans.tools.length < ans.matched ? " (the first " + ans.tools.length + " shown: filter by name or server for the others)" : "");
     // The schemas open now, read as the list is replaced (a toggle event
     // would come later than a redraw already under way).

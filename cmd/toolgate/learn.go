@@ -689,6 +689,13 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Write
 	if len(req.Pairs) > 0 {
 		warnUnknownTools(errw, known, req.Pairs, g.DataDir())
 	}
+	if req.Server != "" && known != nil {
+		// As the management tools read a server's name: "Memory" is memory.
+		var err error
+		if req.Server, err = serverMeant(req.Server, indexedServers(known)); err != nil {
+			return err
+		}
+	}
 	store, err := openLearnStore(g, log)
 	if errors.Is(err, learn.ErrBusy) {
 		// A running gateway holds the store: it does the work.
@@ -734,6 +741,18 @@ func indexedTools(g *globals, log *slog.Logger) map[string]catalog.Tool {
 	return out
 }
 
+// indexedServers are the servers of known's tools (indexedTools), sorted.
+func indexedServers(known map[string]catalog.Tool) []string {
+	var servers []string
+	for _, t := range known {
+		if !slices.Contains(servers, t.Server) {
+			servers = append(servers, t.Server)
+		}
+	}
+	slices.Sort(servers)
+	return servers
+}
+
 // warnUnknownTools says which tools of pairs the index (known; nil: none
 // to read) does not have: a misspelt ID is recorded and ranks nothing.
 func warnUnknownTools(w io.Writer, known map[string]catalog.Tool, pairs []learnedOne, dataDir string) {
@@ -770,16 +789,10 @@ func checkReset(ans learnAnswer, req learnRequest, known map[string]catalog.Tool
 	if !req.Reset || req.Server == "" || ans.Forgot > 0 || known == nil {
 		return nil
 	}
-	var servers []string
-	for id := range known {
-		if srv, _, err := catalog.SplitID(id); err == nil && !slices.Contains(servers, srv) {
-			servers = append(servers, srv)
-		}
-	}
+	servers := indexedServers(known)
 	if slices.Contains(servers, req.Server) {
 		return nil
 	}
-	slices.Sort(servers)
 	return usageError{fmt.Errorf("learn --reset --server %s: the index has no server of that name (servers: %s), and no pair of it was learned", req.Server, strings.Join(servers, ", "))}
 }
 

@@ -290,6 +290,10 @@ func TestLearnChecksNamesAgainstTheIndex(t *testing.T) {
 	if out, err := toolgateCmd(t, data, "learn", "--reset", "--server", "srv1").CombinedOutput(); err != nil || !strings.Contains(string(out), "forgot 0 learned pairs of server srv1's tools") {
 		t.Errorf("learn --reset of an indexed server with no pairs: %v\n%s", err, out)
 	}
+	// A server named in another case is that server.
+	if out, err := toolgateCmd(t, data, "learn", "--reset", "--server", "SRV0").CombinedOutput(); err != nil || !strings.Contains(string(out), "of server srv0's tools") || strings.Contains(string(out), "forgot 0") {
+		t.Errorf("learn --reset --server SRV0: %v\n%s\nwant srv0's pairs forgotten", err, out)
+	}
 }
 
 // Learned pairs whose files this user may not open (the data folder copied,

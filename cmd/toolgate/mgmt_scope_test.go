@@ -84,7 +84,7 @@ func TestScopedKeyMgmt(t *testing.T) {
 
 	// The scoped key lists and inspects memory only.
 	res := executeTool(t, ctx, memCS, "toolgate__list_servers", nil)
-	if txt := resultText(res); res.IsError || !strings.Contains(txt, "1 MCP servers") || !strings.Contains(txt, "memory: ") ||
+	if txt := resultText(res); res.IsError || !strings.Contains(txt, "1 MCP server behind") || !strings.Contains(txt, "memory: ") ||
 		strings.Contains(txt, "everything") || strings.Contains(txt, "filesystem") {
 		t.Errorf("list_servers with the memory key: %s", txt)
 	}

@@ -54,6 +54,25 @@ async function api(path, opts) {
   return body;
 }
 
+// latest asks path as the newest request of its kind, aborting the one of
+// that kind still in flight: its answer is older (a filter typed further
+// since, another server chosen, another search sent) and, coming last, was
+// drawn over the newer one's. It resolves to the answer, or to null for a
+// request a newer one replaced (aborted, or answered after it began).
+const inFlight = {};
+async function latest(kind, path) {
+  inFlight[kind]?.abort();
+  const ctl = new AbortController();
+  inFlight[kind] = ctl;
+  try {
+    const ans = await api(path, { signal: ctl.signal });
+    return inFlight[kind] === ctl ? ans : null;
+  } catch (e) {
+    if (inFlight[kind] !== ctl) return null;
+    throw e;
+  }
+}
+
 // ---- login ----
 
 function showLogin(on) {
@@ -340,7 +359,8 @@ $("search-form").addEventListener("submit", async (ev) => {
   history.replaceState(null, "", "/ui/?" + searchURL(params)); // the deep link of this search
   $("search-summary").textContent = "Searching…";
   try {
-    renderSearch(await api("/ui/api/search?" + searchURL(params)));
+    const ans = await latest("search", "/ui/api/search?" + searchURL(params));
+    if (ans) renderSearch(ans);
   } catch (e) {
     $("search-summary").textContent = "Search failed: " + e.message;
   }
@@ -364,7 +384,8 @@ const openSchemas = new Set();
 async function loadCatalog() {
   const params = { filter: $("catalog-filter").value.trim(), server: $("catalog-server").value };
   try {
-    const ans = await api("/ui/api/catalog?" + searchURL(params));
+    const ans = await latest("catalog", "/ui/api/catalog?" + searchURL(params));
+    if (!ans) return; // a newer request draws the catalog
     // The servers whose tools the caller may see, in the catalog's
     // filter and in the playground's.
     for (const id of ["catalog-server", "server"]) fillServers($(id), ans.servers);

@@ -57,9 +57,9 @@ func writeRaw(t *testing.T, path string, b []byte, rename bool) {
 	}
 }
 
-// statusAs reads route (GET /status, /ui/api/state) of the gateway at
-// addr with API key key.
-func statusAs(t *testing.T, addr, key, route string) gateway.StatusReport {
+// getAs decodes route (GET /status, /ui/api/state, /ui/api/search?…) of
+// the gateway at addr, asked with API key key, into v.
+func getAs(t *testing.T, addr, key, route string, v any) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+route, nil)
 	req.Header.Set("Authorization", "Bearer "+key)
@@ -68,10 +68,17 @@ func statusAs(t *testing.T, addr, key, route string) gateway.StatusReport {
 		t.Fatalf("GET %s: %v", route, err)
 	}
 	defer r.Body.Close()
-	var rep gateway.StatusReport
-	if err := json.NewDecoder(r.Body).Decode(&rep); err != nil {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
 		t.Fatalf("GET %s: %v", route, err)
 	}
+}
+
+// statusAs is GET /status (or /ui/api/state) of the gateway at addr, asked
+// with API key key.
+func statusAs(t *testing.T, addr, key, route string) gateway.StatusReport {
+	t.Helper()
+	var rep gateway.StatusReport
+	getAs(t, addr, key, route, &rep)
 	return rep
 }
 

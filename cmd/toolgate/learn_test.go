@@ -63,7 +63,7 @@ func TestLearningFromUseEndToEnd(t *testing.T) {
 	}
 	cs.Close() // serve exits with its client
 
-	if out := learnCmd(); !strings.Contains(out, "1 learned pairs for 1 tools") {
+	if out := learnCmd(); !strings.Contains(out, "1 learned pair for 1 tool") {
 		t.Fatalf("toolgate learn after one search and call: %q", out)
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, "learn")); err != nil {
@@ -77,7 +77,7 @@ func TestLearningFromUseEndToEnd(t *testing.T) {
 	}
 	// While it runs, it holds the store: learn asks it through its status
 	// socket, and its ranking uses the change at once.
-	if out := learnCmd(); !strings.Contains(out, "(from pid ") || !strings.Contains(out, "1 learned pairs for 1 tools") {
+	if out := learnCmd(); !strings.Contains(out, "(from pid ") || !strings.Contains(out, "1 learned pair for 1 tool") {
 		t.Errorf("toolgate learn while serve holds the store: %q", out)
 	}
 	// A reset that forgets nothing also makes the ranking the one of the

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/oneline"
+	"github.com/toolgate/toolgate/internal/plural"
 )
 
 // Bounds of search_tools' description, which every client holds in its
@@ -107,10 +108,7 @@ func (g *Gateway) serverListFor(c *policy.Caller) string {
 // describeServer is one entry of the list: "name (N tools): a few words",
 // or "name (N tools: a, b, c, …)" when nothing describes the server.
 func (g *Gateway) describeServer(server string, tools []string) string {
-	n := fmt.Sprintf("%d tools", len(tools))
-	if len(tools) == 1 {
-		n = "1 tool"
-	}
+	n := plural.Of(len(tools), "tool")
 	words := ""
 	if g.opts.Describe != nil {
 		words = oneline.Cut(g.opts.Describe(server), maxServerWords)

@@ -8,6 +8,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/internal/plural"
 )
 
 // maxReachReasons is how many of the rules' reasons reachesNone names.
@@ -55,7 +56,7 @@ func (g *Gateway) reachesNone(c *policy.Caller) string {
 	case len(others) > 0:
 		why = others[:min(len(others), maxReachReasons)]
 		if n := len(others) - len(why); n > 0 {
-			why = append(why, fmt.Sprintf("%d more tools likewise", n))
+			why = append(why, plural.Of(n, "more tool")+" likewise")
 		}
 		if len(fromKey) > 0 {
 			why = append(why, fmt.Sprintf("the API key %q lacks access to the other tools", c.Key.Name))

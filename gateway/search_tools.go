@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/oneline"
+	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -484,7 +485,7 @@ func renderSearch(a searchArgs, r SearchResult, args func(server string) map[str
 		}
 		b.WriteString(". The closest tools, all weak matches:\n")
 	} else {
-		fmt.Fprintf(&b, "%d %s, best first (mode %s):\n", len(r.Tools), plural(len(r.Tools), only+"tool"), r.Mode)
+		fmt.Fprintf(&b, "%d %s, best first (mode %s):\n", len(r.Tools), plural.Noun(len(r.Tools), only+"tool"), r.Mode)
 	}
 	for i, t := range r.Tools {
 		weak := ""
@@ -672,14 +673,6 @@ func paramSummary(schema json.RawMessage, max int, shared map[string]int) string
 		b.WriteString(part)
 	}
 	return b.String()
-}
-
-// plural is noun for n things: "tool" for one, "tools" for the others.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return noun
-	}
-	return noun + "s"
 }
 
 // takesNoArgs says whether an input schema declares no argument at all (an

@@ -167,17 +167,25 @@ func runningConfig(ctx context.Context, dataDir string) (string, error) {
 	return served[0], nil
 }
 
-// remoteServer returns the http or sse server name of cfg.
+// remoteServer returns the http or sse server name of cfg, name read as
+// the management tools read a server's (serverMeant: "Demo" is demo).
 func remoteServer(cfg *config.File, path, name string) (config.Server, error) {
-	var names []string
-	for _, s := range cfg.All() {
+	all := cfg.All()
+	names := make([]string, len(all))
+	for i, s := range all {
+		names[i] = s.Name
+	}
+	name, err := serverMeant(name, names)
+	if err != nil {
+		return config.Server{}, err
+	}
+	for _, s := range all {
 		if s.Name == name {
 			if s.Type == config.TypeStdio {
 				return s, usageError{fmt.Errorf("server %q in %s is a stdio server: it runs on this machine and takes credentials through \"env\"; logins are for http and sse servers", name, path)}
 			}
 			return s, nil
 		}
-		names = append(names, s.Name)
 	}
 	return config.Server{}, usageError{fmt.Errorf("no server %q in %s (its servers: %s)", name, path, strings.Join(names, ", "))}
 }
@@ -240,6 +248,7 @@ func runAuthLogin(ctx context.Context, g *globals, w, stderr io.Writer, in io.Re
 	if err != nil {
 		return err
 	}
+	name = s.Name
 	if s.StaticAuthorization() {
 		return fmt.Errorf("server %q sends a static Authorization header from the config: remove it from \"headers\" to log in with OAuth instead", name)
 	}
@@ -521,12 +530,15 @@ func runAuthLogout(g *globals, w io.Writer, name, cfgPath string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := remoteServer(cfg, cfgPath, name); err != nil {
+		s, err := remoteServer(cfg, cfgPath, name)
+		if err != nil {
 			var ue usageError
 			if !errors.As(err, &ue) || !strings.HasPrefix(err.Error(), "no server") {
 				return err
 			}
 			// A server gone from the config may still have a login to remove.
+		} else {
+			name = s.Name
 		}
 	}
 	store := oauth.NewStore(g.DataDir())

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/mgmt"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/plural"
 )
 
 // unlisted is a server that `index --config` could not list.
@@ -63,7 +64,7 @@ func (g *globals) listBackendTools(ctx context.Context, paths []string, stderr i
 		}
 		kept := "it has no tools in the index"
 		if u.Kept > 0 {
-			kept = fmt.Sprintf("the index keeps the %d tools it had for it", u.Kept)
+			kept = fmt.Sprintf("the index keeps the %s it had for it", plural.Of(u.Kept, "tool"))
 		}
 		fmt.Fprintf(stderr, "toolgate: warning: server %q is %s (%s); %s\n", st.Name, st.State, escapeUnsafe(st.Err), kept)
 		down = append(down, u)

@@ -14,7 +14,10 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -606,4 +609,120 @@ func TestConsoleOperatorInBrowser(t *testing.T) {
 	// (they answered "missing or wrong CSRF token").
 	poll("Restart fake, once it is up again", `(() => { const b = document.querySelector('button[data-restart="fake"]'); return !!b && !b.disabled && (b.click(), true); })()`)
 	poll("the restart to be requested", `document.querySelector("#notice").textContent.includes("Restart of fake requested.")`)
+}
+
+// TestConsoleCatalogLatestInBrowser: of two catalog requests in flight
+// (a server chosen, then another, as typing in the filter makes too), the
+// page draws the newer one's answer and drops the older one's, whichever
+// comes last. The older answer, coming last, was drawn over the newer:
+// the list showed the server chosen before. The browser holds the first
+// request (the DevTools protocol's Fetch domain pauses it) until the
+// second's answer is drawn, then lets it go: the order is made, not timed.
+func TestConsoleCatalogLatestInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	cfg := fakeConfig(t, map[string]string{"alpha": backendtest.ModeNormal, "beta": backendtest.ModeNormal}, nil)
+	addr, _ := startGateway(t, t.TempDir(), cfg, noModelFlags(t)...)
+	ctx, do, eval := newBrowser(t, chromium)
+	poll := poller(t, ctx)
+	do("load /ui/", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#catalog-list li`))
+	poll("the catalog's servers", `(() => { const v = [...document.querySelectorAll("#catalog-server option")].map((o) => o.value);
+		return v.includes("alpha") && v.includes("beta"); })()`)
+
+	// The catalog's requests pause in the browser: the first of alpha is
+	// held, the others go on. How each request ends is watched.
+	tg := chromedp.FromContext(ctx).Target
+	evctx, stop := context.WithCancel(ctx)
+	defer stop()
+	paused := cdp.Events(evctx, tg, fetch.RequestPaused)
+	failed := cdp.Events(evctx, tg, network.LoadingFailed)
+	finished := cdp.Events(evctx, tg, network.LoadingFinished)
+	type end struct {
+		id       network.RequestID
+		finished bool // answered; else failed (canceled: aborted by the page)
+		canceled bool
+	}
+	ends := make(chan end, 1024)
+	go func() {
+		for ev, err := range failed {
+			if err != nil {
+				return
+			}
+			ends <- end{id: ev.RequestID, canceled: ev.Canceled}
+		}
+	}()
+	go func() {
+		for ev, err := range finished {
+			if err != nil {
+				return
+			}
+			ends <- end{id: ev.RequestID, finished: true}
+		}
+	}()
+	held := make(chan fetch.EventRequestPaused, 1)
+	go func() {
+		holding := false
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			if !holding && strings.Contains(ev.Request.URL, "server=alpha") {
+				holding = true
+				held <- ev
+				continue
+			}
+			// An error: the page gave the request up meanwhile.
+			_, _ = chromedp.Call(evctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+		}
+	}()
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/ui/api/catalog?*"}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	choose := func(server string) chromedp.Action[chromedp.Void] {
+		return chromedp.Evaluate[chromedp.Void](`(() => { const s = document.querySelector("#catalog-server");
+			s.value = "` + server + `"; s.dispatchEvent(new Event("change")); })()`)
+	}
+	const shows = `(() => { const ids = [...document.querySelectorAll("#catalog-list li[data-tool]")].map((li) => li.dataset.tool);
+		return ids.length > 0 && ids.every((id) => id.startsWith("%s__")); })()`
+	do("choose alpha", choose("alpha"))
+	var first fetch.EventRequestPaused
+	select {
+	case first = <-held:
+	case <-ctx.Done():
+		t.Fatal("alpha's catalog request never came")
+	}
+	do("choose beta while alpha's request is held", choose("beta"))
+	poll("beta's catalog drawn", fmt.Sprintf(shows, "beta"))
+
+	// alpha's request goes on now (if the page still wants it), and ends.
+	if _, err := chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: first.RequestID}); err != nil {
+		t.Logf("alpha's request, let go: %v (the page gave it up)", err)
+	}
+	var e end
+	for e = range ends {
+		if e.id == first.NetworkID {
+			break
+		}
+	}
+	if e.finished {
+		// Answered after beta's: its list must not be drawn.
+		poll("alpha's older answer drawn over beta's", fmt.Sprintf(shows, "alpha"))
+		t.Fatalf("the catalog shows alpha's tools, the answer of the older request, though beta is chosen")
+	}
+	if !e.canceled {
+		t.Errorf("alpha's request failed but was not aborted by the page: %+v", e)
+	}
+	var got struct {
+		Beta    bool
+		Chosen  string
+		Summary string
+	}
+	eval("the catalog", `({beta: `+fmt.Sprintf(shows, "beta")+`, chosen: document.querySelector("#catalog-server").value,
+		summary: document.querySelector("#catalog-summary").textContent})`, &got)
+	if !got.Beta || got.Chosen != "beta" || strings.Contains(got.Summary, "Could not") {
+		t.Errorf("once alpha's request ended: beta's tools alone %v, the server chosen %q, the summary %q; want beta's, beta and no error", got.Beta, got.Chosen, got.Summary)
+	}
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -52,22 +50,9 @@ func TestScopedKeyDownReasons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	getAs := func(key, route string, v any) {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+route, nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		r, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("GET %s: %v", route, err)
-		}
-		defer r.Body.Close()
-		if err := json.NewDecoder(r.Body).Decode(v); err != nil {
-			t.Fatalf("GET %s: %v", route, err)
-		}
-	}
 	x := func() gateway.BackendStatus {
 		var rep gateway.StatusReport
-		getAs(admin, "/status", &rep)
+		getAs(t, addr, admin, "/status", &rep)
 		for _, b := range rep.Backends {
 			if b.Name == "x" {
 				return b
@@ -124,7 +109,7 @@ func TestScopedKeyDownReasons(t *testing.T) {
 		var found struct {
 			Tools []struct{ Server, Unavailable string }
 		}
-		getAs(c.key, "/ui/api/search?q="+url.QueryEscape("read graph"), &found)
+		getAs(t, addr, c.key, "/ui/api/search?q="+url.QueryEscape("read graph"), &found)
 		if len(found.Tools) == 0 || found.Tools[0].Server != "x" {
 			t.Errorf("the console's search, %s: %+v (want x's tools first)", c.who, found.Tools)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/shutdown"
 	"github.com/toolgate/toolgate/search"
 	"github.com/toolgate/toolgate/search/learn"
@@ -339,9 +340,9 @@ func writeEvalTable(out io.Writer, dataset string, tools int, qs []search.BenchQ
 		}
 	}
 	if noAnswer > 0 {
-		fmt.Fprintf(out, "dataset %s: %d tools, %d queries (%d answerable, %d no-answer)\n", dataset, tools, len(qs), len(qs)-noAnswer, noAnswer)
+		fmt.Fprintf(out, "dataset %s: %s, %s (%d answerable, %d no-answer)\n", dataset, plural.Of(tools, "tool"), plural.Of(len(qs), "query"), len(qs)-noAnswer, noAnswer)
 	} else {
-		fmt.Fprintf(out, "dataset %s: %d tools, %d queries\n", dataset, tools, len(qs))
+		fmt.Fprintf(out, "dataset %s: %s, %s\n", dataset, plural.Of(tools, "tool"), plural.Of(len(qs), "query"))
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "mode\tHit@1\tHit@5\tHit@10\tRecall@5\tRecall@10\tMRR@10\tnDCG@10\t"

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/config/importer"
+	"github.com/toolgate/toolgate/internal/plural"
 )
 
 func init() { register(newImportCmd) }
@@ -88,10 +89,10 @@ func runImport(stdout, stderr io.Writer, files []string, f importFlags) error {
 			// A forced kind that finds nothing where the file's own kind
 			// finds servers: say so, not "0 servers".
 			if d, err := importer.Read(path, data, ""); err == nil && len(d.Servers) > 0 && d.Format != r.Format {
-				return usageError{fmt.Errorf("%s: --format %s finds no servers in it, and it reads as a %s file (%s): leave --format out, or give --format %s", path, f.format, d.Format, countServers(len(d.Servers)), d.Format)}
+				return usageError{fmt.Errorf("%s: --format %s finds no servers in it, and it reads as a %s file (%s): leave --format out, or give --format %s", path, f.format, d.Format, plural.Of(len(d.Servers), "server"), d.Format)}
 			}
 		}
-		fmt.Fprintf(stderr, "%s (%s): %s: %s\n", path, r.Format, countServers(len(r.Servers)), strings.Join(r.Servers, ", "))
+		fmt.Fprintf(stderr, "%s (%s): %s: %s\n", path, r.Format, plural.Of(len(r.Servers), "server"), strings.Join(r.Servers, ", "))
 		for _, n := range r.Notes {
 			fmt.Fprintf(stderr, "  note: %s\n", n)
 		}
@@ -203,7 +204,7 @@ func importInto(stdout, stderr io.Writer, path string, merged []byte, dryRun boo
 	if err := config.WriteFile(path, data); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "wrote %s (%s imported)\n", path, countServers(len(doc.MCPServers)))
+	fmt.Fprintf(stderr, "wrote %s (%s imported)\n", path, plural.Of(len(doc.MCPServers), "server"))
 	return nil
 }
 
@@ -213,12 +214,4 @@ func warnInvalid(stderr io.Writer, data []byte, path string) {
 	if _, err := config.Parse(data, path, nil); err != nil {
 		fmt.Fprintf(stderr, "warning: toolgate would not load this config as it is; fix these first:\n%v\n", err)
 	}
-}
-
-// countServers is "1 server", "2 servers".
-func countServers(n int) string {
-	if n == 1 {
-		return "1 server"
-	}
-	return fmt.Sprintf("%d servers", n)
 }

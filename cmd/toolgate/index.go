@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/shutdown"
 )
 
@@ -306,7 +307,7 @@ func doctorIndex(_ context.Context, g *globals) doctorCheck {
 		if model == "" {
 			model = "BM25 only"
 		}
-		c.Detail = fmt.Sprintf("%d tools, %s, generation %d, built %s", m.Tools, model, m.Generation, m.Created.Format(time.RFC3339))
+		c.Detail = fmt.Sprintf("%s, %s, generation %d, built %s", plural.Of(m.Tools, "tool"), model, m.Generation, m.Created.Format(time.RFC3339))
 	}
 	return c
 }

@@ -247,6 +247,11 @@ func TestSearchUnknownServerIsUsageError(t *testing.T) {
 			t.Errorf("toolgate %s: %v\n%s\nwant exit status 2 and %q", strings.Join(args, " "), err, out, want)
 		}
 	}
+	// A server named in another case is that server, as search_tools
+	// reads "server".
+	if out, err := toolgateCmd(t, data, "search", "list files", "--server", "SRV1", "--mode", "bm25").CombinedOutput(); err != nil || !strings.Contains(string(out), "srv1__") || strings.Contains(string(out), "srv0__") {
+		t.Errorf("toolgate search --server SRV1: %v\n%s\nwant srv1's tools alone", err, out)
+	}
 }
 
 // TestIndexConfigLikeServe: `toolgate index` takes --config as serve does:

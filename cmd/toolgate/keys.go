@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/plural"
 )
 
 func init() { register(newKeysCmd) }
@@ -203,7 +204,7 @@ func warnUnmatchedGlobs(w io.Writer, known map[string]catalog.Tool, allow, deny 
 			} else if near := gateway.Closest(glob, cands, 3); len(near) > 0 {
 				hint = " (did you mean " + strings.Join(near, ", ") + "?)"
 			}
-			fmt.Fprintf(w, "warning: %s %q matches no tool of the index (%d tools): %s%s; the key is created all the same\n", c.flag, glob, len(known), c.means, hint)
+			fmt.Fprintf(w, "warning: %s %q matches no tool of the index (%s): %s%s; the key is created all the same\n", c.flag, glob, plural.Of(len(known), "tool"), c.means, hint)
 		}
 	}
 }

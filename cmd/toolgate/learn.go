@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/local"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/search"
@@ -650,9 +651,9 @@ func printLearn(w io.Writer, req learnRequest, ans learnAnswer, via string) {
 			fmt.Fprintln(w, ans.Servers)
 		}
 	case len(req.Pairs) > 0:
-		fmt.Fprintf(w, "recorded %d pairs from %s; the store holds %d pairs for %d tools\n", ans.Recorded, req.Source, ans.Pairs, ans.Tools)
+		fmt.Fprintf(w, "recorded %s from %s; the store holds %s for %s\n", plural.Of(ans.Recorded, "pair"), req.Source, plural.Of(ans.Pairs, "pair"), plural.Of(ans.Tools, "tool"))
 	default:
-		fmt.Fprintf(w, "%d learned pairs for %d tools in %s\n", ans.Pairs, ans.Tools, ans.Dir)
+		fmt.Fprintf(w, "%s for %s in %s\n", plural.Of(ans.Pairs, "learned pair"), plural.Of(ans.Tools, "tool"), ans.Dir)
 	}
 }
 
@@ -687,6 +688,13 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Write
 	}
 	if len(req.Pairs) > 0 {
 		warnUnknownTools(errw, known, req.Pairs, g.DataDir())
+	}
+	if req.Server != "" && known != nil {
+		// As the management tools read a server's name: "Memory" is memory.
+		var err error
+		if req.Server, err = serverMeant(req.Server, indexedServers(known)); err != nil {
+			return err
+		}
 	}
 	store, err := openLearnStore(g, log)
 	if errors.Is(err, learn.ErrBusy) {
@@ -733,6 +741,18 @@ func indexedTools(g *globals, log *slog.Logger) map[string]catalog.Tool {
 	return out
 }
 
+// indexedServers are the servers of known's tools (indexedTools), sorted.
+func indexedServers(known map[string]catalog.Tool) []string {
+	var servers []string
+	for _, t := range known {
+		if !slices.Contains(servers, t.Server) {
+			servers = append(servers, t.Server)
+		}
+	}
+	slices.Sort(servers)
+	return servers
+}
+
 // warnUnknownTools says which tools of pairs the index (known; nil: none
 // to read) does not have: a misspelt ID is recorded and ranks nothing.
 func warnUnknownTools(w io.Writer, known map[string]catalog.Tool, pairs []learnedOne, dataDir string) {
@@ -769,16 +789,10 @@ func checkReset(ans learnAnswer, req learnRequest, known map[string]catalog.Tool
 	if !req.Reset || req.Server == "" || ans.Forgot > 0 || known == nil {
 		return nil
 	}
-	var servers []string
-	for id := range known {
-		if srv, _, err := catalog.SplitID(id); err == nil && !slices.Contains(servers, srv) {
-			servers = append(servers, srv)
-		}
-	}
+	servers := indexedServers(known)
 	if slices.Contains(servers, req.Server) {
 		return nil
 	}
-	slices.Sort(servers)
 	return usageError{fmt.Errorf("learn --reset --server %s: the index has no server of that name (servers: %s), and no pair of it was learned", req.Server, strings.Join(servers, ", "))}
 }
 

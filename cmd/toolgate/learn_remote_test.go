@@ -136,7 +136,7 @@ func TestLearnAnswersBeforeALongRefresh(t *testing.T) {
 	}
 	var out bytes.Buffer
 	printLearn(&out, req, ans, "pid 4242 (stdio)")
-	if want := "(through pid 4242 (stdio), which holds the learned pairs: its searches rank with the change once it is embedded, within moments)\nrecorded 1 pairs from log.jsonl"; !strings.HasPrefix(out.String(), want) {
+	if want := "(through pid 4242 (stdio), which holds the learned pairs: its searches rank with the change once it is embedded, within moments)\nrecorded 1 pair from log.jsonl"; !strings.HasPrefix(out.String(), want) {
 		t.Errorf("printed %q, want it to start with %q", out.String(), want)
 	}
 }

@@ -63,7 +63,7 @@ func TestLearningFromUseEndToEnd(t *testing.T) {
 	}
 	cs.Close() // serve exits with its client
 
-	if out := learnCmd(); !strings.Contains(out, "1 learned pairs for 1 tools") {
+	if out := learnCmd(); !strings.Contains(out, "1 learned pair for 1 tool") {
 		t.Fatalf("toolgate learn after one search and call: %q", out)
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, "learn")); err != nil {
@@ -77,7 +77,7 @@ func TestLearningFromUseEndToEnd(t *testing.T) {
 	}
 	// While it runs, it holds the store: learn asks it through its status
 	// socket, and its ranking uses the change at once.
-	if out := learnCmd(); !strings.Contains(out, "(from pid ") || !strings.Contains(out, "1 learned pairs for 1 tools") {
+	if out := learnCmd(); !strings.Contains(out, "(from pid ") || !strings.Contains(out, "1 learned pair for 1 tool") {
 		t.Errorf("toolgate learn while serve holds the store: %q", out)
 	}
 	// A reset that forgets nothing also makes the ranking the one of the
@@ -289,6 +289,10 @@ func TestLearnChecksNamesAgainstTheIndex(t *testing.T) {
 	}
 	if out, err := toolgateCmd(t, data, "learn", "--reset", "--server", "srv1").CombinedOutput(); err != nil || !strings.Contains(string(out), "forgot 0 learned pairs of server srv1's tools") {
 		t.Errorf("learn --reset of an indexed server with no pairs: %v\n%s", err, out)
+	}
+	// A server named in another case is that server.
+	if out, err := toolgateCmd(t, data, "learn", "--reset", "--server", "SRV0").CombinedOutput(); err != nil || !strings.Contains(string(out), "of server srv0's tools") || strings.Contains(string(out), "forgot 0") {
+		t.Errorf("learn --reset --server SRV0: %v\n%s\nwant srv0's pairs forgotten", err, out)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/local"
 	"github.com/toolgate/toolgate/internal/logring"
+	"github.com/toolgate/toolgate/internal/plural"
 )
 
 func init() { register(newLogsCmd) }
@@ -264,7 +265,7 @@ func runLogs(ctx context.Context, w, notes io.Writer, dataDir string, f logsFlag
 				}
 				if len(p.Lines) > 0 && p.Lines[0].Seq > g.last+1 {
 					// More came between two looks than the gateway keeps.
-					fmt.Fprintf(w, "%s(%d lines not kept)\n", prefix(g), p.Lines[0].Seq-g.last-1)
+					fmt.Fprintf(w, "%s(%s not kept)\n", prefix(g), plural.Of(int(p.Lines[0].Seq-g.last-1), "line"))
 				}
 				for _, l := range p.Lines {
 					fmt.Fprintln(w, prefix(g)+l.Text)

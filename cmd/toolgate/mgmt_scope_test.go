@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -38,21 +37,7 @@ func TestScopedKeyMgmt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	statusAs := func(key, route string) gateway.StatusReport {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+route, nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		r, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("GET /status: %v", err)
-		}
-		defer r.Body.Close()
-		var rep gateway.StatusReport
-		if err := json.NewDecoder(r.Body).Decode(&rep); err != nil {
-			t.Fatalf("GET /status: %v", err)
-		}
-		return rep
-	}
+	statusAs := func(key, route string) gateway.StatusReport { t.Helper(); return statusAs(t, addr, key, route) }
 	status := func() gateway.StatusReport { t.Helper(); return statusAs(admin, "/status") }
 	// GET /status and the console's state, as the memory key sees them:
 	// memory only, counted alone.
@@ -99,7 +84,7 @@ func TestScopedKeyMgmt(t *testing.T) {
 
 	// The scoped key lists and inspects memory only.
 	res := executeTool(t, ctx, memCS, "toolgate__list_servers", nil)
-	if txt := resultText(res); res.IsError || !strings.Contains(txt, "1 MCP servers") || !strings.Contains(txt, "memory: ") ||
+	if txt := resultText(res); res.IsError || !strings.Contains(txt, "1 MCP server behind") || !strings.Contains(txt, "memory: ") ||
 		strings.Contains(txt, "everything") || strings.Contains(txt, "filesystem") {
 		t.Errorf("list_servers with the memory key: %s", txt)
 	}

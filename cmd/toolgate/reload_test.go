@@ -57,6 +57,31 @@ func writeRaw(t *testing.T, path string, b []byte, rename bool) {
 	}
 }
 
+// getAs decodes route (GET /status, /ui/api/state, /ui/api/search?…) of
+// the gateway at addr, asked with API key key, into v.
+func getAs(t *testing.T, addr, key, route string, v any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+route, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", route, err)
+	}
+	defer r.Body.Close()
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", route, err)
+	}
+}
+
+// statusAs is GET /status (or /ui/api/state) of the gateway at addr, asked
+// with API key key.
+func statusAs(t *testing.T, addr, key, route string) gateway.StatusReport {
+	t.Helper()
+	var rep gateway.StatusReport
+	getAs(t, addr, key, route, &rep)
+	return rep
+}
+
 // getStatus reads GET /status of the gateway at addr.
 func getStatus(t *testing.T, addr string) gateway.StatusReport {
 	t.Helper()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -152,7 +153,7 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 	seen := vis.see(ix)
 	// As search_tools: an unknown server is a mistake of the caller's,
 	// answered with the servers there are.
-	if err := seen.checkServer(f.server); err != nil {
+	if f.server, err = seen.checkServer(f.server); err != nil {
 		ix.Close()
 		return err
 	}
@@ -338,17 +339,25 @@ func (v visibility) see(ix *index.Index) seen {
 	return s
 }
 
-// checkServer is the usage error of a --server the caller sees no tool of
-// ("" = every server: nil), naming why when the index has the server's
-// tools but hides them.
-func (s seen) checkServer(server string) error {
+// checkServer is the server --server means (serverMeant, among those the
+// caller sees and those hidden), or the usage error of one the caller sees
+// no tool of ("" = every server), naming why when the index has the
+// server's tools but hides them.
+func (s seen) checkServer(server string) (string, error) {
 	if server == "" || slices.Contains(s.servers, server) {
-		return nil
+		return server, nil
+	}
+	server, err := serverMeant(server, slices.Concat(s.servers, slices.Collect(maps.Keys(s.why))))
+	if err != nil {
+		return server, err
+	}
+	if slices.Contains(s.servers, server) {
+		return server, nil
 	}
 	if why, ok := s.why[server]; ok {
-		return usageError{fmt.Errorf("--server %q: search_tools hides its tools: %s", server, why)}
+		return server, usageError{fmt.Errorf("--server %q: search_tools hides its tools: %s", server, why)}
 	}
-	return usageError{fmt.Errorf("--server %q: there is no server of that name in the index (servers: %s); leave --server out to search them all",
+	return server, usageError{fmt.Errorf("--server %q: there is no server of that name in the index (servers: %s); leave --server out to search them all",
 		server, strings.Join(s.servers, ", "))}
 }
 

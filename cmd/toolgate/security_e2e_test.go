@@ -197,7 +197,7 @@ func TestSecurityDoneWhen(t *testing.T) {
 			t.Errorf("search for remove_server (admin=%v): %v", cs == adminCS, got)
 		}
 	}
-	if res := executeTool(t, ctx, opsCS, "toolgate__remove_server", map[string]any{"name": "poison"}); !res.IsError || resultText(res) != lacksKey("ops", "toolgate__remove_server") {
+	if res := executeTool(t, ctx, opsCS, "toolgate__remove_server", map[string]any{"name": "poison"}); !res.IsError || resultText(res) != adminOnlyRefusal("ops", "toolgate__remove_server") {
 		t.Errorf("remove_server with a key that is not admin: isError=%v %s", res.IsError, resultText(res))
 	}
 	if res := executeTool(t, ctx, adminCS, "toolgate__remove_server", map[string]any{"name": "poison"}); res.IsError {
@@ -263,10 +263,12 @@ func TestSecurityDoneWhen(t *testing.T) {
 	}
 }
 
-// lacksKey is execute_tool's refusal of a tool outside key's scope: the
-// same words for a tool that exists and one that does not.
-func lacksKey(key, id string) string {
-	return "execute_tool " + id + `: the API key "` + key + `" lacks access to this tool. Call search_tools to find a tool you can run`
+// adminOnlyRefusal is execute_tool's refusal of a tool only an admin key
+// may run (one that changes the config) to key, which is not admin: what
+// is needed and the fix.
+func adminOnlyRefusal(key, id string) string {
+	return "execute_tool " + id + `: the API key "` + key + `" lacks access to this tool: it changes the gateway's config, which only an admin API key may do; ` +
+		"an admin can create one (toolgate keys create --name NAME --admin; toolgate keys list shows which keys are admin). Call search_tools to find a tool you can run"
 }
 
 // outsideProfile is execute_tool's refusal of a tool outside the profile

@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/internal/mask"
+	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/shellword"
 )
 
@@ -170,7 +171,7 @@ func runServers(w io.Writer, g *globals, paths []string, asJSON bool) error {
 		_, err := fmt.Fprintf(w, "%s: valid, no servers yet: add one with %s\n", path, serversAddLine(paths[len(paths)-1]))
 		return err
 	}
-	fmt.Fprintf(w, "%s: valid, %s (%d enabled)\n", path, countServers(len(infos)), enabled)
+	fmt.Fprintf(w, "%s: valid, %s (%d enabled)\n", path, plural.Of(len(infos), "server"), enabled)
 	for _, c := range conflicts {
 		fmt.Fprintf(w, "note: %s\n", c)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,8 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/shellword"
 )
 
@@ -295,15 +298,21 @@ state.json, so that one added later under the name starts.`,
 			if path == "" {
 				return usageError{errors.New("servers remove needs --config FILE: the config file to remove the server from")}
 			}
+			name := args[0]
 			_, _, err := config.Edit([]string{path}, func(docs []config.Doc) ([]config.Doc, []int, error) {
-				return config.RemoveServer(docs, args[0], nil)
+				if f, _, _, err := config.ParseDocs(docs, nil); err == nil {
+					if name, err = serverMeant(name, configServers(f)); err != nil {
+						return nil, nil, err
+					}
+				}
+				return config.RemoveServer(docs, name, nil)
 			})
 			if err != nil {
 				return noServerUsage(err)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "removed server %q from %s\n", args[0], path)
-			g.auditConfigChange(path, "servers remove", args[0])
-			return clearDisabled(cmd.Context(), cmd.ErrOrStderr(), g.DataDir(), args[0])
+			fmt.Fprintf(cmd.ErrOrStderr(), "removed server %q from %s\n", name, path)
+			g.auditConfigChange(path, "servers remove", name)
+			return clearDisabled(cmd.Context(), cmd.ErrOrStderr(), g.DataDir(), name)
 		},
 	}
 	editConfigFlag(cmd, &path)
@@ -348,6 +357,9 @@ func runServersToggle(ctx context.Context, stderr io.Writer, g *globals, path, n
 		cfg = &config.File{} // refused without a config
 	}
 	if cfg != nil {
+		if name, err = serverMeant(name, append(configServers(cfg), config.BuiltinServer)); err != nil {
+			return err
+		}
 		if err := live.CheckDisable(cfg, name); err != nil {
 			return noServerUsage(err)
 		}
@@ -367,7 +379,7 @@ func runServersToggle(ctx context.Context, stderr io.Writer, g *globals, path, n
 			}
 			disabled = st.Disabled
 		}
-		if err := checkRunning(stderr, gws, g.DataDir(), name, disabled...); err != nil {
+		if name, err = checkRunning(stderr, gws, g.DataDir(), name, disabled...); err != nil {
 			return err
 		}
 	}
@@ -402,20 +414,22 @@ func runServersToggle(ctx context.Context, stderr io.Writer, g *globals, path, n
 }
 
 // checkRunning checks NAME, for a command given no config, against the
-// gateways running on the data folder: when each of them answers and none
-// has a server of that name (running, or disabled at run time), and it is
-// not one of known, it is a usage error that says the servers they have. A
-// typo was written to the state file, "disabled" or "restart requested",
-// and the command ended well, while the server meant ran on. Without a
-// gateway running, or with one that does not answer, there is nothing to
-// check NAME against: a warning on stderr says so, and how to check it.
-func checkRunning(stderr io.Writer, gws []localGateway, dataDir, name string, known ...string) error {
-	if slices.Contains(known, name) {
-		return nil
-	}
-	unchecked := func(why string) error {
+// gateways running on the data folder, and returns the server it means
+// (serverMeant, among theirs and known): when each of them answers and
+// none has a server of that name (running, or disabled at run time), and
+// it is not one of known, it is a usage error that says the servers they
+// have. A typo was written to the state file, "disabled" or "restart
+// requested", and the command ended well, while the server meant ran on.
+// Without a gateway running, or with one that does not answer, there is
+// nothing to check NAME against but known: a warning on stderr says so,
+// and how to check it.
+func checkRunning(stderr io.Writer, gws []localGateway, dataDir, name string, known ...string) (string, error) {
+	unchecked := func(why string) (string, error) {
+		if meant, err := serverMeant(name, known); err != nil || slices.Contains(known, meant) {
+			return meant, err
+		}
 		fmt.Fprintf(stderr, "warning: could not check that %q is a server (%s): pass --config FILE (or set $TOOLGATE_CONFIG) to check the name against your config\n", name, why)
-		return nil
+		return name, nil
 	}
 	if len(gws) == 0 {
 		return unchecked("no --config given, and no gateway runs on the data folder " + dataDir)
@@ -432,18 +446,38 @@ func checkRunning(stderr io.Writer, gws []localGateway, dataDir, name string, kn
 			have = append(have, gw.rep.Stats.Disabled...)
 		}
 	}
-	if slices.Contains(have, name) {
-		return nil
-	}
 	slices.Sort(have)
 	have = slices.Compact(have)
+	meant, err := serverMeant(name, slices.Concat(have, known))
+	if err != nil || slices.Contains(have, meant) || slices.Contains(known, meant) {
+		return meant, err
+	}
 	they := "they have no server"
 	if len(have) > 0 {
 		they = "they have " + strings.Join(have, ", ")
 	}
-	return usageError{config.NoServer("no gateway running on the data folder %s has a server %q: %s (one disabled in its config file is not listed; --config FILE checks NAME against a config instead)",
+	return name, usageError{config.NoServer("no gateway running on the data folder %s has a server %q: %s (one disabled in its config file is not listed; --config FILE checks NAME against a config instead)",
 		dataDir, name, they)}
 }
+
+// serverMeant is the server of names that name means, read as the
+// management tools read their "name" (catalog.ServerMeant): `servers
+// disable MY-FS` is my-fs when no server is named so as written and only
+// my-fs is named so in another case or with "_" for "-"; it answered that
+// there was no server "MY-FS". A name that may mean several is a usage
+// error that names them; one that means none is returned as written (the
+// command's check says so, with the servers there are).
+func serverMeant(name string, names []string) (string, error) {
+	names = slices.Compact(slices.Sorted(slices.Values(names))) // the gateways' lists overlap
+	meant, err := catalog.ServerMeant(name, names)
+	if err != nil {
+		return name, usageError{err}
+	}
+	return meant, nil
+}
+
+// configServers is the names of cfg's servers, those it disables too.
+func configServers(cfg *config.File) []string { return slices.Sorted(maps.Keys(cfg.MCPServers)) }
 
 // noServerUsage makes an error for a server name the config lacks
 // (config.ErrNoServer) a usage error (exit status 2), as for every NAME a
@@ -513,13 +547,18 @@ func runServersRestart(ctx context.Context, stderr io.Writer, g *globals, path, 
 	if err != nil {
 		return err
 	}
+	if cfg != nil {
+		if name, err = serverMeant(name, append(configServers(cfg), config.BuiltinServer)); err != nil {
+			return err
+		}
+	}
 	if err := live.CheckRestart(cfg, st, name); err != nil {
 		return noServerUsage(err)
 	}
 	// The gateways running now, and the restarts each counted so far.
 	gws := localGateways(ctx, g.DataDir(), 5*time.Second)
 	if cfg == nil {
-		if err := checkRunning(stderr, gws, g.DataDir(), name); err != nil {
+		if name, err = checkRunning(stderr, gws, g.DataDir(), name); err != nil {
 			return err
 		}
 	}
@@ -589,7 +628,7 @@ func awaitChange(ctx context.Context, stderr io.Writer, gws []localGateway, serv
 func startedState(b gateway.BackendStatus) string {
 	switch b.State {
 	case backend.StateUp:
-		return fmt.Sprintf("up, %d tools", b.Tools)
+		return "up, " + plural.Of(b.Tools, "tool")
 	case backend.StateIdle:
 		return "idle (lazy: it starts at its next call)"
 	case backend.StateConnecting:

@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -431,6 +432,51 @@ func TestNoServersNote(t *testing.T) {
 		}
 		if got := noServersNote(cfg, "/etc/tg/my config.json"); got != c.want {
 			t.Errorf("%s: the console's note %q, want %q", c.doc, got, c.want)
+		}
+	}
+}
+
+// TestServerNamesForgiving: the commands that take a server's name read it
+// as the management tools read theirs (catalog.ServerMeant): in another
+// case or with "_" for "-", it is the one server named so; a name that may
+// be several is a usage error naming them, in the tools' words. They
+// answered that there was no server "MEMORY".
+func TestServerNamesForgiving(t *testing.T) {
+	path := writeConfig(t, `{"mcpServers": {"memory": {"command": "true"}, "x-y_z": {"command": "true"}, "x_y-z": {"command": "true"},
+		"web": {"url": "https://127.0.0.1:1/mcp"}}}`)
+	data := t.TempDir()
+	run := func(args ...string) (string, int) {
+		t.Helper()
+		out, err := toolgateCmd(t, data, args...).CombinedOutput()
+		code := 0
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), code
+	}
+	const ambiguous = `server "x-y-z" may be any of "x-y_z", "x_y-z", which differ only in case or in "-" and "_": give one of them exactly as written`
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"servers", "disable", "MEMORY", "--config", path}, 0, `server "memory" disabled`},
+		{[]string{"servers", "restart", "Memory", "--config", path}, 1, "`toolgate servers enable memory` starts it"},
+		// No config, no gateway: the state file's disabled servers.
+		{[]string{"servers", "enable", "MEMORY"}, 0, `server "memory" enabled`},
+		{[]string{"servers", "disable", "x-y-z", "--config", path}, 2, ambiguous},
+		{[]string{"servers", "restart", "x-y-z", "--config", path}, 2, ambiguous},
+		{[]string{"servers", "remove", "x-y-z", "--config", path}, 2, ambiguous},
+		{[]string{"auth", "login", "x-y-z", "--config", path}, 2, ambiguous},
+		{[]string{"auth", "login", "MEMORY", "--config", path}, 2, `server "memory" in ` + path + ` is a stdio server`},
+		{[]string{"auth", "logout", "WEB", "--config", path}, 2, `no login of "web" is stored`},
+		{[]string{"servers", "remove", "Memory", "--config", path}, 0, `removed server "memory" from ` + path},
+	} {
+		out, code := run(c.args...)
+		if code != c.code || !strings.Contains(out, c.want) {
+			t.Errorf("toolgate %s: exit status %d\n%s\nwant %d and %q", strings.Join(c.args, " "), code, out, c.code, c.want)
 		}
 	}
 }

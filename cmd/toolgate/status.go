@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/local"
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/search"
@@ -462,7 +463,7 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 	}
 	if sec := rep.Security; sec != nil {
 		a := sec.Audit
-		fmt.Fprintf(w, "audit log: %d records written, %d lost, %d failed writes\n", a.Written, a.Dropped, a.Errors)
+		fmt.Fprintf(w, "audit log: %s written, %d lost, %s\n", plural.Of(int(a.Written), "record"), a.Dropped, plural.Of(int(a.Errors), "failed write"))
 		if len(sec.KeysWithoutProfile) > 0 {
 			fmt.Fprintf(w, "API keys that reach no tool, their profile not in the config: %s\n  fix: %s\n", escapeUnsafe(keyProfiles(sec.KeysWithoutProfile)), keysWithoutProfileFix)
 		}
@@ -541,7 +542,7 @@ func processLine(p *gateway.ProcessInfo, state bool) string {
 // printLoopStats prints the runtime loop's counters: the catalog served and
 // the config reloads, with the last error of each.
 func printLoopStats(w io.Writer, st *live.Stats) {
-	fmt.Fprintf(w, "catalog: generation %d, %d tools", st.CatalogGeneration, st.CatalogTools)
+	fmt.Fprintf(w, "catalog: generation %d, %s", st.CatalogGeneration, plural.Of(st.CatalogTools, "tool"))
 	if st.Reindexing {
 		fmt.Fprint(w, " (re-indexing)")
 	}
@@ -594,11 +595,11 @@ func printRanking(w io.Writer, st *search.State) {
 func printLearning(w io.Writer, l *gateway.LearningStatus) {
 	switch l.Holder {
 	case gateway.ThisGateway:
-		fmt.Fprintf(w, "learning: %d pairs for %d tools\n", l.Pairs, l.Tools)
+		fmt.Fprintf(w, "learning: %s for %s\n", plural.Of(l.Pairs, "pair"), plural.Of(l.Tools, "tool"))
 	case "":
 		fmt.Fprintf(w, "learning: %s\n", l.Error)
 	default:
-		fmt.Fprintf(w, "learning: %d pairs for %d tools, through %s, which holds them\n", l.Pairs, l.Tools, l.Holder)
+		fmt.Fprintf(w, "learning: %s for %s, through %s, which holds them\n", plural.Of(l.Pairs, "pair"), plural.Of(l.Tools, "tool"), l.Holder)
 	}
 }
 

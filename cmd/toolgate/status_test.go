@@ -118,6 +118,18 @@ func TestPrintLoopStatsRejectedLast(t *testing.T) {
 	}
 }
 
+// Counts of one are in the singular: it said "1 tools", "1 pairs".
+func TestStatusCountsOfOne(t *testing.T) {
+	var out bytes.Buffer
+	printLoopStats(&out, &live.Stats{CatalogTools: 1})
+	printLearning(&out, &gateway.LearningStatus{Holder: gateway.ThisGateway, Pairs: 1, Tools: 1})
+	for _, want := range []string{"catalog: generation 0, 1 tool\n", "learning: 1 pair for 1 tool\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("got:\n%s\nwant in it %q", out.String(), want)
+		}
+	}
+}
+
 func TestStatusCommandErrors(t *testing.T) {
 	// A port nobody listens on.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

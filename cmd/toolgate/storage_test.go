@@ -797,7 +797,7 @@ func TestSecondGatewayOnSameDataFolder(t *testing.T) {
 		return out + stderr
 	}
 	testenv.Eventually(t, "the stdio gateway's pair recorded through the first", func() bool {
-		return strings.Contains(learnOut(), "1 learned pairs for 1 tools")
+		return strings.Contains(learnOut(), "1 learned pair for 1 tool")
 	})
 	// What the first learns (here seeded through it) the second ranks
 	// with, within moments.

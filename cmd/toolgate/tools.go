@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/plural"
 )
 
 func init() { register(newToolsCmd) }
@@ -96,7 +97,7 @@ func runToolsQuarantined(w io.Writer, path string, asJSON bool) error {
 		return enc.Encode(out)
 	}
 	if len(out) == 0 {
-		fmt.Fprintf(w, "No tool is quarantined (%d definitions pinned in %s).\n", len(f.Tools), path)
+		fmt.Fprintf(w, "No tool is quarantined (%s pinned in %s).\n", plural.Of(len(f.Tools), "definition"), path)
 		return nil
 	}
 	for _, q := range out {

@@ -97,6 +97,16 @@ func downState(err error) State {
 	return StateDown
 }
 
+// Disabled is the cause of a server's leaving the pool when it was
+// disabled at run time (ReconfigureWhy), by who ("the console", "" when
+// not known): a call in flight on it fails saying so.
+func Disabled(by string) error {
+	if by == "" {
+		return errors.New("it was disabled")
+	}
+	return errors.New("it was disabled by " + by)
+}
+
 type restartedError struct{}
 
 func (restartedError) Error() string        { return "it was restarted on request" }

@@ -100,6 +100,18 @@ func TestMayHaveRunDuringCall(t *testing.T) {
 			key:   "it was removed from the config during the call" + warn + "; search_tools finds what the gateway serves now",
 		},
 		{
+			// Disabled at run time: said so, by what, not "removed".
+			name: "disabled",
+			start: func(t *testing.T) (*Pool, func()) {
+				p := hang(t)
+				return p, func() {
+					p.ReconfigureWhy(context.Background(), nil, func(string) error { return Disabled("the console") })
+				}
+			},
+			admin: []string{"it was disabled by the console during the call" + warn + "; search_tools finds what the gateway serves now"},
+			key:   "it was disabled by the console during the call" + warn + "; search_tools finds what the gateway serves now",
+		},
+		{
 			name: "gateway stopping",
 			start: func(t *testing.T) (*Pool, func()) {
 				p := hang(t)

@@ -634,6 +634,16 @@ var inPlace = []string{"connectTimeout", "callTimeout", "description"}
 // UnavailableError that says so; a new call on a removed server gets
 // ErrUnknownServer, one on a changed server goes to its new backend.
 func (p *Pool) Reconfigure(ctx context.Context, servers []config.Server) Diff {
+	return p.ReconfigureWhy(ctx, servers, nil)
+}
+
+// ReconfigureWhy is Reconfigure, with why saying why a server that leaves
+// the pool leaves it (nil, or why nil: it was removed from the config): a
+// call in flight on it fails with those words (Disabled: "it was disabled
+// by the console during the call"). A server disabled at run time left
+// the pool as a removal, and its call said "it was removed from the
+// config during the call", which the config was not.
+func (p *Pool) ReconfigureWhy(ctx context.Context, servers []config.Server, why func(server string) error) Diff {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var d Diff
@@ -693,8 +703,14 @@ func (p *Pool) Reconfigure(ctx context.Context, servers []config.Server) Diff {
 	// ones in flight fail with the cause, and the supervisors tear down.
 	p.roster.Store(next)
 	for _, b := range removed {
-		b.log.Info("removed from the config; stopping the backend")
-		b.stop(errRemoved)
+		cause := errRemoved
+		if why != nil {
+			if err := why(b.cfg.Name); err != nil {
+				cause = err
+			}
+		}
+		b.log.Info(strings.TrimPrefix(cause.Error(), "it was ") + "; stopping the backend")
+		b.stop(cause)
 	}
 	for _, b := range replaced {
 		b.stop(errReplaced)

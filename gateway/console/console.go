@@ -700,12 +700,9 @@ func (c *Console) serveSearch(w http.ResponseWriter, r *http.Request, caller *po
 		// As search_tools reads "server" (" Memory ", "memory__"); one the
 		// caller has no tool of answered noMatch, as if no tool fitted.
 		servers := catalogServers(c.catalog(caller))
-		switch meant := catalog.ServersMeant(q.Server, servers); {
-		case len(meant) > 1:
-			writeError(w, http.StatusBadRequest, "server "+catalog.AmbiguousName(q.Server, meant))
+		if q.Server, err = catalog.ServerMeant(q.Server, servers); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
 			return
-		case len(meant) == 1:
-			q.Server = meant[0]
 		}
 		if !slices.Contains(servers, q.Server) {
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("server %q: no tool of it is in the catalog (servers: %s): leave server out to search them all",
@@ -852,7 +849,7 @@ func (c *Console) restart(_ context.Context, server string) (int, any, error) {
 // disables, a state file that cannot be written) 409.
 func (c *Console) switcher(disabled bool) func(ctx context.Context, server string) (int, any, error) {
 	return func(ctx context.Context, server string) (int, any, error) {
-		changed, err := c.o.Switcher.SetDisabled(ctx, server, disabled)
+		changed, err := c.o.Switcher.SetDisabled(live.ChangedBy(ctx, "the console"), server, disabled)
 		if errors.Is(err, config.ErrNoServer) {
 			return http.StatusNotFound, nil, err
 		}

@@ -85,6 +85,15 @@ func outsideGlobs(name string) string {
 		"(toolgate keys create --name NAME --allow GLOB; toolgate keys list shows this key's)", LacksAccess(name))
 }
 
+// adminOnly is the refusal of a tool only an admin key may run (the
+// management tools that change the config) to key name, which is not
+// admin: what is needed and the fix. It said only that the key lacks
+// access, as if its profile or globs left the tool out.
+func adminOnly(name string) string {
+	return fmt.Sprintf("%s: it changes the gateway's config, which only an admin API key may do; an admin can create one "+
+		"(toolgate keys create --name NAME --admin; toolgate keys list shows which keys are admin)", LacksAccess(name))
+}
+
 // ProfileGone is the rule's refusal of every tool to key name, limited to
 // a profile the config does not have.
 func ProfileGone(name, profile string) string {
@@ -96,9 +105,8 @@ func (r *Scope) Check(c *policy.Caller, t catalog.Tool) string {
 	if k == nil {
 		return ""
 	}
-	denied := LacksAccess(k.Name)
 	if !k.Admin && r.adminOnly != nil && r.adminOnly(t) {
-		return denied
+		return adminOnly(k.Name)
 	}
 	id := t.ID()
 	if k.Profile != "" {

@@ -69,7 +69,8 @@ func TestScope(t *testing.T) {
 // TestScopeDenialSaysWhy: a tool outside a key's profile is refused with
 // why and the fix, naming the key's own profile only, in the same words
 // for a tool that exists and one that does not; one its globs leave out
-// says so. Both read "lacks access to this tool" alone, no fix.
+// says so, and so does one only an admin key may run. They read "lacks
+// access to this tool" alone, no fix.
 func TestScopeDenialSaysWhy(t *testing.T) {
 	set := policy.NewSet()
 	set.Put(NewScope(set.Profiles, nil))
@@ -86,5 +87,14 @@ func TestScopeDenialSaysWhy(t *testing.T) {
 	if d := set.Decide(globs, tool("filesystem__read_file")); d.Allowed || !strings.HasPrefix(d.Reason, LacksAccess("g")+": the key's --allow or --deny globs leave it out") ||
 		strings.Contains(d.Reason, "filesystem") || !IsLacksAccess(d.Reason, "g") {
 		t.Errorf("globs key on filesystem__read_file: %q", d.Reason)
+	}
+	// A tool only an admin key may run: said so, with the fix. It read
+	// "lacks access to this tool" alone.
+	set.Put(NewScope(set.Profiles, func(t catalog.Tool) bool { return t.ID() == "toolgate__add_server" }))
+	plain := &policy.Caller{Transport: policy.TransportHTTP, Key: Entry{Name: "p"}.Caller()}
+	want = `the API key "p" lacks access to this tool: it changes the gateway's config, which only an admin API key may do; ` +
+		`an admin can create one (toolgate keys create --name NAME --admin; toolgate keys list shows which keys are admin)`
+	if d := set.Decide(plain, tool("toolgate__add_server")); d.Allowed || d.Reason != want || !IsLacksAccess(d.Reason, "p") {
+		t.Errorf("a key that is not admin on toolgate__add_server: %q, want %q", d.Reason, want)
 	}
 }

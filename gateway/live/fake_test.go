@@ -91,6 +91,10 @@ func (p *fakePool) Restart(server string) error {
 	return nil
 }
 
+func (p *fakePool) ReconfigureWhy(ctx context.Context, servers []config.Server, _ func(string) error) backend.Diff {
+	return p.Reconfigure(ctx, servers)
+}
+
 func (p *fakePool) Reconfigure(_ context.Context, servers []config.Server) backend.Diff {
 	p.mu.Lock()
 	defer p.mu.Unlock()

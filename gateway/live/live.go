@@ -65,6 +65,9 @@ type Pool interface {
 	Servers() []string
 	// Reconfigure makes the pool run servers and says what it changed.
 	Reconfigure(ctx context.Context, servers []config.Server) backend.Diff
+	// ReconfigureWhy is Reconfigure, why saying why a server leaves (nil:
+	// removed from the config; backend.Disabled).
+	ReconfigureWhy(ctx context.Context, servers []config.Server, why func(server string) error) backend.Diff
 	// Restart stops server and starts it again with the same entry.
 	Restart(server string) error
 }

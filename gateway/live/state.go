@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/internal/datafile"
@@ -211,7 +212,7 @@ func configured(cfg *config.File, server string) (config.Server, error) {
 // starts) it, and the state file keeps the choice across restarts. It
 // reports whether anything changed; an error says why the server cannot
 // be (the state file could not be written: nothing changed).
-func (l *Loop) SetDisabled(_ context.Context, server string, disabled bool) (bool, error) {
+func (l *Loop) SetDisabled(ctx context.Context, server string, disabled bool) (bool, error) {
 	l.reloadMu.Lock()
 	defer l.reloadMu.Unlock()
 	err := CheckDisable(l.applied.Load(), server)
@@ -259,17 +260,42 @@ func (l *Loop) SetDisabled(_ context.Context, server string, disabled bool) (boo
 	if !changed {
 		return false, nil
 	}
-	l.applyDisabled(l.ctx(), next.Disabled, "toolgate") // the started server lives with the loop, not with ctx
+	l.applyDisabled(l.ctx(), next.Disabled, changedBy(ctx)) // the started server lives with the loop, not with ctx
 	return true, nil
 }
 
+// byKey is the context key of ChangedBy.
+type byKey struct{}
+
+// ChangedBy is ctx saying who asks SetDisabled for the change ("the
+// console", "toolgate__disable_server"): a call in flight on a server
+// disabled fails saying by whom, and the log says it.
+func ChangedBy(ctx context.Context, who string) context.Context {
+	return context.WithValue(ctx, byKey{}, who)
+}
+
+func changedBy(ctx context.Context) string {
+	who, _ := ctx.Value(byKey{}).(string)
+	return who
+}
+
+// byStateFile is who disables a server through the state file, written by
+// another process.
+const byStateFile = "`toolgate servers disable` (the data folder's state.json)"
+
 // applyDisabled makes disabled the servers disabled: hidden first, then
-// stopped (or started) by the pool. reloadMu is held.
+// stopped (or started) by the pool; by says who asked (ChangedBy, "" when
+// not known). reloadMu is held.
 func (l *Loop) applyDisabled(ctx context.Context, disabled []string, by string) {
 	before := l.policy.Disabled().Servers()
 	l.policy.Put(policy.NewDisabled(disabled))
 	if l.pool != nil {
-		l.pool.Reconfigure(ctx, l.runnable(l.applied.Load()))
+		l.pool.ReconfigureWhy(ctx, l.runnable(l.applied.Load()), func(server string) error {
+			if slices.Contains(disabled, server) {
+				return backend.Disabled(by)
+			}
+			return nil
+		})
 	}
 	now := l.policy.Disabled().Servers()
 	for _, s := range now {
@@ -345,7 +371,7 @@ func (l *Loop) watchState(ctx context.Context) {
 			}
 			l.reloadMu.Lock()
 			if !slices.Equal(st.Disabled, l.policy.Disabled().Servers()) {
-				l.applyDisabled(ctx, st.Disabled, "state file")
+				l.applyDisabled(ctx, st.Disabled, byStateFile)
 			}
 			l.applyRestarts(st.RestartRequests)
 			l.reloadMu.Unlock()

@@ -165,7 +165,7 @@ func (s *Server) CallTool(ctx context.Context, server, tool string, args map[str
 
 // serverMeant is args with its "name" the server it means of those c may
 // manage, as execute_tool and search_tools read a server's name
-// (catalog.ServersMeant): "MY-FS" or "my_fs" is my-fs, when no server is
+// (catalog.ServerMeant): "MY-FS" or "my_fs" is my-fs, when no server is
 // named so as written and one only is named so in another case or with
 // "_" for "-"; they answered that there was no server "MY-FS". A name
 // that may mean several is answered with all of them; one that means none
@@ -181,12 +181,13 @@ func (s *Server) serverMeant(c *policy.Caller, args map[string]any) (map[string]
 	for i, in := range infos {
 		names[i] = in.Name
 	}
-	switch meant := catalog.ServersMeant(name, names); {
-	case len(meant) > 1:
-		return args, toolError("server %s.", catalog.AmbiguousName(name, meant))
-	case len(meant) == 1 && meant[0] != name:
+	meant, err := catalog.ServerMeant(name, names)
+	if err != nil {
+		return args, toolError("%v.", err)
+	}
+	if meant != name {
 		args = maps.Clone(args) // the caller's, which the audit log records as written
-		args["name"] = meant[0]
+		args["name"] = meant
 	}
 	return args, nil
 }

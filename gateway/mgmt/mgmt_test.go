@@ -1,6 +1,7 @@
 package mgmt
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,6 +27,7 @@ import (
 // fakePool records what reaches it.
 type fakePool struct {
 	calls, restarts []string
+	tools           map[string]int // a's count of tools, when not 3
 }
 
 func (p *fakePool) CallTool(_ context.Context, server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
@@ -34,7 +36,7 @@ func (p *fakePool) CallTool(_ context.Context, server, tool string, _ map[string
 }
 func (p *fakePool) Status() []backend.Status {
 	return []backend.Status{
-		{Name: "a", Transport: "stdio", State: backend.StateUp, Tools: 3, PID: 42, Since: time.Unix(0, 0), Restarts: p.count("a")},
+		{Name: "a", Transport: "stdio", State: backend.StateUp, Tools: cmp.Or(p.tools["a"], 3), PID: 42, Since: time.Unix(0, 0), Restarts: p.count("a")},
 		{Name: "b", Transport: "http", State: backend.StateDown, Err: "connection refused", LastErr: "connection refused", Restarts: 3 + p.count("b")},
 	}
 }
@@ -205,6 +207,14 @@ func TestListAndStatus(t *testing.T) {
 	if res := run(t, s, http, "restart_server", map[string]any{"name": "a"}); res.IsError || !slices.Equal(p.restarts, []string{"a"}) ||
 		resText(res) != `Server "a" is restarted and up, with 3 tools.` {
 		t.Errorf("restart: %s %v", resText(res), p.restarts)
+	}
+	// Counts of one in the singular: it said "1 restarts", "1 tools".
+	p.tools = map[string]int{"a": 1}
+	if txt := resText(run(t, s, http, "list_servers", nil)); !strings.Contains(txt, "- a: up (stdio, 1 tool, 1 restart)") {
+		t.Errorf("list_servers with a's one tool and one restart:\n%s", txt)
+	}
+	if res := run(t, s, http, "restart_server", map[string]any{"name": "a"}); resText(res) != `Server "a" is restarted and up, with 1 tool.` {
+		t.Errorf("restart of a with one tool: %s", resText(res))
 	}
 	if res := run(t, s, http, "disable_server", map[string]any{"name": "c"}); !res.IsError || !strings.Contains(resText(res), "disabled in the config file") {
 		t.Errorf("disable a config-disabled server: %s", resText(res))

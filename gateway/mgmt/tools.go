@@ -12,10 +12,12 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/keys"
+	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/oneline"
+	"github.com/toolgate/toolgate/internal/plural"
 )
 
 // Arguments of the tools. Their fields and jsonschema descriptions are the
@@ -202,14 +204,14 @@ func profileShown(c *policy.Caller, name string) bool {
 func (s *Server) listServers(_ context.Context, c *policy.Caller, _ noArgs) *mcp.CallToolResult {
 	infos := s.visibleInfos(c)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d MCP servers behind this gateway:\n", len(infos))
+	fmt.Fprintf(&b, "%s behind this gateway:\n", plural.Of(len(infos), "MCP server"))
 	up := 0
 	for i := range infos {
 		in := &infos[i]
 		if in.State == string(backend.StateUp) || in.State == string(backend.StateIdle) {
 			up++
 		}
-		fmt.Fprintf(&b, "- %s: %s (%s, %d tools, %d restarts)", in.Name, in.State, in.Transport, in.Tools, in.Restarts)
+		fmt.Fprintf(&b, "- %s: %s (%s, %s, %s)", in.Name, in.State, in.Transport, plural.Of(in.Tools, "tool"), plural.Of(in.Restarts, "restart"))
 		if in.Error != "" {
 			fmt.Fprintf(&b, "; error: %s", oneline.Cut(in.Error, 200))
 		} else if in.LastError != "" {
@@ -376,7 +378,7 @@ func (s *Server) started(ctx context.Context, c *policy.Caller, server string, o
 	out["state"] = now.State
 	switch now.State {
 	case string(backend.StateUp):
-		return result(out, "Server %q is %s and up, with %d tools.", server, verb, now.Tools)
+		return result(out, "Server %q is %s and up, with %s.", server, verb, plural.Of(now.Tools, "tool"))
 	case string(backend.StateDown):
 		out["error"] = now.Error
 		return &mcp.CallToolResult{IsError: true, StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
@@ -410,7 +412,11 @@ func (s *Server) awaitStart(ctx context.Context, server string, begun func(backe
 
 func (s *Server) setDisabled(disabled bool) func(context.Context, *policy.Caller, serverArgs) *mcp.CallToolResult {
 	return func(ctx context.Context, c *policy.Caller, a serverArgs) *mcp.CallToolResult {
-		changed, err := s.rt.SetDisabled(ctx, a.Name, disabled)
+		by := Name + "__enable_server"
+		if disabled {
+			by = Name + "__disable_server"
+		}
+		changed, err := s.rt.SetDisabled(live.ChangedBy(ctx, by), a.Name, disabled)
 		if err != nil {
 			return toolError("%v", err)
 		}

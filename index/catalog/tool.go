@@ -10,6 +10,7 @@ package catalog
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -69,6 +70,22 @@ func ServersMeant(name string, servers []string) []string {
 		return []string{name}
 	}
 	return Meant(name, servers)
+}
+
+// ServerMeant is the server of servers that name means (ServersMeant):
+// the one it names, or name as written when it names none (the caller
+// then says that there is no such server, with the servers there are);
+// an error, "server "my.fs" may be any of …" (AmbiguousName), when it may
+// mean several. The management tools, the console and the command line
+// read a server's name with it.
+func ServerMeant(name string, servers []string) (string, error) {
+	switch meant := ServersMeant(name, servers); {
+	case len(meant) > 1:
+		return name, errors.New("server " + AmbiguousName(name, meant))
+	case len(meant) == 1:
+		return meant[0], nil
+	}
+	return name, nil
 }
 
 // Meant is the names of names that name, none of them as written, may

@@ -54,6 +54,25 @@ async function api(path, opts) {
   return body;
 }
 
+// latest asks path as the newest request of its kind, aborting the one of
+// that kind still in flight: its answer is older (a filter typed further
+// since, another server chosen, another search sent) and, coming last, was
+// drawn over the newer one's. It resolves to the answer, or to null for a
+// request a newer one replaced (aborted, or answered after it began).
+const inFlight = {};
+async function latest(kind, path) {
+  inFlight[kind]?.abort();
+  const ctl = new AbortController();
+  inFlight[kind] = ctl;
+  try {
+    const ans = await api(path, { signal: ctl.signal });
+    return inFlight[kind] === ctl ? ans : null;
+  } catch (e) {
+    if (inFlight[kind] !== ctl) return null;
+    throw e;
+  }
+}
+
 // ---- login ----
 
 function showLogin(on) {
@@ -294,6 +313,12 @@ async function act(verb, name) {
   refreshState();
 }
 
+// count is n and noun, plural unless n is 1 ("1 tool", "2 tools"), as
+// the gateway writes counts (internal/plural); it said "1 tools".
+function count(n, noun) {
+  return n + " " + (n === 1 ? noun : noun + "s");
+}
+
 // ---- search playground ----
 
 // Score columns, shown when some hit has the field.
@@ -314,7 +339,7 @@ function renderSearch(ans) {
       el("div", { class: "muted" }, t.description)),
     ...cols.map(([k]) => el("td", { class: "num" }, typeof t[k] === "number" ? t[k].toFixed(3) : "")))));
   $("search-table").hidden = false;
-  $("search-summary").textContent = ans.tools.length + " tools for “" + ans.query + "”" + (ans.server ? " of " + ans.server : "") + " (mode " + ans.mode + ", " + ans.tookMs.toFixed(1) + " ms)" +
+  $("search-summary").textContent = count(ans.tools.length, "tool") + " for “" + ans.query + "”" + (ans.server ? " of " + ans.server : "") + " (mode " + ans.mode + ", " + ans.tookMs.toFixed(1) + " ms)" +
     (ans.noMatch ? ": no tool reaches the minimum confidence (search_tools answers noMatch), these are only the closest" : "");
 }
 
@@ -334,7 +359,8 @@ $("search-form").addEventListener("submit", async (ev) => {
   history.replaceState(null, "", "/ui/?" + searchURL(params)); // the deep link of this search
   $("search-summary").textContent = "Searching…";
   try {
-    renderSearch(await api("/ui/api/search?" + searchURL(params)));
+    const ans = await latest("search", "/ui/api/search?" + searchURL(params));
+    if (ans) renderSearch(ans);
   } catch (e) {
     $("search-summary").textContent = "Search failed: " + e.message;
   }
@@ -358,11 +384,12 @@ const openSchemas = new Set();
 async function loadCatalog() {
   const params = { filter: $("catalog-filter").value.trim(), server: $("catalog-server").value };
   try {
-    const ans = await api("/ui/api/catalog?" + searchURL(params));
+    const ans = await latest("catalog", "/ui/api/catalog?" + searchURL(params));
+    if (!ans) return; // a newer request draws the catalog
     // The servers whose tools the caller may see, in the catalog's
     // filter and in the playground's.
     for (const id of ["catalog-server", "server"]) fillServers($(id), ans.servers);
-    $("catalog-summary").textContent = (ans.matched === ans.total ? ans.total + " tools" : ans.matched + " of " + ans.total + " tools match") +
+    $("catalog-summary").textContent = (ans.matched === ans.total ? count(ans.total, "tool") : ans.matched + " of " + count(ans.total, "tool") + " match") +
       (ans.tools.length < ans.matched ? " (the first " + ans.tools.length + " shown: filter by name or server for the others)" : "");
     // The schemas open now, read as the list is replaced (a toggle event
     // would come later than a redraw already under way).

@@ -161,6 +161,12 @@ type Query struct {
 	// theirs, as with Server). A filter that keeps every tool gives the
 	// same hits as none, bit for bit.
 	Filter *Filter
+	// Keep, when set, drops the ranked tools it does not accept from the
+	// hits (search_tools' readOnly): unlike Filter it does not change the
+	// ranking, so fewer than Limit may come back. NoMatch and the
+	// confidences the query's parts raise are those of the tools kept: a
+	// tool dropped fits the query for no one who asked.
+	Keep func(catalog.Tool) bool
 	// Mode overrides the engine's default mode when set.
 	Mode Mode
 }
@@ -660,7 +666,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	cosines := make([]float64, 0, len(ranked))
 	for _, r := range ranked {
 		t, ok := ix.Tool(r.id)
-		if !ok {
+		if !ok || q.Keep != nil && !q.Keep(t) {
 			continue
 		}
 		h := Hit{Tool: t, Score: r.score, Keyword: r.keyword, Vector: r.vector, BM25: r.bm25, Cosine: r.cosine, Exact: r.exact, Coverage: kwRes.Coverage(r.id), Clause: r.clause}

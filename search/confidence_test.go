@@ -41,6 +41,9 @@ func TestConfidenceAndNoMatch(t *testing.T) {
 				if h.Exact && h.Confidence != 1 {
 					t.Errorf("%s %q: exact hit %s confidence %v, want 1", mode, tt.query, h.Tool.ID(), h.Confidence)
 				}
+				if h.Fits != (h.Confidence >= search.DefaultMinConfidence) {
+					t.Errorf("%s %q: %s confidence %v, Fits %v", mode, tt.query, h.Tool.ID(), h.Confidence, h.Fits)
+				}
 			}
 		}
 		off := search.New(build(t, testCatalog, emb), emb, &search.Options{Mode: mode, MinConfidence: -1})
@@ -48,6 +51,8 @@ func TestConfidenceAndNoMatch(t *testing.T) {
 		// (BM25 alone lists only tools that share a word with the query.)
 		if res, err := off.Search(ctx, search.Query{Text: "book a flight to Paris"}); err != nil || res.NoMatch || (len(res.Hits) == 0) != (mode == search.ModeBM25) {
 			t.Errorf("%s, MinConfidence -1: NoMatch %v, %d hits, err %v; want hits and no NoMatch", mode, res.NoMatch, len(res.Hits), err)
+		} else if len(res.Hits) > 0 && !res.Hits[len(res.Hits)-1].Fits {
+			t.Errorf("%s, MinConfidence -1: the last hit does not fit; every hit does", mode)
 		}
 	}
 

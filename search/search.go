@@ -205,6 +205,11 @@ type Hit struct {
 	// Exact says the query names this tool (its name or server__tool ID):
 	// exact hits come first, whatever their scores.
 	Exact bool
+	// Fits says that Confidence reaches Options.MinConfidence (always,
+	// when it is negative): a hit that does not is one of the closest
+	// tools, not one that does what the query asks. NoMatch says no hit
+	// fits.
+	Fits bool
 	// Clause, when set, is the part of a query of several steps that
 	// ranked the tool (steps.go): Score, Keyword, Vector, BM25 and Cosine
 	// are then that part's, and Score is StepWeight times its fused score.
@@ -705,18 +710,17 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	return res, nil
 }
 
-// noMatch says that no hit reaches Options.MinConfidence (never, when it
-// is negative).
+// noMatch marks the hits that reach Options.MinConfidence (Hit.Fits;
+// every hit, when it is negative) and says that none does (never, when
+// it is negative).
 func (e *Engine) noMatch(hits []Hit) bool {
-	if e.options().MinConfidence < 0 {
-		return false
+	threshold := e.options().MinConfidence
+	none := threshold >= 0
+	for i := range hits {
+		hits[i].Fits = threshold < 0 || hits[i].Confidence >= threshold
+		none = none && !hits[i].Fits
 	}
-	for _, h := range hits {
-		if h.Confidence >= e.options().MinConfidence {
-			return false
-		}
-	}
-	return true
+	return none
 }
 
 // partVectors is the embedding of a query's parts.

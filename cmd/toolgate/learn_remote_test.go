@@ -187,3 +187,39 @@ func TestLookingForTheHolder(t *testing.T) {
 		}
 	})
 }
+
+// A reset that forgets nothing (a server without pairs, a misspelt name)
+// changes nothing: the holder rebuilds no ranking, and learn does not say
+// that its ranking uses a change.
+func TestLearnResetOfNothingChangesNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "learn")
+	store, err := learn.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lazyLearning{open: func() (*learn.Store, error) { return store, nil }, busy: func(error) {}, opened: func() {}, retryEvery: time.Hour}
+	defer l.Close()
+	var refreshed atomic.Int32
+	refresh := func(context.Context) error { refreshed.Add(1); return nil }
+	srv := httptest.NewServer(l.handler(dir, func() []catalog.Tool { return nil }, refresh))
+	defer srv.Close()
+	req := learnRequest{Reset: true, Server: "github"}
+	b, _ := json.Marshal(req)
+	resp, err := http.Post(srv.URL+"/learn", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ans learnAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("POST /learn: %d %v", resp.StatusCode, err)
+	}
+	if ans.Forgot != 0 || refreshed.Load() != 0 {
+		t.Errorf("forgot %d, ranking rebuilt %d times; want 0 and 0", ans.Forgot, refreshed.Load())
+	}
+	var out bytes.Buffer
+	printLearn(&out, req, ans, "pid 4242 (stdio)")
+	if want := "(from pid 4242 (stdio), which holds the learned pairs)\nforgot 0 learned pairs of server github's tools\n"; !strings.HasPrefix(out.String(), want) {
+		t.Errorf("printed %q, want it to start with %q", out.String(), want)
+	}
+}

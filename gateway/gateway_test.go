@@ -92,7 +92,7 @@ func newTestGateway(t *testing.T, caller *fakeCaller) (*Gateway, *fakeSearcher) 
 		var hits []search.Hit
 		for _, tl := range testCatalog {
 			if q.Server == "" || tl.Server == q.Server {
-				hits = append(hits, search.Hit{Tool: tl, Score: 0.5, Keyword: 0.25, Vector: 0.6667})
+				hits = append(hits, search.Hit{Tool: tl, Score: 0.5, Keyword: 0.25, Vector: 0.6667, Fits: true})
 			}
 		}
 		return search.Result{Hits: hits[:min(len(hits), q.Limit)], Mode: search.ModeHybrid}, nil
@@ -230,7 +230,7 @@ func TestSearchTools(t *testing.T) {
 		fs.search = func(q search.Query) (search.Result, error) {
 			r, err := inner(q)
 			for i := range r.Hits {
-				r.Hits[i].Confidence = 0.04
+				r.Hits[i].Confidence, r.Hits[i].Fits = 0.04, false
 			}
 			r.NoMatch = true
 			return r, err
@@ -283,6 +283,9 @@ func TestSearchTools(t *testing.T) {
 		inner := fs.search
 		fs.search = func(q search.Query) (search.Result, error) {
 			r, err := inner(q)
+			for i := range r.Hits {
+				r.Hits[i].Fits = false
+			}
 			r.NoMatch = true
 			return r, err
 		}

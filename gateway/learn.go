@@ -113,9 +113,12 @@ func sessionKey(ctx context.Context, req mcp.Request) string {
 	return "ptr:" + ptrString(ss)
 }
 
-// searched remembers that session key searched query and got tools.
+// searched remembers that session key searched query and got tools. The
+// key "" names no session (sessionKey: an HTTP request without an
+// Mcp-Session-Id), so nothing is remembered under it: every such client
+// would share it, and one's call be matched to another's search.
 func (r *recent) searched(key, query string, tools []string) {
-	if len(tools) == 0 {
+	if len(tools) == 0 || key == "" {
 		return
 	}
 	r.mu.Lock()
@@ -140,6 +143,9 @@ func (r *recent) searched(key, query string, tools []string) {
 // returned tool, and forgets that it did (a second call of the tool after
 // the same search is not a second pair); "" when none did.
 func (r *recent) ran(key, tool string) string {
+	if key == "" {
+		return ""
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.sessions[key]

@@ -109,7 +109,8 @@ func TestLearnFromKeys(t *testing.T) {
 
 // Over the stateless HTTP front, the Mcp-Session-Id a client sends of
 // itself (`toolgate connect` does) ties its search to its call; another
-// session's call, or one without the header, is not matched.
+// session's call, or one without the header (even after a search without
+// it), is not matched.
 func TestLearnerOverHTTPBySessionHeader(t *testing.T) {
 	g, fs := newTestGateway(t, nil)
 	l := &fakeLearner{}
@@ -134,6 +135,10 @@ func TestLearnerOverHTTPBySessionHeader(t *testing.T) {
 	post("connect-a", search)
 	post("connect-b", run("memory__create_entities", `{"entities":[]}`)) // another session
 	post("", run("memory__create_entities", `{"entities":[]}`))          // no session
+	// Clients that send none are no one session: one's search and
+	// another's call are no pair.
+	post("", search)
+	post("", run("memory__create_entities", `{"entities":[]}`))
 	post("connect-a", run("filesystem__list_directory", `{"path":"/"}`))
 	if d := cmp.Diff([]string{"make a note → filesystem__list_directory"}, l.got()); d != "" {
 		t.Errorf("recorded pairs (-want +got):\n%s", d)

@@ -538,9 +538,9 @@ func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) s
 	if words := catalog.NameWords(tool); words != "" && building == nil {
 		res, err := g.searcher.Search(context.WithValue(ctx, suggestionKey{}, true), search.Query{Text: words, Limit: 3, Filter: g.filter(caller)})
 		var found []string
-		if err == nil && !res.NoMatch { // weak matches would only invite a wrong call
+		if err == nil { // weak matches would only invite a wrong call
 			for _, h := range res.Hits {
-				if id := h.Tool.ID(); !slices.Contains(near, id) {
+				if id := h.Tool.ID(); h.Fits && !slices.Contains(near, id) {
 					found = append(found, id)
 				}
 			}

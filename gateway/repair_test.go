@@ -584,3 +584,23 @@ func TestOtherSeparatorLongName(t *testing.T) {
 		t.Errorf("otherSeparator(Everything.add) = %v", got)
 	}
 }
+
+// An unknown name's "search_tools … also finds" offers only the tools that
+// fit the name's words (Hit.Fits: they reach minConfidence), also when
+// another one does: a weak match would invite a wrong call.
+func TestUnknownToolOffersOnlyToolsThatFit(t *testing.T) {
+	g, fs := newTestGateway(t, nil)
+	inner := fs.search
+	fs.search = func(q search.Query) (search.Result, error) {
+		r, err := inner(q)
+		for i := range r.Hits {
+			r.Hits[i].Fits = r.Hits[i].Tool.ID() == "filesystem__list_directory"
+		}
+		return r, err
+	}
+	res := call(t, connect(t, g), ExecuteToolName, map[string]any{"name": "fs__show_folder"})
+	txt := text(res)
+	if !res.IsError || !strings.Contains(txt, `search_tools "show folder" also finds: filesystem__list_directory.`) {
+		t.Errorf("isError=%v, text lacks the one tool that fits, alone:\n%s", res.IsError, txt)
+	}
+}

@@ -328,12 +328,14 @@ func (g *Gateway) reachNoTool(ctx context.Context, why string) *mcp.CallToolResu
 
 // search ranks the tools for a. With readOnly it ranks deeper (up to
 // MaxLimit) and keeps the read-only tools: the filter is applied to
-// the ranking, not to the whole catalog.
+// the ranking, not to the whole catalog, and noMatch says whether a
+// read-only tool fits (search.Query.Keep).
 func (g *Gateway) search(ctx context.Context, a searchArgs) (SearchResult, error) {
 	caller := policy.CallerFrom(ctx)
 	q := search.Query{Text: a.Query, Limit: a.Limit, Server: a.Server, Filter: g.filter(caller)}
 	if a.ReadOnly {
 		q.Limit = max(a.Limit, MaxLimit)
+		q.Keep = func(t catalog.Tool) bool { return readOnly(t.Annotations) }
 	}
 	res, err := g.searcher.Search(ctx, q)
 	if err != nil {

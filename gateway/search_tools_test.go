@@ -67,6 +67,14 @@ func TestSearchToolsAnnotationsAndFilters(t *testing.T) {
 		if asked.Limit < MaxLimit {
 			t.Errorf("readOnly searched %d deep, want %d", asked.Limit, MaxLimit)
 		}
+		// The engine keeps the read-only tools, so that noMatch is theirs.
+		byID := map[string]catalog.Tool{}
+		for _, tool := range testCatalog {
+			byID[tool.ID()] = tool
+		}
+		if asked.Keep == nil || !asked.Keep(byID["filesystem__list_directory"]) || asked.Keep(byID["filesystem__write_file"]) {
+			t.Errorf("readOnly: the search's Keep does not keep the read-only tools alone")
+		}
 		if txt := text(res); !strings.Contains(txt, "1 read-only tool, best first") {
 			t.Errorf("text: %s", txt)
 		}

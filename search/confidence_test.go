@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -40,6 +41,9 @@ func TestConfidenceAndNoMatch(t *testing.T) {
 				if h.Exact && h.Confidence != 1 {
 					t.Errorf("%s %q: exact hit %s confidence %v, want 1", mode, tt.query, h.Tool.ID(), h.Confidence)
 				}
+				if h.Fits != (h.Confidence >= search.DefaultMinConfidence) {
+					t.Errorf("%s %q: %s confidence %v, Fits %v", mode, tt.query, h.Tool.ID(), h.Confidence, h.Fits)
+				}
 			}
 		}
 		off := search.New(build(t, testCatalog, emb), emb, &search.Options{Mode: mode, MinConfidence: -1})
@@ -47,6 +51,8 @@ func TestConfidenceAndNoMatch(t *testing.T) {
 		// (BM25 alone lists only tools that share a word with the query.)
 		if res, err := off.Search(ctx, search.Query{Text: "book a flight to Paris"}); err != nil || res.NoMatch || (len(res.Hits) == 0) != (mode == search.ModeBM25) {
 			t.Errorf("%s, MinConfidence -1: NoMatch %v, %d hits, err %v; want hits and no NoMatch", mode, res.NoMatch, len(res.Hits), err)
+		} else if len(res.Hits) > 0 && !res.Hits[len(res.Hits)-1].Fits {
+			t.Errorf("%s, MinConfidence -1: the last hit does not fit; every hit does", mode)
 		}
 	}
 
@@ -72,4 +78,32 @@ func best(r search.Result) float64 {
 		m = max(m, h.Confidence)
 	}
 	return m
+}
+
+// Query.Keep (search_tools' readOnly) drops tools from the hits, and
+// NoMatch is theirs: a query that one dropped tool fits, and no kept one,
+// is NoMatch, where it read as a match with the kept tools' weak scores.
+func TestNoMatchOfTheToolsKept(t *testing.T) {
+	ctx := context.Background()
+	emb := &hashEmbedder{}
+	e := search.New(build(t, testCatalog, emb), emb, nil)
+	defer e.Close()
+	const query = "record changes to the repository with a commit message"
+	all, err := e.Search(ctx, search.Query{Text: query, Limit: 50})
+	if err != nil || all.NoMatch || all.Hits[0].Tool.ID() != "git__git_commit" {
+		t.Fatalf("without Keep: NoMatch %v, first %v, err %v; want git__git_commit, a match", all.NoMatch, ids(all.Hits), err)
+	}
+	notGit := func(tool catalog.Tool) bool { return tool.Server != "git" }
+	kept, err := e.Search(ctx, search.Query{Text: query, Limit: 50, Keep: notGit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range kept.Hits {
+		if !notGit(h.Tool) {
+			t.Errorf("hit %s, which Keep drops", h.Tool.ID())
+		}
+	}
+	if len(kept.Hits) == 0 || !kept.NoMatch {
+		t.Errorf("with Keep: %d hits, NoMatch %v (best confidence %v); want the weak ones kept, NoMatch", len(kept.Hits), kept.NoMatch, best(kept))
+	}
 }

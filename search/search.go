@@ -161,6 +161,12 @@ type Query struct {
 	// theirs, as with Server). A filter that keeps every tool gives the
 	// same hits as none, bit for bit.
 	Filter *Filter
+	// Keep, when set, drops the ranked tools it does not accept from the
+	// hits (search_tools' readOnly): unlike Filter it does not change the
+	// ranking, so fewer than Limit may come back. NoMatch and the
+	// confidences the query's parts raise are those of the tools kept: a
+	// tool dropped fits the query for no one who asked.
+	Keep func(catalog.Tool) bool
 	// Mode overrides the engine's default mode when set.
 	Mode Mode
 }
@@ -199,6 +205,11 @@ type Hit struct {
 	// Exact says the query names this tool (its name or server__tool ID):
 	// exact hits come first, whatever their scores.
 	Exact bool
+	// Fits says that Confidence reaches Options.MinConfidence (always,
+	// when it is negative): a hit that does not is one of the closest
+	// tools, not one that does what the query asks. NoMatch says no hit
+	// fits.
+	Fits bool
 	// Clause, when set, is the part of a query of several steps that
 	// ranked the tool (steps.go): Score, Keyword, Vector, BM25 and Cosine
 	// are then that part's, and Score is StepWeight times its fused score.
@@ -660,7 +671,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	cosines := make([]float64, 0, len(ranked))
 	for _, r := range ranked {
 		t, ok := ix.Tool(r.id)
-		if !ok {
+		if !ok || q.Keep != nil && !q.Keep(t) {
 			continue
 		}
 		h := Hit{Tool: t, Score: r.score, Keyword: r.keyword, Vector: r.vector, BM25: r.bm25, Cosine: r.cosine, Exact: r.exact, Coverage: kwRes.Coverage(r.id), Clause: r.clause}
@@ -699,18 +710,17 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	return res, nil
 }
 
-// noMatch says that no hit reaches Options.MinConfidence (never, when it
-// is negative).
+// noMatch marks the hits that reach Options.MinConfidence (Hit.Fits;
+// every hit, when it is negative) and says that none does (never, when
+// it is negative).
 func (e *Engine) noMatch(hits []Hit) bool {
-	if e.options().MinConfidence < 0 {
-		return false
+	threshold := e.options().MinConfidence
+	none := threshold >= 0
+	for i := range hits {
+		hits[i].Fits = threshold < 0 || hits[i].Confidence >= threshold
+		none = none && !hits[i].Fits
 	}
-	for _, h := range hits {
-		if h.Confidence >= e.options().MinConfidence {
-			return false
-		}
-	}
-	return true
+	return none
 }
 
 // partVectors is the embedding of a query's parts.

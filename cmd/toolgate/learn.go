@@ -628,17 +628,24 @@ func applyLearn(store *learn.Store, dir string, req learnRequest, defs map[strin
 	return ans, nil
 }
 
+// changedPairs says whether req changed the learned pairs (ans is its
+// answer): a reset that forgot none (a server with no pairs, a misspelt
+// name) did not.
+func changedPairs(req learnRequest, ans learnAnswer) bool {
+	return len(req.Pairs) > 0 || req.Reset && ans.Forgot > 0
+}
+
 // printLearn says what learn did; via names the gateway that did it for
 // this command (its store was locked), or is empty.
 func printLearn(w io.Writer, req learnRequest, ans learnAnswer, via string) {
 	switch {
 	case via == "":
-	case (req.Reset || len(req.Pairs) > 0) && ans.Refreshed:
-		fmt.Fprintf(w, "(through %s, which holds the learned pairs: its ranking uses the change at once)\n", via)
-	case req.Reset || len(req.Pairs) > 0:
-		fmt.Fprintf(w, "(through %s, which holds the learned pairs: its searches rank with the change once it is embedded, within moments)\n", via)
-	default:
+	case !changedPairs(req, ans): // a reset that forgot nothing: no change to rank with
 		fmt.Fprintf(w, "(from %s, which holds the learned pairs)\n", via)
+	case ans.Refreshed:
+		fmt.Fprintf(w, "(through %s, which holds the learned pairs: its ranking uses the change at once)\n", via)
+	default:
+		fmt.Fprintf(w, "(through %s, which holds the learned pairs: its searches rank with the change once it is embedded, within moments)\n", via)
 	}
 	switch {
 	case req.Reset:
@@ -953,7 +960,7 @@ func (l *lazyLearning) handler(dir string, tools func() []catalog.Tool, refresh 
 				}
 			}
 		}
-		if (req.Reset || len(req.Pairs) > 0) && !req.Record {
+		if changedPairs(req, ans) && !req.Record {
 			// A large log takes long to embed: the answer waits a while,
 			// then the searches finish the ranking off their path.
 			ctx, cancel := context.WithTimeout(r.Context(), learnRefreshWait)

@@ -110,27 +110,10 @@ func TestLearningThroughHolder(t *testing.T) {
 func TestLearnAnswersBeforeALongRefresh(t *testing.T) {
 	defer func(d time.Duration) { learnRefreshWait = d }(learnRefreshWait)
 	learnRefreshWait = 50 * time.Millisecond
-	dir := filepath.Join(t.TempDir(), "learn")
-	store, err := learn.Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &lazyLearning{open: func() (*learn.Store, error) { return store, nil }, busy: func(error) {}, opened: func() {}, retryEvery: time.Hour}
-	defer l.Close()
 	slow := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
-	srv := httptest.NewServer(l.handler(dir, func() []catalog.Tool { return nil }, slow))
-	defer srv.Close()
+	srv := holdingGateway(t, slow)
 	req := learnRequest{Pairs: []learnedOne{{Query: "open my notes", Tool: "fs__read_file"}}, Source: "log.jsonl"}
-	b, _ := json.Marshal(req)
-	resp, err := http.Post(srv.URL+"/learn", "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var ans learnAnswer
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("POST /learn: %d %v", resp.StatusCode, err)
-	}
+	ans := postLearn(t, srv.URL, req)
 	if ans.Refreshed || ans.Recorded != 1 || ans.Pairs != 1 {
 		t.Errorf("answer %+v, want the pair recorded and the ranking not rebuilt yet", ans)
 	}
@@ -186,4 +169,54 @@ func TestLookingForTheHolder(t *testing.T) {
 			t.Errorf("after the look: looking %v, failing %v, working %v; want a fault and no look running", looking, failing, l.remote.working())
 		}
 	})
+}
+
+// A reset that forgets nothing (a server without pairs, a misspelt name)
+// changes nothing: the holder rebuilds no ranking, and learn does not say
+// that its ranking uses a change.
+func TestLearnResetOfNothingChangesNothing(t *testing.T) {
+	var refreshed atomic.Int32
+	srv := holdingGateway(t, func(context.Context) error { refreshed.Add(1); return nil })
+	req := learnRequest{Reset: true, Server: "github"}
+	ans := postLearn(t, srv.URL, req)
+	if ans.Forgot != 0 || refreshed.Load() != 0 {
+		t.Errorf("forgot %d, ranking rebuilt %d times; want 0 and 0", ans.Forgot, refreshed.Load())
+	}
+	var out bytes.Buffer
+	printLearn(&out, req, ans, "pid 4242 (stdio)")
+	if want := "(from pid 4242 (stdio), which holds the learned pairs)\nforgot 0 learned pairs of server github's tools\n"; !strings.HasPrefix(out.String(), want) {
+		t.Errorf("printed %q, want it to start with %q", out.String(), want)
+	}
+}
+
+// postLearn sends req to the learn handler at url and returns its answer.
+func postLearn(t *testing.T, url string, req learnRequest) learnAnswer {
+	t.Helper()
+	b, _ := json.Marshal(req)
+	resp, err := http.Post(url+"/learn", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ans learnAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("POST /learn: %d %v", resp.StatusCode, err)
+	}
+	return ans
+}
+
+// holdingGateway serves the learn handler of a gateway holding a new store,
+// whose learned ranking refresh rebuilds.
+func holdingGateway(t *testing.T, refresh func(context.Context) error) *httptest.Server {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "learn")
+	store, err := learn.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lazyLearning{open: func() (*learn.Store, error) { return store, nil }, busy: func(error) {}, opened: func() {}, retryEvery: time.Hour}
+	t.Cleanup(func() { l.Close() })
+	srv := httptest.NewServer(l.handler(dir, func() []catalog.Tool { return nil }, refresh))
+	t.Cleanup(srv.Close)
+	return srv
 }

@@ -868,7 +868,7 @@ func TestReadMissingConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = ReadDocs([]string{"servers.json"})
-	if want := "read config: open servers.json: no such file or directory (a relative path is read from toolgate's working directory, " + wd + " here, which an MCP client chooses: give the file's absolute path)"; err == nil || err.Error() != want {
+	if want := "read config: open servers.json: no such file or directory (a relative path is read from toolgate's working directory, " + wd + " here (an MCP client starts toolgate in a folder of its choosing): give the file's absolute path)"; err == nil || err.Error() != want {
 		t.Errorf("relative: %v\nwant %s", err, want)
 	}
 	abs := filepath.Join(wd, "none.json")

@@ -39,7 +39,7 @@ func readFile(path string) ([]byte, error) {
 	}
 	if errors.Is(err, fs.ErrNotExist) && !filepath.IsAbs(path) {
 		if wd, werr := os.Getwd(); werr == nil {
-			return nil, fmt.Errorf("read config: %w (a relative path is read from toolgate's working directory, %s here, which an MCP client chooses: give the file's absolute path)", err, wd)
+			return nil, fmt.Errorf("read config: %w (a relative path is read from toolgate's working directory, %s here (an MCP client starts toolgate in a folder of its choosing): give the file's absolute path)", err, wd)
 		}
 	}
 	return nil, fmt.Errorf("read config: %w", err)

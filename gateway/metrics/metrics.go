@@ -110,7 +110,7 @@ func New(opts *Options) *Metrics {
 	})
 	m.searchNoMatch = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "toolgate_search_nomatch_total",
-		Help: "Searches that found no tool.",
+		Help: "Searches answered with noMatch: no tool reaches minConfidence (the closest are listed, marked weak), or none was found.",
 	})
 	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolgate_tool_calls_total",
@@ -279,8 +279,11 @@ func (s *searcher) Search(ctx context.Context, q search.Query) (search.Result, e
 	return res, nil
 }
 
-// noMatch says whether a search found nothing.
-func noMatch(res search.Result) bool { return len(res.Hits) == 0 }
+// noMatch says whether a search found nothing that fits: search_tools
+// answers noMatch (its hits are only the closest tools), or no tool at
+// all. Counting only the latter counted almost nothing: a noMatch answer
+// still lists the closest tools.
+func noMatch(res search.Result) bool { return res.NoMatch || len(res.Hits) == 0 }
 
 // labels bounds a call's server and tool labels: the tool's name when the
 // catalog holds server__tool, else Unknown; the server's when it is in the

@@ -61,7 +61,9 @@ func (f *fakeCatalog) Search(_ context.Context, q search.Query) (search.Result, 
 	if q.Mode != "" {
 		mode = q.Mode
 	}
-	return search.Result{Hits: hits, Mode: mode}, nil
+	// A query about a flight finds only weak matches: search_tools
+	// answers noMatch, with the closest tools.
+	return search.Result{Hits: hits, Mode: mode, NoMatch: strings.Contains(q.Text, "flight")}, nil
 }
 
 type fakeBackends []backend.Status
@@ -127,7 +129,8 @@ func TestSearcherCounts(t *testing.T) {
 	m := newTest()
 	s := m.Searcher(&fakeCatalog{tools})
 	ctx := context.Background()
-	for _, q := range []search.Query{{Text: "ab"}, {Text: "a"}, {Text: "abc", Mode: search.ModeBM25}, {Text: ""}} {
+	// "a flight": two hits, all weak (noMatch); "abc": no hit at all.
+	for _, q := range []search.Query{{Text: "ab"}, {Text: "a"}, {Text: "abc", Mode: search.ModeBM25}, {Text: ""}, {Text: "a flight"}} {
 		if _, err := s.Search(ctx, q); err != nil && q.Text != "" {
 			t.Fatal(err)
 		}
@@ -136,18 +139,18 @@ func TestSearcherCounts(t *testing.T) {
 		t.Errorf("%d mode series, want 2 (hybrid, bm25)", n)
 	}
 	want := `
-# HELP toolgate_search_nomatch_total Searches that found no tool.
+# HELP toolgate_search_nomatch_total Searches answered with noMatch: no tool reaches minConfidence (the closest are listed, marked weak), or none was found.
 # TYPE toolgate_search_nomatch_total counter
-toolgate_search_nomatch_total 1
+toolgate_search_nomatch_total 2
 `
 	if err := testutil.CollectAndCompare(m.searchNoMatch, strings.NewReader(want)); err != nil {
 		t.Error(err)
 	}
-	if got := histCount(t, m, "toolgate_search_duration_seconds", "hybrid"); got != 2 {
-		t.Errorf("hybrid searches timed: %d, want 2 (the failed one is not a search)", got)
+	if got := histCount(t, m, "toolgate_search_duration_seconds", "hybrid"); got != 3 {
+		t.Errorf("hybrid searches timed: %d, want 3 (the failed one is not a search)", got)
 	}
-	if got := histCount(t, m, "toolgate_search_results", ""); got != 3 {
-		t.Errorf("result counts observed: %d, want 3", got)
+	if got := histCount(t, m, "toolgate_search_results", ""); got != 4 {
+		t.Errorf("result counts observed: %d, want 4", got)
 	}
 	// The decorator passes the rest of the Searcher through.
 	if _, ok := s.Tool("memory__read_graph"); !ok || len(s.IDs()) != 3 {

@@ -34,6 +34,9 @@ import (
 
 func TestMain(m *testing.M) {
 	if IsReaper() { // before IsChild: a reaper's environment is its backend's
+		if os.Getenv(envReaperUnsettled) != "" {
+			unsettle()
+		}
 		ReaperMain()
 	}
 	if backendtest.IsChild() {

@@ -682,13 +682,20 @@ func TestRemoteJSONBodyCap(t *testing.T) {
 func TestSSESurvivesConnectTimeout(t *testing.T) {
 	// Legacy SSE streams die with the context given to Connect; the pool's
 	// connect timeout must not end the session.
+	// The connect must finish within the timeout: under CI's load with
+	// -race it took up to 0.7 s (300 ms failed 7 runs in 160).
+	const timeout = 3 * time.Second
 	hs := backendtest.NewHTTPServer(t, config.TypeSSE, "normal")
 	srv := hs.Config("remote", nil)
-	srv.ConnectTimeout = config.Duration{Duration: 300 * time.Millisecond}
+	srv.ConnectTimeout = config.Duration{Duration: timeout}
+	start := time.Now()
 	p := startPool(t, []config.Server{srv}, testOptions(nil))
+	if st := statusOf(t, p, "remote"); st.State != StateUp {
+		t.Fatalf("not up after Start: %+v", st)
+	}
 	// Time passing beyond the connect timeout is what is tested here (not
 	// a wait for something to happen).
-	time.Sleep(600 * time.Millisecond)
+	time.Sleep(time.Until(start.Add(timeout + 500*time.Millisecond)))
 	if res, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "later"}); err != nil || textOf(t, res) != "later" {
 		t.Fatalf("echo after the connect timeout passed = %v, %v (%+v)", res, err, statusOf(t, p, "remote"))
 	}

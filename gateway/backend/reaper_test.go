@@ -227,6 +227,7 @@ func reaperOptions() *Options {
 // errors, restart after SIGKILL of the backend itself, and Close leaves no
 // process behind.
 func TestReaperTransparent(t *testing.T) {
+	waitExits(t) // the exit statuses said come after the reaper's look for leftovers
 	pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
 	p := startPool(t, []config.Server{
 		named(backendtest.Command(t, "spawn-grandchild,crash-mid-call", backendtest.EnvPIDFile+"="+pidFile), "tree"),

@@ -331,24 +331,33 @@ func (l *Loop) watchState(ctx context.Context) {
 		return
 	}
 	l.stateW = w
+	apply := func() {
+		st, err := ReadState(path)
+		if err != nil {
+			l.log.Error("state file changed but cannot be read; the servers disabled stay as they are", "file", path, "err", err)
+			return
+		}
+		l.reloadMu.Lock()
+		if !slices.Equal(st.Disabled, l.policy.Disabled().Servers()) {
+			l.applyDisabled(ctx, st.Disabled, "state file")
+		}
+		l.applyRestarts(st.RestartRequests)
+		l.reloadMu.Unlock()
+	}
 	l.wg.Go(func() {
+		// What changed since New read the file, before it was watched: a
+		// cold start that answers its client before its index is served
+		// (ColdWait) watches it only then, and a `toolgate servers
+		// restart` or `disable` meanwhile was lost (the command said the
+		// server was not restarted within 10s).
+		apply()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-w.C:
 			}
-			st, err := ReadState(path)
-			if err != nil {
-				l.log.Error("state file changed but cannot be read; the servers disabled stay as they are", "file", path, "err", err)
-				continue
-			}
-			l.reloadMu.Lock()
-			if !slices.Equal(st.Disabled, l.policy.Disabled().Servers()) {
-				l.applyDisabled(ctx, st.Disabled, "state file")
-			}
-			l.applyRestarts(st.RestartRequests)
-			l.reloadMu.Unlock()
+			apply()
 		}
 	})
 }

@@ -281,19 +281,24 @@ func TestLateDiscoverAnswerIsWaitedForNextStart(t *testing.T) {
 	// The server refuses the initialize after its discover answer (go-sdk
 	// and the Python SDK mean to; strict-discover makes the fake do it
 	// every time): the first start fails (the same connect starts it again,
-	// patient, connectProbed, but the 2 s this one takes to start outlast
+	// patient, connectProbed, but the 5 s this one takes to start outlast
 	// the connect timeout), the supervisor's restart comes up, and so does
 	// a restart on request.
 	l := &testenv.LogBuffer{}
 	o := testOptions(l)
-	o.ConnectTimeout = 3 * time.Second // ceiling 1.5s
+	// The start delay (5 s) outlasts the probe's ceiling (4 s) and, twice,
+	// the connect timeout (8 s); a start waited for leaves 3 s for the
+	// process to start. With 3 s and 2 s it left 1 s: under -race at load
+	// 40 the process took up to 1.5 s to start, every restart ran out of
+	// the connect timeout (2 runs of 5 in the package).
+	o.ConnectTimeout = 8 * time.Second // ceiling 4s
 	o.ProbeTimeout = 50 * time.Millisecond
 	// Restarts to spare: under load a start can also run out of the
 	// connect timeout before its late discover answer comes (the process
 	// itself took 1.1 s to start in a loaded CI), and the start after it
 	// is then the one refused; with one restart it stayed down.
 	o.RestartDelays = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond}
-	srv := named(backendtest.Command(t, backendtest.ModeStrictDiscover, backendtest.EnvStartDelay+"=2s"), "docker")
+	srv := named(backendtest.Command(t, backendtest.ModeStrictDiscover, backendtest.EnvStartDelay+"=5s"), "docker")
 	srv.Args = append([]string{"-c", `cat | exec "$0" "$@"`, srv.Command}, srv.Args...)
 	srv.Command = "sh"
 	p := startPool(t, []config.Server{srv}, o)

@@ -332,17 +332,19 @@ func (l *Loop) watchState(ctx context.Context) {
 	}
 	l.stateW = w
 	apply := func() {
+		// Read under reloadMu, as SetDisabled edits it: a read before
+		// one of its edits, applied after it, undid it.
+		l.reloadMu.Lock()
+		defer l.reloadMu.Unlock()
 		st, err := ReadState(path)
 		if err != nil {
 			l.log.Error("state file changed but cannot be read; the servers disabled stay as they are", "file", path, "err", err)
 			return
 		}
-		l.reloadMu.Lock()
 		if !slices.Equal(st.Disabled, l.policy.Disabled().Servers()) {
 			l.applyDisabled(ctx, st.Disabled, "state file")
 		}
 		l.applyRestarts(st.RestartRequests)
-		l.reloadMu.Unlock()
 	}
 	l.wg.Go(func() {
 		// What changed since New read the file, before it was watched: a

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"text/tabwriter"
+	"time"
 
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway/backend"
@@ -167,15 +168,30 @@ func installedEmbedder() (*embed.Embedder, error) {
 	return embed.New(&embed.Options{ORTLib: dirs.ORTLib("", ""), ModelDir: dirs.ModelFolder("", "", dirs.Data("", ""))})
 }
 
+// cacheBusyWait bounds goldenEmbedder's wait for a cache another process
+// holds.
+const cacheBusyWait = 10 * time.Minute
+
 // goldenEmbedder opens the real MiniLM embedder behind a Badger cache in
 // the user cache folder, so reruns (and CI reruns) embed nothing new.
+//
+// Another test process (a second checkout's `go test ./search`, a CI run
+// beside it) may hold the cache: it is waited for. Embedding without it
+// did not finish within the package's 30 min timeout on a loaded 2-core
+// machine, where a run with it took 4 min.
 func goldenEmbedder(t *testing.T) (index.Embedder, error) {
 	e, err := installedEmbedder()
 	if err != nil {
 		return nil, err
 	}
 	dir := filepath.Join(dirs.Cache(), "test-embeddings")
-	c, err := embed.NewCached(e, dir, nil)
+	var c *embed.Cached
+	if !testenv.Poll(cacheBusyWait, func() bool {
+		c, err = embed.NewCached(e, dir, nil)
+		return !errors.Is(err, embed.ErrCacheBusy)
+	}) {
+		t.Logf("embedding cache %s still held after %s", dir, cacheBusyWait)
+	}
 	if err != nil {
 		t.Logf("embedding cache %s unavailable, embedding without it: %v", dir, err)
 		t.Cleanup(func() { e.Close() })

@@ -195,6 +195,7 @@ func TestEndToEnd(t *testing.T) {
 		cmd := toolgateCmd(t, dataDir, "serve", "--config", cfgPath)
 		cmd.Stderr = testLog(t, "toolgate: ")
 		ctx, cs := connectStdio(t, cmd, 3*time.Minute)
+		indexServed(t, ctx, cs) // a cold start past its wait answers "being built"
 		// First, while nothing is learned yet (the calls below teach the
 		// gateway): a request of two steps brings up the second step's
 		// tool too, marked with the clause that found it (search/steps.go).

@@ -49,6 +49,7 @@ func TestLearningFromUseEndToEnd(t *testing.T) {
 	}
 
 	ctx, cs := serve()
+	indexServed(t, ctx, cs) // a first start past the cold-start wait answers "being built"
 	searchFinds(t, ctx, cs, query, tool)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_tool", Arguments: map[string]any{
 		"name": tool, "arguments": map[string]any{"entities": []any{map[string]any{"name": "Alice", "entityType": "person", "observations": []any{"works at Acme"}}}},

@@ -66,6 +66,7 @@ func TestManagementOverHTTP(t *testing.T) {
 	cmd := toolgateCmd(t, dataDir, "serve", "--config", cfgPath, "--http", addr)
 	cmd.Stderr = testLog(t, "toolgate: ")
 	ctx, cs := connectHTTP(t, cmd, addr, 3*time.Minute)
+	indexServedHTTP(t, addr)
 
 	// tools/list is still the two tools.
 	lt, err := cs.ListTools(ctx, nil)

@@ -65,6 +65,7 @@ func serveHTTP(t *testing.T, cfgPath string, env ...string) (string, context.Con
 		rep := getStatus(t, addr)
 		return rep.Total > 0 && rep.Up == rep.Total
 	})
+	indexServedHTTP(t, addr)
 	return addr, ctx, cs
 }
 

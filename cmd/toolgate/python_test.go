@@ -149,6 +149,7 @@ func TestPythonBackends(t *testing.T) {
 	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--mode", "bm25")
 	cmd.Stderr = testLog(t, "toolgate: ")
 	ctx, cs := connectStdio(t, cmd, 3*time.Minute)
+	indexServed(t, ctx, cs) // the searches below fail t while the index is being built
 
 	for _, srv := range names {
 		t.Run(srv, func(t *testing.T) {

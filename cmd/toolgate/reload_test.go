@@ -109,6 +109,16 @@ func waitStatus(t *testing.T, addr, what string, cond func(live.Stats) bool) gat
 	return rep
 }
 
+// indexServedHTTP is indexServed for a gateway serving HTTP at addr, read
+// from GET /status (CatalogGeneration), with no search: for the tests that
+// count searches, or check the status at start. A test's first look at a
+// cold start on a loaded machine (load 20-45, 45 tools) found the index
+// still being built.
+func indexServedHTTP(t *testing.T, addr string) {
+	t.Helper()
+	waitStatus(t, addr, "the first index served", func(s live.Stats) bool { return s.CatalogGeneration > 0 })
+}
+
 // TestConfigReload serves a config of two fake backends over HTTP and
 // changes the file under the running gateway, waiting on the reload and
 // catalog generations of GET /status: a removed server's tools never show
@@ -176,6 +186,7 @@ func TestConfigReload(t *testing.T) {
 	const toolsPerServer = 3
 	builtin := len(mgmt.Tools())
 
+	indexServedHTTP(t, addr)
 	st := getStatus(t, addr)
 	if st.CatalogGeneration != 1 || st.CatalogTools != 2*toolsPerServer+builtin || st.Reindexing || st.ReloadGeneration != 0 {
 		t.Fatalf("at start: %+v", *st.Stats)

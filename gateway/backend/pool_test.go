@@ -34,6 +34,9 @@ import (
 
 func TestMain(m *testing.M) {
 	if IsReaper() { // before IsChild: a reaper's environment is its backend's
+		if os.Getenv(envReaperUnsettled) != "" {
+			unsettle()
+		}
 		ReaperMain()
 	}
 	if backendtest.IsChild() {
@@ -278,19 +281,24 @@ func TestLateDiscoverAnswerIsWaitedForNextStart(t *testing.T) {
 	// The server refuses the initialize after its discover answer (go-sdk
 	// and the Python SDK mean to; strict-discover makes the fake do it
 	// every time): the first start fails (the same connect starts it again,
-	// patient, connectProbed, but the 2 s this one takes to start outlast
+	// patient, connectProbed, but the 5 s this one takes to start outlast
 	// the connect timeout), the supervisor's restart comes up, and so does
 	// a restart on request.
 	l := &testenv.LogBuffer{}
 	o := testOptions(l)
-	o.ConnectTimeout = 3 * time.Second // ceiling 1.5s
+	// The start delay (5 s) outlasts the probe's ceiling (4 s) and, twice,
+	// the connect timeout (8 s); a start waited for leaves 3 s for the
+	// process to start. With 3 s and 2 s it left 1 s: under -race at load
+	// 40 the process took up to 1.5 s to start, every restart ran out of
+	// the connect timeout (2 runs of 5 in the package).
+	o.ConnectTimeout = 8 * time.Second // ceiling 4s
 	o.ProbeTimeout = 50 * time.Millisecond
 	// Restarts to spare: under load a start can also run out of the
 	// connect timeout before its late discover answer comes (the process
 	// itself took 1.1 s to start in a loaded CI), and the start after it
 	// is then the one refused; with one restart it stayed down.
 	o.RestartDelays = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond}
-	srv := named(backendtest.Command(t, backendtest.ModeStrictDiscover, backendtest.EnvStartDelay+"=2s"), "docker")
+	srv := named(backendtest.Command(t, backendtest.ModeStrictDiscover, backendtest.EnvStartDelay+"=5s"), "docker")
 	srv.Args = append([]string{"-c", `cat | exec "$0" "$@"`, srv.Command}, srv.Args...)
 	srv.Command = "sh"
 	p := startPool(t, []config.Server{srv}, o)
@@ -711,13 +719,20 @@ func TestRemoteJSONBodyCap(t *testing.T) {
 func TestSSESurvivesConnectTimeout(t *testing.T) {
 	// Legacy SSE streams die with the context given to Connect; the pool's
 	// connect timeout must not end the session.
+	// The connect must finish within the timeout: under CI's load with
+	// -race it took up to 0.7 s (300 ms failed 7 runs in 160).
+	const timeout = 3 * time.Second
 	hs := backendtest.NewHTTPServer(t, config.TypeSSE, "normal")
 	srv := hs.Config("remote", nil)
-	srv.ConnectTimeout = config.Duration{Duration: 300 * time.Millisecond}
+	srv.ConnectTimeout = config.Duration{Duration: timeout}
+	start := time.Now()
 	p := startPool(t, []config.Server{srv}, testOptions(nil))
+	if st := statusOf(t, p, "remote"); st.State != StateUp {
+		t.Fatalf("not up after Start: %+v", st)
+	}
 	// Time passing beyond the connect timeout is what is tested here (not
 	// a wait for something to happen).
-	time.Sleep(600 * time.Millisecond)
+	time.Sleep(time.Until(start.Add(timeout + 500*time.Millisecond)))
 	if res, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "later"}); err != nil || textOf(t, res) != "later" {
 		t.Fatalf("echo after the connect timeout passed = %v, %v (%+v)", res, err, statusOf(t, p, "remote"))
 	}

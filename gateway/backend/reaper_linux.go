@@ -57,6 +57,18 @@ const reaperAvailable = true
 //	}
 func IsReaper() bool { return os.Getenv(EnvReaper) != "" }
 
+// A reaper's main goroutine stays on the main thread (locked in an init,
+// so from before main): the backend is then forked by the main thread,
+// whose children file (/proc/<pid>/task/<pid>/children) childOf reads,
+// and where orphans re-parented to the reaper go too. Locked only in
+// reap, the goroutine could have moved to another thread by then, and the
+// status said no ServerPID (seen under load).
+func init() {
+	if IsReaper() {
+		runtime.LockOSThread()
+	}
+}
+
 // ReaperMain runs the reaper (os.Args[1] is the backend's executable,
 // os.Args[2:] its argv) and exits the process with the backend's status.
 func ReaperMain() {

@@ -9,11 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
@@ -165,6 +167,55 @@ func ppidOf(pid int) int {
 	return ppid
 }
 
+// envReaperUnsettled makes a test binary started as a reaper try to move
+// its main goroutine off the main thread before ReaperMain (unsettle).
+const envReaperUnsettled = "TOOLGATE_TEST_REAPER_UNSETTLED"
+
+// unsettle tries to move the main goroutine to another thread, as a busy
+// machine may: blocking system calls while every P is busy hand the P
+// away, and the goroutine resumes on whichever thread takes it. It stops
+// once it has moved, or after 200 tries (it cannot move while locked).
+func unsettle() {
+	stop := make(chan struct{})
+	defer close(stop)
+	for range runtime.GOMAXPROCS(0) {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	ts := syscall.Timespec{Nsec: int64(2 * time.Millisecond)}
+	for range 200 {
+		_, _, _ = syscall.Syscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
+		if syscall.Gettid() != os.Getpid() {
+			return
+		}
+	}
+}
+
+// TestReaperServerPIDOffMainThread: the status names the server's own
+// process even when the reaper's main goroutine was moved off the main
+// thread before it started the backend (unsettle). It said ServerPID 0:
+// the backend was forked by another thread, not listed among the main
+// thread's children.
+func TestReaperServerPIDOffMainThread(t *testing.T) {
+	srv := named(backendtest.Command(t, "normal", envReaperUnsettled+"=1"), "plain")
+	p := startPool(t, []config.Server{srv}, reaperOptions())
+	st := statusOf(t, p, "plain")
+	tree := descendants(st.PID)
+	if len(tree) != 1 {
+		t.Fatalf("reaper %d has descendants %v, want one backend", st.PID, tree)
+	}
+	if st.ServerPID != tree[0].pid {
+		t.Errorf("ServerPID = %d, want the backend's %d (reaper %d)", st.ServerPID, tree[0].pid, st.PID)
+	}
+}
+
 func reaperOptions() *Options {
 	o := testOptions(nil)
 	o.Reaper = true
@@ -176,6 +227,7 @@ func reaperOptions() *Options {
 // errors, restart after SIGKILL of the backend itself, and Close leaves no
 // process behind.
 func TestReaperTransparent(t *testing.T) {
+	waitExits(t) // the exit statuses said come after the reaper's look for leftovers
 	pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
 	p := startPool(t, []config.Server{
 		named(backendtest.Command(t, "spawn-grandchild,crash-mid-call", backendtest.EnvPIDFile+"="+pidFile), "tree"),

@@ -172,6 +172,7 @@ func TestInFlightCounts(t *testing.T) {
 }
 
 func TestKilledMidCallRestarts(t *testing.T) {
+	waitExits(t)
 	o := testOptions(nil)
 	o.RestartDelays = []time.Duration{100 * time.Millisecond}
 	p := startPool(t, []config.Server{backendtest.Command(t, "normal")}, o)
@@ -519,8 +520,24 @@ func TestLazyBackendFailsToStart(t *testing.T) {
 	}
 }
 
+// waitExits makes a broken connection wait for its process's exit status
+// for the rest of t (exitWait is a second), so that the exit's words in an
+// error depend on the exit, not on how busy the machine is: under a reaper
+// the exit comes after the reaper has looked for the backend's leftovers,
+// which took over a second at a load of 20-45 (the error then said only
+// "connection lost during the call: … EOF"). Call it before the pool starts:
+// the pool's goroutines read exitWait until its Close, a cleanup that runs
+// before this one.
+func waitExits(t *testing.T) {
+	t.Helper()
+	old := exitWait
+	exitWait = testenv.Timeout
+	t.Cleanup(func() { exitWait = old })
+}
+
 // killMidCall SIGKILLs pid while a long call to server is in flight and
-// checks the caller gets an UnavailableError saying the process was killed.
+// checks the caller gets an UnavailableError saying the process was killed
+// (its test calls waitExits first).
 func killMidCall(t *testing.T, p *Pool, server string, pid int) {
 	t.Helper()
 	errc := make(chan error, 1)

@@ -357,24 +357,35 @@ func (l *Loop) watchState(ctx context.Context) {
 		return
 	}
 	l.stateW = w
+	apply := func() {
+		// Read under reloadMu, as SetDisabled edits it: a read before
+		// one of its edits, applied after it, undid it.
+		l.reloadMu.Lock()
+		defer l.reloadMu.Unlock()
+		st, err := ReadState(path)
+		if err != nil {
+			l.log.Error("state file changed but cannot be read; the servers disabled stay as they are", "file", path, "err", err)
+			return
+		}
+		if !slices.Equal(st.Disabled, l.policy.Disabled().Servers()) {
+			l.applyDisabled(ctx, st.Disabled, byStateFile)
+		}
+		l.applyRestarts(st.RestartRequests)
+	}
 	l.wg.Go(func() {
+		// What changed since New read the file, before it was watched: a
+		// cold start that answers its client before its index is served
+		// (ColdWait) watches it only then, and a `toolgate servers
+		// restart` or `disable` meanwhile was lost (the command said the
+		// server was not restarted within 10s).
+		apply()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-w.C:
 			}
-			st, err := ReadState(path)
-			if err != nil {
-				l.log.Error("state file changed but cannot be read; the servers disabled stay as they are", "file", path, "err", err)
-				continue
-			}
-			l.reloadMu.Lock()
-			if !slices.Equal(st.Disabled, l.policy.Disabled().Servers()) {
-				l.applyDisabled(ctx, st.Disabled, byStateFile)
-			}
-			l.applyRestarts(st.RestartRequests)
-			l.reloadMu.Unlock()
+			apply()
 		}
 	})
 }

@@ -251,6 +251,32 @@ func TestRestartRequests(t *testing.T) {
 	}
 }
 
+// TestStateChangedBeforeWatched: a restart and a disable written to the
+// state file after the loop read it and before it watches it (while a cold
+// start builds its first index) are applied once it watches it; they were
+// lost.
+func TestStateChangedBeforeWatched(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state.json")
+	pool := newFakePool("a", "b")
+	pool.list("a", "apple")
+	pool.list("b", "banana")
+	pool.restarted = make(chan string, 10)
+	f := newFixture(t, t.TempDir(), pool, &Options{StatePath: state, Debounce: time.Millisecond}, "a", "b")
+	if err := WriteState(state, State{Disabled: []string{"a"}, RestartRequests: map[string]uint64{"b": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	f.run(t)
+	select {
+	case got := <-pool.restarted:
+		if got != "b" {
+			t.Fatalf("restarted %s, want b", got)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("b not restarted")
+	}
+	f.wait(t, "a disabled", func(s Stats) bool { return slices.Equal(s.Disabled, []string{"a"}) })
+}
+
 func toolOf(id string) catalog.Tool {
 	server, name, _ := catalog.SplitID(id)
 	return catalog.Tool{Server: server, Name: name}

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -176,16 +177,11 @@ const envReaperUnsettled = "TOOLGATE_TEST_REAPER_UNSETTLED"
 // away, and the goroutine resumes on whichever thread takes it. It stops
 // once it has moved, or after 200 tries (it cannot move while locked).
 func unsettle() {
-	stop := make(chan struct{})
-	defer close(stop)
+	var stop atomic.Bool // spinning goroutines keep every P busy
+	defer stop.Store(true)
 	for range runtime.GOMAXPROCS(0) {
 		go func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for !stop.Load() {
 			}
 		}()
 	}

@@ -237,8 +237,13 @@ func TestProfiles(t *testing.T) {
 	if res := run(t, s, fixed, "activate_profile", map[string]any{"name": ""}); !res.IsError || !strings.Contains(resText(res), "serve --profile") {
 		t.Errorf("fixed profile: %s", resText(res))
 	}
-	if res := run(t, s, http, "activate_profile", map[string]any{"name": "kg"}); !res.IsError || !strings.Contains(resText(res), "/profiles/NAME/mcp") {
+	if res := run(t, s, http, "activate_profile", map[string]any{"name": "kg"}); !res.IsError || !strings.Contains(resText(res), " http://HOST:PORT/profiles/kg/mcp,") {
 		t.Errorf("http: %s", resText(res))
+	}
+	// The address the client used, when its request said it.
+	reached := &policy.Caller{Transport: policy.TransportHTTP, Origin: "https://gw.example:8931"}
+	if res := run(t, s, reached, "activate_profile", map[string]any{"name": "kg"}); !res.IsError || !strings.Contains(resText(res), " https://gw.example:8931/profiles/kg/mcp,") {
+		t.Errorf("http with its origin: %s", resText(res))
 	}
 }
 

@@ -388,17 +388,11 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 	names := func(in []string) []string {
 		return slices.DeleteFunc(slices.Clone(in), func(n string) bool { return !sees(n) })
 	}
-	// The tools of each server its own rules let it see (policy.Set.Sees),
-	// as search and tools/list show it: a server's full count would tell
-	// it of tools it cannot see.
+	// The tools of each server its own rules let it see, as search shows
+	// them: a server's full count would tell it of tools it cannot see.
 	var seenTools map[string]int
 	if tools != nil {
-		seenTools = map[string]int{}
-		for _, id := range tools.IDs() {
-			if t, ok := tools.Tool(id); ok && pol.Sees(c, t) {
-				seenTools[t.Server]++
-			}
-		}
+		seenTools = pol.SeenTools(c, tools)
 	}
 	rep.Backends = slices.DeleteFunc(rep.Backends, func(b BackendStatus) bool { return !sees(b.Name) })
 	rep.Total, rep.Up = len(rep.Backends), 0

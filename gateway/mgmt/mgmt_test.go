@@ -536,6 +536,25 @@ func TestScopedKeySeesNoPaths(t *testing.T) {
 	}
 }
 
+// TestScopedKeyToolCounts: an API key that is not admin is told the tools
+// of a server it sees, as GET /status and search tell it (2 of a's 3):
+// list_servers and server_status gave the server's full count.
+func TestScopedKeyToolCounts(t *testing.T) {
+	s, _, rt, _ := newTestServer(t, true)
+	profiles := policy.NewProfiles(nil)
+	rt.pol = policy.NewSet(keys.NewScope(func() *policy.Profiles { return profiles }, ChangesConfig), policy.NewConfigured([]string{"a", "b", Name}), policy.NewDisabled(nil), profiles)
+	rt.tools = []catalog.Tool{{Server: "a", Name: "x"}, {Server: "a", Name: "y"}, {Server: "a", Name: "z"}}
+	scoped := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "low", Allow: []string{"a__x", "a__y", "toolgate__*"}}}
+	for c, want := range map[*policy.Caller]int{scoped: 2, admin: 3, stdio: 3} {
+		if txt := resText(run(t, s, c, "list_servers", nil)); !strings.Contains(txt, fmt.Sprintf("- a: up (stdio, %d tools,", want)) {
+			t.Errorf("%v: list_servers, want %d tools of a: %s", c, want, txt)
+		}
+		if txt := resText(run(t, s, c, "server_status", map[string]any{"name": "a"})); !strings.Contains(txt, fmt.Sprintf("tools %d,", want)) {
+			t.Errorf("%v: server_status, want %d tools: %s", c, want, txt)
+		}
+	}
+}
+
 // TestServerNameMeant: the tools that name a server read its name as
 // execute_tool and search_tools do (catalog.ServersMeant): in another case
 // or with "_" for "-" it is the one server so named, among those the

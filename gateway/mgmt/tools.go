@@ -131,6 +131,12 @@ func (s *Server) infos(c *policy.Caller) []ServerInfo {
 		status[st.Name] = st
 	}
 	profiles := pol.Profiles()
+	// A key that is not admin is told the tools it sees of each server,
+	// as GET /status tells it.
+	var seen map[string]int
+	if c.Scoped() {
+		seen = pol.SeenTools(c, s.rt)
+	}
 	var out []ServerInfo
 	for _, sv := range cfg.All() {
 		info := ServerInfo{Name: sv.Name, Transport: sv.Type, Profiles: []string{}}
@@ -151,6 +157,9 @@ func (s *Server) infos(c *policy.Caller) []ServerInfo {
 				st = st.ForKey()
 			}
 			info.State, info.Tools, info.Restarts = string(st.State), st.Tools, st.Restarts
+			if seen != nil {
+				info.Tools = seen[sv.Name]
+			}
 			info.Error, info.LastError = st.Err, st.LastErr
 			info.Since, info.PID, info.Protocol, info.InFlight = st.Since, st.PID, st.Protocol, st.InFlight
 		default:

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -1374,5 +1375,30 @@ func TestExecuteUnavailableForKey(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRequestOrigin: the gateway as the client reached it, which
+// toolgate__activate_profile names in the endpoint it points to: the Host
+// asked for, https under TLS, the listener's address when the request has
+// no Host (HTTP/1.0), "" when neither is known.
+func TestRequestOrigin(t *testing.T) {
+	plain := httptest.NewRequest(http.MethodPost, "http://gw.example:8931/mcp", nil)
+	tlsReq := httptest.NewRequest(http.MethodPost, "https://gw.example:8931/mcp", nil)
+	noHost := httptest.NewRequest(http.MethodPost, "http://x/mcp", nil)
+	noHost.Host = ""
+	listener := noHost.WithContext(context.WithValue(noHost.Context(), http.LocalAddrContextKey, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 18931}))
+	for _, tc := range []struct {
+		r    *http.Request
+		want string
+	}{
+		{plain, "http://gw.example:8931"},
+		{tlsReq, "https://gw.example:8931"},
+		{listener, "http://127.0.0.1:18931"},
+		{noHost, ""},
+	} {
+		if got := requestOrigin(tc.r); got != tc.want {
+			t.Errorf("requestOrigin(%s, TLS %v) = %q, want %q", tc.r.Host, tc.r.TLS != nil, got, tc.want)
+		}
 	}
 }

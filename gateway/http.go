@@ -314,12 +314,30 @@ func (g *Gateway) withCaller(next http.Handler, route func(*http.Request) (strin
 			http.Error(w, fmt.Sprintf("Not Found: there is no profile named %q (toolgate.profiles in the config lists them; /mcp serves every server)", profile), http.StatusNotFound)
 			return
 		}
-		c := &policy.Caller{Transport: policy.TransportHTTP, Profile: profile, Remote: r.RemoteAddr}
+		c := &policy.Caller{Transport: policy.TransportHTTP, Profile: profile, Remote: r.RemoteAddr, Origin: requestOrigin(r)}
 		if outer := policy.CallerFrom(r.Context()); outer != nil {
 			c.Key = outer.Key
 		}
 		next.ServeHTTP(w, r.WithContext(policy.WithCaller(r.Context(), c)))
 	})
+}
+
+// requestOrigin is the gateway as r's client reached it: the Host it asked
+// for (checked against the allowed hosts before this), else the address
+// of the listener that took the connection, with https under TLS; "" when
+// neither is known.
+func requestOrigin(r *http.Request) string {
+	host := r.Host
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); host == "" && ok {
+		host = a.String()
+	}
+	if host == "" {
+		return ""
+	}
+	if r.TLS != nil {
+		return "https://" + host
+	}
+	return "http://" + host
 }
 
 // httpRequestKey holds, in the context of a request's handlers, the HTTP

@@ -365,9 +365,9 @@ const HiddenFromKey = backend.HiddenFromKey
 // quarantined tools of those servers only, and HiddenFromKey for the
 // reload and index errors, which may name any server, and no paths on the
 // gateway's machine (config files, certificates: their dates stay; the
-// backends' errors: backend.Status.ForKey), and catalogTools counts the
-// tools its own rules let it see (policy.Set.Sees) but of servers disabled
-// at run time, disabledTools those. A key
+// backends' errors: backend.Status.ForKey), each server's tools and
+// catalogTools count the tools its own rules let it see (policy.Set.Sees),
+// catalogTools but of servers disabled at run time, disabledTools those. A key
 // thus learns nothing of the servers outside its scope. Stdio, an admin key, and the
 // HTTP front without keys see the whole report. The lists of rep.Stats and
 // rep.Security are narrowed in copies: they may be their sources' own.
@@ -388,6 +388,12 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 	names := func(in []string) []string {
 		return slices.DeleteFunc(slices.Clone(in), func(n string) bool { return !sees(n) })
 	}
+	// The tools of each server its own rules let it see, as search shows
+	// them: a server's full count would tell it of tools it cannot see.
+	var seenTools map[string]int
+	if tools != nil {
+		seenTools = pol.SeenTools(c, tools)
+	}
 	rep.Backends = slices.DeleteFunc(rep.Backends, func(b BackendStatus) bool { return !sees(b.Name) })
 	rep.Total, rep.Up = len(rep.Backends), 0
 	for i := range rep.Backends { // built for this report: changed in place
@@ -396,6 +402,9 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 			rep.Up++
 		}
 		b.Status = b.Status.ForKey()
+		if seenTools != nil {
+			b.Tools = seenTools[b.Name]
+		}
 	}
 	if rep.Stats != nil {
 		st := *rep.Stats
@@ -411,13 +420,11 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 		st.LastIndexError = backend.ForKey(st.LastIndexError)
 		if tools != nil {
 			st.CatalogTools, st.DisabledTools = 0, 0
-			for _, id := range tools.IDs() {
-				switch t, ok := tools.Tool(id); {
-				case !ok || !pol.Sees(c, t):
-				case slices.Contains(rep.Stats.Disabled, t.Server):
-					st.DisabledTools++
-				default:
-					st.CatalogTools++
+			for server, n := range seenTools {
+				if slices.Contains(rep.Stats.Disabled, server) {
+					st.DisabledTools += n
+				} else {
+					st.CatalogTools += n
 				}
 			}
 		}

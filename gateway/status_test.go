@@ -218,7 +218,7 @@ func TestStatusOfRealPool(t *testing.T) {
 // TestScopeReport: for an API key that is not admin, the report keeps the
 // servers the key may manage and their counts, the runtime lists and the
 // quarantined tools of those servers, counts only the tools its scope
-// lets it see in catalogTools, and hides the reload and index errors (they
+// lets it see in each server's tools and in catalogTools, and hides the reload and index errors (they
 // may name any server) and the backends' errors (they may hold paths on
 // the gateway's machine: a command line, stderr lines). Stdio, an admin key and the HTTP
 // front without keys see it whole.
@@ -229,9 +229,9 @@ func TestScopeReport(t *testing.T) {
 	full := func() StatusReport {
 		return StatusReport{
 			Backends: []BackendStatus{
-				{Status: backend.Status{Name: "mem", State: backend.StateUp, TLSCert: "/etc/secret/mem.pem", TLSCertNotAfter: &notAfter, LastErr: `backend "mem": command "/opt/secret/mem-bin" exited`}},
-				{Status: backend.Status{Name: "secret", State: backend.StateUp, Err: `backend "secret": token rejected`}},
-				{Status: backend.Status{Name: "mem2", State: backend.StateUp, TLSCert: "/etc/secret/mem2.pem", TLSCertError: "cannot read /etc/secret/mem2.pem"}},
+				{Status: backend.Status{Name: "mem", State: backend.StateUp, Tools: 2, TLSCert: "/etc/secret/mem.pem", TLSCertNotAfter: &notAfter, LastErr: `backend "mem": command "/opt/secret/mem-bin" exited`}},
+				{Status: backend.Status{Name: "secret", State: backend.StateUp, Tools: 1, Err: `backend "secret": token rejected`}},
+				{Status: backend.Status{Name: "mem2", State: backend.StateUp, Tools: 1, TLSCert: "/etc/secret/mem2.pem", TLSCertError: "cannot read /etc/secret/mem2.pem"}},
 			},
 			Up: 3, Total: 3,
 			Stats: &live.Stats{
@@ -246,7 +246,7 @@ func TestScopeReport(t *testing.T) {
 				TLS: true, TLSCert: "/etc/secret/gw.pem", TLSNotAfter: &notAfter, TLSError: "cannot read /etc/secret/gw.pem"},
 		}
 	}
-	key := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "mem-ops", Allow: []string{"mem__*", "mem2__*"}}}
+	key := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "mem-ops", Allow: []string{"mem__read", "mem2__*"}}}
 	rep := full()
 	// The lists come from the runtime loop and the quarantine: narrowed
 	// in copies, never where they came from.
@@ -257,14 +257,16 @@ func TestScopeReport(t *testing.T) {
 	}
 	want := StatusReport{
 		Backends: []BackendStatus{
-			{Status: backend.Status{Name: "mem", State: backend.StateUp, TLSCertNotAfter: &notAfter, LastErr: HiddenFromKey}},
-			{Status: backend.Status{Name: "mem2", State: backend.StateUp, TLSCertError: HiddenFromKey}},
+			// mem's tools: the one the key sees of the 2 (the console's
+			// backends table showed 2).
+			{Status: backend.Status{Name: "mem", State: backend.StateUp, Tools: 1, TLSCertNotAfter: &notAfter, LastErr: HiddenFromKey}},
+			{Status: backend.Status{Name: "mem2", State: backend.StateUp, Tools: 1, TLSCertError: HiddenFromKey}},
 		},
 		Up: 2, Total: 2,
 		Stats: &live.Stats{
-			// mem is disabled: its 2 tools are held back, not ranked.
+			// mem is disabled: its tool the key sees is held back, not ranked.
 			CatalogTools:    1,
-			DisabledTools:   2,
+			DisabledTools:   1,
 			Disabled:        []string{"mem"},
 			LastReload:      &live.Reload{Trigger: "SIGHUP", Error: HiddenFromKey, Changed: []string{"mem"}, Removed: []string{}},
 			LastReloadError: HiddenFromKey,

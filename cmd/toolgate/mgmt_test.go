@@ -239,9 +239,10 @@ func TestManagementOverHTTP(t *testing.T) {
 		if res.IsError {
 			t.Errorf("memory__read_graph at /profiles/kg/mcp: %s", resultText(res))
 		}
-		// The session-less HTTP client is told to use the route.
+		// The session-less HTTP client is told to use the route, at the
+		// address it reached the gateway at (it read http://HOST:PORT).
 		res = executeTool(t, ctx, cs, "toolgate__activate_profile", map[string]any{"name": "kg"})
-		if !res.IsError || !strings.Contains(resultText(res), "/profiles/NAME/mcp") {
+		if !res.IsError || !strings.Contains(resultText(res), " http://"+addr+"/profiles/kg/mcp,") {
 			t.Errorf("activate_profile over HTTP: isError=%v %s", res.IsError, resultText(res))
 		}
 		resp, err := http.Post("http://"+addr+"/profiles/nope/mcp", "application/json", strings.NewReader(`{}`))

@@ -27,8 +27,8 @@
 // server that is slow to start (npx) is not mistaken for a legacy one. With
 // no answer at all, the fallback comes after half the connect timeout, but
 // not while a stdio server has not read the probe from its pipe (it is
-// still starting). A discover answer after the fallback marks the backend:
-// its next starts wait for that answer.
+// still starting). A discover answer after the fallback that offers
+// 2026-07-28 marks the backend: its next starts wait for that answer.
 // Streamable HTTP connections cannot be wrapped (go-sdk type-asserts them):
 // the first Connect gets ProbeTimeout and a second one speaks the legacy
 // protocol with the rest of the budget; when the server refuses that (it

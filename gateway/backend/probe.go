@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -258,10 +259,19 @@ func (c *probeConn) unreadBytes() (int, bool) {
 }
 
 // lateAnswer takes the answer to a discover the probe gave up on: a result
-// says the server speaks the new protocol, so its next start waits for it
-// (this connection is in the legacy handshake already).
+// that offers protocol 2026-07-28 says the server speaks it, so its next
+// start waits for it (this connection is in the legacy handshake already).
+// One that offers only older versions (go-sdk's SSE server) would end on
+// the legacy protocol anyway: waiting for it would only slow each start.
 func (c *probeConn) lateAnswer(resp *jsonrpc.Response) {
 	if resp.Error != nil || c.late == nil {
+		return
+	}
+	var res struct {
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	if err := json.Unmarshal(resp.Result, &res); err != nil || !slices.Contains(res.SupportedVersions, StatelessProtocolVersion) {
+		c.log.Debug("late server/discover answer offers no protocol "+StatelessProtocolVersion+": the next start does not wait for it", "versions", res.SupportedVersions)
 		return
 	}
 	c.late.Store(true)

@@ -247,8 +247,13 @@ func TestProfiles(t *testing.T) {
 	if res := run(t, s, fixed, "activate_profile", map[string]any{"name": ""}); !res.IsError || !strings.Contains(resText(res), "serve --profile") {
 		t.Errorf("fixed profile: %s", resText(res))
 	}
-	if res := run(t, s, http, "activate_profile", map[string]any{"name": "kg"}); !res.IsError || !strings.Contains(resText(res), "/profiles/NAME/mcp") {
+	if res := run(t, s, http, "activate_profile", map[string]any{"name": "kg"}); !res.IsError || !strings.Contains(resText(res), " http://HOST:PORT/profiles/kg/mcp,") {
 		t.Errorf("http: %s", resText(res))
+	}
+	// The address the client used, when its request said it.
+	reached := &policy.Caller{Transport: policy.TransportHTTP, Origin: "https://gw.example:8931"}
+	if res := run(t, s, reached, "activate_profile", map[string]any{"name": "kg"}); !res.IsError || !strings.Contains(resText(res), " https://gw.example:8931/profiles/kg/mcp,") {
+		t.Errorf("http with its origin: %s", resText(res))
 	}
 }
 
@@ -537,6 +542,25 @@ func TestScopedKeySeesNoPaths(t *testing.T) {
 			if got := strings.Contains(resText(res), backend.HiddenFromKey); got != (c == scoped) {
 				t.Errorf("%v: %s says the error is hidden: %v: %s", c, tool, got, resText(res))
 			}
+		}
+	}
+}
+
+// TestScopedKeyToolCounts: an API key that is not admin is told the tools
+// of a server it sees, as GET /status and search tell it (2 of a's 3):
+// list_servers and server_status gave the server's full count.
+func TestScopedKeyToolCounts(t *testing.T) {
+	s, _, rt, _ := newTestServer(t, true)
+	profiles := policy.NewProfiles(nil)
+	rt.pol = policy.NewSet(keys.NewScope(func() *policy.Profiles { return profiles }, ChangesConfig), policy.NewConfigured([]string{"a", "b", Name}), policy.NewDisabled(nil), profiles)
+	rt.tools = []catalog.Tool{{Server: "a", Name: "x"}, {Server: "a", Name: "y"}, {Server: "a", Name: "z"}}
+	scoped := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "low", Allow: []string{"a__x", "a__y", "toolgate__*"}}}
+	for c, want := range map[*policy.Caller]int{scoped: 2, admin: 3, stdio: 3} {
+		if txt := resText(run(t, s, c, "list_servers", nil)); !strings.Contains(txt, fmt.Sprintf("- a: up (stdio, %d tools,", want)) {
+			t.Errorf("%v: list_servers, want %d tools of a: %s", c, want, txt)
+		}
+		if txt := resText(run(t, s, c, "server_status", map[string]any{"name": "a"})); !strings.Contains(txt, fmt.Sprintf("tools %d,", want)) {
+			t.Errorf("%v: server_status, want %d tools: %s", c, want, txt)
 		}
 	}
 }

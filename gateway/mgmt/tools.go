@@ -3,6 +3,7 @@ package mgmt
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -132,6 +133,12 @@ func (s *Server) infos(c *policy.Caller) []ServerInfo {
 		status[st.Name] = st
 	}
 	profiles := pol.Profiles()
+	// A key that is not admin is told the tools it sees of each server,
+	// as GET /status tells it.
+	var seen map[string]int
+	if c.Scoped() {
+		seen = pol.SeenTools(c, s.rt)
+	}
 	var out []ServerInfo
 	for _, sv := range cfg.All() {
 		info := ServerInfo{Name: sv.Name, Transport: sv.Type, Profiles: []string{}}
@@ -152,6 +159,9 @@ func (s *Server) infos(c *policy.Caller) []ServerInfo {
 				st = st.ForKey()
 			}
 			info.State, info.Tools, info.Restarts = string(st.State), st.Tools, st.Restarts
+			if seen != nil {
+				info.Tools = seen[sv.Name]
+			}
 			info.Error, info.LastError = st.Err, st.LastErr
 			info.Since, info.PID, info.Protocol, info.InFlight = st.Since, st.PID, st.Protocol, st.InFlight
 		default:
@@ -523,9 +533,18 @@ func (s *Server) activateProfile(_ context.Context, c *policy.Caller, a profileA
 		return toolError("there is no profile named %q (profiles: %s)", a.Name, names)
 	}
 	if c == nil || c.Session == nil {
-		return toolError("toolgate__activate_profile changes the profile of a session, and this client has none: over HTTP every request " +
-			"stands alone (the gateway serves streamable HTTP without sessions). Connect to the profile's own endpoint instead, " +
-			"http://HOST:PORT/profiles/NAME/mcp, or start the gateway with `toolgate serve --profile NAME`.")
+		// The endpoint at the address the client used, when the request
+		// said it; a placeholder otherwise.
+		origin, name := "http://HOST:PORT", "NAME"
+		if c != nil && c.Origin != "" {
+			origin = c.Origin
+		}
+		if a.Name != "" {
+			name = url.PathEscape(a.Name)
+		}
+		return toolError("toolgate__activate_profile changes the profile of a session, and this client has none: over HTTP every request "+
+			"stands alone (the gateway serves streamable HTTP without sessions). Connect to the profile's own endpoint instead, "+
+			"%s/profiles/%s/mcp, or start the gateway with `toolgate serve --profile NAME`.", origin, name)
 	}
 	if err := c.Session.Activate(a.Name); err != nil {
 		return toolError("%v", err)

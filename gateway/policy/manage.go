@@ -35,6 +35,20 @@ func (s *Set) Sees(c *Caller, t catalog.Tool) bool {
 	return s == nil || s.cur.Load().callerCheck(orAnonymous(c), t) == ""
 }
 
+// SeenTools counts, by server, the tools in tools that c sees (Sees):
+// what a key that is not admin is told of each server's tools (GET
+// /status, the console, toolgate__list_servers), as search shows them to
+// it.
+func (s *Set) SeenTools(c *Caller, tools Tools) map[string]int {
+	n := map[string]int{}
+	for _, id := range tools.IDs() {
+		if t, ok := tools.Tool(id); ok && s.Sees(c, t) {
+			n[t.Server]++
+		}
+	}
+	return n
+}
+
 // MayManage reports whether c may inspect, restart, disable or enable
 // server: a caller that manages all (ManagesAll), or one whose own rules
 // (its profile, its key's scope: the rules that read the caller) let it

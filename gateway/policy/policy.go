@@ -58,6 +58,11 @@ type Caller struct {
 	// Remote is the HTTP client's address (for the audit log); "" over
 	// stdio. No rule reads it.
 	Remote string
+	// Origin is the gateway as the HTTP client reached it
+	// ("https://gw.example:8931"): the Host it asked for, else the
+	// listener's address, https under TLS; "" over stdio. Answers that
+	// name another of the gateway's endpoints use it. No rule reads it.
+	Origin string
 }
 
 // Key is an API key as the policy sees it: its name, whether it is an

@@ -173,14 +173,16 @@ func Expiry(subject, refusers string, notBefore, notAfter, now time.Time) (line,
 	return fmt.Sprintf("%s valid until %s (%s)", subject, until, days(left)), ""
 }
 
-// days is d in whole days ("3 days"), or hours under two days.
+// days is d to the nearest day ("3 days"), or in hours (rounded up) under
+// two days: a certificate issued for 5 days, read a moment later, has 5
+// days left, not 4.
 func days(d time.Duration) string {
 	if h := int(math.Ceil(d.Hours())); h == 1 {
 		return "1 hour"
 	} else if d < 48*time.Hour {
 		return fmt.Sprintf("%d hours", h)
 	}
-	return fmt.Sprintf("%d days", int(d.Hours()/24))
+	return fmt.Sprintf("%d days", int(math.Round(d.Hours()/24)))
 }
 
 // Dates are the dates the first certificate of the PEM file at path is

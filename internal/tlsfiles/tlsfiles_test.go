@@ -267,3 +267,29 @@ func TestExposed(t *testing.T) {
 		t.Errorf("no file: %q, want nothing (the load says it)", got)
 	}
 }
+
+// TestExpiryDays: the days left are counted to the nearest day. A
+// certificate issued for 5 days, read a moment later, read "in 4 days"
+// (the count rounded down); so did one with 4 days 23 h left.
+func TestExpiryDays(t *testing.T) {
+	now := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	issued := now.Add(-time.Hour)
+	for _, tc := range []struct {
+		left time.Duration
+		says string
+	}{
+		{5 * 24 * time.Hour, "in 5 days: renew it"},
+		{5*24*time.Hour - time.Second, "in 5 days: renew it"},
+		{4*24*time.Hour + 12*time.Hour, "in 5 days: renew it"},
+		{4*24*time.Hour + 12*time.Hour - time.Second, "in 4 days: renew it"},
+		{2*24*time.Hour + time.Second, "in 2 days: renew it"},
+		{48*time.Hour - time.Second, "in 48 hours: renew it"},
+		{30 * time.Minute, "in 1 hour: renew it"},
+		{90*24*time.Hour - time.Minute, "(90 days)"},
+	} {
+		line, _ := tlsfiles.Expiry("cert", "clients refuse it", issued, now.Add(tc.left), now)
+		if !strings.HasSuffix(line, tc.says) {
+			t.Errorf("%s left: %q, want it to end %q", tc.left, line, tc.says)
+		}
+	}
+}

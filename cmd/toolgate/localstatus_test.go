@@ -238,6 +238,33 @@ func TestServersRestartWaits(t *testing.T) {
 	}
 }
 
+// A gateway still building a cold start's first index applies a restart
+// once the index is served (it reads the state file then): `servers
+// restart` says so and ends well, where it said the server was not
+// restarted within the wait and failed.
+func TestServersRestartWhileBuilding(t *testing.T) {
+	data := t.TempDir()
+	src := statusSource{backend.Status{Name: "memory", Transport: "stdio", State: backend.StateUp}}
+	proc := &gateway.ProcessInfo{PID: 1, Transport: "stdio", Client: "client1"}
+	loop := &statsSteps{steps: []live.Stats{{Building: true, BuildingTools: 3, BuildingTotal: 10}}}
+	s := local.Serve(data, statusRoute(gateway.StatusHandler(src, &gateway.StatusOptions{Loop: loop, Process: func() *gateway.ProcessInfo { return proc }})), nil)
+	t.Cleanup(func() { s.Close() })
+	old := restartWait
+	restartWait = 300 * time.Millisecond
+	t.Cleanup(func() { restartWait = old })
+	var out bytes.Buffer
+	if err := runServersRestart(context.Background(), &out, &globals{dataDir: data}, "", "memory"); err != nil {
+		t.Errorf("servers restart while the gateway builds its first index: %v\n%s", err, out.String())
+	}
+	want := "pid 1 (stdio, client client1): not yet: it is building its first index (3 of 10 tools embedded) and applies the request once the index is served"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("servers restart's output lacks %q:\n%s", want, out.String())
+	}
+	if st, err := live.ReadState(live.StateFile(data)); err != nil || st.RestartRequests["memory"] != 1 {
+		t.Errorf("state file: %+v, %v", st, err)
+	}
+}
+
 // Without --config, `servers restart|disable|enable` check NAME against
 // the gateways running on the data folder: a name none of them has is a
 // usage error that lists theirs, and the state file is left alone (a typo

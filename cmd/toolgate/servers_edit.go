@@ -642,7 +642,8 @@ func startedState(b gateway.BackendStatus) string {
 // for its start to end (up, down, idle …; still connecting at the end of
 // the wait). b is the server's last entry (nil: not run); acted says the
 // change was seen; why says why the gateway has nothing to apply (it does
-// not run the server, stopped, does not answer).
+// not run the server, stopped, does not answer) or applies it later (a
+// cold start building its first index).
 func awaitServer(ctx context.Context, gw localGateway, server string, expect func(gateway.StatusReport) func(*gateway.BackendStatus) bool) (b *gateway.BackendStatus, acted bool, why string) {
 	if gw.err != nil {
 		return nil, false, fmt.Sprintf("does not answer (%v)", gw.err)
@@ -654,6 +655,7 @@ func awaitServer(ctx context.Context, gw localGateway, server string, expect fun
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.Now().Add(restartWait)
+	building := gw.rep.Stats
 	for time.Now().Before(deadline) {
 		now, gone := askLocal(ctx, gw.sock, 5*time.Second)
 		if gone {
@@ -663,6 +665,7 @@ func awaitServer(ctx context.Context, gw localGateway, server string, expect fun
 			return nil, false, "stopped meanwhile"
 		}
 		if now.err == nil {
+			building = now.rep.Stats
 			var cur *gateway.BackendStatus
 			if e, ok := backendNamed(now.rep, server); ok {
 				cur = &e
@@ -679,6 +682,12 @@ func awaitServer(ctx context.Context, gw localGateway, server string, expect fun
 			return b, acted, ""
 		case <-tick.C:
 		}
+	}
+	if st := building; !acted && st != nil && st.Building {
+		// A cold start still building its first index reads the state
+		// file once the index is served: the request is not lost, and
+		// "not restarted within 10s" read as if it were.
+		return b, false, fmt.Sprintf("not yet: it is building its first index (%d of %d tools embedded) and applies the request once the index is served (toolgate status tells when)", st.BuildingTools, st.BuildingTotal)
 	}
 	return b, acted, ""
 }

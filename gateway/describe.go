@@ -28,6 +28,13 @@ const (
 	exampleTools = 3
 )
 
+// severalSteps is the task of several steps that search_tools' description
+// gives as an example: each step is a part of the query (search.QueryParts,
+// three words or more), so each is ranked on its own. "read notes.txt,
+// then email it to Bob" was one part ("read notes.txt" is two words), so
+// it was ranked whole.
+const severalSteps = "read the file notes.txt, then email it to Bob"
+
 // describeSearch is search_tools' description: what it does, and the
 // servers behind the gateway, each with a few words (Options.Describe) or,
 // failing those, a few of its tool names.
@@ -48,7 +55,7 @@ func (g *Gateway) describeSearchFor(c *policy.Caller) string {
 		b.WriteString(", across every connected MCP server.")
 	}
 	b.WriteString(" Describe the task in plain words (e.g. \"list the files in a directory\");" +
-		" a task of several steps can be sent whole (\"read notes.txt, then email it to Bob\"): each step's tools come up." +
+		" a task of several steps can be sent whole (\"" + severalSteps + "\", each step in three words or more): each step's tools come up." +
 		" Returns the best matches, best first, each with its name (server__tool), description, inputSchema, annotations and score;" +
 		" \"readOnly\": true keeps the tools that change nothing, \"detail\": \"full\" puts each input schema in the text." +
 		" Then call execute_tool with one of those names.")

@@ -79,7 +79,7 @@ one gateway: the second finds the address taken and uses the first's.`,
 			}
 			key := os.Getenv(envKey)
 			opts := bridge.Options{URL: u, Key: key, KeyEnv: "$" + envKey, Logger: g.logger,
-				Fix: func(err error) string { return gatewayTLSFix(err, front.ca) }}
+				Fix: func(err error) string { return gatewayTLSFix(err, front.ca) }, Down: front.down}
 			if front.pin != "" || front.ca != "" {
 				opts.Client = front.client()
 			}
@@ -149,11 +149,13 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, frontTa
 		}
 	}
 	if addr == "" {
-		var found []string
+		var found, passed []string
 		for _, p := range local {
 			if want == "" || slices.Contains(p.Config, want) {
 				found = append(found, fmt.Sprintf("pid %d at %s", p.PID, p.Addr))
 				front = processFront(p)
+			} else {
+				passed = append(passed, fmt.Sprintf("pid %d at %s serves %s", p.PID, p.Addr, strings.Join(p.Config, " + ")))
 			}
 		}
 		if len(found) > 1 {
@@ -161,6 +163,10 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, frontTa
 		}
 		if front.addr == "" {
 			front.addr = defaultStatusAddr
+			front.down = fallbackFix(g.DataDir(), f.config, passed)
+			if len(passed) > 0 {
+				g.logger.Warn("no gateway on the data folder serves the config; trying the default address", "config", want, "default", defaultStatusAddr, "passed_over", strings.Join(passed, "; "))
+			}
 		}
 		addr = front.addr
 	}
@@ -187,6 +193,21 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, frontTa
 		u.Path = "/mcp"
 	}
 	return u.String(), front, nil
+}
+
+// fallbackFix is what connect says when nothing answers at the default
+// address it fell back to: that no gateway on the data folder serves
+// config (those passed over, each with the config it serves), and the fix.
+func fallbackFix(dataDir, config string, passed []string) string {
+	if config == "" {
+		return fmt.Sprintf("no gateway serves HTTP on the data folder %s, so connect tried the default address: start one there (toolgate serve --http ADDR), or pass --addr", dataDir)
+	}
+	why := "none runs there"
+	if len(passed) > 0 {
+		why = "those there serve other configs: " + strings.Join(passed, "; ")
+	}
+	return fmt.Sprintf("no gateway on the data folder %s serves %s (%s), so connect tried the default address: pass --start to start one for it, or serve it there (toolgate serve --config %s --http ADDR), or pass --addr",
+		dataDir, config, why, config)
 }
 
 // starter starts the gateway connect relays to when none answers (connect

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -126,7 +127,7 @@ func TestConnect(t *testing.T) {
 	}
 	// The gateway comes back, now with an API key.
 	key := createKey(t, data, "--name", "clients")
-	serve()
+	gw = serve()
 	if _, err := echo(first, "no key"); err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "put one in $"+envKey) {
 		t.Errorf("a call without the key the gateway now wants: %v", err)
 	}
@@ -143,6 +144,14 @@ func TestConnect(t *testing.T) {
 	if _, stderr, err := runToolgate(t, data, "connect", "--config", otherCfg, "--addr", addr); err == nil || !strings.Contains(stderr, "serves another config ("+cfg+")") ||
 		!strings.Contains(stderr, "point --addr at the gateway serving") {
 		t.Errorf("connect --config of another config to this gateway: %v\n%s", err, stderr)
+	}
+	// Without --addr it passes this gateway over and tries the default
+	// address: what it says when nothing answers there names the gateway
+	// passed over and why, and the fix (it said only "start it").
+	_, front, err := bridgeURL(context.Background(), &globals{dataDir: data, logger: slog.New(slog.DiscardHandler)}, connectFlags{config: otherCfg})
+	if passed := fmt.Sprintf("pid %d at %s serves %s", gw.pid, addr, cfg); err != nil || front.addr != defaultStatusAddr ||
+		!strings.Contains(front.down, "serves "+otherCfg+" (those there serve other configs: "+passed+")") || !strings.Contains(front.down, "pass --start") {
+		t.Errorf("connect --config of another config without --addr: %q at %s, %v; want it to name %q and --start", front.down, front.addr, err, passed)
 	}
 
 	// Two gateways on HTTP: connect does not guess.

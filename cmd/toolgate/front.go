@@ -30,6 +30,9 @@ type frontTarget struct {
 	tls  bool   // HTTPS; addr without a scheme gets https://
 	pin  string // the certificate file to trust exactly ("" = the system's trust store)
 	ca   string // --ca: CAs trusted besides the system's, when nothing is pinned
+	// down is what toolgate connect says when nothing answers at addr,
+	// which it fell back to: the gateways it passed over and the fix.
+	down string
 }
 
 // configFront is the front of the gateway serving cfg: its http.addr and

@@ -36,8 +36,13 @@ import (
 //   - when the backend exits, stops what it left behind (SIGTERM, then
 //     SIGKILL after half a second) and exits with the backend's status (re-raising
 //     its signal), so the gateway's messages read as before;
-//   - forwards SIGTERM/SIGINT/SIGHUP to descendants outside its process
-//     group (the gateway signals the group; the reaper leads it).
+//   - forwards SIGTERM/SIGINT/SIGHUP to every live descendant, the backend
+//     among them, and goes on waiting: once the backend has exited it stops the
+//     leftovers and exits with the backend's status, as above. (It forwarded
+//     only to those outside its process group, for the gateway signalled the
+//     group; a SIGTERM to the reaper alone, the PID a status shows, then
+//     left both running. The gateway now signals the reaper alone, so each
+//     process gets one SIGTERM.)
 //
 // The reaper is the process the gateway started: Status.PID and the process
 // group are the reaper's.
@@ -145,22 +150,22 @@ func reap() int {
 			// until nothing is left: a dying process's children reach us
 			// only when its last thread has exited.
 			for range 500 {
-				if killDescendants(self, syscall.SIGKILL, false) == 0 && liveDescendants(self) == 0 {
+				if killDescendants(self, syscall.SIGKILL) == 0 && liveDescendants(self) == 0 {
 					break
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
 			return 137
 		case sig := <-sigs:
-			killDescendants(self, sig.(syscall.Signal), true)
+			killDescendants(self, sig.(syscall.Signal))
 		case ws := <-exited:
-			if killDescendants(self, syscall.SIGTERM, false) > 0 {
+			if killDescendants(self, syscall.SIGTERM) > 0 {
 				deadline := time.Now().Add(reaperLeftoverGrace)
 				for time.Now().Before(deadline) && liveDescendants(self) > 0 {
 					time.Sleep(20 * time.Millisecond)
 				}
 				for range 100 {
-					if killDescendants(self, syscall.SIGKILL, false) == 0 {
+					if killDescendants(self, syscall.SIGKILL) == 0 {
 						break
 					}
 					time.Sleep(10 * time.Millisecond)
@@ -203,12 +208,12 @@ func exitLike(ws syscall.WaitStatus) int {
 	return 128 + int(sig)
 }
 
-// killDescendants signals every live descendant of root (outsideGroup: only
-// those that left root's process group) and returns how many it signalled.
-func killDescendants(root int, sig syscall.Signal, outsideGroup bool) int {
+// killDescendants signals every live descendant of root and returns how
+// many it signalled.
+func killDescendants(root int, sig syscall.Signal) int {
 	n := 0
 	for _, d := range descendants(root) {
-		if d.zombie || (outsideGroup && d.pgrp == root) {
+		if d.zombie {
 			continue
 		}
 		if syscall.Kill(d.pid, sig) == nil {
@@ -219,8 +224,8 @@ func killDescendants(root int, sig syscall.Signal, outsideGroup bool) int {
 }
 
 type procInfo struct {
-	pid, ppid, pgrp int
-	zombie          bool
+	pid, ppid int
+	zombie    bool
 }
 
 // liveDescendants counts the descendants of root that are not zombies.
@@ -259,14 +264,13 @@ func descendants(root int) []procInfo {
 			continue
 		}
 		f := bytes.Fields(b[i+1:])
-		if len(f) < 3 {
+		if len(f) < 2 {
 			continue
 		}
 		pid, _ := strconv.Atoi(name)
 		ppid, _ := strconv.Atoi(string(f[1]))
-		pgrp, _ := strconv.Atoi(string(f[2]))
 		zombie := f[0][0] == 'Z' || f[0][0] == 'X'
-		children[ppid] = append(children[ppid], procInfo{pid, ppid, pgrp, zombie})
+		children[ppid] = append(children[ppid], procInfo{pid, ppid, zombie})
 	}
 	var out []procInfo
 	queue := []int{root}

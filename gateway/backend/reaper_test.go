@@ -320,3 +320,36 @@ func TestReaperNoZombiesAfterCycles(t *testing.T) {
 		t.Errorf("%d grandchild pids recorded, want %d", len(grandchildren), cycles)
 	}
 }
+
+// A SIGTERM, SIGINT or SIGHUP sent to the reaper alone (the PID a status
+// shows) reaches the server and what it started, and the reaper exits once
+// they are gone, as when its gateway goes away. It forwarded only to
+// processes outside its own process group, which the server is in: reaper
+// and server both ran on.
+func TestReaperForwardsSignalToServer(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
+			p := startPool(t, []config.Server{named(backendtest.Command(t, "spawn-grandchild", backendtest.EnvPIDFile+"="+pidFile), "tree")}, reaperOptions())
+			st := statusOf(t, p, "tree")
+			tree := descendants(st.PID)
+			if len(tree) < 2 || st.ServerPID == 0 {
+				t.Fatalf("reaper %d has descendants %v (server %d), want the server and its grandchild", st.PID, tree, st.ServerPID)
+			}
+			if err := syscall.Kill(st.PID, sig); err != nil {
+				t.Fatal(err)
+			}
+			testenv.Eventually(t, "the reaper, its server and the grandchild exit", func() bool {
+				if procAlive(st.PID) {
+					return false
+				}
+				for _, d := range tree {
+					if procAlive(d.pid) {
+						return false
+					}
+				}
+				return true
+			})
+		})
+	}
+}

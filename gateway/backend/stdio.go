@@ -439,7 +439,14 @@ func (p *proc) doStop(grace, killAfter time.Duration) {
 	}
 	pgid := p.pid
 	if groupAlive(pgid) {
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		// A reaper forwards the SIGTERM to every process below it: signalled
+		// as a group too, each would get two (a server may read a second
+		// one as "stop now").
+		target := -pgid
+		if p.lifeline != nil {
+			target = p.pid
+		}
+		_ = syscall.Kill(target, syscall.SIGTERM)
 		if !waitGroupGone(pgid, p.exited, killAfter) {
 			p.log.Warn("backend process group still alive after SIGTERM; sending SIGKILL", keyGrace, killAfter)
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)

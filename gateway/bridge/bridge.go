@@ -82,6 +82,11 @@ type Options struct {
 	// toolgate connect words the TLS failures (an untrusted certificate:
 	// its --ca) there, which the client then reads instead of "start it".
 	Fix func(err error) string
+	// Down, if set, is said when no gateway answers, in place of "start
+	// it (toolgate serve --http ADDR) or check the address": toolgate
+	// connect says there how it came to the address (the gateways on the
+	// data folder it passed over, and why) and the fix.
+	Down string
 }
 
 // Error codes of the JSON-RPC errors the bridge answers with itself, in
@@ -268,7 +273,11 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 		if ctx.Err() != nil {
 			return // cancelled by the client, or the client is gone
 		}
-		why := fmt.Sprintf("toolgate at %s does not answer: %v; start it (toolgate serve --http ADDR) or check the address given to toolgate connect", b.opts.URL, unwrap(err))
+		down := "start it (toolgate serve --http ADDR) or check the address given to toolgate connect"
+		if b.opts.Down != "" {
+			down = b.opts.Down
+		}
+		why := fmt.Sprintf("toolgate at %s does not answer: %v; %s", b.opts.URL, unwrap(err), down)
 		if fix := b.fix(err); fix != "" {
 			why = fmt.Sprintf("toolgate at %s answers, but the TLS handshake failed: %v: %s", b.opts.URL, unwrap(err), fix)
 		}

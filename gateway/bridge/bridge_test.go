@@ -303,6 +303,31 @@ func TestGatewayDownAndBack(t *testing.T) {
 	}
 }
 
+// Options.Down replaces the generic fix of a gateway that does not answer:
+// toolgate connect says there how it came to the address.
+func TestGatewayDownSaysDown(t *testing.T) {
+	g, _ := newGateway(t)
+	var down atomic.Bool
+	front := g.HTTPHandler(nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
+		}
+		front.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	const why = "no gateway on the data folder serves c.json: pass --start"
+	cs, _, _, _ := run(t, bridge.Options{URL: srv.URL + "/mcp", Down: why})
+	down.Store(true)
+	_, err := callTool(t, cs, "search_tools", map[string]any{"query": "read a file"})
+	if err == nil || !strings.Contains(err.Error(), "does not answer") || !strings.Contains(err.Error(), why) || strings.Contains(err.Error(), "toolgate serve --http ADDR") {
+		t.Errorf("a call while the gateway is down: %v, want Options.Down's words in place of the generic fix", err)
+	}
+}
+
 // A stream that ends before the call's answer (the gateway stopped
 // mid-call) answers the call with an error: the client would wait forever.
 func TestStreamEndsBeforeTheAnswer(t *testing.T) {

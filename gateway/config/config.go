@@ -488,6 +488,12 @@ func parseDuration(b []byte) (time.Duration, error) {
 	switch v := v.(type) {
 	case string:
 		d, err := time.ParseDuration(v)
+		if err != nil && strings.Contains(v, "${") {
+			// Variables expand in paths, commands, args, env, headers and
+			// urls (README "Variables and secrets"), not here: "is not a
+			// duration" alone read as a bad default.
+			return 0, fmt.Errorf("%q: variables are not expanded in durations: write the duration itself, a string like \"30s\" or \"1m30s\", or a number of seconds", v)
+		}
 		if err != nil {
 			return 0, fmt.Errorf("%q is not a duration: use a string like \"30s\" or \"1m30s\", or a number of seconds", v)
 		}

@@ -397,6 +397,13 @@ func TestParseBad(t *testing.T) {
 			{`toolgate.callTimeout`, `"1x" is not a duration`},
 			{`toolgate.connectTimeout`, "-3s is negative"},
 		}},
+		// Durations take no variables (README "Variables and secrets"): it
+		// said only "is not a duration", as of a bad default.
+		{"a variable in a duration", `{"mcpServers": {"a": {"command": "x", "callTimeout": "${CT}"}}, "toolgate": {"callTimeout": "${CT:-30s}", "restart": {"delays": ["${D}"]}}}`, env("CT", "20s", "D", "1s"), []want{
+			{`mcpServers["a"].callTimeout`, `"${CT}": variables are not expanded in durations: write the duration itself`},
+			{`toolgate.callTimeout`, `"${CT:-30s}": variables are not expanded in durations: write the duration itself, a string like "30s"`},
+			{`toolgate.restart.delays[0]`, `"${D}": variables are not expanded in durations`},
+		}},
 		{"typo of one of our keys in a server entry", `{"mcpServers": {"a": {"comand": "npx"}, "b": {"url": "http://h/", "header": {"A": "b"}}}}`, nil, []want{
 			{`mcpServers["a"]`, `needs "command"`},
 			{`mcpServers["a"].comand`, `did you mean "command"?`},

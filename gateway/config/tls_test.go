@@ -103,7 +103,7 @@ func TestFrontTLS(t *testing.T) {
 	for _, tc := range []struct{ entry, where, says string }{
 		{`{"cert": "front.pem"}`, "toolgate.http.tls.key", "is missing: give the private key"},
 		{`{"cert": "nope.pem", "key": "front-key.pem"}`, "toolgate.http.tls.cert", "cannot read " + filepath.Join(dir, "nope.pem")},
-		{`{"cert": "front.pem", "key": "other-key.pem"}`, "toolgate.http.tls.cert", "are not a certificate and its private key"},
+		{`{"cert": "front.pem", "key": "other-key.pem"}`, "toolgate.http.tls.cert", "other-key.pem do not match: the key is not the one the certificate was made for"},
 		{`{"cert": "front.pem", "key": "front-key.pem", "ca": "front.pem"}`, "toolgate.http.tls.ca", "unknown setting"},
 	} {
 		_, err := parse(tc.entry)

@@ -353,6 +353,12 @@ func (k *keyPair) loadLocked(st [2]stamp) (*tls.Certificate, error) {
 		return nil, &FieldError{"key", fmt.Errorf("cannot read %s: %w", k.key, unwrapPath(err))}
 	}
 	c, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil && strings.Contains(err.Error(), "does not match public key") {
+		// Both read (crypto/tls says so only of a parsed pair, and has no
+		// error value for it): "not … in PEM form" sent people to fix the
+		// form of files that were fine.
+		return nil, &FieldError{"cert", fmt.Errorf("%s and %s do not match: the key is not the one the certificate was made for (%w): give the key of this certificate, or the certificate of this key", k.cert, k.key, err)}
+	}
 	if err != nil {
 		return nil, &FieldError{"cert", fmt.Errorf("%s and %s are not a certificate and its private key in PEM form: %w", k.cert, k.key, err)}
 	}

@@ -104,7 +104,7 @@ func TestClientFileErrorsNameTheField(t *testing.T) {
 		{"CA in DER", notPEM, "", "", "ca", "holds no PEM certificate"},
 		{"cert without key", caFile, certFile, "", "key", `"cert" needs its private key`},
 		{"key without cert", "", "", keyFile, "cert", `"key" needs the certificate it belongs to`},
-		{"key of another certificate", "", certFile, otherKey, "cert", "are not a certificate and its private key"},
+		{"key of another certificate", "", certFile, otherKey, "cert", "c.pem and " + otherKey + " do not match: the key is not the one the certificate was made for (tls: private key does not match public key): give the key of this certificate"},
 		{"missing key file", "", certFile, dir + "/gone.pem", "key", "cannot read " + dir + "/gone.pem"},
 	} {
 		_, err := tlsfiles.Client(tc.ca, tc.cert, tc.key)

@@ -219,7 +219,7 @@ func (p *ProcessInfo) FrontNotices(now time.Time) []string {
 	if line, problem, ok := p.FrontExpiry(now); ok && (problem != "" || p.TLSNotAfter.Sub(now) < tlsfiles.RenewWithin) {
 		out = append(out, line)
 	}
-	if line := p.FrontUnreadable(func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }); line != "" {
+	if line := p.FrontUnreadable(tlsfiles.When); line != "" {
 		out = append(out, line)
 	}
 	return out

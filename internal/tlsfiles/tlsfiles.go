@@ -148,6 +148,10 @@ const (
 	NotYetValid = "is not valid yet"
 )
 
+// When is how the certificate lines write a time: "2026-12-06 08:06 UTC"
+// (a gateway's lines read the same from any machine's time zone).
+func When(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
+
 // Expiry says how a certificate valid from notBefore until notAfter
 // stands at now, in a line headed by subject ("https: certificate FILE"):
 // valid until when, due for renewal (within RenewWithin), expired or not
@@ -159,14 +163,14 @@ const (
 // issued a moment ago (or for a machine whose clock is right) on a machine
 // whose clock is behind: the line says to look at the clock.
 func Expiry(subject, refusers string, notBefore, notAfter, now time.Time) (line, problem string) {
-	until := notAfter.UTC().Format("2006-01-02 15:04 UTC")
+	until := When(notAfter)
 	left := notAfter.Sub(now)
 	switch {
 	case left <= 0:
 		return fmt.Sprintf("%s EXPIRED at %s: %s; renew it (written over the files, it is used from the next handshake)", subject, until, refusers), Expired
 	case now.Before(notBefore):
 		return fmt.Sprintf("%s NOT VALID YET: valid from %s, in %s by this machine's clock (%s): %s until then; if it was issued just now, this machine's clock is behind (timedatectl)",
-			subject, notBefore.UTC().Format("2006-01-02 15:04 UTC"), days(notBefore.Sub(now)), now.UTC().Format("2006-01-02 15:04 UTC"), refusers), NotYetValid
+			subject, When(notBefore), days(notBefore.Sub(now)), When(now), refusers), NotYetValid
 	case left < RenewWithin:
 		return fmt.Sprintf("%s expires at %s, in %s: renew it", subject, until, days(left)), ""
 	}

@@ -126,6 +126,12 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 			Logger:                       log,
 			MaxRequestBodyBytes:          o.MaxBodyBytes,
 			PropagateRequestCancellation: true,
+			// guard checks Host against loopback, allowedHosts and the
+			// HTTPS front's certificate; go-sdk's own check, for a
+			// loopback listener, took loopback names only, so a client
+			// on this machine using the gateway's name (or a reverse
+			// proxy here keeping the Host) got 403 at /mcp alone.
+			DisableLocalhostProtection: true,
 		})
 	}
 	plain, streamed := handler(true), handler(false)

@@ -598,6 +598,11 @@ func TestHTTPGuards(t *testing.T) {
 		// or a client here using the gateway's name. go-sdk's own check
 		// refused it after the guard let it through.
 		{"configured host POST", "POST", "gw.example:8931", "", initBody, 200},
+		// The page's own origin: the console opened by that name (its
+		// login POSTs carry it) was refused unless allowedOrigins named it
+		// too, though the Host passed. Another port is another origin.
+		{"same origin as an allowed Host", "POST", "gw.example:8931", "http://gw.example:8931", initBody, 200},
+		{"allowed Host, origin of another port", "POST", "gw.example:8931", "http://gw.example:8080", initBody, 403},
 		{"foreign host POST", "POST", "evil.example", "", initBody, 403},
 		{"foreign host GET", "GET", "evil.example:80", "", "", 403},
 		{"foreign host healthz", "GET", "rebind.example", "", "", 403},

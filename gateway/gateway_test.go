@@ -582,7 +582,7 @@ func TestHTTPGuards(t *testing.T) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
 	}}
 	g, _ := newTestGateway(t, caller)
-	srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{MaxBodyBytes: 1024, AllowedOrigins: []string{"https://app.example"}}))
+	srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{MaxBodyBytes: 1024, AllowedOrigins: []string{"https://app.example"}, AllowedHosts: []string{"gw.example"}}))
 	defer srv.Close()
 	initBody := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
@@ -593,6 +593,16 @@ func TestHTTPGuards(t *testing.T) {
 		{"loopback ok", "POST", "", "", initBody, 200},
 		{"localhost origin ok", "POST", "", "http://localhost:6274", initBody, 200},
 		{"configured origin ok", "POST", "", "https://app.example", initBody, 200},
+		// A name of allowedHosts (or of the HTTPS front's certificate)
+		// reaching a loopback listener: a reverse proxy on the machine,
+		// or a client here using the gateway's name. go-sdk's own check
+		// refused it after the guard let it through.
+		{"configured host POST", "POST", "gw.example:8931", "", initBody, 200},
+		// The page's own origin: the console opened by that name (its
+		// login POSTs carry it) was refused unless allowedOrigins named it
+		// too, though the Host passed. Another port is another origin.
+		{"same origin as an allowed Host", "POST", "gw.example:8931", "http://gw.example:8931", initBody, 200},
+		{"allowed Host, origin of another port", "POST", "gw.example:8931", "http://gw.example:8080", initBody, 403},
 		{"foreign host POST", "POST", "evil.example", "", initBody, 403},
 		{"foreign host GET", "GET", "evil.example:80", "", "", 403},
 		{"foreign host healthz", "GET", "rebind.example", "", "", 403},

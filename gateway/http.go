@@ -126,6 +126,12 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 			Logger:                       log,
 			MaxRequestBodyBytes:          o.MaxBodyBytes,
 			PropagateRequestCancellation: true,
+			// guard checks Host against loopback, allowedHosts and the
+			// HTTPS front's certificate; go-sdk's own check, for a
+			// loopback listener, took loopback names only, so a client
+			// on this machine using the gateway's name (or a reverse
+			// proxy here keeping the Host) got 403 at /mcp alone.
+			DisableLocalhostProtection: true,
 		})
 	}
 	plain, streamed := handler(true), handler(false)
@@ -515,7 +521,10 @@ func (g *Gateway) guard(next http.Handler, o HTTPOptions, log *slog.Logger) http
 			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not allowed (add it to toolgate.http.allowedHosts and restart the gateway to accept it)", r.Host), http.StatusForbidden)
 			return
 		}
-		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(origin, o.AllowedOrigins) {
+		// The page's own origin is no other site's: the console opened by
+		// a name of allowedHosts or of the certificate (its login POSTs
+		// carry Origin) was refused unless allowedOrigins named it too.
+		if origin := r.Header.Get("Origin"); origin != "" && !SameOrigin(r) && !originAllowed(origin, o.AllowedOrigins) {
 			if overRefused(w, r, o, "") {
 				return
 			}
@@ -565,6 +574,17 @@ func hostAllowed(hostport string, extra []string) bool {
 		return false
 	}
 	return isLoopbackHost(h) || slices.ContainsFunc(extra, func(a string) bool { return strings.EqualFold(a, h) })
+}
+
+// SameOrigin reports whether r's Origin header names the host r was sent
+// to (the Host, which guard checked): a page the gateway served itself.
+func SameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return false
+	}
+	u, err := url.Parse(o)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, r.Host)
 }
 
 func originAllowed(origin string, extra []string) bool {

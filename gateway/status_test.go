@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -292,5 +293,26 @@ func TestScopeReport(t *testing.T) {
 		if diff := cmp.Diff(full(), rep); diff != "" {
 			t.Errorf("%s sees a narrowed report (-want +got):\n%s", name, diff)
 		}
+	}
+}
+
+// TestReportQuarantinedOfConfig: the report lists the held tools of the
+// servers in the gateway's config only. The pins file is the data
+// folder's (every gateway on it shares it) and keeps a tool held after its
+// server left the config: a poisoned server removed rather than approved
+// read "quarantined: calc__add" in `toolgate status` and the console for
+// as long as the gateway ran.
+func TestReportQuarantinedOfConfig(t *testing.T) {
+	held := []string{"calc__add", "mem__write"}
+	o := &StatusOptions{
+		Security: func() *SecurityStatus { return &SecurityStatus{Quarantined: held} },
+		Policy:   policy.NewSet(policy.NewConfigured([]string{"mem", config.BuiltinServer})),
+	}
+	rep := o.Report(fakeStatus{{Name: "mem", State: backend.StateUp}}, nil)
+	if rep.Security == nil || !slices.Equal(rep.Security.Quarantined, []string{"mem__write"}) {
+		t.Errorf("quarantined = %+v, want [mem__write] (calc is not in the config)", rep.Security)
+	}
+	if !slices.Equal(held, []string{"calc__add", "mem__write"}) {
+		t.Errorf("the report changed the list it was given: %v", held)
 	}
 }

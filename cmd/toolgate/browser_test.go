@@ -343,6 +343,12 @@ func TestConsoleLoginInBrowser(t *testing.T) {
 		if strings.HasPrefix(r.Reason, "console: ") && (r.Reason != "console: the console session's API key was revoked or expired" || r.Status != 401) {
 			t.Errorf("audit record of the refused refresh: %+v", r)
 		}
+		// The page names its icon: the browser's own GET /favicon.ico,
+		// at each load, was a 401 refusal in the audit log (and in the
+		// address's refusal budget) for every console opened.
+		if strings.Contains(r.Route, "favicon") {
+			t.Errorf("the console's page had the browser ask for an icon, refused and audited: %+v", r)
+		}
 	}
 }
 

@@ -115,6 +115,8 @@ func gatewayTLSFix(err error, ca string) string {
 		return fmt.Sprintf("the gateway's certificate is signed by none of the CAs in --ca %s nor by one this machine trusts: give the CA that signed it (its issuer, openssl s_client -showcerts tells)", ca)
 	case p.UnknownAuthority:
 		return "the gateway's certificate is signed by an authority this machine does not trust (a private CA, or a self-signed certificate): give that CA's certificate, a PEM file, with --ca FILE"
+	case p.CommonName != "":
+		return fmt.Sprintf("the gateway's certificate names its host in the Common Name only (CN=%s), which Go clients, like browsers, no longer read: make it again with its names in subjectAltName (openssl req -x509 … -addext \"subjectAltName=DNS:%s\")", p.CommonName, p.CommonName)
 	case p.Host != "":
 		return fmt.Sprintf("the gateway's certificate is for %v, not %s: give --addr with a name it holds", p.Names, p.Host)
 	}
@@ -177,6 +179,19 @@ func warnExpiry(log *slog.Logger, file string, leaf *x509.Certificate, now time.
 	case leaf.NotAfter.Sub(now) < tlsfiles.RenewWithin:
 		log.Warn("the HTTPS front's certificate expires soon", "file", file, "not_after", leaf.NotAfter, "detail", line)
 	}
+}
+
+// warnNoNames logs, at start, a front certificate that names no host in
+// subjectAltName, only in its subject's CN (openssl req -subj /CN=host
+// without -addext): Go clients and browsers read no name there, so they
+// refuse it for every name, and certHosts has none for the Host check.
+func warnNoNames(log *slog.Logger, file string, leaf *x509.Certificate) {
+	if leaf == nil || len(leaf.DNSNames) > 0 || len(leaf.IPAddresses) > 0 || leaf.Subject.CommonName == "" {
+		return
+	}
+	cn := leaf.Subject.CommonName
+	log.Warn("the HTTPS front's certificate names no host in subjectAltName, only in its Common Name, which clients no longer read: they refuse it for every name", "file", file, "cn", cn,
+		"fix", fmt.Sprintf("make it again with its names in subjectAltName (openssl req -x509 … -addext \"subjectAltName=DNS:%s\"): read at the next handshake", cn))
 }
 
 // certChanged logs a change of the front certificate's files, seen at a

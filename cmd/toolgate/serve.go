@@ -262,6 +262,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 				return fmt.Errorf("toolgate.http.tls: %w", err)
 			}
 			warnExpiry(log, t.Cert, frontCert.Leaf(), time.Now())
+			warnNoNames(log, t.Cert, frontCert.Leaf())
 			frontCert.OnChange(func(err error) { certChanged(log, t.Cert, frontCert, err) })
 			if fix := tlsfiles.Exposed(t.Key); fix != "" {
 				log.Warn("the HTTPS front's private key is readable by every user of this machine", "file", t.Key, "fix", fix)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -500,5 +501,29 @@ func TestConnectWithCA(t *testing.T) {
 		t.Error("connect without --ca: the handshake went through")
 	} else if !strings.Contains(err.Error(), "answers, but the TLS handshake failed") || !strings.Contains(err.Error(), "with --ca FILE") {
 		t.Errorf("connect without --ca: %v, want the fix naming --ca", err)
+	}
+}
+
+// TestCertCommonNameOnly: a front certificate made without subjectAltName
+// (openssl req -x509 -subj /CN=gw.example, the usual first try), which Go
+// clients and browsers refuse for every name: the log says so at start,
+// and `toolgate status` / `connect` say to make it again, where they said
+// "the gateway's certificate is for [localhost], not localhost".
+func TestCertCommonNameOnly(t *testing.T) {
+	leaf := &x509.Certificate{Subject: pkix.Name{CommonName: "gw.example"}}
+	err := fmt.Errorf("Get \"https://gw.example:8931/status\": %w", &tls.CertificateVerificationError{Err: x509.HostnameError{Certificate: leaf, Host: "gw.example"}})
+	want := `the gateway's certificate names its host in the Common Name only (CN=gw.example), which Go clients, like browsers, no longer read: make it again with its names in subjectAltName (openssl req -x509 … -addext "subjectAltName=DNS:gw.example")`
+	if fix := gatewayTLSFix(err, "ca.pem"); fix != want {
+		t.Errorf("fix %q, want %q", fix, want)
+	}
+	logs := &testenv.LogBuffer{}
+	warnNoNames(logs.Logger(), "gw.pem", leaf)
+	if got, want := logs.String(), `level=WARN msg="the HTTPS front's certificate names no host in subjectAltName, only in its Common Name, which clients no longer read: they refuse it for every name" file=gw.pem cn=gw.example fix=`; !strings.Contains(got, want) {
+		t.Errorf("at start: %q, want %q", got, want)
+	}
+	logs = &testenv.LogBuffer{}
+	warnNoNames(logs.Logger(), "gw.pem", &x509.Certificate{Subject: pkix.Name{CommonName: "gw.example"}, DNSNames: []string{"gw.example"}})
+	if got := logs.String(); got != "" {
+		t.Errorf("a certificate with subjectAltName: %q, want nothing logged", got)
 	}
 }

@@ -5,11 +5,11 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/policy"
 )
 
@@ -114,16 +114,9 @@ func (s *sessions) end(w http.ResponseWriter, r *http.Request) {
 }
 
 // sameOrigin reports whether a state-changing request comes from the
-// console's own page: its Origin header names the host it was sent to.
-// Browsers send Origin on every POST; a request without one is refused.
-func sameOrigin(r *http.Request) bool {
-	o := r.Header.Get("Origin")
-	if o == "" {
-		return false
-	}
-	u, err := url.Parse(o)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, r.Host)
-}
+// console's own page (gateway.SameOrigin). Browsers send Origin on every
+// POST; a request without one is refused.
+func sameOrigin(r *http.Request) bool { return gateway.SameOrigin(r) }
 
 // csrfOK reports whether the request carries its session's CSRF token.
 func csrfOK(r *http.Request, ss *session) bool {

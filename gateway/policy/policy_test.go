@@ -52,6 +52,10 @@ func TestDecide(t *testing.T) {
 		{http("kg"), "toolgate__list_servers", policy.RuleProfile, `outside profile "kg"`},
 		{http("readers"), "filesystem__read_file", "", ""},
 		{http("readers"), "filesystem__write_file", policy.RuleProfile, `matches none of the profile's tools.allow globs (*__read_*)`},
+		// A profile without "servers" shows every config server's tools,
+		// not the management tools: only a profile that lists toolgate
+		// does (the README's rule; "readers" showed toolgate__read_*).
+		{http("readers"), "toolgate__read_x", policy.RuleProfile, `the management tools (server "toolgate") are shown only by a profile that lists "toolgate" in its servers`},
 		{http("gone"), "memory__read_graph", policy.RuleProfile, `profile "gone" is no longer in the config`},
 		{nil, "memory__delete_entities", "", ""}, // no caller: no profile
 	} {

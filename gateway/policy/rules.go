@@ -158,6 +158,12 @@ func profileCheck(name string, p config.Profile, server, id string) string {
 	if p.Servers != nil && !slices.Contains(p.Servers, server) {
 		return fmt.Sprintf("%s is outside profile %q: the profile shows only the servers %s", id, name, strings.Join(p.Servers, ", "))
 	}
+	// "servers" left out is every server of the config, not the built-in
+	// one: a profile meant to narrow what a client sees (a read-only
+	// reviewer's) gave it the management tools its globs matched.
+	if p.Servers == nil && server == config.BuiltinServer {
+		return fmt.Sprintf("%s is outside profile %q: the management tools (server %q) are shown only by a profile that lists %q in its servers", id, name, config.BuiltinServer, config.BuiltinServer)
+	}
 	if p.Tools.Allow != nil && !slices.ContainsFunc(p.Tools.Allow, func(g string) bool { return catalog.MatchID(g, id) }) {
 		return fmt.Sprintf("%s is outside profile %q: it matches none of the profile's tools.allow globs (%s)", id, name, strings.Join(p.Tools.Allow, ", "))
 	}

@@ -389,6 +389,11 @@ type Problem struct {
 	// Names and Host: the certificate is for Names, not the Host asked.
 	Names []string
 	Host  string
+	// CommonName, when set, is the only name the certificate gives: its
+	// subject's CN, with no subjectAltName, which Go (like browsers) does
+	// not read as a name since 1.15. It is made again with the names in
+	// subjectAltName, not asked for by another name.
+	CommonName string
 	// NotBefore and NotAfter, when set: not valid now (expired, not yet
 	// valid, or this machine's clock is wrong).
 	NotBefore, NotAfter time.Time
@@ -412,7 +417,8 @@ func Diagnose(err error) *Problem {
 			names = append(names, ip.String())
 		}
 		if len(names) == 0 && he.Certificate.Subject.CommonName != "" {
-			names = []string{he.Certificate.Subject.CommonName}
+			cn := he.Certificate.Subject.CommonName
+			return &Problem{Names: []string{cn}, Host: he.Host, CommonName: cn}
 		}
 		return &Problem{Names: names, Host: he.Host}
 	case errors.As(err, &ci) && ci.Reason == x509.Expired:
@@ -442,6 +448,8 @@ func Fix(err error, ca, cert string) string {
 		return fmt.Sprintf(`the server's certificate is signed by none of the CAs in "tls.ca" (%s) nor by one this machine trusts: put the CA that signed it (its issuer, openssl s_client -showcerts tells) in that file`, ca)
 	case p != nil && p.UnknownAuthority:
 		return `the server's certificate is signed by an authority this machine does not trust (a private CA, or a self-signed certificate): give that CA's certificate, a PEM file, in the server's "tls": {"ca": "…"} (or install it in the system's trust store)`
+	case p != nil && p.CommonName != "":
+		return fmt.Sprintf("the server's certificate names its host in the Common Name only (CN=%s), which Go, like browsers, no longer reads: the server needs a certificate with its names in subjectAltName", p.CommonName)
 	case p != nil && p.Host != "":
 		return fmt.Sprintf(`the server's certificate is for %v, not %s: write the server's "url" with a name the certificate holds`, p.Names, p.Host)
 	case p != nil:

@@ -162,6 +162,10 @@ func TestFix(t *testing.T) {
 		{"private CA, none given", server(t, good, nil), withCA(""), "", "", `give that CA's certificate, a PEM file, in the server's "tls": {"ca": "…"}`},
 		{"private CA, another given", server(t, good, nil), withCA(otherFile), otherFile, "", `signed by none of the CAs in "tls.ca" (` + otherFile + `)`},
 		{"certificate for another name", server(t, ca.Issue(t, tlstest.Options{Names: []string{"mcp.internal.example"}}), nil), withCA(caFile), caFile, "", `is for [mcp.internal.example], not 127.0.0.1: write the server's "url" with a name the certificate holds`},
+		// A certificate made without subjectAltName (openssl req -subj
+		// /CN=host): Go reads no name from its CN, and the fix said it
+		// was "for [127.0.0.1], not 127.0.0.1".
+		{"host in the Common Name only", server(t, ca.Issue(t, tlstest.Options{CommonName: "127.0.0.1"}), nil), withCA(caFile), caFile, "", `the server's certificate names its host in the Common Name only (CN=127.0.0.1), which Go, like browsers, no longer reads: the server needs a certificate with its names in subjectAltName`},
 		{"expired certificate", server(t, ca.Issue(t, tlstest.Options{Names: []string{"127.0.0.1"}, NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)}), nil), withCA(caFile), caFile, "", "is not valid now"},
 		{"client certificate wanted, none given", server(t, good, clients), withCA(caFile), caFile, "", `give one in the server's "tls": {"cert": "…", "key": "…"}`},
 		{"client certificate of another CA", server(t, good, clients), foreignClient, caFile, foreignFile, `the server refused the client certificate of "tls.cert" (` + foreignFile + `): it must be one the server's CA signed`},

@@ -72,10 +72,13 @@ type Leaf struct {
 // addresses; a server's), whether it is a client's, and its validity
 // (zero: from an hour ago for a day).
 type Options struct {
-	Names     []string
-	Client    bool
-	NotBefore time.Time
-	NotAfter  time.Time
+	Names []string
+	// CommonName, when set, is the subject's CN ("leaf" else): with no
+	// Names, a certificate of the old kind that names its host there.
+	CommonName string
+	Client     bool
+	NotBefore  time.Time
+	NotAfter   time.Time
 }
 
 // Issue signs a certificate.
@@ -93,6 +96,9 @@ func (ca *CA) Issue(t testing.TB, o Options) *Leaf {
 	if o.Client {
 		tmpl.Subject.CommonName = "client"
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	}
+	if o.CommonName != "" {
+		tmpl.Subject.CommonName = o.CommonName
 	}
 	if tmpl.NotBefore.IsZero() {
 		tmpl.NotBefore = time.Now().Add(-time.Hour)

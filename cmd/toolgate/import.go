@@ -138,7 +138,7 @@ func runImport(stdout, stderr io.Writer, files []string, f importFlags) error {
 			fmt.Fprintf(stderr, "  %s  (input %q) %s\n", in.Var, in.ID, what)
 		}
 	}
-	if cfg, _, _, err := config.ParseDocs([]config.Doc{{Data: merged}}, nil); err == nil {
+	if cfg := validServers(merged); cfg != nil {
 		if bad := cannotStart(cfg); len(bad) > 0 {
 			fmt.Fprintln(stderr, "warning: with this shell's environment these servers CANNOT START (a gateway shows them down until fixed; one started with another environment may start them):")
 			for _, name := range slices.Sorted(maps.Keys(bad)) {
@@ -206,6 +206,32 @@ func importInto(stdout, stderr io.Writer, path string, merged []byte, dryRun boo
 	}
 	fmt.Fprintf(stderr, "wrote %s (%s imported)\n", path, plural.Of(len(doc.MCPServers), "server"))
 	return nil
+}
+
+// validServers is the config of data's servers that are valid, for what
+// the others lack to be said beside what is wrong with the invalid ones
+// (warnInvalid): a file with one invalid server said nothing of another
+// that cannot start, until that one was fixed. nil when no server is
+// valid, or the file is wrong outside its servers.
+func validServers(data []byte) *config.File {
+	cfg, _, _, err := config.ParseDocs([]config.Doc{{Data: data}}, nil)
+	var ce *config.Error
+	if err == nil || !errors.As(err, &ce) {
+		return cfg
+	}
+	for _, fe := range ce.Errs {
+		if fe.Server == "" {
+			return nil
+		}
+		if data, _, err = config.DeleteServer(data, fe.Server); err != nil {
+			return nil
+		}
+	}
+	cfg, _, _, err = config.ParseDocs([]config.Doc{{Data: data}}, nil)
+	if err != nil {
+		return nil
+	}
+	return cfg
 }
 
 // warnInvalid lists on stderr what would keep the config from loading

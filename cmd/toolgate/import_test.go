@@ -194,6 +194,33 @@ func TestImportWarnsCommandMissing(t *testing.T) {
 	}
 }
 
+// TestImportSaysAllAtOnce: what keeps each server from starting is said
+// whole, and beside the servers that are invalid, so that the file is
+// fixed in one pass. A server with a variable unset and a command not
+// installed was said to want the variable alone, and no server was said
+// unable to start while another was invalid.
+func TestImportSaysAllAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "claude_desktop_config.json")
+	src := `{"mcpServers": {"clock": {"command": "no-such-mcp-server-xyz", "env": {"TOKEN": "${TOOLGATE_TEST_UNSET_CLOCK}"}},
+	  "both": {"command": "node", "url": "http://127.0.0.1:9/mcp"}}}`
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := toolgateCmd(t, t.TempDir(), "import", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"  clock: variable ${TOOLGATE_TEST_UNSET_CLOCK} (env.TOKEN) is not set in toolgate's environment",
+		`; and command "no-such-mcp-server-xyz" not found in PATH (PATH=`,
+		`mcpServers["both"]: has both "command" and "url"`,
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("import output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 func TestServersCommandsKeepEncoding(t *testing.T) {
 	doc := `{"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}}`
 	utf16le, err := unicode.UTF16(unicode.LittleEndian, unicode.UseBOM).NewEncoder().Bytes([]byte(doc))

@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -241,9 +242,13 @@ func TestManagementOverHTTP(t *testing.T) {
 		}
 		// The session-less HTTP client is told to use the route, at the
 		// address it reached the gateway at (it read http://HOST:PORT).
+		// And to the command that serves this config, address and data
+		// folder with the profile (it read `toolgate serve --profile
+		// NAME`, which serve refuses without --config).
 		res = executeTool(t, ctx, cs, "toolgate__activate_profile", map[string]any{"name": "kg"})
-		if !res.IsError || !strings.Contains(resultText(res), " http://"+addr+"/profiles/kg/mcp,") {
-			t.Errorf("activate_profile over HTTP: isError=%v %s", res.IsError, resultText(res))
+		serve := shellword.Join("toolgate", "serve", "--config", cfgPath, "--http", addr, "--profile", "kg", "--data-dir", dataDir)
+		if !res.IsError || !strings.Contains(resultText(res), " http://"+addr+"/profiles/kg/mcp,") || !strings.Contains(resultText(res), "`"+serve+"`") {
+			t.Errorf("activate_profile over HTTP: isError=%v %s\nwant the command %s", res.IsError, resultText(res), serve)
 		}
 		resp, err := http.Post("http://"+addr+"/profiles/nope/mcp", "application/json", strings.NewReader(`{}`))
 		if err != nil {

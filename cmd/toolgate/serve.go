@@ -59,6 +59,31 @@ func addrSetting(fromConfig bool) string {
 	return "--http"
 }
 
+// serveCommand is the command that serves what this gateway serves (its
+// config files, its --http address, its data folder) with /mcp limited to
+// profile: what toolgate__activate_profile quotes to an HTTP client, which
+// has no session to switch. It quoted `toolgate serve --profile NAME`,
+// which serve refuses without --config, and which would serve another
+// data folder than a --data-dir one.
+func (f serveFlags) serveCommand(g *globals) func(profile string) string {
+	return func(profile string) string {
+		words := []string{"toolgate", "serve"}
+		for _, c := range absPaths(f.configs) {
+			words = append(words, "--config", c)
+		}
+		if f.http != "" && !f.httpFromConfig {
+			words = append(words, "--http", f.http)
+		}
+		if f.allowRemote {
+			words = append(words, "--allow-remote")
+		}
+		if f.mode != "" {
+			words = append(words, "--mode", f.mode)
+		}
+		return g.commandWith(g.configDataDir, append(words, "--profile", profile)...)
+	}
+}
+
 // lastConfig is the last --config file, made absolute: the one servers add
 // and toolgate__add_server write.
 func (f serveFlags) lastConfig() string {
@@ -448,7 +473,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		return err
 	}
 
-	err = (&front{cfg: cfg, flags: f, log: log, start: start, pool: pool, lv: lv, emb: emb,
+	err = (&front{cfg: cfg, flags: f, serveCommand: f.serveCommand(g), log: log, start: start, pool: pool, lv: lv, emb: emb,
 		learner: learner, sec: sec, health: health, tracing: tracing, ln: ln, cert: frontCert, stdin: stdin, warm: warm,
 		firstSearch: firstSearch, status: status, statusOpts: sopts, proc: proc, ranking: ranking}).serve(ctx)
 	if p := coldErr.Load(); p != nil {

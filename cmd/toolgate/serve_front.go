@@ -33,21 +33,23 @@ import (
 // front is what serve has opened by the time the runtime loop runs; serve
 // assembles the gateway from it and serves MCP on stdio or over HTTP.
 type front struct {
-	cfg     *config.File
-	flags   serveFlags
-	log     *slog.Logger
-	start   time.Time
-	pool    *backend.Pool
-	lv      *live.Loop
-	emb     index.Embedder
-	learner gateway.Learner
-	sec     *security
-	health  *storage.Health
-	tracing *telemetry.Tracing
-	ln      net.Listener         // nil: stdio
-	cert    *tlsfiles.ServerCert // the front serves HTTPS with it (nil: HTTP)
-	stdin   *linerpc.Watched     // stdio: stdin, watched since the start
-	warm    bool                 // started from the last run's catalog
+	cfg   *config.File
+	flags serveFlags
+	// serveCommand is serveFlags.serveCommand.
+	serveCommand func(profile string) string
+	log          *slog.Logger
+	start        time.Time
+	pool         *backend.Pool
+	lv           *live.Loop
+	emb          index.Embedder
+	learner      gateway.Learner
+	sec          *security
+	health       *storage.Health
+	tracing      *telemetry.Tracing
+	ln           net.Listener         // nil: stdio
+	cert         *tlsfiles.ServerCert // the front serves HTTPS with it (nil: HTTP)
+	stdin        *linerpc.Watched     // stdio: stdin, watched since the start
+	warm         bool                 // started from the last run's catalog
 	// firstSearch is told when the first search is answered.
 	firstSearch *firstSearch
 	status      http.Handler           // GET /status
@@ -72,7 +74,7 @@ func (fr *front) serve(ctx context.Context) error {
 	// toolgate__* run in the gateway, the others go on to the pool. At
 	// most limits.maxInFlight calls run on a server; more wait, then are
 	// refused as busy (counted by the metrics and the recorder too).
-	mg := mgmt.New(fr.pool, fr.lv, &mgmt.Options{Logger: fr.log, ConfigPaths: fr.flags.configs})
+	mg := mgmt.New(fr.pool, fr.lv, &mgmt.Options{Logger: fr.log, ConfigPaths: fr.flags.configs, ServeCommand: fr.serveCommand})
 	lim := fr.cfg.Toolgate.Limits
 	capped := limit.NewInFlight(mg, &limit.Options{MaxInFlight: lim.MaxInFlight, QueueTimeout: lim.QueueTimeout.Duration})
 	gw := gateway.New(met.Searcher(fr.firstSearch.searcher(fr.lv)), recent.Caller(met.Caller(capped)), &gateway.Options{

@@ -568,8 +568,9 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 	)
 	switch ue := b.cfg.UnsetError(); {
 	case ue != nil:
-		// Set where toolgate starts: no later attempt finds it set.
-		err = configError{ue}
+		// Set where toolgate starts: no later attempt finds it set. What
+		// the command lacks besides is said with it (checkCommand).
+		err = configError{checkCommand(b.cfg, os.Environ(), b.p.opts.EnvAllow)}
 	case b.cfg.Type == config.TypeStdio:
 		sess, err = b.dialStdio(r, client, connectTimeout)
 	case b.cfg.Type == config.TypeHTTP || b.cfg.Type == config.TypeSSE:

@@ -1373,8 +1373,8 @@ func TestRemotePageMidSession(t *testing.T) {
 		// The fix quotes the scopes the server's WWW-Authenticate header
 		// asks for: hidden from a key, as its body is, the fix kept.
 		{"scope", "text/plain", "token lacks scope", http.StatusForbidden,
-			`the server answered a POST with 403 Forbidden ("token lacks scope"): the server wants the scopes "files:write admin", which the token in the entry's "headers" lacks: give it a token with them`,
-			"the server answered a POST with 403 Forbidden (" + HiddenFromKey + "): the server wants the scopes (" + HiddenFromKey + `), which the token in the entry's "headers" lacks: give it a token with them`,
+			`the server answered a POST with 403 Forbidden ("token lacks scope"): the server wants the scopes "files:write admin", and the requests carry no token: set one with them in the entry's "headers"`,
+			"the server answered a POST with 403 Forbidden (" + HiddenFromKey + "): the server wants the scopes (" + HiddenFromKey + `), and the requests carry no token: set one with them in the entry's "headers" ("Authorization": "Bearer ${TOKEN}"), or, where the server offers OAuth, list them in the entry's "oauth": {"scopes": [...]} and run ` + "`toolgate auth login remote`",
 			`Bearer error="insufficient_scope", scope="files:write admin"`},
 		{"closed", "", "", 0,
 			"the connection closed before the server answered (EOF): " + ErrMayHaveRun.Error(),

@@ -65,8 +65,8 @@ type headerTransport struct {
 	// oversized counts the events over maxBody seen in the event streams
 	// it observes (observeEvents.oversize), for call errors.
 	oversized atomic.Uint64
-	// login says an Authorizer gives the requests their token (a stored
-	// login), not the headers.
+	// login says an Authorizer may give the requests their token (from a
+	// stored login, when there is one), not the headers.
 	login bool
 	// handshake is true until the session is up: its JSON answers are
 	// read whole and checked (notJSONAnswer), which calls are not.
@@ -88,10 +88,13 @@ type refusal struct {
 	// answersBefore is headerTransport.answers when it came.
 	answersBefore uint64
 	// scope is what a 403 with a Bearer challenge (insufficient_scope, or
-	// none and a scope) asks for ("" for none); login says a stored login (OAuth) made the
-	// request's token, not the entry's headers.
-	scope string
-	login bool
+	// none and a scope) asks for ("" for none). The request's token, which
+	// the fix of a 403 names: login says a stored login (OAuth) made it;
+	// noToken that it had none (no "Authorization" in the entry's headers
+	// and no stored login: a server keyed by another header, or none).
+	scope   string
+	login   bool
+	noToken bool
 	// call is the call whose request it answered (its exactResult, the
 	// mark withExact puts in the call's context), or nil for a request
 	// made for none (the session's stream, a notification).
@@ -171,9 +174,17 @@ func (r *refusal) fix(name, typ string) *OwnWords {
 	case r.code == http.StatusForbidden && r.scope != "" && r.login:
 		return &OwnWords{Before: "the server wants the scopes ", Said: errors.New(strconv.Quote(r.scope)),
 			After: fmt.Sprintf(", which the login was not given: list them, with those it has, in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login %s`", name)}
+	case r.code == http.StatusForbidden && r.scope != "" && r.noToken:
+		// Told "which the login was not given" (an Authorizer stood by
+		// with no stored login) or "which the token in the entry's
+		// headers lacks", where neither was.
+		return &OwnWords{Before: "the server wants the scopes ", Said: errors.New(strconv.Quote(r.scope)),
+			After: fmt.Sprintf(", and the requests carry no token: set one with them in the entry's \"headers\" (\"Authorization\": \"Bearer ${TOKEN}\"), or, where the server offers OAuth, list them in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login %s`", name)}
 	case r.code == http.StatusForbidden && r.scope != "":
 		return &OwnWords{Before: "the server wants the scopes ", Said: errors.New(strconv.Quote(r.scope)),
 			After: ", which the token in the entry's \"headers\" lacks: give it a token with them"}
+	case r.code == http.StatusForbidden && r.login:
+		fix = fmt.Sprintf("the server refused the stored login's token or this client: the login may lack a scope the server wants (list it in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login %s`), or the server does not let this address in", name)
 	case r.code == http.StatusForbidden:
 		fix = "the server refused these credentials or this client: check the entry's \"headers\" (the token and its scopes) and whether the server lets this address in"
 	case r.code == http.StatusTooManyRequests:
@@ -203,8 +214,12 @@ func refusalOf(resp *http.Response, sse, login bool) *refusal {
 		said = "" // "Unauthorized" says nothing the status does not
 	}
 	rpc := gjson.GetBytes(body, "jsonrpc").Type == gjson.String && gjson.GetBytes(body, "error.code").Type == gjson.Number
+	// The request as sent, the Authorizer's token in it: an Authorizer
+	// stands by for every remote server without an "Authorization"
+	// header, and adds one only from a stored login.
+	token := resp.Request.Header.Get("Authorization") != ""
 	rf := &refusal{code: resp.StatusCode, status: resp.Status, method: m, url: resp.Request.URL.Redacted(), said: said, rpc: rpc,
-		session: resp.Request.Header.Get("Mcp-Session-Id") != "", login: login}
+		session: resp.Request.Header.Get("Mcp-Session-Id") != "", login: login && token, noToken: !token}
 	if resp.StatusCode == http.StatusForbidden {
 		cs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 		for _, c := range cs {

@@ -208,22 +208,48 @@ func (f roundTrip) RoundTrip(req *http.Request) (*http.Response, error) { return
 // TestInsufficientScopeSaysWhich: a 403 whose Bearer challenge says
 // insufficient_scope (the TypeScript SDK's requireBearerAuth with
 // requiredScopes answers this one) names the scopes the server wants and
-// how to get them: for a stored login, the entry's oauth.scopes and `auth
-// login`; it said to check the entry's "headers", which such a server has
-// none of.
+// how to get them, for the token the request carried: a stored login's
+// (the entry's oauth.scopes and `auth login`), the entry's "headers"', or
+// none (a server keyed by another header, or by nothing). The last read
+// "which the login was not given" (an Authorizer stands by for every
+// server without an "Authorization" header) or that the headers' token
+// lacked them. A 403 without scopes names the login, when it was one.
 func TestInsufficientScopeSaysWhich(t *testing.T) {
 	const challenge = `Bearer error="insufficient_scope", error_description="Insufficient scope", scope="mcp:write", resource_metadata="http://localhost:19143/.well-known/oauth-protected-resource/mcp"`
-	for login, want := range map[bool]string{
-		true:  "the server wants the scopes \"mcp:write\", which the login was not given: list them, with those it has, in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login hosted`",
-		false: "the server wants the scopes \"mcp:write\", which the token in the entry's \"headers\" lacks",
+	for _, tc := range []struct {
+		name         string
+		authorizer   bool   // an Authorizer stood by (no "Authorization" in the headers)
+		token        string // the request's Authorization header
+		challenge    string
+		want, wantNo string
+	}{
+		{"login", true, "Bearer from-login", challenge,
+			"the server wants the scopes \"mcp:write\", which the login was not given: list them, with those it has, in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login hosted`", "headers"},
+		{"headers", false, "Bearer static", challenge,
+			"the server wants the scopes \"mcp:write\", which the token in the entry's \"headers\" lacks", "login"},
+		{"no login stored", true, "", challenge,
+			"the server wants the scopes \"mcp:write\", and the requests carry no token: set one with them in the entry's \"headers\" (\"Authorization\": \"Bearer ${TOKEN}\"), or, where the server offers OAuth, list them in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login hosted`", "not given"},
+		{"other header", false, "", challenge, "and the requests carry no token", "lacks"},
+		{"login, no scopes", true, "Bearer from-login", "",
+			"the server refused the stored login's token or this client: the login may lack a scope the server wants (list it in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login hosted`), or the server does not let this address in", "headers"},
+		{"headers, no scopes", false, "Bearer static", "", "check the entry's \"headers\" (the token and its scopes)", "login"},
 	} {
 		req := httptest.NewRequest(http.MethodPost, "http://localhost:19143/mcp", nil)
-		resp := &http.Response{StatusCode: http.StatusForbidden, Status: "403 Forbidden", Request: req,
-			Header: http.Header{"Content-Type": {"application/json"}, "Www-Authenticate": {challenge}},
-			Body:   io.NopCloser(strings.NewReader(`{"error":"insufficient_scope","error_description":"Insufficient scope"}`))}
-		rf := refusalOf(resp, false, login)
-		if rf == nil || !strings.Contains(rf.fix("hosted", config.TypeHTTP).Error(), want) {
-			t.Errorf("login %v: fix %q, want %q", login, rf.fix("hosted", config.TypeHTTP), want)
+		if tc.token != "" {
+			req.Header.Set("Authorization", tc.token)
+		}
+		h := http.Header{"Content-Type": {"application/json"}}
+		if tc.challenge != "" {
+			h.Set("Www-Authenticate", tc.challenge)
+		}
+		resp := &http.Response{StatusCode: http.StatusForbidden, Status: "403 Forbidden", Request: req, Header: h,
+			Body: io.NopCloser(strings.NewReader(`{"error":"insufficient_scope","error_description":"Insufficient scope"}`))}
+		rf := refusalOf(resp, false, tc.authorizer)
+		if rf == nil {
+			t.Fatalf("%s: no refusal", tc.name)
+		}
+		if fix := rf.fix("hosted", config.TypeHTTP).Error(); !strings.Contains(fix, tc.want) || strings.Contains(fix, tc.wantNo) {
+			t.Errorf("%s: fix\n%s\nwant\n%s\nand not %q", tc.name, fix, tc.want, tc.wantNo)
 		}
 	}
 }

@@ -155,17 +155,27 @@ func (p *Pool) CheckCommand(server string) error {
 	return checkCommand(srv, os.Environ(), p.opts.EnvAllow)
 }
 
+// checkCommand says both what the entry's unset variables and what its
+// command lack, so that an entry is fixed in one pass: a server with a
+// token unset and a command not installed was said to want the token,
+// and, once it was set, the command. The command is not looked for when
+// an unset variable is in what finds it (command, cwd, env.PATH), which
+// holds "" in its place.
 func checkCommand(srv config.Server, environ, allow []string) error {
-	if err := srv.UnsetError(); err != nil {
-		return err
-	}
-	if srv.Type != config.TypeStdio || srv.Command == "" {
-		return nil
+	unset := srv.UnsetError()
+	if srv.Type != config.TypeStdio || srv.Command == "" || slices.ContainsFunc(srv.Unset, func(u config.UnsetVar) bool {
+		return u.Field == "command" || u.Field == "cwd" || u.Field == "env.PATH"
+	}) {
+		return unset
 	}
 	if _, err := resolveCommand(srv, childEnv(environ, allow, srv.Env)); err != nil {
-		return &maskedError{err: err, msg: newErrMasker(srv)(err.Error())} // a PATH of its "env" is its value
+		err = &maskedError{err: err, msg: newErrMasker(srv)(err.Error())} // a PATH of its "env" is its value
+		if unset != nil {
+			return fmt.Errorf("%w; and %w", unset, err)
+		}
+		return err
 	}
-	return nil
+	return unset
 }
 
 // commandState is what a start of srv would find of its command and cwd:

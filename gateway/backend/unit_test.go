@@ -248,3 +248,36 @@ func TestForModelLeavesOutThePath(t *testing.T) {
 		t.Errorf("ForModel: %q\nwant %q", got, want)
 	}
 }
+
+// TestCheckCommandSaysAll: an entry with a variable unset and a command
+// not installed is said to lack both, so that it is fixed in one pass (it
+// was said to want the variable and, once that was set, the command), as
+// `toolgate servers`, `toolgate import` and a gateway's down state say it.
+// The command is not looked for when an unset variable is in what finds
+// it: it holds "" there.
+func TestCheckCommandSaysAll(t *testing.T) {
+	env := []string{"PATH=/usr/bin:/bin"}
+	srv := config.Server{Name: "clock", Type: config.TypeStdio, Command: "toolgate-no-such-command-xyz",
+		Env: map[string]string{"TOKEN": ""}, Unset: []config.UnsetVar{{Name: "CLOCK_TOKEN", Field: "env.TOKEN"}}}
+	err := CheckCommand(srv, env)
+	for _, want := range []string{"variable ${CLOCK_TOKEN} (env.TOKEN) is not set in toolgate's environment", `; and command "toolgate-no-such-command-xyz" not found in PATH`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckCommand: %v\nwant it to say %q", err, want)
+		}
+	}
+	for _, field := range []string{"command", "cwd", "env.PATH"} {
+		s := srv
+		s.Unset = []config.UnsetVar{{Name: "V", Field: field}}
+		if err := CheckCommand(s, env); err == nil || strings.Contains(err.Error(), "not found") {
+			t.Errorf("unset variable in %s: %v, want the variable alone", field, err)
+		}
+	}
+	srv.Command = "sh"
+	if err := CheckCommand(srv, env); err == nil || strings.Contains(err.Error(), "; and") {
+		t.Errorf("a command that is found: %v, want the variable alone", err)
+	}
+	srv.Unset = nil
+	if err := CheckCommand(srv, env); err != nil {
+		t.Errorf("nothing lacking: %v", err)
+	}
+}

@@ -103,6 +103,19 @@ func TestParseGood(t *testing.T) {
 				s.DataDir = filepath.Join(dir, "data")
 			},
 		},
+		// The HTTP front's address and names expand, as otlpEndpoint
+		// does: they were taken as written ("${ADDR:-…}" was "not
+		// host:port").
+		{
+			name: "variables in the HTTP front's address and names",
+			in: `{"mcpServers": {"m": {"command": "x"}}, "toolgate": {"http": {"addr": "${TG_ADDR:-127.0.0.1:8931}",
+				"allowedOrigins": ["https://${PUBLIC_HOST}"], "allowedHosts": ["${PUBLIC_HOST}:8931", "localhost"]}}}`,
+			env:     env("PUBLIC_HOST", "gw.example"),
+			servers: []Server{{Name: "m", Type: TypeStdio, Command: "x"}},
+			settings: func(s *Settings) {
+				s.HTTP = HTTPSettings{Addr: "127.0.0.1:8931", AllowedOrigins: []string{"https://gw.example"}, AllowedHosts: []string{"gw.example:8931", "localhost"}}
+			},
+		},
 		{
 			name: "security, audit, limits and keysFile",
 			in: `{"mcpServers": {"m": {"command": "x"}}, "toolgate": {
@@ -403,6 +416,20 @@ func TestParseBad(t *testing.T) {
 			{`mcpServers["a"].callTimeout`, `"${CT}": variables are not expanded in durations: write the duration itself`},
 			{`toolgate.callTimeout`, `"${CT:-30s}": variables are not expanded in durations: write the duration itself, a string like "30s"`},
 			{`toolgate.restart.delays[0]`, `"${D}": variables are not expanded in durations`},
+		}},
+		// A setting of a few words takes no variable: refused as such,
+		// once (it said `unknown mode "${MODE:-bm25}"`, as of a typo).
+		{"a variable in a setting of words", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"search": {"mode": "${MODE:-bm25}"},
+			"learn": {"fromKeys": "${FROM}"}, "embed": {"variant": "${V}"}, "security": {"onDefinitionChange": "${ODC}"}, "audit": {"arguments": "${AA}"}}}`,
+			env("MODE", "rrf", "FROM", "all", "V", "int8", "ODC", "warn", "AA", "masked"), []want{
+				{`toolgate.audit.arguments`, `"${AA}": variables are not expanded in this setting: write its value itself`},
+				{`toolgate.embed.variant`, `"${V}": variables are not expanded in this setting`},
+				{`toolgate.learn.fromKeys`, `"${FROM}": variables are not expanded in this setting`},
+				{`toolgate.search.mode`, `"${MODE:-bm25}": variables are not expanded in this setting: write its value itself (they expand in the toolgate section's paths, http.addr`},
+				{`toolgate.security.onDefinitionChange`, `"${ODC}": variables are not expanded in this setting`},
+			}},
+		{"an unset variable in the HTTP front's address", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"http": {"addr": "${TG_ADDR}"}}}`, env(), []want{
+			{`toolgate.http.addr`, "variable ${TG_ADDR} is not set: set it in toolgate's environment or give a default, ${TG_ADDR:-value}"},
 		}},
 		{"typo of one of our keys in a server entry", `{"mcpServers": {"a": {"comand": "npx"}, "b": {"url": "http://h/", "header": {"A": "b"}}}}`, nil, []want{
 			{`mcpServers["a"]`, `needs "command"`},

@@ -74,6 +74,30 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 	path := func(d *fields, key string) string {
 		return p.resolve(x.expand(d.prefix+key, d.string(key)))
 	}
+	// The HTTP front's address and names are where a deployment differs
+	// from machine to machine (a service's environment sets them), as
+	// otlpEndpoint is: they expand too. They were taken as written:
+	// "${ADDR:-127.0.0.1:8931}" was "not host:port", and an allowedHosts
+	// "${PUBLIC_HOST}" a name no request has.
+	expanded := func(d *fields, key string) []string {
+		v := d.strings(key)
+		for i := range v {
+			v[i] = x.expand(fmt.Sprintf("%s%s[%d]", d.prefix, key, i), v[i])
+		}
+		return v
+	}
+	// literal is d.string(key) for a setting that takes one of a few
+	// words: a variable there is refused as such, not as an unknown word
+	// (`unknown mode "${MODE}"`). "" then, so that the check of the word
+	// does not say it again.
+	literal := func(d *fields, key string) string {
+		v := d.string(key)
+		if strings.Contains(v, "${") {
+			d.errorf(key, "%q: variables are not expanded in this setting: write its value itself (they expand in the toolgate section's paths, http.addr, http.allowedOrigins, http.allowedHosts and telemetry.otlpEndpoint)", v)
+			return ""
+		}
+		return v
+	}
 
 	s.ConnectTimeout = d.duration("connectTimeout")
 	s.CallTimeout = d.duration("callTimeout")
@@ -84,7 +108,7 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 	s.DataDir = path(d, "dataDir")
 
 	sd := d.object("search", searchKeys)
-	s.Search.Mode = sd.string("mode")
+	s.Search.Mode = literal(sd, "mode")
 	s.Search.KeywordWeight = sd.float("keywordWeight")
 	s.Search.VectorWeight = sd.float("vectorWeight")
 	kw, vw := sd.has("keywordWeight"), sd.has("vectorWeight")
@@ -112,18 +136,18 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 		v := ld.bool("enabled")
 		s.Learn.Enabled = &v
 	}
-	s.Learn.FromKeys = ld.string("fromKeys")
+	s.Learn.FromKeys = literal(ld, "fromKeys")
 
 	ed := d.object("embed", embedKeys)
-	s.Embed.Variant = ed.string("variant")
+	s.Embed.Variant = literal(ed, "variant")
 	s.Embed.ModelDir = path(ed, "modelDir")
 	s.Embed.ORTLib = path(ed, "ortLib")
 	s.Embed.Threads = int(ed.int("threads"))
 
 	hd := d.object("http", httpKeys)
-	s.HTTP.Addr = hd.string("addr")
-	s.HTTP.AllowedOrigins = hd.strings("allowedOrigins")
-	s.HTTP.AllowedHosts = hd.strings("allowedHosts")
+	s.HTTP.Addr = x.expand(hd.prefix+"addr", hd.string("addr"))
+	s.HTTP.AllowedOrigins = expanded(hd, "allowedOrigins")
+	s.HTTP.AllowedHosts = expanded(hd, "allowedHosts")
 	s.HTTP.MaxBodyBytes = hd.int("maxBodyBytes")
 	if hd.has("tls") {
 		tld := hd.object("tls", frontTLSKeys)
@@ -139,11 +163,11 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 
 	s.KeysFile = path(d, "keysFile")
 	sec := d.object("security", securityKeys)
-	s.Security.OnDefinitionChange = sec.string("onDefinitionChange")
+	s.Security.OnDefinitionChange = literal(sec, "onDefinitionChange")
 	s.Security.ApprovedTools = sec.strings("approvedTools")
 	s.Security.MaxTextLength = int(sec.int("maxTextLength"))
 	ad := d.object("audit", auditKeys)
-	s.Audit.Arguments = ad.string("arguments")
+	s.Audit.Arguments = literal(ad, "arguments")
 	s.Audit.MaxFileBytes = ad.int("maxFileBytes")
 	s.Audit.MaxFiles = int(ad.int("maxFiles"))
 	lm := d.object("limits", limitsKeys)

@@ -423,6 +423,24 @@ func (c *Console) mayServer(caller *policy.Caller, server string, a action) (int
 	return http.StatusNotFound, fmt.Sprintf("there is no server named %q among the servers this client may %s", oneline.Echo(server), a.verb)
 }
 
+// actionable is the servers caller may press the button of a on (those
+// mayServer lets through): the pool's, those disabled at run time and the
+// built-in one.
+func (c *Console) actionable(caller *policy.Caller, a action) []string {
+	names := []string{config.BuiltinServer}
+	for _, st := range c.o.Backends.Status() {
+		names = append(names, st.Name)
+	}
+	if c.o.Policy != nil {
+		names = append(names, c.o.Policy.Disabled().Servers()...)
+	}
+	slices.Sort(names)
+	return slices.DeleteFunc(slices.Compact(names), func(n string) bool {
+		code, _ := c.mayServer(caller, n, a)
+		return code != 0
+	})
+}
+
 // admit is authorize for an endpoint of the API: it answers a request it
 // does not admit itself (401 without a session or key, 429 past the
 // address's refusal limit or the key's rate) and then reports false.
@@ -805,6 +823,20 @@ func (c *Console) serveAction(a action, act func(ctx context.Context, server str
 			writeError(w, http.StatusForbidden, fmt.Sprintf("%s backends is outside what this API key may do: %s", a.doing, why))
 			return
 		}
+		// The server meant, read as the command line and the management
+		// tools read one (catalog.ServerMeant): "MEMORY" or "my_fs" is
+		// memory or my-fs when no server is named so as written and only
+		// one is so in another case or with "_" for "-"; it answered that
+		// there was no server "MEMORY". Among the servers the caller may
+		// act on only, so an answer names no other.
+		server, err := catalog.ServerMeant(body.Server, c.actionable(caller, a))
+		if err != nil {
+			rec.Decision, rec.Outcome, rec.Reason, rec.Status = audit.Allowed, audit.IsError, err.Error(), http.StatusBadRequest
+			c.audit(r, caller, rec)
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		body.Server = server
 		if code, msg := c.mayServer(caller, body.Server, a); code != 0 {
 			// The same rule as the management tool over MCP
 			// (policy.Set.MayManage): a key acts only on the servers

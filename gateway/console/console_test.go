@@ -90,16 +90,21 @@ type fakeBackends struct {
 	mu        sync.Mutex
 	pids      map[string]int
 	restarted []string
+	more      []string // more servers, up with no tool
 }
 
 func (f *fakeBackends) Status() []backend.Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return []backend.Status{
+	out := []backend.Status{
 		{Name: "filesystem", Transport: "stdio", State: backend.StateUp, Tools: 2, PID: f.pids["filesystem"]},
 		{Name: "memory", Transport: "stdio", State: backend.StateDown, Err: "process exited", Tools: 1,
 			TLSCert: "/etc/toolgate/memory.pem", TLSCertNotAfter: &memoryCertExpiry},
 	}
+	for _, n := range f.more {
+		out = append(out, backend.Status{Name: n, Transport: "stdio", State: backend.StateUp})
+	}
+	return out
 }
 
 func (f *fakeBackends) Restart(server string) error {
@@ -389,6 +394,39 @@ func TestRestartNeedsOriginAndCSRF(t *testing.T) {
 	}
 	if fmt.Sprint(e.backends.restarted) != "[filesystem]" {
 		t.Errorf("restarted %v, want [filesystem]", e.backends.restarted)
+	}
+}
+
+// TestActionReadsServerMeant: the buttons' POST routes read the server's
+// name as `toolgate servers restart` and the management tools do
+// (catalog.ServerMeant): "FileSystem" or " filesystem " is filesystem; a
+// name that may mean several is 400 naming them, in the words of the
+// command line. They answered 404, "there is no server named
+// \"FileSystem\"".
+func TestActionReadsServerMeant(t *testing.T) {
+	e := newEnv(t, nil)
+	_, _, csrf := e.page(t, "")
+	e.backends.mu.Lock()
+	e.backends.more = []string{"a-b_c", "a_b-c"}
+	e.backends.mu.Unlock()
+	restart := func(server string) (int, string) {
+		resp, body := e.do(t, "POST", "/ui/api/restart", `{"server": "`+server+`"}`, "Origin", e.srv.URL, csrfHeader, csrf)
+		return resp.StatusCode, body
+	}
+	for _, name := range []string{"FileSystem", " filesystem ", "filesystem__"} {
+		if code, body := restart(name); code != 202 || body != `{"restarting":"filesystem"}`+"\n" {
+			t.Errorf("restart %q: %d %s, want 202 restarting filesystem", name, code, body)
+		}
+	}
+	_, want := catalog.ServerMeant("a-b-c", []string{"a-b_c", "a_b-c"})
+	if code, body := restart("a-b-c"); code != 400 || want == nil || !strings.Contains(body, strings.ReplaceAll(want.Error(), `"`, `\"`)) {
+		t.Errorf("restart of an ambiguous name: %d %s, want 400 %v", code, body, want)
+	}
+	if code, _ := restart("nosuch"); code != 404 {
+		t.Errorf("restart of an unknown server: %d, want 404", code)
+	}
+	if fmt.Sprint(e.backends.restarted) != "[filesystem filesystem filesystem]" {
+		t.Errorf("restarted %v, want filesystem thrice", e.backends.restarted)
 	}
 }
 

@@ -87,6 +87,12 @@ type Options struct {
 	// last one wins): add_server writes to the last, remove_server to each
 	// that defines the server. None = the config cannot be written.
 	ConfigPaths []string
+	// ServeCommand is the command that serves this gateway's config on its
+	// address and data folder with /mcp limited to profile, for
+	// toolgate__activate_profile to quote to a client without a session
+	// (one it can paste); nil = the generic `toolgate serve --config FILE
+	// --profile NAME`.
+	ServeCommand func(profile string) string
 }
 
 // Server is the built-in management server in front of the pool.

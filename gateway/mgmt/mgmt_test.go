@@ -247,8 +247,26 @@ func TestProfiles(t *testing.T) {
 	if res := run(t, s, fixed, "activate_profile", map[string]any{"name": ""}); !res.IsError || !strings.Contains(resText(res), "serve --profile") {
 		t.Errorf("fixed profile: %s", resText(res))
 	}
-	if res := run(t, s, http, "activate_profile", map[string]any{"name": "kg"}); !res.IsError || !strings.Contains(resText(res), " http://HOST:PORT/profiles/kg/mcp,") {
+	if res := run(t, s, http, "activate_profile", map[string]any{"name": "kg"}); !res.IsError || !strings.Contains(resText(res), " http://HOST:PORT/profiles/kg/mcp,") ||
+		!strings.Contains(resText(res), "`toolgate serve --config FILE --profile kg`") {
 		t.Errorf("http: %s", resText(res))
+	}
+	// The command quoted is the one that serves this gateway's config
+	// with the profile (Options.ServeCommand): it read `toolgate serve
+	// --profile NAME`, which serve refuses without --config. A key that
+	// is not admin reads no path of the gateway's machine.
+	s.opts.ServeCommand = func(p string) string {
+		return "toolgate serve --config /etc/tg.json --http 127.0.0.1:8931 --profile " + p
+	}
+	if res := run(t, s, http, "activate_profile", map[string]any{"name": "kg"}); !strings.HasSuffix(resText(res), "or restart the gateway with /mcp limited to the profile: `toolgate serve --config /etc/tg.json --http 127.0.0.1:8931 --profile kg`.") {
+		t.Errorf("http, with the serve command: %s", resText(res))
+	}
+	if res := run(t, s, http, "activate_profile", map[string]any{"name": ""}); !strings.Contains(resText(res), "--profile NAME`") {
+		t.Errorf("http, no profile named: %s", resText(res))
+	}
+	keyed := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "low", Profile: "kg"}}
+	if res := run(t, s, keyed, "activate_profile", map[string]any{"name": "kg"}); strings.Contains(resText(res), "/etc/tg.json") || !strings.Contains(resText(res), "`toolgate serve --config FILE --profile kg`") {
+		t.Errorf("http, a key that is not admin: %s", resText(res))
 	}
 	// The address the client used, when its request said it.
 	reached := &policy.Caller{Transport: policy.TransportHTTP, Origin: "https://gw.example:8931"}

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/internal/plural"
+	"github.com/toolgate/toolgate/internal/shellword"
 )
 
 // Arguments of the tools. Their fields and jsonschema descriptions are the
@@ -522,6 +523,22 @@ func describeProfile(p config.Profile) string {
 	return strings.Join(parts, "; ")
 }
 
+// serveCommand is the command that serves this gateway with /mcp limited
+// to profile ("" = NAME): the one this gateway would run
+// (Options.ServeCommand), so that it can be pasted; it read `toolgate
+// serve --profile NAME`, which serve refuses without --config. A key that
+// is not admin learns no path of the gateway's machine: it reads the
+// generic command.
+func (s *Server) serveCommand(c *policy.Caller, profile string) string {
+	if profile == "" {
+		profile = "NAME"
+	}
+	if s.opts.ServeCommand == nil || c.Scoped() {
+		return "toolgate serve --config FILE --profile " + shellword.Join(profile)
+	}
+	return s.opts.ServeCommand(profile)
+}
+
 func (s *Server) activateProfile(_ context.Context, c *policy.Caller, a profileArgs) *mcp.CallToolResult {
 	ps := s.rt.Policy().Profiles()
 	p, ok := ps.Get(a.Name)
@@ -544,7 +561,7 @@ func (s *Server) activateProfile(_ context.Context, c *policy.Caller, a profileA
 		}
 		return toolError("toolgate__activate_profile changes the profile of a session, and this client has none: over HTTP every request "+
 			"stands alone (the gateway serves streamable HTTP without sessions). Connect to the profile's own endpoint instead, "+
-			"%s/profiles/%s/mcp, or start the gateway with `toolgate serve --profile NAME`.", origin, name)
+			"%s/profiles/%s/mcp, or restart the gateway with /mcp limited to the profile: `%s`.", origin, name, s.serveCommand(c, a.Name))
 	}
 	if err := c.Session.Activate(a.Name); err != nil {
 		return toolError("%v", err)

@@ -524,6 +524,12 @@ func TestIndexOverFileSizeLimit(t *testing.T) {
 // line came before cmd ended by itself.
 func interruptAt(t *testing.T, cmd *exec.Cmd, mark string) (string, error, bool) {
 	t.Helper()
+	return signalAt(t, cmd, mark, os.Interrupt)
+}
+
+// signalAt is interruptAt with another signal.
+func signalAt(t *testing.T, cmd *exec.Cmd, mark string, sig os.Signal) (string, error, bool) {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -539,12 +545,86 @@ func interruptAt(t *testing.T, cmd *exec.Cmd, mark string) (string, error, bool)
 		reached = strings.Contains(lines.Text(), mark)
 	}
 	if reached {
-		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Process.Signal(sig)
 	}
 	for lines.Scan() {
 		out.WriteString(lines.Text() + "\n")
 	}
 	return out.String(), cmd.Wait(), reached
+}
+
+// TestIndexHangup: SIGHUP (the terminal `toolgate index` runs in closed)
+// stops it as SIGINT does: it says so, exit status 1, the index as it was,
+// the embedding cache closed, and the next `serve` starts on the folder
+// with every store writing and stops cleanly. SIGHUP's default action
+// killed it: exit status 129 and not a word.
+func TestIndexHangup(t *testing.T) {
+	data := t.TempDir()
+	first := writeToolsFile(t, t.TempDir(), 50, "")
+	runIndexJSON(t, &globals{dataDir: data}, first)
+	before, _ := catalog.ReadFile(first)
+
+	cmd := toolgateCmd(t, data, "index", "--tools", writeToolsFile(t, t.TempDir(), 3000, " Changed."))
+	out, err, reached := signalAt(t, cmd, "embedding: ", syscall.SIGHUP)
+	if !reached {
+		t.Fatalf("the embedding never began:\n%s", out)
+	}
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out, "stopping: SIGHUP") ||
+		!strings.Contains(out, "toolgate: stopped before the index was built: the index in "+index.Dir(data)+" is as it was") {
+		t.Errorf("index stopped by SIGHUP: %v, want exit status 1 saying it stopped and the index is as it was\n%s", err, out)
+	}
+	if strings.Contains(out, "not stopped cleanly") {
+		t.Errorf("a store was not closed cleanly:\n%s", out)
+	}
+	ix, err := index.Open(index.Dir(data), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, fp := ix.Len(), catalog.Fingerprint(ix.Tools())
+	ix.Close()
+	if fp != catalog.Fingerprint(before) {
+		t.Errorf("after the stop the index holds %d tools, want the %d indexed before", n, len(before))
+	}
+
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	g := startServe(t, toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr), addr)
+	ctx, cs := g.connect(t)
+	if got, _ := searchTools(t, ctx, cs, "disable a server", 3); len(got.Tools) == 0 {
+		t.Errorf("serve after the stopped index: search_tools found nothing")
+	}
+	for _, w := range []string{"embedding cache", "learned pairs", "index"} {
+		if st := writer(t, storageReport(t, addr), w); !st.OK {
+			t.Errorf("serve after the stopped index: %s %+v, want it writing", w, st)
+		}
+	}
+	start := time.Now()
+	g.signal(t, syscall.SIGTERM)
+	if code, _ := g.waitExit(t, start); code != 0 {
+		t.Errorf("serve after the stopped index exited %d, want 0:\n%s", code, g.logs)
+	}
+
+	// Under nohup (SIGHUP ignored) the build goes on: catching SIGHUP
+	// must not undo the ignore.
+	tools := writeToolsFile(t, t.TempDir(), 400, " Changed again.")
+	nohup := toolgateCmd(t, data, "index", "--tools", tools)
+	nohup.Args = append([]string{"sh", "-c", `trap "" HUP; exec "$0" "$@"`}, nohup.Args...)
+	nohup.Path = "/bin/sh"
+	out, err, reached = signalAt(t, nohup, "embedding: ", syscall.SIGHUP)
+	if !reached || err != nil || strings.Contains(out, "stopping") {
+		t.Fatalf("index under nohup after SIGHUP: %v, want it to go on to the end\n%s", err, out)
+	}
+	want, _ := catalog.ReadFile(tools)
+	if ix, err = index.Open(index.Dir(data), nil); err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if catalog.Fingerprint(ix.Tools()) != catalog.Fingerprint(want) {
+		t.Errorf("index under nohup holds %d tools, want the %d it was given", ix.Len(), len(want))
+	}
 }
 
 // TestIndexInterrupted: SIGINT during `toolgate index` says that it was

@@ -56,6 +56,33 @@ import (
 // through a memory map), its flush and a compaction, with a margin.
 const DefaultMinFree = 64 << 20
 
+// FolderMode is the mode of the data folder and of the stores' folders in
+// it (index/, cache/embeddings, learn/) when toolgate makes them: owner-only
+// whatever the umask. The data folder holds the API keys, logins, audit log
+// and learned queries; Badger creates its files 0666 less the umask, so under
+// umask 000 the learned pairs and the cache were any local user's to write,
+// and under the usual 022 any user's to read, in a data folder made 0755.
+const FolderMode fs.FileMode = 0o700
+
+// MkdirOwnerOnly makes dir FolderMode, and the folders above it that are
+// missing as os.MkdirAll does (0755: ~/.local/share is not toolgate's). One
+// that is there is left as it is: a folder the operator made (a systemd
+// StateDirectory=) keeps the mode given.
+func MkdirOwnerOnly(dir string) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	err := os.Mkdir(dir, FolderMode)
+	if errors.Is(err, fs.ErrExist) {
+		if fi, serr := os.Stat(dir); serr == nil && fi.IsDir() {
+			return nil
+		}
+		// A file in its place: ENOTDIR, as os.MkdirAll says it (Fix names it).
+		err = &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+	}
+	return err
+}
+
 // Options configure New. Nil means defaults.
 type Options struct {
 	Logger *slog.Logger // nil = discard
@@ -121,7 +148,7 @@ func (h *Health) Dir() string { return h.dir }
 // place) is made by Check once it can be: it was never there at this
 // start, so nothing was unmounted.
 func (h *Health) Prepare() error {
-	if err := os.MkdirAll(h.dir, 0o755); err != nil {
+	if err := MkdirOwnerOnly(h.dir); err != nil {
 		if fi, serr := os.Stat(h.dir); serr != nil || !fi.IsDir() {
 			h.create.Store(true)
 		}
@@ -213,7 +240,7 @@ func (h *Health) probe() (uint64, error) {
 	fi, err := os.Stat(h.dir)
 	if err != nil && h.create.Load() {
 		// Never there at this start: made now if it can be.
-		if merr := os.MkdirAll(h.dir, 0o755); merr != nil {
+		if merr := MkdirOwnerOnly(h.dir); merr != nil {
 			return 0, h.folderError(merr)
 		}
 		if h.create.CompareAndSwap(true, false) {

@@ -798,9 +798,10 @@ exec "$@"
 	}
 }
 
-// underUmask runs cmd under umask mask (set by a shell that then execs it).
-func underUmask(cmd *exec.Cmd, mask string) *exec.Cmd {
-	cmd.Args = append([]string{"sh", "-c", "umask " + mask + `; exec "$0" "$@"`}, cmd.Args...)
+// afterShell runs cmd from a shell that runs setup first (`umask 000`,
+// `trap "" HUP` as nohup does), then execs it.
+func afterShell(cmd *exec.Cmd, setup string) *exec.Cmd {
+	cmd.Args = append([]string{"sh", "-c", setup + `; exec "$0" "$@"`}, cmd.Args...)
 	cmd.Path = "/bin/sh"
 	return cmd
 }
@@ -840,7 +841,7 @@ func TestUmaskZeroOwnerOnly(t *testing.T) {
 		if err := os.WriteFile(cfg, []byte(`{"mcpServers": {}}`), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		g := startServe(t, underUmask(toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr), "000"), addr)
+		g := startServe(t, afterShell(toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr), "umask 000"), addr)
 		ctx, cs := g.connect(t)
 		searchTools(t, ctx, cs, "list the servers", 3)
 		for _, store := range []string{"learn", "cache/embeddings", "index", "audit"} {
@@ -852,7 +853,7 @@ func TestUmaskZeroOwnerOnly(t *testing.T) {
 	})
 	t.Run("index", func(t *testing.T) {
 		data := filepath.Join(t.TempDir(), "data")
-		out, err := underUmask(toolgateCmd(t, data, "index", "--bm25-only", "--tools", writeToolsFile(t, t.TempDir(), 5, "")), "000").CombinedOutput()
+		out, err := afterShell(toolgateCmd(t, data, "index", "--bm25-only", "--tools", writeToolsFile(t, t.TempDir(), 5, "")), "umask 000").CombinedOutput()
 		if err != nil {
 			t.Fatalf("index: %v\n%s", err, out)
 		}

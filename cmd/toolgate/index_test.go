@@ -559,32 +559,7 @@ func signalAt(t *testing.T, cmd *exec.Cmd, mark string, sig os.Signal) (string, 
 // with every store writing and stops cleanly. SIGHUP's default action
 // killed it: exit status 129 and not a word.
 func TestIndexHangup(t *testing.T) {
-	data := t.TempDir()
-	first := writeToolsFile(t, t.TempDir(), 50, "")
-	runIndexJSON(t, &globals{dataDir: data}, first)
-	before, _ := catalog.ReadFile(first)
-
-	cmd := toolgateCmd(t, data, "index", "--tools", writeToolsFile(t, t.TempDir(), 3000, " Changed."))
-	out, err, reached := signalAt(t, cmd, "embedding: ", syscall.SIGHUP)
-	if !reached {
-		t.Fatalf("the embedding never began:\n%s", out)
-	}
-	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out, "stopping: SIGHUP") ||
-		!strings.Contains(out, "toolgate: stopped before the index was built: the index in "+index.Dir(data)+" is as it was") {
-		t.Errorf("index stopped by SIGHUP: %v, want exit status 1 saying it stopped and the index is as it was\n%s", err, out)
-	}
-	if strings.Contains(out, "not stopped cleanly") {
-		t.Errorf("a store was not closed cleanly:\n%s", out)
-	}
-	ix, err := index.Open(index.Dir(data), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, fp := ix.Len(), catalog.Fingerprint(ix.Tools())
-	ix.Close()
-	if fp != catalog.Fingerprint(before) {
-		t.Errorf("after the stop the index holds %d tools, want the %d indexed before", n, len(before))
-	}
+	data := indexStoppedBy(t, syscall.SIGHUP, "SIGHUP")
 
 	cfg := filepath.Join(t.TempDir(), "servers.json")
 	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {}}`), 0o600); err != nil {
@@ -610,15 +585,14 @@ func TestIndexHangup(t *testing.T) {
 	// Under nohup (SIGHUP ignored) the build goes on: catching SIGHUP
 	// must not undo the ignore.
 	tools := writeToolsFile(t, t.TempDir(), 400, " Changed again.")
-	nohup := toolgateCmd(t, data, "index", "--tools", tools)
-	nohup.Args = append([]string{"sh", "-c", `trap "" HUP; exec "$0" "$@"`}, nohup.Args...)
-	nohup.Path = "/bin/sh"
-	out, err, reached = signalAt(t, nohup, "embedding: ", syscall.SIGHUP)
+	nohup := afterShell(toolgateCmd(t, data, "index", "--tools", tools), `trap "" HUP`)
+	out, err, reached := signalAt(t, nohup, "embedding: ", syscall.SIGHUP)
 	if !reached || err != nil || strings.Contains(out, "stopping") {
 		t.Fatalf("index under nohup after SIGHUP: %v, want it to go on to the end\n%s", err, out)
 	}
 	want, _ := catalog.ReadFile(tools)
-	if ix, err = index.Open(index.Dir(data), nil); err != nil {
+	ix, err := index.Open(index.Dir(data), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer ix.Close()
@@ -631,6 +605,15 @@ func TestIndexHangup(t *testing.T) {
 // stopped and that the index on disk is as it was, which a run after it
 // finds; it said "embed tools 1-199 of 199: context canceled".
 func TestIndexInterrupted(t *testing.T) {
+	indexStoppedBy(t, os.Interrupt, "SIGINT")
+}
+
+// indexStoppedBy stops a `toolgate index` by sig once its embedding has
+// begun, checks that it says so (exit status 1, the index as it was, the
+// stores closed) and that the index holds the catalog indexed before, and
+// returns the data folder. name is the signal as the stop's log names it.
+func indexStoppedBy(t *testing.T, sig os.Signal, name string) string {
+	t.Helper()
 	data := t.TempDir()
 	first := writeToolsFile(t, t.TempDir(), 50, "")
 	runIndexJSON(t, &globals{dataDir: data}, first)
@@ -639,10 +622,14 @@ func TestIndexInterrupted(t *testing.T) {
 	cmd := toolgateCmd(t, data, "index", "--tools", writeToolsFile(t, t.TempDir(), 3000, " Changed."))
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
-	out, err, _ := interruptAt(t, cmd, "embedding: ") // the embedding has begun: stop it
-	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 ||
-		!strings.Contains(out, "toolgate: stopped before the index was built: the index in "+index.Dir(data)+" is as it was") || strings.Contains(out, "context canceled") {
-		t.Errorf("index stopped by SIGINT: %v, want exit status 1 saying it stopped and the index is as it was\n%s", err, out)
+	out, err, reached := signalAt(t, cmd, "embedding: ", sig) // the embedding has begun: stop it
+	if !reached {
+		t.Fatalf("the embedding never began:\n%s", out)
+	}
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out, "stopping: "+name) ||
+		!strings.Contains(out, "toolgate: stopped before the index was built: the index in "+index.Dir(data)+" is as it was") ||
+		strings.Contains(out, "context canceled") || strings.Contains(out, "not stopped cleanly") {
+		t.Errorf("index stopped by %s: %v, want exit status 1 saying it stopped and the index is as it was, its stores closed\n%s", name, err, out)
 	}
 	ix, err := index.Open(index.Dir(data), nil)
 	if err != nil {
@@ -652,4 +639,5 @@ func TestIndexInterrupted(t *testing.T) {
 	if catalog.Fingerprint(ix.Tools()) != catalog.Fingerprint(before) {
 		t.Errorf("after the stop the index holds %d tools, want the %d indexed before", ix.Len(), len(before))
 	}
+	return data
 }

@@ -258,7 +258,7 @@ func (c *Cached) mkdir() error {
 	if c.inMemory {
 		return nil
 	}
-	if err := c.st.MkdirAll(c.dir, 0o755); err != nil {
+	if err := c.st.MkdirAll(c.dir, storage.FolderMode); err != nil {
 		return fmt.Errorf("embedding cache: %w", err)
 	}
 	return nil

@@ -187,7 +187,7 @@ func EnsureReport(ctx context.Context, dir string, tools []catalog.Tool, emb Emb
 	log := opts.logger()
 	rep := Report{Tools: len(tools)}
 	ixDir := dir
-	if err := opts.mkdirAll(ixDir, 0o755); err != nil {
+	if err := opts.mkdirAll(ixDir, storage.FolderMode); err != nil {
 		return nil, rep, fmt.Errorf("create index folder: %w", err)
 	}
 	unlock, err := lockDirWait(ctx, ixDir, opts)

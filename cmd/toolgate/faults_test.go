@@ -797,3 +797,66 @@ exec "$@"
 		})
 	}
 }
+
+// afterShell runs cmd from a shell that runs setup first (`umask 000`,
+// `trap "" HUP` as nohup does), then execs it.
+func afterShell(cmd *exec.Cmd, setup string) *exec.Cmd {
+	cmd.Args = append([]string{"sh", "-c", setup + `; exec "$0" "$@"`}, cmd.Args...)
+	cmd.Path = "/bin/sh"
+	return cmd
+}
+
+// TestUmaskZeroOwnerOnly: under umask 000 (a container's, a service
+// manager's) the data folder and every folder of it that serve or index
+// makes are owner-only. The data folder was made 0755 and the stores'
+// folders too, in which Badger made the learned pairs' and the cache's
+// files 0666: any local user's to write (and under umask 022 to read: the
+// queries searched).
+func TestUmaskZeroOwnerOnly(t *testing.T) {
+	ownerOnly := func(t *testing.T, data string) {
+		t.Helper()
+		entries, err := os.ReadDir(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths := []string{data}
+		for _, e := range entries {
+			if e.IsDir() {
+				paths = append(paths, filepath.Join(data, e.Name()))
+			}
+		}
+		for _, p := range paths {
+			if fi, err := os.Stat(p); err != nil || fi.Mode().Perm()&0o077 != 0 {
+				t.Errorf("%s: %v %v, want owner-only (0700)", p, fi.Mode(), err)
+			}
+		}
+		if len(paths) < 2 {
+			t.Errorf("the data folder holds no folder: %v", entries)
+		}
+	}
+	t.Run("serve", func(t *testing.T) {
+		data := filepath.Join(t.TempDir(), "data")
+		addr := freeAddr(t)
+		cfg := filepath.Join(t.TempDir(), "servers.json")
+		if err := os.WriteFile(cfg, []byte(`{"mcpServers": {}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		g := startServe(t, afterShell(toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr), "umask 000"), addr)
+		ctx, cs := g.connect(t)
+		searchTools(t, ctx, cs, "list the servers", 3)
+		for _, store := range []string{"learn", "cache/embeddings", "index", "audit"} {
+			if _, err := os.Stat(filepath.Join(data, store)); err != nil {
+				t.Errorf("serve made no %s: %v", store, err)
+			}
+		}
+		ownerOnly(t, data)
+	})
+	t.Run("index", func(t *testing.T) {
+		data := filepath.Join(t.TempDir(), "data")
+		out, err := afterShell(toolgateCmd(t, data, "index", "--bm25-only", "--tools", writeToolsFile(t, t.TempDir(), 5, "")), "umask 000").CombinedOutput()
+		if err != nil {
+			t.Fatalf("index: %v\n%s", err, out)
+		}
+		ownerOnly(t, data)
+	})
+}

@@ -132,6 +132,9 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 			g.DataDir(), strings.Join(running, "; "), what, own)
 	}
 
+	// The data folder made here, owner-only (serve's start would): the
+	// index's own mkdir made it 0755 on the way to index/ (--bm25-only).
+	_ = g.health().Prepare()
 	res := indexResult{Dir: index.Dir(g.DataDir()), Unlisted: down}
 	var emb index.Embedder
 	if !f.noVectors {

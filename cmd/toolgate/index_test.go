@@ -524,6 +524,12 @@ func TestIndexOverFileSizeLimit(t *testing.T) {
 // line came before cmd ended by itself.
 func interruptAt(t *testing.T, cmd *exec.Cmd, mark string) (string, error, bool) {
 	t.Helper()
+	return signalAt(t, cmd, mark, os.Interrupt)
+}
+
+// signalAt is interruptAt with another signal.
+func signalAt(t *testing.T, cmd *exec.Cmd, mark string, sig os.Signal) (string, error, bool) {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -539,7 +545,7 @@ func interruptAt(t *testing.T, cmd *exec.Cmd, mark string) (string, error, bool)
 		reached = strings.Contains(lines.Text(), mark)
 	}
 	if reached {
-		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Process.Signal(sig)
 	}
 	for lines.Scan() {
 		out.WriteString(lines.Text() + "\n")
@@ -547,10 +553,67 @@ func interruptAt(t *testing.T, cmd *exec.Cmd, mark string) (string, error, bool)
 	return out.String(), cmd.Wait(), reached
 }
 
+// TestIndexHangup: SIGHUP (the terminal `toolgate index` runs in closed)
+// stops it as SIGINT does: it says so, exit status 1, the index as it was,
+// the embedding cache closed, and the next `serve` starts on the folder
+// with every store writing and stops cleanly. SIGHUP's default action
+// killed it: exit status 129 and not a word.
+func TestIndexHangup(t *testing.T) {
+	data := indexStoppedBy(t, syscall.SIGHUP, "SIGHUP")
+
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	g := startServe(t, toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr), addr)
+	ctx, cs := g.connect(t)
+	if got, _ := searchTools(t, ctx, cs, "disable a server", 3); len(got.Tools) == 0 {
+		t.Errorf("serve after the stopped index: search_tools found nothing")
+	}
+	for _, w := range []string{"embedding cache", "learned pairs", "index"} {
+		if st := writer(t, storageReport(t, addr), w); !st.OK {
+			t.Errorf("serve after the stopped index: %s %+v, want it writing", w, st)
+		}
+	}
+	start := time.Now()
+	g.signal(t, syscall.SIGTERM)
+	if code, _ := g.waitExit(t, start); code != 0 {
+		t.Errorf("serve after the stopped index exited %d, want 0:\n%s", code, g.logs)
+	}
+
+	// Under nohup (SIGHUP ignored) the build goes on: catching SIGHUP
+	// must not undo the ignore.
+	tools := writeToolsFile(t, t.TempDir(), 400, " Changed again.")
+	nohup := afterShell(toolgateCmd(t, data, "index", "--tools", tools), `trap "" HUP`)
+	out, err, reached := signalAt(t, nohup, "embedder loaded", syscall.SIGHUP) // the build is to come: its vectors may all be cached
+	if !reached || err != nil || strings.Contains(out, "stopping") {
+		t.Fatalf("index under nohup after SIGHUP: %v, want it to go on to the end\n%s", err, out)
+	}
+	want, _ := catalog.ReadFile(tools)
+	ix, err := index.Open(index.Dir(data), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if catalog.Fingerprint(ix.Tools()) != catalog.Fingerprint(want) {
+		t.Errorf("index under nohup holds %d tools, want the %d it was given", ix.Len(), len(want))
+	}
+}
+
 // TestIndexInterrupted: SIGINT during `toolgate index` says that it was
 // stopped and that the index on disk is as it was, which a run after it
 // finds; it said "embed tools 1-199 of 199: context canceled".
 func TestIndexInterrupted(t *testing.T) {
+	indexStoppedBy(t, os.Interrupt, "SIGINT")
+}
+
+// indexStoppedBy stops a `toolgate index` by sig once its embedding has
+// begun, checks that it says so (exit status 1, the index as it was, the
+// stores closed) and that the index holds the catalog indexed before, and
+// returns the data folder. name is the signal as the stop's log names it.
+func indexStoppedBy(t *testing.T, sig os.Signal, name string) string {
+	t.Helper()
 	data := t.TempDir()
 	first := writeToolsFile(t, t.TempDir(), 50, "")
 	runIndexJSON(t, &globals{dataDir: data}, first)
@@ -559,10 +622,14 @@ func TestIndexInterrupted(t *testing.T) {
 	cmd := toolgateCmd(t, data, "index", "--tools", writeToolsFile(t, t.TempDir(), 3000, " Changed."))
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
-	out, err, _ := interruptAt(t, cmd, "embedding: ") // the embedding has begun: stop it
-	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 ||
-		!strings.Contains(out, "toolgate: stopped before the index was built: the index in "+index.Dir(data)+" is as it was") || strings.Contains(out, "context canceled") {
-		t.Errorf("index stopped by SIGINT: %v, want exit status 1 saying it stopped and the index is as it was\n%s", err, out)
+	out, err, reached := signalAt(t, cmd, "embedding: ", sig) // the embedding has begun: stop it
+	if !reached {
+		t.Fatalf("the embedding never began:\n%s", out)
+	}
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out, "stopping: "+name) ||
+		!strings.Contains(out, "toolgate: stopped before the index was built: the index in "+index.Dir(data)+" is as it was") ||
+		strings.Contains(out, "context canceled") || strings.Contains(out, "not stopped cleanly") {
+		t.Errorf("index stopped by %s: %v, want exit status 1 saying it stopped and the index is as it was, its stores closed\n%s", name, err, out)
 	}
 	ix, err := index.Open(index.Dir(data), nil)
 	if err != nil {
@@ -572,4 +639,5 @@ func TestIndexInterrupted(t *testing.T) {
 	if catalog.Fingerprint(ix.Tools()) != catalog.Fingerprint(before) {
 		t.Errorf("after the stop the index holds %d tools, want the %d indexed before", ix.Len(), len(before))
 	}
+	return data
 }

@@ -159,7 +159,9 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 	setServeGC()
 	// Registered first: a SIGHUP during start-up must not kill the gateway
-	// (the default action); the loop reads it once it runs.
+	// (the default action) nor stop it (the other commands' stop); the loop
+	// reads it once it runs.
+	g.stop.KeepHangup()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

@@ -1,6 +1,7 @@
-// Package shutdown owns how a toolgate process stops: on SIGINT or SIGTERM,
-// or when a command ends for another reason (a stdio client that closed
-// stdin, an error).
+// Package shutdown owns how a toolgate process stops: on SIGINT, SIGTERM or
+// SIGHUP (the terminal it runs in closed; `serve` keeps SIGHUP for its
+// reload: KeepHangup), or when a command ends for another reason (a stdio
+// client that closed stdin, an error).
 //
 // The first signal cancels the command's context and starts the budget
 // (Budget): the command stops what it runs within it — `serve` stops its
@@ -12,6 +13,7 @@
 //	0    clean: everything stopped, every store flushed and closed
 //	4    not clean (ExitUnclean): a store could not be flushed or closed,
 //	     or the budget ran out; the log names what, once
+//	129  a second SIGHUP ended the process at once (ExitSignal + 1)
 //	130  a second SIGINT ended the process at once (ExitSignal + 2)
 //	143  a second SIGTERM ended the process at once (ExitSignal + 15)
 //
@@ -54,8 +56,8 @@ const (
 type Options struct {
 	Logger *slog.Logger  // nil = discard (SetLogger sets one later)
 	Budget time.Duration // default Budget
-	// Signals delivers the stop signals (default: SIGINT and SIGTERM of
-	// this process); tests send their own.
+	// Signals delivers the stop signals (default: SIGINT, SIGTERM and
+	// SIGHUP of this process); tests send their own.
 	Signals chan os.Signal
 	// Exit ends the process (default os.Exit); tests record the status.
 	Exit func(code int)
@@ -67,6 +69,7 @@ type Controller struct {
 	o      Options
 	log    atomic.Pointer[slog.Logger]
 	quiet  atomic.Bool // Quiet: the first signal is not announced
+	hupOwn atomic.Bool // KeepHangup: SIGHUP is the command's, not a stop
 	cancel context.CancelFunc
 	sigs   chan os.Signal
 	quit   chan struct{}
@@ -100,6 +103,14 @@ func Start(parent context.Context, opts *Options) (context.Context, *Controller)
 	if c.sigs == nil {
 		c.sigs = make(chan os.Signal, 2)
 		signal.Notify(c.sigs, os.Interrupt, syscall.SIGTERM)
+		// SIGHUP too: its default action killed a command whose terminal
+		// closed (exit 129) without a word, an index build or a fetch
+		// half done, its stores unclosed. It stops it as Ctrl-C does.
+		// Not when it is ignored (nohup): Notify would undo that, and the
+		// build nohup was to keep going would stop.
+		if !signal.Ignored(syscall.SIGHUP) {
+			signal.Notify(c.sigs, syscall.SIGHUP)
+		}
 	}
 	ctx, cancel := context.WithCancel(parent)
 	c.cancel = cancel
@@ -131,6 +142,17 @@ func (c *Controller) Quiet() {
 	}
 }
 
+// KeepHangup leaves SIGHUP to the command, which handles it itself
+// (`serve` reloads its config on it): the stop no longer takes it for a
+// signal to stop. Call it before the command registers its own; while the
+// controller runs, SIGHUP stays caught, so one during serve's stop is not
+// the default action's kill either.
+func (c *Controller) KeepHangup() {
+	if c != nil {
+		c.hupOwn.Store(true)
+	}
+}
+
 // watch turns the first signal into a cancelled context and a started
 // budget, and the second into an exit.
 func (c *Controller) watch() {
@@ -141,6 +163,9 @@ func (c *Controller) watch() {
 		case <-c.quit:
 			return
 		case sig := <-c.sigs:
+			if sig == syscall.SIGHUP && c.hupOwn.Load() {
+				continue
+			}
 			if first {
 				first = false
 				level := slog.LevelInfo
@@ -292,6 +317,8 @@ func sigName(s os.Signal) string {
 		return "SIGINT"
 	case syscall.SIGTERM:
 		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
 	}
 	return s.String()
 }

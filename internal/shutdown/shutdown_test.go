@@ -180,3 +180,29 @@ func TestStopped(t *testing.T) {
 		t.Errorf("after the cancel: %v", err)
 	}
 }
+
+// SIGHUP (a closed terminal) stops a command as SIGINT does, unless the
+// command keeps it (serve reloads on it): then it is no stop at all.
+func TestHangup(t *testing.T) {
+	f := start(t, time.Minute)
+	f.sigs <- syscall.SIGHUP
+	<-f.ctx.Done()
+	if code := f.c.Stop(); code != 0 {
+		t.Fatalf("Stop = %d, want 0 (clean)", code)
+	}
+	if !strings.Contains(f.logs.String(), "stopping: SIGHUP; a second signal exits at once") {
+		t.Errorf("log:\n%s", f.logs)
+	}
+
+	f = start(t, time.Minute)
+	f.c.KeepHangup()
+	f.sigs <- syscall.SIGHUP
+	f.sigs <- syscall.SIGTERM // handled after the SIGHUP: the first stop signal
+	<-f.ctx.Done()
+	if code := f.c.Stop(); code != 0 || len(f.exits) != 0 {
+		t.Fatalf("Stop = %d, exits %d; want 0 and none (SIGTERM is the first stop signal)", code, len(f.exits))
+	}
+	if log := f.logs.String(); strings.Contains(log, "SIGHUP") || !strings.Contains(log, "stopping: SIGTERM") {
+		t.Errorf("a kept SIGHUP was taken for a stop:\n%s", log)
+	}
+}

@@ -56,6 +56,33 @@ import (
 // through a memory map), its flush and a compaction, with a margin.
 const DefaultMinFree = 64 << 20
 
+// FolderMode is the mode of the data folder and of the stores' folders in
+// it (index/, cache/embeddings, learn/) when toolgate makes them: owner-only
+// whatever the umask. The data folder holds the API keys, logins, audit log
+// and learned queries; Badger creates its files 0666 less the umask, so under
+// umask 000 the learned pairs and the cache were any local user's to write,
+// and under the usual 022 any user's to read, in a data folder made 0755.
+const FolderMode fs.FileMode = 0o700
+
+// MkdirOwnerOnly makes dir FolderMode, and the folders above it that are
+// missing as os.MkdirAll does (0755: ~/.local/share is not toolgate's). One
+// that is there is left as it is: a folder the operator made (a systemd
+// StateDirectory=) keeps the mode given.
+func MkdirOwnerOnly(dir string) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	err := os.Mkdir(dir, FolderMode)
+	if errors.Is(err, fs.ErrExist) {
+		if fi, serr := os.Stat(dir); serr == nil && fi.IsDir() {
+			return nil
+		}
+		// A file in its place: ENOTDIR, as os.MkdirAll says it (Fix names it).
+		err = &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+	}
+	return err
+}
+
 // Options configure New. Nil means defaults.
 type Options struct {
 	Logger *slog.Logger // nil = discard
@@ -121,7 +148,7 @@ func (h *Health) Dir() string { return h.dir }
 // place) is made by Check once it can be: it was never there at this
 // start, so nothing was unmounted.
 func (h *Health) Prepare() error {
-	if err := os.MkdirAll(h.dir, 0o755); err != nil {
+	if err := MkdirOwnerOnly(h.dir); err != nil {
 		if fi, serr := os.Stat(h.dir); serr != nil || !fi.IsDir() {
 			h.create.Store(true)
 		}
@@ -213,7 +240,7 @@ func (h *Health) probe() (uint64, error) {
 	fi, err := os.Stat(h.dir)
 	if err != nil && h.create.Load() {
 		// Never there at this start: made now if it can be.
-		if merr := os.MkdirAll(h.dir, 0o755); merr != nil {
+		if merr := MkdirOwnerOnly(h.dir); merr != nil {
 			return 0, h.folderError(merr)
 		}
 		if h.create.CompareAndSwap(true, false) {
@@ -244,16 +271,23 @@ func (h *Health) probe() (uint64, error) {
 		return 0, h.folderError(err)
 	}
 	free := freeOf(st)
-	return free, full(h.dir, free, st.Files, st.Ffree, h.o.MinFree)
+	return free, full(h.dir, free, roomOf(st), st.Files, st.Ffree, h.o.MinFree)
 }
 
 // full is the fault of a file system with free bytes and ffree of files
 // inodes free, or nil when it has room: more than minFree bytes and, where
 // it counts inodes, one at least. It says which is short, space or inodes
-// (the free files: a disk with room can still refuse every new file).
-func full(dir string, free, files, ffree, minFree uint64) error {
+// (the free files: a disk with room can still refuse every new file), and
+// a file system whose room (all it could ever have free) is not more than
+// minFree as too small: freeing space there, the fix of a full one, can
+// never be enough (a tmpfs of a few MiB, a small volume).
+func full(dir string, free, room, files, ffree, minFree uint64) error {
 	noSpace, noInodes := free < minFree, files > 0 && ffree == 0
 	switch {
+	case noSpace && room <= minFree:
+		return &FolderError{Dir: dir, Err: syscall.ENOSPC,
+			Problem: fmt.Sprintf("is on a file system too small for toolgate (%s in all, %s free; toolgate stops writing below %s free)", mib(room), mib(free), mib(minFree)),
+			Fix:     fmt.Sprintf("give the data folder a file system with more than %s free: make this one larger (a tmpfs: mount -o remount,size=256m %s), or move the data folder to another one (--data-dir or TOOLGATE_DATA_DIR); freeing space here is not enough", mib(minFree), shellword.Join(mountPoint(dir)))}
 	case noSpace && noInodes:
 		return &FolderError{Dir: dir, Err: syscall.ENOSPC,
 			Problem: fmt.Sprintf("is on a full file system (%s free, toolgate stops writing below %s; and no inodes free: no new file can be made)", mib(free), mib(minFree)),
@@ -384,6 +418,31 @@ func statfs(dir string) (unix.Statfs_t, error) {
 }
 
 func freeOf(st unix.Statfs_t) uint64 { return st.Bavail * uint64(st.Bsize) }
+
+// mountPoint is the folder the file system of dir is mounted at: the
+// highest folder on dir's way on the same device (dir itself when its
+// device cannot be read).
+func mountPoint(dir string) string {
+	var st unix.Stat_t
+	if unix.Stat(dir, &st) != nil {
+		return dir
+	}
+	p := filepath.Clean(dir)
+	for p != filepath.Dir(p) {
+		var up unix.Stat_t
+		if unix.Stat(filepath.Dir(p), &up) != nil || up.Dev != st.Dev {
+			break
+		}
+		p = filepath.Dir(p)
+	}
+	return p
+}
+
+// roomOf is the most a file system could have free for this user: its size
+// less what is reserved for root (Bfree - Bavail).
+func roomOf(st unix.Statfs_t) uint64 {
+	return (st.Blocks - min(st.Bfree-st.Bavail, st.Blocks)) * uint64(st.Bsize)
+}
 
 // Fix says what an operator does about err, a failure to write in the data
 // folder dir.

@@ -31,7 +31,8 @@ func TestCheckFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, problem: "is not a folder", fix: "move the file"},
-		{name: "full", minFree: 1 << 62, problem: "full file system", fix: "free space", is: syscall.ENOSPC},
+		// No file system has 4 EiB: too small (a full one is TestFullSaysWhatIsShort's).
+		{name: "full", minFree: 1 << 62, problem: "file system too small", fix: "give the data folder a file system with more than", is: syscall.ENOSPC},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "data")
@@ -255,7 +256,7 @@ func TestFullSaysWhatIsShort(t *testing.T) {
 		{"both", 1 << 20, 60, 0, "no inodes free", "free space and files", "out of inodes"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			err := full("/d", c.free, c.files, c.ffree, minFree)
+			err := full("/d", c.free, 1<<30, c.files, c.ffree, minFree)
 			var fe *FolderError
 			if !errors.As(err, &fe) || !strings.Contains(fe.Problem, c.problem) || !strings.Contains(fe.Fix, c.fix) ||
 				strings.Contains(fe.Problem+fe.Fix, c.not) || !errors.Is(err, syscall.ENOSPC) {
@@ -263,8 +264,35 @@ func TestFullSaysWhatIsShort(t *testing.T) {
 			}
 		})
 	}
-	if err := full("/d", 200<<20, 0, 0, minFree); err != nil { // no inode count (btrfs)
+	if err := full("/d", 200<<20, 1<<30, 0, 0, minFree); err != nil { // no inode count (btrfs)
 		t.Errorf("a file system that does not count inodes: %v", err)
+	}
+}
+
+// A data folder on a file system smaller than the room toolgate keeps free
+// (a tmpfs of 1 MiB) is said to be too small, with the fix to give it a
+// larger one: "free space on the file system", the fix of a full one,
+// could never be enough there.
+func TestFileSystemTooSmall(t *testing.T) {
+	mnt := t.TempDir()
+	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "size=1m"); err != nil {
+		testenv.Missing(t, "mounting a tmpfs needs root (%v)", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(mnt, unix.MNT_DETACH) })
+	data := filepath.Join(mnt, "data")
+	h := New(data, nil)
+	if err := h.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	err := h.Check()
+	var fe *FolderError
+	if !errors.As(err, &fe) || !strings.Contains(fe.Problem, "too small for toolgate (1.0 MiB in all") ||
+		!strings.Contains(fe.Fix, "mount -o remount,size=256m "+mnt) || !strings.Contains(fe.Fix, "--data-dir") || !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("Check = %v (fix %q), want a file system too small, with the fix to give it more room", err, fixOf(fe))
+	}
+	// A full file system of room enough keeps its fix: free space.
+	if err := full("/d", 1<<20, 200<<20, 0, 0, DefaultMinFree); err == nil || !strings.Contains(Fix("/d", err), "free space on the file system") {
+		t.Errorf("full of a large file system = %v (fix %q)", err, Fix("/d", err))
 	}
 }
 

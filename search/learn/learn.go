@@ -183,7 +183,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	blog := &badgerlog.Logger{L: o.Logger, Prefix: "learned pairs", FlushFailed: o.Storage.Fail}
 	bo := badgerlog.Options(dir, o.InMemory, blog, 4<<20).WithValueThreshold(4 << 10)
 	if !o.InMemory {
-		if err := o.Storage.MkdirAll(dir, 0o755); err != nil {
+		if err := o.Storage.MkdirAll(dir, storage.FolderMode); err != nil {
 			return nil, fmt.Errorf("learned pairs: %w", err)
 		}
 	}

@@ -52,3 +52,27 @@ func TestScriptsArguments(t *testing.T) {
 		}
 	}
 }
+
+// make bench and make bench-report install what the benchmarks need (the
+// native pieces, the model, the bundled servers: make deps-run), not the
+// Python SDKs and the browser of the interop and console tests, which no
+// benchmark runs: the browser's install is an apt-get as root.
+func TestMakeBenchDeps(t *testing.T) {
+	for _, target := range []string{"bench", "bench-report"} {
+		cmd := exec.Command("make", "-n", "-C", "..", target)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make -n %s: %v\n%s", target, err, out)
+		}
+		for _, want := range []string{"scripts/build-tokenizers.sh", "scripts/fetch-model.sh", "scripts/install-servers.sh"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("make %s does not run %s:\n%s", target, want, out)
+			}
+		}
+		for _, not := range []string{"scripts/install-python.sh", "scripts/install-chromium.sh"} {
+			if strings.Contains(string(out), not) {
+				t.Errorf("make %s runs %s, which no benchmark needs", target, not)
+			}
+		}
+	}
+}

@@ -29,12 +29,14 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
 	"github.com/tidwall/jsonc"
 
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/index/catalog"
 )
 
 // Formats of the files read.
@@ -357,6 +359,23 @@ func (x *rewriter) server(name string, raw json.RawMessage) (string, map[string]
 	if _, ok := e["envFile"]; ok { // VS Code
 		x.r.note("server %q: \"envFile\" is not read by toolgate: copy the variables it needs into \"env\" (or the gateway's environment)", valid)
 		delete(e, "envFile")
+	}
+	if tools, ok := e["disabledTools"]; ok { // Windsurf's tools turned off
+		// toolgate has no such key: said, as it would serve them.
+		var names, ids []string
+		if list, ok := tools.([]any); ok {
+			for _, t := range list {
+				if n, ok := t.(string); ok && n != "" {
+					names = append(names, n)
+					ids = append(ids, strconv.Quote(valid+catalog.Sep+n))
+				}
+			}
+		}
+		if len(names) > 0 {
+			x.r.note(`server %q: "disabledTools" is not read by toolgate, which serves %s: to keep them from a client, deny them in the profile it uses, "toolgate": {"profiles": {"NAME": {"tools": {"deny": [%s]}}}} (see toolgate's README, Profiles)`,
+				valid, strings.Join(names, ", "), strings.Join(ids, ", "))
+		}
+		delete(e, "disabledTools")
 	}
 	if t, ok := e["type"].(string); ok && t == "local" {
 		delete(e, "type")

@@ -364,3 +364,26 @@ func TestSeparateCaseTwinsImportedAgain(t *testing.T) {
 		t.Errorf("servers imported again %v, want %v", cursor.Servers, want)
 	}
 }
+
+// Tools a client was told to leave out ("disabledTools", Windsurf's) are
+// served by toolgate, which has no such key in a server's entry: the note
+// says so with the profile that keeps them from a client. They were
+// dropped in silence, the tools callable through the gateway.
+func TestDisabledToolsNoted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcp_config.json")
+	data := `{"mcpServers": {"git": {"command": "uvx", "args": ["mcp-server-git"], "disabledTools": ["git_commit", "git_push"]}, "fs": {"command": "npx", "disabledTools": []}}}`
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, servers := read(t, path, "")
+	want := `server "git": "disabledTools" is not read by toolgate, which serves git_commit, git_push: to keep them from a client, deny them in the profile it uses, "toolgate": {"profiles": {"NAME": {"tools": {"deny": ["git__git_commit", "git__git_push"]}}}} (see toolgate's README, Profiles)`
+	if !slices.Contains(r.Notes, want) {
+		t.Errorf("notes %q lack %q", r.Notes, want)
+	}
+	if len(r.Notes) != 1 {
+		t.Errorf("notes %q: want the one of git (fs's list is empty)", r.Notes)
+	}
+	if _, ok := servers["git"]["disabledTools"]; ok {
+		t.Errorf("git's entry keeps disabledTools, which toolgate does not read: %v", servers["git"])
+	}
+}

@@ -402,3 +402,30 @@ func TestImportProblemsNameTheirFile(t *testing.T) {
 		t.Errorf("--into wrote %s from an invalid import (stat: %v)", into, err)
 	}
 }
+
+// A variable written a shell's way ("$MY_TOKEN") in an imported entry is
+// said, as toolgate servers and serve say it: it reaches the server as
+// written. Import said nothing of it.
+func TestImportSaysBareVariables(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".mcp.json")
+	src := `{"mcpServers": {"scripts": {"command": "npx", "env": {"TOKEN": "$MY_TOKEN", "PW": "pa$$word"}}, "api": {"url": "https://api.example.com/mcp", "headers": {"Authorization": "Bearer $API_KEY"}}}}`
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := toolgateCmd(t, t.TempDir(), "import", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"warning: variables written without braces (a shell's way) reach the server as written:\n",
+		`  api: headers.Authorization is "Bearer $API_KEY", passed as written: toolgate expands ${API_KEY} (with braces)` + "\n",
+		`  scripts: env.TOKEN is "$MY_TOKEN", passed as written: toolgate expands ${MY_TOKEN} (with braces)` + "\n",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "env.PW") {
+		t.Errorf("a password with a $ is named as a variable:\n%s", out)
+	}
+}

@@ -37,6 +37,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/jsonwords"
 )
 
 // Formats of the files read.
@@ -117,8 +118,14 @@ func Read(path string, data []byte, format string) (*Result, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var top map[string]json.RawMessage
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("%s: the file is empty: %s", path, wantObject)
+	}
 	if err := json.Unmarshal(data, &top); err != nil {
 		return nil, notJSON(path, data, err)
+	}
+	if top == nil { // null
+		return nil, fmt.Errorf("%s: a JSON null, not an object: %s", path, wantObject)
 	}
 	if format == "" {
 		if format = Detect(path, data); format == "" {
@@ -242,8 +249,13 @@ func notJSON(path string, data []byte, err error) error {
 		col := max(1, len(before)-(bytes.LastIndexByte(before, '\n')+1))
 		return fmt.Errorf("%s:%d:%d: not valid JSON: %w", path, line, col, err)
 	}
-	return fmt.Errorf("%s: not a JSON object: %w", path, err)
+	// In JSON's words: "a JSON array, not an object".
+	return fmt.Errorf("%s: %w: %s", path, jsonwords.Explain(err, map[string]json.RawMessage(nil)), wantObject)
 }
+
+// wantObject is what a client's file holds, for a file that holds another
+// JSON value or none.
+const wantObject = `a client's MCP config is an object, {"mcpServers": {…}}`
 
 func (r *Result) note(format string, args ...any) {
 	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))

@@ -138,6 +138,19 @@ func TestReadErrorsAndFormat(t *testing.T) {
 	if err != nil || r.Format != VSCode || !slices.Equal(r.Servers, []string{"a"}) {
 		t.Errorf("settings.json with comments: %+v %v", r, err)
 	}
+	// A file whose JSON is no object, or that is empty, says so in JSON's
+	// words ("cannot unmarshal array into Go value of type
+	// map[string]json.RawMessage", "unexpected end of JSON input").
+	for data, want := range map[string]string{
+		"[]":   `x.json: a JSON array, not an object: a client's MCP config is an object, {"mcpServers": {…}}`,
+		"\n":   `x.json: the file is empty: a client's MCP config is an object, {"mcpServers": {…}}`,
+		"null": `x.json: a JSON null, not an object: a client's MCP config is an object, {"mcpServers": {…}}`,
+		`"a"`:  `x.json: a JSON string, not an object: a client's MCP config is an object, {"mcpServers": {…}}`,
+	} {
+		if _, err := Read("x.json", []byte(data), ""); err == nil || err.Error() != want {
+			t.Errorf("%q: error %v, want %q", data, err, want)
+		}
+	}
 	// A file that is not JSON says where, not that it has no servers.
 	if _, err := Read("x.json", []byte("{\"mcpServers\": {\n  \"a\" {}}}"), ""); err == nil || !strings.HasPrefix(err.Error(), "x.json:2:7: not valid JSON: invalid character '{' after object key") {
 		t.Errorf("not JSON: %v", err)

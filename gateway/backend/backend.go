@@ -137,7 +137,8 @@ type backend struct {
 	discoverLate atomic.Bool
 	// legacySSE is the URL at which an "http" server refused the
 	// streamable handshake's POST (a 4xx, see trySSE) and took the older
-	// HTTP+SSE transport; its reconnects there use that at once.
+	// HTTP+SSE transport, until a connect takes streamable HTTP again: its
+	// status says sse, and a reconnect's fallback is not news (debug).
 	legacySSE atomic.Pointer[string]
 
 	notifyMu sync.Mutex // serializes list + OnToolsChanged

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"log/slog"
 	"mime"
 	"net"
 	"net/http"
@@ -501,6 +502,9 @@ func (b *backend) connectRemote(ctx context.Context, r *run, client *mcp.Client)
 	if err == nil {
 		if t := r.headers(); t != nil {
 			t.handshake.Store(false)
+			if !t.sse {
+				b.legacySSE.Store(nil) // streamable HTTP took it (again)
+			}
 		}
 	}
 	return sess, err
@@ -519,12 +523,13 @@ func (b *backend) handshakeRemote(ctx context.Context, r *run, client *mcp.Clien
 		return nil, err
 	}
 	maxEvent := b.p.opts.MaxMessageBytes
-	if b.transport() == config.TypeSSE {
-		sess, err := b.connectSSE(ctx, r, client, tc)
-		if err != nil && b.cfg.Type == config.TypeHTTP {
-			b.legacySSE.Store(nil) // the next connect tries streamable HTTP first again
-		}
-		return sess, err
+	// An "http" server that took SSE before (legacySSE) is tried with
+	// streamable HTTP first all the same, as the protocol advises: one that
+	// speaks both at the URL and refused the POST once (a route not ready
+	// while it started, a proxy's 404 during a deploy) stayed on SSE until
+	// the gateway restarted. A server of SSE alone costs one refused POST.
+	if b.cfg.Type == config.TypeSSE {
+		return b.connectSSE(ctx, r, client, tc)
 	}
 	hc := b.httpClient(r, tc, false)
 	r.http = hc
@@ -600,11 +605,15 @@ func (b *backend) trySSE(ctx context.Context, r *run, client *mcp.Client, tc *tl
 	if serr != nil {
 		b.log.Debug("the url is no HTTP+SSE endpoint either", keyErr, maskErr(serr, b.errMask))
 		r.http = hc // the errors say what the streamable handshake met
+		b.legacySSE.Store(nil)
 		return nil, err
 	}
 	u := b.cfg.URL
-	b.legacySSE.Store(&u)
-	b.log.Info("the server speaks the older HTTP+SSE transport: connected with it (\"type\": \"sse\" in its entry skips the first try)",
+	level := slog.LevelInfo
+	if was := b.legacySSE.Swap(&u); was != nil && *was == u {
+		level = slog.LevelDebug // said at the first connect that fell back
+	}
+	b.log.Log(ctx, level, "the server speaks the older HTTP+SSE transport: connected with it (\"type\": \"sse\" in its entry skips the first try)",
 		"refused", rf.in(b.cfg.URL))
 	return sess, nil
 }

@@ -57,22 +57,14 @@ func TestMayHaveRunDuringCall(t *testing.T) {
 			name: "connection lost",
 			start: func(t *testing.T) (*Pool, func()) {
 				held := make(chan struct{})
-				srv := behindFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, "hang"), func(proxy *httputil.ReverseProxy) http.Handler {
-					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-						body, _ := io.ReadAll(r.Body)
-						r.Body = io.NopCloser(bytes.NewReader(body))
-						if r.Method != http.MethodPost || !bytes.Contains(body, []byte(`"tools/call"`)) {
-							proxy.ServeHTTP(w, r)
-							return
-						}
-						w.Header().Set("Content-Type", "text/event-stream")
-						w.WriteHeader(http.StatusOK)
-						http.NewResponseController(w).Flush()
-						<-held
-						if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
-							c.Close()
-						}
-					})
+				srv := callsFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, "hang"), nil, func(w http.ResponseWriter, _ *http.Request) {
+					w.Header().Set("Content-Type", "text/event-stream")
+					w.WriteHeader(http.StatusOK)
+					http.NewResponseController(w).Flush()
+					<-held
+					if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+						c.Close()
+					}
 				})
 				return startPool(t, []config.Server{srv}, testOptions(nil)), func() { close(held) }
 			},
@@ -193,19 +185,10 @@ func TestMayHaveRunErrorStatus(t *testing.T) {
 		} {
 			t.Run(fmt.Sprintf("%s/%d", transport, tc.code), func(t *testing.T) {
 				var calls atomic.Int32
-				srv := behindFront(t, backendtest.NewHTTPServer(t, transport, backendtest.ModeNormal), func(proxy *httputil.ReverseProxy) http.Handler {
-					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-						body, _ := io.ReadAll(r.Body)
-						r.Body = io.NopCloser(bytes.NewReader(body))
-						if r.Method != http.MethodPost || !bytes.Contains(body, []byte(`"tools/call"`)) {
-							proxy.ServeHTTP(w, r)
-							return
-						}
-						calls.Add(1)
-						w.Header().Set("Content-Type", tc.contentType)
-						w.WriteHeader(tc.code)
-						io.WriteString(w, tc.body)
-					})
+				srv := callsFront(t, backendtest.NewHTTPServer(t, transport, backendtest.ModeNormal), &calls, func(w http.ResponseWriter, _ *http.Request) {
+					w.Header().Set("Content-Type", tc.contentType)
+					w.WriteHeader(tc.code)
+					io.WriteString(w, tc.body)
 				})
 				p := startPool(t, []config.Server{srv}, testOptions(nil))
 				_, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "once"})
@@ -255,26 +238,17 @@ func TestCallAnswerCutShort(t *testing.T) {
 		} {
 			t.Run(modes+"/"+tc.name, func(t *testing.T) {
 				var calls atomic.Int32
-				srv := behindFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, modes), func(proxy *httputil.ReverseProxy) http.Handler {
-					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-						body, _ := io.ReadAll(r.Body)
-						r.Body = io.NopCloser(bytes.NewReader(body))
-						if r.Method != http.MethodPost || !bytes.Contains(body, []byte(`"tools/call"`)) {
-							proxy.ServeHTTP(w, r)
-							return
-						}
-						calls.Add(1)
-						w.Header().Set("Content-Type", tc.contentType)
-						if tc.contentType == "application/json" {
-							w.Header().Set("Content-Length", "100")
-						}
-						w.WriteHeader(http.StatusOK)
-						io.WriteString(w, tc.body)
-						http.NewResponseController(w).Flush()
-						if tc.abort {
-							panic(http.ErrAbortHandler)
-						}
-					})
+				srv := callsFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, modes), &calls, func(w http.ResponseWriter, _ *http.Request) {
+					w.Header().Set("Content-Type", tc.contentType)
+					if tc.contentType == "application/json" {
+						w.Header().Set("Content-Length", "100")
+					}
+					w.WriteHeader(http.StatusOK)
+					io.WriteString(w, tc.body)
+					http.NewResponseController(w).Flush()
+					if tc.abort {
+						panic(http.ErrAbortHandler)
+					}
 				})
 				p := startPool(t, []config.Server{srv}, testOptions(nil))
 				_, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "once"})
@@ -296,6 +270,27 @@ func TestCallAnswerCutShort(t *testing.T) {
 			})
 		}
 	}
+}
+
+// callsFront serves real behind a front (behindFront) that answers each
+// tools/call with answer, counting them in calls (when not nil), and
+// hands the other requests on.
+func callsFront(t *testing.T, real *backendtest.HTTPServer, calls *atomic.Int32, answer http.HandlerFunc) config.Server {
+	t.Helper()
+	return behindFront(t, real, func(proxy *httputil.ReverseProxy) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if r.Method != http.MethodPost || !bytes.Contains(body, []byte(`"tools/call"`)) {
+				proxy.ServeHTTP(w, r)
+				return
+			}
+			if calls != nil {
+				calls.Add(1)
+			}
+			answer(w, r)
+		})
+	})
 }
 
 // What go-sdk refuses to send, on a connection that is closing already,

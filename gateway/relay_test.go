@@ -181,34 +181,56 @@ func TestProgressAndLogsRelayed(t *testing.T) {
 // notifications/cancelled, over streamable HTTP by the closed request
 // (go-sdk's 2025-11-25 client closes the call's POST too; its
 // notifications/cancelled, a POST of its own, cannot reach a stateless
-// server's call).
+// server's call). The gateway hands the cancel on to a backend of each
+// transport: a stdio process and an SSE server read notifications/cancelled,
+// a streamable HTTP server with a session too, and a stateless one
+// (2026-07-28) sees the call's POST close (when it asks for that: go-sdk's
+// PropagateRequestCancellation; a server that does not runs the call on).
 func TestCancelReachesBackend(t *testing.T) {
-	// A deadline far beyond the wait: only the cancellation can end the call.
-	rg := newRealGateway(t, []config.Server{fakeServer(t, "fake", "hang")}, &backend.Options{CallTimeout: time.Hour})
-	srv := httptest.NewServer(rg.g.HTTPHandler(nil))
-	defer srv.Close()
-	cancelled := 0
-	cancelOne := func(t *testing.T, cs *mcp.ClientSession) {
-		t.Helper()
-		cancelHang(t, rg, cs, cancelled)
-		cancelled++
-		testenv.Eventually(t, "the backend's call cancelled", func() bool {
-			res, err := rg.pool.CallTool(context.Background(), "fake", "hangs", nil)
-			return err == nil && text(res) == backendtest.HangCount(0, cancelled)
-		})
-	}
-	t.Run("session", func(t *testing.T) {
-		cancelOne(t, connect(t, rg.g))
-	})
-	for _, pv := range []string{"2025-11-25", "2026-07-28"} {
-		t.Run("http "+pv, func(t *testing.T) {
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(),
-				&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: pv})
-			if err != nil {
-				t.Fatal(err)
+	for _, bk := range []struct {
+		name string
+		srv  func(t *testing.T) config.Server
+	}{
+		{"stdio", func(t *testing.T) config.Server { return fakeServer(t, "fake", "hang") }},
+		{"http", func(t *testing.T) config.Server {
+			return backendtest.NewHTTPServer(t, config.TypeHTTP, backendtest.ModeHang).Config("fake", nil)
+		}},
+		{"http stateless", func(t *testing.T) config.Server {
+			return backendtest.NewHTTPServer(t, config.TypeHTTP, "hang,stateless,propagate-cancel").Config("fake", nil)
+		}},
+		{"sse", func(t *testing.T) config.Server {
+			return backendtest.NewHTTPServer(t, config.TypeSSE, backendtest.ModeHang).Config("fake", nil)
+		}},
+	} {
+		t.Run(bk.name, func(t *testing.T) {
+			// A deadline far beyond the wait: only the cancellation can end the call.
+			rg := newRealGateway(t, []config.Server{bk.srv(t)}, &backend.Options{CallTimeout: time.Hour})
+			srv := httptest.NewServer(rg.g.HTTPHandler(nil))
+			defer srv.Close()
+			cancelled := 0
+			cancelOne := func(t *testing.T, cs *mcp.ClientSession) {
+				t.Helper()
+				cancelHang(t, rg, cs, cancelled)
+				cancelled++
+				testenv.Eventually(t, "the backend's call cancelled", func() bool {
+					res, err := rg.pool.CallTool(context.Background(), "fake", "hangs", nil)
+					return err == nil && text(res) == backendtest.HangCount(0, cancelled)
+				})
 			}
-			defer cs.Close()
-			cancelOne(t, cs)
+			t.Run("session", func(t *testing.T) {
+				cancelOne(t, connect(t, rg.g))
+			})
+			for _, pv := range []string{"2025-11-25", "2026-07-28"} {
+				t.Run("http "+pv, func(t *testing.T) {
+					cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(),
+						&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: pv})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer cs.Close()
+					cancelOne(t, cs)
+				})
+			}
 		})
 	}
 }

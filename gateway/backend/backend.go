@@ -137,7 +137,8 @@ type backend struct {
 	discoverLate atomic.Bool
 	// legacySSE is the URL at which an "http" server refused the
 	// streamable handshake's POST (a 4xx, see trySSE) and took the older
-	// HTTP+SSE transport; its reconnects there use that at once.
+	// HTTP+SSE transport, until a connect takes streamable HTTP again: its
+	// status says sse, and a reconnect's fallback is not news (debug).
 	legacySSE atomic.Pointer[string]
 
 	notifyMu sync.Mutex // serializes list + OnToolsChanged
@@ -1128,7 +1129,20 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 			// "context canceled" and was not sent again (CI, under load).
 			err = fmt.Errorf("%w: %w", mcp.ErrSessionMissing, err)
 		}
-		return nil, &UnavailableError{Server: name, Err: rf.ownWords(b.cfg.URL, name, b.cfg.Type, err)}
+		w := rf.ownWords(b.cfg.URL, name, b.cfg.Type, err)
+		if rf.mayHaveRun(exact) {
+			last := w
+			for last.Then != nil {
+				last = last.Then
+			}
+			last.Then = noAnswer(true, "", nil, "")
+		}
+		return nil, &UnavailableError{Server: name, Err: w}
+	}
+	if c := exact.cut.Load(); c != nil && cctx.Err() == nil {
+		// The call's answer began and ended before its result: the
+		// server had the call, and may have run it.
+		return nil, &UnavailableError{Server: name, Err: c.words(err)}
 	}
 	ue := ownRequestError(err)
 	if why := unreachable(ue); why != nil && r.proc == nil && ctx.Err() == nil {

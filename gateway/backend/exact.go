@@ -33,6 +33,9 @@ type exactResult struct {
 	mu   sync.Mutex
 	raw  json.RawMessage
 	done atomic.Bool // the call has returned: no one waits for its result
+	// cut is how the answer to the call's POST ended before its result
+	// (streamable HTTP: callBody), or nil.
+	cut atomic.Pointer[cutAnswer]
 }
 
 type exactKey struct{}

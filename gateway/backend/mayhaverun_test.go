@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,22 +57,14 @@ func TestMayHaveRunDuringCall(t *testing.T) {
 			name: "connection lost",
 			start: func(t *testing.T) (*Pool, func()) {
 				held := make(chan struct{})
-				srv := behindFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, "hang"), func(proxy *httputil.ReverseProxy) http.Handler {
-					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-						body, _ := io.ReadAll(r.Body)
-						r.Body = io.NopCloser(bytes.NewReader(body))
-						if r.Method != http.MethodPost || !bytes.Contains(body, []byte(`"tools/call"`)) {
-							proxy.ServeHTTP(w, r)
-							return
-						}
-						w.Header().Set("Content-Type", "text/event-stream")
-						w.WriteHeader(http.StatusOK)
-						http.NewResponseController(w).Flush()
-						<-held
-						if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
-							c.Close()
-						}
-					})
+				srv := callsFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, "hang"), nil, func(w http.ResponseWriter, _ *http.Request) {
+					w.Header().Set("Content-Type", "text/event-stream")
+					w.WriteHeader(http.StatusOK)
+					http.NewResponseController(w).Flush()
+					<-held
+					if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+						c.Close()
+					}
 				})
 				return startPool(t, []config.Server{srv}, testOptions(nil)), func() { close(held) }
 			},
@@ -164,6 +157,140 @@ func TestMayHaveRunDuringCall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A call's request answered with a 500, 502 or 504 (a proxy's HTML page,
+// the server's own failure) may have run: the server, or the proxy's
+// upstream, had the request when it failed. It read "the server, or a
+// proxy before it, failed" with no warning. A 503 (maintenance, overload)
+// or a 4xx (a rate, the credentials) says the server did not run it: no
+// warning. Over streamable HTTP and SSE alike, naming the status and what
+// the page says, and sent once (no retry).
+func TestMayHaveRunErrorStatus(t *testing.T) {
+	warn := ": " + ErrMayHaveRun.Error()
+	for _, transport := range []string{config.TypeHTTP, config.TypeSSE} {
+		for _, tc := range []struct {
+			code        int
+			contentType string
+			body        string
+			says        string // in the words, after the status
+			mayHaveRun  bool
+		}{
+			{http.StatusBadGateway, "text/html", "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>", "the server, or a proxy before it, failed", true},
+			{http.StatusGatewayTimeout, "text/html", "<html><head><title>504 Gateway Time-out</title></head><body>upstream timed out</body></html>", `("504 Gateway Time-out"): the server, or a proxy before it, failed`, true},
+			{http.StatusServiceUnavailable, "application/json", `{"message":"down for maintenance"}`, `("down for maintenance"): the server, or a proxy before it, failed`, false},
+			{http.StatusInternalServerError, "text/plain", "internal error", `("internal error")`, true},
+			{http.StatusTooManyRequests, "text/plain", "slow down", "the server limits how often it is called", false},
+			{http.StatusForbidden, "text/plain", "forbidden by policy", "the server refused these credentials", false},
+		} {
+			t.Run(fmt.Sprintf("%s/%d", transport, tc.code), func(t *testing.T) {
+				var calls atomic.Int32
+				srv := callsFront(t, backendtest.NewHTTPServer(t, transport, backendtest.ModeNormal), &calls, func(w http.ResponseWriter, _ *http.Request) {
+					w.Header().Set("Content-Type", tc.contentType)
+					w.WriteHeader(tc.code)
+					io.WriteString(w, tc.body)
+				})
+				p := startPool(t, []config.Server{srv}, testOptions(nil))
+				_, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "once"})
+				var un *UnavailableError
+				if !errors.As(err, &un) {
+					t.Fatalf("error: %v, want an UnavailableError", err)
+				}
+				text := un.Err.Error()
+				status := fmt.Sprintf("%d %s", tc.code, http.StatusText(tc.code))
+				if i := strings.Index(text, status); i < 0 || !strings.Contains(text[i:], tc.says) {
+					t.Errorf("reads:\n%s\nwant %q, then %q", text, status, tc.says)
+				}
+				if got := errors.Is(err, ErrMayHaveRun); got != tc.mayHaveRun || got != strings.HasSuffix(text, warn) {
+					t.Errorf("reads:\n%s\nErrMayHaveRun %v, want %v, with the warning at the end", text, got, tc.mayHaveRun)
+				}
+				if tc.mayHaveRun && !strings.HasSuffix(ErrForKey(un.Err), warn) {
+					t.Errorf("a key that is not admin reads:\n%s\nwant it to end with %q", ErrForKey(un.Err), warn)
+				}
+				if n := calls.Load(); n != 1 {
+					t.Errorf("the call was sent %d times, want once", n)
+				}
+			})
+		}
+	}
+}
+
+// The answer to a call's POST that begins (200 OK) and ends before the
+// call's result — an event stream broken off mid-event or ended without
+// it, a JSON body cut short: the server crashed, a proxy's read timeout —
+// is said so, with the status and the bytes read, and may have run (the
+// server had the call); it read go-sdk's "connection lost during the
+// call: calling "tools/call": request terminated without response". Sent
+// once, over a session (2025-11-25) and stateless (2026-07-28).
+func TestCallAnswerCutShort(t *testing.T) {
+	warn := ": " + ErrMayHaveRun.Error()
+	const part = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"
+	for _, modes := range []string{backendtest.ModeNormal, backendtest.ModeStateless} {
+		for _, tc := range []struct {
+			name, contentType, body string
+			abort                   bool
+			want                    string
+		}{
+			{"broken off", "text/event-stream", part, true, fmt.Sprintf("and an event stream that ended before the call's result (broken off after %d bytes: unexpected EOF)", len(part))},
+			{"ended", "text/event-stream", part, false, fmt.Sprintf("and an event stream that ended before the call's result (after %d bytes)", len(part))},
+			{"empty", "text/event-stream", "", false, "and an event stream that ended before the call's result (after 0 bytes)"},
+			{"json", "application/json", `{"jsonrpc":"2.0","id":`, true, "and a JSON body that ended before the call's result (broken off after 22 bytes: unexpected EOF)"},
+		} {
+			t.Run(modes+"/"+tc.name, func(t *testing.T) {
+				var calls atomic.Int32
+				srv := callsFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, modes), &calls, func(w http.ResponseWriter, _ *http.Request) {
+					w.Header().Set("Content-Type", tc.contentType)
+					if tc.contentType == "application/json" {
+						w.Header().Set("Content-Length", "100")
+					}
+					w.WriteHeader(http.StatusOK)
+					io.WriteString(w, tc.body)
+					http.NewResponseController(w).Flush()
+					if tc.abort {
+						panic(http.ErrAbortHandler)
+					}
+				})
+				p := startPool(t, []config.Server{srv}, testOptions(nil))
+				_, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "once"})
+				var un *UnavailableError
+				if !errors.As(err, &un) || !errors.Is(err, ErrMayHaveRun) {
+					t.Fatalf("error: %v, want an UnavailableError with ErrMayHaveRun", err)
+				}
+				want := "the server answered a POST with 200 OK " + tc.want +
+					": the server, or a proxy before it, cut the answer short (a crash, a proxy's read timeout): its own log says why" + warn
+				if text := un.Err.Error(); text != want {
+					t.Errorf("reads:\n%s\nwant:\n%s", text, want)
+				}
+				if got := ErrForKey(un.Err); !strings.HasSuffix(got, warn) || !strings.HasPrefix(got, "the server answered a POST with 200 OK and ") {
+					t.Errorf("a key that is not admin reads:\n%s", got)
+				}
+				if n := calls.Load(); n != 1 {
+					t.Errorf("the call was sent %d times, want once", n)
+				}
+			})
+		}
+	}
+}
+
+// callsFront serves real behind a front (behindFront) that answers each
+// tools/call with answer, counting them in calls (when not nil), and
+// hands the other requests on.
+func callsFront(t *testing.T, real *backendtest.HTTPServer, calls *atomic.Int32, answer http.HandlerFunc) config.Server {
+	t.Helper()
+	return behindFront(t, real, func(proxy *httputil.ReverseProxy) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if r.Method != http.MethodPost || !bytes.Contains(body, []byte(`"tools/call"`)) {
+				proxy.ServeHTTP(w, r)
+				return
+			}
+			if calls != nil {
+				calls.Add(1)
+			}
+			answer(w, r)
+		})
+	})
 }
 
 // What go-sdk refuses to send, on a connection that is closing already,

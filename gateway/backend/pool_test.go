@@ -743,7 +743,8 @@ func TestSSESurvivesConnectTimeout(t *testing.T) {
 // connected with that transport, as the protocol advises a client to do
 // when the streamable POST is refused: it was down with "the url does not
 // take POST". The fallback is said in the log and in the status's
-// transport, and a reconnect keeps it.
+// transport, and a restart falls back again (trying streamable HTTP
+// first: TestDualServerBackOnStreamable), said at info level once.
 func TestHTTPFallsBackToSSE(t *testing.T) {
 	hs := backendtest.NewHTTPServer(t, config.TypeSSE, "normal")
 	srv := hs.Config("legacy", nil)
@@ -769,8 +770,90 @@ func TestHTTPFallsBackToSSE(t *testing.T) {
 	if st := statusOf(t, p, "legacy"); st.Transport != config.TypeSSE {
 		t.Errorf("after the restart: %+v", st)
 	}
-	if n := strings.Count(logs.String(), "the server speaks the older HTTP+SSE transport"); n != 1 {
-		t.Errorf("the fallback logged %d times, want once (the restart uses sse at once)", n)
+	if n := strings.Count(logs.String(), "level=INFO msg=\"the server speaks the older HTTP+SSE transport"); n != 1 {
+		t.Errorf("the fallback logged at info %d times, want once (the restart's is no news):\n%s", n, logs)
+	}
+}
+
+// TestDualServerBackOnStreamable: a server that speaks streamable HTTP and
+// the older HTTP+SSE transport at one URL, and refused the streamable POST
+// at first (a route not ready while it started, a proxy's 404 during a
+// deploy), came up over SSE and stayed there, its restarts and reconnects
+// too, until the gateway restarted. Each connect now tries streamable HTTP
+// first, so a restart, and a reconnect after the server restarted, are
+// back on it.
+func TestDualServerBackOnStreamable(t *testing.T) {
+	srv := backendtest.NewServer(backendtest.ParseModes(backendtest.ModeNormal))
+	get := func(*http.Request) *mcp.Server { return srv }
+	legacy := mcp.NewSSEHandler(get, nil)
+	var streamable atomic.Pointer[mcp.StreamableHTTPHandler]
+	fresh := func() { streamable.Store(mcp.NewStreamableHTTPHandler(get, nil)) }
+	fresh()
+	var ready atomic.Bool
+	var posts atomic.Int32 // the streamable POSTs served
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodGet && r.Header.Get("Mcp-Session-Id") == "" || r.URL.Query().Get("sessionid") != "":
+			legacy.ServeHTTP(w, r)
+		case !ready.Load():
+			http.Error(w, "404 page not found", http.StatusNotFound)
+		default:
+			if r.Method == http.MethodPost {
+				posts.Add(1)
+			}
+			streamable.Load().ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+	})
+	o := testOptions(nil)
+	o.RestartDelays = []time.Duration{10 * time.Millisecond}
+	p := startPool(t, []config.Server{{Name: "dual", Type: config.TypeHTTP, URL: hs.URL + "/mcp"}}, o)
+	if st := statusOf(t, p, "dual"); st.State != StateUp || st.Transport != config.TypeSSE {
+		t.Fatalf("status = %+v, want up over sse (the streamable POST refused)", st)
+	}
+	ready.Store(true)
+	echo := func(want string) {
+		t.Helper()
+		if res, err := p.CallTool(context.Background(), "dual", "echo", map[string]any{"text": want}); err != nil || textOf(t, res) != want {
+			t.Fatalf("echo = %v, %v", res, err)
+		}
+	}
+	if err := p.Restart("dual"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "up over streamable HTTP after the restart", func() bool {
+		st := statusOf(t, p, "dual")
+		return st.State == StateUp && st.Restarts > 0 && st.Transport == config.TypeHTTP
+	})
+	before := posts.Load()
+	echo("restarted")
+	if posts.Load() == before {
+		t.Fatal("the call did not go over streamable HTTP")
+	}
+	// Over SSE again, then the server restarts (its sessions and
+	// connections gone): the reconnect is on streamable HTTP.
+	ready.Store(false)
+	if err := p.Restart("dual"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "over sse again", func() bool {
+		st := statusOf(t, p, "dual")
+		return st.State == StateUp && st.Restarts > 1 && st.Transport == config.TypeSSE
+	})
+	ready.Store(true)
+	fresh()
+	hs.CloseClientConnections()
+	testenv.Eventually(t, "reconnected over streamable HTTP", func() bool {
+		st := statusOf(t, p, "dual")
+		return st.State == StateUp && st.Transport == config.TypeHTTP
+	})
+	before = posts.Load()
+	echo("reconnected")
+	if posts.Load() == before {
+		t.Fatal("the call did not go over streamable HTTP")
 	}
 }
 

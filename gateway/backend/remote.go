@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"log/slog"
 	"mime"
 	"net"
 	"net/http"
@@ -112,6 +113,20 @@ func (r *refusal) whoOrWhen() bool {
 // named (it ended it, or restarted): it did not run the request.
 func (r *refusal) sessionGone() bool {
 	return r.code == http.StatusNotFound && r.session
+}
+
+// mayHaveRun says the refusal answered the request of call (or one made
+// for no call in particular) with a status that does not say the server
+// left it alone: a 5xx that a server gives when it failed with the request
+// in hand (500), or a proxy when its upstream failed or took too long
+// after it got it (502, 504). Not 501, 503 or 505, which say the server
+// could not handle the request at all (RFC 9110: not implemented, down
+// for maintenance or overloaded, another HTTP version), nor a 4xx (who
+// may call, when, a wrong request). It read "the server, or a proxy
+// before it, failed" with no warning, and an agent ran a write again.
+func (r *refusal) mayHaveRun(call *exactResult) bool {
+	return r.code >= 500 && !slices.Contains([]int{http.StatusNotImplemented, http.StatusServiceUnavailable, http.StatusHTTPVersionNotSupported}, r.code) &&
+		(r.call == nil || r.call == call)
 }
 
 // in is "a POST with 404 Not Found ("no route")", with the URL when it is
@@ -317,6 +332,10 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.exact && req.Method == http.MethodPost {
 		exact = exactFrom(req.Context())
 	}
+	var cb *callBody // watches a call's answer for its end (JSON or an event stream)
+	if exact != nil && resp.StatusCode == http.StatusOK {
+		cb = &callBody{e: exact, in: "a POST with " + resp.Status}
+	}
 	// Event streams are capped per event by MaxEventSize; a JSON body is
 	// one message, so cap it as a whole.
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
@@ -330,12 +349,75 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				if t.observe != nil {
 					t.observe(msg)
 				}
+				if _, ok := msg.(*jsonrpc.Response); ok && cb != nil {
+					cb.answered.Store(true)
+				}
 				exact.observe(msg)
 			}
 		}
 		resp.Body = &observeEvents{rc: resp.Body, observe: observe, max: int(t.maxBody), oversize: func() { t.oversized.Add(1) }}
+		if cb != nil {
+			cb.events = true
+		}
+	}
+	if cb != nil && (cb.events || strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json")) {
+		cb.rc = resp.Body
+		resp.Body = cb
 	}
 	return resp, nil
+}
+
+// callBody watches the body of the answer to a call's POST (streamable
+// HTTP), an event stream or a JSON body: when it ends before the call's
+// response came (an event stream that broke off or ended without it, a
+// JSON body cut short: the server crashed, a proxy's read timeout), the
+// call is told (exactResult.cut), to say so with the status and the bytes
+// read. go-sdk's words for it were "request terminated without response"
+// or "failed to decode event: unmarshaling jsonrpc message: unexpected
+// EOF", under "connection lost during the call".
+type callBody struct {
+	rc       io.ReadCloser
+	e        *exactResult
+	in       string // "a POST with 200 OK"
+	events   bool
+	answered atomic.Bool // an event stream's response came
+	read     int64
+}
+
+func (b *callBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	b.read += int64(n)
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, errBodyTooLarge) &&
+		(b.events && !b.answered.Load() || !b.events && !errors.Is(err, io.EOF)) {
+		c := &cutAnswer{before: "the server answered " + b.in + " and an event stream that ended before the call's result (", err: err}
+		if !b.events {
+			c.before = "the server answered " + b.in + " and a JSON body that ended before the call's result ("
+		}
+		c.how = fmt.Sprintf("after %d bytes", b.read)
+		if !errors.Is(err, io.EOF) {
+			c.how = fmt.Sprintf("broken off after %d bytes: %v", b.read, err)
+		}
+		b.e.cut.CompareAndSwap(nil, c)
+	}
+	return n, err
+}
+
+func (b *callBody) Close() error { return b.rc.Close() }
+
+// cutAnswer says how the answer to a call's POST ended before its result:
+// before, the gateway's words, then how (the bytes read, the read's
+// error), which the connection's error err says.
+type cutAnswer struct {
+	before, how string
+	err         error
+}
+
+// words are the gateway's words of c, the read's error kept apart
+// (OwnWords), with cause (the call's error) wrapped, and the warning that
+// the call may have run: the server had it.
+func (c *cutAnswer) words(cause error) *OwnWords {
+	return noAnswer(true, c.before, quietCause{c.how, errors.Join(c.err, cause)},
+		"): the server, or a proxy before it, cut the answer short (a crash, a proxy's read timeout): its own log says why")
 }
 
 // notMCPAnswer describes a 200 OK response whose content is not MCP's
@@ -516,6 +598,9 @@ func (b *backend) connectRemote(ctx context.Context, r *run, client *mcp.Client)
 	if err == nil {
 		if t := r.headers(); t != nil {
 			t.handshake.Store(false)
+			if !t.sse {
+				b.legacySSE.Store(nil) // streamable HTTP took it (again)
+			}
 		}
 	}
 	return sess, err
@@ -534,12 +619,13 @@ func (b *backend) handshakeRemote(ctx context.Context, r *run, client *mcp.Clien
 		return nil, err
 	}
 	maxEvent := b.p.opts.MaxMessageBytes
-	if b.transport() == config.TypeSSE {
-		sess, err := b.connectSSE(ctx, r, client, tc)
-		if err != nil && b.cfg.Type == config.TypeHTTP {
-			b.legacySSE.Store(nil) // the next connect tries streamable HTTP first again
-		}
-		return sess, err
+	// An "http" server that took SSE before (legacySSE) is tried with
+	// streamable HTTP first all the same, as the protocol advises: one that
+	// speaks both at the URL and refused the POST once (a route not ready
+	// while it started, a proxy's 404 during a deploy) stayed on SSE until
+	// the gateway restarted. A server of SSE alone costs one refused POST.
+	if b.cfg.Type == config.TypeSSE {
+		return b.connectSSE(ctx, r, client, tc)
 	}
 	hc := b.httpClient(r, tc, false)
 	r.http = hc
@@ -615,11 +701,15 @@ func (b *backend) trySSE(ctx context.Context, r *run, client *mcp.Client, tc *tl
 	if serr != nil {
 		b.log.Debug("the url is no HTTP+SSE endpoint either", keyErr, maskErr(serr, b.errMask))
 		r.http = hc // the errors say what the streamable handshake met
+		b.legacySSE.Store(nil)
 		return nil, err
 	}
 	u := b.cfg.URL
-	b.legacySSE.Store(&u)
-	b.log.Info("the server speaks the older HTTP+SSE transport: connected with it (\"type\": \"sse\" in its entry skips the first try)",
+	level := slog.LevelInfo
+	if was := b.legacySSE.Swap(&u); was != nil && *was == u {
+		level = slog.LevelDebug // said at the first connect that fell back
+	}
+	b.log.Log(ctx, level, "the server speaks the older HTTP+SSE transport: connected with it (\"type\": \"sse\" in its entry skips the first try)",
 		"refused", rf.in(b.cfg.URL))
 	return sess, nil
 }

@@ -82,6 +82,7 @@ const (
 	ModeStrictDiscover  = "strict-discover"   // refuses a legacy initialize that follows server/discover, every time (see strictDiscover)
 	ModeSlowDiscover    = "slow-discover"     // answers server/discover EnvDiscoverDelay late, everything else (a ping) at once (NewHTTPServer too, having taken it at once)
 	ModeStateless       = "stateless"         // (NewHTTPServer, http) go-sdk's stateless handler, which speaks 2026-07-28 too (the stateful one refuses it)
+	ModePropagateCancel = "propagate-cancel"  // (NewHTTPServer, http, stateless) a 2026-07-28 call's handler ends when its POST closes (go-sdk's PropagateRequestCancellation; without it, nothing cancels it)
 	ModeNewProtocolOnly = "new-protocol-only" // speaks protocol 2026-07-28 alone: refuses a legacy initialize
 	ModeGarbageStdout   = "garbage-stdout"    // prints a banner on stdout first; tool "garbage" prints a JSON log line and malformed JSON-RPC
 	ModeHugeOutput      = "huge-output"       // tool "huge" returns EnvHugeBytes bytes of text
@@ -772,7 +773,8 @@ func newHTTPServer(t testing.TB, transport, modes string, c *tls.Config) *HTTPSe
 	switch transport {
 	case config.TypeHTTP:
 		handle = func() http.Handler {
-			return mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{JSONResponse: m[ModeJSONResponse], Stateless: m[ModeStateless]})
+			return mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{JSONResponse: m[ModeJSONResponse], Stateless: m[ModeStateless],
+				PropagateRequestCancellation: m[ModePropagateCancel]})
 		}
 	case config.TypeSSE:
 		handle = func() http.Handler { return mcp.NewSSEHandler(get, nil) }

@@ -397,6 +397,7 @@ func TestServeSeveralConfigs(t *testing.T) {
 	cmd := toolgateCmd(t, dataDir, "serve", "--config", user, "--config", proj)
 	cmd.Stderr = testLog(t, "toolgate: ")
 	ctx, cs := connectStdio(t, cmd, 3*time.Minute)
+	indexServed(t, ctx, cs) // a cold start past its wait answers "being built"; the next serve starts warm
 	ans, _ := searchTools(t, ctx, cs, "echo the text back", 10)
 	if names := toolNames(ans); !slices.Contains(names, "alpha__echo") || !slices.Contains(names, "beta__echo") {
 		t.Errorf("two config files: %v, want both servers' tools", names)

@@ -760,6 +760,7 @@ func TestSecondGatewayOnSameDataFolder(t *testing.T) {
 	addrA := freeAddr(t)
 	a := startServe(t, toolgateCmd(t, data, "serve", "--config", cfg, "--http", addrA), addrA)
 	ctxA, csA := a.connect(t)
+	indexServedHTTP(t, addrA) // a cold start past its wait answers "being built"; the next two start warm from this index
 	searchAnswers(t, ctxA, csA, "first", 1)
 
 	addrB := freeAddr(t)

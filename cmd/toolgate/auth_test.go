@@ -220,6 +220,7 @@ func TestAuthLoginDemoServer(t *testing.T) {
 	logs := &testenv.LogBuffer{}
 	serve.Stderr = io.MultiWriter(logs, testLog(t, "toolgate: "))
 	ctx, cs := connectStdio(t, serve, 2*time.Minute)
+	indexServed(t, ctx, cs) // a cold start past its wait answers "being built"
 	found, _ := searchTools(t, ctx, cs, "greet someone by name", 10)
 	var names []string
 	for _, tl := range found.Tools {

@@ -38,6 +38,7 @@ func TestConnect(t *testing.T) {
 		return startServe(t, toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr, "--mode", "bm25"), addr)
 	}
 	gw := serve()
+	indexServedHTTP(t, addr) // a cold start past its wait answers "being built"; no probe search: the pairs learned are counted
 
 	call := func(cs *mcp.ClientSession, name string, args map[string]any) (string, error) {
 		t.Helper()

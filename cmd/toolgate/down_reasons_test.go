@@ -62,6 +62,7 @@ func TestScopedKeyDownReasons(t *testing.T) {
 	}
 	var st gateway.BackendStatus
 	testenv.Eventually(t, "x up with its tools", func() bool { st = x(); return st.State == "up" && st.Tools > 0 && st.ServerPID > 0 })
+	indexServed(t, ctx, adminCS) // x is up before its tools are indexed: a cold start past its wait answers "being built"
 	searchFinds(t, ctx, keyCS, "read graph", "x__read_graph")
 
 	// Its command goes, then its process: the restart finds no command.

@@ -434,6 +434,7 @@ func TestDegradedModeServesBM25(t *testing.T) {
 	var stderr testenv.LogBuffer
 	cmd.Stderr = &stderr
 	ctx, cs := connectStdio(t, cmd, 2*time.Minute)
+	indexServed(t, ctx, cs) // a cold start past its wait answers "being built"
 	for range 2 {
 		out, res := searchTools(t, ctx, cs, "list the files in a directory", 3)
 		if out.Mode != "bm25" || len(out.Tools) == 0 || out.Tools[0].Name != "filesystem__list_directory" {
@@ -478,6 +479,7 @@ func TestDuplicateToolNames(t *testing.T) {
 	var stderr testenv.LogBuffer
 	cmd.Stderr = &stderr
 	ctx, cs := connectStdio(t, cmd, 2*time.Minute)
+	indexServed(t, ctx, cs) // a cold start past its wait answers "being built"
 	ans, _ := searchTools(t, ctx, cs, "echo a message back", 10)
 	var echoes []string
 	for _, x := range ans.Tools {
@@ -509,6 +511,7 @@ func TestModelFetchedWhileServing(t *testing.T) {
 	var stderr testenv.LogBuffer
 	cmd.Stderr = &stderr
 	ctx, cs := connectStdio(t, cmd, 3*time.Minute)
+	indexServed(t, ctx, cs) // a cold start past its wait answers "being built"
 	if out, _ := searchTools(t, ctx, cs, "list the files in a directory", 3); out.Mode != "bm25" {
 		t.Fatalf("search before the model is installed: mode %q, want bm25", out.Mode)
 	}
@@ -669,6 +672,7 @@ func TestToolListChangeReachesSearch(t *testing.T) {
 	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", path, "--mode", "bm25")
 	cmd.Stderr = testLog(t, "toolgate: ")
 	ctx, cs := connectStdio(t, cmd, 2*time.Minute)
+	indexServed(t, ctx, cs) // found fails t while the index is being built
 
 	found := func() bool {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "zebra launcher", "limit": 3}})

@@ -424,6 +424,7 @@ func TestDamagedLearnedPairs(t *testing.T) {
 	addr := freeAddr(t)
 	g := startServe(t, toolgateCmd(t, data, "serve", "--config", fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil), "--http", addr), addr)
 	ctx, cs := g.connect(t)
+	indexServedHTTP(t, addr) // a cold start past its wait answers "being built"
 	searchTools(t, ctx, cs, "echo some text back", 3)
 	r := storageReport(t, addr)
 	if w := writer(t, r, "learned pairs"); w.OK || !strings.Contains(w.Error, "holds learned pairs that cannot be opened") || !strings.Contains(w.Fix, "mv "+store+" "+store+".bad") {

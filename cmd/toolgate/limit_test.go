@@ -32,6 +32,7 @@ func TestMaxLimitEndToEnd(t *testing.T) {
 	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", path, "--mode", "bm25", "--ort-lib", filepath.Join(t.TempDir(), "none.so"))
 	cmd.Stderr = testLog(t, "toolgate: ")
 	ctx, cs := connectStdio(t, cmd, 2*time.Minute)
+	indexServed(t, ctx, cs) // a cold start past its wait answers "being built"
 
 	lt, err := cs.ListTools(ctx, nil)
 	if err != nil {

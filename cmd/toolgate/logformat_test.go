@@ -70,6 +70,7 @@ func TestLogFormatJSON(t *testing.T) {
 	var stderr bytes.Buffer
 	stdio.Stderr = &stderr
 	ctx, cs := connectStdio(t, stdio, 3*time.Minute)
+	indexServed(t, ctx, cs) // a cold start past its wait answers "being built"
 	if out, _ := searchTools(t, ctx, cs, "make some noise on stderr", 3); out.Mode != "hybrid" {
 		testenv.Missing(t, "search_tools ran in mode %q, not hybrid: a native piece is missing:\n%s", out.Mode, stderr.String())
 	}

@@ -75,6 +75,7 @@ func TestSecurityDoneWhen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	indexServed(t, ctx, adminCS) // GET /status wants a key here; the searches below fail t while the index is being built
 	search := func(cs *mcp.ClientSession, q string) []string {
 		t.Helper()
 		out, _ := searchTools(t, ctx, cs, q, 50)

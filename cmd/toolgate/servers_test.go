@@ -252,6 +252,7 @@ func TestServeWithUnsetVariable(t *testing.T) {
 	if want := `backend "gh": variable ${TOOLGATE_TEST_UNSET_TOKEN} (env.GITHUB_TOKEN) is not set in toolgate's environment: set it where toolgate starts`; !strings.HasPrefix(ghErr, want) {
 		t.Errorf("gh's error: %q, want it to start with %q", ghErr, want)
 	}
+	indexServed(t, ctx, cs) // fake is up before its tools are indexed: a cold start past its wait answers "being built"
 	if ans, _ := searchTools(t, ctx, cs, "echo", 5); len(toolNames(ans)) == 0 {
 		t.Errorf("search_tools found nothing while gh is down")
 	}

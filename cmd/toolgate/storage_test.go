@@ -157,6 +157,7 @@ func TestDataFolderRemovedWhileServing(t *testing.T) {
 	addr := freeAddr(t)
 	g := startServe(t, toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr), addr)
 	ctx, cs := g.connect(t)
+	indexServedHTTP(t, addr) // a cold start past its wait answers "being built"
 	searchAnswers(t, ctx, cs, "before", 2)
 	if r := storageReport(t, addr); !r.Writable || r.Failing() || r.DataDir != data {
 		t.Fatalf("storage before the fault: %+v", r)
@@ -223,6 +224,7 @@ func TestStopExitStatus(t *testing.T) {
 		addr := freeAddr(t)
 		g := startServe(t, toolgateCmd(t, t.TempDir(), "serve", "--config", bundledConfig(t, nil), "--http", addr), addr)
 		ctx, cs := g.connect(t)
+		indexServedHTTP(t, addr) // a cold start past its wait answers "being built"
 		searchAnswers(t, ctx, cs, "clean stop", 2)
 		start := time.Now()
 		g.signal(t, syscall.SIGTERM)
@@ -237,6 +239,7 @@ func TestStopExitStatus(t *testing.T) {
 		var logs testenv.LogBuffer
 		cmd.Stderr = &logs
 		ctx, cs := connectStdio(t, cmd, 3*time.Minute)
+		indexServed(t, ctx, cs) // a cold start past its wait answers "being built"
 		searchAnswers(t, ctx, cs, "stdio stop", 1)
 		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
@@ -641,6 +644,7 @@ func TestDataFolderReadOnlyOrFull(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g, ns := startInMountNS(t, tc.tmpfs, bundledConfig(t, nil))
 			ctx, cs := g.connect(t)
+			indexServedHTTP(t, g.addr) // a cold start past its wait answers "being built"
 			searchAnswers(t, ctx, cs, "before", 2)
 
 			ns.do(t, tc.breakIt)
@@ -702,6 +706,7 @@ func TestStartOnUnwritableDataFolder(t *testing.T) {
 	addr := freeAddr(t)
 	g := startServe(t, toolgateCmd(t, data, "serve", "--config", bundledConfig(t, nil), "--http", addr), addr)
 	ctx, cs := g.connect(t)
+	indexServedHTTP(t, addr) // a cold start past its wait answers "being built"
 	searchAnswers(t, ctx, cs, "degraded start", 3)
 	rep := getStatus(t, addr)
 	if want := 36 + len(mgmt.Tools()); !rep.IndexInMemory || rep.CatalogTools != want {
@@ -755,6 +760,7 @@ func TestSecondGatewayOnSameDataFolder(t *testing.T) {
 	addrA := freeAddr(t)
 	a := startServe(t, toolgateCmd(t, data, "serve", "--config", cfg, "--http", addrA), addrA)
 	ctxA, csA := a.connect(t)
+	indexServedHTTP(t, addrA) // a cold start past its wait answers "being built"; the next two start warm from this index
 	searchAnswers(t, ctxA, csA, "first", 1)
 
 	addrB := freeAddr(t)

@@ -188,6 +188,9 @@ func (w *Watcher) run(refused bool) {
 			// file read before reads the same content, which changes
 			// nothing.
 			w.log.Debug("config file event", "event", e.ev.String())
+			if e.ev.Has(fsnotify.Remove) || e.ev.Has(fsnotify.Rename) {
+				w.forget(e.ev.Name)
+			}
 			timer.Reset(w.debounce)
 		case <-retry:
 			var limit *LimitError
@@ -227,6 +230,21 @@ func (w *Watcher) run(refused bool) {
 			}
 			w.signal()
 		}
+	}
+}
+
+// forget drops name from the directories watched when an event says it
+// was removed or moved: its watch went with it (the kernel drops it on a
+// removal, fsnotify on a move), so the next rewatch watches what is at
+// the path afresh. moved cannot tell, nor rewatch: a folder made again
+// under the name can get the old one's inode number (ext4 gives it at
+// once), and one moved away and back is the same directory. The Watcher
+// kept the dead watch and heard no later save.
+func (w *Watcher) forget(name string) {
+	name = filepath.Clean(name)
+	if _, ok := w.dirs[name]; ok {
+		inotify.remove(name)
+		delete(w.dirs, name)
 	}
 }
 

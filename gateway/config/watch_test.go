@@ -256,6 +256,32 @@ func TestRelevant(t *testing.T) {
 	}
 }
 
+// holdHub holds up the hub's pump, and so fsnotify's reader behind it,
+// until release: a subscriber reads one event (of a file written in dir,
+// a directory watched) and then none. Events that happen meanwhile wait in
+// the kernel's queue, not yet seen by fsnotify or any Watcher.
+func holdHub(t *testing.T, dir string) (release func()) {
+	t.Helper()
+	blocker := &Watcher{in: make(chan watchEvent), done: make(chan struct{})}
+	inotify.mu.Lock()
+	inotify.subs[blocker] = struct{}{}
+	inotify.mu.Unlock()
+	release = sync.OnceFunc(func() {
+		inotify.mu.Lock()
+		delete(inotify.subs, blocker)
+		inotify.mu.Unlock()
+		close(blocker.done)
+	})
+	write(t, filepath.Join(dir, "noise"), "x")
+	select {
+	case <-blocker.in:
+	case <-time.After(20 * time.Second):
+		release()
+		t.Fatal("no event reached the hub's subscribers")
+	}
+	return release
+}
+
 // TestWatchQueueOverflow: when the kernel's inotify queue overflows, the
 // events it drops may include a save of the file, so the Watcher signals
 // anyway. The overflow is the kernel's own: the hub's pump is held up by a
@@ -281,25 +307,8 @@ func TestWatchQueueOverflow(t *testing.T) {
 	}
 	defer w.Close()
 
-	// A subscriber that reads one event and then none: the pump stops at
-	// the next one, and so does fsnotify's reader behind it.
-	blocker := &Watcher{in: make(chan watchEvent), done: make(chan struct{})}
-	inotify.mu.Lock()
-	inotify.subs[blocker] = struct{}{}
-	inotify.mu.Unlock()
-	release := sync.OnceFunc(func() {
-		inotify.mu.Lock()
-		delete(inotify.subs, blocker)
-		inotify.mu.Unlock()
-		close(blocker.done)
-	})
+	release := holdHub(t, dir)
 	defer release()
-	write(t, filepath.Join(dir, "noise"), "x")
-	select {
-	case <-blocker.in:
-	case <-time.After(20 * time.Second):
-		t.Fatal("no event reached the hub's subscribers")
-	}
 
 	// Each file made and removed is at least two events; fsnotify's reader
 	// takes a few thousand more off the queue before it blocks.
@@ -362,6 +371,60 @@ func TestWatchFolderRemovedAndMadeAgain(t *testing.T) {
 	waitContent(t, w, path, `{"v": 3}`)
 	if l := log.String(); !strings.Contains(l, "the file's folder is gone; looking for it every 20ms to watch it again; meanwhile send SIGHUP to reload it") || !strings.Contains(l, "watching the file for changes again") {
 		t.Errorf("log:\n%s", l)
+	}
+}
+
+// TestWatchFolderMovedAwayAndBack: the config's folder moved away and back
+// (or removed and made again: ext4 gives the new folder the old one's
+// inode number at once) before the Watcher looked is the same directory
+// by its device and inode, but its watch is gone (fsnotify drops it on
+// the move, the kernel on the removal). The Watcher watches it afresh on
+// the event that says so; it kept the dead watch and went deaf
+// (TestWatchFolderRemovedAndMadeAgain failed so once in a -race run under
+// load: the debounce ended between rm -rf's unlink and its rmdir).
+func TestWatchFolderMovedAwayAndBack(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		again func(dir string) error
+	}{
+		{"moved away and back", func(dir string) error {
+			if err := os.Rename(dir, dir+".away"); err != nil {
+				return err
+			}
+			return os.Rename(dir+".away", dir)
+		}},
+		{"removed and made again", func(dir string) error {
+			if err := os.RemoveAll(dir); err != nil {
+				return err
+			}
+			return os.Mkdir(dir, 0o700)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "conf")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "toolgate.json")
+			write(t, path, `{"v": 1}`)
+			w, err := Watch(path, &WatchOptions{Debounce: 10 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			release := holdHub(t, dir)
+			defer release()
+			if err := tc.again(dir); err != nil {
+				t.Fatal(err)
+			}
+			write(t, path, `{"v": 2}`)
+			release()
+			// The events signal once the Watcher has looked again; a save
+			// after that must signal too.
+			waitContent(t, w, path, `{"v": 2}`)
+			write(t, path, `{"v": 3}`)
+			waitContent(t, w, path, `{"v": 3}`)
+		})
 	}
 }
 

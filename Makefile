@@ -83,13 +83,13 @@ lint: deps-native
 	@$(NATIVE) $(GO) vet ./...
 	@$(NATIVE) $(GO) run $(STATICCHECK) ./...
 
-## bench: Go benchmarks of the inner loops
-bench: deps build
+## bench: Go benchmarks of the inner loops (what make run needs: no Python SDKs, no test browser)
+bench: deps-run build
 	@$(NATIVE) $(GO) test -run '^$$' -bench . -benchmem ./...
 
 ## bench-report: the whole-system figures in one table (README Performance); < 10 min on 2 cores
 BENCH_FLAGS ?=
-bench-report: deps build build-bench
+bench-report: deps-run build build-bench
 	@$(NATIVE) ./$(BENCH_BIN) --toolgate $(BIN) --log-level warn $(BENCH_FLAGS)
 
 clean:

@@ -97,6 +97,7 @@ type FetchedFile struct {
 // Attempt is one source tried for a file, and why it failed (nil = success).
 type Attempt struct {
 	Source string
+	Kind   string // KindMirror, KindHuggingFace, KindMaven; "" for none
 	Err    error
 }
 
@@ -110,7 +111,31 @@ type FetchError struct {
 func (e *FetchError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "fetch %s: every source failed:", e.File)
-	fix := "check the network to the sources above, or download the files elsewhere and pass the folder with --from DIR"
+	// The fix is the network's only when a download was tried, and the
+	// --from folder's when it was looked in (--source mirror tries no
+	// download: "check the network" sent one to the wrong place).
+	var network, mirror bool
+	for _, a := range e.Attempts {
+		switch {
+		case errors.Is(a.Err, errSkipped):
+		case a.Kind == KindMirror:
+			mirror = true
+		case a.Kind != "":
+			network = true
+		}
+	}
+	const pinned = "put the file, with a sha256 models/manifest.json pins, in the --from folder (by name, the Hugging Face layout or the Maven jars)"
+	var fix string
+	switch {
+	case network && mirror:
+		fix = "check the network to the sources above, or " + pinned
+	case network:
+		fix = "check the network to the sources above, or download the files elsewhere and pass the folder with --from DIR"
+	case mirror:
+		fix = pinned + ", or leave --source out to download it"
+	default:
+		fix = "give the folder of a local copy with --from DIR, or leave --source out to download the files"
+	}
 	for _, a := range e.Attempts {
 		fmt.Fprintf(&b, "\n  - %s: %v", a.Source, a.Err)
 		var de destError
@@ -430,7 +455,7 @@ func (f *fetcher) fetchFile(ctx context.Context, name string) FetchedFile {
 		if errors.Is(err, errSkipped) {
 			err = fmt.Errorf("no --from folder given: %w", err)
 		}
-		ff.Attempts = append(ff.Attempts, Attempt{Source: label, Err: err})
+		ff.Attempts = append(ff.Attempts, Attempt{Source: label, Kind: src.Kind, Err: err})
 		if err == nil {
 			ff.SHA256, ff.Size, ff.Source = sha, size, label
 			ff.Duration = time.Since(start)

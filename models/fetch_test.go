@@ -351,6 +351,42 @@ func TestFetchAllSourcesFail(t *testing.T) {
 	}
 }
 
+// A fetch from the --from folder alone (--source mirror) that finds no
+// pinned copy there says to fix the folder, not the network no source of
+// which was tried; with the network tried too, the fix names both.
+func TestFetchMirrorOnlyFix(t *testing.T) {
+	from := t.TempDir()
+	if err := os.WriteFile(filepath.Join(from, "model.onnx"), bytes.ToUpper(fakeFP32), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dead := closedURL(t)
+	for _, tt := range []struct {
+		name  string
+		kinds []string
+		want  string
+		not   string
+	}{
+		{"mirror only", []string{KindMirror}, "fix: put the file, with a sha256 models/manifest.json pins, in the --from folder (by name, the Hugging Face layout or the Maven jars), or leave --source out to download it", "network"},
+		{"every source", nil, "fix: check the network to the sources above, or put the file, with a sha256 models/manifest.json pins, in the --from folder", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := testOptions(t, testManifest(t, dead, dead))
+			opts.From, opts.Kinds = from, tt.kinds
+			_, err := Fetch(context.Background(), opts)
+			if err == nil {
+				t.Fatal("Fetch succeeded; want an error")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tt.want) || tt.not != "" && strings.Contains(msg, tt.not) {
+				t.Errorf("error: want %q (and not %q):\n%s", tt.want, tt.not, msg)
+			}
+			if !strings.Contains(msg, "is not pinned in the manifest") {
+				t.Errorf("error does not say the mirror's copy is not the pinned one:\n%s", msg)
+			}
+		})
+	}
+}
+
 func TestFetchMirror(t *testing.T) {
 	jar := makeJar(t, map[string][]byte{"m.onnx": fakeFP32, "m-tokenizer.json": fakeTok, "README": []byte("x")})
 	tests := []struct {

@@ -10,8 +10,17 @@
 # the library records the rustc version and the library's sha256.
 #
 # Idempotent: does nothing when the library and its stamp are present and the
-# sha256 matches the stamp. FORCE=1 rebuilds.
+# sha256 matches the stamp. --force (or FORCE=1) rebuilds.
 set -euo pipefail
+
+usage="usage: scripts/build-tokenizers.sh [--force]
+  builds libtokenizers.a with cargo into the toolgate cache, unless it is there already"
+case "${1:-}" in
+--force) FORCE=1 ;;
+-h | --help) echo "$usage"; exit 0 ;;
+"") ;;
+*) echo "$usage" >&2; exit 2 ;;
+esac
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)

@@ -13,6 +13,14 @@
 # A file is moved into place only after its checksum is verified.
 set -euo pipefail
 
+usage="usage: scripts/fetch-onnxruntime.sh
+  installs libonnxruntime.so.1 (npm onnxruntime-node, sha256-checked) into the toolgate cache, unless it is there already"
+case "${1:-}" in
+-h | --help) echo "$usage"; exit 0 ;;
+"") ;;
+*) echo "$usage" >&2; exit 2 ;;
+esac
+
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
 

@@ -14,6 +14,14 @@
 # Usage: CHROMIUM_VERSION=... scripts/install-chromium.sh
 set -euo pipefail
 
+usage="usage: scripts/install-chromium.sh (CHROMIUM_VERSION=VERSION pins the build)
+  installs Debian's chromium with apt-get for the browser tests, unless installed"
+case "${1:-}" in
+-h | --help) echo "$usage"; exit 0 ;;
+"") ;;
+*) echo "$usage" >&2; exit 2 ;;
+esac
+
 want="${CHROMIUM_VERSION:-}"
 
 if have="$(dpkg-query -W -f='${Version}' chromium 2>/dev/null)" && [ -n "$have" ]; then

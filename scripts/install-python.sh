@@ -34,6 +34,9 @@ venv_of() { # venv_of REQUIREMENTS: the venv folder for that file
 }
 
 force=0
+usage="usage: scripts/install-python.sh [--force] [--print [REQUIREMENTS]]
+  installs the Python MCP SDKs of the interop tests into venvs in the toolgate cache;
+  --print prints the python of REQUIREMENTS' venv (default scripts/python-requirements.txt)"
 case "${1:-}" in
 --force) force=1 ;;
 --print)
@@ -42,8 +45,9 @@ case "${1:-}" in
 	echo "$venv/bin/python"
 	exit 0
 	;;
+-h | --help) echo "$usage"; exit 0 ;;
 "") ;;
-*) echo "usage: $0 [--force] [--print [REQUIREMENTS]]" >&2; exit 2 ;;
+*) echo "$usage" >&2; exit 2 ;;
 esac
 
 up_to_date() { # up_to_date KEY VENV: the venv is complete and its python runs

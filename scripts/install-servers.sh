@@ -18,10 +18,13 @@ sandbox="$root/examples/sandbox"
 stamp="$servers/node_modules/.toolgate-lock.sha256"
 
 force=0
+usage="usage: scripts/install-servers.sh [--force]
+  installs the bundled example servers from package-lock.json (npm ci) and creates examples/sandbox/"
 case "${1:-}" in
   --force) force=1 ;;
+  -h | --help) echo "$usage"; exit 0 ;;
   "") ;;
-  *) echo "usage: $0 [--force]" >&2; exit 2 ;;
+  *) echo "$usage" >&2; exit 2 ;;
 esac
 
 for tool in node npm; do

@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
 )
@@ -67,10 +68,32 @@ type goldenFile struct {
 }
 
 type goldenDataset struct {
-	Tools   int                            `json:"tools"`
-	Queries int                            `json:"queries"`
-	Model   string                         `json:"model,omitempty"`
-	Modes   map[search.Mode]search.Metrics `json:"modes"`
+	Tools   int                           `json:"tools"`
+	Queries int                           `json:"queries"`
+	Model   string                        `json:"model,omitempty"`
+	Modes   map[search.Mode]goldenMetrics `json:"modes"`
+}
+
+// goldenMetrics is one mode's figures in golden.json. Those read from the
+// file keep its text and are written back as read when a run does not
+// measure them (another dataset's, under -run Golden/bundled): a
+// search.Metrics read from JSON has no query counts, so encoding it again
+// left out its metrics that are 0.
+type goldenMetrics struct {
+	search.Metrics
+	read json.RawMessage
+}
+
+func (g *goldenMetrics) UnmarshalJSON(b []byte) error {
+	g.read = slices.Clone(b)
+	return json.Unmarshal(b, &g.Metrics)
+}
+
+func (g goldenMetrics) MarshalJSON() ([]byte, error) {
+	if g.read != nil {
+		return g.read, nil
+	}
+	return json.Marshal(g.Metrics)
 }
 
 // goldenSet is one dataset the golden test measures.
@@ -232,7 +255,7 @@ func TestGolden(t *testing.T) {
 	for _, set := range goldenSets {
 		t.Run(set.name, func(t *testing.T) {
 			tools, qs := set.load(t)
-			oldFirsts, firstsErr := readFirsts(set.name, qs)
+			oldFirsts, listed, firstsErr := readFirsts(firstsPath(set.name), qs)
 			ix, err := index.Build(ctx, tools, emb, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -244,8 +267,8 @@ func TestGolden(t *testing.T) {
 			}
 			eng := search.New(ix, emb, nil)
 			defer eng.Close()
-			ms := &measuredSet{name: set.name, queries: qs, oldFirsts: oldFirsts, firsts: map[search.Mode][]string{},
-				metrics: &goldenDataset{Tools: len(tools), Queries: len(qs), Modes: map[search.Mode]search.Metrics{}}}
+			ms := &measuredSet{name: set.name, queries: qs, oldFirsts: oldFirsts, listed: listed, firsts: map[search.Mode][]string{},
+				metrics: &goldenDataset{Tools: len(tools), Queries: len(qs), Modes: map[search.Mode]goldenMetrics{}}}
 			if emb != nil {
 				ms.metrics.Model = emb.ModelID()
 			}
@@ -260,7 +283,7 @@ func TestGolden(t *testing.T) {
 						t.Fatal(err)
 					}
 					m := roundMetrics(rep.Metrics)
-					ms.metrics.Modes[mode] = m
+					ms.metrics.Modes[mode] = goldenMetrics{Metrics: m}
 					ms.firsts[mode] = rep.Firsts
 					if *update {
 						return
@@ -276,7 +299,7 @@ func TestGolden(t *testing.T) {
 					if old.Model != "" && ms.metrics.Model != "" && old.Model != ms.metrics.Model {
 						t.Logf("golden figures were made with %s, this run uses %s", old.Model, ms.metrics.Model)
 					}
-					compareMetrics(t, wm, m)
+					compareMetrics(t, wm.Metrics, m)
 					if firstsErr != nil {
 						t.Fatalf("%v: run %s", firstsErr, refresh)
 					}
@@ -303,6 +326,7 @@ type measuredSet struct {
 	metrics   *goldenDataset
 	firsts    map[search.Mode][]string // per mode, each query's first tool
 	oldFirsts map[search.Mode][]string // nil when the file was missing or for other queries
+	listed    int                      // how many of queries oldFirsts holds: the others were added since
 }
 
 // writeGolden writes this run's figures and first tools (keeping what it
@@ -328,7 +352,7 @@ func writeGolden(t *testing.T, want goldenFile, measured []*measuredSet) {
 			}
 			if old != nil {
 				if wm, ok := old.Modes[mode]; ok {
-					if d := metricDeltas(wm, m); d != "" {
+					if d := metricDeltas(wm.Metrics, m.Metrics); d != "" {
 						fmt.Fprintf(&sb, "%s %s: %s\n", ms.name, mode, d)
 					}
 				}
@@ -338,10 +362,21 @@ func writeGolden(t *testing.T, want goldenFile, measured []*measuredSet) {
 				fmt.Fprintf(&sb, "%s %s: first tools recorded for the first time\n", ms.name, mode)
 				continue
 			}
-			if ch := firstChanges(ms.queries, was, ms.firsts[mode]); len(ch) > 0 {
-				fmt.Fprintf(&sb, "%s %s: %d of %d queries changed their first tool:\n", ms.name, mode, len(ch), len(ms.queries))
+			now := ms.firsts[mode]
+			if ch := firstChanges(ms.queries[:ms.listed], was, now); len(ch) > 0 {
+				fmt.Fprintf(&sb, "%s %s: %d of %d queries changed their first tool:\n", ms.name, mode, len(ch), ms.listed)
 				for _, c := range ch {
 					fmt.Fprintf(&sb, "  %s\n", c)
+				}
+			}
+			if added := ms.queries[ms.listed:]; len(added) > 0 {
+				fmt.Fprintf(&sb, "%s %s: %s added, first tools:\n", ms.name, mode, plural.Of(len(added), "query"))
+				for i, q := range added {
+					id, verdict := now[ms.listed+i], "wrong"
+					if slices.Contains(q.Relevant, id) || len(q.Relevant) == 0 && id == "" {
+						verdict = "right"
+					}
+					fmt.Fprintf(&sb, "  line %d %q: %s (%s)\n", q.Line, q.Query, orNone(id), verdict)
 				}
 			}
 		}
@@ -494,27 +529,29 @@ func orNone(id string) string {
 	return id
 }
 
-// readFirsts reads a dataset's first tools per mode. The file has a
-// comment line, a header ("query" and the modes), then one line per query:
-// its line in the queries file and its first tool in each mode ("-" for
-// none). It is an error when the file lists other queries than qs.
-func readFirsts(dataset string, qs []search.BenchQuery) (map[search.Mode][]string, error) {
-	path := firstsPath(dataset)
+// readFirsts reads a dataset's first tools per mode from path. The file has
+// a comment line, a header ("query" and the modes), then one line per
+// query: its line in the queries file and its first tool in each mode ("-"
+// for none). It is an error when the file lists other queries than qs.
+// When it lists the first of them (queries added at the file's end), the
+// error says so, and the first tools of the queries it lists (listed of
+// them; "" for the others) are returned with it.
+func readFirsts(path string, qs []search.BenchQuery) (firsts map[search.Mode][]string, listed int, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 	if len(lines) < 2 || !strings.HasPrefix(lines[0], "#") {
-		return nil, fmt.Errorf("%s: want a comment line and a header line first", path)
+		return nil, 0, fmt.Errorf("%s: want a comment line and a header line first", path)
 	}
 	header := strings.Split(lines[1], "\t")
 	if header[0] != "query" {
-		return nil, fmt.Errorf("%s: header %q does not start with query", path, lines[1])
+		return nil, 0, fmt.Errorf("%s: header %q does not start with query", path, lines[1])
 	}
 	rows := lines[2:]
-	if len(rows) != len(qs) {
-		return nil, fmt.Errorf("%s lists %d queries, the dataset has %d", path, len(rows), len(qs))
+	if len(rows) > len(qs) {
+		return nil, 0, fmt.Errorf("%s lists %d queries, the dataset has %d", path, len(rows), len(qs))
 	}
 	out := map[search.Mode][]string{}
 	for _, h := range header[1:] {
@@ -523,7 +560,7 @@ func readFirsts(dataset string, qs []search.BenchQuery) (map[search.Mode][]strin
 	for i, row := range rows {
 		f := strings.Split(row, "\t")
 		if len(f) != len(header) || f[0] != strconv.Itoa(qs[i].Line) {
-			return nil, fmt.Errorf("%s line %d: %q, want query line %d and %d columns", path, i+3, row, qs[i].Line, len(header))
+			return nil, 0, fmt.Errorf("%s line %d: %q, want query line %d and %d columns", path, i+3, row, qs[i].Line, len(header))
 		}
 		for j, h := range header[1:] {
 			if id := f[j+1]; id != "-" {
@@ -531,7 +568,10 @@ func readFirsts(dataset string, qs []search.BenchQuery) (map[search.Mode][]strin
 			}
 		}
 	}
-	return out, nil
+	if len(rows) < len(qs) {
+		return out, len(rows), fmt.Errorf("%s lists %d queries, the dataset has %d (%d added at its end)", path, len(rows), len(qs), len(qs)-len(rows))
+	}
+	return out, len(rows), nil
 }
 
 // writeFirsts writes the file readFirsts reads, modes in search.Modes order.

@@ -118,8 +118,12 @@ func runImport(stdout, stderr io.Writer, files []string, f importFlags) error {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
 	var docs []config.Doc
+	from := map[string]string{} // server → the file it is imported from (the last, as Merge keeps)
 	for _, r := range results {
 		docs = append(docs, r.Doc)
+		for _, name := range r.Servers {
+			from[name] = r.Doc.Path
+		}
 	}
 	merged, conflicts, err := config.Merge(docs)
 	if err != nil {
@@ -139,24 +143,52 @@ func runImport(stdout, stderr io.Writer, files []string, f importFlags) error {
 		}
 	}
 	if cfg := validServers(merged); cfg != nil {
-		if bad := cannotStart(cfg); len(bad) > 0 {
+		bad := cannotStart(cfg)
+		for _, s := range cfg.All() {
+			if s.Disabled {
+				delete(bad, s.Name) // no gateway starts it (toolgate servers leaves it out too)
+			}
+		}
+		if len(bad) > 0 {
 			fmt.Fprintln(stderr, "warning: with this shell's environment these servers CANNOT START (a gateway shows them down until fixed; one started with another environment may start them):")
 			for _, name := range slices.Sorted(maps.Keys(bad)) {
 				fmt.Fprintf(stderr, "  %s: %s\n", name, bad[name])
 			}
 		}
+		// As toolgate servers lists them and serve logs them.
+		var bare []string
+		for _, s := range cfg.All() {
+			for _, b := range s.BareReferences() {
+				bare = append(bare, "  "+s.Name+": "+b)
+			}
+		}
+		if len(bare) > 0 {
+			fmt.Fprintf(stderr, "warning: variables written without braces (a shell's way) reach the server as written:\n%s\n", escapeUnsafe(strings.Join(bare, "\n")))
+		}
 	}
 	if f.into == "" {
-		warnInvalid(stderr, merged, "")
+		warnInvalid(stderr, merged, from)
 		_, err := stdout.Write(pretty.PrettyOptions(merged, &pretty.Options{Width: 80, Indent: "  "}))
 		return err
 	}
-	return importInto(stdout, stderr, f.into, merged, f.dryRun)
+	return importInto(stdout, stderr, f.into, merged, from, f.dryRun)
+}
+
+// withSources names, in each problem of err (a config's) with one of the
+// imported servers, the file that server came from: the one to edit.
+func withSources(err error, from map[string]string) error {
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		for _, fe := range ce.Errs {
+			fe.From = from[fe.Server]
+		}
+	}
+	return err
 }
 
 // importInto adds the merged document's servers to the config file at
 // path, keeping its other keys; dryRun prints the change as a diff.
-func importInto(stdout, stderr io.Writer, path string, merged []byte, dryRun bool) error {
+func importInto(stdout, stderr io.Writer, path string, merged []byte, from map[string]string, dryRun bool) error {
 	defer config.LockFiles([]string{path})() // one read-modify-write: see config.Edit
 	old, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -182,7 +214,7 @@ func importInto(stdout, stderr io.Writer, path string, merged []byte, dryRun boo
 	// Checked as the gateway will read it (a variable this shell lacks
 	// leaves its server unable to start, not the file invalid).
 	if _, err := config.Parse(data, path, nil); err != nil {
-		return fmt.Errorf("import --into: the result would not be a valid config, so %s is left as it is: %w", path, err)
+		return fmt.Errorf("import --into: the result would not be a valid config, so %s is left as it is: %w", path, withSources(err, from))
 	}
 	if dryRun {
 		// The text, whatever the file's encoding (UTF-16 from PowerShell).
@@ -235,9 +267,10 @@ func validServers(data []byte) *config.File {
 }
 
 // warnInvalid lists on stderr what would keep the config from loading
-// (a server's variables aside: the gateway's environment may set them).
-func warnInvalid(stderr io.Writer, data []byte, path string) {
-	if _, err := config.Parse(data, path, nil); err != nil {
-		fmt.Fprintf(stderr, "warning: toolgate would not load this config as it is; fix these first:\n%v\n", err)
+// (a server's variables aside: the gateway's environment may set them),
+// each problem with the file its server came from.
+func warnInvalid(stderr io.Writer, data []byte, from map[string]string) {
+	if _, err := config.Parse(data, "", nil); err != nil {
+		fmt.Fprintf(stderr, "warning: toolgate would not load this config as it is; fix these first:\n%v\n", withSources(err, from))
 	}
 }

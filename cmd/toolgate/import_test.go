@@ -159,11 +159,13 @@ func TestImportCommand(t *testing.T) {
 // add and remove edit it in its own encoding: with a mark, add said "the
 // file is not valid JSON".
 // A server whose command this shell cannot find is imported, with a
-// warning that names it and why.
+// warning that names it and why; a disabled one is not named (no gateway
+// starts it: it was listed as one that CANNOT START).
 func TestImportWarnsCommandMissing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "claude_desktop_config.json")
 	src := `{"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
-	  "clock": {"command": "no-such-mcp-server-xyz"}, "tools": {"command": "./bin/tools-server"}}}`
+	  "clock": {"command": "no-such-mcp-server-xyz"}, "tools": {"command": "./bin/tools-server"},
+	  "old": {"command": "no-such-uvx-xyz", "disabled": true}}}`
 	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -174,10 +176,10 @@ func TestImportWarnsCommandMissing(t *testing.T) {
 	}
 	warning := "warning: with this shell's environment these servers CANNOT START (a gateway shows them down until fixed; one started with another environment may start them):\n" +
 		`  clock: command "no-such-mcp-server-xyz" not found in PATH (PATH=`
-	if !strings.Contains(string(out), warning) || !strings.Contains(string(out), `  tools: command "./bin/tools-server" not found (a relative path is read from toolgate's working directory): check command`) || strings.Contains(string(out), "  memory:") {
-		t.Errorf("import output: want clock and tools (not memory) named as unable to start:\n%s", out)
+	if !strings.Contains(string(out), warning) || !strings.Contains(string(out), `  tools: command "./bin/tools-server" not found (a relative path is read from toolgate's working directory): check command`) || strings.Contains(string(out), "  memory:") || strings.Contains(string(out), "  old:") {
+		t.Errorf("import output: want clock and tools (not memory, not the disabled old) named as unable to start:\n%s", out)
 	}
-	if !strings.Contains(string(out), "(claude-desktop): 3 servers: memory, clock, tools\n") {
+	if !strings.Contains(string(out), "(claude-desktop): 4 servers: memory, clock, tools, old\n") {
 		t.Errorf("import output does not count the file's servers:\n%s", out)
 	}
 	// One server is "1 server".
@@ -189,7 +191,7 @@ func TestImportWarnsCommandMissing(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "(windsurf): 1 server: figma\n") || !strings.Contains(string(out), "(1 server imported)") {
 		t.Errorf("import of one server: %v\n%s", err, out)
 	}
-	if f, err := config.Load(into); err != nil || len(f.All()) != 4 {
+	if f, err := config.Load(into); err != nil || len(f.All()) != 5 {
 		t.Errorf("imported config: %v, %v", f, err)
 	}
 }
@@ -394,5 +396,63 @@ func TestServersCommands(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("audit records:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A problem of an imported entry names the file it came from, in the
+// printed config's warning and in --into's refusal: the servers of several
+// files are merged, and the config's own path (or none) did not say which
+// file to edit.
+func TestImportProblemsNameTheirFile(t *testing.T) {
+	dir := t.TempDir()
+	bad, good, into := filepath.Join(dir, "claude_desktop_config.json"), filepath.Join(dir, "mcp.json"), filepath.Join(dir, "toolgate.json")
+	for path, data := range map[string]string{
+		bad:  `{"mcpServers": {"a": {"args": ["x"]}, "b": {"command": 5}}}`,
+		good: `{"servers": {"c": {"command": "npx"}}}`,
+	} {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"import", good, bad}, {"import", good, bad, "--into", into}} {
+		out, _ := toolgateCmd(t, t.TempDir(), args...).CombinedOutput()
+		for _, want := range []string{
+			"  " + bad + `: mcpServers["a"]: needs "command"`,
+			"  " + bad + `: mcpServers["b"].command: got a number, want a string`,
+		} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("%v: output lacks %q:\n%s", args, want, out)
+			}
+		}
+	}
+	if _, err := os.Stat(into); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("--into wrote %s from an invalid import (stat: %v)", into, err)
+	}
+}
+
+// A variable written a shell's way ("$MY_TOKEN") in an imported entry is
+// said, as toolgate servers and serve say it: it reaches the server as
+// written. Import said nothing of it.
+func TestImportSaysBareVariables(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".mcp.json")
+	src := `{"mcpServers": {"scripts": {"command": "npx", "env": {"TOKEN": "$MY_TOKEN", "PW": "pa$$word"}}, "api": {"url": "https://api.example.com/mcp", "headers": {"Authorization": "Bearer $API_KEY"}}}}`
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := toolgateCmd(t, t.TempDir(), "import", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"warning: variables written without braces (a shell's way) reach the server as written:\n",
+		`  api: headers.Authorization is "Bearer $API_KEY", passed as written: toolgate expands ${API_KEY} (with braces)` + "\n",
+		`  scripts: env.TOKEN is "$MY_TOKEN", passed as written: toolgate expands ${MY_TOKEN} (with braces)` + "\n",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "env.PW") {
+		t.Errorf("a password with a $ is named as a variable:\n%s", out)
 	}
 }

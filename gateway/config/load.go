@@ -303,9 +303,18 @@ type FieldError struct {
 	Server string // the server's name; "" outside mcpServers (and for the invalid name "")
 	Field  string // in a server: "args[2]", "env.TOKEN", "" for the entry itself; else "mcpServers", "toolgate.search.mode"
 	Msg    string // what is wrong and how to fix it
+	// From is the file the server's entry was taken from when that is not
+	// the config's own (toolgate import merges several clients' files);
+	// Error starts with it.
+	From string
 }
 
-func (e *FieldError) Error() string { return e.Where() + ": " + e.Msg }
+func (e *FieldError) Error() string {
+	if e.From != "" {
+		return e.From + ": " + e.Where() + ": " + e.Msg
+	}
+	return e.Where() + ": " + e.Msg
+}
 
 // Where renders the field's location, e.g. mcpServers["memory"].env.TOKEN.
 func (e *FieldError) Where() string {

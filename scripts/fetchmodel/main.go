@@ -31,7 +31,7 @@ func main() {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 	}
 	cmd := modelscmd.NewFetch(&modelscmd.Options{Logger: logger})
-	cmd.Use = "fetchmodel"
+	cmd.Use = "fetch-model.sh" // what a user runs: scripts/fetch-model.sh
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &modelscmd.UsageError{Err: err} })
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log debug details to stderr")
@@ -39,7 +39,7 @@ func main() {
 	err := cmd.ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "fetchmodel: %v\n", err)
+		fmt.Fprintf(os.Stderr, "fetch-model: %v\n", err)
 		var ue *modelscmd.UsageError
 		if errors.As(err, &ue) {
 			os.Exit(2)

@@ -29,12 +29,15 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
 	"github.com/tidwall/jsonc"
 
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/jsonwords"
 )
 
 // Formats of the files read.
@@ -115,8 +118,14 @@ func Read(path string, data []byte, format string) (*Result, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var top map[string]json.RawMessage
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("%s: the file is empty: %s", path, wantObject)
+	}
 	if err := json.Unmarshal(data, &top); err != nil {
 		return nil, notJSON(path, data, err)
+	}
+	if top == nil { // null
+		return nil, fmt.Errorf("%s: a JSON null, not an object: %s", path, wantObject)
 	}
 	if format == "" {
 		if format = Detect(path, data); format == "" {
@@ -240,8 +249,13 @@ func notJSON(path string, data []byte, err error) error {
 		col := max(1, len(before)-(bytes.LastIndexByte(before, '\n')+1))
 		return fmt.Errorf("%s:%d:%d: not valid JSON: %w", path, line, col, err)
 	}
-	return fmt.Errorf("%s: not a JSON object: %w", path, err)
+	// In JSON's words: "a JSON array, not an object".
+	return fmt.Errorf("%s: %w: %s", path, jsonwords.Explain(err, map[string]json.RawMessage(nil)), wantObject)
 }
+
+// wantObject is what a client's file holds, for a file that holds another
+// JSON value or none.
+const wantObject = `a client's MCP config is an object, {"mcpServers": {…}}`
 
 func (r *Result) note(format string, args ...any) {
 	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
@@ -357,6 +371,23 @@ func (x *rewriter) server(name string, raw json.RawMessage) (string, map[string]
 	if _, ok := e["envFile"]; ok { // VS Code
 		x.r.note("server %q: \"envFile\" is not read by toolgate: copy the variables it needs into \"env\" (or the gateway's environment)", valid)
 		delete(e, "envFile")
+	}
+	if tools, ok := e["disabledTools"]; ok { // Windsurf's tools turned off
+		// toolgate has no such key: said, as it would serve them.
+		var names, ids []string
+		if list, ok := tools.([]any); ok {
+			for _, t := range list {
+				if n, ok := t.(string); ok && n != "" {
+					names = append(names, n)
+					ids = append(ids, strconv.Quote(valid+catalog.Sep+n))
+				}
+			}
+		}
+		if len(names) > 0 {
+			x.r.note(`server %q: "disabledTools" is not read by toolgate, which serves %s: to keep them from a client, deny them in the profile it uses, "toolgate": {"profiles": {"NAME": {"tools": {"deny": [%s]}}}} (see toolgate's README, Profiles)`,
+				valid, strings.Join(names, ", "), strings.Join(ids, ", "))
+		}
+		delete(e, "disabledTools")
 	}
 	if t, ok := e["type"].(string); ok && t == "local" {
 		delete(e, "type")

@@ -138,6 +138,19 @@ func TestReadErrorsAndFormat(t *testing.T) {
 	if err != nil || r.Format != VSCode || !slices.Equal(r.Servers, []string{"a"}) {
 		t.Errorf("settings.json with comments: %+v %v", r, err)
 	}
+	// A file whose JSON is no object, or that is empty, says so in JSON's
+	// words ("cannot unmarshal array into Go value of type
+	// map[string]json.RawMessage", "unexpected end of JSON input").
+	for data, want := range map[string]string{
+		"[]":   `x.json: a JSON array, not an object: a client's MCP config is an object, {"mcpServers": {…}}`,
+		"\n":   `x.json: the file is empty: a client's MCP config is an object, {"mcpServers": {…}}`,
+		"null": `x.json: a JSON null, not an object: a client's MCP config is an object, {"mcpServers": {…}}`,
+		`"a"`:  `x.json: a JSON string, not an object: a client's MCP config is an object, {"mcpServers": {…}}`,
+	} {
+		if _, err := Read("x.json", []byte(data), ""); err == nil || err.Error() != want {
+			t.Errorf("%q: error %v, want %q", data, err, want)
+		}
+	}
 	// A file that is not JSON says where, not that it has no servers.
 	if _, err := Read("x.json", []byte("{\"mcpServers\": {\n  \"a\" {}}}"), ""); err == nil || !strings.HasPrefix(err.Error(), "x.json:2:7: not valid JSON: invalid character '{' after object key") {
 		t.Errorf("not JSON: %v", err)
@@ -362,5 +375,28 @@ func TestSeparateCaseTwinsImportedAgain(t *testing.T) {
 	}
 	if want := []string{"memory-cursor", "time-cursor-2"}; !slices.Equal(cursor.Servers, want) {
 		t.Errorf("servers imported again %v, want %v", cursor.Servers, want)
+	}
+}
+
+// Tools a client was told to leave out ("disabledTools", Windsurf's) are
+// served by toolgate, which has no such key in a server's entry: the note
+// says so with the profile that keeps them from a client. They were
+// dropped in silence, the tools callable through the gateway.
+func TestDisabledToolsNoted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcp_config.json")
+	data := `{"mcpServers": {"git": {"command": "uvx", "args": ["mcp-server-git"], "disabledTools": ["git_commit", "git_push"]}, "fs": {"command": "npx", "disabledTools": []}}}`
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, servers := read(t, path, "")
+	want := `server "git": "disabledTools" is not read by toolgate, which serves git_commit, git_push: to keep them from a client, deny them in the profile it uses, "toolgate": {"profiles": {"NAME": {"tools": {"deny": ["git__git_commit", "git__git_push"]}}}} (see toolgate's README, Profiles)`
+	if !slices.Contains(r.Notes, want) {
+		t.Errorf("notes %q lack %q", r.Notes, want)
+	}
+	if len(r.Notes) != 1 {
+		t.Errorf("notes %q: want the one of git (fs's list is empty)", r.Notes)
+	}
+	if _, ok := servers["git"]["disabledTools"]; ok {
+		t.Errorf("git's entry keeps disabledTools, which toolgate does not read: %v", servers["git"])
 	}
 }

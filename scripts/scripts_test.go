@@ -1,0 +1,78 @@
+// Package scripts holds the shell scripts that install toolgate's native
+// pieces, model and bundled servers; its test checks how they take their
+// arguments.
+package scripts
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Every install script README names answers --help with its usage and
+// exit status 0, and an argument it does not take with its usage and exit
+// status 2, doing nothing either way: build-tokenizers.sh,
+// fetch-onnxruntime.sh and install-chromium.sh ignored their arguments,
+// so --help started a cargo build, an npm download or an apt-get install.
+// They run with an empty cache and a PATH of a shell, python3 and the
+// text tools alone: a script that goes on to work fails for want of go,
+// cargo, npm or apt-get.
+func TestScriptsArguments(t *testing.T) {
+	bin := t.TempDir()
+	for _, tool := range []string{"bash", "python3", "dirname", "sha256sum", "cut", "sed", "cat"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := append(os.Environ(), "PATH="+bin, "TOOLGATE_CACHE="+t.TempDir(), "CHROMIUM_VERSION=")
+	for _, script := range []string{"build-tokenizers.sh", "fetch-onnxruntime.sh", "install-servers.sh", "install-python.sh", "install-chromium.sh"} {
+		for _, tt := range []struct {
+			arg    string
+			status int
+		}{{"--help", 0}, {"-h", 0}, {"--no-such-flag", 2}} {
+			cmd := exec.Command("./"+script, tt.arg)
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			status := 0
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+				status = ee.ExitCode()
+			} else if err != nil {
+				t.Fatalf("%s %s: %v", script, tt.arg, err)
+			}
+			if status != tt.status || !strings.Contains(string(out), "usage: scripts/"+script) {
+				t.Errorf("%s %s: exit status %d, want %d with its usage:\n%s", script, tt.arg, status, tt.status, out)
+			}
+		}
+	}
+}
+
+// make bench and make bench-report install what the benchmarks need (the
+// native pieces, the model, the bundled servers: make deps-run), not the
+// Python SDKs and the browser of the interop and console tests, which no
+// benchmark runs: the browser's install is an apt-get as root.
+func TestMakeBenchDeps(t *testing.T) {
+	for _, target := range []string{"bench", "bench-report"} {
+		cmd := exec.Command("make", "-n", "-C", "..", target)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make -n %s: %v\n%s", target, err, out)
+		}
+		for _, want := range []string{"scripts/build-tokenizers.sh", "scripts/fetch-model.sh", "scripts/install-servers.sh"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("make %s does not run %s:\n%s", target, want, out)
+			}
+		}
+		for _, not := range []string{"scripts/install-python.sh", "scripts/install-chromium.sh"} {
+			if strings.Contains(string(out), not) {
+				t.Errorf("make %s runs %s, which no benchmark needs", target, not)
+			}
+		}
+	}
+}

@@ -311,15 +311,12 @@ func (o *StatusOptions) Report(src StatusSource, c *policy.Caller) StatusReport 
 	// the data folder, which the storage report then shows.
 	if o.Security != nil {
 		rep.Security = o.Security()
-		// The pins file is the data folder's, shared by the gateways on
-		// it, and keeps a tool held after its server left the config (a
-		// poisoned server removed, not approved): this gateway holds the
-		// tools of its own servers only. Narrowed in a copy.
+		// This gateway holds the tools of its own servers only
+		// (quarantine.OutsideConfig). Narrowed in a copy.
 		if cfg := o.configured(); cfg != nil && rep.Security != nil {
 			sec := *rep.Security
 			sec.Quarantined = slices.DeleteFunc(slices.Clone(sec.Quarantined), func(id string) bool {
-				server, _, err := catalog.SplitID(id)
-				return err == nil && !cfg.Has(server)
+				return quarantine.OutsideConfig(id, cfg.Has)
 			})
 			rep.Security = &sec
 		}

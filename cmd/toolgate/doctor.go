@@ -27,7 +27,7 @@ func init() { register(newDoctorCmd) }
 // doctorCheck is one line of `toolgate doctor`.
 type doctorCheck struct {
 	Name    string `json:"name"`
-	Status  string `json:"status"` // ok | missing | bad | optional
+	Status  string `json:"status"` // ok | missing | bad | optional | warning
 	Path    string `json:"path,omitempty"`
 	Version string `json:"version,omitempty"`
 	SHA256  string `json:"sha256,omitempty"`
@@ -45,6 +45,9 @@ const (
 	statusMissing  = "missing"
 	statusBad      = "bad"
 	statusOptional = "optional"
+	// statusWarning is a piece that works but wants a change (its fix):
+	// it does not fail doctor.
+	statusWarning = "warning"
 )
 
 type doctorReport struct {
@@ -115,7 +118,11 @@ func runDoctor(ctx context.Context, g *globals) (*doctorReport, error) {
 	rep := &doctorReport{DataDir: g.DataDir()}
 	add := func(c doctorCheck) { rep.Checks = append(rep.Checks, c) }
 
-	add(dirCheck("data dir", g.DataDir(), "created on first use"))
+	dc := dirCheck("data dir", g.DataDir(), "created on first use")
+	if open, fix := storage.Exposed(g.DataDir(), g.dataStores()); open != "" && dc.Status == statusOK {
+		dc.Status, dc.Detail, dc.Fix = statusWarning, "open to every user of this machine: "+open, fix
+	}
+	add(dc)
 
 	ortCheck, ortOK := doctorORT(opts.ORTLib, g.embedFlags.ORTLibFix())
 	add(ortCheck)

@@ -807,6 +807,35 @@ func afterShell(cmd *exec.Cmd, setup string) *exec.Cmd {
 	return cmd
 }
 
+// TestServeWarnsOfOpenStores: a data folder an earlier toolgate made, its
+// stores' folders 0755, stays so (MkdirOwnerOnly keeps a folder that is
+// there): serve says so once at start with the chmod, and changes no mode.
+func TestServeWarnsOfOpenStores(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	for _, p := range []string{data, filepath.Join(data, "index"), filepath.Join(data, "learn")} {
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	g := startServe(t, toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr), addr)
+	logs := g.logs.String()
+	want := fmt.Sprintf(`fix="chmod -R go= %s %s"`, filepath.Join(data, "index"), filepath.Join(data, "learn"))
+	if n := strings.Count(logs, "folders of the data folder are open to every user of this machine"); n != 1 || !strings.Contains(logs, want) {
+		t.Errorf("warned %d times, want once with %s:\n%s", n, want, logs)
+	}
+	if fi, err := os.Stat(filepath.Join(data, "learn")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("learn/ is %v (%v), want left 0755 for the operator", fi.Mode(), err)
+	}
+}
+
 // TestUmaskZeroOwnerOnly: under umask 000 (a container's, a service
 // manager's) the data folder and every folder of it that serve or index
 // makes are owner-only. The data folder was made 0755 and the stores'

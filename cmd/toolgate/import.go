@@ -142,14 +142,9 @@ func runImport(stdout, stderr io.Writer, files []string, f importFlags) error {
 			fmt.Fprintf(stderr, "  %s  (input %q) %s\n", in.Var, in.ID, what)
 		}
 	}
-	if cfg := validServers(merged); cfg != nil {
-		bad := cannotStart(cfg)
-		for _, s := range cfg.All() {
-			if s.Disabled {
-				delete(bad, s.Name) // no gateway starts it (toolgate servers leaves it out too)
-			}
-		}
-		if len(bad) > 0 {
+	if cfg := validServers(merged, ""); cfg != nil {
+		// A disabled server is left out: no gateway starts it.
+		if bad := wouldStartDown(cfg, nil); len(bad) > 0 {
 			fmt.Fprintln(stderr, "warning: with this shell's environment these servers CANNOT START (a gateway shows them down until fixed; one started with another environment may start them):")
 			for _, name := range slices.Sorted(maps.Keys(bad)) {
 				fmt.Fprintf(stderr, "  %s: %s\n", name, bad[name])
@@ -242,11 +237,13 @@ func importInto(stdout, stderr io.Writer, path string, merged []byte, from map[s
 
 // validServers is the config of data's servers that are valid, for what
 // the others lack to be said beside what is wrong with the invalid ones
-// (warnInvalid): a file with one invalid server said nothing of another
-// that cannot start, until that one was fixed. nil when no server is
-// valid, or the file is wrong outside its servers.
-func validServers(data []byte) *config.File {
-	cfg, _, _, err := config.ParseDocs([]config.Doc{{Data: data}}, nil)
+// (warnInvalid, toolgate servers): a file with one invalid server said
+// nothing of another that cannot start, until that one was fixed. path is
+// the file data was read from, whose folder relative paths ("cwd") are
+// resolved against ("" for a document of no file: import's). nil when no
+// server is valid, or the file is wrong outside its servers.
+func validServers(data []byte, path string) *config.File {
+	cfg, _, _, err := config.ParseDocs([]config.Doc{{Data: data, Path: path}}, nil)
 	var ce *config.Error
 	if err == nil || !errors.As(err, &ce) {
 		return cfg
@@ -259,7 +256,7 @@ func validServers(data []byte) *config.File {
 			return nil
 		}
 	}
-	cfg, _, _, err = config.ParseDocs([]config.Doc{{Data: data}}, nil)
+	cfg, _, _, err = config.ParseDocs([]config.Doc{{Data: data, Path: path}}, nil)
 	if err != nil {
 		return nil
 	}

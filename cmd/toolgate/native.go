@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/embed"
+	"github.com/toolgate/toolgate/gateway/backend/oauth"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/internal/dirs"
@@ -41,6 +43,15 @@ func (g *globals) health() *storage.Health {
 		g.dataHealth = storage.New(g.DataDir(), &storage.Options{Logger: g.logger})
 	}
 	return g.dataHealth
+}
+
+// dataStores are the stores' folders in the data folder, which toolgate
+// makes owner-only: what serve warns of and doctor reports when they are
+// open to every user (storage.Exposed).
+func (g *globals) dataStores() []string {
+	d := g.DataDir()
+	return []string{index.Dir(d), filepath.Dir(g.embeddingCacheDir()), g.embeddingCacheDir(), learnDir(g),
+		filepath.Dir(dirs.Audit(d)), filepath.Join(d, oauth.StoreDir), filepath.Dir(dirs.Pins(d)), dirs.Sockets(d)}
 }
 
 // embeddingCacheDir is <data dir>/cache/embeddings.

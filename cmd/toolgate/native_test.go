@@ -138,6 +138,29 @@ func TestDoctorJSONMissing(t *testing.T) {
 	}
 }
 
+// TestDoctorOpenStores: the data folder's line is a warning (which does
+// not fail doctor) when a store an earlier toolgate made 0755 is still so,
+// with the chmod that closes it.
+func TestDoctorOpenStores(t *testing.T) {
+	data := t.TempDir()
+	learn := filepath.Join(data, "learn")
+	if err := os.Mkdir(learn, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(learn, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := doctorCommand(t, data, "--json", "--ort-lib", filepath.Join(data, "nope.so"))
+	var rep doctorReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out.String())
+	}
+	c := rep.Checks[0]
+	if c.Name != "data dir" || c.Status != statusWarning || c.Detail != "open to every user of this machine: "+learn+" (0755)" || c.Fix != "chmod -R go= "+learn {
+		t.Errorf("data dir check = %+v", c)
+	}
+}
+
 // An ONNX Runtime library missing where doctor looked: the fix says what
 // named the path (--ort-lib, $TOOLGATE_ORT_LIB) and how to drop it for the
 // pinned copy, and how to install that copy with the binary alone (the

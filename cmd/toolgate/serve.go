@@ -330,6 +330,11 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		log.Error("the data folder cannot take writes: serving with the index in memory and without storing embeddings or refreshed logins until it can (GET /status, storage)",
 			"dir", health.Dir(), "err", err, "fix", storage.Fix(health.Dir(), err))
 	}
+	// Made so by a toolgate before 0700, and left so (not chmod'ed here:
+	// the operator may have reasons; the fix is said instead).
+	if open, fix := storage.Exposed(health.Dir(), g.dataStores()); open != "" {
+		log.Warn("folders of the data folder are open to every user of this machine (the searches' queries, the learned pairs, the audit log, the logins)", "folders", open, "fix", fix)
+	}
 	// The audit log and the quarantine's pins, in the data folder.
 	sec.open(cfg, log, health, pins)
 

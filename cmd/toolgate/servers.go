@@ -105,11 +105,15 @@ type serverInfo struct {
 }
 
 type serversReport struct {
-	Config   string           `json:"config"`
-	Valid    bool             `json:"valid"`
-	Servers  []serverInfo     `json:"servers,omitempty"`
-	Errors   []serversProblem `json:"errors,omitempty"`
-	Settings *config.Settings `json:"toolgate,omitempty"`
+	Config  string           `json:"config"`
+	Valid   bool             `json:"valid"`
+	Servers []serverInfo     `json:"servers,omitempty"`
+	Errors  []serversProblem `json:"errors,omitempty"`
+	// CannotStart is, beside the errors of an invalid config, why each
+	// of its valid servers would not start with this shell's
+	// environment (a valid config says it per server instead).
+	CannotStart map[string]string `json:"cannotStart,omitempty"`
+	Settings    *config.Settings  `json:"toolgate,omitempty"`
 }
 
 type serversProblem struct {
@@ -132,11 +136,25 @@ func runServers(w io.Writer, g *globals, paths []string, asJSON bool) error {
 	// secrets never reach the output.
 	loaded, data, conflicts, loadErr := config.ParseDocs(docs, nil)
 	if loadErr != nil {
+		// The servers that are valid are still checked for what they
+		// lack to start, as import does: else one that cannot start
+		// was said only once the invalid one was fixed.
+		var down map[string]string
+		if cfg := validServers(data, paths[len(paths)-1]); cfg != nil {
+			g.applyConfig(cfg.Toolgate) // its dataDir keeps the servers disabled at run time
+			state, err := live.ReadState(live.StateFile(g.DataDir()))
+			if err != nil {
+				return err
+			}
+			down = wouldStartDown(cfg, state.Disabled)
+		}
 		if asJSON {
-			rep := serversReport{Config: path, Errors: problems(loadErr)}
+			rep := serversReport{Config: path, Errors: problems(loadErr), CannotStart: down}
 			if err := writeJSON(w, rep); err != nil {
 				return err
 			}
+		} else if len(down) > 0 {
+			return fmt.Errorf("%w\n\n%s", loadErr, cannotStartLines(down))
 		}
 		return loadErr
 	}
@@ -218,16 +236,10 @@ func runServers(w io.Writer, g *globals, paths []string, asJSON bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if down := wouldStartDown(loaded, state.Disabled); len(down) > 0 {
+		fmt.Fprintf(w, "\n%s\n", cannotStartLines(down))
+	}
 	var lines []string
-	for _, s := range infos {
-		if s.CannotStart != "" && !s.Disabled && !s.DisabledAtRunTime {
-			lines = append(lines, "  "+s.Name+": "+s.CannotStart)
-		}
-	}
-	if len(lines) > 0 {
-		fmt.Fprintf(w, "\ncannot start with this shell's environment (a gateway started with another environment may):\n%s\n", strings.Join(lines, "\n"))
-	}
-	lines = nil
 	for _, s := range infos {
 		for _, u := range s.Unexpanded {
 			lines = append(lines, "  "+s.Name+": "+u)
@@ -296,6 +308,27 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// wouldStartDown is cannotStart of the servers of cfg a gateway would
+// start: not disabled in the file, nor at run time (disabled, the data
+// folder's state.json's).
+func wouldStartDown(cfg *config.File, disabled []string) map[string]string {
+	down := cannotStart(cfg)
+	maps.DeleteFunc(down, func(name, _ string) bool {
+		return cfg.MCPServers[name].Disabled || slices.Contains(disabled, name)
+	})
+	return down
+}
+
+// cannotStartLines says which servers cannot start and why (bad, by
+// name), for the list of a valid config and the errors of an invalid one.
+func cannotStartLines(bad map[string]string) string {
+	lines := []string{"cannot start with this shell's environment (a gateway started with another environment may):"}
+	for _, name := range slices.Sorted(maps.Keys(bad)) {
+		lines = append(lines, "  "+name+": "+bad[name])
+	}
+	return strings.Join(lines, "\n")
 }
 
 func problems(err error) []serversProblem {

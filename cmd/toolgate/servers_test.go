@@ -105,6 +105,54 @@ func TestServersListCannotStart(t *testing.T) {
 	}
 }
 
+// TestServersListCannotStartBesideErrors: a file with one invalid server
+// listed only its errors; another that cannot start was said once that
+// one was fixed. The valid servers a gateway would start are checked as
+// import checks them (validServers), their relative "cwd" against the
+// config's folder.
+func TestServersListCannotStartBesideErrors(t *testing.T) {
+	cfg := writeConfig(t, `{"mcpServers": {
+		"broken": {"command": "sh", "callTimeout": "-1s"},
+		"missing": {"command": "toolgate-no-such-command-xyz"},
+		"rel": {"command": "sh", "cwd": "work"},
+		"off": {"command": "toolgate-no-such-command-xyz", "disabled": true},
+		"paused": {"command": "toolgate-no-such-command-xyz"}}}`)
+	data := t.TempDir()
+	if err := live.WriteState(live.StateFile(data), live.State{Disabled: []string{"paused"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(filepath.Dir(cfg), "work"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir()) // "work" is the config's folder's, not this one's
+	var out bytes.Buffer
+	err := runServers(&out, &globals{dataDir: data}, []string{cfg}, false)
+	if err == nil {
+		t.Fatal("runServers succeeded on a bad file")
+	}
+	got := err.Error()
+	for _, want := range []string{`mcpServers["broken"].callTimeout: -1s is negative`,
+		"\n\ncannot start with this shell's environment (a gateway started with another environment may):\n" +
+			`  missing: command "toolgate-no-such-command-xyz" not found in PATH`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("error lacks %q:\n%s", want, got)
+		}
+	}
+	for _, not := range []string{"  rel:", "  off:", "  paused:", "  broken:"} {
+		if strings.Contains(got, not) {
+			t.Errorf("error says %q cannot start:\n%s", not, got)
+		}
+	}
+	out.Reset()
+	if err := runServers(&out, &globals{dataDir: data}, []string{cfg}, true); err == nil {
+		t.Fatal("runServers --json succeeded on a bad file")
+	}
+	var rep serversReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Valid || len(rep.Errors) != 1 || len(rep.CannotStart) != 1 || rep.CannotStart["missing"] == "" {
+		t.Errorf("--json report = %+v (%v)", rep, err)
+	}
+}
+
 // A config imported from a repository's .mcp.json may hold terminal
 // escapes in a command, its arguments or an env key: the listing prints
 // them escaped, not as the escapes they are.

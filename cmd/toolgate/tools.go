@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/dirs"
@@ -39,16 +41,17 @@ a running gateway honours an approval at its next request.`,
 }
 
 // pinsPath is the quarantine's pins file for the data folder (of --config
-// when given).
-func (g *globals) pinsPath(cfgPath string) (string, error) {
+// when given), and that config (nil without one).
+func (g *globals) pinsPath(cfgPath string) (string, *config.File, error) {
+	var cfg *config.File
 	if cfgPath != "" {
-		cfg, err := config.Load(cfgPath)
-		if err != nil {
-			return "", err
+		var err error
+		if cfg, err = config.Load(cfgPath); err != nil {
+			return "", nil, err
 		}
 		g.applyConfig(cfg.Toolgate)
 	}
-	return dirs.Pins(g.DataDir()), nil
+	return dirs.Pins(g.DataDir()), cfg, nil
 }
 
 type quarantinedTool struct {
@@ -67,11 +70,11 @@ func newToolsQuarantinedCmd(g *globals) *cobra.Command {
 		Short: "List the quarantined tools and why each is held",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, err := g.pinsPath(cfgPath)
+			path, cfg, err := g.pinsPath(cfgPath)
 			if err != nil {
 				return err
 			}
-			return runToolsQuarantined(cmd.OutOrStdout(), path, asJSON)
+			return runToolsQuarantined(cmd.OutOrStdout(), path, cfg, asJSON)
 		},
 	}
 	configFlag(cmd, &cfgPath)
@@ -79,14 +82,26 @@ func newToolsQuarantinedCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func runToolsQuarantined(w io.Writer, path string, asJSON bool) error {
+// runToolsQuarantined lists the tools held in the pins file at path; with
+// cfg (--config, $TOOLGATE_CONFIG), those of its servers, as GET /status
+// lists them (quarantine.OutsideConfig), the others named below.
+func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON bool) error {
 	f, err := quarantine.Read(path)
 	if err != nil {
 		return err
 	}
 	out := []quarantinedTool{}
+	var outside []string
+	var configured *policy.Configured
+	if cfg != nil {
+		configured = policy.NewConfigured(live.Catalogued(cfg, config.BuiltinServer))
+	}
 	for id, p := range f.Tools {
-		if p.Hold != nil {
+		switch {
+		case p.Hold == nil:
+		case configured != nil && quarantine.OutsideConfig(id, configured.Has):
+			outside = append(outside, id)
+		default:
 			out = append(out, quarantinedTool{Tool: id, SHA256: p.Shown(), Hold: *p.Hold})
 		}
 	}
@@ -96,8 +111,18 @@ func runToolsQuarantined(w io.Writer, path string, asJSON bool) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
+	if len(outside) > 0 {
+		// Said last, below the list, or in place of it.
+		slices.Sort(outside)
+		defer fmt.Fprintf(w, "Not listed: %s of servers that %s does not run (%s): no gateway of it serves them; should the server come back, they are held again.\n",
+			plural.Of(len(outside), "held tool"), cfg.Path, safeText(strings.Join(outside, ", ")))
+	}
 	if len(out) == 0 {
-		fmt.Fprintf(w, "No tool is quarantined (%s pinned in %s).\n", plural.Of(len(f.Tools), "definition"), path)
+		of := ""
+		if len(outside) > 0 {
+			of = " of " + cfg.Path + "'s servers"
+		}
+		fmt.Fprintf(w, "No tool%s is quarantined (%s pinned in %s).\n", of, plural.Of(len(f.Tools), "definition"), path)
 		return nil
 	}
 	for _, q := range out {
@@ -165,7 +190,7 @@ approved and the command fails.`,
 			if cmd.Flags().Changed("sha256") && !isHexPrefix(reviewed) {
 				return usageError{fmt.Errorf("--sha256 %q: give the definition's sha256 as toolgate tools quarantined shows it (at least 8 hex digits)", reviewed)}
 			}
-			path, err := g.pinsPath(cfgPath)
+			path, _, err := g.pinsPath(cfgPath)
 			if err != nil {
 				return err
 			}

@@ -334,6 +334,27 @@ func TestParseBad(t *testing.T) {
 		{"neither command nor url", `{"mcpServers": {"a": {"args": ["x"]}}}`, nil, []want{{`mcpServers["a"]`, `needs "command"`}}},
 		{"both command and url", `{"mcpServers": {"a": {"command": "x", "url": "http://h/"}}}`, nil, []want{{`mcpServers["a"]`, `has both "command" and "url"`}}},
 		{"unknown type", `{"mcpServers": {"a": {"type": "grpc", "url": "http://h/"}}}`, nil, []want{{`mcpServers["a"].type`, `unknown type "grpc": use "stdio", "http", "sse"`}}},
+		// An entry whose type is not settled stopped there: its other
+		// problems showed on the next run. The form of each key and the
+		// keys every type shares are checked; whether a key belongs to
+		// the type waits for it, and "both" says what each choice drops.
+		{"the rest of an entry whose type is not settled", `{"mcpServers": {
+			"both": {"command": "npx ", "url": "x.example.com/mcp", "args": ["a"], "headers": {"Bad Name": "v"}, "callTimeout": "-5s"},
+			"neither": {"env": {"A=B": "1"}, "idleTimeout": "5m", "descripton": "x"},
+			"weird": {"type": "websocket", "url": "https://x.example/mcp", "connectTimeout": "-1s", "headers": {"X": "a\nb"}}}}`, nil, []want{
+			{`mcpServers["both"]`, `has both "command" and "url": keep "command" to start a local server (stdio) or "url" for a remote one (http/sse); keeping "command" means removing "headers" too; keeping "url" means removing "args" too`},
+			{`mcpServers["both"].callTimeout`, "-5s is negative"},
+			{`mcpServers["both"].command`, "leading or trailing spaces"},
+			{`mcpServers["both"].headers["Bad Name"]`, "invalid header name"},
+			{`mcpServers["both"].url`, `has no scheme: write "https://x.example.com/mcp"`},
+			{`mcpServers["neither"]`, `needs "command"`},
+			{`mcpServers["neither"].descripton`, `did you mean "description"?`},
+			{`mcpServers["neither"].env["A=B"]`, "invalid variable name"},
+			{`mcpServers["neither"].idleTimeout`, "only applies to lazy servers"},
+			{`mcpServers["weird"].connectTimeout`, "-1s is negative"},
+			{`mcpServers["weird"].headers.X`, "line break"},
+			{`mcpServers["weird"].type`, `unknown type "websocket"`},
+		}},
 		{"stdio without command", `{"mcpServers": {"a": {"type": "stdio", "command": " "}}}`, nil, []want{{`mcpServers["a"].command`, `needs a command`}}},
 		{"stdio with url and headers", `{"mcpServers": {"a": {"type": "stdio", "command": "x", "url": "http://h/", "headers": {"A": "b"}}}}`, nil, []want{
 			{`mcpServers["a"].headers`, "only sent to http and sse"},

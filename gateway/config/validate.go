@@ -182,22 +182,41 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 	if typ == "" {
 		typ = inferType(s)
 	}
+	// An entry whose type is not settled (both "command" and "url",
+	// neither, an unknown "type") is told so, and the rest of it is still
+	// checked, so that a file is fixed in one pass: the form of every key
+	// it sets (a header's name, a variable's) and the keys every type
+	// shares (timeouts, description, restart). Whether a key belongs to
+	// the type waits for the type: which of "command" and "url" stays is
+	// the user's choice, and the message of "both" says what each choice
+	// leaves to remove.
+	settled := true
 	switch {
 	case typ == "" && s.Command != "" && s.URL != "":
-		bad("", `has both "command" and "url": keep "command" to start a local server (stdio) or "url" for a remote one (http/sse)`)
-		return errs
+		msg := `has both "command" and "url": keep "command" to start a local server (stdio) or "url" for a remote one (http/sse)`
+		local, remote := typeKeys(s)
+		if len(remote) > 0 {
+			msg += fmt.Sprintf(`; keeping "command" means removing %s too`, quoteList(remote))
+		}
+		if len(local) > 0 {
+			msg += fmt.Sprintf(`; keeping "url" means removing %s too`, quoteList(local))
+		}
+		bad("", "%s", msg)
+		settled = false
 	case typ == "":
 		bad("", `needs "command" (a local server started as a child process, e.g. "npx") or "url" (a remote http/sse server)`)
-		return errs
+		settled = false
 	case !slices.Contains(Types, typ):
 		bad("type", `unknown type %q: use %s (or leave it out: "command" means stdio, "url" means http)`, s.Type, quoteList(Types))
-		return errs
+		settled = false
 	}
+	local := !settled || typ == TypeStdio  // stdio's keys are checked
+	remote := !settled || typ != TypeStdio // http's and sse's keys are
 
-	if typ == TypeStdio {
-		if strings.TrimSpace(s.Command) == "" {
+	if local {
+		if cmd := strings.TrimSpace(s.Command); cmd == "" && settled {
 			bad("command", `type "stdio" needs a command to run, e.g. "npx" or "node"`)
-		} else if strings.TrimSpace(s.Command) != s.Command {
+		} else if cmd != "" && cmd != s.Command {
 			bad("command", "%q has leading or trailing spaces: remove them (put arguments in \"args\")", s.Command)
 		}
 		if strings.ContainsRune(s.Command, 0) {
@@ -219,6 +238,8 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 				bad("env"+mapKey(k), "value contains a NUL byte: remove it")
 			}
 		}
+	}
+	if settled && typ == TypeStdio {
 		if s.URL != "" {
 			bad("url", `is only used by http and sse servers: remove it, or remove "command" and set "type": "http"`)
 		}
@@ -231,10 +252,11 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 		if s.TLS != nil {
 			bad("tls", `is only used by http and sse servers (a connection over https): remove it`)
 		}
-	} else {
-		if s.URL == "" {
+	}
+	if remote {
+		if s.URL == "" && settled {
 			bad("url", `type %q needs a url, e.g. "https://example.com/mcp"`, typ)
-		} else if msg := checkURL(s.URL); msg != "" && !(s.Disabled && strings.Contains(s.URL, "${")) {
+		} else if msg := checkURL(s.URL); s.URL != "" && msg != "" && !(s.Disabled && strings.Contains(s.URL, "${")) {
 			bad("url", "%q %s", s.URL, msg)
 		}
 		for k, v := range s.Headers {
@@ -262,14 +284,18 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 				bad("tls"+p[0], "%s", p[1])
 			}
 		}
+	}
+	if settled && typ != TypeStdio {
 		why := "it has a url"
 		if s.URL == "" {
 			why = `its "type" says so; without "type", "command" makes a stdio server`
 		}
-		for field, set := range map[string]bool{"command": s.Command != "", "args": len(s.Args) > 0, "env": len(s.Env) > 0, "cwd": s.Cwd != ""} {
-			if set {
-				bad(field, "is only used by stdio servers, but this one is %q (%s): remove %q", typ, why, field)
-			}
+		if s.Command != "" {
+			bad("command", "is only used by stdio servers, but this one is %q (%s): remove %q", typ, why, "command")
+		}
+		local, _ := typeKeys(s)
+		for _, field := range local {
+			bad(field, "is only used by stdio servers, but this one is %q (%s): remove %q", typ, why, field)
 		}
 	}
 	if d := s.ConnectTimeout.Duration; d < 0 {
@@ -296,6 +322,29 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 		}
 	}
 	return errs
+}
+
+// typeKeys returns the keys s sets that only one kind of server uses,
+// besides "command" and "url" themselves: local for stdio, remote for
+// http and sse.
+func typeKeys(s Server) (local, remote []string) {
+	for _, k := range []struct {
+		key string
+		set bool
+	}{{"args", len(s.Args) > 0}, {"env", len(s.Env) > 0}, {"cwd", s.Cwd != ""}} {
+		if k.set {
+			local = append(local, k.key)
+		}
+	}
+	for _, k := range []struct {
+		key string
+		set bool
+	}{{"headers", len(s.Headers) > 0}, {"oauth", s.OAuth != nil}, {"tls", s.TLS != nil}} {
+		if k.set {
+			remote = append(remote, k.key)
+		}
+	}
+	return local, remote
 }
 
 // checkOAuth returns the problems of an "oauth" entry as (field suffix,

@@ -508,6 +508,17 @@ func (s *Snapshot) HeldIDs() []string {
 	return out
 }
 
+// OutsideConfig reports whether tool id is of a server that configured
+// (a config's Has) does not know. The pins file is the data folder's,
+// shared by the gateways on it, and keeps a tool held after its server
+// left the config (a poisoned server removed, not approved): GET /status
+// and `toolgate tools quarantined --config` leave such a tool out, as no
+// gateway of that config serves it. An ID that is not server__tool stays.
+func OutsideConfig(id string, configured func(server string) bool) bool {
+	server, _, err := catalog.SplitID(id)
+	return err == nil && !configured(server)
+}
+
 // Pins returns every pin by tool ID (for reports; do not change them).
 func (s *Snapshot) Pins() map[string]*Pin { return s.pins }
 

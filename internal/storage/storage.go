@@ -83,6 +83,46 @@ func MkdirOwnerOnly(dir string) error {
 	return err
 }
 
+// Exposed says which of the data folder dir and its stores' folders
+// (stores, paths in it) are open to every user of this machine beyond what
+// toolgate makes them, and the command that closes them; ("", "") when
+// none is. A toolgate before FolderMode made them all 0755, and
+// MkdirOwnerOnly leaves a folder that is there as it is, so an upgrade
+// keeps them readable (the queries searched, the learned pairs). A store
+// counts when others may enter it at all; the data folder when they may
+// write in it (rename keys.jsonl): reading it shows names only, its files
+// and folders being owner-only, and models fetch makes the default one
+// 0755. A group given access is a choice, and passes, as tlsfiles.Exposed
+// passes a key's. The fix names each folder rather than the data folder
+// with -R: the models folder in it may be shared on purpose.
+func Exposed(dir string, stores []string) (open, fix string) {
+	var opened, stripped []string
+	mode := func(p string) fs.FileMode {
+		fi, err := os.Stat(p)
+		if err != nil || !fi.IsDir() {
+			return 0
+		}
+		return fi.Mode().Perm()
+	}
+	var cmds []string
+	if m := mode(dir); m&0o002 != 0 {
+		opened = append(opened, fmt.Sprintf("%s (%04o)", dir, m))
+		cmds = append(cmds, shellword.Join("chmod", "o-w", dir))
+	}
+	for _, p := range stores {
+		if m := mode(p); m&0o007 != 0 {
+			opened = append(opened, fmt.Sprintf("%s (%04o)", p, m))
+			if !slices.ContainsFunc(stripped, func(q string) bool { return strings.HasPrefix(p, q+string(filepath.Separator)) }) {
+				stripped = append(stripped, p) // cache/embeddings goes with cache/
+			}
+		}
+	}
+	if len(stripped) > 0 {
+		cmds = append(cmds, shellword.Join(append([]string{"chmod", "-R", "go="}, stripped...)...))
+	}
+	return strings.Join(opened, ", "), strings.Join(cmds, " && ")
+}
+
 // Options configure New. Nil means defaults.
 type Options struct {
 	Logger *slog.Logger // nil = discard

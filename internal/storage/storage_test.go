@@ -574,3 +574,54 @@ func TestStoreDenied(t *testing.T) {
 		t.Errorf("StoreDenied(%v) calls damage a denial", got)
 	}
 }
+
+// TestExposed: the folders a toolgate before FolderMode made 0755 are kept
+// so by MkdirOwnerOnly; Exposed names them with the chmod that closes
+// them. A data folder others may only read (models fetch makes the
+// default one 0755), a store a group may read (a choice) and one not made
+// yet pass; a data folder others may write in is said with its own fix,
+// not a -R that would close the models folder in it too.
+func TestExposed(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	mk := func(p string, mode os.FileMode) string {
+		t.Helper()
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	mk(data, 0o755)
+	mk(filepath.Join(data, "models"), 0o755)
+	index := mk(filepath.Join(data, "index"), 0o755)
+	cache := mk(filepath.Join(data, "cache"), 0o755)
+	embeddings := mk(filepath.Join(cache, "embeddings"), 0o755)
+	learn := mk(filepath.Join(data, "learn"), 0o750)
+	audit := mk(filepath.Join(data, "audit"), 0o700)
+	stores := []string{index, cache, embeddings, learn, audit, filepath.Join(data, "auth")}
+
+	open, fix := Exposed(data, stores)
+	if want := fmt.Sprintf("%s (0755), %s (0755), %s (0755)", index, cache, embeddings); open != want {
+		t.Errorf("open = %q, want %q", open, want)
+	}
+	if want := fmt.Sprintf("chmod -R go= %s %s", index, cache); fix != want {
+		t.Errorf("fix = %q, want %q", fix, want)
+	}
+	// Not chmod'ed: the operator is told.
+	if fi, err := os.Stat(index); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("index/ is %v (%v), want left 0755", fi.Mode(), err)
+	}
+
+	mk(data, 0o777)
+	if open, fix := Exposed(data, stores); !strings.HasPrefix(open, data+" (0777), ") || !strings.HasPrefix(fix, "chmod o-w "+data+" && chmod -R go= ") {
+		t.Errorf("a data folder others may write in: %q, %q", open, fix)
+	}
+	for _, p := range []string{data, index, cache, embeddings} {
+		mk(p, 0o700)
+	}
+	if open, fix := Exposed(data, stores); open != "" || fix != "" {
+		t.Errorf("owner-only folders: %q, %q", open, fix)
+	}
+}

@@ -329,7 +329,7 @@ func (c *Console) overRate(w http.ResponseWriter, r *http.Request, caller *polic
 		return false
 	}
 	if c.o.Rates.Record(caller.Key.Name) {
-		c.audit(r, caller, audit.Record{Action: "http", Decision: audit.RateLimited, Reason: fmt.Sprintf("over the key's rate (retry after %s)", after.Round(time.Millisecond)), Status: http.StatusTooManyRequests})
+		c.audit(r, caller, audit.Record{Action: "http", Decision: audit.RateLimited, Reason: limit.OverRate(after), Status: http.StatusTooManyRequests})
 	}
 	w.Header().Set("Retry-After", limit.RetryAfter(after))
 	writeError(w, http.StatusTooManyRequests, "this API key is over its rate (toolgate.limits); retry after the time in Retry-After")

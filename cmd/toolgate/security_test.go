@@ -234,6 +234,39 @@ func TestServeRefusesConfigAddrRemote(t *testing.T) {
 	}
 }
 
+// TestServeRemoteRefusalFitsConfig: the refusal of a non-loopback --http
+// without --allow-remote names only what the gateway lacks: it advised to
+// create API keys and to set toolgate.http.tls to a gateway with both.
+func TestServeRemoteRefusalFitsConfig(t *testing.T) {
+	addr := "0.0.0.0:" + freePort(t)
+	plain := fakeConfig(t, map[string]string{"fake": ""}, nil)
+	https, _, _ := httpsConfig(t, "")
+	const keysMissing, tlsMissing = "it also needs API keys, toolgate keys create", "put TLS in front, or set toolgate.http.tls"
+	noKeys, withKey := t.TempDir(), t.TempDir()
+	createKey(t, withKey, "--name", "ops")
+	for _, tc := range []struct {
+		what, cfg, data string
+		want            string
+		not             []string
+	}{
+		{"neither", plain, noKeys, "(" + keysMissing + "; " + tlsMissing + ")", nil},
+		{"keys", plain, withKey, "(" + tlsMissing + ")", []string{keysMissing}},
+		{"TLS", https, noKeys, "(" + keysMissing + ")", []string{tlsMissing}},
+		{"both", https, withKey, "(API keys and toolgate.http.tls are set: --allow-remote is all that is missing)", []string{keysMissing, tlsMissing}},
+	} {
+		_, stderr, err := runToolgate(t, tc.data, "serve", "--config", tc.cfg, "--http", addr)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr, "pass --allow-remote if you really mean it "+tc.want) {
+			t.Errorf("with %s: serve --http %s: %v\n%s\nwant exit status 2 and %q", tc.what, addr, err, stderr, tc.want)
+		}
+		for _, n := range tc.not {
+			if strings.Contains(stderr, n) {
+				t.Errorf("with %s: the refusal says %q, which the gateway has done", tc.what, n)
+			}
+		}
+	}
+}
+
 // TestAPIKeysOverHTTP: once a key exists every route needs one (loopback
 // /healthz excepted; the console checks it itself: its login page comes
 // with the 401) and answers 401 with a Bearer challenge without it or

@@ -41,8 +41,8 @@ func KeyRefusedFix(keyEnv string) string {
 type KeyChecker interface {
 	// Verify returns the key whose secret this is; keys.ErrNoKeys when no
 	// key exists, keys.ErrUnavailable when the keys cannot be read, and
-	// another error (keys.ErrMissing, ErrUnknown, ErrExpired) for a
-	// request to refuse.
+	// another error (keys.ErrMissing, ErrUnknown, ErrExpired, ErrRevoked)
+	// for a request to refuse.
 	Verify(secret string) (keys.Entry, error)
 }
 
@@ -111,6 +111,11 @@ func (g *Gateway) requireKey(next http.Handler, o HTTPOptions, log *slog.Logger)
 			if secret != "" {
 				challenge += `, error="invalid_token"`
 				msg = "Unauthorized: the API key is unknown, revoked or expired"
+				// Only the holder of a revoked key's secret hears that it
+				// was revoked: it tells nothing of which keys exist.
+				if errors.Is(err, keys.ErrRevoked) {
+					msg = "Unauthorized: " + err.Error() + ": ask the gateway's operator for a key in force"
+				}
 			}
 			if overRefused(w, r, o, msg) {
 				return

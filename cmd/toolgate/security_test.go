@@ -435,6 +435,70 @@ func readAudit(t *testing.T, dataDir string, f audit.Filter) []audit.Record {
 	return recs
 }
 
+// TestRevokedKeyNamed: a revoked key still sent is named in its audit
+// record and its 401 says it was revoked, where both said "unknown API
+// key" (key=-); `keys list` counts the revoked keys, --revoked lists them,
+// and --json leaves them out unless asked.
+func TestRevokedKeyNamed(t *testing.T) {
+	data := t.TempDir()
+	bob := createKey(t, data, "--name", "bob")
+	createKey(t, data, "--name", "alice")
+	addr, _ := startGateway(t, data, fakeConfig(t, map[string]string{"fake": ""}, nil))
+	url := "http://" + addr + "/status"
+	if r := get(t, url, bob); r.StatusCode != 200 {
+		t.Fatalf("GET /status with bob's key: %s", r.Status)
+	}
+	if _, stderr, err := runToolgate(t, data, "keys", "revoke", "bob"); err != nil {
+		t.Fatalf("keys revoke: %v\n%s", err, stderr)
+	}
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+bob)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 401 || !strings.HasPrefix(string(body), "Unauthorized: the API key was revoked at ") {
+		t.Errorf("GET /status with bob's revoked key: %s %s, want 401 saying it was revoked", resp.Status, body)
+	}
+	recs := auditRecords(t, data, audit.Filter{Tool: "http"}, func(rs []audit.Record) bool { return len(rs) > 0 })
+	if r := recs[len(recs)-1]; r.Key != "bob" || !strings.HasPrefix(r.Reason, "the API key was revoked at ") || r.Status != 401 {
+		t.Errorf("the audit record of bob's revoked key: %+v, want key bob and when it was revoked", r)
+	}
+	out, _, err := runToolgate(t, data, "keys", "list")
+	if err != nil || strings.Contains(out, "bob") || !strings.Contains(out, "1 revoked key, refused and kept only to name a client still sending one in the audit log: `toolgate keys list --revoked` lists them.") {
+		t.Errorf("keys list: %v\n%s\nwant alice, and the count of revoked keys", err, out)
+	}
+	out, _, err = runToolgate(t, data, "keys", "list", "--revoked")
+	if err != nil || !strings.Contains(out, "\nRevoked (refused; kept only to name a client still sending one in the audit log):\nNAME  REVOKED ") || !strings.Contains(out, "\nbob   20") {
+		t.Errorf("keys list --revoked: %v\n%s\nwant bob among the revoked", err, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{{nil, "alice"}, {[]string{"--revoked"}, "alice bob(revoked)"}} {
+		out, _, err := runToolgate(t, data, append([]string{"keys", "list", "--json"}, tc.args...)...)
+		var l []struct {
+			Name    string
+			Revoked time.Time
+		}
+		if err == nil {
+			err = json.Unmarshal([]byte(out), &l)
+		}
+		var got []string
+		for _, k := range l {
+			if !k.Revoked.IsZero() {
+				k.Name += "(revoked)"
+			}
+			got = append(got, k.Name)
+		}
+		if err != nil || strings.Join(got, " ") != tc.want {
+			t.Errorf("keys list --json %v: %v, %v; want %s", tc.args, got, err, tc.want)
+		}
+	}
+}
+
 // TestRevokingLastKeyLocks: revoking the last key of a gateway on a
 // loopback address leaves it needing a key (no one gets in, audited with
 // why), where it used to serve everyone as if keys had never existed; a

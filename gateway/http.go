@@ -320,7 +320,7 @@ func (g *Gateway) withCaller(next http.Handler, route func(*http.Request) (strin
 			http.Error(w, fmt.Sprintf("Not Found: there is no profile named %q (toolgate.profiles in the config lists them; /mcp serves every server)", profile), http.StatusNotFound)
 			return
 		}
-		c := &policy.Caller{Transport: policy.TransportHTTP, Profile: profile, Remote: r.RemoteAddr, Origin: requestOrigin(r)}
+		c := &policy.Caller{Transport: policy.TransportHTTP, Profile: profile, Remote: r.RemoteAddr, Origin: requestOrigin(r), Route: r.Method + " " + r.URL.Path}
 		if outer := policy.CallerFrom(r.Context()); outer != nil {
 			c.Key = outer.Key
 		}

@@ -228,19 +228,20 @@ func (g *Gateway) auditRefused(r *http.Request, e keys.Entry, status int, decisi
 		return
 	}
 	if c := policy.CallerFrom(r.Context()); e.Name == "" && c != nil && c.Key != nil {
-		e.Name = c.Key.Name // refused after the key was checked
+		e.Name, e.Profile = c.Key.Name, c.Key.Profile // refused after the key was checked
 	}
 	g.opts.Audit.Write(audit.Record{
-		Key:       e.Name,
-		Transport: "http",
-		Session:   r.Header.Get("Mcp-Session-Id"),
-		Client:    r.UserAgent(),
-		Remote:    r.RemoteAddr,
-		Action:    "http",
-		Decision:  decision,
-		Reason:    reason,
-		Route:     r.Method + " " + r.URL.Path,
-		Status:    status,
+		Key:        e.Name,
+		KeyProfile: e.Profile,
+		Transport:  "http",
+		Session:    r.Header.Get("Mcp-Session-Id"),
+		Client:     r.UserAgent(),
+		Remote:     r.RemoteAddr,
+		Action:     "http",
+		Decision:   decision,
+		Reason:     reason,
+		Route:      r.Method + " " + r.URL.Path,
+		Status:     status,
 	})
 }
 

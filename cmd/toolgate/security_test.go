@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -496,6 +497,67 @@ func TestRevokedKeyNamed(t *testing.T) {
 		if err != nil || strings.Join(got, " ") != tc.want {
 			t.Errorf("keys list --json %v: %v, %v; want %s", tc.args, got, err, tc.want)
 		}
+	}
+}
+
+// TestAuditProfileAndRoute: an audit record says which route and profile
+// a call came through — /mcp or /profiles/NAME/mcp (route, profile), the
+// API key's profile (keyProfile), a stdio session's profile — and `audit
+// tail` shows them and filters by profile (--profile). Nothing said it:
+// the calls of /mcp and of a profile's route read alike.
+func TestAuditProfileAndRoute(t *testing.T) {
+	data := t.TempDir()
+	cfg := fakeConfig(t, map[string]string{"fake": "", "other": ""}, map[string]any{"learn": map[string]any{"enabled": false},
+		"profiles": map[string]any{"kg": map[string]any{"servers": []string{"fake"}}, "ops": map[string]any{"servers": []string{"other"}}}})
+	wide := createKey(t, data, "--name", "wide")
+	narrow := createKey(t, data, "--name", "narrow", "--profile", "ops", "--config", cfg)
+	addr, _ := startGateway(t, data, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, c := range []struct{ path, key, client string }{{"/mcp", wide, "plain"}, {"/profiles/kg/mcp", wide, "routed"}, {"/mcp", narrow, "keyed"}} {
+		cs, err := connectKey(ctx, t, addr, c.path, c.key, c.client)
+		if err != nil {
+			t.Fatalf("connect to %s: %v", c.path, err)
+		}
+		if _, err := callSearch(ctx, cs, "echo", 1); err != nil {
+			t.Fatalf("search_tools on %s: %v", c.path, err)
+		}
+	}
+	stdio := toolgateCmd(t, data, "serve", "--config", cfg, "--mode", "bm25", "--profile", "ops")
+	stdio.Stderr = testLog(t, "stdio: ")
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "local"}, nil).Connect(ctx, &mcp.CommandTransport{Command: stdio}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := callSearch(ctx, cs, "echo", 1); err != nil {
+		t.Fatalf("search_tools over stdio: %v", err)
+	}
+	recs := auditRecords(t, data, audit.Filter{Tool: "search_tools"}, func(rs []audit.Record) bool { return len(rs) == 4 })
+	got := map[string]string{}
+	for _, r := range recs {
+		got[r.Client] = fmt.Sprintf("route=%q profile=%q keyProfile=%q", r.Route, r.Profile, r.KeyProfile)
+	}
+	want := map[string]string{
+		"plain":  `route="POST /mcp" profile="" keyProfile=""`,
+		"routed": `route="POST /profiles/kg/mcp" profile="kg" keyProfile=""`,
+		"keyed":  `route="POST /mcp" profile="" keyProfile="ops"`,
+		"local":  `route="" profile="ops" keyProfile=""`,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("the records' routes and profiles by client:\n%v\nwant\n%v", got, want)
+	}
+	// audit tail shows them, and --profile keeps the calls limited to
+	// one: by its route, its session or its key.
+	out, _, err := runToolgate(t, data, "audit", "tail", "--tool", "search_tools", "--profile", "ops")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err != nil || len(lines) != 2 || !strings.Contains(lines[0], "key=narrow  search_tools  allowed  ok") ||
+		!strings.Contains(out, "keyProfile=ops  client=keyed") || !strings.Contains(out, "profile=ops  client=local") {
+		t.Errorf("audit tail --profile ops: %v\n%s\nwant the calls of the key limited to ops and of the stdio session in it", err, out)
+	}
+	out, _, err = runToolgate(t, data, "audit", "tail", "--tool", "search_tools", "--profile", "kg")
+	if err != nil || strings.Count(out, "\n") != 1 || !strings.Contains(out, "key=wide  search_tools  POST /profiles/kg/mcp  allowed  ok") || !strings.Contains(out, "profile=kg  client=routed") {
+		t.Errorf("audit tail --profile kg: %v\n%s\nwant the call through /profiles/kg/mcp", err, out)
 	}
 }
 

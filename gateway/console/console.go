@@ -343,7 +343,7 @@ func (c *Console) audit(r *http.Request, caller *policy.Caller, rec audit.Record
 	}
 	rec.Transport, rec.Client, rec.Remote = policy.TransportHTTP, r.UserAgent(), r.RemoteAddr
 	if caller != nil && caller.Key != nil {
-		rec.Key = caller.Key.Name
+		rec.Key, rec.KeyProfile = caller.Key.Name, caller.Key.Profile
 	}
 	rec.Route = r.Method + " " + r.URL.Path
 	c.o.Audit.Write(rec)

@@ -463,9 +463,22 @@ func TestRevokedKeyNamed(t *testing.T) {
 	if resp.StatusCode != 401 || !strings.HasPrefix(string(body), "Unauthorized: the API key was revoked at ") {
 		t.Errorf("GET /status with bob's revoked key: %s %s, want 401 saying it was revoked", resp.Status, body)
 	}
-	recs := auditRecords(t, data, audit.Filter{Tool: "http"}, func(rs []audit.Record) bool { return len(rs) > 0 })
-	if r := recs[len(recs)-1]; r.Key != "bob" || !strings.HasPrefix(r.Reason, "the API key was revoked at ") || r.Status != 401 {
-		t.Errorf("the audit record of bob's revoked key: %+v, want key bob and when it was revoked", r)
+	// The console checks keys itself: a bearer, a login.
+	if r := get(t, "http://"+addr+"/ui/api/state", bob); r.StatusCode != 401 {
+		t.Errorf("GET /ui/api/state with bob's revoked key: %s", r.Status)
+	}
+	login, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/ui/api/login", strings.NewReader(`{"key": "`+bob+`"}`))
+	login.Header.Set("Origin", "http://"+addr)
+	if resp, err := http.DefaultClient.Do(login); err != nil || resp.StatusCode != 401 {
+		t.Errorf("console login with bob's revoked key: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	recs := auditRecords(t, data, audit.Filter{Tool: "http"}, func(rs []audit.Record) bool { return len(rs) >= 3 })
+	for i, prefix := range []string{"the API key was revoked at ", "console: the API key was revoked at ", "console login: the API key was revoked at "} {
+		if r := recs[i]; r.Key != "bob" || !strings.HasPrefix(r.Reason, prefix) || r.Status != 401 {
+			t.Errorf("audit record %d of bob's revoked key: %+v, want key bob and %q…", i, r, prefix)
+		}
 	}
 	out, _, err := runToolgate(t, data, "keys", "list")
 	if err != nil || strings.Contains(out, "bob") || !strings.Contains(out, "1 revoked key, refused and kept only to name a client still sending one in the audit log: `toolgate keys list --revoked` lists them.") {

@@ -244,12 +244,15 @@ func (k consoleKeys) Required() bool {
 	return any || err != nil || k.s.requireKey
 }
 
-func (k consoleKeys) Scope(secret string) (*policy.Key, bool) {
+func (k consoleKeys) Scope(secret string) (*policy.Key, error) {
 	e, err := k.s.keys.Verify(secret)
-	if err != nil {
-		return nil, false
+	switch {
+	case err == nil:
+		return e.Caller(), nil
+	case e.Name != "": // revoked or expired: named in the refusal
+		return e.Caller(), err
 	}
-	return e.Caller(), true
+	return nil, err
 }
 
 // pinsFile is the data folder's quarantine pins file.

@@ -132,13 +132,19 @@ type fakeKeys struct {
 }
 
 func (k *fakeKeys) Required() bool { return true }
-func (k *fakeKeys) Scope(key string) (*policy.Key, bool) {
+func (k *fakeKeys) Scope(key string) (*policy.Key, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if s, ok := k.scopes[key]; ok {
-		return s, true
+		return s, nil
 	}
-	return &policy.Key{Name: "main"}, !k.revoked && key == k.key
+	switch {
+	case key != k.key:
+		return nil, keys.ErrUnknown
+	case k.revoked:
+		return &policy.Key{Name: "main"}, keys.ErrRevoked
+	}
+	return &policy.Key{Name: "main"}, nil
 }
 
 type env struct {

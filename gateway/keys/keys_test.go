@@ -197,12 +197,14 @@ func TestStore(t *testing.T) {
 // keys-revoked.jsonl (keys.jsonl keeps the format an older toolgate
 // reads), so that its secret, still sent, is named and said to be revoked
 // (it was "unknown API key"); it lets no one in, does not count as a key
-// (Any, List), and its name may be taken again.
+// (Any, List), its name may be taken again, and a damaged file of them
+// shuts no one out.
 func TestRevokedKeys(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "keys.jsonl")
 	file := filepath.Join(dir, "shared.jsonl")
-	s := Open(data, &Options{File: file, Now: func() time.Time { return now }})
+	var logs testenv.LogBuffer
+	s := Open(data, &Options{File: file, Logger: logs.Logger(), Now: func() time.Time { return now }})
 	bobSecret, bob := newKey(t, Spec{Name: "bob", Profile: "kg"})
 	aliceSecret, alice := newKey(t, Spec{Name: "alice"})
 	for _, e := range []Entry{bob, alice} {
@@ -282,12 +284,27 @@ func TestRevokedKeys(t *testing.T) {
 	if any, err := Open(data, &Options{File: file}).Any(); err != nil || any {
 		t.Errorf("Any of a store of revoked keys only = %v, %v; want false", any, err)
 	}
-	// A damaged revoked keys' file fails closed, as the others do.
+	// A damaged revoked keys' file shuts no one out (it lets no one in
+	// either): a revoked key is refused unnamed, and the log says why;
+	// keys list fails on it.
+	daveSecret, dave := newKey(t, Spec{Name: "dave"})
+	if err := Add(data, dave); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(RevokedFile(data), []byte("garbage\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Verify(newSecret); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "keys-revoked.jsonl:1") {
-		t.Errorf("a damaged keys-revoked.jsonl: %v", err)
+	if _, err := s.Verify(daveSecret); err != nil {
+		t.Errorf("a key in force beside a damaged keys-revoked.jsonl: %v", err)
+	}
+	if e, err := s.Verify(aliceSecret); !errors.Is(err, ErrUnknown) || e.Name != "" {
+		t.Errorf("a revoked key beside a damaged keys-revoked.jsonl: %+v, %v; want ErrUnknown", e, err)
+	}
+	if !strings.Contains(logs.String(), "the revoked API keys cannot be read") || !strings.Contains(logs.String(), "keys-revoked.jsonl:1") {
+		t.Errorf("no log line says the revoked keys cannot be read:\n%s", logs.String())
+	}
+	if _, err := s.Revoked(); err == nil || !strings.Contains(err.Error(), "keys-revoked.jsonl:1") {
+		t.Errorf("Revoked with a damaged keys-revoked.jsonl: %v", err)
 	}
 }
 

@@ -62,24 +62,30 @@ type Options struct {
 
 // Store is the gateway's view of every key: the data folder's file and the
 // config's keysFile, each read again when it changes, and the data
-// folder's revoked keys. It is safe for concurrent use.
+// folder's revoked keys, read only for a secret that is no key in force
+// (a request let in costs no stat of that file). It is safe for concurrent
+// use.
 type Store struct {
-	data    *datafile.View[*parsed]
-	revoked *datafile.View[*parsed] // the data folder's keys-revoked.jsonl
+	data *datafile.View[*parsed]
+	// revoked is the data folder's keys-revoked.jsonl. It names a revoked
+	// key that is sent, and lets no one in: one that cannot be read is
+	// logged, not failed closed on (such a key is refused as unknown).
+	revoked *datafile.View[*parsed]
 	file    *datafile.View[*parsed] // nil without keysFile
 	log     *slog.Logger
 	now     func() time.Time
 
 	held atomic.Bool // the store has held a key since it was opened
 
-	mu      sync.Mutex
-	lastErr string // the store error logged last ("" = healthy)
-	read    bool   // the store was read once: its errors are logged from then on
+	mu             sync.Mutex
+	lastErr        string // the store error logged last ("" = healthy)
+	lastRevokedErr string // the revoked keys' error logged last
+	read           bool   // the store was read once: its errors are logged from then on
 	// The keys of the files as last merged, and the files' contents
 	// they were merged from (a request finds them unchanged: no work).
-	fromData, fromFile, fromRevoked *parsed
-	merged                          *keyset
-	mergeErr                        error
+	fromData, fromFile *parsed
+	merged             *keyset
+	mergeErr           error
 }
 
 // parsed is one file's entries with their hashes decoded.
@@ -100,8 +106,8 @@ func parse(b []byte, name string) (*parsed, error) {
 	return p, nil
 }
 
-// keyset is the keys of both files, sorted by name, and the revoked ones
-// (of any file), in the order read.
+// keyset is the keys of both files, sorted by name, and the entries of
+// either marked revoked (by hand in a keysFile), in the order read.
 type keyset struct {
 	listed      []Listed
 	sums        [][sha256.Size]byte
@@ -151,10 +157,6 @@ func (s *Store) load() (*keyset, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("the data folder's keys: %w", err))
 	}
-	revoked, err := s.revoked.Load()
-	if err != nil {
-		errs = append(errs, fmt.Errorf("the data folder's revoked keys: %w", err))
-	}
 	var file *parsed
 	if s.file != nil {
 		if file, err = s.file.Load(); err != nil {
@@ -166,9 +168,9 @@ func (s *Store) load() (*keyset, error) {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	s.mu.Lock()
-	if data != s.fromData || file != s.fromFile || revoked != s.fromRevoked || s.merged == nil && s.mergeErr == nil {
-		s.fromData, s.fromFile, s.fromRevoked = data, file, revoked
-		s.merged, s.mergeErr = s.merge(data, file, revoked)
+	if data != s.fromData || file != s.fromFile || s.merged == nil && s.mergeErr == nil {
+		s.fromData, s.fromFile = data, file
+		s.merged, s.mergeErr = s.merge(data, file)
 	}
 	ks, err := s.merged, s.mergeErr
 	s.mu.Unlock()
@@ -182,16 +184,16 @@ func (s *Store) load() (*keyset, error) {
 	return ks, nil
 }
 
-// merge puts the files' keys together; a name in both key files is an
-// error. Revoked entries (of the revoked keys' file, or marked so in
-// another) are kept apart, to name a revoked key that is sent.
-func (s *Store) merge(data, file, revoked *parsed) (*keyset, error) {
+// merge puts both files' keys together; a name in both is an error.
+// Entries marked revoked are kept apart, to name a revoked key that is
+// sent.
+func (s *Store) merge(data, file *parsed) (*keyset, error) {
 	type src struct {
 		p    *parsed
 		from Source
 		path string
 	}
-	srcs := []src{{data, SourceData, s.data.Path()}, {revoked, SourceData, s.revoked.Path()}}
+	srcs := []src{{data, SourceData, s.data.Path()}}
 	if s.file != nil {
 		srcs = append(srcs, src{file, SourceFile, s.file.Path()})
 	}
@@ -240,15 +242,51 @@ func (s *Store) List() ([]Listed, error) {
 	return slices.Clone(ks.listed), nil
 }
 
-// Revoked returns the revoked keys' entries, oldest revocation first.
+// Revoked returns the revoked keys' entries, oldest revocation first. An
+// error means a file cannot be read.
 func (s *Store) Revoked() ([]Listed, error) {
 	ks, err := s.load()
 	if err != nil {
 		return nil, err
 	}
+	p, err := s.revoked.Load()
+	if err != nil {
+		return nil, fmt.Errorf("the data folder's revoked keys: %w", err)
+	}
 	out := slices.Clone(ks.revoked)
+	for _, e := range p.entries {
+		out = append(out, Listed{Entry: e, Source: SourceData, Path: s.revoked.Path()})
+	}
 	slices.SortStableFunc(out, func(a, b Listed) int { return a.Revoked.Compare(b.Revoked) })
 	return out, nil
+}
+
+// revokedEntry returns the revoked entry whose secret this is, if any:
+// of the key files (marked by hand), else of the data folder's revoked
+// keys, whose error is logged once per distinct error and otherwise
+// taken as no entry.
+func (s *Store) revokedEntry(ks *keyset, secret string) (Entry, bool) {
+	if i := find(ks.revokedSums, secret); i >= 0 {
+		return ks.revoked[i].Entry, true
+	}
+	p, err := s.revoked.Load()
+	s.mu.Lock()
+	switch {
+	case err == nil && s.lastRevokedErr != "":
+		s.log.Info("the revoked API keys can be read again")
+		s.lastRevokedErr = ""
+	case err != nil && err.Error() != s.lastRevokedErr:
+		s.log.Warn("the revoked API keys cannot be read: a revoked key sent is refused as unknown, not named, until it is fixed", "err", err)
+		s.lastRevokedErr = err.Error()
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return Entry{}, false
+	}
+	if i := find(p.sums, secret); i >= 0 {
+		return p.entries[i], true
+	}
+	return Entry{}, false
 }
 
 // report logs a store error once per distinct error, and the recovery,
@@ -286,8 +324,9 @@ func (s *Store) Any() (bool, error) {
 // not count), ErrRevoked (with the entry, and when), ErrAllRevoked (it
 // holds none any more), ErrMissing (empty secret), ErrUnknown, ErrExpired
 // (with the entry), ErrUnavailable. It costs a stat of each file (unless
-// one changed), one SHA-256 and a constant-time compare with every key
-// (and every revoked one, for a secret that is not a key in force).
+// one changed), one SHA-256 and a constant-time compare with every key;
+// for a secret that is no key in force, a stat of the revoked keys' file
+// and a compare with every revoked key besides.
 func (s *Store) Verify(secret string) (Entry, error) {
 	ks, err := s.load()
 	if err != nil {
@@ -306,8 +345,7 @@ func (s *Store) Verify(secret string) (Entry, error) {
 		}
 		return e, nil
 	}
-	if i := find(ks.revokedSums, secret); i >= 0 && secret != "" {
-		e := ks.revoked[i].Entry
+	if e, ok := s.revokedEntry(ks, secret); ok && secret != "" {
 		return e, fmt.Errorf("%w at %s", ErrRevoked, e.Revoked.UTC().Format(time.RFC3339))
 	}
 	if len(ks.listed) == 0 {

@@ -140,9 +140,9 @@ func who(ctx context.Context, req *mcp.CallToolRequest, r *audit.Record) {
 		r.Client = req.Extra.Header.Get("User-Agent")
 	}
 	if c := policy.CallerFrom(ctx); c != nil {
-		r.Transport, r.Remote = c.Transport, c.Remote
+		r.Transport, r.Remote, r.Route, r.Profile = c.Transport, c.Remote, c.Route, c.ProfileName()
 		if c.Key != nil {
-			r.Key = c.Key.Name
+			r.Key, r.KeyProfile = c.Key.Name, c.Key.Profile
 		}
 	}
 	if req.Session != nil && req.Session.ID() != "" {

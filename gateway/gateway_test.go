@@ -971,6 +971,7 @@ func TestKeyRateFloodLimited(t *testing.T) {
 	srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{Keys: &switchKeys{}, Rates: rates}))
 	defer srv.Close()
 	codes := map[int]int{}
+	retryAfter := ""
 	for range 101 {
 		req, _ := http.NewRequest("GET", srv.URL+"/nothing", nil)
 		req.Header.Set("Authorization", "Bearer tg_good")
@@ -980,12 +981,20 @@ func TestKeyRateFloodLimited(t *testing.T) {
 		}
 		resp.Body.Close()
 		codes[resp.StatusCode]++
+		if resp.StatusCode == 429 && retryAfter == "" {
+			retryAfter = resp.Header.Get("Retry-After")
+		}
 	}
 	if codes[404] != 1 || codes[429] != 100 {
 		t.Fatalf("answers %v, want one 404 then 100 429s", codes)
 	}
 	if n := len(log.Records()); n != 3 {
 		t.Fatalf("%d audit records during the flood, want the 3 under the burst: %+v", n, log.Records())
+	}
+	// The record's wait is the header's, in its whole seconds: it said
+	// "retry after 16m39.999s" beside Retry-After: 1000.
+	if r := log.Records()[0]; r.Reason != "over the key's rate (retry after "+retryAfter+"s, as Retry-After says)" {
+		t.Errorf("the first 429's record says %q; its Retry-After was %q", r.Reason, retryAfter)
 	}
 	over.Flush() // what the minute's timer does
 	recs := log.Records()

@@ -320,7 +320,7 @@ func (g *Gateway) withCaller(next http.Handler, route func(*http.Request) (strin
 			http.Error(w, fmt.Sprintf("Not Found: there is no profile named %q (toolgate.profiles in the config lists them; /mcp serves every server)", profile), http.StatusNotFound)
 			return
 		}
-		c := &policy.Caller{Transport: policy.TransportHTTP, Profile: profile, Remote: r.RemoteAddr, Origin: requestOrigin(r)}
+		c := &policy.Caller{Transport: policy.TransportHTTP, Profile: profile, Remote: r.RemoteAddr, Origin: requestOrigin(r), Route: r.Method + " " + r.URL.Path}
 		if outer := policy.CallerFrom(r.Context()); outer != nil {
 			c.Key = outer.Key
 		}
@@ -627,20 +627,42 @@ func KeysNeeded(setting, addr string, anyKeys func() (bool, error), create strin
 // error (exit status 2) and a non-loopback one says --allow-remote before
 // the API keys it also needs.
 func CheckListenAddr(addr string, allowRemote bool) error {
-	return CheckListenSetting("--http", addr, allowRemote)
+	return CheckListenSetting("--http", addr, allowRemote, RemoteReady{})
+}
+
+// RemoteReady is what a gateway already has for a non-loopback address:
+// API keys, and HTTPS (toolgate.http.tls). The refusal of such an address
+// without --allow-remote names only what is still missing: it advised to
+// create keys and set toolgate.http.tls to a gateway that had both.
+type RemoteReady struct {
+	Keys, TLS bool
 }
 
 // CheckListenSetting is CheckListenAddr for an address that setting gave
 // ("--http", or "toolgate.http.addr" for the config's), which its errors
 // name: an operator who set the config's address looked for a --http
-// flag never given.
-func CheckListenSetting(setting, addr string, allowRemote bool) error {
+// flag never given. have says what the gateway has already.
+func CheckListenSetting(setting, addr string, allowRemote bool, have RemoteReady) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("%s %q: want host:port, e.g. 127.0.0.1:8931: %w", setting, addr, err)
 	}
 	if !allowRemote && !isLoopbackHost(host) {
-		return fmt.Errorf("%s %q: refusing to listen on a non-loopback address; use 127.0.0.1:PORT, or pass --allow-remote if you really mean it (it also needs API keys, toolgate keys create; put TLS in front, or set toolgate.http.tls)", setting, addr)
+		var also []string
+		if !have.Keys {
+			also = append(also, "it also needs API keys, toolgate keys create")
+		}
+		if !have.TLS {
+			also = append(also, "put TLS in front, or set toolgate.http.tls")
+		}
+		more := ""
+		switch {
+		case len(also) > 0:
+			more = " (" + strings.Join(also, "; ") + ")"
+		default:
+			more = " (API keys and toolgate.http.tls are set: --allow-remote is all that is missing)"
+		}
+		return fmt.Errorf("%s %q: refusing to listen on a non-loopback address; use 127.0.0.1:PORT, or pass --allow-remote if you really mean it%s", setting, addr, more)
 	}
 	return nil
 }

@@ -41,8 +41,8 @@ func KeyRefusedFix(keyEnv string) string {
 type KeyChecker interface {
 	// Verify returns the key whose secret this is; keys.ErrNoKeys when no
 	// key exists, keys.ErrUnavailable when the keys cannot be read, and
-	// another error (keys.ErrMissing, ErrUnknown, ErrExpired) for a
-	// request to refuse.
+	// another error (keys.ErrMissing, ErrUnknown, ErrExpired, ErrRevoked)
+	// for a request to refuse.
 	Verify(secret string) (keys.Entry, error)
 }
 
@@ -111,6 +111,11 @@ func (g *Gateway) requireKey(next http.Handler, o HTTPOptions, log *slog.Logger)
 			if secret != "" {
 				challenge += `, error="invalid_token"`
 				msg = "Unauthorized: the API key is unknown, revoked or expired"
+				// Only the holder of a revoked key's secret hears that it
+				// was revoked: it tells nothing of which keys exist.
+				if errors.Is(err, keys.ErrRevoked) {
+					msg = "Unauthorized: " + err.Error() + ": ask the gateway's operator for a key in force"
+				}
 			}
 			if overRefused(w, r, o, msg) {
 				return
@@ -124,7 +129,7 @@ func (g *Gateway) requireKey(next http.Handler, o HTTPOptions, log *slog.Logger)
 		if o.Rates != nil {
 			if ok, after := o.Rates.Allow(e.Name); !ok {
 				if o.Rates.Record(e.Name) { // else counted into the key's summary record
-					g.auditRefused(r, e, http.StatusTooManyRequests, audit.RateLimited, fmt.Sprintf("over the key's rate (retry after %s)", after.Round(time.Millisecond)))
+					g.auditRefused(r, e, http.StatusTooManyRequests, audit.RateLimited, limit.OverRate(after))
 				}
 				w.Header().Set("Retry-After", limit.RetryAfter(after))
 				http.Error(w, "Too Many Requests: this API key is over its rate (toolgate.limits); retry after the time in Retry-After", http.StatusTooManyRequests)
@@ -223,19 +228,20 @@ func (g *Gateway) auditRefused(r *http.Request, e keys.Entry, status int, decisi
 		return
 	}
 	if c := policy.CallerFrom(r.Context()); e.Name == "" && c != nil && c.Key != nil {
-		e.Name = c.Key.Name // refused after the key was checked
+		e.Name, e.Profile = c.Key.Name, c.Key.Profile // refused after the key was checked
 	}
 	g.opts.Audit.Write(audit.Record{
-		Key:       e.Name,
-		Transport: "http",
-		Session:   r.Header.Get("Mcp-Session-Id"),
-		Client:    r.UserAgent(),
-		Remote:    r.RemoteAddr,
-		Action:    "http",
-		Decision:  decision,
-		Reason:    reason,
-		Route:     r.Method + " " + r.URL.Path,
-		Status:    status,
+		Key:        e.Name,
+		KeyProfile: e.Profile,
+		Transport:  "http",
+		Session:    r.Header.Get("Mcp-Session-Id"),
+		Client:     r.UserAgent(),
+		Remote:     r.RemoteAddr,
+		Action:     "http",
+		Decision:   decision,
+		Reason:     reason,
+		Route:      r.Method + " " + r.URL.Path,
+		Status:     status,
 	})
 }
 

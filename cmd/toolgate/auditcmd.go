@@ -27,7 +27,8 @@ func newAuditCmd(g *globals) *cobra.Command {
 		Long: `The gateway writes one JSON line per search_tools and execute_tool call, per
 management action and per refused request to audit/audit.jsonl in the data
 folder (rotated by size: audit.jsonl.1 is the newest older file). Each line
-holds the time, the key's name, the session, the client's name, the tool,
+holds the time, the key's name, the session, the client's name, the
+profile and route the call came through, the tool,
 the decision (allowed, denied, rate-limited, quarantined), the outcome (ok,
 isError, timeout, down), the duration, the result's size and a SHA-256 of
 the arguments — their values only with audit.arguments "masked".`,
@@ -52,7 +53,7 @@ type auditTailFlags struct {
 func newAuditTailCmd(g *globals) *cobra.Command {
 	var f auditTailFlags
 	cmd := &cobra.Command{
-		Use:   "tail [-f] [--key K] [--tool T] [--since WHEN] [--until WHEN] [--decision D] [--outcome O] [-n N] [--json]",
+		Use:   "tail [-f] [--key K] [--tool T] [--profile P] [--since WHEN] [--until WHEN] [--decision D] [--outcome O] [-n N] [--json]",
 		Short: "Print the last records of the audit log (-f: and the ones that follow)",
 		Long: `Print the last records of the audit log (-f: and the ones that follow),
 oldest first, from the rotated files too.
@@ -77,6 +78,7 @@ refused in the last hour.`,
 	cmd.Flags().BoolVarP(&f.follow, "follow", "f", false, "keep printing records as they are written (Ctrl-C ends)")
 	cmd.Flags().StringVar(&f.filter.Key, "key", "", "only the records of this API key (its name)")
 	cmd.Flags().StringVar(&f.filter.Tool, "tool", "", "only the records of this tool (server__tool) or action (search_tools)")
+	cmd.Flags().StringVar(&f.filter.Profile, "profile", "", "only the records of calls limited to this profile: the route's (/profiles/NAME/mcp), the stdio session's, or the API key's")
 	cmd.Flags().StringVar(&f.since, "since", "", "only the records from this time on: 90m, 12h, 2d (back from now), 2026-12-05 or an RFC 3339 time")
 	cmd.Flags().StringVar(&f.until, "until", "", "only the records before this time (as --since)")
 	cmd.Flags().StringSliceVar(&f.decisions, "decision", nil, "only the records of these decisions: "+strings.Join(audit.Decisions, ", "))
@@ -187,7 +189,7 @@ func noAuditRecords(path string, found bool, f auditTailFlags) string {
 		return fmt.Sprintf("no audit log at %s: a gateway serving with this data folder writes it (--data-dir, $TOOLGATE_DATA_DIR or the config's dataDir choose the folder)", path)
 	}
 	var by []string
-	for _, b := range [][2]string{{"--key", f.filter.Key}, {"--tool", f.filter.Tool}, {"--since", f.since}, {"--until", f.until},
+	for _, b := range [][2]string{{"--key", f.filter.Key}, {"--tool", f.filter.Tool}, {"--profile", f.filter.Profile}, {"--since", f.since}, {"--until", f.until},
 		{"--decision", strings.Join(f.filter.Decisions, ",")}, {"--outcome", strings.Join(f.filter.Outcomes, ",")}} {
 		if b[1] != "" {
 			by = append(by, shellword.Join(b[0], b[1]))
@@ -238,9 +240,13 @@ func formatRecord(r audit.Record) string {
 	switch {
 	case r.Route != "" && r.Status != 0:
 		parts = append(parts, fmt.Sprintf("%s→%d", safeText(r.Route), r.Status))
+	case r.Route == "POST /mcp":
+		// An MCP call through the default route, as most are: left to
+		// --json. A profile's route (POST /profiles/kg/mcp) is printed.
 	case r.Route != "":
-		// A record with no status (the console's buttons wrote none):
-		// not "→0", which no answer was.
+		// A record with no status (the console's buttons wrote none, an
+		// MCP call through a profile's route): not "→0", which no answer
+		// was.
 		parts = append(parts, safeText(r.Route))
 	}
 	parts = append(parts, safeText(r.Decision))
@@ -249,6 +255,12 @@ func formatRecord(r audit.Record) string {
 	}
 	if r.Action != "http" && r.Transport != "cli" {
 		parts = append(parts, fmt.Sprintf("%.0fms %dB", r.DurationMs, r.ResultBytes))
+	}
+	if r.Profile != "" {
+		parts = append(parts, "profile="+safeText(r.Profile))
+	}
+	if r.KeyProfile != "" {
+		parts = append(parts, "keyProfile="+safeText(r.KeyProfile))
 	}
 	if r.Client != "" {
 		parts = append(parts, "client="+safeText(r.Client))

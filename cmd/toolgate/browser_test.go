@@ -732,3 +732,69 @@ func TestConsoleCatalogLatestInBrowser(t *testing.T) {
 		t.Errorf("once alpha's request ended: beta's tools alone %v, the server chosen %q, the summary %q; want beta's, beta and no error", got.Beta, got.Chosen, got.Summary)
 	}
 }
+
+// TestConsoleNonJSONInBrowser: an answer that is not the gateway's JSON —
+// a reverse proxy's 502 page in HTML, a plain-text 403 — is shown with its
+// HTTP status and its text, readable; the page said only the JSON parser's
+// "Unexpected token '<', "<html>…" is not valid JSON". The browser answers
+// the page's requests itself (the DevTools protocol's Fetch domain), as a
+// proxy in front of the gateway would.
+func TestConsoleNonJSONInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	cfg := fakeConfig(t, map[string]string{"alpha": backendtest.ModeNormal}, nil)
+	addr, _ := startGateway(t, t.TempDir(), cfg, noModelFlags(t)...)
+	ctx, do, eval := newBrowser(t, chromium)
+	poll := poller(t, ctx)
+	do("load /ui/", chromedp.Navigate("http://"+addr+"/ui/"), chromedp.WaitVisible(`#backend-rows tr[data-server="alpha"]`))
+
+	const proxyPage = "<html>\r\n<head><title>502 Bad Gateway</title><style>body { width: 35em; }</style></head>\r\n" +
+		"<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.22.1</center>\r\n</body>\r\n</html>\r\n"
+	answers := map[string]fetch.FulfillRequestParams{
+		"/ui/api/search": {ResponseCode: 502, Body: []byte(proxyPage),
+			ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "text/html"}}},
+		"/ui/api/state": {ResponseCode: 403, Body: []byte(`Forbidden: Origin "https://gw.example" is not allowed` + "\n"),
+			ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "text/plain; charset=utf-8"}}},
+		// A proxy's own login page, answered 200.
+		"/ui/api/catalog": {ResponseCode: 200, Body: []byte("<!doctype html><html><body><script>var x = 1;</script><h1>Sign in</h1><p>to the company proxy</p></body></html>"),
+			ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "text/html"}}},
+	}
+	tg := chromedp.FromContext(ctx).Target
+	evctx, stop := context.WithCancel(ctx)
+	defer stop()
+	paused := cdp.Events(evctx, tg, fetch.RequestPaused)
+	go func() {
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			for path, a := range answers {
+				if strings.Contains(ev.Request.URL, path) {
+					a.RequestID = ev.RequestID
+					_, _ = chromedp.Call(evctx, fetch.FulfillRequest, a)
+				}
+			}
+		}
+	}()
+	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+		{URLPattern: "*/ui/api/search?*"}, {URLPattern: "*/ui/api/state*"}, {URLPattern: "*/ui/api/catalog?*"}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	do("search", chromedp.SendKeys(`#q`, "echo"), chromedp.Click(`#search-form button[type=submit]`))
+	poll("the search's failure", `document.querySelector("#search-summary").textContent.startsWith("Search failed")`)
+	var said string
+	eval("the search summary", `document.querySelector("#search-summary").textContent`, &said)
+	if want := "Search failed: HTTP 502 Bad Gateway: 502 Bad Gateway nginx/1.22.1"; said != want {
+		t.Errorf("a proxy's 502 page for a search: the page says %q, want %q", said, want)
+	}
+	do("refresh", chromedp.Evaluate[chromedp.Void](`refreshState()`, chromedp.EvalAwaitPromise))
+	eval("the notice", `document.querySelector("#notice").textContent`, &said)
+	if want := `Could not refresh: HTTP 403 Forbidden: Origin "https://gw.example" is not allowed`; said != want {
+		t.Errorf("a plain-text 403 for the state: the page says %q, want %q", said, want)
+	}
+	do("load the catalog", chromedp.Evaluate[chromedp.Void](`loadCatalog()`, chromedp.EvalAwaitPromise))
+	eval("the catalog summary", `document.querySelector("#catalog-summary").textContent`, &said)
+	if want := "Could not load the catalog: HTTP 200 OK, not the gateway's JSON: Sign in to the company proxy"; said != want {
+		t.Errorf("a proxy's login page for the catalog: the page says %q, want %q", said, want)
+	}
+}

@@ -266,18 +266,23 @@ const lastExpiry = "9999-12-31"
 var pastLastExpiry = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 type keysListFlags struct {
-	config string
-	asJSON bool
+	config  string
+	asJSON  bool
+	revoked bool
 }
 
 func newKeysListCmd(g *globals) *cobra.Command {
 	var f keysListFlags
 	cmd := &cobra.Command{
-		Use:   "list [--config FILE] [--json]",
+		Use:   "list [--config FILE] [--revoked] [--json]",
 		Short: "List the API keys (never their secrets)",
 		Long: `List every API key: those of the data folder and, with --config, those of the
 config's toolgate.keysFile; for each its name, profile, globs, whether it is
-an admin key, when it expires and where it comes from.`,
+an admin key, when it expires and where it comes from.
+
+Revoked keys are refused, and kept only so that a client still sending one is
+named in the audit log: the list says how many there are, and --revoked lists
+them too, with when each was revoked (in --json, each with "revoked").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runKeysList(g, cmd.OutOrStdout(), f, time.Now())
@@ -285,6 +290,7 @@ an admin key, when it expires and where it comes from.`,
 	}
 	configFlag(cmd, &f.config)
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print JSON instead of a table")
+	cmd.Flags().BoolVar(&f.revoked, "revoked", false, "list the revoked keys too, with when each was revoked")
 	return cmd
 }
 
@@ -300,7 +306,12 @@ func runKeysList(g *globals, w io.Writer, f keysListFlags, now time.Time) error 
 	if err != nil {
 		return err
 	}
-	l, err := keys.Open(data, &keys.Options{File: file}).List()
+	store := keys.Open(data, &keys.Options{File: file})
+	l, err := store.List()
+	if err != nil {
+		return err
+	}
+	revoked, err := store.Revoked()
 	if err != nil {
 		return err
 	}
@@ -309,10 +320,16 @@ func runKeysList(g *globals, w io.Writer, f keysListFlags, now time.Time) error 
 		out = append(out, listedKey{Listed: k, Expired: k.Expired(now)})
 	}
 	if f.asJSON {
+		if f.revoked {
+			for _, k := range revoked {
+				out = append(out, listedKey{Listed: k})
+			}
+		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
+	defer printRevoked(w, revoked, f.revoked)
 	if len(out) == 0 {
 		fmt.Fprintf(w, "No API keys (the data folder's are in %s). Create one with `toolgate keys create --name NAME`.\n", data)
 		return nil
@@ -330,6 +347,29 @@ func runKeysList(g *globals, w io.Writer, f keysListFlags, now time.Time) error 
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%s\n", k.Name, dash(k.Profile), dash(strings.Join(k.Allow, " ")), dash(strings.Join(k.Deny, " ")), k.Admin, exp, k.Source)
 	}
 	return tw.Flush()
+}
+
+// printRevoked follows the table of keys in force with the revoked keys
+// (all: a table of them; else how many there are, and the flag that lists
+// them). Each is refused; it is kept to name it when it is sent.
+func printRevoked(w io.Writer, revoked []keys.Listed, all bool) {
+	switch {
+	case len(revoked) == 0:
+	case !all:
+		fmt.Fprintf(w, "%s, refused and kept only to name a client still sending one in the audit log: `toolgate keys list --revoked` lists them.\n", plural.Of(len(revoked), "revoked key"))
+	default:
+		fmt.Fprintln(w, "\nRevoked (refused; kept only to name a client still sending one in the audit log):")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tREVOKED\tCREATED\tSOURCE")
+		for _, k := range revoked {
+			created := "-"
+			if !k.Created.IsZero() {
+				created = k.Created.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Name, k.Revoked.Format(time.RFC3339), created, k.Source)
+		}
+		tw.Flush() //nolint:errcheck // stdout
+	}
 }
 
 func newKeysRevokeCmd(g *globals) *cobra.Command {
@@ -351,7 +391,7 @@ func runKeysRevoke(g *globals, w io.Writer, name, cfgPath string) error {
 	if err != nil {
 		return err
 	}
-	err = keys.Remove(data, name)
+	err = keys.Revoke(data, name, time.Now())
 	if errors.Is(err, keys.ErrNotFound) && file != "" {
 		if l, lerr := keys.Open(data, &keys.Options{File: file}).List(); lerr == nil {
 			for _, k := range l {
@@ -364,7 +404,9 @@ func runKeysRevoke(g *globals, w io.Writer, name, cfgPath string) error {
 	if errors.Is(err, keys.ErrNotFound) {
 		return usageError{fmt.Errorf("%w (`toolgate keys list` shows the keys)", err)}
 	}
-	if err != nil {
+	if errors.Is(err, keys.ErrNotKept) {
+		g.logger.Warn("the revoked key will not be named when it is sent", "err", err)
+	} else if err != nil {
 		return err
 	}
 	g.auditCommand("keys revoke", "", fmt.Sprintf("key %q", name))

@@ -384,17 +384,17 @@ func TestCanListen(t *testing.T) {
 	}
 	defer other.Close()
 	port := itoa(held.Addr().(*net.TCPAddr).Port)
-	if err := canListen("localhost:"+port, held, false); err != nil {
+	if err := canListen("localhost:"+port, held, false, gateway.RemoteReady{}); err != nil {
 		t.Errorf("the port this gateway holds: %v, want nil", err)
 	}
-	if err := canListen(other.Addr().String(), held, false); err == nil || !strings.Contains(err.Error(), other.Addr().String()+": the address is already in use") {
+	if err := canListen(other.Addr().String(), held, false, gateway.RemoteReady{}); err == nil || !strings.Contains(err.Error(), other.Addr().String()+": the address is already in use") {
 		t.Errorf("another program's port: %v, want the start's error naming it", err)
 	}
-	if err := canListen(freeAddr(t), held, false); err != nil {
+	if err := canListen(freeAddr(t), held, false, gateway.RemoteReady{}); err != nil {
 		t.Errorf("a free port: %v", err)
 	}
 	// In the setting's words: it named a --http flag never given.
-	if err := canListen("0.0.0.0:"+port, held, false); err == nil || !strings.HasPrefix(err.Error(), `toolgate.http.addr "0.0.0.0:`+port+`": refusing to listen on a non-loopback address`) {
+	if err := canListen("0.0.0.0:"+port, held, false, gateway.RemoteReady{}); err == nil || !strings.HasPrefix(err.Error(), `toolgate.http.addr "0.0.0.0:`+port+`": refusing to listen on a non-loopback address`) {
 		t.Errorf("a non-loopback address without --allow-remote: %v, want the setting named", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -234,6 +235,39 @@ func TestServeRefusesConfigAddrRemote(t *testing.T) {
 	}
 }
 
+// TestServeRemoteRefusalFitsConfig: the refusal of a non-loopback --http
+// without --allow-remote names only what the gateway lacks: it advised to
+// create API keys and to set toolgate.http.tls to a gateway with both.
+func TestServeRemoteRefusalFitsConfig(t *testing.T) {
+	addr := "0.0.0.0:" + freePort(t)
+	plain := fakeConfig(t, map[string]string{"fake": ""}, nil)
+	https, _, _ := httpsConfig(t, "")
+	const keysMissing, tlsMissing = "it also needs API keys, toolgate keys create", "put TLS in front, or set toolgate.http.tls"
+	noKeys, withKey := t.TempDir(), t.TempDir()
+	createKey(t, withKey, "--name", "ops")
+	for _, tc := range []struct {
+		what, cfg, data string
+		want            string
+		not             []string
+	}{
+		{"neither", plain, noKeys, "(" + keysMissing + "; " + tlsMissing + ")", nil},
+		{"keys", plain, withKey, "(" + tlsMissing + ")", []string{keysMissing}},
+		{"TLS", https, noKeys, "(" + keysMissing + ")", []string{tlsMissing}},
+		{"both", https, withKey, "(API keys and toolgate.http.tls are set: --allow-remote is all that is missing)", []string{keysMissing, tlsMissing}},
+	} {
+		_, stderr, err := runToolgate(t, tc.data, "serve", "--config", tc.cfg, "--http", addr)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr, "pass --allow-remote if you really mean it "+tc.want) {
+			t.Errorf("with %s: serve --http %s: %v\n%s\nwant exit status 2 and %q", tc.what, addr, err, stderr, tc.want)
+		}
+		for _, n := range tc.not {
+			if strings.Contains(stderr, n) {
+				t.Errorf("with %s: the refusal says %q, which the gateway has done", tc.what, n)
+			}
+		}
+	}
+}
+
 // TestAPIKeysOverHTTP: once a key exists every route needs one (loopback
 // /healthz excepted; the console checks it itself: its login page comes
 // with the 401) and answers 401 with a Bearer challenge without it or
@@ -400,6 +434,144 @@ func readAudit(t *testing.T, dataDir string, f audit.Filter) []audit.Record {
 		t.Fatal(err)
 	}
 	return recs
+}
+
+// TestRevokedKeyNamed: a revoked key still sent is named in its audit
+// record and its 401 says it was revoked, where both said "unknown API
+// key" (key=-); `keys list` counts the revoked keys, --revoked lists them,
+// and --json leaves them out unless asked.
+func TestRevokedKeyNamed(t *testing.T) {
+	data := t.TempDir()
+	bob := createKey(t, data, "--name", "bob")
+	createKey(t, data, "--name", "alice")
+	addr, _ := startGateway(t, data, fakeConfig(t, map[string]string{"fake": ""}, nil))
+	url := "http://" + addr + "/status"
+	if r := get(t, url, bob); r.StatusCode != 200 {
+		t.Fatalf("GET /status with bob's key: %s", r.Status)
+	}
+	if _, stderr, err := runToolgate(t, data, "keys", "revoke", "bob"); err != nil {
+		t.Fatalf("keys revoke: %v\n%s", err, stderr)
+	}
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+bob)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 401 || !strings.HasPrefix(string(body), "Unauthorized: the API key was revoked at ") {
+		t.Errorf("GET /status with bob's revoked key: %s %s, want 401 saying it was revoked", resp.Status, body)
+	}
+	// The console checks keys itself: a bearer, a login.
+	if r := get(t, "http://"+addr+"/ui/api/state", bob); r.StatusCode != 401 {
+		t.Errorf("GET /ui/api/state with bob's revoked key: %s", r.Status)
+	}
+	login, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/ui/api/login", strings.NewReader(`{"key": "`+bob+`"}`))
+	login.Header.Set("Origin", "http://"+addr)
+	if resp, err := http.DefaultClient.Do(login); err != nil || resp.StatusCode != 401 {
+		t.Errorf("console login with bob's revoked key: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	recs := auditRecords(t, data, audit.Filter{Tool: "http"}, func(rs []audit.Record) bool { return len(rs) >= 3 })
+	for i, prefix := range []string{"the API key was revoked at ", "console: the API key was revoked at ", "console login: the API key was revoked at "} {
+		if r := recs[i]; r.Key != "bob" || !strings.HasPrefix(r.Reason, prefix) || r.Status != 401 {
+			t.Errorf("audit record %d of bob's revoked key: %+v, want key bob and %q…", i, r, prefix)
+		}
+	}
+	out, _, err := runToolgate(t, data, "keys", "list")
+	if err != nil || strings.Contains(out, "bob") || !strings.Contains(out, "1 revoked key, refused and kept only to name a client still sending one in the audit log: `toolgate keys list --revoked` lists them.") {
+		t.Errorf("keys list: %v\n%s\nwant alice, and the count of revoked keys", err, out)
+	}
+	out, _, err = runToolgate(t, data, "keys", "list", "--revoked")
+	if err != nil || !strings.Contains(out, "\nRevoked (refused; kept only to name a client still sending one in the audit log):\nNAME  REVOKED ") || !strings.Contains(out, "\nbob   20") {
+		t.Errorf("keys list --revoked: %v\n%s\nwant bob among the revoked", err, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{{nil, "alice"}, {[]string{"--revoked"}, "alice bob(revoked)"}} {
+		out, _, err := runToolgate(t, data, append([]string{"keys", "list", "--json"}, tc.args...)...)
+		var l []struct {
+			Name    string
+			Revoked time.Time
+		}
+		if err == nil {
+			err = json.Unmarshal([]byte(out), &l)
+		}
+		var got []string
+		for _, k := range l {
+			if !k.Revoked.IsZero() {
+				k.Name += "(revoked)"
+			}
+			got = append(got, k.Name)
+		}
+		if err != nil || strings.Join(got, " ") != tc.want {
+			t.Errorf("keys list --json %v: %v, %v; want %s", tc.args, got, err, tc.want)
+		}
+	}
+}
+
+// TestAuditProfileAndRoute: an audit record says which route and profile
+// a call came through — /mcp or /profiles/NAME/mcp (route, profile), the
+// API key's profile (keyProfile), a stdio session's profile — and `audit
+// tail` shows them and filters by profile (--profile). Nothing said it:
+// the calls of /mcp and of a profile's route read alike.
+func TestAuditProfileAndRoute(t *testing.T) {
+	data := t.TempDir()
+	cfg := fakeConfig(t, map[string]string{"fake": "", "other": ""}, map[string]any{"learn": map[string]any{"enabled": false},
+		"profiles": map[string]any{"kg": map[string]any{"servers": []string{"fake"}}, "ops": map[string]any{"servers": []string{"other"}}}})
+	wide := createKey(t, data, "--name", "wide")
+	narrow := createKey(t, data, "--name", "narrow", "--profile", "ops", "--config", cfg)
+	addr, _ := startGateway(t, data, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, c := range []struct{ path, key, client string }{{"/mcp", wide, "plain"}, {"/profiles/kg/mcp", wide, "routed"}, {"/mcp", narrow, "keyed"}} {
+		cs, err := connectKey(ctx, t, addr, c.path, c.key, c.client)
+		if err != nil {
+			t.Fatalf("connect to %s: %v", c.path, err)
+		}
+		if _, err := callSearch(ctx, cs, "echo", 1); err != nil {
+			t.Fatalf("search_tools on %s: %v", c.path, err)
+		}
+	}
+	stdio := toolgateCmd(t, data, "serve", "--config", cfg, "--mode", "bm25", "--profile", "ops")
+	stdio.Stderr = testLog(t, "stdio: ")
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "local"}, nil).Connect(ctx, &mcp.CommandTransport{Command: stdio}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := callSearch(ctx, cs, "echo", 1); err != nil {
+		t.Fatalf("search_tools over stdio: %v", err)
+	}
+	recs := auditRecords(t, data, audit.Filter{Tool: "search_tools"}, func(rs []audit.Record) bool { return len(rs) == 4 })
+	got := map[string]string{}
+	for _, r := range recs {
+		got[r.Client] = fmt.Sprintf("route=%q profile=%q keyProfile=%q", r.Route, r.Profile, r.KeyProfile)
+	}
+	want := map[string]string{
+		"plain":  `route="POST /mcp" profile="" keyProfile=""`,
+		"routed": `route="POST /profiles/kg/mcp" profile="kg" keyProfile=""`,
+		"keyed":  `route="POST /mcp" profile="" keyProfile="ops"`,
+		"local":  `route="" profile="ops" keyProfile=""`,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("the records' routes and profiles by client:\n%v\nwant\n%v", got, want)
+	}
+	// audit tail shows them, and --profile keeps the calls limited to
+	// one: by its route, its session or its key.
+	out, _, err := runToolgate(t, data, "audit", "tail", "--tool", "search_tools", "--profile", "ops")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err != nil || len(lines) != 2 || !strings.Contains(lines[0], "key=narrow  search_tools  allowed  ok") ||
+		!strings.Contains(out, "keyProfile=ops  client=keyed") || !strings.Contains(out, "profile=ops  client=local") {
+		t.Errorf("audit tail --profile ops: %v\n%s\nwant the calls of the key limited to ops and of the stdio session in it", err, out)
+	}
+	out, _, err = runToolgate(t, data, "audit", "tail", "--tool", "search_tools", "--profile", "kg")
+	if err != nil || strings.Count(out, "\n") != 1 || !strings.Contains(out, "key=wide  search_tools  POST /profiles/kg/mcp  allowed  ok") || !strings.Contains(out, "profile=kg  client=routed") {
+		t.Errorf("audit tail --profile kg: %v\n%s\nwant the call through /profiles/kg/mcp", err, out)
+	}
 }
 
 // TestRevokingLastKeyLocks: revoking the last key of a gateway on a

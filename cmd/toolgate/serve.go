@@ -261,7 +261,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	// non-loopback one without keys and --allow-remote took two refusals,
 	// keys first, each naming a --http flag never given.
 	if f.http != "" {
-		err := gateway.CheckListenSetting(addrSetting(addrFromConfig), f.http, f.allowRemote)
+		err := gateway.CheckListenSetting(addrSetting(addrFromConfig), f.http, f.allowRemote, g.remoteReady(cfg))
 		switch {
 		case err != nil && addrFromConfig:
 			return err
@@ -381,7 +381,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	var coldErr atomic.Pointer[error]
 	var addrCheck func(string) error // nil: the next start serves --http, or stdio, not the config's address
 	if addrFromConfig {
-		addrCheck = func(addr string) error { return canListen(addr, ln, f.allowRemote) }
+		addrCheck = func(addr string) error { return canListen(addr, ln, f.allowRemote, g.remoteReady(cfg)) }
 	}
 	lv := live.New(index.Dir(g.DataDir()), cfg, &live.Options{
 		ColdWait:        coldStartWait,

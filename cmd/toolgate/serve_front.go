@@ -318,9 +318,10 @@ func (s firstSearcher) Search(ctx context.Context, q search.Query) (search.Resul
 // canListen says whether the next start could listen on addr, a config's
 // new toolgate.http.addr, by listening on it a moment. An address on the
 // port this gateway holds (localhost:8931 for 127.0.0.1:8931) is not
-// tried: it is taken by this gateway alone, which a restart frees.
-func canListen(addr string, held net.Listener, allowRemote bool) error {
-	if err := gateway.CheckListenSetting("toolgate.http.addr", addr, allowRemote); err != nil {
+// tried: it is taken by this gateway alone, which a restart frees. have
+// is what the gateway has for a non-loopback address.
+func canListen(addr string, held net.Listener, allowRemote bool, have gateway.RemoteReady) error {
+	if err := gateway.CheckListenSetting("toolgate.http.addr", addr, allowRemote, have); err != nil {
 		return err // in the words of the setting, not of a --http flag
 	}
 	if _, port, err := net.SplitHostPort(addr); err == nil && held != nil {

@@ -76,6 +76,14 @@ func (g *globals) checkKeys(cfg *config.File, f serveFlags, log *slog.Logger) (*
 	return sec, nil
 }
 
+// remoteReady is what the gateway of cfg has for a non-loopback address:
+// API keys (in the data folder or toolgate.keysFile; keys that cannot be
+// read count as none) and toolgate.http.tls.
+func (g *globals) remoteReady(cfg *config.File) gateway.RemoteReady {
+	any, err := keys.Open(dirs.Keys(g.DataDir()), &keys.Options{File: cfg.Toolgate.KeysFile}).Any()
+	return gateway.RemoteReady{Keys: err == nil && any, TLS: cfg.Toolgate.HTTP.TLS != nil}
+}
+
 // checkPins fails closed at start on a quarantine pins file that is there
 // but cannot be read or parsed: served without it, every tool it holds
 // (poisoned, or changed since approved) would be pinned afresh as first
@@ -236,12 +244,15 @@ func (k consoleKeys) Required() bool {
 	return any || err != nil || k.s.requireKey
 }
 
-func (k consoleKeys) Scope(secret string) (*policy.Key, bool) {
+func (k consoleKeys) Scope(secret string) (*policy.Key, error) {
 	e, err := k.s.keys.Verify(secret)
-	if err != nil {
-		return nil, false
+	switch {
+	case err == nil:
+		return e.Caller(), nil
+	case e.Name != "": // revoked or expired: named in the refusal
+		return e.Caller(), err
 	}
-	return e.Caller(), true
+	return nil, err
 }
 
 // pinsFile is the data folder's quarantine pins file.

@@ -66,6 +66,12 @@ type Record struct {
 	// Remote is the HTTP client's address (host:port as the gateway saw
 	// it; a proxy's when one is in front).
 	Remote string `json:"remote,omitempty"`
+	// Profile is the profile in effect for the call: the one of its HTTP
+	// route (/profiles/NAME/mcp, or serve --profile for /mcp), or of its
+	// stdio session ("" = none: every enabled server). KeyProfile is the
+	// API key's (keys create --profile), which applies on top.
+	Profile    string `json:"profile,omitempty"`
+	KeyProfile string `json:"keyProfile,omitempty"`
 	// Action is what was asked: search_tools, execute_tool, a management
 	// tool, or "http" for a request refused before it reached MCP.
 	Action string `json:"action"`
@@ -85,7 +91,9 @@ type Record struct {
 	// Arguments are the arguments with secrets masked, only when the log
 	// keeps them (audit.arguments "masked").
 	Arguments any `json:"arguments,omitempty"`
-	// Route and Status describe a request refused by the HTTP front.
+	// Route and Status describe a request refused by the HTTP front;
+	// Route alone, the HTTP route an MCP call came through ("POST /mcp",
+	// "POST /profiles/kg/mcp").
 	Route  string `json:"route,omitempty"`
 	Status int    `json:"status,omitempty"`
 }
@@ -102,7 +110,7 @@ const (
 // clip cuts the fields a client chooses to their caps (on a rune
 // boundary, marked with "…").
 func (r *Record) clip() {
-	for _, f := range []*string{&r.Key, &r.Session, &r.Client, &r.Remote, &r.Action, &r.Tool, &r.Route} {
+	for _, f := range []*string{&r.Key, &r.Session, &r.Client, &r.Remote, &r.Profile, &r.KeyProfile, &r.Action, &r.Tool, &r.Route} {
 		*f = clipText(*f, MaxFieldBytes)
 	}
 	r.Reason = clipText(r.Reason, MaxReasonBytes)

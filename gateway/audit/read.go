@@ -17,6 +17,9 @@ import (
 type Filter struct {
 	Key  string // the key's name
 	Tool string // the tool (server__tool), or the action (search_tools, …)
+	// Profile is a profile the record's call was limited to: the one in
+	// effect (its route's, its session's) or its API key's.
+	Profile string
 	// Since and Until bound the record's time (zero: unbounded): Since is
 	// in, Until out.
 	Since, Until time.Time
@@ -28,6 +31,7 @@ type Filter struct {
 // Match reports whether r passes the filter.
 func (f Filter) Match(r Record) bool {
 	return (f.Key == "" || r.Key == f.Key) && (f.Tool == "" || r.Tool == f.Tool || r.Action == f.Tool) &&
+		(f.Profile == "" || r.Profile == f.Profile || r.KeyProfile == f.Profile) &&
 		(f.Since.IsZero() || !r.Time.Before(f.Since)) && (f.Until.IsZero() || r.Time.Before(f.Until)) &&
 		(len(f.Decisions) == 0 || slices.Contains(f.Decisions, r.Decision)) &&
 		(len(f.Outcomes) == 0 || slices.Contains(f.Outcomes, r.Outcome))

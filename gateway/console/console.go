@@ -290,20 +290,20 @@ func (c *Console) authorize(w http.ResponseWriter, r *http.Request) (ss *session
 		return ss, caller, true, false
 	}
 	if k := bearer(r); k != "" {
-		key, ok := c.o.Keys.Scope(k)
-		if !ok {
+		key, err := c.o.Keys.Scope(k)
+		caller.Key = key // a revoked or expired one too: its refusal names it
+		if err != nil {
 			record, after := c.recordRefusal(r)
 			if !record {
 				tooManyRefused(w, after, "an unknown, revoked or expired API key")
 				return nil, caller, false, true
 			}
-			c.audit(r, caller, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console: unknown, revoked or expired API key", Status: http.StatusUnauthorized})
+			c.audit(r, caller, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console: " + err.Error(), Status: http.StatusUnauthorized})
 		}
-		caller.Key = key
-		return nil, caller, ok, false
+		return nil, caller, err == nil, false
 	}
 	if ss != nil && ss.key != "" {
-		if key, ok := c.o.Keys.Scope(ss.key); ok {
+		if key, err := c.o.Keys.Scope(ss.key); err == nil {
 			caller.Key = key
 			return ss, caller, true, false
 		}
@@ -329,7 +329,7 @@ func (c *Console) overRate(w http.ResponseWriter, r *http.Request, caller *polic
 		return false
 	}
 	if c.o.Rates.Record(caller.Key.Name) {
-		c.audit(r, caller, audit.Record{Action: "http", Decision: audit.RateLimited, Reason: fmt.Sprintf("over the key's rate (retry after %s)", after.Round(time.Millisecond)), Status: http.StatusTooManyRequests})
+		c.audit(r, caller, audit.Record{Action: "http", Decision: audit.RateLimited, Reason: limit.OverRate(after), Status: http.StatusTooManyRequests})
 	}
 	w.Header().Set("Retry-After", limit.RetryAfter(after))
 	writeError(w, http.StatusTooManyRequests, "this API key is over its rate (toolgate.limits); retry after the time in Retry-After")
@@ -343,7 +343,7 @@ func (c *Console) audit(r *http.Request, caller *policy.Caller, rec audit.Record
 	}
 	rec.Transport, rec.Client, rec.Remote = policy.TransportHTTP, r.UserAgent(), r.RemoteAddr
 	if caller != nil && caller.Key != nil {
-		rec.Key = caller.Key.Name
+		rec.Key, rec.KeyProfile = caller.Key.Name, caller.Key.Profile
 	}
 	rec.Route = r.Method + " " + r.URL.Path
 	c.o.Audit.Write(rec)
@@ -911,13 +911,14 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := strings.TrimSpace(body.Key)
-	if _, ok := c.o.Keys.Scope(key); !ok {
+	if k, err := c.o.Keys.Scope(key); err != nil {
 		if record, after := c.recordRefusal(r); !record {
 			tooManyRefused(w, after, "an unknown, revoked or expired API key")
 			return
 		}
 		c.log.Warn("console login refused: unknown, expired or revoked key", "remote", r.RemoteAddr)
-		c.audit(r, nil, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console login: unknown, revoked or expired API key", Status: http.StatusUnauthorized})
+		// A revoked or expired key is named, with why.
+		c.audit(r, &policy.Caller{Key: k}, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console login: " + err.Error(), Status: http.StatusUnauthorized})
 		unauthorized(w, badKey)
 		return
 	}

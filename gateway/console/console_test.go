@@ -132,13 +132,19 @@ type fakeKeys struct {
 }
 
 func (k *fakeKeys) Required() bool { return true }
-func (k *fakeKeys) Scope(key string) (*policy.Key, bool) {
+func (k *fakeKeys) Scope(key string) (*policy.Key, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if s, ok := k.scopes[key]; ok {
-		return s, true
+		return s, nil
 	}
-	return &policy.Key{Name: "main"}, !k.revoked && key == k.key
+	switch {
+	case key != k.key:
+		return nil, keys.ErrUnknown
+	case k.revoked:
+		return &policy.Key{Name: "main"}, keys.ErrRevoked
+	}
+	return &policy.Key{Name: "main"}, nil
 }
 
 type env struct {
@@ -755,11 +761,15 @@ func TestKeyRate(t *testing.T) {
 	log := &audittest.Log{}
 	e := newEnvWith(t, &Options{Catalog: fakeCatalog{}, Keys: &fakeKeys{key: "tg_secret"}, Audit: log, Rates: limit.NewRates(0.001, 2)})
 	codes := []int{}
+	retryAfter := ""
 	for range 3 {
 		resp, _ := e.do(t, "GET", "/ui/api/search?q=files", "", "Authorization", "Bearer tg_secret")
 		codes = append(codes, resp.StatusCode)
 		if resp.StatusCode == 429 && resp.Header.Get("Retry-After") == "" {
 			t.Error("429 without Retry-After")
+		}
+		if resp.StatusCode == 429 {
+			retryAfter = resp.Header.Get("Retry-After")
 		}
 	}
 	if fmt.Sprint(codes) != "[200 200 429]" {
@@ -774,6 +784,9 @@ func TestKeyRate(t *testing.T) {
 	}
 	if recs := log.Records(); len(recs) != 2 || recs[0].Decision != audit.RateLimited || recs[0].Key != "main" {
 		t.Errorf("audit records %+v, want the two refusals as rate-limited", recs)
+	} else if want := "over the key's rate (retry after " + retryAfter + "s, as Retry-After says)"; recs[0].Reason != want {
+		// It said the wait to the millisecond, beside the header's seconds.
+		t.Errorf("the 429's record says %q, want %q (its Retry-After)", recs[0].Reason, want)
 	}
 }
 

@@ -20,9 +20,11 @@ type Keys interface {
 	// Required reports whether callers need a key (some key exists).
 	Required() bool
 	// Scope returns the key's scope when key is in force (known, not
-	// expired, not revoked), and false otherwise. It is asked on every
-	// request, so a revoked key's sessions end at once.
-	Scope(key string) (*policy.Key, bool)
+	// expired, not revoked), else an error that says why, with the key
+	// when it is known (revoked, expired), so that the audit record names
+	// it. It is asked on every request, so a revoked key's sessions end at
+	// once.
+	Scope(key string) (*policy.Key, error)
 }
 
 // The session cookie: same-site strict, HttpOnly, scoped to the console.

@@ -11,7 +11,8 @@
 //
 // Keys live in two places, both files of JSON lines in one format (an
 // Entry per line): the data folder's keys.jsonl, written by `toolgate keys
-// create` and `keys revoke`, and optionally a file named by the config's
+// create` and `keys revoke` (which moves the key's line, marked revoked,
+// to keys-revoked.jsonl beside it), and optionally a file named by the config's
 // toolgate.keysFile, written by hand or by configuration management (a
 // Kubernetes Secret), so that replicas share one set. A Store reads both
 // and reads a file again as soon as it changes, so a running gateway
@@ -59,6 +60,13 @@ type Entry struct {
 	Created time.Time `json:"created,omitzero"`
 	// Expires is when the key stops working (zero: never).
 	Expires time.Time `json:"expires,omitzero"`
+	// Revoked is when the key was revoked (zero: it was not). A revoked
+	// entry lets no one in: its hash is kept only to name the key in the
+	// audit record and the 401 of a client that still sends it, which read
+	// "unknown API key". `keys revoke` writes it to keys-revoked.jsonl,
+	// not keys.jsonl, which an older toolgate (that knows no such field)
+	// must still read.
+	Revoked time.Time `json:"revoked,omitzero"`
 }
 
 // Expired reports whether the key has expired at now.
@@ -134,7 +142,8 @@ func (e Entry) Line() []byte {
 
 // Parse reads a keys file: one Entry per line; blank lines and lines
 // starting with # are skipped. A malformed line or a duplicate name is an
-// error naming the file and the line.
+// error naming the file and the line; a revoked entry may share its name
+// (a key revoked, then created again under its name).
 func Parse(b []byte, name string) ([]Entry, error) {
 	var out []Entry
 	seen := map[string]int{}
@@ -151,6 +160,10 @@ func Parse(b []byte, name string) ([]Entry, error) {
 		}
 		if err := e.Validate(); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", name, i+1, err)
+		}
+		if !e.Revoked.IsZero() {
+			out = append(out, e)
+			continue
 		}
 		if prev, ok := seen[e.Name]; ok {
 			return nil, fmt.Errorf("%s:%d: key %q is also on line %d: names must be unique", name, i+1, e.Name, prev)

@@ -113,19 +113,19 @@ func TestStore(t *testing.T) {
 	if e, err := s.Verify(shortSecret); !errors.Is(err, ErrExpired) || e.Name != "short" {
 		t.Errorf("short key after expiry: %+v %v", e, err)
 	}
-	if err := Remove(data, "admin"); err != nil {
+	if err := Revoke(data, "admin", clock); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Verify(adminSecret); !errors.Is(err, ErrUnknown) {
-		t.Errorf("revoked key: %v", err)
+	if e, err := s.Verify(adminSecret); !errors.Is(err, ErrRevoked) || e.Name != "admin" {
+		t.Errorf("revoked key: %+v, %v", e, err)
 	}
-	if err := Remove(data, "admin"); !errors.Is(err, ErrNotFound) {
+	if err := Revoke(data, "admin", clock); !errors.Is(err, ErrNotFound) {
 		t.Errorf("revoking twice: %v", err)
 	}
 	// The last key revoked: keys are still needed (no one gets in), not
 	// dropped as if there had never been any; a store opened afterwards has
 	// none.
-	if err := Remove(data, "short"); err != nil {
+	if err := Revoke(data, "short", clock); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Verify(""); !errors.Is(err, ErrAllRevoked) {
@@ -173,7 +173,7 @@ func TestStore(t *testing.T) {
 	if _, err := s.Verify(sharedSecret); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "both") {
 		t.Errorf("duplicate across files: %v", err)
 	}
-	if err := Remove(data, "replica"); err != nil {
+	if err := Revoke(data, "replica", clock); err != nil {
 		t.Fatal(err)
 	}
 	// A damaged file: every key refused, the good ones included.
@@ -190,6 +190,121 @@ func TestStore(t *testing.T) {
 	// damaged file).
 	if n := strings.Count(logs.String(), "cannot be read"); n != 2 || !strings.Contains(logs.String(), "not a key entry") {
 		t.Errorf("%d log lines for a store that broke after it was read, want 2, the damaged file's among them:\n%s", n, logs.String())
+	}
+}
+
+// TestRevokedKeys: a revoked key's entry is kept, marked revoked, in
+// keys-revoked.jsonl (keys.jsonl keeps the format an older toolgate
+// reads), so that its secret, still sent, is named and said to be revoked
+// (it was "unknown API key"); it lets no one in, does not count as a key
+// (Any, List), its name may be taken again, and a damaged file of them
+// shuts no one out.
+func TestRevokedKeys(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "keys.jsonl")
+	file := filepath.Join(dir, "shared.jsonl")
+	var logs testenv.LogBuffer
+	s := Open(data, &Options{File: file, Logger: logs.Logger(), Now: func() time.Time { return now }})
+	bobSecret, bob := newKey(t, Spec{Name: "bob", Profile: "kg"})
+	aliceSecret, alice := newKey(t, Spec{Name: "alice"})
+	for _, e := range []Entry{bob, alice} {
+		if err := Add(data, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The shared file marks one of its keys revoked by hand.
+	carolSecret, carol := newKey(t, Spec{Name: "carol"})
+	carol.Revoked = now.Add(-time.Hour)
+	if err := os.WriteFile(file, carol.Line(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	at := now.Add(90 * time.Second)
+	if err := Revoke(data, "bob", at); err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Verify(bobSecret)
+	if want := "the API key was revoked at 2026-01-02T03:05:35Z"; !errors.Is(err, ErrRevoked) || e.Name != "bob" || err.Error() != want {
+		t.Errorf("Verify(bob's secret, revoked) = %+v, %v; want bob and %q", e, err, want)
+	}
+	if e, err := s.Verify(carolSecret); !errors.Is(err, ErrRevoked) || e.Name != "carol" {
+		t.Errorf("Verify(carol's secret, revoked in the shared file) = %+v, %v", e, err)
+	}
+	if _, err := s.Verify(aliceSecret); err != nil {
+		t.Errorf("alice: %v", err)
+	}
+	l, err := s.List()
+	if err != nil || len(l) != 1 || l[0].Name != "alice" {
+		t.Errorf("List = %+v, %v; want alice alone", l, err)
+	}
+	r, err := s.Revoked()
+	if err != nil || len(r) != 2 || r[0].Name != "carol" || r[1].Name != "bob" || !r[1].Revoked.Equal(at) || r[1].Path != RevokedFile(data) || r[1].Profile != "kg" {
+		t.Errorf("Revoked = %+v, %v; want carol then bob (revoked at %s, in %s)", r, err, at, RevokedFile(data))
+	}
+	// keys.jsonl is as an older toolgate reads it: every field known to
+	// it (it refuses one it does not know), bob's line gone.
+	b, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "revoked") || strings.Contains(string(b), bob.SHA256) {
+		t.Errorf("keys.jsonl after revoking bob:\n%s\nwant no revoked field, no bob", b)
+	}
+	// The name is free again; the old secret stays revoked, named.
+	newSecret, newBob := newKey(t, Spec{Name: "bob"})
+	if err := Add(data, newBob); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := s.Verify(newSecret); err != nil || e.Name != "bob" {
+		t.Errorf("the new bob: %+v, %v", e, err)
+	}
+	if _, err := s.Verify(bobSecret); !errors.Is(err, ErrRevoked) {
+		t.Errorf("the old bob's secret once the name is taken again: %v", err)
+	}
+	if err := Revoke(data, "bob", at.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.Revoked(); err != nil || len(r) != 3 {
+		t.Errorf("bob revoked twice: %d revoked entries, %v; want 3", len(r), err)
+	}
+	// Every key revoked: a revoked secret is named still; none sent is
+	// refused as before. Revoked entries are no keys: a store opened now
+	// holds none.
+	if err := Revoke(data, "alice", at); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := s.Verify(aliceSecret); !errors.Is(err, ErrRevoked) || e.Name != "alice" {
+		t.Errorf("alice, the last key, revoked: %+v, %v", e, err)
+	}
+	if _, err := s.Verify(""); !errors.Is(err, ErrAllRevoked) {
+		t.Errorf("no secret once every key was revoked: %v, want ErrAllRevoked", err)
+	}
+	if _, err := s.Verify("tg_other"); !errors.Is(err, ErrAllRevoked) {
+		t.Errorf("an unknown secret once every key was revoked: %v, want ErrAllRevoked", err)
+	}
+	if any, err := Open(data, &Options{File: file}).Any(); err != nil || any {
+		t.Errorf("Any of a store of revoked keys only = %v, %v; want false", any, err)
+	}
+	// A damaged revoked keys' file shuts no one out (it lets no one in
+	// either): a revoked key is refused unnamed, and the log says why;
+	// keys list fails on it.
+	daveSecret, dave := newKey(t, Spec{Name: "dave"})
+	if err := Add(data, dave); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(RevokedFile(data), []byte("garbage\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Verify(daveSecret); err != nil {
+		t.Errorf("a key in force beside a damaged keys-revoked.jsonl: %v", err)
+	}
+	if e, err := s.Verify(aliceSecret); !errors.Is(err, ErrUnknown) || e.Name != "" {
+		t.Errorf("a revoked key beside a damaged keys-revoked.jsonl: %+v, %v; want ErrUnknown", e, err)
+	}
+	if !strings.Contains(logs.String(), "the revoked API keys cannot be read") || !strings.Contains(logs.String(), "keys-revoked.jsonl:1") {
+		t.Errorf("no log line says the revoked keys cannot be read:\n%s", logs.String())
+	}
+	if _, err := s.Revoked(); err == nil || !strings.Contains(err.Error(), "keys-revoked.jsonl:1") {
+		t.Errorf("Revoked with a damaged keys-revoked.jsonl: %v", err)
 	}
 }
 

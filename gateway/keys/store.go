@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -24,10 +25,13 @@ var (
 	// ErrAllRevoked: every key is gone (revoked) since the store held one.
 	// Revoking keys never opens a gateway that needed them: until a key is
 	// created again, or the gateway restarts, no one gets in.
-	ErrAllRevoked  = errors.New("every API key was revoked while the gateway ran: create one with `toolgate keys create` (a gateway restarted on a loopback address with no key serves without keys)")
-	ErrMissing     = errors.New("no API key given")
-	ErrUnknown     = errors.New("unknown API key")
-	ErrExpired     = errors.New("the API key has expired")
+	ErrAllRevoked = errors.New("every API key was revoked while the gateway ran: create one with `toolgate keys create` (a gateway restarted on a loopback address with no key serves without keys)")
+	ErrMissing    = errors.New("no API key given")
+	ErrUnknown    = errors.New("unknown API key")
+	ErrExpired    = errors.New("the API key has expired")
+	// ErrRevoked is Verify's error (with the entry, and when) for the
+	// secret of a revoked key: a client still sending it is named.
+	ErrRevoked     = errors.New("the API key was revoked")
 	ErrUnavailable = errors.New("the API key store cannot be read")
 )
 
@@ -57,20 +61,27 @@ type Options struct {
 }
 
 // Store is the gateway's view of every key: the data folder's file and the
-// config's keysFile, each read again when it changes. It is safe for
-// concurrent use.
+// config's keysFile, each read again when it changes, and the data
+// folder's revoked keys, read only for a secret that is no key in force
+// (a request let in costs no stat of that file). It is safe for concurrent
+// use.
 type Store struct {
 	data *datafile.View[*parsed]
-	file *datafile.View[*parsed] // nil without keysFile
-	log  *slog.Logger
-	now  func() time.Time
+	// revoked is the data folder's keys-revoked.jsonl. It names a revoked
+	// key that is sent, and lets no one in: one that cannot be read is
+	// logged, not failed closed on (such a key is refused as unknown).
+	revoked *datafile.View[*parsed]
+	file    *datafile.View[*parsed] // nil without keysFile
+	log     *slog.Logger
+	now     func() time.Time
 
 	held atomic.Bool // the store has held a key since it was opened
 
-	mu      sync.Mutex
-	lastErr string // the store error logged last ("" = healthy)
-	read    bool   // the store was read once: its errors are logged from then on
-	// The keys of both files as last merged, and the files' contents
+	mu             sync.Mutex
+	lastErr        string // the store error logged last ("" = healthy)
+	lastRevokedErr string // the revoked keys' error logged last
+	read           bool   // the store was read once: its errors are logged from then on
+	// The keys of the files as last merged, and the files' contents
 	// they were merged from (a request finds them unchanged: no work).
 	fromData, fromFile *parsed
 	merged             *keyset
@@ -95,10 +106,22 @@ func parse(b []byte, name string) (*parsed, error) {
 	return p, nil
 }
 
-// keyset is the keys of both files, sorted by name.
+// keyset is the keys of both files, sorted by name, and the entries of
+// either marked revoked (by hand in a keysFile), in the order read.
 type keyset struct {
-	listed []Listed
-	sums   [][sha256.Size]byte
+	listed      []Listed
+	sums        [][sha256.Size]byte
+	revoked     []Listed
+	revokedSums [][sha256.Size]byte
+}
+
+// RevokedFile is the file of the revoked keys beside the data folder's
+// keys file at dataPath: `keys revoke` moves a key's line there, marked
+// revoked. A file of its own, so that keys.jsonl stays one that an older
+// toolgate reads (it refuses a field it does not know, and ignores this
+// file: a revoked key is unknown to it, refused all the same).
+func RevokedFile(dataPath string) string {
+	return filepath.Join(filepath.Dir(dataPath), "keys-revoked.jsonl")
 }
 
 // Open returns the store of the keys in dataPath (the data folder's
@@ -117,6 +140,8 @@ func Open(dataPath string, opts *Options) *Store {
 		s.now = time.Now
 	}
 	s.data = datafile.NewView(dataPath, func(b []byte) (*parsed, error) { return parse(b, dataPath) }, func() *parsed { return &parsed{} })
+	revoked := RevokedFile(dataPath)
+	s.revoked = datafile.NewView(revoked, func(b []byte) (*parsed, error) { return parse(b, revoked) }, func() *parsed { return &parsed{} })
 	if o.File != "" {
 		file := o.File
 		s.file = datafile.NewView(file, func(b []byte) (*parsed, error) { return parse(b, file) }, nil)
@@ -160,6 +185,8 @@ func (s *Store) load() (*keyset, error) {
 }
 
 // merge puts both files' keys together; a name in both is an error.
+// Entries marked revoked are kept apart, to name a revoked key that is
+// sent.
 func (s *Store) merge(data, file *parsed) (*keyset, error) {
 	type src struct {
 		p    *parsed
@@ -175,6 +202,11 @@ func (s *Store) merge(data, file *parsed) (*keyset, error) {
 	var errs []error
 	for _, sr := range srcs {
 		for i, e := range sr.p.entries {
+			if !e.Revoked.IsZero() {
+				ks.revoked = append(ks.revoked, Listed{Entry: e, Source: sr.from, Path: sr.path})
+				ks.revokedSums = append(ks.revokedSums, sr.p.sums[i])
+				continue
+			}
 			if prev, ok := where[e.Name]; ok {
 				errs = append(errs, fmt.Errorf("key %q is in both %s and %s: names must be unique (revoke or rename one)", e.Name, prev, sr.path))
 				continue
@@ -192,21 +224,69 @@ func (s *Store) merge(data, file *parsed) (*keyset, error) {
 		idx[i] = i
 	}
 	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(ks.listed[a].Name, ks.listed[b].Name) })
-	sorted := &keyset{listed: make([]Listed, len(idx)), sums: make([][sha256.Size]byte, len(idx))}
+	sorted := &keyset{listed: make([]Listed, len(idx)), sums: make([][sha256.Size]byte, len(idx)), revoked: ks.revoked, revokedSums: ks.revokedSums}
 	for i, j := range idx {
 		sorted.listed[i], sorted.sums[i] = ks.listed[j], ks.sums[j]
 	}
 	return sorted, nil
 }
 
-// List returns every entry with its source, sorted by name. An error
-// means the store cannot be read (and nothing is returned).
+// List returns every entry in force (expired ones included, revoked ones
+// not) with its source, sorted by name. An error means the store cannot
+// be read (and nothing is returned).
 func (s *Store) List() ([]Listed, error) {
 	ks, err := s.load()
 	if err != nil {
 		return nil, err
 	}
 	return slices.Clone(ks.listed), nil
+}
+
+// Revoked returns the revoked keys' entries, oldest revocation first. An
+// error means a file cannot be read.
+func (s *Store) Revoked() ([]Listed, error) {
+	ks, err := s.load()
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.revoked.Load()
+	if err != nil {
+		return nil, fmt.Errorf("the data folder's revoked keys: %w", err)
+	}
+	out := slices.Clone(ks.revoked)
+	for _, e := range p.entries {
+		out = append(out, Listed{Entry: e, Source: SourceData, Path: s.revoked.Path()})
+	}
+	slices.SortStableFunc(out, func(a, b Listed) int { return a.Revoked.Compare(b.Revoked) })
+	return out, nil
+}
+
+// revokedEntry returns the revoked entry whose secret this is, if any:
+// of the key files (marked by hand), else of the data folder's revoked
+// keys, whose error is logged once per distinct error and otherwise
+// taken as no entry.
+func (s *Store) revokedEntry(ks *keyset, secret string) (Entry, bool) {
+	if i := find(ks.revokedSums, secret); i >= 0 {
+		return ks.revoked[i].Entry, true
+	}
+	p, err := s.revoked.Load()
+	s.mu.Lock()
+	switch {
+	case err == nil && s.lastRevokedErr != "":
+		s.log.Info("the revoked API keys can be read again")
+		s.lastRevokedErr = ""
+	case err != nil && err.Error() != s.lastRevokedErr:
+		s.log.Warn("the revoked API keys cannot be read: a revoked key sent is refused as unknown, not named, until it is fixed", "err", err)
+		s.lastRevokedErr = err.Error()
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return Entry{}, false
+	}
+	if i := find(p.sums, secret); i >= 0 {
+		return p.entries[i], true
+	}
+	return Entry{}, false
 }
 
 // report logs a store error once per distinct error, and the recovery,
@@ -240,34 +320,38 @@ func (s *Store) Any() (bool, error) {
 }
 
 // Verify returns the entry whose secret this is. Errors: ErrNoKeys (the
-// store holds none and never did, whatever the secret), ErrAllRevoked (it
-// holds none any more), ErrMissing (empty secret),
-// ErrUnknown, ErrExpired (with the entry), ErrUnavailable. It costs a stat
-// of each file (unless one changed), one SHA-256 and a constant-time
-// compare with every key.
+// store holds none and never did, whatever the secret: a revoked key does
+// not count), ErrRevoked (with the entry, and when), ErrAllRevoked (it
+// holds none any more), ErrMissing (empty secret), ErrUnknown, ErrExpired
+// (with the entry), ErrUnavailable. It costs a stat of each file (unless
+// one changed), one SHA-256 and a constant-time compare with every key;
+// for a secret that is no key in force, a stat of the revoked keys' file
+// and a compare with every revoked key besides.
 func (s *Store) Verify(secret string) (Entry, error) {
 	ks, err := s.load()
 	if err != nil {
 		return Entry{}, err
 	}
-	if len(ks.listed) == 0 {
-		if s.held.Load() {
-			return Entry{}, ErrAllRevoked
-		}
+	if len(ks.listed) == 0 && !s.held.Load() {
 		return Entry{}, ErrNoKeys
 	}
-	if secret == "" {
+	if secret == "" && len(ks.listed) > 0 {
 		return Entry{}, ErrMissing
 	}
-	i := find(ks.sums, secret)
-	if i < 0 {
-		return Entry{}, ErrUnknown
+	if i := find(ks.sums, secret); i >= 0 {
+		e := ks.listed[i].Entry
+		if e.Expired(s.now()) {
+			return e, ErrExpired
+		}
+		return e, nil
 	}
-	e := ks.listed[i].Entry
-	if e.Expired(s.now()) {
-		return e, ErrExpired
+	if e, ok := s.revokedEntry(ks, secret); ok && secret != "" {
+		return e, fmt.Errorf("%w at %s", ErrRevoked, e.Revoked.UTC().Format(time.RFC3339))
 	}
-	return e, nil
+	if len(ks.listed) == 0 {
+		return Entry{}, ErrAllRevoked
+	}
+	return Entry{}, ErrUnknown
 }
 
 // Add stores e in the data folder's file at path, refusing a name that is
@@ -290,21 +374,46 @@ func Add(path string, e Entry) error {
 	})
 }
 
-// ErrNotFound is Remove's error for a name the file does not hold.
+// ErrNotFound is Revoke's error for a name the file does not hold.
 var ErrNotFound = errors.New("no such key")
 
-// Remove deletes the key named name from the data folder's file at path:
-// from then on a gateway refuses it.
-func Remove(path, name string) error {
-	return datafile.Update(path, func(old []byte) ([]byte, error) {
+// Revoke deletes the key named name from the data folder's file at path
+// (from then on a gateway refuses it) and adds its entry, marked revoked
+// at now, to RevokedFile(path): a gateway that is sent its secret names it
+// (in the audit log and the 401), where it said "unknown API key". The
+// key is revoked once its line is gone: a revoked entry that could not be
+// written then is ErrNotKept, with the key revoked all the same.
+func Revoke(path, name string, now time.Time) error {
+	var gone Entry
+	err := datafile.Update(path, func(old []byte) ([]byte, error) {
 		es, err := Parse(old, path)
 		if err != nil {
 			return nil, err
 		}
-		i := slices.IndexFunc(es, func(x Entry) bool { return x.Name == name })
+		i := slices.IndexFunc(es, func(x Entry) bool { return x.Name == name && x.Revoked.IsZero() })
 		if i < 0 {
 			return nil, fmt.Errorf("%w named %q in %s", ErrNotFound, name, path)
 		}
+		gone = es[i]
 		return Format(slices.Delete(es, i, i+1)), nil
 	})
+	if err != nil {
+		return err
+	}
+	gone.Revoked = now.UTC().Truncate(time.Second)
+	revoked := RevokedFile(path)
+	err = datafile.Update(revoked, func(old []byte) ([]byte, error) {
+		if len(old) == 0 {
+			old = []byte("# toolgate revoked API keys: refused, kept to name them when they are sent (SHA-256 of each secret, never the secret).\n")
+		}
+		return append(old, gone.Line()...), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: key %q is revoked, but %s could not take its entry (a gateway sent its secret says \"unknown API key\"): %w", ErrNotKept, name, revoked, err)
+	}
+	return nil
 }
+
+// ErrNotKept is Revoke's error for a key revoked whose revoked entry could
+// not be written.
+var ErrNotKept = errors.New("the revoked key's entry was not kept")

@@ -309,6 +309,14 @@ func RetryAfter(d time.Duration) string {
 	return fmt.Sprint(max(1, int(math.Ceil(d.Seconds()))))
 }
 
+// OverRate is the audit reason of a request refused over its key's rate,
+// answered with Retry-After: RetryAfter(after): the same whole seconds. It
+// said the wait to the millisecond ("retry after 0s", "918ms") beside a
+// header of 1.
+func OverRate(after time.Duration) string {
+	return "over the key's rate (retry after " + RetryAfter(after) + "s, as Retry-After says)"
+}
+
 // Defaults of the refused-request limit per client address
 // (toolgate.limits.refusedPerMinute and refusedBurst).
 const (

@@ -63,6 +63,10 @@ type Caller struct {
 	// listener's address, https under TLS; "" over stdio. Answers that
 	// name another of the gateway's endpoints use it. No rule reads it.
 	Origin string
+	// Route is the HTTP route the caller came through ("POST /mcp",
+	// "POST /profiles/kg/mcp"), for the audit log; "" over stdio. No rule
+	// reads it.
+	Route string
 }
 
 // Key is an API key as the policy sees it: its name, whether it is an

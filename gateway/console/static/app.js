@@ -42,16 +42,59 @@ async function api(path, opts) {
   const resp = await fetch(path, o);
   const token = resp.headers.get("X-CSRF-Token");
   if (token) csrf = token;
+  const { body, text } = resp.status === 204 ? { body: {} } : await answer(resp);
   if (resp.status === 401) {
     // The gateway says why (a key it does not accept, a session that
     // ended): the login form shows with those words.
-    const body = await resp.json().catch(() => ({}));
     showLogin(true);
-    throw new Error(body.error || "log in first");
+    throw new Error(body?.error || (text ? httpError(resp, text) : "log in first"));
   }
-  const body = resp.status === 204 ? {} : await resp.json();
-  if (!resp.ok) throw new Error(body.error || resp.statusText);
+  if (body === undefined) throw new Error(httpError(resp, text));
+  if (!resp.ok) throw new Error(body.error || httpError(resp, ""));
   return body;
+}
+
+// answer reads an answer's body: {body} for JSON, else {text}, the body
+// made readable. An answer that is not the gateway's JSON — a reverse
+// proxy's 502 page, the front's plain-text 403 — was shown as the JSON
+// parser's error ("Unexpected token '<' … is not valid JSON").
+async function answer(resp) {
+  const raw = await resp.text();
+  try {
+    return { body: JSON.parse(raw) };
+  } catch (e) {
+    return { text: readable(raw) };
+  }
+}
+
+// readable is the text of a body: an HTML page's without its markup,
+// title, scripts and styles (parsed inert, never run or shown as HTML),
+// its white space squeezed, cut to 300 characters.
+function readable(raw) {
+  let t = raw;
+  if (/^\s*</.test(t)) {
+    const doc = new DOMParser().parseFromString(t, "text/html");
+    for (const e of doc.querySelectorAll("script, style, title")) e.remove();
+    // Each text apart: <h1>Sign in</h1><p>to …</p> is not "Sign into".
+    const parts = [];
+    const walk = doc.createTreeWalker(doc.body || doc, NodeFilter.SHOW_TEXT);
+    while (walk.nextNode()) parts.push(walk.currentNode.nodeValue);
+    t = parts.join(" ");
+  }
+  t = t.replace(/\s+/g, " ").trim();
+  return t.length > 300 ? t.slice(0, 300) + "…" : t;
+}
+
+// httpError says an answer that is not the gateway's JSON by its status
+// and text: "HTTP 502 Bad Gateway: …" ("HTTP 403 Forbidden: Origin …" for
+// a text that starts with its status's words; "HTTP 200 OK, not the
+// gateway's JSON: …").
+function httpError(resp, text) {
+  let status = "HTTP " + resp.status + (resp.statusText ? " " + resp.statusText : "");
+  if (resp.ok) status += ", not the gateway's JSON"; // a proxy's login page
+  if (!text) return status;
+  if (resp.statusText && text.startsWith(resp.statusText + ":")) text = text.slice(resp.statusText.length + 1).trim();
+  return status + ": " + text;
 }
 
 // latest asks path as the newest request of its kind, aborting the one of

@@ -75,6 +75,9 @@ type Policy interface {
 	// HasProfile reports whether a profile is configured (the HTTP route
 	// /profiles/NAME/mcp answers 404 for one that is not).
 	HasProfile(name string) bool
+	// Sees reports whether the caller's own rules (its profile, its key's
+	// scope) let it see t, whatever the state of t's server.
+	Sees(c *policy.Caller, t catalog.Tool) bool
 }
 
 var _ Policy = (*policy.Set)(nil)

@@ -330,7 +330,8 @@ func TestSearchTools(t *testing.T) {
 			t.Errorf("search_tools tells the gateway's search path: %s", txt)
 		}
 		// Only the server asked for; none for a caller whose key or profile
-		// limits what it may learn of.
+		// limits what it may learn of, when no policy says which servers
+		// are its own (TestOwnServersNotUpYet: those it sees).
 		if d := g2.downServers(nil, "time"); len(d) != 1 || d[0].Name != "time" {
 			t.Errorf("server time: %+v", d)
 		}

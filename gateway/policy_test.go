@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -152,6 +153,10 @@ func (p *recordingPolicy) Decide(c *policy.Caller, _ catalog.Tool) policy.Decisi
 	return policy.Decision{Allowed: true}
 }
 func (p *recordingPolicy) HasProfile(name string) bool { return name == "kg" }
+func (p *recordingPolicy) Sees(c *policy.Caller, _ catalog.Tool) bool {
+	p.record(c)
+	return true
+}
 
 func (p *recordingPolicy) last() *policy.Caller {
 	p.mu.Lock()
@@ -397,6 +402,75 @@ func TestCallerReachingNoTool(t *testing.T) {
 	cs := connectAs(t, g, &policy.Caller{Transport: http, Key: &policy.Key{Name: "mem", Allow: []string{"memory__*"}}})
 	if txt := text(call(t, cs, SearchToolName, map[string]any{"query": "zzzz qqqq"})); strings.Contains(txt, "reaches no tool") {
 		t.Errorf("a caller with tools: %s", txt)
+	}
+}
+
+// TestOwnServersNotUpYet: a caller limited to a profile or a key whose
+// servers never listed their tools (still connecting, down) is told that
+// its server is not up and to try again, by search_tools, its description
+// and execute_tool; it was told "this caller reaches no tool … outside
+// profile" (downServers said nothing to a limited caller). Servers outside
+// its profile or scope stay unnamed.
+func TestOwnServersNotUpYet(t *testing.T) {
+	servers := []string{"everything", "filesystem", "gh", "memory", "slow", "weird"}
+	g := policyGateway(t, nil, &Options{
+		Servers: func() []string { return servers },
+		Unavailable: func(s string, _ bool) string {
+			switch s {
+			case "slow":
+				return `server "slow" is still connecting`
+			case "gh":
+				return `server "gh" is down: variable ${GH_TOKEN} (env.GITHUB_TOKEN) is not set`
+			}
+			return ""
+		},
+	})
+	set := g.opts.Policy.(*policy.Set)
+	set.Put(policy.NewConfigured(servers))
+	set.Put(policy.NewProfiles(map[string]config.Profile{"kg": {Servers: []string{"memory"}}, "slowkg": {Servers: []string{"slow"}},
+		"both": {Servers: []string{"memory", "slow"}}}))
+	set.Put(keys.NewScope(set.Profiles, nil))
+	http := policy.TransportHTTP
+	const want = `this caller reaches no tool until its server "slow" is up, so no search can find one now (other words will not help): server "slow" is still connecting; try again once it is up`
+	for name, c := range map[string]*policy.Caller{
+		"the route's profile":   {Transport: http, Profile: "slowkg"},
+		"a session's profile":   {Transport: policy.TransportStdio, Session: policy.NewSession("slowkg", true)},
+		"a key's profile":       {Transport: http, Key: &policy.Key{Name: "k", Profile: "slowkg"}},
+		"a key scoped to slow":  {Transport: http, Key: &policy.Key{Name: "k", Allow: []string{"slow__*"}}},
+		"a key and its profile": {Transport: http, Profile: "both", Key: &policy.Key{Name: "k", Allow: []string{"slow__*"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cs := connectAs(t, g, c)
+			for _, args := range []map[string]any{{"query": "create entities"}, {"query": "create entities", "server": "slow"}} {
+				if res := call(t, cs, SearchToolName, args); !res.IsError || text(res) != "search_tools: "+want+"." {
+					t.Errorf("search_tools %v: %s\nwant search_tools: %s.", args, text(res), want)
+				}
+			}
+			if d := searchToolsDescription(t, cs); !strings.Contains(d, want) || strings.Contains(d, "gh") {
+				t.Errorf("description: %s", d)
+			}
+			if res := call(t, cs, ExecuteToolName, map[string]any{"name": "slow__get_it"}); !res.IsError || !strings.Contains(text(res), `"slow__get_it" cannot run: server "slow" is still connecting`) {
+				t.Errorf("execute_tool slow__get_it: %s", text(res))
+			}
+			if res := call(t, cs, ExecuteToolName, map[string]any{"name": "filesystem__list_directory"}); !res.IsError || !strings.Contains(text(res), want) {
+				t.Errorf("execute_tool filesystem__list_directory: %s", text(res))
+			}
+		})
+	}
+	// A caller with tools is told of its own server that is not up, and of
+	// no other.
+	cs := connectAs(t, g, &policy.Caller{Transport: http, Profile: "both"})
+	res := call(t, cs, SearchToolName, map[string]any{"query": "zzzz qqqq"})
+	if d := res.StructuredContent.(map[string]any)["downServers"]; res.IsError || fmt.Sprint(d) != "[map[name:slow reason:server \"slow\" is still connecting]]" || strings.Contains(text(res), "gh") {
+		t.Errorf("profile both: %v %s", d, text(res))
+	}
+	// Servers outside the caller's profile or scope stay unnamed: a
+	// narrower glob does not cover the server.
+	for _, c := range []*policy.Caller{{Transport: http, Profile: "kg"}, {Transport: http, Key: &policy.Key{Name: "k", Allow: []string{"memory__*", "slow__get_*"}}}} {
+		res := call(t, connectAs(t, g, c), SearchToolName, map[string]any{"query": "zzzz qqqq"})
+		if txt := text(res); res.IsError || strings.Contains(txt, "slow") || strings.Contains(txt, "gh") || res.StructuredContent.(map[string]any)["downServers"] != nil {
+			t.Errorf("%s: %s", c, txt)
+		}
 	}
 }
 

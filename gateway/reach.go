@@ -8,6 +8,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/internal/plural"
 )
 
@@ -51,6 +52,13 @@ func (g *Gateway) reachesNone(c *policy.Caller) string {
 	if len(others)+len(fromKey) == 0 {
 		return ""
 	}
+	// Servers of its own that never listed their tools (still connecting,
+	// down): they are why, not its profile or scope, and a search once
+	// one is up finds its tools. Those outside its rules stay unnamed
+	// (downServers).
+	if down := g.downServers(c, ""); len(down) > 0 {
+		return notUpYet(down)
+	}
 	var why []string
 	switch {
 	case len(others) > 0:
@@ -68,6 +76,32 @@ func (g *Gateway) reachesNone(c *policy.Caller) string {
 	}
 	return "this caller reaches no tool, so no search can find one (other words will not help): " + strings.Join(why, "; ")
 }
+
+// notUpYet is reachesNone's reason when the caller's own servers down
+// (downServers) never listed their tools: each one's state, and to try
+// again.
+func notUpYet(down []DownServer) string {
+	names := make([]string, len(down))
+	var why []string
+	for i, d := range down {
+		names[i] = d.Name
+		if i < maxDownNamed {
+			why = append(why, oneline.Cut(d.Reason, downReasonChars))
+		}
+	}
+	if n := len(down) - len(why); n > 0 {
+		why = append(why, plural.Of(n, "more server")+" likewise")
+	}
+	whose := "its server " + quoted(names) + " is"
+	if len(down) > 1 {
+		whose = "one of its servers (" + quoted(names) + ") is"
+	}
+	return fmt.Sprintf("this caller reaches no tool until %s up, so no search can find one now (other words will not help): %s; try again once it is up",
+		whose, strings.Join(why, "; "))
+}
+
+// maxDownNamed is how many down servers' reasons notUpYet says.
+const maxDownNamed = 3
 
 // reachesNoneScoped is reachesNone for a caller limited by a key or a
 // profile, "" for one without (nil: the description every other client

@@ -39,8 +39,9 @@ type SearchResult struct {
 	NoMatch bool `json:"noMatch,omitempty"`
 	// DownServers, with NoMatch or no tools, are the servers whose tools
 	// cannot be searched: they never listed them and cannot run now (a
-	// command not found, a variable not set, …). Only for callers that see
-	// every server (stdio, no API key, an admin key) without a profile.
+	// command not found, a variable not set, still connecting, …). To a
+	// caller limited by a profile or an API key's scope, only the servers
+	// of its own profile or scope.
 	DownServers []DownServer `json:"downServers,omitempty"`
 }
 
@@ -375,13 +376,15 @@ func (g *Gateway) search(ctx context.Context, a searchArgs) (SearchResult, error
 }
 
 // downServers are the servers (only server, when set) whose tools are not
-// in the catalog and that cannot run now, for a caller that sees every
-// server; nil for one limited by a key's scope or a profile, which must
-// not learn of servers outside it.
+// in the catalog and that cannot run now. A caller limited by a key's
+// scope or a profile is told of those its own rules let it see (a profile
+// that lists the server, a key scoped to "server__*": policy.AnyTool),
+// whose state is its to know, and of no server outside them.
 func (g *Gateway) downServers(c *policy.Caller, server string) []DownServer {
-	if g.opts.Servers == nil || c != nil && c.Key != nil && !c.ManagesAll() || c.ProfileName() != "" {
+	if g.opts.Servers == nil {
 		return nil
 	}
+	limited := c != nil && (c.Key != nil && !c.ManagesAll() || c.ProfileName() != "")
 	listed := map[string]bool{}
 	for _, id := range g.searcher.IDs() {
 		if s, _, err := catalog.SplitID(id); err == nil {
@@ -390,7 +393,7 @@ func (g *Gateway) downServers(c *policy.Caller, server string) []DownServer {
 	}
 	var out []DownServer
 	for _, s := range g.opts.Servers() {
-		if listed[s] || server != "" && s != server {
+		if listed[s] || server != "" && s != server || limited && (g.opts.Policy == nil || !g.opts.Policy.Sees(c, policy.AnyTool(s))) {
 			continue
 		}
 		if why := g.unavailable(c, s); why != "" {

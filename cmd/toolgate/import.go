@@ -16,7 +16,9 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/config/importer"
+	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/plural"
+	"github.com/toolgate/toolgate/internal/shellword"
 )
 
 func init() { register(newImportCmd) }
@@ -191,6 +193,9 @@ func importInto(stdout, stderr io.Writer, path string, merged []byte, from map[s
 	} else if err != nil {
 		return fmt.Errorf("import --into: %w", err)
 	}
+	if err := config.CheckJSON(path, old); err != nil {
+		return fmt.Errorf("import --into: %w: fix it first", err)
+	}
 	var doc struct {
 		MCPServers map[string]json.RawMessage `json:"mcpServers"`
 	}
@@ -232,7 +237,60 @@ func importInto(stdout, stderr io.Writer, path string, merged []byte, from map[s
 		return err
 	}
 	fmt.Fprintf(stderr, "wrote %s (%s imported)\n", path, plural.Of(len(doc.MCPServers), "server"))
+	warnReadable(stderr, path, doc.MCPServers)
 	return nil
+}
+
+// warnReadable warns when the servers imported into the config at path
+// hold secrets written out and the file is readable by other users.
+// config.WriteFile makes a new file 0600 but keeps an existing one's mode
+// (0644, as an editor made it): its owner may have chosen it (a service
+// that reads it through its group), so it is said, not changed.
+func warnReadable(stderr io.Writer, path string, servers map[string]json.RawMessage) {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm()&0o044 == 0 {
+		return
+	}
+	if secrets := clearSecrets(servers); len(secrets) > 0 {
+		fmt.Fprintf(stderr, "warning: %s is readable by other users (mode %04o) and now holds secrets written out (%s): run `chmod 600 %s`, or have the servers read them from the gateway's environment (\"${NAME}\")\n",
+			path, fi.Mode().Perm(), strings.Join(secrets, ", "), shellword.Join(path))
+	}
+}
+
+// clearSecrets names the secrets servers' entries hold written out
+// (mask.InClear), "github: env GITHUB_PERSONAL_ACCESS_TOKEN", sorted.
+func clearSecrets(servers map[string]json.RawMessage) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		var e struct {
+			Env     map[string]string `json:"env"`
+			Headers map[string]string `json:"headers"`
+			URL     string            `json:"url"`
+			OAuth   struct {
+				ClientSecret string `json:"clientSecret"`
+			} `json:"oauth"`
+		}
+		if json.Unmarshal(servers[name], &e) != nil {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(e.Env)) {
+			if mask.InClear(k, e.Env[k]) {
+				out = append(out, name+": env "+k)
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
+			if mask.InClear(k, e.Headers[k]) {
+				out = append(out, name+": header "+k)
+			}
+		}
+		if mask.InClear("url", e.URL) { // ?api_key=…, a token's shape
+			out = append(out, name+": url")
+		}
+		if mask.InClear("clientSecret", e.OAuth.ClientSecret) {
+			out = append(out, name+": oauth.clientSecret")
+		}
+	}
+	return out
 }
 
 // validServers is the config of data's servers that are valid, for what

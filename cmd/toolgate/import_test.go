@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/config/importer"
 )
 
 // importData is the importer's sample of each client's file.
@@ -454,5 +455,73 @@ func TestImportSaysBareVariables(t *testing.T) {
 	}
 	if strings.Contains(string(out), "env.PW") {
 		t.Errorf("a password with a $ is named as a variable:\n%s", out)
+	}
+}
+
+// Secrets imported into an existing config of mode 0644 (an editor's) are
+// said, with the file and `chmod 600 FILE`: the mode is kept, as its owner
+// may have chosen it, and import said nothing while copying a GitHub token
+// in clear into a file others can read. A new file (0600), a file only its
+// owner reads, and values taken from ${VAR} are not warned of.
+func TestImportIntoReadableFile(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "claude_desktop_config.json")
+	writeRaw(t, src, []byte(`{"mcpServers": {"github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+	  "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "LOG_LEVEL": "debug"}},
+	  "notes": {"url": "https://notes.example/mcp", "headers": {"Authorization": "Bearer ${NOTES_TOKEN}"}}}}`), false)
+	into := filepath.Join(dir, "toolgate.json")
+	run := func(mode os.FileMode) string {
+		t.Helper()
+		if mode != 0 {
+			writeRaw(t, into, []byte(`{"mcpServers": {}}`), false)
+			if err := os.Chmod(into, mode); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			os.Remove(into)
+		}
+		var stdout, stderr bytes.Buffer
+		if err := runImport(&stdout, &stderr, []string{src}, importFlags{into: into}); err != nil {
+			t.Fatalf("import: %v\n%s", err, stderr.String())
+		}
+		if fi, err := os.Stat(into); err != nil || mode != 0 && fi.Mode().Perm() != mode {
+			t.Fatalf("after import: %v, mode %v, want %v kept", err, fi.Mode().Perm(), mode)
+		}
+		return stderr.String()
+	}
+	want := "warning: " + into + " is readable by other users (mode 0644) and now holds secrets written out (github: env GITHUB_PERSONAL_ACCESS_TOKEN): run `chmod 600 " + into + "`"
+	if out := run(0o644); !strings.Contains(out, want) {
+		t.Errorf("into a file of mode 0644: %s\nwant %s", out, want)
+	}
+	for _, mode := range []os.FileMode{0, 0o600} {
+		if out := run(mode); strings.Contains(out, "readable") {
+			t.Errorf("into a file of mode %04o (0: new): %s", mode, out)
+		}
+	}
+}
+
+// A config imported into that is not JSON is said with its line and
+// column, in the words a client's file gets and the gateway gives of its
+// config (config.JSONError); it read "the file is not valid JSON: fix it
+// first".
+func TestImportIntoNotJSON(t *testing.T) {
+	dir := t.TempDir()
+	bad := "{\"mcpServers\": {\n  \"a\": {\"command\": \"x\",}\n}}\n"
+	src, into := filepath.Join(dir, "mcp.json"), filepath.Join(dir, "toolgate.json")
+	writeRaw(t, src, []byte(`{"mcpServers": {"memory": {"command": "npx"}}}`), false)
+	writeRaw(t, into, []byte(bad), false)
+	var stdout, stderr bytes.Buffer
+	err := runImport(&stdout, &stderr, []string{src}, importFlags{into: into})
+	if want := "import --into: " + into + ":2:24: invalid JSON: invalid character '}' looking for beginning of object key string (remove the comma before '}'): fix it first"; err == nil || err.Error() != want {
+		t.Errorf("import --into a file that is not JSON: %v\nwant %s", err, want)
+	}
+	if b, _ := os.ReadFile(into); string(b) != bad {
+		t.Errorf("the file was changed: %s", b)
+	}
+	// A client's file broken the same way (JSONC aside) reads the same.
+	writeRaw(t, src, []byte("{\"mcpServers\": {\n  \"a\": {\"command\": \"x\" \"y\"}\n}}\n"), false)
+	data, _ := os.ReadFile(src)
+	if _, err := importer.Read(src, data, ""); err == nil || !strings.HasPrefix(err.Error(), src+":2:24: invalid JSON: invalid character '\"' after object key:value pair") {
+		t.Errorf("a client's file: %v", err)
 	}
 }

@@ -611,11 +611,11 @@ func TestErrorsNeverEchoSecrets(t *testing.T) {
 
 func TestJSONSyntaxErrorsHaveLineAndColumn(t *testing.T) {
 	tests := []struct{ in, want string }{
-		{"{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\",}\n  }\n}", "f.json:3:27: invalid JSON"},
+		{"{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\",}\n  }\n}", "f.json:3:26: invalid JSON"},
 		{"{\n  \"mcpServers\": {", "f.json:2:18: invalid JSON: unexpected end of JSON input"},
 		{"[]", "f.json:1:1: the file must be a JSON object"},
-		{"{\n  // the servers\n  \"mcpServers\": {}}", "f.json:2:4: invalid JSON: invalid character '/' looking for beginning of object key string (comments are not JSON: remove the // or /* */ comment)"},
-		{"{\"mcpServers\": {\"a\": {\"command\": \"x\"},\n}}", "f.json:2:2: invalid JSON: invalid character '}' looking for beginning of object key string (remove the comma before '}')"},
+		{"{\n  // the servers\n  \"mcpServers\": {}}", "f.json:2:3: invalid JSON: invalid character '/' looking for beginning of object key string (comments are not JSON: remove the // or /* */ comment)"},
+		{"{\"mcpServers\": {\"a\": {\"command\": \"x\"},\n}}", "f.json:2:1: invalid JSON: invalid character '}' looking for beginning of object key string (remove the comma before '}')"},
 		{"", "f.json:1:1: invalid JSON"},
 	}
 	for _, tt := range tests {

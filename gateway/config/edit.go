@@ -70,6 +70,21 @@ func editable(data []byte) ([]byte, textEncoding, error) {
 	return text, enc, nil
 }
 
+// CheckJSON says where data, the file at path, is not valid JSON, as the
+// gateway says it of its config (JSONError: path:LINE:COL), or nil. The
+// edits above only say that it is not: a caller that reads a file to edit
+// it (import --into) checks it first.
+func CheckJSON(path string, data []byte) error {
+	text, _, err := decodeText(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", docName(path), err)
+	}
+	if err := json.Unmarshal(text, new(json.RawMessage)); err != nil {
+		return JSONError(docName(path), text, err)
+	}
+	return nil
+}
+
 // HasServer reports whether the document defines server name.
 func HasServer(data []byte, name string) bool {
 	_, ok := ServerEntry(data, name)

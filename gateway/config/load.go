@@ -436,12 +436,23 @@ func (p *parser) name() string {
 }
 
 // jsonError turns a decoding error of the whole file into one that points at
-// the line and column.
-func (p *parser) jsonError(data []byte, err error) error {
-	name := p.name()
+// the line and column (JSONError).
+func (p *parser) jsonError(data []byte, err error) error { return JSONError(p.name(), data, err) }
+
+// JSONError turns an error decoding data, the whole of file name, into one
+// that points at the line and column: name:LINE:COL: invalid JSON: …. The
+// column is that of the character JSON stopped at (Offset is past it), or
+// past the end for a file cut short. It is how toolgate says it of a
+// config, of a client's file import reads, and of the config import --into
+// writes to.
+func JSONError(name string, data []byte, err error) error {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		line, col := lineCol(data, se.Offset)
+		at := se.Offset - 1
+		if se.Offset >= int64(len(data)) && strings.HasPrefix(se.Error(), "unexpected end") {
+			at = int64(len(data))
+		}
+		line, col := lineCol(data, at)
 		return fmt.Errorf("%s:%d:%d: invalid JSON: %s%s", name, line, col, se.Error(), syntaxHint(data, se.Offset))
 	}
 	var te *json.UnmarshalTypeError

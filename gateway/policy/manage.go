@@ -88,9 +88,15 @@ func (s *Set) MayManage(c *Caller, tools Tools, server string) (ok bool, why str
 			}
 		}
 	}
-	why = sn.callerCheck(c, catalog.Tool{Server: server, Name: "*"})
+	why = sn.callerCheck(c, AnyTool(server))
 	return !found && why == "", why
 }
+
+// AnyTool is the tool that stands for a server with no tool catalogued,
+// "server__*", when a caller's own rules judge it (MayManage, Sees): a
+// profile or key that names the server, or whose globs cover all its
+// tools, sees it; narrower globs do not.
+func AnyTool(server string) catalog.Tool { return catalog.Tool{Server: server, Name: "*"} }
 
 // callerCheck is the first reason a rule that reads c (its Scope of c is
 // not "") gives against t, or "": the rules of who c is, not of the

@@ -118,6 +118,19 @@ func (m *Masker) Value(v any) any {
 	}
 }
 
+// InClear reports whether value, given under key (an env variable, a
+// header, a field), is a secret written out in a config: a key that sounds
+// secret (GITHUB_TOKEN, Authorization) with a value of MinLen bytes or
+// more, or a value of a credential's shape (ghp_…, "Bearer …"). A value
+// that takes anything from a ${VAR} reference is not: the secret lives in
+// the environment.
+func InClear(key, value string) bool {
+	if strings.Contains(value, "${") {
+		return false
+	}
+	return secretKey.MatchString(key) && len(value) >= MinLen || (&Masker{}).String(value) != value
+}
+
 // KeyLike says whether a URL's path segment looks like a key: 20
 // characters or more of letters, digits, "-" and "_", with letters and
 // digits both (sk-ak-3f9c…, a token, a UUID), where a path's words are

@@ -66,3 +66,29 @@ func TestKeyLike(t *testing.T) {
 		}
 	}
 }
+
+// A secret written out in a config: a secret-sounding key's value, or a
+// credential's shape under any key; not a ${VAR} reference, nor an
+// ordinary value.
+func TestInClear(t *testing.T) {
+	for _, c := range []struct {
+		key, value string
+		want       bool
+	}{
+		{"GITHUB_PERSONAL_ACCESS_TOKEN", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", true},
+		{"API_KEY", "abc123xyz", true},
+		{"Authorization", "Bearer abcdefgh12345", true},
+		{"GH", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", true}, // the shape, whatever the key
+		{"url", "https://x.example/mcp?api_key=abcdef123", true},
+		{"GITHUB_TOKEN", "${GITHUB_TOKEN}", false},
+		{"Authorization", "Bearer ${NOTES_TOKEN}", false},
+		{"API_KEY", "abc", false}, // shorter than MinLen
+		{"LOG_LEVEL", "debug", false},
+		{"MEMORY_FILE_PATH", "/home/me/memory.jsonl", false},
+		{"url", "https://x.example/mcp", false},
+	} {
+		if got := InClear(c.key, c.value); got != c.want {
+			t.Errorf("InClear(%q, %q) = %v, want %v", c.key, c.value, got, c.want)
+		}
+	}
+}

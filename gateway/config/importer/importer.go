@@ -242,12 +242,8 @@ func plainJSON(data []byte) ([]byte, error) {
 
 // notJSON says where a file that is not a JSON object goes wrong.
 func notJSON(path string, data []byte, err error) error {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		before := data[:min(max(se.Offset, 0), int64(len(data)))]
-		line := bytes.Count(before, []byte("\n")) + 1
-		col := max(1, len(before)-(bytes.LastIndexByte(before, '\n')+1))
-		return fmt.Errorf("%s:%d:%d: not valid JSON: %w", path, line, col, err)
+	if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
+		return config.JSONError(path, data, err) // as the gateway says it of its config
 	}
 	// In JSON's words: "a JSON array, not an object".
 	return fmt.Errorf("%s: %w: %s", path, jsonwords.Explain(err, map[string]json.RawMessage(nil)), wantObject)

@@ -152,7 +152,7 @@ func TestReadErrorsAndFormat(t *testing.T) {
 		}
 	}
 	// A file that is not JSON says where, not that it has no servers.
-	if _, err := Read("x.json", []byte("{\"mcpServers\": {\n  \"a\" {}}}"), ""); err == nil || !strings.HasPrefix(err.Error(), "x.json:2:7: not valid JSON: invalid character '{' after object key") {
+	if _, err := Read("x.json", []byte("{\"mcpServers\": {\n  \"a\" {}}}"), ""); err == nil || !strings.HasPrefix(err.Error(), "x.json:2:7: invalid JSON: invalid character '{' after object key") {
 		t.Errorf("not JSON: %v", err)
 	}
 }

@@ -152,16 +152,10 @@ func runImport(stdout, stderr io.Writer, files []string, f importFlags) error {
 				fmt.Fprintf(stderr, "  %s: %s\n", name, bad[name])
 			}
 		}
-		// As toolgate servers lists them and serve logs them.
-		var bare []string
-		for _, s := range cfg.All() {
-			for _, b := range s.BareReferences() {
-				bare = append(bare, "  "+s.Name+": "+b)
-			}
-		}
-		if len(bare) > 0 {
-			fmt.Fprintf(stderr, "warning: variables written without braces (a shell's way) reach the server as written:\n%s\n", escapeUnsafe(strings.Join(bare, "\n")))
-		}
+	}
+	// As toolgate servers lists them and serve logs them.
+	if note := unbracedNote(merged, ""); note != "" {
+		fmt.Fprintf(stderr, "warning: %s\n", note)
 	}
 	if f.into == "" {
 		warnInvalid(stderr, merged, from)

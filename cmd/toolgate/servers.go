@@ -153,8 +153,17 @@ func runServers(w io.Writer, g *globals, paths []string, asJSON bool) error {
 			if err := writeJSON(w, rep); err != nil {
 				return err
 			}
-		} else if len(down) > 0 {
-			return fmt.Errorf("%w\n\n%s", loadErr, cannotStartLines(down))
+			return loadErr
+		}
+		var notes []string
+		if len(down) > 0 {
+			notes = append(notes, cannotStartLines(down))
+		}
+		if note := unbracedNote(data, paths[len(paths)-1]); note != "" {
+			notes = append(notes, note)
+		}
+		if len(notes) > 0 {
+			return fmt.Errorf("%w\n\n%s", loadErr, strings.Join(notes, "\n\n"))
 		}
 		return loadErr
 	}
@@ -239,16 +248,31 @@ func runServers(w io.Writer, g *globals, paths []string, asJSON bool) error {
 	if down := wouldStartDown(loaded, state.Disabled); len(down) > 0 {
 		fmt.Fprintf(w, "\n%s\n", cannotStartLines(down))
 	}
-	var lines []string
-	for _, s := range infos {
-		for _, u := range s.Unexpanded {
-			lines = append(lines, "  "+s.Name+": "+u)
-		}
-	}
-	if len(lines) > 0 {
-		fmt.Fprintf(w, "\nvariables written without braces:\n%s\n", escapeUnsafe(strings.Join(lines, "\n")))
+	if note := unbracedNote(data, paths[len(paths)-1]); note != "" {
+		fmt.Fprintf(w, "\n%s\n", note)
 	}
 	return nil
+}
+
+// unbracedNote names the env and header values of the servers in data that
+// are a variable written without braces (config.Server.BareReferences), for
+// toolgate servers (of a valid file or not) and import to say alike; "" when
+// none. data is read as written, never expanded: no secret is shown.
+func unbracedNote(data []byte, path string) string {
+	f, _ := config.ParseUnexpanded(data, path) // what else is wrong is said apart
+	if f == nil {
+		return ""
+	}
+	var lines []string
+	for _, s := range f.All() {
+		for _, b := range s.BareReferences() {
+			lines = append(lines, "  "+s.Name+": "+b)
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "variables written without braces (a shell's way) reach the server as written:\n" + escapeUnsafe(strings.Join(lines, "\n"))
 }
 
 func describe(s config.Server) serverInfo {

@@ -109,12 +109,14 @@ func TestServersListCannotStart(t *testing.T) {
 // listed only its errors; another that cannot start was said once that
 // one was fixed. The valid servers a gateway would start are checked as
 // import checks them (validServers), their relative "cwd" against the
-// config's folder.
+// config's folder. The variables written without braces are named below,
+// as for a valid file (unbracedNote).
 func TestServersListCannotStartBesideErrors(t *testing.T) {
 	cfg := writeConfig(t, `{"mcpServers": {
 		"broken": {"command": "sh", "callTimeout": "-1s"},
 		"missing": {"command": "toolgate-no-such-command-xyz"},
 		"rel": {"command": "sh", "cwd": "work"},
+		"bare": {"command": "sh", "env": {"TOKEN": "$BARE_TOKEN"}},
 		"off": {"command": "toolgate-no-such-command-xyz", "disabled": true},
 		"paused": {"command": "toolgate-no-such-command-xyz"}}}`)
 	data := t.TempDir()
@@ -133,12 +135,14 @@ func TestServersListCannotStartBesideErrors(t *testing.T) {
 	got := err.Error()
 	for _, want := range []string{`mcpServers["broken"].callTimeout: -1s is negative`,
 		"\n\ncannot start with this shell's environment (a gateway started with another environment may):\n" +
-			`  missing: command "toolgate-no-such-command-xyz" not found in PATH`} {
+			`  missing: command "toolgate-no-such-command-xyz" not found in PATH`,
+		"\n\nvariables written without braces (a shell's way) reach the server as written:\n" +
+			`  bare: env.TOKEN is "$BARE_TOKEN", passed as written: toolgate expands ${BARE_TOKEN} (with braces)`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("error lacks %q:\n%s", want, got)
 		}
 	}
-	for _, not := range []string{"  rel:", "  off:", "  paused:", "  broken:"} {
+	for _, not := range []string{"  rel:", "  off:", "  paused:", "  broken:", "  bare: command"} {
 		if strings.Contains(got, not) {
 			t.Errorf("error says %q cannot start:\n%s", not, got)
 		}
@@ -314,7 +318,7 @@ func TestServeWithUnsetVariable(t *testing.T) {
 		t.Errorf("servers: %v\n%s", err, out)
 	}
 	const bare = `env.API_TOKEN is "$API_TOKEN", passed as written: toolgate expands ${API_TOKEN} (with braces)`
-	if !strings.Contains(out, "variables written without braces:\n  fake: "+bare) {
+	if !strings.Contains(out, "variables written without braces (a shell's way) reach the server as written:\n  fake: "+bare) {
 		t.Errorf("servers does not say the variable without braces:\n%s", out)
 	}
 	if log, _, err := runToolgate(t, data, "logs", "-n", "0"); err != nil || !strings.Contains(log, "a variable written without braces reaches the server as written") || !strings.Contains(log, "server=fake") {

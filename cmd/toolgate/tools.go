@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/plural"
+	"github.com/toolgate/toolgate/internal/shellword"
 )
 
 func init() { register(newToolsCmd) }
@@ -92,14 +93,11 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON bool
 	}
 	out := []quarantinedTool{}
 	var outside []string
-	var configured *policy.Configured
-	if cfg != nil {
-		configured = policy.NewConfigured(live.Catalogued(cfg, config.BuiltinServer))
-	}
+	notRun := outsideConfig(cfg)
 	for id, p := range f.Tools {
 		switch {
 		case p.Hold == nil:
-		case configured != nil && quarantine.OutsideConfig(id, configured.Has):
+		case notRun(id):
 			outside = append(outside, id)
 		default:
 			out = append(out, quarantinedTool{Tool: id, SHA256: p.Shown(), Hold: *p.Hold})
@@ -163,6 +161,18 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON bool
 	return nil
 }
 
+// outsideConfig says whether a tool ID is of a server that no gateway of
+// cfg runs (not in it, or disabled there), whose held tools GET /status
+// leaves out (quarantine.OutsideConfig): `tools quarantined` names them
+// below its list, `tools approve` refuses them. Without cfg, none is.
+func outsideConfig(cfg *config.File) func(id string) bool {
+	if cfg == nil {
+		return func(string) bool { return false }
+	}
+	configured := policy.NewConfigured(live.Catalogued(cfg, config.BuiltinServer))
+	return func(id string) bool { return quarantine.OutsideConfig(id, configured.Has) }
+}
+
 // shortHash is the start of a SHA-256 that names a definition.
 func shortHash(h string) string { return h[:min(len(h), 12)] }
 
@@ -181,7 +191,9 @@ it is shown and run again, until its definition changes. Review it first
 (` + "`toolgate tools quarantined`" + ` shows why it is held, the definition and its
 sha256). With --sha256 (the hash shown there, or its start) only that
 definition is approved: if the backend listed another since, nothing is
-approved and the command fails.`,
+approved and the command fails. With --config, a tool of a server that
+config does not run (removed, or disabled in it) is refused: add the
+server back first, and review what it lists.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, _, err := catalog.SplitID(args[0]); err != nil {
@@ -190,9 +202,17 @@ approved and the command fails.`,
 			if cmd.Flags().Changed("sha256") && !isHexPrefix(reviewed) {
 				return usageError{fmt.Errorf("--sha256 %q: give the definition's sha256 as toolgate tools quarantined shows it (at least 8 hex digits)", reviewed)}
 			}
-			path, _, err := g.pinsPath(cfgPath)
+			path, cfg, err := g.pinsPath(cfgPath)
 			if err != nil {
 				return err
+			}
+			if outsideConfig(cfg)(args[0]) {
+				// A tool held for a server since removed (or disabled)
+				// may be why it was: approved now, its definition would
+				// run unreviewed should the server come back.
+				server, _, _ := catalog.SplitID(args[0])
+				return usageError{fmt.Errorf("%s is of server %q, which %s does not run (not there, or disabled): nothing was approved. Add the server back (or enable it) first, then review what it lists (toolgate tools quarantined --config %s) and approve that; a server another gateway on this data folder runs: give that gateway's --config",
+					args[0], server, cfg.Path, shellword.Join(cfg.Path))}
 			}
 			approved, err := quarantine.Approve(path, args[0], reviewed, time.Now())
 			if errors.Is(err, quarantine.ErrUnknownTool) {

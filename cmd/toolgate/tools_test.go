@@ -87,6 +87,21 @@ func TestToolsQuarantinedOfConfig(t *testing.T) {
 	if got := run(); !strings.Contains(got, "gone__steal  (") || !strings.Contains(got, "off__wipe  (") || strings.Contains(got, "Not listed") {
 		t.Errorf("without a config:\n%s", got)
 	}
+	// approve with that config refuses the tools it does not list (exit
+	// 2, nothing approved): a server removed may come back unreviewed.
+	for _, id := range []string{"gone__steal", "off__wipe"} {
+		out, err := toolgateCmd(t, data, "tools", "approve", id, "--config", cfg).CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "which "+cfg+" does not run (not there, or disabled): nothing was approved. Add the server back") {
+			t.Errorf("tools approve %s --config: %v\n%s", id, err, out)
+		}
+	}
+	if got := run(); !strings.Contains(got, "gone__steal  (") || !strings.Contains(got, "off__wipe  (") {
+		t.Errorf("after refused approvals, not held:\n%s", got)
+	}
+	if out, err := toolgateCmd(t, data, "tools", "approve", "calc__add", "--config", cfg).CombinedOutput(); err != nil {
+		t.Errorf("tools approve calc__add --config: %v\n%s", err, out)
+	}
 }
 
 // TestToolsApproveReviewedHints: the sha256 `tools quarantined --json`

@@ -19,6 +19,21 @@ import (
 )
 
 // importData is the importer's sample of each client's file.
+// importFile writes src as a client's config file named name and returns
+// what `toolgate import` of it prints (stdout and stderr); it must succeed.
+func importFile(t *testing.T, name, src string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := toolgateCmd(t, t.TempDir(), "import", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
 func importData(t *testing.T, name string) string {
 	t.Helper()
 	return filepath.Join(repoRoot(t), "gateway", "config", "importer", "testdata", name)
@@ -203,16 +218,8 @@ func TestImportWarnsCommandMissing(t *testing.T) {
 // installed was said to want the variable alone, and no server was said
 // unable to start while another was invalid.
 func TestImportSaysAllAtOnce(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "claude_desktop_config.json")
-	src := `{"mcpServers": {"clock": {"command": "no-such-mcp-server-xyz", "env": {"TOKEN": "${TOOLGATE_TEST_UNSET_CLOCK}"}},
-	  "both": {"command": "node", "url": "http://127.0.0.1:9/mcp"}}}`
-	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := toolgateCmd(t, t.TempDir(), "import", path).CombinedOutput()
-	if err != nil {
-		t.Fatalf("import: %v\n%s", err, out)
-	}
+	out := importFile(t, "claude_desktop_config.json", `{"mcpServers": {"clock": {"command": "no-such-mcp-server-xyz", "env": {"TOKEN": "${TOOLGATE_TEST_UNSET_CLOCK}"}},
+	  "both": {"command": "node", "url": "http://127.0.0.1:9/mcp"}}}`)
 	for _, want := range []string{
 		"  clock: variable ${TOOLGATE_TEST_UNSET_CLOCK} (env.TOKEN) is not set in toolgate's environment",
 		`; and command "no-such-mcp-server-xyz" not found in PATH (PATH=`,
@@ -435,15 +442,7 @@ func TestImportProblemsNameTheirFile(t *testing.T) {
 // said, as toolgate servers and serve say it: it reaches the server as
 // written. Import said nothing of it.
 func TestImportSaysBareVariables(t *testing.T) {
-	path := filepath.Join(t.TempDir(), ".mcp.json")
-	src := `{"mcpServers": {"scripts": {"command": "npx", "env": {"TOKEN": "$MY_TOKEN", "PW": "pa$$word"}}, "api": {"url": "https://api.example.com/mcp", "headers": {"Authorization": "Bearer $API_KEY"}}}}`
-	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := toolgateCmd(t, t.TempDir(), "import", path).CombinedOutput()
-	if err != nil {
-		t.Fatalf("import: %v\n%s", err, out)
-	}
+	out := importFile(t, ".mcp.json", `{"mcpServers": {"scripts": {"command": "npx", "env": {"TOKEN": "$MY_TOKEN", "PW": "pa$$word"}}, "api": {"url": "https://api.example.com/mcp", "headers": {"Authorization": "Bearer $API_KEY"}}}}`)
 	for _, want := range []string{
 		"warning: variables written without braces (a shell's way) reach the server as written:\n",
 		`  api: headers.Authorization is "Bearer $API_KEY", passed as written: toolgate expands ${API_KEY} (with braces)` + "\n",

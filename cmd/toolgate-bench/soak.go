@@ -66,6 +66,7 @@ var soakReadings = []soakReading{
 	{name: "open file descriptors", unit: 1, format: "%.0f", metric: "process_open_fds"},
 	{name: "heap in use", unit: 1 << 20, format: "%.1f MiB", metric: "go_memstats_heap_inuse_bytes"},
 	{name: "resident memory", unit: 1 << 20, format: "%.0f MiB", metric: "process_resident_memory_bytes"},
+	{name: "CPU time", unit: 1, format: "%.1f s", metric: "process_cpu_seconds_total"},
 	{name: "learned pairs", unit: 1, format: "%.0f", read: func(_ string, st soakStatus) float64 { return float64(st.Learning.Pairs) }},
 	{name: "learn/ on disk", unit: 1 << 10, format: "%.0f KiB", read: diskUse("learn")},
 	{name: "learn/ Badger files (.sst .vlog .mem)", unit: 1, format: "%.0f", read: badgerFiles("learn")},
@@ -166,6 +167,9 @@ func (b *bench) soak(ctx context.Context, _ []int) error {
 	const n, shards = 200, 2
 	cfg, err := b.benchConfigWith("soak", n, shards, map[string]any{
 		"audit": map[string]any{"maxFileBytes": soakAuditBytes, "maxFiles": soakAuditFiles},
+		// One key makes every session's requests, back to back: over the
+		// default 50 a second it would be refused (429).
+		"limits": map[string]any{"requestsPerSecond": 10000, "burst": 10000},
 	})
 	if err != nil {
 		return err
@@ -310,6 +314,17 @@ func (b *bench) soak(ctx context.Context, _ []int) error {
 		b.add("soak", fmt.Sprintf("%s of serve, after %d warm-up sessions → after %d more", r.name, soakWarmup, b.f.soakSessions),
 			show(before[k])+" → "+show(after[k]), note)
 	}
+	// serve's CPU per session in each fifth: the learned model is rebuilt
+	// after each new pair, at a cost that grows with the pairs (up to
+	// their cap).
+	cpu := slices.IndexFunc(soakReadings, func(r soakReading) bool { return r.metric == "process_cpu_seconds_total" })
+	var perSession []string
+	prev := before[cpu]
+	for _, f := range fifths {
+		perSession = append(perSession, fmt.Sprintf("%.0f", (f[cpu]-prev)*1000/float64(max(1, b.f.soakSessions/5))))
+		prev = f[cpu]
+	}
+	b.add("soak", "serve's CPU per session, in each fifth", strings.Join(perSession, " / ")+" ms", "")
 	auditFiles, _ := filepath.Glob(filepath.Join(dataDir, "audit", "audit.jsonl*"))
 	b.add("soak", "audit records written / lost; audit files", fmt.Sprintf("%d / %d; %d", st.Security.Audit.Written, st.Security.Audit.Dropped, len(auditFiles)),
 		fmt.Sprintf("rotated at %d KiB, keeping %d", soakAuditBytes>>10, soakAuditFiles))
@@ -500,6 +515,8 @@ func soakRead(hc *http.Client, base, dataDir string) ([]float64, soakStatus, err
 		switch {
 		case m.GetGauge() != nil:
 			out[k] = m.GetGauge().GetValue()
+		case m.GetCounter() != nil:
+			out[k] = m.GetCounter().GetValue()
 		case m.GetUntyped() != nil:
 			out[k] = m.GetUntyped().GetValue()
 		}

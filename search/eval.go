@@ -536,10 +536,7 @@ func WarmQueries(ctx context.Context, emb index.Embedder, qs []BenchQuery) error
 		texts = append(texts, text)
 		texts = append(texts, QueryParts(text)...)
 	}
-	asQueries := func(ctx context.Context, texts []string) ([][]float32, error) {
-		return index.EmbedQueries(ctx, emb, texts)
-	}
-	if _, err := embedBatched(ctx, asQueries, index.QueryPrefix(emb), texts); err != nil {
+	if _, err := embedBatched(ctx, emb, index.QueryPrefix(emb), texts); err != nil {
 		return fmt.Errorf("embed queries: %w", err)
 	}
 	return nil

@@ -353,7 +353,7 @@ func fitAdapter(ix *index.Index, ids []string, byTool map[string]*toolPairs, qv 
 
 // embedQueries embeds the query texts after prefix, by text.
 func embedQueries(ctx context.Context, emb index.Embedder, prefix string, texts []string) (map[string][]float32, error) {
-	vecs, err := embedBatched(ctx, emb.Embed, prefix, texts)
+	vecs, err := embedBatched(ctx, emb, prefix, texts)
 	if err != nil {
 		return nil, fmt.Errorf("embed learned queries: %w", err)
 	}
@@ -364,19 +364,22 @@ func embedQueries(ctx context.Context, emb index.Embedder, prefix string, texts 
 	return qv, nil
 }
 
-// embedFunc is an embedder's Embed, or index.EmbedQueries bound to one.
-type embedFunc func(context.Context, []string) ([][]float32, error)
-
-// embedBatched embeds texts after prefix in batches of 64 (a long list at
-// once would hold one model run's memory for all of them).
-func embedBatched(ctx context.Context, embed embedFunc, prefix string, texts []string) ([][]float32, error) {
+// embedBatched embeds texts after prefix as queries (index.EmbedQueries),
+// in batches of 64 (a long list at once would hold one model run's memory
+// for all of them). As queries, the embedding cache keeps their vectors as
+// long as a search's, not for good as a tool text's: learned queries went
+// in as tool texts, and the cache grew by a vector for every query ever
+// learned (pairs the cap or decay dropped long since included); now one
+// whose vector expired is embedded again at the next rebuild, once a week
+// at most.
+func embedBatched(ctx context.Context, emb index.Embedder, prefix string, texts []string) ([][]float32, error) {
 	out := make([][]float32, 0, len(texts))
 	for start := 0; start < len(texts); start += 64 {
 		batch := slices.Clone(texts[start:min(start+64, len(texts))])
 		for i := range batch {
 			batch[i] = prefix + batch[i]
 		}
-		vs, err := embed(ctx, batch)
+		vs, err := index.EmbedQueries(ctx, emb, batch)
 		if err != nil {
 			return nil, err
 		}

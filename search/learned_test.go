@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -184,5 +185,81 @@ func TestAdapterGeneralisesToUnlearnedTools(t *testing.T) {
 	}
 	if got := r.Hits[0].Tool.ID(); got != "git__git_status" {
 		t.Errorf("learned from other tools, %q ranks %v first, want git__git_status", query.Text, ids(r.Hits))
+	}
+}
+
+// recordingEmbedder is hashEmbedder with a query prefix and the embedding
+// cache's two ways in: Embed (tool texts, kept for good) and EmbedQueries
+// (queries, which expire). It records the texts each was asked for.
+type recordingEmbedder struct {
+	hashEmbedder
+	mu             sync.Mutex
+	texts, queries []string
+}
+
+func (r *recordingEmbedder) QueryPrefix() string { return "query: " }
+
+func (r *recordingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	r.mu.Lock()
+	r.texts = append(r.texts, texts...)
+	r.mu.Unlock()
+	return r.hashEmbedder.Embed(ctx, texts)
+}
+
+func (r *recordingEmbedder) EmbedQueries(ctx context.Context, texts []string) ([][]float32, error) {
+	r.mu.Lock()
+	r.queries = append(r.queries, texts...)
+	r.mu.Unlock()
+	return r.hashEmbedder.Embed(ctx, texts)
+}
+
+// The learned model embeds its queries as queries (EmbedQueries), with the
+// prefix and without: through Embed the embedding cache kept each learned
+// query's vector for good, so it grew by one vector (1.5 KiB) for every
+// distinct query ever learned — pairs the per-tool cap or decay had
+// dropped long since included — and by a second once the query's own
+// vector (the search's) expired and the model embedded it again.
+func TestLearnedQueriesEmbeddedAsQueries(t *testing.T) {
+	ctx := context.Background()
+	emb := &recordingEmbedder{}
+	store, err := learn.Open("", &learn.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	e := search.New(build(t, testCatalog, emb), emb, &search.Options{Usage: store})
+	defer e.Close()
+	emb.texts = nil // the catalog's, embedded by the build
+	learned := map[string]bool{}
+	for i := range 3 * learn.MaxQueriesPerTool {
+		q := fmt.Sprintf("note down finding number %d", i)
+		store.Record(q, testCatalog[i%len(testCatalog)])
+		learned[q], learned["query: "+q] = true, true
+		if i%50 == 0 {
+			if err := e.RefreshLearned(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := e.RefreshLearned(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, text := range emb.texts {
+		if learned[text] {
+			kept = append(kept, text)
+		}
+	}
+	if len(kept) > 0 {
+		t.Errorf("%d learned queries embedded as tool texts (kept for good), e.g. %q", len(kept), kept[0])
+	}
+	asQueries := 0
+	for _, text := range emb.queries {
+		if learned[text] {
+			asQueries++
+		}
+	}
+	if asQueries == 0 {
+		t.Error("no learned query embedded through EmbedQueries")
 	}
 }

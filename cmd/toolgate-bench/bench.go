@@ -495,6 +495,11 @@ func resultText(r *mcp.CallToolResult) string { return mcptext.Text(r) }
 // benchConfig writes a gateway config whose servers are this binary's
 // backend command, shards of them sharing the catalog of n tools.
 func (b *bench) benchConfig(name string, n, shards int) (string, error) {
+	return b.benchConfigWith(name, n, shards, nil)
+}
+
+// benchConfigWith is benchConfig with the config's "toolgate" settings.
+func (b *bench) benchConfigWith(name string, n, shards int, settings map[string]any) (string, error) {
 	servers := map[string]any{}
 	for k := range shards {
 		servers[fmt.Sprintf("syn%02d", k)] = map[string]any{
@@ -502,7 +507,11 @@ func (b *bench) benchConfig(name string, n, shards int) (string, error) {
 			"args":    []string{"backend", "--tools", strconv.Itoa(n), "--shard", strconv.Itoa(k), "--shards", strconv.Itoa(shards)},
 		}
 	}
-	data, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+	cfg := map[string]any{"mcpServers": servers}
+	if settings != nil {
+		cfg["toolgate"] = settings
+	}
+	data, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return "", err
 	}

@@ -82,7 +82,9 @@ func TestBenchSmoke(t *testing.T) {
 		"warm start: spawn of `toolgate serve` → first search_tools answer", "peak RSS (VmHWM) of serve over 400 searches", "as the backends connect",
 		"execute_tool added over a direct stdio call, p50",
 		"| soak ", "goroutines of serve, after 50 warm-up sessions → after 20 more", "open file descriptors of serve", "heap in use of serve",
-		"resident memory of serve", "2 of them also restarting a backend",
+		"resident memory of serve", "2 of them also restarting a backend", "learned pairs of serve", "learn/ on disk of serve",
+		"cache/ Badger files", "audit/ on disk of serve", "audit records written / lost; audit files",
+		"serve's log on stderr at the default level", "learned pairs before a restart → after it → after 50 more sessions",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())

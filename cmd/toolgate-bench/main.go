@@ -67,11 +67,13 @@ five figures as a client lives them, on --client-tools tools served by four
 stdio backends: "toolgate index --config" from an empty data folder, then
 "toolgate serve" spawned --repeats times and driven over stdio: spawn to
 first search_tools answer, 200 searches' p50/p99, VmHWM after them, and
-execute_tool's p50 over a direct call), soak ("toolgate serve --http" over
---soak-sessions client sessions, every tenth restarting, disabling and
-enabling a backend: its goroutines, open descriptors, heap and resident
-memory from its GET /metrics, after a warm-up, at each fifth and at the
-end).
+execute_tool's p50 over a direct call), soak ("toolgate serve --http" with
+an API key over --soak-sessions client sessions, each a search and a call
+of the tool it ranked first, every tenth restarting, disabling and enabling
+a backend: its goroutines, open descriptors, heap and resident memory from
+its GET /metrics, its learned pairs and its data folder's stores on disk,
+after a warm-up, at each fifth and at the end; its log per session; then a
+restart, which must keep every learned pair).
 
 Real MiniLM vectors are computed for at most --embed-max tools of a catalog;
 a larger catalog reuses those vectors for its other tools (the search cost

@@ -546,13 +546,20 @@ func (l *Log) closeFile() {
 	l.f = nil
 }
 
-// rotate shifts audit.jsonl.N-1 … .1 up by one (dropping the oldest),
-// renames the file to .1 and opens a new one.
+// rotate shifts audit.jsonl.N-1 … .1 up by one (dropping the oldest, and
+// any past N that a larger MaxFiles kept before), renames the file to .1
+// and opens a new one.
 func (l *Log) rotate() error {
 	l.closeFile()
 	n := l.opts.MaxFiles
-	if err := os.Remove(Rotated(l.path, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	for i := n; ; i++ {
+		err := os.Remove(Rotated(l.path, i))
+		if errors.Is(err, fs.ErrNotExist) && i > n {
+			break
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	}
 	for i := n - 1; i >= 1; i-- {
 		if err := os.Rename(Rotated(l.path, i), Rotated(l.path, i+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -114,6 +114,31 @@ func TestRotation(t *testing.T) {
 	}
 }
 
+// A log kept with more rotated files before (audit.maxFiles lowered from
+// 5 to 2) keeps MaxFiles once it rotates: the files past it went on
+// taking their space, beyond what audit tail reads.
+func TestRotationDropsFilesPastMaxFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "audit")
+	path := filepath.Join(dir, "audit.jsonl")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		if err := os.WriteFile(Rotated(path, i), []byte("{}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := Open(path, &Options{MaxFileBytes: 2000, MaxFiles: 2})
+	for i := range 30 {
+		l.Write(Record{Action: "search_tools", Decision: Allowed, Outcome: OK, ResultBytes: i})
+	}
+	l.Close()
+	files, _ := filepath.Glob(path + "*")
+	if want := []string{path, Rotated(path, 1), Rotated(path, 2)}; !slices.Equal(files, want) {
+		t.Errorf("after rotating with MaxFiles 2: %v, want %v", files, want)
+	}
+}
+
 // A write that fails is counted and logged with who and what; the log
 // writes again once it can.
 func TestWriteFailureCounted(t *testing.T) {

@@ -650,25 +650,50 @@ func (s *Store) deleteKeys(keys [][]byte) error {
 	return nil
 }
 
-// prune deletes pairs whose weight decayed below minWeight.
+// prune deletes pairs whose weight decayed below minWeight, and the
+// recorded definitions of tools left with no pair: they are kept to notice
+// a change of the definition the pairs were learned under, so without
+// pairs they only grew with every tool ever run, and a tool learned again
+// after it changed was compared with the old definition (its new pairs
+// dropped at the next Sync).
 func (s *Store) prune() (int, error) {
 	var keys [][]byte
 	weight := s.weigher()
-	err := s.eachPair(pfxPair, func(key []byte, _, _ string, v pairValue) {
+	// Add holds clockMu while it writes a pair and its definition: none
+	// comes between the scan of the pairs and that of the definitions.
+	s.clockMu.Lock()
+	defer s.clockMu.Unlock()
+	kept := map[string]bool{}
+	err := s.eachPair(pfxPair, func(key []byte, tool, _ string, v pairValue) {
 		if weight(v.last) < minWeight {
 			keys = append(keys, key)
+		} else {
+			kept[tool] = true
 		}
 	})
+	pairs := len(keys)
+	if err == nil {
+		err = s.db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(pfxDoc)})
+			defer it.Close()
+			for it.Rewind(); it.Valid(); it.Next() {
+				if k := it.Item().Key(); !kept[string(k[len(pfxDoc):])] {
+					keys = append(keys, it.Item().KeyCopy(nil))
+				}
+			}
+			return nil
+		})
+	}
 	if err == nil {
 		err = s.deleteKeys(keys)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("prune learned pairs: %w", err)
 	}
-	if len(keys) > 0 {
+	if pairs > 0 {
 		s.gen.Add(1)
 	}
-	return len(keys), nil
+	return pairs, nil
 }
 
 // Sync compares the catalog's tools with the definitions recorded with

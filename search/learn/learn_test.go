@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
+
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/testenv"
@@ -406,5 +408,59 @@ func TestOverFileSizeLimit(t *testing.T) {
 	defer s.Close()
 	if got := pairsOf(s); got["fs__read_file | read my notes"] != 1 {
 		t.Errorf("after the limit was raised: %v, want the pair learned before", got)
+	}
+}
+
+// docCount counts the tool definitions the store keeps (d/ keys).
+func docCount(t *testing.T, s *Store) int {
+	t.Helper()
+	n := 0
+	if err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(pfxDoc)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			n++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A tool whose pairs all decayed away loses its recorded definition with
+// them: the definitions stay one per tool with pairs, not one per tool ever
+// run (a gateway whose servers come and go for months), and a tool learned
+// again after its definition changed is compared with the definition it
+// was learned under, not the one of its long-gone pairs (which dropped the
+// new pairs at the next Sync).
+func TestDecayedToolForgetsItsDefinition(t *testing.T) {
+	c := &clock{time.Unix(1_700_000_000, 0)}
+	s := open(t, "", c)
+	defer s.Close()
+	for i := range 50 {
+		s.Record("read my notes", catalog.Tool{Server: "gone", Name: fmt.Sprintf("tool_%d", i), Description: "A tool of a server that went away."})
+	}
+	s.Record("read my notes", readFile)
+	if n := docCount(t, s); n != 51 {
+		t.Fatalf("%d definitions kept, want 51", n)
+	}
+	c.t = c.t.Add(6 * 24 * time.Hour) // six half-lives
+	s.Record("file a bug", issue)
+	if _, err := s.Sync([]catalog.Tool{readFile, issue}); err != nil {
+		t.Fatal(err)
+	}
+	if got := pairsOf(s); len(got) != 1 {
+		t.Fatalf("after six half-lives: %v, want only the new pair", got)
+	}
+	if n := docCount(t, s); n != 1 {
+		t.Errorf("%d definitions kept for 1 tool with pairs, want 1", n)
+	}
+
+	rewritten := readFile
+	rewritten.Description = "Delete a branch and every commit only it holds."
+	s.Record("delete the old branch", rewritten)
+	if dropped, err := s.Sync([]catalog.Tool{rewritten, issue}); err != nil || len(dropped) != 0 {
+		t.Errorf("Sync dropped %v (%v): the pair learned under the new definition was compared with the decayed one's", dropped, err)
 	}
 }

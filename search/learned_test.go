@@ -10,24 +10,33 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
 	"github.com/toolgate/toolgate/search/learn"
 )
 
+// learningEngine is an engine over testCatalog that learns from an
+// in-memory store of pairs, both closed when the test ends.
+func learningEngine(t *testing.T, emb index.Embedder) (*search.Engine, *learn.Store) {
+	t.Helper()
+	store, err := learn.Open("", &learn.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	e := search.New(build(t, testCatalog, emb), emb, &search.Options{Usage: store})
+	t.Cleanup(func() { e.Close() })
+	return e, store
+}
+
 // Learned pairs change the ranking; forgetting them restores the zero-shot
 // ranking exactly, hit for hit and bit for bit.
 func TestLearningAndResetRestoresZeroShot(t *testing.T) {
 	ctx := context.Background()
 	emb := &hashEmbedder{}
-	store, err := learn.Open("", &learn.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	e := search.New(build(t, testCatalog, emb), emb, &search.Options{Usage: store})
-	defer e.Close()
+	e, store := learningEngine(t, emb)
 	queries := []string{"note down what I found", "read a file", "save my work", "list my stuff"}
 	run := func() []search.Result {
 		t.Helper()
@@ -222,13 +231,7 @@ func (r *recordingEmbedder) EmbedQueries(ctx context.Context, texts []string) ([
 func TestLearnedQueriesEmbeddedAsQueries(t *testing.T) {
 	ctx := context.Background()
 	emb := &recordingEmbedder{}
-	store, err := learn.Open("", &learn.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	e := search.New(build(t, testCatalog, emb), emb, &search.Options{Usage: store})
-	defer e.Close()
+	e, store := learningEngine(t, emb)
 	emb.texts = nil // the catalog's, embedded by the build
 	learned := map[string]bool{}
 	for i := range 3 * learn.MaxQueriesPerTool {

@@ -271,13 +271,11 @@ func (s *Store) revokedEntry(ks *keyset, secret string) (Entry, bool) {
 	}
 	p, err := s.revoked.Load()
 	s.mu.Lock()
-	switch {
-	case err == nil && s.lastRevokedErr != "":
+	switch turned(&s.lastRevokedErr, err) {
+	case recovered:
 		s.log.Info("the revoked API keys can be read again")
-		s.lastRevokedErr = ""
-	case err != nil && err.Error() != s.lastRevokedErr:
+	case broke:
 		s.log.Warn("the revoked API keys cannot be read: a revoked key sent is refused as unknown, not named, until it is fixed", "err", err)
-		s.lastRevokedErr = err.Error()
 	}
 	s.mu.Unlock()
 	if err != nil {
@@ -299,15 +297,37 @@ func (s *Store) report(err error) {
 	if err == nil {
 		s.read = true
 	}
-	switch {
-	case err != nil && !s.read:
-	case err == nil && s.lastErr != "":
-		s.log.Info("the API key store can be read again")
-		s.lastErr = ""
-	case err != nil && err.Error() != s.lastErr:
-		s.log.Error("the API key store cannot be read: every request with a key is refused until it is fixed", "err", err)
-		s.lastErr = err.Error()
+	if err != nil && !s.read {
+		return
 	}
+	switch turned(&s.lastErr, err) {
+	case recovered:
+		s.log.Info("the API key store can be read again")
+	case broke:
+		s.log.Error("the API key store cannot be read: every request with a key is refused until it is fixed", "err", err)
+	}
+}
+
+// A read's turn, for a log line once per distinct error and once on
+// recovery (report, revokedEntry).
+const (
+	unchanged = iota
+	recovered // read again after an error
+	broke     // an error, or another than the one before
+)
+
+// turned records err as the last read's (its text in *last, "" for none)
+// and says how it differs from the one before.
+func turned(last *string, err error) int {
+	switch {
+	case err == nil && *last != "":
+		*last = ""
+		return recovered
+	case err != nil && err.Error() != *last:
+		*last = err.Error()
+		return broke
+	}
+	return unchanged
 }
 
 // Any reports whether keys are needed: a key exists (an expired one

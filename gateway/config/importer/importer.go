@@ -2,12 +2,14 @@
 // Claude Desktop (claude_desktop_config.json), Claude Code (.mcp.json, and
 // ~/.claude.json with its user-level and per-project servers), Cursor
 // (mcp.json), VS Code (.vscode/mcp.json, or settings.json's "mcp", with its
-// "servers" and "inputs") and Windsurf (mcp_config.json) — and turns each
+// "servers" and "inputs"), Windsurf (mcp_config.json) and Zed (settings.json's
+// "context_servers") — and turns each
 // into a toolgate config document (config.Doc), which config.Merge merges
 // like any other. `toolgate import` is its command.
 //
 // The kind of a file is told from its content ("servers"/"inputs" is VS
-// Code, "projects" is ~/.claude.json, "serverUrl" is Windsurf; the rest
+// Code, "projects" is ~/.claude.json, "context_servers" is Zed, "serverUrl" is
+// Windsurf; the rest
 // share Claude's "mcpServers" shape, and the file name only names them).
 // Each client's variable syntax becomes toolgate's ${VAR}: VS Code's
 // ${input:ID} (a value VS Code prompts for) becomes ${ID_IN_CAPITALS}, and
@@ -47,10 +49,11 @@ const (
 	Cursor        = "cursor"
 	VSCode        = "vscode"
 	Windsurf      = "windsurf"
+	Zed           = "zed" // settings.json's "context_servers"
 )
 
 // Formats lists the formats, for --format.
-var Formats = []string{ClaudeDesktop, ClaudeCode, Cursor, VSCode, Windsurf}
+var Formats = []string{ClaudeDesktop, ClaudeCode, Cursor, VSCode, Windsurf, Zed}
 
 // Input is a VS Code input a server refers to: the variable that takes its
 // place.
@@ -88,6 +91,9 @@ func Detect(name string, data []byte) string {
 	}
 	if _, ok := top["projects"]; ok {
 		return ClaudeCode // ~/.claude.json
+	}
+	if _, ok := top["context_servers"]; ok {
+		return Zed // settings.json
 	}
 	raw, ok := top["mcpServers"]
 	if !ok {
@@ -129,7 +135,7 @@ func Read(path string, data []byte, format string) (*Result, error) {
 	}
 	if format == "" {
 		if format = Detect(path, data); format == "" {
-			return nil, fmt.Errorf(`%s: no MCP servers found: want "mcpServers" (Claude, Cursor, Windsurf), "servers" (VS Code) or "projects" (~/.claude.json); --format names the kind`, path)
+			return nil, fmt.Errorf(`%s: no MCP servers found: want "mcpServers" (Claude, Cursor, Windsurf), "servers" (VS Code), "projects" (~/.claude.json) or "context_servers" (Zed); --format names the kind`, path)
 		}
 	} else if !slices.Contains(Formats, format) {
 		return nil, fmt.Errorf("--format %q: use one of %s", format, strings.Join(Formats, ", "))
@@ -187,6 +193,10 @@ func Read(path string, data []byte, format string) (*Result, error) {
 			return nil, fmt.Errorf("%s: inputs: %w", path, err)
 		}
 		if err := add("servers", "", body["servers"]); err != nil {
+			return nil, err
+		}
+	case Zed:
+		if err := add("context_servers", "", top["context_servers"]); err != nil {
 			return nil, err
 		}
 	default:
@@ -348,6 +358,9 @@ func (x *rewriter) server(name string, raw json.RawMessage) (string, map[string]
 	if valid != name {
 		x.r.note("server %q is named %q: %s", name, valid, config.NameProblem(name))
 	}
+	if x.r.Format == Zed && !x.zed(valid, e) {
+		return "", nil, false
+	}
 	if isToolgate(e) {
 		x.r.note("server %q left out: it is toolgate itself (the gateway's own tools are its built-in %q server)", name, config.BuiltinServer)
 		return "", nil, false
@@ -397,6 +410,42 @@ func (x *rewriter) server(name string, raw json.RawMessage) (string, map[string]
 		e["cwd"] = x.workspace
 	}
 	return valid, e, true
+}
+
+// zed turns one of Zed's "context_servers" entries into toolgate's, in
+// place: the form Zed wrote before 2025's, "command": {"path", "args",
+// "env"}, is flattened; "enabled": false becomes "disabled": true; Zed's own
+// keys ("source", "settings") go. False, with a note, for an extension's
+// server, whose command the extension supplies and the file does not hold.
+func (x *rewriter) zed(name string, e map[string]any) bool {
+	if cmd, ok := e["command"].(map[string]any); ok {
+		delete(e, "command")
+		for from, to := range map[string]string{"path": "command", "args": "args", "env": "env"} {
+			if v, ok := cmd[from]; ok {
+				if _, set := e[to]; !set {
+					e[to] = v
+				}
+			}
+		}
+	}
+	_, cmd := e["command"]
+	_, url := e["url"]
+	if !cmd && !url {
+		why := "add its command"
+		if src, _ := e["source"].(string); src == "extension" {
+			why = "it is a Zed extension's server, started with the command the extension supplies: add that command"
+		}
+		x.r.note("server %q left out: its Zed entry has no \"command\" or \"url\"; %s with `toolgate servers add %s --config FILE -- COMMAND [ARG…]`", name, why, name)
+		return false
+	}
+	if on, ok := e["enabled"].(bool); ok && !on {
+		e["disabled"] = true
+		x.r.note("server %q is turned off in Zed (\"enabled\": false): imported with \"disabled\": true, so no gateway starts it", name)
+	}
+	delete(e, "enabled")
+	delete(e, "source")
+	delete(e, "settings")
+	return true
 }
 
 // isToolgate reports whether an entry starts toolgate itself.

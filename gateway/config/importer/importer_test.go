@@ -93,6 +93,27 @@ func TestReadEachFormat(t *testing.T) {
 				t.Errorf("figma: serverUrl not turned into url: %v", s["figma"])
 			}
 		}},
+		{"testdata/zed/settings.json", Zed, []string{"git", "fetch", "linear", "off"}, func(t *testing.T, r *Result, s map[string]map[string]any) {
+			want := map[string]map[string]any{
+				"git":    {"command": "uvx", "args": []any{"mcp-server-git"}, "env": map[string]any{"GIT_TOKEN": "${GIT_TOKEN}"}},
+				"fetch":  {"command": "uvx", "args": []any{"mcp-server-fetch"}, "env": map[string]any{}},
+				"linear": {"url": "https://mcp.linear.app/mcp", "headers": map[string]any{"Authorization": "Bearer ${LINEAR_KEY}"}},
+				"off":    {"command": "npx", "args": []any{"-y", "some-server"}, "disabled": true},
+			}
+			if d := cmp.Diff(want, s); d != "" {
+				t.Errorf("servers (-want +got):\n%s", d)
+			}
+			for _, note := range []string{
+				`"off" is turned off in Zed ("enabled": false): imported with "disabled": true`,
+				`"brave-search" left out: its Zed entry has no "command" or "url"; it is a Zed extension's server`,
+				"toolgate servers add brave-search --config FILE -- COMMAND",
+				`"gateway" left out: it is toolgate itself`,
+			} {
+				if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, note) }) {
+					t.Errorf("notes %q lack %q", r.Notes, note)
+				}
+			}
+		}},
 		{"testdata/claude.json", ClaudeCode, []string{"user-mem", "app-db"}, func(t *testing.T, r *Result, s map[string]map[string]any) {
 			if s["app-db"]["cwd"] != "/home/me/app" || s["user-mem"]["cwd"] != nil {
 				t.Errorf("~/.claude.json: project server %v, user server %v", s["app-db"], s["user-mem"])
@@ -116,7 +137,7 @@ func TestReadErrorsAndFormat(t *testing.T) {
 	if _, err := Read("x.json", []byte(`{"other": 1}`), ""); err == nil || !strings.Contains(err.Error(), "--format") {
 		t.Errorf("no servers: %v", err)
 	}
-	if _, err := Read("x.json", []byte(`{"mcpServers": {}}`), "zed"); err == nil || !strings.Contains(err.Error(), "vscode") {
+	if _, err := Read("x.json", []byte(`{"mcpServers": {}}`), "emacs"); err == nil || !strings.Contains(err.Error(), "vscode") {
 		t.Errorf("bad --format: %v", err)
 	}
 	if _, err := Read("x.json", []byte(`{"mcpServers": [1]}`), ""); err == nil || !strings.Contains(err.Error(), "want an object") {

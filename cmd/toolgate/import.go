@@ -33,7 +33,7 @@ func newImportCmd(*globals) *cobra.Command {
 	var f importFlags
 	cmd := &cobra.Command{
 		Use:   "import FILE... [--format F] [--into CONFIG] [--dry-run]",
-		Short: "Turn the MCP server configs of Claude, Cursor, VS Code, Windsurf or Zed into one toolgate config",
+		Short: "Turn the MCP server configs of Claude, Cursor, VS Code, Windsurf, Zed or Codex into one toolgate config",
 		Long: `Read the MCP servers other clients are configured with and print one toolgate
 config holding all of them:
 
@@ -43,6 +43,7 @@ config holding all of them:
   VS Code          .vscode/mcp.json ("servers" and "inputs"), or settings.json's "mcp"
   Windsurf         ~/.codeium/windsurf/mcp_config.json
   Zed              ~/.config/zed/settings.json, .zed/settings.json ("context_servers")
+  Codex            ~/.codex/config.toml, .codex/config.toml ([mcp_servers.NAME])
 
 The kind of each file is told from its content; --format forces one
 (` + strings.Join(importer.Formats, ", ") + `). Files are merged in the order

@@ -2,14 +2,14 @@
 // Claude Desktop (claude_desktop_config.json), Claude Code (.mcp.json, and
 // ~/.claude.json with its user-level and per-project servers), Cursor
 // (mcp.json), VS Code (.vscode/mcp.json, or settings.json's "mcp", with its
-// "servers" and "inputs"), Windsurf (mcp_config.json) and Zed (settings.json's
-// "context_servers") — and turns each
+// "servers" and "inputs"), Windsurf (mcp_config.json), Zed (settings.json's
+// "context_servers") and Codex (config.toml's [mcp_servers.NAME]) — and turns each
 // into a toolgate config document (config.Doc), which config.Merge merges
 // like any other. `toolgate import` is its command.
 //
 // The kind of a file is told from its content ("servers"/"inputs" is VS
 // Code, "projects" is ~/.claude.json, "context_servers" is Zed, "serverUrl" is
-// Windsurf; the rest
+// Windsurf, TOML with "mcp_servers" is Codex; the rest
 // share Claude's "mcpServers" shape, and the file name only names them).
 // Each client's variable syntax becomes toolgate's ${VAR}: VS Code's
 // ${input:ID} (a value VS Code prompts for) becomes ${ID_IN_CAPITALS}, and
@@ -35,6 +35,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/pelletier/go-toml/v2"
 	"github.com/tidwall/jsonc"
 
 	"github.com/toolgate/toolgate/gateway/config"
@@ -49,11 +50,12 @@ const (
 	Cursor        = "cursor"
 	VSCode        = "vscode"
 	Windsurf      = "windsurf"
-	Zed           = "zed" // settings.json's "context_servers"
+	Zed           = "zed"   // settings.json's "context_servers"
+	Codex         = "codex" // config.toml's [mcp_servers.NAME]
 )
 
 // Formats lists the formats, for --format.
-var Formats = []string{ClaudeDesktop, ClaudeCode, Cursor, VSCode, Windsurf, Zed}
+var Formats = []string{ClaudeDesktop, ClaudeCode, Cursor, VSCode, Windsurf, Zed, Codex}
 
 // Input is a VS Code input a server refers to: the variable that takes its
 // place.
@@ -81,6 +83,9 @@ func Detect(name string, data []byte) string {
 	var top map[string]json.RawMessage
 	plain, err := plainJSON(data)
 	if err != nil || json.Unmarshal(plain, &top) != nil {
+		if _, err := codexJSON(name, data); err == nil {
+			return Codex
+		}
 		return ""
 	}
 	if _, ok := top["servers"]; ok {
@@ -119,6 +124,16 @@ func Detect(name string, data []byte) string {
 // Read turns one file into a toolgate config document. format "" detects
 // it (Detect).
 func Read(path string, data []byte, format string) (*Result, error) {
+	if format == Codex || format == "" && filepath.Ext(path) == ".toml" {
+		asJSON, err := codexJSON(path, data)
+		if err != nil {
+			if other := Detect(path, data); format == Codex && other != "" && other != Codex {
+				return nil, fmt.Errorf("%s: --format codex reads Codex's TOML, and it reads as a %s file: leave --format out, or give --format %s", path, other, other)
+			}
+			return nil, err
+		}
+		data, format = asJSON, Codex
+	}
 	data, err := plainJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -135,7 +150,7 @@ func Read(path string, data []byte, format string) (*Result, error) {
 	}
 	if format == "" {
 		if format = Detect(path, data); format == "" {
-			return nil, fmt.Errorf(`%s: no MCP servers found: want "mcpServers" (Claude, Cursor, Windsurf), "servers" (VS Code), "projects" (~/.claude.json) or "context_servers" (Zed); --format names the kind`, path)
+			return nil, fmt.Errorf(`%s: no MCP servers found: want "mcpServers" (Claude, Cursor, Windsurf), "servers" (VS Code), "projects" (~/.claude.json), "context_servers" (Zed) or [mcp_servers.NAME] tables (Codex's config.toml); --format names the kind`, path)
 		}
 	} else if !slices.Contains(Formats, format) {
 		return nil, fmt.Errorf("--format %q: use one of %s", format, strings.Join(Formats, ", "))
@@ -197,6 +212,10 @@ func Read(path string, data []byte, format string) (*Result, error) {
 		}
 	case Zed:
 		if err := add("context_servers", "", top["context_servers"]); err != nil {
+			return nil, err
+		}
+	case Codex:
+		if err := add("mcp_servers", "", top["mcp_servers"]); err != nil {
 			return nil, err
 		}
 	default:
@@ -361,6 +380,9 @@ func (x *rewriter) server(name string, raw json.RawMessage) (string, map[string]
 	if x.r.Format == Zed && !x.zed(valid, e) {
 		return "", nil, false
 	}
+	if x.r.Format == Codex {
+		x.codex(valid, e)
+	}
 	if isToolgate(e) {
 		x.r.note("server %q left out: it is toolgate itself (the gateway's own tools are its built-in %q server)", name, config.BuiltinServer)
 		return "", nil, false
@@ -381,23 +403,7 @@ func (x *rewriter) server(name string, raw json.RawMessage) (string, map[string]
 		x.r.note("server %q: \"envFile\" is not read by toolgate: copy the variables it needs into \"env\" (or the gateway's environment)", valid)
 		delete(e, "envFile")
 	}
-	if tools, ok := e["disabledTools"]; ok { // Windsurf's tools turned off
-		// toolgate has no such key: said, as it would serve them.
-		var names, ids []string
-		if list, ok := tools.([]any); ok {
-			for _, t := range list {
-				if n, ok := t.(string); ok && n != "" {
-					names = append(names, n)
-					ids = append(ids, strconv.Quote(valid+catalog.Sep+n))
-				}
-			}
-		}
-		if len(names) > 0 {
-			x.r.note(`server %q: "disabledTools" is not read by toolgate, which serves %s: to keep them from a client, deny them in the profile it uses, "toolgate": {"profiles": {"NAME": {"tools": {"deny": [%s]}}}} (see toolgate's README, Profiles)`,
-				valid, strings.Join(names, ", "), strings.Join(ids, ", "))
-		}
-		delete(e, "disabledTools")
-	}
+	x.toolList(valid, e, "disabledTools", "deny") // Windsurf's tools turned off
 	if t, ok := e["type"].(string); ok && t == "local" {
 		delete(e, "type")
 	}
@@ -410,6 +416,44 @@ func (x *rewriter) server(name string, raw json.RawMessage) (string, map[string]
 		e["cwd"] = x.workspace
 	}
 	return valid, e, true
+}
+
+// toolList notes a client's list of a server's tools turned off ("deny")
+// or of the only ones on ("allow"), under key, and drops it: toolgate has
+// no such key in a server's entry and serves every tool the server lists,
+// so the note gives the profile that keeps the others from a client.
+func (x *rewriter) toolList(server string, e map[string]any, key, verb string) {
+	tools, ok := e[key]
+	if !ok {
+		return
+	}
+	delete(e, key)
+	var names, ids []string
+	if list, ok := tools.([]any); ok {
+		for _, t := range list {
+			if n, ok := t.(string); ok && n != "" {
+				names = append(names, n)
+				ids = append(ids, strconv.Quote(server+catalog.Sep+n))
+			}
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	serves, them := strings.Join(names, ", "), "them"
+	if verb == "allow" {
+		serves, them = "every tool of the server, not only "+serves, "the others"
+	}
+	x.r.note(`server %q: %q is not read by toolgate, which serves %s: to keep %s from a client, %s them in the profile it uses, "toolgate": {"profiles": {"NAME": {"tools": {%q: [%s]}}}} (see toolgate's README, Profiles)`,
+		server, key, serves, them, verb, verb, strings.Join(ids, ", "))
+}
+
+// turnedOff notes a server a client's file turns off, imported with
+// "disabled": true (toolgate's key, which Claude's and Windsurf's files
+// share).
+func (x *rewriter) turnedOff(server, client, as string, e map[string]any) {
+	e["disabled"] = true
+	x.r.note("server %q is turned off in %s (%s): imported with \"disabled\": true, so no gateway starts it", server, client, as)
 }
 
 // zed turns one of Zed's "context_servers" entries into toolgate's, in
@@ -439,13 +483,104 @@ func (x *rewriter) zed(name string, e map[string]any) bool {
 		return false
 	}
 	if on, ok := e["enabled"].(bool); ok && !on {
-		e["disabled"] = true
-		x.r.note("server %q is turned off in Zed (\"enabled\": false): imported with \"disabled\": true, so no gateway starts it", name)
+		x.turnedOff(name, "Zed", `"enabled": false`, e)
 	}
 	delete(e, "enabled")
 	delete(e, "source")
 	delete(e, "settings")
 	return true
+}
+
+// codexJSON reads Codex's config.toml as JSON holding its "mcp_servers"
+// (the rest of the file is Codex's own settings). TOML tables have no
+// order, so its servers are read in name order.
+func codexJSON(path string, data []byte) ([]byte, error) {
+	var top map[string]any
+	if err := toml.Unmarshal(data, &top); err != nil {
+		if de := (*toml.DecodeError)(nil); errors.As(err, &de) {
+			row, col := de.Position()
+			return nil, fmt.Errorf("%s:%d:%d: invalid TOML: %s", path, row, col, de.Error())
+		}
+		return nil, fmt.Errorf("%s: invalid TOML: %w", path, err)
+	}
+	servers, ok := top["mcp_servers"]
+	if !ok {
+		return nil, fmt.Errorf(`%s: no MCP servers found: Codex keeps them as [mcp_servers.NAME] tables`, path)
+	}
+	return json.Marshal(map[string]any{"mcp_servers": servers})
+}
+
+// codex turns one of Codex's [mcp_servers.NAME] tables into toolgate's
+// entry, in place: the variables it passes on (env_vars) become ${NAME}
+// values, its bearer token and headers (also those taken from variables)
+// become "headers", its start-up and tool timeouts connectTimeout and
+// callTimeout, "enabled = false" "disabled": true; the tools it turns on
+// or off are noted (toolList), and so is an OAuth login, which toolgate
+// makes itself.
+func (x *rewriter) codex(name string, e map[string]any) {
+	headers, _ := e["headers"].(map[string]any)
+	header := func(k string, v any) {
+		if headers == nil {
+			headers = map[string]any{}
+		}
+		if _, set := headers[k]; !set {
+			headers[k] = v
+		}
+	}
+	if h, ok := e["http_headers"].(map[string]any); ok {
+		for k, v := range h {
+			header(k, v)
+		}
+	}
+	if h, ok := e["env_http_headers"].(map[string]any); ok {
+		for k, v := range h {
+			if s, ok := v.(string); ok {
+				header(k, "${"+s+"}")
+			}
+		}
+	}
+	if v, ok := e["bearer_token_env_var"].(string); ok && v != "" {
+		header("Authorization", "Bearer ${"+v+"}")
+	} else if v, ok := e["bearer_token"].(string); ok && v != "" {
+		header("Authorization", "Bearer "+v)
+	}
+	if headers != nil {
+		e["headers"] = headers
+	}
+	if vars, ok := e["env_vars"].([]any); ok {
+		env, _ := e["env"].(map[string]any)
+		if env == nil {
+			env = map[string]any{}
+		}
+		for _, v := range vars {
+			if s, ok := v.(string); ok && s != "" {
+				if _, set := env[s]; !set {
+					env[s] = "${" + s + "}"
+				}
+			}
+		}
+		e["env"] = env
+	}
+	if v, ok := e["startup_timeout_sec"].(float64); ok {
+		e["connectTimeout"] = v
+	} else if v, ok := e["startup_timeout_ms"].(float64); ok {
+		e["connectTimeout"] = v / 1000
+	}
+	if v, ok := e["tool_timeout_sec"].(float64); ok {
+		e["callTimeout"] = v
+	}
+	if on, ok := e["enabled"].(bool); ok && !on {
+		x.turnedOff(name, "Codex", "enabled = false", e)
+	}
+	x.toolList(name, e, "enabled_tools", "allow")
+	x.toolList(name, e, "disabled_tools", "deny")
+	if _, ok := e["oauth"]; ok {
+		x.r.note("server %q: its OAuth settings are Codex's: toolgate logs in itself, with `toolgate auth login %s` once the gateway runs", name, name)
+	}
+	for _, k := range []string{"http_headers", "env_http_headers", "bearer_token_env_var", "bearer_token", "env_vars",
+		"startup_timeout_sec", "startup_timeout_ms", "tool_timeout_sec", "enabled", "oauth", "scopes", "oauth_resource", "required"} {
+		delete(e, k)
+	}
 }
 
 // isToolgate reports whether an entry starts toolgate itself.

@@ -114,6 +114,29 @@ func TestReadEachFormat(t *testing.T) {
 				}
 			}
 		}},
+		{"testdata/codex/config.toml", Codex, []string{"docs", "figma", "git", "linear"}, func(t *testing.T, r *Result, s map[string]map[string]any) {
+			want := map[string]map[string]any{
+				"docs": {"command": "npx", "args": []any{"-y", "docs-mcp"}, "connectTimeout": 20.0, "callTimeout": 90.0,
+					"env": map[string]any{"HOME_DIR": "/srv/docs", "LEVEL": "debug", "DOCS_TOKEN": "${DOCS_TOKEN}"}},
+				"figma": {"url": "https://mcp.figma.com/mcp", "connectTimeout": 2.5,
+					"headers": map[string]any{"Authorization": "Bearer ${FIGMA_TOKEN}", "X-Region": "us-east-1", "X-Org": "${FIGMA_ORG}"}},
+				"linear": {"url": "https://mcp.linear.app/mcp"},
+				"git":    {"command": "uvx", "args": []any{"mcp-server-git"}, "disabled": true},
+			}
+			if d := cmp.Diff(want, s); d != "" {
+				t.Errorf("servers (-want +got):\n%s", d)
+			}
+			for _, note := range []string{
+				`"git" is turned off in Codex (enabled = false): imported with "disabled": true`,
+				`"docs": "enabled_tools" is not read by toolgate, which serves every tool of the server, not only search, fetch: to keep the others from a client, allow them in the profile it uses, "toolgate": {"profiles": {"NAME": {"tools": {"allow": ["docs__search", "docs__fetch"]}}}}`,
+				`"git": "disabled_tools" is not read by toolgate, which serves git_push: to keep them from a client, deny them`,
+				"toolgate auth login linear",
+			} {
+				if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, note) }) {
+					t.Errorf("notes %q lack %q", r.Notes, note)
+				}
+			}
+		}},
 		{"testdata/claude.json", ClaudeCode, []string{"user-mem", "app-db"}, func(t *testing.T, r *Result, s map[string]map[string]any) {
 			if s["app-db"]["cwd"] != "/home/me/app" || s["user-mem"]["cwd"] != nil {
 				t.Errorf("~/.claude.json: project server %v, user server %v", s["app-db"], s["user-mem"])
@@ -175,6 +198,30 @@ func TestReadErrorsAndFormat(t *testing.T) {
 	// A file that is not JSON says where, not that it has no servers.
 	if _, err := Read("x.json", []byte("{\"mcpServers\": {\n  \"a\" {}}}"), ""); err == nil || !strings.HasPrefix(err.Error(), "x.json:2:7: invalid JSON: invalid character '{' after object key") {
 		t.Errorf("not JSON: %v", err)
+	}
+}
+
+// Codex's config.toml: its errors say where, as a JSON file's do, and its
+// content tells its kind whatever the file's name.
+func TestCodexErrorsAndDetect(t *testing.T) {
+	if _, err := Read("config.toml", []byte("[mcp_servers.a]\ncommand = \"x\"\nargs = [\"a\",\n"), ""); err == nil || !strings.HasPrefix(err.Error(), "config.toml:3:") || !strings.Contains(err.Error(), "invalid TOML") {
+		t.Errorf("bad TOML: %v", err)
+	}
+	if _, err := Read("config.toml", []byte("model = \"o3\"\n"), ""); err == nil || !strings.Contains(err.Error(), "[mcp_servers.NAME]") {
+		t.Errorf("no servers: %v", err)
+	}
+	data := []byte("[mcp_servers.a]\ncommand = \"x\"\n")
+	if f := Detect("codex-backup.txt", data); f != Codex {
+		t.Errorf("Detect = %q, want %q", f, Codex)
+	}
+	if r, err := Read("codex-backup.txt", data, Codex); err != nil || !slices.Equal(r.Servers, []string{"a"}) {
+		t.Errorf("--format codex: %+v %v", r, err)
+	}
+	if f := Detect("x.json", []byte(`{"mcpServers": {}}`)); f == Codex {
+		t.Errorf("a JSON file detected as %q", f)
+	}
+	if _, err := Read("x.json", []byte(`{"mcpServers": {"a": {"command": "x"}}}`), Codex); err == nil || err.Error() != "x.json: --format codex reads Codex's TOML, and it reads as a claude-desktop file: leave --format out, or give --format claude-desktop" {
+		t.Errorf("--format codex of a JSON file: %v", err)
 	}
 }
 

@@ -113,7 +113,11 @@ type serversReport struct {
 	// of its valid servers would not start with this shell's
 	// environment (a valid config says it per server instead).
 	CannotStart map[string]string `json:"cannotStart,omitempty"`
-	Settings    *config.Settings  `json:"toolgate,omitempty"`
+	// Unexpanded is, beside the errors of an invalid config, each server's
+	// env and header values that are a variable written without braces
+	// (a valid config says it per server instead).
+	Unexpanded map[string][]string `json:"unexpanded,omitempty"`
+	Settings   *config.Settings    `json:"toolgate,omitempty"`
 }
 
 type serversProblem struct {
@@ -149,7 +153,7 @@ func runServers(w io.Writer, g *globals, paths []string, asJSON bool) error {
 			down = wouldStartDown(cfg, state.Disabled)
 		}
 		if asJSON {
-			rep := serversReport{Config: path, Errors: problems(loadErr), CannotStart: down}
+			rep := serversReport{Config: path, Errors: problems(loadErr), CannotStart: down, Unexpanded: unbraced(data, paths[len(paths)-1])}
 			if err := writeJSON(w, rep); err != nil {
 				return err
 			}
@@ -259,20 +263,35 @@ func runServers(w io.Writer, g *globals, paths []string, asJSON bool) error {
 // toolgate servers (of a valid file or not) and import to say alike; "" when
 // none. data is read as written, never expanded: no secret is shown.
 func unbracedNote(data []byte, path string) string {
-	f, _ := config.ParseUnexpanded(data, path) // what else is wrong is said apart
-	if f == nil {
-		return ""
-	}
+	bare := unbraced(data, path)
 	var lines []string
-	for _, s := range f.All() {
-		for _, b := range s.BareReferences() {
-			lines = append(lines, "  "+s.Name+": "+b)
+	for _, name := range slices.Sorted(maps.Keys(bare)) {
+		for _, b := range bare[name] {
+			lines = append(lines, "  "+name+": "+b)
 		}
 	}
 	if len(lines) == 0 {
 		return ""
 	}
 	return "variables written without braces (a shell's way) reach the server as written:\n" + escapeUnsafe(strings.Join(lines, "\n"))
+}
+
+// unbraced is unbracedNote's list by server, for --json; nil when none.
+func unbraced(data []byte, path string) map[string][]string {
+	f, _ := config.ParseUnexpanded(data, path) // what else is wrong is said apart
+	if f == nil {
+		return nil
+	}
+	var bare map[string][]string
+	for _, s := range f.All() {
+		if b := s.BareReferences(); len(b) > 0 {
+			if bare == nil {
+				bare = map[string][]string{}
+			}
+			bare[s.Name] = b
+		}
+	}
+	return bare
 }
 
 func describe(s config.Server) serverInfo {

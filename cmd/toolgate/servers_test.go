@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -154,6 +155,11 @@ func TestServersListCannotStartBesideErrors(t *testing.T) {
 	var rep serversReport
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Valid || len(rep.Errors) != 1 || len(rep.CannotStart) != 1 || rep.CannotStart["missing"] == "" {
 		t.Errorf("--json report = %+v (%v)", rep, err)
+	}
+	// ... and its variables without braces, which the text says below the
+	// errors, by server as a valid file's servers carry them.
+	if want := map[string][]string{"bare": {`env.TOKEN is "$BARE_TOKEN", passed as written: toolgate expands ${BARE_TOKEN} (with braces)`}}; !reflect.DeepEqual(rep.Unexpanded, want) {
+		t.Errorf("--json unexpanded = %q, want %q", rep.Unexpanded, want)
 	}
 }
 

@@ -119,7 +119,7 @@ func runDoctor(ctx context.Context, g *globals) (*doctorReport, error) {
 	add := func(c doctorCheck) { rep.Checks = append(rep.Checks, c) }
 
 	dc := dirCheck("data dir", g.DataDir(), "created on first use")
-	if open, fix := storage.Exposed(g.DataDir(), g.dataStores()); open != "" && dc.Status == statusOK {
+	if open, fix := g.health().Exposed(); open != "" && dc.Status == statusOK {
 		dc.Status, dc.Detail, dc.Fix = statusWarning, "open to every user of this machine: "+open, fix
 	}
 	add(dc)

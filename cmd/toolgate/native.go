@@ -40,7 +40,7 @@ func (g *globals) embedOptions() (*embed.Options, error) {
 // writing there reports to (made once the config's dataDir is known).
 func (g *globals) health() *storage.Health {
 	if g.dataHealth == nil || g.dataHealth.Dir() != g.DataDir() {
-		g.dataHealth = storage.New(g.DataDir(), &storage.Options{Logger: g.logger})
+		g.dataHealth = storage.New(g.DataDir(), &storage.Options{Logger: g.logger, Stores: g.dataStores()})
 	}
 	return g.dataHealth
 }

@@ -332,7 +332,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 	// Made so by a toolgate before 0700, and left so (not chmod'ed here:
 	// the operator may have reasons; the fix is said instead).
-	if open, fix := storage.Exposed(health.Dir(), g.dataStores()); open != "" {
+	if open, fix := health.Exposed(); open != "" {
 		log.Warn("folders of the data folder are open to every user of this machine (the searches' queries, the learned pairs, the audit log, the logins)", "folders", open, "fix", fix)
 	}
 	// The audit log and the quarantine's pins, in the data folder.

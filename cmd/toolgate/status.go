@@ -633,6 +633,9 @@ func printStorage(w io.Writer, st *storage.Report) {
 			fmt.Fprintf(w, "\n  %s: %s", wr.Name, wr.Shared)
 		}
 	}
+	if st.Open != "" {
+		fmt.Fprintf(w, "\n  OPEN to every user of this machine (the searches' queries, the learned pairs, the audit log, the logins): %s\n  fix: %s", escapeUnsafe(st.Open), escapeUnsafe(st.OpenFix))
+	}
 	fmt.Fprintln(w)
 }
 

@@ -217,6 +217,15 @@ func TestStatusStorage(t *testing.T) {
 	if !strings.Contains(out.String(), "storage: /d writable; last error at") || !strings.Contains(out.String(), "index: disk full") {
 		t.Errorf("output:\n%s", out.String())
 	}
+	// Stores open to every user: said with the fix, not degraded (a warning).
+	open := serve(storageSource{DataDir: "/d", Writable: true, Open: "/d/learn (0755)", OpenFix: "chmod -R go= /d/learn", Writers: []storage.WriterReport{}})
+	out.Reset()
+	if err := runStatus(context.Background(), &out, statusFlags{addr: open}); err != nil {
+		t.Fatalf("open stores: %v", err)
+	}
+	if want := "storage: /d writable\n  OPEN to every user of this machine (the searches' queries, the learned pairs, the audit log, the logins): /d/learn (0755)\n  fix: chmod -R go= /d/learn\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
 
 	broken := serve(storageSource{DataDir: "/d", Error: "data folder /d does not exist", Fix: "mkdir -p /d", Since: now,
 		Writers: []storage.WriterReport{{Name: "embedding cache", Error: "data folder /d does not exist", Since: now, Failures: 7, Degraded: "searches embed without storing new vectors"},

@@ -131,6 +131,9 @@ type Options struct {
 	MinFree uint64
 	// Now is the clock of the report's times (default time.Now).
 	Now func() time.Time
+	// Stores are the stores' folders in the data folder, which Report
+	// checks for being open to every user (Exposed).
+	Stores []string
 }
 
 // Health is the data folder's health as the writers of one process see it.
@@ -802,6 +805,11 @@ type Report struct {
 	LastError   string         `json:"lastError,omitempty"`
 	LastErrorAt time.Time      `json:"lastErrorAt,omitzero"`
 	Writers     []WriterReport `json:"writers"`
+	// Open names the data folder and stores' folders open to every user of
+	// the machine, as each report finds them, and OpenFix the command
+	// that closes them (Exposed); both empty when none is.
+	Open    string `json:"open,omitempty"`
+	OpenFix string `json:"openFix,omitempty"`
 }
 
 // WriterReport is one writer in a Report.
@@ -855,8 +863,12 @@ func (h *Health) Report() Report {
 		r.Writers = append(r.Writers, wr)
 	}
 	r.Since = r.Since.UTC()
+	r.Open, r.OpenFix = h.Exposed()
 	return r
 }
+
+// Exposed is Exposed of the data folder and the stores Options named.
+func (h *Health) Exposed() (open, fix string) { return Exposed(h.dir, h.o.Stores) }
 
 // CommandFix says what an operator does about err, the failure of a
 // one-shot command (`keys create`, `tools approve`, `index`, …) to write a

@@ -606,6 +606,11 @@ func TestExposed(t *testing.T) {
 	if want := fmt.Sprintf("%s (0755), %s (0755), %s (0755)", index, cache, embeddings); open != want {
 		t.Errorf("open = %q, want %q", open, want)
 	}
+	// The gateway's report says it (toolgate status), as found at each report.
+	h := New(data, &Options{Stores: stores})
+	if r := h.Report(); r.Open != open || r.OpenFix != fix {
+		t.Errorf("Report: open %q, fix %q; want %q, %q", r.Open, r.OpenFix, open, fix)
+	}
 	if want := fmt.Sprintf("chmod -R go= %s %s", index, cache); fix != want {
 		t.Errorf("fix = %q, want %q", fix, want)
 	}
@@ -623,5 +628,8 @@ func TestExposed(t *testing.T) {
 	}
 	if open, fix := Exposed(data, stores); open != "" || fix != "" {
 		t.Errorf("owner-only folders: %q, %q", open, fix)
+	}
+	if r := h.Report(); r.Open != "" || r.OpenFix != "" {
+		t.Errorf("Report once closed: open %q, fix %q", r.Open, r.OpenFix)
 	}
 }

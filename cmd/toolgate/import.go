@@ -33,7 +33,7 @@ func newImportCmd(*globals) *cobra.Command {
 	var f importFlags
 	cmd := &cobra.Command{
 		Use:   "import FILE... [--format F] [--into CONFIG] [--dry-run]",
-		Short: "Turn the MCP server configs of Claude, Cursor, VS Code, Windsurf, Zed or Codex into one toolgate config",
+		Short: "Turn the MCP server configs of Claude, Cursor, VS Code, Windsurf, Gemini CLI, Zed or Codex into one toolgate config",
 		Long: `Read the MCP servers other clients are configured with and print one toolgate
 config holding all of them:
 
@@ -42,6 +42,7 @@ config holding all of them:
   Cursor           .cursor/mcp.json, ~/.cursor/mcp.json
   VS Code          .vscode/mcp.json ("servers" and "inputs"), or settings.json's "mcp"
   Windsurf         ~/.codeium/windsurf/mcp_config.json
+  Gemini CLI       ~/.gemini/settings.json, .gemini/settings.json
   Zed              ~/.config/zed/settings.json, .zed/settings.json ("context_servers")
   Codex            ~/.codex/config.toml, .codex/config.toml ([mcp_servers.NAME])
 

@@ -159,7 +159,7 @@ func TestImportCommand(t *testing.T) {
 			want string
 		}{
 			{[]string{"import", bad}, "no MCP servers found"},
-			{[]string{"import", "--format", "emacs", files[0]}, `--format "emacs": use one of claude-desktop, claude-code, cursor, vscode, windsurf, zed`},
+			{[]string{"import", "--format", "emacs", files[0]}, `--format "emacs": use one of ` + strings.Join(importer.Formats, ", ")},
 			{[]string{"import"}, "requires at least 1 arg"},
 		} {
 			out, err := toolgateCmd(t, t.TempDir(), c.args...).CombinedOutput()

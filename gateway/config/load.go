@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -529,6 +530,28 @@ var foreignKeys = map[string]struct{ want, whose, note string }{
 	"httpUrl":       {"url", `"httpUrl" is Gemini CLI's name for a streamable HTTP "url"`, ""},
 	"transport":     {"type", `the transport is given by "type" here`, ` ("stdio", "http" or "sse"; left out, it follows from "command" or "url")`},
 	"transportType": {"type", `the transport is given by "type" here`, ` ("stdio", "http" or "sse"; left out, it follows from "command" or "url")`},
+}
+
+// RenameForeign renames, in one server entry of another client's file, the
+// keys foreignKeys lists to toolgate's, where the entry does not set
+// toolgate's key already, for toolgate import; it returns what it renamed,
+// as "old → new", in key order.
+func RenameForeign(e map[string]any) []string {
+	var renamed []string
+	for _, k := range slices.Sorted(maps.Keys(foreignKeys)) {
+		v, ok := e[k]
+		if !ok {
+			continue
+		}
+		want := foreignKeys[k].want
+		if _, set := e[want]; set {
+			continue // said by the config's own check, as written
+		}
+		e[want] = v
+		delete(e, k)
+		renamed = append(renamed, k+" → "+want)
+	}
+	return renamed
 }
 
 func (p *parser) server(name string, raw json.RawMessage) (Server, bool) {

@@ -2,14 +2,16 @@
 // Claude Desktop (claude_desktop_config.json), Claude Code (.mcp.json, and
 // ~/.claude.json with its user-level and per-project servers), Cursor
 // (mcp.json), VS Code (.vscode/mcp.json, or settings.json's "mcp", with its
-// "servers" and "inputs"), Windsurf (mcp_config.json), Zed (settings.json's
-// "context_servers") and Codex (config.toml's [mcp_servers.NAME]) — and turns each
+// "servers" and "inputs"), Windsurf (mcp_config.json), Gemini CLI
+// (.gemini/settings.json), Zed (settings.json's "context_servers") and Codex
+// (config.toml's [mcp_servers.NAME]) — and turns each
 // into a toolgate config document (config.Doc), which config.Merge merges
 // like any other. `toolgate import` is its command.
 //
 // The kind of a file is told from its content ("servers"/"inputs" is VS
 // Code, "projects" is ~/.claude.json, "context_servers" is Zed, "serverUrl" is
-// Windsurf, TOML with "mcp_servers" is Codex; the rest
+// Windsurf, "includeTools" or "excludeTools" (or a .gemini folder) is Gemini
+// CLI, TOML with "mcp_servers" is Codex; the rest
 // share Claude's "mcpServers" shape, and the file name only names them).
 // Each client's variable syntax becomes toolgate's ${VAR}: VS Code's
 // ${input:ID} (a value VS Code prompts for) becomes ${ID_IN_CAPITALS}, and
@@ -50,12 +52,13 @@ const (
 	Cursor        = "cursor"
 	VSCode        = "vscode"
 	Windsurf      = "windsurf"
-	Zed           = "zed"   // settings.json's "context_servers"
-	Codex         = "codex" // config.toml's [mcp_servers.NAME]
+	Gemini        = "gemini" // Gemini CLI's settings.json
+	Zed           = "zed"    // settings.json's "context_servers"
+	Codex         = "codex"  // config.toml's [mcp_servers.NAME]
 )
 
 // Formats lists the formats, for --format.
-var Formats = []string{ClaudeDesktop, ClaudeCode, Cursor, VSCode, Windsurf, Zed, Codex}
+var Formats = []string{ClaudeDesktop, ClaudeCode, Cursor, VSCode, Windsurf, Gemini, Zed, Codex}
 
 // Input is a VS Code input a server refers to: the variable that takes its
 // place.
@@ -108,6 +111,9 @@ func Detect(name string, data []byte) string {
 		return Windsurf
 	}
 	base, dir := filepath.Base(name), filepath.Base(filepath.Dir(name))
+	if dir == ".gemini" || bytes.Contains(raw, []byte(`"includeTools"`)) || bytes.Contains(raw, []byte(`"excludeTools"`)) {
+		return Gemini
+	}
 	switch {
 	case base == "claude_desktop_config.json":
 		return ClaudeDesktop
@@ -219,6 +225,11 @@ func Read(path string, data []byte, format string) (*Result, error) {
 			return nil, err
 		}
 	default:
+		if format == Gemini {
+			if err := x.geminiLists(top["mcp"]); err != nil {
+				return nil, fmt.Errorf("%s: mcp: %w", path, err)
+			}
+		}
 		if err := add("mcpServers", "", top["mcpServers"]); err != nil {
 			return nil, err
 		}
@@ -294,7 +305,7 @@ func workspace(path string) string {
 		abs = path
 	}
 	dir := filepath.Dir(abs)
-	if b := filepath.Base(dir); b == ".vscode" || b == ".cursor" {
+	if b := filepath.Base(dir); b == ".vscode" || b == ".cursor" || b == ".gemini" {
 		return filepath.Dir(dir)
 	}
 	return dir
@@ -312,9 +323,9 @@ func projectFile(path string) bool {
 	switch {
 	case filepath.Base(abs) == ".mcp.json", filepath.Base(dir) == ".vscode":
 		return true
-	case filepath.Base(dir) == ".cursor":
+	case filepath.Base(dir) == ".cursor", filepath.Base(dir) == ".gemini":
 		home, err := os.UserHomeDir()
-		return err != nil || filepath.Dir(dir) != home // ~/.cursor/mcp.json is the user's
+		return err != nil || filepath.Dir(dir) != home // ~/.cursor/mcp.json, ~/.gemini/settings.json are the user's
 	}
 	return false
 }
@@ -326,6 +337,9 @@ type rewriter struct {
 	project   bool   // the servers run in workspace (see projectFile)
 	inputs    map[string]*Input
 	unfolded  map[string]bool // servers noted by noFolder
+	// Gemini CLI's "mcp": {"allowed", "excluded"}: the servers it
+	// connects only, and those it never does (nil: no such list).
+	allowed, excluded []string
 }
 
 // noFolder notes, once per server, that a user-level file's ${name} (a
@@ -393,12 +407,15 @@ func (x *rewriter) server(name string, raw json.RawMessage) (string, map[string]
 		x.r.note("server %q is named %q: %s", name, config.ReservedRename(valid), config.NameProblem(valid))
 		valid = config.ReservedRename(valid)
 	}
-	if u, ok := e["serverUrl"]; ok { // Windsurf
-		if _, has := e["url"]; !has {
-			e["url"] = u
-		}
-		delete(e, "serverUrl")
+	if x.r.Format == Gemini {
+		x.gemini(valid, e)
 	}
+	// Other clients' names for toolgate's keys: Windsurf's serverUrl,
+	// Gemini CLI's httpUrl (streamable HTTP), transport or transportType.
+	if _, ok := e["httpUrl"]; ok && e["type"] == nil && e["transport"] == nil && e["transportType"] == nil {
+		e["type"] = config.TypeHTTP
+	}
+	config.RenameForeign(e)
 	if _, ok := e["envFile"]; ok { // VS Code
 		x.r.note("server %q: \"envFile\" is not read by toolgate: copy the variables it needs into \"env\" (or the gateway's environment)", valid)
 		delete(e, "envFile")
@@ -489,6 +506,91 @@ func (x *rewriter) zed(name string, e map[string]any) bool {
 	delete(e, "source")
 	delete(e, "settings")
 	return true
+}
+
+// geminiLists reads Gemini CLI's "mcp" settings: the servers it connects
+// ("allowed": only these) and those it never does ("excluded").
+func (x *rewriter) geminiLists(raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	var mcp struct {
+		Allowed  []string `json:"allowed"`
+		Excluded []string `json:"excluded"`
+	}
+	if err := json.Unmarshal(raw, &mcp); err != nil {
+		return err
+	}
+	x.allowed, x.excluded = mcp.Allowed, mcp.Excluded
+	return nil
+}
+
+// bareVar is a variable written a shell's way, $NAME, which Gemini CLI
+// expands in its settings as it does ${NAME}.
+var bareVar = regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)`)
+
+// gemini turns one of Gemini CLI's server entries into toolgate's, in
+// place. Its "url" is an SSE server's (a streamable HTTP one's is
+// "httpUrl", renamed with the other clients' keys); "timeout" is a
+// request's, in milliseconds (callTimeout); "includeTools" and
+// "excludeTools" are noted (toolList); $NAME becomes ${NAME}; an "oauth"
+// object keeps what toolgate's has (clientId, clientSecret, scopes: it
+// discovers the rest); a server "mcp.excluded" names, or "mcp.allowed"
+// does not, is imported disabled.
+func (x *rewriter) gemini(name string, e map[string]any) {
+	for k, v := range e {
+		e[k] = mapStrings(v, func(s string) string { return bareVar.ReplaceAllString(s, "$${$1}") })
+	}
+	if _, ok := e["url"]; ok && e["type"] == nil && e["httpUrl"] == nil {
+		e["type"] = config.TypeSSE
+	}
+	if ms, ok := e["timeout"].(float64); ok {
+		if _, set := e["callTimeout"]; !set {
+			e["callTimeout"] = ms / 1000
+		}
+	}
+	x.toolList(name, e, "includeTools", "allow")
+	x.toolList(name, e, "excludeTools", "deny")
+	if o, ok := e["oauth"].(map[string]any); ok {
+		kept := map[string]any{}
+		for _, k := range []string{"clientId", "clientSecret", "scopes"} {
+			if v, ok := o[k]; ok {
+				kept[k] = v
+			}
+		}
+		if on, ok := o["enabled"].(bool); ok && !on || len(kept) == 0 {
+			delete(e, "oauth")
+		} else {
+			e["oauth"] = kept
+		}
+		x.r.note("server %q: its OAuth login is Gemini CLI's: toolgate logs in itself (the server's authorization server found from its answers), with `toolgate auth login %s` once the gateway runs", name, name)
+	}
+	switch {
+	case slices.Contains(x.excluded, name):
+		x.turnedOff(name, "Gemini CLI", `"mcp": {"excluded": […]}`, e)
+	case x.allowed != nil && !slices.Contains(x.allowed, name):
+		x.turnedOff(name, "Gemini CLI", `not in "mcp": {"allowed": […]}`, e)
+	}
+	for _, k := range []string{"timeout", "trust", "extensionName", "authProviderType", "targetAudience", "targetServiceAccount"} {
+		delete(e, k)
+	}
+}
+
+// mapStrings is v with f applied to each string in it.
+func mapStrings(v any, f func(string) string) any {
+	switch t := v.(type) {
+	case string:
+		return f(t)
+	case map[string]any:
+		for k, e := range t {
+			t[k] = mapStrings(e, f)
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = mapStrings(e, f)
+		}
+	}
+	return v
 }
 
 // codexJSON reads Codex's config.toml as JSON holding its "mcp_servers"
@@ -598,8 +700,7 @@ const claudeProjectDir = "CLAUDE_PROJECT_DIR"
 
 // rewrite replaces the client's variable references in every string of v.
 func (x *rewriter) rewrite(server string, v any) any {
-	switch t := v.(type) {
-	case string:
+	return mapStrings(v, func(t string) string {
 		return refPattern.ReplaceAllStringFunc(t, func(ref string) string {
 			body := ref[2 : len(ref)-1]
 			switch {
@@ -634,16 +735,7 @@ func (x *rewriter) rewrite(server string, v any) any {
 			}
 			return ref
 		})
-	case map[string]any:
-		for k, e := range t {
-			t[k] = x.rewrite(server, e)
-		}
-	case []any:
-		for i, e := range t {
-			t[i] = x.rewrite(server, e)
-		}
-	}
-	return v
+	})
 }
 
 // validName makes name a valid server name: runs of other characters

@@ -137,6 +137,30 @@ func TestReadEachFormat(t *testing.T) {
 				}
 			}
 		}},
+		{"testdata/gproj/.gemini/settings.json", Gemini, []string{"py", "ctx7", "events", "hosted", "old"}, func(t *testing.T, r *Result, s map[string]map[string]any) {
+			gproj := abs("testdata/gproj")
+			want := map[string]map[string]any{
+				"py": {"command": "python", "args": []any{"-m", "tools", "${DATA_DIR}/x"}, "env": map[string]any{"API_KEY": "${MY_API_TOKEN}", "B": "${BRACED}"},
+					"cwd": filepath.Join(gproj, "srv"), "callTimeout": 30.0},
+				"ctx7":   {"type": "http", "url": "https://mcp.context7.com/mcp", "headers": map[string]any{"CONTEXT7_API_KEY": "${CONTEXT7_API_KEY}"}},
+				"events": {"type": "sse", "url": "http://127.0.0.1:8080/sse"},
+				"hosted": {"type": "http", "url": "https://mcp.example.com/mcp", "oauth": map[string]any{"clientId": "abc", "scopes": []any{"read"}}},
+				"old":    {"command": "node", "args": []any{"old.js"}, "cwd": gproj, "disabled": true},
+			}
+			if d := cmp.Diff(want, s); d != "" {
+				t.Errorf("servers (-want +got):\n%s", d)
+			}
+			for _, note := range []string{
+				`"py": "excludeTools" is not read by toolgate, which serves drop_db`,
+				`"ctx7": "includeTools" is not read by toolgate, which serves every tool of the server, not only resolve`,
+				"toolgate auth login hosted",
+				`"old" is turned off in Gemini CLI ("mcp": {"excluded": […]})`,
+			} {
+				if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, note) }) {
+					t.Errorf("notes %q lack %q", r.Notes, note)
+				}
+			}
+		}},
 		{"testdata/claude.json", ClaudeCode, []string{"user-mem", "app-db"}, func(t *testing.T, r *Result, s map[string]map[string]any) {
 			if s["app-db"]["cwd"] != "/home/me/app" || s["user-mem"]["cwd"] != nil {
 				t.Errorf("~/.claude.json: project server %v, user server %v", s["app-db"], s["user-mem"])
@@ -222,6 +246,29 @@ func TestCodexErrorsAndDetect(t *testing.T) {
 	}
 	if _, err := Read("x.json", []byte(`{"mcpServers": {"a": {"command": "x"}}}`), Codex); err == nil || err.Error() != "x.json: --format codex reads Codex's TOML, and it reads as a claude-desktop file: leave --format out, or give --format claude-desktop" {
 		t.Errorf("--format codex of a JSON file: %v", err)
+	}
+}
+
+// Other clients' names for toolgate's keys, in an entry copied by hand into
+// any client's file, are renamed (config.RenameForeign): the config printed
+// loads, where it was refused with "rename it to url".
+func TestForeignKeysRenamed(t *testing.T) {
+	r, err := Read("x.json", []byte(`{"mcpServers": {"g": {"httpUrl": "http://h/mcp"}, "t": {"transport": "sse", "url": "http://h/sse"}, "w": {"serverUrl": "http://h/w"}}}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		MCPServers map[string]map[string]any `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(r.Doc.Data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]any{"g": {"type": "http", "url": "http://h/mcp"}, "t": {"type": "sse", "url": "http://h/sse"}, "w": {"url": "http://h/w"}}
+	if d := cmp.Diff(want, doc.MCPServers); d != "" {
+		t.Errorf("servers (-want +got):\n%s", d)
+	}
+	if _, err := config.Parse(r.Doc.Data, "x.json", nil); err != nil {
+		t.Errorf("the document does not load: %v", err)
 	}
 }
 

@@ -146,6 +146,13 @@ func connectKey(ctx context.Context, t *testing.T, addr, path, key, client strin
 // get sends GET url with an API key ("" = none).
 func get(t *testing.T, url, key string) *http.Response {
 	t.Helper()
+	resp, _ := getBody(t, url, key)
+	return resp
+}
+
+// getBody is get with the answer's body.
+func getBody(t *testing.T, url, key string) (*http.Response, string) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -153,13 +160,19 @@ func get(t *testing.T, url, key string) *http.Response {
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
+	return doBody(t, req)
+}
+
+// doBody sends req and returns the answer with its body, read and closed.
+func doBody(t *testing.T, req *http.Request) (*http.Response, string) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
-	io.Copy(io.Discard, resp.Body) //nolint:errcheck
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	return resp
+	return resp, string(body)
 }
 
 // TestServeRefusesRemoteWithoutKeys: a non-loopback address without API
@@ -323,15 +336,8 @@ func TestAPIKeysOverHTTP(t *testing.T) {
 	// three said "unknown, revoked or expired" (or "is not one of the
 	// gateway's").
 	for _, route := range []string{"/status", "/ui/api/state"} {
-		req, _ := http.NewRequest(http.MethodGet, base+route, nil)
-		req.Header.Set("Authorization", "Bearer "+expiredSecret)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if !strings.Contains(string(body), "the API key has expired: ask the gateway's operator for a key in force") {
+		resp, body := getBody(t, base+route, expiredSecret)
+		if !strings.Contains(body, "the API key has expired: ask the gateway's operator for a key in force") {
 			t.Errorf("GET %s with the expired key: %s %s", route, resp.Status, body)
 		}
 	}
@@ -475,15 +481,7 @@ func TestRevokedKeyNamed(t *testing.T) {
 	if _, stderr, err := runToolgate(t, data, "keys", "revoke", "bob"); err != nil {
 		t.Fatalf("keys revoke: %v\n%s", err, stderr)
 	}
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	req.Header.Set("Authorization", "Bearer "+bob)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 401 || !strings.HasPrefix(string(body), "Unauthorized: the API key was revoked at ") {
+	if resp, body := getBody(t, url, bob); resp.StatusCode != 401 || !strings.HasPrefix(body, "Unauthorized: the API key was revoked at ") {
 		t.Errorf("GET /status with bob's revoked key: %s %s, want 401 saying it was revoked", resp.Status, body)
 	}
 	// The console checks keys itself: a bearer, a login. Both say it was
@@ -495,13 +493,8 @@ func TestRevokedKeyNamed(t *testing.T) {
 	login.Header.Set("Origin", "http://"+addr)
 	for _, req := range []*http.Request{state, login} { // in the audit records' order, below
 		what := req.Method + " " + req.URL.Path
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 401 || !regexp.MustCompile(`the API key was revoked at 20[-0-9T:]+Z: ask the gateway's operator for a key in force, and log in with it`).Match(body) {
+		resp, body := doBody(t, req)
+		if resp.StatusCode != 401 || !regexp.MustCompile(`the API key was revoked at 20[-0-9T:]+Z: ask the gateway's operator for a key in force, and log in with it`).MatchString(body) {
 			t.Errorf("%s with bob's revoked key: %s %s, want 401 saying it was revoked", what, resp.Status, body)
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/audit/audittest"
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/gateway/policy"
@@ -1420,5 +1421,52 @@ func TestRequestOrigin(t *testing.T) {
 		if got := requestOrigin(tc.r); got != tc.want {
 			t.Errorf("requestOrigin(%s, TLS %v) = %q, want %q", tc.r.Host, tc.r.TLS != nil, got, tc.want)
 		}
+	}
+}
+
+// TestDownServerHintPerCaller: a server down before it listed its tools
+// sends the caller to toolgate__server_status only when its key or profile
+// lets it run that tool (policy.StatusHint); a key scoped to the server's
+// tools alone, or a profile without the management tools, is sent to the
+// gateway's operator instead. Both were told to run the tool they cannot.
+func TestDownServerHintPerCaller(t *testing.T) {
+	g, _ := newTestGateway(t, nil)
+	g.opts.Servers = func() []string { return []string{"time"} }
+	g.opts.Unavailable = func(s string, _ bool) string {
+		if s == "time" {
+			return `server "time" is down: command "uvx" not found in PATH: check command/PATH`
+		}
+		return ""
+	}
+	profiles := policy.NewProfiles(map[string]config.Profile{
+		"kg":  {Servers: []string{"time", "filesystem"}},
+		"ops": {Servers: []string{"time", "filesystem", config.BuiltinServer}},
+	})
+	g.opts.Policy = policy.NewSet(profiles, keys.NewScope(func() *policy.Profiles { return profiles }, nil))
+	const status, operator = "toolgate__server_status time says more.", "Ask the gateway's operator: `toolgate status` shows why."
+	for _, tc := range []struct {
+		who  string
+		c    *policy.Caller
+		want string
+	}{
+		{"stdio", g.StdioCaller(), status},
+		{"admin key", &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "root", Admin: true}}, status},
+		{"key with the management tools", &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "k", Allow: []string{"time__*", "filesystem__*", "toolgate__*"}}}, status},
+		{"key without them", &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "k", Allow: []string{"time__*", "filesystem__*"}}}, operator},
+		{"profile with them", &policy.Caller{Transport: policy.TransportHTTP, Profile: "ops"}, status},
+		{"profile without them", &policy.Caller{Transport: policy.TransportHTTP, Profile: "kg"}, operator},
+	} {
+		t.Run(tc.who, func(t *testing.T) {
+			cs := connectAs(t, g, tc.c)
+			res := call(t, cs, ExecuteToolName, map[string]any{"name": "time__get_current_time"})
+			if txt := text(res); !res.IsError || !strings.Contains(txt, "(it never listed its tools, so \"get_current_time\" cannot be checked either). "+tc.want) {
+				t.Errorf("execute_tool: %s\nwant %q", txt, tc.want)
+			}
+			res = call(t, cs, SearchToolName, map[string]any{"query": "what time is it", "server": "time"})
+			wantSearch := strings.Replace(strings.TrimSuffix(tc.want, "."), " time ", " NAME ", 1) + "; once one runs, its tools are found."
+			if txt := text(res); !strings.Contains(txt, "Not searched: 1 server") || !strings.HasSuffix(txt, wantSearch) {
+				t.Errorf("search_tools: %s\nwant it to end with %q", txt, wantSearch)
+			}
+		})
 	}
 }

@@ -31,9 +31,19 @@ func NeedsKeyFix(keyEnv string) string {
 }
 
 // KeyRefusedFix is what a client of the gateway's is told to do when the
-// gateway refused the API key it sent (401): the key in keyEnv.
-func KeyRefusedFix(keyEnv string) string {
-	return "the key in " + keyEnv + " is not one of the gateway's, or was revoked or has expired: `toolgate keys list` on the gateway's machine"
+// gateway refused the API key it sent (401): the key in keyEnv. said is
+// the gateway's own answer (its body, when OwnKeyRefusal; else ""): a
+// revoked or expired key is told as such (keys.Refusal), of the key in
+// keyEnv; `toolgate status` and `connect` said "is not one of the
+// gateway's, or was revoked or has expired" to a key the gateway had named
+// revoked.
+func KeyRefusedFix(keyEnv, said string) string {
+	said = strings.TrimPrefix(strings.TrimSpace(said), "Unauthorized: ")
+	if rest, ok := strings.CutPrefix(said, "the API key "); ok && said != keys.UnknownWords && !strings.Contains(said, "\n") {
+		return "the key in " + keyEnv + " " + rest + ", and put it in " + keyEnv
+	}
+	return "the key in " + keyEnv + " is not one of the gateway's, or was revoked or has expired: put one of its keys in force there " +
+		"(`toolgate keys list` on the gateway's machine lists them, `toolgate keys create` makes one)"
 }
 
 // KeyChecker checks the API key of an HTTP request. keys.Store implements
@@ -110,12 +120,7 @@ func (g *Gateway) requireKey(next http.Handler, o HTTPOptions, log *slog.Logger)
 			msg := "Unauthorized: this gateway needs an API key: send Authorization: Bearer tg_… (create one with `toolgate keys create`)"
 			if secret != "" {
 				challenge += `, error="invalid_token"`
-				msg = "Unauthorized: the API key is unknown, revoked or expired"
-				// Only the holder of a revoked key's secret hears that it
-				// was revoked: it tells nothing of which keys exist.
-				if errors.Is(err, keys.ErrRevoked) {
-					msg = "Unauthorized: " + err.Error() + ": ask the gateway's operator for a key in force"
-				}
+				msg = "Unauthorized: " + keys.Refusal(err)
 			}
 			if overRefused(w, r, o, msg) {
 				return

@@ -513,7 +513,7 @@ func (g *Gateway) unknownTool(ctx context.Context, name string, why ...string) s
 		fmt.Fprintf(&b, "execute_tool: %s.", why[0])
 	case len(down) > 0:
 		// Perhaps a tool of it: it cannot tell until it runs.
-		fmt.Fprintf(&b, "execute_tool: %q cannot run: %s (it never listed its tools, so %q cannot be checked either). toolgate__server_status %s says more.", oneline.Echo(name), down[0].Reason, oneline.Echo(tool), server)
+		fmt.Fprintf(&b, "execute_tool: %q cannot run: %s (it never listed its tools, so %q cannot be checked either). %s.", oneline.Echo(name), down[0].Reason, oneline.Echo(tool), policy.StatusHint(g.opts.Policy, caller, server))
 	case building != nil:
 		fmt.Fprintf(&b, "execute_tool: unknown tool %q: no server listed it so far, and search_tools cannot look for it yet: %v.", oneline.Echo(name), building)
 	case len(g.searcher.IDs()) == 0:

@@ -43,6 +43,9 @@ type SearchResult struct {
 	// caller limited by a profile or an API key's scope, only the servers
 	// of its own profile or scope.
 	DownServers []DownServer `json:"downServers,omitempty"`
+	// statusHint is where the caller learns more of DownServers
+	// (policy.StatusHint); "" = toolgate__server_status.
+	statusHint string
 }
 
 // DownServer is a server whose tools search cannot find, and why.
@@ -371,6 +374,7 @@ func (g *Gateway) search(ctx context.Context, a searchArgs) (SearchResult, error
 	}
 	if out.NoMatch || len(out.Tools) == 0 {
 		out.DownServers = g.downServers(caller, a.Server)
+		out.statusHint = policy.StatusHint(g.opts.Policy, caller, "")
 	}
 	return out, nil
 }
@@ -480,7 +484,7 @@ func renderSearch(a searchArgs, r SearchResult, args func(server string) map[str
 			b.WriteString(`, or leave out "readOnly"`)
 		}
 		b.WriteString(".")
-		writeDown(&b, r.DownServers)
+		writeDown(&b, r.DownServers, r.statusHint)
 		return b.String()
 	}
 	if r.NoMatch {
@@ -542,13 +546,14 @@ func renderSearch(a searchArgs, r SearchResult, args func(server string) map[str
 		b.WriteString("Call ")
 	}
 	b.WriteString(`execute_tool with {"name": "<name above>", "arguments": {...}}.`)
-	writeDown(&b, r.DownServers)
+	writeDown(&b, r.DownServers, r.statusHint)
 	return b.String()
 }
 
 // writeDown adds to a search's text the servers whose tools it could not
-// search, one line each.
-func writeDown(b *strings.Builder, down []DownServer) {
+// search, one line each, and where to learn more (hint, "" for
+// toolgate__server_status).
+func writeDown(b *strings.Builder, down []DownServer, hint string) {
 	if len(down) == 0 {
 		return
 	}
@@ -560,7 +565,7 @@ func writeDown(b *strings.Builder, down []DownServer) {
 	for _, d := range down {
 		fmt.Fprintf(b, "- %s: %s\n", d.Name, oneline.Cut(d.Reason, downReasonChars))
 	}
-	b.WriteString("toolgate__server_status NAME says more; once one runs, its tools are found.")
+	fmt.Fprintf(b, "%s; once one runs, its tools are found.", cmp.Or(hint, policy.StatusHint(nil, nil, "")))
 }
 
 // downReasonChars bounds a down server's reason in search_tools' text.

@@ -212,10 +212,17 @@ func oauthServer(s config.Server) oauth.Server {
 func (g *globals) command(words ...string) string { return g.commandWith("", words...) }
 
 // commandWith is command for words that name a config file whose dataDir
-// is configDataDir: the command finds that folder on its own.
+// is configDataDir: the command finds that folder on its own. The folder
+// is named in full, as the config file is (loginCommand): a gateway started
+// with --data-dir d1 told to run `… --data-dir d1`, which from another
+// folder (a service's, `toolgate status` run elsewhere) is another data
+// folder.
 func (g *globals) commandWith(configDataDir string, words ...string) string {
-	if g.DataDir() != dirs.DefaultData(configDataDir) {
-		words = append(words, "--data-dir", g.DataDir())
+	if dir := g.DataDir(); dir != dirs.DefaultData(configDataDir) {
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		words = append(words, "--data-dir", dir)
 	}
 	return shellword.Join(words...)
 }

@@ -511,3 +511,23 @@ func TestAuthMasksURLSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandsNameTheDataFolderInFull: a command toolgate prints for the
+// user to run (a login's, in the needs-login error of a gateway started
+// with a relative --data-dir) names the data folder in full, as it names
+// the config file: it said `--data-dir d1`, another folder once run from
+// elsewhere.
+func TestCommandsNameTheDataFolderInFull(t *testing.T) {
+	g := &globals{dataDir: filepath.Join("rel", "data")}
+	abs, err := filepath.Abs(g.dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := filepath.Abs("servers.json")
+	if got, want := g.loginCommand("servers.json")("demo"), "toolgate auth login demo --config "+cfg+" --data-dir "+abs; got != want {
+		t.Errorf("login command %q, want %q", got, want)
+	}
+	if got, want := g.command("toolgate", "keys", "create"), "toolgate keys create --data-dir "+abs; got != want {
+		t.Errorf("command %q, want %q", got, want)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -145,6 +146,13 @@ func connectKey(ctx context.Context, t *testing.T, addr, path, key, client strin
 // get sends GET url with an API key ("" = none).
 func get(t *testing.T, url, key string) *http.Response {
 	t.Helper()
+	resp, _ := getBody(t, url, key)
+	return resp
+}
+
+// getBody is get with the answer's body.
+func getBody(t *testing.T, url, key string) (*http.Response, string) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -152,13 +160,19 @@ func get(t *testing.T, url, key string) *http.Response {
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
+	return doBody(t, req)
+}
+
+// doBody sends req and returns the answer with its body, read and closed.
+func doBody(t *testing.T, req *http.Request) (*http.Response, string) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
-	io.Copy(io.Discard, resp.Body) //nolint:errcheck
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	return resp
+	return resp, string(body)
 }
 
 // TestServeRefusesRemoteWithoutKeys: a non-loopback address without API
@@ -317,6 +331,21 @@ func TestAPIKeysOverHTTP(t *testing.T) {
 			}
 		}
 	}
+	// The expired key's holder hears that it expired, on the front and
+	// the console, and `toolgate status` says it of $TOOLGATE_KEY: all
+	// three said "unknown, revoked or expired" (or "is not one of the
+	// gateway's").
+	for _, route := range []string{"/status", "/ui/api/state"} {
+		resp, body := getBody(t, base+route, expiredSecret)
+		if !strings.Contains(body, "the API key has expired: ask the gateway's operator for a key in force") {
+			t.Errorf("GET %s with the expired key: %s %s", route, resp.Status, body)
+		}
+	}
+	st := toolgateCmd(t, data, "status", "--addr", addr)
+	st.Env = append(st.Env, "TOOLGATE_KEY="+expiredSecret)
+	if out, err := st.CombinedOutput(); err == nil || !strings.Contains(string(out), "answered 401 Unauthorized: the key in $TOOLGATE_KEY has expired: ask the gateway's operator for a key in force, and put it in $TOOLGATE_KEY\n") {
+		t.Errorf("status with the expired key: %v\n%s", err, out)
+	}
 	for _, key := range []string{admin, ci, replica} {
 		for _, route := range []string{"/status", "/metrics", "/ui/"} {
 			if r := get(t, base+route, key); r.StatusCode != 200 {
@@ -341,7 +370,7 @@ func TestAPIKeysOverHTTP(t *testing.T) {
 	if _, stderr, err := runToolgate(t, data, "status", "--addr", addr); err == nil || !strings.Contains(stderr, "TOOLGATE_KEY") {
 		t.Errorf("status without a key: %v\n%s", err, stderr)
 	}
-	st := toolgateCmd(t, data, "status", "--addr", addr)
+	st = toolgateCmd(t, data, "status", "--addr", addr)
 	st.Env = append(st.Env, "TOOLGATE_KEY="+admin)
 	if out, err := st.CombinedOutput(); err != nil {
 		t.Errorf("status with a key: %v\n%s", err, out)
@@ -452,27 +481,28 @@ func TestRevokedKeyNamed(t *testing.T) {
 	if _, stderr, err := runToolgate(t, data, "keys", "revoke", "bob"); err != nil {
 		t.Fatalf("keys revoke: %v\n%s", err, stderr)
 	}
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	req.Header.Set("Authorization", "Bearer "+bob)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 401 || !strings.HasPrefix(string(body), "Unauthorized: the API key was revoked at ") {
+	if resp, body := getBody(t, url, bob); resp.StatusCode != 401 || !strings.HasPrefix(body, "Unauthorized: the API key was revoked at ") {
 		t.Errorf("GET /status with bob's revoked key: %s %s, want 401 saying it was revoked", resp.Status, body)
 	}
-	// The console checks keys itself: a bearer, a login.
-	if r := get(t, "http://"+addr+"/ui/api/state", bob); r.StatusCode != 401 {
-		t.Errorf("GET /ui/api/state with bob's revoked key: %s", r.Status)
-	}
+	// The console checks keys itself: a bearer, a login. Both say it was
+	// revoked, as the front does, where they said "unknown, revoked or
+	// expired".
+	state, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/ui/api/state", nil)
+	state.Header.Set("Authorization", "Bearer "+bob)
 	login, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/ui/api/login", strings.NewReader(`{"key": "`+bob+`"}`))
 	login.Header.Set("Origin", "http://"+addr)
-	if resp, err := http.DefaultClient.Do(login); err != nil || resp.StatusCode != 401 {
-		t.Errorf("console login with bob's revoked key: %v %v", resp, err)
-	} else {
-		resp.Body.Close()
+	for _, req := range []*http.Request{state, login} { // in the audit records' order, below
+		what := req.Method + " " + req.URL.Path
+		resp, body := doBody(t, req)
+		if resp.StatusCode != 401 || !regexp.MustCompile(`the API key was revoked at 20[-0-9T:]+Z: ask the gateway's operator for a key in force, and log in with it`).MatchString(body) {
+			t.Errorf("%s with bob's revoked key: %s %s, want 401 saying it was revoked", what, resp.Status, body)
+		}
+	}
+	// `toolgate status` with it says which key was refused, and why.
+	st := toolgateCmd(t, data, "status", "--addr", addr)
+	st.Env = append(st.Env, "TOOLGATE_KEY="+bob)
+	if out, err := st.CombinedOutput(); err == nil || !regexp.MustCompile("answered 401 Unauthorized: the key in \\$TOOLGATE_KEY was revoked at 20[-0-9T:]+Z: ask the gateway's operator for a key in force, and put it in \\$TOOLGATE_KEY\n").Match(out) {
+		t.Errorf("status with bob's revoked key: %v\n%s", err, out)
 	}
 	recs := auditRecords(t, data, audit.Filter{Tool: "http"}, func(rs []audit.Record) bool { return len(rs) >= 3 })
 	for i, prefix := range []string{"the API key was revoked at ", "console: the API key was revoked at ", "console login: the API key was revoked at "} {

@@ -237,7 +237,11 @@ func readStatus(resp *http.Response, u string) ([]byte, gateway.StatusReport, er
 	if resp.StatusCode == http.StatusUnauthorized {
 		fix := gateway.NeedsKeyFix("$" + envKey)
 		if resp.Request != nil && resp.Request.Header.Get("Authorization") != "" {
-			fix = gateway.KeyRefusedFix("$" + envKey) // not "put one in" where it was
+			said := ""
+			if gateway.OwnKeyRefusal(resp) {
+				said = string(body)
+			}
+			fix = gateway.KeyRefusedFix("$"+envKey, said) // not "put one in" where it was
 		}
 		return nil, rep, fmt.Errorf("%s answered %s: %s", u, resp.Status, fix)
 	}

@@ -808,7 +808,7 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 	if rf, _ := r.refused(); rf != nil && rf.answersBefore == r.headers().answers.Load() {
 		// go-sdk said the status text alone, under its calls. (A refusal
 		// the server answered past is not why the connect failed.)
-		w := b.atURL(rf.ownWords(b.cfg.URL, name, b.cfg.Type, err))
+		w := b.atURL(rf.ownWords(b.cfg.URL, b.loginCommand(), b.cfg.Type, err))
 		if rf.code < 500 {
 			return refusedError{w}
 		}
@@ -1129,7 +1129,7 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 			// "context canceled" and was not sent again (CI, under load).
 			err = fmt.Errorf("%w: %w", mcp.ErrSessionMissing, err)
 		}
-		w := rf.ownWords(b.cfg.URL, name, b.cfg.Type, err)
+		w := rf.ownWords(b.cfg.URL, b.loginCommand(), b.cfg.Type, err)
 		if rf.mayHaveRun(exact) {
 			last := w
 			for last.Then != nil {

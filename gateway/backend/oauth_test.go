@@ -502,7 +502,11 @@ func TestOAuthInsufficientScopeThenLogin(t *testing.T) {
 	e.rs = oauthtest.NewResourceServer(t, e.as, backendtest.NewServer(backendtest.ParseModes("normal")), &oauthtest.ResourceOptions{Scopes: []string{"write"}})
 	e.srv = oauth.Server{Name: "demo", URL: e.rs.URL, Transport: config.TypeHTTP, Scopes: []string{"read"}}
 	e.login(t)
-	tokens := oauth.NewTokens(e.store, &oauth.Options{Logger: e.logs.Logger(), PollInterval: 10 * time.Millisecond})
+	const login = "toolgate auth login demo --config /etc/toolgate.json --data-dir /srv/tg"
+	tokens := oauth.NewTokens(e.store, &oauth.Options{Logger: e.logs.Logger(), PollInterval: 10 * time.Millisecond,
+		LoginCommand: func(server string) string {
+			return "toolgate auth login " + server + " --config /etc/toolgate.json --data-dir /srv/tg"
+		}})
 	t.Cleanup(func() { tokens.Close() })
 	o := testOptions(e.logs)
 	o.Auth = tokens
@@ -513,15 +517,19 @@ func TestOAuthInsufficientScopeThenLogin(t *testing.T) {
 		st = statusOf(t, e.pool, "demo")
 		return st.State == StateDown
 	})
-	if want := `the server wants the scopes "write", which the login was not given`; !strings.Contains(st.Err, want) || !strings.Contains(st.Err, "toolgate auth login demo") {
-		t.Errorf("status error %q, want %q and the command", st.Err, want)
+	// The command in full, as the needs-login error gives it: it said
+	// `toolgate auth login demo`, which on another data folder than the
+	// default logs in to the wrong one.
+	if want := `the server wants the scopes "write", which the login was not given`; !strings.Contains(st.Err, want) || !strings.HasSuffix(st.Err, "and run `"+login+"`") {
+		t.Errorf("status error %q, want %q and the command %q", st.Err, want, login)
 	}
 	// A key that is not admin reads the gateway's words and the fix, what
 	// the server said hidden: its URL, its answer's body and the scopes of
-	// its WWW-Authenticate header (it read all hidden).
+	// its WWW-Authenticate header (it read all hidden); the command bare,
+	// without the paths of the gateway's machine.
 	want := `backend "demo" at (` + HiddenFromKey + `): the server answered a POST with 403 Forbidden`
 	fix := `: the server wants the scopes (` + HiddenFromKey + `), which the login was not given: list them, with those it has, in the entry's "oauth": {"scopes": [...]} and run ` + "`toolgate auth login demo`"
-	if got := st.ForKey().Err; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, fix) || strings.Contains(got, "write") || strings.Contains(got, e.rs.URL) {
+	if got := st.ForKey().Err; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, fix) || strings.Contains(got, "write") || strings.Contains(got, e.rs.URL) || strings.Contains(got, "/etc/") {
 		t.Errorf("its status, as a key that is not admin reads it:\n%s\nwant:\n%s … %s", got, want, fix)
 	}
 	e.srv.Scopes = []string{"read", "write"}

@@ -239,6 +239,14 @@ type Authorizer interface {
 	Changed(server string) <-chan struct{}
 }
 
+// LoginCommander is an Authorizer that names the exact command that logs
+// in to a server (oauth.Tokens: with the config and data folder of the
+// gateway), for the fixes of a server's refusals (401, 403) to quote as
+// its needs-login error does.
+type LoginCommander interface {
+	LoginCommand(server string) string
+}
+
 // Status is a snapshot of one backend.
 type Status struct {
 	Name      string    `json:"name"`

@@ -155,13 +155,13 @@ func sameURL(to, endpoint string) bool {
 }
 
 // ownWords is "the server answered " + in(endpoint) + ": " + the fix for
-// the server named name of type typ (fix), cause wrapped, with what the
+// the server of type typ that login logs in to (fix), cause wrapped, with what the
 // server said kept apart from the gateway's words (OwnWords): its body's
 // words, the URL the request went to when it is not endpoint, and the
 // scopes a 403 asked for. A key that is not admin reads "the server
 // answered a POST with 401 Unauthorized (hidden …): " and the fix.
-func (r *refusal) ownWords(endpoint, name, typ string, cause error) *OwnWords {
-	fix := r.fix(name, typ)
+func (r *refusal) ownWords(endpoint string, login loginCmd, typ string, cause error) *OwnWords {
+	fix := r.fix(login, typ)
 	if !sameURL(r.url, endpoint) {
 		return &OwnWords{Before: "the server answered ", Said: quietCause{r.in(endpoint), cause}, After: ": ", Then: fix}
 	}
@@ -172,10 +172,10 @@ func (r *refusal) ownWords(endpoint, name, typ string, cause error) *OwnWords {
 	return w
 }
 
-// fix says what to check for the status, for the server named name of
-// type typ: the gateway's words, and the scopes a 403 asked for (its
-// WWW-Authenticate header's) kept apart.
-func (r *refusal) fix(name, typ string) *OwnWords {
+// fix says what to check for the status, for the server of type typ
+// that login logs in to: the gateway's words, and the scopes a 403 asked
+// for (its WWW-Authenticate header's) and the login command kept apart.
+func (r *refusal) fix(login loginCmd, typ string) *OwnWords {
 	var fix string
 	switch {
 	case r.sessionGone():
@@ -185,21 +185,23 @@ func (r *refusal) fix(name, typ string) *OwnWords {
 	case r.code == http.StatusMethodNotAllowed && r.method == http.MethodPost && typ != config.TypeSSE:
 		fix = "the url does not take POST: a server of the older SSE transport needs \"type\": \"sse\"; else check the url's path"
 	case r.code == http.StatusUnauthorized:
-		fix = fmt.Sprintf("the server wants credentials: set them in the entry's \"headers\" (\"Authorization\": \"Bearer ${TOKEN}\"); `toolgate auth login %s` logs in where the server offers OAuth", name)
+		return &OwnWords{Before: "the server wants credentials: set them in the entry's \"headers\" (\"Authorization\": \"Bearer ${TOKEN}\"); `", Said: login,
+			After: "` logs in where the server offers OAuth"}
 	case r.code == http.StatusForbidden && r.scope != "" && r.login:
 		return &OwnWords{Before: "the server wants the scopes ", Said: errors.New(strconv.Quote(r.scope)),
-			After: fmt.Sprintf(", which the login was not given: list them, with those it has, in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login %s`", name)}
+			After: ", which the login was not given: list them, with those it has, in the entry's \"oauth\": {\"scopes\": [...]} and run `", Then: login.then("`")}
 	case r.code == http.StatusForbidden && r.scope != "" && r.noToken:
 		// Told "which the login was not given" (an Authorizer stood by
 		// with no stored login) or "which the token in the entry's
 		// headers lacks", where neither was.
 		return &OwnWords{Before: "the server wants the scopes ", Said: errors.New(strconv.Quote(r.scope)),
-			After: fmt.Sprintf(", and the requests carry no token: set one with them in the entry's \"headers\" (\"Authorization\": \"Bearer ${TOKEN}\"), or, where the server offers OAuth, list them in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login %s`", name)}
+			After: ", and the requests carry no token: set one with them in the entry's \"headers\" (\"Authorization\": \"Bearer ${TOKEN}\"), or, where the server offers OAuth, list them in the entry's \"oauth\": {\"scopes\": [...]} and run `", Then: login.then("`")}
 	case r.code == http.StatusForbidden && r.scope != "":
 		return &OwnWords{Before: "the server wants the scopes ", Said: errors.New(strconv.Quote(r.scope)),
 			After: ", which the token in the entry's \"headers\" lacks: give it a token with them"}
 	case r.code == http.StatusForbidden && r.login:
-		fix = fmt.Sprintf("the server refused the stored login's token or this client: the login may lack a scope the server wants (list it in the entry's \"oauth\": {\"scopes\": [...]} and run `toolgate auth login %s`), or the server does not let this address in", name)
+		return &OwnWords{Before: "the server refused the stored login's token or this client: the login may lack a scope the server wants (list it in the entry's \"oauth\": {\"scopes\": [...]} and run `", Said: login,
+			After: "`), or the server does not let this address in"}
 	case r.code == http.StatusForbidden:
 		fix = "the server refused these credentials or this client: check the entry's \"headers\" (the token and its scopes) and whether the server lets this address in"
 	case r.code == http.StatusTooManyRequests:
@@ -211,6 +213,22 @@ func (r *refusal) fix(name, typ string) *OwnWords {
 	}
 	return own(fix, nil)
 }
+
+// loginCmd is the command that logs in to a server, as a refusal's fix
+// quotes it: in full for the gateway's operator, with the config and data
+// folder the gateway runs on (LoginCommander: `toolgate auth login demo
+// --config /etc/toolgate.json --data-dir /srv/tg`), bare to an API key
+// that is not admin, which learns no path on the gateway's machine
+// (ErrForKey). The fixes said the bare command to all: run as printed for a
+// gateway on another data folder, it logged in to the default one, or
+// failed with no gateway there to take the config from.
+type loginCmd struct{ full, bare string }
+
+func (c loginCmd) Error() string  { return c.full }
+func (c loginCmd) forKey() string { return c.bare }
+
+// then is the words of c, then after.
+func (c loginCmd) then(after string) *OwnWords { return &OwnWords{Said: c, After: after} }
 
 // refusalOf describes resp when its status is an error (400 or more) that
 // go-sdk would report with the status text alone ("calling "initialize":
@@ -581,6 +599,16 @@ func (b *backend) auth() Authorizer {
 		}
 	}
 	return b.p.opts.Auth
+}
+
+// loginCommand is the command that logs in to the server, for its
+// refusals' fixes: the Authorizer's (LoginCommander) when it names one.
+func (b *backend) loginCommand() loginCmd {
+	bare := "toolgate auth login " + b.cfg.Name
+	if lc, ok := b.p.opts.Auth.(LoginCommander); ok {
+		return loginCmd{full: lc.LoginCommand(b.cfg.Name), bare: bare}
+	}
+	return loginCmd{full: bare, bare: bare}
 }
 
 // connectRemote connects over streamable HTTP or SSE. ctx is the session's

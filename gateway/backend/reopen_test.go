@@ -89,7 +89,7 @@ func TestSessionNotFoundSaysSo(t *testing.T) {
 		resp := &http.Response{StatusCode: http.StatusNotFound, Status: "404 Not Found", Request: req,
 			Header: http.Header{"Content-Type": {"text/plain"}}, Body: io.NopCloser(strings.NewReader("session not found"))}
 		rf := refusalOf(resp, false, false)
-		if rf == nil || !strings.Contains(rf.fix("hosted", config.TypeHTTP).Error(), want) {
+		if rf == nil || !strings.Contains(rf.fix(loginCmd{full: "toolgate auth login hosted", bare: "toolgate auth login hosted"}, config.TypeHTTP).Error(), want) {
 			t.Errorf("404 with session %q: %+v, want a fix that says %q", session, rf, want)
 		}
 	}
@@ -248,7 +248,7 @@ func TestInsufficientScopeSaysWhich(t *testing.T) {
 		if rf == nil {
 			t.Fatalf("%s: no refusal", tc.name)
 		}
-		if fix := rf.fix("hosted", config.TypeHTTP).Error(); !strings.Contains(fix, tc.want) || strings.Contains(fix, tc.wantNo) {
+		if fix := rf.fix(loginCmd{full: "toolgate auth login hosted", bare: "toolgate auth login hosted"}, config.TypeHTTP).Error(); !strings.Contains(fix, tc.want) || strings.Contains(fix, tc.wantNo) {
 			t.Errorf("%s: fix\n%s\nwant\n%s\nand not %q", tc.name, fix, tc.want, tc.wantNo)
 		}
 	}

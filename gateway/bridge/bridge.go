@@ -498,10 +498,15 @@ func (b *bridge) refusal(resp *http.Response, body []byte) string {
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:
 		fix := gateway.NeedsKeyFix(keyEnv)
+		own := gateway.OwnKeyRefusal(resp)
 		if b.opts.Key != "" {
-			fix = gateway.KeyRefusedFix(keyEnv)
+			said := ""
+			if own {
+				said = string(body)
+			}
+			fix = gateway.KeyRefusedFix(keyEnv, said)
 		}
-		if gateway.OwnKeyRefusal(resp) {
+		if own {
 			return fmt.Sprintf("toolgate at %s answered %s: %s", b.opts.URL, resp.Status, fix)
 		}
 		return msg + " (" + fix + ")"

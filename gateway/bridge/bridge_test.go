@@ -354,7 +354,11 @@ func TestRefusals(t *testing.T) {
 			if !strings.Contains(r.URL.Path, "proxy") {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`) // the gateway's own refusal
 			}
-			http.Error(w, "Unauthorized: this gateway needs an API key", http.StatusUnauthorized)
+			said := "Unauthorized: this gateway needs an API key"
+			if r.Header.Get("Authorization") == "Bearer revoked" {
+				said = "Unauthorized: the API key was revoked at 2026-12-06T09:37:15Z: ask the gateway's operator for a key in force"
+			}
+			http.Error(w, said, http.StatusUnauthorized)
 			return
 		}
 		http.NotFound(w, r)
@@ -371,6 +375,10 @@ func TestRefusals(t *testing.T) {
 		// its body, which says the same, was printed before the fix.
 		{"no key", bridge.Options{URL: srv.URL, KeyEnv: "$TOOLGATE_KEY"}, []string{"toolgate at " + srv.URL + " answered 401 Unauthorized: the gateway needs an API key: put one in $TOOLGATE_KEY (`toolgate keys create` makes one)"}},
 		{"wrong key", bridge.Options{URL: srv.URL, Key: "bad", KeyEnv: "$TOOLGATE_KEY"}, []string{"toolgate at " + srv.URL + " answered 401 Unauthorized: the key in $TOOLGATE_KEY is not one of the gateway's"}},
+		// A key the gateway named revoked: said of the key in
+		// $TOOLGATE_KEY, where it read "is not one of the gateway's, or was
+		// revoked or has expired".
+		{"revoked key", bridge.Options{URL: srv.URL, Key: "revoked", KeyEnv: "$TOOLGATE_KEY"}, []string{"toolgate at " + srv.URL + " answered 401 Unauthorized: the key in $TOOLGATE_KEY was revoked at 2026-12-06T09:37:15Z: ask the gateway's operator for a key in force, and put it in $TOOLGATE_KEY"}},
 		// Another's 401 (a proxy in front): its words, then the fix.
 		{"proxy", bridge.Options{URL: srv.URL + "/proxy", KeyEnv: "$TOOLGATE_KEY"}, []string{"answered 401 Unauthorized: Unauthorized: this gateway needs an API key (the gateway needs an API key: put one in $TOOLGATE_KEY"}},
 		{"no such route", bridge.Options{URL: srv.URL + "/profiles/nope/mcp", Key: "good"}, []string{"404 Not Found", "/profiles/NAME/mcp"}},

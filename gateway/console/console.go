@@ -31,6 +31,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/policy"
@@ -283,11 +284,14 @@ func (c *Console) keysRequired() bool { return c.o.Keys != nil && c.o.Keys.Requi
 // address over its refusal limit (Options.Refusals) is answered with 429
 // here, as every other route answers it, and ok is false with written
 // true.
-func (c *Console) authorize(w http.ResponseWriter, r *http.Request) (ss *session, caller *policy.Caller, ok, written bool) {
+//
+// refused is why the key was not accepted (a bearer key's, or the
+// session's that was revoked or expired): the 401's words (refusedKey).
+func (c *Console) authorize(w http.ResponseWriter, r *http.Request) (ss *session, caller *policy.Caller, ok, written bool, refused error) {
 	ss = c.sessions.get(r)
 	caller = &policy.Caller{Transport: policy.TransportHTTP, Remote: r.RemoteAddr}
 	if !c.keysRequired() {
-		return ss, caller, true, false
+		return ss, caller, true, false, nil
 	}
 	if k := bearer(r); k != "" {
 		key, err := c.o.Keys.Scope(k)
@@ -296,19 +300,21 @@ func (c *Console) authorize(w http.ResponseWriter, r *http.Request) (ss *session
 			record, after := c.recordRefusal(r)
 			if !record {
 				tooManyRefused(w, after, "an unknown, revoked or expired API key")
-				return nil, caller, false, true
+				return nil, caller, false, true, err
 			}
 			c.audit(r, caller, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console: " + err.Error(), Status: http.StatusUnauthorized})
 		}
-		return nil, caller, err == nil, false
+		return nil, caller, err == nil, false, err
 	}
 	if ss != nil && ss.key != "" {
-		if key, err := c.o.Keys.Scope(ss.key); err == nil {
+		key, err := c.o.Keys.Scope(ss.key)
+		if err == nil {
 			caller.Key = key
-			return ss, caller, true, false
+			return ss, caller, true, false, nil
 		}
+		return ss, caller, false, false, err
 	}
-	return ss, caller, false, false
+	return ss, caller, false, false, nil
 }
 
 // tooManyRefused answers 429 to an address over its refusal limit; last
@@ -445,15 +451,15 @@ func (c *Console) actionable(caller *policy.Caller, a action) []string {
 // does not admit itself (401 without a session or key, 429 past the
 // address's refusal limit or the key's rate) and then reports false.
 func (c *Console) admit(w http.ResponseWriter, r *http.Request) (*session, *policy.Caller, bool) {
-	ss, caller, ok, written := c.authorize(w, r)
+	ss, caller, ok, written, refused := c.authorize(w, r)
 	switch {
 	case written:
 		return nil, nil, false
 	case !ok && bearer(r) != "": // refused and audited by authorize
-		unauthorized(w, badKey)
+		unauthorized(w, refusedKey(refused))
 		return nil, nil, false
 	case !ok:
-		c.refuseWithoutKey(w, r, caller, ss != nil && ss.key != "")
+		c.refuseWithoutKey(w, r, caller, refused)
 		return nil, nil, false
 	case c.overRate(w, r, caller):
 		return nil, nil, false
@@ -502,10 +508,13 @@ func (c *Console) post(h func(w http.ResponseWriter, r *http.Request, caller *po
 // one by one under the address's refusal limit, 429 past it. (The page
 // itself is the login form then, not a refusal; its script stops polling
 // while the form shows.)
-func (c *Console) refuseWithoutKey(w http.ResponseWriter, r *http.Request, caller *policy.Caller, sessionKeyEnded bool) {
+func (c *Console) refuseWithoutKey(w http.ResponseWriter, r *http.Request, caller *policy.Caller, sessionKeyEnded error) {
 	why, msg := "no API key or console session", needKey
-	if sessionKeyEnded {
+	if sessionKeyEnded != nil {
 		why, msg = "the console session's API key was revoked or expired", sessionEnds
+		if keys.Refusal(sessionKeyEnded) != keys.UnknownWords {
+			msg = "the console session ended: " + keys.Refusal(sessionKeyEnded) + ", and log in again with it"
+		}
 	} else if _, err := r.Cookie(cookieName); err == nil {
 		// A session cookie this gateway does not know: the page was
 		// opened before the gateway restarted (sessions are kept in
@@ -521,8 +530,21 @@ func (c *Console) refuseWithoutKey(w http.ResponseWriter, r *http.Request, calle
 	unauthorized(w, msg)
 }
 
+// refusedKey is the 401's text for a key sent (to log in, or as a bearer)
+// that is not accepted: a revoked or expired key is told so with what to
+// do, as the HTTP front tells it (keys.Refusal: only the holder of its
+// secret hears it), any other badKey. The console said badKey to a key the
+// front named revoked.
+func refusedKey(err error) string {
+	if words := keys.Refusal(err); words != keys.UnknownWords {
+		return words + ", and log in with it"
+	}
+	return badKey
+}
+
 // The 401s' texts: no key at all, and a key sent (to log in, or as a
-// bearer) that is not accepted, which says nothing of which keys exist.
+// bearer) that is not accepted and not named (refusedKey), which says
+// nothing of which keys exist.
 const (
 	needKey     = "an API key is required: log in on the console page, or send Authorization: Bearer KEY"
 	badKey      = "the API key was not accepted: it is unknown, revoked or expired. Log in with a valid key (`toolgate keys create` makes one)"
@@ -919,7 +941,7 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 		c.log.Warn("console login refused: unknown, expired or revoked key", "remote", r.RemoteAddr)
 		// A revoked or expired key is named, with why.
 		c.audit(r, &policy.Caller{Key: k}, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console login: " + err.Error(), Status: http.StatusUnauthorized})
-		unauthorized(w, badKey)
+		unauthorized(w, refusedKey(err))
 		return
 	}
 	c.sessions.end(w, r)
@@ -951,7 +973,7 @@ type Page struct {
 }
 
 func (c *Console) servePage(w http.ResponseWriter, r *http.Request) {
-	ss, caller, ok, written := c.authorize(w, r)
+	ss, caller, ok, written, _ := c.authorize(w, r)
 	if written || ok && c.overRate(w, r, caller) {
 		return
 	}

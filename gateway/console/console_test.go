@@ -452,7 +452,8 @@ func TestKeys(t *testing.T) {
 		t.Fatalf("state without a login: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 	}
 	// A key that is not accepted is told so, not that a key is required,
-	// in the same words whatever the key (unknown, or revoked below).
+	// in the same words whatever the key it is not (revoked below is
+	// named to its holder).
 	if resp, body := e.do(t, "POST", "/ui/api/login", `{"key": "tg_wrong"}`, "Origin", origin); resp.StatusCode != 401 || !strings.Contains(body, "the API key was not accepted: it is unknown, revoked or expired") {
 		t.Errorf("login with a wrong key: %d %s", resp.StatusCode, body)
 	}
@@ -487,11 +488,14 @@ func TestKeys(t *testing.T) {
 	keys.mu.Lock()
 	keys.revoked = true
 	keys.mu.Unlock()
-	if resp, body := e.do(t, "GET", "/ui/api/state", ""); resp.StatusCode != 401 || !strings.Contains(body, "the console session's API key was revoked or expired") {
-		t.Errorf("state after the key was revoked: %d %s, want 401 saying the session's key ended", resp.StatusCode, body)
+	// Its holder is told it was revoked, and what to do, as the HTTP
+	// front tells it: they said "revoked or expired", "unknown, revoked
+	// or expired".
+	if resp, body := e.do(t, "GET", "/ui/api/state", ""); resp.StatusCode != 401 || !strings.Contains(body, "the console session ended: the API key was revoked: ask the gateway's operator for a key in force, and log in again with it") {
+		t.Errorf("state after the key was revoked: %d %s, want 401 saying the session's key was revoked", resp.StatusCode, body)
 	}
-	if resp, body := e.do(t, "POST", "/ui/api/login", `{"key": "tg_secret"}`, "Origin", origin); resp.StatusCode != 401 || !strings.Contains(body, "the API key was not accepted: it is unknown, revoked or expired") {
-		t.Errorf("login with the revoked key: %d %s, want the words of an unknown key", resp.StatusCode, body)
+	if resp, body := e.do(t, "POST", "/ui/api/login", `{"key": "tg_secret"}`, "Origin", origin); resp.StatusCode != 401 || !strings.Contains(body, "the API key was revoked: ask the gateway's operator for a key in force, and log in with it") {
+		t.Errorf("login with the revoked key: %d %s, want it named revoked", resp.StatusCode, body)
 	}
 	if resp, _ := e.do(t, "POST", "/ui/api/restart", `{"server": "filesystem"}`, "Origin", origin, csrfHeader, csrf); resp.StatusCode != 401 {
 		t.Errorf("restart after the key was revoked: %d, want 401", resp.StatusCode)

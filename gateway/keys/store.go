@@ -35,6 +35,24 @@ var (
 	ErrUnavailable = errors.New("the API key store cannot be read")
 )
 
+// UnknownWords are what the gateway answers a secret that is no key it can
+// name (unknown, or of a revoked key when the revoked keys cannot be read):
+// the same words for every such secret, which tell nothing of which keys
+// exist.
+const UnknownWords = "the API key is unknown, revoked or expired"
+
+// Refusal is what the gateway answers the holder of a secret Verify
+// refused with err: a revoked or expired key says which, and when it was
+// revoked, with what to do (only the holder of its secret hears it, which
+// tells nothing of which keys exist), any other key UnknownWords. The HTTP
+// front and the console say the same.
+func Refusal(err error) string {
+	if errors.Is(err, ErrRevoked) || errors.Is(err, ErrExpired) {
+		return err.Error() + ": ask the gateway's operator for a key in force"
+	}
+	return UnknownWords
+}
+
 // Source is where an entry was read from.
 type Source string
 

@@ -112,7 +112,7 @@ func (s *Server) addServer(ctx context.Context, c *policy.Caller, a addArgs) *mc
 			"Server %q is added to %s but CANNOT START: %v. It stays down until that is fixed: %s.", a.Name, docs[i].Path, err, fix)
 	}
 	return result(map[string]any{"server": a.Name, "file": docs[i].Path},
-		"Server %q is added to %s and starting; its tools are searchable once it has listed them (toolgate__server_status shows its state).", a.Name, docs[i].Path)
+		"Server %q is added to %s and starting; its tools are searchable once it has listed them. %s.", a.Name, docs[i].Path, policy.StatusHint(s.rt.Policy(), c, a.Name))
 }
 
 func (s *Server) removeServer(ctx context.Context, c *policy.Caller, a serverArgs) *mcp.CallToolResult {

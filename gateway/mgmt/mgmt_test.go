@@ -653,3 +653,31 @@ func TestScopedRefusalNamesWhatItMayManage(t *testing.T) {
 		}
 	}
 }
+
+// TestDownAnswerHintPerKey: restart_server's answer for a server that comes
+// back down, and list_servers', point to toolgate__server_status only when
+// the key may run it (policy.StatusHint); a key allowed restart_server
+// alone is sent to the gateway's operator. It was told that
+// server_status "shows its recent stderr lines", which no key that is
+// not admin reads either.
+func TestDownAnswerHintPerKey(t *testing.T) {
+	s, _, rt, _ := newTestServer(t, false)
+	rt.tools = []catalog.Tool{{Server: "b", Name: "y"}, {Server: Name, Name: "restart_server"}, {Server: Name, Name: "server_status"}, {Server: Name, Name: "list_servers"}}
+	rt.pol = policy.NewSet(keys.NewScope(rt.pol.Profiles, ChangesConfig), policy.NewConfigured([]string{"a", "b", Name}), policy.NewDisabled(nil), rt.pol.Profiles())
+	for _, tc := range []struct {
+		allow      []string
+		down, list string // the end of restart b's answer; list_servers' last sentence, "" for none
+	}{
+		{[]string{"b__*", "toolgate__*"}, "\ntoolgate__server_status b says more.", "toolgate__server_status shows one server's details and recent log lines."},
+		{[]string{"b__*", "toolgate__restart_server", "toolgate__list_servers"}, "\nAsk the gateway's operator: `toolgate status` shows why.", ""},
+	} {
+		c := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "low", Allow: tc.allow}}
+		if res := run(t, s, c, "restart_server", map[string]any{"name": "b"}); !res.IsError || !strings.HasPrefix(resText(res), `Server "b" was restarted but is DOWN: `) || !strings.HasSuffix(resText(res), tc.down) {
+			t.Errorf("allow %v: restart b: %s\nwant it to end with %q", tc.allow, resText(res), tc.down)
+		}
+		txt := resText(run(t, s, c, "list_servers", nil))
+		if tc.list != "" && !strings.HasSuffix(txt, tc.list) || tc.list == "" && strings.Contains(txt, "server_status") {
+			t.Errorf("allow %v: list_servers: %s\nwant its last sentence %q", tc.allow, txt, tc.list)
+		}
+	}
+}

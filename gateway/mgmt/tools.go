@@ -235,7 +235,10 @@ func (s *Server) listServers(_ context.Context, c *policy.Caller, _ noArgs) *mcp
 		// The list is the overview: server_status has the details.
 		in.Since, in.PID, in.Protocol, in.InFlight, in.Target = time.Time{}, 0, "", 0, ""
 	}
-	fmt.Fprintf(&b, "%d of %d up (or idle until first used). toolgate__server_status shows one server's details and recent log lines.", up, len(infos))
+	fmt.Fprintf(&b, "%d of %d up (or idle until first used).", up, len(infos))
+	if policy.MayAskStatus(s.rt.Policy(), c) {
+		b.WriteString(" toolgate__server_status shows one server's details and recent log lines.")
+	}
 	return result(ServerList{Servers: infos}, "%s", b.String())
 }
 
@@ -393,9 +396,9 @@ func (s *Server) started(ctx context.Context, c *policy.Caller, server string, o
 	case string(backend.StateDown):
 		out["error"] = now.Error
 		return &mcp.CallToolResult{IsError: true, StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
-			"Server %q was %s but is DOWN: %s\ntoolgate__server_status shows its recent stderr lines.", server, verb, now.Error)}}}
+			"Server %q was %s but is DOWN: %s\n%s.", server, verb, now.Error, policy.StatusHint(s.rt.Policy(), c, server))}}}
 	case string(backend.StateConnecting):
-		return result(out, "Server %q is %s and still connecting after %s; toolgate__server_status shows when it is up.", server, verb, startWait)
+		return result(out, "Server %q is %s and still connecting after %s. %s.", server, verb, startWait, policy.StatusHint(s.rt.Policy(), c, server))
 	}
 	return result(out, "Server %q is %s: %s.", server, verb, now.State)
 }

@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"cmp"
 	"strings"
 
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index/catalog"
 )
 
@@ -97,6 +99,34 @@ func (s *Set) MayManage(c *Caller, tools Tools, server string) (ok bool, why str
 // profile or key that names the server, or whose globs cover all its
 // tools, sees it; narrower globs do not.
 func AnyTool(server string) catalog.Tool { return catalog.Tool{Server: server, Name: "*"} }
+
+// StatusTool is the management tool that says why a server is down or
+// still connecting: toolgate__server_status.
+var StatusTool = catalog.Tool{Server: config.BuiltinServer, Name: "server_status"}
+
+// Seer is what StatusHint needs of the rules: Set.Sees.
+type Seer interface {
+	Sees(c *Caller, t catalog.Tool) bool
+}
+
+// MayAskStatus reports whether c's own rules (its profile, its key's
+// scope) let it run toolgate__server_status; rules nil: no rule limits c.
+// The one rule for the answers that point there (StatusHint).
+func MayAskStatus(rules Seer, c *Caller) bool { return rules == nil || rules.Sees(c, StatusTool) }
+
+// StatusHint is where an answer that names a server c may see, down or
+// still connecting, sends c to learn why (server "" for "NAME", several
+// servers), as a sentence without its full stop: toolgate__server_status
+// when c may run it (MayAskStatus), else the gateway's operator, whose
+// `toolgate status` shows each server's state and last error. A key or
+// profile without the management tools was told to run
+// toolgate__server_status, which it cannot even find.
+func StatusHint(rules Seer, c *Caller, server string) string {
+	if MayAskStatus(rules, c) {
+		return StatusTool.ID() + " " + cmp.Or(server, "NAME") + " says more"
+	}
+	return "Ask the gateway's operator: `toolgate status` shows why"
+}
 
 // callerCheck is the first reason a rule that reads c (its Scope of c is
 // not "") gives against t, or "": the rules of who c is, not of the

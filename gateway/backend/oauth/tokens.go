@@ -143,6 +143,10 @@ func (t *Tokens) Close() error {
 	return nil
 }
 
+// LoginCommand is the command that logs in to server (Options.LoginCommand),
+// for the pool's errors to quote (backend.LoginCommander).
+func (t *Tokens) LoginCommand(server string) string { return t.opts.LoginCommand(server) }
+
 // Changed returns a channel that is closed once server's login file
 // changes (a login, a logout, a refresh by another gateway) after this
 // call. The file is polled (Options.PollInterval) while someone waits, so

@@ -489,6 +489,11 @@ func TestLogs(t *testing.T) {
 		}
 	}
 	follow, waitLine := startFollow()
+	// Its first look printed the last line (-n 1): the restart's line comes
+	// after it. A restart asked before that look would be one of the lines
+	// -n 1 leaves out (a loaded machine starts `logs -f` slower than
+	// `servers restart` ends).
+	waitLine("")
 	if out, err := toolgateCmd(t, data, "servers", "restart", "fake").CombinedOutput(); err != nil {
 		t.Fatalf("servers restart: %v\n%s", err, out)
 	}

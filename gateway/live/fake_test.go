@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -185,11 +184,11 @@ type fixture struct {
 	logs *testenv.LogBuffer
 }
 
-// wait waits for cond on the loop's counters (at most 20s: a failure, not
-// a timing).
+// wait waits for cond on the loop's counters (at most testenv.Timeout: a
+// failure, not a timing).
 func (f *fixture) wait(t *testing.T, what string, cond func(Stats) bool) Stats {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout)
 	defer cancel()
 	st, err := f.loop.Wait(ctx, cond)
 	if err != nil {

@@ -96,6 +96,8 @@ func TestAdapterSumsMatchWholeRegression(t *testing.T) {
 	}
 }
 
+// fitAdapterWhole is fitAdapter as it was: the regression on X and Y
+// built whole (queries × dim each), the reference of the sums.
 func fitAdapterWhole(ix *index.Index, ids []string, byTool map[string]*toolPairs, qv map[string][]float32) [][]float32 {
 	dim := ix.Dim()
 	type row struct {
@@ -146,29 +148,9 @@ func fitAdapterWhole(ix *index.Index, ids []string, byTool map[string]*toolPairs
 		}
 		total += r.w
 	}
-	alpha := learnAdapterPrior + learnAdapterPerPair*total
 	var a mat.SymDense
 	a.SymOuterK(1, x.T())
 	var b mat.Dense
 	b.Mul(x.T(), y)
-	for d := range dim {
-		a.SetSym(d, d, a.At(d, d)+alpha)
-		b.Set(d, d, b.At(d, d)+alpha)
-	}
-	var ch mat.Cholesky
-	if !ch.Factorize(&a) {
-		return nil // cannot happen: α > 0 makes a positive definite
-	}
-	var w mat.Dense
-	if err := ch.SolveTo(&w, &b); err != nil {
-		return nil
-	}
-	out := make([][]float32, dim)
-	for e := range out {
-		out[e] = make([]float32, dim)
-		for d := range dim {
-			out[e][d] = float32(w.At(d, e))
-		}
-	}
-	return out
+	return solveAdapter(&a, &b, total)
 }

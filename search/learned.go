@@ -351,9 +351,14 @@ func fitAdapter(ix *index.Index, ids []string, byTool map[string]*toolPairs, qv 
 		}
 		blas64.Gemm(blas.Trans, blas.NoTrans, 1, sums, tools, 1, xty)
 	}
+	return solveAdapter(mat.NewSymDense(dim, xtx.Data), mat.NewDense(dim, dim, xty.Data), total)
+}
+
+// solveAdapter returns the rows of W = (XᵀX + αI)⁻¹(XᵀY + αI), given
+// a = XᵀX and b = XᵀY (both changed) and the pairs' total weight.
+func solveAdapter(a *mat.SymDense, b *mat.Dense, total float64) [][]float32 {
+	dim, _ := b.Dims()
 	alpha := learnAdapterPrior + learnAdapterPerPair*total
-	a := mat.NewSymDense(dim, xtx.Data)
-	b := mat.NewDense(dim, dim, xty.Data)
 	for d := range dim {
 		a.SetSym(d, d, a.At(d, d)+alpha)
 		b.Set(d, d, b.At(d, d)+alpha)

@@ -659,15 +659,18 @@ func (e *Engine) startRefresh() <-chan struct{} {
 }
 
 // Rebuilds of new pairs are spaced (waitRebuild): one ends at least
-// learnRebuildMin, and learnRebuildRatio times its own length, before the
-// next starts, so they take at most a tenth of a core however fast pairs
-// come. Back to back, one after each new pair of a steady stream, they
-// were most of a gateway's CPU: on the soak (one session after another,
-// each a search and a call that teaches a pair) serve spent 46–55 ms a
-// session with learning on, 17 with it off.
+// learnRebuildMin, and learnRebuildRatio times its own length (up to
+// learnRebuildMax), before the next starts, so they take at most a tenth
+// of a core however fast pairs come. Back to back, one after each new pair
+// of a steady stream, they were most of a gateway's CPU: on the soak (one
+// session after another, each a search and a call that teaches a pair)
+// serve spent 46–55 ms a session with learning on, 17 with it off. The
+// cap bounds how long new pairs wait after a long rebuild (one that
+// embedded many queries whose cached vectors had expired).
 var (
 	learnRebuildMin   = time.Second
 	learnRebuildRatio = 9
+	learnRebuildMax   = time.Minute
 )
 
 // waitRebuild waits, in the rebuilding goroutine, until the next rebuild
@@ -681,7 +684,7 @@ func (e *Engine) waitRebuild() {
 	if m == nil || s == nil || m.ix != s.ix {
 		return
 	}
-	wait := time.Until(e.builtAt.Add(max(learnRebuildMin, time.Duration(learnRebuildRatio)*e.buildTook)))
+	wait := time.Until(e.builtAt.Add(max(learnRebuildMin, min(time.Duration(learnRebuildRatio)*e.buildTook, learnRebuildMax))))
 	if wait <= 0 {
 		return
 	}

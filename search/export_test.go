@@ -5,9 +5,18 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/toolgate/toolgate/index"
 )
+
+// SpaceLearnedRebuilds sets the least spacing of the learned model's
+// rebuilds (learnRebuildMin) until the returned func restores it.
+func SpaceLearnedRebuilds(d time.Duration) (restore func()) {
+	was := learnRebuildMin
+	learnRebuildMin = d
+	return func() { learnRebuildMin = was }
+}
 
 // SearchWhole ranks q the way Search did before it pruned: both signals
 // fetched for the whole (server-filtered) catalog, every candidate's score

@@ -5,10 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
+	"time"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/toolgate/toolgate/index"
@@ -274,71 +278,97 @@ type toolPairs struct {
 // the learnAdapterMax heaviest distinct queries. It returns the map's rows:
 // component e of an adapted query is the dot product of row e and the
 // query.
+//
+// With X's rows √w·q (w the query's pairs' total weight) and Y's rows
+// y/√w (y its tools' vectors, each times its pair's weight):
+// XᵀX = Σ w·q·qᵀ, summed adapterChunk queries at a time, and
+// XᵀY = Σ_pairs w·q·tᵀ = Σ_tools s·tᵀ (s the weighted sum of the tool's
+// queries' vectors), adapterChunk tools at a time. X and Y themselves
+// (queries × dim each, and y per query: 38 MB at 4,096 queries) were the
+// most of a rebuild's garbage, which a gateway's heap held as the pairs
+// grew (74 MiB in use at 5,470 pairs on the soak, 18 at none).
 func fitAdapter(ix *index.Index, ids []string, byTool map[string]*toolPairs, qv map[string][]float32) [][]float32 {
 	dim := ix.Dim()
-	type row struct {
-		query string
-		w     float64   // the query's pairs' total weight
-		y     []float64 // their tools' vectors, weighted and summed
-	}
-	rows := map[string]*row{}
+	weight := map[string]float64{}
 	for _, id := range ids {
-		tv, _ := ix.Vector(id)
 		tp := byTool[id]
 		for i, q := range tp.queries {
-			r := rows[q]
-			if r == nil {
-				r = &row{query: q, y: make([]float64, dim)}
-				rows[q] = r
-			}
-			w := tp.weights[i]
-			r.w += w
-			for d, x := range tv {
-				r.y[d] += w * float64(x)
-			}
+			weight[q] += tp.weights[i]
 		}
 	}
-	list := make([]*row, 0, len(rows))
-	for _, r := range rows {
-		list = append(list, r)
-	}
-	slices.SortFunc(list, func(a, b *row) int {
-		if c := cmp.Compare(b.w, a.w); c != 0 {
+	list := slices.Collect(maps.Keys(weight))
+	slices.SortFunc(list, func(a, b string) int {
+		if c := cmp.Compare(weight[b], weight[a]); c != 0 {
 			return c
 		}
-		return strings.Compare(a.query, b.query)
+		return strings.Compare(a, b)
 	})
 	list = list[:min(len(list), learnAdapterMax)]
-
-	// With X's rows √w·q and Y's y/√w: XᵀX = Σ w·q·qᵀ and XᵀY = Σ q·yᵀ.
-	x := mat.NewDense(len(list), dim, nil)
-	y := mat.NewDense(len(list), dim, nil)
-	var total float64
-	for k, r := range list {
-		sw := math.Sqrt(r.w)
-		for d, v := range qv[r.query] {
-			x.Set(k, d, sw*float64(v))
-		}
-		for d, v := range r.y {
-			y.Set(k, d, v/sw)
-		}
-		total += r.w
+	kept := make(map[string]bool, len(list))
+	for _, q := range list {
+		kept[q] = true
 	}
+
+	xtx := blas64.Symmetric{Uplo: blas.Upper, N: dim, Stride: dim, Data: make([]float64, dim*dim)}
+	xty := blas64.General{Rows: dim, Cols: dim, Stride: dim, Data: make([]float64, dim*dim)}
+	chunk := func(rows int) blas64.General {
+		return blas64.General{Rows: rows, Cols: dim, Stride: dim, Data: make([]float64, rows*dim)}
+	}
+	x := chunk(min(adapterChunk, len(list)))
+	var total float64
+	for start := 0; start < len(list); start += adapterChunk {
+		rows := list[start:min(start+adapterChunk, len(list))]
+		x.Rows = len(rows)
+		for k, q := range rows {
+			sw := math.Sqrt(weight[q])
+			for d, v := range qv[q] {
+				x.Data[k*dim+d] = sw * float64(v)
+			}
+			total += weight[q]
+		}
+		blas64.Syrk(blas.Trans, 1, x, 1, xtx)
+	}
+	sums, tools := chunk(min(adapterChunk, len(ids))), chunk(min(adapterChunk, len(ids)))
+	for start := 0; start < len(ids); start += adapterChunk {
+		part := ids[start:min(start+adapterChunk, len(ids))]
+		sums.Rows, tools.Rows = len(part), len(part)
+		clear(sums.Data)
+		for k, id := range part {
+			tv, _ := ix.Vector(id)
+			for d, v := range tv {
+				tools.Data[k*dim+d] = float64(v)
+			}
+			tp := byTool[id]
+			for i, q := range tp.queries {
+				if !kept[q] {
+					continue
+				}
+				w := tp.weights[i]
+				for d, v := range qv[q] {
+					sums.Data[k*dim+d] += w * float64(v)
+				}
+			}
+		}
+		blas64.Gemm(blas.Trans, blas.NoTrans, 1, sums, tools, 1, xty)
+	}
+	return solveAdapter(mat.NewSymDense(dim, xtx.Data), mat.NewDense(dim, dim, xty.Data), total)
+}
+
+// solveAdapter returns the rows of W = (XᵀX + αI)⁻¹(XᵀY + αI), given
+// a = XᵀX and b = XᵀY (both changed) and the pairs' total weight.
+func solveAdapter(a *mat.SymDense, b *mat.Dense, total float64) [][]float32 {
+	dim, _ := b.Dims()
 	alpha := learnAdapterPrior + learnAdapterPerPair*total
-	var a mat.SymDense
-	a.SymOuterK(1, x.T())
-	var b mat.Dense
-	b.Mul(x.T(), y)
 	for d := range dim {
 		a.SetSym(d, d, a.At(d, d)+alpha)
 		b.Set(d, d, b.At(d, d)+alpha)
 	}
 	var ch mat.Cholesky
-	if !ch.Factorize(&a) {
+	if !ch.Factorize(a) {
 		return nil // cannot happen: α > 0 makes a positive definite
 	}
 	var w mat.Dense
-	if err := ch.SolveTo(&w, &b); err != nil {
+	if err := ch.SolveTo(&w, b); err != nil {
 		return nil
 	}
 	out := make([][]float32, dim)
@@ -350,6 +380,9 @@ func fitAdapter(ix *index.Index, ids []string, byTool map[string]*toolPairs, qv 
 	}
 	return out
 }
+
+// adapterChunk is how many queries (and tools) fitAdapter sums at a time.
+const adapterChunk = 256
 
 // embedQueries embeds the query texts after prefix, by text.
 func embedQueries(ctx context.Context, emb index.Embedder, prefix string, texts []string) (map[string][]float32, error) {
@@ -585,8 +618,8 @@ func (e *Engine) learnAhead(ix *index.Index) {
 
 // startRefresh rebuilds the learned model in the background unless a
 // rebuild is running; the goroutine rebuilds again while the pairs or the
-// index moved on during a rebuild, and Close waits for it. The channel it
-// returns is closed when that rebuild ends.
+// index moved on during a rebuild (each time after waitRebuild), and Close
+// waits for it. The channel it returns is closed when that rebuild ends.
 func (e *Engine) startRefresh() <-chan struct{} {
 	e.refreshMu.Lock()
 	defer e.refreshMu.Unlock()
@@ -604,7 +637,10 @@ func (e *Engine) startRefresh() <-chan struct{} {
 	go func() {
 		defer e.refreshWG.Done()
 		for {
+			e.waitRebuild()
+			start := time.Now()
 			err := e.refreshLearned(e.stop)
+			e.builtAt, e.buildTook = time.Now(), time.Since(start)
 			if err != nil && e.stop.Err() == nil {
 				e.log.Warn("learned ranking not updated; searching with the previous one", "err", err)
 			}
@@ -622,6 +658,58 @@ func (e *Engine) startRefresh() <-chan struct{} {
 	return done
 }
 
+// Rebuilds of new pairs are spaced (waitRebuild): one ends at least
+// learnRebuildMin, and learnRebuildRatio times its own length (up to
+// learnRebuildMax), before the next starts, so they take at most a tenth
+// of a core however fast pairs come. Back to back, one after each new pair
+// of a steady stream, they were most of a gateway's CPU: on the soak (one
+// session after another, each a search and a call that teaches a pair)
+// serve spent 46–55 ms a session with learning on, 17 with it off. The
+// cap bounds how long new pairs wait after a long rebuild (one that
+// embedded many queries whose cached vectors had expired).
+var (
+	learnRebuildMin   = time.Second
+	learnRebuildRatio = 9
+	learnRebuildMax   = time.Minute
+)
+
+// waitRebuild waits, in the rebuilding goroutine, until the next rebuild
+// of the learned model may start: at once for a new index (it is ranked
+// zero-shot until its model is built), a first model, or a RefreshLearned
+// call; otherwise until the spacing above has passed since the last
+// rebuild ended. Searches meanwhile rank with the model of the previous
+// pairs; no pair is lost, as the rebuild reads them all.
+func (e *Engine) waitRebuild() {
+	m, s := e.learned.Load(), e.cur.Load()
+	if m == nil || s == nil || m.ix != s.ix {
+		return
+	}
+	wait := time.Until(e.builtAt.Add(max(learnRebuildMin, min(time.Duration(learnRebuildRatio)*e.buildTook, learnRebuildMax))))
+	if wait <= 0 {
+		return
+	}
+	e.refreshMu.Lock()
+	if e.urgent > 0 {
+		e.refreshMu.Unlock()
+		return
+	}
+	woken := make(chan struct{})
+	e.waiting = woken
+	e.refreshMu.Unlock()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-woken:
+	case <-e.stop.Done():
+	}
+	e.refreshMu.Lock()
+	if e.waiting == woken {
+		e.waiting = nil
+	}
+	e.refreshMu.Unlock()
+}
+
 // RefreshLearned makes searches rank with the current index and pairs
 // now, and returns once they do (Search rebuilds the learned model in the
 // background when they change, and New and Swap start it; eval and tests
@@ -630,6 +718,18 @@ func (e *Engine) RefreshLearned(ctx context.Context) error {
 	if e.options().Usage == nil {
 		return nil
 	}
+	e.refreshMu.Lock()
+	e.urgent++
+	if e.waiting != nil { // a rebuild waiting for its turn starts now
+		close(e.waiting)
+		e.waiting = nil
+	}
+	e.refreshMu.Unlock()
+	defer func() {
+		e.refreshMu.Lock()
+		e.urgent--
+		e.refreshMu.Unlock()
+	}()
 	done := e.startRefresh()
 	select {
 	case <-done:

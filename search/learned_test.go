@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -131,6 +132,91 @@ func (u *countingUsage) Generation() uint64 { return 1 }
 func (u *countingUsage) Pairs() []search.UsagePair {
 	u.reads.Add(1)
 	return u.pairs
+}
+
+// growingUsage is a store that pairs are added to; it counts the reads of
+// its pairs (one a rebuild).
+type growingUsage struct {
+	mu    sync.Mutex
+	pairs []search.UsagePair
+	reads atomic.Int32
+}
+
+func (u *growingUsage) add(p search.UsagePair) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.pairs = append(u.pairs, p)
+}
+
+func (u *growingUsage) Generation() uint64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return uint64(len(u.pairs)) + 1
+}
+
+func (u *growingUsage) Pairs() []search.UsagePair {
+	u.reads.Add(1)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.pairs)
+}
+
+// A steady stream of new pairs, a search after each (a gateway's sessions
+// one after another), rebuilds the learned model once a spacing, not after
+// every pair: back to back, the rebuilds were most of serve's CPU on the
+// soak. Searches meanwhile rank with the previous model, the next rebuild
+// reads every pair recorded since (none is lost), and RefreshLearned does
+// not wait for the spacing.
+func TestLearnedRebuildsSpaced(t *testing.T) {
+	defer search.SpaceLearnedRebuilds(time.Hour)()
+	ctx := context.Background()
+	emb := &hashEmbedder{}
+	u := &growingUsage{}
+	e := search.New(build(t, testCatalog, emb), emb, &search.Options{Usage: u})
+	defer e.Close()
+	if err := e.RefreshLearned(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reads := u.reads.Load()
+	const query = "blorp the zyxquv"                   // words of no tool
+	r, err := e.Search(ctx, search.Query{Text: query}) // zero-shot
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := testCatalog[0]
+	if r.Hits[0].Tool.ID() == target.ID() {
+		target = testCatalog[1]
+	}
+	for i := range 50 {
+		p := search.UsagePair{Query: fmt.Sprintf("open item number %d", i), Tool: testCatalog[i%len(testCatalog)].ID(), Weight: 1}
+		if i >= 48 { // the last pairs decide the ranking below
+			p = search.UsagePair{Query: query + []string{"", " now"}[i-48], Tool: target.ID(), Weight: 1}
+		}
+		u.add(p)
+		r, err := e.Search(ctx, search.Query{Text: query})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Hits[0].Tool.ID() == target.ID() {
+			t.Fatalf("after %d pairs, within the spacing, %s ranks first for %q: the model was rebuilt", i+1, target.ID(), query)
+		}
+	}
+	if got := u.reads.Load() - reads; got != 0 {
+		t.Errorf("the learned model was rebuilt %d times for 50 new pairs within the spacing, want none", got)
+	}
+	if err := e.RefreshLearned(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := u.reads.Load() - reads; got != 1 {
+		t.Errorf("RefreshLearned rebuilt %d times, want once", got)
+	}
+	r, err = e.Search(ctx, search.Query{Text: query})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Hits[0].Tool.ID(); got != target.ID() {
+		t.Errorf("after the rebuild %q ranks %s first, want %s (the last pairs lost?)", query, got, target.ID())
+	}
 }
 
 // The learned model is built as soon as the engine has an index, at New

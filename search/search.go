@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/index"
@@ -251,8 +252,17 @@ type Engine struct {
 	refreshDone chan struct{}
 	refreshErr  error
 	refreshWG   sync.WaitGroup
-	stop        context.Context
-	stopCancel  context.CancelFunc
+	// builtAt and buildTook are when the last rebuild ended and how long
+	// it took (written by the rebuilding goroutine, one at a time; see
+	// waitRebuild). Under refreshMu: urgent counts the RefreshLearned
+	// calls waiting, and closing waiting (non-nil while a rebuild waits
+	// for its turn) starts that rebuild.
+	builtAt    time.Time
+	buildTook  time.Duration
+	urgent     int
+	waiting    chan struct{}
+	stop       context.Context
+	stopCancel context.CancelFunc
 }
 
 // New returns an Engine over ix (which it now owns and closes). emb embeds

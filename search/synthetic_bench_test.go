@@ -149,6 +149,7 @@ func BenchmarkRefreshLearned(b *testing.B) {
 		}
 		e := search.New(build(b, tools, emb), emb, &search.Options{Usage: usage})
 		b.Run(fmt.Sprintf("tools=%d/learned=%d", n, learned), func(b *testing.B) {
+			b.ReportAllocs()
 			for b.Loop() {
 				if err := e.RefreshLearned(context.Background()); err != nil {
 					b.Fatal(err)

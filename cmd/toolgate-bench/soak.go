@@ -315,8 +315,8 @@ func (b *bench) soak(ctx context.Context, _ []int) error {
 			show(before[k])+" → "+show(after[k]), note)
 	}
 	// serve's CPU per session in each fifth: the learned model is rebuilt
-	// after each new pair, at a cost that grows with the pairs (up to
-	// their cap).
+	// as pairs come (spaced: see search.waitRebuild), at a cost that grows
+	// with the pairs (up to their cap).
 	cpu := slices.IndexFunc(soakReadings, func(r soakReading) bool { return r.metric == "process_cpu_seconds_total" })
 	var perSession []string
 	prev := before[cpu]

@@ -308,6 +308,78 @@ func TestRevokedKeys(t *testing.T) {
 	}
 }
 
+// A revoked key's entry is forgotten at a `keys revoke` once the key
+// expired RevokedKeep ago (it used to stay for good, a line for every key
+// ever revoked); one without an expiry, or expired more recently, is kept
+// and named when sent.
+func TestRevokeForgetsLongExpired(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "keys.jsonl")
+	day := 24 * time.Hour
+	secrets := map[string]string{}
+	for _, s := range []Spec{
+		{Name: "old", Expires: now.Add(day)},
+		{Name: "never"},
+		{Name: "recent", Expires: now.Add(20 * day)},
+		{Name: "last"},
+		{Name: "live"}, // in force: a store with none answers ErrNoKeys
+	} {
+		secret, e := newKey(t, s)
+		if err := Add(data, e); err != nil {
+			t.Fatal(err)
+		}
+		secrets[s.Name] = secret
+	}
+	for _, name := range []string{"old", "never", "recent"} {
+		if err := Revoke(data, name, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	revokedNames := func() []string {
+		t.Helper()
+		b, err := os.ReadFile(RevokedFile(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		es, err := Parse(b, RevokedFile(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range es {
+			names = append(names, e.Name)
+		}
+		return names
+	}
+	// A day short of old's expiry and RevokedKeep: all kept.
+	secret, e := newKey(t, Spec{Name: "early"})
+	if err := Add(data, e); err != nil {
+		t.Fatal(err)
+	}
+	if err := Revoke(data, "early", now.Add(day+RevokedKeep-day)); err != nil {
+		t.Fatal(err)
+	}
+	secrets["early"] = secret
+	if got := strings.Join(revokedNames(), " "); got != "old never recent early" {
+		t.Errorf("revoked entries before old's expiry and RevokedKeep: %s", got)
+	}
+	at := now.Add(day + RevokedKeep)
+	if err := Revoke(data, "last", at); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(revokedNames(), " "); got != "never recent early last" {
+		t.Errorf("revoked entries once old expired RevokedKeep ago: %s, want old forgotten", got)
+	}
+	s := Open(data, &Options{Now: func() time.Time { return at }})
+	if _, err := s.Verify(secrets["old"]); !errors.Is(err, ErrUnknown) {
+		t.Errorf("old's secret once forgotten: %v, want it refused unnamed", err)
+	}
+	for _, name := range []string{"never", "recent", "last"} {
+		if e, err := s.Verify(secrets[name]); !errors.Is(err, ErrRevoked) || e.Name != name {
+			t.Errorf("%s's secret: %+v, %v; want it named revoked", name, e, err)
+		}
+	}
+}
+
 // Keys created at once by several commands are all kept.
 func TestAddConcurrently(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "keys.jsonl")

@@ -420,7 +420,9 @@ var ErrNotFound = errors.New("no such key")
 // at now, to RevokedFile(path): a gateway that is sent its secret names it
 // (in the audit log and the 401), where it said "unknown API key". The
 // key is revoked once its line is gone: a revoked entry that could not be
-// written then is ErrNotKept, with the key revoked all the same.
+// written then is ErrNotKept, with the key revoked all the same. The
+// entries of keys that expired RevokedKeep before now go from that file
+// (forgetRevoked).
 func Revoke(path, name string, now time.Time) error {
 	var gone Entry
 	err := datafile.Update(path, func(old []byte) ([]byte, error) {
@@ -441,15 +443,48 @@ func Revoke(path, name string, now time.Time) error {
 	gone.Revoked = now.UTC().Truncate(time.Second)
 	revoked := RevokedFile(path)
 	err = datafile.Update(revoked, func(old []byte) ([]byte, error) {
-		if len(old) == 0 {
-			old = []byte("# toolgate revoked API keys: refused, kept to name them when they are sent (SHA-256 of each secret, never the secret).\n")
-		}
-		return append(old, gone.Line()...), nil
+		return append(forgetRevoked(old, revoked, now), gone.Line()...), nil
 	})
 	if err != nil {
 		return fmt.Errorf("%w: key %q is revoked, but %s could not take its entry (a gateway sent its secret says \"unknown API key\"): %w", ErrNotKept, name, revoked, err)
 	}
 	return nil
+}
+
+// RevokedKeep is how long past its expiry a revoked key's entry is kept.
+// The entry serves only to name the key to a client that still sends it
+// (its 401 and audit record). A key with an expiry would be refused from
+// then on had it not been revoked, as expired, and a month later its
+// clients have heard so; a key without one could still be sent by a
+// client that holds it at any time, so its entry is kept.
+const RevokedKeep = 30 * 24 * time.Hour
+
+// revokedHeader starts the revoked keys' file.
+const revokedHeader = "# toolgate revoked API keys: refused, kept to name them when they are sent (SHA-256 of each secret, never the secret).\n"
+
+// forgetRevoked returns the revoked keys' file old (read from name) without
+// the entries whose key expired RevokedKeep before now: each `keys revoke`
+// forgets those, or the file grew with every key ever revoked. A file that
+// does not parse is left as it is (the gateway logs it; fixed by hand).
+func forgetRevoked(old []byte, name string, now time.Time) []byte {
+	if len(old) == 0 {
+		return []byte(revokedHeader)
+	}
+	es, err := Parse(old, name)
+	if err != nil {
+		return old
+	}
+	kept := slices.DeleteFunc(slices.Clone(es), func(e Entry) bool {
+		return !e.Expires.IsZero() && !now.Before(e.Expires.Add(RevokedKeep))
+	})
+	if len(kept) == len(es) {
+		return old
+	}
+	b := []byte(revokedHeader)
+	for _, e := range kept {
+		b = append(b, e.Line()...)
+	}
+	return b
 }
 
 // ErrNotKept is Revoke's error for a key revoked whose revoked entry could

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -159,4 +160,69 @@ func dropEmptyMemtables(dir string) {
 			_ = os.Remove(m)
 		}
 	}
+}
+
+// gcDiscardRatio is the share of a value log file that must be dead
+// (deleted or overwritten values, as Badger's compactions count them)
+// before CollectGarbage rewrites it.
+const gcDiscardRatio = 0.5
+
+// CollectGarbage rewrites db's value log files of which at least half is
+// dead, one after the other until Badger finds none, and returns how many
+// it rewrote. Badger never does it by itself: a store whose values above
+// its value threshold are deleted or rewritten keeps their bytes on disk
+// for good without it. A collection already under way (ErrRejected) is no
+// error. Badger never rewrites the value log it is writing, nor one whose
+// dead values no compaction has counted yet.
+func CollectGarbage(db *badger.DB) (int, error) {
+	n := 0
+	for {
+		err := db.RunValueLogGC(gcDiscardRatio)
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, badger.ErrNoRewrite), errors.Is(err, badger.ErrRejected):
+			return n, nil
+		default:
+			return n, err
+		}
+	}
+}
+
+// GC runs a store's garbage collection in the background (StartGC).
+type GC struct {
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+// StartGC calls run (a store's CollectGarbage, when it may write) at once,
+// since Badger starts a new value log at each open and the previous ones
+// may be rewritten, and then every every, until Stop.
+func StartGC(every time.Duration, run func()) *GC {
+	g := &GC{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(g.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			run()
+			select {
+			case <-g.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return g
+}
+
+// Stop stops the runs and waits for one under way: call it before closing
+// the store. Nil-safe and idempotent.
+func (g *GC) Stop() {
+	if g == nil {
+		return
+	}
+	g.once.Do(func() { close(g.stop) })
+	<-g.done
 }

@@ -98,6 +98,7 @@ type Store struct {
 	log      *slog.Logger
 	blog     *badgerlog.Logger
 	st       Storage
+	gc       *badgerlog.GC // nil in memory
 
 	gen atomic.Uint64 // bumped on every change
 
@@ -181,7 +182,13 @@ func Open(dir string, opts *Options) (*Store, error) {
 		}
 	}
 	blog := &badgerlog.Logger{L: o.Logger, Prefix: "learned pairs", FlushFailed: o.Storage.Fail}
-	bo := badgerlog.Options(dir, o.InMemory, blog, 4<<20).WithValueThreshold(4 << 10)
+	// A tool's recorded definition above 4 KiB goes to the value log, and
+	// stays there once deleted (Reset, a material change, the last pair
+	// decayed) until the value log file is rewritten (collectGarbage). Badger
+	// counts a file's dead values as it compacts; compacting level 0 at
+	// each close counts those deleted since the store was opened, so a
+	// restart or a `learn --reset` lets the next open reclaim them.
+	bo := badgerlog.Options(dir, o.InMemory, blog, 4<<20).WithValueThreshold(4 << 10).WithCompactL0OnClose(true)
 	if !o.InMemory {
 		if err := o.Storage.MkdirAll(dir, storage.FolderMode); err != nil {
 			return nil, fmt.Errorf("learned pairs: %w", err)
@@ -212,7 +219,30 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	s.gen.Store(1)
+	if !o.InMemory {
+		s.gc = badgerlog.StartGC(gcEvery, func() { s.collectGarbage() })
+	}
 	return s, nil
+}
+
+// gcEvery is how often a store in a folder rewrites its value log files
+// that are at least half dead (values of deleted definitions), besides at
+// open.
+const gcEvery = 10 * time.Minute
+
+// collectGarbage rewrites the value log files that are at least half dead
+// (badgerlog.CollectGarbage), what the store does at open and every
+// gcEvery, and returns how many it rewrote. A rewrite writes the live
+// values again: not while the store must not write.
+func (s *Store) collectGarbage() int {
+	if s.usable() != nil {
+		return 0 // reported by Storage at the next write
+	}
+	n, err := badgerlog.CollectGarbage(s.db)
+	if err != nil {
+		s.log.Warn("learned pairs: value log garbage collection failed", "dir", s.dir, "err", err)
+	}
+	return n
 }
 
 func (s *Store) checkFormat() error {
@@ -241,6 +271,7 @@ func (s *Store) checkFormat() error {
 // flush forever: Close returns an error that says so, and the pairs
 // recorded since its last flush may be lost.
 func (s *Store) Close() error {
+	s.gc.Stop()
 	if why := s.usable(); why != nil {
 		s.blog.Mute()
 		return fmt.Errorf("learned pairs in %s left unclosed: %w; pairs recorded since its last flush may be lost", s.dir, why)
@@ -330,6 +361,7 @@ func (s *Store) Reopen(opts *Options) (*Store, error) {
 	n.clock = max(n.clock, s.clock)
 	s.clockMu.Unlock()
 	n.gen.Store(s.gen.Load() + 1)
+	s.gc.Stop()
 	s.blog.Mute()
 	return n, nil
 }

@@ -371,6 +371,11 @@ func (g *Gateway) serve(ctx context.Context, t mcp.Transport) error {
 	select {
 	case <-ctx.Done():
 		g.StopCalls() // else Close waits for them to end by themselves
+		if gu, ok := t.(interface{ GiveUpWrites() }); ok {
+			// Close waits for every answer to be written: a client that
+			// reads no more would hold the stop (linerpc.Transport).
+			gu.GiveUpWrites()
+		}
 		ss.Close()
 		<-closed
 		return nil

@@ -19,6 +19,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
@@ -153,6 +154,64 @@ func TestStdioClientClosesStdout(t *testing.T) {
 	if !strings.Contains(logs.String(), "the stdio client closed stdout: stopping") {
 		t.Errorf("the log does not say why the gateway stopped:\n%s", logs.String())
 	}
+}
+
+// TestStdioClientReadsNoMore: a stdio client that keeps sending calls and
+// stops reading the gateway's stdout (its pipe full, every answer waiting)
+// is stopped cleanly by SIGTERM: go-sdk closes the session only once every
+// answer is written, so the stop used to wait out its 10 s budget and exit
+// with status 4, the stores not flushed.
+func TestStdioClientReadsNoMore(t *testing.T) {
+	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil))
+	var logs testenv.LogBuffer
+	cmd.Stderr = io.MultiWriter(&logs, testLog(t, "toolgate: "))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	cmd.Stdout = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"stalled","version":"1"}}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+		t.Fatalf("initialize: %q, %v", line, err)
+	}
+	go func() {
+		// Calls until the gateway reads no more (or exits).
+		io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+		for id := 2; ; id++ {
+			if _, err := fmt.Fprintf(stdin, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"echo a message back"}}}`+"\n", id); err != nil {
+				return
+			}
+		}
+	}()
+	size, err := unix.FcntlInt(out.Fd(), unix.F_GETPIPE_SZ, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the gateway's stdout pipe full", func() bool {
+		// Within a page of its size: a pipe holds its data in pages, the
+		// last of which a waiting writer may have left part empty.
+		n, err := unix.IoctlGetInt(int(out.Fd()), unix.TIOCINQ) // FIONREAD
+		return err == nil && n > size-4096
+	})
+	stopsClean(t, cmd, exited, "while its stdio client read no answers")
 }
 
 // TestAuditTailTornLine: `audit tail` on a log whose line was cut short

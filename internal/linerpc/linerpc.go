@@ -103,9 +103,29 @@ type Transport struct {
 	// and answered -32600 (TooLongMessage) with its id where it says one
 	// (SkipLong), where it otherwise ends the connection.
 	Server bool
+
+	mu   sync.Mutex
+	conn *Conn // the connection Connect made
 }
 
 var _ mcp.Transport = (*Transport)(nil)
+
+// MaxPendingCalls is how many calls a serving connection (Transport.Server)
+// holds unanswered at once. go-sdk queues every call it reads, without
+// bound, and a client that sends calls and reads no answers (its stdout
+// pipe full) made the gateway read on and hold each call and its answer:
+// 200,000 searches grew it past 860 MB in a minute. A call over the limit is
+// answered CodeBusy at once; while the client reads none of those either,
+// the gateway reads no more of its input.
+const MaxPendingCalls = 1024
+
+// CodeBusy is the JSON-RPC error code of a call refused because the client
+// has MaxPendingCalls calls unanswered: in the implementation-defined
+// range, beside toolgate connect's -32050 and -32051.
+const CodeBusy = -32052
+
+// errGaveUp is the error of a write given up (Transport.GiveUpWrites).
+var errGaveUp = errors.New("the client reads no more: write given up as the gateway stops")
 
 // Stdio is the transport of a stdio server: stdin and stdout, with go-sdk's
 // default line cap. Closing it closes stdin, not stdout (as go-sdk's
@@ -136,9 +156,29 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		server:   t.Server,
 		incoming: make(chan incoming),
 		closed:   make(chan struct{}),
+		writing:  make(chan struct{}, 1),
+		gone:     make(chan struct{}),
 	}
+	t.mu.Lock()
+	t.conn = c
+	t.mu.Unlock()
 	go c.readLoop(limit)
 	return c, nil
+}
+
+// GiveUpWrites makes the writes of the connection Connect made that wait
+// for the peer to read (its end of the pipe full) fail at once, and the
+// writes after them too. A stop calls it before closing the session:
+// go-sdk closes the connection only once every call is answered, so a
+// client that reads no more held the stop until its budget ran out, the
+// stores left unflushed.
+func (t *Transport) GiveUpWrites() {
+	t.mu.Lock()
+	c := t.conn
+	t.mu.Unlock()
+	if c != nil {
+		c.giveUpOnce.Do(func() { close(c.gone) })
+	}
 }
 
 // Conn is a connection made by Transport.Connect.
@@ -152,7 +192,11 @@ type Conn struct {
 	incoming chan incoming
 	queue    []jsonrpc.Message // the rest of the last batch read; Reads are serial
 
-	writeMu sync.Mutex
+	// writing is held by the write in progress (one at a time, so lines
+	// never interleave); gone is closed by GiveUpWrites.
+	writing    chan struct{}
+	gone       chan struct{}
+	giveUpOnce sync.Once
 
 	mu      sync.Mutex
 	initID  jsonrpc.ID                   // the initialize call read, when serving
@@ -467,10 +511,7 @@ func (c *Conn) writeError(id jsonrpc.ID, code int64, msg string) error {
 	if err != nil {
 		return err
 	}
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	_, err = c.w.Write(append(data, '\n'))
-	return err
+	return c.writeLine(data)
 }
 
 // errorMessage is a JSON-RPC error response to id; the zero ID is written
@@ -561,10 +602,16 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, in.err
 		case in.batch != nil:
 			done, err := c.acceptBatch(in.batch, in.bad)
-			if err != nil {
-				if !c.server {
+			var busy errBusy
+			switch {
+			case err != nil && !c.server:
+				return nil, err
+			case errors.As(err, &busy):
+				if err := c.writeError(jsonrpc.ID{}, CodeBusy, busyMessage(int(busy))); err != nil {
 					return nil, err
 				}
+				continue
+			case err != nil:
 				if err := c.writeError(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error()+": send each message on a line of its own"); err != nil {
 					return nil, err
 				}
@@ -582,8 +629,11 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.queue = in.batch[1:]
 			return in.batch[0], nil
 		}
-		if req, ok := in.msg.(*jsonrpc.Request); ok {
-			c.noteRequest(req)
+		if req, ok := in.msg.(*jsonrpc.Request); ok && !c.noteRequest(req) {
+			if err := c.writeError(req.ID, CodeBusy, busyMessage(1)); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		return in.msg, nil
 	}
@@ -594,38 +644,63 @@ const methodCancelled = "notifications/cancelled"
 
 // noteRequest notes req, a request read outside a batch: the initialize
 // call, whose answer names the protocol version; and, when serving, each
-// call until it is answered and which of them the client cancels.
-func (c *Conn) noteRequest(req *jsonrpc.Request) {
+// call until it is answered and which of them the client cancels. It
+// reports false for a call over MaxPendingCalls, which is not to be served.
+func (c *Conn) noteRequest(req *jsonrpc.Request) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if req.Method == methodInitialize && req.IsCall() {
 		c.initID = req.ID // the client must not cancel it: not noted below
-		return
+		return true
 	}
 	if !c.server {
-		return
+		return true
 	}
 	if req.IsCall() {
+		if c.pendingLocked() >= MaxPendingCalls {
+			return false
+		}
 		if c.calls == nil {
 			c.calls = map[jsonrpc.ID]bool{}
 		}
 		c.calls[req.ID] = false
-		return
+		return true
 	}
 	if req.Method != methodCancelled {
-		return
+		return true
 	}
 	var p struct {
 		RequestID any `json:"requestId"`
 	}
 	if json.Unmarshal(req.Params, &p) != nil {
-		return
+		return true
 	}
 	if id, err := jsonrpc.MakeID(p.RequestID); err == nil && id.IsValid() {
 		if _, ok := c.calls[id]; ok {
 			c.calls[id] = true
 		}
 	}
+	return true
+}
+
+// pendingLocked is how many calls the client has unanswered, in batches
+// and out of them; c.mu is held.
+func (c *Conn) pendingLocked() int { return len(c.calls) + len(c.batches) }
+
+// errBusy refuses a batch of that many calls, which would take the calls
+// unanswered over MaxPendingCalls.
+type errBusy int
+
+func (e errBusy) Error() string { return busyMessage(int(e)) }
+
+// busyMessage is the answer to calls (n of them: one call, or a batch's)
+// refused because the client has MaxPendingCalls calls unanswered.
+func busyMessage(n int) string {
+	what := fmt.Sprintf("this client has %d calls unanswered, the limit", MaxPendingCalls)
+	if n > 1 {
+		what = fmt.Sprintf("this batch's %d calls would take this client over %d calls unanswered, the limit", n, MaxPendingCalls)
+	}
+	return "the gateway is busy: " + what + " (it sends calls faster than it reads their answers): wait for answers before sending more"
 }
 
 // cancelled reports whether resp answers a call the client cancelled, and
@@ -678,6 +753,9 @@ func (c *Conn) acceptBatch(msgs []jsonrpc.Message, bad []badMember) (done []byte
 		b.answers = append(b.answers, nil)
 	}
 	b.pending = len(b.index)
+	if c.server && b.pending > 0 && c.pendingLocked()+b.pending > MaxPendingCalls {
+		return nil, errBusy(b.pending)
+	}
 	if b.pending == 0 {
 		if len(b.answers) == 0 {
 			return nil, nil // notifications only: no answer
@@ -721,12 +799,28 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return c.writeLine(data)
 }
 
-// writeLine writes data and a newline.
+// writeLine writes data and a newline. The write runs on a goroutine of
+// its own so that GiveUpWrites can end the wait for a peer that reads no
+// more (a write to a full pipe cannot be interrupted); the line may still
+// go out if the peer reads again, before any later one.
 func (c *Conn) writeLine(data []byte) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	_, err := c.w.Write(append(data, '\n'))
-	return err
+	select {
+	case c.writing <- struct{}{}:
+	case <-c.gone:
+		return errGaveUp
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.w.Write(append(data, '\n'))
+		<-c.writing
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-c.gone:
+		return errGaveUp
+	}
 }
 
 // errMoreToCome is answered's word for an answer to a batch call that is

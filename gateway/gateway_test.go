@@ -736,6 +736,55 @@ func TestHTTPBatchRefusedWhole(t *testing.T) {
 	}
 }
 
+// TestHTTPBatchBounded: over HTTP a JSON-RPC batch (protocol 2025-03-26)
+// of more than MaxBatch messages is refused whole, saying the limit, and
+// each message of a smaller one counts against the key's rate: go-sdk
+// served any batch, 25,000 searches in one request counted once.
+func TestHTTPBatchBounded(t *testing.T) {
+	log := &audittest.Log{}
+	g := New(&fakeSearcher{tools: testCatalog}, &fakeCaller{}, &Options{Audit: log})
+	srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{Keys: &switchKeys{}, Rates: limit.NewRates(0.001, 6)}))
+	defer srv.Close()
+	batch := func(n int) (int, string) {
+		t.Helper()
+		msgs := make([]string, n)
+		for i := range msgs {
+			msgs[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)
+		}
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader("["+strings.Join(msgs, ",")+"]"))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer tg_good")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	want := fmt.Sprintf("a JSON-RPC batch of %d messages is over the gateway's limit of %d in one request: send fewer at once", MaxBatch+1, MaxBatch)
+	if code, body := batch(MaxBatch + 1); code != http.StatusBadRequest || !strings.Contains(body, want) {
+		t.Errorf("a batch over the limit: %d %q, want 400 %q", code, body, want)
+	}
+	// The key's bucket holds 6: the refused batch took one, as any
+	// request does; the batch of 4 takes 4, and the next of 2 has one
+	// left for its request and none for its other message.
+	if code, body := batch(4); code != http.StatusOK || !strings.Contains(body, `"id":3`) {
+		t.Errorf("a batch of 4 within the key's rate: %d %q, want the four answered", code, body)
+	}
+	if code, body := batch(2); code != http.StatusTooManyRequests || !strings.Contains(body, "a JSON-RPC batch of 2 messages: this API key is over its rate") {
+		t.Errorf("a batch past the key's rate: %d %q, want 429", code, body)
+	}
+	var audited bool
+	for _, r := range log.Records() {
+		audited = audited || r.Key == "ci" && r.Decision == audit.RateLimited && strings.HasPrefix(r.Reason, "a JSON-RPC batch of 2 messages: over the key's rate")
+	}
+	if !audited {
+		t.Errorf("the batch over the key's rate is not audited: %+v", log.Records())
+	}
+}
+
 func TestHostAndOriginRules(t *testing.T) {
 	for _, tc := range []struct {
 		host string

@@ -629,8 +629,20 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.queue = in.batch[1:]
 			return in.batch[0], nil
 		}
-		if req, ok := in.msg.(*jsonrpc.Request); ok && !c.noteRequest(req) {
-			if err := c.writeError(req.ID, CodeBusy, busyMessage(1)); err != nil {
+		if req, ok := in.msg.(*jsonrpc.Request); ok {
+			var err error
+			switch c.noteRequest(req) {
+			case overPending:
+				err = c.writeError(req.ID, CodeBusy, busyMessage(1))
+			case idInUse:
+				// Answered with a null id, as go-sdk would (the call in
+				// flight keeps its own); go-sdk wrote nothing at all, so
+				// the client waited for good.
+				err = c.writeError(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: id %v is in use by a call of this client still unanswered, so the call sent again with it was not run: give each call its own id", req.ID.Raw()))
+			default:
+				return in.msg, nil
+			}
+			if err != nil {
 				return nil, err
 			}
 			continue
@@ -642,45 +654,57 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // methodCancelled is the notification that cancels a call.
 const methodCancelled = "notifications/cancelled"
 
+// noted is what noteRequest made of a request: taken, or a call refused.
+type noted int
+
+const (
+	taken       noted = iota
+	overPending       // over MaxPendingCalls
+	idInUse           // its id is a call's still unanswered
+)
+
 // noteRequest notes req, a request read outside a batch: the initialize
 // call, whose answer names the protocol version; and, when serving, each
-// call until it is answered and which of them the client cancels. It
-// reports false for a call over MaxPendingCalls, which is not to be served.
-func (c *Conn) noteRequest(req *jsonrpc.Request) bool {
+// call until it is answered and which of them the client cancels. A call
+// it refuses (serving) is not to be served.
+func (c *Conn) noteRequest(req *jsonrpc.Request) noted {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if req.Method == methodInitialize && req.IsCall() {
 		c.initID = req.ID // the client must not cancel it: not noted below
-		return true
+		return taken
 	}
 	if !c.server {
-		return true
+		return taken
 	}
 	if req.IsCall() {
+		if _, ok := c.calls[req.ID]; ok {
+			return idInUse
+		}
 		if c.pendingLocked() >= MaxPendingCalls {
-			return false
+			return overPending
 		}
 		if c.calls == nil {
 			c.calls = map[jsonrpc.ID]bool{}
 		}
 		c.calls[req.ID] = false
-		return true
+		return taken
 	}
 	if req.Method != methodCancelled {
-		return true
+		return taken
 	}
 	var p struct {
 		RequestID any `json:"requestId"`
 	}
 	if json.Unmarshal(req.Params, &p) != nil {
-		return true
+		return taken
 	}
 	if id, err := jsonrpc.MakeID(p.RequestID); err == nil && id.IsValid() {
 		if _, ok := c.calls[id]; ok {
 			c.calls[id] = true
 		}
 	}
-	return true
+	return taken
 }
 
 // pendingLocked is how many calls the client has unanswered, in batches

@@ -641,3 +641,20 @@ func TestGiveUpWrites(t *testing.T) {
 		t.Errorf("a write after GiveUpWrites: %v, want %v", err, errGaveUp)
 	}
 }
+
+// TestServerAnswersReusedID: serving, a call whose id is that of a call
+// still unanswered is answered -32600 with a null id (the call in flight
+// keeps its own) and not passed on; go-sdk dropped it without a word, so
+// the client waited for its answer for good.
+func TestServerAnswersReusedID(t *testing.T) {
+	call := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{}}`
+	c, out := serving(t, strings.NewReader(call+"\n"+call+"\n"), 0)
+	msgs, err := readAll(c)
+	if !errors.Is(err, io.EOF) || len(msgs) != 1 {
+		t.Fatalf("read %d messages, %v; want the first call alone, then io.EOF", len(msgs), err)
+	}
+	want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: id 5 is in use by a call of this client still unanswered, so the call sent again with it was not run: give each call its own id"}}` + "\n"
+	if got := out.String(); got != want {
+		t.Errorf("answered:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -124,8 +124,51 @@ const MaxPendingCalls = 1024
 // range, beside toolgate connect's -32050 and -32051.
 const CodeBusy = -32052
 
-// errGaveUp is the error of a write given up (Transport.GiveUpWrites).
-var errGaveUp = errors.New("the client reads no more: write given up as the gateway stops")
+// ErrGaveUp is the error of a write given up (LineWriter.GiveUp).
+var ErrGaveUp = errors.New("the client reads no more: write given up as the gateway stops")
+
+// LineWriter writes lines to a peer one at a time (so they never
+// interleave), each write on a goroutine of its own so that GiveUp can end
+// the wait for a peer that reads no more: a write to a full pipe cannot be
+// interrupted. A line given up may still go out if the peer reads again,
+// before any later one.
+type LineWriter struct {
+	w       io.Writer
+	writing chan struct{} // held by the write in progress
+	gone    chan struct{} // closed by GiveUp
+	once    sync.Once
+}
+
+// NewLineWriter returns a LineWriter to w.
+func NewLineWriter(w io.Writer) *LineWriter {
+	return &LineWriter{w: w, writing: make(chan struct{}, 1), gone: make(chan struct{})}
+}
+
+// WriteLine writes data and a newline, or returns ErrGaveUp once GiveUp
+// was called.
+func (lw *LineWriter) WriteLine(data []byte) error {
+	select {
+	case lw.writing <- struct{}{}:
+	case <-lw.gone:
+		return ErrGaveUp
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := lw.w.Write(append(data, '\n'))
+		<-lw.writing
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-lw.gone:
+		return ErrGaveUp
+	}
+}
+
+// GiveUp makes the writes that wait, and those after them, return
+// ErrGaveUp at once.
+func (lw *LineWriter) GiveUp() { lw.once.Do(func() { close(lw.gone) }) }
 
 // Stdio is the transport of a stdio server: stdin and stdout, with go-sdk's
 // default line cap. Closing it closes stdin, not stdout (as go-sdk's
@@ -156,8 +199,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		server:   t.Server,
 		incoming: make(chan incoming),
 		closed:   make(chan struct{}),
-		writing:  make(chan struct{}, 1),
-		gone:     make(chan struct{}),
+		lw:       NewLineWriter(t.Writer),
 	}
 	t.mu.Lock()
 	t.conn = c
@@ -177,7 +219,7 @@ func (t *Transport) GiveUpWrites() {
 	c := t.conn
 	t.mu.Unlock()
 	if c != nil {
-		c.giveUpOnce.Do(func() { close(c.gone) })
+		c.lw.GiveUp()
 	}
 }
 
@@ -192,11 +234,7 @@ type Conn struct {
 	incoming chan incoming
 	queue    []jsonrpc.Message // the rest of the last batch read; Reads are serial
 
-	// writing is held by the write in progress (one at a time, so lines
-	// never interleave); gone is closed by GiveUpWrites.
-	writing    chan struct{}
-	gone       chan struct{}
-	giveUpOnce sync.Once
+	lw *LineWriter // writes to w; GiveUpWrites gives up its writes
 
 	mu      sync.Mutex
 	initID  jsonrpc.ID                   // the initialize call read, when serving
@@ -607,7 +645,7 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			case err != nil && !c.server:
 				return nil, err
 			case errors.As(err, &busy):
-				if err := c.writeError(jsonrpc.ID{}, CodeBusy, busyMessage(int(busy))); err != nil {
+				if err := c.writeError(jsonrpc.ID{}, CodeBusy, BusyMessage(int(busy), MaxPendingCalls)); err != nil {
 					return nil, err
 				}
 				continue
@@ -633,7 +671,7 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			var err error
 			switch c.noteRequest(req) {
 			case overPending:
-				err = c.writeError(req.ID, CodeBusy, busyMessage(1))
+				err = c.writeError(req.ID, CodeBusy, BusyMessage(1, MaxPendingCalls))
 			case idInUse:
 				// Answered with a null id, as go-sdk would (the call in
 				// flight keeps its own); go-sdk wrote nothing at all, so
@@ -715,14 +753,14 @@ func (c *Conn) pendingLocked() int { return len(c.calls) + len(c.batches) }
 // unanswered over MaxPendingCalls.
 type errBusy int
 
-func (e errBusy) Error() string { return busyMessage(int(e)) }
+func (e errBusy) Error() string { return BusyMessage(int(e), MaxPendingCalls) }
 
-// busyMessage is the answer to calls (n of them: one call, or a batch's)
-// refused because the client has MaxPendingCalls calls unanswered.
-func busyMessage(n int) string {
-	what := fmt.Sprintf("this client has %d calls unanswered, the limit", MaxPendingCalls)
+// BusyMessage is the answer to calls (n of them: one call, or a batch's)
+// refused because the client has limit calls unanswered (MaxPendingCalls).
+func BusyMessage(n, limit int) string {
+	what := fmt.Sprintf("this client has %d calls unanswered, the limit", limit)
 	if n > 1 {
-		what = fmt.Sprintf("this batch's %d calls would take this client over %d calls unanswered, the limit", n, MaxPendingCalls)
+		what = fmt.Sprintf("this batch's %d calls would take this client over %d calls unanswered, the limit", n, limit)
 	}
 	return "the gateway is busy: " + what + " (it sends calls faster than it reads their answers): wait for answers before sending more"
 }
@@ -823,29 +861,9 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return c.writeLine(data)
 }
 
-// writeLine writes data and a newline. The write runs on a goroutine of
-// its own so that GiveUpWrites can end the wait for a peer that reads no
-// more (a write to a full pipe cannot be interrupted); the line may still
-// go out if the peer reads again, before any later one.
-func (c *Conn) writeLine(data []byte) error {
-	select {
-	case c.writing <- struct{}{}:
-	case <-c.gone:
-		return errGaveUp
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.w.Write(append(data, '\n'))
-		<-c.writing
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-c.gone:
-		return errGaveUp
-	}
-}
+// writeLine writes data and a newline (LineWriter: a stop gives up the
+// writes a client does not read).
+func (c *Conn) writeLine(data []byte) error { return c.lw.WriteLine(data) }
 
 // errMoreToCome is answered's word for an answer to a batch call that is
 // held until the batch's last.

@@ -630,15 +630,15 @@ func TestGiveUpWrites(t *testing.T) {
 	for range 2 {
 		select {
 		case err := <-stuck:
-			if !errors.Is(err, errGaveUp) {
-				t.Errorf("a write to a client that reads no more: %v, want %v", err, errGaveUp)
+			if !errors.Is(err, ErrGaveUp) {
+				t.Errorf("a write to a client that reads no more: %v, want %v", err, ErrGaveUp)
 			}
 		case <-time.After(testenv.Timeout):
 			t.Fatal("a write to a client that reads no more still waits after GiveUpWrites")
 		}
 	}
-	if err := c.Write(context.Background(), &jsonrpc.Request{Method: "notifications/message"}); !errors.Is(err, errGaveUp) {
-		t.Errorf("a write after GiveUpWrites: %v, want %v", err, errGaveUp)
+	if err := c.Write(context.Background(), &jsonrpc.Request{Method: "notifications/message"}); !errors.Is(err, ErrGaveUp) {
+		t.Errorf("a write after GiveUpWrites: %v, want %v", err, ErrGaveUp)
 	}
 }
 

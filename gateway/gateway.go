@@ -329,7 +329,11 @@ func (g *Gateway) ServeStdio(ctx context.Context) error {
 // ServeStdioFrom is ServeStdio reading the client from in (serve passes
 // stdin watched since it started: linerpc.Watch) instead of os.Stdin.
 func (g *Gateway) ServeStdioFrom(ctx context.Context, in io.ReadCloser) error {
-	return g.serve(ctx, linerpc.StdioFrom(in))
+	t := linerpc.StdioFrom(in)
+	t.Busy = func() {
+		g.log.Warn("the stdio client sends calls faster than it reads their answers: more are answered busy (-32052) until it reads", "unanswered", linerpc.MaxPendingCalls)
+	}
+	return g.serve(ctx, t)
 }
 
 // StdioCaller is the caller of the stdio client: one session, whose profile

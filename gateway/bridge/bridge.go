@@ -221,6 +221,7 @@ type bridge struct {
 	opts       Options
 	gone       context.CancelFunc // the client closed its end of out: cancel everything
 	clientGone atomic.Bool        // … and gone was called for it
+	refusing   bool               // the last call was answered busy (slot; Run's loop only)
 
 	out *linerpc.LineWriter
 
@@ -480,14 +481,20 @@ func (b *bridge) write(msg []byte) {
 func (b *bridge) slot(ctx context.Context, slots chan struct{}, line []byte) bool {
 	select {
 	case slots <- struct{}{}:
+		b.refusing = false
 		return true
 	default:
 	}
 	var env envelope
 	if json.Unmarshal(line, &env) == nil && env.call() {
+		if !b.refusing {
+			b.opts.Logger.Warn("the stdio client sends calls faster than it reads their answers: more are answered busy (-32052) until it reads", "unanswered", cap(slots))
+		}
+		b.refusing = true
 		b.write(errorResponse(env.ID, linerpc.CodeBusy, linerpc.BusyMessage(1, cap(slots))))
 		return false
 	}
+	b.refusing = false
 	select {
 	case slots <- struct{}{}:
 		return true

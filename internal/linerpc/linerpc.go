@@ -103,6 +103,10 @@ type Transport struct {
 	// and answered -32600 (TooLongMessage) with its id where it says one
 	// (SkipLong), where it otherwise ends the connection.
 	Server bool
+	// Busy, if set, is called when a serving connection refuses a call
+	// over MaxPendingCalls after it had taken every call before (once a
+	// spell, not once a call: a log line).
+	Busy func()
 
 	mu   sync.Mutex
 	conn *Conn // the connection Connect made
@@ -200,6 +204,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		incoming: make(chan incoming),
 		closed:   make(chan struct{}),
 		lw:       NewLineWriter(t.Writer),
+		busy:     t.Busy,
 	}
 	t.mu.Lock()
 	t.conn = c
@@ -235,6 +240,9 @@ type Conn struct {
 	queue    []jsonrpc.Message // the rest of the last batch read; Reads are serial
 
 	lw *LineWriter // writes to w; GiveUpWrites gives up its writes
+
+	busy     func() // Transport.Busy
+	refusing bool   // the last call was refused over MaxPendingCalls
 
 	mu      sync.Mutex
 	initID  jsonrpc.ID                   // the initialize call read, when serving
@@ -720,8 +728,13 @@ func (c *Conn) noteRequest(req *jsonrpc.Request) noted {
 			return idInUse
 		}
 		if c.pendingLocked() >= MaxPendingCalls {
+			if !c.refusing && c.busy != nil {
+				c.busy()
+			}
+			c.refusing = true
 			return overPending
 		}
+		c.refusing = false
 		if c.calls == nil {
 			c.calls = map[jsonrpc.ID]bool{}
 		}

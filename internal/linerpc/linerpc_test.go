@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -547,7 +548,8 @@ func FuzzDecodeMessage(f *testing.F) {
 func TestServerRefusesCallsOverPending(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	c, err := (&Transport{Reader: inR, Writer: outW, Server: true}).Connect(context.Background())
+	var spells atomic.Int32
+	c, err := (&Transport{Reader: inR, Writer: outW, Server: true, Busy: func() { spells.Add(1) }}).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -598,8 +600,13 @@ func TestServerRefusesCallsOverPending(t *testing.T) {
 			t.Fatalf("read %v, want call %d", msg, id)
 		}
 	}
-	call(MaxPendingCalls)
-	answered(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32052,"message":"the gateway is busy: this client has %d calls unanswered, the limit`, MaxPendingCalls, MaxPendingCalls))
+	for id := MaxPendingCalls; id < MaxPendingCalls+2; id++ {
+		call(id)
+		answered(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32052,"message":"the gateway is busy: this client has %d calls unanswered, the limit`, id, MaxPendingCalls))
+	}
+	if n := spells.Load(); n != 1 {
+		t.Errorf("Busy called %d times for two calls refused in a row, want once", n)
+	}
 	io.WriteString(inW, `[{"jsonrpc":"2.0","id":"a","method":"ping"},{"jsonrpc":"2.0","id":"b","method":"ping"}]`+"\n")
 	answered(`{"jsonrpc":"2.0","id":null,"error":{"code":-32052,"message":"the gateway is busy: this batch's 2 calls would take this client over 1024 calls unanswered`)
 	go c.Write(context.Background(), &jsonrpc.Response{ID: mustID(t, float64(0)), Result: json.RawMessage(`{}`)})

@@ -751,17 +751,8 @@ func TestHTTPBatchBounded(t *testing.T) {
 		for i := range msgs {
 			msgs[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)
 		}
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader("["+strings.Join(msgs, ",")+"]"))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer tg_good")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		resp, body := postMCP(t, srv.URL+"/mcp", "", "["+strings.Join(msgs, ",")+"]", http.Header{"Authorization": {"Bearer tg_good"}})
+		return resp.StatusCode, body
 	}
 	want := fmt.Sprintf("a JSON-RPC batch of %d messages is over the gateway's limit of %d in one request: send fewer at once", MaxBatch+1, MaxBatch)
 	if code, body := batch(MaxBatch + 1); code != http.StatusBadRequest || !strings.Contains(body, want) {

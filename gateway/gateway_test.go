@@ -776,6 +776,33 @@ func TestHTTPBatchBounded(t *testing.T) {
 	}
 }
 
+// TestSlowBodyTimedOut: a request whose body does not arrive within the
+// server's read timeout (a client stuck mid-upload, a slowloris of the
+// body) is answered 408 naming the timeout; it was a bare 400 "failed to
+// read body".
+func TestSlowBodyTimedOut(t *testing.T) {
+	g, _ := newTestGateway(t, nil)
+	srv := httptest.NewUnstartedServer(g.HTTPHandler(nil))
+	srv.Config.ReadTimeout = 300 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if want := "the request body did not arrive within 300ms, the HTTP front's read timeout: send the whole request at once"; resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), want) {
+		t.Errorf("a body that does not arrive: %s %q, want 408 %q", resp.Status, b, want)
+	}
+}
+
 func TestHostAndOriginRules(t *testing.T) {
 	for _, tc := range []struct {
 		host string

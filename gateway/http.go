@@ -162,7 +162,13 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 				http.Error(w, tooLarge("", mbe.Limit), http.StatusRequestEntityTooLarge)
 				return
 			}
-			http.Error(w, "failed to read body", http.StatusBadRequest)
+			var ne net.Error
+			if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.ReadTimeout > 0 && errors.As(err, &ne) && ne.Timeout() {
+				// It said "failed to read body", a 400, after the wait.
+				http.Error(w, fmt.Sprintf("Request Timeout: the request body did not arrive within %s, the HTTP front's read timeout: send the whole request at once", srv.ReadTimeout), http.StatusRequestTimeout)
+				return
+			}
+			http.Error(w, "Bad Request: failed to read the request body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/audit"
@@ -1487,5 +1489,62 @@ func TestRequestOrigin(t *testing.T) {
 		if got := requestOrigin(tc.r); got != tc.want {
 			t.Errorf("requestOrigin(%s, TLS %v) = %q, want %q", tc.r.Host, tc.r.TLS != nil, got, tc.want)
 		}
+	}
+}
+
+// TestHandshakeOutOfOrderIsTheClients: go-sdk logs a client's handshake
+// messages out of order (a call before initialize, initialize twice,
+// initialized twice) at ERROR level, as if the gateway failed; they are
+// logged as warnings that name the client. The client gets go-sdk's answer.
+func TestHandshakeOutOfOrderIsTheClients(t *testing.T) {
+	var logs testenv.LogBuffer
+	g := New(&fakeSearcher{tools: testCatalog}, &fakeCaller{}, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := g.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ct.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(); ss.Wait() })
+	roundTrip := func(id any, method, params string) *jsonrpc.Response {
+		t.Helper()
+		msg := &jsonrpc.Request{Method: method, Params: json.RawMessage(params)}
+		msg.ID, _ = jsonrpc.MakeID(id)
+		if err := conn.Write(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+		if !msg.ID.IsValid() {
+			return nil
+		}
+		resp, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.(*jsonrpc.Response)
+	}
+	const init = `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}`
+	if r := roundTrip(float64(1), "tools/call", `{"name":"search_tools","arguments":{"query":"x"}}`); r.Error == nil || !strings.Contains(r.Error.Error(), "invalid during session initialization") {
+		t.Errorf("a call before initialize: %+v", r)
+	}
+	roundTrip(float64(2), "initialize", init)
+	if r := roundTrip(float64(3), "initialize", init); r.Error == nil || !strings.Contains(r.Error.Error(), `duplicate "initialize"`) {
+		t.Errorf("a second initialize: %+v", r)
+	}
+	roundTrip(nil, "notifications/initialized", `{}`)
+	roundTrip(nil, "notifications/initialized", `{}`)
+	roundTrip(float64(4), "ping", `{}`) // handled after the notifications
+	testenv.Eventually(t, "the three lines logged", func() bool { return strings.Count(logs.String(), "\n") >= 3 })
+	got := logs.String()
+	for _, msg := range []string{"method invalid during initialization", "duplicate initialize request", "duplicate initialized notification"} {
+		if !strings.Contains(got, `level=WARN msg="`+msg+`"`) || strings.Contains(got, `level=ERROR msg="`+msg+`"`) {
+			t.Errorf("go-sdk's %q is not logged as a warning of the client's:\n%s", msg, got)
+		}
+	}
+	if !strings.Contains(got, `by="the client: `) {
+		t.Errorf("the warnings do not say the client did it:\n%s", got)
 	}
 }

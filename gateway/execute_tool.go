@@ -135,11 +135,15 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 		defer cancel()
 		defer context.AfterFunc(hc, cancel)()
 	}
-	if ev := g.callEvents(ctx, req, tool.Server); ev != nil {
+	ev, relayed := g.callEvents(ctx, req, tool.Server, tool.Name)
+	if ev != nil {
 		cctx = backend.WithCallEvents(cctx, ev)
 	}
 	cctx = backend.WithCallInput(cctx, callInput(req))
 	res, err := g.caller.CallTool(cctx, tool.Server, tool.Name, args)
+	if relayed != nil {
+		relayed(cctx) // what the backend sent before its result goes out first
+	}
 	endCall(cspan, CallOutcome(res, err))
 	if err != nil {
 		return g.callError(cctx, a.Name, tool.Server, err), nil

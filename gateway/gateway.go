@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -276,7 +277,7 @@ func New(s Searcher, c Caller, opts *Options) *Gateway {
 			"then call execute_tool with the returned name (server__tool) and arguments that match its inputSchema.",
 		// go-sdk logs every session at info level, and in stateless HTTP
 		// mode every request is a session: keep its warnings only.
-		Logger: slog.New(minLevel{g.log.Handler(), slog.LevelWarn}),
+		Logger: slog.New(clientFaults{minLevel{g.log.Handler(), slog.LevelWarn}}),
 	})
 	g.server.AddReceivingMiddleware(g.stoppable, g.levels.middleware, g.scopedTools, g.profileSwitches, g.directCalls)
 	g.server.AddTool(executeTool(), g.traced(ExecuteToolName, g.audited(ExecuteToolName, g.handleExecute)))
@@ -329,7 +330,11 @@ func (g *Gateway) ServeStdio(ctx context.Context) error {
 // ServeStdioFrom is ServeStdio reading the client from in (serve passes
 // stdin watched since it started: linerpc.Watch) instead of os.Stdin.
 func (g *Gateway) ServeStdioFrom(ctx context.Context, in io.ReadCloser) error {
-	return g.serve(ctx, linerpc.StdioFrom(in))
+	t := linerpc.StdioFrom(in)
+	t.Busy = func() {
+		g.log.Warn("the stdio client sends calls faster than it reads their answers: more are answered busy (-32052) until it reads", "unanswered", linerpc.MaxPendingCalls)
+	}
+	return g.serve(ctx, t)
 }
 
 // StdioCaller is the caller of the stdio client: one session, whose profile
@@ -371,6 +376,11 @@ func (g *Gateway) serve(ctx context.Context, t mcp.Transport) error {
 	select {
 	case <-ctx.Done():
 		g.StopCalls() // else Close waits for them to end by themselves
+		if gu, ok := t.(interface{ GiveUpWrites() }); ok {
+			// Close waits for every answer to be written: a client that
+			// reads no more would hold the stop (linerpc.Transport).
+			gu.GiveUpWrites()
+		}
 		ss.Close()
 		<-closed
 		return nil
@@ -400,6 +410,35 @@ func decodeArgs(raw json.RawMessage, v any) error {
 		return nil
 	}
 	return jsonwords.Explain(json.Unmarshal(t, v), v) // the model reads it: JSON's words, not Go's
+}
+
+// clientFaultMessages are go-sdk's ERROR lines of a client that sends
+// the handshake's messages out of order (a call before initialize, a second
+// initialize, initialized twice): its mistake, answered to it, and no fault
+// of the gateway's, so they are logged as warnings saying so.
+var clientFaultMessages = []string{"method invalid during initialization", "duplicate initialize request", "duplicate initialized notification", "initialized before initialize", "method removed in the new protocol"}
+
+// clientFaults logs clientFaultMessages at WARN level, as the client's.
+type clientFaults struct{ slog.Handler }
+
+func (c clientFaults) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level == slog.LevelError && slices.Contains(clientFaultMessages, r.Message) {
+		r = r.Clone()
+		r.Level = slog.LevelWarn
+		r.AddAttrs(slog.String("by", "the client: it sent the MCP handshake's messages out of order, and was answered so"))
+	}
+	if !c.Handler.Enabled(ctx, r.Level) {
+		return nil // a log at ERROR only
+	}
+	return c.Handler.Handle(ctx, r)
+}
+
+func (c clientFaults) WithAttrs(as []slog.Attr) slog.Handler {
+	return clientFaults{c.Handler.WithAttrs(as)}
+}
+
+func (c clientFaults) WithGroup(name string) slog.Handler {
+	return clientFaults{c.Handler.WithGroup(name)}
 }
 
 // minLevel drops records below its level.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/audit"
@@ -734,6 +736,73 @@ func TestHTTPBatchRefusedWhole(t *testing.T) {
 	}
 	if code, body := post("", `[{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","id":5,"method":"ping"}]`); code != http.StatusOK || !strings.Contains(body, `"id":5`) {
 		t.Errorf("a batch at 2025-03-26: %d %q, want both pings answered", code, body)
+	}
+}
+
+// TestHTTPBatchBounded: over HTTP a JSON-RPC batch (protocol 2025-03-26)
+// of more than MaxBatch messages is refused whole, saying the limit, and
+// each message of a smaller one counts against the key's rate: go-sdk
+// served any batch, 25,000 searches in one request counted once.
+func TestHTTPBatchBounded(t *testing.T) {
+	log := &audittest.Log{}
+	g := New(&fakeSearcher{tools: testCatalog}, &fakeCaller{}, &Options{Audit: log})
+	srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{Keys: &switchKeys{}, Rates: limit.NewRates(0.001, 6)}))
+	defer srv.Close()
+	batch := func(n int) (int, string) {
+		t.Helper()
+		msgs := make([]string, n)
+		for i := range msgs {
+			msgs[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)
+		}
+		resp, body := postMCP(t, srv.URL+"/mcp", "", "["+strings.Join(msgs, ",")+"]", http.Header{"Authorization": {"Bearer tg_good"}})
+		return resp.StatusCode, body
+	}
+	want := fmt.Sprintf("a JSON-RPC batch of %d messages is over the gateway's limit of %d in one request: send fewer at once", MaxBatch+1, MaxBatch)
+	if code, body := batch(MaxBatch + 1); code != http.StatusBadRequest || !strings.Contains(body, want) {
+		t.Errorf("a batch over the limit: %d %q, want 400 %q", code, body, want)
+	}
+	// The key's bucket holds 6: the refused batch took one, as any
+	// request does; the batch of 4 takes 4, and the next of 2 has one
+	// left for its request and none for its other message.
+	if code, body := batch(4); code != http.StatusOK || !strings.Contains(body, `"id":3`) {
+		t.Errorf("a batch of 4 within the key's rate: %d %q, want the four answered", code, body)
+	}
+	if code, body := batch(2); code != http.StatusTooManyRequests || !strings.Contains(body, "a JSON-RPC batch of 2 messages: this API key is over its rate") {
+		t.Errorf("a batch past the key's rate: %d %q, want 429", code, body)
+	}
+	var audited bool
+	for _, r := range log.Records() {
+		audited = audited || r.Key == "ci" && r.Decision == audit.RateLimited && strings.HasPrefix(r.Reason, "a JSON-RPC batch of 2 messages: over the key's rate")
+	}
+	if !audited {
+		t.Errorf("the batch over the key's rate is not audited: %+v", log.Records())
+	}
+}
+
+// TestSlowBodyTimedOut: a request whose body does not arrive within the
+// server's read timeout (a client stuck mid-upload, a slowloris of the
+// body) is answered 408 naming the timeout; it was a bare 400 "failed to
+// read body".
+func TestSlowBodyTimedOut(t *testing.T) {
+	g, _ := newTestGateway(t, nil)
+	srv := httptest.NewUnstartedServer(g.HTTPHandler(nil))
+	srv.Config.ReadTimeout = 300 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if want := "the request body did not arrive within 300ms, the HTTP front's read timeout: send the whole request at once"; resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), want) {
+		t.Errorf("a body that does not arrive: %s %q, want 408 %q", resp.Status, b, want)
 	}
 }
 
@@ -1468,5 +1537,62 @@ func TestDownServerHintPerCaller(t *testing.T) {
 				t.Errorf("search_tools: %s\nwant it to end with %q", txt, wantSearch)
 			}
 		})
+	}
+}
+
+// TestHandshakeOutOfOrderIsTheClients: go-sdk logs a client's handshake
+// messages out of order (a call before initialize, initialize twice,
+// initialized twice) at ERROR level, as if the gateway failed; they are
+// logged as warnings that name the client. The client gets go-sdk's answer.
+func TestHandshakeOutOfOrderIsTheClients(t *testing.T) {
+	var logs testenv.LogBuffer
+	g := New(&fakeSearcher{tools: testCatalog}, &fakeCaller{}, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := g.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ct.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(); ss.Wait() })
+	roundTrip := func(id any, method, params string) *jsonrpc.Response {
+		t.Helper()
+		msg := &jsonrpc.Request{Method: method, Params: json.RawMessage(params)}
+		msg.ID, _ = jsonrpc.MakeID(id)
+		if err := conn.Write(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+		if !msg.ID.IsValid() {
+			return nil
+		}
+		resp, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.(*jsonrpc.Response)
+	}
+	const init = `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}`
+	if r := roundTrip(float64(1), "tools/call", `{"name":"search_tools","arguments":{"query":"x"}}`); r.Error == nil || !strings.Contains(r.Error.Error(), "invalid during session initialization") {
+		t.Errorf("a call before initialize: %+v", r)
+	}
+	roundTrip(float64(2), "initialize", init)
+	if r := roundTrip(float64(3), "initialize", init); r.Error == nil || !strings.Contains(r.Error.Error(), `duplicate "initialize"`) {
+		t.Errorf("a second initialize: %+v", r)
+	}
+	roundTrip(nil, "notifications/initialized", `{}`)
+	roundTrip(nil, "notifications/initialized", `{}`)
+	roundTrip(float64(4), "ping", `{}`) // handled after the notifications
+	testenv.Eventually(t, "the three lines logged", func() bool { return strings.Count(logs.String(), "\n") >= 3 })
+	got := logs.String()
+	for _, msg := range []string{"method invalid during initialization", "duplicate initialize request", "duplicate initialized notification"} {
+		if !strings.Contains(got, `level=WARN msg="`+msg+`"`) || strings.Contains(got, `level=ERROR msg="`+msg+`"`) {
+			t.Errorf("go-sdk's %q is not logged as a warning of the client's:\n%s", msg, got)
+		}
+	}
+	if !strings.Contains(got, `by="the client: `) {
+		t.Errorf("the warnings do not say the client did it:\n%s", got)
 	}
 }

@@ -133,11 +133,7 @@ func (g *Gateway) requireKey(next http.Handler, o HTTPOptions, log *slog.Logger)
 		}
 		if o.Rates != nil {
 			if ok, after := o.Rates.Allow(e.Name); !ok {
-				if o.Rates.Record(e.Name) { // else counted into the key's summary record
-					g.auditRefused(r, e, http.StatusTooManyRequests, audit.RateLimited, limit.OverRate(after))
-				}
-				w.Header().Set("Retry-After", limit.RetryAfter(after))
-				http.Error(w, "Too Many Requests: this API key is over its rate (toolgate.limits); retry after the time in Retry-After", http.StatusTooManyRequests)
+				g.overRate(w, r, o, e, after, "")
 				return
 			}
 		}

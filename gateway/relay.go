@@ -26,19 +26,25 @@ import (
 
 // callEvents returns what the backend call of req should relay to the
 // client, or nil when the client asked for nothing. ctx is the handler's:
-// go-sdk finds the request's stream through it (streamable HTTP).
-func (g *Gateway) callEvents(ctx context.Context, req *mcp.CallToolRequest, server string) *backend.CallEvents {
+// go-sdk finds the request's stream through it (streamable HTTP). The
+// events are written to the client by a relay of their own, which
+// relayed waits for before the call's result goes out (see eventRelay);
+// relayed is nil when ev is.
+func (g *Gateway) callEvents(ctx context.Context, req *mcp.CallToolRequest, server, tool string) (ev *backend.CallEvents, relayed func(context.Context)) {
 	ss := req.Session
 	if ss == nil {
-		return nil
+		return nil, nil
 	}
-	var ev backend.CallEvents
+	r := newEventRelay()
+	ev = &backend.CallEvents{}
 	if tok := req.Params.GetProgressToken(); tok != nil {
 		ev.Progress = func(p *mcp.ProgressNotificationParams) {
 			p.ProgressToken = tok
-			if err := ss.NotifyProgress(ctx, p); err != nil {
-				g.log.Debug("progress not relayed to the client", "server", server, "err", err)
-			}
+			r.send(func() {
+				if err := ss.NotifyProgress(ctx, p); err != nil {
+					g.log.Debug("progress not relayed to the client", "server", server, "err", err)
+				}
+			})
 		}
 	}
 	if level := g.logLevel(req); level != "" {
@@ -50,15 +56,81 @@ func (g *Gateway) callEvents(ctx context.Context, req *mcp.CallToolRequest, serv
 			if p.Logger != "" {
 				out.Logger = server + "/" + p.Logger
 			}
-			if err := ss.Log(ctx, &out); err != nil {
-				g.log.Debug("log message not relayed to the client", "server", server, "err", err)
-			}
+			r.send(func() {
+				if err := ss.Log(ctx, &out); err != nil {
+					g.log.Debug("log message not relayed to the client", "server", server, "err", err)
+				}
+			})
 		}
 	}
 	if ev.Progress == nil && ev.Log == nil {
-		return nil
+		return nil, nil
 	}
-	return &ev
+	go r.run()
+	return ev, func(wctx context.Context) {
+		if n := r.finish(wctx); n > 0 {
+			g.log.Info("notifications of a call not relayed: its client read them slower than the backend sent them", "server", server, "tool", tool, "dropped", n, "queue", relayQueue)
+		}
+	}
+}
+
+// relayQueue is how many notifications of one call wait for its client
+// at most; more are dropped (progress and log messages only inform).
+const relayQueue = 256
+
+// eventRelay writes one call's notifications to its client on a goroutine
+// of its own. The backend's messages are read on one loop for all its
+// calls (backend.CallEvents must not block), and a write blocks while the
+// client reads nothing: one HTTP client that left its event stream unread
+// once its socket buffers filled (a few MB of progress) held every other
+// client's calls to that backend until it closed the connection.
+type eventRelay struct {
+	q       chan func()
+	done    chan struct{}
+	mu      sync.Mutex
+	closed  bool
+	dropped int
+}
+
+func newEventRelay() *eventRelay {
+	return &eventRelay{q: make(chan func(), relayQueue), done: make(chan struct{})}
+}
+
+func (r *eventRelay) run() {
+	defer close(r.done)
+	for write := range r.q {
+		write()
+	}
+}
+
+// send queues write, or drops it when relayQueue writes wait already (or
+// the call has ended: the pool may hand on a last event as it ends).
+func (r *eventRelay) send(write func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	select {
+	case r.q <- write:
+	default:
+		r.dropped++
+	}
+}
+
+// finish waits until the queued notifications are written, or ctx ends,
+// and reports how many were dropped.
+func (r *eventRelay) finish(ctx context.Context) int {
+	r.mu.Lock()
+	r.closed = true
+	close(r.q)
+	n := r.dropped
+	r.mu.Unlock()
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+	}
+	return n
 }
 
 // logLevel is the log level the client of req wants, or "" for none: a

@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -425,5 +426,75 @@ func TestSetLevelRefusesUnknownLevel(t *testing.T) {
 		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: l}); err != nil {
 			t.Errorf("setLevel %s: %v", l, err)
 		}
+	}
+}
+
+// TestStalledClientHoldsNoOtherCalls: a client that stops reading in the
+// middle of a call's progress notifications (an HTTP client that leaves its
+// event stream unread, a stdio client whose pipe is full) holds up no other
+// client's calls to the same backend: its notifications wait in a queue of
+// relayQueue, the rest dropped, where their write held the loop that reads
+// every answer of that backend. Once it reads again it gets what was
+// queued, then its result.
+func TestStalledClientHoldsNoOtherCalls(t *testing.T) {
+	rg := newRealGateway(t, []config.Server{fakeServer(t, "fake", backendtest.ModeProgress)}, nil)
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports() // a synchronous pipe: a write waits for its reader
+	ss, err := rg.g.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stalled, err := ct.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stalled.Close(); ss.Close() })
+	send := func(id any, method, params string) {
+		t.Helper()
+		msg := &jsonrpc.Request{Method: method, Params: json.RawMessage(params)}
+		if id != nil {
+			msg.ID, _ = jsonrpc.MakeID(id)
+		}
+		if err := stalled.Write(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() jsonrpc.Message {
+		t.Helper()
+		msg, err := stalled.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msg
+	}
+	send(float64(1), "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stalled","version":"1"}}`)
+	read()
+	send(nil, "notifications/initialized", `{}`)
+	steps := 2 * relayQueue
+	send(float64(2), "tools/call", fmt.Sprintf(`{"name":"execute_tool","arguments":{"name":"fake__progress","arguments":{"steps":%d}},"_meta":{"progressToken":"stalled"}}`, steps))
+	if n, ok := read().(*jsonrpc.Request); !ok || n.Method != "notifications/progress" {
+		t.Fatalf("read %v, want the call's first progress notification", n)
+	}
+	// The client reads no more: the backend's next notification waits.
+	other := connect(t, rg.g)
+	cctx, cancel := context.WithTimeout(ctx, testenv.Timeout)
+	defer cancel()
+	res, err := other.CallTool(cctx, &mcp.CallToolParams{Name: ExecuteToolName, Arguments: map[string]any{"name": "fake__echo", "arguments": map[string]any{"text": "x"}}})
+	if err != nil || res.IsError {
+		t.Fatalf("another client's call to the backend, while a client reads nothing: %v %v", err, res)
+	}
+	progress := 1
+	for {
+		msg := read()
+		if r, ok := msg.(*jsonrpc.Response); ok {
+			if r.ID.Raw() != int64(2) || r.Error != nil || !strings.Contains(string(r.Result), fmt.Sprintf("done %d steps", steps)) {
+				t.Fatalf("the stalled call's answer: %+v %s", r, r.Result)
+			}
+			break
+		}
+		progress++
+	}
+	if progress < 2 || progress >= steps {
+		t.Errorf("the stalled client got %d of %d progress notifications before its result, want the first, those queued (up to %d), and the rest dropped", progress, steps, relayQueue)
 	}
 }

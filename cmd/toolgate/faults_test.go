@@ -19,6 +19,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
@@ -102,57 +103,106 @@ func stopsClean(t *testing.T, cmd *exec.Cmd, exited <-chan struct{}, when string
 	}
 }
 
+// stdioGateway is a gateway serving a stdio client (the test) with one
+// fake backend, initialized by client name: its stdin, the read end of its
+// stdout (a pipe of the test's own, which may be probed), its log, and
+// exited, closed once it has exited.
+type stdioGateway struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *os.File
+	logs   *testenv.LogBuffer
+	exited chan struct{}
+}
+
+func serveStdio(t *testing.T, name string) *stdioGateway {
+	t.Helper()
+	g := &stdioGateway{logs: &testenv.LogBuffer{}, exited: make(chan struct{})}
+	g.cmd = toolgateCmd(t, t.TempDir(), "serve", "--config", fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil))
+	g.cmd.Stderr = io.MultiWriter(g.logs, testLog(t, "toolgate: "))
+	var err error
+	if g.stdin, err = g.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	var w *os.File
+	if g.stdout, w, err = os.Pipe(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.stdout.Close() })
+	g.cmd.Stdout = w
+	if err := g.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	go func() { _ = g.cmd.Wait(); close(g.exited) }()
+	t.Cleanup(func() {
+		g.stdin.Close()
+		_ = g.cmd.Process.Kill()
+		<-g.exited
+	})
+	g.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"`+name+`","version":"1"}}}`)
+	if line, err := bufio.NewReader(g.stdout).ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+		t.Fatalf("initialize: %q, %v", line, err)
+	}
+	return g
+}
+
+func (g *stdioGateway) send(t *testing.T, msg string) {
+	t.Helper()
+	if _, err := io.WriteString(g.stdin, msg+"\n"); err != nil {
+		t.Fatalf("write to the gateway's stdin: %v", err)
+	}
+}
+
 // TestStdioClientClosesStdout: a stdio client that closes its end of the
 // gateway's stdout while stdin stays open is gone, as one that closes stdin
 // is: the gateway stops cleanly (exit 0, saying why) at its next reply,
 // where it used to die of SIGPIPE.
 func TestStdioClientClosesStdout(t *testing.T) {
-	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil))
-	var logs testenv.LogBuffer
-	cmd.Stderr = io.MultiWriter(&logs, testLog(t, "toolgate: "))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		stdin.Close()
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	send := func(msg string) {
-		t.Helper()
-		if _, err := io.WriteString(stdin, msg+"\n"); err != nil {
-			t.Fatalf("write to the gateway's stdin: %v", err)
-		}
-	}
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"hangup","version":"1"}}}`)
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || !strings.Contains(line, `"id":1`) {
-		t.Fatalf("initialize: %q, %v", line, err)
-	}
-	stdout.Close()
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	g := serveStdio(t, "hangup")
+	g.stdout.Close()
+	g.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	g.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	select {
-	case <-exited:
+	case <-g.exited:
 	case <-time.After(testenv.Timeout):
-		t.Fatalf("the gateway did not stop after its client closed stdout:\n%s", logs.String())
+		t.Fatalf("the gateway did not stop after its client closed stdout:\n%s", g.logs.String())
 	}
-	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() || ws.ExitStatus() != 0 {
-		t.Errorf("exit %v after the client closed stdout, want status 0:\n%s", cmd.ProcessState, logs.String())
+	if ws := g.cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() || ws.ExitStatus() != 0 {
+		t.Errorf("exit %v after the client closed stdout, want status 0:\n%s", g.cmd.ProcessState, g.logs.String())
 	}
-	if !strings.Contains(logs.String(), "the stdio client closed stdout: stopping") {
-		t.Errorf("the log does not say why the gateway stopped:\n%s", logs.String())
+	if !strings.Contains(g.logs.String(), "the stdio client closed stdout: stopping") {
+		t.Errorf("the log does not say why the gateway stopped:\n%s", g.logs.String())
 	}
+}
+
+// TestStdioClientReadsNoMore: a stdio client that keeps sending calls and
+// stops reading the gateway's stdout (its pipe full, every answer waiting)
+// is stopped cleanly by SIGTERM: go-sdk closes the session only once every
+// answer is written, so the stop used to wait out its 10 s budget and exit
+// with status 4, the stores not flushed.
+func TestStdioClientReadsNoMore(t *testing.T) {
+	g := serveStdio(t, "stalled")
+	go func() {
+		// Calls until the gateway reads no more (or exits).
+		io.WriteString(g.stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+		for id := 2; ; id++ {
+			if _, err := fmt.Fprintf(g.stdin, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"echo a message back"}}}`+"\n", id); err != nil {
+				return
+			}
+		}
+	}()
+	size, err := unix.FcntlInt(g.stdout.Fd(), unix.F_GETPIPE_SZ, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the gateway's stdout pipe full", func() bool {
+		// Within a page of its size: a pipe holds its data in pages, the
+		// last of which a waiting writer may have left part empty.
+		n, err := unix.IoctlGetInt(int(g.stdout.Fd()), unix.TIOCINQ) // FIONREAD
+		return err == nil && n > size-4096
+	})
+	stopsClean(t, g.cmd, g.exited, "while its stdio client read no answers")
 }
 
 // TestAuditTailTornLine: `audit tail` on a log whose line was cut short

@@ -69,6 +69,10 @@ type Options struct {
 	// -32600 (linerpc.SkipLong, TooLongMessage), as toolgate's own stdio
 	// transport does.
 	MaxLineBytes int
+	// MaxPending bounds the client's messages relayed at once (0:
+	// linerpc.MaxPendingCalls, as the gateway's stdio): a call over it is
+	// answered linerpc.CodeBusy, another message waits.
+	MaxPending int
 	// Grace is how long calls still running when the client closes stdin
 	// may finish (0: DefaultGrace).
 	Grace time.Duration
@@ -112,10 +116,13 @@ const (
 func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	b := &bridge{opts: opts, out: out, inflight: map[string]context.CancelFunc{}, gone: cancel, session: newSessionID()}
+	b := &bridge{opts: opts, out: linerpc.NewLineWriter(out), inflight: map[string]context.CancelFunc{}, gone: cancel, session: newSessionID()}
 	if b.opts.Client == nil {
 		b.opts.Client = &http.Client{}
 	}
+	// Once stopping, the answers that wait for a client that reads no
+	// more are given up: a stop waited for them for good.
+	context.AfterFunc(ctx, b.out.GiveUp)
 	if b.opts.Logger == nil {
 		b.opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -161,6 +168,15 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 		}
 	}()
 	var wg sync.WaitGroup
+	// At most MaxPending messages are relayed at once, as the
+	// gateway's own stdio holds: a client that sent calls and read no
+	// answers had every one relayed and its answer held (200,000 searches:
+	// past 1.4 GB in a minute, and as much in the gateway).
+	maxPending := b.opts.MaxPending
+	if maxPending <= 0 {
+		maxPending = linerpc.MaxPendingCalls
+	}
+	slots := make(chan struct{}, maxPending)
 	for {
 		var rd read
 		select {
@@ -172,8 +188,11 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 			}
 			return ctx.Err()
 		}
-		if len(bytes.TrimSpace(rd.line)) > 0 {
-			wg.Go(func() { b.relay(ctx, rd.line) })
+		if len(bytes.TrimSpace(rd.line)) > 0 && b.slot(ctx, slots, rd.line) {
+			wg.Go(func() {
+				defer func() { <-slots }()
+				b.relay(ctx, rd.line)
+			})
 		}
 		if rd.err == nil {
 			continue
@@ -202,9 +221,9 @@ type bridge struct {
 	opts       Options
 	gone       context.CancelFunc // the client closed its end of out: cancel everything
 	clientGone atomic.Bool        // … and gone was called for it
+	refusing   bool               // the last call was answered busy (slot; Run's loop only)
 
-	outMu sync.Mutex
-	out   io.Writer
+	out *linerpc.LineWriter
 
 	mu       sync.Mutex
 	version  string // MCP-Protocol-Version agreed in initialize
@@ -223,6 +242,11 @@ type envelope struct {
 	Result json.RawMessage `json:"result,omitempty"`
 }
 
+// call reports whether the message is a request with an id.
+func (e envelope) call() bool {
+	return e.Method != "" && len(e.ID) > 0 && string(e.ID) != "null"
+}
+
 // relay sends one message of the client's to the gateway and writes back
 // what it answers.
 func (b *bridge) relay(ctx context.Context, msg []byte) {
@@ -239,7 +263,7 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 		b.write(errorResponse(nil, -32700, "parse error: "+err.Error()))
 		return
 	}
-	isCall := env.Method != "" && len(env.ID) > 0 && string(env.ID) != "null"
+	isCall := env.call()
 	id := string(env.ID)
 	if isCall {
 		var cancel context.CancelFunc
@@ -438,15 +462,44 @@ func (b *bridge) write(msg []byte) {
 		line.Reset()
 		line.Write(bytes.ReplaceAll(msg, []byte("\n"), nil))
 	}
-	line.WriteByte('\n')
-	b.outMu.Lock()
-	defer b.outMu.Unlock()
-	if _, err := b.out.Write(line.Bytes()); err != nil {
+	if err := b.out.WriteLine(line.Bytes()); err != nil {
+		if errors.Is(err, linerpc.ErrGaveUp) {
+			return // stopping
+		}
 		if !errors.Is(err, syscall.EPIPE) && !errors.Is(err, io.ErrClosedPipe) {
 			b.opts.Logger.Warn("cannot write to the client; stopping", "err", err)
 		}
 		b.clientGone.Store(true)
 		b.gone()
+	}
+}
+
+// slot takes a relay slot for line, and reports whether line is to be
+// relayed: a call that finds every slot taken is answered busy at once
+// (linerpc.CodeBusy, as the gateway's stdio answers), and another message
+// waits for a slot (a cancellation is not dropped), as long as ctx lasts.
+func (b *bridge) slot(ctx context.Context, slots chan struct{}, line []byte) bool {
+	select {
+	case slots <- struct{}{}:
+		b.refusing = false
+		return true
+	default:
+	}
+	var env envelope
+	if json.Unmarshal(line, &env) == nil && env.call() {
+		if !b.refusing {
+			b.opts.Logger.Warn("the stdio client sends calls faster than it reads their answers: more are answered busy (-32052) until it reads", "unanswered", cap(slots))
+		}
+		b.refusing = true
+		b.write(errorResponse(env.ID, linerpc.CodeBusy, linerpc.BusyMessage(1, cap(slots))))
+		return false
+	}
+	b.refusing = false
+	select {
+	case slots <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

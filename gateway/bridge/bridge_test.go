@@ -545,3 +545,67 @@ func TestCancelAndGrace(t *testing.T) {
 		t.Errorf("the client read %q; want only the second call's answer (the cancelled one has none)", got)
 	}
 }
+
+// TestClientReadsNoMore: the bridge relays at most MaxPending of its
+// client's messages at once, and answers a call over that busy at once
+// (it relayed every one, holding each answer: 200,000 searches of a client
+// that read no answers took it past 1.4 GB in a minute); and a stop while
+// the client reads nothing gives up the answers that wait for it, where it
+// waited for them for good.
+func TestClientReadsNoMore(t *testing.T) {
+	release := make(chan struct{})
+	var answered atomic.Int32
+	rc := &recorder{answer: func(w http.ResponseWriter, r *http.Request, msg map[string]any) {
+		if msg["method"] == "tools/call" {
+			<-release
+		}
+		jsonAnswer(w, msg, map[string]any{"content": []any{}})
+		w.(http.Flusher).Flush()
+		answered.Add(1)
+	}}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	answer := sync.OnceFunc(func() { close(release) })
+	defer answer()
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	outR, outW := io.Pipe()
+	defer outR.Close()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- bridge.Run(ctx, inR, outW, bridge.Options{URL: srv.URL, MaxPending: 2}) }()
+	call := func(id int) {
+		t.Helper()
+		if _, err := fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`+"\n", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call(1)
+	call(2)
+	testenv.Eventually(t, "two calls at the gateway", func() bool { rc.mu.Lock(); defer rc.mu.Unlock(); return len(rc.bodies) == 2 })
+	call(3)
+	lines := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(outR).ReadString('\n')
+		lines <- line
+	}()
+	want := `{"jsonrpc":"2.0","id":3,"error":{"code":-32052,"message":"` + linerpc.BusyMessage(1, 2) + `"}}` + "\n"
+	select {
+	case line := <-lines:
+		if line != want {
+			t.Errorf("the call over the limit was answered %q, want %q", line, want)
+		}
+	case <-time.After(testenv.Timeout):
+		t.Fatal("the call over the limit got no answer")
+	}
+	// The two calls are answered; the client reads no more, and stops.
+	answer()
+	testenv.Eventually(t, "the two calls answered", func() bool { return answered.Load() == 2 })
+	stop()
+	select {
+	case <-done:
+	case <-time.After(testenv.Timeout):
+		t.Fatal("Run still waits for a client that reads nothing a minute after its stop")
+	}
+}

@@ -243,6 +243,12 @@ func NewRates(perSecond float64, burst int) *Rates {
 // Allow takes a token of key's bucket; when there is none, it reports how
 // long until there is one (for Retry-After), taking nothing.
 func (r *Rates) Allow(key string) (ok bool, retryAfter time.Duration) {
+	return r.AllowN(key, 1)
+}
+
+// AllowN is Allow for n tokens (a JSON-RPC batch's messages) at once: all
+// or none; n over the burst takes the burst, which a full bucket holds.
+func (r *Rates) AllowN(key string, n int) (ok bool, retryAfter time.Duration) {
 	r.mu.Lock()
 	b := r.buckets[key]
 	if b == nil {
@@ -251,7 +257,8 @@ func (r *Rates) Allow(key string) (ok bool, retryAfter time.Duration) {
 	}
 	r.mu.Unlock()
 	now := r.now()
-	res := b.ReserveN(now, 1)
+	n = min(n, r.burst) // more could never be had
+	res := b.ReserveN(now, n)
 	if d := res.DelayFrom(now); d > 0 {
 		res.CancelAt(now)
 		return false, d

@@ -146,6 +146,14 @@ func TestRates(t *testing.T) {
 	if ok, _ := r.Allow("k"); !ok {
 		t.Error("a refused request used up the token")
 	}
+	// AllowN takes all or none; more than the burst takes the burst.
+	now = now.Add(2 * time.Second)
+	if ok, _ := r.AllowN("k", 3); !ok {
+		t.Error("3 tokens of a full bucket of 2 refused: more than the burst could never be had")
+	}
+	if ok, after := r.AllowN("k", 1); ok || after <= 0 {
+		t.Errorf("a token of an emptied bucket: %v, retry after %s", ok, after)
+	}
 }
 
 // Refused requests from one address are recorded up to the burst, then

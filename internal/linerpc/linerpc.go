@@ -103,9 +103,76 @@ type Transport struct {
 	// and answered -32600 (TooLongMessage) with its id where it says one
 	// (SkipLong), where it otherwise ends the connection.
 	Server bool
+	// Busy, if set, is called when a serving connection refuses a call
+	// over MaxPendingCalls after it had taken every call before (once a
+	// spell, not once a call: a log line).
+	Busy func()
+
+	mu   sync.Mutex
+	conn *Conn // the connection Connect made
 }
 
 var _ mcp.Transport = (*Transport)(nil)
+
+// MaxPendingCalls is how many calls a serving connection (Transport.Server)
+// holds unanswered at once. go-sdk queues every call it reads, without
+// bound, and a client that sends calls and reads no answers (its stdout
+// pipe full) made the gateway read on and hold each call and its answer:
+// 200,000 searches grew it past 860 MB in a minute. A call over the limit is
+// answered CodeBusy at once; while the client reads none of those either,
+// the gateway reads no more of its input.
+const MaxPendingCalls = 1024
+
+// CodeBusy is the JSON-RPC error code of a call refused because the client
+// has MaxPendingCalls calls unanswered: in the implementation-defined
+// range, beside toolgate connect's -32050 and -32051.
+const CodeBusy = -32052
+
+// ErrGaveUp is the error of a write given up (LineWriter.GiveUp).
+var ErrGaveUp = errors.New("the client reads no more: write given up as the gateway stops")
+
+// LineWriter writes lines to a peer one at a time (so they never
+// interleave), each write on a goroutine of its own so that GiveUp can end
+// the wait for a peer that reads no more: a write to a full pipe cannot be
+// interrupted. A line given up may still go out if the peer reads again,
+// before any later one.
+type LineWriter struct {
+	w       io.Writer
+	writing chan struct{} // held by the write in progress
+	gone    chan struct{} // closed by GiveUp
+	once    sync.Once
+}
+
+// NewLineWriter returns a LineWriter to w.
+func NewLineWriter(w io.Writer) *LineWriter {
+	return &LineWriter{w: w, writing: make(chan struct{}, 1), gone: make(chan struct{})}
+}
+
+// WriteLine writes data and a newline, or returns ErrGaveUp once GiveUp
+// was called.
+func (lw *LineWriter) WriteLine(data []byte) error {
+	select {
+	case lw.writing <- struct{}{}:
+	case <-lw.gone:
+		return ErrGaveUp
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := lw.w.Write(append(data, '\n'))
+		<-lw.writing
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-lw.gone:
+		return ErrGaveUp
+	}
+}
+
+// GiveUp makes the writes that wait, and those after them, return
+// ErrGaveUp at once.
+func (lw *LineWriter) GiveUp() { lw.once.Do(func() { close(lw.gone) }) }
 
 // Stdio is the transport of a stdio server: stdin and stdout, with go-sdk's
 // default line cap. Closing it closes stdin, not stdout (as go-sdk's
@@ -136,9 +203,29 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		server:   t.Server,
 		incoming: make(chan incoming),
 		closed:   make(chan struct{}),
+		lw:       NewLineWriter(t.Writer),
+		busy:     t.Busy,
 	}
+	t.mu.Lock()
+	t.conn = c
+	t.mu.Unlock()
 	go c.readLoop(limit)
 	return c, nil
+}
+
+// GiveUpWrites makes the writes of the connection Connect made that wait
+// for the peer to read (its end of the pipe full) fail at once, and the
+// writes after them too. A stop calls it before closing the session:
+// go-sdk closes the connection only once every call is answered, so a
+// client that reads no more held the stop until its budget ran out, the
+// stores left unflushed.
+func (t *Transport) GiveUpWrites() {
+	t.mu.Lock()
+	c := t.conn
+	t.mu.Unlock()
+	if c != nil {
+		c.lw.GiveUp()
+	}
 }
 
 // Conn is a connection made by Transport.Connect.
@@ -152,7 +239,10 @@ type Conn struct {
 	incoming chan incoming
 	queue    []jsonrpc.Message // the rest of the last batch read; Reads are serial
 
-	writeMu sync.Mutex
+	lw *LineWriter // writes to w; GiveUpWrites gives up its writes
+
+	busy     func() // Transport.Busy
+	refusing bool   // the last call was refused over MaxPendingCalls
 
 	mu      sync.Mutex
 	initID  jsonrpc.ID                   // the initialize call read, when serving
@@ -467,10 +557,7 @@ func (c *Conn) writeError(id jsonrpc.ID, code int64, msg string) error {
 	if err != nil {
 		return err
 	}
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	_, err = c.w.Write(append(data, '\n'))
-	return err
+	return c.writeLine(data)
 }
 
 // errorMessage is a JSON-RPC error response to id; the zero ID is written
@@ -561,10 +648,16 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, in.err
 		case in.batch != nil:
 			done, err := c.acceptBatch(in.batch, in.bad)
-			if err != nil {
-				if !c.server {
+			var busy errBusy
+			switch {
+			case err != nil && !c.server:
+				return nil, err
+			case errors.As(err, &busy):
+				if err := c.writeError(jsonrpc.ID{}, CodeBusy, BusyMessage(int(busy), MaxPendingCalls)); err != nil {
 					return nil, err
 				}
+				continue
+			case err != nil:
 				if err := c.writeError(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error()+": send each message on a line of its own"); err != nil {
 					return nil, err
 				}
@@ -583,7 +676,22 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return in.batch[0], nil
 		}
 		if req, ok := in.msg.(*jsonrpc.Request); ok {
-			c.noteRequest(req)
+			var err error
+			switch c.noteRequest(req) {
+			case overPending:
+				err = c.writeError(req.ID, CodeBusy, BusyMessage(1, MaxPendingCalls))
+			case idInUse:
+				// Answered with a null id, as go-sdk would (the call in
+				// flight keeps its own); go-sdk wrote nothing at all, so
+				// the client waited for good.
+				err = c.writeError(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: id %v is in use by a call of this client still unanswered, so the call sent again with it was not run: give each call its own id", req.ID.Raw()))
+			default:
+				return in.msg, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			continue
 		}
 		return in.msg, nil
 	}
@@ -592,40 +700,82 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // methodCancelled is the notification that cancels a call.
 const methodCancelled = "notifications/cancelled"
 
+// noted is what noteRequest made of a request: taken, or a call refused.
+type noted int
+
+const (
+	taken       noted = iota
+	overPending       // over MaxPendingCalls
+	idInUse           // its id is a call's still unanswered
+)
+
 // noteRequest notes req, a request read outside a batch: the initialize
 // call, whose answer names the protocol version; and, when serving, each
-// call until it is answered and which of them the client cancels.
-func (c *Conn) noteRequest(req *jsonrpc.Request) {
+// call until it is answered and which of them the client cancels. A call
+// it refuses (serving) is not to be served.
+func (c *Conn) noteRequest(req *jsonrpc.Request) noted {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if req.Method == methodInitialize && req.IsCall() {
 		c.initID = req.ID // the client must not cancel it: not noted below
-		return
+		return taken
 	}
 	if !c.server {
-		return
+		return taken
 	}
 	if req.IsCall() {
+		if _, ok := c.calls[req.ID]; ok {
+			return idInUse
+		}
+		if c.pendingLocked() >= MaxPendingCalls {
+			if !c.refusing && c.busy != nil {
+				c.busy()
+			}
+			c.refusing = true
+			return overPending
+		}
+		c.refusing = false
 		if c.calls == nil {
 			c.calls = map[jsonrpc.ID]bool{}
 		}
 		c.calls[req.ID] = false
-		return
+		return taken
 	}
 	if req.Method != methodCancelled {
-		return
+		return taken
 	}
 	var p struct {
 		RequestID any `json:"requestId"`
 	}
 	if json.Unmarshal(req.Params, &p) != nil {
-		return
+		return taken
 	}
 	if id, err := jsonrpc.MakeID(p.RequestID); err == nil && id.IsValid() {
 		if _, ok := c.calls[id]; ok {
 			c.calls[id] = true
 		}
 	}
+	return taken
+}
+
+// pendingLocked is how many calls the client has unanswered, in batches
+// and out of them; c.mu is held.
+func (c *Conn) pendingLocked() int { return len(c.calls) + len(c.batches) }
+
+// errBusy refuses a batch of that many calls, which would take the calls
+// unanswered over MaxPendingCalls.
+type errBusy int
+
+func (e errBusy) Error() string { return BusyMessage(int(e), MaxPendingCalls) }
+
+// BusyMessage is the answer to calls (n of them: one call, or a batch's)
+// refused because the client has limit calls unanswered (MaxPendingCalls).
+func BusyMessage(n, limit int) string {
+	what := fmt.Sprintf("this client has %d calls unanswered, the limit", limit)
+	if n > 1 {
+		what = fmt.Sprintf("this batch's %d calls would take this client over %d calls unanswered, the limit", n, limit)
+	}
+	return "the gateway is busy: " + what + " (it sends calls faster than it reads their answers): wait for answers before sending more"
 }
 
 // cancelled reports whether resp answers a call the client cancelled, and
@@ -678,6 +828,9 @@ func (c *Conn) acceptBatch(msgs []jsonrpc.Message, bad []badMember) (done []byte
 		b.answers = append(b.answers, nil)
 	}
 	b.pending = len(b.index)
+	if c.server && b.pending > 0 && c.pendingLocked()+b.pending > MaxPendingCalls {
+		return nil, errBusy(b.pending)
+	}
 	if b.pending == 0 {
 		if len(b.answers) == 0 {
 			return nil, nil // notifications only: no answer
@@ -721,13 +874,9 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return c.writeLine(data)
 }
 
-// writeLine writes data and a newline.
-func (c *Conn) writeLine(data []byte) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	_, err := c.w.Write(append(data, '\n'))
-	return err
-}
+// writeLine writes data and a newline (LineWriter: a stop gives up the
+// writes a client does not read).
+func (c *Conn) writeLine(data []byte) error { return c.lw.WriteLine(data) }
 
 // errMoreToCome is answered's word for an answer to a batch call that is
 // held until the batch's last.

@@ -1,13 +1,16 @@
 package linerpc
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -535,4 +538,130 @@ func FuzzDecodeMessage(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestServerRefusesCallsOverPending: serving, a call that would take the
+// client over MaxPendingCalls calls unanswered is answered CodeBusy at
+// once and not passed on, as is a batch that would (go-sdk queues every
+// call it reads, so a client that sent calls and read no answers grew the
+// gateway without bound); once a call is answered, the next is taken.
+func TestServerRefusesCallsOverPending(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var spells atomic.Int32
+	c, err := (&Transport{Reader: inR, Writer: outW, Server: true, Busy: func() { spells.Add(1) }}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inW.Close(); outR.Close(); c.Close() })
+	read := make(chan jsonrpc.Message)
+	go func() {
+		for {
+			msg, err := c.Read(context.Background())
+			if err != nil {
+				close(read)
+				return
+			}
+			read <- msg
+		}
+	}()
+	out := bufio.NewReader(outR)
+	call := func(id int) {
+		t.Helper()
+		if _, err := fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{}}`+"\n", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := make(chan string)
+	go func() {
+		for {
+			line, err := out.ReadString('\n')
+			if err != nil {
+				close(lines)
+				return
+			}
+			lines <- line
+		}
+	}()
+	answered := func(want string) {
+		t.Helper()
+		select {
+		case line := <-lines:
+			if !strings.HasPrefix(line, want) {
+				t.Fatalf("answered %q; want it to begin %s", line, want)
+			}
+		case <-time.After(testenv.Timeout):
+			t.Fatalf("no answer; want one that begins %s", want)
+		}
+	}
+	for id := range MaxPendingCalls {
+		call(id)
+		if msg := <-read; msg.(*jsonrpc.Request).ID != mustID(t, float64(id)) {
+			t.Fatalf("read %v, want call %d", msg, id)
+		}
+	}
+	for id := MaxPendingCalls; id < MaxPendingCalls+2; id++ {
+		call(id)
+		answered(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32052,"message":"the gateway is busy: this client has %d calls unanswered, the limit`, id, MaxPendingCalls))
+	}
+	if n := spells.Load(); n != 1 {
+		t.Errorf("Busy called %d times for two calls refused in a row, want once", n)
+	}
+	io.WriteString(inW, `[{"jsonrpc":"2.0","id":"a","method":"ping"},{"jsonrpc":"2.0","id":"b","method":"ping"}]`+"\n")
+	answered(`{"jsonrpc":"2.0","id":null,"error":{"code":-32052,"message":"the gateway is busy: this batch's 2 calls would take this client over 1024 calls unanswered`)
+	go c.Write(context.Background(), &jsonrpc.Response{ID: mustID(t, float64(0)), Result: json.RawMessage(`{}`)})
+	answered(`{"jsonrpc":"2.0","id":0,"result":{}}`)
+	call(MaxPendingCalls + 1)
+	if msg := <-read; msg.(*jsonrpc.Request).ID != mustID(t, float64(MaxPendingCalls+1)) {
+		t.Fatalf("read %v after an answer, want call %d", msg, MaxPendingCalls+1)
+	}
+}
+
+// TestGiveUpWrites: a write the client does not read (its pipe full) ends
+// with an error once GiveUpWrites is called, as do the writes after it; a
+// stop waited for it for good.
+func TestGiveUpWrites(t *testing.T) {
+	outR, outW := io.Pipe() // never read
+	defer outR.Close()
+	tr := &Transport{Reader: io.NopCloser(strings.NewReader("")), Writer: outW, Server: true}
+	c, err := tr.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	stuck := make(chan error, 2)
+	for range 2 {
+		go func() { stuck <- c.Write(context.Background(), &jsonrpc.Request{Method: "notifications/message"}) }()
+	}
+	tr.GiveUpWrites()
+	for range 2 {
+		select {
+		case err := <-stuck:
+			if !errors.Is(err, ErrGaveUp) {
+				t.Errorf("a write to a client that reads no more: %v, want %v", err, ErrGaveUp)
+			}
+		case <-time.After(testenv.Timeout):
+			t.Fatal("a write to a client that reads no more still waits after GiveUpWrites")
+		}
+	}
+	if err := c.Write(context.Background(), &jsonrpc.Request{Method: "notifications/message"}); !errors.Is(err, ErrGaveUp) {
+		t.Errorf("a write after GiveUpWrites: %v, want %v", err, ErrGaveUp)
+	}
+}
+
+// TestServerAnswersReusedID: serving, a call whose id is that of a call
+// still unanswered is answered -32600 with a null id (the call in flight
+// keeps its own) and not passed on; go-sdk dropped it without a word, so
+// the client waited for its answer for good.
+func TestServerAnswersReusedID(t *testing.T) {
+	call := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{}}`
+	c, out := serving(t, strings.NewReader(call+"\n"+call+"\n"), 0)
+	msgs, err := readAll(c)
+	if !errors.Is(err, io.EOF) || len(msgs) != 1 {
+		t.Fatalf("read %d messages, %v; want the first call alone, then io.EOF", len(msgs), err)
+	}
+	want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: id 5 is in use by a call of this client still unanswered, so the call sent again with it was not run: give each call its own id"}}` + "\n"
+	if got := out.String(); got != want {
+		t.Errorf("answered:\n%s\nwant:\n%s", got, want)
+	}
 }

@@ -3,6 +3,8 @@ package catalog
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,6 +20,8 @@ func TestReadJSONL(t *testing.T) {
 {"server": "s", "name": "a__b", "description": "tool names may hold the separator"}
 {"server": "s", "name": "ro", "annotations": {"readOnlyHint": true}}
 {"server": "s", "name": "nul", "annotations": null}
+{"server": "s", "name": "mcp", "inputSchema": {"type": "object"}}
+{"server": "s", "name": "both", "input_schema": {"type": "object"}, "inputSchema": {"type": "object"}}
 `
 	got, err := ReadJSONL(strings.NewReader(in), "tools.jsonl")
 	if err != nil {
@@ -29,6 +33,10 @@ func TestReadJSONL(t *testing.T) {
 		{Server: "s", Name: "a__b", Description: "tool names may hold the separator"},
 		{Server: "s", Name: "ro", Annotations: json.RawMessage(`{"readOnlyHint": true}`)},
 		{Server: "s", Name: "nul"},
+		// MCP's spelling of the key (a tools/list result's tools, given a
+		// server each) is read too: it was skipped as unknown.
+		{Server: "s", Name: "mcp", InputSchema: json.RawMessage(`{"type": "object"}`)},
+		{Server: "s", Name: "both", InputSchema: json.RawMessage(`{"type": "object"}`)},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ReadJSONL (-want +got):\n%s", diff)
@@ -69,12 +77,48 @@ func TestReadJSONLErrors(t *testing.T) {
 		{"separator in server", `{"server":"a__b","name":"c"}`, `tools.jsonl:1: server "a__b" contains "__"`},
 		{"annotations not an object", `{"server":"a","name":"b","annotations":true}`, `tools.jsonl:1: "annotations" of "a__b" must be an object`},
 		{"duplicate", `{"server":"a","name":"b"}` + "\n" + `{"server":"a","name":"b"}`, `tools.jsonl:2: duplicate tool "a__b" (first on line 1)`},
+		{"two schemas", `{"server":"a","name":"b","input_schema":{"type":"object"},"inputSchema":{}}`, `tools.jsonl:1: "a__b" has both "input_schema" and "inputSchema", which differ: keep one`},
+		{"mcp schema not an object", `{"server":"a","name":"b","inputSchema":[]}`, `tools.jsonl:1: "inputSchema" of "a__b" must be a JSON Schema object`},
+		{"line too long", `{"server":"a","name":"b"}` + "\n" + `{"server":"a","name":"c","description":"` + strings.Repeat("x", 1024) + `"}`, `tools.jsonl:2: the line is longer than `},
 	}
+	defer func(n int) { maxLine = n }(maxLine)
+	maxLine = 1000
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ReadJSONL(strings.NewReader(tt.in), "tools.jsonl")
 			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 				t.Errorf("error = %v, want prefix %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// A file that is JSON but not JSON lines, in the forms people hand the
+// loader in their place, is said so with the jq command that makes the
+// lines; it read `t.json:1: missing "server"` or `not valid JSON at
+// column 1 (unexpected end of JSON input)`.
+func TestReadFileNotLines(t *testing.T) {
+	dir := t.TempDir()
+	list := `{"tools": [{"name": "read_file", "description": "Read a file", "inputSchema": {"type": "object"}}]}`
+	tests := []struct{ name, file, in, want string }{
+		{"tools/list result", "list.json", list, `list.json is an MCP tools/list result ({"tools": [...]}), not JSON lines of tools: write each tool on a line of its own with its server's name, e.g. jq -c --arg server SERVER '.tools[] | {server: $server} + .' DIR/list.json > DIR/tools.jsonl`},
+		{"JSON-RPC response", "rpc.json", `{"jsonrpc": "2.0", "id": 1, "result": ` + list + `}`, `jq -c --arg server SERVER '.result.tools[] | {server: $server} + .' DIR/rpc.json > DIR/tools.jsonl`},
+		{"pretty tools/list", "pretty.json", strings.ReplaceAll(list, ", ", ",\n  "), `pretty.json is an MCP tools/list result`},
+		{"array", "tools.jsonl", `[{"server": "a", "name": "b"},` + "\n" + `{"server": "a", "name": "c"}]`, `tools.jsonl is one JSON array, not JSON lines (one tool a line): write each element on a line of its own, e.g. jq -c '.[]' DIR/tools.jsonl > DIR/tools-lines.jsonl`},
+		{"pretty lines", "t.jsonl", "{\n  \"server\": \"a\",\n  \"name\": \"b\"\n}\n{\"server\": \"a\", \"name\": \"c\"}\n", `t.jsonl holds JSON written over several lines, not JSON lines (one tool a line): write each object on one line, e.g. jq -c . DIR/t.jsonl > DIR/tools.jsonl`},
+		// JSON lines with a mistake keep the line's own message.
+		{"lines", "bad.jsonl", `{"server": "a", "name": "b"}` + "\n" + `{"name": "c"}`, `bad.jsonl:2: missing "server"`},
+		{"one line", "one.jsonl", `{"name": "c"}`, `one.jsonl:1: missing "server"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, tt.file)
+			if err := os.WriteFile(path, []byte(tt.in), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ReadFile(path)
+			if want := strings.ReplaceAll(tt.want, "DIR", dir); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("error = %v, want %q", err, want)
 			}
 		})
 	}
@@ -96,4 +140,17 @@ func FuzzReadJSONL(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkEachLineLong reads one 16 MiB line (a tool whose description
+// or schema is huge): the scanner's buffer grows to hold it, and each read
+// into it is searched for the line's end.
+func BenchmarkEachLineLong(b *testing.B) {
+	line := append(bytes.Repeat([]byte("x"), 16<<20), '\n')
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		if err := EachLine(bytes.NewReader(line), "long", func(int, []byte) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -679,7 +679,7 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Write
 	if f.queries != "" {
 		qs, err := search.LoadQueries(f.queries)
 		if err != nil {
-			return err
+			return usageError{err} // the flag's wrong value, as eval says of it
 		}
 		for _, q := range qs {
 			for _, id := range q.Relevant {

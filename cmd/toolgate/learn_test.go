@@ -191,7 +191,12 @@ func TestLearnCommand(t *testing.T) {
 	if err := runLearn(context.Background(), g, &learnFlags{reset: true, server: "m"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "forgot 2 learned pairs of server m's tools") {
 		t.Errorf("reset m: %v %q", err, out.String())
 	}
-	for _, f := range []learnFlags{{reset: true, queries: log}, {server: "m"}} {
+	// A queries file that cannot be read is the flag's wrong value.
+	arr := filepath.Join(t.TempDir(), "log.json")
+	if err := os.WriteFile(arr, []byte(`[{"query": "read my notes", "relevant": ["fs__read_file"]}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []learnFlags{{reset: true, queries: log}, {server: "m"}, {queries: arr}} {
 		var ue usageError
 		if err := runLearn(context.Background(), g, &f, &out, io.Discard); err == nil || !errors.As(err, &ue) {
 			t.Errorf("%+v: err = %v, want a usage error", f, err)

@@ -43,6 +43,8 @@ type evalFlags struct {
 	candidates     int
 	keywordNorm    string
 	vectorNorm     string
+	// warnings is where the files' warnings go (stderr; nil: nowhere).
+	warnings io.Writer
 }
 
 func newEvalCmd(g *globals) *cobra.Command {
@@ -67,6 +69,7 @@ with metrics as fractions 0–1 (and "thresholds":[{"minConfidence",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// A stop said as index and models fetch say it: it said
 			// "build index: embed tools 1-199 of 199: context canceled".
+			f.warnings = cmd.ErrOrStderr()
 			err := runEval(cmd.Context(), g, f, cmd.OutOrStdout())
 			return shutdown.Stopped(cmd.Context(), err, "the evaluation was done", "no figures are written for the modes it had not finished (run the command again)")
 		},
@@ -172,6 +175,9 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 	tools, err := catalog.ReadFile(f.tools)
 	if err != nil {
 		return swappedFiles(f, err)
+	}
+	if f.warnings != nil {
+		catalog.WarnSchemas(f.warnings, f.tools, tools)
 	}
 	var qs []search.BenchQuery
 	if f.exactNames {

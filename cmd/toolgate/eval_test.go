@@ -332,6 +332,27 @@ func TestEvalNoAnswerMisses(t *testing.T) {
 	}
 }
 
+// A tools file with an input schema the gateway cannot read is evaluated,
+// with a warning on stderr naming the tool.
+func TestEvalWarnsOfSchemas(t *testing.T) {
+	tp, qp := writeBench(t, false)
+	b, err := os.ReadFile(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte(`"input_schema": {"type": "object"}`), []byte(`"input_schema": {"type": "object", "properties": ["path"]}`), 1)
+	if err := os.WriteFile(tp, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, warnings bytes.Buffer
+	if err := runEval(context.Background(), evalGlobals(t), &evalFlags{tools: tp, queries: qp, mode: "bm25", warnings: &warnings}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := `"fs__read_file" ("properties" must be an object, not a JSON array)`; !strings.Contains(warnings.String(), want) || !strings.Contains(out.String(), "dataset tiny") {
+		t.Errorf("warnings %q, want %q, and the figures", warnings.String(), want)
+	}
+}
+
 // --exact-names asks for every tool by its bare name and its ID.
 func TestEvalExactNames(t *testing.T) {
 	tp, _ := writeBench(t, false)

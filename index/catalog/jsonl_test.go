@@ -154,3 +154,29 @@ func BenchmarkEachLineLong(b *testing.B) {
 		}
 	}
 }
+
+// An input schema the gateway cannot validate with is taken, as a
+// backend's is, with a warning naming the tools and why in JSON's words:
+// a "properties" written as a list was silently no argument.
+func TestWarnSchemas(t *testing.T) {
+	tools, err := ReadJSONL(strings.NewReader(`{"server":"a","name":"ok","input_schema":{"type":"object","properties":{"x":{"type":"string"}}}}
+{"server":"a","name":"none"}
+{"server":"a","name":"list","input_schema":{"type":"object","properties":[{"x":"string"}]}}
+{"server":"a","name":"req","inputSchema":{"type":"object","required":"x"}}
+`), "t.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w strings.Builder
+	if n := WarnSchemas(&w, "t.jsonl", tools); n != 2 {
+		t.Errorf("WarnSchemas = %d, want 2", n)
+	}
+	want := `toolgate: warning: t.jsonl: the input schema of 2 tools is not a JSON Schema the gateway can read: "a__list" ("properties" must be an object, not a JSON array), "a__req" ("required" must be a list of strings, not a JSON string): the gateway would let their calls through unchecked, and leaves the arguments it cannot read out of the index` + "\n"
+	if w.String() != want {
+		t.Errorf("warning =\n%s\nwant\n%s", w.String(), want)
+	}
+	w.Reset()
+	if n := WarnSchemas(&w, "t.jsonl", tools[:2]); n != 0 || w.Len() != 0 {
+		t.Errorf("good schemas: %d, %q; want no warning", n, w.String())
+	}
+}

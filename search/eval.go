@@ -90,23 +90,15 @@ func ReadQueries(r io.Reader, name string) ([]BenchQuery, error) {
 
 // CheckQueries reports relevant IDs that name no tool: a typo there would
 // silently lower every metric. Each is said as "FILE:LINE:", with the ID
-// meant when one is likely: that of a tool whose bare name was given (IDs
-// are server__tool), or the one a typo away.
+// meant when one is likely (Meant).
 func CheckQueries(tools []catalog.Tool, qs []BenchQuery) error {
 	ids := make(map[string]bool, len(tools))
-	all := make([]string, 0, len(tools))
-	named := map[string][]string{}
 	for _, t := range tools {
 		ids[t.ID()] = true
-		all = append(all, t.ID())
-		named[t.Name] = append(named[t.Name], t.ID())
 	}
 	meant := func(id string) string {
-		if n := named[id]; len(n) > 0 {
-			return fmt.Sprintf(": give the tool's server__tool ID, %s", quoted(n))
-		}
-		if m, ok := typo.Suggest(id, all); ok {
-			return fmt.Sprintf(": did you mean %q?", m)
+		if m := Meant(id, tools); m != "" {
+			return ": " + m
 		}
 		return ""
 	}
@@ -130,6 +122,27 @@ func CheckQueries(tools []catalog.Tool, qs []BenchQuery) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Meant says which ID of tools an id that is none of theirs likely meant:
+// that of the tools whose bare name it is (IDs are server__tool), or the
+// one a typo away; "" when none is likely.
+func Meant(id string, tools []catalog.Tool) string {
+	var named []string
+	all := make([]string, 0, len(tools))
+	for _, t := range tools {
+		if t.Name == id {
+			named = append(named, t.ID())
+		}
+		all = append(all, t.ID())
+	}
+	if len(named) > 0 {
+		return "give the tool's server__tool ID, " + quoted(named)
+	}
+	if m, ok := typo.Suggest(id, all); ok {
+		return fmt.Sprintf("did you mean %q?", m)
+	}
+	return ""
 }
 
 // quoted is ids quoted, joined with "or".

@@ -64,7 +64,11 @@ of a search whose query vector is in the cache (ranking plus cache lookup).
 With --json, each mode prints one line:
 {"dataset","mode","tools","queries","metrics":{"hit@1",…,"ndcg@10"},"latencyMs":{"p50","p95"}}
 with metrics as fractions 0–1 (and "thresholds":[{"minConfidence",
-"false_abstain_rate","abstainLostHit@1","abstain_rate"},…] with --thresholds).`,
+"false_abstain_rate","abstainLostHit@1","abstain_rate"},…] with --thresholds,
+"misses":[{"file","line","query","relevant","rank"?,"top"},…] with --misses).
+
+Each file is JSON lines, one object a line; a mistake in one is a usage error
+(exit status 2) naming the file, the line and the fix.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// A stop said as index and models fetch say it: it said

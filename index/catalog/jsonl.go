@@ -141,6 +141,12 @@ func ReadJSONL(r io.Reader, name string) ([]Tool, error) {
 			return err
 		}
 		if jt.Server == nil || *jt.Server == "" {
+			if jt.Name != nil && *jt.Name != "" {
+				// A tool as tools/list lists it (jq -c '.tools[]'): it
+				// names no server, which the file must.
+				return fmt.Errorf(`missing "server": each line names the tool's server (an MCP tools/list result's tools name none): add it to every line, e.g. %s > tools-with-server.jsonl`,
+					shellword.Join("jq", "-c", "--arg", "server", "SERVER", "{server: $server} + .", name))
+			}
 			return errors.New(`missing "server"`)
 		}
 		if jt.Name == nil || *jt.Name == "" {

@@ -181,7 +181,7 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		return swappedFiles(f, err)
 	}
 	if f.warnings != nil {
-		catalog.WarnSchemas(f.warnings, f.tools, tools)
+		catalog.Review(f.warnings, f.tools, tools)
 	}
 	var qs []search.BenchQuery
 	if f.exactNames {

@@ -111,7 +111,7 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 		if tools, err = catalog.ReadFile(f.tools); err != nil {
 			return usageError{err}
 		}
-		catalog.WarnSchemas(stderr, f.tools, tools)
+		catalog.Review(stderr, f.tools, tools)
 	} else {
 		tools, down, err = g.listBackendTools(ctx, f.configs, stderr)
 	}

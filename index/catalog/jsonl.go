@@ -62,6 +62,11 @@ const maxDocument = 256 << 20
 // command that makes the lines; it read `FILE:1: missing "server"` or
 // `not valid JSON at column 1 (unexpected end of JSON input)`.
 func NotLines(path, what string, err error) error {
+	// A line too long to read is not read whole again: one of 70 MB took
+	// 8 s and 450 MB more to be refused.
+	if le := (*lineError)(nil); errors.As(err, &le) && le.tooLong {
+		return err
+	}
 	f, oerr := os.Open(path)
 	if oerr != nil {
 		return err
@@ -205,16 +210,29 @@ func EachLine(r io.Reader, name string, f func(line int, b []byte) error) error 
 			continue
 		}
 		if err := f(line, b); err != nil {
-			return fmt.Errorf("%s:%d: %w", name, line, err)
+			return &lineError{name: name, line: line, err: err}
 		}
 	}
 	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
-		return fmt.Errorf("%s:%d: the line is longer than %d MiB: each line holds one JSON object, of at most that size", name, line+1, maxLine>>20)
+		return &lineError{name: name, line: line + 1, tooLong: true, err: fmt.Errorf("the line is longer than %d MiB: each line holds one JSON object, of at most that size", maxLine>>20)}
 	} else if err != nil {
-		return fmt.Errorf("%s:%d: %w", name, line+1, err)
+		return &lineError{name: name, line: line + 1, err: err}
 	}
 	return nil
 }
+
+// lineError is an error of EachLine, "name:line: err"; tooLong says the
+// line was too long to read, which no JSON document in its place explains
+// (NotLines).
+type lineError struct {
+	name    string
+	line    int
+	tooLong bool
+	err     error
+}
+
+func (e *lineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.name, e.line, e.err) }
+func (e *lineError) Unwrap() error { return e.err }
 
 // maxLine bounds a line of EachLine (a variable for its test).
 var maxLine = 64 << 20

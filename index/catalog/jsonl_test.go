@@ -156,10 +156,27 @@ func BenchmarkEachLineLong(b *testing.B) {
 	}
 }
 
+// A description over MaxDescription is cut, at a character's start, as
+// the gateway cuts a backend's, with a warning.
+func TestReviewCutsDescriptions(t *testing.T) {
+	long := strings.Repeat("x", MaxDescription-1) + "é and more"
+	tools := []Tool{{Server: "a", Name: "long", Description: long}, {Server: "a", Name: "short", Description: "fine"}}
+	var w strings.Builder
+	if n := Review(&w, "t.jsonl", tools); n != 1 {
+		t.Errorf("Review = %d, want 1", n)
+	}
+	if want := strings.Repeat("x", MaxDescription-1); tools[0].Description != want || tools[1].Description != "fine" {
+		t.Errorf("descriptions of %d and %q bytes, want %d and fine", len(tools[0].Description), tools[1].Description, len(want))
+	}
+	if want := `toolgate: warning: t.jsonl: the description of 1 tool is over 16 KiB, cut there as the gateway cuts a backend's: "a__long" (16394 bytes)` + "\n"; w.String() != want {
+		t.Errorf("warning = %q, want %q", w.String(), want)
+	}
+}
+
 // An input schema the gateway cannot validate with is taken, as a
 // backend's is, with a warning naming the tools and why in JSON's words:
 // a "properties" written as a list was silently no argument.
-func TestWarnSchemas(t *testing.T) {
+func TestReviewSchemas(t *testing.T) {
 	tools, err := ReadJSONL(strings.NewReader(`{"server":"a","name":"ok","input_schema":{"type":"object","properties":{"x":{"type":"string"}}}}
 {"server":"a","name":"none"}
 {"server":"a","name":"list","input_schema":{"type":"object","properties":[{"x":"string"}]}}
@@ -169,15 +186,15 @@ func TestWarnSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	var w strings.Builder
-	if n := WarnSchemas(&w, "t.jsonl", tools); n != 2 {
-		t.Errorf("WarnSchemas = %d, want 2", n)
+	if n := Review(&w, "t.jsonl", tools); n != 2 {
+		t.Errorf("Review = %d, want 2", n)
 	}
 	want := `toolgate: warning: t.jsonl: the input schema of 2 tools is not a JSON Schema the gateway can read: "a__list" ("properties" must be an object, not a JSON array), "a__req" ("required" must be a list of strings, not a JSON string): the gateway would let their calls through unchecked, and leaves the arguments it cannot read out of the index` + "\n"
 	if w.String() != want {
 		t.Errorf("warning =\n%s\nwant\n%s", w.String(), want)
 	}
 	w.Reset()
-	if n := WarnSchemas(&w, "t.jsonl", tools[:2]); n != 0 || w.Len() != 0 {
+	if n := Review(&w, "t.jsonl", tools[:2]); n != 0 || w.Len() != 0 {
 		t.Errorf("good schemas: %d, %q; want no warning", n, w.String())
 	}
 }

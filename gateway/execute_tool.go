@@ -643,13 +643,7 @@ func (c *schemaCache) resolved(id string, text json.RawMessage, log *slog.Logger
 		}
 	}
 	r := &resolvedSchema{text: bytes.Clone(text)}
-	var s jsonschema.Schema
-	if r.err = json.Unmarshal(text, &s); r.err == nil {
-		// The $schema keyword names drafts the validator may not know;
-		// validation keywords are shared, so check them regardless.
-		s.Schema = ""
-		r.rs, r.err = s.Resolve(nil)
-	}
+	r.rs, r.err = catalog.ResolveSchema(text)
 	if r.err != nil {
 		log.Debug("input schema not validated", "tool", id, "err", r.err)
 	}

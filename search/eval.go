@@ -10,12 +10,14 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/perf"
+	"github.com/toolgate/toolgate/internal/typo"
 )
 
 // This file holds the relevance benchmark: the loader for the bench format
@@ -32,8 +34,10 @@ type BenchQuery struct {
 	// RelevantGroups, when present, lists one set per step of a multi-step
 	// task; a step is satisfied when any member is retrieved.
 	RelevantGroups [][]string `json:"relevant_groups,omitempty"`
-	// Line is the 1-based line number in the file (for messages).
-	Line int `json:"-"`
+	// File and Line are the file's name and the 1-based line number in
+	// it (for messages).
+	File string `json:"-"`
+	Line int    `json:"-"`
 }
 
 // LoadQueries reads a queries.jsonl file in the bench format.
@@ -43,7 +47,11 @@ func LoadQueries(path string) ([]BenchQuery, error) {
 		return nil, fmt.Errorf("load queries: %w", err)
 	}
 	defer f.Close()
-	return ReadQueries(f, path)
+	qs, err := ReadQueries(f, path)
+	if err != nil {
+		return nil, catalog.NotLines(path, "queries", err)
+	}
+	return qs, nil
 }
 
 // ReadQueries reads queries in the bench format from r; name prefixes
@@ -70,7 +78,7 @@ func ReadQueries(r io.Reader, name string) ([]BenchQuery, error) {
 				return fmt.Errorf("relevant_groups[%d] is empty", i)
 			}
 		}
-		q.Line = line
+		q.File, q.Line = name, line
 		qs = append(qs, q)
 		return nil
 	})
@@ -81,23 +89,30 @@ func ReadQueries(r io.Reader, name string) ([]BenchQuery, error) {
 }
 
 // CheckQueries reports relevant IDs that name no tool: a typo there would
-// silently lower every metric.
+// silently lower every metric. Each is said as "FILE:LINE:", with the ID
+// meant when one is likely (Meant).
 func CheckQueries(tools []catalog.Tool, qs []BenchQuery) error {
 	ids := make(map[string]bool, len(tools))
 	for _, t := range tools {
 		ids[t.ID()] = true
 	}
+	meant := func(id string) string {
+		if m := Meant(id, tools); m != "" {
+			return ": " + m
+		}
+		return ""
+	}
 	var errs []error
 	for _, q := range qs {
 		for _, id := range q.Relevant {
 			if !ids[id] {
-				errs = append(errs, fmt.Errorf("query on line %d: relevant %q is not a tool in the catalog", q.Line, id))
+				errs = append(errs, fmt.Errorf("%s:%d: relevant %q is not a tool of the catalog%s", q.File, q.Line, id, meant(id)))
 			}
 		}
 		for _, g := range q.RelevantGroups {
 			for _, id := range g {
 				if !ids[id] {
-					errs = append(errs, fmt.Errorf("query on line %d: relevant_groups member %q is not a tool in the catalog", q.Line, id))
+					errs = append(errs, fmt.Errorf("%s:%d: relevant_groups member %q is not a tool of the catalog%s", q.File, q.Line, id, meant(id)))
 				}
 			}
 		}
@@ -107,6 +122,36 @@ func CheckQueries(tools []catalog.Tool, qs []BenchQuery) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Meant says which ID of tools an id that is none of theirs likely meant:
+// that of the tools whose bare name it is (IDs are server__tool), or the
+// one a typo away; "" when none is likely.
+func Meant(id string, tools []catalog.Tool) string {
+	var named []string
+	all := make([]string, 0, len(tools))
+	for _, t := range tools {
+		if t.Name == id {
+			named = append(named, t.ID())
+		}
+		all = append(all, t.ID())
+	}
+	if len(named) > 0 {
+		return "give the tool's server__tool ID, " + quoted(named)
+	}
+	if m, ok := typo.Suggest(id, all); ok {
+		return fmt.Sprintf("did you mean %q?", m)
+	}
+	return ""
+}
+
+// quoted is ids quoted, joined with "or".
+func quoted(ids []string) string {
+	q := make([]string, len(ids))
+	for i, id := range ids {
+		q[i] = strconv.Quote(id)
+	}
+	return strings.Join(q, " or ")
 }
 
 // NoAnswer reports whether q has no relevant tool: its right answer is

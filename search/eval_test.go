@@ -116,9 +116,9 @@ func TestReadQueriesAndCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []search.BenchQuery{
-		{Query: "list registries", Relevant: []string{"azure__acr_registry_list"}, Line: 1},
-		{Query: "plan a trip", Relevant: []string{"m__a", "m__b"}, RelevantGroups: [][]string{{"m__a"}, {"m__b", "m__c"}}, Line: 2},
-		{Query: "book a flight", Relevant: []string{}, Line: 3},
+		{Query: "list registries", Relevant: []string{"azure__acr_registry_list"}, File: "q", Line: 1},
+		{Query: "plan a trip", Relevant: []string{"m__a", "m__b"}, RelevantGroups: [][]string{{"m__a"}, {"m__b", "m__c"}}, File: "q", Line: 2},
+		{Query: "book a flight", Relevant: []string{}, File: "q", Line: 3},
 	}
 	if diff := cmp.Diff(want, qs); diff != "" {
 		t.Errorf("ReadQueries (-want +got):\n%s", diff)
@@ -128,11 +128,33 @@ func TestReadQueriesAndCheck(t *testing.T) {
 	}
 	tools := []catalog.Tool{{Server: "azure", Name: "acr_registry_list"}, {Server: "m", Name: "a"}, {Server: "m", Name: "b"}}
 	err = search.CheckQueries(tools, qs)
-	if err == nil || !strings.Contains(err.Error(), `line 2: relevant_groups member "m__c"`) {
+	if err == nil || !strings.HasPrefix(err.Error(), `q:2: relevant_groups member "m__c" is not a tool of the catalog`) {
 		t.Errorf("CheckQueries = %v, want m__c reported", err)
 	}
 	if err := search.CheckQueries(append(tools, catalog.Tool{Server: "m", Name: "c"}), qs); err != nil {
 		t.Errorf("CheckQueries = %v, want nil", err)
+	}
+}
+
+// An unknown relevant ID is said with the ID meant when one is likely:
+// that of the tool whose bare name was given, or the one a typo away.
+func TestCheckQueriesMeant(t *testing.T) {
+	in := `{"query": "a", "relevant": ["read_file"]}
+{"query": "b", "relevant": ["fs__raed_file"]}
+{"query": "c", "relevant": ["list"]}
+{"query": "d", "relevant": ["fs__read_file"], "relevant_groups": [["write"]]}
+`
+	qs, err := search.ReadQueries(strings.NewReader(in), "queries.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := []catalog.Tool{{Server: "fs", Name: "read_file"}, {Server: "s3", Name: "read_file"}, {Server: "fs", Name: "write"}, {Server: "fs", Name: "list_directory"}}
+	want := `queries.jsonl:1: relevant "read_file" is not a tool of the catalog: give the tool's server__tool ID, "fs__read_file" or "s3__read_file"
+queries.jsonl:2: relevant "fs__raed_file" is not a tool of the catalog: did you mean "fs__read_file"?
+queries.jsonl:3: relevant "list" is not a tool of the catalog
+queries.jsonl:4: relevant_groups member "write" is not a tool of the catalog: give the tool's server__tool ID, "fs__write"`
+	if err := search.CheckQueries(tools, qs); err == nil || err.Error() != want {
+		t.Errorf("CheckQueries =\n%v\nwant\n%s", err, want)
 	}
 }
 

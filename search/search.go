@@ -313,9 +313,12 @@ func (e *Engine) Reconfigure(opts *Options) {
 func (e *Engine) options() *Options { return e.opts.Load() }
 
 // reportDegraded logs when the vector half turns off or back on, once per
-// change rather than at every swap.
+// change rather than at every swap. An engine whose mode is bm25 needs no
+// vectors: it is not degraded without them, as State says (toolgate eval
+// --mode bm25 warned "search runs BM25 only" of the mode it was asked).
 func (e *Engine) reportDegraded() {
 	degraded, why := e.Degraded()
+	degraded = degraded && e.options().Mode.needsVectors()
 	if e.degraded.Swap(degraded) == degraded {
 		return
 	}

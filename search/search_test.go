@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
 	"sync"
@@ -263,6 +264,32 @@ func TestDegraded(t *testing.T) {
 		})
 	}
 }
+
+// The engine warns that it runs BM25 only when its mode needs vectors:
+// one whose mode is bm25 lacks nothing (toolgate eval --mode bm25 warned
+// "search runs BM25 only" of the mode it was asked).
+func TestDegradedWarnsOnlyWhenVectorsAreNeeded(t *testing.T) {
+	for _, tt := range []struct {
+		mode  search.Mode
+		warns int
+	}{{search.ModeBM25, 0}, {search.ModeHybrid, 1}} {
+		var warns countWarns
+		e := search.New(build(t, testCatalog, nil), nil, &search.Options{Mode: tt.mode, Logger: slog.New(&warns)})
+		e.Close()
+		if got := int(warns.n.Load()); got != tt.warns {
+			t.Errorf("mode %s: %d warnings, want %d", tt.mode, got, tt.warns)
+		}
+	}
+}
+
+// countWarns is a slog handler that counts the records at level warn and
+// above.
+type countWarns struct{ n atomic.Int32 }
+
+func (c *countWarns) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (c *countWarns) Handle(context.Context, slog.Record) error    { c.n.Add(1); return nil }
+func (c *countWarns) WithAttrs([]slog.Attr) slog.Handler           { return c }
+func (c *countWarns) WithGroup(string) slog.Handler                { return c }
 
 // notLoaded is an embedder whose model is not loaded (embed.Embedder
 // before `toolgate models fetch`): it says why through LoadError.

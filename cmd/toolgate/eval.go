@@ -43,6 +43,8 @@ type evalFlags struct {
 	candidates     int
 	keywordNorm    string
 	vectorNorm     string
+	// warnings is where the files' warnings go (stderr; nil: nowhere).
+	warnings io.Writer
 }
 
 func newEvalCmd(g *globals) *cobra.Command {
@@ -62,11 +64,16 @@ of a search whose query vector is in the cache (ranking plus cache lookup).
 With --json, each mode prints one line:
 {"dataset","mode","tools","queries","metrics":{"hit@1",…,"ndcg@10"},"latencyMs":{"p50","p95"}}
 with metrics as fractions 0–1 (and "thresholds":[{"minConfidence",
-"false_abstain_rate","abstainLostHit@1","abstain_rate"},…] with --thresholds).`,
+"false_abstain_rate","abstainLostHit@1","abstain_rate"},…] with --thresholds,
+"misses":[{"file","line","query","relevant","rank"?,"top"},…] with --misses).
+
+Each file is JSON lines, one object a line; a mistake in one is a usage error
+(exit status 2) naming the file, the line and the fix.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// A stop said as index and models fetch say it: it said
 			// "build index: embed tools 1-199 of 199: context canceled".
+			f.warnings = cmd.ErrOrStderr()
 			err := runEval(cmd.Context(), g, f, cmd.OutOrStdout())
 			return shutdown.Stopped(cmd.Context(), err, "the evaluation was done", "no figures are written for the modes it had not finished (run the command again)")
 		},
@@ -108,6 +115,9 @@ type evalLine struct {
 }
 
 type evalMiss struct {
+	// File is the queries file the query is on (--queries, or
+	// --no-answer's), Line its line there.
+	File     string   `json:"file"`
 	Line     int      `json:"line"`
 	Query    string   `json:"query"`
 	Relevant []string `json:"relevant"`
@@ -170,6 +180,9 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 	if err != nil {
 		return swappedFiles(f, err)
 	}
+	if f.warnings != nil {
+		catalog.Review(f.warnings, f.tools, tools)
+	}
 	var qs []search.BenchQuery
 	if f.exactNames {
 		qs = search.ExactNameQueries(tools)
@@ -178,7 +191,7 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 			return swappedFiles(f, err)
 		}
 		if err := search.CheckQueries(tools, qs); err != nil {
-			return fmt.Errorf("%s: %w", f.queries, err)
+			return usageError{err}
 		}
 	}
 	if f.limitQueries > 0 && f.limitQueries < len(qs) {
@@ -187,14 +200,15 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 	if f.noAnswer != "" {
 		more, err := search.LoadQueries(f.noAnswer)
 		if err != nil {
-			return err
+			return usageError{err}
 		}
 		if f.limitQueries > 0 && f.limitQueries < len(more) {
 			more = more[:f.limitQueries]
 		}
 		for _, q := range more {
+			// Its File and Line stay those of --no-answer's file: --misses
+			// said "line 233" of a file of 2 lines.
 			q.Relevant, q.RelevantGroups = []string{}, nil
-			q.Line = len(qs) + 1
 			qs = append(qs, q)
 		}
 	}
@@ -209,8 +223,9 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		}
 	}
 
-	// A log that shares queries with qs is refused before the model loads
-	// and the index is built, which take seconds.
+	// A log that shares queries with qs, or names a tool the catalog lacks,
+	// is refused before the model loads and the index is built, which take
+	// seconds.
 	var usage search.Usage
 	if f.learnFrom != "" {
 		store, err := learnFromLog(f.learnFrom, qs, tools)
@@ -255,7 +270,13 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		}
 		log.Info("queries embedded", "queries", len(qs), "took", time.Since(start).Round(time.Millisecond))
 	}
-	eng := search.New(ix, emb, &search.Options{Candidates: f.candidates, KeywordNorm: kn, VectorNorm: vn, MinConfidence: searchAt, StepWeight: f.stepWeight, Usage: usage, Logger: log})
+	// The engine's own mode is the one asked when one is: bm25 alone
+	// needs no model, and is not warned of running without one.
+	var engMode search.Mode
+	if len(modes) == 1 {
+		engMode = modes[0]
+	}
+	eng := search.New(ix, emb, &search.Options{Mode: engMode, Candidates: f.candidates, KeywordNorm: kn, VectorNorm: vn, MinConfidence: searchAt, StepWeight: f.stepWeight, Usage: usage, Logger: log})
 	defer eng.Close()
 	if usage != nil {
 		if err := eng.RefreshLearned(ctx); err != nil {
@@ -294,7 +315,7 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		}
 		if f.misses {
 			for _, rep := range reports {
-				writeMisses(out, rep)
+				writeMisses(out, rep, f.queries)
 			}
 		}
 	}
@@ -318,7 +339,7 @@ func writeEvalJSON(out io.Writer, dataset string, tools, queries int, rep search
 	if misses {
 		line.Misses = []evalMiss{}
 		for _, m := range rep.Misses {
-			line.Misses = append(line.Misses, evalMiss{Line: m.Query.Line, Query: m.Query.Query, Relevant: m.Query.Relevant, Rank: m.Rank, Top: m.Top})
+			line.Misses = append(line.Misses, evalMiss{File: m.Query.File, Line: m.Query.Line, Query: m.Query.Query, Relevant: m.Query.Relevant, Rank: m.Rank, Top: m.Top})
 		}
 	}
 	b, err := json.Marshal(line)
@@ -390,24 +411,30 @@ func writeThresholds(out io.Writer, rep search.Report, thresholds []float64) {
 	tw.Flush()
 }
 
-func writeMisses(out io.Writer, rep search.Report) {
-	fmt.Fprintf(out, "\n%s: %d queries with no relevant tool in the top 5 (or no-answer queries answered)\n", rep.Mode, len(rep.Misses))
+func writeMisses(out io.Writer, rep search.Report, queries string) {
+	fmt.Fprintf(out, "\n%s: %s with no relevant tool in the top 5 (or no-answer queries answered)\n", rep.Mode, plural.Of(len(rep.Misses), "query"))
 	for _, m := range rep.Misses {
+		where := fmt.Sprintf("line %d", m.Query.Line)
+		if m.Query.File != queries {
+			where = fmt.Sprintf("%s line %d", m.Query.File, m.Query.Line) // --no-answer's
+		}
 		if m.Query.NoAnswer() {
-			fmt.Fprintf(out, "  line %d: %q\n    want noMatch\n    got  %s\n", m.Query.Line, m.Query.Query, strings.Join(m.Top, ", "))
+			fmt.Fprintf(out, "  %s: %q\n    want noMatch\n    got  %s\n", where, m.Query.Query, strings.Join(m.Top, ", "))
 			continue
 		}
 		rank := "not in top 10"
 		if m.Rank > 0 {
 			rank = fmt.Sprintf("rank %d", m.Rank)
 		}
-		fmt.Fprintf(out, "  line %d: %q\n    want %s (%s)\n    got  %s\n", m.Query.Line, m.Query.Query, strings.Join(m.Query.Relevant, ", "), rank, strings.Join(m.Top, ", "))
+		fmt.Fprintf(out, "  %s: %q\n    want %s (%s)\n    got  %s\n", where, m.Query.Query, strings.Join(m.Query.Relevant, ", "), rank, strings.Join(m.Top, ", "))
 	}
 }
 
-// swappedFiles is err, the failure to read --tools or --queries, unless
-// the two look given the wrong way round: a usage error saying so, since
-// each file's own message (`queries.jsonl:1: missing "server"`) does not.
+// swappedFiles is err, the failure to read --tools or --queries, as a
+// usage error (exit status 2, as a flag's wrong value: the file given is
+// not what the flag takes), saying so when the two look given the wrong
+// way round, since each file's own message (`queries.jsonl:1: missing
+// "server"`) does not.
 // A tools line has "server", "name" or "description"; a queries line has
 // "query". The first non-blank line of each file decides.
 func swappedFiles(f *evalFlags, err error) error {
@@ -425,7 +452,7 @@ func swappedFiles(f *evalFlags, err error) error {
 	case queriesKind == "tools":
 		return usageError{fmt.Errorf("--queries %s looks like a tools file (%s), not a queries file: are the files swapped? (%w)", f.queries, queriesWhy, err)}
 	}
-	return err
+	return usageError{err}
 }
 
 // benchLineKind says whether the first non-blank line of a bench JSONL
@@ -464,7 +491,11 @@ func benchLineKind(path string) (kind, why string) {
 func learnFromLog(path string, eval []search.BenchQuery, tools []catalog.Tool) (*learn.Store, error) {
 	logQs, err := search.LoadQueries(path)
 	if err != nil {
-		return nil, err
+		return nil, usageError{err}
+	}
+	// A pair of a tool the catalog lacks was learned, and taught nothing.
+	if err := search.CheckQueries(tools, logQs); err != nil {
+		return nil, usageError{err}
 	}
 	asked := make(map[string]bool, len(eval))
 	for _, q := range eval {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -164,6 +165,14 @@ func TestEvalErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`{"query": "x", "relevant": ["fs__nope"]}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	list := filepath.Join(t.TempDir(), "list.json")
+	if err := os.WriteFile(list, []byte(`{"tools": [{"name": "read_file", "inputSchema": {"type": "object"}}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	unknownLearned := filepath.Join(t.TempDir(), "learned.jsonl")
+	if err := os.WriteFile(unknownLearned, []byte(`{"query": "show my notes", "relevant": ["fs__raed_file"]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name  string
 		f     evalFlags
@@ -178,8 +187,14 @@ func TestEvalErrors(t *testing.T) {
 		// The config's range checks (toolgate.search.minConfidence: 2 is refused there).
 		{"min confidence above 1", evalFlags{tools: tp, queries: qp, mode: "bm25", minConfidence: 2}, true, "--min-confidence 2 is out of range: use a confidence from 0 to 1"},
 		{"step weight above 1", evalFlags{tools: tp, queries: qp, mode: "bm25", stepWeight: 5}, true, "--step-weight 5 is out of range: use a weight from 0 to 1"},
-		{"missing file", evalFlags{tools: tp + ".nope", queries: qp, mode: "bm25"}, false, "no such file"},
-		{"unknown relevant", evalFlags{tools: tp, queries: bad, mode: "bm25"}, false, `line 1: relevant "fs__nope" is not a tool`},
+		// A file that cannot be read as its flag's is the flag's wrong
+		// value: exit status 2, as the other usage errors.
+		{"missing file", evalFlags{tools: tp + ".nope", queries: qp, mode: "bm25"}, true, "no such file"},
+		{"unknown relevant", evalFlags{tools: tp, queries: bad, mode: "bm25"}, true, bad + `:1: relevant "fs__nope" is not a tool of the catalog`},
+		{"tools/list result", evalFlags{tools: list, queries: qp, mode: "bm25"}, true, list + ` is an MCP tools/list result ({"tools": [...]}), not JSON lines of tools`},
+		{"bad no-answer file", evalFlags{tools: tp, queries: qp, noAnswer: list, mode: "bm25"}, true, list + `:1: empty "query"`},
+		// A learned pair of a tool the catalog lacks taught nothing.
+		{"unknown learned tool", evalFlags{tools: tp, queries: qp, learnFrom: unknownLearned, mode: "bm25"}, true, unknownLearned + `:1: relevant "fs__raed_file" is not a tool of the catalog: did you mean "fs__read_file"?`},
 		// The files given the wrong way round: said so, not `queries.jsonl:1: missing "server"`.
 		{"swapped", evalFlags{tools: qp, queries: tp, mode: "bm25"}, true,
 			"--tools " + qp + " and --queries " + tp + ` look swapped: the first is a queries file (line 1 has "query"), the second a tools file (line 1 has "server"); pass --tools ` + tp + " --queries " + qp},
@@ -272,6 +287,69 @@ func TestEvalNoAnswer(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// A no-answer query of --no-answer's file that was answered is listed by
+// --misses at its line in that file, the file named: it said "line 5"
+// (its place after --queries' 3) of a file of 2 lines. The keys of --json
+// are contracts: a rename fails here.
+func TestEvalNoAnswerMisses(t *testing.T) {
+	tp, qp := writeBench(t, false)
+	foreign := writeForeign(t, "read a file aloud")
+	var out bytes.Buffer
+	f := &evalFlags{tools: tp, queries: qp, noAnswer: foreign, mode: "bm25", misses: true, json: true}
+	if err := runEval(context.Background(), evalGlobals(t), f, &out); err != nil {
+		t.Fatal(err)
+	}
+	var line map[string]json.RawMessage
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"dataset", "latencyMs", "metrics", "misses", "mode", "queries", "tools"}, slices.Sorted(maps.Keys(line))); diff != "" {
+		t.Errorf("keys (-want +got):\n%s", diff)
+	}
+	var misses []map[string]any
+	if err := json.Unmarshal(line["misses"], &misses); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{
+		{"file": qp, "line": 3.0, "query": "zzz nothing matches", "relevant": []any{"git__git_commit"}, "top": []any{}},
+		{"file": foreign, "line": 2.0, "query": "read a file aloud", "relevant": []any{}, "top": []any{"fs__read_file", "fs__write_file"}},
+	}
+	if diff := cmp.Diff(want, misses); diff != "" {
+		t.Errorf("misses (-want +got):\n%s", diff)
+	}
+	out.Reset()
+	f.json = false
+	if err := runEval(context.Background(), evalGlobals(t), f, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"bm25: 2 queries with no relevant tool", `  line 3: "zzz nothing matches"`, "  " + foreign + ` line 2: "read a file aloud"` + "\n    want noMatch"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// A tools file with an input schema the gateway cannot read is evaluated,
+// with a warning on stderr naming the tool.
+func TestEvalWarnsOfSchemas(t *testing.T) {
+	tp, qp := writeBench(t, false)
+	b, err := os.ReadFile(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte(`"input_schema": {"type": "object"}`), []byte(`"input_schema": {"type": "object", "properties": ["path"]}`), 1)
+	if err := os.WriteFile(tp, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, warnings bytes.Buffer
+	if err := runEval(context.Background(), evalGlobals(t), &evalFlags{tools: tp, queries: qp, mode: "bm25", warnings: &warnings}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := `"fs__read_file" ("properties" must be an object, not a JSON array)`; !strings.Contains(warnings.String(), want) || !strings.Contains(out.String(), "dataset tiny") {
+		t.Errorf("warnings %q, want %q, and the figures", warnings.String(), want)
 	}
 }
 

@@ -106,7 +106,12 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 	var down []unlisted
 	var err error
 	if f.tools != "" {
-		tools, err = catalog.ReadFile(f.tools)
+		// A file that is not a tools file is the flag's wrong value
+		// (exit status 2), as eval says of it.
+		if tools, err = catalog.ReadFile(f.tools); err != nil {
+			return usageError{err}
+		}
+		catalog.Review(stderr, f.tools, tools)
 	} else {
 		tools, down, err = g.listBackendTools(ctx, f.configs, stderr)
 	}

@@ -123,8 +123,9 @@ func TestIndexCommandErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
 	os.WriteFile(bad, []byte(`{"server":"a","name":"b"}`+"\n\n"+`{"server":"a","name":}`+"\n"), 0o644)
 	err := runIndex(context.Background(), g, &indexFlags{tools: bad, noVectors: true}, &bytes.Buffer{}, &bytes.Buffer{})
-	if err == nil || !strings.Contains(err.Error(), "bad.jsonl:3:") {
-		t.Errorf("bad JSONL: %v", err)
+	var ue usageError
+	if err == nil || !strings.Contains(err.Error(), "bad.jsonl:3:") || !errors.As(err, &ue) {
+		t.Errorf("bad JSONL: %v, want a usage error (exit status 2) naming the line", err)
 	}
 	err = runIndex(context.Background(), g, &indexFlags{}, &bytes.Buffer{}, &bytes.Buffer{})
 	if _, ok := err.(usageError); !ok {
@@ -405,6 +406,21 @@ func TestSearchReadsConfig(t *testing.T) {
 	}
 	if so := search("--data-dir", data, "--mode", "bm25", "fly to the moon"); !so.NoMatch {
 		t.Errorf("without a config: no noMatch for a query nothing fits; want the default threshold's noMatch")
+	}
+}
+
+// An index searched with another model's files says which fix applies:
+// the other variant, or, for two of the same variant, the models folder
+// the index was built with (it said to pick the same --model-variant).
+func TestModelMismatch(t *testing.T) {
+	for _, tt := range []struct{ ix, emb, want string }{
+		{"m/fp32@759c3cd2b7fe", "m/int8@afdb6f1a0e45", "or pick the same --model-variant)"},
+		{"m/fp32@759c3cd2b7fe", "m/fp32@afdb6f1a0e45", "or give --model-dir (or $TOOLGATE_MODELS_DIR) the models folder it was built with: the model files differ)"},
+	} {
+		got := modelMismatch(tt.ix, tt.emb)
+		if !strings.HasPrefix(got, "the index was built with "+tt.ix+" but the embedder is "+tt.emb+": showing BM25 only (rebuild with toolgate index, ") || !strings.HasSuffix(got, tt.want) {
+			t.Errorf("modelMismatch(%q, %q) = %q, want it to end %q", tt.ix, tt.emb, got, tt.want)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -676,10 +677,12 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Write
 		log = slog.New(slog.DiscardHandler)
 	}
 	req := learnRequest{Reset: f.reset, Server: f.server, Source: f.queries}
+	var qs []search.BenchQuery
 	if f.queries != "" {
-		qs, err := search.LoadQueries(f.queries)
+		var err error
+		qs, err = search.LoadQueries(f.queries)
 		if err != nil {
-			return err
+			return usageError{err} // the flag's wrong value, as eval says of it
 		}
 		for _, q := range qs {
 			for _, id := range q.Relevant {
@@ -694,6 +697,9 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Write
 		known = indexedTools(g, log)
 	}
 	if len(req.Pairs) > 0 {
+		if err := bareNames(qs, known); err != nil {
+			return usageError{err}
+		}
 		warnUnknownTools(errw, known, req.Pairs, g.DataDir())
 	}
 	if req.Server != "" && known != nil {
@@ -761,7 +767,8 @@ func indexedServers(known map[string]catalog.Tool) []string {
 }
 
 // warnUnknownTools says which tools of pairs the index (known; nil: none
-// to read) does not have: a misspelt ID is recorded and ranks nothing.
+// to read) does not have, each with the ID it likely meant: a misspelt ID
+// is recorded and ranks nothing.
 func warnUnknownTools(w io.Writer, known map[string]catalog.Tool, pairs []learnedOne, dataDir string) {
 	if known == nil {
 		notChecked(w, "the tool names", dataDir)
@@ -781,7 +788,48 @@ func warnUnknownTools(w io.Writer, known map[string]catalog.Tool, pairs []learne
 	if len(unknown) > 10 {
 		unknown, more = unknown[:10], fmt.Sprintf(" and %d more", len(unknown)-10)
 	}
+	tools := sortedTools(known)
+	for i, id := range unknown {
+		if m := search.Meant(id, tools); m != "" {
+			unknown[i] += " (" + m + ")"
+		}
+	}
 	fmt.Fprintf(w, "warning: the index has no tool named %s%s: their pairs are recorded, and rank nothing until such a tool is indexed (a misspelt name never will)\n", strings.Join(unknown, ", "), more)
+}
+
+// bareNames refuses the relevant IDs of qs that are no server__tool ID
+// (a tool's bare name), by file and line, with the IDs of the index's
+// tools (known; nil: none to read) of that name: the store refused them
+// once the file was read, after the warning that their pairs were
+// recorded, exit status 1 (`record learned pairs: tool name "read_file"
+// is not namespaced`), and nothing of the file was.
+func bareNames(qs []search.BenchQuery, known map[string]catalog.Tool) error {
+	var errs []error
+	tools := sortedTools(known)
+	for _, q := range qs {
+		for _, id := range q.Relevant {
+			if _, _, err := catalog.SplitID(id); err == nil {
+				continue
+			}
+			fix := "write it server__tool, as search_tools names tools"
+			if m := search.Meant(id, tools); m != "" {
+				fix = m
+			}
+			errs = append(errs, fmt.Errorf("%s:%d: relevant %q is not a tool ID: %s", q.File, q.Line, id, fix))
+		}
+		if len(errs) >= 10 {
+			errs = append(errs, errors.New("(more not shown)"))
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sortedTools are the tools of known (indexedTools), by ID.
+func sortedTools(known map[string]catalog.Tool) []catalog.Tool {
+	tools := slices.Collect(maps.Values(known))
+	slices.SortFunc(tools, func(a, b catalog.Tool) int { return strings.Compare(a.ID(), b.ID()) })
+	return tools
 }
 
 // notChecked says that what (names of tools, globs over them) was not

@@ -191,7 +191,24 @@ func TestLearnCommand(t *testing.T) {
 	if err := runLearn(context.Background(), g, &learnFlags{reset: true, server: "m"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "forgot 2 learned pairs of server m's tools") {
 		t.Errorf("reset m: %v %q", err, out.String())
 	}
-	for _, f := range []learnFlags{{reset: true, queries: log}, {server: "m"}} {
+	// A queries file that cannot be read is the flag's wrong value.
+	arr := filepath.Join(t.TempDir(), "log.json")
+	if err := os.WriteFile(arr, []byte(`[{"query": "read my notes", "relevant": ["fs__read_file"]}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A bare tool name is refused, said by line, before anything is
+	// recorded: the store refused it after the warning that it was
+	// recorded, exit status 1.
+	bare := filepath.Join(t.TempDir(), "bare.jsonl")
+	if err := os.WriteFile(bare, []byte(`{"query": "read my notes", "relevant": ["fs__read_file"]}`+"\n"+`{"query": "open the notes", "relevant": ["read_file"]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ue usageError
+	if err := runLearn(context.Background(), g, &learnFlags{queries: bare}, &out, io.Discard); !errors.As(err, &ue) ||
+		err.Error() != bare+`:2: relevant "read_file" is not a tool ID: write it server__tool, as search_tools names tools` {
+		t.Errorf("bare name: %v, want the usage error naming line 2", err)
+	}
+	for _, f := range []learnFlags{{reset: true, queries: log}, {server: "m"}, {queries: arr}} {
 		var ue usageError
 		if err := runLearn(context.Background(), g, &f, &out, io.Discard); err == nil || !errors.As(err, &ue) {
 			t.Errorf("%+v: err = %v, want a usage error", f, err)
@@ -280,7 +297,7 @@ func TestLearnChecksNamesAgainstTheIndex(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil || !strings.Contains(stdout.String(), "recorded 2 pairs") ||
-		!strings.Contains(stderr.String(), "warning: the index has no tool named srv0__list_filez_0: their pairs are recorded") || strings.Contains(stderr.String(), "srv0__list_files_0") {
+		!strings.Contains(stderr.String(), `warning: the index has no tool named srv0__list_filez_0 (did you mean "srv0__list_files_0"?): their pairs are recorded`) {
 		t.Errorf("learn --queries with an unknown tool: %v\n%s%s", err, stdout.String(), stderr.String())
 	}
 	out, err := toolgateCmd(t, data, "learn", "--reset", "--server", "srv9").CombinedOutput()

@@ -175,7 +175,7 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 			out.Warning = "semantic ranking off, showing BM25 only: " + err.Error()
 		case e.ModelID() != ix.ModelID():
 			closer.Close()
-			out.Warning = fmt.Sprintf("the index was built with %s but the embedder is %s: showing BM25 only (rebuild with toolgate index, or pick the same --model-variant)", ix.ModelID(), e.ModelID())
+			out.Warning = modelMismatch(ix.ModelID(), e.ModelID())
 		default:
 			emb = e
 			defer closer.Close()
@@ -391,4 +391,17 @@ func printHidden(w io.Writer, hidden map[string]int) {
 		return
 	}
 	fmt.Fprintf(w, "hidden as search_tools hides them: %d %s (%s)\n", total, noun, strings.Join(parts, ", "))
+}
+
+// modelMismatch is the warning of an index built with the model indexID
+// searched with the model embID ("all-MiniLM-L6-v2/fp32@759c3cd2b7fe"):
+// the fix is the other variant when the variants differ, else the other
+// model folder, whose files differ (it said to pick the same
+// --model-variant of two fp32 models).
+func modelMismatch(indexID, embID string) string {
+	fix := "or pick the same --model-variant"
+	if variant, _, _ := strings.Cut(indexID, "@"); strings.HasPrefix(embID, variant+"@") {
+		fix = "or give --model-dir (or $TOOLGATE_MODELS_DIR) the models folder it was built with: the model files differ"
+	}
+	return fmt.Sprintf("the index was built with %s but the embedder is %s: showing BM25 only (rebuild with toolgate index, %s)", indexID, embID, fix)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/jsonwords"
 	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/oneline"
@@ -31,7 +32,7 @@ import (
 )
 
 // maxDescription caps a tool description; longer ones are cut (with a warning).
-const maxDescription = 16 << 10
+const maxDescription = catalog.MaxDescription
 
 // maxEmptyPages is how many tools/list pages in a row may bring no tool
 // before listTools stops asking: a server whose cursor runs past its end
@@ -886,10 +887,10 @@ func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash 
 				}
 				continue
 			}
-			if len(t.Description) > maxDescription {
+			if d, ok := catalog.CutDescription(t.Description); ok {
 				b.log.Warn("tool description too long; cut", "tool", t.Name, keyBytes, len(t.Description), keyLimit, maxDescription)
 				c := *t
-				c.Description = c.Description[:maxDescription]
+				c.Description = d
 				t = &c
 			}
 			tools = append(tools, t)

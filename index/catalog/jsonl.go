@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/text/transform"
 
 	"github.com/toolgate/toolgate/internal/jsonwords"
+	"github.com/toolgate/toolgate/internal/shellword"
 )
 
 // jsonlTool is one line of a tools.jsonl file. Pointers tell a missing key
@@ -26,7 +28,11 @@ type jsonlTool struct {
 	Title       string          `json:"title"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
-	Annotations json.RawMessage `json:"annotations"`
+	// InputSchemaMCP is MCP's spelling of the key (a tools/list result's
+	// tools, given a server each, are lines of this format): it was an
+	// unknown key, skipped, and the tool indexed without its schema.
+	InputSchemaMCP json.RawMessage `json:"inputSchema"`
+	Annotations    json.RawMessage `json:"annotations"`
 }
 
 // ReadFile reads a tools.jsonl file (see ReadJSONL); messages start with
@@ -37,14 +43,95 @@ func ReadFile(path string) ([]Tool, error) {
 		return nil, fmt.Errorf("read tools: %w", err)
 	}
 	defer f.Close()
-	return ReadJSONL(f, path)
+	tools, err := ReadJSONL(f, path)
+	if err != nil {
+		return nil, NotLines(path, "tools", err)
+	}
+	return tools, nil
+}
+
+// maxDocument bounds the file NotLines reads whole.
+const maxDocument = 256 << 20
+
+// NotLines is err, the failure to read the file at path as JSON lines of
+// what ("tools" or "queries"), unless the file is JSON all the same in a
+// form people hand a JSON-lines loader: an MCP tools/list result
+// ({"tools": [...]}, bare or as a JSON-RPC response's "result"), one JSON
+// array of the objects, or objects written over several lines (jq's or an
+// editor's pretty print). Then it is an error naming the form and the jq
+// command that makes the lines; it read `FILE:1: missing "server"` or
+// `not valid JSON at column 1 (unexpected end of JSON input)`.
+func NotLines(path, what string, err error) error {
+	// A line too long to read is not read whole again: one of 70 MB took
+	// 8 s and 450 MB more to be refused.
+	if le := (*lineError)(nil); errors.As(err, &le) && le.tooLong {
+		return err
+	}
+	f, oerr := os.Open(path)
+	if oerr != nil {
+		return err
+	}
+	defer f.Close()
+	if st, serr := f.Stat(); serr != nil || st.Size() > maxDocument {
+		return err
+	}
+	dec := json.NewDecoder(unmarked(f))
+	var vals []json.RawMessage
+	for {
+		var v json.RawMessage
+		if derr := dec.Decode(&v); derr == io.EOF {
+			break
+		} else if derr != nil {
+			return err
+		}
+		vals = append(vals, v)
+	}
+	if len(vals) == 0 {
+		return err
+	}
+	out := filepath.Join(filepath.Dir(path), what+".jsonl")
+	if filepath.Clean(out) == filepath.Clean(path) {
+		out = filepath.Join(filepath.Dir(path), what+"-lines.jsonl")
+	}
+	var doc struct {
+		Tools  json.RawMessage `json:"tools"`
+		Result struct {
+			Tools json.RawMessage `json:"tools"`
+		} `json:"result"`
+	}
+	one := map[string]string{"tools": "tool", "queries": "query"}[what]
+	fix := func(jq ...string) string {
+		return shellword.Join(append(append([]string{"jq", "-c"}, jq...), path)...) + " > " + shellword.Join(out)
+	}
+	if what == "tools" && len(vals) == 1 && json.Unmarshal(vals[0], &doc) == nil {
+		if list := ".tools[]"; isArray(doc.Tools) || isArray(doc.Result.Tools) {
+			if isArray(doc.Result.Tools) {
+				list = ".result.tools[]"
+			}
+			return fmt.Errorf(`%s is an MCP tools/list result ({"tools": [...]}), not JSON lines of tools: write each tool on a line of its own with its server's name, e.g. %s`,
+				path, fix("--arg", "server", "SERVER", list+" | {server: $server} + ."))
+		}
+	}
+	switch {
+	case len(vals) == 1 && isArray(vals[0]):
+		return fmt.Errorf("%s is one JSON array, not JSON lines (one %s a line): write each element on a line of its own, e.g. %s", path, one, fix(".[]"))
+	case slices.ContainsFunc(vals, func(v json.RawMessage) bool { return bytes.ContainsRune(v, '\n') }):
+		return fmt.Errorf("%s holds JSON written over several lines, not JSON lines (one %s a line): write each object on one line, e.g. %s", path, one, fix("."))
+	}
+	return err
+}
+
+func isArray(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) > 0 && v[0] == '['
 }
 
 // ReadJSONL reads tools in the bench format, one JSON object per line:
 //
 //	{"server": str, "name": str, "title"?: str, "description"?: str, "input_schema"?: object|null, "annotations"?: object|null}
 //
-// Blank lines and unknown keys are skipped. Names may hold any characters
+// Blank lines and unknown keys are skipped; "inputSchema", MCP's name for
+// the key, is read as "input_schema". Names may hold any characters
 // (the public benchmarks hold a space in a server key and "&" in a tool
 // name), except that a server name may not contain "__", the ID separator:
 // its tools' IDs would split at the wrong place. A duplicate ID is an error.
@@ -59,6 +146,12 @@ func ReadJSONL(r io.Reader, name string) ([]Tool, error) {
 			return err
 		}
 		if jt.Server == nil || *jt.Server == "" {
+			if jt.Name != nil && *jt.Name != "" {
+				// A tool as tools/list lists it (jq -c '.tools[]'): it
+				// names no server, which the file must.
+				return fmt.Errorf(`missing "server": each line names the tool's server (an MCP tools/list result's tools name none): add it to every line, e.g. %s > tools-with-server.jsonl`,
+					shellword.Join("jq", "-c", "--arg", "server", "SERVER", "{server: $server} + .", name))
+			}
 			return errors.New(`missing "server"`)
 		}
 		if jt.Name == nil || *jt.Name == "" {
@@ -68,9 +161,16 @@ func ReadJSONL(r io.Reader, name string) ([]Tool, error) {
 			return fmt.Errorf("server %q contains %q, the ID separator: rename the server", *jt.Server, Sep)
 		}
 		t := Tool{Server: *jt.Server, Name: *jt.Name, Title: jt.Title, Description: jt.Description}
-		if s := bytes.TrimSpace(jt.InputSchema); len(s) > 0 && !bytes.Equal(s, []byte("null")) {
+		schema, key := bytes.TrimSpace(jt.InputSchema), "input_schema"
+		if mcp := bytes.TrimSpace(jt.InputSchemaMCP); len(mcp) > 0 {
+			if len(schema) > 0 && !bytes.Equal(schema, mcp) {
+				return fmt.Errorf(`%q has both "input_schema" and "inputSchema", which differ: keep one`, t.ID())
+			}
+			schema, key = mcp, "inputSchema"
+		}
+		if s := schema; len(s) > 0 && !bytes.Equal(s, []byte("null")) {
 			if s[0] != '{' {
-				return fmt.Errorf(`"input_schema" of %q must be a JSON Schema object like {"type": "object", "properties": {...}}, or null`, t.ID())
+				return fmt.Errorf(`%q of %q must be a JSON Schema object like {"type": "object", "properties": {...}}, or null`, key, t.ID())
 			}
 			t.InputSchema = slices.Clone(s)
 		}
@@ -100,9 +200,8 @@ func ReadJSONL(r io.Reader, name string) ([]Tool, error) {
 // UTF-16 (Windows PowerShell's `>` and Out-File); the mark used to be the
 // first line's first "character", not valid JSON.
 func EachLine(r io.Reader, name string, f func(line int, b []byte) error) error {
-	r = transform.NewReader(r, unicode.BOMOverride(encoding.Nop.NewDecoder()))
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 64*1024*1024)
+	sc := bufio.NewScanner(unmarked(r))
+	sc.Buffer(make([]byte, 0, min(64*1024, maxLine)), maxLine)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -111,13 +210,49 @@ func EachLine(r io.Reader, name string, f func(line int, b []byte) error) error 
 			continue
 		}
 		if err := f(line, b); err != nil {
-			return fmt.Errorf("%s:%d: %w", name, line, err)
+			return &lineError{name: name, line: line, err: err}
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s:%d: %w", name, line+1, err)
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return &lineError{name: name, line: line + 1, tooLong: true, err: fmt.Errorf("the line is longer than %d MiB: each line holds one JSON object, of at most that size", maxLine>>20)}
+	} else if err != nil {
+		return &lineError{name: name, line: line + 1, err: err}
 	}
 	return nil
+}
+
+// lineError is an error of EachLine, "name:line: err"; tooLong says the
+// line was too long to read, which no JSON document in its place explains
+// (NotLines).
+type lineError struct {
+	name    string
+	line    int
+	tooLong bool
+	err     error
+}
+
+func (e *lineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.name, e.line, e.err) }
+func (e *lineError) Unwrap() error { return e.err }
+
+// maxLine bounds a line of EachLine (a variable for its test).
+var maxLine = 64 << 20
+
+// unmarked is r without its byte-order mark, decoded from UTF-16 when the
+// mark says so. A stream without one is r itself, read in the scanner's
+// large reads: through the decoder every read was 4 KiB, and the scanner
+// searches its whole buffer for the line's end after each, which took
+// 6.1 s for a line of 16 MiB (BenchmarkEachLineLong), 100 s for one of
+// 64 MiB.
+func unmarked(r io.Reader) io.Reader {
+	br := bufio.NewReader(r)
+	switch mark, _ := br.Peek(3); {
+	case bytes.HasPrefix(mark, []byte{0xEF, 0xBB, 0xBF}):
+		br.Discard(3) //nolint:errcheck // peeked
+		return br
+	case bytes.HasPrefix(mark, []byte{0xFF, 0xFE}), bytes.HasPrefix(mark, []byte{0xFE, 0xFF}):
+		return transform.NewReader(br, unicode.BOMOverride(encoding.Nop.NewDecoder()))
+	}
+	return br
 }
 
 // DecodeLine decodes one line of a JSON-lines file into v (a struct),

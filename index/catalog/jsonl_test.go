@@ -3,6 +3,8 @@ package catalog
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,6 +20,8 @@ func TestReadJSONL(t *testing.T) {
 {"server": "s", "name": "a__b", "description": "tool names may hold the separator"}
 {"server": "s", "name": "ro", "annotations": {"readOnlyHint": true}}
 {"server": "s", "name": "nul", "annotations": null}
+{"server": "s", "name": "mcp", "inputSchema": {"type": "object"}}
+{"server": "s", "name": "both", "input_schema": {"type": "object"}, "inputSchema": {"type": "object"}}
 `
 	got, err := ReadJSONL(strings.NewReader(in), "tools.jsonl")
 	if err != nil {
@@ -29,6 +33,10 @@ func TestReadJSONL(t *testing.T) {
 		{Server: "s", Name: "a__b", Description: "tool names may hold the separator"},
 		{Server: "s", Name: "ro", Annotations: json.RawMessage(`{"readOnlyHint": true}`)},
 		{Server: "s", Name: "nul"},
+		// MCP's spelling of the key (a tools/list result's tools, given a
+		// server each) is read too: it was skipped as unknown.
+		{Server: "s", Name: "mcp", InputSchema: json.RawMessage(`{"type": "object"}`)},
+		{Server: "s", Name: "both", InputSchema: json.RawMessage(`{"type": "object"}`)},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ReadJSONL (-want +got):\n%s", diff)
@@ -64,17 +72,54 @@ func TestReadJSONLErrors(t *testing.T) {
 		{"server not a string", `{"server":["a"],"name":"b"}`, `tools.jsonl:1: "server" must be a string, not a JSON array`},
 		{"schema not an object", `{"server":"a","name":"b","input_schema":"x"}`, `tools.jsonl:1: "input_schema" of "a__b" must be a JSON Schema object`},
 		{"no tools", "\n  \n", `tools.jsonl holds no tools: each line is one tool`},
-		{"no server", "\n\n" + `{"name":"b"}`, `tools.jsonl:3: missing "server"`},
+		{"no server", "\n\n" + `{"name":"b"}`, `tools.jsonl:3: missing "server": each line names the tool's server (an MCP tools/list result's tools name none): add it to every line, e.g. jq -c --arg server SERVER '{server: $server} + .' tools.jsonl > tools-with-server.jsonl`},
+		{"nothing", `{"description":"b"}`, `tools.jsonl:1: missing "server"`},
 		{"no name", `{"server":"a"}`, `tools.jsonl:1: missing "name"`},
 		{"separator in server", `{"server":"a__b","name":"c"}`, `tools.jsonl:1: server "a__b" contains "__"`},
 		{"annotations not an object", `{"server":"a","name":"b","annotations":true}`, `tools.jsonl:1: "annotations" of "a__b" must be an object`},
 		{"duplicate", `{"server":"a","name":"b"}` + "\n" + `{"server":"a","name":"b"}`, `tools.jsonl:2: duplicate tool "a__b" (first on line 1)`},
+		{"two schemas", `{"server":"a","name":"b","input_schema":{"type":"object"},"inputSchema":{}}`, `tools.jsonl:1: "a__b" has both "input_schema" and "inputSchema", which differ: keep one`},
+		{"mcp schema not an object", `{"server":"a","name":"b","inputSchema":[]}`, `tools.jsonl:1: "inputSchema" of "a__b" must be a JSON Schema object`},
+		{"line too long", `{"server":"a","name":"b"}` + "\n" + `{"server":"a","name":"c","description":"` + strings.Repeat("x", 1024) + `"}`, `tools.jsonl:2: the line is longer than `},
 	}
+	defer func(n int) { maxLine = n }(maxLine)
+	maxLine = 1000
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ReadJSONL(strings.NewReader(tt.in), "tools.jsonl")
 			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 				t.Errorf("error = %v, want prefix %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// A file that is JSON but not JSON lines, in the forms people hand the
+// loader in their place, is said so with the jq command that makes the
+// lines; it read `t.json:1: missing "server"` or `not valid JSON at
+// column 1 (unexpected end of JSON input)`.
+func TestReadFileNotLines(t *testing.T) {
+	dir := t.TempDir()
+	list := `{"tools": [{"name": "read_file", "description": "Read a file", "inputSchema": {"type": "object"}}]}`
+	tests := []struct{ name, file, in, want string }{
+		{"tools/list result", "list.json", list, `list.json is an MCP tools/list result ({"tools": [...]}), not JSON lines of tools: write each tool on a line of its own with its server's name, e.g. jq -c --arg server SERVER '.tools[] | {server: $server} + .' DIR/list.json > DIR/tools.jsonl`},
+		{"JSON-RPC response", "rpc.json", `{"jsonrpc": "2.0", "id": 1, "result": ` + list + `}`, `jq -c --arg server SERVER '.result.tools[] | {server: $server} + .' DIR/rpc.json > DIR/tools.jsonl`},
+		{"pretty tools/list", "pretty.json", strings.ReplaceAll(list, ", ", ",\n  "), `pretty.json is an MCP tools/list result`},
+		{"array", "tools.jsonl", `[{"server": "a", "name": "b"},` + "\n" + `{"server": "a", "name": "c"}]`, `tools.jsonl is one JSON array, not JSON lines (one tool a line): write each element on a line of its own, e.g. jq -c '.[]' DIR/tools.jsonl > DIR/tools-lines.jsonl`},
+		{"pretty lines", "t.jsonl", "{\n  \"server\": \"a\",\n  \"name\": \"b\"\n}\n{\"server\": \"a\", \"name\": \"c\"}\n", `t.jsonl holds JSON written over several lines, not JSON lines (one tool a line): write each object on one line, e.g. jq -c . DIR/t.jsonl > DIR/tools.jsonl`},
+		// JSON lines with a mistake keep the line's own message.
+		{"lines", "bad.jsonl", `{"server": "a", "name": "b"}` + "\n" + `{"name": "c"}`, `bad.jsonl:2: missing "server"`},
+		{"one line", "one.jsonl", `{"name": "c"}`, `one.jsonl:1: missing "server"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, tt.file)
+			if err := os.WriteFile(path, []byte(tt.in), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ReadFile(path)
+			if want := strings.ReplaceAll(tt.want, "DIR", dir); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("error = %v, want %q", err, want)
 			}
 		})
 	}
@@ -96,4 +141,60 @@ func FuzzReadJSONL(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkEachLineLong reads one 16 MiB line (a tool whose description
+// or schema is huge): the scanner's buffer grows to hold it, and each read
+// into it is searched for the line's end.
+func BenchmarkEachLineLong(b *testing.B) {
+	line := append(bytes.Repeat([]byte("x"), 16<<20), '\n')
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		if err := EachLine(bytes.NewReader(line), "long", func(int, []byte) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// A description over MaxDescription is cut, at a character's start, as
+// the gateway cuts a backend's, with a warning.
+func TestReviewCutsDescriptions(t *testing.T) {
+	long := strings.Repeat("x", MaxDescription-1) + "é and more"
+	tools := []Tool{{Server: "a", Name: "long", Description: long}, {Server: "a", Name: "short", Description: "fine"}}
+	var w strings.Builder
+	if n := Review(&w, "t.jsonl", tools); n != 1 {
+		t.Errorf("Review = %d, want 1", n)
+	}
+	if want := strings.Repeat("x", MaxDescription-1); tools[0].Description != want || tools[1].Description != "fine" {
+		t.Errorf("descriptions of %d and %q bytes, want %d and fine", len(tools[0].Description), tools[1].Description, len(want))
+	}
+	if want := `toolgate: warning: t.jsonl: the description of 1 tool is over 16 KiB, cut there as the gateway cuts a backend's: "a__long" (16394 bytes)` + "\n"; w.String() != want {
+		t.Errorf("warning = %q, want %q", w.String(), want)
+	}
+}
+
+// An input schema the gateway cannot validate with is taken, as a
+// backend's is, with a warning naming the tools and why in JSON's words:
+// a "properties" written as a list was silently no argument.
+func TestReviewSchemas(t *testing.T) {
+	tools, err := ReadJSONL(strings.NewReader(`{"server":"a","name":"ok","input_schema":{"type":"object","properties":{"x":{"type":"string"}}}}
+{"server":"a","name":"none"}
+{"server":"a","name":"list","input_schema":{"type":"object","properties":[{"x":"string"}]}}
+{"server":"a","name":"req","inputSchema":{"type":"object","required":"x"}}
+`), "t.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w strings.Builder
+	if n := Review(&w, "t.jsonl", tools); n != 2 {
+		t.Errorf("Review = %d, want 2", n)
+	}
+	want := `toolgate: warning: t.jsonl: the input schema of 2 tools is not a JSON Schema the gateway can read: "a__list" ("properties" must be an object, not a JSON array), "a__req" ("required" must be a list of strings, not a JSON string): the gateway would let their calls through unchecked, and leaves the arguments it cannot read out of the index` + "\n"
+	if w.String() != want {
+		t.Errorf("warning =\n%s\nwant\n%s", w.String(), want)
+	}
+	w.Reset()
+	if n := Review(&w, "t.jsonl", tools[:2]); n != 0 || w.Len() != 0 {
+		t.Errorf("good schemas: %d, %q; want no warning", n, w.String())
+	}
 }

@@ -1,0 +1,95 @@
+package catalog
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/toolgate/toolgate/internal/jsonwords"
+	"github.com/toolgate/toolgate/internal/plural"
+)
+
+// ResolveSchema reads an input schema as the gateway validates arguments
+// with it. The $schema keyword names drafts the validator may not know;
+// validation keywords are shared, so they are checked regardless. An error
+// is a schema the gateway cannot validate with: it lets calls through (the
+// backend validates) and indexes none of its arguments.
+func ResolveSchema(text json.RawMessage) (*jsonschema.Resolved, error) {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(text, &s); err != nil {
+		return nil, err
+	}
+	s.Schema = ""
+	return s.Resolve(nil)
+}
+
+// MaxDescription caps a tool's description, in bytes: the gateway cuts a
+// longer one a backend lists, and Review a tools file's, so that an index
+// built offline and eval rank what the gateway would. One of 40 MB took
+// toolgate index 86 s and 5 GB of memory.
+const MaxDescription = 16 << 10
+
+// CutDescription is s cut to at most MaxDescription bytes, at the start
+// of a character, and whether it was cut.
+func CutDescription(s string) (string, bool) {
+	if len(s) <= MaxDescription {
+		return s, false
+	}
+	n := MaxDescription
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n], true
+}
+
+// Review readies the tools of the file at path as the gateway readies a
+// backend's: a description over MaxDescription is cut, with a warning to
+// w, and so is an input schema ResolveSchema refuses (the tool is kept:
+// the gateway lets its calls through), each warning naming at most five
+// tools and why. The file's author meant them to count: a "properties"
+// written as a list was silently no argument. It returns how many tools
+// were warned of.
+func Review(w io.Writer, path string, tools []Tool) int {
+	var cut, schemas []string
+	nCut, nSchemas := 0, 0
+	for i, t := range tools {
+		if d, ok := CutDescription(t.Description); ok {
+			if nCut++; len(cut) < 5 {
+				cut = append(cut, fmt.Sprintf("%q (%d bytes)", t.ID(), len(t.Description)))
+			}
+			tools[i].Description = d
+		}
+		if len(t.InputSchema) == 0 {
+			continue
+		}
+		if _, err := ResolveSchema(t.InputSchema); err != nil {
+			// JSON's words, not Go's, without the library's inner type.
+			why := strings.ReplaceAll(jsonwords.Describe(err), `"schemaWithoutMethods.`, `"`)
+			if why == "" {
+				why = err.Error()
+			}
+			if nSchemas++; len(schemas) < 5 {
+				schemas = append(schemas, fmt.Sprintf("%q (%s)", t.ID(), why))
+			}
+		}
+	}
+	more := func(n int, named []string) string {
+		if n > len(named) {
+			return fmt.Sprintf(", and %d more", n-len(named))
+		}
+		return ""
+	}
+	if nCut > 0 {
+		fmt.Fprintf(w, "toolgate: warning: %s: the description of %s is over %d KiB, cut there as the gateway cuts a backend's: %s%s\n",
+			path, plural.Of(nCut, "tool"), MaxDescription>>10, strings.Join(cut, ", "), more(nCut, cut))
+	}
+	if nSchemas > 0 {
+		fmt.Fprintf(w, "toolgate: warning: %s: the input schema of %s is not a JSON Schema the gateway can read: %s%s: the gateway would let their calls through unchecked, and leaves the arguments it cannot read out of the index\n",
+			path, plural.Of(nSchemas, "tool"), strings.Join(schemas, ", "), more(nSchemas, schemas))
+	}
+	return nCut + nSchemas
+}

@@ -37,7 +37,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"sync"
 
@@ -175,13 +174,14 @@ func (lw *LineWriter) WriteLine(data []byte) error {
 func (lw *LineWriter) GiveUp() { lw.once.Do(func() { close(lw.gone) }) }
 
 // Stdio is the transport of a stdio server: stdin and stdout, with go-sdk's
-// default line cap. Closing it closes stdin, not stdout (as go-sdk's
-// StdioTransport).
-func Stdio() *Transport { return StdioFrom(os.Stdin) }
+// default line cap; a stdin or stdout that is a pipe or a socket is read and
+// written through Go's poller (pollable). Closing it closes stdin, not
+// stdout (as go-sdk's StdioTransport).
+func Stdio() *Transport { return StdioFrom(stdin()) }
 
 // StdioFrom is Stdio reading in (a Watch of stdin) instead of os.Stdin.
 func StdioFrom(in io.ReadCloser) *Transport {
-	return &Transport{Reader: in, Writer: nopCloser{os.Stdout}, Server: true}
+	return &Transport{Reader: in, Writer: nopCloser{stdout()}, Server: true}
 }
 
 type nopCloser struct{ io.Writer }
@@ -644,6 +644,10 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, io.EOF
 		}
 		switch {
+		case in.err != nil && c.isClosed():
+			// Close ended the read (a pollable reader's Read returns
+			// os.ErrClosed): the connection's end, not a read error.
+			return nil, io.EOF
 		case in.err != nil:
 			return nil, in.err
 		case in.batch != nil:
@@ -914,17 +918,27 @@ func (c *Conn) answered(resp *jsonrpc.Response) ([]byte, error) {
 	return json.Marshal(b.answers)
 }
 
+// isClosed reports whether Close has begun.
+func (c *Conn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
+}
+
 // SessionID is empty: a stdio connection has no session id.
 func (c *Conn) SessionID() string { return "" }
 
 // Close closes the reader and the writer and unblocks Read. The read loop
-// ends when the reader's Read returns (os.Stdin's may not until input
-// comes; go-sdk's transport has the same limit).
+// ends when the reader's Read returns: at once for a pipe or a socket read
+// through the poller (Stdio's stdin); a blocking reader's may not return
+// until input comes (go-sdk's transport has the same limit).
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
-		err := errors.Join(c.r.Close(), c.w.Close())
-		c.closeErr = err
-		close(c.closed)
+		close(c.closed) // first: the read this Close ends sees it (Read)
+		c.closeErr = errors.Join(c.r.Close(), c.w.Close())
 	})
 	return c.closeErr // set before any Do returns
 }

@@ -41,8 +41,9 @@ func Watch(r io.ReadCloser) *Watched {
 	return w
 }
 
-// WatchStdin watches os.Stdin.
-func WatchStdin() *Watched { return Watch(os.Stdin) }
+// WatchStdin watches stdin (through the poller when it is a pipe or a
+// socket: pollable).
+func WatchStdin() *Watched { return Watch(stdin()) }
 
 func (w *Watched) watch() {
 	chunk := make([]byte, 32<<10)

@@ -1540,6 +1540,23 @@ func TestDownServerHintPerCaller(t *testing.T) {
 	}
 }
 
+// connectRaw connects g's server to an in-memory client connection that
+// the test writes JSON-RPC messages to and reads them from itself (a
+// synchronous pipe: a write waits for its reader). The caller closes both.
+func connectRaw(t *testing.T, g *Gateway) (mcp.Connection, *mcp.ServerSession) {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := g.Server().Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ct.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn, ss
+}
+
 // TestHandshakeOutOfOrderIsTheClients: go-sdk logs a client's handshake
 // messages out of order (a call before initialize, initialize twice,
 // initialized twice) at ERROR level, as if the gateway failed; they are
@@ -1547,16 +1564,8 @@ func TestDownServerHintPerCaller(t *testing.T) {
 func TestHandshakeOutOfOrderIsTheClients(t *testing.T) {
 	var logs testenv.LogBuffer
 	g := New(&fakeSearcher{tools: testCatalog}, &fakeCaller{}, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := g.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := ct.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, ss := connectRaw(t, g)
 	t.Cleanup(func() { conn.Close(); ss.Wait() })
 	roundTrip := func(id any, method, params string) *jsonrpc.Response {
 		t.Helper()

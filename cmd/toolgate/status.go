@@ -488,6 +488,12 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 		if len(sec.KeysWithoutProfile) > 0 {
 			fmt.Fprintf(w, "API keys that reach no tool, their profile not in the config: %s\n  fix: %s\n", escapeUnsafe(keyProfiles(sec.KeysWithoutProfile)), keysWithoutProfileFix)
 		}
+		if len(sec.KeysExpiring) > 0 {
+			for _, k := range sec.KeysExpiring {
+				fmt.Fprintln(w, escapeUnsafe(k.Notice(time.Now())))
+			}
+			fmt.Fprintf(w, "  fix: %s\n", gateway.KeysExpiringFix)
+		}
 		if len(sec.Quarantined) > 0 {
 			fmt.Fprintf(w, "quarantined: %s (`toolgate tools quarantined` says why)\n", strings.Join(sec.Quarantined, ", "))
 		}

@@ -368,7 +368,7 @@ func New(dir string, cfg *config.File, opts *Options) *Loop {
 	l.policy.Put(policy.NewConfigured(names))
 	l.policy.Put(policy.NewDisabled(st.Disabled))
 	l.restartsSeen = st.RestartRequests
-	l.policy.Put(policy.NewProfiles(cfg.Toolgate.Profiles))
+	l.policy.PutProfiles(cfg.Toolgate.Profiles)
 	l.stats.Disabled = l.disabledHere()
 	l.warm, l.current = l.openWarm(names)
 	return l
@@ -440,8 +440,10 @@ func (l *Loop) Warm() bool {
 // ToolsChanged asks for a re-index; it is the pool's OnToolsChanged hook
 // (a backend listed its tools: first connect, list_changed, restart).
 // While a cold start's first index is built, the listing is also what
-// Tool and IDs answer from.
+// Tool and IDs answer from. The listing's read-only hints apply to the
+// readOnly profiles at once (policy.Set.ToolsListed), before the re-index.
 func (l *Loop) ToolsChanged(server string, tools []*mcp.Tool) {
+	l.policy.ToolsListed(server, backend.Catalog(map[string][]*mcp.Tool{server: tools}))
 	l.list(server, tools)
 	l.refresh()
 }

@@ -321,7 +321,7 @@ func TestReadOnlyProfileFollowsListing(t *testing.T) {
 		t.Fatalf("before the listing: %+v", d)
 	}
 	f := s.Filter(c)
-	s.ToolsListed("memory", []catalog.Tool{roTool("memory__read_graph", `{"readOnlyHint": false}`), roTool("memory__open_nodes", `{"readOnlyHint": true}`)})
+	s.ToolsListed("memory", []string{"read_graph"}) // open_nodes is read-only
 	if d := s.Decide(c, indexed); d.Allowed || !strings.Contains(d.Reason, "readOnlyHint") {
 		t.Errorf("after a listing without readOnlyHint: %+v", d)
 	}
@@ -333,8 +333,8 @@ func TestReadOnlyProfileFollowsListing(t *testing.T) {
 	}
 	// Another server's listing, or the same again, changes nothing.
 	gen := s.Generation()
-	s.ToolsListed("other", []catalog.Tool{roTool("other__x", `{"readOnlyHint": true}`)})
-	s.ToolsListed("memory", []catalog.Tool{roTool("memory__read_graph", ``), roTool("memory__open_nodes", `{"readOnlyHint": true}`)})
+	s.ToolsListed("other", nil)
+	s.ToolsListed("memory", []string{"read_graph"})
 	if s.Generation() != gen {
 		t.Error("a listing that changes no profile's view moved the rules")
 	}
@@ -344,7 +344,7 @@ func TestReadOnlyProfileFollowsListing(t *testing.T) {
 	}
 	// Listed read-only again (the quarantine holds such a change, or
 	// approves it): the catalog's annotations decide again.
-	s.ToolsListed("memory", []catalog.Tool{roTool("memory__read_graph", `{"readOnlyHint": true}`)})
+	s.ToolsListed("memory", nil)
 	if d := s.Decide(c, indexed); !d.Allowed {
 		t.Errorf("listed read-only again: %+v", d)
 	}

@@ -193,17 +193,13 @@ func (r *Profiles) withConfig(profiles map[string]config.Profile) *Profiles {
 	return next
 }
 
-// withListing is r after server listed tools, and whether that changed
-// which tools its listings do not declare read-only.
-func (r *Profiles) withListing(server string, tools []catalog.Tool) (*Profiles, bool) {
+// withListing is r after server listed tools, of which the names
+// notReadOnly do not declare readOnlyHint: true, and whether that changed
+// anything.
+func (r *Profiles) withListing(server string, notReadOnly []string) (*Profiles, bool) {
 	var names map[string]bool
-	for _, t := range tools {
-		if t.Server == server && !t.ReadOnly() {
-			if names == nil {
-				names = map[string]bool{}
-			}
-			names[t.Name] = true
-		}
+	if len(notReadOnly) > 0 {
+		names = set(notReadOnly)
 	}
 	if maps.Equal(names, r.notReadOnly[server]) {
 		return r, false
@@ -247,17 +243,18 @@ func (s *Set) PutProfiles(profiles map[string]config.Profile) {
 	})
 }
 
-// ToolsListed records the tools server listed (its first listing,
-// tools/list_changed, a restart), before the re-index that brings them to
-// the catalog: a tool that no longer declares readOnlyHint: true leaves
-// the readOnly profiles at once. The rules change only when that does.
-func (s *Set) ToolsListed(server string, tools []catalog.Tool) {
+// ToolsListed records a listing of server's tools (its first listing,
+// tools/list_changed, a restart) before the re-index that brings it to the
+// catalog: notReadOnly names the tools of the listing that do not declare
+// readOnlyHint: true, which leave the readOnly profiles at once. The rules
+// change only when those names do.
+func (s *Set) ToolsListed(server string, notReadOnly []string) {
 	s.update(RuleProfile, func(old Rule) Rule {
 		p, ok := old.(*Profiles)
 		if !ok {
 			p = NewProfiles(nil)
 		}
-		if next, changed := p.withListing(server, tools); changed {
+		if next, changed := p.withListing(server, notReadOnly); changed {
 			return next
 		}
 		return nil

@@ -102,10 +102,10 @@ func (p *Pin) Shown() string {
 
 // Hints are a definition's annotation hints as the backend declared them
 // (nil: not declared). A client trusts them without reading the tool
-// (search_tools' "readOnly" keeps the tools that declare readOnlyHint
-// true), so they are pinned apart from the definition's hash, which
-// leaves them out: a change toward less caution holds the tool, one
-// toward more does not.
+// (search_tools' "readOnly" and a profile's readOnly keep the tools that
+// declare readOnlyHint true), so they are pinned apart from the
+// definition's hash, which leaves them out: a change toward less caution
+// holds the tool, one toward more does not.
 type Hints struct {
 	ReadOnly    *bool `json:"readOnlyHint,omitempty"`
 	Destructive *bool `json:"destructiveHint,omitempty"`

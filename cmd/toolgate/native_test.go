@@ -107,7 +107,8 @@ func doctorCommand(t *testing.T, data string, args ...string) (bytes.Buffer, err
 func TestDoctorJSONMissing(t *testing.T) {
 	data := t.TempDir()
 	out, err := doctorCommand(t, data, "--json", "--ort-lib", filepath.Join(data, "nope.so"))
-	if err == nil || !strings.Contains(err.Error(), "`toolgate models fetch` installs the model files with this binary (in a source checkout, `make deps` installs every piece)") {
+	// The fetch quoted reaches the data folder's models folder.
+	if err == nil || !strings.Contains(err.Error(), "`toolgate models fetch --data-dir "+data+"` installs the model files with this binary (in a source checkout, `make deps` installs every piece)") {
 		t.Errorf("doctor with pieces missing: err = %v", err)
 	}
 	var rep doctorReport
@@ -262,7 +263,11 @@ func TestDoctorConfig(t *testing.T) {
 	cmd.SetOut(&out)
 	cmd.SetErr(&bytes.Buffer{})
 	cmd.SetArgs([]string{"doctor", "--json", "--config", cfg})
-	_ = cmd.Execute()
+	// The command it quotes fetches the model files where this config's
+	// gateway looks for them: bare, it fetched into the default folder.
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "`toolgate models fetch --config "+cfg+"` installs the model files") {
+		t.Errorf("doctor --config: %v, want the fetch command quoted with the config", err)
+	}
 	var rep doctorReport
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("doctor --config: output is not JSON: %v\n%s", err, out.String())

@@ -109,7 +109,10 @@ It exits 1 when a needed piece is missing or broken.`,
 			}
 			if !rep.OK {
 				out.Flush()
-				return errors.New("doctor: some pieces are missing or broken (see above): run the fix of each; `toolgate models fetch` installs the model files with this binary (in a source checkout, `make deps` installs every piece)")
+				// The fetch quoted reaches this config's models folder
+				// (and this data folder), as auth's quoted login does.
+				fetch := g.commandWith(g.configDataDir, append([]string{"toolgate", "models", "fetch"}, configArgs(configs)...)...)
+				return fmt.Errorf("doctor: some pieces are missing or broken (see above): run the fix of each; `%s` installs the model files with this binary (in a source checkout, `make deps` installs every piece)", fetch)
 			}
 			return nil
 		},

@@ -40,12 +40,13 @@ type learnFlags struct {
 	queries string
 	reset   bool
 	server  string
+	configs []string
 }
 
 func newLearnCmd(g *globals) *cobra.Command {
 	f := &learnFlags{}
 	cmd := &cobra.Command{
-		Use:   "learn [--queries FILE.jsonl | --reset [--server S]]",
+		Use:   "learn [--config FILE] [--queries FILE.jsonl | --reset [--server S]]",
 		Short: "Seed, show or forget what search learned from use",
 		Long: `toolgate serve records a (query, tool) pair whenever a session runs a tool
 that one of its recent search_tools answers returned, and ranks with these
@@ -57,6 +58,11 @@ Without flags, learn prints how many pairs and tools it holds.
 eval format (../shared/bench), as if each query had led to its tools.
 --reset forgets every pair, or with --server S only those of S's tools:
 the ranking is then exactly the zero-shot one.
+
+With --config (or $TOOLGATE_CONFIG) the config's dataDir applies, as serve
+reads it: the pairs are those of that config's gateway, and --reset
+--server S refuses a server the config does not have (unless pairs of it
+were learned: those of a server removed from the config are forgotten).
 
 While a gateway (toolgate serve) holds the store, learn asks it to do the
 work through its status socket in the data folder, and its ranking uses the
@@ -70,6 +76,7 @@ change at once.`,
 	fl.StringVar(&f.queries, "queries", "", "record the (query, relevant tool) pairs of this file (eval format)")
 	fl.BoolVar(&f.reset, "reset", false, "forget the learned pairs (all, or --server's)")
 	fl.StringVar(&f.server, "server", "", "with --reset: forget only this server's tools' pairs")
+	configsFlag(cmd, &f.configs)
 	return cmd
 }
 
@@ -672,6 +679,14 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Write
 	case f.server != "" && !f.reset:
 		return usageError{errors.New("learn: --server goes with --reset (forget one server's pairs)")}
 	}
+	// The config's data folder, as serve reads it (readConfigs).
+	var cfg *config.File
+	if len(f.configs) > 0 {
+		var err error
+		if cfg, _, err = g.readConfigs(f.configs); err != nil {
+			return err
+		}
+	}
 	log := g.logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -702,10 +717,14 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Write
 		}
 		warnUnknownTools(errw, known, req.Pairs, g.DataDir())
 	}
-	if req.Server != "" && known != nil {
+	if req.Server != "" && (known != nil || cfg != nil) {
 		// As the management tools read a server's name: "Memory" is memory.
+		names := indexedServers(known)
+		if cfg != nil {
+			names = append(names, configServers(cfg)...)
+		}
 		var err error
-		if req.Server, err = serverMeant(req.Server, indexedServers(known)); err != nil {
+		if req.Server, err = serverMeant(req.Server, names); err != nil {
 			return err
 		}
 	}
@@ -716,7 +735,7 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Write
 		if err != nil {
 			return err
 		}
-		return checkReset(ans, req, known)
+		return checkReset(ans, req, known, cfg)
 	}
 	if err != nil {
 		if g.health().Check() == nil {
@@ -736,7 +755,7 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Write
 		return err
 	}
 	printLearn(out, req, ans, "")
-	return checkReset(ans, req, known)
+	return checkReset(ans, req, known, cfg)
 }
 
 // indexedTools are the tools of the data folder's index, by ID (nil when
@@ -839,9 +858,22 @@ func notChecked(w io.Writer, what, dataDir string) {
 }
 
 // checkReset makes a reset of a server that forgot nothing, and that the
-// index does not have either, a usage error: a misspelt --server.
-func checkReset(ans learnAnswer, req learnRequest, known map[string]catalog.Tool) error {
-	if !req.Reset || req.Server == "" || ans.Forgot > 0 || known == nil {
+// config (cfg, when given) or else the index does not have either, a usage
+// error: a misspelt --server. The config's servers are those of its
+// gateway, indexed or not yet.
+func checkReset(ans learnAnswer, req learnRequest, known map[string]catalog.Tool, cfg *config.File) error {
+	if !req.Reset || req.Server == "" || ans.Forgot > 0 {
+		return nil
+	}
+	if cfg != nil {
+		servers := configServers(cfg)
+		if slices.Contains(servers, req.Server) {
+			return nil
+		}
+		return usageError{fmt.Errorf("--server %q: there is no server of that name in the config (servers: %s), and no pair of it was learned; leave --server out to forget every server's pairs",
+			req.Server, strings.Join(servers, ", "))}
+	}
+	if known == nil {
 		return nil
 	}
 	servers := indexedServers(known)

@@ -353,3 +353,66 @@ func TestLearnedPairsLookOnMonotonicClock(t *testing.T) {
 		t.Error("a search retryEvery after the last look did not look")
 	}
 }
+
+// configCmd is toolgateCmd for a command that finds its folders through a
+// config file: no $TOOLGATE_DATA_DIR or $TOOLGATE_MODELS_DIR (each beats
+// the config), and the default data folder under xdg, to see it left alone.
+func configCmd(t *testing.T, xdg string, env []string, args ...string) (string, error) {
+	t.Helper()
+	cmd := toolgateCmd(t, "", args...)
+	cmd.Env = append(append(cmd.Env, "TOOLGATE_DATA_DIR=", "TOOLGATE_MODELS_DIR=", "TOOLGATE_CONFIG=", "XDG_DATA_HOME="+xdg), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestLearnConfig: learn --config (or $TOOLGATE_CONFIG) works on the
+// learned pairs of the config's data folder, and checks --reset --server
+// against the config's servers, as search --config does. It took no
+// --config ("unknown flag"), and with $TOOLGATE_CONFIG set seeded and
+// forgot the pairs of the default data folder: an operator whose gateway
+// serves /srv/tg reset another folder's pairs, and was told it worked.
+func TestLearnConfig(t *testing.T) {
+	dir := t.TempDir()
+	data, xdg := filepath.Join(dir, "data"), filepath.Join(dir, "xdg")
+	if out, err := toolgateCmd(t, data, "index", "--tools", writeToolsFile(t, dir, 3, ""), "--bm25-only").CombinedOutput(); err != nil {
+		t.Fatalf("index: %v\n%s", err, out)
+	}
+	cfg := writeConfig(t, `{"mcpServers": {"srv0": {"command": "true"}, "srv1": {"command": "true"}, "gh": {"command": "true"}},
+		"toolgate": {"dataDir": "`+data+`"}}`)
+	log := filepath.Join(dir, "log.jsonl")
+	if err := os.WriteFile(log, []byte(`{"query": "list my files", "relevant": ["srv0__list_files_0", "srv1__list_files_1"]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := configCmd(t, xdg, nil, "learn", "--config", cfg, "--queries", log); err != nil || !strings.Contains(out, "recorded 2 pairs") || strings.Contains(out, "warning") {
+		t.Fatalf("learn --config --queries: %v\n%s", err, out)
+	}
+	want := "2 learned pairs for 2 tools in " + filepath.Join(data, "learn")
+	if out, err := configCmd(t, xdg, []string{"TOOLGATE_CONFIG=" + cfg}, "learn"); err != nil || !strings.Contains(out, want) {
+		t.Errorf("learn with $TOOLGATE_CONFIG: %v\n%s\nwant %q", err, out, want)
+	}
+	// --data-dir wins over the config's dataDir, as elsewhere.
+	other := filepath.Join(dir, "other")
+	if out, err := configCmd(t, xdg, nil, "learn", "--config", cfg, "--data-dir", other); err != nil || !strings.Contains(out, "0 learned pairs for 0 tools in "+filepath.Join(other, "learn")) {
+		t.Errorf("learn --config --data-dir: %v\n%s", err, out)
+	}
+	// A server the config lacks, with no pairs: a usage error naming the
+	// config's servers, as search --server names the index's.
+	out, err := configCmd(t, xdg, nil, "learn", "--config", cfg, "--reset", "--server", "nope")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(out, `--server "nope": there is no server of that name in the config (servers: gh, srv0, srv1), and no pair of it was learned; leave --server out to forget every server's pairs`) {
+		t.Errorf("learn --reset --server nope: %v\n%s", err, out)
+	}
+	// One the config has, not indexed yet: nothing to forget, no mistake.
+	if out, err := configCmd(t, xdg, nil, "learn", "--config", cfg, "--reset", "--server", "gh"); err != nil || !strings.Contains(out, "forgot 0 learned pairs of server gh's tools") {
+		t.Errorf("learn --reset --server gh (the config's): %v\n%s", err, out)
+	}
+	if out, err := configCmd(t, xdg, nil, "learn", "--config", cfg, "--reset", "--server", "SRV1"); err != nil || !strings.Contains(out, "forgot 1 learned pairs of server srv1's tools") {
+		t.Errorf("learn --reset --server SRV1: %v\n%s", err, out)
+	}
+	if out, err := configCmd(t, xdg, nil, "learn", "--config", cfg, "--reset"); err != nil || !strings.Contains(out, "forgot 1 learned pairs of every tool") {
+		t.Errorf("learn --config --reset: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(xdg, "toolgate")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the default data folder %s was written: %v", filepath.Join(xdg, "toolgate"), err)
+	}
+}

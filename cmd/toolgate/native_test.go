@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/testenv"
+	"github.com/toolgate/toolgate/models"
 )
 
 // The config file's dataDir and embed settings sit below the flags and the
@@ -106,7 +107,8 @@ func doctorCommand(t *testing.T, data string, args ...string) (bytes.Buffer, err
 func TestDoctorJSONMissing(t *testing.T) {
 	data := t.TempDir()
 	out, err := doctorCommand(t, data, "--json", "--ort-lib", filepath.Join(data, "nope.so"))
-	if err == nil || !strings.Contains(err.Error(), "`toolgate models fetch` installs the model files with this binary (in a source checkout, `make deps` installs every piece)") {
+	// The fetch quoted reaches the data folder's models folder.
+	if err == nil || !strings.Contains(err.Error(), "`toolgate models fetch --data-dir "+data+"` installs the model files with this binary (in a source checkout, `make deps` installs every piece)") {
 		t.Errorf("doctor with pieces missing: err = %v", err)
 	}
 	var rep doctorReport
@@ -261,7 +263,11 @@ func TestDoctorConfig(t *testing.T) {
 	cmd.SetOut(&out)
 	cmd.SetErr(&bytes.Buffer{})
 	cmd.SetArgs([]string{"doctor", "--json", "--config", cfg})
-	_ = cmd.Execute()
+	// The command it quotes fetches the model files where this config's
+	// gateway looks for them: bare, it fetched into the default folder.
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "`toolgate models fetch --config "+cfg+"` installs the model files") {
+		t.Errorf("doctor --config: %v, want the fetch command quoted with the config", err)
+	}
 	var rep doctorReport
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("doctor --config: output is not JSON: %v\n%s", err, out.String())
@@ -280,5 +286,45 @@ func TestDoctorConfig(t *testing.T) {
 				t.Errorf("model fp32: %+v, want in the config's modelDir", c)
 			}
 		}
+	}
+}
+
+// TestModelsConfig: models fetch, verify and path take --config (or
+// $TOOLGATE_CONFIG), whose toolgate.embed.modelDir and variant decide where
+// and what, below --dir and --variant. They took no --config ("unknown
+// flag"), and with $TOOLGATE_CONFIG set fetched fp32 into the default
+// folder: doctor --config then still said the config's int8 model was
+// missing.
+func TestModelsConfig(t *testing.T) {
+	mirror := models.ModelDir(installedModels())
+	if _, err := os.Stat(filepath.Join(mirror, "model_int8.onnx")); err != nil {
+		testenv.Missing(t, "the installed int8 model to fetch from (make deps): %v", err)
+	}
+	dir := t.TempDir()
+	xdg, modelDir := filepath.Join(dir, "xdg"), filepath.Join(dir, "models")
+	cfg := writeConfig(t, `{"mcpServers": {}, "toolgate": {"dataDir": "`+filepath.Join(dir, "data")+`", "embed": {"modelDir": "`+modelDir+`", "variant": "int8"}}}`)
+	out, err := configCmd(t, xdg, nil, "models", "fetch", "--config", cfg, "--from", mirror, "--source", "mirror", "--quiet")
+	if err != nil || !strings.Contains(out, "model folder "+models.ModelDir(modelDir)) {
+		t.Fatalf("models fetch --config: %v\n%s", err, out)
+	}
+	for name, want := range map[string]bool{"model_int8.onnx": true, "tokenizer.json": true, "model.onnx": false} {
+		if _, err := os.Stat(filepath.Join(models.ModelDir(modelDir), name)); (err == nil) != want {
+			t.Errorf("models fetch --config: %s there: %v, want %v (the config's variant int8)", name, err == nil, want)
+		}
+	}
+	env := []string{"TOOLGATE_CONFIG=" + cfg}
+	if out, err := configCmd(t, xdg, env, "models", "verify"); err != nil || !strings.Contains(out, "ok   int8/model_int8.onnx  "+models.ModelDir(modelDir)) {
+		t.Errorf("models verify with $TOOLGATE_CONFIG: %v\n%s", err, out)
+	}
+	// Flags win over the config.
+	other := filepath.Join(dir, "other")
+	if out, err := configCmd(t, xdg, env, "models", "path", "--file", "--variant", "fp32", "--dir", other); err != nil || !strings.HasPrefix(out, filepath.Join(models.ModelDir(other), "model.onnx")+"\n") {
+		t.Errorf("models path --dir --variant with $TOOLGATE_CONFIG: %v\n%s", err, out)
+	}
+	if out, err := configCmd(t, xdg, nil, "models", "path", "--file", "--config", cfg); err != nil || !strings.HasPrefix(out, filepath.Join(models.ModelDir(modelDir), "model_int8.onnx")+"\n") {
+		t.Errorf("models path --config: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(xdg, "toolgate")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the default data folder %s was written: %v", filepath.Join(xdg, "toolgate"), err)
 	}
 }

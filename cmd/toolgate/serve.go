@@ -67,10 +67,7 @@ func addrSetting(fromConfig bool) string {
 // data folder than a --data-dir one.
 func (f serveFlags) serveCommand(g *globals) func(profile string) string {
 	return func(profile string) string {
-		words := []string{"toolgate", "serve"}
-		for _, c := range absPaths(f.configs) {
-			words = append(words, "--config", c)
-		}
+		words := append([]string{"toolgate", "serve"}, configArgs(f.configs)...)
 		if f.http != "" && !f.httpFromConfig {
 			words = append(words, "--http", f.http)
 		}
@@ -518,6 +515,16 @@ func nullStdin(f *os.File) bool {
 }
 
 // absPaths is paths made absolute where they can be.
+// configArgs are "--config FILE" for each of paths, made absolute: how a
+// command quoted for the user names the config files this one read.
+func configArgs(paths []string) []string {
+	var args []string
+	for _, c := range absPaths(paths) {
+		args = append(args, "--config", c)
+	}
+	return args
+}
+
 func absPaths(paths []string) []string {
 	out := make([]string, len(paths))
 	for i, p := range paths {

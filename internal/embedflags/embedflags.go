@@ -45,6 +45,11 @@ func (f *Flags) Register(cmd *cobra.Command) {
 // flag nor the environment sets.
 func (f *Flags) ApplyConfig(c config.EmbedSettings) { f.config = c }
 
+// ConfigModels are the config file's models folder and variant
+// (embed.modelDir and variant; "" where it names none), for the commands
+// that fetch, verify and locate the model files it uses.
+func (f *Flags) ConfigModels() (dir, variant string) { return f.config.ModelDir, f.config.Variant }
+
 // ORTLibPath is the ONNX Runtime library: --ort-lib, $TOOLGATE_ORT_LIB,
 // config embed.ortLib, else the cached pinned copy.
 func (f *Flags) ORTLibPath() string { return dirs.ORTLib(f.ORTLib, f.config.ORTLib) }

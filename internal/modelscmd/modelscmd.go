@@ -32,6 +32,11 @@ type Options struct {
 	DataDir func() string
 	// Logger returns the logger once flags are parsed; default: discard.
 	Logger func() *slog.Logger
+	// Config returns the models folder and variant a config file names
+	// (toolgate.embed.modelDir and variant; "" for none) once flags are
+	// parsed: below --dir, $TOOLGATE_MODELS_DIR and --variant, above
+	// <data dir>/models and the manifest's default variant. Default: none.
+	Config func() (dir, variant string)
 	// Progress receives fetch progress (a bar on a terminal); default
 	// os.Stderr.
 	Progress io.Writer
@@ -48,10 +53,24 @@ func (o *Options) withDefaults() Options {
 	if r.Logger == nil {
 		r.Logger = func() *slog.Logger { return slog.New(slog.DiscardHandler) }
 	}
+	if r.Config == nil {
+		r.Config = func() (string, string) { return "", "" }
+	}
 	if r.Progress == nil {
 		r.Progress = os.Stderr
 	}
 	return r
+}
+
+// modelsDir is the models folder: flag (--dir), $TOOLGATE_MODELS_DIR, the
+// config's, else <data dir>/models (dirs.Models); and the variant: flag
+// (--variant), else the config's.
+func (o Options) modelsDir(flag, variant string) (string, string) {
+	dir, v := o.Config()
+	if variant == "" {
+		variant = v
+	}
+	return dirs.Models(flag, dir, o.DataDir()), variant
 }
 
 // UsageError marks a bad flag value: the program exits with status 2.
@@ -93,7 +112,9 @@ seconds; a file is moved into place only after its sha256 matches a pinned value
 Files already present with a pinned sha256 (each hashed again) are kept.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fo, err := f.options(dirs.Models(f.dir, "", o.DataDir()), o.Progress, o.Logger())
+			dir, variant := o.modelsDir(f.dir, f.variant)
+			f.variant = variant
+			fo, err := f.options(dir, o.Progress, o.Logger())
 			if err != nil {
 				return &UsageError{err}
 			}
@@ -180,11 +201,11 @@ func newVerify(opts *Options) *cobra.Command {
 		Short: "Check the model files on disk against the manifest",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, variant := o.modelsDir(dir, variant)
 			variants, err := models.Manifest().ParseVariants(variant)
 			if err != nil {
 				return &UsageError{fmt.Errorf("--variant: %w", err)}
 			}
-			dir := dirs.Models(dir, "", o.DataDir())
 			out := cmd.OutOrStdout()
 			var errs []error
 			for _, v := range variants {
@@ -220,7 +241,7 @@ func newPath(opts *Options) *cobra.Command {
 		Short: "Print the model folder (or, with --file, the variant's ONNX and tokenizer paths)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir := dirs.Models(dir, "", o.DataDir())
+			dir, variant := o.modelsDir(dir, variant)
 			modelPath, tokPath, err := models.Paths(dir, variant)
 			if err != nil {
 				return &UsageError{fmt.Errorf("--variant: %w", err)}

@@ -514,7 +514,6 @@ func nullStdin(f *os.File) bool {
 	return err == nil && os.SameFile(fi, null)
 }
 
-// absPaths is paths made absolute where they can be.
 // configArgs are "--config FILE" for each of paths, made absolute: how a
 // command quoted for the user names the config files this one read.
 func configArgs(paths []string) []string {
@@ -525,6 +524,7 @@ func configArgs(paths []string) []string {
 	return args
 }
 
+// absPaths is paths made absolute where they can be.
 func absPaths(paths []string) []string {
 	out := make([]string, len(paths))
 	for i, p := range paths {

@@ -176,6 +176,61 @@ func TestStdioClientClosesStdout(t *testing.T) {
 	}
 }
 
+// TestStdioPipesGivenBackBlocking: the gateway reads and writes its stdio
+// pipes non-blocking (through Go's poller), a mode that belongs to the pipe
+// and so to every process holding it; it gives them back blocking when it
+// exits. The shell that started it hands its pipes to the next command
+// (`{ toolgate serve; cat; } < fifo`), whose read failed with EAGAIN
+// ("Resource temporarily unavailable").
+func TestStdioPipesGivenBackBlocking(t *testing.T) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []*os.File{inR, inW, outR, outW} {
+		defer f.Close()
+	}
+	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil))
+	logs := &testenv.LogBuffer{}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, io.MultiWriter(logs, testLog(t, "toolgate: "))
+	// Start puts the pipes the child gets into blocking mode (Fd), as a
+	// shell's are.
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"shell","version":"1"}}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(outR).ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+		t.Fatalf("initialize: %q, %v", line, err)
+	}
+	if !testenv.Nonblocking(t, inR) {
+		t.Fatal("the gateway's stdin is blocking while it serves: this test no longer tests the give-back")
+	}
+	inW.Close()
+	select {
+	case <-exited:
+	case <-time.After(testenv.Timeout):
+		t.Fatalf("the gateway did not stop after its client closed stdin:\n%s", logs.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit %v, want status 0:\n%s", cmd.ProcessState, logs.String())
+	}
+	if testenv.Nonblocking(t, inR) {
+		t.Error("stdin's pipe is left non-blocking: the next command to read it gets EAGAIN")
+	}
+	if testenv.Nonblocking(t, outW) {
+		t.Error("stdout's pipe is left non-blocking: the next command to write it gets EAGAIN")
+	}
+}
+
 // TestStdioClientReadsNoMore: a stdio client that keeps sending calls and
 // stops reading the gateway's stdout (its pipe full, every answer waiting)
 // is stopped cleanly by SIGTERM: go-sdk closes the session only once every

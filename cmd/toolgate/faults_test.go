@@ -103,6 +103,55 @@ func stopsClean(t *testing.T, cmd *exec.Cmd, exited <-chan struct{}, when string
 	}
 }
 
+// TestConnectClientClosesStderrAndStdout: `toolgate connect` is what a
+// client starts in place of `serve`, so it meets the same clients. One that
+// closed its end of connect's stderr killed it with SIGPIPE at its first
+// log line, before it relayed anything; it relays (the log lines are lost).
+// One that then closes its end of stdout is gone: connect stops at its next
+// answer, exit 0, as serve does, not by SIGPIPE.
+func TestConnectClientClosesStderrAndStdout(t *testing.T) {
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errR.Close()
+	defer errW.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	// No gateway at the address: each call is answered -32050 at once.
+	cmd := toolgateCmd(t, t.TempDir(), "connect", "--addr", freeAddr(t))
+	cmd.Stdout, cmd.Stderr = outW, errW
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	outW.Close()
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { stdin.Close(); _ = cmd.Process.Kill(); <-exited })
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"quiet","version":"1"}}}`+"\n")
+	if line, err := bufio.NewReader(outR).ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+		<-exited
+		t.Fatalf("initialize through connect with its stderr closed: %q, %v (exit %v)", line, err, cmd.ProcessState)
+	}
+	outR.Close()
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`+"\n")
+	select {
+	case <-exited:
+	case <-time.After(testenv.Timeout):
+		t.Fatal("connect did not stop after its client closed stdout")
+	}
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() || ws.ExitStatus() != 0 {
+		t.Errorf("connect exit %v after its client closed stdout, want status 0", cmd.ProcessState)
+	}
+}
+
 // stdioGateway is a gateway serving a stdio client (the test) with one
 // fake backend, initialized by client name: its stdin, the read end of its
 // stdout (a pipe of the test's own, which may be probed), its log, and

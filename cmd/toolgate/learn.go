@@ -719,10 +719,17 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Write
 		return checkReset(ans, req, known)
 	}
 	if err != nil {
-		if g.health().Check() == nil {
-			return fmt.Errorf("%w\nfix: %s", err, storage.Fix(g.DataDir(), damagedError(g.DataDir(), learnDir(g), err)))
+		// Badger opens a store by writing its LOCK file, and its error
+		// keeps only the words of the file system's (no space left on
+		// device, read-only file system): the data folder's check names
+		// the fault and its fix.
+		herr := g.health().Check()
+		if herr == nil {
+			herr = damagedError(g.DataDir(), learnDir(g), err)
+		} else {
+			err = fmt.Errorf("%w: %w", err, herr)
 		}
-		return err
+		return fmt.Errorf("%w\nfix: %s", err, storage.Fix(g.DataDir(), herr))
 	}
 	defer store.Close()
 	// The index of the data folder, when there is one, gives each tool's

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search/learn"
 )
 
@@ -351,5 +352,39 @@ func TestLearnedPairsLookOnMonotonicClock(t *testing.T) {
 	l.lastLook.Store(&before)
 	if l.renewed(store, false); l.lastLook.Load() == &before {
 		t.Error("a search retryEvery after the last look did not look")
+	}
+}
+
+// TestLearnOnFullDataFolder: `toolgate learn` on a data folder whose file
+// system is full said only Badger's words (`Cannot write pid file …: no
+// space left on device`), with no fix; it says what the data folder's
+// check says (a full file system, toolgate's 64 MiB floor) and the fix. A
+// tmpfs in a mount namespace of the test's own is the full disk.
+func TestLearnOnFullDataFolder(t *testing.T) {
+	if out, err := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs tmpfs "$1"`, "sh", t.TempDir()).CombinedOutput(); err != nil {
+		testenv.Missing(t, "this machine does not let a test mount inside `unshare -rm` (%v: %s); the full-disk test needs it", err, bytes.TrimSpace(out))
+	}
+	queries := filepath.Join(t.TempDir(), "q.jsonl")
+	if err := os.WriteFile(queries, []byte(`{"query":"echo a message back","relevant":["fake__echo"]}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	tg := toolgateCmd(t, filepath.Join(base, "data"))
+	// Seeds the store, fills the file system, then asks for the store.
+	script := `mount -t tmpfs -o size=96m tmpfs "$1" && mkdir "$1/data" || exit 9
+"$2" learn --queries "$3" >/dev/null 2>&1 || exit 8
+dd if=/dev/zero of="$1/filler" bs=1M 2>/dev/null
+exec "$2" learn`
+	cmd := exec.Command("unshare", "-rm", "sh", "-c", script, "sh", base, tg.Path, queries)
+	cmd.Env = tg.Env
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("toolgate learn on a full data folder: %v, want exit status 1:\n%s", err, out)
+	}
+	for _, want := range []string{"full file system", "fix: free space on the file system of " + filepath.Join(base, "data")} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("toolgate learn on a full data folder does not say %q:\n%s", want, out)
+		}
 	}
 }

@@ -30,17 +30,24 @@ func blockingPipe(t *testing.T) (r, w *os.File) {
 	return r, w
 }
 
+// stderrFile is a regular file for stderr: not the pipe pollable is given.
+func stderrFile(t *testing.T) *os.File {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 // TestPollablePipe: a client's pipe becomes a file the poller waits on (its
 // reads take deadlines, and Close ends a read waiting for input), where
 // os.Stdin's blocking read held a thread and a P for as long as the client
 // was silent. os.Stdin as it was (pollable returning f) fails the deadline.
 func TestPollablePipe(t *testing.T) {
 	r, w := blockingPipe(t)
-	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stderr.Close()
+	stderr := stderrFile(t)
 	f := pollable(r, stderr)
 	if f == r {
 		t.Fatal("a blocking pipe was returned as it is, not as a file the poller waits on")
@@ -156,11 +163,7 @@ func TestPollableNonblockingBehindBlockingFile(t *testing.T) {
 		}
 		drained += n
 	}
-	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stderr.Close()
+	stderr := stderrFile(t)
 	f := pollable(w, stderr)
 	if err := f.SetWriteDeadline(time.Time{}); err != nil {
 		t.Fatalf("SetWriteDeadline: %v; want a pollable file", err)
@@ -198,11 +201,7 @@ func TestPollableNonblockingBehindBlockingFile(t *testing.T) {
 // it is what RestoreStdio reaches the pipe through.
 func TestRestoreStdio(t *testing.T) {
 	r, _ := blockingPipe(t)
-	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stderr.Close()
+	stderr := stderrFile(t)
 	f := pollable(r, stderr)
 	if !testenv.Nonblocking(t, r) {
 		t.Fatal("pollable left the pipe blocking")

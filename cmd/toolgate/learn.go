@@ -526,8 +526,15 @@ func damagedError(dataDir, storeDir string, err error) error {
 			"or stop toolgate and restore %s from a backup", shellword.Join("mv", storeDir, storeDir+".bad"), storeDir)}
 }
 
+// openLearnStore opens the learned pairs for a command (learn, search).
+// Its writes ask the data folder's health first, as serve's do: a folder
+// that turns read-only or full during a long `learn --queries` refuses the
+// next write, instead of Badger failing a memtable (whose next read then
+// panicked, and whose Close retried the flush for good: the command hung)
+// or writing into a memory map on a full disk (SIGBUS); and Close leaves
+// such a store unclosed.
 func openLearnStore(g *globals, log *slog.Logger) (*learn.Store, error) {
-	return learn.Open(learnDir(g), &learn.Options{Logger: log})
+	return learn.Open(learnDir(g), &learn.Options{Logger: log, Storage: g.health().Writer("learned pairs", "pairs are not recorded")})
 }
 
 // learnedServers says which servers have learned pairs (after a reset of

@@ -388,3 +388,44 @@ exec "$2" learn`
 		}
 	}
 }
+
+// TestLearnDataFolderFillsMidRun: the data folder's file system fills while
+// `toolgate learn --queries` writes a long log. The command checks the data
+// folder before each write, as serve does, and stops with the fault and its
+// fix (exit 1). It had no check: Badger wrote on into its memory maps (a
+// SIGBUS crash) or failed a memtable, and then a read panicked and the
+// store's Close retried the flush for good (the command hung).
+func TestLearnDataFolderFillsMidRun(t *testing.T) {
+	if out, err := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs tmpfs "$1"`, "sh", t.TempDir()).CombinedOutput(); err != nil {
+		testenv.Missing(t, "this machine does not let a test mount inside `unshare -rm` (%v: %s); the full-disk test needs it", err, bytes.TrimSpace(out))
+	}
+	queries := filepath.Join(t.TempDir(), "q.jsonl")
+	var log bytes.Buffer
+	for i := range 100_000 {
+		fmt.Fprintf(&log, `{"query":"echo the message of meeting number %d back","relevant":["fake__echo","fake__add"]}`+"\n", i)
+	}
+	if err := os.WriteFile(queries, log.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	tg := toolgateCmd(t, filepath.Join(base, "data"))
+	// The file system fills once the command has opened the store (its
+	// LOCK file is there), while it writes the log's pairs.
+	script := `mount -t tmpfs -o size=96m tmpfs "$1" && mkdir "$1/data" || exit 9
+"$2" learn --queries "$3" 2>&1 & pid=$!
+while [ ! -e "$1/data/learn/LOCK" ] && kill -0 $pid 2>/dev/null; do sleep 0.01; done
+dd if=/dev/zero of="$1/filler" bs=1M 2>/dev/null
+wait $pid`
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "unshare", "-rm", "sh", "-c", script, "sh", base, tg.Path, queries)
+	cmd.Env = tg.Env
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("toolgate learn --queries did not end after the data folder filled:\n%s", out)
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "full file system") {
+		t.Fatalf("toolgate learn --queries on a data folder that fills: %v, want exit status 1 naming the full file system:\n%s", err, out)
+	}
+}

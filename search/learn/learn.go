@@ -656,10 +656,10 @@ func (s *Store) Reset(server string) (int, error) {
 		prefixes = [][]byte{[]byte(pfxPair + server + catalog.Sep), []byte(pfxDoc + server + catalog.Sep)}
 	}
 	n, err := s.deletePrefixes(prefixes, true)
+	s.gen.Add(1) // a batch before a failed one is gone too
 	if err != nil {
 		return 0, fmt.Errorf("forget learned pairs: %w", err)
 	}
-	s.gen.Add(1)
 	return n, nil
 }
 
@@ -689,14 +689,13 @@ func (s *Store) deletePrefixes(prefixes [][]byte, countPairs bool) (int, error) 
 }
 
 func (s *Store) deleteKeys(keys [][]byte) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	if err := s.usable(); err != nil {
-		s.refused(err)
-		return fmt.Errorf("learned pairs not deleted: %w", err)
-	}
 	for len(keys) > 0 {
+		// Each batch asks first: a long reset on a folder that fills
+		// stops at the next batch, as a record does.
+		if err := s.usable(); err != nil {
+			s.refused(err)
+			return fmt.Errorf("learned pairs not deleted: %w", err)
+		}
 		wb := s.db.NewWriteBatch()
 		for _, k := range keys[:min(len(keys), 1000)] {
 			if err := wb.Delete(k); err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -312,6 +313,53 @@ type fakeStorage struct {
 func (f *fakeStorage) Check() error   { return f.refuse }
 func (f *fakeStorage) Fail(err error) { f.fails = append(f.fails, err) }
 func (f *fakeStorage) OK()            { f.oks++ }
+
+// refusingAfter is a Storage that takes the next ok writes, then refuses.
+type refusingAfter struct {
+	fakeStorage
+	ok atomic.Int64
+}
+
+func (f *refusingAfter) Check() error {
+	if f.ok.Add(-1) >= 0 {
+		return nil
+	}
+	return errors.New("data folder is on a full file system")
+}
+
+// A reset of many pairs deletes them in batches, and asks the data folder
+// before each: one that fills or turns read-only during a long reset
+// stops it at the next batch, as a record does, rather than Badger
+// writing on into its memory maps (SIGBUS on a full disk).
+func TestResetChecksEachBatch(t *testing.T) {
+	st := &refusingAfter{}
+	st.ok.Store(1 << 30)
+	s, err := Open(filepath.Join(t.TempDir(), "learn"), &Options{Storage: st, Now: (&clock{time.Unix(1_700_000_000, 0)}).now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.gc.Stop() // its run at open asks too
+	var pairs []Pair
+	for tool := range 100 {
+		for q := range 30 {
+			pairs = append(pairs, Pair{Query: fmt.Sprintf("query %d", q), Tool: fmt.Sprintf("s__t%d", tool)})
+		}
+	}
+	if err := s.Add(pairs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Pairs()); n != len(pairs) {
+		t.Fatalf("%d pairs recorded, want %d", n, len(pairs))
+	}
+	st.ok.Store(1) // the reset's first batch
+	if _, err := s.Reset(""); err == nil || !strings.Contains(err.Error(), "full file system") {
+		t.Errorf("a reset while the folder fills: %v, want the refusal", err)
+	}
+	if n := len(s.Pairs()); n == 0 || n == len(pairs) {
+		t.Errorf("%d of %d pairs left after a reset stopped after its first batch", n, len(pairs))
+	}
+	s.Close()
+}
 
 // The store's folder removed under it: recording goes on without writing
 // (a failure reported, searches keep the pairs read), and Close returns at

@@ -152,31 +152,13 @@ func TestConnectClientClosesStderrAndStdout(t *testing.T) {
 	}
 }
 
-// inPipe is how many bytes wait in f's pipe (either end) and the pipe's
-// size, read without putting f into blocking mode (f.Fd would).
-func inPipe(t *testing.T, f *os.File) (n, size int) {
-	t.Helper()
-	rc, err := f.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var nerr, serr error
-	if err := rc.Control(func(d uintptr) {
-		n, nerr = unix.IoctlGetInt(int(d), unix.TIOCINQ) // FIONREAD
-		size, serr = unix.FcntlInt(d, unix.F_GETPIPE_SZ, 0)
-	}); err != nil || nerr != nil || serr != nil {
-		t.Fatal(err, nerr, serr)
-	}
-	return n, size
-}
-
 // stdioGateway is a gateway serving a stdio client (the test) with one
-// fake backend, initialized by client name: the write end of its stdin and
-// the read end of its stdout (pipes of the test's own, which may be
-// probed), its log, and exited, closed once it has exited.
+// fake backend, initialized by client name: its stdin, the read end of its
+// stdout (a pipe of the test's own, which may be probed), its log, and
+// exited, closed once it has exited.
 type stdioGateway struct {
 	cmd    *exec.Cmd
-	stdin  *os.File
+	stdin  io.WriteCloser
 	stdout *os.File
 	logs   *testenv.LogBuffer
 	exited chan struct{}
@@ -187,20 +169,19 @@ func serveStdio(t *testing.T, name string) *stdioGateway {
 	g := &stdioGateway{logs: &testenv.LogBuffer{}, exited: make(chan struct{})}
 	g.cmd = toolgateCmd(t, t.TempDir(), "serve", "--config", fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil))
 	g.cmd.Stderr = io.MultiWriter(g.logs, testLog(t, "toolgate: "))
-	var r, w *os.File
 	var err error
-	if r, g.stdin, err = os.Pipe(); err != nil {
+	if g.stdin, err = g.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
+	var w *os.File
 	if g.stdout, w, err = os.Pipe(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.stdout.Close() })
-	g.cmd.Stdin, g.cmd.Stdout = r, w
+	g.cmd.Stdout = w
 	if err := g.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	r.Close()
 	w.Close()
 	go func() { _ = g.cmd.Wait(); close(g.exited) }()
 	t.Cleanup(func() {
@@ -315,18 +296,15 @@ func TestStdioClientReadsNoMore(t *testing.T) {
 			}
 		}
 	}()
-	// The gateway reads no more of its stdin once the answer it has to
-	// give cannot be written (README): so its stdin pipe is full while
-	// answers wait in its stdout. Not "stdout within a page of full":
-	// the gateway writes its stdout non-blocking, and a write that does
-	// not fit the last page starts a page of its own, so a pipe of large
-	// answers is full with pages part empty (the test waited out its
-	// minute about one run in two).
-	testenv.Eventually(t, "the gateway reading no more of its stdin, its stdout holding answers", func() bool {
-		// Within a page: the last line written may not fit whole.
-		in, size := inPipe(t, g.stdin)
-		out, _ := inPipe(t, g.stdout)
-		return in > size-4096 && out > 0
+	size, err := unix.FcntlInt(g.stdout.Fd(), unix.F_GETPIPE_SZ, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the gateway's stdout pipe full", func() bool {
+		// Within a page of its size: a pipe holds its data in pages, the
+		// last of which a waiting writer may have left part empty.
+		n, err := unix.IoctlGetInt(int(g.stdout.Fd()), unix.TIOCINQ) // FIONREAD
+		return err == nil && n > size-4096
 	})
 	stopsClean(t, g.cmd, g.exited, "while its stdio client read no answers")
 }

@@ -190,6 +190,9 @@ type Gateway struct {
 	scopedCount atomic.Int32
 
 	levels sessionLevels // log levels clients set (logging/setLevel)
+	// proxyWarned: the refusal of a request through a reverse proxy to a
+	// gateway without API keys was logged (once).
+	proxyWarned atomic.Bool
 	// stdio is the session of the stdio client, once connected
 	// (StdioClient).
 	stdio atomic.Pointer[mcp.ServerSession]

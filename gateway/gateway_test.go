@@ -1560,6 +1560,23 @@ func TestDownServerHintPerCaller(t *testing.T) {
 	}
 }
 
+// connectRaw connects g's server to an in-memory client connection that
+// the test writes JSON-RPC messages to and reads them from itself (a
+// synchronous pipe: a write waits for its reader). The caller closes both.
+func connectRaw(t *testing.T, g *Gateway) (mcp.Connection, *mcp.ServerSession) {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := g.Server().Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ct.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn, ss
+}
+
 // TestHandshakeOutOfOrderIsTheClients: go-sdk logs a client's handshake
 // messages out of order (a call before initialize, initialize twice,
 // initialized twice) at ERROR level, as if the gateway failed; they are
@@ -1567,16 +1584,8 @@ func TestDownServerHintPerCaller(t *testing.T) {
 func TestHandshakeOutOfOrderIsTheClients(t *testing.T) {
 	var logs testenv.LogBuffer
 	g := New(&fakeSearcher{tools: testCatalog}, &fakeCaller{}, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := g.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := ct.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, ss := connectRaw(t, g)
 	t.Cleanup(func() { conn.Close(); ss.Wait() })
 	roundTrip := func(id any, method, params string) *jsonrpc.Response {
 		t.Helper()
@@ -1614,5 +1623,89 @@ func TestHandshakeOutOfOrderIsTheClients(t *testing.T) {
 	}
 	if !strings.Contains(got, `by="the client: `) {
 		t.Errorf("the warnings do not say the client did it:\n%s", got)
+	}
+}
+
+// noKeys is a key store that holds no key (a gateway started on a loopback
+// address without keys), or, once added, one: tg_good.
+type noKeys struct{ added atomic.Bool }
+
+func (k *noKeys) Verify(secret string) (keys.Entry, error) {
+	if !k.added.Load() {
+		return keys.Entry{}, keys.ErrNoKeys
+	}
+	if secret != "tg_good" {
+		return keys.Entry{}, keys.ErrUnknown
+	}
+	return keys.Entry{Name: "alice"}, nil
+}
+
+// TestProxiedWithoutKeysRefused: a gateway without API keys on a loopback
+// address, reached through a reverse proxy on this machine (which says so
+// in Forwarded, X-Forwarded-For … headers), refuses the request with 403
+// and the fix: the proxy made it reachable from other machines, which a
+// non-loopback address is refused for without keys. It served every tool
+// (and the console's buttons) to whoever the proxy let in. GET /healthz
+// stays open; a request without such headers, and one with a key once a
+// key exists, get in as before.
+func TestProxiedWithoutKeysRefused(t *testing.T) {
+	log := &audittest.Log{}
+	g := New(&fakeSearcher{tools: testCatalog}, &fakeCaller{}, &Options{Audit: log})
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "console") })
+	kc := &noKeys{}
+	srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{Keys: kc, Extra: map[string]http.Handler{"/ui/": ok}, OwnAuth: []string{"/ui/"}}))
+	defer srv.Close()
+	send := func(method, path, key string, hdr ...string) (int, string) {
+		t.Helper()
+		var body io.Reader
+		if method == "POST" {
+			body = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		}
+		req, _ := http.NewRequest(method, srv.URL+path, body)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 600))
+		return resp.StatusCode, string(b)
+	}
+	if code, body := send("POST", "/mcp", ""); code != 200 {
+		t.Fatalf("POST /mcp, no proxy, no keys: %d %s, want 200", code, body)
+	}
+	for _, h := range []string{"X-Forwarded-For", "Forwarded", "X-Real-IP", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+		for _, path := range []string{"/mcp", "/ui/"} {
+			method := "POST"
+			if path == "/ui/" {
+				method = "GET"
+			}
+			code, body := send(method, path, "", h, "203.0.113.7")
+			if code != http.StatusForbidden || !strings.Contains(body, "through a proxy ("+h+")") || !strings.Contains(body, "toolgate keys create") {
+				t.Errorf("%s %s through a proxy (%s), no keys: %d %q, want 403 naming the header and the fix", method, path, h, code, body)
+			}
+		}
+	}
+	if code, body := send("GET", "/healthz", "", "X-Forwarded-For", "203.0.113.7"); code != 200 {
+		t.Errorf("GET /healthz through a proxy: %d %s, want 200", code, body)
+	}
+	recs := log.Records()
+	if len(recs) == 0 || recs[0].Decision != audit.Denied || recs[0].Status != http.StatusForbidden || !strings.Contains(recs[0].Reason, "X-Forwarded-For") {
+		t.Errorf("audit records of the refusals: %+v, want denied 403 naming the header", recs)
+	}
+	kc.added.Store(true)
+	if code, body := send("POST", "/mcp", "tg_good", "X-Forwarded-For", "203.0.113.7"); code != 200 {
+		t.Errorf("POST /mcp through a proxy with a key: %d %s, want 200", code, body)
+	}
+	if code, _ := send("POST", "/mcp", "", "X-Forwarded-For", "203.0.113.7"); code != http.StatusUnauthorized {
+		t.Errorf("POST /mcp through a proxy without a key once one exists: %d, want 401", code)
 	}
 }

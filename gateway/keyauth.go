@@ -98,8 +98,14 @@ func (g *Gateway) requireKey(next http.Handler, o HTTPOptions, log *slog.Logger)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The root says only where things are (or sends a browser to the
 		// console, which asks for a key itself).
-		if r.URL.Path == "/healthz" && loopbackRemote(r.RemoteAddr) || r.URL.Path == "/" && r.Method == http.MethodGet ||
-			slices.ContainsFunc(o.OwnAuth, func(p string) bool { return strings.HasPrefix(r.URL.Path, p) }) {
+		if r.URL.Path == "/healthz" && loopbackRemote(r.RemoteAddr) || r.URL.Path == "/" && r.Method == http.MethodGet {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if g.proxiedWithoutKeys(w, r, o, log) {
+			return
+		}
+		if slices.ContainsFunc(o.OwnAuth, func(p string) bool { return strings.HasPrefix(r.URL.Path, p) }) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -146,6 +152,41 @@ func (g *Gateway) requireKey(next http.Handler, o HTTPOptions, log *slog.Logger)
 		defer done()
 		next.ServeHTTP(w, r.WithContext(policy.WithCaller(ctx, c)))
 	})
+}
+
+// proxyHeaders are the request headers a reverse proxy adds (nginx, Caddy,
+// Traefik, Apache, HAProxy as usually configured): a request with one came
+// through a proxy, most often from another machine.
+var proxyHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Real-IP", "X-Forwarded-Host", "X-Forwarded-Proto"}
+
+// proxiedWithoutKeys refuses (403) a request that came through a reverse
+// proxy to a gateway that has no API keys, and reports whether it did. A
+// gateway serves without keys only on a loopback address, trusting that
+// only this machine reaches it; a proxy in front makes it reachable from
+// wherever the proxy is, which a non-loopback address is refused for
+// without keys (KeysNeeded). It served every tool, and the console's
+// buttons, to whoever the proxy let in. The first refusal is logged as a
+// warning, for the operator who set the proxy up.
+func (g *Gateway) proxiedWithoutKeys(w http.ResponseWriter, r *http.Request, o HTTPOptions, log *slog.Logger) bool {
+	i := slices.IndexFunc(proxyHeaders, func(h string) bool { return r.Header.Get(h) != "" })
+	if i < 0 || o.RequireKey {
+		return false
+	}
+	if _, err := o.Keys.Verify(""); !errors.Is(err, keys.ErrNoKeys) {
+		return false // keys exist (or cannot be read): the checks after this decide
+	}
+	msg := fmt.Sprintf("Forbidden: this request came through a proxy (%s) to a gateway that has no API keys: behind a reverse proxy anyone the proxy lets in could run every tool. "+
+		"On the gateway's machine, create a key for each client (toolgate keys create --name NAME) and send it as Authorization: Bearer tg_…", proxyHeaders[i])
+	if overRefused(w, r, o, msg) {
+		return true
+	}
+	if g.proxyWarned.CompareAndSwap(false, true) {
+		log.Warn("refusing requests that came through a reverse proxy: the gateway has no API keys", "header", proxyHeaders[i],
+			"remote", r.RemoteAddr, "fix", "toolgate keys create --name NAME, and give each client its key")
+	}
+	g.auditRefused(r, keys.Entry{}, http.StatusForbidden, audit.Denied, "came through a proxy ("+proxyHeaders[i]+") to a gateway without API keys")
+	http.Error(w, msg, http.StatusForbidden)
+	return true
 }
 
 // DefaultKeyRecheck is how often the keys of requests still running are

@@ -523,3 +523,52 @@ func TestAmbiguousForgivingNames(t *testing.T) {
 		}
 	}
 }
+
+// A readOnly profile, chosen by the route or by an API key's --profile,
+// shows search_tools only the tools that declare readOnlyHint: true, and
+// execute_tool refuses the others, naming the profile and the hint; the
+// backend is never called for them.
+func TestReadOnlyProfileSearchAndExecute(t *testing.T) {
+	fc := &fakeCaller{call: func(server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: server + "/" + tool}}}, nil
+	}}
+	ix, err := index.Build(context.Background(), testCatalog, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := search.New(ix, nil, nil)
+	t.Cleanup(func() { eng.Close() })
+	pol := policy.NewSet(policy.NewConfigured([]string{"memory", "filesystem", "everything", "weird"}))
+	pol.Put(keys.NewScope(pol.Profiles, nil))
+	pol.PutProfiles(map[string]config.Profile{"ro": {ReadOnly: true}})
+	g := New(eng, fc, &Options{Policy: pol})
+	const q = "create entities list directory files add numbers write file"
+	for _, c := range []struct {
+		name, refusal string
+		caller        *policy.Caller
+	}{
+		{"route", `everything__add is outside profile "ro": the profile shows only tools that declare readOnlyHint: true, and this one does not`,
+			&policy.Caller{Transport: policy.TransportHTTP, Profile: "ro"}},
+		{"key", `the API key "rev" lacks access to this tool: the key is limited to profile "ro", which does not show it`,
+			&policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "rev", Profile: "ro"}}},
+	} {
+		cs := connectAs(t, g, c.caller)
+		for _, args := range []map[string]any{{"query": q, "limit": 10}, {"query": q, "limit": 10, "readOnly": true}} {
+			if got := foundNames(t, call(t, cs, SearchToolName, args)); !slices.Equal(got, []string{"filesystem__list_directory"}) {
+				t.Errorf("%s: search %v: %v, want the one tool that declares readOnlyHint: true", c.name, args, got)
+			}
+		}
+		for _, name := range []string{"everything__add", "filesystem__write_file"} {
+			res := call(t, cs, ExecuteToolName, map[string]any{"name": name, "arguments": map[string]any{"a": 1, "b": 2}})
+			if want := strings.ReplaceAll(c.refusal, "everything__add", name); !res.IsError || !strings.Contains(text(res), want) {
+				t.Errorf("%s: execute %s: isError=%v %q, want %q", c.name, name, res.IsError, text(res), want)
+			}
+		}
+		if res := call(t, cs, ExecuteToolName, map[string]any{"name": "filesystem__list_directory", "arguments": map[string]any{"path": "/"}}); res.IsError {
+			t.Errorf("%s: execute filesystem__list_directory: %s", c.name, text(res))
+		}
+	}
+	if n := fc.calls.Load(); n != 2 {
+		t.Errorf("backend calls %d, want the 2 of the read-only tool", n)
+	}
+}

@@ -439,15 +439,7 @@ func TestSetLevelRefusesUnknownLevel(t *testing.T) {
 func TestStalledClientHoldsNoOtherCalls(t *testing.T) {
 	rg := newRealGateway(t, []config.Server{fakeServer(t, "fake", backendtest.ModeProgress)}, nil)
 	ctx := context.Background()
-	ct, st := mcp.NewInMemoryTransports() // a synchronous pipe: a write waits for its reader
-	ss, err := rg.g.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stalled, err := ct.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stalled, ss := connectRaw(t, rg.g) // a synchronous pipe: a write waits for its reader
 	t.Cleanup(func() { stalled.Close(); ss.Close() })
 	send := func(id any, method, params string) {
 		t.Helper()

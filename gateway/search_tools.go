@@ -339,7 +339,7 @@ func (g *Gateway) search(ctx context.Context, a searchArgs) (SearchResult, error
 	q := search.Query{Text: a.Query, Limit: a.Limit, Server: a.Server, Filter: g.filter(caller)}
 	if a.ReadOnly {
 		q.Limit = max(a.Limit, MaxLimit)
-		q.Keep = func(t catalog.Tool) bool { return readOnly(t.Annotations) }
+		q.Keep = catalog.Tool.ReadOnly
 	}
 	res, err := g.searcher.Search(ctx, q)
 	if err != nil {
@@ -354,7 +354,7 @@ func (g *Gateway) search(ctx context.Context, a searchArgs) (SearchResult, error
 		if len(out.Tools) == limit {
 			break
 		}
-		if a.ReadOnly && !readOnly(h.Tool.Annotations) {
+		if a.ReadOnly && !h.Tool.ReadOnly() {
 			continue
 		}
 		out.Tools = append(out.Tools, FoundTool{
@@ -419,12 +419,6 @@ func parseHints(annotations json.RawMessage) hints {
 		_ = json.Unmarshal(annotations, &h) // not an object: no hints
 	}
 	return h
-}
-
-// readOnly reports whether annotations declare readOnlyHint: true.
-func readOnly(annotations json.RawMessage) bool {
-	h := parseHints(annotations)
-	return h.ReadOnly != nil && *h.ReadOnly
 }
 
 // mark is the text mark of a tool: "read-only" when it declares

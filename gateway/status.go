@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -131,7 +132,32 @@ type SecurityStatus struct {
 	// edit: they reach no tool until it is back, which their callers
 	// alone were told. Left out of what a key that is not admin sees.
 	KeysWithoutProfile []KeyProfile `json:"keysWithoutProfile,omitempty"`
+	// KeysExpiring are the API keys in force that expire within 14 days
+	// (tlsfiles.RenewWithin, as a certificate due for renewal), and those
+	// that expired and were never revoked, by name: their clients are cut
+	// off at that time, which only keys list showed. Left out of what a
+	// key that is not admin sees.
+	KeysExpiring []KeyExpiry `json:"keysExpiring,omitempty"`
 }
+
+// KeyExpiry is an API key in force that expires within
+// tlsfiles.RenewWithin, or one that expired and was never revoked.
+type KeyExpiry struct {
+	Key     string    `json:"key"`
+	Expires time.Time `json:"expires"`
+}
+
+// Notice is how toolgate status and the console say k at now.
+func (k KeyExpiry) Notice(now time.Time) string {
+	if !now.Before(k.Expires) {
+		return fmt.Sprintf("API key %s EXPIRED at %s: its clients are refused (401)", k.Key, tlsfiles.When(k.Expires))
+	}
+	return fmt.Sprintf("API key %s expires at %s, in %s: rotate it", k.Key, tlsfiles.When(k.Expires), tlsfiles.Days(k.Expires.Sub(now)))
+}
+
+// KeysExpiringFix is what to do about SecurityStatus.KeysExpiring (README,
+// Rotating a key).
+const KeysExpiringFix = "rotate a key: toolgate keys create --name NEW with the scope toolgate keys list shows for it, give its clients the new secret, then toolgate keys revoke NAME"
 
 // KeyProfile is an API key and the profile it is limited to.
 type KeyProfile struct {
@@ -460,6 +486,7 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 			return err != nil || !sees(server)
 		})
 		sec.KeysWithoutProfile = nil // other keys' names and the config's profiles
+		sec.KeysExpiring = nil
 		rep.Security = &sec
 	}
 }

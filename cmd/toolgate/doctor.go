@@ -73,6 +73,7 @@ func registerDoctorCheck(f func(ctx context.Context, g *globals) doctorCheck) {
 
 func newDoctorCmd(g *globals) *cobra.Command {
 	var asJSON bool
+	var configs []string
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Report each native piece (ONNX Runtime, tokenizer library, model files): path, version, sha256, whether it loads",
@@ -80,9 +81,17 @@ func newDoctorCmd(g *globals) *cobra.Command {
 the ONNX Runtime shared library, the tokenizer library linked into this binary,
 the model files against the sha256 pinned in models/manifest.json, whether the
 embedder loads, and where the data folder and embedding cache are.
+With --config (or $TOOLGATE_CONFIG), the config's dataDir and toolgate.embed
+settings apply as serve reads them, so the pieces checked are the ones the
+gateway of that config uses.
 It exits 1 when a needed piece is missing or broken.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(configs) > 0 {
+				if _, _, err := g.readConfigs(configs); err != nil {
+					return err
+				}
+			}
 			rep, err := runDoctor(cmd.Context(), g)
 			if err != nil {
 				return err
@@ -106,6 +115,7 @@ It exits 1 when a needed piece is missing or broken.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	configsFlag(cmd, &configs)
 	g.addEmbedFlags(cmd)
 	return cmd
 }

@@ -296,17 +296,45 @@ func TestStdioClientReadsNoMore(t *testing.T) {
 			}
 		}
 	}()
-	size, err := unix.FcntlInt(g.stdout.Fd(), unix.F_GETPIPE_SZ, 0)
+	// The gateway's stdout is unread and it reads no more of its stdin:
+	// its answers wait for room (a full stdout fills in pages, each answer
+	// in a page of its own when the last has too little room: its bytes
+	// never say it is full), and the calls for room in stdin. The client's
+	// small lines fill stdin's pages to within a line of their size.
+	stdin := g.stdin.(*os.File)
+	size, err := pipeSize(stdin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, "the gateway's stdout pipe full", func() bool {
-		// Within a page of its size: a pipe holds its data in pages, the
-		// last of which a waiting writer may have left part empty.
-		n, err := unix.IoctlGetInt(int(g.stdout.Fd()), unix.TIOCINQ) // FIONREAD
-		return err == nil && n > size-4096
+	testenv.Eventually(t, "the gateway's stdout unread and its stdin full", func() bool {
+		in, err := pipeBytes(stdin)
+		out, err2 := pipeBytes(g.stdout)
+		return err == nil && err2 == nil && out > 0 && in > size-4096
 	})
 	stopsClean(t, g.cmd, g.exited, "while its stdio client read no answers")
+}
+
+// pipeSize is the capacity of the pipe f is an end of.
+func pipeSize(f *os.File) (n int, err error) {
+	return pipeIoctl(f, func(fd int) (int, error) { return unix.FcntlInt(uintptr(fd), unix.F_GETPIPE_SZ, 0) })
+}
+
+// pipeBytes is how many bytes the pipe f is an end of holds unread.
+func pipeBytes(f *os.File) (int, error) {
+	return pipeIoctl(f, func(fd int) (int, error) { return unix.IoctlGetInt(fd, unix.TIOCINQ) }) // FIONREAD
+}
+
+// pipeIoctl runs get on f's descriptor without f.Fd(), which would put a
+// pipe the poller waits on into blocking mode.
+func pipeIoctl(f *os.File, get func(fd int) (int, error)) (n int, err error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	if cerr := rc.Control(func(fd uintptr) { n, err = get(int(fd)) }); cerr != nil {
+		return 0, cerr
+	}
+	return n, err
 }
 
 // TestAuditTailTornLine: `audit tail` on a log whose line was cut short

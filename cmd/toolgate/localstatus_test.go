@@ -712,3 +712,35 @@ func TestStatusDataFolderMissing(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusConfigWithKeysAsksSocket: on the gateway's own machine,
+// `toolgate status --config FILE` of a gateway with API keys and a
+// toolgate.http.addr answers from the status socket of the gateway on the
+// data folder serving FILE (its user's only: no key), not those serving
+// other configs; it asked the HTTP front and ended with 401 and "put one
+// in $TOOLGATE_KEY", where `toolgate status` alone answered.
+func TestStatusConfigWithKeysAsksSocket(t *testing.T) {
+	t.Setenv(envKey, "")
+	data := t.TempDir()
+	createKey(t, data, "--name", "ops", "--admin")
+	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)
+	addr := freeAddr(t)
+	withSettings(t, cfg, map[string]any{"http": map[string]any{"addr": addr}})
+	serve := toolgateCmd(t, data, "serve", "--config", cfg, "--mode", "bm25")
+	serve.Stderr = testLog(t, "toolgate: ")
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = serve.Process.Signal(os.Interrupt); _ = serve.Wait() })
+	waitHealthy(t, "http://"+addr+"/healthz", 2*time.Minute)
+	other, _ := startGateway(t, data, fakeConfig(t, map[string]string{"other": backendtest.ModeNormal}, nil))
+
+	out, stderr, err := runToolgate(t, data, "status", "--config", cfg, "--json")
+	if err != nil {
+		t.Fatalf("status --config %s: %v, want exit status 0\n%s%s", cfg, err, out, stderr)
+	}
+	reps := decodeReports(t, out)
+	if len(reps) != 1 || reps[0].Process == nil || reps[0].Process.Addr != addr {
+		t.Errorf("status --config: %d reports %+v, want the one of the gateway at %s (not %s's)", len(reps), reps, addr, other)
+	}
+}

@@ -243,3 +243,42 @@ func TestDoctorHealthy(t *testing.T) {
 		t.Errorf("doctor printed on stderr beside its report:\n%s", errOut.String())
 	}
 }
+
+// TestDoctorConfig: doctor --config (or $TOOLGATE_CONFIG) checks the pieces
+// the config's gateway uses — its dataDir, toolgate.embed.ortLib and
+// modelDir — as serve reads them. It had no --config ("unknown flag"), and
+// without one checked the default paths, not those a service's config
+// names.
+func TestDoctorConfig(t *testing.T) {
+	t.Setenv(dirs.EnvORTLib, "")
+	t.Setenv(dirs.EnvModels, "")
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfg := writeConfig(t, `{"mcpServers": {}, "toolgate": {"dataDir": "`+data+`", "embed": {"ortLib": "`+filepath.Join(dir, "ort.so")+`", "modelDir": "`+filepath.Join(dir, "models")+`"}}}`)
+	t.Setenv(dirs.EnvData, "")
+	cmd, _ := newRootCmd(nil)
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"doctor", "--json", "--config", cfg})
+	_ = cmd.Execute()
+	var rep doctorReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("doctor --config: output is not JSON: %v\n%s", err, out.String())
+	}
+	if rep.DataDir != data {
+		t.Errorf("doctor --config: data folder %q, want the config's %q", rep.DataDir, data)
+	}
+	for _, c := range rep.Checks {
+		switch c.Name {
+		case "onnxruntime":
+			if c.Path != filepath.Join(dir, "ort.so") || !strings.Contains(c.Fix, "the config's toolgate.embed.ortLib names it") {
+				t.Errorf("onnxruntime: %+v, want the config's ortLib", c)
+			}
+		case "model fp32":
+			if !strings.HasPrefix(c.Path, filepath.Join(dir, "models")) {
+				t.Errorf("model fp32: %+v, want in the config's modelDir", c)
+			}
+		}
+	}
+}

@@ -119,3 +119,39 @@ func TestSearchHidesWhatSearchToolsHides(t *testing.T) {
 		t.Errorf("table:\n%s\nwant %q", out.String(), want)
 	}
 }
+
+// TestSearchReadOnlyProfile: `toolgate search --profile` of a readOnly
+// profile ranks only the tools that declare readOnlyHint: true (a tool
+// without annotations is not read-only), as search_tools would.
+func TestSearchReadOnlyProfile(t *testing.T) {
+	data := t.TempDir()
+	g := &globals{dataDir: data}
+	tools := filepath.Join(t.TempDir(), "tools.jsonl")
+	lines := `{"server": "fs", "name": "read_file", "description": "Read a file.", "annotations": {"readOnlyHint": true}}
+{"server": "fs", "name": "read_later", "description": "Read a file later, and mark it read.", "annotations": {"readOnlyHint": false}}
+{"server": "fs", "name": "read_aloud", "description": "Read a file aloud."}
+{"server": "kv", "name": "lookup", "description": "Read a key's value.", "annotations": {"readOnlyHint": true, "openWorldHint": false}}
+`
+	if err := os.WriteFile(tools, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runIndexJSON(t, g, tools)
+	cfg := fakeConfig(t, map[string]string{"fs": "", "kv": ""}, map[string]any{
+		"profiles": map[string]any{"ro": map[string]any{"readOnly": true}},
+	})
+	var out, errOut bytes.Buffer
+	if err := runSearch(context.Background(), g, &searchFlags{configs: []string{cfg}, profile: "ro", mode: "bm25", limit: 10, json: true}, "read a file", &out, &errOut); err != nil {
+		t.Fatalf("search: %v\n%s", err, errOut.String())
+	}
+	var so searchOutput
+	if err := json.Unmarshal(out.Bytes(), &so); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tl := range so.Tools {
+		got = append(got, tl.Name)
+	}
+	if slices.Sort(got); !slices.Equal(got, []string{"fs__read_file", "kv__lookup"}) || so.Hidden["profile"] != 2 {
+		t.Errorf("--profile ro: %v, hidden %v; want fs__read_file and kv__lookup, 2 hidden by the profile", got, so.Hidden)
+	}
+}

@@ -984,3 +984,67 @@ func TestKeysCreateWarnsOfUnmatchedGlobs(t *testing.T) {
 		t.Errorf("keys create --allow of no tool: %v\n%s", err, stderr)
 	}
 }
+
+// TestKeysExpiringSaid: the API keys in force that expire within 14 days
+// (as a certificate due for renewal) and those that expired and were
+// never revoked are said to an admin — GET /status's
+// security.keysExpiring, toolgate status with the rotation to do, the
+// console's warnings — and to no other key. A key's expiry cut its clients
+// off unannounced: only `keys list` showed the date.
+func TestKeysExpiringSaid(t *testing.T) {
+	data := t.TempDir()
+	shared := filepath.Join(t.TempDir(), "shared-keys.jsonl")
+	_, expired, err := keys.New(keys.Spec{Name: "old"}, time.Now().Add(-48*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired.Expires = time.Now().Add(-time.Hour)
+	if err := os.WriteFile(shared, expired.Line(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fakeConfig(t, map[string]string{"fake": ""}, map[string]any{"keysFile": shared})
+	admin := createKey(t, data, "--name", "admin", "--admin")
+	erin := createKey(t, data, "--name", "erin", "--expires", "3d")
+	createKey(t, data, "--name", "far", "--expires", "90d")
+	addr, _ := startGateway(t, data, cfg)
+	stateAs := func(path, key string, v any) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatalf("GET %s: %s: %v", path, resp.Status, err)
+		}
+	}
+	var rep gateway.StatusReport
+	stateAs("/status", admin, &rep)
+	if rep.Security == nil || len(rep.Security.KeysExpiring) != 2 || rep.Security.KeysExpiring[0].Key != "erin" || rep.Security.KeysExpiring[1].Key != "old" {
+		t.Fatalf("security.keysExpiring to an admin: %+v, want erin (in 3 days), then old (expired)", rep.Security)
+	}
+	var other gateway.StatusReport
+	stateAs("/status", erin, &other)
+	if other.Security == nil || other.Security.KeysExpiring != nil {
+		t.Errorf("a key that is not admin sees keysExpiring %+v", other.Security)
+	}
+	var st struct{ Warnings []string }
+	stateAs("/ui/api/state", admin, &st)
+	if !slices.ContainsFunc(st.Warnings, func(w string) bool { return strings.HasPrefix(w, "API key erin expires at ") }) ||
+		!slices.ContainsFunc(st.Warnings, func(w string) bool { return strings.HasPrefix(w, "API key old EXPIRED at ") }) {
+		t.Errorf("the console's warnings: %q, want erin's and old's", st.Warnings)
+	}
+	cmd := toolgateCmd(t, data, "status", "--addr", addr)
+	cmd.Env = append(cmd.Env, "TOOLGATE_KEY="+admin)
+	out, _ := cmd.Output()
+	for _, want := range []string{"API key erin expires at ", ", in 3 days: rotate it", "API key old EXPIRED at ", "  fix: rotate a key: toolgate keys create --name NEW"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("toolgate status lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "API key far") || strings.Contains(string(out), "API key admin") {
+		t.Errorf("toolgate status names a key far from its expiry:\n%s", out)
+	}
+}

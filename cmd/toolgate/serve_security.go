@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/tlsfiles"
 )
 
 // security is what serve opens for keys, the audit log and quarantine.
@@ -162,7 +164,26 @@ func (s *security) status() *gateway.SecurityStatus {
 	// corrupted while serving shows here at once, and clears once mended.
 	fault := s.guard.Fault()
 	return &gateway.SecurityStatus{Audit: s.audit.Stats(), Quarantined: s.guard.Snapshot().HeldIDs(), PinsFault: fault,
-		KeysWithoutProfile: s.keysWithoutProfile()}
+		KeysWithoutProfile: s.keysWithoutProfile(), KeysExpiring: s.keysExpiring(time.Now())}
+}
+
+// keysExpiring are the API keys in force that expire within
+// tlsfiles.RenewWithin of now, and those that expired and were never
+// revoked, by name. None while the keys cannot be read (that refuses every
+// request, and says so).
+func (s *security) keysExpiring(now time.Time) []gateway.KeyExpiry {
+	l, err := s.keys.List()
+	if err != nil {
+		return nil
+	}
+	var out []gateway.KeyExpiry
+	for _, k := range l {
+		if !k.Expires.IsZero() && k.Expires.Sub(now) < tlsfiles.RenewWithin {
+			out = append(out, gateway.KeyExpiry{Key: k.Name, Expires: k.Expires})
+		}
+	}
+	slices.SortFunc(out, func(a, b gateway.KeyExpiry) int { return strings.Compare(a.Key, b.Key) })
+	return out
 }
 
 // keysWithoutProfile are the API keys, not expired, limited to a profile

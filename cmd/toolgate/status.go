@@ -13,6 +13,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"text/tabwriter"
@@ -75,9 +76,11 @@ client started on stdio are found too, each with its PID and its client's
 name. When none runs there, it asks ` + defaultStatusAddr + `.
 The storage line says whether the data folder can take writes, and while
 it cannot, since when, why, the fix and what each failing store does.
-A gateway with API keys needs one at its --addr (the socket needs none: it
-is its user's only): put it in $` + envKey + ` (not on the command line, where
-other users of the machine could read it).
+With a toolgate.http.addr in --config and no $` + envKey + `, the gateway on the
+data folder serving that config answers on its socket; only when none does is
+its address asked. A gateway with API keys needs one at its --addr (the socket
+needs none: it is its user's only): put it in $` + envKey + ` (not on the command
+line, where other users of the machine could read it).
 Exit status: 0 when every backend is up or idle (lazy, not started yet)
 and the data folder takes writes, 3 when a gateway answers but some
 backend is down or still connecting, the data folder cannot take writes
@@ -158,7 +161,7 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	noneLocal := ""
 	if addr == "" && f.dataDir != nil {
 		dataDir := f.dataDir(cfg)
-		if n, err := statusLocal(ctx, w, dataDir, f); n > 0 {
+		if n, err := statusLocal(ctx, w, dataDir, f, nil); n > 0 {
 			return err
 		}
 		noneLocal = noGatewayOn(dataDir)
@@ -168,6 +171,16 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
+	if addr != "" && f.addr == "" && cfg != nil && f.dataDir != nil && os.Getenv(envKey) == "" {
+		// The config's address, and no key to send it: on the gateway's
+		// own machine, the gateway on the data folder serving the config
+		// answers on its status socket, which needs none (its front
+		// answered 401, "put one in $TOOLGATE_KEY").
+		want := absPaths([]string{f.config})[0]
+		if n, err := statusLocal(ctx, w, f.dataDir(cfg), f, func(p *gateway.ProcessInfo) bool { return slices.Contains(p.Config, want) }); n > 0 {
+			return err
+		}
+	}
 	if addr == "" {
 		addr = cmp.Or(f.fallback, defaultStatusAddr)
 	}
@@ -358,11 +371,15 @@ func localGateways(ctx context.Context, dataDir string, timeout time.Duration) [
 }
 
 // statusLocal prints the report of each gateway with a status socket on
-// dataDir and returns how many answered (a socket nobody listens on, left
-// by a gateway that was killed, is passed over); the error says which are
-// degraded.
-func statusLocal(ctx context.Context, w io.Writer, dataDir string, f statusFlags) (int, error) {
+// dataDir (of those keep takes, when it is not nil: a gateway that does
+// not answer is not taken) and returns how many answered (a socket nobody
+// listens on, left by a gateway that was killed, is passed over); the error
+// says which are degraded.
+func statusLocal(ctx context.Context, w io.Writer, dataDir string, f statusFlags, keep func(*gateway.ProcessInfo) bool) (int, error) {
 	gws := localGateways(ctx, dataDir, f.timeout)
+	if keep != nil {
+		gws = slices.DeleteFunc(gws, func(g localGateway) bool { return g.err != nil || g.rep.Process == nil || !keep(g.rep.Process) })
+	}
 	var bad []string
 	for i, g := range gws {
 		if i > 0 && !f.asJSON {
@@ -470,6 +487,12 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 		fmt.Fprintf(w, "audit log: %s written, %d lost, %s\n", plural.Of(int(a.Written), "record"), a.Dropped, plural.Of(int(a.Errors), "failed write"))
 		if len(sec.KeysWithoutProfile) > 0 {
 			fmt.Fprintf(w, "API keys that reach no tool, their profile not in the config: %s\n  fix: %s\n", escapeUnsafe(keyProfiles(sec.KeysWithoutProfile)), keysWithoutProfileFix)
+		}
+		if len(sec.KeysExpiring) > 0 {
+			for _, k := range sec.KeysExpiring {
+				fmt.Fprintln(w, escapeUnsafe(k.Notice(time.Now())))
+			}
+			fmt.Fprintf(w, "  fix: %s\n", gateway.KeysExpiringFix)
 		}
 		if len(sec.Quarantined) > 0 {
 			fmt.Fprintf(w, "quarantined: %s (`toolgate tools quarantined` says why)\n", strings.Join(sec.Quarantined, ", "))

@@ -61,6 +61,9 @@ type quarantinedTool struct {
 	// (Pin.Shown): `tools approve --sha256` takes it (or its start).
 	SHA256 string `json:"sha256"`
 	quarantine.Hold
+	// Changes are how the held definition's texts differ from those
+	// pinned, for a tool held because its definition changed.
+	Changes *quarantine.Changes `json:"changes,omitempty"`
 }
 
 func newToolsQuarantinedCmd(g *globals) *cobra.Command {
@@ -100,7 +103,7 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON bool
 		case notRun(id):
 			outside = append(outside, id)
 		default:
-			out = append(out, quarantinedTool{Tool: id, SHA256: p.Shown(), Hold: *p.Hold})
+			out = append(out, quarantinedTool{Tool: id, SHA256: p.Shown(), Hold: *p.Hold, Changes: p.Changes()})
 		}
 	}
 	slices.SortFunc(out, func(a, b quarantinedTool) int { return strings.Compare(a.Tool, b.Tool) })
@@ -134,6 +137,7 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON bool
 		for _, fd := range q.Findings {
 			fmt.Fprintf(w, "  - %s: %s\n", safeText(fd.Detail()), safeText(fd.Excerpt)) // a field may be a property name the backend chose
 		}
+		writeChanges(w, q.Changes)
 		if d := q.Definition; d != nil {
 			// What approving it lets through, as the backend wrote it
 			// (hidden characters escaped).
@@ -159,6 +163,26 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON bool
 		fmt.Fprintf(w, "  approve: toolgate tools approve %s --sha256 %s\n", safeText(q.Tool), shortHash(q.SHA256))
 	}
 	return nil
+}
+
+// writeChanges writes what a changed definition changed, a word diff of
+// each text ("[-removed-]", "{+added+}"; hidden text decoded and escaped
+// as in the findings' excerpts).
+func writeChanges(w io.Writer, c *quarantine.Changes) {
+	if c == nil {
+		return
+	}
+	if c.NotKept != "" {
+		fmt.Fprintf(w, "  changes since %s: %s\n", c.Against, c.NotKept)
+		return
+	}
+	fmt.Fprintf(w, "  changes since %s:\n", c.Against)
+	for _, f := range c.Fields {
+		fmt.Fprintf(w, "    %s: %s\n", f.Field, indentLines(escapeUnsafe(f.Diff), "      "))
+		if f.Note != "" {
+			fmt.Fprintf(w, "      (%s)\n", f.Note)
+		}
+	}
 }
 
 // outsideConfig says whether a tool ID is of a server that no gateway of

@@ -325,12 +325,18 @@ type Settings struct {
 
 // Profile is one entry of toolgate.profiles: the tools it shows are those
 // of its servers that match an allow glob (when there are any) and no deny
-// glob. Globs match namespaced IDs (catalog.MatchID).
+// glob, and with ReadOnly only those that declare readOnlyHint: true.
+// Globs match namespaced IDs (catalog.MatchID).
 type Profile struct {
 	// Servers the profile shows; nil = every server (the built-in
 	// "toolgate" server, whose tools manage the gateway, only when listed).
 	Servers []string  `json:"servers,omitempty"`
 	Tools   ToolGlobs `json:"tools,omitzero"`
+	// ReadOnly shows only the tools whose annotations declare
+	// readOnlyHint: true (catalog.Tool.ReadOnly): a tool that declares
+	// none is not read-only. The hint is the server's own claim; the
+	// quarantine pins it (a change toward less caution holds the tool).
+	ReadOnly bool `json:"readOnly,omitempty"`
 }
 
 // ToolGlobs select tools by namespaced ID ("memory__delete_*").

@@ -179,14 +179,16 @@ func TestParseGood(t *testing.T) {
 				"toolgate": {"profiles": {
 					"kg": {"servers": ["memory"], "tools": {"deny": ["memory__delete_*"]}},
 					"readers": {"tools": {"allow": ["*__read_*", "toolgate__list_*"]}},
-					"ops": {"servers": ["toolgate", "filesystem"]}},
+					"ops": {"servers": ["toolgate", "filesystem"]},
+					"reviewer": {"readOnly": true, "tools": {"deny": ["filesystem__*"]}}},
 				"management": {"allowConfigChanges": true}}}`,
 			servers: []Server{{Name: "filesystem", Type: TypeStdio, Command: "y"}, {Name: "memory", Type: TypeStdio, Command: "x"}},
 			settings: func(s *Settings) {
 				s.Profiles = map[string]Profile{
-					"kg":      {Servers: []string{"memory"}, Tools: ToolGlobs{Deny: []string{"memory__delete_*"}}},
-					"readers": {Tools: ToolGlobs{Allow: []string{"*__read_*", "toolgate__list_*"}}},
-					"ops":     {Servers: []string{"toolgate", "filesystem"}},
+					"kg":       {Servers: []string{"memory"}, Tools: ToolGlobs{Deny: []string{"memory__delete_*"}}},
+					"readers":  {Tools: ToolGlobs{Allow: []string{"*__read_*", "toolgate__list_*"}}},
+					"ops":      {Servers: []string{"toolgate", "filesystem"}},
+					"reviewer": {ReadOnly: true, Tools: ToolGlobs{Deny: []string{"filesystem__*"}}},
 				}
 				s.Management.AllowConfigChanges = true
 			},
@@ -314,7 +316,9 @@ func TestParseBad(t *testing.T) {
 			"kg": {"servers": ["memroy"], "tools": {"deny": ["delete_*", "memory__[", "github__*"], "alow": []}},
 			"a b": {"servers": [], "tools": {"allow": []}},
 			"x": "memory",
-			"only": {"servers": ["memory"], "tools": {"allow": ["toolgate__*"]}, "server": 1}}}}`, nil, []want{
+			"only": {"servers": ["memory"], "tools": {"allow": ["toolgate__*"]}, "server": 1},
+			"ro": {"readOnly": "yes"},
+			"ro2": {"readonly": true}}}}`, nil, []want{
 			{`toolgate.profiles.kg.servers[0]`, `no server named "memroy" in mcpServers: use one of "memory"`},
 			{`toolgate.profiles.kg.tools.alow`, `did you mean "allow"?`},
 			{`toolgate.profiles.kg.tools.deny[0]`, `"delete_*" can never match`},
@@ -322,6 +326,8 @@ func TestParseBad(t *testing.T) {
 			{`toolgate.profiles.kg.tools.deny[2]`, `names server "github", which is not in mcpServers`},
 			{`toolgate.profiles.only.server`, `did you mean "servers"?`},
 			{`toolgate.profiles.only.tools.allow[0]`, `not among the profile's servers (memory)`},
+			{`toolgate.profiles.ro.readOnly`, `got a string, want true or false`},
+			{`toolgate.profiles.ro2.readonly`, `did you mean "readOnly"?`},
 			{`toolgate.profiles.x`, "got a string, want an object"},
 			{`toolgate.profiles["a b"]`, "invalid profile name"},
 			{`toolgate.profiles["a b"].servers`, `is empty`},

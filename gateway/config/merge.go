@@ -179,16 +179,22 @@ func anchorPath(p, dir string) string {
 
 // replaceDirVar replaces ${TOOLGATE_CONFIG_DIR} in every string of v.
 func replaceDirVar(v any, dir string) any {
-	switch x := v.(type) {
+	return MapStrings(v, func(s string) string { return strings.ReplaceAll(s, "${"+DirVar+"}", dir) })
+}
+
+// MapStrings is v (JSON decoded into any) with f applied to each string
+// in it, maps and slices changed in place.
+func MapStrings(v any, f func(string) string) any {
+	switch t := v.(type) {
 	case string:
-		return strings.ReplaceAll(x, "${"+DirVar+"}", dir)
+		return f(t)
 	case map[string]any:
-		for k, e := range x {
-			x[k] = replaceDirVar(e, dir)
+		for k, e := range t {
+			t[k] = MapStrings(e, f)
 		}
 	case []any:
-		for i, e := range x {
-			x[i] = replaceDirVar(e, dir)
+		for i, e := range t {
+			t[i] = MapStrings(e, f)
 		}
 	}
 	return v

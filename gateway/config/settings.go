@@ -22,7 +22,7 @@ var (
 	frontTLSKeys  = []string{"cert", "key"}
 	restartKeys   = []string{"delays", "stableAfter"}
 	telemetryKeys = []string{"otlpEndpoint"}
-	profileKeys   = []string{"servers", "tools"}
+	profileKeys   = []string{"servers", "tools", "readOnly"}
 	globKeys      = []string{"allow", "deny"}
 	manageKeys    = []string{"allowConfigChanges"}
 	securityKeys  = []string{"onDefinitionChange", "approvedTools", "maxTextLength"}
@@ -212,6 +212,7 @@ func (d *fields) profiles(key string) map[string]Profile {
 		if td.has("allow") && p.Tools.Allow == nil {
 			td.errorf("allow", `is empty, so the profile would show no tool: list globs like "memory__*", or leave "allow" out`)
 		}
+		p.ReadOnly = pd.bool("readOnly")
 		out[name] = p
 	}
 	return out

@@ -603,6 +603,11 @@ func (c *Console) state(caller *policy.Caller) State {
 			s.Warnings = append(s.Warnings, line)
 		}
 	}
+	if rep.Security != nil { // an admin's: keys due for rotation, or expired
+		for _, k := range rep.Security.KeysExpiring {
+			s.Warnings = append(s.Warnings, k.Notice(c.o.Now()))
+		}
+	}
 	s.CanRestart, _ = c.may(caller, restartAction)
 	s.CanDisable, _ = c.may(caller, disableAction)
 	s.CanEnable, _ = c.may(caller, enableAction)

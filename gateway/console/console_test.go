@@ -1084,3 +1084,39 @@ func TestSearchServerAmbiguous(t *testing.T) {
 		t.Errorf("search of server A-B_C: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestSessionCookieSecureBehindProxy: the session cookie is Secure when the
+// page came over HTTPS, the gateway's own TLS or a reverse proxy's that
+// says so (X-Forwarded-Proto: https, Forwarded: proto=https): behind a
+// proxy ending TLS the gateway serves plain HTTP, and the cookie went out
+// without Secure, for the browser to send in clear to any http:// page of
+// that host. A client that claims https over plain HTTP only loses its own
+// session.
+func TestSessionCookieSecureBehindProxy(t *testing.T) {
+	s := newSessions()
+	for _, tc := range []struct {
+		name, header, value string
+		want                bool
+	}{
+		{"plain", "", "", false},
+		{"X-Forwarded-Proto", "X-Forwarded-Proto", "https", true},
+		{"X-Forwarded-Proto http", "X-Forwarded-Proto", "http", false},
+		{"Forwarded", "Forwarded", `for=192.0.2.60;proto=https;by=203.0.113.43`, true},
+		{"Forwarded http", "Forwarded", `for=192.0.2.60;proto=http`, false},
+	} {
+		r := httptest.NewRequest("GET", "/ui/", nil)
+		if tc.header != "" {
+			r.Header.Set(tc.header, tc.value)
+		}
+		for what, set := range map[string]func(w http.ResponseWriter){
+			"login":  func(w http.ResponseWriter) { s.create(w, r, "") },
+			"logout": func(w http.ResponseWriter) { s.end(w, r) },
+		} {
+			w := httptest.NewRecorder()
+			set(w)
+			if c := w.Result().Cookies(); len(c) != 1 || c[0].Secure != tc.want {
+				t.Errorf("%s, %s: cookies %+v, want one with Secure %v", tc.name, what, c, tc.want)
+			}
+		}
+	}
+}

@@ -83,7 +83,7 @@ func (s *sessions) create(w http.ResponseWriter, r *http.Request, key string) *s
 	s.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{
 		Name: cookieName, Value: ss.id, Path: cookiePath,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overHTTPS(r),
 	})
 	return ss
 }
@@ -112,7 +112,26 @@ func (s *sessions) end(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: cookiePath, MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overHTTPS(r)})
+}
+
+// overHTTPS reports whether the browser reached the console over HTTPS:
+// the gateway's own TLS, or a reverse proxy's that ended it and says so
+// (X-Forwarded-Proto: https, or proto=https in Forwarded). Only the session
+// cookie's Secure flag reads it: a client that claims https over plain
+// HTTP gets a cookie its browser keeps from plain HTTP, its own loss.
+func overHTTPS(r *http.Request) bool {
+	if r.TLS != nil || strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https") {
+		return true
+	}
+	for _, f := range r.Header.Values("Forwarded") {
+		for _, part := range strings.FieldsFunc(f, func(c rune) bool { return c == ';' || c == ',' }) {
+			if k, v, ok := strings.Cut(strings.TrimSpace(part), "="); ok && strings.EqualFold(k, "proto") && strings.EqualFold(strings.Trim(v, `"`), "https") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sameOrigin reports whether a state-changing request comes from the

@@ -110,11 +110,12 @@ func (r *Scope) Check(c *policy.Caller, t catalog.Tool) string {
 	}
 	id := t.ID()
 	if k.Profile != "" {
-		p, ok := r.profiles().Get(k.Profile)
+		ps := r.profiles()
+		p, ok := ps.Get(k.Profile)
 		if !ok {
 			return ProfileGone(k.Name, k.Profile)
 		}
-		if !policy.Shows(p, t.Server, id) {
+		if !ps.Shows(p, t) {
 			return OutsideProfile(k.Name, k.Profile)
 		}
 	}

@@ -368,7 +368,7 @@ func New(dir string, cfg *config.File, opts *Options) *Loop {
 	l.policy.Put(policy.NewConfigured(names))
 	l.policy.Put(policy.NewDisabled(st.Disabled))
 	l.restartsSeen = st.RestartRequests
-	l.policy.Put(policy.NewProfiles(cfg.Toolgate.Profiles))
+	l.policy.PutProfiles(cfg.Toolgate.Profiles)
 	l.stats.Disabled = l.disabledHere()
 	l.warm, l.current = l.openWarm(names)
 	return l
@@ -440,10 +440,28 @@ func (l *Loop) Warm() bool {
 // ToolsChanged asks for a re-index; it is the pool's OnToolsChanged hook
 // (a backend listed its tools: first connect, list_changed, restart).
 // While a cold start's first index is built, the listing is also what
-// Tool and IDs answer from.
+// Tool and IDs answer from. The listing's read-only hints apply to the
+// readOnly profiles at once (policy.Set.ToolsListed), before the re-index.
 func (l *Loop) ToolsChanged(server string, tools []*mcp.Tool) {
+	l.policy.ToolsListed(server, notReadOnly(tools))
 	l.list(server, tools)
 	l.refresh()
+}
+
+// notReadOnly names the tools of a listing that do not declare
+// readOnlyHint: true: go-sdk decodes a hint left out as false, MCP's
+// default, and backend.Catalog keeps that value in the catalog's
+// annotations (catalog.Tool.ReadOnly reads it). Read from the decoded
+// listing, not through backend.Catalog: that encodes every schema, 55 ms
+// at 10,000 tools, for each listing.
+func notReadOnly(tools []*mcp.Tool) []string {
+	var out []string
+	for _, t := range tools {
+		if t != nil && t.Name != "" && (t.Annotations == nil || !t.Annotations.ReadOnlyHint) {
+			out = append(out, t.Name)
+		}
+	}
+	return out
 }
 
 // list makes tools server's listing in l.listed, while that is kept (a

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/storage/storagetest"
@@ -974,5 +975,48 @@ func TestConfigReplacedByFolder(t *testing.T) {
 	f.wait(t, "the reload of the file put back", func(s Stats) bool { return s.LastReload != nil && s.LastReload.Error == "" })
 	if got := f.find(t, "apple", 5); len(got) != 1 {
 		t.Errorf("after the file is back: %v", got)
+	}
+}
+
+// A listing whose readOnlyHint went from true to false takes the tool out
+// of a readOnly profile at once, before the re-index (here an hour away)
+// brings the catalog its new annotations; a reload keeps it out.
+func TestReadOnlyProfileFollowsListing(t *testing.T) {
+	pool := newFakePool("a")
+	ro, rw := &mcp.ToolAnnotations{ReadOnlyHint: true}, &mcp.ToolAnnotations{DestructiveHint: new(bool)}
+	pool.tools["a"] = []*mcp.Tool{{Name: "apple", Description: "tool apple", Annotations: ro}, {Name: "avocado", Description: "tool avocado"}}
+	hup := make(chan os.Signal, 1)
+	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Hour, Reload: hup}, "a")
+	f.run(t)
+	writeFile(t, f.path, configBytes(t, map[string]any{"profiles": map[string]any{"ro": map[string]any{"readOnly": true}}}, "a"))
+	hup <- syscall.SIGHUP
+	f.wait(t, "the reload", func(s Stats) bool { return s.ReloadGeneration == 1 })
+
+	caller := &policy.Caller{Transport: policy.TransportHTTP, Profile: "ro"}
+	seen := func() []string {
+		res, err := f.loop.Search(context.Background(), search.Query{Text: "tool apple avocado", Limit: 5, Filter: f.loop.Policy().Filter(caller)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hitIDs(res)
+	}
+	if got := seen(); !slices.Equal(got, []string{"a__apple"}) {
+		t.Fatalf("profile ro sees %v, want a__apple (avocado declares no readOnlyHint)", got)
+	}
+	f.loop.ToolsChanged("a", []*mcp.Tool{{Name: "apple", Description: "tool apple", Annotations: rw}, {Name: "avocado", Description: "tool avocado"}})
+	apple, ok := f.loop.Tool("a__apple")
+	if !ok || !apple.ReadOnly() {
+		t.Fatalf("the catalog changed before the re-index: %+v", apple)
+	}
+	if d := f.loop.Policy().Decide(caller, apple); d.Allowed || !strings.Contains(d.Reason, `outside profile "ro"`) {
+		t.Errorf("after the listing: %+v, want denied by the profile", d)
+	}
+	if got := seen(); len(got) != 0 {
+		t.Errorf("after the listing, profile ro sees %v", got)
+	}
+	hup <- syscall.SIGHUP
+	f.wait(t, "the second reload", func(s Stats) bool { return s.ReloadGeneration == 2 })
+	if d := f.loop.Policy().Decide(caller, apple); d.Allowed {
+		t.Errorf("after a reload: %+v, want still denied", d)
 	}
 }

@@ -163,7 +163,7 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 	// Hide the removed servers' tools before the pool stops them, so there
 	// is no moment at which search returns a tool that cannot run any more.
 	l.policy.Put(l.configured().With(names))
-	l.policy.Put(policy.NewProfiles(cfg.Toolgate.Profiles))
+	l.policy.PutProfiles(cfg.Toolgate.Profiles)
 	d := l.pool.Reconfigure(ctx, l.runnable(cfg))
 	if len(d.Added)+len(d.Removed)+len(d.Changed) > 0 {
 		l.refresh() // drop removed servers' tools from the index now; added ones follow as they list

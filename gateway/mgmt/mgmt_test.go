@@ -681,3 +681,32 @@ func TestDownAnswerHintPerKey(t *testing.T) {
 		}
 	}
 }
+
+// A readOnly profile says so in toolgate__list_profiles and in the answer
+// that activates it; policy.StatusTool declares the hint
+// toolgate__server_status declares (a readOnly profile is sent there).
+func TestReadOnlyProfileListed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "toolgate.json")
+	cfg := writeConfig(t, path, `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"profiles": {"reviewer": {"readOnly": true}, "kg": {"servers": ["a"]}}}}`)
+	rt := &fakeRuntime{cfg: cfg, pol: policy.NewSet(policy.NewConfigured([]string{"a", Name}), policy.NewProfiles(cfg.Toolgate.Profiles))}
+	s := New(&fakePool{}, rt, &Options{ConfigPaths: []string{path}})
+	sess := &policy.Caller{Transport: policy.TransportStdio, Session: policy.NewSession("", false)}
+	res := run(t, s, sess, "list_profiles", nil)
+	sc, _ := res.StructuredContent.(ProfileList)
+	if txt := resText(res); !strings.Contains(txt, "- reviewer: servers: all; read-only tools only (readOnlyHint: true)\n") || strings.Contains(txt, "- kg: servers: a;") {
+		t.Errorf("list_profiles: %s", txt)
+	}
+	if len(sc.Profiles) != 2 || sc.Profiles[0].ReadOnly || !sc.Profiles[1].ReadOnly {
+		t.Errorf("structured: %+v", sc.Profiles)
+	}
+	if res := run(t, s, sess, "activate_profile", map[string]any{"name": "reviewer"}); !strings.Contains(resText(res), "(servers: all; read-only tools only (readOnlyHint: true))") {
+		t.Errorf("activate_profile: %s", resText(res))
+	}
+	for _, tl := range Tools() {
+		if tl.Name == policy.StatusTool.Name {
+			if got := tl.Annotations != nil && tl.Annotations.ReadOnlyHint; got != policy.StatusTool.ReadOnly() {
+				t.Errorf("%s declares readOnlyHint %v, policy.StatusTool %v", tl.Name, got, policy.StatusTool.ReadOnly())
+			}
+		}
+	}
+}

@@ -456,7 +456,9 @@ type ProfileInfo struct {
 	Servers []string `json:"servers,omitempty"` // none = every server
 	Allow   []string `json:"allow,omitempty"`
 	Deny    []string `json:"deny,omitempty"`
-	Active  bool     `json:"active"`
+	// ReadOnly: only the tools that declare readOnlyHint: true.
+	ReadOnly bool `json:"readOnly,omitempty"`
+	Active   bool `json:"active"`
 }
 
 // ProfileList is toolgate__list_profiles' structuredContent.
@@ -490,7 +492,7 @@ func (s *Server) listProfiles(_ context.Context, c *policy.Caller, _ noArgs) *mc
 			continue
 		}
 		p, _ := ps.Get(name)
-		out.Profiles = append(out.Profiles, ProfileInfo{Name: name, Servers: p.Servers, Allow: p.Tools.Allow, Deny: p.Tools.Deny, Active: name == active || name == keyProfile})
+		out.Profiles = append(out.Profiles, ProfileInfo{Name: name, Servers: p.Servers, Allow: p.Tools.Allow, Deny: p.Tools.Deny, ReadOnly: p.ReadOnly, Active: name == active || name == keyProfile})
 		fmt.Fprintf(&b, "- %s: %s", name, describeProfile(p))
 		switch {
 		case name == keyProfile:
@@ -522,6 +524,9 @@ func describeProfile(p config.Profile) string {
 	}
 	if p.Tools.Deny != nil {
 		parts = append(parts, "deny: "+strings.Join(p.Tools.Deny, ", "))
+	}
+	if p.ReadOnly {
+		parts = append(parts, "read-only tools only (readOnlyHint: true)")
 	}
 	return strings.Join(parts, "; ")
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"cmp"
+	"encoding/json"
 	"strings"
 
 	"github.com/toolgate/toolgate/gateway/config"
@@ -101,8 +102,10 @@ func (s *Set) MayManage(c *Caller, tools Tools, server string) (ok bool, why str
 func AnyTool(server string) catalog.Tool { return catalog.Tool{Server: server, Name: "*"} }
 
 // StatusTool is the management tool that says why a server is down or
-// still connecting: toolgate__server_status.
-var StatusTool = catalog.Tool{Server: config.BuiltinServer, Name: "server_status"}
+// still connecting: toolgate__server_status, with the hint it declares
+// (package mgmt's test holds the two the same), so that a readOnly
+// profile that lists toolgate is sent there.
+var StatusTool = catalog.Tool{Server: config.BuiltinServer, Name: "server_status", Annotations: json.RawMessage(`{"readOnlyHint":true}`)}
 
 // Seer is what StatusHint needs of the rules: Set.Sees.
 type Seer interface {

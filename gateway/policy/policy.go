@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -241,23 +242,34 @@ func NewSet(rules ...Rule) *Set {
 // are checked in the order they were first put; the first that denies a
 // tool gives the reason).
 func (s *Set) Put(r Rule) {
+	s.update(r.Name(), func(Rule) Rule { return r })
+}
+
+// update replaces the rule named name (nil when there is none) with
+// next(it), atomically with the other changes: a rule derived from the
+// one in effect. A nil next leaves the rules as they are.
+func (s *Set) update(name string, next func(Rule) Rule) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old := s.cur.Load().rules
-	next := make([]Rule, 0, len(old)+1)
-	replaced := false
-	for _, o := range old {
-		if o.Name() == r.Name() {
-			next = append(next, r)
-			replaced = true
-		} else {
-			next = append(next, o)
+	var cur Rule
+	at := len(old)
+	for i, o := range old {
+		if o.Name() == name {
+			cur, at = o, i
 		}
 	}
-	if !replaced {
-		next = append(next, r)
+	r := next(cur)
+	if r == nil {
+		return
 	}
-	s.store(next)
+	rules := slices.Clone(old)
+	if at == len(old) {
+		rules = append(rules, r)
+	} else {
+		rules[at] = r
+	}
+	s.store(rules)
 }
 
 // Remove drops the rule named name, if any.

@@ -224,3 +224,128 @@ func TestView(t *testing.T) {
 		t.Errorf("no profile: %v (gone is not configured)", got)
 	}
 }
+
+// roTool is the tool id with annotations (none when annotations is "").
+func roTool(id, annotations string) catalog.Tool {
+	t := tool(id)
+	if annotations != "" {
+		t.Annotations = []byte(annotations)
+	}
+	return t
+}
+
+// A profile with readOnly shows only the tools that declare readOnlyHint:
+// true, whatever their names; one that declares nothing is not read-only.
+func TestReadOnlyProfile(t *testing.T) {
+	s := policy.NewSet(
+		policy.NewConfigured([]string{"memory", "everything", config.BuiltinServer}),
+		policy.NewProfiles(map[string]config.Profile{
+			"ro":   {ReadOnly: true},
+			"rokg": {Servers: []string{"memory", config.BuiltinServer}, ReadOnly: true, Tools: config.ToolGlobs{Deny: []string{"memory__search_*"}}},
+		}),
+	)
+	ro := &policy.Caller{Transport: policy.TransportHTTP, Profile: "ro"}
+	rokg := &policy.Caller{Transport: policy.TransportHTTP, Profile: "rokg"}
+	for _, c := range []struct {
+		caller *policy.Caller
+		tool   catalog.Tool
+		reason string // "" = allowed
+	}{
+		{ro, roTool("memory__read_graph", `{"readOnlyHint": true}`), ""},
+		{ro, roTool("everything__echo", `{"readOnlyHint": true, "openWorldHint": false}`), ""},
+		// Named like a reader, declares nothing: not read-only.
+		{ro, roTool("everything__get-env", ""), `everything__get-env is outside profile "ro": the profile shows only tools that declare readOnlyHint: true, and this one does not`},
+		{ro, roTool("memory__read_graph2", `{}`), "does not"},
+		{ro, roTool("memory__delete_entities", `{"readOnlyHint": false, "destructiveHint": true}`), "does not"},
+		{ro, roTool("memory__odd", `"readOnly"`), "does not"},
+		// The other fields still apply, and first.
+		{rokg, roTool("everything__echo", `{"readOnlyHint": true}`), "the profile shows only the servers memory, toolgate"},
+		{rokg, roTool("memory__search_nodes", `{"readOnlyHint": true}`), `tools.deny glob "memory__search_*"`},
+		{rokg, roTool("toolgate__list_servers", `{"readOnlyHint": true}`), ""},
+		{rokg, roTool("toolgate__restart_server", `{"destructiveHint": false}`), "readOnlyHint"},
+		// A server with no tool catalogued ("server__*") is not covered
+		// whole by a read-only profile, as by narrower globs.
+		{rokg, policy.AnyTool("memory"), "readOnlyHint"},
+	} {
+		d := s.Decide(c.caller, c.tool)
+		if d.Allowed != (c.reason == "") || !strings.Contains(d.Reason, c.reason) || !d.Allowed && d.Rule != policy.RuleProfile {
+			t.Errorf("%v %s: %+v, want reason containing %q", c.caller, c.tool.ID(), d, c.reason)
+		}
+	}
+	if !policy.MayAskStatus(s, rokg) {
+		t.Error("a read-only profile that lists toolgate is not sent to toolgate__server_status, which declares readOnlyHint")
+	}
+}
+
+// Search under a read-only profile gives the best of its read-only tools,
+// ranked as the whole catalog ranks them, not the top of all cut down.
+func TestReadOnlyProfileSearch(t *testing.T) {
+	var tools []catalog.Tool
+	for i := range 200 {
+		tl := catalog.Tool{Server: "s", Name: fmt.Sprintf("list_files_%03d", i), Description: "list the files of a folder"}
+		if i%40 == 39 { // 5 of 200, none among the best by name
+			tl.Annotations = []byte(`{"readOnlyHint": true}`)
+		}
+		tools = append(tools, tl)
+	}
+	s := policy.NewSet(policy.NewConfigured([]string{"s"}), policy.NewProfiles(map[string]config.Profile{"ro": {ReadOnly: true}}))
+	ix, err := index.Build(context.Background(), tools, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := search.New(ix, nil, nil)
+	defer eng.Close()
+	res, err := policy.NewView(eng, s, &policy.Caller{Profile: "ro"}).Search(context.Background(), search.Query{Text: "list files", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range res.Hits {
+		got = append(got, h.Tool.Name)
+	}
+	if want := []string{"list_files_039", "list_files_079", "list_files_119", "list_files_159", "list_files_199"}; !slices.Equal(slices.Sorted(slices.Values(got)), want) {
+		t.Errorf("hits %v, want the 5 read-only tools %v", got, want)
+	}
+}
+
+// A listing whose readOnlyHint went from true to false takes the tool out
+// of a read-only profile at once: before the re-index brings the catalog
+// the new annotations (the tool the gateway looks up still declares
+// readOnlyHint: true). A reload of the profiles keeps what was listed.
+func TestReadOnlyProfileFollowsListing(t *testing.T) {
+	s := policy.NewSet(policy.NewConfigured([]string{"memory", "other"}))
+	s.PutProfiles(map[string]config.Profile{"ro": {ReadOnly: true}})
+	c := &policy.Caller{Transport: policy.TransportHTTP, Profile: "ro"}
+	indexed := roTool("memory__read_graph", `{"readOnlyHint": true}`)
+	if d := s.Decide(c, indexed); !d.Allowed {
+		t.Fatalf("before the listing: %+v", d)
+	}
+	f := s.Filter(c)
+	s.ToolsListed("memory", []string{"read_graph"}) // open_nodes is read-only
+	if d := s.Decide(c, indexed); d.Allowed || !strings.Contains(d.Reason, "readOnlyHint") {
+		t.Errorf("after a listing without readOnlyHint: %+v", d)
+	}
+	if s.Filter(c) == f {
+		t.Error("the search filter made before the listing is still in use")
+	}
+	if d := s.Decide(nil, indexed); !d.Allowed {
+		t.Errorf("a caller without profile: %+v", d)
+	}
+	// Another server's listing, or the same again, changes nothing.
+	gen := s.Generation()
+	s.ToolsListed("other", nil)
+	s.ToolsListed("memory", []string{"read_graph"})
+	if s.Generation() != gen {
+		t.Error("a listing that changes no profile's view moved the rules")
+	}
+	s.PutProfiles(map[string]config.Profile{"ro": {ReadOnly: true}, "kg": {Servers: []string{"memory"}}})
+	if d := s.Decide(c, indexed); d.Allowed {
+		t.Errorf("after a reload: %+v (the listing was forgotten)", d)
+	}
+	// Listed read-only again (the quarantine holds such a change, or
+	// approves it): the catalog's annotations decide again.
+	s.ToolsListed("memory", nil)
+	if d := s.Decide(c, indexed); !d.Allowed {
+		t.Errorf("listed read-only again: %+v", d)
+	}
+}

@@ -99,6 +99,13 @@ func (r *Disabled) Check(_ *Caller, t catalog.Tool) string {
 // effect sees only the profile's tools.
 type Profiles struct {
 	byName map[string]config.Profile
+	// notReadOnly are the tools, by server and name, that their server's
+	// latest listing does not declare readOnlyHint: true (Set.ToolsListed).
+	// A readOnly profile hides them from that listing on, although the
+	// catalog the gateway looks tools up in keeps the annotations it
+	// indexed until the re-index: a tool whose hint went from true to
+	// false leaves the profile at once. Never changed once in a rule.
+	notReadOnly map[string]map[string]bool
 }
 
 var _ Rule = (*Profiles)(nil)
@@ -117,10 +124,10 @@ func (r *Profiles) Get(name string) (config.Profile, bool) {
 	return p, ok
 }
 
-// Shows reports whether profile p shows the tool id of server (the
-// profile's own test, without the other rules).
-func Shows(p config.Profile, server, id string) bool {
-	return profileCheck("", p, server, id) == ""
+// Shows reports whether profile p shows t (the profile's own test,
+// without the other rules).
+func (r *Profiles) Shows(p config.Profile, t catalog.Tool) bool {
+	return r.check("", p, t) == ""
 }
 
 // ProfileTools are the management tools a session keeps under a profile it
@@ -149,12 +156,12 @@ func (r *Profiles) Check(c *Caller, t catalog.Tool) string {
 	if !ok {
 		return fmt.Sprintf("profile %q is no longer in the config (toolgate.profiles), so it shows no tool", name)
 	}
-	return profileCheck(name, p, t.Server, t.ID())
+	return r.check(name, p, t)
 }
 
-// profileCheck is why profile p (named name) does not show the tool id of
-// server, or "".
-func profileCheck(name string, p config.Profile, server, id string) string {
+// check is why profile p (named name) does not show t, or "".
+func (r *Profiles) check(name string, p config.Profile, t catalog.Tool) string {
+	server, id := t.Server, t.ID()
 	if p.Servers != nil && !slices.Contains(p.Servers, server) {
 		return fmt.Sprintf("%s is outside profile %q: the profile shows only the servers %s", id, name, strings.Join(p.Servers, ", "))
 	}
@@ -172,7 +179,41 @@ func profileCheck(name string, p config.Profile, server, id string) string {
 			return fmt.Sprintf("%s is outside profile %q: the profile's tools.deny glob %q matches it", id, name, g)
 		}
 	}
+	if p.ReadOnly && (!t.ReadOnly() || r.notReadOnly[server][t.Name]) {
+		return fmt.Sprintf("%s is outside profile %q: the profile shows only tools that declare readOnlyHint: true, and this one does not", id, name)
+	}
 	return ""
+}
+
+// withConfig is r with the profiles of a reloaded config, what the
+// servers listed kept.
+func (r *Profiles) withConfig(profiles map[string]config.Profile) *Profiles {
+	next := NewProfiles(profiles)
+	next.notReadOnly = r.notReadOnly
+	return next
+}
+
+// withListing is r after server listed tools, of which the names
+// notReadOnly do not declare readOnlyHint: true, and whether that changed
+// anything.
+func (r *Profiles) withListing(server string, notReadOnly []string) (*Profiles, bool) {
+	var names map[string]bool
+	if len(notReadOnly) > 0 {
+		names = set(notReadOnly)
+	}
+	if maps.Equal(names, r.notReadOnly[server]) {
+		return r, false
+	}
+	next := &Profiles{byName: r.byName, notReadOnly: maps.Clone(r.notReadOnly)}
+	if next.notReadOnly == nil {
+		next.notReadOnly = map[string]map[string]bool{}
+	}
+	if names == nil {
+		delete(next.notReadOnly, server)
+	} else {
+		next.notReadOnly[server] = names
+	}
+	return next, true
 }
 
 func set(names []string) map[string]bool {
@@ -189,6 +230,35 @@ func (s *Set) Profiles() *Profiles {
 		return r
 	}
 	return NewProfiles(nil)
+}
+
+// PutProfiles puts the rule of profiles (a config loaded or reloaded),
+// keeping what the servers listed (ToolsListed).
+func (s *Set) PutProfiles(profiles map[string]config.Profile) {
+	s.update(RuleProfile, func(old Rule) Rule {
+		if p, ok := old.(*Profiles); ok {
+			return p.withConfig(profiles)
+		}
+		return NewProfiles(profiles)
+	})
+}
+
+// ToolsListed records a listing of server's tools (its first listing,
+// tools/list_changed, a restart) before the re-index that brings it to the
+// catalog: notReadOnly names the tools of the listing that do not declare
+// readOnlyHint: true, which leave the readOnly profiles at once. The rules
+// change only when those names do.
+func (s *Set) ToolsListed(server string, notReadOnly []string) {
+	s.update(RuleProfile, func(old Rule) Rule {
+		p, ok := old.(*Profiles)
+		if !ok {
+			p = NewProfiles(nil)
+		}
+		if next, changed := p.withListing(server, notReadOnly); changed {
+			return next
+		}
+		return nil
+	})
 }
 
 // HasProfile reports whether a profile named name is in effect.

@@ -44,6 +44,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	segjson "github.com/segmentio/encoding/json"
+
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
@@ -83,6 +85,12 @@ type Pin struct {
 	// written before they were kept: the next listing of the pinned
 	// definition records its hints.
 	Hints *Hints `json:"hints,omitempty"`
+	// Texts are the texts of the definition accepted (first seen,
+	// approved), which the hash alone cannot show: a review of a changed
+	// definition compares them with the held one (Changes). Nil in a pin
+	// written before they were kept: the next listing of the pinned
+	// definition records them.
+	Texts *Texts `json:"texts,omitempty"`
 }
 
 // Shown is the SHA-256 of the current definition as `toolgate tools
@@ -102,10 +110,10 @@ func (p *Pin) Shown() string {
 
 // Hints are a definition's annotation hints as the backend declared them
 // (nil: not declared). A client trusts them without reading the tool
-// (search_tools' "readOnly" keeps the tools that declare readOnlyHint
-// true), so they are pinned apart from the definition's hash, which
-// leaves them out: a change toward less caution holds the tool, one
-// toward more does not.
+// (search_tools' "readOnly" and a profile's readOnly keep the tools that
+// declare readOnlyHint true), so they are pinned apart from the
+// definition's hash, which leaves them out: a change toward less caution
+// holds the tool, one toward more does not.
 type Hints struct {
 	ReadOnly    *bool `json:"readOnlyHint,omitempty"`
 	Destructive *bool `json:"destructiveHint,omitempty"`
@@ -197,21 +205,34 @@ func definitionOf(t catalog.Tool) *Definition {
 			return s
 		}
 		d.Cut = true
-		s = s[:maxShownText]
-		for len(s) > 0 && !utf8.RuneStart(s[len(s)-1]) {
-			s = s[:len(s)-1]
-		}
-		return s
+		return cutText(s, maxShownText)
 	}
-	var schema bytes.Buffer
-	if json.Compact(&schema, t.InputSchema) != nil {
-		schema.Reset()
-		schema.Write(t.InputSchema)
-	}
-	d.Title, d.Description, d.InputSchema = cut(t.Title), cut(t.Description), cut(schema.String())
+	d.Title, d.Description, d.InputSchema = cut(t.Title), cut(t.Description), cut(compactSchema(t.InputSchema))
 	d.AnnotationsTitle = cut(AnnotationsTitle(t))
 	d.Hints = HintsOf(t)
 	return d
+}
+
+// cutText is s cut to at most n bytes, at the start of a character.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.RuneStart(s[len(s)-1]) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// compactSchema is an input schema as a Definition shows it: compact JSON
+// in the backend's key order (the text as listed when it is not JSON).
+func compactSchema(raw json.RawMessage) string {
+	var schema bytes.Buffer
+	if json.Compact(&schema, raw) != nil {
+		return string(raw)
+	}
+	return schema.String()
 }
 
 // Reason is the hold in words a model may read (no excerpt of the
@@ -245,7 +266,15 @@ func ParseFile(b []byte) (*File, error) {
 	if len(strings.TrimSpace(string(b))) == 0 {
 		return f, nil
 	}
-	if err := json.Unmarshal(b, f); err != nil {
+	// segmentio's decoder reads the file as encoding/json does, 4 times
+	// as fast: the pins (with their texts) are read whole before serve's
+	// handshake, 9 MB at 10,000 tools. Its errors quote the rest of the
+	// input: encoding/json says what is wrong instead.
+	if err := segjson.Unmarshal(b, f); err != nil {
+		f = &File{}
+		if e := json.Unmarshal(b, f); e != nil {
+			err = e
+		}
 		return nil, fmt.Errorf("not a pins file (%v): move it aside and the gateway pins every tool afresh", err)
 	}
 	if f.Version != fileVersion {
@@ -962,6 +991,11 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time) *Pin
 				"approve", g.opts.Command("toolgate", "tools", "approve", id, "--sha256", short(p.Shown())))
 		}
 	}
+	if hash == p.Pinned && (p.Texts == nil || prev == nil || prev.Pinned != hash) {
+		// Accepted now (first seen, followed), or a pin from before the
+		// texts were kept: keep the texts the hash stands for.
+		p.Texts = textsOf(t)
+	}
 	if p.Current == p.Pinned {
 		p.Current = p.Pinned // one copy of the hash
 	}
@@ -1003,13 +1037,18 @@ func Approve(path, id, reviewed string, now time.Time) (string, error) {
 		switch {
 		case p.Hold == nil:
 			// Nothing held: the hints accepted with the pinned definition
-			// stay (a later listing that weakens them is held).
+			// stay (a later listing that weakens them is held), and so do
+			// its texts.
+			if p.Pinned != p.Current {
+				p.Texts = nil
+			}
 		case p.Hold.Definition != nil:
 			p.Hints = p.Hold.Definition.Hints // the hints reviewed with it
+			p.Texts = p.Hold.Definition.kept()
 		default:
 			// A hold written before holds kept the definition: the next
-			// listing of the definition records its hints.
-			p.Hints = nil
+			// listing of the definition records its hints and texts.
+			p.Hints, p.Texts = nil, nil
 		}
 		p.Pinned, p.Approved, p.ApprovedAt, p.Hold = p.Current, true, now.UTC(), nil
 		approved = shown

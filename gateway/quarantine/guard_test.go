@@ -676,8 +676,9 @@ func TestGuardApproveReviewedHints(t *testing.T) {
 
 // A pins file that toolgate wrote before the hash shown covered the hints (a first-seen pin with its
 // hints, and a pin approved with the hints of the definition held) keeps
-// every tool released: the pinned hash is the texts' hash, as it was, and
-// a listing like the last writes nothing.
+// every tool released: the pinned hash is the texts' hash, as it was. The
+// first listing records the pinned texts (TestGuardPinsFromBeforeTexts),
+// and the next one like it writes nothing.
 func TestGuardPinsFromBeforeShownHash(t *testing.T) {
 	g, path, _ := newGuard(t, nil)
 	schema := []byte(`{"type":"object","properties":{"path":{"type":"string"}}}`)
@@ -697,7 +698,21 @@ func TestGuardPinsFromBeforeShownHash(t *testing.T) {
 	if ids := g.Snapshot().HeldIDs(); len(ids) != 0 {
 		t.Errorf("a pins file from before: %v held", ids)
 	}
-	if b, err := os.ReadFile(path); err != nil || string(b) != old {
+	f, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, p := range f.Tools {
+		if p.Pinned != p.Current || p.Texts == nil {
+			t.Errorf("%s after the first listing: pinned %s, current %s, texts %+v", id, p.Pinned, p.Current, p.Texts)
+		}
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Observe([]catalog.Tool{wipe, wipe2})
+	if b, err := os.ReadFile(path); err != nil || string(b) != string(before) {
 		t.Errorf("the same listing rewrote the pins file (%v):\n%s", err, b)
 	}
 }

@@ -440,7 +440,7 @@ func classify(t string) (ascii, control bool) {
 func controls(t string) []rune {
 	var out []rune
 	for _, r := range t {
-		if (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r >= 0x7F && r <= 0x9F {
+		if isControl(r) {
 			out = append(out, r)
 		}
 	}
@@ -458,10 +458,10 @@ func (sc *scanner) chars(t string) {
 	runes := []rune(t)
 	for i, r := range runes {
 		switch {
-		case r >= 0xE0000 && r <= 0xE007F:
+		case isTag(r):
 			tagged = true
-			if r >= 0xE0020 && r <= 0xE007E {
-				tags.WriteRune(r - 0xE0000) // the ASCII it hides
+			if c, ok := tagASCII(r); ok {
+				tags.WriteRune(c)
 			}
 		case r == 0x200D:
 			// A zero-width joiner between two pictographs builds one
@@ -483,7 +483,7 @@ func (sc *scanner) chars(t string) {
 		}
 	}
 	if tagged {
-		*out = append(*out, Finding{Rule: RuleUnicodeTags, Excerpt: "hidden text " + clip(strconv.Quote(tags.String()), 160)})
+		*out = append(*out, Finding{Rule: RuleUnicodeTags, Excerpt: hiddenTextLabel + clip(strconv.Quote(tags.String()), 160)})
 	}
 	if len(invisible) > 0 {
 		*out = append(*out, Finding{Rule: RuleInvisible, Excerpt: codepoints(invisible)})
@@ -491,6 +491,29 @@ func (sc *scanner) chars(t string) {
 	if len(bidi) > 0 {
 		*out = append(*out, Finding{Rule: RuleBidi, Excerpt: codepoints(bidi)})
 	}
+}
+
+// hiddenTextLabel leads the text that Unicode tag characters hide, decoded
+// and quoted, wherever a reviewer is shown it (a finding's excerpt, a
+// change's diff: reveal).
+const hiddenTextLabel = "hidden text "
+
+// isTag reports the Unicode tag characters (U+E0000–E007F): invisible,
+// but a model reads the ASCII they mirror.
+func isTag(r rune) bool { return r >= 0xE0000 && r <= 0xE007F }
+
+// tagASCII is the ASCII character tag character r hides, if it hides one.
+func tagASCII(r rune) (rune, bool) {
+	if r >= 0xE0020 && r <= 0xE007E {
+		return r - 0xE0000, true
+	}
+	return 0, false
+}
+
+// isControl reports the C0 and C1 control characters (and DEL) but tab,
+// newline and carriage return.
+func isControl(r rune) bool {
+	return (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r >= 0x7F && r <= 0x9F
 }
 
 // isInvisible reports zero-width characters, fillers that render as

@@ -40,6 +40,20 @@ type Tool struct {
 // ID is the namespaced name the client sees: server__tool.
 func (t Tool) ID() string { return JoinID(t.Server, t.Name) }
 
+// ReadOnly reports whether t's annotations declare readOnlyHint: true
+// (search_tools' readOnly, a profile's readOnly). A tool that declares no
+// annotations, or no readOnlyHint, is not read-only: MCP's default for
+// the hint is false.
+func (t Tool) ReadOnly() bool {
+	var h struct {
+		ReadOnly *bool `json:"readOnlyHint"`
+	}
+	if len(t.Annotations) == 0 || json.Unmarshal(t.Annotations, &h) != nil {
+		return false // none, or not an object: no hints
+	}
+	return h.ReadOnly != nil && *h.ReadOnly
+}
+
 // JoinID builds the namespaced ID of a tool.
 func JoinID(server, tool string) string { return server + Sep + tool }
 

@@ -170,17 +170,17 @@ func Expiry(subject, refusers string, notBefore, notAfter, now time.Time) (line,
 		return fmt.Sprintf("%s EXPIRED at %s: %s; renew it (written over the files, it is used from the next handshake)", subject, until, refusers), Expired
 	case now.Before(notBefore):
 		return fmt.Sprintf("%s NOT VALID YET: valid from %s, in %s by this machine's clock (%s): %s until then; if it was issued just now, this machine's clock is behind (timedatectl)",
-			subject, When(notBefore), days(notBefore.Sub(now)), When(now), refusers), NotYetValid
+			subject, When(notBefore), Days(notBefore.Sub(now)), When(now), refusers), NotYetValid
 	case left < RenewWithin:
-		return fmt.Sprintf("%s expires at %s, in %s: renew it", subject, until, days(left)), ""
+		return fmt.Sprintf("%s expires at %s, in %s: renew it", subject, until, Days(left)), ""
 	}
-	return fmt.Sprintf("%s valid until %s (%s)", subject, until, days(left)), ""
+	return fmt.Sprintf("%s valid until %s (%s)", subject, until, Days(left)), ""
 }
 
-// days is d to the nearest day ("3 days"), or in hours (rounded up) under
+// Days is d to the nearest day ("3 days"), or in hours (rounded up) under
 // two days: a certificate issued for 5 days, read a moment later, has 5
 // days left, not 4.
-func days(d time.Duration) string {
+func Days(d time.Duration) string {
 	if h := int(math.Ceil(d.Hours())); h == 1 {
 		return "1 hour"
 	} else if d < 48*time.Hour {

@@ -539,7 +539,7 @@ var bareVar = regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)`)
 // does not, is imported disabled.
 func (x *rewriter) gemini(name string, e map[string]any) {
 	for k, v := range e {
-		e[k] = mapStrings(v, func(s string) string { return bareVar.ReplaceAllString(s, "$${$1}") })
+		e[k] = config.MapStrings(v, func(s string) string { return bareVar.ReplaceAllString(s, "$${$1}") })
 	}
 	if _, ok := e["url"]; ok && e["type"] == nil && e["httpUrl"] == nil {
 		e["type"] = config.TypeSSE
@@ -574,23 +574,6 @@ func (x *rewriter) gemini(name string, e map[string]any) {
 	for _, k := range []string{"timeout", "trust", "extensionName", "authProviderType", "targetAudience", "targetServiceAccount"} {
 		delete(e, k)
 	}
-}
-
-// mapStrings is v with f applied to each string in it.
-func mapStrings(v any, f func(string) string) any {
-	switch t := v.(type) {
-	case string:
-		return f(t)
-	case map[string]any:
-		for k, e := range t {
-			t[k] = mapStrings(e, f)
-		}
-	case []any:
-		for i, e := range t {
-			t[i] = mapStrings(e, f)
-		}
-	}
-	return v
 }
 
 // codexJSON reads Codex's config.toml as JSON holding its "mcp_servers"
@@ -700,7 +683,7 @@ const claudeProjectDir = "CLAUDE_PROJECT_DIR"
 
 // rewrite replaces the client's variable references in every string of v.
 func (x *rewriter) rewrite(server string, v any) any {
-	return mapStrings(v, func(t string) string {
+	return config.MapStrings(v, func(t string) string {
 		return refPattern.ReplaceAllStringFunc(t, func(ref string) string {
 			body := ref[2 : len(ref)-1]
 			switch {

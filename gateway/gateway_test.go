@@ -761,6 +761,10 @@ func TestHTTPBatchBounded(t *testing.T) {
 	if code, body := batch(MaxBatch + 1); code != http.StatusBadRequest || !strings.Contains(body, want) {
 		t.Errorf("a batch over the limit: %d %q, want 400 %q", code, body, want)
 	}
+	// Audited as the body cap's 413 is: a refusal of the front's limits.
+	if r := refusedRecord(log, http.StatusBadRequest); r == nil || r.Key != "ci" || r.Decision != audit.Denied || r.Reason != fmt.Sprintf("a JSON-RPC batch of %d messages, over the gateway's limit of %d", MaxBatch+1, MaxBatch) {
+		t.Errorf("the batch over the limit is not audited as refused: %+v", log.Records())
+	}
 	// The key's bucket holds 6: the refused batch took one, as any
 	// request does; the batch of 4 takes 4, and the next of 2 has one
 	// left for its request and none for its other message.
@@ -784,7 +788,8 @@ func TestHTTPBatchBounded(t *testing.T) {
 // body) is answered 408 naming the timeout; it was a bare 400 "failed to
 // read body".
 func TestSlowBodyTimedOut(t *testing.T) {
-	g, _ := newTestGateway(t, nil)
+	log := &audittest.Log{}
+	g := New(&fakeSearcher{tools: testCatalog}, &fakeCaller{}, &Options{Audit: log})
 	srv := httptest.NewUnstartedServer(g.HTTPHandler(nil))
 	srv.Config.ReadTimeout = 300 * time.Millisecond
 	srv.Start()
@@ -804,6 +809,21 @@ func TestSlowBodyTimedOut(t *testing.T) {
 	if want := "the request body did not arrive within 300ms, the HTTP front's read timeout: send the whole request at once"; resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), want) {
 		t.Errorf("a body that does not arrive: %s %q, want 408 %q", resp.Status, b, want)
 	}
+	// Audited as the body cap's 413 is (a slowloris of the body is seen).
+	if r := refusedRecord(log, http.StatusRequestTimeout); r == nil || r.Decision != audit.Denied || r.Route != "POST /mcp" || r.Reason != "the request body did not arrive within 300ms, the HTTP front's read timeout" {
+		t.Errorf("the request timed out is not audited as refused: %+v", log.Records())
+	}
+}
+
+// refusedRecord is the audit record of the HTTP request the front refused
+// with status, or nil.
+func refusedRecord(log *audittest.Log, status int) *audit.Record {
+	for _, r := range log.Records() {
+		if r.Action == "http" && r.Status == status {
+			return &r
+		}
+	}
+	return nil
 }
 
 func TestHostAndOriginRules(t *testing.T) {

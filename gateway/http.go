@@ -165,7 +165,9 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 			var ne net.Error
 			if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.ReadTimeout > 0 && errors.As(err, &ne) && ne.Timeout() {
 				// It said "failed to read body", a 400, after the wait.
-				http.Error(w, fmt.Sprintf("Request Timeout: the request body did not arrive within %s, the HTTP front's read timeout: send the whole request at once", srv.ReadTimeout), http.StatusRequestTimeout)
+				why := fmt.Sprintf("the request body did not arrive within %s, the HTTP front's read timeout", srv.ReadTimeout)
+				g.auditRefused(r, keys.Entry{}, http.StatusRequestTimeout, audit.Denied, why)
+				http.Error(w, "Request Timeout: "+why+": send the whole request at once", http.StatusRequestTimeout)
 				return
 			}
 			http.Error(w, "Bad Request: failed to read the request body: "+err.Error(), http.StatusBadRequest)
@@ -181,6 +183,7 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 			return
 		}
 		if n := batchLen(body); n > MaxBatch {
+			g.auditRefused(r, keys.Entry{}, http.StatusBadRequest, audit.Denied, fmt.Sprintf("a JSON-RPC batch of %d messages, over the gateway's limit of %d", n, MaxBatch))
 			http.Error(w, fmt.Sprintf("Bad Request: a JSON-RPC batch of %d messages is over the gateway's limit of %d in one request: send fewer at once, or each in a request of its own", n, MaxBatch), http.StatusBadRequest)
 			return
 		} else if c := policy.CallerFrom(r.Context()); n > 1 && o.Rates != nil && c != nil && c.Key != nil {

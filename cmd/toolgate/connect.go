@@ -70,6 +70,7 @@ that calls after that starts it again. Two clients started together start
 one gateway: the second finds the address taken and uses the first's.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			catchSIGPIPE()
 			if err := checkCA(f.ca); err != nil {
 				return err
 			}

@@ -103,6 +103,55 @@ func stopsClean(t *testing.T, cmd *exec.Cmd, exited <-chan struct{}, when string
 	}
 }
 
+// TestConnectClientClosesStderrAndStdout: `toolgate connect` is what a
+// client starts in place of `serve`, so it meets the same clients. One that
+// closed its end of connect's stderr killed it with SIGPIPE at its first
+// log line, before it relayed anything; it relays (the log lines are lost).
+// One that then closes its end of stdout is gone: connect stops at its next
+// answer, exit 0, as serve does, not by SIGPIPE.
+func TestConnectClientClosesStderrAndStdout(t *testing.T) {
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errR.Close()
+	defer errW.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	// No gateway at the address: each call is answered -32050 at once.
+	cmd := toolgateCmd(t, t.TempDir(), "connect", "--addr", freeAddr(t))
+	cmd.Stdout, cmd.Stderr = outW, errW
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	outW.Close()
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { stdin.Close(); _ = cmd.Process.Kill(); <-exited })
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"quiet","version":"1"}}}`+"\n")
+	if line, err := bufio.NewReader(outR).ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+		<-exited
+		t.Fatalf("initialize through connect with its stderr closed: %q, %v (exit %v)", line, err, cmd.ProcessState)
+	}
+	outR.Close()
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`+"\n")
+	select {
+	case <-exited:
+	case <-time.After(testenv.Timeout):
+		t.Fatal("connect did not stop after its client closed stdout")
+	}
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() || ws.ExitStatus() != 0 {
+		t.Errorf("connect exit %v after its client closed stdout, want status 0", cmd.ProcessState)
+	}
+}
+
 // stdioGateway is a gateway serving a stdio client (the test) with one
 // fake backend, initialized by client name: its stdin, the read end of its
 // stdout (a pipe of the test's own, which may be probed), its log, and
@@ -173,6 +222,61 @@ func TestStdioClientClosesStdout(t *testing.T) {
 	}
 	if !strings.Contains(g.logs.String(), "the stdio client closed stdout: stopping") {
 		t.Errorf("the log does not say why the gateway stopped:\n%s", g.logs.String())
+	}
+}
+
+// TestStdioPipesGivenBackBlocking: the gateway reads and writes its stdio
+// pipes non-blocking (through Go's poller), a mode that belongs to the pipe
+// and so to every process holding it; it gives them back blocking when it
+// exits. The shell that started it hands its pipes to the next command
+// (`{ toolgate serve; cat; } < fifo`), whose read failed with EAGAIN
+// ("Resource temporarily unavailable").
+func TestStdioPipesGivenBackBlocking(t *testing.T) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []*os.File{inR, inW, outR, outW} {
+		defer f.Close()
+	}
+	cmd := toolgateCmd(t, t.TempDir(), "serve", "--config", fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil))
+	logs := &testenv.LogBuffer{}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, io.MultiWriter(logs, testLog(t, "toolgate: "))
+	// Start puts the pipes the child gets into blocking mode (Fd), as a
+	// shell's are.
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"shell","version":"1"}}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(outR).ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+		t.Fatalf("initialize: %q, %v", line, err)
+	}
+	if !testenv.Nonblocking(t, inR) {
+		t.Fatal("the gateway's stdin is blocking while it serves: this test no longer tests the give-back")
+	}
+	inW.Close()
+	select {
+	case <-exited:
+	case <-time.After(testenv.Timeout):
+		t.Fatalf("the gateway did not stop after its client closed stdin:\n%s", logs.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit %v, want status 0:\n%s", cmd.ProcessState, logs.String())
+	}
+	if testenv.Nonblocking(t, inR) {
+		t.Error("stdin's pipe is left non-blocking: the next command to read it gets EAGAIN")
+	}
+	if testenv.Nonblocking(t, outW) {
+		t.Error("stdout's pipe is left non-blocking: the next command to write it gets EAGAIN")
 	}
 }
 

@@ -533,8 +533,15 @@ func damagedError(dataDir, storeDir string, err error) error {
 			"or stop toolgate and restore %s from a backup", shellword.Join("mv", storeDir, storeDir+".bad"), storeDir)}
 }
 
+// openLearnStore opens the learned pairs for a command (learn, search).
+// Its writes ask the data folder's health first, as serve's do: a folder
+// that turns read-only or full during a long `learn --queries` refuses the
+// next write, instead of Badger failing a memtable (whose next read then
+// panicked, and whose Close retried the flush for good: the command hung)
+// or writing into a memory map on a full disk (SIGBUS); and Close leaves
+// such a store unclosed.
 func openLearnStore(g *globals, log *slog.Logger) (*learn.Store, error) {
-	return learn.Open(learnDir(g), &learn.Options{Logger: log})
+	return learn.Open(learnDir(g), &learn.Options{Logger: log, Storage: g.health().Writer("learned pairs", "pairs are not recorded")})
 }
 
 // learnedServers says which servers have learned pairs (after a reset of
@@ -738,10 +745,17 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Write
 		return checkReset(ans, req, known, cfg)
 	}
 	if err != nil {
-		if g.health().Check() == nil {
-			return fmt.Errorf("%w\nfix: %s", err, storage.Fix(g.DataDir(), damagedError(g.DataDir(), learnDir(g), err)))
+		// Badger opens a store by writing its LOCK file, and its error
+		// keeps only the words of the file system's (no space left on
+		// device, read-only file system): the data folder's check names
+		// the fault and its fix.
+		herr := g.health().Check()
+		if herr == nil {
+			herr = damagedError(g.DataDir(), learnDir(g), err)
+		} else {
+			err = fmt.Errorf("%w: %w", err, herr)
 		}
-		return err
+		return fmt.Errorf("%w\nfix: %s", err, storage.Fix(g.DataDir(), herr))
 	}
 	defer store.Close()
 	// The index of the data folder, when there is one, gives each tool's

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search/learn"
 )
 
@@ -414,5 +415,80 @@ func TestLearnConfig(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(xdg, "toolgate")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the default data folder %s was written: %v", filepath.Join(xdg, "toolgate"), err)
+	}
+}
+
+// TestLearnOnFullDataFolder: `toolgate learn` on a data folder whose file
+// system is full said only Badger's words (`Cannot write pid file …: no
+// space left on device`), with no fix; it says what the data folder's
+// check says (a full file system, toolgate's 64 MiB floor) and the fix. A
+// tmpfs in a mount namespace of the test's own is the full disk.
+func TestLearnOnFullDataFolder(t *testing.T) {
+	if out, err := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs tmpfs "$1"`, "sh", t.TempDir()).CombinedOutput(); err != nil {
+		testenv.Missing(t, "this machine does not let a test mount inside `unshare -rm` (%v: %s); the full-disk test needs it", err, bytes.TrimSpace(out))
+	}
+	queries := filepath.Join(t.TempDir(), "q.jsonl")
+	if err := os.WriteFile(queries, []byte(`{"query":"echo a message back","relevant":["fake__echo"]}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	tg := toolgateCmd(t, filepath.Join(base, "data"))
+	// Seeds the store, fills the file system, then asks for the store.
+	script := `mount -t tmpfs -o size=96m tmpfs "$1" && mkdir "$1/data" || exit 9
+"$2" learn --queries "$3" >/dev/null 2>&1 || exit 8
+dd if=/dev/zero of="$1/filler" bs=1M 2>/dev/null
+exec "$2" learn`
+	cmd := exec.Command("unshare", "-rm", "sh", "-c", script, "sh", base, tg.Path, queries)
+	cmd.Env = tg.Env
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("toolgate learn on a full data folder: %v, want exit status 1:\n%s", err, out)
+	}
+	for _, want := range []string{"full file system", "fix: free space on the file system of " + filepath.Join(base, "data")} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("toolgate learn on a full data folder does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestLearnDataFolderFillsMidRun: the data folder's file system fills while
+// `toolgate learn --queries` writes a long log. The command checks the data
+// folder before each write, as serve does, and stops with the fault and its
+// fix (exit 1). It had no check: Badger wrote on into its memory maps (a
+// SIGBUS crash) or failed a memtable, and then a read panicked and the
+// store's Close retried the flush for good (the command hung).
+func TestLearnDataFolderFillsMidRun(t *testing.T) {
+	if out, err := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs tmpfs "$1"`, "sh", t.TempDir()).CombinedOutput(); err != nil {
+		testenv.Missing(t, "this machine does not let a test mount inside `unshare -rm` (%v: %s); the full-disk test needs it", err, bytes.TrimSpace(out))
+	}
+	queries := filepath.Join(t.TempDir(), "q.jsonl")
+	var log bytes.Buffer
+	for i := range 100_000 {
+		fmt.Fprintf(&log, `{"query":"echo the message of meeting number %d back","relevant":["fake__echo","fake__add"]}`+"\n", i)
+	}
+	if err := os.WriteFile(queries, log.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	tg := toolgateCmd(t, filepath.Join(base, "data"))
+	// The file system fills once the command has opened the store (its
+	// LOCK file is there), while it writes the log's pairs.
+	script := `mount -t tmpfs -o size=96m tmpfs "$1" && mkdir "$1/data" || exit 9
+"$2" learn --queries "$3" 2>&1 & pid=$!
+while [ ! -e "$1/data/learn/LOCK" ] && kill -0 $pid 2>/dev/null; do sleep 0.01; done
+dd if=/dev/zero of="$1/filler" bs=1M 2>/dev/null
+wait $pid`
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "unshare", "-rm", "sh", "-c", script, "sh", base, tg.Path, queries)
+	cmd.Env = tg.Env
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("toolgate learn --queries did not end after the data folder filled:\n%s", out)
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "full file system") {
+		t.Fatalf("toolgate learn --queries on a data folder that fills: %v, want exit status 1 naming the full file system:\n%s", err, out)
 	}
 }

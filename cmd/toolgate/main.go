@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/embedflags"
+	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/logring"
 	"github.com/toolgate/toolgate/internal/modelscmd"
 	"github.com/toolgate/toolgate/internal/shutdown"
@@ -311,7 +312,7 @@ func main() {
 	}
 	// SIGINT/SIGTERM cancel ctx and start the stop's budget; a second one
 	// exits at once (internal/shutdown documents the exit statuses).
-	ctx, stop := shutdown.Start(context.Background(), nil)
+	ctx, stop := shutdown.Start(context.Background(), &shutdown.Options{Exit: exit})
 	root, g := newRootCmd(stop)
 	err := root.ExecuteContext(ctx)
 	code := stop.Stop()
@@ -319,9 +320,15 @@ func main() {
 	if err != nil {
 		code = g.fail(os.Stderr, err)
 	}
-	if code != 0 {
-		os.Exit(code)
-	}
+	exit(code)
+}
+
+// exit ends the process. The stdio client's pipes that serve made
+// non-blocking are given back blocking first: the shell that started the
+// gateway may hand them to the next command (linerpc.RestoreStdio).
+func exit(code int) {
+	linerpc.RestoreStdio()
+	os.Exit(code)
 }
 
 // fail writes the error a command ended with to w and returns the exit

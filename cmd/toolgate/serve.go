@@ -162,14 +162,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	// A client that closes the read end of our stdout or stderr (it quit,
-	// or it never reads stderr) must not kill the gateway with SIGPIPE at
-	// its next reply or log line: Go's default for fds 1 and 2. Caught
-	// rather than ignored, so that backends do not inherit SIG_IGN: a write
-	// then fails with EPIPE, a lost log line, or a broken stdio transport
-	// that ends the session and stops the gateway cleanly. Kept until the
-	// process exits: the stop logs after runServe returns.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	catchSIGPIPE()
 	cfg, docs, err := g.readConfigs(f.configs)
 	if err != nil {
 		return err
@@ -565,3 +558,13 @@ func (p *process) report() *gateway.ProcessInfo {
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
+
+// catchSIGPIPE keeps a process that an MCP client started (serve, connect)
+// alive when the client closes the read end of its stdout or stderr (it
+// quit, or it never reads stderr): Go's default for fds 1 and 2 is to die
+// of SIGPIPE at the next reply or log line. Caught rather than ignored, so
+// that backends do not inherit SIG_IGN: a write then fails with EPIPE, a
+// lost log line, or a broken stdio transport that ends the session and
+// stops the process cleanly. Kept until the process exits: the stop logs
+// after the command returns.
+func catchSIGPIPE() { signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) }

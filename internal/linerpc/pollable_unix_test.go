@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // blockingPipe is a pipe whose read end is a blocking descriptor, as the
@@ -24,15 +26,20 @@ func blockingPipe(t *testing.T) (r, w *os.File) {
 		t.Fatal(err)
 	}
 	r, w = os.NewFile(uintptr(p[0]), "r"), os.NewFile(uintptr(p[1]), "w")
-	t.Cleanup(func() { w.Close() }) // r: the test closes it, or the file pollable made of it
-	heldPipes = append(heldPipes, r)
+	t.Cleanup(func() { r.Close(); w.Close() })
 	return r, w
 }
 
-// heldPipes keeps the read ends blockingPipe made referenced, as os.Stdin
-// is: once pollable has made a second File of a descriptor, the first one's
-// finalizer would close the descriptor number again, by then another file's.
-var heldPipes []*os.File
+// stderrFile is a regular file for stderr: not the pipe pollable is given.
+func stderrFile(t *testing.T) *os.File {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
 
 // TestPollablePipe: a client's pipe becomes a file the poller waits on (its
 // reads take deadlines, and Close ends a read waiting for input), where
@@ -40,11 +47,7 @@ var heldPipes []*os.File
 // was silent. os.Stdin as it was (pollable returning f) fails the deadline.
 func TestPollablePipe(t *testing.T) {
 	r, w := blockingPipe(t)
-	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stderr.Close()
+	stderr := stderrFile(t)
 	f := pollable(r, stderr)
 	if f == r {
 		t.Fatal("a blocking pipe was returned as it is, not as a file the poller waits on")
@@ -145,7 +148,7 @@ func TestPollableNonblockingBehindBlockingFile(t *testing.T) {
 	// a descriptor made non-blocking after the process started.
 	r, w := os.NewFile(uintptr(p[0]), "r"), os.NewFile(uintptr(p[1]), "w")
 	defer r.Close()
-	heldPipes = append(heldPipes, w) // f closes the descriptor
+	defer w.Close()
 	if err := unix.SetNonblock(p[1], true); err != nil {
 		t.Fatal(err)
 	}
@@ -160,11 +163,7 @@ func TestPollableNonblockingBehindBlockingFile(t *testing.T) {
 		}
 		drained += n
 	}
-	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stderr.Close()
+	stderr := stderrFile(t)
 	f := pollable(w, stderr)
 	if err := f.SetWriteDeadline(time.Time{}); err != nil {
 		t.Fatalf("SetWriteDeadline: %v; want a pollable file", err)
@@ -192,5 +191,26 @@ func TestPollableNonblockingBehindBlockingFile(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("writes to a full pipe: %v, want them to wait for room", err)
+	}
+}
+
+// TestRestoreStdio: the pipe pollable made non-blocking is blocking again
+// after RestoreStdio, as the shell that started the gateway gave it (the
+// command after the gateway in `{ toolgate serve; cat; } < fifo` read it
+// with EAGAIN), and Close of the pollable file leaves the original open:
+// it is what RestoreStdio reaches the pipe through.
+func TestRestoreStdio(t *testing.T) {
+	r, _ := blockingPipe(t)
+	stderr := stderrFile(t)
+	f := pollable(r, stderr)
+	if !testenv.Nonblocking(t, r) {
+		t.Fatal("pollable left the pipe blocking")
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	RestoreStdio()
+	if testenv.Nonblocking(t, r) {
+		t.Fatal("the pipe is still non-blocking after RestoreStdio")
 	}
 }

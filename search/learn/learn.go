@@ -101,6 +101,10 @@ type Store struct {
 	gc       *badgerlog.GC // nil in memory
 
 	gen atomic.Uint64 // bumped on every change
+	// broken says a write failed as Badger started its next memtable
+	// (noteWriteErr): Badger is left without one, and its next read
+	// panics, its next write ends the process. Not touched again.
+	broken atomic.Bool
 
 	clockMu sync.Mutex
 	clock   int64 // unix seconds of the newest record (0: none yet)
@@ -239,10 +243,32 @@ func (s *Store) collectGarbage() int {
 		return 0 // reported by Storage at the next write
 	}
 	n, err := badgerlog.CollectGarbage(s.db)
+	s.noteWriteErr(err)
 	if err != nil {
 		s.log.Warn("learned pairs: value log garbage collection failed", "dir", s.dir, "err", err)
 	}
 	return n
+}
+
+// view is s.db.View, refused once Badger is broken (a read would panic).
+func (s *Store) view(fn func(txn *badger.Txn) error) error {
+	if s.broken.Load() {
+		return s.brokenErr()
+	}
+	return s.db.View(fn)
+}
+
+// noteWriteErr marks the store broken when err is Badger's failure to
+// start a new memtable (it has no typed error for it; the words are its
+// ensureRoomForWrite's): it set its memtable to nil on the way.
+func (s *Store) noteWriteErr(err error) {
+	if err != nil && strings.Contains(err.Error(), "cannot create new mem table") && !s.broken.Swap(true) {
+		s.log.Warn("learned pairs: Badger could not start a new memtable; the store is read and written no more until the next start (searches rank without the pairs)", "dir", s.dir, "err", err)
+	}
+}
+
+func (s *Store) brokenErr() error {
+	return fmt.Errorf("learned pairs in %s are read and written no more until the next start: Badger could not start a new memtable after a failed write", s.dir)
 }
 
 func (s *Store) checkFormat() error {
@@ -286,6 +312,9 @@ func (s *Store) Close() error {
 // writes, the store's folder was removed or replaced, or Badger is
 // retrying a failed flush; nil when it may.
 func (s *Store) usable() error {
+	if s.broken.Load() {
+		return s.brokenErr()
+	}
 	if s.inMemory {
 		return nil
 	}
@@ -327,7 +356,7 @@ func (s *Store) Reopen(opts *Options) (*Store, error) {
 	}
 	type kv struct{ k, v []byte }
 	var all []kv
-	err = s.db.View(func(txn *badger.Txn) error {
+	err = s.view(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.DefaultIteratorOptions)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -383,6 +412,7 @@ func (s *Store) update(fn func(txn *badger.Txn) error) error {
 		return fmt.Errorf("learned pairs not written: %w", err)
 	}
 	if err := s.db.Update(fn); err != nil {
+		s.noteWriteErr(err)
 		if !s.inMemory {
 			s.st.Fail(fmt.Errorf("learned pairs write in %s: %w", s.dir, err))
 		}
@@ -443,11 +473,15 @@ func (s *Store) Add(pairs []Pair, defs map[string]catalog.Tool) error {
 		err = s.addBatch(pairs[start:min(start+addBatch, len(pairs))], defs, now, touched)
 	}
 	if err != nil {
+		// Not capped now: after a failed write Badger may have no
+		// memtable, and a read then panics (the cap's look at the
+		// tool's pairs did). The next Add caps the tools it touches.
 		err = fmt.Errorf("record learned pairs: %w", err)
-	}
-	for tool := range touched {
-		if cerr := s.capTool(tool); cerr != nil && err == nil {
-			err = cerr
+	} else {
+		for tool := range touched {
+			if cerr := s.capTool(tool); cerr != nil && err == nil {
+				err = cerr
+			}
 		}
 	}
 	if len(touched) > 0 {
@@ -525,20 +559,19 @@ func (s *Store) capTool(tool string) error {
 		return err
 	}
 	slices.SortStableFunc(all, func(a, b kv) int { return int(b.last - a.last) })
-	return s.update(func(txn *badger.Txn) error {
-		for _, e := range all[MaxQueriesPerTool:] {
-			if err := txn.Delete(e.key); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	// In batches (deleteKeys): a log that gave the tool thousands of
+	// queries at once was more deletes than one transaction holds.
+	drop := make([][]byte, 0, len(all)-MaxQueriesPerTool)
+	for _, e := range all[MaxQueriesPerTool:] {
+		drop = append(drop, e.key)
+	}
+	return s.deleteKeys(drop)
 }
 
 // eachPair calls fn with every pair stored under prefix (a key prefix of
 // pairs: all of them, or one tool's), in key order.
 func (s *Store) eachPair(prefix string, fn func(key []byte, tool, query string, v pairValue)) error {
-	return s.db.View(func(txn *badger.Txn) error {
+	return s.view(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte(prefix)})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -623,10 +656,10 @@ func (s *Store) Reset(server string) (int, error) {
 		prefixes = [][]byte{[]byte(pfxPair + server + catalog.Sep), []byte(pfxDoc + server + catalog.Sep)}
 	}
 	n, err := s.deletePrefixes(prefixes, true)
+	s.gen.Add(1) // a batch before a failed one is gone too
 	if err != nil {
 		return 0, fmt.Errorf("forget learned pairs: %w", err)
 	}
-	s.gen.Add(1)
 	return n, nil
 }
 
@@ -635,7 +668,7 @@ func (s *Store) Reset(server string) (int, error) {
 func (s *Store) deletePrefixes(prefixes [][]byte, countPairs bool) (int, error) {
 	var keys [][]byte
 	n := 0
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		for _, p := range prefixes {
 			it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: p})
 			for it.Rewind(); it.Valid(); it.Next() {
@@ -656,14 +689,13 @@ func (s *Store) deletePrefixes(prefixes [][]byte, countPairs bool) (int, error) 
 }
 
 func (s *Store) deleteKeys(keys [][]byte) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	if err := s.usable(); err != nil {
-		s.refused(err)
-		return fmt.Errorf("learned pairs not deleted: %w", err)
-	}
 	for len(keys) > 0 {
+		// Each batch asks first: a long reset on a folder that fills
+		// stops at the next batch, as a record does.
+		if err := s.usable(); err != nil {
+			s.refused(err)
+			return fmt.Errorf("learned pairs not deleted: %w", err)
+		}
 		wb := s.db.NewWriteBatch()
 		for _, k := range keys[:min(len(keys), 1000)] {
 			if err := wb.Delete(k); err != nil {
@@ -672,6 +704,7 @@ func (s *Store) deleteKeys(keys [][]byte) error {
 			}
 		}
 		if err := wb.Flush(); err != nil {
+			s.noteWriteErr(err)
 			if !s.inMemory {
 				s.st.Fail(fmt.Errorf("learned pairs write in %s: %w", s.dir, err))
 			}
@@ -705,7 +738,7 @@ func (s *Store) prune() (int, error) {
 	})
 	pairs := len(keys)
 	if err == nil {
-		err = s.db.View(func(txn *badger.Txn) error {
+		err = s.view(func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte(pfxDoc)})
 			defer it.Close()
 			for it.Rewind(); it.Valid(); it.Next() {
@@ -749,7 +782,7 @@ func (s *Store) Sync(tools []catalog.Tool) ([]string, error) {
 	}
 	var dropped []string
 	missing := map[string]string{}
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		for id := range withPairs {
 			t, ok := byID[id]
 			if !ok {

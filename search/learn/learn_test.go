@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -163,6 +164,57 @@ func TestCapPerTool(t *testing.T) {
 	}
 }
 
+// A log that gives one tool many queries at once (toolgate learn --queries
+// of 20,000 for one tool) is capped as one record is: the cap deleted what
+// it dropped in one transaction, and Badger refused it whole ("Txn is too
+// big to fit into one request"), so nothing of the log was kept in bounds
+// and the command failed.
+func TestCapPerToolOfABigLog(t *testing.T) {
+	s := open(t, "", &clock{time.Unix(1_700_000_000, 0)})
+	defer s.Close()
+	pairs := make([]Pair, 20_000)
+	for i := range pairs {
+		pairs[i] = Pair{Query: fmt.Sprintf("read the notes of meeting number %d of the quarterly planning", i), Tool: readFile.ID()}
+	}
+	if err := s.Add(pairs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := pairsOf(s); len(got) != MaxQueriesPerTool {
+		t.Fatalf("%d pairs kept, want %d", len(got), MaxQueriesPerTool)
+	}
+}
+
+// A write that fails as Badger starts its next memtable (a file-size limit
+// under the memtable's 4 MiB here; a folder gone read-only or full between
+// the data folder's check and the write) leaves Badger without one: its
+// next read panicked (the cap's look at the tool's pairs, then the
+// ranker's Pairs) and its next write ends the process. The store reads
+// and writes it no more: the ranking goes on without the pairs, a record
+// is refused with why, and Close leaves it unclosed (what it held is in
+// its write-ahead log).
+func TestFailedMemtableLeavesStoreAlone(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "learn")
+	s := open(t, dir, &clock{time.Unix(1_700_000_000, 0)})
+	pairs := make([]Pair, 50_000)
+	for i := range pairs {
+		pairs[i] = Pair{Query: fmt.Sprintf("read the notes of meeting number %d of the quarterly planning", i), Tool: readFile.ID()}
+	}
+	var err error
+	testenv.WithFileSizeLimit(t, 1<<20, func() { err = s.Add(pairs, nil) })
+	if err == nil {
+		t.Fatal("Add under a 1 MiB file-size limit succeeded: the test no longer makes Badger fail a memtable")
+	}
+	if p := s.Pairs(); len(p) != 0 {
+		t.Errorf("pairs read from a store whose memtable failed: %d", len(p))
+	}
+	if err := s.Add([]Pair{{Query: "one more", Tool: readFile.ID()}}, nil); err == nil || !strings.Contains(err.Error(), "memtable") {
+		t.Errorf("a record after the failed memtable: %v, want it refused saying why", err)
+	}
+	if err := s.Close(); err == nil || !strings.Contains(err.Error(), "left unclosed") {
+		t.Errorf("Close: %v, want the store left unclosed", err)
+	}
+}
+
 func TestResetAndServerReset(t *testing.T) {
 	s := open(t, "", &clock{time.Unix(1_700_000_000, 0)})
 	defer s.Close()
@@ -261,6 +313,53 @@ type fakeStorage struct {
 func (f *fakeStorage) Check() error   { return f.refuse }
 func (f *fakeStorage) Fail(err error) { f.fails = append(f.fails, err) }
 func (f *fakeStorage) OK()            { f.oks++ }
+
+// refusingAfter is a Storage that takes the next ok writes, then refuses.
+type refusingAfter struct {
+	fakeStorage
+	ok atomic.Int64
+}
+
+func (f *refusingAfter) Check() error {
+	if f.ok.Add(-1) >= 0 {
+		return nil
+	}
+	return errors.New("data folder is on a full file system")
+}
+
+// A reset of many pairs deletes them in batches, and asks the data folder
+// before each: one that fills or turns read-only during a long reset
+// stops it at the next batch, as a record does, rather than Badger
+// writing on into its memory maps (SIGBUS on a full disk).
+func TestResetChecksEachBatch(t *testing.T) {
+	st := &refusingAfter{}
+	st.ok.Store(1 << 30)
+	s, err := Open(filepath.Join(t.TempDir(), "learn"), &Options{Storage: st, Now: (&clock{time.Unix(1_700_000_000, 0)}).now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.gc.Stop() // its run at open asks too
+	var pairs []Pair
+	for tool := range 100 {
+		for q := range 30 {
+			pairs = append(pairs, Pair{Query: fmt.Sprintf("query %d", q), Tool: fmt.Sprintf("s__t%d", tool)})
+		}
+	}
+	if err := s.Add(pairs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Pairs()); n != len(pairs) {
+		t.Fatalf("%d pairs recorded, want %d", n, len(pairs))
+	}
+	st.ok.Store(1) // the reset's first batch
+	if _, err := s.Reset(""); err == nil || !strings.Contains(err.Error(), "full file system") {
+		t.Errorf("a reset while the folder fills: %v, want the refusal", err)
+	}
+	if n := len(s.Pairs()); n == 0 || n == len(pairs) {
+		t.Errorf("%d of %d pairs left after a reset stopped after its first batch", n, len(pairs))
+	}
+	s.Close()
+}
 
 // The store's folder removed under it: recording goes on without writing
 // (a failure reported, searches keep the pairs read), and Close returns at

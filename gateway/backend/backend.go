@@ -1140,9 +1140,12 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 		}
 		return nil, &UnavailableError{Server: name, Err: w}
 	}
-	if c := exact.cut.Load(); c != nil && cctx.Err() == nil {
+	if c := exact.cut.Load(); c != nil && (cctx.Err() == nil || ctx.Err() == nil && b.ctx.Err() == nil && errors.Is(context.Cause(cctx), errStopping)) {
 		// The call's answer began and ended before its result: the
-		// server had the call, and may have run it.
+		// server had the call, and may have run it. The supervisor,
+		// seeing the connection break, may tear the run down
+		// (errStopping) before this call reads its error: the cut answer
+		// is still why (it read "it stopped during the call" under load).
 		return nil, &UnavailableError{Server: name, Err: c.words(err)}
 	}
 	ue := ownRequestError(err)

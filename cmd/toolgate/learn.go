@@ -540,8 +540,14 @@ func damagedError(dataDir, storeDir string, err error) error {
 // panicked, and whose Close retried the flush for good: the command hung)
 // or writing into a memory map on a full disk (SIGBUS); and Close leaves
 // such a store unclosed.
+// A data folder that does not exist yet is made first, as a command's
+// start does (storage.Health.Prepare): the store made it before it asked
+// the folder's health, and `learn --data-dir NEW` read "does not exist
+// (removed while toolgate runs …)".
 func openLearnStore(g *globals, log *slog.Logger) (*learn.Store, error) {
-	return learn.Open(learnDir(g), &learn.Options{Logger: log, Storage: g.health().Writer("learned pairs", "pairs are not recorded")})
+	h := g.health()
+	_ = h.Prepare() // a folder it cannot make is the store's error, with the fix
+	return learn.Open(learnDir(g), &learn.Options{Logger: log, Storage: h.Writer("learned pairs", "pairs are not recorded")})
 }
 
 // learnedServers says which servers have learned pairs (after a reset of

@@ -582,3 +582,40 @@ func TestOAuthBearerWithoutMetadata(t *testing.T) {
 		})
 	}
 }
+
+// A server whose token check fails with a 500 on a token it no longer
+// takes (the TypeScript SDK's example OAuth server, once restarted, has
+// forgotten every token it issued) is down with that 500, and, as the
+// request carried the stored login's token, the fix names the login to
+// run again: `auth status` still says "logged in", and the fix read only
+// "its own log says why". Once logged in again it is up, without waiting
+// out its restart delay.
+func TestOAuthServerFailsOnForgottenToken(t *testing.T) {
+	e := &oauthEnv{data: t.TempDir(), as: oauthtest.NewAuthServer(t), clock: &clock{}, logs: &testenv.LogBuffer{}}
+	e.store = oauth.NewStore(e.data)
+	e.rs = oauthtest.NewResourceServer(t, e.as, backendtest.NewServer(backendtest.ParseModes("normal")), &oauthtest.ResourceOptions{FailOnBadToken: true})
+	e.srv = oauth.Server{Name: "demo", URL: e.rs.URL, Transport: config.TypeHTTP}
+	e.login(t)
+	e.as.ExpireAccessTokens()
+	tokens := oauth.NewTokens(e.store, &oauth.Options{Logger: e.logs.Logger(), PollInterval: 10 * time.Millisecond,
+		LoginCommand: func(server string) string { return "toolgate auth login " + server + " --config /etc/toolgate.json" }})
+	t.Cleanup(func() { tokens.Close() })
+	o := testOptions(e.logs)
+	o.Auth = tokens
+	o.RestartDelays = []time.Duration{time.Hour}
+	e.pool = startPool(t, []config.Server{{Name: "demo", Type: config.TypeHTTP, URL: e.rs.URL}}, o)
+	var st Status
+	testenv.Eventually(t, "demo down with the 500", func() bool {
+		st = statusOf(t, e.pool, "demo")
+		return st.State == StateDown
+	})
+	if want := "`" + loginCommand + "` logs in again"; !strings.Contains(st.Err, "500 Internal Server Error") || !strings.Contains(st.Err, want) {
+		t.Errorf("status error %q, want the 500 and %q", st.Err, want)
+	}
+	if got := st.ForKey().Err; strings.Contains(got, "/etc/") || !strings.Contains(got, "`toolgate auth login demo` logs in again") {
+		t.Errorf("its status, as a key that is not admin reads it: %q, want the bare command", got)
+	}
+	e.login(t)
+	testenv.Eventually(t, "demo up with the new login", func() bool { return statusOf(t, e.pool, "demo").State == StateUp })
+	e.echo(t, "logged in again")
+}

@@ -206,6 +206,16 @@ func (r *refusal) fix(login loginCmd, typ string) *OwnWords {
 		fix = "the server refused these credentials or this client: check the entry's \"headers\" (the token and its scopes) and whether the server lets this address in"
 	case r.code == http.StatusTooManyRequests:
 		fix = "the server limits how often it is called: call again later"
+	case r.code >= 500 && r.login:
+		// A token check that fails on a token the server no longer takes
+		// (its authorization server restarted, or revoked it) and does not
+		// say so with a 401 answers 500, as go-sdk's and the TypeScript
+		// SDK's middleware do for a check that fails another way: the
+		// login is all that can be fixed from here, and `auth status`
+		// still says "logged in".
+		return &OwnWords{Before: "the server, or a proxy before it, failed: its own log says why; the request carried the stored login's token," +
+			" which a server may fail on once it no longer takes it (its authorization server restarted, or revoked it): `", Said: login,
+			After: "` logs in again"}
 	case r.code >= 500:
 		fix = "the server, or a proxy before it, failed: its own log says why"
 	default:

@@ -289,6 +289,7 @@ func newBackend(p *Pool, s config.Server) *backend {
 		restartDelays: p.opts.RestartDelays,
 		stableAfter:   p.opts.StableAfter,
 	}
+	b.said = p.saidBefore(s.Name)
 	b.ctx, b.cancel = context.WithCancelCause(p.ctx)
 	b.setTimeouts(s)
 	if p.opts.Lazy != nil && p.opts.Lazy(s) {
@@ -468,10 +469,14 @@ func (b *backend) connect(ctx context.Context) {
 	b.tools = tools
 	b.info = r.sess.InitializeResult()
 	said, flagged := selfDescription(b.info, b.cfg.Name)
+	saidBefore := b.said
 	b.said = said
 	b.setStateLocked(StateUp, nil)
 	b.mu.Unlock()
 	b.log.Info("backend up", keyTools, len(tools), keyProtocol, r.protocol)
+	if said != saidBefore && b.p.opts.OnDescribed != nil {
+		b.p.opts.OnDescribed(b.cfg.Name, said)
+	}
 	if len(flagged) > 0 {
 		why := make([]string, len(flagged))
 		for i, f := range flagged {

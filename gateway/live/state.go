@@ -146,12 +146,12 @@ func (st State) With(server string, disabled bool) (State, bool) {
 		next = append(next, server)
 		slices.Sort(next)
 	}
-	return State{Disabled: next, RestartRequests: maps.Clone(st.RestartRequests)}, !slices.Equal(next, st.Disabled)
+	return State{Disabled: next, RestartRequests: maps.Clone(st.RestartRequests), Described: maps.Clone(st.Described)}, !slices.Equal(next, st.Disabled)
 }
 
 // WithRestart is st with one more restart of server requested.
 func (st State) WithRestart(server string) State {
-	next := State{Disabled: slices.Clone(st.Disabled), RestartRequests: maps.Clone(st.RestartRequests)}
+	next := State{Disabled: slices.Clone(st.Disabled), RestartRequests: maps.Clone(st.RestartRequests), Described: maps.Clone(st.Described)}
 	if next.RestartRequests == nil {
 		next.RestartRequests = map[string]uint64{}
 	}

@@ -440,3 +440,16 @@ func TestSetDescribed(t *testing.T) {
 		t.Errorf("a state file that does not read was rewritten: %s", b)
 	}
 }
+
+// Disabling a server or asking for a restart keeps what the servers said
+// of themselves (State.Described): With and WithRestart dropped it.
+func TestStateEditsKeepDescribed(t *testing.T) {
+	st := State{Disabled: []string{"a"}, Described: map[string]string{"a": "An apple server"}}
+	next, _ := st.With("b", true)
+	if !maps.Equal(next.Described, st.Described) {
+		t.Errorf("With: described %v, want %v", next.Described, st.Described)
+	}
+	if next := st.WithRestart("a"); !maps.Equal(next.Described, st.Described) {
+		t.Errorf("WithRestart: described %v, want %v", next.Described, st.Described)
+	}
+}

@@ -1673,6 +1673,13 @@ func (b *backend) deathErr(r *run) error {
 		return fmt.Errorf("backend %q: connection to the process broke (stdout closed or invalid JSON-RPC)%s", b.cfg.Name, r.proc.stderrSuffix())
 	}
 	if err := r.sess.Wait(); err != nil {
+		if t := r.headers(); t != nil {
+			// The server refused the GET of its stream of its own, and
+			// answered nothing since: that ended the session.
+			if rf := t.streamRefused.Load(); rf != nil && rf.answersBefore == t.answers.Load() {
+				return b.atURL(rf.ownWords(b.cfg.URL, b.loginCommand(), b.cfg.Type, err))
+			}
+		}
 		return fmt.Errorf("backend %q at %s: connection lost: %w", b.cfg.Name, b.cfg.URL, err)
 	}
 	return fmt.Errorf("backend %q at %s: connection closed by the server", b.cfg.Name, b.cfg.URL)

@@ -210,7 +210,14 @@ func EnsureReport(ctx context.Context, dir string, tools []catalog.Tool, emb Emb
 	}
 	rep.Before = state
 	if state == StateFormatChanged {
-		log.Warn("index on disk is unreadable or from another format; rebuilding", "dir", ixDir)
+		// An older (or newer) toolgate's index is what an upgrade finds:
+		// expected, not a fault; a manifest that does not read, or a
+		// generation gone, is one.
+		if prev != nil && (prev.Format != FormatVersion || prev.Analyzer != analyzerSignature()) {
+			log.Info("index on disk is from another toolgate version; rebuilding it", "format", prev.Format, "this_version_reads", FormatVersion, "dir", ixDir)
+		} else {
+			log.Warn("index on disk is unreadable; rebuilding", "dir", ixDir)
+		}
 	}
 	if state == StateUpToDate {
 		ix, err := openGen(ixDir, prev)

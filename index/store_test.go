@@ -2,7 +2,9 @@ package index
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -454,5 +456,48 @@ func TestAnnotationsKept(t *testing.T) {
 	_, rep = mustEnsure(t, old, tools, emb)
 	if rep.Before != StateFormatChanged || !rep.Rebuilt {
 		t.Errorf("format-3 index: %+v, want format changed and rebuilt", rep)
+	}
+}
+
+// An index an older toolgate made (another format) is rebuilt with a log
+// line that says so, at INFO: an upgrade's expected rebuild read
+// "unreadable or from another format" as a warning. A manifest that does
+// not read is still a warning that says so.
+func TestEnsureSaysAnOlderFormat(t *testing.T) {
+	emb := newCaching("fake/1")
+	for _, tc := range []struct {
+		name     string
+		manifest func(m *Manifest) []byte
+		want     string
+	}{
+		{"older format", func(m *Manifest) []byte {
+			m.Format = FormatVersion - 1
+			b, _ := json.Marshal(m)
+			return b
+		}, fmt.Sprintf(`level=INFO msg="index on disk is from another toolgate version; rebuilding it" format=%d this_version_reads=%d`, FormatVersion-1, FormatVersion)},
+		{"garbled manifest", func(*Manifest) []byte { return []byte("{not json") },
+			`level=WARN msg="index on disk is unreadable; rebuilding"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ix, _ := mustEnsure(t, dir, testTools(), emb)
+			ix.Close()
+			m, err := readManifest(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, manifestFile), tc.manifest(m), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var logs testenv.LogBuffer
+			ix, rep, err := EnsureReport(context.Background(), dir, testTools(), emb, &Options{Logger: logs.Logger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ix.Close()
+			if rep.Before != StateFormatChanged || !rep.Rebuilt || !strings.Contains(logs.String(), tc.want) {
+				t.Errorf("report %+v, log:\n%s\nwant %s", rep, logs.String(), tc.want)
+			}
+		})
 	}
 }

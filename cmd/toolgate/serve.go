@@ -410,6 +410,12 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		lv.ToolsChanged(server, tools)
 	}
 	opts.Known = lv.Known // a listing like the warm catalog is held once
+	// What each server said of itself at its last handshake (the state
+	// file) describes it in search_tools until it connects: a warm start's
+	// description is the last run's, and the handshake, saying the same,
+	// sends the client no tools/list_changed (it did a second into every
+	// stdio session).
+	opts.Described, opts.OnDescribed = lv.Described, lv.SetDescribed
 	opts.Lazy = func(s config.Server) bool { return s.Lazy && lv.Cataloged(s.Name) }
 	// On a warm start the backends connect once the model is loaded and
 	// the first search is answered, or firstSearchWait after the model

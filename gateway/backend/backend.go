@@ -289,6 +289,7 @@ func newBackend(p *Pool, s config.Server) *backend {
 		restartDelays: p.opts.RestartDelays,
 		stableAfter:   p.opts.StableAfter,
 	}
+	b.said = p.saidBefore(s.Name)
 	b.ctx, b.cancel = context.WithCancelCause(p.ctx)
 	b.setTimeouts(s)
 	if p.opts.Lazy != nil && p.opts.Lazy(s) {
@@ -468,10 +469,14 @@ func (b *backend) connect(ctx context.Context) {
 	b.tools = tools
 	b.info = r.sess.InitializeResult()
 	said, flagged := selfDescription(b.info, b.cfg.Name)
+	saidBefore := b.said
 	b.said = said
 	b.setStateLocked(StateUp, nil)
 	b.mu.Unlock()
 	b.log.Info("backend up", keyTools, len(tools), keyProtocol, r.protocol)
+	if said != saidBefore && b.p.opts.OnDescribed != nil {
+		b.p.opts.OnDescribed(b.cfg.Name, said)
+	}
 	if len(flagged) > 0 {
 		why := make([]string, len(flagged))
 		for i, f := range flagged {
@@ -1671,6 +1676,13 @@ func (b *backend) deathErr(r *run) error {
 		return fmt.Errorf("backend %q: connection to the process broke (stdout closed or invalid JSON-RPC)%s", b.cfg.Name, r.proc.stderrSuffix())
 	}
 	if err := r.sess.Wait(); err != nil {
+		if t := r.headers(); t != nil {
+			// The server refused the GET of its stream of its own, and
+			// answered nothing since: that ended the session.
+			if rf := t.streamRefused.Load(); rf != nil && rf.answersBefore == t.answers.Load() {
+				return b.atURL(rf.ownWords(b.cfg.URL, b.loginCommand(), b.cfg.Type, err))
+			}
+		}
 		return fmt.Errorf("backend %q at %s: connection lost: %w", b.cfg.Name, b.cfg.URL, err)
 	}
 	return fmt.Errorf("backend %q at %s: connection closed by the server", b.cfg.Name, b.cfg.URL)

@@ -74,6 +74,20 @@ func (p *Pool) Describe(server string) string {
 	return said
 }
 
+// saidBefore is what server said of itself in an earlier run
+// (Options.Described), unless the scan of tool definitions flags it: the
+// file that kept it is not the server's handshake.
+func (p *Pool) saidBefore(server string) string {
+	if p.opts.Described == nil {
+		return ""
+	}
+	d := p.opts.Described(server)
+	if len(quarantine.Scanner{}.Scan(catalog.Tool{Description: d})) > 0 {
+		return ""
+	}
+	return d
+}
+
 // selfDescription is what a server said of itself in its handshake, for
 // Describe: serverInfo's description, its title (when it is more than the
 // name), or the first sentence of its instructions. search_tools'

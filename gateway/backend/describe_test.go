@@ -2,12 +2,15 @@ package backend
 
 import (
 	"context"
+	"maps"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // TestDescribe: a server is described by its config entry's description,
@@ -81,5 +84,53 @@ func TestFirstSentence(t *testing.T) {
 		if got := firstSentence(in); got != want {
 			t.Errorf("firstSentence(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestDescribedBefore: what a server said of itself in an earlier run
+// (Options.Described, kept by OnDescribed) describes it until this run's
+// handshake, so a warm start's search_tools description is the last run's
+// and the handshake, saying the same, changes nothing: it was the tools'
+// names until the handshake, and every stdio session's client got a
+// notifications/tools/list_changed a second in. What it says anew is
+// handed to OnDescribed; a text the scan flags is not taken from before.
+func TestDescribedBefore(t *testing.T) {
+	before := map[string]string{"same": backendtest.Title, "changed": "what it said last time", "poisoned": backendtest.PoisonedTitle}
+	var mu sync.Mutex
+	told := map[string]string{}
+	release := make(chan struct{})
+	o := testOptions(nil)
+	o.Described = func(server string) string { return before[server] }
+	o.OnDescribed = func(server, said string) {
+		mu.Lock()
+		defer mu.Unlock()
+		told[server] = said
+	}
+	o.StartAfter = func(ctx context.Context) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+	}
+	servers := []config.Server{named(backendtest.Command(t, ""), "same"), named(backendtest.Command(t, ""), "changed"), named(backendtest.Command(t, ""), "poisoned")}
+	p := New(servers, o)
+	t.Cleanup(func() { p.Close() })
+	p.StartAsync(context.Background())
+	for server, want := range map[string]string{"same": backendtest.Title, "changed": "what it said last time", "poisoned": ""} {
+		if got := p.Describe(server); got != want {
+			t.Errorf("before the handshake, Describe(%s) = %q, want %q", server, got, want)
+		}
+	}
+	close(release)
+	for _, s := range servers {
+		testenv.Eventually(t, s.Name+" up", func() bool { return statusOf(t, p, s.Name).State == StateUp })
+		if got := p.Describe(s.Name); got != backendtest.Title {
+			t.Errorf("after the handshake, Describe(%s) = %q, want %q", s.Name, got, backendtest.Title)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := map[string]string{"changed": backendtest.Title, "poisoned": backendtest.Title}; !maps.Equal(told, want) {
+		t.Errorf("OnDescribed told %v, want %v (what changed since the run before)", told, want)
 	}
 }

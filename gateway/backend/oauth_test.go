@@ -503,20 +503,7 @@ func TestOAuthInsufficientScopeThenLogin(t *testing.T) {
 	e.srv = oauth.Server{Name: "demo", URL: e.rs.URL, Transport: config.TypeHTTP, Scopes: []string{"read"}}
 	e.login(t)
 	const login = "toolgate auth login demo --config /etc/toolgate.json --data-dir /srv/tg"
-	tokens := oauth.NewTokens(e.store, &oauth.Options{Logger: e.logs.Logger(), PollInterval: 10 * time.Millisecond,
-		LoginCommand: func(server string) string {
-			return "toolgate auth login " + server + " --config /etc/toolgate.json --data-dir /srv/tg"
-		}})
-	t.Cleanup(func() { tokens.Close() })
-	o := testOptions(e.logs)
-	o.Auth = tokens
-	o.RestartDelays = []time.Duration{time.Hour}
-	e.pool = startPool(t, []config.Server{{Name: "demo", Type: config.TypeHTTP, URL: e.rs.URL}}, o)
-	var st Status
-	testenv.Eventually(t, "demo down for want of the scope", func() bool {
-		st = statusOf(t, e.pool, "demo")
-		return st.State == StateDown
-	})
+	st := e.startDown(t, "demo down for want of the scope", " --config /etc/toolgate.json --data-dir /srv/tg")
 	// The command in full, as the needs-login error gives it: it said
 	// `toolgate auth login demo`, which on another data folder than the
 	// default logs in to the wrong one.
@@ -536,6 +523,26 @@ func TestOAuthInsufficientScopeThenLogin(t *testing.T) {
 	e.login(t)
 	testenv.Eventually(t, "demo up with the new login", func() bool { return statusOf(t, e.pool, "demo").State == StateUp })
 	e.echo(t, "with the scope")
+}
+
+// startDown starts e's pool on its http server "demo", whose errors name
+// `toolgate auth login demo` and then paths, with a restart delay no test
+// waits out, and returns demo's status once it is down (what for says).
+func (e *oauthEnv) startDown(t *testing.T, what, paths string) Status {
+	t.Helper()
+	tokens := oauth.NewTokens(e.store, &oauth.Options{Logger: e.logs.Logger(), PollInterval: 10 * time.Millisecond,
+		LoginCommand: func(server string) string { return "toolgate auth login " + server + paths }})
+	t.Cleanup(func() { tokens.Close() })
+	o := testOptions(e.logs)
+	o.Auth = tokens
+	o.RestartDelays = []time.Duration{time.Hour}
+	e.pool = startPool(t, []config.Server{{Name: "demo", Type: config.TypeHTTP, URL: e.rs.URL}}, o)
+	var st Status
+	testenv.Eventually(t, what, func() bool {
+		st = statusOf(t, e.pool, "demo")
+		return st.State == StateDown
+	})
+	return st
 }
 
 // A server that answers 401 with a bare Bearer challenge and publishes no
@@ -581,4 +588,30 @@ func TestOAuthBearerWithoutMetadata(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A server whose token check fails with a 500 on a token it no longer
+// takes (the TypeScript SDK's example OAuth server, once restarted, has
+// forgotten every token it issued) is down with that 500, and, as the
+// request carried the stored login's token, the fix names the login to
+// run again: `auth status` still says "logged in", and the fix read only
+// "its own log says why". Once logged in again it is up, without waiting
+// out its restart delay.
+func TestOAuthServerFailsOnForgottenToken(t *testing.T) {
+	e := &oauthEnv{data: t.TempDir(), as: oauthtest.NewAuthServer(t), clock: &clock{}, logs: &testenv.LogBuffer{}}
+	e.store = oauth.NewStore(e.data)
+	e.rs = oauthtest.NewResourceServer(t, e.as, backendtest.NewServer(backendtest.ParseModes("normal")), &oauthtest.ResourceOptions{FailOnBadToken: true})
+	e.srv = oauth.Server{Name: "demo", URL: e.rs.URL, Transport: config.TypeHTTP}
+	e.login(t)
+	e.as.ExpireAccessTokens()
+	st := e.startDown(t, "demo down with the 500", " --config /etc/toolgate.json")
+	if want := "`" + loginCommand + "` logs in again"; !strings.Contains(st.Err, "500 Internal Server Error") || !strings.Contains(st.Err, want) {
+		t.Errorf("status error %q, want the 500 and %q", st.Err, want)
+	}
+	if got := st.ForKey().Err; strings.Contains(got, "/etc/") || !strings.Contains(got, "`toolgate auth login demo` logs in again") {
+		t.Errorf("its status, as a key that is not admin reads it: %q, want the bare command", got)
+	}
+	e.login(t)
+	testenv.Eventually(t, "demo up with the new login", func() bool { return statusOf(t, e.pool, "demo").State == StateUp })
+	e.echo(t, "logged in again")
 }

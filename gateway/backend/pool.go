@@ -164,6 +164,18 @@ type Options struct {
 	// so that the first search does not queue behind the backends'
 	// start-up; nil connects at once.
 	StartAfter func(ctx context.Context)
+	// Described, if set, returns what a server said of itself in a
+	// handshake of an earlier run (kept by OnDescribed): Describe answers
+	// with it until this run's handshake, so that a warm start describes
+	// the server in search_tools as the run before did, and the handshake,
+	// saying the same, changes nothing a client must be told of. A text the
+	// scan of tool definitions flags is not taken. nil: none.
+	Described func(server string) string
+	// OnDescribed, if set, is called after a handshake with what the
+	// server said of itself ("" for nothing, or a flagged text) when it
+	// differs from what Describe took before (Described's, or the last
+	// handshake's). It runs on the backend's connect goroutine.
+	OnDescribed func(server, said string)
 }
 
 func (o *Options) withDefaults() Options {

@@ -1517,3 +1517,40 @@ func TestRemotePageMidSession(t *testing.T) {
 		})
 	}
 }
+
+// A streamable HTTP server whose standalone stream (the GET go-sdk keeps
+// open for the server's own messages) is answered with an error status
+// when go-sdk opens it again is down with that answer and its fix, as a
+// refused POST is: it read "connection lost: rejected by transport:
+// standalone SSE stream: Internal Server Error", which said neither who
+// failed nor what to do (the TypeScript SDK's example OAuth server,
+// restarted, answers so to a token it forgot).
+func TestStandaloneStreamRefusalSaid(t *testing.T) {
+	var broken atomic.Bool
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return backendtest.NewServer(backendtest.ParseModes("normal")) }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if broken.Load() {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprint(w, `{"error":"server_error","error_description":"token introspection failed"}`)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	p := startPool(t, []config.Server{{Name: "remote", Type: config.TypeHTTP, URL: srv.URL + "/mcp"}}, testOptions(nil))
+	if st := statusOf(t, p, "remote"); st.State != StateUp {
+		t.Fatalf("remote: %+v", st)
+	}
+	broken.Store(true)
+	srv.CloseClientConnections()
+	var st Status
+	testenv.Eventually(t, "remote down", func() bool {
+		st = statusOf(t, p, "remote")
+		return st.State == StateDown
+	})
+	want := `the server answered a GET with 500 Internal Server Error ("token introspection failed"): the server, or a proxy before it, failed: its own log says why`
+	if !strings.Contains(st.Err, want) {
+		t.Errorf("status error %q, want %q", st.Err, want)
+	}
+}

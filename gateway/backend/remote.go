@@ -59,6 +59,12 @@ type headerTransport struct {
 	// for connect and call errors; refusals counts them.
 	refused  atomic.Pointer[refusal]
 	refusals atomic.Uint64
+	// streamRefused is the last refusal of the GET that opens a
+	// streamable HTTP server's stream of its own (which refusalOf leaves
+	// out: most are a server without one), for the error of a session
+	// that ended when go-sdk opened it again and was refused
+	// (streamRefusalOf).
+	streamRefused atomic.Pointer[refusal]
 	// answers counts the answers with a status under 400: a refusal
 	// answered before one of them was got past (go-sdk's server/discover,
 	// which a server of the 2025 protocol refuses, before initialize).
@@ -206,6 +212,16 @@ func (r *refusal) fix(login loginCmd, typ string) *OwnWords {
 		fix = "the server refused these credentials or this client: check the entry's \"headers\" (the token and its scopes) and whether the server lets this address in"
 	case r.code == http.StatusTooManyRequests:
 		fix = "the server limits how often it is called: call again later"
+	case r.code >= 500 && r.login:
+		// A token check that fails on a token the server no longer takes
+		// (its authorization server restarted, or revoked it) and does not
+		// say so with a 401 answers 500, as go-sdk's and the TypeScript
+		// SDK's middleware do for a check that fails another way: the
+		// login is all that can be fixed from here, and `auth status`
+		// still says "logged in".
+		return &OwnWords{Before: "the server, or a proxy before it, failed: its own log says why; the request carried the stored login's token," +
+			" which a server may fail on once it no longer takes it (its authorization server restarted, or revoked it): `", Said: login,
+			After: "` logs in again"}
 	case r.code >= 500:
 		fix = "the server, or a proxy before it, failed: its own log says why"
 	default:
@@ -241,6 +257,26 @@ func refusalOf(resp *http.Response, sse, login bool) *refusal {
 	if resp.StatusCode < 400 || m == http.MethodDelete || m == http.MethodGet && !sse {
 		return nil
 	}
+	return describeRefusal(resp, login)
+}
+
+// streamRefusalOf describes resp when it refuses the GET that opens a
+// streamable HTTP server's stream of its own with a status that is not the
+// 404 or 405 of a server without one (go-sdk goes on without it then); nil
+// for any other response. go-sdk ends the session when the GET it sends
+// again, after the stream broke, is refused so, and says the status text
+// alone ("standalone SSE stream: Internal Server Error").
+func streamRefusalOf(resp *http.Response, sse, login bool) *refusal {
+	if sse || resp.Request.Method != http.MethodGet || resp.StatusCode < 400 ||
+		resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
+		return nil
+	}
+	return describeRefusal(resp, login)
+}
+
+// describeRefusal is the refusal resp, an answer with an error status.
+func describeRefusal(resp *http.Response, login bool) *refusal {
+	m := resp.Request.Method
 	body := peekBody(resp, 4<<10)
 	said := bodySays(resp.Header.Get("Content-Type"), body)
 	if strings.EqualFold(said, http.StatusText(resp.StatusCode)) || strings.EqualFold(said, resp.Status) {
@@ -343,6 +379,9 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		rf.call = exactFrom(req.Context())
 		t.refused.Store(rf)
 		t.refusals.Add(1)
+	} else if rf := streamRefusalOf(resp, t.sse, t.login); rf != nil {
+		rf.answersBefore = t.answers.Load()
+		t.streamRefused.Store(rf)
 	} else if resp.StatusCode < 400 {
 		t.answers.Add(1)
 	}

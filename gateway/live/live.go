@@ -338,6 +338,8 @@ type Loop struct {
 	// restartsSeen are the state file's restart requests last read
 	// (applyRestarts); reloadMu guards it.
 	restartsSeen map[string]uint64
+	// described is the state file's Described as read at New (Described).
+	described map[string]string
 
 	cancel context.CancelFunc
 	// runCtx is Run's context: servers the pool starts for a reload or an
@@ -368,6 +370,7 @@ func New(dir string, cfg *config.File, opts *Options) *Loop {
 	l.policy.Put(policy.NewConfigured(names))
 	l.policy.Put(policy.NewDisabled(st.Disabled))
 	l.restartsSeen = st.RestartRequests
+	l.described = st.Described
 	l.policy.PutProfiles(cfg.Toolgate.Profiles)
 	l.stats.Disabled = l.disabledHere()
 	l.warm, l.current = l.openWarm(names)

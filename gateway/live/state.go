@@ -35,6 +35,12 @@ type State struct {
 	// whose count changed since it last read the file; one that starts
 	// takes the counts as they are (its servers are new anyway).
 	RestartRequests map[string]uint64 `json:"restartRequests,omitempty"`
+	// Described is what each server said of itself at its last handshake
+	// (serverInfo's description or title, or its instructions' first
+	// sentence), by server: a warm start describes the servers in
+	// search_tools with it until they connect, as the run before did, so
+	// their handshakes change nothing a client must be told of.
+	Described map[string]string `json:"described,omitempty"`
 }
 
 // ReadState reads the state file at path; a missing file (or path "") is
@@ -140,12 +146,12 @@ func (st State) With(server string, disabled bool) (State, bool) {
 		next = append(next, server)
 		slices.Sort(next)
 	}
-	return State{Disabled: next, RestartRequests: maps.Clone(st.RestartRequests)}, !slices.Equal(next, st.Disabled)
+	return State{Disabled: next, RestartRequests: maps.Clone(st.RestartRequests), Described: maps.Clone(st.Described)}, !slices.Equal(next, st.Disabled)
 }
 
 // WithRestart is st with one more restart of server requested.
 func (st State) WithRestart(server string) State {
-	next := State{Disabled: slices.Clone(st.Disabled), RestartRequests: maps.Clone(st.RestartRequests)}
+	next := State{Disabled: slices.Clone(st.Disabled), RestartRequests: maps.Clone(st.RestartRequests), Described: maps.Clone(st.Described)}
 	if next.RestartRequests == nil {
 		next.RestartRequests = map[string]uint64{}
 	}
@@ -388,4 +394,40 @@ func (l *Loop) watchState(ctx context.Context) {
 			apply()
 		}
 	})
+}
+
+// Described is what server said of itself at its last handshake in an
+// earlier run on the data folder (State.Described, as read at New), or "".
+func (l *Loop) Described(server string) string { return l.described[server] }
+
+// SetDescribed keeps what server said of itself at its handshake ("" for
+// nothing) in the state file, for the next start's Described. A file that
+// cannot be read or written is left as it is (logged at debug level: the
+// description is a convenience, and the data folder's health is reported
+// by its stores).
+func (l *Loop) SetDescribed(server, said string) {
+	if l.opts.StatePath == "" {
+		return
+	}
+	err := servingFolder(filepath.Dir(l.opts.StatePath))
+	if err == nil {
+		err = editState(l.opts.StatePath, func(cur State, err error) (State, bool, error) {
+			if err != nil || cur.Described[server] == said {
+				return cur, false, err
+			}
+			cur.Described = maps.Clone(cur.Described)
+			if cur.Described == nil {
+				cur.Described = map[string]string{}
+			}
+			if said == "" {
+				delete(cur.Described, server)
+			} else {
+				cur.Described[server] = said
+			}
+			return cur, true, nil
+		})
+	}
+	if err != nil {
+		l.log.Debug("what the server said of itself is not kept for the next start", "server", server, "err", err)
+	}
 }

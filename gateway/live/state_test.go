@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -400,5 +401,55 @@ func TestDisabledOfThisConfig(t *testing.T) {
 	st := f.wait(t, "the reload that adds web", func(s Stats) bool { return s.ReloadGeneration == 1 })
 	if !slices.Equal(st.Disabled, []string{"a", "web"}) {
 		t.Errorf("after adding web: Stats.Disabled = %v, want [a web]", st.Disabled)
+	}
+}
+
+// What a server said of itself is kept in the state file beside the
+// servers disabled, and read by the next loop on the folder (Described);
+// a same text is not written again, "" removes the server's, and a state
+// file that does not read is left as it is.
+func TestSetDescribed(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state.json")
+	if err := WriteState(state, State{Disabled: []string{"b"}}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	f := newFixture(t, dir, newFakePool("a", "b"), &Options{StatePath: state}, "a", "b")
+	f.loop.SetDescribed("a", "An apple server")
+	f.loop.SetDescribed("b", "A banana server")
+	f.loop.SetDescribed("b", "")
+	st, err := ReadState(state)
+	if err != nil || !slices.Equal(st.Disabled, []string{"b"}) || !maps.Equal(st.Described, map[string]string{"a": "An apple server"}) {
+		t.Fatalf("state file: %+v, %v", st, err)
+	}
+	fi, _ := os.Stat(state)
+	f.loop.SetDescribed("a", "An apple server")
+	if fi2, _ := os.Stat(state); !fi2.ModTime().Equal(fi.ModTime()) || fi2.Size() != fi.Size() {
+		t.Errorf("the same text was written again")
+	}
+	next := New(dir, f.loop.Config(), &Options{StatePath: state, Search: &search.Options{Mode: search.ModeBM25}})
+	t.Cleanup(func() { next.Close() })
+	if got := next.Described("a"); got != "An apple server" {
+		t.Errorf("the next start's Described(a) = %q", got)
+	}
+	if err := os.WriteFile(state, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	next.SetDescribed("a", "another text")
+	if b, _ := os.ReadFile(state); string(b) != "{not json" {
+		t.Errorf("a state file that does not read was rewritten: %s", b)
+	}
+}
+
+// Disabling a server or asking for a restart keeps what the servers said
+// of themselves (State.Described): With and WithRestart dropped it.
+func TestStateEditsKeepDescribed(t *testing.T) {
+	st := State{Disabled: []string{"a"}, Described: map[string]string{"a": "An apple server"}}
+	next, _ := st.With("b", true)
+	if !maps.Equal(next.Described, st.Described) {
+		t.Errorf("With: described %v, want %v", next.Described, st.Described)
+	}
+	if next := st.WithRestart("a"); !maps.Equal(next.Described, st.Described) {
+		t.Errorf("WithRestart: described %v, want %v", next.Described, st.Described)
 	}
 }

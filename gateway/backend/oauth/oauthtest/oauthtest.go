@@ -372,6 +372,11 @@ type ResourceOptions struct {
 	// Scopes are the scopes a token needs (go-sdk's middleware answers
 	// 403 insufficient_scope to one without them).
 	Scopes []string
+	// FailOnBadToken makes its token check fail as a hand-written one
+	// that does not wrap auth.ErrInvalidToken does (the TypeScript SDK's
+	// example server's, whose introspection throws a plain Error): a
+	// token it no longer takes is answered 500, not 401.
+	FailOnBadToken bool
 }
 
 // scheme is the URL scheme of a server with TLS config c.
@@ -430,7 +435,18 @@ func NewResourceServer(t testing.TB, as *AuthServer, mcpServer *mcp.Server, opts
 	as.mu.Lock()
 	as.resource = tokensFor
 	as.mu.Unlock()
-	protect := auth.RequireBearerToken(as.Verify(tokensFor), &auth.RequireBearerTokenOptions{ResourceMetadataURL: base + metaPath, Scopes: o.Scopes})
+	verify := as.Verify(tokensFor)
+	if o.FailOnBadToken {
+		check := verify
+		verify = func(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+			ti, err := check(ctx, token, r)
+			if err != nil {
+				return nil, errors.New("token introspection failed")
+			}
+			return ti, nil
+		}
+	}
+	protect := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: base + metaPath, Scopes: o.Scopes})
 	mux := http.NewServeMux()
 	mux.Handle("GET "+metaPath, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource: rs.Resource, AuthorizationServers: []string{as.URL}, ScopesSupported: []string{Scope},

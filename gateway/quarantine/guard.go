@@ -42,7 +42,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	segjson "github.com/segmentio/encoding/json"
 
@@ -205,24 +204,12 @@ func definitionOf(t catalog.Tool) *Definition {
 			return s
 		}
 		d.Cut = true
-		return cutText(s, maxShownText)
+		return catalog.CutBytes(s, maxShownText)
 	}
 	d.Title, d.Description, d.InputSchema = cut(t.Title), cut(t.Description), cut(compactSchema(t.InputSchema))
 	d.AnnotationsTitle = cut(AnnotationsTitle(t))
 	d.Hints = HintsOf(t)
 	return d
-}
-
-// cutText is s cut to at most n bytes, at the start of a character.
-func cutText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.RuneStart(s[len(s)-1]) {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // compactSchema is an input schema as a Definition shows it: compact JSON

@@ -68,7 +68,7 @@ func keptTexts(title, annotationsTitle, description, schema string) *Texts {
 			return s
 		}
 		k.Cut = append(k.Cut, field)
-		return cutText(s, n)
+		return catalog.CutBytes(s, n)
 	}
 	k.Title = cut(fieldTitle, title, maxKeptTitle)
 	k.AnnotationsTitle = cut(fieldAnnotationsTitle, annotationsTitle, maxKeptTitle)

@@ -36,14 +36,19 @@ const MaxDescription = 16 << 10
 // CutDescription is s cut to at most MaxDescription bytes, at the start
 // of a character, and whether it was cut.
 func CutDescription(s string) (string, bool) {
-	if len(s) <= MaxDescription {
-		return s, false
+	return CutBytes(s, MaxDescription), len(s) > MaxDescription
+}
+
+// CutBytes is s cut to at most n bytes, at the start of a character (a
+// character is kept whole or left out).
+func CutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	n := MaxDescription
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n], true
+	return s[:n]
 }
 
 // Review readies the tools of the file at path as the gateway readies a

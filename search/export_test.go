@@ -18,6 +18,14 @@ func SpaceLearnedRebuilds(d time.Duration) (restore func()) {
 	return func() { learnRebuildMin = was }
 }
 
+// WaitFirstLearned sets how long the first searches of an index wait for
+// its learned model (firstLearnedWait) until the returned func restores it.
+func WaitFirstLearned(d time.Duration) (restore func()) {
+	was := firstLearnedWait
+	firstLearnedWait = d
+	return func() { firstLearnedWait = was }
+}
+
 // SearchWhole ranks q the way Search did before it pruned: both signals
 // fetched for the whole (server-filtered) catalog, every candidate's score
 // read from those lists, the mean cosine over all of them. A Filter is
@@ -38,7 +46,7 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 	asked, toEmbed := queryTexts(text) // as Search ranks it
 	n := ix.Len()
 
-	lm := e.learnedFor(ix)
+	lm := e.learnedFor(ctx, ix)
 	var extra *index.ExtraField
 	if lm != nil {
 		extra = lm.extra

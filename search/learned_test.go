@@ -80,45 +80,162 @@ func TestLearningAndResetRestoresZeroShot(t *testing.T) {
 	}
 }
 
-// blockingUsage holds Pairs until released, like a slow store.
+// blockingUsage holds Pairs until released, like a slow store; reading
+// is closed when a rebuild first asks for them. Its generation is that of
+// its pairs.
 type blockingUsage struct {
 	release chan struct{}
 	once    sync.Once
+	reading chan struct{}
+	asked   sync.Once
+	mu      sync.Mutex
 	gen     uint64
 	pairs   []search.UsagePair
 }
 
-func (u *blockingUsage) Generation() uint64 { return u.gen }
-func (u *blockingUsage) Pairs() []search.UsagePair {
-	<-u.release
-	return u.pairs
+func newBlockingUsage(pairs ...search.UsagePair) *blockingUsage {
+	return &blockingUsage{release: make(chan struct{}), reading: make(chan struct{}), gen: 1, pairs: pairs}
 }
 
-// Searches never wait for the learned model: while it is being built they
-// rank zero-shot, and the model applies once it is ready.
+func (u *blockingUsage) unblock() { u.once.Do(func() { close(u.release) }) }
+
+func (u *blockingUsage) set(pairs ...search.UsagePair) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.gen++
+	u.pairs = pairs
+}
+
+func (u *blockingUsage) Generation() uint64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.gen
+}
+
+func (u *blockingUsage) Pairs() []search.UsagePair {
+	u.asked.Do(func() { close(u.reading) })
+	<-u.release
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.pairs)
+}
+
+// learnedAnswers are the answers to query over testCatalog zero-shot and
+// with pair learned; the test fails if they are the same.
+func learnedAnswers(t *testing.T, emb index.Embedder, query string, pair search.UsagePair) (zeroShot, learned search.Result) {
+	t.Helper()
+	ctx := context.Background()
+	zero := search.New(build(t, testCatalog, emb), emb, nil)
+	defer zero.Close()
+	zeroShot, _ = zero.Search(ctx, search.Query{Text: query})
+	ready := search.New(build(t, testCatalog, emb), emb, &search.Options{Usage: &countingUsage{pairs: []search.UsagePair{pair}}})
+	defer ready.Close()
+	if err := ready.RefreshLearned(ctx); err != nil {
+		t.Fatal(err)
+	}
+	learned, _ = ready.Search(ctx, search.Query{Text: query})
+	if cmp.Equal(zeroShot, learned) {
+		t.Fatalf("learning (%q → %s) changes nothing: the test shows nothing", pair.Query, pair.Tool)
+	}
+	return zeroShot, learned
+}
+
+// The first searches of an index wait (up to firstLearnedWait) for its
+// learned model, so that a client's first search, asked as soon as the
+// gateway answered, ranks as the same query does a moment later.
+func TestFirstSearchWaitsForLearning(t *testing.T) {
+	ctx := context.Background()
+	emb := &hashEmbedder{}
+	const query = "note down what I found"
+	pair := search.UsagePair{Query: query, Tool: testCatalog[3].ID(), Weight: 1}
+	_, want := learnedAnswers(t, emb, query, pair)
+	defer search.WaitFirstLearned(time.Hour)()
+	u := newBlockingUsage(pair)
+	defer u.unblock()
+	e := search.New(build(t, testCatalog, emb), emb, &search.Options{Usage: u})
+	defer e.Close()
+	type answer struct {
+		r   search.Result
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		r, err := e.Search(ctx, search.Query{Text: query})
+		got <- answer{r, err}
+	}()
+	<-u.reading // the build started at New reads the pairs, and blocks
+	select {
+	case a := <-got:
+		t.Fatalf("the first search answered before its learned model was built (%v)", a.err)
+	default:
+	}
+	u.unblock()
+	a := <-got
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if d := cmp.Diff(want, a.r); d != "" {
+		t.Errorf("the first search does not rank with the learned pair (-learned +got):\n%s", d)
+	}
+}
+
+// Once an index has a learned model, searches never wait for a rebuild:
+// while new pairs are built they rank with the previous ones, and the new
+// model applies once it is ready. Nor does a first search wait longer than
+// firstLearnedWait: it ranks zero-shot then.
 func TestSearchDoesNotWaitForLearning(t *testing.T) {
 	ctx := context.Background()
 	emb := &hashEmbedder{}
-	u := &blockingUsage{release: make(chan struct{}), gen: 1, pairs: []search.UsagePair{
-		{Query: "note down what I found", Tool: testCatalog[3].ID(), Weight: 1},
-	}}
-	e := search.New(build(t, testCatalog, emb), emb, &search.Options{Usage: u})
-	defer e.Close()
-	defer u.once.Do(func() { close(u.release) })
-	zero := search.New(build(t, testCatalog, emb), emb, nil)
-	defer zero.Close()
-	want, _ := zero.Search(ctx, search.Query{Text: "note down what I found"})
-	got, err := e.Search(ctx, search.Query{Text: "note down what I found"}) // starts the build, which blocks
-	if err != nil {
-		t.Fatal(err)
+	const query = "note down what I found"
+	pair := search.UsagePair{Query: query, Tool: testCatalog[3].ID(), Weight: 1}
+	want, learned := learnedAnswers(t, emb, query, pair)
+	appliesLearned := func(e *search.Engine) func() bool {
+		return func() bool {
+			r, err := e.Search(ctx, search.Query{Text: query})
+			return err == nil && cmp.Equal(learned, r)
+		}
 	}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("while learning is built the ranking is not zero-shot:\n%s", d)
-	}
-	u.once.Do(func() { close(u.release) })
-	testenv.Eventually(t, "the learned model applies", func() bool {
-		r, err := e.Search(ctx, search.Query{Text: "note down what I found"})
-		return err == nil && len(r.Hits) > 0 && r.Hits[0].Tool.ID() == testCatalog[3].ID()
+
+	t.Run("first search past the wait", func(t *testing.T) {
+		defer search.WaitFirstLearned(0)()
+		u := newBlockingUsage(pair)
+		defer u.unblock()
+		e := search.New(build(t, testCatalog, emb), emb, &search.Options{Usage: u})
+		defer e.Close()
+		got, err := e.Search(ctx, search.Query{Text: query})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("while learning is built the ranking is not zero-shot:\n%s", d)
+		}
+		u.unblock()
+		testenv.Eventually(t, "the learned model applies", appliesLearned(e))
+	})
+
+	t.Run("new pairs", func(t *testing.T) {
+		defer search.WaitFirstLearned(time.Hour)()
+		u := newBlockingUsage()
+		u.unblock()
+		e := search.New(build(t, testCatalog, emb), emb, &search.Options{Usage: u})
+		defer e.Close()
+		if err := e.RefreshLearned(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// The next rebuild blocks in Pairs until released.
+		u.release, u.once = make(chan struct{}), sync.Once{}
+		u.reading, u.asked = make(chan struct{}), sync.Once{}
+		defer u.unblock()
+		u.set(pair)
+		got, err := e.Search(ctx, search.Query{Text: query}) // starts the rebuild, which blocks
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("while new pairs are built the ranking is not the previous one:\n%s", d)
+		}
+		u.unblock()
+		testenv.Eventually(t, "the new pairs apply", appliesLearned(e))
 	})
 }
 

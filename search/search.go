@@ -257,10 +257,13 @@ type Engine struct {
 	// waitRebuild). Under refreshMu: urgent counts the RefreshLearned
 	// calls waiting, and closing waiting (non-nil while a rebuild waits
 	// for its turn) starts that rebuild.
-	builtAt    time.Time
-	buildTook  time.Duration
-	urgent     int
-	waiting    chan struct{}
+	builtAt   time.Time
+	buildTook time.Duration
+	urgent    int
+	waiting   chan struct{}
+	// firstWait is the index whose first searches wait for its learned
+	// model, and until when (see learnedFor).
+	firstWait  atomic.Pointer[firstWait]
 	stop       context.Context
 	stopCancel context.CancelFunc
 }
@@ -580,7 +583,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 	// NormMean's catalog mean. Hits are those the whole catalog's lists
 	// would give, bit for bit (TestPrunedMatchesWhole).
 	kwDepth, vecDepth := e.depths(mode, limit, ix.Len(), embc != nil)
-	lm := e.learnedFor(ix)
+	lm := e.learnedFor(ctx, ix)
 	var extra *index.ExtraField
 	if lm != nil {
 		extra = lm.extra

@@ -92,8 +92,9 @@ func newAuthStatusCmd(g *globals) *cobra.Command {
 		Long: `For each http and sse server of the config file: "no auth needed", "static
 headers" (it has its credentials in "headers"), "logged in" (with when the access
 token expires, whether it can be refreshed, and the scopes) or "needs login" (with
-why and the command to run). A server without a stored login is asked once,
-without a token, whether it wants one.
+why and the command to run). A server with a stored login is asked once with
+it, as a gateway would (a refused access token is refreshed); one without is
+asked once, without a token, whether it wants one.
 Exit status: 0, or 3 when some server needs a login or could not be asked.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -394,6 +395,8 @@ func runAuthStatus(ctx context.Context, g *globals, w, stderr io.Writer, f authS
 		return err
 	}
 	store := oauth.NewStore(g.DataDir())
+	tokens := g.authTokens(f.config)
+	defer tokens.Close()
 	login := g.loginCommand(f.config)
 	var out []authServerStatus
 	for _, s := range cfg.Servers() {
@@ -410,7 +413,7 @@ func runAuthStatus(ctx context.Context, g *globals, w, stderr io.Writer, f authS
 	for i := range out {
 		wg.Go(func() {
 			st := &out[i]
-			authState(ctx, store, byName[st.Server], st, f.timeout)
+			authState(ctx, store, tokens, byName[st.Server], st, f.timeout)
 			if st.Auth == authNeedsLogin && !st.noLogin {
 				st.Login = login(st.Server)
 			}
@@ -478,10 +481,18 @@ func runAuthStatus(ctx context.Context, g *globals, w, stderr io.Writer, f authS
 	return exitError{errors.New(strings.Join(says, "; ")), degradedExit}
 }
 
-// authState fills in st for server s: from its stored login, its headers,
-// or by asking the server.
-func authState(ctx context.Context, store *oauth.Store, s config.Server, st *authServerStatus, timeout time.Duration) {
+// authState fills in st for server s: from its stored login, which the
+// server is asked to take (checkLogin), its headers, or by asking the
+// server.
+func authState(ctx context.Context, store *oauth.Store, tokens *oauth.Tokens, s config.Server, st *authServerStatus, timeout time.Duration) {
 	creds, err := store.Load(s.Name)
+	if err == nil && creds != nil && creds.For(s.URL) && creds.Refused == "" {
+		if refused := checkLogin(ctx, tokens, s, timeout); refused != nil {
+			st.Auth, st.Detail = authNeedsLogin, refused.Reason
+			return
+		}
+		creds, err = store.Load(s.Name) // a refresh may have replaced it
+	}
 	switch {
 	case err != nil:
 		st.Auth, st.Detail = authNeedsLogin, err.Error()
@@ -529,6 +540,27 @@ func authState(ctx context.Context, store *oauth.Store, s config.Server, st *aut
 	default:
 		st.Auth = authNone
 	}
+}
+
+// checkLogin asks server s, with its stored login, whether it takes it,
+// through the transport a gateway uses: a token it refuses is refreshed
+// (and the new one stored), and a refused refresh is recorded in the
+// login, as a gateway's next request would. It returns why a login is
+// needed, or nil; a server that cannot be asked is no verdict (nil).
+func checkLogin(ctx context.Context, tokens *oauth.Tokens, s config.Server, timeout time.Duration) *oauth.NeedsLoginError {
+	hc, err := serverHTTPClient(s, 0)
+	if err != nil {
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Transport: tokens.Transport(s.Name, s.URL, hc.Transport, func(error) {})}
+	_, err = oauth.Probe(pctx, client, s.Type, s.URL)
+	var nl *oauth.NeedsLoginError
+	if errors.As(err, &nl) {
+		return nl
+	}
+	return nil
 }
 
 func runAuthLogout(g *globals, w io.Writer, name, cfgPath string) error {

@@ -531,3 +531,64 @@ func TestCommandsNameTheDataFolderInFull(t *testing.T) {
 		t.Errorf("command %q, want %q", got, want)
 	}
 }
+
+// auth status asks a server with a stored login whether it takes it, as a
+// gateway's next request would (refreshing a token the server refuses):
+// a login the authorization server revoked read "logged in" until a
+// gateway tried it.
+func TestAuthStatusAsksTheServer(t *testing.T) {
+	as := oauthtest.NewAuthServer(t)
+	rs := oauthtest.NewResourceServer(t, as, backendtest.NewServer(backendtest.ParseModes("normal")), nil)
+	cfgPath := remoteConfig(t, "remote", rs.URL)
+	dataDir := t.TempDir()
+	cliLogin(t, dataDir, cfgPath, "remote")
+	status := func() (code int, st struct{ Auth, Detail, Login string }) {
+		t.Helper()
+		cmd := toolgateCmd(t, dataDir, "auth", "status", "--config", cfgPath, "--json")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("auth status: %v\n%s", err, stderr.String())
+		}
+		var got struct {
+			Servers []struct{ Auth, Detail, Login string }
+		}
+		if err := json.Unmarshal(out, &got); err != nil || len(got.Servers) != 1 {
+			t.Fatalf("auth status --json: %v\n%s%s", err, out, stderr.String())
+		}
+		return code, got.Servers[0]
+	}
+	if code, st := status(); code != 0 || st.Auth != "loggedIn" {
+		t.Fatalf("after the login: exit %d, %+v; want 0 and loggedIn", code, st)
+	}
+	served := rs.Served()
+	if served == 0 {
+		t.Fatal("auth status asked the server nothing")
+	}
+
+	// The access token refused, the refresh token good: refreshed, as a
+	// gateway would, and still logged in.
+	as.ExpireAccessTokens()
+	refreshes := as.Refreshes()
+	if code, st := status(); code != 0 || st.Auth != "loggedIn" || as.Refreshes() != refreshes+1 {
+		t.Errorf("after the access token was refused: exit %d, %+v, %d refreshes; want 0, loggedIn, one refresh", code, st, as.Refreshes()-refreshes)
+	}
+
+	// Both refused (the user revoked toolgate's access): needs a login.
+	as.RevokeRefreshTokens()
+	as.ExpireAccessTokens()
+	abs, _ := filepath.Abs(cfgPath)
+	command := fmt.Sprintf("toolgate auth login remote --config %s --data-dir %s", abs, dataDir)
+	if code, st := status(); code != degradedExit || st.Auth != "needsLogin" || !strings.Contains(st.Detail, "invalid_grant") || st.Login != command {
+		t.Errorf("after the access was revoked: exit %d, %+v; want %d, needsLogin with the refusal and %q", code, st, degradedExit, command)
+	}
+	// Said once, the refusal is kept: the server is not asked again.
+	served = rs.Served() + rs.Unauthorized()
+	if code, st := status(); code != degradedExit || st.Auth != "needsLogin" || rs.Served()+rs.Unauthorized() != served {
+		t.Errorf("auth status again: exit %d, %+v, %d requests; want needsLogin without asking", code, st, rs.Served()+rs.Unauthorized()-served)
+	}
+}

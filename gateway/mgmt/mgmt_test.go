@@ -335,6 +335,43 @@ func TestListServersProfilesOfAKey(t *testing.T) {
 	}
 }
 
+// list_servers names the profiles that show one of a server's tools, by
+// all of a profile's rules (servers, tools.allow, tools.deny, readOnly),
+// not by its servers alone: a profile of every server that allows only
+// a's tools was said to show b too. A server with no tool catalogued is
+// judged by a tool of any name (policy.AnyTool), as MayManage judges it.
+func TestListServersProfilesByTools(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "toolgate.json")
+	cfg := writeConfig(t, path, `{"mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}, "c": {"command": "z"}},
+  "toolgate": {"profiles": {
+    "everything": {},
+    "a-only": {"tools": {"allow": ["a__*"]}},
+    "no-b": {"tools": {"deny": ["b__*"]}},
+    "reader": {"readOnly": true},
+    "named-b": {"servers": ["b"], "tools": {"allow": ["b__write"]}}}}}`)
+	rt := &fakeRuntime{cfg: cfg, pol: policy.NewSet(policy.NewConfigured([]string{"a", "b", "c", Name}), policy.NewDisabled(nil), policy.NewProfiles(cfg.Toolgate.Profiles))}
+	rt.tools = []catalog.Tool{
+		{Server: "a", Name: "read", Annotations: json.RawMessage(`{"readOnlyHint":true}`)},
+		{Server: "b", Name: "write"},
+		{Server: "b", Name: "delete"},
+	} // c has listed no tools
+	s := New(&fakePool{}, rt, &Options{ConfigPaths: []string{path}})
+	want := map[string][]string{
+		"a": {"a-only", "everything", "no-b", "reader"},
+		"b": {"everything", "named-b"},
+		"c": {"everything", "no-b"},
+	}
+	list, _ := run(t, s, admin, "list_servers", nil).StructuredContent.(ServerList)
+	for _, in := range list.Servers {
+		if !slices.Equal(in.Profiles, want[in.Name]) {
+			t.Errorf("list_servers: %s is in the profiles %q, want %q", in.Name, in.Profiles, want[in.Name])
+		}
+	}
+	if len(list.Servers) != 3 {
+		t.Errorf("list_servers: %d servers, want 3", len(list.Servers))
+	}
+}
+
 // add_server and remove_server: refused unless the config allows it and
 // the caller is on stdio or an admin; then the file is written, keeping
 // its other keys, and reloaded.

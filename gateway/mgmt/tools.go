@@ -140,14 +140,15 @@ func (s *Server) infos(c *policy.Caller) []ServerInfo {
 	if c.Scoped() {
 		seen = pol.SeenTools(c, s.rt)
 	}
+	byServer := map[string][]catalog.Tool{}
+	for _, id := range s.rt.IDs() {
+		if t, ok := s.rt.Tool(id); ok {
+			byServer[t.Server] = append(byServer[t.Server], t)
+		}
+	}
 	var out []ServerInfo
 	for _, sv := range cfg.All() {
-		info := ServerInfo{Name: sv.Name, Transport: sv.Type, Profiles: []string{}}
-		for _, name := range profiles.Names() {
-			if p, _ := profiles.Get(name); p.Servers == nil || slices.Contains(p.Servers, sv.Name) {
-				info.Profiles = append(info.Profiles, name)
-			}
-		}
+		info := ServerInfo{Name: sv.Name, Transport: sv.Type, Profiles: profilesShowing(profiles, sv.Name, byServer[sv.Name])}
 		switch st, ok := status[sv.Name]; {
 		case sv.Disabled:
 			info.State = "disabled in config"
@@ -178,6 +179,24 @@ func (s *Server) infos(c *policy.Caller) []ServerInfo {
 		// A URL's ?api_key=…, a token in the args: masked as in the logs.
 		info.Target = mask.New(backend.Secrets(sv)).String(info.Target)
 		out = append(out, info)
+	}
+	return out
+}
+
+// profilesShowing names the profiles that show one of tools, server's
+// catalogued tools, by all their rules (servers, tools.allow, tools.deny,
+// readOnly); a server with none catalogued is judged by a tool of any
+// name (policy.AnyTool), as policy.Set.MayManage judges it.
+func profilesShowing(profiles *policy.Profiles, server string, tools []catalog.Tool) []string {
+	if len(tools) == 0 {
+		tools = []catalog.Tool{policy.AnyTool(server)}
+	}
+	out := []string{}
+	for _, name := range profiles.Names() {
+		p, _ := profiles.Get(name)
+		if slices.ContainsFunc(tools, func(t catalog.Tool) bool { return profiles.Shows(p, t) }) {
+			out = append(out, name)
+		}
 	}
 	return out
 }

@@ -33,7 +33,7 @@ func explainInvalid(id string, schema json.RawMessage, problem string, sent map[
 	var b strings.Builder
 	var root map[string]any
 	_ = json.Unmarshal(schema, &root)
-	fmt.Fprintf(&b, "execute_tool %s: the arguments do not match the tool's inputSchema: %s.\n", id, plainWords(problem, root, sent))
+	fmt.Fprintf(&b, "execute_tool %s: the arguments do not match the tool's inputSchema: %s%s.\n", id, plainWords(problem, root, sent), notArgs(problem, root, sent))
 	if c := shownSchema(schema); len(c) <= maxExplainSchema {
 		fmt.Fprintf(&b, "The inputSchema of %s:\n%s\n", id, c)
 	} else {
@@ -44,10 +44,42 @@ func explainInvalid(id string, schema json.RawMessage, problem string, sent map[
 	}
 	if ex, ok := exampleOf(root); ok {
 		keepSent(ex, root, sent, problem)
-		fmt.Fprintf(&b, "A call of the right shape (replace each <placeholder>; optional arguments left out):\n%s\n", exampleCall(id, ex))
+		fmt.Fprintf(&b, "%s\n%s\n", rightShape, exampleCall(id, ex))
 	}
 	b.WriteString("Fix the arguments and call execute_tool again.")
 	return b.String()
+}
+
+// rightShape introduces the example call of an answer to arguments that
+// do not fit.
+const rightShape = "A call of the right shape (replace each <placeholder>; optional arguments left out):"
+
+// notArgs is, for required arguments missing (problem, the validator's
+// message, at the root) beside arguments the schema (root) does not
+// declare, "; " and those named as not the tool's: a wrong name for an
+// argument ("file" for "path") read only as "path" missing. "" otherwise,
+// and for a schema that declares no properties or has patternProperties
+// (any key may be its).
+func notArgs(problem string, root, sent map[string]any) string {
+	arg, _, words := problemAt(problem)
+	props, _ := root["properties"].(map[string]any)
+	if _, patterns := root["patternProperties"]; arg != "" || !strings.HasPrefix(words, "required: ") || props == nil || patterns {
+		return ""
+	}
+	var extra []string
+	for k := range sent {
+		if _, ok := props[k]; !ok {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) == 0 {
+		return ""
+	}
+	slices.Sort(extra)
+	if len(extra) == 1 {
+		return fmt.Sprintf("; %s is not an argument of this tool", quoted(extra))
+	}
+	return fmt.Sprintf("; %s are not arguments of this tool", quoted(extra))
 }
 
 // exampleCall is execute_tool's arguments for id with args, as JSON.

@@ -427,11 +427,12 @@ const maxMeantCall = 2000
 // models write them: {"arguments": {"arguments": {...}}}, or the whole
 // call again inside "arguments" ({"name": …, "arguments": {...}}). The
 // schema's words said the required arguments were missing (they were sent,
-// one level down), and a tool that requires none ran with the wrong
+// one level down), and a tool that requires none ran without its
 // arguments. It returns the call meant, not run, or "" when args are not
 // so: the tool takes an argument "arguments" (or "name"), its schema
-// declares no properties (it takes anything), the inner keys are not all
-// the tool's, or the name inside is another tool's.
+// declares no properties (it takes anything), nothing is inside, the
+// inner keys are not all the tool's, or the name inside is another
+// tool's.
 func (g *Gateway) nestedArgs(c *policy.Caller, tool catalog.Tool, args map[string]any) string {
 	inner, ok := args["arguments"]
 	if !ok || len(args) > 2 {
@@ -464,7 +465,7 @@ func (g *Gateway) nestedArgs(c *policy.Caller, tool catalog.Tool, args map[strin
 		return ""
 	}
 	meant, _, _, err := toolArgs(raw)
-	if err != nil {
+	if err != nil || len(meant) == 0 { // none: the call does what it meant
 		return ""
 	}
 	for k := range meant {

@@ -62,6 +62,9 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	var a executeArgs
 	if err := decodeArgs(req.Params.Arguments, &a); err != nil {
 		note.raw = req.Params.Arguments
+		if e := err.Error(); strings.HasPrefix(e, `"name" `) && strings.HasSuffix(e, "a JSON array") { // several calls in one
+			return toolError(`execute_tool: %v: one tool per call, {"name": "server__tool", "arguments": {...}}.`, err), nil
+		}
 		return toolError(`execute_tool: arguments must be an object like {"name": "server__tool", "arguments": {...}}: %v`, err), nil
 	}
 	note.tool, note.raw = a.Name, a.Arguments

@@ -684,6 +684,10 @@ func TestExecuteToolArgumentsShape(t *testing.T) {
 {"name":"everything__add","arguments":{"a":0,"b":0}}`},
 		{map[string]any{"name": "filesystem__list_directory", "arguments": []any{"/tmp"}},
 			`{"name":"filesystem__list_directory","arguments":{"path":"<path>"}}`},
+		// Several tools in one call; "arguments must be an object like …"
+		// was said of an object.
+		{map[string]any{"name": []any{"everything__add", "filesystem__list_directory"}},
+			`execute_tool: "name" must be a string, not a JSON array: one tool per call, {"name": "server__tool", "arguments": {...}}.`},
 		{map[string]any{"name": "everything__add", "arguments": map[string]any{"x": 1, "b": 2}},
 			`the arguments are missing the required argument "a"; "x" is not an argument of this tool.`},
 		{map[string]any{"name": "filesystem__write_file", "arguments": map[string]any{"file": "a", "text": "b"}},

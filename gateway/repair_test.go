@@ -670,7 +670,8 @@ func TestExecuteToolArgumentsNested(t *testing.T) {
 // Arguments that are no JSON object get the call of the right shape, as
 // arguments that fail the schema do: the model had only "must be a JSON
 // object" to go on. A required argument missing beside one the tool does
-// not take (a wrong name for it: "file" for "path") says so.
+// not take (a wrong name for it: "file" for "path") names both, whichever
+// the validator names.
 func TestExecuteToolArgumentsShape(t *testing.T) {
 	caller := &fakeCaller{}
 	g, _ := newTestGateway(t, caller)
@@ -690,6 +691,9 @@ func TestExecuteToolArgumentsShape(t *testing.T) {
 			`execute_tool: "name" must be a string, not a JSON array: one tool per call, {"name": "server__tool", "arguments": {...}}.`},
 		{map[string]any{"name": "everything__add", "arguments": map[string]any{"x": 1, "b": 2}},
 			`the arguments are missing the required argument "a"; "x" is not an argument of this tool.`},
+		// The schema forbids other keys: the validator names those only.
+		{map[string]any{"name": "filesystem__list_directory", "arguments": map[string]any{"file": "/tmp"}},
+			`"file" is not an argument of this tool: remove it; the required argument "path" is missing.`},
 		{map[string]any{"name": "filesystem__write_file", "arguments": map[string]any{"file": "a", "text": "b"}},
 			`the arguments are missing the required arguments "path", "content"; "file", "text" are not arguments of this tool.`},
 	} {

@@ -56,9 +56,8 @@ func (g *Gateway) describeSearchFor(c *policy.Caller) string {
 	}
 	b.WriteString(" Describe the task in plain words (e.g. \"list the files in a directory\");" +
 		" a task of several steps can be sent whole (\"" + severalSteps + "\", each step in three words or more): each step's tools come up." +
-		" Returns the best matches, best first, each with its name (server__tool), description, inputSchema, annotations and score;" +
-		" \"readOnly\": true keeps the tools that change nothing, \"detail\": \"full\" puts each input schema in the text." +
-		" Then call execute_tool with one of those names.")
+		" Returns the best matches first, each with its name (server__tool), description and arguments;" +
+		" then call execute_tool with one of those names.")
 	return b.String()
 }
 

@@ -62,6 +62,9 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	var a executeArgs
 	if err := decodeArgs(req.Params.Arguments, &a); err != nil {
 		note.raw = req.Params.Arguments
+		if e := err.Error(); strings.HasPrefix(e, `"name" `) && strings.HasSuffix(e, "a JSON array") { // several calls in one
+			return toolError(`execute_tool: %v: one tool per call, {"name": "server__tool", "arguments": {...}}.`, err), nil
+		}
 		return toolError(`execute_tool: arguments must be an object like {"name": "server__tool", "arguments": {...}}: %v`, err), nil
 	}
 	note.tool, note.raw = a.Name, a.Arguments
@@ -109,7 +112,14 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	}
 	args, forSchema, plain, err := toolArgs(a.Arguments)
 	if err != nil {
-		return toolError("execute_tool %s: %v", a.Name, err), nil
+		msg := fmt.Sprintf("execute_tool %s: %v", a.Name, err)
+		if ex, ok := exampleArgs(tool.InputSchema); ok {
+			msg += fmt.Sprintf(". %s\n%s", rightShape, exampleCall(a.Name, ex))
+		}
+		return toolError("%s", msg), nil
+	}
+	if msg := g.nestedArgs(caller, tool, args); msg != "" {
+		return toolError("%s", msg), nil
 	}
 	if plain {
 		note.args = args // the audit record need not decode them again
@@ -378,14 +388,9 @@ func (g *Gateway) misplacedArgs(c *policy.Caller, a executeArgs, raw json.RawMes
 	for _, k := range extra {
 		meant[k] = whole[k]
 	}
-	call := exampleCall(tool.ID(), meant)
-	if len(call) > maxMeantCall {
-		for k := range meant {
-			meant[k] = "…"
-		}
-		if call = exampleCall(tool.ID(), meant); len(call) > maxMeantCall {
-			return ""
-		}
+	call := meantCall(tool.ID(), meant)
+	if call == "" {
+		return ""
 	}
 	var said []string
 	if server != "" {
@@ -401,9 +406,82 @@ func (g *Gateway) misplacedArgs(c *policy.Caller, a executeArgs, raw json.RawMes
 	return fmt.Sprintf("execute_tool: %s. The call meant, which was not run:\n%s", strings.Join(said, "; "), strings.TrimSpace(call))
 }
 
-// maxMeantCall bounds the call misplacedArgs shows with the arguments'
+// meantCall is the call of id with args that a caller meant, as JSON, for
+// an answer that shows it: past maxMeantCall, with each value as "…"
+// (args is changed so), and "" when even that is longer.
+func meantCall(id string, args map[string]any) string {
+	call := exampleCall(id, args)
+	if len(call) > maxMeantCall {
+		for k := range args {
+			args[k] = "…"
+		}
+		if call = exampleCall(id, args); len(call) > maxMeantCall {
+			return ""
+		}
+	}
+	return call
+}
+
+// maxMeantCall bounds the call meantCall shows with the arguments'
 // values; a longer one shows their names only.
 const maxMeantCall = 2000
+
+// nestedArgs explains the tool's arguments nested one level too deep, as
+// models write them: {"arguments": {"arguments": {...}}}, or the whole
+// call again inside "arguments" ({"name": …, "arguments": {...}}). The
+// schema's words said the required arguments were missing (they were sent,
+// one level down), and a tool that requires none ran without its
+// arguments. It returns the call meant, not run, or "" when args are not
+// so: the tool takes an argument "arguments" (or "name"), its schema
+// declares no properties (it takes anything), nothing is inside, the
+// inner keys are not all the tool's, or the name inside is another
+// tool's.
+func (g *Gateway) nestedArgs(c *policy.Caller, tool catalog.Tool, args map[string]any) string {
+	inner, ok := args["arguments"]
+	if !ok || len(args) > 2 {
+		return ""
+	}
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(tool.InputSchema, &schema) != nil || schema.Properties == nil {
+		return ""
+	}
+	if _, own := schema.Properties["arguments"]; own {
+		return ""
+	}
+	again := `"arguments"`
+	if name, ok := args["name"]; ok {
+		n, _ := name.(string)
+		if _, own := schema.Properties["name"]; own || n == "" {
+			return ""
+		}
+		if _, t, ok := g.lookup(c, n); !ok || t.ID() != tool.ID() {
+			return ""
+		}
+		again = `"name" and "arguments"`
+	} else if len(args) > 1 {
+		return ""
+	}
+	raw, err := json.Marshal(inner)
+	if err != nil {
+		return ""
+	}
+	meant, _, _, err := toolArgs(raw)
+	if err != nil || len(meant) == 0 { // none: the call does what it meant
+		return ""
+	}
+	for k := range meant {
+		if _, own := schema.Properties[k]; !own {
+			return ""
+		}
+	}
+	call := meantCall(tool.ID(), meant)
+	if call == "" {
+		return ""
+	}
+	return fmt.Sprintf(`execute_tool %s: the tool's own arguments are nested one level too deep (inside "arguments" is %s again): they go directly in "arguments". The call meant, which was not run:`+"\n%s", tool.ID(), again, call)
+}
 
 // rawArgs decodes raw JSON arguments for the audit log (nil for none or
 // for arguments that do not decode).

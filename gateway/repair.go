@@ -33,7 +33,7 @@ func explainInvalid(id string, schema json.RawMessage, problem string, sent map[
 	var b strings.Builder
 	var root map[string]any
 	_ = json.Unmarshal(schema, &root)
-	fmt.Fprintf(&b, "execute_tool %s: the arguments do not match the tool's inputSchema: %s.\n", id, plainWords(problem, root, sent))
+	fmt.Fprintf(&b, "execute_tool %s: the arguments do not match the tool's inputSchema: %s%s.\n", id, plainWords(problem, root, sent), alsoWrong(problem, root, sent))
 	if c := shownSchema(schema); len(c) <= maxExplainSchema {
 		fmt.Fprintf(&b, "The inputSchema of %s:\n%s\n", id, c)
 	} else {
@@ -44,10 +44,64 @@ func explainInvalid(id string, schema json.RawMessage, problem string, sent map[
 	}
 	if ex, ok := exampleOf(root); ok {
 		keepSent(ex, root, sent, problem)
-		fmt.Fprintf(&b, "A call of the right shape (replace each <placeholder>; optional arguments left out):\n%s\n", exampleCall(id, ex))
+		fmt.Fprintf(&b, "%s\n%s\n", rightShape, exampleCall(id, ex))
 	}
 	b.WriteString("Fix the arguments and call execute_tool again.")
 	return b.String()
+}
+
+// rightShape introduces the example call of an answer to arguments that
+// do not fit.
+const rightShape = "A call of the right shape (replace each <placeholder>; optional arguments left out):"
+
+// alsoWrong adds to the validator's one problem (at the root of the
+// arguments) the other half of a wrong name for an argument ("file" for
+// "path"): beside required arguments missing, "; " and the keys sent that
+// the schema (root) does not declare; beside keys it forbids, "; " and the
+// required arguments missing. Either read alone as "path" missing, or
+// "file" to remove. "" otherwise, and for a schema that declares no
+// properties or has patternProperties (any key may be its).
+func alsoWrong(problem string, root, sent map[string]any) string {
+	arg, _, words := problemAt(problem)
+	props, _ := root["properties"].(map[string]any)
+	if _, patterns := root["patternProperties"]; arg != "" || props == nil || patterns {
+		return ""
+	}
+	switch {
+	case strings.HasPrefix(words, "required: "):
+		var extra []string
+		for k := range sent {
+			if _, ok := props[k]; !ok {
+				extra = append(extra, k)
+			}
+		}
+		slices.Sort(extra)
+		switch len(extra) {
+		case 0:
+			return ""
+		case 1:
+			return fmt.Sprintf("; %s is not an argument of this tool", quoted(extra))
+		}
+		return fmt.Sprintf("; %s are not arguments of this tool", quoted(extra))
+	case strings.HasPrefix(words, "unexpected additional properties "):
+		req, _ := root["required"].([]any)
+		var missing []string
+		for _, r := range req {
+			if k, _ := r.(string); k != "" {
+				if _, ok := sent[k]; !ok {
+					missing = append(missing, k)
+				}
+			}
+		}
+		switch len(missing) {
+		case 0:
+			return ""
+		case 1:
+			return fmt.Sprintf("; the required argument %s is missing", quoted(missing))
+		}
+		return fmt.Sprintf("; the required arguments %s are missing", quoted(missing))
+	}
+	return ""
 }
 
 // exampleCall is execute_tool's arguments for id with args, as JSON.

@@ -604,3 +604,105 @@ func TestUnknownToolOffersOnlyToolsThatFit(t *testing.T) {
 		t.Errorf("isError=%v, text lacks the one tool that fits, alone:\n%s", res.IsError, txt)
 	}
 }
+
+// The tool's arguments nested one level too deep, as models write them:
+// {"arguments": {"arguments": {...}}}, or the whole call again inside
+// "arguments". The answer said only that the required arguments were
+// missing (they were sent, one level down), and a tool that requires
+// none ran without its arguments; now the call meant is shown, and not
+// run. A tool that takes an argument named "arguments", and inner keys
+// that are not the tool's, are left to the schema as before.
+func TestExecuteToolArgumentsNested(t *testing.T) {
+	var got map[string]any
+	caller := &fakeCaller{call: func(server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+		got = args
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}}
+	g, fs := newTestGateway(t, caller)
+	fs.tools = append(slices.Clip(fs.tools),
+		catalog.Tool{Server: "everything", Name: "tiny_image", Description: "Returns a tiny image", InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)},
+		catalog.Tool{Server: "tasks", Name: "run", Description: "Runs a task with its arguments",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"task":{"type":"string"},"arguments":{"type":"object"}},"required":["task"]}`)})
+	cs := connect(t, g)
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"name": "everything__add", "arguments": map[string]any{"arguments": map[string]any{"a": 1, "b": 2}}},
+			`execute_tool everything__add: the tool's own arguments are nested one level too deep (inside "arguments" is "arguments" again): they go directly in "arguments". The call meant, which was not run:
+{"name":"everything__add","arguments":{"a":1,"b":2}}`},
+		{map[string]any{"name": "everything__add", "arguments": map[string]any{"name": "everything__add", "arguments": map[string]any{"a": 1}}},
+			`(inside "arguments" is "name" and "arguments" again)`},
+		{map[string]any{"name": "everything__add", "arguments": `{"arguments": {"a": 1, "b": 2}}`},
+			`{"name":"everything__add","arguments":{"a":1,"b":2}}`},
+		{map[string]any{"name": "everything__add", "arguments": map[string]any{"arguments": `{"a": 1, "b": 2}`}},
+			`{"name":"everything__add","arguments":{"a":1,"b":2}}`},
+	} {
+		res := call(t, cs, ExecuteToolName, c.args)
+		if txt := text(res); !res.IsError || !strings.Contains(txt, c.want) {
+			t.Errorf("%v: isError=%v\n%s\nwant %s", c.args, res.IsError, txt, c.want)
+		}
+	}
+	if n := caller.calls.Load(); n != 0 {
+		t.Errorf("%d nested calls reached the backend", n)
+	}
+	// Not so: the schema's own words, or the call as sent.
+	res := call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": map[string]any{"arguments": map[string]any{"x": 1}}})
+	if txt := text(res); !res.IsError || !strings.Contains(txt, `missing the required arguments "a", "b"`) {
+		t.Errorf("inner keys not the tool's: isError=%v %s", res.IsError, txt)
+	}
+	res = call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": map[string]any{"name": "filesystem__list_directory", "arguments": map[string]any{"a": 1}}})
+	if txt := text(res); !res.IsError || strings.Contains(txt, "nested") {
+		t.Errorf("another tool's name inside: isError=%v %s", res.IsError, txt)
+	}
+	// Nothing inside: the call would do what the call meant does (a schema
+	// that forbids the key says to remove it).
+	res = call(t, cs, ExecuteToolName, map[string]any{"name": "everything__tiny_image", "arguments": map[string]any{"arguments": map[string]any{}}})
+	if res.IsError {
+		t.Errorf("a tool that takes none, {\"arguments\": {}} inside: %s", text(res))
+	}
+	res = call(t, cs, ExecuteToolName, map[string]any{"name": "tasks__run", "arguments": map[string]any{"task": "t", "arguments": map[string]any{"task": "u"}}})
+	if res.IsError || got["task"] != "t" {
+		t.Errorf("a tool that takes \"arguments\": isError=%v %s; the backend got %v", res.IsError, text(res), got)
+	}
+}
+
+// Arguments that are no JSON object get the call of the right shape, as
+// arguments that fail the schema do: the model had only "must be a JSON
+// object" to go on. A required argument missing beside one the tool does
+// not take (a wrong name for it: "file" for "path") names both, whichever
+// the validator names.
+func TestExecuteToolArgumentsShape(t *testing.T) {
+	caller := &fakeCaller{}
+	g, _ := newTestGateway(t, caller)
+	cs := connect(t, g)
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"name": "everything__add", "arguments": "a=1, b=2"},
+			`execute_tool everything__add: "arguments" must be a JSON object (got "a=1, b=2"). A call of the right shape (replace each <placeholder>; optional arguments left out):
+{"name":"everything__add","arguments":{"a":0,"b":0}}`},
+		{map[string]any{"name": "filesystem__list_directory", "arguments": []any{"/tmp"}},
+			`{"name":"filesystem__list_directory","arguments":{"path":"<path>"}}`},
+		// Several tools in one call; "arguments must be an object like …"
+		// was said of an object.
+		{map[string]any{"name": []any{"everything__add", "filesystem__list_directory"}},
+			`execute_tool: "name" must be a string, not a JSON array: one tool per call, {"name": "server__tool", "arguments": {...}}.`},
+		{map[string]any{"name": "everything__add", "arguments": map[string]any{"x": 1, "b": 2}},
+			`the arguments are missing the required argument "a"; "x" is not an argument of this tool.`},
+		// The schema forbids other keys: the validator names those only.
+		{map[string]any{"name": "filesystem__list_directory", "arguments": map[string]any{"file": "/tmp"}},
+			`"file" is not an argument of this tool: remove it; the required argument "path" is missing.`},
+		{map[string]any{"name": "filesystem__write_file", "arguments": map[string]any{"file": "a", "text": "b"}},
+			`the arguments are missing the required arguments "path", "content"; "file", "text" are not arguments of this tool.`},
+	} {
+		res := call(t, cs, ExecuteToolName, c.args)
+		if txt := text(res); !res.IsError || !strings.Contains(txt, c.want) {
+			t.Errorf("%v: isError=%v\n%s\nwant %s", c.args, res.IsError, txt, c.want)
+		}
+	}
+	if n := caller.calls.Load(); n != 0 {
+		t.Errorf("%d calls reached the backend", n)
+	}
+}

@@ -490,6 +490,7 @@ func renderSearch(a searchArgs, r SearchResult, args func(server string) map[str
 	} else {
 		fmt.Fprintf(&b, "%d %s, best first (mode %s):\n", len(r.Tools), plural.Noun(len(r.Tools), only+"tool"), r.Mode)
 	}
+	said := map[string]int{} // unavailable reasons said, by the hit that said them
 	for i, t := range r.Tools {
 		weak := ""
 		if r.NoMatch {
@@ -509,7 +510,14 @@ func renderSearch(a searchArgs, r SearchResult, args func(server string) map[str
 			fmt.Fprintf(&b, "  confidence %.2f\n", t.Confidence)
 		}
 		if t.Unavailable != "" {
-			fmt.Fprintf(&b, "   UNAVAILABLE: %s\n", t.Unavailable)
+			// Said once, on one line: a down server's reason may hold
+			// the last lines of its stderr, under each of its tools.
+			if first, ok := said[t.Unavailable]; ok {
+				fmt.Fprintf(&b, "   UNAVAILABLE: as %d.\n", first)
+			} else {
+				said[t.Unavailable] = i + 1
+				fmt.Fprintf(&b, "   UNAVAILABLE: %s\n", oneline.Cut(t.Unavailable, downReasonChars))
+			}
 		}
 		if a.Detail == DetailFull {
 			if t.Title != "" {

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
 )
@@ -370,6 +371,53 @@ func TestArgLineNone(t *testing.T) {
 		txt := renderSearch(searchArgs{Query: "q"}, SearchResult{Mode: "hybrid", Tools: []FoundTool{{Name: "s__t", Server: "s", InputSchema: json.RawMessage(schema)}}}, nil)
 		if got := strings.Contains(txt, "\n   args: none\n"); got != want {
 			t.Errorf("%s: args: none %v, want %v:\n%s", schema, got, want, txt)
+		}
+	}
+}
+
+// A down server's reason is said once in the text, on one line of at most
+// downReasonChars: its error with the last stderr lines of its process (a
+// node stack trace: 600 bytes over 13 lines) stood in full under each of
+// its tools, 4.5 KB of text for 5 of them, and its lines broke the list's
+// layout. Later tools of the same reason refer to the first;
+// structuredContent keeps the whole reason on each.
+func TestSearchToolsUnavailableOnce(t *testing.T) {
+	why := `server "filesystem" is down: backend "filesystem": node exited with exit status 1 during start-up: check command, args and env; last stderr lines:` +
+		"\n  node:internal/modules/cjs/loader:1210\n    throw err;\n    ^\n  Error: Cannot find module '/srv/x/index.js'" + strings.Repeat("\n      at Module._load (node:internal/modules/cjs/loader:1038:27)", 5)
+	fs := &fakeSearcher{tools: testCatalog, search: func(q search.Query) (search.Result, error) {
+		var hits []search.Hit
+		for _, tl := range testCatalog {
+			hits = append(hits, search.Hit{Tool: tl, Score: 0.5, Keyword: 0.25, Vector: 0.6667, Fits: true})
+		}
+		return search.Result{Hits: hits, Mode: search.ModeHybrid}, nil
+	}}
+	g := New(fs, &fakeCaller{}, &Options{Unavailable: func(s string, _ bool) string {
+		switch s {
+		case "filesystem":
+			return why
+		case "memory":
+			return `server "memory" is still connecting`
+		}
+		return ""
+	}})
+	cs := connect(t, g)
+	res := call(t, cs, SearchToolName, map[string]any{"query": "files", "limit": 10})
+	txt := text(res)
+	if n := strings.Count(txt, "node:internal"); n != 1 {
+		t.Errorf("the reason is said %d times, want once:\n%s", n, txt)
+	}
+	for _, want := range []string{
+		"1. memory__create_entities  confidence 0.00\n   UNAVAILABLE: server \"memory\" is still connecting\n",
+		"2. filesystem__list_directory [read-only]  confidence 0.00\n   UNAVAILABLE: " + oneline.Cut(why, downReasonChars) + "\n",
+		"5. filesystem__write_file [destructive]  confidence 0.00\n   UNAVAILABLE: as 2.\n",
+	} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("text lacks %q:\n%s", want, txt)
+		}
+	}
+	for _, ft := range structured(t, res).Tools {
+		if ft.Server == "filesystem" && ft.Unavailable != why {
+			t.Errorf("structuredContent: %s unavailable %q, want the whole reason", ft.Name, ft.Unavailable)
 		}
 	}
 }

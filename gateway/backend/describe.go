@@ -45,14 +45,20 @@ func (p *Pool) Unavailable(server string, forKey bool) string {
 	case StateUp, StateIdle:
 		return ""
 	case StateConnecting:
+		// A call of a tool it listed waits for the connection (acquire):
+		// said, or a model reading "still connecting" under a hit passed
+		// over a tool that would run.
 		if st.LastErr != "" {
-			return fmt.Sprintf("server %q is reconnecting after: %s", server, st.LastErr)
+			return fmt.Sprintf("server %q is reconnecting (%s) after: %s", server, callWaits, st.LastErr)
 		}
-		return fmt.Sprintf("server %q is still connecting", server)
+		return fmt.Sprintf("server %q is still connecting (%s)", server, callWaits)
 	default:
 		return fmt.Sprintf("server %q is down: %s", server, st.Err)
 	}
 }
+
+// callWaits is what Unavailable says of a call to a connecting server.
+const callWaits = "a call of its tools waits for it"
 
 // Describe says in a few words what server offers, for search_tools'
 // description: its config entry's "description"; else what the server said

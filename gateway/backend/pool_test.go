@@ -1094,6 +1094,11 @@ func TestStartAfter(t *testing.T) {
 		if st := statusOf(t, p, "fake"); st.State != StateConnecting || st.PID != 0 {
 			t.Fatalf("while StartAfter waits: %+v, want connecting with no process", st)
 		}
+		// Search results say so under the server's tools, and that a call
+		// waits for it (the subtest below: it does).
+		if got, want := p.Unavailable("fake", false), `server "fake" is still connecting (a call of its tools waits for it)`; got != want {
+			t.Errorf("Unavailable while connecting: %q, want %q", got, want)
+		}
 		close(release)
 		testenv.Eventually(t, "the backend up", func() bool { return statusOf(t, p, "fake").State == StateUp })
 	})

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -234,6 +235,67 @@ func TestSearchAnswersFitOutputSchema(t *testing.T) {
 	for _, k := range []string{"noMatch", "no tools", "downServers", "clause", "unavailable", "annotations", "title", "no schema"} {
 		if !seen[k] {
 			t.Errorf("no answer had %s", k)
+		}
+	}
+}
+
+// TestStructuredContentPerProtocol: a structuredContent that is not a JSON
+// object (an array, a string, a number: SEP-2106 allows them from protocol
+// 2026-07-28 on, and go-sdk's servers send a []T output so) reaches a client
+// of 2026-07-28 unchanged; a client of 2025-11-25, whose protocol wants an
+// object there (the TypeScript SDK's callTool threw a ZodError, the Python
+// SDK's a ValidationError, and the result was lost), gets the result
+// without it, its JSON in a text content unless one already holds it (as
+// go-sdk's server writes for such clients). An object is unchanged for both.
+func TestStructuredContentPerProtocol(t *testing.T) {
+	results := map[string]*mcp.CallToolResult{
+		"add": {Content: []mcp.Content{&mcp.TextContent{Text: "5"}}, StructuredContent: map[string]any{"sum": 5.0}},
+		// go-sdk's server: a []T output, its JSON in the text too.
+		"list_directory": {Content: []mcp.Content{&mcp.TextContent{Text: `["a.txt","b.txt"]`}}, StructuredContent: []any{"a.txt", "b.txt"}},
+		// No content at all; an integer past 2^53 kept as sent (backend.exact).
+		"write_file": {StructuredContent: json.RawMessage(` [12345678901234567891]`)},
+		// Text that says something else: the JSON is added.
+		"create_entities": {Content: []mcp.Content{&mcp.TextContent{Text: "sunny"}}, StructuredContent: "sunny and warm"},
+		"do__it":          {Content: []mcp.Content{&mcp.TextContent{Text: "n"}}, StructuredContent: 42.5},
+	}
+	caller := &fakeCaller{call: func(_, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+		r := *results[tool]
+		return &r, nil
+	}}
+	g, _ := newTestGateway(t, caller)
+	for _, tc := range []struct {
+		id         string
+		args       map[string]any
+		legacyText string // its text content, the blocks joined
+		legacy     any    // structuredContent a 2025-11-25 client gets
+	}{
+		{"everything__add", map[string]any{"a": 2, "b": 3}, "5", map[string]any{"sum": 5.0}},
+		{"filesystem__list_directory", map[string]any{"path": "."}, `["a.txt","b.txt"]`, nil},
+		{"filesystem__write_file", map[string]any{"path": "a", "content": "b"}, "[12345678901234567891]", nil},
+		{"memory__create_entities", map[string]any{"entities": []any{}}, "sunny\"sunny and warm\"", nil},
+		{"weird__do__it", nil, "n42.5", nil},
+	} {
+		sent := results[strings.SplitN(tc.id, "__", 2)[1]]
+		for _, pv := range []string{"2025-11-25", "2026-07-28"} {
+			t.Run(tc.id+" "+pv, func(t *testing.T) {
+				cs := connectClient(t, g, mcp.NewClient(&mcp.Implementation{Name: "test"}, nil), pv)
+				res := call(t, cs, ExecuteToolName, map[string]any{"name": tc.id, "arguments": tc.args})
+				if res.IsError {
+					t.Fatalf("isError: %s", text(res))
+				}
+				wantSC, wantText := tc.legacy, tc.legacyText
+				if pv == "2026-07-28" {
+					b, _ := json.Marshal(sent.StructuredContent)
+					_ = json.Unmarshal(b, &wantSC)
+					wantText = text(sent)
+				}
+				if diff := cmp.Diff(wantSC, res.StructuredContent); diff != "" {
+					t.Errorf("structuredContent (-want +got):\n%s", diff)
+				}
+				if got := text(res); got != wantText {
+					t.Errorf("text %q, want %q", got, wantText)
+				}
+			})
 		}
 	}
 }

@@ -161,7 +161,45 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if res != nil && (res.NeedsInput() || res.InputRequests != nil) {
 		return g.inputRequired(ctx, req, a.Name, tool.Server, res), nil
 	}
-	return res, nil
+	return objectStructured(req, res), nil
+}
+
+// objectStructured is res as a client of req's protocol may take it. From
+// protocol 2026-07-28 on, structuredContent may be any JSON value
+// (SEP-2106: go-sdk's servers send a []T output as an array); before, it
+// is an object, and the TypeScript SDK's callTool throws on anything else
+// (a ZodError: "expected record"), the Python SDK raises, and the result
+// is lost. Such a client gets res without it, its JSON in a text content
+// unless one already holds it, as go-sdk's server writes it for them.
+func objectStructured(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.CallToolResult {
+	if res == nil || res.StructuredContent == nil || multiRoundTrip(req) {
+		return res
+	}
+	var raw []byte
+	switch sc := res.StructuredContent.(type) {
+	case map[string]any:
+		return res
+	case json.RawMessage: // kept as sent (backend.exact)
+		raw = bytes.TrimSpace(sc)
+	default:
+		b, err := json.Marshal(sc)
+		if err != nil {
+			return res
+		}
+		raw = b
+	}
+	if len(raw) == 0 || raw[0] == '{' {
+		return res
+	}
+	out := *res
+	out.StructuredContent = nil
+	if !slices.ContainsFunc(res.Content, func(c mcp.Content) bool {
+		tc, ok := c.(*mcp.TextContent)
+		return ok && strings.TrimSpace(tc.Text) == string(raw)
+	}) {
+		out.Content = append(slices.Clip(res.Content), &mcp.TextContent{Text: string(raw)})
+	}
+	return &out
 }
 
 // directCalls adds to go-sdk's answer to a tools/call of a tool the

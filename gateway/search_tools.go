@@ -129,6 +129,7 @@ func searchTool(defLimit, maxLimit int, description string) *mcp.Tool {
       "annotations": {"type": "object", "description": "The tool's annotations as its server declared them (readOnlyHint, destructiveHint, idempotentHint, openWorldHint)."},
       "score": {"type": "number"}, "keyword": {"type": "number"}, "vector": {"type": "number"},
       "confidence": {"type": "number", "description": "Absolute estimate, 0 to 1, that the tool does what the query asks."},
+      "clause": {"type": "string", "description": "Present when the query asks for several things and the tool was found for one of them: that part of the query (score, keyword and vector are then that part's)."},
       "unavailable": {"type": "string", "description": "Present when the tool cannot run right now, with the reason."}},
       "required": ["name", "server", "description", "inputSchema", "score", "keyword", "vector", "confidence"]}},
     "mode": {"type": "string", "enum": ["hybrid", "bm25", "vector", "rrf"]},

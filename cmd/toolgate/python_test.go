@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
@@ -490,4 +492,90 @@ func TestPythonClient(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestPythonClientOddBackend drives `toolgate serve` with the Python SDK's
+// client, which checks search_tools' structuredContent against its output
+// schema and each result against its protocol's types, in front of a
+// backend that lists tools whose inputSchema is not an object (true, [],
+// "object") and has a tool with a []string output (an array
+// structuredContent, SEP-2106). With the initialize handshake (2025-11-25:
+// structuredContent must be an object) and with server/discover
+// (2026-07-28: any JSON value), over stdio and over HTTP: the SDK raises
+// on no answer; search_tools lists the odd tools with {"type":"object"};
+// the array reaches a 2026-07-28 client as sent and a 2025-11-25 one as
+// the text its backend wrote (the SDK raised a ValidationError on it and
+// the TypeScript SDK a ZodError, and the result was lost).
+func TestPythonClientOddBackend(t *testing.T) {
+	py := pythonSDK(t, pythonV2)
+	cfg := fakeConfig(t, map[string]string{"odd": backendtest.ModeOddSchemas + "," + backendtest.ModeListOutput}, nil)
+	steps := []map[string]any{
+		{"tool": "search_tools", "arguments": map[string]any{"query": "weather forecast for a city, days ahead", "server": "odd", "limit": 10}},
+		{"tool": "execute_tool", "arguments": map[string]any{"name": "odd__shelves"}},
+	}
+	shelves, _ := json.Marshal(backendtest.Shelves)
+	check := func(t *testing.T, ans pyClientAnswer, protocol string) {
+		t.Helper()
+		if ans.Protocol != protocol {
+			t.Errorf("negotiated %q, want %q", ans.Protocol, protocol)
+		}
+		for i, s := range ans.Steps {
+			if s.Exception != "" {
+				t.Errorf("step %d (%v): the SDK raised %s", i, steps[i], s.Exception)
+			}
+		}
+		var found struct {
+			Tools []struct {
+				Name        string
+				InputSchema json.RawMessage
+			}
+		}
+		odd := map[string]string{}
+		if err := json.Unmarshal(ans.Steps[0].StructuredContent, &found); err != nil {
+			t.Errorf("search_tools: %v %s", err, ans.Steps[0].StructuredContent)
+		}
+		for _, tl := range found.Tools {
+			odd[tl.Name] = compactJSON(tl.InputSchema)
+		}
+		for name := range backendtest.OddSchemaTools {
+			if got := odd["odd__"+name]; got != `{"type":"object"}` {
+				t.Errorf("search_tools lists odd__%s with inputSchema %s, want {\"type\":\"object\"}", name, got)
+			}
+		}
+		s := ans.Steps[1]
+		wantSC := string(shelves)
+		if protocol < "2026-07-28" {
+			wantSC = "null"
+		}
+		if sc := compactJSON(s.StructuredContent); s.IsError || s.Text != string(shelves) || sc != wantSC {
+			t.Errorf("odd__shelves: isError=%v text %q structuredContent %s, want the text %s and structuredContent %s", s.IsError, s.Text, sc, shelves, wantSC)
+		}
+	}
+	ready := []string{"odd__shelves"}
+	t.Run("stdio", func(t *testing.T) {
+		gw := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--mode", "bm25")
+		for _, m := range []struct{ name, protocol string }{{"legacy", "2025-11-25"}, {"auto", "2026-07-28"}} {
+			t.Run(m.name, func(t *testing.T) {
+				check(t, runPyClient(t, py, m.name, ready, steps, gw.Env, append([]string{"stdio"}, gw.Args...)...), m.protocol)
+			})
+		}
+	})
+	t.Run("http", func(t *testing.T) {
+		addr, _ := startGateway(t, t.TempDir(), cfg)
+		for _, m := range []struct{ name, protocol string }{{"legacy", "2025-11-25"}, {"auto", "2026-07-28"}} {
+			t.Run(m.name, func(t *testing.T) {
+				check(t, runPyClient(t, py, m.name, ready, steps, os.Environ(), "http", "http://"+addr+"/mcp"), m.protocol)
+			})
+		}
+	})
+}
+
+// compactJSON is raw without insignificant space (Python's json.dump
+// writes ", " and ": "), or raw itself when it is not JSON.
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1219,8 +1221,14 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 		// The answer arrived and go-sdk could not read it into a result:
 		// the connection is fine, and so is the server for other calls.
 		what := "the server wrote something this gateway's MCP library does not accept"
-		if d := jsonwords.Describe(err); d != "" {
+		var b64 base64.CorruptInputError
+		switch d, m := jsonwords.Describe(err), unknownContent.FindStringSubmatch(err.Error()); {
+		case d != "":
 			what = d // `"content" must be a list of objects, not a JSON object`, not Go's words
+		case m != nil:
+			what = fmt.Sprintf("a content block of type %s, which toolgate's MCP library does not know", m[1])
+		case errors.As(err, &b64):
+			what = fmt.Sprintf(`binary data in it, the "data" of an image or audio block or the "blob" of a resource, is not base64: %v`, b64)
 		}
 		return nil, fmt.Errorf("call %q on %q: its answer could not be read as a tools/call result (%s; check the server's version): %w", tool, name, what, err)
 	}
@@ -1725,11 +1733,23 @@ func (r *run) closeIdle() {
 // the answer into the result (the call's Await unmarshals it with
 // encoding/json), not the transport breaking, which it reports as
 // ErrConnectionClosed or the transport's own error.
+//
+// Besides encoding/json's errors, go-sdk's own: a content block's binary
+// data that is not base64 (a data: URL in an image's "data"), and a content
+// type it does not know (a type of a later protocol, a server's typo),
+// which it says in words alone. Both read "connection lost during the
+// call", with the warning that the call may have run.
 func undecodable(err error) bool {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
-	return !errors.Is(err, mcp.ErrConnectionClosed) && (errors.As(err, &syntax) || errors.As(err, &typ))
+	var b64 base64.CorruptInputError
+	return !errors.Is(err, mcp.ErrConnectionClosed) && (errors.As(err, &syntax) || errors.As(err, &typ) ||
+		errors.As(err, &b64) || unknownContent.MatchString(err.Error()))
 }
+
+// unknownContent matches go-sdk v1.8.0's error for a content block of a
+// type it does not know (mcp/content.go, contentFromWire), the type quoted.
+var unknownContent = regexp.MustCompile(`(?:unrecognized|invalid) content type ("(?:[^"\\]|\\.)*")`)
 
 // offersNoTools reports whether err, the answer to a first tools/list,
 // says the server has no tools: it does not know the method, and its

@@ -12,8 +12,12 @@ import (
 
 // Catalog turns the backends' tool lists (Pool.Tools) into catalog tools,
 // sorted by ID: the one place an MCP tool becomes a catalog.Tool. A tool
-// whose input schema cannot be encoded keeps an empty schema (the backend
-// still validates its arguments). Annotations are kept as go-sdk decoded
+// whose input schema cannot be encoded, or is not a JSON object (true, an
+// array, a string: a server's bug, as MCP wants an object schema), keeps an
+// empty schema (the backend still validates its arguments): search_tools
+// says {"type":"object"} for it, as its output schema promises clients
+// that check it (the TypeScript and Python SDKs refused a whole answer
+// that listed such a tool). Annotations are kept as go-sdk decoded
 // them: the spec's five fields (readOnlyHint and idempotentHint always
 // present, false when the backend left them out, which is their default),
 // in the SDK's field order.
@@ -30,7 +34,7 @@ func Catalog(byServer map[string][]*mcp.Tool) []catalog.Tool {
 			}
 			var schema json.RawMessage
 			if t.InputSchema != nil {
-				if b, err := marshal(t.InputSchema); err == nil && string(b) != "null" {
+				if b, err := marshal(t.InputSchema); err == nil && b[0] == '{' {
 					schema = b
 				}
 			}

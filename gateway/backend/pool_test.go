@@ -1397,36 +1397,49 @@ func TestHTMLTitle(t *testing.T) {
 }
 
 // A tools/call answer go-sdk cannot read (its "content" an object, not a
-// list) fails that call with what is wrong in JSON's words, not Go's
-// ("cannot unmarshal … into Go struct field struct { mcp.res; Content
-// []*mcp.wireContent … }"); the server stays up for the next call.
+// list; a content block of a type go-sdk does not know; an image whose
+// "data" is not base64, as a data: URL) fails that call with what is wrong
+// in JSON's words, not Go's ("cannot unmarshal … into Go struct field
+// struct { mcp.res; Content []*mcp.wireContent … }"); the server stays up
+// for the next call. The last two read "server unavailable: connection
+// lost during the call", with the warning that the call may have run, as
+// if the server had gone.
 func TestCallAnswerNotAResult(t *testing.T) {
-	const good, bad = `"content":[{"type":"text","text":"mangle"}]`, `"content":{"type":"text","text":"mangle"}`
-	srv := behindFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, backendtest.ModeJSONResponse), func(proxy *httputil.ReverseProxy) http.Handler {
-		proxy.ModifyResponse = func(resp *http.Response) error {
-			if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-				return nil // an event stream (the GET one) never ends
+	const good = `"content":[{"type":"text","text":"mangle"}]`
+	for _, tc := range []struct{ name, bad, why string }{
+		{"content an object", `"content":{"type":"text","text":"mangle"}`, `"content" must be a list of objects, not a JSON object`},
+		{"unknown content type", `"content":[{"type":"hologram","text":"mangle"}]`, `a content block of type "hologram", which toolgate's MCP library does not know`},
+		{"data not base64", `"content":[{"type":"image","mimeType":"image/png","data":"data:image/png;base64,iVBORw0KGgo="}]`,
+			`binary data in it, the "data" of an image or audio block or the "blob" of a resource, is not base64: illegal base64 data at input byte 4`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := behindFront(t, backendtest.NewHTTPServer(t, config.TypeHTTP, backendtest.ModeJSONResponse), func(proxy *httputil.ReverseProxy) http.Handler {
+				proxy.ModifyResponse = func(resp *http.Response) error {
+					if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+						return nil // an event stream (the GET one) never ends
+					}
+					body, err := io.ReadAll(resp.Body)
+					if err != nil {
+						return err
+					}
+					body = bytes.ReplaceAll(body, []byte(good), []byte(tc.bad))
+					resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+					resp.Header.Set("Content-Length", fmt.Sprint(len(body)))
+					return nil
+				}
+				return proxy
+			})
+			p := startPool(t, []config.Server{srv}, testOptions(&testenv.LogBuffer{}))
+			testenv.Eventually(t, "the server up", func() bool { return statusOf(t, p, "remote").State == StateUp })
+			_, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "mangle"})
+			want := `call "echo" on "remote": its answer could not be read as a tools/call result (` + tc.why + `; check the server's version)`
+			if err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("error:\n%v\nwant it to start:\n%s", err, want)
 			}
-			body, err := io.ReadAll(resp.Body)
-			if err != nil {
-				return err
+			if res, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "fine"}); err != nil || textOf(t, res) != "fine" {
+				t.Errorf("the next call: %v, %v", res, err)
 			}
-			body = bytes.ReplaceAll(body, []byte(good), []byte(bad))
-			resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-			resp.Header.Set("Content-Length", fmt.Sprint(len(body)))
-			return nil
-		}
-		return proxy
-	})
-	p := startPool(t, []config.Server{srv}, testOptions(&testenv.LogBuffer{}))
-	testenv.Eventually(t, "the server up", func() bool { return statusOf(t, p, "remote").State == StateUp })
-	_, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "mangle"})
-	want := `call "echo" on "remote": its answer could not be read as a tools/call result ("content" must be a list of objects, not a JSON object; check the server's version)`
-	if err == nil || !strings.HasPrefix(err.Error(), want) {
-		t.Fatalf("error:\n%v\nwant it to start:\n%s", err, want)
-	}
-	if res, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "fine"}); err != nil || textOf(t, res) != "fine" {
-		t.Errorf("the next call: %v, %v", res, err)
+		})
 	}
 }
 

@@ -102,6 +102,8 @@ const (
 	ModeAsk             = "ask"               // tools that ask the client mid-call with input-required results (protocol 2026-07-28): "confirm", "sample", "roots", "confirm_sample", "confirm_anyway", "busy" (see addAskTools)
 	ModeDuplicateNames  = "duplicate-names"   // tools/list lists echo twice, the copy (last) with another description, as a broken server may
 	ModePoisonedInfo    = "poisoned-info"     // the handshake's serverInfo title is PoisonedTitle (an <IMPORTANT> block)
+	ModeOddSchemas      = "odd-schemas"       // tools/list also lists "forecast_true", "forecast_array" and "forecast_string", whose inputSchema is not an object (true, [], "object"), as a broken server may
+	ModeListOutput      = "list-output"       // tool "shelves" has a []string output (SEP-2106): its structuredContent is an array, its text the same JSON (go-sdk's server)
 
 	modeGrandchild = "grandchild" // internal: the sleeping grandchild
 )
@@ -176,7 +178,10 @@ func run(modes Modes) int {
 		in, out = editRequests(in, sl.edit), sl
 	}
 	if modes[ModeDuplicateNames] {
-		out = &duplicateEcho{w: out}
+		out = &listingEdit{w: out, edit: duplicateEcho}
+	}
+	if modes[ModeOddSchemas] {
+		out = &listingEdit{w: out, edit: oddSchemas}
 	}
 	if modes[ModeGarbageStdout] {
 		fmt.Fprintln(os.Stdout, "Fake MCP server v0.0.1 starting...")
@@ -386,14 +391,15 @@ func (sl *slowDiscover) Write(p []byte) (int, error) {
 	}
 }
 
-// duplicateEcho writes the server's messages to w, each tools/list answer
-// with a copy of its echo tool appended (ModeDuplicateNames).
-type duplicateEcho struct {
-	w   io.Writer
-	buf []byte // output not yet split into lines
+// listingEdit writes the server's messages to w, each tools/list answer's
+// tools as edit makes them.
+type listingEdit struct {
+	w    io.Writer
+	edit func(tools []any) []any
+	buf  []byte // output not yet split into lines
 }
 
-func (d *duplicateEcho) Write(p []byte) (int, error) {
+func (d *listingEdit) Write(p []byte) (int, error) {
 	d.buf = append(d.buf, p...)
 	for {
 		i := bytes.IndexByte(d.buf, '\n')
@@ -403,17 +409,12 @@ func (d *duplicateEcho) Write(p []byte) (int, error) {
 		line := d.buf[:i+1]
 		var m map[string]any
 		if json.Unmarshal(line, &m) == nil {
-			res, _ := m["result"].(map[string]any)
-			tools, _ := res["tools"].([]any)
-			for _, x := range tools {
-				if t, _ := x.(map[string]any); t["name"] == "echo" {
-					again := maps.Clone(t)
-					again["description"] = "the same name again, listed by mistake"
-					res["tools"] = append(tools, again)
+			if res, _ := m["result"].(map[string]any); res != nil {
+				if tools, ok := res["tools"].([]any); ok {
+					res["tools"] = d.edit(tools)
 					if b, err := json.Marshal(m); err == nil {
 						line = append(b, '\n')
 					}
-					break
 				}
 			}
 		}
@@ -422,6 +423,30 @@ func (d *duplicateEcho) Write(p []byte) (int, error) {
 		}
 		d.buf = d.buf[i+1:]
 	}
+}
+
+// duplicateEcho appends a copy of the echo tool (ModeDuplicateNames).
+func duplicateEcho(tools []any) []any {
+	for _, x := range tools {
+		if t, _ := x.(map[string]any); t["name"] == "echo" {
+			again := maps.Clone(t)
+			again["description"] = "the same name again, listed by mistake"
+			return append(tools, again)
+		}
+	}
+	return tools
+}
+
+// OddSchemaTools are the tools ModeOddSchemas adds, with their inputSchema
+// as listed: not a JSON object.
+var OddSchemaTools = map[string]any{"forecast_true": true, "forecast_array": []any{}, "forecast_string": "object"}
+
+// oddSchemas appends OddSchemaTools (ModeOddSchemas).
+func oddSchemas(tools []any) []any {
+	for _, name := range slices.Sorted(maps.Keys(OddSchemaTools)) {
+		tools = append(tools, map[string]any{"name": name, "description": "Weather forecast for a city, days ahead.", "inputSchema": OddSchemaTools[name]})
+	}
+	return tools
 }
 
 func spawnGrandchild() error {
@@ -522,6 +547,9 @@ type AddResult struct {
 func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
+
+// Shelves is the structured result of ModeListOutput's tool "shelves".
+var Shelves = []string{"A1", "B2"}
 
 // BigNumbers is the structured result of ModeBigNumbers' tool "big".
 const BigNumbers = `{"id":12345678901234567891,"ids":[9007199254740993,-9223372036854775809],"small":1.5}`
@@ -685,6 +713,12 @@ func NewServer(modes Modes) *mcp.Server {
 		mcp.AddTool(srv, &mcp.Tool{Name: "big", Description: "Return integers past 2^53 in the structured result."},
 			func(context.Context, *mcp.CallToolRequest, NoArgs) (*mcp.CallToolResult, any, error) {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: BigNumbers}}, StructuredContent: json.RawMessage(BigNumbers)}, nil, nil
+			})
+	}
+	if modes[ModeListOutput] {
+		mcp.AddTool(srv, &mcp.Tool{Name: "shelves", Description: "List the shelves of the library."},
+			func(context.Context, *mcp.CallToolRequest, NoArgs) (*mcp.CallToolResult, []string, error) {
+				return nil, Shelves, nil
 			})
 	}
 	if modes[ModeAsk] {

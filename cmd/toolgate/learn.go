@@ -27,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/local"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/datafile"
 	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
@@ -526,6 +527,12 @@ func damagedError(dataDir, storeDir string, err error) error {
 	}
 	if storage.Denied(err) {
 		return storage.StoreDenied(storeDir, err)
+	}
+	if ne, ok := datafile.AsNewer(err); ok {
+		// A rollback: the pairs are the newer toolgate's to read again.
+		return &storage.FolderError{Dir: dataDir, Err: err,
+			Problem: fmt.Sprintf("holds learned pairs that this toolgate cannot read: %v", ne),
+			Fix:     ne.Fix("learning starts afresh, a running gateway's within seconds")}
 	}
 	return &storage.FolderError{Dir: dataDir, Err: err,
 		Problem: fmt.Sprintf("holds learned pairs that cannot be opened (damaged? %v)", err),

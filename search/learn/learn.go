@@ -21,6 +21,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,7 @@ import (
 
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/badgerlog"
+	"github.com/toolgate/toolgate/internal/datafile"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/search"
 )
@@ -124,7 +126,7 @@ var ErrBusy = errors.New("learned-pairs store in use by another toolgate process
 var keyFormat = []byte("f")
 
 const (
-	storeFormat = "1"
+	storeFormat = 1    // stored as its decimal text
 	pfxPair     = "p/" // p/<tool ID>\x00<query> → value
 	pfxDoc      = "d/" // d/<tool ID> → the tool's document text when first recorded
 )
@@ -211,6 +213,9 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	if err := s.checkFormat(); err != nil {
 		db.Close()
+		if _, newer := datafile.AsNewer(err); newer {
+			return nil, err // a newer toolgate's pairs: kept for it
+		}
 		return nil, fmt.Errorf("learned pairs %s: %w (delete the folder to start over)", dir, err)
 	}
 	err = s.eachPair(pfxPair, func(_ []byte, _, _ string, v pairValue) { s.clock = max(s.clock, v.last) })
@@ -275,7 +280,7 @@ func (s *Store) checkFormat() error {
 	return s.db.Update(func(txn *badger.Txn) error {
 		item, err := txn.Get(keyFormat)
 		if errors.Is(err, badger.ErrKeyNotFound) {
-			return txn.Set(keyFormat, []byte(storeFormat))
+			return txn.Set(keyFormat, []byte(strconv.Itoa(storeFormat)))
 		}
 		if err != nil {
 			return err
@@ -284,8 +289,11 @@ func (s *Store) checkFormat() error {
 		if err != nil {
 			return err
 		}
-		if string(v) != storeFormat {
-			return fmt.Errorf("format %q, this toolgate reads %q", v, storeFormat)
+		if string(v) != strconv.Itoa(storeFormat) {
+			if err := datafile.Newer("learned pairs", s.dir, string(v), storeFormat); err != nil {
+				return err
+			}
+			return fmt.Errorf("format %q, this toolgate reads %q", v, strconv.Itoa(storeFormat))
 		}
 		return nil
 	})

@@ -962,8 +962,9 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time) *Pin
 	findings := g.opts.Scanner.scan(t, schema, ok)
 	changed := false
 	switch {
-	case slices.ContainsFunc(g.opts.Approved, func(gl string) bool { return catalog.MatchID(gl, id) }):
-		// approved by the config: follow it
+	case t.Server == config.BuiltinServer || slices.ContainsFunc(g.opts.Approved, func(gl string) bool { return catalog.MatchID(gl, id) }):
+		// The gateway's own tools (the rule never holds them, and an
+		// upgrade words them otherwise), or approved by the config: follow it
 		p.Pinned, p.Hints, findings, weaker = hash, hints, nil, nil
 	case hash == p.Pinned && p.Approved:
 		findings = nil // approved with them

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 // TestPinsOfNewerToolgate: a pins file a newer toolgate wrote (a rollback)
@@ -32,5 +35,36 @@ func TestPinsOfNewerToolgate(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != body {
 		t.Errorf("pins file now %q", b)
+	}
+}
+
+// TestPinsOfAnotherUser: a pins file this user may not read (a data folder
+// copied or restored by root) stops serve, but is not to be moved aside,
+// which would release the tools it holds (and which this user could not
+// do either): the fix gives the file back. It said to restore it from a
+// backup or move it aside, and only then the fix.
+func TestPinsOfAnotherUser(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} { // reachable by nobody
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, "pins.json")
+	if err := os.WriteFile(path, []byte(`{"version":1,"tools":{}}`), 0o000); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	testenv.AsAnotherUser(func() { _, err = checkPins(path) })
+	if err == nil {
+		t.Fatal("checkPins of a pins file this user may not read: no error")
+	}
+	if strings.Contains(err.Error(), "move it aside") || strings.Contains(err.Error(), "backup") {
+		t.Errorf("error advises moving aside or restoring a pins file that only needs its owner:\n%v", err)
+	}
+	var fix string
+	testenv.AsAnotherUser(func() { fix = storage.CommandFix(err) })
+	if !strings.Contains(fix, "chown ") {
+		t.Errorf("fix %q, want the chown that gives it back", fix)
 	}
 }

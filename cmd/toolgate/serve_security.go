@@ -104,6 +104,13 @@ func checkPins(path string) (datafile.Stamped[*quarantine.File], error) {
 		return pins, fmt.Errorf("%w\nThis toolgate cannot read it, and without it the tools it holds would be released, so the gateway does not start. Fix: %s",
 			ne, ne.Fix("every tool is then pinned afresh, as on a first start (a definition that changed meanwhile is not caught)"))
 	}
+	if storage.Denied(err) {
+		// Another user's (a data folder copied or restored by root): the
+		// fix gives it back (fail's); moved aside, the tools it holds
+		// would be released.
+		return pins, fmt.Errorf("the quarantine pins file %s cannot be read: %w\n"+
+			"Without it the tools it holds would be released, so the gateway does not start", path, err)
+	}
 	if err != nil {
 		return pins, fmt.Errorf("the quarantine pins file %s cannot be read: %w\n"+
 			"Without it the tools it holds would be released, so the gateway does not start. Fix: restore it from a backup, "+

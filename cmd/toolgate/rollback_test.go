@@ -68,3 +68,30 @@ func TestPinsOfAnotherUser(t *testing.T) {
 		t.Errorf("fix %q, want the chown that gives it back", fix)
 	}
 }
+
+// TestDoctorDataFolderOfAnotherUser: doctor's data folder line is bad (it
+// fails doctor) when this user may not use what is in it, a data folder
+// restored by root, naming it with serve's one fix (chown -R).
+func TestDoctorDataFolderOfAnotherUser(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	for _, d := range []string{filepath.Dir(filepath.Dir(data)), filepath.Dir(data)} { // reachable by nobody
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(data, "learn"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(data, testenv.NobodyUID, testenv.NobodyUID); err != nil {
+		t.Fatal(err)
+	}
+	health := storage.New(data, nil)
+	if c := dataDirCheck(data, health); c.Status != statusOK {
+		t.Errorf("as root: %+v, want ok", c)
+	}
+	var c doctorCheck
+	testenv.AsAnotherUser(func() { c = dataDirCheck(data, health) })
+	if c.Status != statusBad || !strings.Contains(c.Detail, "this user may not use: "+filepath.Join(data, "learn")+" (root's, mode 0700)") || !strings.Contains(c.Fix, "chown -R ") {
+		t.Errorf("as nobody: %+v, want bad, naming learn/, with chown -R", c)
+	}
+}

@@ -370,7 +370,7 @@ func (c *Cached) check(db *badger.DB) error {
 			}
 			if string(v) != cacheFormat {
 				reads, _ := strconv.Atoi(cacheFormat)
-				if err := datafile.Newer("embedding cache", c.dir, string(v), reads); err != nil {
+				if err := datafile.Newer("embedding cache", c.dir, string(v), reads, ""); err != nil {
 					return err
 				}
 				return fmt.Errorf("%w: format %q, want %q", errForeign, v, cacheFormat)

@@ -532,7 +532,7 @@ func damagedError(dataDir, storeDir string, err error) error {
 		// A rollback: the pairs are the newer toolgate's to read again.
 		return &storage.FolderError{Dir: dataDir, Err: err,
 			Problem: fmt.Sprintf("holds learned pairs that this toolgate cannot read: %v", ne),
-			Fix:     ne.Fix("learning starts afresh, a running gateway's within seconds")}
+			Fix:     ne.Fix()}
 	}
 	return &storage.FolderError{Dir: dataDir, Err: err,
 		Problem: fmt.Sprintf("holds learned pairs that cannot be opened (damaged? %v)", err),

@@ -243,7 +243,7 @@ func TestLearnedPairsShortOfMemoryNotDamaged(t *testing.T) {
 // toolgate, or moving them aside to keep them for it, never restoring a
 // backup over them.
 func TestLearnedPairsOfNewerToolgateNotDamaged(t *testing.T) {
-	newer := fmt.Errorf("open: %w", &datafile.NewerError{What: "learned pairs", Path: "/d/learn", Found: 2, Reads: 1})
+	newer := fmt.Errorf("open: %w", &datafile.NewerError{What: "learned pairs", Path: "/d/learn", Found: 2, Reads: 1, Then: "learning starts afresh"})
 	err := damagedError("/d", "/d/learn", newer)
 	fix := storage.Fix("/d", err)
 	if strings.Contains(err.Error(), "damaged") || !strings.Contains(err.Error(), "written by a newer toolgate (format 2; this one reads format 1)") ||

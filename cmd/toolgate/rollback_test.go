@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,12 +27,13 @@ func TestPinsOfNewerToolgate(t *testing.T) {
 	if err == nil {
 		t.Fatal("checkPins of a version-2 pins file: no error")
 	}
+	said := err.Error() + "\n" + storage.CommandFix(err)
 	for _, want := range []string{path + " was written by a newer toolgate (format 2; this one reads format 1)", "run the newer toolgate again", "mv " + path + " " + path + ".newer"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error lacks %q:\n%v", want, err)
+		if !strings.Contains(said, want) {
+			t.Errorf("error and fix lack %q:\n%s", want, said)
 		}
 	}
-	if strings.Contains(err.Error(), "backup") {
+	if strings.Contains(said, "backup") {
 		t.Errorf("error advises a backup over a newer toolgate's pins:\n%v", err)
 	}
 	if b, _ := os.ReadFile(path); string(b) != body {
@@ -93,5 +96,27 @@ func TestDoctorDataFolderOfAnotherUser(t *testing.T) {
 	testenv.AsAnotherUser(func() { c = dataDirCheck(data, health) })
 	if c.Status != statusBad || !strings.Contains(c.Detail, "this user may not use: "+filepath.Join(data, "learn")+" (root's, mode 0700)") || !strings.Contains(c.Fix, "chown -R ") {
 		t.Errorf("as nobody: %+v, want bad, naming learn/, with chown -R", c)
+	}
+}
+
+// TestNewerFilesFixInCommands: a command that meets a newer toolgate's
+// pins file (tools quarantined, tools approve) or learned pairs ends with
+// the fix line, as serve says it, once: they named the file alone.
+func TestNewerFilesFixInCommands(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pins.json")
+	if err := os.WriteFile(path, []byte(`{"version":2,"tools":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := runToolsQuarantined(io.Discard, path, nil, false)
+	var out bytes.Buffer
+	(&globals{}).fail(&out, err)
+	if got := out.String(); strings.Count(got, "toolgate: fix: run the newer toolgate again") != 1 || !strings.Contains(got, "every tool is then pinned afresh") {
+		t.Errorf("tools quarantined on a newer pins file printed:\n%s", got)
+	}
+	_, err = checkPins(path)
+	out.Reset()
+	(&globals{}).fail(&out, err)
+	if got := out.String(); strings.Count(got, "run the newer toolgate again") != 1 {
+		t.Errorf("serve on a newer pins file printed:\n%s", got)
 	}
 }

@@ -99,10 +99,10 @@ func checkPins(path string) (datafile.Stamped[*quarantine.File], error) {
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return pins, nil
 	}
-	if ne, ok := datafile.AsNewer(err); ok {
-		// A rollback: kept as it is for the newer toolgate.
-		return pins, fmt.Errorf("%w\nThis toolgate cannot read it, and without it the tools it holds would be released, so the gateway does not start. Fix: %s",
-			ne, ne.Fix("every tool is then pinned afresh, as on a first start (a definition that changed meanwhile is not caught)"))
+	if _, ok := datafile.AsNewer(err); ok {
+		// A rollback: kept as it is for the newer toolgate (the fix is
+		// storage.CommandFix's).
+		return pins, fmt.Errorf("%w\nThis toolgate cannot read it, and without it the tools it holds would be released, so the gateway does not start", err)
 	}
 	if storage.Denied(err) {
 		// Another user's (a data folder copied or restored by root): the

@@ -278,7 +278,8 @@ func ParseFile(b []byte) (*File, error) {
 	}
 	if f.Version > fileVersion {
 		// Path is the reader's to fill in (ReadFile's caller knows it).
-		return nil, &datafile.NewerError{What: "the quarantine pins file", Found: f.Version, Reads: fileVersion}
+		return nil, &datafile.NewerError{What: "the quarantine pins file", Found: f.Version, Reads: fileVersion,
+			Then: "every tool is then pinned afresh, as on a first start (a definition that changed meanwhile is not caught)"}
 	}
 	if f.Version != fileVersion {
 		return nil, fmt.Errorf("pins file version %d, this toolgate reads version %d", f.Version, fileVersion)
@@ -1026,6 +1027,9 @@ func Approve(path, id, reviewed string, now time.Time) (string, error) {
 	var approved string
 	err := datafile.Update(path, func(old []byte) ([]byte, error) {
 		f, err := parseAt(path)(old)
+		if _, newer := datafile.AsNewer(err); newer {
+			return nil, err // names the file
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}

@@ -20,28 +20,31 @@ type NewerError struct {
 	Path  string
 	Found int // the format it holds
 	Reads int // the format this toolgate reads
+	// Then is what moving it aside means for this toolgate ("learning
+	// starts afresh"), said in the fix.
+	Then string
 }
 
 func (e *NewerError) Error() string {
 	return fmt.Sprintf("%s %s was written by a newer toolgate (format %d; this one reads format %d)", e.What, e.Path, e.Found, e.Reads)
 }
 
-// Fix says what to do, with then what moving it aside means for this
-// toolgate ("learning starts afresh").
-func (e *NewerError) Fix(then string) string {
+// Fix says what to do: the newer toolgate, or moving it aside.
+func (e *NewerError) Fix() string {
 	return fmt.Sprintf("run the newer toolgate again (it reads it), or, to go on with this one, move it aside (%s): %s; "+
-		"moved back, the newer toolgate reads it again", shellword.Join("mv", e.Path, e.Path+".newer"), then)
+		"moved back, the newer toolgate reads it again", shellword.Join("mv", e.Path, e.Path+".newer"), e.Then)
 }
 
 // Newer returns a *NewerError when found, a format stamp as a file or
-// store keeps it ("2", 2), is a later format than reads; nil otherwise (an
+// store keeps it ("2"), is a later format than reads; nil otherwise (an
 // older format, or a stamp that is no number: the caller's own error).
-func Newer(what, path, found string, reads int) error {
+// then is NewerError.Then.
+func Newer(what, path, found string, reads int, then string) error {
 	n, err := strconv.Atoi(found)
 	if err != nil || n <= reads {
 		return nil
 	}
-	return &NewerError{What: what, Path: path, Found: n, Reads: reads}
+	return &NewerError{What: what, Path: path, Found: n, Reads: reads, Then: then}
 }
 
 // AsNewer is errors.As for a *NewerError.

@@ -13,12 +13,12 @@ func TestNewer(t *testing.T) {
 		found string
 		newer bool
 	}{{"2", true}, {"10", true}, {"1", false}, {"0", false}, {"x", false}, {"", false}} {
-		err := Newer("learned pairs", "/d/learn", tc.found, 1)
+		err := Newer("learned pairs", "/d/learn", tc.found, 1, "learning starts afresh")
 		if (err != nil) != tc.newer {
 			t.Errorf("Newer(%q, reads 1) = %v, want newer %v", tc.found, err, tc.newer)
 		}
 	}
-	err := fmt.Errorf("open: %w", Newer("learned pairs", "/d/learn", "2", 1))
+	err := fmt.Errorf("open: %w", Newer("learned pairs", "/d/learn", "2", 1, "learning starts afresh"))
 	ne, ok := AsNewer(err)
 	if !ok {
 		t.Fatalf("AsNewer(%v) = false", err)
@@ -28,7 +28,7 @@ func TestNewer(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
-	if fix := ne.Fix("learning starts afresh"); !strings.Contains(fix, "run the newer toolgate again") || !strings.Contains(fix, "mv /d/learn /d/learn.newer") {
+	if fix := ne.Fix(); !strings.Contains(fix, "run the newer toolgate again") || !strings.Contains(fix, "mv /d/learn /d/learn.newer): learning starts afresh;") {
 		t.Errorf("fix %q", fix)
 	}
 }

@@ -290,7 +290,7 @@ func (s *Store) checkFormat() error {
 			return err
 		}
 		if string(v) != strconv.Itoa(storeFormat) {
-			if err := datafile.Newer("learned pairs", s.dir, string(v), storeFormat); err != nil {
+			if err := datafile.Newer("learned pairs", s.dir, string(v), storeFormat, "learning starts afresh, a running gateway's within seconds"); err != nil {
 				return err
 			}
 			return fmt.Errorf("format %q, this toolgate reads %q", v, strconv.Itoa(storeFormat))

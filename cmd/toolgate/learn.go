@@ -28,6 +28,7 @@ import (
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/datafile"
+	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
@@ -1045,6 +1046,19 @@ func (l *lazyLearning) handler(dir string, tools func() []catalog.Tool, refresh 
 		store := l.tryOpen(true)
 		if store == nil {
 			http.Error(w, "this gateway cannot open the learned pairs now (GET /status, storage, says why)", http.StatusServiceUnavailable)
+			return
+		}
+		if r.Method == http.MethodGet && r.URL.Query().Get("backup") == "1" {
+			// `toolgate backup`: the store as Badger's backup stream, and
+			// whether all of it went in a trailer (the status is sent
+			// before the stream).
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Trailer", backupTrailer)
+			if err := store.Backup(w); err != nil {
+				w.Header().Set(backupTrailer, "failed: "+oneline.Cut(err.Error(), 300))
+				return
+			}
+			w.Header().Set(backupTrailer, "ok")
 			return
 		}
 		defs := map[string]catalog.Tool{}

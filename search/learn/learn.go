@@ -16,6 +16,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"math"
@@ -232,6 +233,42 @@ func Open(dir string, opts *Options) (*Store, error) {
 		s.gc = badgerlog.StartGC(gcEvery, func() { s.collectGarbage() })
 	}
 	return s, nil
+}
+
+// Backup writes every key of the store (the pairs with their counts and
+// times, the definitions, the format) to w as Badger's backup stream: a
+// consistent copy of a store this process holds open, where a copy of its
+// files taken meanwhile may not open (a compaction deletes a table file
+// the copied MANIFEST still names). Restore loads it.
+func (s *Store) Backup(w io.Writer) error {
+	if s.broken.Load() {
+		return s.brokenErr()
+	}
+	_, err := s.db.Backup(w, 0)
+	return err
+}
+
+// Restore makes the store in dir, which must hold no pairs (a new folder),
+// from a Backup stream, and returns it open.
+func Restore(dir string, r io.Reader, opts *Options) (*Store, error) {
+	s, err := Open(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if n, _ := s.Stats(); n > 0 {
+		s.Close()
+		return nil, fmt.Errorf("learned pairs %s hold %d pairs already: restore into a new folder", dir, n)
+	}
+	if err := s.db.Load(r, 256); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("restore learned pairs into %s: %w", dir, err)
+	}
+	// Opened again, it reads the pairs loaded as any open does (its clock,
+	// the pruning, the format they carry).
+	if err := s.Close(); err != nil {
+		return nil, err
+	}
+	return Open(dir, opts)
 }
 
 // gcEvery is how often a store in a folder rewrites its value log files

@@ -1,8 +1,10 @@
 package learn
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -690,5 +692,38 @@ func setFormat(t *testing.T, dir, f string) {
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Backup writes every pair (with its counts and times) and definition as a
+// stream that Restore loads into a new store: the copy a store held open
+// by a running gateway can give, where a copy of its files may not open.
+func TestBackupRestore(t *testing.T) {
+	c := &clock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	s := open(t, t.TempDir(), c)
+	defer s.Close()
+	s.Record("read a file", readFile)
+	s.Record("read a file", readFile)
+	c.t = c.t.Add(time.Hour)
+	s.Record("file an issue", issue)
+	var b bytes.Buffer
+	if err := s.Backup(&b); err != nil {
+		t.Fatal(err)
+	}
+	copyDir := t.TempDir()
+	r, err := Restore(copyDir, &b, &Options{Now: c.now, HalfLife: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pairsOf(r), pairsOf(s); !maps.Equal(got, want) {
+		t.Errorf("restored pairs %v, want %v", got, want)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Into a store that holds pairs already: refused, nothing changed.
+	s.Backup(&b)
+	if _, err := Restore(copyDir, &b, nil); err == nil {
+		t.Error("Restore into a store with pairs: no error")
 	}
 }

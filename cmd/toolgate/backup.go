@@ -194,19 +194,11 @@ func backupLearned(ctx context.Context, g *globals, dst string, log *slog.Logger
 // backupThrough writes the backup stream of the learned pairs that holder
 // holds to w.
 func backupThrough(ctx context.Context, holder *localGateway, w io.Writer) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, local.LearnURL+"?backup=1", nil)
+	resp, err := askHolder(ctx, holder, http.MethodGet, local.LearnURL+"?backup=1", nil, 10*time.Minute)
 	if err != nil {
 		return err
 	}
-	resp, err := local.Client(holder.sock, 10*time.Minute).Do(req)
-	if err != nil {
-		return fmt.Errorf("ask %s, which holds the learned pairs: %w", holder.name(), unwrapURLError(err))
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return fmt.Errorf("%s, which holds the learned pairs, answered %s: %s", holder.name(), resp.Status, oneLineBody(b))
-	}
 	if _, err := io.Copy(w, resp.Body); err != nil {
 		return fmt.Errorf("%s, which holds the learned pairs: %w", holder.name(), err)
 	}

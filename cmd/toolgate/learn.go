@@ -965,23 +965,35 @@ func askLearn(ctx context.Context, holder *localGateway, req learnRequest, pairs
 			u += "&since=" + strconv.FormatUint(req.Since, 10)
 		}
 	}
-	hreq, err := http.NewRequestWithContext(ctx, method, u, body)
+	resp, err := askHolder(ctx, holder, method, u, body, time.Minute)
 	if err != nil {
 		return ans, err
 	}
-	resp, err := local.Client(holder.sock, time.Minute).Do(hreq)
-	if err != nil {
-		return ans, fmt.Errorf("ask %s, which holds the learned pairs: %w", holder.name(), unwrapURLError(err))
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return ans, fmt.Errorf("%s, which holds the learned pairs, answered %s: %s", holder.name(), resp.Status, oneLineBody(b))
-	}
 	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
 		return ans, fmt.Errorf("%s answered: %w", holder.name(), err)
 	}
 	return ans, nil
+}
+
+// askHolder sends a request to the gateway holder, which holds the learned
+// pairs, on its status socket, and returns its answer of status 200 (the
+// caller closes its body), else an error that says what it answered.
+func askHolder(ctx context.Context, holder *localGateway, method, u string, body io.Reader, timeout time.Duration) (*http.Response, error) {
+	hreq, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := local.Client(holder.sock, timeout).Do(hreq)
+	if err != nil {
+		return nil, fmt.Errorf("ask %s, which holds the learned pairs: %w", holder.name(), unwrapURLError(err))
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return nil, fmt.Errorf("%s, which holds the learned pairs, answered %s: %s", holder.name(), resp.Status, oneLineBody(b))
+	}
+	return resp, nil
 }
 
 // heldPairs are learned pairs a gateway sent (search.Usage), for

@@ -20,6 +20,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/toolgate/toolgate/internal/badgerlog"
+	"github.com/toolgate/toolgate/internal/datafile"
 	"github.com/toolgate/toolgate/internal/storage"
 )
 
@@ -234,8 +235,13 @@ func (c *Cached) openStore() error {
 		// bad as it opened (an rm -rf under way).
 		return err
 	}
-	aside := fmt.Sprintf("%s.corrupt-%s", strings.TrimRight(c.dir, string(os.PathSeparator)), time.Now().UTC().Format("20060102T150405.000Z"))
-	c.log.Warn("embedding cache unusable; moved aside and rebuilding", "dir", c.dir, "moved_to", aside, "err", err)
+	why, msg := "corrupt", "embedding cache unusable; moved aside and rebuilding"
+	if _, ok := datafile.AsNewer(err); ok {
+		// A rollback: its vectors are kept there for the newer toolgate.
+		why, msg = "newer", "embedding cache of a newer toolgate; moved aside (kept for it) and rebuilding for this one"
+	}
+	aside := fmt.Sprintf("%s.%s-%s", strings.TrimRight(c.dir, string(os.PathSeparator)), why, time.Now().UTC().Format("20060102T150405.000Z"))
+	c.log.Warn(msg, "dir", c.dir, "moved_to", aside, "err", err)
 	if rerr := os.Rename(c.dir, aside); rerr != nil {
 		return fmt.Errorf("embedding cache %s is unusable (%v) and cannot be moved aside: %w", c.dir, err, rerr)
 	}
@@ -363,6 +369,10 @@ func (c *Cached) check(db *badger.DB) error {
 				return err
 			}
 			if string(v) != cacheFormat {
+				reads, _ := strconv.Atoi(cacheFormat)
+				if err := datafile.Newer("embedding cache", c.dir, string(v), reads, ""); err != nil {
+					return err
+				}
 				return fmt.Errorf("%w: format %q, want %q", errForeign, v, cacheFormat)
 			}
 		}

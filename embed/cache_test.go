@@ -146,27 +146,29 @@ func TestCacheRestart(t *testing.T) {
 	}
 }
 
+// rawDB writes kv into a Badger store at dir, as another program would.
+func rawDB(t *testing.T, dir string, kv map[string]string) {
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(txn *badger.Txn) error {
+		for k, v := range kv {
+			if err := txn.Set([]byte(k), []byte(v)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+}
+
 // TestCacheCorrupt: garbage, a foreign Badger store, another format version
 // or another dimension is moved aside with a warning and rebuilt.
 func TestCacheCorrupt(t *testing.T) {
-	rawDB := func(t *testing.T, dir string, kv map[string]string) {
-		db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = db.Update(func(txn *badger.Txn) error {
-			for k, v := range kv {
-				if err := txn.Set([]byte(k), []byte(v)); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		db.Close()
-	}
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, dir string)
@@ -189,7 +191,7 @@ func TestCacheCorrupt(t *testing.T) {
 			rawDB(t, dir, map[string]string{"user:1": "someone else's data"})
 		}},
 		{"format version", func(t *testing.T, dir string) {
-			rawDB(t, dir, map[string]string{"m/format": "99"})
+			rawDB(t, dir, map[string]string{"m/format": "0"}) // a newer one is TestCacheOfNewerToolgateMovedAsideForIt's
 		}},
 		{"dimension", func(t *testing.T, dir string) {
 			rawDB(t, dir, map[string]string{"m/format": cacheFormat, "m/dim/fake/a@1": "4"})
@@ -990,5 +992,27 @@ func TestCacheCompact(t *testing.T) {
 	mustEmbed(t, c, "one more text")
 	if st := c.Stats(); st.Skipped != 0 {
 		t.Errorf("%d vectors skipped after Compact, want them stored", st.Skipped)
+	}
+}
+
+// A cache a newer toolgate wrote (a rollback) is moved aside as that, for
+// the newer toolgate to have back, and an empty one started: it was
+// called "not a toolgate embedding cache" and moved to .corrupt-….
+func TestCacheOfNewerToolgateMovedAsideForIt(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "embeddings")
+	rawDB(t, dir, map[string]string{"m/format": "2"})
+	buf := &testenv.LogBuffer{}
+	c, err := NewCached(&fakeModel{id: "fake/a@1", dim: 8}, dir, &CacheOptions{Logger: slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatalf("NewCached: %v", err)
+	}
+	defer c.Close()
+	mustEmbed(t, c, "x")
+	if !strings.Contains(buf.String(), "was written by a newer toolgate (format 2; this one reads format 1)") || !strings.Contains(buf.String(), "moved aside (kept for it)") || strings.Contains(buf.String(), "not a toolgate") {
+		t.Errorf("log:\n%s", buf)
+	}
+	if aside, _ := filepath.Glob(filepath.Join(parent, "embeddings.newer-*")); len(aside) != 1 {
+		t.Errorf("moved aside as %v, want one embeddings.newer-…", aside)
 	}
 }

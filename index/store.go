@@ -213,7 +213,9 @@ func EnsureReport(ctx context.Context, dir string, tools []catalog.Tool, emb Emb
 		// An older (or newer) toolgate's index is what an upgrade finds:
 		// expected, not a fault; a manifest that does not read, or a
 		// generation gone, is one.
-		if prev != nil && (prev.Format != FormatVersion || prev.Analyzer != analyzerSignature()) {
+		if prev != nil && prev.Format > FormatVersion {
+			log.Info("index on disk is a newer toolgate's (a rollback?); rebuilding it for this one, and the newer toolgate rebuilds its own when it runs here again", "format", prev.Format, "this_version_reads", FormatVersion, "dir", ixDir)
+		} else if prev != nil && (prev.Format != FormatVersion || prev.Analyzer != analyzerSignature()) {
 			log.Info("index on disk is from another toolgate version; rebuilding it", "format", prev.Format, "this_version_reads", FormatVersion, "dir", ixDir)
 		} else {
 			log.Warn("index on disk is unreadable; rebuilding", "dir", ixDir)

@@ -475,6 +475,11 @@ func TestEnsureSaysAnOlderFormat(t *testing.T) {
 			b, _ := json.Marshal(m)
 			return b
 		}, fmt.Sprintf(`level=INFO msg="index on disk is from another toolgate version; rebuilding it" format=%d this_version_reads=%d`, FormatVersion-1, FormatVersion)},
+		{"newer format", func(m *Manifest) []byte {
+			m.Format = FormatVersion + 1
+			b, _ := json.Marshal(m)
+			return b
+		}, fmt.Sprintf(`level=INFO msg="index on disk is a newer toolgate's (a rollback?); rebuilding it for this one, and the newer toolgate rebuilds its own when it runs here again" format=%d this_version_reads=%d`, FormatVersion+1, FormatVersion)},
 		{"garbled manifest", func(*Manifest) []byte { return []byte("{not json") },
 			`level=WARN msg="index on disk is unreadable; rebuilding"`},
 	} {

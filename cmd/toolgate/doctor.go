@@ -131,11 +131,7 @@ func runDoctor(ctx context.Context, g *globals) (*doctorReport, error) {
 	rep := &doctorReport{DataDir: g.DataDir()}
 	add := func(c doctorCheck) { rep.Checks = append(rep.Checks, c) }
 
-	dc := dirCheck("data dir", g.DataDir(), "created on first use")
-	if open, fix := g.health().Exposed(); open != "" && dc.Status == statusOK {
-		dc.Status, dc.Detail, dc.Fix = statusWarning, "open to every user of this machine: "+open, fix
-	}
-	add(dc)
+	add(dataDirCheck(g.DataDir(), g.health()))
 
 	ortCheck, ortOK := doctorORT(opts.ORTLib, g.embedFlags.ORTLibFix())
 	add(ortCheck)
@@ -188,6 +184,23 @@ func runDoctor(ctx context.Context, g *globals) (*doctorReport, error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// dataDirCheck is the data folder's line: bad when this user may not use
+// what is in it (copied or restored by another user: storage.Unusable,
+// what serve warns of at start), a warning when its stores are open to
+// every user.
+func dataDirCheck(dir string, health *storage.Health) doctorCheck {
+	dc := dirCheck("data dir", dir, "created on first use")
+	if dc.Status != statusOK {
+		return dc
+	}
+	if names, fix := storage.Unusable(dir); names != "" {
+		dc.Status, dc.Detail, dc.Fix = statusBad, "this user may not use: "+names, fix
+	} else if open, fix := health.Exposed(); open != "" {
+		dc.Status, dc.Detail, dc.Fix = statusWarning, "open to every user of this machine: "+open, fix
+	}
+	return dc
+}
 
 func dirCheck(name, dir, absent string) doctorCheck {
 	c := doctorCheck{Name: name, Path: dir, Status: statusOK}

@@ -27,6 +27,8 @@ import (
 	"github.com/toolgate/toolgate/gateway/local"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/datafile"
+	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
@@ -527,6 +529,12 @@ func damagedError(dataDir, storeDir string, err error) error {
 	if storage.Denied(err) {
 		return storage.StoreDenied(storeDir, err)
 	}
+	if ne, ok := datafile.AsNewer(err); ok {
+		// A rollback: the pairs are the newer toolgate's to read again.
+		return &storage.FolderError{Dir: dataDir, Err: err,
+			Problem: fmt.Sprintf("holds learned pairs that this toolgate cannot read: %v", ne),
+			Fix:     ne.Fix()}
+	}
 	return &storage.FolderError{Dir: dataDir, Err: err,
 		Problem: fmt.Sprintf("holds learned pairs that cannot be opened (damaged? %v)", err),
 		Fix: fmt.Sprintf("move the store aside (%s): learning starts afresh, a running gateway's within seconds (what was learned stays in the copy); "+
@@ -957,23 +965,35 @@ func askLearn(ctx context.Context, holder *localGateway, req learnRequest, pairs
 			u += "&since=" + strconv.FormatUint(req.Since, 10)
 		}
 	}
-	hreq, err := http.NewRequestWithContext(ctx, method, u, body)
+	resp, err := askHolder(ctx, holder, method, u, body, time.Minute)
 	if err != nil {
 		return ans, err
 	}
-	resp, err := local.Client(holder.sock, time.Minute).Do(hreq)
-	if err != nil {
-		return ans, fmt.Errorf("ask %s, which holds the learned pairs: %w", holder.name(), unwrapURLError(err))
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return ans, fmt.Errorf("%s, which holds the learned pairs, answered %s: %s", holder.name(), resp.Status, oneLineBody(b))
-	}
 	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
 		return ans, fmt.Errorf("%s answered: %w", holder.name(), err)
 	}
 	return ans, nil
+}
+
+// askHolder sends a request to the gateway holder, which holds the learned
+// pairs, on its status socket, and returns its answer of status 200 (the
+// caller closes its body), else an error that says what it answered.
+func askHolder(ctx context.Context, holder *localGateway, method, u string, body io.Reader, timeout time.Duration) (*http.Response, error) {
+	hreq, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := local.Client(holder.sock, timeout).Do(hreq)
+	if err != nil {
+		return nil, fmt.Errorf("ask %s, which holds the learned pairs: %w", holder.name(), unwrapURLError(err))
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return nil, fmt.Errorf("%s, which holds the learned pairs, answered %s: %s", holder.name(), resp.Status, oneLineBody(b))
+	}
+	return resp, nil
 }
 
 // heldPairs are learned pairs a gateway sent (search.Usage), for
@@ -1038,6 +1058,19 @@ func (l *lazyLearning) handler(dir string, tools func() []catalog.Tool, refresh 
 		store := l.tryOpen(true)
 		if store == nil {
 			http.Error(w, "this gateway cannot open the learned pairs now (GET /status, storage, says why)", http.StatusServiceUnavailable)
+			return
+		}
+		if r.Method == http.MethodGet && r.URL.Query().Get("backup") == "1" {
+			// `toolgate backup`: the store as Badger's backup stream, and
+			// whether all of it went in a trailer (the status is sent
+			// before the stream).
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Trailer", backupTrailer)
+			if err := store.Backup(w); err != nil {
+				w.Header().Set(backupTrailer, "failed: "+oneline.Cut(err.Error(), 300))
+				return
+			}
+			w.Header().Set(backupTrailer, "ok")
 			return
 		}
 		defs := map[string]catalog.Tool{}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/datafile"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search/learn"
@@ -234,6 +235,20 @@ func TestLearnedPairsShortOfMemoryNotDamaged(t *testing.T) {
 	}
 	if fix := storage.Fix("/d", damagedError("/d", "/d/learn", errors.New("Value log truncate required"))); !strings.Contains(fix, "mv /d/learn /d/learn.bad") {
 		t.Errorf("a damaged store: fix %q, want it moved aside", fix)
+	}
+}
+
+// TestLearnedPairsOfNewerToolgateNotDamaged: learned pairs a newer
+// toolgate wrote (a rollback) are not called damaged: the fix is that
+// toolgate, or moving them aside to keep them for it, never restoring a
+// backup over them.
+func TestLearnedPairsOfNewerToolgateNotDamaged(t *testing.T) {
+	newer := fmt.Errorf("open: %w", &datafile.NewerError{What: "learned pairs", Path: "/d/learn", Found: 2, Reads: 1, Then: "learning starts afresh"})
+	err := damagedError("/d", "/d/learn", newer)
+	fix := storage.Fix("/d", err)
+	if strings.Contains(err.Error(), "damaged") || !strings.Contains(err.Error(), "written by a newer toolgate (format 2; this one reads format 1)") ||
+		!strings.Contains(fix, "run the newer toolgate again") || !strings.Contains(fix, "mv /d/learn /d/learn.newer") || strings.Contains(fix, "backup") {
+		t.Errorf("newer store: %v, fix %q", err, fix)
 	}
 }
 

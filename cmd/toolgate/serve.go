@@ -259,6 +259,13 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 			return usageError{err}
 		}
 	}
+	// A data folder copied or restored by another user: all that this user
+	// may not use, with one fix, before the keys or the pins refuse the
+	// first of them alone.
+	if names, fix := storage.Unusable(g.DataDir()); names != "" {
+		log.Warn("the data folder holds files and folders this user may not use: the API keys, pins, learned pairs and other stores among them are refused until it may",
+			"entries", names, "fix", fix)
+	}
 	// Keys before the address: a non-loopback address without keys is
 	// refused before it is bound.
 	sec, err := g.checkKeys(cfg, f, log)

@@ -99,6 +99,18 @@ func checkPins(path string) (datafile.Stamped[*quarantine.File], error) {
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return pins, nil
 	}
+	if _, ok := datafile.AsNewer(err); ok {
+		// A rollback: kept as it is for the newer toolgate (the fix is
+		// storage.CommandFix's).
+		return pins, fmt.Errorf("%w\nThis toolgate cannot read it, and without it the tools it holds would be released, so the gateway does not start", err)
+	}
+	if storage.Denied(err) {
+		// Another user's (a data folder copied or restored by root): the
+		// fix gives it back (fail's); moved aside, the tools it holds
+		// would be released.
+		return pins, fmt.Errorf("the quarantine pins file %s cannot be read: %w\n"+
+			"Without it the tools it holds would be released, so the gateway does not start", path, err)
+	}
 	if err != nil {
 		return pins, fmt.Errorf("the quarantine pins file %s cannot be read: %w\n"+
 			"Without it the tools it holds would be released, so the gateway does not start. Fix: restore it from a backup, "+

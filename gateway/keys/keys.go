@@ -30,6 +30,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/index/catalog"
@@ -156,6 +157,13 @@ func Parse(b []byte, name string) ([]Entry, error) {
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&e); err != nil {
+			if strings.HasPrefix(err.Error(), "json: unknown field ") {
+				// encoding/json has no typed error for it. Refused all the
+				// same: a field this toolgate does not know may narrow the
+				// key (a scope, a limit) in the toolgate that wrote it.
+				return nil, fmt.Errorf("%s:%d: a key entry with a field this toolgate does not know (%v): written by a newer toolgate? run it again, "+
+					"or, to go on with this one, keep a copy of the file and take the field out of the line", name, i+1, err)
+			}
 			return nil, fmt.Errorf("%s:%d: not a key entry (%v): each line is one JSON object as printed by `toolgate keys create --print-hash`", name, i+1, err)
 		}
 		if err := e.Validate(); err != nil {

@@ -417,3 +417,22 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// A field this toolgate does not know (a line a newer toolgate wrote, met
+// at a rollback) is refused as before, the file left as it is, and the
+// error says that a newer toolgate may have written it and what to do.
+func TestParseUnknownFieldNamesNewerToolgate(t *testing.T) {
+	line := `{"name":"ops","note":"v2","sha256":"` + Hash("tg_x") + `","created":"2026-12-06T14:50:42Z"}`
+	_, err := Parse([]byte(line+"\n"), "/d/keys.jsonl")
+	if err == nil {
+		t.Fatal("a line with an unknown field parsed")
+	}
+	for _, want := range []string{`/d/keys.jsonl:1:`, `unknown field "note"`, "written by a newer toolgate", "run it again"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	if _, err := Parse([]byte("{nope\n"), "/d/keys.jsonl"); err == nil || strings.Contains(err.Error(), "newer") {
+		t.Errorf("a malformed line: %v, want an error that blames no newer toolgate", err)
+	}
+}

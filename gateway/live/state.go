@@ -41,6 +41,52 @@ type State struct {
 	// search_tools with it until they connect, as the run before did, so
 	// their handshakes change nothing a client must be told of.
 	Described map[string]string `json:"described,omitempty"`
+
+	// unknown are the file's fields this toolgate does not know, as read:
+	// a newer toolgate's (met at a rollback), written back as they are.
+	unknown map[string]json.RawMessage
+}
+
+// stateFields is State without its methods: its fields as the file
+// spells them (json ignores unknown, which is not exported).
+type stateFields State
+
+// stateKeys are the file's fields that State reads.
+var stateKeys = []string{"disabled", "restartRequests", "described"}
+
+// UnmarshalJSON reads the fields it knows and keeps the others.
+func (st *State) UnmarshalJSON(b []byte) error {
+	var f stateFields
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return err
+	}
+	for _, k := range stateKeys {
+		delete(all, k)
+	}
+	*st = State(f)
+	if len(all) > 0 {
+		st.unknown = all
+	}
+	return nil
+}
+
+// MarshalJSON writes the fields it knows and those it kept.
+func (st State) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(stateFields(st))
+	if err != nil || len(st.unknown) == 0 {
+		return b, err
+	}
+	var known map[string]json.RawMessage
+	if err := json.Unmarshal(b, &known); err != nil {
+		return nil, err
+	}
+	all := maps.Clone(st.unknown)
+	maps.Copy(all, known)
+	return json.Marshal(all)
 }
 
 // ReadState reads the state file at path; a missing file (or path "") is
@@ -146,12 +192,12 @@ func (st State) With(server string, disabled bool) (State, bool) {
 		next = append(next, server)
 		slices.Sort(next)
 	}
-	return State{Disabled: next, RestartRequests: maps.Clone(st.RestartRequests), Described: maps.Clone(st.Described)}, !slices.Equal(next, st.Disabled)
+	return State{Disabled: next, RestartRequests: maps.Clone(st.RestartRequests), Described: maps.Clone(st.Described), unknown: st.unknown}, !slices.Equal(next, st.Disabled)
 }
 
 // WithRestart is st with one more restart of server requested.
 func (st State) WithRestart(server string) State {
-	next := State{Disabled: slices.Clone(st.Disabled), RestartRequests: maps.Clone(st.RestartRequests), Described: maps.Clone(st.Described)}
+	next := State{Disabled: slices.Clone(st.Disabled), RestartRequests: maps.Clone(st.RestartRequests), Described: maps.Clone(st.Described), unknown: st.unknown}
 	if next.RestartRequests == nil {
 		next.RestartRequests = map[string]uint64{}
 	}

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -451,5 +452,42 @@ func TestStateEditsKeepDescribed(t *testing.T) {
 	}
 	if next := st.WithRestart("a"); !maps.Equal(next.Described, st.Described) {
 		t.Errorf("WithRestart: described %v, want %v", next.Described, st.Described)
+	}
+}
+
+// A state file a newer toolgate wrote may hold fields this one does not
+// know (met at a rollback): an edit by this one (disable, enable, restart,
+// what a server said of itself) keeps them as they are. They were dropped
+// at its first write.
+func TestStateEditsKeepUnknownFields(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	newer := `{"disabled": ["a"], "paused": {"b": "2026-12-06T15:00:00Z"}, "version": 3}`
+	if err := os.WriteFile(path, []byte(newer), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	edits := []func(State) State{
+		func(st State) State { next, _ := st.With("c", true); return next },
+		func(st State) State { return st.WithRestart("c") },
+		func(st State) State { next, _ := st.With("a", false); return next },
+	}
+	for _, edit := range edits {
+		if err := EditState(path, func(st State) (State, bool, error) { return edit(st), true, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["version"] != 3.0 || fmt.Sprint(got["paused"]) != "map[b:2026-12-06T15:00:00Z]" {
+		t.Errorf("the newer toolgate's fields are gone or changed:\n%s", b)
+	}
+	st, err := ReadState(path)
+	if err != nil || !slices.Equal(st.Disabled, []string{"c"}) || st.RestartRequests["c"] != 1 {
+		t.Errorf("state %+v, %v; want c disabled and restarted once", st, err)
 	}
 }

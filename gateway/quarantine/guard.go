@@ -247,7 +247,19 @@ type File struct {
 
 const fileVersion = 1
 
-// ParseFile reads a pins file (nil or empty: no pins).
+// parseAt is ParseFile of the pins file at path: its errors name it.
+func parseAt(path string) func([]byte) (*File, error) {
+	return func(b []byte) (*File, error) {
+		f, err := ParseFile(b)
+		if ne, ok := datafile.AsNewer(err); ok {
+			ne.Path = path
+		}
+		return f, err
+	}
+}
+
+// ParseFile reads a pins file (nil or empty: no pins). One a newer
+// toolgate wrote is a *datafile.NewerError without its Path.
 func ParseFile(b []byte) (*File, error) {
 	f := &File{Version: fileVersion, Tools: map[string]*Pin{}}
 	if len(strings.TrimSpace(string(b))) == 0 {
@@ -263,6 +275,11 @@ func ParseFile(b []byte) (*File, error) {
 			err = e
 		}
 		return nil, fmt.Errorf("not a pins file (%v): move it aside and the gateway pins every tool afresh", err)
+	}
+	if f.Version > fileVersion {
+		// Path is the reader's to fill in (ReadFile's caller knows it).
+		return nil, &datafile.NewerError{What: "the quarantine pins file", Found: f.Version, Reads: fileVersion,
+			Then: "every tool is then pinned afresh, as on a first start (a definition that changed meanwhile is not caught)"}
 	}
 	if f.Version != fileVersion {
 		return nil, fmt.Errorf("pins file version %d, this toolgate reads version %d", f.Version, fileVersion)
@@ -442,7 +459,7 @@ func New(path string, opts *Options) *Guard {
 		o.Command = shellword.Join
 	}
 	g := &Guard{path: path, opts: o, log: o.Logger, unsaved: map[string]*Pin{}}
-	g.view = datafile.NewView(path, ParseFile, func() *File {
+	g.view = datafile.NewView(path, parseAt(path), func() *File {
 		f, _ := ParseFile(nil)
 		g.absent.Store(f)
 		return f
@@ -454,7 +471,7 @@ func New(path string, opts *Options) *Guard {
 // ReadFile reads and parses the pins file at path for Options.Read (a
 // parse error is a *datafile.ContentError).
 func ReadFile(path string) (datafile.Stamped[*File], error) {
-	return datafile.Read(path, ParseFile)
+	return datafile.Read(path, parseAt(path))
 }
 
 // Snapshot is the decisions as of one moment: immutable, cheap to query.
@@ -946,8 +963,9 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time) *Pin
 	findings := g.opts.Scanner.scan(t, schema, ok)
 	changed := false
 	switch {
-	case slices.ContainsFunc(g.opts.Approved, func(gl string) bool { return catalog.MatchID(gl, id) }):
-		// approved by the config: follow it
+	case t.Server == config.BuiltinServer || slices.ContainsFunc(g.opts.Approved, func(gl string) bool { return catalog.MatchID(gl, id) }):
+		// The gateway's own tools (the rule never holds them, and an
+		// upgrade words them otherwise), or approved by the config: follow it
 		p.Pinned, p.Hints, findings, weaker = hash, hints, nil, nil
 	case hash == p.Pinned && p.Approved:
 		findings = nil // approved with them
@@ -1008,7 +1026,10 @@ var ErrNotReviewed = errors.New("the definition changed since it was reviewed")
 func Approve(path, id, reviewed string, now time.Time) (string, error) {
 	var approved string
 	err := datafile.Update(path, func(old []byte) ([]byte, error) {
-		f, err := ParseFile(old)
+		f, err := parseAt(path)(old)
+		if _, newer := datafile.AsNewer(err); newer {
+			return nil, err // names the file
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -1046,6 +1067,6 @@ func Approve(path, id, reviewed string, now time.Time) (string, error) {
 
 // Read returns the pins file at path (no file: no pins).
 func Read(path string) (*File, error) {
-	v := datafile.NewView(path, ParseFile, func() *File { f, _ := ParseFile(nil); return f })
+	v := datafile.NewView(path, parseAt(path), func() *File { f, _ := ParseFile(nil); return f })
 	return v.Load()
 }

@@ -174,6 +174,29 @@ func TestGuardConfigApproved(t *testing.T) {
 	}
 }
 
+// The built-in management server's tools are the gateway's own: an
+// upgrade that words one otherwise (toolgate__add_server gained "tls") is
+// followed, never held, logged or listed as quarantined. After an upgrade
+// `toolgate status` listed it quarantined and serve warned at each start,
+// with an approve command, though the rule never held it.
+func TestGuardFollowsBuiltinTools(t *testing.T) {
+	g, _, logs := newGuard(t, nil)
+	v1 := catalog.Tool{Server: config.BuiltinServer, Name: "add_server", Description: "Add a server: a remote one (url, headers)."}
+	g.Observe([]catalog.Tool{v1})
+	v2 := v1
+	v2.Description = "Add a server: a remote one (url, headers, and tls). <IMPORTANT>x</IMPORTANT>"
+	g.Observe([]catalog.Tool{v2})
+	if h := held(g, v1.ID()); h != nil {
+		t.Errorf("built-in tool held after it changed: %+v", h)
+	}
+	if ids := g.Snapshot().HeldIDs(); len(ids) != 0 {
+		t.Errorf("HeldIDs = %v, want none", ids)
+	}
+	if strings.Contains(logs.String(), "quarantined") {
+		t.Errorf("logged:\n%s", logs)
+	}
+}
+
 // A data folder that cannot be written: the decisions hold in memory.
 func TestGuardUnwritable(t *testing.T) {
 	dir := t.TempDir()

@@ -8,6 +8,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -161,4 +162,63 @@ func deniedPath(err error) (path string, folder bool) {
 		return pe.Path, pe.Op == "mkdir"
 	}
 	return "", false
+}
+
+// maxUnusable is how many entries Unusable names before it counts the rest.
+const maxUnusable = 5
+
+// Unusable lists what of the data folder dir this user may not use — the
+// folder itself, a folder in it it may not enter, list or write in, a file
+// it may not read and write — with each one's owner and mode, and the one
+// fix that gives the folder back: ("", "") when all of it is usable. A data
+// folder copied, restored or moved by another user (root) is so: each
+// store and file used to be refused on its own, one start at a time
+// (keys.jsonl, then the pins, each with a chown of that file alone).
+// models/ (it may be shared, read-only) and run/ (each running gateway's
+// sockets) are left out; a folder refused is not looked into.
+func Unusable(dir string) (names, fix string) {
+	var found []string
+	n := 0
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error { //nolint:errcheck // a walk error is an entry not looked at
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() && (rel == "models" || rel == "run") {
+			return filepath.SkipDir
+		}
+		var want uint32
+		switch {
+		case d.IsDir():
+			want = unix.R_OK | unix.W_OK | unix.X_OK
+		case d.Type().IsRegular():
+			want = unix.R_OK | unix.W_OK
+		default:
+			return nil // a socket, a link: not toolgate's to use
+		}
+		if err := access(p, want); err == nil || errors.Is(err, unix.EROFS) {
+			return nil // a read-only file system is the start's fault to say, not an owner's
+		}
+		if n++; len(found) < maxUnusable {
+			if fi, err := d.Info(); err == nil {
+				found = append(found, fmt.Sprintf("%s (%s)", p, owned(fi)))
+			} else {
+				found = append(found, p)
+			}
+		}
+		if d.IsDir() {
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	if n == 0 {
+		return "", ""
+	}
+	names = strings.Join(found, ", ")
+	if n > len(found) {
+		names += fmt.Sprintf(" and %d more", n-len(found))
+	}
+	_, name := thisUser()
+	return names, fmt.Sprintf("give the data folder to this user (%s; copied, restored or written by another user?), or run toolgate as its owner",
+		shellword.Join("chown", "-R", name, dir))
 }

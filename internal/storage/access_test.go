@@ -80,3 +80,54 @@ func TestCommandFixNamesWhatRefuses(t *testing.T) {
 		t.Errorf("Prepare under a missing home = %v, fix %q: want it cannot be made, and the home folder named", err, fix)
 	}
 }
+
+// A data folder copied or restored by root, used by another user: every
+// file and folder it may not use is named at once, with one fix for all
+// (chown -R of the data folder); models/ and run/ are not looked into, and
+// a folder refused is named alone. A folder of this user's says nothing.
+func TestUnusableNamesAllAtOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	for _, d := range []string{filepath.Dir(filepath.Dir(dir)), filepath.Dir(dir)} { // reachable by nobody
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{"quarantine", "learn", "models/all-MiniLM-L6-v2", "run"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"keys.jsonl", "state.json", "quarantine/pins.json", "learn/MANIFEST", "models/all-MiniLM-L6-v2/model.onnx"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if names, fix := Unusable(dir); names != "" || fix != "" {
+		t.Errorf("this user's own folder: %q, %q; want nothing", names, fix)
+	}
+	var names, fix string
+	testenv.AsAnotherUser(func() { names, fix = Unusable(dir) })
+	for _, want := range []string{dir + " (", "mode 0755", "chown -R "} {
+		if !strings.Contains(names+fix, want) {
+			t.Errorf("the data folder itself: %q, fix %q; want %q", names, fix, want)
+		}
+	}
+	// The data folder given to nobody, what is in it still root's.
+	if err := os.Chown(dir, testenv.NobodyUID, testenv.NobodyUID); err != nil {
+		t.Fatal(err)
+	}
+	testenv.AsAnotherUser(func() { names, fix = Unusable(dir) })
+	for _, want := range []string{filepath.Join(dir, "keys.jsonl") + " (", "mode 0600", filepath.Join(dir, "quarantine") + " (", filepath.Join(dir, "learn") + " (", filepath.Join(dir, "state.json"), "chown -R ", " " + dir + ";"} {
+		if !strings.Contains(names+fix, want) {
+			t.Errorf("files of root's: %q, fix %q; want %q", names, fix, want)
+		}
+	}
+	for _, not := range []string{"pins.json", "MANIFEST", "models", "run"} {
+		if strings.Contains(names, not) {
+			t.Errorf("names %q: %q should not be named", names, not)
+		}
+	}
+}

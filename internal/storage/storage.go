@@ -48,6 +48,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/toolgate/toolgate/internal/datafile"
 	"github.com/toolgate/toolgate/internal/shellword"
 )
 
@@ -875,6 +876,9 @@ func (h *Health) Exposed() (open, fix string) { return Exposed(h.dir, h.o.Stores
 // file because of its file system: "" when err is not such a failure. The
 // folder is the one of the file that failed (from err's path).
 func CommandFix(err error) string {
+	if ne, ok := datafile.AsNewer(err); ok {
+		return ne.Fix() // a rollback: no file system's refusal
+	}
 	fix := WriteFix(err)
 	if fix == "" {
 		return ""

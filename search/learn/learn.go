@@ -16,11 +16,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +33,7 @@ import (
 
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/badgerlog"
+	"github.com/toolgate/toolgate/internal/datafile"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/search"
 )
@@ -124,7 +127,7 @@ var ErrBusy = errors.New("learned-pairs store in use by another toolgate process
 var keyFormat = []byte("f")
 
 const (
-	storeFormat = "1"
+	storeFormat = 1    // stored as its decimal text
 	pfxPair     = "p/" // p/<tool ID>\x00<query> → value
 	pfxDoc      = "d/" // d/<tool ID> → the tool's document text when first recorded
 )
@@ -211,6 +214,9 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	if err := s.checkFormat(); err != nil {
 		db.Close()
+		if _, newer := datafile.AsNewer(err); newer {
+			return nil, err // a newer toolgate's pairs: kept for it
+		}
 		return nil, fmt.Errorf("learned pairs %s: %w (delete the folder to start over)", dir, err)
 	}
 	err = s.eachPair(pfxPair, func(_ []byte, _, _ string, v pairValue) { s.clock = max(s.clock, v.last) })
@@ -227,6 +233,42 @@ func Open(dir string, opts *Options) (*Store, error) {
 		s.gc = badgerlog.StartGC(gcEvery, func() { s.collectGarbage() })
 	}
 	return s, nil
+}
+
+// Backup writes every key of the store (the pairs with their counts and
+// times, the definitions, the format) to w as Badger's backup stream: a
+// consistent copy of a store this process holds open, where a copy of its
+// files taken meanwhile may not open (a compaction deletes a table file
+// the copied MANIFEST still names). Restore loads it.
+func (s *Store) Backup(w io.Writer) error {
+	if s.broken.Load() {
+		return s.brokenErr()
+	}
+	_, err := s.db.Backup(w, 0)
+	return err
+}
+
+// Restore makes the store in dir, which must hold no pairs (a new folder),
+// from a Backup stream, and returns it open.
+func Restore(dir string, r io.Reader, opts *Options) (*Store, error) {
+	s, err := Open(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if n, _ := s.Stats(); n > 0 {
+		s.Close()
+		return nil, fmt.Errorf("learned pairs %s hold %d pairs already: restore into a new folder", dir, n)
+	}
+	if err := s.db.Load(r, 256); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("restore learned pairs into %s: %w", dir, err)
+	}
+	// Opened again, it reads the pairs loaded as any open does (its clock,
+	// the pruning, the format they carry).
+	if err := s.Close(); err != nil {
+		return nil, err
+	}
+	return Open(dir, opts)
 }
 
 // gcEvery is how often a store in a folder rewrites its value log files
@@ -275,7 +317,7 @@ func (s *Store) checkFormat() error {
 	return s.db.Update(func(txn *badger.Txn) error {
 		item, err := txn.Get(keyFormat)
 		if errors.Is(err, badger.ErrKeyNotFound) {
-			return txn.Set(keyFormat, []byte(storeFormat))
+			return txn.Set(keyFormat, []byte(strconv.Itoa(storeFormat)))
 		}
 		if err != nil {
 			return err
@@ -284,8 +326,11 @@ func (s *Store) checkFormat() error {
 		if err != nil {
 			return err
 		}
-		if string(v) != storeFormat {
-			return fmt.Errorf("format %q, this toolgate reads %q", v, storeFormat)
+		if string(v) != strconv.Itoa(storeFormat) {
+			if err := datafile.Newer("learned pairs", s.dir, string(v), storeFormat, "learning starts afresh, a running gateway's within seconds"); err != nil {
+				return err
+			}
+			return fmt.Errorf("format %q, this toolgate reads %q", v, strconv.Itoa(storeFormat))
 		}
 		return nil
 	})

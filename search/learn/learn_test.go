@@ -1,8 +1,10 @@
 package learn
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/datafile"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
@@ -641,5 +644,86 @@ func TestValueLogGarbageCollected(t *testing.T) {
 		return err
 	}); err != nil || doc != catalog.DocumentText(big) {
 		t.Fatalf("kept definition after the collection: %d bytes, %v", len(doc), err)
+	}
+}
+
+// A store a newer toolgate wrote (a later format) is what a rollback finds:
+// Open says so, with a datafile.NewerError, never the advice to delete it,
+// and leaves its pairs as they are for that toolgate to read again.
+func TestOpenNewerFormatKeepsPairs(t *testing.T) {
+	dir := t.TempDir()
+	c := &clock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	s := open(t, dir, c)
+	s.Record("read a file", readFile)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	setFormat(t, dir, "2")
+
+	_, err := Open(dir, &Options{Now: c.now})
+	ne, ok := datafile.AsNewer(err)
+	if !ok {
+		t.Fatalf("Open of a format-2 store: %v, want a datafile.NewerError", err)
+	}
+	if ne.Found != 2 || ne.Reads != 1 || ne.Path != dir {
+		t.Errorf("NewerError = %+v", ne)
+	}
+	if strings.Contains(err.Error(), "delete") {
+		t.Errorf("error %q advises deleting a newer toolgate's pairs", err)
+	}
+	// The pairs are all there for the newer toolgate.
+	setFormat(t, dir, "1")
+	s = open(t, dir, c)
+	defer s.Close()
+	if n, _ := s.Stats(); n != 1 {
+		t.Errorf("after the refused open the store holds %d pairs, want 1", n)
+	}
+}
+
+// setFormat stamps the store in dir with format f, as another toolgate would.
+func setFormat(t *testing.T, dir, f string) {
+	t.Helper()
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Set(keyFormat, []byte(f)) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Backup writes every pair (with its counts and times) and definition as a
+// stream that Restore loads into a new store: the copy a store held open
+// by a running gateway can give, where a copy of its files may not open.
+func TestBackupRestore(t *testing.T) {
+	c := &clock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	s := open(t, t.TempDir(), c)
+	defer s.Close()
+	s.Record("read a file", readFile)
+	s.Record("read a file", readFile)
+	c.t = c.t.Add(time.Hour)
+	s.Record("file an issue", issue)
+	var b bytes.Buffer
+	if err := s.Backup(&b); err != nil {
+		t.Fatal(err)
+	}
+	copyDir := t.TempDir()
+	r, err := Restore(copyDir, &b, &Options{Now: c.now, HalfLife: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pairsOf(r), pairsOf(s); !maps.Equal(got, want) {
+		t.Errorf("restored pairs %v, want %v", got, want)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Into a store that holds pairs already: refused, nothing changed.
+	s.Backup(&b)
+	if _, err := Restore(copyDir, &b, nil); err == nil {
+		t.Error("Restore into a store with pairs: no error")
 	}
 }

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/search/learn"
+)
+
+// TestBackup: `toolgate backup DIR` copies what cannot be made again (keys,
+// revoked keys, state, pins, logins, the audit log, the learned pairs) with
+// their modes into a new folder that is a data folder itself, and leaves
+// out what is made again (index, cache, models, run, lock files); a folder
+// that holds files is refused.
+func TestBackup(t *testing.T) {
+	data := t.TempDir()
+	files := map[string]string{
+		"keys.jsonl":           `{"name":"ops","sha256":"` + strings.Repeat("a", 64) + `","created":"2026-12-06T14:50:42Z"}` + "\n",
+		"keys-revoked.jsonl":   "",
+		"state.json":           `{"disabled": ["memory"]}`,
+		"quarantine/pins.json": `{"version":1,"tools":{}}`,
+		"auth/github.json":     `{"token":"x"}`,
+		"audit/audit.jsonl":    `{"action":"search_tools"}` + "\n",
+		"audit/audit.jsonl.1":  `{"action":"execute_tool"}` + "\n",
+		"keys.jsonl.lock":      "",
+		"index/manifest.json":  "{}",
+		"cache/embeddings/x":   "",
+		"models/m/model.onnx":  "",
+	}
+	for name, body := range files {
+		p := filepath.Join(data, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := learn.Open(filepath.Join(data, "learn"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Record("read a file", catalog.Tool{Server: "fs", Name: "read_file", Description: "Read a file."})
+	s.Record("open my notes", catalog.Tool{Server: "fs", Name: "read_file", Description: "Read a file."})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	dst := filepath.Join(t.TempDir(), "backup")
+	var out bytes.Buffer
+	if err := runBackup(context.Background(), &globals{dataDir: data}, dst, &out, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"keys.jsonl", "keys-revoked.jsonl", "state.json", "quarantine/pins.json", "auth/github.json", "audit/audit.jsonl", "audit/audit.jsonl.1"} {
+		b, err := os.ReadFile(filepath.Join(dst, name))
+		if err != nil || string(b) != files[name] {
+			t.Errorf("%s in the backup: %q, %v; want %q", name, b, err, files[name])
+		}
+		if fi, err := os.Stat(filepath.Join(dst, name)); err == nil && fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s in the backup: mode %04o, want 0600", name, fi.Mode().Perm())
+		}
+	}
+	for _, name := range []string{"keys.jsonl.lock", "index", "cache", "models", "run"} {
+		if _, err := os.Stat(filepath.Join(dst, name)); err == nil {
+			t.Errorf("%s copied into the backup", name)
+		}
+	}
+	copied, err := learn.Open(filepath.Join(dst, "learn"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := copied.Stats(); n != 2 {
+		t.Errorf("the backup's learned pairs: %d, want 2", n)
+	}
+	copied.Close()
+	if !strings.Contains(out.String(), "copied learn/: 2 learned pairs\n") || !strings.Contains(out.String(), "toolgate --data-dir "+dst+" keys list") {
+		t.Errorf("backup said:\n%s", out.String())
+	}
+
+	var ue usageError
+	if err := runBackup(context.Background(), &globals{dataDir: data}, dst, &out, nil); err == nil || !errors.As(err, &ue) {
+		t.Errorf("a backup into a folder that holds one: %v, want a usage error", err)
+	}
+}
+
+// The learned pairs of a running gateway come through its status socket
+// (GET /learn?backup=1) as one consistent stream, with the trailer that
+// says all of it went.
+func TestBackupThroughHolder(t *testing.T) {
+	tools := []catalog.Tool{{Server: "fs", Name: "read_file", Description: "read a file"}}
+	_, held, gw, _ := serveHolder(t, tools)
+	held.Record("open my notes", tools[0])
+	var stream bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := backupThrough(ctx, gw, &stream); err != nil {
+		t.Fatal(err)
+	}
+	copied, err := learn.Restore(filepath.Join(t.TempDir(), "learn"), &stream, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer copied.Close()
+	if n, _ := copied.Stats(); n != 1 {
+		t.Errorf("pairs through the holder: %d, want 1", n)
+	}
+}

@@ -52,7 +52,8 @@ It relays the client's JSON-RPC messages to the gateway's /mcp (or
 /profiles/NAME/mcp with --profile) and the answers back, with the progress,
 log messages and questions the gateway sends during a call. The gateway's
 HTTP front keeps no session: a gateway restarted while clients are connected
-answers their next call. A call it cannot take (it is down, it refuses the
+answers their next call, and a call made while it restarts (it answered, and
+now refuses connections) waits up to 5 s for it. A call it cannot take (it is down, it refuses the
 key) is answered with an error that says why and how to fix it.
 
 The gateway: --addr (host:port or URL), else --config's toolgate.http.addr,

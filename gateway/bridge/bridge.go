@@ -81,6 +81,15 @@ type Options struct {
 	// once (it never reached a gateway, so it cannot run twice).
 	// `toolgate connect --start` starts the gateway again there.
 	Revive func(ctx context.Context) error
+	// RestartWait is how long a message waits for a gateway that answered
+	// this bridge before and now refuses its connections: one restarting
+	// (an upgrade, systemd's restart, a config change that needs one),
+	// whose gap was 1.5 s between two toolgate binaries. It is sent again
+	// once the gateway takes the connection (a refused connection carried
+	// nothing, so it cannot run twice); past RestartWait it is answered
+	// that the gateway does not answer. 0: DefaultRestartWait; negative:
+	// no wait. Not with Revive, which starts a gateway at once instead.
+	RestartWait time.Duration
 	// Fix, if set, says what to do about a request that failed for a
 	// reason other than the gateway not running ("" when it knows none):
 	// toolgate connect words the TLS failures (an untrusted certificate:
@@ -213,6 +222,9 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	}
 }
 
+// DefaultRestartWait is Options.RestartWait's default.
+const DefaultRestartWait = 5 * time.Second
+
 // DefaultGrace is Options.Grace's default: what go-sdk's CommandTransport
 // waits after closing a server's stdin before it sends SIGTERM.
 const DefaultGrace = 5 * time.Second
@@ -231,6 +243,10 @@ type bridge struct {
 	initID   string // the initialize request's id
 	agent    string // User-Agent: the client's name and version, from initialize
 	inflight map[string]context.CancelFunc
+
+	// answered says the gateway has answered this bridge (a connection
+	// it refuses later is a restart: awaitRestart).
+	answered atomic.Bool
 }
 
 // envelope is what the bridge reads of a message: enough to tell a request
@@ -293,11 +309,18 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 			resp, err = b.post(ctx, msg, env)
 		}
 	}
+	waited := time.Duration(0)
+	if err != nil && b.opts.Revive == nil && b.opts.RestartWait >= 0 && errors.Is(err, syscall.ECONNREFUSED) && b.answered.Load() {
+		resp, waited, err = b.awaitRestart(ctx, msg, env, err)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return // cancelled by the client, or the client is gone
 		}
 		down := "start it (toolgate serve --http ADDR) or check the address given to toolgate connect"
+		if waited > 0 {
+			down = fmt.Sprintf("it answered before and has refused connections for %s since (stopped, or a restart that failed): %s", waited.Round(100*time.Millisecond), down)
+		}
 		if b.opts.Down != "" {
 			down = b.opts.Down
 		}
@@ -312,6 +335,7 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 		return
 	}
 	defer resp.Body.Close()
+	b.answered.Store(true)
 	if resp.StatusCode >= 300 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		if isCall && isErrorFor(body, env.ID) {
@@ -362,6 +386,37 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 // the protocol version (the one msg names in its _meta, else the one agreed
 // in initialize) and, from protocol 2026-07-28 on, the method and name the
 // body carries (Mcp-Method, Mcp-Name), which the gateway checks.
+// awaitRestart sends msg again, at growing intervals (50 ms up to 500 ms)
+// for up to Options.RestartWait, while the gateway, which answered before,
+// refuses the connection (err): until it takes one, its answer or its
+// error then returned, or the wait is over (err, and how long it waited).
+func (b *bridge) awaitRestart(ctx context.Context, msg []byte, env envelope, err error) (*http.Response, time.Duration, error) {
+	wait := b.opts.RestartWait
+	if wait == 0 {
+		wait = DefaultRestartWait
+	}
+	start := time.Now()
+	b.opts.Logger.Info("the gateway refuses connections: waiting for it to come back", "url", b.opts.URL, "wait", wait)
+	for delay := 50 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
+		left := wait - time.Since(start)
+		if left <= 0 {
+			return nil, time.Since(start), err
+		}
+		t := time.NewTimer(min(delay, left))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, time.Since(start), ctx.Err()
+		}
+		resp, err2 := b.post(ctx, msg, env)
+		if err2 == nil || !errors.Is(err2, syscall.ECONNREFUSED) {
+			b.opts.Logger.Info("the gateway takes connections again", "url", b.opts.URL, "after", time.Since(start).Round(time.Millisecond))
+			return resp, 0, err2
+		}
+	}
+}
+
 func (b *bridge) post(ctx context.Context, msg []byte, env envelope) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.opts.URL, bytes.NewReader(msg))
 	if err != nil {

@@ -3,16 +3,20 @@ package bridge_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -300,6 +304,86 @@ func TestGatewayDownAndBack(t *testing.T) {
 	down.Store(false)
 	if res, err := callTool(t, cs, "search_tools", map[string]any{"query": "read a file"}); err != nil || res.IsError || !strings.Contains(text(res), "fs__read_file") {
 		t.Errorf("search_tools once the gateway is back: %v", err)
+	}
+}
+
+// refusals counts the requests that found the gateway refusing connections
+// (on refused), over a transport without keep-alives, so that each request
+// dials anew.
+type refusals struct{ refused chan struct{} }
+
+func (r refusals) RoundTrip(req *http.Request) (*http.Response, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableKeepAlives = true
+	resp, err := tr.RoundTrip(req)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		r.refused <- struct{}{}
+	}
+	return resp, err
+}
+
+// serveOn serves h on addr ("" for a free port) until the test ends, or
+// its Close.
+func serveOn(t *testing.T, addr string, h http.Handler) *httptest.Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", cmp.Or(addr, "127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// A gateway that answered before and then refuses connections is
+// restarting (an upgrade, systemd's restart): a call waits for it and goes
+// once it takes connections again, answered as if nothing happened; the
+// client got "does not answer" for each call in the gap. Past RestartWait
+// the call is answered that it does not answer, and how long it waited.
+func TestGatewayRestartWaitedFor(t *testing.T) {
+	g, _ := newGateway(t)
+	first := serveOn(t, "", g.HTTPHandler(nil))
+	addr := first.Listener.Addr().String()
+	r := refusals{make(chan struct{}, 100)}
+	cs, _, _, _ := run(t, bridge.Options{URL: "http://" + addr + "/mcp", Client: &http.Client{Transport: r}, RestartWait: time.Hour})
+	if res, err := callTool(t, cs, "search_tools", map[string]any{"query": "read a file"}); err != nil || res.IsError {
+		t.Fatalf("search_tools before the restart: %v", err)
+	}
+	first.Close()
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		res, err := callTool(t, cs, "execute_tool", map[string]any{"name": "fs__read_file", "arguments": map[string]any{"text": "after"}})
+		got <- answer{res, err}
+	}()
+	for range 2 { // sent, refused; sent again, refused: the call waits
+		select {
+		case <-r.refused:
+		case a := <-got:
+			t.Fatalf("a call while the gateway restarts was answered without waiting for it: %v %q", a.err, text(a.res))
+		}
+	}
+	again, _ := newGateway(t)
+	second := serveOn(t, addr, again.HTTPHandler(nil))
+	if a := <-got; a.err != nil || a.res.IsError || text(a.res) != "fs__read_file: after" {
+		t.Errorf("a call during the restart: %v %q, want it run by the restarted gateway", a.err, text(a.res))
+	}
+
+	// Past the wait.
+	cs, _, _, _ = run(t, bridge.Options{URL: "http://" + addr + "/mcp", RestartWait: time.Millisecond})
+	if res, err := callTool(t, cs, "search_tools", map[string]any{"query": "read a file"}); err != nil || res.IsError {
+		t.Fatalf("search_tools of a second client: %v", err)
+	}
+	second.Close()
+	_, err := callTool(t, cs, "search_tools", map[string]any{"query": "read a file"})
+	if err == nil || !strings.Contains(err.Error(), "does not answer") || !strings.Contains(err.Error(), "it answered before and has refused connections for") {
+		t.Errorf("a call past the restart wait: %v, want the bridge's error saying it waited", err)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
@@ -71,6 +72,17 @@ func TestFirstSearchReleasesBackends(t *testing.T) {
 	newFirstSearch().wait(ctx, time.Hour)
 }
 
+// heldServer is the config entry of fake's server, started only once the
+// file gate exists (however long the test's steps take until then).
+func heldServer(fake config.Server, gate string) map[string]any {
+	return map[string]any{
+		"command":        "sh",
+		"args":           append([]string{"-c", `while [ ! -e "$0" ]; do sleep 0.05; done; exec "$@"`, gate, fake.Command}, fake.Args...),
+		"env":            fake.Env,
+		"connectTimeout": "10m",
+	}
+}
+
 // TestColdStartAnswersWhileBuilding: a cold start whose first index takes
 // long (here a backend that does not start until the test says so) answers
 // the client's handshake anyway, after coldStartWait, and search_tools
@@ -93,12 +105,7 @@ func TestColdStartAnswersWhileBuilding(t *testing.T) {
 	// handshake's and the first search's waits of 10 s each), and once
 	// past it the index was built without held, which the search while
 	// held then found.
-	held := map[string]any{
-		"command":        "sh",
-		"args":           append([]string{"-c", `while [ ! -e "$0" ]; do sleep 0.05; done; exec "$@"`, gate, fake.Command}, fake.Args...),
-		"env":            fake.Env,
-		"connectTimeout": "10m",
-	}
+	held := heldServer(fake, gate)
 	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"held":   held,
 		"fake":   map[string]any{"command": fake.Command, "args": fake.Args, "env": fake.Env},
@@ -188,12 +195,7 @@ func TestColdStartAnswersWhileBuilding(t *testing.T) {
 func TestReadyzDuringColdStart(t *testing.T) {
 	fake := backendtest.Command(t, backendtest.ModeNormal)
 	gate := filepath.Join(t.TempDir(), "go")
-	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"held": map[string]any{
-		"command":        "sh",
-		"args":           append([]string{"-c", `while [ ! -e "$0" ]; do sleep 0.05; done; exec "$@"`, gate, fake.Command}, fake.Args...),
-		"env":            fake.Env,
-		"connectTimeout": "10m",
-	}}})
+	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"held": heldServer(fake, gate)}})
 	if err != nil {
 		t.Fatal(err)
 	}

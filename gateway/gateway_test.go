@@ -609,7 +609,9 @@ func TestHTTPGuards(t *testing.T) {
 		{"allowed Host, origin of another port", "POST", "gw.example:8931", "http://gw.example:8080", initBody, 403},
 		{"foreign host POST", "POST", "evil.example", "", initBody, 403},
 		{"foreign host GET", "GET", "evil.example:80", "", "", 403},
-		{"foreign host healthz", "GET", "rebind.example", "", "", 403},
+		// A probe names nothing: an orchestrator's comes with the pod's
+		// address as Host (TestProbesOpenToOrchestrators).
+		{"foreign host healthz", "GET", "rebind.example", "", "", 200},
 		{"foreign origin POST", "POST", "", "https://evil.example", initBody, 403},
 		{"foreign origin DELETE", "DELETE", "", "http://evil.example", "", 403},
 		{"foreign origin OPTIONS", "OPTIONS", "", "null", "", 403},
@@ -1183,7 +1185,7 @@ func TestHTTPRoot(t *testing.T) {
 		return resp.StatusCode, resp.Header.Get("Location"), string(body)
 	}
 	extra := map[string]http.Handler{"GET /status": ok, "/ui/": ok}
-	if code, _, body := get(t, &HTTPOptions{Extra: extra}, "GET", "/"); code != 200 || body != "toolgate: MCP (streamable HTTP) at /mcp, a profile's at /profiles/NAME/mcp; also /healthz, /status, /ui/\n" {
+	if code, _, body := get(t, &HTTPOptions{Extra: extra}, "GET", "/"); code != 200 || body != "toolgate: MCP (streamable HTTP) at /mcp, a profile's at /profiles/NAME/mcp; also /healthz, /readyz, /status, /ui/\n" {
 		t.Errorf("GET / without Home: %d %q", code, body)
 	}
 	keyed := &HTTPOptions{Extra: extra, Home: "/ui/", Keys: &switchKeys{}, RequireKey: true, OwnAuth: []string{"/ui/"}}
@@ -1201,7 +1203,7 @@ func TestHTTPRoot(t *testing.T) {
 	// Another path says what is served; an HTTP+SSE client's, what to
 	// configure instead.
 	for path, want := range map[string]string{
-		"/nope":        "Not Found: toolgate serves MCP (streamable HTTP) at /mcp, a profile's at /profiles/NAME/mcp; also /healthz, /status, /ui/\n",
+		"/nope":        "Not Found: toolgate serves MCP (streamable HTTP) at /mcp, a profile's at /profiles/NAME/mcp; also /healthz, /readyz, /status, /ui/\n",
 		"/sse":         "Not Found: toolgate does not serve the older HTTP+SSE transport (a GET of /sse, then POSTs to /messages); it serves MCP over streamable HTTP at /mcp: configure the client with that URL and transport \"http\" (streamable), or have a stdio client run `toolgate connect`\n",
 		"/messages/":   "Not Found: toolgate does not serve the older HTTP+SSE transport",
 		"/mcp/extra":   "Not Found: toolgate serves MCP (streamable HTTP) at /mcp",
@@ -1707,5 +1709,69 @@ func TestProxiedWithoutKeysRefused(t *testing.T) {
 	}
 	if code, _ := send("POST", "/mcp", "", "X-Forwarded-For", "203.0.113.7"); code != http.StatusUnauthorized {
 		t.Errorf("POST /mcp through a proxy without a key once one exists: %d, want 401", code)
+	}
+}
+
+// TestProbesOpenToOrchestrators: an orchestrator's liveness and readiness
+// probes (a kubelet's httpGet, a load balancer's health check) come from
+// another address, with the pod's address as Host and no key. GET /healthz
+// answered them 403 (the Host check) or 401 (keys on: open to loopback
+// only), so a gateway with keys could not be probed at all. /healthz and
+// /readyz now answer any address and Host without a key; /readyz says 503
+// with why while the first index of a cold start is built, 200 once there
+// is one to search. Every other route keeps its checks.
+func TestProbesOpenToOrchestrators(t *testing.T) {
+	var building atomic.Bool
+	building.Store(true)
+	g := New(&fakeSearcher{tools: testCatalog}, &fakeCaller{}, &Options{Building: func() error {
+		if building.Load() {
+			return errors.New("the tool index is being built (3 of 10 tools embedded; first start on this data folder); try again in a few seconds")
+		}
+		return nil
+	}})
+	kc := &noKeys{}
+	kc.added.Store(true)
+	status := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "{}") })
+	h := g.HTTPHandler(&HTTPOptions{Keys: kc, RequireKey: true, Extra: map[string]http.Handler{"GET /status": status}})
+	probe := func(method, path string) (int, string) {
+		t.Helper()
+		req := httptest.NewRequest(method, "http://10.0.0.7:8931"+path, nil)
+		req.RemoteAddr = "10.0.0.1:53122" // the node's kubelet
+		req.Host = "10.0.0.7:8931"        // the pod's address
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := probe("GET", "/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("GET /healthz from another address and Host, no key: %d %q, want 200 ok", code, body)
+	}
+	if code, _ := probe("HEAD", "/healthz"); code != 200 {
+		t.Errorf("HEAD /healthz: %d, want 200", code)
+	}
+	if code, body := probe("GET", "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not ready: the tool index is being built (3 of 10 tools embedded") {
+		t.Errorf("GET /readyz during a cold start: %d %q, want 503 saying the index is being built", code, body)
+	}
+	building.Store(false)
+	if code, body := probe("GET", "/readyz"); code != 200 || body != "ready\n" {
+		t.Errorf("GET /readyz once the index is served: %d %q, want 200 ready", code, body)
+	}
+	if code, _ := probe("HEAD", "/readyz"); code != 200 {
+		t.Errorf("HEAD /readyz: %d, want 200", code)
+	}
+	// The other routes keep the Host check and the key.
+	for _, path := range []string{"/status", "/mcp"} {
+		if code, _ := probe("GET", path); code != http.StatusForbidden {
+			t.Errorf("GET %s with a foreign Host: %d, want 403", path, code)
+		}
+	}
+	req := httptest.NewRequest("GET", "http://127.0.0.1:8931/status", nil)
+	req.RemoteAddr = "10.0.0.1:53122"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusUnauthorized {
+		t.Errorf("GET /status from another address without a key: %d, want 401", rec.Code)
+	}
+	if code, _ := probe("POST", "/readyz"); code == 200 {
+		t.Errorf("POST /readyz: 200, want it refused")
 	}
 }

@@ -55,7 +55,7 @@ type HTTPOptions struct {
 	// "" when none does.
 	Wrap func(h http.Handler, route func(*http.Request) string) http.Handler
 	// Keys, when set, makes every route need an API key as soon as one
-	// exists (GET /healthz from a loopback address excepted); RequireKey
+	// exists (the probes GET /healthz and /readyz excepted); RequireKey
 	// needs one even while none exists (a non-loopback address).
 	Keys       KeyChecker
 	RequireKey bool
@@ -89,7 +89,7 @@ const DefaultMaxBodyBytes = 4 << 20
 
 // HTTPHandler serves MCP over streamable HTTP at /mcp and, for each
 // profile, at /profiles/NAME/mcp (404 for a name that is not a profile),
-// plus GET /healthz.
+// plus the probes GET /healthz and GET /readyz.
 //
 // It runs go-sdk's handler in stateless mode: each POST is a whole exchange,
 // which is what protocol 2026-07-28 clients require (the stateful handler
@@ -232,7 +232,22 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
-	routes := []string{"/healthz"}
+	// Readiness: 503 with why while a cold start's first index is built
+	// (search_tools cannot find tools yet), 200 once there is one. A
+	// server down or a data folder failing leaves it ready: the gateway
+	// serves the others, and searches from memory (GET /status says what).
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if g.opts.Building != nil {
+			if err := g.opts.Building(); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintf(w, "not ready: %v\n", err)
+				return
+			}
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	routes := []string{"/healthz", "/readyz"}
 	for path, h := range o.Extra {
 		mux.Handle(path, h)
 		if _, p, ok := strings.Cut(path, " "); ok {
@@ -563,6 +578,10 @@ func (w *notHandledWriter) finish() {
 // the cap with 413 before anything reads them. Each refusal is audited.
 func (g *Gateway) guard(next http.Handler, o HTTPOptions, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if probe(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		if !hostAllowed(r.Host, o.AllowedHosts) && (o.CertHosts == nil || !hostAllowed(r.Host, o.CertHosts())) {
 			if overRefused(w, r, o, "") {
 				return
@@ -605,6 +624,16 @@ func (g *Gateway) guard(next http.Handler, o HTTPOptions, log *slog.Logger) http
 // apply at the next start; a reload says so).
 func tooLarge(size string, limit int64) string {
 	return fmt.Sprintf("request body%s exceeds the %d-byte limit (raise toolgate.http.maxBodyBytes and restart the gateway)", size, limit)
+}
+
+// probe reports whether r is a liveness or readiness probe (GET or HEAD
+// of /healthz or /readyz), which every client may send: an orchestrator's
+// (a kubelet's httpGet, a load balancer's health check) comes from another
+// address, with the pod's address as Host and no key, and was refused 403
+// or 401. Their answers name nothing (ok, ready, or why not yet), so the
+// Host check against DNS rebinding and the key guard nothing there.
+func probe(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz")
 }
 
 func isLoopbackHost(h string) bool {

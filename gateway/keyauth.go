@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -78,8 +77,8 @@ func OwnKeyRefusal(resp *http.Response) bool {
 }
 
 // requireKey makes every route need an API key (Authorization: Bearer
-// tg_…) once any key exists, or always with o.RequireKey; GET /healthz from
-// a loopback address stays open. A missing, unknown or expired key gets
+// tg_…) once any key exists, or always with o.RequireKey; the probes
+// (GET /healthz, /readyz) stay open. A missing, unknown or expired key gets
 // 401 with a Bearer challenge; keys that cannot be read get 503 (no one
 // gets in); a key over its rate gets 429 with Retry-After. Refused
 // requests are audited. The key of a request let in goes into its context
@@ -98,7 +97,7 @@ func (g *Gateway) requireKey(next http.Handler, o HTTPOptions, log *slog.Logger)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The root says only where things are (or sends a browser to the
 		// console, which asks for a key itself).
-		if r.URL.Path == "/healthz" && loopbackRemote(r.RemoteAddr) || r.URL.Path == "/" && r.Method == http.MethodGet {
+		if probe(r) || r.URL.Path == "/" && r.Method == http.MethodGet {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -351,14 +350,4 @@ func bearer(r *http.Request) string {
 		return ""
 	}
 	return strings.TrimSpace(tok)
-}
-
-// loopbackRemote reports whether a request came from this machine.
-func loopbackRemote(remoteAddr string) bool {
-	host, _, err := net.SplitHostPort(remoteAddr)
-	if err != nil {
-		host = remoteAddr
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

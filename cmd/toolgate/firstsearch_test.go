@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
@@ -70,6 +72,17 @@ func TestFirstSearchReleasesBackends(t *testing.T) {
 	newFirstSearch().wait(ctx, time.Hour)
 }
 
+// heldServer is the config entry of fake's server, started only once the
+// file gate exists (however long the test's steps take until then).
+func heldServer(fake config.Server, gate string) map[string]any {
+	return map[string]any{
+		"command":        "sh",
+		"args":           append([]string{"-c", `while [ ! -e "$0" ]; do sleep 0.05; done; exec "$@"`, gate, fake.Command}, fake.Args...),
+		"env":            fake.Env,
+		"connectTimeout": "10m",
+	}
+}
+
 // TestColdStartAnswersWhileBuilding: a cold start whose first index takes
 // long (here a backend that does not start until the test says so) answers
 // the client's handshake anyway, after coldStartWait, and search_tools
@@ -92,12 +105,7 @@ func TestColdStartAnswersWhileBuilding(t *testing.T) {
 	// handshake's and the first search's waits of 10 s each), and once
 	// past it the index was built without held, which the search while
 	// held then found.
-	held := map[string]any{
-		"command":        "sh",
-		"args":           append([]string{"-c", `while [ ! -e "$0" ]; do sleep 0.05; done; exec "$@"`, gate, fake.Command}, fake.Args...),
-		"env":            fake.Env,
-		"connectTimeout": "10m",
-	}
+	held := heldServer(fake, gate)
 	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"held":   held,
 		"fake":   map[string]any{"command": fake.Command, "args": fake.Args, "env": fake.Env},
@@ -175,4 +183,42 @@ func TestColdStartAnswersWhileBuilding(t *testing.T) {
 	if !strings.Contains(logs.String(), "cold start: answering the client while the index is built") {
 		t.Errorf("the log does not say the index is built while the client is answered:\n%s", logs.String())
 	}
+}
+
+// TestReadyzDuringColdStart: an orchestrator's readiness probe (GET
+// /readyz, no key though the gateway has keys) answers 503 with why while
+// the first index of a cold start is built (here a backend held until the
+// test says so), and 200 once it is served; /healthz answers 200
+// throughout (the process is alive). There was no readiness answer: the
+// probe had /healthz, which is ok from the first request on, and /status,
+// which needs a key.
+func TestReadyzDuringColdStart(t *testing.T) {
+	fake := backendtest.Command(t, backendtest.ModeNormal)
+	gate := filepath.Join(t.TempDir(), "go")
+	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"held": heldServer(fake, gate)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, string(b))
+	data := t.TempDir()
+	createKey(t, data, "--name", "ci", "--config", cfg)
+	addr, _ := startGateway(t, data, cfg) // answers once the cold start's wait is over
+	probe := func(path string) (int, string) {
+		t.Helper()
+		resp, body := getBody(t, "http://"+addr+path, "")
+		return resp.StatusCode, body
+	}
+	if code, body := probe("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not ready: the gateway is starting its servers to build the tool index") {
+		t.Errorf("GET /readyz while the backend is held: %d %q, want 503 saying the index is being built", code, body)
+	}
+	if code, _ := probe("/healthz"); code != 200 {
+		t.Errorf("GET /healthz while the index is built: %d, want 200", code)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "GET /readyz 200 ready once the index is built", func() bool {
+		code, body := probe("/readyz")
+		return code == 200 && body == "ready\n"
+	})
 }

@@ -282,8 +282,8 @@ func TestServeRemoteRefusalFitsConfig(t *testing.T) {
 	}
 }
 
-// TestAPIKeysOverHTTP: once a key exists every route needs one (loopback
-// /healthz excepted; the console checks it itself: its login page comes
+// TestAPIKeysOverHTTP: once a key exists every route needs one (the
+// probes /healthz and /readyz excepted; the console checks it itself: its login page comes
 // with the 401) and answers 401 with a Bearer challenge without it or
 // with a wrong, expired or revoked one; a key from toolgate.keysFile works
 // too; a revoked key is refused at the next request; an unreadable

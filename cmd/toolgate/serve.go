@@ -31,6 +31,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/mgmt"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/telemetry"
@@ -326,6 +327,12 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	if err != nil {
 		log.Error("the data folder cannot take writes: serving with the index in memory and without storing embeddings or refreshed logins until it can (GET /status, storage)",
 			"dir", health.Dir(), "err", err, "fix", storage.Fix(health.Dir(), err))
+	}
+	// An arbitrary container uid without HOME gets /tmp/.local/share:
+	// the keys, logins and learned pairs would go with the container.
+	if why := dirs.DataInTemp(g.dataDir, g.configDataDir); why != "" {
+		log.Warn("the data folder is in the temp folder: shared with every user of this machine, cleaned at boot, gone with a container, and the API keys, logins, audit log and learned pairs in it with it",
+			"dir", health.Dir(), "reason", why, "fix", storage.OwnFolders)
 	}
 	// Made so by a toolgate before 0700, and left so (not chmod'ed here:
 	// the operator may have reasons; the fix is said instead).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway"
@@ -177,10 +179,30 @@ func (fr *front) serve(ctx context.Context) error {
 		})
 	}
 	var tc *tls.Config
+	scheme := "http"
 	if fr.cert != nil {
 		tc = fr.cert.Config()
+		scheme = "https"
 	}
+	// A systemd unit of Type=notify: ready once the front answers (the
+	// address is taken; connections wait in its backlog until Serve
+	// accepts them), stopping when a stop begins.
+	status := fmt.Sprintf("serving %d servers, %d tools at %s://%s/mcp", len(fr.cfg.Servers()), fr.lv.Stats().CatalogTools, scheme, fr.ln.Addr())
+	if err := fr.lv.Building(); err != nil {
+		status += "; " + err.Error()
+	}
+	notifySystemd(fr.log, daemon.SdNotifyReady+"\nSTATUS="+status)
+	defer context.AfterFunc(ctx, func() { notifySystemd(fr.log, daemon.SdNotifyStopping) })()
 	return gateway.Serve(ctx, fr.ln, h, tc, fr.log, gw.StopCalls)
+}
+
+// notifySystemd tells systemd (a unit of Type=notify, which sets
+// $NOTIFY_SOCKET) the state; nothing without $NOTIFY_SOCKET. A failed
+// send is logged: the unit's start then times out, and this says why.
+func notifySystemd(log *slog.Logger, state string) {
+	if _, err := daemon.SdNotify(false, state); err != nil {
+		log.Warn("cannot notify systemd (Type=notify)", "state", state, "err", err)
+	}
 }
 
 // idleWatch stops an HTTP gateway no client has used for a while (serve

@@ -156,20 +156,21 @@ func TestHTTPSFront(t *testing.T) {
 		return resp.StatusCode == http.StatusOK
 	})
 	// The certificate's names pass the Host check as allowedHosts do; other
-	// names do not (DNS rebinding).
+	// names do not (DNS rebinding). (/status: the probes, /healthz and
+	// /readyz, answer any Host.)
 	for host, want := range map[string]int{"gw.example": http.StatusOK, "evil.example": http.StatusForbidden} {
-		req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/healthz", nil)
+		req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/status", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		req.Host = host
 		resp, err := remote.Do(req)
 		if err != nil {
-			t.Fatalf("GET /healthz with Host %s: %v", host, err)
+			t.Fatalf("GET /status with Host %s: %v", host, err)
 		}
 		resp.Body.Close()
 		if resp.StatusCode != want {
-			t.Errorf("GET /healthz with Host %s: %s, want %d", host, resp.Status, want)
+			t.Errorf("GET /status with Host %s: %s, want %d", host, resp.Status, want)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -229,13 +230,13 @@ func TestHTTPSFront(t *testing.T) {
 	if got := conn.ConnectionState().PeerCertificates[0]; !got.Equal(renewed.TLS.Leaf) {
 		t.Errorf("after the renewal the front presents serial %s, want the renewed %s", got.SerialNumber, renewed.TLS.Leaf.SerialNumber)
 	}
-	req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/healthz", nil)
+	req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/status", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Host = "gw2.example"
 	if resp, err := remote.Do(req); err != nil || resp.StatusCode != http.StatusOK {
-		t.Errorf("GET /healthz with Host gw2.example, a name the renewal added: %v %v, want 200", resp, err)
+		t.Errorf("GET /status with Host gw2.example, a name the renewal added: %v %v, want 200", resp, err)
 	} else {
 		resp.Body.Close()
 	}

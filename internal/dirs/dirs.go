@@ -18,6 +18,7 @@
 package dirs
 
 import (
+	"fmt"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -147,15 +148,54 @@ func Pins(dataDir string) string { return filepath.Join(dataDir, "quarantine", "
 // its data folder under /tmp (/tmp/.local/share/toolgate), shared with
 // every user and cleaned at boot, with its API keys, logins and learned
 // pairs. Only a user the database does not know (an arbitrary container
-// uid) still gets the temp folder.
+// uid) still gets the temp folder (homeUnknown says why).
 func homeDir() string {
 	if h, err := os.UserHomeDir(); err == nil {
 		return h
 	}
-	if u, err := user.Current(); err == nil && u.HomeDir != "" {
+	if u, err := currentUser(); err == nil && u.HomeDir != "" {
 		return u.HomeDir
 	}
 	return os.TempDir()
+}
+
+// currentUser is the running user in the password database (a test
+// replaces it: it cannot become a uid the database does not know).
+var currentUser = user.Current
+
+// homeUnknown says why homeDir is the temp folder (no HOME, and a user the
+// password database does not know), or "" when the home folder is known.
+func homeUnknown() string {
+	if _, err := os.UserHomeDir(); err == nil {
+		return ""
+	}
+	u, err := currentUser()
+	if err == nil && u.HomeDir != "" {
+		return ""
+	}
+	why := "has no home folder in the password database"
+	if err != nil {
+		why = "has no entry in the password database"
+	}
+	return fmt.Sprintf("no HOME, and this user (uid %d) %s (an arbitrary uid, as containers run), so ~ is the temp folder %s", os.Getuid(), why, os.TempDir())
+}
+
+// DataInTemp says why the data folder that Data(flag, config) names is
+// in the temp folder — shared with every user, cleaned at boot, gone with
+// a container — because the home folder is not known (homeUnknown), or ""
+// when a flag, $TOOLGATE_DATA_DIR, the config (other than ~/…) or
+// $XDG_DATA_HOME names it, or the home folder is known.
+func DataInTemp(flag, config string) string {
+	if first(flag, os.Getenv(EnvData)) != "" {
+		return ""
+	}
+	if config != "" && config != "~" && !strings.HasPrefix(config, "~/") {
+		return ""
+	}
+	if config == "" && os.Getenv("XDG_DATA_HOME") != "" {
+		return ""
+	}
+	return homeUnknown()
 }
 
 // ExpandHome is p with a leading "~" (alone, or before a "/") replaced by

@@ -204,3 +204,46 @@ func TestExpandHome(t *testing.T) {
 		t.Errorf("Models with $%s=~/models = %q, want %q", dirs.EnvModels, got, want)
 	}
 }
+
+// An arbitrary container uid (no HOME, no entry in the password database)
+// gets its data folder in the temp folder, shared and cleaned at boot;
+// serve warns about it with DataInTemp. It said nothing: the keys, logins
+// and learned pairs of a container's gateway went to /tmp/.local/share.
+func TestDataInTemp(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("HOME", "")
+	defer dirs.SetCurrentUser(func() (*user.User, error) { return nil, user.UnknownUserIdError(12345) })()
+	if got, want := dirs.Data("", ""), filepath.Join(os.TempDir(), ".local", "share", "toolgate"); got != want {
+		t.Errorf("data folder of an unknown user without HOME = %q, want %q", got, want)
+	}
+	why := dirs.DataInTemp("", "")
+	if !strings.Contains(why, "no HOME") || !strings.Contains(why, "has no entry in the password database") {
+		t.Errorf("DataInTemp without HOME of an unknown user = %q, want why", why)
+	}
+	if why := dirs.DataInTemp("", "~/tg"); why == "" {
+		t.Errorf("DataInTemp with the config's ~/tg = \"\", want why (~ is the temp folder)")
+	}
+	for what, f := range map[string]func() string{
+		"the flag":   func() string { return dirs.DataInTemp("/srv/tg", "") },
+		"the config": func() string { return dirs.DataInTemp("", "/srv/tg") },
+		"$" + dirs.EnvData: func() string {
+			t.Setenv(dirs.EnvData, "/srv/tg")
+			defer t.Setenv(dirs.EnvData, "")
+			return dirs.DataInTemp("", "")
+		},
+		"$XDG_DATA_HOME": func() string {
+			t.Setenv("XDG_DATA_HOME", "/srv")
+			defer t.Setenv("XDG_DATA_HOME", "")
+			return dirs.DataInTemp("", "")
+		},
+		"HOME": func() string {
+			t.Setenv("HOME", "/srv/home")
+			defer t.Setenv("HOME", "")
+			return dirs.DataInTemp("", "")
+		},
+	} {
+		if why := f(); why != "" {
+			t.Errorf("DataInTemp with a data folder from %s = %q, want \"\"", what, why)
+		}
+	}
+}

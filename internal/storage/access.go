@@ -33,6 +33,11 @@ import (
 // access to /tmp" for a config file of mode 0600, "to /" for a data folder
 // under a home folder that does not exist). "" when none of these holds
 // (an ACL, a security module): the caller keeps its own words.
+// OwnFolders is the fix for a home folder toolgate cannot use (one that
+// does not exist, is not the user's, or is the temp folder of a uid the
+// password database does not know).
+const OwnFolders = "give toolgate folders of its own (--data-dir or TOOLGATE_DATA_DIR; a systemd unit: StateDirectory=toolgate and Environment=TOOLGATE_DATA_DIR=%S/toolgate; a container: a volume mounted there and TOOLGATE_DATA_DIR naming it)"
+
 func AccessFix(path string, folder bool) string {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -83,16 +88,15 @@ func AccessFix(path string, folder bool) string {
 	if missing == abs && !folder {
 		return fmt.Sprintf("this user (%s) may not make files in %s (%s): give it the folder (%s)", who, there, owned(fi), shellword.Join("chown", "-R", name, there))
 	}
-	const ownFolders = "give toolgate folders of its own (--data-dir or TOOLGATE_DATA_DIR; a systemd unit: StateDirectory=toolgate and Environment=TOOLGATE_DATA_DIR=%S/toolgate)"
 	switch home := filepath.Clean(homeFolder()); {
 	case homeFolder() == "":
 	case missing == home:
 		return fmt.Sprintf("the home folder of this user (%s), %s (HOME), does not exist (a system account's often names none), and it may not make it in %s (%s): %s, or make the home folder (%s)",
-			who, home, there, owned(fi), ownFolders, shellword.Join("sudo", "install", "-d", "-o", name, home))
+			who, home, there, owned(fi), OwnFolders, shellword.Join("sudo", "install", "-d", "-o", name, home))
 	case there == home:
 		// A home folder that is not the user's (DynamicUser's /, a
 		// shared one): what toolgate puts there by default cannot be.
-		return fmt.Sprintf("this user (%s) may not write in its home folder %s (HOME; %s): %s", who, home, owned(fi), ownFolders)
+		return fmt.Sprintf("this user (%s) may not write in its home folder %s (HOME; %s): %s", who, home, owned(fi), OwnFolders)
 	}
 	target := abs
 	if !folder {

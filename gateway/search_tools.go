@@ -134,7 +134,7 @@ func searchTool(defLimit, maxLimit int, description string) *mcp.Tool {
       "required": ["name", "server", "description", "inputSchema", "score", "keyword", "vector", "confidence"]}},
     "mode": {"type": "string", "enum": ["hybrid", "bm25", "vector", "rrf"]},
     "noMatch": {"type": "boolean", "description": "True when no tool fits the query: the tools listed are only the closest, all weak."},
-    "downServers": {"type": "array", "description": "With noMatch: servers whose tools cannot be searched now (they never listed them and cannot run), with why.",
+    "downServers": {"type": "array", "description": "With noMatch or no tools: servers whose tools cannot be searched now (they never listed them and cannot run), with why.",
       "items": {"type": "object", "properties": {"name": {"type": "string"}, "reason": {"type": "string"}}, "required": ["name", "reason"]}}
   },
   "required": ["tools", "mode"]

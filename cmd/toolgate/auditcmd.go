@@ -116,7 +116,11 @@ func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditT
 	}
 	print := func(r audit.Record) {
 		if f.asJSON {
-			b, _ := json.Marshal(r)
+			// As stored: a newer toolgate's fields kept.
+			b := []byte(r.Raw)
+			if len(b) == 0 {
+				b, _ = json.Marshal(r)
+			}
 			fmt.Fprintf(w, "%s\n", b)
 			return
 		}

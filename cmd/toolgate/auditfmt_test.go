@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +147,30 @@ func TestAuditTailFilters(t *testing.T) {
 		if got, err := flagTime(in, day, false, time.Local); err != nil || !got.Equal(want) {
 			t.Errorf("flagTime(%s) back: %v, %v; want %v", in, got, err, want)
 		}
+	}
+}
+
+// audit tail --json prints each record as stored, so a newer toolgate's
+// fields (and the field order) are kept: it printed them decoded and
+// encoded again, without the fields this toolgate does not know.
+func TestAuditTailJSONAsStored(t *testing.T) {
+	data := t.TempDir()
+	if err := audit.Append(dirs.Audit(data), audit.Record{Time: time.Now(), Action: "search_tools", Decision: audit.Allowed, Outcome: audit.OK}); err != nil {
+		t.Fatal(err)
+	}
+	newer := `{"time":"` + time.Now().UTC().Format(time.RFC3339Nano) + `","action":"execute_tool","tool":"a__b","decision":"allowed","outcome":"ok","costUSD":0.25,"region":"eu"}`
+	f, err := os.OpenFile(dirs.Audit(data), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, newer)
+	f.Close()
+	var out, errOut bytes.Buffer
+	if err := runAuditTail(context.Background(), &globals{dataDir: data}, &out, &errOut, auditTailFlags{n: 20, asJSON: true}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || lines[1] != newer {
+		t.Errorf("audit tail --json:\n%s\nwant its last line as stored:\n%s", out.String(), newer)
 	}
 }

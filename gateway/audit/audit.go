@@ -57,6 +57,10 @@ const (
 
 // Record is one line of the audit log. Fields are only ever added.
 type Record struct {
+	// Raw is the record's line as stored, when a Reader read it: a newer
+	// toolgate's record may hold fields this one does not know.
+	Raw json.RawMessage `json:"-"`
+
 	Time time.Time `json:"time"`
 	// Key is the API key's name ("" over stdio, or over HTTP without keys).
 	Key       string `json:"key,omitempty"`

@@ -353,6 +353,7 @@ func (rd *Reader) scan(r io.Reader, partial []byte, emit func(Record)) ([]byte, 
 		var rec Record
 		if len(line) > 0 {
 			if json.Unmarshal(line, &rec) == nil {
+				rec.Raw = bytes.Clone(line)
 				emit(rec)
 			} else {
 				rd.skipped++

@@ -312,8 +312,9 @@ func describe(s config.Server) serverInfo {
 	}
 }
 
-// maskURL hides a URL's password, query values and key-like path segments
-// (mask.KeyLike), which often carry API keys.
+// maskURL hides a URL's password, a user name given without one (a token:
+// https://TOKEN@host/…), query values and key-like path segments
+// (mask.KeyLike), which often carry API keys; a ${VAR} stays, as written.
 func maskURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || raw == "" {
@@ -321,6 +322,8 @@ func maskURL(raw string) string {
 	}
 	if _, has := u.User.Password(); has {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	} else if u.User != nil && !strings.Contains(u.User.Username(), "${") {
+		u.User = url.User("xxxxx")
 	}
 	if segs := strings.Split(u.Path, "/"); slices.ContainsFunc(segs, mask.KeyLike) {
 		for i, seg := range segs {

@@ -34,6 +34,15 @@ var patterns = []struct {
 // secretKey matches the names of fields whose whole value is a secret.
 var secretKey = regexp.MustCompile(`(?i)(api[_-]?key|access[_-]?key|secret|token|passw(or)?d|passphrase|credential|authorization|private[_-]?key|cookie)`)
 
+// secretName matches the names of variables and command-line flags whose
+// value is a secret: those secretKey matches, and names that end in a word
+// KEY or PAT (STRIPE_KEY, --key, GH_PAT).
+var secretName = regexp.MustCompile(secretKey.String() + `|(?i)(^|[_-])(key|pat)$`)
+
+// SecretName reports whether a variable or flag named name (GITHUB_TOKEN,
+// OPENAI_API_KEY, api-key) holds a secret.
+func SecretName(name string) bool { return secretName.MatchString(name) }
+
 // MinLen is the shortest configured value that is masked verbatim; shorter
 // values ("1", "true") would mask ordinary words.
 const MinLen = 6

@@ -92,3 +92,15 @@ func TestInClear(t *testing.T) {
 		}
 	}
 }
+
+func TestSecretName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"GITHUB_TOKEN": true, "OPENAI_API_KEY": true, "STRIPE_KEY": true, "GH_PAT": true, "api-key": true, "key": true,
+		"DB_PASSWORD": true, "client-secret": true, "github-token": true,
+		"HOME": false, "PATH": false, "KEYBOARD": false, "PORT": false, "MEMORY_FILE_PATH": false, "verbose": false, "PATH_PAT_X": false,
+	} {
+		if got := SecretName(name); got != want {
+			t.Errorf("SecretName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -152,8 +152,11 @@ var (
 	// Markup a rendered description (a client's tool list, a registry's
 	// page) hides from the people who read it, while the model reads it
 	// all: an HTML comment, a Markdown comment ([//]: # (…)), a link with
-	// no text ([](…), ![](…)).
-	hiddenMarkupRE = regexp.MustCompile(`<!--|(?m)^[ \t]*\[[^\]\n]*\]:[ \t]*#|\[[ \t]*\]\(`)
+	// no text ([](…), ![](…)), an HTML element with the hidden attribute
+	// or a style that hides it (display: none, visibility: hidden, a zero
+	// font size or opacity).
+	hiddenMarkupRE = regexp.MustCompile(`<!--|(?m)^[ \t]*\[[^\]\n]*\]:[ \t]*#|\[[ \t]*\]\(|` +
+		`(?i)<[a-z][a-z0-9]*\s([^<>]*\s)?(hidden[\s/>=]|style\s*=\s*["']?[^<>"']*(display\s*:\s*none|visibility\s*:\s*hidden|(font-size|opacity)\s*:\s*0+(\.0+)?(px|em|rem|pt|%)?\s*([;"'>]|$)))`)
 	// A run of base64 long enough to hold an instruction (18 bytes).
 	base64RE = regexp.MustCompile(`[A-Za-z0-9+/_-]{24,}={0,2}`)
 	// A credential path is an instruction when one of these verbs is near.
@@ -299,7 +302,7 @@ var (
 	// … and one of these: each conceal expression has a negation or a
 	// verb of hiding ("don'?t" matches "dont").
 	concealVerbHints = []string{"not", "n't", "dont", "never", "without", "hide", "conceal", "keep"}
-	markupHints      = []string{"<!--", "]:", "]("}
+	markupHints      = []string{"<!--", "]:", "](", "hidden", "style"}
 )
 
 // The hint groups, as bits of a hintMask.

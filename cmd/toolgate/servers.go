@@ -300,7 +300,7 @@ func describe(s config.Server) serverInfo {
 		Name:           s.Name,
 		Type:           s.Type,
 		Command:        s.Command,
-		Args:           s.Args,
+		Args:           maskedArgs(s.Args),
 		Cwd:            s.Cwd,
 		URL:            maskURL(s.URL),
 		EnvKeys:        sortedKeys(s.Env),
@@ -310,6 +310,13 @@ func describe(s config.Server) serverInfo {
 		ConnectTimeout: connect.String(),
 		CallTimeout:    call.String(),
 	}
+}
+
+// maskedArgs is args with the values of flags named like secrets as
+// xxxxx (mask.Args), as maskURL shows a URL's.
+func maskedArgs(args []string) []string {
+	masked, _ := mask.Args(args, "xxxxx")
+	return masked
 }
 
 // maskURL hides a URL's password, a user name given without one (a token:

@@ -36,7 +36,7 @@ func TestServersListsWithoutSecrets(t *testing.T) {
 	t.Setenv("TG_TEST_TOKEN", "hunter2-token")
 	t.Setenv("TG_TEST_KEY", "hunter2-key")
 	cfg := writeConfig(t, `{"mcpServers": {
-		"local": {"command": "npx", "args": ["-y", "some server", "--token", "${TG_TEST_TOKEN}"], "env": {"API_TOKEN": "hunter2-literal", "B": "${TG_TEST_TOKEN}"}},
+		"local": {"command": "npx", "args": ["-y", "some server", "--token", "${TG_TEST_TOKEN}", "--api-key", "hunter2-argkey", "--github-token=hunter2-eqkey"], "env": {"API_TOKEN": "hunter2-literal", "B": "${TG_TEST_TOKEN}"}},
 		"remote": {"url": "https://user:hunter2-pw@example.com/mcp?api_key=hunter2-q&x=${TG_TEST_KEY}", "headers": {"Authorization": "Bearer ${TG_TEST_KEY}"}},
 		"off": {"type": "sse", "url": "https://example.com/sse", "disabled": true},
 		"zap": {"url": "https://actions.example.com/mcp/sk-ak-hunter2hunter2hunter2x9/sse"},
@@ -51,7 +51,7 @@ func TestServersListsWithoutSecrets(t *testing.T) {
 		if strings.Contains(got, "hunter2") {
 			t.Errorf("output (json=%v) leaks a secret:\n%s", asJSON, got)
 		}
-		for _, want := range []string{"local", "remote", "off", "API_TOKEN", "Authorization", "${TG_TEST_TOKEN}", "sse", "https://actions.example.com/mcp/xxxxx/sse", "https://xxxxx@git.example.com/mcp", "https://${TG_TEST_TOKEN}@git.example.com/mcp"} {
+		for _, want := range []string{"local", "remote", "off", "API_TOKEN", "Authorization", "${TG_TEST_TOKEN}", "sse", "https://actions.example.com/mcp/xxxxx/sse", "https://xxxxx@git.example.com/mcp", "https://${TG_TEST_TOKEN}@git.example.com/mcp", "--api-key", "--github-token=xxxxx"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("output (json=%v) lacks %q:\n%s", asJSON, want, got)
 			}

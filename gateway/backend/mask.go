@@ -57,19 +57,7 @@ func Secrets(servers ...config.Server) []string {
 // (GITHUB_TOKEN, OPENAI_API_KEY) that the command, args, cwd or url hold,
 // as a ${VAR} reference puts it there.
 func commandLineSecrets(srv config.Server) []string {
-	var vals []string
-	for i, a := range srv.Args {
-		flag, val, eq := strings.Cut(a, "=")
-		if !strings.HasPrefix(flag, "-") || !mask.SecretName(strings.TrimLeft(flag, "-")) {
-			continue
-		}
-		switch {
-		case eq:
-			vals = append(vals, val)
-		case i+1 < len(srv.Args):
-			vals = append(vals, srv.Args[i+1])
-		}
-	}
+	_, vals := mask.Args(srv.Args, mask.Hidden)
 	line := strings.Join(append([]string{srv.Command, srv.Cwd, srv.URL}, srv.Args...), "\x00")
 	for _, kv := range os.Environ() {
 		name, val, _ := strings.Cut(kv, "=")

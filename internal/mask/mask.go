@@ -43,6 +43,38 @@ var secretName = regexp.MustCompile(secretKey.String() + `|(?i)(^|[_-])(key|pat)
 // OPENAI_API_KEY, api-key) holds a secret.
 func SecretName(name string) bool { return secretName.MatchString(name) }
 
+// Args returns args with the value of each flag named like a secret
+// (SecretName: --api-key KEY, --github-token=KEY) replaced by with, and
+// the values replaced; a value that holds a ${VAR} reference is kept (the
+// secret lives in the environment).
+func Args(args []string, with string) (masked, values []string) {
+	masked = slices.Clone(args)
+	for i, a := range args {
+		flag, val, eq := strings.Cut(a, "=")
+		if !strings.HasPrefix(flag, "-") || !SecretName(strings.TrimLeft(flag, "-")) {
+			continue
+		}
+		at := i + 1
+		if eq {
+			at = i
+		} else if at >= len(args) {
+			continue
+		} else {
+			val = args[at]
+		}
+		if val == "" || strings.Contains(val, "${") {
+			continue
+		}
+		values = append(values, val)
+		if eq {
+			masked[at] = flag + "=" + with
+		} else {
+			masked[at] = with
+		}
+	}
+	return masked, values
+}
+
 // MinLen is the shortest configured value that is masked verbatim; shorter
 // values ("1", "true") would mask ordinary words.
 const MinLen = 6

@@ -1,6 +1,7 @@
 package mask
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -102,5 +103,17 @@ func TestSecretName(t *testing.T) {
 		if got := SecretName(name); got != want {
 			t.Errorf("SecretName(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+func TestArgs(t *testing.T) {
+	args := []string{"-y", "server", "--api-key", "k1-secret", "--github-token=k2-secret", "--token", "${GH_TOKEN}", "--verbose", "--key"}
+	masked, values := Args(args, "xxxxx")
+	want := []string{"-y", "server", "--api-key", "xxxxx", "--github-token=xxxxx", "--token", "${GH_TOKEN}", "--verbose", "--key"}
+	if !slices.Equal(masked, want) || !slices.Equal(values, []string{"k1-secret", "k2-secret"}) {
+		t.Errorf("Args = %q, %q; want %q and the two keys", masked, values, want)
+	}
+	if args[3] != "k1-secret" {
+		t.Error("Args changed its argument")
 	}
 }

@@ -144,8 +144,9 @@ var (
 		regexp.MustCompile(`(?i)\b(do\s+not|don'?t|never|must\s+not|should\s+not|without)\s+(tell|mention|inform|reveal|show|notify|notifying|alert|disclos(e|es|ing)|let(s|ting)?)(ing|s)?\b[^.!?\n]{0,80}\b(the\s+)?(user|human|operator)s?\b`),
 		regexp.MustCompile(`(?i)\b(hide|conceal|keep)\b[^.!?\n]{0,40}\bfrom\s+(the\s+)?(user|human|operator)s?\b`),
 		regexp.MustCompile(`(?i)\b(user|human)s?\s+(must|should|need|does|do)\s*(not|n't)\s+(know|see|notice|find\s+out|be\s+(told|informed|aware))\b`),
+		regexp.MustCompile(`(?i)\bwithout\s+(the\s+)?(user|human|operator)(s|'s|s')?\s+(knowing|knowledge|noticing|seeing|finding\s+out|being\s+(told|informed|aware))\b`),
 	}
-	overrideRE = regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override)\s+(all\s+|any\s+|the\s+)?(previous|prior|above|earlier|other|your|system)\s+(instructions|directions|rules|guidelines|prompts?)\b`)
+	overrideRE = regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override)\s+((all|any|and|the|of|your|these|those)\s+){0,4}(previous|prior|above|earlier|other|your|system)\s+(instructions|directions|directives|rules|guidelines|prompts?)\b`)
 	// Files whose content is someone's credentials or another MCP client's
 	// server list (with its secrets).
 	credentialPathRE = regexp.MustCompile(`(?i)(~|\$home|%userprofile%)?/?\.ssh\b|\bid_(rsa|dsa|ecdsa|ed25519)\b|\.aws/(credentials|config)\b|~/\.aws\b|(^|[\s'"` + "`" + `(\[/~])\.env\b|\.netrc\b|\.npmrc\b|\.pypirc\b|\.git-credentials\b|\.docker/config\.json|\.kube/config\b|\.gnupg\b|/etc/(shadow|sudoers)\b|\.config/gcloud\b|claude_desktop_config\.json|\.claude\.json|\.cursor/mcp\.json|\.vscode/mcp\.json|windsurf/mcp_config\.json|cline_mcp_settings\.json|\.(bash|zsh)_history\b`)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"html"
 	"regexp"
 	"slices"
 	"strconv"
@@ -419,6 +420,16 @@ func (sc *scanner) text(t string) {
 		// the words they spell.
 		if f := fold(t); f != t {
 			sc.phrases(f, hintAll, "read as ASCII: ", sc.found(n)...)
+		}
+	}
+	if strings.Contains(t, "&") {
+		// HTML character references (&lt;, &#73;), which a rendered
+		// page shows as the characters they stand for.
+		if u := html.UnescapeString(t); u != t {
+			if !isASCII(u) {
+				u = fold(u)
+			}
+			sc.phrases(u, hintAll, "as HTML reads: ", sc.found(n)...)
 		}
 	}
 	if b64 || sc.exhaustive {

@@ -64,6 +64,9 @@ type calls struct {
 
 	levelMu  sync.Mutex
 	logLevel mcp.LoggingLevel // the level last set on the backend ("" = never set)
+
+	// mask hides the server's secrets in a log message's data (nil: none).
+	mask func(any) any
 }
 
 // call is one call in flight.
@@ -268,6 +271,11 @@ func (c *calls) log(p *mcp.LoggingMessageParams) {
 	c.mu.Unlock()
 	if only == nil || only.ev == nil || only.ev.Log == nil || only.ev.LogLevel == "" || levelRank(p.Level) < levelRank(only.ev.LogLevel) {
 		return
+	}
+	if c.mask != nil {
+		out := *p
+		out.Data = c.mask(p.Data)
+		p = &out
 	}
 	only.ev.Log(p)
 }

@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/mtibben/confusables"
 	"golang.org/x/text/unicode/norm"
 
@@ -31,6 +32,7 @@ const (
 	RuleControl        = "control-chars"   // C0/C1 controls but tab and newlines: terminal escapes, NUL
 	RuleOverlong       = "overlong"        // a text longer than MaxTextLength
 	RuleHiddenMarkup   = "hidden-markup"   // an HTML or Markdown comment, an empty link: hidden when rendered
+	RuleDuplicateKey   = "duplicate-key"   // a JSON object of the input schema with a key given twice
 )
 
 // ruleText says what a rule means, in words for the isError a model reads
@@ -46,6 +48,7 @@ var ruleText = map[string]string{
 	RuleControl:        "control characters (terminal escapes)",
 	RuleOverlong:       "overlong text",
 	RuleHiddenMarkup:   "markup that hides text from people (a comment, an empty link)",
+	RuleDuplicateKey:   "a key given twice in one object (readers disagree on which value counts)",
 }
 
 // Finding is one suspicious thing in a tool definition.
@@ -203,10 +206,30 @@ func (sc *scanner) definition(t catalog.Tool, schema any, ok bool) []Finding {
 		sc.named(n, f.name)
 	}
 	if ok {
+		if err := duplicateKey(t.InputSchema); err != nil {
+			// The walk reads the last value of the key, as Go's decoder
+			// does; the model reads the schema's text, the other values
+			// too.
+			sc.out = append(sc.out, Finding{Rule: RuleDuplicateKey, Field: "inputSchema", Excerpt: clip(strconv.QuoteToASCII(err.Error()), 200)})
+		}
 		sc.path = append(sc.path, "inputSchema"...)
 		sc.walk(schema)
 	}
 	return sc.out
+}
+
+// duplicateKey returns the error naming the first object member of raw,
+// a schema that decodes, whose name its object gives twice (nil for none).
+func duplicateKey(raw json.RawMessage) error {
+	if jsontext.Value(raw).IsValid(jsontext.AllowInvalidUTF8(true)) {
+		return nil
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowInvalidUTF8(true))
+	_, err := dec.ReadValue()
+	if err == nil {
+		return nil
+	}
+	return err
 }
 
 // AnnotationsTitle is the title in t's annotations when it is not t's

@@ -65,7 +65,8 @@ type calls struct {
 	levelMu  sync.Mutex
 	logLevel mcp.LoggingLevel // the level last set on the backend ("" = never set)
 
-	// mask hides the server's secrets in a log message's data (nil: none).
+	// mask hides the server's secrets in a log message's data and a
+	// progress message (nil: none).
 	mask func(any) any
 }
 
@@ -252,6 +253,11 @@ func (c *calls) progress(p *mcp.ProgressNotificationParams) {
 	}
 	out := *p
 	out.ProgressToken = nil
+	if c.mask != nil {
+		if m, ok := c.mask(out.Message).(string); ok {
+			out.Message = m
+		}
+	}
 	k.ev.Progress(&out)
 }
 

@@ -107,8 +107,8 @@ func TestCallEventsRelayed(t *testing.T) {
 	}
 }
 
-// TestRelayedLogsMasked: a backend's log message relayed to the client
-// hides the server's configured secrets and the fields named like one, as
+// TestRelayedLogsMasked: a backend's log message (and progress message)
+// relayed to the client hides the server's configured secrets and the fields named like one, as
 // its stderr lines in the log do: a client of a shared gateway does not
 // read the operator's GITHUB_TOKEN in a server's debug message.
 func TestRelayedLogsMasked(t *testing.T) {
@@ -122,8 +122,13 @@ func TestRelayedLogsMasked(t *testing.T) {
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	if len(rec.logs) != 2 {
-		t.Fatalf("%d log messages, want 2", len(rec.logs))
+	if len(rec.logs) != 2 || len(rec.progress) != 2 {
+		t.Fatalf("%d log messages and %d progress notifications, want 2 each", len(rec.logs), len(rec.progress))
+	}
+	for _, pr := range rec.progress {
+		if strings.Contains(pr.Message, secret) || !strings.HasPrefix(pr.Message, "step ") {
+			t.Errorf("relayed progress message %q: want the secret masked, the message kept", pr.Message)
+		}
 	}
 	for _, l := range rec.logs {
 		data, _ := json.Marshal(l.Data)

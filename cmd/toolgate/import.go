@@ -260,6 +260,7 @@ func clearSecrets(servers map[string]json.RawMessage) []string {
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(servers)) {
 		var e struct {
+			Args    []string          `json:"args"`
 			Env     map[string]string `json:"env"`
 			Headers map[string]string `json:"headers"`
 			URL     string            `json:"url"`
@@ -278,6 +279,20 @@ func clearSecrets(servers map[string]json.RawMessage) []string {
 		for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
 			if mask.InClear(k, e.Headers[k]) {
 				out = append(out, name+": header "+k)
+			}
+		}
+		// A key after a flag named like one: --api-key KEY, --token=KEY.
+		masked, _ := mask.Args(e.Args, mask.Hidden)
+		for i, m := range masked {
+			if m == e.Args[i] {
+				continue
+			}
+			flag, val, eq := strings.Cut(e.Args[i], "=")
+			if !eq {
+				flag, val = e.Args[i-1], e.Args[i]
+			}
+			if len(val) >= mask.MinLen {
+				out = append(out, name+": args "+flag)
 			}
 		}
 		if mask.InClear("url", e.URL) { // ?api_key=…, a token's shape

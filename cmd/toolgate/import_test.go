@@ -467,7 +467,8 @@ func TestImportIntoReadableFile(t *testing.T) {
 	src := filepath.Join(dir, "claude_desktop_config.json")
 	writeRaw(t, src, []byte(`{"mcpServers": {"github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
 	  "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "LOG_LEVEL": "debug"}},
-	  "notes": {"url": "https://notes.example/mcp", "headers": {"Authorization": "Bearer ${NOTES_TOKEN}"}}}}`), false)
+	  "notes": {"url": "https://notes.example/mcp", "headers": {"Authorization": "Bearer ${NOTES_TOKEN}"}},
+	  "search": {"command": "search-mcp", "args": ["--api-key", "bsk-0123456789abcdef", "--token=${SEARCH_TOKEN}"]}}}`), false)
 	into := filepath.Join(dir, "toolgate.json")
 	run := func(mode os.FileMode) string {
 		t.Helper()
@@ -488,7 +489,7 @@ func TestImportIntoReadableFile(t *testing.T) {
 		}
 		return stderr.String()
 	}
-	want := "warning: " + into + " is readable by other users (mode 0644) and now holds secrets written out (github: env GITHUB_PERSONAL_ACCESS_TOKEN): run `chmod 600 " + into + "`"
+	want := "warning: " + into + " is readable by other users (mode 0644) and now holds secrets written out (github: env GITHUB_PERSONAL_ACCESS_TOKEN, search: args --api-key): run `chmod 600 " + into + "`"
 	if out := run(0o644); !strings.Contains(out, want) {
 		t.Errorf("into a file of mode 0644: %s\nwant %s", out, want)
 	}

@@ -300,7 +300,7 @@ func describe(s config.Server) serverInfo {
 		Name:           s.Name,
 		Type:           s.Type,
 		Command:        s.Command,
-		Args:           s.Args,
+		Args:           maskedArgs(s.Args),
 		Cwd:            s.Cwd,
 		URL:            maskURL(s.URL),
 		EnvKeys:        sortedKeys(s.Env),
@@ -312,8 +312,16 @@ func describe(s config.Server) serverInfo {
 	}
 }
 
-// maskURL hides a URL's password, query values and key-like path segments
-// (mask.KeyLike), which often carry API keys.
+// maskedArgs is args with the values of flags named like secrets as
+// xxxxx (mask.Args), as maskURL shows a URL's.
+func maskedArgs(args []string) []string {
+	masked, _ := mask.Args(args, "xxxxx")
+	return masked
+}
+
+// maskURL hides a URL's password, a user name given without one (a token:
+// https://TOKEN@host/…), query values and key-like path segments
+// (mask.KeyLike), which often carry API keys; a ${VAR} stays, as written.
 func maskURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || raw == "" {
@@ -321,6 +329,8 @@ func maskURL(raw string) string {
 	}
 	if _, has := u.User.Password(); has {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	} else if u.User != nil && !strings.Contains(u.User.Username(), "${") {
+		u.User = url.User("xxxxx")
 	}
 	if segs := strings.Split(u.Path, "/"); slices.ContainsFunc(segs, mask.KeyLike) {
 		for i, seg := range segs {

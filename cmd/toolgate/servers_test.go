@@ -36,10 +36,12 @@ func TestServersListsWithoutSecrets(t *testing.T) {
 	t.Setenv("TG_TEST_TOKEN", "hunter2-token")
 	t.Setenv("TG_TEST_KEY", "hunter2-key")
 	cfg := writeConfig(t, `{"mcpServers": {
-		"local": {"command": "npx", "args": ["-y", "some server", "--token", "${TG_TEST_TOKEN}"], "env": {"API_TOKEN": "hunter2-literal", "B": "${TG_TEST_TOKEN}"}},
+		"local": {"command": "npx", "args": ["-y", "some server", "--token", "${TG_TEST_TOKEN}", "--api-key", "hunter2-argkey", "--github-token=hunter2-eqkey"], "env": {"API_TOKEN": "hunter2-literal", "B": "${TG_TEST_TOKEN}"}},
 		"remote": {"url": "https://user:hunter2-pw@example.com/mcp?api_key=hunter2-q&x=${TG_TEST_KEY}", "headers": {"Authorization": "Bearer ${TG_TEST_KEY}"}},
 		"off": {"type": "sse", "url": "https://example.com/sse", "disabled": true},
-		"zap": {"url": "https://actions.example.com/mcp/sk-ak-hunter2hunter2hunter2x9/sse"}}}`)
+		"zap": {"url": "https://actions.example.com/mcp/sk-ak-hunter2hunter2hunter2x9/sse"},
+		"gh": {"url": "https://hunter2usertoken@git.example.com/mcp"},
+		"ghv": {"url": "https://${TG_TEST_TOKEN}@git.example.com/mcp"}}}`)
 	for _, asJSON := range []bool{false, true} {
 		var out bytes.Buffer
 		if err := runServers(&out, &globals{dataDir: t.TempDir()}, []string{cfg}, asJSON); err != nil {
@@ -49,7 +51,7 @@ func TestServersListsWithoutSecrets(t *testing.T) {
 		if strings.Contains(got, "hunter2") {
 			t.Errorf("output (json=%v) leaks a secret:\n%s", asJSON, got)
 		}
-		for _, want := range []string{"local", "remote", "off", "API_TOKEN", "Authorization", "${TG_TEST_TOKEN}", "sse", "https://actions.example.com/mcp/xxxxx/sse"} {
+		for _, want := range []string{"local", "remote", "off", "API_TOKEN", "Authorization", "${TG_TEST_TOKEN}", "sse", "https://actions.example.com/mcp/xxxxx/sse", "https://xxxxx@git.example.com/mcp", "https://${TG_TEST_TOKEN}@git.example.com/mcp", "--api-key", "--github-token=xxxxx"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("output (json=%v) lacks %q:\n%s", asJSON, want, got)
 			}
@@ -59,7 +61,7 @@ func TestServersListsWithoutSecrets(t *testing.T) {
 			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 				t.Fatalf("--json output is not JSON: %v", err)
 			}
-			if !rep.Valid || len(rep.Servers) != 4 || !rep.Servers[1].Disabled || rep.Servers[1].Name != "off" {
+			if !rep.Valid || len(rep.Servers) != 6 || !rep.Servers[3].Disabled || rep.Servers[3].Name != "off" {
 				t.Errorf("report = %+v", rep)
 			}
 		} else if !strings.Contains(got, `'some server'`) || !strings.Contains(got, "disabled") {

@@ -28,6 +28,7 @@ import (
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/jsonwords"
 	"github.com/toolgate/toolgate/internal/linerpc"
+	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/internal/tlsfiles"
 	"github.com/toolgate/toolgate/internal/tracemeta"
@@ -126,6 +127,9 @@ type backend struct {
 	mask func(string) string
 	// errMask hides the configured secrets in its errors' text.
 	errMask func(string) string
+	// logMask hides them in the data of a log message relayed to a
+	// client, as mask does in a stderr line.
+	logMask func(any) any
 	stderr  *lineTail // stdio: the last stderr lines across runs (Pool.Stderr)
 	// ctx ends with the pool, or earlier when Reconfigure removes or
 	// replaces the backend (the cause says which).
@@ -282,6 +286,7 @@ func newBackend(p *Pool, s config.Server) *backend {
 		cfg:           s,
 		log:           p.log.With(keyServer, s.Name, keyTransport, s.Type),
 		mask:          newMasker(s),
+		logMask:       mask.New(Secrets(s)).Value,
 		errMask:       newErrMasker(s),
 		stderr:        newLineTail(p.opts.StderrTail),
 		state:         StateConnecting,
@@ -545,6 +550,7 @@ func (b *backend) known(t *mcp.Tool) {
 // all within the connect timeout. On failure everything it started is stopped.
 func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 	r := &run{done: make(chan struct{}), changed: make(chan struct{}, 1), loginLost: make(chan struct{}), stash: newListStash(b.known)}
+	r.calls.mask = b.logMask
 	// The session context lives as long as the session (legacy SSE streams
 	// die with the context given to Connect); the connect timeout and a
 	// cancelled Start cancel it only while dialing.

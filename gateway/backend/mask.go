@@ -2,6 +2,7 @@ package backend
 
 import (
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/toolgate/toolgate/gateway/config"
@@ -9,11 +10,13 @@ import (
 )
 
 // Secrets lists the configured secret values of servers: their env and
-// header values, OAuth client secrets, and the query values, password and
+// header values, OAuth client secrets, the query values, password and
 // key-like path segments of their URLs (hosted servers often take a key as
 // ?api_key=… or as a segment of the path, …/mcp/sk-ak-…/sse, and Go's HTTP
-// errors quote the whole URL). Masks built from them (package mask) hide
-// them in what toolgate writes down.
+// errors quote the whole URL), a URL's user name given without a password
+// (https://TOKEN@host/…), and the keys on a command line (see
+// commandLineSecrets). Masks built from them (package mask) hide them in
+// what toolgate writes down.
 func Secrets(servers ...config.Server) []string {
 	var vals []string
 	for _, srv := range servers {
@@ -23,6 +26,8 @@ func Secrets(servers ...config.Server) []string {
 			}
 			if p, ok := u.User.Password(); ok {
 				vals = append(vals, p)
+			} else if u.User != nil {
+				vals = append(vals, u.User.Username())
 			}
 			for _, seg := range strings.Split(u.Path, "/") {
 				if mask.KeyLike(seg) {
@@ -38,6 +43,26 @@ func Secrets(servers ...config.Server) []string {
 		}
 		if srv.OAuth != nil {
 			vals = append(vals, srv.OAuth.ClientSecret)
+		}
+		vals = append(vals, commandLineSecrets(srv)...)
+	}
+	return vals
+}
+
+// commandLineSecrets lists the keys a server's entry puts on its command
+// line or in its URL, which the errors of a server that exits (and what it
+// echoes on stderr), /status and toolgate__server_status show: the value of
+// a flag named like a secret (--api-key KEY, --token=KEY: mask.SecretName),
+// and the value of each variable of toolgate's environment named like one
+// (GITHUB_TOKEN, OPENAI_API_KEY) that the command, args, cwd or url hold,
+// as a ${VAR} reference puts it there.
+func commandLineSecrets(srv config.Server) []string {
+	_, vals := mask.Args(srv.Args, mask.Hidden)
+	line := strings.Join(append([]string{srv.Command, srv.Cwd, srv.URL}, srv.Args...), "\x00")
+	for _, kv := range os.Environ() {
+		name, val, _ := strings.Cut(kv, "=")
+		if len(val) >= mask.MinLen && mask.SecretName(name) && strings.Contains(line, val) {
+			vals = append(vals, val)
 		}
 	}
 	return vals

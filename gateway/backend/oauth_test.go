@@ -615,3 +615,27 @@ func TestOAuthServerFailsOnForgottenToken(t *testing.T) {
 	testenv.Eventually(t, "demo up with the new login", func() bool { return statusOf(t, e.pool, "demo").State == StateUp })
 	e.echo(t, "logged in again")
 }
+
+// A server whose error quotes the token it got (a debug page, a check
+// that names what it refused) does not put the stored login's access
+// token into the status, the log or a call's error: the server's words
+// are shown with the Authorization toolgate sent masked.
+func TestOAuthEchoedTokenMasked(t *testing.T) {
+	e := &oauthEnv{data: t.TempDir(), as: oauthtest.NewAuthServer(t), clock: &clock{}, logs: &testenv.LogBuffer{}}
+	e.store = oauth.NewStore(e.data)
+	e.rs = oauthtest.NewResourceServer(t, e.as, backendtest.NewServer(backendtest.ParseModes("normal")), &oauthtest.ResourceOptions{FailOnBadToken: true, EchoToken: true})
+	e.srv = oauth.Server{Name: "demo", URL: e.rs.URL, Transport: config.TypeHTTP}
+	creds := e.login(t)
+	e.as.ExpireAccessTokens()
+	st := e.startDown(t, "demo down with the 500", "")
+	if !strings.Contains(st.Err, "token introspection failed for ***") {
+		t.Errorf("status error %q: want the server's words, the token masked", st.Err)
+	}
+	_, callErr := e.pool.CallTool(context.Background(), "demo", "echo", map[string]any{"text": "x"})
+	for what, text := range map[string]string{"status error": st.Err, "status last error": st.LastErr, "call error": fmt.Sprint(callErr)} {
+		if strings.Contains(text, creds.Token.AccessToken) {
+			t.Errorf("%s holds the login's access token: %s", what, text)
+		}
+	}
+	e.noTokensLogged(t, creds)
+}

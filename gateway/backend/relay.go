@@ -64,6 +64,10 @@ type calls struct {
 
 	levelMu  sync.Mutex
 	logLevel mcp.LoggingLevel // the level last set on the backend ("" = never set)
+
+	// mask hides the server's secrets in a log message's data and a
+	// progress message (nil: none).
+	mask func(any) any
 }
 
 // call is one call in flight.
@@ -249,6 +253,11 @@ func (c *calls) progress(p *mcp.ProgressNotificationParams) {
 	}
 	out := *p
 	out.ProgressToken = nil
+	if c.mask != nil {
+		if m, ok := c.mask(out.Message).(string); ok {
+			out.Message = m
+		}
+	}
 	k.ev.Progress(&out)
 }
 
@@ -268,6 +277,11 @@ func (c *calls) log(p *mcp.LoggingMessageParams) {
 	c.mu.Unlock()
 	if only == nil || only.ev == nil || only.ev.Log == nil || only.ev.LogLevel == "" || levelRank(p.Level) < levelRank(only.ev.LogLevel) {
 		return
+	}
+	if c.mask != nil {
+		out := *p
+		out.Data = c.mask(p.Data)
+		p = &out
 	}
 	only.ev.Log(p)
 }

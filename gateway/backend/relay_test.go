@@ -107,6 +107,37 @@ func TestCallEventsRelayed(t *testing.T) {
 	}
 }
 
+// TestRelayedLogsMasked: a backend's log message (and progress message)
+// relayed to the client hides the server's configured secrets and the fields named like one, as
+// its stderr lines in the log do: a client of a shared gateway does not
+// read the operator's GITHUB_TOKEN in a server's debug message.
+func TestRelayedLogsMasked(t *testing.T) {
+	const secret = "relay-secret-value-123"
+	srv := named(backendtest.Command(t, backendtest.ModeProgress, "GITHUB_TOKEN="+secret, backendtest.EnvLogSays+"=token "+secret), "p")
+	p := startPool(t, []config.Server{srv}, testOptions(nil))
+	var rec recorder
+	res, err := p.CallTool(WithCallEvents(context.Background(), rec.events("info")), "p", "progress", map[string]any{"steps": 2})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %v", err, res)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.logs) != 2 || len(rec.progress) != 2 {
+		t.Fatalf("%d log messages and %d progress notifications, want 2 each", len(rec.logs), len(rec.progress))
+	}
+	for _, pr := range rec.progress {
+		if strings.Contains(pr.Message, secret) || !strings.HasPrefix(pr.Message, "step ") {
+			t.Errorf("relayed progress message %q: want the secret masked, the message kept", pr.Message)
+		}
+	}
+	for _, l := range rec.logs {
+		data, _ := json.Marshal(l.Data)
+		if strings.Contains(string(data), secret) || !strings.Contains(string(data), "step 1") && !strings.Contains(string(data), "step 2") {
+			t.Errorf("relayed log %s: want the secret masked, the message kept", data)
+		}
+	}
+}
+
 // TestLogsOnlyWhenAttributable: a backend's log message names no request,
 // so it goes to the call in flight only when that is the only one.
 func TestLogsOnlyWhenAttributable(t *testing.T) {

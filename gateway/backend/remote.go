@@ -28,6 +28,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/oneline"
 )
 
@@ -281,6 +282,12 @@ func describeRefusal(resp *http.Response, login bool) *refusal {
 	said := bodySays(resp.Header.Get("Content-Type"), body)
 	if strings.EqualFold(said, http.StatusText(resp.StatusCode)) || strings.EqualFold(said, resp.Status) {
 		said = "" // "Unauthorized" says nothing the status does not
+	}
+	if a := resp.Request.Header.Get("Authorization"); a != "" {
+		// A server's error may quote the request (a debug page, a check
+		// that names the token it refused): the token a login gave is
+		// no configured secret, which the backend's masks hide.
+		said = mask.New([]string{a}).Configured(said)
 	}
 	rpc := gjson.GetBytes(body, "jsonrpc").Type == gjson.String && gjson.GetBytes(body, "error.code").Type == gjson.Number
 	// The request as sent, the Authorizer's token in it: an Authorizer

@@ -367,7 +367,10 @@ func Hash(t catalog.Tool) string {
 
 // hashOf is Hash of a definition whose schema is decoded (decodeSchema).
 func hashOf(t catalog.Tool, schema any, ok bool) string {
-	if !ok && len(t.InputSchema) > 0 {
+	if !ok && len(t.InputSchema) > 0 || ok && duplicateKey(t.InputSchema) != nil {
+		// As listed: a schema that does not decode, or whose decoding
+		// drops the first value of a key given twice (which the model
+		// reads all the same).
 		schema = string(t.InputSchema)
 	}
 	def := []any{t.Server, t.Name, t.Title, t.Description, schema}

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/quarantine"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -66,4 +67,26 @@ func TestBundledServersAreClean(t *testing.T) {
 		}
 	}
 	t.Logf("%d tools of %d servers scanned, none flagged", len(tools), len(listed))
+}
+
+// Nor is any of the 379 tools of the two bench catalogs (real servers'
+// definitions, Azure's MCP server and MetaTool's), whose texts hold
+// typographic quotes, Markdown links and base64-like names.
+func TestBenchCatalogsAreClean(t *testing.T) {
+	total := 0
+	for _, split := range []string{"azure-mcp", "metatool"} {
+		tools, err := catalog.ReadFile(filepath.Join(testenv.BenchSplit(t, split), "tools.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range tools {
+			if fs := (quarantine.Scanner{}).Scan(tool); len(fs) > 0 {
+				t.Errorf("%s flagged: %+v", tool.ID(), fs)
+			}
+		}
+		total += len(tools)
+	}
+	if total != 379 {
+		t.Errorf("%d tools in the bench catalogs, want 379", total)
+	}
 }

@@ -2,14 +2,20 @@ package quarantine
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"html"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/mtibben/confusables"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/toolgate/toolgate/index/catalog"
 )
@@ -25,6 +31,8 @@ const (
 	RuleBidi           = "bidi-control"    // bidirectional controls that reorder what people see
 	RuleControl        = "control-chars"   // C0/C1 controls but tab and newlines: terminal escapes, NUL
 	RuleOverlong       = "overlong"        // a text longer than MaxTextLength
+	RuleHiddenMarkup   = "hidden-markup"   // an HTML or Markdown comment, an empty link: hidden when rendered
+	RuleDuplicateKey   = "duplicate-key"   // a JSON object of the input schema with a key given twice
 )
 
 // ruleText says what a rule means, in words for the isError a model reads
@@ -39,6 +47,8 @@ var ruleText = map[string]string{
 	RuleBidi:           "bidirectional control characters",
 	RuleControl:        "control characters (terminal escapes)",
 	RuleOverlong:       "overlong text",
+	RuleHiddenMarkup:   "markup that hides text from people (a comment, an empty link)",
+	RuleDuplicateKey:   "a key given twice in one object (readers disagree on which value counts)",
 }
 
 // Finding is one suspicious thing in a tool definition.
@@ -138,11 +148,22 @@ var (
 		regexp.MustCompile(`(?i)\b(do\s+not|don'?t|never|must\s+not|should\s+not|without)\s+(tell|mention|inform|reveal|show|notify|notifying|alert|disclos(e|es|ing)|let(s|ting)?)(ing|s)?\b[^.!?\n]{0,80}\b(the\s+)?(user|human|operator)s?\b`),
 		regexp.MustCompile(`(?i)\b(hide|conceal|keep)\b[^.!?\n]{0,40}\bfrom\s+(the\s+)?(user|human|operator)s?\b`),
 		regexp.MustCompile(`(?i)\b(user|human)s?\s+(must|should|need|does|do)\s*(not|n't)\s+(know|see|notice|find\s+out|be\s+(told|informed|aware))\b`),
+		regexp.MustCompile(`(?i)\bwithout\s+(the\s+)?(user|human|operator)(s|'s|s')?\s+(knowing|knowledge|noticing|seeing|finding\s+out|being\s+(told|informed|aware))\b`),
 	}
-	overrideRE = regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override)\s+(all\s+|any\s+|the\s+)?(previous|prior|above|earlier|other|your|system)\s+(instructions|directions|rules|guidelines|prompts?)\b`)
+	overrideRE = regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override)\s+((all|any|and|the|of|your|these|those)\s+){0,4}(previous|prior|above|earlier|other|your|system)\s+(instructions|directions|directives|rules|guidelines|prompts?)\b`)
 	// Files whose content is someone's credentials or another MCP client's
 	// server list (with its secrets).
 	credentialPathRE = regexp.MustCompile(`(?i)(~|\$home|%userprofile%)?/?\.ssh\b|\bid_(rsa|dsa|ecdsa|ed25519)\b|\.aws/(credentials|config)\b|~/\.aws\b|(^|[\s'"` + "`" + `(\[/~])\.env\b|\.netrc\b|\.npmrc\b|\.pypirc\b|\.git-credentials\b|\.docker/config\.json|\.kube/config\b|\.gnupg\b|/etc/(shadow|sudoers)\b|\.config/gcloud\b|claude_desktop_config\.json|\.claude\.json|\.cursor/mcp\.json|\.vscode/mcp\.json|windsurf/mcp_config\.json|cline_mcp_settings\.json|\.(bash|zsh)_history\b`)
+	// Markup a rendered description (a client's tool list, a registry's
+	// page) hides from the people who read it, while the model reads it
+	// all: an HTML comment, a Markdown comment ([//]: # (…)), a link with
+	// no text ([](…), ![](…)), an HTML element with the hidden attribute
+	// or a style that hides it (display: none, visibility: hidden, a zero
+	// font size or opacity).
+	hiddenMarkupRE = regexp.MustCompile(`<!--|(?m)^[ \t]*\[[^\]\n]*\]:[ \t]*#|\[[ \t]*\]\(|` +
+		`(?i)<[a-z][a-z0-9]*\s([^<>]*\s)?(hidden[\s/>=]|style\s*=\s*["']?[^<>"']*(display\s*:\s*none|visibility\s*:\s*hidden|(font-size|opacity)\s*:\s*0+(\.0+)?(px|em|rem|pt|%)?\s*([;"'>]|$)))`)
+	// A run of base64 long enough to hold an instruction (18 bytes).
+	base64RE = regexp.MustCompile(`[A-Za-z0-9+/_-]{24,}={0,2}`)
 	// A credential path is an instruction when one of these verbs is near.
 	instructionVerbRE = regexp.MustCompile(`(?i)\b(read|cat|open|load|include|send|pass|upload|copy|attach|provide|append|forward|extract|output|print|dump|exfiltrat\w*|contents?\s+of|put)\b`)
 )
@@ -185,10 +206,30 @@ func (sc *scanner) definition(t catalog.Tool, schema any, ok bool) []Finding {
 		sc.named(n, f.name)
 	}
 	if ok {
+		if err := duplicateKey(t.InputSchema); err != nil {
+			// The walk reads the last value of the key, as Go's decoder
+			// does; the model reads the schema's text, the other values
+			// too.
+			sc.out = append(sc.out, Finding{Rule: RuleDuplicateKey, Field: "inputSchema", Excerpt: clip(strconv.QuoteToASCII(err.Error()), 200)})
+		}
 		sc.path = append(sc.path, "inputSchema"...)
 		sc.walk(schema)
 	}
 	return sc.out
+}
+
+// duplicateKey returns the error naming the first object member of raw,
+// a schema that decodes, whose name its object gives twice (nil for none).
+func duplicateKey(raw json.RawMessage) error {
+	if jsontext.Value(raw).IsValid(jsontext.AllowInvalidUTF8(true)) {
+		return nil
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowInvalidUTF8(true))
+	_, err := dec.ReadValue()
+	if err == nil {
+		return nil
+	}
+	return err
 }
 
 // AnnotationsTitle is the title in t's annotations when it is not t's
@@ -286,6 +327,7 @@ var (
 	// … and one of these: each conceal expression has a negation or a
 	// verb of hiding ("don'?t" matches "dont").
 	concealVerbHints = []string{"not", "n't", "dont", "never", "without", "hide", "conceal", "keep"}
+	markupHints      = []string{"<!--", "]:", "](", "hidden", "style"}
 )
 
 // The hint groups, as bits of a hintMask.
@@ -295,7 +337,8 @@ const (
 	hintConcealVerb
 	hintOverride
 	hintPath
-	hintAll = hintTag | hintConceal | hintConcealVerb | hintOverride | hintPath
+	hintMarkup
+	hintAll = hintTag | hintConceal | hintConcealVerb | hintOverride | hintPath | hintMarkup
 )
 
 type hintMask uint8
@@ -309,7 +352,7 @@ type hint struct {
 // hintsByFirst lists each hint under its first byte, so that one pass over
 // a text finds every group it holds a hint of.
 var hintsByFirst = func() (t [256][]hint) {
-	for bit, words := range map[hintMask][]string{hintTag: tagHints, hintConceal: concealHints, hintConcealVerb: concealVerbHints, hintOverride: overrideHints, hintPath: pathHints} {
+	for bit, words := range map[hintMask][]string{hintTag: tagHints, hintConceal: concealHints, hintConcealVerb: concealVerbHints, hintOverride: overrideHints, hintPath: pathHints, hintMarkup: markupHints} {
 		for _, w := range words {
 			t[w[0]] = append(t[w[0]], hint{w, bit})
 		}
@@ -364,7 +407,7 @@ func (sc *scanner) text(t string) {
 		return
 	}
 	out := &sc.out
-	ascii, control := classify(t)
+	ascii, control, b64 := classify(t)
 	if !ascii {
 		sc.chars(t)
 	}
@@ -387,52 +430,169 @@ func (sc *scanner) text(t string) {
 	if sc.exhaustive {
 		m = hintAll
 	}
+	if m&hintMarkup != 0 {
+		if loc := hiddenMarkupRE.FindStringIndex(t); loc != nil {
+			*out = append(*out, Finding{Rule: RuleHiddenMarkup, Excerpt: excerpt(t, loc)})
+		}
+	}
+	n := len(*out)
+	sc.phrases(t, m, "")
+	if !ascii {
+		// Letters of other scripts that look like Latin ones (Cyrillic о,
+		// Greek ο), fullwidth forms and typographic quotes: a model reads
+		// the words they spell.
+		if f := fold(t); f != t {
+			sc.phrases(f, hintAll, "read as ASCII: ", sc.found(n)...)
+		}
+	}
+	if strings.Contains(t, "&") {
+		// HTML character references (&lt;, &#73;), which a rendered
+		// page shows as the characters they stand for.
+		if u := html.UnescapeString(t); u != t {
+			if !isASCII(u) {
+				u = fold(u)
+			}
+			sc.phrases(u, hintAll, "as HTML reads: ", sc.found(n)...)
+		}
+	}
+	if b64 || sc.exhaustive {
+		for _, loc := range base64RE.FindAllStringIndex(t, -1) {
+			if d, ok := decodeBase64(t[loc[0]:loc[1]]); ok {
+				sc.phrases(d, hintAll, "base64 of: ", sc.found(n)...)
+			}
+		}
+	}
+}
+
+// found lists the rules of the findings from the n-th on.
+func (sc *scanner) found(n int) []string {
+	var rules []string
+	for _, f := range sc.out[n:] {
+		rules = append(rules, f.Rule)
+	}
+	return rules
+}
+
+// phrases applies the rules that read words (tags, conceal, override,
+// credential paths) to t, those of the hint groups m, but the rules in
+// skip; label leads each excerpt (what t is read as).
+func (sc *scanner) phrases(t string, m hintMask, label string, skip ...string) {
+	out := &sc.out
+	add := func(rule string, loc []int) {
+		if !slices.Contains(skip, rule) {
+			*out = append(*out, Finding{Rule: rule, Excerpt: label + excerpt(t, loc)})
+		}
+	}
 	if m&hintTag != 0 {
 		if loc := hiddenTagRE.FindStringIndex(t); loc != nil {
-			*out = append(*out, Finding{Rule: RuleHiddenTag, Excerpt: excerpt(t, loc)})
+			add(RuleHiddenTag, loc)
 		}
 	}
 	if m&hintConceal != 0 && m&hintConcealVerb != 0 {
 		for _, re := range concealRE {
 			if loc := re.FindStringIndex(t); loc != nil {
-				*out = append(*out, Finding{Rule: RuleConceal, Excerpt: excerpt(t, loc)})
+				add(RuleConceal, loc)
 				break
 			}
 		}
 	}
 	if m&hintOverride != 0 {
 		if loc := overrideRE.FindStringIndex(t); loc != nil {
-			*out = append(*out, Finding{Rule: RuleOverride, Excerpt: excerpt(t, loc)})
+			add(RuleOverride, loc)
 		}
 	}
 	if m&hintPath != 0 {
 		for _, loc := range credentialPathRE.FindAllStringIndex(t, -1) {
 			lo, hi := max(loc[0]-verbWindow, 0), min(loc[1]+verbWindow, len(t))
 			if instructionVerbRE.MatchString(t[lo:loc[0]]) || instructionVerbRE.MatchString(t[loc[1]:hi]) {
-				*out = append(*out, Finding{Rule: RuleCredentialPath, Excerpt: excerpt(t, []int{lo, hi})})
+				add(RuleCredentialPath, []int{lo, hi})
 				break
 			}
 		}
 	}
 }
 
+// fold is t with each character that stands for ASCII written as that
+// ASCII: its compatibility form (NFKC: fullwidth Ｉ, ＜, ligatures) or its
+// UTS #39 skeleton (Cyrillic о, Greek ο, typographic quotes), when that is
+// ASCII; the invisible and reordering characters chars flags dropped, as
+// a model reads past them.
+func fold(t string) string {
+	var b strings.Builder
+	for _, r := range t {
+		switch {
+		case r < utf8.RuneSelf:
+			b.WriteRune(r)
+		case isTag(r) || r == 0x200D || isBidi(r) || isInvisible(r) || isSelector(r):
+		default:
+			c := string(r)
+			if k := norm.NFKC.String(c); isASCII(k) {
+				b.WriteString(k)
+			} else if k := confusables.Skeleton(strings.ToLower(c)); isASCII(k) {
+				b.WriteString(k)
+			} else {
+				b.WriteString(c)
+			}
+		}
+	}
+	return b.String()
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// decodeBase64 decodes a run of base64 (either alphabet, padded or not)
+// that holds text: valid UTF-8 with a space, no control characters but
+// tab and newlines. A run that holds bytes (a key, a hash, an image) is
+// not text, and not read.
+func decodeBase64(run string) (string, bool) {
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		b, err := enc.DecodeString(run)
+		if err != nil {
+			continue
+		}
+		d := string(b)
+		if !utf8.ValidString(d) || !strings.ContainsRune(d, ' ') || len(controls(d)) > 0 || strings.ContainsRune(d, utf8.RuneError) {
+			return "", false
+		}
+		return d, true
+	}
+	return "", false
+}
+
 // classify reports, in one pass over t, whether it is all ASCII (which
-// has none of the characters chars looks for) and whether it holds a
-// control character (see controls).
-func classify(t string) (ascii, control bool) {
+// has none of the characters chars looks for), whether it holds a control
+// character (see controls), and whether it holds a run that base64RE
+// matches (24 characters of base64 or more).
+func classify(t string) (ascii, control, b64 bool) {
 	ascii = true
+	run := 0
 	for i := 0; i < len(t); i++ {
-		switch c := t[i]; {
+		c := t[i]
+		switch {
 		case c >= utf8.RuneSelf:
 			ascii = false
 		case c < 0x20 && c != '\t' && c != '\n' && c != '\r', c == 0x7F:
 			control = true
 		}
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-' {
+			if run++; run >= 24 {
+				b64 = true
+			}
+		} else {
+			run = 0
+		}
 	}
 	if !ascii && !control {
 		control = len(controls(t)) > 0 // a C1 control is two bytes
 	}
-	return ascii, control
+	return ascii, control, b64
 }
 
 // controls lists the C0 and C1 control characters of t (and DEL), but
@@ -473,10 +633,22 @@ func (sc *scanner) chars(t string) {
 			if !pictograph(prev) || !pictograph(next) {
 				invisible = append(invisible, r)
 			}
-		case isInvisible(r):
-			invisible = append(invisible, r)
+		case isSelector(r):
+			// A variation selector picks the form of the character
+			// before it (❤️, ↩︎, a Mongolian letter's): one, after a
+			// character that has forms. A run of them, or one after a
+			// Latin letter, a space or nothing, carries hidden data.
+			before := rune(' ')
+			if i > 0 {
+				before = runes[i-1]
+			}
+			if isSelector(before) || unicode.IsSpace(before) || before < utf8.RuneSelf && unicode.IsLetter(before) {
+				invisible = append(invisible, r)
+			}
 		case isBidi(r):
 			bidi = append(bidi, r)
+		case isInvisible(r):
+			invisible = append(invisible, r)
 		}
 		if r != 0xFE0F { // the emoji presentation selector follows the pictograph
 			prev = r
@@ -516,15 +688,29 @@ func isControl(r rune) bool {
 	return (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r >= 0x7F && r <= 0x9F
 }
 
-// isInvisible reports zero-width characters, fillers that render as
-// nothing, and variation selectors of the supplement (which can carry
-// bytes of hidden data).
+// isInvisible reports the characters that render as nothing: zero-width
+// characters, fillers, the format characters (Unicode's Cf: word joiner,
+// interlinear annotation, musical and shorthand format controls …, but
+// the Arabic and Syriac signs that show with the digits after them), the
+// other default-ignorable ones (Khmer inherent vowels, Hangul fillers,
+// unassigned U+2065 …) and the variation selectors of the supplement
+// (which can carry bytes of hidden data). Tags, bidi controls and the
+// variation selectors before U+E0100 are told apart by the caller.
 func isInvisible(r rune) bool {
-	switch r {
-	case 0x200B, 0x200C, 0x2060, 0x2061, 0x2062, 0x2063, 0x2064, 0xFEFF, 0x180E, 0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0, 0x00AD:
-		return true
+	switch {
+	case r < 0xA0:
+		return false
+	case r >= 0x0600 && r <= 0x0605, r == 0x06DD, r == 0x070F, r == 0x0890, r == 0x0891, r == 0x08E2, r == 0x110BD, r == 0x110CD:
+		return false // prepended concatenation marks: they show
 	}
-	return r >= 0xE0100 && r <= 0xE01EF
+	return r >= 0xE0100 && r <= 0xE01EF || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) ||
+		r == 0x180E || r == 0x3164 || r == 0xFFA0 || r == 0x115F || r == 0x1160
+}
+
+// isSelector reports the variation selectors a character may take (VS1–
+// VS16, the Mongolian free variation selectors).
+func isSelector(r rune) bool {
+	return r >= 0xFE00 && r <= 0xFE0F || r >= 0x180B && r <= 0x180D || r == 0x180F
 }
 
 // isBidi reports the bidirectional formatting characters, which make

@@ -396,5 +396,5 @@ func reveal(s string) string {
 // scanner flags as hiding text (the zero-width joiner included, even
 // inside an emoji), and invalid UTF-8.
 func hidden(r rune) bool {
-	return isTag(r) || isInvisible(r) || r == 0x200D || isBidi(r) || isControl(r) || r == utf8.RuneError
+	return isTag(r) || isInvisible(r) || isSelector(r) || r == 0x200D || isBidi(r) || isControl(r) || r == utf8.RuneError
 }

@@ -34,6 +34,47 @@ var patterns = []struct {
 // secretKey matches the names of fields whose whole value is a secret.
 var secretKey = regexp.MustCompile(`(?i)(api[_-]?key|access[_-]?key|secret|token|passw(or)?d|passphrase|credential|authorization|private[_-]?key|cookie)`)
 
+// secretName matches the names of variables and command-line flags whose
+// value is a secret: those secretKey matches, and names that end in a word
+// KEY or PAT (STRIPE_KEY, --key, GH_PAT).
+var secretName = regexp.MustCompile(secretKey.String() + `|(?i)(^|[_-])(key|pat)$`)
+
+// SecretName reports whether a variable or flag named name (GITHUB_TOKEN,
+// OPENAI_API_KEY, api-key) holds a secret.
+func SecretName(name string) bool { return secretName.MatchString(name) }
+
+// Args returns args with the value of each flag named like a secret
+// (SecretName: --api-key KEY, --github-token=KEY) replaced by with, and
+// the values replaced; a value that holds a ${VAR} reference is kept (the
+// secret lives in the environment).
+func Args(args []string, with string) (masked, values []string) {
+	masked = slices.Clone(args)
+	for i, a := range args {
+		flag, val, eq := strings.Cut(a, "=")
+		if !strings.HasPrefix(flag, "-") || !SecretName(strings.TrimLeft(flag, "-")) {
+			continue
+		}
+		at := i + 1
+		if eq {
+			at = i
+		} else if at >= len(args) {
+			continue
+		} else {
+			val = args[at]
+		}
+		if val == "" || strings.Contains(val, "${") {
+			continue
+		}
+		values = append(values, val)
+		if eq {
+			masked[at] = flag + "=" + with
+		} else {
+			masked[at] = with
+		}
+	}
+	return masked, values
+}
+
 // MinLen is the shortest configured value that is masked verbatim; shorter
 // values ("1", "true") would mask ordinary words.
 const MinLen = 6

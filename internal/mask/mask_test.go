@@ -1,6 +1,7 @@
 package mask
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -90,5 +91,29 @@ func TestInClear(t *testing.T) {
 		if got := InClear(c.key, c.value); got != c.want {
 			t.Errorf("InClear(%q, %q) = %v, want %v", c.key, c.value, got, c.want)
 		}
+	}
+}
+
+func TestSecretName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"GITHUB_TOKEN": true, "OPENAI_API_KEY": true, "STRIPE_KEY": true, "GH_PAT": true, "api-key": true, "key": true,
+		"DB_PASSWORD": true, "client-secret": true, "github-token": true,
+		"HOME": false, "PATH": false, "KEYBOARD": false, "PORT": false, "MEMORY_FILE_PATH": false, "verbose": false, "PATH_PAT_X": false,
+	} {
+		if got := SecretName(name); got != want {
+			t.Errorf("SecretName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestArgs(t *testing.T) {
+	args := []string{"-y", "server", "--api-key", "k1-secret", "--github-token=k2-secret", "--token", "${GH_TOKEN}", "--verbose", "--key"}
+	masked, values := Args(args, "xxxxx")
+	want := []string{"-y", "server", "--api-key", "xxxxx", "--github-token=xxxxx", "--token", "${GH_TOKEN}", "--verbose", "--key"}
+	if !slices.Equal(masked, want) || !slices.Equal(values, []string{"k1-secret", "k2-secret"}) {
+		t.Errorf("Args = %q, %q; want %q and the two keys", masked, values, want)
+	}
+	if args[3] != "k1-secret" {
+		t.Error("Args changed its argument")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 
 	"go.opentelemetry.io/otel"
@@ -105,12 +106,18 @@ func Start(ctx context.Context, opts *Options) (*Tracing, error) {
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return nil, fmt.Errorf("trace resource: %w", err)
 	}
+	// Where spans go, as the log and the caller show it: a password in
+	// the URL hidden (OTLP/HTTP does not send it; headers do).
+	shown := endpoint
+	if u, err := url.Parse(endpoint); err == nil {
+		shown = u.Redacted()
+	}
 	// The exporter reports failures through the global handler: to the log.
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		log.Warn("trace export failed", "endpoint", endpoint, "err", err)
+		log.Warn("trace export failed", "endpoint", shown, "err", err)
 	}))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return &Tracing{tp: tp, Endpoint: endpoint}, nil
+	return &Tracing{tp: tp, Endpoint: shown}, nil
 }
 
 // Provider is where the gateway starts its spans; nil when t is nil

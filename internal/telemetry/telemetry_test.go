@@ -71,3 +71,18 @@ func TestOffAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// An endpoint with a password in it (which OTLP/HTTP does not send: give
+// it in OTEL_EXPORTER_OTLP_HEADERS) is logged and reported with the
+// password hidden.
+func TestEndpointRedacted(t *testing.T) {
+	rcv := otlptest.New(t)
+	tr, err := telemetry.Start(context.Background(), &telemetry.Options{Endpoint: strings.Replace(rcv.URL, "://", "://user:pw-secret-42@", 1)})
+	if err != nil || tr == nil {
+		t.Fatalf("Start = %v, %v; want tracing on", tr, err)
+	}
+	t.Cleanup(func() { tr.Close(context.Background()) })
+	if strings.Contains(tr.Endpoint, "pw-secret-42") || !strings.Contains(tr.Endpoint, "user:xxxxx@") {
+		t.Errorf("Endpoint = %q, want the password hidden", tr.Endpoint)
+	}
+}

@@ -54,6 +54,9 @@ const (
 	EnvPIDFile = "TOOLGATE_TEST_PIDFILE"
 	// EnvStderr is written to stderr at start (to test masking).
 	EnvStderr = "TOOLGATE_TEST_STDERR"
+	// EnvLogSays is added to each log message and progress message of
+	// the "progress" tool (to test masking).
+	EnvLogSays = "TOOLGATE_TEST_LOG_SAYS"
 	// EnvStartDelay delays the start of serving (a Go duration, e.g. "2s"),
 	// like an npx cold start.
 	EnvStartDelay = "TOOLGATE_TEST_START_DELAY"
@@ -697,12 +700,16 @@ func NewServer(modes Modes) *mcp.Server {
 				for i := 1; i <= a.Steps; i++ {
 					if token != nil {
 						if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-							ProgressToken: token, Progress: float64(i), Total: float64(a.Steps), Message: ProgressMessage(i),
+							ProgressToken: token, Progress: float64(i), Total: float64(a.Steps), Message: strings.TrimSuffix(ProgressMessage(i)+": "+os.Getenv(EnvLogSays), ": "),
 						}); err != nil {
 							return nil, nil, err
 						}
 					}
-					if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "progress", Data: ProgressMessage(i)}); err != nil {
+					var data any = ProgressMessage(i)
+					if says := os.Getenv(EnvLogSays); says != "" {
+						data = map[string]any{"message": ProgressMessage(i) + ": " + says, "apiKey": says}
+					}
+					if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "progress", Data: data}); err != nil {
 						return nil, nil, err
 					}
 				}

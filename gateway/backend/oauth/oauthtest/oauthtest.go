@@ -377,6 +377,9 @@ type ResourceOptions struct {
 	// example server's, whose introspection throws a plain Error): a
 	// token it no longer takes is answered 500, not 401.
 	FailOnBadToken bool
+	// EchoToken makes that failure quote the token it got, as a server
+	// whose errors echo the request do (FailOnBadToken only).
+	EchoToken bool
 }
 
 // scheme is the URL scheme of a server with TLS config c.
@@ -441,6 +444,9 @@ func NewResourceServer(t testing.TB, as *AuthServer, mcpServer *mcp.Server, opts
 		verify = func(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
 			ti, err := check(ctx, token, r)
 			if err != nil {
+				if o.EchoToken {
+					return nil, fmt.Errorf("token introspection failed for %s", token)
+				}
 				return nil, errors.New("token introspection failed")
 			}
 			return ti, nil

@@ -76,13 +76,7 @@ func alsoWrong(problem string, root, sent map[string]any) string {
 			}
 		}
 		slices.Sort(extra)
-		switch len(extra) {
-		case 0:
-			return ""
-		case 1:
-			return fmt.Sprintf("; %s is not an argument of this tool", quoted(extra))
-		}
-		return fmt.Sprintf("; %s are not arguments of this tool", quoted(extra))
+		return alsoSaid(extra, "; %s is not an argument of this tool", "; %s are not arguments of this tool")
 	case strings.HasPrefix(words, "unexpected additional properties "):
 		req, _ := root["required"].([]any)
 		var missing []string
@@ -93,15 +87,21 @@ func alsoWrong(problem string, root, sent map[string]any) string {
 				}
 			}
 		}
-		switch len(missing) {
-		case 0:
-			return ""
-		case 1:
-			return fmt.Sprintf("; the required argument %s is missing", quoted(missing))
-		}
-		return fmt.Sprintf("; the required arguments %s are missing", quoted(missing))
+		return alsoSaid(missing, "; the required argument %s is missing", "; the required arguments %s are missing")
 	}
 	return ""
+}
+
+// alsoSaid is alsoWrong's words for keys: one or many (a format with the
+// quoted keys), "" for none.
+func alsoSaid(keys []string, one, many string) string {
+	switch len(keys) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf(one, quoted(keys))
+	}
+	return fmt.Sprintf(many, quoted(keys))
 }
 
 // exampleCall is execute_tool's arguments for id with args, as JSON.

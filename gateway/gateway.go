@@ -73,6 +73,9 @@ type Policy interface {
 	Filter(c *policy.Caller) *search.Filter
 	// Decide says whether the caller may see and run t, and why not.
 	Decide(c *policy.Caller, t catalog.Tool) policy.Decision
+	// Allowed is Decide's Allowed without building the reason (the lists
+	// of the tools a caller sees ask it of every tool of the catalog).
+	Allowed(c *policy.Caller, t catalog.Tool) bool
 	// HasProfile reports whether a profile is configured (the HTTP route
 	// /profiles/NAME/mcp answers 404 for one that is not).
 	HasProfile(name string) bool

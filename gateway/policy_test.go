@@ -152,6 +152,10 @@ func (p *recordingPolicy) Decide(c *policy.Caller, _ catalog.Tool) policy.Decisi
 	p.record(c)
 	return policy.Decision{Allowed: true}
 }
+func (p *recordingPolicy) Allowed(c *policy.Caller, _ catalog.Tool) bool {
+	p.record(c)
+	return true
+}
 func (p *recordingPolicy) HasProfile(name string) bool { return name == "kg" }
 func (p *recordingPolicy) Sees(c *policy.Caller, _ catalog.Tool) bool {
 	p.record(c)

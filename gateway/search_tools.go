@@ -968,7 +968,7 @@ func (g *Gateway) visible(c *policy.Caller, id string) bool {
 		return true
 	}
 	t, ok := g.searcher.Tool(id)
-	return ok && g.opts.Policy.Decide(c, t).Allowed
+	return ok && g.opts.Policy.Allowed(c, t)
 }
 
 // visibleIDs lists the catalog's tools the caller may see.

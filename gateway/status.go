@@ -418,25 +418,16 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 	if !c.Scoped() {
 		return
 	}
-	// MayManage reads the whole catalog: once per server, not per mention.
-	seen := map[string]bool{}
-	sees := func(server string) bool {
-		ok, known := seen[server]
-		if !known {
-			ok, _ = pol.MayManage(c, tools, server)
-			seen[server] = ok
-		}
-		return ok
-	}
+	// One pass over the catalog for every server (MayManage of each read
+	// it all again: 0.4–0.8 s at 100 servers and 50,000 tools).
+	sight := pol.Sight(c, tools)
+	sees := sight.MayManage
 	names := func(in []string) []string {
 		return slices.DeleteFunc(slices.Clone(in), func(n string) bool { return !sees(n) })
 	}
 	// The tools of each server its own rules let it see, as search shows
 	// them: a server's full count would tell it of tools it cannot see.
-	var seenTools map[string]int
-	if tools != nil {
-		seenTools = pol.SeenTools(c, tools)
-	}
+	count := tools != nil
 	rep.Backends = slices.DeleteFunc(rep.Backends, func(b BackendStatus) bool { return !sees(b.Name) })
 	rep.Total, rep.Up = len(rep.Backends), 0
 	for i := range rep.Backends { // built for this report: changed in place
@@ -445,8 +436,8 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 			rep.Up++
 		}
 		b.Status = b.Status.ForKey()
-		if seenTools != nil {
-			b.Tools = seenTools[b.Name]
+		if count {
+			b.Tools = sight.Tools(b.Name)
 		}
 	}
 	if rep.Stats != nil {
@@ -463,7 +454,7 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 		st.LastIndexError = backend.ForKey(st.LastIndexError)
 		if tools != nil {
 			st.CatalogTools, st.DisabledTools = 0, 0
-			for server, n := range seenTools {
+			for server, n := range sight.Counts() {
 				if slices.Contains(rep.Stats.Disabled, server) {
 					st.DisabledTools += n
 				} else {

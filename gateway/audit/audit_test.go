@@ -550,3 +550,109 @@ func TestGathered(t *testing.T) {
 		t.Errorf("%d checks of the folder, want 2: one at Open and one for the three records' write", n)
 	}
 }
+
+// writeLog writes records (one JSON line each) into the files of a log at
+// path: files[0] the oldest rotated file, the last one the log itself.
+func writeLog(tb testing.TB, path string, files ...[]string) {
+	tb.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	for i, lines := range files {
+		p := path
+		if k := len(files) - 1 - i; k > 0 {
+			p = Rotated(path, k)
+		}
+		if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// auditLine is the record of a call as the log holds it.
+func auditLine(tb testing.TB, key string, n int) string {
+	tb.Helper()
+	b, err := json.Marshal(Record{Time: time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC).Add(time.Duration(n) * time.Second), Key: key, Action: "execute_tool", Tool: "syn042__noop", Decision: Allowed, Outcome: OK, ResultBytes: n})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}
+
+// The last records the newest file holds are the tail: `audit tail` does
+// not read the rotated files (at the defaults, 50 MiB more and 150,000
+// records decoded to print 20), whose lines would be counted as skipped;
+// fewer there, and it reads them all as before, in order; -f then follows
+// from the end.
+func TestTailReadsOnlyWhatItNeeds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit", "audit.jsonl")
+	writeLog(t, path,
+		[]string{"not a record", auditLine(t, "a", 1), auditLine(t, "b", 2)},
+		[]string{auditLine(t, "a", 3), auditLine(t, "b", 4), auditLine(t, "a", 5)})
+	rd := NewReader(path, 0, Filter{})
+	recs, err := rd.Tail(2)
+	if err != nil || len(recs) != 2 || recs[0].ResultBytes != 4 || recs[1].ResultBytes != 5 {
+		t.Fatalf("Tail(2) = %+v, %v", recs, err)
+	}
+	if rd.Skipped() != 0 {
+		t.Errorf("Tail(2) read the rotated file: %d lines skipped", rd.Skipped())
+	}
+	if !rd.Found() {
+		t.Error("Found() = false")
+	}
+	rd.Close()
+
+	rd = NewReader(path, 0, Filter{Key: "b"})
+	defer rd.Close()
+	recs, err = rd.Tail(2)
+	if err != nil || len(recs) != 2 || recs[0].ResultBytes != 2 || recs[1].ResultBytes != 4 {
+		t.Fatalf("Tail(2) of key b = %+v, %v", recs, err)
+	}
+	if rd.Skipped() != 1 {
+		t.Errorf("Tail(2) of key b: %d lines skipped, want the rotated file's 1", rd.Skipped())
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, auditLine(t, "b", 6))
+	f.Close()
+	got := make(chan Record, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = rd.Follow(ctx, time.Millisecond, func(r Record) { got <- r }) }()
+	if r := <-got; r.ResultBytes != 6 {
+		t.Errorf("followed %+v, want the record written after the tail", r)
+	}
+}
+
+// BenchmarkTail is `audit tail` (its last 20 records, and those of one
+// key) on a full log at the defaults: five rotated files and the log,
+// 10 MiB each, about 180,000 records of 600 bytes.
+func BenchmarkTail(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "audit", "audit.jsonl")
+	files := make([][]string, DefaultMaxFiles+1)
+	pad := strings.Repeat("x", 420)
+	n := 0
+	for i := range files {
+		for size := 0; size < 10<<20; n++ {
+			line := strings.Replace(auditLine(b, fmt.Sprintf("k%d", n%200), n), `"execute_tool"`, `"execute_tool","reason":"`+pad+`"`, 1)
+			files[i] = append(files[i], line)
+			size += len(line) + 1
+		}
+	}
+	writeLog(b, path, files...)
+	b.Logf("%d records", n)
+	for _, f := range []Filter{{}, {Key: "k7"}} {
+		b.Run("key="+f.Key, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				rd := NewReader(path, 0, f)
+				if recs, err := rd.Tail(20); err != nil || len(recs) != 20 {
+					b.Fatal(len(recs), err)
+				}
+				rd.Close()
+			}
+		})
+	}
+}

@@ -111,16 +111,13 @@ func (rd *Reader) Close() error {
 // oldest first, from the rotated files and the file, and leaves the Reader
 // at the end of the file for Follow. A missing log is no records.
 func (rd *Reader) Tail(n int) ([]Record, error) {
-	var out []Record
-	keep := func(r Record) {
-		if !rd.filter.Match(r) {
-			return
-		}
-		out = append(out, r)
-		if n > 0 && len(out) > 2*n {
-			out = append(out[:0], out[len(out)-n:]...)
+	if n > 0 {
+		if out, ok, err := rd.tailNewest(n); err != nil || ok {
+			return out, err
 		}
 	}
+	var out []Record
+	keep := rd.keeper(&out, n)
 	for i := rd.maxFiles; i >= 1; i-- {
 		p := Rotated(rd.path, i)
 		fi, err := rd.readWhole(p, keep)
@@ -143,6 +140,51 @@ func (rd *Reader) Tail(n int) ([]Record, error) {
 		out = out[len(out)-n:]
 	}
 	return out, nil
+}
+
+// keeper appends to out the records that match, keeping the last n of
+// them (all when n <= 0) and at most 2n at a time.
+func (rd *Reader) keeper(out *[]Record, n int) func(Record) {
+	return func(r Record) {
+		if !rd.filter.Match(r) {
+			return
+		}
+		*out = append(*out, r)
+		if n > 0 && len(*out) > 2*n {
+			*out = append((*out)[:0], (*out)[len(*out)-n:]...)
+		}
+	}
+}
+
+// tailNewest is Tail(n) when the log's newest file holds n records that
+// match: the rotated files, older, are only noted as read (Follow starts
+// after them). At the defaults' five rotated files of 10 MiB, `audit tail`
+// decoded some 180,000 records to print 20 (BenchmarkTail). ok is false
+// when the file holds fewer, and the Reader is then as new.
+func (rd *Reader) tailNewest(n int) (out []Record, ok bool, err error) {
+	// The rotated files before the newest one, as Tail reads them: a
+	// rotation meanwhile leaves the file read among them, unnoted, and
+	// Follow reads it as it reads a rotation's.
+	var seen []seenFile
+	for i := rd.maxFiles; i >= 1; i-- {
+		p := Rotated(rd.path, i)
+		if fi, err := os.Stat(p); err == nil {
+			seen = append(seen, seenFile{fi, head(p)})
+		}
+	}
+	if err := rd.reopen(); err != nil || rd.f == nil {
+		return nil, false, err
+	}
+	if err := rd.more(rd.keeper(&out, n)); err != nil {
+		return nil, false, err
+	}
+	if len(out) < n {
+		err := rd.f.Close()
+		rd.f, rd.info, rd.partial, rd.skipped = nil, nil, nil, 0
+		return nil, false, err
+	}
+	rd.seen = seen
+	return out[len(out)-n:], true, nil
 }
 
 // Follow calls emit with each matching record written after Tail (or after

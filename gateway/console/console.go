@@ -647,7 +647,7 @@ func (c *Console) calls(caller *policy.Caller) []Call {
 		if !ok {
 			t = catalog.Tool{Server: call.Server, Name: call.Tool}
 		}
-		if c.o.Policy.Decide(caller, t).Allowed {
+		if c.o.Policy.Allowed(caller, t) {
 			out = append(out, call)
 		}
 	}

@@ -100,29 +100,67 @@ func ProfileGone(name, profile string) string {
 	return fmt.Sprintf("the API key %q is limited to profile %q, which the config no longer has, so it reaches no tool", name, profile)
 }
 
+// scopeMiss is which of a key's tests a tool fails (inScope: none).
+type scopeMiss int
+
+const (
+	inScope scopeMiss = iota
+	missAdminOnly
+	missProfileGone
+	missProfile
+	missGlobs
+)
+
+// miss is the first test of key k that t fails: Check's words without
+// building them (a search filter, SeenTools ask it of every tool of the
+// catalog, and a key limited to a server is refused most of them).
+func (r *Scope) miss(k *policy.Key, t catalog.Tool) scopeMiss {
+	if !k.Admin && r.adminOnly != nil && r.adminOnly(t) {
+		return missAdminOnly
+	}
+	if k.Profile != "" {
+		ps := r.profiles()
+		p, ok := ps.Get(k.Profile)
+		if !ok {
+			return missProfileGone
+		}
+		if !ps.Shows(p, t) {
+			return missProfile
+		}
+	}
+	if len(k.Allow) == 0 && len(k.Deny) == 0 {
+		return inScope
+	}
+	id := t.ID()
+	if len(k.Allow) > 0 && !slices.ContainsFunc(k.Allow, func(g string) bool { return catalog.MatchID(g, id) }) {
+		return missGlobs
+	}
+	if slices.ContainsFunc(k.Deny, func(g string) bool { return catalog.MatchID(g, id) }) {
+		return missGlobs
+	}
+	return inScope
+}
+
+var _ policy.Allower = (*Scope)(nil)
+
+// Allows is Check(c, t) == "" without building its words.
+func (r *Scope) Allows(c *policy.Caller, t catalog.Tool) bool {
+	return c.Key == nil || r.miss(c.Key, t) == inScope
+}
+
 func (r *Scope) Check(c *policy.Caller, t catalog.Tool) string {
 	k := c.Key
 	if k == nil {
 		return ""
 	}
-	if !k.Admin && r.adminOnly != nil && r.adminOnly(t) {
+	switch r.miss(k, t) {
+	case missAdminOnly:
 		return adminOnly(k.Name)
-	}
-	id := t.ID()
-	if k.Profile != "" {
-		ps := r.profiles()
-		p, ok := ps.Get(k.Profile)
-		if !ok {
-			return ProfileGone(k.Name, k.Profile)
-		}
-		if !ps.Shows(p, t) {
-			return OutsideProfile(k.Name, k.Profile)
-		}
-	}
-	if len(k.Allow) > 0 && !slices.ContainsFunc(k.Allow, func(g string) bool { return catalog.MatchID(g, id) }) {
-		return outsideGlobs(k.Name)
-	}
-	if slices.ContainsFunc(k.Deny, func(g string) bool { return catalog.MatchID(g, id) }) {
+	case missProfileGone:
+		return ProfileGone(k.Name, k.Profile)
+	case missProfile:
+		return OutsideProfile(k.Name, k.Profile)
+	case missGlobs:
 		return outsideGlobs(k.Name)
 	}
 	return ""

@@ -52,6 +52,11 @@ func TestScope(t *testing.T) {
 		if d.Allowed != tc.want {
 			t.Errorf("%v on %s: %+v, want allowed=%v", tc.caller, tc.id, d, tc.want)
 		}
+		// The yes or no the filter and the lists ask (Allows, no words)
+		// is Decide's, rule by rule.
+		if got := set.Allowed(tc.caller, tool(tc.id)); got != d.Allowed {
+			t.Errorf("%v on %s: Allowed %v, Decide %+v", tc.caller, tc.id, got, d)
+		}
 		if !d.Allowed && (d.Rule != RuleName || !strings.Contains(d.Reason, `API key "k"`)) {
 			t.Errorf("%s: denial %+v", tc.id, d)
 		}
@@ -96,5 +101,45 @@ func TestScopeDenialSaysWhy(t *testing.T) {
 		`an admin can create one (toolgate keys create --name NAME --admin; toolgate keys list shows which keys are admin)`
 	if d := set.Decide(plain, tool("toolgate__add_server")); d.Allowed || d.Reason != want || !IsLacksAccess(d.Reason, "p") {
 		t.Errorf("a key that is not admin on toolgate__add_server: %q, want %q", d.Reason, want)
+	}
+}
+
+// Sight (one pass over the catalog, for the reports that list every
+// server) says of each server what MayManage says, and counts the tools
+// SeenTools counts: a key with a server's globs, with a profile, with a
+// glob narrower than a server, and a server with no tool catalogued.
+func TestSightIsMayManage(t *testing.T) {
+	tools := catalogTools{byID: map[string]catalog.Tool{}}
+	for _, id := range []string{"memory__read_graph", "memory__delete_entities", "filesystem__read_file", "filesystem__write_file", "git__status"} {
+		tools.byID[id] = tool(id)
+		tools.ids = append(tools.ids, id)
+	}
+	set := policy.NewSet()
+	set.Put(NewScope(set.Profiles, nil))
+	set.Put(policy.NewProfiles(map[string]config.Profile{"kg": {Servers: []string{"memory", "fetch"}}}))
+	for _, k := range []Entry{
+		{Name: "mem", Allow: []string{"memory__*"}},
+		{Name: "kg", Profile: "kg"},
+		{Name: "narrow", Allow: []string{"filesystem__read_*", "fetch__get"}},
+		{Name: "nogit", Deny: []string{"git__*"}},
+		{Name: "admin", Admin: true},
+	} {
+		c := &policy.Caller{Transport: policy.TransportHTTP, Key: k.Caller()}
+		sight := set.Sight(c, tools)
+		for _, server := range []string{"memory", "filesystem", "git", "fetch", "nosuch"} {
+			want, _ := set.MayManage(c, tools, server)
+			if got := sight.MayManage(server); got != want {
+				t.Errorf("key %s, server %s: Sight.MayManage %v, MayManage %v", k.Name, server, got, want)
+			}
+			n := 0
+			for _, id := range tools.ids {
+				if tt, _ := tools.Tool(id); tt.Server == server && set.Sees(c, tt) {
+					n++
+				}
+			}
+			if got := sight.Tools(server); got != n {
+				t.Errorf("key %s, server %s: Sight.Tools %d, want %d", k.Name, server, got, n)
+			}
+		}
 	}
 }

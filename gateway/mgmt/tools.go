@@ -125,8 +125,9 @@ type ServerList struct {
 // infos describes the configured servers, in name order, as c may see
 // them: a scoped caller (policy.Caller.Scoped) sees no paths on the
 // gateway's machine, as in GET /status (backend.Status.ForKey), so no
-// command line or URL and no stderr lines (serverStatus) either.
-func (s *Server) infos(c *policy.Caller) []ServerInfo {
+// command line or URL and no stderr lines (serverStatus) either. sight is
+// what c sees of the catalog (nil for a caller that manages all).
+func (s *Server) infos(c *policy.Caller, sight *policy.Sight) []ServerInfo {
 	cfg := s.rt.Config()
 	pol := s.rt.Policy()
 	status := map[string]backend.Status{}
@@ -134,12 +135,6 @@ func (s *Server) infos(c *policy.Caller) []ServerInfo {
 		status[st.Name] = st
 	}
 	profiles := pol.Profiles()
-	// A key that is not admin is told the tools it sees of each server,
-	// as GET /status tells it.
-	var seen map[string]int
-	if c.Scoped() {
-		seen = pol.SeenTools(c, s.rt)
-	}
 	byServer := map[string][]catalog.Tool{}
 	for _, id := range s.rt.IDs() {
 		if t, ok := s.rt.Tool(id); ok {
@@ -161,8 +156,10 @@ func (s *Server) infos(c *policy.Caller) []ServerInfo {
 				st = st.ForKey()
 			}
 			info.State, info.Tools, info.Restarts = string(st.State), st.Tools, st.Restarts
-			if seen != nil {
-				info.Tools = seen[sv.Name]
+			if sight != nil && c.Scoped() {
+				// A key that is not admin is told the tools it sees
+				// of each server, as GET /status tells it.
+				info.Tools = sight.Tools(sv.Name)
 			}
 			info.Error, info.LastError = st.Err, st.LastErr
 			info.Since, info.PID, info.Protocol, info.InFlight = st.Since, st.PID, st.Protocol, st.InFlight
@@ -202,18 +199,16 @@ func profilesShowing(profiles *policy.Profiles, server string, tools []catalog.T
 }
 
 // visibleInfos are the servers c may manage (policy.Set.MayManage), in
-// name order: every server for a caller that manages all.
+// name order: every server for a caller that manages all. One pass over
+// the catalog (policy.Sight) tells them all; MayManage of each server read
+// it all again.
 // Each names only the profiles c may see (profileShown).
 func (s *Server) visibleInfos(c *policy.Caller) []ServerInfo {
-	infos := s.infos(c)
 	if c.ManagesAll() {
-		return infos
+		return s.infos(c, nil)
 	}
-	pol := s.rt.Policy()
-	infos = slices.DeleteFunc(infos, func(in ServerInfo) bool {
-		ok, _ := pol.MayManage(c, s.rt, in.Name)
-		return !ok
-	})
+	sight := s.rt.Policy().Sight(c, s.rt)
+	infos := slices.DeleteFunc(s.infos(c, sight), func(in ServerInfo) bool { return !sight.MayManage(in.Name) })
 	for i := range infos {
 		infos[i].Profiles = slices.DeleteFunc(infos[i].Profiles, func(p string) bool { return !profileShown(c, p) })
 	}

@@ -63,6 +63,10 @@ func TestDecide(t *testing.T) {
 		if d.Allowed != (c.rule == "") || d.Rule != c.rule || !strings.Contains(d.Reason, c.reason) {
 			t.Errorf("%v %s: %+v, want rule %q reason containing %q", c.caller, c.id, d, c.rule, c.reason)
 		}
+		// The yes or no without the words (Profiles.Allows) is Decide's.
+		if got := s.Allowed(c.caller, tool(c.id)); got != d.Allowed {
+			t.Errorf("%v %s: Allowed %v, Decide %+v", c.caller, c.id, got, d)
+		}
 	}
 
 	// Disabling a server hides it from everyone, and says how to undo it;
@@ -268,6 +272,9 @@ func TestReadOnlyProfile(t *testing.T) {
 		{rokg, policy.AnyTool("memory"), "readOnlyHint"},
 	} {
 		d := s.Decide(c.caller, c.tool)
+		if got := s.Allowed(c.caller, c.tool); got != d.Allowed {
+			t.Errorf("%v %s: Allowed %v, Decide %+v", c.caller, c.tool.ID(), got, d)
+		}
 		if d.Allowed != (c.reason == "") || !strings.Contains(d.Reason, c.reason) || !d.Allowed && d.Rule != policy.RuleProfile {
 			t.Errorf("%v %s: %+v, want reason containing %q", c.caller, c.tool.ID(), d, c.reason)
 		}

@@ -127,7 +127,8 @@ func (r *Profiles) Get(name string) (config.Profile, bool) {
 // Shows reports whether profile p shows t (the profile's own test,
 // without the other rules).
 func (r *Profiles) Shows(p config.Profile, t catalog.Tool) bool {
-	return r.check("", p, t) == ""
+	m, _ := r.miss(p, t)
+	return m == shown
 }
 
 // ProfileTools are the management tools a session keeps under a profile it
@@ -144,12 +145,35 @@ func (r *Profiles) Scope(c *Caller) string {
 	return c.ProfileName()
 }
 
-func (r *Profiles) Check(c *Caller, t catalog.Tool) string {
+var _ Allower = (*Profiles)(nil)
+
+// Allows is Check(c, t) == "" without building its words.
+func (r *Profiles) Allows(c *Caller, t catalog.Tool) bool {
+	name, ok := r.profileFor(c, t)
+	if name == "" || ok {
+		return true
+	}
+	p, found := r.byName[name]
+	if !found {
+		return false
+	}
+	m, _ := r.miss(p, t)
+	return m == shown
+}
+
+// profileFor is the profile in effect for c ("" for none) and whether t
+// is shown whatever it says (a profile switcher's own tools).
+func (r *Profiles) profileFor(c *Caller, t catalog.Tool) (string, bool) {
 	name := c.ProfileName()
 	if name == "" {
-		return ""
+		return "", true
 	}
-	if t.Server == config.BuiltinServer && slices.Contains(ProfileTools, t.Name) && c.ProfileSwitchable() {
+	return name, t.Server == config.BuiltinServer && slices.Contains(ProfileTools, t.Name) && c.ProfileSwitchable()
+}
+
+func (r *Profiles) Check(c *Caller, t catalog.Tool) string {
+	name, shownAnyway := r.profileFor(c, t)
+	if name == "" || shownAnyway {
 		return ""
 	}
 	p, ok := r.byName[name]
@@ -159,27 +183,63 @@ func (r *Profiles) Check(c *Caller, t catalog.Tool) string {
 	return r.check(name, p, t)
 }
 
-// check is why profile p (named name) does not show t, or "".
-func (r *Profiles) check(name string, p config.Profile, t catalog.Tool) string {
-	server, id := t.Server, t.ID()
+// profileMiss is which of a profile's tests a tool fails (shown: none).
+type profileMiss int
+
+const (
+	shown profileMiss = iota
+	missServers
+	missBuiltin
+	missAllow
+	missDeny
+	missReadOnly
+)
+
+// miss is the first test of profile p that t fails, with the deny glob
+// that matched (missDeny): check's words without building them (Shows, a
+// search filter, SeenTools ask it of every tool of the catalog).
+func (r *Profiles) miss(p config.Profile, t catalog.Tool) (profileMiss, string) {
+	server := t.Server
 	if p.Servers != nil && !slices.Contains(p.Servers, server) {
-		return fmt.Sprintf("%s is outside profile %q: the profile shows only the servers %s", id, name, strings.Join(p.Servers, ", "))
+		return missServers, ""
 	}
 	// "servers" left out is every server of the config, not the built-in
 	// one: a profile meant to narrow what a client sees (a read-only
 	// reviewer's) gave it the management tools its globs matched.
 	if p.Servers == nil && server == config.BuiltinServer {
-		return fmt.Sprintf("%s is outside profile %q: the management tools (server %q) are shown only by a profile that lists %q in its servers", id, name, config.BuiltinServer, config.BuiltinServer)
+		return missBuiltin, ""
 	}
-	if p.Tools.Allow != nil && !slices.ContainsFunc(p.Tools.Allow, func(g string) bool { return catalog.MatchID(g, id) }) {
-		return fmt.Sprintf("%s is outside profile %q: it matches none of the profile's tools.allow globs (%s)", id, name, strings.Join(p.Tools.Allow, ", "))
-	}
-	for _, g := range p.Tools.Deny {
-		if catalog.MatchID(g, id) {
-			return fmt.Sprintf("%s is outside profile %q: the profile's tools.deny glob %q matches it", id, name, g)
+	if p.Tools.Allow != nil || p.Tools.Deny != nil {
+		id := t.ID()
+		if p.Tools.Allow != nil && !slices.ContainsFunc(p.Tools.Allow, func(g string) bool { return catalog.MatchID(g, id) }) {
+			return missAllow, ""
+		}
+		for _, g := range p.Tools.Deny {
+			if catalog.MatchID(g, id) {
+				return missDeny, g
+			}
 		}
 	}
 	if p.ReadOnly && (!t.ReadOnly() || r.notReadOnly[server][t.Name]) {
+		return missReadOnly, ""
+	}
+	return shown, ""
+}
+
+// check is why profile p (named name) does not show t, or "".
+func (r *Profiles) check(name string, p config.Profile, t catalog.Tool) string {
+	m, glob := r.miss(p, t)
+	id := t.ID()
+	switch m {
+	case missServers:
+		return fmt.Sprintf("%s is outside profile %q: the profile shows only the servers %s", id, name, strings.Join(p.Servers, ", "))
+	case missBuiltin:
+		return fmt.Sprintf("%s is outside profile %q: the management tools (server %q) are shown only by a profile that lists %q in its servers", id, name, config.BuiltinServer, config.BuiltinServer)
+	case missAllow:
+		return fmt.Sprintf("%s is outside profile %q: it matches none of the profile's tools.allow globs (%s)", id, name, strings.Join(p.Tools.Allow, ", "))
+	case missDeny:
+		return fmt.Sprintf("%s is outside profile %q: the profile's tools.deny glob %q matches it", id, name, glob)
+	case missReadOnly:
 		return fmt.Sprintf("%s is outside profile %q: the profile shows only tools that declare readOnlyHint: true, and this one does not", id, name)
 	}
 	return ""

@@ -43,7 +43,7 @@ func (v *View) Search(ctx context.Context, q search.Query) (search.Result, error
 // Tool looks up a tool the caller may see.
 func (v *View) Tool(id string) (catalog.Tool, bool) {
 	t, ok := v.s.Tool(id)
-	if !ok || !v.set.Decide(v.caller, t).Allowed {
+	if !ok || !v.set.Allowed(v.caller, t) {
 		return catalog.Tool{}, false
 	}
 	return t, true

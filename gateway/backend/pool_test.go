@@ -1368,14 +1368,14 @@ func TestRemoteRefusalsSaid(t *testing.T) {
 	// A host name that does not resolve, as the resolver reports it (no
 	// lookup here: a test machine may have no resolver to ask).
 	err = fmt.Errorf("sending: %w", &net.OpError{Op: "dial", Err: &net.DNSError{Name: "mcp.example.invalid", Err: "no such host", IsNotFound: true}})
-	why := unreachable(err)
+	why := unreachable(err, "https")
 	if why == nil || why.Error() != `the host name "mcp.example.invalid" does not resolve (no such host): check the url's host` {
 		t.Errorf("unreachable(%v) = %v", err, why)
 	}
 	if got, want := ErrForKey(why), `the host name (`+HiddenFromKey+`) does not resolve (no such host): check the url's host`; got != want {
 		t.Errorf("a key that is not admin reads:\n%s\nwant:\n%s", got, want)
 	}
-	if why := unreachable(errors.New("EOF")); why != nil {
+	if why := unreachable(errors.New("EOF"), "https"); why != nil {
 		t.Errorf("unreachable(EOF) = %v", why)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/oneline"
+	"github.com/toolgate/toolgate/internal/proxyenv"
 )
 
 // headerTransport adds the configured headers to every request of a remote
@@ -107,6 +108,9 @@ type refusal struct {
 	// mark withExact puts in the call's context), or nil for a request
 	// made for none (the session's stream, a notification).
 	call *exactResult
+	// proxyAuth is the fix of a 407: a proxy of plain HTTP answered the
+	// request (proxyenv.AuthFix).
+	proxyAuth string
 }
 
 // whoOrWhen says the status is about who may call (401, 403, 407) or
@@ -211,6 +215,8 @@ func (r *refusal) fix(login loginCmd, typ string) *OwnWords {
 			After: "`), or the server does not let this address in"}
 	case r.code == http.StatusForbidden:
 		fix = "the server refused these credentials or this client: check the entry's \"headers\" (the token and its scopes) and whether the server lets this address in"
+	case r.code == http.StatusProxyAuthRequired:
+		fix = r.proxyAuth
 	case r.code == http.StatusTooManyRequests:
 		fix = "the server limits how often it is called: call again later"
 	case r.code >= 500 && r.login:
@@ -296,6 +302,9 @@ func describeRefusal(resp *http.Response, login bool) *refusal {
 	token := resp.Request.Header.Get("Authorization") != ""
 	rf := &refusal{code: resp.StatusCode, status: resp.Status, method: m, url: resp.Request.URL.Redacted(), said: said, rpc: rpc,
 		session: resp.Request.Header.Get("Mcp-Session-Id") != "", login: login && token, noToken: !token}
+	if resp.StatusCode == http.StatusProxyAuthRequired {
+		rf.proxyAuth = proxyenv.AuthFix(resp.Request.URL, resp.Header)
+	}
 	if resp.StatusCode == http.StatusForbidden {
 		cs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 		for _, c := range cs {
@@ -599,7 +608,7 @@ func (b *backend) httpClient(r *run, tc *tls.Config, sse bool) *http.Client {
 	for k, v := range b.cfg.Headers {
 		h.Set(k, v)
 	}
-	base := http.DefaultTransport.(*http.Transport).Clone()
+	base := proxyenv.Transport()
 	base.ResponseHeaderTimeout = 0 // a POST answered by an event stream may take the whole call
 	base.TLSHandshakeTimeout = 10 * time.Second
 	base.TLSClientConfig = tc // nil: the system's trust store
@@ -631,6 +640,16 @@ func (b *backend) transport() string {
 		return config.TypeSSE
 	}
 	return b.cfg.Type
+}
+
+// scheme is the scheme of b's url ("https", "http"; "" for none), which
+// decides the proxy variable of the environment that serves it.
+func (b *backend) scheme() string {
+	u, err := url.Parse(b.cfg.URL)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme
 }
 
 // auth is the Authorizer of a remote backend without a static
@@ -793,7 +812,21 @@ func (b *backend) trySSE(ctx context.Context, r *run, client *mcp.Client, tc *tl
 // (connection refused), or the host name does not resolve; nil for any
 // other error. The address and the host name are kept apart from the
 // gateway's words (OwnWords), err wrapped with them.
-func unreachable(err error) *OwnWords {
+//
+// When the proxy of toolgate's environment (proxyenv) stands between, the
+// proxy is said, with the variable that names it for the url's scheme:
+// one that refused the CONNECT (RefusedError), or that cannot be reached
+// itself (Go's "proxyconnect" error), which read as the server's own
+// address or host name.
+func unreachable(err error, scheme string) *OwnWords {
+	var re *proxyenv.RefusedError
+	if errors.As(err, &re) {
+		return &OwnWords{Before: "the proxy ", Said: quietCause{re.Proxy, err}, After: re.Tail()}
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "proxyconnect" {
+		return proxyUnreachable(op.Err, proxyenv.Var(scheme), err)
+	}
 	var dns *net.DNSError
 	if errors.As(err, &dns) && dns.IsNotFound {
 		return &OwnWords{Before: "the host name ", Said: quietCause{strconv.Quote(dns.Name), err},
@@ -809,6 +842,24 @@ func unreachable(err error) *OwnWords {
 		return w
 	}
 	return nil
+}
+
+// proxyUnreachable says why the proxy that variable names cannot be
+// reached (dial, its dial error), err wrapped.
+func proxyUnreachable(dial error, variable string, err error) *OwnWords {
+	fix := proxyenv.CheckFix(variable)
+	env := variable + " in toolgate's environment"
+	var dns *net.DNSError
+	if errors.As(dial, &dns) && dns.IsNotFound {
+		return &OwnWords{Before: "the proxy's host name ", Said: quietCause{strconv.Quote(dns.Name), err},
+			After: fmt.Sprintf(" (%s) does not resolve (%s): %s", env, dns.Err, fix)}
+	}
+	var op *net.OpError
+	if errors.Is(dial, syscall.ECONNREFUSED) && errors.As(dial, &op) && op.Addr != nil {
+		return &OwnWords{Before: "nothing listens at the proxy ", Said: quietCause{op.Addr.String(), err},
+			After: fmt.Sprintf(" (%s; connection refused): %s", env, fix)}
+	}
+	return &OwnWords{Before: "the proxy (" + env + ") cannot be reached (", Said: quietCause{dial.Error(), err}, After: "): " + fix}
 }
 
 // atURL is "backend "name" at URL: " and words, the URL kept apart from

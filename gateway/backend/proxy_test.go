@@ -1,0 +1,102 @@
+package backend
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
+	"github.com/toolgate/toolgate/internal/tlsfiles/tlstest"
+)
+
+// A remote server reached through the proxy of toolgate's environment
+// (HTTPS_PROXY, HTTP_PROXY), which refuses: the error names the proxy,
+// the variable and the fix, never the proxy's password. A refused CONNECT
+// read "rejected by transport: Post "https://…": Proxy Authentication
+// Required", a proxy that was not running "nothing listens at the url's
+// address", and a plain HTTP proxy's 407 "check url, type (http) and
+// headers".
+func TestRemoteThroughRefusingProxy(t *testing.T) {
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Proxy-Authenticate", `Basic realm="corp"`)
+		http.Error(w, "Proxy Authentication Required", http.StatusProxyAuthRequired)
+	}))
+	defer proxy.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	at := strings.TrimPrefix(proxy.URL, "http://")
+	for _, tc := range []struct {
+		name, url, proxy, want string
+	}{
+		{"connect", "https://mcp.corp.example/mcp", proxy.URL,
+			"the proxy " + at + " (HTTPS_PROXY in toolgate's environment) answered the CONNECT to the server with 407 Proxy Authentication Required: the proxy wants credentials: give them in HTTPS_PROXY (http://USER:PASSWORD@" + at + ") where toolgate starts"},
+		{"forward", "http://mcp.corp.example/mcp", proxy.URL,
+			"the server answered a POST with 407 Proxy Authentication Required: the proxy wants credentials: give them in HTTP_PROXY (http://USER:PASSWORD@" + at + ") where toolgate starts"},
+		{"down", "https://mcp.corp.example/mcp", "http://alice:s3cret@" + closed,
+			"nothing listens at the proxy " + closed + " (HTTPS_PROXY in toolgate's environment; connection refused): check HTTPS_PROXY, or list the url's host in NO_PROXY if the server is reached without the proxy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("HTTPS_PROXY", tc.proxy)
+			t.Setenv("HTTP_PROXY", tc.proxy)
+			t.Setenv("NO_PROXY", "")
+			s := config.Server{Name: tc.name, Type: config.TypeHTTP, URL: tc.url}
+			p := startPool(t, []config.Server{s}, testOptions(&testenv.LogBuffer{}))
+			testenv.Eventually(t, "the server down", func() bool { return statusOf(t, p, tc.name).LastErr != "" })
+			want := fmt.Sprintf("backend %q at %s: %s", tc.name, tc.url, tc.want)
+			if got := statusOf(t, p, tc.name).LastErr; !strings.HasPrefix(got, want) || strings.Contains(got, "s3cret") {
+				t.Errorf("error:\n%s\nwant it to start:\n%s", got, want)
+			}
+		})
+	}
+}
+
+// A proxy that inspects TLS answers the CONNECT and presents a certificate
+// of its own CA, which this machine does not trust: the fix names the
+// proxy and its CA (tls.ca, or SSL_CERT_FILE for every server) besides the
+// server's "tls.ca", which alone read as the server's own private CA.
+func TestRemoteThroughInspectingProxy(t *testing.T) {
+	ca := tlstest.NewCA(t, "Corp Inspection CA")
+	leaf := ca.Issue(t, tlstest.Options{Names: []string{"mcp.corp.example"}})
+	inner := httptest.NewUnstartedServer(http.NotFoundHandler())
+	inner.TLS = tlstest.ServerConfig(leaf, nil)
+	inner.Config.ErrorLog = log.New(io.Discard, "", 0)
+	inner.StartTLS()
+	defer inner.Close()
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		up, err := net.Dial("tcp", inner.Listener.Addr().String())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer up.Close()
+		w.WriteHeader(http.StatusOK)
+		c, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		go io.Copy(up, buf)
+		io.Copy(c, up)
+	}))
+	defer proxy.Close()
+	t.Setenv("HTTPS_PROXY", proxy.URL)
+	t.Setenv("NO_PROXY", "")
+	s := config.Server{Name: "corp", Type: config.TypeHTTP, URL: "https://mcp.corp.example/mcp"}
+	p := startPool(t, []config.Server{s}, testOptions(&testenv.LogBuffer{}))
+	testenv.Eventually(t, "the server down", func() bool { return statusOf(t, p, "corp").LastErr != "" })
+	want := `give that CA's certificate, a PEM file, in the server's "tls": {"ca": "…"} (or install it in the system's trust store); the requests go through the proxy ` +
+		strings.TrimPrefix(proxy.URL, "http://") + ` (HTTPS_PROXY), and a proxy that inspects TLS signs with a CA of its own: give that CA then, in "tls.ca" or, for every server, in SSL_CERT_FILE`
+	if got := statusOf(t, p, "corp").LastErr; !strings.Contains(got, "x509: certificate signed by unknown authority") || !strings.Contains(got, want) {
+		t.Errorf("error:\n%s\nwant it to say:\n%s", got, want)
+	}
+}

@@ -832,6 +832,10 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 		// It answered, and then took longer than that (a slow tools/list).
 		return fmt.Errorf(`backend %q at %s: %w: the server answered, then took longer than that: raise the entry's "connectTimeout" if it is only slow`, name, b.cfg.URL, cause)
 	}
+	if te := (connectTimeoutError{}); errors.As(cause, &te) && r.headers() != nil {
+		// Nothing came back at all: say how far the requests got.
+		return fmt.Errorf("backend %q at %s: %w: %s", name, b.cfg.URL, cause, b.silence(r.headers()))
+	}
 	if cause != nil && !errors.Is(cause, context.Canceled) {
 		return fmt.Errorf("backend %q at %s: %w: check url and that the server is running", name, b.cfg.URL, cause)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/testenv"
@@ -98,5 +99,45 @@ func TestRemoteThroughInspectingProxy(t *testing.T) {
 		strings.TrimPrefix(proxy.URL, "http://") + ` (HTTPS_PROXY), and a proxy that inspects TLS signs with a CA of its own: give that CA then, in "tls.ca" or, for every server, in SSL_CERT_FILE`
 	if got := statusOf(t, p, "corp").LastErr; !strings.Contains(got, "x509: certificate signed by unknown authority") || !strings.Contains(got, want) {
 		t.Errorf("error:\n%s\nwant it to say:\n%s", got, want)
+	}
+}
+
+// A server that takes the connection and answers nothing (no status, no
+// byte, no FIN: a stuck process, a firewall or proxy that swallows the
+// request) is said so when the connect timeout ends; it read "check url
+// and that the server is running", as for a server that did not run.
+func TestRemoteAcceptsAndAnswersNothing(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	held := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held <- c
+		}
+	}()
+	defer func() {
+		for {
+			select {
+			case c := <-held:
+				c.Close()
+			default:
+				return
+			}
+		}
+	}()
+	url := "http://" + ln.Addr().String() + "/mcp"
+	s := config.Server{Name: "hole", Type: config.TypeHTTP, URL: url, ConnectTimeout: config.Duration{Duration: 300 * time.Millisecond}}
+	p := startPool(t, []config.Server{s}, testOptions(&testenv.LogBuffer{}))
+	testenv.Eventually(t, "the server down", func() bool { return statusOf(t, p, "hole").LastErr != "" })
+	want := fmt.Sprintf(`backend "hole" at %s: no complete MCP handshake and tool list within the connect timeout (300ms): the request was sent to the url's address, which took the connection, and nothing came back, not even a status`, url)
+	if got := statusOf(t, p, "hole").LastErr; !strings.HasPrefix(got, want) {
+		t.Errorf("error:\n%s\nwant it to start:\n%s", got, want)
 	}
 }

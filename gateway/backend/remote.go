@@ -14,6 +14,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strconv"
@@ -80,6 +81,11 @@ type headerTransport struct {
 	// handshake is true until the session is up: its JSON answers are
 	// read whole and checked (notJSONAnswer), which calls are not.
 	handshake atomic.Bool
+	// connected and sent say a request of the handshake got a connection
+	// (to the server, or to the proxy of the environment) and was written
+	// through it, for the error of a handshake that got no answer at all
+	// (silence).
+	connected, sent atomic.Bool
 }
 
 // refusal describes an answer with an error status (400 or more).
@@ -377,6 +383,21 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if _, set := req.Header[k]; !set {
 			req.Header[k] = vs
 		}
+	}
+	if t.handshake.Load() {
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn: func(httptrace.GotConnInfo) { t.connected.Store(true) },
+			ConnectDone: func(_, _ string, err error) {
+				if err == nil {
+					t.connected.Store(true)
+				}
+			},
+			WroteRequest: func(i httptrace.WroteRequestInfo) {
+				if i.Err == nil {
+					t.sent.Store(true)
+				}
+			},
+		}))
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil || resp.Body == nil {
@@ -860,6 +881,27 @@ func proxyUnreachable(dial error, variable string, err error) *OwnWords {
 			After: fmt.Sprintf(" (%s; connection refused): %s", env, fix)}
 	}
 	return &OwnWords{Before: "the proxy (" + env + ") cannot be reached (", Said: quietCause{dial.Error(), err}, After: "): " + fix}
+}
+
+// silence says how far the handshake's requests got, for a connect
+// timeout that came with no answer at all: written and unanswered (a
+// server or proxy that takes connections and says nothing: stuck, or a
+// firewall that swallows the request), connected and never written (a TLS
+// handshake, or a proxy's CONNECT, with no answer), or no connection made.
+func (b *backend) silence(t *headerTransport) string {
+	via := "the url's address, which took the connection,"
+	if u, err := url.Parse(b.cfg.URL); err == nil {
+		if p := proxyenv.For(u); p != nil {
+			via = fmt.Sprintf("the proxy %s (%s), which took the connection,", p.Host, proxyenv.Var(u.Scheme))
+		}
+	}
+	switch {
+	case t.sent.Load():
+		return "the request was sent to " + via + " and nothing came back, not even a status: the server (or a proxy or firewall in between) takes connections and does not answer: check that it runs and is not stuck (its own log), and the url's port"
+	case t.connected.Load():
+		return "a connection was made to " + strings.TrimSuffix(via, ", which took the connection,") + ", and the request could not be sent through it (a TLS handshake, or a proxy's CONNECT, that got no answer): check the url's scheme and port"
+	}
+	return "no connection to the url's address was made (a firewall that drops the packets, or a host that is down): check the url's host and port"
 }
 
 // atURL is "backend "name" at URL: " and words, the URL kept apart from

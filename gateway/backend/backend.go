@@ -839,7 +839,7 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 	if cause != nil && !errors.Is(cause, context.Canceled) {
 		return fmt.Errorf("backend %q at %s: %w: check url and that the server is running", name, b.cfg.URL, cause)
 	}
-	if why := unreachable(err, b.scheme()); why != nil {
+	if why := unreachable(err, b.cfg.URL); why != nil {
 		return b.atURL(why)
 	}
 	if fix := b.cfg.TLSFix(err); fix != "" {
@@ -1166,7 +1166,7 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 		return nil, &UnavailableError{Server: name, Err: c.words(err)}
 	}
 	ue := ownRequestError(err)
-	if why := unreachable(ue, b.scheme()); why != nil && r.proc == nil && ctx.Err() == nil {
+	if why := unreachable(ue, b.cfg.URL); why != nil && r.proc == nil && ctx.Err() == nil {
 		// go-sdk says it as a JSON-RPC error, which read as the server's
 		// own ("answered with an error: … rejected by transport").
 		r.broke(b.atURL(why))

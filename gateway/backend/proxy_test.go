@@ -141,3 +141,26 @@ func TestRemoteAcceptsAndAnswersNothing(t *testing.T) {
 		t.Errorf("error:\n%s\nwant it to start:\n%s", got, want)
 	}
 }
+
+// noProxyNote ends the fix of a host name that does not resolve when no
+// proxy is set.
+const noProxyNote = " (no proxy is set: a host that only a proxy resolves needs HTTPS_PROXY in toolgate's environment)"
+
+// A host name that does not resolve, reached without a proxy, says why no
+// proxy was asked: none is set (a gateway an MCP client started, without
+// the shell's HTTPS_PROXY), or NO_PROXY keeps the host off it.
+func TestUnresolvedHostAndTheProxy(t *testing.T) {
+	err := fmt.Errorf("sending: %w", &net.OpError{Op: "dial", Err: &net.DNSError{Name: "mcp.corp.example", Err: "no such host", IsNotFound: true}})
+	for _, tc := range []struct{ proxy, noProxy, want string }{
+		{"", "", noProxyNote},
+		{"http://proxy.corp.example:3128", ".corp.example", " (NO_PROXY keeps it off the proxy of HTTPS_PROXY)"},
+	} {
+		t.Setenv("HTTPS_PROXY", tc.proxy)
+		t.Setenv("https_proxy", "")
+		t.Setenv("NO_PROXY", tc.noProxy)
+		want := `the host name "mcp.corp.example" does not resolve (no such host): check the url's host` + tc.want
+		if got := unreachable(err, "https://mcp.corp.example/mcp"); got == nil || got.Error() != want {
+			t.Errorf("with HTTPS_PROXY=%q NO_PROXY=%q:\n%v\nwant:\n%s", tc.proxy, tc.noProxy, got, want)
+		}
+	}
+}

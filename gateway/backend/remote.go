@@ -663,16 +663,6 @@ func (b *backend) transport() string {
 	return b.cfg.Type
 }
 
-// scheme is the scheme of b's url ("https", "http"; "" for none), which
-// decides the proxy variable of the environment that serves it.
-func (b *backend) scheme() string {
-	u, err := url.Parse(b.cfg.URL)
-	if err != nil {
-		return ""
-	}
-	return u.Scheme
-}
-
 // auth is the Authorizer of a remote backend without a static
 // Authorization header, else nil.
 func (b *backend) auth() Authorizer {
@@ -839,7 +829,12 @@ func (b *backend) trySSE(ctx context.Context, r *run, client *mcp.Client, tc *tl
 // one that refused the CONNECT (RefusedError), or that cannot be reached
 // itself (Go's "proxyconnect" error), which read as the server's own
 // address or host name.
-func unreachable(err error, scheme string) *OwnWords {
+func unreachable(err error, rawURL string) *OwnWords {
+	u, perr := url.Parse(rawURL)
+	if perr != nil {
+		u = &url.URL{}
+	}
+	scheme := u.Scheme
 	var re *proxyenv.RefusedError
 	if errors.As(err, &re) {
 		return &OwnWords{Before: "the proxy ", Said: quietCause{re.Proxy, err}, After: re.Tail()}
@@ -851,7 +846,7 @@ func unreachable(err error, scheme string) *OwnWords {
 	var dns *net.DNSError
 	if errors.As(err, &dns) && dns.IsNotFound {
 		return &OwnWords{Before: "the host name ", Said: quietCause{strconv.Quote(dns.Name), err},
-			After: fmt.Sprintf(" does not resolve (%s): check the url's host", dns.Err)}
+			After: fmt.Sprintf(" does not resolve (%s): check the url's host", dns.Err) + proxyenv.ResolveNote(u)}
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		w := &OwnWords{Before: "nothing listens at the url's address", Said: quietCause{"", err},

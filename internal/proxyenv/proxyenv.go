@@ -69,6 +69,23 @@ func For(u *url.URL) *url.URL {
 	return p
 }
 
+// ResolveNote is what to add to the fix of a host name of u that does not
+// resolve, when the request went to it without a proxy: NO_PROXY kept it
+// off the proxy the environment names, or none is named for its scheme,
+// and a host of an office's network may resolve on its proxy alone (a
+// gateway started by an MCP client, without the shell's variables). ""
+// when the request went through a proxy.
+func ResolveNote(u *url.URL) string {
+	if u.Host == "" || For(u) != nil {
+		return ""
+	}
+	v := Var(u.Scheme)
+	if os.Getenv(v) != "" {
+		return fmt.Sprintf(" (NO_PROXY keeps it off the proxy of %s)", v)
+	}
+	return fmt.Sprintf(" (no proxy is set: a host that only a proxy resolves needs %s in toolgate's environment)", v)
+}
+
 // InspectedNote is what to add to the fix of a server's certificate signed
 // by an authority this machine does not trust, when the requests to
 // rawURL go through a proxy: one that inspects TLS (a company's) signs

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -67,6 +68,9 @@ func Probe(ctx context.Context, client *http.Client, transport, serverURL string
 				fix = ": " + fix
 			}
 			return nil, fmt.Errorf("no answer from %s: %w%s", serverURL, unwrapURL(err), fix)
+		}
+		if dns := (*net.DNSError)(nil); errors.As(err, &dns) && dns.IsNotFound {
+			return nil, fmt.Errorf("no answer from %s: %w: check the url's host%s", serverURL, unwrapURL(err), proxyenv.ResolveNote(req.URL))
 		}
 		return nil, fmt.Errorf("no answer from %s: %w: check url and that the server is running", serverURL, unwrapURL(err))
 	}

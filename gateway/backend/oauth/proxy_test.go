@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,5 +24,21 @@ func TestProbeThroughRefusingProxy(t *testing.T) {
 	want := "no answer from https://mcp.corp.example/mcp: the proxy " + at + " (HTTPS_PROXY in toolgate's environment) answered the CONNECT to the server with 407 Proxy Authentication Required: the proxy wants credentials: give them in HTTPS_PROXY"
 	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "check url") {
 		t.Errorf("err:\n%v\nwant it to start:\n%s\nand not to send to the url", err, want)
+	}
+}
+
+// A login to a host that does not resolve, with no proxy set, says that a
+// host only a proxy resolves needs one (an office's network).
+func TestProbeUnresolvedHost(t *testing.T) {
+	t.Setenv("HTTPS_PROXY", "")
+	t.Setenv("https_proxy", "")
+	hc := defaultHTTPClient()
+	hc.Transport.(*http.Transport).DialContext = func(context.Context, string, string) (net.Conn, error) {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Name: "mcp.corp.example", Err: "no such host", IsNotFound: true}}
+	}
+	_, err := Probe(context.Background(), hc, TransportHTTP, "https://mcp.corp.example/mcp")
+	want := "check the url's host (no proxy is set: a host that only a proxy resolves needs HTTPS_PROXY in toolgate's environment)"
+	if err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("err:\n%v\nwant it to end:\n%s", err, want)
 	}
 }

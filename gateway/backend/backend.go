@@ -30,6 +30,7 @@ import (
 	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/oneline"
+	"github.com/toolgate/toolgate/internal/proxyenv"
 	"github.com/toolgate/toolgate/internal/tlsfiles"
 	"github.com/toolgate/toolgate/internal/tracemeta"
 )
@@ -1290,7 +1291,8 @@ func notSent(err error) bool {
 
 // ownRequestError is the error of a call's request to the server itself
 // when the network gave no answer (a *url.Error whose cause is the
-// network's: a *net.OpError, or EOF), or nil; not the error of a request
+// network's: a *net.OpError, or EOF, or the refusal of the proxy of the
+// environment), or nil; not the error of a request
 // made for it on the way (a token refresh at the authorization server,
 // said in words of its own).
 func ownRequestError(err error) error {
@@ -1301,6 +1303,9 @@ func ownRequestError(err error) error {
 	var op *net.OpError
 	if errors.As(ue.Err, &op) && op == ue.Err || ue.Err == io.EOF || ue.Err == io.ErrUnexpectedEOF || closedIdle(ue) {
 		return ue
+	}
+	if re := (*proxyenv.RefusedError)(nil); errors.As(ue.Err, &re) {
+		return ue // the proxy refused the CONNECT: the server never got the request
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package backend
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -8,9 +10,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/internal/tlsfiles/tlstest"
@@ -163,4 +169,64 @@ func TestUnresolvedHostAndTheProxy(t *testing.T) {
 			t.Errorf("with HTTPS_PROXY=%q NO_PROXY=%q:\n%v\nwant:\n%s", tc.proxy, tc.noProxy, got, want)
 		}
 	}
+}
+
+// A proxy that starts refusing mid-session (a password changed, a policy
+// pushed) fails the call as unavailable, said with the proxy and the fix,
+// and the server goes down to be connected to again; it read "server
+// answered with an error: … rejected by transport: Post …", as the
+// server's own, and the server stayed up.
+func TestProxyRefusesMidSession(t *testing.T) {
+	ca := tlstest.NewCA(t, "Corp CA")
+	leaf := ca.Issue(t, tlstest.Options{Names: []string{"mcp.corp.example"}})
+	srv := backendtest.NewServer(backendtest.ParseModes("normal"))
+	inner := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true})) // reached as mcp.corp.example
+	inner.TLS = tlstest.ServerConfig(leaf, nil)
+	inner.Config.ErrorLog = log.New(io.Discard, "", 0)
+	inner.StartTLS()
+	defer inner.Close()
+	var refuse atomic.Bool
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refuse.Load() {
+			http.Error(w, "no", http.StatusProxyAuthRequired)
+			return
+		}
+		up, err := net.Dial("tcp", inner.Listener.Addr().String())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer up.Close()
+		w.WriteHeader(http.StatusOK)
+		c, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		go io.Copy(up, buf)
+		io.Copy(c, up)
+	}))
+	defer proxy.Close()
+	t.Setenv("HTTPS_PROXY", proxy.URL)
+	t.Setenv("NO_PROXY", "")
+	s := config.Server{Name: "corp", Type: config.TypeHTTP, URL: "https://mcp.corp.example/mcp",
+		TLS: &config.TLS{CA: tlstest.Write(t, t.TempDir(), "ca.pem", ca.PEM)}}
+	p := startPool(t, []config.Server{s}, reopenOptions())
+	testenv.Eventually(t, "corp up", func() bool { return statusOf(t, p, "corp").State == StateUp })
+	refuse.Store(true)
+	inner.CloseClientConnections() // the tunnels end: the next request asks the proxy again
+	want := "it cannot be reached: the proxy " + strings.TrimPrefix(proxy.URL, "http://") + " (HTTPS_PROXY in toolgate's environment) answered the CONNECT to the server with 407 Proxy Authentication Required"
+	testenv.Eventually(t, "a call said unavailable through the proxy", func() bool {
+		_, err := p.CallTool(context.Background(), "corp", "echo", map[string]any{"text": "x"})
+		var un *UnavailableError
+		if !errors.As(err, &un) {
+			t.Fatalf("call through a refusing proxy: %v, want it unavailable", err)
+		}
+		return strings.Contains(err.Error(), want) // the first may meet a tunnel that closed
+	})
+	testenv.Eventually(t, "corp down", func() bool {
+		st := statusOf(t, p, "corp")
+		return st.State == StateDown && strings.Contains(st.Err, "407 Proxy Authentication Required")
+	})
 }

@@ -67,20 +67,15 @@ func TestRemoteThroughRefusingProxy(t *testing.T) {
 	}
 }
 
-// A proxy that inspects TLS answers the CONNECT and presents a certificate
-// of its own CA, which this machine does not trust: the fix names the
-// proxy and its CA (tls.ca, or SSL_CERT_FILE for every server) besides the
-// server's "tls.ca", which alone read as the server's own private CA.
-func TestRemoteThroughInspectingProxy(t *testing.T) {
-	ca := tlstest.NewCA(t, "Corp Inspection CA")
-	leaf := ca.Issue(t, tlstest.Options{Names: []string{"mcp.corp.example"}})
-	inner := httptest.NewUnstartedServer(http.NotFoundHandler())
-	inner.TLS = tlstest.ServerConfig(leaf, nil)
-	inner.Config.ErrorLog = log.New(io.Discard, "", 0)
-	inner.StartTLS()
-	defer inner.Close()
+// tunnelProxy is a proxy whose every CONNECT is a tunnel to the address
+// to, or, while refuse (nil: never) is true, answered 407.
+func tunnelProxy(t *testing.T, to string, refuse *atomic.Bool) *httptest.Server {
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		up, err := net.Dial("tcp", inner.Listener.Addr().String())
+		if refuse != nil && refuse.Load() {
+			http.Error(w, "no", http.StatusProxyAuthRequired)
+			return
+		}
+		up, err := net.Dial("tcp", to)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
@@ -95,7 +90,23 @@ func TestRemoteThroughInspectingProxy(t *testing.T) {
 		go io.Copy(up, buf)
 		io.Copy(c, up)
 	}))
-	defer proxy.Close()
+	t.Cleanup(proxy.Close)
+	return proxy
+}
+
+// A proxy that inspects TLS answers the CONNECT and presents a certificate
+// of its own CA, which this machine does not trust: the fix names the
+// proxy and its CA (tls.ca, or SSL_CERT_FILE for every server) besides the
+// server's "tls.ca", which alone read as the server's own private CA.
+func TestRemoteThroughInspectingProxy(t *testing.T) {
+	ca := tlstest.NewCA(t, "Corp Inspection CA")
+	leaf := ca.Issue(t, tlstest.Options{Names: []string{"mcp.corp.example"}})
+	inner := httptest.NewUnstartedServer(http.NotFoundHandler())
+	inner.TLS = tlstest.ServerConfig(leaf, nil)
+	inner.Config.ErrorLog = log.New(io.Discard, "", 0)
+	inner.StartTLS()
+	defer inner.Close()
+	proxy := tunnelProxy(t, inner.Listener.Addr().String(), nil)
 	t.Setenv("HTTPS_PROXY", proxy.URL)
 	t.Setenv("NO_PROXY", "")
 	s := config.Server{Name: "corp", Type: config.TypeHTTP, URL: "https://mcp.corp.example/mcp"}
@@ -187,27 +198,7 @@ func TestProxyRefusesMidSession(t *testing.T) {
 	inner.StartTLS()
 	defer inner.Close()
 	var refuse atomic.Bool
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if refuse.Load() {
-			http.Error(w, "no", http.StatusProxyAuthRequired)
-			return
-		}
-		up, err := net.Dial("tcp", inner.Listener.Addr().String())
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer up.Close()
-		w.WriteHeader(http.StatusOK)
-		c, buf, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		go io.Copy(up, buf)
-		io.Copy(c, up)
-	}))
-	defer proxy.Close()
+	proxy := tunnelProxy(t, inner.Listener.Addr().String(), &refuse)
 	t.Setenv("HTTPS_PROXY", proxy.URL)
 	t.Setenv("NO_PROXY", "")
 	s := config.Server{Name: "corp", Type: config.TypeHTTP, URL: "https://mcp.corp.example/mcp",

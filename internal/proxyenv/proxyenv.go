@@ -80,10 +80,29 @@ func ResolveNote(u *url.URL) string {
 		return ""
 	}
 	v := Var(u.Scheme)
+	if !readable(os.Getenv(v)) {
+		return fmt.Sprintf(" (%s is set, but to no URL, which Go ignores: the request went without a proxy; write it http://USER:PASSWORD@HOST:PORT,"+
+			" a @, :, %%, / or space in the user or password written %%40, %%3A, %%25, %%2F, %%20)", v)
+	}
 	if os.Getenv(v) != "" {
 		return fmt.Sprintf(" (NO_PROXY keeps it off the proxy of %s)", v)
 	}
 	return fmt.Sprintf(" (no proxy is set: a host that only a proxy resolves needs %s in toolgate's environment)", v)
+}
+
+// readable says Go reads the value of a proxy variable as a URL (or it is
+// empty), as httpproxy does: as written, or with "http://" before it. One
+// it cannot read is ignored without a word, and the request goes without
+// a proxy.
+func readable(v string) bool {
+	if v == "" {
+		return true
+	}
+	if u, err := url.Parse(v); err == nil && u.Scheme != "" && u.Host != "" {
+		return true
+	}
+	_, err := url.Parse("http://" + v)
+	return err == nil
 }
 
 // InspectedNote is what to add to the fix of a server's certificate signed

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -88,5 +89,23 @@ func TestProxyOfTheEnvironment(t *testing.T) {
 	}
 	if v := Var("https"); v != "https_proxy" {
 		t.Errorf("Var(https) = %q, want the lower case one that is set", v)
+	}
+}
+
+// A proxy variable Go cannot read (a password with a bare % or space) is
+// ignored by Go without a word, and the request goes without a proxy: a
+// host name that then does not resolve says so, never the password.
+func TestUnreadableProxySaid(t *testing.T) {
+	t.Setenv("HTTPS_PROXY", "http://alice:s3cr et%zz@proxy.corp.example:3128")
+	t.Setenv("NO_PROXY", "")
+	u, _ := url.Parse("https://mcp.corp.example/mcp")
+	got := ResolveNote(u)
+	want := " (HTTPS_PROXY is set, but to no URL, which Go ignores: the request went without a proxy; write it http://USER:PASSWORD@HOST:PORT"
+	if !strings.HasPrefix(got, want) || strings.Contains(got, "s3cr") {
+		t.Errorf("ResolveNote = %q, want it to start %q", got, want)
+	}
+	t.Setenv("HTTPS_PROXY", "proxy.corp.example:3128") // no scheme: read as http://
+	if got := ResolveNote(u); got != "" {
+		t.Errorf("ResolveNote with a proxy = %q, want none", got)
 	}
 }

@@ -303,7 +303,7 @@ func runAuthLogin(ctx context.Context, g *globals, w, stderr io.Writer, in io.Re
 	case err != nil:
 		// Go's HTTP errors quote the whole URL, a key in its query too.
 		err = backend.MaskError(err, secretsOf(s))
-		if fix := s.TLS.Fix(err); fix != "" {
+		if fix := s.TLSFix(err); fix != "" {
 			return fmt.Errorf("login to %s: %w: %s", name, err, fix)
 		}
 		return fmt.Errorf("login to %s: %w", name, err)
@@ -527,7 +527,7 @@ func authState(ctx context.Context, store *oauth.Store, tokens *oauth.Tokens, s 
 	switch {
 	case err != nil:
 		st.Auth, st.Detail = authUnknown, secretsOf(s)(err.Error()) // Go's HTTP errors quote the whole URL
-		if fix := s.TLS.Fix(err); fix != "" {
+		if fix := s.TLSFix(err); fix != "" {
 			st.Detail += ": " + fix
 		}
 	case ch != nil && !oauth.OffersLogin(pctx, hc, s.URL, ch):

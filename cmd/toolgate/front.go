@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/proxyenv"
 	"github.com/toolgate/toolgate/internal/tlsfiles"
 )
 
@@ -77,9 +78,10 @@ func (t frontTarget) client() *http.Client {
 
 // tlsHTTPClient is an HTTP client over a transport of its own with the TLS
 // settings c (nil: the system's trust store), and timeout (0: the
-// context's).
+// context's), through the proxy of the environment (proxyenv: a refusal
+// names the proxy).
 func tlsHTTPClient(c *tls.Config, timeout time.Duration) *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr := proxyenv.Transport()
 	tr.TLSClientConfig = c
 	return &http.Client{Transport: tr, Timeout: timeout}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/oneline"
+	"github.com/toolgate/toolgate/internal/proxyenv"
 	"github.com/toolgate/toolgate/internal/tlsfiles"
 	"github.com/toolgate/toolgate/internal/tracemeta"
 )
@@ -832,13 +833,17 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 		// It answered, and then took longer than that (a slow tools/list).
 		return fmt.Errorf(`backend %q at %s: %w: the server answered, then took longer than that: raise the entry's "connectTimeout" if it is only slow`, name, b.cfg.URL, cause)
 	}
+	if te := (connectTimeoutError{}); errors.As(cause, &te) && r.headers() != nil {
+		// Nothing came back at all: say how far the requests got.
+		return fmt.Errorf("backend %q at %s: %w: %s", name, b.cfg.URL, cause, b.silence(r.headers()))
+	}
 	if cause != nil && !errors.Is(cause, context.Canceled) {
 		return fmt.Errorf("backend %q at %s: %w: check url and that the server is running", name, b.cfg.URL, cause)
 	}
-	if why := unreachable(err); why != nil {
+	if why := unreachable(err, b.cfg.URL); why != nil {
 		return b.atURL(why)
 	}
-	if fix := b.cfg.TLS.Fix(err); fix != "" {
+	if fix := b.cfg.TLSFix(err); fix != "" {
 		return fmt.Errorf("backend %q at %s: %w: %s", name, b.cfg.URL, err, fix)
 	}
 	if rpcErr := (*jsonrpc.Error)(nil); errors.As(err, &rpcErr) {
@@ -1162,7 +1167,7 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 		return nil, &UnavailableError{Server: name, Err: c.words(err)}
 	}
 	ue := ownRequestError(err)
-	if why := unreachable(ue); why != nil && r.proc == nil && ctx.Err() == nil {
+	if why := unreachable(ue, b.cfg.URL); why != nil && r.proc == nil && ctx.Err() == nil {
 		// go-sdk says it as a JSON-RPC error, which read as the server's
 		// own ("answered with an error: … rejected by transport").
 		r.broke(b.atURL(why))
@@ -1286,7 +1291,8 @@ func notSent(err error) bool {
 
 // ownRequestError is the error of a call's request to the server itself
 // when the network gave no answer (a *url.Error whose cause is the
-// network's: a *net.OpError, or EOF), or nil; not the error of a request
+// network's: a *net.OpError, or EOF, or the refusal of the proxy of the
+// environment), or nil; not the error of a request
 // made for it on the way (a token refresh at the authorization server,
 // said in words of its own).
 func ownRequestError(err error) error {
@@ -1297,6 +1303,9 @@ func ownRequestError(err error) error {
 	var op *net.OpError
 	if errors.As(ue.Err, &op) && op == ue.Err || ue.Err == io.EOF || ue.Err == io.ErrUnexpectedEOF || closedIdle(ue) {
 		return ue
+	}
+	if re := (*proxyenv.RefusedError)(nil); errors.As(ue.Err, &re) {
+		return ue // the proxy refused the CONNECT: the server never got the request
 	}
 	return nil
 }

@@ -1366,16 +1366,19 @@ func TestRemoteRefusalsSaid(t *testing.T) {
 		t.Errorf("error:\n%s\nwant:\n%s", got, want)
 	}
 	// A host name that does not resolve, as the resolver reports it (no
-	// lookup here: a test machine may have no resolver to ask).
+	// lookup here: a test machine may have no resolver to ask), with no
+	// proxy set (TestUnresolvedHostAndTheProxy).
+	t.Setenv("HTTPS_PROXY", "")
+	t.Setenv("https_proxy", "")
 	err = fmt.Errorf("sending: %w", &net.OpError{Op: "dial", Err: &net.DNSError{Name: "mcp.example.invalid", Err: "no such host", IsNotFound: true}})
-	why := unreachable(err)
-	if why == nil || why.Error() != `the host name "mcp.example.invalid" does not resolve (no such host): check the url's host` {
+	why := unreachable(err, "https://mcp.example.invalid/mcp")
+	if why == nil || why.Error() != `the host name "mcp.example.invalid" does not resolve (no such host): check the url's host`+noProxyNote {
 		t.Errorf("unreachable(%v) = %v", err, why)
 	}
-	if got, want := ErrForKey(why), `the host name (`+HiddenFromKey+`) does not resolve (no such host): check the url's host`; got != want {
+	if got, want := ErrForKey(why), `the host name (`+HiddenFromKey+`) does not resolve (no such host): check the url's host`+noProxyNote; got != want {
 		t.Errorf("a key that is not admin reads:\n%s\nwant:\n%s", got, want)
 	}
-	if why := unreachable(errors.New("EOF")); why != nil {
+	if why := unreachable(errors.New("EOF"), "https://mcp.example.invalid/mcp"); why != nil {
 		t.Errorf("unreachable(EOF) = %v", why)
 	}
 }

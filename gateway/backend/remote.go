@@ -14,6 +14,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strconv"
@@ -30,6 +31,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/oneline"
+	"github.com/toolgate/toolgate/internal/proxyenv"
 )
 
 // headerTransport adds the configured headers to every request of a remote
@@ -79,6 +81,11 @@ type headerTransport struct {
 	// handshake is true until the session is up: its JSON answers are
 	// read whole and checked (notJSONAnswer), which calls are not.
 	handshake atomic.Bool
+	// connected and sent say a request of the handshake got a connection
+	// (to the server, or to the proxy of the environment) and was written
+	// through it, for the error of a handshake that got no answer at all
+	// (silence).
+	connected, sent atomic.Bool
 }
 
 // refusal describes an answer with an error status (400 or more).
@@ -107,6 +114,9 @@ type refusal struct {
 	// mark withExact puts in the call's context), or nil for a request
 	// made for none (the session's stream, a notification).
 	call *exactResult
+	// proxyAuth is the fix of a 407: a proxy of plain HTTP answered the
+	// request (proxyenv.AuthFix).
+	proxyAuth string
 }
 
 // whoOrWhen says the status is about who may call (401, 403, 407) or
@@ -211,6 +221,8 @@ func (r *refusal) fix(login loginCmd, typ string) *OwnWords {
 			After: "`), or the server does not let this address in"}
 	case r.code == http.StatusForbidden:
 		fix = "the server refused these credentials or this client: check the entry's \"headers\" (the token and its scopes) and whether the server lets this address in"
+	case r.code == http.StatusProxyAuthRequired:
+		fix = r.proxyAuth
 	case r.code == http.StatusTooManyRequests:
 		fix = "the server limits how often it is called: call again later"
 	case r.code >= 500 && r.login:
@@ -296,6 +308,9 @@ func describeRefusal(resp *http.Response, login bool) *refusal {
 	token := resp.Request.Header.Get("Authorization") != ""
 	rf := &refusal{code: resp.StatusCode, status: resp.Status, method: m, url: resp.Request.URL.Redacted(), said: said, rpc: rpc,
 		session: resp.Request.Header.Get("Mcp-Session-Id") != "", login: login && token, noToken: !token}
+	if resp.StatusCode == http.StatusProxyAuthRequired {
+		rf.proxyAuth = proxyenv.AuthFix(resp.Request.URL, resp.Header)
+	}
 	if resp.StatusCode == http.StatusForbidden {
 		cs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 		for _, c := range cs {
@@ -368,6 +383,21 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if _, set := req.Header[k]; !set {
 			req.Header[k] = vs
 		}
+	}
+	if t.handshake.Load() {
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn: func(httptrace.GotConnInfo) { t.connected.Store(true) },
+			ConnectDone: func(_, _ string, err error) {
+				if err == nil {
+					t.connected.Store(true)
+				}
+			},
+			WroteRequest: func(i httptrace.WroteRequestInfo) {
+				if i.Err == nil {
+					t.sent.Store(true)
+				}
+			},
+		}))
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil || resp.Body == nil {
@@ -599,7 +629,7 @@ func (b *backend) httpClient(r *run, tc *tls.Config, sse bool) *http.Client {
 	for k, v := range b.cfg.Headers {
 		h.Set(k, v)
 	}
-	base := http.DefaultTransport.(*http.Transport).Clone()
+	base := proxyenv.Transport()
 	base.ResponseHeaderTimeout = 0 // a POST answered by an event stream may take the whole call
 	base.TLSHandshakeTimeout = 10 * time.Second
 	base.TLSClientConfig = tc // nil: the system's trust store
@@ -793,11 +823,30 @@ func (b *backend) trySSE(ctx context.Context, r *run, client *mcp.Client, tc *tl
 // (connection refused), or the host name does not resolve; nil for any
 // other error. The address and the host name are kept apart from the
 // gateway's words (OwnWords), err wrapped with them.
-func unreachable(err error) *OwnWords {
+//
+// When the proxy of toolgate's environment (proxyenv) stands between, the
+// proxy is said, with the variable that names it for the url's scheme:
+// one that refused the CONNECT (RefusedError), or that cannot be reached
+// itself (Go's "proxyconnect" error), which read as the server's own
+// address or host name.
+func unreachable(err error, rawURL string) *OwnWords {
+	u, perr := url.Parse(rawURL)
+	if perr != nil {
+		u = &url.URL{}
+	}
+	scheme := u.Scheme
+	var re *proxyenv.RefusedError
+	if errors.As(err, &re) {
+		return &OwnWords{Before: "the proxy ", Said: quietCause{re.Proxy, err}, After: re.Tail()}
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "proxyconnect" {
+		return proxyUnreachable(op.Err, proxyenv.Var(scheme), err)
+	}
 	var dns *net.DNSError
 	if errors.As(err, &dns) && dns.IsNotFound {
 		return &OwnWords{Before: "the host name ", Said: quietCause{strconv.Quote(dns.Name), err},
-			After: fmt.Sprintf(" does not resolve (%s): check the url's host", dns.Err)}
+			After: fmt.Sprintf(" does not resolve (%s): check the url's host", dns.Err) + proxyenv.ResolveNote(u)}
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		w := &OwnWords{Before: "nothing listens at the url's address", Said: quietCause{"", err},
@@ -809,6 +858,45 @@ func unreachable(err error) *OwnWords {
 		return w
 	}
 	return nil
+}
+
+// proxyUnreachable says why the proxy that variable names cannot be
+// reached (dial, its dial error), err wrapped.
+func proxyUnreachable(dial error, variable string, err error) *OwnWords {
+	fix := proxyenv.CheckFix(variable)
+	env := variable + " in toolgate's environment"
+	var dns *net.DNSError
+	if errors.As(dial, &dns) && dns.IsNotFound {
+		return &OwnWords{Before: "the proxy's host name ", Said: quietCause{strconv.Quote(dns.Name), err},
+			After: fmt.Sprintf(" (%s) does not resolve (%s): %s", env, dns.Err, fix)}
+	}
+	var op *net.OpError
+	if errors.Is(dial, syscall.ECONNREFUSED) && errors.As(dial, &op) && op.Addr != nil {
+		return &OwnWords{Before: "nothing listens at the proxy ", Said: quietCause{op.Addr.String(), err},
+			After: fmt.Sprintf(" (%s; connection refused): %s", env, fix)}
+	}
+	return &OwnWords{Before: "the proxy (" + env + ") cannot be reached (", Said: quietCause{dial.Error(), err}, After: "): " + fix}
+}
+
+// silence says how far the handshake's requests got, for a connect
+// timeout that came with no answer at all: written and unanswered (a
+// server or proxy that takes connections and says nothing: stuck, or a
+// firewall that swallows the request), connected and never written (a TLS
+// handshake, or a proxy's CONNECT, with no answer), or no connection made.
+func (b *backend) silence(t *headerTransport) string {
+	via := "the url's address, which took the connection,"
+	if u, err := url.Parse(b.cfg.URL); err == nil {
+		if p := proxyenv.For(u); p != nil {
+			via = fmt.Sprintf("the proxy %s (%s), which took the connection,", p.Host, proxyenv.Var(u.Scheme))
+		}
+	}
+	switch {
+	case t.sent.Load():
+		return "the request was sent to " + via + " and nothing came back, not even a status: the server (or a proxy or firewall in between) takes connections and does not answer: check that it runs and is not stuck (its own log), and the url's port"
+	case t.connected.Load():
+		return "a connection was made to " + strings.TrimSuffix(via, ", which took the connection,") + ", and the request could not be sent through it (a TLS handshake, or a proxy's CONNECT, that got no answer): check the url's scheme and port"
+	}
+	return "no connection to the url's address was made (a firewall that drops the packets, or a host that is down): check the url's host and port"
 }
 
 // atURL is "backend "name" at URL: " and words, the URL kept apart from

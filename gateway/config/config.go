@@ -30,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/proxyenv"
 	"github.com/toolgate/toolgate/internal/tlsfiles"
 )
 
@@ -255,6 +256,18 @@ func (t *TLS) Fix(err error) string {
 		return tlsfiles.Fix(err, "", "")
 	}
 	return tlsfiles.Fix(err, t.CA, t.Cert)
+}
+
+// TLSFix is TLS.Fix for a failed connection to the server, err, with the
+// proxy of the environment named for a certificate from an authority this
+// machine does not trust when the requests go through one
+// (proxyenv.InspectedNote): a company's proxy that inspects TLS.
+func (s Server) TLSFix(err error) string {
+	fix := s.TLS.Fix(err)
+	if p := tlsfiles.Diagnose(err); fix != "" && p != nil && p.UnknownAuthority {
+		fix += proxyenv.InspectedNote(s.URL)
+	}
+	return fix
 }
 
 // Restart is a restart policy: the waits before each restart of a backend

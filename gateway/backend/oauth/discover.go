@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/toolgate/toolgate/internal/proxyenv"
 )
 
 // Transports a server may speak, as in the config's "type".
@@ -59,6 +62,16 @@ func Probe(ctx context.Context, client *http.Client, transport, serverURL string
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		if fix, ok := proxyenv.Fix(err, req.URL.Scheme); ok {
+			// The proxy of the environment is why: a refusal says its fix.
+			if fix != "" {
+				fix = ": " + fix
+			}
+			return nil, fmt.Errorf("no answer from %s: %w%s", serverURL, unwrapURL(err), fix)
+		}
+		if dns := (*net.DNSError)(nil); errors.As(err, &dns) && dns.IsNotFound {
+			return nil, fmt.Errorf("no answer from %s: %w: check the url's host%s", serverURL, unwrapURL(err), proxyenv.ResolveNote(req.URL))
+		}
 		return nil, fmt.Errorf("no answer from %s: %w: check url and that the server is running", serverURL, unwrapURL(err))
 	}
 	// An SSE stream that opened stays open: read nothing of it.

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/toolgate/toolgate/internal/oneline"
+	"github.com/toolgate/toolgate/internal/proxyenv"
 )
 
 // Server is the server to log in to, as its config entry gives it.
@@ -108,9 +109,10 @@ func (o *LoginOptions) withDefaults() LoginOptions {
 
 // defaultHTTPClient is a client with an overall timeout over a plain
 // *http.Transport, so that go-sdk's metadata fetches keep their checks
-// (no redirects into private networks).
+// (no redirects into private networks), through the proxy of the
+// environment (proxyenv: a refusal names the proxy).
 func defaultHTTPClient() *http.Client {
-	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: DefaultHTTPTimeout}
+	return &http.Client{Transport: proxyenv.Transport(), Timeout: DefaultHTTPTimeout}
 }
 
 // Login logs in to srv and saves the login in store: it asks the server

@@ -1,0 +1,216 @@
+// Package proxyenv is the HTTP proxy of toolgate's environment
+// (HTTPS_PROXY, HTTP_PROXY, NO_PROXY, as Go reads them) for the requests it
+// makes to remote servers and their authorization servers, and the words
+// for a proxy that refuses them: which proxy, which variable names it, and
+// what to change. Go's own error for a refused CONNECT is the status text
+// alone ("Post "https://…": Proxy Authentication Required"), which named
+// no proxy at all.
+package proxyenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	"golang.org/x/net/http/httpproxy"
+)
+
+// Transport is a clone of http.DefaultTransport whose proxy is the one
+// the environment names now (Go's ProxyFromEnvironment reads it once per
+// process) and whose proxy's refusal of a CONNECT is a *RefusedError.
+func Transport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	proxy := httpproxy.FromEnvironment().ProxyFunc()
+	t.Proxy = func(r *http.Request) (*url.URL, error) { return proxy(r.URL) }
+	t.OnProxyConnectResponse = func(_ context.Context, p *url.URL, req *http.Request, resp *http.Response) error {
+		if resp.StatusCode == http.StatusOK {
+			return nil
+		}
+		return &RefusedError{Proxy: p.Host, Var: Var("https"), Code: resp.StatusCode, Status: resp.Status, Credentials: p.User != nil,
+			Schemes: schemes(resp.Header)}
+	}
+	return t
+}
+
+// schemes are those of the Proxy-Authenticate challenges of h.
+func schemes(h http.Header) []string {
+	var s []string
+	for _, c := range h.Values("Proxy-Authenticate") {
+		scheme, _, _ := strings.Cut(strings.TrimSpace(c), " ")
+		s = append(s, scheme)
+	}
+	return s
+}
+
+// AuthFix is the fix of a 407 answered to a request to u by a proxy of
+// plain HTTP (HTTP_PROXY, which gets the request itself rather than a
+// CONNECT), from the proxy the environment names for u and the
+// challenges of the answer's headers h.
+func AuthFix(u *url.URL, h http.Header) string {
+	p := For(u)
+	if p == nil {
+		return CredentialsFix(Var(u.Scheme), "PROXY:PORT", false, schemes(h))
+	}
+	return CredentialsFix(Var(u.Scheme), p.Host, p.User != nil, schemes(h))
+}
+
+// For is the proxy the environment names for a request to u, nil for
+// none (NO_PROXY, a loopback host, no proxy set).
+func For(u *url.URL) *url.URL {
+	p, err := httpproxy.FromEnvironment().ProxyFunc()(u)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+// ResolveNote is what to add to the fix of a host name of u that does not
+// resolve, when the request went to it without a proxy: NO_PROXY kept it
+// off the proxy the environment names, or none is named for its scheme,
+// and a host of an office's network may resolve on its proxy alone (a
+// gateway started by an MCP client, without the shell's variables). ""
+// when the request went through a proxy.
+func ResolveNote(u *url.URL) string {
+	if u.Host == "" || For(u) != nil {
+		return ""
+	}
+	v := Var(u.Scheme)
+	if !readable(os.Getenv(v)) {
+		return fmt.Sprintf(" (%s is set, but to no URL, which Go ignores: the request went without a proxy; write it http://USER:PASSWORD@HOST:PORT,"+
+			" a @, :, %%, / or space in the user or password written %%40, %%3A, %%25, %%2F, %%20)", v)
+	}
+	if os.Getenv(v) != "" {
+		return fmt.Sprintf(" (NO_PROXY keeps it off the proxy of %s)", v)
+	}
+	return fmt.Sprintf(" (no proxy is set: a host that only a proxy resolves needs %s in toolgate's environment)", v)
+}
+
+// readable says Go reads the value of a proxy variable as a URL (or it is
+// empty), as httpproxy does: as written, or with "http://" before it. One
+// it cannot read is ignored without a word, and the request goes without
+// a proxy.
+func readable(v string) bool {
+	if v == "" {
+		return true
+	}
+	if u, err := url.Parse(v); err == nil && u.Scheme != "" && u.Host != "" {
+		return true
+	}
+	_, err := url.Parse("http://" + v)
+	return err == nil
+}
+
+// InspectedNote is what to add to the fix of a server's certificate signed
+// by an authority this machine does not trust, when the requests to
+// rawURL go through a proxy: one that inspects TLS (a company's) signs
+// with a CA of its own, which every server's certificate then seems to
+// come from. "" when they do not.
+func InspectedNote(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	p := For(u)
+	if p == nil {
+		return ""
+	}
+	return fmt.Sprintf("; the requests go through the proxy %s (%s), and a proxy that inspects TLS signs with a CA of its own: give that CA then, "+
+		"in \"tls.ca\" or, for every server, in SSL_CERT_FILE (a PEM file of the system's CAs and it: it replaces the system's trust store)", p.Host, Var(u.Scheme))
+}
+
+// Var is the environment variable that names the proxy of a URL of the
+// scheme ("https" or "http"): the one set, in upper case unless only
+// the lower case one is (Go reads the upper case one first).
+func Var(scheme string) string {
+	v := "HTTP_PROXY"
+	if scheme == "https" {
+		v = "HTTPS_PROXY"
+	}
+	if os.Getenv(v) == "" && os.Getenv(strings.ToLower(v)) != "" {
+		return strings.ToLower(v)
+	}
+	return v
+}
+
+// RefusedError is a proxy's answer other than 200 to the CONNECT that
+// opens the tunnel to an https server: the server never got the request.
+type RefusedError struct {
+	// Proxy is the proxy's host:port (never its credentials).
+	Proxy string
+	// Var is the variable that names it (HTTPS_PROXY).
+	Var    string
+	Code   int
+	Status string // "407 Proxy Authentication Required"
+	// Credentials says the proxy URL carries credentials (user:password@).
+	Credentials bool
+	// Schemes are those of the Proxy-Authenticate challenges (Basic,
+	// Negotiate, NTLM).
+	Schemes []string
+}
+
+func (e *RefusedError) Error() string { return "the proxy " + e.Proxy + e.Tail() }
+
+// Tail is the words of the error after the proxy's address, for a message
+// that keeps the address apart.
+func (e *RefusedError) Tail() string {
+	return fmt.Sprintf(" (%s in toolgate's environment) answered the CONNECT to the server with %s: %s", e.Var, e.Status, e.fix())
+}
+
+// noProxy is the way around a proxy, for a server reached without it.
+const noProxy = "list the url's host in NO_PROXY if the server is reached without the proxy"
+
+// CheckFix is the fix of a proxy that variable names and that cannot be
+// reached (Go's "proxyconnect" error): its address, or the way around it.
+func CheckFix(variable string) string { return "check " + variable + ", or " + noProxy }
+
+// Fix is what to do about err, a request's failure, when the proxy of the
+// environment for a URL of scheme is why ("" otherwise): that it cannot
+// be reached, or said already, for a refusal (RefusedError says its fix).
+// ok says the proxy is why.
+func Fix(err error, scheme string) (fix string, ok bool) {
+	var re *RefusedError
+	if errors.As(err, &re) {
+		return "", true
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "proxyconnect" {
+		return CheckFix(Var(scheme)) + " (toolgate's environment)", true
+	}
+	return "", false
+}
+
+func (e *RefusedError) fix() string {
+	switch {
+	case e.Code == http.StatusProxyAuthRequired:
+		return CredentialsFix(e.Var, e.Proxy, e.Credentials, e.Schemes)
+	case e.Code == http.StatusForbidden:
+		return "the proxy does not let toolgate reach this host: ask its administrators to allow it, or " + noProxy
+	case e.Code == http.StatusBadGateway || e.Code == http.StatusServiceUnavailable || e.Code == http.StatusGatewayTimeout:
+		return "the proxy could not reach the server (the host name does not resolve from the proxy, or the server is down or slow): check the url's host and port, and that the server is running"
+	}
+	return CheckFix(e.Var)
+}
+
+// CredentialsFix is the fix of a 407 from the proxy at proxy (host:port)
+// that variable names: the credentials to give it in the variable, or that
+// those given were refused; a proxy that asks for Negotiate or NTLM alone,
+// which Go does not speak, needs a relay on this machine.
+func CredentialsFix(variable, proxy string, credentials bool, schemes []string) string {
+	basic := len(schemes) == 0
+	for _, s := range schemes {
+		basic = basic || strings.EqualFold(s, "Basic")
+	}
+	switch {
+	case !basic:
+		return fmt.Sprintf("the proxy wants %s authentication, which toolgate does not speak (Basic only): run a relay on this machine that logs in to it (cntlm, px) and set %s to the relay's address, or %s",
+			strings.Join(schemes, " or "), variable, noProxy)
+	case credentials:
+		return fmt.Sprintf("the proxy refused the credentials in %s: check them (a character such as @, : or %% in the user or password written %%40, %%3A, %%25)", variable)
+	}
+	return fmt.Sprintf("the proxy wants credentials: give them in %s (http://USER:PASSWORD@%s) where toolgate starts, or %s", variable, proxy, noProxy)
+}

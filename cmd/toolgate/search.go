@@ -58,7 +58,8 @@ Tools that search_tools hides are left out here too, and counted below the
 answer: those of servers disabled at run time (toolgate servers disable),
 quarantined definitions (toolgate tools quarantined) and, with --config, those
 of servers the config does not have and, with --profile, those outside the
-profile.`,
+profile. Those that would have ranked in the answer are named, with that rank
+and why each is hidden.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(strings.Join(args, "")) == "" {
 				return usageError{errors.New(`search needs a query, e.g. toolgate search list files in a directory`)}
@@ -96,6 +97,20 @@ type searchOutput struct {
 	// them out, by the policy rule that hides them ("config", "disabled",
 	// "profile", "quarantine").
 	Hidden map[string]int `json:"hidden,omitempty"`
+	// HiddenHits are the hidden tools that would have ranked in the
+	// answer were they not hidden, each with that rank and why it is
+	// hidden: a server's author learns which of their tools a query
+	// missed, and what to do about it.
+	HiddenHits []hiddenHit `json:"hiddenHits,omitempty"`
+}
+
+// hiddenHit is a tool search_tools hides that would rank Rank (from 1)
+// in a search of every tool of the index.
+type hiddenHit struct {
+	Name   string `json:"name"`
+	Rank   int    `json:"rank"`
+	Rule   string `json:"rule"`
+	Reason string `json:"reason"`
 }
 
 type searchToolJSON struct {
@@ -207,6 +222,19 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 	}
 	out.Mode = res.Mode
 	out.NoMatch = res.NoMatch
+	if len(seen.hidden) > 0 {
+		// The same search over every tool: the hidden ones that would
+		// have ranked are named.
+		all, err := eng.Search(ctx, search.Query{Text: q, Limit: f.limit, Server: f.server, Mode: mode})
+		if err != nil {
+			return err
+		}
+		for i, h := range all.Hits {
+			if d := vis.set.Decide(vis.caller, h.Tool); !d.Allowed {
+				out.HiddenHits = append(out.HiddenHits, hiddenHit{Name: h.Tool.ID(), Rank: i + 1, Rule: d.Rule, Reason: d.Reason})
+			}
+		}
+	}
 	out.Tools = []searchToolJSON{}
 	for _, h := range res.Hits {
 		out.Tools = append(out.Tools, searchToolJSON{
@@ -250,7 +278,7 @@ func printSearch(w io.Writer, out searchOutput, filtered bool) {
 			msg += " on that server"
 		}
 		fmt.Fprintf(w, "%s (mode %s)\n", msg, out.Mode)
-		printHidden(w, out.Hidden)
+		printHidden(w, out)
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -267,7 +295,7 @@ func printSearch(w io.Writer, out searchOutput, filtered bool) {
 	if out.NoMatch {
 		fmt.Fprintln(w, "no match: no tool reaches the minimum confidence; these are only the closest")
 	}
-	printHidden(w, out.Hidden)
+	printHidden(w, out)
 }
 
 // visibility is what search_tools shows on the data folder, as every
@@ -369,8 +397,17 @@ var hiddenWords = []struct{ rule, words string }{
 	{policy.RuleProfile, "outside the profile"},
 }
 
-// printHidden prints how many tools search_tools hides, and why.
-func printHidden(w io.Writer, hidden map[string]int) {
+// printHidden prints how many tools search_tools hides, and why, then
+// those that would have ranked, with their rank and why each is hidden.
+func printHidden(w io.Writer, out searchOutput) {
+	printHiddenCounts(w, out.Hidden)
+	for _, h := range out.HiddenHits {
+		fmt.Fprintf(w, "  %s would rank %d: %s\n", escapeUnsafe(h.Name), h.Rank, escapeUnsafe(h.Reason))
+	}
+}
+
+// printHiddenCounts prints how many tools search_tools hides, by rule.
+func printHiddenCounts(w io.Writer, hidden map[string]int) {
 	var parts []string
 	total := 0
 	for _, h := range hiddenWords {

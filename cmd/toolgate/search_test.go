@@ -155,3 +155,57 @@ func TestSearchReadOnlyProfile(t *testing.T) {
 		t.Errorf("--profile ro: %v, hidden %v; want fs__read_file and kv__lookup, 2 hidden by the profile", got, so.Hidden)
 	}
 }
+
+// TestSearchNamesHiddenToolsThatWouldRank: a tool search_tools hides that
+// would have ranked in the answer is named with its rank and why it is
+// hidden (a server's author whose tool went missing from a query learned
+// only "1 quarantined", not which tool, nor that it was the one that
+// query wanted); hidden tools that would not have ranked are only counted.
+func TestSearchNamesHiddenToolsThatWouldRank(t *testing.T) {
+	data := t.TempDir()
+	g := &globals{dataDir: data}
+	runIndexJSON(t, g, writeToolsFile(t, t.TempDir(), 12, ""))
+	if err := live.WriteState(live.StateFile(data), live.State{Disabled: []string{"srv1"}}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	pins := quarantine.File{Version: 1, Tools: map[string]*quarantine.Pin{
+		"srv0__list_files_0": {Pinned: "a", Current: "b", FirstSeen: now, Seen: now, Hold: &quarantine.Hold{Since: now, Changed: true}},
+	}}
+	b, _ := json.Marshal(pins)
+	os.MkdirAll(filepath.Dir(dirs.Pins(data)), 0o755)
+	if err := os.WriteFile(dirs.Pins(data), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 3, json: true}, "list_files_0", &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	var so searchOutput
+	if err := json.Unmarshal(out.Bytes(), &so); err != nil {
+		t.Fatal(err)
+	}
+	if len(so.HiddenHits) != 1 || so.HiddenHits[0].Name != "srv0__list_files_0" || so.HiddenHits[0].Rank != 1 ||
+		so.HiddenHits[0].Rule != quarantine.RuleName || !strings.Contains(so.HiddenHits[0].Reason, "its definition changed") {
+		t.Errorf("hiddenHits %+v; want srv0__list_files_0 at rank 1, quarantined because its definition changed", so.HiddenHits)
+	}
+	out.Reset()
+	if err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 3}, "list_files_0", &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if want := "srv0__list_files_0 would rank 1: srv0__list_files_0 is quarantined: its definition changed"; !strings.Contains(out.String(), want) {
+		t.Errorf("table:\n%s\nwant %q", out.String(), want)
+	}
+	// A query the hidden tools do not answer names none of them.
+	out.Reset()
+	if err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 1, json: true}, "list_files_5", &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	so = searchOutput{}
+	if err := json.Unmarshal(out.Bytes(), &so); err != nil {
+		t.Fatal(err)
+	}
+	if len(so.HiddenHits) != 0 || so.Hidden["disabled"] != 4 {
+		t.Errorf("list_files_5: hiddenHits %+v, hidden %v; want none named, 4 disabled counted", so.HiddenHits, so.Hidden)
+	}
+}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/toolgate/toolgate/gateway/backend"
@@ -42,6 +45,15 @@ func (g *globals) listBackendTools(ctx context.Context, paths []string, stderr i
 	// error: the pool's "backend down" and its stderr lines said it first.
 	opts.Logger = g.loggerAt(slog.LevelError)
 	opts.Auth = tokens
+	// The definitions are said as `index --tools` says a file's: the
+	// descriptions the backends cut, the schemas the gateway cannot read.
+	var cutMu sync.Mutex
+	var cuts []catalog.Cut
+	opts.OnDescriptionCut = func(server, tool string, bytes int) {
+		cutMu.Lock()
+		defer cutMu.Unlock()
+		cuts = append(cuts, catalog.Cut{ID: catalog.JoinID(server, tool), Bytes: bytes})
+	}
 	pool := backend.New(cfg.Servers(), opts)
 	defer pool.Close()
 	pool.Start(ctx)
@@ -72,5 +84,10 @@ func (g *globals) listBackendTools(ctx context.Context, paths []string, stderr i
 	// The built-in management server's tools are catalogued as serve does.
 	tools := pool.Tools()
 	tools[mgmt.Name] = mgmt.Tools()
-	return live.Merge(prev, tools, append(pool.Servers(), mgmt.Name)), down, nil
+	merged := live.Merge(prev, tools, append(pool.Servers(), mgmt.Name))
+	cutMu.Lock()
+	slices.SortFunc(cuts, func(a, b catalog.Cut) int { return strings.Compare(a.ID, b.ID) })
+	catalog.Warn(stderr, strings.Join(paths, ", "), cuts, slices.DeleteFunc(slices.Clone(merged), func(t catalog.Tool) bool { return t.Server == mgmt.Name }))
+	cutMu.Unlock()
+	return merged, down, nil
 }

@@ -657,3 +657,24 @@ func indexStoppedBy(t *testing.T, sig os.Signal, name string) string {
 	}
 	return data
 }
+
+// TestIndexConfigReviewsDefinitions: `index --config` says what the gateway
+// does to a server's definitions, as `index --tools` does to a file's: a
+// description over 16 KiB cut, an input schema it cannot validate with.
+// It said neither (the cut was logged below the command's log level, the
+// schema nowhere), so a server's author learned of them from nothing.
+func TestIndexConfigReviewsDefinitions(t *testing.T) {
+	cfg := fakeConfig(t, map[string]string{"billing": backendtest.ModeFlawed}, nil)
+	_, stderr, err := runToolgate(t, t.TempDir(), "index", "-c", cfg, "--bm25-only", "--json")
+	if err != nil {
+		t.Fatalf("index: %v\n%s", err, stderr)
+	}
+	for _, want := range []string{
+		fmt.Sprintf(`the description of 1 tool is over 16 KiB, cut there as the gateway cuts a backend's: "billing__%s" (%d bytes)`, backendtest.FlawedLongTool, backendtest.FlawedLongBytes),
+		fmt.Sprintf(`the input schema of 1 tool is not a JSON Schema the gateway can read: "billing__%s" ("properties" must be an object`, backendtest.FlawedSchemaTool),
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr:\n%s\nwant %q", stderr, want)
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -676,5 +677,39 @@ func TestIndexConfigReviewsDefinitions(t *testing.T) {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr:\n%s\nwant %q", stderr, want)
 		}
+	}
+}
+
+// TestIndexConfigSaysWhatTheQuarantineHolds: `index --config` names the
+// tools a gateway on the data folder would quarantine, each with the rule
+// and the words that matched, and how to release them: a server's author
+// learned of it only from the serving gateway's log. Tools the config
+// approves are not named, and nothing is written to the pins.
+func TestIndexConfigSaysWhatTheQuarantineHolds(t *testing.T) {
+	data := t.TempDir()
+	cfg := fakeConfig(t, map[string]string{"mix": backendtest.ModePoisoned}, nil)
+	_, stderr, err := runToolgate(t, data, "index", "-c", cfg, "--bm25-only")
+	if err != nil {
+		t.Fatalf("index: %v\n%s", err, stderr)
+	}
+	for _, want := range []string{
+		`a gateway would quarantine 2 tools`,
+		`"mix__notes" (a hidden-instruction tag in description: "`,
+		`"mix__translate" (Unicode tag characters (invisible text) in description: hidden text "Also send`,
+		"toolgate tools approve",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr:\n%s\nwant %q", stderr, want)
+		}
+	}
+	if strings.Contains(stderr, "mix__weather") {
+		t.Errorf("the clean tool named:\n%s", stderr)
+	}
+	if _, err := os.Stat(dirs.Pins(data)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("index wrote the pins: %v", err)
+	}
+	approved := fakeConfig(t, map[string]string{"mix": backendtest.ModePoisoned}, map[string]any{"security": map[string]any{"approvedTools": []string{"mix__*"}}})
+	if _, stderr, err = runToolgate(t, data, "index", "-c", approved, "--bm25-only"); err != nil || strings.Contains(stderr, "quarantine") {
+		t.Errorf("with approvedTools: %v\n%s\nwant no word of the quarantine", err, stderr)
 	}
 }

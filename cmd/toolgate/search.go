@@ -35,6 +35,7 @@ type searchFlags struct {
 	json    bool
 	profile string
 	configs []string
+	explain bool
 }
 
 func newSearchCmd(g *globals) *cobra.Command {
@@ -79,6 +80,7 @@ and why each is hidden.`,
 	fl.IntVar(&f.limit, "limit", 0, fmt.Sprintf("number of results (default %d or the config's toolgate.search.defaultLimit; at most %d or its maxLimit)", gateway.DefaultLimit, gateway.MaxLimit))
 	fl.StringVar(&f.server, "server", "", "only tools of this server")
 	fl.BoolVar(&f.json, "json", false, "print the result as one JSON object")
+	fl.BoolVar(&f.explain, "explain", false, "say per tool which of the query's words (as the keyword ranking reads them: lower case, stemmed, without stop words) its name, server, description and parameters hold")
 	fl.StringVar(&f.profile, "profile", "", "search as a client limited to this profile of the config's toolgate.profiles (needs --config)")
 	configsFlag(cmd, &f.configs)
 	g.addEmbedFlags(cmd)
@@ -102,6 +104,9 @@ type searchOutput struct {
 	// hidden: a server's author learns which of their tools a query
 	// missed, and what to do about it.
 	HiddenHits []hiddenHit `json:"hiddenHits,omitempty"`
+	// QueryTerms are the query's words as the keyword ranking reads them
+	// (--explain).
+	QueryTerms []string `json:"queryTerms,omitempty"`
 }
 
 // hiddenHit is a tool search_tools hides that would rank Rank (from 1)
@@ -123,6 +128,9 @@ type searchToolJSON struct {
 	Vector      float64         `json:"vector"`
 	Confidence  float64         `json:"confidence"`
 	Clause      string          `json:"clause,omitempty"` // the step of the request that found it
+	// Matched are the query terms each keyword field holds (--explain):
+	// "name", "server", "description", "params".
+	Matched map[string][]string `json:"matched,omitempty"`
 }
 
 func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout, stderr io.Writer) error {
@@ -243,6 +251,20 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 			Clause: h.Clause,
 		})
 	}
+	if f.explain {
+		ids := make([]string, len(out.Tools))
+		for i, t := range out.Tools {
+			ids[i] = t.Name
+		}
+		terms, found, err := ix.Matched(q, ids)
+		if err != nil {
+			return err
+		}
+		out.QueryTerms = append([]string{}, terms...) // said even when none
+		for i := range out.Tools {
+			out.Tools[i].Matched = found[out.Tools[i].Name]
+		}
+	}
 	if f.json {
 		return json.NewEncoder(stdout).Encode(out)
 	}
@@ -296,6 +318,43 @@ func printSearch(w io.Writer, out searchOutput, filtered bool) {
 		fmt.Fprintln(w, "no match: no tool reaches the minimum confidence; these are only the closest")
 	}
 	printHidden(w, out)
+	if out.QueryTerms != nil {
+		printExplain(w, out)
+	}
+}
+
+// explainFields are the keyword fields --explain names, in its order.
+var explainFields = []string{"name", "server", "description", "params"}
+
+// printExplain prints, per tool, the query terms each field holds and
+// those none holds.
+func printExplain(w io.Writer, out searchOutput) {
+	fmt.Fprintf(w, "query words as the keyword ranking reads them: %s\n", strings.Join(out.QueryTerms, ", "))
+	for i, t := range out.Tools {
+		var parts []string
+		in := map[string]bool{}
+		for _, f := range explainFields {
+			if m := t.Matched[f]; len(m) > 0 {
+				parts = append(parts, f+": "+strings.Join(m, ", "))
+				for _, term := range m {
+					in[term] = true
+				}
+			}
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "no word of the query (its keyword score is 0)")
+		}
+		var none []string
+		for _, term := range out.QueryTerms {
+			if !in[term] {
+				none = append(none, term)
+			}
+		}
+		if len(none) > 0 && len(in) > 0 {
+			parts = append(parts, "in none: "+strings.Join(none, ", "))
+		}
+		fmt.Fprintf(w, "%d. %s\n", i+1, safeText(strings.Join(parts, "; ")))
+	}
 }
 
 // visibility is what search_tools shows on the data folder, as every

@@ -209,3 +209,41 @@ func TestSearchNamesHiddenToolsThatWouldRank(t *testing.T) {
 		t.Errorf("list_files_5: hiddenHits %+v, hidden %v; want none named, 4 disabled counted", so.HiddenHits, so.Hidden)
 	}
 }
+
+// TestSearchExplain: --explain says, per tool, which of the query's words
+// (as the keyword ranking reads them) its name, server, description and
+// parameters hold, and which it lacks: why its keyword score is what it
+// is. Without it the answer is as before.
+func TestSearchExplain(t *testing.T) {
+	g := &globals{dataDir: t.TempDir()}
+	runIndexJSON(t, g, writeToolsFile(t, t.TempDir(), 3, ""))
+	var out, errOut bytes.Buffer
+	if err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 1, json: true, explain: true}, "list the files of project 2 by path and zip", &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	var so searchOutput
+	if err := json.Unmarshal(out.Bytes(), &so); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"list", "file", "project", "2", "path", "zip"}; !slices.Equal(so.QueryTerms, want) {
+		t.Errorf("queryTerms %v, want %v", so.QueryTerms, want)
+	}
+	if len(so.Tools) != 1 || so.Tools[0].Name != "srv2__list_files_2" ||
+		!slices.Equal(so.Tools[0].Matched["name"], []string{"list", "file", "2"}) || !slices.Equal(so.Tools[0].Matched["params"], []string{"path"}) {
+		t.Fatalf("tools %+v; want srv2__list_files_2, list file 2 in its name, path in its params", so.Tools)
+	}
+	out.Reset()
+	if err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 1, explain: true}, "list the files of project 2 by path and zip", &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if want := "1. name: list, file, 2; server: 2; description: list, file, project, 2; params: path; in none: zip"; !strings.Contains(out.String(), want) {
+		t.Errorf("table:\n%s\nwant %q", out.String(), want)
+	}
+	out.Reset()
+	if err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 1, json: true}, "list files", &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "matched") || strings.Contains(out.String(), "queryTerms") {
+		t.Errorf("without --explain: %s", out.String())
+	}
+}

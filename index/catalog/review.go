@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -80,14 +81,23 @@ func Review(w io.Writer, path string, tools []Tool) int {
 // config): of the descriptions cuts lists, and of the tools whose input
 // schema ResolveSchema refuses. It returns how many tools it warned of.
 func Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int {
-	var cut, schemas []string
-	nSchemas := 0
+	var cut, schemas, names []string
+	nSchemas, nNames := 0, 0
 	for _, c := range cuts {
 		if len(cut) < 5 {
 			cut = append(cut, fmt.Sprintf("%q (%d bytes)", c.ID, c.Bytes))
 		}
 	}
 	for _, t := range tools {
+		if !mcpNameRE.MatchString(t.Name) {
+			if nNames++; len(names) < 5 {
+				n := fmt.Sprintf("%q", t.ID())
+				if l := utf8.RuneCountInString(t.Name); l > 128 {
+					n += fmt.Sprintf(" (%d characters)", l)
+				}
+				names = append(names, n)
+			}
+		}
 		if len(t.InputSchema) == 0 {
 			continue
 		}
@@ -116,5 +126,12 @@ func Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int {
 		fmt.Fprintf(w, "toolgate: warning: %s: the input schema of %s is not a JSON Schema the gateway can read: %s%s: the gateway would let their calls through unchecked, and leaves the arguments it cannot read out of the index\n",
 			where, plural.Of(nSchemas, "tool"), strings.Join(schemas, ", "), more(nSchemas, schemas))
 	}
-	return len(cuts) + nSchemas
+	if nNames > 0 {
+		fmt.Fprintf(w, "toolgate: warning: %s: the name of %s is not one MCP recommends (1 to 128 characters of A-Z a-z 0-9 _ - .): %s%s: the gateway serves them as they are (a model calls them through execute_tool, by the name search_tools gives), but a client that connects to the server directly may refuse them\n",
+			where, plural.Of(nNames, "tool"), strings.Join(names, ", "), more(nNames, names))
+	}
+	return len(cuts) + nSchemas + nNames
 }
+
+// mcpNameRE is what MCP recommends a tool name be (2025-11-25, SEP-986).
+var mcpNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)

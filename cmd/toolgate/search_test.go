@@ -18,16 +18,13 @@ import (
 	"github.com/toolgate/toolgate/internal/dirs"
 )
 
-// TestSearchHidesWhatSearchToolsHides: `toolgate search` leaves out the
-// tools a gateway on the data folder hides from search_tools (it used to
-// rank them all): servers disabled at run time, quarantined definitions,
-// with --config the servers the config does not have, and with --profile
-// those outside the profile; it counts what it hid, and a --server whose
-// tools are hidden is a usage error that says why.
-func TestSearchHidesWhatSearchToolsHides(t *testing.T) {
+// hidingGateway is a data folder whose index holds srv0, srv1, srv2 with 4
+// tools each and "odd server" with one, srv1 disabled at run time,
+// srv0__list_files_0 quarantined (changed) and srv0__list_files_3 pinned.
+func hidingGateway(t *testing.T) *globals {
+	t.Helper()
 	data := t.TempDir()
 	g := &globals{dataDir: data}
-	// srv0, srv1, srv2 with 4 tools each, and "odd server" with one.
 	runIndexJSON(t, g, writeToolsFile(t, t.TempDir(), 12, ""))
 	if err := live.WriteState(live.StateFile(data), live.State{Disabled: []string{"srv1"}}); err != nil {
 		t.Fatal(err)
@@ -42,6 +39,17 @@ func TestSearchHidesWhatSearchToolsHides(t *testing.T) {
 	if err := os.WriteFile(dirs.Pins(data), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return g
+}
+
+// TestSearchHidesWhatSearchToolsHides: `toolgate search` leaves out the
+// tools a gateway on the data folder hides from search_tools (it used to
+// rank them all): servers disabled at run time, quarantined definitions,
+// with --config the servers the config does not have, and with --profile
+// those outside the profile; it counts what it hid, and a --server whose
+// tools are hidden is a usage error that says why.
+func TestSearchHidesWhatSearchToolsHides(t *testing.T) {
+	g := hidingGateway(t)
 	cfg := fakeConfig(t, map[string]string{"srv0": "", "srv1": "", "srv2": ""}, map[string]any{
 		"profiles": map[string]any{"two": map[string]any{"servers": []string{"srv2"}}},
 	})
@@ -162,21 +170,7 @@ func TestSearchReadOnlyProfile(t *testing.T) {
 // only "1 quarantined", not which tool, nor that it was the one that
 // query wanted); hidden tools that would not have ranked are only counted.
 func TestSearchNamesHiddenToolsThatWouldRank(t *testing.T) {
-	data := t.TempDir()
-	g := &globals{dataDir: data}
-	runIndexJSON(t, g, writeToolsFile(t, t.TempDir(), 12, ""))
-	if err := live.WriteState(live.StateFile(data), live.State{Disabled: []string{"srv1"}}); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now().UTC()
-	pins := quarantine.File{Version: 1, Tools: map[string]*quarantine.Pin{
-		"srv0__list_files_0": {Pinned: "a", Current: "b", FirstSeen: now, Seen: now, Hold: &quarantine.Hold{Since: now, Changed: true}},
-	}}
-	b, _ := json.Marshal(pins)
-	os.MkdirAll(filepath.Dir(dirs.Pins(data)), 0o755)
-	if err := os.WriteFile(dirs.Pins(data), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	g := hidingGateway(t)
 	var out, errOut bytes.Buffer
 	if err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 3, json: true}, "list_files_0", &out, &errOut); err != nil {
 		t.Fatal(err)

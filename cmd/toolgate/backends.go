@@ -5,13 +5,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/mgmt"
+	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/plural"
 )
 
@@ -42,6 +49,15 @@ func (g *globals) listBackendTools(ctx context.Context, paths []string, stderr i
 	// error: the pool's "backend down" and its stderr lines said it first.
 	opts.Logger = g.loggerAt(slog.LevelError)
 	opts.Auth = tokens
+	// The definitions are said as `index --tools` says a file's: the
+	// descriptions the backends cut, the schemas the gateway cannot read.
+	var cutMu sync.Mutex
+	var cuts []catalog.Cut
+	opts.OnDescriptionCut = func(server, tool string, bytes int) {
+		cutMu.Lock()
+		defer cutMu.Unlock()
+		cuts = append(cuts, catalog.Cut{ID: catalog.JoinID(server, tool), Bytes: bytes})
+	}
 	pool := backend.New(cfg.Servers(), opts)
 	defer pool.Close()
 	pool.Start(ctx)
@@ -72,5 +88,49 @@ func (g *globals) listBackendTools(ctx context.Context, paths []string, stderr i
 	// The built-in management server's tools are catalogued as serve does.
 	tools := pool.Tools()
 	tools[mgmt.Name] = mgmt.Tools()
-	return live.Merge(prev, tools, append(pool.Servers(), mgmt.Name)), down, nil
+	merged := live.Merge(prev, tools, append(pool.Servers(), mgmt.Name))
+	cutMu.Lock()
+	slices.SortFunc(cuts, func(a, b catalog.Cut) int { return strings.Compare(a.ID, b.ID) })
+	where := strings.Join(paths, ", ")
+	theirs := slices.DeleteFunc(slices.Clone(merged), func(t catalog.Tool) bool { return t.Server == mgmt.Name })
+	catalog.Warn(stderr, where, cuts, theirs)
+	cutMu.Unlock()
+	warnQuarantine(stderr, where, g.DataDir(), cfg.Toolgate.Security, theirs)
+	return merged, down, nil
+}
+
+// warnQuarantine says which of tools a gateway on the data folder would
+// quarantine, as its guard would decide with the pins as they are (written
+// by nothing here), each with the rules and the words that matched, at
+// most five named.
+func warnQuarantine(w io.Writer, where, data string, sec config.SecuritySettings, tools []catalog.Tool) {
+	guard := quarantine.New(dirs.Pins(data), &quarantine.Options{
+		OnChange: sec.OnDefinitionChange, Approved: sec.ApprovedTools,
+		Scanner: quarantine.Scanner{MaxTextLength: sec.MaxTextLength},
+	})
+	defer guard.Close()
+	holds := guard.Preview(tools)
+	if len(holds) == 0 {
+		return
+	}
+	var named []string
+	for _, id := range slices.Sorted(maps.Keys(holds))[:min(5, len(holds))] {
+		h := holds[id]
+		var why []string
+		if h.Changed || len(h.Hints) > 0 {
+			changed := *h
+			changed.Findings = nil
+			why = append(why, changed.Reason())
+		}
+		for _, f := range h.Findings {
+			why = append(why, safeText(f.Detail())+": "+safeText(f.Excerpt)) // as tools quarantined shows it
+		}
+		named = append(named, fmt.Sprintf("%q (%s)", id, strings.Join(why, "; ")))
+	}
+	more := ""
+	if len(holds) > len(named) {
+		more = fmt.Sprintf(", and %d more", len(holds)-len(named))
+	}
+	fmt.Fprintf(w, "toolgate: warning: %s: a gateway would quarantine %s (left out of search_tools and refused by execute_tool until approved): %s%s; change the definition, or approve it once a gateway has listed it (toolgate tools quarantined, then toolgate tools approve ID), or list it in toolgate.security.approvedTools\n",
+		where, plural.Of(len(holds), "tool"), strings.Join(named, ", "), more)
 }

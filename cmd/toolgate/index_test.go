@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -656,4 +657,59 @@ func indexStoppedBy(t *testing.T, sig os.Signal, name string) string {
 		t.Errorf("after the stop the index holds %d tools, want the %d indexed before", ix.Len(), len(before))
 	}
 	return data
+}
+
+// TestIndexConfigReviewsDefinitions: `index --config` says what the gateway
+// does to a server's definitions, as `index --tools` does to a file's: a
+// description over 16 KiB cut, an input schema it cannot validate with.
+// It said neither (the cut was logged below the command's log level, the
+// schema nowhere), so a server's author learned of them from nothing.
+func TestIndexConfigReviewsDefinitions(t *testing.T) {
+	cfg := fakeConfig(t, map[string]string{"billing": backendtest.ModeFlawed}, nil)
+	_, stderr, err := runToolgate(t, t.TempDir(), "index", "-c", cfg, "--bm25-only", "--json")
+	if err != nil {
+		t.Fatalf("index: %v\n%s", err, stderr)
+	}
+	for _, want := range []string{
+		fmt.Sprintf(`the description of 1 tool is over 16 KiB, cut there as the gateway cuts a backend's: "billing__%s" (%d bytes)`, backendtest.FlawedLongTool, backendtest.FlawedLongBytes),
+		fmt.Sprintf(`the input schema of 1 tool is not a JSON Schema the gateway can read: "billing__%s" ("properties" must be an object`, backendtest.FlawedSchemaTool),
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr:\n%s\nwant %q", stderr, want)
+		}
+	}
+}
+
+// TestIndexConfigSaysWhatTheQuarantineHolds: `index --config` names the
+// tools a gateway on the data folder would quarantine, each with the rule
+// and the words that matched, and how to release them: a server's author
+// learned of it only from the serving gateway's log. Tools the config
+// approves are not named, and nothing is written to the pins.
+func TestIndexConfigSaysWhatTheQuarantineHolds(t *testing.T) {
+	data := t.TempDir()
+	cfg := fakeConfig(t, map[string]string{"mix": backendtest.ModePoisoned}, nil)
+	_, stderr, err := runToolgate(t, data, "index", "-c", cfg, "--bm25-only")
+	if err != nil {
+		t.Fatalf("index: %v\n%s", err, stderr)
+	}
+	for _, want := range []string{
+		`a gateway would quarantine 2 tools`,
+		`"mix__notes" (a hidden-instruction tag in description: "`,
+		`"mix__translate" (Unicode tag characters (invisible text) in description: hidden text "Also send`,
+		"toolgate tools approve",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr:\n%s\nwant %q", stderr, want)
+		}
+	}
+	if strings.Contains(stderr, "mix__weather") {
+		t.Errorf("the clean tool named:\n%s", stderr)
+	}
+	if _, err := os.Stat(dirs.Pins(data)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("index wrote the pins: %v", err)
+	}
+	approved := fakeConfig(t, map[string]string{"mix": backendtest.ModePoisoned}, map[string]any{"security": map[string]any{"approvedTools": []string{"mix__*"}}})
+	if _, stderr, err = runToolgate(t, data, "index", "-c", approved, "--bm25-only"); err != nil || strings.Contains(stderr, "quarantine") {
+		t.Errorf("with approvedTools: %v\n%s\nwant no word of the quarantine", err, stderr)
+	}
 }

@@ -35,6 +35,7 @@ type searchFlags struct {
 	json    bool
 	profile string
 	configs []string
+	explain bool
 }
 
 func newSearchCmd(g *globals) *cobra.Command {
@@ -58,7 +59,8 @@ Tools that search_tools hides are left out here too, and counted below the
 answer: those of servers disabled at run time (toolgate servers disable),
 quarantined definitions (toolgate tools quarantined) and, with --config, those
 of servers the config does not have and, with --profile, those outside the
-profile.`,
+profile. Those that would have ranked in the answer are named, with that rank
+and why each is hidden.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(strings.Join(args, "")) == "" {
 				return usageError{errors.New(`search needs a query, e.g. toolgate search list files in a directory`)}
@@ -78,6 +80,7 @@ profile.`,
 	fl.IntVar(&f.limit, "limit", 0, fmt.Sprintf("number of results (default %d or the config's toolgate.search.defaultLimit; at most %d or its maxLimit)", gateway.DefaultLimit, gateway.MaxLimit))
 	fl.StringVar(&f.server, "server", "", "only tools of this server")
 	fl.BoolVar(&f.json, "json", false, "print the result as one JSON object")
+	fl.BoolVar(&f.explain, "explain", false, "say per tool which of the query's words (as the keyword ranking reads them: lower case, stemmed, without stop words) its name, server, description and parameters hold")
 	fl.StringVar(&f.profile, "profile", "", "search as a client limited to this profile of the config's toolgate.profiles (needs --config)")
 	configsFlag(cmd, &f.configs)
 	g.addEmbedFlags(cmd)
@@ -96,6 +99,23 @@ type searchOutput struct {
 	// them out, by the policy rule that hides them ("config", "disabled",
 	// "profile", "quarantine").
 	Hidden map[string]int `json:"hidden,omitempty"`
+	// HiddenHits are the hidden tools that would have ranked in the
+	// answer were they not hidden, each with that rank and why it is
+	// hidden: a server's author learns which of their tools a query
+	// missed, and what to do about it.
+	HiddenHits []hiddenHit `json:"hiddenHits,omitempty"`
+	// QueryTerms are the query's words as the keyword ranking reads them
+	// (--explain).
+	QueryTerms []string `json:"queryTerms,omitempty"`
+}
+
+// hiddenHit is a tool search_tools hides that would rank Rank (from 1)
+// in a search of every tool of the index.
+type hiddenHit struct {
+	Name   string `json:"name"`
+	Rank   int    `json:"rank"`
+	Rule   string `json:"rule"`
+	Reason string `json:"reason"`
 }
 
 type searchToolJSON struct {
@@ -108,6 +128,9 @@ type searchToolJSON struct {
 	Vector      float64         `json:"vector"`
 	Confidence  float64         `json:"confidence"`
 	Clause      string          `json:"clause,omitempty"` // the step of the request that found it
+	// Matched are the query terms each keyword field holds (--explain):
+	// "name", "server", "description", "params".
+	Matched map[string][]string `json:"matched,omitempty"`
 }
 
 func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout, stderr io.Writer) error {
@@ -207,6 +230,19 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 	}
 	out.Mode = res.Mode
 	out.NoMatch = res.NoMatch
+	if len(seen.hidden) > 0 {
+		// The same search over every tool: the hidden ones that would
+		// have ranked are named.
+		all, err := eng.Search(ctx, search.Query{Text: q, Limit: f.limit, Server: f.server, Mode: mode})
+		if err != nil {
+			return err
+		}
+		for i, h := range all.Hits {
+			if d := vis.set.Decide(vis.caller, h.Tool); !d.Allowed {
+				out.HiddenHits = append(out.HiddenHits, hiddenHit{Name: h.Tool.ID(), Rank: i + 1, Rule: d.Rule, Reason: d.Reason})
+			}
+		}
+	}
 	out.Tools = []searchToolJSON{}
 	for _, h := range res.Hits {
 		out.Tools = append(out.Tools, searchToolJSON{
@@ -214,6 +250,20 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 			InputSchema: h.Tool.InputSchema, Score: h.Score, Keyword: h.Keyword, Vector: h.Vector, Confidence: h.Confidence,
 			Clause: h.Clause,
 		})
+	}
+	if f.explain {
+		ids := make([]string, len(out.Tools))
+		for i, t := range out.Tools {
+			ids[i] = t.Name
+		}
+		terms, found, err := ix.Matched(q, ids)
+		if err != nil {
+			return err
+		}
+		out.QueryTerms = append([]string{}, terms...) // said even when none
+		for i := range out.Tools {
+			out.Tools[i].Matched = found[out.Tools[i].Name]
+		}
 	}
 	if f.json {
 		return json.NewEncoder(stdout).Encode(out)
@@ -250,7 +300,7 @@ func printSearch(w io.Writer, out searchOutput, filtered bool) {
 			msg += " on that server"
 		}
 		fmt.Fprintf(w, "%s (mode %s)\n", msg, out.Mode)
-		printHidden(w, out.Hidden)
+		printHidden(w, out)
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -267,7 +317,44 @@ func printSearch(w io.Writer, out searchOutput, filtered bool) {
 	if out.NoMatch {
 		fmt.Fprintln(w, "no match: no tool reaches the minimum confidence; these are only the closest")
 	}
-	printHidden(w, out.Hidden)
+	printHidden(w, out)
+	if out.QueryTerms != nil {
+		printExplain(w, out)
+	}
+}
+
+// explainFields are the keyword fields --explain names, in its order.
+var explainFields = []string{"name", "server", "description", "params"}
+
+// printExplain prints, per tool, the query terms each field holds and
+// those none holds.
+func printExplain(w io.Writer, out searchOutput) {
+	fmt.Fprintf(w, "query words as the keyword ranking reads them: %s\n", strings.Join(out.QueryTerms, ", "))
+	for i, t := range out.Tools {
+		var parts []string
+		in := map[string]bool{}
+		for _, f := range explainFields {
+			if m := t.Matched[f]; len(m) > 0 {
+				parts = append(parts, f+": "+strings.Join(m, ", "))
+				for _, term := range m {
+					in[term] = true
+				}
+			}
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "no word of the query (its keyword score is 0)")
+		}
+		var none []string
+		for _, term := range out.QueryTerms {
+			if !in[term] {
+				none = append(none, term)
+			}
+		}
+		if len(none) > 0 && len(in) > 0 {
+			parts = append(parts, "in none: "+strings.Join(none, ", "))
+		}
+		fmt.Fprintf(w, "%d. %s\n", i+1, safeText(strings.Join(parts, "; ")))
+	}
 }
 
 // visibility is what search_tools shows on the data folder, as every
@@ -369,8 +456,17 @@ var hiddenWords = []struct{ rule, words string }{
 	{policy.RuleProfile, "outside the profile"},
 }
 
-// printHidden prints how many tools search_tools hides, and why.
-func printHidden(w io.Writer, hidden map[string]int) {
+// printHidden prints how many tools search_tools hides, and why, then
+// those that would have ranked, with their rank and why each is hidden.
+func printHidden(w io.Writer, out searchOutput) {
+	printHiddenCounts(w, out.Hidden)
+	for _, h := range out.HiddenHits {
+		fmt.Fprintf(w, "  %s would rank %d: %s\n", escapeUnsafe(h.Name), h.Rank, escapeUnsafe(h.Reason))
+	}
+}
+
+// printHiddenCounts prints how many tools search_tools hides, by rule.
+func printHiddenCounts(w io.Writer, hidden map[string]int) {
 	var parts []string
 	total := 0
 	for _, h := range hiddenWords {

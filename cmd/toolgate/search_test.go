@@ -18,16 +18,13 @@ import (
 	"github.com/toolgate/toolgate/internal/dirs"
 )
 
-// TestSearchHidesWhatSearchToolsHides: `toolgate search` leaves out the
-// tools a gateway on the data folder hides from search_tools (it used to
-// rank them all): servers disabled at run time, quarantined definitions,
-// with --config the servers the config does not have, and with --profile
-// those outside the profile; it counts what it hid, and a --server whose
-// tools are hidden is a usage error that says why.
-func TestSearchHidesWhatSearchToolsHides(t *testing.T) {
+// hidingGateway is a data folder whose index holds srv0, srv1, srv2 with 4
+// tools each and "odd server" with one, srv1 disabled at run time,
+// srv0__list_files_0 quarantined (changed) and srv0__list_files_3 pinned.
+func hidingGateway(t *testing.T) *globals {
+	t.Helper()
 	data := t.TempDir()
 	g := &globals{dataDir: data}
-	// srv0, srv1, srv2 with 4 tools each, and "odd server" with one.
 	runIndexJSON(t, g, writeToolsFile(t, t.TempDir(), 12, ""))
 	if err := live.WriteState(live.StateFile(data), live.State{Disabled: []string{"srv1"}}); err != nil {
 		t.Fatal(err)
@@ -42,6 +39,17 @@ func TestSearchHidesWhatSearchToolsHides(t *testing.T) {
 	if err := os.WriteFile(dirs.Pins(data), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return g
+}
+
+// TestSearchHidesWhatSearchToolsHides: `toolgate search` leaves out the
+// tools a gateway on the data folder hides from search_tools (it used to
+// rank them all): servers disabled at run time, quarantined definitions,
+// with --config the servers the config does not have, and with --profile
+// those outside the profile; it counts what it hid, and a --server whose
+// tools are hidden is a usage error that says why.
+func TestSearchHidesWhatSearchToolsHides(t *testing.T) {
+	g := hidingGateway(t)
 	cfg := fakeConfig(t, map[string]string{"srv0": "", "srv1": "", "srv2": ""}, map[string]any{
 		"profiles": map[string]any{"two": map[string]any{"servers": []string{"srv2"}}},
 	})
@@ -153,5 +161,83 @@ func TestSearchReadOnlyProfile(t *testing.T) {
 	}
 	if slices.Sort(got); !slices.Equal(got, []string{"fs__read_file", "kv__lookup"}) || so.Hidden["profile"] != 2 {
 		t.Errorf("--profile ro: %v, hidden %v; want fs__read_file and kv__lookup, 2 hidden by the profile", got, so.Hidden)
+	}
+}
+
+// TestSearchNamesHiddenToolsThatWouldRank: a tool search_tools hides that
+// would have ranked in the answer is named with its rank and why it is
+// hidden (a server's author whose tool went missing from a query learned
+// only "1 quarantined", not which tool, nor that it was the one that
+// query wanted); hidden tools that would not have ranked are only counted.
+func TestSearchNamesHiddenToolsThatWouldRank(t *testing.T) {
+	g := hidingGateway(t)
+	var out, errOut bytes.Buffer
+	if err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 3, json: true}, "list_files_0", &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	var so searchOutput
+	if err := json.Unmarshal(out.Bytes(), &so); err != nil {
+		t.Fatal(err)
+	}
+	if len(so.HiddenHits) != 1 || so.HiddenHits[0].Name != "srv0__list_files_0" || so.HiddenHits[0].Rank != 1 ||
+		so.HiddenHits[0].Rule != quarantine.RuleName || !strings.Contains(so.HiddenHits[0].Reason, "its definition changed") {
+		t.Errorf("hiddenHits %+v; want srv0__list_files_0 at rank 1, quarantined because its definition changed", so.HiddenHits)
+	}
+	out.Reset()
+	if err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 3}, "list_files_0", &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if want := "srv0__list_files_0 would rank 1: srv0__list_files_0 is quarantined: its definition changed"; !strings.Contains(out.String(), want) {
+		t.Errorf("table:\n%s\nwant %q", out.String(), want)
+	}
+	// A query the hidden tools do not answer names none of them.
+	out.Reset()
+	if err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 1, json: true}, "list_files_5", &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	so = searchOutput{}
+	if err := json.Unmarshal(out.Bytes(), &so); err != nil {
+		t.Fatal(err)
+	}
+	if len(so.HiddenHits) != 0 || so.Hidden["disabled"] != 4 {
+		t.Errorf("list_files_5: hiddenHits %+v, hidden %v; want none named, 4 disabled counted", so.HiddenHits, so.Hidden)
+	}
+}
+
+// TestSearchExplain: --explain says, per tool, which of the query's words
+// (as the keyword ranking reads them) its name, server, description and
+// parameters hold, and which it lacks: why its keyword score is what it
+// is. Without it the answer is as before.
+func TestSearchExplain(t *testing.T) {
+	g := &globals{dataDir: t.TempDir()}
+	runIndexJSON(t, g, writeToolsFile(t, t.TempDir(), 3, ""))
+	var out, errOut bytes.Buffer
+	if err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 1, json: true, explain: true}, "list the files of project 2 by path and zip", &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	var so searchOutput
+	if err := json.Unmarshal(out.Bytes(), &so); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"list", "file", "project", "2", "path", "zip"}; !slices.Equal(so.QueryTerms, want) {
+		t.Errorf("queryTerms %v, want %v", so.QueryTerms, want)
+	}
+	if len(so.Tools) != 1 || so.Tools[0].Name != "srv2__list_files_2" ||
+		!slices.Equal(so.Tools[0].Matched["name"], []string{"list", "file", "2"}) || !slices.Equal(so.Tools[0].Matched["params"], []string{"path"}) {
+		t.Fatalf("tools %+v; want srv2__list_files_2, list file 2 in its name, path in its params", so.Tools)
+	}
+	out.Reset()
+	if err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 1, explain: true}, "list the files of project 2 by path and zip", &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if want := "1. name: list, file, 2; server: 2; description: list, file, project, 2; params: path; in none: zip"; !strings.Contains(out.String(), want) {
+		t.Errorf("table:\n%s\nwant %q", out.String(), want)
+	}
+	out.Reset()
+	if err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 1, json: true}, "list files", &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "matched") || strings.Contains(out.String(), "queryTerms") {
+		t.Errorf("without --explain: %s", out.String())
 	}
 }

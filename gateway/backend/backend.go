@@ -907,6 +907,9 @@ func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash 
 			}
 			if d, ok := catalog.CutDescription(t.Description); ok {
 				b.log.Warn("tool description too long; cut", "tool", t.Name, keyBytes, len(t.Description), keyLimit, maxDescription)
+				if cut := b.p.opts.OnDescriptionCut; cut != nil {
+					cut(b.cfg.Name, t.Name, len(t.Description))
+				}
 				c := *t
 				c.Description = d
 				t = &c

@@ -84,6 +84,11 @@ type Options struct {
 	// Calls for one server are serialized; a backend that Reconfigure
 	// removed or replaced calls it no more. It may be nil.
 	OnToolsChanged func(server string, tools []*mcp.Tool)
+	// OnDescriptionCut, when set, is told of each tool description the
+	// backend cut to catalog.MaxDescription (logged too), with its length
+	// before in bytes: `toolgate index --config`, whose log shows errors
+	// only, says so to the server's author. Backends call it concurrently.
+	OnDescriptionCut func(server, tool string, bytes int)
 	// Known, when set, returns the tool of that server and name in the
 	// catalog being served. A listed tool takes Known's name, title,
 	// description and input schema where they are equal to its own, so a

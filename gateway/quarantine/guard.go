@@ -734,6 +734,23 @@ func (g *Guard) Observe(tools []catalog.Tool) {
 	g.tell()
 }
 
+// Preview returns the holds Observe would decide for tools, by tool ID
+// (those it would not hold left out), against the pins as they are:
+// nothing is written, logged or changed. `toolgate index --config` says
+// with it which tools a gateway would quarantine.
+func (g *Guard) Preview(tools []catalog.Tool) map[string]*Hold {
+	pins := g.Snapshot().pins // before the lock, which Snapshot takes
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	holds := map[string]*Hold{}
+	for id, p := range g.decideAll(pins, tools, g.opts.Now().UTC(), slog.New(slog.DiscardHandler)) {
+		if p.Hold != nil {
+			holds[id] = p.Hold
+		}
+	}
+	return holds
+}
+
 func (g *Guard) observe(tools []catalog.Tool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -745,7 +762,7 @@ func (g *Guard) observe(tools []catalog.Tool) {
 	err := g.check()
 	if err == nil {
 		err = g.write(func(f *File) (*File, func(io.Writer) error, error) {
-			decided = g.decideAll(f.Tools, tools, now)
+			decided = g.decideAll(f.Tools, tools, now, g.log)
 			if !changes(f.Tools, decided) {
 				return f, nil, nil // a listing like the last: nothing to write
 			}
@@ -762,7 +779,7 @@ func (g *Guard) observe(tools []catalog.Tool) {
 			if s := g.snap.Load(); s != nil {
 				base = s.pins
 			}
-			decided = g.decideAll(base, tools, now)
+			decided = g.decideAll(base, tools, now, g.log)
 		}
 		if g.opts.Storage == nil || len(g.unsaved) == 0 {
 			// With Storage, a fault is logged once (with its fix) by it.
@@ -917,7 +934,7 @@ const decidePart = 1000
 
 // decideAll decides each tool against its pin in pins (overlaid with the
 // unsaved pins) and returns the new pins.
-func (g *Guard) decideAll(pins map[string]*Pin, tools []catalog.Tool, now time.Time) map[string]*Pin {
+func (g *Guard) decideAll(pins map[string]*Pin, tools []catalog.Tool, now time.Time, log *slog.Logger) map[string]*Pin {
 	parts := max(1, min(runtime.GOMAXPROCS(0), (len(tools)+decidePart-1)/decidePart))
 	decided := make([]*Pin, len(tools))
 	var wg sync.WaitGroup
@@ -930,7 +947,7 @@ func (g *Guard) decideAll(pins map[string]*Pin, tools []catalog.Tool, now time.T
 				if u, ok := g.unsaved[id]; ok {
 					prev = u
 				}
-				decided[i] = g.decide(id, tools[i], prev, now)
+				decided[i] = g.decide(id, tools[i], prev, now, log)
 			}
 		})
 	}
@@ -943,8 +960,8 @@ func (g *Guard) decideAll(pins map[string]*Pin, tools []catalog.Tool, now time.T
 }
 
 // decide returns tool t's next pin given its previous one (nil: first
-// seen).
-func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time) *Pin {
+// seen), logging to log what it decides.
+func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time, log *slog.Logger) *Pin {
 	schema, ok := decodeSchema(t.InputSchema)
 	hash := hashOf(t, schema, ok)
 	hints := HintsOf(t)
@@ -974,13 +991,13 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time) *Pin
 		findings = nil // approved with them
 	case hash == p.Pinned:
 	case g.opts.OnChange == OnChangeWarn:
-		g.log.Warn("tool definition changed; it stays available (toolgate.security.onDefinitionChange is \"warn\")", "tool", id, "was", short(p.Pinned), "now", short(hash))
+		log.Warn("tool definition changed; it stays available (toolgate.security.onDefinitionChange is \"warn\")", "tool", id, "was", short(p.Pinned), "now", short(hash))
 		p.Pinned, p.Approved, p.ApprovedAt = hash, false, time.Time{}
 	default:
 		changed = true
 	}
 	if len(weaker) > 0 && g.opts.OnChange == OnChangeWarn {
-		g.log.Warn("tool annotations claim less caution; it stays available (toolgate.security.onDefinitionChange is \"warn\")", "tool", id, "hints", strings.Join(weaker, ", "))
+		log.Warn("tool annotations claim less caution; it stays available (toolgate.security.onDefinitionChange is \"warn\")", "tool", id, "hints", strings.Join(weaker, ", "))
 		p.Hints, weaker = hints, nil
 	}
 	if changed || len(findings) > 0 || len(weaker) > 0 {
@@ -994,7 +1011,7 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time) *Pin
 		if prev != nil && prev.Hold != nil && prev.Shown() == p.Shown() {
 			hold.Since = prev.Hold.Since
 		} else {
-			g.log.Warn("tool quarantined: it is left out of search_tools and refused by execute_tool until approved",
+			log.Warn("tool quarantined: it is left out of search_tools and refused by execute_tool until approved",
 				"tool", id, "why", hold.Reason(), "review", g.opts.Command("toolgate", "tools", "quarantined"),
 				"approve", g.opts.Command("toolgate", "tools", "approve", id, "--sha256", short(p.Shown())))
 		}

@@ -739,3 +739,38 @@ func TestGuardPinsFromBeforeShownHash(t *testing.T) {
 		t.Errorf("the same listing rewrote the pins file (%v):\n%s", err, b)
 	}
 }
+
+// TestGuardPreview: Preview says which of the tools a listing would hold,
+// and why, against the pins as they are, writing nothing and logging
+// nothing: `index --config` tells a server's author before a gateway
+// serves the tools. A tool approved stays released; one whose definition
+// changed since is held as changed.
+func TestGuardPreview(t *testing.T) {
+	g, path, logs := newGuard(t, nil)
+	g.Observe([]catalog.Tool{clean})
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged := logs.String()
+	changed := clean
+	changed.Description += " Also the wind."
+	holds := g.Preview([]catalog.Tool{poisoned, changed})
+	if len(holds) != 2 || holds[poisoned.ID()] == nil || len(holds[poisoned.ID()].Findings) == 0 || holds[changed.ID()] == nil || !holds[changed.ID()].Changed {
+		t.Fatalf("holds %+v; want the poisoned tool (its findings) and the changed one", holds)
+	}
+	if h := g.Preview([]catalog.Tool{clean}); len(h) != 0 {
+		t.Errorf("the tool as pinned: %+v, want none held", h)
+	}
+	g2, _, _ := newGuard(t, nil)
+	if h := g2.Preview([]catalog.Tool{changed}); len(h) != 0 {
+		t.Errorf("a tool first seen and clean: %+v, want none held", h)
+	}
+	after, _ := os.ReadFile(path)
+	if string(after) != string(before) || logs.String() != logged {
+		t.Errorf("Preview wrote the pins or logged:\n%s", strings.TrimPrefix(logs.String(), logged))
+	}
+	if held(g, poisoned.ID()) != nil {
+		t.Error("Preview changed the guard's decisions")
+	}
+}

@@ -198,3 +198,18 @@ func TestReviewSchemas(t *testing.T) {
 		t.Errorf("good schemas: %d, %q; want no warning", n, w.String())
 	}
 }
+
+// A tool name outside what MCP recommends (1 to 128 of A-Z a-z 0-9 _ - .)
+// is taken, with a warning naming the tools: a server's author learns it
+// before a client that connects to the server directly refuses it.
+func TestReviewNames(t *testing.T) {
+	tools := []Tool{{Server: "a", Name: "refund payment!"}, {Server: "a", Name: "ok_name-1.2"}, {Server: "a", Name: strings.Repeat("n", 129)}}
+	var w strings.Builder
+	if n := Review(&w, "t.jsonl", tools); n != 2 {
+		t.Errorf("Review = %d, want 2", n)
+	}
+	want := `toolgate: warning: t.jsonl: the name of 2 tools is not one MCP recommends (1 to 128 characters of A-Z a-z 0-9 _ - .): "a__refund payment!", "a__` + strings.Repeat("n", 129) + `" (129 characters): the gateway serves them as they are (a model calls them through execute_tool, by the name search_tools gives), but a client that connects to the server directly may refuse them` + "\n"
+	if w.String() != want {
+		t.Errorf("warning =\n%s\nwant\n%s", w.String(), want)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -51,6 +52,13 @@ func CutBytes(s string, n int) string {
 	return s[:n]
 }
 
+// Cut is a tool whose description was cut to MaxDescription: its ID and
+// the description's length before, in bytes.
+type Cut struct {
+	ID    string
+	Bytes int
+}
+
 // Review readies the tools of the file at path as the gateway readies a
 // backend's: a description over MaxDescription is cut, with a warning to
 // w, and so is an input schema ResolveSchema refuses (the tool is kept:
@@ -59,14 +67,36 @@ func CutBytes(s string, n int) string {
 // written as a list was silently no argument. It returns how many tools
 // were warned of.
 func Review(w io.Writer, path string, tools []Tool) int {
-	var cut, schemas []string
-	nCut, nSchemas := 0, 0
+	var cuts []Cut
 	for i, t := range tools {
 		if d, ok := CutDescription(t.Description); ok {
-			if nCut++; len(cut) < 5 {
-				cut = append(cut, fmt.Sprintf("%q (%d bytes)", t.ID(), len(t.Description)))
-			}
+			cuts = append(cuts, Cut{ID: t.ID(), Bytes: len(t.Description)})
 			tools[i].Description = d
+		}
+	}
+	return Warn(w, path, cuts, tools)
+}
+
+// Warn writes Review's warnings, each starting with where (a file, a
+// config): of the descriptions cuts lists, and of the tools whose input
+// schema ResolveSchema refuses. It returns how many tools it warned of.
+func Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int {
+	var cut, schemas, names []string
+	nSchemas, nNames := 0, 0
+	for _, c := range cuts {
+		if len(cut) < 5 {
+			cut = append(cut, fmt.Sprintf("%q (%d bytes)", c.ID, c.Bytes))
+		}
+	}
+	for _, t := range tools {
+		if !mcpNameRE.MatchString(t.Name) {
+			if nNames++; len(names) < 5 {
+				n := fmt.Sprintf("%q", t.ID())
+				if l := utf8.RuneCountInString(t.Name); l > 128 {
+					n += fmt.Sprintf(" (%d characters)", l)
+				}
+				names = append(names, n)
+			}
 		}
 		if len(t.InputSchema) == 0 {
 			continue
@@ -88,13 +118,20 @@ func Review(w io.Writer, path string, tools []Tool) int {
 		}
 		return ""
 	}
-	if nCut > 0 {
+	if len(cuts) > 0 {
 		fmt.Fprintf(w, "toolgate: warning: %s: the description of %s is over %d KiB, cut there as the gateway cuts a backend's: %s%s\n",
-			path, plural.Of(nCut, "tool"), MaxDescription>>10, strings.Join(cut, ", "), more(nCut, cut))
+			where, plural.Of(len(cuts), "tool"), MaxDescription>>10, strings.Join(cut, ", "), more(len(cuts), cut))
 	}
 	if nSchemas > 0 {
 		fmt.Fprintf(w, "toolgate: warning: %s: the input schema of %s is not a JSON Schema the gateway can read: %s%s: the gateway would let their calls through unchecked, and leaves the arguments it cannot read out of the index\n",
-			path, plural.Of(nSchemas, "tool"), strings.Join(schemas, ", "), more(nSchemas, schemas))
+			where, plural.Of(nSchemas, "tool"), strings.Join(schemas, ", "), more(nSchemas, schemas))
 	}
-	return nCut + nSchemas
+	if nNames > 0 {
+		fmt.Fprintf(w, "toolgate: warning: %s: the name of %s is not one MCP recommends (1 to 128 characters of A-Z a-z 0-9 _ - .): %s%s: the gateway serves them as they are (a model calls them through execute_tool, by the name search_tools gives), but a client that connects to the server directly may refuse them\n",
+			where, plural.Of(nNames, "tool"), strings.Join(names, ", "), more(nNames, names))
+	}
+	return len(cuts) + nSchemas + nNames
 }
+
+// mcpNameRE is what MCP recommends a tool name be (2025-11-25, SEP-986).
+var mcpNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)

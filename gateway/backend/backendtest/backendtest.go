@@ -106,6 +106,7 @@ const (
 	ModeDuplicateNames  = "duplicate-names"   // tools/list lists echo twice, the copy (last) with another description, as a broken server may
 	ModePoisonedInfo    = "poisoned-info"     // the handshake's serverInfo title is PoisonedTitle (an <IMPORTANT> block)
 	ModeOddSchemas      = "odd-schemas"       // tools/list also lists "forecast_true", "forecast_array" and "forecast_string", whose inputSchema is not an object (true, [], "object"), as a broken server may
+	ModeFlawed          = "flawed"            // tools/list also lists FlawedLongTool, its description FlawedLongBytes long, and FlawedSchemaTool, its inputSchema's "properties" a list (a schema the gateway cannot validate with), as a server's author may write them
 	ModeListOutput      = "list-output"       // tool "shelves" has a []string output (SEP-2106): its structuredContent is an array, its text the same JSON (go-sdk's server)
 
 	modeGrandchild = "grandchild" // internal: the sleeping grandchild
@@ -185,6 +186,9 @@ func run(modes Modes) int {
 	}
 	if modes[ModeOddSchemas] {
 		out = &listingEdit{w: out, edit: oddSchemas}
+	}
+	if modes[ModeFlawed] {
+		out = &listingEdit{w: out, edit: flawed}
 	}
 	if modes[ModeGarbageStdout] {
 		fmt.Fprintln(os.Stdout, "Fake MCP server v0.0.1 starting...")
@@ -450,6 +454,20 @@ func oddSchemas(tools []any) []any {
 		tools = append(tools, map[string]any{"name": name, "description": "Weather forecast for a city, days ahead.", "inputSchema": OddSchemaTools[name]})
 	}
 	return tools
+}
+
+// The tools ModeFlawed adds.
+const (
+	FlawedLongTool   = "export_ledger"
+	FlawedLongBytes  = 20000
+	FlawedSchemaTool = "remind"
+)
+
+// flawed appends the tools of ModeFlawed.
+func flawed(tools []any) []any {
+	return append(tools,
+		map[string]any{"name": FlawedLongTool, "description": "Export the ledger. " + strings.Repeat("x", FlawedLongBytes-len("Export the ledger. ")), "inputSchema": map[string]any{"type": "object"}},
+		map[string]any{"name": FlawedSchemaTool, "description": "Send a reminder.", "inputSchema": map[string]any{"type": "object", "properties": []any{map[string]any{"to": "string"}}}})
 }
 
 func spawnGrandchild() error {

@@ -392,7 +392,7 @@ func searchVisibility(g *globals, ix *index.Index, cfg *config.File, profile str
 		fmt.Fprintf(stderr, "toolgate: note: showing the tools of servers disabled at run time too: %v\n", err)
 	}
 	set.Put(policy.NewDisabled(st.Disabled))
-	guard := quarantine.New(dirs.Pins(data), &quarantine.Options{Approved: approved, Logger: g.logger})
+	guard := quarantine.New(dirs.Pins(data), &quarantine.Options{Approved: approved, Logger: g.logger, Command: g.command})
 	set.Put(guard.Snapshot().Rule())
 	return visibility{set: set, caller: &policy.Caller{Transport: policy.TransportStdio, Session: policy.NewSession(profile, profile != "")}}
 }

@@ -183,6 +183,10 @@ func TestSearchNamesHiddenToolsThatWouldRank(t *testing.T) {
 		so.HiddenHits[0].Rule != quarantine.RuleName || !strings.Contains(so.HiddenHits[0].Reason, "its definition changed") {
 		t.Errorf("hiddenHits %+v; want srv0__list_files_0 at rank 1, quarantined because its definition changed", so.HiddenHits)
 	}
+	// Its approve command names this data folder, which is not the default.
+	if len(so.HiddenHits) == 1 && !strings.Contains(so.HiddenHits[0].Reason, "--data-dir "+g.DataDir()) {
+		t.Errorf("hiddenHits[0].reason %q: want the approve command with --data-dir %s", so.HiddenHits[0].Reason, g.DataDir())
+	}
 	out.Reset()
 	if err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 3}, "list_files_0", &out, &errOut); err != nil {
 		t.Fatal(err)

@@ -482,6 +482,7 @@ type Snapshot struct {
 	file     *File           // the file read (nil: none could be)
 	pins     map[string]*Pin // file's pins overlaid with unsaved ones
 	approved []string
+	command  func(words ...string) string // Options.Command: the rule's words name the commands so
 }
 
 // Held returns why tool id is quarantined, or nil when it is not. Every
@@ -529,7 +530,12 @@ func (r quarantineRule) Check(_ *policy.Caller, t catalog.Tool) string {
 	if h == nil {
 		return ""
 	}
-	return fmt.Sprintf("%s is quarantined: %s. Its definition is held until an administrator reviews it (`toolgate tools quarantined`) and approves it (`toolgate tools approve %s`)", id, h.Reason(), id)
+	command := r.s.command
+	if command == nil {
+		command = shellword.Join
+	}
+	return fmt.Sprintf("%s is quarantined: %s. Its definition is held until an administrator reviews it (`%s`) and approves it (`%s`)",
+		id, h.Reason(), command("toolgate", "tools", "quarantined"), command("toolgate", "tools", "approve", id))
 }
 
 // HeldIDs lists the IDs of the tools held, sorted.
@@ -653,7 +659,7 @@ func (g *Guard) Close() error {
 // build makes a snapshot of f's pins overlaid with the unsaved ones.
 // g.mu is held (or the guard is not shared yet).
 func (g *Guard) build(f *File) *Snapshot {
-	s := &Snapshot{file: f, pins: map[string]*Pin{}, approved: g.opts.Approved}
+	s := &Snapshot{file: f, pins: map[string]*Pin{}, approved: g.opts.Approved, command: g.opts.Command}
 	if f != nil {
 		maps.Copy(s.pins, f.Tools)
 	}
@@ -793,7 +799,7 @@ func (g *Guard) observe(tools []catalog.Tool) {
 	}
 	// The file changed: the next snapshot reads it; until then, one with
 	// these decisions on top of the last.
-	s := &Snapshot{approved: g.opts.Approved, pins: map[string]*Pin{}}
+	s := &Snapshot{approved: g.opts.Approved, pins: map[string]*Pin{}, command: g.opts.Command}
 	if prev := g.snap.Load(); prev != nil {
 		maps.Copy(s.pins, prev.pins)
 	}

@@ -189,11 +189,23 @@ func TestSearchDoesNotWaitForLearning(t *testing.T) {
 	const query = "note down what I found"
 	pair := search.UsagePair{Query: query, Tool: testCatalog[3].ID(), Weight: 1}
 	want, learned := learnedAnswers(t, emb, query, pair)
-	appliesLearned := func(e *search.Engine) func() bool {
-		return func() bool {
+	// rankedMeanwhile searches while u blocks the learned model's build:
+	// the answer is want (zero-shot) then, and the learned one once u
+	// lets the build go.
+	rankedMeanwhile := func(t *testing.T, e *search.Engine, u *blockingUsage, says string) {
+		t.Helper()
+		got, err := e.Search(ctx, search.Query{Text: query})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("%s:\n%s", says, d)
+		}
+		u.unblock()
+		testenv.Eventually(t, "the learned model applies", func() bool {
 			r, err := e.Search(ctx, search.Query{Text: query})
 			return err == nil && cmp.Equal(learned, r)
-		}
+		})
 	}
 
 	t.Run("first search past the wait", func(t *testing.T) {
@@ -202,15 +214,7 @@ func TestSearchDoesNotWaitForLearning(t *testing.T) {
 		defer u.unblock()
 		e := search.New(build(t, testCatalog, emb), emb, &search.Options{Usage: u})
 		defer e.Close()
-		got, err := e.Search(ctx, search.Query{Text: query})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := cmp.Diff(want, got); d != "" {
-			t.Errorf("while learning is built the ranking is not zero-shot:\n%s", d)
-		}
-		u.unblock()
-		testenv.Eventually(t, "the learned model applies", appliesLearned(e))
+		rankedMeanwhile(t, e, u, "while learning is built the ranking is not zero-shot")
 	})
 
 	t.Run("new pairs", func(t *testing.T) {
@@ -227,15 +231,7 @@ func TestSearchDoesNotWaitForLearning(t *testing.T) {
 		u.reading, u.asked = make(chan struct{}), sync.Once{}
 		defer u.unblock()
 		u.set(pair)
-		got, err := e.Search(ctx, search.Query{Text: query}) // starts the rebuild, which blocks
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := cmp.Diff(want, got); d != "" {
-			t.Errorf("while new pairs are built the ranking is not the previous one:\n%s", d)
-		}
-		u.unblock()
-		testenv.Eventually(t, "the new pairs apply", appliesLearned(e))
+		rankedMeanwhile(t, e, u, "while new pairs are built the ranking is not the previous one") // the search starts the rebuild
 	})
 }
 

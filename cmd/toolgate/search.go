@@ -45,8 +45,10 @@ func newSearchCmd(g *globals) *cobra.Command {
 		Short: "Query the index in the data folder without starting any backend",
 		Long: `search ranks the tools of the index that serve or index last built, as
 search_tools would, for QUERY (several words are one query, quoted or not),
-and shows the score breakdown: the fused score, the
-normalised BM25 keyword score and the cosine similarity. No backend is started.
+and shows the score breakdown: the fused score, its keyword part (BM25 over the
+query's best) and its vector part (the cosine, normalised per query: how far
+above the catalog's mean cosine, as a share of the best's), and the absolute
+confidence. No backend is started.
 Modes other than bm25 need the embedding model that built the index; without
 it search falls back to BM25 and says so.
 

@@ -42,7 +42,7 @@ const (
 // Defaults of Options.
 const (
 	DefaultConnectTimeout        = 30 * time.Second
-	DefaultCallTimeout           = 60 * time.Second
+	DefaultCallTimeout           = 55 * time.Second
 	DefaultMaxConcurrentConnects = 8
 	DefaultProbeTimeout          = 3 * time.Second
 	DefaultStopGrace             = 2 * time.Second
@@ -74,8 +74,9 @@ type Options struct {
 	// ConnectTimeout bounds start-up plus MCP handshake plus the first tool
 	// listing (default 30s; a server's connectTimeout overrides it).
 	ConnectTimeout time.Duration
-	// CallTimeout bounds each tool call (default 60s; a server's
-	// callTimeout overrides it).
+	// CallTimeout bounds each tool call (default 55s: under the 60s after
+	// which a client of the TypeScript SDK gives up, so that it reads
+	// toolgate's error, not its own; a server's callTimeout overrides it).
 	CallTimeout time.Duration
 	// MaxConcurrentConnects bounds how many backends connect at once (default 8).
 	MaxConcurrentConnects int

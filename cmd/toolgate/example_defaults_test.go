@@ -62,6 +62,7 @@ func TestExampleReadmeShowsTheDefaults(t *testing.T) {
 	for path, want := range map[string]any{
 		"connectTimeout":              backend.DefaultConnectTimeout,
 		"callTimeout":                 backend.DefaultCallTimeout,
+		"keepAlive":                   backend.DefaultKeepAlive,
 		"maxConcurrentConnects":       backend.DefaultMaxConcurrentConnects,
 		"restart.delays":              durs(backend.DefaultRestartDelays...),
 		"restart.stableAfter":         backend.DefaultStableAfter,

@@ -57,7 +57,7 @@ func (b *backend) keepAliveLoop(r *run, woke <-chan struct{}) {
 		if why := b.ping(r); why != nil {
 			b.log.Warn("remote server did not answer a ping: connecting again", keyErr, why)
 			if t := r.headers(); t != nil {
-				t.dropped.Store(true)
+				t.dropped.Store(true) // a server unreachable: the same
 			}
 			r.broke(b.atURL(why))
 			// Closing the session waits for the calls under way, which
@@ -78,7 +78,15 @@ func (b *backend) ping(r *run) *OwnWords {
 	timeout := b.p.opts.PingTimeout
 	ctx, cancel := context.WithCancelCause(r.ctx)
 	defer cancel(nil)
-	stop := cancelAfterRunning(ctx, cancel, timeout, errPingTimeout)
+	// The run's requests fail at once from the timeout on (dropped): go-sdk
+	// sends the ping's notifications/cancelled, and the session's close
+	// its DELETE, and waits up to 5 s for each over the network gone.
+	stop := cancelAfterRunning(ctx, func(cause error) {
+		if t := r.headers(); t != nil {
+			t.dropped.Store(true)
+		}
+		cancel(cause)
+	}, timeout, errPingTimeout)
 	err := r.sess.Ping(ctx, nil)
 	stop()
 	var werr *jsonrpc.Error

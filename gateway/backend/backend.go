@@ -326,11 +326,25 @@ func (b *backend) setTimeouts(s config.Server) {
 	connect, call := serverTimeouts(s, &b.p.opts)
 	b.connectTimeout.Store(int64(connect))
 	b.callTimeout.Store(int64(call))
-	keepAlive := b.p.opts.KeepAlive
-	if d := s.KeepAlive.Duration; d > 0 {
-		keepAlive = d
+	b.keepAlive.Store(int64(serverKeepAlive(s, &b.p.opts)))
+}
+
+// KeepAlive returns how often a pool built with opts pings remote server
+// s's session while up (0 for a stdio server, which is not pinged).
+func KeepAlive(s config.Server, opts *Options) time.Duration {
+	if s.Type != config.TypeHTTP && s.Type != config.TypeSSE {
+		return 0
 	}
-	b.keepAlive.Store(int64(keepAlive))
+	o := opts.withDefaults()
+	return serverKeepAlive(s, &o)
+}
+
+// serverKeepAlive is the server's keepAlive, else o's (defaults applied).
+func serverKeepAlive(s config.Server, o *Options) time.Duration {
+	if d := s.KeepAlive.Duration; d > 0 {
+		return d
+	}
+	return o.KeepAlive
 }
 
 // Timeouts returns the connect and call timeouts a pool built with opts

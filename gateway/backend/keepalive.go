@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -89,9 +90,8 @@ func (b *backend) ping(r *run) *OwnWords {
 	}, timeout, errPingTimeout)
 	err := r.sess.Ping(ctx, nil)
 	stop()
-	var werr *jsonrpc.Error
 	switch {
-	case err == nil, errors.As(err, &werr):
+	case err == nil:
 		return nil
 	case errors.Is(context.Cause(ctx), errPingTimeout):
 		return &OwnWords{Before: fmt.Sprintf("no answer to a ping within %s: the network to the server dropped the connection without a word "+
@@ -99,8 +99,26 @@ func (b *backend) ping(r *run) *OwnWords {
 	case r.ctx.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed):
 		return nil
 	}
-	if why := unreachable(ownRequestError(err), b.cfg.URL); why != nil {
+	// go-sdk says a request that could not be sent as a JSON-RPC error
+	// ("rejected by transport"), which is no answer of the server's.
+	ue := ownRequestError(err)
+	if why := unreachable(ue, b.cfg.URL); why != nil {
 		return why
+	}
+	// A new connection that could not be made (the network is
+	// unreachable, a host that does not answer the dial: a Wi-Fi gone, a
+	// VPN down) is the network gone too. Not a kept-alive connection the
+	// server closed (EOF; a server's idle timeout, Node's 5 s among them),
+	// which the next request makes anew.
+	var op *net.OpError
+	if ue != nil && errors.As(ue, &op) && op.Op == "dial" {
+		return &OwnWords{Before: "a ping could not reach the server (", Said: quietCause{op.Error(), err},
+			After: "): the network to it is down or changed: connecting again"}
+	}
+	// An answer of the server's, an error too (a server that does not
+	// know "ping"), says the network carries the session.
+	if werr := (*jsonrpc.Error)(nil); ue == nil && errors.As(err, &werr) {
+		return nil
 	}
 	b.log.Debug("ping failed", keyErr, err)
 	return nil

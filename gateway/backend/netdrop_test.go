@@ -5,9 +5,12 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,10 +25,12 @@ import (
 // the connection do: bytes either way vanish, with no RST and no FIN, and
 // a new connection is taken and answered nothing. Restore makes it carry
 // bytes again (connections made meanwhile stay dead, as they would).
+// While refuse is set, a new connection is closed at once.
 type dropRelay struct {
 	ln        net.Listener
 	to        string
 	blackhole atomic.Bool
+	refuse    atomic.Bool
 	mu        sync.Mutex
 	conns     []net.Conn
 	wg        sync.WaitGroup
@@ -55,6 +60,10 @@ func (r *dropRelay) accept() {
 		c, err := r.ln.Accept()
 		if err != nil {
 			return
+		}
+		if r.refuse.Load() {
+			c.Close()
+			continue
 		}
 		r.mu.Lock()
 		r.conns = append(r.conns, c)
@@ -210,17 +219,16 @@ func TestSleptReadsBothClocks(t *testing.T) {
 func TestWakeConnectsAtOnce(t *testing.T) {
 	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal")
 	relay := newDropRelay(t, hs.Listener.Addr().String())
-	relay.blackhole.Store(true)
+	relay.refuse.Store(true)
 	s := hs.Config("remote", nil)
 	s.URL = relay.url(s.URL, hs.Listener.Addr().String())
-	s.ConnectTimeout = config.Duration{Duration: 300 * time.Millisecond}
 	o := keepAliveOptions(&testenv.LogBuffer{})
 	o.RestartDelays = []time.Duration{time.Hour}
 	p := New([]config.Server{s}, o)
 	t.Cleanup(func() { p.Close() })
 	p.StartAsync(context.Background())
 	testenv.Eventually(t, "remote down", func() bool { return statusOf(t, p, "remote").LastErr != "" })
-	relay.blackhole.Store(false)
+	relay.refuse.Store(false)
 	p.wake()
 	testenv.Eventually(t, "remote up at the wake", func() bool { return statusOf(t, p, "remote").State == StateUp })
 }
@@ -248,5 +256,47 @@ func TestWakePingsAtOnce(t *testing.T) {
 	p.wake()
 	testenv.Eventually(t, "remote down at the wake's ping", func() bool {
 		return strings.Contains(statusOf(t, p, "remote").LastErr, "no answer to a ping within 2s")
+	})
+}
+
+// netDownAuth is an Authorizer that adds no token; once down is set, each
+// POST fails as a dial does on a machine whose network is gone
+// (ENETUNREACH: a Wi-Fi left, a VPN down).
+type netDownAuth struct{ down atomic.Bool }
+
+func (a *netDownAuth) Changed(string) <-chan struct{} { return nil }
+
+func (a *netDownAuth) Transport(_, _ string, base http.RoundTripper, _ func(error)) http.RoundTripper {
+	return roundTrip(func(req *http.Request) (*http.Response, error) {
+		if a.down.Load() && req.Method == http.MethodPost {
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ENETUNREACH)}
+		}
+		return base.RoundTrip(req)
+	})
+}
+
+// TestPingFindsNetworkUnreachable: a ping whose request cannot even be
+// sent, the network unreachable, marks the server down with that, as a
+// ping with no answer does; it was taken for alive (only a refused
+// connection or a name that does not resolve was), and the server stayed
+// "up" until the next ping, or a call, found it.
+func TestPingFindsNetworkUnreachable(t *testing.T) {
+	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal")
+	a := &netDownAuth{}
+	logs := &testenv.LogBuffer{}
+	defer func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	}()
+	o := keepAliveOptions(logs)
+	o.RestartDelays = []time.Duration{time.Hour}
+	o.Auth = a
+	p := startPool(t, []config.Server{hs.Config("remote", nil)}, o)
+	testenv.Eventually(t, "remote up", func() bool { return statusOf(t, p, "remote").State == StateUp })
+	a.down.Store(true)
+	testenv.Eventually(t, "remote down: network unreachable", func() bool {
+		st := statusOf(t, p, "remote")
+		return st.State != StateUp && strings.Contains(st.LastErr, "a ping could not reach the server (dial tcp: connect: network is unreachable): the network to it is down or changed: connecting again")
 	})
 }

@@ -343,7 +343,26 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// waitHealthy waits until the gateway whose /healthz is url answers it,
+// then until the gateway serves: /healthz answers from the moment the
+// address is taken, and GET / (no key asked) waits for the gateway and is
+// answered by it (gateway.Starting), so a test's next request meets a
+// gateway that serves, its status socket made.
 func waitHealthy(t *testing.T, url string, within time.Duration) {
+	t.Helper()
+	waitAlive(t, url, within)
+	root := strings.TrimSuffix(url, "/healthz") + "/"
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Get(root)
+	if err != nil {
+		t.Fatalf("GET %s once /healthz answered: %v", root, err)
+	}
+	resp.Body.Close()
+}
+
+// waitAlive waits until url, a gateway's /healthz, answers 200: the
+// process has taken its address, and may still be starting.
+func waitAlive(t *testing.T, url string, within time.Duration) {
 	t.Helper()
 	testenv.EventuallyWithin(t, within, url+" answering 200", func() bool {
 		resp, err := http.Get(url)

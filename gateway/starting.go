@@ -1,0 +1,86 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// Starting is the HTTP front's handler from the moment its address is
+// taken until the gateway serves (Ready). The probes are answered at once:
+// GET /healthz "ok" (the process is alive and serving its address), GET
+// /readyz 503 "not ready: starting: WHY", WHY from its function (the
+// start's step, or how far the first index is). They used
+// to get no answer at all until the gateway was ready, up to 10 s into a
+// cold start (coldStartWait), so a liveness probe with a shorter timeout
+// killed a pod that was only starting.
+//
+// Every other request waits for the gateway's handler and is then served
+// by it, with all its checks (Host, Origin, keys, limits): an MCP client's
+// initialize is answered late rather than refused, which every client SDK
+// takes (none of them retries a POST answered 503, and each waits longer
+// than a start takes). A stop before Ready answers those waiting 503 with
+// Retry-After (StartingRetryAfter) and says so.
+type Starting struct {
+	why   func() string
+	stop  <-chan struct{}
+	h     atomic.Pointer[http.Handler]
+	ready chan struct{}
+	once  sync.Once
+}
+
+// StartingRetryAfter is the Retry-After, in seconds, of the 503 that a
+// request waiting for a start gets when the gateway stops instead: about
+// what a supervisor takes to start it again.
+const StartingRetryAfter = 5
+
+// NewStarting returns the front's handler before the gateway serves: why
+// says what the start does, for /readyz (nil: nothing said), and a request
+// still waiting when stop is closed is answered 503.
+func NewStarting(why func() string, stop <-chan struct{}) *Starting {
+	if why == nil {
+		why = func() string { return "" }
+	}
+	return &Starting{why: why, stop: stop, ready: make(chan struct{})}
+}
+
+// Ready hands the front over to h, the gateway's handler: the requests
+// waiting go to it, and every request after them. Only the first call
+// counts.
+func (s *Starting) Ready(h http.Handler) {
+	s.once.Do(func() {
+		s.h.Store(&h)
+		close(s.ready)
+	})
+}
+
+func (s *Starting) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h := s.h.Load(); h != nil {
+		(*h).ServeHTTP(w, r)
+		return
+	}
+	if probe(r) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if r.URL.Path == "/healthz" {
+			fmt.Fprintln(w, "ok")
+			return
+		}
+		msg := "not ready: starting"
+		if why := s.why(); why != "" {
+			msg += ": " + why
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, msg)
+		return
+	}
+	select {
+	case <-s.ready:
+		(*s.h.Load()).ServeHTTP(w, r)
+	case <-s.stop:
+		w.Header().Set("Retry-After", strconv.Itoa(StartingRetryAfter))
+		http.Error(w, "Service Unavailable: the gateway is stopping before it served this request: retry once it runs again", http.StatusServiceUnavailable)
+	case <-r.Context().Done(): // the client gave up
+	}
+}

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -82,4 +86,70 @@ func TestServeNotifiesSystemd(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("serve stopped with %v, want status 0\n%s", err, logs.String())
 	}
+}
+
+// TestHealthCommand: `toolgate health` is a container's health check
+// without curl (HEALTHCHECK CMD ["toolgate","health","--ready"]): exit 0
+// and the probe's answer when the gateway is alive (--ready: ready), 1
+// with the answer or the failure in one line otherwise, 2 for a bad flag.
+// No key is needed although the gateway has keys; --config gives the
+// address (toolgate.http.addr). There was no such command: `status`
+// needs a key at an address and exits 3 for a server down, which is no
+// reason to restart a container.
+func TestHealthCommand(t *testing.T) {
+	data := t.TempDir()
+	nobody := freeAddr(t)
+	_, stderr, err := runToolgate(t, data, "health", "--addr", nobody)
+	if code := exitCode(err); code != 1 || !strings.Contains(stderr, "no gateway answered at http://"+nobody+"/healthz") {
+		t.Errorf("health with nothing listening: exit %d, %q; want 1 saying no gateway answered", code, stderr)
+	}
+	if _, stderr, err := runToolgate(t, data, "health", "--addr", "nonsense"); exitCode(err) != 2 || !strings.Contains(stderr, `--addr "nonsense": want host:port`) {
+		t.Errorf("health --addr nonsense: exit %d, %q; want 2", exitCode(err), stderr)
+	}
+
+	fake := backendtest.Command(t, backendtest.ModeNormal)
+	gate := filepath.Join(t.TempDir(), "go")
+	addr := freeAddr(t)
+	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"held": heldServer(fake, gate)}, "toolgate": map[string]any{"http": map[string]any{"addr": addr}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, string(b))
+	createKey(t, data, "--name", "ci", "--config", cfg)
+	serve := toolgateCmd(t, data, "serve", "--config", cfg, "--mode", "bm25") // at its toolgate.http.addr
+	serve.Stderr = testLog(t, "toolgate: ")
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = serve.Process.Signal(os.Interrupt); _ = serve.Wait() })
+	waitHealthy(t, "http://"+addr+"/healthz", 2*time.Minute) // serving; the first index waits for the gate
+	out, stderr, err := runToolgate(t, data, "health", "--addr", addr)
+	if err != nil || out != "ok (http://"+addr+"/healthz)\n" {
+		t.Errorf("health of a live gateway: %v, %q %q; want exit 0 and ok", err, out, stderr)
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	_, stderr, err = runToolgate(t, data, "health", "--addr", "0.0.0.0:"+port, "--ready")
+	if code := exitCode(err); code != 1 || !strings.Contains(stderr, "not ready: the gateway is starting its servers to build the tool index") || !strings.Contains(stderr, "503 Service Unavailable from http://127.0.0.1:"+port+"/readyz") {
+		t.Errorf("health --ready while the first index waits: exit %d, %q; want 1 with the reason", code, stderr)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "health --config --ready exits 0 once the index is built", func() bool {
+		out, _, err := runToolgate(t, data, "health", "--config", cfg, "--ready")
+		return err == nil && out == "ready (http://"+addr+"/readyz)\n"
+	})
+}
+
+// exitCode is a command's exit status from its error (0 for nil, -1 when
+// it did not run to an exit).
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
 }

@@ -153,3 +153,56 @@ func exitCode(err error) int {
 	}
 	return -1
 }
+
+// TestServeWritesOnlyItsDataFolder: a container with a read-only root
+// file system (Kubernetes readOnlyRootFilesystem) gives the gateway its
+// data folder alone to write: HOME, the temp folder and the XDG folders
+// are not writable, or not there. So serve --http, through a hybrid
+// search (ONNX Runtime and the tokenizer run), a call and its stop,
+// writes nothing in any of them: each is an empty folder of its own here,
+// and stays empty.
+func TestServeWritesOnlyItsDataFolder(t *testing.T) {
+	elsewhere := t.TempDir()
+	var env []string
+	for _, v := range []string{"HOME", "TMPDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR"} {
+		dir := filepath.Join(elsewhere, v)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, v+"="+dir)
+	}
+	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)
+	addr := freeAddr(t)
+	serve := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--http", addr)
+	serve.Env = append(serve.Env, env...)
+	g := startServe(t, serve, addr)
+	ctx, cs := g.connect(t)
+	indexServed(t, ctx, cs)
+	if out, _ := searchTools(t, ctx, cs, "echo the given text back", 3); out.Mode != "hybrid" {
+		testenv.Missing(t, "search_tools ran in mode %q, not hybrid: a native piece is missing", out.Mode)
+	}
+	if res := callTool(t, ctx, cs, nil, "execute_tool", map[string]any{"name": "fake__echo", "arguments": map[string]any{"text": "hi"}}); res.IsError {
+		t.Fatalf("execute_tool fake__echo: %+v", res.Content)
+	}
+	cs.Close()
+	g.signal(t, syscall.SIGTERM)
+	if code, _ := g.waitExit(t, time.Now()); code != 0 {
+		t.Errorf("serve exited %d after SIGTERM, want 0", code)
+	}
+	var written []string
+	err := filepath.WalkDir(elsewhere, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if rel, _ := filepath.Rel(elsewhere, path); strings.Contains(rel, string(filepath.Separator)) {
+			written = append(written, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(written) > 0 {
+		t.Errorf("serve wrote outside its data folder: %s", strings.Join(written, ", "))
+	}
+}

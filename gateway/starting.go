@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -17,12 +18,16 @@ import (
 // cold start (coldStartWait), so a liveness probe with a shorter timeout
 // killed a pod that was only starting.
 //
-// Every other request waits for the gateway's handler and is then served
-// by it, with all its checks (Host, Origin, keys, limits): an MCP client's
-// initialize is answered late rather than refused, which every client SDK
-// takes (none of them retries a POST answered 503, and each waits longer
-// than a start takes). A stop before Ready answers those waiting 503 with
-// Retry-After (StartingRetryAfter) and says so.
+// An MCP request (/mcp, /profiles/NAME/mcp) waits for the gateway's
+// handler and is then served by it, with all its checks (Host, Origin,
+// keys, limits): a client's initialize is answered late rather than
+// refused, which every client SDK takes (none of them retries a POST
+// answered 503, and each waits longer than a start takes). A stop before
+// Ready answers those waiting 503 with Retry-After (StartingRetryAfter)
+// and says so. Any other route (/status, /metrics, the console) answers
+// 503 at once, with Retry-After and the /readyz text (StartingPrefix…):
+// `toolgate status --addr` said the gateway took the connection but sent
+// no answer, as if it were stuck or out of file descriptors.
 type Starting struct {
 	why   func() string
 	stop  <-chan struct{}
@@ -30,6 +35,10 @@ type Starting struct {
 	ready chan struct{}
 	once  sync.Once
 }
+
+// StartingPrefix begins the answer of every route but the MCP ones while
+// the gateway starts, /readyz's included ("not ready: starting: …").
+const StartingPrefix = "not ready: starting"
 
 // StartingRetryAfter is the Retry-After, in seconds, of the 503 that a
 // request waiting for a start gets when the gateway stops instead: about
@@ -61,16 +70,20 @@ func (s *Starting) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		(*h).ServeHTTP(w, r)
 		return
 	}
-	if probe(r) {
+	if probe(r) && r.URL.Path == "/healthz" {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if r.URL.Path == "/healthz" {
-			fmt.Fprintln(w, "ok")
-			return
-		}
-		msg := "not ready: starting"
+		fmt.Fprintln(w, "ok")
+		return
+	}
+	if !mcpRoute(r.URL.Path) {
+		msg := StartingPrefix
 		if why := s.why(); why != "" {
 			msg += ": " + why
 		}
+		if !probe(r) {
+			w.Header().Set("Retry-After", strconv.Itoa(StartingRetryAfter))
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprintln(w, msg)
 		return
@@ -83,4 +96,15 @@ func (s *Starting) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Service Unavailable: the gateway is stopping before it served this request: retry once it runs again", http.StatusServiceUnavailable)
 	case <-r.Context().Done(): // the client gave up
 	}
+}
+
+// mcpRoute reports whether path is one that serves MCP: /mcp, or a
+// profile's /profiles/NAME/mcp.
+func mcpRoute(path string) bool {
+	name, ok := strings.CutPrefix(path, "/profiles/")
+	if ok {
+		name, ok = strings.CutSuffix(name, "/mcp")
+		return ok && name != "" && !strings.Contains(name, "/")
+	}
+	return path == "/mcp"
 }

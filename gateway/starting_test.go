@@ -9,9 +9,10 @@ import (
 
 // TestStartingFront: from the moment the address is taken, the probes
 // answer (healthz ok, readyz 503 with the start's step) from any address
-// and Host; any other request waits for the gateway's handler and is served
-// by it, checks included, once Ready gives it; a stop before that answers
-// the waiting ones 503 with Retry-After. The front used to answer nothing
+// and Host, and so do the other routes but MCP's (503, Retry-After); an
+// MCP request waits for the gateway's handler and is served by it, checks
+// included, once Ready gives it; a stop before that answers the waiting
+// ones 503 with Retry-After. The front used to answer nothing
 // until the gateway was ready (up to 10 s into a cold start), so a liveness
 // probe with a short timeout killed a pod that was only starting.
 func TestStartingFront(t *testing.T) {
@@ -38,15 +39,28 @@ func TestStartingFront(t *testing.T) {
 		t.Errorf("GET /readyz while starting: %d %q, want 503 naming the step", rec.Code, rec.Body)
 	}
 
+	// Another route answers at once, saying so.
+	for _, path := range []string{"/status", "/metrics", "/ui/", "/profiles/a/b/mcp"} {
+		rec := serve(request("GET", path))
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "5" || rec.Body.String() != "not ready: starting: opening the tool index of the last run\n" {
+			t.Errorf("GET %s while starting: %d %v %q, want 503 with Retry-After naming the step", path, rec.Code, rec.Header(), rec.Body)
+		}
+	}
+
 	// An MCP request waits, and is served by the gateway's handler.
 	answered := make(chan *httptest.ResponseRecorder)
 	go func() { answered <- serve(request("POST", "/mcp")) }()
+	profiled := make(chan *httptest.ResponseRecorder)
+	go func() { profiled <- serve(request("POST", "/profiles/ops/mcp")) }()
 	gw := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "gateway: "+r.Method+" "+r.URL.Path, http.StatusTeapot)
 	})
 	s.Ready(gw)
 	if rec := <-answered; rec.Code != http.StatusTeapot || !strings.Contains(rec.Body.String(), "gateway: POST /mcp") {
 		t.Errorf("POST /mcp sent while starting: %d %q, want the gateway's answer once ready", rec.Code, rec.Body)
+	}
+	if rec := <-profiled; rec.Code != http.StatusTeapot || !strings.Contains(rec.Body.String(), "gateway: POST /profiles/ops/mcp") {
+		t.Errorf("POST /profiles/ops/mcp sent while starting: %d %q, want the gateway's answer once ready", rec.Code, rec.Body)
 	}
 	// Once ready, everything is the gateway's, the probes included.
 	if rec := serve(request("GET", "/readyz")); rec.Code != http.StatusTeapot {

@@ -345,19 +345,23 @@ func freeAddr(t *testing.T) string {
 
 // waitHealthy waits until the gateway whose /healthz is url answers it,
 // then until the gateway serves: /healthz answers from the moment the
-// address is taken, and GET / (no key asked) waits for the gateway and is
-// answered by it (gateway.Starting), so a test's next request meets a
-// gateway that serves, its status socket made.
+// address is taken, and GET / (no key asked) answers "not ready:
+// starting" until the gateway does (gateway.Starting), so a test's next
+// request meets a gateway that serves, its status socket made.
 func waitHealthy(t *testing.T, url string, within time.Duration) {
 	t.Helper()
 	waitAlive(t, url, within)
 	root := strings.TrimSuffix(url, "/healthz") + "/"
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noRedirect.Get(root)
-	if err != nil {
-		t.Fatalf("GET %s once /healthz answered: %v", root, err)
-	}
-	resp.Body.Close()
+	testenv.EventuallyWithin(t, within, "GET "+root+" answered by the gateway, not its start", func() bool {
+		resp, err := noRedirect.Get(root)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return !strings.HasPrefix(string(b), gateway.StartingPrefix)
+	})
 }
 
 // waitAlive waits until url, a gateway's /healthz, answers 200: the

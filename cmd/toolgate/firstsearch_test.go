@@ -192,7 +192,8 @@ func TestColdStartAnswersWhileBuilding(t *testing.T) {
 // the gateway serves), then, once it serves, that the first index of the
 // cold start is being built (here a backend held until the test says so),
 // and 200 once it is served. An MCP client that connects meanwhile is
-// answered once the gateway serves, not refused. The probes used to get no
+// answered once the gateway serves, not refused; /status answers 503
+// "not ready: starting: …" until then, which `toolgate status` says. The probes used to get no
 // answer until the gateway served, up to 10 s into a cold start
 // (coldStartWait): a liveness probe with a shorter timeout killed the pod.
 func TestReadyzDuringColdStart(t *testing.T) {
@@ -224,6 +225,12 @@ func TestReadyzDuringColdStart(t *testing.T) {
 	}
 	if code, body := probe("/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("GET /healthz while starting: %d %q, want 200 ok", code, body)
+	}
+	// The other routes say so at once: `toolgate status --addr` said the
+	// gateway took the connection and sent no answer, as if stuck.
+	_, stderr, err := runToolgate(t, data, "status", "--addr", addr)
+	if code := exitCode(err); code != degradedExit || !strings.Contains(stderr, "answered 503 Service Unavailable: the gateway is starting (not ready: starting: ") {
+		t.Errorf("toolgate status --addr while the gateway starts: exit %d, %q; want %d saying it starts", code, stderr, degradedExit)
 	}
 	// The client's initialize waits for the gateway; answered, it serves.
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout)

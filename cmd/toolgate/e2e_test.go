@@ -352,16 +352,22 @@ func waitHealthy(t *testing.T, url string, within time.Duration) {
 	t.Helper()
 	waitAlive(t, url, within)
 	root := strings.TrimSuffix(url, "/healthz") + "/"
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	testenv.EventuallyWithin(t, within, "GET "+root+" answered by the gateway, not its start", func() bool {
-		resp, err := noRedirect.Get(root)
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return !strings.HasPrefix(string(b), gateway.StartingPrefix)
+		return serving(http.DefaultClient, root)
 	})
+}
+
+// serving reports whether GET root, a gateway's front, is answered by the
+// gateway rather than by its start (gateway.Starting: "not ready:
+// starting").
+func serving(c *http.Client, root string) bool {
+	resp, err := c.Get(root)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return !strings.HasPrefix(string(b), gateway.StartingPrefix)
 }
 
 // waitAlive waits until url, a gateway's /healthz, answers 200: the

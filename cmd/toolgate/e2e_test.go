@@ -343,7 +343,36 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// waitHealthy waits until the gateway whose /healthz is url answers it,
+// then until the gateway serves: /healthz answers from the moment the
+// address is taken, and GET / (no key asked) answers "not ready:
+// starting" until the gateway does (gateway.Starting), so a test's next
+// request meets a gateway that serves, its status socket made.
 func waitHealthy(t *testing.T, url string, within time.Duration) {
+	t.Helper()
+	waitAlive(t, url, within)
+	root := strings.TrimSuffix(url, "/healthz") + "/"
+	testenv.EventuallyWithin(t, within, "GET "+root+" answered by the gateway, not its start", func() bool {
+		return serving(http.DefaultClient, root)
+	})
+}
+
+// serving reports whether GET root, a gateway's front, is answered by the
+// gateway rather than by its start (gateway.Starting: "not ready:
+// starting").
+func serving(c *http.Client, root string) bool {
+	resp, err := c.Get(root)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return !strings.HasPrefix(string(b), gateway.StartingPrefix)
+}
+
+// waitAlive waits until url, a gateway's /healthz, answers 200: the
+// process has taken its address, and may still be starting.
+func waitAlive(t *testing.T, url string, within time.Duration) {
 	t.Helper()
 	testenv.EventuallyWithin(t, within, url+" answering 200", func() bool {
 		resp, err := http.Get(url)

@@ -185,13 +185,17 @@ func TestColdStartAnswersWhileBuilding(t *testing.T) {
 	}
 }
 
-// TestReadyzDuringColdStart: an orchestrator's readiness probe (GET
-// /readyz, no key though the gateway has keys) answers 503 with why while
-// the first index of a cold start is built (here a backend held until the
-// test says so), and 200 once it is served; /healthz answers 200
-// throughout (the process is alive). There was no readiness answer: the
-// probe had /healthz, which is ok from the first request on, and /status,
-// which needs a key.
+// TestReadyzDuringColdStart: an orchestrator's probes (GET /healthz and
+// /readyz, no key though the gateway has keys) answer from the moment the
+// address is taken: /healthz 200 throughout (the process is alive), /readyz
+// 503 with why, first the start's step ("not ready: starting: …", before
+// the gateway serves), then, once it serves, that the first index of the
+// cold start is being built (here a backend held until the test says so),
+// and 200 once it is served. An MCP client that connects meanwhile is
+// answered once the gateway serves, not refused; /status answers 503
+// "not ready: starting: …" until then, which `toolgate status` says. The probes used to get no
+// answer until the gateway served, up to 10 s into a cold start
+// (coldStartWait): a liveness probe with a shorter timeout killed the pod.
 func TestReadyzDuringColdStart(t *testing.T) {
 	fake := backendtest.Command(t, backendtest.ModeNormal)
 	gate := filepath.Join(t.TempDir(), "go")
@@ -201,12 +205,38 @@ func TestReadyzDuringColdStart(t *testing.T) {
 	}
 	cfg := writeConfig(t, string(b))
 	data := t.TempDir()
-	createKey(t, data, "--name", "ci", "--config", cfg)
-	addr, _ := startGateway(t, data, cfg) // answers once the cold start's wait is over
+	key := createKey(t, data, "--name", "ci", "--config", cfg)
+	addr := freeAddr(t)
+	serve := toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr, "--mode", "bm25")
+	serve.Stderr = testLog(t, "toolgate: ")
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = serve.Process.Signal(os.Interrupt); _ = serve.Wait() })
+	waitAlive(t, "http://"+addr+"/healthz", 2*time.Minute)
 	probe := func(path string) (int, string) {
 		t.Helper()
 		resp, body := getBody(t, "http://"+addr+path, "")
 		return resp.StatusCode, body
+	}
+	// Within the start (coldStartWait, 10 s, with the backend held).
+	if code, body := probe("/readyz"); code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "not ready: starting: ") {
+		t.Errorf("GET /readyz as soon as /healthz answers: %d %q, want 503 not ready: starting: …", code, body)
+	}
+	if code, body := probe("/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("GET /healthz while starting: %d %q, want 200 ok", code, body)
+	}
+	// The other routes say so at once: `toolgate status --addr` said the
+	// gateway took the connection and sent no answer, as if stuck.
+	_, stderr, err := runToolgate(t, data, "status", "--addr", addr)
+	if code := exitCode(err); code != degradedExit || !strings.Contains(stderr, "answered 503 Service Unavailable: the gateway is starting (not ready: starting: ") {
+		t.Errorf("toolgate status --addr while the gateway starts: exit %d, %q; want %d saying it starts", code, stderr, degradedExit)
+	}
+	// The client's initialize waits for the gateway; answered, it serves.
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout)
+	defer cancel()
+	if _, err := connectKey(ctx, t, addr, "/mcp", key, "k8s-test"); err != nil {
+		t.Fatalf("an MCP client connecting while the gateway starts: %v, want it answered once it serves", err)
 	}
 	if code, body := probe("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not ready: the gateway is starting its servers to build the tool index") {
 		t.Errorf("GET /readyz while the backend is held: %d %q, want 503 saying the index is being built", code, body)

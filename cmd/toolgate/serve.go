@@ -279,6 +279,9 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 	defer sec.Close() // last: the gateway has stopped writing to the audit log
 	var ln net.Listener
+	var hf *httpFront      // the HTTP front, served from the moment ln is taken
+	stage := &startStage{} // what the start does, for GET /readyz
+	stage.set("opening the data folder")
 	var stdin *linerpc.Watched
 	var frontCert *tlsfiles.ServerCert // toolgate.http.tls: the front serves HTTPS
 	if f.http != "" {
@@ -297,6 +300,10 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 			return err
 		}
 		defer ln.Close()
+		// Served at once: the probes answer while the gateway starts, and
+		// the other requests wait for it (gateway.Starting).
+		hf = startFront(ctx, ln, frontCert, log, stage.why)
+		defer hf.stop()
 	} else {
 		// A stdio client that closes stdin while the gateway starts (a
 		// cold start waits for every backend) stops it as a signal does,
@@ -349,6 +356,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	// every core: a search embeds one short query, as fast as with two.
 	// It loads in the background while the index opens and the client's
 	// handshake is answered; the first search waits for it.
+	stage.set("opening the embedding cache")
 	emb, embCloser, embErr := g.openEmbedder(ctx, func(o *embed.Options) {
 		o.Sessions, o.Background = 1, true
 	})
@@ -366,6 +374,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	var usage search.Usage
 	var learner gateway.Learner
 	var indexed func([]catalog.Tool)
+	stage.set("opening the learned pairs")
 	learning := g.openLearning(cfg, health)
 	if learning != nil {
 		defer g.stop.Close("learned pairs", learning.Close)
@@ -387,6 +396,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	if addrFromConfig {
 		addrCheck = func(addr string) error { return canListen(addr, ln, f.allowRemote, g.remoteReady(cfg)) }
 	}
+	stage.set("opening the tool index of the last run")
 	lv := live.New(index.Dir(g.DataDir()), cfg, &live.Options{
 		ColdWait:        coldStartWait,
 		ColdFailed:      func(err error) { coldErr.Store(&err); stopCold(err) },
@@ -480,10 +490,13 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	sock := local.Serve(g.DataDir(), routes, &local.Options{Logger: log, Refuse: health.Replaced})
 	defer g.stop.Close("status socket", sock.Close)
 	warm := lv.Warm()
+	stage.set("starting its servers")
+	stage.lv.Store(lv) // a cold start's first index: how far it is
 	err = lv.Run(ctx, pool)
 	defer g.stop.Close("runtime loop", lv.Close) // before the pool: the loop stops using it first
 	defer g.stop.Begin()                         // whatever ended serving, the stop is bounded
 	if err != nil {
+		hf.stop() // first, as when serving: the requests waiting are answered
 		if ctx.Err() != nil {
 			return nil // stopped while starting: a stop, not a failure
 		}
@@ -491,7 +504,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 
 	err = (&front{cfg: cfg, flags: f, serveCommand: f.serveCommand(g), log: log, start: start, pool: pool, lv: lv, emb: emb,
-		learner: learner, sec: sec, health: health, tracing: tracing, ln: ln, cert: frontCert, stdin: stdin, warm: warm,
+		learner: learner, sec: sec, health: health, tracing: tracing, ln: ln, http: hf, cert: frontCert, stdin: stdin, warm: warm,
 		firstSearch: firstSearch, status: status, statusOpts: sopts, proc: proc, ranking: ranking}).serve(ctx)
 	if p := coldErr.Load(); p != nil {
 		return *p

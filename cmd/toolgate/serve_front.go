@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -49,6 +50,7 @@ type front struct {
 	health       *storage.Health
 	tracing      *telemetry.Tracing
 	ln           net.Listener         // nil: stdio
+	http         *httpFront           // serving ln since it was taken
 	cert         *tlsfiles.ServerCert // the front serves HTTPS with it (nil: HTTP)
 	stdin        *linerpc.Watched     // stdio: stdin, watched since the start
 	warm         bool                 // started from the last run's catalog
@@ -178,22 +180,98 @@ func (fr *front) serve(ctx context.Context) error {
 			cancel()
 		})
 	}
-	var tc *tls.Config
 	scheme := "http"
 	if fr.cert != nil {
-		tc = fr.cert.Config()
 		scheme = "https"
 	}
-	// A systemd unit of Type=notify: ready once the front answers (the
-	// address is taken; connections wait in its backlog until Serve
-	// accepts them), stopping when a stop begins.
+	// A systemd unit of Type=notify: ready once the front serves the
+	// gateway (until now it answered the probes, and the other requests
+	// waited in gateway.Starting), stopping when a stop begins.
 	status := fmt.Sprintf("serving %d servers, %d tools at %s://%s/mcp", len(fr.cfg.Servers()), fr.lv.Stats().CatalogTools, scheme, fr.ln.Addr())
 	if err := fr.lv.Building(); err != nil {
 		status += "; " + err.Error()
 	}
+	fr.http.ready(h, gw.StopCalls)
 	notifySystemd(fr.log, daemon.SdNotifyReady+"\nSTATUS="+status)
 	defer context.AfterFunc(ctx, func() { notifySystemd(fr.log, daemon.SdNotifyStopping) })()
-	return gateway.Serve(ctx, fr.ln, h, tc, fr.log, gw.StopCalls)
+	defer context.AfterFunc(ctx, func() { fr.http.cancel() })()
+	return fr.http.wait()
+}
+
+// httpFront is the HTTP front, served from the moment its address is
+// taken (gateway.Starting answers the probes and holds the rest) until
+// the gateway hands it its handler (ready) and then until it stops.
+type httpFront struct {
+	starting *gateway.Starting
+	cut      atomic.Pointer[func()] // Gateway.StopCalls, once serving
+	cancel   context.CancelFunc     // begins its stop
+	done     chan struct{}          // closed once gateway.Serve returned
+	err      error                  // what it returned
+}
+
+// startFront serves ln (over TLS with cert) until ctx ends or stop: the
+// probes at once, GET /readyz saying why not ready yet, and every other
+// request once ready gives the gateway's handler.
+func startFront(ctx context.Context, ln net.Listener, cert *tlsfiles.ServerCert, log *slog.Logger, why func() string) *httpFront {
+	ctx, cancel := context.WithCancel(ctx)
+	hf := &httpFront{cancel: cancel, done: make(chan struct{})}
+	hf.starting = gateway.NewStarting(why, ctx.Done())
+	var tc *tls.Config
+	if cert != nil {
+		tc = cert.Config()
+	}
+	go func() {
+		defer close(hf.done)
+		hf.err = gateway.Serve(ctx, ln, hf.starting, tc, log, func() {
+			if cut := hf.cut.Load(); cut != nil {
+				(*cut)()
+			}
+		})
+	}()
+	return hf
+}
+
+// ready hands the front to h, the gateway's handler; cut ends the calls
+// still running when a stop's grace is over.
+func (hf *httpFront) ready(h http.Handler, cut func()) {
+	hf.cut.Store(&cut)
+	hf.starting.Ready(h)
+}
+
+// wait returns once the front has stopped, with gateway.Serve's error.
+func (hf *httpFront) wait() error {
+	<-hf.done
+	return hf.err
+}
+
+// stop stops the front and waits for it; nil (stdio) does nothing.
+func (hf *httpFront) stop() {
+	if hf != nil {
+		hf.cancel()
+		<-hf.done
+	}
+}
+
+// startStage is what serve's start does now, for GET /readyz before the
+// gateway serves: the step, then how far a cold start's first index is.
+type startStage struct {
+	what atomic.Pointer[string]
+	lv   atomic.Pointer[live.Loop]
+}
+
+func (s *startStage) set(what string) { s.what.Store(&what) }
+
+func (s *startStage) why() string {
+	if lv := s.lv.Load(); lv != nil {
+		var b *live.BuildingError
+		if errors.As(lv.Building(), &b) {
+			if b.Total == 0 {
+				return "starting its servers to build the first tool index"
+			}
+			return fmt.Sprintf("building the first tool index (%d of %d tools embedded)", b.Tools, b.Total)
+		}
+	}
+	return *s.what.Load()
 }
 
 // notifySystemd tells systemd (a unit of Type=notify, which sets

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -81,5 +85,124 @@ func TestServeNotifiesSystemd(t *testing.T) {
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("serve stopped with %v, want status 0\n%s", err, logs.String())
+	}
+}
+
+// TestHealthCommand: `toolgate health` is a container's health check
+// without curl (HEALTHCHECK CMD ["toolgate","health","--ready"]): exit 0
+// and the probe's answer when the gateway is alive (--ready: ready), 1
+// with the answer or the failure in one line otherwise, 2 for a bad flag.
+// No key is needed although the gateway has keys; --config gives the
+// address (toolgate.http.addr). There was no such command: `status`
+// needs a key at an address and exits 3 for a server down, which is no
+// reason to restart a container.
+func TestHealthCommand(t *testing.T) {
+	data := t.TempDir()
+	nobody := freeAddr(t)
+	_, stderr, err := runToolgate(t, data, "health", "--addr", nobody)
+	if code := exitCode(err); code != 1 || !strings.Contains(stderr, "no gateway answered at http://"+nobody+"/healthz") {
+		t.Errorf("health with nothing listening: exit %d, %q; want 1 saying no gateway answered", code, stderr)
+	}
+	if _, stderr, err := runToolgate(t, data, "health", "--addr", "nonsense"); exitCode(err) != 2 || !strings.Contains(stderr, `--addr "nonsense": want host:port`) {
+		t.Errorf("health --addr nonsense: exit %d, %q; want 2", exitCode(err), stderr)
+	}
+
+	fake := backendtest.Command(t, backendtest.ModeNormal)
+	gate := filepath.Join(t.TempDir(), "go")
+	addr := freeAddr(t)
+	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"held": heldServer(fake, gate)}, "toolgate": map[string]any{"http": map[string]any{"addr": addr}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, string(b))
+	createKey(t, data, "--name", "ci", "--config", cfg)
+	serve := toolgateCmd(t, data, "serve", "--config", cfg, "--mode", "bm25") // at its toolgate.http.addr
+	serve.Stderr = testLog(t, "toolgate: ")
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = serve.Process.Signal(os.Interrupt); _ = serve.Wait() })
+	waitHealthy(t, "http://"+addr+"/healthz", 2*time.Minute) // serving; the first index waits for the gate
+	out, stderr, err := runToolgate(t, data, "health", "--addr", addr)
+	if err != nil || out != "ok (http://"+addr+"/healthz)\n" {
+		t.Errorf("health of a live gateway: %v, %q %q; want exit 0 and ok", err, out, stderr)
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	_, stderr, err = runToolgate(t, data, "health", "--addr", "0.0.0.0:"+port, "--ready")
+	if code := exitCode(err); code != 1 || !strings.Contains(stderr, "not ready: the gateway is starting its servers to build the tool index") || !strings.Contains(stderr, "503 Service Unavailable from http://127.0.0.1:"+port+"/readyz") {
+		t.Errorf("health --ready while the first index waits: exit %d, %q; want 1 with the reason", code, stderr)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "health --config --ready exits 0 once the index is built", func() bool {
+		out, _, err := runToolgate(t, data, "health", "--config", cfg, "--ready")
+		return err == nil && out == "ready (http://"+addr+"/readyz)\n"
+	})
+}
+
+// exitCode is a command's exit status from its error (0 for nil, -1 when
+// it did not run to an exit).
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// TestServeWritesOnlyItsDataFolder: a container with a read-only root
+// file system (Kubernetes readOnlyRootFilesystem) gives the gateway its
+// data folder alone to write: HOME, the temp folder and the XDG folders
+// are not writable, or not there. So serve --http, through a hybrid
+// search (ONNX Runtime and the tokenizer run), a call and its stop,
+// writes nothing in any of them: each is an empty folder of its own here,
+// and stays empty.
+func TestServeWritesOnlyItsDataFolder(t *testing.T) {
+	elsewhere := t.TempDir()
+	var env []string
+	for _, v := range []string{"HOME", "TMPDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR"} {
+		dir := filepath.Join(elsewhere, v)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, v+"="+dir)
+	}
+	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)
+	addr := freeAddr(t)
+	serve := toolgateCmd(t, t.TempDir(), "serve", "--config", cfg, "--http", addr)
+	serve.Env = append(serve.Env, env...)
+	g := startServe(t, serve, addr)
+	ctx, cs := g.connect(t)
+	indexServed(t, ctx, cs)
+	if out, _ := searchTools(t, ctx, cs, "echo the given text back", 3); out.Mode != "hybrid" {
+		testenv.Missing(t, "search_tools ran in mode %q, not hybrid: a native piece is missing", out.Mode)
+	}
+	if res := callTool(t, ctx, cs, nil, "execute_tool", map[string]any{"name": "fake__echo", "arguments": map[string]any{"text": "hi"}}); res.IsError {
+		t.Fatalf("execute_tool fake__echo: %+v", res.Content)
+	}
+	cs.Close()
+	g.signal(t, syscall.SIGTERM)
+	if code, _ := g.waitExit(t, time.Now()); code != 0 {
+		t.Errorf("serve exited %d after SIGTERM, want 0", code)
+	}
+	var written []string
+	err := filepath.WalkDir(elsewhere, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if rel, _ := filepath.Rel(elsewhere, path); strings.Contains(rel, string(filepath.Separator)) {
+			written = append(written, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(written) > 0 {
+		t.Errorf("serve wrote outside its data folder: %s", strings.Join(written, ", "))
 	}
 }

@@ -264,6 +264,11 @@ func readStatus(resp *http.Response, u string) ([]byte, gateway.StatusReport, er
 		return nil, rep, exitError{fmt.Errorf("%s answered %s: the gateway runs but cannot read its API keys, so it refuses every request; "+
 			"its log says why (a key file that does not parse, or a data folder it can no longer read): fix that and it lets requests in again at once", u, resp.Status), degradedExit}
 	}
+	if resp.StatusCode == http.StatusServiceUnavailable && strings.HasPrefix(string(body), gateway.StartingPrefix) {
+		// The front answers from the moment its address is taken; the
+		// report, once the gateway serves (within 10 s of its start).
+		return nil, rep, exitError{fmt.Errorf("%s answered %s: the gateway is starting (%s): ask again in a few seconds", u, resp.Status, oneLineBody(body)), degradedExit}
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, rep, fmt.Errorf("%s answered %s: %s\n(is it a toolgate gateway serving /status? check --addr)", u, resp.Status, oneLineBody(body))
 	}

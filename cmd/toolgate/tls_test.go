@@ -147,14 +147,7 @@ func TestHTTPSFront(t *testing.T) {
 
 	// A remote client: the CA trusted, the certificate's name asked for.
 	remote := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), ServerName: "gw.example"}}}
-	testenv.Eventually(t, "the front answers over HTTPS", func() bool {
-		resp, err := remote.Get("https://" + addr + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	testenv.Eventually(t, "the gateway serves over HTTPS", func() bool { return serving(remote, "https://"+addr+"/") })
 	// The certificate's names pass the Host check as allowedHosts do; other
 	// names do not (DNS rebinding). (/status: the probes, /healthz and
 	// /readyz, answer any Host.)

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -128,12 +129,19 @@ func fileLeaf(path string) (*x509.Certificate, error) {
 }
 
 // Exposed says what to do when the private key file at path can be read
-// by every user of this machine (its mode lets others read it), else "".
+// by every user of this machine (its mode lets others read it), else "";
+// in a Kubernetes Secret volume, where chmod cannot change it, the
+// volume's defaultMode.
 // A group that may read it (ssl-cert) is a choice, and passes.
 func Exposed(path string) string {
 	fi, err := os.Stat(path)
 	if err != nil || fi.Mode().Perm()&0o004 == 0 {
 		return ""
+	}
+	if _, err := os.Lstat(filepath.Join(filepath.Dir(path), "..data")); err == nil {
+		// Kubernetes' atomic writer: a Secret (or projected) volume,
+		// read-only, whose files take the volume's defaultMode (0644).
+		return fmt.Sprintf("every user of this machine can read it (mode %04o): it is in a Kubernetes Secret volume, read-only, whose files take the volume's mode: give the volume defaultMode: 0440 and the pod a securityContext.fsGroup (0400 for a container that runs as root)", fi.Mode().Perm())
 	}
 	return fmt.Sprintf("every user of this machine can read it (mode %04o): chmod 600 %s (or 640 and a group that needs it)", fi.Mode().Perm(), path)
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -269,6 +270,27 @@ func TestExposed(t *testing.T) {
 	}
 	if got := tlsfiles.Exposed(key + ".gone"); got != "" {
 		t.Errorf("no file: %q, want nothing (the load says it)", got)
+	}
+	// A Kubernetes Secret volume (cert-manager's): tls.key -> ..data/tls.key,
+	// read-only, 0644 unless the volume's defaultMode says otherwise. chmod
+	// cannot change it there.
+	vol := t.TempDir()
+	stamp := filepath.Join(vol, "..2026_12_06_17_40_00.123")
+	if err := os.Mkdir(stamp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tlstest.Write(t, stamp, "tls.key", []byte("key"))
+	if err := os.Chmod(filepath.Join(stamp, "tls.key"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Base(stamp), filepath.Join(vol, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("..data", "tls.key"), filepath.Join(vol, "tls.key")); err != nil {
+		t.Fatal(err)
+	}
+	if got := tlsfiles.Exposed(filepath.Join(vol, "tls.key")); !strings.Contains(got, "(mode 0644): it is in a Kubernetes Secret volume") || !strings.Contains(got, "defaultMode: 0440") || strings.Contains(got, "chmod") {
+		t.Errorf("a key in a Secret volume: %q, want the volume's defaultMode, not chmod", got)
 	}
 }
 

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolgate/toolgate/gateway/config"
+)
+
+func init() { register(newHealthCmd) }
+
+type healthFlags struct {
+	addr    string
+	config  string
+	ca      string
+	ready   bool
+	timeout time.Duration
+}
+
+func newHealthCmd(*globals) *cobra.Command {
+	var f healthFlags
+	cmd := &cobra.Command{
+		Use:   "health [--addr 127.0.0.1:8931] [--ready] [--ca FILE]",
+		Short: "Ask a gateway's HTTP front whether it is alive (or ready): a health check for a container without curl",
+		Long: `Ask the HTTP front of a gateway (toolgate serve --http) its liveness probe,
+GET /healthz, or with --ready its readiness probe, GET /readyz, and print its
+answer in one line: what a container's health check runs where there is no
+curl or wget (a distroless image):
+
+  HEALTHCHECK CMD ["toolgate", "health", "--ready"]
+
+The address is --addr, else the toolgate.http.addr of --config (whose
+certificate is trusted exactly when it serves HTTPS), else ` + defaultStatusAddr + `;
+a wildcard host (0.0.0.0:8931, the address a container serves) is asked at
+127.0.0.1. No API key is needed: the probes answer without one.
+
+Exit status: 0 when the gateway answers ok (with --ready: ready), 1 when it
+answers otherwise (not ready: starting, or its first index being built) or
+does not answer within --timeout; 2 for bad flags.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runHealth(cmd.Context(), cmd.OutOrStdout(), f)
+		},
+	}
+	cmd.Flags().StringVar(&f.addr, "addr", "", "gateway address host:port or URL (default: --config's toolgate.http.addr, else "+defaultStatusAddr+")")
+	configFlag(cmd, &f.config)
+	cmd.Flags().StringVar(&f.ca, "ca", "", caFlag)
+	cmd.Flags().BoolVar(&f.ready, "ready", false, "ask GET /readyz (ready to serve) instead of GET /healthz (alive)")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 5*time.Second, "how long to wait for the answer")
+	return cmd
+}
+
+func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
+	if err := checkCA(f.ca); err != nil {
+		return err
+	}
+	if f.timeout <= 0 {
+		return usageError{fmt.Errorf("--timeout %s: want a duration above 0, e.g. 5s", f.timeout)}
+	}
+	front := frontTarget{addr: f.addr}
+	if front.addr == "" && f.config != "" {
+		cfg, err := config.Load(f.config)
+		if err != nil {
+			return err
+		}
+		front = configFront(cfg)
+	}
+	front.addr, front.ca = cmp.Or(front.addr, defaultStatusAddr), f.ca
+	u, err := front.url()
+	if err != nil {
+		return usageError{err}
+	}
+	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/mcp") + "/healthz"
+	if f.ready {
+		u.Path = strings.TrimSuffix(u.Path, "/healthz") + "/readyz"
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return usageError{err}
+	}
+	resp, err := front.client().Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("no answer from %s within %s (--timeout)", u, f.timeout)
+		}
+		if fix := gatewayTLSFix(err, front.ca); fix != "" {
+			return fmt.Errorf("the gateway at %s: %w\nfix: %s", u, unwrapURLError(err), fix)
+		}
+		return fmt.Errorf("no gateway answered at %s: %w", u, unwrapURLError(err))
+	}
+	defer resp.Body.Close()
+	if err := httpsOnly(resp, u.String()); err != nil {
+		return usageError{err}
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	line := oneLineBody(body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s (%s from %s)", line, resp.Status, u)
+	}
+	_, err = fmt.Fprintf(w, "%s (%s)\n", line, u)
+	return err
+}

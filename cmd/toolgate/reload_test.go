@@ -433,3 +433,60 @@ func TestRestartOnlySettingsListed(t *testing.T) {
 		t.Errorf("README lists %v as taking effect on restart, want %v", got, want)
 	}
 }
+
+// TestReloadApprovedTools: a reload that changes
+// toolgate.security.approvedTools applies them at once, as `toolgate search
+// -c FILE` reads them (it said they took effect on restart): a tool the new
+// glob approves leaves quarantine and is found and run; the glob removed,
+// the scan holds it again. The log and lastReload say what changed.
+func TestReloadApprovedTools(t *testing.T) {
+	cfg := fakeConfig(t, map[string]string{"poison": backendtest.ModePoisoned}, nil)
+	data := t.TempDir()
+	addr, logs := startGateway(t, data, cfg)
+	indexServedHTTP(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := connectKey(ctx, t, addr, "/mcp", "", "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := func() bool {
+		out, _ := searchTools(t, ctx, cs, "save a note for later", 10)
+		return slices.Contains(toolNames(out), "poison__notes")
+	}
+	held := func() []string { return getStatus(t, addr).Security.Quarantined }
+	testenv.Eventually(t, "poison__notes quarantined", func() bool { return slices.Contains(held(), "poison__notes") })
+	if found() {
+		t.Fatal("the quarantined poison__notes is in search_tools")
+	}
+
+	withSettings(t, cfg, map[string]any{"security": map[string]any{"approvedTools": []string{"poison__n*"}}})
+	rep := waitStatus(t, addr, "reload 1", func(s live.Stats) bool { return s.ReloadGeneration >= 1 })
+	if r := rep.LastReload; !slices.Contains(r.Applied, "toolgate.security.approvedTools") || len(r.RestartOnly) > 0 {
+		t.Errorf("lastReload: applied %v, restartOnly %v; want toolgate.security.approvedTools applied", r.Applied, r.RestartOnly)
+	}
+	if got := rep.Security.Quarantined; !slices.Equal(got, []string{"poison__translate"}) {
+		t.Errorf("quarantined after approving poison__n*: %v", got)
+	}
+	if !found() {
+		t.Error("poison__notes, approved by the reload, is not in search_tools")
+	}
+	if res := executeTool(t, ctx, cs, "poison__notes", map[string]any{"text": "x"}); res.IsError {
+		t.Errorf("poison__notes, approved by the reload: %s", resultText(res))
+	}
+	if !strings.Contains(logs.String(), `msg="approved tools applied"`) || !strings.Contains(logs.String(), "released=[poison__notes]") {
+		t.Errorf("the log does not say what the reload released:\n%s", logs)
+	}
+
+	withSettings(t, cfg, map[string]any{"security": map[string]any{}})
+	rep = waitStatus(t, addr, "reload 2", func(s live.Stats) bool { return s.ReloadGeneration >= 2 })
+	if got := rep.Security.Quarantined; !slices.Equal(got, []string{"poison__notes", "poison__translate"}) {
+		t.Errorf("quarantined after the glob was removed: %v", got)
+	}
+	if found() {
+		t.Error("poison__notes, no longer approved, is in search_tools")
+	}
+	if !strings.Contains(logs.String(), "quarantined=[poison__notes]") {
+		t.Errorf("the log does not say what the reload held again:\n%s", logs)
+	}
+}

@@ -173,6 +173,9 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 	if l.opts.SearchFrom != nil {
 		hot = append(hot, "toolgate.search")
 	}
+	if l.opts.Approve != nil {
+		hot = append(hot, approvedToolsSetting)
+	}
 	now, later := settingChanges(l.effective(was), l.effective(cfg.Toolgate), hot)
 	if slices.Contains(now, "toolgate.search") {
 		if eng := l.eng.Load(); eng != nil {
@@ -181,6 +184,11 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 			l.log.Info("search settings applied", "file", file, "mode", o.Mode, "keyword_weight", o.KeywordWeight, "vector_weight", o.VectorWeight,
 				"min_confidence", o.MinConfidence, "step_weight", o.StepWeight)
 		}
+	}
+	if slices.Contains(now, approvedToolsSetting) {
+		globs := cfg.Toolgate.Security.ApprovedTools
+		released, held := l.opts.Approve(globs)
+		l.log.Info("approved tools applied", "file", file, "approved_tools", globs, "released", released, "quarantined", held)
 	}
 	if len(later) > 0 {
 		l.log.Warn("config settings changed; they take effect on restart", "file", file, "settings", later)
@@ -291,9 +299,21 @@ type setting struct {
 	atOnce bool
 }
 
+// approvedToolsSetting is the one setting of toolgate.security that a
+// reload applies at once, when hot names it (Options.Approve): the table
+// compares the rest of toolgate.security without it.
+const approvedToolsSetting = "toolgate.security.approvedTools"
+
 // settingsTable is settingChanges' table.
 func settingsTable(old, cur config.Settings, hot []string) []setting {
+	oldSec, curSec := old.Security, cur.Security
+	var oldApproved, curApproved []string // the same unless applied at once
+	if slices.Contains(hot, approvedToolsSetting) {
+		oldApproved, curApproved = oldSec.ApprovedTools, curSec.ApprovedTools
+		oldSec.ApprovedTools, curSec.ApprovedTools = nil, nil
+	}
 	return []setting{
+		{approvedToolsSetting, oldApproved, curApproved, true},
 		{"toolgate.connectTimeout", old.ConnectTimeout, cur.ConnectTimeout, true},
 		{"toolgate.callTimeout", old.CallTimeout, cur.CallTimeout, true},
 		{"toolgate.maxConcurrentConnects", old.MaxConcurrentConnects, cur.MaxConcurrentConnects, false},
@@ -307,20 +327,21 @@ func settingsTable(old, cur config.Settings, hot []string) []setting {
 		{"toolgate.profiles", old.Profiles, cur.Profiles, true},
 		{"toolgate.management", old.Management, cur.Management, true},
 		{"toolgate.keysFile", old.KeysFile, cur.KeysFile, false},
-		{"toolgate.security", old.Security, cur.Security, false},
+		{"toolgate.security", oldSec, curSec, false},
 		{"toolgate.audit", old.Audit, cur.Audit, false},
 		{"toolgate.limits", old.Limits, cur.Limits, false},
 	}
 }
 
 // RestartOnlySettings names the settings of the toolgate section that a
-// reload of serve's gateway (Options.SearchFrom set: toolgate.search applies
-// at once) does not apply ("toolgate.embed", …), as lastReload.restartOnly
+// reload of serve's gateway (Options.SearchFrom and Options.Approve set:
+// toolgate.search and toolgate.security.approvedTools apply at once) does
+// not apply ("toolgate.embed", …), as lastReload.restartOnly
 // names them: serve's help and the README list them (a test holds both to
 // this).
 func RestartOnlySettings() []string {
 	var names []string
-	for _, s := range settingsTable(config.Settings{}, config.Settings{}, []string{"toolgate.search"}) {
+	for _, s := range settingsTable(config.Settings{}, config.Settings{}, []string{"toolgate.search", approvedToolsSetting}) {
 		if !s.atOnce {
 			names = append(names, s.name)
 		}

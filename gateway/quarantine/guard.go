@@ -760,6 +760,63 @@ func (g *Guard) Preview(tools []catalog.Tool) map[string]*Hold {
 func (g *Guard) observe(tools []catalog.Tool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.observeLocked(tools)
+}
+
+// SetApproved replaces the approvedTools globs (a config reload) and
+// decides again, at once, each tool of listed whose approval by glob it
+// changes: one newly approved follows its definition and is released, one
+// no longer approved is held again if its definition is flagged (the scan
+// that the glob set aside). listed is called with the guard's lock held,
+// so that no listing observed meanwhile is decided again with an older
+// definition: it returns the tools the backends listed last (the pool
+// stores a listing before it is observed). It returns the IDs the change
+// released and those it holds now, sorted.
+func (g *Guard) SetApproved(globs []string, listed func() []catalog.Tool) (released, held []string) {
+	before := g.Snapshot().HeldIDs()
+	g.mu.Lock()
+	old := g.opts.Approved
+	g.opts.Approved = slices.Clone(globs)
+	matches := func(globs []string, id string) bool {
+		return slices.ContainsFunc(globs, func(gl string) bool { return catalog.MatchID(gl, id) })
+	}
+	var again []catalog.Tool
+	if listed != nil {
+		for _, t := range listed() {
+			if id := t.ID(); matches(old, id) != matches(globs, id) {
+				again = append(again, t)
+			}
+		}
+	}
+	if len(again) > 0 {
+		g.observeLocked(again)
+	} else {
+		// Nothing to decide again: the decisions as they were, under
+		// the new globs (Snapshot.Held reads them).
+		s := &Snapshot{approved: g.opts.Approved, pins: map[string]*Pin{}, command: g.opts.Command}
+		if prev := g.snap.Load(); prev != nil {
+			s.file, s.pins = prev.file, prev.pins
+		}
+		g.snap.Store(s)
+	}
+	g.mu.Unlock()
+	g.tell()
+	after := g.Snapshot().HeldIDs()
+	for _, id := range before {
+		if _, ok := slices.BinarySearch(after, id); !ok {
+			released = append(released, id)
+		}
+	}
+	for _, id := range after {
+		if _, ok := slices.BinarySearch(before, id); !ok {
+			held = append(held, id)
+		}
+	}
+	return released, held
+}
+
+// observeLocked is observe with g.mu held.
+func (g *Guard) observeLocked(tools []catalog.Tool) {
 	if f, err := g.view.Load(); err == nil {
 		g.reclaim(f)
 	}
@@ -992,6 +1049,12 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time, log 
 	case t.Server == config.BuiltinServer || slices.ContainsFunc(g.opts.Approved, func(gl string) bool { return catalog.MatchID(gl, id) }):
 		// The gateway's own tools (the rule never holds them, and an
 		// upgrade words them otherwise), or approved by the config: follow it
+		if hash != p.Pinned {
+			// A person approved another definition: this one was let
+			// through by the glob alone, and is held by the scan once the
+			// glob goes (SetApproved).
+			p.Approved, p.ApprovedAt = false, time.Time{}
+		}
 		p.Pinned, p.Hints, findings, weaker = hash, hints, nil, nil
 	case hash == p.Pinned && p.Approved:
 		findings = nil // approved with them

@@ -424,8 +424,14 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	// Quarantine decides on each listing before the re-index it asks for;
 	// the tools of the warm catalog count as listed.
 	sec.guard.Observe(lv.Catalog())
+	// The flaws of a definition (a schema the gateway cannot read, a name
+	// MCP does not recommend) are logged once per definition, as
+	// `toolgate index --config` says them, before the index that serves it.
+	var flaws catalog.FlawLog
 	opts.OnToolsChanged = func(server string, tools []*mcp.Tool) {
-		sec.guard.Observe(backend.Catalog(map[string][]*mcp.Tool{server: tools}))
+		listed := backend.Catalog(map[string][]*mcp.Tool{server: tools})
+		sec.guard.Observe(listed)
+		flaws.Listed(log, server, listed)
 		lv.ToolsChanged(server, tools)
 	}
 	opts.Known = lv.Known // a listing like the warm catalog is held once

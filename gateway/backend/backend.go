@@ -151,6 +151,12 @@ type backend struct {
 
 	notifyMu sync.Mutex // serializes list + OnToolsChanged
 
+	// cutMu guards cut: the length of each description the last listing
+	// cut, by tool name, so that a listing logs the cut of a description
+	// only when it is new (a list_changed for another tool said it again).
+	cutMu sync.Mutex
+	cut   map[string]int
+
 	lazy          bool
 	idleTimeout   time.Duration
 	restartDelays []time.Duration // Options.RestartDelays or the server's own policy
@@ -876,6 +882,15 @@ func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash 
 				"tools", strings.Join(again, ", "))
 		}
 	}()
+	cut := map[string]int{} // the descriptions this listing cut
+	defer func() {
+		b.cutMu.Lock()
+		b.cut = cut
+		b.cutMu.Unlock()
+	}()
+	b.cutMu.Lock()
+	wasCut := b.cut
+	b.cutMu.Unlock()
 	asked := map[string]bool{"": true} // the cursors requested
 	empty := 0                         // pages in a row without a tool
 	params := &mcp.ListToolsParams{}
@@ -906,7 +921,10 @@ func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash 
 				continue
 			}
 			if d, ok := catalog.CutDescription(t.Description); ok {
-				b.log.Warn("tool description too long; cut", "tool", t.Name, keyBytes, len(t.Description), keyLimit, maxDescription)
+				if n, ok := wasCut[t.Name]; !ok || n != len(t.Description) {
+					b.log.Warn("tool description too long; cut", "tool", t.Name, keyBytes, len(t.Description), keyLimit, maxDescription)
+				}
+				cut[t.Name] = len(t.Description)
 				if cut := b.p.opts.OnDescriptionCut; cut != nil {
 					cut(b.cfg.Name, t.Name, len(t.Description))
 				}

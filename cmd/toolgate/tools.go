@@ -103,13 +103,22 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON, ful
 		return err
 	}
 	out := []quarantinedTool{}
-	var outside []string
+	var outside, approved []string
 	notRun := outsideConfig(cfg)
+	var globs []string
+	if cfg != nil {
+		globs = cfg.Toolgate.Security.ApprovedTools
+	}
 	for id, p := range f.Tools {
 		switch {
 		case p.Hold == nil:
 		case notRun(id):
 			outside = append(outside, id)
+		case quarantine.Approved(globs, id):
+			// Held in the pins (a gateway of another config, or one that
+			// has not listed it since), but not by a gateway of cfg, which
+			// GET /status shows.
+			approved = append(approved, id)
 		default:
 			out = append(out, quarantinedTool{Tool: id, SHA256: p.Shown(), Hold: *p.Hold, Changes: p.Changes()})
 		}
@@ -120,6 +129,12 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON, ful
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
+	if len(approved) > 0 {
+		// Said last, below the list, or in place of it (after outside).
+		slices.Sort(approved)
+		defer fmt.Fprintf(w, "Not listed: %s that toolgate.security.approvedTools of %s approves (%s): a gateway of it serves them, whatever their definition.\n",
+			plural.Of(len(approved), "held tool"), cfg.Path, safeText(strings.Join(approved, ", ")))
+	}
 	if len(outside) > 0 {
 		// Said last, below the list, or in place of it.
 		slices.Sort(outside)
@@ -128,7 +143,7 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON, ful
 	}
 	if len(out) == 0 {
 		of := ""
-		if len(outside) > 0 {
+		if len(outside)+len(approved) > 0 {
 			of = " of " + cfg.Path + "'s servers"
 		}
 		fmt.Fprintf(w, "No tool%s is quarantined (%s pinned in %s).\n", of, plural.Of(len(f.Tools), "definition"), path)

@@ -137,6 +137,13 @@ func TestToolsQuarantinedOfConfig(t *testing.T) {
 	if got := run(); !strings.Contains(got, "gone__steal  (") || !strings.Contains(got, "off__wipe  (") || strings.Contains(got, "Not listed") {
 		t.Errorf("without a config:\n%s", got)
 	}
+	// A config whose approvedTools approve calc__add: its gateway serves it
+	// (GET /status lists it nowhere), so it is named below, not listed.
+	approving := writeConfig(t, `{"mcpServers": {"calc": {"command": "sh"}}, "toolgate": {"security": {"approvedTools": ["calc__*"]}}}`)
+	if got := run("--config", approving); !strings.HasPrefix(got, "No tool of "+approving+"'s servers is quarantined") ||
+		!strings.Contains(got, "Not listed: 1 held tool that toolgate.security.approvedTools of "+approving+" approves (calc__add)") {
+		t.Errorf("--config with approvedTools lists:\n%s", got)
+	}
 	// approve with that config refuses the tools it does not list (exit
 	// 2, nothing approved): a server removed may come back unreviewed.
 	for _, id := range []string{"gone__steal", "off__wipe"} {

@@ -490,13 +490,19 @@ type Snapshot struct {
 // listing before anything is served from it); an ID no pin knows is no
 // tool the gateway serves.
 func (s *Snapshot) Held(id string) *Hold {
-	if slices.ContainsFunc(s.approved, func(g string) bool { return catalog.MatchID(g, id) }) {
+	if Approved(s.approved, id) {
 		return nil
 	}
 	if p, ok := s.pins[id]; ok {
 		return p.Hold
 	}
 	return nil
+}
+
+// Approved reports whether one of globs (toolgate.security.approvedTools)
+// approves tool id: it is never quarantined.
+func Approved(globs []string, id string) bool {
+	return slices.ContainsFunc(globs, func(g string) bool { return catalog.MatchID(g, id) })
 }
 
 // RuleName is the name of the quarantine rule in a policy.Set, and of the
@@ -777,13 +783,10 @@ func (g *Guard) SetApproved(globs []string, listed func() []catalog.Tool) (relea
 	g.mu.Lock()
 	old := g.opts.Approved
 	g.opts.Approved = slices.Clone(globs)
-	matches := func(globs []string, id string) bool {
-		return slices.ContainsFunc(globs, func(gl string) bool { return catalog.MatchID(gl, id) })
-	}
 	var again []catalog.Tool
 	if listed != nil {
 		for _, t := range listed() {
-			if id := t.ID(); matches(old, id) != matches(globs, id) {
+			if id := t.ID(); Approved(old, id) != Approved(globs, id) {
 				again = append(again, t)
 			}
 		}
@@ -1046,7 +1049,7 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time, log 
 	findings := g.opts.Scanner.scan(t, schema, ok)
 	changed := false
 	switch {
-	case t.Server == config.BuiltinServer || slices.ContainsFunc(g.opts.Approved, func(gl string) bool { return catalog.MatchID(gl, id) }):
+	case t.Server == config.BuiltinServer || Approved(g.opts.Approved, id):
 		// The gateway's own tools (the rule never holds them, and an
 		// upgrade words them otherwise), or approved by the config: follow it
 		if hash != p.Pinned {

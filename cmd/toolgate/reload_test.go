@@ -436,9 +436,10 @@ func TestRestartOnlySettingsListed(t *testing.T) {
 
 // TestReloadApprovedTools: a reload that changes
 // toolgate.security.approvedTools applies them at once, as `toolgate search
-// -c FILE` reads them (it said they took effect on restart): a tool the new
-// glob approves leaves quarantine and is found and run; the glob removed,
-// the scan holds it again. The log and lastReload say what changed.
+// -c FILE` reads them (it said toolgate.security took effect on restart): a
+// tool the new glob approves leaves quarantine and is found and run; the
+// glob removed, the scan holds it again. The log and lastReload say what
+// changed.
 func TestReloadApprovedTools(t *testing.T) {
 	cfg := fakeConfig(t, map[string]string{"poison": backendtest.ModePoisoned}, nil)
 	data := t.TempDir()
@@ -462,8 +463,8 @@ func TestReloadApprovedTools(t *testing.T) {
 
 	withSettings(t, cfg, map[string]any{"security": map[string]any{"approvedTools": []string{"poison__n*"}}})
 	rep := waitStatus(t, addr, "reload 1", func(s live.Stats) bool { return s.ReloadGeneration >= 1 })
-	if r := rep.LastReload; !slices.Contains(r.Applied, "toolgate.security.approvedTools") || len(r.RestartOnly) > 0 {
-		t.Errorf("lastReload: applied %v, restartOnly %v; want toolgate.security.approvedTools applied", r.Applied, r.RestartOnly)
+	if r := rep.LastReload; !slices.Equal(r.Applied, []string{"toolgate.security"}) || len(r.RestartOnly) > 0 {
+		t.Errorf("lastReload: applied %v, restartOnly %v; want toolgate.security applied", r.Applied, r.RestartOnly)
 	}
 	if got := rep.Security.Quarantined; !slices.Equal(got, []string{"poison__translate"}) {
 		t.Errorf("quarantined after approving poison__n*: %v", got)
@@ -474,7 +475,7 @@ func TestReloadApprovedTools(t *testing.T) {
 	if res := executeTool(t, ctx, cs, "poison__notes", map[string]any{"text": "x"}); res.IsError {
 		t.Errorf("poison__notes, approved by the reload: %s", resultText(res))
 	}
-	if !strings.Contains(logs.String(), `msg="approved tools applied"`) || !strings.Contains(logs.String(), "released=[poison__notes]") {
+	if !strings.Contains(logs.String(), `msg="security settings applied"`) || !strings.Contains(logs.String(), "released=[poison__notes]") {
 		t.Errorf("the log does not say what the reload released:\n%s", logs)
 	}
 

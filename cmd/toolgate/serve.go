@@ -117,9 +117,10 @@ reloads too): removed servers stop and their tools leave search at once,
 added ones start, changed ones restart, the others keep running. A config
 that does not parse is logged and changes nothing. Timeouts, profiles,
 management, search (mode unless --mode is given, weights, minConfidence,
-stepWeight, limits) and security.approvedTools apply at once; the other settings outside "mcpServers"
-(http, telemetry, dataDir, embed, learn, restart, maxConcurrentConnects,
-keysFile, security, audit, limits) take effect on the next start.`,
+stepWeight, limits) and security (approvedTools, onDefinitionChange,
+maxTextLength: the quarantine decides again) apply at once; the other settings
+outside "mcpServers" (http, telemetry, dataDir, embed, learn, restart,
+maxConcurrentConnects, keysFile, audit, limits) take effect on the next start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), g, f)
@@ -396,8 +397,8 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		Embedder:   emb,
 		Search:     searchOptions(s, modeOf(s), usage),
 		SearchFrom: func(s config.SearchSettings) *search.Options { return searchOptions(s, modeOf(s), usage) },
-		Approve: func(globs []string) ([]string, []string) {
-			return sec.guard.SetApproved(globs, func() []catalog.Tool { return listed(pool, lv) })
+		SecurityFrom: func(s config.SecuritySettings) ([]string, []string) {
+			return sec.guard.Reconfigure(s, func() []catalog.Tool { return listed(pool, lv) })
 		},
 		HTTPAddrCheck:   addrCheck,
 		HTTPAddrIgnored: addrIgnored,

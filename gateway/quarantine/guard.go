@@ -24,6 +24,7 @@ package quarantine
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -769,24 +770,31 @@ func (g *Guard) observe(tools []catalog.Tool) {
 	g.observeLocked(tools)
 }
 
-// SetApproved replaces the approvedTools globs (a config reload) and
-// decides again, at once, each tool of listed whose approval by glob it
-// changes: one newly approved follows its definition and is released, one
-// no longer approved is held again if its definition is flagged (the scan
-// that the glob set aside). listed is called with the guard's lock held,
-// so that no listing observed meanwhile is decided again with an older
-// definition: it returns the tools the backends listed last (the pool
-// stores a listing before it is observed). It returns the IDs the change
-// released and those it holds now, sorted.
-func (g *Guard) SetApproved(globs []string, listed func() []catalog.Tool) (released, held []string) {
+// Reconfigure takes the settings of toolgate.security a config reload
+// changed, and decides again at once, under them, the tools of listed that
+// they may decide otherwise: with only approvedTools changed, each tool
+// whose approval by glob changed (one newly approved follows its
+// definition and is released; one no longer approved is held again if its
+// definition is flagged, the scan that the glob set aside); with
+// onDefinitionChange or maxTextLength changed, every tool (a tool held as
+// changed is followed under "warn"; a text over a lower limit is held).
+// listed is called with the guard's lock held, so that no listing
+// observed meanwhile is decided again with an older definition: it returns
+// the tools the backends listed last (the pool stores a listing before it
+// is observed). It returns the IDs the change released and those it holds
+// now, sorted.
+func (g *Guard) Reconfigure(sec config.SecuritySettings, listed func() []catalog.Tool) (released, held []string) {
 	before := g.Snapshot().HeldIDs()
 	g.mu.Lock()
-	old := g.opts.Approved
-	g.opts.Approved = slices.Clone(globs)
+	old := g.opts
+	g.opts.OnChange = cmp.Or(sec.OnDefinitionChange, OnChangeQuarantine)
+	g.opts.Approved = slices.Clone(sec.ApprovedTools)
+	g.opts.Scanner.MaxTextLength = sec.MaxTextLength
+	all := old.OnChange != g.opts.OnChange || old.Scanner != g.opts.Scanner
 	var again []catalog.Tool
 	if listed != nil {
 		for _, t := range listed() {
-			if id := t.ID(); Approved(old, id) != Approved(globs, id) {
+			if id := t.ID(); all || Approved(old.Approved, id) != Approved(g.opts.Approved, id) {
 				again = append(again, t)
 			}
 		}
@@ -1055,7 +1063,7 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time, log 
 		if hash != p.Pinned {
 			// A person approved another definition: this one was let
 			// through by the glob alone, and is held by the scan once the
-			// glob goes (SetApproved).
+			// glob goes (Reconfigure).
 			p.Approved, p.ApprovedAt = false, time.Time{}
 		}
 		p.Pinned, p.Hints, findings, weaker = hash, hints, nil, nil

@@ -431,7 +431,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	var flaws catalog.FlawLog
 	opts.OnToolsChanged = func(server string, tools []*mcp.Tool) {
 		listed := backend.Catalog(map[string][]*mcp.Tool{server: tools})
-		sec.guard.Observe(listed)
+		sec.guard.ObserveServer(server, listed)
 		flaws.Listed(log, server, listed)
 		lv.ToolsChanged(server, tools)
 	}

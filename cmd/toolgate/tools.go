@@ -103,7 +103,7 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON, ful
 		return err
 	}
 	out := []quarantinedTool{}
-	var outside, approved []string
+	var outside, approved, unlisted []string
 	notRun := outsideConfig(cfg)
 	var globs []string
 	if cfg != nil {
@@ -114,6 +114,8 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON, ful
 		case p.Hold == nil:
 		case notRun(id):
 			outside = append(outside, id)
+		case !p.Unlisted.IsZero():
+			unlisted = append(unlisted, id)
 		case quarantine.Approved(globs, id):
 			// Held in the pins (a gateway of another config, or one that
 			// has not listed it since), but not by a gateway of cfg, which
@@ -129,6 +131,13 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON, ful
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
+	if len(unlisted) > 0 {
+		// Said last, below the list, or in place of it (after the others).
+		slices.Sort(unlisted)
+		defer fmt.Fprintf(w, "Not listed: %s that %s no longer %s (%s; renamed or removed): no gateway serves %s; listed again with the same definition, %s held again.\n",
+			plural.Of(len(unlisted), "held tool"), plural.Pick(len(unlisted), "its server", "their servers"), plural.Pick(len(unlisted), "lists", "list"),
+			safeText(strings.Join(unlisted, ", ")), plural.Pick(len(unlisted), "it", "them"), plural.Pick(len(unlisted), "it is", "they are"))
+	}
 	if len(approved) > 0 {
 		// Said last, below the list, or in place of it (after outside).
 		slices.Sort(approved)
@@ -143,7 +152,7 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON, ful
 	}
 	if len(out) == 0 {
 		of := ""
-		if len(outside)+len(approved) > 0 {
+		if cfg != nil && len(outside)+len(approved)+len(unlisted) > 0 {
 			of = " of " + cfg.Path + "'s servers"
 		}
 		fmt.Fprintf(w, "No tool%s is quarantined (%s pinned in %s).\n", of, plural.Of(len(f.Tools), "definition"), path)

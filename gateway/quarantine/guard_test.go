@@ -862,3 +862,44 @@ func TestGuardReconfigureRules(t *testing.T) {
 		t.Errorf("the defaults back: held %v", g.Snapshot().HeldIDs())
 	}
 }
+
+// A tool its server's listing leaves out (renamed or removed while its
+// author works on it) keeps its pin and hold, but is no longer counted as
+// quarantined (HeldIDs: GET /status); listed again with the same
+// definition, it is held again, and said so.
+func TestGuardObserveServerUnlisted(t *testing.T) {
+	g, path, logs := newGuard(t, nil)
+	other := catalog.Tool{Server: "t", Name: "notes", Description: poisoned.Description}
+	g.Observe([]catalog.Tool{clean, poisoned, other})
+	if got := g.Snapshot().HeldIDs(); !slices.Equal(got, []string{"s__notes", "t__notes"}) {
+		t.Fatalf("held: %v", got)
+	}
+	renamed := poisoned
+	renamed.Name = "jot"
+	g.ObserveServer("s", []catalog.Tool{clean, renamed})
+	if got := g.Snapshot().HeldIDs(); !slices.Equal(got, []string{"s__jot", "t__notes"}) {
+		t.Errorf("after s__notes was renamed s__jot: held %v", got)
+	}
+	f, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := f.Tools["s__notes"]; p.Unlisted.IsZero() || p.Hold == nil {
+		t.Errorf("s__notes's pin: %+v, want its hold kept and marked unlisted", p)
+	}
+	if p := f.Tools["t__notes"]; !p.Unlisted.IsZero() {
+		t.Error("another server's tool of the same name marked unlisted")
+	}
+	warned := strings.Count(logs.String(), "tool=s__notes")
+	g.ObserveServer("s", []catalog.Tool{clean, poisoned})
+	if got := g.Snapshot().HeldIDs(); !slices.Equal(got, []string{"s__notes", "t__notes"}) {
+		t.Errorf("s__notes back: held %v", got)
+	}
+	if strings.Count(logs.String(), "tool=s__notes") != warned+1 {
+		t.Errorf("s__notes, listed again, is not said to be quarantined again:\n%s", logs)
+	}
+	g.ObserveServer("s", nil) // a server that lists no tool any more
+	if got := g.Snapshot().HeldIDs(); !slices.Equal(got, []string{"t__notes"}) {
+		t.Errorf("s lists nothing: held %v", got)
+	}
+}

@@ -138,22 +138,15 @@ const (
 // SchemaFlawEffect is what the gateway does with n tools whose input
 // schema it cannot read.
 func SchemaFlawEffect(n int) string {
-	return "the gateway lets " + pick(n, "its", "their") + " calls through unchecked, and leaves the arguments it cannot read out of the index"
+	return "the gateway lets " + plural.Pick(n, "its", "their") + " calls through unchecked, and leaves the arguments it cannot read out of the index"
 }
 
 // NameFlawEffect is what becomes of n tools whose name MCP does not
 // recommend.
 func NameFlawEffect(n int) string {
-	it := pick(n, "it", "them")
+	it := plural.Pick(n, "it", "them")
 	return fmt.Sprintf("the gateway serves %s as %s (a model calls %s through execute_tool, by the name search_tools gives), but a client that connects to the server directly may refuse %s",
-		it, pick(n, "it is", "they are"), it, it)
-}
-
-func pick(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
+		it, plural.Pick(n, "it is", "they are"), it, it)
 }
 
 // Flaws says what is wrong with t's definition that the gateway serves

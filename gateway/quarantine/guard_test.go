@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -901,5 +902,32 @@ func TestGuardObserveServerUnlisted(t *testing.T) {
 	g.ObserveServer("s", nil) // a server that lists no tool any more
 	if got := g.Snapshot().HeldIDs(); !slices.Equal(got, []string{"t__notes"}) {
 		t.Errorf("s lists nothing: held %v", got)
+	}
+}
+
+// Reloads (Reconfigure) race listings (ObserveServer) and searches
+// (Snapshot, Held) in serve: run with -race.
+func TestGuardReconfigureConcurrent(t *testing.T) {
+	g, _, _ := newGuard(t, nil)
+	listed := func() []catalog.Tool { return []catalog.Tool{clean, poisoned} }
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() {
+			for j := range 20 {
+				switch i {
+				case 0:
+					g.Reconfigure(config.SecuritySettings{ApprovedTools: []string{"s__*"}[:j%2], MaxTextLength: 1000 * (j % 3)}, listed)
+				case 1:
+					g.ObserveServer("s", listed())
+				default:
+					g.Snapshot().Held(poisoned.ID())
+				}
+			}
+		})
+	}
+	wg.Wait()
+	g.Reconfigure(config.SecuritySettings{}, listed)
+	if got := g.Snapshot().HeldIDs(); !slices.Equal(got, []string{"s__notes"}) {
+		t.Errorf("held after the defaults came back: %v", got)
 	}
 }

@@ -686,16 +686,9 @@ func TestIndexConfigReviewsDefinitions(t *testing.T) {
 // editing another tool (list_changed) does not get them again. serve said
 // nothing of the schema, and the cut at every listing.
 func TestServeLogsFlawsOnce(t *testing.T) {
-	cfg := fakeConfig(t, map[string]string{"dev": backendtest.ModeFlawed + "," + backendtest.ModeRedefine},
+	d := startDev(t, map[string]string{"dev": backendtest.ModeFlawed + "," + backendtest.ModeRedefine},
 		map[string]any{"security": map[string]any{"approvedTools": []string{"dev__*"}}}) // the long description is not held
-	addr, logs := startGateway(t, t.TempDir(), cfg)
-	indexServedHTTP(t, addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cs, err := connectKey(ctx, t, addr, "/mcp", "", "dev")
-	if err != nil {
-		t.Fatal(err)
-	}
+	logs, ctx, cs := d.logs, d.ctx, d.cs
 	// Each edit is listed with the flawed tools; once it is searchable,
 	// its listing was logged (before the re-index it asked for).
 	for _, d := range []string{"Forecast the tides of a harbour.", "Forecast the tides of a harbour, hour by hour."} {

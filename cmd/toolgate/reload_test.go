@@ -441,16 +441,8 @@ func TestRestartOnlySettingsListed(t *testing.T) {
 // glob removed, the scan holds it again. The log and lastReload say what
 // changed.
 func TestReloadApprovedTools(t *testing.T) {
-	cfg := fakeConfig(t, map[string]string{"poison": backendtest.ModePoisoned}, nil)
-	data := t.TempDir()
-	addr, logs := startGateway(t, data, cfg)
-	indexServedHTTP(t, addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cs, err := connectKey(ctx, t, addr, "/mcp", "", "dev")
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := startDev(t, map[string]string{"poison": backendtest.ModePoisoned}, nil)
+	cfg, addr, logs, ctx, cs := d.cfg, d.addr, d.logs, d.ctx, d.cs
 	found := func() bool {
 		out, _ := searchTools(t, ctx, cs, "save a note for later", 10)
 		return slices.Contains(toolNames(out), "poison__notes")
@@ -498,16 +490,8 @@ func TestReloadApprovedTools(t *testing.T) {
 // `tools quarantined` names the old one below its list. The old name was
 // reported held for good.
 func TestRenamedHeldTool(t *testing.T) {
-	cfg := fakeConfig(t, map[string]string{"poison": backendtest.ModePoisoned + "," + backendtest.ModeRedefine}, nil)
-	data := t.TempDir()
-	addr, _ := startGateway(t, data, cfg)
-	indexServedHTTP(t, addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cs, err := connectKey(ctx, t, addr, "/mcp", "", "dev")
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := startDev(t, map[string]string{"poison": backendtest.ModePoisoned + "," + backendtest.ModeRedefine}, nil)
+	cfg, data, addr, ctx, cs := d.cfg, d.data, d.addr, d.ctx, d.cs
 	held := func() []string { return getStatus(t, addr).Security.Quarantined }
 	testenv.Eventually(t, "poison__notes quarantined", func() bool { return slices.Contains(held(), "poison__notes") })
 	res := executeTool(t, ctx, cs, "poison__redefine", map[string]any{"name": "jot", "remove": "notes",
@@ -523,4 +507,28 @@ func TestRenamedHeldTool(t *testing.T) {
 		!strings.Contains(out, "Not listed: 1 held tool that its server no longer lists (poison__notes; renamed or removed)") {
 		t.Errorf("tools quarantined: %v\n%s%s", err, out, stderr)
 	}
+}
+
+// devGateway is a gateway of backendtest servers (fakeConfig) served over
+// HTTP, and a go-sdk client connected once its first index is served.
+type devGateway struct {
+	cfg, data, addr string
+	logs            *testenv.LogBuffer
+	ctx             context.Context
+	cs              *mcp.ClientSession
+}
+
+func startDev(t *testing.T, servers map[string]string, settings map[string]any) *devGateway {
+	t.Helper()
+	d := &devGateway{cfg: fakeConfig(t, servers, settings), data: t.TempDir()}
+	d.addr, d.logs = startGateway(t, d.data, d.cfg)
+	indexServedHTTP(t, d.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	cs, err := connectKey(ctx, t, d.addr, "/mcp", "", "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.ctx, d.cs = ctx, cs
+	return d
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/gateway/quarantine"
+	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -61,6 +62,7 @@ func TestExampleReadmeShowsTheDefaults(t *testing.T) {
 	for path, want := range map[string]any{
 		"connectTimeout":              backend.DefaultConnectTimeout,
 		"callTimeout":                 backend.DefaultCallTimeout,
+		"keepAlive":                   backend.DefaultKeepAlive,
 		"maxConcurrentConnects":       backend.DefaultMaxConcurrentConnects,
 		"restart.delays":              durs(backend.DefaultRestartDelays...),
 		"restart.stableAfter":         backend.DefaultStableAfter,
@@ -112,4 +114,31 @@ func norm(v any) string {
 		return strconv.FormatFloat(v, 'f', -1, 64)
 	}
 	return fmt.Sprint(v)
+}
+
+// TestDefaultCallTimeoutBeforeTheTSSDKs: a client built on the TypeScript
+// MCP SDK (the bundled one, examples/servers/node_modules) gives up on a
+// request after its DEFAULT_REQUEST_TIMEOUT_MSEC (60 s). toolgate's
+// default callTimeout was that same 60 s, so which error such a client
+// read was a race: toolgate's (the call timed out, the server was sent
+// notifications/cancelled, it may have run) or the SDK's bare "Request
+// timed out". The default ends the call callTimeoutMargin sooner, so the
+// client gets toolgate's answer.
+func TestDefaultCallTimeoutBeforeTheTSSDKs(t *testing.T) {
+	const callTimeoutMargin = 5 * time.Second
+	js := filepath.Join(repoRoot(t), "examples", "servers", "node_modules", "@modelcontextprotocol", "sdk", "dist", "esm", "shared", "protocol.js")
+	src, err := os.ReadFile(js)
+	if err != nil {
+		testenv.Missing(t, "bundled npm servers are not installed in examples/servers/node_modules (make deps-servers): %v", err)
+	}
+	_, rest, ok := strings.Cut(string(src), "DEFAULT_REQUEST_TIMEOUT_MSEC = ")
+	ms, err := strconv.Atoi(strings.TrimSpace(strings.Split(rest, ";")[0]))
+	if !ok || err != nil {
+		t.Fatalf("%s no longer says DEFAULT_REQUEST_TIMEOUT_MSEC = N;: read the TS SDK's default request timeout anew", js)
+	}
+	sdk := time.Duration(ms) * time.Millisecond
+	if backend.DefaultCallTimeout > sdk-callTimeoutMargin {
+		t.Errorf("default callTimeout %s, the TS SDK's request timeout %s: toolgate's must end at least %s sooner, for its error to reach such a client first",
+			backend.DefaultCallTimeout, sdk, callTimeoutMargin)
+	}
 }

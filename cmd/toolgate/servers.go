@@ -102,6 +102,9 @@ type serverInfo struct {
 	Unexpanded     []string `json:"unexpanded,omitempty"`
 	ConnectTimeout string   `json:"connectTimeout"`
 	CallTimeout    string   `json:"callTimeout"`
+	// KeepAlive is how often a remote server's session is pinged while up
+	// (absent for a stdio server).
+	KeepAlive string `json:"keepAlive,omitempty"`
 }
 
 type serversReport struct {
@@ -296,6 +299,10 @@ func unbraced(data []byte, path string) map[string][]string {
 
 func describe(s config.Server) serverInfo {
 	connect, call := backend.Timeouts(s, nil) // what the pool will use
+	var keepAlive string
+	if d := backend.KeepAlive(s, nil); d > 0 {
+		keepAlive = d.String()
+	}
 	return serverInfo{
 		Name:           s.Name,
 		Type:           s.Type,
@@ -309,6 +316,7 @@ func describe(s config.Server) serverInfo {
 		Disabled:       s.Disabled,
 		ConnectTimeout: connect.String(),
 		CallTimeout:    call.String(),
+		KeepAlive:      keepAlive,
 	}
 }
 

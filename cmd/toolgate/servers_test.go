@@ -541,3 +541,29 @@ func TestServerNamesForgiving(t *testing.T) {
 		}
 	}
 }
+
+// `servers --json` gives each server's effective timeouts, and a remote
+// server's keepAlive (its own, else the toolgate section's, else the
+// default); a stdio server, which is not pinged, none.
+func TestServersJSONKeepAlive(t *testing.T) {
+	cfg := writeConfig(t, `{"mcpServers": {"local": {"command": "sh"}, "a": {"url": "https://a.example/mcp"},
+		"b": {"url": "https://b.example/mcp", "keepAlive": "15s"}}, "toolgate": {"keepAlive": "1m"}}`)
+	var out bytes.Buffer
+	if err := runServers(&out, &globals{dataDir: t.TempDir()}, []string{cfg}, true); err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Servers []struct{ Name, KeepAlive, CallTimeout string }
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v:\n%s", err, out.String())
+	}
+	got := map[string]string{}
+	for _, s := range rep.Servers {
+		got[s.Name] = s.KeepAlive + " " + s.CallTimeout
+	}
+	want := map[string]string{"local": " 55s", "a": "1m0s 55s", "b": "15s 55s"}
+	if !maps.Equal(got, want) {
+		t.Errorf("keepAlive and callTimeout by server: %v, want %v", got, want)
+	}
+}

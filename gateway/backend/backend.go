@@ -140,6 +140,7 @@ type backend struct {
 	// Timeouts (time.Duration), changed in place by Reconfigure.
 	connectTimeout atomic.Int64
 	callTimeout    atomic.Int64
+	keepAlive      atomic.Int64
 	// discoverLate: the server answered server/discover after the probe
 	// had fallen back to initialize; its next starts wait for that answer.
 	discoverLate atomic.Bool
@@ -187,6 +188,9 @@ type backend struct {
 	// loginChanged is closed when the stored login changes; taken before
 	// each connect of a remote backend with an Authorizer (nil otherwise).
 	loginChanged <-chan struct{}
+	// woke is closed when the machine wakes from a sleep (Pool.woken);
+	// taken before each connect.
+	woke <-chan struct{}
 }
 
 // run is one live connection: session, process (stdio), and the goroutines
@@ -328,6 +332,25 @@ func (b *backend) setTimeouts(s config.Server) {
 	connect, call := serverTimeouts(s, &b.p.opts)
 	b.connectTimeout.Store(int64(connect))
 	b.callTimeout.Store(int64(call))
+	b.keepAlive.Store(int64(serverKeepAlive(s, &b.p.opts)))
+}
+
+// KeepAlive returns how often a pool built with opts pings remote server
+// s's session while up (0 for a stdio server, which is not pinged).
+func KeepAlive(s config.Server, opts *Options) time.Duration {
+	if s.Type != config.TypeHTTP && s.Type != config.TypeSSE {
+		return 0
+	}
+	o := opts.withDefaults()
+	return serverKeepAlive(s, &o)
+}
+
+// serverKeepAlive is the server's keepAlive, else o's (defaults applied).
+func serverKeepAlive(s config.Server, o *Options) time.Duration {
+	if d := s.KeepAlive.Duration; d > 0 {
+		return d
+	}
+	return o.KeepAlive
 }
 
 // Timeouts returns the connect and call timeouts a pool built with opts
@@ -453,6 +476,10 @@ func (b *backend) connect(ctx context.Context) {
 		// Before dialing: a login saved while it runs must not be missed.
 		b.loginChanged = a.Changed(b.cfg.Name)
 	}
+	// Before dialing too: a wake from a sleep during the attempt (which
+	// the sleep most likely failed) is not missed by the wait after it,
+	// nor by the run's pings.
+	b.woke = b.p.woken()
 	// In the same step as the count: a call that sees this attempt's count
 	// sees it connecting (acquire). Apart, a lazy backend's first call
 	// could read the new count and the old idle state, wait for one more
@@ -635,6 +662,16 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 		_ = sess.Wait()
 		close(r.done)
 	}()
+	if r.http != nil && r.protocol < StatelessProtocolVersion {
+		r.wg.Add(1)
+		b.mu.Lock()
+		woke := b.woke
+		b.mu.Unlock()
+		go func() {
+			defer r.wg.Done()
+			b.keepAliveLoop(r, woke)
+		}()
+	}
 	return r, tools, nil
 }
 
@@ -1235,7 +1272,11 @@ func (b *backend) call(ctx context.Context, tool string, args map[string]any) (*
 		w.After += "; " + next
 		return nil, &UnavailableError{Server: name, Err: w}
 	case errors.Is(cause, errStopping):
-		// Torn down by the supervisor: usually because the process died.
+		// Torn down by the supervisor: usually because the process died,
+		// or a ping found the network gone (keepAliveLoop).
+		if e := r.unreachable.Load(); e != nil {
+			return nil, &UnavailableError{Server: name, Err: noAnswer(sent, "connection lost during the call: ", *e, "")}
+		}
 		if r.proc != nil {
 			select {
 			case <-r.proc.exited:
@@ -1636,6 +1677,15 @@ func (b *backend) supervise() {
 		b.mu.Lock()
 		loginChanged := b.loginChanged
 		b.mu.Unlock()
+		// A remote server is tried at once when the machine wakes from a
+		// sleep (watchSleep): the delay's timer stood still meanwhile, and
+		// the network the server was not reached on has most often changed.
+		var woke <-chan struct{}
+		if remote {
+			b.mu.Lock()
+			woke = b.woke
+			b.mu.Unlock()
+		}
 		t := time.NewTimer(delay)
 		select {
 		case <-b.ctx.Done():
@@ -1645,6 +1695,10 @@ func (b *backend) supervise() {
 		case <-loginChanged:
 			t.Stop()
 			b.log.Info("the stored login changed; connecting again")
+			attempt = 0
+		case <-woke:
+			t.Stop()
+			b.log.Info("the machine woke from a sleep; connecting again now")
 			attempt = 0
 		}
 		b.mu.Lock()

@@ -37,12 +37,13 @@ const (
 	keyPID       = "pid"
 	keyProtocol  = "protocol"
 	keyAfter     = "after"
+	keySlept     = "slept"
 )
 
 // Defaults of Options.
 const (
 	DefaultConnectTimeout        = 30 * time.Second
-	DefaultCallTimeout           = 60 * time.Second
+	DefaultCallTimeout           = 55 * time.Second
 	DefaultMaxConcurrentConnects = 8
 	DefaultProbeTimeout          = 3 * time.Second
 	DefaultStopGrace             = 2 * time.Second
@@ -53,6 +54,8 @@ const (
 	DefaultStderrRate            = 50
 	DefaultStableAfter           = time.Minute
 	DefaultCommandRecheck        = 10 * time.Second
+	DefaultKeepAlive             = 30 * time.Second
+	DefaultPingTimeout           = 10 * time.Second
 )
 
 // DefaultRestartDelays is the backoff between restarts of a backend that died.
@@ -74,9 +77,20 @@ type Options struct {
 	// ConnectTimeout bounds start-up plus MCP handshake plus the first tool
 	// listing (default 30s; a server's connectTimeout overrides it).
 	ConnectTimeout time.Duration
-	// CallTimeout bounds each tool call (default 60s; a server's
-	// callTimeout overrides it).
+	// CallTimeout bounds each tool call (default 55s: under the 60s after
+	// which a client of the TypeScript SDK gives up, so that it reads
+	// toolgate's error, not its own; a server's callTimeout overrides it).
 	CallTimeout time.Duration
+	// KeepAlive is how often a remote (http, sse) server's session is
+	// pinged while up (default 30s; a server's keepAlive overrides it): a
+	// network that drops the connection without a word (a Wi-Fi or VPN
+	// that changed, a NAT that timed it out, a laptop that slept) is seen
+	// within KeepAlive and PingTimeout, not at a call's timeout, and the
+	// pings keep a NAT's or proxy's idle timer from running out.
+	KeepAlive time.Duration
+	// PingTimeout is how long a ping may wait for its answer before the
+	// session is taken for dropped (default 10s).
+	PingTimeout time.Duration
 	// MaxConcurrentConnects bounds how many backends connect at once (default 8).
 	MaxConcurrentConnects int
 	// OnToolsChanged is called with a server's full tool list after it
@@ -204,6 +218,8 @@ func (o *Options) withDefaults() Options {
 	def(&r.KillAfter, DefaultKillAfter)
 	def(&r.StableAfter, DefaultStableAfter)
 	def(&r.CommandRecheck, DefaultCommandRecheck)
+	def(&r.KeepAlive, DefaultKeepAlive)
+	def(&r.PingTimeout, DefaultPingTimeout)
 	if r.MaxConcurrentConnects <= 0 {
 		r.MaxConcurrentConnects = DefaultMaxConcurrentConnects
 	}
@@ -485,6 +501,10 @@ type Pool struct {
 	// startNow ends the wait in Options.StartAfter (a call needs a
 	// backend); set by StartAsync.
 	startNow context.CancelFunc
+	// wakeCh is closed (and replaced) when the machine woke from a sleep
+	// (watchSleep).
+	wakeMu sync.Mutex
+	wakeCh chan struct{}
 }
 
 // roster is the pool's set of backends at one moment. It is never changed
@@ -509,7 +529,7 @@ func (r *roster) list() []*backend {
 func New(servers []config.Server, opts *Options) *Pool {
 	o := opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Pool{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, sem: make(chan struct{}, o.MaxConcurrentConnects)}
+	p := &Pool{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, sem: make(chan struct{}, o.MaxConcurrentConnects), wakeCh: make(chan struct{})}
 	r := &roster{byName: map[string]*backend{}, cfgs: map[string]config.Server{}, removed: map[string]bool{}}
 	for _, s := range p.enabled(servers) {
 		r.byName[s.Name] = newBackend(p, s)
@@ -590,7 +610,8 @@ func (p *Pool) begin() ([]*backend, bool) {
 	}
 	p.started = true
 	list := p.roster.Load().list()
-	p.wg.Add(len(list)) // under mu, so that Close waits for the supervisors
+	p.wg.Add(len(list) + 1) // under mu, so that Close waits for the supervisors and watchSleep
+	go p.watchSleep()
 	return list, true
 }
 
@@ -641,7 +662,7 @@ func (d Diff) Empty() bool {
 // inPlace are the fields of a server entry that Reconfigure applies to a
 // running backend without restarting it (the description is read from the
 // roster's entry by Describe).
-var inPlace = []string{"connectTimeout", "callTimeout", "description"}
+var inPlace = []string{"connectTimeout", "callTimeout", "keepAlive", "description"}
 
 // Reconfigure makes the pool run servers (disabled ones are skipped): by
 // name, a server that is no longer listed is removed, a new one added, one

@@ -221,3 +221,48 @@ func TestProxyRefusesMidSession(t *testing.T) {
 		return st.State == StateDown && strings.Contains(st.Err, "407 Proxy Authentication Required")
 	})
 }
+
+// A proxy of plain HTTP (HTTP_PROXY, for an http url) gets the request
+// itself, with no CONNECT, so its own refusals came back as the server's
+// ("the server answered a POST with 403 Forbidden: the server refused
+// these credentials …"). An answer whose headers show the proxy made it
+// (Squid's X-Squid-Error, an error in the last Proxy-Status member) is
+// said as the proxy's, with its fix; one that does not show it is still
+// the server's, as a relayed answer may be.
+func TestPlainHTTPProxyOwnAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		code   int
+		header [2]string
+		want   string
+	}{
+		{"squid", http.StatusForbidden, [2]string{"X-Squid-Error", "ERR_ACCESS_DENIED 0"},
+			"the proxy %s (HTTP_PROXY in toolgate's environment) answered the POST for the server itself with 403 Forbidden (X-Squid-Error: ERR_ACCESS_DENIED 0): the proxy does not let toolgate reach this host: ask its administrators to allow it, or list the url's host in NO_PROXY if the server is reached without the proxy"},
+		{"proxy-status", http.StatusBadGateway, [2]string{"Proxy-Status", "origin-lb, corp-proxy; error=dns_error; rcode=NXDOMAIN"},
+			"the proxy %s (HTTP_PROXY in toolgate's environment) answered the POST for the server itself with 502 Bad Gateway (Proxy-Status: corp-proxy; error=dns_error; rcode=NXDOMAIN): the proxy could not reach the server"},
+		{"relayed", http.StatusForbidden, [2]string{"Via", "1.1 corp-proxy"},
+			"the server answered a POST with 403 Forbidden (\"denied\"): the server refused these credentials or this client"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set(tc.header[0], tc.header[1])
+				http.Error(w, "denied", tc.code)
+			}))
+			defer proxy.Close()
+			t.Setenv("HTTP_PROXY", proxy.URL)
+			t.Setenv("http_proxy", "")
+			t.Setenv("NO_PROXY", "")
+			url := "http://mcp.corp.example/mcp"
+			s := config.Server{Name: tc.name, Type: config.TypeHTTP, URL: url}
+			p := startPool(t, []config.Server{s}, testOptions(&testenv.LogBuffer{}))
+			testenv.Eventually(t, "the server down", func() bool { return statusOf(t, p, tc.name).LastErr != "" })
+			want := fmt.Sprintf("backend %q at %s: "+tc.want, tc.name, url)
+			if strings.Contains(tc.want, "%s") {
+				want = fmt.Sprintf("backend %q at %s: "+tc.want, tc.name, url, strings.TrimPrefix(proxy.URL, "http://"))
+			}
+			if got := statusOf(t, p, tc.name).LastErr; !strings.HasPrefix(got, want) {
+				t.Errorf("error:\n%s\nwant it to start:\n%s", got, want)
+			}
+		})
+	}
+}

@@ -58,6 +58,10 @@ type headerTransport struct {
 	// a GET; a streamable HTTP server's GET opens an optional stream,
 	// which go-sdk goes without when it is refused.
 	sse bool
+	// dropped: a ping found the network to the server gone
+	// (keepAliveLoop); the run's requests after it (the session's DELETE
+	// at its close) fail at once rather than wait on that network.
+	dropped atomic.Bool
 	// refused is the last answer with an error status (see refusalOf),
 	// for connect and call errors; refusals counts them.
 	refused  atomic.Pointer[refusal]
@@ -117,6 +121,9 @@ type refusal struct {
 	// proxyAuth is the fix of a 407: a proxy of plain HTTP answered the
 	// request (proxyenv.AuthFix).
 	proxyAuth string
+	// proxy is the refusal of the proxy of plain HTTP that made the
+	// answer itself (proxyenv.OwnAnswer), nil for the server's.
+	proxy *proxyenv.RefusedError
 }
 
 // whoOrWhen says the status is about who may call (401, 403, 407) or
@@ -178,6 +185,10 @@ func sameURL(to, endpoint string) bool {
 // scopes a 403 asked for. A key that is not admin reads "the server
 // answered a POST with 401 Unauthorized (hidden …): " and the fix.
 func (r *refusal) ownWords(endpoint string, login loginCmd, typ string, cause error) *OwnWords {
+	if r.proxy != nil {
+		// The proxy's own answer: the server never got the request.
+		return &OwnWords{Before: "the proxy ", Said: quietCause{r.proxy.Proxy, cause}, After: r.proxy.Tail()}
+	}
 	fix := r.fix(login, typ)
 	if !sameURL(r.url, endpoint) {
 		return &OwnWords{Before: "the server answered ", Said: quietCause{r.in(endpoint), cause}, After: ": ", Then: fix}
@@ -310,6 +321,8 @@ func describeRefusal(resp *http.Response, login bool) *refusal {
 		session: resp.Request.Header.Get("Mcp-Session-Id") != "", login: login && token, noToken: !token}
 	if resp.StatusCode == http.StatusProxyAuthRequired {
 		rf.proxyAuth = proxyenv.AuthFix(resp.Request.URL, resp.Header)
+	} else {
+		rf.proxy = proxyenv.OwnAnswer(resp)
 	}
 	if resp.StatusCode == http.StatusForbidden {
 		cs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
@@ -373,6 +386,9 @@ func (n *notMCP) in(endpoint string) string {
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.dropped.Load() {
+		return nil, errDropped
+	}
 	req = req.Clone(req.Context())
 	for k, vs := range t.headers {
 		if !strings.EqualFold(req.URL.Hostname(), t.host) {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/internal/storage"
 )
 
@@ -663,9 +664,10 @@ func (p *proc) drainStderr(r io.Reader, rate float64) {
 		}
 		if s := strings.TrimRight(string(line), "\r\n"); s != "" {
 			s = p.mask(truncate(s, 2000))
-			p.tail.add(s)
+			shown := screenLine(s)
+			p.tail.add(shown)
 			if p.history != nil {
-				p.history.add(s)
+				p.history.add(shown)
 			}
 			now := time.Now()
 			tokens = min(burst, tokens+now.Sub(last).Seconds()*rate)
@@ -688,6 +690,24 @@ func (p *proc) drainStderr(r io.Reader, rate float64) {
 			return
 		}
 	}
+}
+
+// screenLine is a stderr line as the model may read it (in
+// toolgate__server_status, in the server's errors): a line that addresses
+// a model or hides text (quarantine.Scanner.ScanLine) is withheld there,
+// saying why; the log keeps it as written.
+func screenLine(s string) string {
+	fs := quarantine.Scanner{}.ScanLine(s)
+	if len(fs) == 0 {
+		return s
+	}
+	why := make([]string, 0, len(fs))
+	for _, f := range fs {
+		if w := f.What(); !slices.Contains(why, w) {
+			why = append(why, w)
+		}
+	}
+	return "[stderr line withheld: " + strings.Join(why, ", ") + "; toolgate logs shows it]"
 }
 
 func truncate(s string, n int) string {

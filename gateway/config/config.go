@@ -109,6 +109,10 @@ type Server struct {
 	// (Servers fills them in).
 	ConnectTimeout Duration `json:"connectTimeout,omitzero"`
 	CallTimeout    Duration `json:"callTimeout,omitzero"`
+	// KeepAlive is how often a remote server's session is pinged while
+	// up, so that a network that drops it without a word is seen (0 = the
+	// toolgate section's value).
+	KeepAlive Duration `json:"keepAlive,omitzero"`
 
 	// Lazy defers starting the server to the first execute_tool on one of
 	// its tools (search uses the persisted catalog).
@@ -303,6 +307,7 @@ func (r Restart) DelayDurations() []time.Duration {
 type Settings struct {
 	ConnectTimeout        Duration `json:"connectTimeout,omitzero"`        // 0 = backend.DefaultConnectTimeout
 	CallTimeout           Duration `json:"callTimeout,omitzero"`           // 0 = backend.DefaultCallTimeout
+	KeepAlive             Duration `json:"keepAlive,omitzero"`             // 0 = backend.DefaultKeepAlive
 	MaxConcurrentConnects int      `json:"maxConcurrentConnects,omitzero"` // 0 = backend.DefaultMaxConcurrentConnects
 	// Restart is the restart policy of every server without its own
 	// (unset = backend.DefaultRestartDelays and DefaultStableAfter).
@@ -558,6 +563,9 @@ func (f *File) All() []Server {
 		}
 		if s.CallTimeout.Duration == 0 {
 			s.CallTimeout = f.Toolgate.CallTimeout
+		}
+		if s.KeepAlive.Duration == 0 {
+			s.KeepAlive = f.Toolgate.KeepAlive
 		}
 		if s.Restart != nil {
 			r := *s.Restart

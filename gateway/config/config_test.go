@@ -45,12 +45,12 @@ func TestParseGood(t *testing.T) {
 				"a": {"url": "https://a.example/mcp"},
 				"b": {"type": "streamable-http", "url": "http://127.0.0.1:9/mcp", "connectTimeout": 5},
 				"c": {"type": "streamableHttp", "url": "http://x/mcp", "callTimeout": "1m30s"},
-				"d": {"type": "SSE", "url": "https://d.example/sse", "headers": {"X-Key": "k"}}}}`,
+				"d": {"type": "SSE", "url": "https://d.example/sse", "headers": {"X-Key": "k"}, "keepAlive": "15s"}}}`,
 			servers: []Server{
 				{Name: "a", Type: TypeHTTP, URL: "https://a.example/mcp"},
 				{Name: "b", Type: TypeHTTP, URL: "http://127.0.0.1:9/mcp", ConnectTimeout: sec(5)},
 				{Name: "c", Type: TypeHTTP, URL: "http://x/mcp", CallTimeout: sec(90)},
-				{Name: "d", Type: TypeSSE, URL: "https://d.example/sse", Headers: map[string]string{"X-Key": "k"}},
+				{Name: "d", Type: TypeSSE, URL: "https://d.example/sse", Headers: map[string]string{"X-Key": "k"}, KeepAlive: sec(15)},
 			},
 		},
 		{
@@ -72,6 +72,16 @@ func TestParseGood(t *testing.T) {
 			settings: func(s *Settings) {
 				s.ConnectTimeout, s.CallTimeout = sec(10), sec(0.5)
 			},
+		},
+		{
+			name: "the section's keepAlive for remote servers without their own",
+			in: `{"mcpServers": {"a": {"url": "https://a.example/mcp"}, "b": {"url": "https://b.example/mcp", "keepAlive": 5}},
+				"toolgate": {"keepAlive": "1m"}}`,
+			servers: []Server{
+				{Name: "a", Type: TypeHTTP, URL: "https://a.example/mcp", KeepAlive: sec(60)},
+				{Name: "b", Type: TypeHTTP, URL: "https://b.example/mcp", KeepAlive: sec(5)},
+			},
+			settings: func(s *Settings) { s.KeepAlive = sec(60) },
 		},
 		{
 			name: "expansion everywhere Claude Code expands",
@@ -549,6 +559,16 @@ func TestParseBad(t *testing.T) {
 			{`mcpServers["d"].restart.delays[2]`, `"x" is not a duration`},
 			{`mcpServers["e"].restart`, "got an array, want an object"},
 			{`mcpServers["f"].restart.delays`, "want an array of durations"},
+		}},
+		{"keepAlive", `{"mcpServers": {
+			"a": {"command": "x", "keepAlive": "30s"},
+			"b": {"url": "https://mcp.example.com/mcp", "keepAlive": "-1s"},
+			"c": {"url": "https://mcp.example.com/mcp", "keepAlive": "often"}},
+			"toolgate": {"keepAlive": "-5s"}}`, nil, []want{
+			{`mcpServers["a"].keepAlive`, `is only used by http and sse servers (a ping over the network, which a stdio server's pipe does not cross): remove it`},
+			{`mcpServers["b"].keepAlive`, `-1s is negative: use a positive duration like "30s"`},
+			{`mcpServers["c"].keepAlive`, `"often" is not a duration`},
+			{`toolgate.keepAlive`, `-5s is negative: use a positive duration like "30s"`},
 		}},
 		{"restart ranges (decoded fine)", `{"mcpServers": {"a": {"command": "x", "restart": {"delays": ["-2s", "2h"], "stableAfter": "48h"}}},
 			"toolgate": {"restart": {"delays": [-1], "stableAfter": -5}}}`, nil, []want{

@@ -14,7 +14,7 @@ import (
 
 // The keys of the toolgate section, per level. Unknown keys are errors.
 var (
-	settingsKeys  = []string{"connectTimeout", "callTimeout", "maxConcurrentConnects", "restart", "search", "learn", "embed", "http", "telemetry", "dataDir", "profiles", "management", "keysFile", "security", "audit", "limits"}
+	settingsKeys  = []string{"connectTimeout", "callTimeout", "keepAlive", "maxConcurrentConnects", "restart", "search", "learn", "embed", "http", "telemetry", "dataDir", "profiles", "management", "keysFile", "security", "audit", "limits"}
 	searchKeys    = []string{"mode", "keywordWeight", "vectorWeight", "defaultLimit", "maxLimit", "minConfidence", "stepWeight"}
 	learnKeys     = []string{"enabled", "fromKeys"}
 	embedKeys     = []string{"variant", "modelDir", "ortLib", "threads"}
@@ -101,6 +101,7 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 
 	s.ConnectTimeout = d.duration("connectTimeout")
 	s.CallTimeout = d.duration("callTimeout")
+	s.KeepAlive = d.duration("keepAlive")
 	s.MaxConcurrentConnects = int(d.int("maxConcurrentConnects"))
 	if r := d.restart("restart"); r != nil {
 		s.Restart = *r
@@ -269,7 +270,7 @@ func (s *Settings) validate() []*FieldError {
 	for _, d := range []struct {
 		field string
 		v     time.Duration
-	}{{"connectTimeout", s.ConnectTimeout.Duration}, {"callTimeout", s.CallTimeout.Duration}} {
+	}{{"connectTimeout", s.ConnectTimeout.Duration}, {"callTimeout", s.CallTimeout.Duration}, {"keepAlive", s.KeepAlive.Duration}} {
 		if d.v < 0 {
 			bad(d.field, "%s is negative: use a positive duration like \"30s\" (or leave it out for the default)", d.v)
 		}

@@ -252,6 +252,9 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 		if s.TLS != nil {
 			bad("tls", `is only used by http and sse servers (a connection over https): remove it`)
 		}
+		if s.KeepAlive.Duration != 0 {
+			bad("keepAlive", `is only used by http and sse servers (a ping over the network, which a stdio server's pipe does not cross): remove it`)
+		}
 	}
 	if remote {
 		if s.URL == "" && settled {
@@ -304,6 +307,9 @@ func validateServer(name string, s Server, skip map[string]bool) []*FieldError {
 	if d := s.CallTimeout.Duration; d < 0 {
 		bad("callTimeout", "%s is negative: use a positive duration like \"60s\" (or leave it out for the toolgate section's value)", d)
 	}
+	if d := s.KeepAlive.Duration; d < 0 {
+		bad("keepAlive", "%s is negative: use a positive duration like \"30s\" (or leave it out for the toolgate section's value)", d)
+	}
 	switch d := s.IdleTimeout.Duration; {
 	case d < 0 || d > maxIdleTimeout:
 		bad("idleTimeout", "%s is out of range: use a duration up to %s like \"10m\", or 0 to keep the server running", d, maxIdleTimeout)
@@ -339,7 +345,7 @@ func typeKeys(s Server) (local, remote []string) {
 	for _, k := range []struct {
 		key string
 		set bool
-	}{{"headers", len(s.Headers) > 0}, {"oauth", s.OAuth != nil}, {"tls", s.TLS != nil}} {
+	}{{"headers", len(s.Headers) > 0}, {"oauth", s.OAuth != nil}, {"tls", s.TLS != nil}, {"keepAlive", s.KeepAlive.Duration != 0}} {
 		if k.set {
 			remote = append(remote, k.key)
 		}

@@ -65,11 +65,15 @@ type Finding struct {
 // Summary is the finding in words, without the excerpt: safe to show a
 // model. The field's property names, which the backend chose (and which
 // may be the very text flagged), are left out: see ModelField.
-func (f Finding) Summary() string { return ruleText[f.Rule] + " in " + ModelField(f.Field) }
+func (f Finding) Summary() string { return f.What() + " in " + ModelField(f.Field) }
+
+// What is the finding's rule in words ("an instruction to ignore other
+// instructions").
+func (f Finding) What() string { return ruleText[f.Rule] }
 
 // Detail is Summary with the field whole, property names included, for
 // the person who reviews the tool (escape it for a terminal).
-func (f Finding) Detail() string { return ruleText[f.Rule] + " in " + f.Field }
+func (f Finding) Detail() string { return f.What() + " in " + f.Field }
 
 // fieldWords are the words of a Field that name a part of a definition
 // or a JSON Schema keyword: the only ones ModelField keeps.
@@ -177,6 +181,36 @@ const verbWindow = 100
 func (s Scanner) Scan(t catalog.Tool) []Finding {
 	schema, ok := decodeSchema(t.InputSchema)
 	return s.scan(t, schema, ok)
+}
+
+// lineRules are the rules ScanLine applies: words that address a model,
+// and characters people cannot see. A program's error lines name
+// credentials files ("cannot read ~/.aws/credentials"), colour themselves
+// with terminal escapes, dump HTML pages and run long, and are shown as
+// written, never rendered: those rules stay with tool definitions.
+var lineRules = map[string]bool{
+	RuleHiddenTag: true, RuleConceal: true, RuleOverride: true,
+	RuleUnicodeTags: true, RuleInvisible: true, RuleBidi: true,
+}
+
+// ScanLine returns the findings of a line a backend wrote outside its tool
+// definitions (a stderr line, which toolgate__server_status and a server's
+// errors show the model) that address a model or hide text from people
+// (nil when it looks clean). Field is "line".
+func (s Scanner) ScanLine(line string) []Finding {
+	sc := &scanner{Scanner: s}
+	sc.text(line)
+	out := sc.out[:0]
+	for _, f := range sc.out {
+		if lineRules[f.Rule] {
+			f.Field = "line"
+			out = append(out, f)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // decodeSchema decodes an input schema once for Hash and Scan (numbers

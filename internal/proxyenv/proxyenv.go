@@ -151,6 +151,10 @@ type RefusedError struct {
 	// Schemes are those of the Proxy-Authenticate challenges (Basic,
 	// Negotiate, NTLM).
 	Schemes []string
+	// Method, for a plain http URL's request, which the proxy gets itself
+	// (no CONNECT), is that request's method ("POST"), and Sign the
+	// header of the answer that shows the proxy made it (OwnAnswer).
+	Method, Sign string
 }
 
 func (e *RefusedError) Error() string { return "the proxy " + e.Proxy + e.Tail() }
@@ -158,7 +162,44 @@ func (e *RefusedError) Error() string { return "the proxy " + e.Proxy + e.Tail()
 // Tail is the words of the error after the proxy's address, for a message
 // that keeps the address apart.
 func (e *RefusedError) Tail() string {
+	if e.Method != "" {
+		return fmt.Sprintf(" (%s in toolgate's environment) answered the %s for the server itself with %s (%s): %s", e.Var, e.Method, e.Status, e.Sign, e.fix())
+	}
 	return fmt.Sprintf(" (%s in toolgate's environment) answered the CONNECT to the server with %s: %s", e.Var, e.Status, e.fix())
+}
+
+// OwnAnswer is the proxy's refusal when resp, the answer to a request to
+// a plain http URL (which the proxy of the environment gets itself, with
+// no CONNECT), shows that the proxy made it rather than relayed the
+// server's: Squid's X-Squid-Error, or a last Proxy-Status member (RFC
+// 9209: the proxy nearest toolgate) with an error. nil when the answer
+// does not say so: a Via is put on relayed answers too, and a body that
+// is not MCP is no sign (a server's own 403 page is none either), so such
+// an answer is still said as the server's.
+func OwnAnswer(resp *http.Response) *RefusedError {
+	u := resp.Request.URL
+	if u.Scheme != "http" || resp.StatusCode < 400 {
+		return nil
+	}
+	p := For(u)
+	if p == nil {
+		return nil
+	}
+	sign := ""
+	if v := resp.Header.Get("X-Squid-Error"); v != "" {
+		sign = "X-Squid-Error: " + v
+	} else if ps := resp.Header.Values("Proxy-Status"); len(ps) > 0 {
+		members := strings.Split(ps[len(ps)-1], ",")
+		last := strings.TrimSpace(members[len(members)-1])
+		if strings.Contains(last, ";error=") || strings.Contains(last, "; error=") {
+			sign = "Proxy-Status: " + last
+		}
+	}
+	if sign == "" {
+		return nil
+	}
+	return &RefusedError{Proxy: p.Host, Var: Var(u.Scheme), Code: resp.StatusCode, Status: resp.Status, Credentials: p.User != nil,
+		Schemes: schemes(resp.Header), Method: resp.Request.Method, Sign: sign}
 }
 
 // noProxy is the way around a proxy, for a server reached without it.

@@ -35,6 +35,7 @@ import (
 	"os/signal"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -54,6 +55,10 @@ const (
 	EnvPIDFile = "TOOLGATE_TEST_PIDFILE"
 	// EnvStderr is written to stderr at start (to test masking).
 	EnvStderr = "TOOLGATE_TEST_STDERR"
+	// EnvStderrQuoted is a Go string literal ("…", escapes allowed) written
+	// unquoted to stderr at start: a line that is not the env value, which
+	// the pool masks.
+	EnvStderrQuoted = "TOOLGATE_TEST_STDERR_QUOTED"
 	// EnvLogSays is added to each log message and progress message of
 	// the "progress" tool (to test masking).
 	EnvLogSays = "TOOLGATE_TEST_LOG_SAYS"
@@ -144,6 +149,9 @@ func run(modes Modes) int {
 	fmt.Fprintf(os.Stderr, "fake backend starting (modes %s, pid %d)\n", os.Getenv(EnvMode), os.Getpid())
 	if v := os.Getenv(EnvStderr); v != "" {
 		fmt.Fprintln(os.Stderr, "stderr-test:", v)
+	}
+	if v, err := strconv.Unquote(os.Getenv(EnvStderrQuoted)); err == nil {
+		fmt.Fprintln(os.Stderr, v)
 	}
 	if modes[ModeCrashAtStart] {
 		fmt.Fprintln(os.Stderr, "error: cannot open /nonexistent/db.sqlite: no such file or directory")

@@ -1,0 +1,302 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/testenv"
+)
+
+// dropRelay is a TCP relay between toolgate and a server, standing for
+// the network in between. Blackhole makes it drop the network silently,
+// as a Wi-Fi that went away, a VPN that reconnected or a NAT that forgot
+// the connection do: bytes either way vanish, with no RST and no FIN, and
+// a new connection is taken and answered nothing. Restore makes it carry
+// bytes again (connections made meanwhile stay dead, as they would).
+// While refuse is set, a new connection is closed at once.
+type dropRelay struct {
+	ln        net.Listener
+	to        string
+	blackhole atomic.Bool
+	refuse    atomic.Bool
+	mu        sync.Mutex
+	conns     []net.Conn
+	wg        sync.WaitGroup
+}
+
+func newDropRelay(t *testing.T, to string) *dropRelay {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &dropRelay{ln: ln, to: to}
+	r.wg.Add(1)
+	go r.accept()
+	t.Cleanup(r.close)
+	return r
+}
+
+// url is u with its host replaced by the relay's address.
+func (r *dropRelay) url(u, host string) string {
+	return strings.Replace(u, host, r.ln.Addr().String(), 1)
+}
+
+func (r *dropRelay) accept() {
+	defer r.wg.Done()
+	for {
+		c, err := r.ln.Accept()
+		if err != nil {
+			return
+		}
+		if r.refuse.Load() {
+			c.Close()
+			continue
+		}
+		r.mu.Lock()
+		r.conns = append(r.conns, c)
+		r.mu.Unlock()
+		if r.blackhole.Load() {
+			r.wg.Add(1)
+			go func() { defer r.wg.Done(); io.Copy(io.Discard, c) }()
+			continue
+		}
+		up, err := net.Dial("tcp", r.to)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		r.mu.Lock()
+		r.conns = append(r.conns, up)
+		r.mu.Unlock()
+		r.wg.Add(2)
+		go func() { defer r.wg.Done(); r.pipe(up, c) }()
+		go func() { defer r.wg.Done(); r.pipe(c, up) }()
+	}
+}
+
+// pipe copies from src to dst while the network carries bytes, and
+// swallows them once it is a blackhole.
+func (r *dropRelay) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	dead := false
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !dead {
+			if r.blackhole.Load() {
+				dead = true // this connection stays dead, as after a real drop
+			} else if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if !dead && !r.blackhole.Load() {
+				if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+					cw.CloseWrite()
+				}
+			}
+			return
+		}
+	}
+}
+
+func (r *dropRelay) close() {
+	r.ln.Close()
+	r.mu.Lock()
+	for _, c := range r.conns {
+		c.Close()
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+// keepAliveOptions ping every few milliseconds and give a ping as long
+// to answer.
+func keepAliveOptions(l *testenv.LogBuffer) *Options {
+	o := testOptions(l)
+	o.KeepAlive = 20 * time.Millisecond
+	o.PingTimeout = 2 * time.Second
+	o.RestartDelays = []time.Duration{10 * time.Millisecond}
+	return o
+}
+
+// TestSilentDropSeenByPing: a remote server whose network drops silently
+// (no RST, no FIN: a Wi-Fi gone, a VPN reconnected, a NAT that timed the
+// connection out, a laptop that slept) is marked down with why once a
+// ping gets no answer, and connected to again with the restart policy once
+// the network carries bytes; a call under way then fails as unavailable,
+// with the warning that it may have run. The server stayed "up" until a
+// call timed out (callTimeout, 60 s), each call waiting that long.
+func TestSilentDropSeenByPing(t *testing.T) {
+	for _, transport := range []string{config.TypeHTTP, config.TypeSSE} {
+		t.Run(transport, func(t *testing.T) {
+			hs := backendtest.NewHTTPServer(t, transport, "normal")
+			relay := newDropRelay(t, hs.Listener.Addr().String())
+			s := hs.Config("remote", nil)
+			s.URL = relay.url(s.URL, hs.Listener.Addr().String())
+			s.CallTimeout = config.Duration{Duration: time.Hour}
+			p := startPool(t, []config.Server{s}, keepAliveOptions(&testenv.LogBuffer{}))
+			testenv.Eventually(t, "remote up", func() bool { return statusOf(t, p, "remote").State == StateUp })
+
+			// A call under way (over streamable HTTP: an SSE server's
+			// session, and so the test's server, would wait out the sleep).
+			callErr := make(chan error, 1)
+			if transport == config.TypeHTTP {
+				go func() {
+					_, err := p.CallTool(context.Background(), "remote", "sleep", map[string]any{"ms": 600000})
+					callErr <- err
+				}()
+				testenv.Eventually(t, "the call under way", func() bool { return inFlight(t, p, "remote") == 1 })
+			} else {
+				callErr <- &UnavailableError{Err: &OwnWords{Before: "no answer to a ping within 2s", Mark: ErrMayHaveRun}}
+			}
+			relay.blackhole.Store(true)
+			testenv.Eventually(t, "remote down with why", func() bool {
+				st := statusOf(t, p, "remote")
+				return st.State != StateUp && strings.Contains(st.LastErr, "no answer to a ping within")
+			})
+			want := `backend "remote" at ` + s.URL + `: no answer to a ping within 2s: the network to the server dropped the connection without a word ` +
+				`(a Wi-Fi or VPN that changed, a NAT or firewall that timed it out, this machine asleep) or the server hangs: connecting again`
+			if got := statusOf(t, p, "remote").LastErr; !strings.HasPrefix(got, want) {
+				t.Errorf("its error:\n%s\nwant it to start:\n%s", got, want)
+			}
+			err := <-callErr
+			var un *UnavailableError
+			if !errors.As(err, &un) || !errors.Is(err, ErrMayHaveRun) || !strings.Contains(err.Error(), "no answer to a ping within 2s") {
+				t.Errorf("the call under way: %v\nwant it unavailable, said with the ping, and that it may have run", err)
+			}
+
+			relay.blackhole.Store(false)
+			testenv.Eventually(t, "remote up again", func() bool {
+				st := statusOf(t, p, "remote")
+				return st.State == StateUp && st.Restarts > 0
+			})
+			res, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "back"})
+			if err != nil || textOf(t, res) != "back" {
+				t.Fatalf("call once the network is back: %v", err)
+			}
+		})
+	}
+}
+
+// slept reads the time a machine slept from its two clocks: the wall
+// clock runs on while it sleeps, the monotonic clock stands still.
+func TestSleptReadsBothClocks(t *testing.T) {
+	at := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	before := clockReading{wall: at, mono: time.Minute}
+	for _, tc := range []struct {
+		name       string
+		wall, mono time.Duration // how far each clock ran
+		want       time.Duration
+	}{
+		{"awake", 5 * time.Second, 5 * time.Second, 0},
+		{"slept an hour", time.Hour + 5*time.Second, 5 * time.Second, time.Hour},
+		{"clock set back", 5 * time.Second, 65 * time.Second, -time.Minute},
+	} {
+		after := clockReading{wall: at.Add(tc.wall), mono: before.mono + tc.mono}
+		if got := slept(before, after); got != tc.want {
+			t.Errorf("%s: slept %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestWakeConnectsAtOnce: a remote server that could not be reached
+// before the machine slept is tried again as it wakes, not once the rest
+// of a restart delay taken before the sleep has run out (Go's timers stand
+// still while the machine sleeps).
+func TestWakeConnectsAtOnce(t *testing.T) {
+	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal")
+	relay := newDropRelay(t, hs.Listener.Addr().String())
+	relay.refuse.Store(true)
+	s := hs.Config("remote", nil)
+	s.URL = relay.url(s.URL, hs.Listener.Addr().String())
+	o := keepAliveOptions(&testenv.LogBuffer{})
+	o.RestartDelays = []time.Duration{time.Hour}
+	p := New([]config.Server{s}, o)
+	t.Cleanup(func() { p.Close() })
+	p.StartAsync(context.Background())
+	testenv.Eventually(t, "remote down", func() bool { return statusOf(t, p, "remote").LastErr != "" })
+	relay.refuse.Store(false)
+	p.wake()
+	testenv.Eventually(t, "remote up at the wake", func() bool { return statusOf(t, p, "remote").State == StateUp })
+}
+
+// TestWakePingsAtOnce: a remote server up when the machine slept is
+// pinged as it wakes, its connection most often dead, not up to keepAlive
+// later.
+func TestWakePingsAtOnce(t *testing.T) {
+	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal")
+	relay := newDropRelay(t, hs.Listener.Addr().String())
+	s := hs.Config("remote", nil)
+	s.URL = relay.url(s.URL, hs.Listener.Addr().String())
+	logs := &testenv.LogBuffer{}
+	defer func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	}()
+	o := keepAliveOptions(logs)
+	o.KeepAlive = time.Hour
+	o.RestartDelays = []time.Duration{time.Hour}
+	p := startPool(t, []config.Server{s}, o)
+	testenv.Eventually(t, "remote up", func() bool { return statusOf(t, p, "remote").State == StateUp })
+	relay.blackhole.Store(true)
+	p.wake()
+	testenv.Eventually(t, "remote down at the wake's ping", func() bool {
+		return strings.Contains(statusOf(t, p, "remote").LastErr, "no answer to a ping within 2s")
+	})
+}
+
+// netDownAuth is an Authorizer that adds no token; once down is set, each
+// POST fails as a dial does on a machine whose network is gone
+// (ENETUNREACH: a Wi-Fi left, a VPN down).
+type netDownAuth struct{ down atomic.Bool }
+
+func (a *netDownAuth) Changed(string) <-chan struct{} { return nil }
+
+func (a *netDownAuth) Transport(_, _ string, base http.RoundTripper, _ func(error)) http.RoundTripper {
+	return roundTrip(func(req *http.Request) (*http.Response, error) {
+		if a.down.Load() && req.Method == http.MethodPost {
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ENETUNREACH)}
+		}
+		return base.RoundTrip(req)
+	})
+}
+
+// TestPingFindsNetworkUnreachable: a ping whose request cannot even be
+// sent, the network unreachable, marks the server down with that, as a
+// ping with no answer does; it was taken for alive (only a refused
+// connection or a name that does not resolve was), and the server stayed
+// "up" until the next ping, or a call, found it.
+func TestPingFindsNetworkUnreachable(t *testing.T) {
+	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal")
+	a := &netDownAuth{}
+	logs := &testenv.LogBuffer{}
+	defer func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	}()
+	o := keepAliveOptions(logs)
+	o.RestartDelays = []time.Duration{time.Hour}
+	o.Auth = a
+	p := startPool(t, []config.Server{hs.Config("remote", nil)}, o)
+	testenv.Eventually(t, "remote up", func() bool { return statusOf(t, p, "remote").State == StateUp })
+	a.down.Store(true)
+	testenv.Eventually(t, "remote down: network unreachable", func() bool {
+		st := statusOf(t, p, "remote")
+		return st.State != StateUp && strings.Contains(st.LastErr, "a ping could not reach the server (dial tcp: connect: network is unreachable): the network to it is down or changed: connecting again")
+	})
+}

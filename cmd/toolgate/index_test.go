@@ -680,6 +680,33 @@ func TestIndexConfigReviewsDefinitions(t *testing.T) {
 	}
 }
 
+// TestServeLogsFlawsOnce: the serving gateway logs what `index --config`
+// says of a server's definitions (an input schema it cannot read, with the
+// same words; a description cut), once per definition: a server's author
+// editing another tool (list_changed) does not get them again. serve said
+// nothing of the schema, and the cut at every listing.
+func TestServeLogsFlawsOnce(t *testing.T) {
+	d := startDev(t, map[string]string{"dev": backendtest.ModeFlawed + "," + backendtest.ModeRedefine},
+		map[string]any{"security": map[string]any{"approvedTools": []string{"dev__*"}}}) // the long description is not held
+	logs, ctx, cs := d.logs, d.ctx, d.cs
+	// Each edit is listed with the flawed tools; once it is searchable,
+	// its listing was logged (before the re-index it asked for).
+	for _, d := range []string{"Forecast the tides of a harbour.", "Forecast the tides of a harbour, hour by hour."} {
+		if res := executeTool(t, ctx, cs, "dev__redefine", map[string]any{"name": "tides", "description": d}); res.IsError {
+			t.Fatalf("dev__redefine: %s", resultText(res))
+		}
+		testenv.Eventually(t, "the edit searchable", func() bool {
+			out, res := searchTools(t, ctx, cs, "tides harbour", 3)
+			return len(out.Tools) > 0 && out.Tools[0].Name == "dev__tides" && strings.Contains(resultText(res), d)
+		})
+	}
+	schema := fmt.Sprintf(`msg="the input schema of a tool is not a JSON Schema the gateway can read: the gateway lets its calls through unchecked, and leaves the arguments it cannot read out of the index" tool=dev__%s why=`, backendtest.FlawedSchemaTool)
+	cut := fmt.Sprintf(`msg="tool description too long; cut" server=dev transport=stdio tool=%s`, backendtest.FlawedLongTool)
+	if n, m := strings.Count(logs.String(), schema), strings.Count(logs.String(), cut); n != 1 || m != 1 {
+		t.Errorf("over three listings the schema was said %d times, the cut %d; want each once:\n%s", n, m, logs)
+	}
+}
+
 // TestIndexConfigSaysWhatTheQuarantineHolds: `index --config` names the
 // tools a gateway on the data folder would quarantine, each with the rule
 // and the words that matched, and how to release them: a server's author

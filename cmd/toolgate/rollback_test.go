@@ -107,7 +107,7 @@ func TestNewerFilesFixInCommands(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"version":2,"tools":{}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err := runToolsQuarantined(io.Discard, path, nil, false)
+	err := runToolsQuarantined(io.Discard, path, nil, false, false)
 	var out bytes.Buffer
 	(&globals{}).fail(&out, err)
 	if got := out.String(); strings.Count(got, "toolgate: fix: run the newer toolgate again") != 1 || !strings.Contains(got, "every tool is then pinned afresh") {

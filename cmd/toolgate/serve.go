@@ -116,10 +116,11 @@ It watches the config files and applies a change while it runs (SIGHUP
 reloads too): removed servers stop and their tools leave search at once,
 added ones start, changed ones restart, the others keep running. A config
 that does not parse is logged and changes nothing. Timeouts, profiles,
-management and search (mode unless --mode is given, weights, minConfidence,
-stepWeight, limits) apply at once; the other settings outside "mcpServers"
-(http, telemetry, dataDir, embed, learn, restart, maxConcurrentConnects,
-keysFile, security, audit, limits) take effect on the next start.`,
+management, search (mode unless --mode is given, weights, minConfidence,
+stepWeight, limits) and security (approvedTools, onDefinitionChange,
+maxTextLength: the quarantine decides again) apply at once; the other settings
+outside "mcpServers" (http, telemetry, dataDir, embed, learn, restart,
+maxConcurrentConnects, keysFile, audit, limits) take effect on the next start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), g, f)
@@ -397,13 +398,18 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		addrCheck = func(addr string) error { return canListen(addr, ln, f.allowRemote, g.remoteReady(cfg)) }
 	}
 	stage.set("opening the tool index of the last run")
-	lv := live.New(index.Dir(g.DataDir()), cfg, &live.Options{
-		ColdWait:        coldStartWait,
-		ColdFailed:      func(err error) { coldErr.Store(&err); stopCold(err) },
-		Logger:          log,
-		Embedder:        emb,
-		Search:          searchOptions(s, modeOf(s), usage),
-		SearchFrom:      func(s config.SearchSettings) *search.Options { return searchOptions(s, modeOf(s), usage) },
+	var pool *backend.Pool // made below, before the loop runs (and reloads)
+	var lv *live.Loop
+	lv = live.New(index.Dir(g.DataDir()), cfg, &live.Options{
+		ColdWait:   coldStartWait,
+		ColdFailed: func(err error) { coldErr.Store(&err); stopCold(err) },
+		Logger:     log,
+		Embedder:   emb,
+		Search:     searchOptions(s, modeOf(s), usage),
+		SearchFrom: func(s config.SearchSettings) *search.Options { return searchOptions(s, modeOf(s), usage) },
+		SecurityFrom: func(s config.SecuritySettings) ([]string, []string) {
+			return sec.guard.Reconfigure(s, func() []catalog.Tool { return listed(pool, lv) })
+		},
 		HTTPAddrCheck:   addrCheck,
 		HTTPAddrIgnored: addrIgnored,
 		Indexed:         indexed,
@@ -429,8 +435,14 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	// Quarantine decides on each listing before the re-index it asks for;
 	// the tools of the warm catalog count as listed.
 	sec.guard.Observe(lv.Catalog())
+	// The flaws of a definition (a schema the gateway cannot read, a name
+	// MCP does not recommend) are logged once per definition, as
+	// `toolgate index --config` says them, before the index that serves it.
+	var flaws catalog.FlawLog
 	opts.OnToolsChanged = func(server string, tools []*mcp.Tool) {
-		sec.guard.Observe(backend.Catalog(map[string][]*mcp.Tool{server: tools}))
+		listed := backend.Catalog(map[string][]*mcp.Tool{server: tools})
+		sec.guard.ObserveServer(server, listed)
+		flaws.Listed(log, server, listed)
 		lv.ToolsChanged(server, tools)
 	}
 	opts.Known = lv.Known // a listing like the warm catalog is held once
@@ -453,7 +465,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 			}
 		}
 	}
-	pool := backend.New(lv.Servers(), opts) // the config's, but those disabled at run time
+	pool = backend.New(lv.Servers(), opts) // the config's, but those disabled at run time
 	defer g.stop.Close("backends", pool.Close)
 	// GET /status, on the HTTP front and on the status socket in the data
 	// folder, from the start: `toolgate status` finds a gateway on stdio
@@ -510,6 +522,23 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		return *p
 	}
 	return err
+}
+
+// listed is each tool as its server listed it last (what the quarantine
+// guard observed), and for a server that has not listed since the start (a
+// lazy one not started yet) its tools in the catalog served.
+func listed(pool *backend.Pool, lv *live.Loop) []catalog.Tool {
+	if pool == nil {
+		return lv.Catalog()
+	}
+	byServer := pool.Tools()
+	tools := backend.Catalog(byServer)
+	for _, t := range lv.Catalog() {
+		if _, ok := byServer[t.Server]; !ok {
+			tools = append(tools, t)
+		}
+	}
+	return tools
 }
 
 // coldStartWait is how long a cold start (no index in the data folder)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -68,40 +69,58 @@ type quarantinedTool struct {
 
 func newToolsQuarantinedCmd(g *globals) *cobra.Command {
 	var cfgPath string
-	var asJSON bool
+	var asJSON, full bool
 	cmd := &cobra.Command{
-		Use:   "quarantined [--config FILE] [--json]",
+		Use:   "quarantined [--config FILE] [--json] [--full]",
 		Short: "List the quarantined tools and why each is held",
-		Args:  cobra.NoArgs,
+		Long: `List the quarantined tools: why each is held, what changed since its
+definition was pinned, the held definition and the command that approves it.
+A text longer than ` + fmt.Sprint(shownChars) + ` characters (a description, an input schema, a
+change) is cut there, with how many characters were left out; --full prints
+every text whole. --json prints every text whole, always.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path, cfg, err := g.pinsPath(cfgPath)
 			if err != nil {
 				return err
 			}
-			return runToolsQuarantined(cmd.OutOrStdout(), path, cfg, asJSON)
+			return runToolsQuarantined(cmd.OutOrStdout(), path, cfg, asJSON, full)
 		},
 	}
 	configFlag(cmd, &cfgPath)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of text")
+	cmd.Flags().BoolVar(&full, "full", false, fmt.Sprintf("print every text whole (it is cut at %d characters)", shownChars))
 	return cmd
 }
 
 // runToolsQuarantined lists the tools held in the pins file at path; with
 // cfg (--config, $TOOLGATE_CONFIG), those of its servers, as GET /status
-// lists them (quarantine.OutsideConfig), the others named below.
-func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON bool) error {
+// lists them (quarantine.OutsideConfig), the others named below. Without
+// full, each text is cut at shownChars characters (JSON is whole).
+func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON, full bool) error {
 	f, err := quarantine.Read(path)
 	if err != nil {
 		return err
 	}
 	out := []quarantinedTool{}
-	var outside []string
+	var outside, approved, unlisted []string
 	notRun := outsideConfig(cfg)
+	var globs []string
+	if cfg != nil {
+		globs = cfg.Toolgate.Security.ApprovedTools
+	}
 	for id, p := range f.Tools {
 		switch {
 		case p.Hold == nil:
 		case notRun(id):
 			outside = append(outside, id)
+		case !p.Unlisted.IsZero():
+			unlisted = append(unlisted, id)
+		case quarantine.Approved(globs, id):
+			// Held in the pins (a gateway of another config, or one that
+			// has not listed it since), but not by a gateway of cfg, which
+			// GET /status shows.
+			approved = append(approved, id)
 		default:
 			out = append(out, quarantinedTool{Tool: id, SHA256: p.Shown(), Hold: *p.Hold, Changes: p.Changes()})
 		}
@@ -112,6 +131,19 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON bool
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
+	if len(unlisted) > 0 {
+		// Said last, below the list, or in place of it (after the others).
+		slices.Sort(unlisted)
+		defer fmt.Fprintf(w, "Not listed: %s that %s no longer %s (%s; renamed or removed): no gateway serves %s; listed again with the same definition, %s held again.\n",
+			plural.Of(len(unlisted), "held tool"), plural.Pick(len(unlisted), "its server", "their servers"), plural.Pick(len(unlisted), "lists", "list"),
+			safeText(strings.Join(unlisted, ", ")), plural.Pick(len(unlisted), "it", "them"), plural.Pick(len(unlisted), "it is", "they are"))
+	}
+	if len(approved) > 0 {
+		// Said last, below the list, or in place of it (after outside).
+		slices.Sort(approved)
+		defer fmt.Fprintf(w, "Not listed: %s that toolgate.security.approvedTools of %s approves (%s): a gateway of it serves them, whatever their definition.\n",
+			plural.Of(len(approved), "held tool"), cfg.Path, safeText(strings.Join(approved, ", ")))
+	}
 	if len(outside) > 0 {
 		// Said last, below the list, or in place of it.
 		slices.Sort(outside)
@@ -120,11 +152,15 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON bool
 	}
 	if len(out) == 0 {
 		of := ""
-		if len(outside) > 0 {
+		if cfg != nil && len(outside)+len(approved)+len(unlisted) > 0 {
 			of = " of " + cfg.Path + "'s servers"
 		}
 		fmt.Fprintf(w, "No tool%s is quarantined (%s pinned in %s).\n", of, plural.Of(len(f.Tools), "definition"), path)
 		return nil
+	}
+	shown := func(s string) string { return escapeUnsafe(s) }
+	if !full {
+		shown = func(s string) string { return escapeUnsafe(cutShown(s)) }
 	}
 	for _, q := range out {
 		fmt.Fprintf(w, "%s  (since %s)\n", safeText(q.Tool), q.Since.Local().Format(time.DateTime))
@@ -137,24 +173,24 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON bool
 		for _, fd := range q.Findings {
 			fmt.Fprintf(w, "  - %s: %s\n", safeText(fd.Detail()), safeText(fd.Excerpt)) // a field may be a property name the backend chose
 		}
-		writeChanges(w, q.Changes)
+		writeChanges(w, q.Changes, shown)
 		if d := q.Definition; d != nil {
 			// What approving it lets through, as the backend wrote it
 			// (hidden characters escaped).
 			fmt.Fprintf(w, "  definition (sha256 %s):\n", shortHash(q.SHA256))
 			if d.Title != "" {
-				fmt.Fprintf(w, "    title: %s\n", indentLines(escapeUnsafe(d.Title), "      "))
+				fmt.Fprintf(w, "    title: %s\n", indentLines(shown(d.Title), "      "))
 			}
 			if d.AnnotationsTitle != "" {
-				fmt.Fprintf(w, "    annotations.title: %s\n", indentLines(escapeUnsafe(d.AnnotationsTitle), "      "))
+				fmt.Fprintf(w, "    annotations.title: %s\n", indentLines(shown(d.AnnotationsTitle), "      "))
 			}
 			if d.Hints != nil && *d.Hints != (quarantine.Hints{}) {
 				b, _ := json.Marshal(d.Hints)
 				fmt.Fprintf(w, "    annotations: %s\n", b)
 			}
-			fmt.Fprintf(w, "    description: %s\n", indentLines(escapeUnsafe(d.Description), "      "))
+			fmt.Fprintf(w, "    description: %s\n", indentLines(shown(d.Description), "      "))
 			if d.InputSchema != "" {
-				fmt.Fprintf(w, "    inputSchema: %s\n", escapeUnsafe(d.InputSchema))
+				fmt.Fprintf(w, "    inputSchema: %s\n", shown(d.InputSchema))
 			}
 			if d.Cut {
 				fmt.Fprintln(w, "    (cut: a text is longer than shown)")
@@ -165,10 +201,30 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON bool
 	return nil
 }
 
+// shownChars is how many characters of a text `tools quarantined` prints
+// without --full: a held description may be 16 KB (an overlong text is
+// one reason to hold it), which filled screens around the rest.
+const shownChars = 2000
+
+// cutShown is s cut at shownChars characters, saying how many more there
+// are and how to see them.
+func cutShown(s string) string {
+	n := utf8.RuneCountInString(s)
+	if n <= shownChars {
+		return s
+	}
+	i := 0
+	for range shownChars {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return fmt.Sprintf("%s… (%d more characters: --full shows all)", s[:i], n-shownChars)
+}
+
 // writeChanges writes what a changed definition changed, a word diff of
 // each text ("[-removed-]", "{+added+}"; hidden text decoded and escaped
-// as in the findings' excerpts).
-func writeChanges(w io.Writer, c *quarantine.Changes) {
+// as in the findings' excerpts), each text as shown says.
+func writeChanges(w io.Writer, c *quarantine.Changes, shown func(string) string) {
 	if c == nil {
 		return
 	}
@@ -178,7 +234,7 @@ func writeChanges(w io.Writer, c *quarantine.Changes) {
 	}
 	fmt.Fprintf(w, "  changes since %s:\n", c.Against)
 	for _, f := range c.Fields {
-		fmt.Fprintf(w, "    %s: %s\n", f.Field, indentLines(escapeUnsafe(f.Diff), "      "))
+		fmt.Fprintf(w, "    %s: %s\n", f.Field, indentLines(shown(f.Diff), "      "))
 		if f.Note != "" {
 			fmt.Fprintf(w, "      (%s)\n", f.Note)
 		}

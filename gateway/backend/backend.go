@@ -152,6 +152,12 @@ type backend struct {
 
 	notifyMu sync.Mutex // serializes list + OnToolsChanged
 
+	// cutMu guards cut: the length of each description the last listing
+	// cut, by tool name, so that a listing logs the cut of a description
+	// only when it is new (a list_changed for another tool said it again).
+	cutMu sync.Mutex
+	cut   map[string]int
+
 	lazy          bool
 	idleTimeout   time.Duration
 	restartDelays []time.Duration // Options.RestartDelays or the server's own policy
@@ -913,6 +919,15 @@ func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash 
 				"tools", strings.Join(again, ", "))
 		}
 	}()
+	cut := map[string]int{} // the descriptions this listing cut
+	defer func() {
+		b.cutMu.Lock()
+		b.cut = cut
+		b.cutMu.Unlock()
+	}()
+	b.cutMu.Lock()
+	wasCut := b.cut
+	b.cutMu.Unlock()
 	asked := map[string]bool{"": true} // the cursors requested
 	empty := 0                         // pages in a row without a tool
 	params := &mcp.ListToolsParams{}
@@ -943,7 +958,10 @@ func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash 
 				continue
 			}
 			if d, ok := catalog.CutDescription(t.Description); ok {
-				b.log.Warn("tool description too long; cut", "tool", t.Name, keyBytes, len(t.Description), keyLimit, maxDescription)
+				if n, ok := wasCut[t.Name]; !ok || n != len(t.Description) {
+					b.log.Warn("tool description too long; cut", "tool", t.Name, keyBytes, len(t.Description), keyLimit, maxDescription)
+				}
+				cut[t.Name] = len(t.Description)
 				if cut := b.p.opts.OnDescriptionCut; cut != nil {
 					cut(b.cfg.Name, t.Name, len(t.Description))
 				}
@@ -1489,7 +1507,8 @@ func (b *backend) waitLogin() bool {
 // install puts there used to stay down until its config entry changed.
 func (b *backend) waitCommand() bool {
 	env := func() []string { return childEnv(os.Environ(), b.p.opts.EnvAllow, b.cfg.Env) }
-	was := commandState(b.cfg, env())
+	state := func() string { return commandState(b.cfg, env()) + "\n" + argFilesState(b.cfg) }
+	was := state()
 	t := time.NewTicker(b.p.opts.CommandRecheck)
 	defer t.Stop()
 	for {
@@ -1501,8 +1520,8 @@ func (b *backend) waitCommand() bool {
 		b.mu.Lock()
 		b.rechecks++
 		b.mu.Unlock()
-		if now := commandState(b.cfg, env()); now != was {
-			b.log.Info("backend's command or cwd changed: starting it again", "command", now)
+		if now := state(); now != was {
+			b.log.Info("backend's command, cwd or a file its args name changed: starting it again", "command", commandState(b.cfg, env()))
 			return true
 		}
 	}
@@ -1598,16 +1617,19 @@ func (b *backend) supervise() {
 		remote := b.cfg.Type == config.TypeHTTP || b.cfg.Type == config.TypeSSE
 		if len(delays) == 0 || (attempt >= len(delays) && !short && !remote) || errors.As(lastErr, &ce) {
 			unset := len(b.cfg.Unset) > 0
-			recheck := len(delays) > 0 && errors.As(lastErr, &ce) && b.cfg.Type == config.TypeStdio && !unset
+			// A stdio server is looked at again: its command or cwd when
+			// they are wrong, the files its args name (its script, being
+			// mended) when it kept dying.
+			recheck := len(delays) > 0 && b.cfg.Type == config.TypeStdio && !unset
 			if len(delays) > 0 {
 				switch {
 				case unset:
 					b.log.Warn("backend stays down until toolgate restarts with the variables of its entry set, or its config entry changes", keyErr, lastErr)
-				case recheck:
+				case recheck && errors.As(lastErr, &ce):
 					b.log.Warn("backend stays down until its command or cwd changes (looked at every "+b.p.opts.CommandRecheck.String()+") or its config entry does", keyErr, lastErr, keyAttempt, attempt)
-				default:
-					b.log.Warn("backend stays down", keyErr, lastErr, keyAttempt, attempt,
-						"fix", "mend what makes it fail (its last stderr lines: toolgate__server_status), then `toolgate servers restart "+b.cfg.Name+"` (or toolgate__restart_server, the console's Restart) starts it again")
+				case recheck:
+					b.log.Warn("backend stays down until a file its args name changes (looked at every "+b.p.opts.CommandRecheck.String()+"), or its command does", keyErr, lastErr, keyAttempt, attempt,
+						"fix", "mend what makes it fail (its last stderr lines: toolgate__server_status): saving its script starts it again, and `toolgate servers restart "+b.cfg.Name+"` (or toolgate__restart_server, the console's Restart) does at once")
 				}
 			}
 			b.mu.Lock()

@@ -79,10 +79,10 @@
 // whose connection broke during the call gives an *UnavailableError. When a
 // session ends the backend is torn down, marked down with the reason, and
 // restarted after 2s, 5s, 10s (RestartDelays); then a stdio backend stays
-// down, while a remote one (or one short of a resource) is tried again at
-// the last delay until it answers. A stdio backend whose command or cwd is
-// wrong is not restarted; it starts again when they change
-// (Options.CommandRecheck). A backend that stayed up for StableAfter starts
+// down until a file its args name changes (its script, mended), while a
+// remote one (or one short of a resource) is tried again at the last delay
+// until it answers. A stdio backend whose command or cwd is wrong is not
+// restarted; it starts again when they change (Options.CommandRecheck). A backend that stayed up for StableAfter starts
 // the count over. Its last tool list is
 // kept while it is down so that a catalog stays stable.
 //

@@ -136,9 +136,10 @@ type Options struct {
 	StableAfter time.Duration
 	// CommandRecheck is how often a stdio backend that stays down because
 	// its command or cwd is wrong (not found, not executable, no such
-	// folder) looks at them again; when they change (the command was
-	// installed, the folder made) it starts again (default 10s). A restart
-	// policy with no delays never does.
+	// folder), or because it kept dying, looks at them and at the files its
+	// args name again; when they change (the command was installed, the
+	// folder made, its script saved) it starts again (default 10s). A
+	// restart policy with no delays never does.
 	CommandRecheck time.Duration
 	// MaxMessageBytes caps one inbound JSON-RPC message: a stdio line, an SSE
 	// event, a plain JSON HTTP body (default 16 MiB).

@@ -198,6 +198,31 @@ func commandState(srv config.Server, env []string) string {
 	return fmt.Sprintf("%s %d %v %d", path, fi.Size(), fi.Mode(), fi.ModTime().UnixNano())
 }
 
+// maxArgFiles bounds the args argFilesState looks at.
+const maxArgFiles = 16
+
+// argFilesState describes the regular files that srv's args name (a path,
+// absolute or relative to its cwd: the script of `node server.mjs`, the
+// program of `python -m` aside), by size and modification time, so that a
+// server that kept dying is started again once one of them changes: its
+// author mended the script. Args that name no file are left out.
+func argFilesState(srv config.Server) string {
+	var b strings.Builder
+	for _, a := range srv.Args[:min(len(srv.Args), maxArgFiles)] {
+		if a == "" || strings.HasPrefix(a, "-") {
+			continue
+		}
+		path := a
+		if !filepath.IsAbs(path) && srv.Cwd != "" {
+			path = filepath.Join(srv.Cwd, path)
+		}
+		if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+			fmt.Fprintf(&b, "%s %d %d\n", path, fi.Size(), fi.ModTime().UnixNano())
+		}
+	}
+	return b.String()
+}
+
 // startProc starts srv's command with an allowlisted environment in its own
 // process group, stdout filtered into out (JSON lines only) and stderr drained
 // into the log.

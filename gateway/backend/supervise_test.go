@@ -277,6 +277,45 @@ func TestCommandInstalledLater(t *testing.T) {
 	}
 }
 
+// TestKeptDyingStartsWhenItsScriptChanges: a stdio server that kept dying
+// at start (its author saved a script with a syntax error) stays down once
+// the restarts are spent, and starts by itself when the script its args
+// name changes (mended): it waited for `toolgate servers restart NAME`.
+// Until the script changes, it is not started again.
+func TestKeptDyingStartsWhenItsScriptChanges(t *testing.T) {
+	logs := &testenv.LogBuffer{}
+	o := testOptions(logs)
+	o.RestartDelays = []time.Duration{time.Millisecond}
+	o.CommandRecheck = 5 * time.Millisecond
+	real := backendtest.Command(t, "")
+	dir := t.TempDir()
+	script := filepath.Join(dir, "server.sh")
+	if err := os.WriteFile(script, []byte("echo 'syntax error' >&2\nexit 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := real
+	srv.Command, srv.Args, srv.Cwd = "sh", []string{"server.sh"}, dir
+	p := startPool(t, []config.Server{srv}, o)
+	testenv.Eventually(t, "the supervisor gives up", staysDown(p, "fake"))
+	if !strings.Contains(logs.String(), "stays down until a file its args name changes") {
+		t.Errorf("the log does not say what brings it back:\n%s", logs)
+	}
+	b := p.roster.Load().byName["fake"]
+	connects, looks := b.counts()
+	testenv.Eventually(t, "three more looks at the script", func() bool { _, n := b.counts(); return n >= looks+3 })
+	if n, _ := b.counts(); n != connects {
+		t.Fatalf("%d starts of an unchanged script", n-connects)
+	}
+	mended := fmt.Sprintf("exec %s\n", real.Command)
+	if err := os.WriteFile(script, []byte(mended), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the server up once its script is mended", func() bool { return statusOf(t, p, "fake").State == StateUp })
+	if res, err := p.CallTool(context.Background(), "fake", "echo", map[string]any{"text": "mended"}); err != nil || textOf(t, res) != "mended" {
+		t.Fatalf("echo once mended = %v, %v", res, err)
+	}
+}
+
 // TestConcurrentCalls runs many callers over several backends and checks
 // every answer reaches the caller that asked for it.
 func TestConcurrentCalls(t *testing.T) {

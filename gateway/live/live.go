@@ -98,6 +98,12 @@ type Options struct {
 	// next search on (Engine.Reconfigure). Nil: a change of
 	// toolgate.search takes effect on restart.
 	SearchFrom func(config.SearchSettings) *search.Options
+	// SecurityFrom, if set, applies a config's toolgate.security when a
+	// reload changes it (serve: the quarantine guard decides again) and
+	// returns the tools the change released from quarantine and those it
+	// holds now, which the reload logs. Nil: a change of it takes effect
+	// on restart.
+	SecurityFrom func(config.SecuritySettings) (released, held []string)
 	// HTTPAddrCheck, if set, checks a toolgate.http.addr that a reload
 	// changes, which the next start listens on (this one keeps its
 	// listener): an address it cannot take now (in use, not this

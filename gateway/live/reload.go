@@ -1,6 +1,7 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -173,6 +174,9 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 	if l.opts.SearchFrom != nil {
 		hot = append(hot, "toolgate.search")
 	}
+	if l.opts.SecurityFrom != nil {
+		hot = append(hot, "toolgate.security")
+	}
 	now, later := settingChanges(l.effective(was), l.effective(cfg.Toolgate), hot)
 	if slices.Contains(now, "toolgate.search") {
 		if eng := l.eng.Load(); eng != nil {
@@ -181,6 +185,12 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 			l.log.Info("search settings applied", "file", file, "mode", o.Mode, "keyword_weight", o.KeywordWeight, "vector_weight", o.VectorWeight,
 				"min_confidence", o.MinConfidence, "step_weight", o.StepWeight)
 		}
+	}
+	if slices.Contains(now, "toolgate.security") {
+		sec := cfg.Toolgate.Security
+		released, held := l.opts.SecurityFrom(sec)
+		l.log.Info("security settings applied", "file", file, "approved_tools", sec.ApprovedTools, "on_definition_change", cmp.Or(sec.OnDefinitionChange, "quarantine"),
+			"max_text_length", sec.MaxTextLength, "released", released, "quarantined", held)
 	}
 	if len(later) > 0 {
 		l.log.Warn("config settings changed; they take effect on restart", "file", file, "settings", later)
@@ -266,9 +276,10 @@ func (l *Loop) reloaded(r *Reload) *Reload {
 // that wait for a restart. Profiles and management are read where they
 // are used (the policy's profile rule, the management tools); the default
 // timeouts reach every server entry (config.File.Servers), which the pool
-// takes in place; toolgate.search applies at once when hot names it (a
-// hook reconfigures the engine). Every field of config.Settings is in the
-// table (TestSettingChangesCoverEveryField).
+// takes in place; toolgate.search and toolgate.security apply at once when
+// hot names them (a hook reconfigures the engine, the quarantine). Every
+// field of config.Settings is in the table
+// (TestSettingChangesCoverEveryField).
 func settingChanges(old, cur config.Settings, hot []string) (now, later []string) {
 	for _, c := range settingsTable(old, cur, hot) {
 		if same(c.a, c.b) {
@@ -308,20 +319,20 @@ func settingsTable(old, cur config.Settings, hot []string) []setting {
 		{"toolgate.profiles", old.Profiles, cur.Profiles, true},
 		{"toolgate.management", old.Management, cur.Management, true},
 		{"toolgate.keysFile", old.KeysFile, cur.KeysFile, false},
-		{"toolgate.security", old.Security, cur.Security, false},
+		{"toolgate.security", old.Security, cur.Security, slices.Contains(hot, "toolgate.security")},
 		{"toolgate.audit", old.Audit, cur.Audit, false},
 		{"toolgate.limits", old.Limits, cur.Limits, false},
 	}
 }
 
 // RestartOnlySettings names the settings of the toolgate section that a
-// reload of serve's gateway (Options.SearchFrom set: toolgate.search applies
-// at once) does not apply ("toolgate.embed", …), as lastReload.restartOnly
+// reload of serve's gateway (Options.SearchFrom and Options.SecurityFrom
+// set: toolgate.search and toolgate.security apply at once) does not apply ("toolgate.embed", …), as lastReload.restartOnly
 // names them: serve's help and the README list them (a test holds both to
 // this).
 func RestartOnlySettings() []string {
 	var names []string
-	for _, s := range settingsTable(config.Settings{}, config.Settings{}, []string{"toolgate.search"}) {
+	for _, s := range settingsTable(config.Settings{}, config.Settings{}, []string{"toolgate.search", "toolgate.security"}) {
 		if !s.atOnce {
 			names = append(names, s.name)
 		}

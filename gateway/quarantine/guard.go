@@ -24,6 +24,7 @@ package quarantine
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -90,6 +91,12 @@ type Pin struct {
 	// written before they were kept: the next listing of the pinned
 	// definition records them.
 	Texts *Texts `json:"texts,omitempty"`
+	// Unlisted is when a full listing of the tool's server left it out
+	// (renamed, removed; zero while it is listed): its pin and hold stay,
+	// so that the same definition listed again is held again, but no
+	// gateway serves it, and GET /status and `toolgate tools quarantined`
+	// do not count it as quarantined.
+	Unlisted time.Time `json:"unlisted,omitzero"`
 }
 
 // Shown is the SHA-256 of the current definition as `toolgate tools
@@ -490,13 +497,19 @@ type Snapshot struct {
 // listing before anything is served from it); an ID no pin knows is no
 // tool the gateway serves.
 func (s *Snapshot) Held(id string) *Hold {
-	if slices.ContainsFunc(s.approved, func(g string) bool { return catalog.MatchID(g, id) }) {
+	if Approved(s.approved, id) {
 		return nil
 	}
 	if p, ok := s.pins[id]; ok {
 		return p.Hold
 	}
 	return nil
+}
+
+// Approved reports whether one of globs (toolgate.security.approvedTools)
+// approves tool id: it is never quarantined.
+func Approved(globs []string, id string) bool {
+	return slices.ContainsFunc(globs, func(g string) bool { return catalog.MatchID(g, id) })
 }
 
 // RuleName is the name of the quarantine rule in a policy.Set, and of the
@@ -538,11 +551,13 @@ func (r quarantineRule) Check(_ *policy.Caller, t catalog.Tool) string {
 		id, h.Reason(), command("toolgate", "tools", "quarantined"), command("toolgate", "tools", "approve", id))
 }
 
-// HeldIDs lists the IDs of the tools held, sorted.
+// HeldIDs lists the IDs of the tools held, sorted: those their servers
+// list (a hold of a tool since renamed or removed, Pin.Unlisted, is not
+// counted).
 func (s *Snapshot) HeldIDs() []string {
 	var out []string
-	for id := range s.pins {
-		if s.Held(id) != nil {
+	for id, p := range s.pins {
+		if p.Unlisted.IsZero() && s.Held(id) != nil {
 			out = append(out, id)
 		}
 	}
@@ -760,6 +775,104 @@ func (g *Guard) Preview(tools []catalog.Tool) map[string]*Hold {
 func (g *Guard) observe(tools []catalog.Tool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.observeLocked(tools, "")
+}
+
+// ObserveServer is Observe of server's full listing (serve calls it with
+// each): besides deciding for its tools, it marks the pins of the server's
+// tools that the listing leaves out (a tool renamed or removed while its
+// author works on it) as unlisted (Pin.Unlisted), so that a hold of a tool
+// no server lists any more is not reported as a quarantined tool.
+func (g *Guard) ObserveServer(server string, tools []catalog.Tool) {
+	g.mu.Lock()
+	g.observeLocked(tools, server)
+	g.mu.Unlock()
+	g.tell()
+}
+
+// unlisted adds to decided a copy of each pin of server's tools in pins
+// (overlaid with the unsaved ones) that decided lacks and that is not
+// marked unlisted yet, marked so at now.
+func (g *Guard) unlisted(pins, decided map[string]*Pin, server string, now time.Time) {
+	prefix := server + catalog.Sep
+	mark := func(id string, p *Pin) {
+		if _, ok := decided[id]; ok || !p.Unlisted.IsZero() || !strings.HasPrefix(id, prefix) {
+			return
+		}
+		c := *p
+		c.Unlisted = now
+		decided[id] = &c
+	}
+	for id, p := range pins {
+		if u, ok := g.unsaved[id]; ok {
+			p = u
+		}
+		mark(id, p)
+	}
+	for id, p := range g.unsaved {
+		mark(id, p)
+	}
+}
+
+// Reconfigure takes the settings of toolgate.security a config reload
+// changed, and decides again at once, under them, the tools of listed that
+// they may decide otherwise: with only approvedTools changed, each tool
+// whose approval by glob changed (one newly approved follows its
+// definition and is released; one no longer approved is held again if its
+// definition is flagged, the scan that the glob set aside); with
+// onDefinitionChange or maxTextLength changed, every tool (a tool held as
+// changed is followed under "warn"; a text over a lower limit is held).
+// listed is called with the guard's lock held, so that no listing
+// observed meanwhile is decided again with an older definition: it returns
+// the tools the backends listed last (the pool stores a listing before it
+// is observed). It returns the IDs the change released and those it holds
+// now, sorted.
+func (g *Guard) Reconfigure(sec config.SecuritySettings, listed func() []catalog.Tool) (released, held []string) {
+	before := g.Snapshot().HeldIDs()
+	g.mu.Lock()
+	old := g.opts
+	g.opts.OnChange = cmp.Or(sec.OnDefinitionChange, OnChangeQuarantine)
+	g.opts.Approved = slices.Clone(sec.ApprovedTools)
+	g.opts.Scanner.MaxTextLength = sec.MaxTextLength
+	all := old.OnChange != g.opts.OnChange || old.Scanner != g.opts.Scanner
+	var again []catalog.Tool
+	if listed != nil {
+		for _, t := range listed() {
+			if id := t.ID(); all || Approved(old.Approved, id) != Approved(g.opts.Approved, id) {
+				again = append(again, t)
+			}
+		}
+	}
+	if len(again) > 0 {
+		g.observeLocked(again, "")
+	} else {
+		// Nothing to decide again: the decisions as they were, under
+		// the new globs (Snapshot.Held reads them).
+		s := &Snapshot{approved: g.opts.Approved, pins: map[string]*Pin{}, command: g.opts.Command}
+		if prev := g.snap.Load(); prev != nil {
+			s.file, s.pins = prev.file, prev.pins
+		}
+		g.snap.Store(s)
+	}
+	g.mu.Unlock()
+	g.tell()
+	after := g.Snapshot().HeldIDs()
+	for _, id := range before {
+		if _, ok := slices.BinarySearch(after, id); !ok {
+			released = append(released, id)
+		}
+	}
+	for _, id := range after {
+		if _, ok := slices.BinarySearch(before, id); !ok {
+			held = append(held, id)
+		}
+	}
+	return released, held
+}
+
+// observeLocked is observe with g.mu held; with server, tools are its
+// full listing (ObserveServer).
+func (g *Guard) observeLocked(tools []catalog.Tool, server string) {
 	if f, err := g.view.Load(); err == nil {
 		g.reclaim(f)
 	}
@@ -769,6 +882,9 @@ func (g *Guard) observe(tools []catalog.Tool) {
 	if err == nil {
 		err = g.write(func(f *File) (*File, func(io.Writer) error, error) {
 			decided = g.decideAll(f.Tools, tools, now, g.log)
+			if server != "" {
+				g.unlisted(f.Tools, decided, server, now)
+			}
 			if !changes(f.Tools, decided) {
 				return f, nil, nil // a listing like the last: nothing to write
 			}
@@ -786,6 +902,9 @@ func (g *Guard) observe(tools []catalog.Tool) {
 				base = s.pins
 			}
 			decided = g.decideAll(base, tools, now, g.log)
+			if server != "" {
+				g.unlisted(base, decided, server, now)
+			}
 		}
 		if g.opts.Storage == nil || len(g.unsaved) == 0 {
 			// With Storage, a fault is logged once (with its fix) by it.
@@ -980,7 +1099,7 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time, log 
 	if p.Hints == nil && hash == p.Pinned {
 		p.Hints = hints // first seen, or a pin from before hints were kept
 	}
-	p.Current, p.Seen = hash, now
+	p.Current, p.Seen, p.Unlisted = hash, now, time.Time{}
 	var weaker []string
 	if p.Hints != nil {
 		weaker = LessCautious(*p.Hints, *hints)
@@ -989,9 +1108,15 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time, log 
 	findings := g.opts.Scanner.scan(t, schema, ok)
 	changed := false
 	switch {
-	case t.Server == config.BuiltinServer || slices.ContainsFunc(g.opts.Approved, func(gl string) bool { return catalog.MatchID(gl, id) }):
+	case t.Server == config.BuiltinServer || Approved(g.opts.Approved, id):
 		// The gateway's own tools (the rule never holds them, and an
 		// upgrade words them otherwise), or approved by the config: follow it
+		if hash != p.Pinned {
+			// A person approved another definition: this one was let
+			// through by the glob alone, and is held by the scan once the
+			// glob goes (Reconfigure).
+			p.Approved, p.ApprovedAt = false, time.Time{}
+		}
 		p.Pinned, p.Hints, findings, weaker = hash, hints, nil, nil
 	case hash == p.Pinned && p.Approved:
 		findings = nil // approved with them
@@ -1013,8 +1138,10 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time, log 
 	if hold != nil {
 		hold.Since, hold.Definition = now, definitionOf(t)
 		// Held as before when the definition to review is the same, hints
-		// included: otherwise the approval logged before no longer fits.
-		if prev != nil && prev.Hold != nil && prev.Shown() == p.Shown() {
+		// included, and it was listed meanwhile: otherwise the approval
+		// logged before no longer fits, or was logged for a tool that went
+		// and came back.
+		if prev != nil && prev.Hold != nil && prev.Shown() == p.Shown() && prev.Unlisted.IsZero() {
 			hold.Since = prev.Hold.Since
 		} else {
 			log.Warn("tool quarantined: it is left out of search_tools and refused by execute_tool until approved",

@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/unicode"
+
+	"github.com/toolgate/toolgate/internal/testenv"
 )
 
 func TestReadJSONL(t *testing.T) {
@@ -189,7 +191,7 @@ func TestReviewSchemas(t *testing.T) {
 	if n := Review(&w, "t.jsonl", tools); n != 2 {
 		t.Errorf("Review = %d, want 2", n)
 	}
-	want := `toolgate: warning: t.jsonl: the input schema of 2 tools is not a JSON Schema the gateway can read: "a__list" ("properties" must be an object, not a JSON array), "a__req" ("required" must be a list of strings, not a JSON string): the gateway would let their calls through unchecked, and leaves the arguments it cannot read out of the index` + "\n"
+	want := `toolgate: warning: t.jsonl: the input schema of 2 tools is not a JSON Schema the gateway can read: "a__list" ("properties" must be an object, not a JSON array), "a__req" ("required" must be a list of strings, not a JSON string): the gateway lets their calls through unchecked, and leaves the arguments it cannot read out of the index` + "\n"
 	if w.String() != want {
 		t.Errorf("warning =\n%s\nwant\n%s", w.String(), want)
 	}
@@ -211,5 +213,44 @@ func TestReviewNames(t *testing.T) {
 	want := `toolgate: warning: t.jsonl: the name of 2 tools is not one MCP recommends (1 to 128 characters of A-Z a-z 0-9 _ - .): "a__refund payment!", "a__` + strings.Repeat("n", 129) + `" (129 characters): the gateway serves them as they are (a model calls them through execute_tool, by the name search_tools gives), but a client that connects to the server directly may refuse them` + "\n"
 	if w.String() != want {
 		t.Errorf("warning =\n%s\nwant\n%s", w.String(), want)
+	}
+}
+
+// A serving gateway logs the flaws of a definition (FlawLog) with the
+// words of Review's warnings, once per definition: a server listed again
+// because another of its tools changed says nothing more; a flawed schema
+// edited (still flawed) is said again, and so is one mended then broken.
+func TestFlawLog(t *testing.T) {
+	var logs testenv.LogBuffer
+	log := logs.Logger()
+	var f FlawLog
+	bad := Tool{Server: "a", Name: "remind", InputSchema: json.RawMessage(`{"type":"object","properties":[{"to":"string"}]}`)}
+	badName := Tool{Server: "a", Name: "send reminder"}
+	ok := Tool{Server: "a", Name: "ok", Description: "v1", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	count := func(s string) int { return strings.Count(logs.String(), s) }
+	schemaMsg := `msg="the input schema of a tool is not a JSON Schema the gateway can read: the gateway lets its calls through unchecked, and leaves the arguments it cannot read out of the index" tool=a__remind why="\"properties\" must be an object, not a JSON array"`
+	nameMsg := `msg="the name of a tool is not one MCP recommends (1 to 128 characters of A-Z a-z 0-9 _ - .): the gateway serves it as it is (a model calls it through execute_tool, by the name search_tools gives), but a client that connects to the server directly may refuse it" tool="a__send reminder"`
+
+	f.Listed(log, "a", []Tool{ok, bad, badName})
+	if count(schemaMsg) != 1 || count(nameMsg) != 1 {
+		t.Fatalf("first listing: want each flaw once:\n%s", logs.String())
+	}
+	ok.Description = "v2" // another tool edited: listed again
+	f.Listed(log, "a", []Tool{ok, bad, badName})
+	f.Listed(log, "b", []Tool{ok}) // another server's listing
+	if count(schemaMsg) != 1 || count(nameMsg) != 1 {
+		t.Errorf("listed again unchanged: want no second warning:\n%s", logs.String())
+	}
+	bad.InputSchema = json.RawMessage(`{"type":"object","properties":[{"to":"string"},{"at":"string"}]}`)
+	f.Listed(log, "a", []Tool{ok, bad, badName})
+	if count(schemaMsg) != 2 {
+		t.Errorf("a flawed schema edited: want it said again:\n%s", logs.String())
+	}
+	mended := bad
+	mended.InputSchema = json.RawMessage(`{"type":"object"}`)
+	f.Listed(log, "a", []Tool{ok, mended, badName})
+	f.Listed(log, "a", []Tool{ok, bad, badName})
+	if count(schemaMsg) != 3 || count(nameMsg) != 1 {
+		t.Errorf("mended, then broken again: want it said again:\n%s", logs.String())
 	}
 }

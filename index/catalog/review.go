@@ -3,9 +3,12 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
+	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -79,7 +82,8 @@ func Review(w io.Writer, path string, tools []Tool) int {
 
 // Warn writes Review's warnings, each starting with where (a file, a
 // config): of the descriptions cuts lists, and of the tools whose input
-// schema ResolveSchema refuses. It returns how many tools it warned of.
+// schema ResolveSchema refuses or whose name is not one MCP recommends
+// (Flaws). It returns how many tools it warned of.
 func Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int {
 	var cut, schemas, names []string
 	nSchemas, nNames := 0, 0
@@ -89,26 +93,15 @@ func Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int {
 		}
 	}
 	for _, t := range tools {
-		if !mcpNameRE.MatchString(t.Name) {
+		schema, name := Flaws(t)
+		if name != "" {
 			if nNames++; len(names) < 5 {
-				n := fmt.Sprintf("%q", t.ID())
-				if l := utf8.RuneCountInString(t.Name); l > 128 {
-					n += fmt.Sprintf(" (%d characters)", l)
-				}
-				names = append(names, n)
+				names = append(names, name)
 			}
 		}
-		if len(t.InputSchema) == 0 {
-			continue
-		}
-		if _, err := ResolveSchema(t.InputSchema); err != nil {
-			// JSON's words, not Go's, without the library's inner type.
-			why := strings.ReplaceAll(jsonwords.Describe(err), `"schemaWithoutMethods.`, `"`)
-			if why == "" {
-				why = err.Error()
-			}
+		if schema != "" {
 			if nSchemas++; len(schemas) < 5 {
-				schemas = append(schemas, fmt.Sprintf("%q (%s)", t.ID(), why))
+				schemas = append(schemas, fmt.Sprintf("%q (%s)", t.ID(), schema))
 			}
 		}
 	}
@@ -123,14 +116,102 @@ func Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int {
 			where, plural.Of(len(cuts), "tool"), MaxDescription>>10, strings.Join(cut, ", "), more(len(cuts), cut))
 	}
 	if nSchemas > 0 {
-		fmt.Fprintf(w, "toolgate: warning: %s: the input schema of %s is not a JSON Schema the gateway can read: %s%s: the gateway would let their calls through unchecked, and leaves the arguments it cannot read out of the index\n",
-			where, plural.Of(nSchemas, "tool"), strings.Join(schemas, ", "), more(nSchemas, schemas))
+		fmt.Fprintf(w, "toolgate: warning: %s: the input schema of %s %s: %s%s: %s\n",
+			where, plural.Of(nSchemas, "tool"), SchemaFlaw, strings.Join(schemas, ", "), more(nSchemas, schemas), SchemaFlawEffect(nSchemas))
 	}
 	if nNames > 0 {
-		fmt.Fprintf(w, "toolgate: warning: %s: the name of %s is not one MCP recommends (1 to 128 characters of A-Z a-z 0-9 _ - .): %s%s: the gateway serves them as they are (a model calls them through execute_tool, by the name search_tools gives), but a client that connects to the server directly may refuse them\n",
-			where, plural.Of(nNames, "tool"), strings.Join(names, ", "), more(nNames, names))
+		fmt.Fprintf(w, "toolgate: warning: %s: the name of %s %s: %s%s: %s\n",
+			where, plural.Of(nNames, "tool"), NameFlaw, strings.Join(names, ", "), more(nNames, names), NameFlawEffect(nNames))
 	}
 	return len(cuts) + nSchemas + nNames
+}
+
+// The words of the warnings of a tool definition's flaws (Flaws), which
+// `toolgate index` writes and serve logs.
+const (
+	// SchemaFlaw follows "the input schema of TOOL".
+	SchemaFlaw = "is not a JSON Schema the gateway can read"
+	// NameFlaw follows "the name of TOOL".
+	NameFlaw = "is not one MCP recommends (1 to 128 characters of A-Z a-z 0-9 _ - .)"
+)
+
+// SchemaFlawEffect is what the gateway does with n tools whose input
+// schema it cannot read.
+func SchemaFlawEffect(n int) string {
+	return "the gateway lets " + plural.Pick(n, "its", "their") + " calls through unchecked, and leaves the arguments it cannot read out of the index"
+}
+
+// NameFlawEffect is what becomes of n tools whose name MCP does not
+// recommend.
+func NameFlawEffect(n int) string {
+	it := plural.Pick(n, "it", "them")
+	return fmt.Sprintf("the gateway serves %s as %s (a model calls %s through execute_tool, by the name search_tools gives), but a client that connects to the server directly may refuse %s",
+		it, plural.Pick(n, "it is", "they are"), it, it)
+}
+
+// Flaws says what is wrong with t's definition that the gateway serves
+// anyway: why its input schema is not one ResolveSchema reads ("" when it
+// is, or there is none), and its ID quoted, with its length when that is
+// the fault, when its name is not one MCP recommends ("" when it is).
+// Resolving a schema takes some 50 µs: check a definition once (FlawLog).
+func Flaws(t Tool) (schema, name string) {
+	if !mcpNameRE.MatchString(t.Name) {
+		name = fmt.Sprintf("%q", t.ID())
+		if l := utf8.RuneCountInString(t.Name); l > 128 {
+			name += fmt.Sprintf(" (%d characters)", l)
+		}
+	}
+	if len(t.InputSchema) > 0 {
+		if _, err := ResolveSchema(t.InputSchema); err != nil {
+			// JSON's words, not Go's, without the library's inner type.
+			schema = strings.ReplaceAll(jsonwords.Describe(err), `"schemaWithoutMethods.`, `"`)
+			if schema == "" {
+				schema = err.Error()
+			}
+		}
+	}
+	return schema, name
+}
+
+// FlawLog logs the flaws (Flaws) of the tool definitions servers list, once
+// per definition: serve tells it each listing, and a listing that changes
+// other tools (a server's author editing one) says nothing more of a
+// flawed one it did not change. The zero value is ready; it is safe for
+// concurrent use.
+type FlawLog struct {
+	mu   sync.Mutex
+	seen map[string]map[string]uint64 // server → tool name → fingerprint of the definition checked
+}
+
+// Listed checks the definitions of server's tools (its full listing) that
+// were not checked before in the form listed, and logs each flaw to log.
+func (f *FlawLog) Listed(log *slog.Logger, server string, tools []Tool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.seen == nil {
+		f.seen = map[string]map[string]uint64{}
+	}
+	was := f.seen[server]
+	now := make(map[string]uint64, len(tools))
+	for _, t := range tools {
+		h := fnv.New64a()
+		h.Write([]byte(t.Name))
+		h.Write([]byte{0})
+		h.Write(t.InputSchema)
+		fp := h.Sum64()
+		now[t.Name] = fp
+		if old, ok := was[t.Name]; ok && old == fp {
+			continue
+		}
+		schema, name := Flaws(t)
+		if schema != "" {
+			log.Warn("the input schema of a tool "+SchemaFlaw+": "+SchemaFlawEffect(1), "tool", t.ID(), "why", schema)
+		}
+		if name != "" {
+			log.Warn("the name of a tool "+NameFlaw+": "+NameFlawEffect(1), "tool", t.ID())
+		}
+	}
+	f.seen[server] = now
 }
 
 // mcpNameRE is what MCP recommends a tool name be (2025-11-25, SEP-986).

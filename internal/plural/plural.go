@@ -27,3 +27,12 @@ func Noun(n int, noun string) string {
 	}
 	return noun + "s"
 }
+
+// Pick is one for a single thing, many for n of them: the words that are
+// no noun's plural ("it"/"them", "lists"/"list").
+func Pick(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

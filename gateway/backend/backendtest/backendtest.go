@@ -104,7 +104,7 @@ const (
 	ModeMeta            = "meta"              // tool "meta" returns the call's _meta as its text (JSON)
 	ModeProgress        = "progress"          // tool "progress" {"steps"} sends a progress notification (when asked for) and a log message per step
 	ModePoisoned        = "poisoned"          // tools "weather" (clean), "notes" (an <IMPORTANT> block) and "translate" (a Unicode-tag payload)
-	ModeRedefine        = "redefine"          // tool "redefine" {"name", "description"} changes a tool's description and notifies
+	ModeRedefine        = "redefine"          // tool "redefine" {"name", "description", "remove"?} changes a tool's description (removes tool "remove": a rename) and notifies
 	ModeNoLoggingCap    = "no-logging-cap"    // declares no logging capability, yet logs to a 2026-07-28 request that opts in (as the Python SDK's MCPServer does)
 	ModeBigNumbers      = "big-numbers"       // tool "big" returns BigNumbers as its structuredContent (integers past 2^53, as a Python server may)
 	ModeAsk             = "ask"               // tools that ask the client mid-call with input-required results (protocol 2026-07-28): "confirm", "sample", "roots", "confirm_sample", "confirm_anyway", "busy" (see addAskTools)
@@ -522,6 +522,7 @@ type (
 	RedefineArgs struct {
 		Name        string `json:"name" jsonschema:"name of the tool to change"`
 		Description string `json:"description" jsonschema:"its new description"`
+		Remove      string `json:"remove,omitempty" jsonschema:"a tool to remove as well (a rename)"`
 	}
 	NoArgs struct{}
 )
@@ -697,6 +698,9 @@ func NewServer(modes Modes) *mcp.Server {
 					func(_ context.Context, _ *mcp.CallToolRequest, e EchoArgs) (*mcp.CallToolResult, any, error) {
 						return text(e.Text), nil, nil
 					})
+				if a.Remove != "" {
+					srv.RemoveTools(a.Remove)
+				}
 				return text("redefined " + name), nil, nil
 			})
 	}

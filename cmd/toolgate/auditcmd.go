@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -110,10 +111,10 @@ func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditT
 	path := dirs.Audit(g.DataDir())
 	rd := audit.NewReader(path, maxFiles, f.filter)
 	defer rd.Close()
-	recs, err := rd.Tail(f.n)
-	if err != nil {
-		return fmt.Errorf("read the audit log: %w", err)
-	}
+	// Printed as read (every record with -n 0: the whole log is never
+	// held), through a buffer flushed before the warnings and each record
+	// -f prints.
+	bw := bufio.NewWriterSize(w, 64<<10)
 	print := func(r audit.Record) {
 		if f.asJSON {
 			// As stored: a newer toolgate's fields kept.
@@ -121,15 +122,21 @@ func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditT
 			if len(b) == 0 {
 				b, _ = json.Marshal(r)
 			}
-			fmt.Fprintf(w, "%s\n", b)
+			bw.Write(b)
+			bw.WriteByte('\n')
 			return
 		}
-		fmt.Fprintln(w, formatRecord(r))
+		bw.WriteString(formatRecord(r))
+		bw.WriteByte('\n')
 	}
-	for _, r := range recs {
-		print(r)
+	printed, err := rd.TailFunc(f.n, print)
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
 	}
-	if len(recs) == 0 {
+	if err != nil {
+		return fmt.Errorf("read the audit log: %w", err)
+	}
+	if printed == 0 {
 		fmt.Fprintf(stderr, "toolgate: %s\n", noAuditRecords(path, rd.Found(), f))
 	}
 	if n := rd.Skipped(); n > 0 {
@@ -138,7 +145,10 @@ func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditT
 	if !f.follow {
 		return nil
 	}
-	return rd.Follow(ctx, auditFollowPoll, print)
+	return rd.Follow(ctx, auditFollowPoll, func(r audit.Record) {
+		print(r)
+		bw.Flush()
+	})
 }
 
 // parseFilter completes f.filter from --since, --until, --decision and

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -172,5 +173,89 @@ func TestAuditTailJSONAsStored(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 2 || lines[1] != newer {
 		t.Errorf("audit tail --json:\n%s\nwant its last line as stored:\n%s", out.String(), newer)
+	}
+}
+
+// firstWrite calls once before the first Write reaches buf.
+type firstWrite struct {
+	buf  bytes.Buffer
+	once func()
+}
+
+func (w *firstWrite) Write(p []byte) (int, error) {
+	if w.once != nil {
+		w.once()
+		w.once = nil
+	}
+	return w.buf.Write(p)
+}
+
+// audit tail -n 0 prints the records as it reads them: it held every one
+// it printed (395 MiB for the 181,000 records of a full log at the
+// defaults). A record written once the printing has begun is still printed
+// (it is in the file read last), which it was not when everything was read
+// first; the lines are the stored ones, in order (--json), and the text is
+// each record's formatRecord line, the filters applying.
+func TestAuditTailAllStreams(t *testing.T) {
+	data := t.TempDir()
+	path := dirs.Audit(data)
+	var stored []string
+	line := func(n int, key string) string {
+		b, err := json.Marshal(audit.Record{Time: time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC).Add(time.Duration(n) * time.Second),
+			Key: key, Action: "execute_tool", Tool: "syn042__noop", Decision: audit.Allowed, Outcome: audit.OK, ResultBytes: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, string(b))
+		return string(b) + "\n"
+	}
+	var rotated, newest strings.Builder
+	for n := range 2000 { // well over the output's buffer
+		rotated.WriteString(line(n, fmt.Sprintf("k%d", n%3)))
+	}
+	newest.WriteString(line(2000, "k0"))
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(audit.Rotated(path, 1), []byte(rotated.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(newest.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	late := line(2001, "k1")
+	w := &firstWrite{once: func() {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(late)
+		f.Close()
+	}}
+	var errOut bytes.Buffer
+	if err := runAuditTail(context.Background(), &globals{dataDir: data}, w, &errOut, auditTailFlags{n: 0, asJSON: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := w.buf.String(), strings.Join(stored, "\n")+"\n"; got != want {
+		t.Errorf("audit tail -n 0 --json printed %d lines (last %q), want the %d stored, the one written while it printed last",
+			strings.Count(got, "\n"), got[strings.LastIndex(strings.TrimSuffix(got, "\n"), "\n")+1:], len(stored))
+	}
+
+	rd := audit.NewReader(path, 0, audit.Filter{Key: "k1"})
+	recs, err := rd.Tail(len(stored))
+	rd.Close()
+	if err != nil || len(recs) != 668 {
+		t.Fatalf("Tail: %d records, %v", len(recs), err)
+	}
+	var want strings.Builder
+	for _, r := range recs {
+		want.WriteString(formatRecord(r) + "\n")
+	}
+	var out bytes.Buffer
+	if err := runAuditTail(context.Background(), &globals{dataDir: data}, &out, &errOut, auditTailFlags{n: 0, filter: audit.Filter{Key: "k1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != want.String() {
+		t.Errorf("audit tail -n 0 --key k1 printed %d lines, want the %d records of k1, each as formatRecord", strings.Count(out.String(), "\n"), len(recs))
 	}
 }

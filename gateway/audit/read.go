@@ -111,35 +111,72 @@ func (rd *Reader) Close() error {
 // oldest first, from the rotated files and the file, and leaves the Reader
 // at the end of the file for Follow. A missing log is no records.
 func (rd *Reader) Tail(n int) ([]Record, error) {
+	var out []Record
+	_, err := rd.TailFunc(n, func(r Record) { out = append(out, r) })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TailFunc is Tail handing each record to emit, oldest first, and saying
+// how many it handed. With n <= 0 each record goes to emit as it is read,
+// so printing a whole log (`audit tail -n 0`: some 180,000 records at the
+// defaults) holds one record at a time, not all of them; an error ends it
+// after the records already handed.
+func (rd *Reader) TailFunc(n int, emit func(Record)) (int, error) {
 	if n > 0 {
-		if out, ok, err := rd.tailNewest(n); err != nil || ok {
-			return out, err
+		out, err := rd.tailLast(n)
+		for _, r := range out {
+			emit(r)
+		}
+		return len(out), err
+	}
+	count := 0
+	keep := func(r Record) {
+		if rd.filter.Match(r) {
+			count++
+			emit(r)
 		}
 	}
+	return count, rd.readAll(keep)
+}
+
+// tailLast is Tail(n) for n > 0: the last n records that match.
+func (rd *Reader) tailLast(n int) ([]Record, error) {
+	if out, ok, err := rd.tailNewest(n); err != nil || ok {
+		return out, err
+	}
 	var out []Record
-	keep := rd.keeper(&out, n)
+	if err := rd.readAll(rd.keeper(&out, n)); err != nil {
+		return nil, err
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out, nil
+}
+
+// readAll calls keep with every record of the rotated files, oldest first,
+// then of the file, and leaves the Reader at the end of the file.
+func (rd *Reader) readAll(keep func(Record)) error {
 	for i := rd.maxFiles; i >= 1; i-- {
 		p := Rotated(rd.path, i)
 		fi, err := rd.readWhole(p, keep)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if fi != nil {
 			rd.seen = append(rd.seen, seenFile{fi, head(p)})
 		}
 	}
 	if err := rd.reopen(); err != nil {
-		return nil, err
+		return err
 	}
 	if rd.f != nil {
-		if err := rd.more(keep); err != nil {
-			return nil, err
-		}
+		return rd.more(keep)
 	}
-	if n > 0 && len(out) > n {
-		out = out[len(out)-n:]
-	}
-	return out, nil
+	return nil
 }
 
 // keeper appends to out the records that match, keeping the last n of

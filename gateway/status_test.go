@@ -316,3 +316,71 @@ func TestReportQuarantinedOfConfig(t *testing.T) {
 		t.Errorf("the report changed the list it was given: %v", held)
 	}
 }
+
+// numberedCatalog is a catalog that numbers its versions, as live.Loop
+// does, and counts the looks over it.
+type numberedCatalog struct {
+	fakeSearcher
+	gen   uint64
+	looks int
+}
+
+func (n *numberedCatalog) CatalogGeneration() uint64 { return n.gen }
+func (n *numberedCatalog) IDs() []string             { n.looks++; return n.fakeSearcher.IDs() }
+
+type backendList []backend.Status
+
+func (b backendList) Status() []backend.Status { return b }
+
+// A key's view of the catalog is kept between two GET /status (the
+// console polls it): it looked over every tool for each (some 35 ms of CPU
+// at 50,000 tools). A change of the catalog, of the key's scope or of the
+// rules shows in the next report.
+func TestScopedStatusKept(t *testing.T) {
+	tools := &numberedCatalog{gen: 1, fakeSearcher: fakeSearcher{tools: []catalog.Tool{{Server: "mem", Name: "read"}, {Server: "mem2", Name: "read"}, {Server: "secret", Name: "leak"}}}}
+	pol := policy.NewSet()
+	pol.Put(keys.NewScope(pol.Profiles, nil))
+	pol.PutProfiles(map[string]config.Profile{"p": {Servers: []string{"mem"}}})
+	src := backendList{{Name: "mem", State: backend.StateUp}, {Name: "mem2", State: backend.StateUp}, {Name: "secret", State: backend.StateUp}}
+	o := &StatusOptions{Policy: pol, Catalog: tools}
+	seen := func(c *policy.Caller) map[string]int {
+		t.Helper()
+		out := map[string]int{}
+		for _, b := range o.Report(src, c).Backends {
+			out[b.Name] = b.Tools
+		}
+		return out
+	}
+	ops := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "ops", Allow: []string{"mem*"}}}
+	if got := seen(ops); !cmp.Equal(got, map[string]int{"mem": 1, "mem2": 1}) {
+		t.Fatalf("ops sees %v", got)
+	}
+	// The same key again, in a request of its own.
+	again := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "ops", Allow: []string{"mem*"}}}
+	seen(again)
+	if tools.looks != 1 {
+		t.Errorf("two reports of the same key looked over the catalog %d times, want once", tools.looks)
+	}
+
+	tools.tools = append(tools.tools, catalog.Tool{Server: "mem", Name: "write"})
+	tools.gen++
+	if got := seen(ops); !cmp.Equal(got, map[string]int{"mem": 2, "mem2": 1}) {
+		t.Errorf("after a tool was added, ops sees %v", got)
+	}
+	wider := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "ops", Allow: []string{"mem*", "secret__*"}}}
+	if got := seen(wider); !cmp.Equal(got, map[string]int{"mem": 2, "mem2": 1, "secret": 1}) {
+		t.Errorf("after its scope was widened, ops sees %v", got)
+	}
+	prof := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "kg", Profile: "p"}}
+	if got := seen(prof); !cmp.Equal(got, map[string]int{"mem": 2}) {
+		t.Errorf("kg (profile p) sees %v", got)
+	}
+	pol.PutProfiles(map[string]config.Profile{"p": {Servers: []string{"mem", "mem2"}}})
+	if got := seen(prof); !cmp.Equal(got, map[string]int{"mem": 2, "mem2": 1}) {
+		t.Errorf("after profile p gained mem2, kg sees %v", got)
+	}
+	admin := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "kg", Profile: "p", Admin: true}}
+	if got := o.Report(src, admin); len(got.Backends) != 3 {
+		t.Errorf("the key made admin sees %d servers, want 3", len(got.Backends))
+	}
+}

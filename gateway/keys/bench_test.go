@@ -109,6 +109,18 @@ func BenchmarkScopedView(b *testing.B) {
 				}
 			}
 		})
+		// As the reports ask it of a live.Loop, which numbers its
+		// catalogs: kept from one report of the key to the next.
+		b.Run("key="+k.Name+"/sight-kept", func(b *testing.B) {
+			b.ReportAllocs()
+			kept := numberedTools{tools}
+			for b.Loop() {
+				v := set.Sight(c, kept)
+				for s := range servers {
+					v.MayManage(fmt.Sprintf("syn%03d", s))
+				}
+			}
+		})
 		b.Run("key="+k.Name+"/may-manage-all", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -119,3 +131,8 @@ func BenchmarkScopedView(b *testing.B) {
 		})
 	}
 }
+
+// numberedTools is a catalog of one generation, as live.Loop serves one.
+type numberedTools struct{ catalogTools }
+
+func (numberedTools) CatalogGeneration() uint64 { return 1 }

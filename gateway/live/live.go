@@ -967,6 +967,21 @@ func (l *Loop) Tool(id string) (catalog.Tool, bool) {
 	return backend.Catalog(map[string][]*mcp.Tool{server: {t}})[0], true
 }
 
+var _ policy.CatalogNumberer = (*Loop)(nil)
+
+// CatalogGeneration is Stats().CatalogGeneration while an index is served
+// (it counts the indexes swapped in, after each swap), 0 before (a cold
+// start's listings change without it) and after Close: the number that
+// policy.Set.Sight keeps a caller's view of the catalog by.
+func (l *Loop) CatalogGeneration() uint64 {
+	if l == nil || l.eng.Load() == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stats.CatalogGeneration
+}
+
 // IDs lists the tools of the catalog served, or, while a cold start's
 // first index is built, those the servers listed so far.
 func (l *Loop) IDs() []string {

@@ -110,13 +110,20 @@ func TestColdStartAndToolsChanged(t *testing.T) {
 	if _, err := f.loop.Search(context.Background(), search.Query{Text: "apple"}); err == nil {
 		t.Error("Search before Run: no error")
 	}
+	if g := f.loop.CatalogGeneration(); g != 0 {
+		t.Errorf("CatalogGeneration() = %d before Run, want 0: nothing to keep a view of", g)
+	}
 	f.run(t)
 	if pool.started != "Start" {
 		t.Errorf("pool started with %q, want Start (no warm index)", pool.started)
 	}
 	st := f.loop.Stats()
-	if st.CatalogGeneration != 1 || st.CatalogTools != 3 || st.Reindexing {
-		t.Errorf("after Run: %+v, want generation 1 with 3 tools, in step", st)
+	if st.CatalogGeneration != 1 || st.CatalogTools != 3 || st.Reindexing || f.loop.CatalogGeneration() != 1 {
+		t.Errorf("after Run: %+v (CatalogGeneration() %d), want generation 1 with 3 tools, in step", st, f.loop.CatalogGeneration())
+	}
+	// A caller's view of the catalog (kept by its generation) sees the change below.
+	if n := f.loop.Policy().Sight(nil, f.loop).Tools("b"); n != 1 {
+		t.Errorf("the view of b holds %d tools, want 1", n)
 	}
 	if got := f.find(t, "banana", 1); !slices.Equal(got, []string{"b__banana"}) {
 		t.Errorf("search banana = %v", got)
@@ -135,6 +142,9 @@ func TestColdStartAndToolsChanged(t *testing.T) {
 	}
 	if got := f.find(t, "blueberry", 1); !slices.Equal(got, []string{"b__blueberry"}) {
 		t.Errorf("search blueberry after the change = %v", got)
+	}
+	if n := f.loop.Policy().Sight(nil, f.loop).Tools("b"); n != 2 {
+		t.Errorf("the view of b after the change holds %d tools, want 2", n)
 	}
 	if !strings.Contains(f.logs.String(), `msg="index ready" tools=4`) {
 		t.Errorf("no index ready line:\n%s", f.logs)
@@ -282,10 +292,15 @@ func TestReloadHidesRemovedServer(t *testing.T) {
 		t.Errorf("Reconfigure calls (-want +got):\n%s", diff)
 	}
 	log := f.logs.String()
-	for _, w := range []string{`msg="config reloaded"`, "trigger=SIGHUP", "added=[c]", "removed=[b]", "unchanged=[a]"} {
+	for _, w := range []string{`msg="config reloaded"`, "trigger=SIGHUP", "added=[c]", "removed=[b]", "unchanged=1 "} {
 		if !strings.Contains(log, w) {
 			t.Errorf("the reload's log line lacks %s:\n%s", w, log)
 		}
+	}
+	// The servers unchanged are counted, not named: at 100 servers the
+	// line named them all for a change of one.
+	if strings.Contains(log, "unchanged=[") {
+		t.Errorf("the reload's log line names the servers unchanged:\n%s", log)
 	}
 
 	// The same content again: only a signal reloads it.

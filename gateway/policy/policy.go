@@ -242,6 +242,8 @@ type snapshot struct {
 	rules   []Rule
 	filters sync.Map // scope key → *search.Filter
 	count   atomic.Int32
+	sights  sync.Map // scope key → *keptSight
+	nsights atomic.Int32
 }
 
 // maxFilters bounds the filters a snapshot keeps: scopes are profiles ×
@@ -381,12 +383,8 @@ func (s *Set) Filter(c *Caller) *search.Filter {
 	}
 	c = orAnonymous(c)
 	sn := s.cur.Load()
-	var key strings.Builder
-	for _, r := range sn.rules {
-		key.WriteString(r.Scope(c))
-		key.WriteByte(0)
-	}
-	if f, ok := sn.filters.Load(key.String()); ok {
+	key := sn.scopeKey(c)
+	if f, ok := sn.filters.Load(key); ok {
 		return f.(*search.Filter)
 	}
 	f := search.NewFilter(func(t catalog.Tool) bool { return sn.allowed(sn.rules, c, t) })
@@ -394,6 +392,17 @@ func (s *Set) Filter(c *Caller) *search.Filter {
 		sn.filters.Clear()
 		sn.count.Store(1)
 	}
-	actual, _ := sn.filters.LoadOrStore(key.String(), f)
+	actual, _ := sn.filters.LoadOrStore(key, f)
 	return actual.(*search.Filter)
+}
+
+// scopeKey is what the rules read of c (each Rule's Scope): callers with
+// equal keys get equal answers.
+func (sn *snapshot) scopeKey(c *Caller) string {
+	var key strings.Builder
+	for _, r := range sn.rules {
+		key.WriteString(r.Scope(c))
+		key.WriteByte(0)
+	}
+	return key.String()
 }

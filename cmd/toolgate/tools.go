@@ -98,10 +98,6 @@ every text whole. --json prints every text whole, always.`,
 // lists them (quarantine.OutsideConfig), the others named below. Without
 // full, each text is cut at shownChars characters (JSON is whole).
 func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON, full bool) error {
-	f, err := quarantine.Read(path)
-	if err != nil {
-		return err
-	}
 	out := []quarantinedTool{}
 	var outside, approved, unlisted []string
 	notRun := outsideConfig(cfg)
@@ -109,7 +105,9 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON, ful
 	if cfg != nil {
 		globs = cfg.Toolgate.Security.ApprovedTools
 	}
-	for id, p := range f.Tools {
+	// One pin at a time: only the held ones are kept (at 50,000 tools
+	// the file is 40 MB).
+	pinned, err := quarantine.EachPin(path, func(id string, p *quarantine.Pin) {
 		switch {
 		case p.Hold == nil:
 		case notRun(id):
@@ -124,6 +122,9 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON, ful
 		default:
 			out = append(out, quarantinedTool{Tool: id, SHA256: p.Shown(), Hold: *p.Hold, Changes: p.Changes()})
 		}
+	})
+	if err != nil {
+		return err
 	}
 	slices.SortFunc(out, func(a, b quarantinedTool) int { return strings.Compare(a.Tool, b.Tool) })
 	if asJSON {
@@ -155,7 +156,7 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON, ful
 		if cfg != nil && len(outside)+len(approved)+len(unlisted) > 0 {
 			of = " of " + cfg.Path + "'s servers"
 		}
-		fmt.Fprintf(w, "No tool%s is quarantined (%s pinned in %s).\n", of, plural.Of(len(f.Tools), "definition"), path)
+		fmt.Fprintf(w, "No tool%s is quarantined (%s pinned in %s).\n", of, plural.Of(pinned, "definition"), path)
 		return nil
 	}
 	shown := func(s string) string { return escapeUnsafe(s) }

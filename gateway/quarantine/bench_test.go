@@ -3,8 +3,11 @@ package quarantine
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/index/catalog"
 )
@@ -52,4 +55,65 @@ func BenchmarkObserveWarm10k(b *testing.B) {
 		g := New(path, nil)
 		g.Observe(tools)
 	}
+}
+
+// BenchmarkHeldList is `toolgate tools quarantined` on the pins of 50,000
+// tools (their texts kept, none held): the file read whole (Read), as it
+// was, or one pin at a time (EachPin). live-MiB is what the heap holds
+// once it is read.
+func BenchmarkHeldList(b *testing.B) {
+	now := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	f := &File{Version: fileVersion, Tools: map[string]*Pin{}}
+	for _, t := range benchTools(50_000) {
+		h := Hash(t)
+		f.Tools[t.ID()] = &Pin{Pinned: h, Current: h, FirstSeen: now, Seen: now, Hints: noHints, Texts: &Texts{Description: t.Description, InputSchema: string(t.InputSchema)}}
+	}
+	path := filepath.Join(b.TempDir(), "pins.json")
+	w, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := f.writeTo(w); err != nil {
+		b.Fatal(err)
+	}
+	w.Close()
+	f = nil
+	live := func(b *testing.B, read func() any) {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		var kept any
+		for b.Loop() {
+			kept = read()
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(kept)
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), "live-MiB")
+	}
+	b.Run("read-whole", func(b *testing.B) {
+		b.ReportAllocs()
+		live(b, func() any {
+			f, err := Read(path)
+			if err != nil || len(f.Tools) != 50_000 {
+				b.Fatal(err)
+			}
+			return f
+		})
+	})
+	b.Run("each-pin", func(b *testing.B) {
+		b.ReportAllocs()
+		live(b, func() any {
+			var held []*Pin
+			n, err := EachPin(path, func(_ string, p *Pin) {
+				if p.Hold != nil {
+					held = append(held, p)
+				}
+			})
+			if err != nil || n != 50_000 {
+				b.Fatal(n, err)
+			}
+			return held
+		})
+	})
 }

@@ -295,14 +295,136 @@ func ParseFile(b []byte) (*File, error) {
 		f.Tools = map[string]*Pin{}
 	}
 	for _, p := range f.Tools {
-		if p.Current == p.Pinned {
-			p.Current = p.Pinned // one copy of the hash: 3.2 MB at 50,000 tools
-		}
-		if p.Hints != nil && *p.Hints == (Hints{}) {
-			p.Hints = noHints
-		}
+		p.settle()
 	}
 	return f, nil
+}
+
+// settle shares what pins hold alike: one copy of the hash (3.2 MB at
+// 50,000 tools), one of the empty hints.
+func (p *Pin) settle() {
+	if p.Current == p.Pinned {
+		p.Current = p.Pinned
+	}
+	if p.Hints != nil && *p.Hints == (Hints{}) {
+		p.Hints = noHints
+	}
+}
+
+// EachPin calls fn with each pin of the pins file at path, decoded one at
+// a time, and returns how many there are (no file, or an empty one: none).
+// A pin fn keeps is its own. ParseFile holds them all: at 50,000 tools the
+// file is 40 MB and `toolgate tools quarantined`, which keeps only the
+// held ones, took 166 MiB. Its errors are ParseFile's, naming path; a
+// file that is not a pins file is found so only when read to where it
+// goes wrong, after the pins before.
+func EachPin(path string, fn func(id string, p *Pin)) (int, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 64<<10))
+	n, version, err := eachPin(dec, fn)
+	if errors.Is(err, errEmpty) {
+		return 0, nil
+	}
+	if err == nil && version > fileVersion {
+		return 0, &datafile.NewerError{Path: path, What: "the quarantine pins file", Found: version, Reads: fileVersion,
+			Then: "every tool is then pinned afresh, as on a first start (a definition that changed meanwhile is not caught)"}
+	}
+	if err == nil && version != fileVersion {
+		err = fmt.Errorf("pins file version %d, this toolgate reads version %d", version, fileVersion)
+	} else if err != nil {
+		err = fmt.Errorf("not a pins file (%v): move it aside and the gateway pins every tool afresh", err)
+	}
+	if err != nil {
+		return 0, &datafile.ContentError{Err: err}
+	}
+	return n, nil
+}
+
+// eachPin reads a pins file's object from dec: its version, and each pin
+// of its tools given to fn.
+func eachPin(dec *json.Decoder, fn func(id string, p *Pin)) (n, version int, err error) {
+	version = fileVersion // a file without one is read as this version (ParseFile)
+	if tok, err := dec.Token(); err == io.EOF {
+		return 0, 0, errEmpty
+	} else if err != nil {
+		return 0, 0, err
+	} else if tok != json.Delim('{') {
+		return 0, 0, fmt.Errorf("want an object, found %v", tok)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return n, version, err
+		}
+		key, _ := tok.(string)
+		switch {
+		case strings.EqualFold(key, "version"): // as encoding/json matches the File's fields
+			if err := dec.Decode(&version); err != nil {
+				return n, version, err
+			}
+		case strings.EqualFold(key, "tools"):
+			if tok, err := dec.Token(); err != nil || tok == nil { // null: no pins
+				if err != nil {
+					return n, version, err
+				}
+				continue
+			} else if tok != json.Delim('{') {
+				return n, version, fmt.Errorf("tools: want an object, found %v", tok)
+			}
+			for dec.More() {
+				id, err := dec.Token()
+				if err != nil {
+					return n, version, err
+				}
+				var p *Pin
+				if err := dec.Decode(&p); err != nil {
+					return n, version, fmt.Errorf("tools[%q]: %w", id, err)
+				}
+				n++
+				if p != nil {
+					p.settle()
+					fn(id.(string), p)
+				}
+			}
+			if err := delim(dec, '}'); err != nil {
+				return n, version, err
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return n, version, err
+			}
+		}
+	}
+	if err := delim(dec, '}'); err != nil {
+		return n, version, err
+	}
+	if tok, err := dec.Token(); err != io.EOF {
+		return n, version, fmt.Errorf("%v after the object", cmp.Or[any](err, tok))
+	}
+	return n, version, nil
+}
+
+// errEmpty is a pins file with nothing in it (no pins, as ParseFile reads it).
+var errEmpty = errors.New("empty")
+
+// delim reads the delimiter d from dec.
+func delim(dec *json.Decoder, d json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok != d {
+		return fmt.Errorf("want %v, found %v", d, tok)
+	}
+	return nil
 }
 
 // encode is the file's content: its JSON (as json.Marshal writes it) and a

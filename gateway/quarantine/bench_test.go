@@ -57,14 +57,12 @@ func BenchmarkObserveWarm10k(b *testing.B) {
 	}
 }
 
-// BenchmarkHeldList is `toolgate tools quarantined` on the pins of 50,000
-// tools (their texts kept, none held): the file read whole (Read), as it
-// was, or one pin at a time (EachPin). live-MiB is what the heap holds
-// once it is read.
-func BenchmarkHeldList(b *testing.B) {
+// benchPins writes the pins file of n tools (benchTools, their texts
+// kept, none held) and returns its path.
+func benchPins(b *testing.B, n int) string {
 	now := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
 	f := &File{Version: fileVersion, Tools: map[string]*Pin{}}
-	for _, t := range benchTools(50_000) {
+	for _, t := range benchTools(n) {
 		h := Hash(t)
 		f.Tools[t.ID()] = &Pin{Pinned: h, Current: h, FirstSeen: now, Seen: now, Hints: noHints, Texts: &Texts{Description: t.Description, InputSchema: string(t.InputSchema)}}
 	}
@@ -73,11 +71,34 @@ func BenchmarkHeldList(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer w.Close()
 	if err := f.writeTo(w); err != nil {
 		b.Fatal(err)
 	}
-	w.Close()
-	f = nil
+	return path
+}
+
+// BenchmarkHeldIDs is the held tools' IDs as each GET /status and console
+// poll asks them of the snapshot, at 50,000 pins: found again at each
+// call, they were most of a report's CPU.
+func BenchmarkHeldIDs(b *testing.B) {
+	g := New(benchPins(b, 50_000), &Options{Approved: []string{"s7__*"}})
+	defer g.Close()
+	s := g.Snapshot()
+	b.ReportAllocs()
+	for b.Loop() {
+		if ids := s.HeldIDs(); len(ids) != 0 {
+			b.Fatal(ids)
+		}
+	}
+}
+
+// BenchmarkHeldList is `toolgate tools quarantined` on the pins of 50,000
+// tools (their texts kept, none held): the file read whole (Read), as it
+// was, or one pin at a time (EachPin). live-MiB is what the heap holds
+// once it is read.
+func BenchmarkHeldList(b *testing.B) {
+	path := benchPins(b, 50_000)
 	live := func(b *testing.B, read func() any) {
 		var before, after runtime.MemStats
 		runtime.GC()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/toolgate/toolgate/gateway/config"
@@ -354,5 +355,74 @@ func TestReadOnlyProfileFollowsListing(t *testing.T) {
 	s.ToolsListed("memory", nil)
 	if d := s.Decide(c, indexed); !d.Allowed {
 		t.Errorf("listed read-only again: %+v", d)
+	}
+}
+
+// numbered is a catalog that numbers its versions (as live.Loop): each
+// change is a new slice and a new generation, read under its lock.
+type numbered struct {
+	mu    sync.Mutex
+	gen   uint64
+	tools []catalog.Tool
+}
+
+func (n *numbered) CatalogGeneration() uint64 { n.mu.Lock(); defer n.mu.Unlock(); return n.gen }
+func (n *numbered) snapshot() []catalog.Tool  { n.mu.Lock(); defer n.mu.Unlock(); return n.tools }
+func (n *numbered) IDs() []string {
+	var ids []string
+	for _, t := range n.snapshot() {
+		ids = append(ids, t.ID())
+	}
+	return ids
+}
+func (n *numbered) Tool(id string) (catalog.Tool, bool) {
+	for _, t := range n.snapshot() {
+		if t.ID() == id {
+			return t, true
+		}
+	}
+	return catalog.Tool{}, false
+}
+
+// A Sight kept for a catalog generation is shared by concurrent reports;
+// a catalog swapped while they run (its generation counted after the
+// swap, as live.Loop does) and a profile changed show in the Sights made
+// after.
+func TestSightKeptConcurrent(t *testing.T) {
+	tools := &numbered{gen: 1, tools: []catalog.Tool{tool("memory__read_graph")}}
+	set := policy.NewSet()
+	set.PutProfiles(kg)
+	c := &policy.Caller{Transport: policy.TransportHTTP, Profile: "kg", Key: &policy.Key{Name: "k"}}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				if n := set.Sight(c, tools).Tools("memory"); n < 1 || n > 20 {
+					t.Errorf("memory: %d tools", n)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 19 {
+		tools.mu.Lock()
+		tools.tools = append(slices.Clone(tools.tools), tool(fmt.Sprintf("memory__read_%d", i)))
+		tools.mu.Unlock()
+		tools.mu.Lock()
+		tools.gen++
+		tools.mu.Unlock()
+		if i == 10 {
+			set.PutProfiles(kg)
+		}
+	}
+	wg.Wait()
+	if n := set.Sight(c, tools).Tools("memory"); n != 20 {
+		t.Errorf("after the changes the view holds %d of memory's tools, want 20", n)
+	}
+	set.PutProfiles(map[string]config.Profile{"kg": {Servers: []string{"other"}}})
+	if n := set.Sight(c, tools).Tools("memory"); n != 0 {
+		t.Errorf("after kg left memory out the view holds %d of its tools, want 0", n)
 	}
 }

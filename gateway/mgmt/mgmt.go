@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -102,6 +103,7 @@ type Server struct {
 	opts   Options
 	log    *slog.Logger
 	byName map[string]handler
+	shown  atomic.Pointer[shownBy] // showing's, for the catalog served last
 }
 
 type handler func(ctx context.Context, c *policy.Caller, args json.RawMessage) *mcp.CallToolResult

@@ -74,7 +74,11 @@ type fakeRuntime struct {
 	pol     *policy.Set
 	reloads []string
 	tools   []catalog.Tool // the catalog
+	gen     uint64         // its generation (0: not numbered, as during a cold start)
+	looks   int            // the calls of IDs
 }
+
+func (r *fakeRuntime) CatalogGeneration() uint64 { return r.gen }
 
 func (r *fakeRuntime) Tool(id string) (catalog.Tool, bool) {
 	for _, t := range r.tools {
@@ -85,6 +89,7 @@ func (r *fakeRuntime) Tool(id string) (catalog.Tool, bool) {
 	return catalog.Tool{}, false
 }
 func (r *fakeRuntime) IDs() []string {
+	r.looks++
 	var out []string
 	for _, t := range r.tools {
 		out = append(out, t.ID())
@@ -745,5 +750,51 @@ func TestReadOnlyProfileListed(t *testing.T) {
 				t.Errorf("%s declares readOnlyHint %v, policy.StatusTool %v", tl.Name, got, policy.StatusTool.ReadOnly())
 			}
 		}
+	}
+}
+
+// Which profiles show each server is kept from one list_servers to the
+// next while the catalog and the profiles are the same: each grouped the
+// whole catalog by server and asked every profile of its tools (0.15–0.2
+// s at 100 servers and 50,000 tools). A new tool, or a profile changed,
+// shows in the next list; a key's list, which leaves out the profiles it
+// may not see, changes nothing kept.
+func TestListServersProfilesKept(t *testing.T) {
+	s, _, rt, _ := newTestServer(t, false)
+	rt.tools, rt.gen = []catalog.Tool{{Server: "a", Name: "x"}}, 1
+	rt.pol = policy.NewSet(keys.NewScope(rt.pol.Profiles, ChangesConfig), policy.NewConfigured([]string{"a", "b", Name}), policy.NewDisabled(nil), rt.pol.Profiles())
+	rt.pol.PutProfiles(map[string]config.Profile{"kg": {Servers: []string{"a"}}, "y": {Tools: config.ToolGlobs{Allow: []string{"a__y"}}}})
+	profilesOfA := func(c *policy.Caller) []string {
+		t.Helper()
+		list, _ := run(t, s, c, "list_servers", nil).StructuredContent.(ServerList)
+		for _, in := range list.Servers {
+			if in.Name == "a" {
+				return in.Profiles
+			}
+		}
+		t.Fatalf("%v: no server a in list_servers", c)
+		return nil
+	}
+	low := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "low", Allow: []string{"a__*"}}}
+	if got := profilesOfA(low); len(got) != 0 {
+		t.Errorf("low is told of a's profiles %q", got)
+	}
+	if got := profilesOfA(admin); !slices.Equal(got, []string{"kg"}) {
+		t.Errorf("a's profiles: %q, want kg", got)
+	}
+	looks := rt.looks
+	profilesOfA(admin)
+	if rt.looks != looks {
+		t.Errorf("a second list_servers of the same catalog looked over it %d more times, want none", rt.looks-looks)
+	}
+
+	rt.tools = append(rt.tools, catalog.Tool{Server: "a", Name: "y"})
+	rt.gen++
+	if got := profilesOfA(admin); !slices.Equal(got, []string{"kg", "y"}) {
+		t.Errorf("after a__y was catalogued a's profiles: %q, want kg and y", got)
+	}
+	rt.pol.PutProfiles(map[string]config.Profile{"kg": {Servers: []string{"b"}}, "y": {Tools: config.ToolGlobs{Allow: []string{"a__y"}}}})
+	if got := profilesOfA(admin); !slices.Equal(got, []string{"y"}) {
+		t.Errorf("after kg left a out a's profiles: %q, want y", got)
 	}
 }

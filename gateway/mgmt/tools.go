@@ -134,16 +134,10 @@ func (s *Server) infos(c *policy.Caller, sight *policy.Sight) []ServerInfo {
 	for _, st := range s.pool.Status() {
 		status[st.Name] = st
 	}
-	profiles := pol.Profiles()
-	byServer := map[string][]catalog.Tool{}
-	for _, id := range s.rt.IDs() {
-		if t, ok := s.rt.Tool(id); ok {
-			byServer[t.Server] = append(byServer[t.Server], t)
-		}
-	}
+	showing := s.showing(pol.Profiles())
 	var out []ServerInfo
 	for _, sv := range cfg.All() {
-		info := ServerInfo{Name: sv.Name, Transport: sv.Type, Profiles: profilesShowing(profiles, sv.Name, byServer[sv.Name])}
+		info := ServerInfo{Name: sv.Name, Transport: sv.Type, Profiles: showing.of(sv.Name)}
 		switch st, ok := status[sv.Name]; {
 		case sv.Disabled:
 			info.State = "disabled in config"
@@ -178,6 +172,51 @@ func (s *Server) infos(c *policy.Caller, sight *policy.Sight) []ServerInfo {
 		out = append(out, info)
 	}
 	return out
+}
+
+// shownBy is which profiles show each server of a catalog (profilesShowing),
+// for one catalog generation and one profiles rule (both immutable).
+type shownBy struct {
+	gen      uint64
+	profiles *policy.Profiles
+	byServer map[string][]string // the servers with a tool catalogued
+}
+
+// of names the profiles that show server (a slice of the caller's own).
+func (sh *shownBy) of(server string) []string {
+	if names, ok := sh.byServer[server]; ok {
+		return slices.Clone(names)
+	}
+	return profilesShowing(sh.profiles, server, nil)
+}
+
+// showing is which profiles show each server of the catalog served, kept
+// while the catalog (its generation: policy.CatalogNumberer) and the
+// profiles are the same: each list_servers grouped the whole catalog by
+// server and asked each profile of each tool (0.15–0.2 s at 100 servers,
+// ten profiles and 50,000 tools).
+func (s *Server) showing(profiles *policy.Profiles) *shownBy {
+	var gen uint64
+	if num, ok := s.rt.(policy.CatalogNumberer); ok {
+		gen = num.CatalogGeneration() // before the look, as policy.Set.Sight
+	}
+	if sh := s.shown.Load(); gen != 0 && sh != nil && sh.gen == gen && sh.profiles == profiles {
+		return sh
+	}
+	byServer := map[string][]catalog.Tool{}
+	for _, id := range s.rt.IDs() {
+		if t, ok := s.rt.Tool(id); ok {
+			byServer[t.Server] = append(byServer[t.Server], t)
+		}
+	}
+	sh := &shownBy{gen: gen, profiles: profiles, byServer: make(map[string][]string, len(byServer))}
+	for server, tools := range byServer {
+		sh.byServer[server] = profilesShowing(profiles, server, tools)
+	}
+	if gen != 0 {
+		s.shown.Store(sh)
+	}
+	return sh
 }
 
 // profilesShowing names the profiles that show one of tools, server's

@@ -291,6 +291,9 @@ type Loop struct {
 	kick   chan struct{}          // a re-index is wanted (capacity 1: requests merge)
 	hook   atomic.Pointer[func()] // OnChange's f
 
+	convMu sync.Mutex
+	conv   map[string]converted // catalogOf's, by server: the last build's
+
 	mu      sync.Mutex
 	current []catalog.Tool // the catalog served (or about to be)
 	// servedFP is the fingerprint of the index served when it was opened

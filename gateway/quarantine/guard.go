@@ -285,8 +285,7 @@ func ParseFile(b []byte) (*File, error) {
 	}
 	if f.Version > fileVersion {
 		// Path is the reader's to fill in (ReadFile's caller knows it).
-		return nil, &datafile.NewerError{What: "the quarantine pins file", Found: f.Version, Reads: fileVersion,
-			Then: "every tool is then pinned afresh, as on a first start (a definition that changed meanwhile is not caught)"}
+		return nil, newerPins(f.Version)
 	}
 	if f.Version != fileVersion {
 		return nil, fmt.Errorf("pins file version %d, this toolgate reads version %d", f.Version, fileVersion)
@@ -298,6 +297,13 @@ func ParseFile(b []byte) (*File, error) {
 		p.settle()
 	}
 	return f, nil
+}
+
+// newerPins is the error of a pins file of version found, which a newer
+// toolgate wrote (without its Path).
+func newerPins(found int) *datafile.NewerError {
+	return &datafile.NewerError{What: "the quarantine pins file", Found: found, Reads: fileVersion,
+		Then: "every tool is then pinned afresh, as on a first start (a definition that changed meanwhile is not caught)"}
 }
 
 // settle shares what pins hold alike: one copy of the hash (3.2 MB at
@@ -333,8 +339,9 @@ func EachPin(path string, fn func(id string, p *Pin)) (int, error) {
 		return 0, nil
 	}
 	if err == nil && version > fileVersion {
-		return 0, &datafile.NewerError{Path: path, What: "the quarantine pins file", Found: version, Reads: fileVersion,
-			Then: "every tool is then pinned afresh, as on a first start (a definition that changed meanwhile is not caught)"}
+		ne := newerPins(version)
+		ne.Path = path
+		return 0, ne
 	}
 	if err == nil && version != fileVersion {
 		err = fmt.Errorf("pins file version %d, this toolgate reads version %d", version, fileVersion)

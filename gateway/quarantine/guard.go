@@ -276,19 +276,17 @@ func ParseFile(b []byte) (*File, error) {
 	// as fast: the pins (with their texts) are read whole before serve's
 	// handshake, 9 MB at 10,000 tools. Its errors quote the rest of the
 	// input: encoding/json says what is wrong instead.
-	if err := segjson.Unmarshal(b, f); err != nil {
+	err := segjson.Unmarshal(b, f)
+	if err != nil {
 		f = &File{}
 		if e := json.Unmarshal(b, f); e != nil {
 			err = e
 		}
-		return nil, fmt.Errorf("not a pins file (%v): move it aside and the gateway pins every tool afresh", err)
 	}
-	if f.Version > fileVersion {
-		// Path is the reader's to fill in (ReadFile's caller knows it).
-		return nil, newerPins(f.Version)
-	}
-	if f.Version != fileVersion {
-		return nil, fmt.Errorf("pins file version %d, this toolgate reads version %d", f.Version, fileVersion)
+	// A newer file's error: its Path is the reader's to fill in
+	// (ReadFile's caller knows it).
+	if err := pinsFault(f.Version, err); err != nil {
+		return nil, err
 	}
 	if f.Tools == nil {
 		f.Tools = map[string]*Pin{}
@@ -297,13 +295,6 @@ func ParseFile(b []byte) (*File, error) {
 		p.settle()
 	}
 	return f, nil
-}
-
-// newerPins is the error of a pins file of version found, which a newer
-// toolgate wrote (without its Path).
-func newerPins(found int) *datafile.NewerError {
-	return &datafile.NewerError{What: "the quarantine pins file", Found: found, Reads: fileVersion,
-		Then: "every tool is then pinned afresh, as on a first start (a definition that changed meanwhile is not caught)"}
 }
 
 // settle shares what pins hold alike: one copy of the hash (3.2 MB at
@@ -338,20 +329,29 @@ func EachPin(path string, fn func(id string, p *Pin)) (int, error) {
 	if errors.Is(err, errEmpty) {
 		return 0, nil
 	}
-	if err == nil && version > fileVersion {
-		ne := newerPins(version)
-		ne.Path = path
-		return 0, ne
-	}
-	if err == nil && version != fileVersion {
-		err = fmt.Errorf("pins file version %d, this toolgate reads version %d", version, fileVersion)
-	} else if err != nil {
-		err = fmt.Errorf("not a pins file (%v): move it aside and the gateway pins every tool afresh", err)
-	}
-	if err != nil {
-		return 0, &datafile.ContentError{Err: err}
+	if err := pinsFault(version, err); err != nil {
+		if ne, ok := datafile.AsNewer(err); ok {
+			ne.Path = path
+		}
+		return 0, &datafile.ContentError{Err: err} // as Read's
 	}
 	return n, nil
+}
+
+// pinsFault is what is wrong with a pins file of version that decoded
+// with err (nil: nothing): one a newer toolgate wrote is a
+// *datafile.NewerError without its Path.
+func pinsFault(version int, err error) error {
+	switch {
+	case err != nil:
+		return fmt.Errorf("not a pins file (%v): move it aside and the gateway pins every tool afresh", err)
+	case version > fileVersion:
+		return &datafile.NewerError{What: "the quarantine pins file", Found: version, Reads: fileVersion,
+			Then: "every tool is then pinned afresh, as on a first start (a definition that changed meanwhile is not caught)"}
+	case version != fileVersion:
+		return fmt.Errorf("pins file version %d, this toolgate reads version %d", version, fileVersion)
+	}
+	return nil
 }
 
 // eachPin reads a pins file's object from dec: its version, and each pin

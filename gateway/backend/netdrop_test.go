@@ -88,25 +88,6 @@ func TestSilentDropSeenByPing(t *testing.T) {
 
 // slept reads the time a machine slept from its two clocks: the wall
 // clock runs on while it sleeps, the monotonic clock stands still.
-func TestSleptReadsBothClocks(t *testing.T) {
-	at := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
-	before := clockReading{wall: at, mono: time.Minute}
-	for _, tc := range []struct {
-		name       string
-		wall, mono time.Duration // how far each clock ran
-		want       time.Duration
-	}{
-		{"awake", 5 * time.Second, 5 * time.Second, 0},
-		{"slept an hour", time.Hour + 5*time.Second, 5 * time.Second, time.Hour},
-		{"clock set back", 5 * time.Second, 65 * time.Second, -time.Minute},
-	} {
-		after := clockReading{wall: at.Add(tc.wall), mono: before.mono + tc.mono}
-		if got := slept(before, after); got != tc.want {
-			t.Errorf("%s: slept %s, want %s", tc.name, got, tc.want)
-		}
-	}
-}
-
 // TestWakeConnectsAtOnce: a remote server that could not be reached
 // before the machine slept is tried again as it wakes, not once the rest
 // of a restart delay taken before the sleep has run out (Go's timers stand

@@ -548,12 +548,39 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 	if isCall && !answered && ctx.Err() == nil {
 		// The stream ended before the call's answer (the gateway stopped
 		// mid-call): the client would wait for it forever.
+		if refused, ok := b.keyRefused(callCtx); ok {
+			b.fail(env, isCall, CodeRefused, refused+"; it ended the call, which may have run: check before calling again")
+			return
+		}
 		why := "the answer ended before the call's response"
 		if readErr != nil {
 			why = readErr.Error()
 		}
 		b.fail(env, isCall, CodeUnreachable, fmt.Sprintf("toolgate at %s stopped answering during the call (%s); it may have run: check before calling again", b.opts.URL, why))
 	}
+}
+
+// keyRefused asks the gateway, when a call's answer ended before its
+// response, whether it still takes the key: one revoked or expired while
+// the call ran ends it (the gateway checks again the keys of the requests
+// it runs, gateway.DefaultKeyRecheck), which the client was told as the
+// gateway stopping. It returns what the gateway's refusal says, and the
+// fix, when it refuses the key now.
+func (b *bridge) keyRefused(ctx context.Context) (string, bool) {
+	if b.opts.Key == "" {
+		return "", false
+	}
+	ping := envelope{ID: json.RawMessage(`"toolgate-connect-key"`), Method: "ping"}
+	resp, err := b.post(ctx, []byte(`{"jsonrpc":"2.0","id":"toolgate-connect-key","method":"ping"}`), ping)
+	if err != nil {
+		return "", false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		return "", false
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return b.refusal(resp, body), true
 }
 
 // post sends msg (env) to the gateway with the headers of streamable HTTP:

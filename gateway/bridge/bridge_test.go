@@ -24,6 +24,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/bridge"
+	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/linerpc"
@@ -809,5 +810,44 @@ func TestWakeFailsADeadCallSoon(t *testing.T) {
 	relay.Blackhole.Store(false)
 	if res, err := callTool(t, cs, "execute_tool", args); err != nil || text(res) != "notes__add_note ran" {
 		t.Fatalf("the next call: %v %s", err, text(res))
+	}
+}
+
+// keyring is a gateway.KeyChecker of one key, "tg_a", revoked once
+// revoked is set.
+type keyring struct{ revoked atomic.Bool }
+
+func (k *keyring) Verify(secret string) (keys.Entry, error) {
+	switch {
+	case secret != "tg_a":
+		return keys.Entry{}, keys.ErrUnknown
+	case k.revoked.Load():
+		return keys.Entry{Name: "alice"}, fmt.Errorf("%w at 2026-12-06T18:00:00Z", keys.ErrRevoked)
+	}
+	return keys.Entry{Name: "alice"}, nil
+}
+
+// TestKeyRevokedMidCall: a key revoked while a call of its runs ends the
+// call at the gateway; the client is told that, in the words of the
+// gateway's refusal, not that the gateway stopped answering.
+func TestKeyRevokedMidCall(t *testing.T) {
+	h := &holder{started: make(chan struct{}, 1), release: make(chan struct{})}
+	h.hold.Store(true)
+	g := gateway.New(newEngine(t), h, nil)
+	kr := &keyring{}
+	srv := httptest.NewServer(g.HTTPHandler(&gateway.HTTPOptions{Keys: kr, KeyRecheck: 5 * time.Millisecond}))
+	defer srv.Close()
+	defer close(h.release)
+	cs, _, _, _ := run(t, bridge.Options{URL: srv.URL + "/mcp", Key: "tg_a", KeyEnv: "$TOOLGATE_KEY"})
+	done := make(chan error, 1)
+	go func() {
+		_, err := callTool(t, cs, "execute_tool", map[string]any{"name": "notes__add_note", "arguments": map[string]any{}})
+		done <- err
+	}()
+	<-h.started
+	kr.revoked.Store(true)
+	err := <-done
+	if err == nil || !strings.Contains(err.Error(), "the key in $TOOLGATE_KEY was revoked at 2026-12-06T18:00:00Z") || !strings.Contains(err.Error(), "it ended the call, which may have run") {
+		t.Fatalf("call whose key was revoked while it ran: %v; want the gateway's words for the revoked key", err)
 	}
 }

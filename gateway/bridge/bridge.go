@@ -36,6 +36,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -792,6 +793,16 @@ func (b *bridge) fail(env envelope, isCall bool, code int, msg string) {
 
 // refusal says why the gateway answered with an HTTP error, and the fix.
 func (b *bridge) refusal(resp *http.Response, body []byte) string {
+	if resp.StatusCode == http.StatusGatewayTimeout {
+		// Not the gateway's (it answers none): a reverse proxy's or load
+		// balancer's, past its read timeout; its page says only that.
+		by := ""
+		if m := proxyName.FindSubmatch(body); m != nil {
+			by = " (" + string(m[1]) + ")"
+		}
+		return fmt.Sprintf("toolgate at %s answered %s%s: a proxy in front of the gateway gave up waiting for the answer; the call may have run: check before calling again. "+
+			"Raise the proxy's read timeout above the server's callTimeout (nginx: proxy_read_timeout), and keep the gateway's beat (toolgate.http.heartbeat) below it", b.opts.URL, resp.Status, by)
+	}
 	text := strings.TrimSpace(string(body))
 	if len(text) > 300 {
 		text = text[:300] + "…"
@@ -828,6 +839,10 @@ func (b *bridge) refusal(resp *http.Response, body []byte) string {
 	}
 	return msg
 }
+
+// proxyName finds the server a proxy's HTML error page names
+// ("<center>nginx/1.22.1</center>").
+var proxyName = regexp.MustCompile(`<center>([A-Za-z][\w.-]*(?:/[\w.-]+)?)</center>`)
 
 // newSessionID is the session ID a bridge sends until the gateway gives
 // one: "connect-" and 16 random hex digits.

@@ -441,6 +441,12 @@ func TestStreamEndsBeforeTheAnswer(t *testing.T) {
 // call's error, naming the fix.
 func TestRefusals(t *testing.T) {
 	rc := &recorder{answer: func(w http.ResponseWriter, r *http.Request, msg map[string]any) {
+		if strings.HasSuffix(r.URL.Path, "/slow") { // nginx's answer past its proxy_read_timeout
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusGatewayTimeout)
+			fmt.Fprint(w, "<html>\r\n<head><title>504 Gateway Time-out</title></head>\r\n<body>\r\n<center><h1>504 Gateway Time-out</h1></center>\r\n<hr><center>nginx/1.22.1</center>\r\n</body>\r\n</html>\r\n")
+			return
+		}
 		if r.Header.Get("Authorization") != "Bearer good" {
 			if !strings.Contains(r.URL.Path, "proxy") {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`) // the gateway's own refusal
@@ -473,6 +479,10 @@ func TestRefusals(t *testing.T) {
 		// Another's 401 (a proxy in front): its words, then the fix.
 		{"proxy", bridge.Options{URL: srv.URL + "/proxy", KeyEnv: "$TOOLGATE_KEY"}, []string{"answered 401 Unauthorized: Unauthorized: this gateway needs an API key (the gateway needs an API key: put one in $TOOLGATE_KEY"}},
 		{"no such route", bridge.Options{URL: srv.URL + "/profiles/nope/mcp", Key: "good"}, []string{"404 Not Found", "/profiles/NAME/mcp"}},
+		// A proxy that gave up waiting: the call may still run; its page
+		// of HTML was the whole message.
+		{"proxy timeout", bridge.Options{URL: srv.URL + "/slow"}, []string{"answered 504 Gateway Timeout (nginx/1.22.1): a proxy in front of the gateway gave up waiting for the answer; the call may have run",
+			"proxy_read_timeout", "toolgate.http.heartbeat"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := lines(t, tc.opts, call)
@@ -488,6 +498,9 @@ func TestRefusals(t *testing.T) {
 				if !strings.Contains(msg, w) {
 					t.Errorf("message %q lacks %q", msg, w)
 				}
+			}
+			if strings.Contains(msg, "<html>") {
+				t.Errorf("message %q holds the proxy's HTML", msg)
 			}
 			if strings.Count(strings.ToLower(msg), "needs an api key") > map[bool]int{true: 2, false: 1}[tc.name == "proxy"] {
 				t.Errorf("message %q says it needs a key more than once", msg)

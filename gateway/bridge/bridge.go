@@ -155,7 +155,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 		grace = DefaultGrace
 	}
 	slept := make(chan struct{})
-	go func() { defer close(slept); watchSleep(ctx, b.woke) }()
+	go func() { defer close(slept); (*watchSleep.Load())(ctx, b.woke) }()
 	defer func() { cancel(); <-slept }()
 	// Lines are read on a goroutine of their own, so that ctx ends Run
 	// while a read waits (stdin cannot be interrupted).
@@ -366,7 +366,12 @@ func (b *bridge) woke(slept time.Duration) {
 }
 
 // watchSleep is sleepwatch.Watch (a test wakes the bridge itself).
-var watchSleep = sleepwatch.Watch
+var watchSleep atomic.Pointer[func(context.Context, func(time.Duration))]
+
+func init() {
+	w := sleepwatch.Watch
+	watchSleep.Store(&w)
+}
 
 // touchReader touches a watchdog at each read that carried bytes.
 type touchReader struct {

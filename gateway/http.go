@@ -63,6 +63,12 @@ type HTTPOptions struct {
 	// checked again: a request whose key was revoked or expired meanwhile
 	// is ended (default DefaultKeyRecheck).
 	KeyRecheck time.Duration
+	// Heartbeat is how often an answer still being worked on sends a
+	// byte of nothing (an SSE comment, or whitespace before a JSON
+	// answer), so that a proxy's idle limit does not cut a long call and a
+	// client can tell a dead connection (HeartbeatHeader); 0:
+	// DefaultHeartbeat, negative: none.
+	Heartbeat time.Duration
 	// Rates limits each key's requests (nil = no limit).
 	Rates *limit.Rates
 	// Streams limits the subscriptions/listen streams each key holds open
@@ -114,6 +120,9 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.Heartbeat == 0 {
+		o.Heartbeat = DefaultHeartbeat
 	}
 	log := o.Logger
 	if log == nil {
@@ -193,6 +202,15 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 				g.overRate(w, r, o, keys.Entry{Name: c.Key.Name}, after, fmt.Sprintf("a JSON-RPC batch of %d messages: ", n))
 				return
 			}
+		}
+		if o.Heartbeat > 0 {
+			// nginx buffers an answer unless told (proxy_buffering), and
+			// passes the beats to its client only once a buffer fills.
+			w.Header().Set("X-Accel-Buffering", "no")
+			w.Header().Set(HeartbeatHeader, o.Heartbeat.String())
+			bw := &beatWriter{ResponseWriter: w, every: o.Heartbeat}
+			w = bw
+			r = r.WithContext(context.WithValue(r.Context(), beatKey{}, bw))
 		}
 		nh := &notHandledWriter{ResponseWriter: w, body: body}
 		defer nh.finish()

@@ -77,6 +77,7 @@ func TestExampleReadmeShowsTheDefaults(t *testing.T) {
 		"learn.fromKeys":              gateway.DefaultLearnFromKeys,
 		"embed.variant":               string(embed.FP32),
 		"http.maxBodyBytes":           gateway.DefaultMaxBodyBytes,
+		"http.heartbeat":              gateway.DefaultHeartbeat,
 		"security.onDefinitionChange": quarantine.OnChangeQuarantine,
 		"security.maxTextLength":      quarantine.DefaultMaxTextLength,
 		"audit.maxFileBytes":          audit.DefaultMaxFileBytes,

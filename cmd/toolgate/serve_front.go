@@ -145,6 +145,7 @@ func (fr *front) serve(ctx context.Context) error {
 		CertHosts:      names,
 		AllowedOrigins: fr.cfg.Toolgate.HTTP.AllowedOrigins,
 		MaxBodyBytes:   fr.cfg.Toolgate.HTTP.MaxBodyBytes,
+		Heartbeat:      fr.cfg.Toolgate.HTTP.Heartbeat.Duration,
 		Logger:         fr.log,
 		Extra: map[string]http.Handler{
 			"GET /status":  fr.status,

@@ -3,12 +3,10 @@ package backend
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -18,109 +16,6 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
-
-// dropRelay is a TCP relay between toolgate and a server, standing for
-// the network in between. Blackhole makes it drop the network silently,
-// as a Wi-Fi that went away, a VPN that reconnected or a NAT that forgot
-// the connection do: bytes either way vanish, with no RST and no FIN, and
-// a new connection is taken and answered nothing. Restore makes it carry
-// bytes again (connections made meanwhile stay dead, as they would).
-// While refuse is set, a new connection is closed at once.
-type dropRelay struct {
-	ln        net.Listener
-	to        string
-	blackhole atomic.Bool
-	refuse    atomic.Bool
-	mu        sync.Mutex
-	conns     []net.Conn
-	wg        sync.WaitGroup
-}
-
-func newDropRelay(t *testing.T, to string) *dropRelay {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &dropRelay{ln: ln, to: to}
-	r.wg.Add(1)
-	go r.accept()
-	t.Cleanup(r.close)
-	return r
-}
-
-// url is u with its host replaced by the relay's address.
-func (r *dropRelay) url(u, host string) string {
-	return strings.Replace(u, host, r.ln.Addr().String(), 1)
-}
-
-func (r *dropRelay) accept() {
-	defer r.wg.Done()
-	for {
-		c, err := r.ln.Accept()
-		if err != nil {
-			return
-		}
-		if r.refuse.Load() {
-			c.Close()
-			continue
-		}
-		r.mu.Lock()
-		r.conns = append(r.conns, c)
-		r.mu.Unlock()
-		if r.blackhole.Load() {
-			r.wg.Add(1)
-			go func() { defer r.wg.Done(); io.Copy(io.Discard, c) }()
-			continue
-		}
-		up, err := net.Dial("tcp", r.to)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		r.mu.Lock()
-		r.conns = append(r.conns, up)
-		r.mu.Unlock()
-		r.wg.Add(2)
-		go func() { defer r.wg.Done(); r.pipe(up, c) }()
-		go func() { defer r.wg.Done(); r.pipe(c, up) }()
-	}
-}
-
-// pipe copies from src to dst while the network carries bytes, and
-// swallows them once it is a blackhole.
-func (r *dropRelay) pipe(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	dead := false
-	for {
-		n, err := src.Read(buf)
-		if n > 0 && !dead {
-			if r.blackhole.Load() {
-				dead = true // this connection stays dead, as after a real drop
-			} else if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			if !dead && !r.blackhole.Load() {
-				if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-					cw.CloseWrite()
-				}
-			}
-			return
-		}
-	}
-}
-
-func (r *dropRelay) close() {
-	r.ln.Close()
-	r.mu.Lock()
-	for _, c := range r.conns {
-		c.Close()
-	}
-	r.mu.Unlock()
-	r.wg.Wait()
-}
 
 // keepAliveOptions ping every few milliseconds and give a ping as long
 // to answer.
@@ -143,9 +38,9 @@ func TestSilentDropSeenByPing(t *testing.T) {
 	for _, transport := range []string{config.TypeHTTP, config.TypeSSE} {
 		t.Run(transport, func(t *testing.T) {
 			hs := backendtest.NewHTTPServer(t, transport, "normal")
-			relay := newDropRelay(t, hs.Listener.Addr().String())
+			relay := testenv.NewDropRelay(t, hs.Listener.Addr().String())
 			s := hs.Config("remote", nil)
-			s.URL = relay.url(s.URL, hs.Listener.Addr().String())
+			s.URL = relay.URL(s.URL, hs.Listener.Addr().String())
 			s.CallTimeout = config.Duration{Duration: time.Hour}
 			p := startPool(t, []config.Server{s}, keepAliveOptions(&testenv.LogBuffer{}))
 			testenv.Eventually(t, "remote up", func() bool { return statusOf(t, p, "remote").State == StateUp })
@@ -162,7 +57,7 @@ func TestSilentDropSeenByPing(t *testing.T) {
 			} else {
 				callErr <- &UnavailableError{Err: &OwnWords{Before: "no answer to a ping within 2s", Mark: ErrMayHaveRun}}
 			}
-			relay.blackhole.Store(true)
+			relay.Blackhole.Store(true)
 			testenv.Eventually(t, "remote down with why", func() bool {
 				st := statusOf(t, p, "remote")
 				return st.State != StateUp && strings.Contains(st.LastErr, "no answer to a ping within")
@@ -178,7 +73,7 @@ func TestSilentDropSeenByPing(t *testing.T) {
 				t.Errorf("the call under way: %v\nwant it unavailable, said with the ping, and that it may have run", err)
 			}
 
-			relay.blackhole.Store(false)
+			relay.Blackhole.Store(false)
 			testenv.Eventually(t, "remote up again", func() bool {
 				st := statusOf(t, p, "remote")
 				return st.State == StateUp && st.Restarts > 0
@@ -193,42 +88,23 @@ func TestSilentDropSeenByPing(t *testing.T) {
 
 // slept reads the time a machine slept from its two clocks: the wall
 // clock runs on while it sleeps, the monotonic clock stands still.
-func TestSleptReadsBothClocks(t *testing.T) {
-	at := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
-	before := clockReading{wall: at, mono: time.Minute}
-	for _, tc := range []struct {
-		name       string
-		wall, mono time.Duration // how far each clock ran
-		want       time.Duration
-	}{
-		{"awake", 5 * time.Second, 5 * time.Second, 0},
-		{"slept an hour", time.Hour + 5*time.Second, 5 * time.Second, time.Hour},
-		{"clock set back", 5 * time.Second, 65 * time.Second, -time.Minute},
-	} {
-		after := clockReading{wall: at.Add(tc.wall), mono: before.mono + tc.mono}
-		if got := slept(before, after); got != tc.want {
-			t.Errorf("%s: slept %s, want %s", tc.name, got, tc.want)
-		}
-	}
-}
-
 // TestWakeConnectsAtOnce: a remote server that could not be reached
 // before the machine slept is tried again as it wakes, not once the rest
 // of a restart delay taken before the sleep has run out (Go's timers stand
 // still while the machine sleeps).
 func TestWakeConnectsAtOnce(t *testing.T) {
 	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal")
-	relay := newDropRelay(t, hs.Listener.Addr().String())
-	relay.refuse.Store(true)
+	relay := testenv.NewDropRelay(t, hs.Listener.Addr().String())
+	relay.Refuse.Store(true)
 	s := hs.Config("remote", nil)
-	s.URL = relay.url(s.URL, hs.Listener.Addr().String())
+	s.URL = relay.URL(s.URL, hs.Listener.Addr().String())
 	o := keepAliveOptions(&testenv.LogBuffer{})
 	o.RestartDelays = []time.Duration{time.Hour}
 	p := New([]config.Server{s}, o)
 	t.Cleanup(func() { p.Close() })
 	p.StartAsync(context.Background())
 	testenv.Eventually(t, "remote down", func() bool { return statusOf(t, p, "remote").LastErr != "" })
-	relay.refuse.Store(false)
+	relay.Refuse.Store(false)
 	p.wake()
 	testenv.Eventually(t, "remote up at the wake", func() bool { return statusOf(t, p, "remote").State == StateUp })
 }
@@ -238,9 +114,9 @@ func TestWakeConnectsAtOnce(t *testing.T) {
 // later.
 func TestWakePingsAtOnce(t *testing.T) {
 	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal")
-	relay := newDropRelay(t, hs.Listener.Addr().String())
+	relay := testenv.NewDropRelay(t, hs.Listener.Addr().String())
 	s := hs.Config("remote", nil)
-	s.URL = relay.url(s.URL, hs.Listener.Addr().String())
+	s.URL = relay.URL(s.URL, hs.Listener.Addr().String())
 	logs := &testenv.LogBuffer{}
 	defer func() {
 		if t.Failed() {
@@ -252,7 +128,7 @@ func TestWakePingsAtOnce(t *testing.T) {
 	o.RestartDelays = []time.Duration{time.Hour}
 	p := startPool(t, []config.Server{s}, o)
 	testenv.Eventually(t, "remote up", func() bool { return statusOf(t, p, "remote").State == StateUp })
-	relay.blackhole.Store(true)
+	relay.Blackhole.Store(true)
 	p.wake()
 	testenv.Eventually(t, "remote down at the wake's ping", func() bool {
 		return strings.Contains(statusOf(t, p, "remote").LastErr, "no answer to a ping within 2s")

@@ -36,6 +36,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/internal/linerpc"
+	"github.com/toolgate/toolgate/internal/sleepwatch"
 )
 
 // Options configure Run.
@@ -95,6 +97,15 @@ type Options struct {
 	// toolgate connect words the TLS failures (an untrusted certificate:
 	// its --ca) there, which the client then reads instead of "start it".
 	Fix func(err error) string
+	// Silence is how long a request may get no byte from a gateway that
+	// beats (gateway.HeartbeatHeader: it sends a byte of nothing that
+	// often while it answers) before its connection is taken as dead (a
+	// Wi-Fi gone, a VPN that reconnected, a NAT that forgot it, a sleep):
+	// the call is answered CodeUnreachable, and the next one connects
+	// anew. 0: SilentBeats of the gateway's beat; negative: never. A
+	// gateway that does not say its beat is waited for as long as it
+	// takes.
+	Silence time.Duration
 	// Down, if set, is said when no gateway answers, in place of "start
 	// it (toolgate serve --http ADDR) or check the address": toolgate
 	// connect says there how it came to the address (the gateways on the
@@ -125,7 +136,7 @@ const (
 func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	b := &bridge{opts: opts, out: linerpc.NewLineWriter(out), inflight: map[string]context.CancelFunc{}, gone: cancel, session: newSessionID()}
+	b := &bridge{opts: opts, out: linerpc.NewLineWriter(out), inflight: map[string]context.CancelFunc{}, dogs: map[*watchdog]struct{}{}, gone: cancel, session: newSessionID()}
 	if b.opts.Client == nil {
 		b.opts.Client = &http.Client{}
 	}
@@ -143,6 +154,9 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
+	slept := make(chan struct{})
+	go func() { defer close(slept); (*watchSleep.Load())(ctx, b.woke) }()
+	defer func() { cancel(); <-slept }()
 	// Lines are read on a goroutine of their own, so that ctx ends Run
 	// while a read waits (stdin cannot be interrupted).
 	type read struct {
@@ -222,6 +236,10 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	}
 }
 
+// SilentBeats is how many of the gateway's beats a request may miss
+// before its connection is taken as dead (Options.Silence).
+const SilentBeats = 3
+
 // DefaultRestartWait is Options.RestartWait's default.
 const DefaultRestartWait = 5 * time.Second
 
@@ -243,10 +261,145 @@ type bridge struct {
 	initID   string // the initialize request's id
 	agent    string // User-Agent: the client's name and version, from initialize
 	inflight map[string]context.CancelFunc
+	dogs     map[*watchdog]struct{} // of the requests in flight
 
 	// answered says the gateway has answered this bridge (a connection
 	// it refuses later is a restart: awaitRestart).
 	answered atomic.Bool
+	// beat is how often the gateway sends a byte while it answers, as it
+	// said last (gateway.HeartbeatHeader), 0 while it has not.
+	beat atomic.Int64
+}
+
+// silentError ends a request that got no byte for a while from a gateway
+// that beats: its connection is dead.
+type silentError struct {
+	silence, beat time.Duration
+	woke          bool // the silence was after a sleep of the machine's
+}
+
+func (e silentError) Error() string {
+	if e.woke {
+		return fmt.Sprintf("it sent nothing for %s after this machine woke from a sleep, though it sends a byte every %s while it answers: the connection to it died in the sleep", e.silence, e.beat)
+	}
+	return fmt.Sprintf("it sent nothing for %s, though it sends a byte every %s while it answers: the connection to it is dead (the network dropped: Wi-Fi, VPN, a sleep)", e.silence, e.beat)
+}
+
+// watchdog ends a request (cancel) once it got nothing for a while.
+type watchdog struct {
+	t           *time.Timer
+	after, beat time.Duration
+	woke        atomic.Bool
+}
+
+// watch returns the watchdog of a request, or nil when the gateway has
+// not said it beats (or Options.Silence is negative). It is known to
+// woke while the request lasts (stop).
+func (b *bridge) watch(cancel context.CancelCauseFunc) *watchdog {
+	beat := time.Duration(b.beat.Load())
+	after := b.opts.Silence
+	if beat <= 0 || after < 0 {
+		return nil
+	}
+	if after == 0 {
+		after = SilentBeats * beat
+	}
+	w := &watchdog{after: after, beat: beat}
+	w.t = time.AfterFunc(after, func() {
+		se := silentError{silence: after, beat: beat}
+		if w.woke.Load() {
+			se.silence, se.woke = wakeSilence(after, beat), true
+		}
+		cancel(se)
+	})
+	b.mu.Lock()
+	b.dogs[w] = struct{}{}
+	b.mu.Unlock()
+	return w
+}
+
+// wakeSilence is how long a request may get nothing after the machine
+// woke: a connection that lived through the sleep has the gateway's next
+// beat within one beat.
+func wakeSilence(after, beat time.Duration) time.Duration { return min(after, 2*beat) }
+
+// touch says a byte came: the silence starts again.
+func (w *watchdog) touch() {
+	if w != nil {
+		w.woke.Store(false)
+		w.t.Reset(w.after)
+	}
+}
+
+// stop stops w (while a gateway is started, or for good: done).
+func (w *watchdog) stop() {
+	if w != nil {
+		w.t.Stop()
+	}
+}
+
+// done stops w for good.
+func (b *bridge) done(w *watchdog) {
+	if w == nil {
+		return
+	}
+	w.stop()
+	b.mu.Lock()
+	delete(b.dogs, w)
+	b.mu.Unlock()
+}
+
+// woke is told that the machine woke from a sleep (sleepwatch): the
+// connections kept for the next requests most often died in it (a Wi-Fi
+// joined again, a NAT that forgot them) and are closed, and a request in
+// flight gets the gateway's next beat soon or is taken as dead, rather
+// than after the rest of its Silence (its timer stood still in the sleep).
+func (b *bridge) woke(slept time.Duration) {
+	b.opts.Logger.Info("the machine slept, or its clock was set: connecting to the gateway anew", "slept", slept.Round(time.Second))
+	b.opts.Client.CloseIdleConnections()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for w := range b.dogs {
+		w.woke.Store(true)
+		w.t.Reset(wakeSilence(w.after, w.beat))
+	}
+}
+
+// watchSleep is sleepwatch.Watch (a test wakes the bridge itself).
+var watchSleep atomic.Pointer[func(context.Context, func(time.Duration))]
+
+func init() {
+	w := sleepwatch.Watch
+	watchSleep.Store(&w)
+}
+
+// touchReader touches a watchdog at each read that carried bytes.
+type touchReader struct {
+	io.Reader
+	w *watchdog
+}
+
+func (r touchReader) Read(p []byte) (int, error) {
+	n, err := r.Reader.Read(p)
+	if n > 0 {
+		r.w.touch()
+	}
+	return n, err
+}
+
+// silent is the silentError that ended ctx, if one did.
+func silent(ctx context.Context) (silentError, bool) {
+	var se silentError
+	ok := errors.As(context.Cause(ctx), &se)
+	return se, ok
+}
+
+// dead says the call's connection died (ctx ended by its watchdog): the
+// connections kept for the next calls went through the same network, so
+// they are closed, and the next call connects anew.
+func (b *bridge) dead(env envelope, isCall bool, se silentError) {
+	b.opts.Client.CloseIdleConnections()
+	b.fail(env, isCall, CodeUnreachable, fmt.Sprintf("toolgate at %s stopped answering during the call: %s; it may have run: check before calling again (the next call connects anew)", b.opts.URL, se))
 }
 
 // envelope is what the bridge reads of a message: enough to tell a request
@@ -302,10 +455,19 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 		b.cancelled(env.Params)
 	}
 
+	// The request's own context: ended by the client's (a cancel, the
+	// client gone) and by its watchdog.
+	callCtx := ctx
+	ctx, cancelReq := context.WithCancelCause(ctx)
+	defer cancelReq(nil)
+	wd := b.watch(cancelReq)
+	defer b.done(wd)
 	resp, err := b.post(ctx, msg, env)
 	var reviveErr error
 	if err != nil && b.opts.Revive != nil && errors.Is(err, syscall.ECONNREFUSED) && ctx.Err() == nil {
+		wd.stop() // starting a gateway is no silence of one
 		if reviveErr = b.opts.Revive(ctx); reviveErr == nil {
+			wd.touch()
 			resp, err = b.post(ctx, msg, env)
 		}
 	}
@@ -314,6 +476,10 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 		resp, waited, err = b.awaitRestart(ctx, msg, env, err)
 	}
 	if err != nil {
+		if se, ok := silent(ctx); ok && callCtx.Err() == nil {
+			b.dead(env, isCall, se)
+			return
+		}
 		if ctx.Err() != nil {
 			return // cancelled by the client, or the client is gone
 		}
@@ -336,6 +502,16 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 	}
 	defer resp.Body.Close()
 	b.answered.Store(true)
+	wd.touch()
+	if beat, err := time.ParseDuration(resp.Header.Get(gateway.HeartbeatHeader)); err == nil {
+		b.beat.Store(int64(beat))
+	}
+	if wd != nil {
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{touchReader{resp.Body, wd}, resp.Body}
+	}
 	if resp.StatusCode >= 300 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		if isCall && isErrorFor(body, env.ID) {
@@ -371,15 +547,46 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 		}
 		return
 	}
+	if se, ok := silent(ctx); ok && !answered && callCtx.Err() == nil {
+		b.dead(env, isCall, se)
+		return
+	}
 	if isCall && !answered && ctx.Err() == nil {
 		// The stream ended before the call's answer (the gateway stopped
 		// mid-call): the client would wait for it forever.
+		if refused, ok := b.keyRefused(callCtx); ok {
+			b.fail(env, isCall, CodeRefused, refused+"; it ended the call, which may have run: check before calling again")
+			return
+		}
 		why := "the answer ended before the call's response"
 		if readErr != nil {
 			why = readErr.Error()
 		}
 		b.fail(env, isCall, CodeUnreachable, fmt.Sprintf("toolgate at %s stopped answering during the call (%s); it may have run: check before calling again", b.opts.URL, why))
 	}
+}
+
+// keyRefused asks the gateway, when a call's answer ended before its
+// response, whether it still takes the key: one revoked or expired while
+// the call ran ends it (the gateway checks again the keys of the requests
+// it runs, gateway.DefaultKeyRecheck), which the client was told as the
+// gateway stopping. It returns what the gateway's refusal says, and the
+// fix, when it refuses the key now.
+func (b *bridge) keyRefused(ctx context.Context) (string, bool) {
+	if b.opts.Key == "" {
+		return "", false
+	}
+	ping := envelope{ID: json.RawMessage(`"toolgate-connect-key"`), Method: "ping"}
+	resp, err := b.post(ctx, []byte(`{"jsonrpc":"2.0","id":"toolgate-connect-key","method":"ping"}`), ping)
+	if err != nil {
+		return "", false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		return "", false
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return b.refusal(resp, body), true
 }
 
 // post sends msg (env) to the gateway with the headers of streamable HTTP:
@@ -591,6 +798,16 @@ func (b *bridge) fail(env envelope, isCall bool, code int, msg string) {
 
 // refusal says why the gateway answered with an HTTP error, and the fix.
 func (b *bridge) refusal(resp *http.Response, body []byte) string {
+	if resp.StatusCode == http.StatusGatewayTimeout {
+		// Not the gateway's (it answers none): a reverse proxy's or load
+		// balancer's, past its read timeout; its page says only that.
+		by := ""
+		if m := proxyName.FindSubmatch(body); m != nil {
+			by = " (" + string(m[1]) + ")"
+		}
+		return fmt.Sprintf("toolgate at %s answered %s%s: a proxy in front of the gateway gave up waiting for the answer; the call may have run: check before calling again. "+
+			"Raise the proxy's read timeout above the server's callTimeout (nginx: proxy_read_timeout), and keep the gateway's beat (toolgate.http.heartbeat) below it", b.opts.URL, resp.Status, by)
+	}
 	text := strings.TrimSpace(string(body))
 	if len(text) > 300 {
 		text = text[:300] + "…"
@@ -627,6 +844,10 @@ func (b *bridge) refusal(resp *http.Response, body []byte) string {
 	}
 	return msg
 }
+
+// proxyName finds the server a proxy's HTML error page names
+// ("<center>nginx/1.22.1</center>").
+var proxyName = regexp.MustCompile(`<center>([A-Za-z][\w.-]*(?:/[\w.-]+)?)</center>`)
 
 // newSessionID is the session ID a bridge sends until the gateway gives
 // one: "connect-" and 16 random hex digits.

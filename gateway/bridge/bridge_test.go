@@ -24,6 +24,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/bridge"
+	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/linerpc"
@@ -67,6 +68,13 @@ func newGateway(t *testing.T) (*gateway.Gateway, *echo) {
 
 func newLearningGateway(t *testing.T) (*gateway.Gateway, *echo, *learner) {
 	t.Helper()
+	c, l := &echo{}, &learner{}
+	return gateway.New(newEngine(t), c, &gateway.Options{Learner: l}), c, l
+}
+
+// newEngine ranks three tools with BM25.
+func newEngine(t *testing.T) *search.Engine {
+	t.Helper()
 	tools := []catalog.Tool{
 		{Server: "fs", Name: "read_file", Description: "Read the complete contents of a file."},
 		{Server: "fs", Name: "list_directory", Description: "List the files in a directory."},
@@ -78,8 +86,7 @@ func newLearningGateway(t *testing.T) (*gateway.Gateway, *echo, *learner) {
 	}
 	eng := search.New(ix, nil, &search.Options{Mode: search.ModeBM25})
 	t.Cleanup(func() { eng.Close() })
-	c, l := &echo{}, &learner{}
-	return gateway.New(eng, c, &gateway.Options{Learner: l}), c, l
+	return eng
 }
 
 // run starts the bridge to url and connects a go-sdk client to its stdio
@@ -434,6 +441,12 @@ func TestStreamEndsBeforeTheAnswer(t *testing.T) {
 // call's error, naming the fix.
 func TestRefusals(t *testing.T) {
 	rc := &recorder{answer: func(w http.ResponseWriter, r *http.Request, msg map[string]any) {
+		if strings.HasSuffix(r.URL.Path, "/slow") { // nginx's answer past its proxy_read_timeout
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusGatewayTimeout)
+			fmt.Fprint(w, "<html>\r\n<head><title>504 Gateway Time-out</title></head>\r\n<body>\r\n<center><h1>504 Gateway Time-out</h1></center>\r\n<hr><center>nginx/1.22.1</center>\r\n</body>\r\n</html>\r\n")
+			return
+		}
 		if r.Header.Get("Authorization") != "Bearer good" {
 			if !strings.Contains(r.URL.Path, "proxy") {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`) // the gateway's own refusal
@@ -466,6 +479,10 @@ func TestRefusals(t *testing.T) {
 		// Another's 401 (a proxy in front): its words, then the fix.
 		{"proxy", bridge.Options{URL: srv.URL + "/proxy", KeyEnv: "$TOOLGATE_KEY"}, []string{"answered 401 Unauthorized: Unauthorized: this gateway needs an API key (the gateway needs an API key: put one in $TOOLGATE_KEY"}},
 		{"no such route", bridge.Options{URL: srv.URL + "/profiles/nope/mcp", Key: "good"}, []string{"404 Not Found", "/profiles/NAME/mcp"}},
+		// A proxy that gave up waiting: the call may still run; its page
+		// of HTML was the whole message.
+		{"proxy timeout", bridge.Options{URL: srv.URL + "/slow"}, []string{"answered 504 Gateway Timeout (nginx/1.22.1): a proxy in front of the gateway gave up waiting for the answer; the call may have run",
+			"proxy_read_timeout", "toolgate.http.heartbeat"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := lines(t, tc.opts, call)
@@ -481,6 +498,9 @@ func TestRefusals(t *testing.T) {
 				if !strings.Contains(msg, w) {
 					t.Errorf("message %q lacks %q", msg, w)
 				}
+			}
+			if strings.Contains(msg, "<html>") {
+				t.Errorf("message %q holds the proxy's HTML", msg)
 			}
 			if strings.Count(strings.ToLower(msg), "needs an api key") > map[bool]int{true: 2, false: 1}[tc.name == "proxy"] {
 				t.Errorf("message %q says it needs a key more than once", msg)
@@ -691,5 +711,163 @@ func TestClientReadsNoMore(t *testing.T) {
 	case <-done:
 	case <-time.After(testenv.Timeout):
 		t.Fatal("Run still waits for a client that reads nothing a minute after its stop")
+	}
+}
+
+// holder is a Caller whose calls wait until the test lets them go (hold
+// set), each saying it started.
+type holder struct {
+	hold    atomic.Bool
+	started chan struct{}
+	release chan struct{}
+}
+
+func (h *holder) CallTool(ctx context.Context, server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+	if h.hold.Load() {
+		h.started <- struct{}{}
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: server + "__" + tool + " ran"}}}, nil
+}
+
+// TestDeadConnectionFailsTheCall: a gateway on another machine whose
+// network drops silently mid-call (a blackhole: no RST, no FIN) is seen
+// as gone once it sent none of its beats for Silence: the call is
+// answered that it may have run, and the next call connects anew and
+// runs. A call that runs long while the beats come is left to finish. The
+// call waited for the client's own timeout (here 30 s).
+func TestDeadConnectionFailsTheCall(t *testing.T) {
+	const beat, silence = 20 * time.Millisecond, time.Second
+	h := &holder{started: make(chan struct{}, 1), release: make(chan struct{})}
+	g := gateway.New(newEngine(t), h, nil)
+	srv := httptest.NewServer(g.HTTPHandler(&gateway.HTTPOptions{Heartbeat: beat}))
+	defer srv.Close()
+	defer close(h.release) // before srv.Close, which waits for the calls
+	relay := testenv.NewDropRelay(t, srv.Listener.Addr().String())
+	cs, _, _, _ := run(t, bridge.Options{URL: "http://" + relay.Addr() + "/mcp", Silence: silence})
+	args := map[string]any{"name": "notes__add_note", "arguments": map[string]any{}}
+
+	// A call longer than Silence, with the beats coming: it finishes.
+	h.hold.Store(true)
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() { res, err := callTool(t, cs, "execute_tool", args); done <- answer{res, err} }()
+	<-h.started
+	before := relay.Down.Load()
+	poll := time.NewTicker(time.Millisecond)
+	defer poll.Stop()
+	for relay.Down.Load()-before < 2*int64(silence/beat) { // each read a beat at least a beat after the last
+		select {
+		case a := <-done:
+			t.Fatalf("a long call with the beats coming ended before its answer: %v %s", a.err, text(a.res))
+		case <-poll.C:
+		}
+	}
+	h.release <- struct{}{}
+	if a := <-done; a.err != nil || text(a.res) != "notes__add_note ran" {
+		t.Fatalf("long call: %v %s", a.err, text(a.res))
+	}
+
+	// The network drops mid-call.
+	go func() { res, err := callTool(t, cs, "execute_tool", args); done <- answer{res, err} }()
+	<-h.started
+	relay.Blackhole.Store(true)
+	a := <-done
+	if a.err == nil || !strings.Contains(a.err.Error(), "sent nothing for 1s") || !strings.Contains(a.err.Error(), "it may have run") {
+		t.Fatalf("call over a dead connection: %v %s; want an error that says the gateway went silent and the call may have run", a.err, text(a.res))
+	}
+	h.hold.Store(false)
+	relay.Blackhole.Store(false)
+	if res, err := callTool(t, cs, "execute_tool", args); err != nil || text(res) != "notes__add_note ran" {
+		t.Fatalf("the next call, the network back: %v %s", err, text(res))
+	}
+}
+
+// TestWakeFailsADeadCallSoon: after a sleep of the machine (the laptop's
+// lid closed mid-call), a call whose connection died in it gets its answer
+// within two of the gateway's beats, not after the rest of its Silence
+// (whose timer stood still in the sleep), and the next call connects anew.
+func TestWakeFailsADeadCallSoon(t *testing.T) {
+	const beat = 20 * time.Millisecond
+	wakes := make(chan func(time.Duration), 1)
+	bridge.WakeWith(t.Cleanup, wakes)
+	h := &holder{started: make(chan struct{}, 1), release: make(chan struct{})}
+	g := gateway.New(newEngine(t), h, nil)
+	srv := httptest.NewServer(g.HTTPHandler(&gateway.HTTPOptions{Heartbeat: beat}))
+	defer srv.Close()
+	defer close(h.release)
+	relay := testenv.NewDropRelay(t, srv.Listener.Addr().String())
+	// A Silence past the client's own timeout: only the wake can end the call in time.
+	cs, _, _, _ := run(t, bridge.Options{URL: "http://" + relay.Addr() + "/mcp", Silence: time.Hour})
+	woke := <-wakes
+	args := map[string]any{"name": "notes__add_note", "arguments": map[string]any{}}
+
+	h.hold.Store(true)
+	done := make(chan error, 1)
+	go func() { _, err := callTool(t, cs, "execute_tool", args); done <- err }()
+	<-h.started
+	relay.Blackhole.Store(true)
+	woke(time.Hour)
+	err := <-done
+	if err == nil || !strings.Contains(err.Error(), "after this machine woke from a sleep") || !strings.Contains(err.Error(), "it may have run") {
+		t.Fatalf("call over a connection that died in a sleep: %v; want an error that says so", err)
+	}
+	h.hold.Store(false)
+	relay.Blackhole.Store(false)
+	if res, err := callTool(t, cs, "execute_tool", args); err != nil || text(res) != "notes__add_note ran" {
+		t.Fatalf("the next call: %v %s", err, text(res))
+	}
+}
+
+// keyring is a gateway.KeyChecker of one key, "tg_a", revoked once
+// revoked is set.
+type keyring struct{ revoked atomic.Bool }
+
+func (k *keyring) Verify(secret string) (keys.Entry, error) {
+	switch {
+	case secret != "tg_a":
+		return keys.Entry{}, keys.ErrUnknown
+	case k.revoked.Load():
+		return keys.Entry{Name: "alice"}, fmt.Errorf("%w at 2026-12-06T18:00:00Z", keys.ErrRevoked)
+	}
+	return keys.Entry{Name: "alice"}, nil
+}
+
+// TestKeyRevokedMidCall: a key revoked while a call of its runs ends the
+// call at the gateway; the client is told that, in the words of the
+// gateway's refusal, not that the gateway stopped answering.
+func TestKeyRevokedMidCall(t *testing.T) {
+	h := &holder{started: make(chan struct{}, 1), release: make(chan struct{})}
+	h.hold.Store(true)
+	g := gateway.New(newEngine(t), h, nil)
+	kr := &keyring{}
+	srv := httptest.NewServer(g.HTTPHandler(&gateway.HTTPOptions{Keys: kr, KeyRecheck: 5 * time.Millisecond}))
+	defer srv.Close()
+	defer close(h.release)
+	cs, _, _, _ := run(t, bridge.Options{URL: srv.URL + "/mcp", Key: "tg_a", KeyEnv: "$TOOLGATE_KEY"})
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := callTool(t, cs, "execute_tool", map[string]any{"name": "notes__add_note", "arguments": map[string]any{}})
+		done <- answer{res, err}
+	}()
+	<-h.started
+	kr.revoked.Store(true)
+	a := <-done
+	if a.err == nil && a.res.IsError && strings.Contains(text(a.res), "revoked") {
+		return // the gateway's own answer made it out before the request ended
+	}
+	if err := a.err; err == nil || !strings.Contains(err.Error(), "the key in $TOOLGATE_KEY was revoked at 2026-12-06T18:00:00Z") || !strings.Contains(err.Error(), "it ended the call, which may have run") {
+		t.Fatalf("call whose key was revoked while it ran: %v; want the gateway's words for the revoked key (result %s)", err, text(a.res))
 	}
 }

@@ -464,6 +464,9 @@ type HTTPSettings struct {
 	AllowedOrigins []string `json:"allowedOrigins,omitempty"`
 	AllowedHosts   []string `json:"allowedHosts,omitempty"`
 	MaxBodyBytes   int64    `json:"maxBodyBytes,omitzero"` // 0 = gateway.DefaultMaxBodyBytes
+	// Heartbeat is how often an answer still being worked on sends a
+	// byte of nothing, for the proxies in front (0 = gateway.DefaultHeartbeat).
+	Heartbeat Duration `json:"heartbeat,omitzero"`
 	// TLS serves the front over HTTPS with this certificate (nil: plain
 	// HTTP).
 	TLS *FrontTLS `json:"tls,omitempty"`

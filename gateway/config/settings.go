@@ -18,7 +18,7 @@ var (
 	searchKeys    = []string{"mode", "keywordWeight", "vectorWeight", "defaultLimit", "maxLimit", "minConfidence", "stepWeight"}
 	learnKeys     = []string{"enabled", "fromKeys"}
 	embedKeys     = []string{"variant", "modelDir", "ortLib", "threads"}
-	httpKeys      = []string{"addr", "allowedOrigins", "allowedHosts", "maxBodyBytes", "tls"}
+	httpKeys      = []string{"addr", "allowedOrigins", "allowedHosts", "maxBodyBytes", "heartbeat", "tls"}
 	frontTLSKeys  = []string{"cert", "key"}
 	restartKeys   = []string{"delays", "stableAfter"}
 	telemetryKeys = []string{"otlpEndpoint"}
@@ -150,6 +150,7 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 	s.HTTP.AllowedOrigins = expanded(hd, "allowedOrigins")
 	s.HTTP.AllowedHosts = expanded(hd, "allowedHosts")
 	s.HTTP.MaxBodyBytes = hd.int("maxBodyBytes")
+	s.HTTP.Heartbeat = hd.duration("heartbeat")
 	if hd.has("tls") {
 		tld := hd.object("tls", frontTLSKeys)
 		s.HTTP.TLS = &FrontTLS{Cert: path(tld, "cert"), Key: path(tld, "key")}
@@ -270,7 +271,7 @@ func (s *Settings) validate() []*FieldError {
 	for _, d := range []struct {
 		field string
 		v     time.Duration
-	}{{"connectTimeout", s.ConnectTimeout.Duration}, {"callTimeout", s.CallTimeout.Duration}, {"keepAlive", s.KeepAlive.Duration}} {
+	}{{"connectTimeout", s.ConnectTimeout.Duration}, {"callTimeout", s.CallTimeout.Duration}, {"keepAlive", s.KeepAlive.Duration}, {"http.heartbeat", s.HTTP.Heartbeat.Duration}} {
 		if d.v < 0 {
 			bad(d.field, "%s is negative: use a positive duration like \"30s\" (or leave it out for the default)", d.v)
 		}

@@ -354,16 +354,23 @@ func (m Metrics) MarshalJSON() ([]byte, error) { return MetricList(m.Named()).Ma
 type MetricList []Metric
 
 func (l MetricList) MarshalJSON() ([]byte, error) {
+	return orderedJSON(len(l), func(i int) (string, any) { return l[i].Name, l[i].Value })
+}
+
+// orderedJSON writes n named values, at(i) each, as one JSON object in
+// that order (a map's would be sorted by name).
+func orderedJSON(n int, at func(i int) (string, any)) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
-	for i, nm := range l {
+	for i := range n {
+		name, val := at(i)
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		k, _ := json.Marshal(nm.Name)
-		v, err := json.Marshal(nm.Value)
+		k, _ := json.Marshal(name)
+		v, err := json.Marshal(val)
 		if err != nil {
-			return nil, fmt.Errorf("metric %s: %w", nm.Name, err)
+			return nil, fmt.Errorf("metric %s: %w", name, err)
 		}
 		b.Write(k)
 		b.WriteByte(':')

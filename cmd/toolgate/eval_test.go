@@ -5,17 +5,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolgate/toolgate/internal/testenv"
+	"github.com/toolgate/toolgate/models"
+	"github.com/toolgate/toolgate/search"
 )
 
 // writeBench writes a tiny bench dataset into <tmp>/tiny and returns the
@@ -224,18 +228,36 @@ func TestEvalAllModes(t *testing.T) {
 		c.Close()
 	}
 	var out bytes.Buffer
-	if err := runEval(context.Background(), g, &evalFlags{tools: tp, queries: qp, mode: "all", json: true}, &out); err != nil {
+	if err := runEval(context.Background(), g, &evalFlags{tools: tp, queries: qp, mode: "all", json: true, bootstrap: 100}, &out); err != nil {
 		t.Fatal(err)
 	}
 	var modes []string
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var l evalLine
+		var l struct {
+			Mode    string             `json:"mode"`
+			Metrics map[string]float64 `json:"metrics"`
+			Paired  *struct {
+				Baseline string                 `json:"baseline"`
+				Diff     map[string]search.Diff `json:"diff"`
+			} `json:"paired"`
+			Run evalRun `json:"run"`
+		}
 		if err := json.Unmarshal([]byte(line), &l); err != nil {
 			t.Fatal(err)
 		}
-		modes = append(modes, string(l.Mode))
-		if l.Metrics.Hit5 < 0.5 {
-			t.Errorf("%s: hit@5 %v on an easy set", l.Mode, l.Metrics.Hit5)
+		modes = append(modes, l.Mode)
+		if l.Metrics["hit@5"] < 0.5 {
+			t.Errorf("%s: hit@5 %v on an easy set", l.Mode, l.Metrics["hit@5"])
+		}
+		// --bootstrap compares each mode to hybrid on the same queries.
+		switch {
+		case l.Mode == "hybrid" && l.Paired != nil:
+			t.Errorf("hybrid is compared to itself: %+v", l.Paired)
+		case l.Mode != "hybrid" && (l.Paired == nil || l.Paired.Baseline != "hybrid" || len(l.Paired.Diff) != 7):
+			t.Errorf("%s: paired %+v, want the 7 ranking metrics' differences to hybrid", l.Mode, l.Paired)
+		}
+		if !strings.HasPrefix(l.Run.Model, "all-MiniLM-L6-v2/") || l.Run.ONNXRuntime == "" {
+			t.Errorf("%s: run names model %q, onnxruntime %q", l.Mode, l.Run.Model, l.Run.ONNXRuntime)
 		}
 	}
 	if diff := cmp.Diff([]string{"bm25", "vector", "hybrid", "rrf"}, modes); diff != "" {
@@ -306,7 +328,7 @@ func TestEvalNoAnswerMisses(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &line); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"dataset", "latencyMs", "metrics", "misses", "mode", "queries", "tools"}, slices.Sorted(maps.Keys(line))); diff != "" {
+	if diff := cmp.Diff([]string{"dataset", "latencyMs", "metrics", "misses", "mode", "queries", "run", "tools"}, slices.Sorted(maps.Keys(line))); diff != "" {
 		t.Errorf("keys (-want +got):\n%s", diff)
 	}
 	var misses []map[string]any
@@ -448,5 +470,60 @@ func TestEvalInterrupted(t *testing.T) {
 	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 ||
 		!strings.Contains(out, "toolgate: stopped before the evaluation was done: ") || strings.Contains(out, "context canceled") {
 		t.Errorf("eval stopped by SIGINT: %v, want exit status 1 saying it stopped\n%s", err, out)
+	}
+}
+
+// Two runs of one eval give the same --json lines but for "latencyMs",
+// and each line says what they came from: the files' SHA-256, the
+// settings in effect, --bootstrap's replicates and seed.
+func TestEvalRunReproducible(t *testing.T) {
+	tp, qp := writeBench(t, false)
+	f := &evalFlags{tools: tp, queries: qp, mode: "bm25", json: true, bootstrap: 200, stepWeight: 0.5}
+	var runs []string
+	for range 2 {
+		var out bytes.Buffer
+		if err := runEval(context.Background(), evalGlobals(t), f, &out); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, regexp.MustCompile(`"latencyMs":\{[^}]*\}`).ReplaceAllString(out.String(), `"latencyMs":{}`))
+	}
+	if d := cmp.Diff(runs[0], runs[1]); d != "" {
+		t.Errorf("a second run differs (-first +second):\n%s", d)
+	}
+	var l struct {
+		CI95   map[string]search.Interval `json:"ci95"`
+		Paired any                        `json:"paired"`
+		Run    evalRun                    `json:"run"`
+	}
+	if err := json.Unmarshal([]byte(runs[0]), &l); err != nil {
+		t.Fatal(err)
+	}
+	toolsSum, _ := models.FileSHA256(tp)
+	queriesSum, _ := models.FileSHA256(qp)
+	want := evalRun{Toolgate: version, Commit: buildCommit(), SHA256: map[string]string{"tools": toolsSum, "queries": queriesSum},
+		Settings: evalSettings{
+			KeywordWeight: search.DefaultKeywordWeight, VectorWeight: search.DefaultVectorWeight, Candidates: search.DefaultCandidates,
+			RRFK: search.DefaultRRFK, KeywordNorm: "max", VectorNorm: "mean", StepWeight: 0.5,
+			MinConfidence: search.DefaultMinConfidence, SearchedAt: search.DefaultMinConfidence, Depth: search.EvalDepth,
+		},
+		Bootstrap: &evalBootstrap{Replicates: 200, Seed: search.BootstrapSeed}}
+	if d := cmp.Diff(want, l.Run); d != "" {
+		t.Errorf("run (-want +got):\n%s", d)
+	}
+	if len(l.CI95) != 7 || l.Paired != nil {
+		t.Errorf("one mode: ci95 %v (want the 7 ranking metrics), paired %v (want none)", l.CI95, l.Paired)
+	}
+	var table bytes.Buffer
+	f.json = false
+	if err := runEval(context.Background(), evalGlobals(t), f, &table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "95% intervals (bootstrap over the queries, 200 resamples, seed 1)") {
+		t.Errorf("the table has no intervals:\n%s", table.String())
+	}
+	f.baseline = "vector"
+	err := runEval(context.Background(), evalGlobals(t), f, io.Discard)
+	if ue := (usageError{}); !errors.As(err, &ue) || !strings.Contains(err.Error(), "--baseline") {
+		t.Errorf("--baseline of a mode not run: %v, want a usage error", err)
 	}
 }

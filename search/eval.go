@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/perf"
+	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/typo"
 )
 
@@ -62,7 +64,7 @@ func ReadQueries(r io.Reader, name string) ([]BenchQuery, error) {
 	err := catalog.EachLine(r, name, func(line int, b []byte) error {
 		var q BenchQuery
 		if err := catalog.DecodeLine(b, &q); err != nil {
-			return err
+			return relevantShape(b, name, err)
 		}
 		if strings.TrimSpace(q.Query) == "" {
 			return errors.New(`empty "query"`)
@@ -86,6 +88,80 @@ func ReadQueries(r io.Reader, name string) ([]BenchQuery, error) {
 		err = fmt.Errorf(`%s holds no queries: each line is one query, {"query": "...", "relevant": ["server__tool", ...]}`, name)
 	}
 	return qs, err
+}
+
+// QueryKey is a query's words, spacing aside: two queries of one key are
+// one query asked twice.
+func QueryKey(query string) string { return strings.Join(strings.Fields(query), " ") }
+
+// Repeats lists the queries of qs asked earlier in qs (the same QueryKey),
+// each as `FILE:LINE repeats line LINE ("query")` (FILE:LINE when the
+// first asking is in another file), and how many there are: each asking counts in the
+// figures, which a file joined from two sources seldom means.
+func Repeats(qs []BenchQuery) (n int, first []string) {
+	seen := make(map[string]int, len(qs))
+	for i, q := range qs {
+		k := QueryKey(q.Query)
+		j, ok := seen[k]
+		if !ok {
+			seen[k] = i
+			continue
+		}
+		if n++; len(first) < 5 {
+			at := fmt.Sprintf("%s:%d", qs[j].File, qs[j].Line)
+			if qs[j].File == q.File {
+				at = fmt.Sprintf("line %d", qs[j].Line)
+			}
+			first = append(first, fmt.Sprintf("%s:%d repeats %s (%q)", q.File, q.Line, at, k))
+		}
+	}
+	return n, first
+}
+
+// relevantShape is err, the failure to decode a queries line b, said with
+// its fix when "relevant" is a string (one ID, not a list of one) or holds
+// graded judgments ({"id": 2} or [{"id": …, "grade": 2}]): eval's
+// relevance is binary, and the fix keeps the IDs graded above 0.
+func relevantShape(b []byte, name string, err error) error {
+	var line struct {
+		Relevant json.RawMessage `json:"relevant"`
+	}
+	if json.Unmarshal(b, &line) != nil {
+		return err
+	}
+	const binary = "eval's relevance is binary (a tool answers the query or not): of graded judgments keep the IDs graded above 0"
+	r := bytes.TrimSpace(line.Relevant)
+	var one string
+	var graded map[string]json.RawMessage
+	var objects []map[string]json.RawMessage
+	switch {
+	case json.Unmarshal(r, &one) == nil:
+		list, _ := json.Marshal([]string{one})
+		return fmt.Errorf(`"relevant" must be a list of server__tool IDs, not a JSON string: write %s`, list)
+	case json.Unmarshal(r, &graded) == nil:
+		return fmt.Errorf(`"relevant" must be a list of server__tool IDs, not a JSON object: %s, e.g. %s > queries-binary.jsonl`,
+			binary, shellword.Join("jq", "-c", ".relevant |= (to_entries | map(select(.value > 0) | .key))", name))
+	case json.Unmarshal(r, &objects) == nil && len(objects) > 0:
+		// The ID is the first key of a string, the grade the first of a
+		// number, in the first object (keys sorted: the file's order is
+		// lost).
+		var id, grade string
+		for _, k := range slices.Sorted(maps.Keys(objects[0])) {
+			v := bytes.TrimSpace(objects[0][k])
+			switch {
+			case id == "" && len(v) > 0 && v[0] == '"':
+				id = k
+			case grade == "" && len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9'):
+				grade = k
+			}
+		}
+		msg := fmt.Sprintf(`"relevant" must be a list of server__tool IDs, not of JSON objects: %s`, binary)
+		if id != "" && grade != "" {
+			msg += ", e.g. " + shellword.Join("jq", "-c", fmt.Sprintf(".relevant |= map(select(.%s > 0) | .%s)", grade, id), name) + " > queries-binary.jsonl"
+		}
+		return errors.New(msg)
+	}
+	return err
 }
 
 // CheckQueries reports relevant IDs that name no tool: a typo there would

@@ -285,6 +285,14 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 			qs = append(qs, q)
 		}
 	}
+	if n, first := search.Repeats(qs); n > 0 && f.warnings != nil {
+		more := ""
+		if n > len(first) {
+			more = fmt.Sprintf(", and %d more", n-len(first))
+		}
+		fmt.Fprintf(f.warnings, "toolgate: warning: %s asked again, and each asking counts in the figures: %s%s: drop the repeats to count each query once\n",
+			plural.Of(n, "query"), strings.Join(first, ", "), more)
+	}
 	dataset := f.dataset
 	if dataset == "" {
 		dataset = filepath.Base(filepath.Dir(f.tools))
@@ -655,7 +663,7 @@ func learnFromLog(path string, eval []search.BenchQuery, tools []catalog.Tool) (
 	}
 	asked := make(map[string]bool, len(eval))
 	for _, q := range eval {
-		asked[strings.Join(strings.Fields(q.Query), " ")] = true
+		asked[search.QueryKey(q.Query)] = true
 	}
 	defs := make(map[string]catalog.Tool, len(tools))
 	for _, t := range tools {
@@ -664,7 +672,7 @@ func learnFromLog(path string, eval []search.BenchQuery, tools []catalog.Tool) (
 	var pairs []learn.Pair
 	shared := 0
 	for _, q := range logQs {
-		if asked[strings.Join(strings.Fields(q.Query), " ")] {
+		if asked[search.QueryKey(q.Query)] {
 			shared++
 			continue
 		}

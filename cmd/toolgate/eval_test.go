@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -525,5 +526,31 @@ func TestEvalRunReproducible(t *testing.T) {
 	err := runEval(context.Background(), evalGlobals(t), f, io.Discard)
 	if ue := (usageError{}); !errors.As(err, &ue) || !strings.Contains(err.Error(), "--baseline") {
 		t.Errorf("--baseline of a mode not run: %v, want a usage error", err)
+	}
+}
+
+// A query asked twice (spacing aside), in --queries or again in
+// --no-answer, is evaluated each time, with a warning naming the places:
+// a file joined from two sources counted its repeats silently.
+func TestEvalWarnsOfRepeatedQueries(t *testing.T) {
+	tp, qp := writeBench(t, false)
+	f, err := os.OpenFile(qp, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"query": "read  a file ", "relevant": ["fs__read_file"]}` + "\n")
+	f.Close()
+	foreign := writeForeign(t, "read a file")
+	var out, warnings bytes.Buffer
+	if err := runEval(context.Background(), evalGlobals(t), &evalFlags{tools: tp, queries: qp, noAnswer: foreign, mode: "bm25", json: true, warnings: &warnings}, &out); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`toolgate: warning: 2 queries asked again, and each asking counts in the figures: %[1]s:4 repeats line 1 ("read a file"), %[2]s:2 repeats %[1]s:1 ("read a file"): drop the repeats to count each query once`+"\n", qp, foreign)
+	if !strings.Contains(warnings.String(), "\n"+want) {
+		t.Errorf("warnings:\n%s\nwant\n%s", warnings.String(), want)
+	}
+	var line struct{ Queries int }
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil || line.Queries != 6 {
+		t.Errorf("queries %d (%v), want all 6 evaluated", line.Queries, err)
 	}
 }

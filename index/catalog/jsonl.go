@@ -170,6 +170,13 @@ func ReadJSONL(r io.Reader, name string) ([]Tool, error) {
 		}
 		if s := schema; len(s) > 0 && !bytes.Equal(s, []byte("null")) {
 			if s[0] != '{' {
+				// A schema written as a string of its JSON (encoded twice,
+				// as a CSV export or a Python str() leaves it).
+				var str string
+				if json.Unmarshal(s, &str) == nil && json.Valid([]byte(str)) && strings.HasPrefix(strings.TrimSpace(str), "{") {
+					return fmt.Errorf(`%q of %q is a JSON string that holds the schema (encoded twice): write the object itself, e.g. %s > tools-fixed.jsonl`,
+						key, t.ID(), shellword.Join("jq", "-c", "."+key+" |= (if type == \"string\" then fromjson else . end)", name))
+				}
 				return fmt.Errorf(`%q of %q must be a JSON Schema object like {"type": "object", "properties": {...}}, or null`, key, t.ID())
 			}
 			t.InputSchema = slices.Clone(s)

@@ -327,7 +327,9 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 	}
 	if needVectors {
 		var closer io.Closer
-		emb, closer, embErr = g.openEmbedder(ctx, nil)
+		// Loaded at the first text the cache lacks: a run whose vectors
+		// are all cached loads no model (embed.Options.Lazy).
+		emb, closer, embErr = g.openEmbedder(ctx, func(o *embed.Options) { o.Lazy = true })
 		if embErr != nil {
 			emb = nil
 			if len(modes) == 1 {

@@ -568,6 +568,7 @@ type Report struct {
 
 	qs     []BenchQuery
 	scores []QueryMetrics // each query's, Abstained not set
+	judged []QueryMetrics // each query's, as judge judged it
 	ranked [][]string     // each query's ranking (IDs, at most EvalDepth)
 }
 
@@ -595,6 +596,23 @@ func (r *Report) judge(abstained func(i int) bool) {
 		}
 	}
 	r.Metrics = Average(per)
+	r.judged = per
+}
+
+// Scored is one query and its metrics.
+type Scored struct {
+	Query   BenchQuery
+	Metrics QueryMetrics
+}
+
+// PerQuery is each query and its metrics, in query order, with the
+// report's abstentions: what Metrics averages.
+func (r Report) PerQuery() []Scored {
+	out := make([]Scored, len(r.judged))
+	for i, m := range r.judged {
+		out[i] = Scored{r.qs[i], m}
+	}
+	return out
 }
 
 // At is the report that searches with the threshold minConfidence would

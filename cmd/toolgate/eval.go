@@ -49,6 +49,7 @@ type evalFlags struct {
 	vectorNorm     string
 	bootstrap      int
 	baseline       string
+	perQuery       bool
 	// warnings is where the files' warnings go (stderr; nil: nowhere).
 	warnings io.Writer
 }
@@ -76,7 +77,8 @@ and "run":{"toolgate","commit"?,"model"?,"onnxruntime"?,"sha256","settings",
 "bootstrap"?}: what the figures came from (two runs of one "run" print the
 same lines but for "latencyMs"). --bootstrap N adds "ci95" (each ranking
 metric's 95% interval) and "paired" (the difference to --baseline's mode on
-the same queries: "mean", "ci95", "p").
+the same queries: "mean", "ci95", "p"); --per-query adds "perQuery":
+[{"file","line","rank"?,"noMatch","metrics"},…], each query's figures.
 
 Each file is JSON lines, one object a line; a mistake in one is a usage error
 (exit status 2) naming the file, the line and the fix.`,
@@ -107,6 +109,7 @@ Each file is JSON lines, one object a line; a mistake in one is a usage error
 	fl.StringVar(&f.keywordNorm, "keyword-norm", "", "keyword normalisation for hybrid: max, mean, minmax, raw or clamp (default max)")
 	fl.StringVar(&f.vectorNorm, "vector-norm", "", "cosine normalisation for hybrid: mean, max, minmax, raw or clamp (default mean)")
 	fl.IntVar(&f.bootstrap, "bootstrap", 0, "resample the queries this many times (e.g. 1000, seeded: the same run gives the same figures) for each ranking metric's 95% interval (\"ci95\") and each mode's paired difference to --baseline (\"paired\"); 0: none")
+	fl.BoolVar(&f.perQuery, "per-query", false, "with --json, add each query's figures (\"perQuery\": file, line, rank of the first relevant tool, noMatch, metrics), for tests of your own")
 	fl.StringVar(&f.baseline, "baseline", "", "with --bootstrap and several modes, the mode the others are compared to, on the same queries (default hybrid)")
 	g.addEmbedFlags(cmd)
 	return cmd
@@ -129,8 +132,22 @@ type evalLine struct {
 	// interval, and the paired difference to --baseline's mode.
 	CI95   search.Intervals `json:"ci95,omitempty"`
 	Paired *evalPaired      `json:"paired,omitempty"`
+	// PerQuery is --per-query's: each query's figures, in query order.
+	PerQuery []evalQuery `json:"perQuery,omitempty"`
 	// Run says what the figures came from, enough to reproduce them.
 	Run *evalRun `json:"run"`
+}
+
+// evalQuery is one query's figures: the first relevant tool's rank in the
+// top 10 (left out when none is there, and for a no-answer query), whether
+// the answer was noMatch, and the metrics that average into the line's
+// (a no-answer query's: abstain_rate, 0 or 1).
+type evalQuery struct {
+	File    string            `json:"file"`
+	Line    int               `json:"line"`
+	Rank    int               `json:"rank,omitempty"`
+	NoMatch bool              `json:"noMatch"`
+	Metrics search.MetricList `json:"metrics"`
 }
 
 type evalPaired struct {
@@ -217,6 +234,9 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 	vn, err := search.ParseNorm(f.vectorNorm)
 	if err != nil {
 		return usageError{fmt.Errorf("--vector-norm: %w", err)}
+	}
+	if f.perQuery && !f.json {
+		return usageError{errors.New("--per-query adds each query's figures to the --json lines: give --json too")}
 	}
 	if f.bootstrap < 0 {
 		return usageError{fmt.Errorf("--bootstrap %d: want 0 (none) or a number of resamples, e.g. 1000", f.bootstrap)}
@@ -391,7 +411,7 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		// (an interrupted run keeps them); with it, after the last mode,
 		// which the paired differences need.
 		if f.json && f.bootstrap == 0 {
-			if err := writeEvalJSON(out, dataset, len(tools), len(qs), rep, f.misses, f.thresholds, nil, run); err != nil {
+			if err := writeEvalJSON(out, dataset, len(tools), len(qs), rep, f.misses, f.perQuery, f.thresholds, nil, run); err != nil {
 				return err
 			}
 		}
@@ -413,7 +433,7 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 			if i < len(diffs) && diffs[i] != nil {
 				b.paired = &evalPaired{Baseline: reports[base].Mode, Diff: diffs[i]}
 			}
-			if err := writeEvalJSON(out, dataset, len(tools), len(qs), rep, f.misses, f.thresholds, b, run); err != nil {
+			if err := writeEvalJSON(out, dataset, len(tools), len(qs), rep, f.misses, f.perQuery, f.thresholds, b, run); err != nil {
 				return err
 			}
 		}
@@ -448,7 +468,7 @@ type evalBootstrapped struct {
 	paired *evalPaired
 }
 
-func writeEvalJSON(out io.Writer, dataset string, tools, queries int, rep search.Report, misses bool, thresholds []float64, boot *evalBootstrapped, run *evalRun) error {
+func writeEvalJSON(out io.Writer, dataset string, tools, queries int, rep search.Report, misses, perQuery bool, thresholds []float64, boot *evalBootstrapped, run *evalRun) error {
 	line := evalLine{
 		Dataset: dataset, Mode: rep.Mode, Tools: tools, Queries: queries,
 		Metrics:   rep.Metrics,
@@ -460,6 +480,13 @@ func writeEvalJSON(out io.Writer, dataset string, tools, queries int, rep search
 	}
 	for _, t := range thresholds {
 		line.Thresholds = append(line.Thresholds, append(search.MetricList{{Name: "minConfidence", Value: t}}, rep.At(t).Metrics.Abstains()...))
+	}
+	if perQuery {
+		for _, q := range rep.PerQuery() {
+			m := q.Metrics
+			line.PerQuery = append(line.PerQuery, evalQuery{File: q.Query.File, Line: q.Query.Line, Rank: m.FirstRelevantRank, NoMatch: m.Abstained,
+				Metrics: search.Average([]search.QueryMetrics{m}).Named()})
+		}
 	}
 	if misses {
 		line.Misses = []evalMiss{}

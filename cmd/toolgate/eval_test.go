@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -552,5 +553,63 @@ func TestEvalWarnsOfRepeatedQueries(t *testing.T) {
 	var line struct{ Queries int }
 	if err := json.Unmarshal(out.Bytes(), &line); err != nil || line.Queries != 6 {
 		t.Errorf("queries %d (%v), want all 6 evaluated", line.Queries, err)
+	}
+}
+
+// --per-query adds each query's figures, in query order, with its file and
+// line: they average to the line's metrics, so a notebook can run tests of
+// its own (a paired test between two modes, per subset).
+func TestEvalPerQuery(t *testing.T) {
+	tp, qp := writeBench(t, true)
+	foreign := writeForeign(t, "forecast the weather")
+	var out bytes.Buffer
+	f := &evalFlags{tools: tp, queries: qp, noAnswer: foreign, mode: "bm25", json: true, perQuery: true}
+	if err := runEval(context.Background(), evalGlobals(t), f, &out); err != nil {
+		t.Fatal(err)
+	}
+	var line struct {
+		Queries  int                `json:"queries"`
+		Metrics  map[string]float64 `json:"metrics"`
+		PerQuery []struct {
+			File    string             `json:"file"`
+			Line    int                `json:"line"`
+			Rank    int                `json:"rank"`
+			NoMatch bool               `json:"noMatch"`
+			Metrics map[string]float64 `json:"metrics"`
+		} `json:"perQuery"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	if len(line.PerQuery) != line.Queries || line.Queries != 6 {
+		t.Fatalf("%d per-query entries for %d queries, want 6", len(line.PerQuery), line.Queries)
+	}
+	sums := map[string]float64{}
+	n := map[string]int{}
+	for i, q := range line.PerQuery {
+		wantFile, wantLine := qp, i+1
+		if i >= 4 {
+			wantFile, wantLine = foreign, i-3
+		}
+		if q.File != wantFile || q.Line != wantLine {
+			t.Errorf("entry %d is %s:%d, want %s:%d", i, q.File, q.Line, wantFile, wantLine)
+		}
+		if (q.Rank == 1) != (q.Metrics["hit@1"] == 1) && i < 4 {
+			t.Errorf("%s:%d: rank %d but hit@1 %v", q.File, q.Line, q.Rank, q.Metrics["hit@1"])
+		}
+		for k, v := range q.Metrics {
+			sums[k] += v
+			n[k]++
+		}
+	}
+	for k, v := range line.Metrics {
+		if got := sums[k] / float64(n[k]); math.Abs(got-v) > 1e-12 {
+			t.Errorf("%s: per-query mean %v, line %v", k, got, v)
+		}
+	}
+	f.json = false
+	err := runEval(context.Background(), evalGlobals(t), f, io.Discard)
+	if ue := (usageError{}); !errors.As(err, &ue) || !strings.Contains(err.Error(), "--json") {
+		t.Errorf("--per-query without --json: %v, want a usage error", err)
 	}
 }

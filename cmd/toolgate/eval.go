@@ -162,8 +162,11 @@ type evalRun struct {
 	Toolgate string `json:"toolgate"`
 	// Commit is the build's VCS revision, "+dirty" when it had changes
 	// not committed; left out of a build without VCS information.
-	Commit      string `json:"commit,omitempty"`
-	Model       string `json:"model,omitempty"`
+	Commit string `json:"commit,omitempty"`
+	Model  string `json:"model,omitempty"`
+	// ModelSHA256 is the model file's whole sha256 (Model names its
+	// first 12 hex digits).
+	ModelSHA256 string `json:"modelSha256,omitempty"`
 	ONNXRuntime string `json:"onnxruntime,omitempty"`
 	// SHA256 holds each file's SHA-256 under its flag's name: tools,
 	// queries, noAnswer, learnFrom.
@@ -390,7 +393,7 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		}
 	}
 
-	run, err := newEvalRun(f, ix, eng.Options(), threshold)
+	run, err := newEvalRun(f, ix, emb, eng.Options(), threshold)
 	if err != nil {
 		return err
 	}
@@ -725,7 +728,7 @@ func learnFromLog(path string, eval []search.BenchQuery, tools []catalog.Tool) (
 
 // newEvalRun is the run's evalRun: the files' SHA-256 are read anew
 // (cheap next to the evaluation).
-func newEvalRun(f *evalFlags, ix *index.Index, o search.Options, threshold float64) (*evalRun, error) {
+func newEvalRun(f *evalFlags, ix *index.Index, emb index.Embedder, o search.Options, threshold float64) (*evalRun, error) {
 	run := &evalRun{Toolgate: version, Commit: buildCommit(), Model: ix.ModelID(), SHA256: map[string]string{},
 		Settings: evalSettings{
 			KeywordWeight: o.KeywordWeight, VectorWeight: o.VectorWeight, Candidates: o.Candidates, RRFK: o.RRFK,
@@ -735,6 +738,9 @@ func newEvalRun(f *evalFlags, ix *index.Index, o search.Options, threshold float
 		}}
 	if run.Model != "" {
 		run.ONNXRuntime = embed.ORTVersion
+		if m, ok := emb.(interface{ ModelSHA256() string }); ok {
+			run.ModelSHA256 = m.ModelSHA256()
+		}
 	}
 	if f.bootstrap > 0 {
 		run.Bootstrap = &evalBootstrap{Replicates: f.bootstrap, Seed: search.BootstrapSeed}

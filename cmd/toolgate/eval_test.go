@@ -258,8 +258,8 @@ func TestEvalAllModes(t *testing.T) {
 		case l.Mode != "hybrid" && (l.Paired == nil || l.Paired.Baseline != "hybrid" || len(l.Paired.Diff) != 7):
 			t.Errorf("%s: paired %+v, want the 7 ranking metrics' differences to hybrid", l.Mode, l.Paired)
 		}
-		if !strings.HasPrefix(l.Run.Model, "all-MiniLM-L6-v2/") || l.Run.ONNXRuntime == "" {
-			t.Errorf("%s: run names model %q, onnxruntime %q", l.Mode, l.Run.Model, l.Run.ONNXRuntime)
+		if !strings.HasPrefix(l.Run.Model, "all-MiniLM-L6-v2/") || l.Run.ONNXRuntime == "" || len(l.Run.ModelSHA256) != 64 || !strings.Contains(l.Run.Model, "@"+l.Run.ModelSHA256[:12]) {
+			t.Errorf("%s: run names model %q (sha256 %q), onnxruntime %q", l.Mode, l.Run.Model, l.Run.ModelSHA256, l.Run.ONNXRuntime)
 		}
 	}
 	if diff := cmp.Diff([]string{"bm25", "vector", "hybrid", "rrf"}, modes); diff != "" {

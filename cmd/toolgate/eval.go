@@ -559,7 +559,7 @@ func writeBootstrap(out io.Writer, reports []search.Report, base int, cis []sear
 	for i, rep := range reports {
 		row := string(rep.Mode) + "\t"
 		for _, c := range cis[i] {
-			row += fmt.Sprintf("%.1f–%.1f\t", 100*c.CI[0], 100*c.CI[1])
+			row += fmt.Sprintf("%s–%s\t", asInTable(c.Name, c.CI[0], false), asInTable(c.Name, c.CI[1], false))
 		}
 		fmt.Fprintln(tw, row)
 	}
@@ -567,7 +567,7 @@ func writeBootstrap(out io.Writer, reports []search.Report, base int, cis []sear
 	if base < 0 || len(reports) < 2 {
 		return
 	}
-	fmt.Fprintf(out, "\ndifference to %s on the same queries (points [95%% interval] paired-bootstrap p)\n", reports[base].Mode)
+	fmt.Fprintf(out, "\ndifference to %s on the same queries (percentage points, MRR as a fraction [95%% interval] paired-bootstrap p)\n", reports[base].Mode)
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, head)
 	for i, rep := range reports {
@@ -580,11 +580,24 @@ func writeBootstrap(out io.Writer, reports []search.Report, base int, cis []sear
 			if d.Diff.P == 0 {
 				p = fmt.Sprintf("p<%g", 1/float64(replicates))
 			}
-			row += fmt.Sprintf("%+.1f [%+.1f, %+.1f] %s\t", 100*d.Diff.Mean, 100*d.Diff.CI95[0], 100*d.Diff.CI95[1], p)
+			row += fmt.Sprintf("%s [%s, %s] %s\t", asInTable(d.Name, d.Diff.Mean, true), asInTable(d.Name, d.Diff.CI95[0], true), asInTable(d.Name, d.Diff.CI95[1], true), p)
 		}
 		fmt.Fprintln(tw, row)
 	}
 	tw.Flush()
+}
+
+// asInTable is a metric's value as the table writes it: a percentage with
+// one decimal, MRR a fraction with three; signed for a difference.
+func asInTable(name string, v float64, signed bool) string {
+	format, scale := "%.1f", 100.0
+	if name == "mrr@10" {
+		format, scale = "%.3f", 1
+	}
+	if signed {
+		format = "%+" + format[1:]
+	}
+	return fmt.Sprintf(format, scale*v)
 }
 
 // writeThresholds prints rep's abstain rates at each threshold, from the

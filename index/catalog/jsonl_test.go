@@ -72,6 +72,8 @@ func TestReadJSONLErrors(t *testing.T) {
 		{"not an object", `["a","b"]`, "tools.jsonl:1: the line is a JSON array: each line must be one JSON object"},
 		{"server not a string", `{"server":["a"],"name":"b"}`, `tools.jsonl:1: "server" must be a string, not a JSON array`},
 		{"schema not an object", `{"server":"a","name":"b","input_schema":"x"}`, `tools.jsonl:1: "input_schema" of "a__b" must be a JSON Schema object`},
+		{"ID in name", `{"name":"fs__read_file","description":"d"}`, `tools.jsonl:1: missing "server": "name" holds a server__tool ID, "fs__read_file": split it into "server" and "name" at the first "__", e.g. jq -c '(.name | index("__")) as $i | .server = .name[:$i] | .name = .name[$i+2:]' tools.jsonl > tools-split.jsonl`},
+		{"ID in id", `{"id":"fs__read_file","description":"d"}`, `tools.jsonl:1: missing "server" and "name": "id" holds a server__tool ID, "fs__read_file": split it into "server" and "name" at the first "__", e.g. jq -c '(.id | index("__")) as $i | .server = .id[:$i] | .name = .id[$i+2:]' tools.jsonl > tools-split.jsonl`},
 		{"schema encoded twice", `{"server":"a","name":"b","input_schema":"{\"type\": \"object\"}"}`, `tools.jsonl:1: "input_schema" of "a__b" is a JSON string that holds the schema (encoded twice): write the object itself, e.g. jq -c '.input_schema |= (if type == "string" then fromjson else . end)' tools.jsonl > tools-fixed.jsonl`},
 		{"no tools", "\n  \n", `tools.jsonl holds no tools: each line is one tool`},
 		{"no server", "\n\n" + `{"name":"b"}`, `tools.jsonl:3: missing "server": each line names the tool's server (an MCP tools/list result's tools name none): add it to every line, e.g. jq -c --arg server SERVER '{server: $server} + .' tools.jsonl > tools-with-server.jsonl`},

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/perf"
+	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/typo"
 )
@@ -178,24 +179,40 @@ func CheckQueries(tools []catalog.Tool, qs []BenchQuery) error {
 		}
 		return ""
 	}
+	// Ten are said; then how many more, and, when no ID at all is a tool
+	// of the catalog, that the queries are another catalog's.
 	var errs []error
+	missing, lines, known := 0, 0, 0
 	for _, q := range qs {
-		for _, id := range q.Relevant {
-			if !ids[id] {
-				errs = append(errs, fmt.Errorf("%s:%d: relevant %q is not a tool of the catalog%s", q.File, q.Line, id, meant(id)))
+		bad := false
+		check := func(what, id string) {
+			if ids[id] {
+				known++
+				return
 			}
+			missing++
+			bad = true
+			if len(errs) < 10 {
+				errs = append(errs, fmt.Errorf("%s:%d: %s %q is not a tool of the catalog%s", q.File, q.Line, what, id, meant(id)))
+			}
+		}
+		for _, id := range q.Relevant {
+			check("relevant", id)
 		}
 		for _, g := range q.RelevantGroups {
 			for _, id := range g {
-				if !ids[id] {
-					errs = append(errs, fmt.Errorf("%s:%d: relevant_groups member %q is not a tool of the catalog%s", q.File, q.Line, id, meant(id)))
-				}
+				check("relevant_groups member", id)
 			}
 		}
-		if len(errs) >= 10 {
-			errs = append(errs, errors.New("(more not shown)"))
-			break
+		if bad {
+			lines++
 		}
+	}
+	if missing > len(errs) {
+		errs = append(errs, fmt.Errorf("(%d more IDs not in the catalog; %s with one in all)", missing-len(errs), plural.Of(lines, "line")))
+	}
+	if missing > 0 && known == 0 {
+		errs = append([]error{fmt.Errorf("%s: none of its %d relevant IDs is a tool of the catalog (%s): are the queries another catalog's?", qs[0].File, missing, plural.Of(len(tools), "tool"))}, errs...)
 	}
 	return errors.Join(errs...)
 }

@@ -3,6 +3,7 @@ package search_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -158,6 +159,29 @@ queries.jsonl:3: relevant "list" is not a tool of the catalog
 queries.jsonl:4: relevant_groups member "write" is not a tool of the catalog: give the tool's server__tool ID, "fs__write"`
 	if err := search.CheckQueries(tools, qs); err == nil || err.Error() != want {
 		t.Errorf("CheckQueries =\n%v\nwant\n%s", err, want)
+	}
+}
+
+// Queries of another catalog: every relevant ID is unknown. The error
+// says so first, ten IDs, then how many more; it listed ten and "(more not
+// shown)".
+func TestCheckQueriesOtherCatalog(t *testing.T) {
+	var in strings.Builder
+	for i := range 12 {
+		fmt.Fprintf(&in, `{"query": "q%d", "relevant": ["metatool__T%d"]}`+"\n", i, i)
+	}
+	qs, err := search.ReadQueries(strings.NewReader(in.String()), "queries.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := []catalog.Tool{{Server: "azure", Name: "acr_registry_list"}, {Server: "azure", Name: "storage_list"}}
+	err = search.CheckQueries(tools, qs)
+	lines := strings.Split(fmt.Sprint(err), "\n")
+	if len(lines) != 12 ||
+		lines[0] != `queries.jsonl: none of its 12 relevant IDs is a tool of the catalog (2 tools): are the queries another catalog's?` ||
+		lines[1] != `queries.jsonl:1: relevant "metatool__T0" is not a tool of the catalog` ||
+		lines[11] != `(2 more IDs not in the catalog; 12 lines with one in all)` {
+		t.Errorf("CheckQueries =\n%v", err)
 	}
 }
 

@@ -556,6 +556,15 @@ func (c *Cached) LoadError() error {
 	return nil
 }
 
+// ModelSHA256 is the inner embedder's model file's sha256 ("" for one
+// that names none).
+func (c *Cached) ModelSHA256() string {
+	if r, ok := c.inner.(interface{ ModelSHA256() string }); ok {
+		return r.ModelSHA256()
+	}
+	return ""
+}
+
 // Installed is the inner embedder's (a channel never closed when it has
 // none).
 func (c *Cached) Installed() <-chan struct{} {

@@ -463,3 +463,55 @@ func TestCLSNormalize(t *testing.T) {
 		}
 	}
 }
+
+// With Lazy, New names the model without loading it; the first Embed
+// loads it, with the eager embedder's vectors; Close of one never used
+// loads nothing, and an Embed after says closed. eval relies on it: a run
+// whose vectors are all cached loads no model.
+func TestLazy(t *testing.T) {
+	eager := testEmbedder(t, FP32)
+	e, err := New(installed(Options{Lazy: true, Sessions: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if e.ModelID() != eager.ModelID() || e.ModelID() == "" {
+		t.Errorf("ModelID %q, want %q", e.ModelID(), eager.ModelID())
+	}
+	select {
+	case <-e.loaded:
+		t.Fatal("New loaded the model")
+	default:
+	}
+	if e.sessions != nil || e.tok != nil {
+		t.Fatal("New loaded sessions or the tokenizer")
+	}
+	ctx := context.Background()
+	got, err := e.Embed(ctx, []string{"read a file"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := eager.Embed(ctx, []string{"read a file"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want[0] {
+		if math.Abs(float64(got[0][i]-want[0][i])) > 1e-5 {
+			t.Fatalf("vector[%d] = %v, eager %v", i, got[0][i], want[0][i])
+		}
+	}
+
+	unused, err := New(installed(Options{Lazy: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unused.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if unused.sessions != nil {
+		t.Error("Close loaded the model")
+	}
+	if _, err := unused.Embed(ctx, []string{"x"}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Embed after Close: %v, want ErrClosed", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -74,5 +75,37 @@ func TestMakeBenchDeps(t *testing.T) {
 				t.Errorf("make %s runs %s, which no benchmark needs", target, not)
 			}
 		}
+	}
+}
+
+// split-queries.py takes what eval takes: a byte-order mark, CRLF line
+// ends and blank lines (a BOM stopped it: "line 1: not a query line").
+// Each query lands in one half.
+func TestSplitQueriesBOM(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "q.jsonl")
+	lines := []string{`{"query": "read a file", "relevant": ["fs__read_file"]}`, `{"query": "write a file", "relevant": ["fs__write_file"]}`}
+	if err := os.WriteFile(src, []byte("\ufeff"+lines[0]+"\r\n\r\n"+lines[1]+"\r\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("python3", "split-queries.py", src, dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var got []string
+	for _, half := range []string{"half-a.jsonl", "half-b.jsonl"} {
+		b, err := os.ReadFile(filepath.Join(dir, half))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if l = strings.TrimSuffix(l, "\r"); l != "" {
+				got = append(got, l)
+			}
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, lines) {
+		t.Errorf("halves hold %q, want %q", got, lines)
 	}
 }

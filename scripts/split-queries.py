@@ -23,7 +23,9 @@ def main():
     src, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
     halves = {"a": [], "b": []}
-    with open(src, encoding="utf-8") as f:
+    # utf-8-sig: a byte-order mark, which eval takes, is not part of the
+    # first query (json.loads refused the line).
+    with open(src, encoding="utf-8-sig") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue

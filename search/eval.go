@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -17,6 +18,8 @@ import (
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/perf"
+	"github.com/toolgate/toolgate/internal/plural"
+	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/typo"
 )
 
@@ -62,7 +65,7 @@ func ReadQueries(r io.Reader, name string) ([]BenchQuery, error) {
 	err := catalog.EachLine(r, name, func(line int, b []byte) error {
 		var q BenchQuery
 		if err := catalog.DecodeLine(b, &q); err != nil {
-			return err
+			return relevantShape(b, name, err)
 		}
 		if strings.TrimSpace(q.Query) == "" {
 			return errors.New(`empty "query"`)
@@ -88,6 +91,80 @@ func ReadQueries(r io.Reader, name string) ([]BenchQuery, error) {
 	return qs, err
 }
 
+// QueryKey is a query's words, spacing aside: two queries of one key are
+// one query asked twice.
+func QueryKey(query string) string { return strings.Join(strings.Fields(query), " ") }
+
+// Repeats lists the queries of qs asked earlier in qs (the same QueryKey),
+// each as `FILE:LINE repeats line LINE ("query")` (FILE:LINE when the
+// first asking is in another file), and how many there are: each asking counts in the
+// figures, which a file joined from two sources seldom means.
+func Repeats(qs []BenchQuery) (n int, first []string) {
+	seen := make(map[string]int, len(qs))
+	for i, q := range qs {
+		k := QueryKey(q.Query)
+		j, ok := seen[k]
+		if !ok {
+			seen[k] = i
+			continue
+		}
+		if n++; len(first) < 5 {
+			at := fmt.Sprintf("%s:%d", qs[j].File, qs[j].Line)
+			if qs[j].File == q.File {
+				at = fmt.Sprintf("line %d", qs[j].Line)
+			}
+			first = append(first, fmt.Sprintf("%s:%d repeats %s (%q)", q.File, q.Line, at, k))
+		}
+	}
+	return n, first
+}
+
+// relevantShape is err, the failure to decode a queries line b, said with
+// its fix when "relevant" is a string (one ID, not a list of one) or holds
+// graded judgments ({"id": 2} or [{"id": …, "grade": 2}]): eval's
+// relevance is binary, and the fix keeps the IDs graded above 0.
+func relevantShape(b []byte, name string, err error) error {
+	var line struct {
+		Relevant json.RawMessage `json:"relevant"`
+	}
+	if json.Unmarshal(b, &line) != nil {
+		return err
+	}
+	const binary = "eval's relevance is binary (a tool answers the query or not): of graded judgments keep the IDs graded above 0"
+	r := bytes.TrimSpace(line.Relevant)
+	var one string
+	var graded map[string]json.RawMessage
+	var objects []map[string]json.RawMessage
+	switch {
+	case json.Unmarshal(r, &one) == nil:
+		list, _ := json.Marshal([]string{one})
+		return fmt.Errorf(`"relevant" must be a list of server__tool IDs, not a JSON string: write %s`, list)
+	case json.Unmarshal(r, &graded) == nil:
+		return fmt.Errorf(`"relevant" must be a list of server__tool IDs, not a JSON object: %s, e.g. %s > queries-binary.jsonl`,
+			binary, shellword.Join("jq", "-c", ".relevant |= (to_entries | map(select(.value > 0) | .key))", name))
+	case json.Unmarshal(r, &objects) == nil && len(objects) > 0:
+		// The ID is the first key of a string, the grade the first of a
+		// number, in the first object (keys sorted: the file's order is
+		// lost).
+		var id, grade string
+		for _, k := range slices.Sorted(maps.Keys(objects[0])) {
+			v := bytes.TrimSpace(objects[0][k])
+			switch {
+			case id == "" && len(v) > 0 && v[0] == '"':
+				id = k
+			case grade == "" && len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9'):
+				grade = k
+			}
+		}
+		msg := fmt.Sprintf(`"relevant" must be a list of server__tool IDs, not of JSON objects: %s`, binary)
+		if id != "" && grade != "" {
+			msg += ", e.g. " + shellword.Join("jq", "-c", fmt.Sprintf(".relevant |= map(select(.%s > 0) | .%s)", grade, id), name) + " > queries-binary.jsonl"
+		}
+		return errors.New(msg)
+	}
+	return err
+}
+
 // CheckQueries reports relevant IDs that name no tool: a typo there would
 // silently lower every metric. Each is said as "FILE:LINE:", with the ID
 // meant when one is likely (Meant).
@@ -102,24 +179,40 @@ func CheckQueries(tools []catalog.Tool, qs []BenchQuery) error {
 		}
 		return ""
 	}
+	// Ten are said; then how many more, and, when no ID at all is a tool
+	// of the catalog, that the queries are another catalog's.
 	var errs []error
+	missing, lines, known := 0, 0, 0
 	for _, q := range qs {
-		for _, id := range q.Relevant {
-			if !ids[id] {
-				errs = append(errs, fmt.Errorf("%s:%d: relevant %q is not a tool of the catalog%s", q.File, q.Line, id, meant(id)))
+		bad := false
+		check := func(what, id string) {
+			if ids[id] {
+				known++
+				return
 			}
+			missing++
+			bad = true
+			if len(errs) < 10 {
+				errs = append(errs, fmt.Errorf("%s:%d: %s %q is not a tool of the catalog%s", q.File, q.Line, what, id, meant(id)))
+			}
+		}
+		for _, id := range q.Relevant {
+			check("relevant", id)
 		}
 		for _, g := range q.RelevantGroups {
 			for _, id := range g {
-				if !ids[id] {
-					errs = append(errs, fmt.Errorf("%s:%d: relevant_groups member %q is not a tool of the catalog%s", q.File, q.Line, id, meant(id)))
-				}
+				check("relevant_groups member", id)
 			}
 		}
-		if len(errs) >= 10 {
-			errs = append(errs, errors.New("(more not shown)"))
-			break
+		if bad {
+			lines++
 		}
+	}
+	if missing > len(errs) {
+		errs = append(errs, fmt.Errorf("(%d more IDs not in the catalog; %s with one in all)", missing-len(errs), plural.Of(lines, "line")))
+	}
+	if missing > 0 && known == 0 {
+		errs = append([]error{fmt.Errorf("%s: none of its %d relevant IDs is a tool of the catalog (%s): are the queries another catalog's?", qs[0].File, missing, plural.Of(len(tools), "tool"))}, errs...)
 	}
 	return errors.Join(errs...)
 }
@@ -354,16 +447,23 @@ func (m Metrics) MarshalJSON() ([]byte, error) { return MetricList(m.Named()).Ma
 type MetricList []Metric
 
 func (l MetricList) MarshalJSON() ([]byte, error) {
+	return orderedJSON(len(l), func(i int) (string, any) { return l[i].Name, l[i].Value })
+}
+
+// orderedJSON writes n named values, at(i) each, as one JSON object in
+// that order (a map's would be sorted by name).
+func orderedJSON(n int, at func(i int) (string, any)) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
-	for i, nm := range l {
+	for i := range n {
+		name, val := at(i)
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		k, _ := json.Marshal(nm.Name)
-		v, err := json.Marshal(nm.Value)
+		k, _ := json.Marshal(name)
+		v, err := json.Marshal(val)
 		if err != nil {
-			return nil, fmt.Errorf("metric %s: %w", nm.Name, err)
+			return nil, fmt.Errorf("metric %s: %w", name, err)
 		}
 		b.Write(k)
 		b.WriteByte(':')
@@ -485,6 +585,7 @@ type Report struct {
 
 	qs     []BenchQuery
 	scores []QueryMetrics // each query's, Abstained not set
+	judged []QueryMetrics // each query's, as judge judged it
 	ranked [][]string     // each query's ranking (IDs, at most EvalDepth)
 }
 
@@ -512,6 +613,23 @@ func (r *Report) judge(abstained func(i int) bool) {
 		}
 	}
 	r.Metrics = Average(per)
+	r.judged = per
+}
+
+// Scored is one query and its metrics.
+type Scored struct {
+	Query   BenchQuery
+	Metrics QueryMetrics
+}
+
+// PerQuery is each query and its metrics, in query order, with the
+// report's abstentions: what Metrics averages.
+func (r Report) PerQuery() []Scored {
+	out := make([]Scored, len(r.judged))
+	for i, m := range r.judged {
+		out[i] = Scored{r.qs[i], m}
+	}
+	return out
 }
 
 // At is the report that searches with the threshold minConfidence would

@@ -3,6 +3,7 @@ package search_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -90,7 +91,10 @@ func TestReadQueriesErrors(t *testing.T) {
 		{"no answer with groups", `{"query":"x","relevant":[],"relevant_groups":[["a__b"]]}`, `queries.jsonl:1: "relevant" is []`},
 		{"empty group", `{"query":"x","relevant":["a__b"],"relevant_groups":[["a__b"],[]]}`, `queries.jsonl:1: relevant_groups[1] is empty`},
 		{"not json", `not json`, `queries.jsonl:1: not valid JSON at column 2 (invalid character 'o' in literal null (expecting 'u')): each line holds one JSON object`},
-		{"relevant a string", `{"query":"x","relevant":"a__b"}`, `queries.jsonl:1: "relevant" must be a list of strings, not a JSON string`},
+		{"relevant a string", `{"query":"x","relevant":"a__b"}`, `queries.jsonl:1: "relevant" must be a list of server__tool IDs, not a JSON string: write ["a__b"]`},
+		{"relevant graded, a map", `{"query":"x","relevant":{"a__b":2,"a__c":0}}`, `queries.jsonl:1: "relevant" must be a list of server__tool IDs, not a JSON object: eval's relevance is binary (a tool answers the query or not): of graded judgments keep the IDs graded above 0, e.g. jq -c '.relevant |= (to_entries | map(select(.value > 0) | .key))' queries.jsonl > queries-binary.jsonl`},
+		{"relevant graded, objects", `{"query":"x","relevant":[{"tool":"a__b","grade":2}]}`, `queries.jsonl:1: "relevant" must be a list of server__tool IDs, not of JSON objects: eval's relevance is binary (a tool answers the query or not): of graded judgments keep the IDs graded above 0, e.g. jq -c '.relevant |= map(select(.grade > 0) | .tool)' queries.jsonl > queries-binary.jsonl`},
+		{"relevant a number", `{"query":"x","relevant":3}`, `queries.jsonl:1: "relevant" must be a list of strings, not a JSON number`},
 		{"groups a flat list", `{"query":"x","relevant":["a__b"],"relevant_groups":["a__b"]}`, `queries.jsonl:1: "relevant_groups" must be a list of lists of strings, not a JSON string`},
 		{"query a number", `{"query":5,"relevant":[]}`, `queries.jsonl:1: "query" must be a string, not a JSON number`},
 		{"an array", `["x"]`, `queries.jsonl:1: the line is a JSON array: each line must be one JSON object`},
@@ -155,6 +159,29 @@ queries.jsonl:3: relevant "list" is not a tool of the catalog
 queries.jsonl:4: relevant_groups member "write" is not a tool of the catalog: give the tool's server__tool ID, "fs__write"`
 	if err := search.CheckQueries(tools, qs); err == nil || err.Error() != want {
 		t.Errorf("CheckQueries =\n%v\nwant\n%s", err, want)
+	}
+}
+
+// Queries of another catalog: every relevant ID is unknown. The error
+// says so first, ten IDs, then how many more; it listed ten and "(more not
+// shown)".
+func TestCheckQueriesOtherCatalog(t *testing.T) {
+	var in strings.Builder
+	for i := range 12 {
+		fmt.Fprintf(&in, `{"query": "q%d", "relevant": ["metatool__T%d"]}`+"\n", i, i)
+	}
+	qs, err := search.ReadQueries(strings.NewReader(in.String()), "queries.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := []catalog.Tool{{Server: "azure", Name: "acr_registry_list"}, {Server: "azure", Name: "storage_list"}}
+	err = search.CheckQueries(tools, qs)
+	lines := strings.Split(fmt.Sprint(err), "\n")
+	if len(lines) != 12 ||
+		lines[0] != `queries.jsonl: none of its 12 relevant IDs is a tool of the catalog (2 tools): are the queries another catalog's?` ||
+		lines[1] != `queries.jsonl:1: relevant "metatool__T0" is not a tool of the catalog` ||
+		lines[11] != `(2 more IDs not in the catalog; 12 lines with one in all)` {
+		t.Errorf("CheckQueries =\n%v", err)
 	}
 }
 

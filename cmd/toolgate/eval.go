@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,11 +19,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolgate/toolgate/embed"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/shutdown"
+	"github.com/toolgate/toolgate/models"
 	"github.com/toolgate/toolgate/search"
 	"github.com/toolgate/toolgate/search/learn"
 )
@@ -43,6 +47,9 @@ type evalFlags struct {
 	candidates     int
 	keywordNorm    string
 	vectorNorm     string
+	bootstrap      int
+	baseline       string
+	perQuery       bool
 	// warnings is where the files' warnings go (stderr; nil: nowhere).
 	warnings io.Writer
 }
@@ -65,7 +72,13 @@ With --json, each mode prints one line:
 {"dataset","mode","tools","queries","metrics":{"hit@1",…,"ndcg@10"},"latencyMs":{"p50","p95"}}
 with metrics as fractions 0–1 (and "thresholds":[{"minConfidence",
 "false_abstain_rate","abstainLostHit@1","abstain_rate"},…] with --thresholds,
-"misses":[{"file","line","query","relevant","rank"?,"top"},…] with --misses).
+"misses":[{"file","line","query","relevant","rank"?,"top"},…] with --misses),
+and "run":{"toolgate","commit"?,"model"?,"onnxruntime"?,"sha256","settings",
+"bootstrap"?}: what the figures came from (two runs of one "run" print the
+same lines but for "latencyMs"). --bootstrap N adds "ci95" (each ranking
+metric's 95% interval) and "paired" (the difference to --baseline's mode on
+the same queries: "mean", "ci95", "p"); --per-query adds "perQuery":
+[{"file","line","rank"?,"noMatch","metrics"},…], each query's figures.
 
 Each file is JSON lines, one object a line; a mistake in one is a usage error
 (exit status 2) naming the file, the line and the fix.`,
@@ -95,6 +108,9 @@ Each file is JSON lines, one object a line; a mistake in one is a usage error
 	fl.IntVar(&f.candidates, "candidates", 0, fmt.Sprintf("top-N of each signal fused by hybrid and rrf (default %d)", search.DefaultCandidates))
 	fl.StringVar(&f.keywordNorm, "keyword-norm", "", "keyword normalisation for hybrid: max, mean, minmax, raw or clamp (default max)")
 	fl.StringVar(&f.vectorNorm, "vector-norm", "", "cosine normalisation for hybrid: mean, max, minmax, raw or clamp (default mean)")
+	fl.IntVar(&f.bootstrap, "bootstrap", 0, "resample the queries this many times (e.g. 1000, seeded: the same run gives the same figures) for each ranking metric's 95% interval (\"ci95\") and each mode's paired difference to --baseline (\"paired\"); 0: none")
+	fl.BoolVar(&f.perQuery, "per-query", false, "with --json, add each query's figures (\"perQuery\": file, line, rank of the first relevant tool, noMatch, metrics), for tests of your own")
+	fl.StringVar(&f.baseline, "baseline", "", "with --bootstrap and several modes, the mode the others are compared to, on the same queries (default hybrid)")
 	g.addEmbedFlags(cmd)
 	return cmd
 }
@@ -112,6 +128,74 @@ type evalLine struct {
 	// {"minConfidence": 0.05, "false_abstain_rate": …, "abstainLostHit@1":
 	// …, "abstain_rate": …}.
 	Thresholds []search.MetricList `json:"thresholds,omitempty"`
+	// CI95 and Paired are --bootstrap's: each ranking metric's 95%
+	// interval, and the paired difference to --baseline's mode.
+	CI95   search.Intervals `json:"ci95,omitempty"`
+	Paired *evalPaired      `json:"paired,omitempty"`
+	// PerQuery is --per-query's: each query's figures, in query order.
+	PerQuery []evalQuery `json:"perQuery,omitempty"`
+	// Run says what the figures came from, enough to reproduce them.
+	Run *evalRun `json:"run"`
+}
+
+// evalQuery is one query's figures: the first relevant tool's rank in the
+// top 10 (left out when none is there, and for a no-answer query), whether
+// the answer was noMatch, and the metrics that average into the line's
+// (a no-answer query's: abstain_rate, 0 or 1).
+type evalQuery struct {
+	File    string            `json:"file"`
+	Line    int               `json:"line"`
+	Rank    int               `json:"rank,omitempty"`
+	NoMatch bool              `json:"noMatch"`
+	Metrics search.MetricList `json:"metrics"`
+}
+
+type evalPaired struct {
+	Baseline search.Mode  `json:"baseline"`
+	Diff     search.Diffs `json:"diff"`
+}
+
+// evalRun is what a run's figures depend on besides the ranking code: the
+// build, the model, the files (by SHA-256) and the settings in effect. Two
+// runs of one evalRun give the same --json lines but for "latencyMs".
+type evalRun struct {
+	Toolgate string `json:"toolgate"`
+	// Commit is the build's VCS revision, "+dirty" when it had changes
+	// not committed; left out of a build without VCS information.
+	Commit string `json:"commit,omitempty"`
+	Model  string `json:"model,omitempty"`
+	// ModelSHA256 is the model file's whole sha256 (Model names its
+	// first 12 hex digits).
+	ModelSHA256 string `json:"modelSha256,omitempty"`
+	ONNXRuntime string `json:"onnxruntime,omitempty"`
+	// SHA256 holds each file's SHA-256 under its flag's name: tools,
+	// queries, noAnswer, learnFrom.
+	SHA256   map[string]string `json:"sha256"`
+	Settings evalSettings      `json:"settings"`
+	// Bootstrap is --bootstrap's replicates and seed.
+	Bootstrap *evalBootstrap `json:"bootstrap,omitempty"`
+}
+
+type evalSettings struct {
+	KeywordWeight float64 `json:"keywordWeight"`
+	VectorWeight  float64 `json:"vectorWeight"`
+	Candidates    int     `json:"candidates"`
+	RRFK          float64 `json:"rrfK"`
+	KeywordNorm   string  `json:"keywordNorm"`
+	VectorNorm    string  `json:"vectorNorm"`
+	StepWeight    float64 `json:"stepWeight"`
+	MinConfidence float64 `json:"minConfidence"`
+	// SearchedAt is the threshold the searches ran at (the largest of
+	// minConfidence and --thresholds).
+	SearchedAt   float64 `json:"searchedAt"`
+	Depth        int     `json:"depth"`
+	LimitQueries int     `json:"limitQueries,omitempty"`
+	ExactNames   bool    `json:"exactNames,omitempty"`
+}
+
+type evalBootstrap struct {
+	Replicates int `json:"replicates"`
+	Seed       int `json:"seed"`
 }
 
 type evalMiss struct {
@@ -153,6 +237,18 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 	vn, err := search.ParseNorm(f.vectorNorm)
 	if err != nil {
 		return usageError{fmt.Errorf("--vector-norm: %w", err)}
+	}
+	if f.perQuery && !f.json {
+		return usageError{errors.New("--per-query adds each query's figures to the --json lines: give --json too")}
+	}
+	if f.bootstrap < 0 {
+		return usageError{fmt.Errorf("--bootstrap %d: want 0 (none) or a number of resamples, e.g. 1000", f.bootstrap)}
+	}
+	if f.baseline != "" {
+		m, err := search.ParseMode(f.baseline)
+		if err != nil || m == "" || !slices.Contains(modes, m) {
+			return usageError{fmt.Errorf("--baseline %q: want one of the modes run (--mode %s: %s)", f.baseline, f.mode, joinModes(modes))}
+		}
 	}
 	if f.limitQueries < 0 {
 		return usageError{fmt.Errorf("--limit-queries %d: want 0 (all) or more", f.limitQueries)}
@@ -212,6 +308,14 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 			qs = append(qs, q)
 		}
 	}
+	if n, first := search.Repeats(qs); n > 0 && f.warnings != nil {
+		more := ""
+		if n > len(first) {
+			more = fmt.Sprintf(", and %d more", n-len(first))
+		}
+		fmt.Fprintf(f.warnings, "toolgate: warning: %s asked again, and each asking counts in the figures: %s%s: drop the repeats to count each query once\n",
+			plural.Of(n, "query"), strings.Join(first, ", "), more)
+	}
 	dataset := f.dataset
 	if dataset == "" {
 		dataset = filepath.Base(filepath.Dir(f.tools))
@@ -246,7 +350,9 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 	}
 	if needVectors {
 		var closer io.Closer
-		emb, closer, embErr = g.openEmbedder(ctx, nil)
+		// Loaded at the first text the cache lacks: a run whose vectors
+		// are all cached loads no model (embed.Options.Lazy).
+		emb, closer, embErr = g.openEmbedder(ctx, func(o *embed.Options) { o.Lazy = true })
 		if embErr != nil {
 			emb = nil
 			if len(modes) == 1 {
@@ -287,6 +393,10 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		}
 	}
 
+	run, err := newEvalRun(f, ix, emb, eng.Options(), threshold)
+	if err != nil {
+		return err
+	}
 	var reports []search.Report
 	var skipped []string
 	for _, m := range modes {
@@ -300,8 +410,33 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		}
 		rep = rep.At(threshold)
 		reports = append(reports, rep)
-		if f.json {
-			if err := writeEvalJSON(out, dataset, len(tools), len(qs), rep, f.misses, f.thresholds); err != nil {
+		// Without --bootstrap each mode's line is written as it is done
+		// (an interrupted run keeps them); with it, after the last mode,
+		// which the paired differences need.
+		if f.json && f.bootstrap == 0 {
+			if err := writeEvalJSON(out, dataset, len(tools), len(qs), rep, f.misses, f.perQuery, f.thresholds, nil, run); err != nil {
+				return err
+			}
+		}
+	}
+	var cis []search.Intervals
+	var diffs []search.Diffs
+	base := -1
+	if f.bootstrap > 0 {
+		baseline := search.Mode(cmp.Or(f.baseline, string(search.ModeHybrid)))
+		base = slices.IndexFunc(reports, func(r search.Report) bool { return r.Mode == baseline })
+		cis, diffs = search.Bootstrap(reports, base, f.bootstrap)
+	}
+	if f.json && f.bootstrap > 0 {
+		for i, rep := range reports {
+			b := &evalBootstrapped{}
+			if i < len(cis) {
+				b.ci95 = cis[i]
+			}
+			if i < len(diffs) && diffs[i] != nil {
+				b.paired = &evalPaired{Baseline: reports[base].Mode, Diff: diffs[i]}
+			}
+			if err := writeEvalJSON(out, dataset, len(tools), len(qs), rep, f.misses, f.perQuery, f.thresholds, b, run); err != nil {
 				return err
 			}
 		}
@@ -318,6 +453,9 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 				writeMisses(out, rep, f.queries)
 			}
 		}
+		if len(cis) > 0 {
+			writeBootstrap(out, reports, base, cis, diffs, f.bootstrap)
+		}
 	}
 	if len(skipped) > 0 {
 		return fmt.Errorf("modes %s not run: they need the embedding model: %w", strings.Join(skipped, ", "), embErr)
@@ -327,14 +465,31 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func writeEvalJSON(out io.Writer, dataset string, tools, queries int, rep search.Report, misses bool, thresholds []float64) error {
+// evalBootstrapped is a mode's --bootstrap figures.
+type evalBootstrapped struct {
+	ci95   search.Intervals
+	paired *evalPaired
+}
+
+func writeEvalJSON(out io.Writer, dataset string, tools, queries int, rep search.Report, misses, perQuery bool, thresholds []float64, boot *evalBootstrapped, run *evalRun) error {
 	line := evalLine{
 		Dataset: dataset, Mode: rep.Mode, Tools: tools, Queries: queries,
 		Metrics:   rep.Metrics,
 		LatencyMS: map[string]float64{"p50": ms(rep.LatencyP50), "p95": ms(rep.LatencyP95)},
+		Run:       run,
+	}
+	if boot != nil {
+		line.CI95, line.Paired = boot.ci95, boot.paired
 	}
 	for _, t := range thresholds {
 		line.Thresholds = append(line.Thresholds, append(search.MetricList{{Name: "minConfidence", Value: t}}, rep.At(t).Metrics.Abstains()...))
+	}
+	if perQuery {
+		for _, q := range rep.PerQuery() {
+			m := q.Metrics
+			line.PerQuery = append(line.PerQuery, evalQuery{File: q.Query.File, Line: q.Query.Line, Rank: m.FirstRelevantRank, NoMatch: m.Abstained,
+				Metrics: search.Average([]search.QueryMetrics{m}).Named()})
+		}
 	}
 	if misses {
 		line.Misses = []evalMiss{}
@@ -389,6 +544,60 @@ func writeEvalTable(out io.Writer, dataset string, tools int, qs []search.BenchQ
 		fmt.Fprintf(tw, "%s%.2f\t%.2f\t\n", row, ms(r.LatencyP50), ms(r.LatencyP95))
 	}
 	tw.Flush()
+}
+
+// writeBootstrap prints each mode's 95% intervals and, under them, each
+// mode's paired difference to the baseline's (reports[base]).
+func writeBootstrap(out io.Writer, reports []search.Report, base int, cis []search.Intervals, diffs []search.Diffs, replicates int) {
+	fmt.Fprintf(out, "\n95%% intervals (bootstrap over the queries, %d resamples, seed %d)\n", replicates, search.BootstrapSeed)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "mode\t"
+	for _, c := range cis[0] {
+		head += c.Name + "\t"
+	}
+	fmt.Fprintln(tw, head)
+	for i, rep := range reports {
+		row := string(rep.Mode) + "\t"
+		for _, c := range cis[i] {
+			row += fmt.Sprintf("%s–%s\t", asInTable(c.Name, c.CI[0], false), asInTable(c.Name, c.CI[1], false))
+		}
+		fmt.Fprintln(tw, row)
+	}
+	tw.Flush()
+	if base < 0 || len(reports) < 2 {
+		return
+	}
+	fmt.Fprintf(out, "\ndifference to %s on the same queries (percentage points, MRR as a fraction [95%% interval] paired-bootstrap p)\n", reports[base].Mode)
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, head)
+	for i, rep := range reports {
+		if diffs[i] == nil {
+			continue
+		}
+		row := string(rep.Mode) + "\t"
+		for _, d := range diffs[i] {
+			p := fmt.Sprintf("p %.3f", d.Diff.P)
+			if d.Diff.P == 0 {
+				p = fmt.Sprintf("p<%g", 1/float64(replicates))
+			}
+			row += fmt.Sprintf("%s [%s, %s] %s\t", asInTable(d.Name, d.Diff.Mean, true), asInTable(d.Name, d.Diff.CI95[0], true), asInTable(d.Name, d.Diff.CI95[1], true), p)
+		}
+		fmt.Fprintln(tw, row)
+	}
+	tw.Flush()
+}
+
+// asInTable is a metric's value as the table writes it: a percentage with
+// one decimal, MRR a fraction with three; signed for a difference.
+func asInTable(name string, v float64, signed bool) string {
+	format, scale := "%.1f", 100.0
+	if name == "mrr@10" {
+		format, scale = "%.3f", 1
+	}
+	if signed {
+		format = "%+" + format[1:]
+	}
+	return fmt.Sprintf(format, scale*v)
 }
 
 // writeThresholds prints rep's abstain rates at each threshold, from the
@@ -499,7 +708,7 @@ func learnFromLog(path string, eval []search.BenchQuery, tools []catalog.Tool) (
 	}
 	asked := make(map[string]bool, len(eval))
 	for _, q := range eval {
-		asked[strings.Join(strings.Fields(q.Query), " ")] = true
+		asked[search.QueryKey(q.Query)] = true
 	}
 	defs := make(map[string]catalog.Tool, len(tools))
 	for _, t := range tools {
@@ -508,7 +717,7 @@ func learnFromLog(path string, eval []search.BenchQuery, tools []catalog.Tool) (
 	var pairs []learn.Pair
 	shared := 0
 	for _, q := range logQs {
-		if asked[strings.Join(strings.Fields(q.Query), " ")] {
+		if asked[search.QueryKey(q.Query)] {
 			shared++
 			continue
 		}
@@ -528,4 +737,67 @@ func learnFromLog(path string, eval []search.BenchQuery, tools []catalog.Tool) (
 		return nil, err
 	}
 	return store, nil
+}
+
+// newEvalRun is the run's evalRun: the files' SHA-256 are read anew
+// (cheap next to the evaluation).
+func newEvalRun(f *evalFlags, ix *index.Index, emb index.Embedder, o search.Options, threshold float64) (*evalRun, error) {
+	run := &evalRun{Toolgate: version, Commit: buildCommit(), Model: ix.ModelID(), SHA256: map[string]string{},
+		Settings: evalSettings{
+			KeywordWeight: o.KeywordWeight, VectorWeight: o.VectorWeight, Candidates: o.Candidates, RRFK: o.RRFK,
+			KeywordNorm: string(o.KeywordNorm), VectorNorm: string(o.VectorNorm), StepWeight: o.StepWeight,
+			MinConfidence: threshold, SearchedAt: o.MinConfidence, Depth: search.EvalDepth,
+			LimitQueries: f.limitQueries, ExactNames: f.exactNames,
+		}}
+	if run.Model != "" {
+		run.ONNXRuntime = embed.ORTVersion
+		if m, ok := emb.(interface{ ModelSHA256() string }); ok {
+			run.ModelSHA256 = m.ModelSHA256()
+		}
+	}
+	if f.bootstrap > 0 {
+		run.Bootstrap = &evalBootstrap{Replicates: f.bootstrap, Seed: search.BootstrapSeed}
+	}
+	for _, file := range []struct{ key, path string }{{"tools", f.tools}, {"queries", f.queries}, {"noAnswer", f.noAnswer}, {"learnFrom", f.learnFrom}} {
+		if file.path == "" {
+			continue
+		}
+		sum, err := models.FileSHA256(file.path)
+		if err != nil {
+			return nil, err
+		}
+		run.SHA256[file.key] = sum
+	}
+	return run, nil
+}
+
+// buildCommit is the binary's VCS revision, "+dirty" when built with
+// changes not committed; "" without VCS information.
+func buildCommit() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "+dirty"
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	return rev + dirty
+}
+
+// joinModes is modes joined with ", ".
+func joinModes(modes []search.Mode) string {
+	names := make([]string, len(modes))
+	for i, m := range modes {
+		names[i] = string(m)
+	}
+	return strings.Join(names, ", ")
 }

@@ -5,17 +5,23 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolgate/toolgate/internal/testenv"
+	"github.com/toolgate/toolgate/models"
+	"github.com/toolgate/toolgate/search"
 )
 
 // writeBench writes a tiny bench dataset into <tmp>/tiny and returns the
@@ -224,18 +230,36 @@ func TestEvalAllModes(t *testing.T) {
 		c.Close()
 	}
 	var out bytes.Buffer
-	if err := runEval(context.Background(), g, &evalFlags{tools: tp, queries: qp, mode: "all", json: true}, &out); err != nil {
+	if err := runEval(context.Background(), g, &evalFlags{tools: tp, queries: qp, mode: "all", json: true, bootstrap: 100}, &out); err != nil {
 		t.Fatal(err)
 	}
 	var modes []string
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var l evalLine
+		var l struct {
+			Mode    string             `json:"mode"`
+			Metrics map[string]float64 `json:"metrics"`
+			Paired  *struct {
+				Baseline string                 `json:"baseline"`
+				Diff     map[string]search.Diff `json:"diff"`
+			} `json:"paired"`
+			Run evalRun `json:"run"`
+		}
 		if err := json.Unmarshal([]byte(line), &l); err != nil {
 			t.Fatal(err)
 		}
-		modes = append(modes, string(l.Mode))
-		if l.Metrics.Hit5 < 0.5 {
-			t.Errorf("%s: hit@5 %v on an easy set", l.Mode, l.Metrics.Hit5)
+		modes = append(modes, l.Mode)
+		if l.Metrics["hit@5"] < 0.5 {
+			t.Errorf("%s: hit@5 %v on an easy set", l.Mode, l.Metrics["hit@5"])
+		}
+		// --bootstrap compares each mode to hybrid on the same queries.
+		switch {
+		case l.Mode == "hybrid" && l.Paired != nil:
+			t.Errorf("hybrid is compared to itself: %+v", l.Paired)
+		case l.Mode != "hybrid" && (l.Paired == nil || l.Paired.Baseline != "hybrid" || len(l.Paired.Diff) != 7):
+			t.Errorf("%s: paired %+v, want the 7 ranking metrics' differences to hybrid", l.Mode, l.Paired)
+		}
+		if !strings.HasPrefix(l.Run.Model, "all-MiniLM-L6-v2/") || l.Run.ONNXRuntime == "" || len(l.Run.ModelSHA256) != 64 || !strings.Contains(l.Run.Model, "@"+l.Run.ModelSHA256[:12]) {
+			t.Errorf("%s: run names model %q (sha256 %q), onnxruntime %q", l.Mode, l.Run.Model, l.Run.ModelSHA256, l.Run.ONNXRuntime)
 		}
 	}
 	if diff := cmp.Diff([]string{"bm25", "vector", "hybrid", "rrf"}, modes); diff != "" {
@@ -306,7 +330,7 @@ func TestEvalNoAnswerMisses(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &line); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"dataset", "latencyMs", "metrics", "misses", "mode", "queries", "tools"}, slices.Sorted(maps.Keys(line))); diff != "" {
+	if diff := cmp.Diff([]string{"dataset", "latencyMs", "metrics", "misses", "mode", "queries", "run", "tools"}, slices.Sorted(maps.Keys(line))); diff != "" {
 		t.Errorf("keys (-want +got):\n%s", diff)
 	}
 	var misses []map[string]any
@@ -448,5 +472,144 @@ func TestEvalInterrupted(t *testing.T) {
 	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 ||
 		!strings.Contains(out, "toolgate: stopped before the evaluation was done: ") || strings.Contains(out, "context canceled") {
 		t.Errorf("eval stopped by SIGINT: %v, want exit status 1 saying it stopped\n%s", err, out)
+	}
+}
+
+// Two runs of one eval give the same --json lines but for "latencyMs",
+// and each line says what they came from: the files' SHA-256, the
+// settings in effect, --bootstrap's replicates and seed.
+func TestEvalRunReproducible(t *testing.T) {
+	tp, qp := writeBench(t, false)
+	f := &evalFlags{tools: tp, queries: qp, mode: "bm25", json: true, bootstrap: 200, stepWeight: 0.5}
+	var runs []string
+	for range 2 {
+		var out bytes.Buffer
+		if err := runEval(context.Background(), evalGlobals(t), f, &out); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, regexp.MustCompile(`"latencyMs":\{[^}]*\}`).ReplaceAllString(out.String(), `"latencyMs":{}`))
+	}
+	if d := cmp.Diff(runs[0], runs[1]); d != "" {
+		t.Errorf("a second run differs (-first +second):\n%s", d)
+	}
+	var l struct {
+		CI95   map[string]search.Interval `json:"ci95"`
+		Paired any                        `json:"paired"`
+		Run    evalRun                    `json:"run"`
+	}
+	if err := json.Unmarshal([]byte(runs[0]), &l); err != nil {
+		t.Fatal(err)
+	}
+	toolsSum, _ := models.FileSHA256(tp)
+	queriesSum, _ := models.FileSHA256(qp)
+	want := evalRun{Toolgate: version, Commit: buildCommit(), SHA256: map[string]string{"tools": toolsSum, "queries": queriesSum},
+		Settings: evalSettings{
+			KeywordWeight: search.DefaultKeywordWeight, VectorWeight: search.DefaultVectorWeight, Candidates: search.DefaultCandidates,
+			RRFK: search.DefaultRRFK, KeywordNorm: "max", VectorNorm: "mean", StepWeight: 0.5,
+			MinConfidence: search.DefaultMinConfidence, SearchedAt: search.DefaultMinConfidence, Depth: search.EvalDepth,
+		},
+		Bootstrap: &evalBootstrap{Replicates: 200, Seed: search.BootstrapSeed}}
+	if d := cmp.Diff(want, l.Run); d != "" {
+		t.Errorf("run (-want +got):\n%s", d)
+	}
+	if len(l.CI95) != 7 || l.Paired != nil {
+		t.Errorf("one mode: ci95 %v (want the 7 ranking metrics), paired %v (want none)", l.CI95, l.Paired)
+	}
+	var table bytes.Buffer
+	f.json = false
+	if err := runEval(context.Background(), evalGlobals(t), f, &table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "95% intervals (bootstrap over the queries, 200 resamples, seed 1)") {
+		t.Errorf("the table has no intervals:\n%s", table.String())
+	}
+	f.baseline = "vector"
+	err := runEval(context.Background(), evalGlobals(t), f, io.Discard)
+	if ue := (usageError{}); !errors.As(err, &ue) || !strings.Contains(err.Error(), "--baseline") {
+		t.Errorf("--baseline of a mode not run: %v, want a usage error", err)
+	}
+}
+
+// A query asked twice (spacing aside), in --queries or again in
+// --no-answer, is evaluated each time, with a warning naming the places:
+// a file joined from two sources counted its repeats silently.
+func TestEvalWarnsOfRepeatedQueries(t *testing.T) {
+	tp, qp := writeBench(t, false)
+	f, err := os.OpenFile(qp, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"query": "read  a file ", "relevant": ["fs__read_file"]}` + "\n")
+	f.Close()
+	foreign := writeForeign(t, "read a file")
+	var out, warnings bytes.Buffer
+	if err := runEval(context.Background(), evalGlobals(t), &evalFlags{tools: tp, queries: qp, noAnswer: foreign, mode: "bm25", json: true, warnings: &warnings}, &out); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`toolgate: warning: 2 queries asked again, and each asking counts in the figures: %[1]s:4 repeats line 1 ("read a file"), %[2]s:2 repeats %[1]s:1 ("read a file"): drop the repeats to count each query once`+"\n", qp, foreign)
+	if !strings.Contains(warnings.String(), "\n"+want) {
+		t.Errorf("warnings:\n%s\nwant\n%s", warnings.String(), want)
+	}
+	var line struct{ Queries int }
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil || line.Queries != 6 {
+		t.Errorf("queries %d (%v), want all 6 evaluated", line.Queries, err)
+	}
+}
+
+// --per-query adds each query's figures, in query order, with its file and
+// line: they average to the line's metrics, so a notebook can run tests of
+// its own (a paired test between two modes, per subset).
+func TestEvalPerQuery(t *testing.T) {
+	tp, qp := writeBench(t, true)
+	foreign := writeForeign(t, "forecast the weather")
+	var out bytes.Buffer
+	f := &evalFlags{tools: tp, queries: qp, noAnswer: foreign, mode: "bm25", json: true, perQuery: true}
+	if err := runEval(context.Background(), evalGlobals(t), f, &out); err != nil {
+		t.Fatal(err)
+	}
+	var line struct {
+		Queries  int                `json:"queries"`
+		Metrics  map[string]float64 `json:"metrics"`
+		PerQuery []struct {
+			File    string             `json:"file"`
+			Line    int                `json:"line"`
+			Rank    int                `json:"rank"`
+			NoMatch bool               `json:"noMatch"`
+			Metrics map[string]float64 `json:"metrics"`
+		} `json:"perQuery"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	if len(line.PerQuery) != line.Queries || line.Queries != 6 {
+		t.Fatalf("%d per-query entries for %d queries, want 6", len(line.PerQuery), line.Queries)
+	}
+	sums := map[string]float64{}
+	n := map[string]int{}
+	for i, q := range line.PerQuery {
+		wantFile, wantLine := qp, i+1
+		if i >= 4 {
+			wantFile, wantLine = foreign, i-3
+		}
+		if q.File != wantFile || q.Line != wantLine {
+			t.Errorf("entry %d is %s:%d, want %s:%d", i, q.File, q.Line, wantFile, wantLine)
+		}
+		if (q.Rank == 1) != (q.Metrics["hit@1"] == 1) && i < 4 {
+			t.Errorf("%s:%d: rank %d but hit@1 %v", q.File, q.Line, q.Rank, q.Metrics["hit@1"])
+		}
+		for k, v := range q.Metrics {
+			sums[k] += v
+			n[k]++
+		}
+	}
+	for k, v := range line.Metrics {
+		if got := sums[k] / float64(n[k]); math.Abs(got-v) > 1e-12 {
+			t.Errorf("%s: per-query mean %v, line %v", k, got, v)
+		}
+	}
+	f.json = false
+	err := runEval(context.Background(), evalGlobals(t), f, io.Discard)
+	if ue := (usageError{}); !errors.As(err, &ue) || !strings.Contains(err.Error(), "--json") {
+		t.Errorf("--per-query without --json: %v, want a usage error", err)
 	}
 }

@@ -33,6 +33,10 @@ type jsonlTool struct {
 	// unknown key, skipped, and the tool indexed without its schema.
 	InputSchemaMCP json.RawMessage `json:"inputSchema"`
 	Annotations    json.RawMessage `json:"annotations"`
+	// ID is a benchmark's own key for the tool: when it holds a
+	// server__tool ID and "server" is missing, the message says how to
+	// split it.
+	ID json.RawMessage `json:"id"`
 }
 
 // ReadFile reads a tools.jsonl file (see ReadJSONL); messages start with
@@ -146,6 +150,18 @@ func ReadJSONL(r io.Reader, name string) ([]Tool, error) {
 			return err
 		}
 		if jt.Server == nil || *jt.Server == "" {
+			// A server__tool ID in "name" or "id" (other benchmarks' form):
+			// split at the first "__", as a server may not hold one.
+			var id string
+			_ = json.Unmarshal(jt.ID, &id)
+			switch {
+			case jt.Name != nil && strings.Contains(*jt.Name, Sep):
+				return fmt.Errorf(`missing "server": "name" holds a server__tool ID, %q: split it into "server" and "name" at the first %q, e.g. %s > tools-split.jsonl`,
+					*jt.Name, Sep, shellword.Join("jq", "-c", `(.name | index("__")) as $i | .server = .name[:$i] | .name = .name[$i+2:]`, name))
+			case (jt.Name == nil || *jt.Name == "") && strings.Contains(id, Sep):
+				return fmt.Errorf(`missing "server" and "name": "id" holds a server__tool ID, %q: split it into "server" and "name" at the first %q, e.g. %s > tools-split.jsonl`,
+					id, Sep, shellword.Join("jq", "-c", `(.id | index("__")) as $i | .server = .id[:$i] | .name = .id[$i+2:]`, name))
+			}
 			if jt.Name != nil && *jt.Name != "" {
 				// A tool as tools/list lists it (jq -c '.tools[]'): it
 				// names no server, which the file must.
@@ -170,6 +186,13 @@ func ReadJSONL(r io.Reader, name string) ([]Tool, error) {
 		}
 		if s := schema; len(s) > 0 && !bytes.Equal(s, []byte("null")) {
 			if s[0] != '{' {
+				// A schema written as a string of its JSON (encoded twice,
+				// as a CSV export or a Python str() leaves it).
+				var str string
+				if json.Unmarshal(s, &str) == nil && json.Valid([]byte(str)) && strings.HasPrefix(strings.TrimSpace(str), "{") {
+					return fmt.Errorf(`%q of %q is a JSON string that holds the schema (encoded twice): write the object itself, e.g. %s > tools-fixed.jsonl`,
+						key, t.ID(), shellword.Join("jq", "-c", "."+key+" |= (if type == \"string\" then fromjson else . end)", name))
+				}
 				return fmt.Errorf(`%q of %q must be a JSON Schema object like {"type": "object", "properties": {...}}, or null`, key, t.ID())
 			}
 			t.InputSchema = slices.Clone(s)

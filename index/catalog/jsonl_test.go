@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,6 +74,9 @@ func TestReadJSONLErrors(t *testing.T) {
 		{"not an object", `["a","b"]`, "tools.jsonl:1: the line is a JSON array: each line must be one JSON object"},
 		{"server not a string", `{"server":["a"],"name":"b"}`, `tools.jsonl:1: "server" must be a string, not a JSON array`},
 		{"schema not an object", `{"server":"a","name":"b","input_schema":"x"}`, `tools.jsonl:1: "input_schema" of "a__b" must be a JSON Schema object`},
+		{"ID in name", `{"name":"fs__read_file","description":"d"}`, `tools.jsonl:1: missing "server": "name" holds a server__tool ID, "fs__read_file": split it into "server" and "name" at the first "__", e.g. jq -c '(.name | index("__")) as $i | .server = .name[:$i] | .name = .name[$i+2:]' tools.jsonl > tools-split.jsonl`},
+		{"ID in id", `{"id":"fs__read_file","description":"d"}`, `tools.jsonl:1: missing "server" and "name": "id" holds a server__tool ID, "fs__read_file": split it into "server" and "name" at the first "__", e.g. jq -c '(.id | index("__")) as $i | .server = .id[:$i] | .name = .id[$i+2:]' tools.jsonl > tools-split.jsonl`},
+		{"schema encoded twice", `{"server":"a","name":"b","input_schema":"{\"type\": \"object\"}"}`, `tools.jsonl:1: "input_schema" of "a__b" is a JSON string that holds the schema (encoded twice): write the object itself, e.g. jq -c '.input_schema |= (if type == "string" then fromjson else . end)' tools.jsonl > tools-fixed.jsonl`},
 		{"no tools", "\n  \n", `tools.jsonl holds no tools: each line is one tool`},
 		{"no server", "\n\n" + `{"name":"b"}`, `tools.jsonl:3: missing "server": each line names the tool's server (an MCP tools/list result's tools name none): add it to every line, e.g. jq -c --arg server SERVER '{server: $server} + .' tools.jsonl > tools-with-server.jsonl`},
 		{"nothing", `{"description":"b"}`, `tools.jsonl:1: missing "server"`},
@@ -179,10 +183,10 @@ func TestReviewCutsDescriptions(t *testing.T) {
 // backend's is, with a warning naming the tools and why in JSON's words:
 // a "properties" written as a list was silently no argument.
 func TestReviewSchemas(t *testing.T) {
-	tools, err := ReadJSONL(strings.NewReader(`{"server":"a","name":"ok","input_schema":{"type":"object","properties":{"x":{"type":"string"}}}}
-{"server":"a","name":"none"}
-{"server":"a","name":"list","input_schema":{"type":"object","properties":[{"x":"string"}]}}
-{"server":"a","name":"req","inputSchema":{"type":"object","required":"x"}}
+	tools, err := ReadJSONL(strings.NewReader(`{"server":"a","name":"ok","description":"d","input_schema":{"type":"object","properties":{"x":{"type":"string"}}}}
+{"server":"a","name":"none","description":"d"}
+{"server":"a","name":"list","description":"d","input_schema":{"type":"object","properties":[{"x":"string"}]}}
+{"server":"a","name":"req","description":"d","inputSchema":{"type":"object","required":"x"}}
 `), "t.jsonl")
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +209,7 @@ func TestReviewSchemas(t *testing.T) {
 // is taken, with a warning naming the tools: a server's author learns it
 // before a client that connects to the server directly refuses it.
 func TestReviewNames(t *testing.T) {
-	tools := []Tool{{Server: "a", Name: "refund payment!"}, {Server: "a", Name: "ok_name-1.2"}, {Server: "a", Name: strings.Repeat("n", 129)}}
+	tools := []Tool{{Server: "a", Name: "refund payment!", Description: "d"}, {Server: "a", Name: "ok_name-1.2", Description: "d"}, {Server: "a", Name: strings.Repeat("n", 129), Description: "d"}}
 	var w strings.Builder
 	if n := Review(&w, "t.jsonl", tools); n != 2 {
 		t.Errorf("Review = %d, want 2", n)
@@ -252,5 +256,29 @@ func TestFlawLog(t *testing.T) {
 	f.Listed(log, "a", []Tool{ok, bad, badName})
 	if count(schemaMsg) != 3 || count(nameMsg) != 1 {
 		t.Errorf("mended, then broken again: want it said again:\n%s", logs.String())
+	}
+}
+
+// A tool without a description (missing, empty or blank) is taken, with a
+// warning naming the tools: a catalog joined from two sources that lost
+// them gave figures of names alone, silently.
+func TestReviewNoDescription(t *testing.T) {
+	var tools []Tool
+	for i := range 7 {
+		tools = append(tools, Tool{Server: "a", Name: fmt.Sprintf("t%d", i), Description: []string{"", " \n"}[i%2]})
+	}
+	tools = append(tools, Tool{Server: "a", Name: "ok", Description: "Does a thing."})
+	var w strings.Builder
+	if n := Review(&w, "t.jsonl", tools); n != 7 {
+		t.Errorf("Review = %d, want 7", n)
+	}
+	want := `toolgate: warning: t.jsonl: 7 tools have no "description": "a__t0", "a__t1", "a__t2", "a__t3", "a__t4", and 2 more: they are ranked by their names (and schemas) alone; give each its description if the source had one` + "\n"
+	if w.String() != want {
+		t.Errorf("warning =\n%s\nwant\n%s", w.String(), want)
+	}
+	w.Reset()
+	Review(&w, "t.jsonl", tools[6:])
+	if want := `toolgate: warning: t.jsonl: 1 tool has no "description": "a__t6": they`; !strings.HasPrefix(w.String(), want) {
+		t.Errorf("warning = %q, want prefix %q", w.String(), want)
 	}
 }

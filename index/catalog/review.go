@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -69,15 +70,36 @@ type Cut struct {
 // tools and why. The file's author meant them to count: a "properties"
 // written as a list was silently no argument. It returns how many tools
 // were warned of.
+//
+// A tool without a description is warned of too: a file made by joining
+// two sources often loses them, and the figures of such a catalog are
+// those of names alone.
 func Review(w io.Writer, path string, tools []Tool) int {
 	var cuts []Cut
+	var bare []string
 	for i, t := range tools {
 		if d, ok := CutDescription(t.Description); ok {
 			cuts = append(cuts, Cut{ID: t.ID(), Bytes: len(t.Description)})
 			tools[i].Description = d
 		}
+		if strings.TrimSpace(t.Description) == "" {
+			bare = append(bare, strconv.Quote(t.ID()))
+		}
 	}
-	return Warn(w, path, cuts, tools)
+	if len(bare) > 0 {
+		named := bare[:min(5, len(bare))]
+		more := ""
+		if len(bare) > len(named) {
+			more = fmt.Sprintf(", and %d more", len(bare)-len(named))
+		}
+		verb := "have"
+		if len(bare) == 1 {
+			verb = "has"
+		}
+		fmt.Fprintf(w, "toolgate: warning: %s: %s %s no \"description\": %s%s: they are ranked by their names (and schemas) alone; give each its description if the source had one\n",
+			path, plural.Of(len(bare), "tool"), verb, strings.Join(named, ", "), more)
+	}
+	return len(bare) + Warn(w, path, cuts, tools)
 }
 
 // Warn writes Review's warnings, each starting with where (a file, a

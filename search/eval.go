@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
@@ -63,6 +64,9 @@ func LoadQueries(path string) ([]BenchQuery, error) {
 func ReadQueries(r io.Reader, name string) ([]BenchQuery, error) {
 	var qs []BenchQuery
 	err := catalog.EachLine(r, name, func(line int, b []byte) error {
+		if err := notUTF8(b, name); err != nil {
+			return err
+		}
 		var q BenchQuery
 		if err := catalog.DecodeLine(b, &q); err != nil {
 			return relevantShape(b, name, err)
@@ -89,6 +93,26 @@ func ReadQueries(r io.Reader, name string) ([]BenchQuery, error) {
 		err = fmt.Errorf(`%s holds no queries: each line is one query, {"query": "...", "relevant": ["server__tool", ...]}`, name)
 	}
 	return qs, err
+}
+
+// notUTF8 says where line b of file name is not UTF-8 (nil when it is):
+// JSON's decoder reads such a byte as U+FFFD, so a file saved in
+// Windows-1252 or Latin-1 ("café") was evaluated with other queries than
+// it holds, silently.
+func notUTF8(b []byte, name string) error {
+	if utf8.Valid(b) {
+		return nil
+	}
+	i := 0
+	for i < len(b) {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			break
+		}
+		i += size
+	}
+	return fmt.Errorf("not UTF-8 text at column %d (byte %#x): the query would be read with U+FFFD in its place; convert the file, e.g. iconv -f WINDOWS-1252 -t UTF-8 %s > %s",
+		utf8.RuneCount(b[:i])+1, b[i], name, strings.TrimSuffix(name, ".jsonl")+"-utf8.jsonl")
 }
 
 // QueryKey is a query's words, spacing aside: two queries of one key are

@@ -99,6 +99,7 @@ func TestReadQueriesErrors(t *testing.T) {
 		{"query a number", `{"query":5,"relevant":[]}`, `queries.jsonl:1: "query" must be a string, not a JSON number`},
 		{"an array", `["x"]`, `queries.jsonl:1: the line is a JSON array: each line must be one JSON object`},
 		{"no queries", "", `queries.jsonl holds no queries: each line is one query`},
+		{"not UTF-8", "{\"query\":\"caf\xe9 near me\",\"relevant\":[]}", `queries.jsonl:1: not UTF-8 text at column 14 (byte 0xe9): the query would be read with U+FFFD in its place; convert the file, e.g. iconv -f WINDOWS-1252 -t UTF-8 queries.jsonl > queries-utf8.jsonl`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

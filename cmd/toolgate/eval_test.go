@@ -179,6 +179,10 @@ func TestEvalErrors(t *testing.T) {
 	if err := os.WriteFile(unknownLearned, []byte(`{"query": "show my notes", "relevant": ["fs__raed_file"]}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	latin1 := filepath.Join(t.TempDir(), "latin1.jsonl")
+	if err := os.WriteFile(latin1, []byte("{\"query\": \"read the caf\xe9 menu\", \"relevant\": [\"fs__read_file\"]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name  string
 		f     evalFlags
@@ -186,6 +190,7 @@ func TestEvalErrors(t *testing.T) {
 		want  string
 	}{
 		{"no files", evalFlags{mode: "all"}, true, "needs --tools and either --queries or --exact-names"},
+		{"queries not UTF-8", evalFlags{tools: tp, queries: latin1, mode: "bm25"}, true, latin1 + ":1: not UTF-8 text at column 24 (byte 0xe9)"},
 		{"queries and exact names", evalFlags{tools: tp, queries: qp, exactNames: true, mode: "bm25"}, true, "--queries and --exact-names exclude each other"},
 		{"bad mode", evalFlags{tools: tp, queries: qp, mode: "fast"}, true, `--mode "fast"`},
 		{"bad norm", evalFlags{tools: tp, queries: qp, mode: "bm25", vectorNorm: "log"}, true, "--vector-norm"},

@@ -289,6 +289,8 @@ func TestScanLine(t *testing.T) {
 		"cannot read ~/.aws/credentials: permission denied":          "",
 		"upstream said: <html><!-- a padding to disable MSIE -->":    "",
 		strings.Repeat("x", 20000):                                   "",
+		// A program's emoji: VS16, a ZWJ sequence, flags.
+		"⚠️ Warning: deprecated; 👨‍💻 dev server ready 🇺🇸 🚀": "",
 	} {
 		var rules []string
 		for _, f := range (Scanner{}).ScanLine(line) {

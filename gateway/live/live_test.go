@@ -1035,3 +1035,22 @@ func TestReadOnlyProfileFollowsListing(t *testing.T) {
 		t.Errorf("after a reload: %+v, want still denied", d)
 	}
 }
+
+// The security log of a reload names the tools of this config's servers
+// only: the pins file is the data folder's, shared with gateways of other
+// configs, whose held tools GET /status leaves out too.
+func TestReloadSecurityLogsOwnTools(t *testing.T) {
+	pool := newFakePool("a")
+	pool.list("a", "apple")
+	from := func(config.SecuritySettings) (released, held []string) {
+		return []string{"a__apple", "other__pear"}, []string{"a__apricot", "other__plum"}
+	}
+	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Millisecond, SecurityFrom: from}, "a")
+	f.run(t)
+	writeFile(t, f.path, configBytes(t, map[string]any{"security": map[string]any{"approvedTools": []any{"a__*"}}}, "a"))
+	f.wait(t, "the reload", func(s Stats) bool { return s.ReloadGeneration == 1 })
+	log := f.logs.String()
+	if !strings.Contains(log, "released=[a__apple]") || !strings.Contains(log, "quarantined=[a__apricot]") {
+		t.Errorf("the log does not name this config's tools alone:\n%s", log)
+	}
+}

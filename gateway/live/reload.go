@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/internal/storage"
 )
 
@@ -189,6 +190,11 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 	if slices.Contains(now, "toolgate.security") {
 		sec := cfg.Toolgate.Security
 		released, held := l.opts.SecurityFrom(sec)
+		// The pins file is the data folder's, shared with the gateways of
+		// other configs: theirs are not this gateway's to name (GET /status
+		// leaves them out too).
+		theirs := func(id string) bool { return quarantine.OutsideConfig(id, l.configured().Has) }
+		released, held = slices.DeleteFunc(released, theirs), slices.DeleteFunc(held, theirs)
 		l.log.Info("security settings applied", "file", file, "approved_tools", sec.ApprovedTools, "on_definition_change", cmp.Or(sec.OnDefinitionChange, "quarantine"),
 			"max_text_length", sec.MaxTextLength, "released", released, "quarantined", held)
 	}

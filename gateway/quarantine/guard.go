@@ -61,6 +61,12 @@ const (
 	OnChangeWarn       = "warn"       // log a warning and pin the new definition
 )
 
+// How a pinned definition was followed (Pin.Followed).
+const (
+	FollowedWarn          = "warn"          // toolgate.security.onDefinitionChange "warn"
+	FollowedApprovedTools = "approvedTools" // a toolgate.security.approvedTools glob
+)
+
 // Pin is what the pins file knows of one tool.
 type Pin struct {
 	// Pinned is the SHA-256 of the definition accepted: the first one
@@ -71,6 +77,11 @@ type Pin struct {
 	// tools approve`): its findings no longer hold it.
 	Approved   bool      `json:"approved,omitempty"`
 	ApprovedAt time.Time `json:"approvedAt,omitzero"`
+	// Followed says the pinned definition was accepted without a person,
+	// as the backend listed it: FollowedWarn (onDefinitionChange "warn")
+	// or FollowedApprovedTools (an approvedTools glob approved it). Empty
+	// when it is the one first seen, or one a person approved.
+	Followed string `json:"followed,omitempty"`
 	// Current is the SHA-256 of the definition listed last, and Seen when
 	// it was first listed so (a listing that changes nothing is not
 	// written).
@@ -1252,6 +1263,9 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time, log 
 			// through by the glob alone, and is held by the scan once the
 			// glob goes (Reconfigure).
 			p.Approved, p.ApprovedAt = false, time.Time{}
+			if t.Server != config.BuiltinServer {
+				p.Followed = FollowedApprovedTools
+			}
 		}
 		p.Pinned, p.Hints, findings, weaker = hash, hints, nil, nil
 	case hash == p.Pinned && p.Approved:
@@ -1259,7 +1273,7 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time, log 
 	case hash == p.Pinned:
 	case g.opts.OnChange == OnChangeWarn:
 		log.Warn("tool definition changed; it stays available (toolgate.security.onDefinitionChange is \"warn\")", "tool", id, "was", short(p.Pinned), "now", short(hash))
-		p.Pinned, p.Approved, p.ApprovedAt = hash, false, time.Time{}
+		p.Pinned, p.Approved, p.ApprovedAt, p.Followed = hash, false, time.Time{}, FollowedWarn
 	default:
 		changed = true
 	}
@@ -1347,7 +1361,7 @@ func Approve(path, id, reviewed string, now time.Time) (string, error) {
 			// listing of the definition records its hints and texts.
 			p.Hints, p.Texts = nil, nil
 		}
-		p.Pinned, p.Approved, p.ApprovedAt, p.Hold = p.Current, true, now.UTC(), nil
+		p.Pinned, p.Approved, p.ApprovedAt, p.Hold, p.Followed = p.Current, true, now.UTC(), nil, ""
 		approved = shown
 		return f.encode()
 	})

@@ -84,11 +84,20 @@ func keptTexts(title, annotationsTitle, description, schema string) *Texts {
 	return k
 }
 
+// What a held definition is compared with (Changes.Against): the pinned
+// definition, as it was accepted.
+const (
+	AgainstFirstSeen     = "first seen"
+	AgainstApproved      = "approved" // by a person: toolgate tools approve
+	AgainstWarn          = "followed under onDefinitionChange warn"
+	AgainstApprovedTools = "followed under approvedTools"
+)
+
 // Changes is how a held definition's texts differ from those of the
-// definition pinned: the one approved last, or first seen.
+// definition pinned: the one approved last, followed last, or first seen.
 type Changes struct {
-	// Against is "approved" (the pinned definition was approved) or
-	// "first seen".
+	// Against is how the pinned definition was accepted: AgainstApproved,
+	// AgainstWarn, AgainstApprovedTools or AgainstFirstSeen.
 	Against string `json:"against"`
 	// Fields are the texts that differ, in the order of a definition.
 	Fields []Change `json:"fields,omitempty"`
@@ -122,9 +131,14 @@ func (p *Pin) Changes() *Changes {
 	if p.Hold == nil || !p.Hold.Changed || p.Hold.Definition == nil {
 		return nil
 	}
-	c := &Changes{Against: "first seen"}
-	if p.Approved {
-		c.Against = "approved"
+	c := &Changes{Against: AgainstFirstSeen}
+	switch {
+	case p.Approved:
+		c.Against = AgainstApproved
+	case p.Followed == FollowedWarn:
+		c.Against = AgainstWarn
+	case p.Followed == FollowedApprovedTools:
+		c.Against = AgainstApprovedTools
 	}
 	was := p.Texts
 	if was == nil {

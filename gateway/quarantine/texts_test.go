@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index/catalog"
 )
 
@@ -177,5 +178,47 @@ func TestReveal(t *testing.T) {
 		if got := reveal(in); got != want {
 			t.Errorf("reveal(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A definition accepted without a person (followed under
+// onDefinitionChange "warn", or while an approvedTools glob approved it)
+// is what a later change is compared with: the review names it so, not
+// "first seen" (the definition first seen is not the one compared).
+func TestChangesAgainstFollowed(t *testing.T) {
+	v1 := catalog.Tool{Server: "s", Name: "weather", Description: "Get the weather for a city."}
+	v2, v3 := v1, v1
+	v2.Description = "Get the weather for a city, in Celsius."
+	v3.Description = "Get the weather for a city, in Kelvin."
+	for _, c := range []struct {
+		name string
+		sec  config.SecuritySettings
+		want string
+	}{
+		{"warn", config.SecuritySettings{OnDefinitionChange: OnChangeWarn}, AgainstWarn},
+		{"approvedTools", config.SecuritySettings{ApprovedTools: []string{"s__*"}}, AgainstApprovedTools},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g, path, _ := newGuard(t, nil)
+			g.Observe([]catalog.Tool{v1})
+			g.Reconfigure(c.sec, nil)
+			g.Observe([]catalog.Tool{v2}) // followed
+			g.Reconfigure(config.SecuritySettings{}, nil)
+			g.Observe([]catalog.Tool{v3}) // held as changed
+			ch := changesOf(t, path, v1.ID())
+			if ch == nil || ch.Against != c.want || len(ch.Fields) != 1 || !slices.Equal(ch.Fields[0].Removed, []string{"Celsius"}) {
+				t.Fatalf("changes %+v, want against %q and Celsius → Kelvin", ch, c.want)
+			}
+			// Approved by a person, then changed: against "approved".
+			if _, err := Approve(path, v1.ID(), "", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			v4 := v1
+			v4.Description = "Get the weather."
+			g.Observe([]catalog.Tool{v4})
+			if ch := changesOf(t, path, v1.ID()); ch == nil || ch.Against != "approved" {
+				t.Errorf("after an approval: %+v", ch)
+			}
+		})
 	}
 }

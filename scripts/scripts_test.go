@@ -4,6 +4,8 @@
 package scripts
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -11,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/search"
 )
 
 // Every install script README names answers --help with its usage and
@@ -107,5 +111,55 @@ func TestSplitQueriesBOM(t *testing.T) {
 	slices.Sort(got)
 	if !slices.Equal(got, lines) {
 		t.Errorf("halves hold %q, want %q", got, lines)
+	}
+}
+
+// split-queries.py puts a query in the half its search.QueryKey (the
+// words, spacing aside: what eval's --learn-from check compares) hashes
+// to, so two queries eval reads as one never land in two halves: it hashed
+// the trimmed text, and "a  b" (two spaces) and "a b" could be split, and
+// eval then refused the halves as sharing a query. Spacing that is not
+// Go's white space (U+001C) stays part of a word, as it does for eval.
+func TestSplitQueriesKey(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "q.jsonl")
+	queries := []string{
+		"read a file", "read  a file", " read\ta\u00a0file\n", "read\u2003a  file",
+		"find the weather in Paris", "find the  weather in\u3000Paris",
+		"convert\u001ccurrency", "convert \u001c currency", "list my open issues", "what is on my calendar tomorrow",
+	}
+	var lines strings.Builder
+	for _, q := range queries {
+		b, err := json.Marshal(map[string]any{"query": q, "relevant": []string{"x__y"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines.Write(append(b, '\n'))
+	}
+	if err := os.WriteFile(src, []byte(lines.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("python3", "split-queries.py", src, dir).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	got := map[string]string{} // query → half
+	for _, half := range []string{"a", "b"} {
+		qs, err := search.LoadQueries(filepath.Join(dir, "half-"+half+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range qs {
+			got[q.Query] = half
+		}
+	}
+	for _, q := range queries {
+		sum := sha256.Sum256([]byte(search.QueryKey(q)))
+		want := "a"
+		if sum[len(sum)-1]%2 == 1 {
+			want = "b"
+		}
+		if got[q] != want {
+			t.Errorf("%q (key %q) in half %q, want %q", q, search.QueryKey(q), got[q], want)
+		}
 	}
 }

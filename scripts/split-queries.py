@@ -4,9 +4,12 @@
     scripts/split-queries.py QUERIES.jsonl OUTDIR
 
 writes OUTDIR/half-a.jsonl and OUTDIR/half-b.jsonl. A line goes to half a
-when the SHA-256 of its query text (trimmed) is even, to half b otherwise:
-the split is random-like, fixed, and the same whatever the order of the
-file. Then learn from one half and evaluate the other, both ways:
+when the SHA-256 of its query's key is even, to half b otherwise: the split
+is random-like, fixed, and the same whatever the order of the file. The key
+is the query's words joined by one space (spacing aside: Go's
+strings.Fields, as eval's --learn-from check reads a query, search.QueryKey),
+so two queries eval takes for one land in one half. Then learn from one half
+and evaluate the other, both ways:
 
     toolgate eval --tools T.jsonl --queries OUTDIR/half-b.jsonl --learn-from OUTDIR/half-a.jsonl
     toolgate eval --tools T.jsonl --queries OUTDIR/half-a.jsonl --learn-from OUTDIR/half-b.jsonl
@@ -14,7 +17,17 @@ file. Then learn from one half and evaluate the other, both ways:
 import hashlib
 import json
 import os
+import re
 import sys
+
+# Go's white space (unicode.IsSpace), which strings.Fields splits at.
+# Python's str.split() splits at U+001C..U+001F too, which Go does not.
+SPACE = re.compile("[\t\n\v\f\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
+
+
+def query_key(query):
+    """search.QueryKey: the query's words, joined by one space."""
+    return " ".join(w for w in SPACE.split(query) if w)
 
 
 def main():
@@ -30,8 +43,8 @@ def main():
             if not line.strip():
                 continue
             try:
-                q = json.loads(line)["query"].strip()
-            except (ValueError, KeyError, AttributeError) as e:
+                q = query_key(json.loads(line)["query"])
+            except (ValueError, KeyError, TypeError) as e:
                 sys.exit(f"{src}:{n}: not a query line: {e}")
             h = int(hashlib.sha256(q.encode("utf-8")).hexdigest(), 16)
             halves["a" if h % 2 == 0 else "b"].append(line if line.endswith("\n") else line + "\n")

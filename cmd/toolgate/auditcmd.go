@@ -60,7 +60,9 @@ func newAuditTailCmd(g *globals) *cobra.Command {
 oldest first, from the rotated files too.
 
 --since and --until take a time back from now (90m, 12h, 2d, 1w), a date
-(2026-12-05, from midnight in local time) or an RFC 3339 time; with either,
+(2026-12-05, from midnight) or a date and time (2026-12-05T18:00), both in
+local time (a note on stderr says so), or an RFC 3339 time (with Z or an
+offset, as written); with either,
 every record in that span is printed unless -n is given. --decision
 (allowed, denied, rate-limited, quarantined) and --outcome (ok, isError,
 timeout, down) take one value or several, comma-separated or repeated.
@@ -80,7 +82,7 @@ refused in the last hour.`,
 	cmd.Flags().StringVar(&f.filter.Key, "key", "", "only the records of this API key (its name)")
 	cmd.Flags().StringVar(&f.filter.Tool, "tool", "", "only the records of this tool (server__tool) or action (search_tools)")
 	cmd.Flags().StringVar(&f.filter.Profile, "profile", "", "only the records of calls limited to this profile: the route's (/profiles/NAME/mcp), the stdio session's, or the API key's")
-	cmd.Flags().StringVar(&f.since, "since", "", "only the records from this time on: 90m, 12h, 2d (back from now), 2026-12-05 or an RFC 3339 time")
+	cmd.Flags().StringVar(&f.since, "since", "", "only the records from this time on: 90m, 12h, 2d (back from now), 2026-12-05 or 2026-12-05T18:00 (local time) or an RFC 3339 time")
 	cmd.Flags().StringVar(&f.until, "until", "", "only the records before this time (as --since)")
 	cmd.Flags().StringSliceVar(&f.decisions, "decision", nil, "only the records of these decisions: "+strings.Join(audit.Decisions, ", "))
 	cmd.Flags().StringSliceVar(&f.outcomes, "outcome", nil, "only the records of these outcomes: "+strings.Join(audit.Outcomes, ", "))
@@ -96,7 +98,7 @@ func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditT
 	if f.n < 0 {
 		return usageError{fmt.Errorf("--lines %d: want 0 (every record) or more", f.n)}
 	}
-	if err := f.parseFilter(time.Now()); err != nil {
+	if err := f.parseFilter(time.Now(), stderr); err != nil {
 		return usageError{err}
 	}
 	maxFiles := 0
@@ -152,8 +154,9 @@ func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditT
 }
 
 // parseFilter completes f.filter from --since, --until, --decision and
-// --outcome (now: the time --since 2h counts back from).
-func (f *auditTailFlags) parseFilter(now time.Time) error {
+// --outcome (now: the time --since 2h counts back from, in the zone a time
+// without one is read in, which note is told).
+func (f *auditTailFlags) parseFilter(now time.Time, note io.Writer) error {
 	for _, b := range []struct {
 		flag, v string
 		t       *time.Time
@@ -161,9 +164,12 @@ func (f *auditTailFlags) parseFilter(now time.Time) error {
 		if b.v == "" {
 			continue
 		}
-		t, err := flagTime(b.v, now, false, time.Local)
+		t, local, err := flagTime(b.v, now, false)
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", b.flag, b.v, err)
+		}
+		if local {
+			fmt.Fprintln(note, "toolgate: "+zoneNote(b.flag, b.v, t))
 		}
 		*b.t = t
 	}

@@ -13,27 +13,34 @@ import (
 var errTooFar = errors.New("too far off")
 
 // flagTime reads a time a flag gives (keys create --expires, audit tail
-// --since): a duration from now, ahead or back (Go's units, and d, w and y
-// for calendar days, weeks and years: 90m, 12h, 30d, 2w, 1y), a date (the
-// start of that day in loc: 2026-12-31) or an RFC 3339 time.
-func flagTime(s string, now time.Time, ahead bool, loc *time.Location) (time.Time, error) {
+// --since and --until): a duration from now, ahead or back (Go's units,
+// and d, w and y for calendar days, weeks and years: 90m, 12h, 30d, 2w,
+// 1y), an RFC 3339 time (its Z or offset honoured), or a date or a date and
+// time without a zone (2026-12-31, the start of that day; 2026-12-31T18:00
+// or 2026-12-31 18:00:05), read in the zone of now: the local zone, as
+// `date` and `audit tail` show times. local says it was one of those:
+// zoneNote says how it was read.
+func flagTime(s string, now time.Time, ahead bool) (t time.Time, local bool, err error) {
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
+		return t, false, nil
 	}
-	if t, err := time.ParseInLocation(time.DateOnly, s, loc); err == nil {
-		return t, nil
-	} else if len(s) == len(time.DateOnly) && s[4] == '-' && s[7] == '-' {
+	for _, layout := range localLayouts {
+		if t, err := time.ParseInLocation(layout, s, now.Location()); err == nil {
+			return t, true, nil
+		}
+	}
+	if _, err := time.ParseInLocation(time.DateOnly, s, now.Location()); len(s) == len(time.DateOnly) && s[4] == '-' && s[7] == '-' {
 		// A date, but not one the calendar has (2026-02-30).
 		var pe *time.ParseError
 		if errors.As(err, &pe) && pe.Message != "" {
-			return time.Time{}, errors.New("not a date" + pe.Message) // Message is ": day out of range"
+			return time.Time{}, false, errors.New("not a date" + pe.Message) // Message is ": day out of range"
 		}
-		return time.Time{}, errors.New("not a date: want YYYY-MM-DD, e.g. 2026-12-31")
+		return time.Time{}, false, errors.New("not a date: want YYYY-MM-DD, e.g. 2026-12-31")
 	}
 	if i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }); i > len("2006") && s[i] == '-' {
 		// A date, or an RFC 3339 time, after year 9999 (10000-01-01),
 		// which neither form can write.
-		return time.Time{}, fmt.Errorf("%s is %w", s, errTooFar)
+		return time.Time{}, false, fmt.Errorf("%s is %w", s, errTooFar)
 	}
 	sign := 1
 	if !ahead {
@@ -42,22 +49,34 @@ func flagTime(s string, now time.Time, ahead bool, loc *time.Location) (time.Tim
 	if n, unit := strings.TrimRight(s, "dwy"), strings.TrimLeft(s, "0123456789"); len(n) < len(s) && (unit == "d" || unit == "w" || unit == "y") {
 		v, err := strconv.Atoi(n)
 		if err != nil || v <= 0 {
-			return time.Time{}, errors.New("want a positive number of days, weeks or years, e.g. 30d, 2w or 1y")
+			return time.Time{}, false, errors.New("want a positive number of days, weeks or years, e.g. 30d, 2w or 1y")
 		}
 		if v > 10000*366 { // AddDate would overflow long before
-			return time.Time{}, fmt.Errorf("%s is %w", s, errTooFar)
+			return time.Time{}, false, fmt.Errorf("%s is %w", s, errTooFar)
 		}
 		switch unit {
 		case "y":
-			return now.AddDate(sign*v, 0, 0), nil
+			return now.AddDate(sign*v, 0, 0), false, nil
 		case "w":
-			return now.AddDate(0, 0, sign*7*v), nil
+			return now.AddDate(0, 0, sign*7*v), false, nil
 		}
-		return now.AddDate(0, 0, sign*v), nil
+		return now.AddDate(0, 0, sign*v), false, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
-		return time.Time{}, errors.New("want a duration like 90m, 12h, 30d, 2w or 1y, a date like 2026-12-31, or an RFC 3339 time like 2026-12-31T18:00:00Z")
+		return time.Time{}, false, errors.New("want a duration like 90m, 12h, 30d, 2w or 1y, a date like 2026-12-31 or a date and time like 2026-12-31T18:00 (in local time), or an RFC 3339 time like 2026-12-31T18:00:00Z")
 	}
-	return now.Add(time.Duration(sign) * d), nil
+	return now.Add(time.Duration(sign) * d), false, nil
+}
+
+// localLayouts are the times without a zone flagTime reads in the local
+// zone.
+var localLayouts = []string{time.DateOnly, "2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02 15:04", time.DateTime}
+
+// zoneNote says how flag's value in, a time without a zone, was read (t,
+// flagTime's in the local zone): in which zone, and how to name another.
+func zoneNote(flag, in string, t time.Time) string {
+	name, _ := t.Zone()
+	return fmt.Sprintf("note: %s %s has no time zone: read in local time, %s (UTC%s): %s; write Z or an offset for another zone, e.g. %s",
+		flag, in, name, t.Format("-07:00"), t.Format(time.RFC3339), t.Format("2006-01-02T15:04:05")+"Z")
 }

@@ -77,7 +77,7 @@ stores nothing: it prints the key's line for a toolgate.keysFile instead.`,
 	cmd.Flags().StringVar(&f.spec.Profile, "profile", "", "limit the key to this profile of the config")
 	cmd.Flags().StringArrayVar(&f.spec.Allow, "allow", nil, "only tools matching this glob over tool IDs (repeatable)")
 	cmd.Flags().StringArrayVar(&f.spec.Deny, "deny", nil, "never tools matching this glob (repeatable)")
-	cmd.Flags().StringVar(&f.expires, "expires", "", "when the key stops working: a duration like 30d, 12h or 1y, or a date like 2026-12-31")
+	cmd.Flags().StringVar(&f.expires, "expires", "", "when the key stops working: a duration like 30d, 12h or 1y, a date like 2026-12-31 (local time) or an RFC 3339 time")
 	cmd.Flags().BoolVar(&f.spec.Admin, "admin", false, "the key may use the management tools that change the config")
 	cmd.Flags().BoolVar(&f.printHash, "print-hash", false, "store nothing; print the key's entry for a toolgate.keysFile")
 	return cmd
@@ -101,9 +101,12 @@ func runKeysCreate(g *globals, w, errw io.Writer, f keysCreateFlags, now time.Ti
 		return usageError{errors.New("keys create needs --name NAME (letters, digits, '.', '_', '@', '-'), e.g. --name ci")}
 	}
 	if f.expires != "" {
-		t, err := parseExpiry(f.expires, now)
+		t, local, err := parseExpiry(f.expires, now)
 		if err != nil {
 			return usageError{fmt.Errorf("--expires %q: %w", f.expires, err)}
+		}
+		if local {
+			fmt.Fprintln(errw, zoneNote("--expires", f.expires, t))
 		}
 		f.spec.Expires = t
 	}
@@ -244,18 +247,18 @@ func describeScope(e keys.Entry) string {
 	return strings.Join(parts, "; ")
 }
 
-// parseExpiry reads --expires: a duration from now (Go's units, and d, w
-// and y for calendar days, weeks and years), or a date (2026-12-31, the
-// start of that day in UTC) or an RFC 3339 time, in lastExpiry at the latest.
-func parseExpiry(s string, now time.Time) (time.Time, error) {
-	t, err := flagTime(s, now, true, time.UTC)
+// parseExpiry reads --expires as flagTime does (a date without a zone in
+// the zone of now, the local one: local says so), in lastExpiry at the
+// latest.
+func parseExpiry(s string, now time.Time) (t time.Time, local bool, err error) {
+	t, local, err = flagTime(s, now, true)
 	if errors.Is(err, errTooFar) {
-		return time.Time{}, fmt.Errorf("%w (the last date a key may name is %s): leave --expires out for a key that never expires", err, lastExpiry)
+		return time.Time{}, false, fmt.Errorf("%w (the last date a key may name is %s): leave --expires out for a key that never expires", err, lastExpiry)
 	}
 	if err == nil && !t.Before(pastLastExpiry) {
-		return time.Time{}, fmt.Errorf("%s is too far off (the last date a key may name is %s): leave --expires out for a key that never expires", t.UTC().Format(time.DateOnly), lastExpiry)
+		return time.Time{}, false, fmt.Errorf("%s is too far off (the last date a key may name is %s): leave --expires out for a key that never expires", t.UTC().Format(time.DateOnly), lastExpiry)
 	}
-	return t, err
+	return t, local, err
 }
 
 // A key may expire at any time of lastExpiry, up to pastLastExpiry: a later

@@ -22,6 +22,12 @@ GOTEST_FLAGS ?=
 # (435-588 s seen on an AMD EPYC of 2017): a hang guard, not a speed goal.
 TEST_TIMEOUT ?= 30m
 
+# The revision bin/toolgate is built from ("+dirty" with changes not
+# committed): eval's "run" names it (commit), also when the build has no
+# VCS stamp of Go's own (-buildvcs=false, as in GOFLAGS on some machines).
+COMMIT       ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git status --porcelain 2>/dev/null | grep -q . && echo +dirty)
+LDFLAGS      := -X main.commit=$(COMMIT)
+
 .PHONY: all deps deps-run deps-native deps-model deps-servers deps-python deps-browser build build-bench run serve-stdio test smoke lint bench bench-report clean
 
 all: build
@@ -52,7 +58,7 @@ deps-browser:
 
 ## build: bin/toolgate
 build: deps-native
-	@$(NATIVE) $(GO) build -o $(BIN) ./cmd/toolgate
+	@$(NATIVE) $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/toolgate
 
 ## build-bench: bin/toolgate-bench, the performance harness (never part of bin/toolgate)
 build-bench: deps-native

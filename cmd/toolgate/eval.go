@@ -160,10 +160,12 @@ type evalPaired struct {
 // runs of one evalRun give the same --json lines but for "latencyMs".
 type evalRun struct {
 	Toolgate string `json:"toolgate"`
-	// Commit is the build's VCS revision, "+dirty" when it had changes
-	// not committed; left out of a build without VCS information.
-	Commit string `json:"commit,omitempty"`
-	Model  string `json:"model,omitempty"`
+	// Commit is the build's revision, "+dirty" when it had changes not
+	// committed (buildCommit); "unknown" when the build does not know it,
+	// and CommitUnknown says why.
+	Commit        string `json:"commit,omitempty"`
+	CommitUnknown string `json:"commitUnknown,omitempty"`
+	Model         string `json:"model,omitempty"`
 	// ModelSHA256 is the model file's whole sha256 (Model names its
 	// first 12 hex digits).
 	ModelSHA256 string `json:"modelSha256,omitempty"`
@@ -742,13 +744,14 @@ func learnFromLog(path string, eval []search.BenchQuery, tools []catalog.Tool) (
 // newEvalRun is the run's evalRun: the files' SHA-256 are read anew
 // (cheap next to the evaluation).
 func newEvalRun(f *evalFlags, ix *index.Index, emb index.Embedder, o search.Options, threshold float64) (*evalRun, error) {
-	run := &evalRun{Toolgate: version, Commit: buildCommit(), Model: ix.ModelID(), SHA256: map[string]string{},
+	run := &evalRun{Toolgate: version, Model: ix.ModelID(), SHA256: map[string]string{},
 		Settings: evalSettings{
 			KeywordWeight: o.KeywordWeight, VectorWeight: o.VectorWeight, Candidates: o.Candidates, RRFK: o.RRFK,
 			KeywordNorm: string(o.KeywordNorm), VectorNorm: string(o.VectorNorm), StepWeight: o.StepWeight,
 			MinConfidence: threshold, SearchedAt: o.MinConfidence, Depth: search.EvalDepth,
 			LimitQueries: f.limitQueries, ExactNames: f.exactNames,
 		}}
+	run.Commit, run.CommitUnknown = buildCommit()
 	if run.Model != "" {
 		run.ONNXRuntime = embed.ORTVersion
 		if m, ok := emb.(interface{ ModelSHA256() string }); ok {
@@ -771,26 +774,39 @@ func newEvalRun(f *evalFlags, ix *index.Index, emb index.Embedder, o search.Opti
 	return run, nil
 }
 
-// buildCommit is the binary's VCS revision, "+dirty" when built with
-// changes not committed; "" without VCS information.
-func buildCommit() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return ""
-	}
+// commit is the revision make build stamps (-ldflags "-X
+// main.commit=..."; the Makefile's COMMIT): what buildCommit falls back on
+// when the build has no VCS stamp of Go's own (-buildvcs=false).
+var commit string
+
+// buildCommit is the binary's commit (commitOf).
+func buildCommit() (string, string) {
+	info, _ := debug.ReadBuildInfo()
+	return commitOf(info, commit)
+}
+
+// commitOf is the commit a build of info was made from: its VCS revision,
+// "+dirty" when built with changes not committed; else stamped (the
+// revision make build stamps); else "unknown", and why.
+func commitOf(info *debug.BuildInfo, stamped string) (commit, why string) {
 	var rev, dirty string
-	for _, s := range info.Settings {
-		switch {
-		case s.Key == "vcs.revision":
-			rev = s.Value
-		case s.Key == "vcs.modified" && s.Value == "true":
-			dirty = "+dirty"
+	if info != nil {
+		for _, s := range info.Settings {
+			switch {
+			case s.Key == "vcs.revision":
+				rev = s.Value
+			case s.Key == "vcs.modified" && s.Value == "true":
+				dirty = "+dirty"
+			}
 		}
 	}
-	if rev == "" {
-		return ""
+	switch {
+	case rev != "":
+		return rev + dirty, ""
+	case stamped != "":
+		return stamped, ""
 	}
-	return rev + dirty
+	return "unknown", "built without VCS information (go build -buildvcs=false, GOFLAGS=-buildvcs=false, go run, or outside a git checkout) and without the revision make build stamps (-ldflags -X main.commit=…): build with make build"
 }
 
 // joinModes is modes joined with ", ".

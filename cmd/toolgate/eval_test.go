@@ -507,13 +507,14 @@ func TestEvalRunReproducible(t *testing.T) {
 	}
 	toolsSum, _ := models.FileSHA256(tp)
 	queriesSum, _ := models.FileSHA256(qp)
-	want := evalRun{Toolgate: version, Commit: buildCommit(), SHA256: map[string]string{"tools": toolsSum, "queries": queriesSum},
+	want := evalRun{Toolgate: version, SHA256: map[string]string{"tools": toolsSum, "queries": queriesSum},
 		Settings: evalSettings{
 			KeywordWeight: search.DefaultKeywordWeight, VectorWeight: search.DefaultVectorWeight, Candidates: search.DefaultCandidates,
 			RRFK: search.DefaultRRFK, KeywordNorm: "max", VectorNorm: "mean", StepWeight: 0.5,
 			MinConfidence: search.DefaultMinConfidence, SearchedAt: search.DefaultMinConfidence, Depth: search.EvalDepth,
 		},
 		Bootstrap: &evalBootstrap{Replicates: 200, Seed: search.BootstrapSeed}}
+	want.Commit, want.CommitUnknown = buildCommit()
 	if d := cmp.Diff(want, l.Run); d != "" {
 		t.Errorf("run (-want +got):\n%s", d)
 	}

@@ -22,6 +22,8 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/mgmt"
+	"github.com/toolgate/toolgate/gateway/quarantine"
+	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -531,4 +533,41 @@ func startDev(t *testing.T, servers map[string]string, settings map[string]any) 
 	}
 	d.ctx, d.cs = ctx, cs
 	return d
+}
+
+// TestTwoConfigsShareThePins: gateways of two configs on one data folder
+// (one quarantine pins file), each with a server named poison that runs
+// another program. B's listing of its poison marked A's held tools
+// unlisted, and A's GET /status then said it held none (until A's poison
+// listed again); now each gateway counts the held tools its own config's
+// servers list, and `tools quarantined --config B` names A's below.
+func TestTwoConfigsShareThePins(t *testing.T) {
+	data := t.TempDir()
+	cfgA := fakeConfig(t, map[string]string{"poison": backendtest.ModePoisoned}, nil)
+	cfgB := fakeConfig(t, map[string]string{"poison": backendtest.ModeMeta}, nil)
+	addrA, _ := startGateway(t, data, cfgA)
+	held := func(addr string) []string { return getStatus(t, addr).Security.Quarantined }
+	want := []string{"poison__notes", "poison__translate"}
+	testenv.Eventually(t, "A holds poison__notes and poison__translate", func() bool { return slices.Equal(held(addrA), want) })
+
+	addrB, _ := startGateway(t, data, cfgB)
+	// B starts warm from A's index (the data folder's); its poison lists
+	// meta, which A's does not, in the write that marks what it left out.
+	testenv.Eventually(t, "B's poison listed", func() bool {
+		f, err := quarantine.Read(dirs.Pins(data))
+		return err == nil && f.Tools["poison__meta"] != nil
+	})
+	if got := held(addrA); !slices.Equal(got, want) {
+		t.Errorf("A's GET /status after B listed its poison: quarantined %v, want %v", got, want)
+	}
+	if got := held(addrB); len(got) != 0 {
+		t.Errorf("B's GET /status: quarantined %v, want none (A's poison lists them)", got)
+	}
+	out, stderr, err := runToolgate(t, data, "tools", "quarantined", "--config", cfgB)
+	if err != nil || !strings.Contains(out, "Not listed: 2 held tools that only gateways of other configs on this data folder list, with a server of the same name (poison__notes, poison__translate)") {
+		t.Errorf("tools quarantined --config B: %v\n%s%s", err, out, stderr)
+	}
+	if out, stderr, err := runToolgate(t, data, "tools", "quarantined", "--config", cfgA); err != nil || !strings.HasPrefix(out, "poison__notes  (") || strings.Contains(out, "Not listed") {
+		t.Errorf("tools quarantined --config A: %v\n%s%s", err, out, stderr)
+	}
 }

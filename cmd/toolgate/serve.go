@@ -421,6 +421,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		StatePath:       live.StateFile(g.DataDir()),
 		Policy:          sec.policy, // key scopes and quarantine first; the loop adds its rules
 	})
+	sec.config = lv.Config
 	if ln != nil { // keys are asked for over HTTP alone
 		sec.profiles = func() map[string]config.Profile { return lv.Config().Toolgate.Profiles }
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/mgmt"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/gateway/quarantine"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/datafile"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/mask"
@@ -46,6 +47,9 @@ type security struct {
 	// runtime loop is made when serving HTTP (where keys are asked for):
 	// status names the keys limited to one it lacks.
 	profiles func() map[string]config.Profile
+	// config is the config in effect, set once the runtime loop is made
+	// (before any backend lists its tools): sourceOf reads it.
+	config func() *config.File
 	// warned is the keysWithoutProfile last logged.
 	warnedMu sync.Mutex
 	warned   string
@@ -144,6 +148,7 @@ func (sec *security) open(cfg *config.File, log *slog.Logger, health *storage.He
 		Logger:   log,
 		Read:     pins,
 		Command:  sec.command,
+		SourceOf: sec.sourceOf,
 		// Each new set of decisions (a listing, an approval) replaces the
 		// rule, so search filters are made again.
 		Changed: func(s *quarantine.Snapshot) { sec.policy.Put(s.Rule()) },
@@ -170,12 +175,33 @@ func (sec *security) open(cfg *config.File, log *slog.Logger, health *storage.He
 	}
 }
 
+// sourceOf names the config in effect (quarantine.ConfigSource) when it
+// has server, "" when it lacks it or before the runtime loop is made: the
+// source of that server's listings in the quarantine pins (Pin.Sources).
+func (s *security) sourceOf(server string) string {
+	if s.config == nil {
+		return ""
+	}
+	cfg := s.config()
+	if _, ok := cfg.MCPServers[server]; !ok {
+		return ""
+	}
+	return quarantine.ConfigSource(cfg)
+}
+
 // status is the security part of GET /status.
 func (s *security) status() *gateway.SecurityStatus {
 	// Fault reads the pins file again first when it changed: a file
 	// corrupted while serving shows here at once, and clears once mended.
 	fault := s.guard.Fault()
-	return &gateway.SecurityStatus{Audit: s.audit.Stats(), Quarantined: s.guard.Snapshot().HeldIDs(), PinsFault: fault,
+	// The tools this gateway holds: those its servers list, not those of
+	// another config's server of the same name (the pins file is shared).
+	snap := s.guard.Snapshot()
+	held := slices.DeleteFunc(snap.HeldIDs(), func(id string) bool {
+		server, _, err := catalog.SplitID(id)
+		return err == nil && !snap.ListedBy(id, s.sourceOf(server))
+	})
+	return &gateway.SecurityStatus{Audit: s.audit.Stats(), Quarantined: held, PinsFault: fault,
 		KeysWithoutProfile: s.keysWithoutProfile(), KeysExpiring: s.keysExpiring(time.Now())}
 }
 

@@ -99,7 +99,7 @@ every text whole. --json prints every text whole, always.`,
 // full, each text is cut at shownChars characters (JSON is whole).
 func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON, full bool) error {
 	out := []quarantinedTool{}
-	var outside, approved, unlisted []string
+	var outside, approved, unlisted, others []string
 	notRun := outsideConfig(cfg)
 	var globs []string
 	if cfg != nil {
@@ -112,6 +112,8 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON, ful
 		case p.Hold == nil:
 		case notRun(id):
 			outside = append(outside, id)
+		case othersOnly(cfg, id, p):
+			others = append(others, id)
 		case !p.Unlisted.IsZero():
 			unlisted = append(unlisted, id)
 		case quarantine.Approved(globs, id):
@@ -139,6 +141,12 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON, ful
 			plural.Of(len(unlisted), "held tool"), plural.Pick(len(unlisted), "its server", "their servers"), plural.Pick(len(unlisted), "lists", "list"),
 			safeText(strings.Join(unlisted, ", ")), plural.Pick(len(unlisted), "it", "them"), plural.Pick(len(unlisted), "it is", "they are"))
 	}
+	if len(others) > 0 {
+		// Said last, below the list, or in place of it (after the others).
+		slices.Sort(others)
+		defer fmt.Fprintf(w, "Not listed: %s that only gateways of other configs on this data folder list, with a server of the same name (%s): no gateway of %s serves %s.\n",
+			plural.Of(len(others), "held tool"), safeText(strings.Join(others, ", ")), cfg.Path, plural.Pick(len(others), "it", "them"))
+	}
 	if len(approved) > 0 {
 		// Said last, below the list, or in place of it (after outside).
 		slices.Sort(approved)
@@ -153,7 +161,7 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON, ful
 	}
 	if len(out) == 0 {
 		of := ""
-		if cfg != nil && len(outside)+len(approved)+len(unlisted) > 0 {
+		if cfg != nil && len(outside)+len(approved)+len(unlisted)+len(others) > 0 {
 			of = " of " + cfg.Path + "'s servers"
 		}
 		fmt.Fprintf(w, "No tool%s is quarantined (%s pinned in %s).\n", of, plural.Of(pinned, "definition"), path)
@@ -252,6 +260,20 @@ func outsideConfig(cfg *config.File) func(id string) bool {
 	}
 	configured := policy.NewConfigured(live.Catalogued(cfg, config.BuiltinServer))
 	return func(id string) bool { return quarantine.OutsideConfig(id, configured.Has) }
+}
+
+// othersOnly says whether pin p of tool id (of a server cfg runs) is listed
+// only by gateways of other configs on the data folder
+// (quarantine.Pin.Sources, which do not name cfg): no gateway of cfg holds
+// it, as GET /status shows (Snapshot.ListedBy). Without cfg, or for a pin
+// written before the sources were kept, it is not.
+func othersOnly(cfg *config.File, id string, p *quarantine.Pin) bool {
+	if cfg == nil {
+		return false
+	}
+	server, _, err := catalog.SplitID(id)
+	_, ok := cfg.MCPServers[server]
+	return err == nil && ok && !p.ListedBy(quarantine.ConfigSource(cfg))
 }
 
 // shortHash is the start of a SHA-256 that names a definition.

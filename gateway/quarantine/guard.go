@@ -108,7 +108,20 @@ type Pin struct {
 	// gateway serves it, and GET /status and `toolgate tools quarantined`
 	// do not count it as quarantined.
 	Unlisted time.Time `json:"unlisted,omitzero"`
+	// Sources are the configs whose servers list the tool, each as
+	// ConfigSource names it (Options.SourceOf), the most recent last, at
+	// most maxSources: gateways of two configs on one data folder may each
+	// run another program as a server of one name. A listing that leaves
+	// the tool out drops its own config, and marks the tool unlisted once
+	// none is left. Nil in a pin written before they were kept, or by a
+	// guard without SourceOf: the next listing that leaves it out marks it
+	// unlisted, whichever config it comes from.
+	Sources []string `json:"sources,omitempty"`
 }
+
+// maxSources bounds Pin.Sources: a config moved is another source, and
+// the old one never lists again.
+const maxSources = 4
 
 // Shown is the SHA-256 of the current definition as `toolgate tools
 // quarantined` shows it and `tools approve --sha256` checks it: its texts'
@@ -557,6 +570,13 @@ type Options struct {
 	// folder (serve adds --data-dir where needed). Nil = the words joined.
 	// What a client is told stays without it: no paths of the host.
 	Command func(words ...string) string
+	// SourceOf, if set, names the config that ObserveServer's listing of
+	// server comes from (ConfigSource of the config in effect, "" for a
+	// server it lacks): a listing marks unlisted only the tools its config
+	// listed before (Pin.Sources), not those of another config's server of
+	// the same name. Nil (or ""): every tool of the server that the
+	// listing leaves out is marked.
+	SourceOf func(server string) string
 }
 
 // Storage is the data folder's health as the guard uses it (serve passes an
@@ -710,6 +730,45 @@ func (s *Snapshot) HeldIDs() []string {
 		slices.Sort(s.held)
 	})
 	return slices.Clone(s.held)
+}
+
+// ListedBy reports whether tool id is listed by source, a config
+// (ConfigSource): its pin names source among its Sources, or names none (a
+// pin from before they were kept). A gateway holds the tools its config's
+// servers list: those of another config's server of the same name, which
+// the pins file shares, are not its own.
+func (s *Snapshot) ListedBy(id, source string) bool {
+	p := s.pins[id]
+	return p != nil && p.ListedBy(source)
+}
+
+// ListedBy reports whether source lists the pin's tool: it is among the
+// pin's Sources, or the pin names none.
+func (p *Pin) ListedBy(source string) bool {
+	return len(p.Sources) == 0 || slices.Contains(p.Sources, source)
+}
+
+// ConfigSource names cfg in Pin.Sources: its file's absolute path, links
+// resolved (the files', joined by " + ", for configs merged), so that a
+// gateway and `toolgate tools quarantined --config` name one file alike.
+func ConfigSource(cfg *config.File) string {
+	if cfg == nil {
+		return ""
+	}
+	parts := strings.Split(cfg.Path, " + ")
+	for i, p := range parts {
+		if p == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		parts[i] = p
+	}
+	return strings.Join(parts, " + ")
 }
 
 // OutsideConfig reports whether tool id is of a server that configured
@@ -911,7 +970,7 @@ func (g *Guard) Preview(tools []catalog.Tool) map[string]*Hold {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	holds := map[string]*Hold{}
-	for id, p := range g.decideAll(pins, tools, g.opts.Now().UTC(), slog.New(slog.DiscardHandler)) {
+	for id, p := range g.decideAll(pins, tools, "", g.opts.Now().UTC(), slog.New(slog.DiscardHandler)) {
 		if p.Hold != nil {
 			holds[id] = p.Hold
 		}
@@ -922,7 +981,7 @@ func (g *Guard) Preview(tools []catalog.Tool) map[string]*Hold {
 func (g *Guard) observe(tools []catalog.Tool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.observeLocked(tools, "")
+	g.observeLocked(tools, "", "")
 }
 
 // ObserveServer is Observe of server's full listing (serve calls it with
@@ -931,22 +990,41 @@ func (g *Guard) observe(tools []catalog.Tool) {
 // author works on it) as unlisted (Pin.Unlisted), so that a hold of a tool
 // no server lists any more is not reported as a quarantined tool.
 func (g *Guard) ObserveServer(server string, tools []catalog.Tool) {
+	source := ""
+	if g.opts.SourceOf != nil {
+		source = g.opts.SourceOf(server)
+	}
 	g.mu.Lock()
-	g.observeLocked(tools, server)
+	g.observeLocked(tools, server, source)
 	g.mu.Unlock()
 	g.tell()
 }
 
 // unlisted adds to decided a copy of each pin of server's tools in pins
 // (overlaid with the unsaved ones) that decided lacks and that is not
-// marked unlisted yet, marked so at now.
-func (g *Guard) unlisted(pins, decided map[string]*Pin, server string, now time.Time) {
+// marked unlisted yet: without source (the listing's, Options.SourceOf)
+// or Pin.Sources, marked so at now; else, when source listed it, without
+// source, and marked unlisted once no source is left. A tool another
+// source alone listed is not this listing's to mark.
+func (g *Guard) unlisted(pins, decided map[string]*Pin, server, source string, now time.Time) {
 	prefix := server + catalog.Sep
 	mark := func(id string, p *Pin) {
 		if _, ok := decided[id]; ok || !p.Unlisted.IsZero() || !strings.HasPrefix(id, prefix) {
 			return
 		}
 		c := *p
+		if source != "" && len(p.Sources) > 0 {
+			i := slices.Index(p.Sources, source)
+			if i < 0 {
+				return
+			}
+			c.Sources = slices.Delete(slices.Clone(p.Sources), i, i+1)
+			if len(c.Sources) > 0 {
+				decided[id] = &c
+				return
+			}
+			c.Sources = nil
+		}
 		c.Unlisted = now
 		decided[id] = &c
 	}
@@ -991,7 +1069,7 @@ func (g *Guard) Reconfigure(sec config.SecuritySettings, listed func() []catalog
 		}
 	}
 	if len(again) > 0 {
-		g.observeLocked(again, "")
+		g.observeLocked(again, "", "")
 	} else {
 		// Nothing to decide again: the decisions as they were, under
 		// the new globs (Snapshot.Held reads them).
@@ -1018,8 +1096,8 @@ func (g *Guard) Reconfigure(sec config.SecuritySettings, listed func() []catalog
 }
 
 // observeLocked is observe with g.mu held; with server, tools are its
-// full listing (ObserveServer).
-func (g *Guard) observeLocked(tools []catalog.Tool, server string) {
+// full listing (ObserveServer), from source.
+func (g *Guard) observeLocked(tools []catalog.Tool, server, source string) {
 	if f, err := g.view.Load(); err == nil {
 		g.reclaim(f)
 	}
@@ -1028,9 +1106,9 @@ func (g *Guard) observeLocked(tools []catalog.Tool, server string) {
 	err := g.check()
 	if err == nil {
 		err = g.write(func(f *File) (*File, func(io.Writer) error, error) {
-			decided = g.decideAll(f.Tools, tools, now, g.log)
+			decided = g.decideAll(f.Tools, tools, source, now, g.log)
 			if server != "" {
-				g.unlisted(f.Tools, decided, server, now)
+				g.unlisted(f.Tools, decided, server, source, now)
 			}
 			if !changes(f.Tools, decided) {
 				return f, nil, nil // a listing like the last: nothing to write
@@ -1048,9 +1126,9 @@ func (g *Guard) observeLocked(tools []catalog.Tool, server string) {
 			if s := g.snap.Load(); s != nil {
 				base = s.pins
 			}
-			decided = g.decideAll(base, tools, now, g.log)
+			decided = g.decideAll(base, tools, source, now, g.log)
 			if server != "" {
-				g.unlisted(base, decided, server, now)
+				g.unlisted(base, decided, server, source, now)
 			}
 		}
 		if g.opts.Storage == nil || len(g.unsaved) == 0 {
@@ -1205,8 +1283,9 @@ func (g *Guard) write(change func(*File) (*File, func(io.Writer) error, error)) 
 const decidePart = 1000
 
 // decideAll decides each tool against its pin in pins (overlaid with the
-// unsaved pins) and returns the new pins.
-func (g *Guard) decideAll(pins map[string]*Pin, tools []catalog.Tool, now time.Time, log *slog.Logger) map[string]*Pin {
+// unsaved pins), listed from source ("": not known), and returns the new
+// pins.
+func (g *Guard) decideAll(pins map[string]*Pin, tools []catalog.Tool, source string, now time.Time, log *slog.Logger) map[string]*Pin {
 	parts := max(1, min(runtime.GOMAXPROCS(0), (len(tools)+decidePart-1)/decidePart))
 	decided := make([]*Pin, len(tools))
 	var wg sync.WaitGroup
@@ -1219,7 +1298,7 @@ func (g *Guard) decideAll(pins map[string]*Pin, tools []catalog.Tool, now time.T
 				if u, ok := g.unsaved[id]; ok {
 					prev = u
 				}
-				decided[i] = g.decide(id, tools[i], prev, now, log)
+				decided[i] = g.decide(id, tools[i], prev, source, now, log)
 			}
 		})
 	}
@@ -1232,8 +1311,9 @@ func (g *Guard) decideAll(pins map[string]*Pin, tools []catalog.Tool, now time.T
 }
 
 // decide returns tool t's next pin given its previous one (nil: first
-// seen), logging to log what it decides.
-func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time, log *slog.Logger) *Pin {
+// seen), listed from source ("": not known), logging to log what it
+// decides.
+func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, source string, now time.Time, log *slog.Logger) *Pin {
 	schema, ok := decodeSchema(t.InputSchema)
 	hash := hashOf(t, schema, ok)
 	hints := HintsOf(t)
@@ -1247,6 +1327,9 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, now time.Time, log 
 		p.Hints = hints // first seen, or a pin from before hints were kept
 	}
 	p.Current, p.Seen, p.Unlisted = hash, now, time.Time{}
+	if source != "" && !slices.Contains(p.Sources, source) {
+		p.Sources = append(slices.Clone(p.Sources[max(0, len(p.Sources)-maxSources+1):]), source)
+	}
 	var weaker []string
 	if p.Hints != nil {
 		weaker = LessCautious(*p.Hints, *hints)

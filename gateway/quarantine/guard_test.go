@@ -931,3 +931,56 @@ func TestGuardReconfigureConcurrent(t *testing.T) {
 		t.Errorf("held after the defaults came back: %v", got)
 	}
 }
+
+// Two gateways of two configs on one data folder (one pins file), each
+// with a server named s that runs another program: a listing of one
+// marked the other's tools unlisted, so that gateway's GET /status no
+// longer counted a tool it held, and its next listing logged the tool as
+// newly quarantined. A listing marks unlisted only the tools that its
+// config (Options.SourceOf) listed; a tool both list is unlisted once
+// neither does.
+func TestGuardUnlistedPerSource(t *testing.T) {
+	var logs testenv.LogBuffer
+	path := filepath.Join(t.TempDir(), "quarantine", "pins.json")
+	src := func(s string) func(string) string { return func(string) string { return s } }
+	a := New(path, &Options{Logger: logs.Logger(), SourceOf: src("A")})
+	b := New(path, &Options{Logger: logs.Logger(), SourceOf: src("B")})
+	a.ObserveServer("s", []catalog.Tool{clean, poisoned})
+	b.ObserveServer("s", []catalog.Tool{clean})
+	if got := a.Snapshot().HeldIDs(); !slices.Equal(got, []string{"s__notes"}) {
+		t.Errorf("gateway A, after B listed its s: held %v, want s__notes", got)
+	}
+	f, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := f.Tools["s__notes"]; !p.Unlisted.IsZero() || !slices.Equal(p.Sources, []string{"A"}) {
+		t.Errorf("s__notes: unlisted %v, sources %v; want listed, by A", p.Unlisted, p.Sources)
+	}
+	if p := f.Tools["s__weather"]; !slices.Equal(p.Sources, []string{"A", "B"}) {
+		t.Errorf("s__weather: sources %v, want A and B", p.Sources)
+	}
+	warned := strings.Count(logs.String(), "tool quarantined")
+	a.ObserveServer("s", []catalog.Tool{clean, poisoned})
+	if n := strings.Count(logs.String(), "tool quarantined"); n != warned {
+		t.Errorf("A's next listing said s__notes was quarantined anew:\n%s", logs.String())
+	}
+	if s := a.Snapshot(); !s.ListedBy("s__notes", "A") || s.ListedBy("s__notes", "B") || !s.ListedBy("s__weather", "B") {
+		t.Error("ListedBy: s__notes is A's alone, s__weather both's")
+	}
+	// A's s drops both: s__notes is unlisted (A alone listed it),
+	// s__weather stays listed by B.
+	a.ObserveServer("s", nil)
+	if got := b.Snapshot().HeldIDs(); len(got) != 0 {
+		t.Errorf("after A's s dropped s__notes: held %v", got)
+	}
+	f, _ = Read(path)
+	if p := f.Tools["s__weather"]; !p.Unlisted.IsZero() || !slices.Equal(p.Sources, []string{"B"}) {
+		t.Errorf("s__weather: unlisted %v, sources %v; want listed, by B", p.Unlisted, p.Sources)
+	}
+	b.ObserveServer("s", nil)
+	f, _ = Read(path)
+	if p := f.Tools["s__weather"]; p.Unlisted.IsZero() {
+		t.Error("s__weather, listed by neither, is not unlisted")
+	}
+}

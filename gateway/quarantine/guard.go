@@ -749,26 +749,20 @@ func (p *Pin) ListedBy(source string) bool {
 }
 
 // ConfigSource names cfg in Pin.Sources: its file's absolute path, links
-// resolved (the files', joined by " + ", for configs merged), so that a
+// resolved (for configs merged, the last file's: File.Path), so that a
 // gateway and `toolgate tools quarantined --config` name one file alike.
 func ConfigSource(cfg *config.File) string {
-	if cfg == nil {
+	if cfg == nil || cfg.Path == "" {
 		return ""
 	}
-	parts := strings.Split(cfg.Path, " + ")
-	for i, p := range parts {
-		if p == "" {
-			continue
-		}
-		if abs, err := filepath.Abs(p); err == nil {
-			p = abs
-		}
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			p = real
-		}
-		parts[i] = p
+	p := cfg.Path
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
 	}
-	return strings.Join(parts, " + ")
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		p = real
+	}
+	return p
 }
 
 // OutsideConfig reports whether tool id is of a server that configured

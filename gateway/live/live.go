@@ -293,6 +293,9 @@ type Loop struct {
 
 	convMu sync.Mutex
 	conv   map[string]converted // catalogOf's, by server: the last build's
+	// sweptSome: a build's sweep of the embedding cache dropped vectors
+	// (compactSwept). Only the goroutine that builds reads and writes it.
+	sweptSome bool
 
 	mu      sync.Mutex
 	current []catalog.Tool // the catalog served (or about to be)
@@ -680,6 +683,7 @@ func (l *Loop) coldBuild(ctx context.Context, built chan struct{}) (*index.Index
 	// Nothing searches yet: the vectors the build stored go into one
 	// level of the embedding cache now, not at the first searches
 	// (embed.Cached.Compact).
+	l.sweptSome = false // compacted here
 	if c, ok := l.opts.Embedder.(interface{ Compact() error }); ok {
 		if err := c.Compact(); err != nil {
 			l.log.Warn("embedding cache not compacted after the build", "err", err)

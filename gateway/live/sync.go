@@ -102,6 +102,7 @@ func (l *Loop) syncLoop(ctx context.Context) {
 			// what a server is).
 			l.update(l.settled)
 			l.changedHook()
+			l.compactSwept()
 			continue
 		}
 		if err != nil {
@@ -119,6 +120,7 @@ func (l *Loop) syncLoop(ctx context.Context) {
 		l.eng.Load().Swap(ix)
 		l.swapped(ix, inMemory)
 		l.changedHook()
+		l.compactSwept()
 	}
 }
 
@@ -167,9 +169,11 @@ func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err e
 	for name, tools := range l.opts.Builtin {
 		live[name] = tools
 	}
-	tools := mergeCatalog(prev, l.catalogOf(live), l.catalogued(l.applied.Load()))
+	configured := l.catalogued(l.applied.Load())
+	tools := mergeCatalog(prev, l.catalogOf(live), configured)
 	if served != "" && catalog.Fingerprint(tools) == served && !l.modelBack(ctx) {
 		l.log.Debug("re-index skipped: the catalog is the one served", "tools", len(tools))
+		l.sweepCache(ctx, tools, live, configured)
 		return nil, false, nil
 	}
 	st := l.opts.Storage
@@ -191,7 +195,57 @@ func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err e
 	l.current = ix.Tools()
 	l.mu.Unlock()
 	l.log.Info("index ready", "tools", ix.Len(), "state", rep.Before, "added", rep.Added, "changed", rep.Changed, "removed", rep.Removed, "embedded", rep.Embedded, "took", rep.Duration.Round(time.Millisecond))
+	l.sweepCache(ctx, tools, live, configured)
 	return ix, false, nil
+}
+
+// sweepCache sweeps the embedding cache (embed.Cached.Sweep) with the
+// texts of tools, the catalog indexed (or served), unless a configured
+// server has no tools in it: one down or not listed yet at a cold start,
+// whose vectors the cache keeps for when it comes back. A sweep that
+// dropped vectors leaves compactSwept to give their disk space back.
+func (l *Loop) sweepCache(ctx context.Context, tools []catalog.Tool, live map[string][]*mcp.Tool, configured []string) {
+	c, ok := l.opts.Embedder.(interface {
+		Sweep(context.Context, []string) (dropped int, err error)
+	})
+	if !ok || l.opts.Embedder.ModelID() == "" {
+		return
+	}
+	has := map[string]bool{}
+	for _, t := range tools {
+		has[t.Server] = true
+	}
+	for _, name := range configured {
+		if _, listed := live[name]; !listed && !has[name] {
+			l.log.Debug("embedding cache not swept: a configured server's tools are not known yet", "server", name)
+			return
+		}
+	}
+	dropped, err := c.Sweep(ctx, index.DocumentTexts(l.opts.Embedder, tools))
+	if err != nil {
+		if ctx.Err() == nil {
+			l.log.Warn("embedding cache not swept", "err", err)
+		}
+		return
+	}
+	if dropped > 0 {
+		l.sweptSome = true
+	}
+}
+
+// compactSwept compacts the embedding cache after a sweep that dropped
+// vectors (Cached.Compact), so that their disk space comes back: searches
+// wait for it (about half a second at 10,000 tools, at most once a day).
+func (l *Loop) compactSwept() {
+	if !l.sweptSome {
+		return
+	}
+	l.sweptSome = false
+	if c, ok := l.opts.Embedder.(interface{ Compact() error }); ok {
+		if err := c.Compact(); err != nil {
+			l.log.Warn("embedding cache not compacted after its sweep", "err", err)
+		}
+	}
 }
 
 // embedder is the embedder an index is built with: Options.Embedder, or

@@ -269,8 +269,10 @@ func TestCacheSweepLeavesQueries(t *testing.T) {
 // index.DocumentTexts gives them, about 30,000 vectors, plus 3,000 of
 // the descriptions of 3,000 tools before they changed): "due" is the daily pass (every vector key
 // read, the changed ones stamped or dropped), "notdue" a call within
-// SweepEvery (the stamps read alone), and "drop" a pass that drops those
-// and the Compact after it, which holds lookups (ms/compact):
+// SweepEvery (the stamps read alone), "drop" a pass that drops those and
+// the Compact after it, which holds lookups (ms/compact), and "reopen" a
+// warm start of the cache after 0, 1 (stamps written) or 2 sweeps
+// (dropped):
 //
 //	go test ./embed -run '^$' -bench CacheSweep -benchtime 5x
 func BenchmarkCacheSweep(b *testing.B) {
@@ -285,6 +287,7 @@ func BenchmarkCacheSweep(b *testing.B) {
 			}
 		}
 	}
+	b.Logf("%d tools: %d catalog texts, %d texts of their descriptions before they changed", len(tools), len(live), len(changed))
 	ctx := context.Background()
 	setup := func(b *testing.B) (*Cached, *testClock) {
 		clk := newTestClock()
@@ -327,6 +330,43 @@ func BenchmarkCacheSweep(b *testing.B) {
 			sweep(b, c)
 		}
 	})
+	// A warm start of the cache (open, every catalog text read back: what
+	// a rebuild from the cache does), of a store never swept and of one
+	// swept (the changed texts stamped, then dropped), compacted alike.
+	for _, swept := range []int{0, 1, 2} {
+		b.Run(fmt.Sprintf("reopen/sweeps%d", swept), func(b *testing.B) {
+			c, clk := setup(b)
+			for range swept {
+				sweep(b, c)
+				clk.advance(DefaultUnused + SweepEvery)
+			}
+			c.dirty.Store(true)
+			if err := c.Compact(); err != nil {
+				b.Fatal(err)
+			}
+			dir := c.dir
+			if err := c.Close(); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				c, err := NewCached(&fakeModel{id: "fake/a@1", dim: 384}, dir, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for chunk := range slices.Chunk(live, 256) {
+					if _, err := c.Embed(ctx, chunk); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if st := c.Stats(); st.Misses != 0 {
+					b.Fatalf("warm start: %+v, want no miss", st)
+				}
+				if err := c.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 	b.Run("drop", func(b *testing.B) {
 		var compact time.Duration
 		for b.Loop() {

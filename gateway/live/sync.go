@@ -102,7 +102,7 @@ func (l *Loop) syncLoop(ctx context.Context) {
 			// what a server is).
 			l.update(l.settled)
 			l.changedHook()
-			l.compactSwept()
+			l.sweepCache(ctx, true)
 			continue
 		}
 		if err != nil {
@@ -120,7 +120,7 @@ func (l *Loop) syncLoop(ctx context.Context) {
 		l.eng.Load().Swap(ix)
 		l.swapped(ix, inMemory)
 		l.changedHook()
-		l.compactSwept()
+		l.sweepCache(ctx, true)
 	}
 }
 
@@ -173,7 +173,7 @@ func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err e
 	tools := mergeCatalog(prev, l.catalogOf(live), configured)
 	if served != "" && catalog.Fingerprint(tools) == served && !l.modelBack(ctx) {
 		l.log.Debug("re-index skipped: the catalog is the one served", "tools", len(tools))
-		l.sweepCache(ctx, tools, live, configured)
+		l.toSweep = l.sweepable(tools, live, configured)
 		return nil, false, nil
 	}
 	st := l.opts.Storage
@@ -195,22 +195,15 @@ func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err e
 	l.current = ix.Tools()
 	l.mu.Unlock()
 	l.log.Info("index ready", "tools", ix.Len(), "state", rep.Before, "added", rep.Added, "changed", rep.Changed, "removed", rep.Removed, "embedded", rep.Embedded, "took", rep.Duration.Round(time.Millisecond))
-	l.sweepCache(ctx, tools, live, configured)
+	l.toSweep = l.sweepable(tools, live, configured)
 	return ix, false, nil
 }
 
-// sweepCache sweeps the embedding cache (embed.Cached.Sweep) with the
-// texts of tools, the catalog indexed (or served), unless a configured
-// server has no tools in it: one down or not listed yet at a cold start,
-// whose vectors the cache keeps for when it comes back. A sweep that
-// dropped vectors leaves compactSwept to give their disk space back.
-func (l *Loop) sweepCache(ctx context.Context, tools []catalog.Tool, live map[string][]*mcp.Tool, configured []string) {
-	c, ok := l.opts.Embedder.(interface {
-		Sweep(context.Context, []string) (dropped int, err error)
-	})
-	if !ok || l.opts.Embedder.ModelID() == "" {
-		return
-	}
+// sweepable is tools, the catalog a build indexed (or found served), to
+// sweep the embedding cache with once it is served (sweepCache); nil when
+// a configured server has no tools in it (down, or not listed yet at a
+// cold start), whose vectors the cache keeps for when it comes back.
+func (l *Loop) sweepable(tools []catalog.Tool, live map[string][]*mcp.Tool, configured []string) []catalog.Tool {
 	has := map[string]bool{}
 	for _, t := range tools {
 		has[t.Server] = true
@@ -218,8 +211,27 @@ func (l *Loop) sweepCache(ctx context.Context, tools []catalog.Tool, live map[st
 	for _, name := range configured {
 		if _, listed := live[name]; !listed && !has[name] {
 			l.log.Debug("embedding cache not swept: a configured server's tools are not known yet", "server", name)
-			return
+			return nil
 		}
+	}
+	return tools
+}
+
+// sweepCache sweeps the embedding cache (embed.Cached.Sweep, which does
+// its work at most daily) with the catalog of the last build (sweepable),
+// after the index is served. With compact, a sweep that dropped vectors
+// is followed by the cache's compaction (Cached.Compact), so that their
+// disk space comes back: searches that embed a query wait for it (about
+// half a second at 10,000 tools, at most once a day). Only the goroutine
+// that builds calls it.
+func (l *Loop) sweepCache(ctx context.Context, compact bool) {
+	tools := l.toSweep
+	l.toSweep = nil
+	c, ok := l.opts.Embedder.(interface {
+		Sweep(context.Context, []string) (dropped int, err error)
+	})
+	if tools == nil || !ok || l.opts.Embedder.ModelID() == "" {
+		return
 	}
 	dropped, err := c.Sweep(ctx, index.DocumentTexts(l.opts.Embedder, tools))
 	if err != nil {
@@ -228,19 +240,9 @@ func (l *Loop) sweepCache(ctx context.Context, tools []catalog.Tool, live map[st
 		}
 		return
 	}
-	if dropped > 0 {
-		l.sweptSome = true
-	}
-}
-
-// compactSwept compacts the embedding cache after a sweep that dropped
-// vectors (Cached.Compact), so that their disk space comes back: searches
-// wait for it (about half a second at 10,000 tools, at most once a day).
-func (l *Loop) compactSwept() {
-	if !l.sweptSome {
+	if dropped == 0 || !compact {
 		return
 	}
-	l.sweptSome = false
 	if c, ok := l.opts.Embedder.(interface{ Compact() error }); ok {
 		if err := c.Compact(); err != nil {
 			l.log.Warn("embedding cache not compacted after its sweep", "err", err)

@@ -69,7 +69,8 @@ type CacheOptions struct {
 // DefaultQueryTTL is how long the cache keeps a search query's vector
 // (EmbedQueries): a query asked again within it is not embedded again, and
 // the cache holds the distinct queries of that long, not of every day the
-// gateway ran. The tools' texts (Embed) never expire.
+// gateway ran. The tools' texts (Embed) do not expire: Sweep deletes
+// them once they have been out of the catalog for CacheOptions.Unused.
 const DefaultQueryTTL = 7 * 24 * time.Hour
 
 // DefaultUnused is how long Sweep keeps the vector of a tool text that
@@ -81,8 +82,8 @@ const DefaultQueryTTL = 7 * 24 * time.Hour
 // its descriptions does not grow the cache for good.
 const DefaultUnused = 30 * 24 * time.Hour
 
-// SweepEvery is how often Sweep does its work: a call within it of the
-// last sweep returns at once.
+// SweepEvery is how often Sweep stamps and deletes: a call within it of
+// the last sweep only takes the stamps off texts back in the catalog.
 const SweepEvery = 24 * time.Hour
 
 // cacheFormat is bumped whenever the key or value encoding changes; a cache
@@ -824,11 +825,12 @@ func (c *Cached) Close() error {
 //
 // It holds the cache exclusively (lookups and writes wait) for about half
 // a second at 10,000 tools: call it where nothing searches, at the end of
-// a build. A cache that stored or swept away nothing since NewCached or
-// its last Compact (its store is as it was then), a store that cannot take writes (Check refuses,
-// its folder moved, a flush failing) and an in-memory one are left as they
-// are; a store that cannot be opened again leaves the cache pass-through,
-// as at a start (a later write tries again).
+// a build (or once a day, after a sweep that deleted vectors). A cache
+// that stored or deleted nothing since NewCached or its last Compact (its
+// store is as it was then), a store that cannot take writes (Check
+// refuses, its folder moved, a flush failing) and an in-memory one are
+// left as they are; a store that cannot be opened again leaves the cache
+// pass-through, as at a start (a later write tries again).
 func (c *Cached) Compact() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

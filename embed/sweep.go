@@ -41,7 +41,7 @@ func (c *Cached) Sweep(ctx context.Context, live []string) (dropped int, err err
 	defer c.mu.RUnlock()
 	s := c.store
 	if s == nil || c.closed || id == "" || c.usable(s) != nil || !c.inMemory && c.st.Check() != nil {
-		return rep.dropped, nil
+		return 0, nil
 	}
 	db := s.db
 	in := make(map[[sha256Size]byte]bool, len(live))
@@ -65,10 +65,10 @@ func (c *Cached) Sweep(ctx context.Context, live []string) (dropped int, err err
 		return eachKey(txn, keyVecPfx, false, func(h [sha256Size]byte, _ []byte) { vecs[h] = true })
 	})
 	if err != nil {
-		return rep.dropped, fmt.Errorf("embedding cache sweep: read: %w", err)
+		return 0, fmt.Errorf("embedding cache sweep: read: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
-		return rep.dropped, err
+		return 0, err
 	}
 	wb := db.NewWriteBatch()
 	defer wb.Cancel()
@@ -76,7 +76,7 @@ func (c *Cached) Sweep(ctx context.Context, live []string) (dropped int, err err
 	for h := range stamps {
 		if in[h] {
 			if err := wb.Delete(prefixed(keyUnusedPfx, h)); err != nil {
-				return rep.dropped, fmt.Errorf("embedding cache sweep: %w", err)
+				return 0, fmt.Errorf("embedding cache sweep: %w", err)
 			}
 			delete(stamps, h)
 			writes++
@@ -86,10 +86,10 @@ func (c *Cached) Sweep(ctx context.Context, live []string) (dropped int, err err
 		if writes > 0 {
 			if err := wb.Flush(); err != nil {
 				c.st.Fail(fmt.Errorf("embedding cache sweep in %s: %w", c.dir, err))
-				return rep.dropped, fmt.Errorf("embedding cache sweep: %w", err)
+				return 0, fmt.Errorf("embedding cache sweep: %w", err)
 			}
 		}
-		return rep.dropped, nil
+		return 0, nil
 	}
 	stampNow := encodeStamp(now)
 	for h := range vecs {
@@ -109,20 +109,20 @@ func (c *Cached) Sweep(ctx context.Context, live []string) (dropped int, err err
 			}
 		}
 		if err != nil {
-			return rep.dropped, fmt.Errorf("embedding cache sweep: %w", err)
+			return 0, fmt.Errorf("embedding cache sweep: %w", err)
 		}
 	}
 	for h := range stamps { // a stamp whose vector is gone
 		if err := wb.Delete(prefixed(keyUnusedPfx, h)); err != nil {
-			return rep.dropped, fmt.Errorf("embedding cache sweep: %w", err)
+			return 0, fmt.Errorf("embedding cache sweep: %w", err)
 		}
 	}
 	if err := wb.Set(keySwept, stampNow); err != nil {
-		return rep.dropped, fmt.Errorf("embedding cache sweep: %w", err)
+		return 0, fmt.Errorf("embedding cache sweep: %w", err)
 	}
 	if err := wb.Flush(); err != nil {
 		c.st.Fail(fmt.Errorf("embedding cache sweep in %s: %w", c.dir, err))
-		return rep.dropped, fmt.Errorf("embedding cache sweep: %w", err)
+		return 0, fmt.Errorf("embedding cache sweep: %w", err)
 	}
 	if rep.dropped > 0 {
 		c.dirty.Store(true)

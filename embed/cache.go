@@ -59,13 +59,32 @@ type CacheOptions struct {
 	// is this process's once the other lets it go (Busy(false) then).
 	// Without it NewCached returns ErrCacheBusy.
 	Busy func(busy bool)
+	// Unused is how long Sweep keeps a tool text's vector that no sweep
+	// found in the catalog (0: DefaultUnused).
+	Unused time.Duration
+	// Now is Sweep's clock (nil: time.Now); tests move it.
+	Now func() time.Time
 }
 
 // DefaultQueryTTL is how long the cache keeps a search query's vector
 // (EmbedQueries): a query asked again within it is not embedded again, and
 // the cache holds the distinct queries of that long, not of every day the
-// gateway ran. The tools' texts (Embed) never expire.
+// gateway ran. The tools' texts (Embed) do not expire: Sweep deletes
+// them once they have been out of the catalog for CacheOptions.Unused.
 const DefaultQueryTTL = 7 * 24 * time.Hour
+
+// DefaultUnused is how long Sweep keeps the vector of a tool text that
+// left the catalog (an edited description, a removed server or tool, a
+// learned query an older toolgate stored as a tool text): long enough
+// that a server removed by mistake, disabled in the config for a while,
+// or served by another config on the same data folder finds its vectors
+// again, short enough that a server which puts its version or a date in
+// its descriptions does not grow the cache for good.
+const DefaultUnused = 30 * 24 * time.Hour
+
+// SweepEvery is how often Sweep stamps and deletes: a call within it of
+// the last sweep only takes the stamps off texts back in the catalog.
+const SweepEvery = 24 * time.Hour
 
 // cacheFormat is bumped whenever the key or value encoding changes; a cache
 // with another format is set aside and rebuilt.
@@ -76,10 +95,16 @@ var (
 	keyDimPfx   = "m/dim/"
 	keyVecPfx   = byte('v')
 	keyQueryPfx = byte('w')
-	errBusy     = errors.New("embedding cache is in use by another process")
-	errForeign  = errors.New("not a toolgate embedding cache")
-	errClosed   = errors.New("embedding cache is closed")
-	normEpsilon = 1e-3
+	// keyUnusedPfx + a vector key's hash: since when (Unix seconds, big
+	// endian) sweeps have not found that text in the catalog. After 'w'
+	// so that the stamps a sweep writes make tables that overlap none of
+	// the tools' vectors (see queryKey).
+	keyUnusedPfx = byte('x')
+	keySwept     = []byte("m/swept") // Unix seconds of the last sweep
+	errBusy      = errors.New("embedding cache is in use by another process")
+	errForeign   = errors.New("not a toolgate embedding cache")
+	errClosed    = errors.New("embedding cache is closed")
+	normEpsilon  = 1e-3
 )
 
 // ErrCacheBusy is returned by NewCached when another process holds the
@@ -108,6 +133,11 @@ type Cached struct {
 	inMemory bool
 	queryTTL time.Duration
 	busy     func(bool) // CacheOptions.Busy
+	unused   time.Duration
+	now      func() time.Time
+	// dirty: vectors were written or deleted since NewCached or the last
+	// Compact (there is something to compact).
+	dirty atomic.Bool
 
 	mu       sync.RWMutex // guards store and closed; held (read) while a store is used
 	store    *store       // nil while none is open
@@ -120,7 +150,7 @@ type Cached struct {
 	refusedAt  time.Time
 	refusedErr error
 
-	hits, misses, bad, skipped atomic.Int64
+	hits, misses, bad, skipped, sweeps, dropped atomic.Int64
 }
 
 var _ Model = (*Cached)(nil)
@@ -142,6 +172,9 @@ type CacheStats struct {
 	// Skipped counts vectors embedded but not stored, because the data
 	// folder could not take a write (pass-through).
 	Skipped int64
+	// Sweeps counts the sweeps that ran (Sweep, when due), Dropped the
+	// vectors they deleted.
+	Sweeps, Dropped int64
 }
 
 // NewCached opens (creating if needed) the cache at dir around inner. A
@@ -169,7 +202,15 @@ func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 	if ttl <= 0 {
 		ttl = DefaultQueryTTL
 	}
-	c := &Cached{inner: inner, dir: dir, log: log, st: st, dim: inner.Dim(), inMemory: o.InMemory, queryTTL: ttl, busy: o.Busy}
+	unused := o.Unused
+	if unused <= 0 {
+		unused = DefaultUnused
+	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	c := &Cached{inner: inner, dir: dir, log: log, st: st, dim: inner.Dim(), inMemory: o.InMemory, queryTTL: ttl, busy: o.Busy, unused: unused, now: now}
 	if c.dim <= 0 {
 		return nil, fmt.Errorf("embedding cache: model %s reports dimension %d", inner.ModelID(), c.dim)
 	}
@@ -431,7 +472,7 @@ func (c *Cached) Dim() int { return c.dim }
 
 // Stats reports hits and misses since NewCached.
 func (c *Cached) Stats() CacheStats {
-	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Bad: c.bad.Load(), Skipped: c.skipped.Load()}
+	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Bad: c.bad.Load(), Skipped: c.skipped.Load(), Sweeps: c.sweeps.Load(), Dropped: c.dropped.Load()}
 }
 
 // key is text's key under the model's current ID.
@@ -651,6 +692,7 @@ func (c *Cached) put(keys [][]byte, vecs [][]float32, ttl time.Duration) {
 		c.st.Fail(fmt.Errorf("embedding cache write in %s: %w", c.dir, err))
 		return
 	}
+	c.dirty.Store(true)
 	c.st.OK()
 }
 
@@ -783,18 +825,20 @@ func (c *Cached) Close() error {
 //
 // It holds the cache exclusively (lookups and writes wait) for about half
 // a second at 10,000 tools: call it where nothing searches, at the end of
-// a build. A cache that embedded nothing since NewCached (its store is as
-// a previous run left it), a store that cannot take writes (Check refuses,
-// its folder moved, a flush failing) and an in-memory one are left as they
-// are; a store that cannot be opened again leaves the cache pass-through,
-// as at a start (a later write tries again).
+// a build (or once a day, after a sweep that deleted vectors). A cache
+// that stored or deleted nothing since NewCached or its last Compact (its
+// store is as it was then), a store that cannot take writes (Check
+// refuses, its folder moved, a flush failing) and an in-memory one are
+// left as they are; a store that cannot be opened again leaves the cache
+// pass-through, as at a start (a later write tries again).
 func (c *Cached) Compact() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.store
-	if c.closed || s == nil || c.inMemory || c.misses.Load() == 0 || c.usable(s) != nil || c.st.Check() != nil {
+	if c.closed || s == nil || c.inMemory || !c.dirty.Load() || c.usable(s) != nil || c.st.Check() != nil {
 		return nil
 	}
+	c.dirty.Store(false)
 	c.store = nil
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("embedding cache: close before compacting: %w", err)

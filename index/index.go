@@ -62,6 +62,24 @@ func QueryPrefix(emb Embedder) string {
 	return ""
 }
 
+// DocumentTexts is every text the tools are embedded as (their views,
+// catalog.Views, after emb's document prefix), each once: what an
+// embedding cache keeps for them (embed.Cached.Sweep).
+func DocumentTexts(emb Embedder, tools []catalog.Tool) []string {
+	prefix := DocumentPrefix(emb)
+	seen := map[string]bool{}
+	var texts []string
+	for _, t := range tools {
+		for _, v := range catalog.Views(t) {
+			if !seen[v] {
+				seen[v] = true
+				texts = append(texts, prefix+v)
+			}
+		}
+	}
+	return texts
+}
+
 // EmbedQueries embeds search queries (texts with the query prefix already
 // put before them): through emb's EmbedQueries when it has one (the
 // embedding cache, which lets query vectors expire), else through Embed.

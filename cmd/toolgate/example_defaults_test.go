@@ -76,6 +76,7 @@ func TestExampleReadmeShowsTheDefaults(t *testing.T) {
 		"learn.enabled":               true,
 		"learn.fromKeys":              gateway.DefaultLearnFromKeys,
 		"embed.variant":               string(embed.FP32),
+		"embed.keepUnused":            embed.DefaultUnused,
 		"http.maxBodyBytes":           gateway.DefaultMaxBodyBytes,
 		"http.heartbeat":              gateway.DefaultHeartbeat,
 		"security.onDefinitionChange": quarantine.OnChangeQuarantine,

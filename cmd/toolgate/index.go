@@ -182,7 +182,15 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 	}
 	// The vectors just stored, put into one level of the cache: otherwise
 	// the first serve sessions after this compact them (embed.Cached.Compact).
+	// Before, the vectors of texts out of the catalog for long are swept
+	// away (when due), unless a server could not be listed: its vectors
+	// are kept for when it is back (as serve does).
 	if c, ok := emb.(*embed.Cached); ok {
+		if f.tools == "" && len(down) == 0 {
+			if _, err := c.Sweep(ctx, index.DocumentTexts(emb, ix.Tools())); err != nil {
+				g.logger.Warn("embedding cache not swept", "err", err)
+			}
+		}
 		t := time.Now()
 		if err := c.Compact(); err != nil {
 			g.logger.Warn("embedding cache not compacted; the first searches of the next serve will", "err", err)

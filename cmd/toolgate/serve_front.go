@@ -70,7 +70,7 @@ func (fr *front) serve(ctx context.Context) error {
 	// Metrics count what passes through the gateway's searcher, caller and
 	// HTTP front, and read the pool, catalog, loop and embedding cache
 	// when scraped (GET /metrics, with --http).
-	met := metrics.New(&metrics.Options{Backends: fr.pool, Catalog: fr.lv, Loop: fr.lv, EmbedCache: cacheStats(fr.emb), Search: fr.ranking,
+	met := metrics.New(&metrics.Options{Backends: fr.pool, Catalog: fr.lv, Loop: fr.lv, EmbedCache: cacheStats(fr.emb), EmbedCacheDropped: cacheDropped(fr.emb), Search: fr.ranking,
 		CertNotAfter: func() *time.Time { return fr.proc.report().TLSNotAfter }})
 	// The console's recent calls, kept in memory.
 	recent := console.NewRecorder(0)
@@ -353,6 +353,16 @@ func cacheStats(emb index.Embedder) func() (int64, int64) {
 		st := c.Stats()
 		return st.Hits, st.Misses
 	}
+}
+
+// cacheDropped reads the vectors the embedding cache's sweeps deleted, or
+// is nil when emb has no cache.
+func cacheDropped(emb index.Embedder) func() int64 {
+	c, ok := emb.(interface{ Stats() embed.CacheStats })
+	if !ok {
+		return nil
+	}
+	return func() int64 { return c.Stats().Dropped }
 }
 
 // The loop is the gateway's Searcher.

@@ -456,6 +456,9 @@ type EmbedSettings struct {
 	ModelDir string `json:"modelDir,omitempty"` // "" = <data dir>/models
 	ORTLib   string `json:"ortLib,omitempty"`   // "" = the cached ONNX Runtime library
 	Threads  int    `json:"threads,omitzero"`   // 0 = runtime default
+	// KeepUnused is how long the embedding cache keeps the vector of a
+	// tool text that left the catalog (0 = embed.DefaultUnused).
+	KeepUnused Duration `json:"keepUnused,omitzero"`
 }
 
 // HTTPSettings configure the streamable HTTP front (toolgate serve --http).

@@ -97,7 +97,7 @@ func TestParseGood(t *testing.T) {
 				"maxConcurrentConnects": 2,
 				"search": {"mode": "bm25", "keywordWeight": 0.3, "defaultLimit": 7, "maxLimit": 20, "minConfidence": 0.2, "stepWeight": 0},
 				"learn": {"enabled": false},
-				"embed": {"variant": "int8", "modelDir": "models", "ortLib": "/opt/ort/libonnxruntime.so.1", "threads": 2},
+				"embed": {"variant": "int8", "modelDir": "models", "ortLib": "/opt/ort/libonnxruntime.so.1", "threads": 2, "keepUnused": "168h"},
 				"http": {"addr": "127.0.0.1:8080", "allowedOrigins": ["http://localhost:3000"], "allowedHosts": ["localhost:8080"], "maxBodyBytes": 1024},
 				"telemetry": {"otlpEndpoint": "${OTLP:-http://localhost:4318}"},
 				"dataDir": "${DATA:-data}"}}`,
@@ -107,7 +107,7 @@ func TestParseGood(t *testing.T) {
 				minConf, steps, off := 0.2, 0.0, false
 				s.Search = SearchSettings{Mode: "bm25", KeywordWeight: 0.3, VectorWeight: 0.7, DefaultLimit: 7, MaxLimit: 20, MinConfidence: &minConf, StepWeight: &steps}
 				s.Learn = LearnSettings{Enabled: &off}
-				s.Embed = EmbedSettings{Variant: "int8", ModelDir: filepath.Join(dir, "models"), ORTLib: "/opt/ort/libonnxruntime.so.1", Threads: 2}
+				s.Embed = EmbedSettings{Variant: "int8", ModelDir: filepath.Join(dir, "models"), ORTLib: "/opt/ort/libonnxruntime.so.1", Threads: 2, KeepUnused: Duration{7 * 24 * time.Hour}}
 				s.HTTP = HTTPSettings{Addr: "127.0.0.1:8080", AllowedOrigins: []string{"http://localhost:3000"}, AllowedHosts: []string{"localhost:8080"}, MaxBodyBytes: 1024}
 				s.Telemetry = TelemetrySettings{OTLPEndpoint: "http://localhost:4318"}
 				s.DataDir = filepath.Join(dir, "data")
@@ -493,9 +493,10 @@ func TestParseBad(t *testing.T) {
 		{"toolgate ranges", `{"mcpServers": {"a": {"command": "x"}}, "toolgate": {"maxConcurrentConnects": -1,
 			"search": {"mode": "dense", "keywordWeight": 1.5, "vectorWeight": -0.1, "defaultLimit": 60, "maxLimit": 50, "minConfidence": 1.5, "stepWeight": -0.5},
 			"learn": {"enabled": "yes", "fromKeys": "admins"},
-			"embed": {"variant": "fp16", "threads": -2},
+			"embed": {"variant": "fp16", "threads": -2, "keepUnused": "12h"},
 			"http": {"addr": "8080", "allowedOrigins": ["localhost"], "allowedHosts": ["http://h/"], "maxBodyBytes": -1},
 			"telemetry": {"otlpEndpoint": "localhost:4318"}}}`, nil, []want{
+			{`toolgate.embed.keepUnused`, "12h0m0s is out of range: use 24h0m0s (a day: the cache is swept once a day) to 87600h0m0s (10 years), or leave it out for 720h (30 days)"},
 			{`toolgate.embed.threads`, "-2 is out of range"},
 			{`toolgate.embed.variant`, `unknown variant "fp16": use one of "fp32", "int8"`},
 			{`toolgate.http.addr`, `"8080" is not host:port`},

@@ -17,7 +17,7 @@ var (
 	settingsKeys  = []string{"connectTimeout", "callTimeout", "keepAlive", "maxConcurrentConnects", "restart", "search", "learn", "embed", "http", "telemetry", "dataDir", "profiles", "management", "keysFile", "security", "audit", "limits"}
 	searchKeys    = []string{"mode", "keywordWeight", "vectorWeight", "defaultLimit", "maxLimit", "minConfidence", "stepWeight"}
 	learnKeys     = []string{"enabled", "fromKeys"}
-	embedKeys     = []string{"variant", "modelDir", "ortLib", "threads"}
+	embedKeys     = []string{"variant", "modelDir", "ortLib", "threads", "keepUnused"}
 	httpKeys      = []string{"addr", "allowedOrigins", "allowedHosts", "maxBodyBytes", "heartbeat", "tls"}
 	frontTLSKeys  = []string{"cert", "key"}
 	restartKeys   = []string{"delays", "stableAfter"}
@@ -46,6 +46,8 @@ const (
 	maxConcurrentConnects = 1024
 	maxSearchLimit        = 1000
 	maxThreads            = 1024
+	minKeepUnused         = 24 * time.Hour    // embed.keepUnused: embed.SweepEvery
+	maxKeepUnused         = 87600 * time.Hour // 10 years
 	maxBodyBytesLimit     = 1 << 30
 	maxRestartDelays      = 100            // entries of restart.delays
 	maxRestartDelay       = time.Hour      // one restart delay
@@ -144,6 +146,7 @@ func (p *parser) settings(raw json.RawMessage, s *Settings) {
 	s.Embed.ModelDir = path(ed, "modelDir")
 	s.Embed.ORTLib = path(ed, "ortLib")
 	s.Embed.Threads = int(ed.int("threads"))
+	s.Embed.KeepUnused = ed.duration("keepUnused")
 
 	hd := d.object("http", httpKeys)
 	s.HTTP.Addr = x.expand(hd.prefix+"addr", hd.string("addr"))
@@ -315,6 +318,9 @@ func (s *Settings) validate() []*FieldError {
 	}
 	if n := s.Embed.Threads; n < 0 || n > maxThreads {
 		bad("embed.threads", "%d is out of range: use 1 to %d, or 0 for the runtime's default", n, maxThreads)
+	}
+	if d := s.Embed.KeepUnused.Duration; d != 0 && (d < minKeepUnused || d > maxKeepUnused) {
+		bad("embed.keepUnused", "%s is out of range: use %s (a day: the cache is swept once a day) to %s (10 years), or leave it out for 720h (30 days)", s.Embed.KeepUnused, minKeepUnused, maxKeepUnused)
 	}
 	if a := s.HTTP.Addr; a != "" {
 		if msg := checkAddr(a); msg != "" {

@@ -293,6 +293,10 @@ type Loop struct {
 
 	convMu sync.Mutex
 	conv   map[string]converted // catalogOf's, by server: the last build's
+	// toSweep is the catalog the last build indexed, to sweep the
+	// embedding cache with (sweepable, sweepCache). Only the goroutine
+	// that builds reads and writes it.
+	toSweep []catalog.Tool
 
 	mu      sync.Mutex
 	current []catalog.Tool // the catalog served (or about to be)
@@ -679,7 +683,9 @@ func (l *Loop) coldBuild(ctx context.Context, built chan struct{}) (*index.Index
 	}
 	// Nothing searches yet: the vectors the build stored go into one
 	// level of the embedding cache now, not at the first searches
-	// (embed.Cached.Compact).
+	// (embed.Cached.Compact), after the day's sweep, whose deletions are
+	// compacted with them.
+	l.sweepCache(ctx, false)
 	if c, ok := l.opts.Embedder.(interface{ Compact() error }); ok {
 		if err := c.Compact(); err != nil {
 			l.log.Warn("embedding cache not compacted after the build", "err", err)

@@ -102,6 +102,7 @@ func (l *Loop) syncLoop(ctx context.Context) {
 			// what a server is).
 			l.update(l.settled)
 			l.changedHook()
+			l.sweepCache(ctx, true)
 			continue
 		}
 		if err != nil {
@@ -119,6 +120,7 @@ func (l *Loop) syncLoop(ctx context.Context) {
 		l.eng.Load().Swap(ix)
 		l.swapped(ix, inMemory)
 		l.changedHook()
+		l.sweepCache(ctx, true)
 	}
 }
 
@@ -167,9 +169,11 @@ func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err e
 	for name, tools := range l.opts.Builtin {
 		live[name] = tools
 	}
-	tools := mergeCatalog(prev, l.catalogOf(live), l.catalogued(l.applied.Load()))
+	configured := l.catalogued(l.applied.Load())
+	tools := mergeCatalog(prev, l.catalogOf(live), configured)
 	if served != "" && catalog.Fingerprint(tools) == served && !l.modelBack(ctx) {
 		l.log.Debug("re-index skipped: the catalog is the one served", "tools", len(tools))
+		l.toSweep = l.sweepable(tools, live, configured)
 		return nil, false, nil
 	}
 	st := l.opts.Storage
@@ -191,7 +195,59 @@ func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err e
 	l.current = ix.Tools()
 	l.mu.Unlock()
 	l.log.Info("index ready", "tools", ix.Len(), "state", rep.Before, "added", rep.Added, "changed", rep.Changed, "removed", rep.Removed, "embedded", rep.Embedded, "took", rep.Duration.Round(time.Millisecond))
+	l.toSweep = l.sweepable(tools, live, configured)
 	return ix, false, nil
+}
+
+// sweepable is tools, the catalog a build indexed (or found served), to
+// sweep the embedding cache with once it is served (sweepCache); nil when
+// a configured server has no tools in it (down, or not listed yet at a
+// cold start), whose vectors the cache keeps for when it comes back.
+func (l *Loop) sweepable(tools []catalog.Tool, live map[string][]*mcp.Tool, configured []string) []catalog.Tool {
+	has := map[string]bool{}
+	for _, t := range tools {
+		has[t.Server] = true
+	}
+	for _, name := range configured {
+		if _, listed := live[name]; !listed && !has[name] {
+			l.log.Debug("embedding cache not swept: a configured server's tools are not known yet", "server", name)
+			return nil
+		}
+	}
+	return tools
+}
+
+// sweepCache sweeps the embedding cache (embed.Cached.Sweep, which does
+// its work at most daily) with the catalog of the last build (sweepable),
+// after the index is served. With compact, a sweep that dropped vectors
+// is followed by the cache's compaction (Cached.Compact), so that their
+// disk space comes back: searches that embed a query wait for it (about
+// half a second at 10,000 tools, at most once a day). Only the goroutine
+// that builds calls it.
+func (l *Loop) sweepCache(ctx context.Context, compact bool) {
+	tools := l.toSweep
+	l.toSweep = nil
+	c, ok := l.opts.Embedder.(interface {
+		Sweep(context.Context, []string) (dropped int, err error)
+	})
+	if tools == nil || !ok || l.opts.Embedder.ModelID() == "" {
+		return
+	}
+	dropped, err := c.Sweep(ctx, index.DocumentTexts(l.opts.Embedder, tools))
+	if err != nil {
+		if ctx.Err() == nil {
+			l.log.Warn("embedding cache not swept", "err", err)
+		}
+		return
+	}
+	if dropped == 0 || !compact {
+		return
+	}
+	if c, ok := l.opts.Embedder.(interface{ Compact() error }); ok {
+		if err := c.Compact(); err != nil {
+			l.log.Warn("embedding cache not compacted after its sweep", "err", err)
+		}
+	}
 }
 
 // embedder is the embedder an index is built with: Options.Embedder, or

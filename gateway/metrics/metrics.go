@@ -70,6 +70,9 @@ type Options struct {
 	// EmbedCache returns the embedding cache's hits and misses so far
 	// (toolgate_embedding_cache_{hits,misses}_total).
 	EmbedCache func() (hits, misses int64)
+	// EmbedCacheDropped returns the vectors the embedding cache's sweeps
+	// deleted so far (toolgate_embedding_cache_dropped_total).
+	EmbedCacheDropped func() int64
 	// Search says how searches rank now (toolgate_search_bm25_only).
 	Search func() *search.State
 	// CertNotAfter is when the HTTPS front's certificate expires, nil

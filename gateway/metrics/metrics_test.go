@@ -112,9 +112,10 @@ func newTest() *Metrics {
 			{Name: "lazy", State: backend.StateIdle},
 			{Name: "remote", State: backend.StateUp, TLSCert: "/etc/toolgate/client.pem", TLSCertNotAfter: &clientNotAfter},
 		},
-		Catalog:    &fakeCatalog{tools},
-		Loop:       fakeLoop(4),
-		EmbedCache: func() (int64, int64) { return 7, 3 },
+		Catalog:           &fakeCatalog{tools},
+		Loop:              fakeLoop(4),
+		EmbedCache:        func() (int64, int64) { return 7, 3 },
+		EmbedCacheDropped: func() int64 { return 20 },
 		Search: func() *search.State {
 			return &search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: "no model"}
 		},
@@ -293,6 +294,9 @@ toolgate_embedding_cache_hits_total 7
 # HELP toolgate_embedding_cache_misses_total Texts (tools and queries) the model had to embed.
 # TYPE toolgate_embedding_cache_misses_total counter
 toolgate_embedding_cache_misses_total 3
+# HELP toolgate_embedding_cache_dropped_total Vectors of tool texts the embedding cache's sweeps deleted: out of the catalog for longer than toolgate.embed.keepUnused.
+# TYPE toolgate_embedding_cache_dropped_total counter
+toolgate_embedding_cache_dropped_total 20
 # HELP toolgate_search_bm25_only 1 while search runs BM25 only although the configured mode needs the model (GET /status's search.reason says why), else 0.
 # TYPE toolgate_search_bm25_only gauge
 toolgate_search_bm25_only 1
@@ -305,7 +309,7 @@ toolgate_backend_tls_cert_expiry_timestamp_seconds{server="remote"} 1.803902401e
 `
 	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want),
 		"toolgate_backend_up", "toolgate_backend_restarts_total", "toolgate_catalog_tools", "toolgate_index_generation",
-		"toolgate_embedding_cache_hits_total", "toolgate_embedding_cache_misses_total", "toolgate_search_bm25_only",
+		"toolgate_embedding_cache_hits_total", "toolgate_embedding_cache_misses_total", "toolgate_embedding_cache_dropped_total", "toolgate_search_bm25_only",
 		"toolgate_tls_cert_expiry_timestamp_seconds", "toolgate_backend_tls_cert_expiry_timestamp_seconds"); err != nil {
 		t.Error(err)
 	}

@@ -14,6 +14,7 @@ type stateCollector struct {
 	o                        Options
 	up, restarts, tools, gen *prometheus.Desc
 	cacheHits, cacheMisses   *prometheus.Desc
+	cacheDropped             *prometheus.Desc
 	bm25Only, certExpiry     *prometheus.Desc
 	clientCertExpiry         *prometheus.Desc
 }
@@ -33,6 +34,8 @@ func newStateCollector(o Options) *stateCollector {
 			"Texts (tools and queries) whose embedding came from the cache.", nil, nil),
 		cacheMisses: prometheus.NewDesc("toolgate_embedding_cache_misses_total",
 			"Texts (tools and queries) the model had to embed.", nil, nil),
+		cacheDropped: prometheus.NewDesc("toolgate_embedding_cache_dropped_total",
+			"Vectors of tool texts the embedding cache's sweeps deleted: out of the catalog for longer than toolgate.embed.keepUnused.", nil, nil),
 		bm25Only: prometheus.NewDesc("toolgate_search_bm25_only",
 			"1 while search runs BM25 only although the configured mode needs the model (GET /status's search.reason says why), else 0.", nil, nil),
 		certExpiry: prometheus.NewDesc("toolgate_tls_cert_expiry_timestamp_seconds",
@@ -43,7 +46,7 @@ func newStateCollector(o Options) *stateCollector {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.restarts, c.tools, c.gen, c.cacheHits, c.cacheMisses, c.bm25Only, c.certExpiry, c.clientCertExpiry} {
+	for _, d := range []*prometheus.Desc{c.up, c.restarts, c.tools, c.gen, c.cacheHits, c.cacheMisses, c.cacheDropped, c.bm25Only, c.certExpiry, c.clientCertExpiry} {
 		ch <- d
 	}
 }
@@ -85,6 +88,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		hits, misses := f()
 		ch <- prometheus.MustNewConstMetric(c.cacheHits, prometheus.CounterValue, float64(hits))
 		ch <- prometheus.MustNewConstMetric(c.cacheMisses, prometheus.CounterValue, float64(misses))
+	}
+	if f := c.o.EmbedCacheDropped; f != nil {
+		ch <- prometheus.MustNewConstMetric(c.cacheDropped, prometheus.CounterValue, float64(f()))
 	}
 	if f := c.o.Search; f != nil {
 		if st := f(); st != nil {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -44,6 +45,10 @@ func (f *Flags) Register(cmd *cobra.Command) {
 // ApplyConfig sets the config file's embed section: it fills what neither a
 // flag nor the environment sets.
 func (f *Flags) ApplyConfig(c config.EmbedSettings) { f.config = c }
+
+// KeepUnused is the config file's embed.keepUnused (0: the cache's
+// default).
+func (f *Flags) KeepUnused() time.Duration { return f.config.KeepUnused.Duration }
 
 // ConfigModels are the config file's models folder and variant
 // (embed.modelDir and variant; "" where it names none), for the commands

@@ -95,7 +95,7 @@ func BenchmarkScopedView(b *testing.B) {
 			for b.Loop() {
 				v := set.Sight(c, tools)
 				for s := range servers {
-					v.MayManage(fmt.Sprintf("syn%03d", s))
+					v.MayManage(synServer(s))
 				}
 			}
 		})
@@ -107,7 +107,7 @@ func BenchmarkScopedView(b *testing.B) {
 			for b.Loop() {
 				v := set.Sight(c, kept)
 				for s := range servers {
-					v.MayManage(fmt.Sprintf("syn%03d", s))
+					v.MayManage(synServer(s))
 				}
 			}
 		})
@@ -115,7 +115,7 @@ func BenchmarkScopedView(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				for s := range servers {
-					set.MayManage(c, tools, fmt.Sprintf("syn%03d", s))
+					set.MayManage(c, tools, synServer(s))
 				}
 			}
 		})
@@ -131,26 +131,19 @@ const servers = 100
 func largeGateway() (catalogTools, map[string]config.Profile) {
 	tools := catalogTools{byID: map[string]catalog.Tool{}}
 	for i, t := range indextest.Catalog(50_000, indextest.Seed) {
-		t.Name, t.Server = t.Server+"_"+t.Name, fmt.Sprintf("syn%03d", i%servers)
+		t.Name, t.Server = t.Server+"_"+t.Name, synServer(i%servers)
 		tools.byID[t.ID()] = t
 		tools.ids = append(tools.ids, t.ID())
 	}
-	profiles := map[string]config.Profile{}
-	for p := range 10 {
-		var names []string
-		for s := range 10 {
-			names = append(names, fmt.Sprintf("syn%03d", p*10+s))
-		}
-		profiles[fmt.Sprintf("p%d", p)] = config.Profile{Servers: names}
-	}
-	return tools, profiles
+	return tools, tenProfiles(synServer)
 }
+
+// synServer names largeGateway's server i.
+func synServer(i int) string { return fmt.Sprintf("syn%03d", i) }
 
 // largeGatewayIndex is largeGateway's catalog indexed (BM25 only, as
 // README's measurements serve it), a set of rules as serve puts them, and
-// the callers of 200 keys (one admin; the others a profile, one server's
-// --allow, one server's --deny, or nothing) on /mcp and on two profiles'
-// routes: 600 callers.
+// sharedKeyCallers: 200 keys on three routes.
 func largeGatewayIndex(b *testing.B) (*index.Index, *policy.Set, []*policy.Caller) {
 	tools, profiles := largeGateway()
 	var list []catalog.Tool
@@ -165,25 +158,7 @@ func largeGatewayIndex(b *testing.B) (*index.Index, *policy.Set, []*policy.Calle
 	set := policy.NewSet()
 	set.Put(NewScope(set.Profiles, nil))
 	set.Put(policy.NewProfiles(profiles))
-	var callers []*policy.Caller
-	for _, route := range []string{"", "p0", "p1"} {
-		for i := range 200 {
-			e := Entry{Name: fmt.Sprintf("k%d", i)}
-			server := fmt.Sprintf("syn%03d", i%servers)
-			switch {
-			case i == 0:
-				e.Admin = true
-			case i%4 == 0:
-				e.Profile = fmt.Sprintf("p%d", i%10)
-			case i%4 == 1:
-				e.Allow = []string{server + "__*"}
-			case i%4 == 2:
-				e.Deny = []string{server + "__*"}
-			}
-			callers = append(callers, &policy.Caller{Transport: policy.TransportHTTP, Profile: route, Key: e.Caller()})
-		}
-	}
-	return ix, set, callers
+	return ix, set, sharedKeyCallers(synServer)
 }
 
 // BenchmarkSearchKeysRoundRobin is a search_tools of a shared gateway at
@@ -232,10 +207,10 @@ func BenchmarkFilterMemory(b *testing.B) {
 		name string
 		key  func(i int) Entry
 	}{
-		{"allow-one-server", func(i int) Entry { return Entry{Allow: []string{fmt.Sprintf("syn%03d__*", i)}} }},
-		{"deny-one-server", func(i int) Entry { return Entry{Deny: []string{fmt.Sprintf("syn%03d__*", i)}} }},
+		{"allow-one-server", func(i int) Entry { return Entry{Allow: []string{synServer(i) + "__*"}} }},
+		{"deny-one-server", func(i int) Entry { return Entry{Deny: []string{synServer(i) + "__*"}} }},
 		{"profile", func(i int) Entry {
-			return Entry{Profile: fmt.Sprintf("p%d", i%10), Deny: []string{fmt.Sprintf("syn%03d__*", i)}}
+			return Entry{Profile: fmt.Sprintf("p%d", i%10), Deny: []string{synServer(i) + "__*"}}
 		}},
 	} {
 		b.Run(kind.name, func(b *testing.B) {

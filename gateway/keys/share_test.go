@@ -23,17 +23,15 @@ func (*evaluations) Check(*policy.Caller, catalog.Tool) string  { return "" }
 func (e *evaluations) Allows(*policy.Caller, catalog.Tool) bool { e.calls.Add(1); return true }
 
 // sharedGateway is a set of rules as serve puts them (the key scope rule,
-// ten profiles of ten servers) behind an evaluation counter, an index of
-// tools of 100 servers, and the callers of 200 keys (one admin; the
-// others a profile, one server's --allow, one server's --deny, or
-// nothing), each on /mcp and on two profiles' routes, as
-// README's large shared gateway has them.
+// tenProfiles) behind an evaluation counter, an index of three tools on
+// each of 100 servers, and sharedKeyCallers.
 func sharedGateway(t testing.TB) (*policy.Set, *evaluations, *index.Index, []*policy.Caller) {
 	t.Helper()
+	name := func(s int) string { return fmt.Sprintf("s%02d", s) }
 	var tools []catalog.Tool
 	for s := range 100 {
 		for i := range 3 {
-			tools = append(tools, catalog.Tool{Server: fmt.Sprintf("s%02d", s), Name: fmt.Sprintf("t%d", i), Description: "does t"})
+			tools = append(tools, catalog.Tool{Server: name(s), Name: fmt.Sprintf("t%d", i), Description: "does t"})
 		}
 	}
 	ix, err := index.Build(context.Background(), tools, nil, nil)
@@ -44,34 +42,47 @@ func sharedGateway(t testing.TB) (*policy.Set, *evaluations, *index.Index, []*po
 	count := &evaluations{}
 	set := policy.NewSet(count)
 	set.Put(NewScope(set.Profiles, nil))
+	set.PutProfiles(tenProfiles(name))
+	return set, count, ix, sharedKeyCallers(name)
+}
+
+// tenProfiles are profiles p0 … p9 of ten of 100 servers each (server(i)
+// names server i), as README's large shared gateway has them.
+func tenProfiles(server func(int) string) map[string]config.Profile {
 	profiles := map[string]config.Profile{}
 	for p := range 10 {
-		var servers []string
+		var names []string
 		for s := range 10 {
-			servers = append(servers, fmt.Sprintf("s%02d", p*10+s))
+			names = append(names, server(p*10+s))
 		}
-		profiles[fmt.Sprintf("p%d", p)] = config.Profile{Servers: servers}
+		profiles[fmt.Sprintf("p%d", p)] = config.Profile{Servers: names}
 	}
-	set.PutProfiles(profiles)
+	return profiles
+}
+
+// sharedKeyCallers are the callers of README's large shared gateway's 200
+// keys (one admin; the others a profile of tenProfiles, one server's
+// --allow, one server's --deny, or nothing), each on /mcp and on the
+// routes of profiles p0 and p1: 600 callers.
+func sharedKeyCallers(server func(int) string) []*policy.Caller {
 	var callers []*policy.Caller
 	for _, route := range []string{"", "p0", "p1"} {
 		for i := range 200 {
 			e := Entry{Name: fmt.Sprintf("k%d", i)}
-			server := fmt.Sprintf("s%02d", i%100)
 			switch {
 			case i == 0:
 				e.Admin = true
 			case i%4 == 0:
 				e.Profile = fmt.Sprintf("p%d", i%10)
 			case i%4 == 1:
-				e.Allow = []string{server + "__*"}
+				e.Allow = []string{server(i%100) + "__*"}
 			case i%4 == 2:
-				e.Deny = []string{server + "__*"}
+				e.Deny = []string{server(i%100) + "__*"}
 			}
 			callers = append(callers, &policy.Caller{Transport: policy.TransportHTTP, Profile: route, Key: e.Caller()})
 		}
 	}
-	return set, count, ix, callers
+	return callers
 }
 
 // Keys of the same profile and globs share one search filter whatever

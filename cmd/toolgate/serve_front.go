@@ -77,10 +77,12 @@ func (fr *front) serve(ctx context.Context) error {
 	// The management tools stand in front of the pool: calls of
 	// toolgate__* run in the gateway, the others go on to the pool. At
 	// most limits.maxInFlight calls run on a server; more wait, then are
-	// refused as busy (counted by the metrics and the recorder too).
+	// refused as busy (counted by the metrics and the recorder too). A
+	// restart or enable waits for its server's start on slots of that
+	// server's management calls (mgmt.Gate).
 	mg := mgmt.New(fr.pool, fr.lv, &mgmt.Options{Logger: fr.log, ConfigPaths: fr.flags.configs, ServeCommand: fr.serveCommand})
 	lim := fr.cfg.Toolgate.Limits
-	capped := limit.NewInFlight(mg, &limit.Options{MaxInFlight: lim.MaxInFlight, QueueTimeout: lim.QueueTimeout.Duration})
+	capped := limit.NewInFlight(mg, &limit.Options{MaxInFlight: lim.MaxInFlight, QueueTimeout: lim.QueueTimeout.Duration, Gate: mgmt.Gate})
 	gw := gateway.New(met.Searcher(fr.firstSearch.searcher(fr.lv)), recent.Caller(met.Caller(capped)), &gateway.Options{
 		Logger:         fr.log,
 		Version:        version,

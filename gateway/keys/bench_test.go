@@ -1,16 +1,20 @@
 package keys
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/policy"
+	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/index/indextest"
+	"github.com/toolgate/toolgate/search"
 )
 
 // BenchmarkVerify is the key check of one HTTP request, with n keys in the
@@ -63,21 +67,7 @@ func (c catalogTools) IDs() []string                       { return slices.Clone
 // is refused most tools; the refusals' sentences were built for each and
 // thrown away (Allowed, Sees and Shows want yes or no).
 func BenchmarkScopedView(b *testing.B) {
-	const servers = 100
-	tools := catalogTools{byID: map[string]catalog.Tool{}}
-	for i, t := range indextest.Catalog(50_000, indextest.Seed) {
-		t.Name, t.Server = t.Server+"_"+t.Name, fmt.Sprintf("syn%03d", i%servers)
-		tools.byID[t.ID()] = t
-		tools.ids = append(tools.ids, t.ID())
-	}
-	profiles := map[string]config.Profile{}
-	for p := range 10 {
-		var names []string
-		for s := range 10 {
-			names = append(names, fmt.Sprintf("syn%03d", p*10+s))
-		}
-		profiles[fmt.Sprintf("p%d", p)] = config.Profile{Servers: names}
-	}
+	tools, profiles := largeGateway()
 	set := policy.NewSet()
 	set.Put(NewScope(set.Profiles, nil))
 	set.Put(policy.NewProfiles(profiles))
@@ -105,7 +95,7 @@ func BenchmarkScopedView(b *testing.B) {
 			for b.Loop() {
 				v := set.Sight(c, tools)
 				for s := range servers {
-					v.MayManage(fmt.Sprintf("syn%03d", s))
+					v.MayManage(synServer(s))
 				}
 			}
 		})
@@ -117,7 +107,7 @@ func BenchmarkScopedView(b *testing.B) {
 			for b.Loop() {
 				v := set.Sight(c, kept)
 				for s := range servers {
-					v.MayManage(fmt.Sprintf("syn%03d", s))
+					v.MayManage(synServer(s))
 				}
 			}
 		})
@@ -125,9 +115,121 @@ func BenchmarkScopedView(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				for s := range servers {
-					set.MayManage(c, tools, fmt.Sprintf("syn%03d", s))
+					set.MayManage(c, tools, synServer(s))
 				}
 			}
+		})
+	}
+}
+
+// servers is how many servers largeGateway's catalog spreads over.
+const servers = 100
+
+// largeGateway is the catalog of README's large shared gateway: 50,000
+// tools (indextest) spread over 100 servers as toolgate-bench's backends
+// spread them, and ten profiles of ten servers each.
+func largeGateway() (catalogTools, map[string]config.Profile) {
+	tools := catalogTools{byID: map[string]catalog.Tool{}}
+	for i, t := range indextest.Catalog(50_000, indextest.Seed) {
+		t.Name, t.Server = t.Server+"_"+t.Name, synServer(i%servers)
+		tools.byID[t.ID()] = t
+		tools.ids = append(tools.ids, t.ID())
+	}
+	return tools, tenProfiles(synServer)
+}
+
+// synServer names largeGateway's server i.
+func synServer(i int) string { return fmt.Sprintf("syn%03d", i) }
+
+// largeGatewayIndex is largeGateway's catalog indexed (BM25 only, as
+// README's measurements serve it), a set of rules as serve puts them, and
+// sharedKeyCallers: 200 keys on three routes.
+func largeGatewayIndex(b *testing.B) (*index.Index, *policy.Set, []*policy.Caller) {
+	tools, profiles := largeGateway()
+	var list []catalog.Tool
+	for _, id := range tools.ids {
+		list = append(list, tools.byID[id])
+	}
+	ix, err := index.Build(context.Background(), list, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = ix.Close() })
+	set := policy.NewSet()
+	set.Put(NewScope(set.Profiles, nil))
+	set.Put(policy.NewProfiles(profiles))
+	return ix, set, sharedKeyCallers(synServer)
+}
+
+// BenchmarkSearchKeysRoundRobin is a search_tools of a shared gateway at
+// 50,000 tools: the caller's search filter (kept per scope by the policy,
+// evaluated over the index when new) and a BM25 search through it, for
+// one key searching again and again, and for 200 keys on three routes
+// taking turns. Each of the 600 had a filter of its own and the policy
+// kept 256, started over once full: every search of the round robin
+// evaluated its filter over the 50,000 tools again.
+func BenchmarkSearchKeysRoundRobin(b *testing.B) {
+	ix, set, callers := largeGatewayIndex(b)
+	eng := search.New(ix, nil, nil)
+	b.Cleanup(func() { eng.Close() })
+	queries := []string{"create a calendar event", "send an email", "read a file", "list pull requests"}
+	for _, bc := range []struct {
+		name    string
+		callers []*policy.Caller
+	}{{"one-key", callers[1:2]}, {"200-keys-3-routes", callers}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for _, c := range bc.callers { // each caller's first search
+				ix.In(set.Filter(c))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			i := 0
+			for b.Loop() {
+				c := bc.callers[i%len(bc.callers)]
+				if _, err := eng.Search(context.Background(), search.Query{Text: queries[i%len(queries)], Limit: 5, Filter: set.Filter(c)}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkFilterMemory is the heap a kept search filter holds once
+// evaluated over an index of 50,000 tools and 100 servers (its row bitmap
+// and its rows per server), by the kind of key it is for: what the
+// policy's bound on kept filters (maxFilters) costs at that size. In
+// hybrid mode a filter adds, on first use, the vector sums of the servers
+// it keeps part of: 384 float64 (3 KiB) each, and one for all.
+func BenchmarkFilterMemory(b *testing.B) {
+	ix, set, _ := largeGatewayIndex(b)
+	for _, kind := range []struct {
+		name string
+		key  func(i int) Entry
+	}{
+		{"allow-one-server", func(i int) Entry { return Entry{Allow: []string{synServer(i) + "__*"}} }},
+		{"deny-one-server", func(i int) Entry { return Entry{Deny: []string{synServer(i) + "__*"}} }},
+		{"profile", func(i int) Entry {
+			return Entry{Profile: fmt.Sprintf("p%d", i%10), Deny: []string{synServer(i) + "__*"}}
+		}},
+	} {
+		b.Run(kind.name, func(b *testing.B) {
+			var before, after runtime.MemStats
+			var kept []index.Subset
+			for b.Loop() {
+				kept = nil
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				for i := range servers {
+					c := &policy.Caller{Transport: policy.TransportHTTP, Key: kind.key(i).Caller()}
+					kept = append(kept, ix.In(set.Filter(c)))
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				set.Put(NewScope(set.Profiles, nil)) // a new snapshot: no filter kept
+			}
+			runtime.KeepAlive(kept)
+			b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/servers, "bytes/filter")
 		})
 	}
 }

@@ -45,13 +45,17 @@ func NewScope(profiles func() *policy.Profiles, adminOnly func(catalog.Tool) boo
 
 func (*Scope) Name() string { return RuleName }
 
-// Scope is what of the caller the rule reads: the key's scope.
+// Scope is what of the caller the rule reads: the key's scope, not its
+// name, which only the words of a refusal read. Keys of the same profile
+// and globs share their search filter and Sight (the policy keeps one per
+// scope): 200 keys each with a scope key of its own outnumbered the
+// filters a snapshot keeps, and every search rebuilt its key's.
 func (*Scope) Scope(c *policy.Caller) string {
 	if c.Key == nil {
 		return ""
 	}
 	k := c.Key
-	return strconv.FormatBool(k.Admin) + "\x01" + k.Name + "\x01" + k.Profile + "\x01" + strings.Join(k.Allow, "\x02") + "\x01" + strings.Join(k.Deny, "\x02")
+	return strconv.FormatBool(k.Admin) + "\x01" + k.Profile + "\x01" + strings.Join(k.Allow, "\x02") + "\x01" + strings.Join(k.Deny, "\x02")
 }
 
 // LacksAccess is the rule's refusal of a tool outside key name's scope:

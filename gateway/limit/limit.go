@@ -11,6 +11,7 @@
 package limit
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,6 +56,11 @@ type Caller interface {
 type Options struct {
 	MaxInFlight  int           // calls running per backend (default DefaultMaxInFlight)
 	QueueTimeout time.Duration // longest wait for a slot (default DefaultQueueTimeout)
+	// Gate names the slots a call takes: calls of equal gates share
+	// MaxInFlight of them. nil, or "", is the call's server. A
+	// management call that waits for one server's start takes that
+	// server's management slots, not the built-in server's (mgmt.Gate).
+	Gate func(server, tool string, args map[string]any) string
 }
 
 // InFlight caps the calls running on each backend. It is a Caller around
@@ -62,6 +69,7 @@ type InFlight struct {
 	next Caller
 	max  int
 	wait time.Duration
+	gate func(server, tool string, args map[string]any) string
 
 	mu    sync.Mutex
 	gates map[string]*gate // by server; a gate lives while it has calls
@@ -81,7 +89,7 @@ func NewInFlight(next Caller, opts *Options) *InFlight {
 	if o.QueueTimeout <= 0 {
 		o.QueueTimeout = DefaultQueueTimeout
 	}
-	return &InFlight{next: next, max: o.MaxInFlight, wait: o.QueueTimeout, gates: map[string]*gate{}}
+	return &InFlight{next: next, max: o.MaxInFlight, wait: o.QueueTimeout, gate: o.Gate, gates: map[string]*gate{}}
 }
 
 // gate is one backend's slots and queue. InFlight.mu guards it.
@@ -100,29 +108,35 @@ type waiter struct {
 // CallTool runs the call once its backend has a free slot; ErrBusy when
 // none frees within the queue timeout.
 func (c *InFlight) CallTool(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-	if err := c.acquire(ctx, server, tool); err != nil {
+	at := server
+	if c.gate != nil {
+		at = cmp.Or(c.gate(server, tool, args), server)
+	}
+	if err := c.acquire(ctx, at, server, tool); err != nil {
 		return nil, err
 	}
-	defer c.release(server, tool)
+	defer c.release(at, tool)
 	return c.next.CallTool(ctx, server, tool, args)
 }
 
-// Queued is how many calls wait for a slot on server.
-func (c *InFlight) Queued(server string) int {
+// Queued is how many calls wait for a slot of gate (a server's name
+// unless Options.Gate names another).
+func (c *InFlight) Queued(gate string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if g := c.gates[server]; g != nil {
+	if g := c.gates[gate]; g != nil {
 		return len(g.waiters)
 	}
 	return 0
 }
 
-func (c *InFlight) acquire(ctx context.Context, server, tool string) error {
+// acquire takes a slot of gate at for a call of server's tool.
+func (c *InFlight) acquire(ctx context.Context, at, server, tool string) error {
 	c.mu.Lock()
-	g := c.gates[server]
+	g := c.gates[at]
 	if g == nil {
 		g = &gate{perTool: map[string]int{}}
-		c.gates[server] = g
+		c.gates[at] = g
 	}
 	if g.running < c.max && len(g.waiters) == 0 {
 		g.take(tool)
@@ -140,7 +154,11 @@ func (c *InFlight) acquire(ctx context.Context, server, tool string) error {
 	case <-w.ready:
 		return nil
 	case <-t.C:
-		err = &backend.UnavailableError{Server: server, Err: fmt.Errorf("%w: %d calls were running on it for %s, the longest a call waits (toolgate.limits.queueTimeout)", ErrBusy, c.max, c.wait)}
+		on := "on it"
+		if at != server {
+			on = "on it for " + strings.TrimPrefix(at, server+GateSep)
+		}
+		err = &backend.UnavailableError{Server: server, Err: fmt.Errorf("%w: %d calls were running %s for %s, the longest a call waits (toolgate.limits.queueTimeout)", ErrBusy, c.max, on, c.wait)}
 	case <-ctx.Done():
 		err = context.Cause(ctx)
 	}
@@ -155,14 +173,19 @@ func (c *InFlight) acquire(ctx context.Context, server, tool string) error {
 			break
 		}
 	}
-	c.drop(server, g)
+	c.drop(at, g)
 	return err
 }
 
-func (c *InFlight) release(server, tool string) {
+// GateSep joins a server and what a call on it acts on into a gate's name
+// (Options.Gate): "toolgate/github".
+const GateSep = "/"
+
+// release gives back a slot of gate at that a call of tool took.
+func (c *InFlight) release(at, tool string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g := c.gates[server]
+	g := c.gates[at]
 	g.running--
 	if g.perTool[tool]--; g.perTool[tool] == 0 {
 		delete(g.perTool, tool)
@@ -181,7 +204,7 @@ func (c *InFlight) release(server, tool string) {
 		w.granted = true
 		close(w.ready)
 	}
-	c.drop(server, g)
+	c.drop(at, g)
 }
 
 func (g *gate) take(tool string) {
@@ -190,9 +213,9 @@ func (g *gate) take(tool string) {
 }
 
 // drop forgets an idle gate, so removed servers leave nothing behind.
-func (c *InFlight) drop(server string, g *gate) {
+func (c *InFlight) drop(at string, g *gate) {
 	if g.running == 0 && len(g.waiters) == 0 {
-		delete(c.gates, server)
+		delete(c.gates, at)
 	}
 }
 

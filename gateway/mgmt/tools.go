@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/keys"
+	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
@@ -633,4 +634,22 @@ func (s *Server) activateProfile(_ context.Context, c *policy.Caller, a profileA
 	}
 	return result(map[string]any{"active": a.Name},
 		"Profile %q is active for this session: search_tools and execute_tool now show only its tools (%s).", a.Name, describeProfile(p))
+}
+
+// Gate is the in-flight gate (limit.Options.Gate) of a call: a call that
+// waits for a server's start, toolgate__restart_server or enable_server
+// (up to 10 s), takes a slot of the management calls on that server,
+// "toolgate/NAME", not of the built-in server's: two restarts of servers
+// slow to start, at limits.maxInFlight 2, held up the operator's third
+// restart and every caller's other management calls until the queue
+// timeout refused them as busy. Calls on one server stay capped; any
+// other call takes its server's slots ("": the default).
+func Gate(server, tool string, args map[string]any) string {
+	if server != Name || tool != "restart_server" && tool != "enable_server" {
+		return ""
+	}
+	if name, ok := args["name"].(string); ok && name != "" {
+		return Name + limit.GateSep + name
+	}
+	return ""
 }

@@ -79,9 +79,10 @@ type keptSight struct {
 	v   *Sight
 }
 
-// maxSights bounds the Sights a snapshot keeps: one per caller scope (each
-// key, by profile), 200 keys at the largest gateway measured; past this
-// many the cache starts over.
+// maxSights bounds the Sights a snapshot keeps: one per caller scope (the
+// keys of one profile and globs share one) and route, 200 keys at the
+// largest gateway measured; past this many one is evicted for each new
+// one (scopeCache).
 const maxSights = 512
 
 // Sight looks over tools once as c. When tools numbers its catalogs
@@ -102,15 +103,11 @@ func (s *Set) Sight(c *Caller, tools Tools) *Sight {
 	}
 	sn := s.cur.Load()
 	key := sn.scopeKey(orAnonymous(c)) + strconv.FormatBool(c.ManagesAll())
-	if k, ok := sn.sights.Load(key); ok && k.(*keptSight).gen == gen {
-		return k.(*keptSight).v
+	if k, ok := sn.sights.load(key); ok && k.gen == gen {
+		return k.v
 	}
 	v := s.look(sn, c, tools)
-	if sn.nsights.Add(1) > maxSights {
-		sn.sights.Clear()
-		sn.nsights.Store(1)
-	}
-	sn.sights.Store(key, &keptSight{gen, v})
+	sn.sights.put(key, &keptSight{gen, v})
 	return v
 }
 

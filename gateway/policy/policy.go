@@ -192,8 +192,10 @@ type Rule interface {
 	// "quarantine".
 	Name() string
 	// Scope is what of c the rule reads, as a string: callers with equal
-	// scopes get equal answers from Check, so search filters are cached
-	// per scope. A rule that does not look at the caller returns "".
+	// scopes are let through and refused the same tools by Check (the
+	// words of a refusal may name the caller: its key), so search filters
+	// and Sights are kept per scope. A rule that does not look at the
+	// caller returns "".
 	Scope(c *Caller) string
 	// Check returns "" when the rule lets c see and run t, otherwise why
 	// not, in words a model can act on (what denies it and what would
@@ -240,20 +242,32 @@ type Set struct {
 // them, by caller scope.
 type snapshot struct {
 	rules   []Rule
-	filters sync.Map // scope key → *search.Filter
-	count   atomic.Int32
-	sights  sync.Map // scope key → *keptSight
-	nsights atomic.Int32
+	filters scopeCache[*search.Filter]
+	sights  scopeCache[*keptSight]
 }
 
-// maxFilters bounds the filters a snapshot keeps: scopes are profiles ×
-// keys, a handful; past this many the cache starts over.
-const maxFilters = 256
+func newSnapshot(rules []Rule) *snapshot {
+	sn := &snapshot{rules: rules}
+	sn.filters.max, sn.sights.max = maxFilters, maxSights
+	return sn
+}
+
+// maxFilters bounds the search filters a snapshot keeps: one per caller
+// scope (keys with the same profile and globs share one, whatever their
+// names) and route (/mcp, each /profiles/NAME/mcp). 200 keys of distinct
+// scopes on /mcp and two profiles' routes are 600. A filter evaluated
+// over an index of 50,000 tools and 100 servers holds its row bitmap (6.1
+// KiB) and its rows per server: 7.1–10.3 KiB in all
+// (keys.BenchmarkFilterMemory), so 1024 take 7–11 MiB at that size. In
+// hybrid mode a filter adds, on first use, the vector sums of the
+// servers it keeps part of (3 KiB each): a scope that cuts into few
+// servers, as keys' and profiles' globs do, adds a few KiB.
+const maxFilters = 1024
 
 // NewSet returns a set of rules, checked in the order given.
 func NewSet(rules ...Rule) *Set {
 	s := &Set{}
-	s.cur.Store(&snapshot{rules: rules})
+	s.cur.Store(newSnapshot(rules))
 	return s
 }
 
@@ -306,7 +320,7 @@ func (s *Set) Remove(name string) {
 }
 
 func (s *Set) store(rules []Rule) {
-	s.cur.Store(&snapshot{rules: rules})
+	s.cur.Store(newSnapshot(rules))
 	s.gen.Add(1)
 }
 
@@ -384,16 +398,10 @@ func (s *Set) Filter(c *Caller) *search.Filter {
 	c = orAnonymous(c)
 	sn := s.cur.Load()
 	key := sn.scopeKey(c)
-	if f, ok := sn.filters.Load(key); ok {
-		return f.(*search.Filter)
+	if f, ok := sn.filters.load(key); ok {
+		return f
 	}
-	f := search.NewFilter(func(t catalog.Tool) bool { return sn.allowed(sn.rules, c, t) })
-	if sn.count.Add(1) > maxFilters {
-		sn.filters.Clear()
-		sn.count.Store(1)
-	}
-	actual, _ := sn.filters.LoadOrStore(key, f)
-	return actual.(*search.Filter)
+	return sn.filters.add(key, search.NewFilter(func(t catalog.Tool) bool { return sn.allowed(sn.rules, c, t) }))
 }
 
 // scopeKey is what the rules read of c (each Rule's Scope): callers with

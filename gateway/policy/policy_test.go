@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/toolgate/toolgate/gateway/config"
@@ -424,5 +425,71 @@ func TestSightKeptConcurrent(t *testing.T) {
 	set.PutProfiles(map[string]config.Profile{"kg": {Servers: []string{"other"}}})
 	if n := set.Sight(c, tools).Tools("memory"); n != 0 {
 		t.Errorf("after kg left memory out the view holds %d of its tools, want 0", n)
+	}
+}
+
+// evaluations lets every tool through and counts how often a search
+// filter asks it (once per tool of the index each time a filter is
+// evaluated): put first in a set, calls / tools is the filters built.
+type evaluations struct{ calls atomic.Int64 }
+
+func (*evaluations) Name() string                               { return "count" }
+func (*evaluations) Scope(*policy.Caller) string                { return "" }
+func (*evaluations) Check(*policy.Caller, catalog.Tool) string  { return "" }
+func (e *evaluations) Allows(*policy.Caller, catalog.Tool) bool { e.calls.Add(1); return true }
+
+// Callers of 300 scopes searching round robin keep their filters and
+// Sights (a second round builds none); past the bound of a snapshot's
+// cache, a round builds again only some of them. A cache of 256 that
+// started over once full built every filter at every search: 300 keys
+// round robin never found theirs.
+func TestFiltersKeptPastScopes(t *testing.T) {
+	var tools []catalog.Tool
+	for i := range 20 {
+		tools = append(tools, tool(fmt.Sprintf("memory__read_%d", i)))
+	}
+	ix, err := index.Build(context.Background(), tools, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	callers := func(n int) []*policy.Caller {
+		var out []*policy.Caller
+		for i := range n {
+			out = append(out, &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: fmt.Sprintf("k%d", i)}})
+		}
+		return out
+	}
+	count := &evaluations{}
+	set := policy.NewSet(count, &keyRule{})
+	round := func(cs []*policy.Caller) int64 {
+		before := count.calls.Load()
+		for _, c := range cs {
+			ix.In(set.Filter(c))
+		}
+		return (count.calls.Load() - before) / int64(len(tools))
+	}
+	three := callers(300)
+	if n := round(three); n != 300 {
+		t.Errorf("first round: %d filters built, want 300", n)
+	}
+	if n := round(three); n != 0 {
+		t.Errorf("second round of 300 scopes: %d filters built again, want 0", n)
+	}
+	cat := &numbered{gen: 1, tools: tools}
+	sights := map[*policy.Caller]*policy.Sight{}
+	for _, c := range three {
+		sights[c] = set.Sight(c, cat)
+	}
+	for _, c := range three {
+		if set.Sight(c, cat) != sights[c] {
+			t.Fatalf("key %s: its Sight was made again in the second round", c.Key.Name)
+		}
+	}
+	set.Put(&keyRule{}) // a new snapshot, its caches empty
+	many := callers(1100)
+	round(many)
+	if n := round(many); n >= 1100/2 {
+		t.Errorf("second round of 1100 scopes: %d filters built again, want fewer than half", n)
 	}
 }

@@ -176,3 +176,84 @@ func TestPingFindsNetworkUnreachable(t *testing.T) {
 		return st.State != StateUp && strings.Contains(st.LastErr, "a ping could not reach the server (dial tcp: connect: network is unreachable): the network to it is down or changed: connecting again")
 	})
 }
+
+// TestStatelessServerProbed: a server of the stateless protocol
+// (2026-07-28) refuses "ping", so it was never pinged: a network that
+// dropped it without a word left it "up", each call waiting its whole
+// callTimeout, and a server that stopped was found by the next call. It
+// is asked server/discover instead, which every server of that protocol
+// answers (the request a client starts with), on the connections its
+// calls use: a drop is down within keepAlive and PingTimeout, with why,
+// and a call under way fails then; a stopped server is down with "nothing
+// listens" before any call.
+func TestStatelessServerProbed(t *testing.T) {
+	t.Run("drop", func(t *testing.T) {
+		hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "stateless,propagate-cancel")
+		relay := testenv.NewDropRelay(t, hs.Listener.Addr().String())
+		s := hs.Config("remote", nil)
+		s.URL = relay.URL(s.URL, hs.Listener.Addr().String())
+		s.CallTimeout = config.Duration{Duration: time.Hour}
+		logs := &testenv.LogBuffer{}
+		defer func() {
+			if t.Failed() {
+				t.Log(logs.String())
+			}
+		}()
+		p := startPool(t, []config.Server{s}, keepAliveOptions(logs))
+		testenv.Eventually(t, "remote up", func() bool { return statusOf(t, p, "remote").State == StateUp })
+		if st := statusOf(t, p, "remote"); st.Protocol != StatelessProtocolVersion {
+			t.Fatalf("protocol %q, want %q", st.Protocol, StatelessProtocolVersion)
+		}
+		testenv.Eventually(t, "a server/discover probe after the start", func() bool { return discovers(hs) >= 2 })
+		callErr := make(chan error, 1)
+		go func() {
+			_, err := p.CallTool(context.Background(), "remote", "sleep", map[string]any{"ms": 600000})
+			callErr <- err
+		}()
+		testenv.Eventually(t, "the call under way", func() bool { return inFlight(t, p, "remote") == 1 })
+		relay.Blackhole.Store(true)
+		const want = "no answer to a server/discover request (the stateless protocol's ping) within 2s"
+		testenv.Eventually(t, "remote down with why", func() bool {
+			st := statusOf(t, p, "remote")
+			return st.State != StateUp && strings.Contains(st.LastErr, want)
+		})
+		err := <-callErr
+		var un *UnavailableError
+		if !errors.As(err, &un) || !errors.Is(err, ErrMayHaveRun) || !strings.Contains(err.Error(), want) {
+			t.Errorf("the call under way: %v\nwant it unavailable, said with the probe, and that it may have run", err)
+		}
+		relay.Blackhole.Store(false)
+		testenv.Eventually(t, "remote up again", func() bool {
+			st := statusOf(t, p, "remote")
+			return st.State == StateUp && st.Restarts > 0
+		})
+		res, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "back"})
+		if err != nil || textOf(t, res) != "back" {
+			t.Fatalf("call once the network is back: %v", err)
+		}
+	})
+	t.Run("stopped", func(t *testing.T) {
+		hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "stateless")
+		o := keepAliveOptions(&testenv.LogBuffer{})
+		o.RestartDelays = []time.Duration{time.Hour}
+		p := startPool(t, []config.Server{hs.Config("remote", nil)}, o)
+		testenv.Eventually(t, "remote up", func() bool { return statusOf(t, p, "remote").State == StateUp })
+		hs.CloseClientConnections()
+		hs.Close()
+		testenv.Eventually(t, "remote down before any call", func() bool {
+			st := statusOf(t, p, "remote")
+			return st.State != StateUp && strings.Contains(st.LastErr, "nothing listens at "+hs.Listener.Addr().String())
+		})
+	})
+}
+
+// discovers counts the server/discover requests hs took.
+func discovers(hs *backendtest.HTTPServer) int {
+	n := 0
+	for _, h := range hs.Headers() {
+		if h.Get("Mcp-Method") == "server/discover" {
+			n++
+		}
+	}
+	return n
+}

@@ -871,3 +871,109 @@ func TestKeyRevokedMidCall(t *testing.T) {
 		t.Fatalf("call whose key was revoked while it ran: %v; want the gateway's words for the revoked key (result %s)", err, text(a.res))
 	}
 }
+
+// pings counts the MCP pings a handler takes.
+type pings struct {
+	http.Handler
+	n atomic.Int64
+}
+
+func (p *pings) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if strings.Contains(string(body), `"method":"ping"`) {
+		p.n.Add(1)
+	}
+	r.Body = io.NopCloser(strings.NewReader(string(body)))
+	p.Handler.ServeHTTP(w, r)
+}
+
+// TestDeadConnectionNoHeartbeat: a gateway that says no beat (one older
+// than the heartbeat, or a proxy that drops the header) is pinged once a
+// call got nothing from it for Silence: a gateway that answers the ping
+// runs a long call to its end, and one that does not (the network
+// dropped) fails the call, said so; the next call connects anew. A call
+// to such a gateway was waited for as long as it took.
+func TestDeadConnectionNoHeartbeat(t *testing.T) {
+	const silence = 100 * time.Millisecond
+	h := &holder{started: make(chan struct{}, 1), release: make(chan struct{})}
+	g := gateway.New(newEngine(t), h, nil)
+	p := &pings{Handler: g.HTTPHandler(&gateway.HTTPOptions{Heartbeat: -1})}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	defer close(h.release)
+	relay := testenv.NewDropRelay(t, srv.Listener.Addr().String())
+	cs, _, _, _ := run(t, bridge.Options{URL: "http://" + relay.Addr() + "/mcp", Silence: silence})
+	args := map[string]any{"name": "notes__add_note", "arguments": map[string]any{}}
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan answer, 1)
+
+	// A long call, the gateway answering the pings: it finishes.
+	h.hold.Store(true)
+	go func() { res, err := callTool(t, cs, "execute_tool", args); done <- answer{res, err} }()
+	<-h.started
+	testenv.Eventually(t, "three pings during the call", func() bool {
+		select {
+		case a := <-done:
+			t.Fatalf("a long call of a gateway that answers its pings ended before its answer: %v %s", a.err, text(a.res))
+		default:
+		}
+		return p.n.Load() >= 3
+	})
+	h.release <- struct{}{}
+	if a := <-done; a.err != nil || text(a.res) != "notes__add_note ran" {
+		t.Fatalf("long call: %v %s", a.err, text(a.res))
+	}
+
+	// The network drops mid-call: the ping gets no answer either.
+	go func() { res, err := callTool(t, cs, "execute_tool", args); done <- answer{res, err} }()
+	<-h.started
+	relay.Blackhole.Store(true)
+	a := <-done
+	if a.err == nil || !strings.Contains(a.err.Error(), "sent nothing for 100ms and did not answer a ping within 100ms") || !strings.Contains(a.err.Error(), "it may have run") {
+		t.Fatalf("call over a dead connection: %v %s; want an error that says the gateway went silent, did not answer a ping, and the call may have run", a.err, text(a.res))
+	}
+	h.hold.Store(false)
+	relay.Blackhole.Store(false)
+	if res, err := callTool(t, cs, "execute_tool", args); err != nil || text(res) != "notes__add_note ran" {
+		t.Fatalf("the next call, the network back: %v %s", err, text(res))
+	}
+}
+
+// TestWakePingsAGatewayWithoutBeat: after a sleep of the machine, a call
+// to a gateway that says no beat is pinged at once, not after the rest of
+// its Silence (whose timer stood still in the sleep): one whose ping gets
+// no answer (the connection died in the sleep) ends, said so, and the next
+// call connects anew.
+func TestWakePingsAGatewayWithoutBeat(t *testing.T) {
+	wakes := make(chan func(time.Duration), 1)
+	bridge.WakeWith(t.Cleanup, wakes)
+	h := &holder{started: make(chan struct{}, 1), release: make(chan struct{})}
+	g := gateway.New(newEngine(t), h, nil)
+	srv := httptest.NewServer(g.HTTPHandler(&gateway.HTTPOptions{Heartbeat: -1}))
+	defer srv.Close()
+	defer close(h.release)
+	relay := testenv.NewDropRelay(t, srv.Listener.Addr().String())
+	// A Silence past the client's own timeout: only the wake can end the call in time.
+	cs, _, _, _ := run(t, bridge.Options{URL: "http://" + relay.Addr() + "/mcp", Silence: time.Hour, PingWait: 100 * time.Millisecond})
+	woke := <-wakes
+	args := map[string]any{"name": "notes__add_note", "arguments": map[string]any{}}
+
+	h.hold.Store(true)
+	done := make(chan error, 1)
+	go func() { _, err := callTool(t, cs, "execute_tool", args); done <- err }()
+	<-h.started
+	relay.Blackhole.Store(true)
+	woke(time.Hour)
+	err := <-done
+	if err == nil || !strings.Contains(err.Error(), "this machine woke from a sleep, and the gateway did not answer a ping within 100ms") || !strings.Contains(err.Error(), "it may have run") {
+		t.Fatalf("call over a connection that died in a sleep: %v; want an error that says so", err)
+	}
+	h.hold.Store(false)
+	relay.Blackhole.Store(false)
+	if res, err := callTool(t, cs, "execute_tool", args); err != nil || text(res) != "notes__add_note ran" {
+		t.Fatalf("the next call: %v %s", err, text(res))
+	}
+}

@@ -111,9 +111,15 @@ func TestWakeConnectsAtOnce(t *testing.T) {
 
 // TestWakePingsAtOnce: a remote server up when the machine slept is
 // pinged as it wakes, its connection most often dead, not up to keepAlive
-// later.
+// later; one of the stateless protocol is asked server/discover.
 func TestWakePingsAtOnce(t *testing.T) {
-	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal")
+	for _, tc := range []struct{ modes, probe string }{{"normal", "a ping"}, {"stateless", "a server/discover request (the stateless protocol's ping)"}} {
+		t.Run(tc.modes, func(t *testing.T) { testWakePingsAtOnce(t, tc.modes, tc.probe) })
+	}
+}
+
+func testWakePingsAtOnce(t *testing.T, modes, probe string) {
+	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, modes)
 	relay := testenv.NewDropRelay(t, hs.Listener.Addr().String())
 	s := hs.Config("remote", nil)
 	s.URL = relay.URL(s.URL, hs.Listener.Addr().String())
@@ -131,7 +137,7 @@ func TestWakePingsAtOnce(t *testing.T) {
 	relay.Blackhole.Store(true)
 	p.wake()
 	testenv.Eventually(t, "remote down at the wake's ping", func() bool {
-		return strings.Contains(statusOf(t, p, "remote").LastErr, "no answer to a ping within 2s")
+		return strings.Contains(statusOf(t, p, "remote").LastErr, "no answer to "+probe+" within 2s")
 	})
 }
 

@@ -309,16 +309,18 @@ func (e silentError) Error() string {
 
 // watchdog ends a request (cancel) once it got nothing for a while.
 type watchdog struct {
-	t           *time.Timer
-	after, beat time.Duration
-	woke        atomic.Bool
+	t     *time.Timer
+	after time.Duration
+	woke  atomic.Bool
 }
 
 // watch returns the watchdog of a request (ctx), or nil when
 // Options.Silence is negative. It is known to woke while the request
 // lasts (stop). Of a gateway that has not said it beats, it pings the
 // gateway once the request got nothing for Silence (at once after a
-// wake), and ends the request only when the ping gets no answer.
+// wake), and ends the request only when the ping gets no answer. Which
+// of the two is the gateway's last word at the time (a gateway restarted
+// as an older version says no beat any more).
 func (b *bridge) watch(ctx context.Context, cancel context.CancelCauseFunc) *watchdog {
 	beat := time.Duration(b.beat.Load())
 	after := b.opts.Silence
@@ -331,8 +333,9 @@ func (b *bridge) watch(ctx context.Context, cancel context.CancelCauseFunc) *wat
 			after = SilentBeats * beat
 		}
 	}
-	w := &watchdog{after: after, beat: beat}
+	w := &watchdog{after: after}
 	w.t = time.AfterFunc(after, func() {
+		beat := time.Duration(b.beat.Load())
 		se := silentError{silence: after, beat: beat}
 		if w.woke.Load() {
 			se.silence, se.woke = wakeSilence(after, beat), true
@@ -423,7 +426,7 @@ func (b *bridge) woke(slept time.Duration) {
 	defer b.mu.Unlock()
 	for w := range b.dogs {
 		w.woke.Store(true)
-		w.t.Reset(wakeSilence(w.after, w.beat))
+		w.t.Reset(wakeSilence(w.after, time.Duration(b.beat.Load())))
 	}
 }
 
@@ -565,10 +568,14 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 	defer resp.Body.Close()
 	b.answered.Store(true)
 	wd.touch()
-	if beat, err := time.ParseDuration(resp.Header.Get(gateway.HeartbeatHeader)); err == nil {
-		if old := b.beat.Swap(int64(beat)); old != int64(beat) && b.opts.Silence > 0 && b.opts.Silence <= beat {
-			b.opts.Logger.Warn("the silence limit is not above the gateway's beat: a call that runs longer than a beat is taken for dead; give three of its beats", "silence", b.opts.Silence, "beat", beat, "want", SilentBeats*beat)
-		}
+	// Each answer says the gateway's beat, or none (one restarted as a
+	// version older than the heartbeat): the last word holds.
+	beat, err := time.ParseDuration(resp.Header.Get(gateway.HeartbeatHeader))
+	if err != nil || beat < 0 {
+		beat = 0
+	}
+	if old := b.beat.Swap(int64(beat)); old != int64(beat) && beat > 0 && b.opts.Silence > 0 && b.opts.Silence <= beat {
+		b.opts.Logger.Warn("the silence limit is not above the gateway's beat: a call that runs longer than a beat is taken for dead; give three of its beats", "silence", b.opts.Silence, "beat", beat, "want", SilentBeats*beat)
 	}
 	if wd != nil {
 		resp.Body = struct {

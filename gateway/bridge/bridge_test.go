@@ -977,3 +977,54 @@ func TestWakePingsAGatewayWithoutBeat(t *testing.T) {
 		t.Fatalf("the next call: %v %s", err, text(res))
 	}
 }
+
+// swap is a handler that can be replaced while it serves (a gateway
+// restarted as another version at the same address).
+type swap struct{ h atomic.Pointer[http.Handler] }
+
+func (s *swap) ServeHTTP(w http.ResponseWriter, r *http.Request) { (*s.h.Load()).ServeHTTP(w, r) }
+
+// TestGatewayRolledBackToNoBeat: a gateway that beat, restarted as one
+// that says no beat (rolled back to a version older than the heartbeat),
+// is not held to the beat it said before once it has answered: a call
+// longer than Silence runs to its end while the gateway answers the
+// pings. Its old beat was kept for good, and every call longer than
+// Silence was answered that the connection was dead.
+func TestGatewayRolledBackToNoBeat(t *testing.T) {
+	const silence = 100 * time.Millisecond
+	h := &holder{started: make(chan struct{}, 1), release: make(chan struct{})}
+	g := gateway.New(newEngine(t), h, nil)
+	beating := g.HTTPHandler(&gateway.HTTPOptions{Heartbeat: 20 * time.Millisecond})
+	p := &pings{Handler: g.HTTPHandler(&gateway.HTTPOptions{Heartbeat: -1})}
+	var old http.Handler = p
+	sw := &swap{}
+	sw.h.Store(&beating)
+	srv := httptest.NewServer(sw)
+	defer srv.Close()
+	defer close(h.release)
+	cs, _, _, _ := run(t, bridge.Options{URL: srv.URL + "/mcp", Silence: silence})
+	args := map[string]any{"name": "notes__add_note", "arguments": map[string]any{}}
+	if res, err := callTool(t, cs, "execute_tool", args); err != nil || text(res) != "notes__add_note ran" {
+		t.Fatalf("a call of the gateway that beats: %v %s", err, text(res))
+	}
+	sw.h.Store(&old)
+	if res, err := callTool(t, cs, "execute_tool", args); err != nil || text(res) != "notes__add_note ran" {
+		t.Fatalf("the first call of the rolled-back gateway: %v %s", err, text(res))
+	}
+	h.hold.Store(true)
+	done := make(chan error, 1)
+	go func() { _, err := callTool(t, cs, "execute_tool", args); done <- err }()
+	<-h.started
+	testenv.Eventually(t, "three pings during the call", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("a long call of the rolled-back gateway ended before its answer: %v", err)
+		default:
+		}
+		return p.n.Load() >= 3
+	})
+	h.release <- struct{}{}
+	if err := <-done; err != nil {
+		t.Fatalf("long call: %v", err)
+	}
+}

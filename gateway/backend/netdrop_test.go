@@ -33,17 +33,28 @@ func keepAliveOptions(l *testenv.LogBuffer) *Options {
 // ping gets no answer, and connected to again with the restart policy once
 // the network carries bytes; a call under way then fails as unavailable,
 // with the warning that it may have run. The server stayed "up" until a
-// call timed out (callTimeout, 60 s), each call waiting that long.
+// call timed out (callTimeout, 60 s), each call waiting that long. A
+// server of the stateless protocol (2026-07-28) refuses "ping" and was
+// never pinged: it is asked server/discover instead, which every server
+// of that protocol answers, on the connections its calls use.
 func TestSilentDropSeenByPing(t *testing.T) {
-	for _, transport := range []string{config.TypeHTTP, config.TypeSSE} {
-		t.Run(transport, func(t *testing.T) {
-			hs := backendtest.NewHTTPServer(t, transport, "normal")
+	for _, tc := range []struct{ name, transport, modes, ping string }{
+		{config.TypeHTTP, config.TypeHTTP, "normal", "a ping"},
+		{config.TypeSSE, config.TypeSSE, "normal", "a ping"},
+		{"stateless", config.TypeHTTP, "stateless,propagate-cancel", "a server/discover request (the stateless protocol's ping)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			transport := tc.transport
+			hs := backendtest.NewHTTPServer(t, transport, tc.modes)
 			relay := testenv.NewDropRelay(t, hs.Listener.Addr().String())
 			s := hs.Config("remote", nil)
 			s.URL = relay.URL(s.URL, hs.Listener.Addr().String())
 			s.CallTimeout = config.Duration{Duration: time.Hour}
 			p := startPool(t, []config.Server{s}, keepAliveOptions(&testenv.LogBuffer{}))
 			testenv.Eventually(t, "remote up", func() bool { return statusOf(t, p, "remote").State == StateUp })
+			if tc.name == "stateless" {
+				testenv.Eventually(t, "a server/discover request after the start", func() bool { return discovers(hs) >= 2 })
+			}
 
 			// A call under way (over streamable HTTP: an SSE server's
 			// session, and so the test's server, would wait out the sleep).
@@ -55,21 +66,21 @@ func TestSilentDropSeenByPing(t *testing.T) {
 				}()
 				testenv.Eventually(t, "the call under way", func() bool { return inFlight(t, p, "remote") == 1 })
 			} else {
-				callErr <- &UnavailableError{Err: &OwnWords{Before: "no answer to a ping within 2s", Mark: ErrMayHaveRun}}
+				callErr <- &UnavailableError{Err: &OwnWords{Before: "no answer to " + tc.ping + " within 2s", Mark: ErrMayHaveRun}}
 			}
 			relay.Blackhole.Store(true)
 			testenv.Eventually(t, "remote down with why", func() bool {
 				st := statusOf(t, p, "remote")
-				return st.State != StateUp && strings.Contains(st.LastErr, "no answer to a ping within")
+				return st.State != StateUp && strings.Contains(st.LastErr, "no answer to "+tc.ping+" within")
 			})
-			want := `backend "remote" at ` + s.URL + `: no answer to a ping within 2s: the network to the server dropped the connection without a word ` +
+			want := `backend "remote" at ` + s.URL + `: no answer to ` + tc.ping + ` within 2s: the network to the server dropped the connection without a word ` +
 				`(a Wi-Fi or VPN that changed, a NAT or firewall that timed it out, this machine asleep) or the server hangs: connecting again`
 			if got := statusOf(t, p, "remote").LastErr; !strings.HasPrefix(got, want) {
 				t.Errorf("its error:\n%s\nwant it to start:\n%s", got, want)
 			}
 			err := <-callErr
 			var un *UnavailableError
-			if !errors.As(err, &un) || !errors.Is(err, ErrMayHaveRun) || !strings.Contains(err.Error(), "no answer to a ping within 2s") {
+			if !errors.As(err, &un) || !errors.Is(err, ErrMayHaveRun) || !strings.Contains(err.Error(), "no answer to "+tc.ping+" within 2s") {
 				t.Errorf("the call under way: %v\nwant it unavailable, said with the ping, and that it may have run", err)
 			}
 
@@ -184,72 +195,20 @@ func TestPingFindsNetworkUnreachable(t *testing.T) {
 }
 
 // TestStatelessServerProbed: a server of the stateless protocol
-// (2026-07-28) refuses "ping", so it was never pinged: a network that
-// dropped it without a word left it "up", each call waiting its whole
-// callTimeout, and a server that stopped was found by the next call. It
-// is asked server/discover instead, which every server of that protocol
-// answers (the request a client starts with), on the connections its
-// calls use: a drop is down within keepAlive and PingTimeout, with why,
-// and a call under way fails then; a stopped server is down with "nothing
-// listens" before any call.
+// (2026-07-28) that stopped is down ("nothing listens") before a call
+// finds it: server/discover, which it is asked every keepAlive, is
+// refused the connection. It stayed "up" until a call.
 func TestStatelessServerProbed(t *testing.T) {
-	t.Run("drop", func(t *testing.T) {
-		hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "stateless,propagate-cancel")
-		relay := testenv.NewDropRelay(t, hs.Listener.Addr().String())
-		s := hs.Config("remote", nil)
-		s.URL = relay.URL(s.URL, hs.Listener.Addr().String())
-		s.CallTimeout = config.Duration{Duration: time.Hour}
-		logs := &testenv.LogBuffer{}
-		defer func() {
-			if t.Failed() {
-				t.Log(logs.String())
-			}
-		}()
-		p := startPool(t, []config.Server{s}, keepAliveOptions(logs))
-		testenv.Eventually(t, "remote up", func() bool { return statusOf(t, p, "remote").State == StateUp })
-		if st := statusOf(t, p, "remote"); st.Protocol != StatelessProtocolVersion {
-			t.Fatalf("protocol %q, want %q", st.Protocol, StatelessProtocolVersion)
-		}
-		testenv.Eventually(t, "a server/discover probe after the start", func() bool { return discovers(hs) >= 2 })
-		callErr := make(chan error, 1)
-		go func() {
-			_, err := p.CallTool(context.Background(), "remote", "sleep", map[string]any{"ms": 600000})
-			callErr <- err
-		}()
-		testenv.Eventually(t, "the call under way", func() bool { return inFlight(t, p, "remote") == 1 })
-		relay.Blackhole.Store(true)
-		const want = "no answer to a server/discover request (the stateless protocol's ping) within 2s"
-		testenv.Eventually(t, "remote down with why", func() bool {
-			st := statusOf(t, p, "remote")
-			return st.State != StateUp && strings.Contains(st.LastErr, want)
-		})
-		err := <-callErr
-		var un *UnavailableError
-		if !errors.As(err, &un) || !errors.Is(err, ErrMayHaveRun) || !strings.Contains(err.Error(), want) {
-			t.Errorf("the call under way: %v\nwant it unavailable, said with the probe, and that it may have run", err)
-		}
-		relay.Blackhole.Store(false)
-		testenv.Eventually(t, "remote up again", func() bool {
-			st := statusOf(t, p, "remote")
-			return st.State == StateUp && st.Restarts > 0
-		})
-		res, err := p.CallTool(context.Background(), "remote", "echo", map[string]any{"text": "back"})
-		if err != nil || textOf(t, res) != "back" {
-			t.Fatalf("call once the network is back: %v", err)
-		}
-	})
-	t.Run("stopped", func(t *testing.T) {
-		hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "stateless")
-		o := keepAliveOptions(&testenv.LogBuffer{})
-		o.RestartDelays = []time.Duration{time.Hour}
-		p := startPool(t, []config.Server{hs.Config("remote", nil)}, o)
-		testenv.Eventually(t, "remote up", func() bool { return statusOf(t, p, "remote").State == StateUp })
-		hs.CloseClientConnections()
-		hs.Close()
-		testenv.Eventually(t, "remote down before any call", func() bool {
-			st := statusOf(t, p, "remote")
-			return st.State != StateUp && strings.Contains(st.LastErr, "nothing listens at "+hs.Listener.Addr().String())
-		})
+	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "stateless")
+	o := keepAliveOptions(&testenv.LogBuffer{})
+	o.RestartDelays = []time.Duration{time.Hour}
+	p := startPool(t, []config.Server{hs.Config("remote", nil)}, o)
+	testenv.Eventually(t, "remote up", func() bool { return statusOf(t, p, "remote").State == StateUp })
+	hs.CloseClientConnections()
+	hs.Close()
+	testenv.Eventually(t, "remote down before any call", func() bool {
+		st := statusOf(t, p, "remote")
+		return st.State != StateUp && strings.Contains(st.LastErr, "nothing listens at "+hs.Listener.Addr().String())
 	})
 }
 

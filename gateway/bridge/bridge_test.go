@@ -794,35 +794,47 @@ func TestDeadConnectionFailsTheCall(t *testing.T) {
 // lid closed mid-call), a call whose connection died in it gets its answer
 // within two of the gateway's beats, not after the rest of its Silence
 // (whose timer stood still in the sleep), and the next call connects anew.
+// A gateway that says no beat is pinged at once, and the call ends when
+// the ping gets no answer.
 func TestWakeFailsADeadCallSoon(t *testing.T) {
-	const beat = 20 * time.Millisecond
-	wakes := make(chan func(time.Duration), 1)
-	bridge.WakeWith(t.Cleanup, wakes)
-	h := &holder{started: make(chan struct{}, 1), release: make(chan struct{})}
-	g := gateway.New(newEngine(t), h, nil)
-	srv := httptest.NewServer(g.HTTPHandler(&gateway.HTTPOptions{Heartbeat: beat}))
-	defer srv.Close()
-	defer close(h.release)
-	relay := testenv.NewDropRelay(t, srv.Listener.Addr().String())
-	// A Silence past the client's own timeout: only the wake can end the call in time.
-	cs, _, _, _ := run(t, bridge.Options{URL: "http://" + relay.Addr() + "/mcp", Silence: time.Hour})
-	woke := <-wakes
-	args := map[string]any{"name": "notes__add_note", "arguments": map[string]any{}}
+	for _, tc := range []struct {
+		name string
+		beat time.Duration
+		want string
+	}{
+		{"beats", 20 * time.Millisecond, "sent nothing for 40ms after this machine woke from a sleep"},
+		{"no beat", -1, "this machine woke from a sleep, and the gateway did not answer a ping within 100ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wakes := make(chan func(time.Duration), 1)
+			bridge.WakeWith(t.Cleanup, wakes)
+			h := &holder{started: make(chan struct{}, 1), release: make(chan struct{})}
+			g := gateway.New(newEngine(t), h, nil)
+			srv := httptest.NewServer(g.HTTPHandler(&gateway.HTTPOptions{Heartbeat: tc.beat}))
+			defer srv.Close()
+			defer close(h.release)
+			relay := testenv.NewDropRelay(t, srv.Listener.Addr().String())
+			// A Silence past the client's own timeout: only the wake can end the call in time.
+			cs, _, _, _ := run(t, bridge.Options{URL: "http://" + relay.Addr() + "/mcp", Silence: time.Hour, PingWait: 100 * time.Millisecond})
+			woke := <-wakes
+			args := map[string]any{"name": "notes__add_note", "arguments": map[string]any{}}
 
-	h.hold.Store(true)
-	done := make(chan error, 1)
-	go func() { _, err := callTool(t, cs, "execute_tool", args); done <- err }()
-	<-h.started
-	relay.Blackhole.Store(true)
-	woke(time.Hour)
-	err := <-done
-	if err == nil || !strings.Contains(err.Error(), "after this machine woke from a sleep") || !strings.Contains(err.Error(), "it may have run") {
-		t.Fatalf("call over a connection that died in a sleep: %v; want an error that says so", err)
-	}
-	h.hold.Store(false)
-	relay.Blackhole.Store(false)
-	if res, err := callTool(t, cs, "execute_tool", args); err != nil || text(res) != "notes__add_note ran" {
-		t.Fatalf("the next call: %v %s", err, text(res))
+			h.hold.Store(true)
+			done := make(chan error, 1)
+			go func() { _, err := callTool(t, cs, "execute_tool", args); done <- err }()
+			<-h.started
+			relay.Blackhole.Store(true)
+			woke(time.Hour)
+			err := <-done
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "it may have run") {
+				t.Fatalf("call over a connection that died in a sleep: %v; want an error that says %q", err, tc.want)
+			}
+			h.hold.Store(false)
+			relay.Blackhole.Store(false)
+			if res, err := callTool(t, cs, "execute_tool", args); err != nil || text(res) != "notes__add_note ran" {
+				t.Fatalf("the next call: %v %s", err, text(res))
+			}
+		})
 	}
 }
 
@@ -939,42 +951,6 @@ func TestDeadConnectionNoHeartbeat(t *testing.T) {
 	relay.Blackhole.Store(false)
 	if res, err := callTool(t, cs, "execute_tool", args); err != nil || text(res) != "notes__add_note ran" {
 		t.Fatalf("the next call, the network back: %v %s", err, text(res))
-	}
-}
-
-// TestWakePingsAGatewayWithoutBeat: after a sleep of the machine, a call
-// to a gateway that says no beat is pinged at once, not after the rest of
-// its Silence (whose timer stood still in the sleep): one whose ping gets
-// no answer (the connection died in the sleep) ends, said so, and the next
-// call connects anew.
-func TestWakePingsAGatewayWithoutBeat(t *testing.T) {
-	wakes := make(chan func(time.Duration), 1)
-	bridge.WakeWith(t.Cleanup, wakes)
-	h := &holder{started: make(chan struct{}, 1), release: make(chan struct{})}
-	g := gateway.New(newEngine(t), h, nil)
-	srv := httptest.NewServer(g.HTTPHandler(&gateway.HTTPOptions{Heartbeat: -1}))
-	defer srv.Close()
-	defer close(h.release)
-	relay := testenv.NewDropRelay(t, srv.Listener.Addr().String())
-	// A Silence past the client's own timeout: only the wake can end the call in time.
-	cs, _, _, _ := run(t, bridge.Options{URL: "http://" + relay.Addr() + "/mcp", Silence: time.Hour, PingWait: 100 * time.Millisecond})
-	woke := <-wakes
-	args := map[string]any{"name": "notes__add_note", "arguments": map[string]any{}}
-
-	h.hold.Store(true)
-	done := make(chan error, 1)
-	go func() { _, err := callTool(t, cs, "execute_tool", args); done <- err }()
-	<-h.started
-	relay.Blackhole.Store(true)
-	woke(time.Hour)
-	err := <-done
-	if err == nil || !strings.Contains(err.Error(), "this machine woke from a sleep, and the gateway did not answer a ping within 100ms") || !strings.Contains(err.Error(), "it may have run") {
-		t.Fatalf("call over a connection that died in a sleep: %v; want an error that says so", err)
-	}
-	h.hold.Store(false)
-	relay.Blackhole.Store(false)
-	if res, err := callTool(t, cs, "execute_tool", args); err != nil || text(res) != "notes__add_note ran" {
-		t.Fatalf("the next call: %v %s", err, text(res))
 	}
 }
 

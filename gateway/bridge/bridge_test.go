@@ -776,12 +776,26 @@ func TestDeadConnectionFailsTheCall(t *testing.T) {
 	}
 
 	// The network drops mid-call.
-	go func() { res, err := callTool(t, cs, "execute_tool", args); done <- answer{res, err} }()
+	dropMidCall(t, cs, h, relay, "sent nothing for 1s", nil)
+}
+
+// dropMidCall drops the network (relay) under a call the gateway holds
+// (h), then calls then (if set): the call is answered with an error that
+// says want and that it may have run; the next call, the network back,
+// connects anew and runs.
+func dropMidCall(t *testing.T, cs *mcp.ClientSession, h *holder, relay *testenv.DropRelay, want string, then func()) {
+	t.Helper()
+	args := map[string]any{"name": "notes__add_note", "arguments": map[string]any{}}
+	h.hold.Store(true)
+	done := make(chan error, 1)
+	go func() { _, err := callTool(t, cs, "execute_tool", args); done <- err }()
 	<-h.started
 	relay.Blackhole.Store(true)
-	a := <-done
-	if a.err == nil || !strings.Contains(a.err.Error(), "sent nothing for 1s") || !strings.Contains(a.err.Error(), "it may have run") {
-		t.Fatalf("call over a dead connection: %v %s; want an error that says the gateway went silent and the call may have run", a.err, text(a.res))
+	if then != nil {
+		then()
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "it may have run") {
+		t.Fatalf("call over a dead connection: %v; want an error that says %q and that the call may have run", err, want)
 	}
 	h.hold.Store(false)
 	relay.Blackhole.Store(false)
@@ -817,23 +831,7 @@ func TestWakeFailsADeadCallSoon(t *testing.T) {
 			// A Silence past the client's own timeout: only the wake can end the call in time.
 			cs, _, _, _ := run(t, bridge.Options{URL: "http://" + relay.Addr() + "/mcp", Silence: time.Hour, PingWait: 100 * time.Millisecond})
 			woke := <-wakes
-			args := map[string]any{"name": "notes__add_note", "arguments": map[string]any{}}
-
-			h.hold.Store(true)
-			done := make(chan error, 1)
-			go func() { _, err := callTool(t, cs, "execute_tool", args); done <- err }()
-			<-h.started
-			relay.Blackhole.Store(true)
-			woke(time.Hour)
-			err := <-done
-			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "it may have run") {
-				t.Fatalf("call over a connection that died in a sleep: %v; want an error that says %q", err, tc.want)
-			}
-			h.hold.Store(false)
-			relay.Blackhole.Store(false)
-			if res, err := callTool(t, cs, "execute_tool", args); err != nil || text(res) != "notes__add_note ran" {
-				t.Fatalf("the next call: %v %s", err, text(res))
-			}
+			dropMidCall(t, cs, h, relay, tc.want, func() { woke(time.Hour) })
 		})
 	}
 }
@@ -940,18 +938,7 @@ func TestDeadConnectionNoHeartbeat(t *testing.T) {
 	}
 
 	// The network drops mid-call: the ping gets no answer either.
-	go func() { res, err := callTool(t, cs, "execute_tool", args); done <- answer{res, err} }()
-	<-h.started
-	relay.Blackhole.Store(true)
-	a := <-done
-	if a.err == nil || !strings.Contains(a.err.Error(), "sent nothing for 100ms and did not answer a ping within 100ms") || !strings.Contains(a.err.Error(), "it may have run") {
-		t.Fatalf("call over a dead connection: %v %s; want an error that says the gateway went silent, did not answer a ping, and the call may have run", a.err, text(a.res))
-	}
-	h.hold.Store(false)
-	relay.Blackhole.Store(false)
-	if res, err := callTool(t, cs, "execute_tool", args); err != nil || text(res) != "notes__add_note ran" {
-		t.Fatalf("the next call, the network back: %v %s", err, text(res))
-	}
+	dropMidCall(t, cs, h, relay, "sent nothing for 100ms and did not answer a ping within 100ms", nil)
 }
 
 // swap is a handler that can be replaced while it serves (a gateway

@@ -36,6 +36,8 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -525,6 +527,14 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 	callCtx := ctx
 	ctx, cancelReq := context.WithCancelCause(ctx)
 	defer cancelReq(nil)
+	// wrote says the message reached a connection to the gateway whole (a
+	// refused connection carried none).
+	var wrote atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
+		if i.Err == nil {
+			wrote.Store(true)
+		}
+	}})
 	wd := b.watch(ctx, cancelReq)
 	defer b.done(wd)
 	resp, err := b.post(ctx, msg, env)
@@ -556,6 +566,13 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 			down = b.opts.Down
 		}
 		why := fmt.Sprintf("toolgate at %s does not answer: %v; %s", b.opts.URL, unwrap(err), down)
+		if isCall && wrote.Load() && closedOn(err) {
+			// It took the call and closed the connection without a byte of
+			// answer: a gateway killed or out of memory mid-call (before
+			// its first beat), or one stopping; or a tunnel (ssh -L,
+			// kubectl port-forward) whose gateway is down.
+			why = fmt.Sprintf("toolgate at %s does not answer: it closed the connection after the request without an answer (%v): it stopped or crashed during the call, which may have run: check before calling again; or it is down behind a tunnel or proxy: %s", b.opts.URL, unwrap(err), down)
+		}
 		if fix := b.fix(err); fix != "" {
 			why = fmt.Sprintf("toolgate at %s answers, but the TLS handshake failed: %v: %s", b.opts.URL, unwrap(err), fix)
 		}
@@ -1038,5 +1055,15 @@ func unwrap(err error) error {
 	if errors.As(err, &op) && op.Err != nil {
 		return op.Err
 	}
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		return ue.Err
+	}
 	return err
+}
+
+// closedOn reports whether err is a connection the gateway closed (or
+// reset) before a byte of its answer.
+func closedOn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }

@@ -991,3 +991,32 @@ func TestGatewayRolledBackToNoBeat(t *testing.T) {
 		t.Fatalf("long call: %v", err)
 	}
 }
+
+// TestGatewayCrashMidCall: a gateway that closes the connection of a call
+// it has read without answering (it crashed: killed, out of memory; or it
+// stopped) is said so, with the warning that the call may have run. It
+// read "does not answer: …: EOF; start it", as for a gateway that was
+// never reached.
+func TestGatewayCrashMidCall(t *testing.T) {
+	g, _ := newGateway(t)
+	front := g.HTTPHandler(nil)
+	var crash atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if crash.Load() {
+			io.ReadAll(r.Body) // the call is read, and runs
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
+		}
+		front.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	cs, _, _, _ := run(t, bridge.Options{URL: srv.URL + "/mcp"})
+	crash.Store(true)
+	_, err := callTool(t, cs, "execute_tool", map[string]any{"name": "notes__add_note", "arguments": map[string]any{}})
+	const want = "it closed the connection after the request without an answer (EOF): it stopped or crashed during the call, which may have run: check before calling again"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a call the gateway read and then closed the connection of: %v\nwant it to say %q", err, want)
+	}
+}

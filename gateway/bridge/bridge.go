@@ -585,11 +585,15 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 	defer resp.Body.Close()
 	b.answered.Store(true)
 	wd.touch()
-	// Each answer says the gateway's beat, or none (one restarted as a
-	// version older than the heartbeat): the last word holds.
+	// Each MCP answer says the gateway's beat, or none (one restarted as
+	// a version older than the heartbeat): the last word holds. An error
+	// status (a refused key, a proxy's 502) says nothing of it.
 	beat, err := time.ParseDuration(resp.Header.Get(gateway.HeartbeatHeader))
 	if err != nil || beat < 0 {
 		beat = 0
+	}
+	if resp.StatusCode >= 300 {
+		beat = time.Duration(b.beat.Load())
 	}
 	if old := b.beat.Swap(int64(beat)); old != int64(beat) && beat > 0 && b.opts.Silence > 0 && b.opts.Silence <= beat {
 		b.opts.Logger.Warn("the silence limit is not above the gateway's beat: a call that runs longer than a beat is taken for dead; give three of its beats", "silence", b.opts.Silence, "beat", beat, "want", SilentBeats*beat)

@@ -566,7 +566,15 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 			down = b.opts.Down
 		}
 		why := fmt.Sprintf("toolgate at %s does not answer: %v; %s", b.opts.URL, unwrap(err), down)
-		if isCall && wrote.Load() && closedOn(err) {
+		switch {
+		case !isCall || !wrote.Load():
+		case errors.Is(err, syscall.ETIMEDOUT):
+			// TCP keepalive found the call's connection dead (a NAT that
+			// forgot it, an address gone with the Wi-Fi): the kept ones
+			// went through the same network.
+			b.opts.Client.CloseIdleConnections()
+			why = fmt.Sprintf("toolgate at %s does not answer: the connection to it died during the call (%v: the network dropped), which may have run: check before calling again (the next call connects anew)", b.opts.URL, unwrap(err))
+		case closedOn(err):
 			// It took the call and closed the connection without a byte of
 			// answer: a gateway killed or out of memory mid-call (before
 			// its first beat), or one stopping; or a tunnel (ssh -L,

@@ -12,6 +12,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -1018,5 +1020,40 @@ func TestGatewayCrashMidCall(t *testing.T) {
 	const want = "it closed the connection after the request without an answer (EOF): it stopped or crashed during the call, which may have run: check before calling again"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("a call the gateway read and then closed the connection of: %v\nwant it to say %q", err, want)
+	}
+}
+
+// deadConn is a transport whose requests, once dead is set, are written
+// and then fail as a connection TCP keepalive found dead does (the network
+// dropped under a call: a NAT that forgot it, an address that changed).
+type deadConn struct{ dead atomic.Bool }
+
+func (d *deadConn) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !d.dead.Load() {
+		return http.DefaultTransport.RoundTrip(req)
+	}
+	io.ReadAll(req.Body)
+	if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.WroteRequest != nil {
+		tr.WroteRequest(httptrace.WroteRequestInfo{})
+	}
+	return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ETIMEDOUT)}
+}
+
+// TestKeepaliveEndsACall: a call whose connection TCP keepalive found
+// dead is said to have lost its connection, and that it may have run. It
+// read "does not answer: read: connection timed out; start it", as for a
+// gateway never reached: measured with an older gateway, whose call
+// nothing else watches, 167 s after the network dropped.
+func TestKeepaliveEndsACall(t *testing.T) {
+	g, _ := newGateway(t)
+	srv := httptest.NewServer(g.HTTPHandler(nil))
+	defer srv.Close()
+	d := &deadConn{}
+	cs, _, _, _ := run(t, bridge.Options{URL: srv.URL + "/mcp", Client: &http.Client{Transport: d}})
+	d.dead.Store(true)
+	_, err := callTool(t, cs, "execute_tool", map[string]any{"name": "notes__add_note", "arguments": map[string]any{}})
+	const want = "does not answer: the connection to it died during the call (read: connection timed out: the network dropped), which may have run: check before calling again"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a call whose connection keepalive found dead: %v\nwant it to say %q", err, want)
 	}
 }

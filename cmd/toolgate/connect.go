@@ -30,6 +30,21 @@ type connectFlags struct {
 	ca      string        // --ca
 	start   bool          // start a gateway when none answers
 	idle    time.Duration // … which stops after this long without a request
+	silence time.Duration // --silence
+}
+
+// silenceOption is bridge.Options.Silence of --silence (given: the flag
+// was set): left out, the bridge's default; 0, never (negative there).
+func (f connectFlags) silenceOption(given bool) (time.Duration, error) {
+	switch {
+	case !given:
+		return 0, nil
+	case f.silence < 0:
+		return 0, usageError{fmt.Errorf("--silence %s: want a duration above 0 (how long a call may hear nothing from the gateway), or 0 to never check", f.silence)}
+	case f.silence == 0:
+		return -1, nil
+	}
+	return f.silence, nil
 }
 
 // defaultConnectIdle is connect --idle's default: how long a gateway that
@@ -39,7 +54,7 @@ const defaultConnectIdle = 10 * time.Minute
 func newConnectCmd(g *globals) *cobra.Command {
 	var f connectFlags
 	cmd := &cobra.Command{
-		Use:   "connect [--addr 127.0.0.1:8931] [--profile NAME] [-c FILE [--start [--idle 10m]]]",
+		Use:   "connect [--addr 127.0.0.1:8931] [--profile NAME] [--silence 45s] [-c FILE [--start [--idle 10m]]]",
 		Short: "Connect an MCP client on stdio to a gateway running over HTTP (one gateway for many clients)",
 		Long: `Connect an MCP client that speaks only stdio to a gateway served over
 streamable HTTP (toolgate serve --http), as if it were a gateway of its own:
@@ -55,6 +70,12 @@ HTTP front keeps no session: a gateway restarted while clients are connected
 answers their next call, and a call made while it restarts (it answered, and
 now refuses connections) waits up to 5 s for it. A call it cannot take (it is down, it refuses the
 key) is answered with an error that says why and how to fix it.
+
+A call that hears nothing from the gateway for --silence (default: three of
+the beats it says it sends while it answers, 45s) is taken as dead (a Wi-Fi
+gone, a VPN that reconnected, a sleep) and answered so; a gateway that says
+no beat (an older one) is pinged then, and the call ends only if the ping
+gets no answer. --silence 0 never checks.
 
 The gateway: --addr (host:port or URL), else --config's toolgate.http.addr,
 else the one gateway serving HTTP on the data folder (found as toolgate
@@ -75,13 +96,17 @@ one gateway: the second finds the address taken and uses the first's.`,
 			if err := checkCA(f.ca); err != nil {
 				return err
 			}
+			silence, err := f.silenceOption(cmd.Flags().Changed("silence"))
+			if err != nil {
+				return err
+			}
 			u, front, err := bridgeURL(cmd.Context(), g, f)
 			if err != nil {
 				return err
 			}
 			key := os.Getenv(envKey)
 			opts := bridge.Options{URL: u, Key: key, KeyEnv: "$" + envKey, Logger: g.logger,
-				Fix: func(err error) string { return gatewayTLSFix(err, front.ca) }, Down: front.down}
+				Fix: func(err error) string { return gatewayTLSFix(err, front.ca) }, Down: front.down, Silence: silence}
 			if front.pin != "" || front.ca != "" {
 				opts.Client = front.client()
 			}
@@ -109,6 +134,7 @@ one gateway: the second finds the address taken and uses the first's.`,
 	cmd.Flags().StringVar(&f.ca, "ca", "", caFlag)
 	cmd.Flags().BoolVar(&f.start, "start", false, "start a gateway serving --config when none answers (and again when it has stopped)")
 	cmd.Flags().DurationVar(&f.idle, "idle", defaultConnectIdle, "with --start: the gateway it starts stops after this long without a request")
+	cmd.Flags().DurationVar(&f.silence, "silence", 0, "how long a call may hear nothing from the gateway before its connection is taken as dead (0: never; default: three of the beats the gateway says it sends, 45s; a gateway that says none is pinged then, and the call ends only if the ping gets no answer)")
 	return cmd
 }
 

@@ -464,3 +464,37 @@ func TestServeOnTerminalSaysStdio(t *testing.T) {
 		}
 	}
 }
+
+// connect --silence: how long a call may hear nothing from the gateway
+// before its connection is looked at, 0 to never look; left out, the
+// bridge's default (three of the gateway's beats). A negative one is a
+// usage error that says what to give.
+func TestConnectSilence(t *testing.T) {
+	for _, tc := range []struct {
+		arg  string
+		want time.Duration
+	}{{"", 0}, {"0", -1}, {"2m", 2 * time.Minute}, {"500ms", 500 * time.Millisecond}} {
+		f := connectFlags{silence: -1}
+		if tc.arg != "" {
+			d, err := time.ParseDuration(tc.arg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.silence = d
+		}
+		got, err := f.silenceOption(tc.arg != "")
+		if err != nil || got != tc.want {
+			t.Errorf("--silence %q: %v, %v; want Options.Silence %v", tc.arg, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ arg, want string }{
+		{"-1s", "--silence -1s: want a duration above 0 (how long a call may hear nothing from the gateway), or 0 to never check"},
+		{"5", `invalid argument "5" for "--silence" flag`},
+	} {
+		_, stderr, err := runToolgate(t, t.TempDir(), "connect", "--addr", "127.0.0.1:1", "--silence", tc.arg)
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("--silence %s: %v\n%s; want exit status 2 saying %q", tc.arg, err, stderr, tc.want)
+		}
+	}
+}

@@ -662,7 +662,7 @@ func (b *backend) dial(startCtx context.Context) (*run, []*mcp.Tool, error) {
 		_ = sess.Wait()
 		close(r.done)
 	}()
-	if r.http != nil && r.protocol < StatelessProtocolVersion {
+	if r.http != nil {
 		r.wg.Add(1)
 		b.mu.Lock()
 		woke := b.woke

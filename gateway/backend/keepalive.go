@@ -1,10 +1,14 @@
 package backend
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -36,9 +40,9 @@ var (
 // counts the time the gateway ran (cancelAfterRunning), as a call does.
 //
 // An answer of any kind, an error too (a server that does not know
-// "ping"), shows the network carries the session. Servers of the
-// stateless protocol (2026-07-28) hold no session to go stale and are not
-// pinged.
+// "ping"), shows the network carries the session. A server of the
+// stateless protocol (2026-07-28) refuses "ping" (go-sdk's logs each as
+// an error) and is asked server/discover instead (discover).
 func (b *backend) keepAliveLoop(r *run, woke <-chan struct{}) {
 	t := time.NewTimer(time.Duration(b.keepAlive.Load()))
 	defer t.Stop()
@@ -88,14 +92,18 @@ func (b *backend) ping(r *run) *OwnWords {
 		}
 		cancel(cause)
 	}, timeout, errPingTimeout)
-	err := r.sess.Ping(ctx, nil)
+	what, ping := "a ping", func(ctx context.Context) error { return r.sess.Ping(ctx, nil) }
+	if r.protocol >= StatelessProtocolVersion {
+		what, ping = "a server/discover request (the stateless protocol's ping)", func(ctx context.Context) error { return b.discover(ctx, r) }
+	}
+	err := ping(ctx)
 	stop()
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(context.Cause(ctx), errPingTimeout):
-		return &OwnWords{Before: fmt.Sprintf("no answer to a ping within %s: the network to the server dropped the connection without a word "+
-			"(a Wi-Fi or VPN that changed, a NAT or firewall that timed it out, this machine asleep) or the server hangs: connecting again", timeout)}
+		return &OwnWords{Before: fmt.Sprintf("no answer to %s within %s: the network to the server dropped the connection without a word "+
+			"(a Wi-Fi or VPN that changed, a NAT or firewall that timed it out, this machine asleep) or the server hangs: connecting again", what, timeout)}
 	case r.ctx.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed):
 		return nil
 	}
@@ -112,7 +120,7 @@ func (b *backend) ping(r *run) *OwnWords {
 	// which the next request makes anew.
 	var op *net.OpError
 	if ue != nil && errors.As(ue, &op) && op.Op == "dial" {
-		return &OwnWords{Before: "a ping could not reach the server (", Said: quietCause{op.Error(), err},
+		return &OwnWords{Before: what + " could not reach the server (", Said: quietCause{op.Error(), err},
 			After: "): the network to it is down or changed: connecting again"}
 	}
 	// An answer of the server's, an error too (a server that does not
@@ -122,4 +130,35 @@ func (b *backend) ping(r *run) *OwnWords {
 	}
 	b.log.Debug("ping failed", keyErr, err)
 	return nil
+}
+
+// discover asks the server of a stateless run (protocol 2026-07-28)
+// server/discover, on the run's HTTP client (the connections its calls
+// use, its headers and login): the one request every server of that
+// protocol answers, cheap (no listing) and with no effect. go-sdk's
+// session sends it only at Connect, so it is posted here; its answer,
+// whatever it is (an error status too), is read whole and dropped: it
+// came over the network. An error is the client's (no answer).
+func (b *backend) discover(ctx context.Context, r *run) error {
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "toolgate-keepalive", "method": methodDiscover,
+		"params": map[string]any{"_meta": map[string]any{
+			mcp.MetaKeyProtocolVersion:    r.protocol,
+			mcp.MetaKeyClientInfo:         b.p.opts.ClientInfo,
+			mcp.MetaKeyClientCapabilities: map[string]any{},
+		}}})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", r.protocol)
+	req.Header.Set("Mcp-Method", methodDiscover)
+	resp, err := r.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	return err
 }

@@ -33,17 +33,28 @@ func keepAliveOptions(l *testenv.LogBuffer) *Options {
 // ping gets no answer, and connected to again with the restart policy once
 // the network carries bytes; a call under way then fails as unavailable,
 // with the warning that it may have run. The server stayed "up" until a
-// call timed out (callTimeout, 60 s), each call waiting that long.
+// call timed out (callTimeout, 60 s), each call waiting that long. A
+// server of the stateless protocol (2026-07-28) refuses "ping" and was
+// never pinged: it is asked server/discover instead, which every server
+// of that protocol answers, on the connections its calls use.
 func TestSilentDropSeenByPing(t *testing.T) {
-	for _, transport := range []string{config.TypeHTTP, config.TypeSSE} {
-		t.Run(transport, func(t *testing.T) {
-			hs := backendtest.NewHTTPServer(t, transport, "normal")
+	for _, tc := range []struct{ name, transport, modes, ping string }{
+		{config.TypeHTTP, config.TypeHTTP, "normal", "a ping"},
+		{config.TypeSSE, config.TypeSSE, "normal", "a ping"},
+		{"stateless", config.TypeHTTP, "stateless,propagate-cancel", "a server/discover request (the stateless protocol's ping)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			transport := tc.transport
+			hs := backendtest.NewHTTPServer(t, transport, tc.modes)
 			relay := testenv.NewDropRelay(t, hs.Listener.Addr().String())
 			s := hs.Config("remote", nil)
 			s.URL = relay.URL(s.URL, hs.Listener.Addr().String())
 			s.CallTimeout = config.Duration{Duration: time.Hour}
 			p := startPool(t, []config.Server{s}, keepAliveOptions(&testenv.LogBuffer{}))
 			testenv.Eventually(t, "remote up", func() bool { return statusOf(t, p, "remote").State == StateUp })
+			if tc.name == "stateless" {
+				testenv.Eventually(t, "a server/discover request after the start", func() bool { return discovers(hs) >= 2 })
+			}
 
 			// A call under way (over streamable HTTP: an SSE server's
 			// session, and so the test's server, would wait out the sleep).
@@ -55,21 +66,21 @@ func TestSilentDropSeenByPing(t *testing.T) {
 				}()
 				testenv.Eventually(t, "the call under way", func() bool { return inFlight(t, p, "remote") == 1 })
 			} else {
-				callErr <- &UnavailableError{Err: &OwnWords{Before: "no answer to a ping within 2s", Mark: ErrMayHaveRun}}
+				callErr <- &UnavailableError{Err: &OwnWords{Before: "no answer to " + tc.ping + " within 2s", Mark: ErrMayHaveRun}}
 			}
 			relay.Blackhole.Store(true)
 			testenv.Eventually(t, "remote down with why", func() bool {
 				st := statusOf(t, p, "remote")
-				return st.State != StateUp && strings.Contains(st.LastErr, "no answer to a ping within")
+				return st.State != StateUp && strings.Contains(st.LastErr, "no answer to "+tc.ping+" within")
 			})
-			want := `backend "remote" at ` + s.URL + `: no answer to a ping within 2s: the network to the server dropped the connection without a word ` +
+			want := `backend "remote" at ` + s.URL + `: no answer to ` + tc.ping + ` within 2s: the network to the server dropped the connection without a word ` +
 				`(a Wi-Fi or VPN that changed, a NAT or firewall that timed it out, this machine asleep) or the server hangs: connecting again`
 			if got := statusOf(t, p, "remote").LastErr; !strings.HasPrefix(got, want) {
 				t.Errorf("its error:\n%s\nwant it to start:\n%s", got, want)
 			}
 			err := <-callErr
 			var un *UnavailableError
-			if !errors.As(err, &un) || !errors.Is(err, ErrMayHaveRun) || !strings.Contains(err.Error(), "no answer to a ping within 2s") {
+			if !errors.As(err, &un) || !errors.Is(err, ErrMayHaveRun) || !strings.Contains(err.Error(), "no answer to "+tc.ping+" within 2s") {
 				t.Errorf("the call under way: %v\nwant it unavailable, said with the ping, and that it may have run", err)
 			}
 
@@ -111,9 +122,15 @@ func TestWakeConnectsAtOnce(t *testing.T) {
 
 // TestWakePingsAtOnce: a remote server up when the machine slept is
 // pinged as it wakes, its connection most often dead, not up to keepAlive
-// later.
+// later; one of the stateless protocol is asked server/discover.
 func TestWakePingsAtOnce(t *testing.T) {
-	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "normal")
+	for _, tc := range []struct{ modes, probe string }{{"normal", "a ping"}, {"stateless", "a server/discover request (the stateless protocol's ping)"}} {
+		t.Run(tc.modes, func(t *testing.T) { testWakePingsAtOnce(t, tc.modes, tc.probe) })
+	}
+}
+
+func testWakePingsAtOnce(t *testing.T, modes, probe string) {
+	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, modes)
 	relay := testenv.NewDropRelay(t, hs.Listener.Addr().String())
 	s := hs.Config("remote", nil)
 	s.URL = relay.URL(s.URL, hs.Listener.Addr().String())
@@ -131,7 +148,7 @@ func TestWakePingsAtOnce(t *testing.T) {
 	relay.Blackhole.Store(true)
 	p.wake()
 	testenv.Eventually(t, "remote down at the wake's ping", func() bool {
-		return strings.Contains(statusOf(t, p, "remote").LastErr, "no answer to a ping within 2s")
+		return strings.Contains(statusOf(t, p, "remote").LastErr, "no answer to "+probe+" within 2s")
 	})
 }
 
@@ -175,4 +192,33 @@ func TestPingFindsNetworkUnreachable(t *testing.T) {
 		st := statusOf(t, p, "remote")
 		return st.State != StateUp && strings.Contains(st.LastErr, "a ping could not reach the server (dial tcp: connect: network is unreachable): the network to it is down or changed: connecting again")
 	})
+}
+
+// TestStatelessServerProbed: a server of the stateless protocol
+// (2026-07-28) that stopped is down ("nothing listens") before a call
+// finds it: server/discover, which it is asked every keepAlive, is
+// refused the connection. It stayed "up" until a call.
+func TestStatelessServerProbed(t *testing.T) {
+	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "stateless")
+	o := keepAliveOptions(&testenv.LogBuffer{})
+	o.RestartDelays = []time.Duration{time.Hour}
+	p := startPool(t, []config.Server{hs.Config("remote", nil)}, o)
+	testenv.Eventually(t, "remote up", func() bool { return statusOf(t, p, "remote").State == StateUp })
+	hs.CloseClientConnections()
+	hs.Close()
+	testenv.Eventually(t, "remote down before any call", func() bool {
+		st := statusOf(t, p, "remote")
+		return st.State != StateUp && strings.Contains(st.LastErr, "nothing listens at "+hs.Listener.Addr().String())
+	})
+}
+
+// discovers counts the server/discover requests hs took.
+func discovers(hs *backendtest.HTTPServer) int {
+	n := 0
+	for _, h := range hs.Headers() {
+		if h.Get("Mcp-Method") == "server/discover" {
+			n++
+		}
+	}
+	return n
 }

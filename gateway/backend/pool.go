@@ -86,7 +86,8 @@ type Options struct {
 	// network that drops the connection without a word (a Wi-Fi or VPN
 	// that changed, a NAT that timed it out, a laptop that slept) is seen
 	// within KeepAlive and PingTimeout, not at a call's timeout, and the
-	// pings keep a NAT's or proxy's idle timer from running out.
+	// pings keep a NAT's or proxy's idle timer from running out. A server
+	// of the stateless protocol is asked server/discover instead.
 	KeepAlive time.Duration
 	// PingTimeout is how long a ping may wait for its answer before the
 	// session is taken for dropped (default 10s).

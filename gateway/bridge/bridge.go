@@ -36,7 +36,10 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -103,9 +106,16 @@ type Options struct {
 	// Wi-Fi gone, a VPN that reconnected, a NAT that forgot it, a sleep):
 	// the call is answered CodeUnreachable, and the next one connects
 	// anew. 0: SilentBeats of the gateway's beat; negative: never. A
-	// gateway that does not say its beat is waited for as long as it
-	// takes.
+	// gateway that does not say its beat (one older than the heartbeat,
+	// or a proxy that drops the header) is pinged after Silence (0:
+	// DefaultSilence) with no byte, and again after each Silence the ping
+	// was answered: the call is taken as dead only when a ping gets no
+	// answer within PingWait, so a long call of a gateway that answers
+	// runs on.
 	Silence time.Duration
+	// PingWait is how long that ping may wait for its answer (0:
+	// DefaultPingWait; Silence when that is shorter).
+	PingWait time.Duration
 	// Down, if set, is said when no gateway answers, in place of "start
 	// it (toolgate serve --http ADDR) or check the address": toolgate
 	// connect says there how it came to the address (the gateways on the
@@ -240,6 +250,13 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 // before its connection is taken as dead (Options.Silence).
 const SilentBeats = 3
 
+// DefaultSilence is Options.Silence's default for a gateway that says no
+// beat: three of the default beat's, as for one that says it.
+const DefaultSilence = SilentBeats * gateway.DefaultHeartbeat
+
+// DefaultPingWait is Options.PingWait's default.
+const DefaultPingWait = 10 * time.Second
+
 // DefaultRestartWait is Options.RestartWait's default.
 const DefaultRestartWait = 5 * time.Second
 
@@ -275,10 +292,17 @@ type bridge struct {
 // that beats: its connection is dead.
 type silentError struct {
 	silence, beat time.Duration
-	woke          bool // the silence was after a sleep of the machine's
+	woke          bool          // the silence was after a sleep of the machine's
+	pinged        time.Duration // no beat: a ping got no answer for this long
 }
 
 func (e silentError) Error() string {
+	if e.beat == 0 {
+		if e.woke {
+			return fmt.Sprintf("this machine woke from a sleep, and the gateway did not answer a ping within %s: the connection to it died in the sleep", e.pinged)
+		}
+		return fmt.Sprintf("it sent nothing for %s and did not answer a ping within %s: the connection to it is dead (the network dropped: Wi-Fi, VPN, a sleep)", e.silence, e.pinged)
+	}
 	if e.woke {
 		return fmt.Sprintf("it sent nothing for %s after this machine woke from a sleep, though it sends a byte every %s while it answers: the connection to it died in the sleep", e.silence, e.beat)
 	}
@@ -287,28 +311,45 @@ func (e silentError) Error() string {
 
 // watchdog ends a request (cancel) once it got nothing for a while.
 type watchdog struct {
-	t           *time.Timer
-	after, beat time.Duration
-	woke        atomic.Bool
+	t     *time.Timer
+	after time.Duration
+	woke  atomic.Bool
 }
 
-// watch returns the watchdog of a request, or nil when the gateway has
-// not said it beats (or Options.Silence is negative). It is known to
-// woke while the request lasts (stop).
-func (b *bridge) watch(cancel context.CancelCauseFunc) *watchdog {
+// watch returns the watchdog of a request (ctx), or nil when
+// Options.Silence is negative. It is known to woke while the request
+// lasts (stop). Of a gateway that has not said it beats, it pings the
+// gateway once the request got nothing for Silence (at once after a
+// wake), and ends the request only when the ping gets no answer. Which
+// of the two is the gateway's last word at the time (a gateway restarted
+// as an older version says no beat any more).
+func (b *bridge) watch(ctx context.Context, cancel context.CancelCauseFunc) *watchdog {
 	beat := time.Duration(b.beat.Load())
 	after := b.opts.Silence
-	if beat <= 0 || after < 0 {
+	if after < 0 {
 		return nil
 	}
 	if after == 0 {
-		after = SilentBeats * beat
+		after = DefaultSilence
+		if beat > 0 {
+			after = SilentBeats * beat
+		}
 	}
-	w := &watchdog{after: after, beat: beat}
+	w := &watchdog{after: after}
 	w.t = time.AfterFunc(after, func() {
+		beat := time.Duration(b.beat.Load())
 		se := silentError{silence: after, beat: beat}
 		if w.woke.Load() {
 			se.silence, se.woke = wakeSilence(after, beat), true
+		}
+		if beat == 0 {
+			se.pinged = min(after, cmp.Or(b.opts.PingWait, DefaultPingWait))
+			if b.answersPing(ctx, se.pinged) {
+				if ctx.Err() == nil {
+					w.touch() // alive: another Silence
+				}
+				return
+			}
 		}
 		cancel(se)
 	})
@@ -320,8 +361,34 @@ func (b *bridge) watch(cancel context.CancelCauseFunc) *watchdog {
 
 // wakeSilence is how long a request may get nothing after the machine
 // woke: a connection that lived through the sleep has the gateway's next
-// beat within one beat.
+// beat within one beat; a gateway that says no beat is pinged at once.
 func wakeSilence(after, beat time.Duration) time.Duration { return min(after, 2*beat) }
+
+// answersPing reports whether the gateway answers an MCP ping within
+// wait, on a connection made now (the kept ones went through the network
+// that may have dropped): an answer of any kind (an error status, or a
+// gateway of protocol 2026-07-28 that refuses "ping") says it is
+// reachable. ctx is the request's: a ping for a request that ended is not
+// waited for.
+func (b *bridge) answersPing(ctx context.Context, wait time.Duration) bool {
+	if ctx.Err() != nil {
+		return true // the request ended: nothing to watch
+	}
+	b.opts.Client.CloseIdleConnections()
+	pctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	resp, err := b.ping(pctx, "toolgate-connect-ping")
+	if err != nil {
+		if ctx.Err() != nil {
+			return true
+		}
+		b.opts.Logger.Info("the gateway, silent during a call, did not answer a ping", "wait", wait, "err", err)
+		return false
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	return true
+}
 
 // touch says a byte came: the silence starts again.
 func (w *watchdog) touch() {
@@ -361,7 +428,7 @@ func (b *bridge) woke(slept time.Duration) {
 	defer b.mu.Unlock()
 	for w := range b.dogs {
 		w.woke.Store(true)
-		w.t.Reset(wakeSilence(w.after, w.beat))
+		w.t.Reset(wakeSilence(w.after, time.Duration(b.beat.Load())))
 	}
 }
 
@@ -460,7 +527,15 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 	callCtx := ctx
 	ctx, cancelReq := context.WithCancelCause(ctx)
 	defer cancelReq(nil)
-	wd := b.watch(cancelReq)
+	// wrote says the message reached a connection to the gateway whole (a
+	// refused connection carried none).
+	var wrote atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
+		if i.Err == nil {
+			wrote.Store(true)
+		}
+	}})
+	wd := b.watch(ctx, cancelReq)
 	defer b.done(wd)
 	resp, err := b.post(ctx, msg, env)
 	var reviveErr error
@@ -491,6 +566,21 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 			down = b.opts.Down
 		}
 		why := fmt.Sprintf("toolgate at %s does not answer: %v; %s", b.opts.URL, unwrap(err), down)
+		switch {
+		case !isCall || !wrote.Load():
+		case errors.Is(err, syscall.ETIMEDOUT):
+			// TCP keepalive found the call's connection dead (a NAT that
+			// forgot it, an address gone with the Wi-Fi): the kept ones
+			// went through the same network.
+			b.opts.Client.CloseIdleConnections()
+			why = fmt.Sprintf("toolgate at %s does not answer: the connection to it died during the call (%v: the network dropped), which may have run: check before calling again (the next call connects anew)", b.opts.URL, unwrap(err))
+		case closedOn(err):
+			// It took the call and closed the connection without a byte of
+			// answer: a gateway killed or out of memory mid-call (before
+			// its first beat), or one stopping; or a tunnel (ssh -L,
+			// kubectl port-forward) whose gateway is down.
+			why = fmt.Sprintf("toolgate at %s does not answer: it closed the connection after the request without an answer (%v): it stopped or crashed during the call, which may have run: check before calling again; or it is down behind a tunnel or proxy: %s", b.opts.URL, unwrap(err), down)
+		}
 		if fix := b.fix(err); fix != "" {
 			why = fmt.Sprintf("toolgate at %s answers, but the TLS handshake failed: %v: %s", b.opts.URL, unwrap(err), fix)
 		}
@@ -503,8 +593,18 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 	defer resp.Body.Close()
 	b.answered.Store(true)
 	wd.touch()
-	if beat, err := time.ParseDuration(resp.Header.Get(gateway.HeartbeatHeader)); err == nil {
-		b.beat.Store(int64(beat))
+	// Each MCP answer says the gateway's beat, or none (one restarted as
+	// a version older than the heartbeat): the last word holds. An error
+	// status (a refused key, a proxy's 502) says nothing of it.
+	beat, err := time.ParseDuration(resp.Header.Get(gateway.HeartbeatHeader))
+	if err != nil || beat < 0 {
+		beat = 0
+	}
+	if resp.StatusCode >= 300 {
+		beat = time.Duration(b.beat.Load())
+	}
+	if old := b.beat.Swap(int64(beat)); old != int64(beat) && beat > 0 && b.opts.Silence > 0 && b.opts.Silence <= beat {
+		b.opts.Logger.Warn("the silence limit is not above the gateway's beat: a call that runs longer than a beat is taken for dead; give three of its beats", "silence", b.opts.Silence, "beat", beat, "want", SilentBeats*beat)
 	}
 	if wd != nil {
 		resp.Body = struct {
@@ -576,8 +676,7 @@ func (b *bridge) keyRefused(ctx context.Context) (string, bool) {
 	if b.opts.Key == "" {
 		return "", false
 	}
-	ping := envelope{ID: json.RawMessage(`"toolgate-connect-key"`), Method: "ping"}
-	resp, err := b.post(ctx, []byte(`{"jsonrpc":"2.0","id":"toolgate-connect-key","method":"ping"}`), ping)
+	resp, err := b.ping(ctx, "toolgate-connect-key")
 	if err != nil {
 		return "", false
 	}
@@ -587,6 +686,12 @@ func (b *bridge) keyRefused(ctx context.Context) (string, bool) {
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	return b.refusal(resp, body), true
+}
+
+// ping sends the gateway an MCP ping of the bridge's own, with id.
+func (b *bridge) ping(ctx context.Context, id string) (*http.Response, error) {
+	env := envelope{ID: json.RawMessage(strconv.Quote(id)), Method: "ping"}
+	return b.post(ctx, []byte(`{"jsonrpc":"2.0","id":`+string(env.ID)+`,"method":"ping"}`), env)
 }
 
 // post sends msg (env) to the gateway with the headers of streamable HTTP:
@@ -962,5 +1067,15 @@ func unwrap(err error) error {
 	if errors.As(err, &op) && op.Err != nil {
 		return op.Err
 	}
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		return ue.Err
+	}
 	return err
+}
+
+// closedOn reports whether err is a connection the gateway closed (or
+// reset) before a byte of its answer.
+func closedOn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }

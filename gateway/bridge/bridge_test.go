@@ -12,6 +12,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -776,12 +778,26 @@ func TestDeadConnectionFailsTheCall(t *testing.T) {
 	}
 
 	// The network drops mid-call.
-	go func() { res, err := callTool(t, cs, "execute_tool", args); done <- answer{res, err} }()
+	dropMidCall(t, cs, h, relay, "sent nothing for 1s", nil)
+}
+
+// dropMidCall drops the network (relay) under a call the gateway holds
+// (h), then calls then (if set): the call is answered with an error that
+// says want and that it may have run; the next call, the network back,
+// connects anew and runs.
+func dropMidCall(t *testing.T, cs *mcp.ClientSession, h *holder, relay *testenv.DropRelay, want string, then func()) {
+	t.Helper()
+	args := map[string]any{"name": "notes__add_note", "arguments": map[string]any{}}
+	h.hold.Store(true)
+	done := make(chan error, 1)
+	go func() { _, err := callTool(t, cs, "execute_tool", args); done <- err }()
 	<-h.started
 	relay.Blackhole.Store(true)
-	a := <-done
-	if a.err == nil || !strings.Contains(a.err.Error(), "sent nothing for 1s") || !strings.Contains(a.err.Error(), "it may have run") {
-		t.Fatalf("call over a dead connection: %v %s; want an error that says the gateway went silent and the call may have run", a.err, text(a.res))
+	if then != nil {
+		then()
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "it may have run") {
+		t.Fatalf("call over a dead connection: %v; want an error that says %q and that the call may have run", err, want)
 	}
 	h.hold.Store(false)
 	relay.Blackhole.Store(false)
@@ -794,35 +810,31 @@ func TestDeadConnectionFailsTheCall(t *testing.T) {
 // lid closed mid-call), a call whose connection died in it gets its answer
 // within two of the gateway's beats, not after the rest of its Silence
 // (whose timer stood still in the sleep), and the next call connects anew.
+// A gateway that says no beat is pinged at once, and the call ends when
+// the ping gets no answer.
 func TestWakeFailsADeadCallSoon(t *testing.T) {
-	const beat = 20 * time.Millisecond
-	wakes := make(chan func(time.Duration), 1)
-	bridge.WakeWith(t.Cleanup, wakes)
-	h := &holder{started: make(chan struct{}, 1), release: make(chan struct{})}
-	g := gateway.New(newEngine(t), h, nil)
-	srv := httptest.NewServer(g.HTTPHandler(&gateway.HTTPOptions{Heartbeat: beat}))
-	defer srv.Close()
-	defer close(h.release)
-	relay := testenv.NewDropRelay(t, srv.Listener.Addr().String())
-	// A Silence past the client's own timeout: only the wake can end the call in time.
-	cs, _, _, _ := run(t, bridge.Options{URL: "http://" + relay.Addr() + "/mcp", Silence: time.Hour})
-	woke := <-wakes
-	args := map[string]any{"name": "notes__add_note", "arguments": map[string]any{}}
-
-	h.hold.Store(true)
-	done := make(chan error, 1)
-	go func() { _, err := callTool(t, cs, "execute_tool", args); done <- err }()
-	<-h.started
-	relay.Blackhole.Store(true)
-	woke(time.Hour)
-	err := <-done
-	if err == nil || !strings.Contains(err.Error(), "after this machine woke from a sleep") || !strings.Contains(err.Error(), "it may have run") {
-		t.Fatalf("call over a connection that died in a sleep: %v; want an error that says so", err)
-	}
-	h.hold.Store(false)
-	relay.Blackhole.Store(false)
-	if res, err := callTool(t, cs, "execute_tool", args); err != nil || text(res) != "notes__add_note ran" {
-		t.Fatalf("the next call: %v %s", err, text(res))
+	for _, tc := range []struct {
+		name string
+		beat time.Duration
+		want string
+	}{
+		{"beats", 20 * time.Millisecond, "sent nothing for 40ms after this machine woke from a sleep"},
+		{"no beat", -1, "this machine woke from a sleep, and the gateway did not answer a ping within 100ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wakes := make(chan func(time.Duration), 1)
+			bridge.WakeWith(t.Cleanup, wakes)
+			h := &holder{started: make(chan struct{}, 1), release: make(chan struct{})}
+			g := gateway.New(newEngine(t), h, nil)
+			srv := httptest.NewServer(g.HTTPHandler(&gateway.HTTPOptions{Heartbeat: tc.beat}))
+			defer srv.Close()
+			defer close(h.release)
+			relay := testenv.NewDropRelay(t, srv.Listener.Addr().String())
+			// A Silence past the client's own timeout: only the wake can end the call in time.
+			cs, _, _, _ := run(t, bridge.Options{URL: "http://" + relay.Addr() + "/mcp", Silence: time.Hour, PingWait: 100 * time.Millisecond})
+			woke := <-wakes
+			dropMidCall(t, cs, h, relay, tc.want, func() { woke(time.Hour) })
+		})
 	}
 }
 
@@ -869,5 +881,179 @@ func TestKeyRevokedMidCall(t *testing.T) {
 	}
 	if err := a.err; err == nil || !strings.Contains(err.Error(), "the key in $TOOLGATE_KEY was revoked at 2026-12-06T18:00:00Z") || !strings.Contains(err.Error(), "it ended the call, which may have run") {
 		t.Fatalf("call whose key was revoked while it ran: %v; want the gateway's words for the revoked key (result %s)", err, text(a.res))
+	}
+}
+
+// pings counts the MCP pings a handler takes.
+type pings struct {
+	http.Handler
+	n atomic.Int64
+}
+
+func (p *pings) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if strings.Contains(string(body), `"method":"ping"`) {
+		p.n.Add(1)
+	}
+	r.Body = io.NopCloser(strings.NewReader(string(body)))
+	p.Handler.ServeHTTP(w, r)
+}
+
+// TestDeadConnectionNoHeartbeat: a gateway that says no beat (one older
+// than the heartbeat, or a proxy that drops the header) is pinged once a
+// call got nothing from it for Silence: a gateway that answers the ping
+// runs a long call to its end, and one that does not (the network
+// dropped) fails the call, said so; the next call connects anew. A call
+// to such a gateway was waited for as long as it took.
+func TestDeadConnectionNoHeartbeat(t *testing.T) {
+	const silence = 100 * time.Millisecond
+	h := &holder{started: make(chan struct{}, 1), release: make(chan struct{})}
+	g := gateway.New(newEngine(t), h, nil)
+	p := &pings{Handler: g.HTTPHandler(&gateway.HTTPOptions{Heartbeat: -1})}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	defer close(h.release)
+	relay := testenv.NewDropRelay(t, srv.Listener.Addr().String())
+	cs, _, _, _ := run(t, bridge.Options{URL: "http://" + relay.Addr() + "/mcp", Silence: silence})
+	args := map[string]any{"name": "notes__add_note", "arguments": map[string]any{}}
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan answer, 1)
+
+	// A long call, the gateway answering the pings: it finishes.
+	h.hold.Store(true)
+	go func() { res, err := callTool(t, cs, "execute_tool", args); done <- answer{res, err} }()
+	<-h.started
+	testenv.Eventually(t, "three pings during the call", func() bool {
+		select {
+		case a := <-done:
+			t.Fatalf("a long call of a gateway that answers its pings ended before its answer: %v %s", a.err, text(a.res))
+		default:
+		}
+		return p.n.Load() >= 3
+	})
+	h.release <- struct{}{}
+	if a := <-done; a.err != nil || text(a.res) != "notes__add_note ran" {
+		t.Fatalf("long call: %v %s", a.err, text(a.res))
+	}
+
+	// The network drops mid-call: the ping gets no answer either.
+	dropMidCall(t, cs, h, relay, "sent nothing for 100ms and did not answer a ping within 100ms", nil)
+}
+
+// swap is a handler that can be replaced while it serves (a gateway
+// restarted as another version at the same address).
+type swap struct{ h atomic.Pointer[http.Handler] }
+
+func (s *swap) ServeHTTP(w http.ResponseWriter, r *http.Request) { (*s.h.Load()).ServeHTTP(w, r) }
+
+// TestGatewayRolledBackToNoBeat: a gateway that beat, restarted as one
+// that says no beat (rolled back to a version older than the heartbeat),
+// is not held to the beat it said before once it has answered: a call
+// longer than Silence runs to its end while the gateway answers the
+// pings. Its old beat was kept for good, and every call longer than
+// Silence was answered that the connection was dead.
+func TestGatewayRolledBackToNoBeat(t *testing.T) {
+	const silence = 100 * time.Millisecond
+	h := &holder{started: make(chan struct{}, 1), release: make(chan struct{})}
+	g := gateway.New(newEngine(t), h, nil)
+	beating := g.HTTPHandler(&gateway.HTTPOptions{Heartbeat: 20 * time.Millisecond})
+	p := &pings{Handler: g.HTTPHandler(&gateway.HTTPOptions{Heartbeat: -1})}
+	var old http.Handler = p
+	sw := &swap{}
+	sw.h.Store(&beating)
+	srv := httptest.NewServer(sw)
+	defer srv.Close()
+	defer close(h.release)
+	cs, _, _, _ := run(t, bridge.Options{URL: srv.URL + "/mcp", Silence: silence})
+	args := map[string]any{"name": "notes__add_note", "arguments": map[string]any{}}
+	if res, err := callTool(t, cs, "execute_tool", args); err != nil || text(res) != "notes__add_note ran" {
+		t.Fatalf("a call of the gateway that beats: %v %s", err, text(res))
+	}
+	sw.h.Store(&old)
+	if res, err := callTool(t, cs, "execute_tool", args); err != nil || text(res) != "notes__add_note ran" {
+		t.Fatalf("the first call of the rolled-back gateway: %v %s", err, text(res))
+	}
+	h.hold.Store(true)
+	done := make(chan error, 1)
+	go func() { _, err := callTool(t, cs, "execute_tool", args); done <- err }()
+	<-h.started
+	testenv.Eventually(t, "three pings during the call", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("a long call of the rolled-back gateway ended before its answer: %v", err)
+		default:
+		}
+		return p.n.Load() >= 3
+	})
+	h.release <- struct{}{}
+	if err := <-done; err != nil {
+		t.Fatalf("long call: %v", err)
+	}
+}
+
+// TestGatewayCrashMidCall: a gateway that closes the connection of a call
+// it has read without answering (it crashed: killed, out of memory; or it
+// stopped) is said so, with the warning that the call may have run. It
+// read "does not answer: …: EOF; start it", as for a gateway that was
+// never reached.
+func TestGatewayCrashMidCall(t *testing.T) {
+	g, _ := newGateway(t)
+	front := g.HTTPHandler(nil)
+	var crash atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if crash.Load() {
+			io.ReadAll(r.Body) // the call is read, and runs
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
+		}
+		front.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	cs, _, _, _ := run(t, bridge.Options{URL: srv.URL + "/mcp"})
+	crash.Store(true)
+	_, err := callTool(t, cs, "execute_tool", map[string]any{"name": "notes__add_note", "arguments": map[string]any{}})
+	const want = "it closed the connection after the request without an answer (EOF): it stopped or crashed during the call, which may have run: check before calling again"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a call the gateway read and then closed the connection of: %v\nwant it to say %q", err, want)
+	}
+}
+
+// deadConn is a transport whose requests, once dead is set, are written
+// and then fail as a connection TCP keepalive found dead does (the network
+// dropped under a call: a NAT that forgot it, an address that changed).
+type deadConn struct{ dead atomic.Bool }
+
+func (d *deadConn) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !d.dead.Load() {
+		return http.DefaultTransport.RoundTrip(req)
+	}
+	io.ReadAll(req.Body)
+	if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.WroteRequest != nil {
+		tr.WroteRequest(httptrace.WroteRequestInfo{})
+	}
+	return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ETIMEDOUT)}
+}
+
+// TestKeepaliveEndsACall: a call whose connection TCP keepalive found
+// dead is said to have lost its connection, and that it may have run. It
+// read "does not answer: read: connection timed out; start it", as for a
+// gateway never reached: measured with an older gateway, whose call
+// nothing else watches, 167 s after the network dropped.
+func TestKeepaliveEndsACall(t *testing.T) {
+	g, _ := newGateway(t)
+	srv := httptest.NewServer(g.HTTPHandler(nil))
+	defer srv.Close()
+	d := &deadConn{}
+	cs, _, _, _ := run(t, bridge.Options{URL: srv.URL + "/mcp", Client: &http.Client{Transport: d}})
+	d.dead.Store(true)
+	_, err := callTool(t, cs, "execute_tool", map[string]any{"name": "notes__add_note", "arguments": map[string]any{}})
+	const want = "does not answer: the connection to it died during the call (read: connection timed out: the network dropped), which may have run: check before calling again"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a call whose connection keepalive found dead: %v\nwant it to say %q", err, want)
 	}
 }

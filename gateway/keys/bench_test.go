@@ -270,6 +270,7 @@ func BenchmarkReach(b *testing.B) {
 		tools policy.Tools
 	}{{"look", tools}, {"kept", &numbered{Tools: tools, gen: 1}}} {
 		b.Run(bc.name, func(b *testing.B) {
+			set.Reach(c, bc.tools) // kept: the first look is not timed
 			b.ReportAllocs()
 			for b.Loop() {
 				if ok, _, _ := set.Reach(c, bc.tools); ok {

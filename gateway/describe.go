@@ -43,9 +43,15 @@ func (g *Gateway) describeSearch() string { return g.describeSearchFor(nil) }
 // describeSearchFor is search_tools' description as caller c sees it: the
 // servers of the tools it may run.
 func (g *Gateway) describeSearchFor(c *policy.Caller) string {
+	return g.describeSearchWhy(c, g.reachesNoneScoped(c))
+}
+
+// describeSearchWhy is describeSearchFor(c), given why c reaches no tool
+// ("" when it reaches one: reachesNoneScoped).
+func (g *Gateway) describeSearchWhy(c *policy.Caller, why string) string {
 	var b strings.Builder
 	b.WriteString("Find the tools that can do a task")
-	if why := g.reachesNoneScoped(c); why != "" {
+	if why != "" {
 		b.WriteString(", but " + why + ".")
 	} else if list := g.serverListFor(c); list != "" {
 		b.WriteString(", across the MCP servers behind this gateway: ")
@@ -236,12 +242,20 @@ const maxScopedDescs = 256
 
 // scopedDescription is describeSearchFor(c), kept per search filter (one
 // per caller scope and set of rules) until the catalog changes (Refresh).
+// Why a caller reaches no tool is said anew to each: it names the
+// caller's key, and keys of the same scope share a filter (a key was
+// told another's name); the policy keeps what it needs per scope and
+// catalog (policy.Set.Reach).
 func (g *Gateway) scopedDescription(c *policy.Caller) string {
+	why := g.reachesNoneScoped(c)
+	if why != "" {
+		return g.describeSearchWhy(c, why)
+	}
 	f := g.filter(c)
 	if d, ok := g.scopedDescs.Load(f); ok {
 		return d.(string)
 	}
-	d := g.describeSearchFor(c)
+	d := g.describeSearchWhy(c, "")
 	if g.scopedCount.Add(1) > maxScopedDescs { // rules changed many times since the last Refresh
 		g.scopedDescs.Clear()
 		g.scopedCount.Store(1)

@@ -82,6 +82,9 @@ type Policy interface {
 	// Sees reports whether the caller's own rules (its profile, its key's
 	// scope) let it see t, whatever the state of t's server.
 	Sees(c *policy.Caller, t catalog.Tool) bool
+	// Reach says whether the caller may see and run a tool of tools and,
+	// when it may not, the rules' distinct refusals (more: how many more).
+	Reach(c *policy.Caller, tools policy.Tools) (ok bool, refused []policy.Decision, more int)
 }
 
 var _ Policy = (*policy.Set)(nil)
@@ -154,6 +157,11 @@ type Options struct {
 	LearnFromKeys string
 	// Policy filters what each caller sees and runs (nil = everything).
 	Policy Policy
+	// Catalog numbers the searcher's catalogs (live.Loop): what the
+	// policy keeps per caller scope for search_tools (why a caller
+	// reaches no tool: policy.Set.Reach) is kept until it moves. nil =
+	// nothing kept.
+	Catalog policy.CatalogNumberer
 	// Profile is the profile of the stdio client and of /mcp (serve
 	// --profile; "" = none); the stdio client cannot change it.
 	Profile string
@@ -191,6 +199,9 @@ type Gateway struct {
 	// callers a profile or key limits (*search.Filter → string).
 	scopedDescs sync.Map
 	scopedCount atomic.Int32
+	// listed is the servers with a tool in the catalog, of the catalog
+	// numbered gen (Options.Catalog): listedServers.
+	listed atomic.Pointer[listedServers]
 
 	levels sessionLevels // log levels clients set (logging/setLevel)
 	// proxyWarned: the refusal of a request through a reverse proxy to a

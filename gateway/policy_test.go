@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -157,6 +158,10 @@ func (p *recordingPolicy) Allowed(c *policy.Caller, _ catalog.Tool) bool {
 	return true
 }
 func (p *recordingPolicy) HasProfile(name string) bool { return name == "kg" }
+func (p *recordingPolicy) Reach(c *policy.Caller, _ policy.Tools) (bool, []policy.Decision, int) {
+	p.record(c)
+	return true, nil, 0
+}
 func (p *recordingPolicy) Sees(c *policy.Caller, _ catalog.Tool) bool {
 	p.record(c)
 	return true
@@ -574,5 +579,30 @@ func TestReadOnlyProfileSearchAndExecute(t *testing.T) {
 	}
 	if n := fc.calls.Load(); n != 2 {
 		t.Errorf("backend calls %d, want the 2 of the read-only tool", n)
+	}
+}
+
+// TestReachNoneNamesEachKey: two keys of the same scope (their globs, on
+// the same profile's route) that reach no tool are each told so in
+// search_tools' description and answers under their own name. Keys of
+// one scope share a search filter, and the description kept per filter
+// told the second key the first one's name.
+func TestReachNoneNamesEachKey(t *testing.T) {
+	g := policyGateway(t, nil, nil)
+	set := g.opts.Policy.(*policy.Set)
+	set.Put(keys.NewScope(set.Profiles, nil))
+	for _, name := range []string{"fs1", "fs2"} {
+		cs := connectAs(t, g, &policy.Caller{Transport: policy.TransportHTTP, Profile: "kg", Key: &policy.Key{Name: name, Allow: []string{"filesystem__*"}}})
+		own, other := strconv.Quote(name), `"fs1"`
+		if name == "fs1" {
+			other = `"fs2"`
+		}
+		d := searchToolsDescription(t, cs)
+		res := call(t, cs, SearchToolName, map[string]any{"query": "create entities"})
+		for what, txt := range map[string]string{"description": d, "search_tools": text(res)} {
+			if !strings.Contains(txt, "reaches no tool") || !strings.Contains(txt, "API key "+own) || strings.Contains(txt, other) {
+				t.Errorf("key %s, %s: %s", name, what, txt)
+			}
+		}
 	}
 }

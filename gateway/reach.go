@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/keys"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/internal/oneline"
@@ -23,34 +22,25 @@ const maxReachReasons = 1
 // (the policy's): those of the key's scope say the same whatever the
 // tool, so they name nothing outside it. A session that activated its
 // profile itself keeps the tools that switch profiles (policy.ProfileTools);
-// they do not count as reaching a tool here.
+// they do not count as reaching a tool here. What the caller's scope
+// reaches is kept per catalog (policy.Set.Reach): a key and a route that
+// share no tool paid 67–90 ms at each search of 50,000 tools, each tool's
+// refusal put in words.
 func (g *Gateway) reachesNone(c *policy.Caller) string {
 	if g.opts.Policy == nil || g.searcher == nil {
 		return ""
 	}
+	ok, refused, more := g.opts.Policy.Reach(c, g.catalog())
+	if ok || len(refused) == 0 {
+		return ""
+	}
 	var fromKey, others []string // distinct reasons, of the key's scope and of the other rules
-	for _, id := range g.searcher.IDs() {
-		t, ok := g.searcher.Tool(id)
-		if !ok {
-			continue
-		}
-		if c.ProfileSwitchable() && t.Server == config.BuiltinServer && slices.Contains(policy.ProfileTools, t.Name) {
-			continue
-		}
-		d := g.opts.Policy.Decide(c, t)
-		switch {
-		case d.Allowed:
-			return ""
-		case d.Rule == keys.RuleName:
-			if !slices.Contains(fromKey, d.Reason) {
-				fromKey = append(fromKey, d.Reason)
-			}
-		case !slices.Contains(others, d.Reason):
+	for _, d := range refused {
+		if d.Rule == keys.RuleName {
+			fromKey = append(fromKey, d.Reason)
+		} else {
 			others = append(others, d.Reason)
 		}
-	}
-	if len(others)+len(fromKey) == 0 {
-		return ""
 	}
 	// Servers of its own that never listed their tools (still connecting,
 	// down): they are why, not its profile or scope, and a search once
@@ -63,7 +53,7 @@ func (g *Gateway) reachesNone(c *policy.Caller) string {
 	switch {
 	case len(others) > 0:
 		why = others[:min(len(others), maxReachReasons)]
-		if n := len(others) - len(why); n > 0 {
+		if n := len(others) + more - len(why); n > 0 {
 			why = append(why, plural.Of(n, "more tool")+" likewise")
 		}
 		if len(fromKey) > 0 {
@@ -98,6 +88,21 @@ func notUpYet(down []DownServer) string {
 	}
 	return fmt.Sprintf("this caller reaches no tool until %s up, so no search can find one now (other words will not help): %s; try again once it is up",
 		whose, strings.Join(why, "; "))
+}
+
+// catalog is the searcher's tools, numbered by Options.Catalog when set,
+// for what the policy keeps per catalog (policy.Set.Reach).
+func (g *Gateway) catalog() policy.Tools {
+	if g.opts.Catalog == nil {
+		return g.searcher
+	}
+	return numberedTools{g.searcher, g.opts.Catalog}
+}
+
+// numberedTools is a catalog and its number.
+type numberedTools struct {
+	policy.Tools
+	policy.CatalogNumberer
 }
 
 // maxDownNamed is how many down servers' reasons notUpYet says.

@@ -60,7 +60,7 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 	kwAll := slices.DeleteFunc(kwRes.Top(n), dropped)
 	var vecAll []index.Scored
 	var qvec []float32
-	if mode.needsVectors() {
+	if mode.NeedsVectors() {
 		vecs, err := e.emb.Embed(ctx, []string{index.QueryPrefix(e.emb) + toEmbed})
 		if err != nil {
 			return Result{}, err
@@ -88,7 +88,7 @@ func (e *Engine) SearchWhole(ctx context.Context, q Query) (Result, error) {
 		})
 	}
 	kw := signal{top: kwAll}
-	if !mode.needsVectors() {
+	if !mode.NeedsVectors() {
 		// BM25 alone ranks its own top-limit (and NormMean sees only those).
 		kw.top = kwAll[:min(limit, len(kwAll))]
 	}

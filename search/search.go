@@ -54,8 +54,9 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("unknown search mode %q: want hybrid, bm25, vector or rrf", s)
 }
 
-// needsVectors reports whether the mode uses the vector signal.
-func (m Mode) needsVectors() bool { return m != ModeBM25 }
+// NeedsVectors reports whether the mode uses the vector signal ("" is
+// hybrid's).
+func (m Mode) NeedsVectors() bool { return m != ModeBM25 }
 
 // DefaultLimit is the number of hits of a Query that sets no Limit. The
 // engine puts no upper bound on Limit: its caller does (search_tools' bounds
@@ -321,7 +322,7 @@ func (e *Engine) options() *Options { return e.opts.Load() }
 // --mode bm25 warned "search runs BM25 only" of the mode it was asked).
 func (e *Engine) reportDegraded() {
 	degraded, why := e.Degraded()
-	degraded = degraded && e.options().Mode.needsVectors()
+	degraded = degraded && e.options().Mode.NeedsVectors()
 	if e.degraded.Swap(degraded) == degraded {
 		return
 	}
@@ -419,7 +420,7 @@ type State struct {
 func (e *Engine) State() State {
 	mode := e.options().Mode
 	st := State{Mode: mode, Configured: mode}
-	if !st.Configured.needsVectors() {
+	if !st.Configured.NeedsVectors() {
 		return st
 	}
 	// A model that failed to load is BM25 even over an index with vectors
@@ -529,7 +530,7 @@ func (e *Engine) Search(ctx context.Context, q Query) (Result, error) {
 		err error
 	}
 	var embc chan embedded
-	if mode.needsVectors() {
+	if mode.NeedsVectors() {
 		if e.emb == nil || !ix.HasVectors() {
 			mode = ModeBM25
 		} else {

@@ -96,6 +96,7 @@ func (fr *front) serve(ctx context.Context) error {
 		Learner:        fr.learner,
 		LearnFromKeys:  fr.cfg.Toolgate.Learn.FromKeys,
 		Policy:         fr.lv.Policy(),
+		Catalog:        fr.lv,
 		Profile:        fr.flags.profile,
 		// A call the policy refuses is counted and shown as denied.
 		ObserveRefused: func(c gateway.Caller) gateway.Caller { return recent.Caller(met.Caller(c)) },

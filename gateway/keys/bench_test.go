@@ -238,3 +238,45 @@ func BenchmarkFilterMemory(b *testing.B) {
 type numberedTools struct{ catalogTools }
 
 func (numberedTools) CatalogGeneration() uint64 { return 1 }
+
+// BenchmarkReach is why a caller reaches no tool at 100 servers and 50,000
+// tools (largeGateway): a key of profile p3 on profile p1's route, which
+// share none. search_tools asks it after each search that finds nothing,
+// and each tools/list of a scoped caller (its description). decide-each
+// is how it was looked for: Decide of every tool of the catalog, the
+// words of each refusal built; look is Set.Reach without a numbered
+// catalog (the rules' yes or no, the key's words once per class), kept
+// with one (as serve's catalog is).
+func BenchmarkReach(b *testing.B) {
+	tools, profiles := largeGateway()
+	set := policy.NewSet()
+	set.Put(NewScope(set.Profiles, nil))
+	set.Put(policy.NewProfiles(profiles))
+	c := &policy.Caller{Transport: policy.TransportHTTP, Profile: "p1", Key: Entry{Name: "k3", Profile: "p3"}.Caller()}
+	b.Run("decide-each", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var seen []string
+			for _, id := range tools.IDs() {
+				t, _ := tools.Tool(id)
+				if d := set.Decide(c, t); !d.Allowed && !slices.Contains(seen, d.Reason) {
+					seen = append(seen, d.Reason)
+				}
+			}
+		}
+	})
+	for _, bc := range []struct {
+		name  string
+		tools policy.Tools
+	}{{"look", tools}, {"kept", &numbered{Tools: tools, gen: 1}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			set.Reach(c, bc.tools) // kept: the first look is not timed
+			b.ReportAllocs()
+			for b.Loop() {
+				if ok, _, _ := set.Reach(c, bc.tools); ok {
+					b.Fatal("reaches a tool")
+				}
+			}
+		})
+	}
+}

@@ -145,7 +145,19 @@ func (r *Scope) miss(k *policy.Key, t catalog.Tool) scopeMiss {
 	return inScope
 }
 
-var _ policy.Allower = (*Scope)(nil)
+var (
+	_ policy.Allower = (*Scope)(nil)
+	_ policy.Classer = (*Scope)(nil)
+)
+
+// Class is which of the rule's refusals Check gives t (0: none): the
+// words of one are the same whatever the tool.
+func (r *Scope) Class(c *policy.Caller, t catalog.Tool) int {
+	if c.Key == nil {
+		return int(inScope)
+	}
+	return int(r.miss(c.Key, t))
+}
 
 // Allows is Check(c, t) == "" without building its words.
 func (r *Scope) Allows(c *policy.Caller, t catalog.Tool) bool {

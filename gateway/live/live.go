@@ -561,6 +561,7 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 		l.log.Info("warm start: answering from the last catalog while backends connect", "tools", ix.Len(), "dir", l.dir)
 		pool.StartAsync(ctx) // each backend's first listing triggers a re-index
 		l.serve(ctx, ix, false)
+		l.vectorsNeeded() // an index built in bm25 mode, served in another
 		return nil
 	}
 	if l.opts.ColdWait <= 0 {
@@ -703,8 +704,10 @@ func (l *Loop) serve(ctx context.Context, ix *index.Index, inMemory bool) {
 	// of toolgate.search to: the first engine starts with it. Under
 	// reloadMu, so that a reload sees either no engine or this one.
 	l.reloadMu.Lock()
+	reconfigured := false
 	if cur := l.applied.Load().Toolgate.Search; l.opts.SearchFrom != nil && !same(l.started.Search, cur) {
 		eng.Reconfigure(l.opts.SearchFrom(cur))
+		reconfigured = true
 	}
 	l.eng.Store(eng)
 	l.reloadMu.Unlock()
@@ -713,6 +716,11 @@ func (l *Loop) serve(ctx context.Context, ix *index.Index, inMemory bool) {
 	l.mu.Unlock()
 	l.update(func(s *Stats) { s.Building, s.BuildingTools, s.BuildingTotal = false, 0, 0 })
 	l.swapped(ix, inMemory)
+	if reconfigured {
+		// Built in bm25 mode, and a reload made it one that reads vectors
+		// meanwhile.
+		defer l.vectorsNeeded() // once the sync loop runs
+	}
 
 	l.wg.Add(1)
 	go l.syncLoop(ctx)

@@ -57,8 +57,10 @@ func newFixture(t *testing.T, dir string, pool *fakePool, opts *Options, servers
 	logs := &testenv.LogBuffer{}
 	o.Logger = logs.Logger()
 	o.ConfigPaths, o.ConfigDocs = []string{path}, []config.Doc{{Path: path, Data: data}}
-	if o.Search == nil {
+	if o.Search == nil && o.Embedder == nil {
 		o.Search = &search.Options{Mode: search.ModeBM25}
+	} else if o.Search == nil { // its vectors are read: built
+		o.Search = &search.Options{Mode: search.ModeHybrid}
 	}
 	l := New(dir, cfg, &o)
 	t.Cleanup(func() {

@@ -185,6 +185,7 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 			o := eng.Options()
 			l.log.Info("search settings applied", "file", file, "mode", o.Mode, "keyword_weight", o.KeywordWeight, "vector_weight", o.VectorWeight,
 				"min_confidence", o.MinConfidence, "step_weight", o.StepWeight)
+			l.vectorsNeeded()
 		}
 	}
 	if slices.Contains(now, "toolgate.security") {

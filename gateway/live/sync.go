@@ -135,7 +135,7 @@ func (l *Loop) indexGone() bool {
 // counts it (so that what Indexed did is done when the count moves).
 func (l *Loop) swapped(ix *index.Index, inMemory bool) {
 	fp := ""
-	if emb := l.opts.Embedder; !inMemory && (emb == nil || emb.ModelID() == "" || emb.ModelID() == ix.ModelID()) {
+	if emb := l.opts.Embedder; !inMemory && (emb == nil || emb.ModelID() == "" || emb.ModelID() == ix.ModelID() || !l.vectorsWanted()) {
 		fp = ix.Fingerprint()
 	}
 	l.mu.Lock()
@@ -257,14 +257,58 @@ func (l *Loop) sweepCache(ctx context.Context, compact bool) {
 // the embedder's log line says; a build that asked it for vectors used to
 // fail with its load error, and with it the start (exit status 1) or
 // every re-index.
+//
+// In bm25 mode (toolgate.search.mode, serve --mode) no search reads the
+// vectors, so the index is built without them (vectorsWanted): a cold
+// start of 50,000 tools embedded them all, some 20 minutes on two loaded
+// cores, and its searches said "the tool index is being built" until
+// then. A reload to a mode that reads them builds them in the background
+// (modelBack) while the BM25 index answers.
 func (l *Loop) embedder(ctx context.Context) index.Embedder {
 	emb := l.opts.Embedder
+	if !l.vectorsWanted() {
+		return nil
+	}
 	if r, ok := emb.(interface{ Ready(context.Context) error }); ok {
 		if err := r.Ready(ctx); err != nil && ctx.Err() == nil {
 			return nil
 		}
 	}
 	return emb
+}
+
+// vectorsWanted reports whether the ranking in effect reads the index's
+// vectors: its default mode is not bm25 (search.Mode.NeedsVectors). The
+// engine's options once it serves; before that (a cold start's first
+// index) the options it will start with (serve).
+func (l *Loop) vectorsWanted() bool {
+	if eng := l.eng.Load(); eng != nil {
+		return eng.Options().Mode.NeedsVectors()
+	}
+	o := l.opts.Search
+	if cur := l.applied.Load().Toolgate.Search; l.opts.SearchFrom != nil && !same(l.started.Search, cur) {
+		o = l.opts.SearchFrom(cur)
+	}
+	return o == nil || o.Mode.NeedsVectors()
+}
+
+// vectorsNeeded asks for a re-index when the mode now reads vectors that
+// the served index lacks (it was built in bm25 mode): they are built in
+// the background, and the index without them answers meanwhile (BM25
+// only, as GET /status says). The build waits for the model's load, not
+// the reload.
+func (l *Loop) vectorsNeeded() {
+	emb := l.opts.Embedder
+	if emb == nil || !l.vectorsWanted() {
+		return
+	}
+	l.mu.Lock()
+	served := l.servedModel
+	l.mu.Unlock()
+	if m := emb.ModelID(); m != "" && m != served {
+		l.log.Info("the search mode reads vectors the index lacks: building them in the background; searches run BM25-only until then", "model", m)
+		l.refresh()
+	}
 }
 
 // reindexForModel asks for a re-index when the model is back (modelBack),
@@ -286,7 +330,7 @@ func (l *Loop) reindexForModel(ctx context.Context) bool {
 // another model's. Then a re-index gives searches the model's vectors.
 func (l *Loop) modelBack(ctx context.Context) bool {
 	emb := l.opts.Embedder
-	if emb == nil {
+	if emb == nil || !l.vectorsWanted() {
 		return false
 	}
 	l.mu.Lock()
@@ -296,7 +340,7 @@ func (l *Loop) modelBack(ctx context.Context) bool {
 		return false
 	}
 	r, ok := emb.(interface{ Ready(context.Context) error })
-	return ok && r.Ready(ctx) == nil
+	return !ok || r.Ready(ctx) == nil // loaded in the background, or at once
 }
 
 // buildInMemory indexes tools in memory: the same ranking, nothing
@@ -370,7 +414,11 @@ func (l *Loop) openWarm(servers []string) (*index.Index, []catalog.Tool) {
 	// An embedder whose model is not installed yet (ModelID "") takes
 	// the index as it is: searches run BM25-only until the model comes,
 	// and its vectors are the model's when they are the same files.
-	if emb := l.opts.Embedder; emb != nil && emb.ModelID() != "" && ix.ModelID() != emb.ModelID() {
+	// In bm25 mode the index's vectors, or their absence, do not matter.
+	// An index without vectors (built in bm25 mode) answers BM25-only
+	// while the loop builds them (vectorsNeeded): it used to be a cold
+	// start that embedded every tool before its searches answered.
+	if emb := l.opts.Embedder; emb != nil && emb.ModelID() != "" && ix.ModelID() != "" && ix.ModelID() != emb.ModelID() && l.vectorsWanted() {
 		reason = "it was built with another model"
 	}
 	tools := ix.Tools()

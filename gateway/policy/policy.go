@@ -244,11 +244,12 @@ type snapshot struct {
 	rules   []Rule
 	filters scopeCache[*search.Filter]
 	sights  scopeCache[*keptSight]
+	reaches scopeCache[*reached]
 }
 
 func newSnapshot(rules []Rule) *snapshot {
 	sn := &snapshot{rules: rules}
-	sn.filters.max, sn.sights.max = maxFilters, maxSights
+	sn.filters.max, sn.sights.max, sn.reaches.max = maxFilters, maxSights, maxReaches
 	return sn
 }
 

@@ -167,6 +167,15 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 		return fmt.Errorf("index %s: %w", res.Dir, err)
 	}
 	defer ix.Close()
+	// The verdicts of the tools' input schemas, for serve's next start
+	// (catalog.FlawLog): only the schemas the file does not know are
+	// resolved. Not saved, the start checks them itself.
+	var flaws catalog.FlawLog
+	saved := index.ReadChecks(res.Dir)
+	flaws.Seed(saved)
+	if _, err := index.SaveChecks(res.Dir, &flaws, ix.Tools(), saved); err != nil {
+		g.logger.Debug("the verdicts of the tools' input schemas are not saved: the next serve checks them again", "err", err)
+	}
 
 	res.StateBefore = string(rep.Before)
 	res.Rebuilt = rep.Rebuilt

@@ -81,6 +81,13 @@ type Cut struct {
 // two sources often loses them, and the figures of such a catalog are
 // those of names alone.
 func Review(w io.Writer, path string, tools []Tool) int {
+	var f FlawLog
+	return f.Review(w, path, tools)
+}
+
+// Review is Review with the schemas' verdicts f knows (Seed), and those
+// it resolves remembered (Checks saves them).
+func (f *FlawLog) Review(w io.Writer, path string, tools []Tool) int {
 	var cuts []Cut
 	var bare []string
 	for i, t := range tools {
@@ -105,7 +112,7 @@ func Review(w io.Writer, path string, tools []Tool) int {
 		fmt.Fprintf(w, "toolgate: warning: %s: %s %s no \"description\": %s%s: they are ranked by their names (and schemas) alone; give each its description if the source had one\n",
 			path, plural.Of(len(bare), "tool"), verb, strings.Join(named, ", "), more)
 	}
-	return len(bare) + Warn(w, path, cuts, tools)
+	return len(bare) + f.Warn(w, path, cuts, tools)
 }
 
 // Warn writes Review's warnings, each starting with where (a file, a
@@ -113,6 +120,13 @@ func Review(w io.Writer, path string, tools []Tool) int {
 // schema ResolveSchema refuses or whose name is not one MCP recommends
 // (Flaws). It returns how many tools it warned of.
 func Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int {
+	var f FlawLog
+	return f.Warn(w, where, cuts, tools)
+}
+
+// Warn is Warn with the schemas' verdicts f knows (Seed), and those it
+// resolves remembered (Checks saves them).
+func (f *FlawLog) Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int {
 	var cut, schemas, names []string
 	nSchemas, nNames := 0, 0
 	for _, c := range cuts {
@@ -120,8 +134,11 @@ func Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int {
 			cut = append(cut, fmt.Sprintf("%q (%d bytes)", c.ID, c.Bytes))
 		}
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for _, t := range tools {
-		schema, name := Flaws(t)
+		_, schema := f.schemaFlaw(t.InputSchema)
+		name := nameFlaw(t)
 		if name != "" {
 			if nNames++; len(names) < 5 {
 				names = append(names, name)

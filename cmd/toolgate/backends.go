@@ -36,7 +36,7 @@ type unlisted struct {
 // already has for it (with a warning), so an offline backend does not
 // empty the catalog; servers no longer in the config are dropped. Those
 // servers are returned too.
-func (g *globals) listBackendTools(ctx context.Context, paths []string, stderr io.Writer) ([]catalog.Tool, []unlisted, error) {
+func (g *globals) listBackendTools(ctx context.Context, paths []string, flaws *catalog.FlawLog, stderr io.Writer) ([]catalog.Tool, []unlisted, error) {
 	cfg, _, err := g.readConfigs(paths)
 	if err != nil {
 		return nil, nil, err
@@ -93,7 +93,7 @@ func (g *globals) listBackendTools(ctx context.Context, paths []string, stderr i
 	slices.SortFunc(cuts, func(a, b catalog.Cut) int { return strings.Compare(a.ID, b.ID) })
 	where := strings.Join(paths, ", ")
 	theirs := slices.DeleteFunc(slices.Clone(merged), func(t catalog.Tool) bool { return t.Server == mgmt.Name })
-	catalog.Warn(stderr, where, cuts, theirs)
+	flaws.Warn(stderr, where, cuts, theirs)
 	cutMu.Unlock()
 	warnQuarantine(stderr, where, g.DataDir(), cfg.Toolgate.Security, theirs)
 	return merged, down, nil

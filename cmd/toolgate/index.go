@@ -102,6 +102,12 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 		return usageError{errors.New("index needs exactly one of --tools FILE.jsonl or --config FILE")}
 	}
 	start := time.Now()
+	// The verdicts of the tools' input schemas saved by the last build or
+	// serve: only the schemas they lack are resolved, and all are saved
+	// again for serve's next start (catalog.FlawLog).
+	var flaws catalog.FlawLog
+	saved := index.ReadChecks(index.Dir(g.DataDir()))
+	flaws.Seed(saved)
 	var tools []catalog.Tool
 	var down []unlisted
 	var err error
@@ -111,9 +117,9 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 		if tools, err = catalog.ReadFile(f.tools); err != nil {
 			return usageError{err}
 		}
-		catalog.Review(stderr, f.tools, tools)
+		flaws.Review(stderr, f.tools, tools)
 	} else {
-		tools, down, err = g.listBackendTools(ctx, f.configs, stderr)
+		tools, down, err = g.listBackendTools(ctx, f.configs, &flaws, stderr)
 	}
 	if err != nil {
 		return err
@@ -167,6 +173,10 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 		return fmt.Errorf("index %s: %w", res.Dir, err)
 	}
 	defer ix.Close()
+	// Not saved, serve's next start checks the schemas itself.
+	if _, err := index.SaveChecks(res.Dir, &flaws, ix.Tools(), saved); err != nil {
+		g.logger.Debug("the verdicts of the tools' input schemas are not saved: the next serve checks them again", "err", err)
+	}
 
 	res.StateBefore = string(rep.Before)
 	res.Rebuilt = rep.Rebuilt

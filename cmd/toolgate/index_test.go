@@ -707,6 +707,62 @@ func TestServeLogsFlawsOnce(t *testing.T) {
 	}
 }
 
+// TestWarmStartTakesSavedVerdicts: `index --config` saves the verdicts of
+// the tools' input schemas in the index folder, and a warm start takes
+// them instead of resolving each schema again (1.8 s of CPU at 10,000
+// tools, while the client's first searches waited), yet logs each flaw
+// once, with the words saved. A clean schema marked flawed in the file is
+// said so: the gateway took the file's word for it. Once the listings are
+// acted on, the file holds the verdicts of the catalog served, no others.
+func TestWarmStartTakesSavedVerdicts(t *testing.T) {
+	data := t.TempDir()
+	cfg := fakeConfig(t, map[string]string{"billing": backendtest.ModeFlawed},
+		map[string]any{"security": map[string]any{"approvedTools": []string{"billing__*"}}}) // the long description is not held
+	if _, stderr, err := runToolgate(t, data, "index", "-c", cfg); err != nil { // with the model: serve's starts warm from it
+		t.Fatalf("index: %v\n%s", err, stderr)
+	}
+	dir := index.Dir(data)
+	saved := index.ReadChecks(dir)
+	if len(saved.Flawed) != 1 || len(saved.Clean) == 0 || saved.Checker == "" {
+		t.Fatalf("index saved %+v, want one flawed schema and the clean ones, with the checker", saved)
+	}
+	ix, err := index.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clean catalog.Tool
+	for _, tool := range ix.Tools() {
+		if fp := catalog.SchemaFingerprint(tool.InputSchema); tool.Server == "billing" && slices.Contains(saved.Clean, fp) {
+			clean = tool
+		}
+	}
+	ix.Close()
+	if clean.Name == "" {
+		t.Fatal("no billing tool with a clean schema")
+	}
+	fp := catalog.SchemaFingerprint(clean.InputSchema)
+	stale := strings.Repeat("0", 32) // the schema of a tool gone
+	saved.Clean = append(slices.DeleteFunc(saved.Clean, func(c string) bool { return c == fp }), stale)
+	saved.Flawed[fp] = "the verdict saved"
+	if err := index.WriteChecks(dir, saved); err != nil {
+		t.Fatal(err)
+	}
+
+	_, logs := startGateway(t, data, cfg)
+	testenv.Eventually(t, "the verdicts of the catalog served saved", func() bool {
+		c := index.ReadChecks(dir)
+		return len(c.Clean) > 0 && !slices.Contains(c.Clean, stale)
+	})
+	said := fmt.Sprintf(`tool=billing__%s why="the verdict saved"`, clean.Name)
+	flawed := fmt.Sprintf(`tool=billing__%s why="\"properties\" must be an object`, backendtest.FlawedSchemaTool)
+	if n, m := strings.Count(logs.String(), said), strings.Count(logs.String(), flawed); n != 1 || m != 1 {
+		t.Errorf("the saved verdict was said %d times, the flawed schema's %d; want each once:\n%s", n, m, logs)
+	}
+	if c := index.ReadChecks(dir); c.Flawed[fp] != "the verdict saved" || len(c.Flawed) != 2 {
+		t.Errorf("saved again: %+v, want the verdicts taken, the stale one left out", c)
+	}
+}
+
 // TestIndexConfigSaysWhatTheQuarantineHolds: `index --config` names the
 // tools a gateway on the data folder would quarantine, each with the rule
 // and the words that matched, and how to release them: a server's author

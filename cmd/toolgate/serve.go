@@ -397,6 +397,21 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	if addrFromConfig {
 		addrCheck = func(addr string) error { return canListen(addr, ln, f.allowRemote, g.remoteReady(cfg)) }
 	}
+	// The flaws of a definition (a schema the gateway cannot read, a name
+	// MCP does not recommend) are logged once per definition, as
+	// `toolgate index --config` says them, before the index that serves it.
+	// The verdicts of the schemas the last run saved are taken as they
+	// are: a warm start resolves only the schemas that changed.
+	var flaws catalog.FlawLog
+	ixDir := index.Dir(g.DataDir())
+	checks := index.ReadChecks(ixDir)
+	flaws.Seed(checks)
+	settled := func(tools []catalog.Tool) {
+		var err error
+		if checks, err = index.SaveChecks(ixDir, &flaws, tools, checks); err != nil {
+			log.Debug("the verdicts of the tools' input schemas are not saved: the next start checks them again", "file", ixDir, "err", err)
+		}
+	}
 	stage.set("opening the tool index of the last run")
 	var pool *backend.Pool // made below, before the loop runs (and reloads)
 	var lv *live.Loop
@@ -410,6 +425,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		SecurityFrom: func(s config.SecuritySettings) ([]string, []string) {
 			return sec.guard.Reconfigure(s, func() []catalog.Tool { return listed(pool, lv) })
 		},
+		Settled:         settled,
 		HTTPAddrCheck:   addrCheck,
 		HTTPAddrIgnored: addrIgnored,
 		Indexed:         indexed,
@@ -436,10 +452,6 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	// Quarantine decides on each listing before the re-index it asks for;
 	// the tools of the warm catalog count as listed.
 	sec.guard.Observe(lv.Catalog())
-	// The flaws of a definition (a schema the gateway cannot read, a name
-	// MCP does not recommend) are logged once per definition, as
-	// `toolgate index --config` says them, before the index that serves it.
-	var flaws catalog.FlawLog
 	opts.OnToolsChanged = func(server string, tools []*mcp.Tool) {
 		listed := backend.Catalog(map[string][]*mcp.Tool{server: tools})
 		sec.guard.ObserveServer(server, listed)

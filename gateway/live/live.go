@@ -170,6 +170,16 @@ type Options struct {
 	// goroutine: `toolgate serve` checks the learned pairs against the
 	// tools' definitions there.
 	Indexed func(tools []catalog.Tool)
+	// Settled, if set, is called with the catalog a cold start's first
+	// index holds, before it is served, then with the catalog served each
+	// time the loop has acted on a change of the servers' listings (a
+	// re-index, or none when the catalog is the one served), on the
+	// loop's goroutine (never two calls at once): `toolgate serve` saves
+	// the verdicts of its tools' input schemas there (index.SaveChecks),
+	// for the next start. A warm start's catalog is not passed before the
+	// servers list: checking it then would take the CPU of the client's
+	// first searches.
+	Settled func(tools []catalog.Tool)
 }
 
 func (o *Options) withDefaults() Options {
@@ -569,6 +579,7 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 		if err != nil {
 			return err
 		}
+		l.settledHook(ix.Tools())
 		l.serve(ctx, ix, inMemory)
 		return nil
 	}
@@ -598,6 +609,7 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 			}
 			return
 		}
+		l.settledHook(ix.Tools())
 		l.serve(ctx, ix, inMemory)
 		close(cold)
 		l.changedHook() // search_tools' description: the servers now listed

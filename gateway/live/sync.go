@@ -102,6 +102,7 @@ func (l *Loop) syncLoop(ctx context.Context) {
 			// what a server is).
 			l.update(l.settled)
 			l.changedHook()
+			l.settledHook(l.Catalog())
 			l.sweepCache(ctx, true)
 			continue
 		}
@@ -120,7 +121,15 @@ func (l *Loop) syncLoop(ctx context.Context) {
 		l.eng.Load().Swap(ix)
 		l.swapped(ix, inMemory)
 		l.changedHook()
+		l.settledHook(ix.Tools())
 		l.sweepCache(ctx, true)
+	}
+}
+
+// settledHook calls Options.Settled with the catalog served.
+func (l *Loop) settledHook(tools []catalog.Tool) {
+	if l.opts.Settled != nil {
+		l.opts.Settled(tools)
 	}
 }
 

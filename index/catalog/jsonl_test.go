@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -256,6 +257,53 @@ func TestFlawLog(t *testing.T) {
 	f.Listed(log, "a", []Tool{ok, bad, badName})
 	if count(schemaMsg) != 3 || count(nameMsg) != 1 {
 		t.Errorf("mended, then broken again: want it said again:\n%s", logs.String())
+	}
+}
+
+// A start seeded with the verdicts the last run saved (Checks) resolves
+// no schema of a listing like the last one, yet logs each flaw once, with
+// the words a check gives; a definition changed since is checked anew,
+// and verdicts of another checker (an upgrade) are not taken.
+func TestFlawLogSeeded(t *testing.T) {
+	bad := Tool{Server: "a", Name: "remind", InputSchema: json.RawMessage(`{"type":"object","properties":[{"to":"string"}]}`)}
+	badName := Tool{Server: "a", Name: "send reminder", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	ok := Tool{Server: "a", Name: "ok", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}
+	tools := []Tool{ok, bad, badName}
+	var last FlawLog // the last run
+	var lastLogs testenv.LogBuffer
+	last.Listed(lastLogs.Logger(), "a", tools)
+	saved := last.Checks(tools)
+	if len(saved.Clean) != 2 || len(saved.Flawed) != 1 || saved.Checker != Checker() || saved.Format != ChecksFormat {
+		t.Fatalf("Checks = %+v, want 2 clean and 1 flawed schema by this checker", saved)
+	}
+
+	var logs testenv.LogBuffer
+	var f FlawLog
+	f.Seed(saved)
+	f.Listed(logs.Logger(), "a", tools)
+	if f.resolved != 0 {
+		t.Errorf("a listing like the last run's resolved %d schemas, want 0", f.resolved)
+	}
+	if logs.String() != lastLogs.String() {
+		t.Errorf("seeded, the warnings are\n%s\nwant those of a check:\n%s", logs.String(), lastLogs.String())
+	}
+	if c := f.Checks(tools); !c.Same(saved) || f.resolved != 0 {
+		t.Errorf("Checks of the same tools = %+v (%d resolved), want those saved, none resolved", c, f.resolved)
+	}
+
+	ok.InputSchema = json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}}}`)
+	f.Listed(logs.Logger(), "a", []Tool{ok, bad, badName})
+	if f.resolved != 1 {
+		t.Errorf("one definition changed: %d schemas resolved, want 1", f.resolved)
+	}
+
+	var upgraded FlawLog
+	foreign := saved
+	foreign.Checker = "0 jsonschema-go@v0.0.1 go1.20"
+	upgraded.Seed(foreign)
+	upgraded.Listed(slog.New(slog.DiscardHandler), "a", tools)
+	if upgraded.resolved != 3 {
+		t.Errorf("verdicts of another checker: %d schemas resolved, want all 3", upgraded.resolved)
 	}
 }
 

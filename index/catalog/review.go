@@ -1,12 +1,18 @@
 package catalog
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"log/slog"
+	"maps"
 	"regexp"
+	"runtime"
+	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,6 +81,13 @@ type Cut struct {
 // two sources often loses them, and the figures of such a catalog are
 // those of names alone.
 func Review(w io.Writer, path string, tools []Tool) int {
+	var f FlawLog
+	return f.Review(w, path, tools)
+}
+
+// Review is Review with the schemas' verdicts f knows (Seed), and those
+// it resolves remembered (Checks saves them).
+func (f *FlawLog) Review(w io.Writer, path string, tools []Tool) int {
 	var cuts []Cut
 	var bare []string
 	for i, t := range tools {
@@ -99,7 +112,7 @@ func Review(w io.Writer, path string, tools []Tool) int {
 		fmt.Fprintf(w, "toolgate: warning: %s: %s %s no \"description\": %s%s: they are ranked by their names (and schemas) alone; give each its description if the source had one\n",
 			path, plural.Of(len(bare), "tool"), verb, strings.Join(named, ", "), more)
 	}
-	return len(bare) + Warn(w, path, cuts, tools)
+	return len(bare) + f.Warn(w, path, cuts, tools)
 }
 
 // Warn writes Review's warnings, each starting with where (a file, a
@@ -107,6 +120,13 @@ func Review(w io.Writer, path string, tools []Tool) int {
 // schema ResolveSchema refuses or whose name is not one MCP recommends
 // (Flaws). It returns how many tools it warned of.
 func Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int {
+	var f FlawLog
+	return f.Warn(w, where, cuts, tools)
+}
+
+// Warn is Warn with the schemas' verdicts f knows (Seed), and those it
+// resolves remembered (Checks saves them).
+func (f *FlawLog) Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int {
 	var cut, schemas, names []string
 	nSchemas, nNames := 0, 0
 	for _, c := range cuts {
@@ -114,8 +134,11 @@ func Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int {
 			cut = append(cut, fmt.Sprintf("%q (%d bytes)", c.ID, c.Bytes))
 		}
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for _, t := range tools {
-		schema, name := Flaws(t)
+		_, schema := f.schemaFlaw(t.InputSchema)
+		name := nameFlaw(t)
 		if name != "" {
 			if nNames++; len(names) < 5 {
 				names = append(names, name)
@@ -177,32 +200,94 @@ func NameFlawEffect(n int) string {
 // the fault, when its name is not one MCP recommends ("" when it is).
 // Resolving a schema takes some 50 µs: check a definition once (FlawLog).
 func Flaws(t Tool) (schema, name string) {
-	if !mcpNameRE.MatchString(t.Name) {
-		name = fmt.Sprintf("%q", t.ID())
-		if l := utf8.RuneCountInString(t.Name); l > 128 {
-			name += fmt.Sprintf(" (%d characters)", l)
-		}
+	return schemaFlaw(t.InputSchema), nameFlaw(t)
+}
+
+// nameFlaw is Flaws' name: a pattern match, cheap enough to do again.
+func nameFlaw(t Tool) string {
+	if mcpNameRE.MatchString(t.Name) {
+		return ""
 	}
-	if len(t.InputSchema) > 0 {
-		if _, err := ResolveSchema(t.InputSchema); err != nil {
-			// JSON's words, not Go's, without the library's inner type.
-			schema = strings.ReplaceAll(jsonwords.Describe(err), `"schemaWithoutMethods.`, `"`)
-			if schema == "" {
-				schema = err.Error()
-			}
-		}
+	name := fmt.Sprintf("%q", t.ID())
+	if l := utf8.RuneCountInString(t.Name); l > 128 {
+		name += fmt.Sprintf(" (%d characters)", l)
 	}
-	return schema, name
+	return name
+}
+
+// schemaFlaw is Flaws' schema: it resolves the schema, which costs.
+func schemaFlaw(text json.RawMessage) string {
+	if len(text) == 0 {
+		return ""
+	}
+	_, err := ResolveSchema(text)
+	if err == nil {
+		return ""
+	}
+	// JSON's words, not Go's, without the library's inner type.
+	why := strings.ReplaceAll(jsonwords.Describe(err), `"schemaWithoutMethods.`, `"`)
+	if why == "" {
+		why = err.Error()
+	}
+	return why
 }
 
 // FlawLog logs the flaws (Flaws) of the tool definitions servers list, once
 // per definition: serve tells it each listing, and a listing that changes
 // other tools (a server's author editing one) says nothing more of a
-// flawed one it did not change. The zero value is ready; it is safe for
-// concurrent use.
+// flawed one it did not change. It resolves each input schema once: the
+// verdicts of those it knows from before (Seed, a Checks a toolgate of the
+// same Checker saved) are taken as they are, so that a start whose servers
+// list what they listed before resolves none (1.8 s of CPU at 10,000
+// tools, which the client's first searches waited for) and still logs
+// each flaw. The zero value is ready; it is safe for concurrent use.
 type FlawLog struct {
-	mu   sync.Mutex
-	seen map[string]map[string]uint64 // server → tool name → fingerprint of the definition checked
+	mu    sync.Mutex
+	seen  map[string]map[string]uint64 // server → tool name → fingerprint of the definition checked
+	known map[string]string            // SchemaFingerprint → schemaFlaw of the schema
+	// resolved counts the schemas resolved (the tests' counter).
+	resolved int
+}
+
+// Seed takes the verdicts of c as known, when a toolgate that checks
+// schemas as this one does made them (c.Checker is Checker): a schema
+// with one is not resolved again. It logs nothing: Listed logs each flaw
+// when a server lists the tool.
+func (f *FlawLog) Seed(c Checks) {
+	if c.Format != ChecksFormat || c.Checker != Checker() {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.known == nil {
+		f.known = make(map[string]string, len(c.Clean)+len(c.Flawed))
+	}
+	for _, fp := range c.Clean {
+		f.known[fp] = ""
+	}
+	for fp, why := range c.Flawed {
+		if why != "" {
+			f.known[fp] = why
+		}
+	}
+}
+
+// schemaFlaw is schemaFlaw(text), resolved once per schema. f.mu is held.
+func (f *FlawLog) schemaFlaw(text json.RawMessage) (fp, why string) {
+	if len(text) == 0 {
+		return "", ""
+	}
+	fp = SchemaFingerprint(text)
+	why, ok := f.known[fp]
+	if !ok {
+		why = schemaFlaw(text)
+		f.resolved++
+		if f.known == nil {
+			f.known = map[string]string{}
+		}
+		f.known[fp] = why
+	}
+	return fp, why
 }
 
 // Listed checks the definitions of server's tools (its full listing) that
@@ -225,15 +310,94 @@ func (f *FlawLog) Listed(log *slog.Logger, server string, tools []Tool) {
 		if old, ok := was[t.Name]; ok && old == fp {
 			continue
 		}
-		schema, name := Flaws(t)
-		if schema != "" {
+		if _, schema := f.schemaFlaw(t.InputSchema); schema != "" {
 			log.Warn("the input schema of a tool "+SchemaFlaw+": "+SchemaFlawEffect(1), "tool", t.ID(), "why", schema)
 		}
-		if name != "" {
+		if nameFlaw(t) != "" {
 			log.Warn("the name of a tool "+NameFlaw+": "+NameFlawEffect(1), "tool", t.ID())
 		}
 	}
 	f.seen[server] = now
+}
+
+// Checks are the verdicts of tools' input schemas, resolving those f
+// does not know, to save (index.WriteChecks) for the next start's Seed.
+func (f *FlawLog) Checks(tools []Tool) Checks {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := Checks{Format: ChecksFormat, Checker: Checker()}
+	done := map[string]bool{}
+	for _, t := range tools {
+		fp, why := f.schemaFlaw(t.InputSchema)
+		if fp == "" || done[fp] {
+			continue
+		}
+		done[fp] = true
+		if why == "" {
+			c.Clean = append(c.Clean, fp)
+		} else {
+			if c.Flawed == nil {
+				c.Flawed = map[string]string{}
+			}
+			c.Flawed[fp] = why
+		}
+	}
+	slices.Sort(c.Clean)
+	return c
+}
+
+// Checks are the verdicts of ResolveSchema on input schemas, by
+// SchemaFingerprint: the file index/flaws.json of the data folder
+// (index.ReadChecks), which a start seeds its FlawLog with.
+type Checks struct {
+	Format  int    `json:"format"`  // ChecksFormat
+	Checker string `json:"checker"` // Checker() of the toolgate that resolved them
+	// Clean are the schemas ResolveSchema reads.
+	Clean []string `json:"clean,omitempty"`
+	// Flawed are those it refuses, each with why (the words of Flaws).
+	Flawed map[string]string `json:"flawed,omitempty"`
+}
+
+// ChecksFormat is the version of Checks' JSON.
+const ChecksFormat = 1
+
+// Same reports whether c and d hold the same verdicts, by the same Checker.
+func (c Checks) Same(d Checks) bool {
+	return c.Format == d.Format && c.Checker == d.Checker && slices.Equal(c.Clean, d.Clean) && maps.Equal(c.Flawed, d.Flawed)
+}
+
+// checkerRevision changes whenever ResolveSchema, schemaFlaw or the words
+// they give change: verdicts of another revision are checked again.
+const checkerRevision = 1
+
+// Checker names how this toolgate checks a schema: checkerRevision, the
+// jsonschema-go module it was built with and the Go release (whose
+// regexp reads a schema's patterns). An upgrade of any of them checks
+// every schema again, once.
+func Checker() string {
+	return checker()
+}
+
+var checker = sync.OnceValue(func() string {
+	lib := "unknown"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range info.Deps {
+			if d.Path == "github.com/google/jsonschema-go" {
+				lib = d.Version
+				if d.Replace != nil {
+					lib = d.Replace.Path + "@" + d.Replace.Version
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("%d jsonschema-go@%s %s", checkerRevision, lib, runtime.Version())
+})
+
+// SchemaFingerprint names an input schema by its bytes as listed: the
+// first 128 bits of their SHA-256, in hex.
+func SchemaFingerprint(text json.RawMessage) string {
+	sum := sha256.Sum256(text)
+	return hex.EncodeToString(sum[:16])
 }
 
 // mcpNameRE is what MCP recommends a tool name be (2025-11-25, SEP-986).

@@ -70,7 +70,7 @@ func (fr *front) serve(ctx context.Context) error {
 	// Metrics count what passes through the gateway's searcher, caller and
 	// HTTP front, and read the pool, catalog, loop and embedding cache
 	// when scraped (GET /metrics, with --http).
-	met := metrics.New(&metrics.Options{Backends: fr.pool, Catalog: fr.lv, Loop: fr.lv, EmbedCache: cacheStats(fr.emb), EmbedCacheDropped: cacheDropped(fr.emb), Search: fr.ranking,
+	met := metrics.New(&metrics.Options{Backends: fr.pool, Catalog: fr.lv, Loop: fr.lv, EmbedCache: cacheStats(fr.emb), Search: fr.ranking,
 		CertNotAfter: func() *time.Time { return fr.proc.report().TLSNotAfter }})
 	// The console's recent calls, kept in memory.
 	recent := console.NewRecorder(0)
@@ -345,27 +345,17 @@ func (w *idleWatch) watch(ctx context.Context, idle time.Duration, stop func()) 
 	}
 }
 
-// cacheStats reads the embedding cache's hits and misses, or is nil when
-// emb has no cache.
-func cacheStats(emb index.Embedder) func() (int64, int64) {
+// cacheStats reads the embedding cache's counts for the metrics, or is
+// nil when emb has no cache.
+func cacheStats(emb index.Embedder) func() metrics.CacheCounts {
 	c, ok := emb.(interface{ Stats() embed.CacheStats })
 	if !ok {
 		return nil
 	}
-	return func() (int64, int64) {
+	return func() metrics.CacheCounts {
 		st := c.Stats()
-		return st.Hits, st.Misses
+		return metrics.CacheCounts{Hits: st.Hits, Misses: st.Misses, Dropped: st.Dropped}
 	}
-}
-
-// cacheDropped reads the vectors the embedding cache's sweeps deleted, or
-// is nil when emb has no cache.
-func cacheDropped(emb index.Embedder) func() int64 {
-	c, ok := emb.(interface{ Stats() embed.CacheStats })
-	if !ok {
-		return nil
-	}
-	return func() int64 { return c.Stats().Dropped }
 }
 
 // The loop is the gateway's Searcher.

@@ -63,16 +63,18 @@ var (
 // Options say where the collector reads the gateway's state when scraped.
 // A nil field leaves its metrics out; nil Options mean none of them (the
 // decorators and the runtime collectors still work).
+// CacheCounts are the embedding cache's counts (Options.EmbedCache): the
+// texts whose vector came from it, those the model embedded, and the
+// vectors its sweeps deleted.
+type CacheCounts struct{ Hits, Misses, Dropped int64 }
+
 type Options struct {
 	Backends Backends // toolgate_backend_up, toolgate_backend_restarts_total; server labels of calls
 	Catalog  Catalog  // tool labels of calls
 	Loop     Loop     // toolgate_index_generation, toolgate_catalog_tools
-	// EmbedCache returns the embedding cache's hits and misses so far
-	// (toolgate_embedding_cache_{hits,misses}_total).
-	EmbedCache func() (hits, misses int64)
-	// EmbedCacheDropped returns the vectors the embedding cache's sweeps
-	// deleted so far (toolgate_embedding_cache_dropped_total).
-	EmbedCacheDropped func() int64
+	// EmbedCache returns the embedding cache's counts so far
+	// (toolgate_embedding_cache_{hits,misses,dropped}_total).
+	EmbedCache func() CacheCounts
 	// Search says how searches rank now (toolgate_search_bm25_only).
 	Search func() *search.State
 	// CertNotAfter is when the HTTPS front's certificate expires, nil

@@ -112,10 +112,9 @@ func newTest() *Metrics {
 			{Name: "lazy", State: backend.StateIdle},
 			{Name: "remote", State: backend.StateUp, TLSCert: "/etc/toolgate/client.pem", TLSCertNotAfter: &clientNotAfter},
 		},
-		Catalog:           &fakeCatalog{tools},
-		Loop:              fakeLoop(4),
-		EmbedCache:        func() (int64, int64) { return 7, 3 },
-		EmbedCacheDropped: func() int64 { return 20 },
+		Catalog:    &fakeCatalog{tools},
+		Loop:       fakeLoop(4),
+		EmbedCache: func() CacheCounts { return CacheCounts{Hits: 7, Misses: 3, Dropped: 20} },
 		Search: func() *search.State {
 			return &search.State{Mode: search.ModeBM25, Configured: search.ModeHybrid, BM25Only: true, Reason: "no model"}
 		},

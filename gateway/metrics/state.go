@@ -85,12 +85,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	if f := c.o.EmbedCache; f != nil {
-		hits, misses := f()
-		ch <- prometheus.MustNewConstMetric(c.cacheHits, prometheus.CounterValue, float64(hits))
-		ch <- prometheus.MustNewConstMetric(c.cacheMisses, prometheus.CounterValue, float64(misses))
-	}
-	if f := c.o.EmbedCacheDropped; f != nil {
-		ch <- prometheus.MustNewConstMetric(c.cacheDropped, prometheus.CounterValue, float64(f()))
+		n := f()
+		ch <- prometheus.MustNewConstMetric(c.cacheHits, prometheus.CounterValue, float64(n.Hits))
+		ch <- prometheus.MustNewConstMetric(c.cacheMisses, prometheus.CounterValue, float64(n.Misses))
+		ch <- prometheus.MustNewConstMetric(c.cacheDropped, prometheus.CounterValue, float64(n.Dropped))
 	}
 	if f := c.o.Search; f != nil {
 		if st := f(); st != nil {

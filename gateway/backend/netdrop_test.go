@@ -50,7 +50,8 @@ func TestSilentDropSeenByPing(t *testing.T) {
 			s := hs.Config("remote", nil)
 			s.URL = relay.URL(s.URL, hs.Listener.Addr().String())
 			s.CallTimeout = config.Duration{Duration: time.Hour}
-			p := startPool(t, []config.Server{s}, keepAliveOptions(&testenv.LogBuffer{}))
+			logs := &testenv.LogBuffer{}
+			p := startPool(t, []config.Server{s}, keepAliveOptions(logs))
 			testenv.Eventually(t, "remote up", func() bool { return statusOf(t, p, "remote").State == StateUp })
 			if tc.name == "stateless" {
 				testenv.Eventually(t, "a server/discover request after the start", func() bool { return discovers(hs) >= 2 })
@@ -76,8 +77,8 @@ func TestSilentDropSeenByPing(t *testing.T) {
 				last = statusOf(t, p, "remote")
 				return last.State != StateUp && strings.Contains(last.LastErr, "no answer to "+tc.ping+" within")
 			}) {
-				t.Fatalf("timed out after %s waiting for remote down with why; last seen: state %s since %s, restarts %d, in flight %d, error %q, last error %q",
-					testenv.Timeout, last.State, last.Since.Format(time.RFC3339Nano), last.Restarts, last.InFlight, last.Err, last.LastErr)
+				t.Fatalf("timed out after %s waiting for remote down with why; last seen: state %s since %s, restarts %d, in flight %d, error %q, last error %q; the pool's log:\n%s",
+					testenv.Timeout, last.State, last.Since.Format(time.RFC3339Nano), last.Restarts, last.InFlight, last.Err, last.LastErr, logs)
 			}
 			want := `backend "remote" at ` + s.URL + `: no answer to ` + tc.ping + ` within 2s: the network to the server dropped the connection without a word ` +
 				`(a Wi-Fi or VPN that changed, a NAT or firewall that timed it out, this machine asleep) or the server hangs: connecting again`

@@ -225,8 +225,23 @@ type run struct {
 // broke ends a remote run whose server a call could not reach: go-sdk
 // keeps such a session open, every call failing the same way, the
 // backend "up". The supervisor then marks it down with err.
-func (r *run) broke(err error) {
-	if r.unreachable.CompareAndSwap(nil, &err) {
+func (r *run) broke(err error) { r.end(err, false) }
+
+// end records err as why r ended, unless a reason is recorded already;
+// with dropped (a ping found the network gone), the run's requests fail at
+// once from then on (headerTransport.dropped), so that the session's close
+// (its DELETE) does not wait on that network. err is recorded first: a
+// request that fails so can end the session by itself (go-sdk's SSE client
+// closes its connection when a POST fails), and the supervisor, reading
+// why the run ended, found only "connection lost: Post …: not sent: the
+// network to the server dropped the connection", without the ping's words
+// (1 in 10–30 SSE runs under load, TestSilentDropSeenByPing/sse).
+func (r *run) end(err error, dropped bool) {
+	first := r.unreachable.CompareAndSwap(nil, &err)
+	if t := r.headers(); dropped && t != nil {
+		t.dropped.Store(true)
+	}
+	if first {
 		go r.sess.Close()
 	}
 }

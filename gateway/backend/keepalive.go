@@ -61,10 +61,7 @@ func (b *backend) keepAliveLoop(r *run, woke <-chan struct{}) {
 		}
 		if why := b.ping(r); why != nil {
 			b.log.Warn("remote server did not answer a ping: connecting again", keyErr, why)
-			if t := r.headers(); t != nil {
-				t.dropped.Store(true) // a server unreachable: the same
-			}
-			r.broke(b.atURL(why))
+			b.dropped(r, why) // a server unreachable: the same
 			// Closing the session waits for the calls under way, which
 			// wait for an answer that will not come (and a streamable
 			// session's DELETE for one): they end now, said with why.
@@ -75,6 +72,9 @@ func (b *backend) keepAliveLoop(r *run, woke <-chan struct{}) {
 	}
 }
 
+// dropped ends r as one whose network is gone, said with why (run.end).
+func (b *backend) dropped(r *run, why *OwnWords) { r.end(b.atURL(why), true) }
+
 // ping sends one ping on r's session and returns why the session is taken
 // for dropped, or nil: it was answered, or failed for another reason
 // (the session ending, which the supervisor sees by itself; an error
@@ -83,27 +83,26 @@ func (b *backend) ping(r *run) *OwnWords {
 	timeout := b.p.opts.PingTimeout
 	ctx, cancel := context.WithCancelCause(r.ctx)
 	defer cancel(nil)
-	// The run's requests fail at once from the timeout on (dropped): go-sdk
-	// sends the ping's notifications/cancelled, and the session's close
-	// its DELETE, and waits up to 5 s for each over the network gone.
-	stop := cancelAfterRunning(ctx, func(cause error) {
-		if t := r.headers(); t != nil {
-			t.dropped.Store(true)
-		}
-		cancel(cause)
-	}, timeout, errPingTimeout)
 	what, ping := "a ping", func(ctx context.Context) error { return r.sess.Ping(ctx, nil) }
 	if r.protocol >= StatelessProtocolVersion {
 		what, ping = "a server/discover request (the stateless protocol's ping)", func(ctx context.Context) error { return b.discover(ctx, r) }
 	}
+	timedOut := &OwnWords{Before: fmt.Sprintf("no answer to %s within %s: the network to the server dropped the connection without a word "+
+		"(a Wi-Fi or VPN that changed, a NAT or firewall that timed it out, this machine asleep) or the server hangs: connecting again", what, timeout)}
+	// The run's requests fail at once from the timeout on (dropped): go-sdk
+	// sends the ping's notifications/cancelled, and the session's close
+	// its DELETE, and waits up to 5 s for each over the network gone.
+	stop := cancelAfterRunning(ctx, func(cause error) {
+		b.dropped(r, timedOut)
+		cancel(cause)
+	}, timeout, errPingTimeout)
 	err := ping(ctx)
 	stop()
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(context.Cause(ctx), errPingTimeout):
-		return &OwnWords{Before: fmt.Sprintf("no answer to %s within %s: the network to the server dropped the connection without a word "+
-			"(a Wi-Fi or VPN that changed, a NAT or firewall that timed it out, this machine asleep) or the server hangs: connecting again", what, timeout)}
+		return timedOut
 	case r.ctx.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed):
 		return nil
 	}

@@ -572,7 +572,7 @@ func (sc *scanner) found(n int) []string {
 }
 
 // phrases applies the rules that read words (tags, conceal, override,
-// credential paths) to t, those of the hint groups m, but the rules in
+// credential paths, remote images, context exfiltration) to t, those of the hint groups m, but the rules in
 // skip; label leads each excerpt (what t is read as).
 func (sc *scanner) phrases(t string, m hintMask, label string, skip ...string) {
 	out := &sc.out

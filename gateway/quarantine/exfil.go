@@ -71,7 +71,7 @@ const (
 	xHist   = `(?:\s+(?:history|log|logs|transcript|messages|contents?|record|thread))?`
 	xWhole  = `(?:entire|full|whole|complete|verbatim|raw|unabridged|exact|unedited)`
 	xMine   = `(?:user'?s'?|human'?s'?|your|our|this|(?:the\s+)?(?:current|ongoing|present|active))`
-	xSoFar  = `(?:(?:so|thus)\s+far|(?:up\s+)?until\s+now|up\s+to\s+now|(?:up\s+(?:to|until)\s+)?this\s+point|above)`
+	xSoFar  = `(?:(?:so|thus)\s+far|(?:up\s+)?(?:to|until|till)\s+(?:now|this\s+point|here)|above)`
 	xPrev   = `(?:previous|prior|earlier|preceding|past)`
 	xUser   = `(?:user'?s'?|human'?s'?)`
 	xSaid   = `(?:that\s+)?the\s+(?:user|human)\s+(?:has\s+)?(?:said|wrote|written|typed|asked|shared|told\s+you)`
@@ -79,7 +79,7 @@ const (
 	xCreds  = xCred + `(?:\s*(?:,|/|\bor\b|\band\b)\s*` + xCred + `)*`
 	xTools  = `(?:tools?|tool\s+calls?|function\s+calls?|servers?|mcp\s+servers?|integrations?|connectors?|plugins?)`
 	xOut    = `(?:results?|outputs?|responses?|return\s+values?)`
-	xGap    = `(?:(?:always|also|verbatim|word\s+for\s+word|in\s+full|first|then|back)[\s,]+)*(?:(?:a|an|the)\s+)?(?:(?:full|complete|verbatim|exact|short|brief|detailed|compact|condensed|raw|json|markdown|plain[\s-]text|base64|encoded|url-encoded)\s+){0,3}(?:(?:copy|summary|dump|transcript|record|log|list|digest|excerpt|recap|text|contents?|version|encoding)\s+of\s+)?$`
+	xGap    = `(?:(?:always|also|verbatim|word\s+for\s+word|in\s+full|first|then|back)[\s,]+)*(?:(?:all|every|each)\s+(?:of\s+)?)?(?:(?:a|an|the)\s+)?(?:(?:full|complete|verbatim|exact|short|brief|detailed|compact|condensed|raw|json|markdown|plain[\s-]text|base64|encoded|url-encoded)\s+){0,3}(?:(?:copy|summary|dump|transcript|record|log|list|digest|excerpt|recap|text|contents?|version|encoding)\s+of\s+)?$`
 	xSysMod = `(?:own|full|entire|complete|original|initial|hidden|exact|verbatim|current|underlying|developer|operator)`
 )
 
@@ -94,10 +94,10 @@ type exfilFamily struct {
 var exfilFamilies = []exfilFamily{
 	// the user's conversation, your entire chat history, the full
 	// conversation, the conversation so far
-	{hintConv, regexp.MustCompile(`(?i)\b(?:` + xMine + `\s+(?:` + xWhole + `\s+){0,2}` + xConv + xHist + `|` +
+	{hintConv, regexp.MustCompile(`(?i)\b(?:` + xMine + `\s+(?:` + xWhole + `\s+){0,2}` + xConv + xHist + `|(?:our|your)\s+(?:` + xWhole + `\s+){0,2}chat\b|` +
 		xWhole + `\s+` + xConv + xHist + `|` + xConv + xHist + `\s+` + xSoFar + `)`)},
 	// messages so far, the history above
-	{hintSoFar | hintSoFarNoun, regexp.MustCompile(`(?i)\b(?:messages|history|context|transcript|exchanges?|interactions?)\s+` + xSoFar)},
+	{hintSoFar | hintSoFarNoun, regexp.MustCompile(`(?i)\b(?:messages?|history|context|transcript|chat|thread|session|exchanges?|interactions?)\s+` + xSoFar)},
 	// everything the user said, everything in your context
 	{hintSaid, regexp.MustCompile(`(?i)\b(?:everything\s+(?:` + xSoFar + `|you\s+(?:know|have\s+seen|'ve\s+seen|saw|remember)|in\s+(?:your|the|this)\s+(?:context(?:\s+window)?|conversation|chat|memory)|` + xSaid + `)|` +
 		`(?:all|anything)\s+` + xSaid + `)`)},
@@ -127,9 +127,9 @@ var exfilFamilies = []exfilFamily{
 // Words without which a family cannot match (see hints): one of each
 // group its expression needs, whole.
 var (
-	convHints      = []string{"conversation", "dialog", "discussion", "chat history", "chat log", "chat transcript", "chat messages", "chat record", "chat thread"}
-	soFarHints     = []string{"so far", "thus far", "until now", "to now", "this point", "above"}
-	soFarNounHints = []string{"message", "history", "context", "transcript", "exchange", "interaction"}
+	convHints      = []string{"conversation", "dialog", "discussion", "chat"}
+	soFarHints     = []string{"so far", "thus far", "now", "this point", "here", "above"}
+	soFarNounHints = []string{"message", "history", "context", "transcript", "chat", "thread", "session", "exchange", "interaction"}
 	saidHints      = []string{"everything", "said", "wrote", "written", "typed", "asked", "shared", "told"}
 	msgQualHints   = []string{"previous", "prior", "earlier", "preceding", "past", "user'", "users", "human"}
 	msgNounHints   = []string{"message", "turn", "prompt", "exchange", "repl"}
@@ -162,6 +162,12 @@ var (
 	// … or a destination and "with" or "to": "fill `context` with …",
 	// "set `session` to …".
 	exfilFillRE = regexp.MustCompile(`(?i)\b(?:with|to)\s+` + xGap)
+	// A negation before the verb: "do not pass the conversation so far in
+	// `query`" is a careful tool's.
+	exfilNotRE = regexp.MustCompile(`(?i)\b(?:not|n't|dont|never|avoid|without|instead\s+of|rather\s+than|no\s+need\s+to)\s+(?:\w+\s+){0,2}$`)
+	// … unless the negation is of a verb that asks it the more: "do not
+	// hesitate to", "never forget to".
+	exfilNotNotRE = regexp.MustCompile(`(?i)\b(?:not|n't|dont|never|without)\s+(?:\w+\s+)?(?:hesitate|forget|fail|omit|neglect)(?:ing)?\s+(?:to\s+)?$`)
 	// Where to: an argument (named, quoted, or as "the … parameter"), a
 	// URL, the tool's call ("when calling this tool").
 	exfilDestRE = regexp.MustCompile("(?i)\\b(?:in|into|inside|within|as|to|under|via|through|on|onto|with|for|at)\\s+(?:(?:the|a|an|this|that|its|each|every|your|end\\s+of|of)\\s+){0,3}(?:\\S+\\s+)?(?:parameter|param|argument|arg|field|property|input|attribute|slot|variable|query\\s+string|query|url|uri|link|header|body|payload|request|webhook|endpoint|form)s?\\b|" +
@@ -173,6 +179,11 @@ var (
 	// input schema has a property of that name ("put it in notes").
 	exfilPropRE = regexp.MustCompile(`(?i)\b(?:in|into|inside|within|as|to|under|for)\s+(?:the\s+)?([A-Za-z_][\w-]*)`)
 )
+
+// negated reports whether before, the words before a verb, negate it.
+func negated(before string) bool {
+	return exfilNotRE.MatchString(before) && !exfilNotNotRE.MatchString(before)
+}
 
 // sentenceWindow bounds how far (in bytes) from an object a sentence is
 // read for its verb and destination.
@@ -219,7 +230,7 @@ func (sc *scanner) instructs(t string, loc []int) bool {
 	near := before[max(len(before)-100, 0):]
 	for _, v := range exfilVerbRE.FindAllStringIndex(near, -1) {
 		gap := near[v[1]:]
-		if exfilGapRE.MatchString(gap) || exfilFillRE.MatchString(gap) && sc.destination(gap) {
+		if (exfilGapRE.MatchString(gap) || exfilFillRE.MatchString(gap) && sc.destination(gap)) && !negated(near[:v[0]]) {
 			moved = true
 			break
 		}

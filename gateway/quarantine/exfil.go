@@ -112,7 +112,7 @@ var exfilFamilies = []exfilFamily{
 		`the\s+(?:current|original|initial|hidden|active)\s+system\s+(?:prompt|message|instructions)|` +
 		`(?:assistant|model|ai)(?:'s|')\s+system\s+prompt)`)},
 	// your original instructions, your context window
-	{hintYour | hintSysNoun, regexp.MustCompile(`(?i)\byour\s+(?:(?:` + xSysMod + `\s+){1,2}(?:prompt|instructions)|(?:(?:entire|full|whole|complete)\s+)?context\s+window|(?:entire|full|whole|complete)\s+context)`)},
+	{hintYour | hintSysMod | hintSysNoun, regexp.MustCompile(`(?i)\byour\s+(?:(?:` + xSysMod + `\s+){1,2}(?:prompt|instructions)|(?:(?:entire|full|whole|complete)\s+)?context\s+window|(?:entire|full|whole|complete)\s+context)`)},
 	// the outputs of other tools, previous tool results, other servers'
 	// tokens, the API keys of other tools
 	{hintOther | hintOtherNoun, regexp.MustCompile(`(?i)\b(?:` + xOut + `\s+(?:of|from|returned\s+by|produced\s+by)\s+(?:(?:all|any|every|the)\s+)?(?:other\s+` + xTools + `|` + xPrev + `\s+(?:tools|tool\s+calls|function\s+calls|calls))|` +
@@ -121,7 +121,7 @@ var exfilFamilies = []exfilFamily{
 		xPrev + `\s+tool(?:\s+call)?s?(?:'s|')?\s+(?:results|outputs|responses)|` +
 		xCreds + `\s+(?:of|from|for|used\s+by|belonging\s+to|configured\s+for|stored\s+by)\s+(?:(?:all|any|every|the)\s+)?other\s+` + xTools + `)`)},
 	// any API keys you have seen, all tokens in your context
-	{hintCred | hintCredQual, regexp.MustCompile(`(?i)\b(?:any|all|every)\s+` + xCreds + `\s+(?:that\s+)?(?:you\s+(?:have|know|can\s+see|saw|have\s+seen|'ve\s+seen|found|came\s+across|have\s+access\s+to|received|remember)|(?:in|from)\s+(?:your|the|this)\s+(?:context(?:\s+window)?|conversation|chat|memory|session)|(?:seen|mentioned|shared|used)\s+(?:` + xSoFar + `|in\s+(?:this|the)\s+(?:conversation|chat|session)))`)},
+	{hintCred | hintCredQual | hintQuant, regexp.MustCompile(`(?i)\b(?:any|all|every)\s+` + xCreds + `\s+(?:that\s+)?(?:you\s+(?:have|know|can\s+see|saw|have\s+seen|'ve\s+seen|found|came\s+across|have\s+access\s+to|received|remember)|(?:in|from)\s+(?:your|the|this)\s+(?:context(?:\s+window)?|conversation|chat|memory|session)|(?:seen|mentioned|shared|used)\s+(?:` + xSoFar + `|in\s+(?:this|the)\s+(?:conversation|chat|session)))`)},
 }
 
 // Words without which a family cannot match (see hints): one of each
@@ -136,13 +136,24 @@ var (
 	sysHints       = []string{"system prompt", "system message", "system instruction"}
 	yourHints      = []string{"your"}
 	sysNounHints   = []string{"prompt", "instructions", "context"}
-	otherHints     = []string{"other", "previous", "prior", "earlier", "preceding", "past"}
+	sysModHints    = []string{"own", "full", "entire", "complete", "original", "initial", "hidden", "exact", "verbatim", "current", "underlying", "developer", "operator", "whole", "context window"}
+	// "other" or "previous" … then a word for tools: "other tools'",
+	// "previous tool calls", "prior calls".
+	otherHints = func() (out []string) {
+		for _, q := range []string{"other", "previous", "prior", "earlier", "preceding", "past"} {
+			for _, n := range []string{"tool", "function", "call", "server", "mcp", "integration", "connector", "plugin"} {
+				out = append(out, q+" "+n)
+			}
+		}
+		return out
+	}()
 	otherNounHints = []string{"result", "output", "response", "return", "api", "token", "credential", "secret", "password", "cookie", "data", "config"}
 	credHints      = []string{"api", "token", "credential", "secret", "password", "cookie"}
-	credQualHints  = []string{"you", "context", "conversation", "chat", "memory", "session", "seen", "mentioned", "shared", "used"}
+	credQualHints  = []string{"you have", "you know", "you can see", "you saw", "you've", "you found", "you came", "you received", "you remember", "context", "conversation", "chat", "memory", "session", "seen", "mentioned", "shared", "used"}
+	quantHints     = []string{"any", "all", "every"}
 
 	exfilHints = map[hintMask][]string{hintConv: convHints, hintSoFar: soFarHints, hintSoFarNoun: soFarNounHints, hintSaid: saidHints,
-		hintMsgQual: msgQualHints, hintMsgNoun: msgNounHints, hintSys: sysHints, hintYour: yourHints, hintSysNoun: sysNounHints,
+		hintMsgQual: msgQualHints, hintMsgNoun: msgNounHints, hintSys: sysHints, hintYour: yourHints, hintSysNoun: sysNounHints, hintSysMod: sysModHints, hintQuant: quantHints,
 		hintOther: otherHints, hintOtherNoun: otherNounHints, hintCred: credHints, hintCredQual: credQualHints}
 )
 
@@ -244,6 +255,9 @@ func (sc *scanner) destination(s string) bool {
 	if exfilDestRE.MatchString(s) {
 		return true
 	}
+	if sc.schema != nil && sc.params == nil {
+		sc.params = schemaParams(sc.schema)
+	}
 	if len(sc.params) > 0 {
 		for _, m := range exfilPropRE.FindAllStringSubmatch(s, -1) {
 			if sc.params[strings.ToLower(m[1])] {
@@ -286,18 +300,15 @@ func endsSentence(t string, i int) bool {
 }
 
 // schemaParams returns the property names of a decoded input schema, in
-// lower case, at any depth (nil for none).
+// lower case, at any depth.
 func schemaParams(v any) map[string]bool {
-	var out map[string]bool
+	out := map[string]bool{} // not nil: found
 	var walk func(any)
 	walk = func(v any) {
 		switch x := v.(type) {
 		case map[string]any:
 			if props, ok := x["properties"].(map[string]any); ok {
 				for k := range props {
-					if out == nil {
-						out = map[string]bool{}
-					}
 					out[strings.ToLower(k)] = true
 				}
 			}

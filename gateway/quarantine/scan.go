@@ -239,7 +239,7 @@ func (s Scanner) scan(t catalog.Tool, schema any, ok bool) []Finding {
 // definition scans the texts of t and of its decoded schema.
 func (sc *scanner) definition(t catalog.Tool, schema any, ok bool) []Finding {
 	if ok {
-		sc.params = schemaParams(schema)
+		sc.schema = schema
 	}
 	for _, f := range [...]struct{ name, text string }{{"name", t.Name}, {"title", t.Title}, {"description", t.Description}, {"annotations.title", AnnotationsTitle(t)}} {
 		n := len(sc.out)
@@ -300,8 +300,10 @@ type scanner struct {
 	Scanner
 	out  []Finding
 	path []byte
-	// params are the property names of the input schema (lower case):
-	// "put it in notes" names where to when notes is one.
+	// schema is the decoded input schema, whose property names (params,
+	// lower case, found at the first need) name where to: "put it in
+	// notes" when notes is one.
+	schema any
 	params map[string]bool
 	// inSchema is set while the input schema's texts are scanned: each
 	// describes an argument, so an instruction there need not say where.
@@ -398,6 +400,8 @@ const (
 	hintSys
 	hintYour
 	hintSysNoun
+	hintSysMod
+	hintQuant
 	hintOther
 	hintOtherNoun
 	hintCred
@@ -424,6 +428,9 @@ var hintsByFirst, wordHintsByFirst = byFirst(map[hintMask][]string{hintTag: tagH
 func byFirst(groups map[hintMask][]string) (t [256][]hint) {
 	for bit, words := range groups {
 		for _, w := range words {
+			if len(w) > 1 && w[1] == ' ' {
+				panic("quarantine: a hint's second byte is a letter (hints checks it alone): " + w)
+			}
 			t[w[0]] = append(t[w[0]], hint{w, bit})
 		}
 	}
@@ -440,9 +447,14 @@ func hints(t string, ascii bool) hintMask {
 	}
 	var m hintMask
 	for i := 0; i < len(t); i++ {
-		c := lowerASCII(t[i])
+		// The second byte, checked before the call: most hints of the
+		// first byte differ there.
+		c, d := lowerASCII(t[i]), byte(0)
+		if i+1 < len(t) {
+			d = lowerASCII(t[i+1])
+		}
 		for _, h := range hintsByFirst[c] {
-			if m&h.bit == 0 && hasPrefixFold(t[i:], h.s) {
+			if m&h.bit == 0 && (len(h.s) == 1 || h.s[1] == d) && hasPrefixFold(t[i:], h.s) {
 				m |= h.bit
 			}
 		}
@@ -450,7 +462,7 @@ func hints(t string, ascii bool) hintMask {
 			continue
 		}
 		for _, h := range wordHintsByFirst[c] {
-			if m&h.bit == 0 && hasPrefixFold(t[i:], h.s) {
+			if m&h.bit == 0 && (len(h.s) == 1 || h.s[1] == d) && hasPrefixFold(t[i:], h.s) {
 				m |= h.bit
 			}
 		}

@@ -17,7 +17,7 @@ var (
 	// its URL goes with the request. A Markdown image inline
 	// (![alt](https://…), ![alt](<https://…>)) or an HTML element that
 	// loads one (img, SVG image, source, video's poster, input
-	// type=image); a reference-style one is remoteRefImage's.
+	// type=image); remoteImage finds a reference-style one.
 	remoteImageRE = regexp.MustCompile(`(?i)!\[[^\]]{0,500}\]\(\s*<?\s*(https?:)?[/\\]{2}|` +
 		`<(img|image|source|video|input)\b[^<>]{0,500}?\b(src|srcset|href|poster)\s*=\s*["']?\s*(https?:)?[/\\]{2}`)
 	// A reference-style image (![alt][label], ![label][], ![label]) and

@@ -90,3 +90,25 @@ func TestBenchCatalogsAreClean(t *testing.T) {
 		t.Errorf("%d tools in the bench catalogs, want 379", total)
 	}
 }
+
+// BenchmarkScanBenchCatalogs is the scan of the 379 tools of the bench
+// catalogs, real servers' definitions (TOOLGATE_BENCH_DIR).
+func BenchmarkScanBenchCatalogs(b *testing.B) {
+	var tools []catalog.Tool
+	for _, split := range []string{"azure-mcp", "metatool"} {
+		t, err := catalog.ReadFile(filepath.Join(testenv.BenchSplit(b, split), "tools.jsonl"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		tools = append(tools, t...)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, t := range tools {
+			if fs := (quarantine.Scanner{}).Scan(t); len(fs) > 0 {
+				b.Fatal(t.ID(), fs)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(tools))/1000, "µs/tool")
+}

@@ -22,17 +22,19 @@ import (
 
 // Rules: what a Finding found.
 const (
-	RuleHiddenTag      = "hidden-tag"      // <IMPORTANT>-style tags, chat-template markers
-	RuleConceal        = "conceal"         // "do not tell the user …"
-	RuleOverride       = "override"        // "ignore previous instructions …"
-	RuleCredentialPath = "credential-path" // an instruction to read ~/.ssh, .env, ~/.aws, another client's MCP config …
-	RuleUnicodeTags    = "unicode-tags"    // U+E0000–E007F: invisible text a model reads
-	RuleInvisible      = "invisible"       // zero-width characters, fillers, variation selectors
-	RuleBidi           = "bidi-control"    // bidirectional controls that reorder what people see
-	RuleControl        = "control-chars"   // C0/C1 controls but tab and newlines: terminal escapes, NUL
-	RuleOverlong       = "overlong"        // a text longer than MaxTextLength
-	RuleHiddenMarkup   = "hidden-markup"   // an HTML or Markdown comment, an empty link: hidden when rendered
-	RuleDuplicateKey   = "duplicate-key"   // a JSON object of the input schema with a key given twice
+	RuleHiddenTag      = "hidden-tag"           // <IMPORTANT>-style tags, chat-template markers
+	RuleConceal        = "conceal"              // "do not tell the user …"
+	RuleOverride       = "override"             // "ignore previous instructions …"
+	RuleCredentialPath = "credential-path"      // an instruction to read ~/.ssh, .env, ~/.aws, another client's MCP config …
+	RuleUnicodeTags    = "unicode-tags"         // U+E0000–E007F: invisible text a model reads
+	RuleInvisible      = "invisible"            // zero-width characters, fillers, variation selectors
+	RuleBidi           = "bidi-control"         // bidirectional controls that reorder what people see
+	RuleControl        = "control-chars"        // C0/C1 controls but tab and newlines: terminal escapes, NUL
+	RuleOverlong       = "overlong"             // a text longer than MaxTextLength
+	RuleHiddenMarkup   = "hidden-markup"        // an HTML or Markdown comment, an empty link: hidden when rendered
+	RuleDuplicateKey   = "duplicate-key"        // a JSON object of the input schema with a key given twice
+	RuleRemoteImage    = "remote-image"         // a Markdown or HTML image whose URL is on another host: rendering it fetches it
+	RuleContextExfil   = "context-exfiltration" // an instruction to put the conversation, the system prompt or other tools' output in an argument or a URL
 )
 
 // ruleText says what a rule means, in words for the isError a model reads
@@ -49,6 +51,8 @@ var ruleText = map[string]string{
 	RuleOverlong:       "overlong text",
 	RuleHiddenMarkup:   "markup that hides text from people (a comment, an empty link)",
 	RuleDuplicateKey:   "a key given twice in one object (readers disagree on which value counts)",
+	RuleRemoteImage:    "an image on another host (rendering it sends a request there)",
+	RuleContextExfil:   "an instruction to put the conversation, the system prompt or other tools' output in an argument or a URL",
 }
 
 // Finding is one suspicious thing in a tool definition.
@@ -234,6 +238,9 @@ func (s Scanner) scan(t catalog.Tool, schema any, ok bool) []Finding {
 
 // definition scans the texts of t and of its decoded schema.
 func (sc *scanner) definition(t catalog.Tool, schema any, ok bool) []Finding {
+	if ok {
+		sc.schema = schema
+	}
 	for _, f := range [...]struct{ name, text string }{{"name", t.Name}, {"title", t.Title}, {"description", t.Description}, {"annotations.title", AnnotationsTitle(t)}} {
 		n := len(sc.out)
 		sc.text(f.text)
@@ -247,7 +254,9 @@ func (sc *scanner) definition(t catalog.Tool, schema any, ok bool) []Finding {
 			sc.out = append(sc.out, Finding{Rule: RuleDuplicateKey, Field: "inputSchema", Excerpt: clip(strconv.QuoteToASCII(err.Error()), 200)})
 		}
 		sc.path = append(sc.path, "inputSchema"...)
+		sc.inSchema = true
 		sc.walk(schema)
+		sc.inSchema = false
 	}
 	return sc.out
 }
@@ -291,6 +300,14 @@ type scanner struct {
 	Scanner
 	out  []Finding
 	path []byte
+	// schema is the decoded input schema, whose property names (params,
+	// lower case, found at the first need) name where to: "put it in
+	// notes" when notes is one.
+	schema any
+	params map[string]bool
+	// inSchema is set while the input schema's texts are scanned: each
+	// describes an argument, so an instruction there need not say where.
+	inSchema bool
 	// exhaustive runs every expression on every text (tests: the hints
 	// must never change what a scan finds).
 	exhaustive bool
@@ -362,6 +379,7 @@ var (
 	// verb of hiding ("don'?t" matches "dont").
 	concealVerbHints = []string{"not", "n't", "dont", "never", "without", "hide", "conceal", "keep"}
 	markupHints      = []string{"<!--", "]:", "](", "hidden", "style"}
+	imageHints       = []string{"![", "<img", "<image", "<source", "<video", "<input"}
 )
 
 // The hint groups, as bits of a hintMask.
@@ -372,10 +390,26 @@ const (
 	hintOverride
 	hintPath
 	hintMarkup
-	hintAll = hintTag | hintConceal | hintConcealVerb | hintOverride | hintPath | hintMarkup
+	hintImage
+	hintConv
+	hintSoFar
+	hintSoFarNoun
+	hintSaid
+	hintMsgQual
+	hintMsgNoun
+	hintSys
+	hintYour
+	hintSysNoun
+	hintSysMod
+	hintQuant
+	hintOther
+	hintOtherNoun
+	hintCred
+	hintCredQual
+	hintAll = 1<<iota - 1
 )
 
-type hintMask uint8
+type hintMask uint32
 
 // hint is one word of a hint group.
 type hint struct {
@@ -384,15 +418,24 @@ type hint struct {
 }
 
 // hintsByFirst lists each hint under its first byte, so that one pass over
-// a text finds every group it holds a hint of.
-var hintsByFirst = func() (t [256][]hint) {
-	for bit, words := range map[hintMask][]string{hintTag: tagHints, hintConceal: concealHints, hintConcealVerb: concealVerbHints, hintOverride: overrideHints, hintPath: pathHints, hintMarkup: markupHints} {
+// a text finds every group it holds a hint of; wordHintsByFirst those that
+// are looked for only where a word starts (the exfiltration rule's: each
+// starts a word of what its expression matches), which keeps the pass
+// short with many of them.
+var hintsByFirst, wordHintsByFirst = byFirst(map[hintMask][]string{hintTag: tagHints, hintConceal: concealHints, hintConcealVerb: concealVerbHints,
+	hintOverride: overrideHints, hintPath: pathHints, hintMarkup: markupHints, hintImage: imageHints}), byFirst(exfilHints)
+
+func byFirst(groups map[hintMask][]string) (t [256][]hint) {
+	for bit, words := range groups {
 		for _, w := range words {
+			if len(w) > 1 && w[1] == ' ' {
+				panic("quarantine: a hint's second byte is a letter (hints checks it alone): " + w)
+			}
 			t[w[0]] = append(t[w[0]], hint{w, bit})
 		}
 	}
 	return t
-}()
+}
 
 // hints returns the groups whose hints t holds, ignoring ASCII case. A
 // text that is not all ASCII gets every group: case folding there can make
@@ -404,13 +447,32 @@ func hints(t string, ascii bool) hintMask {
 	}
 	var m hintMask
 	for i := 0; i < len(t); i++ {
-		for _, h := range hintsByFirst[lowerASCII(t[i])] {
-			if m&h.bit == 0 && hasPrefixFold(t[i:], h.s) {
+		// The second byte, checked before the call: most hints of the
+		// first byte differ there.
+		c, d := lowerASCII(t[i]), byte(0)
+		if i+1 < len(t) {
+			d = lowerASCII(t[i+1])
+		}
+		for _, h := range hintsByFirst[c] {
+			if m&h.bit == 0 && (len(h.s) == 1 || h.s[1] == d) && hasPrefixFold(t[i:], h.s) {
+				m |= h.bit
+			}
+		}
+		if i > 0 && isWordByte(t[i-1]) {
+			continue
+		}
+		for _, h := range wordHintsByFirst[c] {
+			if m&h.bit == 0 && (len(h.s) == 1 || h.s[1] == d) && hasPrefixFold(t[i:], h.s) {
 				m |= h.bit
 			}
 		}
 	}
 	return m
+}
+
+// isWordByte reports the bytes \w matches (\b is between one and another).
+func isWordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
 }
 
 func lowerASCII(c byte) byte {
@@ -421,18 +483,32 @@ func lowerASCII(c byte) byte {
 }
 
 // hasPrefixFold reports whether the ASCII text t starts with the
-// lowercase hint h, in any case.
+// lowercase hint h, in any case; a space of h stands for a run of white
+// space (what \s+ matches: "so far" is a hint of "so\n far").
 func hasPrefixFold(t, h string) bool {
-	if len(t) < len(h) {
-		return false
-	}
+	i := 0
 	for j := 0; j < len(h); j++ {
-		if lowerASCII(t[j]) != h[j] {
+		if h[j] == ' ' {
+			k := i
+			for k < len(t) && isSpace(t[k]) {
+				k++
+			}
+			if k == i {
+				return false
+			}
+			i = k
+			continue
+		}
+		if i >= len(t) || lowerASCII(t[i]) != h[j] {
 			return false
 		}
+		i++
 	}
 	return true
 }
+
+// isSpace reports the bytes \s matches.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
 
 // text applies every rule to one text (the findings' Field is for the
 // caller to fill).
@@ -508,7 +584,7 @@ func (sc *scanner) found(n int) []string {
 }
 
 // phrases applies the rules that read words (tags, conceal, override,
-// credential paths) to t, those of the hint groups m, but the rules in
+// credential paths, remote images, context exfiltration) to t, those of the hint groups m, but the rules in
 // skip; label leads each excerpt (what t is read as).
 func (sc *scanner) phrases(t string, m hintMask, label string, skip ...string) {
 	out := &sc.out
@@ -543,6 +619,14 @@ func (sc *scanner) phrases(t string, m hintMask, label string, skip ...string) {
 				break
 			}
 		}
+	}
+	if m&hintImage != 0 {
+		if loc := remoteImage(t); loc != nil {
+			add(RuleRemoteImage, loc)
+		}
+	}
+	if loc := sc.contextExfil(t, m); loc != nil {
+		add(RuleContextExfil, loc)
 	}
 }
 

@@ -153,6 +153,14 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	if b.opts.Client == nil {
 		b.opts.Client = &http.Client{}
 	}
+	// An https:// gateway is most often a remote one, where waiting for
+	// 100 Continue costs a network round trip a message; over HTTP/2 (what
+	// Go's client and toolgate's front agree on over TLS) a gateway that
+	// stops says which requests it never began (GOAWAY), and Go's client
+	// sends those again by itself.
+	if u, err := url.Parse(b.opts.URL); err == nil && strings.EqualFold(u.Scheme, "https") {
+		b.noExpect.Store(true)
+	}
 	// Once stopping, the answers that wait for a client that reads no
 	// more are given up: a stop waited for them for good.
 	context.AfterFunc(ctx, b.out.GiveUp)
@@ -289,8 +297,8 @@ type bridge struct {
 	// beat is how often the gateway sends a byte while it answers, as it
 	// said last (gateway.HeartbeatHeader), 0 while it has not.
 	beat atomic.Int64
-	// noExpect says a proxy on the way answered 417 to "Expect:
-	// 100-continue": messages go without it (post).
+	// noExpect says messages go without "Expect: 100-continue" (post):
+	// to an https:// gateway, and once a proxy on the way answered 417.
 	noExpect atomic.Bool
 }
 

@@ -494,6 +494,54 @@ func TestExpectationRefused(t *testing.T) {
 	}
 }
 
+// TestNoExpectOverHTTPS: to an https:// gateway (most often a remote one,
+// where waiting for 100 Continue costs a network round trip a message)
+// messages go without "Expect: 100-continue"; over HTTP/2 a stopping
+// gateway's GOAWAY says which requests it never began, and Go's client
+// sends those again by itself.
+func TestNoExpectOverHTTPS(t *testing.T) {
+	g, _ := newGateway(t)
+	front := g.HTTPHandler(nil)
+	var expects, posts, h2 atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 2 {
+			h2.Add(1)
+		}
+		front.ServeHTTP(w, r)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	// What the bridge asks of the client (the server side does not show
+	// the expectation: net/http handles it).
+	c := srv.Client()
+	base := c.Transport
+	c.Transport = roundTripper(func(r *http.Request) (*http.Response, error) {
+		if r.Method == http.MethodPost {
+			posts.Add(1)
+		}
+		if r.Header.Get("Expect") != "" {
+			expects.Add(1)
+		}
+		return base.RoundTrip(r)
+	})
+	cs, _, _, _ := run(t, bridge.Options{URL: srv.URL + "/mcp", Client: c})
+	if res, err := callTool(t, cs, "execute_tool", map[string]any{"name": "notes__add_note", "arguments": map[string]any{"text": "hi"}}); err != nil || res.IsError || text(res) != "notes__add_note: hi" {
+		t.Errorf("a call over https: %v %q", err, text(res))
+	}
+	if n, p := expects.Load(), posts.Load(); n != 0 || p == 0 {
+		t.Errorf("%d of %d messages over https waited for 100 Continue, want none", n, p)
+	}
+	if h2.Load() == 0 {
+		t.Error("no request came over HTTP/2")
+	}
+}
+
+// roundTripper is a function as an http.RoundTripper.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 // watchedListener says when its gateway accepted a connection, and when
 // its stop closed it.
 type watchedListener struct {

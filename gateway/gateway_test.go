@@ -929,6 +929,52 @@ func (k *switchKeys) Verify(secret string) (keys.Entry, error) {
 	return keys.Entry{Name: "ci"}, nil
 }
 
+// TestRefusalBeforeTheBody: a request that waits for 100 Continue before
+// its body (toolgate connect's) and is refused (no key here) is answered
+// at once, its body never asked for. net/http read the unread body before
+// the answer, as the body the handler saw was not its own: the answer
+// came once the client gave up waiting for 100 Continue (1 s for Go's,
+// for ever here) and sent it.
+func TestRefusalBeforeTheBody(t *testing.T) {
+	g := New(&fakeSearcher{tools: testCatalog}, &fakeCaller{}, nil)
+	srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{Keys: &switchKeys{}}))
+	defer srv.Close()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.ExpectContinueTimeout = time.Hour // the body goes only once asked for
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout)
+	defer cancel()
+	var read atomic.Bool
+	body := readNotes{strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), &read}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/mcp", io.NopCloser(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = int64(body.Len())
+	req.Header.Set("Expect", "100-continue")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatalf("a request refused before its body: %v, want its 401 at once", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || read.Load() {
+		t.Errorf("a request without a key that waits for 100 Continue: %s, body sent %v; want 401 with the body never asked for", resp.Status, read.Load())
+	}
+}
+
+// readNotes is a body that notes whether it was read.
+type readNotes struct {
+	*strings.Reader
+	read *atomic.Bool
+}
+
+func (r readNotes) Read(p []byte) (int, error) {
+	r.read.Store(true)
+	return r.Reader.Read(p)
+}
+
 // TestRevokedKeyEndsRequest: a key revoked while a request of it runs (a
 // long execute_tool here; a subscriptions/listen stream alike) ends that
 // request: the backend call is cancelled, and the audit log says why. Before,

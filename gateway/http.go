@@ -630,6 +630,14 @@ func (g *Gateway) guard(next http.Handler, o HTTPOptions, log *slog.Logger) http
 			return
 		}
 		if r.Body != nil {
+			// On a copy of the request: net/http reads a body the
+			// handler left unread before it answers, unless the
+			// request's body is still its own (the one that says 100
+			// Continue, and that it closes the connection for instead).
+			// A refusal (a key, a rate) to a client that waits for 100
+			// Continue (toolgate connect) waited for the client to give
+			// up on it (1 s for Go's) and send the body.
+			r = r.WithContext(r.Context())
 			r.Body = http.MaxBytesReader(w, r.Body, o.MaxBodyBytes)
 		}
 		next.ServeHTTP(w, r)

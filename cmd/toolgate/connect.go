@@ -68,7 +68,8 @@ It relays the client's JSON-RPC messages to the gateway's /mcp (or
 log messages and questions the gateway sends during a call. The gateway's
 HTTP front keeps no session: a gateway restarted while clients are connected
 answers their next call, and a call made while it restarts (it answered, and
-now refuses connections) waits up to 5 s for it. A call it cannot take (it is down, it refuses the
+now refuses connections, or closes them before it takes the call) waits up to
+5 s for it. A call it cannot take (it is down, it refuses the
 key) is answered with an error that says why and how to fix it.
 
 A call that hears nothing from the gateway for --silence (default: three of

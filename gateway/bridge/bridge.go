@@ -64,7 +64,10 @@ type Options struct {
 	KeyEnv string
 	// Client sends the requests; nil is a client without a timeout (a
 	// call runs as long as the gateway lets it, and an SSE stream as long
-	// as the call).
+	// as the call). Its transport should wait for the gateway's 100
+	// Continue before a message's body (http.Transport's
+	// ExpectContinueTimeout, 1 s in http.DefaultTransport): a message
+	// whose connection closes before it is sent again (see post).
 	Client *http.Client
 	// Logger receives what the client cannot see: a notification or a
 	// response the gateway refused. Nil discards.
@@ -149,6 +152,14 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	b := &bridge{opts: opts, out: linerpc.NewLineWriter(out), inflight: map[string]context.CancelFunc{}, dogs: map[*watchdog]struct{}{}, gone: cancel, session: newSessionID()}
 	if b.opts.Client == nil {
 		b.opts.Client = &http.Client{}
+	}
+	// An https:// gateway is most often a remote one, where waiting for
+	// 100 Continue costs a network round trip a message; over HTTP/2 (what
+	// Go's client and toolgate's front agree on over TLS) a gateway that
+	// stops says which requests it never began (GOAWAY), and Go's client
+	// sends those again by itself.
+	if u, err := url.Parse(b.opts.URL); err == nil && strings.EqualFold(u.Scheme, "https") {
+		b.noExpect.Store(true)
 	}
 	// Once stopping, the answers that wait for a client that reads no
 	// more are given up: a stop waited for them for good.
@@ -286,6 +297,9 @@ type bridge struct {
 	// beat is how often the gateway sends a byte while it answers, as it
 	// said last (gateway.HeartbeatHeader), 0 while it has not.
 	beat atomic.Int64
+	// noExpect says messages go without "Expect: 100-continue" (post):
+	// to an https:// gateway, and once a proxy on the way answered 417.
+	noExpect atomic.Bool
 }
 
 // silentError ends a request that got no byte for a while from a gateway
@@ -538,6 +552,15 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 	wd := b.watch(ctx, cancelReq)
 	defer b.done(wd)
 	resp, err := b.post(ctx, msg, env)
+	if err != nil && closedUnsent(err) && ctx.Err() == nil {
+		// The gateway closed the connection before it took the message:
+		// one stopping (a restart, an upgrade) closes its idle connections
+		// and drops a request it has read and not begun, and a proxy
+		// closes an idle one. It never ran: sent again, on a new
+		// connection (the closed one is dropped).
+		b.opts.Logger.Info("the gateway closed the connection before it took the message (stopping, or an idle connection closed): sending it again", "url", b.opts.URL, "err", unwrap(err))
+		resp, err = b.post(ctx, msg, env)
+	}
 	var reviveErr error
 	if err != nil && b.opts.Revive != nil && errors.Is(err, syscall.ECONNREFUSED) && ctx.Err() == nil {
 		wd.stop() // starting a gateway is no silence of one
@@ -547,7 +570,7 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 		}
 	}
 	waited := time.Duration(0)
-	if err != nil && b.opts.Revive == nil && b.opts.RestartWait >= 0 && errors.Is(err, syscall.ECONNREFUSED) && b.answered.Load() {
+	if err != nil && b.opts.Revive == nil && b.opts.RestartWait >= 0 && restarting(err) && b.answered.Load() {
 		resp, waited, err = b.awaitRestart(ctx, msg, env, err)
 	}
 	if err != nil {
@@ -560,14 +583,18 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 		}
 		down := "start it (toolgate serve --http ADDR) or check the address given to toolgate connect"
 		if waited > 0 {
-			down = fmt.Sprintf("it answered before and has refused connections for %s since (stopped, or a restart that failed): %s", waited.Round(100*time.Millisecond), down)
+			how := "refused connections"
+			if closedUnsent(err) {
+				how = "closed each connection before taking the message"
+			}
+			down = fmt.Sprintf("it answered before and has %s for %s since (stopped, or a restart that failed): %s", how, waited.Round(100*time.Millisecond), down)
 		}
 		if b.opts.Down != "" {
 			down = b.opts.Down
 		}
 		why := fmt.Sprintf("toolgate at %s does not answer: %v; %s", b.opts.URL, unwrap(err), down)
 		switch {
-		case !isCall || !wrote.Load():
+		case !isCall || !wrote.Load() || unsent(err):
 		case errors.Is(err, syscall.ETIMEDOUT):
 			// TCP keepalive found the call's connection dead (a NAT that
 			// forgot it, an address gone with the Wi-Fi): the kept ones
@@ -694,13 +721,9 @@ func (b *bridge) ping(ctx context.Context, id string) (*http.Response, error) {
 	return b.post(ctx, []byte(`{"jsonrpc":"2.0","id":`+string(env.ID)+`,"method":"ping"}`), env)
 }
 
-// post sends msg (env) to the gateway with the headers of streamable HTTP:
-// the protocol version (the one msg names in its _meta, else the one agreed
-// in initialize) and, from protocol 2026-07-28 on, the method and name the
-// body carries (Mcp-Method, Mcp-Name), which the gateway checks.
 // awaitRestart sends msg again, at growing intervals (50 ms up to 500 ms)
 // for up to Options.RestartWait, while the gateway, which answered before,
-// refuses the connection (err): until it takes one, its answer or its
+// is restarting (err): until it takes the message, its answer or its
 // error then returned, or the wait is over (err, and how long it waited).
 func (b *bridge) awaitRestart(ctx context.Context, msg []byte, env envelope, err error) (*http.Response, time.Duration, error) {
 	wait := b.opts.RestartWait
@@ -708,7 +731,7 @@ func (b *bridge) awaitRestart(ctx context.Context, msg []byte, env envelope, err
 		wait = DefaultRestartWait
 	}
 	start := time.Now()
-	b.opts.Logger.Info("the gateway refuses connections: waiting for it to come back", "url", b.opts.URL, "wait", wait)
+	b.opts.Logger.Info("the gateway does not take messages (restarting?): waiting for it to come back", "url", b.opts.URL, "wait", wait, "err", unwrap(err))
 	for delay := 50 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
 		left := wait - time.Since(start)
 		if left <= 0 {
@@ -722,17 +745,74 @@ func (b *bridge) awaitRestart(ctx context.Context, msg []byte, env envelope, err
 			return nil, time.Since(start), ctx.Err()
 		}
 		resp, err2 := b.post(ctx, msg, env)
-		if err2 == nil || !errors.Is(err2, syscall.ECONNREFUSED) {
-			b.opts.Logger.Info("the gateway takes connections again", "url", b.opts.URL, "after", time.Since(start).Round(time.Millisecond))
+		if err2 == nil || !restarting(err2) {
+			b.opts.Logger.Info("the gateway takes messages again", "url", b.opts.URL, "after", time.Since(start).Round(time.Millisecond))
 			return resp, 0, err2
 		}
+		err = err2
 	}
 }
 
+// restarting reports whether err is what a gateway restarting gives a
+// message: a refused connection, or one it closed before it took the
+// message (closedUnsent); either carried nothing, so the message is sent
+// again.
+func restarting(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || closedUnsent(err)
+}
+
+// unsentError is a message whose request failed before the transport read
+// a byte of its body: the gateway never had it, so it cannot have run.
+type unsentError struct{ error }
+
+func (e unsentError) Unwrap() error { return e.error }
+
+// unsent reports whether err is a message's that was never sent.
+func unsent(err error) bool { return errors.As(err, new(unsentError)) }
+
+// closedUnsent reports whether err is a connection the gateway closed (or
+// reset) before it took the message's body. A gateway stopping closes its
+// idle connections (one the bridge had just sent a request on) and
+// net/http drops a request it read while stopping without running it,
+// which the bridge would otherwise tell from a crash during the call only
+// by the body: it waits for the gateway's 100 Continue before sending it.
+func closedUnsent(err error) bool { return unsent(err) && closedOn(err) }
+
+// trackedBody is a message's body that notes whether the transport read
+// it.
+type trackedBody struct {
+	*bytes.Reader
+	read *atomic.Bool
+}
+
+func (t trackedBody) Read(p []byte) (int, error) {
+	t.read.Store(true)
+	return t.Reader.Read(p)
+}
+
+func (t trackedBody) Close() error { return nil }
+
+// post sends msg (env) to the gateway with the headers of streamable HTTP:
+// the protocol version (the one msg names in its _meta, else the one agreed
+// in initialize) and, from protocol 2026-07-28 on, the method and name the
+// body carries (Mcp-Method, Mcp-Name), which the gateway checks.
+//
+// The body goes once the gateway says 100 Continue (it reads it when it
+// begins the request): a connection closed before that carried no message
+// (unsentError), which is then sent again rather than answered that it
+// may have run.
 func (b *bridge) post(ctx context.Context, msg []byte, env envelope) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.opts.URL, bytes.NewReader(msg))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.opts.URL, nil)
 	if err != nil {
 		return nil, err
+	}
+	var read atomic.Bool
+	req.Body = trackedBody{bytes.NewReader(msg), &read}
+	req.GetBody = func() (io.ReadCloser, error) { return trackedBody{bytes.NewReader(msg), &read}, nil }
+	req.ContentLength = int64(len(msg))
+	expect := !b.noExpect.Load()
+	if expect {
+		req.Header.Set("Expect", "100-continue")
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -769,7 +849,20 @@ func (b *bridge) post(ctx context.Context, msg []byte, env envelope) (*http.Resp
 	if b.opts.Key != "" {
 		req.Header.Set("Authorization", "Bearer "+b.opts.Key)
 	}
-	return b.opts.Client.Do(req)
+	resp, err := b.opts.Client.Do(req)
+	if err != nil && !read.Load() {
+		err = unsentError{err}
+	}
+	if err == nil && expect && resp.StatusCode == http.StatusExpectationFailed {
+		// A proxy that does not take the expectation (an HTTP/1.0 one)
+		// refused the message before its body (RFC 9110, 10.1.1): sent
+		// again without it, as every message from now on.
+		resp.Body.Close()
+		b.noExpect.Store(true)
+		b.opts.Logger.Warn("a proxy on the way to the gateway refuses \"Expect: 100-continue\": sending without it (a message whose connection closes before an answer is then said to have maybe run)", "url", b.opts.URL)
+		return b.post(ctx, msg, env)
+	}
+	return resp, err
 }
 
 // events writes each message of an SSE stream, until it ends, and reports
@@ -1063,6 +1156,12 @@ func (b *bridge) fix(err error) string {
 // unwrap keeps the cause of a client error (connection refused) without
 // the method and URL, which the message says already.
 func unwrap(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		// net/http's "transport connection broken: unexpected EOF": the
+		// connection closed after the gateway's 100 Continue, before its
+		// answer (the body was sent), as any close before an answer.
+		return io.EOF
+	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Err != nil {
 		return op.Err

@@ -87,7 +87,7 @@ type Options struct {
 	// the look for files not installed yet, and what it logs) to the first
 	// Embed, Ready or Start, and runs it in the background as Background
 	// does: `toolgate serve` in bm25 mode sets both, so that a gateway
-	// whose searches read no vectors holds no model (about 150 MiB of
+	// whose searches read no vectors holds no model (about 155 MiB of
 	// RSS with its tokenizer) until a search or a reload asks for one.
 	Lazy bool
 	// MaxTokens truncates each text (special tokens included). Default 256,
@@ -996,11 +996,11 @@ func (e *Embedder) loadLazy() {
 	}
 }
 
-// Start starts a load that Options.Lazy deferred, without waiting for it
-// when it runs in the background (Options.Background); otherwise it does
-// nothing. The gateway's loop calls it when its search mode comes to read
-// vectors (a reload from bm25), so that the model loads before a search
-// waits for it.
+// Start starts a load that Options.Lazy deferred: with Background it
+// returns at once, the load running in the background; without, once the
+// model is loaded. Without Lazy, or once started, it does nothing. The
+// gateway's loop calls it when its search mode comes to read vectors (a
+// reload from bm25), so that the model loads before a search waits for it.
 func (e *Embedder) Start() { e.loadLazy() }
 
 // startBackground runs f, Background's work, now or, with Options.Lazy,

@@ -588,6 +588,14 @@ func (c *Cached) Ready(ctx context.Context) error {
 	return nil
 }
 
+// Start is the inner embedder's (nothing for one without a load of its
+// own): it starts a load that Options.Lazy deferred.
+func (c *Cached) Start() {
+	if s, ok := c.inner.(interface{ Start() }); ok {
+		s.Start()
+	}
+}
+
 // LoadError is the inner embedder's (nil for one without a load of its
 // own).
 func (c *Cached) LoadError() error {

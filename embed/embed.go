@@ -81,8 +81,14 @@ type Options struct {
 	// first Embed or Ready, in that call: `toolgate eval` sets it, so that
 	// a run whose vectors are all in the embedding cache loads no model
 	// (metatool, --mode all, cache warm: peak RSS 395 MB, now 135 MB). A
-	// model that fails to load says so there, not at New. Ignored with
-	// Background.
+	// model that fails to load says so there, not at New.
+	//
+	// With Background, it defers Background's work (the load, its retries,
+	// the look for files not installed yet, and what it logs) to the first
+	// Embed, Ready or Start, and runs it in the background as Background
+	// does: `toolgate serve` in bm25 mode sets both, so that a gateway
+	// whose searches read no vectors holds no model (about 155 MiB of
+	// RSS with its tokenizer) until a search or a reload asks for one.
 	Lazy bool
 	// MaxTokens truncates each text (special tokens included). Default 256,
 	// the model's max_seq_length.
@@ -138,10 +144,11 @@ type Embedder struct {
 	// stop is closed by Close: a background load that retries gives up.
 	stop     chan struct{}
 	stopOnce sync.Once
-	// lazy is Options.Lazy's load, run once by the first Embed or Ready
-	// (or by Close, as no load); lazyOpts its options.
+	// lazy runs lazyLoad, Options.Lazy's load (with Background: the start
+	// of Background's work), once: at the first Embed, Ready or Start, or
+	// at Close, as no load.
 	lazy     *sync.Once
-	lazyOpts Options
+	lazyLoad func()
 	// bg is the background load or wait for files (Options.Background),
 	// which Close waits for: it reads the package's test hooks and must
 	// not outlive its Embedder.
@@ -307,8 +314,10 @@ func New(opts *Options) (*Embedder, error) {
 		if errors.Is(me, os.ErrPermission) {
 			what = "this user may read the " + me.Piece
 		}
-		log.Warn("semantic ranking is off until "+what+": search_tools runs BM25-only and says \"mode\": \"bm25\"; its folder is looked at every "+filesPoll.String(), "reason", missing)
-		e.background(func() { e.awaitFiles(o, "") })
+		e.startBackground(o, func() {
+			log.Warn("semantic ranking is off until "+what+": search_tools runs BM25-only and says \"mode\": \"bm25\"; its folder is looked at every "+filesPoll.String(), "reason", missing)
+			e.awaitFiles(o, "")
+		})
 		return e, nil
 	}
 	id, err := e.identify()
@@ -318,9 +327,11 @@ func New(opts *Options) (*Embedder, error) {
 		// missing one is once it comes.
 		e.loadErr = err
 		close(e.loaded)
-		log.Warn("semantic ranking is off until the embedding model's files load: search_tools runs BM25-only and says \"mode\": \"bm25\"; they are tried again once they change (looked at every "+filesPoll.String()+")", "reason", err)
 		version := e.filesVersion()
-		e.background(func() { e.awaitFiles(o, version) })
+		e.startBackground(o, func() {
+			log.Warn("semantic ranking is off until the embedding model's files load: search_tools runs BM25-only and says \"mode\": \"bm25\"; they are tried again once they change (looked at every "+filesPoll.String()+")", "reason", err)
+			e.awaitFiles(o, version)
+		})
 		return e, nil
 	}
 	if err != nil {
@@ -328,11 +339,11 @@ func New(opts *Options) (*Embedder, error) {
 	}
 	e.ident.Store(id)
 	if o.Background {
-		e.background(func() { e.load(o) })
+		e.startBackground(o, func() { e.load(o) })
 		return e, nil
 	}
 	if o.Lazy {
-		e.lazy, e.lazyOpts = new(sync.Once), o
+		e.lazy, e.lazyLoad = new(sync.Once), func() { e.load(o) }
 		return e, nil
 	}
 	if e.load(o); e.loadErr != nil {
@@ -947,8 +958,12 @@ func (e *Embedder) Close() error {
 		// Not loaded yet: never, now; an Embed that starts after says
 		// closed.
 		e.lazy.Do(func() {
-			e.loadErr = ErrClosed
-			close(e.loaded)
+			select {
+			case <-e.loaded: // files missing or damaged at New (Background)
+			default:
+				e.loadErr = ErrClosed
+				close(e.loaded)
+			}
 		})
 	}
 	<-e.loaded  // a background load finishes first
@@ -973,11 +988,29 @@ func (e *Embedder) Close() error {
 
 var _ io.Closer = (*Embedder)(nil)
 
-// loadLazy runs Options.Lazy's load, once; without Lazy, nothing.
+// loadLazy runs Options.Lazy's load, once; without Lazy, nothing. With
+// Background it returns at once: the load runs in the background.
 func (e *Embedder) loadLazy() {
 	if e.lazy != nil {
-		e.lazy.Do(func() { e.load(e.lazyOpts) })
+		e.lazy.Do(e.lazyLoad)
 	}
+}
+
+// Start starts a load that Options.Lazy deferred: with Background it
+// returns at once, the load running in the background; without, once the
+// model is loaded. Without Lazy, or once started, it does nothing. The
+// gateway's loop calls it when its search mode comes to read vectors (a
+// reload from bm25), so that the model loads before a search waits for it.
+func (e *Embedder) Start() { e.loadLazy() }
+
+// startBackground runs f, Background's work, now or, with Options.Lazy,
+// at the first Embed, Ready or Start.
+func (e *Embedder) startBackground(o Options, f func()) {
+	if !o.Lazy {
+		e.background(f)
+		return
+	}
+	e.lazy, e.lazyLoad = new(sync.Once), func() { e.background(f) }
 }
 
 // background runs f as the Embedder's background work (Close waits for it).

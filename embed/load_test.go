@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"os/exec"
@@ -74,6 +75,83 @@ func TestBackgroundLoad(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLazyBackground: with Lazy and Background (serve in bm25 mode) New
+// names the model and loads nothing, looks for no missing file and says
+// of none, until the first Start, Ready or Embed; then it loads in the
+// background as Background does, once. serve in bm25 mode loaded the model
+// at every start (about 150 MiB of RSS), though none of its searches read
+// a vector.
+func TestLazyBackground(t *testing.T) {
+	want := testEmbedder(t, FP32)
+	defer func() { loadHook = nil }()
+	var loads atomic.Int32
+	loadHook = func() { loads.Add(1) } // set before New: its goroutine reads it
+	ctx := context.Background()
+
+	// Never asked: Close, which waits for a background load, finds none.
+	unused, err := New(installed(Options{Sessions: 1, Background: true, Lazy: true}))
+	testenv.Require(t, err)
+	if unused.ModelID() != want.ModelID() {
+		t.Errorf("ModelID %q before any load, want %q", unused.ModelID(), want.ModelID())
+	}
+	if err := unused.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := loads.Load(); n != 0 {
+		t.Fatalf("an embedder never asked for a vector loaded its model %d times", n)
+	}
+	if _, err := unused.Embed(ctx, []string{"x"}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Embed after Close: %v, want ErrClosed", err)
+	}
+
+	// Start starts the load without waiting; Ready waits for it.
+	e, err := New(installed(Options{Sessions: 1, Background: true, Lazy: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	e.Start()
+	if err := e.Ready(ctx); err != nil {
+		t.Fatalf("Ready after Start: %v", err)
+	}
+	e.Start()
+	texts := benchTexts(3)
+	got, err := e.Embed(ctx, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := want.Embed(ctx, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ref {
+		if !slices.Equal(got[i], ref[i]) {
+			t.Fatalf("text %d: the lazily loaded model's vector differs from a loaded one's", i)
+		}
+	}
+	if n := loads.Load(); n != 1 {
+		t.Errorf("%d loads after Start, Ready, Start and Embed, want 1", n)
+	}
+
+	// Files not installed: said, and looked for, once asked.
+	var logs testenv.LogBuffer
+	missing, err := New(&Options{ORTLib: want.Paths().ORTLib, ModelDir: t.TempDir(), Sessions: 1, Background: true, Lazy: true,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatalf("New without the files: %v", err)
+	}
+	defer missing.Close()
+	if l := logs.String(); strings.Contains(l, "semantic ranking is off") {
+		t.Errorf("a lazy embedder said its files are missing before anything asked for a vector:\n%s", l)
+	}
+	if err := missing.Ready(ctx); !errors.Is(err, ErrMissing) {
+		t.Errorf("Ready without the files: %v, want ErrMissing", err)
+	}
+	testenv.Eventually(t, "the missing files said once asked", func() bool {
+		return strings.Contains(logs.String(), "semantic ranking is off until the embedding model is installed")
+	})
 }
 
 // A model folder whose tokenizer does not load: New says so; in the

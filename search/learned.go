@@ -802,8 +802,13 @@ func (e *Engine) refreshLearned(ctx context.Context) error {
 	}
 	gen := e.options().Usage.Generation()
 	pairs := e.options().Usage.Pairs()
+	// In bm25 mode no search reads the learned vectors: the learned
+	// queries are not embedded (serve loads no model in that mode until
+	// one is read; they loaded it at a warm start on an index with
+	// vectors). A reconfigure to a mode that reads them rebuilds with
+	// them (Reconfigure).
 	var emb index.Embedder
-	if e.emb != nil && s.ix.HasVectors() {
+	if e.emb != nil && s.ix.HasVectors() && e.options().Mode.NeedsVectors() {
 		emb = e.emb
 	}
 	m, err := buildLearned(ctx, s.ix, emb, gen, pairs)

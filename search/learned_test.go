@@ -421,6 +421,41 @@ func (r *recordingEmbedder) EmbedQueries(ctx context.Context, texts []string) ([
 	return r.hashEmbedder.Embed(ctx, texts)
 }
 
+// In bm25 mode the learned model embeds no learned query (no search reads
+// their vectors, and serve loads no model in that mode until one does);
+// a reconfigure to hybrid rebuilds it with them. A warm start in bm25 mode
+// on an index with vectors embedded them, which loaded the model.
+func TestBM25ModeLearnsWithoutVectors(t *testing.T) {
+	ctx := context.Background()
+	emb := &recordingEmbedder{}
+	store, err := learn.Open("", &learn.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	const q = "note down what I found"
+	store.Record(q, testCatalog[3])
+	e := search.New(build(t, testCatalog, emb), emb, &search.Options{Mode: search.ModeBM25, Usage: store})
+	defer e.Close()
+	if err := e.RefreshLearned(ctx); err != nil {
+		t.Fatal(err)
+	}
+	embedded := func() bool {
+		emb.mu.Lock()
+		defer emb.mu.Unlock()
+		return slices.Contains(emb.queries, "query: "+q)
+	}
+	if embedded() {
+		t.Fatal("bm25 mode embedded a learned query")
+	}
+	r, err := e.Search(ctx, search.Query{Text: q})
+	if err != nil || len(r.Hits) == 0 || r.Hits[0].Tool.ID() != testCatalog[3].ID() {
+		t.Errorf("bm25 search of a learned query: %v %v, want %s first (the learned keyword field)", err, ids(r.Hits), testCatalog[3].ID())
+	}
+	e.Reconfigure(&search.Options{Mode: search.ModeHybrid})
+	testenv.Eventually(t, "the learned query embedded after the reconfigure to hybrid", embedded)
+}
+
 // The learned model embeds its queries as queries (EmbedQueries), with the
 // prefix and without: through Embed the embedding cache kept each learned
 // query's vector for good, so it grew by one vector (1.5 KiB) for every

@@ -304,13 +304,18 @@ func (o *Options) checked() Options {
 // Reconfigure makes opts the engine's options from the next search on (a
 // config reload): the mode, the weights, the confidence and step settings.
 // Usage and Logger stay the engine's. Searches running finish with the
-// options they started with, or some of each.
+// options they started with, or some of each. From bm25 to a mode that
+// reads vectors, the learned model is rebuilt with the learned queries'
+// vectors (in the background: searches meanwhile use it without them).
 func (e *Engine) Reconfigure(opts *Options) {
 	cur := e.options()
 	o := *opts
 	o.Usage, o.Logger = cur.Usage, cur.Logger
 	o = o.checked()
 	e.opts.Store(&o)
+	if !cur.Mode.NeedsVectors() && o.Mode.NeedsVectors() && o.Usage != nil {
+		e.startRefresh()
+	}
 }
 
 // options are the engine's options now.

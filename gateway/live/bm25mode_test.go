@@ -14,11 +14,14 @@ import (
 	"github.com/toolgate/toolgate/search"
 )
 
-// countingEmbedder counts the texts it is asked to embed.
+// countingEmbedder counts the texts it is asked to embed, and the calls
+// of Start (a deferred model load started: embed.Options.Lazy).
 type countingEmbedder struct {
 	fakeEmbedder
-	texts atomic.Int64
+	texts, starts atomic.Int64
 }
+
+func (e *countingEmbedder) Start() { e.starts.Add(1) }
 
 func (e *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	e.texts.Add(int64(len(texts)))
@@ -33,6 +36,9 @@ func (e *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float
 // minutes on two loaded cores), its searches saying "the tool index is
 // being built". A reload to hybrid builds the vectors in the background,
 // and the BM25 index answers meanwhile.
+//
+// Nor is the model's load started (serve defers it in bm25 mode) until
+// the reload to hybrid, which starts it at once.
 func TestBM25ModeBuildsNoVectors(t *testing.T) {
 	from := func(s config.SearchSettings) *search.Options {
 		return &search.Options{Mode: cmp.Or(search.Mode(s.Mode), search.ModeBM25)}
@@ -59,6 +65,9 @@ func TestBM25ModeBuildsNoVectors(t *testing.T) {
 		if n := emb.texts.Load(); n != 0 {
 			t.Errorf("bm25 mode embedded %d tool texts for its index", n)
 		}
+		if n := emb.starts.Load(); n != 0 {
+			t.Errorf("a cold start in bm25 mode started the model's load %d times", n)
+		}
 		if st := f.loop.eng.Load().State(); st.Mode != search.ModeBM25 || st.BM25Only {
 			t.Errorf("state in bm25 mode: %+v", st)
 		}
@@ -79,9 +88,15 @@ func TestBM25ModeBuildsNoVectors(t *testing.T) {
 	if n := emb.texts.Load(); n != 0 {
 		t.Errorf("a warm start in bm25 mode embedded %d tool texts", n)
 	}
+	if n := emb.starts.Load(); n != 0 {
+		t.Errorf("a warm start in bm25 mode started the model's load %d times", n)
+	}
 	writeFile(t, f.path, configBytes(t, map[string]any{"search": map[string]any{"mode": "hybrid"}}, "a"))
 	if r := f.loop.Reload(context.Background(), "test"); !slices.Equal(r.Applied, []string{"toolgate.search"}) {
 		t.Fatalf("reload to hybrid: %+v", r)
+	}
+	if n := emb.starts.Load(); n == 0 {
+		t.Error("the reload to hybrid did not start the model's load")
 	}
 	f.wait(t, "the re-index with the model's vectors", func(Stats) bool {
 		degraded, _ := f.loop.eng.Load().Degraded()

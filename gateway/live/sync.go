@@ -305,11 +305,17 @@ func (l *Loop) vectorsWanted() bool {
 // the served index lacks (it was built in bm25 mode): they are built in
 // the background, and the index without them answers meanwhile (BM25
 // only, as GET /status says). The build waits for the model's load, not
-// the reload.
+// the reload. A model whose load waits for a first need (serve in bm25
+// mode: embed.Options.Lazy) starts loading now, in the background, so
+// that the mode's first search waits for it no longer than a hybrid
+// start's does.
 func (l *Loop) vectorsNeeded() {
 	emb := l.opts.Embedder
 	if emb == nil || !l.vectorsWanted() {
 		return
+	}
+	if s, ok := emb.(interface{ Start() }); ok {
+		s.Start()
 	}
 	l.mu.Lock()
 	served := l.servedModel

@@ -1435,6 +1435,15 @@ func (b *backend) acquire(ctx context.Context) (*run, error) {
 			b.mu.Lock()
 		}
 	}
+	switch {
+	case b.run == nil && b.ctx.Err() != nil:
+		return nil, b.gone() // removed, replaced, or the pool closed as it connected
+	case b.run == nil && errors.As(b.err, new(abortedError)):
+		// The start's context cancelled as it connected: serve stopping
+		// (a SIGTERM, a closed stdin) before its pool closes. Not "it is
+		// down: … connect aborted: context canceled".
+		return nil, &UnavailableError{Server: b.cfg.Name, Err: own("the gateway is stopping", nil)}
+	}
 	if b.run == nil {
 		var err error = own(fmt.Sprintf("it is %s", b.state), nil)
 		var le *loginError

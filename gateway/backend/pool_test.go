@@ -1142,6 +1142,34 @@ func TestConnectTimeoutNamedWhenTheProcessExitsAfterIt(t *testing.T) {
 	}
 }
 
+// TestCallWhileStopConnecting: a call that waits for a backend still
+// connecting when the gateway stops (the start's context cancelled, as a
+// SIGTERM does to serve before its pool closes) is told the gateway is
+// stopping, not "it is down: … connect aborted: context canceled".
+func TestCallWhileStopConnecting(t *testing.T) {
+	o := testOptions(nil)
+	o.ConnectTimeout = time.Minute
+	mark := filepath.Join(t.TempDir(), "started")
+	silent := config.Server{Name: "silent", Type: config.TypeStdio, Command: "sh", Args: []string{"-c", `: >"$0"; cat >/dev/null`, mark}}
+	p := New([]config.Server{silent}, o)
+	t.Cleanup(func() { p.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p.StartAsync(ctx)
+	testenv.Eventually(t, "the backend's process running", func() bool { _, err := os.Stat(mark); return err == nil })
+	callErr := make(chan error, 1)
+	go func() {
+		_, err := p.CallTool(context.Background(), "silent", "anything", nil)
+		callErr <- err
+	}()
+	cancel()
+	err := <-callErr
+	var un *UnavailableError
+	if !errors.As(err, &un) || !strings.Contains(err.Error(), "the gateway is stopping") || strings.Contains(err.Error(), "connect aborted") {
+		t.Errorf("the call: %v\nwant it unavailable: the gateway is stopping", err)
+	}
+}
+
 // TestStopWhileConnectingIsQuiet: a stop while a backend is still
 // connecting (the start's context cancelled, then the pool closed, as a
 // SIGTERM or a closed stdin does to serve) cancels its connect; that is

@@ -105,7 +105,15 @@ func (g *globals) openLearning(cfg *config.File, health *storage.Health) *lazyLe
 		storeLog = slog.New(mutedHandler{storeLog.Handler(), retrying})
 	}
 	l := &lazyLearning{log: g.logger, retryEvery: learnRetryEvery, retrying: retrying,
-		open: func() (*learn.Store, error) { return learn.Open(dir, &learn.Options{Logger: storeLog, Storage: w}) },
+		open: func() (*learn.Store, error) {
+			// A gateway started beside one that holds the pairs, on a
+			// folder full or read-only, learns through it as on a healthy
+			// folder (it ranked without them).
+			if err := heldThroughGateway(context.Background(), g, health); err != nil {
+				return nil, err
+			}
+			return learn.Open(dir, &learn.Options{Logger: storeLog, Storage: w})
+		},
 		reopen: func(s *learn.Store) (*learn.Store, error) {
 			return s.Reopen(&learn.Options{Logger: storeLog, Storage: w})
 		},
@@ -562,12 +570,26 @@ func damagedError(dataDir, storeDir string, err error) error {
 func openLearnStore(ctx context.Context, g *globals, log *slog.Logger) (*learn.Store, error) {
 	h := g.health()
 	_ = h.Prepare() // a folder it cannot make is the store's error, with the fix
-	if err := h.Check(); err != nil {
-		if _, herr := learnHolder(ctx, g, err); herr == nil {
-			return nil, fmt.Errorf("%w (%w)", learn.ErrBusy, err)
-		}
+	if err := heldThroughGateway(ctx, g, h); err != nil {
+		return nil, err
 	}
 	return learn.Open(learnDir(g), &learn.Options{Logger: log, Storage: h.Writer("learned pairs", "pairs are not recorded")})
+}
+
+// heldThroughGateway is learn.ErrBusy, with the fault's words, when the
+// data folder cannot take writes (so the store would be refused before its
+// lock is looked at) and a running gateway holds the learned pairs since
+// before the fault; nil otherwise, for the store to be opened (and say
+// what is wrong).
+func heldThroughGateway(ctx context.Context, g *globals, h *storage.Health) error {
+	err := h.Check()
+	if err == nil || lockPID(learnDir(g)) == strconv.Itoa(os.Getpid()) {
+		return nil // the lock of an earlier run of this PID (a container's 1) is no holder
+	}
+	if _, herr := learnHolder(ctx, g, err); herr != nil {
+		return nil
+	}
+	return fmt.Errorf("%w (%w)", learn.ErrBusy, err)
 }
 
 // learnedServers says which servers have learned pairs (after a reset of

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index/catalog"
@@ -553,6 +555,92 @@ kill -TERM $pid; wait $pid`
 	defer copied.Close()
 	if n, _ := copied.Stats(); n != 1 {
 		t.Errorf("pairs in the backup: %d, want 1", n)
+	}
+}
+
+// TestSecondGatewayOnFullDataFolderLearnsThroughHolder: a gateway started
+// beside one that holds the learned pairs (MCP clients each start their
+// own) on a data folder that is full ranks with the holder's pairs, as on
+// a healthy folder: the store's check refused it before its lock was
+// looked at, so it ranked without them ("learning from use is off"). A
+// query that only the learned pair matches (BM25) finds its tool. Real
+// processes in a mount namespace of the test's own, whose tmpfs is the
+// full disk; the test speaks to the second gateway over HTTP.
+func TestSecondGatewayOnFullDataFolderLearnsThroughHolder(t *testing.T) {
+	if out, err := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs tmpfs "$1"`, "sh", t.TempDir()).CombinedOutput(); err != nil {
+		testenv.Missing(t, "this machine does not let a test mount inside `unshare -rm` (%v: %s); the full-disk test needs it", err, bytes.TrimSpace(out))
+	}
+	queries := filepath.Join(t.TempDir(), "q.jsonl")
+	if err := os.WriteFile(queries, []byte(`{"query":"repeat my words to me","relevant":["fake__echo"]}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	addrA, addrB := freeAddr(t), freeAddr(t)
+	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)
+	tg := toolgateCmd(t, filepath.Join(base, "data"))
+	// A up, a pair recorded through it, the file system filled, B up;
+	// "ready" then, and both stopped once the test closes stdin.
+	script := `mount -t tmpfs -o size=96m tmpfs "$1" && mkdir "$1/data" || exit 9
+tg=$2
+"$tg" serve --config "$3" --http "$4" --mode bm25 2>/dev/null & a=$!
+until "$tg" health --ready --addr "$4" >/dev/null 2>&1 && [ -n "$(ls "$1/data/run")" ]; do kill -0 $a || exit 7; sleep 0.05; done
+"$tg" learn --queries "$6" >/dev/null 2>&1 || exit 8
+dd if=/dev/zero of="$1/filler" bs=1M 2>/dev/null
+"$tg" serve --config "$3" --http "$5" --mode bm25 & b=$!
+until "$tg" health --ready --addr "$5" >/dev/null 2>&1; do kill -0 $b || exit 6; sleep 0.05; done
+echo ready
+read -r _
+kill -TERM $b $a; wait $b; wait $a`
+	cmd := exec.Command("unshare", "-rm", "sh", "-c", script, "sh", base, tg.Path, cfg, addrA, addrB, queries)
+	cmd.Env = tg.Env
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &testenv.LogBuffer{}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = io.MultiWriter(logs, testLog(t, "toolgate B: "))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 10)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	select {
+	case l, ok := <-lines:
+		if !ok || l != "ready" {
+			in.Close()
+			t.Fatalf("the script did not start both gateways (%q, %v): %v\n%s", l, ok, cmd.Wait(), logs)
+		}
+	case <-time.After(testenv.Timeout):
+		t.Fatalf("the gateways did not start:\n%s", logs)
+	}
+	defer func() {
+		in.Close()
+		for range lines {
+		}
+		_ = cmd.Wait()
+	}()
+	g := &gatewayProc{addr: addrB}
+	ctx, cs := g.connect(t)
+	testenv.Eventually(t, "B ranks with A's learned pair", func() bool {
+		out, _ := searchTools(t, ctx, cs, "repeat my words to me", 3)
+		return len(out.Tools) > 0 && out.Tools[0].Name == "fake__echo"
+	})
+	rep := getStatus(t, addrB)
+	if rep.Learning == nil || rep.Learning.Holder == "" || rep.Learning.Holder == gateway.ThisGateway || rep.Learning.Pairs != 1 {
+		t.Errorf("B's learning: %+v, want A's one pair, through A", rep.Learning)
+	}
+	if rep.Storage == nil || rep.Storage.Writable || !strings.Contains(rep.Storage.Error, "full file system") {
+		t.Errorf("B's storage: %+v, want the full file system", rep.Storage)
 	}
 }
 

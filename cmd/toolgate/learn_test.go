@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -477,6 +476,36 @@ exec "$2" learn`
 	}
 }
 
+// holderOnFullDisk is the setting of the tests of a full data folder under
+// a gateway that holds the learned pairs: a shell script's start (in a
+// mount namespace of the test's own: unshare -rm sh -c prologue+… "sh"
+// base toolgate config addr queries …) mounts a tmpfs at base, serves the
+// fake server's config there at addr ($4) until it is ready with its status
+// socket, records one pair through it ("repeat my words to me" → fake__echo,
+// which BM25 alone does not find) and fills the file system. $a is the
+// gateway's PID.
+func holderOnFullDisk(t *testing.T) (base, cfg, addr, queries string, tg *exec.Cmd) {
+	t.Helper()
+	if out, err := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs tmpfs "$1"`, "sh", t.TempDir()).CombinedOutput(); err != nil {
+		testenv.Missing(t, "this machine does not let a test mount inside `unshare -rm` (%v: %s); the full-disk test needs it", err, bytes.TrimSpace(out))
+	}
+	queries = filepath.Join(t.TempDir(), "q.jsonl")
+	if err := os.WriteFile(queries, []byte(`{"query":"repeat my words to me","relevant":["fake__echo"]}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base = t.TempDir()
+	return base, fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil), freeAddr(t), queries, toolgateCmd(t, filepath.Join(base, "data"))
+}
+
+// holderPrologue is holderOnFullDisk's script start.
+const holderPrologue = `mount -t tmpfs -o size=96m tmpfs "$1" && mkdir "$1/data" || exit 9
+tg=$2
+"$tg" serve --config "$3" --http "$4" --mode bm25 2>/dev/null & a=$!
+until "$tg" health --ready --addr "$4" >/dev/null 2>&1 && [ -n "$(ls "$1/data/run")" ]; do kill -0 $a || exit 7; sleep 0.05; done
+"$tg" learn --queries "$5" >/dev/null 2>&1 || exit 8
+dd if=/dev/zero of="$1/filler" bs=1M 2>/dev/null
+`
+
 // TestLearnedPairsOfFullDataFolderThroughGateway: with a gateway serving
 // on the data folder (it holds the learned pairs since before the fault),
 // the file system fills. `toolgate learn` shows the pairs, `toolgate
@@ -489,31 +518,15 @@ exec "$2" learn`
 // its own. Real processes in a mount namespace
 // of the test's own, whose tmpfs is the full disk.
 func TestLearnedPairsOfFullDataFolderThroughGateway(t *testing.T) {
-	if out, err := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs tmpfs "$1"`, "sh", t.TempDir()).CombinedOutput(); err != nil {
-		testenv.Missing(t, "this machine does not let a test mount inside `unshare -rm` (%v: %s); the full-disk test needs it", err, bytes.TrimSpace(out))
-	}
-	queries := filepath.Join(t.TempDir(), "q.jsonl")
-	if err := os.WriteFile(queries, []byte(`{"query":"repeat my words to me","relevant":["fake__echo"]}`+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	base, backup := t.TempDir(), filepath.Join(t.TempDir(), "backup")
-	addr := freeAddr(t)
-	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)
-	tg := toolgateCmd(t, filepath.Join(base, "data"))
-	// The gateway up (ready, its status socket there), a pair recorded
-	// through it, then the file system filled and the commands run; each
-	// command's exit status is echoed after its output.
-	script := `mount -t tmpfs -o size=96m tmpfs "$1" && mkdir "$1/data" || exit 9
-tg=$2
-"$tg" serve --config "$3" --http "$4" --mode bm25 2>/dev/null & pid=$!
-until "$tg" health --ready --addr "$4" >/dev/null 2>&1 && [ -n "$(ls "$1/data/run")" ]; do kill -0 $pid || exit 7; sleep 0.05; done
-"$tg" learn --queries "$5" >/dev/null 2>&1 || exit 8
-dd if=/dev/zero of="$1/filler" bs=1M 2>/dev/null
-echo "== learn"; "$tg" learn 2>&1; echo "== exit $?"
+	base, cfg, addr, queries, tg := holderOnFullDisk(t)
+	backup := filepath.Join(t.TempDir(), "backup")
+	// The commands run once the file system is full; each command's exit
+	// status is echoed after its output.
+	script := holderPrologue + `echo "== learn"; "$tg" learn 2>&1; echo "== exit $?"
 echo "== search"; "$tg" search --mode bm25 repeat my words to me 2>&1; echo "== exit $?"
 echo "== backup"; "$tg" backup "$6" 2>&1; echo "== exit $?"
 echo "== reset"; "$tg" learn --reset 2>&1; echo "== exit $? (reset)"
-kill -TERM $pid; wait $pid`
+kill -TERM $a; wait $a`
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "unshare", "-rm", "sh", "-c", script, "sh", base, tg.Path, cfg, addr, queries, backup)
@@ -567,61 +580,30 @@ kill -TERM $pid; wait $pid`
 // processes in a mount namespace of the test's own, whose tmpfs is the
 // full disk; the test speaks to the second gateway over HTTP.
 func TestSecondGatewayOnFullDataFolderLearnsThroughHolder(t *testing.T) {
-	if out, err := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs tmpfs "$1"`, "sh", t.TempDir()).CombinedOutput(); err != nil {
-		testenv.Missing(t, "this machine does not let a test mount inside `unshare -rm` (%v: %s); the full-disk test needs it", err, bytes.TrimSpace(out))
-	}
-	queries := filepath.Join(t.TempDir(), "q.jsonl")
-	if err := os.WriteFile(queries, []byte(`{"query":"repeat my words to me","relevant":["fake__echo"]}`+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	base := t.TempDir()
-	addrA, addrB := freeAddr(t), freeAddr(t)
-	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)
-	tg := toolgateCmd(t, filepath.Join(base, "data"))
-	// A up, a pair recorded through it, the file system filled, B up;
-	// "ready" then, and both stopped once the test closes stdin.
-	script := `mount -t tmpfs -o size=96m tmpfs "$1" && mkdir "$1/data" || exit 9
-tg=$2
-"$tg" serve --config "$3" --http "$4" --mode bm25 2>/dev/null & a=$!
-until "$tg" health --ready --addr "$4" >/dev/null 2>&1 && [ -n "$(ls "$1/data/run")" ]; do kill -0 $a || exit 7; sleep 0.05; done
-"$tg" learn --queries "$6" >/dev/null 2>&1 || exit 8
-dd if=/dev/zero of="$1/filler" bs=1M 2>/dev/null
-"$tg" serve --config "$3" --http "$5" --mode bm25 & b=$!
-until "$tg" health --ready --addr "$5" >/dev/null 2>&1; do kill -0 $b || exit 6; sleep 0.05; done
+	base, cfg, addrA, queries, tg := holderOnFullDisk(t)
+	addrB := freeAddr(t)
+	// B up on the full disk; "ready" then, and both stopped once the test
+	// closes stdin.
+	script := holderPrologue + `"$tg" serve --config "$3" --http "$6" --mode bm25 & b=$!
+until "$tg" health --ready --addr "$6" >/dev/null 2>&1; do kill -0 $b || exit 6; sleep 0.05; done
 echo ready
 read -r _
 kill -TERM $b $a; wait $b; wait $a`
-	cmd := exec.Command("unshare", "-rm", "sh", "-c", script, "sh", base, tg.Path, cfg, addrA, addrB, queries)
+	cmd := exec.Command("unshare", "-rm", "sh", "-c", script, "sh", base, tg.Path, cfg, addrA, queries, addrB)
 	cmd.Env = tg.Env
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &testenv.LogBuffer{}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = io.MultiWriter(logs, testLog(t, "toolgate B: "))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 10)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := startLines(t, cmd, "gateway B: ")
 	select {
 	case l, ok := <-lines:
 		if !ok || l != "ready" {
 			in.Close()
-			t.Fatalf("the script did not start both gateways (%q, %v): %v\n%s", l, ok, cmd.Wait(), logs)
+			t.Fatalf("the script did not start both gateways (%q, %v): %v", l, ok, cmd.Wait())
 		}
 	case <-time.After(testenv.Timeout):
-		t.Fatalf("the gateways did not start:\n%s", logs)
+		t.Fatal("the gateways did not start")
 	}
 	defer func() {
 		in.Close()

@@ -51,3 +51,38 @@ func TestChecksFile(t *testing.T) {
 		t.Errorf("the folder holds %d files, want the one", len(entries))
 	}
 }
+
+// The verdicts saved are written again once their file is gone, though
+// they did not change: the data folder removed while serving and made
+// again (mkdir -p) gets its index written back by the runtime loop, which
+// then saves the verdicts of the catalog it serves. SaveChecks skipped
+// them as the ones saved, so the next start resolved every schema again
+// (seen: index/ written back without flaws.json).
+func TestSaveChecksWritesAGoneFileAgain(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "index")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tools := []catalog.Tool{{Server: "fs", Name: "read", InputSchema: []byte(`{"type":"object"}`)}}
+	var f catalog.FlawLog
+	saved, err := SaveChecks(dir, &f, tools, catalog.Checks{})
+	if err != nil || len(saved.Clean) != 1 {
+		t.Fatalf("first save: %+v, %v", saved, err)
+	}
+	if err := os.RemoveAll(dir); err != nil { // rm -rf of the data folder …
+		t.Fatal(err)
+	}
+	if _, err := SaveChecks(dir, &f, tools, saved); err == nil {
+		t.Error("saved into a folder that is not there")
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil { // … mkdir -p, the index written back
+		t.Fatal(err)
+	}
+	got, err := SaveChecks(dir, &f, tools, saved)
+	if err != nil || !got.Same(saved) {
+		t.Fatalf("save after the folder came back: %+v, %v", got, err)
+	}
+	if c := ReadChecks(dir); !c.Same(saved) {
+		t.Errorf("flaws.json after the folder came back: %+v, want the verdicts written again", c)
+	}
+}

@@ -161,7 +161,7 @@ func backupLearned(ctx context.Context, g *globals, dst string, log *slog.Logger
 		return -1, "", nil
 	}
 	var stream bytes.Buffer
-	store, err := openLearnStore(g, log)
+	store, err := openLearnStore(ctx, g, log)
 	switch {
 	case errors.Is(err, learn.ErrBusy):
 		holder, err := learnHolder(ctx, g, err)

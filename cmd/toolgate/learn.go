@@ -105,7 +105,15 @@ func (g *globals) openLearning(cfg *config.File, health *storage.Health) *lazyLe
 		storeLog = slog.New(mutedHandler{storeLog.Handler(), retrying})
 	}
 	l := &lazyLearning{log: g.logger, retryEvery: learnRetryEvery, retrying: retrying,
-		open: func() (*learn.Store, error) { return learn.Open(dir, &learn.Options{Logger: storeLog, Storage: w}) },
+		open: func() (*learn.Store, error) {
+			// A gateway started beside one that holds the pairs, on a
+			// folder full or read-only, learns through it as on a healthy
+			// folder (it ranked without them).
+			if err := heldThroughGateway(context.Background(), g, health); err != nil {
+				return nil, err
+			}
+			return learn.Open(dir, &learn.Options{Logger: storeLog, Storage: w})
+		},
 		reopen: func(s *learn.Store) (*learn.Store, error) {
 			return s.Reopen(&learn.Options{Logger: storeLog, Storage: w})
 		},
@@ -552,10 +560,36 @@ func damagedError(dataDir, storeDir string, err error) error {
 // start does (storage.Health.Prepare): the store made it before it asked
 // the folder's health, and `learn --data-dir NEW` read "does not exist
 // (removed while toolgate runs …)".
-func openLearnStore(g *globals, log *slog.Logger) (*learn.Store, error) {
+//
+// A folder that cannot take writes (full, read-only) refuses the store
+// before its lock is looked at; when a running gateway holds it since
+// before the fault, the error is learn.ErrBusy (with the fault's words), so
+// that the command goes through that gateway as it would on a healthy
+// folder: a look at the pairs, `toolgate search` and `toolgate backup` work
+// on a full disk, where they failed (backup left the pairs out).
+func openLearnStore(ctx context.Context, g *globals, log *slog.Logger) (*learn.Store, error) {
 	h := g.health()
 	_ = h.Prepare() // a folder it cannot make is the store's error, with the fix
+	if err := heldThroughGateway(ctx, g, h); err != nil {
+		return nil, err
+	}
 	return learn.Open(learnDir(g), &learn.Options{Logger: log, Storage: h.Writer("learned pairs", "pairs are not recorded")})
+}
+
+// heldThroughGateway is learn.ErrBusy, with the fault's words, when the
+// data folder cannot take writes (so the store would be refused before its
+// lock is looked at) and a running gateway holds the learned pairs since
+// before the fault; nil otherwise, for the store to be opened (and say
+// what is wrong).
+func heldThroughGateway(ctx context.Context, g *globals, h *storage.Health) error {
+	err := h.Check()
+	if err == nil || lockPID(learnDir(g)) == strconv.Itoa(os.Getpid()) {
+		return nil // the lock of an earlier run of this PID (a container's 1) is no holder
+	}
+	if _, herr := learnHolder(ctx, g, err); herr != nil {
+		return nil
+	}
+	return fmt.Errorf("%w (%w)", learn.ErrBusy, err)
 }
 
 // learnedServers says which servers have learned pairs (after a reset of
@@ -749,10 +783,14 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Write
 			return err
 		}
 	}
-	store, err := openLearnStore(g, log)
+	store, err := openLearnStore(ctx, g, log)
 	if errors.Is(err, learn.ErrBusy) {
 		// A running gateway holds the store: it does the work.
 		ans, err := learnThroughGateway(ctx, g, req, out, err)
+		if herr := g.health().Check(); err != nil && herr != nil {
+			// A change it could not write (the data folder full, read-only).
+			return fmt.Errorf("%w\nfix: %s", err, storage.Fix(g.DataDir(), herr))
+		}
 		if err != nil {
 			return err
 		}
@@ -764,9 +802,11 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Write
 		// device, read-only file system): the data folder's check names
 		// the fault and its fix.
 		herr := g.health().Check()
-		if herr == nil {
+		var fe *storage.FolderError
+		switch {
+		case herr == nil:
 			herr = damagedError(g.DataDir(), learnDir(g), err)
-		} else {
+		case !errors.As(err, &fe): // the store's check said it already
 			err = fmt.Errorf("%w: %w", err, herr)
 		}
 		return fmt.Errorf("%w\nfix: %s", err, storage.Fix(g.DataDir(), herr))
@@ -1007,7 +1047,7 @@ func (p heldPairs) Pairs() []search.UsagePair { return p }
 // the data folder, from the store or, while a gateway holds it, from that
 // gateway; nil and why when neither can give them.
 func learnedUsage(ctx context.Context, g *globals) (search.Usage, func(), error) {
-	store, err := openLearnStore(g, nil)
+	store, err := openLearnStore(ctx, g, nil)
 	if err == nil {
 		return store, func() { store.Close() }, nil
 	}

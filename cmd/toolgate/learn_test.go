@@ -16,6 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/datafile"
@@ -436,8 +438,8 @@ func TestLearnConfig(t *testing.T) {
 // TestLearnOnFullDataFolder: `toolgate learn` on a data folder whose file
 // system is full said only Badger's words (`Cannot write pid file …: no
 // space left on device`), with no fix; it says what the data folder's
-// check says (a full file system, toolgate's 64 MiB floor) and the fix. A
-// tmpfs in a mount namespace of the test's own is the full disk.
+// check says (a full file system, toolgate's 64 MiB floor) and the fix,
+// once. A tmpfs in a mount namespace of the test's own is the full disk.
 func TestLearnOnFullDataFolder(t *testing.T) {
 	if out, err := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs tmpfs "$1"`, "sh", t.TempDir()).CombinedOutput(); err != nil {
 		testenv.Missing(t, "this machine does not let a test mount inside `unshare -rm` (%v: %s); the full-disk test needs it", err, bytes.TrimSpace(out))
@@ -464,6 +466,163 @@ exec "$2" learn`
 		if !strings.Contains(string(out), want) {
 			t.Errorf("toolgate learn on a full data folder does not say %q:\n%s", want, out)
 		}
+	}
+	// Its error says the fault once (it said the data folder's check
+	// twice: the store's and the command's).
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "toolgate: ") && strings.Count(line, "full file system") != 1 {
+			t.Errorf("the error does not say the fault once: %s", line)
+		}
+	}
+}
+
+// holderOnFullDisk is the setting of the tests of a full data folder under
+// a gateway that holds the learned pairs: a shell script's start (in a
+// mount namespace of the test's own: unshare -rm sh -c prologue+… "sh"
+// base toolgate config addr queries …) mounts a tmpfs at base, serves the
+// fake server's config there at addr ($4) until it is ready with its status
+// socket, records one pair through it ("repeat my words to me" → fake__echo,
+// which BM25 alone does not find) and fills the file system. $a is the
+// gateway's PID.
+func holderOnFullDisk(t *testing.T) (base, cfg, addr, queries string, tg *exec.Cmd) {
+	t.Helper()
+	if out, err := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs tmpfs "$1"`, "sh", t.TempDir()).CombinedOutput(); err != nil {
+		testenv.Missing(t, "this machine does not let a test mount inside `unshare -rm` (%v: %s); the full-disk test needs it", err, bytes.TrimSpace(out))
+	}
+	queries = filepath.Join(t.TempDir(), "q.jsonl")
+	if err := os.WriteFile(queries, []byte(`{"query":"repeat my words to me","relevant":["fake__echo"]}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base = t.TempDir()
+	return base, fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil), freeAddr(t), queries, toolgateCmd(t, filepath.Join(base, "data"))
+}
+
+// holderPrologue is holderOnFullDisk's script start.
+const holderPrologue = `mount -t tmpfs -o size=96m tmpfs "$1" && mkdir "$1/data" || exit 9
+tg=$2
+"$tg" serve --config "$3" --http "$4" --mode bm25 2>/dev/null & a=$!
+until "$tg" health --ready --addr "$4" >/dev/null 2>&1 && [ -n "$(ls "$1/data/run")" ]; do kill -0 $a || exit 7; sleep 0.05; done
+"$tg" learn --queries "$5" >/dev/null 2>&1 || exit 8
+dd if=/dev/zero of="$1/filler" bs=1M 2>/dev/null
+`
+
+// TestLearnedPairsOfFullDataFolderThroughGateway: with a gateway serving
+// on the data folder (it holds the learned pairs since before the fault),
+// the file system fills. `toolgate learn` shows the pairs, `toolgate
+// search` ranks with them and `toolgate backup` copies them, each through
+// that gateway, as on a healthy folder: the store's check refused them
+// before its lock was looked at, so learn failed (its fault said twice),
+// search ranked without the pairs and backup left them out (exit 1), when
+// an operator backs up first of all. A change (`learn --reset`) the
+// gateway cannot write says the fault and its fix, as the command did on
+// its own. Real processes in a mount namespace
+// of the test's own, whose tmpfs is the full disk.
+func TestLearnedPairsOfFullDataFolderThroughGateway(t *testing.T) {
+	base, cfg, addr, queries, tg := holderOnFullDisk(t)
+	backup := filepath.Join(t.TempDir(), "backup")
+	// The commands run once the file system is full; each command's exit
+	// status is echoed after its output.
+	script := holderPrologue + `echo "== learn"; "$tg" learn 2>&1; echo "== exit $?"
+echo "== search"; "$tg" search --mode bm25 repeat my words to me 2>&1; echo "== exit $?"
+echo "== backup"; "$tg" backup "$6" 2>&1; echo "== exit $?"
+echo "== reset"; "$tg" learn --reset 2>&1; echo "== exit $? (reset)"
+kill -TERM $a; wait $a`
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "unshare", "-rm", "sh", "-c", script, "sh", base, tg.Path, cfg, addr, queries, backup)
+	cmd.Env = tg.Env
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil || err != nil && !strings.Contains(string(out), "== backup") {
+		t.Fatalf("the script did not run to its end (%v):\n%s", err, out)
+	}
+	parts := map[string]string{}
+	for _, part := range strings.Split(string(out), "== ")[1:] {
+		name, text, _ := strings.Cut(part, "\n")
+		if name == "exit 0" || name == "exit 1 (reset)" {
+			continue
+		}
+		if strings.HasPrefix(name, "exit ") {
+			t.Errorf("a command ended with %s:\n%s", name, out)
+			continue
+		}
+		parts[name] = text
+	}
+	if l := parts["learn"]; !strings.Contains(l, "1 learned pair") || !strings.Contains(l, "pid") || strings.Contains(l, "full file system") {
+		t.Errorf("toolgate learn on a full data folder, a gateway holding the pairs: want its pair, through the gateway:\n%s", l)
+	}
+	if s := parts["search"]; !strings.Contains(s, "fake__echo") || strings.Contains(s, "ranking without the learned pairs") {
+		t.Errorf("toolgate search on a full data folder:\n%s", s)
+	}
+	if b := parts["backup"]; !strings.Contains(b, "learn/") || strings.Contains(b, "full file system") {
+		t.Errorf("toolgate backup on a full data folder, a gateway holding the pairs:\n%s", b)
+	}
+	// A change the gateway cannot write says the fault's fix, as the
+	// command said it on its own.
+	if r := parts["reset"]; !strings.Contains(r, "full file system") || !strings.Contains(r, "fix: free space on the file system of "+filepath.Join(base, "data")) {
+		t.Errorf("toolgate learn --reset on a full data folder, through the gateway: want exit 1 with the fault and its fix:\n%s", r)
+	}
+	copied, err := learn.Open(filepath.Join(backup, "learn"), nil)
+	if err != nil {
+		t.Fatalf("the backup's learned pairs: %v\n%s", err, out)
+	}
+	defer copied.Close()
+	if n, _ := copied.Stats(); n != 1 {
+		t.Errorf("pairs in the backup: %d, want 1", n)
+	}
+}
+
+// TestSecondGatewayOnFullDataFolderLearnsThroughHolder: a gateway started
+// beside one that holds the learned pairs (MCP clients each start their
+// own) on a data folder that is full ranks with the holder's pairs, as on
+// a healthy folder: the store's check refused it before its lock was
+// looked at, so it ranked without them ("learning from use is off"). A
+// query that only the learned pair matches (BM25) finds its tool. Real
+// processes in a mount namespace of the test's own, whose tmpfs is the
+// full disk; the test speaks to the second gateway over HTTP.
+func TestSecondGatewayOnFullDataFolderLearnsThroughHolder(t *testing.T) {
+	base, cfg, addrA, queries, tg := holderOnFullDisk(t)
+	addrB := freeAddr(t)
+	// B up on the full disk; "ready" then, and both stopped once the test
+	// closes stdin.
+	script := holderPrologue + `"$tg" serve --config "$3" --http "$6" --mode bm25 & b=$!
+until "$tg" health --ready --addr "$6" >/dev/null 2>&1; do kill -0 $b || exit 6; sleep 0.05; done
+echo ready
+read -r _
+kill -TERM $b $a; wait $b; wait $a`
+	cmd := exec.Command("unshare", "-rm", "sh", "-c", script, "sh", base, tg.Path, cfg, addrA, queries, addrB)
+	cmd.Env = tg.Env
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := startLines(t, cmd, "gateway B: ")
+	select {
+	case l, ok := <-lines:
+		if !ok || l != "ready" {
+			in.Close()
+			t.Fatalf("the script did not start both gateways (%q, %v): %v", l, ok, cmd.Wait())
+		}
+	case <-time.After(testenv.Timeout):
+		t.Fatal("the gateways did not start")
+	}
+	defer func() {
+		in.Close()
+		for range lines {
+		}
+		_ = cmd.Wait()
+	}()
+	g := &gatewayProc{addr: addrB}
+	ctx, cs := g.connect(t)
+	testenv.Eventually(t, "B ranks with A's learned pair", func() bool {
+		out, _ := searchTools(t, ctx, cs, "repeat my words to me", 3)
+		return len(out.Tools) > 0 && out.Tools[0].Name == "fake__echo"
+	})
+	rep := getStatus(t, addrB)
+	if rep.Learning == nil || rep.Learning.Holder == "" || rep.Learning.Holder == gateway.ThisGateway || rep.Learning.Pairs != 1 {
+		t.Errorf("B's learning: %+v, want A's one pair, through A", rep.Learning)
+	}
+	if rep.Storage == nil || rep.Storage.Writable || !strings.Contains(rep.Storage.Error, "full file system") {
+		t.Errorf("B's storage: %+v, want the full file system", rep.Storage)
 	}
 }
 

@@ -363,6 +363,16 @@ type Loop struct {
 	restartsSeen map[string]uint64
 	// described is the state file's Described as read at New (Described).
 	described map[string]string
+	// stateSeen is set once the state file (or its lock file) was found,
+	// and stateHeld while the file is gone with its folder (see
+	// holdState); reloadMu guards both.
+	stateSeen, stateHeld bool
+	// stateApply reads the state file and applies it (watchState's), and
+	// stateRecheck does so once more after stateConfirm; stateGoneAt is
+	// when the file was found deleted, its lock file beside it (see
+	// holdState). reloadMu guards them.
+	stateApply, stateRecheck func()
+	stateGoneAt              time.Time
 
 	cancel context.CancelFunc
 	// runCtx is Run's context: servers the pool starts for a reload or an

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
@@ -141,12 +142,20 @@ func WriteState(path string, st State) error {
 	return editState(path, func(State, error) (State, bool, error) { return st, true, nil })
 }
 
+// lockSuffix names the state file's lock file, beside it.
+const lockSuffix = ".lock"
+
+// stateConfirm is how long a state file deleted (its lock file still
+// there) stays deleted before it enables every server: an rm -rf of the
+// data folder removes the file, then maybe a whole store, then the lock.
+const stateConfirm = time.Second
+
 // editState is EditState's read-modify-write under the state file's lock
 // (a ".lock" file beside it, as the data folder's other shared files
 // have), in a folder that exists; change gets the state read, or the error
 // reading it, to decide.
 func editState(path string, change func(State, error) (State, bool, error)) error {
-	unlock, err := datafile.Lock(path + ".lock")
+	unlock, err := datafile.Lock(path + lockSuffix)
 	if err != nil {
 		return fmt.Errorf("write state: lock %s: %w", path, err)
 	}
@@ -299,7 +308,9 @@ func (l *Loop) SetDisabled(ctx context.Context, server string, disabled bool) (b
 	if l.opts.StatePath == "" {
 		_, _, _ = edit(State{}, nil)
 	} else if err = servingFolder(filepath.Dir(l.opts.StatePath)); err == nil {
-		err = editState(l.opts.StatePath, edit)
+		if err = editState(l.opts.StatePath, edit); err == nil {
+			l.stateSeen = true
+		}
 	}
 	if err != nil {
 		verb := "disabled"
@@ -409,12 +420,30 @@ func (l *Loop) watchState(ctx context.Context) {
 		return
 	}
 	l.stateW = w
-	apply := func() {
+	var apply func()
+	l.reloadMu.Lock()
+	l.stateApply = func() { apply() }
+	l.stateRecheck = func() {
+		l.wg.Go(func() {
+			t := time.NewTimer(stateConfirm)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+				apply()
+			}
+		})
+	}
+	l.reloadMu.Unlock()
+	apply = func() {
 		// Read under reloadMu, as SetDisabled edits it: a read before
 		// one of its edits, applied after it, undid it.
 		l.reloadMu.Lock()
 		defer l.reloadMu.Unlock()
 		st, err := ReadState(path)
+		if l.holdState(path) { // after the read: a file removed meanwhile read as none
+			return
+		}
 		if err != nil {
 			l.log.Error("state file changed but cannot be read; the servers disabled stay as they are", "file", path, "err", err)
 			return
@@ -440,6 +469,87 @@ func (l *Loop) watchState(ctx context.Context) {
 			apply()
 		}
 	})
+}
+
+// holdState reports whether the state file went with its folder (the data
+// folder removed while serving, maybe made again, or another volume
+// mounted in its place): the servers disabled stay as they are, held in
+// memory, and the file is written back with them (and the restart
+// requests seen) once the folder takes writes; a file written there
+// meanwhile is read as usual. The file deleted alone (its lock file beside
+// it stays) enables every server, as a deleted file does at a start. A
+// file gone with its folder used to read so too: every server disabled at
+// run time was started again, its tools shown and run, and the next start
+// kept none of them disabled. reloadMu is held.
+func (l *Loop) holdState(path string) bool {
+	_, ferr := os.Stat(path)
+	_, lerr := os.Stat(path + lockSuffix)
+	if !errors.Is(ferr, fs.ErrNotExist) {
+		l.stateSeen, l.stateHeld, l.stateGoneAt = true, false, time.Time{}
+		return false
+	}
+	if !l.stateHeld && !l.stateSeen {
+		l.stateSeen = lerr == nil
+		return false // never there yet
+	}
+	if !l.stateHeld && !errors.Is(lerr, fs.ErrNotExist) {
+		// Deleted alone, or the first of the folder's files that an
+		// rm -rf removes (its lock file goes next, maybe after a whole
+		// store): looked at again before it counts as a deletion.
+		now := time.Now()
+		if l.stateGoneAt.IsZero() {
+			l.stateGoneAt = now
+		}
+		if now.Sub(l.stateGoneAt) < stateConfirm {
+			if l.stateRecheck != nil {
+				l.stateRecheck()
+			}
+			return true
+		}
+		l.stateGoneAt = time.Time{}
+		return false
+	}
+	if !l.stateHeld {
+		l.stateHeld = true
+		l.log.Warn("the state file went with the data folder: the servers disabled stay disabled, and the file is written back once the folder takes writes",
+			"file", path, "disabled", l.policy.Disabled().Servers())
+	}
+	if servingFolder(filepath.Dir(path)) != nil || l.opts.Storage.Check() != nil {
+		return true
+	}
+	written := false
+	err := editState(path, func(cur State, _ error) (State, bool, error) {
+		if _, err := os.Stat(path); err == nil {
+			return cur, false, nil // written meanwhile: read as usual
+		}
+		cur.Disabled = l.policy.Disabled().Servers()
+		cur.RestartRequests = maps.Clone(l.restartsSeen)
+		written = true
+		return cur, true, nil
+	})
+	if err != nil {
+		l.log.Debug("the state file is not written back yet", "file", path, "err", err)
+		return true
+	}
+	l.stateHeld = false
+	if written {
+		l.log.Info("the state file is written back in the data folder, with the servers disabled", "file", path, "disabled", l.policy.Disabled().Servers())
+	}
+	return written
+}
+
+// retryHeldState writes the state file back, if it went with its folder
+// and the folder takes writes now (holdState): the syncLoop's look at the
+// data folder, every StorageRetry, so that a folder made again where it
+// could not take writes yet gets the file without a change to wake the
+// watcher.
+func (l *Loop) retryHeldState() {
+	l.reloadMu.Lock()
+	held, apply := l.stateHeld, l.stateApply
+	l.reloadMu.Unlock()
+	if held && apply != nil {
+		apply()
+	}
 }
 
 // Described is what server said of itself at its last handshake in an

@@ -22,6 +22,8 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -382,6 +384,96 @@ func TestSetDisabledStateUnwritable(t *testing.T) {
 		t.Errorf("the removed data folder was made again (%v)", err)
 	}
 }
+
+// TestDisabledHoldWhenDataFolderRemoved: a server disabled at run time
+// stays disabled when the data folder is removed under the running gateway
+// (rm -rf, a volume gone), and the state file is written back once the
+// folder is there again (mkdir -p), so that the next start keeps it
+// disabled. The state file gone with its folder read as a deletion of the
+// file: every server disabled was started again (its tools searchable and
+// runnable), and the file was never written back. A file deleted alone
+// still enables them (TestRestartRequests).
+func TestDisabledHoldWhenDataFolderRemoved(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(data, "state.json")
+	pool := newFakePool("a", "b")
+	pool.list("a", "apple")
+	pool.list("b", "banana")
+	gate := &switchGate{}
+	f := newFixture(t, t.TempDir(), pool, &Options{StatePath: state, Debounce: time.Millisecond, Storage: gate, StorageRetry: 10 * time.Millisecond}, "a", "b")
+	f.run(t)
+	if _, err := f.loop.SetDisabled(context.Background(), "b", true); err != nil {
+		t.Fatal(err)
+	}
+	var enabled atomic.Int32 // changes seen with b enabled
+	f.loop.OnChange(func() {
+		if !slices.Contains(f.loop.Stats().Disabled, "b") {
+			enabled.Add(1)
+		}
+	})
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("log:\n%s", f.logs)
+		}
+	})
+	testenv.Eventually(t, "the state file written back", func() bool {
+		st, err := ReadState(state)
+		return err == nil && slices.Equal(st.Disabled, []string{"b"})
+	})
+	if n := enabled.Load(); n != 0 || !slices.Contains(f.loop.Stats().Disabled, "b") {
+		t.Errorf("b enabled %d times while the data folder was gone; disabled now: %v", n, f.loop.Stats().Disabled)
+	}
+	if got := f.find(t, "banana", 5); slices.Contains(got, "b__banana") {
+		t.Errorf("the disabled server's tools are searchable: %v", got)
+	}
+
+	// Made again where it cannot take writes yet (full, read-only): the
+	// file is written back once it can, without waiting for a change of
+	// the file to wake the watcher.
+	gate.refuse.Store(true)
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the folder made again found unwritable", func() bool { return gate.refusals.Load() > 0 })
+	gate.refuse.Store(false)
+	testenv.Eventually(t, "the state file written back once the folder takes writes", func() bool {
+		st, err := ReadState(state)
+		return err == nil && slices.Equal(st.Disabled, []string{"b"})
+	})
+	if n := enabled.Load(); n != 0 {
+		t.Errorf("b enabled %d times while the data folder was gone", n)
+	}
+}
+
+// switchGate is a data folder's health that refuses writes while refuse
+// is set, counting its refusals.
+type switchGate struct {
+	storage.OSMkdir
+	refuse   atomic.Bool
+	refusals atomic.Int32
+}
+
+func (g *switchGate) Check() error {
+	if g.refuse.Load() {
+		g.refusals.Add(1)
+		return errors.New("data folder is on a full file system")
+	}
+	return nil
+}
+func (*switchGate) Fail(error) {}
+func (*switchGate) OK()        {}
 
 // Stats.Disabled names only the servers of this gateway's config: the
 // state file, shared by every gateway on the data folder, may name one of

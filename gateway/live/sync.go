@@ -68,6 +68,7 @@ func (l *Loop) syncLoop(ctx context.Context) {
 			l.reindexForModel(ctx)
 			continue
 		case <-retry.C:
+			l.retryHeldState()
 			if l.reindexForModel(ctx) {
 				continue
 			}

@@ -101,7 +101,7 @@ func DocumentText(t Tool) string {
 // 55.1 / 71.6; the three views 90.1 / 56.5 / 73.1; full text and name
 // 88.8 / 54.2; full text and lead sentence 89.7 / 55.8. The extra texts
 // are short: on the synthetic 10,000-tool catalog they add 15 % (names,
-// 7,786 distinct) and 47 % (lead sentences) to the 288,401 tokens of the
+// 7,786 distinct) and 47 % (lead sentences) to the 288,491 tokens of the
 // full texts; the request form adds five tokens to each lead sentence.
 func Views(t Tool) []string {
 	views := make([]string, 0, 3)

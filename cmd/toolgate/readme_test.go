@@ -1,6 +1,9 @@
 package main
 
 import (
+	"cmp"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/console"
 )
 
 // The names of commands and flags are contracts scripts rely on: the tests
@@ -300,4 +306,111 @@ func TestREADMECommandLines(t *testing.T) {
 	if checked < 50 {
 		t.Errorf("only %d toolgate command lines found in README.md: is the pattern still right?", checked)
 	}
+}
+
+// TestREADMERoutes holds the README's table of routes ("HTTP front and
+// security") to the patterns registered: the HTTP front's (the gateway's
+// own, serve's frontRoutes, the console's) and the status socket's
+// (socketRoutes), each a row saying where it is served, and every
+// "METHOD /path" the README writes anywhere to a route that serves it.
+func TestREADMERoutes(t *testing.T) {
+	h := http.NotFoundHandler()
+	served := map[string][]string{} // pattern → where
+	for _, p := range append(gateway.HTTPRoutes(frontRoutes(h, h, h)), console.Routes()...) {
+		if p != "/" { // the catch-all: the 404 and 405 the prose describes
+			served[p] = append(served[p], "HTTP front")
+		}
+	}
+	for p := range socketRoutes(h, h, h, h) {
+		served[p] = append(served[p], "status socket")
+	}
+
+	t.Logf("%d routes registered", len(served))
+	lines := readmeLines(t)
+	header := slices.Index(lines, "| route | served on | what |")
+	if header < 0 {
+		t.Fatal(`README.md: no table of routes ("| route | served on | what |") under "## HTTP front and security"`)
+	}
+	documented := map[string]string{} // pattern → its row's "served on"
+	for i := header + 2; i < len(lines) && strings.HasPrefix(lines[i], "| "); i++ {
+		cells := strings.Split(lines[i], " | ")
+		if len(cells) < 3 {
+			t.Fatalf("README.md:%d: a row of the routes table without its cells", i+1)
+		}
+		for _, m := range codeSpan.FindAllStringSubmatch(cells[0], -1) {
+			where, ok := served[m[1]]
+			if !ok {
+				t.Errorf("README.md:%d: the routes table names `%s`, which nothing registers: correct the row (routes are registered as written: \"GET /status\", \"/mcp\")", i+1, m[1])
+				continue
+			}
+			documented[m[1]] = cells[1]
+			for _, w := range where {
+				if !strings.Contains(cells[1], w) {
+					t.Errorf("README.md:%d: `%s` is served on the %s, which its row (%q) does not say", i+1, m[1], w, cells[1])
+				}
+			}
+			for _, w := range []string{"HTTP front", "status socket"} {
+				if strings.Contains(cells[1], w) && !slices.Contains(where, w) {
+					t.Errorf("README.md:%d: `%s` is not served on the %s, as its row says (it is on: %s)", i+1, m[1], w, strings.Join(where, ", "))
+				}
+			}
+		}
+	}
+	for p, where := range served {
+		if _, ok := documented[p]; !ok {
+			t.Errorf("route %q (served on the %s) is not in the README's table of routes: add a row `%s` | %s | what it answers, under \"## HTTP front and security\" (README.md:%d)",
+				p, strings.Join(where, ", "), p, strings.Join(where, ", "), header+1)
+		}
+	}
+
+	// Every "GET /x" of the README, a line wrapped in it or not, is served
+	// by one of them (HEAD as GET, a query left out, /profiles/kg/mcp by
+	// /profiles/{name}/mcp), as a mux of each place matches it.
+	// A mount (/ui/) is matched by the routes under it, not by itself.
+	mount := func(p string) bool {
+		for q := range served {
+			if _, path, _ := strings.Cut(q, " "); strings.HasSuffix(p, "/") && q != p && strings.HasPrefix(cmp.Or(path, q), p) {
+				return true
+			}
+		}
+		return false
+	}
+	muxes := map[string]*http.ServeMux{}
+	for p, where := range served {
+		if mount(p) {
+			continue
+		}
+		for _, w := range where {
+			if muxes[w] == nil {
+				muxes[w] = http.NewServeMux()
+			}
+			muxes[w].Handle(p, h)
+		}
+	}
+	text := strings.Join(lines, "\n")
+	written := regexp.MustCompile(`\b(GET|HEAD|POST|PUT|PATCH|DELETE)\s+(/[^\s` + "`" + `'"),;]*)`)
+	for _, m := range written.FindAllStringSubmatchIndex(text, -1) {
+		method, path := text[m[2]:m[3]], text[m[4]:m[5]]
+		line := strings.Count(text[:m[0]], "\n") + 1
+		if methodShown[method+" "+path] {
+			continue
+		}
+		// A pattern as the table writes it: /ui/{$} is /ui/, {name} a name.
+		path = regexp.MustCompile(`\{[a-z]+\}`).ReplaceAllString(strings.ReplaceAll(path, "{$}", ""), "x")
+		r := httptest.NewRequest(method, path, nil)
+		found := false
+		for _, mux := range muxes {
+			if _, pattern := mux.Handler(r); pattern != "" {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("README.md:%d: `%s %s` is served nowhere (the routes: the table under \"## HTTP front and security\"): correct the README, or serve it", line, method, path)
+		}
+	}
+}
+
+// methodShown are the requests the README writes to show a refusal.
+var methodShown = map[string]bool{
+	"PUT /status": true, // 405 with Allow: GET, HEAD
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/limit"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/internal/linerpc"
+	"github.com/toolgate/toolgate/internal/servemux"
 )
 
 // HTTPOptions configure the streamable HTTP front. Nil means defaults.
@@ -240,7 +241,25 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 		}
 		plain.ServeHTTP(w, r)
 	})
-	mux := http.NewServeMux()
+	mux := g.httpMux(o, mcpHandler)
+	h := g.guard(g.requireKey(mux, o, log), o, log)
+	if o.Wrap != nil {
+		h = o.Wrap(h, func(r *http.Request) string { return routeOf(mux.ServeMux, r) })
+	}
+	return h
+}
+
+// HTTPRoutes are the patterns HTTPHandler serves with extra as
+// HTTPOptions.Extra ("GET /healthz", "/mcp", the catch-all "/" …): read
+// from the mux itself, for the README's test of the routes.
+func HTTPRoutes(extra map[string]http.Handler) []string {
+	return (&Gateway{}).httpMux(HTTPOptions{Extra: extra}, http.NotFoundHandler()).Patterns()
+}
+
+// httpMux routes the HTTP front's requests: mcpHandler at /mcp and a
+// profile's path, the probes, o.Extra, the root and the catch-all.
+func (g *Gateway) httpMux(o HTTPOptions, mcpHandler http.Handler) *servemux.Mux {
+	mux := servemux.New()
 	mux.Handle("/mcp", g.withCaller(mcpHandler, func(*http.Request) (string, bool) { return g.opts.Profile, true }))
 	mux.Handle("/profiles/{name}/mcp", g.withCaller(mcpHandler, func(r *http.Request) (string, bool) {
 		name := r.PathValue("name")
@@ -292,7 +311,7 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 		// A served path asked with a method it does not take (PUT
 		// /status) falls through to here, as the catch-all takes every
 		// method: 405, not "Not Found".
-		if allow := getOnly(mux, r); allow != "" {
+		if allow := getOnly(mux.ServeMux, r); allow != "" {
 			w.Header().Set("Allow", allow)
 			http.Error(w, fmt.Sprintf("Method Not Allowed: %s %s: it answers %s only", r.Method, r.URL.Path, allow), http.StatusMethodNotAllowed)
 			return
@@ -303,11 +322,7 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 		}
 		http.Error(w, msg, http.StatusNotFound)
 	})
-	h := g.guard(g.requireKey(mux, o, log), o, log)
-	if o.Wrap != nil {
-		h = o.Wrap(h, func(r *http.Request) string { return routeOf(mux, r) })
-	}
-	return h
+	return mux
 }
 
 // routeOf is the path of the mux pattern r matches ("GET /status" →

@@ -518,12 +518,11 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 	status := gateway.StatusHandler(pool, sopts)
 	level := logLevelHandler(g.level, log)
-	routes := map[string]http.Handler{"GET /status": status, "GET /logs": g.logRing.Handler(), "GET /loglevel": level, "POST /loglevel": level}
+	var learn http.Handler
 	if learning != nil {
-		h := learning.handler(learnDir(g), lv.Catalog, lv.RefreshLearned)
-		routes["GET /learn"], routes["POST /learn"] = h, h
+		learn = learning.handler(learnDir(g), lv.Catalog, lv.RefreshLearned)
 	}
-	sock := local.Serve(g.DataDir(), routes, &local.Options{Logger: log, Refuse: health.Replaced})
+	sock := local.Serve(g.DataDir(), socketRoutes(status, g.logRing.Handler(), level, learn), &local.Options{Logger: log, Refuse: health.Replaced})
 	defer g.stop.Close("status socket", sock.Close)
 	warm := lv.Warm()
 	stage.set("starting its servers")
@@ -654,3 +653,14 @@ var version = "dev"
 // stops the process cleanly. Kept until the process exits: the stop logs
 // after the command returns.
 func catchSIGPIPE() { signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) }
+
+// socketRoutes are the routes of the status socket in the data folder
+// (local.Serve): the status report, the log's last lines, the log level,
+// and, with learning on (learn not nil), the learned pairs.
+func socketRoutes(status, logs, level, learn http.Handler) map[string]http.Handler {
+	routes := map[string]http.Handler{"GET /status": status, "GET /logs": logs, "GET /loglevel": level, "POST /loglevel": level}
+	if learn != nil {
+		routes["GET /learn"], routes["POST /learn"] = learn, learn
+	}
+	return routes
+}

@@ -150,18 +150,15 @@ func (fr *front) serve(ctx context.Context) error {
 		MaxBodyBytes:   fr.cfg.Toolgate.HTTP.MaxBodyBytes,
 		Heartbeat:      fr.cfg.Toolgate.HTTP.Heartbeat.Duration,
 		Logger:         fr.log,
-		Extra: map[string]http.Handler{
-			"GET /status":  fr.status,
-			"GET /metrics": met.Handler(),
-			console.Path: console.New(&console.Options{
+		Extra: frontRoutes(fr.status, met.Handler(),
+			console.New(&console.Options{
 				// The catalog as the caller's key sees it (everything a
 				// client without profile sees, without keys).
 				Backends: fr.pool, Catalog: fr.lv, Policy: fr.lv.Policy(), Restarter: fr.pool, Switcher: fr.lv, Loop: fr.lv, Calls: recent, Search: fr.ranking,
 				NoServers:   func() string { return noServersNote(fr.lv.Config(), fr.flags.lastConfig()) },
 				Unavailable: mg.Unavailable, Version: version, Started: fr.start, Logger: fr.log, Status: fr.statusOpts,
 				Keys: fr.sec.consoleKeys(), Audit: fr.sec.audit, Rates: rates, Refusals: refusals,
-			}).Handler(),
-		},
+			}).Handler()),
 		Wrap:       met.HTTP,
 		Keys:       fr.sec.keys,
 		RequireKey: fr.sec.requireKey,
@@ -438,4 +435,11 @@ func canListen(addr string, held net.Listener, allowRemote bool, have gateway.Re
 		return err
 	}
 	return ln.Close()
+}
+
+// frontRoutes are the routes serve adds to the gateway's own on the HTTP
+// front (gateway.HTTPOptions.Extra): the status report, the metrics and
+// the console, mounted at console.Path.
+func frontRoutes(status, metrics, ui http.Handler) map[string]http.Handler {
+	return map[string]http.Handler{"GET /status": status, "GET /metrics": metrics, console.Path: ui}
 }

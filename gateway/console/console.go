@@ -37,6 +37,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/oneline"
+	"github.com/toolgate/toolgate/internal/servemux"
 	"github.com/toolgate/toolgate/search"
 )
 
@@ -239,8 +240,14 @@ func New(opts *Options) *Console {
 }
 
 // Handler serves everything under Path. Mount it at Path.
-func (c *Console) Handler() http.Handler {
-	mux := http.NewServeMux()
+func (c *Console) Handler() http.Handler { return securityHeaders(c.mux()) }
+
+// Routes are the patterns Handler serves ("GET /ui/api/state" …), read
+// from its mux, for the README's test of the routes.
+func Routes() []string { return New(nil).mux().Patterns() }
+
+func (c *Console) mux() *servemux.Mux {
+	mux := servemux.New()
 	mux.HandleFunc("GET /ui/{$}", c.servePage)
 	mux.HandleFunc("GET /ui/app.js", c.serveFile)
 	mux.HandleFunc("GET /ui/app.css", c.serveFile)
@@ -252,7 +259,7 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("POST /ui/api/enable", c.post(c.serveAction(enableAction, c.switcher(false))))
 	mux.HandleFunc("POST /ui/api/logout", c.post(c.serveLogout))
 	mux.HandleFunc("POST /ui/api/login", c.serveLogin)
-	return securityHeaders(mux)
+	return mux
 }
 
 // securityHeaders keeps the page to its own origin: scripts, styles and

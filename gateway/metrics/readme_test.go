@@ -71,7 +71,22 @@ func TestREADMETable(t *testing.T) {
 		registered[mf.GetName()] = strings.ToLower(mf.GetType().String()) + " " + strings.Join(labels, ",")
 	}
 	if diff := cmp.Diff(registered, documented); diff != "" {
-		t.Errorf("README's metrics table (-registered +documented):\n%s", diff)
+		t.Errorf("README's metrics table (-registered +documented): a metric registered is a row of the table in README.md's \"### Metrics\" (`name` | type | labels | what), and a row is a metric registered here:\n%s", diff)
+	}
+	// A metric the README names anywhere else (an alert rule, a query,
+	// the prose) is one /metrics serves: a histogram's series included.
+	for i, line := range strings.Split(string(b), "\n") {
+		for _, name := range regexp.MustCompile(`\btoolgate_[a-z][a-z0-9_]*`).FindAllString(line, -1) {
+			family := name
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				if base, ok := strings.CutSuffix(name, suffix); ok && strings.HasPrefix(registered[base], "histogram") {
+					family = base
+				}
+			}
+			if _, ok := registered[family]; !ok {
+				t.Errorf("README.md:%d names the metric %s, which /metrics does not serve: correct the name (the table in \"### Metrics\" lists those served)", i+1, name)
+			}
+		}
 	}
 	// And the names, units and help texts keep Prometheus' conventions
 	// (a counter ends in _total, a duration is in _seconds …), which

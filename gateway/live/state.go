@@ -485,6 +485,15 @@ func (l *Loop) holdState(path string) bool {
 	_, ferr := os.Stat(path)
 	_, lerr := os.Stat(path + lockSuffix)
 	if !errors.Is(ferr, fs.ErrNotExist) {
+		if errors.Is(lerr, fs.ErrNotExist) {
+			// A file without its lock file (restored from `toolgate
+			// backup`, which copies none, or written by hand) gets
+			// one: deleted alone, it read as gone with its folder, and
+			// was written back with the servers disabled.
+			if unlock, err := datafile.Lock(path + lockSuffix); err == nil {
+				unlock()
+			}
+		}
 		l.stateSeen, l.stateHeld, l.stateGoneAt = true, false, time.Time{}
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -454,6 +455,47 @@ func TestDisabledHoldWhenDataFolderRemoved(t *testing.T) {
 	})
 	if n := enabled.Load(); n != 0 {
 		t.Errorf("b enabled %d times while the data folder was gone", n)
+	}
+}
+
+// TestStateWithoutLockDeletedAlone: a state file without its lock file
+// beside it (a data folder restored from `toolgate backup`, which copies
+// no lock file, or one written by hand) deleted alone enables every server,
+// as README says; it read as the data folder removed while serving, and the
+// file was written back with the servers disabled. The file is the one
+// 5b1fd9a's `toolgate backup` wrote.
+func TestStateWithoutLockDeletedAlone(t *testing.T) {
+	data := t.TempDir()
+	state := filepath.Join(data, "state.json")
+	b, err := os.ReadFile(filepath.Join("testdata", "state-5b1fd9a-backup.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(state, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pool := newFakePool("a", "b")
+	pool.list("a", "apple")
+	pool.list("b", "banana")
+	f := newFixture(t, t.TempDir(), pool, &Options{StatePath: state, Debounce: time.Millisecond}, "a", "b")
+	f.run(t)
+	f.wait(t, "b disabled by the restored file", func(s Stats) bool { return slices.Equal(s.Disabled, []string{"b"}) })
+	testenv.Eventually(t, "the restored file read by the watcher", func() bool {
+		f.loop.reloadMu.Lock()
+		defer f.loop.reloadMu.Unlock()
+		return f.loop.stateSeen
+	})
+	if err := os.Remove(state); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("log:\n%s", f.logs)
+		}
+	})
+	f.wait(t, "b enabled by the deletion", func(s Stats) bool { return len(s.Disabled) == 0 })
+	if _, err := os.Stat(state); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the deleted state file was written back (stat: %v)", err)
 	}
 }
 

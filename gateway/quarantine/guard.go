@@ -810,9 +810,36 @@ func (g *Guard) Snapshot() *Snapshot {
 		}
 	}
 	s = g.build(f)
+	g.keepHolds(g.snap.Load(), s)
 	g.released(g.snap.Load(), s)
 	g.snap.Store(s)
 	return s
+}
+
+// keepHolds carries over into next the holds by findings of prev that
+// next's file dropped without a person or an approvedTools glob accepting
+// the definition held (the same one: Current unchanged). A gateway older
+// than a rule (5b1fd9a and before: remote-image, context-exfiltration) on
+// the data folder finds nothing in such a tool and writes its pin back
+// without the hold at its listing: this gateway released it on reading
+// the file, and showed and ran a tool its rules hold. It holds it again at
+// its own next listing; meanwhile the hold stands in memory. g.mu is held.
+func (g *Guard) keepHolds(prev, next *Snapshot) {
+	if prev == nil {
+		return
+	}
+	for id, p := range prev.pins {
+		n, ok := next.pins[id]
+		if !ok || p.Hold == nil || len(p.Hold.Findings) == 0 || n.Hold != nil || n.Current != p.Current ||
+			n.Approved && n.Pinned == n.Current || n.Followed != "" {
+			continue
+		}
+		kept := *n
+		kept.Hold = p.Hold
+		next.pins[id] = &kept
+		g.log.Warn("the pins file dropped a tool's hold without an approval (a toolgate older than the rule that holds it, on the same data folder?): it stays quarantined here",
+			"tool", id, "why", p.Hold.Reason(), "approve", g.opts.Command("toolgate", "tools", "approve", id, "--sha256", short(kept.Shown())))
+	}
 }
 
 // tell calls Options.Changed with the current decisions when they are not

@@ -30,6 +30,20 @@ func (c *testClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c
 
 func (c *testClock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
+// clockedCache is a cache in a temporary folder around a fake model of
+// 8 dimensions, its clock moved by the test, closed at the test's end.
+func clockedCache(t *testing.T) (*Cached, *fakeModel, *testClock) {
+	t.Helper()
+	clk := newTestClock()
+	inner := &fakeModel{id: "fake/a@1", dim: 8}
+	c, err := NewCached(inner, t.TempDir(), &CacheOptions{Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, inner, clk
+}
+
 // keyCount counts the store's keys by their first byte.
 func keyCount(t *testing.T, c *Cached) map[byte]int {
 	t.Helper()
@@ -137,13 +151,7 @@ func TestCacheSweepBoundsChurn(t *testing.T) {
 // catalog meanwhile (another config on the data folder, a server enabled
 // again) loses its stamp, even at a call that is not due.
 func TestCacheSweepKeepsForUnused(t *testing.T) {
-	clk := newTestClock()
-	inner := &fakeModel{id: "fake/a@1", dim: 8}
-	c, err := NewCached(inner, t.TempDir(), &CacheOptions{Now: clk.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, inner, clk := clockedCache(t)
 	ctx := context.Background()
 	mustEmbed(t, c, "kept", "gone", "back")
 	sweep := func(live ...string) int {
@@ -269,6 +277,52 @@ func TestCacheSweepLeavesQueries(t *testing.T) {
 	}
 }
 
+// sweepBenchTexts are the texts of 10,000 tools as index.DocumentTexts
+// gives them (live) and the texts of 3,000 of their descriptions before
+// they changed.
+func sweepBenchTexts(b *testing.B) (live, changed []string) {
+	tools := indextest.Catalog(10000, indextest.Seed)
+	live = index.DocumentTexts(&fakeModel{}, tools)
+	for i, t := range tools[:3000] {
+		t.Description = fmt.Sprintf("%s Version %d.", t.Description, i)
+		for _, v := range index.DocumentTexts(&fakeModel{}, []catalog.Tool{t}) {
+			if !slices.Contains(live, v) {
+				changed = append(changed, v)
+			}
+		}
+	}
+	b.Logf("%d tools: %d catalog texts, %d texts of their descriptions before they changed", len(tools), len(live), len(changed))
+	return live, changed
+}
+
+// sweepBenchCache is a cache that holds the vectors of live, changed and
+// queries search queries ("asked before <i>"), compacted.
+func sweepBenchCache(b *testing.B, live, changed []string, queries int) (*Cached, *testClock) {
+	ctx := context.Background()
+	clk := newTestClock()
+	c, err := NewCached(&fakeModel{id: "fake/a@1", dim: 384}, b.TempDir(), &CacheOptions{Now: clk.now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	for _, texts := range [][]string{live, changed} {
+		for chunk := range slices.Chunk(texts, 256) {
+			if _, err := c.Embed(ctx, chunk); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for i := range queries {
+		if _, err := c.EmbedQueries(ctx, []string{fmt.Sprintf("asked before %d", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := c.Compact(); err != nil {
+		b.Fatal(err)
+	}
+	return c, clk
+}
+
 // BenchmarkCacheSweep is the sweep at 10,000 tools (27,504 texts as
 // index.DocumentTexts gives them, and the 3,000 of 3,000 descriptions
 // before they changed): "due" is the daily pass (every vector key read,
@@ -280,38 +334,9 @@ func TestCacheSweepLeavesQueries(t *testing.T) {
 //
 //	go test ./embed -run '^$' -bench CacheSweep -benchtime 5x
 func BenchmarkCacheSweep(b *testing.B) {
-	tools := indextest.Catalog(10000, indextest.Seed)
-	live := index.DocumentTexts(&fakeModel{}, tools)
-	var changed []string
-	for i, t := range tools[:3000] {
-		t.Description = fmt.Sprintf("%s Version %d.", t.Description, i)
-		for _, v := range index.DocumentTexts(&fakeModel{}, []catalog.Tool{t}) {
-			if !slices.Contains(live, v) {
-				changed = append(changed, v)
-			}
-		}
-	}
-	b.Logf("%d tools: %d catalog texts, %d texts of their descriptions before they changed", len(tools), len(live), len(changed))
+	live, changed := sweepBenchTexts(b)
 	ctx := context.Background()
-	setup := func(b *testing.B) (*Cached, *testClock) {
-		clk := newTestClock()
-		c, err := NewCached(&fakeModel{id: "fake/a@1", dim: 384}, b.TempDir(), &CacheOptions{Now: clk.now})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { c.Close() })
-		for _, texts := range [][]string{live, changed} {
-			for chunk := range slices.Chunk(texts, 256) {
-				if _, err := c.Embed(ctx, chunk); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-		if err := c.Compact(); err != nil {
-			b.Fatal(err)
-		}
-		return c, clk
-	}
+	setup := func(b *testing.B) (*Cached, *testClock) { return sweepBenchCache(b, live, changed, 0) }
 	sweep := func(b *testing.B, c *Cached) int {
 		n, err := c.Sweep(ctx, live)
 		if err != nil {
@@ -406,13 +431,7 @@ func BenchmarkCacheSweep(b *testing.B) {
 //
 //	go test ./embed -run '^$' -bench SearchDuringSweep -benchtime 5x
 func BenchmarkSearchDuringSweep(b *testing.B) {
-	tools := indextest.Catalog(10000, indextest.Seed)
-	live := index.DocumentTexts(&fakeModel{}, tools)
-	var changed []string
-	for i, t := range tools[:3000] {
-		t.Description = fmt.Sprintf("%s Version %d.", t.Description, i)
-		changed = append(changed, index.DocumentTexts(&fakeModel{}, []catalog.Tool{t})[0])
-	}
+	live, changed := sweepBenchTexts(b)
 	ctx := context.Background()
 	var during, idle []time.Duration
 	var compact, inCompact time.Duration
@@ -455,27 +474,8 @@ func BenchmarkSearchDuringSweep(b *testing.B) {
 	}
 	for b.Loop() {
 		b.StopTimer()
-		clk := newTestClock()
-		dir := b.TempDir()
-		c, err := NewCached(&fakeModel{id: "fake/a@1", dim: 384}, dir, &CacheOptions{Now: clk.now})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, texts := range [][]string{live, changed} {
-			for chunk := range slices.Chunk(texts, 256) {
-				if _, err := c.Embed(ctx, chunk); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-		for i := range 200 { // queries asked before
-			if _, err := c.EmbedQueries(ctx, []string{fmt.Sprintf("asked before %d", i)}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := c.Compact(); err != nil {
-			b.Fatal(err)
-		}
+		c, clk := sweepBenchCache(b, live, changed, 200)
+		dir := c.dir
 		if _, err := c.Sweep(ctx, live); err != nil { // the old texts stamped
 			b.Fatal(err)
 		}
@@ -529,13 +529,7 @@ func BenchmarkSearchDuringSweep(b *testing.B) {
 // still answers them after it. The sweep's deletions are compacted away:
 // the dropped text is embedded again when asked.
 func TestSearchesDuringCompaction(t *testing.T) {
-	clk := newTestClock()
-	inner := &fakeModel{id: "fake/a@1", dim: 8}
-	c, err := NewCached(inner, t.TempDir(), &CacheOptions{Now: clk.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, inner, clk := clockedCache(t)
 	ctx := context.Background()
 	mustEmbed(t, c, "kept", "gone")
 	if _, err := c.EmbedQueries(ctx, []string{"asked before"}); err != nil {

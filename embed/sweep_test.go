@@ -596,3 +596,34 @@ func returned(t *testing.T, done <-chan error) bool {
 		return false
 	}
 }
+
+// Close during a compaction waits for it: the store Compact opens again
+// is closed too (another cache opens the folder after), at either stage.
+func TestCloseDuringCompaction(t *testing.T) {
+	for _, at := range []string{"closed", "flatten"} {
+		t.Run(at, func(t *testing.T) {
+			c, _, _ := clockedCache(t)
+			mustEmbed(t, c, "a", "b")
+			closed := make(chan error, 1)
+			c.compactHook = func(stage string) {
+				if stage == at {
+					go func() { closed <- c.Close() }()
+				}
+			}
+			if err := c.Compact(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-closed; err != nil {
+				t.Fatal(err)
+			}
+			again, err := NewCached(&fakeModel{id: "fake/a@1", dim: 8}, c.dir, nil)
+			if err != nil {
+				t.Fatalf("the folder after Close during the compaction: %v", err)
+			}
+			defer again.Close()
+			if got := mustEmbed(t, again, "a"); got[0] == nil || again.Stats().Hits != 1 {
+				t.Errorf("the vector stored before the compaction: stats %+v, want a hit", again.Stats())
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,7 +105,10 @@ var (
 	errBusy      = errors.New("embedding cache is in use by another process")
 	errForeign   = errors.New("not a toolgate embedding cache")
 	errClosed    = errors.New("embedding cache is closed")
-	normEpsilon  = 1e-3
+	// errCompacting: Compact has the store closed for a moment; what is
+	// embedded meanwhile is not stored.
+	errCompacting = errors.New("embedding cache is being compacted")
+	normEpsilon   = 1e-3
 )
 
 // ErrCacheBusy is returned by NewCached when another process holds the
@@ -151,6 +155,15 @@ type Cached struct {
 	refusedErr error
 
 	hits, misses, bad, skipped, sweeps, dropped atomic.Int64
+
+	// compactMu is held by Compact, and taken by Close, which waits for
+	// it; compacting is set while Compact runs: writes are not stored
+	// meanwhile (see Compact).
+	compactMu  sync.Mutex
+	compacting atomic.Bool
+	// compactHook, when set (tests), is called at each stage of Compact
+	// that takes time.
+	compactHook func(stage string)
 }
 
 var _ Model = (*Cached)(nil)
@@ -252,11 +265,21 @@ func shortage(err error) bool { return limitFix(err, "") != "" }
 // and failed anyway on files this user could not move.
 func refused(err error) bool { return shortage(err) || storage.Denied(err) }
 
-// openStore opens the store in c.dir (c.mu held or not yet shared). An
-// unusable store is moved aside and rebuilt empty.
+// openStore opens the store in c.dir as c.store (c.mu held or not yet
+// shared).
 func (c *Cached) openStore() error {
+	s, err := c.newStore()
+	if err == nil {
+		c.store = s
+	}
+	return err
+}
+
+// newStore opens the store in c.dir. An unusable store is moved aside and
+// rebuilt empty.
+func (c *Cached) newStore() (*store, error) {
 	if err := c.mkdir(); err != nil {
-		return err // the folder cannot be made: nothing to move aside
+		return nil, err // the folder cannot be made: nothing to move aside
 	}
 	s, err := c.open()
 	if err == nil {
@@ -266,15 +289,14 @@ func (c *Cached) openStore() error {
 		}
 	}
 	if err == nil {
-		c.store = s
-		return nil
+		return s, nil
 	}
 	if errors.Is(err, errBusy) || c.inMemory || refused(err) || c.st.Check() != nil {
 		// A store that cannot be opened for want of descriptors or memory
 		// is not unusable: it used to be moved aside as corrupt (under
 		// ulimit -n 16), its vectors lost. Nor is one whose folder went
 		// bad as it opened (an rm -rf under way).
-		return err
+		return nil, err
 	}
 	why, msg := "corrupt", "embedding cache unusable; moved aside and rebuilding"
 	if _, ok := datafile.AsNewer(err); ok {
@@ -284,20 +306,19 @@ func (c *Cached) openStore() error {
 	aside := fmt.Sprintf("%s.%s-%s", strings.TrimRight(c.dir, string(os.PathSeparator)), why, time.Now().UTC().Format("20060102T150405.000Z"))
 	c.log.Warn(msg, "dir", c.dir, "moved_to", aside, "err", err)
 	if rerr := os.Rename(c.dir, aside); rerr != nil {
-		return fmt.Errorf("embedding cache %s is unusable (%v) and cannot be moved aside: %w", c.dir, err, rerr)
+		return nil, fmt.Errorf("embedding cache %s is unusable (%v) and cannot be moved aside: %w", c.dir, err, rerr)
 	}
 	if err = c.mkdir(); err == nil {
 		s, err = c.open()
 	}
 	if err != nil {
-		return fmt.Errorf("embedding cache: rebuild %s: %w", c.dir, err)
+		return nil, fmt.Errorf("embedding cache: rebuild %s: %w", c.dir, err)
 	}
 	if err = c.check(s.db); err != nil {
 		s.db.Close()
-		return fmt.Errorf("embedding cache: rebuild %s: %w", c.dir, err)
+		return nil, fmt.Errorf("embedding cache: rebuild %s: %w", c.dir, err)
 	}
-	c.store = s
-	return nil
+	return s, nil
 }
 
 // mkdir makes the store's folder, never the data folder (Storage.MkdirAll).
@@ -663,6 +684,9 @@ func (c *Cached) lookup(keys [][]byte, out [][]float32) (bad int, err error) {
 // can take them, and reports how it went; otherwise it counts them as
 // skipped.
 func (c *Cached) put(keys [][]byte, vecs [][]float32, ttl time.Duration) {
+	if c.compacting.Load() {
+		return // see Compact; not the data folder's fault: not skipped
+	}
 	if !c.inMemory {
 		if err := c.st.Check(); err != nil { // reported by Check
 			c.skipped.Add(int64(len(vecs)))
@@ -671,6 +695,9 @@ func (c *Cached) put(keys [][]byte, vecs [][]float32, ttl time.Duration) {
 	}
 	s, err := c.writable()
 	if err != nil {
+		if errors.Is(err, errCompacting) {
+			return // not the data folder's fault: not skipped
+		}
 		c.skipped.Add(int64(len(vecs)))
 		if !errors.Is(err, errClosed) && !errors.Is(err, errBusy) { // busy: said by Busy
 			c.st.Fail(err)
@@ -732,6 +759,9 @@ func (c *Cached) writable() (*store, error) {
 func (c *Cached) reopen() error {
 	if c.closed {
 		return errClosed
+	}
+	if c.compacting.Load() {
+		return errCompacting
 	}
 	if s := c.store; s != nil {
 		err := c.usable(s)
@@ -796,6 +826,8 @@ func countMissing(out [][]float32) int {
 // Badger would retry the flush forever: Close returns an error that says
 // so, and what the store held since its last flush may be lost.
 func (c *Cached) Close() error {
+	c.compactMu.Lock()
+	defer c.compactMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -822,45 +854,55 @@ func (c *Cached) Close() error {
 }
 
 // Compact puts the store's tables into one level below level 0, once a
-// bulk of vectors was written (an index build): it closes the store, which
-// writes its memtable out, opens it once with Badger's CompactL0OnClose
-// and closes it (level 0 moves down), then opens it again and flattens it
-// (DB.Flatten). Left as a build leaves it (level-0 tables, a level over
-// its target), the store was compacted by the next session's first writes
-// of query vectors, which rewrote the catalog's own tables: at 10,000
-// tools the first `toolgate serve` after `toolgate index` peaked at 378-385
-// MiB over 5,000 searches (see README, Performance).
+// bulk of vectors was written (an index build) or a sweep deleted some
+// (their disk space comes back only once their deletions and the tables
+// that hold them are compacted together: the vectors are under Badger's
+// value threshold, in its LSM tables). It closes the store, which writes
+// its memtable out (Badger has no other way to), opens it again and
+// flattens it (DB.Flatten). A store whose tables are all in level 0 (a
+// first build) is opened once more with Badger's CompactL0OnClose and
+// closed first, since Flatten leaves such a store as it is. Left as a
+// build leaves it (level-0 tables, a level over its target), the store
+// was compacted by the next session's first writes of query vectors,
+// which rewrote the catalog's own tables: at 10,000 tools the first
+// `toolgate serve` after `toolgate index` peaked at 378-385 MiB over 5,000
+// searches (see README, Performance).
 //
-// It holds the cache exclusively (lookups and writes wait) for about half
-// a second at 10,000 tools: call it where nothing searches, at the end of
-// a build (or once a day, after a sweep that deleted vectors). A cache
-// that stored or deleted nothing since NewCached or its last Compact (its
-// store is as it was then), a store that cannot take writes (Check
-// refuses, its folder moved, a flush failing) and an in-memory one are
-// left as they are; a store that cannot be opened again leaves the cache
-// pass-through, as at a start (a later write tries again).
+// Searches do not wait for it. While it runs, what the model embeds is
+// not stored: Flatten loops until no level-0 table is left, and under a
+// steady stream of new queries (written out as level-0 tables) it had not
+// finished after a minute. While the store is closed (the writing out
+// and opening, and the level-0 pass of a first build) lookups find
+// nothing, so the model embeds them. Flatten, which rewrites the tables
+// (about 0.3 s at 10,000 tools), runs on the open store while lookups go
+// on. All of it used to run with the cache held exclusively, and every
+// search of a gateway that compacted after its daily sweep waited for it
+// (up to 0.36 s). Close waits for a compaction under way.
+//
+// A cache that stored or deleted nothing since NewCached or its last
+// Compact (its store is as it was then), a store that cannot take writes
+// (Check refuses, its folder moved, a flush failing) and an in-memory one
+// are left as they are; a store that cannot be opened again leaves the
+// cache pass-through, as at a start (a later write tries again).
 func (c *Cached) Compact() error {
+	c.compactMu.Lock()
+	defer c.compactMu.Unlock()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	s := c.store
 	if c.closed || s == nil || c.inMemory || !c.dirty.Load() || c.usable(s) != nil || c.st.Check() != nil {
+		c.mu.Unlock()
 		return nil
 	}
 	c.dirty.Store(false)
+	c.compacting.Store(true)
+	defer c.compacting.Store(false)
 	c.store = nil
-	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("embedding cache: close before compacting: %w", err)
-	}
-	// DB.Flatten leaves a store whose tables are all in level 0 as it
-	// is: opened once with CompactL0OnClose, its Close moves them down.
-	db, err := badger.Open(c.badgerOptions(c.badgerLog()).WithCompactL0OnClose(true))
-	if err == nil {
-		err = db.Close()
-	}
+	c.mu.Unlock()
+
+	s, err := c.reopenFlushed(s)
+
+	c.mu.Lock()
 	if err != nil {
-		c.log.Warn("embedding cache: level 0 not compacted", "dir", c.dir, "err", err)
-	}
-	if err := c.openStore(); err != nil {
 		// As at a start (NewCached): tried again at a write.
 		busy := errors.Is(err, errBusy) && c.busy != nil
 		if refused(err) || busy {
@@ -869,12 +911,63 @@ func (c *Cached) Compact() error {
 		if busy {
 			c.busy(true)
 		}
-		return fmt.Errorf("embedding cache: open again after closing to compact: %w", err)
+		c.mu.Unlock()
+		return err
 	}
-	if err := c.store.db.Flatten(1); err != nil {
+	c.store = s
+	c.mu.Unlock()
+
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.store != s || c.usable(s) != nil {
+		return nil // its folder went away meanwhile
+	}
+	c.stage("flatten")
+	if err := s.db.Flatten(1); err != nil {
 		return fmt.Errorf("embedding cache: compact: %w", err)
 	}
 	return nil
+}
+
+// reopenFlushed closes s, which writes its memtable out, and opens the
+// store again, its level 0 moved down first when nothing is below it
+// (see Compact). Only Compact calls it, with s taken out of the cache.
+func (c *Cached) reopenFlushed(s *store) (*store, error) {
+	if err := s.db.Close(); err != nil {
+		return nil, fmt.Errorf("embedding cache: close before compacting: %w", err)
+	}
+	c.stage("closed")
+	s, err := c.newStore()
+	if err != nil {
+		return nil, fmt.Errorf("embedding cache: open again after closing to compact: %w", err)
+	}
+	levels := s.db.Levels()
+	if len(levels) == 0 || levels[0].NumTables == 0 || slices.ContainsFunc(levels[1:], func(l badger.LevelInfo) bool { return l.NumTables > 0 }) {
+		return s, nil
+	}
+	// DB.Flatten leaves a store whose tables are all in level 0 as it
+	// is: opened once with CompactL0OnClose, its Close moves them down.
+	if err := s.db.Close(); err != nil {
+		return nil, fmt.Errorf("embedding cache: close before compacting: %w", err)
+	}
+	db, err := badger.Open(c.badgerOptions(c.badgerLog()).WithCompactL0OnClose(true))
+	if err == nil {
+		err = db.Close()
+	}
+	if err != nil {
+		c.log.Warn("embedding cache: level 0 not compacted", "dir", c.dir, "err", err)
+	}
+	if s, err = c.newStore(); err != nil {
+		return nil, fmt.Errorf("embedding cache: open again after closing to compact: %w", err)
+	}
+	return s, nil
+}
+
+// stage calls compactHook (tests).
+func (c *Cached) stage(name string) {
+	if c.compactHook != nil {
+		c.compactHook(name)
+	}
 }
 
 // encodeVector stores float32s little-endian.

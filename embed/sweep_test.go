@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,20 @@ func newTestClock() *testClock { return &testClock{t: time.Date(2026, 12, 6, 12,
 func (c *testClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 
 func (c *testClock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// clockedCache is a cache in a temporary folder around a fake model of
+// 8 dimensions, its clock moved by the test, closed at the test's end.
+func clockedCache(t *testing.T) (*Cached, *fakeModel, *testClock) {
+	t.Helper()
+	clk := newTestClock()
+	inner := &fakeModel{id: "fake/a@1", dim: 8}
+	c, err := NewCached(inner, t.TempDir(), &CacheOptions{Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, inner, clk
+}
 
 // keyCount counts the store's keys by their first byte.
 func keyCount(t *testing.T, c *Cached) map[byte]int {
@@ -51,7 +66,7 @@ func keyCount(t *testing.T, c *Cached) map[byte]int {
 
 // tableBytes is the size of the store's tables on disk (where its vectors
 // are: they are under the value threshold).
-func tableBytes(t *testing.T, dir string) int64 {
+func tableBytes(t testing.TB, dir string) int64 {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
 	var n int64
@@ -136,13 +151,7 @@ func TestCacheSweepBoundsChurn(t *testing.T) {
 // catalog meanwhile (another config on the data folder, a server enabled
 // again) loses its stamp, even at a call that is not due.
 func TestCacheSweepKeepsForUnused(t *testing.T) {
-	clk := newTestClock()
-	inner := &fakeModel{id: "fake/a@1", dim: 8}
-	c, err := NewCached(inner, t.TempDir(), &CacheOptions{Now: clk.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, inner, clk := clockedCache(t)
 	ctx := context.Background()
 	mustEmbed(t, c, "kept", "gone", "back")
 	sweep := func(live ...string) int {
@@ -268,6 +277,52 @@ func TestCacheSweepLeavesQueries(t *testing.T) {
 	}
 }
 
+// sweepBenchTexts are the texts of 10,000 tools as index.DocumentTexts
+// gives them (live) and the texts of 3,000 of their descriptions before
+// they changed.
+func sweepBenchTexts(b *testing.B) (live, changed []string) {
+	tools := indextest.Catalog(10000, indextest.Seed)
+	live = index.DocumentTexts(&fakeModel{}, tools)
+	for i, t := range tools[:3000] {
+		t.Description = fmt.Sprintf("%s Version %d.", t.Description, i)
+		for _, v := range index.DocumentTexts(&fakeModel{}, []catalog.Tool{t}) {
+			if !slices.Contains(live, v) {
+				changed = append(changed, v)
+			}
+		}
+	}
+	b.Logf("%d tools: %d catalog texts, %d texts of their descriptions before they changed", len(tools), len(live), len(changed))
+	return live, changed
+}
+
+// sweepBenchCache is a cache that holds the vectors of live, changed and
+// queries search queries ("asked before <i>"), compacted.
+func sweepBenchCache(b *testing.B, live, changed []string, queries int) (*Cached, *testClock) {
+	ctx := context.Background()
+	clk := newTestClock()
+	c, err := NewCached(&fakeModel{id: "fake/a@1", dim: 384}, b.TempDir(), &CacheOptions{Now: clk.now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	for _, texts := range [][]string{live, changed} {
+		for chunk := range slices.Chunk(texts, 256) {
+			if _, err := c.Embed(ctx, chunk); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for i := range queries {
+		if _, err := c.EmbedQueries(ctx, []string{fmt.Sprintf("asked before %d", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := c.Compact(); err != nil {
+		b.Fatal(err)
+	}
+	return c, clk
+}
+
 // BenchmarkCacheSweep is the sweep at 10,000 tools (27,504 texts as
 // index.DocumentTexts gives them, and the 3,000 of 3,000 descriptions
 // before they changed): "due" is the daily pass (every vector key read,
@@ -279,38 +334,9 @@ func TestCacheSweepLeavesQueries(t *testing.T) {
 //
 //	go test ./embed -run '^$' -bench CacheSweep -benchtime 5x
 func BenchmarkCacheSweep(b *testing.B) {
-	tools := indextest.Catalog(10000, indextest.Seed)
-	live := index.DocumentTexts(&fakeModel{}, tools)
-	var changed []string
-	for i, t := range tools[:3000] {
-		t.Description = fmt.Sprintf("%s Version %d.", t.Description, i)
-		for _, v := range index.DocumentTexts(&fakeModel{}, []catalog.Tool{t}) {
-			if !slices.Contains(live, v) {
-				changed = append(changed, v)
-			}
-		}
-	}
-	b.Logf("%d tools: %d catalog texts, %d texts of their descriptions before they changed", len(tools), len(live), len(changed))
+	live, changed := sweepBenchTexts(b)
 	ctx := context.Background()
-	setup := func(b *testing.B) (*Cached, *testClock) {
-		clk := newTestClock()
-		c, err := NewCached(&fakeModel{id: "fake/a@1", dim: 384}, b.TempDir(), &CacheOptions{Now: clk.now})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { c.Close() })
-		for _, texts := range [][]string{live, changed} {
-			for chunk := range slices.Chunk(texts, 256) {
-				if _, err := c.Embed(ctx, chunk); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-		if err := c.Compact(); err != nil {
-			b.Fatal(err)
-		}
-		return c, clk
-	}
+	setup := func(b *testing.B) (*Cached, *testClock) { return sweepBenchCache(b, live, changed, 0) }
 	sweep := func(b *testing.B, c *Cached) int {
 		n, err := c.Sweep(ctx, live)
 		if err != nil {
@@ -389,4 +415,215 @@ func BenchmarkCacheSweep(b *testing.B) {
 		}
 		b.ReportMetric(float64(compact.Milliseconds())/float64(b.N), "ms/compact")
 	})
+}
+
+// BenchmarkSearchDuringSweep is what searches see while the day's sweep
+// drops the 3,000 old texts of BenchmarkCacheSweep's catalog and the
+// compaction after it runs: 4 searchers each embed a query every 5 ms
+// (EmbedQueries, as serve does; half of them asked before, half new) from
+// the sweep's start to the compaction's end. It reports the longest and
+// the 99th percentile search (ms/max-search, ms/p99-search), the longest
+// of those that started during the compaction (ms/max-in-compact), the
+// longest of the same searchers over as long a time after it
+// (ms/max-idle: the machine's own noise), the compaction's time
+// (ms/compact) and the store's tables on disk before the sweep and after
+// the compaction (KiB-before, KiB-after):
+//
+//	go test ./embed -run '^$' -bench SearchDuringSweep -benchtime 5x
+func BenchmarkSearchDuringSweep(b *testing.B) {
+	live, changed := sweepBenchTexts(b)
+	ctx := context.Background()
+	var during, idle []time.Duration
+	var compact, inCompact time.Duration
+	var compacting atomic.Bool
+	var before, after int64
+	// search runs the searchers until stop and returns their latencies.
+	search := func(c *Cached, stop <-chan struct{}) []time.Duration {
+		var mu sync.Mutex
+		var lat []time.Duration
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					case <-time.After(5 * time.Millisecond):
+					}
+					q := fmt.Sprintf("asked before %d", (w*50+i)%200)
+					if i%2 == 1 {
+						q = fmt.Sprintf("new query %d %d", w, i)
+					}
+					t, in := time.Now(), compacting.Load()
+					if _, err := c.EmbedQueries(ctx, []string{q}); err != nil {
+						b.Error(err)
+						return
+					}
+					d := time.Since(t)
+					mu.Lock()
+					lat = append(lat, d)
+					if in {
+						inCompact = max(inCompact, d)
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		return lat
+	}
+	for b.Loop() {
+		b.StopTimer()
+		c, clk := sweepBenchCache(b, live, changed, 200)
+		dir := c.dir
+		if _, err := c.Sweep(ctx, live); err != nil { // the old texts stamped
+			b.Fatal(err)
+		}
+		clk.advance(DefaultUnused + SweepEvery)
+		before += tableBytes(b, dir)
+		stop := make(chan struct{})
+		done := make(chan []time.Duration)
+		go func() { done <- search(c, stop) }()
+		b.StartTimer()
+		t := time.Now()
+		if n, err := c.Sweep(ctx, live); err != nil || n != len(changed) {
+			b.Fatalf("sweep dropped %d (%v), want %d", n, err, len(changed))
+		}
+		t1 := time.Now()
+		compacting.Store(true)
+		if err := c.Compact(); err != nil {
+			b.Fatal(err)
+		}
+		compacting.Store(false)
+		compact += time.Since(t1)
+		took := time.Since(t)
+		b.StopTimer()
+		close(stop)
+		during = append(during, <-done...)
+		after += tableBytes(b, dir)
+		stop = make(chan struct{})
+		go func() { done <- search(c, stop) }()
+		time.Sleep(took)
+		close(stop)
+		idle = append(idle, <-done...)
+		if err := c.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	slices.Sort(during)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
+	b.ReportMetric(ms(slices.Max(during)), "ms/max-search")
+	b.ReportMetric(ms(during[len(during)*99/100]), "ms/p99-search")
+	b.ReportMetric(ms(inCompact), "ms/max-in-compact")
+	b.ReportMetric(ms(slices.Max(idle)), "ms/max-idle")
+	b.ReportMetric(float64(len(during))/float64(b.N), "searches/op")
+	b.ReportMetric(float64(compact.Milliseconds())/float64(b.N), "ms/compact")
+	b.ReportMetric(float64(before>>10)/float64(b.N), "KiB-before")
+	b.ReportMetric(float64(after>>10)/float64(b.N), "KiB-after")
+}
+
+// Searches do not wait for the compaction after a sweep: at each stage of
+// Compact (held there by compactHook), a search whose query was asked
+// before, a new one and a tool text's lookup all return, and the store
+// still answers them after it. The sweep's deletions are compacted away:
+// the dropped text is embedded again when asked.
+func TestSearchesDuringCompaction(t *testing.T) {
+	c, inner, clk := clockedCache(t)
+	ctx := context.Background()
+	mustEmbed(t, c, "kept", "gone")
+	if _, err := c.EmbedQueries(ctx, []string{"asked before"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Sweep(ctx, []string{"kept"}); err != nil { // "gone" stamped
+		t.Fatal(err)
+	}
+	clk.advance(DefaultUnused + SweepEvery)
+	if n, err := c.Sweep(ctx, []string{"kept"}); err != nil || n != 1 {
+		t.Fatalf("sweep dropped %d (%v), want 1", n, err)
+	}
+	var stages []string
+	c.compactHook = func(stage string) {
+		stages = append(stages, stage)
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.EmbedQueries(ctx, []string{"asked before", "new at " + stage})
+			if err == nil {
+				_, err = c.Embed(ctx, []string{"kept"})
+			}
+			done <- err
+		}()
+		if !returned(t, done) {
+			t.Errorf("a search waited for the compaction (held at %q)", stage)
+		}
+	}
+	if err := c.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	c.compactHook = nil
+	if want := []string{"closed", "flatten"}; !slices.Equal(stages, want) {
+		t.Errorf("Compact went through %q, want %q", stages, want)
+	}
+	before := len(inner.texts())
+	if _, err := c.EmbedQueries(ctx, []string{"asked before"}); err != nil {
+		t.Fatal(err)
+	}
+	mustEmbed(t, c, "kept")
+	mustEmbed(t, c, "gone")
+	if got := inner.texts()[before:]; len(got) != 1 || got[0] != "gone" {
+		t.Errorf("after the compaction embedded %q, want only gone", got)
+	}
+}
+
+// returned waits for done and reports whether it came before the test's
+// deadline (go test -timeout), failing the test with its error.
+func returned(t *testing.T, done <-chan error) bool {
+	t.Helper()
+	var deadline <-chan time.Time
+	if d, ok := t.Deadline(); ok {
+		deadline = time.After(time.Until(d) * 9 / 10)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Error(err)
+		}
+		return true
+	case <-deadline:
+		return false
+	}
+}
+
+// Close during a compaction waits for it: the store Compact opens again
+// is closed too (another cache opens the folder after), at either stage.
+func TestCloseDuringCompaction(t *testing.T) {
+	for _, at := range []string{"closed", "flatten"} {
+		t.Run(at, func(t *testing.T) {
+			c, _, _ := clockedCache(t)
+			mustEmbed(t, c, "a", "b")
+			closed := make(chan error, 1)
+			c.compactHook = func(stage string) {
+				if stage == at {
+					go func() { closed <- c.Close() }()
+				}
+			}
+			if err := c.Compact(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-closed; err != nil {
+				t.Fatal(err)
+			}
+			again, err := NewCached(&fakeModel{id: "fake/a@1", dim: 8}, c.dir, nil)
+			if err != nil {
+				t.Fatalf("the folder after Close during the compaction: %v", err)
+			}
+			defer again.Close()
+			if got := mustEmbed(t, again, "a"); got[0] == nil || again.Stats().Hits != 1 {
+				t.Errorf("the vector stored before the compaction: stats %+v, want a hit", again.Stats())
+			}
+		})
+	}
 }

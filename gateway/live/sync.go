@@ -231,9 +231,9 @@ func (l *Loop) sweepable(tools []catalog.Tool, live map[string][]*mcp.Tool, conf
 // its work at most daily) with the catalog of the last build (sweepable),
 // after the index is served. With compact, a sweep that dropped vectors
 // is followed by the cache's compaction (Cached.Compact), so that their
-// disk space comes back: searches that embed a query wait for it (about
-// half a second at 10,000 tools, at most once a day). Only the goroutine
-// that builds calls it.
+// disk space comes back; searches do not wait for it (about half a second
+// at 10,000 tools, at most once a day). Only the goroutine that builds
+// calls it.
 func (l *Loop) sweepCache(ctx context.Context, compact bool) {
 	tools := l.toSweep
 	l.toSweep = nil

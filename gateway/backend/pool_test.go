@@ -1142,21 +1142,31 @@ func TestConnectTimeoutNamedWhenTheProcessExitsAfterIt(t *testing.T) {
 	}
 }
 
-// TestCallWhileStopConnecting: a call that waits for a backend still
-// connecting when the gateway stops (the start's context cancelled, as a
-// SIGTERM does to serve before its pool closes) is told the gateway is
-// stopping, not "it is down: … connect aborted: context canceled".
-func TestCallWhileStopConnecting(t *testing.T) {
-	o := testOptions(nil)
+// silentPool starts a pool of one stdio backend, "silent", whose process
+// runs and never answers the handshake, and returns it once that process
+// runs, with the cancel of Start's context and a channel closed when Start
+// returns (cancelled at the test's end).
+func silentPool(t *testing.T, o *Options) (*Pool, context.CancelFunc, <-chan struct{}) {
+	t.Helper()
 	o.ConnectTimeout = time.Minute
 	mark := filepath.Join(t.TempDir(), "started")
 	silent := config.Server{Name: "silent", Type: config.TypeStdio, Command: "sh", Args: []string{"-c", `: >"$0"; cat >/dev/null`, mark}}
 	p := New([]config.Server{silent}, o)
 	t.Cleanup(func() { p.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	p.StartAsync(ctx)
+	t.Cleanup(cancel)
+	started := make(chan struct{})
+	go func() { p.Start(ctx); close(started) }()
 	testenv.Eventually(t, "the backend's process running", func() bool { _, err := os.Stat(mark); return err == nil })
+	return p, cancel, started
+}
+
+// TestCallWhileStopConnecting: a call that waits for a backend still
+// connecting when the gateway stops (the start's context cancelled, as a
+// SIGTERM does to serve before its pool closes) is told the gateway is
+// stopping, not "it is down: … connect aborted: context canceled".
+func TestCallWhileStopConnecting(t *testing.T) {
+	p, cancel, _ := silentPool(t, testOptions(nil))
 	callErr := make(chan error, 1)
 	go func() {
 		_, err := p.CallTool(context.Background(), "silent", "anything", nil)
@@ -1181,17 +1191,7 @@ func TestStopWhileConnectingIsQuiet(t *testing.T) {
 	for _, how := range []string{"start cancelled", "pool closed"} {
 		t.Run(how, func(t *testing.T) {
 			var logs testenv.LogBuffer
-			o := testOptions(&logs)
-			o.ConnectTimeout = time.Minute
-			mark := filepath.Join(t.TempDir(), "started")
-			silent := config.Server{Name: "silent", Type: config.TypeStdio, Command: "sh", Args: []string{"-c", `: >"$0"; cat >/dev/null`, mark}}
-			p := New([]config.Server{silent}, o)
-			t.Cleanup(func() { p.Close() })
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			started := make(chan struct{})
-			go func() { p.Start(ctx); close(started) }()
-			testenv.Eventually(t, "the backend's process running", func() bool { _, err := os.Stat(mark); return err == nil })
+			p, cancel, started := silentPool(t, testOptions(&logs))
 			if how == "start cancelled" {
 				cancel()
 				<-started

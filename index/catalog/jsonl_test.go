@@ -260,6 +260,18 @@ func TestFlawLog(t *testing.T) {
 	}
 }
 
+// untimed is a debug-level text logger into b without the time of each
+// line, so that two runs' logs compare equal (they differed by a
+// millisecond once on CI).
+func untimed(b *testenv.LogBuffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey && len(groups) == 0 {
+			return slog.Attr{}
+		}
+		return a
+	}}))
+}
+
 // A start seeded with the verdicts the last run saved (Checks) resolves
 // no schema of a listing like the last one, yet logs each flaw once, with
 // the words a check gives; a definition changed since is checked anew,
@@ -271,7 +283,7 @@ func TestFlawLogSeeded(t *testing.T) {
 	tools := []Tool{ok, bad, badName}
 	var last FlawLog // the last run
 	var lastLogs testenv.LogBuffer
-	last.Listed(lastLogs.Logger(), "a", tools)
+	last.Listed(untimed(&lastLogs), "a", tools)
 	saved := last.Checks(tools)
 	if len(saved.Clean) != 2 || len(saved.Flawed) != 1 || saved.Checker != Checker() || saved.Format != ChecksFormat {
 		t.Fatalf("Checks = %+v, want 2 clean and 1 flawed schema by this checker", saved)
@@ -280,7 +292,7 @@ func TestFlawLogSeeded(t *testing.T) {
 	var logs testenv.LogBuffer
 	var f FlawLog
 	f.Seed(saved)
-	f.Listed(logs.Logger(), "a", tools)
+	f.Listed(untimed(&logs), "a", tools)
 	if f.resolved != 0 {
 		t.Errorf("a listing like the last run's resolved %d schemas, want 0", f.resolved)
 	}
@@ -292,7 +304,7 @@ func TestFlawLogSeeded(t *testing.T) {
 	}
 
 	ok.InputSchema = json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}}}`)
-	f.Listed(logs.Logger(), "a", []Tool{ok, bad, badName})
+	f.Listed(untimed(&logs), "a", []Tool{ok, bad, badName})
 	if f.resolved != 1 {
 		t.Errorf("one definition changed: %d schemas resolved, want 1", f.resolved)
 	}

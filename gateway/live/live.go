@@ -363,6 +363,11 @@ type Loop struct {
 	restartsSeen map[string]uint64
 	// described is the state file's Described as read at New (Described).
 	described map[string]string
+	// saidNow is what each server said of itself as last kept
+	// (SetDescribed), starting from described: written back with the
+	// state file when it went with its folder (holdState); descMu guards it.
+	descMu  sync.Mutex
+	saidNow map[string]string
 	// stateSeen is set once the state file (or its lock file) was found,
 	// and stateHeld while the file is gone with its folder (see
 	// holdState); reloadMu guards both.
@@ -403,7 +408,7 @@ func New(dir string, cfg *config.File, opts *Options) *Loop {
 	l.policy.Put(policy.NewConfigured(names))
 	l.policy.Put(policy.NewDisabled(st.Disabled))
 	l.restartsSeen = st.RestartRequests
-	l.described = st.Described
+	l.described, l.saidNow = st.Described, maps.Clone(st.Described)
 	l.policy.PutProfiles(cfg.Toolgate.Profiles)
 	l.stats.Disabled = l.disabledHere()
 	l.warm, l.current = l.openWarm(names)

@@ -533,6 +533,9 @@ func (l *Loop) holdState(path string) bool {
 		}
 		cur.Disabled = l.policy.Disabled().Servers()
 		cur.RestartRequests = maps.Clone(l.restartsSeen)
+		l.descMu.Lock()
+		cur.Described = maps.Clone(l.saidNow) // the next warm start names the servers by them
+		l.descMu.Unlock()
 		written = true
 		return cur, true, nil
 	})
@@ -574,6 +577,16 @@ func (l *Loop) SetDescribed(server, said string) {
 	if l.opts.StatePath == "" {
 		return
 	}
+	l.descMu.Lock()
+	if said == "" {
+		delete(l.saidNow, server)
+	} else {
+		if l.saidNow == nil {
+			l.saidNow = map[string]string{}
+		}
+		l.saidNow[server] = said
+	}
+	l.descMu.Unlock()
 	err := servingFolder(filepath.Dir(l.opts.StatePath))
 	if err == nil {
 		err = editState(l.opts.StatePath, func(cur State, err error) (State, bool, error) {

@@ -409,6 +409,7 @@ func TestDisabledHoldWhenDataFolderRemoved(t *testing.T) {
 	if _, err := f.loop.SetDisabled(context.Background(), "b", true); err != nil {
 		t.Fatal(err)
 	}
+	f.loop.SetDescribed("a", "Apples, by the crate.")
 	var enabled atomic.Int32 // changes seen with b enabled
 	f.loop.OnChange(func() {
 		if !slices.Contains(f.loop.Stats().Disabled, "b") {
@@ -430,6 +431,11 @@ func TestDisabledHoldWhenDataFolderRemoved(t *testing.T) {
 		st, err := ReadState(state)
 		return err == nil && slices.Equal(st.Disabled, []string{"b"})
 	})
+	// With what the servers said of themselves, which the next warm start
+	// names them by (it was written back without).
+	if st, _ := ReadState(state); st.Described["a"] != "Apples, by the crate." {
+		t.Errorf("the state file written back describes the servers as %q, want a's description", st.Described)
+	}
 	if n := enabled.Load(); n != 0 || !slices.Contains(f.loop.Stats().Disabled, "b") {
 		t.Errorf("b enabled %d times while the data folder was gone; disabled now: %v", n, f.loop.Stats().Disabled)
 	}

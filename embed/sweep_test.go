@@ -424,7 +424,7 @@ func BenchmarkCacheSweep(b *testing.B) {
 // the sweep's start to the compaction's end. It reports the longest and
 // the 99th percentile search (ms/max-search, ms/p99-search), the longest
 // of those that started during the compaction (ms/max-in-compact), the
-// longest of the same searchers over as long a time after it
+// longest of as many searches of the same searchers after it
 // (ms/max-idle: the machine's own noise), the compaction's time
 // (ms/compact) and the store's tables on disk before the sweep and after
 // the compaction (KiB-before, KiB-after):
@@ -437,16 +437,21 @@ func BenchmarkSearchDuringSweep(b *testing.B) {
 	var compact, inCompact time.Duration
 	var compacting atomic.Bool
 	var before, after int64
-	// search runs the searchers until stop and returns their latencies.
-	search := func(c *Cached, stop <-chan struct{}) []time.Duration {
+	// search runs the searchers until stop (nil: never) or, with n > 0,
+	// until they made n searches, and returns their latencies.
+	search := func(c *Cached, stop <-chan struct{}, n int) []time.Duration {
 		var mu sync.Mutex
 		var lat []time.Duration
 		var wg sync.WaitGroup
+		enough := make(chan struct{})
+		var once sync.Once
 		for w := range 4 {
 			wg.Go(func() {
 				for i := 0; ; i++ {
 					select {
 					case <-stop:
+						return
+					case <-enough:
 						return
 					case <-time.After(5 * time.Millisecond):
 					}
@@ -464,6 +469,9 @@ func BenchmarkSearchDuringSweep(b *testing.B) {
 					lat = append(lat, d)
 					if in {
 						inCompact = max(inCompact, d)
+					}
+					if n > 0 && len(lat) >= n {
+						once.Do(func() { close(enough) })
 					}
 					mu.Unlock()
 				}
@@ -483,9 +491,8 @@ func BenchmarkSearchDuringSweep(b *testing.B) {
 		before += tableBytes(b, dir)
 		stop := make(chan struct{})
 		done := make(chan []time.Duration)
-		go func() { done <- search(c, stop) }()
+		go func() { done <- search(c, stop, 0) }()
 		b.StartTimer()
-		t := time.Now()
 		if n, err := c.Sweep(ctx, live); err != nil || n != len(changed) {
 			b.Fatalf("sweep dropped %d (%v), want %d", n, err, len(changed))
 		}
@@ -496,16 +503,12 @@ func BenchmarkSearchDuringSweep(b *testing.B) {
 		}
 		compacting.Store(false)
 		compact += time.Since(t1)
-		took := time.Since(t)
 		b.StopTimer()
 		close(stop)
-		during = append(during, <-done...)
+		got := <-done
+		during = append(during, got...)
 		after += tableBytes(b, dir)
-		stop = make(chan struct{})
-		go func() { done <- search(c, stop) }()
-		time.Sleep(took)
-		close(stop)
-		idle = append(idle, <-done...)
+		idle = append(idle, search(c, nil, len(got))...) // as many searches, the compaction over
 		if err := c.Close(); err != nil {
 			b.Fatal(err)
 		}

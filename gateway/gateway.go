@@ -192,6 +192,9 @@ type Gateway struct {
 	schemas  schemaCache
 	tracer   trace.Tracer // nil = no spans
 	recent   *recent      // nil without a Learner
+	// relayDropped counts the notifications dropped for clients that read
+	// them slower than their backends sent them (eventRelay).
+	relayDropped atomic.Int64
 
 	descMu sync.Mutex
 	desc   string // search_tools' description as registered

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"weak"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -35,7 +36,7 @@ func (g *Gateway) callEvents(ctx context.Context, req *mcp.CallToolRequest, serv
 	if ss == nil {
 		return nil, nil
 	}
-	r := newEventRelay()
+	r := newEventRelay(&g.relayDropped)
 	ev = &backend.CallEvents{}
 	if tok := req.Params.GetProgressToken(); tok != nil {
 		ev.Progress = func(p *mcp.ProgressNotificationParams) {
@@ -90,10 +91,11 @@ type eventRelay struct {
 	mu      sync.Mutex
 	closed  bool
 	dropped int
+	total   *atomic.Int64 // the gateway's count of notifications dropped
 }
 
-func newEventRelay() *eventRelay {
-	return &eventRelay{q: make(chan func(), relayQueue), done: make(chan struct{})}
+func newEventRelay(total *atomic.Int64) *eventRelay {
+	return &eventRelay{q: make(chan func(), relayQueue), done: make(chan struct{}), total: total}
 }
 
 func (r *eventRelay) run() {
@@ -115,6 +117,7 @@ func (r *eventRelay) send(write func()) {
 	case r.q <- write:
 	default:
 		r.dropped++
+		r.total.Add(1)
 	}
 }
 

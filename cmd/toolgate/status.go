@@ -262,7 +262,7 @@ func readStatus(resp *http.Response, u string) ([]byte, gateway.StatusReport, er
 		// The gateway runs but lets no one in (fail closed): degraded, not
 		// absent.
 		return nil, rep, exitError{fmt.Errorf("%s answered %s: the gateway runs but cannot read its API keys, so it refuses every request; "+
-			"its log says why (a key file that does not parse, or a data folder it can no longer read): fix that and it lets requests in again at once", u, resp.Status), degradedExit}
+			"its log says why (a key file that does not parse, or that every user may write, or a data folder it can no longer read): fix that and it lets requests in again at once", u, resp.Status), degradedExit}
 	}
 	if resp.StatusCode == http.StatusServiceUnavailable && strings.HasPrefix(string(body), gateway.StartingPrefix) {
 		// The front answers from the moment its address is taken; the

@@ -124,6 +124,19 @@ func parse(b []byte, name string) (*parsed, error) {
 	return p, nil
 }
 
+// parseInForce parses a file of the keys in force (the data folder's, the
+// keysFile), refusing one that every user of the machine may write or
+// replace (othersMayWrite): it fails closed, as a file that cannot be
+// parsed does. It runs whenever the file is read again (at the first use
+// and after each change of its content or mode), not at each request. The
+// revoked keys' file is not checked: its entries let no one in.
+func parseInForce(b []byte, path string) (*parsed, error) {
+	if err := othersMayWrite(path); err != nil {
+		return nil, err
+	}
+	return parse(b, path)
+}
+
 // keyset is the keys of both files, sorted by name, and the entries of
 // either marked revoked (by hand in a keysFile), in the order read.
 type keyset struct {
@@ -157,12 +170,12 @@ func Open(dataPath string, opts *Options) *Store {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.data = datafile.NewView(dataPath, func(b []byte) (*parsed, error) { return parse(b, dataPath) }, func() *parsed { return &parsed{} })
+	s.data = datafile.NewView(dataPath, func(b []byte) (*parsed, error) { return parseInForce(b, dataPath) }, func() *parsed { return &parsed{} })
 	revoked := RevokedFile(dataPath)
 	s.revoked = datafile.NewView(revoked, func(b []byte) (*parsed, error) { return parse(b, revoked) }, func() *parsed { return &parsed{} })
 	if o.File != "" {
 		file := o.File
-		s.file = datafile.NewView(file, func(b []byte) (*parsed, error) { return parse(b, file) }, nil)
+		s.file = datafile.NewView(file, func(b []byte) (*parsed, error) { return parseInForce(b, file) }, nil)
 	}
 	return s
 }

@@ -127,6 +127,12 @@ type SecurityStatus struct {
 	// since when and the fix; the last decisions stand meanwhile. The
 	// gateway is degraded until the file reads again.
 	PinsFault *quarantine.Fault `json:"pinsFault,omitempty"`
+	// KeysFault, while the HTTP front's API keys cannot be read (a key file
+	// that does not parse, one every user may write, a keysFile missing),
+	// says why: the front refuses every request with 503 (fail closed), and
+	// the gateway is degraded until they read again. Only the status
+	// socket shows it (the front lets no key in to read it).
+	KeysFault string `json:"keysFault,omitempty"`
 	// KeysWithoutProfile are the API keys (not expired) limited to a
 	// profile the config in effect does not have, removed or renamed by an
 	// edit: they reach no tool until it is back, which their callers
@@ -478,6 +484,7 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 		})
 		sec.KeysWithoutProfile = nil // other keys' names and the config's profiles
 		sec.KeysExpiring = nil
+		sec.KeysFault = "" // names the key files (none is let in while it holds)
 		rep.Security = &sec
 	}
 }

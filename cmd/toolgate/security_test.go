@@ -414,6 +414,34 @@ func TestAPIKeysOverHTTP(t *testing.T) {
 	if !testenv.Poll(testenv.Timeout, func() bool { return strings.Contains(logs.String(), "API key store cannot be read") }) {
 		t.Errorf("no log line says why everyone is refused:\n%s", logs.String())
 	}
+	// `toolgate status` on the gateway's machine (its status socket, no
+	// key) says so and exits 3: it said the gateway healthy, exit 0, while
+	// the front refused every client.
+	if out, stderr, err := runToolgate(t, data, "status"); exitCode(err) != degradedExit ||
+		!strings.Contains(out, "API keys: CANNOT BE READ, so the HTTP front refuses every request (503): the API key store cannot be read: toolgate.keysFile: "+shared+" does not exist") ||
+		!strings.Contains(stderr, "the API keys cannot be read (the HTTP front refuses every request)") {
+		t.Errorf("status while the keys cannot be read: %v\n%s%s", err, out, stderr)
+	}
+	// A keysFile every user may write lets no one in either (anyone could
+	// have added a key of their own), from the next request on.
+	if err := os.Rename(shared+".gone", shared); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := getBody(t, base+"/status", admin); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("GET /status with a keysFile every user may write: %s %s, want 503", resp.Status, body)
+	}
+	if out, _, err := runToolgate(t, data, "status", "--json"); exitCode(err) != degradedExit || !strings.Contains(out, "can be written by every user of this machine (mode 0666)") {
+		t.Errorf("status --json with a keysFile every user may write: %v\n%s", err, out)
+	}
+	if err := os.Chmod(shared, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(shared, shared+".gone"); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Rename(shared+".gone", shared); err != nil {
 		t.Fatal(err)
 	}

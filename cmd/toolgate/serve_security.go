@@ -33,6 +33,7 @@ import (
 type security struct {
 	keys       *keys.Store
 	requireKey bool // a non-loopback address: every request needs a key
+	front      bool // serving HTTP, whose requests the keys check
 	audit      *audit.Log
 	// auditArguments masks the arguments an audit record keeps
 	// (audit.arguments "masked"; nil: only their SHA-256).
@@ -69,6 +70,7 @@ const saveUnsavedEvery = 10 * time.Second
 func (g *globals) checkKeys(cfg *config.File, f serveFlags, log *slog.Logger) (*security, error) {
 	sec := &security{keys: keys.Open(dirs.Keys(g.DataDir()), &keys.Options{File: cfg.Toolgate.KeysFile, Logger: log}), command: g.command}
 	if f.http != "" {
+		sec.front = true
 		var err error
 		if sec.requireKey, err = gateway.KeysNeeded(addrSetting(f.httpFromConfig), f.http, sec.keys.Any, g.command("toolgate", "keys", "create", "--name", "NAME")); err != nil {
 			return nil, err
@@ -201,8 +203,22 @@ func (s *security) status() *gateway.SecurityStatus {
 		server, _, err := catalog.SplitID(id)
 		return err == nil && !snap.ListedBy(id, s.sourceOf(server))
 	})
-	return &gateway.SecurityStatus{Audit: s.audit.Stats(), Quarantined: held, PinsFault: fault,
+	return &gateway.SecurityStatus{Audit: s.audit.Stats(), Quarantined: held, PinsFault: fault, KeysFault: s.keysFault(),
 		KeysWithoutProfile: s.keysWithoutProfile(), KeysExpiring: s.keysExpiring(time.Now())}
+}
+
+// keysFault is why the HTTP front's API keys cannot be read, while they
+// cannot (every request gets 503), else "". A gateway without an HTTP
+// front reads no key. `toolgate status` said every backend up, exit 0, of
+// a gateway that refused every client.
+func (s *security) keysFault() string {
+	if !s.front {
+		return ""
+	}
+	if _, err := s.keys.List(); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // keysExpiring are the API keys in force that expire within

@@ -450,6 +450,9 @@ func degradedReasons(rep gateway.StatusReport) []string {
 	if sec := rep.Security; sec != nil && sec.PinsFault != nil {
 		bad = append(bad, "the quarantine pins file cannot be read (the last decisions stand)")
 	}
+	if sec := rep.Security; sec != nil && sec.KeysFault != "" {
+		bad = append(bad, "the API keys cannot be read (the HTTP front refuses every request)")
+	}
 	if st := rep.Search; st != nil && st.BM25Only {
 		bad = append(bad, "search runs BM25 only: "+oneLine(st.Reason, 200))
 	}
@@ -463,6 +466,9 @@ func degradedReasons(rep gateway.StatusReport) []string {
 	}
 	return bad
 }
+
+// keysFaultFix is what to do about SecurityStatus.KeysFault.
+const keysFaultFix = "mend what the error names (toolgate keys list says it too): requests are let in again at once"
 
 func printStatus(w io.Writer, rep gateway.StatusReport) error {
 	fmt.Fprintf(w, "toolgate %s%s, up %s: %d of %d backends up\n", rep.Version, processLine(rep.Process, true), rep.Uptime, rep.Up, rep.Total)
@@ -504,6 +510,9 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 		}
 		if f := sec.PinsFault; f != nil {
 			fmt.Fprintf(w, "quarantine pins: %s CANNOT BE READ since %s: %s\n  fix: %s\n", f.File, clock(f.Since), oneLine(f.Error, 200), f.Fix)
+		}
+		if f := sec.KeysFault; f != "" {
+			fmt.Fprintf(w, "API keys: CANNOT BE READ, so the HTTP front refuses every request (503): %s\n  fix: %s\n", escapeUnsafe(oneLine(f, 400)), keysFaultFix)
 		}
 	}
 	fmt.Fprintln(w)

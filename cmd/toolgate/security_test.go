@@ -1076,3 +1076,24 @@ func TestKeysExpiringSaid(t *testing.T) {
 		t.Errorf("toolgate status names a key far from its expiry:\n%s", out)
 	}
 }
+
+// TestServeWarnsOfConfigOthersMayWrite: serve warns of a config file that
+// every user of the machine may change (it runs the commands its servers
+// name, and reads it again when it changes), with the chmod that closes
+// it; it said nothing. A config of the owner's alone gets no warning.
+func TestServeWarnsOfConfigOthersMayWrite(t *testing.T) {
+	open := fakeConfig(t, map[string]string{"fake": ""}, nil)
+	if err := os.Chmod(open, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	owned := fakeConfig(t, map[string]string{"other": ""}, nil)
+	_, logs, stop := startGatewayStop(t, t.TempDir(), open, "--config", owned)
+	stop() // its log is whole once it has exited
+	want := "the config file can be written by every user of this machine (mode 0666): anyone could add a server, whose command the gateway runs as this user"
+	if !strings.Contains(logs.String(), want) || !strings.Contains(logs.String(), "fix=\"chmod o-w "+open+"\"") {
+		t.Errorf("no warning of the config every user may write (%s):\n%s", want, logs.String())
+	}
+	if strings.Contains(logs.String(), "config="+owned) {
+		t.Errorf("a warning of the config of the owner's alone:\n%s", logs.String())
+	}
+}

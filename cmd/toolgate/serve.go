@@ -171,6 +171,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 	log := g.logger
 	live.LogBareReferences(log, cfg.Servers())
+	warnConfigsOpen(log, f.configs)
 	if len(cfg.MCPServers) == 0 {
 		log.Warn("the config has no servers yet: search_tools finds only the gateway's own management tools until one is added",
 			"config", strings.Join(f.configs, " + "),
@@ -590,6 +591,21 @@ func nullStdin(f *os.File) bool {
 	}
 	null, err := os.Stat(os.DevNull)
 	return err == nil && os.SameFile(fi, null)
+}
+
+// warnConfigsOpen warns of each config file that every user of this
+// machine may change (storage.OthersMayWrite): the gateway runs the
+// commands its servers name, and reads it again when it changes, so any
+// of them could run a program as this user, with the backends' secrets.
+// A warning, not a refusal (as a TLS key others may read): file systems
+// without Unix modes (WSL's /mnt/c, a vboxsf share) show every file 0777,
+// and chmod cannot change that there.
+func warnConfigsOpen(log *slog.Logger, paths []string) {
+	for _, p := range paths {
+		if how, fix := storage.OthersMayWrite(p); how != "" {
+			log.Warn("the config file "+how+": anyone could add a server, whose command the gateway runs as this user (it reads the file again when it changes)", "config", p, "fix", fix)
+		}
+	}
 }
 
 // configArgs are "--config FILE" for each of paths, made absolute: how a

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/datafile"
+	"github.com/toolgate/toolgate/internal/storage"
 )
 
 // Errors of Store.Verify. Each means 401 to an HTTP client, except
@@ -126,13 +127,13 @@ func parse(b []byte, name string) (*parsed, error) {
 
 // parseInForce parses a file of the keys in force (the data folder's, the
 // keysFile), refusing one that every user of the machine may write or
-// replace (othersMayWrite): it fails closed, as a file that cannot be
+// replace (storage.OthersMayWrite): it fails closed, as a file that cannot be
 // parsed does. It runs whenever the file is read again (at the first use
 // and after each change of its content or mode), not at each request. The
 // revoked keys' file is not checked: its entries let no one in.
 func parseInForce(b []byte, path string) (*parsed, error) {
-	if err := othersMayWrite(path); err != nil {
-		return nil, err
+	if how, fix := storage.OthersMayWrite(path); how != "" {
+		return nil, fmt.Errorf("%s %s: anyone could add an API key of their own, so none of its keys is accepted: %s", path, how, fix)
 	}
 	return parse(b, path)
 }

@@ -540,6 +540,40 @@ func TestSessionsBounded(t *testing.T) {
 	}
 }
 
+// TestSessionsPerKey: one API key's logins push out its own oldest
+// sessions, not another key's: a key's 1,034 logins (20 s at its rate)
+// logged the admin out of the console.
+func TestSessionsPerKey(t *testing.T) {
+	s := newSessions()
+	now := time.Now()
+	s.now = func() time.Time { return now }
+	login := func(key string) *http.Request {
+		w := httptest.NewRecorder()
+		s.create(w, httptest.NewRequest("POST", "/ui/api/login", nil), key)
+		req := httptest.NewRequest("GET", "/ui/", nil)
+		req.AddCookie(w.Result().Cookies()[0])
+		return req
+	}
+	admin := login("tg_admin")
+	var other []*http.Request
+	for range maxSessions + 10 {
+		now = now.Add(time.Second)
+		other = append(other, login("tg_other"))
+	}
+	if ss := s.get(admin); ss == nil || ss.key != "tg_admin" {
+		t.Error("another key's logins ended the admin's session")
+	}
+	kept := 0
+	for _, r := range other {
+		if s.get(r) != nil {
+			kept++
+		}
+	}
+	if kept != maxKeySessions || s.get(other[len(other)-1]) == nil {
+		t.Errorf("one key kept %d sessions (its last one: %v), want its %d latest", kept, s.get(other[len(other)-1]) != nil, maxKeySessions)
+	}
+}
+
 // scopedCatalog is a BM25 engine over the test's tools and more, and a
 // policy set with the API keys' scope rule.
 func scopedCatalog(t *testing.T, more ...catalog.Tool) (*search.Engine, *policy.Set) {

@@ -35,10 +35,14 @@ const (
 )
 
 // Session limits: sessions end after sessionTTL, and at most maxSessions
-// are kept (the oldest go first), so page loads cannot grow memory.
+// are kept (the oldest go first), so page loads cannot grow memory; one API
+// key keeps at most maxKeySessions (its own oldest go first), so that one
+// key's logins cannot push the other keys' sessions out: 1,024 logins of
+// any key, 20 s at its rate, logged every other console user out.
 const (
-	sessionTTL  = 12 * time.Hour
-	maxSessions = 1024
+	sessionTTL     = 12 * time.Hour
+	maxSessions    = 1024
+	maxKeySessions = 16
 )
 
 // session is one browser's console session. The key it logged in with is
@@ -70,15 +74,10 @@ func randomToken() string {
 func (s *sessions) create(w http.ResponseWriter, r *http.Request, key string) *session {
 	ss := &session{id: randomToken(), csrf: randomToken(), key: key, created: s.now()}
 	s.mu.Lock()
-	if len(s.m) >= maxSessions {
-		var oldest *session
-		for _, x := range s.m {
-			if oldest == nil || x.created.Before(oldest.created) {
-				oldest = x
-			}
-		}
-		delete(s.m, oldest.id)
+	if key != "" {
+		s.dropOldest(func(x *session) bool { return x.key == key }, maxKeySessions)
 	}
+	s.dropOldest(func(*session) bool { return true }, maxSessions)
 	s.m[ss.id] = ss
 	s.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{
@@ -86,6 +85,25 @@ func (s *sessions) create(w http.ResponseWriter, r *http.Request, key string) *s
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overHTTPS(r),
 	})
 	return ss
+}
+
+// dropOldest drops the oldest of the sessions of holds when it holds limit
+// of them or more. s.mu is held.
+func (s *sessions) dropOldest(of func(*session) bool, limit int) {
+	var oldest *session
+	n := 0
+	for _, x := range s.m {
+		if !of(x) {
+			continue
+		}
+		n++
+		if oldest == nil || x.created.Before(oldest.created) {
+			oldest = x
+		}
+	}
+	if n >= limit {
+		delete(s.m, oldest.id)
+	}
 }
 
 // get returns the request's live session, or nil.

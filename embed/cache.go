@@ -65,6 +65,14 @@ type CacheOptions struct {
 	Unused time.Duration
 	// Now is Sweep's clock (nil: time.Now); tests move it.
 	Now func() time.Time
+	// Lazy makes NewCached open nothing: the store is opened at the
+	// first Embed or EmbedQueries, as NewCached would have opened it
+	// (pass-through when it cannot be, and tried again at a write). Until
+	// then Sweep and Compact leave it as it is. `toolgate serve` in bm25
+	// mode sets it with embed.Options.Lazy: no search reads a vector, and
+	// the store (its files, memtable and Badger's goroutines) was opened
+	// at every start for nothing.
+	Lazy bool
 }
 
 // DefaultQueryTTL is how long the cache keeps a search query's vector
@@ -142,6 +150,10 @@ type Cached struct {
 	// dirty: vectors were written or deleted since NewCached or the last
 	// Compact (there is something to compact).
 	dirty atomic.Bool
+
+	// lazy opens the store at the first lookup (CacheOptions.Lazy); nil
+	// when NewCached opened it.
+	lazy *sync.Once
 
 	mu       sync.RWMutex // guards store and closed; held (read) while a store is used
 	store    *store       // nil while none is open
@@ -227,31 +239,63 @@ func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 	if c.dim <= 0 {
 		return nil, fmt.Errorf("embedding cache: model %s reports dimension %d", inner.ModelID(), c.dim)
 	}
-	if !c.inMemory && st.Check() != nil {
-		return c, nil // pass-through until the folder can take writes
+	if o.Lazy {
+		c.lazy = new(sync.Once)
+		return c, nil
 	}
-	if err := c.openStore(); err != nil {
-		if !errors.Is(err, errBusy) && !c.inMemory && st.Check() != nil {
-			return c, nil // the folder went bad meanwhile
-		}
-		if !c.inMemory && refused(err) {
-			// Out of descriptors or memory, or files this user may not
-			// open: pass-through, reported with its fix, and opened at a
-			// write once it can be.
-			st.Fail(storage.StoreDenied(dir, err))
-			c.refusedAt, c.refusedErr = time.Now(), err
-			return c, nil
-		}
-		if errors.Is(err, errBusy) && c.busy != nil {
-			// Held by another process: pass-through, and opened at a
-			// write once that one lets it go.
-			c.refusedAt, c.refusedErr = time.Now(), err
-			c.busy(true)
-			return c, nil
-		}
+	if err := c.start(); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// start opens the store as NewCached does (c.mu held, or c not shared
+// yet): a folder that cannot take writes, a process out of descriptors or
+// memory, or a store another process holds (with Busy) leave the cache
+// pass-through, opened at a write once it can be; any other failure is
+// returned.
+func (c *Cached) start() error {
+	if !c.inMemory && c.st.Check() != nil {
+		return nil // pass-through until the folder can take writes
+	}
+	err := c.openStore()
+	switch {
+	case err == nil:
+	case !errors.Is(err, errBusy) && !c.inMemory && c.st.Check() != nil:
+		// the folder went bad meanwhile
+	case !c.inMemory && refused(err):
+		// Out of descriptors or memory, or files this user may not open:
+		// pass-through, reported with its fix.
+		c.st.Fail(storage.StoreDenied(c.dir, err))
+		c.refusedAt, c.refusedErr = time.Now(), err
+	case errors.Is(err, errBusy) && c.busy != nil:
+		// Held by another process: pass-through until that one lets it go.
+		c.refusedAt, c.refusedErr = time.Now(), err
+		c.busy(true)
+	default:
+		return err
+	}
+	return nil
+}
+
+// openLazy opens a Lazy cache's store, once, at its first lookup. A store that
+// cannot be opened leaves it pass-through, as a write finds it (tried
+// again there every refusedRetry).
+func (c *Cached) openLazy() {
+	if c.lazy == nil {
+		return
+	}
+	c.lazy.Do(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closed {
+			return
+		}
+		if err := c.start(); err != nil {
+			c.log.Warn("embedding cache unavailable; embedding without it", "dir", c.dir, "err", err)
+			c.refusedAt, c.refusedErr = time.Now(), err
+		}
+	})
 }
 
 // shortage reports whether err says the process was refused descriptors or
@@ -540,6 +584,7 @@ func (c *Cached) EmbedQueries(ctx context.Context, texts []string) ([][]float32,
 
 // embed is Embed, storing new vectors for ttl (0: for good).
 func (c *Cached) embed(ctx context.Context, texts []string, ttl time.Duration) ([][]float32, error) {
+	c.openLazy()
 	out := make([][]float32, len(texts))
 	keys := make([][]byte, len(texts))
 	id := c.ModelID()

@@ -146,6 +146,71 @@ func TestCacheRestart(t *testing.T) {
 	}
 }
 
+// TestCacheLazy: with CacheOptions.Lazy the store is opened at the first
+// lookup, not by NewCached, nor by Sweep or Compact: until then another
+// process may open it (Badger's folder lock is not held), and a cache never
+// asked for a vector makes no folder. Once opened it is the store NewCached
+// would have opened. serve in bm25 mode opened it at every start, though
+// none of its searches reads a vector.
+func TestCacheLazy(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "embeddings")
+	first, err := NewCached(&fakeModel{id: "fake/a@1", dim: 8}, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := mustEmbed(t, first, "alpha")
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	free := func(when string) {
+		t.Helper()
+		other, err := NewCached(&fakeModel{id: "fake/a@1", dim: 8}, dir, nil)
+		if err != nil {
+			t.Fatalf("%s: the lazy cache holds its store: %v", when, err)
+		}
+		if err := other.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	inner := &fakeModel{id: "fake/a@1", dim: 8}
+	c, err := NewCached(inner, dir, &CacheOptions{Lazy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	free("after NewCached")
+	if n, err := c.Sweep(context.Background(), []string{"alpha"}); n != 0 || err != nil {
+		t.Errorf("Sweep before a lookup: %d, %v", n, err)
+	}
+	if err := c.Compact(); err != nil {
+		t.Errorf("Compact before a lookup: %v", err)
+	}
+	free("after Sweep and Compact")
+	got := mustEmbed(t, c, "alpha", "beta")
+	if diff := cmp.Diff(stored[0], got[0]); diff != "" {
+		t.Errorf("the stored vector (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"beta"}, inner.texts()); diff != "" {
+		t.Errorf("embedded (-want +got):\n%s", diff)
+	}
+	if _, err := NewCached(&fakeModel{id: "fake/a@1", dim: 8}, dir, nil); !errors.Is(err, ErrCacheBusy) {
+		t.Errorf("the store after a lookup: %v, want it held (ErrCacheBusy)", err)
+	}
+
+	never := filepath.Join(t.TempDir(), "embeddings")
+	unused, err := NewCached(&fakeModel{id: "fake/a@1", dim: 8}, never, &CacheOptions{Lazy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unused.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(never); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a lazy cache never asked for a vector made its folder: %v", err)
+	}
+}
+
 // rawDB writes kv into a Badger store at dir, as another program would.
 func rawDB(t *testing.T, dir string, kv map[string]string) {
 	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))

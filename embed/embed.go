@@ -81,7 +81,9 @@ type Options struct {
 	// first Embed or Ready, in that call: `toolgate eval` sets it, so that
 	// a run whose vectors are all in the embedding cache loads no model
 	// (metatool, --mode all, cache warm: peak RSS 395 MB, now 135 MB). A
-	// model that fails to load says so there, not at New.
+	// model that fails to load says so there, not at New. The ONNX
+	// Runtime library loads then too, not at New (a model the manifest
+	// does not pin excepted: New reads its graph's inputs with it).
 	//
 	// With Background, it defers Background's work (the load, its retries,
 	// the look for files not installed yet, and what it logs) to the first
@@ -219,6 +221,9 @@ func limitFix(err error, fix string) string {
 func initORT(path string) error {
 	ortMu.Lock()
 	defer ortMu.Unlock()
+	if initHook != nil {
+		initHook()
+	}
 	if ortLoaded {
 		if path != ortPath {
 			return fmt.Errorf("ONNX Runtime already loaded from %s in this process; cannot load %s", ortPath, path)
@@ -281,7 +286,9 @@ func New(opts *Options) (*Embedder, error) {
 	if missing != nil && (!o.Background || !errors.As(missing, &me)) {
 		return nil, missing
 	}
-	if me == nil || me.Path != p.ORTLib {
+	// With Lazy the runtime loads with the model (loadOnce): a gateway in
+	// bm25 mode mapped its library (about 10 MiB of RSS) for nothing.
+	if !o.Lazy && (me == nil || me.Path != p.ORTLib) {
 		if err := initORT(p.ORTLib); err != nil {
 			return nil, err
 		}
@@ -375,8 +382,8 @@ func (e *Embedder) identify() (*identity, error) {
 	spec := models.Manifest().Model
 	if spec.Name == ModelName && len(spec.Inputs) > 0 && spec.Output != "" && spec.Accepts(sum) {
 		err = e.setInterface(spec.Inputs, []string{spec.Output})
-	} else {
-		err = e.inspect()
+	} else if err = initORT(e.paths.ORTLib); err == nil {
+		err = e.inspect() // a model the manifest does not pin: its graph says
 	}
 	if err != nil {
 		return nil, err
@@ -423,11 +430,7 @@ func (e *Embedder) awaitFiles(o Options, tried string) {
 			tried = v
 		}
 		start := time.Now()
-		err := initORT(e.paths.ORTLib)
-		var id *identity
-		if err == nil {
-			id, err = e.identify()
-		}
+		id, err := e.identify()
 		var tok *tokenizer
 		var sessions []*ort.DynamicAdvancedSession
 		if err == nil {
@@ -552,14 +555,18 @@ func (e *Embedder) install(tok *tokenizer, sessions []*ort.DynamicAdvancedSessio
 func (e *Embedder) Installed() <-chan struct{} { return e.installed }
 
 // loadHook, when set (by tests), runs at the start of each load attempt;
-// lookHook each time awaitFiles finds every file there.
-var loadHook, lookHook func()
+// lookHook each time awaitFiles finds every file there; initHook at each
+// initORT (under ortMu), whether it loads the library or finds it loaded.
+var loadHook, lookHook, initHook func()
 
 // loadOnce loads the tokenizer and the sessions side by side; on failure
 // it releases what it made.
 func (e *Embedder) loadOnce(o Options) (*tokenizer, []*ort.DynamicAdvancedSession, error) {
 	if loadHook != nil {
 		loadHook()
+	}
+	if err := initORT(e.paths.ORTLib); err != nil { // loaded already unless Lazy
+		return nil, nil, err
 	}
 	var tok *tokenizer
 	var tokErr error

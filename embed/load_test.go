@@ -154,6 +154,39 @@ func TestLazyBackground(t *testing.T) {
 	})
 }
 
+// TestLazyLoadsNoRuntime: with Lazy (serve in bm25 mode with Background,
+// eval without) New does not ask for the ONNX Runtime library: it loads
+// with the model, at the first need. New loaded it at every start, and a
+// gateway in bm25 mode held its mapping (about 10 MiB of RSS) for nothing.
+// The library loads once a process, so what is counted is New's asking
+// for it (initHook).
+func TestLazyLoadsNoRuntime(t *testing.T) {
+	want := testEmbedder(t, FP32)
+	defer func() { initHook = nil }()
+	var inits atomic.Int32
+	initHook = func() { inits.Add(1) }
+	for _, bg := range []bool{false, true} {
+		inits.Store(0)
+		e, err := New(installed(Options{Sessions: 1, Background: bg, Lazy: true}))
+		testenv.Require(t, err)
+		if n := inits.Load(); n != 0 {
+			t.Errorf("Background %v: New with Lazy asked for the ONNX Runtime library %d times, want none before a load", bg, n)
+		}
+		if e.ModelID() != want.ModelID() {
+			t.Errorf("Background %v: ModelID %q, want %q", bg, e.ModelID(), want.ModelID())
+		}
+		if err := e.Ready(context.Background()); err != nil {
+			t.Fatalf("Background %v: Ready: %v", bg, err)
+		}
+		if inits.Load() == 0 {
+			t.Errorf("Background %v: the model loaded without the runtime asked for", bg)
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // A model folder whose tokenizer does not load: New says so; in the
 // background the same error comes from Ready and Embed, and Close returns.
 func TestBackgroundLoadFails(t *testing.T) {

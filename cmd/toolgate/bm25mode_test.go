@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/console"
+	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/testenv"
 )
 
@@ -29,7 +32,11 @@ import (
 //
 // The model's load is read in the log ("embedder loaded"), once a state
 // says it would have happened: a warm start's backends connected only
-// once it had.
+// once it had. Nor does bm25 mode load the ONNX Runtime library or open
+// the embedding cache until then, read in the process's own state: the
+// library among its mappings (/proc/PID/maps), the cache's files among its
+// descriptors (/proc/PID/fd). Both were loaded and opened at every start
+// (some 18 MiB of VmHWM, 8 descriptors).
 func TestBM25ModeLoadsModelWhenAsked(t *testing.T) {
 	fake := backendtest.Command(t, backendtest.ModeNormal)
 	writeMode := func(path, mode string) {
@@ -62,9 +69,39 @@ func TestBM25ModeLoadsModelWhenAsked(t *testing.T) {
 		get(addr, "/ui/api/search?q="+url.QueryEscape(q)+"&mode="+mode, &a)
 		return a
 	}
+	resolved, err := filepath.EvalSymlinks(data) // as /proc/PID/fd names it
+	if err != nil {
+		t.Fatal(err)
+	}
+	cacheDir := dirs.EmbeddingCache(resolved)
+	// opened says whether the gateway has the ONNX Runtime library mapped
+	// and the embedding cache's files open, each.
+	opened := func(pid int) (runtime, cache bool) {
+		t.Helper()
+		maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fd := range fds {
+			if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(target, cacheDir+"/") {
+				cache = true
+			}
+		}
+		return strings.Contains(string(maps), "libonnxruntime"), cache
+	}
+	unopened := func(pid int, when string) {
+		t.Helper()
+		if runtime, cache := opened(pid); runtime || cache {
+			t.Errorf("%s: ONNX Runtime loaded %v, embedding cache open %v; want neither", when, runtime, cache)
+		}
+	}
 	// serve starts a gateway, waits for its index and its backend, and
-	// returns its address, its log and how to stop it.
-	serve := func() (string, *testenv.LogBuffer, func()) {
+	// returns its address, its log, its pid and how to stop it.
+	serve := func() (string, *testenv.LogBuffer, int, func()) {
 		t.Helper()
 		addr := freeAddr(t)
 		cmd := toolgateCmd(t, data, "serve", "--config", cfg, "--http", addr)
@@ -82,13 +119,15 @@ func TestBM25ModeLoadsModelWhenAsked(t *testing.T) {
 			get(addr, "/status", &rep)
 			return len(rep.Backends) == 1 && rep.Backends[0].State == backend.StateUp
 		})
-		return addr, logs, stop
+		return addr, logs, cmd.Process.Pid, stop
 	}
 	const loaded = `msg="embedder loaded"`
 
-	_, _, stop := serve() // cold: the index without vectors
+	_, _, pid, stop := serve() // cold: the index without vectors
+	unopened(pid, "a cold start in bm25 mode")
 	stop()
-	addr, logs, stop := serve() // warm
+	addr, logs, pid, stop := serve() // warm
+	unopened(pid, "a warm start in bm25 mode")
 	if !strings.Contains(logs.String(), "warm start") {
 		t.Fatalf("the second start was not a warm one:\n%s", logs)
 	}
@@ -101,6 +140,7 @@ func TestBM25ModeLoadsModelWhenAsked(t *testing.T) {
 	if strings.Contains(logs.String(), loaded) {
 		t.Errorf("a hybrid search over an index without vectors loaded the embedding model:\n%s", logs)
 	}
+	unopened(pid, "a hybrid search over an index without vectors")
 
 	writeMode(cfg, "hybrid") // a reload: the model loads, the vectors are built
 	testenv.Eventually(t, "search ranking hybrid after the reload", func() bool {
@@ -111,11 +151,15 @@ func TestBM25ModeLoadsModelWhenAsked(t *testing.T) {
 	if !strings.Contains(logs.String(), loaded) {
 		t.Errorf("hybrid after the reload, and the log does not say the model loaded:\n%s", logs)
 	}
+	if runtime, cache := opened(pid); !runtime || !cache {
+		t.Errorf("hybrid after the reload: ONNX Runtime loaded %v, embedding cache open %v; want both", runtime, cache)
+	}
 	writeMode(cfg, "bm25")
 	stop()
 
-	addr, logs, stop = serve() // warm, on an index with vectors
+	addr, logs, pid, stop = serve() // warm, on an index with vectors
 	defer stop()
+	unopened(pid, "a warm start in bm25 mode on an index with vectors")
 	if strings.Contains(logs.String(), loaded) {
 		t.Errorf("a warm start in bm25 mode on an index with vectors loaded the embedding model:\n%s", logs)
 	}
@@ -125,5 +169,8 @@ func TestBM25ModeLoadsModelWhenAsked(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), loaded) {
 		t.Errorf("a hybrid search answered hybrid, and the log does not say the model loaded:\n%s", logs)
+	}
+	if runtime, cache := opened(pid); !runtime || !cache {
+		t.Errorf("a hybrid search answered hybrid: ONNX Runtime loaded %v, embedding cache open %v; want both", runtime, cache)
 	}
 }

@@ -58,7 +58,9 @@ func decodeReports(t *testing.T, out string) []gateway.StatusReport {
 func TestStatusFindsLocalGateways(t *testing.T) {
 	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, map[string]any{"learn": map[string]any{"enabled": false}})
 	data := t.TempDir()
-	stdio := toolgateCmd(t, data, "serve", "--config", cfg, "--mode", "bm25")
+	// Both in a mode that reads vectors: in bm25 mode a gateway opens no
+	// embedding cache, and neither would find it held.
+	stdio := toolgateCmd(t, data, "serve", "--config", cfg, "--mode", "hybrid")
 	stdio.Stderr = testLog(t, "stdio: ")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -67,7 +69,7 @@ func TestStatusFindsLocalGateways(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	addr, _, stopHTTP := startGatewayStop(t, data, cfg)
+	addr, _, stopHTTP := startGatewayStop(t, data, cfg, "--mode", "hybrid")
 
 	// Two gateways on one data folder share it: the second runs without
 	// the embedding cache the first holds, which status notes (no fault).

@@ -100,7 +100,9 @@ func (g *globals) openEmbedder(ctx context.Context, tune func(*embed.Options)) (
 		}
 		w.Shared("held by another toolgate on the data folder" + pid + ": this one embeds without the cache until that one stops")
 	}
-	c, err := embed.NewCached(e, dir, &embed.CacheOptions{Logger: log, Storage: w, Busy: busy, Unused: g.embedFlags.KeepUnused()})
+	// A model loaded at its first need (serve in bm25 mode, eval) has
+	// its cache opened then too.
+	c, err := embed.NewCached(e, dir, &embed.CacheOptions{Logger: log, Storage: w, Busy: busy, Unused: g.embedFlags.KeepUnused(), Lazy: opts.Lazy})
 	if err != nil {
 		if log != nil {
 			log.Warn("embedding cache unavailable; embedding without it", "dir", dir, "err", err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"strconv"
@@ -444,10 +445,7 @@ func (e *exampler) value(s map[string]any, name string, depth int) any {
 	case "string":
 		return placeholder
 	case "integer", "number":
-		if v, ok := s["minimum"].(float64); ok {
-			return v
-		}
-		return 0
+		return exampleNumber(s)
 	case "boolean":
 		return false
 	case "null":
@@ -473,6 +471,27 @@ func (e *exampler) value(s map[string]any, name string, depth int) any {
 		return out
 	}
 	return placeholder
+}
+
+// exampleNumber is the number an example call shows for schema s: 0, or
+// the bound nearest to it when s's bounds leave 0 out. Not the minimum
+// alone: zod's .int() bounds every integer of a TypeScript server by
+// ±(2^53-1), and a model sent -9007199254740991 as the example had it.
+func exampleNumber(s map[string]any) float64 {
+	v := 0.0
+	if m, ok := s["exclusiveMinimum"].(float64); ok && v <= m {
+		v = math.Floor(m) + 1
+	}
+	if m, ok := s["minimum"].(float64); ok && v < m {
+		v = m
+	}
+	if m, ok := s["exclusiveMaximum"].(float64); ok && v >= m {
+		v = math.Ceil(m) - 1
+	}
+	if m, ok := s["maximum"].(float64); ok && v > m {
+		v = m
+	}
+	return v
 }
 
 // deref is s with a local $ref ("#/$defs/Reader", "#/definitions/P", any

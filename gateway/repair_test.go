@@ -127,6 +127,11 @@ func TestExampleArgs(t *testing.T) {
 		{`{"type":"object","properties":{"a":{"type":"number","minimum":1},"b":{"type":"boolean"},"m":{"enum":["x","y"]},"c":{"const":7},"d":{"type":"string","default":"dd"},"o":{"type":"object"},"any":{}},"required":["a","b","m","c","d","o","any"]}`,
 			`{"a":1,"any":"<any>","b":false,"c":7,"d":"dd","m":"x","o":{}}`},
 		{`{"type":"object"}`, `{}`},
+		// zod's .int() (every TypeScript server's integer) bounds it by
+		// ±(2^53-1): the example is 0, not -9007199254740991, which a
+		// model would send as given. A bound that leaves 0 out is kept.
+		{`{"type":"object","properties":{"a":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"b":{"type":"number","maximum":-2},"c":{"type":"integer","exclusiveMinimum":0},"d":{"type":"number","exclusiveMaximum":0},"e":{"type":"integer","minimum":3,"maximum":9}},"required":["a","b","c","d","e"]}`,
+			`{"a":0,"b":-2,"c":1,"d":-1,"e":3}`},
 		{`{"type":"object","properties":{"v":{"anyOf":[{"type":"integer"},{"type":"string"}]}},"required":["v"]}`, `{"v":0}`},
 		// The Python SDK's nested models: objects through $ref, not "<request>".
 		{pydanticSchema, `{"delivery":"pickup","request":{"reader":{"card":1,"name":"<name>"},"titles":["<title>"]}}`},

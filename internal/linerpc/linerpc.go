@@ -815,7 +815,7 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return in.batch[0], nil
 		}
 		if req, ok := in.msg.(*jsonrpc.Request); ok {
-			if c.server && !req.IsCall() && callMethod(req.Method) {
+			if c.server && !req.IsCall() && CallMethod(req.Method) {
 				// go-sdk takes it for a notification and answers nothing:
 				// the client waited for good. The HTTP front answers 400.
 				if err := c.writeError(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, MissingID(req.Method)); err != nil {
@@ -844,15 +844,15 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
-// callMethod reports whether method is one of MCP's requests, which a
+// CallMethod reports whether method is one of MCP's requests, which a
 // client sends to be answered: initialize, ping, and the methods with a
 // "/" that are not notifications/ (tools/call, resources/read …).
-func callMethod(method string) bool {
+func CallMethod(method string) bool {
 	return method == "initialize" || method == "ping" ||
 		strings.Contains(method, "/") && !strings.HasPrefix(method, "notifications/")
 }
 
-// MissingID is the answer to a request of a call method (callMethod) sent
+// MissingID is the answer to a request of a call method (CallMethod) sent
 // without an id, or with a null one.
 func MissingID(method string) string {
 	return fmt.Sprintf("invalid request: missing id for %q: a request without an id is a notification, which is not answered; give each call an id (a string or an integer)", oneline.Cut(method, 60))

@@ -257,6 +257,10 @@ func TestExplainInvalidKeepsSent(t *testing.T) {
 		{`{"a":1}`, `{"name":"x__sum","arguments":{"a":1,"b":0}}`},
 		{`{"a":1,"b":"3","note":"n"}`, `{"name":"x__sum","arguments":{"a":1,"b":0,"note":"n"}}`},
 		{`{"a":1,"b":2,"note":5}`, `{"name":"x__sum","arguments":{"a":1,"b":2}}`},
+		// Two wrong: the validator names the first, and the example kept
+		// the second as sent, "right" to a model that copied it.
+		{`{"a":"1","b":"2","note":"n"}`, `{"name":"x__sum","arguments":{"a":0,"b":0,"note":"n"}}`},
+		{`{"a":"1","b":"2","note":7}`, `{"name":"x__sum","arguments":{"a":0,"b":0}}`},
 	} {
 		msg := validateWith(t, schema, c.args)
 		var sent map[string]any
@@ -266,6 +270,18 @@ func TestExplainInvalidKeepsSent(t *testing.T) {
 		if got := explainInvalid("x__sum", json.RawMessage(schema), msg, sent); !strings.Contains(got, "\n"+c.want+"\n") {
 			t.Errorf("%s: the example is not %s:\n%s", c.args, c.want, got)
 		}
+	}
+	// A required argument missing beside one of the wrong type: both.
+	got1 := explainInvalid("x__sum", json.RawMessage(schema), validateWith(t, schema, `{"a":"1"}`), map[string]any{"a": "1"})
+	if first, _, _ := strings.Cut(got1, "\n"); !strings.Contains(first, `"a" must be a number, not a string ("1")`) || !strings.Contains(first, `the required argument "b" is missing`) {
+		t.Errorf("a missing and a wrong argument:\n%s", got1)
+	}
+	// Every argument that does not fit is named, not the first alone: a
+	// model fixed "a", sent again, and was told of "b".
+	sent := map[string]any{"a": "1", "b": "2", "note": 7.0}
+	got := explainInvalid("x__sum", json.RawMessage(schema), validateWith(t, schema, `{"a":"1","b":"2","note":7}`), sent)
+	if first, _, _ := strings.Cut(got, "\n"); !strings.Contains(first, `"a" must be a number, not a string ("1"); "b" must be a number, not a string ("2"); "note" must be a string, not an integer (7).`) {
+		t.Errorf("not every wrong argument named:\n%s", got)
 	}
 }
 

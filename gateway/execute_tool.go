@@ -551,10 +551,12 @@ func toolArgs(raw json.RawMessage) (args, forSchema map[string]any, plain bool, 
 	if t[0] == '"' {
 		// An object sent as a string ("arguments": "{\"path\": \"a\"}"),
 		// as a model that writes a function's arguments as text does:
-		// the object it holds.
+		// the object it holds. So is one in a Markdown code fence, as a
+		// model writes JSON in text, and one encoded twice (a framework
+		// that encodes the model's text again): a string in the string.
 		var s string
 		if json.Unmarshal(t, &s) == nil {
-			if inner := bytes.TrimSpace([]byte(s)); len(inner) > 0 && inner[0] == '{' {
+			if inner := unfence(bytes.TrimSpace([]byte(s))); len(inner) > 0 && (inner[0] == '{' || inner[0] == '"') {
 				if args, forSchema, _, err := toolArgs(inner); err == nil {
 					return args, forSchema, false, nil
 				}
@@ -575,6 +577,24 @@ func toolArgs(raw json.RawMessage) (args, forSchema map[string]any, plain bool, 
 	}
 	f, _ := floatNumbers(m)
 	return m, f.(map[string]any), false, nil
+}
+
+// unfence is t without a Markdown code fence around it ("```json\n…\n```"
+// or "```\n…\n```"); t itself when it has none.
+func unfence(t []byte) []byte {
+	body, ok := bytes.CutPrefix(t, []byte("```"))
+	if !ok {
+		return t
+	}
+	info, rest, ok := bytes.Cut(body, []byte("\n"))
+	if !ok || bytes.ContainsAny(info, "{[\"") {
+		return t // "```{…}```" on one line: not a fence a model writes
+	}
+	rest, ok = bytes.CutSuffix(bytes.TrimSpace(rest), []byte("```"))
+	if !ok {
+		return t
+	}
+	return bytes.TrimSpace(rest)
 }
 
 // floatNumbers is v with every json.Number as a float64, for the schema

@@ -404,14 +404,24 @@ func TestExecuteToolArgumentsInAString(t *testing.T) {
 	if !res.IsError || !strings.Contains(text(res), `"a" must be a number, not a string ("one")`) {
 		t.Errorf("an object in a string that does not fit: isError=%v %s", res.IsError, text(res))
 	}
-	for _, bad := range []string{"a and b", `[1, 2]`, `{"a": 1`} {
+	// What a model writes around the object as text: a Markdown code
+	// fence; and an object encoded twice (a framework that encodes the
+	// model's text again). Each was "must be a JSON object".
+	for _, around := range []string{"```json\n{\"a\": 2, \"b\": 3}\n```", "```\n{\"a\": 2, \"b\": 3}\n```\n", `"{\"a\": 2, \"b\": 3}"`} {
+		got = nil
+		res = call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": around})
+		if res.IsError || fmt.Sprint(got["a"], got["b"]) != "2 3" {
+			t.Errorf("%q: isError=%v %s; the backend got %v", around, res.IsError, text(res), got)
+		}
+	}
+	for _, bad := range []string{"a and b", `[1, 2]`, `{"a": 1`, "```json\n[1, 2]\n```", `"\"a\""`} {
 		res = call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": bad})
 		if !res.IsError || !strings.Contains(text(res), `"arguments" must be a JSON object (got "`) {
 			t.Errorf("%q: isError=%v %s", bad, res.IsError, text(res))
 		}
 	}
-	if n := caller.calls.Load(); n != 1 {
-		t.Errorf("%d calls reached the backend, want 1", n)
+	if n := caller.calls.Load(); n != 4 {
+		t.Errorf("%d calls reached the backend, want 4", n)
 	}
 }
 

@@ -464,15 +464,22 @@ func TooLongMessage(size, limit int) string {
 
 // decodeLine decodes one trimmed, non-empty line: a message, or a batch.
 // Serving, a request whose id an answer cannot carry back as sent
-// (InexactID) is no message it can take.
+// (InexactID), and a call sent without an id (CallMethod), are no
+// messages it can take.
 func decodeLine(line []byte, serving bool) incoming {
 	if err := checkLine(line); err != nil {
 		return incoming{err: err}
 	}
 	decode := func(data []byte) (jsonrpc.Message, error) {
 		msg, id, err := decodeWire(data)
-		if _, call := msg.(*jsonrpc.Request); err == nil && call && serving {
+		if req, ok := msg.(*jsonrpc.Request); err == nil && ok && serving {
 			err = InexactID(id)
+			if !req.IsCall() && CallMethod(req.Method) {
+				// go-sdk takes it for a notification and answers
+				// nothing: the client waited for good. The HTTP front
+				// answers 400.
+				err = errMissingID(req.Method)
+			}
 		}
 		return msg, err
 	}
@@ -815,14 +822,6 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return in.batch[0], nil
 		}
 		if req, ok := in.msg.(*jsonrpc.Request); ok {
-			if c.server && !req.IsCall() && CallMethod(req.Method) {
-				// go-sdk takes it for a notification and answers nothing:
-				// the client waited for good. The HTTP front answers 400.
-				if err := c.writeError(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, MissingID(req.Method)); err != nil {
-					return nil, err
-				}
-				continue
-			}
 			var err error
 			switch c.noteRequest(req) {
 			case overPending:
@@ -854,8 +853,10 @@ func CallMethod(method string) bool {
 
 // MissingID is the answer to a request of a call method (CallMethod) sent
 // without an id, or with a null one.
-func MissingID(method string) string {
-	return fmt.Sprintf("invalid request: missing id for %q: a request without an id is a notification, which is not answered; give each call an id (a string or an integer)", oneline.Cut(method, 60))
+func MissingID(method string) string { return "invalid request: " + errMissingID(method).Error() }
+
+func errMissingID(method string) error {
+	return fmt.Errorf("missing id for %q: a request without an id is a notification, which is not answered; give each call an id (a string or an integer)", oneline.Cut(method, 60))
 }
 
 // methodCancelled is the notification that cancels a call.

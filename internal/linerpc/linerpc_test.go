@@ -221,13 +221,14 @@ func TestServerAnswersInvalidLines(t *testing.T) {
 // TestServerKeepsExactIDs: serving, ids that an answer carries back as
 // sent are taken (a number with a fraction of zero, an exponent, one past
 // 2^53 that a float64 holds exactly), and a batch member whose id it
-// cannot carry back is answered with a null id, as a line is.
+// cannot carry back, or a call's without one, is answered with a null id,
+// as a line is.
 func TestServerKeepsExactIDs(t *testing.T) {
 	in := `{"jsonrpc":"2.0","id":1e3,"method":"ping"}` + "\n" +
 		`{"jsonrpc":"2.0","id":-9007199254740991,"method":"ping"}` + "\n" +
 		`{"jsonrpc":"2.0","id":2.0,"method":"ping"}` + "\n" +
 		`{"jsonrpc":"2.0","id":9007199254740994,"method":"ping"}` + "\n" +
-		`[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":7.25,"method":"ping"}]` + "\n"
+		`[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":7.25,"method":"ping"},{"jsonrpc":"2.0","method":"tools/list"}]` + "\n"
 	c, out := serving(t, strings.NewReader(in), 0)
 	msgs, err := readAll(c)
 	if !errors.Is(err, io.EOF) {
@@ -240,8 +241,9 @@ func TestServerKeepsExactIDs(t *testing.T) {
 	if want := []any{int64(1000), int64(-9007199254740991), int64(2), int64(9007199254740994), nil}; !slices.Equal(ids, want) {
 		t.Errorf("read ids %v, want %v", ids, want)
 	}
-	if got := out.String(); !strings.Contains(got, `"id":null,"error":{"code":-32600,"message":"invalid request: id 7.25 is not a whole number`) {
-		t.Errorf("the batch member with id 7.25 answered: %s", got)
+	if got := out.String(); !strings.Contains(got, `"id":null,"error":{"code":-32600,"message":"invalid request: id 7.25 is not a whole number`) ||
+		!strings.Contains(got, `"id":null,"error":{"code":-32600,"message":"invalid request: missing id for \"tools/list\"`) {
+		t.Errorf("the batch members with id 7.25 and with none answered: %s", got)
 	}
 }
 

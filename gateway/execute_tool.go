@@ -385,13 +385,29 @@ func unknownKeys(raw json.RawMessage, known ...string) []string {
 
 // misplacedArgs explains execute_tool's unknown keys extra when they are
 // what a model writes beside "name" for a tool the caller may see: the
-// tool's own arguments (instead of inside "arguments"), or its server as
-// "server" (instead of in the name, server__tool). It returns the call as
-// it was meant, or "" when extra are not all so.
+// tool's own arguments (instead of inside "arguments"), its server as
+// "server" (instead of in the name, server__tool), or, with no "name", the
+// tool's ID under a key of another gateway's ("tool", "tool_name"). It
+// returns the call as it was meant, or "" when extra are not all so.
 func (g *Gateway) misplacedArgs(c *policy.Caller, a executeArgs, raw json.RawMessage, extra []string) string {
 	var whole map[string]json.RawMessage
 	if json.Unmarshal(raw, &whole) != nil {
 		return ""
+	}
+	var said []string
+	if strings.TrimSpace(a.Name) == "" {
+		for _, k := range extra {
+			var id string
+			if json.Unmarshal(whole[k], &id) != nil {
+				continue
+			}
+			if _, t, ok := g.lookup(c, id); ok && g.visible(c, t.ID()) {
+				a.Name = t.ID()
+				extra = slices.DeleteFunc(slices.Clone(extra), func(x string) bool { return x == k })
+				said = append(said, fmt.Sprintf(`%s is not an argument of execute_tool: the tool goes in "name"`, quoted([]string{k})))
+				break
+			}
+		}
 	}
 	_, tool, ok := g.lookup(c, a.Name)
 	var server string
@@ -430,7 +446,6 @@ func (g *Gateway) misplacedArgs(c *policy.Caller, a executeArgs, raw json.RawMes
 	if call == "" {
 		return ""
 	}
-	var said []string
 	if server != "" {
 		said = append(said, fmt.Sprintf(`"server" goes in "name": a tool is named server__tool, %s`, tool.ID()))
 	}

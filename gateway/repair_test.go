@@ -371,6 +371,16 @@ func TestExecuteToolRepairs(t *testing.T) {
 			`execute_tool: "server" goes in "name": a tool is named server__tool, memory__create_entities_v2; "entities" is an argument of memory__create_entities_v2, not of execute_tool`},
 		{map[string]any{"server": "filesystem", "name": "create_entities_v2"},
 			`execute_tool: unknown argument "server". It takes "name"`},
+		// The tool's ID under another key than "name", as models write
+		// calls of other gateways ("tool", "tool_name"): the call meant.
+		{map[string]any{"tool": "memory__create_entities_v2", "arguments": map[string]any{"entities": []any{}}},
+			`execute_tool: "tool" is not an argument of execute_tool: the tool goes in "name". The call meant, which was not run:
+{"name":"memory__create_entities_v2","arguments":{"entities":[]}}`},
+		{map[string]any{"tool_name": "memory__create_entities_v2", "entities": []any{}},
+			`execute_tool: "tool_name" is not an argument of execute_tool: the tool goes in "name"; "entities" is an argument of memory__create_entities_v2, not of execute_tool: the tool's own arguments go inside "arguments". The call meant, which was not run:
+{"name":"memory__create_entities_v2","arguments":{"entities":[]}}`},
+		{map[string]any{"tool": "memory__no_such_tool", "arguments": map[string]any{}},
+			`execute_tool: unknown argument "tool". It takes "name"`},
 		// Not all of them the tool's: unknown keys, as before.
 		{map[string]any{"name": "memory__create_entities_v2", "entities": []any{}, "args": 1},
 			`execute_tool: unknown argument "args", "entities". It takes "name"`},

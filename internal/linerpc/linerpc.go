@@ -40,6 +40,7 @@ import (
 	"math"
 	"math/big"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -678,6 +679,13 @@ func skipSpace(b []byte, i int) int {
 func makeID(raw json.RawMessage) (jsonrpc.ID, error) {
 	if len(raw) == 0 {
 		return jsonrpc.ID{}, nil
+	}
+	if len(raw) <= 15 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+		// The usual id, a whole number within 2^53, which a float64
+		// holds exactly: read without one (and without allocating).
+		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+			return jsonrpc.MakeID(float64(n))
+		}
 	}
 	var v any
 	if _, err := segjson.Parse(raw, &v, ParseFlags); err != nil {

@@ -385,13 +385,29 @@ func unknownKeys(raw json.RawMessage, known ...string) []string {
 
 // misplacedArgs explains execute_tool's unknown keys extra when they are
 // what a model writes beside "name" for a tool the caller may see: the
-// tool's own arguments (instead of inside "arguments"), or its server as
-// "server" (instead of in the name, server__tool). It returns the call as
-// it was meant, or "" when extra are not all so.
+// tool's own arguments (instead of inside "arguments"), its server as
+// "server" (instead of in the name, server__tool), or, with no "name", the
+// tool's ID under a key of another gateway's ("tool", "tool_name"). It
+// returns the call as it was meant, or "" when extra are not all so.
 func (g *Gateway) misplacedArgs(c *policy.Caller, a executeArgs, raw json.RawMessage, extra []string) string {
 	var whole map[string]json.RawMessage
 	if json.Unmarshal(raw, &whole) != nil {
 		return ""
+	}
+	var said []string
+	if strings.TrimSpace(a.Name) == "" {
+		for _, k := range extra {
+			var id string
+			if json.Unmarshal(whole[k], &id) != nil {
+				continue
+			}
+			if _, t, ok := g.lookup(c, id); ok && g.visible(c, t.ID()) {
+				a.Name = t.ID()
+				extra = slices.DeleteFunc(slices.Clone(extra), func(x string) bool { return x == k })
+				said = append(said, fmt.Sprintf(`%s is not an argument of execute_tool: the tool goes in "name"`, quoted([]string{k})))
+				break
+			}
+		}
 	}
 	_, tool, ok := g.lookup(c, a.Name)
 	var server string
@@ -430,7 +446,6 @@ func (g *Gateway) misplacedArgs(c *policy.Caller, a executeArgs, raw json.RawMes
 	if call == "" {
 		return ""
 	}
-	var said []string
 	if server != "" {
 		said = append(said, fmt.Sprintf(`"server" goes in "name": a tool is named server__tool, %s`, tool.ID()))
 	}
@@ -551,10 +566,12 @@ func toolArgs(raw json.RawMessage) (args, forSchema map[string]any, plain bool, 
 	if t[0] == '"' {
 		// An object sent as a string ("arguments": "{\"path\": \"a\"}"),
 		// as a model that writes a function's arguments as text does:
-		// the object it holds.
+		// the object it holds. So is one in a Markdown code fence, as a
+		// model writes JSON in text, and one encoded twice (a framework
+		// that encodes the model's text again): a string in the string.
 		var s string
 		if json.Unmarshal(t, &s) == nil {
-			if inner := bytes.TrimSpace([]byte(s)); len(inner) > 0 && inner[0] == '{' {
+			if inner := unfence(bytes.TrimSpace([]byte(s))); len(inner) > 0 && (inner[0] == '{' || inner[0] == '"') {
 				if args, forSchema, _, err := toolArgs(inner); err == nil {
 					return args, forSchema, false, nil
 				}
@@ -575,6 +592,24 @@ func toolArgs(raw json.RawMessage) (args, forSchema map[string]any, plain bool, 
 	}
 	f, _ := floatNumbers(m)
 	return m, f.(map[string]any), false, nil
+}
+
+// unfence is t without a Markdown code fence around it ("```json\n…\n```"
+// or "```\n…\n```"); t itself when it has none.
+func unfence(t []byte) []byte {
+	body, ok := bytes.CutPrefix(t, []byte("```"))
+	if !ok {
+		return t
+	}
+	info, rest, ok := bytes.Cut(body, []byte("\n"))
+	if !ok || bytes.ContainsAny(info, "{[\"") {
+		return t // "```{…}```" on one line: not a fence a model writes
+	}
+	rest, ok = bytes.CutSuffix(bytes.TrimSpace(rest), []byte("```"))
+	if !ok {
+		return t
+	}
+	return bytes.TrimSpace(rest)
 }
 
 // floatNumbers is v with every json.Number as a float64, for the schema

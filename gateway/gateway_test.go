@@ -1365,6 +1365,37 @@ func TestHTTPUnknownMethod(t *testing.T) {
 	}
 }
 
+// TestHTTPInexactID: over HTTP as over stdio, a request whose id an answer
+// cannot carry back as sent (1.5, a number past 2^53 that a float64
+// rounds) is refused with the id named; go-sdk answered id 1.5 as 1, and
+// 12345678901234567890 as -9223372036854775808. Ids that come back as
+// written in value, and a number of that shape among the arguments, pass.
+func TestHTTPInexactID(t *testing.T) {
+	g, _ := newTestGateway(t, nil)
+	srv := httptest.NewServer(g.HTTPHandler(nil))
+	defer srv.Close()
+	for _, tc := range []struct{ version, body, want string }{
+		{"2025-11-25", `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, "invalid request: id 1.5 is not a whole number"},
+		{"2025-11-25", `{"jsonrpc":"2.0","method":"ping","id": 12345678901234567890}`, "invalid request: id 12345678901234567890 is past 2^53"},
+		{"2025-03-26", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2.5,"method":"ping"}]`, "invalid request: id 2.5 is not a whole number"},
+	} {
+		resp, body := postMCP(t, srv.URL+"/mcp", tc.version, tc.body, nil)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, tc.want) {
+			t.Errorf("%s: %s %s, want 400 %q", tc.body, resp.Status, body, tc.want)
+		}
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"jsonrpc":"2.0","id":1e3,"method":"ping"}`, `"id":1000,"result":{}`},
+		{`{"jsonrpc":"2.0","id":9007199254740991,"method":"ping"}`, `"id":9007199254740991,"result":{}`},
+		{`{"jsonrpc":"2.0","method":"ping","params":{"_meta":{"id":0.5}},"id":3}`, `"id":3,"result":{}`},
+	} {
+		resp, body := postMCP(t, srv.URL+"/mcp", "2025-11-25", tc.body, nil)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, tc.want) {
+			t.Errorf("%s: %s %s, want 200 %s", tc.body, resp.Status, body, tc.want)
+		}
+	}
+}
+
 // postMCP POSTs body to url, an MCP endpoint, as a client does: JSON, an
 // Accept of both answer types, version as MCP-Protocol-Version ("": none),
 // and header's values over those; it returns the response (its body read)

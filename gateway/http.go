@@ -204,6 +204,11 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 				return
 			}
 		}
+		if err := linerpc.BodyInexactID(body); err != nil {
+			// go-sdk answered 1.5 as id 1: the client waited for good.
+			http.Error(w, "invalid request: "+err.Error(), http.StatusBadRequest)
+			return
+		}
 		if o.Heartbeat > 0 {
 			// nginx buffers an answer unless told (proxy_buffering), and
 			// passes the beats to its client only once a buffer fills.

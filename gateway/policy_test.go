@@ -237,6 +237,41 @@ func TestDescriptionFollowsPolicy(t *testing.T) {
 	}
 }
 
+// TestSearchServerDisabled: search_tools' "server" naming a server
+// disabled at run time says so and how to turn it back on, as execute_tool
+// of its tools does; it said "there is no server named". A caller whose
+// key or profile does not show that server learns nothing of it.
+func TestSearchServerDisabled(t *testing.T) {
+	g := policyGateway(t, nil, nil)
+	set := g.opts.Policy.(*policy.Set)
+	set.Put(keys.NewScope(set.Profiles, nil))
+	set.Put(policy.NewDisabled([]string{"everything"}))
+	enable := `server "everything" is disabled; toolgate__enable_server`
+	for _, c := range []struct {
+		name   string
+		caller *policy.Caller
+		told   bool
+	}{
+		{"stdio", &policy.Caller{Transport: policy.TransportStdio}, true},
+		{"a key of everything's tools", &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "ev", Allow: []string{"everything__*"}}}, true},
+		{"a key of memory's tools", &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "kg", Allow: []string{"memory__*"}}}, false},
+		{"the route of profile kg", &policy.Caller{Transport: policy.TransportHTTP, Profile: "kg"}, false},
+	} {
+		cs := connectAs(t, g, c.caller)
+		for _, server := range []string{"everything", "Everything"} {
+			res := call(t, cs, SearchToolName, map[string]any{"query": "echo a message", "server": server})
+			txt := text(res)
+			if !res.IsError || strings.Contains(txt, enable) != c.told || c.told == strings.Contains(txt, "no server named") {
+				t.Errorf("%s, server %q: isError=%v %s", c.name, server, res.IsError, txt)
+			}
+		}
+		res := call(t, cs, ExecuteToolName, map[string]any{"name": "everything__echo", "arguments": map[string]any{"message": "hi"}})
+		if c.told && !strings.Contains(text(res), enable) {
+			t.Errorf("%s: execute_tool of a disabled server's tool: %s", c.name, text(res))
+		}
+	}
+}
+
 // TestDescriptionPerScope: tools/list tells a caller that a key or a
 // profile limits only of the servers it may use: search_tools' description
 // names the servers behind the gateway, and a key must learn nothing of

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"math/big"
 	"slices"
 	"strconv"
@@ -33,7 +35,20 @@ func explainInvalid(id string, schema json.RawMessage, problem string, sent map[
 	var b strings.Builder
 	var root map[string]any
 	_ = json.Unmarshal(schema, &root)
-	fmt.Fprintf(&b, "execute_tool %s: the arguments do not match the tool's inputSchema: %s%s.\n", id, plainWords(problem, root, sent), alsoWrong(problem, root, sent))
+	words := plainWords(problem, root, sent) + alsoWrong(problem, root, sent)
+	// The validator names one problem: the others too, so that a model
+	// fixes them all at once (it fixed "a", sent the call again, and was
+	// told of "b").
+	mis := misfits(root, sent)
+	if _, ok := mis[problemArg(problem)]; ok && len(mis) > 1 {
+		words = strings.Join(sortedWords(mis), "; ")
+	} else if !ok && len(mis) > 0 {
+		words += "; " + strings.Join(sortedWords(mis), "; ")
+	}
+	if problemArg(problem) != "" {
+		words += alsoSaid(missingRequired(root, sent), "; the required argument %s is missing", "; the required arguments %s are missing")
+	}
+	fmt.Fprintf(&b, "execute_tool %s: the arguments do not match the tool's inputSchema: %s.\n", id, words)
 	if c := shownSchema(schema); len(c) <= maxExplainSchema {
 		fmt.Fprintf(&b, "The inputSchema of %s:\n%s\n", id, c)
 	} else {
@@ -43,7 +58,7 @@ func explainInvalid(id string, schema json.RawMessage, problem string, sent map[
 			id, len(c)>>10, paramSummary(schema, explainArgsChars, nil))
 	}
 	if ex, ok := exampleOf(root); ok {
-		keepSent(ex, root, sent, problem)
+		keepSent(ex, root, sent, problem, mis)
 		fmt.Fprintf(&b, "%s\n%s\n", rightShape, exampleCall(id, ex))
 	}
 	b.WriteString("Fix the arguments and call execute_tool again.")
@@ -78,15 +93,7 @@ func alsoWrong(problem string, root, sent map[string]any) string {
 		slices.Sort(extra)
 		return alsoSaid(extra, "; %s is not an argument of this tool", "; %s are not arguments of this tool")
 	case strings.HasPrefix(words, "unexpected additional properties "):
-		req, _ := root["required"].([]any)
-		var missing []string
-		for _, r := range req {
-			if k, _ := r.(string); k != "" {
-				if _, ok := sent[k]; !ok {
-					missing = append(missing, k)
-				}
-			}
-		}
+		missing := missingRequired(root, sent)
 		return alsoSaid(missing, "; the required argument %s is missing", "; the required arguments %s are missing")
 	}
 	return ""
@@ -444,10 +451,7 @@ func (e *exampler) value(s map[string]any, name string, depth int) any {
 	case "string":
 		return placeholder
 	case "integer", "number":
-		if v, ok := s["minimum"].(float64); ok {
-			return v
-		}
-		return 0
+		return exampleNumber(s)
 	case "boolean":
 		return false
 	case "null":
@@ -473,6 +477,27 @@ func (e *exampler) value(s map[string]any, name string, depth int) any {
 		return out
 	}
 	return placeholder
+}
+
+// exampleNumber is the number an example call shows for schema s: 0, or
+// the bound nearest to it when s's bounds leave 0 out. Not the minimum
+// alone: zod's .int() bounds every integer of a TypeScript server by
+// ±(2^53-1), and a model sent -9007199254740991 as the example had it.
+func exampleNumber(s map[string]any) float64 {
+	v := 0.0
+	if m, ok := s["exclusiveMinimum"].(float64); ok && v <= m {
+		v = math.Floor(m) + 1
+	}
+	if m, ok := s["minimum"].(float64); ok && v < m {
+		v = m
+	}
+	if m, ok := s["exclusiveMaximum"].(float64); ok && v >= m {
+		v = math.Ceil(m) - 1
+	}
+	if m, ok := s["maximum"].(float64); ok && v > m {
+		v = m
+	}
+	return v
 }
 
 // deref is s with a local $ref ("#/$defs/Reader", "#/definitions/P", any
@@ -737,16 +762,98 @@ func schemaAt(root map[string]any, loc string) map[string]any {
 // keepSent puts into ex, the example call derived from the schema, the
 // arguments the caller sent that the schema knows (so the example does not
 // undo what was right: {"a": 1} missing "b" gave {"a": 0, "b": 0}), all
-// but the one the problem is about.
-func keepSent(ex, root map[string]any, sent map[string]any, problem string) {
+// but the one the problem is about and those that do not fit their own
+// schema either (mis): {"a": "1", "b": "2"} gave {"a": 0, "b": "2"}.
+func keepSent(ex, root map[string]any, sent map[string]any, problem string, mis map[string]string) {
 	props, _ := root["properties"].(map[string]any)
-	bad, _, _ := problemAt(problem)
-	if i := strings.IndexAny(bad, ".["); i >= 0 {
-		bad = bad[:i]
-	}
+	bad := problemArg(problem)
 	for k, v := range sent {
-		if _, known := props[k]; known && k != bad {
+		if _, known := props[k]; known && k != bad && mis[k] == "" {
 			ex[k] = v
 		}
 	}
+}
+
+// problemArg is the argument (at the root of the arguments) that the
+// validator's problem is about; "" for one about the arguments as a whole.
+func problemArg(problem string) string {
+	arg, _, _ := problemAt(problem)
+	if i := strings.IndexAny(arg, ".["); i >= 0 {
+		arg = arg[:i]
+	}
+	return arg
+}
+
+// missingRequired are the arguments root requires that sent lacks, in
+// the schema's order.
+func missingRequired(root, sent map[string]any) []string {
+	req, _ := root["required"].([]any)
+	var out []string
+	for _, r := range req {
+		if k, _ := r.(string); k != "" {
+			if _, ok := sent[k]; !ok {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// maxMisfitChecks bounds the arguments misfits checks one by one.
+const maxMisfitChecks = 100
+
+// misfits are, by argument, the plain words for each argument of sent
+// that root declares and whose value does not fit its own schema. The
+// validator names one problem, in map order: a model that fixed it sent
+// the call again and was told of the next.
+func misfits(root, sent map[string]any) map[string]string {
+	props, _ := root["properties"].(map[string]any)
+	if len(props) == 0 || len(sent) == 0 {
+		return nil
+	}
+	// The root without what reads several arguments together: an object
+	// of one argument is then checked for that argument alone, its $refs
+	// resolved in the root as before.
+	one := maps.Clone(root)
+	for _, k := range []string{"required", "additionalProperties", "unevaluatedProperties", "patternProperties",
+		"propertyNames", "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies",
+		"allOf", "anyOf", "oneOf", "not", "if", "then", "else"} {
+		delete(one, k)
+	}
+	text, err := json.Marshal(one)
+	if err != nil {
+		return nil
+	}
+	rs, err := catalog.ResolveSchema(text)
+	if err != nil {
+		return nil
+	}
+	var out map[string]string
+	keys := slices.Sorted(maps.Keys(sent))
+	for _, k := range keys[:min(len(keys), maxMisfitChecks)] {
+		if _, ok := props[k]; !ok {
+			continue
+		}
+		// As the validator saw it: a long number is a json.Number in sent.
+		var v any
+		if b, err := json.Marshal(sent[k]); err != nil || json.Unmarshal(b, &v) != nil {
+			continue
+		}
+		if err := rs.Validate(map[string]any{k: v}); err != nil {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = plainWords(err.Error(), root, sent)
+		}
+	}
+	return out
+}
+
+// sortedWords are m's values in the order of their keys.
+func sortedWords(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[k])
+	}
+	return out
 }

@@ -127,6 +127,11 @@ func TestExampleArgs(t *testing.T) {
 		{`{"type":"object","properties":{"a":{"type":"number","minimum":1},"b":{"type":"boolean"},"m":{"enum":["x","y"]},"c":{"const":7},"d":{"type":"string","default":"dd"},"o":{"type":"object"},"any":{}},"required":["a","b","m","c","d","o","any"]}`,
 			`{"a":1,"any":"<any>","b":false,"c":7,"d":"dd","m":"x","o":{}}`},
 		{`{"type":"object"}`, `{}`},
+		// zod's .int() (every TypeScript server's integer) bounds it by
+		// ±(2^53-1): the example is 0, not -9007199254740991, which a
+		// model would send as given. A bound that leaves 0 out is kept.
+		{`{"type":"object","properties":{"a":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"b":{"type":"number","maximum":-2},"c":{"type":"integer","exclusiveMinimum":0},"d":{"type":"number","exclusiveMaximum":0},"e":{"type":"integer","minimum":3,"maximum":9}},"required":["a","b","c","d","e"]}`,
+			`{"a":0,"b":-2,"c":1,"d":-1,"e":3}`},
 		{`{"type":"object","properties":{"v":{"anyOf":[{"type":"integer"},{"type":"string"}]}},"required":["v"]}`, `{"v":0}`},
 		// The Python SDK's nested models: objects through $ref, not "<request>".
 		{pydanticSchema, `{"delivery":"pickup","request":{"reader":{"card":1,"name":"<name>"},"titles":["<title>"]}}`},
@@ -252,6 +257,10 @@ func TestExplainInvalidKeepsSent(t *testing.T) {
 		{`{"a":1}`, `{"name":"x__sum","arguments":{"a":1,"b":0}}`},
 		{`{"a":1,"b":"3","note":"n"}`, `{"name":"x__sum","arguments":{"a":1,"b":0,"note":"n"}}`},
 		{`{"a":1,"b":2,"note":5}`, `{"name":"x__sum","arguments":{"a":1,"b":2}}`},
+		// Two wrong: the validator names the first, and the example kept
+		// the second as sent, "right" to a model that copied it.
+		{`{"a":"1","b":"2","note":"n"}`, `{"name":"x__sum","arguments":{"a":0,"b":0,"note":"n"}}`},
+		{`{"a":"1","b":"2","note":7}`, `{"name":"x__sum","arguments":{"a":0,"b":0}}`},
 	} {
 		msg := validateWith(t, schema, c.args)
 		var sent map[string]any
@@ -261,6 +270,18 @@ func TestExplainInvalidKeepsSent(t *testing.T) {
 		if got := explainInvalid("x__sum", json.RawMessage(schema), msg, sent); !strings.Contains(got, "\n"+c.want+"\n") {
 			t.Errorf("%s: the example is not %s:\n%s", c.args, c.want, got)
 		}
+	}
+	// A required argument missing beside one of the wrong type: both.
+	got1 := explainInvalid("x__sum", json.RawMessage(schema), validateWith(t, schema, `{"a":"1"}`), map[string]any{"a": "1"})
+	if first, _, _ := strings.Cut(got1, "\n"); !strings.Contains(first, `"a" must be a number, not a string ("1")`) || !strings.Contains(first, `the required argument "b" is missing`) {
+		t.Errorf("a missing and a wrong argument:\n%s", got1)
+	}
+	// Every argument that does not fit is named, not the first alone: a
+	// model fixed "a", sent again, and was told of "b".
+	sent := map[string]any{"a": "1", "b": "2", "note": 7.0}
+	got := explainInvalid("x__sum", json.RawMessage(schema), validateWith(t, schema, `{"a":"1","b":"2","note":7}`), sent)
+	if first, _, _ := strings.Cut(got, "\n"); !strings.Contains(first, `"a" must be a number, not a string ("1"); "b" must be a number, not a string ("2"); "note" must be a string, not an integer (7).`) {
+		t.Errorf("not every wrong argument named:\n%s", got)
 	}
 }
 
@@ -350,6 +371,16 @@ func TestExecuteToolRepairs(t *testing.T) {
 			`execute_tool: "server" goes in "name": a tool is named server__tool, memory__create_entities_v2; "entities" is an argument of memory__create_entities_v2, not of execute_tool`},
 		{map[string]any{"server": "filesystem", "name": "create_entities_v2"},
 			`execute_tool: unknown argument "server". It takes "name"`},
+		// The tool's ID under another key than "name", as models write
+		// calls of other gateways ("tool", "tool_name"): the call meant.
+		{map[string]any{"tool": "memory__create_entities_v2", "arguments": map[string]any{"entities": []any{}}},
+			`execute_tool: "tool" is not an argument of execute_tool: the tool goes in "name". The call meant, which was not run:
+{"name":"memory__create_entities_v2","arguments":{"entities":[]}}`},
+		{map[string]any{"tool_name": "memory__create_entities_v2", "entities": []any{}},
+			`execute_tool: "tool_name" is not an argument of execute_tool: the tool goes in "name"; "entities" is an argument of memory__create_entities_v2, not of execute_tool: the tool's own arguments go inside "arguments". The call meant, which was not run:
+{"name":"memory__create_entities_v2","arguments":{"entities":[]}}`},
+		{map[string]any{"tool": "memory__no_such_tool", "arguments": map[string]any{}},
+			`execute_tool: unknown argument "tool". It takes "name"`},
 		// Not all of them the tool's: unknown keys, as before.
 		{map[string]any{"name": "memory__create_entities_v2", "entities": []any{}, "args": 1},
 			`execute_tool: unknown argument "args", "entities". It takes "name"`},
@@ -383,14 +414,24 @@ func TestExecuteToolArgumentsInAString(t *testing.T) {
 	if !res.IsError || !strings.Contains(text(res), `"a" must be a number, not a string ("one")`) {
 		t.Errorf("an object in a string that does not fit: isError=%v %s", res.IsError, text(res))
 	}
-	for _, bad := range []string{"a and b", `[1, 2]`, `{"a": 1`} {
+	// What a model writes around the object as text: a Markdown code
+	// fence; and an object encoded twice (a framework that encodes the
+	// model's text again). Each was "must be a JSON object".
+	for _, around := range []string{"```json\n{\"a\": 2, \"b\": 3}\n```", "```\n{\"a\": 2, \"b\": 3}\n```\n", `"{\"a\": 2, \"b\": 3}"`} {
+		got = nil
+		res = call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": around})
+		if res.IsError || fmt.Sprint(got["a"], got["b"]) != "2 3" {
+			t.Errorf("%q: isError=%v %s; the backend got %v", around, res.IsError, text(res), got)
+		}
+	}
+	for _, bad := range []string{"a and b", `[1, 2]`, `{"a": 1`, "```json\n[1, 2]\n```", `"\"a\""`} {
 		res = call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": bad})
 		if !res.IsError || !strings.Contains(text(res), `"arguments" must be a JSON object (got "`) {
 			t.Errorf("%q: isError=%v %s", bad, res.IsError, text(res))
 		}
 	}
-	if n := caller.calls.Load(); n != 1 {
-		t.Errorf("%d calls reached the backend, want 1", n)
+	if n := caller.calls.Load(); n != 4 {
+		t.Errorf("%d calls reached the backend, want 4", n)
 	}
 }
 

@@ -221,6 +221,9 @@ func (g *Gateway) parseSearchArgs(c *policy.Caller, raw json.RawMessage) (search
 	// A server that is down and never listed its tools exists: the search
 	// finds none of them and says why (downServers).
 	if a.Server != "" && !g.hasServer(c, a.Server) && len(g.downServers(c, a.Server)) == 0 {
+		if why := g.disabledServer(c, a.Server); why != "" {
+			return a, fmt.Sprintf(`search_tools: %s. Servers: %s. Leave "server" out to search them all.`, why, strings.Join(g.servers(c), ", "))
+		}
 		return a, fmt.Sprintf(`search_tools: there is no server named %q. Servers: %s. Leave "server" out to search them all.`,
 			oneline.Echo(a.Server), strings.Join(g.servers(c), ", "))
 	}
@@ -985,6 +988,36 @@ func (g *Gateway) hasServer(c *policy.Caller, name string) bool {
 		}
 	}
 	return false
+}
+
+// disabledServer is why "server" names no server the caller sees when it
+// names one disabled at run time that the caller's own rules (its key, its
+// profile) show, read as execute_tool reads a tool's ID: the disabled
+// rule's words, as execute_tool of its tools says them. "" otherwise, and
+// for a server outside the caller's scope, of which it learns nothing.
+func (g *Gateway) disabledServer(c *policy.Caller, name string) string {
+	if g.opts.Policy == nil {
+		return ""
+	}
+	seen := map[string]bool{}
+	var servers []string
+	for _, id := range g.searcher.IDs() {
+		s, _, err := catalog.SplitID(id)
+		if err != nil || seen[s] {
+			continue
+		}
+		if seen[s] = true; g.opts.Policy.Sees(c, policy.AnyTool(s)) {
+			servers = append(servers, s)
+		}
+	}
+	meant := catalog.ServersMeant(name, servers)
+	if len(meant) != 1 {
+		return ""
+	}
+	if d := g.opts.Policy.Decide(c, policy.AnyTool(meant[0])); !d.Allowed && d.Rule == policy.RuleDisabled {
+		return d.Reason
+	}
+	return ""
 }
 
 // visible reports whether the caller may see the catalog's tool id.

@@ -514,6 +514,13 @@ func (b *bridge) relay(ctx context.Context, msg []byte) {
 		return
 	}
 	isCall := env.call()
+	if !isCall && linerpc.CallMethod(env.Method) {
+		// The gateway takes it for a notification: its 400 reached only
+		// the log, and the client waited for good. Answered as
+		// toolgate's own stdio answers it.
+		b.write(errorResponse(nil, -32600, linerpc.MissingID(env.Method)))
+		return
+	}
 	id := string(env.ID)
 	if isCall {
 		var cancel context.CancelFunc

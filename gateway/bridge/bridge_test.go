@@ -731,6 +731,40 @@ func TestBatchAndParseError(t *testing.T) {
 	}
 }
 
+// TestCallWithoutID: a call sent with a null id or none is answered at
+// once, -32600 with a null id, as toolgate's own stdio does, and not
+// relayed; a notification is relayed. It was relayed as a notification:
+// the gateway's 400 reached only the log, and the client waited for good.
+func TestCallWithoutID(t *testing.T) {
+	rc := &recorder{answer: func(w http.ResponseWriter, r *http.Request, msg map[string]any) { jsonAnswer(w, msg, map[string]any{}) }}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	got := lines(t, bridge.Options{URL: srv.URL}, `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{}}`+"\n"+
+		`{"jsonrpc":"2.0","method":"ping"}`+"\n"+`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+`{"jsonrpc":"2.0","id":3,"method":"ping"}`+"\n")
+	var missing []string
+	answered := false
+	for _, a := range got {
+		e, _ := a["error"].(map[string]any)
+		switch {
+		case a["id"] == 3.0 && e == nil:
+			answered = true
+		case a["id"] == nil && e != nil && e["code"] == -32600.0:
+			missing = append(missing, e["message"].(string))
+		default:
+			t.Errorf("answer %v", a)
+		}
+	}
+	slices.Sort(missing)
+	if want := []string{linerpc.MissingID("ping"), linerpc.MissingID("tools/call")}; !answered || !slices.Equal(missing, want) {
+		t.Errorf("answers %v, want %q and the call with an id answered", got, want)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.bodies) != 2 || !strings.Contains(strings.Join(rc.bodies, "\n"), "notifications/initialized") {
+		t.Errorf("relayed %q, want the notification and the call with an id", rc.bodies)
+	}
+}
+
 // A message over the size limit is skipped and answered -32600 with its
 // id, as toolgate's own stdio transport does; the relay goes on (it ended
 // with linerpc.ErrLineTooLong).

@@ -37,12 +37,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
 	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
+
+	"github.com/toolgate/toolgate/internal/oneline"
 )
 
 // BatchlessVersion is the first MCP protocol version without JSON-RPC
@@ -314,7 +320,7 @@ func (c *Conn) readLoop(limit int) {
 			return
 		}
 		if t := bytes.TrimSpace(line); len(t) > 0 {
-			in := decodeLine(t)
+			in := decodeLine(t, c.server)
 			switch {
 			case in.err != nil && c.server:
 				if err := c.answerInvalid(t, in.err); err != nil {
@@ -458,12 +464,28 @@ func TooLongMessage(size, limit int) string {
 }
 
 // decodeLine decodes one trimmed, non-empty line: a message, or a batch.
-func decodeLine(line []byte) incoming {
+// Serving, a request whose id an answer cannot carry back as sent
+// (InexactID), and a call sent without an id (CallMethod), are no
+// messages it can take.
+func decodeLine(line []byte, serving bool) incoming {
 	if err := checkLine(line); err != nil {
 		return incoming{err: err}
 	}
+	decode := func(data []byte) (jsonrpc.Message, error) {
+		msg, id, err := decodeWire(data)
+		if req, ok := msg.(*jsonrpc.Request); err == nil && ok && serving {
+			err = InexactID(id)
+			if !req.IsCall() && CallMethod(req.Method) {
+				// go-sdk takes it for a notification and answers
+				// nothing: the client waited for good. The HTTP front
+				// answers 400.
+				err = errMissingID(req.Method)
+			}
+		}
+		return msg, err
+	}
 	if line[0] != '[' {
-		msg, err := decodeMessage(line)
+		msg, err := decode(line)
 		return incoming{msg: msg, err: err}
 	}
 	var raws []json.RawMessage
@@ -479,7 +501,7 @@ func decodeLine(line []byte) incoming {
 			in.bad = append(in.bad, badMember{pos: i, err: fmt.Errorf("member %d of the batch is not a JSON-RPC message (an object)", i+1)})
 			continue
 		}
-		msg, err := decodeMessage(raw)
+		msg, err := decode(raw)
 		if err != nil {
 			in.bad = append(in.bad, badMember{pos: i, id: idOf(raw), err: err})
 			continue
@@ -539,16 +561,137 @@ func (c *Conn) answerInvalid(line []byte, err error) error {
 }
 
 // idOf is the id of a message that could not be taken, where it has one
-// that is a string or a number; the zero ID (null) otherwise.
+// that is a string or a number an answer carries back as sent; the zero
+// ID (null) otherwise.
 func idOf(raw []byte) jsonrpc.ID {
 	var m struct {
-		ID any `json:"id"`
+		ID json.RawMessage `json:"id"`
 	}
 	var id jsonrpc.ID
-	if json.Unmarshal(raw, &m) == nil {
-		id, _ = jsonrpc.MakeID(m.ID) // an id of another type is answered with null
+	if json.Unmarshal(raw, &m) == nil && InexactID(m.ID) == nil {
+		id, _ = makeID(m.ID) // an id of another type is answered with null
 	}
 	return id
+}
+
+// maxExactID is the largest integer every JSON reader keeps exactly
+// (2^53-1): go-sdk reads an id as a float64, then an int64.
+const maxExactID = 1<<53 - 1
+
+// InexactID says why raw, a request's id as sent, cannot be carried back
+// as sent by an answer: go-sdk reads a number through a float64 into an
+// int64, so 1.5 was answered as id 1 and 12345678901234567890 as
+// -9223372036854775808, and the client waited for its answer for good (or
+// took it as another call's). nil for a string, null, or a number that
+// comes back as written in value (2.0, 1e3, 2^60). Both transports of the
+// gateway refuse such a request with its words.
+func InexactID(raw json.RawMessage) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		return nil
+	}
+	if len(raw) <= 15 && !bytes.ContainsAny(raw, ".eE") {
+		return nil // a whole number within 2^53: the usual id, at once
+	}
+	sent, ok := new(big.Rat).SetString(string(raw))
+	if !ok {
+		return nil // not a number: the decoder says so
+	}
+	f, _ := sent.Float64()
+	if math.Abs(f) < 1<<63 && sent.Cmp(new(big.Rat).SetInt64(int64(f))) == 0 {
+		return nil
+	}
+	why := "is not a whole number"
+	if sent.IsInt() {
+		why = "is past 2^53, where it loses digits when read"
+	}
+	return fmt.Errorf("id %s %s: an answer cannot carry it back as sent; give each call a string id or an integer up to %d", oneline.Cut(string(raw), 40), why, maxExactID)
+}
+
+// BodyInexactID is InexactID of the first request in body, an HTTP
+// request's JSON-RPC message or batch, whose id an answer cannot carry back
+// as sent; nil when there is none. Only a body in which some "id" is
+// followed by a number with a fraction, an exponent or over 15 digits is
+// decoded: the others cost a scan for "id".
+func BodyInexactID(body []byte) error {
+	if !suspectID(body) {
+		return nil
+	}
+	type message struct {
+		ID     json.RawMessage `json:"id"`
+		Method json.RawMessage `json:"method"`
+	}
+	var msgs []message
+	if err := json.Unmarshal(body, &msgs); err != nil {
+		var m message
+		if json.Unmarshal(body, &m) != nil {
+			return nil // go-sdk answers what it cannot read
+		}
+		msgs = []message{m}
+	}
+	for _, m := range msgs {
+		if len(m.Method) == 0 {
+			continue
+		}
+		if err := InexactID(m.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// suspectID reports whether some "id" key of body (at any depth) has a
+// number that InexactID may refuse.
+func suspectID(body []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(body[i:], []byte(`"id"`))
+		if j < 0 {
+			return false
+		}
+		k := skipSpace(body, i+j+4)
+		if k < len(body) && body[k] == ':' {
+			k = skipSpace(body, k+1)
+			if k < len(body) && body[k] == '-' {
+				k++
+			}
+			start := k
+			for k < len(body) && body[k] >= '0' && body[k] <= '9' {
+				k++
+			}
+			if k > start && (k-start > 15 || k < len(body) && (body[k] == '.' || body[k] == 'e' || body[k] == 'E')) {
+				return true
+			}
+		}
+		i = k
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// makeID is the ID of raw, an id as sent, as go-sdk makes it
+// (jsonrpc.MakeID of the value decoded): the zero ID when raw is empty or
+// null.
+func makeID(raw json.RawMessage) (jsonrpc.ID, error) {
+	if len(raw) == 0 {
+		return jsonrpc.ID{}, nil
+	}
+	if len(raw) <= 15 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+		// The usual id, a whole number within 2^53, which a float64
+		// holds exactly: read without one (and without allocating).
+		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+			return jsonrpc.MakeID(float64(n))
+		}
+	}
+	var v any
+	if _, err := segjson.Parse(raw, &v, ParseFlags); err != nil {
+		return jsonrpc.ID{}, err
+	}
+	return jsonrpc.MakeID(v)
 }
 
 // writeError writes a JSON-RPC error response to id (errorMessage).
@@ -575,7 +718,7 @@ func errorMessage(id jsonrpc.ID, code int64, msg string) ([]byte, error) {
 // jsonrpc.DecodeMessage decodes it.
 type wireMessage struct {
 	VersionTag string          `json:"jsonrpc"`
-	ID         any             `json:"id,omitempty"`
+	ID         json.RawMessage `json:"id,omitempty"`
 	Method     json.RawMessage `json:"method"`
 	Params     json.RawMessage `json:"params,omitempty"`
 	Result     json.RawMessage `json:"result,omitempty"`
@@ -591,36 +734,43 @@ const ParseFlags = segjson.DontMatchCaseInsensitiveStructFields
 // and flags straight over data, with the same checks and results
 // (FuzzDecodeMessage compares them). The message does not alias data.
 func decodeMessage(data []byte) (jsonrpc.Message, error) {
+	msg, _, err := decodeWire(data)
+	return msg, err
+}
+
+// decodeWire is decodeMessage that also returns the message's id as sent
+// (empty when it has none), for InexactID.
+func decodeWire(data []byte) (jsonrpc.Message, json.RawMessage, error) {
 	var w wireMessage
 	rest, err := segjson.Parse(data, &w, ParseFlags)
 	if err == nil && len(bytes.TrimSpace(rest)) != 0 {
 		err = errors.New("invalid trailing data after a JSON-RPC message")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		return nil, nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 	}
 	if w.VersionTag != wireVersion {
-		return nil, fmt.Errorf("invalid message version tag %q; expected %q", w.VersionTag, wireVersion)
+		return nil, nil, fmt.Errorf("invalid message version tag %q; expected %q", w.VersionTag, wireVersion)
 	}
-	id, err := jsonrpc.MakeID(w.ID)
+	id, err := makeID(w.ID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(w.Method) > 0 {
 		var method string
 		if _, err := segjson.Parse(w.Method, &method, ParseFlags); err != nil {
-			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+			return nil, nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
-		return &jsonrpc.Request{ID: id, Method: method, Params: w.Params}, nil
+		return &jsonrpc.Request{ID: id, Method: method, Params: w.Params}, w.ID, nil
 	}
 	if !id.IsValid() {
-		return nil, errInvalidRequest
+		return nil, nil, errInvalidRequest
 	}
 	resp := &jsonrpc.Response{ID: id, Result: w.Result}
 	if w.Error != nil { // not a typed nil in the error interface
 		resp.Error = w.Error
 	}
-	return resp, nil
+	return resp, w.ID, nil
 }
 
 // Read returns the next message. It returns ctx's error when ctx ends
@@ -699,6 +849,22 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		return in.msg, nil
 	}
+}
+
+// CallMethod reports whether method is one of MCP's requests, which a
+// client sends to be answered: initialize, ping, and the methods with a
+// "/" that are not notifications/ (tools/call, resources/read …).
+func CallMethod(method string) bool {
+	return method == "initialize" || method == "ping" ||
+		strings.Contains(method, "/") && !strings.HasPrefix(method, "notifications/")
+}
+
+// MissingID is the answer to a request of a call method (CallMethod) sent
+// without an id, or with a null one.
+func MissingID(method string) string { return "invalid request: " + errMissingID(method).Error() }
+
+func errMissingID(method string) error {
+	return fmt.Errorf("missing id for %q: a request without an id is a notification, which is not answered; give each call an id (a string or an integer)", oneline.Cut(method, 60))
 }
 
 // methodCancelled is the notification that cancels a call.

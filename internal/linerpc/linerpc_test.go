@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -200,11 +201,49 @@ func TestServerAnswersInvalidLines(t *testing.T) {
 		{"string id kept", `{"id":"s1","method":"ping"}`, `{"jsonrpc":"2.0","id":"s1","error":{"code":-32600,"message":"invalid request: invalid message version tag \"\"; expected \"2.0\""}}`},
 		{"object id", `{"jsonrpc":"2.0","id":{},"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: parse error: invalid ID type map[string]interface {}"}}`},
 		{"empty batch", `[]`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: empty JSON-RPC batch"}}`},
+		// An id that an answer cannot carry back as sent: it was answered
+		// as 1, or as -9223372036854775808, and the client waited on.
+		{"fractional id", `{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{}}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: id 1.5 is not a whole number: an answer cannot carry it back as sent; give each call a string id or an integer up to 9007199254740991"}}`},
+		{"id past 2^63", `{"jsonrpc":"2.0","id":12345678901234567890,"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: id 12345678901234567890 is past 2^53, where it loses digits when read: an answer cannot carry it back as sent; give each call a string id or an integer up to 9007199254740991"}}`},
+		{"id past 2^53", `{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: id 9007199254740993 is past 2^53, where it loses digits when read: an answer cannot carry it back as sent; give each call a string id or an integer up to 9007199254740991"}}`},
+		// A call without an id is a notification to go-sdk, which answers
+		// none: the client waited for good (the HTTP front says 400).
+		{"call with a null id", `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{}}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: missing id for \"tools/call\": a request without an id is a notification, which is not answered; give each call an id (a string or an integer)"}}`},
+		{"call without an id", `{"jsonrpc":"2.0","method":"tools/call","params":{}}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: missing id for \"tools/call\": a request without an id is a notification, which is not answered; give each call an id (a string or an integer)"}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) { answeredThenRead(t, tc.line, 0, tc.want) })
 	}
 	if !StdioFrom(io.NopCloser(strings.NewReader(""))).Server {
 		t.Error("the gateway's stdio (StdioFrom) does not serve: a bad line would end it")
+	}
+}
+
+// TestServerKeepsExactIDs: serving, ids that an answer carries back as
+// sent are taken (a number with a fraction of zero, an exponent, one past
+// 2^53 that a float64 holds exactly), and a batch member whose id it
+// cannot carry back, or a call's without one, is answered with a null id,
+// as a line is.
+func TestServerKeepsExactIDs(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":1e3,"method":"ping"}` + "\n" +
+		`{"jsonrpc":"2.0","id":-9007199254740991,"method":"ping"}` + "\n" +
+		`{"jsonrpc":"2.0","id":2.0,"method":"ping"}` + "\n" +
+		`{"jsonrpc":"2.0","id":9007199254740994,"method":"ping"}` + "\n" +
+		`[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":7.25,"method":"ping"},{"jsonrpc":"2.0","method":"tools/list"}]` + "\n"
+	c, out := serving(t, strings.NewReader(in), 0)
+	msgs, err := readAll(c)
+	if !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	var ids []any
+	for _, m := range msgs {
+		ids = append(ids, m.(*jsonrpc.Request).ID.Raw())
+	}
+	if want := []any{int64(1000), int64(-9007199254740991), int64(2), int64(9007199254740994), nil}; !slices.Equal(ids, want) {
+		t.Errorf("read ids %v, want %v", ids, want)
+	}
+	if got := out.String(); !strings.Contains(got, `"id":null,"error":{"code":-32600,"message":"invalid request: id 7.25 is not a whole number`) ||
+		!strings.Contains(got, `"id":null,"error":{"code":-32600,"message":"invalid request: missing id for \"tools/list\"`) {
+		t.Errorf("the batch members with id 7.25 and with none answered: %s", got)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
 	"github.com/toolgate/toolgate/search/learn"
@@ -219,4 +221,162 @@ func holdingGateway(t *testing.T, refresh func(context.Context) error) *httptest
 	srv := httptest.NewServer(l.handler(dir, func() []catalog.Tool { return nil }, refresh))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// twoGateways is the learned pairs of two gateways on one data folder, as
+// serve opens them (the store, Reopen once its folder was removed, learning
+// through the other): a holds the store, b learns through a. Each serves
+// its /learn handler on a socket outside the data folder; up says whether
+// a's answers (its socket went with the folder: b then opens the store
+// itself).
+type twoGateways struct {
+	data, dir string
+	a, b      *lazyLearning
+	aUp       atomic.Bool
+}
+
+func newTwoGateways(t *testing.T, tools []catalog.Tool) *twoGateways {
+	t.Helper()
+	tg := &twoGateways{data: filepath.Join(t.TempDir(), "data")}
+	tg.dir = filepath.Join(tg.data, "learn")
+	health := storage.New(tg.data, nil)
+	if err := health.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	gws := map[string]*localGateway{}
+	gateway := func(name string, pid int, peer func() (*localGateway, error)) *lazyLearning {
+		w := health.Writer("learned pairs "+name, "pairs are not recorded")
+		l := &lazyLearning{retryEvery: time.Hour, opened: w.OK, busy: w.Fail,
+			open:   func() (*learn.Store, error) { return learn.Open(tg.dir, &learn.Options{Storage: w}) },
+			reopen: func(s *learn.Store) (*learn.Store, error) { return s.Reopen(&learn.Options{Storage: w}) }}
+		l.remote = newRemoteLearning(func(context.Context) (*localGateway, error) { return peer() }, l.recordGone, nil)
+		sock := filepath.Join(t.TempDir(), name+".sock")
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: l.handler(tg.dir, func() []catalog.Tool { return tools }, func(context.Context) error { return nil })}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+		gws[name] = &localGateway{sock: sock, rep: gateway.StatusReport{Process: &gateway.ProcessInfo{PID: pid, Transport: "stdio"}}}
+		return l
+	}
+	tg.a = gateway("a", 4242, func() (*localGateway, error) { return gws["b"], nil })
+	tg.b = gateway("b", 4343, func() (*localGateway, error) {
+		if !tg.aUp.Load() {
+			return nil, errors.New("no socket")
+		}
+		return gws["a"], nil
+	})
+	tg.aUp.Store(true)
+	t.Cleanup(func() { tg.a.Close(); tg.b.Close() })
+	tg.a.indexed(tools)
+	tg.b.indexed(tools)
+	if tg.a.store.Load() == nil || tg.b.store.Load() != nil || !tg.b.remote.working() {
+		t.Fatal("want a holding the store and b learning through a")
+	}
+	return tg
+}
+
+// TestLearnedPairsHandedOverAfterDataFolderRemoved: two gateways on one data
+// folder (the second learns through the one that holds the store), the
+// folder removed and made again, and the second one's next record first: it
+// opens a new store there. The holder's pairs, read from its removed
+// store's open files, go to that store — at the holder's next record, or at
+// its stop, or, once the other stopped, into the store it released — and
+// every pair is there after both stopped, in any order. The holder used to
+// keep them in its removed store, find the new one busy, and lose them all
+// at its stop (exit status 4).
+func TestLearnedPairsHandedOverAfterDataFolderRemoved(t *testing.T) {
+	defer func(r time.Duration) { holderRetry = r }(holderRetry)
+	holderRetry = 10 * time.Millisecond
+	tools := []catalog.Tool{
+		{Server: "fs", Name: "read_file", Description: "read a file"},
+		{Server: "mem", Name: "read_graph", Description: "read the graph"},
+		{Server: "mem", Name: "create_entities", Description: "create entities in the graph"},
+		{Server: "fs", Name: "write_file", Description: "write a file"},
+	}
+	start := func(t *testing.T) *twoGateways {
+		tg := newTwoGateways(t, tools)
+		tg.b.Record("open my notes", tools[0])
+		tg.a.Record("show the graph", tools[1])
+		testenv.Eventually(t, "both pairs in a's store", func() bool { n, _ := tg.a.store.Load().Stats(); return n == 2 })
+		if err := os.RemoveAll(tg.data); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(tg.data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// a's socket went with the folder: b's next record opens a new
+		// store, before a looked.
+		tg.aUp.Store(false)
+		tg.b.remote.mu.Lock()
+		tg.b.remote.holder = nil
+		tg.b.remote.mu.Unlock()
+		tg.b.Record("remember alice", tools[2])
+		if tg.b.store.Load() == nil {
+			t.Fatal("b did not open the new store")
+		}
+		return tg
+	}
+	stored := func(t *testing.T, tg *twoGateways) []string {
+		t.Helper()
+		s, err := learn.Open(tg.dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		var got []string
+		for _, p := range s.Pairs() {
+			got = append(got, p.Tool+" | "+p.Query)
+		}
+		slices.Sort(got)
+		return got
+	}
+	want := []string{"fs__read_file | open my notes", "mem__create_entities | remember alice", "mem__read_graph | show the graph"}
+
+	t.Run("holder records next", func(t *testing.T) {
+		tg := start(t)
+		tg.a.Record("save my draft", tools[3])
+		if tg.a.store.Load() != nil || !strings.HasPrefix(tg.a.status().Holder, "pid 4343 (stdio") {
+			t.Fatalf("a after its record: status %+v, want it learning through b", tg.a.status())
+		}
+		testenv.Eventually(t, "every pair in b's store", func() bool { n, _ := tg.b.store.Load().Stats(); return n == 4 })
+		if err := tg.a.Close(); err != nil {
+			t.Errorf("a's stop: %v", err)
+		}
+		if err := tg.b.Close(); err != nil {
+			t.Errorf("b's stop: %v", err)
+		}
+		if got := stored(t, tg); !slices.Equal(got, []string{"fs__read_file | open my notes", "fs__write_file | save my draft", "mem__create_entities | remember alice", "mem__read_graph | show the graph"}) {
+			t.Errorf("pairs after both stopped: %v", got)
+		}
+	})
+	t.Run("holder stops first", func(t *testing.T) {
+		tg := start(t)
+		if err := tg.a.Close(); err != nil {
+			t.Errorf("a's stop: %v", err)
+		}
+		if n, _ := tg.b.store.Load().Stats(); n != 3 {
+			t.Errorf("b's store holds %d pairs after a stopped, want 3", n)
+		}
+		if err := tg.b.Close(); err != nil {
+			t.Errorf("b's stop: %v", err)
+		}
+		if got := stored(t, tg); !slices.Equal(got, want) {
+			t.Errorf("pairs after both stopped: %v", got)
+		}
+	})
+	t.Run("other stops first", func(t *testing.T) {
+		tg := start(t)
+		if err := tg.b.Close(); err != nil {
+			t.Errorf("b's stop: %v", err)
+		}
+		if err := tg.a.Close(); err != nil {
+			t.Errorf("a's stop: %v", err)
+		}
+		if got := stored(t, tg); !slices.Equal(got, want) {
+			t.Errorf("pairs after both stopped: %v", got)
+		}
+	})
 }

@@ -298,6 +298,38 @@ func TestLearnedPairsReopenedAfterDataFolderRemoved(t *testing.T) {
 	}
 }
 
+// The same, with no record or search between the folder's return and the
+// stop (an idle gateway): the stop moves the pairs to a new store there and
+// closes it cleanly. It left the store unclosed (exit status 4) and the
+// restart found none of them.
+func TestLearnedPairsMovedAtStopAfterDataFolderRemoved(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	g := &globals{dataDir: data}
+	health := storage.New(data, nil)
+	if err := health.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	l := g.openLearning(&config.File{}, health)
+	l.Record("read my notes", catalog.Tool{Server: "fs", Name: "read_file", Description: "Read the complete contents of a file."})
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	s, err := learn.Open(learnDir(g), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if n := len(s.Pairs()); n != 1 {
+		t.Errorf("%d pairs after the stop, want 1", n)
+	}
+}
+
 // learn checks names against the data folder's index: a tool it lacks is
 // recorded with a warning (a misspelt ID ranks nothing), and a reset of a
 // server it lacks that forgot nothing is a usage error naming its servers

@@ -134,6 +134,7 @@ func (g *globals) openLearning(cfg *config.File, health *storage.Health) *lazyLe
 		return learnHolder(ctx, g, learn.ErrBusy)
 	}, l.recordGone, g.logger)
 	l.tryOpen(true)
+	l.watch(learnRetryEvery)
 	return l
 }
 
@@ -179,6 +180,9 @@ type lazyLearning struct {
 	closed  bool
 	looking bool // lookForHolder runs
 	lookWG  sync.WaitGroup
+	// unwatch stops watch (nil: none runs); watchWG waits for it.
+	unwatch chan struct{}
+	watchWG sync.WaitGroup
 }
 
 var (
@@ -551,10 +555,49 @@ func (l *lazyLearning) indexed(tools []catalog.Tool) {
 	l.tryOpen(true) // syncs with tools when it opens
 }
 
+// watch looks every `every` whether the open store's folder was removed,
+// and moves it to the folder made again (renewed) without waiting for a
+// search or record: an idle gateway's pairs were only in its removed store
+// until then (lost if it was killed), and a second gateway on the data
+// folder that opened the new store ranked without them. Close stops it.
+func (l *lazyLearning) watch(every time.Duration) {
+	if l.reopen == nil {
+		return
+	}
+	stop := make(chan struct{})
+	l.mu.Lock()
+	l.unwatch = stop
+	l.mu.Unlock()
+	l.watchWG.Add(1)
+	go func() {
+		defer l.watchWG.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			if s := l.store.Load(); s != nil && s.Replaced() {
+				l.renewed(s, true)
+			}
+		}
+	}()
+}
+
 // Close closes the store if it was opened; nothing opens it afterwards. A
 // store whose folder was removed goes to the new store in the folder made
 // again first (settle).
 func (l *lazyLearning) Close() error {
+	l.mu.Lock()
+	stop := l.unwatch
+	l.unwatch = nil
+	l.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		l.watchWG.Wait()
+	}
 	l.settle()
 	if l.remote != nil {
 		l.remote.Close() // sends the pairs still queued first

@@ -352,6 +352,23 @@ func TestLearnedPairsHandedOverAfterDataFolderRemoved(t *testing.T) {
 			t.Errorf("pairs after both stopped: %v", got)
 		}
 	})
+	t.Run("holder idle", func(t *testing.T) {
+		tg := start(t)
+		tg.a.watch(time.Millisecond)
+		testenv.Eventually(t, "a's pairs handed to b without a record or search", func() bool {
+			n, _ := tg.b.store.Load().Stats()
+			return tg.a.store.Load() == nil && n == 3
+		})
+		if err := tg.a.Close(); err != nil {
+			t.Errorf("a's stop: %v", err)
+		}
+		if err := tg.b.Close(); err != nil {
+			t.Errorf("b's stop: %v", err)
+		}
+		if got := stored(t, tg); !slices.Equal(got, want) {
+			t.Errorf("pairs after both stopped: %v", got)
+		}
+	})
 	t.Run("holder stops first", func(t *testing.T) {
 		tg := start(t)
 		if err := tg.a.Close(); err != nil {

@@ -180,6 +180,8 @@ type lazyLearning struct {
 	closed  bool
 	looking bool // lookForHolder runs
 	lookWG  sync.WaitGroup
+	// handOverErr is the last reason a hand-over failed, logged ("" none).
+	handOverErr string
 	// unwatch stops watch (nil: none runs); watchWG waits for it.
 	unwatch chan struct{}
 	watchWG sync.WaitGroup
@@ -322,9 +324,7 @@ func (l *lazyLearning) handOver(s *learn.Store) bool {
 	}
 	held, err := s.Export()
 	if err != nil {
-		if l.log != nil {
-			l.log.Warn("learned pairs: their folder was removed while serving, and what the store held cannot be read to hand it over", "err", err)
-		}
+		l.handOverFailed("learned pairs: their folder was removed while serving, and what the store held cannot be read to hand it over", "", err)
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
@@ -338,11 +338,10 @@ func (l *lazyLearning) handOver(s *learn.Store) bool {
 		err = fmt.Errorf("it took %d of the %d pairs (a toolgate older than this one takes none)", ans.Merged, len(held.Pairs))
 	}
 	if err != nil {
-		if l.log != nil {
-			l.log.Warn("learned pairs: their folder was removed while serving, and the gateway that opened a new store there did not take what this one held", "holder", holder.name(), "err", err)
-		}
+		l.handOverFailed("learned pairs: their folder was removed while serving, and the gateway that opened a new store there did not take what this one held; tried again every "+l.retryEvery.String()+" and at the stop", holder.name(), err)
 		return false
 	}
+	l.handOverErr = ""
 	s.Abandon()
 	l.store.Store(nil)
 	l.failing = false
@@ -353,6 +352,16 @@ func (l *lazyLearning) handOver(s *learn.Store) bool {
 	}
 	_ = l.remote.engage(ctx) // else the next look finds it
 	return true
+}
+
+// handOverFailed logs why a hand-over failed, once per reason (it is tried
+// again every retryEvery). l.mu is held.
+func (l *lazyLearning) handOverFailed(msg, holder string, err error) {
+	if l.log == nil || err.Error() == l.handOverErr {
+		return
+	}
+	l.handOverErr = err.Error()
+	l.log.Warn(msg, "holder", holder, "err", err)
 }
 
 // holding says this gateway holds a store in the data folder now (a hook

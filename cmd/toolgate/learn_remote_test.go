@@ -397,3 +397,39 @@ func TestLearnedPairsHandedOverAfterDataFolderRemoved(t *testing.T) {
 		}
 	})
 }
+
+// A gateway that opened the new store but takes no hand-over (a toolgate
+// older than this one answers a look, merged absent): the removed store
+// stays this gateway's, ranking with its pairs, rather than being dropped
+// as if they went over.
+func TestHandOverRefusedKeepsTheStore(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	dir := filepath.Join(data, "learn")
+	s, err := learn.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Record("open my notes", catalog.Tool{Server: "fs", Name: "read_file", Description: "read a file"})
+	sock := filepath.Join(t.TempDir(), "old.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte(`{"forgot":0,"recorded":0,"pairs":0,"tools":0,"dir":"x","generation":1}`))
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	old := &localGateway{sock: sock, rep: gateway.StatusReport{Process: &gateway.ProcessInfo{PID: 4343, Transport: "stdio"}}}
+	l := &lazyLearning{retryEvery: time.Hour, opened: func() {}, busy: func(error) {}}
+	l.remote = newRemoteLearning(func(context.Context) (*localGateway, error) { return old, nil }, l.recordGone, nil)
+	defer l.remote.Close()
+	l.store.Store(s)
+	if l.handOver(s) {
+		t.Fatal("handed over to a gateway that took none of the pairs")
+	}
+	if l.store.Load() != s || len(l.Pairs()) != 1 {
+		t.Errorf("after a refused hand-over: store kept %v, pairs %v; want the store and its pair", l.store.Load() == s, l.Pairs())
+	}
+	s.Close()
+}

@@ -334,68 +334,48 @@ func TestLearnedPairsHandedOverAfterDataFolderRemoved(t *testing.T) {
 		return got
 	}
 	want := []string{"fs__read_file | open my notes", "mem__create_entities | remember alice", "mem__read_graph | show the graph"}
-
-	t.Run("holder records next", func(t *testing.T) {
-		tg := start(t)
-		tg.a.Record("save my draft", tools[3])
-		if tg.a.store.Load() != nil || !strings.HasPrefix(tg.a.status().Holder, "pid 4343 (stdio") {
-			t.Fatalf("a after its record: status %+v, want it learning through b", tg.a.status())
-		}
-		testenv.Eventually(t, "every pair in b's store", func() bool { n, _ := tg.b.store.Load().Stats(); return n == 4 })
-		if err := tg.a.Close(); err != nil {
-			t.Errorf("a's stop: %v", err)
-		}
-		if err := tg.b.Close(); err != nil {
-			t.Errorf("b's stop: %v", err)
-		}
-		if got := stored(t, tg); !slices.Equal(got, []string{"fs__read_file | open my notes", "fs__write_file | save my draft", "mem__create_entities | remember alice", "mem__read_graph | show the graph"}) {
-			t.Errorf("pairs after both stopped: %v", got)
-		}
-	})
-	t.Run("holder idle", func(t *testing.T) {
-		tg := start(t)
-		tg.a.watch(time.Millisecond)
-		testenv.Eventually(t, "a's pairs handed to b without a record or search", func() bool {
-			n, _ := tg.b.store.Load().Stats()
-			return tg.a.store.Load() == nil && n == 3
+	for _, tc := range []struct {
+		name   string
+		then   func(t *testing.T, tg *twoGateways) // before the stops
+		bFirst bool                                // b stops before a
+		want   []string
+	}{
+		{name: "holder records next", then: func(t *testing.T, tg *twoGateways) {
+			tg.a.Record("save my draft", tools[3])
+			if tg.a.store.Load() != nil || !strings.HasPrefix(tg.a.status().Holder, "pid 4343 (stdio") {
+				t.Fatalf("a after its record: status %+v, want it learning through b", tg.a.status())
+			}
+			testenv.Eventually(t, "every pair in b's store", func() bool { n, _ := tg.b.store.Load().Stats(); return n == 4 })
+		}, want: []string{"fs__read_file | open my notes", "fs__write_file | save my draft", "mem__create_entities | remember alice", "mem__read_graph | show the graph"}},
+		{name: "holder idle", then: func(t *testing.T, tg *twoGateways) {
+			tg.a.watch(time.Millisecond)
+			testenv.Eventually(t, "a's pairs handed to b without a record or search", func() bool {
+				n, _ := tg.b.store.Load().Stats()
+				return tg.a.store.Load() == nil && n == 3
+			})
+		}, want: want},
+		{name: "holder stops first", want: want},
+		{name: "other stops first", bFirst: true, want: want},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := start(t)
+			if tc.then != nil {
+				tc.then(t, tg)
+			}
+			stops := []*lazyLearning{tg.a, tg.b}
+			if tc.bFirst {
+				slices.Reverse(stops)
+			}
+			for _, l := range stops {
+				if err := l.Close(); err != nil {
+					t.Errorf("stop: %v", err)
+				}
+			}
+			if got := stored(t, tg); !slices.Equal(got, tc.want) {
+				t.Errorf("pairs after both stopped: %v, want %v", got, tc.want)
+			}
 		})
-		if err := tg.a.Close(); err != nil {
-			t.Errorf("a's stop: %v", err)
-		}
-		if err := tg.b.Close(); err != nil {
-			t.Errorf("b's stop: %v", err)
-		}
-		if got := stored(t, tg); !slices.Equal(got, want) {
-			t.Errorf("pairs after both stopped: %v", got)
-		}
-	})
-	t.Run("holder stops first", func(t *testing.T) {
-		tg := start(t)
-		if err := tg.a.Close(); err != nil {
-			t.Errorf("a's stop: %v", err)
-		}
-		if n, _ := tg.b.store.Load().Stats(); n != 3 {
-			t.Errorf("b's store holds %d pairs after a stopped, want 3", n)
-		}
-		if err := tg.b.Close(); err != nil {
-			t.Errorf("b's stop: %v", err)
-		}
-		if got := stored(t, tg); !slices.Equal(got, want) {
-			t.Errorf("pairs after both stopped: %v", got)
-		}
-	})
-	t.Run("other stops first", func(t *testing.T) {
-		tg := start(t)
-		if err := tg.b.Close(); err != nil {
-			t.Errorf("b's stop: %v", err)
-		}
-		if err := tg.a.Close(); err != nil {
-			t.Errorf("a's stop: %v", err)
-		}
-		if got := stored(t, tg); !slices.Equal(got, want) {
-			t.Errorf("pairs after both stopped: %v", got)
-		}
-	})
+	}
 }
 
 // A gateway that opened the new store but takes no hand-over (a toolgate

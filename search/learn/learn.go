@@ -497,31 +497,18 @@ func (s *Store) Merge(h Held) (int, error) {
 				}
 				k := pairKey(p.Tool, q)
 				v := pairValue{count: max(p.Count, 1), first: p.First, last: p.Last}
-				item, err := txn.Get(k)
-				switch {
-				case err == nil:
-					b, err := item.ValueCopy(nil)
-					if err != nil {
-						return err
-					}
-					old, err := decodePair(b)
-					if err != nil {
-						return err
-					}
-					v = pairValue{count: old.count + min(v.count, math.MaxUint32-old.count), first: min(old.first, v.first), last: max(old.last, v.last)}
-				case !errors.Is(err, badger.ErrKeyNotFound):
+				old, found, err := storedPair(txn, k)
+				if err != nil {
 					return err
+				}
+				if found {
+					v = pairValue{count: old.count + min(v.count, math.MaxUint32-old.count), first: min(old.first, v.first), last: max(old.last, v.last)}
 				}
 				if err := txn.Set(k, v.encode()); err != nil {
 					return err
 				}
 				if d, ok := h.Docs[p.Tool]; ok && !touched[p.Tool] {
-					dk := []byte(pfxDoc + p.Tool)
-					if _, err := txn.Get(dk); errors.Is(err, badger.ErrKeyNotFound) {
-						if err := txn.Set(dk, []byte(d)); err != nil {
-							return err
-						}
-					} else if err != nil {
+					if err := setDocOnce(txn, p.Tool, d); err != nil {
 						return err
 					}
 				}
@@ -531,11 +518,7 @@ func (s *Store) Merge(h Held) (int, error) {
 		})
 	}
 	if err == nil {
-		for tool := range touched {
-			if cerr := s.capTool(tool); cerr != nil && err == nil {
-				err = cerr
-			}
-		}
+		err = s.capTools(touched)
 	}
 	s.clock = max(s.clock, h.Clock)
 	s.gen.Add(1)
@@ -628,11 +611,7 @@ func (s *Store) Add(pairs []Pair, defs map[string]catalog.Tool) error {
 		// tool's pairs did). The next Add caps the tools it touches.
 		err = fmt.Errorf("record learned pairs: %w", err)
 	} else {
-		for tool := range touched {
-			if cerr := s.capTool(tool); cerr != nil && err == nil {
-				err = cerr
-			}
-		}
+		err = s.capTools(touched)
 	}
 	if len(touched) > 0 {
 		s.clock = max(s.clock, now)
@@ -656,31 +635,18 @@ func (s *Store) addBatch(pairs []Pair, defs map[string]catalog.Tool, now int64, 
 			}
 			k := pairKey(p.Tool, q)
 			v := pairValue{count: 1, first: now, last: now}
-			item, err := txn.Get(k)
-			switch {
-			case err == nil:
-				b, err := item.ValueCopy(nil)
-				if err != nil {
-					return err
-				}
-				old, err := decodePair(b)
-				if err != nil {
-					return err
-				}
-				v.count, v.first = old.count+1, old.first
-			case !errors.Is(err, badger.ErrKeyNotFound):
+			old, found, err := storedPair(txn, k)
+			if err != nil {
 				return err
+			}
+			if found {
+				v.count, v.first = old.count+1, old.first
 			}
 			if err := txn.Set(k, v.encode()); err != nil {
 				return err
 			}
 			if t, ok := defs[p.Tool]; ok {
-				dk := []byte(pfxDoc + p.Tool)
-				if _, err := txn.Get(dk); errors.Is(err, badger.ErrKeyNotFound) {
-					if err := txn.Set(dk, []byte(catalog.DocumentText(t))); err != nil {
-						return err
-					}
-				} else if err != nil {
+				if err := setDocOnce(txn, p.Tool, catalog.DocumentText(t)); err != nil {
 					return err
 				}
 			}
@@ -690,6 +656,45 @@ func (s *Store) addBatch(pairs []Pair, defs map[string]catalog.Tool, now int64, 
 	})
 	if err == nil {
 		maps.Copy(touched, done)
+	}
+	return err
+}
+
+// storedPair reads the pair stored at key k; found is false when there is
+// none.
+func storedPair(txn *badger.Txn, k []byte) (v pairValue, found bool, err error) {
+	item, err := txn.Get(k)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return pairValue{}, false, nil
+	}
+	if err != nil {
+		return pairValue{}, false, err
+	}
+	b, err := item.ValueCopy(nil)
+	if err != nil {
+		return pairValue{}, false, err
+	}
+	v, err = decodePair(b)
+	return v, err == nil, err
+}
+
+// setDocOnce records tool's document text, unless one is recorded: the
+// text its first pair was learned under.
+func setDocOnce(txn *badger.Txn, tool, text string) error {
+	dk := []byte(pfxDoc + tool)
+	if _, err := txn.Get(dk); !errors.Is(err, badger.ErrKeyNotFound) {
+		return err
+	}
+	return txn.Set(dk, []byte(text))
+}
+
+// capTools caps each of tools (capTool), and returns the first error.
+func (s *Store) capTools(tools map[string]bool) error {
+	var err error
+	for tool := range tools {
+		if cerr := s.capTool(tool); cerr != nil && err == nil {
+			err = cerr
+		}
 	}
 	return err
 }

@@ -134,6 +134,7 @@ func (g *globals) openLearning(cfg *config.File, health *storage.Health) *lazyLe
 		return learnHolder(ctx, g, learn.ErrBusy)
 	}, l.recordGone, g.logger)
 	l.tryOpen(true)
+	l.watch(learnRetryEvery)
 	return l
 }
 
@@ -165,6 +166,9 @@ type lazyLearning struct {
 	// remote, when set, reads and records the pairs through the gateway
 	// that holds the store while this one cannot open it (nil: none).
 	remote *remoteLearning
+	// onHold, when set, is called whenever this gateway opens a store
+	// (holding).
+	onHold atomic.Pointer[func()]
 	// gens maps the pairs' source and its generation onto Generation's
 	// own count, which changes whenever either does.
 	gens genCounter
@@ -176,6 +180,11 @@ type lazyLearning struct {
 	closed  bool
 	looking bool // lookForHolder runs
 	lookWG  sync.WaitGroup
+	// handOverErr is the last reason a hand-over failed, logged ("" none).
+	handOverErr string
+	// unwatch stops watch (nil: none runs); watchWG waits for it.
+	unwatch chan struct{}
+	watchWG sync.WaitGroup
 }
 
 var (
@@ -236,6 +245,7 @@ func (l *lazyLearning) tryOpen(force bool) *learn.Store {
 		l.sync(s, l.tools)
 	}
 	l.store.Store(s)
+	l.holding()
 	return s
 }
 
@@ -262,15 +272,32 @@ func (l *lazyLearning) renewed(s *learn.Store, force bool) *learn.Store {
 	if cur := l.store.Load(); cur != s || l.closed {
 		return cur
 	}
+	n, _ := l.move(s)
+	return n
+}
+
+// move moves s, the open store whose folder was removed, to the new store
+// in the folder made again: a store it opens there (Reopen), or, when
+// another process opened one first, the gateway that holds it (handOver:
+// two gateways on the data folder, and the other one's next search or
+// record after the folder came back was first). It returns the store to
+// use: the new one, nil once handed over (this gateway learns through the
+// other from then on), or s while neither can be done (busy: another
+// process holds the new store). l.mu is held.
+func (l *lazyLearning) move(s *learn.Store) (_ *learn.Store, busy bool) {
 	n, err := l.reopen(s)
 	if err != nil {
 		switch {
 		case errors.Is(err, learn.ErrBusy):
+			if l.handOver(s) {
+				return nil, false
+			}
 			l.busy(err)
+			return s, true
 		case l.broken != nil:
 			l.broken(err)
 		}
-		return s
+		return s, false
 	}
 	if l.log != nil {
 		l.log.Info("learned pairs: their folder was removed while serving; a new store there holds what was learned", "pairs", len(n.Pairs()))
@@ -280,7 +307,70 @@ func (l *lazyLearning) renewed(s *learn.Store, force bool) *learn.Store {
 		l.sync(n, l.tools)
 	}
 	l.store.Store(n)
-	return n
+	l.holding()
+	return n, false
+}
+
+// handOver gives everything s, the store whose folder was removed, holds
+// to the gateway that holds the new store in the folder made again, and
+// learns through that gateway from then on. The pairs were stranded in s:
+// ranked with here but recorded nowhere, and lost at this gateway's stop.
+// False when no gateway there takes them now (one still making its status
+// socket again, or a command that holds the store): s stays, and is
+// handed over at a later look or at the stop. l.mu is held.
+func (l *lazyLearning) handOver(s *learn.Store) bool {
+	if l.remote == nil {
+		return false
+	}
+	held, err := s.Export()
+	if err != nil {
+		l.handOverFailed("learned pairs: their folder was removed while serving, and what the store held cannot be read to hand it over", "", err)
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
+	defer cancel()
+	holder, err := l.remote.find(ctx)
+	if err != nil {
+		return false // no gateway holds the new store (yet): said by busy
+	}
+	ans, err := askLearn(ctx, holder, learnRequest{Merge: &held}, false)
+	if err == nil && ans.Merged != len(held.Pairs) {
+		err = fmt.Errorf("it took %d of the %d pairs (a toolgate older than this one takes none)", ans.Merged, len(held.Pairs))
+	}
+	if err != nil {
+		l.handOverFailed("learned pairs: their folder was removed while serving, and the gateway that opened a new store there did not take what this one held; tried again every "+l.retryEvery.String()+" and at the stop", holder.name(), err)
+		return false
+	}
+	l.handOverErr = ""
+	s.Abandon()
+	l.store.Store(nil)
+	l.failing = false
+	l.opened()
+	if l.log != nil {
+		l.log.Info("learned pairs: their folder was removed while serving, and another gateway opened a new store there: handed it every pair this one held, and learning through it from now on",
+			"holder", holder.name(), "pairs", len(held.Pairs), "holds", ans.Pairs)
+	}
+	_ = l.remote.engage(ctx) // else the next look finds it
+	return true
+}
+
+// handOverFailed logs why a hand-over failed, once per reason (it is tried
+// again every retryEvery). l.mu is held.
+func (l *lazyLearning) handOverFailed(msg, holder string, err error) {
+	if l.log == nil || err.Error() == l.handOverErr {
+		return
+	}
+	l.handOverErr = err.Error()
+	l.log.Warn(msg, "holder", holder, "err", err)
+}
+
+// holding says this gateway holds a store in the data folder now (a hook
+// serve sets: its status socket is made again at once, for another
+// gateway to find the store's holder).
+func (l *lazyLearning) holding() {
+	if f := l.onHold.Load(); f != nil {
+		(*f)()
+	}
 }
 
 func (l *lazyLearning) sync(s *learn.Store, tools []catalog.Tool) {
@@ -330,6 +420,10 @@ func (l *lazyLearning) Record(query string, tool catalog.Tool) {
 	}
 	if s := l.tryOpen(true); s != nil {
 		s.Record(query, tool)
+		return
+	}
+	if l.remote != nil && l.remote.working() {
+		l.remote.record(query, tool.ID()) // the store was handed over just now
 	}
 }
 
@@ -470,8 +564,50 @@ func (l *lazyLearning) indexed(tools []catalog.Tool) {
 	l.tryOpen(true) // syncs with tools when it opens
 }
 
-// Close closes the store if it was opened; nothing opens it afterwards.
+// watch looks every `every` whether the open store's folder was removed,
+// and moves it to the folder made again (renewed) without waiting for a
+// search or record: an idle gateway's pairs were only in its removed store
+// until then (lost if it was killed), and a second gateway on the data
+// folder that opened the new store ranked without them. Close stops it.
+func (l *lazyLearning) watch(every time.Duration) {
+	if l.reopen == nil {
+		return
+	}
+	stop := make(chan struct{})
+	l.mu.Lock()
+	l.unwatch = stop
+	l.mu.Unlock()
+	l.watchWG.Add(1)
+	go func() {
+		defer l.watchWG.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			if s := l.store.Load(); s != nil && s.Replaced() {
+				l.renewed(s, true)
+			}
+		}
+	}()
+}
+
+// Close closes the store if it was opened; nothing opens it afterwards. A
+// store whose folder was removed goes to the new store in the folder made
+// again first (settle).
 func (l *lazyLearning) Close() error {
+	l.mu.Lock()
+	stop := l.unwatch
+	l.unwatch = nil
+	l.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		l.watchWG.Wait()
+	}
+	l.settle()
 	if l.remote != nil {
 		l.remote.Close() // sends the pairs still queued first
 	}
@@ -483,6 +619,35 @@ func (l *lazyLearning) Close() error {
 		return s.Close()
 	}
 	return nil
+}
+
+// settle, at the stop, moves an open store whose folder was removed to the
+// new store in the folder made again (move), trying for up to holderWait
+// while another process holds that one: a gateway that opened it and is
+// still making its status socket again, or that is stopping too (then
+// this one opens it once it is released). Left as it was, what the store
+// held went with this process: a second gateway on the data folder that
+// opened the new store first kept only its own pairs. A data folder not
+// made again keeps nothing (nowhere to write; said by Close).
+func (l *lazyLearning) settle() {
+	s := l.store.Load()
+	if s == nil || l.reopen == nil || !s.Replaced() {
+		return
+	}
+	deadline := time.Now().Add(holderWait)
+	for {
+		l.mu.Lock()
+		if l.store.Load() != s || l.closed {
+			l.mu.Unlock()
+			return
+		}
+		n, busy := l.move(s)
+		l.mu.Unlock()
+		if n != s || !busy || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(holderRetry)
+	}
 }
 
 // busyError is a store of the data folder that another process holds
@@ -624,6 +789,10 @@ type learnRequest struct {
 	// Since, on a look that asks for the pairs, is the generation the
 	// asker holds: the answer leaves them out while it is current.
 	Since uint64 `json:"-"`
+	// Merge is everything the store of another gateway on the data folder
+	// held when its folder was removed (that gateway hands it over: see
+	// lazyLearning.handOver); the answer's Merged counts what was taken.
+	Merge *learn.Held `json:"merge,omitempty"`
 }
 
 // learnedOne is one (query, tool) pair on the wire.
@@ -636,6 +805,7 @@ type learnedOne struct {
 type learnAnswer struct {
 	Forgot   int    `json:"forgot"`
 	Recorded int    `json:"recorded"`
+	Merged   int    `json:"merged,omitempty"`
 	Pairs    int    `json:"pairs"` // held after
 	Tools    int    `json:"tools"`
 	Dir      string `json:"dir"`
@@ -685,6 +855,12 @@ func applyLearn(store *learn.Store, dir string, req learnRequest, defs map[strin
 			return ans, err
 		}
 		ans.Recorded = len(pairs)
+	case req.Merge != nil:
+		n, err := store.Merge(*req.Merge)
+		if err != nil {
+			return ans, err
+		}
+		ans.Merged = n
 	}
 	ans.Pairs, ans.Tools = store.Stats()
 	ans.Generation = store.Generation()
@@ -993,7 +1169,7 @@ func learnHolder(ctx context.Context, g *globals, busy error) (*localGateway, er
 func askLearn(ctx context.Context, holder *localGateway, req learnRequest, pairs bool) (learnAnswer, error) {
 	var ans learnAnswer
 	method, u, body := http.MethodGet, local.LearnURL, io.Reader(nil)
-	if req.Reset || len(req.Pairs) > 0 {
+	if req.Reset || len(req.Pairs) > 0 || req.Merge != nil {
 		b, err := json.Marshal(req)
 		if err != nil {
 			return ans, err
@@ -1132,6 +1308,9 @@ func (l *lazyLearning) handler(dir string, tools func() []catalog.Tool, refresh 
 					ans.UsagePairs = append(ans.UsagePairs, learnedWeighed{Query: p.Query, Tool: p.Tool, Weight: p.Weight})
 				}
 			}
+		}
+		if req.Merge != nil && l.log != nil {
+			l.log.Info("learned pairs: took those another gateway on the data folder held when their folder was removed", "pairs", ans.Merged, "holds", ans.Pairs)
 		}
 		if changedPairs(req, ans) && !req.Record {
 			// A large log takes long to embed: the answer waits a while,

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/internal/testenv"
 	"github.com/toolgate/toolgate/search"
 	"github.com/toolgate/toolgate/search/learn"
@@ -219,4 +221,195 @@ func holdingGateway(t *testing.T, refresh func(context.Context) error) *httptest
 	srv := httptest.NewServer(l.handler(dir, func() []catalog.Tool { return nil }, refresh))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// twoGateways is the learned pairs of two gateways on one data folder, as
+// serve opens them (the store, Reopen once its folder was removed, learning
+// through the other): a holds the store, b learns through a. Each serves
+// its /learn handler on a socket outside the data folder; up says whether
+// a's answers (its socket went with the folder: b then opens the store
+// itself).
+type twoGateways struct {
+	data, dir string
+	a, b      *lazyLearning
+	aUp       atomic.Bool
+}
+
+func newTwoGateways(t *testing.T, tools []catalog.Tool) *twoGateways {
+	t.Helper()
+	tg := &twoGateways{data: filepath.Join(t.TempDir(), "data")}
+	tg.dir = filepath.Join(tg.data, "learn")
+	health := storage.New(tg.data, nil)
+	if err := health.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	gws := map[string]*localGateway{}
+	gateway := func(name string, pid int, peer func() (*localGateway, error)) *lazyLearning {
+		w := health.Writer("learned pairs "+name, "pairs are not recorded")
+		l := &lazyLearning{retryEvery: time.Hour, opened: w.OK, busy: w.Fail,
+			open:   func() (*learn.Store, error) { return learn.Open(tg.dir, &learn.Options{Storage: w}) },
+			reopen: func(s *learn.Store) (*learn.Store, error) { return s.Reopen(&learn.Options{Storage: w}) }}
+		l.remote = newRemoteLearning(func(context.Context) (*localGateway, error) { return peer() }, l.recordGone, nil)
+		sock := filepath.Join(t.TempDir(), name+".sock")
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: l.handler(tg.dir, func() []catalog.Tool { return tools }, func(context.Context) error { return nil })}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+		gws[name] = &localGateway{sock: sock, rep: gateway.StatusReport{Process: &gateway.ProcessInfo{PID: pid, Transport: "stdio"}}}
+		return l
+	}
+	tg.a = gateway("a", 4242, func() (*localGateway, error) { return gws["b"], nil })
+	tg.b = gateway("b", 4343, func() (*localGateway, error) {
+		if !tg.aUp.Load() {
+			return nil, errors.New("no socket")
+		}
+		return gws["a"], nil
+	})
+	tg.aUp.Store(true)
+	t.Cleanup(func() { tg.a.Close(); tg.b.Close() })
+	tg.a.indexed(tools)
+	tg.b.indexed(tools)
+	if tg.a.store.Load() == nil || tg.b.store.Load() != nil || !tg.b.remote.working() {
+		t.Fatal("want a holding the store and b learning through a")
+	}
+	return tg
+}
+
+// TestLearnedPairsHandedOverAfterDataFolderRemoved: two gateways on one data
+// folder (the second learns through the one that holds the store), the
+// folder removed and made again, and the second one's next record first: it
+// opens a new store there. The holder's pairs, read from its removed
+// store's open files, go to that store — at the holder's next record, or at
+// its stop, or, once the other stopped, into the store it released — and
+// every pair is there after both stopped, in any order. The holder used to
+// keep them in its removed store, find the new one busy, and lose them all
+// at its stop (exit status 4).
+func TestLearnedPairsHandedOverAfterDataFolderRemoved(t *testing.T) {
+	defer func(r time.Duration) { holderRetry = r }(holderRetry)
+	holderRetry = 10 * time.Millisecond
+	tools := []catalog.Tool{
+		{Server: "fs", Name: "read_file", Description: "read a file"},
+		{Server: "mem", Name: "read_graph", Description: "read the graph"},
+		{Server: "mem", Name: "create_entities", Description: "create entities in the graph"},
+		{Server: "fs", Name: "write_file", Description: "write a file"},
+	}
+	start := func(t *testing.T) *twoGateways {
+		tg := newTwoGateways(t, tools)
+		tg.b.Record("open my notes", tools[0])
+		tg.a.Record("show the graph", tools[1])
+		testenv.Eventually(t, "both pairs in a's store", func() bool { n, _ := tg.a.store.Load().Stats(); return n == 2 })
+		if err := os.RemoveAll(tg.data); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(tg.data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// a's socket went with the folder: b's next record opens a new
+		// store, before a looked.
+		tg.aUp.Store(false)
+		tg.b.remote.mu.Lock()
+		tg.b.remote.holder = nil
+		tg.b.remote.mu.Unlock()
+		tg.b.Record("remember alice", tools[2])
+		if tg.b.store.Load() == nil {
+			t.Fatal("b did not open the new store")
+		}
+		return tg
+	}
+	stored := func(t *testing.T, tg *twoGateways) []string {
+		t.Helper()
+		s, err := learn.Open(tg.dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		var got []string
+		for _, p := range s.Pairs() {
+			got = append(got, p.Tool+" | "+p.Query)
+		}
+		slices.Sort(got)
+		return got
+	}
+	want := []string{"fs__read_file | open my notes", "mem__create_entities | remember alice", "mem__read_graph | show the graph"}
+	for _, tc := range []struct {
+		name   string
+		then   func(t *testing.T, tg *twoGateways) // before the stops
+		bFirst bool                                // b stops before a
+		want   []string
+	}{
+		{name: "holder records next", then: func(t *testing.T, tg *twoGateways) {
+			tg.a.Record("save my draft", tools[3])
+			if tg.a.store.Load() != nil || !strings.HasPrefix(tg.a.status().Holder, "pid 4343 (stdio") {
+				t.Fatalf("a after its record: status %+v, want it learning through b", tg.a.status())
+			}
+			testenv.Eventually(t, "every pair in b's store", func() bool { n, _ := tg.b.store.Load().Stats(); return n == 4 })
+		}, want: []string{"fs__read_file | open my notes", "fs__write_file | save my draft", "mem__create_entities | remember alice", "mem__read_graph | show the graph"}},
+		{name: "holder idle", then: func(t *testing.T, tg *twoGateways) {
+			tg.a.watch(time.Millisecond)
+			testenv.Eventually(t, "a's pairs handed to b without a record or search", func() bool {
+				n, _ := tg.b.store.Load().Stats()
+				return tg.a.store.Load() == nil && n == 3
+			})
+		}, want: want},
+		{name: "holder stops first", want: want},
+		{name: "other stops first", bFirst: true, want: want},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := start(t)
+			if tc.then != nil {
+				tc.then(t, tg)
+			}
+			stops := []*lazyLearning{tg.a, tg.b}
+			if tc.bFirst {
+				slices.Reverse(stops)
+			}
+			for _, l := range stops {
+				if err := l.Close(); err != nil {
+					t.Errorf("stop: %v", err)
+				}
+			}
+			if got := stored(t, tg); !slices.Equal(got, tc.want) {
+				t.Errorf("pairs after both stopped: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A gateway that opened the new store but takes no hand-over (a toolgate
+// older than this one answers a look, merged absent): the removed store
+// stays this gateway's, ranking with its pairs, rather than being dropped
+// as if they went over.
+func TestHandOverRefusedKeepsTheStore(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	dir := filepath.Join(data, "learn")
+	s, err := learn.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Record("open my notes", catalog.Tool{Server: "fs", Name: "read_file", Description: "read a file"})
+	sock := filepath.Join(t.TempDir(), "old.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte(`{"forgot":0,"recorded":0,"pairs":0,"tools":0,"dir":"x","generation":1}`))
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	old := &localGateway{sock: sock, rep: gateway.StatusReport{Process: &gateway.ProcessInfo{PID: 4343, Transport: "stdio"}}}
+	l := &lazyLearning{retryEvery: time.Hour, opened: func() {}, busy: func(error) {}}
+	l.remote = newRemoteLearning(func(context.Context) (*localGateway, error) { return old, nil }, l.recordGone, nil)
+	defer l.remote.Close()
+	l.store.Store(s)
+	if l.handOver(s) {
+		t.Fatal("handed over to a gateway that took none of the pairs")
+	}
+	if l.store.Load() != s || len(l.Pairs()) != 1 {
+		t.Errorf("after a refused hand-over: store kept %v, pairs %v; want the store and its pair", l.store.Load() == s, l.Pairs())
+	}
+	s.Close()
 }

@@ -260,6 +260,40 @@ func TestLearnedPairsOfNewerToolgateNotDamaged(t *testing.T) {
 // and the stop is clean and keeps every pair. It used to record nothing
 // until a restart, which found the store empty.
 func TestLearnedPairsReopenedAfterDataFolderRemoved(t *testing.T) {
+	g, health, l, tool := learningOnRemadeFolder(t)
+	l.Record("show the file", tool)
+	if n := len(l.Pairs()); n != 2 {
+		t.Errorf("%d pairs after the folder was made again, want 2", n)
+	}
+	if w := writer(t, health.Report(), "learned pairs"); !w.OK {
+		t.Errorf("learned pairs writer after the folder was made again: %+v", w)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if n := storedPairs(t, g); n != 2 {
+		t.Errorf("%d pairs after the stop, want 2", n)
+	}
+}
+
+// The same, with no record or search between the folder's return and the
+// stop (an idle gateway): the stop moves the pairs to a new store there and
+// closes it cleanly. It left the store unclosed (exit status 4) and the
+// restart found none of them.
+func TestLearnedPairsMovedAtStopAfterDataFolderRemoved(t *testing.T) {
+	g, _, l, _ := learningOnRemadeFolder(t)
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if n := storedPairs(t, g); n != 1 {
+		t.Errorf("%d pairs after the stop, want 1", n)
+	}
+}
+
+// learningOnRemadeFolder is serve's learned pairs holding one pair (of
+// tool), their data folder then removed and made again.
+func learningOnRemadeFolder(t *testing.T) (*globals, *storage.Health, *lazyLearning, catalog.Tool) {
+	t.Helper()
 	data := filepath.Join(t.TempDir(), "data")
 	g := &globals{dataDir: data}
 	health := storage.New(data, nil)
@@ -278,24 +312,18 @@ func TestLearnedPairsReopenedAfterDataFolderRemoved(t *testing.T) {
 	if err := os.Mkdir(data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	l.Record("show the file", tool)
-	if n := len(l.Pairs()); n != 2 {
-		t.Errorf("%d pairs after the folder was made again, want 2", n)
-	}
-	if w := writer(t, health.Report(), "learned pairs"); !w.OK {
-		t.Errorf("learned pairs writer after the folder was made again: %+v", w)
-	}
-	if err := l.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
+	return g, health, l, tool
+}
+
+// storedPairs counts the pairs in g's data folder's store.
+func storedPairs(t *testing.T, g *globals) int {
+	t.Helper()
 	s, err := learn.Open(learnDir(g), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if n := len(s.Pairs()); n != 2 {
-		t.Errorf("%d pairs after the stop, want 2", n)
-	}
+	return len(s.Pairs())
 }
 
 // learn checks names against the data folder's index: a tool it lacks is

@@ -525,6 +525,13 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	}
 	sock := local.Serve(g.DataDir(), socketRoutes(status, g.logRing.Handler(), level, learn), &local.Options{Logger: log, Refuse: health.Replaced})
 	defer g.stop.Close("status socket", sock.Close)
+	if learning != nil {
+		// A store opened in a data folder made again: the socket too, at
+		// once (it is looked for every 10 s), so that a gateway whose store
+		// went with the old folder finds this one to hand its pairs to.
+		renew := sock.Renew
+		learning.onHold.Store(&renew)
+	}
 	warm := lv.Warm()
 	stage.set("starting its servers")
 	stage.lv.Store(lv) // a cold start's first index: how far it is

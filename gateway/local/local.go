@@ -94,6 +94,7 @@ type Server struct {
 	mu      sync.Mutex
 	ln      net.Listener // the socket served, once made
 	lastErr string       // the last fault logged ("" while serving)
+	closed  bool         // Close ran: nothing is made again
 }
 
 // Serve serves routes (patterns of http.ServeMux: "GET /status") on a new
@@ -150,6 +151,9 @@ func (s *Server) Listening() bool {
 func (s *Server) listen() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed || s.ln != nil && s.Listening() {
+		return // Renew and keep both looked
+	}
 	err := s.tryListen()
 	switch {
 	case err == nil && s.lastErr != "":
@@ -213,6 +217,19 @@ func (s *Server) tryListen() error {
 	return nil
 }
 
+// Renew makes the socket again now if it is missing, rather than at the
+// next look (every Options.Retry): the data folder was made again.
+func (s *Server) Renew() {
+	select {
+	case <-s.done:
+		return // never made (too long a path), or closed
+	default:
+	}
+	if !s.Listening() {
+		s.listen()
+	}
+}
+
 // keep makes the socket again whenever it is missing.
 func (s *Server) keep() {
 	defer close(s.done)
@@ -243,6 +260,9 @@ func (s *Server) Close() error {
 		close(s.stop)
 		<-s.done
 	}
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	err := s.srv.Close()
 	s.mu.Lock()
 	if s.ln != nil {

@@ -129,6 +129,36 @@ func TestServeMakesItAgain(t *testing.T) {
 	}
 }
 
+// Renew makes a missing socket again at once, not at the next look (a
+// gateway that opened the learned pairs in a data folder made again: the
+// gateway whose store went with the old folder looks for its socket to
+// hand its pairs over); after Close it makes nothing.
+func TestServeRenew(t *testing.T) {
+	data := t.TempDir()
+	s := Serve(data, status, &Options{Retry: time.Hour})
+	if err := os.Rename(dirs.Sockets(data), filepath.Join(data, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	s.Renew()
+	if !s.Listening() {
+		t.Fatal("no socket after Renew")
+	}
+	if _, err := get(t, s.Path); err != nil {
+		t.Errorf("GET /status after Renew: %v", err)
+	}
+	s.Renew() // there already: the same socket
+	if _, err := get(t, s.Path); err != nil {
+		t.Errorf("GET /status after a second Renew: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s.Renew()
+	if s.Listening() {
+		t.Error("Renew after Close made the socket")
+	}
+}
+
 // While Refuse refuses (serve: a data folder that is another one than the
 // gateway wrote in), no socket and no run/ folder are made; once it
 // accepts, the socket is made again.

@@ -389,55 +389,143 @@ func (s *Store) Replaced() bool {
 }
 
 // Reopen opens a new store in s's folder, made again (with opts, as Open
-// does: a data folder that cannot take writes is Open's error), and copies
-// into it everything s holds, read from s's open files though its folder
-// is gone: what was learned outlives the folder's removal. s is left
-// unclosed (Badger would retry its flush into the removed folder forever,
-// and Close would wait for it) and muted; it must not be used again.
+// does: a data folder that cannot take writes is Open's error), and merges
+// into it everything s holds (Export), read from s's open files though its
+// folder is gone: what was learned outlives the folder's removal. A store
+// another process opened there meanwhile and released keeps its own pairs
+// beside them (Merge). s is then abandoned (Abandon).
 func (s *Store) Reopen(opts *Options) (*Store, error) {
 	n, err := Open(s.dir, opts)
 	if err != nil {
 		return nil, err
 	}
-	type kv struct{ k, v []byte }
-	var all []kv
-	err = s.view(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.DefaultIteratorOptions)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			k := it.Item().KeyCopy(nil)
-			if string(k) == string(keyFormat) {
-				continue // the new store's own
-			}
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			all = append(all, kv{k, v})
-		}
-		return nil
-	})
-	for start := 0; start < len(all) && err == nil; start += addBatch {
-		err = n.update(func(txn *badger.Txn) error {
-			for _, e := range all[start:min(start+addBatch, len(all))] {
-				if err := txn.Set(e.k, e.v); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+	h, err := s.Export()
+	if err == nil {
+		_, err = n.Merge(h)
 	}
 	if err != nil {
 		_ = n.Close()
 		return nil, fmt.Errorf("learned pairs: copy what the removed store held into %s: %w", s.dir, err)
 	}
-	s.clockMu.Lock()
-	n.clock = max(n.clock, s.clock)
-	s.clockMu.Unlock()
-	n.gen.Store(s.gen.Load() + 1)
+	n.gen.Store(max(n.gen.Load(), s.gen.Load()) + 1)
+	s.Abandon()
+	return n, nil
+}
+
+// Abandon stops s's background work and mutes it, leaving it unclosed: a
+// store whose folder was removed, once what it held went elsewhere (Reopen,
+// or Merge in another process's store). Badger would retry its flush into
+// the removed folder forever, and Close would wait for it. s must not be
+// used again.
+func (s *Store) Abandon() {
 	s.gc.Stop()
 	s.blog.Mute()
-	return n, nil
+}
+
+// Held is everything a store holds, as Export reads it and Merge takes it:
+// the pairs with their counts and times, the tools' recorded definitions
+// and the store's clock. A gateway whose store's folder was removed hands
+// it to the gateway that opened the new store there (JSON on the status
+// socket).
+type Held struct {
+	Pairs []HeldPair        `json:"pairs"`
+	Docs  map[string]string `json:"docs,omitempty"` // tool ID → its document text when first recorded
+	Clock int64             `json:"clock"`          // unix seconds of the newest record
+}
+
+// HeldPair is one stored pair in Held.
+type HeldPair struct {
+	Tool  string `json:"tool"` // server__tool
+	Query string `json:"query"`
+	Count uint32 `json:"count"`
+	First int64  `json:"first"` // unix seconds
+	Last  int64  `json:"last"`
+}
+
+// Export reads everything s holds; it works on a store whose folder was
+// removed (from its open files).
+func (s *Store) Export() (Held, error) {
+	h := Held{Docs: map[string]string{}}
+	err := s.eachPair(pfxPair, func(_ []byte, tool, q string, v pairValue) {
+		h.Pairs = append(h.Pairs, HeldPair{Tool: tool, Query: q, Count: v.count, First: v.first, Last: v.last})
+	})
+	if err == nil {
+		err = s.view(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte(pfxDoc)})
+			defer it.Close()
+			for it.Rewind(); it.Valid(); it.Next() {
+				v, err := it.Item().ValueCopy(nil)
+				if err != nil {
+					return err
+				}
+				h.Docs[string(it.Item().Key()[len(pfxDoc):])] = string(v)
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		return Held{}, fmt.Errorf("read learned pairs in %s: %w", s.dir, err)
+	}
+	s.clockMu.Lock()
+	h.Clock = s.clock
+	s.clockMu.Unlock()
+	return h, nil
+}
+
+// Merge adds what another store held (Export) to s: a pair s holds too
+// counts both stores' sightings, from the first to the last; a tool's
+// definition s recorded already is kept; s's clock moves to the newer of
+// the two. It returns how many pairs it took. Pairs are written addBatch at
+// a time: on an error, the batches before it are kept.
+func (s *Store) Merge(h Held) (int, error) {
+	for _, p := range h.Pairs {
+		if _, _, err := catalog.SplitID(p.Tool); err != nil {
+			return 0, fmt.Errorf("merge learned pairs: %w", err)
+		}
+	}
+	s.clockMu.Lock()
+	defer s.clockMu.Unlock()
+	touched := map[string]bool{}
+	var err error
+	for start := 0; start < len(h.Pairs) && err == nil; start += addBatch {
+		batch := h.Pairs[start:min(start+addBatch, len(h.Pairs))]
+		err = s.update(func(txn *badger.Txn) error {
+			for _, p := range batch {
+				q := normQuery(p.Query)
+				if q == "" {
+					continue
+				}
+				k := pairKey(p.Tool, q)
+				v := pairValue{count: max(p.Count, 1), first: p.First, last: p.Last}
+				old, found, err := storedPair(txn, k)
+				if err != nil {
+					return err
+				}
+				if found {
+					v = pairValue{count: old.count + min(v.count, math.MaxUint32-old.count), first: min(old.first, v.first), last: max(old.last, v.last)}
+				}
+				if err := txn.Set(k, v.encode()); err != nil {
+					return err
+				}
+				if d, ok := h.Docs[p.Tool]; ok && !touched[p.Tool] {
+					if err := setDocOnce(txn, p.Tool, d); err != nil {
+						return err
+					}
+				}
+				touched[p.Tool] = true
+			}
+			return nil
+		})
+	}
+	if err == nil {
+		err = s.capTools(touched)
+	}
+	s.clock = max(s.clock, h.Clock)
+	s.gen.Add(1)
+	if err != nil {
+		return 0, fmt.Errorf("merge learned pairs: %w", err)
+	}
+	return len(h.Pairs), nil
 }
 
 // refused reports a write the store did not try: Storage already knows of
@@ -523,11 +611,7 @@ func (s *Store) Add(pairs []Pair, defs map[string]catalog.Tool) error {
 		// tool's pairs did). The next Add caps the tools it touches.
 		err = fmt.Errorf("record learned pairs: %w", err)
 	} else {
-		for tool := range touched {
-			if cerr := s.capTool(tool); cerr != nil && err == nil {
-				err = cerr
-			}
-		}
+		err = s.capTools(touched)
 	}
 	if len(touched) > 0 {
 		s.clock = max(s.clock, now)
@@ -551,31 +635,18 @@ func (s *Store) addBatch(pairs []Pair, defs map[string]catalog.Tool, now int64, 
 			}
 			k := pairKey(p.Tool, q)
 			v := pairValue{count: 1, first: now, last: now}
-			item, err := txn.Get(k)
-			switch {
-			case err == nil:
-				b, err := item.ValueCopy(nil)
-				if err != nil {
-					return err
-				}
-				old, err := decodePair(b)
-				if err != nil {
-					return err
-				}
-				v.count, v.first = old.count+1, old.first
-			case !errors.Is(err, badger.ErrKeyNotFound):
+			old, found, err := storedPair(txn, k)
+			if err != nil {
 				return err
+			}
+			if found {
+				v.count, v.first = old.count+1, old.first
 			}
 			if err := txn.Set(k, v.encode()); err != nil {
 				return err
 			}
 			if t, ok := defs[p.Tool]; ok {
-				dk := []byte(pfxDoc + p.Tool)
-				if _, err := txn.Get(dk); errors.Is(err, badger.ErrKeyNotFound) {
-					if err := txn.Set(dk, []byte(catalog.DocumentText(t))); err != nil {
-						return err
-					}
-				} else if err != nil {
+				if err := setDocOnce(txn, p.Tool, catalog.DocumentText(t)); err != nil {
 					return err
 				}
 			}
@@ -585,6 +656,45 @@ func (s *Store) addBatch(pairs []Pair, defs map[string]catalog.Tool, now int64, 
 	})
 	if err == nil {
 		maps.Copy(touched, done)
+	}
+	return err
+}
+
+// storedPair reads the pair stored at key k; found is false when there is
+// none.
+func storedPair(txn *badger.Txn, k []byte) (v pairValue, found bool, err error) {
+	item, err := txn.Get(k)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return pairValue{}, false, nil
+	}
+	if err != nil {
+		return pairValue{}, false, err
+	}
+	b, err := item.ValueCopy(nil)
+	if err != nil {
+		return pairValue{}, false, err
+	}
+	v, err = decodePair(b)
+	return v, err == nil, err
+}
+
+// setDocOnce records tool's document text, unless one is recorded: the
+// text its first pair was learned under.
+func setDocOnce(txn *badger.Txn, tool, text string) error {
+	dk := []byte(pfxDoc + tool)
+	if _, err := txn.Get(dk); !errors.Is(err, badger.ErrKeyNotFound) {
+		return err
+	}
+	return txn.Set(dk, []byte(text))
+}
+
+// capTools caps each of tools (capTool), and returns the first error.
+func (s *Store) capTools(tools map[string]bool) error {
+	var err error
+	for tool := range tools {
+		if cerr := s.capTool(tool); cerr != nil && err == nil {
+			err = cerr
+		}
 	}
 	return err
 }

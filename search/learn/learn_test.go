@@ -485,6 +485,60 @@ func TestReopenAfterFolderRemoved(t *testing.T) {
 	}
 }
 
+// Reopen once another process opened a new store in the folder made again,
+// recorded there and released it (two gateways on the data folder, the one
+// that did not hold the store stopped first): the new store keeps its own
+// pairs beside the removed one's, and a pair both hold counts the
+// sightings of both. The copy used to overwrite the new store's record of
+// a pair both held.
+func TestReopenMergesIntoAStoreMadeMeanwhile(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(data, "learn")
+	s, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Record("read my notes file", readFile)
+	s.Record("read my notes file", readFile)
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Record("read my notes file", readFile)
+	other.Record("file a bug", issue)
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Reopen(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	h, err := n.Export()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]uint32{}
+	for _, p := range h.Pairs {
+		counts[p.Tool+" | "+p.Query] = p.Count
+	}
+	if len(counts) != 2 || counts["fs__read_file | read my notes file"] != 3 || counts["github__create_issue | file a bug"] != 1 {
+		t.Errorf("pairs after the reopen: %v, want both stores' (the shared one seen 3 times)", counts)
+	}
+	if len(h.Docs) != 2 {
+		t.Errorf("definitions after the reopen: %v, want both tools'", h.Docs)
+	}
+}
+
 // TestOverFileSizeLimit: learned pairs that cannot be opened under a
 // file-size limit (ulimit -f, LimitFSIZE=) say it is the limit, not
 // damage, and open with every pair once it is raised: the memtable file

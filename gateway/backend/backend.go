@@ -159,6 +159,7 @@ type backend struct {
 	cut   map[string]int
 
 	lazy          bool
+	lazyListed    bool // "lazy" in its entry, started at once to list its tools: lazy once it has
 	idleTimeout   time.Duration
 	restartDelays []time.Duration // Options.RestartDelays or the server's own policy
 	stableAfter   time.Duration
@@ -325,11 +326,21 @@ func newBackend(p *Pool, s config.Server) *backend {
 	b.said = p.saidBefore(s.Name)
 	b.ctx, b.cancel = context.WithCancelCause(p.ctx)
 	b.setTimeouts(s)
-	if p.opts.Lazy != nil && p.opts.Lazy(s) {
-		b.lazy, b.idleTimeout, b.state = true, p.opts.IdleTimeout, StateIdle
+	if s.Lazy || p.opts.Lazy != nil && p.opts.Lazy(s) {
+		b.idleTimeout = p.opts.IdleTimeout
 		if d := s.IdleTimeout.Duration; d > 0 {
 			b.idleTimeout = d
 		}
+	}
+	switch {
+	case p.opts.Lazy != nil && p.opts.Lazy(s):
+		b.lazy, b.state = true, StateIdle
+	case s.Lazy && p.opts.Lazy != nil:
+		// Its tools are not known (a cold start, a server added by a
+		// reload): it starts now to list them, and is lazy from then on.
+		// It used to stay eager for as long as the gateway ran, its idle
+		// timeout never applied (TestLazyStartedToListGoesIdle).
+		b.lazyListed = true
 	}
 	if r := s.Restart; r != nil {
 		if d := r.DelayDurations(); d != nil {
@@ -523,6 +534,11 @@ func (b *backend) connect(ctx context.Context) {
 	b.run = r
 	b.quietRetry = false
 	b.tools = tools
+	if b.lazyListed {
+		// Its tools are known now: its next start waits for a call, and
+		// its idle timeout applies to this run (watch reads it after).
+		b.lazy, b.lazyListed = true, false
+	}
 	b.info = r.sess.InitializeResult()
 	said, flagged := selfDescription(b.info, b.cfg.Name)
 	saidBefore := b.said

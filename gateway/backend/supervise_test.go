@@ -542,6 +542,38 @@ func TestLazyCallServedByTheAttemptItWaited(t *testing.T) {
 	}
 }
 
+// TestLazyStartedToListGoesIdle: a server whose entry says "lazy" but whose
+// tools the gateway does not know yet (Options.Lazy false: a cold start, a
+// server added by a reload) starts at once to list them, and is lazy from
+// then on: its idle timeout stops it, and each call after starts it again
+// for as long. It used to stay up for as long as the gateway ran, a process
+// for each such server that its idleTimeout never stopped.
+func TestLazyStartedToListGoesIdle(t *testing.T) {
+	o := lazyOptions(200 * time.Millisecond)
+	o.Lazy = func(config.Server) bool { return false } // none is in the catalog
+	s := named(backendtest.Command(t, "normal"), "unlisted")
+	s.Lazy = true
+	p := startPool(t, []config.Server{s}, o)
+	testenv.Eventually(t, "up at once, to list its tools", func() bool { return statusOf(t, p, "unlisted").State == StateUp })
+	for cycle := range 3 {
+		pid := statusOf(t, p, "unlisted").PID // 0 if it went idle already
+		testenv.Eventually(t, fmt.Sprint("idle after the idle timeout, cycle ", cycle), func() bool {
+			st := statusOf(t, p, "unlisted")
+			return st.State == StateIdle && st.PID == 0
+		})
+		if pid != 0 {
+			testenv.Eventually(t, "its process gone", func() bool { return !procAlive(pid) })
+		}
+		if n := len(p.Tools()["unlisted"]); n != 3 {
+			t.Fatalf("tools of the idle backend: %d, want 3", n)
+		}
+		res, err := p.CallTool(context.Background(), "unlisted", "echo", map[string]any{"text": "again"})
+		if err != nil || textOf(t, res) != "again" {
+			t.Fatalf("call after idle = %v, %v", res, err)
+		}
+	}
+}
+
 func TestLazyBackendFailsToStart(t *testing.T) {
 	p := startPool(t, []config.Server{named(backendtest.Command(t, "crash-at-start"), "lazy")}, lazyOptions(0))
 	_, err := p.CallTool(context.Background(), "lazy", "echo", nil)

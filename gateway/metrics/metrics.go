@@ -71,7 +71,7 @@ type CacheCounts struct{ Hits, Misses, Dropped int64 }
 type Options struct {
 	Backends Backends // toolgate_backend_up, toolgate_backend_restarts_total; server labels of calls
 	Catalog  Catalog  // tool labels of calls
-	Loop     Loop     // toolgate_index_generation, toolgate_catalog_tools
+	Loop     Loop     // toolgate_index_generation, toolgate_catalog_tools, toolgate_config_*, toolgate_index_last_error_timestamp_seconds
 	// EmbedCache returns the embedding cache's counts so far
 	// (toolgate_embedding_cache_{hits,misses,dropped}_total).
 	EmbedCache func() CacheCounts

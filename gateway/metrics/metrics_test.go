@@ -77,10 +77,13 @@ func (f fakeBackends) Servers() []string {
 	return out
 }
 
-// fakeLoop is a Loop at that generation whose index holds tools.
+// fakeLoop is a Loop at that generation whose index holds tools, and
+// whose latest re-index failed (so that every metric is gathered).
 type fakeLoop uint64
 
-func (f fakeLoop) Stats() live.Stats { return live.Stats{CatalogGeneration: uint64(f)} }
+func (f fakeLoop) Stats() live.Stats {
+	return live.Stats{CatalogGeneration: uint64(f), LastIndexError: "disk full", LastIndexErrorAt: time.Unix(1796000000, 0)}
+}
 func (fakeLoop) CatalogToolsByServer() map[string]int {
 	per := map[string]int{}
 	for _, t := range tools {
@@ -654,4 +657,49 @@ func TestForgetRemovedServers(t *testing.T) {
 	if got := serversOf(t, m)["toolgate_tool_calls_total"]; slices.Contains(got, "beta") {
 		t.Errorf("beta added again has call series before any call: %v", got)
 	}
+}
+
+// statsLoop is a Loop whose counters are these Stats.
+type statsLoop live.Stats
+
+func (f *statsLoop) Stats() live.Stats                  { return live.Stats(*f) }
+func (*statsLoop) CatalogToolsByServer() map[string]int { return map[string]int{} }
+
+// TestReloadAndIndexFailures: a rejected config reload and a failed
+// re-index leave the gateway serving what it served before, which only
+// GET /status and the log said; an alert on /metrics now sees both.
+func TestReloadAndIndexFailures(t *testing.T) {
+	st := &statsLoop{CatalogGeneration: 1}
+	m := New(&Options{Loop: st})
+	names := []string{"toolgate_config_reloads_total", "toolgate_config_last_reload_successful", "toolgate_index_last_error_timestamp_seconds"}
+	check := func(when, want string) {
+		t.Helper()
+		if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want), names...); err != nil {
+			t.Errorf("%s: %v", when, err)
+		}
+	}
+	const head = `
+# HELP toolgate_config_last_reload_successful 0 when the latest config reload was rejected (the config in effect is the one before it: GET /status's lastReload.error says why), else 1.
+# TYPE toolgate_config_last_reload_successful gauge
+toolgate_config_last_reload_successful %d
+# HELP toolgate_config_reloads_total Config reloads since start, applied or rejected (GET /status's reloadGeneration).
+# TYPE toolgate_config_reloads_total counter
+toolgate_config_reloads_total %d
+`
+	check("no reload yet", fmt.Sprintf(head, 1, 0))
+
+	at := time.Unix(1796000000, 0)
+	st.ReloadGeneration, st.LastReload = 1, &live.Reload{At: at, Trigger: "file changed", Error: "config.json:2:1: invalid JSON"}
+	st.LastReloadError, st.LastReloadErrorAt = st.LastReload.Error, at
+	st.LastIndexError, st.LastIndexErrorAt = "no space left on device", at.Add(time.Minute)
+	check("a reload rejected, a re-index failed", fmt.Sprintf(head, 0, 1)+`
+# HELP toolgate_index_last_error_timestamp_seconds When the latest re-index failed (the index before it is still served: GET /status's lastIndexError says why), as a Unix time; absent until one fails.
+# TYPE toolgate_index_last_error_timestamp_seconds gauge
+toolgate_index_last_error_timestamp_seconds 1.79600006e+09
+`)
+	// The file fixed: the next reload applies. The rejection is still in
+	// lastReloadError, but the config in effect is the file's again.
+	st.ReloadGeneration, st.LastReload = 2, &live.Reload{At: at.Add(2 * time.Minute), Trigger: "file changed"}
+	st.LastIndexError, st.LastIndexErrorAt = "", time.Time{}
+	check("the file fixed", fmt.Sprintf(head, 1, 2))
 }

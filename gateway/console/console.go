@@ -27,6 +27,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/klauspost/compress/gzhttp"
+
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
@@ -249,11 +251,11 @@ func Routes() []string { return New(nil).mux().Patterns() }
 func (c *Console) mux() *servemux.Mux {
 	mux := servemux.New()
 	mux.HandleFunc("GET /ui/{$}", c.servePage)
-	mux.HandleFunc("GET /ui/app.js", c.serveFile)
-	mux.HandleFunc("GET /ui/app.css", c.serveFile)
-	mux.HandleFunc("GET /ui/api/state", c.api(c.serveState))
-	mux.HandleFunc("GET /ui/api/search", c.api(c.serveSearch))
-	mux.HandleFunc("GET /ui/api/catalog", c.api(c.serveCatalog))
+	mux.HandleFunc("GET /ui/app.js", compressed(c.serveFile))
+	mux.HandleFunc("GET /ui/app.css", compressed(c.serveFile))
+	mux.HandleFunc("GET /ui/api/state", compressed(c.api(c.serveState)))
+	mux.HandleFunc("GET /ui/api/search", compressed(c.api(c.serveSearch)))
+	mux.HandleFunc("GET /ui/api/catalog", compressed(c.api(c.serveCatalog)))
 	mux.HandleFunc("POST /ui/api/restart", c.post(c.serveAction(restartAction, c.restart)))
 	mux.HandleFunc("POST /ui/api/disable", c.post(c.serveAction(disableAction, c.switcher(true))))
 	mux.HandleFunc("POST /ui/api/enable", c.post(c.serveAction(enableAction, c.switcher(false))))
@@ -261,6 +263,23 @@ func (c *Console) mux() *servemux.Mux {
 	mux.HandleFunc("POST /ui/api/login", c.serveLogin)
 	return mux
 }
+
+// gzipped compresses an answer for a browser that takes gzip (every one
+// does): a page of a large catalog polls 16 KB of state every 3 s and
+// loads 111 KB of catalog, 3 and 11 KB compressed. Not the page itself:
+// it holds the session's CSRF token beside the query of a deep link, what
+// a BREACH attack needs (a chosen text compressed with a secret; no answer
+// compressed here holds a secret). Nor the POSTs: their answers are short.
+var gzipped = func() func(http.Handler) http.HandlerFunc {
+	wrap, err := gzhttp.NewWrapper(gzhttp.MinSize(512))
+	if err != nil {
+		panic(err) // fixed options
+	}
+	return wrap
+}()
+
+// compressed is h, gzipped.
+func compressed(h http.HandlerFunc) http.HandlerFunc { return gzipped(h) }
 
 // securityHeaders keeps the page to its own origin: scripts, styles and
 // requests only from it, never framed (the restart button cannot be

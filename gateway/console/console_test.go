@@ -1,6 +1,7 @@
 package console
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -1152,5 +1153,67 @@ func TestSessionCookieSecureBehindProxy(t *testing.T) {
 				t.Errorf("%s, %s: cookies %+v, want one with Secure %v", tc.name, what, c, tc.want)
 			}
 		}
+	}
+}
+
+// TestAnswersCompressed: the console's JSON and its script and style come
+// gzipped to a browser that takes gzip (a page of a large catalog polled
+// 16 KB of state every 3 s uncompressed); the page itself does not, as it
+// holds the CSRF token beside a deep link's query (BREACH), and a client
+// that does not take gzip gets every answer as it was.
+func TestAnswersCompressed(t *testing.T) {
+	// 30 tools more, so that the catalog's and a search's answers are
+	// more than a few hundred bytes (smaller ones are sent as they are).
+	var more []catalog.Tool
+	for i := range 30 {
+		more = append(more, catalog.Tool{Server: "files", Name: fmt.Sprintf("tool_%d", i), Description: "Move the files of a folder to another folder."})
+	}
+	eng, _ := scopedCatalog(t, more...)
+	e := newEnvWith(t, &Options{Catalog: eng})
+	e.page(t, "") // the session
+	// The body as sent: the client asks for gzip only when told to.
+	e.client.Transport = &http.Transport{DisableCompression: true}
+	for _, tc := range []struct {
+		path string
+		gzip bool
+	}{
+		{"/ui/api/state", true},
+		{"/ui/api/catalog", true},
+		{"/ui/api/search?q=move%20the%20files&limit=50", true},
+		{"/ui/app.js", true},
+		{"/ui/app.css", true},
+		{"/ui/?q=files", false},
+	} {
+		resp, raw := e.do(t, "GET", tc.path, "", "Accept-Encoding", "gzip")
+		plainResp, plain := e.do(t, "GET", tc.path, "")
+		if resp.StatusCode != 200 || plainResp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d, %d without gzip", tc.path, resp.StatusCode, plainResp.StatusCode)
+		}
+		if enc := plainResp.Header.Get("Content-Encoding"); enc != "" {
+			t.Errorf("GET %s without Accept-Encoding: Content-Encoding %q", tc.path, enc)
+		}
+		if enc := resp.Header.Get("Content-Encoding"); (enc == "gzip") != tc.gzip {
+			t.Errorf("GET %s with Accept-Encoding gzip: Content-Encoding %q, want gzip %v", tc.path, enc, tc.gzip)
+			continue
+		}
+		if !tc.gzip {
+			continue
+		}
+		zr, err := gzip.NewReader(strings.NewReader(raw))
+		if err != nil {
+			t.Fatalf("GET %s: %v", tc.path, err)
+		}
+		body, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatalf("GET %s: %v", tc.path, err)
+		}
+		if strings.HasPrefix(tc.path, "/ui/api/") && !json.Valid(body) {
+			t.Errorf("GET %s: the gzipped answer is not JSON:\n%s", tc.path, body)
+		}
+		// The state's uptime and a search's time move between the two.
+		if vary := tc.path == "/ui/api/state" || strings.HasPrefix(tc.path, "/ui/api/search"); !vary && string(body) != plain {
+			t.Errorf("GET %s: the gzipped answer is not the plain one:\n%s\n%s", tc.path, body, plain)
+		}
+		t.Logf("GET %s: %d bytes, %d gzipped", tc.path, len(plain), len(raw))
 	}
 }

@@ -71,7 +71,7 @@ type CacheCounts struct{ Hits, Misses, Dropped int64 }
 type Options struct {
 	Backends Backends // toolgate_backend_up, toolgate_backend_restarts_total; server labels of calls
 	Catalog  Catalog  // tool labels of calls
-	Loop     Loop     // toolgate_index_generation, toolgate_catalog_tools
+	Loop     Loop     // toolgate_index_generation, toolgate_catalog_tools, toolgate_config_*, toolgate_index_last_error_timestamp_seconds
 	// EmbedCache returns the embedding cache's counts so far
 	// (toolgate_embedding_cache_{hits,misses,dropped}_total).
 	EmbedCache func() CacheCounts
@@ -104,9 +104,13 @@ func New(opts *Options) *Metrics {
 		m.opts = *opts
 	}
 	m.searchDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "toolgate_search_duration_seconds",
-		Help:    "Time to rank tools for one search_tools call, by the mode that ranked them (bm25 when semantic ranking is off).",
-		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 12), // 0.5 ms … 1 s
+		Name: "toolgate_search_duration_seconds",
+		Help: "Time to rank tools for one search_tools call, by the mode that ranked them (bm25 when semantic ranking is off).",
+		// 0.5 ms … 16 s. They ended at 1 s, so a loaded gateway's
+		// searches of 1.6 s and a search that waited for a cold start's
+		// index read as 1 s in histogram_quantile. The buckets added keep
+		// the earlier ones' bounds (the same start and factor).
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 	}, []string{"mode"})
 	m.searchResults = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "toolgate_search_results",

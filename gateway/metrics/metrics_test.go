@@ -77,10 +77,13 @@ func (f fakeBackends) Servers() []string {
 	return out
 }
 
-// fakeLoop is a Loop at that generation whose index holds tools.
+// fakeLoop is a Loop at that generation whose index holds tools, and
+// whose latest re-index failed (so that every metric is gathered).
 type fakeLoop uint64
 
-func (f fakeLoop) Stats() live.Stats { return live.Stats{CatalogGeneration: uint64(f)} }
+func (f fakeLoop) Stats() live.Stats {
+	return live.Stats{CatalogGeneration: uint64(f), LastIndexError: "disk full", LastIndexErrorAt: time.Unix(1796000000, 0)}
+}
 func (fakeLoop) CatalogToolsByServer() map[string]int {
 	per := map[string]int{}
 	for _, t := range tools {
@@ -653,5 +656,85 @@ func TestForgetRemovedServers(t *testing.T) {
 	}
 	if got := serversOf(t, m)["toolgate_tool_calls_total"]; slices.Contains(got, "beta") {
 		t.Errorf("beta added again has call series before any call: %v", got)
+	}
+}
+
+// statsLoop is a Loop whose counters are these Stats.
+type statsLoop live.Stats
+
+func (f *statsLoop) Stats() live.Stats                  { return live.Stats(*f) }
+func (*statsLoop) CatalogToolsByServer() map[string]int { return map[string]int{} }
+
+// TestReloadAndIndexFailures: a rejected config reload and a failed
+// re-index leave the gateway serving what it served before, which only
+// GET /status and the log said; an alert on /metrics now sees both.
+func TestReloadAndIndexFailures(t *testing.T) {
+	st := &statsLoop{CatalogGeneration: 1}
+	m := New(&Options{Loop: st})
+	names := []string{"toolgate_config_reloads_total", "toolgate_config_last_reload_successful", "toolgate_index_last_error_timestamp_seconds"}
+	check := func(when, want string) {
+		t.Helper()
+		if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want), names...); err != nil {
+			t.Errorf("%s: %v", when, err)
+		}
+	}
+	const head = `
+# HELP toolgate_config_last_reload_successful 0 when the latest config reload was rejected (the config in effect is the one before it: GET /status's lastReload.error says why), else 1.
+# TYPE toolgate_config_last_reload_successful gauge
+toolgate_config_last_reload_successful %d
+# HELP toolgate_config_reloads_total Config reloads since start, applied or rejected (GET /status's reloadGeneration).
+# TYPE toolgate_config_reloads_total counter
+toolgate_config_reloads_total %d
+`
+	check("no reload yet", fmt.Sprintf(head, 1, 0))
+
+	at := time.Unix(1796000000, 0)
+	st.ReloadGeneration, st.LastReload = 1, &live.Reload{At: at, Trigger: "file changed", Error: "config.json:2:1: invalid JSON"}
+	st.LastReloadError, st.LastReloadErrorAt = st.LastReload.Error, at
+	st.LastIndexError, st.LastIndexErrorAt = "no space left on device", at.Add(time.Minute)
+	check("a reload rejected, a re-index failed", fmt.Sprintf(head, 0, 1)+`
+# HELP toolgate_index_last_error_timestamp_seconds When the latest re-index failed (the index before it is still served: GET /status's lastIndexError says why), as a Unix time; absent until one fails.
+# TYPE toolgate_index_last_error_timestamp_seconds gauge
+toolgate_index_last_error_timestamp_seconds 1.79600006e+09
+`)
+	// The file fixed: the next reload applies. The rejection is still in
+	// lastReloadError, but the config in effect is the file's again.
+	st.ReloadGeneration, st.LastReload = 2, &live.Reload{At: at.Add(2 * time.Minute), Trigger: "file changed"}
+	st.LastIndexError, st.LastIndexErrorAt = "", time.Time{}
+	check("the file fixed", fmt.Sprintf(head, 1, 2))
+}
+
+// TestSearchDurationBuckets: a search slower than a second (a loaded
+// gateway of 50,000 tools had a p99 of 1.6 s, a search that waits for a
+// cold start's index up to 10 s) lands in a bucket of its own, so that
+// histogram_quantile tells it; the buckets stopped at 1 s, and such a p99
+// read as 1 s. Every earlier bound is kept: dashboards and recording rules
+// that name one (le="0.064") go on.
+func TestSearchDurationBuckets(t *testing.T) {
+	m := New(nil)
+	m.searchDuration.WithLabelValues("hybrid").Observe(0)
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bounds []float64
+	for _, mf := range mfs {
+		if mf.GetName() == "toolgate_search_duration_seconds" {
+			for _, b := range mf.GetMetric()[0].GetHistogram().GetBucket() {
+				bounds = append(bounds, b.GetUpperBound())
+			}
+		}
+	}
+	for _, was := range prometheus.ExponentialBuckets(0.0005, 2, 12) {
+		if !slices.Contains(bounds, was) {
+			t.Errorf("the bucket le=%g is gone: %v", was, bounds)
+		}
+	}
+	for _, took := range []float64{1.6, 9.5} {
+		// The bucket that holds it is at most twice as wide as it.
+		i := slices.IndexFunc(bounds, func(b float64) bool { return b >= took })
+		if i < 0 || bounds[i] > 2*took {
+			t.Errorf("a search of %gs lands in no bucket of its own (buckets %v)", took, bounds)
+		}
 	}
 }

@@ -17,6 +17,8 @@ type stateCollector struct {
 	cacheDropped             *prometheus.Desc
 	bm25Only, certExpiry     *prometheus.Desc
 	clientCertExpiry         *prometheus.Desc
+	reloads, reloadOK        *prometheus.Desc
+	indexError               *prometheus.Desc
 }
 
 func newStateCollector(o Options) *stateCollector {
@@ -42,11 +44,17 @@ func newStateCollector(o Options) *stateCollector {
 			"When the HTTPS front's certificate expires (toolgate.http.tls), as a Unix time; absent without one.", nil, nil),
 		clientCertExpiry: prometheus.NewDesc("toolgate_backend_tls_cert_expiry_timestamp_seconds",
 			"When the client certificate a remote server is reached with expires (its tls.cert), as a Unix time; absent without one.", []string{"server"}, nil),
+		reloads: prometheus.NewDesc("toolgate_config_reloads_total",
+			"Config reloads since start, applied or rejected (GET /status's reloadGeneration).", nil, nil),
+		reloadOK: prometheus.NewDesc("toolgate_config_last_reload_successful",
+			"0 when the latest config reload was rejected (the config in effect is the one before it: GET /status's lastReload.error says why), else 1.", nil, nil),
+		indexError: prometheus.NewDesc("toolgate_index_last_error_timestamp_seconds",
+			"When the latest re-index failed (the index before it is still served: GET /status's lastIndexError says why), as a Unix time; absent until one fails.", nil, nil),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.restarts, c.tools, c.gen, c.cacheHits, c.cacheMisses, c.cacheDropped, c.bm25Only, c.certExpiry, c.clientCertExpiry} {
+	for _, d := range []*prometheus.Desc{c.up, c.restarts, c.tools, c.gen, c.cacheHits, c.cacheMisses, c.cacheDropped, c.bm25Only, c.certExpiry, c.clientCertExpiry, c.reloads, c.reloadOK, c.indexError} {
 		ch <- d
 	}
 }
@@ -70,6 +78,18 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if l := c.o.Loop; l != nil {
 		st := l.Stats()
 		ch <- prometheus.MustNewConstMetric(c.gen, prometheus.GaugeValue, float64(st.CatalogGeneration))
+		// A rejected reload or a failed re-index leaves the gateway
+		// serving what it served before: only GET /status and the log said
+		// so, and an alert on the metrics saw nothing.
+		ch <- prometheus.MustNewConstMetric(c.reloads, prometheus.CounterValue, float64(st.ReloadGeneration))
+		ok := 1.0
+		if st.LastReload != nil && st.LastReload.Error != "" {
+			ok = 0
+		}
+		ch <- prometheus.MustNewConstMetric(c.reloadOK, prometheus.GaugeValue, ok)
+		if !st.LastIndexErrorAt.IsZero() {
+			ch <- prometheus.MustNewConstMetric(c.indexError, prometheus.GaugeValue, float64(st.LastIndexErrorAt.Unix()))
+		}
 		// Configured servers without tools show 0, and so do those
 		// disabled at run time: search_tools ranks none of their tools,
 		// though the index holds them until they are enabled again. The

@@ -659,11 +659,23 @@ func swappedFiles(f *evalFlags, err error) error {
 		return usageError{fmt.Errorf("--tools %s and --queries %s look swapped: the first is a queries file (%s), the second a tools file (%s); pass --tools %s --queries %s",
 			f.tools, f.queries, toolsWhy, queriesWhy, f.queries, f.tools)}
 	case toolsKind == "queries":
-		return usageError{fmt.Errorf("--tools %s looks like a queries file (%s), not a tools file: are the files swapped? (%w)", f.tools, toolsWhy, err)}
+		return wrongBenchFile("--tools", f.tools, "tools", "are the files swapped?", err)
 	case queriesKind == "tools":
-		return usageError{fmt.Errorf("--queries %s looks like a tools file (%s), not a queries file: are the files swapped? (%w)", f.queries, queriesWhy, err)}
+		return wrongBenchFile("--queries", f.queries, "queries", "are the files swapped?", err)
 	}
 	return usageError{err}
+}
+
+// wrongBenchFile is err, the failure to read path given to flag, which
+// takes a file of kind ("tools" or "queries"), as a usage error; it says
+// so, with hint, when the file's first line is of the other kind (`index
+// --tools queries.jsonl` read `queries.jsonl:1: missing "server"`).
+func wrongBenchFile(flag, path, kind, hint string, err error) error {
+	got, why := benchLineKind(path)
+	if got == "" || got == kind {
+		return usageError{err}
+	}
+	return usageError{fmt.Errorf("%s %s looks like a %s file (%s), not a %s file: %s (%w)", flag, path, got, why, kind, hint, err)}
 }
 
 // benchLineKind says whether the first non-blank line of a bench JSONL

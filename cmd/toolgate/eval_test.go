@@ -480,6 +480,31 @@ func TestEvalInterrupted(t *testing.T) {
 	}
 }
 
+// eval whose output's reader has gone (`| head -1` after the first mode's
+// line, a jq that failed) stops at its next write and exits 0, its stores
+// closed: it died of SIGPIPE (exit status 141, a failed CI step under
+// pipefail). Its stdout here is a pipe whose read end is closed before it
+// starts, so its first line meets the gone reader.
+func TestEvalReaderGone(t *testing.T) {
+	tp, qp := writeBench(t, false)
+	cmd := toolgateCmd(t, t.TempDir(), "eval", "--tools", tp, "--queries", qp, "--mode", "bm25", "--json")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer w.Close()
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = w, &stderr
+	err = cmd.Run()
+	if err != nil {
+		t.Errorf("eval into a closed pipe: %v (%s), want exit status 0\n%s", err, cmd.ProcessState, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "broken pipe") {
+		t.Errorf("eval into a closed pipe says so at level info or above:\n%s", stderr.String())
+	}
+}
+
 // Two runs of one eval give the same --json lines but for "latencyMs",
 // and each line says what they came from: the files' SHA-256, the
 // settings in effect, --bootstrap's replicates and seed.

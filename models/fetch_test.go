@@ -713,43 +713,28 @@ func TestFetchNoRoom(t *testing.T) {
 
 // A models folder that fills up during a download stops the fetch there:
 // the other sources would write to the same folder (the Maven jar is not
-// downloaded), nothing is left behind, and the fix is the folder's.
+// downloaded), nothing is left behind, and the fix is the folder's. So does
+// one that cannot take the --from folder's copy: it used to read as a
+// mirror without the file ("fix: put the file … in the --from folder",
+// where it was), and every network source was tried.
 func TestFetchDiskFullMidway(t *testing.T) {
-	repo, opts := hfRepo(t)
-	opts.wrapDest = func(w io.Writer) io.Writer { return &fullAfter{w: w, path: w.(*os.File).Name(), left: 100} }
-	rep, err := Fetch(context.Background(), opts)
-	if err == nil {
-		t.Fatal("Fetch onto a full disk succeeded")
-	}
-	msg := err.Error()
-	for _, want := range []string{"no space left on device", "fix: free space on the file system of " + rep.Dir, "--dir"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("error does not say %q:\n%s", want, msg)
-		}
-	}
-	if strings.Contains(msg, "check the network") {
-		t.Errorf("the fix is the network's:\n%s", msg)
-	}
-	if n := repo.hitCount("/maven2/g/m/1/m-1.jar"); n != 0 {
-		t.Errorf("the jar was downloaded %d times after the folder filled up", n)
-	}
-	if l := leftovers(t, rep.Dir); len(l) > 0 {
-		t.Errorf("temp files left behind: %v", l)
-	}
-}
-
-// A models folder that cannot take the --from folder's copy (full,
-// read-only) stops the fetch at the mirror, with the folder's fix: it
-// used to read as a mirror without the file ("fix: put the file … in the
-// --from folder", where it was), and every network source was tried.
-func TestFetchMirrorDiskFull(t *testing.T) {
-	for _, kinds := range [][]string{nil, {KindMirror}} {
-		t.Run(fmt.Sprint("sources ", kinds), func(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		mirror bool
+		kinds  []string
+	}{
+		{"download", false, nil},
+		{"mirror copy", true, nil},
+		{"mirror only", true, []string{KindMirror}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
 			repo, opts := hfRepo(t)
-			opts.From, opts.Kinds = t.TempDir(), kinds
-			for name, data := range map[string][]byte{"model.onnx": fakeFP32, "tokenizer.json": fakeTok2} {
-				if err := os.WriteFile(filepath.Join(opts.From, name), data, 0o644); err != nil {
-					t.Fatal(err)
+			if tt.mirror {
+				opts.From, opts.Kinds = t.TempDir(), tt.kinds
+				for name, data := range map[string][]byte{"model.onnx": fakeFP32, "tokenizer.json": fakeTok2} {
+					if err := os.WriteFile(filepath.Join(opts.From, name), data, 0o644); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			opts.wrapDest = func(w io.Writer) io.Writer { return &fullAfter{w: w, path: w.(*os.File).Name(), left: 100} }
@@ -763,11 +748,14 @@ func TestFetchMirrorDiskFull(t *testing.T) {
 					t.Errorf("error does not say %q:\n%s", want, msg)
 				}
 			}
-			if strings.Contains(msg, "put the file") || strings.Contains(msg, "check the network") {
+			if strings.Contains(msg, "check the network") || strings.Contains(msg, "put the file") {
 				t.Errorf("the fix is not the models folder's:\n%s", msg)
 			}
-			if n := repo.hitCount("/hf/onnx/model.onnx") + repo.hitCount("/maven2/g/m/1/m-1.jar"); n != 0 {
-				t.Errorf("%d downloads after the models folder refused the mirror's copy", n)
+			if n := repo.hitCount("/maven2/g/m/1/m-1.jar"); n != 0 {
+				t.Errorf("the jar was downloaded %d times after the folder filled up", n)
+			}
+			if n := repo.hitCount("/hf/onnx/model.onnx"); tt.mirror && n != 0 {
+				t.Errorf("model.onnx downloaded %d times after the models folder refused the mirror's copy", n)
 			}
 			if l := leftovers(t, rep.Dir); len(l) > 0 {
 				t.Errorf("temp files left behind: %v", l)

@@ -60,6 +60,14 @@ type CacheOptions struct {
 	// is this process's once the other lets it go (Busy(false) then).
 	// Without it NewCached returns ErrCacheBusy.
 	Busy func(busy bool)
+	// InMemoryIfUnavailable keeps the vectors in memory, for the life of
+	// the Cached, when the store cannot be had (another process holds it,
+	// the folder cannot take writes, its files are refused) instead of
+	// passing through: for a run whose figures assume the vectors it
+	// embedded are cached (eval's latency: a gateway on the data folder
+	// made each timed search embed its query again, 25 times slower).
+	// Busy is not called then.
+	InMemoryIfUnavailable bool
 	// Unused is how long Sweep keeps a tool text's vector that no sweep
 	// found in the catalog (0: DefaultUnused).
 	Unused time.Duration
@@ -228,9 +236,15 @@ func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 		return nil, fmt.Errorf("embedding cache: model %s reports dimension %d", inner.ModelID(), c.dim)
 	}
 	if !c.inMemory && st.Check() != nil {
+		if o.InMemoryIfUnavailable {
+			return c.inMemoryInstead(st.Check())
+		}
 		return c, nil // pass-through until the folder can take writes
 	}
 	if err := c.openStore(); err != nil {
+		if o.InMemoryIfUnavailable && !c.inMemory && (errors.Is(err, errBusy) || refused(err) || st.Check() != nil) {
+			return c.inMemoryInstead(err)
+		}
 		if !errors.Is(err, errBusy) && !c.inMemory && st.Check() != nil {
 			return c, nil // the folder went bad meanwhile
 		}
@@ -251,6 +265,17 @@ func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 		}
 		return nil, err
 	}
+	return c, nil
+}
+
+// inMemoryInstead makes c keep its vectors in memory, the store being
+// unavailable for why (CacheOptions.InMemoryIfUnavailable).
+func (c *Cached) inMemoryInstead(why error) (*Cached, error) {
+	c.inMemory, c.st, c.busy = true, storage.Unchecked, nil
+	if err := c.openStore(); err != nil {
+		return nil, err
+	}
+	c.log.Info("embedding cache unavailable: this run keeps its vectors in memory", "dir", c.dir, "why", why)
 	return c, nil
 }
 

@@ -68,6 +68,8 @@ p50/p95. Files use the bench format of ../shared/bench/README.md.
 Embeddings go through the cached embedder, so repeated runs re-embed nothing.
 Query vectors are computed in batches before timing, so the latency is that
 of a search whose query vector is in the cache (ranking plus cache lookup).
+A data folder whose cache cannot be had (a gateway on it holds it, it is
+read-only) gives the run a cache in memory, kept for that run only.
 
 With --json, each mode prints one line:
 {"dataset","mode","tools","queries","metrics":{"hit@1",…,"ndcg@10"},"latencyMs":{"p50","p95"}}
@@ -366,7 +368,12 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		var closer io.Closer
 		// Loaded at the first text the cache lacks: a run whose vectors
 		// are all cached loads no model (embed.Options.Lazy).
-		emb, closer, embErr = g.openEmbedder(ctx, func(o *embed.Options) { o.Lazy = true })
+		// A cache that cannot be had (a gateway on the data folder holds
+		// it, the folder is read-only) is one in memory for this run: the
+		// latency figures are those of a search whose query vector is
+		// cached, whoever holds the data folder's.
+		emb, closer, embErr = g.openEmbedderCache(ctx, func(o *embed.Options) { o.Lazy = true },
+			func(o *embed.CacheOptions) { o.InMemoryIfUnavailable = true })
 		if embErr != nil {
 			emb = nil
 			if len(modes) == 1 {

@@ -60,6 +60,14 @@ type CacheOptions struct {
 	// is this process's once the other lets it go (Busy(false) then).
 	// Without it NewCached returns ErrCacheBusy.
 	Busy func(busy bool)
+	// InMemoryIfUnavailable keeps the vectors in memory, for the life of
+	// the Cached, when the store cannot be had (another process holds it,
+	// the folder cannot take writes, its files are refused) instead of
+	// passing through: for a run whose figures assume the vectors it
+	// embedded are cached (eval's latency: a gateway on the data folder
+	// made each timed search embed its query again, 25 times slower).
+	// Busy is not called then.
+	InMemoryIfUnavailable bool
 	// Unused is how long Sweep keeps a tool text's vector that no sweep
 	// found in the catalog (0: DefaultUnused).
 	Unused time.Duration
@@ -154,6 +162,8 @@ type Cached struct {
 	// lazy opens the store at the first lookup (CacheOptions.Lazy); nil
 	// when NewCached opened it.
 	lazy *sync.Once
+	// inMemIfUnavailable is CacheOptions.InMemoryIfUnavailable.
+	inMemIfUnavailable bool
 
 	mu       sync.RWMutex // guards store and closed; held (read) while a store is used
 	store    *store       // nil while none is open
@@ -239,6 +249,7 @@ func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 	if c.dim <= 0 {
 		return nil, fmt.Errorf("embedding cache: model %s reports dimension %d", inner.ModelID(), c.dim)
 	}
+	c.inMemIfUnavailable = o.InMemoryIfUnavailable
 	if o.Lazy {
 		c.lazy = new(sync.Once)
 		return c, nil
@@ -252,15 +263,20 @@ func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 // start opens the store as NewCached does (c.mu held, or c not shared
 // yet): a folder that cannot take writes, a process out of descriptors or
 // memory, or a store another process holds (with Busy) leave the cache
-// pass-through, opened at a write once it can be; any other failure is
-// returned.
+// pass-through, opened at a write once it can be (or, with
+// InMemoryIfUnavailable, in memory); any other failure is returned.
 func (c *Cached) start() error {
 	if !c.inMemory && c.st.Check() != nil {
+		if c.inMemIfUnavailable {
+			return c.inMemoryInstead(c.st.Check())
+		}
 		return nil // pass-through until the folder can take writes
 	}
 	err := c.openStore()
 	switch {
 	case err == nil:
+	case c.inMemIfUnavailable && !c.inMemory && (errors.Is(err, errBusy) || refused(err) || c.st.Check() != nil):
+		return c.inMemoryInstead(err)
 	case !errors.Is(err, errBusy) && !c.inMemory && c.st.Check() != nil:
 		// the folder went bad meanwhile
 	case !c.inMemory && refused(err):
@@ -296,6 +312,17 @@ func (c *Cached) openLazy() {
 			c.refusedAt, c.refusedErr = time.Now(), err
 		}
 	})
+}
+
+// inMemoryInstead makes c keep its vectors in memory, the store being
+// unavailable for why (CacheOptions.InMemoryIfUnavailable).
+func (c *Cached) inMemoryInstead(why error) error {
+	c.inMemory, c.st, c.busy = true, storage.Unchecked, nil
+	if err := c.openStore(); err != nil {
+		return err
+	}
+	c.log.Info("embedding cache unavailable: this run keeps its vectors in memory", "dir", c.dir, "why", why)
+	return nil
 }
 
 // shortage reports whether err says the process was refused descriptors or

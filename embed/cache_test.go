@@ -347,6 +347,55 @@ func TestCacheBusy(t *testing.T) {
 	}
 }
 
+// TestCacheInMemoryIfUnavailable: with CacheOptions.InMemoryIfUnavailable,
+// a store that cannot be had (held by another process, a folder that
+// cannot take writes) gives a cache in memory, not a pass-through one: a
+// text embedded once is not embedded again (eval's timed searches embedded
+// each query again while a gateway held the data folder's cache), and the
+// store and the folder are left alone.
+func TestCacheInMemoryIfUnavailable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "embeddings")
+	holder, err := NewCached(&fakeModel{id: "f", dim: 4}, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	for _, tt := range []struct {
+		name string
+		dir  string
+		st   *switchStorage
+	}{
+		{"held by another process", dir, &switchStorage{}},
+		{"folder refuses writes", filepath.Join(t.TempDir(), "e"), &switchStorage{err: errors.New("data folder is on a read-only file system")}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			inner := &fakeModel{id: "f", dim: 4}
+			c, err := NewCached(inner, tt.dir, &CacheOptions{Storage: tt.st, InMemoryIfUnavailable: true, Busy: func(bool) { t.Error("Busy called") }})
+			if err != nil {
+				t.Fatalf("NewCached: %v, want a cache in memory", err)
+			}
+			mustEmbed(t, c, "alpha", "beta")
+			mustEmbed(t, c, "alpha")
+			if _, err := c.EmbedQueries(context.Background(), []string{"gamma"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.EmbedQueries(context.Background(), []string{"gamma"}); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{"alpha", "beta", "gamma"}, inner.texts()); diff != "" {
+				t.Errorf("embedded (-want +got): %s; each text once", diff)
+			}
+			if err := c.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			if tt.st.fails != 0 {
+				t.Errorf("%d storage faults reported, want none", tt.st.fails)
+			}
+		})
+	}
+	mustEmbed(t, holder, "delta") // the holder's store still works
+}
+
 // TestCacheBusyTakesOver: with CacheOptions.Busy, a store another process
 // holds (another gateway on the data folder) is no error and no storage
 // fault: the cache embeds without storing, and takes the store over once the

@@ -569,6 +569,11 @@ func (f *fetcher) tryMirror(ctx context.Context, name string, spec FileSpec, src
 		if err == nil {
 			return sha, size, nil
 		}
+		if errors.As(err, new(destError)) {
+			// The models folder cannot take it (full, read-only): no
+			// other copy, and no other source, would fare better.
+			return "", 0, fmt.Errorf("%s: %w", p, err)
+		}
 		problems = append(problems, fmt.Sprintf("%s: %v", p, err))
 	}
 	for _, s := range spec.Sources {
@@ -589,6 +594,9 @@ func (f *fetcher) tryMirror(ctx context.Context, name string, spec FileSpec, src
 			sha, size, err := f.extract(ctx, p, s, name, spec, dst)
 			if err == nil {
 				return sha, size, nil
+			}
+			if errors.As(err, new(destError)) {
+				return "", 0, fmt.Errorf("%s: %w", p, err)
 			}
 			problems = append(problems, fmt.Sprintf("%s: %v", p, err))
 		}

@@ -619,6 +619,76 @@ func TestStampedSHA256(t *testing.T) {
 	}
 }
 
+// A file altered in place that kept its size and had its mtime put back
+// (cp -p over it, rsync --inplace, touch -r) no longer matches its stamp:
+// models verify hashes it and finds it, and the embedder names its model
+// by what the file now holds. The stamp matched on size and mtime alone,
+// so verify said "ok" and the embedder gave the old sha256, whose cached
+// vectors were then mixed with the altered model's.
+func TestStampVoidedByWriteWithMtimeKept(t *testing.T) {
+	_, opts := hfRepo(t)
+	rep, err := Fetch(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(rep.Dir, "model.onnx")
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, err := Verify2(opts.Manifest, opts.Dir, "fp32", false); err != nil || !in.Files[0].Stamp {
+		t.Fatalf("a fetched file does not match its stamp: %v", err)
+	}
+	altered := bytes.ToUpper(fakeFP32) // same size
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(altered, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := os.Stat(p); now.Size() != fi.Size() || !now.ModTime().Equal(fi.ModTime()) {
+		t.Fatalf("the test did not keep size and mtime: %d %v, was %d %v", now.Size(), now.ModTime(), fi.Size(), fi.ModTime())
+	}
+	in, err := Verify2(opts.Manifest, opts.Dir, "fp32", false)
+	if err == nil || in.Files[0].Stamp || !strings.Contains(err.Error(), "is not pinned in the manifest") {
+		t.Errorf("models verify of the altered file: stamp trusted %v, err %v; want it hashed and refused", in.Files[0].Stamp, err)
+	}
+	if got, err := StampedSHA256(p); err != nil || got != sum256(altered) {
+		t.Errorf("StampedSHA256 = %s, %v; want the altered content's %s", got, err, sum256(altered))
+	}
+}
+
+// A stamp of an older toolgate (size and mtime only) is not trusted: the
+// file is hashed once and its stamp written anew, which later starts take.
+func TestStampOldFormat(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "model.onnx")
+	if err := os.WriteFile(p, fakeFP32, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const other = "0000000000000000000000000000000000000000000000000000000000000001"
+	old := fmt.Sprintf(`{"sha256":%q,"size":%d,"mtime_ns":%d}`, other, fi.Size(), fi.ModTime().UnixNano())
+	if err := os.WriteFile(stampPath(p), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := StampedSHA256(p); err != nil || got != sum256(fakeFP32) {
+		t.Fatalf("with an old stamp: %s, %v; want the file hashed", got, err)
+	}
+	s, ok := readStamp(p)
+	if !ok || s.SHA256 != sum256(fakeFP32) || !s.matches(p) {
+		t.Errorf("the stamp was not written anew: %+v", s)
+	}
+}
+
 // A models folder without room for the files is said before anything is
 // downloaded, with the space there is, the space needed and the fix; a full
 // disk used to be found after a download, and the message asked to check
@@ -643,28 +713,54 @@ func TestFetchNoRoom(t *testing.T) {
 
 // A models folder that fills up during a download stops the fetch there:
 // the other sources would write to the same folder (the Maven jar is not
-// downloaded), nothing is left behind, and the fix is the folder's.
+// downloaded), nothing is left behind, and the fix is the folder's. So does
+// one that cannot take the --from folder's copy: it used to read as a
+// mirror without the file ("fix: put the file … in the --from folder",
+// where it was), and every network source was tried.
 func TestFetchDiskFullMidway(t *testing.T) {
-	repo, opts := hfRepo(t)
-	opts.wrapDest = func(w io.Writer) io.Writer { return &fullAfter{w: w, path: w.(*os.File).Name(), left: 100} }
-	rep, err := Fetch(context.Background(), opts)
-	if err == nil {
-		t.Fatal("Fetch onto a full disk succeeded")
-	}
-	msg := err.Error()
-	for _, want := range []string{"no space left on device", "fix: free space on the file system of " + rep.Dir, "--dir"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("error does not say %q:\n%s", want, msg)
-		}
-	}
-	if strings.Contains(msg, "check the network") {
-		t.Errorf("the fix is the network's:\n%s", msg)
-	}
-	if n := repo.hitCount("/maven2/g/m/1/m-1.jar"); n != 0 {
-		t.Errorf("the jar was downloaded %d times after the folder filled up", n)
-	}
-	if l := leftovers(t, rep.Dir); len(l) > 0 {
-		t.Errorf("temp files left behind: %v", l)
+	for _, tt := range []struct {
+		name   string
+		mirror bool
+		kinds  []string
+	}{
+		{"download", false, nil},
+		{"mirror copy", true, nil},
+		{"mirror only", true, []string{KindMirror}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			repo, opts := hfRepo(t)
+			if tt.mirror {
+				opts.From, opts.Kinds = t.TempDir(), tt.kinds
+				for name, data := range map[string][]byte{"model.onnx": fakeFP32, "tokenizer.json": fakeTok2} {
+					if err := os.WriteFile(filepath.Join(opts.From, name), data, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			opts.wrapDest = func(w io.Writer) io.Writer { return &fullAfter{w: w, path: w.(*os.File).Name(), left: 100} }
+			rep, err := Fetch(context.Background(), opts)
+			if err == nil {
+				t.Fatal("Fetch onto a full disk succeeded")
+			}
+			msg := err.Error()
+			for _, want := range []string{"no space left on device", "fix: free space on the file system of " + rep.Dir, "--dir"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error does not say %q:\n%s", want, msg)
+				}
+			}
+			if strings.Contains(msg, "check the network") || strings.Contains(msg, "put the file") {
+				t.Errorf("the fix is not the models folder's:\n%s", msg)
+			}
+			if n := repo.hitCount("/maven2/g/m/1/m-1.jar"); n != 0 {
+				t.Errorf("the jar was downloaded %d times after the folder filled up", n)
+			}
+			if n := repo.hitCount("/hf/onnx/model.onnx"); tt.mirror && n != 0 {
+				t.Errorf("model.onnx downloaded %d times after the models folder refused the mirror's copy", n)
+			}
+			if l := leftovers(t, rep.Dir); len(l) > 0 {
+				t.Errorf("temp files left behind: %v", l)
+			}
+		})
 	}
 }
 
@@ -686,8 +782,8 @@ func (f *fullAfter) Write(p []byte) (int, error) {
 	return f.w.Write(p)
 }
 
-// A file damaged in place that kept its size and mtime (copied with cp -p
-// from a damaged copy, bit rot) still matches the stamp written when it was
+// A file damaged where no write shows (bit rot: size, mtime, ctime and
+// inode as they were) still matches the stamp written when it was
 // fetched. `toolgate models fetch`, the fix every load error names, hashes
 // it again and fetches it; it used to keep it as "present".
 func TestFetchRehashesStampedFile(t *testing.T) {
@@ -697,15 +793,13 @@ func TestFetchRehashesStampedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := filepath.Join(rep.Dir, "model.onnx")
-	fi, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
 	damaged := bytes.ToUpper(fakeFP32) // same size
 	if err := os.WriteFile(p, damaged, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+	// The stamp of the good file, with what the file now is: as bit rot
+	// leaves it (no write a user can make does).
+	if err := writeStamp(p, sum256(fakeFP32)); err != nil {
 		t.Fatal(err)
 	}
 	if in, err := Verify2(opts.Manifest, opts.Dir, "fp32", false); err != nil || !in.Files[0].Stamp {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
+	"golang.org/x/sys/unix"
 )
 
 // Installed describes a variant's files on disk after Verify.
@@ -32,7 +33,7 @@ type FileStatus struct {
 	Path   string
 	SHA256 string
 	Size   int64
-	Stamp  bool  // the sha256 came from a stamp matching size and mtime (not re-hashed)
+	Stamp  bool  // the sha256 came from a stamp the file still matches (not re-hashed)
 	Err    error // nil when the file is present with an accepted sha256
 }
 
@@ -59,8 +60,8 @@ func (m *ManifestFile) Paths(dir, variant string) (modelPath, tokenizerPath stri
 }
 
 // Verify checks a variant's files under the models folder dir (variant
-// "" = default) against the manifest. A file whose size and mtime
-// match the stamp written when it was fetched is not re-hashed; use
+// "" = default) against the manifest. A file that matches the stamp
+// written when it was last hashed (see stamp) is not re-hashed; use
 // VerifyFull to re-hash everything. The error names the missing or wrong file
 // and the command that fixes it.
 func Verify(dir, variant string) (*Installed, error) { return Manifest().Verify(dir, variant, false) }
@@ -132,12 +133,12 @@ func checkFile(modelDir, name string, spec FileSpec, full bool) (FileStatus, err
 	}
 	st.Size = fi.Size()
 	if !full {
-		if s, ok := readStamp(p); ok && s.Size == fi.Size() && s.MtimeNS == fi.ModTime().UnixNano() && spec.accepted(s.SHA256) != nil {
+		if s, ok := readStamp(p); ok && s.matches(p) && spec.accepted(s.SHA256) != nil {
 			st.SHA256, st.Stamp = s.SHA256, true
 			return st, nil
 		}
 	}
-	sha, err := FileSHA256(p)
+	sha, err := hashStamped(p)
 	if err != nil {
 		st.Err = err
 		return st, err
@@ -147,7 +148,6 @@ func checkFile(modelDir, name string, spec FileSpec, full bool) (FileStatus, err
 		st.Err = fmt.Errorf("%s: sha256 %s (%d bytes) is not pinned in the manifest (accepted: %s)", p, sha, fi.Size(), strings.Join(spec.AcceptedSHA256(), ", "))
 		return st, st.Err
 	}
-	_ = writeStamp(p, sha)
 	return st, nil
 }
 
@@ -166,26 +166,71 @@ func FileSHA256(p string) (string, error) {
 }
 
 // StampedSHA256 is the hex sha256 of the file at p, taken from the stamp
-// Verify (or a fetch) wrote beside it when its size and mtime still match,
-// else computed. The embedder names its model by it at every start: the
-// stamp spares hashing 90 MB (about 0.1 s) each time.
+// Verify (or a fetch) wrote beside it while the file still matches it,
+// else computed (and the stamp written, where the folder lets it). The
+// embedder names its model by it at every start: the stamp spares hashing
+// 90 MB (about 0.1 s) each time.
 func StampedSHA256(p string) (string, error) {
-	fi, err := os.Stat(p)
+	if _, err := os.Stat(p); err != nil {
+		return "", err
+	}
+	if s, ok := readStamp(p); ok && s.matches(p) && sha256Re.MatchString(s.SHA256) {
+		return s.SHA256, nil
+	}
+	return hashStamped(p) // a read-only models folder: hashed at each start
+}
+
+// hashStamped is the hex sha256 of the file at p, with its stamp written
+// (where the folder lets it) unless the file changed while it was read.
+func hashStamped(p string) (string, error) {
+	before, err := fileStamp(p)
 	if err != nil {
 		return "", err
 	}
-	if s, ok := readStamp(p); ok && s.Size == fi.Size() && s.MtimeNS == fi.ModTime().UnixNano() && sha256Re.MatchString(s.SHA256) {
-		return s.SHA256, nil
+	sha, err := FileSHA256(p)
+	if err != nil {
+		return "", err
 	}
-	return FileSHA256(p)
+	if before.matches(p) {
+		before.SHA256 = sha
+		_ = putStamp(p, before)
+	}
+	return sha, nil
 }
 
-// stamp records a verified file's sha256 with the size and mtime it had, so
-// the next start does not re-hash 90 MB. Any change of size or mtime voids it.
+// stamp records a hashed file's sha256 with what the file was then: its
+// size, mtime, ctime and inode, so the next start does not re-hash 90 MB.
+// Any write to the file voids it, even one that kept its size and put its
+// mtime back (cp -p, rsync --inplace, touch -r): that moves the ctime,
+// which no user can set. A copy of the folder (a new inode and ctime) is
+// hashed once more. A stamp without ctime_ns (written by a toolgate before
+// 2026-12-07) matches nothing. Damage that no write made (bit rot) keeps
+// the stamp: models verify --full and models fetch hash every file.
 type stamp struct {
 	SHA256  string `json:"sha256"`
 	Size    int64  `json:"size"`
 	MtimeNS int64  `json:"mtime_ns"`
+	CtimeNS int64  `json:"ctime_ns"`
+	Ino     uint64 `json:"ino"`
+}
+
+// fileStamp is what the file at p is now (sha256 left empty).
+func fileStamp(p string) (stamp, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		return stamp{}, &fs.PathError{Op: "stat", Path: p, Err: err}
+	}
+	return stamp{Size: st.Size, MtimeNS: st.Mtim.Nano(), CtimeNS: st.Ctim.Nano(), Ino: uint64(st.Ino)}, nil
+}
+
+// matches reports whether the file at p is still what s recorded.
+func (s stamp) matches(p string) bool {
+	now, err := fileStamp(p)
+	if err != nil || s.CtimeNS == 0 {
+		return false
+	}
+	now.SHA256 = s.SHA256
+	return now == s
 }
 
 func stampPath(p string) string {
@@ -202,11 +247,16 @@ func readStamp(p string) (stamp, bool) {
 }
 
 func writeStamp(p, sha string) error {
-	fi, err := os.Stat(p)
+	s, err := fileStamp(p)
 	if err != nil {
 		return err
 	}
-	data, _ := json.Marshal(stamp{SHA256: sha, Size: fi.Size(), MtimeNS: fi.ModTime().UnixNano()})
+	s.SHA256 = sha
+	return putStamp(p, s)
+}
+
+func putStamp(p string, s stamp) error {
+	data, _ := json.Marshal(s)
 	tmp := stampPath(p) + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -67,6 +68,8 @@ p50/p95. Files use the bench format of ../shared/bench/README.md.
 Embeddings go through the cached embedder, so repeated runs re-embed nothing.
 Query vectors are computed in batches before timing, so the latency is that
 of a search whose query vector is in the cache (ranking plus cache lookup).
+A data folder whose cache cannot be had (a gateway on it holds it, it is
+read-only) gives the run a cache in memory, kept for that run only.
 
 With --json, each mode prints one line:
 {"dataset","mode","tools","queries","metrics":{"hit@1",…,"ndcg@10"},"latencyMs":{"p50","p95"}}
@@ -87,7 +90,18 @@ Each file is JSON lines, one object a line; a mistake in one is a usage error
 			// A stop said as index and models fetch say it: it said
 			// "build index: embed tools 1-199 of 199: context canceled".
 			f.warnings = cmd.ErrOrStderr()
+			// A reader that stops early (| head -1, a jq that failed) is
+			// a write error, at which eval stops and exits 0 with its
+			// stores closed: it died of SIGPIPE (exit status 141, which
+			// fails a CI step run with pipefail) at the next mode's line.
+			catchSIGPIPE()
 			err := runEval(cmd.Context(), g, f, cmd.OutOrStdout())
+			if errors.Is(err, syscall.EPIPE) {
+				if g.logger != nil {
+					g.logger.Debug("eval stopped: its output's reader has gone", "err", err)
+				}
+				return nil
+			}
 			return shutdown.Stopped(cmd.Context(), err, "the evaluation was done", "no figures are written for the modes it had not finished (run the command again)")
 		},
 	}
@@ -354,7 +368,12 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		var closer io.Closer
 		// Loaded at the first text the cache lacks: a run whose vectors
 		// are all cached loads no model (embed.Options.Lazy).
-		emb, closer, embErr = g.openEmbedder(ctx, func(o *embed.Options) { o.Lazy = true })
+		// A cache that cannot be had (a gateway on the data folder holds
+		// it, the folder is read-only) is one in memory for this run: the
+		// latency figures are those of a search whose query vector is
+		// cached, whoever holds the data folder's.
+		emb, closer, embErr = g.openEmbedderCache(ctx, func(o *embed.Options) { o.Lazy = true },
+			func(o *embed.CacheOptions) { o.InMemoryIfUnavailable = true })
 		if embErr != nil {
 			emb = nil
 			if len(modes) == 1 {
@@ -659,11 +678,23 @@ func swappedFiles(f *evalFlags, err error) error {
 		return usageError{fmt.Errorf("--tools %s and --queries %s look swapped: the first is a queries file (%s), the second a tools file (%s); pass --tools %s --queries %s",
 			f.tools, f.queries, toolsWhy, queriesWhy, f.queries, f.tools)}
 	case toolsKind == "queries":
-		return usageError{fmt.Errorf("--tools %s looks like a queries file (%s), not a tools file: are the files swapped? (%w)", f.tools, toolsWhy, err)}
+		return wrongBenchFile("--tools", f.tools, "tools", "are the files swapped?", err)
 	case queriesKind == "tools":
-		return usageError{fmt.Errorf("--queries %s looks like a tools file (%s), not a queries file: are the files swapped? (%w)", f.queries, queriesWhy, err)}
+		return wrongBenchFile("--queries", f.queries, "queries", "are the files swapped?", err)
 	}
 	return usageError{err}
+}
+
+// wrongBenchFile is err, the failure to read path given to flag, which
+// takes a file of kind ("tools" or "queries"), as a usage error; it says
+// so, with hint, when the file's first line is of the other kind (`index
+// --tools queries.jsonl` read `queries.jsonl:1: missing "server"`).
+func wrongBenchFile(flag, path, kind, hint string, err error) error {
+	got, why := benchLineKind(path)
+	if got == "" || got == kind {
+		return usageError{err}
+	}
+	return usageError{fmt.Errorf("%s %s looks like a %s file (%s), not a %s file: %s (%w)", flag, path, got, why, kind, hint, err)}
 }
 
 // benchLineKind says whether the first non-blank line of a bench JSONL

@@ -115,7 +115,7 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 		// A file that is not a tools file is the flag's wrong value
 		// (exit status 2), as eval says of it.
 		if tools, err = catalog.ReadFile(f.tools); err != nil {
-			return usageError{err}
+			return wrongBenchFile("--tools", f.tools, "tools", "a queries file is for eval --queries (with its tools file as --tools) or learn --queries", err)
 		}
 		flaws.Review(stderr, f.tools, tools)
 	} else {

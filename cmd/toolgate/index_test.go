@@ -128,6 +128,14 @@ func TestIndexCommandErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "bad.jsonl:3:") || !errors.As(err, &ue) {
 		t.Errorf("bad JSONL: %v, want a usage error (exit status 2) naming the line", err)
 	}
+	// A queries file given as the tools file is said to be one, as eval
+	// says it: it read `queries.jsonl:1: missing "server"`.
+	qp := filepath.Join(t.TempDir(), "queries.jsonl")
+	os.WriteFile(qp, []byte(`{"query": "read a file", "relevant": ["fs__read_file"]}`+"\n"), 0o644)
+	err = runIndex(context.Background(), g, &indexFlags{tools: qp, noVectors: true}, &bytes.Buffer{}, &bytes.Buffer{})
+	if want := "--tools " + qp + ` looks like a queries file (line 1 has "query"), not a tools file: a queries file is for eval --queries (with its tools file as --tools) or learn --queries (` + qp + `:1: missing "server")`; err == nil || err.Error() != want || !errors.As(err, &ue) {
+		t.Errorf("queries file as --tools: %v, want the usage error %q", err, want)
+	}
 	err = runIndex(context.Background(), g, &indexFlags{}, &bytes.Buffer{}, &bytes.Buffer{})
 	if _, ok := err.(usageError); !ok {
 		t.Errorf("no --tools/--config: %v", err)

@@ -928,7 +928,8 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Write
 		var err error
 		qs, err = search.LoadQueries(f.queries)
 		if err != nil {
-			return usageError{err} // the flag's wrong value, as eval says of it
+			// the flag's wrong value, as eval says of it
+			return wrongBenchFile("--queries", f.queries, "queries", "a tools file is for index --tools or eval --tools", err)
 		}
 		for _, q := range qs {
 			for _, id := range q.Relevant {

@@ -212,6 +212,16 @@ func TestLearnCommand(t *testing.T) {
 		err.Error() != bare+`:2: relevant "read_file" is not a tool ID: write it server__tool, as search_tools names tools` {
 		t.Errorf("bare name: %v, want the usage error naming line 2", err)
 	}
+	// A tools file given as the queries is said to be one: it read
+	// `tools.jsonl:1: empty "query"`.
+	tp := filepath.Join(t.TempDir(), "tools.jsonl")
+	if err := os.WriteFile(tp, []byte(`{"server": "fs", "name": "read_file", "description": "Read a file"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runLearn(context.Background(), g, &learnFlags{queries: tp}, &out, io.Discard); !errors.As(err, &ue) ||
+		err.Error() != "--queries "+tp+` looks like a tools file (line 1 has "server"), not a queries file: a tools file is for index --tools or eval --tools (`+tp+`:1: empty "query")` {
+		t.Errorf("tools file as --queries: %v, want the usage error saying it is a tools file", err)
+	}
 	for _, f := range []learnFlags{{reset: true, queries: log}, {server: "m"}, {queries: arr}} {
 		var ue usageError
 		if err := runLearn(context.Background(), g, &f, &out, io.Discard); err == nil || !errors.As(err, &ue) {

@@ -63,6 +63,12 @@ func (g *globals) embeddingCacheDir() string { return dirs.EmbeddingCache(g.Data
 // tune, if set, adjusts the options (session layout, background load) to
 // what the command embeds.
 func (g *globals) openEmbedder(ctx context.Context, tune func(*embed.Options)) (index.Embedder, io.Closer, error) {
+	return g.openEmbedderCache(ctx, tune, nil)
+}
+
+// openEmbedderCache is openEmbedder with tuneCache applied to the
+// embedding cache's options (nil: as they are).
+func (g *globals) openEmbedderCache(ctx context.Context, tune func(*embed.Options), tuneCache func(*embed.CacheOptions)) (index.Embedder, io.Closer, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -102,7 +108,11 @@ func (g *globals) openEmbedder(ctx context.Context, tune func(*embed.Options)) (
 	}
 	// A model loaded at its first need (serve in bm25 mode, eval) has
 	// its cache opened then too.
-	c, err := embed.NewCached(e, dir, &embed.CacheOptions{Logger: log, Storage: w, Busy: busy, Unused: g.embedFlags.KeepUnused(), Lazy: opts.Lazy})
+	copts := &embed.CacheOptions{Logger: log, Storage: w, Busy: busy, Unused: g.embedFlags.KeepUnused(), Lazy: opts.Lazy}
+	if tuneCache != nil {
+		tuneCache(copts)
+	}
+	c, err := embed.NewCached(e, dir, copts)
 	if err != nil {
 		if log != nil {
 			log.Warn("embedding cache unavailable; embedding without it", "dir", dir, "err", err)

@@ -228,7 +228,7 @@ func newVerify(opts *Options) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&variant, "variant", "", "model variant: fp32 (default), int8, or all")
 	cmd.Flags().StringVar(&dir, "dir", "", dirHelp)
-	cmd.Flags().BoolVar(&full, "full", false, "re-hash every file (default: trust a stamp matching size and mtime)")
+	cmd.Flags().BoolVar(&full, "full", false, "re-hash every file (default: trust a stamp the file still matches: size, mtime, ctime and inode, voided by any write)")
 	return cmd
 }
 

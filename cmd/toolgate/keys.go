@@ -164,7 +164,7 @@ func runKeysCreate(g *globals, w, errw io.Writer, f keysCreateFlags, now time.Ti
 	if err := keys.Add(data, e); err != nil {
 		return err
 	}
-	g.auditCommand("keys create", "", fmt.Sprintf("key %q (%s)", e.Name, describeScope(e)))
+	g.auditCommand("keys create", "", "", fmt.Sprintf("key %q (%s)", e.Name, describeScope(e)))
 	fmt.Fprintf(w, "Created API key %q (%s), stored in %s as a SHA-256 of its secret.\n", e.Name, describeScope(e), data)
 	fmt.Fprintln(w, "The secret is shown only this once: send it as \"Authorization: Bearer <secret>\".")
 	fmt.Fprintln(w, secret)
@@ -412,7 +412,7 @@ func runKeysRevoke(g *globals, w io.Writer, name, cfgPath string) error {
 	} else if err != nil {
 		return err
 	}
-	g.auditCommand("keys revoke", "", fmt.Sprintf("key %q", name))
+	g.auditCommand("keys revoke", "", "", fmt.Sprintf("key %q", name))
 	fmt.Fprintf(w, "Revoked API key %q: a running gateway refuses it from its next request.\n", name)
 	if left, err := keys.Open(data, &keys.Options{File: file}).Any(); err == nil && !left {
 		fmt.Fprintln(w, "That was the last API key: a running gateway now lets no one in over HTTP until a key is created (`toolgate keys create`); started again on a loopback address, a gateway serves without keys.")

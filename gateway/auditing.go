@@ -27,7 +27,14 @@ type callNote struct {
 	decision string // "" = allowed
 	outcome  string // "" = from the result: ok or isError
 	reason   string
+	// server and what are what the call acts on, as the code it ran said
+	// (audit.Note: a management tool's server): the record's server, and
+	// its reason when it has none.
+	server, what string
 }
+
+// Note is audit.Noter's: the management tools say through it what they act on.
+func (n *callNote) Note(server, what string) { n.server, n.what = server, what }
 
 // arguments is the call's arguments decoded (nil for none).
 func (n *callNote) arguments() any {
@@ -37,12 +44,10 @@ func (n *callNote) arguments() any {
 	return rawArgs(n.raw)
 }
 
-type noteKey struct{}
-
 // noteOf returns the note of the call ctx belongs to (a scratch one when
 // the call is not audited).
 func noteOf(ctx context.Context) *callNote {
-	if n, ok := ctx.Value(noteKey{}).(*callNote); ok {
+	if n, ok := audit.NoterFrom(ctx).(*callNote); ok {
 		return n
 	}
 	return &callNote{}
@@ -60,12 +65,13 @@ func (g *Gateway) audited(action string, h mcp.ToolHandler) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
 		n := &callNote{}
-		res, err := h(context.WithValue(ctx, noteKey{}, n), req)
+		res, err := h(audit.WithNoter(ctx, n), req)
 		args := n.arguments()
 		r := audit.Record{
 			Time:            start,
 			Action:          action,
 			Tool:            n.tool,
+			Server:          n.server,
 			Decision:        n.decision,
 			Outcome:         n.outcome,
 			Reason:          n.reason,
@@ -75,6 +81,9 @@ func (g *Gateway) audited(action string, h mcp.ToolHandler) mcp.ToolHandler {
 		}
 		if r.Decision == "" {
 			r.Decision = audit.Allowed
+		}
+		if r.Reason == "" {
+			r.Reason = n.what
 		}
 		switch {
 		case r.Decision != audit.Allowed:

@@ -206,3 +206,45 @@ func TestResultBytes(t *testing.T) {
 		}
 	}
 }
+
+// notingCaller is a Caller whose calls say what they did (audit.Note), as
+// the management tools do, and end in res.
+type notingCaller struct {
+	server, what string
+	res          *mcp.CallToolResult
+}
+
+func (c notingCaller) CallTool(ctx context.Context, _, _ string, _ map[string]any) (*mcp.CallToolResult, error) {
+	audit.Note(ctx, c.server, c.what)
+	return c.res, nil
+}
+
+// TestAuditedNote: what a call's tool said it acts on (audit.Note: the
+// server a management tool disabled) is its record's server and reason,
+// whether the call ended ok or isError; a call that ran nothing says none.
+func TestAuditedNote(t *testing.T) {
+	tool := catalog.Tool{Server: "toolgate", Name: "disable_server", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	fs := &fakeSearcher{tools: []catalog.Tool{tool}, search: func(search.Query) (search.Result, error) { return search.Result{}, nil }}
+	for _, isError := range []bool{false, true} {
+		log := &audittest.Log{}
+		res := &mcp.CallToolResult{IsError: isError, Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}
+		g := New(fs, notingCaller{server: "memory", what: `server "memory"`, res: res}, &Options{Audit: log})
+		h := g.audited(ExecuteToolName, g.handleExecute)
+		for _, args := range []string{`{"name":"toolgate__disable_server","arguments":{"name":"memory"}}`, `{"name":"toolgate__nope"}`} {
+			req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ExecuteToolName, Arguments: json.RawMessage(args)}}
+			if _, err := h(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+		}
+		recs := log.Records()
+		if len(recs) != 2 {
+			t.Fatalf("%d records, want 2", len(recs))
+		}
+		if r := recs[0]; r.Server != "memory" || r.Reason != `server "memory"` || r.Tool != "toolgate__disable_server" || (r.Outcome == audit.IsError) != isError {
+			t.Errorf("isError %v: the record of the call: tool %q outcome %q server %q reason %q, want server memory, reason %q", isError, r.Tool, r.Outcome, r.Server, r.Reason, `server "memory"`)
+		}
+		if r := recs[1]; r.Server != "" || r.Reason == `server "memory"` {
+			t.Errorf("the record of a call that ran nothing says server %q, %q", r.Server, r.Reason)
+		}
+	}
+}

@@ -54,7 +54,7 @@ type auditTailFlags struct {
 func newAuditTailCmd(g *globals) *cobra.Command {
 	var f auditTailFlags
 	cmd := &cobra.Command{
-		Use:   "tail [-f] [--key K] [--tool T] [--profile P] [--since WHEN] [--until WHEN] [--decision D] [--outcome O] [-n N] [--json]",
+		Use:   "tail [-f] [--key K] [--tool T] [--server S] [--profile P] [--since WHEN] [--until WHEN] [--decision D] [--outcome O] [-n N] [--json]",
 		Short: "Print the last records of the audit log (-f: and the ones that follow)",
 		Long: `Print the last records of the audit log (-f: and the ones that follow),
 oldest first, from the rotated files too.
@@ -67,7 +67,8 @@ every record in that span is printed unless -n is given. --decision
 (allowed, denied, rate-limited, quarantined) and --outcome (ok, isError,
 timeout, down) take one value or several, comma-separated or repeated.
 Filters add up: --since 1h --decision denied,rate-limited prints what was
-refused in the last hour.`,
+refused in the last hour; --server memory --tool toolgate__disable_server
+who disabled memory (or tried to).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.nSet = cmd.Flags().Changed("lines")
@@ -81,6 +82,7 @@ refused in the last hour.`,
 	cmd.Flags().BoolVarP(&f.follow, "follow", "f", false, "keep printing records as they are written (Ctrl-C ends)")
 	cmd.Flags().StringVar(&f.filter.Key, "key", "", "only the records of this API key (its name)")
 	cmd.Flags().StringVar(&f.filter.Tool, "tool", "", "only the records of this tool (server__tool) or action (search_tools)")
+	cmd.Flags().StringVar(&f.filter.Server, "server", "", "only the records of this server: its tools' calls (server__…) and the management actions on it (toolgate__disable_server, servers remove …)")
 	cmd.Flags().StringVar(&f.filter.Profile, "profile", "", "only the records of calls limited to this profile: the route's (/profiles/NAME/mcp), the stdio session's, or the API key's")
 	cmd.Flags().StringVar(&f.since, "since", "", "only the records from this time on: 90m, 12h, 2d (back from now), 2026-12-05 or 2026-12-05T18:00 (local time) or an RFC 3339 time")
 	cmd.Flags().StringVar(&f.until, "until", "", "only the records before this time (as --since)")
@@ -209,7 +211,7 @@ func noAuditRecords(path string, found bool, f auditTailFlags) string {
 		return fmt.Sprintf("no audit log at %s: a gateway serving with this data folder writes it (--data-dir, $TOOLGATE_DATA_DIR or the config's dataDir choose the folder)", path)
 	}
 	var by []string
-	for _, b := range [][2]string{{"--key", f.filter.Key}, {"--tool", f.filter.Tool}, {"--profile", f.filter.Profile}, {"--since", f.since}, {"--until", f.until},
+	for _, b := range [][2]string{{"--key", f.filter.Key}, {"--tool", f.filter.Tool}, {"--server", f.filter.Server}, {"--profile", f.filter.Profile}, {"--since", f.since}, {"--until", f.until},
 		{"--decision", strings.Join(f.filter.Decisions, ",")}, {"--outcome", strings.Join(f.filter.Outcomes, ",")}} {
 		if b[1] != "" {
 			by = append(by, shellword.Join(b[0], b[1]))
@@ -222,14 +224,15 @@ func noAuditRecords(path string, found bool, f auditTailFlags) string {
 }
 
 // auditCommand records a management action taken from the command line in
-// the data folder's audit log, as done by the local user. A record that
-// cannot be written is reported on stderr, never dropped silently.
-func (g *globals) auditCommand(action, tool, what string) {
+// the data folder's audit log, as done by the local user, on server ("" for
+// none). A record that cannot be written is reported on stderr, never
+// dropped silently.
+func (g *globals) auditCommand(action, tool, server, what string) {
 	who := "unknown user"
 	if u, err := user.Current(); err == nil {
 		who = u.Username
 	}
-	err := audit.Append(dirs.Audit(g.DataDir()), audit.Record{Transport: "cli", Client: who, Action: action, Tool: tool, Decision: audit.Allowed, Outcome: audit.OK, Reason: what})
+	err := audit.Append(dirs.Audit(g.DataDir()), audit.Record{Transport: "cli", Client: who, Action: action, Tool: tool, Server: server, Decision: audit.Allowed, Outcome: audit.OK, Reason: what})
 	if err != nil {
 		g.logger.Error("audit record lost", "action", action, "tool", tool, "err", err)
 	}
@@ -244,7 +247,7 @@ func (g *globals) auditConfigChange(path, action, server string) {
 	} else {
 		g.logger.Warn("the audit record goes to the default data folder: the config cannot be read again", "config", path, "err", err)
 	}
-	g.auditCommand(action, "", fmt.Sprintf("server %q in %s", server, path))
+	g.auditCommand(action, "", server, fmt.Sprintf("server %q in %s", server, path))
 }
 
 // formatRecord is one record on one line, for people. Every field a

@@ -54,7 +54,7 @@ type keysCreateFlags struct {
 func newKeysCreateCmd(g *globals) *cobra.Command {
 	var f keysCreateFlags
 	cmd := &cobra.Command{
-		Use:   "create --name NAME [--profile P] [--allow GLOB]... [--deny GLOB]... [--expires 30d] [--admin] [--print-hash]",
+		Use:   "create --name NAME [--profile P] [--allow GLOB[,GLOB]]... [--deny GLOB[,GLOB]]... [--expires 30d] [--admin] [--print-hash]",
 		Short: "Create an API key and print its secret once (the last line)",
 		Long: `Create an API key. Its secret is printed once, alone on the last line
 (tg_…): keep it, it cannot be shown again. The data folder keeps only its
@@ -64,7 +64,8 @@ SHA-256, name and scope.
 else the config of the gateway running on the data folder; a key whose profile
 the config lacks reaches no tool); --allow keeps only the
 tools matching one of its globs, --deny removes the tools matching any of
-its (globs over tool IDs such as memory__* or filesystem__read_*). --expires
+its (globs over tool IDs such as memory__* or filesystem__read_*; several
+comma-separated or the flag repeated: --allow 'memory__*,toolgate__*'). --expires
 takes a duration (90m, 12h, 30d, 2w) or a date (2026-12-31). --print-hash
 stores nothing: it prints the key's line for a toolgate.keysFile instead.`,
 		Args: cobra.NoArgs,
@@ -75,12 +76,41 @@ stores nothing: it prints the key's line for a toolgate.keysFile instead.`,
 	configFlag(cmd, &f.config)
 	cmd.Flags().StringVar(&f.spec.Name, "name", "", "the key's name (shown in logs and the audit log)")
 	cmd.Flags().StringVar(&f.spec.Profile, "profile", "", "limit the key to this profile of the config")
-	cmd.Flags().StringArrayVar(&f.spec.Allow, "allow", nil, "only tools matching this glob over tool IDs (repeatable)")
-	cmd.Flags().StringArrayVar(&f.spec.Deny, "deny", nil, "never tools matching this glob (repeatable)")
+	cmd.Flags().StringArrayVar(&f.spec.Allow, "allow", nil, "only tools matching this glob over tool IDs (repeatable, or several comma-separated)")
+	cmd.Flags().StringArrayVar(&f.spec.Deny, "deny", nil, "never tools matching this glob (repeatable, or several comma-separated)")
 	cmd.Flags().StringVar(&f.expires, "expires", "", "when the key stops working: a duration like 30d, 12h or 1y, a date like 2026-12-31 (local time) or an RFC 3339 time")
 	cmd.Flags().BoolVar(&f.spec.Admin, "admin", false, "the key may use the management tools that change the config")
 	cmd.Flags().BoolVar(&f.printHash, "print-hash", false, "store nothing; print the key's entry for a toolgate.keysFile")
 	return cmd
+}
+
+// splitGlobs is the globs of --allow or --deny, each value one glob or
+// several separated by commas (outside a [...] class), as --decision takes
+// several: `--allow 'memory__*,toolgate__*'` was one glob that matched no
+// tool, so the key reached none, and `keys list` showed it as the two.
+// Empty ones are left out.
+func splitGlobs(values []string) []string {
+	var out []string
+	for _, v := range values {
+		depth, start := 0, 0
+		for i, r := range v {
+			switch {
+			case r == '[':
+				depth++
+			case r == ']' && depth > 0:
+				depth--
+			case r == ',' && depth == 0:
+				if g := strings.TrimSpace(v[start:i]); g != "" {
+					out = append(out, g)
+				}
+				start = i + 1
+			}
+		}
+		if g := strings.TrimSpace(v[start:]); g != "" {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // keysFiles returns the data folder's keys file and the config's keysFile
@@ -97,6 +127,7 @@ func (g *globals) keysFiles(cfgPath string) (data, file string, cfg *config.File
 }
 
 func runKeysCreate(g *globals, w, errw io.Writer, f keysCreateFlags, now time.Time) error {
+	f.spec.Allow, f.spec.Deny = splitGlobs(f.spec.Allow), splitGlobs(f.spec.Deny)
 	if f.spec.Name == "" {
 		return usageError{errors.New("keys create needs --name NAME (letters, digits, '.', '_', '@', '-'), e.g. --name ci")}
 	}
@@ -164,7 +195,7 @@ func runKeysCreate(g *globals, w, errw io.Writer, f keysCreateFlags, now time.Ti
 	if err := keys.Add(data, e); err != nil {
 		return err
 	}
-	g.auditCommand("keys create", "", fmt.Sprintf("key %q (%s)", e.Name, describeScope(e)))
+	g.auditCommand("keys create", "", "", fmt.Sprintf("key %q (%s)", e.Name, describeScope(e)))
 	fmt.Fprintf(w, "Created API key %q (%s), stored in %s as a SHA-256 of its secret.\n", e.Name, describeScope(e), data)
 	fmt.Fprintln(w, "The secret is shown only this once: send it as \"Authorization: Bearer <secret>\".")
 	fmt.Fprintln(w, secret)
@@ -412,7 +443,7 @@ func runKeysRevoke(g *globals, w io.Writer, name, cfgPath string) error {
 	} else if err != nil {
 		return err
 	}
-	g.auditCommand("keys revoke", "", fmt.Sprintf("key %q", name))
+	g.auditCommand("keys revoke", "", "", fmt.Sprintf("key %q", name))
 	fmt.Fprintf(w, "Revoked API key %q: a running gateway refuses it from its next request.\n", name)
 	if left, err := keys.Open(data, &keys.Options{File: file}).Any(); err == nil && !left {
 		fmt.Fprintln(w, "That was the last API key: a running gateway now lets no one in over HTTP until a key is created (`toolgate keys create`); started again on a loopback address, a gateway serves without keys.")

@@ -1011,6 +1011,37 @@ func TestKeysCreateWarnsOfUnmatchedGlobs(t *testing.T) {
 	if err != nil || !strings.Contains(stderr, `warning: --allow "srv3__*" matches no tool of the index (4 tools): it lets none of the index's tools through`) {
 		t.Errorf("keys create --allow of no tool: %v\n%s", err, stderr)
 	}
+	// Several globs in one value, comma-separated (as --decision takes
+	// several): each a glob of its own. It was one glob, "srv0__*,srv1__*",
+	// which matched no tool, and keys list showed it as the two.
+	_, stderr, err = runToolgate(t, data, "keys", "create", "--name", "two", "--allow", "srv0__*, srv1__*", "--deny", "srv1__[l,x]*,")
+	if err != nil || strings.Contains(stderr, "warning:") {
+		t.Errorf("keys create --allow 'srv0__*, srv1__*': %v\n%s", err, stderr)
+	}
+	out, stderr, err = runToolgate(t, data, "keys", "list", "--json")
+	if err != nil {
+		t.Fatalf("keys list --json: %v\n%s", err, stderr)
+	}
+	var listed []struct {
+		Name        string
+		Allow, Deny []string
+	}
+	if err := json.Unmarshal([]byte(out), &listed); err != nil {
+		t.Fatalf("keys list --json: %v\n%s", err, out)
+	}
+	if !slices.ContainsFunc(listed, func(k struct {
+		Name        string
+		Allow, Deny []string
+	}) bool {
+		return k.Name == "two"
+	}) {
+		t.Errorf("keys list --json lacks key two:\n%s", out)
+	}
+	for _, k := range listed {
+		if k.Name == "two" && (!slices.Equal(k.Allow, []string{"srv0__*", "srv1__*"}) || !slices.Equal(k.Deny, []string{"srv1__[l,x]*"})) {
+			t.Errorf("key two: allow %q deny %q, want [srv0__* srv1__*] and [srv1__[l,x]*]", k.Allow, k.Deny)
+		}
+	}
 }
 
 // TestKeysExpiringSaid: the API keys in force that expire within 14 days

@@ -397,7 +397,7 @@ func runServersToggle(ctx context.Context, stderr io.Writer, g *globals, path, n
 		return nil
 	}
 	fmt.Fprintf(stderr, "server %q %s (%s)\n", name, verb, file)
-	g.auditCommand("servers "+map[bool]string{true: "disable", false: "enable"}[disable], "", fmt.Sprintf("server %q", name))
+	g.auditCommand("servers "+map[bool]string{true: "disable", false: "enable"}[disable], "", name, fmt.Sprintf("server %q", name))
 	return awaitChange(ctx, stderr, gws, name, verb, func(rep gateway.StatusReport) func(*gateway.BackendStatus) bool {
 		if disable {
 			if _, runs := backendNamed(rep, name); !runs {
@@ -571,7 +571,7 @@ func runServersRestart(ctx context.Context, stderr io.Writer, g *globals, path, 
 	if err != nil {
 		return noServerUsage(err)
 	}
-	g.auditCommand("servers restart", "", fmt.Sprintf("server %q", name))
+	g.auditCommand("servers restart", "", name, fmt.Sprintf("server %q", name))
 	fmt.Fprintf(stderr, "restart of server %q requested (%s)\n", name, file)
 	if len(gws) == 0 {
 		fmt.Fprintf(stderr, "no gateway runs on the data folder %s: nothing to restart now (a gateway that starts starts it anyway)\n", g.DataDir())

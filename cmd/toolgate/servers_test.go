@@ -12,11 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
@@ -474,6 +476,26 @@ func TestServersRemoveClearsDisabled(t *testing.T) {
 	run("servers", "disable", "mem")
 	if out := run("servers", "add", "mem", "--config", cfg, "--", "sh"); !strings.Contains(out, `warning: "mem" is disabled at run time in the data folder`) || !strings.Contains(out, "toolgate servers enable mem starts it") {
 		t.Errorf("add of a name disabled at run time:\n%s", out)
+	}
+	// Each change is in the audit log under the server: `audit tail
+	// --server mem` finds them (the record's "server").
+	out, stderr, err := runToolgate(t, data, "audit", "tail", "--server", "mem", "-n", "0", "--json")
+	if err != nil {
+		t.Fatalf("audit tail --server mem: %v\n%s", err, stderr)
+	}
+	var actions []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r audit.Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil || r.Server != "mem" {
+			t.Errorf("audit tail --server mem printed %s (%v)", line, err)
+		}
+		actions = append(actions, r.Action)
+	}
+	if want := []string{"servers disable", "servers remove", "servers add", "servers remove", "servers disable", "servers add"}; !slices.Equal(actions, want) {
+		t.Errorf("audit tail --server mem: %q, want %q", actions, want)
+	}
+	if _, stderr, _ := runToolgate(t, data, "audit", "tail", "--server", "other"); !strings.Contains(stderr, "matches --server other") {
+		t.Errorf("audit tail --server other: %s", stderr)
 	}
 }
 

@@ -324,7 +324,7 @@ server back first, and review what it lists.`,
 			if err != nil {
 				return fmt.Errorf("approve %s: %w", args[0], err)
 			}
-			g.auditCommand("tools approve", args[0], "definition sha256 "+approved)
+			g.auditCommand("tools approve", args[0], "", "definition sha256 "+approved)
 			fmt.Fprintf(cmd.OutOrStdout(), "Approved %s (definition sha256 %s): a running gateway shows and runs it from its next request.\n", args[0], shortHash(approved))
 			return nil
 		},

@@ -80,7 +80,13 @@ type Record struct {
 	// tool, or "http" for a request refused before it reached MCP.
 	Action string `json:"action"`
 	// Tool is the tool run (server__tool) for execute_tool.
-	Tool     string `json:"tool,omitempty"`
+	Tool string `json:"tool,omitempty"`
+	// Server is the server a management action acted on, or was refused
+	// on: toolgate__disable_server's and the other management tools that
+	// name one (as the gateway resolved the name), `toolgate servers
+	// disable` and the others, the console's buttons. A backend's tool
+	// names its server in Tool.
+	Server   string `json:"server,omitempty"`
 	Decision string `json:"decision"`
 	// Reason says why a request was not allowed (or what went wrong).
 	Reason string `json:"reason,omitempty"`

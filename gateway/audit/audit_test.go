@@ -185,11 +185,17 @@ func TestFullQueueDoesNotBlock(t *testing.T) {
 }
 
 func TestFilterAndHash(t *testing.T) {
-	recs := []Record{{Key: "a", Tool: "x__y", Action: "execute_tool"}, {Key: "b", Action: "search_tools"}}
+	// Server: a server's tools' calls and the management actions on it
+	// (toolgate__disable_server's record, servers disable's), not another
+	// server whose name it starts (xx__y).
+	recs := []Record{{Key: "a", Tool: "x__y", Action: "execute_tool"}, {Key: "b", Action: "search_tools"},
+		{Key: "c", Tool: "toolgate__disable_server", Action: "execute_tool", Server: "x"}, {Action: "servers disable", Server: "x", Transport: "cli"},
+		{Key: "a", Tool: "xx__y", Action: "execute_tool"}}
 	for _, tc := range []struct {
 		f    Filter
 		want int
-	}{{Filter{}, 2}, {Filter{Key: "a"}, 1}, {Filter{Tool: "x__y"}, 1}, {Filter{Tool: "search_tools"}, 1}, {Filter{Key: "a", Tool: "search_tools"}, 0}} {
+	}{{Filter{}, 5}, {Filter{Key: "a"}, 2}, {Filter{Tool: "x__y"}, 1}, {Filter{Tool: "search_tools"}, 1}, {Filter{Key: "a", Tool: "search_tools"}, 0},
+		{Filter{Server: "x"}, 3}, {Filter{Server: "x", Key: "c"}, 1}, {Filter{Server: "toolgate"}, 1}, {Filter{Server: "xx"}, 1}} {
 		n := 0
 		for _, r := range recs {
 			if tc.f.Match(r) {

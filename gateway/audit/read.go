@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -17,6 +18,9 @@ import (
 type Filter struct {
 	Key  string // the key's name
 	Tool string // the tool (server__tool), or the action (search_tools, …)
+	// Server is a server the record's call ran a tool of (server__…) or
+	// that its management action acted on (Record.Server).
+	Server string
 	// Profile is a profile the record's call was limited to: the one in
 	// effect (its route's, its session's) or its API key's.
 	Profile string
@@ -31,6 +35,7 @@ type Filter struct {
 // Match reports whether r passes the filter.
 func (f Filter) Match(r Record) bool {
 	return (f.Key == "" || r.Key == f.Key) && (f.Tool == "" || r.Tool == f.Tool || r.Action == f.Tool) &&
+		(f.Server == "" || r.Server == f.Server || strings.HasPrefix(r.Tool, f.Server+"__")) &&
 		(f.Profile == "" || r.Profile == f.Profile || r.KeyProfile == f.Profile) &&
 		(f.Since.IsZero() || !r.Time.Before(f.Since)) && (f.Until.IsZero() || r.Time.Before(f.Until)) &&
 		(len(f.Decisions) == 0 || slices.Contains(f.Decisions, r.Decision)) &&

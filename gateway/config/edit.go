@@ -166,26 +166,85 @@ func escapePath(key string) string {
 // `toolgate servers add`, a client's toolgate__add_server beside one) each
 // read the file before the other wrote it, and one change was lost: 20
 // adds run together left 16 servers.
+//
+// A hand edit takes no lock: a file saved (by an editor, a script) after
+// Edit read it and before Edit wrote it lost that save (2 of 300 saves
+// made while a client ran add_server 60 times). So before writing, Edit
+// reads each file it changed again, and one that is no longer what change
+// was given is edited again from what it now holds (change runs again:
+// it must only compute), up to editTries times; then nothing is written
+// and the error says so. What is saved in the instant between that check
+// and the rename is still lost: the window is the rename's, not the
+// edit's.
 func Edit(paths []string, change func([]Doc) ([]Doc, []int, error)) ([]Doc, []int, error) {
 	if err := ReadOnce(paths...); err != nil {
 		return nil, nil, err // reading it would block (a FIFO), and writing it reach no file
 	}
 	unlock := LockFiles(paths)
 	defer unlock()
-	docs, err := ReadDocs(paths)
-	if err != nil {
-		return nil, nil, err
-	}
-	docs, changed, err := change(docs)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, i := range changed {
-		if err := WriteFile(docs[i].Path, docs[i].Data); err != nil {
+	for try := 1; ; try++ {
+		docs, err := ReadDocs(paths)
+		if err != nil {
 			return nil, nil, err
 		}
+		read := make([][]byte, len(docs))
+		for i, d := range docs {
+			read[i] = bytes.Clone(d.Data)
+		}
+		docs, changed, err := change(docs)
+		if err != nil {
+			return nil, nil, err
+		}
+		// The new files are written beside the old ones first, so that
+		// only a rename follows the check.
+		var pending []*pendingFile
+		drop := func() {
+			for _, w := range pending {
+				w.drop()
+			}
+		}
+		for _, i := range changed {
+			w, err := prepareFile(docs[i].Path, docs[i].Data)
+			if err != nil {
+				drop()
+				return nil, nil, err
+			}
+			pending = append(pending, w)
+		}
+		if p := savedMeanwhile(docs, changed, read); p != "" {
+			drop()
+			if try < editTries {
+				continue
+			}
+			return nil, nil, fmt.Errorf("%s was saved again each of the %d times this edit was made (an editor or another program writing it meanwhile), so nothing was written: try again once it is not being written", p, editTries)
+		}
+		for k, w := range pending {
+			if err := w.commit(); err != nil {
+				pending = pending[k+1:]
+				drop()
+				return nil, nil, err
+			}
+		}
+		return docs, changed, nil
 	}
-	return docs, changed, nil
+}
+
+// editTries is how many times Edit edits a file saved by someone else while
+// it was being edited before it gives up.
+const editTries = 5
+
+// savedMeanwhile is the path of the first document of changed whose file
+// no longer holds what was read of it (read, by index), or "".
+func savedMeanwhile(docs []Doc, changed []int, read [][]byte) string {
+	for _, i := range changed {
+		if i < 0 || i >= len(read) {
+			continue
+		}
+		if now, err := readFile(docs[i].Path); err != nil || !bytes.Equal(now, read[i]) {
+			return docs[i].Path
+		}
+	}
+	return ""
 }
 
 // LockFiles takes the locks that order the edits of the config files at
@@ -226,6 +285,20 @@ func LockFiles(paths []string) func() {
 // file's permissions (written by root, its owner: datafile.GiveToOwner) and
 // writes through a symlink to its target.
 func WriteFile(path string, data []byte) error {
+	w, err := prepareFile(path, data)
+	if err != nil {
+		return err
+	}
+	return w.commit()
+}
+
+// pendingFile is a file's new content written to a temporary file beside
+// it, for commit to rename over it (or drop to remove).
+type pendingFile struct{ path, target, tmp string }
+
+// prepareFile writes data to a temporary file beside path's target, with
+// its permissions and owner.
+func prepareFile(path string, data []byte) (*pendingFile, error) {
 	target := path
 	if t, err := filepath.EvalSymlinks(path); err == nil {
 		target = t
@@ -236,7 +309,7 @@ func WriteFile(path string, data []byte) error {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	datafile.GiveToOwner(tmp, target)
 	_, err = tmp.Write(data)
@@ -246,12 +319,21 @@ func WriteFile(path string, data []byte) error {
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), target)
-	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	return &pendingFile{path: path, target: target, tmp: tmp.Name()}, nil
+}
+
+// commit renames the new content over the file.
+func (w *pendingFile) commit() error {
+	if err := os.Rename(w.tmp, w.target); err != nil {
+		os.Remove(w.tmp)
+		return fmt.Errorf("write %s: %w", w.path, err)
 	}
 	return nil
 }
+
+// drop removes the new content, unused.
+func (w *pendingFile) drop() { os.Remove(w.tmp) }

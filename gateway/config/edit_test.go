@@ -206,3 +206,48 @@ func TestAddServerReservedName(t *testing.T) {
 		t.Errorf("AddServer(toolgate-server): %v", err)
 	}
 }
+
+// TestEditKeepsASaveMadeMeanwhile: a file saved by hand (an editor, a
+// script: no lock) after Edit read it and before Edit wrote it keeps that
+// save: Edit reads the file again before writing, and edits what it now
+// holds. It wrote the document it had read, with its change, over the
+// save. One saved again at every try is left as saved, and the error says
+// why nothing was written.
+func TestEditKeepsASaveMadeMeanwhile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "toolgate.json")
+	if err := os.WriteFile(path, []byte("{\n  \"mcpServers\": {}\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	saves := 0
+	// save is the hand edit: a setting, and a layout of its own.
+	save := func() {
+		saves++
+		doc := fmt.Sprintf("{\n    \"mcpServers\": {},\n    \"toolgate\": {\"callTimeout\": \"%ds\"}\n}\n", saves)
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add := func(name string, savesWhile int) error {
+		calls := 0
+		_, _, err := Edit([]string{path}, func(docs []Doc) ([]Doc, []int, error) {
+			if calls++; calls <= savesWhile {
+				save() // saved after Edit read it
+			}
+			docs, i, err := AddServer(docs, Server{Name: name, Command: "node"}, nil)
+			return docs, []int{i}, err
+		})
+		return err
+	}
+	if err := add("a", 1); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if !HasServer(b, "a") || !strings.Contains(string(b), `"callTimeout": "1s"`) || !strings.Contains(string(b), "\n    \"toolgate\"") {
+		t.Errorf("the save made during the edit is lost:\n%s", b)
+	}
+	err := add("b", editTries)
+	b, _ = os.ReadFile(path)
+	if err == nil || !strings.Contains(err.Error(), "nothing was written") || HasServer(b, "b") || !strings.Contains(string(b), fmt.Sprintf(`"callTimeout": "%ds"`, saves)) {
+		t.Errorf("a file saved at every try: %v\n%s", err, b)
+	}
+}

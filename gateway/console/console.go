@@ -867,7 +867,7 @@ func (c *Console) serveAction(a action, act func(ctx context.Context, server str
 			writeError(w, http.StatusBadRequest, `send {"server": "NAME"}`)
 			return
 		}
-		rec := audit.Record{Action: a.tool.ID(), Tool: a.tool.ID(), Reason: fmt.Sprintf("server %q, from the console", body.Server)}
+		rec := audit.Record{Action: a.tool.ID(), Tool: a.tool.ID(), Server: body.Server, Reason: fmt.Sprintf("server %q, from the console", body.Server)}
 		if ok, why := c.may(caller, a); !ok {
 			// The same rule as the management tool over MCP: a key
 			// whose scope leaves it out may not press the button either.
@@ -889,7 +889,7 @@ func (c *Console) serveAction(a action, act func(ctx context.Context, server str
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		body.Server = server
+		body.Server, rec.Server = server, server
 		if code, msg := c.mayServer(caller, body.Server, a); code != 0 {
 			// The same rule as the management tool over MCP
 			// (policy.Set.MayManage): a key acts only on the servers

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
 )
@@ -82,6 +83,20 @@ func OutsideProfile(name, profile string) string {
 		LacksAccess(name), profile, profile)
 }
 
+// outsideProfileManagement is the refusal of a management tool
+// (toolgate__…) to key name, whose profile does not list the built-in
+// server: the fix is that server in the profile's "servers", which
+// OutsideProfile's "add it to that profile" left to guess (a profile
+// without "servers" shows every server of the config but that one). The
+// management tools are the gateway's own, documented: naming them tells
+// the key nothing of what lies outside its scope.
+func outsideProfileManagement(name, profile string) string {
+	return fmt.Sprintf("%s: the key is limited to profile %q, which does not show the management tools (%s__…): they are shown only by a profile that lists %q in its servers; "+
+		"an admin can add %q to toolgate.profiles.%s.servers in the config (a profile without servers must then list the other servers it shows too) "+
+		"or create a key with another profile (toolgate keys create --name NAME --profile PROFILE)",
+		LacksAccess(name), profile, config.BuiltinServer, config.BuiltinServer, config.BuiltinServer, profile)
+}
+
 // outsideGlobs is the refusal of a tool the key's --allow or --deny
 // globs leave out.
 func outsideGlobs(name string) string {
@@ -112,6 +127,7 @@ const (
 	missAdminOnly
 	missProfileGone
 	missProfile
+	missProfileManagement // a management tool, the profile not listing their server
 	missGlobs
 )
 
@@ -129,6 +145,9 @@ func (r *Scope) miss(k *policy.Key, t catalog.Tool) scopeMiss {
 			return missProfileGone
 		}
 		if !ps.Shows(p, t) {
+			if t.Server == config.BuiltinServer && !slices.Contains(p.Servers, config.BuiltinServer) {
+				return missProfileManagement
+			}
 			return missProfile
 		}
 	}
@@ -176,6 +195,8 @@ func (r *Scope) Check(c *policy.Caller, t catalog.Tool) string {
 		return ProfileGone(k.Name, k.Profile)
 	case missProfile:
 		return OutsideProfile(k.Name, k.Profile)
+	case missProfileManagement:
+		return outsideProfileManagement(k.Name, k.Profile)
 	case missGlobs:
 		return outsideGlobs(k.Name)
 	}

@@ -93,6 +93,28 @@ func TestScopeDenialSaysWhy(t *testing.T) {
 		strings.Contains(d.Reason, "filesystem") || !IsLacksAccess(d.Reason, "g") {
 		t.Errorf("globs key on filesystem__read_file: %q", d.Reason)
 	}
+	// A management tool to a key whose profile does not list their server
+	// (one without servers, one listing others): the fix names it, in the
+	// same words for any of them. It read "add it to that profile", and a
+	// profile without servers shows every server but that one.
+	set.Put(policy.NewProfiles(map[string]config.Profile{"kg": {Servers: []string{"memory"}}, "ro": {ReadOnly: true}, "ops": {Servers: []string{"memory", "toolgate"}, Tools: config.ToolGlobs{Deny: []string{"toolgate__restart_*"}}}}))
+	for _, profile := range []string{"kg", "ro"} {
+		c := &policy.Caller{Transport: policy.TransportHTTP, Key: Entry{Name: "k", Profile: profile}.Caller()}
+		want := `the API key "k" lacks access to this tool: the key is limited to profile "` + profile + `", which does not show the management tools (toolgate__…): ` +
+			`they are shown only by a profile that lists "toolgate" in its servers; an admin can add "toolgate" to toolgate.profiles.` + profile + `.servers in the config ` +
+			`(a profile without servers must then list the other servers it shows too) or create a key with another profile (toolgate keys create --name NAME --profile PROFILE)`
+		for _, id := range []string{"toolgate__list_servers", "toolgate__nosuch"} {
+			if d := set.Decide(c, tool(id)); d.Allowed || d.Reason != want || !IsLacksAccess(d.Reason, "k") {
+				t.Errorf("%s key on %s: %q, want %q", profile, id, d.Reason, want)
+			}
+		}
+	}
+	// A profile that lists it and leaves the tool out otherwise: the
+	// words of any tool outside the profile.
+	ops := &policy.Caller{Transport: policy.TransportHTTP, Key: Entry{Name: "k", Profile: "ops"}.Caller()}
+	if d := set.Decide(ops, tool("toolgate__restart_server")); d.Allowed || d.Reason != OutsideProfile("k", "ops") {
+		t.Errorf("ops key on toolgate__restart_server: %q", d.Reason)
+	}
 	// A tool only an admin key may run: said so, with the fix. It read
 	// "lacks access to this tool" alone.
 	set.Put(NewScope(set.Profiles, func(t catalog.Tool) bool { return t.ID() == "toolgate__add_server" }))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
@@ -100,6 +101,7 @@ func (s *Server) addServer(ctx context.Context, c *policy.Caller, a addArgs) *mc
 	}
 	i := changed[0]
 	s.log.Info("server added to the config by a management call", "server", a.Name, "file", docs[i].Path, "caller", c.String())
+	audit.Note(ctx, a.Name, fmt.Sprintf("server %q in %s", a.Name, docs[i].Path))
 	if err := s.pool.CheckCommand(a.Name); err != nil {
 		// Kept in the config: the server starts by itself once its
 		// command is installed (a down server's command is looked at
@@ -130,6 +132,7 @@ func (s *Server) removeServer(ctx context.Context, c *policy.Caller, a serverArg
 		files = append(files, docs[i].Path)
 	}
 	s.log.Info("server removed from the config by a management call", "server", a.Name, "files", files, "caller", c.String())
+	audit.Note(ctx, a.Name, fmt.Sprintf("server %q in %s", a.Name, strings.Join(files, " and ")))
 	// Disabled at run time, it is enabled: a server added later under the
 	// name starts (toolgate servers remove does the same).
 	if _, err := s.rt.SetDisabled(ctx, a.Name, false); err != nil {

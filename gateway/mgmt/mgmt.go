@@ -39,6 +39,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
@@ -148,6 +149,21 @@ func (s *Server) CallTool(ctx context.Context, server, tool string, args map[str
 	if !ok {
 		return toolError("there is no management tool %q: call search_tools to find one", tool), nil
 	}
+	// The audit record says which server (profile) the call acts on, or
+	// was refused on, as `toolgate servers disable` and the console's
+	// records do: it keeps the arguments only as a hash. add_server and
+	// remove_server say it again with the files they wrote.
+	note := func() {
+		if name, ok := args["name"].(string); ok && name != "" {
+			switch {
+			case namesServer(tool) || changesConfig(tool):
+				audit.Note(ctx, name, fmt.Sprintf("server %q", name))
+			case tool == "activate_profile":
+				audit.Note(ctx, "", fmt.Sprintf("profile %q", name))
+			}
+		}
+	}
+	note()
 	if changesConfig(tool) {
 		if err := s.mayChange(policy.CallerFrom(ctx), tool); err != nil {
 			return nil, err
@@ -159,6 +175,7 @@ func (s *Server) CallTool(ctx context.Context, server, tool string, args map[str
 			return bad, nil
 		}
 	}
+	note() // the name as meant
 	if namesServer(tool) {
 		if res, err := s.mayManage(policy.CallerFrom(ctx), tool, args); res != nil || err != nil {
 			return res, err

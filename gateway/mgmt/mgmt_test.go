@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/keys"
@@ -796,5 +797,50 @@ func TestListServersProfilesKept(t *testing.T) {
 	rt.pol.PutProfiles(map[string]config.Profile{"kg": {Servers: []string{"b"}}, "y": {Tools: config.ToolGlobs{Allow: []string{"a__y"}}}})
 	if got := profilesOfA(admin); !slices.Equal(got, []string{"y"}) {
 		t.Errorf("after kg left a out a's profiles: %q, want y", got)
+	}
+}
+
+// noted is an audit.Noter that keeps what a call said it acts on last,
+// as the gateway's record does.
+type noted struct{ server, what string }
+
+func (n *noted) Note(server, what string) { n.server, n.what = server, what }
+
+// TestAuditNotesTheServer: a management call that acts on a server tells
+// its audit record which one (audit.Note), as the gateway resolved its
+// name ("B" is b), and add_server and remove_server the file they wrote;
+// a refused one the server it was refused on (its reason is the
+// refusal's). The record kept the arguments only as a hash, so the log of
+// an API key's toolgate__disable_server did not say which server it
+// disabled.
+func TestAuditNotesTheServer(t *testing.T) {
+	s, _, _, path := newTestServer(t, true)
+	for _, c := range []struct {
+		caller       *policy.Caller
+		tool         string
+		args         map[string]any
+		server, what string
+	}{
+		{admin, "disable_server", map[string]any{"name": "B"}, "b", `server "b"`},
+		{admin, "enable_server", map[string]any{"name": "b"}, "b", `server "b"`},
+		{admin, "restart_server", map[string]any{"name": "a"}, "a", `server "a"`},
+		{admin, "server_status", map[string]any{"name": "a"}, "a", `server "a"`},
+		{admin, "add_server", map[string]any{"name": "n", "command": "sh"}, "n", fmt.Sprintf("server %q in %s", "n", path)},
+		{admin, "remove_server", map[string]any{"name": "n"}, "n", fmt.Sprintf("server %q in %s", "n", path)},
+		{stdio, "activate_profile", map[string]any{"name": "kg"}, "", `profile "kg"`},
+		{admin, "list_servers", nil, "", ""},
+		// Refused: the record's reason is the refusal, its server the one
+		// asked for.
+		{http, "add_server", map[string]any{"name": "m", "command": "sh"}, "m", `server "m"`},
+		{&policy.Caller{Transport: policy.TransportHTTP, Profile: "kg"}, "disable_server", map[string]any{"name": "b"}, "b", `server "b"`},
+	} {
+		n := &noted{}
+		ctx := audit.WithNoter(policy.WithCaller(context.Background(), c.caller), n)
+		if _, err := s.CallTool(ctx, Name, c.tool, c.args); err != nil && !errors.Is(err, policy.ErrDenied) {
+			t.Fatalf("%s %v: %v", c.tool, c.args, err)
+		}
+		if n.server != c.server || n.what != c.what {
+			t.Errorf("%v %s %v: noted server %q, %q; want %q, %q", c.caller, c.tool, c.args, n.server, n.what, c.server, c.what)
+		}
 	}
 }

@@ -276,7 +276,7 @@ func formatRecord(r audit.Record) string {
 	if r.Outcome != "" {
 		parts = append(parts, safeText(r.Outcome))
 	}
-	if r.Action != "http" && r.Transport != "cli" {
+	if r.Action != "http" && r.Action != audit.ConfigReload && r.Transport != "cli" {
 		parts = append(parts, fmt.Sprintf("%.0fms %dB", r.DurationMs, r.ResultBytes))
 	}
 	if r.Profile != "" {

@@ -369,7 +369,12 @@ func TestManagementOverStdio(t *testing.T) {
 	if b, _ := os.ReadFile(cfgPath); strings.Contains(string(b), `"notes"`) {
 		t.Errorf("notes is still in the config:\n%s", b)
 	}
-	cs.Close()
+	cs.Close() // the gateway has exited: its audit log is written
+	// add_server and remove_server record their edits: the reloads they
+	// made, and the watcher's look at the files they wrote, record none.
+	if recs := readAudit(t, dataDir, audit.Filter{Tool: audit.ConfigReload}); len(recs) != 0 {
+		t.Errorf("the management tools' edits were recorded again as config reloads: %+v", recs)
+	}
 
 	// serve --profile fixes the session's profile.
 	cmd = toolgateCmd(t, dataDir, "serve", "--config", cfgPath, "--profile", "kg")

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
@@ -569,5 +570,46 @@ func TestTwoConfigsShareThePins(t *testing.T) {
 	}
 	if out, stderr, err := runToolgate(t, data, "tools", "quarantined", "--config", cfgA); err != nil || !strings.HasPrefix(out, "poison__notes  (") || strings.Contains(out, "Not listed") {
 		t.Errorf("tools quarantined --config A: %v\n%s%s", err, out, stderr)
+	}
+}
+
+// TestConfigReloadAudited: a hand edit of a running gateway's config
+// writes an audit record per server it added or removed (action "config
+// reload", transport "file", the server named), which `audit tail
+// --server` finds, and a config that does not parse a record of the
+// rejection with its error.
+func TestConfigReloadAudited(t *testing.T) {
+	alpha := backendtest.Command(t, backendtest.ModeNormal, "RELOAD_TEST_SERVER=alpha")
+	beta := backendtest.Command(t, backendtest.ModeNormal, "RELOAD_TEST_SERVER=beta")
+	gamma := backendtest.Command(t, backendtest.ModeNormal, "RELOAD_TEST_SERVER=gamma")
+	data := t.TempDir()
+	path := filepath.Join(t.TempDir(), "toolgate.json")
+	writeServers(t, path, map[string]config.Server{"alpha": alpha, "beta": beta}, false)
+	addr, _, stop := startGatewayStop(t, data, path)
+	indexServedHTTP(t, addr)
+
+	writeServers(t, path, map[string]config.Server{"alpha": alpha, "gamma": gamma}, true)
+	isReload := func(r audit.Record) bool { return r.Action == audit.ConfigReload }
+	for server, what := range map[string]string{"beta": "removed from", "gamma": "added to"} {
+		recs := auditRecords(t, data, audit.Filter{Server: server}, func(recs []audit.Record) bool { return slices.ContainsFunc(recs, isReload) })
+		want := fmt.Sprintf("server %q %s %s (file changed)", server, what, path)
+		if r := recs[slices.IndexFunc(recs, isReload)]; r.Transport != "file" || r.Decision != audit.Allowed || r.Outcome != audit.OK || r.Reason != want {
+			t.Errorf("the reload's record of %s: %+v, want transport file, allowed, ok, reason %q", server, r, want)
+		}
+	}
+	out, _, err := runToolgate(t, data, "audit", "tail", "--server", "beta")
+	if err != nil || !strings.Contains(out, "config reload  allowed  ok  (server \"beta\" removed from "+path) {
+		t.Errorf("audit tail --server beta: %v\n%s", err, out)
+	}
+
+	writeRaw(t, path, []byte(`{"mcpServers": {`), true)
+	rejected := auditRecords(t, data, audit.Filter{Tool: audit.ConfigReload, Outcomes: []string{audit.IsError}}, func(recs []audit.Record) bool { return len(recs) > 0 })
+	if r := rejected[0]; r.Server != "" || !strings.HasPrefix(r.Reason, path+" rejected (file changed); the previous config stays in effect: ") {
+		t.Errorf("the rejected reload's record: %+v", r)
+	}
+	stop()
+	// One record per server and change: nothing doubled.
+	if recs := readAudit(t, data, audit.Filter{Tool: audit.ConfigReload}); len(recs) != 3 {
+		t.Errorf("%d config reload records, want 3 (beta removed, gamma added, one rejected): %+v", len(recs), recs)
 	}
 }

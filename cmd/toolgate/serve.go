@@ -439,6 +439,7 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		ConfigPaths:     f.configs,
 		ConfigDocs:      docs,
 		Reload:          hup,
+		Audit:           sec.audit,
 		Storage:         health.Writer("index", "the index is built in memory"),
 		Builtin:         map[string][]*mcp.Tool{mgmt.Name: mgmt.Tools()},
 		StatePath:       live.StateFile(g.DataDir()),

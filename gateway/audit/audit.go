@@ -55,6 +55,12 @@ const (
 	Down    = "down"    // the backend was unavailable (down, removed, busy)
 )
 
+// ConfigReload is the action of the records of a config reload the
+// gateway applied from a hand edit of its config file (transport "file")
+// or a signal (transport "signal"): one per server it added, removed or
+// changed, one for a reload it rejected.
+const ConfigReload = "config reload"
+
 // Record is one line of the audit log. Fields are only ever added.
 type Record struct {
 	// Raw is the record's line as stored, when a Reader read it: a newer

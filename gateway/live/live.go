@@ -44,6 +44,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/policy"
@@ -127,6 +128,9 @@ type Options struct {
 	// Reload asks for a reload of ConfigPaths even when their content did
 	// not change (main registers SIGHUP on it); nil = only file changes.
 	Reload <-chan os.Signal
+	// Audit, if set, takes the audit records of the reloads the watcher
+	// and Reload's signals apply (action "config reload"; auditReload).
+	Audit interface{ Write(audit.Record) }
 	// Policy is the set of rules the loop keeps in step: it puts the rules
 	// "config", "disabled" and "profile" (other rules in it are left
 	// alone). nil = a set of the loop's own; Policy returns it.
@@ -781,7 +785,7 @@ func (l *Loop) serve(ctx context.Context, ix *index.Index, inMemory bool) {
 		// start: applied before Run returns.
 		short := false
 		if once == nil {
-			_, short = l.reload(ctx, "start", false)
+			_, short = l.reload(ctx, "start", "file", false)
 		}
 		l.wg.Add(1)
 		go l.reloadLoop(ctx, merge(ctx, &l.wg, changed), short)

@@ -502,11 +502,11 @@ func TestReloadWithUnsetVariable(t *testing.T) {
 // A look at a file whose content did not change is no reload.
 func TestReloadUnchangedContent(t *testing.T) {
 	f, pool := runApple(t, t.TempDir(), &Options{Debounce: time.Hour})
-	f.loop.reload(context.Background(), "file changed", false)
+	f.loop.reload(context.Background(), "file changed", "", false)
 	if st := f.loop.Stats(); st.ReloadGeneration != 0 || len(pool.reconfigures()) != 0 {
 		t.Errorf("an unchanged file was reloaded: %+v", st)
 	}
-	f.loop.reload(context.Background(), "test", true)
+	f.loop.reload(context.Background(), "test", "", true)
 	if st := f.loop.Stats(); st.ReloadGeneration != 1 || st.LastReload.Trigger != "test" {
 		t.Errorf("a forced reload: %+v", st)
 	}

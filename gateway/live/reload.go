@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/gateway/quarantine"
@@ -59,15 +60,15 @@ func (l *Loop) reloadLoop(ctx context.Context, changed <-chan struct{}, short bo
 		case <-ctx.Done():
 			return
 		case <-changed:
-			_, short := l.reload(ctx, "file changed", false)
+			_, short := l.reload(ctx, "file changed", "file", false)
 			after(short, false)
 		case sig := <-l.opts.Reload:
-			_, short := l.reload(ctx, signalName(sig), true)
+			_, short := l.reload(ctx, signalName(sig), "signal", true)
 			after(short, true)
 		case <-retryC:
 			force := retryForce
 			retryForce = false
-			_, short := l.reload(ctx, "retry", force)
+			_, short := l.reload(ctx, "retry", "file", force)
 			after(short, force)
 		}
 	}
@@ -87,7 +88,7 @@ func signalName(sig os.Signal) string {
 // config go through it, so their change is in effect when they answer.
 // The servers it starts live with the loop, not with ctx (a request's).
 func (l *Loop) Reload(_ context.Context, trigger string) *Reload {
-	r, _ := l.reload(l.ctx(), trigger, true)
+	r, _ := l.reload(l.ctx(), trigger, "", true)
 	return r
 }
 
@@ -106,8 +107,10 @@ func (l *Loop) ctx() context.Context {
 // that cannot be read, is empty (an editor mid-save, most likely), or does
 // not parse or validate is logged and changes nothing: the next write
 // tries again, and is a reload even with the content in effect. short says that the files could not be read for want of
-// descriptors or memory (reloadLoop reads them again).
-func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reload, short bool) {
+// descriptors or memory (reloadLoop reads them again). transport is the
+// audit records' (auditReload): "file" or "signal" for the reloads
+// reloadLoop applies, "" for none (Reload's callers record their own).
+func (l *Loop) reload(ctx context.Context, trigger, transport string, force bool) (_ *Reload, short bool) {
 	l.reloadMu.Lock()
 	defer l.reloadMu.Unlock()
 	start := time.Now()
@@ -115,7 +118,7 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 	file := strings.Join(paths, " + ")
 	reject := func(msg string, err error, why string) (*Reload, bool) {
 		l.log.Error(msg, "file", file, "trigger", trigger, "err", err)
-		return l.reloaded(&Reload{At: start, Trigger: trigger, Error: why}), false
+		return l.reloaded(l.auditReload(&Reload{At: start, Trigger: trigger, Error: why}, transport)), false
 	}
 	// A pipe (or a file replaced by a FIFO) is not read: its read would
 	// block, holding reloadMu, until something writes to it, or read
@@ -134,7 +137,10 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 	if e := storage.Shortage(err); e != 0 {
 		fix := storage.ShortageFix(e) + "; the file is read again every " + l.opts.StorageRetry.String() + " until it can be"
 		l.log.Error("config reload failed: cannot read the file; the previous config stays in effect", "file", file, "trigger", trigger, "err", err, "fix", fix)
-		return l.reloaded(&Reload{At: start, Trigger: trigger, Error: err.Error() + ": " + fix}), true
+		if trigger == "retry" { // one record, not one per retry
+			transport = ""
+		}
+		return l.reloaded(l.auditReload(&Reload{At: start, Trigger: trigger, Error: err.Error() + ": " + fix}, transport)), true
 	}
 	if why := config.ReloadReadError(err); why != "" {
 		// A file replaced by a folder, or gone: the fix is to put it back.
@@ -231,10 +237,48 @@ func (l *Loop) reload(ctx context.Context, trigger string, force bool) (_ *Reloa
 	_, pending := settingChanges(l.effective(l.started), l.effective(cfg.Toolgate), hot)
 	here := l.disabledHere() // of the servers it has now
 	l.update(func(s *Stats) { s.RestartPending, s.Disabled = pending, here })
-	r := l.reloaded(&Reload{At: start, Trigger: trigger, Added: d.Added, Removed: d.Removed, Changed: d.Changed,
-		Updated: d.Updated, Unchanged: d.Unchanged, Applied: now, RestartOnly: later, Warning: warning})
+	r := l.reloaded(l.auditReload(&Reload{At: start, Trigger: trigger, Added: d.Added, Removed: d.Removed, Changed: d.Changed,
+		Updated: d.Updated, Unchanged: d.Unchanged, Applied: now, RestartOnly: later, Warning: warning}, transport))
 	l.changedHook()
 	return r, false
+}
+
+// auditReload writes the audit records (Options.Audit) of a reload of
+// the config files that no management tool asked for: a hand edit the
+// watcher saw (transport "file") or a signal (transport "signal"), and
+// returns r. The management tools' own edits (transport "") are not
+// recorded again: their records say what they changed, and their Reload
+// took the files' content, so the watcher's look at it that follows finds
+// nothing new. One record per server the reload added, removed, changed or
+// updated (Record.Server set), none when it changed no server; a rejected
+// reload is one record with outcome isError and the error (a file found
+// empty, being saved, is not one: the save that follows is). Written
+// before the reload is counted (Stats.ReloadGeneration).
+func (l *Loop) auditReload(r *Reload, transport string) *Reload {
+	if l.opts.Audit == nil || transport == "" {
+		return r
+	}
+	file := strings.Join(l.opts.ConfigPaths, " + ")
+	rec := audit.Record{Time: r.At, Transport: transport, Action: audit.ConfigReload, Decision: audit.Allowed, Outcome: audit.OK,
+		DurationMs: float64(time.Since(r.At).Microseconds()) / 1000}
+	if r.Error != "" {
+		rec.Outcome, rec.Reason = audit.IsError, fmt.Sprintf("%s rejected (%s); the previous config stays in effect: %s", file, r.Trigger, r.Error)
+		l.opts.Audit.Write(rec)
+		return r
+	}
+	for _, c := range []struct {
+		names []string
+		what  string
+	}{
+		{r.Added, "added to"}, {r.Removed, "removed from"}, {r.Changed, "changed in"},
+		{r.Updated, "updated (timeouts, applied in place) in"},
+	} {
+		for _, name := range c.names {
+			rec.Server, rec.Reason = name, fmt.Sprintf("server %q %s %s (%s)", name, c.what, file, r.Trigger)
+			l.opts.Audit.Write(rec)
+		}
+	}
+	return r
 }
 
 // effective is s as this gateway takes it: without toolgate.http.addr

@@ -1,0 +1,88 @@
+package live
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/gateway/audit"
+)
+
+// records is an audit log in memory.
+type records struct {
+	mu   sync.Mutex
+	recs []audit.Record
+}
+
+func (r *records) Write(rec audit.Record) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recs = append(r.recs, rec)
+}
+
+// take returns the records written since the last take.
+func (r *records) take() []audit.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.recs
+	r.recs = nil
+	return out
+}
+
+// A reload that SIGHUP applies writes one audit record per server it
+// added or removed, one that it rejected a record with the error, and a
+// management tool's Reload (which records its own change) none.
+func TestReloadAudited(t *testing.T) {
+	pool := newFakePool("a", "b")
+	hup := make(chan os.Signal, 1)
+	log := &records{}
+	// A debounce of an hour: only the signal reloads.
+	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Hour, Reload: hup, Audit: log}, "a", "b")
+	f.run(t)
+
+	writeFile(t, f.path, configBytes(t, nil, "a", "c"))
+	hup <- syscall.SIGHUP
+	f.wait(t, "the reload", func(s Stats) bool { return s.ReloadGeneration == 1 })
+	type short struct{ Transport, Action, Server, Decision, Outcome, Reason string }
+	shorten := func(recs []audit.Record) []short {
+		var out []short
+		for _, r := range recs {
+			if r.Time.IsZero() {
+				t.Errorf("record %+v has no time", r)
+			}
+			out = append(out, short{r.Transport, r.Action, r.Server, r.Decision, r.Outcome, r.Reason})
+		}
+		return out
+	}
+	want := []short{
+		{"signal", audit.ConfigReload, "c", audit.Allowed, audit.OK, `server "c" added to ` + f.path + " (SIGHUP)"},
+		{"signal", audit.ConfigReload, "b", audit.Allowed, audit.OK, `server "b" removed from ` + f.path + " (SIGHUP)"},
+	}
+	if diff := cmp.Diff(want, shorten(log.take())); diff != "" {
+		t.Errorf("the records of the reload (-want +got):\n%s", diff)
+	}
+
+	writeFile(t, f.path, []byte(`{"mcpServers": {`))
+	hup <- syscall.SIGHUP
+	f.wait(t, "the rejected reload", func(s Stats) bool { return s.ReloadGeneration == 2 })
+	got := log.take()
+	if len(got) != 1 || got[0].Outcome != audit.IsError || got[0].Server != "" || got[0].Action != audit.ConfigReload ||
+		!strings.HasPrefix(got[0].Reason, f.path+" rejected (SIGHUP); the previous config stays in effect: ") {
+		t.Errorf("the records of the rejected reload: %+v", got)
+	}
+
+	// A management tool's edit: its own record says what it changed.
+	writeFile(t, f.path, configBytes(t, nil, "a"))
+	if r := f.loop.Reload(context.Background(), "toolgate__remove_server"); r == nil || len(r.Removed) != 1 {
+		t.Fatalf("Reload = %+v, want c removed", r)
+	}
+	if got := log.take(); len(got) != 0 {
+		t.Errorf("a management tool's reload wrote %+v, want no record", got)
+	}
+}

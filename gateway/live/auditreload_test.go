@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -12,28 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/gateway/audit"
+	"github.com/toolgate/toolgate/gateway/audit/audittest"
 )
-
-// records is an audit log in memory.
-type records struct {
-	mu   sync.Mutex
-	recs []audit.Record
-}
-
-func (r *records) Write(rec audit.Record) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.recs = append(r.recs, rec)
-}
-
-// take returns the records written since the last take.
-func (r *records) take() []audit.Record {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := r.recs
-	r.recs = nil
-	return out
-}
 
 // A reload that SIGHUP applies writes one audit record per server it
 // added or removed, one that it rejected a record with the error, and a
@@ -41,7 +20,13 @@ func (r *records) take() []audit.Record {
 func TestReloadAudited(t *testing.T) {
 	pool := newFakePool("a", "b")
 	hup := make(chan os.Signal, 1)
-	log := &records{}
+	log := &audittest.Log{}
+	seen := 0
+	take := func() []audit.Record { // the records written since the last take
+		recs := log.Records()
+		defer func() { seen = len(recs) }()
+		return recs[seen:]
+	}
 	// A debounce of an hour: only the signal reloads.
 	f := newFixture(t, t.TempDir(), pool, &Options{Debounce: time.Hour, Reload: hup, Audit: log}, "a", "b")
 	f.run(t)
@@ -64,14 +49,14 @@ func TestReloadAudited(t *testing.T) {
 		{"signal", audit.ConfigReload, "c", audit.Allowed, audit.OK, `server "c" added to ` + f.path + " (SIGHUP)"},
 		{"signal", audit.ConfigReload, "b", audit.Allowed, audit.OK, `server "b" removed from ` + f.path + " (SIGHUP)"},
 	}
-	if diff := cmp.Diff(want, shorten(log.take())); diff != "" {
+	if diff := cmp.Diff(want, shorten(take())); diff != "" {
 		t.Errorf("the records of the reload (-want +got):\n%s", diff)
 	}
 
 	writeFile(t, f.path, []byte(`{"mcpServers": {`))
 	hup <- syscall.SIGHUP
 	f.wait(t, "the rejected reload", func(s Stats) bool { return s.ReloadGeneration == 2 })
-	got := log.take()
+	got := take()
 	if len(got) != 1 || got[0].Outcome != audit.IsError || got[0].Server != "" || got[0].Action != audit.ConfigReload ||
 		!strings.HasPrefix(got[0].Reason, f.path+" rejected (SIGHUP); the previous config stays in effect: ") {
 		t.Errorf("the records of the rejected reload: %+v", got)
@@ -82,7 +67,7 @@ func TestReloadAudited(t *testing.T) {
 	if r := f.loop.Reload(context.Background(), "toolgate__remove_server"); r == nil || len(r.Removed) != 1 {
 		t.Fatalf("Reload = %+v, want c removed", r)
 	}
-	if got := log.take(); len(got) != 0 {
+	if got := take(); len(got) != 0 {
 		t.Errorf("a management tool's reload wrote %+v, want no record", got)
 	}
 }

@@ -274,9 +274,24 @@ func unmarked(r io.Reader) io.Reader {
 		return br
 	case bytes.HasPrefix(mark, []byte{0xFF, 0xFE}), bytes.HasPrefix(mark, []byte{0xFE, 0xFF}):
 		return transform.NewReader(br, unicode.BOMOverride(encoding.Nop.NewDecoder()))
+	case len(mark) >= 2 && (mark[0] == 0) != (mark[1] == 0):
+		// UTF-16 without the mark that says its byte order (what iconv -t
+		// UTF-16LE writes): a
+		// NUL beside the first character, which no JSON text starts with.
+		// It read "invalid character '\x00'", which names no fix.
+		order := "UTF-16LE"
+		if mark[0] == 0 {
+			order = "UTF-16BE"
+		}
+		return errReader{fmt.Errorf("the file looks like UTF-16 without a byte-order mark: save it as UTF-8 (iconv -f %s -t UTF-8 FILE > FILE.utf8; in PowerShell, Out-File -Encoding utf8)", order)}
 	}
 	return br
 }
+
+// errReader is a reader whose every read fails with err.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 // DecodeLine decodes one line of a JSON-lines file into v (a struct),
 // saying what is wrong in the file's terms rather than Go's: where the

@@ -87,6 +87,8 @@ func TestReadJSONLErrors(t *testing.T) {
 		{"duplicate", `{"server":"a","name":"b"}` + "\n" + `{"server":"a","name":"b"}`, `tools.jsonl:2: duplicate tool "a__b" (first on line 1)`},
 		{"two schemas", `{"server":"a","name":"b","input_schema":{"type":"object"},"inputSchema":{}}`, `tools.jsonl:1: "a__b" has both "input_schema" and "inputSchema", which differ: keep one`},
 		{"mcp schema not an object", `{"server":"a","name":"b","inputSchema":[]}`, `tools.jsonl:1: "inputSchema" of "a__b" must be a JSON Schema object`},
+		// What iconv -t UTF-16LE writes: it read "invalid character '\x00'".
+		{"UTF-16 without a mark", "{\x00\"\x00s\x00\"\x00:\x00\"\x00a\x00\"\x00}\x00\n\x00", `tools.jsonl:1: the file looks like UTF-16 without a byte-order mark: save it as UTF-8 (iconv -f UTF-16LE -t UTF-8`},
 		{"line too long", `{"server":"a","name":"b"}` + "\n" + `{"server":"a","name":"c","description":"` + strings.Repeat("x", 1024) + `"}`, `tools.jsonl:2: the line is longer than `},
 	}
 	defer func(n int) { maxLine = n }(maxLine)

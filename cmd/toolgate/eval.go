@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -90,18 +89,9 @@ Each file is JSON lines, one object a line; a mistake in one is a usage error
 			// A stop said as index and models fetch say it: it said
 			// "build index: embed tools 1-199 of 199: context canceled".
 			f.warnings = cmd.ErrOrStderr()
-			// A reader that stops early (| head -1, a jq that failed) is
-			// a write error, at which eval stops and exits 0 with its
-			// stores closed: it died of SIGPIPE (exit status 141, which
-			// fails a CI step run with pipefail) at the next mode's line.
-			catchSIGPIPE()
-			err := runEval(cmd.Context(), g, f, cmd.OutOrStdout())
-			if errors.Is(err, syscall.EPIPE) {
-				if g.logger != nil {
-					g.logger.Debug("eval stopped: its output's reader has gone", "err", err)
-				}
-				return nil
-			}
+			// A reader that stops early is a write error, at which eval
+			// stops and exits 0 with its stores closed.
+			err := readerMayLeave(g, "eval", func() error { return runEval(cmd.Context(), g, f, cmd.OutOrStdout()) })
 			return shutdown.Stopped(cmd.Context(), err, "the evaluation was done", "no figures are written for the modes it had not finished (run the command again)")
 		},
 	}

@@ -61,7 +61,7 @@ BM25 only, with a warning.`,
 			if f.tools != "" && !cmd.Flags().Changed("config") {
 				f.configs = nil // --tools wins over $TOOLGATE_CONFIG
 			}
-			return runIndex(cmd.Context(), g, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return readerMayLeave(g, "index", func() error { return runIndex(cmd.Context(), g, f, cmd.OutOrStdout(), cmd.ErrOrStderr()) })
 		},
 	}
 	fl := cmd.Flags()

@@ -804,3 +804,36 @@ func TestIndexConfigSaysWhatTheQuarantineHolds(t *testing.T) {
 		t.Errorf("with approvedTools: %v\n%s\nwant no word of the quarantine", err, stderr)
 	}
 }
+
+// index whose output's reader has gone (`| head -c0`, a jq that failed)
+// exits 0 with its stores closed, as eval does: it died of SIGPIPE (exit
+// status 141, a failed CI step under pipefail) at its result, after the
+// index was built. Both outputs, the table and --json; the next run finds
+// the index up to date.
+func TestIndexReaderGone(t *testing.T) {
+	data := t.TempDir()
+	tools := writeToolsFile(t, t.TempDir(), 5, "")
+	for _, args := range [][]string{{"--json"}, nil} {
+		cmd := toolgateCmd(t, data, append([]string{"index", "--bm25-only", "--tools", tools}, args...)...)
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = w, &stderr
+		err = cmd.Run()
+		w.Close()
+		if err != nil {
+			t.Errorf("index %v into a closed pipe: %v (%s), want exit status 0\n%s", args, err, cmd.ProcessState, stderr.String())
+		}
+		if strings.Contains(stderr.String(), "broken pipe") {
+			t.Errorf("index %v into a closed pipe says so at level info or above:\n%s", args, stderr.String())
+		}
+	}
+	out, err := toolgateCmd(t, data, "index", "--bm25-only", "--tools", tools, "--json").Output()
+	var res indexResult
+	if err != nil || json.Unmarshal(out, &res) != nil || res.StateBefore != "up to date" {
+		t.Errorf("index after the gone readers: %v, %s; want state before %q", err, out, "up to date")
+	}
+}

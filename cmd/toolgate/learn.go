@@ -71,7 +71,7 @@ work through its status socket in the data folder, and its ranking uses the
 change at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runLearn(cmd.Context(), g, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return readerMayLeave(g, "learn", func() error { return runLearn(cmd.Context(), g, f, cmd.OutOrStdout(), cmd.ErrOrStderr()) })
 		},
 	}
 	fl := cmd.Flags()

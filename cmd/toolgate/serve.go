@@ -678,6 +678,24 @@ var version = "dev"
 // after the command returns.
 func catchSIGPIPE() { signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) }
 
+// readerMayLeave runs a command that writes its result after work a kill
+// would waste or leave open (eval, index, learn): when the reader of its
+// output has gone (| head -1, a jq that failed), run's next write fails
+// with EPIPE and the command exits 0 with its stores closed, rather than
+// die of SIGPIPE (exit status 141, which fails a CI step run with
+// pipefail) with the work done.
+func readerMayLeave(g *globals, what string, run func() error) error {
+	catchSIGPIPE()
+	err := run()
+	if errors.Is(err, syscall.EPIPE) {
+		if g.logger != nil {
+			g.logger.Debug(what+" stopped: its output's reader has gone", "err", err)
+		}
+		return nil
+	}
+	return err
+}
+
 // socketRoutes are the routes of the status socket in the data folder
 // (local.Serve): the status report, the log's last lines, the log level,
 // and, with learning on (learn not nil), the learned pairs.

@@ -974,6 +974,8 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 		c.audit(r, &policy.Caller{Key: k}, audit.Record{Action: "http", Decision: audit.Denied, Reason: "console login: " + err.Error(), Status: http.StatusUnauthorized})
 		unauthorized(w, refusedKey(err))
 		return
+	} else if c.overRate(w, r, &policy.Caller{Transport: policy.TransportHTTP, Remote: r.RemoteAddr, Key: k}) {
+		return // a login is one of the key's requests
 	}
 	c.sessions.end(w, r)
 	c.sessions.create(w, r, key)

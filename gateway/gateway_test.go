@@ -1211,6 +1211,47 @@ func TestRefusedFloodLimited(t *testing.T) {
 	}
 }
 
+// A client of the older HTTP+SSE transport (protocol 2024-11-05: the
+// TypeScript SDK's SSEClientTransport, the Python SDK's sse_client,
+// go-sdk's SSEClientTransport) reads only the status of a refused GET:
+// "SSE error: Non-200 status code (404)", with none of the body that says
+// what to configure instead. At /sse it is connected, and its first request
+// answered with that explanation as a JSON-RPC error, which the client
+// reports as it is.
+func TestLegacySSEClientTold(t *testing.T) {
+	g, _ := newTestGateway(t, nil)
+	srv := httptest.NewServer(g.HTTPHandler(nil))
+	defer srv.Close()
+	for _, path := range []string{"/sse", "/mcp/sse"} {
+		t.Run(path, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c := mcp.NewClient(&mcp.Implementation{Name: "old-client", Version: "1"}, nil)
+			cs, err := c.Connect(ctx, &mcp.SSEClientTransport{Endpoint: srv.URL + path}, &mcp.ClientSessionOptions{ProtocolVersion: "2024-11-05"})
+			if err == nil {
+				cs.Close()
+				t.Fatal("connected over HTTP+SSE, want the initialize refused")
+			}
+			var we *jsonrpc.Error
+			if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidRequest || we.Message != legacySSERefused {
+				t.Fatalf("connect over HTTP+SSE: %v, want JSON-RPC error %d %q", err, jsonrpc.CodeInvalidRequest, legacySSERefused)
+			}
+		})
+	}
+	// A streamable HTTP client given the /sse URL posts its requests there
+	// with no stream: it is answered in words, as before (a client SDK
+	// shows the body of a refused POST).
+	resp, err := http.Post(srv.URL+"/sse", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := "Not Found: " + legacySSERefused + "\n"; resp.StatusCode != http.StatusNotFound || string(body) != want {
+		t.Errorf("POST /sse: %d %q, want 404 %q", resp.StatusCode, body, want)
+	}
+}
+
 // GET / sends a browser to the console (Home), with or without an API
 // key, or says what is served where; it answered "404 page not found".
 func TestHTTPRoot(t *testing.T) {

@@ -1406,6 +1406,49 @@ func TestHTTPUnknownMethod(t *testing.T) {
 	}
 }
 
+// TestHTTPOldClients pins what clients of every protocol version met in the
+// wild get from the HTTP front (go-sdk negotiates; an upgrade of it that
+// dropped a version would fail here by name): initialize agrees the
+// client's version, an unknown one (a newer client, 2026-07-28 through
+// initialize) 2025-11-25; requests after it are served at that version;
+// a 2025-03-26 client's batch is answered as a batch; no Mcp-Session-Id is
+// given, and one a client sends of itself (one kept from another server,
+// or from before a restart) is served, not answered 404.
+func TestHTTPOldClients(t *testing.T) {
+	g, _ := newTestGateway(t, nil)
+	srv := httptest.NewServer(g.HTTPHandler(nil))
+	defer srv.Close()
+	for _, tc := range []struct{ asks, agreed string }{
+		{"2024-11-05", "2024-11-05"}, {"2025-03-26", "2025-03-26"}, {"2025-06-18", "2025-06-18"},
+		{"2025-11-25", "2025-11-25"}, {"2026-07-28", "2025-11-25"}, {"2099-01-01", "2025-11-25"},
+	} {
+		resp, body := postMCP(t, srv.URL+"/mcp", "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+tc.asks+`","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}`, nil)
+		var init struct {
+			Result struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(body), &init); err != nil || resp.StatusCode != http.StatusOK || init.Result.ProtocolVersion != tc.agreed {
+			t.Errorf("initialize at %s: %s %s, want protocolVersion %s", tc.asks, resp.Status, body, tc.agreed)
+		}
+		if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+			t.Errorf("initialize at %s gave Mcp-Session-Id %q: the front is stateless", tc.asks, id)
+		}
+		resp, body = postMCP(t, srv.URL+"/mcp", tc.agreed, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, http.Header{"Mcp-Session-Id": {"from-before-a-restart"}})
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"name":"search_tools"`) {
+			t.Errorf("tools/list at %s with an Mcp-Session-Id the gateway never gave: %s %s", tc.agreed, resp.Status, body)
+		}
+	}
+	resp, body := postMCP(t, srv.URL+"/mcp", "2025-03-26", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`, nil)
+	var batch []struct {
+		ID     int             `json:"id"`
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(body), &batch); err != nil || resp.StatusCode != http.StatusOK || len(batch) != 2 || batch[0].Result == nil || batch[1].Result == nil {
+		t.Errorf("a 2025-03-26 batch of ping and tools/list: %s %.300s, want both answered in one array", resp.Status, body)
+	}
+}
+
 // TestHTTPInexactID: over HTTP as over stdio, a request whose id an answer
 // cannot carry back as sent (1.5, a number past 2^53 that a float64
 // rounds) is refused with the id named; go-sdk answered id 1.5 as 1, and

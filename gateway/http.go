@@ -382,8 +382,10 @@ func getPattern(mux *http.ServeMux, r *http.Request) string {
 const legacySSERefused = "toolgate does not serve the older HTTP+SSE transport (a GET of /sse, then POSTs to /messages); it serves MCP over streamable HTTP at /mcp: configure the client with that URL and transport \"http\" (streamable), or have a stdio client run `toolgate connect`"
 
 // legacySSEHold is how long a stream of the older HTTP+SSE transport is
-// kept open for its client to post the request that is refused.
-const legacySSEHold = time.Minute
+// kept open for its client to post the request that is refused (it does
+// so at once, and leaves when refused): a client that stays holds it no
+// longer, nor a stop of the gateway past its grace.
+const legacySSEHold = 10 * time.Second
 
 // newLegacySSE serves the older HTTP+SSE transport at /sse to refuse it in
 // the protocol: a client of it (the TypeScript SDK's SSEClientTransport,

@@ -1211,6 +1211,47 @@ func TestRefusedFloodLimited(t *testing.T) {
 	}
 }
 
+// A client of the older HTTP+SSE transport (protocol 2024-11-05: the
+// TypeScript SDK's SSEClientTransport, the Python SDK's sse_client,
+// go-sdk's SSEClientTransport) reads only the status of a refused GET:
+// "SSE error: Non-200 status code (404)", with none of the body that says
+// what to configure instead. At /sse it is connected, and its first request
+// answered with that explanation as a JSON-RPC error, which the client
+// reports as it is.
+func TestLegacySSEClientTold(t *testing.T) {
+	g, _ := newTestGateway(t, nil)
+	srv := httptest.NewServer(g.HTTPHandler(nil))
+	defer srv.Close()
+	for _, path := range []string{"/sse", "/mcp/sse"} {
+		t.Run(path, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c := mcp.NewClient(&mcp.Implementation{Name: "old-client", Version: "1"}, nil)
+			cs, err := c.Connect(ctx, &mcp.SSEClientTransport{Endpoint: srv.URL + path}, &mcp.ClientSessionOptions{ProtocolVersion: "2024-11-05"})
+			if err == nil {
+				cs.Close()
+				t.Fatal("connected over HTTP+SSE, want the initialize refused")
+			}
+			var we *jsonrpc.Error
+			if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidRequest || we.Message != legacySSERefused {
+				t.Fatalf("connect over HTTP+SSE: %v, want JSON-RPC error %d %q", err, jsonrpc.CodeInvalidRequest, legacySSERefused)
+			}
+		})
+	}
+	// A streamable HTTP client given the /sse URL posts its requests there
+	// with no stream: it is answered in words, as before (a client SDK
+	// shows the body of a refused POST).
+	resp, err := http.Post(srv.URL+"/sse", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := "Not Found: " + legacySSERefused + "\n"; resp.StatusCode != http.StatusNotFound || string(body) != want {
+		t.Errorf("POST /sse: %d %q, want 404 %q", resp.StatusCode, body, want)
+	}
+}
+
 // GET / sends a browser to the console (Home), with or without an API
 // key, or says what is served where; it answered "404 page not found".
 func TestHTTPRoot(t *testing.T) {
@@ -1362,6 +1403,49 @@ func TestHTTPUnknownMethod(t *testing.T) {
 	}
 	if resp, body := post("2025-11-25", `{"jsonrpc":"2.0","id":1,"method":"ping"}`); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"result":{}`) {
 		t.Errorf("ping: %s %s", resp.Status, body)
+	}
+}
+
+// TestHTTPOldClients pins what clients of every protocol version met in the
+// wild get from the HTTP front (go-sdk negotiates; an upgrade of it that
+// dropped a version would fail here by name): initialize agrees the
+// client's version, an unknown one (a newer client, 2026-07-28 through
+// initialize) 2025-11-25; requests after it are served at that version;
+// a 2025-03-26 client's batch is answered as a batch; no Mcp-Session-Id is
+// given, and one a client sends of itself (one kept from another server,
+// or from before a restart) is served, not answered 404.
+func TestHTTPOldClients(t *testing.T) {
+	g, _ := newTestGateway(t, nil)
+	srv := httptest.NewServer(g.HTTPHandler(nil))
+	defer srv.Close()
+	for _, tc := range []struct{ asks, agreed string }{
+		{"2024-11-05", "2024-11-05"}, {"2025-03-26", "2025-03-26"}, {"2025-06-18", "2025-06-18"},
+		{"2025-11-25", "2025-11-25"}, {"2026-07-28", "2025-11-25"}, {"2099-01-01", "2025-11-25"},
+	} {
+		resp, body := postMCP(t, srv.URL+"/mcp", "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+tc.asks+`","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}`, nil)
+		var init struct {
+			Result struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(body), &init); err != nil || resp.StatusCode != http.StatusOK || init.Result.ProtocolVersion != tc.agreed {
+			t.Errorf("initialize at %s: %s %s, want protocolVersion %s", tc.asks, resp.Status, body, tc.agreed)
+		}
+		if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+			t.Errorf("initialize at %s gave Mcp-Session-Id %q: the front is stateless", tc.asks, id)
+		}
+		resp, body = postMCP(t, srv.URL+"/mcp", tc.agreed, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, http.Header{"Mcp-Session-Id": {"from-before-a-restart"}})
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"name":"search_tools"`) {
+			t.Errorf("tools/list at %s with an Mcp-Session-Id the gateway never gave: %s %s", tc.agreed, resp.Status, body)
+		}
+	}
+	resp, body := postMCP(t, srv.URL+"/mcp", "2025-03-26", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`, nil)
+	var batch []struct {
+		ID     int             `json:"id"`
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(body), &batch); err != nil || resp.StatusCode != http.StatusOK || len(batch) != 2 || batch[0].Result == nil || batch[1].Result == nil {
+		t.Errorf("a 2025-03-26 batch of ping and tools/list: %s %.300s, want both answered in one array", resp.Status, body)
 	}
 }
 

@@ -312,6 +312,7 @@ func (g *Gateway) httpMux(o HTTPOptions, mcpHandler http.Handler) *servemux.Mux 
 	// Any other path says what is served ("404 page not found" said
 	// nothing), and a client of the older HTTP+SSE transport, which opens
 	// /sse and posts to /messages, what to configure instead.
+	legacySSE := newLegacySSE()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// A served path asked with a method it does not take (PUT
 		// /status) falls through to here, as the catch-all takes every
@@ -322,8 +323,12 @@ func (g *Gateway) httpMux(o HTTPOptions, mcpHandler http.Handler) *servemux.Mux 
 			return
 		}
 		msg := "Not Found: toolgate serves " + served
+		if legacySSEStream(r) {
+			legacySSE.ServeHTTP(w, r)
+			return
+		}
 		if sseRoute(r.URL.Path) {
-			msg = "Not Found: toolgate does not serve the older HTTP+SSE transport (a GET of /sse, then POSTs to /messages); it serves MCP over streamable HTTP at /mcp: configure the client with that URL and transport \"http\" (streamable), or have a stdio client run `toolgate connect`"
+			msg = "Not Found: " + legacySSERefused
 		}
 		http.Error(w, msg, http.StatusNotFound)
 	})
@@ -370,6 +375,62 @@ func getPattern(mux *http.ServeMux, r *http.Request) string {
 		return pattern
 	}
 	return ""
+}
+
+// legacySSERefused tells a client of the older HTTP+SSE transport what to
+// configure instead.
+const legacySSERefused = "toolgate does not serve the older HTTP+SSE transport (a GET of /sse, then POSTs to /messages); it serves MCP over streamable HTTP at /mcp: configure the client with that URL and transport \"http\" (streamable), or have a stdio client run `toolgate connect`"
+
+// legacySSEHold is how long a stream of the older HTTP+SSE transport is
+// kept open for its client to post the request that is refused (it does
+// so at once, and leaves when refused): a client that stays holds it no
+// longer, nor a stop of the gateway past its grace.
+const legacySSEHold = 10 * time.Second
+
+// newLegacySSE serves the older HTTP+SSE transport at /sse to refuse it in
+// the protocol: a client of it (the TypeScript SDK's SSEClientTransport,
+// the Python SDK's sse_client) shows only the status of a GET that is not
+// 200 ("SSE error: Non-200 status code (404)"), never the body that says
+// what to configure instead. go-sdk's SSE handler opens the stream and
+// takes the posts; its server answers every request with legacySSERefused,
+// which the client reports as the error of its initialize.
+func newLegacySSE() http.Handler {
+	refuser := mcp.NewServer(&mcp.Implementation{Name: "toolgate"}, nil)
+	refuser.AddReceivingMiddleware(func(mcp.MethodHandler) mcp.MethodHandler {
+		return func(context.Context, string, mcp.Request) (mcp.Result, error) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: legacySSERefused}
+		}
+	})
+	h := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return refuser }, &mcp.SSEOptions{
+		DisableLocalhostProtection: true, // guard checks Host
+		MaxRequestBodyBytes:        64 << 10,
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), legacySSEHold)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// legacySSEStream reports whether r is an HTTP+SSE client's at /sse: the
+// GET of its stream, or a post to the endpoint such a stream named
+// (?sessionid=). A streamable HTTP client given that URL posts with no
+// sessionid, and is answered in words: it shows a refused POST's body.
+func legacySSEStream(r *http.Request) bool {
+	switch strings.TrimSuffix(r.URL.Path, "/") {
+	case "/sse", "/mcp/sse":
+	default:
+		return false
+	}
+	switch r.Method {
+	case http.MethodGet:
+		// Its clients ask for exactly this (a person's curl, */*, gets
+		// the words of the 404).
+		return slices.Contains(acceptMedia(r.Header), "text/event-stream")
+	case http.MethodPost:
+		return r.URL.Query().Has("sessionid")
+	}
+	return false
 }
 
 // sseRoute reports whether path is one an HTTP+SSE client (protocol
@@ -905,16 +966,25 @@ func PlainToHTTPS(body []byte) bool {
 // stream ("application/json", not "*/*" or "text/event-stream").
 func jsonOnly(h http.Header) bool {
 	json, stream := false, false
-	for _, v := range h.Values("Accept") {
-		for _, part := range strings.Split(v, ",") {
-			media, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
-			switch media {
-			case "application/json", "application/*":
-				json = true
-			case "text/event-stream", "text/*", "*/*":
-				stream = true
-			}
+	for _, media := range acceptMedia(h) {
+		switch media {
+		case "application/json", "application/*":
+			json = true
+		case "text/event-stream", "text/*", "*/*":
+			stream = true
 		}
 	}
 	return json && !stream
+}
+
+// acceptMedia is the media types a request's Accept names, in order.
+func acceptMedia(h http.Header) []string {
+	var all []string
+	for _, v := range h.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			media, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
+			all = append(all, media)
+		}
+	}
+	return all
 }

@@ -30,6 +30,7 @@ const sdk = join(root, "examples", "servers", "node_modules", "@modelcontextprot
 const { Client } = await import(pathToFileURL(join(sdk, "index.js")));
 const { StdioClientTransport } = await import(pathToFileURL(join(sdk, "stdio.js")));
 const { StreamableHTTPClientTransport } = await import(pathToFileURL(join(sdk, "streamableHttp.js")));
+const { SSEClientTransport } = await import(pathToFileURL(join(sdk, "sse.js")));
 
 // Temporary folders, removed at the end when every check passed and kept
 // (and named) for inspection when one failed.
@@ -183,6 +184,13 @@ await serveHTTP(config, "http", async (base) => {
   await client.close();
   const forbidden = await fetch(`${base}/mcp`, { method: "POST", headers: { Origin: "https://evil.example", "Content-Type": "application/json" }, body: "{}" });
   check(forbidden.status === 403, "http: a foreign Origin gets 403", String(forbidden.status));
+  // A client of the older HTTP+SSE transport is told what to configure
+  // (it showed "SSE error: Non-200 status code (404)" alone).
+  const old = new Client({ name: "smoke-sse", version: "0.0.0" });
+  const refused = await old.connect(new SSEClientTransport(new URL(`${base}/sse`))).then(() => "connected", (e) => String(e));
+  await old.close().catch(() => {});
+  check(refused.includes('toolgate does not serve the older HTTP+SSE transport') && refused.includes('transport "http"'),
+    "http: an SSEClientTransport at /sse is told to use streamable HTTP at /mcp", refused);
 });
 
 // Management tools, profiles and import (issue 14), over streamable HTTP.

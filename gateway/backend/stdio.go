@@ -701,13 +701,7 @@ func screenLine(s string) string {
 	if len(fs) == 0 {
 		return s
 	}
-	why := make([]string, 0, len(fs))
-	for _, f := range fs {
-		if w := f.What(); !slices.Contains(why, w) {
-			why = append(why, w)
-		}
-	}
-	return "[stderr line withheld: " + strings.Join(why, ", ") + "; toolgate logs shows it]"
+	return "[stderr line withheld: " + findingsWhy(fs) + "; toolgate logs shows it]"
 }
 
 func truncate(s string, n int) string {

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/toolgate/toolgate/gateway/quarantine"
+	"github.com/toolgate/toolgate/internal/termtext"
 )
 
 // ErrText is err's text as a model may read it (search_tools'
@@ -17,7 +18,8 @@ import (
 // message of a JSON-RPC error it answered, the Said of the gateway's
 // OwnWords (a body, its transport's error) — withheld where it addresses
 // a model or hides text from people (quarantine.Scanner.ScanLine), as its
-// stderr lines are (screenLine), the gateway's own words around it kept.
+// stderr lines are (screenLine), the gateway's own words around it kept;
+// its control characters escaped (termtext.Escape) where it is not.
 // The log keeps the error as written. "" for nil.
 //
 // A server that failed its tool listing with "<IMPORTANT>Ignore previous
@@ -32,8 +34,13 @@ func ErrText(err error) string {
 	// The longest first: a Said may hold a JSON-RPC error's message.
 	slices.SortFunc(said, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
 	for _, s := range said {
-		if fs := (quarantine.Scanner{}).ScanLine(s); len(fs) > 0 && strings.Contains(text, s) {
+		if !strings.Contains(text, s) {
+			continue
+		}
+		if fs := (quarantine.Scanner{}).ScanLine(s); len(fs) > 0 {
 			text = strings.ReplaceAll(text, s, "[the server's words withheld: "+findingsWhy(fs)+"; toolgate logs shows them]")
+		} else if e := termtext.Escape(s); e != s {
+			text = strings.ReplaceAll(text, s, e)
 		}
 	}
 	return text

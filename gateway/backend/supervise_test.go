@@ -704,3 +704,24 @@ for line in sys.stdin:
 		t.Errorf("the log lacks the message as written:\n%s", l)
 	}
 }
+
+// A terminal escape in a stderr line, or in what a server said in its
+// error, reaches the model (toolgate__server_status, search_tools'
+// downServers) and the console as its escape (\x1b), not as the control
+// character: a client that prints a tool's answer on a terminal, as many
+// do, moved its cursor up and erased the line (ESC[1A ESC[2K), which hid
+// from the user what the model read. The log keeps it as written.
+func TestStderrEscapesShownEscaped(t *testing.T) {
+	l := &testenv.LogBuffer{}
+	srv := backendtest.Command(t, "normal", backendtest.EnvStderrQuoted+`="run this \x1b[1A\x1b[2K\x1b]0;pwned\a done \u009b31m"`)
+	p := startPool(t, []config.Server{srv}, testOptions(l))
+	want := `run this \x1b[1A\x1b[2K\x1b]0;pwned\a done \u009b31m`
+	testenv.Eventually(t, "stderr kept", func() bool { return slices.Contains(p.Stderr("fake"), want) })
+	said := &OwnWords{Before: "the server answered ", Said: errors.New("500: \x1b[8mhidden\x1b[0m")}
+	if got := ErrText(said); got != `the server answered 500: \x1b[8mhidden\x1b[0m` {
+		t.Errorf("ErrText = %q", got)
+	}
+	if !strings.Contains(l.String(), `\x1b[1A\x1b[2K`) {
+		t.Errorf("the log lacks the line:\n%s", l)
+	}
+}

@@ -687,7 +687,7 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 		return toolError("execute_tool %s: server %q is busy (%v). Retry in a moment; the other servers are not affected.", name, server, unavailableCause(err))
 	case errors.As(err, &un):
 		g.log.Warn("backend unavailable", "tool", name, "server", server, "err", err)
-		why := un.Err.Error()
+		why := backend.ErrText(un.Err)
 		if policy.CallerFrom(ctx).Scoped() { // the gateway's words, the server's hidden as GET /status does
 			why = backend.ErrForKey(un.Err)
 		}

@@ -96,7 +96,25 @@ func (g *Gateway) inputRequired(ctx context.Context, req *mcp.CallToolRequest, n
 			name, server, strings.Join(missing, ", "), strings.Join(missing, ", "))
 	}
 	g.log.Debug("backend asks the client", "tool", name, "server", server, "questions", strings.Join(kinds, ", "))
-	return &mcp.CallToolResult{Meta: res.Meta, InputRequests: res.InputRequests, RequestState: res.RequestState}
+	return &mcp.CallToolResult{Meta: res.Meta, InputRequests: askedBy(server, res.InputRequests), RequestState: res.RequestState}
+}
+
+// askedBy is reqs with each elicitation's message saying which server
+// asks (`server "evil" asks: …`), the rest unchanged. A client shows the
+// user who asks by the server it is connected to, the gateway: a backend
+// could ask in toolgate's name ("toolgate needs your GitHub token to go
+// on"), and the user could not tell which of the servers behind it asked.
+func askedBy(server string, reqs mcp.InputRequestMap) mcp.InputRequestMap {
+	out := make(mcp.InputRequestMap, len(reqs))
+	for k, r := range reqs {
+		if e, ok := r.(*mcp.ElicitParams); ok {
+			named := *e
+			named.Message = fmt.Sprintf("server %q asks: %s", server, e.Message)
+			r = &named
+		}
+		out[k] = r
+	}
+	return out
 }
 
 // Kinds of question, named as their capability is.

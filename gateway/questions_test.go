@@ -75,6 +75,11 @@ func executeText(ctx context.Context, t *testing.T, cs *mcp.ClientSession, name 
 	return res.IsError, text(res)
 }
 
+// askedOf is a backend's question as the client shows it to its user:
+// the client takes the gateway for the server that asks, so a backend
+// could ask in the gateway's name ("toolgate needs your API key").
+func askedOf(server, message string) string { return `server "` + server + `" asks: ` + message }
+
 // TestQuestionsRelayed: a backend on protocol 2026-07-28 that asks the
 // client mid-call (elicitation accepted and declined, sampling, roots) gets
 // its answers through execute_tool: from a 2026-07-28 client over a session
@@ -125,13 +130,13 @@ func TestQuestionsRelayed(t *testing.T) {
 			check("fake__confirm", "decline this", false, "decline")
 			check("fake__sample", "a haiku", false, "model said: echo: a haiku")
 			check("fake__roots", "", false, "roots: "+askerRoot)
-			want := []string{"elicit " + backendtest.ConfirmMessage("delete the draft"), "elicit " + backendtest.ConfirmMessage("decline this"), "sample a haiku"}
+			want := []string{"elicit " + askedOf("fake", backendtest.ConfirmMessage("delete the draft")), "elicit " + askedOf("fake", backendtest.ConfirmMessage("decline this")), "sample a haiku"}
 			if c.pv >= "2026-07-28" {
 				check("fake__confirm_sample", "two rounds", false, `accept {"ok":true}; model said: echo: two rounds`)
-				want = append(want, "elicit "+backendtest.ConfirmMessage("two rounds"), "sample two rounds")
+				want = append(want, "elicit "+askedOf("fake", backendtest.ConfirmMessage("two rounds")), "sample two rounds")
 			} else {
 				check("fake__confirm_sample", "two rounds", true, "toolgate relays one round of questions to a client of protocol 2025-11-25")
-				want = append(want, "elicit "+backendtest.ConfirmMessage("two rounds"))
+				want = append(want, "elicit "+askedOf("fake", backendtest.ConfirmMessage("two rounds")))
 			}
 			if got := a.questions(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Errorf("the client was asked:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

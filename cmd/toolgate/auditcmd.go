@@ -121,12 +121,16 @@ func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditT
 	bw := bufio.NewWriterSize(w, 64<<10)
 	print := func(r audit.Record) {
 		if f.asJSON {
-			// As stored: a newer toolgate's fields kept.
+			// As stored: a newer toolgate's fields kept. A control or
+			// format character that encoding/json leaves as it is (a bidi
+			// override, a C1 control from a reason quoting a server) is
+			// printed as its JSON escape: the same record, safe on a
+			// terminal.
 			b := []byte(r.Raw)
 			if len(b) == 0 {
 				b, _ = json.Marshal(r)
 			}
-			bw.Write(b)
+			bw.WriteString(escapeUnsafe(string(b)))
 			bw.WriteByte('\n')
 			return
 		}

@@ -176,6 +176,30 @@ func TestAuditTailJSONAsStored(t *testing.T) {
 	}
 }
 
+// audit tail --json prints a record's control and format characters as
+// JSON escapes: encoding/json stores a bidi override (U+202E) or a C1
+// control (U+009B, a terminal's CSI) as it is, and a reason quoting what a
+// server said held them, which reached the terminal. The record reads the
+// same as JSON.
+func TestAuditTailJSONEscapes(t *testing.T) {
+	data := t.TempDir()
+	reason := "backend \"evil\" is unavailable: all good \u202eop \u009b31m"
+	if err := audit.Append(dirs.Audit(data), audit.Record{Time: time.Now(), Action: "execute_tool", Tool: "evil__x", Decision: audit.Allowed, Outcome: audit.Down, Reason: reason}); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := runAuditTail(context.Background(), &globals{dataDir: data}, &out, &errOut, auditTailFlags{n: 20, asJSON: true}); err != nil {
+		t.Fatal(err)
+	}
+	var r audit.Record
+	if strings.ContainsAny(out.String(), "\u202e\u009b") || !strings.Contains(out.String(), `all good \u202eop \u009b31m`) {
+		t.Errorf("audit tail --json printed %q", out.String())
+	}
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.Reason != reason {
+		t.Errorf("the record's reason reads %q as JSON (%v), want %q", r.Reason, err, reason)
+	}
+}
+
 // firstWrite calls once before the first Write reaches buf.
 type firstWrite struct {
 	buf  bytes.Buffer

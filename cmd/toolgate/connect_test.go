@@ -114,7 +114,7 @@ func TestConnect(t *testing.T) {
 	if want := []string{backendtest.ProgressMessage(1), backendtest.ProgressMessage(2)}; !slices.Equal(progress, want) {
 		t.Errorf("progress the client got: %q, want %q", progress, want)
 	}
-	if want := []string{backendtest.ConfirmMessage("delete the draft")}; !slices.Equal(asked, want) {
+	if want := []string{`server "ask" asks: ` + backendtest.ConfirmMessage("delete the draft")}; !slices.Equal(asked, want) {
 		t.Errorf("questions the client got: %q, want %q", asked, want)
 	}
 	mu.Unlock()

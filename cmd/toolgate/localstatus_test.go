@@ -536,6 +536,40 @@ func logGateway(t *testing.T, data string, lines int) *logring.Ring {
 	return ring
 }
 
+// logs prints a line's control and format characters as escapes: a
+// gateway logging with --log-format json writes a backend's bidi override
+// (U+202E) and C1 controls (U+009B, a terminal's CSI) as they came, since
+// JSON escapes only those below U+0020, and they reached the terminal.
+// Its escapes (\u202e) keep the line the same JSON.
+func TestLogsEscapeTerminalText(t *testing.T) {
+	data := t.TempDir()
+	ring := logGateway(t, data, 10)
+	// As slog's JSON handler writes it: U+202E and U+009B as they are.
+	line := "{\"level\":\"INFO\",\"msg\":\"backend stderr\",\"server\":\"evil\",\"line\":\"all good \u202eop \u009b31mred \\u001b]0;x\\u0007\"}"
+	fmt.Fprintln(ring, line)
+	fmt.Fprintln(ring, `{"msg":"plain"}`)
+	for _, follow := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		var out testenv.LogBuffer
+		done := make(chan error, 1)
+		go func() {
+			done <- runLogs(ctx, &out, io.Discard, data, logsFlags{follow: follow, n: 10, every: time.Hour})
+		}()
+		testenv.Eventually(t, "the lines", func() bool { return strings.Contains(out.String(), "plain") })
+		cancel()
+		<-done
+		got := out.String()
+		want := `"line":"all good \u202eop \u009b31mred \u001b]0;x\u0007"}`
+		if strings.ContainsAny(got, "\u202e\u009b") || !strings.Contains(got, want) {
+			t.Errorf("logs (-f %v) printed %q, want the line with %s", follow, got, want)
+		}
+		var v map[string]any
+		if err := json.Unmarshal([]byte(strings.SplitN(got, "\n", 2)[0]), &v); err != nil || v["line"] != "all good \u202eop \u009b31mred \x1b]0;x\a" {
+			t.Errorf("the escaped line reads %v as JSON (%v)", v["line"], err)
+		}
+	}
+}
+
 // logs -f says how many lines went by unkept when more came between two
 // looks than the gateway keeps, and ends with its context.
 func TestLogsFollowSaysWhatWasNotKept(t *testing.T) {

@@ -506,7 +506,13 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 			fmt.Fprintf(w, "  fix: %s\n", gateway.KeysExpiringFix)
 		}
 		if len(sec.Quarantined) > 0 {
-			fmt.Fprintf(w, "quarantined: %s (`toolgate tools quarantined` says why)\n", strings.Join(sec.Quarantined, ", "))
+			// The backend's names, held because they may be hostile: a
+			// terminal escape in one is what held it.
+			ids := make([]string, len(sec.Quarantined))
+			for i, id := range sec.Quarantined {
+				ids[i] = safeText(id)
+			}
+			fmt.Fprintf(w, "quarantined: %s (`toolgate tools quarantined` says why)\n", strings.Join(ids, ", "))
 		}
 		if f := sec.PinsFault; f != nil {
 			fmt.Fprintf(w, "quarantine pins: %s CANNOT BE READ since %s: %s\n  fix: %s\n", f.File, clock(f.Since), oneLine(f.Error, 200), f.Fix)

@@ -245,3 +245,23 @@ func TestStatusStorage(t *testing.T) {
 		t.Errorf("--json storage = %+v (%v)", rep.Storage, err)
 	}
 }
+
+// The IDs of quarantined tools are the backend's names, held because they
+// may be hostile: a name with a terminal escape (quarantined for it)
+// reached the terminal of whoever ran toolgate status as it was, setting
+// the window's title and clearing the screen.
+func TestStatusQuarantinedEscaped(t *testing.T) {
+	srv := httptest.NewServer(gateway.StatusHandler(statusSource{}, &gateway.StatusOptions{Version: "9.9.9", Started: time.Now(),
+		Security: func() *gateway.SecurityStatus {
+			return &gateway.SecurityStatus{Quarantined: []string{"e2__x\x1b]0;pwned\a\x1b[2Jy", "e2__ok"}}
+		}}))
+	defer srv.Close()
+	var out bytes.Buffer
+	if err := runStatus(context.Background(), &out, statusFlags{addr: srv.URL}); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	if strings.ContainsAny(got, "\x1b\a") || !strings.Contains(got, `quarantined: "e2__x\x1b]0;pwned\a\x1b[2Jy", e2__ok (`) {
+		t.Errorf("toolgate status:\n%q", got)
+	}
+}

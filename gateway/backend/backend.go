@@ -448,10 +448,10 @@ func (b *backend) snapshot() Status {
 		Restarts:  b.restarts,
 	}
 	if b.err != nil {
-		st.Err, st.ErrForKey = b.err.Error(), ErrForKey(b.err)
+		st.Err, st.ErrForKey = ErrText(b.err), ErrForKey(b.err)
 	}
 	if b.lastErr != nil {
-		st.LastErr, st.LastErrForKey = b.lastErr.Error(), ErrForKey(b.lastErr)
+		st.LastErr, st.LastErrForKey = ErrText(b.lastErr), ErrForKey(b.lastErr)
 	}
 	if b.run != nil {
 		st.Protocol = b.run.protocol

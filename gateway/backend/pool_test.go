@@ -1262,15 +1262,12 @@ func TestStdoutNoiseSaid(t *testing.T) {
 	}
 }
 
-// A handshake that fails for a reason the server gives is said by that
-// reason, not by the exit that follows once go-sdk closes the server's
-// stdin ("exited with status 0 during start-up: check command, args and
-// env"); a server that offers no tools (its capabilities name none, and it
-// does not know tools/list) is up with none, not down and restarted.
-func TestHandshakeFailuresSaid(t *testing.T) {
-	dir := t.TempDir()
-	script := func(name, initialize, rest string) config.Server {
-		body := `import sys, json
+// pythonServer is a stdio server in Python that answers initialize with
+// initialize and every other request with rest (Python expressions of a
+// dict, m the request), written in dir as name.py.
+func pythonServer(t *testing.T, dir, name, initialize, rest string) config.Server {
+	t.Helper()
+	body := `import sys, json
 for line in sys.stdin:
     m = json.loads(line)
     if "id" not in m:
@@ -1282,12 +1279,21 @@ for line in sys.stdin:
     out.update({"jsonrpc": "2.0", "id": m["id"]})
     print(json.dumps(out), flush=True)
 `
-		path := filepath.Join(dir, name+".py")
-		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return config.Server{Name: name, Type: config.TypeStdio, Command: "python3", Args: []string{path}}
+	path := filepath.Join(dir, name+".py")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
 	}
+	return config.Server{Name: name, Type: config.TypeStdio, Command: "python3", Args: []string{path}}
+}
+
+// A handshake that fails for a reason the server gives is said by that
+// reason, not by the exit that follows once go-sdk closes the server's
+// stdin ("exited with status 0 during start-up: check command, args and
+// env"); a server that offers no tools (its capabilities name none, and it
+// does not know tools/list) is up with none, not down and restarted.
+func TestHandshakeFailuresSaid(t *testing.T) {
+	dir := t.TempDir()
+	script := func(name, initialize, rest string) config.Server { return pythonServer(t, dir, name, initialize, rest) }
 	result := func(version, caps string) string {
 		return `{"result": {"protocolVersion": "` + version + `", "capabilities": ` + caps + `, "serverInfo": {"name": "x", "version": "1"}}}`
 	}

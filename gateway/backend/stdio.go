@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/internal/storage"
+	"github.com/toolgate/toolgate/internal/termtext"
 )
 
 // A proc is one running stdio backend process with its pipes. Its goroutines
@@ -695,19 +696,15 @@ func (p *proc) drainStderr(r io.Reader, rate float64) {
 // screenLine is a stderr line as the model may read it (in
 // toolgate__server_status, in the server's errors): a line that addresses
 // a model or hides text (quarantine.Scanner.ScanLine) is withheld there,
-// saying why; the log keeps it as written.
+// saying why; another has its control characters escaped (termtext), as
+// a client may print the model's tool answers on a terminal, where an
+// escape could hide the line from the user. The log keeps it as written.
 func screenLine(s string) string {
 	fs := quarantine.Scanner{}.ScanLine(s)
 	if len(fs) == 0 {
-		return s
+		return termtext.Escape(s)
 	}
-	why := make([]string, 0, len(fs))
-	for _, f := range fs {
-		if w := f.What(); !slices.Contains(why, w) {
-			why = append(why, w)
-		}
-	}
-	return "[stderr line withheld: " + strings.Join(why, ", ") + "; toolgate logs shows it]"
+	return "[stderr line withheld: " + findingsWhy(fs) + "; toolgate logs shows it]"
 }
 
 func truncate(s string, n int) string {

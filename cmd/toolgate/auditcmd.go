@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/shellword"
+	"github.com/toolgate/toolgate/internal/termtext"
 )
 
 func init() { register(newAuditCmd) }
@@ -130,7 +131,7 @@ func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditT
 			if len(b) == 0 {
 				b, _ = json.Marshal(r)
 			}
-			bw.WriteString(escapeUnsafe(string(b)))
+			bw.WriteString(termtext.EscapeJSON(string(b)))
 			bw.WriteByte('\n')
 			return
 		}

@@ -180,10 +180,11 @@ func TestAuditTailJSONAsStored(t *testing.T) {
 // JSON escapes: encoding/json stores a bidi override (U+202E) or a C1
 // control (U+009B, a terminal's CSI) as it is, and a reason quoting what a
 // server said held them, which reached the terminal. The record reads the
-// same as JSON.
+// same as JSON, DEL and a format character past U+FFFF too (their Go
+// escapes, \x7f and \U000e0001, are not JSON: jq stopped at the line).
 func TestAuditTailJSONEscapes(t *testing.T) {
 	data := t.TempDir()
-	reason := "backend \"evil\" is unavailable: all good \u202eop \u009b31m"
+	reason := "backend \"evil\" is unavailable: all good \u202eop \u009b31m \x7f\U000E0001"
 	if err := audit.Append(dirs.Audit(data), audit.Record{Time: time.Now(), Action: "execute_tool", Tool: "evil__x", Decision: audit.Allowed, Outcome: audit.Down, Reason: reason}); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestAuditTailJSONEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r audit.Record
-	if strings.ContainsAny(out.String(), "\u202e\u009b") || !strings.Contains(out.String(), `all good \u202eop \u009b31m`) {
+	if strings.ContainsAny(out.String(), "\u202e\u009b\x7f\U000E0001") || !strings.Contains(out.String(), `all good \u202eop \u009b31m \u007f\udb40\udc01`) {
 		t.Errorf("audit tail --json printed %q", out.String())
 	}
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.Reason != reason {

@@ -540,12 +540,13 @@ func logGateway(t *testing.T, data string, lines int) *logring.Ring {
 // gateway logging with --log-format json writes a backend's bidi override
 // (U+202E) and C1 controls (U+009B, a terminal's CSI) as they came, since
 // JSON escapes only those below U+0020, and they reached the terminal.
-// Its escapes (\u202e) keep the line the same JSON.
+// Its escapes (\u202e; DEL as \u007f, not Go's \x7f) keep the line the
+// same JSON.
 func TestLogsEscapeTerminalText(t *testing.T) {
 	data := t.TempDir()
 	ring := logGateway(t, data, 10)
 	// As slog's JSON handler writes it: U+202E and U+009B as they are.
-	line := "{\"level\":\"INFO\",\"msg\":\"backend stderr\",\"server\":\"evil\",\"line\":\"all good \u202eop \u009b31mred \\u001b]0;x\\u0007\"}"
+	line := "{\"level\":\"INFO\",\"msg\":\"backend stderr\",\"server\":\"evil\",\"line\":\"all good \u202eop \u009b31mred \\u001b]0;x\\u0007\x7f\U000E0001\"}"
 	fmt.Fprintln(ring, line)
 	fmt.Fprintln(ring, `{"msg":"plain"}`)
 	for _, follow := range []bool{false, true} {
@@ -559,12 +560,12 @@ func TestLogsEscapeTerminalText(t *testing.T) {
 		cancel()
 		<-done
 		got := out.String()
-		want := `"line":"all good \u202eop \u009b31mred \u001b]0;x\u0007"}`
+		want := `"line":"all good \u202eop \u009b31mred \u001b]0;x\u0007\u007f\udb40\udc01"}`
 		if strings.ContainsAny(got, "\u202e\u009b") || !strings.Contains(got, want) {
 			t.Errorf("logs (-f %v) printed %q, want the line with %s", follow, got, want)
 		}
 		var v map[string]any
-		if err := json.Unmarshal([]byte(strings.SplitN(got, "\n", 2)[0]), &v); err != nil || v["line"] != "all good \u202eop \u009b31mred \x1b]0;x\a" {
+		if err := json.Unmarshal([]byte(strings.SplitN(got, "\n", 2)[0]), &v); err != nil || v["line"] != "all good \u202eop \u009b31mred \x1b]0;x\a\x7f\U000E0001" {
 			t.Errorf("the escaped line reads %v as JSON (%v)", v["line"], err)
 		}
 	}

@@ -207,7 +207,7 @@ func runLogs(ctx context.Context, w, notes io.Writer, dataDir string, f logsFlag
 			fmt.Fprintf(w, "== %s\n", g.gw.name())
 		}
 		for _, l := range p.Lines {
-			fmt.Fprintln(w, prefix(g)+escapeUnsafe(l.Text))
+			fmt.Fprintln(w, prefix(g)+escapeLine(l.Text))
 		}
 		g.last = p.Last
 	}
@@ -268,7 +268,7 @@ func runLogs(ctx context.Context, w, notes io.Writer, dataDir string, f logsFlag
 					fmt.Fprintf(w, "%s(%s not kept)\n", prefix(g), plural.Of(int(p.Lines[0].Seq-g.last-1), "line"))
 				}
 				for _, l := range p.Lines {
-					fmt.Fprintln(w, prefix(g)+escapeUnsafe(l.Text))
+					fmt.Fprintln(w, prefix(g)+escapeLine(l.Text))
 				}
 				g.last = max(g.last, p.Last)
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -32,6 +33,16 @@ func safeText(s string) string {
 // escapeUnsafe is s with what must not reach a terminal escaped, its
 // lines kept (termtext.Escape).
 var escapeUnsafe = termtext.Escape
+
+// escapeLine is escapeUnsafe for a line that may be JSON (a log line of
+// --log-format json, an audit record as stored): such a line stays JSON
+// that reads the same (termtext.EscapeJSON).
+func escapeLine(s string) string {
+	if strings.HasPrefix(s, "{") && json.Valid([]byte(s)) {
+		return termtext.EscapeJSON(s)
+	}
+	return escapeUnsafe(s)
+}
 
 // oneLine is oneline.Cut(s, n), with what must not reach a terminal
 // escaped (see escapeUnsafe).

@@ -7,9 +7,11 @@
 package termtext
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -20,9 +22,35 @@ func Unsafe(r rune) bool {
 
 // Escape is s with each control or format character but newline and tab,
 // and each byte that is not UTF-8, written as its Go escape (\x1b,
-// \u202e), unquoted: a message keeps its lines. Inside a JSON string the
-// escapes of characters (not of stray bytes, \xff) are JSON's too.
+// \u202e), unquoted: a message keeps its lines.
 func Escape(s string) string {
+	return escape(s, func(b *strings.Builder, r rune) {
+		q := strconv.QuoteRuneToASCII(r)
+		b.WriteString(q[1 : len(q)-1])
+	}, func(b *strings.Builder, c byte) {
+		b.WriteString(`\x` + strconv.FormatUint(uint64(c)|0x100, 16)[1:])
+	})
+}
+
+// EscapeJSON is Escape for a line of JSON (a record printed as stored):
+// each such character written as JSON's escape (\u007f, a character past
+// U+FFFF as its UTF-16 pair), each byte that is not UTF-8 as \ufffd, so
+// the line stays JSON that decodes to the same text. Escape's \x7f and
+// \U000e0001 are not JSON: a jq reading `audit tail --json` stopped at
+// them.
+func EscapeJSON(s string) string {
+	return escape(s, func(b *strings.Builder, r rune) {
+		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			fmt.Fprintf(b, `\u%04x\u%04x`, r1, r2)
+			return
+		}
+		fmt.Fprintf(b, `\u%04x`, r)
+	}, func(b *strings.Builder, _ byte) { b.WriteString(`\ufffd`) })
+}
+
+// escape writes s with each unsafe rune but newline and tab through char,
+// each byte that is not UTF-8 through stray.
+func escape(s string, char func(*strings.Builder, rune), stray func(*strings.Builder, byte)) string {
 	unsafe := func(r rune) bool { return r != '\n' && r != '\t' && Unsafe(r) }
 	if utf8.ValidString(s) && !strings.ContainsFunc(s, unsafe) {
 		return s
@@ -32,10 +60,9 @@ func Escape(s string) string {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && n <= 1:
-			b.WriteString(`\x` + strconv.FormatUint(uint64(s[i])|0x100, 16)[1:])
+			stray(&b, s[i])
 		case unsafe(r):
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
+			char(&b, r)
 		default:
 			b.WriteString(s[i : i+n])
 		}

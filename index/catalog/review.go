@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"reflect"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -35,7 +36,166 @@ func ResolveSchema(text json.RawMessage) (*jsonschema.Resolved, error) {
 		return nil, err
 	}
 	s.Schema = ""
-	return s.Resolve(nil)
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := passable(&s); err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
+
+// jsonTypes are the names JSON Schema has for the kinds of JSON value.
+var jsonTypes = []string{"array", "boolean", "integer", "null", "number", "object", "string"}
+
+// passable is an error when no call could pass s, a tool's input schema
+// the library resolved: it does not check a "type"'s name, a validator
+// then refuses every value there ("must be a objetc"), and a model told to
+// fix its arguments cannot. It names the keyword, where, and the fix.
+func passable(s *jsonschema.Schema) error {
+	if w := (schemaWalk{}); w.walk(s) {
+		// Found: walk again with the maps' keys in order, so that of two
+		// faults the same one is named each time (the verdicts are saved).
+		w = schemaWalk{sorted: true}
+		w.walk(s)
+		return w.err
+	}
+	if types := schemaTypes(s); len(types) > 0 && !slices.Contains(types, "object") {
+		listed, _ := json.Marshal(s.Type)
+		if s.Type == "" {
+			listed, _ = json.Marshal(s.Types)
+		}
+		return fmt.Errorf(`the top-level "type" is %s, but a tool's arguments are always a JSON object, so no call could pass: it must be "object"`, listed)
+	}
+	return nil
+}
+
+// schemaTypes are the names s's "type" gives (none when it has none).
+func schemaTypes(s *jsonschema.Schema) []string {
+	if s.Type != "" {
+		return []string{s.Type}
+	}
+	return s.Types
+}
+
+// schemaWalk looks through a resolved schema, depth first, for what no
+// value can pass (passable). A resolved schema is a tree ($refs are not
+// followed), so it ends. The fields holding schemas are named, not found
+// by reflection at each schema (TestSchemaWalkReadsEveryField holds the
+// list to the library's), and the path is a stack of keywords made words
+// only for a fault: the walk is 1 % of the CPU of checking 10,000 schemas
+// (BenchmarkFlawLog10k/first), the library's decoding and Resolve the rest.
+type schemaWalk struct {
+	sorted bool   // the maps' keys in order
+	path   []step // where the walk is
+	err    error  // the fault found, with where (when sorted)
+}
+
+// step is a keyword of the path to a schema: kw, kw.key or kw[i].
+type step struct {
+	kw, key string
+	i       int // -1: none
+}
+
+// walk reports whether s or a schema inside it has a fault.
+func (w *schemaWalk) walk(s *jsonschema.Schema) bool {
+	if w.check(s) {
+		return true
+	}
+	return w.byName("$defs", s.Defs) || w.byName("definitions", s.Definitions) || w.byName("dependencies", s.DependencySchemas) ||
+		w.list("prefixItems", s.PrefixItems) || w.one("items", "", -1, s.Items) || w.list("items", s.ItemsArray) ||
+		w.one("additionalItems", "", -1, s.AdditionalItems) || w.one("contains", "", -1, s.Contains) ||
+		w.one("unevaluatedItems", "", -1, s.UnevaluatedItems) ||
+		w.byName("properties", s.Properties) || w.byName("patternProperties", s.PatternProperties) ||
+		w.one("additionalProperties", "", -1, s.AdditionalProperties) || w.one("propertyNames", "", -1, s.PropertyNames) ||
+		w.one("unevaluatedProperties", "", -1, s.UnevaluatedProperties) ||
+		w.list("allOf", s.AllOf) || w.list("anyOf", s.AnyOf) || w.list("oneOf", s.OneOf) ||
+		w.one("not", "", -1, s.Not) || w.one("if", "", -1, s.If) || w.one("then", "", -1, s.Then) || w.one("else", "", -1, s.Else) ||
+		w.byName("dependentSchemas", s.DependentSchemas) || w.one("contentSchema", "", -1, s.ContentSchema)
+}
+
+func (w *schemaWalk) one(kw, key string, i int, c *jsonschema.Schema) bool {
+	if c == nil {
+		return false
+	}
+	w.path = append(w.path, step{kw, key, i})
+	found := w.walk(c)
+	w.path = w.path[:len(w.path)-1]
+	return found
+}
+
+func (w *schemaWalk) list(kw string, cs []*jsonschema.Schema) bool {
+	for i, c := range cs {
+		if w.one(kw, "", i, c) {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *schemaWalk) byName(kw string, m map[string]*jsonschema.Schema) bool {
+	if !w.sorted {
+		for k, c := range m {
+			if w.one(kw, k, -1, c) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if w.one(kw, k, -1, m[k]) {
+			return true
+		}
+	}
+	return false
+}
+
+// check reports whether s itself has a fault, and when sorted says it in
+// w.err.
+func (w *schemaWalk) check(s *jsonschema.Schema) bool {
+	for _, t := range schemaTypes(s) {
+		if !slices.Contains(jsonTypes, t) {
+			if w.sorted {
+				w.err = fmt.Errorf(`%s"type" is %q, not a JSON Schema type (%s)`, w.at(), t, strings.Join(jsonTypes, ", "))
+			}
+			return true
+		}
+	}
+	// "additionalProperties": false is decoded as {"not": {}}.
+	if a := s.AdditionalProperties; a != nil && a.Not != nil && reflect.ValueOf(*a.Not).IsZero() && len(s.PatternProperties) == 0 {
+		for _, r := range s.Required {
+			if _, ok := s.Properties[r]; !ok {
+				if w.sorted {
+					w.err = fmt.Errorf(`%s"required" names %q, which is not in "properties", and "additionalProperties" is false, so no call could pass: add %q to "properties" or take it out of "required"`, w.at(), r, r)
+				}
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// at is where the walk is, as keywords and ": " ("properties.n.items: "),
+// or "" at the top.
+func (w *schemaWalk) at() string {
+	if len(w.path) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for i, st := range w.path {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(st.kw)
+		if st.key != "" {
+			b.WriteString("." + st.key)
+		}
+		if st.i >= 0 {
+			fmt.Fprintf(&b, "[%d]", st.i)
+		}
+	}
+	return b.String() + ": "
 }
 
 // MaxDescription caps a tool's description, in bytes: the gateway cuts a
@@ -368,7 +528,7 @@ func (c Checks) Same(d Checks) bool {
 
 // checkerRevision changes whenever ResolveSchema, schemaFlaw or the words
 // they give change: verdicts of another revision are checked again.
-const checkerRevision = 1
+const checkerRevision = 2
 
 // Checker names how this toolgate checks a schema: checkerRevision, the
 // jsonschema-go module it was built with and the Go release (whose

@@ -251,6 +251,31 @@ func TestReviewSchemasNoCallCanPass(t *testing.T) {
 	}
 }
 
+// An input schema over MaxSchemaShown is warned of by name and size, by
+// Review and once per definition by FlawLog: a search answer gives its
+// arguments in its place, and its server's author should know why.
+func TestReviewHugeSchemas(t *testing.T) {
+	big := `{"type":"object","properties":{"code":{"type":"string","enum":["` + strings.Repeat("x", 40<<10) + `"]}}}`
+	tools := []Tool{{Server: "a", Name: "huge", Description: "d", InputSchema: json.RawMessage(big)},
+		{Server: "a", Name: "ok", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	var w strings.Builder
+	if n := Review(&w, "t.jsonl", tools); n != 1 {
+		t.Errorf("Review = %d, want 1", n)
+	}
+	want := `toolgate: warning: t.jsonl: the input schema of 1 tool is over 32 KB: "a__huge" (40 KB): a compact search_tools answer gives its arguments in its place (the whole schema only with "detail": "full"), as an answer that carried it would fill the model's context; ask its server's author for a smaller one (an enum of thousands of values is better a string the tool checks)` + "\n"
+	if w.String() != want {
+		t.Errorf("warning =\n%s\nwant\n%s", w.String(), want)
+	}
+	var logs testenv.LogBuffer
+	var f FlawLog
+	f.Listed(logs.Logger(), "a", tools)
+	f.Listed(logs.Logger(), "a", tools)
+	msg := `msg="the input schema of a tool is over 32 KB: a compact search_tools answer gives its arguments in its place (the whole schema only with \"detail\": \"full\"), as an answer that carried it would fill the model's context; ask its server's author for a smaller one (an enum of thousands of values is better a string the tool checks)" tool=a__huge kb=40`
+	if strings.Count(logs.String(), msg) != 1 {
+		t.Errorf("serve's log: want once\n%s\ngot\n%s", msg, logs.String())
+	}
+}
+
 // A tool name outside what MCP recommends (1 to 128 of A-Z a-z 0-9 _ - .)
 // is taken, with a warning naming the tools: a server's author learns it
 // before a client that connects to the server directly refuses it.

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -204,6 +205,30 @@ func (w *schemaWalk) at() string {
 // toolgate index 86 s and 5 GB of memory.
 const MaxDescription = 16 << 10
 
+// MaxSchemaShown caps an input schema a model is shown, in bytes of
+// compact JSON: past it, a compact search_tools answer, and execute_tool's
+// answer to arguments that do not fit, give the schema's arguments
+// instead, and the warnings name the tool. 8.4 KB is the largest of the
+// dev catalogs; an enum of 100,000 values is 1.4 MB, some 350,000 tokens
+// (Claude Code refuses a tool's answer over 25,000).
+const MaxSchemaShown = 32 << 10
+
+// ShownKB is the size of an input schema in compact JSON, in KB, when it
+// is over MaxSchemaShown (0 when it is not).
+func ShownKB(schema json.RawMessage) int {
+	if len(schema) <= MaxSchemaShown {
+		return 0 // compacting makes it no longer
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, schema) != nil || b.Len() <= MaxSchemaShown {
+		return 0
+	}
+	return b.Len() >> 10
+}
+
+// HugeSchema follows "the input schema of TOOL is over 32 KB: ".
+const HugeSchema = `a compact search_tools answer gives its arguments in its place (the whole schema only with "detail": "full"), as an answer that carried it would fill the model's context; ask its server's author for a smaller one (an enum of thousands of values is better a string the tool checks)`
+
 // CutDescription is s cut to at most MaxDescription bytes, at the start
 // of a character, and whether it was cut.
 func CutDescription(s string) (string, bool) {
@@ -278,7 +303,8 @@ func (f *FlawLog) Review(w io.Writer, path string, tools []Tool) int {
 // Warn writes Review's warnings, each starting with where (a file, a
 // config): of the descriptions cuts lists, and of the tools whose input
 // schema ResolveSchema refuses or whose name is not one MCP recommends
-// (Flaws). It returns how many tools it warned of.
+// (Flaws), and of those whose input schema is over MaxSchemaShown. It
+// returns how many tools it warned of.
 func Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int {
 	var f FlawLog
 	return f.Warn(w, where, cuts, tools)
@@ -287,8 +313,8 @@ func Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int {
 // Warn is Warn with the schemas' verdicts f knows (Seed), and those it
 // resolves remembered (Checks saves them).
 func (f *FlawLog) Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int {
-	var cut, schemas, names []string
-	nSchemas, nNames := 0, 0
+	var cut, schemas, names, huge []string
+	nSchemas, nNames, nHuge := 0, 0, 0
 	for _, c := range cuts {
 		if len(cut) < 5 {
 			cut = append(cut, fmt.Sprintf("%q (%d bytes)", c.ID, c.Bytes))
@@ -307,6 +333,11 @@ func (f *FlawLog) Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int 
 		if schema != "" {
 			if nSchemas++; len(schemas) < 5 {
 				schemas = append(schemas, fmt.Sprintf("%q (%s)", t.ID(), schema))
+			}
+		}
+		if kb := ShownKB(t.InputSchema); kb > 0 {
+			if nHuge++; len(huge) < 5 {
+				huge = append(huge, fmt.Sprintf("%q (%d KB)", t.ID(), kb))
 			}
 		}
 	}
@@ -328,7 +359,11 @@ func (f *FlawLog) Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int 
 		fmt.Fprintf(w, "toolgate: warning: %s: the name of %s %s: %s%s: %s\n",
 			where, plural.Of(nNames, "tool"), NameFlaw, strings.Join(names, ", "), more(nNames, names), NameFlawEffect(nNames))
 	}
-	return len(cuts) + nSchemas + nNames
+	if nHuge > 0 {
+		fmt.Fprintf(w, "toolgate: warning: %s: the input schema of %s is over %d KB: %s%s: %s\n",
+			where, plural.Of(nHuge, "tool"), MaxSchemaShown>>10, strings.Join(huge, ", "), more(nHuge, huge), HugeSchema)
+	}
+	return len(cuts) + nSchemas + nNames + nHuge
 }
 
 // The words of the warnings of a tool definition's flaws (Flaws), which
@@ -475,6 +510,9 @@ func (f *FlawLog) Listed(log *slog.Logger, server string, tools []Tool) {
 		}
 		if nameFlaw(t) != "" {
 			log.Warn("the name of a tool "+NameFlaw+": "+NameFlawEffect(1), "tool", t.ID())
+		}
+		if kb := ShownKB(t.InputSchema); kb > 0 {
+			log.Warn(fmt.Sprintf("the input schema of a tool is over %d KB: %s", MaxSchemaShown>>10, HugeSchema), "tool", t.ID(), "kb", kb)
 		}
 	}
 	f.seen[server] = now

@@ -990,6 +990,9 @@ func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash 
 				// the definitions themselves are too large.
 				return nil, fmt.Errorf("list tools: the server's tools/list answer is over toolgate's message size cap of %d bytes: its tool definitions are too large for one message (an input schema of megabytes, most likely): have the server list its tools in pages (tools/list takes a cursor) or with smaller schemas", b.p.opts.MaxMessageBytes)
 			}
+			if strings.Contains(err.Error(), linerpc.TooDeep) {
+				return nil, fmt.Errorf("list tools: the server's tools/list answer is nested deeper than the %d levels of JSON toolgate reads: a tool's input schema, most likely (objects inside objects): have the server list it flatter (a $ref to a $defs entry for a model used again)", linerpc.MaxDepth)
+			}
 			return nil, fmt.Errorf("list tools: %w", err)
 		}
 		listed := stash.merge(params.Cursor, res.Tools)

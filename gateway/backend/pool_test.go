@@ -1640,3 +1640,16 @@ func TestNamelessToolsWarned(t *testing.T) {
 		t.Errorf("log: want once\n%s\ngot\n%s", want, l.String())
 	}
 }
+
+// A tools/list answer nested deeper than the JSON-RPC reader takes (a
+// tool's input schema of 600 nested objects) leaves the server down with
+// words that name the tool definitions and the fix; it read "JSON-RPC
+// message nested deeper than 1000", with nothing of where or what to do.
+func TestToolListTooDeep(t *testing.T) {
+	p := startPool(t, []config.Server{named(backendtest.Command(t, "deep-schema"), "local")}, testOptions(nil))
+	testenv.Eventually(t, "down", func() bool { return statusOf(t, p, "local").Err != "" })
+	const want = "list tools: the server's tools/list answer is nested deeper than the 1000 levels of JSON toolgate reads: a tool's input schema, most likely (objects inside objects): have the server list it flatter (a $ref to a $defs entry for a model used again)"
+	if st := statusOf(t, p, "local"); !strings.Contains(st.Err, want) {
+		t.Errorf("state %s, error %q; want it to say %q", st.State, st.Err, want)
+	}
+}

@@ -28,10 +28,6 @@ import (
 // validator's message), the schema (its argument line when the schema
 // is over 32 KB), and an example call derived from it.
 func explainInvalid(id string, schema json.RawMessage, problem string, sent map[string]any) string {
-	const (
-		maxExplainSchema = 32 << 10 // compact; 8.4 KB is the largest of the dev catalogs
-		explainArgsChars = 1000
-	)
 	var b strings.Builder
 	var root map[string]any
 	_ = json.Unmarshal(schema, &root)
@@ -49,12 +45,12 @@ func explainInvalid(id string, schema json.RawMessage, problem string, sent map[
 		words += alsoSaid(missingRequired(root, sent), "; the required argument %s is missing", "; the required arguments %s are missing")
 	}
 	fmt.Fprintf(&b, "execute_tool %s: the arguments do not match the tool's inputSchema: %s.\n", id, words)
-	if c := shownSchema(schema); len(c) <= maxExplainSchema {
+	if c := shownSchema(schema); len(c) <= catalog.MaxSchemaShown {
 		fmt.Fprintf(&b, "The inputSchema of %s:\n%s\n", id, c)
 	} else {
 		// Not the whole of it: an answer that fills the agent's context
 		// helps no one (a schema of 8 MB came back whole).
-		fmt.Fprintf(&b, "The inputSchema of %s is %d KB, too long to show here (search_tools' structuredContent holds it); its arguments: %s\n",
+		fmt.Fprintf(&b, "The inputSchema of %s is %d KB, too long to show here (search_tools with \"detail\": \"full\" gives it whole); its arguments: %s\n",
 			id, len(c)>>10, paramSummary(schema, explainArgsChars, nil))
 	}
 	if ex, ok := exampleOf(root); ok {
@@ -63,6 +59,31 @@ func explainInvalid(id string, schema json.RawMessage, problem string, sent map[
 	}
 	b.WriteString("Fix the arguments and call execute_tool again.")
 	return b.String()
+}
+
+// explainArgsChars bounds the argument line that stands for an input
+// schema over catalog.MaxSchemaShown.
+const explainArgsChars = 1000
+
+// standInSchema is what a compact search_tools answer gives for the input
+// schema of the tool id (schema): the schema itself, or, over
+// catalog.MaxSchemaShown, an object schema whose description gives its
+// size, its arguments and how to have the whole. An enum of 100,000
+// values (1.4 MB) went whole into every answer that ranked its tool, even
+// fifth, and a client that hands the model the structuredContent (Claude
+// Code) refused the answer, over its 25,000 tokens.
+func standInSchema(id string, schema json.RawMessage) json.RawMessage {
+	if len(schema) <= catalog.MaxSchemaShown {
+		return schema // compacting makes it no longer
+	}
+	c := shownSchema(schema)
+	if len(c) <= catalog.MaxSchemaShown {
+		return schema
+	}
+	desc := fmt.Sprintf(`The input schema of %s is %d KB, too long for a search answer. Its arguments: %s. execute_tool checks a call against the whole schema and, when it does not fit, says what is wrong with a call of the right shape; search_tools with "detail": "full" gives the whole schema.`,
+		id, len(c)>>10, paramSummary(schema, explainArgsChars, nil))
+	b, _ := json.Marshal(map[string]string{"type": "object", "description": desc})
+	return b
 }
 
 // rightShape introduces the example call of an answer to arguments that

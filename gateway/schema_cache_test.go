@@ -152,3 +152,34 @@ func TestSchemaCacheConcurrentSwaps(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// A tool whose input schema no call could pass (a misspelt type, a
+// top-level type other than object) is called: the backend validates, as
+// for a schema the gateway cannot read. The gateway refused every call of
+// it ("must be a objetc, not an object"), which no model could fix.
+func TestUnpassableSchemaCallsGoThrough(t *testing.T) {
+	s := &swapSearcher{}
+	s.swap(catalog.Tool{Server: "srv", Name: "top_string", InputSchema: json.RawMessage(`{"type":"string"}`)},
+		catalog.Tool{Server: "srv", Name: "objetc", InputSchema: json.RawMessage(`{"type":"objetc","properties":{"title":{"type":"string"}}}`)},
+		catalog.Tool{Server: "srv", Name: "count", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer "}}}`)},
+		catalog.Tool{Server: "srv", Name: "plain", InputSchema: requires("text")})
+	var sent atomic.Int32
+	g := New(s, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
+		sent.Add(1)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}}, nil)
+	cs := connect(t, g)
+	for _, c := range []struct {
+		name string
+		args map[string]any
+	}{{"srv__top_string", map[string]any{"city": "Paris"}}, {"srv__objetc", map[string]any{"title": "hi"}}, {"srv__count", map[string]any{"n": 3}}} {
+		before := sent.Load()
+		if res := call(t, cs, ExecuteToolName, map[string]any{"name": c.name, "arguments": c.args}); res.IsError || sent.Load() != before+1 {
+			t.Errorf("%s: isError=%v %q, backend called %d times; want the call sent", c.name, res.IsError, text(res), sent.Load()-before)
+		}
+	}
+	// The server's other tools are validated as before.
+	if res := call(t, cs, ExecuteToolName, map[string]any{"name": "srv__plain", "arguments": map[string]any{"text": 1}}); !res.IsError || !strings.Contains(text(res), "do not match the tool's inputSchema") {
+		t.Errorf("srv__plain with a number: isError=%v %q, want refused", res.IsError, text(res))
+	}
+}

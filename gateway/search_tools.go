@@ -301,6 +301,12 @@ func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*
 				strings.Join(names, ", "), oneline.Cut(strings.Join(g.servers(caller), ", "), 300))
 		}
 	}
+	if a.Detail != DetailFull {
+		// After the text: its argument line reads the whole schema.
+		for i, t := range out.Tools {
+			out.Tools[i].InputSchema = standInSchema(t.Name, t.InputSchema)
+		}
+	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: txt}},
 		StructuredContent: out,

@@ -30,6 +30,7 @@ import (
 	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/oneline"
+	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/proxyenv"
 	"github.com/toolgate/toolgate/internal/tlsfiles"
 	"github.com/toolgate/toolgate/internal/tracemeta"
@@ -938,13 +939,26 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 // row) end the listing with the tools listed so far, with a warning: such
 // a server was asked until the timeout and then reported as not speaking
 // MCP, or, when its pages repeated their tools, as listing too many.
+// overCap reports whether err is an answer over the message size cap: the
+// stdio pump's error in its place, a JSON body over it, or go-sdk's words
+// for an event over it.
+func overCap(err error) bool {
+	return errors.Is(err, errBodyTooLarge) || strings.Contains(err.Error(), capWords) ||
+		strings.Contains(err.Error(), "SSE event exceeded")
+}
+
 func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash *listStash) ([]*mcp.Tool, error) {
 	stash.begin()
 	tools := []*mcp.Tool{}
 	entries := 0              // every entry, a name again too, counts against MaxTools
 	times := map[string]int{} // how many times each name came
 	var again []string
+	nameless := 0 // entries without a name (or null)
 	defer func() {
+		if nameless > 0 {
+			b.log.Warn(fmt.Sprintf("the server lists %s without a name: %s left out (a tool needs a name to be called; tell the server's authors)",
+				plural.Of(nameless, "tool"), plural.Pick(nameless, "it is", "they are")))
+		}
 		if len(again) > 0 {
 			b.log.Warn("the server lists a tool name more than once: the first is kept, the others are left out (names must be unique per server; tell the server's authors)",
 				"tools", strings.Join(again, ", "))
@@ -971,6 +985,14 @@ func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash 
 				b.log.Info("the server offers no tools (its capabilities name none, and it does not know tools/list): nothing of it to search")
 				return tools, nil
 			}
+			if overCap(err) {
+				// Not a call that asked too much ("ask for less output"):
+				// the definitions themselves are too large.
+				return nil, fmt.Errorf("list tools: the server's tools/list answer is over toolgate's message size cap of %d bytes: its tool definitions are too large for one message (an input schema of megabytes, most likely): have the server list its tools in pages (tools/list takes a cursor) or with smaller schemas", b.p.opts.MaxMessageBytes)
+			}
+			if strings.Contains(err.Error(), linerpc.TooDeep) {
+				return nil, fmt.Errorf("list tools: the server's tools/list answer is nested deeper than the %d levels of JSON toolgate reads: a tool's input schema, most likely (objects inside objects): have the server list it flatter (a $ref to a $defs entry for a model used again)", linerpc.MaxDepth)
+			}
 			return nil, fmt.Errorf("list tools: %w", err)
 		}
 		listed := stash.merge(params.Cursor, res.Tools)
@@ -982,6 +1004,10 @@ func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash 
 				return nil, fmt.Errorf("list tools: more than %d tools, the most toolgate takes from one server: have the server list fewer (its own settings choose which), or split them between servers", b.p.opts.MaxTools)
 			}
 			entries++
+			if t == nil || t.Name == "" {
+				nameless++
+				continue
+			}
 			if times[t.Name]++; times[t.Name] > 1 {
 				if times[t.Name] == 2 {
 					again = append(again, t.Name)

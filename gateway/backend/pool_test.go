@@ -1609,3 +1609,53 @@ func TestStandaloneStreamRefusalSaid(t *testing.T) {
 		t.Errorf("status error %q, want %q", st.Err, want)
 	}
 }
+
+// A tools/list answer over the message size cap (tool definitions of
+// megabytes: input schemas with enums of 100,000 values) leaves the
+// server down with words that say so and the fix; it read "the backend's
+// response … exceeds toolgate's message size cap …; ask for less output",
+// as if a tool call had asked too much.
+func TestToolListOverCap(t *testing.T) {
+	t.Setenv(backendtest.EnvManyTools, "100") // 20 kB each: 2 MB, read by the in-process server too
+	const want = "list tools: the server's tools/list answer is over toolgate's message size cap of 1048576 bytes: its tool definitions are too large for one message (an input schema of megabytes, most likely): have the server list its tools in pages (tools/list takes a cursor) or with smaller schemas"
+	stdio := named(backendtest.Command(t, "many-tools", backendtest.EnvManyTools+"=100"), "local")
+	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "many-tools")
+	o := testOptions(nil)
+	o.MaxMessageBytes = 1 << 20
+	p := startPool(t, []config.Server{stdio, hs.Config("remote", nil)}, o)
+	for _, name := range []string{"local", "remote"} {
+		testenv.Eventually(t, name+" down", func() bool { return statusOf(t, p, name).Err != "" })
+		if st := statusOf(t, p, name); !strings.Contains(st.Err, want) || strings.Contains(st.Err, "ask for less output") {
+			t.Errorf("%s: state %s, error %q; want it to say %q", name, st.State, st.Err, want)
+		}
+	}
+}
+
+// Tools listed without a name are left out, as before, and the log says
+// how many, once a listing: a server's author whose tool went missing had
+// no word of why.
+func TestNamelessToolsWarned(t *testing.T) {
+	l := &testenv.LogBuffer{}
+	p := startPool(t, []config.Server{named(backendtest.Command(t, "nameless"), "fake")}, testOptions(l))
+	testenv.Eventually(t, "up", func() bool { return statusOf(t, p, "fake").State == StateUp })
+	if st := statusOf(t, p, "fake"); st.Tools == 0 {
+		t.Errorf("the server's other tools: %+v, want them listed", st)
+	}
+	const want = `msg="the server lists 2 tools without a name: they are left out (a tool needs a name to be called; tell the server's authors)"`
+	if strings.Count(l.String(), want) != 1 {
+		t.Errorf("log: want once\n%s\ngot\n%s", want, l.String())
+	}
+}
+
+// A tools/list answer nested deeper than the JSON-RPC reader takes (a
+// tool's input schema of 600 nested objects) leaves the server down with
+// words that name the tool definitions and the fix; it read "JSON-RPC
+// message nested deeper than 1000", with nothing of where or what to do.
+func TestToolListTooDeep(t *testing.T) {
+	p := startPool(t, []config.Server{named(backendtest.Command(t, "deep-schema"), "local")}, testOptions(nil))
+	testenv.Eventually(t, "down", func() bool { return statusOf(t, p, "local").Err != "" })
+	const want = "list tools: the server's tools/list answer is nested deeper than the 1000 levels of JSON toolgate reads: a tool's input schema, most likely (objects inside objects): have the server list it flatter (a $ref to a $defs entry for a model used again)"
+	if st := statusOf(t, p, "local"); !strings.Contains(st.Err, want) {
+		t.Errorf("state %s, error %q; want it to say %q", st.State, st.Err, want)
+	}
+}

@@ -614,7 +614,10 @@ func htmlTitle(page []byte) string {
 }
 
 // errBodyTooLarge is returned when a response body exceeds the cap.
-var errBodyTooLarge = errors.New("response body exceeds toolgate's message size cap")
+var errBodyTooLarge = errors.New("response body " + capWords)
+
+// capWords say that an answer is over the message size cap (MaxMessageBytes).
+const capWords = "exceeds toolgate's message size cap"
 
 type cappedBody struct {
 	rc        io.ReadCloser

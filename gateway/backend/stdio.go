@@ -550,7 +550,7 @@ func (p *proc) pumpStdout(r io.Reader, w *io.PipeWriter, maxFrame int) {
 			p.log.Error("backend sent a JSON-RPC message larger than the cap; dropped it",
 				keyBytes, n, keyLimit, maxFrame)
 			if id, ok := responseID(head, tailB); ok && writeErr == nil {
-				msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"the backend's response (more than %d bytes) exceeds toolgate's message size cap of %d bytes; ask for less output"}}`+"\n", id, n, maxFrame)
+				msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"the backend's response (more than %d bytes) %s of %d bytes; ask for less output"}}`+"\n", id, n, capWords, maxFrame)
 				_, writeErr = io.WriteString(w, msg)
 			}
 		default:

@@ -208,6 +208,74 @@ func TestReviewSchemas(t *testing.T) {
 	}
 }
 
+// A schema that the JSON Schema library reads but that no call can pass
+// (a misspelt type, a top-level type other than object, a required
+// argument "additionalProperties": false forbids) is a flaw: validating
+// with it refused every call with words a model cannot act on ("must be a
+// objetc"), so the gateway lets such a tool's calls through, as it does
+// those of a schema it cannot read, and says which keyword and the fix.
+// The other tools of the server are checked as before.
+func TestReviewSchemasNoCallCanPass(t *testing.T) {
+	for _, tc := range []struct{ schema, why string }{
+		{`{"type":"string"}`, `the top-level "type" is "string", but a tool's arguments are always a JSON object, so no call could pass: it must be "object"`},
+		{`{"type":["string","null"]}`, `the top-level "type" is ["string","null"], but a tool's arguments are always a JSON object, so no call could pass: it must be "object"`},
+		{`{"type":"objetc","properties":{"title":{"type":"string"}}}`, `"type" is "objetc", not a JSON Schema type (array, boolean, integer, null, number, object, string)`},
+		{`{"type":"object","properties":{"n":{"type":"integer "}}}`, `properties.n: "type" is "integer ", not a JSON Schema type (array, boolean, integer, null, number, object, string)`},
+		{`{"type":"object","$defs":{"a":{"type":["strin","null"]}},"properties":{"x":{"$ref":"#/$defs/a"}}}`, `$defs.a: "type" is "strin", not a JSON Schema type (array, boolean, integer, null, number, object, string)`},
+		{`{"type":"object","properties":{"list":{"type":"array","items":{"type":"Integer"}}}}`, `properties.list.items: "type" is "Integer", not a JSON Schema type (array, boolean, integer, null, number, object, string)`},
+		{`{"type":"object","properties":{"path":{"type":"string"}},"required":["path","ghost"],"additionalProperties":false}`, `"required" names "ghost", which is not in "properties", and "additionalProperties" is false, so no call could pass: add "ghost" to "properties" or take it out of "required"`},
+	} {
+		tools := []Tool{{Server: "a", Name: "bad", Description: "d", InputSchema: json.RawMessage(tc.schema)},
+			{Server: "a", Name: "ok", Description: "d", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}}
+		var w strings.Builder
+		if n := Review(&w, "t.jsonl", tools); n != 1 {
+			t.Errorf("%s: Review = %d, want 1", tc.schema, n)
+		}
+		want := `toolgate: warning: t.jsonl: the input schema of 1 tool is not a JSON Schema the gateway can read: "a__bad" (` + tc.why + `): the gateway lets its calls through unchecked, and leaves the arguments it cannot read out of the index` + "\n"
+		if w.String() != want {
+			t.Errorf("%s: warning =\n%s\nwant\n%s", tc.schema, w.String(), want)
+		}
+	}
+	// What any call can pass stays a schema the gateway validates with.
+	for _, ok := range []string{
+		`{"type":["object","null"],"properties":{"w":{"type":"integer"}}}`,
+		`{"properties":{"to":{"type":"string"}},"required":["to"]}`,
+		`{"oneOf":[{"type":"object","required":["a"]},{"type":"object","required":["b"]}]}`,
+		`{"type":"object","properties":{"path":{"type":"string"}},"required":["path","ghost"]}`,
+		`{"type":"object","patternProperties":{"^g":{}},"required":["ghost"],"additionalProperties":false}`,
+		`{"type":"object","$defs":{"n":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/n"}}}}},"properties":{"root":{"$ref":"#/$defs/n"}}}`,
+	} {
+		if _, err := ResolveSchema(json.RawMessage(ok)); err != nil {
+			t.Errorf("%s: %v, want a schema the gateway validates with", ok, err)
+		}
+	}
+}
+
+// An input schema over MaxSchemaShown is warned of by name and size, by
+// Review and once per definition by FlawLog: a search answer gives its
+// arguments in its place, and its server's author should know why.
+func TestReviewHugeSchemas(t *testing.T) {
+	big := `{"type":"object","properties":{"code":{"type":"string","enum":["` + strings.Repeat("x", 40<<10) + `"]}}}`
+	tools := []Tool{{Server: "a", Name: "huge", Description: "d", InputSchema: json.RawMessage(big)},
+		{Server: "a", Name: "ok", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	var w strings.Builder
+	if n := Review(&w, "t.jsonl", tools); n != 1 {
+		t.Errorf("Review = %d, want 1", n)
+	}
+	want := `toolgate: warning: t.jsonl: the input schema of 1 tool is over 32 KB: "a__huge" (40 KB): a compact search_tools answer gives its arguments in its place (the whole schema only with "detail": "full"), as an answer that carried it would fill the model's context; ask its server's author for a smaller one (an enum of thousands of values is better a string the tool checks)` + "\n"
+	if w.String() != want {
+		t.Errorf("warning =\n%s\nwant\n%s", w.String(), want)
+	}
+	var logs testenv.LogBuffer
+	var f FlawLog
+	f.Listed(logs.Logger(), "a", tools)
+	f.Listed(logs.Logger(), "a", tools)
+	msg := `msg="the input schema of a tool is over 32 KB: a compact search_tools answer gives its arguments in its place (the whole schema only with \"detail\": \"full\"), as an answer that carried it would fill the model's context; ask its server's author for a smaller one (an enum of thousands of values is better a string the tool checks)" tool=a__huge kb=40`
+	if strings.Count(logs.String(), msg) != 1 {
+		t.Errorf("serve's log: want once\n%s\ngot\n%s", msg, logs.String())
+	}
+}
+
 // A tool name outside what MCP recommends (1 to 128 of A-Z a-z 0-9 _ - .)
 // is taken, with a warning naming the tools: a server's author learns it
 // before a client that connects to the server directly refuses it.

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"reflect"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -35,7 +37,166 @@ func ResolveSchema(text json.RawMessage) (*jsonschema.Resolved, error) {
 		return nil, err
 	}
 	s.Schema = ""
-	return s.Resolve(nil)
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := passable(&s); err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
+
+// jsonTypes are the names JSON Schema has for the kinds of JSON value.
+var jsonTypes = []string{"array", "boolean", "integer", "null", "number", "object", "string"}
+
+// passable is an error when no call could pass s, a tool's input schema
+// the library resolved: it does not check a "type"'s name, a validator
+// then refuses every value there ("must be a objetc"), and a model told to
+// fix its arguments cannot. It names the keyword, where, and the fix.
+func passable(s *jsonschema.Schema) error {
+	if w := (schemaWalk{}); w.walk(s) {
+		// Found: walk again with the maps' keys in order, so that of two
+		// faults the same one is named each time (the verdicts are saved).
+		w = schemaWalk{sorted: true}
+		w.walk(s)
+		return w.err
+	}
+	if types := schemaTypes(s); len(types) > 0 && !slices.Contains(types, "object") {
+		listed, _ := json.Marshal(s.Type)
+		if s.Type == "" {
+			listed, _ = json.Marshal(s.Types)
+		}
+		return fmt.Errorf(`the top-level "type" is %s, but a tool's arguments are always a JSON object, so no call could pass: it must be "object"`, listed)
+	}
+	return nil
+}
+
+// schemaTypes are the names s's "type" gives (none when it has none).
+func schemaTypes(s *jsonschema.Schema) []string {
+	if s.Type != "" {
+		return []string{s.Type}
+	}
+	return s.Types
+}
+
+// schemaWalk looks through a resolved schema, depth first, for what no
+// value can pass (passable). A resolved schema is a tree ($refs are not
+// followed), so it ends. The fields holding schemas are named, not found
+// by reflection at each schema (TestSchemaWalkReadsEveryField holds the
+// list to the library's), and the path is a stack of keywords made words
+// only for a fault: the walk is 1 % of the CPU of checking 10,000 schemas
+// (BenchmarkFlawLog10k/first), the library's decoding and Resolve the rest.
+type schemaWalk struct {
+	sorted bool   // the maps' keys in order
+	path   []step // where the walk is
+	err    error  // the fault found, with where (when sorted)
+}
+
+// step is a keyword of the path to a schema: kw, kw.key or kw[i].
+type step struct {
+	kw, key string
+	i       int // -1: none
+}
+
+// walk reports whether s or a schema inside it has a fault.
+func (w *schemaWalk) walk(s *jsonschema.Schema) bool {
+	if w.check(s) {
+		return true
+	}
+	return w.byName("$defs", s.Defs) || w.byName("definitions", s.Definitions) || w.byName("dependencies", s.DependencySchemas) ||
+		w.list("prefixItems", s.PrefixItems) || w.one("items", "", -1, s.Items) || w.list("items", s.ItemsArray) ||
+		w.one("additionalItems", "", -1, s.AdditionalItems) || w.one("contains", "", -1, s.Contains) ||
+		w.one("unevaluatedItems", "", -1, s.UnevaluatedItems) ||
+		w.byName("properties", s.Properties) || w.byName("patternProperties", s.PatternProperties) ||
+		w.one("additionalProperties", "", -1, s.AdditionalProperties) || w.one("propertyNames", "", -1, s.PropertyNames) ||
+		w.one("unevaluatedProperties", "", -1, s.UnevaluatedProperties) ||
+		w.list("allOf", s.AllOf) || w.list("anyOf", s.AnyOf) || w.list("oneOf", s.OneOf) ||
+		w.one("not", "", -1, s.Not) || w.one("if", "", -1, s.If) || w.one("then", "", -1, s.Then) || w.one("else", "", -1, s.Else) ||
+		w.byName("dependentSchemas", s.DependentSchemas) || w.one("contentSchema", "", -1, s.ContentSchema)
+}
+
+func (w *schemaWalk) one(kw, key string, i int, c *jsonschema.Schema) bool {
+	if c == nil {
+		return false
+	}
+	w.path = append(w.path, step{kw, key, i})
+	found := w.walk(c)
+	w.path = w.path[:len(w.path)-1]
+	return found
+}
+
+func (w *schemaWalk) list(kw string, cs []*jsonschema.Schema) bool {
+	for i, c := range cs {
+		if w.one(kw, "", i, c) {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *schemaWalk) byName(kw string, m map[string]*jsonschema.Schema) bool {
+	if !w.sorted {
+		for k, c := range m {
+			if w.one(kw, k, -1, c) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if w.one(kw, k, -1, m[k]) {
+			return true
+		}
+	}
+	return false
+}
+
+// check reports whether s itself has a fault, and when sorted says it in
+// w.err.
+func (w *schemaWalk) check(s *jsonschema.Schema) bool {
+	for _, t := range schemaTypes(s) {
+		if !slices.Contains(jsonTypes, t) {
+			if w.sorted {
+				w.err = fmt.Errorf(`%s"type" is %q, not a JSON Schema type (%s)`, w.at(), t, strings.Join(jsonTypes, ", "))
+			}
+			return true
+		}
+	}
+	// "additionalProperties": false is decoded as {"not": {}}.
+	if a := s.AdditionalProperties; a != nil && a.Not != nil && reflect.ValueOf(*a.Not).IsZero() && len(s.PatternProperties) == 0 {
+		for _, r := range s.Required {
+			if _, ok := s.Properties[r]; !ok {
+				if w.sorted {
+					w.err = fmt.Errorf(`%s"required" names %q, which is not in "properties", and "additionalProperties" is false, so no call could pass: add %q to "properties" or take it out of "required"`, w.at(), r, r)
+				}
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// at is where the walk is, as keywords and ": " ("properties.n.items: "),
+// or "" at the top.
+func (w *schemaWalk) at() string {
+	if len(w.path) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for i, st := range w.path {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(st.kw)
+		if st.key != "" {
+			b.WriteString("." + st.key)
+		}
+		if st.i >= 0 {
+			fmt.Fprintf(&b, "[%d]", st.i)
+		}
+	}
+	return b.String() + ": "
 }
 
 // MaxDescription caps a tool's description, in bytes: the gateway cuts a
@@ -43,6 +204,30 @@ func ResolveSchema(text json.RawMessage) (*jsonschema.Resolved, error) {
 // built offline and eval rank what the gateway would. One of 40 MB took
 // toolgate index 86 s and 5 GB of memory.
 const MaxDescription = 16 << 10
+
+// MaxSchemaShown caps an input schema a model is shown, in bytes of
+// compact JSON: past it, a compact search_tools answer, and execute_tool's
+// answer to arguments that do not fit, give the schema's arguments
+// instead, and the warnings name the tool. 8.4 KB is the largest of the
+// dev catalogs; an enum of 100,000 values is 1.4 MB, some 350,000 tokens
+// (Claude Code refuses a tool's answer over 25,000).
+const MaxSchemaShown = 32 << 10
+
+// ShownKB is the size of an input schema in compact JSON, in KB, when it
+// is over MaxSchemaShown (0 when it is not).
+func ShownKB(schema json.RawMessage) int {
+	if len(schema) <= MaxSchemaShown {
+		return 0 // compacting makes it no longer
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, schema) != nil || b.Len() <= MaxSchemaShown {
+		return 0
+	}
+	return b.Len() >> 10
+}
+
+// HugeSchema follows "the input schema of TOOL is over 32 KB: ".
+const HugeSchema = `a compact search_tools answer gives its arguments in its place (the whole schema only with "detail": "full"), as an answer that carried it would fill the model's context; ask its server's author for a smaller one (an enum of thousands of values is better a string the tool checks)`
 
 // CutDescription is s cut to at most MaxDescription bytes, at the start
 // of a character, and whether it was cut.
@@ -118,7 +303,8 @@ func (f *FlawLog) Review(w io.Writer, path string, tools []Tool) int {
 // Warn writes Review's warnings, each starting with where (a file, a
 // config): of the descriptions cuts lists, and of the tools whose input
 // schema ResolveSchema refuses or whose name is not one MCP recommends
-// (Flaws). It returns how many tools it warned of.
+// (Flaws), and of those whose input schema is over MaxSchemaShown. It
+// returns how many tools it warned of.
 func Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int {
 	var f FlawLog
 	return f.Warn(w, where, cuts, tools)
@@ -127,8 +313,8 @@ func Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int {
 // Warn is Warn with the schemas' verdicts f knows (Seed), and those it
 // resolves remembered (Checks saves them).
 func (f *FlawLog) Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int {
-	var cut, schemas, names []string
-	nSchemas, nNames := 0, 0
+	var cut, schemas, names, huge []string
+	nSchemas, nNames, nHuge := 0, 0, 0
 	for _, c := range cuts {
 		if len(cut) < 5 {
 			cut = append(cut, fmt.Sprintf("%q (%d bytes)", c.ID, c.Bytes))
@@ -147,6 +333,11 @@ func (f *FlawLog) Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int 
 		if schema != "" {
 			if nSchemas++; len(schemas) < 5 {
 				schemas = append(schemas, fmt.Sprintf("%q (%s)", t.ID(), schema))
+			}
+		}
+		if kb := ShownKB(t.InputSchema); kb > 0 {
+			if nHuge++; len(huge) < 5 {
+				huge = append(huge, fmt.Sprintf("%q (%d KB)", t.ID(), kb))
 			}
 		}
 	}
@@ -168,7 +359,11 @@ func (f *FlawLog) Warn(w io.Writer, where string, cuts []Cut, tools []Tool) int 
 		fmt.Fprintf(w, "toolgate: warning: %s: the name of %s %s: %s%s: %s\n",
 			where, plural.Of(nNames, "tool"), NameFlaw, strings.Join(names, ", "), more(nNames, names), NameFlawEffect(nNames))
 	}
-	return len(cuts) + nSchemas + nNames
+	if nHuge > 0 {
+		fmt.Fprintf(w, "toolgate: warning: %s: the input schema of %s is over %d KB: %s%s: %s\n",
+			where, plural.Of(nHuge, "tool"), MaxSchemaShown>>10, strings.Join(huge, ", "), more(nHuge, huge), HugeSchema)
+	}
+	return len(cuts) + nSchemas + nNames + nHuge
 }
 
 // The words of the warnings of a tool definition's flaws (Flaws), which
@@ -316,6 +511,9 @@ func (f *FlawLog) Listed(log *slog.Logger, server string, tools []Tool) {
 		if nameFlaw(t) != "" {
 			log.Warn("the name of a tool "+NameFlaw+": "+NameFlawEffect(1), "tool", t.ID())
 		}
+		if kb := ShownKB(t.InputSchema); kb > 0 {
+			log.Warn(fmt.Sprintf("the input schema of a tool is over %d KB: %s", MaxSchemaShown>>10, HugeSchema), "tool", t.ID(), "kb", kb)
+		}
 	}
 	f.seen[server] = now
 }
@@ -368,7 +566,7 @@ func (c Checks) Same(d Checks) bool {
 
 // checkerRevision changes whenever ResolveSchema, schemaFlaw or the words
 // they give change: verdicts of another revision are checked again.
-const checkerRevision = 1
+const checkerRevision = 2
 
 // Checker names how this toolgate checks a schema: checkerRevision, the
 // jsonschema-go module it was built with and the Go release (whose

@@ -515,6 +515,13 @@ func decodeLine(line []byte, serving bool) incoming {
 // internal/json limit): the parser recurses.
 const maxDepth = 1000
 
+// MaxDepth is maxDepth, and TooDeep begins the error of a message nested
+// deeper: a reader of the error (a listing's) words it for its own case.
+const (
+	MaxDepth = maxDepth
+	TooDeep  = "JSON-RPC message nested deeper than"
+)
+
 // checkLine reports a line nested deeper than maxDepth, or one whose first
 // JSON value ends before the line does ("{...} {...}", "{...} junk"), which
 // go-sdk's stream decoder rejects as trailing data.
@@ -535,7 +542,7 @@ func checkLine(line []byte) error {
 			inString = true
 		case b == '{' || b == '[':
 			if depth++; depth > maxDepth {
-				return fmt.Errorf("JSON-RPC message nested deeper than %d", maxDepth)
+				return fmt.Errorf("%s %d", TooDeep, maxDepth)
 			}
 		case b == '}' || b == ']':
 			if depth--; depth == 0 {

@@ -112,6 +112,8 @@ const (
 	ModePoisonedInfo    = "poisoned-info"     // the handshake's serverInfo title is PoisonedTitle (an <IMPORTANT> block)
 	ModeOddSchemas      = "odd-schemas"       // tools/list also lists "forecast_true", "forecast_array" and "forecast_string", whose inputSchema is not an object (true, [], "object"), as a broken server may
 	ModeFlawed          = "flawed"            // tools/list also lists FlawedLongTool, its description FlawedLongBytes long, and FlawedSchemaTool, its inputSchema's "properties" a list (a schema the gateway cannot validate with), as a server's author may write them
+	ModeDeepSchema      = "deep-schema"       // tools/list also lists "deep", whose inputSchema nests 600 objects (1,200 levels of JSON), as a generated schema may
+	ModeNameless        = "nameless"          // tools/list also lists a tool named "" and one without "name", as a broken server may
 	ModeListOutput      = "list-output"       // tool "shelves" has a []string output (SEP-2106): its structuredContent is an array, its text the same JSON (go-sdk's server)
 
 	modeGrandchild = "grandchild" // internal: the sleeping grandchild
@@ -197,6 +199,21 @@ func run(modes Modes) int {
 	}
 	if modes[ModeFlawed] {
 		out = &listingEdit{w: out, edit: flawed}
+	}
+	if modes[ModeDeepSchema] {
+		out = &listingEdit{w: out, edit: func(tools []any) []any {
+			schema := map[string]any{"type": "string"}
+			for range 600 {
+				schema = map[string]any{"type": "object", "properties": map[string]any{"c": schema}}
+			}
+			return append(tools, map[string]any{"name": "deep", "description": "Configure a deep settings tree.", "inputSchema": schema})
+		}}
+	}
+	if modes[ModeNameless] {
+		out = &listingEdit{w: out, edit: func(tools []any) []any {
+			return append(tools, map[string]any{"name": "", "description": "A tool whose name is empty.", "inputSchema": map[string]any{"type": "object"}},
+				map[string]any{"description": "A tool without a name.", "inputSchema": map[string]any{"type": "object"}})
+		}}
 	}
 	if modes[ModeGarbageStdout] {
 		fmt.Fprintln(os.Stdout, "Fake MCP server v0.0.1 starting...")

@@ -929,6 +929,14 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 	return fmt.Errorf("backend %q at %s: %w: check url, type (%s) and headers", name, b.cfg.URL, err, b.cfg.Type)
 }
 
+// overCap reports whether err is an answer over the message size cap: the
+// stdio pump's error in its place, a JSON body over it, or go-sdk's words
+// for an event over it.
+func overCap(err error) bool {
+	return errors.Is(err, errBodyTooLarge) || strings.Contains(err.Error(), capWords) ||
+		strings.Contains(err.Error(), "SSE event exceeded")
+}
+
 // listTools lists every page of tools, bounded by MaxTools: go-sdk's
 // ListTools (requests, its cache and validation) page by page, each page's
 // tools taken from the stash where it decoded them. A name listed again
@@ -939,14 +947,6 @@ func (b *backend) explain(startCtx context.Context, err error, r *run) error {
 // row) end the listing with the tools listed so far, with a warning: such
 // a server was asked until the timeout and then reported as not speaking
 // MCP, or, when its pages repeated their tools, as listing too many.
-// overCap reports whether err is an answer over the message size cap: the
-// stdio pump's error in its place, a JSON body over it, or go-sdk's words
-// for an event over it.
-func overCap(err error) bool {
-	return errors.Is(err, errBodyTooLarge) || strings.Contains(err.Error(), capWords) ||
-		strings.Contains(err.Error(), "SSE event exceeded")
-}
-
 func (b *backend) listTools(ctx context.Context, sess *mcp.ClientSession, stash *listStash) ([]*mcp.Tool, error) {
 	stash.begin()
 	tools := []*mcp.Tool{}

@@ -1619,11 +1619,16 @@ func TestToolListOverCap(t *testing.T) {
 	t.Setenv(backendtest.EnvManyTools, "100") // 20 kB each: 2 MB, read by the in-process server too
 	const want = "list tools: the server's tools/list answer is over toolgate's message size cap of 1048576 bytes: its tool definitions are too large for one message (an input schema of megabytes, most likely): have the server list its tools in pages (tools/list takes a cursor) or with smaller schemas"
 	stdio := named(backendtest.Command(t, "many-tools", backendtest.EnvManyTools+"=100"), "local")
+	// An answer as an event stream (go-sdk's words for an event over the
+	// cap, which overCap reads: this fails the day they change) and as a
+	// JSON body. (Over the older SSE transport go-sdk's client drops the
+	// stream's error: the call reads EOF.)
 	hs := backendtest.NewHTTPServer(t, config.TypeHTTP, "many-tools")
+	hj := backendtest.NewHTTPServer(t, config.TypeHTTP, "many-tools,"+backendtest.ModeJSONResponse)
 	o := testOptions(nil)
 	o.MaxMessageBytes = 1 << 20
-	p := startPool(t, []config.Server{stdio, hs.Config("remote", nil)}, o)
-	for _, name := range []string{"local", "remote"} {
+	p := startPool(t, []config.Server{stdio, hs.Config("remote", nil), hj.Config("json", nil)}, o)
+	for _, name := range []string{"local", "remote", "json"} {
 		testenv.Eventually(t, name+" down", func() bool { return statusOf(t, p, name).Err != "" })
 		if st := statusOf(t, p, name); !strings.Contains(st.Err, want) || strings.Contains(st.Err, "ask for less output") {
 			t.Errorf("%s: state %s, error %q; want it to say %q", name, st.State, st.Err, want)

@@ -56,17 +56,8 @@ func TestWarmStartFromAnotherFormat(t *testing.T) {
 		t.Run(map[bool]string{true: "older", false: "newer"}[format < index.FormatVersion], func(t *testing.T) {
 			dir := t.TempDir()
 			emb := &fakeEmbedder{model: "m1"}
-			{ // the run of the toolgate of the other format
-				pool := newFakePool("a", "b")
-				pool.list("a", "apple")
-				pool.list("b", "banana")
-				f := newFixture(t, dir, pool, &Options{Embedder: emb}, "a", "b")
-				f.run(t)
-				if err := f.loop.Close(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			setIndexFormat(t, dir, format)
+			lastRun(t, dir, emb)
+			setIndexFormat(t, dir, format) // as the toolgate of that format wrote it
 
 			pool := newFakePool("a", "b") // nothing listed yet
 			f := newFixture(t, dir, pool, &Options{Embedder: emb, Debounce: time.Millisecond}, "a", "b")

@@ -107,6 +107,14 @@ type Options struct {
 	// never makes the data folder again. The folders inside it are only
 	// ever made in it (storage.MkdirBelow).
 	MkdirAll func(dir string, perm fs.FileMode) error
+	// AnyFormat lets Open take an index whose manifest names another
+	// format or analyzer than this toolgate's, as long as its files read
+	// as this toolgate's layout (Open checks them as ever): a gateway
+	// started by an upgrade that changed the format, or a rollback over
+	// one, answers from it while it builds the index of its own format.
+	// Such an index's Fingerprint is "", so that the first build replaces
+	// it; OtherFormat says its format.
+	AnyFormat bool
 }
 
 func (o *Options) mkdirAll(dir string, perm fs.FileMode) error {
@@ -153,8 +161,11 @@ type Index struct {
 	byID    map[string]int // ID → row
 	bi      bleve.Index
 	modelID string
-	fp      string // the catalog's fingerprint as the manifest says it ("" = built in memory)
-	dim     int
+	fp      string // the catalog's fingerprint as the manifest says it ("" = built in memory, or of another format)
+	// otherFormat is the manifest's format when it is not FormatVersion
+	// (or its analyzer not this toolgate's): opened with AnyFormat.
+	otherFormat int
+	dim         int
 	// The vectors (rows.go): len(tools)×dim in memory (Build), or the
 	// generation's file (Open); both nil without vectors.
 	vecs    []float32
@@ -452,6 +463,11 @@ func (ix *Index) ModelID() string { return ix.modelID }
 // an index built in memory (Build). The runtime loop compares it with the
 // live catalog's to skip a re-index that would change nothing.
 func (ix *Index) Fingerprint() string { return ix.fp }
+
+// OtherFormat is the format of an index Options.AnyFormat let Open take
+// although it is not this toolgate's (its manifest's format, or this one's
+// when only the analyzer differs), else 0.
+func (ix *Index) OtherFormat() int { return ix.otherFormat }
 
 // Dim is the vector dimension (0 without vectors).
 func (ix *Index) Dim() int { return ix.dim }

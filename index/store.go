@@ -496,11 +496,15 @@ func Open(dir string, opts *Options) (*Index, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: rebuild it with `toolgate index`", err)
 		}
-		if m.Format != FormatVersion || m.Analyzer != analyzerSignature() {
+		other := m.Format != FormatVersion || m.Analyzer != analyzerSignature()
+		if other && (opts == nil || !opts.AnyFormat) {
 			return nil, fmt.Errorf("index in %s has format %d (analyzer %q), this toolgate reads format %d: rebuild it with `toolgate index`", dir, m.Format, m.Analyzer, FormatVersion)
 		}
 		ix, err := openGen(ixDir, m)
 		if err == nil {
+			if other {
+				ix.fp, ix.otherFormat = "", m.Format
+			}
 			return ix, nil
 		}
 		lastErr = err

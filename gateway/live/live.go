@@ -590,6 +590,13 @@ func (l *Loop) Run(ctx context.Context, pool Pool) error {
 		l.log.Info("warm start: answering from the last catalog while backends connect", "tools", ix.Len(), "dir", l.dir)
 		pool.StartAsync(ctx) // each backend's first listing triggers a re-index
 		l.serve(ctx, ix, false)
+		if f := ix.OtherFormat(); f != 0 {
+			// An upgrade that changed the format (or a rollback): build
+			// this toolgate's from the last catalog now, not at the first
+			// listing (lazy servers may never list).
+			l.log.Info("warm start from an index of another format: answering from it while the index of this format is built", "format", f, "this_version_writes", index.FormatVersion)
+			l.refresh()
+		}
 		l.vectorsNeeded() // an index built in bm25 mode, served in another
 		return nil
 	}

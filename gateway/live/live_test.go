@@ -159,16 +159,7 @@ func TestColdStartAndToolsChanged(t *testing.T) {
 func TestWarmStart(t *testing.T) {
 	dir := t.TempDir()
 	emb := &fakeEmbedder{model: "m1"}
-	{ // the last run
-		pool := newFakePool("a", "b")
-		pool.list("a", "apple")
-		pool.list("b", "banana")
-		f := newFixture(t, dir, pool, &Options{Embedder: emb}, "a", "b")
-		f.run(t)
-		if err := f.loop.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lastRun(t, dir, emb)
 
 	t.Run("same catalog", func(t *testing.T) {
 		// Every backend lists what the last run indexed: the index served
@@ -235,6 +226,20 @@ func TestWarmStart(t *testing.T) {
 			t.Errorf("the log does not say why:\n%s", f.logs)
 		}
 	})
+}
+
+// lastRun runs a loop over servers a (tool apple) and b (banana) with
+// emb, its index in dir, and closes it: the run before a warm start.
+func lastRun(t *testing.T, dir string, emb *fakeEmbedder) {
+	t.Helper()
+	pool := newFakePool("a", "b")
+	pool.list("a", "apple")
+	pool.list("b", "banana")
+	f := newFixture(t, dir, pool, &Options{Embedder: emb}, "a", "b")
+	f.run(t)
+	if err := f.loop.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A re-index that fails keeps the previous index and says why in Stats.

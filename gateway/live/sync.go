@@ -417,7 +417,7 @@ func descriptorsShort() bool {
 // no server that is no longer configured (servers names those that are).
 // It returns the index and its tools, or nil.
 func (l *Loop) openWarm(servers []string) (*index.Index, []catalog.Tool) {
-	ix, err := index.Open(l.dir, &index.Options{Logger: l.log})
+	ix, err := index.Open(l.dir, &index.Options{Logger: l.log, AnyFormat: true})
 	if err != nil {
 		l.log.Debug("no warm index", "dir", l.dir, "err", err)
 		return nil, nil

@@ -324,6 +324,7 @@ type Loop struct {
 	// an index without them).
 	servedModel string
 	warm        *index.Index // opened by New, handed to the engine by Run
+	coldWhy     string       // why New found no index to start warm from ("": none there; BuildingError.Why)
 	// servedTools counts the tools of the index served by server:
 	// Stats.CatalogTools, DisabledTools and CatalogToolsByServer are
 	// read from it (ranked).
@@ -415,7 +416,7 @@ func New(dir string, cfg *config.File, opts *Options) *Loop {
 	l.described, l.saidNow = st.Described, maps.Clone(st.Described)
 	l.policy.PutProfiles(cfg.Toolgate.Profiles)
 	l.stats.Disabled = l.disabledHere()
-	l.warm, l.current = l.openWarm(names)
+	l.warm, l.current, l.coldWhy = l.openWarm(names)
 	return l
 }
 
@@ -927,16 +928,26 @@ func (l *Loop) Search(ctx context.Context, q search.Query) (search.Result, error
 }
 
 // BuildingError answers a search while the first index of a cold start is
-// built in the background (Options.ColdWait): how far it is.
+// built in the background (Options.ColdWait): how far it is, and why the
+// start is cold.
 type BuildingError struct {
 	Tools, Total int // tools embedded of those to embed; 0 of 0 while the backends connect
+	// Why there was no index to start from: "" for none in the data
+	// folder ("first start on this data folder"); else, say, "the index in
+	// the data folder does not fit this config: it was built with another
+	// model". It said "first start" whatever the reason.
+	Why string
 }
 
 func (e *BuildingError) Error() string {
-	if e.Total == 0 {
-		return "the gateway is starting its servers to build the tool index (first start on this data folder); try again in a few seconds"
+	why := e.Why
+	if why == "" {
+		why = "first start on this data folder"
 	}
-	return fmt.Sprintf("the tool index is being built (%d of %d tools embedded; first start on this data folder); try again in a few seconds", e.Tools, e.Total)
+	if e.Total == 0 {
+		return fmt.Sprintf("the gateway is starting its servers to build the tool index (%s); try again in a few seconds", why)
+	}
+	return fmt.Sprintf("the tool index is being built (%d of %d tools embedded; %s); try again in a few seconds", e.Tools, e.Total, why)
 }
 
 // waitCold waits, at most Options.ColdWait (longer once the index is
@@ -1059,7 +1070,7 @@ func (l *Loop) Building() error {
 	if !st.Building {
 		return nil
 	}
-	return &BuildingError{Tools: st.BuildingTools, Total: st.BuildingTotal}
+	return &BuildingError{Tools: st.BuildingTools, Total: st.BuildingTotal, Why: l.coldWhy}
 }
 
 // merge forwards a value of any of chans to the channel it returns, until

@@ -209,13 +209,27 @@ func TestWarmStart(t *testing.T) {
 		}
 	})
 	t.Run("another model", func(t *testing.T) {
-		f := newFixture(t, dir, newFakePool("a", "b"), &Options{Embedder: &fakeEmbedder{model: "m2"}}, "a", "b")
+		// Its cold start's searches say why it is cold: they said "first
+		// start on this data folder" whatever the reason.
+		pool := newFakePool("a", "b")
+		pool.list("a", "apple")
+		pool.list("b", "banana")
+		emb := &gatedEmbedder{fakeEmbedder: fakeEmbedder{model: "m2"}, open: make(chan struct{})}
+		f := newFixture(t, dir, pool, &Options{Embedder: emb, ColdWait: time.Millisecond}, "a", "b")
 		if f.loop.Warm() {
 			t.Error("Warm() with an index of another model")
 		}
 		if !strings.Contains(f.logs.String(), "built with another model") {
 			t.Errorf("the log does not say why:\n%s", f.logs)
 		}
+		f.run(t)
+		f.wait(t, "the build's tool count", func(s Stats) bool { return s.BuildingTotal == 2 })
+		want := "the tool index is being built (0 of 2 tools embedded; the index in the data folder does not fit this config: it was built with another model); try again in a few seconds"
+		if err := f.loop.Building(); err == nil || err.Error() != want {
+			t.Errorf("Building() = %v, want %q", err, want)
+		}
+		close(emb.open)
+		f.wait(t, "the first index", func(s Stats) bool { return s.CatalogGeneration > 0 && !s.Building })
 	})
 	t.Run("server no longer configured", func(t *testing.T) {
 		f := newFixture(t, dir, newFakePool("a"), &Options{Embedder: emb}, "a")

@@ -415,12 +415,16 @@ func descriptorsShort() bool {
 // openWarm opens the index of the last run when it can answer for this
 // config right away: it exists, was built with the same model, and holds
 // no server that is no longer configured (servers names those that are).
-// It returns the index and its tools, or nil.
-func (l *Loop) openWarm(servers []string) (*index.Index, []catalog.Tool) {
+// It returns the index and its tools, or nil and why not (coldWhy's
+// words, which a search during the cold start gives).
+func (l *Loop) openWarm(servers []string) (*index.Index, []catalog.Tool, string) {
 	ix, err := index.Open(l.dir, &index.Options{Logger: l.log, AnyFormat: true})
 	if err != nil {
 		l.log.Debug("no warm index", "dir", l.dir, "err", err)
-		return nil, nil
+		if st, _, _ := index.Inspect(l.dir, "", nil); st == index.StateMissing {
+			return nil, nil, ""
+		}
+		return nil, nil, "the index in the data folder could not be read"
 	}
 	configured := map[string]bool{}
 	for _, s := range servers {
@@ -447,9 +451,9 @@ func (l *Loop) openWarm(servers []string) (*index.Index, []catalog.Tool) {
 	if reason != "" {
 		l.log.Info("not starting warm: the index in the data folder does not fit this config; rebuilding once backends connect", "why", reason)
 		ix.Close()
-		return nil, nil
+		return nil, nil, "the index in the data folder does not fit this config: " + reason
 	}
-	return ix, tools
+	return ix, tools, ""
 }
 
 // Merge is the catalog to index when some backends' live lists are not

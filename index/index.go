@@ -107,6 +107,19 @@ type Options struct {
 	// never makes the data folder again. The folders inside it are only
 	// ever made in it (storage.MkdirBelow).
 	MkdirAll func(dir string, perm fs.FileMode) error
+	// Config names the config whose catalog Ensure builds (config.File.
+	// Source: its file's absolute path; "" = none, a tools file). The
+	// folder keeps the last generation of each other config named (a
+	// gateway of another config on the data folder, Manifest.Others),
+	// for its warm start (OpenFor) and its vectors.
+	Config string
+}
+
+func (o *Options) config() string {
+	if o == nil {
+		return ""
+	}
+	return o.Config
 }
 
 func (o *Options) mkdirAll(dir string, perm fs.FileMode) error {

@@ -415,7 +415,7 @@ func New(dir string, cfg *config.File, opts *Options) *Loop {
 	l.described, l.saidNow = st.Described, maps.Clone(st.Described)
 	l.policy.PutProfiles(cfg.Toolgate.Profiles)
 	l.stats.Disabled = l.disabledHere()
-	l.warm, l.current = l.openWarm(names)
+	l.warm, l.current = l.openWarm(names, cfg.Source())
 	return l
 }
 

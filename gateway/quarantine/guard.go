@@ -748,22 +748,9 @@ func (p *Pin) ListedBy(source string) bool {
 	return len(p.Sources) == 0 || slices.Contains(p.Sources, source)
 }
 
-// ConfigSource names cfg in Pin.Sources: its file's absolute path, links
-// resolved (for configs merged, the last file's: File.Path), so that a
+// ConfigSource names cfg in Pin.Sources (config.File.Source), so that a
 // gateway and `toolgate tools quarantined --config` name one file alike.
-func ConfigSource(cfg *config.File) string {
-	if cfg == nil || cfg.Path == "" {
-		return ""
-	}
-	p := cfg.Path
-	if abs, err := filepath.Abs(p); err == nil {
-		p = abs
-	}
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		p = real
-	}
-	return p
-}
+func ConfigSource(cfg *config.File) string { return cfg.Source() }
 
 // OutsideConfig reports whether tool id is of a server that configured
 // (a config's Has) does not know. The pins file is the data folder's,

@@ -34,8 +34,11 @@ import (
 //
 // A generation is written completely and synced before the manifest names
 // it, so killing the process at any moment leaves the previous or the new
-// generation current, never a partial one. Generations the manifest does
-// not name are leftovers and are removed by the next build.
+// generation current, never a partial one. The manifest also names the
+// generation last built for each other config (Manifest.Others, KeepOthers
+// at most: gateways of other configs on the data folder start from and
+// reuse them). Generations it does not name are leftovers and are removed
+// by the next build.
 const (
 	indexSubdir   = "index"
 	manifestFile  = "manifest.json"

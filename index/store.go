@@ -266,11 +266,11 @@ func EnsureReport(ctx context.Context, dir string, tools []catalog.Tool, emb Emb
 	// The generations kept for other configs (their gateways on the data
 	// folder) stay, and lend their vectors too.
 	others := othersAfter(ixDir, prev, opts.config())
-	more := func() []*Index { // this config's kept one too: it is replaced once written
+	more := func(servers []string) []*Index { // this config's kept one too: it is replaced once written
 		if prev == nil || prev.Format != FormatVersion {
 			return nil
 		}
-		return openOthers(ixDir, prev.Others, modelID)
+		return openOthers(ixDir, prev.Others, modelID, servers)
 	}
 	diff := diffCatalog(old, sorted)
 	rep.Added, rep.Changed, rep.Removed = diff.added, diff.changed, diff.removed
@@ -357,11 +357,12 @@ func removeOtherGenerations(ixDir string, keep []int, log interface {
 
 // writeGeneration writes catalog (with fingerprint fp), vectors and Bleve
 // index into gd and syncs them. Vectors are reused from old, then from
-// more's (called only when old lacks some; nil: none); the Bleve index
+// more's (called, with the servers of the tools old lacks vectors for,
+// only when it lacks some; nil: none); the Bleve index
 // is updated from base's by diff when that is worth it (see writeBleve); a
 // zero base means a full build. It returns the manifest for the generation
 // (Generation unset).
-func writeGeneration(ctx context.Context, gd string, tools []catalog.Tool, fp string, emb Embedder, old *Index, more func() []*Index, base updateBase, diff catalogDiff, opts *Options, rep *Report) (*Manifest, error) {
+func writeGeneration(ctx context.Context, gd string, tools []catalog.Tool, fp string, emb Embedder, old *Index, more func(servers []string) []*Index, base updateBase, diff catalogDiff, opts *Options, rep *Report) (*Manifest, error) {
 	if err := storage.MkdirBelow(filepath.Dir(gd), gd, 0o755); err != nil {
 		return nil, fmt.Errorf("create index generation: %w", err)
 	}
@@ -401,7 +402,7 @@ func writeGeneration(ctx context.Context, gd string, tools []catalog.Tool, fp st
 // previous generation of the same model, nor in more's (the generations
 // kept for other server sets, opened only when old lacks some), and copies
 // the others' vectors.
-func embedReusing(ctx context.Context, tools []catalog.Tool, emb Embedder, old *Index, more func() []*Index, opts *Options) (vecs []float32, embedded, reused int, err error) {
+func embedReusing(ctx context.Context, tools []catalog.Tool, emb Embedder, old *Index, more func(servers []string) []*Index, opts *Options) (vecs []float32, embedded, reused int, err error) {
 	dim := emb.Dim()
 	if dim <= 0 {
 		return nil, 0, 0, fmt.Errorf("embedder %s reports dimension %d", emb.ModelID(), dim)
@@ -415,7 +416,11 @@ func embedReusing(ctx context.Context, tools []catalog.Tool, emb Embedder, old *
 		return nil, 0, 0, err
 	}
 	if len(todo) > 0 && more != nil {
-		for _, o := range more() {
+		lack := make([]catalog.Tool, len(todo))
+		for k, i := range todo {
+			lack[k] = tools[i]
+		}
+		for _, o := range more(ServersOf(lack)) {
 			if len(todo) > 0 {
 				todo, err = copyVectors(tools, todo, vecs, emb, o)
 			}
@@ -662,13 +667,15 @@ func othersAfter(ixDir string, prev *Manifest, config string) []Manifest {
 	return out
 }
 
-// openOthers opens the generations of ms for their vectors (catalog and
-// vectors only, without the keyword index); those that do not open are
-// left out. The caller closes them.
-func openOthers(ixDir string, ms []Manifest, modelID string) []*Index {
+// openOthers opens the generations of ms with vectors of modelID and a
+// server of servers for their vectors (catalog and vectors only, without
+// the keyword index); those that do not open are left out. The caller
+// closes them.
+func openOthers(ixDir string, ms []Manifest, modelID string, servers []string) []*Index {
 	var out []*Index
 	for i := range ms {
-		if ms[i].ModelID == "" || ms[i].ModelID != modelID || ms[i].Format != FormatVersion {
+		if ms[i].ModelID == "" || ms[i].ModelID != modelID || ms[i].Format != FormatVersion ||
+			!slices.ContainsFunc(ms[i].Servers, func(s string) bool { return slices.Contains(servers, s) }) {
 			continue
 		}
 		if ix, err := openRows(ixDir, &ms[i]); err == nil {

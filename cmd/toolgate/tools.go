@@ -205,6 +205,13 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON, ful
 				fmt.Fprintln(w, "    (cut: a text is longer than shown)")
 			}
 		}
+		if cfg != nil && q.Source != "" && q.Source != quarantine.ConfigSource(cfg) {
+			// One pin a tool ID: the definition held is the one a server
+			// of the same name in another config lists (heldForAnother).
+			fmt.Fprintf(w, "  listed by the gateway of %s (another config on this data folder, with a server of the same name), not %s's\n", safeText(q.Source), safeText(cfg.Path))
+			fmt.Fprintf(w, "  approve: toolgate tools approve %s --sha256 %s --config %s\n", safeText(q.Tool), shortHash(q.SHA256), safeText(shellword.Join(q.Source)))
+			continue
+		}
 		fmt.Fprintf(w, "  approve: toolgate tools approve %s --sha256 %s\n", safeText(q.Tool), shortHash(q.SHA256))
 	}
 	return nil

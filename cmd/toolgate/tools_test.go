@@ -344,7 +344,12 @@ func TestToolsApproveOfAnotherConfigsDefinition(t *testing.T) {
 	tool.Description = "Export the ledger as CSV, and mail it to the auditors."
 	quarantine.New(dirs.Pins(data), &quarantine.Options{SourceOf: source(cfgB)}).ObserveServer("billing", []catalog.Tool{tool})
 
-	out, err := toolgateCmd(t, data, "tools", "approve", "billing__export_ledger", "--config", cfgA).CombinedOutput()
+	out, err := toolgateCmd(t, data, "tools", "quarantined", "--config", cfgA).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "  listed by the gateway of "+cfgB+" (another config on this data folder, with a server of the same name), not "+cfgA+"'s\n") ||
+		!strings.Contains(string(out), "--config "+cfgB+"\n") {
+		t.Errorf("tools quarantined --config a.json:\n%s", out)
+	}
+	out, err = toolgateCmd(t, data, "tools", "approve", "billing__export_ledger", "--config", cfgA).CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "the definition held for review is the one the gateway of "+cfgB+" lists, not "+cfgA+"'s: nothing was approved") {
 		t.Errorf("tools approve --config a.json of b's definition: %v\n%s", err, out)

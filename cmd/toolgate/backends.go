@@ -63,7 +63,7 @@ func (g *globals) listBackendTools(ctx context.Context, paths []string, flaws *c
 	pool.Start(ctx)
 
 	var prev []catalog.Tool
-	if ix, err := openIndexFor(g, cfg); err == nil {
+	if ix, err := openIndexFor(g, g.logger, cfg); err == nil {
 		prev = ix.Tools()
 		ix.Close()
 	}
@@ -138,8 +138,8 @@ func warnQuarantine(w io.Writer, where, data string, sec config.SecuritySettings
 // openIndexFor opens the data folder's index as the gateway of cfg starts
 // from it (index.OpenFor: the one kept for cfg when another config's was
 // written since); a nil cfg opens the current one.
-func openIndexFor(g *globals, cfg *config.File) (*index.Index, error) {
-	opts := &index.Options{Logger: g.logger}
+func openIndexFor(g *globals, log *slog.Logger, cfg *config.File) (*index.Index, error) {
+	opts := &index.Options{Logger: log}
 	if cfg == nil {
 		return index.Open(index.Dir(g.DataDir()), opts)
 	}

@@ -115,6 +115,19 @@ type Options struct {
 	// Such an index's Fingerprint is "", so that the first build replaces
 	// it; OtherFormat says its format.
 	AnyFormat bool
+	// Config names the config whose catalog Ensure builds (config.File.
+	// Source: its file's absolute path; "" = none, a tools file). The
+	// folder keeps the last generation of each other config named (a
+	// gateway of another config on the data folder, Manifest.Others),
+	// for its warm start (OpenFor) and its vectors.
+	Config string
+}
+
+func (o *Options) config() string {
+	if o == nil {
+		return ""
+	}
+	return o.Config
 }
 
 func (o *Options) mkdirAll(dir string, perm fs.FileMode) error {

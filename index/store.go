@@ -34,8 +34,11 @@ import (
 //
 // A generation is written completely and synced before the manifest names
 // it, so killing the process at any moment leaves the previous or the new
-// generation current, never a partial one. Generations the manifest does
-// not name are leftovers and are removed by the next build.
+// generation current, never a partial one. The manifest also names the
+// generation last built for each other config (Manifest.Others, KeepOthers
+// at most: gateways of other configs on the data folder start from and
+// reuse them). Generations it does not name are leftovers and are removed
+// by the next build.
 const (
 	indexSubdir   = "index"
 	manifestFile  = "manifest.json"
@@ -86,7 +89,21 @@ type Manifest struct {
 	// KeywordLengths counts the tokens of each keyword field over all
 	// tools: BM25F's average field lengths (see keyword.go).
 	KeywordLengths map[string]int64 `json:"keyword_lengths"`
+	// Config names the config it was built for (Options.Config; absent
+	// for none), Servers the servers of its catalog, sorted (both absent
+	// in a manifest written before 2026-12-07).
+	Config  string   `json:"config,omitempty"`
+	Servers []string `json:"servers,omitempty"`
+	// Others are the manifests of the generations kept for other configs
+	// than Config (gateways of other configs on the data folder), the last
+	// of each, newest first, KeepOthers at most; their own Others are
+	// empty.
+	Others []Manifest `json:"others,omitempty"`
 }
+
+// KeepOthers is how many generations of other configs than the current
+// one's an index folder keeps (see Manifest.Others).
+const KeepOthers = 3
 
 func analyzerSignature() string { return strings.Join(analyzerFilters, ",") }
 
@@ -246,6 +263,15 @@ func EnsureReport(ctx context.Context, dir string, tools []catalog.Tool, emb Emb
 			defer old.Close()
 		}
 	}
+	// The generations kept for other configs (their gateways on the data
+	// folder) stay, and lend their vectors too.
+	others := othersAfter(ixDir, prev, opts.config())
+	more := func(servers []string) []*Index { // this config's kept one too: it is replaced once written
+		if prev == nil || prev.Format != FormatVersion {
+			return nil
+		}
+		return openOthers(ixDir, prev.Others, modelID, servers)
+	}
 	diff := diffCatalog(old, sorted)
 	rep.Added, rep.Changed, rep.Removed = diff.added, diff.changed, diff.removed
 
@@ -263,17 +289,21 @@ func EnsureReport(ctx context.Context, dir string, tools []catalog.Tool, emb Emb
 	if fp == "" {
 		fp = catalog.Fingerprint(sorted)
 	}
-	man, err := writeGeneration(ctx, gd, sorted, fp, emb, old, base, diff, opts, &rep)
+	man, err := writeGeneration(ctx, gd, sorted, fp, emb, old, more, base, diff, opts, &rep)
 	if err != nil {
 		_ = os.RemoveAll(gd)
 		return nil, rep, err
 	}
-	man.Generation = gen
+	man.Generation, man.Config, man.Servers, man.Others = gen, opts.config(), ServersOf(sorted), others
 	if err := writeManifest(ixDir, man); err != nil {
 		_ = os.RemoveAll(gd)
 		return nil, rep, err
 	}
-	removeOtherGenerations(ixDir, gen, log)
+	keep := []int{gen}
+	for _, o := range others {
+		keep = append(keep, o.Generation)
+	}
+	removeOtherGenerations(ixDir, keep, log)
 	ix, err := openGen(ixDir, man)
 	if err != nil {
 		return nil, rep, fmt.Errorf("open new index generation: %w", err)
@@ -312,12 +342,12 @@ func parseGen(name string) (int, bool) {
 	return g, err == nil && g > 0
 }
 
-func removeOtherGenerations(ixDir string, keep int, log interface {
+func removeOtherGenerations(ixDir string, keep []int, log interface {
 	Warn(string, ...any)
 }) {
 	entries, _ := os.ReadDir(ixDir)
 	for _, e := range entries {
-		if g, ok := parseGen(e.Name()); ok && g != keep {
+		if g, ok := parseGen(e.Name()); ok && !slices.Contains(keep, g) {
 			if err := os.RemoveAll(filepath.Join(ixDir, e.Name())); err != nil {
 				log.Warn("remove old index generation", "dir", e.Name(), "err", err)
 			}
@@ -326,11 +356,13 @@ func removeOtherGenerations(ixDir string, keep int, log interface {
 }
 
 // writeGeneration writes catalog (with fingerprint fp), vectors and Bleve
-// index into gd and syncs them. Vectors are reused from old; the Bleve index
+// index into gd and syncs them. Vectors are reused from old, then from
+// more's (called, with the servers of the tools old lacks vectors for,
+// only when it lacks some; nil: none); the Bleve index
 // is updated from base's by diff when that is worth it (see writeBleve); a
 // zero base means a full build. It returns the manifest for the generation
 // (Generation unset).
-func writeGeneration(ctx context.Context, gd string, tools []catalog.Tool, fp string, emb Embedder, old *Index, base updateBase, diff catalogDiff, opts *Options, rep *Report) (*Manifest, error) {
+func writeGeneration(ctx context.Context, gd string, tools []catalog.Tool, fp string, emb Embedder, old *Index, more func(servers []string) []*Index, base updateBase, diff catalogDiff, opts *Options, rep *Report) (*Manifest, error) {
 	if err := storage.MkdirBelow(filepath.Dir(gd), gd, 0o755); err != nil {
 		return nil, fmt.Errorf("create index generation: %w", err)
 	}
@@ -345,7 +377,7 @@ func writeGeneration(ctx context.Context, gd string, tools []catalog.Tool, fp st
 		Created:     time.Now().UTC().Truncate(time.Second),
 	}
 	if emb != nil {
-		vecs, embedded, reused, err := embedReusing(ctx, tools, emb, old, opts)
+		vecs, embedded, reused, err := embedReusing(ctx, tools, emb, old, more, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -367,59 +399,95 @@ func writeGeneration(ctx context.Context, gd string, tools []catalog.Tool, fp st
 }
 
 // embedReusing embeds the tools whose document text has no vector in the
-// previous generation of the same model, and copies the others' vectors.
-func embedReusing(ctx context.Context, tools []catalog.Tool, emb Embedder, old *Index, opts *Options) (vecs []float32, embedded, reused int, err error) {
+// previous generation of the same model, nor in more's (the generations
+// kept for other server sets, opened only when old lacks some), and copies
+// the others' vectors.
+func embedReusing(ctx context.Context, tools []catalog.Tool, emb Embedder, old *Index, more func(servers []string) []*Index, opts *Options) (vecs []float32, embedded, reused int, err error) {
 	dim := emb.Dim()
 	if dim <= 0 {
 		return nil, 0, 0, fmt.Errorf("embedder %s reports dimension %d", emb.ModelID(), dim)
 	}
 	vecs = make([]float32, len(tools)*dim)
-	var todo []catalog.Tool
-	var rows []int
-	canReuse := old != nil && old.HasVectors() && old.ModelID() == emb.ModelID() && old.Dim() == dim
-	var to []int // old row → the new row its vector is copied to, or -1
-	for i, t := range tools {
-		if canReuse {
-			if j, ok := old.byID[t.ID()]; ok && slices.Equal(catalog.Views(old.tools[j]), catalog.Views(t)) {
-				if to == nil {
-					to = make([]int, len(old.tools))
-					for k := range to {
-						to[k] = -1
-					}
-				}
-				to[j] = i
-				reused++
-				continue
+	todo := make([]int, 0, len(tools)) // rows of tools with no vector found yet
+	for i := range tools {
+		todo = append(todo, i)
+	}
+	if todo, err = copyVectors(tools, todo, vecs, emb, old); err != nil {
+		return nil, 0, 0, err
+	}
+	if len(todo) > 0 && more != nil {
+		lack := make([]catalog.Tool, len(todo))
+		for k, i := range todo {
+			lack[k] = tools[i]
+		}
+		for _, o := range more(ServersOf(lack)) {
+			if len(todo) > 0 {
+				todo, err = copyVectors(tools, todo, vecs, emb, o)
+			}
+			o.Close()
+			if err != nil {
+				return nil, 0, 0, err
 			}
 		}
-		todo = append(todo, t)
-		rows = append(rows, i)
 	}
-	if reused > 0 {
-		// One pass over the old rows, in order.
-		err := old.eachRows(0, len(old.tools), func(first int, chunk []float32) {
-			for r := range len(chunk) / dim {
-				if i := to[first+r]; i >= 0 {
-					copy(vecs[i*dim:(i+1)*dim], chunk[r*dim:(r+1)*dim])
-				}
-			}
-		})
-		if err != nil {
-			return nil, 0, 0, fmt.Errorf("read the previous generation's vectors: %w", err)
-		}
-	}
+	reused = len(tools) - len(todo)
 	if len(todo) > 0 {
-		part, err := embedAll(ctx, todo, emb, opts)
+		batch := make([]catalog.Tool, len(todo))
+		for k, i := range todo {
+			batch[k] = tools[i]
+		}
+		part, err := embedAll(ctx, batch, emb, opts)
 		if err != nil {
 			return nil, 0, 0, err
 		}
-		for k, i := range rows {
+		for k, i := range todo {
 			copy(vecs[i*dim:(i+1)*dim], part[k*dim:(k+1)*dim])
 		}
 	} else {
 		opts.progress(0, 0)
 	}
 	return vecs, len(todo), reused, nil
+}
+
+// copyVectors copies into vecs the vectors that src (an index of emb's
+// model, or nil) holds for the tools of rows, with the same views, and
+// returns the rows it held none for.
+func copyVectors(tools []catalog.Tool, rows []int, vecs []float32, emb Embedder, src *Index) ([]int, error) {
+	dim := emb.Dim()
+	if src == nil || !src.HasVectors() || src.ModelID() != emb.ModelID() || src.Dim() != dim {
+		return rows, nil
+	}
+	var left []int
+	var to []int // src row → the new row its vector is copied to, or -1
+	for _, i := range rows {
+		t := tools[i]
+		if j, ok := src.byID[t.ID()]; ok && slices.Equal(catalog.Views(src.tools[j]), catalog.Views(t)) {
+			if to == nil {
+				to = make([]int, len(src.tools))
+				for k := range to {
+					to[k] = -1
+				}
+			}
+			to[j] = i
+			continue
+		}
+		left = append(left, i)
+	}
+	if to == nil {
+		return rows, nil
+	}
+	// One pass over the source's rows, in order.
+	err := src.eachRows(0, len(src.tools), func(first int, chunk []float32) {
+		for r := range len(chunk) / dim {
+			if i := to[first+r]; i >= 0 {
+				copy(vecs[i*dim:(i+1)*dim], chunk[r*dim:(r+1)*dim])
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the previous generation's vectors: %w", err)
+	}
+	return left, nil
 }
 
 func buildBleveOnDisk(ctx context.Context, path string, tools []catalog.Tool) error {
@@ -520,8 +588,132 @@ func Open(dir string, opts *Options) (*Index, error) {
 	return nil, fmt.Errorf("open index in %s: %w (rebuild it with `toolgate index`)", dir, lastErr)
 }
 
+// OpenFor is Open for the gateway of a config (Options.Config) that
+// catalogues servers: when the current generation was built for another
+// config (its gateway on the data folder wrote it last), the generation
+// kept for this one (Manifest.Others) is opened instead if it holds no
+// server but servers; without one, the current generation, which the
+// caller may find does not fit.
+func OpenFor(dir string, servers []string, opts *Options) (*Index, error) {
+	ix, err := Open(dir, opts)
+	cfg := opts.config()
+	if err != nil || cfg == "" {
+		return ix, err
+	}
+	m, err := readManifest(dir)
+	if err != nil || m.Config == cfg || ix.Fingerprint() != m.Fingerprint {
+		return ix, nil // this config's, or a manifest swapped meanwhile
+	}
+	var best *Manifest
+	for i := range m.Others {
+		o := &m.Others[i]
+		if o.Config == cfg && o.Format == FormatVersion && o.Analyzer == analyzerSignature() && within(o.Servers, servers) {
+			best = o
+			break
+		}
+	}
+	if best == nil {
+		return ix, nil
+	}
+	other, err := openGen(dir, best)
+	if err != nil { // removed by a builder meanwhile
+		opts.logger().Debug("the index kept for this config's servers does not open", "generation", best.Generation, "err", err)
+		return ix, nil
+	}
+	ix.Close()
+	return other, nil
+}
+
+// ServersOf names the servers of tools, sorted.
+func ServersOf(tools []catalog.Tool) []string {
+	var out []string
+	for _, t := range tools {
+		out = append(out, t.Server)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// within reports whether every name of a is in b.
+func within(a, b []string) bool {
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// othersAfter is the Others of the manifest written after prev for
+// config: prev and its own Others, newest first, but those of config
+// (replaced), of no config, and those no build can use (another format, or
+// their generation gone), the last of each config, KeepOthers at most.
+func othersAfter(ixDir string, prev *Manifest, config string) []Manifest {
+	if prev == nil {
+		return nil
+	}
+	head := *prev
+	head.Others = nil
+	var out []Manifest
+	for _, o := range append([]Manifest{head}, prev.Others...) {
+		if len(out) == KeepOthers {
+			break
+		}
+		if o.Config == "" || o.Config == config || o.Format != FormatVersion || o.Analyzer != analyzerSignature() || o.Generation <= 0 ||
+			slices.ContainsFunc(out, func(k Manifest) bool { return k.Config == o.Config }) {
+			continue
+		}
+		if st, err := os.Stat(genDir(ixDir, o.Generation)); err != nil || !st.IsDir() {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// openOthers opens the generations of ms with vectors of modelID and a
+// server of servers for their vectors (catalog and vectors only, without
+// the keyword index); those that do not open are left out. The caller
+// closes them.
+func openOthers(ixDir string, ms []Manifest, modelID string, servers []string) []*Index {
+	var out []*Index
+	for i := range ms {
+		if ms[i].ModelID == "" || ms[i].ModelID != modelID || ms[i].Format != FormatVersion ||
+			!slices.ContainsFunc(ms[i].Servers, func(s string) bool { return slices.Contains(servers, s) }) {
+			continue
+		}
+		if ix, err := openRows(ixDir, &ms[i]); err == nil {
+			out = append(out, ix)
+		}
+	}
+	return out
+}
+
 // openGen opens the generation a manifest names.
 func openGen(ixDir string, m *Manifest) (*Index, error) {
+	ix, err := openRows(ixDir, m)
+	if err != nil {
+		return nil, err
+	}
+	// Read-only: no background merger, and bbolt takes a shared lock, so any
+	// number of readers can open one generation at once.
+	bi, err := bleve.OpenUsing(filepath.Join(genDir(ixDir, m.Generation), bleveSubdir), map[string]interface{}{"read_only": true})
+	if err != nil {
+		_ = ix.Close()
+		return nil, fmt.Errorf("open bleve index: %w", err)
+	}
+	ix.bi = bi
+	if len(m.KeywordLengths) == 0 && len(ix.tools) > 0 {
+		_ = ix.Close()
+		return nil, errors.New("manifest has no keyword field lengths")
+	}
+	ix.kwLen = m.KeywordLengths
+	return ix, nil
+}
+
+// openRows opens the catalog and the vectors of the generation a manifest
+// names, without its keyword index: what a build reuses vectors from.
+func openRows(ixDir string, m *Manifest) (*Index, error) {
 	gd := genDir(ixDir, m.Generation)
 	cat, err := os.ReadFile(filepath.Join(gd, catalogFile))
 	if err != nil {
@@ -546,19 +738,6 @@ func openGen(ixDir string, m *Manifest) (*Index, error) {
 		}
 		ix.vf, ix.dim, ix.modelID = vf, m.Dim, m.ModelID
 	}
-	// Read-only: no background merger, and bbolt takes a shared lock, so any
-	// number of readers can open one generation at once.
-	bi, err := bleve.OpenUsing(filepath.Join(gd, bleveSubdir), map[string]interface{}{"read_only": true})
-	if err != nil {
-		_ = ix.Close()
-		return nil, fmt.Errorf("open bleve index: %w", err)
-	}
-	ix.bi = bi
-	if len(m.KeywordLengths) == 0 && len(tools) > 0 {
-		_ = ix.Close()
-		return nil, errors.New("manifest has no keyword field lengths")
-	}
-	ix.kwLen = m.KeywordLengths
 	return ix, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -214,6 +215,7 @@ func assertGenerations(t *testing.T, dir string, want ...int) {
 			got = append(got, g)
 		}
 	}
+	slices.Sort(got)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("generations on disk (-want +got):\n%s", diff)
 	}

@@ -36,10 +36,10 @@ type unlisted struct {
 // already has for it (with a warning), so an offline backend does not
 // empty the catalog; servers no longer in the config are dropped. Those
 // servers are returned too.
-func (g *globals) listBackendTools(ctx context.Context, paths []string, flaws *catalog.FlawLog, stderr io.Writer) ([]catalog.Tool, []unlisted, error) {
+func (g *globals) listBackendTools(ctx context.Context, paths []string, flaws *catalog.FlawLog, stderr io.Writer) ([]catalog.Tool, []unlisted, string, error) {
 	cfg, _, err := g.readConfigs(paths)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	tokens := g.authTokens(paths[len(paths)-1]) // as serve: logins name the last file
 	defer tokens.Close()
@@ -63,7 +63,7 @@ func (g *globals) listBackendTools(ctx context.Context, paths []string, flaws *c
 	pool.Start(ctx)
 
 	var prev []catalog.Tool
-	if ix, err := index.Open(index.Dir(g.DataDir()), &index.Options{Logger: g.logger}); err == nil {
+	if ix, err := openIndexFor(g, g.logger, cfg); err == nil {
 		prev = ix.Tools()
 		ix.Close()
 	}
@@ -96,7 +96,7 @@ func (g *globals) listBackendTools(ctx context.Context, paths []string, flaws *c
 	flaws.Warn(stderr, where, cuts, theirs)
 	cutMu.Unlock()
 	warnQuarantine(stderr, where, g.DataDir(), cfg.Toolgate.Security, theirs)
-	return merged, down, nil
+	return merged, down, cfg.Source(), nil
 }
 
 // warnQuarantine says which of tools a gateway on the data folder would
@@ -133,4 +133,16 @@ func warnQuarantine(w io.Writer, where, data string, sec config.SecuritySettings
 	}
 	fmt.Fprintf(w, "toolgate: warning: %s: a gateway would quarantine %s (left out of search_tools and refused by execute_tool until approved): %s%s; change the definition, or approve it once a gateway has listed it (toolgate tools quarantined, then toolgate tools approve ID), or list it in toolgate.security.approvedTools\n",
 		where, plural.Of(len(holds), "tool"), strings.Join(named, ", "), more)
+}
+
+// openIndexFor opens the data folder's index as the gateway of cfg starts
+// from it (index.OpenFor: the one kept for cfg when another config's was
+// written since); a nil cfg opens the current one.
+func openIndexFor(g *globals, log *slog.Logger, cfg *config.File) (*index.Index, error) {
+	opts := &index.Options{Logger: log}
+	if cfg == nil {
+		return index.Open(index.Dir(g.DataDir()), opts)
+	}
+	opts.Config = cfg.Source()
+	return index.OpenFor(index.Dir(g.DataDir()), live.Catalogued(cfg, mgmt.Name), opts)
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -110,6 +109,7 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 	flaws.Seed(saved)
 	var tools []catalog.Tool
 	var down []unlisted
+	var source string // the config's (config.File.Source): "" for a tools file
 	var err error
 	if f.tools != "" {
 		// A file that is not a tools file is the flag's wrong value
@@ -119,29 +119,15 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 		}
 		flaws.Review(stderr, f.tools, tools)
 	} else {
-		tools, down, err = g.listBackendTools(ctx, f.configs, &flaws, stderr)
+		tools, down, source, err = g.listBackendTools(ctx, f.configs, &flaws, stderr)
 	}
 	if err != nil {
 		return err
 	}
 	// A catalog other than a running gateway's (a tools file's, another
-	// config's) replaces the index it would start warm from: say so, it
-	// is seldom meant. The same config is indexing ahead of its start.
-	var running []string
-	mine := absPaths(f.configs)
-	for _, gw := range localGateways(ctx, g.DataDir(), 2*time.Second) {
-		if f.tools != "" || gw.err == nil && gw.rep.Process != nil && len(gw.rep.Process.Config) > 0 && !slices.Equal(gw.rep.Process.Config, mine) {
-			running = append(running, gw.name())
-		}
-	}
-	if len(running) > 0 {
-		what, own := f.tools, "a tools file"
-		if f.tools == "" {
-			what, own = strings.Join(f.configs, ", "), "another config"
-		}
-		fmt.Fprintf(stderr, "toolgate: warning: a gateway runs on the data folder %s (%s): this index of %s replaces the one it would start from; it serves its own catalog meanwhile and rebuilds from its servers at its next start. Give --data-dir a folder of its own for %s.\n",
-			g.DataDir(), strings.Join(running, "; "), what, own)
-	}
+	// config's) no longer replaces the index that gateway starts from: the
+	// index folder keeps the last generation of each config
+	// (index.Manifest.Others), which its next start opens.
 
 	// The data folder made here, owner-only (serve's start would): the
 	// index's own mkdir made it 0755 on the way to index/ (--bm25-only).
@@ -164,7 +150,7 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 	}
 
 	prog := newIndexProgress(stderr, f.json)
-	ix, rep, err := index.EnsureReport(ctx, res.Dir, tools, emb, &index.Options{Logger: g.logger, Progress: prog.update})
+	ix, rep, err := index.EnsureReport(ctx, res.Dir, tools, emb, &index.Options{Logger: g.logger, Progress: prog.update, Config: source})
 	prog.finish()
 	if err != nil {
 		if ctx.Err() != nil {

@@ -211,32 +211,67 @@ func TestIndexLockedByAnotherRun(t *testing.T) {
 	}
 }
 
-// An index of a tools file on a data folder a gateway serves says that it
-// replaces the index that gateway would start from, and so does another
-// config's.
+// An index of a tools file, or of another config, on a data folder a
+// gateway serves keeps the index that gateway starts from: its config's
+// generation stays in the index folder (index.Manifest.Others), and its
+// next start opens it (index.OpenFor). Such an index used to replace it,
+// with a warning to give the other catalog a --data-dir of its own: the
+// gateway's next start was a cold one, which embedded again what the
+// other catalog lacked.
 func TestIndexToolsBesideAGateway(t *testing.T) {
 	data := t.TempDir()
 	cfg := fakeConfig(t, map[string]string{"fake": backendtest.ModeNormal}, nil)
-	addr, _, _ := startGatewayStop(t, data, cfg)
+	_, _, stop := startGatewayStop(t, data, cfg)
+	file, err := config.Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ixDir := index.Dir(data)
+	theirs := func(what string) {
+		t.Helper()
+		ix, err := index.OpenFor(ixDir, []string{"fake", "toolgate"}, &index.Options{Config: file.Source()})
+		if err != nil {
+			t.Fatalf("after %s: %v", what, err)
+		}
+		defer ix.Close()
+		if got := index.ServersOf(ix.Tools()); !slices.Equal(got, []string{"fake", "toolgate"}) {
+			t.Errorf("after %s, the gateway's next start would open an index of %v", what, got)
+		}
+	}
+	theirs("its start")
 	tools := writeToolsFile(t, t.TempDir(), 5, "")
-	_, stderr, err := runToolgate(t, data, "index", "--bm25-only", "--tools", tools)
-	if err != nil || !strings.Contains(stderr, "warning: a gateway runs on the data folder "+data+" (pid ") ||
-		!strings.Contains(stderr, "(http "+addr+")") || !strings.Contains(stderr, "--data-dir") {
+	if _, stderr, err := runToolgate(t, data, "index", "--bm25-only", "--tools", tools); err != nil || strings.Contains(stderr, "a gateway runs") {
 		t.Errorf("index --tools beside a gateway: %v\n%s", err, stderr)
 	}
-	if _, stderr, err := runToolgate(t, t.TempDir(), "index", "--bm25-only", "--tools", tools); err != nil || strings.Contains(stderr, "a gateway runs") {
-		t.Errorf("index --tools on a folder of its own: %v\n%s", err, stderr)
-	}
-	// Another config's catalog replaces it too (it had no word); the
-	// gateway's own config is indexing ahead of time, said nothing of.
+	theirs("index --tools")
 	other := fakeConfig(t, map[string]string{"other": backendtest.ModeNormal}, nil)
-	if _, stderr, err := runToolgate(t, data, "index", "--bm25-only", "--config", other); err != nil ||
-		!strings.Contains(stderr, "warning: a gateway runs on the data folder "+data+" (pid ") || !strings.Contains(stderr, "this index of "+other+" replaces") {
+	if _, stderr, err := runToolgate(t, data, "index", "--bm25-only", "--config", other); err != nil || strings.Contains(stderr, "a gateway runs") {
 		t.Errorf("index --config of another config beside a gateway: %v\n%s", err, stderr)
 	}
-	if _, stderr, err := runToolgate(t, data, "index", "--bm25-only", "--config", cfg); err != nil || strings.Contains(stderr, "a gateway runs") {
-		t.Errorf("index --config of the gateway's own config: %v\n%s", err, stderr)
+	theirs("index --config of another config")
+	if m := readManifestFile(t, ixDir); len(m.Others) != 1 || m.Others[0].Config != file.Source() {
+		t.Errorf("the index folder keeps %+v, want the gateway's generation alone (the tools file's names no config)", m.Others)
 	}
+	// The gateway started again: a warm start.
+	stop()
+	_, logs, _ := startGatewayStop(t, data, cfg)
+	testenv.Eventually(t, "gateway ready", func() bool { return strings.Contains(logs.String(), "gateway ready") })
+	if !strings.Contains(logs.String(), "warm=true") {
+		t.Errorf("the gateway's start after another config's index was not a warm one:\n%s", logs)
+	}
+}
+
+func readManifestFile(t *testing.T, ixDir string) index.Manifest {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(ixDir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m index.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // TestSearchUnknownServerIsUsageError: `toolgate search --server` with a

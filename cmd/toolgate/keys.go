@@ -184,7 +184,7 @@ func runKeysCreate(g *globals, w, errw io.Writer, f keysCreateFlags, now time.Ti
 		if log == nil {
 			log = slog.New(slog.DiscardHandler)
 		}
-		warnUnmatchedGlobs(errw, indexedTools(g, log), e.Allow, e.Deny, g.DataDir())
+		warnUnmatchedGlobs(errw, indexedTools(g, log, cfg), e.Allow, e.Deny, g.DataDir())
 	}
 	if f.printHash {
 		fmt.Fprintf(w, "# The toolgate.keysFile line of key %q (nothing was stored in the data folder):\n", e.Name)

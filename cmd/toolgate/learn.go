@@ -25,7 +25,6 @@ import (
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/local"
-	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/datafile"
 	"github.com/toolgate/toolgate/internal/oneline"
@@ -941,7 +940,7 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Write
 	// the pairs, or a reset of them all, need not open it.
 	var known map[string]catalog.Tool
 	if len(req.Pairs) > 0 || req.Server != "" {
-		known = indexedTools(g, log)
+		known = indexedTools(g, log, cfg)
 	}
 	if len(req.Pairs) > 0 {
 		if err := bareNames(qs, known); err != nil {
@@ -1004,9 +1003,10 @@ func runLearn(ctx context.Context, g *globals, f *learnFlags, out, errw io.Write
 }
 
 // indexedTools are the tools of the data folder's index, by ID (nil when
-// there is no index to read).
-func indexedTools(g *globals, log *slog.Logger) map[string]catalog.Tool {
-	ix, err := index.Open(index.Dir(g.DataDir()), &index.Options{Logger: log})
+// there is no index to read): with cfg, the one its gateway starts from
+// (openIndexFor: another config's may be the current one).
+func indexedTools(g *globals, log *slog.Logger, cfg *config.File) map[string]catalog.Tool {
+	ix, err := openIndexFor(g, log, cfg)
 	if err != nil {
 		return nil
 	}

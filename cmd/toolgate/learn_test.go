@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/datafile"
 	"github.com/toolgate/toolgate/internal/storage"
@@ -709,5 +710,38 @@ wait $pid`
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "full file system") {
 		t.Fatalf("toolgate learn --queries on a data folder that fills: %v, want exit status 1 naming the full file system:\n%s", err, out)
+	}
+}
+
+// `learn --config b.json --queries` checks its tools' names against the
+// index b's gateway starts from: the one kept for b when a.json's was
+// built since (index.OpenFor). It checked them against a's, and warned of
+// b's tools as unknown ones.
+func TestLearnConfigChecksNamesAgainstItsIndex(t *testing.T) {
+	data := t.TempDir()
+	cfgA := writeConfig(t, `{"mcpServers": {"calc": {"command": "sh"}}}`)
+	cfgB := writeConfig(t, `{"mcpServers": {"fs": {"command": "sh"}}}`)
+	build := func(path, server, name string) {
+		t.Helper()
+		f, err := config.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tools := []catalog.Tool{{Server: server, Name: name, Description: "A tool of " + server + "."}}
+		ix, _, err := index.Ensure(context.Background(), index.Dir(data), tools, nil, &index.Options{Config: f.Source()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ix.Close()
+	}
+	build(cfgB, "fs", "read_file")
+	build(cfgA, "calc", "add")
+	log := filepath.Join(t.TempDir(), "log.jsonl")
+	if err := os.WriteFile(log, []byte(`{"query": "read my notes", "relevant": ["fs__read_file"]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := toolgateCmd(t, data, "learn", "--config", cfgB, "--queries", log).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "recorded 1 pair") || strings.Contains(string(out), "no tool named") {
+		t.Errorf("learn --config b.json --queries after a.json's index: %v\n%s", err, out)
 	}
 }

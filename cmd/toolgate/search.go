@@ -170,7 +170,7 @@ func runSearch(ctx context.Context, g *globals, f *searchFlags, q string, stdout
 	if f.limit < 1 || f.limit > maxLimit {
 		return usageError{fmt.Errorf("--limit %d: want 1 to %d (leave it out for the default, %d)", f.limit, maxLimit, defLimit)}
 	}
-	ix, err := index.Open(index.Dir(g.DataDir()), &index.Options{Logger: g.logger})
+	ix, err := openIndexFor(g, g.logger, cfg)
 	if err != nil {
 		return err
 	}

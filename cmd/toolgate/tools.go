@@ -205,6 +205,13 @@ func runToolsQuarantined(w io.Writer, path string, cfg *config.File, asJSON, ful
 				fmt.Fprintln(w, "    (cut: a text is longer than shown)")
 			}
 		}
+		if cfg != nil && q.Source != "" && q.Source != quarantine.ConfigSource(cfg) {
+			// One pin a tool ID: the definition held is the one a server
+			// of the same name in another config lists (heldForAnother).
+			fmt.Fprintf(w, "  listed by the gateway of %s (another config on this data folder, with a server of the same name), not %s's\n", safeText(q.Source), safeText(cfg.Path))
+			fmt.Fprintf(w, "  approve: toolgate tools approve %s --sha256 %s --config %s\n", safeText(q.Tool), shortHash(q.SHA256), safeText(shellword.Join(q.Source)))
+			continue
+		}
 		fmt.Fprintf(w, "  approve: toolgate tools approve %s --sha256 %s\n", safeText(q.Tool), shortHash(q.SHA256))
 	}
 	return nil
@@ -296,7 +303,9 @@ sha256). With --sha256 (the hash shown there, or its start) only that
 definition is approved: if the backend listed another since, nothing is
 approved and the command fails. With --config, a tool of a server that
 config does not run (removed, or disabled in it) is refused: add the
-server back first, and review what it lists.`,
+server back first, and review what it lists; so is a definition held that
+the gateway of another config lists (a server of the same name there),
+which that config's --config approves.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, _, err := catalog.SplitID(args[0]); err != nil {
@@ -317,6 +326,9 @@ server back first, and review what it lists.`,
 				return usageError{fmt.Errorf("%s is of server %q, which %s does not run (not there, or disabled): nothing was approved. Add the server back (or enable it) first, then review what it lists (toolgate tools quarantined --config %s) and approve that; a server another gateway on this data folder runs: give that gateway's --config",
 					args[0], server, cfg.Path, shellword.Join(cfg.Path))}
 			}
+			if err := heldForAnother(path, cfg, args[0]); err != nil {
+				return err
+			}
 			approved, err := quarantine.Approve(path, args[0], reviewed, time.Now())
 			if errors.Is(err, quarantine.ErrUnknownTool) {
 				return usageError{err}
@@ -332,6 +344,28 @@ server back first, and review what it lists.`,
 	configFlag(cmd, &cfgPath)
 	cmd.Flags().StringVar(&reviewed, "sha256", "", "approve only this definition (its sha256 as tools quarantined shows it, or its start)")
 	return cmd
+}
+
+// heldForAnother refuses (a usage error) the approval, with --config cfg,
+// of a tool whose held definition a gateway of another config on the data
+// folder listed (quarantine.Hold.Source: a server of the same name there
+// that lists another definition). Approved, it would be pinned, and the
+// definition cfg's server lists would be held at its next listing: the
+// approval of cfg's tool would take it away.
+func heldForAnother(path string, cfg *config.File, id string) error {
+	if cfg == nil {
+		return nil
+	}
+	f, err := quarantine.Read(path)
+	if err != nil {
+		return nil // Approve says what is wrong with the file
+	}
+	p := f.Tools[id]
+	if p == nil || p.Hold == nil || p.Hold.Source == "" || p.Hold.Source == quarantine.ConfigSource(cfg) {
+		return nil
+	}
+	return usageError{fmt.Errorf("%s: the definition held for review is the one the gateway of %s lists, not %s's: nothing was approved. Review it with toolgate tools quarantined --config %s and approve it with that --config (approved, it is pinned, and the definition that %s's server lists is held at its next listing; servers of one name that run other programs are best given other names)",
+		id, p.Hold.Source, cfg.Path, shellword.Join(p.Hold.Source), cfg.Path)}
 }
 
 // isHexPrefix says whether s can name a SHA-256 by its start: 8 to 64 hex

@@ -320,3 +320,44 @@ func TestToolsQuarantinedTwoConfigs(t *testing.T) {
 		t.Errorf("without a config:\n%s", got)
 	}
 }
+
+// Two configs on one data folder, each with a server "billing" that lists
+// billing__export_ledger with another description: b's definition is held
+// (one pin a tool ID). `tools approve --config a.json` approved it, b's
+// definition, and a's own was then held at its next listing: the
+// approval of a's tool took it away. It is refused now, naming the config
+// whose gateway lists the definition held; with that config it is
+// approved.
+func TestToolsApproveOfAnotherConfigsDefinition(t *testing.T) {
+	data := t.TempDir()
+	cfgA := writeConfig(t, `{"mcpServers": {"billing": {"command": "sh"}}}`)
+	cfgB := writeConfig(t, `{"mcpServers": {"billing": {"command": "sh", "args": ["-c", "exit"]}}}`)
+	source := func(path string) func(string) string {
+		f, err := config.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func(string) string { return quarantine.ConfigSource(f) }
+	}
+	tool := catalog.Tool{Server: "billing", Name: "export_ledger", Description: "Export the ledger as CSV."}
+	quarantine.New(dirs.Pins(data), &quarantine.Options{SourceOf: source(cfgA)}).ObserveServer("billing", []catalog.Tool{tool})
+	tool.Description = "Export the ledger as CSV, and mail it to the auditors."
+	quarantine.New(dirs.Pins(data), &quarantine.Options{SourceOf: source(cfgB)}).ObserveServer("billing", []catalog.Tool{tool})
+
+	out, err := toolgateCmd(t, data, "tools", "quarantined", "--config", cfgA).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "  listed by the gateway of "+cfgB+" (another config on this data folder, with a server of the same name), not "+cfgA+"'s\n") ||
+		!strings.Contains(string(out), "--config "+cfgB+"\n") {
+		t.Errorf("tools quarantined --config a.json:\n%s", out)
+	}
+	out, err = toolgateCmd(t, data, "tools", "approve", "billing__export_ledger", "--config", cfgA).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "the definition held for review is the one the gateway of "+cfgB+" lists, not "+cfgA+"'s: nothing was approved") {
+		t.Errorf("tools approve --config a.json of b's definition: %v\n%s", err, out)
+	}
+	if f, err := quarantine.Read(dirs.Pins(data)); err != nil || f.Tools["billing__export_ledger"].Hold == nil {
+		t.Errorf("the refused approval released the tool: %v", err)
+	}
+	if out, err := toolgateCmd(t, data, "tools", "approve", "billing__export_ledger", "--config", cfgB).CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "Approved billing__export_ledger") {
+		t.Errorf("tools approve --config b.json: %v\n%s", err, out)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -66,6 +67,25 @@ type File struct {
 	// Path is the file it was loaded from ("" when parsed from memory).
 	// Relative paths (cwd, dataDir, modelDir, ortLib) resolve against its directory.
 	Path string `json:"-"`
+}
+
+// Source names the config as the data folder's files name it (the
+// quarantine pins' sources, the index's generation of each config): its
+// file's absolute path, links resolved (for configs merged, the last
+// file's: Path), so that a gateway and the offline commands given the
+// same --config name one file alike. "" when parsed from memory.
+func (f *File) Source() string {
+	if f == nil || f.Path == "" {
+		return ""
+	}
+	p := f.Path
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		p = real
+	}
+	return p
 }
 
 // Server is one backend MCP server entry.

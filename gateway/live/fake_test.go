@@ -129,6 +129,7 @@ func (p *fakePool) reconfigures() [][]string {
 type fakeEmbedder struct {
 	model string
 	fail  atomic.Bool
+	texts atomic.Int64 // embedded
 }
 
 func (e *fakeEmbedder) ModelID() string { return e.model }
@@ -138,6 +139,7 @@ func (e *fakeEmbedder) Embed(_ context.Context, texts []string) ([][]float32, er
 	if e.fail.Load() {
 		return nil, errors.New("embedder broke")
 	}
+	e.texts.Add(int64(len(texts)))
 	out := make([][]float32, len(texts))
 	for i := range out {
 		out[i] = []float32{1, 0, 0, 0}

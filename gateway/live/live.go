@@ -416,7 +416,7 @@ func New(dir string, cfg *config.File, opts *Options) *Loop {
 	l.described, l.saidNow = st.Described, maps.Clone(st.Described)
 	l.policy.PutProfiles(cfg.Toolgate.Profiles)
 	l.stats.Disabled = l.disabledHere()
-	l.warm, l.current, l.coldWhy = l.openWarm(names)
+	l.warm, l.current, l.coldWhy = l.openWarm(names, cfg.Source())
 	return l
 }
 

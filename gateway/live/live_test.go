@@ -43,7 +43,12 @@ func runApple(t *testing.T, dir string, opts *Options) (*fixture, *fakePool) {
 // the logger and the config; the loop is closed when the test ends.
 func newFixture(t *testing.T, dir string, pool *fakePool, opts *Options, servers ...string) *fixture {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "toolgate.json")
+	return newFixtureAt(t, filepath.Join(t.TempDir(), "toolgate.json"), dir, pool, opts, servers...)
+}
+
+// newFixtureAt is newFixture with the config file at path.
+func newFixtureAt(t *testing.T, path, dir string, pool *fakePool, opts *Options, servers ...string) *fixture {
+	t.Helper()
 	data := configBytes(t, nil, servers...)
 	writeFile(t, path, data)
 	cfg, err := config.Parse(data, path, nil)

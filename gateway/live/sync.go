@@ -191,7 +191,7 @@ func (l *Loop) build(ctx context.Context) (ix *index.Index, inMemory bool, err e
 		ix, err = l.buildInMemory(ctx, tools)
 		return ix, err == nil, err
 	}
-	ix, rep, err := index.EnsureReport(ctx, l.dir, tools, l.embedder(ctx), &index.Options{Logger: l.log, LockWait: l.opts.LockWait, MkdirAll: l.opts.Storage.MkdirAll, Progress: l.progress})
+	ix, rep, err := index.EnsureReport(ctx, l.dir, tools, l.embedder(ctx), &index.Options{Logger: l.log, LockWait: l.opts.LockWait, MkdirAll: l.opts.Storage.MkdirAll, Progress: l.progress, Config: l.applied.Load().Source()})
 	if err != nil {
 		if ctx.Err() == nil && storageFault(err, st) {
 			st.Fail(fmt.Errorf("write the index in %s: %w", l.dir, err))
@@ -417,8 +417,10 @@ func descriptorsShort() bool {
 // no server that is no longer configured (servers names those that are).
 // It returns the index and its tools, or nil and why not (coldWhy's
 // words, which a search during the cold start gives).
-func (l *Loop) openWarm(servers []string) (*index.Index, []catalog.Tool, string) {
-	ix, err := index.Open(l.dir, &index.Options{Logger: l.log, AnyFormat: true})
+func (l *Loop) openWarm(servers []string, config string) (*index.Index, []catalog.Tool, string) {
+	// The data folder's index, or the one kept for this config when the
+	// gateway of another config wrote the index since (index.OpenFor).
+	ix, err := index.OpenFor(l.dir, servers, &index.Options{Logger: l.log, Config: config, AnyFormat: true})
 	if err != nil {
 		l.log.Debug("no warm index", "dir", l.dir, "err", err)
 		if st, _, _ := index.Inspect(l.dir, "", nil); st == index.StateMissing {

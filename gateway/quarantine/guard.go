@@ -206,6 +206,11 @@ type Hold struct {
 	// the person who reviews it (`toolgate tools quarantined`); never
 	// shown to a model. Its hash is the pin's Current.
 	Definition *Definition `json:"definition,omitempty"`
+	// Source is the config whose gateway listed it (Options.SourceOf;
+	// absent: not known, or a hold written before 2026-12-07): a gateway
+	// of another config, whose server of the same name lists the pinned
+	// definition, does not release it (decide).
+	Source string `json:"source,omitempty"`
 }
 
 // Definition is a held tool's definition in words a reviewer reads: the
@@ -748,22 +753,9 @@ func (p *Pin) ListedBy(source string) bool {
 	return len(p.Sources) == 0 || slices.Contains(p.Sources, source)
 }
 
-// ConfigSource names cfg in Pin.Sources: its file's absolute path, links
-// resolved (for configs merged, the last file's: File.Path), so that a
+// ConfigSource names cfg in Pin.Sources (config.File.Source), so that a
 // gateway and `toolgate tools quarantined --config` name one file alike.
-func ConfigSource(cfg *config.File) string {
-	if cfg == nil || cfg.Path == "" {
-		return ""
-	}
-	p := cfg.Path
-	if abs, err := filepath.Abs(p); err == nil {
-		p = abs
-	}
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		p = real
-	}
-	return p
-}
+func ConfigSource(cfg *config.File) string { return cfg.Source() }
 
 // OutsideConfig reports whether tool id is of a server that configured
 // (a config's Has) does not know. The pins file is the data folder's,
@@ -1358,8 +1350,9 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, source string, now 
 	var hold *Hold
 	findings := g.opts.Scanner.scan(t, schema, ok)
 	changed := false
+	follows := t.Server == config.BuiltinServer || Approved(g.opts.Approved, id)
 	switch {
-	case t.Server == config.BuiltinServer || Approved(g.opts.Approved, id):
+	case follows:
 		// The gateway's own tools (the rule never holds them, and an
 		// upgrade words them otherwise), or approved by the config: follow it
 		if hash != p.Pinned {
@@ -1386,7 +1379,17 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, source string, now 
 		p.Hints, weaker = hints, nil
 	}
 	if changed || len(findings) > 0 || len(weaker) > 0 {
-		hold = &Hold{Changed: changed, Findings: findings, Hints: weaker}
+		hold = &Hold{Changed: changed, Findings: findings, Hints: weaker, Source: source}
+	}
+	if hold == nil && !follows && prev != nil && prev.Hold != nil && prev.Current != hash && heldElsewhere(prev, source) {
+		// One pin a tool ID: a gateway of another config, whose server of
+		// this name lists a definition held for review, still runs that
+		// one. This listing of the pinned definition used to release the
+		// hold, and the other gateway ran the definition no one approved.
+		// It stays held (here too) until approved, or until that config's
+		// listing has the pinned definition again.
+		p.Current, p.Hold = prev.Current, prev.Hold
+		return &p
 	}
 	p.Hold = hold
 	if hold != nil {
@@ -1415,6 +1418,13 @@ func (g *Guard) decide(id string, t catalog.Tool, prev *Pin, source string, now 
 }
 
 func short(h string) string { return h[:min(len(h), 12)] }
+
+// heldElsewhere reports whether p's hold is of a definition that a config
+// other than source listed, and that config still lists the tool.
+func heldElsewhere(p *Pin, source string) bool {
+	s := p.Hold.Source
+	return s != "" && s != source && slices.Contains(p.Sources, s)
+}
 
 // ErrUnknownTool is Approve's error for a tool the pins file does not know.
 var ErrUnknownTool = errors.New("no tool of that ID has been listed")

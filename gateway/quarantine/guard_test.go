@@ -1032,3 +1032,50 @@ func TestGuardHoldDroppedByOlderGateway(t *testing.T) {
 		t.Fatalf("approved tool still held: %+v", h)
 	}
 }
+
+// Two configs on one data folder, each with a server "s" that lists
+// s__weather with another description (another program under the same
+// name): B's listing of its definition holds the tool (one pin a tool ID).
+// A's next listing, of the pinned definition (A's gateway started
+// again), used to release that hold, and B's gateway ran the definition
+// no one had approved. It stays held until approved, or until B's server
+// lists the pinned definition again.
+func TestGuardHoldOfAnotherConfigStays(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "quarantine", "pins.json")
+	src := func(s string) func(string) string { return func(string) string { return s } }
+	a := New(path, &Options{SourceOf: src("A")})
+	b := New(path, &Options{SourceOf: src("B")})
+	other := clean
+	other.Description = "Get the weather for a city, and mail it to the forecast service."
+	held := func(what string, want ...string) {
+		t.Helper()
+		for name, g := range map[string]*Guard{"A": a, "B": b} {
+			if got := g.Snapshot().HeldIDs(); !slices.Equal(got, want) {
+				t.Errorf("%s: gateway %s holds %v, want %v", what, name, got, want)
+			}
+		}
+	}
+	a.ObserveServer("s", []catalog.Tool{clean})
+	b.ObserveServer("s", []catalog.Tool{other})
+	held("after B listed its definition", "s__weather")
+	a.ObserveServer("s", []catalog.Tool{clean})
+	held("after A listed the pinned definition again", "s__weather")
+	if f, err := Read(path); err != nil {
+		t.Fatal(err)
+	} else if h := f.Tools["s__weather"].Hold; h == nil || h.Definition.Description != other.Description || h.Source != "B" {
+		t.Errorf("the hold is not B's definition any more: %+v", h)
+	}
+	b.ObserveServer("s", []catalog.Tool{clean})
+	held("after B's server listed the pinned definition")
+
+	// Approved, B's definition is released.
+	b.ObserveServer("s", []catalog.Tool{other})
+	a.ObserveServer("s", []catalog.Tool{clean})
+	held("B's definition listed again", "s__weather")
+	if _, err := Approve(path, "s__weather", "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Snapshot().HeldIDs(); len(got) != 0 {
+		t.Errorf("B holds %v after the approval", got)
+	}
+}

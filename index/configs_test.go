@@ -1,0 +1,116 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/toolgate/toolgate/index/catalog"
+)
+
+// Gateways of two configs on one data folder write the index in turn (one
+// re-indexes, then the other, or `toolgate index --config` of one while
+// the other serves). The second runs without the embedding cache, which
+// the first holds: each build used to embed again every tool that the
+// other config's catalog, the one on disk, lacked, and each start after
+// the other's build was a cold one. The index folder now keeps the last
+// generation of each other config, for its vectors and its warm start.
+func TestIndexOfTwoConfigs(t *testing.T) {
+	dir := t.TempDir()
+	all := testTools()
+	var a, b []catalog.Tool // a: filesystem, memory; b: memory, github, my server
+	for _, tl := range all {
+		if tl.Server != "github" && tl.Server != "my server" {
+			a = append(a, tl)
+		}
+		if tl.Server != "filesystem" {
+			b = append(b, tl)
+		}
+	}
+	emb := &fakeEmbedder{id: "fake/1", dim: 32} // no cache: the other gateway holds it
+	ensureFor(t, dir, a, emb, "/etc/a.json")
+	_, rep := ensureFor(t, dir, b, emb, "/etc/b.json")
+	if rep.Embedded != 2 || rep.Reused != 2 { // github's and my server's tools
+		t.Errorf("b after a: embedded %d, reused %d; want 2 and 2", rep.Embedded, rep.Reused)
+	}
+	_, rep = ensureFor(t, dir, a, emb, "/etc/a.json")
+	if rep.Embedded != 0 || rep.Reused != len(a) {
+		t.Errorf("a again after b: embedded %d, reused %d; want 0 and %d (the tools of filesystem embedded again)", rep.Embedded, rep.Reused, len(a))
+	}
+
+	// Each config finds its own catalog to start warm from, whichever
+	// was written last.
+	for _, c := range []struct {
+		name  string
+		tools []catalog.Tool
+	}{{"/etc/a.json", a}, {"/etc/b.json", b}} {
+		ix, err := OpenFor(dir, ServersOf(c.tools), &Options{Config: c.name})
+		if err != nil {
+			t.Fatalf("OpenFor(%s): %v", c.name, err)
+		}
+		if ix.Fingerprint() != catalog.Fingerprint(c.tools) {
+			t.Errorf("OpenFor(%s) opened the catalog of servers %v", c.name, ServersOf(ix.Tools()))
+		}
+		ix.Close()
+	}
+	// b's config edited since, so that its index holds a server it does
+	// not list: the current index, which the caller finds does not fit.
+	ix, err := OpenFor(dir, []string{"memory"}, &Options{Config: "/etc/b.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ix.Fingerprint() != catalog.Fingerprint(a) {
+		t.Errorf("OpenFor(memory) opened the catalog of servers %v; want the current one", ServersOf(ix.Tools()))
+	}
+	ix.Close()
+	// A build of no config (a tools file) keeps both.
+	ensureFor(t, dir, b[:1], emb, "")
+	m, err := readManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Others) != 2 || m.Others[0].Config != "/etc/a.json" || m.Others[1].Config != "/etc/b.json" {
+		t.Errorf("kept after a build of no config: %+v", m.Others)
+	}
+	// Open, for a caller without a config, still opens the current one.
+	if ix, err := Open(dir, nil); err != nil || ix.Fingerprint() != catalog.Fingerprint(b[:1]) {
+		t.Errorf("Open: %v", err)
+	} else {
+		ix.Close()
+	}
+}
+
+// The generations kept for other configs are bounded: the last one of
+// each, KeepOthers of them at most, the same config's replaced.
+func TestIndexOthersBounded(t *testing.T) {
+	dir := t.TempDir()
+	emb := &fakeEmbedder{id: "fake/1", dim: 32}
+	for i := range KeepOthers + 3 {
+		tools := []catalog.Tool{{Server: fmt.Sprintf("s%d", i), Name: "t", Description: "a tool"}}
+		ensureFor(t, dir, tools, emb, fmt.Sprintf("/etc/%d.json", i))
+		tools[0].Description = "a tool, changed"
+		ensureFor(t, dir, tools, emb, fmt.Sprintf("/etc/%d.json", i))
+	}
+	m, err := readManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Others) != KeepOthers {
+		t.Fatalf("manifest keeps %d other generations, want %d", len(m.Others), KeepOthers)
+	}
+	var want []int
+	for i := KeepOthers; i >= 0; i-- {
+		want = append(want, m.Generation-2*i)
+	}
+	assertGenerations(t, dir, want...)
+}
+
+func ensureFor(t *testing.T, dir string, tools []catalog.Tool, emb Embedder, config string) (*Index, Report) {
+	t.Helper()
+	ix, rep, err := EnsureReport(context.Background(), dir, tools, emb, &Options{Config: config})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix, rep
+}

@@ -1276,8 +1276,13 @@ func TestHTTPRoot(t *testing.T) {
 		t.Errorf("GET / without Home: %d %q", code, body)
 	}
 	keyed := &HTTPOptions{Extra: extra, Home: "/ui/", Keys: &switchKeys{}, RequireKey: true, OwnAuth: []string{"/ui/"}}
-	if code, loc, _ := get(t, keyed, "GET", "/"); code != http.StatusFound || loc != "/ui/" {
-		t.Errorf("GET / with Home and keys: %d to %q, want 302 to /ui/", code, loc)
+	// Relative to the request's path, so that behind a proxy serving the
+	// gateway under /toolgate/ the browser lands on /toolgate/ui/ (the
+	// absolute /ui/ led out of the proxy's path).
+	for _, path := range []string{"/", "/ui"} {
+		if code, loc, _ := get(t, keyed, "GET", path); code != http.StatusFound || loc != "ui/" {
+			t.Errorf("GET %s with Home and keys: %d to %q, want 302 to ui/", path, code, loc)
+		}
 	}
 	for _, tc := range []struct {
 		method, path string

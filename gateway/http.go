@@ -303,12 +303,16 @@ func (g *Gateway) httpMux(o HTTPOptions, mcpHandler http.Handler) *servemux.Mux 
 	served := fmt.Sprintf("MCP (streamable HTTP) at /mcp, a profile's at /profiles/NAME/mcp; also %s", strings.Join(routes, ", "))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		if o.Home != "" {
-			http.Redirect(w, r, o.Home, http.StatusFound)
+			homeRedirect(w, o.Home)
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintf(w, "toolgate: %s\n", served)
 	})
+	if dir := strings.TrimSuffix(o.Home, "/"); dir != o.Home && dir != "" {
+		// /ui: ServeMux's own redirect to /ui/ is an absolute path too.
+		mux.HandleFunc("GET "+dir, func(w http.ResponseWriter, _ *http.Request) { homeRedirect(w, o.Home) })
+	}
 	// Any other path says what is served ("404 page not found" said
 	// nothing), and a client of the older HTTP+SSE transport, which opens
 	// /sse and posts to /messages, what to configure instead.
@@ -333,6 +337,24 @@ func (g *Gateway) httpMux(o HTTPOptions, mcpHandler http.Handler) *servemux.Mux 
 		http.Error(w, msg, http.StatusNotFound)
 	})
 	return mux
+}
+
+// homeRedirect sends a browser at the root, or at home without its slash
+// (/ui), to home (/ui/) by a Location relative to the request's path,
+// "ui/": behind a reverse proxy that serves the gateway under a path
+// (/toolgate/ → the gateway's /) the browser stays under it. It was the
+// absolute "/ui/" (http.Redirect makes every Location absolute), which
+// led out of the proxy's path to another service or its 404.
+func homeRedirect(w http.ResponseWriter, home string) {
+	w.Header().Set("Location", strings.TrimPrefix(home, "/"))
+	w.WriteHeader(http.StatusFound)
+}
+
+// homeEntry reports whether r only asks to be sent to the console: a GET
+// of the root, or of Home without its slash. Neither needs a key (the
+// console asks for one itself).
+func homeEntry(r *http.Request, home string) bool {
+	return r.Method == http.MethodGet && (r.URL.Path == "/" || home != "" && r.URL.Path+"/" == home)
 }
 
 // routeOf is the path of the mux pattern r matches ("GET /status" →

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"syscall"
@@ -333,6 +334,8 @@ func (g *Gateway) httpMux(o HTTPOptions, mcpHandler http.Handler) *servemux.Mux 
 		}
 		if sseRoute(r.URL.Path) {
 			msg = "Not Found: " + legacySSERefused
+		} else if prefix, route := prefixed(mux.ServeMux, r); route != "" {
+			msg = fmt.Sprintf("Not Found: toolgate serves %s at its root, not under %s: a reverse proxy in front passed its path prefix on; have it strip the prefix (nginx: `location %s/ { proxy_pass http://HOST:PORT/; }`, the slash after the port strips it)", route, prefix, prefix)
 		}
 		http.Error(w, msg, http.StatusNotFound)
 	})
@@ -355,6 +358,25 @@ func homeRedirect(w http.ResponseWriter, home string) {
 // console asks for one itself).
 func homeEntry(r *http.Request, home string) bool {
 	return r.Method == http.MethodGet && (r.URL.Path == "/" || home != "" && r.URL.Path+"/" == home)
+}
+
+// prefixed finds, in a path nothing serves, a served route after a
+// prefix (/toolgate/mcp: /toolgate and /mcp), as a reverse proxy that
+// keeps its location's path sends it (nginx's proxy_pass without a path).
+// The root is not taken for one (/nope/ is no prefix of /).
+func prefixed(mux *http.ServeMux, r *http.Request) (prefix, route string) {
+	p := r.URL.Path
+	for i := 1; i < len(p); i++ {
+		if p[i] != '/' {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.URL.Path, probe.URL.RawPath = p[i:], ""
+		if rt := routeOf(mux, probe); rt != "" && rt != "/" {
+			return p[:i], p[i:]
+		}
+	}
+	return "", ""
 }
 
 // routeOf is the path of the mux pattern r matches ("GET /status" →
@@ -430,7 +452,23 @@ func newLegacySSE() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), legacySSEHold)
 		defer cancel()
-		h.ServeHTTP(w, r.WithContext(ctx))
+		r = r.WithContext(ctx)
+		if r.Method == http.MethodGet {
+			// go-sdk names the endpoint to post to from the request's
+			// URL: "/sse?sessionid=…", an absolute path, which leaves the
+			// path prefix of a reverse proxy serving the gateway under
+			// one (the client posted to the proxy's 404, never told).
+			// Relative, "sse?sessionid=…", the client resolves it
+			// against the stream's own URL. (Opaque: a relative Path is
+			// made absolute again when go-sdk resolves the query.)
+			u := *r.URL
+			u.Opaque, u.Path, u.RawPath = path.Base(u.Path), "", ""
+			if strings.HasSuffix(r.URL.Path, "/") {
+				u.Opaque = "./"
+			}
+			r.URL = &u
+		}
+		h.ServeHTTP(w, r)
 	})
 }
 

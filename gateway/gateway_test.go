@@ -13,6 +13,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -1222,12 +1224,26 @@ func TestLegacySSEClientTold(t *testing.T) {
 	g, _ := newTestGateway(t, nil)
 	srv := httptest.NewServer(g.HTTPHandler(nil))
 	defer srv.Close()
-	for _, path := range []string{"/sse", "/mcp/sse"} {
-		t.Run(path, func(t *testing.T) {
+	// Behind a proxy that serves the gateway under /toolgate/ too: the
+	// stream named an absolute /sse?sessionid=…, outside the prefix.
+	target, _ := url.Parse(srv.URL)
+	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target) }, FlushInterval: -1}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rest, ok := strings.CutPrefix(r.URL.Path, "/toolgate/")
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		r.URL.Path, r.URL.RawPath = "/"+rest, ""
+		rp.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	for _, endpoint := range []string{srv.URL + "/sse", srv.URL + "/mcp/sse", srv.URL + "/sse/", proxy.URL + "/toolgate/sse", proxy.URL + "/toolgate/mcp/sse/"} {
+		t.Run(endpoint, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			c := mcp.NewClient(&mcp.Implementation{Name: "old-client", Version: "1"}, nil)
-			cs, err := c.Connect(ctx, &mcp.SSEClientTransport{Endpoint: srv.URL + path}, &mcp.ClientSessionOptions{ProtocolVersion: "2024-11-05"})
+			cs, err := c.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint}, &mcp.ClientSessionOptions{ProtocolVersion: "2024-11-05"})
 			if err == nil {
 				cs.Close()
 				t.Fatal("connected over HTTP+SSE, want the initialize refused")
@@ -1276,8 +1292,13 @@ func TestHTTPRoot(t *testing.T) {
 		t.Errorf("GET / without Home: %d %q", code, body)
 	}
 	keyed := &HTTPOptions{Extra: extra, Home: "/ui/", Keys: &switchKeys{}, RequireKey: true, OwnAuth: []string{"/ui/"}}
-	if code, loc, _ := get(t, keyed, "GET", "/"); code != http.StatusFound || loc != "/ui/" {
-		t.Errorf("GET / with Home and keys: %d to %q, want 302 to /ui/", code, loc)
+	// Relative to the request's path, so that behind a proxy serving the
+	// gateway under /toolgate/ the browser lands on /toolgate/ui/ (the
+	// absolute /ui/ led out of the proxy's path).
+	for _, path := range []string{"/", "/ui"} {
+		if code, loc, _ := get(t, keyed, "GET", path); code != http.StatusFound || loc != "ui/" {
+			t.Errorf("GET %s with Home and keys: %d to %q, want 302 to ui/", path, code, loc)
+		}
 	}
 	for _, tc := range []struct {
 		method, path string
@@ -1295,6 +1316,12 @@ func TestHTTPRoot(t *testing.T) {
 		"/messages/":   "Not Found: toolgate does not serve the older HTTP+SSE transport",
 		"/mcp/extra":   "Not Found: toolgate serves MCP (streamable HTTP) at /mcp",
 		"/profiles/kg": "Not Found: toolgate serves MCP (streamable HTTP) at /mcp",
+		"/nope/":       "Not Found: toolgate serves MCP (streamable HTTP) at /mcp",
+		// A proxy that keeps its location's path in front (nginx's
+		// proxy_pass without one): what to change there.
+		"/toolgate/status": "Not Found: toolgate serves /status at its root, not under /toolgate: a reverse proxy in front passed its path prefix on; have it strip the prefix (nginx: `location /toolgate/ { proxy_pass http://HOST:PORT/; }`",
+		"/a/b/ui/app.js":   "Not Found: toolgate serves /ui/app.js at its root, not under /a/b:",
+		"/toolgate/mcp":    "Not Found: toolgate serves /mcp at its root, not under /toolgate:",
 	} {
 		if code, _, body := get(t, &HTTPOptions{Extra: extra}, "GET", path); code != 404 || !strings.HasPrefix(body, want) {
 			t.Errorf("GET %s: %d %q, want 404 %q", path, code, body, want)

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"syscall"
@@ -303,12 +304,16 @@ func (g *Gateway) httpMux(o HTTPOptions, mcpHandler http.Handler) *servemux.Mux 
 	served := fmt.Sprintf("MCP (streamable HTTP) at /mcp, a profile's at /profiles/NAME/mcp; also %s", strings.Join(routes, ", "))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		if o.Home != "" {
-			http.Redirect(w, r, o.Home, http.StatusFound)
+			homeRedirect(w, o.Home)
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintf(w, "toolgate: %s\n", served)
 	})
+	if dir := strings.TrimSuffix(o.Home, "/"); dir != o.Home && dir != "" {
+		// /ui: ServeMux's own redirect to /ui/ is an absolute path too.
+		mux.HandleFunc("GET "+dir, func(w http.ResponseWriter, _ *http.Request) { homeRedirect(w, o.Home) })
+	}
 	// Any other path says what is served ("404 page not found" said
 	// nothing), and a client of the older HTTP+SSE transport, which opens
 	// /sse and posts to /messages, what to configure instead.
@@ -329,10 +334,49 @@ func (g *Gateway) httpMux(o HTTPOptions, mcpHandler http.Handler) *servemux.Mux 
 		}
 		if sseRoute(r.URL.Path) {
 			msg = "Not Found: " + legacySSERefused
+		} else if prefix, route := prefixed(mux.ServeMux, r); route != "" {
+			msg = fmt.Sprintf("Not Found: toolgate serves %s at its root, not under %s: a reverse proxy in front passed its path prefix on; have it strip the prefix (nginx: `location %s/ { proxy_pass http://HOST:PORT/; }`, the slash after the port strips it)", route, prefix, prefix)
 		}
 		http.Error(w, msg, http.StatusNotFound)
 	})
 	return mux
+}
+
+// homeRedirect sends a browser at the root, or at home without its slash
+// (/ui), to home (/ui/) by a Location relative to the request's path,
+// "ui/": behind a reverse proxy that serves the gateway under a path
+// (/toolgate/ → the gateway's /) the browser stays under it. It was the
+// absolute "/ui/" (http.Redirect makes every Location absolute), which
+// led out of the proxy's path to another service or its 404.
+func homeRedirect(w http.ResponseWriter, home string) {
+	w.Header().Set("Location", strings.TrimPrefix(home, "/"))
+	w.WriteHeader(http.StatusFound)
+}
+
+// homeEntry reports whether r only asks to be sent to the console: a GET
+// of the root, or of Home without its slash. Neither needs a key (the
+// console asks for one itself).
+func homeEntry(r *http.Request, home string) bool {
+	return r.Method == http.MethodGet && (r.URL.Path == "/" || home != "" && r.URL.Path+"/" == home)
+}
+
+// prefixed finds, in a path nothing serves, a served route after a
+// prefix (/toolgate/mcp: /toolgate and /mcp), as a reverse proxy that
+// keeps its location's path sends it (nginx's proxy_pass without a path).
+// The root is not taken for one (/nope/ is no prefix of /).
+func prefixed(mux *http.ServeMux, r *http.Request) (prefix, route string) {
+	p := r.URL.Path
+	for i := 1; i < len(p); i++ {
+		if p[i] != '/' {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.URL.Path, probe.URL.RawPath = p[i:], ""
+		if rt := routeOf(mux, probe); rt != "" && rt != "/" {
+			return p[:i], p[i:]
+		}
+	}
+	return "", ""
 }
 
 // routeOf is the path of the mux pattern r matches ("GET /status" →
@@ -408,7 +452,23 @@ func newLegacySSE() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), legacySSEHold)
 		defer cancel()
-		h.ServeHTTP(w, r.WithContext(ctx))
+		r = r.WithContext(ctx)
+		if r.Method == http.MethodGet {
+			// go-sdk names the endpoint to post to from the request's
+			// URL: "/sse?sessionid=…", an absolute path, which leaves the
+			// path prefix of a reverse proxy serving the gateway under
+			// one (the client posted to the proxy's 404, never told).
+			// Relative, "sse?sessionid=…", the client resolves it
+			// against the stream's own URL. (Opaque: a relative Path is
+			// made absolute again when go-sdk resolves the query.)
+			u := *r.URL
+			u.Opaque, u.Path, u.RawPath = path.Base(u.Path), "", ""
+			if strings.HasSuffix(r.URL.Path, "/") {
+				u.Opaque = "./"
+			}
+			r.URL = &u
+		}
+		h.ServeHTTP(w, r)
 	})
 }
 

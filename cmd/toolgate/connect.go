@@ -212,14 +212,18 @@ func bridgeURL(ctx context.Context, g *globals, f connectFlags) (string, frontTa
 		return "", front, usageError{fmt.Errorf("the gateway at %s serves another config (%s), not %s: give %s a port of its own (toolgate.http.addr), or pass --addr",
 			u.Host, strings.Join(served, " + "), want, f.config)}
 	}
-	path := strings.TrimSuffix(u.Path, "/")
+	// A path is where the gateway is served (a reverse proxy's
+	// /toolgate): its /mcp, or a profile's, is under it. One that ends in
+	// /mcp is the endpoint itself. (A path was taken as the endpoint:
+	// --addr https://host/toolgate posted to /toolgate, the proxy's 404.)
+	base, named := frontPath(u)
 	switch {
-	case f.profile != "" && path != "" && path != "/mcp":
-		return "", front, usageError{fmt.Errorf("--profile %s with --addr %s: give the gateway's address without a path (the profile's is /profiles/%s/mcp)", f.profile, addr, f.profile)}
+	case f.profile != "" && named != "" && named != f.profile:
+		return "", front, usageError{fmt.Errorf("--profile %s with --addr %s: give the gateway's address without the path of profile %s (the profile's is /profiles/%s/mcp under it)", f.profile, addr, named, f.profile)}
 	case f.profile != "":
-		u.Path = "/profiles/" + url.PathEscape(f.profile) + "/mcp"
-	case path == "":
-		u.Path = "/mcp"
+		u.Path = base + "/profiles/" + url.PathEscape(f.profile) + "/mcp"
+	case !strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/mcp"):
+		u.Path = base + "/mcp"
 	}
 	return u.String(), front, nil
 }

@@ -243,7 +243,16 @@ func TestBridgeURL(t *testing.T) {
 		{f: connectFlags{addr: "127.0.0.1:9000", profile: "ops"}, want: "http://127.0.0.1:9000/profiles/ops/mcp"},
 		{f: connectFlags{config: cfg}, want: "http://127.0.0.1:9100/mcp"},
 		{f: connectFlags{}, want: "http://" + defaultStatusAddr + "/mcp"}, // none runs on the data folder
-		{f: connectFlags{addr: "http://gw:9000/profiles/a/mcp", profile: "b"}, err: "without a path"},
+		// Behind a reverse proxy serving the gateway under a path: /mcp
+		// and a profile's are under it (it posted to the path itself).
+		{f: connectFlags{addr: "https://gw.corp.example/toolgate"}, want: "https://gw.corp.example/toolgate/mcp"},
+		{f: connectFlags{addr: "https://gw.corp.example/toolgate/"}, want: "https://gw.corp.example/toolgate/mcp"},
+		{f: connectFlags{addr: "https://gw.corp.example/toolgate/mcp"}, want: "https://gw.corp.example/toolgate/mcp"},
+		{f: connectFlags{addr: "https://gw.corp.example/toolgate", profile: "kg"}, want: "https://gw.corp.example/toolgate/profiles/kg/mcp"},
+		{f: connectFlags{addr: "https://gw.corp.example/toolgate/mcp", profile: "kg"}, want: "https://gw.corp.example/toolgate/profiles/kg/mcp"},
+		{f: connectFlags{addr: "https://gw.corp.example/toolgate/profiles/kg/mcp"}, want: "https://gw.corp.example/toolgate/profiles/kg/mcp"},
+		{f: connectFlags{addr: "http://gw:9000/profiles/a/mcp", profile: "a"}, want: "http://gw:9000/profiles/a/mcp"},
+		{f: connectFlags{addr: "http://gw:9000/profiles/a/mcp", profile: "b"}, err: "without the path of profile a"},
 		{f: connectFlags{addr: "nope"}, err: "want host:port"},
 	} {
 		got, _, err := bridgeURL(context.Background(), g, tc.f)
@@ -253,6 +262,27 @@ func TestBridgeURL(t *testing.T) {
 			t.Errorf("%+v: %q, %v; want a usage error saying %q", tc.f, got, err, tc.err)
 		case tc.err == "" && (err != nil || got != tc.want):
 			t.Errorf("%+v: %q, %v; want %q", tc.f, got, err, tc.want)
+		}
+	}
+}
+
+// TestFrontPathURLs: status and health ask the routes of a gateway served
+// under a reverse proxy's path, given as the path, its /mcp, or a
+// profile's endpoint (which asked /profiles/kg/status).
+func TestFrontPathURLs(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1:8931":                            "http://127.0.0.1:8931",
+		"http://gw/mcp":                             "http://gw",
+		"https://gw/toolgate":                       "https://gw/toolgate",
+		"https://gw/toolgate/":                      "https://gw/toolgate",
+		"https://gw/toolgate/mcp/":                  "https://gw/toolgate",
+		"https://gw/toolgate/profiles/kg/mcp":       "https://gw/toolgate",
+		"https://gw/profiles/kg/mcp":                "https://gw",
+		"https://gw/toolgate/profiles/kg/mcp/extra": "https://gw/toolgate/profiles/kg/mcp/extra",
+	} {
+		got, err := statusURL(addr)
+		if err != nil || got != want+"/status" {
+			t.Errorf("statusURL(%q) = %q, %v; want %s/status", addr, got, err, want)
 		}
 	}
 }

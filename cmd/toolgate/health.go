@@ -77,7 +77,8 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 	if err != nil {
 		return usageError{err}
 	}
-	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/mcp") + "/healthz"
+	u.Path, _ = frontPath(u)
+	u.Path += "/healthz"
 	if f.ready {
 		u.Path = strings.TrimSuffix(u.Path, "/healthz") + "/readyz"
 	}

@@ -13,6 +13,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -112,8 +113,24 @@ func statusURL(addr string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/mcp") + "/status"
+	u.Path, _ = frontPath(u)
+	u.Path += "/status"
 	return u.String(), nil
+}
+
+// frontPath is where the gateway is served in u's path: "" at the root,
+// "/toolgate" behind a reverse proxy that serves it under /toolgate/,
+// without the MCP endpoint the path may end in (/mcp, or a profile's
+// /profiles/NAME/mcp, whose NAME is profile).
+func frontPath(u *url.URL) (base, profile string) {
+	p, ok := strings.CutSuffix(strings.TrimSuffix(u.Path, "/"), "/mcp")
+	if !ok {
+		return p, ""
+	}
+	if dir, name := path.Split(p); name != "" && strings.HasSuffix(dir, "/profiles/") {
+		return strings.TrimSuffix(dir, "/profiles/"), name
+	}
+	return p, ""
 }
 
 // gatewayURL turns --addr (host:port, :port or a URL) into the gateway's

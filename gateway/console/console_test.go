@@ -255,8 +255,10 @@ func TestPage(t *testing.T) {
 			cookie = c
 		}
 	}
-	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "/ui/" || cookie.MaxAge != 0 || !cookie.Expires.IsZero() {
-		t.Errorf("session cookie %+v, want HttpOnly, SameSite=Strict, Path=/ui/, a session cookie", cookie)
+	// No Path: the browser scopes it to the page's folder, /ui, or
+	// /toolgate/ui behind a proxy serving the gateway under /toolgate/.
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "" || cookie.MaxAge != 0 || !cookie.Expires.IsZero() {
+		t.Errorf("session cookie %+v, want HttpOnly, SameSite=Strict, no Path, a session cookie", cookie)
 	}
 	if p.LoginRequired || p.State == nil || len(p.State.Backends) != 2 || p.State.Stats.CatalogGeneration != 7 || len(p.State.Calls) != 1 || !p.State.CanRestart {
 		t.Errorf("page state %+v", p)
@@ -434,6 +436,57 @@ func TestActionReadsServerMeant(t *testing.T) {
 	}
 	if fmt.Sprint(e.backends.restarted) != "[filesystem filesystem filesystem]" {
 		t.Errorf("restarted %v, want filesystem thrice", e.backends.restarted)
+	}
+}
+
+// TestSessionCookiePath: the session cookie is scoped to the console's
+// folder as the browser sees it, which the page's script says
+// (Toolgate-Console-Path): behind a proxy serving the gateway under
+// /toolgate/, the login's cookie was scoped to /ui/, never sent back to
+// /toolgate/ui/, and the page showed the login form again. A path that
+// is not the console's is not taken; a stale cookie of a session gone
+// (an older gateway's, scoped to /ui/) does not hide a live one.
+func TestSessionCookiePath(t *testing.T) {
+	e := newEnv(t, &fakeKeys{key: "tg_secret"})
+	for _, tc := range []struct{ page, want string }{
+		{"/toolgate/ui/", "/toolgate/ui"},
+		{"/ui/", "/ui"},
+		{"", "/ui"},                // a script's login
+		{"/", "/ui"},               // not the console's path
+		{"/other/", "/ui"},         // nor this
+		{"/a/../ui/", "/ui"},       // not clean
+		{"/a;Domain=x/ui/", "/ui"}, // not a cookie's path
+		{"/tool gate/ui/", "/ui"},  // a browser escapes it
+		{"/tool%20gate/ui/", "/tool%20gate/ui"},
+	} {
+		resp, _ := e.do(t, "POST", "/ui/api/login", `{"key": "tg_secret"}`, "Origin", e.srv.URL, pageHeader, tc.page)
+		var paths []string
+		for _, c := range resp.Cookies() {
+			if c.Name == cookieName && c.Value != "" {
+				paths = append(paths, c.Path)
+			}
+		}
+		if len(paths) != 1 || paths[0] != tc.want {
+			t.Errorf("login from a page at %q: cookie paths %q, want %q", tc.page, paths, tc.want)
+		}
+	}
+	resp, _ := e.do(t, "POST", "/ui/api/login", `{"key": "tg_secret"}`, "Origin", e.srv.URL)
+	var live *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == cookieName && c.Value != "" {
+			live = c
+		}
+	}
+	req, _ := http.NewRequest("GET", e.srv.URL+"/ui/api/state", nil)
+	req.AddCookie(&http.Cookie{Name: cookieName, Value: "of-a-gateway-before"})
+	req.AddCookie(live)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("a stale session cookie before the live one: %d, want 200", resp.StatusCode)
 	}
 }
 
@@ -951,7 +1004,7 @@ func TestSessionGone(t *testing.T) {
 		t.Errorf("state without a cookie: %d %s, want 401 saying a key is required", resp.StatusCode, body)
 	}
 	u, _ := url.Parse(e.srv.URL + Path)
-	e.client.Jar.SetCookies(u, []*http.Cookie{{Name: cookieName, Value: "from-before-the-restart", Path: cookiePath}})
+	e.client.Jar.SetCookies(u, []*http.Cookie{{Name: cookieName, Value: "from-before-the-restart", Path: "/ui"}})
 	resp, body := e.do(t, "GET", "/ui/api/state", "")
 	if resp.StatusCode != 401 || !strings.Contains(body, "the console session has ended (the gateway restarted, or the session is over 12 hours old): log in again") {
 		t.Errorf("state with a session cookie the gateway does not know: %d %s, want 401 saying the session ended", resp.StatusCode, body)
@@ -1053,7 +1106,7 @@ func TestCSRFTokenAfterRestart(t *testing.T) {
 		t.Errorf("a state poll without a session cookie got a CSRF token")
 	}
 	u, _ := url.Parse(e.srv.URL + Path)
-	e.client.Jar.SetCookies(u, []*http.Cookie{{Name: cookieName, Value: "from-before-the-restart", Path: cookiePath}})
+	e.client.Jar.SetCookies(u, []*http.Cookie{{Name: cookieName, Value: "from-before-the-restart", Path: "/ui"}})
 	origin := e.srv.URL
 	if resp, _ := e.do(t, "POST", "/ui/api/restart", `{"server": "filesystem"}`, "Origin", origin, csrfHeader, "old-token"); resp.StatusCode != 403 {
 		t.Fatalf("restart with the old page's token: %d, want 403", resp.StatusCode)

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -30,9 +31,53 @@ type Keys interface {
 // The session cookie: same-site strict, HttpOnly, scoped to the console.
 const (
 	cookieName = "toolgate_console"
-	cookiePath = "/ui/"
 	csrfHeader = "X-CSRF-Token"
+	// pageHeader is the path the page's script was loaded from, which it
+	// sends with each request ("/toolgate/ui/" behind a reverse proxy that
+	// serves the gateway under /toolgate/): the session cookie is scoped
+	// to it.
+	pageHeader = "Toolgate-Console-Path"
 )
+
+// cookiePath is the session cookie's Path for r: the console's folder as
+// the browser sees it. A request of the page's script says it
+// (pageHeader, "/toolgate/ui/" → "/toolgate/ui"); the page itself is left
+// to the browser's default, the folder of the page's own path, which is
+// the same ("" omits the attribute); another client (a script's login)
+// gets the gateway's own "/ui". The gateway cannot tell a path prefix a
+// proxy strips: the fixed "/ui/" it gave was never sent back to
+// /toolgate/ui/, so a login behind such a proxy led back to the login
+// form. A header that is not a clean path ending in the console's path is
+// ignored.
+func cookiePath(r *http.Request) string {
+	if p := r.Header.Get(pageHeader); cleanPagePath(p) {
+		return strings.TrimSuffix(p, "/")
+	}
+	if r.URL.Path == Path {
+		return ""
+	}
+	return strings.TrimSuffix(Path, "/")
+}
+
+// cleanPagePath reports whether p is a path the console may be served at:
+// clean, ending in Path, of characters a cookie's Path may hold.
+func cleanPagePath(p string) bool {
+	if !strings.HasPrefix(p, "/") || !strings.HasSuffix(p, Path) || path.Clean(p)+"/" != p {
+		return false
+	}
+	return !strings.ContainsFunc(p, func(c rune) bool { return c <= ' ' || c >= 0x7f || strings.ContainsRune(`;,"\`, c) })
+}
+
+// sessionCookie is the session cookie of r holding value, or clearing it
+// ("").
+func sessionCookie(r *http.Request, value string) *http.Cookie {
+	c := &http.Cookie{Name: cookieName, Value: value, Path: cookiePath(r),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overHTTPS(r)}
+	if value == "" {
+		c.MaxAge = -1
+	}
+	return c
+}
 
 // Session limits: sessions end after sessionTTL, and at most maxSessions
 // are kept (the oldest go first), so page loads cannot grow memory; one API
@@ -80,10 +125,7 @@ func (s *sessions) create(w http.ResponseWriter, r *http.Request, key string) *s
 	s.dropOldest(func(*session) bool { return true }, maxSessions)
 	s.m[ss.id] = ss
 	s.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: ss.id, Path: cookiePath,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overHTTPS(r),
-	})
+	http.SetCookie(w, sessionCookie(r, ss.id))
 	return ss
 }
 
@@ -106,20 +148,25 @@ func (s *sessions) dropOldest(of func(*session) bool, limit int) {
 	}
 }
 
-// get returns the request's live session, or nil.
+// get returns the request's live session, or nil. A browser may send
+// more than one session cookie, each of its own Path (one that an older
+// gateway scoped to /ui/, of a session gone with it, comes before the
+// /ui one of now): the first live one counts.
 func (s *sessions) get(r *http.Request) *session {
-	c, err := r.Cookie(cookieName)
-	if err != nil {
-		return nil
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ss := s.m[c.Value]
-	if ss != nil && s.now().Sub(ss.created) > sessionTTL {
-		delete(s.m, ss.id)
-		return nil
+	for _, c := range r.CookiesNamed(cookieName) {
+		ss := s.m[c.Value]
+		if ss == nil {
+			continue
+		}
+		if s.now().Sub(ss.created) > sessionTTL {
+			delete(s.m, ss.id)
+			continue
+		}
+		return ss
 	}
-	return ss
+	return nil
 }
 
 // end forgets the request's session and clears its cookie.
@@ -129,8 +176,7 @@ func (s *sessions) end(w http.ResponseWriter, r *http.Request) {
 		delete(s.m, ss.id)
 		s.mu.Unlock()
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: cookiePath, MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overHTTPS(r)})
+	http.SetCookie(w, sessionCookie(r, ""))
 }
 
 // overHTTPS reports whether the browser reached the console over HTTPS:

@@ -35,6 +35,10 @@ function notice(msg, isError) {
 
 async function api(path, opts) {
   const o = Object.assign({ headers: {}, credentials: "same-origin" }, opts || {});
+  // Where this page is (/toolgate/ui/ behind a proxy that serves the
+  // gateway under /toolgate/): the session cookie is scoped to it. Every
+  // address here is relative to the page, so nothing else needs a prefix.
+  o.headers["Toolgate-Console-Path"] = location.pathname;
   if (o.method === "POST") {
     o.headers["Content-Type"] = "application/json";
     o.headers["X-CSRF-Token"] = csrf;
@@ -138,7 +142,7 @@ function syncNav() {
 $("login-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   try {
-    await api("/ui/api/login", { method: "POST", body: JSON.stringify({ key: $("login-key").value }) });
+    await api("api/login", { method: "POST", body: JSON.stringify({ key: $("login-key").value }) });
     location.reload();
   } catch (e) {
     notice("Login failed: " + e.message, true);
@@ -146,7 +150,7 @@ $("login-form").addEventListener("submit", async (ev) => {
 });
 
 $("logout").addEventListener("click", async () => {
-  try { await api("/ui/api/logout", { method: "POST" }); } catch (e) { /* reloads to the login anyway */ }
+  try { await api("api/logout", { method: "POST" }); } catch (e) { /* reloads to the login anyway */ }
   location.reload();
 });
 
@@ -308,7 +312,7 @@ async function refreshState() {
   if (!$("login").hidden) return;
   let st;
   try {
-    st = await api("/ui/api/state");
+    st = await api("api/state");
   } catch (e) {
     if (e instanceof TypeError) { // fetch itself failed: no answer at all
       unreachableSince = unreachableSince || new Date();
@@ -348,7 +352,7 @@ async function act(verb, name) {
   const a = serverActions[verb];
   notice(a.doing + " " + name + "…");
   try {
-    await api("/ui/api/" + verb, { method: "POST", body: JSON.stringify({ server: name }) });
+    await api("api/" + verb, { method: "POST", body: JSON.stringify({ server: name }) });
     notice(a.done(name));
   } catch (e) {
     notice(a.label + " " + name + " failed: " + e.message, true);
@@ -399,10 +403,10 @@ $("search-form").addEventListener("submit", async (ev) => {
     $("search-summary").textContent = "Type a query: a few words describing what you want to do.";
     return;
   }
-  history.replaceState(null, "", "/ui/?" + searchURL(params)); // the deep link of this search
+  history.replaceState(null, "", "?" + searchURL(params)); // the deep link of this search, under the page's own path
   $("search-summary").textContent = "Searching…";
   try {
-    const ans = await latest("search", "/ui/api/search?" + searchURL(params));
+    const ans = await latest("search", "api/search?" + searchURL(params));
     if (ans) renderSearch(ans);
   } catch (e) {
     $("search-summary").textContent = "Search failed: " + e.message;
@@ -427,7 +431,7 @@ const openSchemas = new Set();
 async function loadCatalog() {
   const params = { filter: $("catalog-filter").value.trim(), server: $("catalog-server").value };
   try {
-    const ans = await latest("catalog", "/ui/api/catalog?" + searchURL(params));
+    const ans = await latest("catalog", "api/catalog?" + searchURL(params));
     if (!ans) return; // a newer request draws the catalog
     // The servers whose tools the caller may see, in the catalog's
     // filter and in the playground's.

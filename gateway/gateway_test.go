@@ -1322,6 +1322,9 @@ func TestHTTPRoot(t *testing.T) {
 		"/toolgate/status": "Not Found: toolgate serves /status at its root, not under /toolgate: a reverse proxy in front passed its path prefix on; have it strip the prefix (nginx: `location /toolgate/ { proxy_pass http://HOST:PORT/; }`",
 		"/a/b/ui/app.js":   "Not Found: toolgate serves /ui/app.js at its root, not under /a/b:",
 		"/toolgate/mcp":    "Not Found: toolgate serves /mcp at its root, not under /toolgate:",
+		// Not looked for past four segments: a path of many slashes
+		// cost a route lookup each.
+		"/a/b/c/d/e/mcp": "Not Found: toolgate serves MCP (streamable HTTP) at /mcp",
 	} {
 		if code, _, body := get(t, &HTTPOptions{Extra: extra}, "GET", path); code != 404 || !strings.HasPrefix(body, want) {
 			t.Errorf("GET %s: %d %q, want 404 %q", path, code, body, want)

@@ -342,6 +342,10 @@ func (g *Gateway) httpMux(o HTTPOptions, mcpHandler http.Handler) *servemux.Mux 
 	return mux
 }
 
+// maxPrefixDepth is how many segments a path prefix that prefixed finds
+// may have (/a/b/c/mcp: 3).
+const maxPrefixDepth = 4
+
 // homeRedirect sends a browser at the root, or at home without its slash
 // (/ui), to home (/ui/) by a Location relative to the request's path,
 // "ui/": behind a reverse proxy that serves the gateway under a path
@@ -363,13 +367,16 @@ func homeEntry(r *http.Request, home string) bool {
 // prefixed finds, in a path nothing serves, a served route after a
 // prefix (/toolgate/mcp: /toolgate and /mcp), as a reverse proxy that
 // keeps its location's path sends it (nginx's proxy_pass without a path).
-// The root is not taken for one (/nope/ is no prefix of /).
+// The root is not taken for one (/nope/ is no prefix of /). A prefix of
+// more than maxPrefixDepth segments is not looked for: a path of many
+// slashes would cost a route lookup each.
 func prefixed(mux *http.ServeMux, r *http.Request) (prefix, route string) {
 	p := r.URL.Path
-	for i := 1; i < len(p); i++ {
+	for i, depth := 1, 0; i < len(p) && depth < maxPrefixDepth; i++ {
 		if p[i] != '/' {
 			continue
 		}
+		depth++
 		probe := r.Clone(r.Context())
 		probe.URL.Path, probe.URL.RawPath = p[i:], ""
 		if rt := routeOf(mux, probe); rt != "" && rt != "/" {

@@ -144,9 +144,10 @@ func Repeats(qs []BenchQuery) (n int, first []string) {
 }
 
 // relevantShape is err, the failure to decode a queries line b, said with
-// its fix when "relevant" is a string (one ID, not a list of one) or holds
-// graded judgments ({"id": 2} or [{"id": …, "grade": 2}]): eval's
-// relevance is binary, and the fix keeps the IDs graded above 0.
+// its fix when "relevant" is a string (one ID, not a list of one), holds
+// graded judgments ({"id": 2} or [{"id": …, "grade": 2}]: eval's
+// relevance is binary, and the fix keeps the IDs graded above 0) or
+// objects that name their tool alone ([{"id": …}]: the fix takes the IDs).
 func relevantShape(b []byte, name string, err error) error {
 	var line struct {
 		Relevant json.RawMessage `json:"relevant"`
@@ -180,11 +181,16 @@ func relevantShape(b []byte, name string, err error) error {
 				grade = k
 			}
 		}
-		msg := fmt.Sprintf(`"relevant" must be a list of server__tool IDs, not of JSON objects: %s`, binary)
-		if id != "" && grade != "" {
-			msg += ", e.g. " + shellword.Join("jq", "-c", fmt.Sprintf(".relevant |= map(select(.%s > 0) | .%s)", grade, id), name) + " > queries-binary.jsonl"
+		const objs = `"relevant" must be a list of server__tool IDs, not of JSON objects: `
+		switch {
+		case id != "" && grade != "":
+			return errors.New(objs + binary + ", e.g. " + shellword.Join("jq", "-c", fmt.Sprintf(".relevant |= map(select(.%s > 0) | .%s)", grade, id), name) + " > queries-binary.jsonl")
+		case id != "":
+			// Objects that only name their tool ([{"id": "a__b"}]) are
+			// no graded judgments: the fix takes the IDs out.
+			return errors.New(objs + "e.g. " + shellword.Join("jq", "-c", fmt.Sprintf(".relevant |= map(.%s)", id), name) + " > queries-ids.jsonl")
 		}
-		return errors.New(msg)
+		return errors.New(objs + binary)
 	}
 	return err
 }
@@ -715,15 +721,29 @@ func Evaluate(ctx context.Context, s Ranker, qs []BenchQuery, mode Mode) (Report
 // Search will see them (trimmed, as queries: index.EmbedQueries), in
 // batches, so that with a caching embedder the timed searches of Evaluate
 // find their vectors in the cache: batches embed several times faster than
-// one text at a time.
-func WarmQueries(ctx context.Context, emb index.Embedder, qs []BenchQuery) error {
+// one text at a time. progress, when not nil, is called after each batch
+// with the queries whose texts are all embedded and the number of queries
+// (eval shows it on stderr: 20,000 queries take minutes to embed).
+func WarmQueries(ctx context.Context, emb index.Embedder, qs []BenchQuery, progress func(done, total int)) error {
 	texts := make([]string, 0, len(qs))
-	for _, q := range qs {
+	// ends[i] is the number of texts up to and including query i's.
+	ends := make([]int, len(qs))
+	for i, q := range qs {
 		text := strings.TrimSpace(q.Query)
 		texts = append(texts, text)
 		texts = append(texts, QueryParts(text)...)
+		ends[i] = len(texts)
 	}
-	if _, err := embedBatched(ctx, emb, index.QueryPrefix(emb), texts); err != nil {
+	var done func(int)
+	if progress != nil {
+		progress(0, len(qs))
+		done = func(n int) {
+			// The queries all of whose texts are among the first n.
+			q, _ := slices.BinarySearch(ends, n+1)
+			progress(q, len(qs))
+		}
+	}
+	if _, err := embedBatched(ctx, emb, index.QueryPrefix(emb), texts, done); err != nil {
 		return fmt.Errorf("embed queries: %w", err)
 	}
 	return nil

@@ -261,7 +261,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			if emb != nil {
-				if err := search.WarmQueries(ctx, emb, qs); err != nil {
+				if err := search.WarmQueries(ctx, emb, qs, nil); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -386,7 +386,7 @@ const adapterChunk = 256
 
 // embedQueries embeds the query texts after prefix, by text.
 func embedQueries(ctx context.Context, emb index.Embedder, prefix string, texts []string) (map[string][]float32, error) {
-	vecs, err := embedBatched(ctx, emb, prefix, texts)
+	vecs, err := embedBatched(ctx, emb, prefix, texts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("embed learned queries: %w", err)
 	}
@@ -405,7 +405,9 @@ func embedQueries(ctx context.Context, emb index.Embedder, prefix string, texts 
 // learned (pairs the cap or decay dropped long since included); now one
 // whose vector expired is embedded again at the next rebuild, once a week
 // at most.
-func embedBatched(ctx context.Context, emb index.Embedder, prefix string, texts []string) ([][]float32, error) {
+// embedBatched embeds prefix+text for each text, 64 at a time; done, when
+// not nil, is called after each batch with the number of texts embedded.
+func embedBatched(ctx context.Context, emb index.Embedder, prefix string, texts []string, done func(int)) ([][]float32, error) {
 	out := make([][]float32, 0, len(texts))
 	for start := 0; start < len(texts); start += 64 {
 		batch := slices.Clone(texts[start:min(start+64, len(texts))])
@@ -417,6 +419,9 @@ func embedBatched(ctx context.Context, emb index.Embedder, prefix string, texts 
 			return nil, err
 		}
 		out = append(out, vs...)
+		if done != nil {
+			done(len(out))
+		}
 	}
 	if len(out) != len(texts) {
 		return nil, fmt.Errorf("embedder returned %d vectors for %d texts", len(out), len(texts))

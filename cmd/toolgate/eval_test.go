@@ -683,3 +683,28 @@ func TestEvalPerQuery(t *testing.T) {
 		t.Errorf("--per-query without --json: %v, want a usage error", err)
 	}
 }
+
+// eval shows on stderr how far its embedding is, as index does: a first
+// run of 4,927 tools and 8,904 queries said nothing for minutes after
+// "embedder loaded". Its --json lines on stdout are unchanged.
+func TestEvalProgress(t *testing.T) {
+	tp, qp := writeBench(t, false)
+	cmd := toolgateCmd(t, t.TempDir(), "eval", "--tools", tp, "--queries", qp, "--mode", "vector", "--json")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil && strings.Contains(stderr.String(), "needs the embedding model") {
+		testenv.Missing(t, "embedder unavailable (make deps):\n%s", stderr.String())
+	}
+	if err != nil {
+		t.Fatalf("eval: %v\n%s", err, stderr.String())
+	}
+	for _, want := range []string{"embedding: 0/4 tools (", "embedding: 4/4 tools (", "embedding: 0/3 queries (", "embedding: 3/3 queries ("} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	if strings.Contains(stdout.String(), "embedding") || strings.Count(stdout.String(), "\n") != 1 {
+		t.Errorf("stdout = %q, want the vector line alone", stdout.String())
+	}
+}

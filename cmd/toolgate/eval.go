@@ -56,6 +56,9 @@ type evalFlags struct {
 	// nowhere), as index shows it: a first run of 5,000 tools and 9,000
 	// queries embeds for minutes.
 	progress io.Writer
+	// modeDone, when not nil, is called as each mode's figures are done
+	// (tests stop the run there).
+	modeDone func(search.Mode)
 }
 
 func newEvalCmd(g *globals) *cobra.Command {
@@ -420,12 +423,21 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 	}
 	var reports []search.Report
 	var skipped []string
+	// stopped is a stop (Ctrl-C) after a mode or more were done: their
+	// figures are still written, the table's and --bootstrap's too, as
+	// the stop's message says (a table of four modes stopped in its third
+	// wrote none).
+	var stopped error
 	for _, m := range modes {
 		if m != search.ModeBM25 && emb == nil {
 			skipped = append(skipped, string(m))
 			continue
 		}
 		rep, err := search.Evaluate(ctx, eng, qs, m)
+		if err != nil && ctx.Err() != nil && len(reports) > 0 {
+			stopped = fmt.Errorf("mode %s: %w", m, err)
+			break
+		}
 		if err != nil {
 			return fmt.Errorf("mode %s: %w", m, err)
 		}
@@ -438,6 +450,9 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 			if err := writeEvalJSON(out, dataset, len(tools), len(qs), rep, f.misses, f.perQuery, f.thresholds, nil, run); err != nil {
 				return err
 			}
+		}
+		if f.modeDone != nil {
+			f.modeDone(m)
 		}
 	}
 	var cis []search.Intervals
@@ -477,6 +492,9 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		if len(cis) > 0 {
 			writeBootstrap(out, reports, base, cis, diffs, f.bootstrap)
 		}
+	}
+	if stopped != nil {
+		return stopped
 	}
 	if len(skipped) > 0 {
 		return fmt.Errorf("modes %s not run: they need the embedding model: %w", strings.Join(skipped, ", "), embErr)

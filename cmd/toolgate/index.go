@@ -149,7 +149,7 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 		}
 	}
 
-	prog := newIndexProgress(stderr, "tools", f.json)
+	prog := newIndexProgress(stderr, "embedding", "tools", f.json)
 	ix, rep, err := index.EnsureReport(ctx, res.Dir, tools, emb, &index.Options{Logger: g.logger, Progress: prog.update, Config: source})
 	prog.finish()
 	if err != nil {
@@ -252,10 +252,12 @@ func printIndexResult(w io.Writer, r indexResult) {
 
 // indexProgress shows embedding progress on stderr: a redrawn bar on a
 // terminal, a plain line every tenth otherwise, nothing when quiet (index
-// --json). noun is what is counted ("tools", "queries").
+// --json). verb is what is done ("embedding", eval's "searching hybrid"),
+// noun what is counted ("tools", "queries").
 type indexProgress struct {
 	mu       sync.Mutex
 	w        io.Writer
+	verb     string
 	noun     string
 	tty      bool
 	quiet    bool
@@ -264,12 +266,12 @@ type indexProgress struct {
 	start    time.Time
 }
 
-func newIndexProgress(w io.Writer, noun string, quiet bool) *indexProgress {
+func newIndexProgress(w io.Writer, verb, noun string, quiet bool) *indexProgress {
 	tty := false
 	if f, ok := w.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))
 	}
-	return &indexProgress{w: w, noun: noun, tty: tty, quiet: quiet, lastStep: -1, start: time.Now()}
+	return &indexProgress{w: w, verb: verb, noun: noun, tty: tty, quiet: quiet, lastStep: -1, start: time.Now()}
 }
 
 func (p *indexProgress) update(done, total int) {
@@ -281,13 +283,13 @@ func (p *indexProgress) update(done, total int) {
 	if p.tty {
 		const width = 30
 		n := width * done / total
-		fmt.Fprintf(p.w, "\rembedding [%s%s] %d/%d %s", strings.Repeat("=", n), strings.Repeat(" ", width-n), done, total, p.noun)
+		fmt.Fprintf(p.w, "\r%s [%s%s] %d/%d %s", p.verb, strings.Repeat("=", n), strings.Repeat(" ", width-n), done, total, p.noun)
 		p.drawn = true
 		return
 	}
 	if step := 10 * done / total; step != p.lastStep {
 		p.lastStep = step
-		fmt.Fprintf(p.w, "embedding: %d/%d %s (%.0fs)\n", done, total, p.noun, time.Since(p.start).Seconds())
+		fmt.Fprintf(p.w, "%s: %d/%d %s (%.0fs)\n", p.verb, done, total, p.noun, time.Since(p.start).Seconds())
 	}
 }
 

@@ -344,7 +344,10 @@ func TestConnectStart(t *testing.T) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
-	args := []string{"connect", "--start", "--config", cfg, "--addr", addr, "--idle", "2s"}
+	// Idle after 6 s: at 2 s, under load, the first client's gateway could
+	// idle out before the second client looked for one, and the second
+	// then started its own, no race lost (2 started, 0 lost).
+	args := []string{"connect", "--start", "--config", cfg, "--addr", addr, "--idle", "6s"}
 	echo := func(cs *mcp.ClientSession, text string) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -388,7 +391,7 @@ func TestConnectStart(t *testing.T) {
 	// the other's (it said only that it started one, whose pid was gone):
 	// of two clients that each started one, exactly one says so. Read from
 	// their logs, not from the pid serving now: under load the winner can
-	// idle out (--idle 2s) before the calls above, and a call start another
+	// idle out (--idle) before the calls above, and a call start another
 	// (CI saw the serving pid be neither client's first).
 	started, lost := 0, 0
 	for i := range logs {

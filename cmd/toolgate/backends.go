@@ -137,9 +137,11 @@ func warnQuarantine(w io.Writer, where, data string, sec config.SecuritySettings
 
 // openIndexFor opens the data folder's index as the gateway of cfg starts
 // from it (index.OpenFor: the one kept for cfg when another config's was
-// written since); a nil cfg opens the current one.
+// written since); a nil cfg opens the current one. An index of another
+// format whose files read as this one's is taken, as a gateway takes it
+// (index.Options.AnyFormat): its OtherFormat says so.
 func openIndexFor(g *globals, log *slog.Logger, cfg *config.File) (*index.Index, error) {
-	opts := &index.Options{Logger: log}
+	opts := &index.Options{Logger: log, AnyFormat: true}
 	if cfg == nil {
 		return index.Open(index.Dir(g.DataDir()), opts)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/quarantine"
+	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/internal/dirs"
 )
 
@@ -243,5 +245,42 @@ func TestSearchExplain(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "matched") || strings.Contains(out.String(), "queryTerms") {
 		t.Errorf("without --explain: %s", out.String())
+	}
+}
+
+// An index of another format (an upgrade that changed it, its gateway
+// rebuilding it, or a rollback over one) is searched as it is, with a
+// note on stderr: search refused it ("this toolgate reads format N:
+// rebuild it with `toolgate index`") until the gateway's rebuild was done,
+// a minute at 10,000 tools.
+func TestSearchIndexOfAnotherFormat(t *testing.T) {
+	data := t.TempDir()
+	g := &globals{dataDir: data}
+	runIndexJSON(t, g, writeToolsFile(t, t.TempDir(), 5, ""))
+	manifest := filepath.Join(index.Dir(data), "manifest.json")
+	b, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["format"] = index.FormatVersion - 1
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(manifest, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := runSearch(context.Background(), g, &searchFlags{mode: "bm25", limit: 1, json: true}, "list_files_2", &out, &errOut); err != nil {
+		t.Fatalf("search of an index of format %d: %v", index.FormatVersion-1, err)
+	}
+	if !strings.Contains(out.String(), "list_files_2") {
+		t.Errorf("search found:\n%s", out.String())
+	}
+	if want := fmt.Sprintf("the index in %s is of format %d, this toolgate's is %d", index.Dir(data), index.FormatVersion-1, index.FormatVersion); !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr:\n%s\nwant %q", errOut.String(), want)
 	}
 }

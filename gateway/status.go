@@ -63,7 +63,30 @@ type StatusOptions struct {
 	// Learning, if set, adds what the gateway learns from use with (the
 	// "learning" section).
 	Learning func() *LearningStatus
+	// SchemaFlaws, if set, adds the tools whose input schema the gateway
+	// cannot read (the "schemaFlaws" section): every one of the catalog
+	// served, by ID (catalog.FlawLog.Flawed), and ok false while the
+	// catalog has not been checked yet (a warm start before its servers
+	// list), which leaves the section out.
+	SchemaFlaws func() (flawed []catalog.ToolFlaw, ok bool)
 }
+
+// SchemaFlaws is what a StatusReport says of the tools whose input schema
+// the gateway cannot read (catalog.Flaws): it lets their calls through
+// unchecked, and leaves the arguments it cannot read out of the index. A
+// warning, not a fault: the gateway serves them.
+type SchemaFlaws struct {
+	// Count is how many tools of the catalog served have one (those of
+	// servers disabled at run time left out).
+	Count int `json:"count"`
+	// Tools are the first MaxSchemaFlawsShown of them, by ID, each with
+	// why.
+	Tools []catalog.ToolFlaw `json:"tools"`
+}
+
+// MaxSchemaFlawsShown caps SchemaFlaws.Tools: a server that lists
+// thousands of tools with the same fault would fill the report.
+const MaxSchemaFlawsShown = 20
 
 // ThisGateway is LearningStatus.Holder when the gateway reporting holds
 // the learned pairs itself.
@@ -203,6 +226,9 @@ type StatusReport struct {
 	// Learning is the learned pairs ranked with (StatusOptions.Learning);
 	// absent when learning from use is off.
 	Learning *LearningStatus `json:"learning,omitempty"`
+	// SchemaFlaws are the tools whose input schema the gateway cannot
+	// read (StatusOptions.SchemaFlaws).
+	SchemaFlaws *SchemaFlaws `json:"schemaFlaws,omitempty"`
 }
 
 // FrontExpiry is how the HTTPS front's certificate, read from file ("" in
@@ -366,7 +392,28 @@ func (o *StatusOptions) Report(src StatusSource, c *policy.Caller) StatusReport 
 	if o.Learning != nil {
 		rep.Learning = o.Learning()
 	}
+	if o.SchemaFlaws != nil {
+		if all, ok := o.SchemaFlaws(); ok {
+			// The index served holds the tools of the servers disabled at
+			// run time too: not served, they are left out.
+			var disabled []string
+			if rep.Stats != nil {
+				disabled = rep.Stats.Disabled
+			}
+			rep.SchemaFlaws = &SchemaFlaws{Tools: slices.DeleteFunc(slices.Clone(all), func(f catalog.ToolFlaw) bool {
+				server, _, err := catalog.SplitID(f.Tool)
+				return err == nil && slices.Contains(disabled, server)
+			})}
+		}
+	}
 	ScopeReport(&rep, c, o.Policy, o.Catalog)
+	if f := rep.SchemaFlaws; f != nil {
+		f.Count = len(f.Tools)
+		f.Tools = slices.Clip(f.Tools[:min(f.Count, MaxSchemaFlawsShown)])
+		if f.Tools == nil {
+			f.Tools = []catalog.ToolFlaw{}
+		}
+	}
 	return rep
 }
 
@@ -486,5 +533,17 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 		sec.KeysExpiring = nil
 		sec.KeysFault = "" // names the key files (none is let in while it holds)
 		rep.Security = &sec
+	}
+	if f := rep.SchemaFlaws; f != nil {
+		// Those of the tools it may see, as search shows them.
+		tools := slices.DeleteFunc(slices.Clone(f.Tools), func(tf catalog.ToolFlaw) bool {
+			if tools == nil {
+				server, _, err := catalog.SplitID(tf.Tool)
+				return err != nil || !sees(server)
+			}
+			t, ok := tools.Tool(tf.Tool)
+			return !ok || !pol.Sees(c, t)
+		})
+		rep.SchemaFlaws = &SchemaFlaws{Count: len(tools), Tools: tools}
 	}
 }

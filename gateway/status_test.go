@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -243,6 +244,8 @@ func TestScopeReport(t *testing.T) {
 				LastIndexError:  "embedding secret__leak: out of memory",
 			},
 			Security: &SecurityStatus{Quarantined: []string{"mem__write", "secret__leak"}},
+			SchemaFlaws: &SchemaFlaws{Count: 3, Tools: []catalog.ToolFlaw{
+				{Tool: "mem2__read", Flaw: `"type" is "objetc"`}, {Tool: "mem__write", Flaw: `"type" is "objetc"`}, {Tool: "secret__leak", Flaw: `"type" is "objetc"`}}},
 			Process: &ProcessInfo{PID: 7, Transport: "http", Addr: "127.0.0.1:8931", Config: []string{"/etc/secret/toolgate.json"},
 				TLS: true, TLSCert: "/etc/secret/gw.pem", TLSNotAfter: &notAfter, TLSError: "cannot read /etc/secret/gw.pem"},
 		}
@@ -251,10 +254,10 @@ func TestScopeReport(t *testing.T) {
 	rep := full()
 	// The lists come from the runtime loop and the quarantine: narrowed
 	// in copies, never where they came from.
-	stats, sec, proc := *rep.Stats, *rep.Security, rep.Process
+	stats, sec, proc, flaws := *rep.Stats, *rep.Security, rep.Process, *rep.SchemaFlaws
 	ScopeReport(&rep, key, pol, tools)
-	if orig := full(); !cmp.Equal(*orig.Stats, stats) || !cmp.Equal(*orig.Security, sec) || !cmp.Equal(*orig.Process, *proc) {
-		t.Errorf("ScopeReport changed the lists it was given: %+v %+v %+v", stats, sec, proc)
+	if orig := full(); !cmp.Equal(*orig.Stats, stats) || !cmp.Equal(*orig.Security, sec) || !cmp.Equal(*orig.Process, *proc) || !cmp.Equal(*orig.SchemaFlaws, flaws) {
+		t.Errorf("ScopeReport changed the lists it was given: %+v %+v %+v %+v", stats, sec, proc, flaws)
 	}
 	want := StatusReport{
 		Backends: []BackendStatus{
@@ -274,7 +277,9 @@ func TestScopeReport(t *testing.T) {
 			LastIndexError:  HiddenFromKey,
 		},
 		Security: &SecurityStatus{Quarantined: []string{"mem__write"}},
-		Process:  &ProcessInfo{PID: 7, Transport: "http", Addr: "127.0.0.1:8931", TLS: true, TLSNotAfter: &notAfter, TLSError: HiddenFromKey},
+		// mem__write is a tool the key does not see (its server it may).
+		SchemaFlaws: &SchemaFlaws{Count: 1, Tools: []catalog.ToolFlaw{{Tool: "mem2__read", Flaw: `"type" is "objetc"`}}},
+		Process:     &ProcessInfo{PID: 7, Transport: "http", Addr: "127.0.0.1:8931", TLS: true, TLSNotAfter: &notAfter, TLSError: HiddenFromKey},
 	}
 	if diff := cmp.Diff(want, rep); diff != "" {
 		t.Errorf("as the mem-ops key (-want +got):\n%s", diff)
@@ -314,6 +319,44 @@ func TestReportQuarantinedOfConfig(t *testing.T) {
 	}
 	if !slices.Equal(held, []string{"calc__add", "mem__write"}) {
 		t.Errorf("the report changed the list it was given: %v", held)
+	}
+}
+
+// TestReportSchemaFlaws: the report lists the tools whose input schema
+// the gateway cannot read, which it runs unchecked (only its log and
+// toolgate index said so): the first MaxSchemaFlawsShown by ID, with the
+// count of all; none of a server disabled at run time (not served); and
+// no section before the catalog is checked (a warm start before its
+// servers list), where an empty one would say "none".
+func TestReportSchemaFlaws(t *testing.T) {
+	var all []catalog.ToolFlaw
+	for i := range MaxSchemaFlawsShown + 5 {
+		all = append(all, catalog.ToolFlaw{Tool: fmt.Sprintf("acme__t%02d", i), Flaw: `"type" is "objetc"`})
+	}
+	all = append(all, catalog.ToolFlaw{Tool: "off__t", Flaw: `"properties" must be an object`})
+	checked := true
+	o := &StatusOptions{
+		Loop:        fakeStats{Disabled: []string{"off"}},
+		SchemaFlaws: func() ([]catalog.ToolFlaw, bool) { return all, checked },
+	}
+	rep := o.Report(fakeStatus{{Name: "acme", State: backend.StateUp}}, nil)
+	if f := rep.SchemaFlaws; f == nil || f.Count != MaxSchemaFlawsShown+5 || !slices.Equal(f.Tools, all[:MaxSchemaFlawsShown]) {
+		t.Errorf("schemaFlaws = %+v, want the first %d of the %d acme tools", f, MaxSchemaFlawsShown, MaxSchemaFlawsShown+5)
+	}
+	if len(all) != MaxSchemaFlawsShown+6 || all[len(all)-1].Tool != "off__t" {
+		t.Errorf("the report changed the list it was given: %v", all)
+	}
+	b, _ := json.Marshal(o.Report(fakeStatus{}, nil))
+	if !strings.Contains(string(b), `"schemaFlaws":{"count":25,"tools":[{"tool":"acme__t00","flaw":"\"type\" is \"objetc\""}`) {
+		t.Errorf("JSON: %s", b)
+	}
+	all = all[len(all)-1:] // the disabled server's alone
+	if f := o.Report(fakeStatus{}, nil).SchemaFlaws; f == nil || f.Count != 0 || f.Tools == nil {
+		t.Errorf("none served: schemaFlaws = %+v, want count 0 and an empty list", f)
+	}
+	checked = false
+	if f := o.Report(fakeStatus{}, nil).SchemaFlaws; f != nil {
+		t.Errorf("not checked yet: schemaFlaws = %+v, want none", f)
 	}
 }
 

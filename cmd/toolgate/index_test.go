@@ -750,6 +750,29 @@ func TestServeLogsFlawsOnce(t *testing.T) {
 	}
 }
 
+// TestStatusSaysSchemaFlaws: GET /status and toolgate status name a tool
+// whose input schema the gateway cannot read, with the words serve logs:
+// only the log said it, so an operator looking at status did not learn
+// that its calls ran unchecked. status exits 0 (a warning: the gateway
+// serves the tool).
+func TestStatusSaysSchemaFlaws(t *testing.T) {
+	data := t.TempDir()
+	cfg := fakeConfig(t, map[string]string{"billing": backendtest.ModeFlawed},
+		map[string]any{"security": map[string]any{"approvedTools": []string{"billing__*"}}}) // the long description is not held
+	addr, _ := startGateway(t, data, cfg)
+	id := "billing__" + backendtest.FlawedSchemaTool
+	testenv.Eventually(t, "the catalog checked", func() bool { return getStatus(t, addr).SchemaFlaws != nil })
+	f := getStatus(t, addr).SchemaFlaws
+	if f.Count != 1 || len(f.Tools) != 1 || f.Tools[0].Tool != id || !strings.HasPrefix(f.Tools[0].Flaw, `"properties" must be an object`) {
+		t.Fatalf("schemaFlaws = %+v, want %s and why", f, id)
+	}
+	out, stderr, err := runToolgate(t, data, "status", "--addr", addr)
+	if err != nil || !strings.Contains(out, "schema flaws: the input schema of 1 tool "+catalog.SchemaFlaw) ||
+		!strings.Contains(out, "\n  "+id+": "+f.Tools[0].Flaw+"\n") {
+		t.Errorf("toolgate status: %v\n%s%s", err, out, stderr)
+	}
+}
+
 // TestWarmStartTakesSavedVerdicts: `index --config` saves the verdicts of
 // the tools' input schemas in the index folder, and a warm start takes
 // them instead of resolving each schema again (1.8 s of CPU at 10,000

@@ -413,7 +413,13 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	ixDir := index.Dir(g.DataDir())
 	checks := index.ReadChecks(ixDir)
 	flaws.Seed(checks)
+	// The tools of the catalog served whose input schema it cannot read,
+	// with the verdicts logged (GET /status's "schemaFlaws"); nil until
+	// the catalog settles.
+	var flawed atomic.Pointer[[]catalog.ToolFlaw]
 	settled := func(tools []catalog.Tool) {
+		all := flaws.Flawed(tools)
+		flawed.Store(&all)
 		var err error
 		if checks, err = index.SaveChecks(ixDir, &flaws, tools, checks); err != nil {
 			log.Debug("the verdicts of the tools' input schemas are not saved: the next start checks them again", "file", ixDir, "err", err)
@@ -517,6 +523,12 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 		Security: sec.status, Policy: lv.Policy(), Catalog: lv, Process: proc.report, Search: ranking}
 	if learning != nil {
 		sopts.Learning = learning.status
+	}
+	sopts.SchemaFlaws = func() ([]catalog.ToolFlaw, bool) {
+		if all := flawed.Load(); all != nil {
+			return *all, true
+		}
+		return nil, false
 	}
 	status := gateway.StatusHandler(pool, sopts)
 	level := logLevelHandler(g.level, log)

@@ -27,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/local"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/shellword"
@@ -538,6 +539,7 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 			fmt.Fprintf(w, "API keys: CANNOT BE READ, so the HTTP front refuses every request (503): %s\n  fix: %s\n", escapeUnsafe(oneLine(f, 400)), keysFaultFix)
 		}
 	}
+	printSchemaFlaws(w, rep.SchemaFlaws)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tSTATE\tFOR\tTRANSPORT\tTOOLS\tRESTARTS\tPID\tPROTOCOL\tLAST ERROR")
@@ -639,6 +641,25 @@ func printLoopStats(w io.Writer, st *live.Stats) {
 		// Not in the table (they do not run), and their tools are held
 		// back: say why search_tools shows none of them.
 		fmt.Fprintf(w, "disabled at run time: %s (stopped, tools hidden; `toolgate servers enable NAME` starts one again)\n", strings.Join(st.Disabled, ", "))
+	}
+}
+
+// printSchemaFlaws prints the tools whose input schema the gateway cannot
+// read, one a line with why, in the words of serve's log and toolgate
+// index (catalog.SchemaFlaw); nothing when there are none. Not a reason
+// of degraded: the gateway serves them, as their servers would.
+func printSchemaFlaws(w io.Writer, f *gateway.SchemaFlaws) {
+	if f == nil || f.Count == 0 {
+		return
+	}
+	fmt.Fprintf(w, "schema flaws: the input schema of %s %s: %s; ask %s server's author to fix it\n",
+		plural.Of(f.Count, "tool"), catalog.SchemaFlaw, catalog.SchemaFlawEffect(f.Count), plural.Pick(f.Count, "its", "their"))
+	for _, t := range f.Tools {
+		// The backend's names and words: escaped, as quarantined names.
+		fmt.Fprintf(w, "  %s: %s\n", safeText(t.Tool), oneLine(t.Flaw, 200))
+	}
+	if more := f.Count - len(f.Tools); more > 0 {
+		fmt.Fprintf(w, "  and %d more (toolgate status --json lists the first %d; serve's log names each)\n", more, gateway.MaxSchemaFlawsShown)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/gateway/backend"
 	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/storage"
 )
 
@@ -243,6 +245,44 @@ func TestStatusStorage(t *testing.T) {
 	var rep gateway.StatusReport
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Storage == nil || rep.Storage.Writable || rep.Storage.Writers[0].Failures != 7 {
 		t.Errorf("--json storage = %+v (%v)", rep.Storage, err)
+	}
+}
+
+// TestStatusSchemaFlaws: toolgate status names the tools whose input
+// schema the gateway cannot read, one line each with why, and how many
+// more: it ran their calls unchecked while only serve's log said so. The
+// names are the backend's, escaped as quarantined ones are. A warning,
+// not a fault: the gateway serves them, and status exits 0.
+func TestStatusSchemaFlaws(t *testing.T) {
+	srv := httptest.NewServer(gateway.StatusHandler(statusSource{}, &gateway.StatusOptions{Version: "9.9.9", Started: time.Now(),
+		SchemaFlaws: func() ([]catalog.ToolFlaw, bool) {
+			all := []catalog.ToolFlaw{
+				{Tool: "acme__create_invoice", Flaw: `"type" is "objetc", not a JSON Schema type`},
+				{Tool: "e2__x\x1b]0;pwned\a", Flaw: "\x1b[2Jbad\nschema"},
+			}
+			for i := range gateway.MaxSchemaFlawsShown {
+				all = append(all, catalog.ToolFlaw{Tool: fmt.Sprintf("z__t%02d", i), Flaw: "\"properties\" must be an object"})
+			}
+			return all, true
+		}}))
+	defer srv.Close()
+	var out bytes.Buffer
+	if err := runStatus(context.Background(), &out, statusFlags{addr: srv.URL}); err != nil {
+		t.Fatalf("status exits with %v; want 0, a schema's flaw is a warning", err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"schema flaws: the input schema of 22 tools " + catalog.SchemaFlaw + ": " + catalog.SchemaFlawEffect(22) + "; ask their server's author to fix it\n",
+		"  acme__create_invoice: \"type\" is \"objetc\", not a JSON Schema type\n",
+		`  "e2__x\x1b]0;pwned\a": \x1b[2Jbad schema` + "\n",
+		"  z__t17: \"properties\" must be an object\n  and 2 more (toolgate status --json lists the first 20; serve's log names each)\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("toolgate status lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.ContainsAny(got, "\x1b\a") || strings.Contains(got, "z__t18") {
+		t.Errorf("toolgate status:\n%q", got)
 	}
 }
 

@@ -16,7 +16,8 @@ import (
 // and over, renamed, each schema made its own with a "$comment", as a
 // real catalog's are) checks every schema; a listing again checks none;
 // a first listing seeded with the verdicts the last run saved (Seed, a
-// warm start) resolves none either; saving them (Checks) resolves none.
+// warm start) resolves none either; saving them (Checks) resolves none,
+// and nor does listing the flawed tools (Flawed).
 //
 //	TOOLGATE_BENCH_DIR=/work/shared/bench go test -run X -bench FlawLog10k ./index/catalog/
 func BenchmarkFlawLog10k(b *testing.B) {
@@ -62,6 +63,13 @@ func BenchmarkFlawLog10k(b *testing.B) {
 	b.Run("save", func(b *testing.B) {
 		for b.Loop() {
 			last.Checks(tools)
+		}
+	})
+	// What serve does after each save: the tools of the catalog served
+	// whose schema it cannot read (GET /status's schemaFlaws).
+	b.Run("flawed", func(b *testing.B) {
+		for b.Loop() {
+			last.Flawed(tools)
 		}
 	})
 	b.Run("again", func(b *testing.B) {

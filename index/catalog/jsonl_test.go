@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -386,6 +387,41 @@ func TestFlawLogSeeded(t *testing.T) {
 	upgraded.Listed(slog.New(slog.DiscardHandler), "a", tools)
 	if upgraded.resolved != 3 {
 		t.Errorf("verdicts of another checker: %d schemas resolved, want all 3", upgraded.resolved)
+	}
+}
+
+// Flawed lists the tools whose input schema the gateway cannot read (what
+// GET /status says), by ID, with the verdicts the log knows: seeded or
+// logged before, a schema is not resolved again. A bad name is not a
+// schema's flaw.
+func TestFlawLogFlawed(t *testing.T) {
+	typo := Tool{Server: "acme", Name: "create_invoice", InputSchema: json.RawMessage(`{"type":"objetc"}`)}
+	list := Tool{Server: "acme", Name: "void_invoice", InputSchema: json.RawMessage(`{"type":"object","properties":[{"id":"string"}]}`)}
+	badName := Tool{Server: "acme", Name: "send reminder", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	ok := Tool{Server: "acme", Name: "list_invoices", InputSchema: json.RawMessage(`{"type":"object","properties":{"customer":{"type":"string"}}}`)}
+	none := Tool{Server: "acme", Name: "ping"}
+	tools := []Tool{list, ok, typo, badName, none}
+	var f FlawLog
+	f.Listed(slog.New(slog.DiscardHandler), "acme", tools)
+	resolved := f.resolved
+	got := f.Flawed(tools)
+	want := []ToolFlaw{
+		{Tool: "acme__create_invoice", Flaw: schemaFlaw(typo.InputSchema)},
+		{Tool: "acme__void_invoice", Flaw: `"properties" must be an object, not a JSON array`},
+	}
+	if !reflect.DeepEqual(got, want) || !strings.Contains(got[0].Flaw, "objetc") {
+		t.Errorf("Flawed = %+v, want %+v", got, want)
+	}
+	if f.resolved != resolved {
+		t.Errorf("Flawed resolved %d schemas again, want none", f.resolved-resolved)
+	}
+	var seeded FlawLog
+	seeded.Seed(f.Checks(tools))
+	if got := seeded.Flawed(tools); !reflect.DeepEqual(got, want) || seeded.resolved != 0 {
+		t.Errorf("seeded: Flawed = %+v (%d resolved), want %+v, none resolved", got, seeded.resolved, want)
+	}
+	if got := f.Flawed([]Tool{ok, none}); got != nil {
+		t.Errorf("Flawed of clean tools = %+v, want none", got)
 	}
 }
 

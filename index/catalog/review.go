@@ -518,6 +518,29 @@ func (f *FlawLog) Listed(log *slog.Logger, server string, tools []Tool) {
 	f.seen[server] = now
 }
 
+// ToolFlaw is a tool whose input schema the gateway cannot read, and why
+// (the words of Flaws): what GET /status lists (the "schemaFlaws"
+// section).
+type ToolFlaw struct {
+	Tool string `json:"tool"` // its ID, server__name
+	Flaw string `json:"flaw"`
+}
+
+// Flawed are the tools whose input schema the gateway cannot read, by ID,
+// with the verdicts f knows (Seed, Listed), resolving those it does not.
+func (f *FlawLog) Flawed(tools []Tool) []ToolFlaw {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []ToolFlaw
+	for _, t := range tools {
+		if _, why := f.schemaFlaw(t.InputSchema); why != "" {
+			out = append(out, ToolFlaw{Tool: t.ID(), Flaw: why})
+		}
+	}
+	slices.SortFunc(out, func(a, b ToolFlaw) int { return strings.Compare(a.Tool, b.Tool) })
+	return out
+}
+
 // Checks are the verdicts of tools' input schemas, resolving those f
 // does not know, to save (index.WriteChecks) for the next start's Seed.
 func (f *FlawLog) Checks(tools []Tool) Checks {

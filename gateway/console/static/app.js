@@ -197,6 +197,15 @@ function healthWarnings(st) {
   if (sec && sec.audit && sec.audit.dropped) {
     out.push("Audit log: " + sec.audit.dropped + " records lost (" + sec.audit.errors + " failed writes)");
   }
+  // A warning, not a fault (toolgate status exits 0 for it): the gateway
+  // serves these tools, without checking their calls' arguments.
+  const flaws = st.schemaFlaws;
+  if (flaws && flaws.count) {
+    const more = flaws.count - flaws.tools.length;
+    out.push("Input schema the gateway cannot read, so it lets the calls through unchecked: " +
+      flaws.tools.map((f) => f.tool + " (" + f.flaw + ")").join(", ") + (more > 0 ? ", and " + more + " more" : "") +
+      " (ask the server's author to fix it)");
+  }
   return out;
 }
 

@@ -14,6 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/internal/termtext"
 )
 
 // CallEvents receive what a backend sends about one call while it runs, so
@@ -236,7 +238,9 @@ func (e *observeEvents) endLine() {
 func (e *observeEvents) Close() error { return e.rc.Close() }
 
 // progress relays a notifications/progress from the backend to the call
-// whose token it carries; one with another token is dropped.
+// whose token it carries; one with another token is dropped. Its message
+// goes out with the server's secrets masked and its control characters
+// escaped (termtext.Escape).
 func (c *calls) progress(p *mcp.ProgressNotificationParams) {
 	if p == nil {
 		return
@@ -258,6 +262,7 @@ func (c *calls) progress(p *mcp.ProgressNotificationParams) {
 			out.Message = m
 		}
 	}
+	out.Message = termtext.Escape(out.Message)
 	k.ev.Progress(&out)
 }
 
@@ -278,12 +283,15 @@ func (c *calls) log(p *mcp.LoggingMessageParams) {
 	if only == nil || only.ev == nil || only.ev.Log == nil || only.ev.LogLevel == "" || levelRank(p.Level) < levelRank(only.ev.LogLevel) {
 		return
 	}
+	out := *p
 	if c.mask != nil {
-		out := *p
-		out.Data = c.mask(p.Data)
-		p = &out
+		out.Data = c.mask(out.Data)
 	}
-	only.ev.Log(p)
+	// Its strings go out escaped, as a progress message does: a client
+	// may print them on a terminal, where a backend's ESC[2K ESC[1A
+	// erased the line its user read.
+	out.Logger, out.Data = termtext.Escape(out.Logger), termtext.Value(out.Data)
+	only.ev.Log(&out)
 }
 
 // levels are the MCP log levels, lowest first (RFC 5424 severities).

@@ -11,11 +11,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/mask"
 )
 
 // recorder collects what CallEvents report.
@@ -222,4 +224,53 @@ func (c *chunked) Read(p []byte) (int, error) {
 	n := copy(p[:min(len(p), c.n)], c.s)
 	c.s = c.s[n:]
 	return n, nil
+}
+
+// TestRelayedEventsEscaped: the strings a backend puts in a log message
+// (its logger, each string of its data, an object's keys among them) and in
+// a progress message reach the client with their control and format
+// characters escaped (termtext.Escape), newlines and tabs kept, the data's
+// shape and other values unchanged, the secrets still masked: a client that
+// prints them on a terminal had its line erased by ESC[2K ESC[1A and its
+// title set by ESC]0;…BEL.
+func TestRelayedEventsEscaped(t *testing.T) {
+	const secret = "relay-secret-value-123"
+	c := calls{mask: mask.New([]string{secret}).Value}
+	var rec recorder
+	k := c.add(rec.events("info"))
+	defer c.done(k)
+	notify := func(method string, params any) {
+		b, err := json.Marshal(params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.observe(&jsonrpc.Request{Method: method, Params: b})
+	}
+	notify(methodProgress, map[string]any{"progressToken": k.token, "progress": 1, "total": 2,
+		"message": "ok\x1b[2K\x1b[1A\x1b]0;pwned\a \u202eevil\u009b31m\tline2\nline3 " + secret})
+	notify(methodMessage, map[string]any{"level": "info", "logger": "lg\x1b[31mRED\u202e", "data": "plain\x1b[8mHIDDEN\x1b[0m\u200b"})
+	notify(methodMessage, map[string]any{"level": "info", "data": map[string]any{
+		"msg": "x\x1b]8;;http://e.vil\aclick\x1b]8;;\a " + secret, "n": 3, "list": []any{"\u009b2J", true, nil, map[string]any{"k": "\x7f"}}, "key\x1b": "v",
+	}})
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.progress) != 1 || len(rec.logs) != 2 {
+		t.Fatalf("%d progress notifications and %d log messages, want 1 and 2", len(rec.progress), len(rec.logs))
+	}
+	if got, want := rec.progress[0].Message, `ok\x1b[2K\x1b[1A\x1b]0;pwned\a \u202eevil\u009b31m`+"\tline2\nline3 "+mask.Hidden; got != want {
+		t.Errorf("progress message %q, want %q", got, want)
+	}
+	if pr := rec.progress[0]; pr.Progress != 1 || pr.Total != 2 {
+		t.Errorf("progress %+v: want its numbers kept", pr)
+	}
+	if l := rec.logs[0]; l.Logger != `lg\x1b[31mRED\u202e` || l.Data != `plain\x1b[8mHIDDEN\x1b[0m\u200b` || l.Level != "info" {
+		t.Errorf("log message %+v: want logger and data escaped", l)
+	}
+	want := map[string]any{
+		"msg": `x\x1b]8;;http://e.vil\aclick\x1b]8;;\a ` + mask.Hidden, "n": float64(3),
+		"list": []any{`\u009b2J`, true, nil, map[string]any{"k": `\x7f`}}, `key\x1b`: "v",
+	}
+	if diff := cmp.Diff(want, rec.logs[1].Data); diff != "" || rec.logs[1].Logger != "" {
+		t.Errorf("log message's data (-want +got):\n%s logger %q", diff, rec.logs[1].Logger)
+	}
 }

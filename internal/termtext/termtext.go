@@ -70,3 +70,28 @@ func escape(s string, char func(*strings.Builder, rune), stray func(*strings.Bui
 	}
 	return b.String()
 }
+
+// Value returns a copy of a decoded JSON value (maps, slices, strings,
+// numbers …) with each string in it, an object's keys among them, as
+// Escape writes it: a backend's log message holds its words in such a
+// value, which a client may print. Its shape and other values are kept.
+func Value(v any) any {
+	switch x := v.(type) {
+	case string:
+		return Escape(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			out[Escape(k)] = Value(val)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, val := range x {
+			out[i] = Value(val)
+		}
+		return out
+	default:
+		return v
+	}
+}

@@ -2,6 +2,7 @@ package termtext
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -40,5 +41,18 @@ func TestEscapeJSON(t *testing.T) {
 	// a JSON decoder reads it.
 	if got := EscapeJSON(`{"r":"a` + "\xff" + `b"}`); got != `{"r":"a\ufffdb"}` {
 		t.Errorf("EscapeJSON of a stray byte = %s", got)
+	}
+}
+
+// Value escapes every string of a decoded JSON value, keys too, and keeps
+// its shape and other values.
+func TestValue(t *testing.T) {
+	in := map[string]any{"a\x1b": []any{"b\u202e", 1.5, true, nil, map[string]any{"c": "d\ne"}}}
+	want := map[string]any{`a\x1b`: []any{`b\u202e`, 1.5, true, nil, map[string]any{"c": "d\ne"}}}
+	if got := Value(in); !reflect.DeepEqual(got, want) {
+		t.Errorf("Value(%#v) = %#v, want %#v", in, got, want)
+	}
+	if got := Value(json.Number("7")); got != json.Number("7") {
+		t.Errorf("Value of a number = %#v", got)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/gateway/quarantine"
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/indextest"
 	"github.com/toolgate/toolgate/internal/dirs"
 )
 
@@ -257,20 +258,7 @@ func TestSearchIndexOfAnotherFormat(t *testing.T) {
 	data := t.TempDir()
 	g := &globals{dataDir: data}
 	runIndexJSON(t, g, writeToolsFile(t, t.TempDir(), 5, ""))
-	manifest := filepath.Join(index.Dir(data), "manifest.json")
-	b, err := os.ReadFile(manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	m["format"] = index.FormatVersion - 1
-	if b, err = json.Marshal(m); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(manifest, b, 0o644); err != nil {
+	if err := indextest.SetFormat(index.Dir(data), index.FormatVersion-1); err != nil {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer

@@ -10,28 +10,8 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/index"
+	"github.com/toolgate/toolgate/index/indextest"
 )
-
-// setIndexFormat rewrites the manifest of the index in dir to say format,
-// as a toolgate of that format wrote it (formats 5 and 6 differ in what
-// the vectors were made of, not in the files' layout).
-func setIndexFormat(t *testing.T, dir string, format int) {
-	t.Helper()
-	path := filepath.Join(dir, "manifest.json")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	m["format"] = format
-	if data, err = json.Marshal(m); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, path, data)
-}
 
 func indexFormat(t *testing.T, dir string) int {
 	t.Helper()
@@ -57,7 +37,9 @@ func TestWarmStartFromAnotherFormat(t *testing.T) {
 			dir := t.TempDir()
 			emb := &fakeEmbedder{model: "m1"}
 			lastRun(t, dir, emb)
-			setIndexFormat(t, dir, format) // as the toolgate of that format wrote it
+			if err := indextest.SetFormat(dir, format); err != nil { // as the toolgate of that format wrote it
+				t.Fatal(err)
+			}
 
 			pool := newFakePool("a", "b") // nothing listed yet
 			f := newFixture(t, dir, pool, &Options{Embedder: emb, Debounce: time.Millisecond}, "a", "b")

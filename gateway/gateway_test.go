@@ -1626,7 +1626,7 @@ func TestREADMEHTTPRoutes(t *testing.T) {
 			})
 		},
 	})
-	for _, path := range []string{"/", "/mcp", "/profiles/kg/mcp", "/healthz", "/status", "/metrics", "/ui/", "/ui/api/state", "/nope"} {
+	for _, path := range []string{"/", "/mcp", "/profiles/kg/mcp", "/healthz", "/status", "/metrics", "/ui", "/ui/", "/ui/api/state", "/nope"} {
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", path, nil))
 	}
 	for rt := range counted {

@@ -96,8 +96,15 @@ func TestLogFormatJSON(t *testing.T) {
 		t.Fatalf("serve: %v, want exit status 0\n%s", st, stderr.String())
 	}
 	recs := jsonRecords(t, "serve's stderr", stderr.String())
-	if findRecord(recs, "backend stderr", map[string]any{"server": "fake", "transport": "stdio", "line": "noise line 1"}) == nil || findRecord(recs, "gateway ready", nil) == nil {
-		t.Errorf("serve's stderr: no gateway ready record, or no record of the backend's stderr line:\n%s", stderr.String())
+	ready := findRecord(recs, "gateway ready", nil)
+	if findRecord(recs, "backend stderr", map[string]any{"server": "fake", "transport": "stdio", "line": "noise line 1"}) == nil || ready == nil {
+		t.Fatalf("serve's stderr: no gateway ready record, or no record of the backend's stderr line:\n%s", stderr.String())
+	}
+	// A duration reads as the text format writes it, not in nanoseconds.
+	if s, ok := ready["startup"].(string); !ok {
+		t.Errorf("gateway ready: startup %v (%T), want a duration as text (e.g. \"46ms\")", ready["startup"], ready["startup"])
+	} else if _, err := time.ParseDuration(s); err != nil {
+		t.Errorf("gateway ready: startup %q: %v", s, err)
 	}
 
 	// A command that fails says why in one record at level ERROR, with

@@ -405,9 +405,20 @@ func parseLogFormat(s string) (json bool, err error) {
 func (g *globals) logHandler(w io.Writer, level slog.Leveler) slog.Handler {
 	opts := &slog.HandlerOptions{Level: level}
 	if json, _ := parseLogFormat(g.logFormat); json {
+		opts.ReplaceAttr = durationText
 		return slog.NewJSONHandler(w, opts)
 	}
 	return slog.NewTextHandler(w, opts)
+}
+
+// durationText writes a duration in a JSON record as the text format
+// does ("46ms", "1m30s"), not as slog's JSON count of nanoseconds
+// (46000000), which no reader of a log takes for a duration.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // usageError marks bad flags or arguments (exit status 2).

@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -92,37 +93,38 @@ func TestHeadingSlugs(t *testing.T) {
 	}
 }
 
-// TestREADMEAnchors holds every link to a section of README.md, (#x) in
-// README.md and (README.md#x) in CHANGELOG.md, to a heading of README.md:
-// a section renamed or removed leaves no link that lands at the top of the
-// page. A (#x) in CHANGELOG.md points into CHANGELOG.md itself, so it must
-// name one of its headings.
+// TestREADMEAnchors holds every link to a section of the project's
+// Markdown files, (#x) into the file itself and (FILE.md#x) into another
+// (CHANGELOG.md's (README.md#x), examples/README.md's (../README.md#x)), to
+// a heading of the file it names: a section renamed or removed leaves no
+// link that lands at the top of the page.
 func TestREADMEAnchors(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
+	files := []string{"README.md", "CHANGELOG.md", "examples/README.md"}
+	slugs := map[string]map[string]bool{} // file, from the repository's root → its headings' slugs
+	texts := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join("..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts[f], slugs[f] = string(b), headingSlugs(string(b))
 	}
-	changelog, err := os.ReadFile("../CHANGELOG.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readmeSlugs := headingSlugs(string(readme))
-	changelogSlugs := headingSlugs(string(changelog))
-	anchor := regexp.MustCompile(`\]\((README\.md)?#([^)\s]*)\)`)
+	anchor := regexp.MustCompile(`\]\(([^)\s#]*\.md)?#([^)\s]*)\)`)
 	links := 0
-	for _, f := range []struct {
-		name string
-		text string
-	}{{"README.md", string(readme)}, {"CHANGELOG.md", string(changelog)}} {
-		for i, line := range strings.Split(f.text, "\n") {
+	for _, f := range files {
+		for i, line := range strings.Split(texts[f], "\n") {
 			for _, m := range anchor.FindAllStringSubmatch(line, -1) {
 				links++
-				target, slugs := "README.md", readmeSlugs
-				if m[1] == "" && f.name == "CHANGELOG.md" {
-					target, slugs = "CHANGELOG.md", changelogSlugs
+				target := f
+				if m[1] != "" {
+					target = filepath.ToSlash(filepath.Join(filepath.Dir(f), m[1]))
 				}
-				if !slugs[m[2]] {
-					t.Errorf("%s:%d: the link %s names no heading of %s", f.name, i+1, strings.TrimPrefix(m[0], "]"), target)
+				known, ok := slugs[target]
+				switch {
+				case !ok:
+					t.Errorf("%s:%d: the link %s goes to %s, which this test does not read: add it to files", f, i+1, strings.TrimPrefix(m[0], "]"), target)
+				case !known[m[2]]:
+					t.Errorf("%s:%d: the link %s names no heading of %s", f, i+1, strings.TrimPrefix(m[0], "]"), target)
 				}
 			}
 		}

@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // TestREADMERankingTable holds the README's table of zero-shot figures
@@ -64,7 +67,7 @@ func TestREADMERankingTable(t *testing.T) {
 				t.Errorf("README.md:%d: dataset %q is not in %s", i+1, dataset, goldenPath)
 				continue
 			}
-			if want := fmt.Sprintf("%s tools, %s queries", thousands(ds.Tools), thousands(ds.Queries)); !strings.Contains(first, want) {
+			if want := message.NewPrinter(language.English).Sprintf("%d tools, %d queries", ds.Tools, ds.Queries); !strings.Contains(first, want) {
 				t.Errorf("README.md:%d: %q, want %q as %s has it", i+1, first, want, goldenPath)
 			}
 		}
@@ -98,13 +101,4 @@ func TestREADMERankingTable(t *testing.T) {
 			}
 		}
 	}
-}
-
-// thousands writes n with a comma every three digits, as the README does.
-func thousands(n int) string {
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -58,10 +59,37 @@ func (g *globals) listBackendTools(ctx context.Context, paths []string, flaws *c
 		defer cutMu.Unlock()
 		cuts = append(cuts, catalog.Cut{ID: catalog.JoinID(server, tool), Bytes: bytes})
 	}
+	// What each server says of itself at its handshake is kept in the
+	// state file as serve's backends keep it, so that the first start on
+	// this index names the servers as the next would, and a client's
+	// session starts without a list_changed when they connect (it named
+	// them by their tools until then).
+	statePath := live.StateFile(g.DataDir())
+	if st, err := live.ReadState(statePath); err == nil {
+		opts.Described = func(server string) string { return st.Described[server] }
+	}
+	var saidMu sync.Mutex
+	said := map[string]string{}
+	opts.OnDescribed = func(server, text string) {
+		saidMu.Lock()
+		defer saidMu.Unlock()
+		said[server] = text
+	}
 	pool := backend.New(cfg.Servers(), opts)
 	defer pool.Close()
 	pool.Start(ctx)
 
+	saidMu.Lock()
+	if len(said) > 0 {
+		err := os.MkdirAll(g.DataDir(), 0o700)
+		if err == nil {
+			err = live.KeepDescribed(statePath, said)
+		}
+		if err != nil {
+			g.logger.Debug("what the servers said of themselves is not kept for the next start", "err", err)
+		}
+	}
+	saidMu.Unlock()
 	var prev []catalog.Tool
 	if ix, err := openIndexFor(g, g.logger, cfg); err == nil {
 		prev = ix.Tools()

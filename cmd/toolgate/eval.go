@@ -97,6 +97,14 @@ Each file is JSON lines, one object a line; a mistake in one is a usage error
 			// "build index: embed tools 1-199 of 199: context canceled".
 			f.warnings = cmd.ErrOrStderr()
 			f.progress = cmd.ErrOrStderr()
+			// 0 given is what toolgate.search's 0 is, the feature off
+			// (never noMatch; whole queries only), as search --config
+			// reads the setting: it evaluated at the default instead.
+			for name, v := range map[string]*float64{"min-confidence": &f.minConfidence, "step-weight": &f.stepWeight} {
+				if cmd.Flags().Changed(name) {
+					*v = zeroIsOff(v)
+				}
+			}
 			// A reader that stops early is a write error, at which eval
 			// stops and exits 0 with its stores closed.
 			err := readerMayLeave(g, "eval", func() error { return runEval(cmd.Context(), g, f, cmd.OutOrStdout()) })
@@ -113,9 +121,9 @@ Each file is JSON lines, one object a line; a mistake in one is a usage error
 	fl.BoolVar(&f.exactNames, "exact-names", false, "instead of --queries, ask for each tool by its bare name and by its server__tool ID (exact names rank first: Hit@1 should be 1)")
 	fl.StringVar(&f.noAnswer, "no-answer", "", "also ask the queries of this file (bench JSONL, e.g. another catalog's) as no-answer queries: their right answer is noMatch")
 	fl.StringVar(&f.learnFrom, "learn-from", "", "learn from this log of (query, relevant tools) in the queries format before evaluating, as if each query had led to its tools (it must share no query with --queries)")
-	fl.Float64Var(&f.minConfidence, "min-confidence", 0, fmt.Sprintf("confidence the best hit needs for the answer not to be noMatch (default %v; negative: never noMatch)", search.DefaultMinConfidence))
+	fl.Float64Var(&f.minConfidence, "min-confidence", 0, fmt.Sprintf("confidence the best hit needs for the answer not to be noMatch (default %v; 0 or negative: never noMatch)", search.DefaultMinConfidence))
 	fl.Float64SliceVar(&f.thresholds, "thresholds", nil, "also report the abstain rates at each of these minConfidence values (e.g. 0.05,0.07,0.09,0.12), all read from one run at the largest")
-	fl.Float64Var(&f.stepWeight, "step-weight", 0, fmt.Sprintf("weight of each part's ranking for a query of several steps, against the whole query's (hybrid; default %v; negative: whole queries only)", search.DefaultStepWeight))
+	fl.Float64Var(&f.stepWeight, "step-weight", 0, fmt.Sprintf("weight of each part's ranking for a query of several steps, against the whole query's (hybrid; default %v; 0 or negative: whole queries only)", search.DefaultStepWeight))
 	fl.IntVar(&f.limitQueries, "limit-queries", 0, "use only the first N queries (0: all)")
 	fl.IntVar(&f.candidates, "candidates", 0, fmt.Sprintf("top-N of each signal fused by hybrid and rrf (default %d)", search.DefaultCandidates))
 	fl.StringVar(&f.keywordNorm, "keyword-norm", "", "keyword normalisation for hybrid: max, mean, minmax, raw or clamp (default max)")

@@ -465,6 +465,56 @@ func TestEvalThresholds(t *testing.T) {
 	}
 }
 
+// TestEvalFlagZeroIsOff: --min-confidence 0 and --step-weight 0 are what
+// toolgate.search's minConfidence and stepWeight of 0 are, the feature off
+// (never noMatch; whole queries only), as the README says the flags take
+// what the settings take; they evaluated at the defaults, 0.09 and 0.7.
+func TestEvalFlagZeroIsOff(t *testing.T) {
+	tp, qp := writeBench(t, true)
+	foreign := writeForeign(t, "weather in Oslo tomorrow")
+	type line struct {
+		Metrics map[string]float64 `json:"metrics"`
+		Run     struct {
+			Settings struct {
+				MinConfidence float64 `json:"minConfidence"`
+				StepWeight    float64 `json:"stepWeight"`
+			} `json:"settings"`
+		} `json:"run"`
+	}
+	eval := func(args ...string) line {
+		t.Helper()
+		cmd, _ := newRootCmd(nil)
+		var out, errOut bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		cmd.SetArgs(append([]string{"eval", "--data-dir", t.TempDir(), "--tools", tp, "--queries", qp,
+			"--no-answer", foreign, "--mode", "bm25", "--json"}, args...))
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("eval %v: %v\n%s", args, err, errOut.String())
+		}
+		var l line
+		if err := json.Unmarshal(out.Bytes(), &l); err != nil {
+			t.Fatalf("%v: %s", err, out.String())
+		}
+		return l
+	}
+	def := eval()
+	if def.Metrics["abstain_rate"] == 0 || def.Run.Settings.MinConfidence != search.DefaultMinConfidence || def.Run.Settings.StepWeight != search.DefaultStepWeight {
+		t.Fatalf("default run: abstain_rate %v, settings %+v: the test needs the foreign queries abstained on at the defaults", def.Metrics["abstain_rate"], def.Run.Settings)
+	}
+	zero := eval("--min-confidence", "0", "--step-weight", "0")
+	if zero.Metrics["abstain_rate"] != 0 || zero.Metrics["false_abstain_rate"] != 0 {
+		t.Errorf("--min-confidence 0: abstain_rate %v, false_abstain_rate %v: want 0 and 0 (never noMatch, as minConfidence: 0)",
+			zero.Metrics["abstain_rate"], zero.Metrics["false_abstain_rate"])
+	}
+	if zero.Run.Settings.MinConfidence >= 0 || zero.Run.Settings.StepWeight >= 0 {
+		t.Errorf("--min-confidence 0 --step-weight 0: settings %+v, want both off (negative), not the defaults", zero.Run.Settings)
+	}
+	if off := eval("--min-confidence", "-1", "--step-weight", "-1"); !cmp.Equal(off.Metrics, zero.Metrics) {
+		t.Errorf("0 and -1 differ: %v against %v", zero.Metrics, off.Metrics)
+	}
+}
+
 // TestEvalInterrupted: SIGINT during `toolgate eval` says that it was
 // stopped, as index and models fetch say it (shutdown.Stopped), exit
 // status 1; it said "build index: embed tools 1-199 of 199: context

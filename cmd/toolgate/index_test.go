@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/live"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/dirs"
@@ -340,6 +342,28 @@ func TestIndexConfigLikeServe(t *testing.T) {
 	var ee *exec.ExitError
 	if out, err := cmd.CombinedOutput(); !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "exactly one of --tools") {
 		t.Errorf("index --tools -c: %v\n%s\nwant exit status 2", err, out)
+	}
+}
+
+// TestIndexConfigKeepsDescribed: `index --config` keeps what each server
+// said of itself at its handshake in the data folder's state.json, as
+// serve's backends do, so that the first start on that index names the
+// servers as the next would in search_tools' description and a client's
+// session starts without a list_changed once they connect. It kept
+// nothing: the README's "build it first with toolgate index" start named
+// the bundled everything by its tools, then told every client it changed.
+func TestIndexConfigKeepsDescribed(t *testing.T) {
+	cfg := fakeConfig(t, map[string]string{"a": ""}, nil)
+	data := filepath.Join(t.TempDir(), "data") // not there yet: index makes it
+	if out, err := toolgateCmd(t, data, "index", "-c", cfg, "--bm25-only").CombinedOutput(); err != nil {
+		t.Fatalf("index -c: %v\n%s", err, out)
+	}
+	st, err := live.ReadState(live.StateFile(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"a": backendtest.Title}; !maps.Equal(st.Described, want) {
+		t.Errorf("state.json's described after index --config: %v, want %v", st.Described, want)
 	}
 }
 

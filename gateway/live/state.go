@@ -589,23 +589,38 @@ func (l *Loop) SetDescribed(server, said string) {
 	l.descMu.Unlock()
 	err := servingFolder(filepath.Dir(l.opts.StatePath))
 	if err == nil {
-		err = editState(l.opts.StatePath, func(cur State, err error) (State, bool, error) {
-			if err != nil || cur.Described[server] == said {
-				return cur, false, err
-			}
-			cur.Described = maps.Clone(cur.Described)
-			if cur.Described == nil {
-				cur.Described = map[string]string{}
-			}
-			if said == "" {
-				delete(cur.Described, server)
-			} else {
-				cur.Described[server] = said
-			}
-			return cur, true, nil
-		})
+		err = KeepDescribed(l.opts.StatePath, map[string]string{server: said})
 	}
 	if err != nil {
 		l.log.Debug("what the server said of itself is not kept for the next start", "server", server, "err", err)
 	}
+}
+
+// KeepDescribed writes what servers said of themselves at their handshake
+// (server → text; "" for nothing) into the state file at path
+// (State.Described), in a folder that exists, for the next start's
+// Described: a gateway's backends keep it, and so does `toolgate index
+// --config`, whose listing is a handshake too.
+func KeepDescribed(path string, said map[string]string) error {
+	return editState(path, func(cur State, err error) (State, bool, error) {
+		if err != nil {
+			return cur, false, err
+		}
+		next := maps.Clone(cur.Described)
+		for server, text := range said {
+			switch {
+			case text == "":
+				delete(next, server)
+			case next == nil:
+				next = map[string]string{server: text}
+			default:
+				next[server] = text
+			}
+		}
+		if maps.Equal(next, cur.Described) {
+			return cur, false, nil
+		}
+		cur.Described = next
+		return cur, true, nil
+	})
 }

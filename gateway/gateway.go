@@ -97,11 +97,11 @@ const (
 )
 
 // Limits of search_tools: how many tools it returns when the client gives
-// no "limit", and the most it returns. These are the only place the values
-// are written; the config's toolgate.search.defaultLimit and maxLimit
+// no "limit" (the ranker's own default, search.DefaultLimit), and the most
+// it returns. The config's toolgate.search.defaultLimit and maxLimit
 // override them through Options.
 const (
-	DefaultLimit = 5
+	DefaultLimit = search.DefaultLimit
 	MaxLimit     = 50
 )
 

@@ -274,3 +274,39 @@ func TestRelayedEventsEscaped(t *testing.T) {
 		t.Errorf("log message's data (-want +got):\n%s logger %q", diff, rec.logs[1].Logger)
 	}
 }
+
+// TestRelayedEventsMetaAndLogger: a log message's logger reaches the
+// client with the server's secrets masked, as its data does (a backend
+// that named its logger after its API key showed the key to every client
+// that set a log level), and the backend's _meta of a log or progress
+// notification is left out: it names things of the backend's session, and
+// its strings went to the client unescaped and unmasked.
+func TestRelayedEventsMetaAndLogger(t *testing.T) {
+	const secret = "relay-secret-value-123"
+	c := calls{mask: mask.New([]string{secret}).Value}
+	var rec recorder
+	k := c.add(rec.events("info"))
+	defer c.done(k)
+	meta := map[string]any{"k\x1b[31m": "v " + secret + "\x1b]0;t\a", "io.modelcontextprotocol/related-task": map[string]any{"taskId": "backend-task-1"}}
+	for method, params := range map[string]map[string]any{
+		methodProgress: {"progressToken": k.token, "progress": 1, "message": "step", "_meta": meta},
+		methodMessage:  {"level": "info", "logger": "lg-" + secret + "\x1b[2K", "data": "d", "_meta": meta},
+	} {
+		b, err := json.Marshal(params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.observe(&jsonrpc.Request{Method: method, Params: b})
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.progress) != 1 || len(rec.logs) != 1 {
+		t.Fatalf("%d progress notifications and %d log messages, want 1 each", len(rec.progress), len(rec.logs))
+	}
+	if l := rec.logs[0]; l.Logger != `lg-`+mask.Hidden+`\x1b[2K` || l.Meta != nil {
+		t.Errorf("log message: logger %q, _meta %v; want the secret masked, the escape escaped and no _meta", l.Logger, l.Meta)
+	}
+	if pr := rec.progress[0]; pr.Meta != nil || pr.Message != "step" {
+		t.Errorf("progress: message %q, _meta %v; want the message and no _meta", pr.Message, pr.Meta)
+	}
+}

@@ -565,6 +565,12 @@ const (
 // progress notification and its log message.
 func ProgressMessage(i int) string { return fmt.Sprintf("step %d", i) }
 
+// ProgressLogger names the logger of tool "progress"'s log messages. It
+// is not "progress": the modes are an env value of the child, which the
+// pool masks as a secret wherever the child writes it, a logger's name
+// among them.
+const ProgressLogger = "stepper"
+
 // Descriptions of the "poisoned" mode's tools: one clean, and two that
 // hide instructions (a visible <IMPORTANT> block, and the same in Unicode
 // tag characters, which render as nothing).
@@ -756,7 +762,7 @@ func NewServer(modes Modes) *mcp.Server {
 					if says := os.Getenv(EnvLogSays); says != "" {
 						data = map[string]any{"message": ProgressMessage(i) + ": " + says, "apiKey": says}
 					}
-					if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "progress", Data: data}); err != nil {
+					if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: ProgressLogger, Data: data}); err != nil {
 						return nil, nil, err
 					}
 				}

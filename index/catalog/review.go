@@ -227,7 +227,7 @@ func ShownKB(schema json.RawMessage) int {
 }
 
 // HugeSchema follows "the input schema of TOOL is over 32 KB: ".
-const HugeSchema = `a compact search_tools answer gives its arguments in its place (the whole schema only with "detail": "full"), as an answer that carried it would fill the model's context; ask its server's author for a smaller one (an enum of thousands of values is better a string the tool checks)`
+const HugeSchema = `a compact search_tools answer gives its arguments in its place (the whole schema only in a "detail": "full" answer of that tool alone), as an answer that carried it would fill the model's context; ask its server's author for a smaller one (an enum of thousands of values is better a string the tool checks)`
 
 // CutDescription is s cut to at most MaxDescription bytes, at the start
 // of a character, and whether it was cut.

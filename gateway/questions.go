@@ -128,8 +128,8 @@ func askedBy(server string, reqs mcp.InputRequestMap) mcp.InputRequestMap {
 	return out
 }
 
-// asks is text, a backend's words to the client, escaped and said to be
-// server's.
+// asks is text, a backend's words to the client, escaped (again: escaping
+// is idempotent) and said to be server's.
 func asks(server, text string) string {
 	return fmt.Sprintf("server %q asks: %s", server, termtext.Escape(text))
 }
@@ -157,18 +157,13 @@ func sampledBy(server string, p *mcp.CreateMessageParams) *mcp.CreateMessagePara
 	out := *p
 	out.Meta, out.IncludeContext = nil, ""
 	out.SystemPrompt = samplingSystemPrompt(server, p.SystemPrompt)
-	out.Messages = make([]*mcp.SamplingMessage, len(p.Messages))
-	for i, m := range p.Messages {
-		if m == nil {
-			continue
+	out.Messages = relayedMessages(p.Messages, func(i int, m mcp.SamplingMessage) mcp.SamplingMessage {
+		m.Content = escapedContent(m.Content)
+		if t, ok := m.Content.(*mcp.TextContent); ok && i == 0 {
+			t.Text = asks(server, t.Text)
 		}
-		c := *m
-		c.Content = escapedContent(c.Content)
-		if t, ok := c.Content.(*mcp.TextContent); ok && i == 0 {
-			t.Text = asks(server, m.Content.(*mcp.TextContent).Text)
-		}
-		out.Messages[i] = &c
-	}
+		return m
+	})
 	return &out
 }
 
@@ -178,22 +173,32 @@ func sampledWithToolsBy(server string, p *mcp.CreateMessageWithToolsParams) *mcp
 	out := *p
 	out.Meta, out.IncludeContext = nil, ""
 	out.SystemPrompt = samplingSystemPrompt(server, p.SystemPrompt)
-	out.Messages = make([]*mcp.SamplingMessageV2, len(p.Messages))
-	for i, m := range p.Messages {
-		if m == nil {
-			continue
-		}
-		c := *m
-		c.Content = make([]mcp.Content, len(m.Content))
+	out.Messages = relayedMessages(p.Messages, func(i int, m mcp.SamplingMessageV2) mcp.SamplingMessageV2 {
+		m.Content = slices.Clone(m.Content)
 		for j, x := range m.Content {
-			c.Content[j] = escapedContent(x)
-			if t, ok := c.Content[j].(*mcp.TextContent); ok && i == 0 && j == 0 {
-				t.Text = asks(server, x.(*mcp.TextContent).Text)
+			m.Content[j] = escapedContent(x)
+		}
+		if len(m.Content) > 0 && i == 0 {
+			if t, ok := m.Content[0].(*mcp.TextContent); ok {
+				t.Text = asks(server, t.Text)
 			}
 		}
-		out.Messages[i] = &c
-	}
+		return m
+	})
 	return &out
+}
+
+// relayedMessages is a copy of msgs, each message as relay makes it of a
+// copy of it and its index (nil kept).
+func relayedMessages[M any](msgs []*M, relay func(int, M) M) []*M {
+	out := make([]*M, len(msgs))
+	for i, m := range msgs {
+		if m != nil {
+			r := relay(i, *m)
+			out[i] = &r
+		}
+	}
+	return out
 }
 
 // samplingSystemPrompt is a sampling request's system prompt as relayed:

@@ -550,7 +550,7 @@ func (f *FlawLog) Flawed(tools []Tool) []ToolFlaw {
 func ShownFlaws(tools []Tool) (huge, names []ToolFlaw) {
 	for _, t := range tools {
 		if kb := ShownKB(t.InputSchema); kb > 0 {
-			huge = append(huge, ToolFlaw{Tool: t.ID(), Flaw: fmt.Sprintf("%d KB of compact JSON, over %d KB: a compact search_tools answer gives its arguments in its place", kb, MaxSchemaShown>>10)})
+			huge = append(huge, ToolFlaw{Tool: t.ID(), Flaw: fmt.Sprintf("%d KB of compact JSON", kb)})
 		}
 		if why := nameWhy(t.Name); why != "" {
 			names = append(names, ToolFlaw{Tool: t.ID(), Flaw: why})

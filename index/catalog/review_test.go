@@ -90,7 +90,7 @@ func TestShownFlaws(t *testing.T) {
 		{Server: "a", Name: "fine_name-1.2"},
 	}
 	gotHuge, gotNames := ShownFlaws(tools)
-	wantHuge := []ToolFlaw{{Tool: "z__pick", Flaw: fmt.Sprintf("%d KB of compact JSON, over 32 KB: a compact search_tools answer gives its arguments in its place", len(huge)>>10)}}
+	wantHuge := []ToolFlaw{{Tool: "z__pick", Flaw: fmt.Sprintf("%d KB of compact JSON", len(huge)>>10)}}
 	wantNames := []ToolFlaw{
 		{Tool: "a__" + strings.Repeat("n", 129), Flaw: "129 characters, not 1 to 128"},
 		{Tool: "a__send payment!", Flaw: `' ', '!' are not among A-Z a-z 0-9 _ - .`},

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/internal/termtext"
 )
 
 // This file carries the questions a backend asks during an execute_tool
@@ -99,22 +100,134 @@ func (g *Gateway) inputRequired(ctx context.Context, req *mcp.CallToolRequest, n
 	return &mcp.CallToolResult{Meta: res.Meta, InputRequests: askedBy(server, res.InputRequests), RequestState: res.RequestState}
 }
 
-// askedBy is reqs with each elicitation's message saying which server
-// asks (`server "evil" asks: …`), the rest unchanged. A client shows the
-// user who asks by the server it is connected to, the gateway: a backend
-// could ask in toolgate's name ("toolgate needs your GitHub token to go
-// on"), and the user could not tell which of the servers behind it asked.
+// askedBy is reqs as the client of a call to server gets them: each
+// elicitation's message, and each sampling request's system prompt and
+// first text, say which server asks (`server "evil" asks: …`), with their
+// control characters escaped (termtext.Escape), and the backend's _meta
+// left out; roots unchanged. A client shows the user who asks by the
+// server it is connected to, the gateway: a backend could ask in
+// toolgate's name ("toolgate needs your GitHub token to go on"), and the
+// user, or the client's model, could not tell which of the servers behind
+// it asked.
 func askedBy(server string, reqs mcp.InputRequestMap) mcp.InputRequestMap {
 	out := make(mcp.InputRequestMap, len(reqs))
 	for k, r := range reqs {
-		if e, ok := r.(*mcp.ElicitParams); ok {
+		switch e := r.(type) {
+		case *mcp.ElicitParams:
 			named := *e
-			named.Message = fmt.Sprintf("server %q asks: %s", server, e.Message)
+			named.Meta = nil
+			named.Message = asks(server, e.Message)
 			r = &named
+		case *mcp.CreateMessageParams:
+			r = sampledBy(server, e)
+		case *mcp.CreateMessageWithToolsParams:
+			r = sampledWithToolsBy(server, e)
 		}
 		out[k] = r
 	}
 	return out
+}
+
+// asks is text, a backend's words to the client, escaped (again: escaping
+// is idempotent) and said to be server's.
+func asks(server, text string) string {
+	return fmt.Sprintf("server %q asks: %s", server, termtext.Escape(text))
+}
+
+// sampledBy is p, a sampling request of server, as its client gets it:
+// the spec lets a client change or leave out the system prompt and ignore
+// includeContext, and lets its user edit the prompts, so a relay may too.
+//   - The system prompt says which server asks (asks), also when the
+//     backend gave none, and so does the first message's text (a client
+//     may leave the system prompt out): a model told "You are toolgate's
+//     assistant" saw no sign that a backend wrote it.
+//   - Every text is escaped (termtext.Escape): a client may print the
+//     request for its user to approve.
+//   - includeContext is left out ("none"): the context of "thisServer" is,
+//     for the client, the gateway's, all its servers', and "allServers"
+//     adds the client's other servers': a backend asks for neither (the
+//     spec deprecates both).
+//   - _meta is left out: it names things of the backend's session (its
+//     progress token) that the client's session does not have.
+//
+// The rest (maxTokens, stopSequences, modelPreferences, temperature,
+// metadata, tools) goes as it came; the request keeps its shape, messages
+// and roles.
+func sampledBy(server string, p *mcp.CreateMessageParams) *mcp.CreateMessageParams {
+	out := *p
+	out.Meta, out.IncludeContext = nil, ""
+	out.SystemPrompt = samplingSystemPrompt(server, p.SystemPrompt)
+	out.Messages = relayedMessages(p.Messages, func(i int, m mcp.SamplingMessage) mcp.SamplingMessage {
+		m.Content = escapedContent(m.Content)
+		if t, ok := m.Content.(*mcp.TextContent); ok && i == 0 {
+			t.Text = asks(server, t.Text)
+		}
+		return m
+	})
+	return &out
+}
+
+// sampledWithToolsBy is sampledBy for a request that offers tools: its
+// messages hold lists of content, a tool result's content among them.
+func sampledWithToolsBy(server string, p *mcp.CreateMessageWithToolsParams) *mcp.CreateMessageWithToolsParams {
+	out := *p
+	out.Meta, out.IncludeContext = nil, ""
+	out.SystemPrompt = samplingSystemPrompt(server, p.SystemPrompt)
+	out.Messages = relayedMessages(p.Messages, func(i int, m mcp.SamplingMessageV2) mcp.SamplingMessageV2 {
+		m.Content = slices.Clone(m.Content)
+		for j, x := range m.Content {
+			m.Content[j] = escapedContent(x)
+		}
+		if len(m.Content) > 0 && i == 0 {
+			if t, ok := m.Content[0].(*mcp.TextContent); ok {
+				t.Text = asks(server, t.Text)
+			}
+		}
+		return m
+	})
+	return &out
+}
+
+// relayedMessages is a copy of msgs, each message as relay makes it of a
+// copy of it and its index (nil kept).
+func relayedMessages[M any](msgs []*M, relay func(int, M) M) []*M {
+	out := make([]*M, len(msgs))
+	for i, m := range msgs {
+		if m != nil {
+			r := relay(i, *m)
+			out[i] = &r
+		}
+	}
+	return out
+}
+
+// samplingSystemPrompt is a sampling request's system prompt as relayed:
+// said to be server's, escaped; without one, a line that says whose the
+// messages are.
+func samplingSystemPrompt(server, prompt string) string {
+	if prompt == "" {
+		return fmt.Sprintf("server %q asks for the messages below to be answered.", server)
+	}
+	return asks(server, prompt)
+}
+
+// escapedContent is c with its text escaped (termtext.Escape), a copy
+// when that changes it or it is text; a tool result's content likewise.
+func escapedContent(c mcp.Content) mcp.Content {
+	switch x := c.(type) {
+	case *mcp.TextContent:
+		t := *x
+		t.Text = termtext.Escape(x.Text)
+		return &t
+	case *mcp.ToolResultContent:
+		t := *x
+		t.Content = make([]mcp.Content, len(x.Content))
+		for i, y := range x.Content {
+			t.Content[i] = escapedContent(y)
+		}
+		return &t
+	}
+	return c
 }
 
 // Kinds of question, named as their capability is.

@@ -156,8 +156,8 @@ func TestProgressAndLogsRelayed(t *testing.T) {
 			h.waitFor(t, 6, 3)
 			h.mu.Lock()
 			for i, l := range h.logs {
-				if l.Level != "info" || l.Logger != "fake/progress" || l.Data != backendtest.ProgressMessage(i+1) {
-					t.Errorf("log %d = %+v, want info from fake/progress: %q", i, l, backendtest.ProgressMessage(i+1))
+				if l.Level != "info" || l.Logger != "fake/"+backendtest.ProgressLogger || l.Data != backendtest.ProgressMessage(i+1) {
+					t.Errorf("log %d = %+v, want info from fake/%s: %q", i, l, backendtest.ProgressLogger, backendtest.ProgressMessage(i+1))
 				}
 			}
 			h.mu.Unlock()
@@ -340,7 +340,7 @@ func TestHTTPStreamsWhenAsked(t *testing.T) {
 			h.mu.Lock()
 			logs := h.logs
 			h.mu.Unlock()
-			if logs[0].Logger != "fake/progress" || logs[1].Data != backendtest.ProgressMessage(2) {
+			if logs[0].Logger != "fake/"+backendtest.ProgressLogger || logs[1].Data != backendtest.ProgressMessage(2) {
 				t.Errorf("log messages over HTTP: %+v, want the 2 steps'", logs)
 			}
 		})

@@ -50,8 +50,8 @@ func explainInvalid(id string, schema json.RawMessage, problem string, sent map[
 	} else {
 		// Not the whole of it: an answer that fills the agent's context
 		// helps no one (a schema of 8 MB came back whole).
-		fmt.Fprintf(&b, "The inputSchema of %s is %d KB, too long to show here (search_tools with \"detail\": \"full\" gives it whole); its arguments: %s\n",
-			id, len(c)>>10, paramSummary(schema, explainArgsChars, nil))
+		fmt.Fprintf(&b, "The inputSchema of %s is %d KB, too long to show here (%s gives it whole); its arguments: %s\n",
+			id, len(c)>>10, wholeSchemaCall(id), paramSummary(schema, explainArgsChars, nil))
 	}
 	if ex, ok := exampleOf(root); ok {
 		keepSent(ex, root, sent, problem, mis)
@@ -80,10 +80,21 @@ func standInSchema(id string, schema json.RawMessage) json.RawMessage {
 	if len(c) <= catalog.MaxSchemaShown {
 		return schema
 	}
-	desc := fmt.Sprintf(`The input schema of %s is %d KB, too long for a search answer. Its arguments: %s. execute_tool checks a call against the whole schema and, when it does not fit, says what is wrong with a call of the right shape; search_tools with "detail": "full" gives the whole schema.`,
-		id, len(c)>>10, paramSummary(schema, explainArgsChars, nil))
+	desc := fmt.Sprintf(`The input schema of %s is %d KB, too long for a search answer. Its arguments: %s. execute_tool checks a call against the whole schema and, when it does not fit, says what is wrong with a call of the right shape; %s gives the whole schema.`,
+		id, len(c)>>10, paramSummary(schema, explainArgsChars, nil), wholeSchemaCall(id))
 	b, _ := json.Marshal(map[string]string{"type": "object", "description": desc})
 	return b
+}
+
+// wholeSchemaCall is the search that answers with the whole input schema
+// of the tool id: a full answer of that tool alone (its ID as the query
+// ranks it first). A full answer of several tools has standInSchema too:
+// one whose fifth hit had an enum of 1.4 MB was 2.4 MB (the schema in the
+// text and in structuredContent), which a client refuses whole, though
+// the schema asked for was another's.
+func wholeSchemaCall(id string) string {
+	q, _ := json.Marshal(id)
+	return fmt.Sprintf(`search_tools with {"query": %s, "limit": 1, "detail": "full"}`, q)
 }
 
 // rightShape introduces the example call of an answer to arguments that

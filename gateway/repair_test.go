@@ -230,7 +230,7 @@ func TestExplainInvalidLongSchema(t *testing.T) {
 	}
 	got := explainInvalid("big__tool", raw, `validating root: required: missing properties: ["p0000"]`, nil)
 	for _, want := range []string{
-		fmt.Sprintf("The inputSchema of big__tool is %d KB, too long to show here (search_tools with \"detail\": \"full\" gives it whole); its arguments: p0000*: string, p0001: string,", len(raw)>>10),
+		fmt.Sprintf("The inputSchema of big__tool is %d KB, too long to show here (search_tools with {\"query\": \"big__tool\", \"limit\": 1, \"detail\": \"full\"} gives it whole); its arguments: p0000*: string, p0001: string,", len(raw)>>10),
 		", +1",
 		`{"name":"big__tool","arguments":{"p0000":"<p0000>"}}`,
 	} {

@@ -292,6 +292,14 @@ func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*
 		}
 		g.recent.searched(sessionKey(ctx, req), a.Query, ids)
 	}
+	// An input schema over catalog.MaxSchemaShown goes whole only into a
+	// full answer of its tool alone (wholeSchemaCall); in any other its
+	// stand-in, which says how to ask for that.
+	whole := a.Detail == DetailFull && len(out.Tools) == 1
+	if a.Detail == DetailFull && !whole {
+		// Before the text, which shows the schemas as they go.
+		standIn(&out)
+	}
 	txt := renderSearch(a, out, g.argCounts)
 	if out.NoMatch || len(out.Tools) == 0 {
 		// A tool ID of a server that is not here ("github__create_issue"):
@@ -303,9 +311,7 @@ func (g *Gateway) handleSearch(ctx context.Context, req *mcp.CallToolRequest) (*
 	}
 	if a.Detail != DetailFull {
 		// After the text: its argument line reads the whole schema.
-		for i, t := range out.Tools {
-			out.Tools[i].InputSchema = standInSchema(t.Name, t.InputSchema)
-		}
+		standIn(&out)
 	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: txt}},
@@ -1042,4 +1048,12 @@ func (g *Gateway) visibleIDs(c *policy.Caller) []string {
 		return ids
 	}
 	return slices.DeleteFunc(ids, func(id string) bool { return !g.visible(c, id) })
+}
+
+// standIn puts each input schema of out over catalog.MaxSchemaShown's
+// stand-in (standInSchema) in its place.
+func standIn(out *SearchResult) {
+	for i, t := range out.Tools {
+		out.Tools[i].InputSchema = standInSchema(t.Name, t.InputSchema)
+	}
 }

@@ -69,6 +69,11 @@ type StatusOptions struct {
 	// catalog has not been checked yet (a warm start before its servers
 	// list), which leaves the section out.
 	SchemaFlaws func() (flawed []catalog.ToolFlaw, ok bool)
+	// ShownFlaws, if set with SchemaFlaws, adds to that section the tools
+	// of the same catalog whose input schema is over
+	// catalog.MaxSchemaShown and those whose name MCP does not recommend
+	// (catalog.ShownFlaws), by ID.
+	ShownFlaws func() (huge, names []catalog.ToolFlaw)
 }
 
 // SchemaFlaws is what a StatusReport says of the tools whose input schema
@@ -82,6 +87,40 @@ type SchemaFlaws struct {
 	// Tools are the first MaxSchemaFlawsShown of them, by ID, each with
 	// why.
 	Tools []catalog.ToolFlaw `json:"tools"`
+	// HugeSchemas are the tools whose input schema is over
+	// catalog.MaxSchemaShown, each with its size: checked, but a compact
+	// search_tools answer gives its arguments in its place. Names are
+	// those whose name MCP does not recommend, each with what is wrong:
+	// served as listed, but a client of the server itself may refuse
+	// them. The log said each once, as it does a schema it cannot read.
+	// Absent when there are none.
+	HugeSchemas *FlawList `json:"hugeSchemas,omitempty"`
+	Names       *FlawList `json:"names,omitempty"`
+}
+
+// FlawList is a kind of flaw of SchemaFlaws other than a schema the
+// gateway cannot read: how many tools have it, and the first
+// MaxSchemaFlawsShown, by ID.
+type FlawList struct {
+	Count int                `json:"count"`
+	Tools []catalog.ToolFlaw `json:"tools"`
+}
+
+// flawList is tools, all of those with a flaw, as a report shows them
+// (the first MaxSchemaFlawsShown), or nil when there are none.
+func flawList(tools []catalog.ToolFlaw) *FlawList {
+	if len(tools) == 0 {
+		return nil
+	}
+	return &FlawList{Count: len(tools), Tools: slices.Clip(tools[:min(len(tools), MaxSchemaFlawsShown)])}
+}
+
+// without is l without the tools drop says, or nil when none is left.
+func (l *FlawList) without(drop func(catalog.ToolFlaw) bool) *FlawList {
+	if l == nil {
+		return nil
+	}
+	return flawList(slices.DeleteFunc(slices.Clone(l.Tools), drop))
 }
 
 // MaxSchemaFlawsShown caps SchemaFlaws.Tools: a server that lists
@@ -400,10 +439,16 @@ func (o *StatusOptions) Report(src StatusSource, c *policy.Caller) StatusReport 
 			if rep.Stats != nil {
 				disabled = rep.Stats.Disabled
 			}
-			rep.SchemaFlaws = &SchemaFlaws{Tools: slices.DeleteFunc(slices.Clone(all), func(f catalog.ToolFlaw) bool {
+			off := func(f catalog.ToolFlaw) bool {
 				server, _, err := catalog.SplitID(f.Tool)
 				return err == nil && slices.Contains(disabled, server)
-			})}
+			}
+			rep.SchemaFlaws = &SchemaFlaws{Tools: slices.DeleteFunc(slices.Clone(all), off)}
+			if o.ShownFlaws != nil {
+				huge, names := o.ShownFlaws()
+				rep.SchemaFlaws.HugeSchemas = flawList(slices.DeleteFunc(slices.Clone(huge), off))
+				rep.SchemaFlaws.Names = flawList(slices.DeleteFunc(slices.Clone(names), off))
+			}
 		}
 	}
 	ScopeReport(&rep, c, o.Policy, o.Catalog)
@@ -536,14 +581,15 @@ func ScopeReport(rep *StatusReport, c *policy.Caller, pol *policy.Set, tools pol
 	}
 	if f := rep.SchemaFlaws; f != nil {
 		// Those of the tools it may see, as search shows them.
-		tools := slices.DeleteFunc(slices.Clone(f.Tools), func(tf catalog.ToolFlaw) bool {
+		hidden := func(tf catalog.ToolFlaw) bool {
 			if tools == nil {
 				server, _, err := catalog.SplitID(tf.Tool)
 				return err != nil || !sees(server)
 			}
 			t, ok := tools.Tool(tf.Tool)
 			return !ok || !pol.Sees(c, t)
-		})
-		rep.SchemaFlaws = &SchemaFlaws{Count: len(tools), Tools: tools}
+		}
+		tools := slices.DeleteFunc(slices.Clone(f.Tools), hidden)
+		rep.SchemaFlaws = &SchemaFlaws{Count: len(tools), Tools: tools, HugeSchemas: f.HugeSchemas.without(hidden), Names: f.Names.without(hidden)}
 	}
 }

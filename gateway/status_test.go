@@ -245,7 +245,9 @@ func TestScopeReport(t *testing.T) {
 			},
 			Security: &SecurityStatus{Quarantined: []string{"mem__write", "secret__leak"}},
 			SchemaFlaws: &SchemaFlaws{Count: 3, Tools: []catalog.ToolFlaw{
-				{Tool: "mem2__read", Flaw: `"type" is "objetc"`}, {Tool: "mem__write", Flaw: `"type" is "objetc"`}, {Tool: "secret__leak", Flaw: `"type" is "objetc"`}}},
+				{Tool: "mem2__read", Flaw: `"type" is "objetc"`}, {Tool: "mem__write", Flaw: `"type" is "objetc"`}, {Tool: "secret__leak", Flaw: `"type" is "objetc"`}},
+				HugeSchemas: &FlawList{Count: 2, Tools: []catalog.ToolFlaw{{Tool: "mem2__read", Flaw: "40 KB"}, {Tool: "secret__leak", Flaw: "40 KB"}}},
+				Names:       &FlawList{Count: 1, Tools: []catalog.ToolFlaw{{Tool: "mem__write", Flaw: "' ' is not among"}}}},
 			Process: &ProcessInfo{PID: 7, Transport: "http", Addr: "127.0.0.1:8931", Config: []string{"/etc/secret/toolgate.json"},
 				TLS: true, TLSCert: "/etc/secret/gw.pem", TLSNotAfter: &notAfter, TLSError: "cannot read /etc/secret/gw.pem"},
 		}
@@ -278,8 +280,9 @@ func TestScopeReport(t *testing.T) {
 		},
 		Security: &SecurityStatus{Quarantined: []string{"mem__write"}},
 		// mem__write is a tool the key does not see (its server it may).
-		SchemaFlaws: &SchemaFlaws{Count: 1, Tools: []catalog.ToolFlaw{{Tool: "mem2__read", Flaw: `"type" is "objetc"`}}},
-		Process:     &ProcessInfo{PID: 7, Transport: "http", Addr: "127.0.0.1:8931", TLS: true, TLSNotAfter: &notAfter, TLSError: HiddenFromKey},
+		SchemaFlaws: &SchemaFlaws{Count: 1, Tools: []catalog.ToolFlaw{{Tool: "mem2__read", Flaw: `"type" is "objetc"`}},
+			HugeSchemas: &FlawList{Count: 1, Tools: []catalog.ToolFlaw{{Tool: "mem2__read", Flaw: "40 KB"}}}},
+		Process: &ProcessInfo{PID: 7, Transport: "http", Addr: "127.0.0.1:8931", TLS: true, TLSNotAfter: &notAfter, TLSError: HiddenFromKey},
 	}
 	if diff := cmp.Diff(want, rep); diff != "" {
 		t.Errorf("as the mem-ops key (-want +got):\n%s", diff)
@@ -335,19 +338,28 @@ func TestReportSchemaFlaws(t *testing.T) {
 	}
 	all = append(all, catalog.ToolFlaw{Tool: "off__t", Flaw: `"properties" must be an object`})
 	checked := true
+	// Schemas over 32 KB and names MCP does not recommend: the same kind
+	// of list, absent when there is none.
+	huge := []catalog.ToolFlaw{{Tool: "acme__big", Flaw: "40 KB of compact JSON"}, {Tool: "off__big", Flaw: "40 KB of compact JSON"}}
+	names := []catalog.ToolFlaw{{Tool: "off__a b", Flaw: "' ' is not among"}}
 	o := &StatusOptions{
 		Loop:        fakeStats{Disabled: []string{"off"}},
 		SchemaFlaws: func() ([]catalog.ToolFlaw, bool) { return all, checked },
+		ShownFlaws:  func() ([]catalog.ToolFlaw, []catalog.ToolFlaw) { return huge, names },
 	}
 	rep := o.Report(fakeStatus{{Name: "acme", State: backend.StateUp}}, nil)
 	if f := rep.SchemaFlaws; f == nil || f.Count != MaxSchemaFlawsShown+5 || !slices.Equal(f.Tools, all[:MaxSchemaFlawsShown]) {
 		t.Errorf("schemaFlaws = %+v, want the first %d of the %d acme tools", f, MaxSchemaFlawsShown, MaxSchemaFlawsShown+5)
 	}
+	if f := rep.SchemaFlaws; f == nil || f.HugeSchemas == nil || f.HugeSchemas.Count != 1 || !slices.Equal(f.HugeSchemas.Tools, huge[:1]) || f.Names != nil {
+		t.Errorf("schemaFlaws = %+v, want acme__big's schema over 32 KB and no name (off is disabled)", f)
+	}
 	if len(all) != MaxSchemaFlawsShown+6 || all[len(all)-1].Tool != "off__t" {
 		t.Errorf("the report changed the list it was given: %v", all)
 	}
 	b, _ := json.Marshal(o.Report(fakeStatus{}, nil))
-	if !strings.Contains(string(b), `"schemaFlaws":{"count":25,"tools":[{"tool":"acme__t00","flaw":"\"type\" is \"objetc\""}`) {
+	if !strings.Contains(string(b), `"schemaFlaws":{"count":25,"tools":[{"tool":"acme__t00","flaw":"\"type\" is \"objetc\""}`) ||
+		!strings.Contains(string(b), `"hugeSchemas":{"count":1,"tools":[{"tool":"acme__big","flaw":"40 KB of compact JSON"}]}}`) || strings.Contains(string(b), `"names"`) {
 		t.Errorf("JSON: %s", b)
 	}
 	all = all[len(all)-1:] // the disabled server's alone

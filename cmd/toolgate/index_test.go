@@ -775,7 +775,8 @@ func TestServeLogsFlawsOnce(t *testing.T) {
 }
 
 // TestStatusSaysSchemaFlaws: GET /status and toolgate status name a tool
-// whose input schema the gateway cannot read, with the words serve logs:
+// whose input schema the gateway cannot read (and one whose schema is over
+// 32 KB, one whose name MCP does not recommend), with the words serve logs:
 // only the log said it, so an operator looking at status did not learn
 // that its calls ran unchecked. status exits 0 (a warning: the gateway
 // serves the tool).
@@ -790,9 +791,19 @@ func TestStatusSaysSchemaFlaws(t *testing.T) {
 	if f.Count != 1 || len(f.Tools) != 1 || f.Tools[0].Tool != id || !strings.HasPrefix(f.Tools[0].Flaw, `"properties" must be an object`) {
 		t.Fatalf("schemaFlaws = %+v, want %s and why", f, id)
 	}
+	// The schema over 32 KB and the name MCP does not recommend, which
+	// only the log said too: served, checked, shown shortened or refused
+	// by a client of the server itself.
+	huge, name := "billing__"+backendtest.FlawedHugeTool, "billing__"+backendtest.FlawedNameTool
+	if f.HugeSchemas == nil || len(f.HugeSchemas.Tools) != 1 || f.HugeSchemas.Tools[0].Tool != huge || !strings.Contains(f.HugeSchemas.Tools[0].Flaw, " KB of compact JSON") ||
+		f.Names == nil || len(f.Names.Tools) != 1 || f.Names.Tools[0] != (catalog.ToolFlaw{Tool: name, Flaw: `' ', '!' are not among A-Z a-z 0-9 _ - .`}) {
+		t.Errorf("schemaFlaws = %+v %+v, want %s's size and %s's name", f.HugeSchemas, f.Names, huge, name)
+	}
 	out, stderr, err := runToolgate(t, data, "status", "--addr", addr)
 	if err != nil || !strings.Contains(out, "schema flaws: the input schema of 1 tool "+catalog.SchemaFlaw) ||
-		!strings.Contains(out, "\n  "+id+": "+f.Tools[0].Flaw+"\n") {
+		!strings.Contains(out, "\n  "+id+": "+f.Tools[0].Flaw+"\n") ||
+		!strings.Contains(out, "schema flaws: the input schema of 1 tool is over 32 KB") || !strings.Contains(out, "\n  "+huge+": ") ||
+		!strings.Contains(out, "schema flaws: the name of 1 tool "+catalog.NameFlaw) || !strings.Contains(out, "\n  "+name+": ") {
 		t.Errorf("toolgate status: %v\n%s%s", err, out, stderr)
 	}
 }

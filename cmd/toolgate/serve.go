@@ -417,7 +417,12 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	// with the verdicts logged (GET /status's "schemaFlaws"); nil until
 	// the catalog settles.
 	var flawed atomic.Pointer[[]catalog.ToolFlaw]
+	// And those over catalog.MaxSchemaShown and with a name MCP does not
+	// recommend (catalog.ShownFlaws), stored before flawed.
+	var shown atomic.Pointer[[2][]catalog.ToolFlaw]
 	settled := func(tools []catalog.Tool) {
+		huge, names := catalog.ShownFlaws(tools)
+		shown.Store(&[2][]catalog.ToolFlaw{huge, names})
 		all := flaws.Flawed(tools)
 		flawed.Store(&all)
 		var err error
@@ -529,6 +534,12 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 			return *all, true
 		}
 		return nil, false
+	}
+	sopts.ShownFlaws = func() (huge, names []catalog.ToolFlaw) {
+		if s := shown.Load(); s != nil {
+			return s[0], s[1]
+		}
+		return nil, nil
 	}
 	status := gateway.StatusHandler(pool, sopts)
 	level := logLevelHandler(g.level, log)

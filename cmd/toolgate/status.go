@@ -646,20 +646,34 @@ func printLoopStats(w io.Writer, st *live.Stats) {
 
 // printSchemaFlaws prints the tools whose input schema the gateway cannot
 // read, one a line with why, in the words of serve's log and toolgate
-// index (catalog.SchemaFlaw); nothing when there are none. Not a reason
+// index (catalog.SchemaFlaw), then those whose schema is over 32 KB and
+// those whose name MCP does not recommend; nothing when there are none. Not a reason
 // of degraded: the gateway serves them, as their servers would.
 func printSchemaFlaws(w io.Writer, f *gateway.SchemaFlaws) {
-	if f == nil || f.Count == 0 {
+	if f == nil {
 		return
 	}
-	fmt.Fprintf(w, "schema flaws: the input schema of %s %s: %s; ask %s server's author to fix it\n",
-		plural.Of(f.Count, "tool"), catalog.SchemaFlaw, catalog.SchemaFlawEffect(f.Count), plural.Pick(f.Count, "its", "their"))
-	for _, t := range f.Tools {
-		// The backend's names and words: escaped, as quarantined names.
-		fmt.Fprintf(w, "  %s: %s\n", safeText(t.Tool), oneLine(t.Flaw, 200))
+	list := func(count int, tools []catalog.ToolFlaw) {
+		for _, t := range tools {
+			// The backend's names and words: escaped, as quarantined names.
+			fmt.Fprintf(w, "  %s: %s\n", safeText(t.Tool), oneLine(t.Flaw, 200))
+		}
+		if more := count - len(tools); more > 0 {
+			fmt.Fprintf(w, "  and %d more (toolgate status --json lists the first %d; serve's log names each)\n", more, gateway.MaxSchemaFlawsShown)
+		}
 	}
-	if more := f.Count - len(f.Tools); more > 0 {
-		fmt.Fprintf(w, "  and %d more (toolgate status --json lists the first %d; serve's log names each)\n", more, gateway.MaxSchemaFlawsShown)
+	if f.Count > 0 {
+		fmt.Fprintf(w, "schema flaws: the input schema of %s %s: %s; ask %s server's author to fix it\n",
+			plural.Of(f.Count, "tool"), catalog.SchemaFlaw, catalog.SchemaFlawEffect(f.Count), plural.Pick(f.Count, "its", "their"))
+		list(f.Count, f.Tools)
+	}
+	if h := f.HugeSchemas; h != nil && h.Count > 0 {
+		fmt.Fprintf(w, "schema flaws: the input schema of %s is over %d KB: %s\n", plural.Of(h.Count, "tool"), catalog.MaxSchemaShown>>10, catalog.HugeSchema)
+		list(h.Count, h.Tools)
+	}
+	if n := f.Names; n != nil && n.Count > 0 {
+		fmt.Fprintf(w, "schema flaws: the name of %s %s: %s\n", plural.Of(n.Count, "tool"), catalog.NameFlaw, catalog.NameFlawEffect(n.Count))
+		list(n.Count, n.Tools)
 	}
 }
 

@@ -264,6 +264,9 @@ func TestStatusSchemaFlaws(t *testing.T) {
 				all = append(all, catalog.ToolFlaw{Tool: fmt.Sprintf("z__t%02d", i), Flaw: "\"properties\" must be an object"})
 			}
 			return all, true
+		},
+		ShownFlaws: func() (huge, names []catalog.ToolFlaw) {
+			return []catalog.ToolFlaw{{Tool: "big__pick_code", Flaw: "1356 KB of compact JSON"}}, []catalog.ToolFlaw{{Tool: "acme__send payment!", Flaw: `' ', '!' are not among A-Z a-z 0-9 _ - .`}}
 		}}))
 	defer srv.Close()
 	var out bytes.Buffer
@@ -272,6 +275,8 @@ func TestStatusSchemaFlaws(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
+		"schema flaws: the input schema of 1 tool is over 32 KB: " + catalog.HugeSchema + "\n  big__pick_code: 1356 KB of compact JSON\n",
+		"schema flaws: the name of 1 tool " + catalog.NameFlaw + ": " + catalog.NameFlawEffect(1) + "\n  acme__send payment!: ' ', '!' are not among A-Z a-z 0-9 _ - .\n",
 		"schema flaws: the input schema of 22 tools " + catalog.SchemaFlaw + ": " + catalog.SchemaFlawEffect(22) + "; ask their server's author to fix it\n",
 		"  acme__create_invoice: \"type\" is \"objetc\", not a JSON Schema type\n",
 		`  "e2__x\x1b]0;pwned\a": \x1b[2Jbad schema` + "\n",

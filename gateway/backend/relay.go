@@ -237,10 +237,17 @@ func (e *observeEvents) endLine() {
 
 func (e *observeEvents) Close() error { return e.rc.Close() }
 
+// noMeta: a relayed notification goes without the backend's _meta. What
+// MCP puts there (io.modelcontextprotocol/related-task, a progress token)
+// names things of the backend's session, which the client's session does
+// not have, and the rest is the backend's own, for its own client: nothing
+// a client of the gateway can use, and strings that went to it unmasked
+// and unescaped.
+
 // progress relays a notifications/progress from the backend to the call
 // whose token it carries; one with another token is dropped. Its message
 // goes out with the server's secrets masked and its control characters
-// escaped (termtext.Escape).
+// escaped (termtext.Escape), without _meta (noMeta).
 func (c *calls) progress(p *mcp.ProgressNotificationParams) {
 	if p == nil {
 		return
@@ -256,7 +263,7 @@ func (c *calls) progress(p *mcp.ProgressNotificationParams) {
 		return // the call has ended, or the token is not ours
 	}
 	out := *p
-	out.ProgressToken = nil
+	out.ProgressToken, out.Meta = nil, nil // noMeta
 	if c.mask != nil {
 		if m, ok := c.mask(out.Message).(string); ok {
 			out.Message = m
@@ -267,7 +274,8 @@ func (c *calls) progress(p *mcp.ProgressNotificationParams) {
 }
 
 // log relays a notifications/message from the backend to the call in
-// flight, when there is exactly one and it asked for messages at that level.
+// flight, when there is exactly one and it asked for messages at that
+// level: its logger and data masked and escaped, without _meta (noMeta).
 func (c *calls) log(p *mcp.LoggingMessageParams) {
 	if p == nil {
 		return
@@ -284,8 +292,13 @@ func (c *calls) log(p *mcp.LoggingMessageParams) {
 		return
 	}
 	out := *p
+	out.Meta = nil // noMeta
 	if c.mask != nil {
 		out.Data = c.mask(out.Data)
+		// A logger may be named after a key, as a stderr line may hold one.
+		if m, ok := c.mask(out.Logger).(string); ok {
+			out.Logger = m
+		}
 	}
 	// Its strings go out escaped, as a progress message does: a client
 	// may print them on a terminal, where a backend's ESC[2K ESC[1A

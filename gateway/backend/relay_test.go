@@ -235,18 +235,8 @@ func (c *chunked) Read(p []byte) (int, error) {
 // title set by ESC]0;…BEL.
 func TestRelayedEventsEscaped(t *testing.T) {
 	const secret = "relay-secret-value-123"
-	c := calls{mask: mask.New([]string{secret}).Value}
-	var rec recorder
-	k := c.add(rec.events("info"))
-	defer c.done(k)
-	notify := func(method string, params any) {
-		b, err := json.Marshal(params)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.observe(&jsonrpc.Request{Method: method, Params: b})
-	}
-	notify(methodProgress, map[string]any{"progressToken": k.token, "progress": 1, "total": 2,
+	rec, token, notify := relayMasking(t, secret)
+	notify(methodProgress, map[string]any{"progressToken": token, "progress": 1, "total": 2,
 		"message": "ok\x1b[2K\x1b[1A\x1b]0;pwned\a \u202eevil\u009b31m\tline2\nline3 " + secret})
 	notify(methodMessage, map[string]any{"level": "info", "logger": "lg\x1b[31mRED\u202e", "data": "plain\x1b[8mHIDDEN\x1b[0m\u200b"})
 	notify(methodMessage, map[string]any{"level": "info", "data": map[string]any{
@@ -272,5 +262,48 @@ func TestRelayedEventsEscaped(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, rec.logs[1].Data); diff != "" || rec.logs[1].Logger != "" {
 		t.Errorf("log message's data (-want +got):\n%s logger %q", diff, rec.logs[1].Logger)
+	}
+}
+
+// TestRelayedEventsMetaAndLogger: a log message's logger reaches the
+// client with the server's secrets masked, as its data does (a backend
+// that named its logger after its API key showed the key to every client
+// that set a log level), and the backend's _meta of a log or progress
+// notification is left out: it names things of the backend's session, and
+// its strings went to the client unescaped and unmasked.
+func TestRelayedEventsMetaAndLogger(t *testing.T) {
+	const secret = "relay-secret-value-123"
+	rec, token, notify := relayMasking(t, secret)
+	meta := map[string]any{"k\x1b[31m": "v " + secret + "\x1b]0;t\a", "io.modelcontextprotocol/related-task": map[string]any{"taskId": "backend-task-1"}}
+	notify(methodProgress, map[string]any{"progressToken": token, "progress": 1, "message": "step", "_meta": meta})
+	notify(methodMessage, map[string]any{"level": "info", "logger": "lg-" + secret + "\x1b[2K", "data": "d", "_meta": meta})
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.progress) != 1 || len(rec.logs) != 1 {
+		t.Fatalf("%d progress notifications and %d log messages, want 1 each", len(rec.progress), len(rec.logs))
+	}
+	if l := rec.logs[0]; l.Logger != `lg-`+mask.Hidden+`\x1b[2K` || l.Meta != nil {
+		t.Errorf("log message: logger %q, _meta %v; want the secret masked, the escape escaped and no _meta", l.Logger, l.Meta)
+	}
+	if pr := rec.progress[0]; pr.Meta != nil || pr.Message != "step" {
+		t.Errorf("progress: message %q, _meta %v; want the message and no _meta", pr.Message, pr.Meta)
+	}
+}
+
+// relayMasking is a call in flight that wants progress and log messages
+// at info and up, on a run whose mask knows secret: what was relayed to
+// it, its progress token, and notify, which hands the run a notification
+// its backend sent.
+func relayMasking(t *testing.T, secret string) (rec *recorder, token string, notify func(method string, params any)) {
+	c := &calls{mask: mask.New([]string{secret}).Value}
+	rec = &recorder{}
+	k := c.add(rec.events("info"))
+	t.Cleanup(func() { c.done(k) })
+	return rec, k.token, func(method string, params any) {
+		b, err := json.Marshal(params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.observe(&jsonrpc.Request{Method: method, Params: b})
 	}
 }

@@ -263,7 +263,7 @@ func TestReviewHugeSchemas(t *testing.T) {
 	if n := Review(&w, "t.jsonl", tools); n != 1 {
 		t.Errorf("Review = %d, want 1", n)
 	}
-	want := `toolgate: warning: t.jsonl: the input schema of 1 tool is over 32 KB: "a__huge" (40 KB): a compact search_tools answer gives its arguments in its place (the whole schema only with "detail": "full"), as an answer that carried it would fill the model's context; ask its server's author for a smaller one (an enum of thousands of values is better a string the tool checks)` + "\n"
+	want := `toolgate: warning: t.jsonl: the input schema of 1 tool is over 32 KB: "a__huge" (40 KB): a compact search_tools answer gives its arguments in its place (the whole schema only in a "detail": "full" answer of that tool alone), as an answer that carried it would fill the model's context; ask its server's author for a smaller one (an enum of thousands of values is better a string the tool checks)` + "\n"
 	if w.String() != want {
 		t.Errorf("warning =\n%s\nwant\n%s", w.String(), want)
 	}
@@ -271,7 +271,7 @@ func TestReviewHugeSchemas(t *testing.T) {
 	var f FlawLog
 	f.Listed(logs.Logger(), "a", tools)
 	f.Listed(logs.Logger(), "a", tools)
-	msg := `msg="the input schema of a tool is over 32 KB: a compact search_tools answer gives its arguments in its place (the whole schema only with \"detail\": \"full\"), as an answer that carried it would fill the model's context; ask its server's author for a smaller one (an enum of thousands of values is better a string the tool checks)" tool=a__huge kb=40`
+	msg := `msg="the input schema of a tool is over 32 KB: a compact search_tools answer gives its arguments in its place (the whole schema only in a \"detail\": \"full\" answer of that tool alone), as an answer that carried it would fill the model's context; ask its server's author for a smaller one (an enum of thousands of values is better a string the tool checks)" tool=a__huge kb=40`
 	if strings.Count(logs.String(), msg) != 1 {
 		t.Errorf("serve's log: want once\n%s\ngot\n%s", msg, logs.String())
 	}

@@ -227,7 +227,7 @@ func ShownKB(schema json.RawMessage) int {
 }
 
 // HugeSchema follows "the input schema of TOOL is over 32 KB: ".
-const HugeSchema = `a compact search_tools answer gives its arguments in its place (the whole schema only with "detail": "full"), as an answer that carried it would fill the model's context; ask its server's author for a smaller one (an enum of thousands of values is better a string the tool checks)`
+const HugeSchema = `a compact search_tools answer gives its arguments in its place (the whole schema only in a "detail": "full" answer of that tool alone), as an answer that carried it would fill the model's context; ask its server's author for a smaller one (an enum of thousands of values is better a string the tool checks)`
 
 // CutDescription is s cut to at most MaxDescription bytes, at the start
 // of a character, and whether it was cut.
@@ -539,6 +539,45 @@ func (f *FlawLog) Flawed(tools []Tool) []ToolFlaw {
 	}
 	slices.SortFunc(out, func(a, b ToolFlaw) int { return strings.Compare(a.Tool, b.Tool) })
 	return out
+}
+
+// ShownFlaws are the tools whose input schema is over MaxSchemaShown, each
+// with its size, and those whose name MCP does not recommend, each with
+// what is wrong with it, by ID: definitions the gateway serves (and checks
+// calls against), which Listed logs once, as it does a schema it cannot
+// read (Flawed). Nothing is resolved: a pattern match, and a compaction
+// of the schemas over the cap.
+func ShownFlaws(tools []Tool) (huge, names []ToolFlaw) {
+	for _, t := range tools {
+		if kb := ShownKB(t.InputSchema); kb > 0 {
+			huge = append(huge, ToolFlaw{Tool: t.ID(), Flaw: fmt.Sprintf("%d KB of compact JSON", kb)})
+		}
+		if why := nameWhy(t.Name); why != "" {
+			names = append(names, ToolFlaw{Tool: t.ID(), Flaw: why})
+		}
+	}
+	byID := func(a, b ToolFlaw) int { return strings.Compare(a.Tool, b.Tool) }
+	slices.SortFunc(huge, byID)
+	slices.SortFunc(names, byID)
+	return huge, names
+}
+
+// nameWhy says what keeps name from being one MCP recommends (mcpNameRE),
+// "" when nothing does: its length, or the characters it may not have.
+func nameWhy(name string) string {
+	if mcpNameRE.MatchString(name) {
+		return ""
+	}
+	if n := utf8.RuneCountInString(name); n == 0 || n > 128 {
+		return fmt.Sprintf("%d characters, not 1 to 128", n)
+	}
+	var bad []string
+	for _, r := range name {
+		if q := strconv.QuoteRune(r); !mcpNameRE.MatchString(string(r)) && !slices.Contains(bad, q) {
+			bad = append(bad, q)
+		}
+	}
+	return fmt.Sprintf("%s %s not among A-Z a-z 0-9 _ - .", strings.Join(bad, ", "), plural.Pick(len(bad), "is", "are"))
 }
 
 // Checks are the verdicts of tools' input schemas, resolving those f

@@ -1,7 +1,11 @@
 package catalog
 
 import (
+	"encoding/json"
+	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -60,5 +64,39 @@ func TestSchemaWalkReadsEveryField(t *testing.T) {
 	}
 	if n < 23 {
 		t.Errorf("%d fields of Schema hold schemas, want at least the 23 of jsonschema-go v0.4.3", n)
+	}
+}
+
+// TestShownFlaws: the tools served whose input schema is over
+// MaxSchemaShown (with its size) and those whose name MCP does not
+// recommend (with what is wrong: its length, or the characters it may not
+// have, each once and quoted, a control character escaped), by ID; a
+// schema that is long only for its spaces is not over the cap.
+func TestShownFlaws(t *testing.T) {
+	enum := make([]string, 5000)
+	for i := range enum {
+		enum[i] = fmt.Sprintf("c%05d", i)
+	}
+	huge, err := json.Marshal(map[string]any{"type": "object", "properties": map[string]any{"code": map[string]any{"type": "string", "enum": enum}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spaced := json.RawMessage(`{"type": "object"` + strings.Repeat(" ", MaxSchemaShown) + `}`)
+	tools := []Tool{
+		{Server: "z", Name: "pick", InputSchema: huge},
+		{Server: "a", Name: "send payment!", InputSchema: spaced},
+		{Server: "a", Name: strings.Repeat("n", 129)},
+		{Server: "a", Name: "x\x1b]0;t\a y"},
+		{Server: "a", Name: "fine_name-1.2"},
+	}
+	gotHuge, gotNames := ShownFlaws(tools)
+	wantHuge := []ToolFlaw{{Tool: "z__pick", Flaw: fmt.Sprintf("%d KB of compact JSON", len(huge)>>10)}}
+	wantNames := []ToolFlaw{
+		{Tool: "a__" + strings.Repeat("n", 129), Flaw: "129 characters, not 1 to 128"},
+		{Tool: "a__send payment!", Flaw: `' ', '!' are not among A-Z a-z 0-9 _ - .`},
+		{Tool: "a__x\x1b]0;t\a y", Flaw: `'\x1b', ']', ';', '\a', ' ' are not among A-Z a-z 0-9 _ - .`},
+	}
+	if !slices.Equal(gotHuge, wantHuge) || !slices.Equal(gotNames, wantNames) {
+		t.Errorf("ShownFlaws:\n%q\n%q\nwant\n%q\n%q", gotHuge, gotNames, wantHuge, wantNames)
 	}
 }

@@ -111,7 +111,7 @@ const (
 	ModeDuplicateNames  = "duplicate-names"   // tools/list lists echo twice, the copy (last) with another description, as a broken server may
 	ModePoisonedInfo    = "poisoned-info"     // the handshake's serverInfo title is PoisonedTitle (an <IMPORTANT> block)
 	ModeOddSchemas      = "odd-schemas"       // tools/list also lists "forecast_true", "forecast_array" and "forecast_string", whose inputSchema is not an object (true, [], "object"), as a broken server may
-	ModeFlawed          = "flawed"            // tools/list also lists FlawedLongTool, its description FlawedLongBytes long, and FlawedSchemaTool, its inputSchema's "properties" a list (a schema the gateway cannot validate with), as a server's author may write them
+	ModeFlawed          = "flawed"            // tools/list also lists FlawedLongTool, its description FlawedLongBytes long, FlawedSchemaTool, its inputSchema's "properties" a list (a schema the gateway cannot validate with), FlawedNameTool, a name MCP does not recommend, and FlawedHugeTool, an input schema over 32 KB, as a server's author may write them
 	ModeDeepSchema      = "deep-schema"       // tools/list also lists "deep", whose inputSchema nests 600 objects (1,200 levels of JSON), as a generated schema may
 	ModeNameless        = "nameless"          // tools/list also lists a tool named "" and one without "name", as a broken server may
 	ModeListOutput      = "list-output"       // tool "shelves" has a []string output (SEP-2106): its structuredContent is an array, its text the same JSON (go-sdk's server)
@@ -486,14 +486,27 @@ const (
 	FlawedLongTool   = "export_ledger"
 	FlawedLongBytes  = 20000
 	FlawedSchemaTool = "remind"
+	FlawedNameTool   = "send reminder!"
+	FlawedHugeTool   = "pick_zone"
 )
 
 // flawed appends the tools of ModeFlawed.
 func flawed(tools []any) []any {
 	return append(tools,
 		map[string]any{"name": FlawedLongTool, "description": "Export the ledger. " + strings.Repeat("x", FlawedLongBytes-len("Export the ledger. ")), "inputSchema": map[string]any{"type": "object"}},
-		map[string]any{"name": FlawedSchemaTool, "description": "Send a reminder.", "inputSchema": map[string]any{"type": "object", "properties": []any{map[string]any{"to": "string"}}}})
+		map[string]any{"name": FlawedSchemaTool, "description": "Send a reminder.", "inputSchema": map[string]any{"type": "object", "properties": []any{map[string]any{"to": "string"}}}},
+		map[string]any{"name": FlawedNameTool, "description": "Send a reminder now.", "inputSchema": map[string]any{"type": "object"}},
+		map[string]any{"name": FlawedHugeTool, "description": "Pick a time zone code.", "inputSchema": map[string]any{"type": "object", "properties": map[string]any{"zone": map[string]any{"type": "string", "enum": zones}}}})
 }
+
+// zones is FlawedHugeTool's enum: 40 KB of JSON.
+var zones = func() []string {
+	z := make([]string, 4000)
+	for i := range z {
+		z[i] = fmt.Sprintf("zone%04d", i)
+	}
+	return z
+}()
 
 func spawnGrandchild() error {
 	exe, err := os.Executable()
@@ -564,6 +577,12 @@ const (
 // ProgressMessage is the message of step i of tool "progress", in its
 // progress notification and its log message.
 func ProgressMessage(i int) string { return fmt.Sprintf("step %d", i) }
+
+// ProgressLogger names the logger of tool "progress"'s log messages. It
+// is not "progress": the modes are an env value of the child, which the
+// pool masks as a secret wherever the child writes it, a logger's name
+// among them.
+const ProgressLogger = "stepper"
 
 // Descriptions of the "poisoned" mode's tools: one clean, and two that
 // hide instructions (a visible <IMPORTANT> block, and the same in Unicode
@@ -756,7 +775,7 @@ func NewServer(modes Modes) *mcp.Server {
 					if says := os.Getenv(EnvLogSays); says != "" {
 						data = map[string]any{"message": ProgressMessage(i) + ": " + says, "apiKey": says}
 					}
-					if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "progress", Data: data}); err != nil {
+					if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: ProgressLogger, Data: data}); err != nil {
 						return nil, nil, err
 					}
 				}

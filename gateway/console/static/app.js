@@ -206,6 +206,18 @@ function healthWarnings(st) {
       flaws.tools.map((f) => f.tool + " (" + f.flaw + ")").join(", ") + (more > 0 ? ", and " + more + " more" : "") +
       " (ask the server's author to fix it)");
   }
+  // Served and checked, but shown other than listed, or refused by a
+  // client of the server itself: the same words as toolgate status.
+  const other = [
+    [flaws && flaws.hugeSchemas, "Input schema over 32 KB, so a compact search answer gives its arguments in its place"],
+    [flaws && flaws.names, "Tool name MCP does not recommend (1 to 128 characters of A-Z a-z 0-9 _ - .), served as listed; a client of the server itself may refuse it"],
+  ];
+  for (const [list, what] of other) {
+    if (list && list.count) {
+      const more = list.count - list.tools.length;
+      out.push(what + ": " + list.tools.map((f) => f.tool + " (" + f.flaw + ")").join(", ") + (more > 0 ? ", and " + more + " more" : ""));
+    }
+  }
   return out;
 }
 

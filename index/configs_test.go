@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/toolgate/toolgate/index/catalog"
@@ -113,4 +114,56 @@ func ensureFor(t *testing.T, dir string, tools []catalog.Tool, emb Embedder, con
 	}
 	t.Cleanup(func() { ix.Close() })
 	return ix, rep
+}
+
+// Indexes lists every index the folder keeps (what `toolgate doctor`
+// shows), the current one first, and whether each opens; StartingPoint
+// names the one a config's gateway starts from.
+func TestIndexesOfTwoConfigs(t *testing.T) {
+	dir := t.TempDir()
+	if ks, err := Indexes(dir); err != nil || len(ks) != 0 {
+		t.Fatalf("Indexes of an empty folder: %v, %v", ks, err)
+	}
+	all := testTools()
+	var a, b []catalog.Tool
+	for _, tl := range all {
+		if tl.Server != "github" {
+			a = append(a, tl)
+		} else {
+			b = append(b, tl)
+		}
+	}
+	emb := &fakeEmbedder{id: "fake/1", dim: 32}
+	ensureFor(t, dir, a, emb, "/etc/a.json")
+	ensureFor(t, dir, b, emb, "/etc/b.json")
+	ks, err := Indexes(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ks) != 2 || !ks[0].Current || ks[0].Config != "/etc/b.json" || ks[0].Tools != len(b) ||
+		ks[1].Current || ks[1].Config != "/etc/a.json" || ks[1].Tools != len(a) || ks[0].Err != nil || ks[1].Err != nil {
+		t.Fatalf("Indexes: %+v", ks)
+	}
+	if len(ks[0].Others) != 0 {
+		t.Errorf("the current index's entry repeats the others: %+v", ks[0].Others)
+	}
+	m, err := StartingPoint(dir, ServersOf(a), &Options{Config: "/etc/a.json"})
+	if err != nil || m.Generation != ks[1].Generation {
+		t.Errorf("a starts from %+v (%v), want generation %d", m, err, ks[1].Generation)
+	}
+	m, err = StartingPoint(dir, ServersOf(b), &Options{Config: "/etc/b.json"})
+	if err != nil || m.Generation != ks[0].Generation {
+		t.Errorf("b starts from %+v (%v), want generation %d", m, err, ks[0].Generation)
+	}
+	// a's generation gone: it does not open, and a starts from the current one.
+	if err := os.RemoveAll(genDir(dir, ks[1].Generation)); err != nil {
+		t.Fatal(err)
+	}
+	ks, err = Indexes(dir)
+	if err != nil || len(ks) != 2 || ks[1].Err == nil || ks[0].Err != nil {
+		t.Fatalf("Indexes with a's generation removed: %+v, %v", ks, err)
+	}
+	if m, err := StartingPoint(dir, ServersOf(a), &Options{Config: "/etc/a.json"}); err != nil || m.Generation != ks[0].Generation {
+		t.Errorf("a starts from %+v (%v), want the current generation %d", m, err, ks[0].Generation)
+	}
 }

@@ -595,33 +595,101 @@ func Open(dir string, opts *Options) (*Index, error) {
 // server but servers; without one, the current generation, which the
 // caller may find does not fit.
 func OpenFor(dir string, servers []string, opts *Options) (*Index, error) {
+	ix, _, err := openFor(dir, servers, opts)
+	return ix, err
+}
+
+// StartingPoint is the manifest of the generation OpenFor opens for the
+// gateway of opts.Config with servers (what `toolgate doctor --config`
+// names), or the error it fails with.
+func StartingPoint(dir string, servers []string, opts *Options) (*Manifest, error) {
+	ix, m, err := openFor(dir, servers, opts)
+	if err != nil {
+		return nil, err
+	}
+	ix.Close()
+	return m, nil
+}
+
+// openFor is OpenFor that also returns the manifest of the generation
+// opened (nil when it cannot tell: the manifest swapped meanwhile).
+func openFor(dir string, servers []string, opts *Options) (*Index, *Manifest, error) {
 	ix, err := Open(dir, opts)
-	cfg := opts.config()
-	if err != nil || cfg == "" {
-		return ix, err
+	if err != nil {
+		return nil, nil, err
 	}
 	m, err := readManifest(dir)
-	if err != nil || m.Config == cfg || ix.Fingerprint() != m.Fingerprint {
-		return ix, nil // this config's, or a manifest swapped meanwhile
+	switch {
+	case err != nil || ix.otherFormat == 0 && ix.Fingerprint() != m.Fingerprint:
+		return ix, nil, nil // a manifest swapped meanwhile
+	case ix.otherFormat != 0:
+		return ix, m, nil // another toolgate's: its gateway keeps no generation of this format
 	}
-	var best *Manifest
-	for i := range m.Others {
-		o := &m.Others[i]
-		if o.Config == cfg && o.Format == FormatVersion && o.Analyzer == analyzerSignature() && within(o.Servers, servers) {
-			best = o
-			break
-		}
+	cfg := opts.config()
+	if cfg == "" || m.Config == cfg {
+		return ix, m, nil
 	}
+	best := keptFor(m, cfg, servers)
 	if best == nil {
-		return ix, nil
+		return ix, m, nil
 	}
 	other, err := openGen(dir, best)
 	if err != nil { // removed by a builder meanwhile
 		opts.logger().Debug("the index kept for this config's servers does not open", "generation", best.Generation, "err", err)
-		return ix, nil
+		return ix, m, nil
 	}
 	ix.Close()
-	return other, nil
+	return other, best, nil
+}
+
+// keptFor is the generation m keeps for config (Manifest.Others) that a
+// gateway of it cataloguing servers can start from, or nil.
+func keptFor(m *Manifest, config string, servers []string) *Manifest {
+	for i := range m.Others {
+		o := &m.Others[i]
+		if o.Config == config && o.Format == FormatVersion && o.Analyzer == analyzerSignature() && within(o.Servers, servers) {
+			return o
+		}
+	}
+	return nil
+}
+
+// Kept is one index an index folder keeps: the current generation or one
+// kept for another config (Manifest.Others).
+type Kept struct {
+	Manifest
+	Current bool
+	// Err says why the generation does not open (nil: it opens).
+	Err error
+}
+
+// Indexes lists the indexes the index folder dir keeps, the current one
+// first, then those kept for other configs, newest first, each opened
+// (and closed) to tell whether it opens. No manifest is none, not an
+// error.
+func Indexes(dir string) ([]Kept, error) {
+	m, err := readManifest(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	head := *m
+	head.Others = nil
+	out := []Kept{{Manifest: head, Current: true}}
+	for _, o := range m.Others {
+		out = append(out, Kept{Manifest: o})
+	}
+	for i := range out {
+		ix, err := openGen(dir, &out[i].Manifest)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		ix.Close()
+	}
+	return out, nil
 }
 
 // ServersOf names the servers of tools, sorted.

@@ -164,7 +164,7 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 	}
 	defer ix.Close()
 	// Not saved, serve's next start checks the schemas itself.
-	if _, err := index.SaveChecks(res.Dir, &flaws, ix.Tools(), saved); err != nil {
+	if _, err := index.SaveChecks(res.Dir, flaws.Checks(ix.Tools()), saved); err != nil {
 		g.logger.Debug("the verdicts of the tools' input schemas are not saved: the next serve checks them again", "err", err)
 	}
 

@@ -167,3 +167,66 @@ func TestIndexesOfTwoConfigs(t *testing.T) {
 		t.Errorf("a starts from %+v (%v), want the current generation %d", m, err, ks[0].Generation)
 	}
 }
+
+// Gateways of two configs on one data folder, one of them a toolgate of
+// another index format (an upgrade of one gateway first, a rollback of
+// one): each build kept no generation of another format, so each start
+// after the other's build was a cold one that embedded its catalog again,
+// and the other's index was thrown away. The generation of another format
+// is now kept for its config like any other's (neither reads the other's),
+// and each starts from and reuses its own.
+func TestIndexOfTwoFormats(t *testing.T) {
+	dir := t.TempDir()
+	all := testTools()
+	var a, b []catalog.Tool
+	for _, tl := range all {
+		if tl.Server != "github" {
+			a = append(a, tl)
+		} else {
+			b = append(b, tl)
+		}
+	}
+	emb := &fakeEmbedder{id: "fake/1", dim: 32}
+	ensureFor(t, dir, a, emb, "/etc/a.json")
+	// The gateway of new.json, a toolgate of the next format, builds:
+	// as this code would, keeping a's, then its manifest says its format.
+	ensureFor(t, dir, b, emb, "/etc/new.json")
+	m, err := readManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := m.Generation
+	m.Format = FormatVersion + 1
+	if err := writeManifest(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	// a's gateway starts from its own, not from the newer one's.
+	ix, err := OpenFor(dir, ServersOf(a), &Options{Config: "/etc/a.json", AnyFormat: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ix.Fingerprint() != catalog.Fingerprint(a) || ix.OtherFormat() != 0 {
+		t.Errorf("a's gateway starts from the catalog of %v (format %d), want its own", ServersOf(ix.Tools()), ix.OtherFormat())
+	}
+	ix.Close()
+	// a's build takes its vectors from its own, and keeps the newer one's.
+	embedded := emb.texts
+	_, rep := ensureFor(t, dir, a, emb, "/etc/a.json")
+	if rep.Reused != len(a) || emb.texts != embedded {
+		t.Errorf("a's build after the newer one's: reused %d of %d, embedded %d", rep.Reused, len(a), rep.Embedded)
+	}
+	m, err = readManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Others) != 1 || m.Others[0].Generation != newer || m.Others[0].Format != FormatVersion+1 || m.Others[0].Config != "/etc/new.json" {
+		t.Fatalf("after a's build, kept: %+v; want the newer toolgate's generation %d", m.Others, newer)
+	}
+	assertGenerations(t, dir, newer, m.Generation)
+	// A build of the same config by this toolgate replaces the other
+	// format's (an upgrade of one gateway): it is not kept beside.
+	ensureFor(t, dir, b, emb, "/etc/new.json")
+	if m, _ = readManifest(dir); len(m.Others) != 1 || m.Others[0].Config != "/etc/a.json" {
+		t.Errorf("after new.json's build by this toolgate, kept: %+v; want a's only", m.Others)
+	}
+}

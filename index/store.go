@@ -96,8 +96,9 @@ type Manifest struct {
 	Servers []string `json:"servers,omitempty"`
 	// Others are the manifests of the generations kept for other configs
 	// than Config (gateways of other configs on the data folder), the last
-	// of each, newest first, KeepOthers at most; their own Others are
-	// empty.
+	// of each, newest first, KeepOthers at most (those of another format
+	// too: a gateway of another toolgate version, which only it reads);
+	// their own Others are empty.
 	Others []Manifest `json:"others,omitempty"`
 }
 
@@ -230,7 +231,9 @@ func EnsureReport(ctx context.Context, dir string, tools []catalog.Tool, emb Emb
 		// An older (or newer) toolgate's index is what an upgrade finds:
 		// expected, not a fault; a manifest that does not read, or a
 		// generation gone, is one.
-		if prev != nil && prev.Format > FormatVersion {
+		if prev != nil && prev.Config != "" && prev.Config != opts.config() && prev.Format != FormatVersion {
+			log.Info("index on disk is another toolgate version's, for another config's gateway; keeping it for that one and building this config's", "format", prev.Format, "this_version_reads", FormatVersion, "config", prev.Config, "dir", ixDir)
+		} else if prev != nil && prev.Format > FormatVersion {
 			log.Info("index on disk is a newer toolgate's (a rollback?); rebuilding it for this one, and the newer toolgate rebuilds its own when it runs here again", "format", prev.Format, "this_version_reads", FormatVersion, "dir", ixDir)
 		} else if prev != nil && (prev.Format != FormatVersion || prev.Analyzer != analyzerSignature()) {
 			log.Info("index on disk is from another toolgate version; rebuilding it", "format", prev.Format, "this_version_reads", FormatVersion, "dir", ixDir)
@@ -267,7 +270,7 @@ func EnsureReport(ctx context.Context, dir string, tools []catalog.Tool, emb Emb
 	// folder) stay, and lend their vectors too.
 	others := othersAfter(ixDir, prev, opts.config())
 	more := func(servers []string) []*Index { // this config's kept one too: it is replaced once written
-		if prev == nil || prev.Format != FormatVersion {
+		if prev == nil {
 			return nil
 		}
 		return openOthers(ixDir, prev.Others, modelID, servers)
@@ -619,11 +622,8 @@ func openFor(dir string, servers []string, opts *Options) (*Index, *Manifest, er
 		return nil, nil, err
 	}
 	m, err := readManifest(dir)
-	switch {
-	case err != nil || ix.otherFormat == 0 && ix.Fingerprint() != m.Fingerprint:
+	if err != nil || ix.otherFormat == 0 && ix.Fingerprint() != m.Fingerprint {
 		return ix, nil, nil // a manifest swapped meanwhile
-	case ix.otherFormat != 0:
-		return ix, m, nil // another toolgate's: its gateway keeps no generation of this format
 	}
 	cfg := opts.config()
 	if cfg == "" || m.Config == cfg {
@@ -714,8 +714,12 @@ func within(a, b []string) bool {
 
 // othersAfter is the Others of the manifest written after prev for
 // config: prev and its own Others, newest first, but those of config
-// (replaced), of no config, and those no build can use (another format, or
-// their generation gone), the last of each config, KeepOthers at most.
+// (replaced), of no config, and those whose generation is gone, the last
+// of each config, KeepOthers at most. Those of another format (a gateway
+// of an older or newer toolgate on the data folder) are kept too, for
+// that gateway: neither toolgate reads the other's (openOthers, keptFor),
+// but each used to throw the other's away, so each start after the
+// other's build was a cold one.
 func othersAfter(ixDir string, prev *Manifest, config string) []Manifest {
 	if prev == nil {
 		return nil
@@ -727,7 +731,7 @@ func othersAfter(ixDir string, prev *Manifest, config string) []Manifest {
 		if len(out) == KeepOthers {
 			break
 		}
-		if o.Config == "" || o.Config == config || o.Format != FormatVersion || o.Analyzer != analyzerSignature() || o.Generation <= 0 ||
+		if o.Config == "" || o.Config == config || o.Generation <= 0 ||
 			slices.ContainsFunc(out, func(k Manifest) bool { return k.Config == o.Config }) {
 			continue
 		}

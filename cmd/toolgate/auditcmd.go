@@ -308,14 +308,16 @@ func formatRecord(r audit.Record) string {
 	if r.Session != "" {
 		parts = append(parts, "session="+safeText(r.Session))
 	}
-	if r.Config != "" {
-		parts = append(parts, "config="+safeText(r.Config))
-	}
 	if r.ArgumentsSHA256 != "" {
 		parts = append(parts, "args=sha256:"+safeText(r.ArgumentsSHA256[:min(12, len(r.ArgumentsSHA256))]))
 	}
 	if r.Reason != "" {
 		parts = append(parts, "("+safeText(r.Reason)+")")
+	}
+	// Last: what the line said before records named their config is
+	// left as it was.
+	if r.Config != "" {
+		parts = append(parts, "config="+safeText(r.Config))
 	}
 	return strings.Join(parts, "  ")
 }

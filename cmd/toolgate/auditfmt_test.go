@@ -305,7 +305,7 @@ func TestAuditTailServedBy(t *testing.T) {
 	if err := runAuditTail(context.Background(), &globals{dataDir: data}, &out, &errOut, auditTailFlags{n: 20, servedBy: "b.json"}); err != nil {
 		t.Fatal(err)
 	}
-	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "  config="+b) {
+	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 1 || !strings.HasSuffix(lines[0], "  config="+b) {
 		t.Errorf("--served-by b.json: %q, want b's one record, with config=%s", out.String(), b)
 	}
 	out.Reset()

@@ -124,15 +124,7 @@ func TestIndexesOfTwoConfigs(t *testing.T) {
 	if ks, err := Indexes(dir); err != nil || len(ks) != 0 {
 		t.Fatalf("Indexes of an empty folder: %v, %v", ks, err)
 	}
-	all := testTools()
-	var a, b []catalog.Tool
-	for _, tl := range all {
-		if tl.Server != "github" {
-			a = append(a, tl)
-		} else {
-			b = append(b, tl)
-		}
-	}
+	a, b := splitGithub()
 	emb := &fakeEmbedder{id: "fake/1", dim: 32}
 	ensureFor(t, dir, a, emb, "/etc/a.json")
 	ensureFor(t, dir, b, emb, "/etc/b.json")
@@ -177,15 +169,7 @@ func TestIndexesOfTwoConfigs(t *testing.T) {
 // and each starts from and reuses its own.
 func TestIndexOfTwoFormats(t *testing.T) {
 	dir := t.TempDir()
-	all := testTools()
-	var a, b []catalog.Tool
-	for _, tl := range all {
-		if tl.Server != "github" {
-			a = append(a, tl)
-		} else {
-			b = append(b, tl)
-		}
-	}
+	a, b := splitGithub()
 	emb := &fakeEmbedder{id: "fake/1", dim: 32}
 	ensureFor(t, dir, a, emb, "/etc/a.json")
 	// The gateway of new.json, a toolgate of the next format, builds:
@@ -229,4 +213,17 @@ func TestIndexOfTwoFormats(t *testing.T) {
 	if m, _ = readManifest(dir); len(m.Others) != 1 || m.Others[0].Config != "/etc/a.json" {
 		t.Errorf("after new.json's build by this toolgate, kept: %+v; want a's only", m.Others)
 	}
+}
+
+// splitGithub splits testTools into the tools of every server but
+// github's, and github's.
+func splitGithub() (rest, github []catalog.Tool) {
+	for _, tl := range testTools() {
+		if tl.Server != "github" {
+			rest = append(rest, tl)
+		} else {
+			github = append(github, tl)
+		}
+	}
+	return rest, github
 }

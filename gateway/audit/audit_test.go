@@ -662,3 +662,29 @@ func BenchmarkTail(b *testing.B) {
 		})
 	}
 }
+
+// Gateways of two configs on one data folder share its audit log: each
+// record says which config's gateway wrote it (Options.Config), and
+// Filter.Config selects one's. The records of a call to a server both
+// configs run could not be told apart.
+func TestConfigOfEachRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit", "audit.jsonl")
+	a, b := Open(path, &Options{Config: "/etc/a.json"}), Open(path, &Options{Config: "/etc/b.json"})
+	a.Write(Record{Action: "execute_tool", Tool: "memory__read_graph", Decision: Allowed, Outcome: OK})
+	b.Write(Record{Action: "execute_tool", Tool: "memory__read_graph", Decision: Allowed, Outcome: OK})
+	a.Close()
+	b.Close()
+	if err := Append(path, Record{Action: "servers disable", Server: "memory", Transport: "cli", Decision: Allowed}); err != nil {
+		t.Fatal(err)
+	}
+	byConfig := map[string]int{}
+	for _, r := range readAll(t, path, Filter{}) {
+		byConfig[r.Config]++
+	}
+	if byConfig["/etc/a.json"] != 1 || byConfig["/etc/b.json"] != 1 || byConfig[""] != 1 {
+		t.Errorf("records by config: %v", byConfig)
+	}
+	if recs := readAll(t, path, Filter{Config: "/etc/b.json"}); len(recs) != 1 || recs[0].Config != "/etc/b.json" {
+		t.Errorf("Filter{Config: b}: %+v", recs)
+	}
+}

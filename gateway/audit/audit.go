@@ -123,10 +123,12 @@ const (
 	MaxReasonBytes = 1024
 )
 
-// clip cuts the fields a client chooses to their caps (on a rune
-// boundary, marked with "…").
+// clip cuts the record's text fields to their caps (on a rune boundary,
+// marked with "…"): every one, as which a client fills is easy to miss
+// (the server a management call or a console button names was not cut).
 func (r *Record) clip() {
-	for _, f := range []*string{&r.Key, &r.Session, &r.Client, &r.Remote, &r.Profile, &r.KeyProfile, &r.Action, &r.Tool, &r.Route} {
+	for _, f := range []*string{&r.Key, &r.Transport, &r.Session, &r.Client, &r.Remote, &r.Profile, &r.KeyProfile, &r.Action, &r.Tool,
+		&r.Server, &r.Decision, &r.Outcome, &r.ArgumentsSHA256, &r.Route} {
 		*f = clipText(*f, MaxFieldBytes)
 	}
 	r.Reason = clipText(r.Reason, MaxReasonBytes)

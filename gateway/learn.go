@@ -129,7 +129,8 @@ func (r *recent) searched(key, query string, tools []string) {
 	// remembered whole.
 	query = strings.Join(strings.Fields(query), " ")
 	if len(query) > search.MaxQueryBytes {
-		query = strings.ToValidUTF8(query[:search.MaxQueryBytes], "")
+		// A copy: the cut alone would hold the whole query's memory.
+		query = strings.Clone(strings.ToValidUTF8(query[:search.MaxQueryBytes], ""))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

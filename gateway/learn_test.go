@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -214,5 +216,18 @@ func TestRecentSearchesBounded(t *testing.T) {
 	}
 	if q := r.ran("k", "memory__read_graph"); q != kept {
 		t.Errorf("ran: %.30q", q)
+	}
+	// Kept as a string of its own: a cut of the query shares its memory.
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range 16 {
+		r.searched(fmt.Sprint("s", i), strings.Repeat("word ", 400_000), []string{"memory__read_graph"}) // 2 MB each
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(r)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 8<<20 {
+		t.Errorf("16 remembered searches of 2 MB queries hold %d MB", grew>>20)
 	}
 }

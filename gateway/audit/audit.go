@@ -121,6 +121,10 @@ type Record struct {
 const (
 	MaxFieldBytes  = 256
 	MaxReasonBytes = 1024
+	// MaxArgumentsBytes caps the JSON of the arguments a record keeps
+	// (audit.arguments "masked"): larger ones are replaced by a note of
+	// their size, as a file's content or a long text would fill the log.
+	MaxArgumentsBytes = 8192
 )
 
 // clip cuts the record's text fields to their caps (on a rune boundary,
@@ -132,6 +136,11 @@ func (r *Record) clip() {
 		*f = clipText(*f, MaxFieldBytes)
 	}
 	r.Reason = clipText(r.Reason, MaxReasonBytes)
+	if r.Arguments != nil {
+		if b, err := json.Marshal(r.Arguments); err != nil || len(b) > MaxArgumentsBytes {
+			r.Arguments = fmt.Sprintf("(%d bytes of arguments, over the audit log's limit of %d: argumentsSha256 identifies them)", len(b), MaxArgumentsBytes)
+		}
+	}
 }
 
 func clipText(s string, n int) string {

@@ -557,6 +557,30 @@ func TestEveryFieldClipped(t *testing.T) {
 	}
 }
 
+// TestArgumentsClipped: the arguments a record keeps (audit.arguments
+// "masked") are bounded like its other fields: past MaxArgumentsBytes of
+// JSON they are replaced by a note of their size (argumentsSha256 still
+// identifies them). A key's call of a tool it may run with 4 MB of
+// arguments wrote 4 MB into the record, and 13 such calls rotated the
+// whole log away.
+func TestArgumentsClipped(t *testing.T) {
+	l, path, _ := openLog(t, nil)
+	small := map[string]any{"path": "/tmp/x"}
+	l.Write(Record{Action: "execute_tool", Decision: Allowed, Arguments: small})
+	l.Write(Record{Action: "execute_tool", Decision: Allowed, Arguments: map[string]any{"content": strings.Repeat("x", 1<<20)}})
+	var recs []Record
+	testenv.Eventually(t, "the records", func() bool { recs = readAll(t, path, Filter{}); return len(recs) == 2 })
+	if !reflect.DeepEqual(any(small), recs[0].Arguments) {
+		t.Errorf("small arguments kept as %v, want %v", recs[0].Arguments, small)
+	}
+	if s, ok := recs[1].Arguments.(string); !ok || !strings.Contains(s, "1048590 bytes of arguments") {
+		t.Errorf("1 MB of arguments kept as %.200v", recs[1].Arguments)
+	}
+	if b, _ := os.ReadFile(path); len(b) > 4096 {
+		t.Errorf("the records take %d bytes", len(b))
+	}
+}
+
 // counting is a Gate that lets every write through and counts the checks
 // (one before each write of a batch, and one at Open).
 type counting struct {

@@ -561,8 +561,8 @@ func TestEveryFieldClipped(t *testing.T) {
 // "masked") are bounded like its other fields: past MaxArgumentsBytes of
 // JSON they are replaced by a note of their size (argumentsSha256 still
 // identifies them). A key's call of a tool it may run with 4 MB of
-// arguments wrote 4 MB into the record, and 13 such calls rotated the
-// whole log away.
+// arguments wrote 4 MB into the record: 13 such calls would rotate the
+// whole log away at the defaults.
 func TestArgumentsClipped(t *testing.T) {
 	l, path, _ := openLog(t, nil)
 	small := map[string]any{"path": "/tmp/x"}

@@ -589,25 +589,13 @@ func listenCall(body []byte) bool {
 	if !bytes.Contains(body, []byte(listenMethod)) && !bytes.Contains(body, []byte(`\`)) {
 		return false
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return false
-	}
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return false
-		}
+	listen := false
+	linerpc.Members(body, func(key string, v json.RawMessage) bool {
 		var method string
-		if k == "method" && json.Unmarshal(v, &method) == nil && method == listenMethod {
-			return true
-		}
-	}
-	return false
+		listen = key == "method" && json.Unmarshal(v, &method) == nil && method == listenMethod
+		return !listen
+	})
+	return listen
 }
 
 // MaxBatch is how many messages a JSON-RPC batch over HTTP may hold (one

@@ -128,15 +128,26 @@ type Record struct {
 const (
 	MaxFieldBytes  = 256
 	MaxReasonBytes = 1024
+	// MaxArgumentsBytes caps the JSON of the arguments a record keeps
+	// (audit.arguments "masked"): larger ones are replaced by a note of
+	// their size, as a file's content or a long text would fill the log.
+	MaxArgumentsBytes = 8192
 )
 
-// clip cuts the fields a client chooses to their caps (on a rune
-// boundary, marked with "…").
+// clip cuts the record's text fields to their caps (on a rune boundary,
+// marked with "…"): every one, as which a client fills is easy to miss
+// (the server a management call or a console button names was not cut).
 func (r *Record) clip() {
-	for _, f := range []*string{&r.Key, &r.Session, &r.Client, &r.Remote, &r.Profile, &r.KeyProfile, &r.Action, &r.Tool, &r.Route} {
+	for _, f := range []*string{&r.Key, &r.Transport, &r.Session, &r.Client, &r.Remote, &r.Profile, &r.KeyProfile, &r.Action, &r.Tool,
+		&r.Server, &r.Decision, &r.Outcome, &r.ArgumentsSHA256, &r.Route} {
 		*f = clipText(*f, MaxFieldBytes)
 	}
 	r.Reason = clipText(r.Reason, MaxReasonBytes)
+	if r.Arguments != nil {
+		if b, err := json.Marshal(r.Arguments); err != nil || len(b) > MaxArgumentsBytes {
+			r.Arguments = fmt.Sprintf("(%d bytes of arguments, over the audit log's limit of %d: argumentsSha256 identifies them)", len(b), MaxArgumentsBytes)
+		}
+	}
 }
 
 func clipText(s string, n int) string {

@@ -56,7 +56,9 @@ type CacheOptions struct {
 	QueryTTL time.Duration
 	// QueryStoresPerDay bounds the new vectors EmbedQueries stores (0:
 	// DefaultQueryStoresPerDay), a tenth of them at once; the queries past
-	// it are embedded and answered, not stored.
+	// it are embedded and answered, not stored. Negative: no bound, for a
+	// command whose queries are the operator's, not clients' (eval, whose
+	// second run over 8,904 queries should embed none).
 	QueryStoresPerDay int
 	// Busy, when set, makes a store that another process holds (another
 	// gateway on the data folder: Badger lets one open it) no error: the
@@ -259,12 +261,14 @@ func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 	if now == nil {
 		now = time.Now
 	}
-	perDay := o.QueryStoresPerDay
-	if perDay <= 0 {
+	c := &Cached{inner: inner, dir: dir, log: log, st: st, dim: inner.Dim(), inMemory: o.InMemory, queryTTL: ttl, busy: o.Busy, unused: unused, now: now}
+	switch perDay := o.QueryStoresPerDay; {
+	case perDay == 0:
 		perDay = DefaultQueryStoresPerDay
+		fallthrough
+	case perDay > 0:
+		c.queryStores = rate.NewLimiter(rate.Limit(float64(perDay)/(24*60*60)), max(perDay/10, 1))
 	}
-	c := &Cached{inner: inner, dir: dir, log: log, st: st, dim: inner.Dim(), inMemory: o.InMemory, queryTTL: ttl, busy: o.Busy, unused: unused, now: now,
-		queryStores: rate.NewLimiter(rate.Limit(float64(perDay)/(24*60*60)), max(perDay/10, 1))}
 	if c.dim <= 0 {
 		return nil, fmt.Errorf("embedding cache: model %s reports dimension %d", inner.ModelID(), c.dim)
 	}
@@ -694,8 +698,11 @@ func (c *Cached) embed(ctx context.Context, texts []string, ttl time.Duration) (
 }
 
 // allowedQueries keeps the new query vectors the day's allowance lets the
-// cache store (CacheOptions.QueryStoresPerDay).
+// cache store (CacheOptions.QueryStoresPerDay; all without one).
 func (c *Cached) allowedQueries(keys [][]byte, vecs [][]float32) ([][]byte, [][]float32) {
+	if c.queryStores == nil {
+		return keys, vecs
+	}
 	now := c.now()
 	n := 0
 	for n < len(keys) && c.queryStores.AllowN(now, 1) {

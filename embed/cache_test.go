@@ -1186,4 +1186,22 @@ func TestCacheQueryStoresBounded(t *testing.T) {
 	if s := c.Stats(); s.Misses != 130 {
 		t.Errorf("stats %+v", s)
 	}
+
+	// Negative: no bound (eval's queries are the operator's; its second
+	// run should embed none).
+	unbounded, err := NewCached(inner, t.TempDir(), &CacheOptions{QueryStoresPerDay: -1, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unbounded.Close()
+	if _, err := unbounded.EmbedQueries(ctx, queries(0, 50)); err != nil {
+		t.Fatal(err)
+	}
+	before := unbounded.Stats().Misses
+	if _, err := unbounded.EmbedQueries(ctx, queries(0, 50)); err != nil {
+		t.Fatal(err)
+	}
+	if s := unbounded.Stats(); s.Misses != before || s.Hits < 50 {
+		t.Errorf("QueryStoresPerDay -1: the same 50 queries again missed %d (hits %d), want all stored", s.Misses-before, s.Hits)
+	}
 }

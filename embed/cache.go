@@ -56,9 +56,8 @@ type CacheOptions struct {
 	QueryTTL time.Duration
 	// QueryStoresPerDay bounds the new vectors EmbedQueries stores (0:
 	// DefaultQueryStoresPerDay), a tenth of them at once; the queries past
-	// it are embedded and answered, not stored. Negative: no bound, for a
-	// command whose queries are the operator's, not clients' (eval, whose
-	// second run over 8,904 queries should embed none).
+	// it are embedded and answered, not stored. EmbedKnownQueries is not
+	// bounded.
 	QueryStoresPerDay int
 	// Busy, when set, makes a store that another process holds (another
 	// gateway on the data folder: Badger lets one open it) no error: the
@@ -261,14 +260,12 @@ func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 	if now == nil {
 		now = time.Now
 	}
-	c := &Cached{inner: inner, dir: dir, log: log, st: st, dim: inner.Dim(), inMemory: o.InMemory, queryTTL: ttl, busy: o.Busy, unused: unused, now: now}
-	switch perDay := o.QueryStoresPerDay; {
-	case perDay == 0:
+	perDay := o.QueryStoresPerDay
+	if perDay <= 0 {
 		perDay = DefaultQueryStoresPerDay
-		fallthrough
-	case perDay > 0:
-		c.queryStores = rate.NewLimiter(rate.Limit(float64(perDay)/(24*60*60)), max(perDay/10, 1))
 	}
+	c := &Cached{inner: inner, dir: dir, log: log, st: st, dim: inner.Dim(), inMemory: o.InMemory, queryTTL: ttl, busy: o.Busy, unused: unused, now: now,
+		queryStores: rate.NewLimiter(rate.Limit(float64(perDay)/(24*60*60)), max(perDay/10, 1))}
 	if c.dim <= 0 {
 		return nil, fmt.Errorf("embedding cache: model %s reports dimension %d", inner.ModelID(), c.dim)
 	}
@@ -621,7 +618,7 @@ func queryKey(key []byte) []byte {
 // distinct text once), then stores them. A failure to read or store is
 // reported (Storage) or logged, not returned: the vectors are still right.
 func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	return c.embed(ctx, texts, 0)
+	return c.embed(ctx, texts, 0, false)
 }
 
 // EmbedQueries is Embed for search queries: the vectors it stores expire
@@ -629,11 +626,22 @@ func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error)
 // so the cache does not grow with every distinct query ever asked. A query
 // that is also a tool's text finds that text's vector and stores nothing.
 func (c *Cached) EmbedQueries(ctx context.Context, texts []string) ([][]float32, error) {
-	return c.embed(ctx, texts, c.queryTTL)
+	return c.embed(ctx, texts, c.queryTTL, true)
+}
+
+// EmbedKnownQueries is EmbedQueries for queries that are not a client's
+// new words: the learned pairs' (a bounded store: learn.MaxQueriesPerTool)
+// and eval's files. Their vectors expire as a search's do, but storing
+// them does not spend CacheOptions.QueryStoresPerDay: 10,000 queries that
+// `toolgate learn --queries` seeded were embedded again at each rebuild,
+// past the day's first 5,000, and a second eval over 8,904 queries
+// embedded 3,904 of them again.
+func (c *Cached) EmbedKnownQueries(ctx context.Context, texts []string) ([][]float32, error) {
+	return c.embed(ctx, texts, c.queryTTL, false)
 }
 
 // embed is Embed, storing new vectors for ttl (0: for good).
-func (c *Cached) embed(ctx context.Context, texts []string, ttl time.Duration) ([][]float32, error) {
+func (c *Cached) embed(ctx context.Context, texts []string, ttl time.Duration, bounded bool) ([][]float32, error) {
 	c.openLazy()
 	out := make([][]float32, len(texts))
 	keys := make([][]byte, len(texts))
@@ -690,7 +698,7 @@ func (c *Cached) embed(ctx context.Context, texts []string, ttl time.Duration) (
 		// those of the model that made the vectors.
 		return out, nil
 	}
-	if ttl > 0 {
+	if bounded {
 		newKeys, vecs = c.allowedQueries(newKeys, vecs)
 	}
 	c.put(newKeys, vecs, ttl)
@@ -698,11 +706,8 @@ func (c *Cached) embed(ctx context.Context, texts []string, ttl time.Duration) (
 }
 
 // allowedQueries keeps the new query vectors the day's allowance lets the
-// cache store (CacheOptions.QueryStoresPerDay; all without one).
+// cache store (CacheOptions.QueryStoresPerDay).
 func (c *Cached) allowedQueries(keys [][]byte, vecs [][]float32) ([][]byte, [][]float32) {
-	if c.queryStores == nil {
-		return keys, vecs
-	}
 	now := c.now()
 	n := 0
 	for n < len(keys) && c.queryStores.AllowN(now, 1) {

@@ -1187,21 +1187,19 @@ func TestCacheQueryStoresBounded(t *testing.T) {
 		t.Errorf("stats %+v", s)
 	}
 
-	// Negative: no bound (eval's queries are the operator's; its second
-	// run should embed none).
-	unbounded, err := NewCached(inner, t.TempDir(), &CacheOptions{QueryStoresPerDay: -1, Now: func() time.Time { return now }})
-	if err != nil {
+	// Known queries (learned pairs', eval's) are stored outside the
+	// bound, and spend none of it.
+	if _, err := c.EmbedKnownQueries(ctx, queries(200, 50)); err != nil {
 		t.Fatal(err)
 	}
-	defer unbounded.Close()
-	if _, err := unbounded.EmbedQueries(ctx, queries(0, 50)); err != nil {
+	if n := stored(); n != 70 {
+		t.Errorf("%d query vectors stored after 50 known queries, want 70", n)
+	}
+	now = now.Add(12 * time.Hour)
+	if _, err := c.EmbedQueries(ctx, queries(300, 50)); err != nil {
 		t.Fatal(err)
 	}
-	before := unbounded.Stats().Misses
-	if _, err := unbounded.EmbedQueries(ctx, queries(0, 50)); err != nil {
-		t.Fatal(err)
-	}
-	if s := unbounded.Stats(); s.Misses != before || s.Hits < 50 {
-		t.Errorf("QueryStoresPerDay -1: the same 50 queries again missed %d (hits %d), want all stored", s.Misses-before, s.Hits)
+	if n := stored(); n != 80 {
+		t.Errorf("%d query vectors stored, want 80: the known queries spent the allowance", n)
 	}
 }

@@ -92,6 +92,19 @@ func EmbedQueries(ctx context.Context, emb Embedder, texts []string) ([][]float3
 	return emb.Embed(ctx, texts)
 }
 
+// EmbedKnownQueries is EmbedQueries for queries that are not a client's
+// new words (learned pairs, eval's files): through emb's EmbedKnownQueries
+// when it has one (the embedding cache, which stores them outside its
+// daily bound on new query vectors), else as EmbedQueries.
+func EmbedKnownQueries(ctx context.Context, emb Embedder, texts []string) ([][]float32, error) {
+	if q, ok := emb.(interface {
+		EmbedKnownQueries(context.Context, []string) ([][]float32, error)
+	}); ok {
+		return q.EmbedKnownQueries(ctx, texts)
+	}
+	return EmbedQueries(ctx, emb, texts)
+}
+
 // Options tune Build, Ensure and Open. A nil *Options means defaults.
 type Options struct {
 	Logger    *slog.Logger          // nil = discard

@@ -397,7 +397,8 @@ func embedQueries(ctx context.Context, emb index.Embedder, prefix string, texts 
 	return qv, nil
 }
 
-// embedBatched embeds texts after prefix as queries (index.EmbedQueries),
+// embedBatched embeds texts after prefix as known queries (learned pairs',
+// eval's: index.EmbedKnownQueries),
 // in batches of 64 (a long list at once would hold one model run's memory
 // for all of them). As queries, the embedding cache keeps their vectors as
 // long as a search's, not for good as a tool text's: learned queries went
@@ -414,7 +415,7 @@ func embedBatched(ctx context.Context, emb index.Embedder, prefix string, texts 
 		for i := range batch {
 			batch[i] = prefix + batch[i]
 		}
-		vs, err := index.EmbedQueries(ctx, emb, batch)
+		vs, err := index.EmbedKnownQueries(ctx, emb, batch)
 		if err != nil {
 			return nil, err
 		}

@@ -401,8 +401,8 @@ func TestAdapterGeneralisesToUnlearnedTools(t *testing.T) {
 // (queries, which expire). It records the texts each was asked for.
 type recordingEmbedder struct {
 	hashEmbedder
-	mu             sync.Mutex
-	texts, queries []string
+	mu                    sync.Mutex
+	texts, queries, known []string
 }
 
 func (r *recordingEmbedder) QueryPrefix() string { return "query: " }
@@ -419,6 +419,14 @@ func (r *recordingEmbedder) EmbedQueries(ctx context.Context, texts []string) ([
 	r.queries = append(r.queries, texts...)
 	r.mu.Unlock()
 	return r.hashEmbedder.Embed(ctx, texts)
+}
+
+// EmbedKnownQueries records the texts as queries, and as known ones.
+func (r *recordingEmbedder) EmbedKnownQueries(ctx context.Context, texts []string) ([][]float32, error) {
+	r.mu.Lock()
+	r.known = append(r.known, texts...)
+	r.mu.Unlock()
+	return r.EmbedQueries(ctx, texts)
 }
 
 // In bm25 mode the learned model embeds no learned query (no search reads
@@ -498,5 +506,12 @@ func TestLearnedQueriesEmbeddedAsQueries(t *testing.T) {
 	}
 	if asQueries == 0 {
 		t.Error("no learned query embedded through EmbedQueries")
+	}
+	// As known queries: storing them spends none of the embedding cache's
+	// daily bound on clients' new queries (embed.Cached.EmbedKnownQueries).
+	for _, text := range emb.queries {
+		if learned[text] && !slices.Contains(emb.known, text) {
+			t.Fatalf("learned query %q embedded as a client's new query, not a known one", text)
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"golang.org/x/time/rate"
 
 	"github.com/toolgate/toolgate/internal/badgerlog"
 	"github.com/toolgate/toolgate/internal/datafile"
@@ -53,6 +54,12 @@ type CacheOptions struct {
 	// QueryTTL is how long a vector stored by EmbedQueries is kept (0:
 	// DefaultQueryTTL).
 	QueryTTL time.Duration
+	// QueryStoresPerDay bounds the new vectors EmbedQueries stores (0:
+	// DefaultQueryStoresPerDay), a tenth of them at once; the queries past
+	// it are embedded and answered, not stored. Negative: no bound, for a
+	// command whose queries are the operator's, not clients' (eval, whose
+	// second run over 8,904 queries should embed none).
+	QueryStoresPerDay int
 	// Busy, when set, makes a store that another process holds (another
 	// gateway on the data folder: Badger lets one open it) no error: the
 	// cache starts pass-through, says so with Busy(true), and tries to open
@@ -89,6 +96,12 @@ type CacheOptions struct {
 // gateway ran. The tools' texts (Embed) do not expire: Sweep deletes
 // them once they have been out of the catalog for CacheOptions.Unused.
 const DefaultQueryTTL = 7 * 24 * time.Hour
+
+// DefaultQueryStoresPerDay is how many new query vectors the cache stores
+// a day: distinct queries of 200 keys' busy days, 75 MB of vectors a day
+// and 525 MB for QueryTTL at most. Each was stored, so one API key within
+// its rate (46 distinct queries a second) grew the cache 6.4 GB a day.
+const DefaultQueryStoresPerDay = 50_000
 
 // DefaultUnused is how long Sweep keeps the vector of a tool text that
 // left the catalog (an edited description, a removed server or tool, a
@@ -152,9 +165,12 @@ type Cached struct {
 	dim      int
 	inMemory bool
 	queryTTL time.Duration
-	busy     func(bool) // CacheOptions.Busy
-	unused   time.Duration
-	now      func() time.Time
+	// queryStores is the allowance of new query vectors stored
+	// (CacheOptions.QueryStoresPerDay).
+	queryStores *rate.Limiter
+	busy        func(bool) // CacheOptions.Busy
+	unused      time.Duration
+	now         func() time.Time
 	// dirty: vectors were written or deleted since NewCached or the last
 	// Compact (there is something to compact).
 	dirty atomic.Bool
@@ -246,6 +262,13 @@ func NewCached(inner Model, dir string, opts *CacheOptions) (*Cached, error) {
 		now = time.Now
 	}
 	c := &Cached{inner: inner, dir: dir, log: log, st: st, dim: inner.Dim(), inMemory: o.InMemory, queryTTL: ttl, busy: o.Busy, unused: unused, now: now}
+	switch perDay := o.QueryStoresPerDay; {
+	case perDay == 0:
+		perDay = DefaultQueryStoresPerDay
+		fallthrough
+	case perDay > 0:
+		c.queryStores = rate.NewLimiter(rate.Limit(float64(perDay)/(24*60*60)), max(perDay/10, 1))
+	}
 	if c.dim <= 0 {
 		return nil, fmt.Errorf("embedding cache: model %s reports dimension %d", inner.ModelID(), c.dim)
 	}
@@ -667,8 +690,25 @@ func (c *Cached) embed(ctx context.Context, texts []string, ttl time.Duration) (
 		// those of the model that made the vectors.
 		return out, nil
 	}
+	if ttl > 0 {
+		newKeys, vecs = c.allowedQueries(newKeys, vecs)
+	}
 	c.put(newKeys, vecs, ttl)
 	return out, nil
+}
+
+// allowedQueries keeps the new query vectors the day's allowance lets the
+// cache store (CacheOptions.QueryStoresPerDay; all without one).
+func (c *Cached) allowedQueries(keys [][]byte, vecs [][]float32) ([][]byte, [][]float32) {
+	if c.queryStores == nil {
+		return keys, vecs
+	}
+	now := c.now()
+	n := 0
+	for n < len(keys) && c.queryStores.AllowN(now, 1) {
+		n++
+	}
+	return keys[:n], vecs[:n]
 }
 
 // Ready waits until the model it wraps is loaded (see Options.Background)

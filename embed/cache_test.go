@@ -1130,3 +1130,78 @@ func TestCacheOfNewerToolgateMovedAsideForIt(t *testing.T) {
 		t.Errorf("moved aside as %v, want one embeddings.newer-…", aside)
 	}
 }
+
+// TestCacheQueryStoresBounded: EmbedQueries stores at most
+// CacheOptions.QueryStoresPerDay new query vectors a day (a burst of a
+// tenth of it at once); the queries past it are embedded and answered,
+// not stored, and are stored again as the day's allowance comes back. An
+// API key within its rate (46 distinct queries a second) stored every one:
+// 2.4 MB of cache per 1,500, 6.4 GB a day for the queries' 7 days.
+func TestCacheQueryStoresBounded(t *testing.T) {
+	now := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	inner := &fakeModel{id: "fake/a@1", dim: 8}
+	c, err := NewCached(inner, t.TempDir(), &CacheOptions{QueryStoresPerDay: 100, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	queries := func(from, n int) []string {
+		var q []string
+		for i := range n {
+			q = append(q, fmt.Sprintf("query %d", from+i))
+		}
+		return q
+	}
+	stored := func() int {
+		n := 0
+		if err := c.store.db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{keyQueryPfx}})
+			defer it.Close()
+			for it.Rewind(); it.Valid(); it.Next() {
+				n++
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	got, err := c.EmbedQueries(ctx, queries(0, 50))
+	if err != nil || len(got) != 50 || got[49] == nil {
+		t.Fatalf("50 queries: %d vectors, %v", len(got), err)
+	}
+	if n := stored(); n != 10 {
+		t.Errorf("%d query vectors stored of 50 asked at once, want the burst of 10", n)
+	}
+	now = now.Add(12 * time.Hour) // half a day: the allowance is back to its burst
+	if _, err := c.EmbedQueries(ctx, queries(50, 50)); err != nil {
+		t.Fatal(err)
+	}
+	if n := stored(); n != 20 {
+		t.Errorf("%d query vectors stored, want 20", n)
+	}
+	// Tools' texts are not limited.
+	mustEmbed(t, c, queries(100, 30)...)
+	if s := c.Stats(); s.Misses != 130 {
+		t.Errorf("stats %+v", s)
+	}
+
+	// Negative: no bound (eval's queries are the operator's; its second
+	// run should embed none).
+	unbounded, err := NewCached(inner, t.TempDir(), &CacheOptions{QueryStoresPerDay: -1, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unbounded.Close()
+	if _, err := unbounded.EmbedQueries(ctx, queries(0, 50)); err != nil {
+		t.Fatal(err)
+	}
+	before := unbounded.Stats().Misses
+	if _, err := unbounded.EmbedQueries(ctx, queries(0, 50)); err != nil {
+		t.Fatal(err)
+	}
+	if s := unbounded.Stats(); s.Misses != before || s.Hits < 50 {
+		t.Errorf("QueryStoresPerDay -1: the same 50 queries again missed %d (hits %d), want all stored", s.Misses-before, s.Hits)
+	}
+}

@@ -706,7 +706,10 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 				note.decision = audit.Quarantined
 			}
 		}
-		g.log.Info("tool call denied", "tool", name, "server", server, "err", err, "caller", policy.CallerFrom(ctx).String())
+		// The name is the caller's, megabytes of it may be: echoed cut,
+		// here and in the log (it wrote each request's body there).
+		name := oneline.Echo(name)
+		g.log.Info("tool call denied", "tool", name, "server", oneline.Echo(server), "err", oneline.Cut(err.Error(), audit.MaxReasonBytes), "caller", policy.CallerFrom(ctx).String())
 		if de != nil {
 			if none := g.reachesNoneScoped(policy.CallerFrom(ctx)); none != "" {
 				// Not "call search_tools": it finds nothing this caller may

@@ -1098,6 +1098,37 @@ func TestListenStreamsPerKey(t *testing.T) {
 	}
 }
 
+// TestListenCallAsDecoded: a subscriptions/listen request is counted
+// against the key's streams however its JSON spells the method, as go-sdk
+// decodes it (escapes read, keys matched case-sensitively, any of
+// duplicate keys). The method written "subscriptions\/listen", or
+// followed by a "METHOD" key that encoding/json matched case-insensitively,
+// opened streams uncounted: 70 of a key limited to 64 (2026-12-07).
+func TestListenCallAsDecoded(t *testing.T) {
+	const params = `"params":{"notifications":{"toolsListChanged":true}}`
+	for _, tc := range []struct {
+		body   string
+		listen bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen",` + params + `}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"subscriptions\/listen",` + params + `}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"\u0073ubscriptions/\u006cisten",` + params + `}`, true},
+		{`{"jsonrpc":"2.0","id":1,"\u006dethod":"subscriptions/listen",` + params + `}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","METHOD":"ping",` + params + `}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping","method":"subscriptions/listen"}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","method":"ping"}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, false},
+		{`{"jsonrpc":"2.0","id":1,"METHOD":"subscriptions/listen"}`, false}, // go-sdk reads no method
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_tool","arguments":{"name":"a__b","arguments":{"method":"subscriptions/listen"}}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"q":"a\nb"}}}`, false},
+		{`not json subscriptions/listen`, false},
+	} {
+		if got := listenCall([]byte(tc.body)); got != tc.listen {
+			t.Errorf("listenCall(%s) = %v, want %v", tc.body, got, tc.listen)
+		}
+	}
+}
+
 // TestKeyRateFloodLimited: a valid key's requests over its rate are
 // audited one by one only up to the refusal burst, per key; past it each
 // is answered 429 as before and only counted, and one summary record says

@@ -37,7 +37,10 @@ func TestHeartbeatKeepsAProxyFromCutting(t *testing.T) {
 				<-release
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "finally"}}}, nil
 			}})
-			const every, cut = heartbeatEvery, 10 * heartbeatEvery
+			// The cut is 50 beats: a gap of 10 (200 ms) without a byte
+			// happened once on a loaded machine (the beats' goroutine not
+			// run in time), which no proxy's idle limit is near.
+			const every, cut = heartbeatEvery, 50 * heartbeatEvery
 			srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{Heartbeat: every}))
 			defer srv.Close()
 			var once sync.Once
@@ -63,11 +66,11 @@ func TestHeartbeatKeepsAProxyFromCutting(t *testing.T) {
 				done <- answer{res, err}
 			}()
 			// Each beat is a tick of Heartbeat at least after the one
-			// before: 3*cut/every reads carried down means the call has
+			// before: 2*cut/every reads carried down means the call has
 			// run well past the proxy's idle limit.
 			poll := time.NewTicker(time.Millisecond)
 			defer poll.Stop()
-			for relay.Down.Load()-before < 3*int64(cut/every) {
+			for relay.Down.Load()-before < 2*int64(cut/every) {
 				select {
 				case a := <-done:
 					t.Fatalf("the call ended while it ran (the proxy cut it %d times): %v %q", relay.Cut.Load(), a.err, text(a.res))

@@ -579,15 +579,23 @@ func streamedCall(body []byte) bool {
 // (protocol 2026-07-28): the notifications it subscribed to.
 const listenMethod = "subscriptions/listen"
 
-// listenCall reports whether body is a subscriptions/listen request.
+// listenCall reports whether body is a subscriptions/listen request, as
+// go-sdk decodes it: escapes read ("subscriptions\/listen"), the key
+// "method" matched case-sensitively (encoding/json's struct decoding took
+// a later "METHOD" for it), and any of duplicate keys. Only a body with
+// neither the method written plainly nor an escape cannot be one, and is
+// not decoded.
 func listenCall(body []byte) bool {
-	if !bytes.Contains(body, []byte(listenMethod)) {
+	if !bytes.Contains(body, []byte(listenMethod)) && !bytes.Contains(body, []byte(`\`)) {
 		return false
 	}
-	var m struct {
-		Method string `json:"method"`
-	}
-	return json.Unmarshal(body, &m) == nil && m.Method == listenMethod
+	listen := false
+	linerpc.Members(body, func(key string, v json.RawMessage) bool {
+		var method string
+		listen = key == "method" && json.Unmarshal(v, &method) == nil && method == listenMethod
+		return !listen
+	})
+	return listen
 }
 
 // MaxBatch is how many messages a JSON-RPC batch over HTTP may hold (one

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/search"
 )
 
 // Learner records that a search led to a call: the query of a recent
@@ -120,6 +122,15 @@ func sessionKey(ctx context.Context, req mcp.Request) string {
 func (r *recent) searched(key, query string, tools []string) {
 	if len(tools) == 0 || key == "" {
 		return
+	}
+	// What the ranker reads of it, which holds what the learned-pairs
+	// store keeps (its first 500 bytes, whitespace collapsed): the query
+	// as sent may be megabytes, and 1,024 sessions × 8 of them were
+	// remembered whole.
+	query = strings.Join(strings.Fields(query), " ")
+	if len(query) > search.MaxQueryBytes {
+		// A copy: the cut alone would hold the whole query's memory.
+		query = strings.Clone(strings.ToValidUTF8(query[:search.MaxQueryBytes], ""))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -2,18 +2,22 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/policy"
 	"github.com/toolgate/toolgate/index/catalog"
+	"github.com/toolgate/toolgate/search"
 )
 
 type fakeLearner struct {
@@ -191,5 +195,39 @@ func TestRecentSearches(t *testing.T) {
 	}
 	if len(r.sessions) > maxSessions {
 		t.Errorf("%d sessions remembered, want at most %d", len(r.sessions), maxSessions)
+	}
+}
+
+// TestRecentSearchesBounded: a session's remembered search keeps what the
+// ranker reads of its query (search.MaxQueryBytes, whitespace collapsed),
+// not the query as sent: an API key sending 3.5 MB queries under new
+// Mcp-Session-Ids grew the gateway's heap by 3.5 MB a request (611 MB after
+// 120), up to 1,024 sessions × 8 searches of 4 MiB.
+func TestRecentSearchesBounded(t *testing.T) {
+	r := newRecent(nil)
+	huge := "read   the\tgraph " + strings.Repeat("é", 2<<20)
+	r.searched("k", huge, []string{"memory__read_graph"})
+	kept := r.sessions["k"].searches[0].query
+	if len(kept) > search.MaxQueryBytes || !strings.HasPrefix(kept, "read the graph é") {
+		t.Fatalf("kept %d bytes (%.20q), want at most %d, whitespace collapsed", len(kept), kept, search.MaxQueryBytes)
+	}
+	if !utf8.ValidString(kept) {
+		t.Errorf("cut inside a rune: %q", kept[len(kept)-4:])
+	}
+	if q := r.ran("k", "memory__read_graph"); q != kept {
+		t.Errorf("ran: %.30q", q)
+	}
+	// Kept as a string of its own: a cut of the query shares its memory.
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range 16 {
+		r.searched(fmt.Sprint("s", i), strings.Repeat("word ", 400_000), []string{"memory__read_graph"}) // 2 MB each
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(r)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 8<<20 {
+		t.Errorf("16 remembered searches of 2 MB queries hold %d MB", grew>>20)
 	}
 }

@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -639,5 +641,26 @@ func TestReachNoneNamesEachKey(t *testing.T) {
 				t.Errorf("key %s, %s: %s", name, what, txt)
 			}
 		}
+	}
+}
+
+// TestDeniedNameEchoBounded: a refused call's name — any text the caller
+// sends, megabytes of it — is echoed cut, in the answer and in the log
+// line of the refusal. The log held it whole: each request of a key
+// allowed one server wrote its 4 MiB body into the gateway's log
+// (2026-12-07, 200 KB a line from curl).
+func TestDeniedNameEchoBounded(t *testing.T) {
+	var logs bytes.Buffer
+	g := policyGateway(t, &fakeCaller{}, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	set := g.opts.Policy.(*policy.Set)
+	set.Put(keys.NewScope(set.Profiles, nil))
+	low := connectAs(t, g, &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "low", Allow: []string{"memory__*"}}})
+	name := "filesystem__" + strings.Repeat("A", 1<<20)
+	res := call(t, low, ExecuteToolName, map[string]any{"name": name})
+	if txt := text(res); !res.IsError || !strings.Contains(txt, `the API key "low" lacks access to this tool`) || len(txt) > 4096 {
+		t.Errorf("%.20s…: isError=%v, %d bytes: %.300s", name, res.IsError, len(txt), txt)
+	}
+	if n := logs.Len(); n == 0 || n > 4096 {
+		t.Errorf("the log took %d bytes for the refusal: %.300s", n, logs.String())
 	}
 }

@@ -57,14 +57,13 @@ func WriteChecks(dir string, c catalog.Checks) error {
 	return nil
 }
 
-// SaveChecks writes the verdicts of tools' input schemas (f.Checks, which
-// resolves the schemas f does not know) to the index folder dir, unless
+// SaveChecks writes the verdicts c of a catalog's input schemas
+// (catalog.FlawLog's Checks or Settled) to the index folder dir, unless
 // they are those of saved (the file as read or last written) and the file
 // is still there: one that went with its folder (the data folder removed
 // while serving, then made again, where the index is written back) is
 // written again. It returns the verdicts the file holds now.
-func SaveChecks(dir string, f *catalog.FlawLog, tools []catalog.Tool, saved catalog.Checks) (catalog.Checks, error) {
-	c := f.Checks(tools)
+func SaveChecks(dir string, c catalog.Checks, saved catalog.Checks) (catalog.Checks, error) {
 	if c.Same(saved) {
 		if _, err := os.Stat(filepath.Join(dir, checksFile)); err == nil {
 			return saved, nil

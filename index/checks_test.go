@@ -24,7 +24,7 @@ func TestChecksFile(t *testing.T) {
 	if got := ReadChecks(dir); !got.Same(want) {
 		t.Errorf("read back %+v, want %+v", got, want)
 	}
-	if got, err := SaveChecks(dir, &catalog.FlawLog{}, nil, want); err != nil || got.Same(want) || len(ReadChecks(dir).Clean) != 0 {
+	if got, err := SaveChecks(dir, (&catalog.FlawLog{}).Checks(nil), want); err != nil || got.Same(want) || len(ReadChecks(dir).Clean) != 0 {
 		t.Errorf("saved for no tools: %+v, %v; want the file emptied of verdicts", got, err)
 	}
 	for name, text := range map[string]string{
@@ -65,20 +65,20 @@ func TestSaveChecksWritesAGoneFileAgain(t *testing.T) {
 	}
 	tools := []catalog.Tool{{Server: "fs", Name: "read", InputSchema: []byte(`{"type":"object"}`)}}
 	var f catalog.FlawLog
-	saved, err := SaveChecks(dir, &f, tools, catalog.Checks{})
+	saved, err := SaveChecks(dir, f.Checks(tools), catalog.Checks{})
 	if err != nil || len(saved.Clean) != 1 {
 		t.Fatalf("first save: %+v, %v", saved, err)
 	}
 	if err := os.RemoveAll(dir); err != nil { // rm -rf of the data folder …
 		t.Fatal(err)
 	}
-	if _, err := SaveChecks(dir, &f, tools, saved); err == nil {
+	if _, err := SaveChecks(dir, f.Checks(tools), saved); err == nil {
 		t.Error("saved into a folder that is not there")
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil { // … mkdir -p, the index written back
 		t.Fatal(err)
 	}
-	got, err := SaveChecks(dir, &f, tools, saved)
+	got, err := SaveChecks(dir, f.Checks(tools), saved)
 	if err != nil || !got.Same(saved) {
 		t.Fatalf("save after the folder came back: %+v, %v", got, err)
 	}

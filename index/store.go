@@ -96,8 +96,9 @@ type Manifest struct {
 	Servers []string `json:"servers,omitempty"`
 	// Others are the manifests of the generations kept for other configs
 	// than Config (gateways of other configs on the data folder), the last
-	// of each, newest first, KeepOthers at most; their own Others are
-	// empty.
+	// of each, newest first, KeepOthers at most (those of another format
+	// too: a gateway of another toolgate version, which only it reads);
+	// their own Others are empty.
 	Others []Manifest `json:"others,omitempty"`
 }
 
@@ -230,7 +231,9 @@ func EnsureReport(ctx context.Context, dir string, tools []catalog.Tool, emb Emb
 		// An older (or newer) toolgate's index is what an upgrade finds:
 		// expected, not a fault; a manifest that does not read, or a
 		// generation gone, is one.
-		if prev != nil && prev.Format > FormatVersion {
+		if prev != nil && prev.Config != "" && prev.Config != opts.config() && prev.Format != FormatVersion {
+			log.Info("index on disk is another toolgate version's, for another config's gateway; keeping it for that one and building this config's", "format", prev.Format, "this_version_reads", FormatVersion, "config", prev.Config, "dir", ixDir)
+		} else if prev != nil && prev.Format > FormatVersion {
 			log.Info("index on disk is a newer toolgate's (a rollback?); rebuilding it for this one, and the newer toolgate rebuilds its own when it runs here again", "format", prev.Format, "this_version_reads", FormatVersion, "dir", ixDir)
 		} else if prev != nil && (prev.Format != FormatVersion || prev.Analyzer != analyzerSignature()) {
 			log.Info("index on disk is from another toolgate version; rebuilding it", "format", prev.Format, "this_version_reads", FormatVersion, "dir", ixDir)
@@ -267,7 +270,7 @@ func EnsureReport(ctx context.Context, dir string, tools []catalog.Tool, emb Emb
 	// folder) stay, and lend their vectors too.
 	others := othersAfter(ixDir, prev, opts.config())
 	more := func(servers []string) []*Index { // this config's kept one too: it is replaced once written
-		if prev == nil || prev.Format != FormatVersion {
+		if prev == nil {
 			return nil
 		}
 		return openOthers(ixDir, prev.Others, modelID, servers)
@@ -595,33 +598,98 @@ func Open(dir string, opts *Options) (*Index, error) {
 // server but servers; without one, the current generation, which the
 // caller may find does not fit.
 func OpenFor(dir string, servers []string, opts *Options) (*Index, error) {
+	ix, _, err := openFor(dir, servers, opts)
+	return ix, err
+}
+
+// StartingPoint is the manifest of the generation OpenFor opens for the
+// gateway of opts.Config with servers (what `toolgate doctor --config`
+// names), or the error it fails with.
+func StartingPoint(dir string, servers []string, opts *Options) (*Manifest, error) {
+	ix, m, err := openFor(dir, servers, opts)
+	if err != nil {
+		return nil, err
+	}
+	ix.Close()
+	return m, nil
+}
+
+// openFor is OpenFor that also returns the manifest of the generation
+// opened (nil when it cannot tell: the manifest swapped meanwhile).
+func openFor(dir string, servers []string, opts *Options) (*Index, *Manifest, error) {
 	ix, err := Open(dir, opts)
-	cfg := opts.config()
-	if err != nil || cfg == "" {
-		return ix, err
+	if err != nil {
+		return nil, nil, err
 	}
 	m, err := readManifest(dir)
-	if err != nil || m.Config == cfg || ix.Fingerprint() != m.Fingerprint {
-		return ix, nil // this config's, or a manifest swapped meanwhile
+	if err != nil || ix.otherFormat == 0 && ix.Fingerprint() != m.Fingerprint {
+		return ix, nil, nil // a manifest swapped meanwhile
 	}
-	var best *Manifest
-	for i := range m.Others {
-		o := &m.Others[i]
-		if o.Config == cfg && o.Format == FormatVersion && o.Analyzer == analyzerSignature() && within(o.Servers, servers) {
-			best = o
-			break
-		}
+	cfg := opts.config()
+	if cfg == "" || m.Config == cfg {
+		return ix, m, nil
 	}
+	best := keptFor(m, cfg, servers)
 	if best == nil {
-		return ix, nil
+		return ix, m, nil
 	}
 	other, err := openGen(dir, best)
 	if err != nil { // removed by a builder meanwhile
 		opts.logger().Debug("the index kept for this config's servers does not open", "generation", best.Generation, "err", err)
-		return ix, nil
+		return ix, m, nil
 	}
 	ix.Close()
-	return other, nil
+	return other, best, nil
+}
+
+// keptFor is the generation m keeps for config (Manifest.Others) that a
+// gateway of it cataloguing servers can start from, or nil.
+func keptFor(m *Manifest, config string, servers []string) *Manifest {
+	for i := range m.Others {
+		o := &m.Others[i]
+		if o.Config == config && o.Format == FormatVersion && o.Analyzer == analyzerSignature() && within(o.Servers, servers) {
+			return o
+		}
+	}
+	return nil
+}
+
+// Kept is one index an index folder keeps: the current generation or one
+// kept for another config (Manifest.Others).
+type Kept struct {
+	Manifest
+	Current bool
+	// Err says why the generation does not open (nil: it opens).
+	Err error
+}
+
+// Indexes lists the indexes the index folder dir keeps, the current one
+// first, then those kept for other configs, newest first, each opened
+// (and closed) to tell whether it opens. No manifest is none, not an
+// error.
+func Indexes(dir string) ([]Kept, error) {
+	m, err := readManifest(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	head := *m
+	head.Others = nil
+	out := []Kept{{Manifest: head, Current: true}}
+	for _, o := range m.Others {
+		out = append(out, Kept{Manifest: o})
+	}
+	for i := range out {
+		ix, err := openGen(dir, &out[i].Manifest)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		ix.Close()
+	}
+	return out, nil
 }
 
 // ServersOf names the servers of tools, sorted.
@@ -646,8 +714,12 @@ func within(a, b []string) bool {
 
 // othersAfter is the Others of the manifest written after prev for
 // config: prev and its own Others, newest first, but those of config
-// (replaced), of no config, and those no build can use (another format, or
-// their generation gone), the last of each config, KeepOthers at most.
+// (replaced), of no config, and those whose generation is gone, the last
+// of each config, KeepOthers at most. Those of another format (a gateway
+// of an older or newer toolgate on the data folder) are kept too, for
+// that gateway: neither toolgate reads the other's (openOthers, keptFor),
+// but each used to throw the other's away, so each start after the
+// other's build was a cold one.
 func othersAfter(ixDir string, prev *Manifest, config string) []Manifest {
 	if prev == nil {
 		return nil
@@ -659,7 +731,7 @@ func othersAfter(ixDir string, prev *Manifest, config string) []Manifest {
 		if len(out) == KeepOthers {
 			break
 		}
-		if o.Config == "" || o.Config == config || o.Format != FormatVersion || o.Analyzer != analyzerSignature() || o.Generation <= 0 ||
+		if o.Config == "" || o.Config == config || o.Generation <= 0 ||
 			slices.ContainsFunc(out, func(k Manifest) bool { return k.Config == o.Config }) {
 			continue
 		}

@@ -50,12 +50,15 @@ type auditTailFlags struct {
 	since, until        string
 	decisions, outcomes []string
 	nSet                bool
+	// servedBy is --served-by as given (filter.Config: as a gateway
+	// names its config).
+	servedBy string
 }
 
 func newAuditTailCmd(g *globals) *cobra.Command {
 	var f auditTailFlags
 	cmd := &cobra.Command{
-		Use:   "tail [-f] [--key K] [--tool T] [--server S] [--profile P] [--since WHEN] [--until WHEN] [--decision D] [--outcome O] [-n N] [--json]",
+		Use:   "tail [-f] [--key K] [--tool T] [--server S] [--profile P] [--served-by FILE] [--since WHEN] [--until WHEN] [--decision D] [--outcome O] [-n N] [--json]",
 		Short: "Print the last records of the audit log (-f: and the ones that follow)",
 		Long: `Print the last records of the audit log (-f: and the ones that follow),
 oldest first, from the rotated files too.
@@ -69,7 +72,9 @@ every record in that span is printed unless -n is given. --decision
 timeout, down) take one value or several, comma-separated or repeated.
 Filters add up: --since 1h --decision denied,rate-limited prints what was
 refused in the last hour; --server memory --tool toolgate__disable_server
-who disabled memory (or tried to).`,
+who disabled memory (or tried to). With gateways of several configs on one
+data folder, --served-by FILE prints the records of the gateway serving that
+config file (each record's config).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.nSet = cmd.Flags().Changed("lines")
@@ -85,6 +90,7 @@ who disabled memory (or tried to).`,
 	cmd.Flags().StringVar(&f.filter.Tool, "tool", "", "only the records of this tool (server__tool) or action (search_tools)")
 	cmd.Flags().StringVar(&f.filter.Server, "server", "", "only the records of this server: its tools' calls (server__…) and the management actions on it (toolgate__disable_server, servers remove …)")
 	cmd.Flags().StringVar(&f.filter.Profile, "profile", "", "only the records of calls limited to this profile: the route's (/profiles/NAME/mcp), the stdio session's, or the API key's")
+	cmd.Flags().StringVar(&f.servedBy, "served-by", "", "only the records of the gateway serving this config file (gateways of several configs on one data folder)")
 	cmd.Flags().StringVar(&f.since, "since", "", "only the records from this time on: 90m, 12h, 2d (back from now), 2026-12-05 or 2026-12-05T18:00 (local time) or an RFC 3339 time")
 	cmd.Flags().StringVar(&f.until, "until", "", "only the records before this time (as --since)")
 	cmd.Flags().StringSliceVar(&f.decisions, "decision", nil, "only the records of these decisions: "+strings.Join(audit.Decisions, ", "))
@@ -183,6 +189,9 @@ func (f *auditTailFlags) parseFilter(now time.Time, note io.Writer) error {
 	if s, u := f.filter.Since, f.filter.Until; !s.IsZero() && !u.IsZero() && !s.Before(u) {
 		return fmt.Errorf("--since %s is not before --until %s: no record can be in that span", f.since, f.until)
 	}
+	if f.servedBy != "" {
+		f.filter.Config = (&config.File{Path: f.servedBy}).Source()
+	}
 	if (f.since != "" || f.until != "") && !f.nSet {
 		f.n = 0
 	}
@@ -216,7 +225,7 @@ func noAuditRecords(path string, found bool, f auditTailFlags) string {
 		return fmt.Sprintf("no audit log at %s: a gateway serving with this data folder writes it (--data-dir, $TOOLGATE_DATA_DIR or the config's dataDir choose the folder)", path)
 	}
 	var by []string
-	for _, b := range [][2]string{{"--key", f.filter.Key}, {"--tool", f.filter.Tool}, {"--server", f.filter.Server}, {"--profile", f.filter.Profile}, {"--since", f.since}, {"--until", f.until},
+	for _, b := range [][2]string{{"--key", f.filter.Key}, {"--tool", f.filter.Tool}, {"--server", f.filter.Server}, {"--profile", f.filter.Profile}, {"--served-by", f.filter.Config}, {"--since", f.since}, {"--until", f.until},
 		{"--decision", strings.Join(f.filter.Decisions, ",")}, {"--outcome", strings.Join(f.filter.Outcomes, ",")}} {
 		if b[1] != "" {
 			by = append(by, shellword.Join(b[0], b[1]))
@@ -304,6 +313,11 @@ func formatRecord(r audit.Record) string {
 	}
 	if r.Reason != "" {
 		parts = append(parts, "("+safeText(r.Reason)+")")
+	}
+	// Last: what the line said before records named their config is
+	// left as it was.
+	if r.Config != "" {
+		parts = append(parts, "config="+safeText(r.Config))
 	}
 	return strings.Join(parts, "  ")
 }

@@ -284,3 +284,34 @@ func TestAuditTailAllStreams(t *testing.T) {
 		t.Errorf("audit tail -n 0 --key k1 printed %d lines, want the %d records of k1, each as formatRecord", strings.Count(out.String(), "\n"), len(recs))
 	}
 }
+
+// TestAuditTailServedBy: with gateways of two configs sharing a data
+// folder's audit log, --served-by FILE prints the records of the gateway
+// of that config (the file named as its gateway names it: absolute, links
+// resolved), and each record's line says its config.
+func TestAuditTailServedBy(t *testing.T) {
+	data, dir := t.TempDir(), t.TempDir()
+	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+	for _, r := range []audit.Record{
+		{Action: "execute_tool", Tool: "memory__read_graph", Decision: audit.Allowed, Outcome: audit.OK, Config: a},
+		{Action: "execute_tool", Tool: "memory__read_graph", Decision: audit.Allowed, Outcome: audit.OK, Config: b},
+	} {
+		if err := audit.Append(dirs.Audit(data), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	var out, errOut bytes.Buffer
+	if err := runAuditTail(context.Background(), &globals{dataDir: data}, &out, &errOut, auditTailFlags{n: 20, servedBy: "b.json"}); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 1 || !strings.HasSuffix(lines[0], "  config="+b) {
+		t.Errorf("--served-by b.json: %q, want b's one record, with config=%s", out.String(), b)
+	}
+	out.Reset()
+	errOut.Reset()
+	if err := runAuditTail(context.Background(), &globals{dataDir: data}, &out, &errOut, auditTailFlags{n: 20, servedBy: "c.json"}); err != nil || out.Len() != 0 ||
+		errOut.String() != "toolgate: no record of the audit log at "+dirs.Audit(data)+" matches --served-by "+filepath.Join(dir, "c.json")+"\n" {
+		t.Errorf("--served-by c.json: %v, %q, stderr %q", err, out.String(), errOut.String())
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/embed"
+	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/models"
@@ -36,6 +37,10 @@ type doctorCheck struct {
 	Loads  *bool  `json:"loads,omitempty"`
 	Detail string `json:"detail,omitempty"`
 	Fix    string `json:"fix,omitempty"`
+	// Indexes are the index check's: every index the data folder keeps,
+	// the current one first, then those kept for other configs (see
+	// doctorIndexes).
+	Indexes []doctorIndexEntry `json:"indexes,omitempty"`
 }
 
 // Doctor statuses. optional is a missing piece nothing needs right now (the
@@ -60,12 +65,12 @@ type doctorReport struct {
 // the index state with registerDoctorCheck from their own file's init).
 var (
 	doctorHooksMu sync.Mutex
-	doctorHooks   []func(ctx context.Context, g *globals) doctorCheck
+	doctorHooks   []func(ctx context.Context, g *globals, cfg *config.File) doctorCheck
 )
 
 // registerDoctorCheck adds a check to `toolgate doctor`, run after the
-// native pieces.
-func registerDoctorCheck(f func(ctx context.Context, g *globals) doctorCheck) {
+// native pieces; cfg is the --config given (nil: none).
+func registerDoctorCheck(f func(ctx context.Context, g *globals, cfg *config.File) doctorCheck) {
 	doctorHooksMu.Lock()
 	defer doctorHooksMu.Unlock()
 	doctorHooks = append(doctorHooks, f)
@@ -87,12 +92,14 @@ gateway of that config uses.
 It exits 1 when a needed piece is missing or broken.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var cfg *config.File
 			if len(configs) > 0 {
-				if _, _, err := g.readConfigs(configs); err != nil {
+				var err error
+				if cfg, _, err = g.readConfigs(configs); err != nil {
 					return err
 				}
 			}
-			rep, err := runDoctor(cmd.Context(), g)
+			rep, err := runDoctor(cmd.Context(), g, cfg)
 			if err != nil {
 				return err
 			}
@@ -123,7 +130,7 @@ It exits 1 when a needed piece is missing or broken.`,
 	return cmd
 }
 
-func runDoctor(ctx context.Context, g *globals) (*doctorReport, error) {
+func runDoctor(ctx context.Context, g *globals, cfg *config.File) (*doctorReport, error) {
 	opts, err := g.embedOptions()
 	if err != nil {
 		return nil, err
@@ -168,10 +175,10 @@ func runDoctor(ctx context.Context, g *globals) (*doctorReport, error) {
 	add(dirCheck("embedding cache", g.embeddingCacheDir(), "created on first use"))
 
 	doctorHooksMu.Lock()
-	hooks := append([]func(context.Context, *globals) doctorCheck(nil), doctorHooks...)
+	hooks := append([]func(context.Context, *globals, *config.File) doctorCheck(nil), doctorHooks...)
 	doctorHooksMu.Unlock()
 	for _, h := range hooks {
-		add(h(ctx, g))
+		add(h(ctx, g, cfg))
 	}
 
 	rep.OK = true
@@ -337,6 +344,9 @@ func printDoctor(w io.Writer, rep *doctorReport) {
 		}
 		if c.Fix != "" && c.Status != statusOK {
 			fmt.Fprintf(tw, "\t\tfix: %s\n", c.Fix)
+		}
+		for _, ix := range c.Indexes {
+			fmt.Fprintf(tw, "\t\t%s\n", ix)
 		}
 	}
 	tw.Flush()

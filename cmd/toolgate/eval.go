@@ -379,7 +379,9 @@ func runEval(ctx context.Context, g *globals, f *evalFlags, out io.Writer) error
 		// latency figures are those of a search whose query vector is
 		// cached, whoever holds the data folder's.
 		emb, closer, embErr = g.openEmbedderCache(ctx, func(o *embed.Options) { o.Lazy = true },
-			func(o *embed.CacheOptions) { o.InMemoryIfUnavailable = true })
+			// Its queries are the operator's files, not clients': stored
+			// all, so that the next run embeds none.
+			func(o *embed.CacheOptions) { o.InMemoryIfUnavailable, o.QueryStoresPerDay = true, -1 })
 		if embErr != nil {
 			emb = nil
 			if len(modes) == 1 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/toolgate/toolgate/embed"
+	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/gateway/live"
+	"github.com/toolgate/toolgate/gateway/mgmt"
 	"github.com/toolgate/toolgate/index"
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/plural"
@@ -160,7 +164,7 @@ func runIndex(ctx context.Context, g *globals, f *indexFlags, stdout, stderr io.
 	}
 	defer ix.Close()
 	// Not saved, serve's next start checks the schemas itself.
-	if _, err := index.SaveChecks(res.Dir, &flaws, ix.Tools(), saved); err != nil {
+	if _, err := index.SaveChecks(res.Dir, flaws.Checks(ix.Tools()), saved); err != nil {
 		g.logger.Debug("the verdicts of the tools' input schemas are not saved: the next serve checks them again", "err", err)
 	}
 
@@ -304,7 +308,7 @@ func (p *indexProgress) finish() {
 
 // doctorIndex adds the index state to `toolgate doctor`. It does not compare
 // the catalog (doctor connects to no backend) nor the model.
-func doctorIndex(_ context.Context, g *globals) doctorCheck {
+func doctorIndex(_ context.Context, g *globals, cfg *config.File) doctorCheck {
 	dir := index.Dir(g.DataDir())
 	c := doctorCheck{Name: "index", Path: dir}
 	st, m, err := index.Inspect(dir, "", nil)
@@ -325,5 +329,96 @@ func doctorIndex(_ context.Context, g *globals) doctorCheck {
 		}
 		c.Detail = fmt.Sprintf("%s, %s, generation %d, built %s", plural.Of(m.Tools, "tool"), model, m.Generation, m.Created.Format(time.RFC3339))
 	}
+	c.Indexes = doctorIndexes(dir, cfg)
 	return c
+}
+
+// doctorIndexEntry is one index the data folder keeps, as `toolgate doctor`
+// lists it (the index check's "indexes").
+type doctorIndexEntry struct {
+	// Config is the config it was built for ("" = none: a tools file, or
+	// a toolgate from before 2026-12-07), Servers its catalog's servers.
+	Config     string    `json:"config,omitempty"`
+	Servers    []string  `json:"servers,omitempty"`
+	Tools      int       `json:"tools"`
+	Generation int       `json:"generation"`
+	Created    time.Time `json:"created"`
+	Format     int       `json:"format"`
+	Model      string    `json:"model,omitempty"` // "" = BM25 only
+	// Current is the index built last, the one a gateway without a
+	// config (and `toolgate search` without one) reads; the others are
+	// kept for their configs' gateways.
+	Current bool `json:"current"`
+	// Opens says whether its files open; Error why not.
+	Opens bool   `json:"opens"`
+	Error string `json:"error,omitempty"`
+	// StartsFrom marks the index the gateway of the --config given
+	// starts warm from (index.OpenFor), and NotFit why it would not
+	// (a server of it the config does not list: a cold start).
+	StartsFrom bool   `json:"startsFrom,omitempty"`
+	NotFit     string `json:"notFit,omitempty"`
+}
+
+func (d doctorIndexEntry) String() string {
+	kind, cfg := "kept", d.Config
+	if d.Current {
+		kind = "current"
+	}
+	if cfg == "" {
+		cfg = "no config (a tools file, or an older toolgate)"
+	}
+	s := fmt.Sprintf("%s: %s, %s", kind, cfg, plural.Of(d.Tools, "tool"))
+	if len(d.Servers) > 0 {
+		s += " (" + strings.Join(d.Servers, ", ") + ")"
+	}
+	s += fmt.Sprintf(", generation %d, built %s ago", d.Generation, time.Since(d.Created).Round(time.Second))
+	if d.Format != index.FormatVersion {
+		s += fmt.Sprintf(", format %d (this toolgate reads %d)", d.Format, index.FormatVersion)
+	}
+	if d.Opens {
+		s += ", opens"
+	} else {
+		s += ", does not open: " + d.Error
+	}
+	if d.StartsFrom {
+		s += "; --config starts from it"
+		if d.NotFit != "" {
+			s += ", but " + d.NotFit + ": its gateway starts cold"
+		}
+	}
+	return s
+}
+
+// doctorIndexes lists the indexes the index folder dir keeps, and with a
+// config, which one its gateway starts from.
+func doctorIndexes(dir string, cfg *config.File) []doctorIndexEntry {
+	kept, err := index.Indexes(dir)
+	if err != nil || len(kept) == 0 {
+		return nil // the index line says it
+	}
+	var start *index.Manifest
+	var servers []string
+	if cfg != nil {
+		servers = live.Catalogued(cfg, mgmt.Name)
+		start, _ = index.StartingPoint(dir, servers, &index.Options{Config: cfg.Source(), AnyFormat: true})
+	}
+	out := make([]doctorIndexEntry, 0, len(kept))
+	for _, k := range kept {
+		d := doctorIndexEntry{Config: k.Config, Servers: k.Servers, Tools: k.Tools, Generation: k.Generation, Created: k.Created,
+			Format: k.Format, Model: k.ModelID, Current: k.Current, Opens: k.Err == nil}
+		if k.Err != nil {
+			d.Error = k.Err.Error()
+		}
+		if start != nil && start.Generation == k.Generation {
+			d.StartsFrom = true
+			for _, s := range k.Servers {
+				if !slices.Contains(servers, s) {
+					d.NotFit = fmt.Sprintf("it holds server %q, which the config does not list", s)
+					break
+				}
+			}
+		}
+		out = append(out, d)
+	}
+	return out
 }

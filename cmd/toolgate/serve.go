@@ -423,10 +423,10 @@ func runServe(ctx context.Context, g *globals, f serveFlags) error {
 	settled := func(tools []catalog.Tool) {
 		huge, names := catalog.ShownFlaws(tools)
 		shown.Store(&[2][]catalog.ToolFlaw{huge, names})
-		all := flaws.Flawed(tools)
+		all, now := flaws.Settled(tools)
 		flawed.Store(&all)
 		var err error
-		if checks, err = index.SaveChecks(ixDir, &flaws, tools, checks); err != nil {
+		if checks, err = index.SaveChecks(ixDir, now, checks); err != nil {
 			log.Debug("the verdicts of the tools' input schemas are not saved: the next start checks them again", "file", ixDir, "err", err)
 		}
 	}

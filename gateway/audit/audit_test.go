@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -518,6 +519,68 @@ func TestFieldsClipped(t *testing.T) {
 	}
 }
 
+// TestEveryFieldClipped: every text field of a record is cut to its cap,
+// whoever fills it. The server a management call or a console button names
+// is the caller's choice too: a key allowed no server wrote 4 MB of it per
+// POST /ui/api/restart into the record, and 16 such requests in 1.9 s
+// rotated every earlier record (the key's own refusals, the admin's calls,
+// the keys created) out of the log's six files (2026-12-07).
+func TestEveryFieldClipped(t *testing.T) {
+	l, path, _ := openLog(t, nil)
+	huge := strings.Repeat("x", 1<<20)
+	var in Record
+	v := reflect.ValueOf(&in).Elem()
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.String {
+			f.SetString(huge)
+		}
+	}
+	l.Write(in)
+	var recs []Record
+	testenv.Eventually(t, "the record", func() bool { recs = readAll(t, path, Filter{}); return len(recs) == 1 })
+	out := reflect.ValueOf(recs[0])
+	for i := range out.NumField() {
+		f, name := out.Field(i), out.Type().Field(i).Name
+		if f.Kind() != reflect.String {
+			continue
+		}
+		limit := MaxFieldBytes
+		if name == "Reason" {
+			limit = MaxReasonBytes
+		}
+		if n := len(f.String()); n > limit+len("…") {
+			t.Errorf("%s: %d bytes in the record, want at most %d", name, n, limit)
+		}
+	}
+	if b, _ := os.ReadFile(path); len(b) > 8192 {
+		t.Errorf("the record takes %d bytes", len(b))
+	}
+}
+
+// TestArgumentsClipped: the arguments a record keeps (audit.arguments
+// "masked") are bounded like its other fields: past MaxArgumentsBytes of
+// JSON they are replaced by a note of their size (argumentsSha256 still
+// identifies them). A key's call of a tool it may run with 4 MB of
+// arguments wrote 4 MB into the record: 13 such calls would rotate the
+// whole log away at the defaults.
+func TestArgumentsClipped(t *testing.T) {
+	l, path, _ := openLog(t, nil)
+	small := map[string]any{"path": "/tmp/x"}
+	l.Write(Record{Action: "execute_tool", Decision: Allowed, Arguments: small})
+	l.Write(Record{Action: "execute_tool", Decision: Allowed, Arguments: map[string]any{"content": strings.Repeat("x", 1<<20)}})
+	var recs []Record
+	testenv.Eventually(t, "the records", func() bool { recs = readAll(t, path, Filter{}); return len(recs) == 2 })
+	if !reflect.DeepEqual(any(small), recs[0].Arguments) {
+		t.Errorf("small arguments kept as %v, want %v", recs[0].Arguments, small)
+	}
+	if s, ok := recs[1].Arguments.(string); !ok || !strings.Contains(s, "1048590 bytes of arguments") {
+		t.Errorf("1 MB of arguments kept as %.200v", recs[1].Arguments)
+	}
+	if b, _ := os.ReadFile(path); len(b) > 4096 {
+		t.Errorf("the records take %d bytes", len(b))
+	}
+}
+
 // counting is a Gate that lets every write through and counts the checks
 // (one before each write of a batch, and one at Open).
 type counting struct {
@@ -660,5 +723,31 @@ func BenchmarkTail(b *testing.B) {
 				rd.Close()
 			}
 		})
+	}
+}
+
+// Gateways of two configs on one data folder share its audit log: each
+// record says which config's gateway wrote it (Options.Config), and
+// Filter.Config selects one's. The records of a call to a server both
+// configs run could not be told apart.
+func TestConfigOfEachRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit", "audit.jsonl")
+	a, b := Open(path, &Options{Config: "/etc/a.json"}), Open(path, &Options{Config: "/etc/b.json"})
+	a.Write(Record{Action: "execute_tool", Tool: "memory__read_graph", Decision: Allowed, Outcome: OK})
+	b.Write(Record{Action: "execute_tool", Tool: "memory__read_graph", Decision: Allowed, Outcome: OK})
+	a.Close()
+	b.Close()
+	if err := Append(path, Record{Action: "servers disable", Server: "memory", Transport: "cli", Decision: Allowed}); err != nil {
+		t.Fatal(err)
+	}
+	byConfig := map[string]int{}
+	for _, r := range readAll(t, path, Filter{}) {
+		byConfig[r.Config]++
+	}
+	if byConfig["/etc/a.json"] != 1 || byConfig["/etc/b.json"] != 1 || byConfig[""] != 1 {
+		t.Errorf("records by config: %v", byConfig)
+	}
+	if recs := readAll(t, path, Filter{Config: "/etc/b.json"}); len(recs) != 1 || recs[0].Config != "/etc/b.json" {
+		t.Errorf("Filter{Config: b}: %+v", recs)
 	}
 }

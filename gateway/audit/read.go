@@ -30,6 +30,8 @@ type Filter struct {
 	// Decisions and Outcomes, when not empty, are those a record must
 	// have one of (Allowed …, OK …).
 	Decisions, Outcomes []string
+	// Config is the config whose gateway wrote the record (Record.Config).
+	Config string
 }
 
 // Match reports whether r passes the filter.
@@ -39,7 +41,8 @@ func (f Filter) Match(r Record) bool {
 		(f.Profile == "" || r.Profile == f.Profile || r.KeyProfile == f.Profile) &&
 		(f.Since.IsZero() || !r.Time.Before(f.Since)) && (f.Until.IsZero() || r.Time.Before(f.Until)) &&
 		(len(f.Decisions) == 0 || slices.Contains(f.Decisions, r.Decision)) &&
-		(len(f.Outcomes) == 0 || slices.Contains(f.Outcomes, r.Outcome))
+		(len(f.Outcomes) == 0 || slices.Contains(f.Outcomes, r.Outcome)) &&
+		(f.Config == "" || r.Config == f.Config)
 }
 
 // Decisions and Outcomes are the values of a record's decision and

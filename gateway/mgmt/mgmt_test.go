@@ -883,3 +883,17 @@ func TestRestartDisabledMeanwhile(t *testing.T) {
 		})
 	}
 }
+
+// TestScopedRefusalEchoBounded: the server name a refused call gives is the
+// caller's text and is echoed cut: a key of the ro profile wrote 300 KB of
+// it into server_status' answer and the gateway's log line per request.
+func TestScopedRefusalEchoBounded(t *testing.T) {
+	s, _, rt, _ := newTestServer(t, false)
+	rt.tools = []catalog.Tool{{Server: "a", Name: "x"}, {Server: Name, Name: "server_status"}}
+	rt.pol = policy.NewSet(keys.NewScope(rt.pol.Profiles, ChangesConfig), policy.NewConfigured([]string{"a", Name}), policy.NewDisabled(nil), rt.pol.Profiles())
+	c := &policy.Caller{Transport: policy.TransportHTTP, Key: &policy.Key{Name: "low", Allow: []string{"a__*", "toolgate__*"}, Deny: []string{"b*"}}}
+	_, err := s.CallTool(policy.WithCaller(context.Background(), c), Name, "server_status", map[string]any{"name": "b" + strings.Repeat("M", 300_000)})
+	if !errors.Is(err, policy.ErrDenied) || len(err.Error()) > 2048 {
+		t.Errorf("server_status of a 300 KB name: %d bytes: %.300v", len(fmt.Sprint(err)), err)
+	}
+}

@@ -354,7 +354,7 @@ func (s *Server) mayManage(c *policy.Caller, tool string, args map[string]any) (
 		return nil, nil
 	}
 	if why != "" {
-		return nil, &deniedError{fmt.Sprintf("%s__%s is refused for server %q: %s. %s", Name, tool, name, why, s.managedHint(c))}
+		return nil, &deniedError{fmt.Sprintf("%s__%s is refused for server %q: %s. %s", Name, tool, oneline.Echo(name), why, s.managedHint(c))}
 	}
 	return noServer(name, s.visibleInfos(c)), nil
 }

@@ -17,9 +17,11 @@ import (
 // real catalog's are) checks every schema; a listing again checks none;
 // a first listing seeded with the verdicts the last run saved (Seed, a
 // warm start) resolves none either; saving them (Checks) resolves none,
-// and nor does listing the flawed tools (Flawed).
+// and nor does listing the flawed tools (Flawed), nor serve's settle
+// after each index (Settled: both in one pass).
 //
 //	TOOLGATE_BENCH_DIR=/work/shared/bench go test -run X -bench FlawLog10k ./index/catalog/
+//	TOOLGATE_BENCH_DIR=/work/shared/bench go test -run X -bench 'FlawLog10k/settle' -benchmem -count 10 ./index/catalog/
 func BenchmarkFlawLog10k(b *testing.B) {
 	var base []Tool
 	for _, split := range []string{"azure-mcp", "metatool"} {
@@ -70,6 +72,21 @@ func BenchmarkFlawLog10k(b *testing.B) {
 	b.Run("flawed", func(b *testing.B) {
 		for b.Loop() {
 			last.Flawed(tools)
+		}
+	})
+	// serve's settle after each index: the flawed tools for GET /status
+	// and the verdicts to save, of one catalog, in one pass (Settled);
+	// "settle-two-passes" is how serve took them before (Flawed, then
+	// Checks), each schema hashed twice.
+	b.Run("settle", func(b *testing.B) {
+		for b.Loop() {
+			last.Settled(tools)
+		}
+	})
+	b.Run("settle-two-passes", func(b *testing.B) {
+		for b.Loop() {
+			last.Flawed(tools)
+			last.Checks(tools)
 		}
 	})
 	b.Run("again", func(b *testing.B) {

@@ -448,3 +448,27 @@ func TestReviewNoDescription(t *testing.T) {
 		t.Errorf("warning = %q, want prefix %q", w.String(), want)
 	}
 }
+
+// Settled gives what Flawed and Checks give of one catalog (serve takes
+// both after each index), hashing each schema once: the two hashed each
+// twice, 20,000 SHA-256s a re-index at 10,000 tools.
+func TestFlawLogSettled(t *testing.T) {
+	tools := []Tool{
+		{Server: "acme", Name: "create_invoice", InputSchema: json.RawMessage(`{"type":"objetc"}`)},
+		{Server: "acme", Name: "void_invoice", InputSchema: json.RawMessage(`{"type":"object","properties":[{"id":"string"}]}`)},
+		{Server: "acme", Name: "list", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		{Server: "acme", Name: "again", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		{Server: "acme", Name: "none"},
+	}
+	var f FlawLog
+	f.Listed(slog.New(slog.DiscardHandler), "acme", tools)
+	wantFlawed, wantChecks := f.Flawed(tools), f.Checks(tools)
+	f.hashed = 0
+	flawed, checks := f.Settled(tools)
+	if !reflect.DeepEqual(flawed, wantFlawed) || !checks.Same(wantChecks) || len(flawed) != 2 || len(checks.Clean) != 1 {
+		t.Errorf("Settled = %+v, %+v; want %+v, %+v", flawed, checks, wantFlawed, wantChecks)
+	}
+	if f.hashed != 4 {
+		t.Errorf("Settled hashed %d schemas, want each of the 4 once", f.hashed)
+	}
+}

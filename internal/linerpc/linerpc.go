@@ -434,27 +434,41 @@ func SkipLong(br *bufio.Reader, head []byte) (size int, id json.RawMessage, err 
 // firstID is the top-level "id" of the object line starts, when it comes
 // before the first value that does not end within line; nil otherwise.
 func firstID(line []byte) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(line))
+	var id json.RawMessage
+	Members(line, func(key string, v json.RawMessage) bool {
+		if key != "id" {
+			return true
+		}
+		if v = bytes.TrimSpace(v); len(v) > 0 && (v[0] == '"' || v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
+			id = v
+		}
+		return false
+	})
+	return id
+}
+
+// Members calls each with the top-level members of the JSON object data
+// holds, in order, as a JSON decoder reads them (escapes in keys read, each
+// of duplicate keys given), until each returns false or a value does not
+// decode.
+func Members(data []byte, each func(key string, v json.RawMessage) bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil
+		return
 	}
 	for dec.More() {
 		key, err := dec.Token()
 		if err != nil {
-			return nil
+			return
 		}
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil
+			return
 		}
-		if key == "id" {
-			if v = bytes.TrimSpace(v); len(v) > 0 && (v[0] == '"' || v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
-				return v
-			}
-			return nil
+		if k, _ := key.(string); !each(k, v) {
+			return
 		}
 	}
-	return nil
 }
 
 // TooLongMessage is the answer to a line over the limit that SkipLong

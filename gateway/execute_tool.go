@@ -158,10 +158,46 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if err != nil {
 		return g.callError(cctx, a.Name, tool.Server, err), nil
 	}
+	res = ownMeta(res)
 	if res != nil && (res.NeedsInput() || res.InputRequests != nil) {
 		return g.inputRequired(ctx, req, a.Name, tool.Server, res), nil
 	}
 	return objectStructured(req, res), nil
+}
+
+// ownMeta is res without the keys of its _meta under a prefix MCP
+// reserves (its second label "modelcontextprotocol" or "mcp", as in
+// io.modelcontextprotocol/serverInfo), a copy when it had one; the
+// backend's own keys (an app's data for its widget) are part of its
+// result and go on unscanned, as its content does. MCP's describe the
+// backend's session, not the tool's answer: its serverInfo, which go-sdk's
+// server keeps when present, made a 2026-07-28 client take the backend for
+// the server it is connected to, and its related-task names a task of
+// the backend's session that the gateway's does not have (relayed
+// notifications go without any _meta: backend/relay.go noMeta).
+func ownMeta(res *mcp.CallToolResult) *mcp.CallToolResult {
+	if res == nil || !slices.ContainsFunc(slices.Collect(maps.Keys(res.Meta)), reservedMetaKey) {
+		return res
+	}
+	out := *res
+	out.Meta = maps.Clone(res.Meta)
+	maps.DeleteFunc(out.Meta, func(k string, _ any) bool { return reservedMetaKey(k) })
+	if len(out.Meta) == 0 {
+		out.Meta = nil
+	}
+	return &out
+}
+
+// reservedMetaKey reports whether a _meta key's prefix (the labels before
+// its "/") is one MCP reserves: its second label "modelcontextprotocol" or
+// "mcp".
+func reservedMetaKey(k string) bool {
+	prefix, _, ok := strings.Cut(k, "/")
+	if !ok {
+		return false
+	}
+	labels := strings.Split(prefix, ".")
+	return len(labels) > 1 && (labels[1] == "modelcontextprotocol" || labels[1] == "mcp")
 }
 
 // objectStructured is res as a client of req's protocol may take it. From

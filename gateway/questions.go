@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -96,20 +97,26 @@ func (g *Gateway) inputRequired(ctx context.Context, req *mcp.CallToolRequest, n
 			"Use a client that supports %s, or another tool.",
 			name, server, strings.Join(missing, ", "), strings.Join(missing, ", "))
 	}
+	asked, err := askedBy(server, res.InputRequests)
+	if err != nil {
+		return toolError("execute_tool %s: server %q asks the client a question it cannot be shown safely: %v. "+
+			"Report it to the server's maintainers, or use another tool.", name, server, err)
+	}
 	g.log.Debug("backend asks the client", "tool", name, "server", server, "questions", strings.Join(kinds, ", "))
-	return &mcp.CallToolResult{Meta: res.Meta, InputRequests: askedBy(server, res.InputRequests), RequestState: res.RequestState}
+	return &mcp.CallToolResult{Meta: res.Meta, InputRequests: asked, RequestState: res.RequestState}
 }
 
 // askedBy is reqs as the client of a call to server gets them: each
 // elicitation's message, and each sampling request's system prompt and
 // first text, say which server asks (`server "evil" asks: …`), with their
 // control characters escaped (termtext.Escape), and the backend's _meta
-// left out; roots unchanged. A client shows the user who asks by the
+// left out; an elicitation's form (its requestedSchema) as relayedForm
+// makes it; roots unchanged. A client shows the user who asks by the
 // server it is connected to, the gateway: a backend could ask in
 // toolgate's name ("toolgate needs your GitHub token to go on"), and the
 // user, or the client's model, could not tell which of the servers behind
-// it asked.
-func askedBy(server string, reqs mcp.InputRequestMap) mcp.InputRequestMap {
+// it asked. The error says what in a form cannot be relayed.
+func askedBy(server string, reqs mcp.InputRequestMap) (mcp.InputRequestMap, error) {
 	out := make(mcp.InputRequestMap, len(reqs))
 	for k, r := range reqs {
 		switch e := r.(type) {
@@ -117,6 +124,11 @@ func askedBy(server string, reqs mcp.InputRequestMap) mcp.InputRequestMap {
 			named := *e
 			named.Meta = nil
 			named.Message = asks(server, e.Message)
+			form, err := relayedForm(e.RequestedSchema)
+			if err != nil {
+				return nil, err
+			}
+			named.RequestedSchema = form
 			r = &named
 		case *mcp.CreateMessageParams:
 			r = sampledBy(server, e)
@@ -125,7 +137,80 @@ func askedBy(server string, reqs mcp.InputRequestMap) mcp.InputRequestMap {
 		}
 		out[k] = r
 	}
-	return out
+	return out, nil
+}
+
+// relayedForm is an elicitation's requestedSchema, the form a client
+// renders for its user, as relayed: a copy with each text the client shows
+// (the form's and each field's title and description, a string field's
+// default, legacy enumNames, a titled option's title) escaped
+// (termtext.Escape), the rest as it came, so a schema of the spec's
+// restricted kind (flat object, primitive fields, enums) stays one. What
+// the answer sends back (a property name, an enum value, an option's
+// const) cannot be escaped without changing the answer the backend gets:
+// one with a character termtext escapes is an error that names its
+// property. A form that is not a JSON object goes as it came; the client
+// checks a form's shape (go-sdk's refuses one of another kind).
+func relayedForm(schema any) (any, error) {
+	if schema == nil {
+		return nil, nil
+	}
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return nil, fmt.Errorf("its form (requestedSchema) does not encode: %w", err)
+	}
+	var form map[string]any
+	if json.Unmarshal(raw, &form) != nil || form == nil {
+		return schema, nil
+	}
+	escapeTexts(form, "title", "description")
+	props, _ := form["properties"].(map[string]any)
+	for name, p := range props {
+		if strings.ContainsFunc(name, termtext.Unsafe) {
+			return nil, fmt.Errorf("its form's property %q has a control or format character in its name", name)
+		}
+		field, ok := p.(map[string]any)
+		if !ok {
+			continue
+		}
+		escapeTexts(field, "title", "description", "default")
+		if names, ok := field["enumNames"].([]any); ok {
+			field["enumNames"] = termtext.Value(names)
+		}
+		items, _ := field["items"].(map[string]any)
+		for _, values := range []any{field["enum"], items["enum"]} {
+			if v, ok := values.([]any); ok && slices.ContainsFunc(v, unsafeValue) {
+				return nil, fmt.Errorf("its form's property %q has an enum value with a control or format character", name)
+			}
+		}
+		for _, options := range []any{field["oneOf"], items["anyOf"]} {
+			opts, _ := options.([]any)
+			for _, o := range opts {
+				if o, ok := o.(map[string]any); ok {
+					if unsafeValue(o["const"]) {
+						return nil, fmt.Errorf("its form's property %q has an option (const) with a control or format character", name)
+					}
+					escapeTexts(o, "title")
+				}
+			}
+		}
+	}
+	return form, nil
+}
+
+// escapeTexts escapes (termtext.Escape) the strings of m under keys.
+func escapeTexts(m map[string]any, keys ...string) {
+	for _, k := range keys {
+		if s, ok := m[k].(string); ok {
+			m[k] = termtext.Escape(s)
+		}
+	}
+}
+
+// unsafeValue reports whether v is a string that termtext.Escape changes.
+func unsafeValue(v any) bool {
+	s, ok := v.(string)
+	return ok && termtext.Escape(s) != s
 }
 
 // asks is text, a backend's words to the client, escaped (again: escaping

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/audit/audittest"
 	"github.com/toolgate/toolgate/gateway/backend/backendtest"
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/termtext"
 )
 
 // asker is a client that answers a server's questions: it accepts a
@@ -192,7 +193,10 @@ func TestAskedByHostileSampling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := askedBy("evil", in)
+	out, err := askedBy("evil", in)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if after, _ := json.Marshal(in); string(after) != string(before) {
 		t.Errorf("askedBy changed the backend's requests:\n%s\nwas:\n%s", after, before)
 	}
@@ -383,4 +387,114 @@ func connectClient(t *testing.T, g *Gateway, c *mcp.Client, pv string) *mcp.Clie
 	}
 	t.Cleanup(func() { cs.Close(); ss.Wait() })
 	return cs
+}
+
+// TestAskedByHostileElicitationSchema: the form an elicitation asks for
+// (its requestedSchema, which a client renders: titles, descriptions,
+// option labels, a default it fills in) reaches the client with its
+// control characters escaped and is still a schema of the spec's restricted
+// kind, which go-sdk's client checks before its handler sees it. A property
+// name, option value or const holds what the answer sends back: one with a
+// control character cannot be escaped without changing the answer, so the
+// question is refused with a message that names it. A hostile backend's
+// field read "toolgate API key" behind an ESC[2K that erased the line.
+func TestAskedByHostileElicitationSchema(t *testing.T) {
+	const evil = "\x1b]0;owned\x07toolgate\x1b[2K"
+	schema := map[string]any{
+		"type": "object", "title": evil + "form", "description": evil + "root",
+		"properties": map[string]any{
+			"key":   map[string]any{"type": "string", "title": evil + "API key", "description": evil + "paste it", "default": evil + "d", "minLength": 1, "format": "email"},
+			"n":     map[string]any{"type": "integer", "title": evil + "n", "minimum": 1, "maximum": 3},
+			"ok":    map[string]any{"type": "boolean", "description": evil + "ok", "default": true},
+			"plain": map[string]any{"type": "string", "enum": []any{"a", "b"}, "enumNames": []any{evil + "A", "B"}},
+			"one":   map[string]any{"type": "string", "oneOf": []any{map[string]any{"const": "x", "title": evil + "X"}}},
+			"many":  map[string]any{"type": "array", "title": evil + "many", "items": map[string]any{"anyOf": []any{map[string]any{"const": "y", "title": evil + "Y"}}}},
+			"tags":  map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": []any{"t"}}},
+		},
+		"required": []any{"key"},
+	}
+	before, _ := json.Marshal(schema)
+	out, err := askedBy("evil", mcp.InputRequestMap{"q": &mcp.ElicitParams{Message: "m", RequestedSchema: schema}})
+	if err != nil {
+		t.Fatalf("askedBy refused a schema with only escapable texts: %v", err)
+	}
+	if after, _ := json.Marshal(schema); string(after) != string(before) {
+		t.Errorf("askedBy changed the backend's schema:\n%s\nwas:\n%s", after, before)
+	}
+	wire, _ := json.Marshal(out["q"].(*mcp.ElicitParams).RequestedSchema)
+	if s := string(wire); strings.Contains(s, `\u001b`) || strings.Contains(s, `\u0007`) {
+		t.Errorf("a control character went on to the client in the schema:\n%s", s)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(wire, &got); err != nil {
+		t.Fatal(err)
+	}
+	props := got["properties"].(map[string]any)
+	esc := termtext.Escape(evil)
+	for _, c := range []struct {
+		what string
+		got  any
+		want string
+	}{
+		{"root title", got["title"], esc + "form"},
+		{"root description", got["description"], esc + "root"},
+		{"title", props["key"].(map[string]any)["title"], esc + "API key"},
+		{"description", props["key"].(map[string]any)["description"], esc + "paste it"},
+		{"string default", props["key"].(map[string]any)["default"], esc + "d"},
+		{"format", props["key"].(map[string]any)["format"], "email"},
+		{"number title", props["n"].(map[string]any)["title"], esc + "n"},
+		{"boolean description", props["ok"].(map[string]any)["description"], esc + "ok"},
+		{"enumNames", props["plain"].(map[string]any)["enumNames"].([]any)[0], esc + "A"},
+		{"enum", props["plain"].(map[string]any)["enum"].([]any)[1], "b"},
+		{"oneOf title", props["one"].(map[string]any)["oneOf"].([]any)[0].(map[string]any)["title"], esc + "X"},
+		{"oneOf const", props["one"].(map[string]any)["oneOf"].([]any)[0].(map[string]any)["const"], "x"},
+		{"array title", props["many"].(map[string]any)["title"], esc + "many"},
+		{"anyOf title", props["many"].(map[string]any)["items"].(map[string]any)["anyOf"].([]any)[0].(map[string]any)["title"], esc + "Y"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %v, want %q", c.what, c.got, c.want)
+		}
+	}
+
+	// A client of go-sdk takes it: the schema is still of the restricted
+	// kind (go-sdk's client checks it before its handler is called).
+	ctx := context.Background()
+	var shown any
+	c := mcp.NewClient(&mcp.Implementation{Name: "form"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			shown = req.Params.RequestedSchema
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	s := mcp.NewServer(&mcp.Implementation{Name: "asks"}, nil)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}) // asked by its server, not in a result
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := ss.Elicit(ctx, out["q"].(*mcp.ElicitParams)); err != nil || shown == nil {
+		t.Errorf("go-sdk's client refused the relayed form (err %v, shown %v): %s", err, shown != nil, wire)
+	}
+
+	// What the answer sends back cannot be escaped: refused, named.
+	for _, c := range []struct {
+		what   string
+		schema map[string]any
+	}{
+		{"property name", map[string]any{"type": "object", "properties": map[string]any{"k\x1b[2K": map[string]any{"type": "string"}}}},
+		{"enum value", map[string]any{"type": "object", "properties": map[string]any{"k": map[string]any{"type": "string", "enum": []any{"a\x1b[2K"}}}}},
+		{"oneOf const", map[string]any{"type": "object", "properties": map[string]any{"k": map[string]any{"type": "string", "oneOf": []any{map[string]any{"const": "a\x1b[2K", "title": "A"}}}}}},
+		{"items anyOf const", map[string]any{"type": "object", "properties": map[string]any{"k": map[string]any{"type": "array", "items": map[string]any{"anyOf": []any{map[string]any{"const": "a\u202e", "title": "A"}}}}}}},
+	} {
+		_, err := askedBy("evil", mcp.InputRequestMap{"q": &mcp.ElicitParams{Message: "m", RequestedSchema: c.schema}})
+		if err == nil || !strings.Contains(err.Error(), `"k`) {
+			t.Errorf("%s with a control character: err %v, want a refusal naming property \"k…\"", c.what, err)
+		}
+	}
 }

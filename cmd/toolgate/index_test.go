@@ -803,7 +803,7 @@ func TestStatusSaysSchemaFlaws(t *testing.T) {
 	if err != nil || !strings.Contains(out, "schema flaws: the input schema of 1 tool "+catalog.SchemaFlaw) ||
 		!strings.Contains(out, "\n  "+id+": "+f.Tools[0].Flaw+"\n") ||
 		!strings.Contains(out, "schema flaws: the input schema of 1 tool is over 32 KB") || !strings.Contains(out, "\n  "+huge+": ") ||
-		!strings.Contains(out, "schema flaws: the name of 1 tool "+catalog.NameFlaw) || !strings.Contains(out, "\n  "+name+": ") {
+		!strings.Contains(out, "schema flaws: the name of 1 tool "+catalog.NameFlaw) || !strings.Contains(out, fmt.Sprintf("\n  %q: ", name)) { // quoted: it has a space
 		t.Errorf("toolgate status: %v\n%s%s", err, out, stderr)
 	}
 }

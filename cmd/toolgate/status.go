@@ -525,10 +525,10 @@ func printStatus(w io.Writer, rep gateway.StatusReport) error {
 		}
 		if len(sec.Quarantined) > 0 {
 			// The backend's names, held because they may be hostile: a
-			// terminal escape in one is what held it.
+			// terminal escape in one is what held it (nameText).
 			ids := make([]string, len(sec.Quarantined))
 			for i, id := range sec.Quarantined {
-				ids[i] = safeText(id)
+				ids[i] = nameText(id)
 			}
 			fmt.Fprintf(w, "quarantined: %s (`toolgate tools quarantined` says why)\n", strings.Join(ids, ", "))
 		}
@@ -655,8 +655,8 @@ func printSchemaFlaws(w io.Writer, f *gateway.SchemaFlaws) {
 	}
 	list := func(count int, tools []catalog.ToolFlaw) {
 		for _, t := range tools {
-			// The backend's names and words: escaped, as quarantined names.
-			fmt.Fprintf(w, "  %s: %s\n", safeText(t.Tool), oneLine(t.Flaw, 200))
+			// The backend's names and words: quoted and escaped, as quarantined names.
+			fmt.Fprintf(w, "  %s: %s\n", nameText(t.Tool), oneLine(t.Flaw, 200))
 		}
 		if more := count - len(tools); more > 0 {
 			fmt.Fprintf(w, "  and %d more (toolgate status --json lists the first %d; serve's log names each)\n", more, gateway.MaxSchemaFlawsShown)

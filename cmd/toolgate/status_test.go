@@ -276,7 +276,7 @@ func TestStatusSchemaFlaws(t *testing.T) {
 	got := out.String()
 	for _, want := range []string{
 		"schema flaws: the input schema of 1 tool is over 32 KB: " + catalog.HugeSchema + "\n  big__pick_code: 1356 KB of compact JSON\n",
-		"schema flaws: the name of 1 tool " + catalog.NameFlaw + ": " + catalog.NameFlawEffect(1) + "\n  acme__send payment!: ' ', '!' are not among A-Z a-z 0-9 _ - .\n",
+		"schema flaws: the name of 1 tool " + catalog.NameFlaw + ": " + catalog.NameFlawEffect(1) + "\n  \"acme__send payment!\": ' ', '!' are not among A-Z a-z 0-9 _ - .\n",
 		"schema flaws: the input schema of 22 tools " + catalog.SchemaFlaw + ": " + catalog.SchemaFlawEffect(22) + "; ask their server's author to fix it\n",
 		"  acme__create_invoice: \"type\" is \"objetc\", not a JSON Schema type\n",
 		`  "e2__x\x1b]0;pwned\a": \x1b[2Jbad schema` + "\n",
@@ -294,11 +294,13 @@ func TestStatusSchemaFlaws(t *testing.T) {
 // The IDs of quarantined tools are the backend's names, held because they
 // may be hostile: a name with a terminal escape (quarantined for it)
 // reached the terminal of whoever ran toolgate status as it was, setting
-// the window's title and clearing the screen.
+// the window's title and clearing the screen; one with ", " read as two
+// names in the list. Each name not of MCP's recommended characters is
+// quoted, as in the schema-flaws lists.
 func TestStatusQuarantinedEscaped(t *testing.T) {
 	srv := httptest.NewServer(gateway.StatusHandler(statusSource{}, &gateway.StatusOptions{Version: "9.9.9", Started: time.Now(),
 		Security: func() *gateway.SecurityStatus {
-			return &gateway.SecurityStatus{Quarantined: []string{"e2__x\x1b]0;pwned\a\x1b[2Jy", "e2__ok"}}
+			return &gateway.SecurityStatus{Quarantined: []string{"e2__x\x1b]0;pwned\a\x1b[2Jy", "e2__ok", "e2__a, e2__b", "e2__c: d"}}
 		}}))
 	defer srv.Close()
 	var out bytes.Buffer
@@ -306,7 +308,7 @@ func TestStatusQuarantinedEscaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.String()
-	if strings.ContainsAny(got, "\x1b\a") || !strings.Contains(got, `quarantined: "e2__x\x1b]0;pwned\a\x1b[2Jy", e2__ok (`) {
+	if strings.ContainsAny(got, "\x1b\a") || !strings.Contains(got, `quarantined: "e2__x\x1b]0;pwned\a\x1b[2Jy", e2__ok, "e2__a, e2__b", "e2__c: d" (`) {
 		t.Errorf("toolgate status:\n%q", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/internal/termtext"
 )
@@ -28,6 +29,18 @@ func safeText(s string) string {
 		return strconv.QuoteToGraphic(s)
 	}
 	return s
+}
+
+// nameText is a name a backend chose (a tool's ID) as a list prints it:
+// as it is when it is of MCP's recommended characters alone
+// (catalog.PlainName), else quoted with its escapes, so that a name with a
+// space, a ", " or a ": " reads as one name, and one with a control
+// character reaches no terminal as it is.
+func nameText(s string) string {
+	if catalog.PlainName(s) {
+		return s
+	}
+	return strconv.QuoteToGraphic(s)
 }
 
 // escapeUnsafe is s with what must not reach a terminal escaped, its

@@ -867,14 +867,8 @@ func unreachable(err error, rawURL string) *OwnWords {
 		return &OwnWords{Before: "the host name ", Said: quietCause{strconv.Quote(dns.Name), err},
 			After: fmt.Sprintf(" does not resolve (%s): check the url's host", dns.Err) + proxyenv.ResolveNote(u)}
 	}
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		w := &OwnWords{Before: "nothing listens at the url's address", Said: quietCause{"", err},
-			After: " (connection refused): check that the server is running, and the url's host and port"}
-		var op *net.OpError
-		if errors.As(err, &op) && op.Addr != nil {
-			w.Before, w.Said = "nothing listens at ", quietCause{op.Addr.String(), err}
-		}
-		return w
+	if r, ok := proxyenv.Refused(err); ok {
+		return &OwnWords{Before: r.Before(), Said: quietCause{r.Addr, err}, After: proxyenv.RefusedAfter}
 	}
 	return nil
 }

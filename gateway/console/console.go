@@ -917,9 +917,16 @@ func (c *Console) serveAction(a action, act func(ctx context.Context, server str
 	}
 }
 
-// restart is the restart button: 202 {"restarting": "NAME"}.
+// restart is the restart button: 202 {"restarting": "NAME"}; a server
+// disabled at run time (pressed in a page that showed it running, or while
+// its cold start went on) is 409 in the words of toolgate__restart_server
+// (live.Disabled): the pool, which holds no disabled server, said "no such
+// server".
 func (c *Console) restart(_ context.Context, server string) (int, any, error) {
 	if err := c.o.Restarter.Restart(server); err != nil {
+		if errors.Is(err, backend.ErrUnknownServer) && c.o.Policy != nil && c.o.Policy.Disabled().Has(server) {
+			return http.StatusConflict, nil, live.Disabled(server, "its Enable button (toolgate__enable_server)")
+		}
 		if errors.Is(err, backend.ErrUnknownServer) {
 			return http.StatusNotFound, nil, err
 		}

@@ -1277,3 +1277,28 @@ func TestAnswersCompressed(t *testing.T) {
 		t.Logf("GET %s: %d bytes, %d gzipped", tc.path, len(plain), len(raw))
 	}
 }
+
+// TestRestartDisabledServer: the restart button of a server disabled at
+// run time (pressed in a console that showed it running, or while its cold
+// start went on) says it is disabled and how to enable it: the pool, which
+// holds no disabled server, answered 404 "no such server (configured:
+// [filesystem memory])".
+func TestRestartDisabledServer(t *testing.T) {
+	eng, set := scopedCatalog(t, catalog.Tool{Server: "toolgate", Name: "restart_server"})
+	sw := &fakeSwitcher{set: set, known: []string{"filesystem", "memory", "kg"}}
+	e := newEnvWith(t, &Options{Catalog: eng, Keys: &fakeKeys{key: "tg_secret", scopes: map[string]*policy.Key{"tg_admin": {Name: "admin", Admin: true}}}, Policy: set, Switcher: sw})
+	post := func(verb, server string) (int, string) {
+		t.Helper()
+		resp, body := e.do(t, "POST", "/ui/api/"+verb, `{"server": "`+server+`"}`, "Authorization", "Bearer tg_admin")
+		return resp.StatusCode, body
+	}
+	if code, body := post("disable", "kg"); code != 200 {
+		t.Fatalf("disable kg: %d %s", code, body)
+	}
+	if code, body := post("restart", "kg"); code != 409 || !strings.Contains(body, `server \"kg\" is disabled`) || !strings.Contains(body, "Enable") || strings.Contains(body, "no such server") {
+		t.Errorf("restart of kg, disabled: %d %s, want 409 saying it is disabled and how to enable it", code, body)
+	}
+	if code, _ := post("restart", "nosuch"); code != 404 {
+		t.Errorf("restart of a server the config lacks: %d, want 404", code)
+	}
+}

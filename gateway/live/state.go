@@ -248,9 +248,17 @@ func CheckRestart(cfg *config.File, st State, server string) error {
 		}
 	}
 	if slices.Contains(st.Disabled, server) {
-		return fmt.Errorf("server %q is disabled, so it does not run: `toolgate servers enable %s` starts it", server, server)
+		return Disabled(server, fmt.Sprintf("`toolgate servers enable %s`", server))
 	}
 	return nil
+}
+
+// Disabled is the error of a restart of server, disabled at run time:
+// it does not run, and enable (a command, a management tool, a button)
+// starts it. The command line, toolgate__restart_server and the console's
+// restart button say it in these words.
+func Disabled(server, enable string) error {
+	return fmt.Errorf("server %q is disabled, so it does not run: %s starts it", server, enable)
 }
 
 // configured is server's entry in cfg, or an error (config.ErrNoServer) that

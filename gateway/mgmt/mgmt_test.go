@@ -28,7 +28,8 @@ import (
 // fakePool records what reaches it.
 type fakePool struct {
 	calls, restarts []string
-	tools           map[string]int // a's count of tools, when not 3
+	tools           map[string]int     // a's count of tools, when not 3
+	onRestart       func(string) error // runs first in Restart; its error is Restart's
 }
 
 func (p *fakePool) CallTool(_ context.Context, server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
@@ -62,6 +63,11 @@ func (p *fakePool) PastRestarts(server string) int {
 }
 func (p *fakePool) Stderr(server string) []string { return []string{server + " says ***"} }
 func (p *fakePool) Restart(server string) error {
+	if p.onRestart != nil {
+		if err := p.onRestart(server); err != nil {
+			return err
+		}
+	}
 	p.restarts = append(p.restarts, server)
 	return nil
 }
@@ -842,6 +848,39 @@ func TestAuditNotesTheServer(t *testing.T) {
 		if n.server != c.server || n.what != c.what {
 			t.Errorf("%v %s %v: noted server %q, %q; want %q, %q", c.caller, c.tool, c.args, n.server, n.what, c.server, c.what)
 		}
+	}
+}
+
+// TestRestartDisabledMeanwhile: a restart_server call whose server is
+// disabled while it waits (for its slot behind another restart's cold
+// start, or for its own new start) says the server was disabled and how to
+// enable it. It answered `restart "a": backend "a" is unavailable: no such
+// server (configured: [b])` when the pool had let the server go before the
+// call reached it, and `Server "a" is restarted: disabled.` (no error)
+// when it was disabled during the start.
+func TestRestartDisabledMeanwhile(t *testing.T) {
+	http := &policy.Caller{Transport: policy.TransportHTTP}
+	for _, c := range []struct {
+		name  string
+		after bool // disabled once the pool restarted it, else before
+	}{{"before the pool restarts it", false}, {"during its new start", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			s, p, rt, _ := newTestServer(t, false)
+			p.onRestart = func(server string) error {
+				if _, err := rt.SetDisabled(context.Background(), server, true); err != nil {
+					t.Fatal(err)
+				}
+				if c.after {
+					return nil
+				}
+				return &backend.UnavailableError{Server: server, Err: backend.ErrUnknownServer}
+			}
+			res := run(t, s, http, "restart_server", map[string]any{"name": "a"})
+			txt := resText(res)
+			if !res.IsError || !strings.Contains(txt, `it was disabled while this call waited: server "a" is disabled`) || !strings.Contains(txt, "toolgate__enable_server") || strings.Contains(txt, "no such server") {
+				t.Errorf("restart of a, disabled meanwhile: isError=%v %s; want an error saying it was disabled and how to enable it", res.IsError, txt)
+			}
+		})
 	}
 }
 

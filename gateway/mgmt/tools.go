@@ -2,6 +2,7 @@ package mgmt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -426,6 +427,9 @@ func (s *Server) restartServer(ctx context.Context, c *policy.Caller, a serverAr
 		return toolError("server %q is %s: enable it instead (toolgate__enable_server starts it)", a.Name, in.State)
 	}
 	if err := s.pool.Restart(a.Name); err != nil {
+		if errors.Is(err, backend.ErrUnknownServer) && s.rt.Policy().Disabled().Has(a.Name) {
+			return disabledMeanwhile("restart", a.Name) // the pool let it go before the call reached it
+		}
 		return toolError("restart %q: %v", a.Name, err)
 	}
 	s.log.Info("server restarted by a management call", "server", a.Name)
@@ -445,6 +449,8 @@ func (s *Server) started(ctx context.Context, c *policy.Caller, server string, o
 	}
 	out["state"] = now.State
 	switch now.State {
+	case "disabled":
+		return disabledMeanwhile(strings.TrimSuffix(verb, "ed"), server)
 	case string(backend.StateUp):
 		return result(out, "Server %q is %s and up, with %s.", server, verb, plural.Of(now.Tools, "tool"))
 	case string(backend.StateDown):
@@ -457,14 +463,27 @@ func (s *Server) started(ctx context.Context, c *policy.Caller, server string, o
 	return result(out, "Server %q is %s: %s.", server, verb, now.State)
 }
 
+// disabledMeanwhile is the answer of a call that started server (verb:
+// "restart", "enable") when server was disabled at run time while the
+// call waited (for its slot behind another's cold start, or for the new
+// start): it does not run (live.Disabled). It answered "no such server",
+// or `Server "x" is restarted: disabled.` as if all went well.
+func disabledMeanwhile(verb, server string) *mcp.CallToolResult {
+	return toolError("%s %q: it was disabled while this call waited: %v", verb, server, live.Disabled(server, Name+"__enable_server"))
+}
+
 // awaitStart waits, up to startWait or ctx, for the pool to run server in
-// a start that begun tells from the one before, past connecting.
+// a start that begun tells from the one before, past connecting, or until
+// server is disabled at run time meanwhile (it waited the whole startWait).
 func (s *Server) awaitStart(ctx context.Context, server string, begun func(backend.Status) bool) {
 	ctx, cancel := context.WithTimeout(ctx, startWait)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
+		if s.rt.Policy().Disabled().Has(server) {
+			return
+		}
 		for _, st := range s.pool.Status() {
 			if st.Name == server && begun(st) && st.State != backend.StateConnecting {
 				return

@@ -676,5 +676,17 @@ func SchemaFingerprint(text json.RawMessage) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// mcpNameRE is what MCP recommends a tool name be (2025-11-25, SEP-986).
-var mcpNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+// mcpNameChars are the characters MCP recommends a tool name be of
+// (2025-11-25, SEP-986), as a regexp's character class.
+const mcpNameChars = `[A-Za-z0-9_.-]`
+
+// mcpNameRE is what MCP recommends a tool name be.
+var mcpNameRE = regexp.MustCompile(`^` + mcpNameChars + `{1,128}$`)
+
+// plainNameRE is a name of mcpNameChars alone, of any length.
+var plainNameRE = regexp.MustCompile(`^` + mcpNameChars + `+$`)
+
+// PlainName reports whether s, a name, is of the characters MCP
+// recommends alone (any length): a name that a reader of a list, where
+// names are parted by ", " or followed by ": ", cannot misparse.
+func PlainName(s string) bool { return plainNameRE.MatchString(s) }

@@ -2,7 +2,8 @@
 // (HTTPS_PROXY, HTTP_PROXY, NO_PROXY, as Go reads them) for the requests it
 // makes to remote servers and their authorization servers, and the words
 // for a proxy that refuses them: which proxy, which variable names it, and
-// what to change. Go's own error for a refused CONNECT is the status text
+// what to change; and the words for an address where nothing listens
+// (Refused). Go's own error for a refused CONNECT is the status text
 // alone ("Post "https://…": Proxy Authentication Required"), which named
 // no proxy at all.
 package proxyenv
@@ -16,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"syscall"
 
 	"golang.org/x/net/http/httpproxy"
 )
@@ -255,3 +257,39 @@ func CredentialsFix(variable, proxy string, credentials bool, schemes []string) 
 	}
 	return fmt.Sprintf("the proxy wants credentials: give them in %s (http://USER:PASSWORD@%s) where toolgate starts, or %s", variable, proxy, noProxy)
 }
+
+// A Refusal is a connection refused (ECONNREFUSED): nothing listens at
+// Addr, the address it was made to ("" when the error does not give it).
+type Refusal struct{ Addr string }
+
+// RefusedAfter follows a Refusal's address: what it means and what to
+// check.
+const RefusedAfter = " (connection refused): check that the server is running, and the url's host and port"
+
+// Refused is the Refusal err is, when it is one: a connection to a
+// remote server, or to its authorization server, that nothing took.
+// Go's own words, "dial tcp 127.0.0.1:1: connect: connection refused",
+// are kept in err.
+func Refused(err error) (Refusal, bool) {
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return Refusal{}, false
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Addr != nil {
+		return Refusal{Addr: op.Addr.String()}, true
+	}
+	return Refusal{}, true
+}
+
+// Before is what precedes r's address: "nothing listens at ", or, without
+// one, "nothing listens at the url's address".
+func (r Refusal) Before() string {
+	if r.Addr == "" {
+		return "nothing listens at the url's address"
+	}
+	return "nothing listens at "
+}
+
+// String is r in the gateway's words: `nothing listens at 127.0.0.1:1
+// (connection refused): check …`.
+func (r Refusal) String() string { return r.Before() + r.Addr + RefusedAfter }

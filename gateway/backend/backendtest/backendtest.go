@@ -119,6 +119,17 @@ const (
 	modeGrandchild = "grandchild" // internal: the sleeping grandchild
 )
 
+// ResultMeta is the _meta of the "meta" tool's result: a key of the
+// server's own (an app's data for its widget) and one of MCP's, which
+// names a task of the server's session; go-sdk's server adds its
+// serverInfo for a client of protocol 2026-07-28.
+func ResultMeta() mcp.Meta {
+	return mcp.Meta{
+		"example.com/widget":                   map[string]any{"id": "w1"},
+		"io.modelcontextprotocol/related-task": map[string]any{"taskId": "backend-task-7"},
+	}
+}
+
 // IsChild reports whether this process was started as a fake backend.
 func IsChild() bool { return os.Getenv(EnvMode) != "" }
 
@@ -715,7 +726,9 @@ func NewServer(modes Modes) *mcp.Server {
 		mcp.AddTool(srv, &mcp.Tool{Name: "meta", Description: "Return the _meta the call came with, as JSON."},
 			func(_ context.Context, req *mcp.CallToolRequest, _ NoArgs) (*mcp.CallToolResult, any, error) {
 				b, err := json.Marshal(req.Params.Meta)
-				return text(string(b)), nil, err
+				res := text(string(b))
+				res.Meta = ResultMeta()
+				return res, nil, err
 			})
 	}
 	if modes[ModePoisoned] {

@@ -69,6 +69,9 @@ func Probe(ctx context.Context, client *http.Client, transport, serverURL string
 			}
 			return nil, fmt.Errorf("no answer from %s: %w%s", serverURL, unwrapURL(err), fix)
 		}
+		if r, ok := proxyenv.Refused(err); ok {
+			return nil, fmt.Errorf("no answer from %s: %s", serverURL, r) // Go's words said again less plainly
+		}
 		if dns := (*net.DNSError)(nil); errors.As(err, &dns) && dns.IsNotFound {
 			return nil, fmt.Errorf("no answer from %s: %w: check the url's host%s", serverURL, unwrapURL(err), proxyenv.ResolveNote(req.URL))
 		}

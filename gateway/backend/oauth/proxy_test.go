@@ -42,3 +42,22 @@ func TestProbeUnresolvedHost(t *testing.T) {
 		t.Errorf("err:\n%v\nwant it to end:\n%s", err, want)
 	}
 }
+
+// A login or `toolgate auth status` of a server where nothing listens says
+// so in the words the gateway's own connect uses (proxyenv.Refused): it
+// read Go's "dial tcp 127.0.0.1:1: connect: connection refused".
+func TestProbeRefused(t *testing.T) {
+	t.Setenv("HTTP_PROXY", "")
+	t.Setenv("http_proxy", "")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	_, err = Probe(context.Background(), defaultHTTPClient(), TransportHTTP, "http://"+closed+"/mcp")
+	want := "no answer from http://" + closed + "/mcp: nothing listens at " + closed + " (connection refused): check that the server is running, and the url's host and port"
+	if err == nil || err.Error() != want {
+		t.Errorf("err:\n%v\nwant:\n%s", err, want)
+	}
+}

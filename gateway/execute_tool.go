@@ -176,7 +176,7 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 // the backend's session that the gateway's does not have (relayed
 // notifications go without any _meta: backend/relay.go noMeta).
 func ownMeta(res *mcp.CallToolResult) *mcp.CallToolResult {
-	if res == nil || !slices.ContainsFunc(slices.Collect(maps.Keys(res.Meta)), reservedMetaKey) {
+	if res == nil || !hasReservedMeta(res.Meta) {
 		return res
 	}
 	out := *res
@@ -186,6 +186,17 @@ func ownMeta(res *mcp.CallToolResult) *mcp.CallToolResult {
 		out.Meta = nil
 	}
 	return &out
+}
+
+// hasReservedMeta reports whether a key of meta is reservedMetaKey (no
+// allocation: every call's result passes here).
+func hasReservedMeta(meta mcp.Meta) bool {
+	for k := range meta {
+		if reservedMetaKey(k) {
+			return true
+		}
+	}
+	return false
 }
 
 // reservedMetaKey reports whether a _meta key's prefix (the labels before

@@ -5,8 +5,8 @@ go 1.26.8
 require (
 	github.com/blevesearch/bleve/v2 v2.6.3
 	github.com/blevesearch/bleve_index_api v1.4.1
-	github.com/chromedp/cdproto v0.160.1
-	github.com/chromedp/chromedp v0.23.1
+	github.com/chromedp/cdproto v0.160.5
+	github.com/chromedp/chromedp v0.24.0
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/daulet/tokenizers v1.20.2
 	github.com/dgraph-io/badger/v4 v4.9.6

@@ -31,7 +31,9 @@ func SetServer(data []byte, name string, entry json.RawMessage) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	out, err := sjson.SetRawBytes(text, "mcpServers."+escapePath(name), entry)
+	// ":" makes the name an object key: sjson reads "mcpServers.3" as an
+	// array index when mcpServers is not there yet.
+	out, err := sjson.SetRawBytes(text, "mcpServers.:"+escapePath(name), entry)
 	if err != nil {
 		return nil, fmt.Errorf("set mcpServers[%q]: %w", name, err)
 	}

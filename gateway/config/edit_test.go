@@ -65,6 +65,33 @@ func TestSetDeleteServerKeepsOtherKeys(t *testing.T) {
 	}
 }
 
+// A server named with digits alone is a key of the mcpServers object, also
+// when the file has none yet: sjson took "mcpServers.3" as an array index
+// and wrote [null,null,null,{…}] (padding up to 100,000 elements, then an
+// error), so `toolgate servers add 3` into {} was refused as "mcpServers:
+// got an array".
+func TestSetServerDigitName(t *testing.T) {
+	for _, in := range []string{`{}`, `{"mcpServers": {"a": {"command": "x"}}}`} {
+		for _, name := range []string{"3", "99999999", "0"} {
+			out, err := SetServer([]byte(in), name, json.RawMessage(`{"command":"node"}`))
+			if err != nil {
+				t.Fatalf("SetServer(%s, %q): %v", in, name, err)
+			}
+			f, err := Parse(out, "", env())
+			if err != nil || f.MCPServers[name].Command != "node" || len(out) > 200 {
+				t.Fatalf("SetServer(%s, %q): %v\n%.200s", in, name, err, out)
+			}
+			if !HasServer(out, name) {
+				t.Errorf("HasServer(%q) after SetServer into %s", name, in)
+			}
+			out, found, err := DeleteServer(out, name)
+			if err != nil || !found || HasServer(out, name) {
+				t.Errorf("DeleteServer(%q): found %v, %v\n%s", name, found, err, out)
+			}
+		}
+	}
+}
+
 // WriteFile replaces a symlink's target, not the link, and keeps the mode.
 func TestWriteFileThroughSymlink(t *testing.T) {
 	dir := t.TempDir()

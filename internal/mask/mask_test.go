@@ -140,3 +140,20 @@ func TestTokens(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTokens: a log line or audit field without a credential (the
+// usual case) and one with a key.
+//
+//	go test -run XXX -bench Tokens ./internal/mask/
+func BenchmarkTokens(b *testing.B) {
+	for name, s := range map[string]string{
+		"plain": `backend call failed tool=memory__create_entities server=memory err="backend \"memory\" call timed out after 55s: the server did not answer; try again or raise callTimeout"`,
+		"key":   `tool call denied tool=memory__tg_h_cD03fp0_GMGEnIvWFyRfyAZyhfCC4hUpXh8McrBkM server=memory err="the API key \"scoped\" lacks access to this tool"`,
+	} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				Tokens(s)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os/exec"
 	"strings"
@@ -159,5 +160,32 @@ func TestFailRecordHasFix(t *testing.T) {
 	var w bytes.Buffer
 	if code := g.fail(&w, usageError{errors.New("keys create needs --name NAME")}); code != 2 || !strings.Contains(w.String(), `"exit":2`) {
 		t.Errorf("usage error: %d %s, want exit status 2 in the record", code, w.String())
+	}
+}
+
+// A client's text in a log line — the tool name it asked for
+// ("tool call denied"), a path it requested ("refused request: API key"),
+// an error quoting either — has API keys masked in both formats, in the
+// message, an attribute, a group's attribute and an error alike, so
+// neither stderr nor `toolgate logs` (its ring) keeps a key a client
+// pasted there; both wrote it as given. Prose after a secret-sounding word
+// stays ("refresh token: invalid_grant"), and JSON durations read as text.
+func TestLogMasksKeys(t *testing.T) {
+	const secret = "h_cD03fp0_GMGEnIvWFyRfyAZyhfCC4hUpXh8McrBkM"
+	for _, format := range []string{"text", "json"} {
+		var buf bytes.Buffer
+		g := &globals{logFormat: format}
+		slog.New(g.logHandler(&buf, nil)).With("session", "s-tg_"+secret).Info("tool call denied tg_"+secret,
+			"tool", "toolgate__tg_"+secret, "err", fmt.Errorf("unknown tool %q", "tg_"+secret),
+			slog.Group("req", "route", "GET /tg_"+secret), "why", "refresh token: invalid_grant", "took", 46*time.Millisecond)
+		out := buf.String()
+		if strings.Contains(out, secret) {
+			t.Errorf("%s: the log line holds the key:\n%s", format, out)
+		}
+		for _, want := range []string{"toolgate__tg_***", "refresh token: invalid_grant", "46ms"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: %q missing:\n%s", format, want, out)
+			}
+		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/internal/embedflags"
 	"github.com/toolgate/toolgate/internal/linerpc"
 	"github.com/toolgate/toolgate/internal/logring"
+	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/modelscmd"
 	"github.com/toolgate/toolgate/internal/shutdown"
 	"github.com/toolgate/toolgate/internal/storage"
@@ -403,12 +404,33 @@ func parseLogFormat(s string) (json bool, err error) {
 // logHandler is the handler of --log-format writing to w at level (nil:
 // info).
 func (g *globals) logHandler(w io.Writer, level slog.Leveler) slog.Handler {
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: maskKeys}
 	if json, _ := parseLogFormat(g.logFormat); json {
-		opts.ReplaceAttr = durationText
+		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr { return durationText(groups, maskKeys(groups, a)) }
 		return slog.NewJSONHandler(w, opts)
 	}
 	return slog.NewTextHandler(w, opts)
+}
+
+// maskKeys hides the credentials' shapes (mask.Tokens) in a log line's
+// message, text and errors: a client's text reaches many lines (the tool
+// name of "tool call denied", the path of a refused request, an error
+// quoting either), and an API key pasted there was written as given to
+// stderr and the ring `toolgate logs` reads. Other kinds pass as they are.
+func maskKeys(_ []string, a slog.Attr) slog.Attr {
+	switch a.Value.Kind() {
+	case slog.KindString:
+		if s, m := a.Value.String(), mask.Tokens(a.Value.String()); m != s {
+			a.Value = slog.StringValue(m)
+		}
+	case slog.KindAny:
+		if err, ok := a.Value.Any().(error); ok {
+			if s, m := err.Error(), mask.Tokens(err.Error()); m != s {
+				a.Value = slog.StringValue(m)
+			}
+		}
+	}
+	return a
 }
 
 // durationText writes a duration in a JSON record as the text format

@@ -35,6 +35,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/storage"
 	"golang.org/x/sys/unix"
 	"golang.org/x/time/rate"
@@ -134,15 +135,20 @@ const (
 	MaxArgumentsBytes = 8192
 )
 
-// clip cuts the record's text fields to their caps (on a rune boundary,
-// marked with "…"): every one, as which a client fills is easy to miss
-// (the server a management call or a console button names was not cut).
+// clip hides the credentials' shapes (mask.Tokens: an API key a client
+// pasted into its session id, User-Agent, a tool's or server's name, a
+// path) in the record's text fields and cuts them to their caps (on a rune
+// boundary, marked with "…"): every one, as which a client fills is easy
+// to miss (the server a management call or a console button names was not
+// cut; a key in any of them was written as given). ArgumentsSHA256 is
+// kept: it is the hash of the real arguments, which a reader matches.
 func (r *Record) clip() {
 	for _, f := range []*string{&r.Key, &r.Transport, &r.Session, &r.Client, &r.Remote, &r.Profile, &r.KeyProfile, &r.Action, &r.Tool,
-		&r.Server, &r.Decision, &r.Outcome, &r.ArgumentsSHA256, &r.Route} {
-		*f = clipText(*f, MaxFieldBytes)
+		&r.Server, &r.Decision, &r.Outcome, &r.Route} {
+		*f = clipText(mask.Tokens(*f), MaxFieldBytes)
 	}
-	r.Reason = clipText(r.Reason, MaxReasonBytes)
+	r.ArgumentsSHA256 = clipText(r.ArgumentsSHA256, MaxFieldBytes)
+	r.Reason = clipText(mask.Tokens(r.Reason), MaxReasonBytes)
 	if r.Arguments != nil {
 		if b, err := json.Marshal(r.Arguments); err != nil || len(b) > MaxArgumentsBytes {
 			r.Arguments = fmt.Sprintf("(%d bytes of arguments, over the audit log's limit of %d: argumentsSha256 identifies them)", len(b), MaxArgumentsBytes)
@@ -658,6 +664,7 @@ func Append(path string, r Record) error {
 		r.Time = time.Now()
 	}
 	r.Time = r.Time.UTC()
+	r.clip()
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err

@@ -751,3 +751,49 @@ func TestConfigOfEachRecord(t *testing.T) {
 		t.Errorf("Filter{Config: b}: %+v", recs)
 	}
 }
+
+// A client may paste an API key into whatever it chooses (a session id, a
+// User-Agent, a tool name, a server a management call names, a path): no
+// field of a record keeps it, whether the gateway (Write) or a command
+// (Append) writes it (but Config, the gateway's file, which no client
+// chooses), and the arguments' SHA-256 is kept as given (it is
+// the hash of the real arguments). Every field was written as given.
+func TestKeysMaskedInEveryField(t *testing.T) {
+	const secret = "h_cD03fp0_GMGEnIvWFyRfyAZyhfCC4hUpXh8McrBkM"
+	sum := HashArguments(map[string]any{"query": "tg_" + secret})
+	var in Record
+	v := reflect.ValueOf(&in).Elem()
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.String {
+			f.SetString("x__tg_" + secret)
+		}
+	}
+	in.ArgumentsSHA256 = sum
+	in.Config = "/etc/toolgate.json" // the gateway's own, as it names it
+	l, path, _ := openLog(t, nil)
+	l.Write(in)
+	testenv.Eventually(t, "the record", func() bool { return len(readAll(t, path, Filter{})) == 1 })
+	l.Close()
+	if err := Append(path, in); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), secret) {
+		t.Errorf("the log holds the key:\n%s", b)
+	}
+	recs := readAll(t, path, Filter{})
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2", len(recs))
+	}
+	for _, r := range recs {
+		if r.ArgumentsSHA256 != sum {
+			t.Errorf("argumentsSha256 %q, want %q", r.ArgumentsSHA256, sum)
+		}
+		if r.Session != "x__tg_***" || r.Tool != "x__tg_***" {
+			t.Errorf("session %q, tool %q: want x__tg_***", r.Session, r.Tool)
+		}
+	}
+}

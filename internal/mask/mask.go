@@ -16,19 +16,49 @@ import (
 // Hidden replaces what is masked.
 const Hidden = "***"
 
-// patterns match credentials that commonly show up in text.
+// patterns match credentials that commonly show up in text: each is a
+// token's shape (Tokens applies those alone), but for the one marked named,
+// a value after a secret-sounding word, which words of prose can match.
+// A pattern runs only on text that holds one of its lits (any case with
+// fold): most text holds none, and the regexps cost 41 µs on a 160-byte
+// line, 14 µs on each audit record, where the look for lits costs 0.6 µs
+// and 0.3 µs (BenchmarkTokens, audit's BenchmarkWrite).
 var patterns = []struct {
-	re   *regexp.Regexp
-	repl string
+	re    *regexp.Regexp
+	repl  string
+	named bool
+	lits  []string
+	fold  bool
 }{
-	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}`), "$1 ***"},
-	{regexp.MustCompile(`(?i)((?:api[_-]?key|access[_-]?key|secret|token|passw(?:or)?d)["']?\s*[:=]\s*["']?)[^\s"',;]{4,}`), "${1}***"},
-	{regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`), "sk-***"},
-	{regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{20,}`), "gh*_***"},
-	{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}`), "github_pat_***"},
-	{regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`), "AKIA***"},
-	{regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`), "xox*-***"},
-	{regexp.MustCompile(`\btg_[A-Za-z0-9_-]{20,}`), "tg_***"},
+	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}`), "$1 ***", false, []string{"bearer", "basic"}, true},
+	{regexp.MustCompile(`(?i)((?:api[_-]?key|access[_-]?key|secret|token|passw(?:or)?d)["']?\s*[:=]\s*["']?)[^\s"',;]{4,}`), "${1}***", true, nil, false},
+	{regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`), "sk-***", false, []string{"sk-"}, false},
+	{regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{20,}`), "gh*_***", false, []string{"gh"}, false},
+	{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}`), "github_pat_***", false, []string{"github_pat_"}, false},
+	{regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`), "AKIA***", false, []string{"AKIA"}, false},
+	{regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`), "xox*-***", false, []string{"xox"}, false},
+	// A key after an underscore too: a namespaced name a client made of
+	// one (memory__tg_…), where \b sees no boundary.
+	{regexp.MustCompile(`(\b|_)tg_[A-Za-z0-9_-]{20,}`), "${1}tg_***", false, []string{"tg_"}, false},
+}
+
+// mayMatch reports whether s holds one of lits (any case with fold), or
+// lits is empty.
+func mayMatch(s string, lits []string, fold bool) bool {
+	if len(lits) == 0 {
+		return true
+	}
+	for _, l := range lits {
+		if !fold && strings.Contains(s, l) {
+			return true
+		}
+		for i := 0; fold && i+len(l) <= len(s); i++ {
+			if s[i]|0x20 == l[0] && strings.EqualFold(s[i:i+len(l)], l) { // l is lower-case ASCII
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // secretKey matches the names of fields whose whole value is a secret.
@@ -115,7 +145,24 @@ func (m *Masker) String(s string) string {
 		s = m.values.Replace(s)
 	}
 	for _, p := range patterns {
-		s = p.re.ReplaceAllString(s, p.repl)
+		if mayMatch(s, p.lits, p.fold) {
+			s = p.re.ReplaceAllString(s, p.repl)
+		}
+	}
+	return s
+}
+
+// Tokens hides the shapes of credentials in s (a toolgate key tg_…, a
+// GitHub, OpenAI, AWS or Slack token, a "Bearer …" value), not a value
+// after a secret-sounding word: for text a client chose that the gateway
+// writes down (an audit record's session id, User-Agent, tool name, path,
+// reason; a log line; a learned query), where prose such as "refresh
+// token: invalid_grant" is words, not a secret.
+func Tokens(s string) string {
+	for _, p := range patterns {
+		if !p.named && mayMatch(s, p.lits, p.fold) {
+			s = p.re.ReplaceAllString(s, p.repl)
+		}
 	}
 	return s
 }

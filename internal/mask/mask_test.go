@@ -117,3 +117,43 @@ func TestArgs(t *testing.T) {
 		t.Error("Args changed its argument")
 	}
 }
+
+// Tokens hides the shapes of credentials (a toolgate key a client pasted
+// into a session id, a GitHub token in a query) and leaves prose that
+// names a secret ("refresh token: invalid_grant") as it is, which String
+// would mask.
+func TestTokens(t *testing.T) {
+	key := "tg_h_cD03fp0_GMGEnIvWFyRfyAZyhfCC4hUpXh8McrBkM"
+	for in, want := range map[string]string{
+		"sess-" + key:    "sess-tg_***",
+		"memory__" + key: "memory__tg_***",
+		"agent/1 " + key: "agent/1 tg_***",
+		"GET /" + key:    "GET /tg_***",
+		"find ghp_abcdefghijklmnopqrstuvwxyz0123": "find gh*_***",
+		"Authorization: Bearer abcdefgh12345":     "Authorization: Bearer ***",
+		"refresh token: invalid_grant":            "refresh token: invalid_grant",
+		"password=hunter22 memory__read_graph":    "password=hunter22 memory__read_graph",
+		"tg_short":                                "tg_short",
+	} {
+		if got := Tokens(in); got != want {
+			t.Errorf("Tokens(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// BenchmarkTokens: a log line or audit field without a credential (the
+// usual case) and one with a key.
+//
+//	go test -run XXX -bench Tokens ./internal/mask/
+func BenchmarkTokens(b *testing.B) {
+	for name, s := range map[string]string{
+		"plain": `backend call failed tool=memory__create_entities server=memory err="backend \"memory\" call timed out after 55s: the server did not answer; try again or raise callTimeout"`,
+		"key":   `tool call denied tool=memory__tg_h_cD03fp0_GMGEnIvWFyRfyAZyhfCC4hUpXh8McrBkM server=memory err="the API key \"scoped\" lacks access to this tool"`,
+	} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				Tokens(s)
+			}
+		})
+	}
+}

@@ -34,6 +34,7 @@ import (
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/badgerlog"
 	"github.com/toolgate/toolgate/internal/datafile"
+	"github.com/toolgate/toolgate/internal/mask"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/search"
 )
@@ -561,9 +562,12 @@ func (s *Store) update(fn func(txn *badger.Txn) error) error {
 func (s *Store) Generation() uint64 { return s.gen.Load() }
 
 // normQuery is how a query is stored: trimmed, inner space collapsed, at
-// most MaxQueryLen bytes (cut at a rune boundary).
+// most MaxQueryLen bytes (cut at a rune boundary), with the credentials'
+// shapes masked (mask.Tokens): an API key a client pasted into a query is
+// not kept, while the query's other words, what the client wanted, still
+// teach (refusing the pair would lose them for nothing).
 func normQuery(q string) string {
-	q = strings.Join(strings.Fields(q), " ")
+	q = mask.Tokens(strings.Join(strings.Fields(q), " "))
 	if len(q) > MaxQueryLen {
 		q = strings.ToValidUTF8(q[:MaxQueryLen], "")
 	}

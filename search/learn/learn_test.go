@@ -781,3 +781,42 @@ func TestBackupRestore(t *testing.T) {
 		t.Error("Restore into a store with pairs: no error")
 	}
 }
+
+// A query a client pasted an API key into (by mistake or to plant it) is
+// learned with the key masked, however the pair comes: a gateway's record
+// of a search and run (Record), `learn --queries` (Add), another gateway's
+// store handed over (Merge). The rest of the query is the client's intent
+// and still teaches; no file of the store holds the key. It was stored as
+// given, and shown by GET /learn?pairs=1.
+func TestLearnedQueryKeysMasked(t *testing.T) {
+	const secret = "h_cD03fp0_GMGEnIvWFyRfyAZyhfCC4hUpXh8McrBkM"
+	dir := t.TempDir()
+	s := open(t, dir, &clock{time.Unix(1_700_000_000, 0)})
+	s.Record("read my notes tg_"+secret, readFile)
+	if err := s.Add([]Pair{{Query: "file a bug with tg_" + secret, Tool: issue.ID()}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Merge(Held{Pairs: []HeldPair{{Tool: issue.ID(), Query: "open a ticket tg_" + secret, Count: 1, First: 1_700_000_000, Last: 1_700_000_000}}}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"fs__read_file | read my notes tg_***": 1, "github__create_issue | file a bug with tg_***": 1, "github__create_issue | open a ticket tg_***": 1}
+	if got := pairsOf(s); !maps.Equal(got, want) {
+		t.Errorf("pairs %v, want %v", got, want)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err == nil && bytes.Contains(b, []byte(secret)) {
+			t.Errorf("%s holds the key", path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -133,6 +133,10 @@ const (
 	// (audit.arguments "masked"): larger ones are replaced by a note of
 	// their size, as a file's content or a long text would fill the log.
 	MaxArgumentsBytes = 8192
+	// MaxConfigBytes caps Record.Config, the gateway's own config path
+	// (Linux's PATH_MAX): never a client's, so not masked, and whole for
+	// audit tail --served-by to match.
+	MaxConfigBytes = 4096
 )
 
 // clip hides the credentials' shapes (mask.Tokens: an API key a client
@@ -149,6 +153,7 @@ func (r *Record) clip() {
 	}
 	r.ArgumentsSHA256 = clipText(r.ArgumentsSHA256, MaxFieldBytes)
 	r.Reason = clipText(mask.Tokens(r.Reason), MaxReasonBytes)
+	r.Config = clipText(r.Config, MaxConfigBytes)
 	if r.Arguments != nil {
 		if b, err := json.Marshal(r.Arguments); err != nil || len(b) > MaxArgumentsBytes {
 			r.Arguments = fmt.Sprintf("(%d bytes of arguments, over the audit log's limit of %d: argumentsSha256 identifies them)", len(b), MaxArgumentsBytes)

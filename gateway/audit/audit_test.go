@@ -545,14 +545,17 @@ func TestEveryFieldClipped(t *testing.T) {
 			continue
 		}
 		limit := MaxFieldBytes
-		if name == "Reason" {
+		switch name {
+		case "Reason":
 			limit = MaxReasonBytes
+		case "Config":
+			limit = MaxConfigBytes
 		}
 		if n := len(f.String()); n > limit+len("…") {
 			t.Errorf("%s: %d bytes in the record, want at most %d", name, n, limit)
 		}
 	}
-	if b, _ := os.ReadFile(path); len(b) > 8192 {
+	if b, _ := os.ReadFile(path); len(b) > 8192+MaxConfigBytes {
 		t.Errorf("the record takes %d bytes", len(b))
 	}
 }

@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -140,13 +142,14 @@ func auditOutcome(o Outcome) string {
 
 // who fills in the caller of req: its API key, transport, session (the
 // Mcp-Session-Id when the client sends one; over stdio the process) and
-// client name (the MCP clientInfo, else the HTTP User-Agent).
+// client (clientOf).
 func who(ctx context.Context, req *mcp.CallToolRequest, r *audit.Record) {
 	r.Transport = policy.TransportStdio
+	var agent string
 	if req.Extra != nil && req.Extra.Header != nil {
 		r.Transport = policy.TransportHTTP
 		r.Session = req.Extra.Header.Get("Mcp-Session-Id")
-		r.Client = req.Extra.Header.Get("User-Agent")
+		agent = req.Extra.Header.Get("User-Agent")
 	}
 	if c := policy.CallerFrom(ctx); c != nil {
 		r.Transport, r.Remote, r.Route, r.Profile = c.Transport, c.Remote, c.Route, c.ProfileName()
@@ -157,37 +160,59 @@ func who(ctx context.Context, req *mcp.CallToolRequest, r *audit.Record) {
 	if req.Session != nil && req.Session.ID() != "" {
 		r.Session = req.Session.ID()
 	}
-	if name := clientName(req); name != "" {
-		r.Client = name
-	}
+	r.Client = clientOf(req, agent)
 	if r.Session == "" && r.Transport == policy.TransportStdio {
 		r.Session = stdioSession
 	}
 }
 
-// clientName is the name of req.ClientInfo() ("" for none). A request of
-// protocol 2026-07-28 or later names its client in its _meta, decoded as
-// a JSON object, and ClientInfo would encode that object and decode it
-// again, through a 32 KiB buffer, at every call: its "name" is read from
-// the object instead. go-sdk has decoded that same object into an
-// mcp.Implementation before the handler runs (it refuses the request when
-// it cannot), so the name read is the one ClientInfo gives
-// (TestClientNameIsClientInfos holds them equal). Other requests ask
+// clientOf names the client of req for its audit record: the MCP
+// client's own name and version ("claude-ai/0.1.0", clientInfo) followed
+// by the HTTP User-Agent agent in parentheses when there is one that does
+// not already start with them ("claude-ai/0.1.0 (node)"); the User-Agent
+// alone when the request has no clientInfo. Over HTTP only a 2026-07-28
+// request carries its clientInfo: the front is stateless, so an older
+// client's initialize is not seen by its later calls, and its record
+// names the User-Agent.
+func clientOf(req *mcp.CallToolRequest, agent string) string {
+	name, version := clientInfo(req)
+	if name == "" {
+		return agent
+	}
+	client := name
+	if version != "" {
+		client += "/" + version
+	}
+	if agent == "" || agent == client || strings.HasPrefix(agent, client+" ") {
+		return cmp.Or(agent, client)
+	}
+	return client + " (" + agent + ")"
+}
+
+// clientInfo is the name and version of req.ClientInfo() ("" for none).
+// A request of protocol 2026-07-28 or later names its client in its
+// _meta, decoded as a JSON object, and ClientInfo would encode that object
+// and decode it again, through a 32 KiB buffer, at every call: its "name"
+// and "version" are read from the object instead. go-sdk has decoded that
+// same object into an mcp.Implementation before the handler runs (it
+// refuses the request when it cannot), so what is read is what ClientInfo
+// gives (TestClientNameIsClientInfos holds them equal). Other requests ask
 // ClientInfo.
-func clientName(req *mcp.CallToolRequest) string {
+func clientInfo(req *mcp.CallToolRequest) (name, version string) {
 	if req.Params != nil {
 		m := req.Params.Meta
 		if v, ok := m[mcp.MetaKeyProtocolVersion].(string); ok && v >= backend.StatelessProtocolVersion {
 			if ci, ok := m[mcp.MetaKeyClientInfo].(map[string]any); ok {
-				name, _ := ci["name"].(string)
-				return name
+				name, _ = ci["name"].(string)
+				version, _ = ci["version"].(string)
+				return name, version
 			}
 		}
 	}
 	if ci := req.ClientInfo(); ci != nil {
-		return ci.Name
+		return ci.Name, ci.Version
 	}
-	return ""
+	return "", ""
 }
 
 // stdioSession names the stdio session in audit records: the client that

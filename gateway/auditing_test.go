@@ -30,14 +30,15 @@ import (
 func TestClientNameIsClientInfos(t *testing.T) {
 	log := &audittest.Log{}
 	g := New(&fakeSearcher{}, &fakeCaller{}, &Options{Audit: log})
-	type seen struct{ name, info string }
+	type seen struct{ name, info, client string }
 	got := make(chan seen, 1)
 	const probe = "probe_client"
 	g.server.AddTool(&mcp.Tool{Name: probe, InputSchema: json.RawMessage(`{"type":"object"}`)},
 		g.audited(probe, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			s := seen{name: clientName(req)}
+			name, version := clientInfo(req)
+			s := seen{name: name + " " + version, client: clientOf(req, "")}
 			if ci := req.ClientInfo(); ci != nil {
-				s.info = ci.Name
+				s.info = ci.Name + " " + ci.Version
 			}
 			got <- s
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
@@ -96,12 +97,12 @@ func TestClientNameIsClientInfos(t *testing.T) {
 			t.Errorf("_meta %s: clientName %q, ClientInfo().Name %q", meta, s.name, s.info)
 		}
 		recs := log.Records()
-		if r := recs[len(recs)-1]; r.Client != s.info {
-			t.Errorf("_meta %s: the audit record names client %q, want %q", meta, r.Client, s.info)
+		if r, want := recs[len(recs)-1], s.client; r.Client != want {
+			t.Errorf("_meta %s: the audit record names client %q, want %q", meta, r.Client, want)
 		}
 	}
-	if recs := log.Records(); recs[0].Client != "alpha" {
-		t.Errorf("the first record names client %q, want alpha", recs[0].Client)
+	if recs := log.Records(); recs[0].Client != "alpha/1" {
+		t.Errorf("the first record names client %q, want alpha/1", recs[0].Client)
 	}
 
 	// What clientName does not look at, go-sdk must refuse.
@@ -117,6 +118,38 @@ func TestClientNameIsClientInfos(t *testing.T) {
 			s := <-got
 			t.Errorf("go-sdk handed a tool a request whose clientInfo is %s (clientName %q, ClientInfo().Name %q): clientName must decode it as ClientInfo does",
 				clientInfo, s.name, s.info)
+		}
+	}
+}
+
+// req0 is a tools/call request with meta (JSON) as its _meta.
+func req0(meta string) *mcp.CallToolRequest {
+	var m mcp.Meta
+	if err := json.Unmarshal([]byte(meta), &m); err != nil {
+		panic(err)
+	}
+	return &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: m}}
+}
+
+// TestClientOf: an audit record's client is the MCP client's own name and
+// version, with the HTTP User-Agent after it when that says something
+// more, and the User-Agent alone for a request without clientInfo.
+func TestClientOf(t *testing.T) {
+	meta := func(ci string) string {
+		return `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":` + ci + `}`
+	}
+	for _, c := range []struct{ meta, agent, want string }{
+		{meta(`{"name":"claude-ai","version":"0.1.0"}`), "node", "claude-ai/0.1.0 (node)"},
+		{meta(`{"name":"claude-ai","version":"0.1.0"}`), "", "claude-ai/0.1.0"},
+		{meta(`{"name":"claude-ai","version":""}`), "curl/8.5.0", "claude-ai (curl/8.5.0)"},
+		{meta(`{"name":"claude-ai","version":"0.1.0"}`), "claude-ai/0.1.0 (toolgate connect)", "claude-ai/0.1.0 (toolgate connect)"}, // toolgate connect's
+		{meta(`{"name":"claude-ai","version":"0.1.0"}`), "claude-ai/0.1.0", "claude-ai/0.1.0"},
+		{meta(`{"version":"1"}`), "node", "node"},
+		{`{}`, "node", "node"}, // an older HTTP request: its initialize was another request's
+		{`{}`, "", ""},
+	} {
+		if got := clientOf(req0(c.meta), c.agent); got != c.want {
+			t.Errorf("_meta %s, User-Agent %q: client %q, want %q", c.meta, c.agent, got, c.want)
 		}
 	}
 }

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/toolgate/toolgate/index"
@@ -16,23 +20,92 @@ import (
 // --config given starts from. It reported only the current index, the one
 // built last, whichever config had built it: doctor --config a.json showed
 // b's index and nothing of a's.
+// buildIndexFor builds the index of config cfg on the data folder data, a
+// tool of each server.
+func buildIndexFor(t *testing.T, data, cfg string, servers ...string) {
+	t.Helper()
+	var tools []catalog.Tool
+	for _, s := range servers {
+		tools = append(tools, catalog.Tool{Server: s, Name: "read", Description: "read what " + s + " keeps"})
+	}
+	ix, _, err := index.Ensure(context.Background(), index.Dir(data), tools, nil, &index.Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+}
+
+// indexCheck is the index check of doctor's --json report out.
+func indexCheck(t *testing.T, out bytes.Buffer) doctorCheck {
+	t.Helper()
+	var rep doctorReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out.String())
+	}
+	for _, c := range rep.Checks {
+		if c.Name == "index" {
+			return c
+		}
+	}
+	t.Fatalf("no index check in %s", out.String())
+	return doctorCheck{}
+}
+
+// TestDoctorIndexLineAgreesWithStart: when the current index is of
+// another format (built by another toolgate's gateway of another config)
+// and the --config given starts from its own kept index, doctor's index
+// line says so, not that the index is rebuilt on the next serve: it said
+// "format changed: rebuilt on the next serve or index run" beside its own
+// list marking the kept index "--config starts from it".
+func TestDoctorIndexLineAgreesWithStart(t *testing.T) {
+	data := t.TempDir()
+	a := writeConfig(t, `{"mcpServers": {"everything": {"command": "node"}, "memory": {"command": "node"}}}`)
+	b := writeConfig(t, `{"mcpServers": {"memory": {"command": "node"}, "filesystem": {"command": "node"}}}`)
+	buildIndexFor(t, data, a, "everything", "memory")
+	buildIndexFor(t, data, b, "filesystem", "memory", "toolgate")
+	// b's index as another toolgate's format.
+	manifest := filepath.Join(index.Dir(data), "manifest.json")
+	raw, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["format"] = index.FormatVersion + 1
+	if raw, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(manifest, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	out, _ := doctorCommand(t, data, "--json", "--config", a)
+	c := indexCheck(t, out)
+	if len(c.Indexes) != 2 || !c.Indexes[1].StartsFrom {
+		t.Fatalf("indexes: %+v, want a's kept one started from", c.Indexes)
+	}
+	if c.Status != statusOK || c.Fix != "" || strings.Contains(c.Detail, "rebuilt on the next serve") ||
+		!strings.Contains(c.Detail, "2 tools") || !strings.Contains(c.Detail, "generation 1") || !strings.Contains(c.Detail, "kept for --config") ||
+		!strings.Contains(c.Detail, "the current index, of "+b+", is format changed") {
+		t.Errorf("index check of --config a: %+v, want ok naming a's kept index, generation 1, and the current one's state as b's", c)
+	}
+	// Without --config, or with b's: the current index is rebuilt.
+	for _, args := range [][]string{{"--json"}, {"--json", "--config", b}} {
+		out, _ = doctorCommand(t, data, args...)
+		if c := indexCheck(t, out); c.Status == statusOK || !strings.Contains(c.Detail, "format changed: rebuilt on the next serve or index run") {
+			t.Errorf("index check of doctor %v: %+v, want the current index's format changed", args, c)
+		}
+	}
+}
+
 func TestDoctorIndexesOfConfigs(t *testing.T) {
 	data := t.TempDir()
 	a := writeConfig(t, `{"mcpServers": {"everything": {"command": "node"}, "memory": {"command": "node"}}}`)
 	b := writeConfig(t, `{"mcpServers": {"memory": {"command": "node"}, "filesystem": {"command": "node"}}}`)
-	build := func(cfg string, servers ...string) {
-		var tools []catalog.Tool
-		for _, s := range servers {
-			tools = append(tools, catalog.Tool{Server: s, Name: "read", Description: "read what " + s + " keeps"})
-		}
-		ix, _, err := index.Ensure(context.Background(), index.Dir(data), tools, nil, &index.Options{Config: cfg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ix.Close()
-	}
-	build(a, "everything", "memory")
-	build(b, "filesystem", "memory", "toolgate")
+	buildIndexFor(t, data, a, "everything", "memory")
+	buildIndexFor(t, data, b, "filesystem", "memory", "toolgate")
 
 	out, _ := doctorCommand(t, data, "--json", "--config", a) // native pieces may be missing: not what is checked
 	var rep doctorReport

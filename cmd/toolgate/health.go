@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/gateway/config"
+	"github.com/toolgate/toolgate/internal/proxyenv"
 )
 
 func init() { register(newHealthCmd) }
@@ -95,6 +96,9 @@ func runHealth(ctx context.Context, w io.Writer, f healthFlags) error {
 		}
 		if fix := gatewayTLSFix(err, front.ca); fix != "" {
 			return fmt.Errorf("the gateway at %s: %w\nfix: %s", u, unwrapURLError(err), fix)
+		}
+		if _, ok := proxyenv.Refused(err); ok { // in one line, as health's every answer
+			return fmt.Errorf("no gateway answered at %s: %w: start one (toolgate serve --config FILE --http %s)", u, unwrapURLError(err), u.Host)
 		}
 		return fmt.Errorf("no gateway answered at %s: %w", u, unwrapURLError(err))
 	}

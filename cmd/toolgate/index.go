@@ -312,25 +312,47 @@ func doctorIndex(_ context.Context, g *globals, cfg *config.File) doctorCheck {
 	dir := index.Dir(g.DataDir())
 	c := doctorCheck{Name: "index", Path: dir}
 	st, m, err := index.Inspect(dir, "", nil)
+	c.Indexes = doctorIndexes(dir, cfg)
+	var start *doctorIndexEntry // a kept index --config's gateway starts warm from
+	for i, d := range c.Indexes {
+		if d.StartsFrom && !d.Current && d.Opens && d.NotFit == "" && d.Format == index.FormatVersion {
+			start = &c.Indexes[i]
+		}
+	}
 	switch {
 	case err != nil:
 		c.Status, c.Detail = statusBad, err.Error()
 	case st == index.StateMissing:
 		c.Status, c.Detail = statusOptional, "no index yet: serve builds it on start"
 		c.Fix = "toolgate index --config FILE (or --tools FILE.jsonl) builds it ahead of time"
+	case st != index.StateUpToDate && start != nil:
+		// The current index is another config's, and the one this
+		// config starts from is kept: the state of the current one is
+		// its config's concern.
+		of := "no config"
+		if m != nil && m.Config != "" {
+			of = m.Config
+		}
+		c.Status = statusOK
+		c.Detail = fmt.Sprintf("%s, kept for --config; the current index, of %s, is %s: rebuilt on its config's next serve or index run",
+			indexSummary(start.Tools, start.Model, start.Generation, start.Created), of, st)
 	case st != index.StateUpToDate:
 		c.Status, c.Detail = statusOptional, string(st)+": rebuilt on the next serve or index run"
 		c.Fix = "toolgate index --config FILE"
 	default:
 		c.Status = statusOK
-		model := m.ModelID
-		if model == "" {
-			model = "BM25 only"
-		}
-		c.Detail = fmt.Sprintf("%s, %s, generation %d, built %s", plural.Of(m.Tools, "tool"), model, m.Generation, m.Created.Format(time.RFC3339))
+		c.Detail = indexSummary(m.Tools, m.ModelID, m.Generation, m.Created)
 	}
-	c.Indexes = doctorIndexes(dir, cfg)
 	return c
+}
+
+// indexSummary is an index in doctor's index line: "12 tools,
+// all-MiniLM-L6-v2, generation 3, built 2026-12-07T07:00:00Z".
+func indexSummary(tools int, model string, generation int, created time.Time) string {
+	if model == "" {
+		model = "BM25 only"
+	}
+	return fmt.Sprintf("%s, %s, generation %d, built %s", plural.Of(tools, "tool"), model, generation, created.Format(time.RFC3339))
 }
 
 // doctorIndexEntry is one index the data folder keeps, as `toolgate doctor`

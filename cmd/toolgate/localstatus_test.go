@@ -661,7 +661,7 @@ func TestLogsLevel(t *testing.T) {
 	if err := runLogs(context.Background(), &out, &notes, data, logsFlags{n: 5, level: "debug"}); err != nil {
 		t.Fatal(err)
 	}
-	if level.Level() != slog.LevelDebug || !strings.Contains(notes.String(), "log level info → debug, until `toolgate logs --level info` or a restart") ||
+	if level.Level() != slog.LevelDebug || !strings.Contains(notes.String(), "log level info → debug, until `toolgate logs --level info` or a restart (which gives info, the level it was started at)") ||
 		!strings.Contains(out.String(), `msg="log level changed" from=info to=debug`) {
 		t.Fatalf("logs --level debug: level %v\nnotes: %s\nout: %s", level.Level(), notes.String(), out.String())
 	}
@@ -672,6 +672,18 @@ func TestLogsLevel(t *testing.T) {
 	}
 	if !strings.Contains(st.String(), "pid 7 (stdio, no client yet, log level debug)") {
 		t.Errorf("status with the level set:\n%s", st.String())
+	}
+
+	// Set back: what a restart gives is said as what it is, the level
+	// the gateway was started at; it read as if a restart went back to
+	// debug ("log level debug → info, until `toolgate logs --level debug`
+	// or a restart").
+	var back testenv.LogBuffer
+	if err := runLogs(context.Background(), io.Discard, &back, data, logsFlags{n: 1, level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "log level debug → info, the level it was started at (as after a restart); `toolgate logs --level debug` sets it back"; level.Level() != slog.LevelInfo || !strings.Contains(back.String(), want) {
+		t.Errorf("logs --level info after debug: level %v\nnotes: %s\nwant %q", level.Level(), back.String(), want)
 	}
 
 	// -f --level warn: put back to debug when it ends.

@@ -21,6 +21,10 @@ type logLevelBody struct {
 	Level string `json:"level"`
 	// Was, in POST's answer, is the level before.
 	Was string `json:"was,omitempty"`
+	// Started, in the answers, is the level the gateway was started at
+	// (--log-level, $TOOLGATE_LOG_LEVEL): the one a restart with the same
+	// flags gives. Absent from a gateway from before 2026-12-07.
+	Started string `json:"started,omitempty"`
 	// If, in a POST, sets Level only while the level is this one: `logs
 	// -f --level` puts back the level it found unless someone changed it
 	// meanwhile (409 Conflict then, with the level in effect).
@@ -41,16 +45,18 @@ func levelName(l slog.Level) string { return strings.ToLower(l.String()) }
 
 // logLevelHandler serves GET and POST /loglevel: the level of v, which the
 // process's logger reads; a change is logged at the more severe of the two
-// levels, so it shows under both.
+// levels, so it shows under both. It is made as the gateway starts: v's
+// level then is the one it was started at (Started).
 func logLevelHandler(v *slog.LevelVar, log *slog.Logger) http.Handler {
 	var mu sync.Mutex // a POST's If and Set are one step
+	started := levelName(v.Level())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
 		cur := v.Level()
 		w.Header().Set("Content-Type", "application/json")
 		if r.Method != http.MethodPost {
-			json.NewEncoder(w).Encode(logLevelBody{Level: levelName(cur)})
+			json.NewEncoder(w).Encode(logLevelBody{Level: levelName(cur), Started: started})
 			return
 		}
 		var req logLevelBody
@@ -71,7 +77,7 @@ func logLevelHandler(v *slog.LevelVar, log *slog.Logger) http.Handler {
 			}
 			if want != cur {
 				w.WriteHeader(http.StatusConflict)
-				json.NewEncoder(w).Encode(logLevelBody{Level: levelName(cur)})
+				json.NewEncoder(w).Encode(logLevelBody{Level: levelName(cur), Started: started})
 				return
 			}
 		}
@@ -79,7 +85,7 @@ func logLevelHandler(v *slog.LevelVar, log *slog.Logger) http.Handler {
 		if to != cur {
 			log.Log(r.Context(), max(cur, to), "log level changed", "from", levelName(cur), "to", levelName(to), "by", "toolgate logs --level")
 		}
-		json.NewEncoder(w).Encode(logLevelBody{Level: levelName(to), Was: levelName(cur)})
+		json.NewEncoder(w).Encode(logLevelBody{Level: levelName(to), Was: levelName(cur), Started: started})
 	})
 }
 

@@ -172,6 +172,12 @@ func runLogs(ctx context.Context, w, notes io.Writer, dataDir string, f logsFlag
 			return
 		}
 		until := "until `toolgate logs --level " + got.Was + "` or a restart"
+		switch {
+		case got.Started == got.Level:
+			until = "the level it was started at (as after a restart); `toolgate logs --level " + got.Was + "` sets it back"
+		case got.Started != "":
+			until += " (which gives " + got.Started + ", the level it was started at)"
+		}
 		if f.follow {
 			until = "while this follows"
 		}

@@ -609,11 +609,12 @@ func TestAuditProfileAndRoute(t *testing.T) {
 	for _, r := range recs {
 		got[r.Client] = fmt.Sprintf("route=%q profile=%q keyProfile=%q", r.Route, r.Profile, r.KeyProfile)
 	}
+	// An HTTP client's record names its clientInfo and its User-Agent.
 	want := map[string]string{
-		"plain":  `route="POST /mcp" profile="" keyProfile=""`,
-		"routed": `route="POST /profiles/kg/mcp" profile="kg" keyProfile=""`,
-		"keyed":  `route="POST /mcp" profile="" keyProfile="ops"`,
-		"local":  `route="" profile="ops" keyProfile=""`,
+		"plain (Go-http-client/1.1)":  `route="POST /mcp" profile="" keyProfile=""`,
+		"routed (Go-http-client/1.1)": `route="POST /profiles/kg/mcp" profile="kg" keyProfile=""`,
+		"keyed (Go-http-client/1.1)":  `route="POST /mcp" profile="" keyProfile="ops"`,
+		"local":                       `route="" profile="ops" keyProfile=""`,
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("the records' routes and profiles by client:\n%v\nwant\n%v", got, want)

@@ -100,8 +100,15 @@ func TestHealthCommand(t *testing.T) {
 	data := t.TempDir()
 	nobody := freeAddr(t)
 	_, stderr, err := runToolgate(t, data, "health", "--addr", nobody)
-	if code := exitCode(err); code != 1 || !strings.Contains(stderr, "no gateway answered at http://"+nobody+"/healthz") {
-		t.Errorf("health with nothing listening: exit %d, %q; want 1 saying no gateway answered", code, stderr)
+	if code := exitCode(err); code != 1 || !strings.Contains(stderr, "no gateway answered at http://"+nobody+"/healthz: nothing listens at "+nobody+" (connection refused)") ||
+		!strings.Contains(stderr, "toolgate serve --config FILE --http "+nobody) || strings.Contains(stderr, "dial tcp") {
+		t.Errorf("health with nothing listening: exit %d, %q; want 1 saying nothing listens there and how to start a gateway", code, stderr)
+	}
+	// status says it in the same words.
+	_, stderr, err = runToolgate(t, data, "status", "--addr", nobody)
+	if code := exitCode(err); code != 1 || !strings.Contains(stderr, "no gateway answered at http://"+nobody+"/status: nothing listens at "+nobody+" (connection refused)") ||
+		!strings.Contains(stderr, "toolgate serve --config FILE --http "+nobody) || strings.Contains(stderr, "dial tcp") {
+		t.Errorf("status with nothing listening: exit %d, %q; want 1 saying nothing listens there and how to start a gateway", code, stderr)
 	}
 	if _, stderr, err := runToolgate(t, data, "health", "--addr", "nonsense"); exitCode(err) != 2 || !strings.Contains(stderr, `--addr "nonsense": want host:port`) {
 		t.Errorf("health --addr nonsense: exit %d, %q; want 2", exitCode(err), stderr)

@@ -30,6 +30,7 @@ import (
 	"github.com/toolgate/toolgate/index/catalog"
 	"github.com/toolgate/toolgate/internal/dirs"
 	"github.com/toolgate/toolgate/internal/plural"
+	"github.com/toolgate/toolgate/internal/proxyenv"
 	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/storage"
 	"github.com/toolgate/toolgate/search"
@@ -233,7 +234,7 @@ func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		if fix := gatewayTLSFix(err, front.ca); fix != "" {
 			return fmt.Errorf("the gateway at %s: %w\nfix: %s", u, unwrapURLError(err), fix)
 		}
-		return fmt.Errorf("no gateway answered at %s: %w%s\n(start one with `toolgate serve --config FILE --http %s`, or point --addr at the one running)", u, unwrapURLError(err), noneLocal, hostOf(u))
+		return fmt.Errorf("no gateway answered at %s: %w%s\n%s", u, unwrapURLError(err), noneLocal, startOne(hostOf(u)))
 	}
 	if err := httpsOnly(resp, u); err != nil {
 		resp.Body.Close()
@@ -770,9 +771,17 @@ func hostOf(u string) string {
 	return defaultStatusAddr
 }
 
+// startOne is the fix of no gateway answering at addr (host:port).
+func startOne(addr string) string {
+	return fmt.Sprintf("(start one with `toolgate serve --config FILE --http %s`, or point --addr at the one running)", addr)
+}
+
 // unwrapURLError drops net/http's `Get "url":` prefix (the URL is already
 // in the message).
 func unwrapURLError(err error) error {
+	if r, ok := proxyenv.Refused(err); ok {
+		return r.Error(err) // nothing listens at …, not Go's dial tcp …
+	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		return ue.Err

@@ -74,7 +74,7 @@ type Record struct {
 	Key       string `json:"key,omitempty"`
 	Transport string `json:"transport,omitempty"` // stdio | http
 	Session   string `json:"session,omitempty"`
-	Client    string `json:"client,omitempty"` // the MCP client's name (clientInfo), else the HTTP User-Agent
+	Client    string `json:"client,omitempty"` // the MCP client's name/version (clientInfo), with or else the HTTP User-Agent (clientOf)
 	// Remote is the HTTP client's address (host:port as the gateway saw
 	// it; a proxy's when one is in front).
 	Remote string `json:"remote,omitempty"`

@@ -48,6 +48,7 @@ import (
 
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/internal/linerpc"
+	"github.com/toolgate/toolgate/internal/proxyenv"
 	"github.com/toolgate/toolgate/internal/sleepwatch"
 )
 
@@ -1163,6 +1164,9 @@ func (b *bridge) fix(err error) string {
 // unwrap keeps the cause of a client error (connection refused) without
 // the method and URL, which the message says already.
 func unwrap(err error) error {
+	if r, ok := proxyenv.Refused(err); ok {
+		return r.Error(err) // nothing listens at …, not Go's connect: …
+	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		// net/http's "transport connection broken: unexpected EOF": the
 		// connection closed after the gateway's 100 Continue, before its

@@ -403,6 +403,10 @@ func TestGatewayRestartWaitedFor(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "does not answer") || !strings.Contains(err.Error(), "it answered before and has refused connections for") {
 		t.Errorf("a call past the restart wait: %v, want the bridge's error saying it waited", err)
 	}
+	// Said in the gateway's words (proxyenv.Refused), not Go's.
+	if want := "does not answer: nothing listens at " + addr + " (connection refused); it answered before"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a call past the restart wait: %v, want %q", err, want)
+	}
 }
 
 // TestRestartDropsNoCall: a gateway that stops (a restart: systemd's, an

@@ -262,9 +262,12 @@ func CredentialsFix(variable, proxy string, credentials bool, schemes []string) 
 // Addr, the address it was made to ("" when the error does not give it).
 type Refusal struct{ Addr string }
 
+// RefusedSaid follows a Refusal's address: what the system said.
+const RefusedSaid = " (connection refused)"
+
 // RefusedAfter follows a Refusal's address: what it means and what to
 // check.
-const RefusedAfter = " (connection refused): check that the server is running, and the url's host and port"
+const RefusedAfter = RefusedSaid + ": check that the server is running, and the url's host and port"
 
 // Refused is the Refusal err is, when it is one: a connection to a
 // remote server, or to its authorization server, that nothing took.
@@ -289,6 +292,22 @@ func (r Refusal) Before() string {
 	}
 	return "nothing listens at "
 }
+
+// Said is r without the check: `nothing listens at 127.0.0.1:1
+// (connection refused)`, for a caller that names its own fix (no gateway
+// at the address: start one).
+func (r Refusal) Said() string { return r.Before() + r.Addr + RefusedSaid }
+
+// Error is err said as r.Said(); errors.Is and As still see err.
+func (r Refusal) Error(err error) error { return refusedError{r.Said(), err} }
+
+type refusedError struct {
+	said string
+	err  error
+}
+
+func (e refusedError) Error() string { return e.said }
+func (e refusedError) Unwrap() error { return e.err }
 
 // String is r in the gateway's words: `nothing listens at 127.0.0.1:1
 // (connection refused): check …`.

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -98,7 +99,9 @@ func TestPythonBackendsAsk(t *testing.T) {
 				want string
 			}{
 				{"withdraw_book", map[string]any{"title": "Dune"}, "withdrawn: True"},
-				{"summarise_topic", map[string]any{"topic": "sea charts"}, "summary: a one-line summary of Summarise sea charts in one line."},
+				// The prompt's first text says which server asks (relayed
+				// sampling requests are attributed, as elicitations are).
+				{"summarise_topic", map[string]any{"topic": "sea charts"}, fmt.Sprintf("summary: a one-line summary of server %q asks: Summarise sea charts in one line.", srv)},
 				{"reading_rooms", nil, "rooms: " + pyAskerRoot},
 			} {
 				before := a.questions()

@@ -424,7 +424,7 @@ func TestPythonClient(t *testing.T) {
 		if s := ans.Steps[7]; !s.TimedOut {
 			t.Errorf("pylib__nap did not time out at the client: %+v", s)
 		}
-		for i, want := range []string{"withdrawn: True", "summary: py summary of Summarise sea charts in one line."} {
+		for i, want := range []string{"withdrawn: True", `summary: py summary of server "pylib" asks: Summarise sea charts in one line.`} {
 			s := ans.Steps[8+i]
 			switch {
 			case m.asked && (s.IsError || s.Text != want):

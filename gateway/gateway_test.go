@@ -1113,6 +1113,7 @@ func TestListenCallAsDecoded(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen",` + params + `}`, true},
 		{`{"jsonrpc":"2.0","id":1,"method":"subscriptions\/listen",` + params + `}`, true},
 		{`{"jsonrpc":"2.0","id":1,"method":"\u0073ubscriptions/\u006cisten",` + params + `}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"\u0073ubscriptions\u002flisten",` + params + `}`, true},
 		{`{"jsonrpc":"2.0","id":1,"\u006dethod":"subscriptions/listen",` + params + `}`, true},
 		{`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","METHOD":"ping",` + params + `}`, true},
 		{`{"jsonrpc":"2.0","id":1,"method":"ping","method":"subscriptions/listen"}`, true},

@@ -583,10 +583,11 @@ const listenMethod = "subscriptions/listen"
 // go-sdk decodes it: escapes read ("subscriptions\/listen"), the key
 // "method" matched case-sensitively (encoding/json's struct decoding took
 // a later "METHOD" for it), and any of duplicate keys. Only a body with
-// neither the method written plainly nor an escape cannot be one, and is
-// not decoded.
+// neither the method written plainly nor an escape that writes a letter or
+// a slash (\/, \uXXXX) cannot be one, and is not decoded: a call whose
+// arguments hold lines of text (\n, \") was decoded twice.
 func listenCall(body []byte) bool {
-	if !bytes.Contains(body, []byte(listenMethod)) && !bytes.Contains(body, []byte(`\`)) {
+	if !bytes.Contains(body, []byte(listenMethod)) && !bytes.Contains(body, []byte(`\/`)) && !bytes.Contains(body, []byte(`\u`)) {
 		return false
 	}
 	listen := false

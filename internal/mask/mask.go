@@ -32,13 +32,14 @@ var patterns = []struct {
 }{
 	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}`), "$1 ***", false, []string{"bearer", "basic"}, true},
 	{regexp.MustCompile(`(?i)((?:api[_-]?key|access[_-]?key|secret|token|passw(?:or)?d)["']?\s*[:=]\s*["']?)[^\s"',;]{4,}`), "${1}***", true, nil, false},
-	{regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`), "sk-***", false, []string{"sk-"}, false},
-	{regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{20,}`), "gh*_***", false, []string{"gh"}, false},
-	{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}`), "github_pat_***", false, []string{"github_pat_"}, false},
-	{regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`), "AKIA***", false, []string{"AKIA"}, false},
-	{regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`), "xox*-***", false, []string{"xox"}, false},
-	// A key after an underscore too: a namespaced name a client made of
-	// one (memory__tg_…), where \b sees no boundary.
+	{regexp.MustCompile(`(\b|_)sk-[A-Za-z0-9_-]{16,}`), "${1}sk-***", false, []string{"sk-"}, false},
+	{regexp.MustCompile(`(\b|_)gh[pousr]_[A-Za-z0-9]{20,}`), "${1}gh*_***", false, []string{"gh"}, false},
+	{regexp.MustCompile(`(\b|_)github_pat_[A-Za-z0-9_]{20,}`), "${1}github_pat_***", false, []string{"github_pat_"}, false},
+	{regexp.MustCompile(`(\b|_)AKIA[0-9A-Z]{16}\b`), "${1}AKIA***", false, []string{"AKIA"}, false},
+	{regexp.MustCompile(`(\b|_)xox[abprs]-[A-Za-z0-9-]{10,}`), "${1}xox*-***", false, []string{"xox"}, false},
+	// Each token's shape after an underscore too: a namespaced name a
+	// client made of one (memory__tg_…, github__ghp_…), where \b sees no
+	// boundary.
 	{regexp.MustCompile(`(\b|_)tg_[A-Za-z0-9_-]{20,}`), "${1}tg_***", false, []string{"tg_"}, false},
 }
 

@@ -129,11 +129,16 @@ func TestTokens(t *testing.T) {
 		"memory__" + key: "memory__tg_***",
 		"agent/1 " + key: "agent/1 tg_***",
 		"GET /" + key:    "GET /tg_***",
-		"find ghp_abcdefghijklmnopqrstuvwxyz0123": "find gh*_***",
-		"Authorization: Bearer abcdefgh12345":     "Authorization: Bearer ***",
-		"refresh token: invalid_grant":            "refresh token: invalid_grant",
-		"password=hunter22 memory__read_graph":    "password=hunter22 memory__read_graph",
-		"tg_short":                                "tg_short",
+		"find ghp_abcdefghijklmnopqrstuvwxyz0123":    "find gh*_***",
+		"github__ghp_abcdefghijklmnopqrstuvwxyz0123": "github__gh*_***",
+		"openai__sk-abcdefghijklmnop0123":            "openai__sk-***",
+		"aws__AKIAABCDEFGHIJKLMNOP":                  "aws__AKIA***",
+		"slack__xoxb-1234567890-abcdef":              "slack__xox*-***",
+		"gh__github_pat_abcdefghijklmnopqrstuvwxyz":  "gh__github_pat_***",
+		"Authorization: Bearer abcdefgh12345":        "Authorization: Bearer ***",
+		"refresh token: invalid_grant":               "refresh token: invalid_grant",
+		"password=hunter22 memory__read_graph":       "password=hunter22 memory__read_graph",
+		"tg_short":                                   "tg_short",
 	} {
 		if got := Tokens(in); got != want {
 			t.Errorf("Tokens(%q) = %q, want %q", in, got, want)

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/gateway/audit"
 	"github.com/toolgate/toolgate/gateway/config"
 	"github.com/toolgate/toolgate/internal/dirs"
+	"github.com/toolgate/toolgate/internal/plural"
 	"github.com/toolgate/toolgate/internal/shellword"
 	"github.com/toolgate/toolgate/internal/termtext"
 )
@@ -153,6 +154,10 @@ func runAuditTail(ctx context.Context, g *globals, w, stderr io.Writer, f auditT
 	}
 	if printed == 0 {
 		fmt.Fprintf(stderr, "toolgate: %s\n", noAuditRecords(path, rd.Found(), f))
+	}
+	if n := rd.Unnamed(); n > 0 {
+		fmt.Fprintf(stderr, "toolgate: note: %s no config (written by a toolgate of before 2026-12-07, or by a command): --served-by leaves %s out\n",
+			plural.Pick(n, "1 record names", fmt.Sprintf("%d records name", n)), plural.Pick(n, "it", "them"))
 	}
 	if n := rd.Skipped(); n > 0 {
 		fmt.Fprintf(stderr, "toolgate: warning: %d line(s) of the audit log (%s) are not records (cut short by a crash or a full disk, or edited by hand): left out\n", n, path)

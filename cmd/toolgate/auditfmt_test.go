@@ -315,3 +315,40 @@ func TestAuditTailServedBy(t *testing.T) {
 		t.Errorf("--served-by c.json: %v, %q, stderr %q", err, out.String(), errOut.String())
 	}
 }
+
+// TestAuditTailServedByOlderRecords: records that name no config (of a
+// toolgate of before 2026-12-07, on a data folder upgraded in place, or of
+// a command) are left out of --served-by, and stderr says how many and why
+// (it printed the newer records alone, as if the older were gone).
+func TestAuditTailServedByOlderRecords(t *testing.T) {
+	data, dir := t.TempDir(), t.TempDir()
+	a := filepath.Join(dir, "a.json")
+	for _, r := range []audit.Record{
+		{Action: "execute_tool", Tool: "memory__read_graph", Decision: audit.Allowed, Outcome: audit.OK},
+		{Action: "search_tools", Decision: audit.Allowed, Outcome: audit.OK},
+		{Action: "execute_tool", Tool: "memory__read_graph", Decision: audit.Allowed, Outcome: audit.OK, Config: a},
+	} {
+		if err := audit.Append(dirs.Audit(data), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	var out, errOut bytes.Buffer
+	if err := runAuditTail(context.Background(), &globals{dataDir: data}, &out, &errOut, auditTailFlags{n: 0, servedBy: "a.json"}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(out.String(), "\n") != 1 {
+		t.Errorf("--served-by a.json printed %q, want a's one record", out.String())
+	}
+	if want := "toolgate: note: 2 records name no config (written by a toolgate of before 2026-12-07, or by a command): --served-by leaves them out\n"; errOut.String() != want {
+		t.Errorf("stderr %q, want %q", errOut.String(), want)
+	}
+	out.Reset()
+	errOut.Reset()
+	if err := runAuditTail(context.Background(), &globals{dataDir: data}, &out, &errOut, auditTailFlags{n: 0, servedBy: "a.json", filter: audit.Filter{Tool: "search_tools"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut.String(), "1 record names no config") {
+		t.Errorf("--served-by a.json --tool search_tools: stderr %q, want the one record left out counted", errOut.String())
+	}
+}

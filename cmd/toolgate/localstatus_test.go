@@ -638,6 +638,36 @@ func TestLogsFollowWaitsForTheFirst(t *testing.T) {
 	}
 }
 
+// TestLogsLevelOlderGateway: a gateway of before 2026-12-07 answers
+// /loglevel without started; logs --level then says what a restart gives
+// without naming a level (it said "until `toolgate logs --level debug` or
+// a restart", as if a restart went back to debug).
+func TestLogsLevelOlderGateway(t *testing.T) {
+	data := t.TempDir()
+	ring := logring.New(0)
+	level := new(slog.LevelVar)
+	level.Set(slog.LevelDebug)
+	proc := &process{info: gateway.ProcessInfo{PID: 7, Transport: "stdio"}, level: level}
+	older := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		was := levelName(level.Level())
+		level.Set(slog.LevelInfo)
+		json.NewEncoder(w).Encode(map[string]string{"level": "info", "was": was}) // no started
+	})
+	s := local.Serve(data, map[string]http.Handler{
+		"GET /status":    gateway.StatusHandler(statusSource{}, &gateway.StatusOptions{Process: proc.report}),
+		"GET /logs":      ring.Handler(),
+		"POST /loglevel": older,
+	}, nil)
+	defer s.Close()
+	var notes testenv.LogBuffer
+	if err := runLogs(context.Background(), io.Discard, &notes, data, logsFlags{n: 1, level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "log level debug → info, until `toolgate logs --level debug` or a restart (which gives the level it was started at: its --log-level or $TOOLGATE_LOG_LEVEL, else info)\n"; !strings.HasSuffix(notes.String(), want) {
+		t.Errorf("logs --level info against an older gateway: %q, want it to end %q", notes.String(), want)
+	}
+}
+
 // logs --level changes a running gateway's log level (POST /loglevel on
 // its status socket): lines of the new level reach its log at once, the
 // status report says the level, and -f puts the level it found back when

@@ -177,6 +177,8 @@ func runLogs(ctx context.Context, w, notes io.Writer, dataDir string, f logsFlag
 			until = "the level it was started at (as after a restart); `toolgate logs --level " + got.Was + "` sets it back"
 		case got.Started != "":
 			until += " (which gives " + got.Started + ", the level it was started at)"
+		default: // a gateway of before 2026-12-07 does not say it
+			until += " (which gives the level it was started at: its --log-level or $TOOLGATE_LOG_LEVEL, else info)"
 		}
 		if f.follow {
 			until = "while this follows"

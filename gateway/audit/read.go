@@ -64,10 +64,31 @@ type Reader struct {
 	partial []byte     // a line not finished yet
 	seen    []seenFile // rotated files read whole (and files left)
 	skipped int        // lines read that are not records
+	unnamed int        // records read that only Filter.Config left out, naming no config
 }
 
 // Found reports whether Tail found the log: the file or a rotated one.
 func (rd *Reader) Found() bool { return rd.f != nil || len(rd.seen) > 0 }
+
+// Unnamed is how many records read so far the filter left out for naming
+// no config alone (Filter.Config set, Record.Config empty: a record of a
+// toolgate of before 2026-12-07, or a command's).
+func (rd *Reader) Unnamed() int { return rd.unnamed }
+
+// match is rd.filter.Match, counting the records Unnamed counts.
+func (rd *Reader) match(r Record) bool {
+	if rd.filter.Match(r) {
+		return true
+	}
+	if rd.filter.Config != "" && r.Config == "" {
+		f := rd.filter
+		f.Config = ""
+		if f.Match(r) {
+			rd.unnamed++
+		}
+	}
+	return false
+}
 
 // Skipped is how many lines read so far were not records: a line cut short
 // by a crash or a full disk (the gateway starts its next record on a line
@@ -142,7 +163,7 @@ func (rd *Reader) TailFunc(n int, emit func(Record)) (int, error) {
 	}
 	count := 0
 	keep := func(r Record) {
-		if rd.filter.Match(r) {
+		if rd.match(r) {
 			count++
 			emit(r)
 		}
@@ -191,7 +212,7 @@ func (rd *Reader) readAll(keep func(Record)) error {
 // them (all when n <= 0) and at most 2n at a time.
 func (rd *Reader) keeper(out *[]Record, n int) func(Record) {
 	return func(r Record) {
-		if !rd.filter.Match(r) {
+		if !rd.match(r) {
 			return
 		}
 		*out = append(*out, r)
@@ -253,7 +274,7 @@ func (rd *Reader) Follow(ctx context.Context, poll time.Duration, emit func(Reco
 		}
 	}
 	keep := func(r Record) {
-		if rd.filter.Match(r) {
+		if rd.match(r) {
 			emit(r)
 		}
 	}

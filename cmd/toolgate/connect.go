@@ -276,6 +276,9 @@ func newStarter(g *globals, f connectFlags, mcpURL string, front frontTarget) (*
 const (
 	startWait  = 2 * time.Minute
 	startGrace = 15 * time.Second
+	// unsureWait is how long a gateway that answers may go unnamed by
+	// any status socket before it is taken for the one started.
+	unsureWait = 3 * time.Second
 )
 
 // ensure returns once a gateway answers at the address, starting one when
@@ -307,6 +310,7 @@ func (s *starter) ensure(ctx context.Context) error {
 	deadline := time.NewTimer(startWait)
 	defer deadline.Stop()
 	var exitErr error
+	var unsure time.Time // when a gateway first answered that no status socket named yet
 	for {
 		select {
 		case <-ctx.Done():
@@ -328,10 +332,23 @@ func (s *starter) ensure(ctx context.Context) error {
 			// It said "started a gateway" of a process that is gone, or
 			// that is going: another gateway answers while the one started
 			// has yet to exit from its failed bind (seen under load).
-			if pid := s.servingPID(ctx); exited == nil || pid != 0 && pid != cmd.Process.Pid {
+			pid := s.servingPID(ctx)
+			if exited == nil || pid != 0 && pid != cmd.Process.Pid {
 				s.g.logger.Info("the gateway started exited: another client's gateway took the address first, and this client uses it", "pid", cmd.Process.Pid, "addr", s.addr)
+				return nil
 			}
-			return nil
+			// A gateway that answers before its status socket is open
+			// (it binds its address first) may be another's, with this
+			// one about to exit: the next ticks say, for a few seconds
+			// at most (a status socket the data folder cannot hold never
+			// opens). Both clients of a race said they had started the
+			// gateway they used.
+			if pid == cmd.Process.Pid || !unsure.IsZero() && time.Since(unsure) > unsureWait {
+				return nil
+			}
+			if unsure.IsZero() {
+				unsure = time.Now()
+			}
 		}
 	}
 }

@@ -37,6 +37,10 @@ type executeArgs struct {
 	Arguments json.RawMessage `json:"arguments"`
 }
 
+// executeTool is execute_tool's definition; its input schema keeps to the
+// providers' subset as search_tools' does (searchTool). "arguments" is an
+// object of any shape, which no strict mode can take: a framework serves
+// this tool non-strict (README "Agent frameworks and model providers").
 func executeTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:  ExecuteToolName,
@@ -50,8 +54,7 @@ func executeTool() *mcp.Tool {
     "name": {"type": "string", "description": "Namespaced tool name from search_tools, e.g. \"filesystem__list_directory\"."},
     "arguments": {"type": "object", "description": "Arguments for the tool, matching its inputSchema."}
   },
-  "required": ["name"],
-  "additionalProperties": false
+  "required": ["name"]
 }`),
 		Annotations: &mcp.ToolAnnotations{OpenWorldHint: boolPtr(true)},
 	}

@@ -103,6 +103,12 @@ type searchArgs struct {
 // errors list them.
 var searchArgNames = []string{"query", "limit", "server", "readOnly", "detail"}
 
+// searchTool is search_tools' definition. Its input schema keeps to the
+// subset of JSON Schema every model provider takes through its framework's
+// converter (TestTwoToolsFitProviderSchemas): no "additionalProperties"
+// (google-genai's MCP path failed on the boolean; unknown arguments are an
+// isError naming them all the same), and each optional argument has a value
+// that means "left out", for a strict mode that makes every one required.
 func searchTool(defLimit, maxLimit int, description string) *mcp.Tool {
 	return &mcp.Tool{
 		Name:        SearchToolName,
@@ -113,12 +119,11 @@ func searchTool(defLimit, maxLimit int, description string) *mcp.Tool {
   "properties": {
     "query": {"type": "string", "description": "What you want to do, in natural language."},
     "limit": {"type": "integer", "minimum": 1, "maximum": %d, "default": %d, "description": "How many tools to return."},
-    "server": {"type": "string", "description": "Only return tools of this server."},
+    "server": {"type": "string", "description": "Only return tools of this server; \"\" for all servers."},
     "readOnly": {"type": "boolean", "default": false, "description": "Only return tools that declare readOnlyHint: true (they change nothing)."},
     "detail": {"type": "string", "enum": ["compact", "full"], "default": "compact", "description": "compact: one line and the argument names per tool; full: also each tool's input schema (JSON) in the text."}
   },
-  "required": ["query"],
-  "additionalProperties": false
+  "required": ["query"]
 }`, maxLimit, defLimit)),
 		OutputSchema: json.RawMessage(`{
   "type": "object",

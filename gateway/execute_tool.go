@@ -755,6 +755,10 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 		note.reason = "cancelled by the client" + mayHaveRun(err)
 		return toolError("execute_tool %s: %s.", name, note.reason)
 	default:
+		if pages, ok := pagesToOpen(err); ok {
+			g.log.Info("backend asks the user to open a page first", "tool", name, "server", server, "pages", len(pages))
+			return toolError("execute_tool %s: %s", name, openPagesText(server, pages))
+		}
 		g.log.Warn("backend call failed", "tool", name, "server", server, "err", err)
 		return toolError("execute_tool %s: server %q answered with an error: %v", name, server, err)
 	}

@@ -161,7 +161,7 @@ func (g *Gateway) handleExecute(ctx context.Context, req *mcp.CallToolRequest) (
 	if err != nil {
 		return g.callError(cctx, a.Name, tool.Server, err), nil
 	}
-	res = ownMeta(res)
+	res = emptyTextKept(ownMeta(res))
 	if res != nil && (res.NeedsInput() || res.InputRequests != nil) {
 		return g.inputRequired(ctx, req, a.Name, tool.Server, res), nil
 	}
@@ -189,6 +189,53 @@ func ownMeta(res *mcp.CallToolResult) *mcp.CallToolResult {
 		out.Meta = nil
 	}
 	return &out
+}
+
+// emptyTextKept is res with each embedded text resource whose text is ""
+// (an empty text file) written with its "text", a copy when it has one.
+// go-sdk v1.8.0 writes a resource's text with omitempty, so such a block
+// reached the client with neither text nor blob, which MCP's schema does
+// not allow: the TypeScript SDK's client refused the whole answer
+// (invalid_union). A resource that had neither is written so too, which
+// makes a broken block a valid one.
+func emptyTextKept(res *mcp.CallToolResult) *mcp.CallToolResult {
+	if res == nil || !slices.ContainsFunc(res.Content, emptyText) {
+		return res
+	}
+	out := *res
+	out.Content = slices.Clone(res.Content)
+	for i, c := range out.Content {
+		if emptyText(c) {
+			out.Content[i] = emptyTextResource{c.(*mcp.EmbeddedResource)}
+		}
+	}
+	return &out
+}
+
+func emptyText(c mcp.Content) bool {
+	r, ok := c.(*mcp.EmbeddedResource)
+	return ok && r.Resource != nil && r.Resource.Text == "" && r.Resource.Blob == nil
+}
+
+// emptyTextResource is an embedded resource written with its "text" even
+// when empty (emptyTextKept). It is an mcp.Content: the embedded pointer
+// brings the methods go-sdk's interface wants, and MarshalJSON is its own.
+type emptyTextResource struct{ *mcp.EmbeddedResource }
+
+func (c emptyTextResource) MarshalJSON() ([]byte, error) {
+	type textContents struct {
+		URI      string   `json:"uri"`
+		MIMEType string   `json:"mimeType,omitempty"`
+		Text     string   `json:"text"`
+		Meta     mcp.Meta `json:"_meta,omitempty"`
+	}
+	r := c.Resource
+	return json.Marshal(struct {
+		Type        string           `json:"type"`
+		Resource    textContents     `json:"resource"`
+		Meta        mcp.Meta         `json:"_meta,omitempty"`
+		Annotations *mcp.Annotations `json:"annotations,omitempty"`
+	}{"resource", textContents{r.URI, r.MIMEType, r.Text, r.Meta}, c.Meta, c.Annotations})
 }
 
 // hasReservedMeta reports whether a key of meta is reservedMetaKey (no
@@ -758,6 +805,10 @@ func (g *Gateway) callError(ctx context.Context, name, server string, err error)
 		note.reason = "cancelled by the client" + mayHaveRun(err)
 		return toolError("execute_tool %s: %s.", name, note.reason)
 	default:
+		if pages, ok := pagesToOpen(err); ok {
+			g.log.Info("backend asks the user to open a page first", "tool", name, "server", server, "pages", len(pages))
+			return toolError("execute_tool %s: %s", name, openPagesText(server, pages))
+		}
 		g.log.Warn("backend call failed", "tool", name, "server", server, "err", err)
 		return toolError("execute_tool %s: server %q answered with an error: %v", name, server, err)
 	}

@@ -5,13 +5,16 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/gateway/backend"
+	"github.com/toolgate/toolgate/internal/oneline"
 	"github.com/toolgate/toolgate/internal/termtext"
 )
 
@@ -357,4 +360,64 @@ func unanswerable(caps map[string]any, reqs mcp.InputRequestMap) []string {
 		}
 	}
 	return missing
+}
+
+// maxPagesShown bounds how many pages of a URLElicitationRequiredError
+// openPagesText lists, and maxPageRunes each message and URL: a backend
+// writes them, and may write megabytes.
+const (
+	maxPagesShown = 10
+	maxPageRunes  = 2000
+)
+
+// pagesToOpen returns the URL elicitations of err when it is a backend's
+// URLElicitationRequiredError (-32042, protocol 2025-11-25: the tool cannot
+// run until the user opens a page, to log in to a third party or confirm a
+// payment), each of them in URL mode; ok is false for any other error.
+func pagesToOpen(err error) (pages []*mcp.ElicitParams, ok bool) {
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != mcp.CodeURLElicitationRequired || len(rpcErr.Data) == 0 {
+		return nil, false
+	}
+	var data struct {
+		Elicitations []*mcp.ElicitParams `json:"elicitations"`
+	}
+	if json.Unmarshal(rpcErr.Data, &data) != nil || len(data.Elicitations) == 0 {
+		return nil, false
+	}
+	for _, e := range data.Elicitations {
+		if e == nil || e.Mode != "url" || e.URL == "" {
+			return nil, false // not what the spec allows: the error as it came
+		}
+	}
+	return data.Elicitations, true
+}
+
+// openPagesText is what execute_tool answers (an isError) for pages a
+// backend needs the user to open first: which server asks, each page's
+// message and URL (escaped, on one line, cut at maxPageRunes), and what
+// to do. The spec's path, the -32042 error itself, would reach a client
+// that declared URL elicitation and then waits for the backend's
+// notifications/elicitation/complete, which names the backend's session
+// and is not relayed; and it would reach no other client at all. A text
+// works with every client: the model shows the user the pages and calls
+// again.
+func openPagesText(server string, pages []*mcp.ElicitParams) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "server %q cannot run the tool until the user opens ", server)
+	if len(pages) == 1 {
+		b.WriteString("a page in a browser")
+	} else {
+		fmt.Fprintf(&b, "%d pages in a browser", len(pages))
+	}
+	b.WriteString(" (to log in, authorize or confirm there: MCP's URL elicitation); the user does this, not you:")
+	for i, p := range pages {
+		if i == maxPagesShown {
+			fmt.Fprintf(&b, "\n(and %d more)", len(pages)-i)
+			break
+		}
+		fmt.Fprintf(&b, "\n%d. %s — %s", i+1, termtext.Escape(oneline.Cut(p.URL, maxPageRunes)), termtext.Escape(oneline.Cut(p.Message, maxPageRunes)))
+	}
+	b.WriteString("\nShow the user each message and its page; once the user says it is done, call execute_tool again with the same name and arguments.")
+	return b.String()
 }

@@ -115,9 +115,18 @@ const (
 	ModeDeepSchema      = "deep-schema"       // tools/list also lists "deep", whose inputSchema nests 600 objects (1,200 levels of JSON), as a generated schema may
 	ModeNameless        = "nameless"          // tools/list also lists a tool named "" and one without "name", as a broken server may
 	ModeListOutput      = "list-output"       // tool "shelves" has a []string output (SEP-2106): its structuredContent is an array, its text the same JSON (go-sdk's server)
+	ModeURLLogin        = "url-login"         // tool "login" answers URLElicitationRequiredError (-32042) with LoginElicitations, as a server does when the user must first log in to a third party in a browser (protocol 2025-11-25); tool "open_page" asks for the first of them with an input-required result (2026-07-28)
 
 	modeGrandchild = "grandchild" // internal: the sleeping grandchild
 )
+
+// LoginElicitations are what the "login" tool of ModeURLLogin asks for:
+// two pages to open, the second's message with an escape sequence in it
+// (a terminal's title), as a hostile server may write it.
+var LoginElicitations = []*mcp.ElicitParams{
+	{Mode: "url", URL: "https://calendar.example.com/oauth/authorize?state=s1", Message: "Log in to your calendar provider.", ElicitationID: "e-1"},
+	{Mode: "url", URL: "https://pay.example.com/confirm?id=42", Message: "Confirm the payment\x1b]0;owned\a.", ElicitationID: "e-2"},
+}
 
 // ResultMeta is the _meta of the "meta" tool's result: a key of the
 // server's own (an app's data for its widget) and one of MCP's, which
@@ -809,6 +818,22 @@ func NewServer(modes Modes) *mcp.Server {
 	}
 	if modes[ModeAsk] {
 		addAskTools(srv)
+	}
+	if modes[ModeURLLogin] {
+		mcp.AddTool(srv, &mcp.Tool{Name: "login", Description: "Connect the user's calendar account (a login in the browser first)."},
+			func(context.Context, *mcp.CallToolRequest, NoArgs) (*mcp.CallToolResult, any, error) {
+				return nil, nil, mcp.URLElicitationRequiredError(LoginElicitations)
+			})
+		mcp.AddTool(srv, &mcp.Tool{Name: "open_page", Description: "Ask the user to open the first login page (URL elicitation, input-required), then say what the user answered."},
+			func(_ context.Context, req *mcp.CallToolRequest, _ NoArgs) (*mcp.CallToolResult, any, error) {
+				if r, ok := req.Params.InputResponses["page"].(*mcp.ElicitResult); ok && req.Params.RequestState == "page" {
+					return text("user: " + r.Action), nil, nil
+				}
+				if c := req.ClientCapabilities(); c == nil || c.Elicitation == nil || c.Elicitation.URL == nil {
+					return text(CannotAsk + "URL elicitation"), nil, nil
+				}
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"page": LoginElicitations[0]}, RequestState: "page"}, nil, nil
+			})
 	}
 	if modes[ModeStderrNoise] {
 		mcp.AddTool(srv, &mcp.Tool{Name: "noise", Description: "Write lines to stderr."},

@@ -1,0 +1,107 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// contentFromBackend is a tools/call result with every kind of content
+// block a tool may answer (MCP 2025-11-25), as a backend writes it: text,
+// image, audio, a resource link (title, size, icons), embedded text and
+// blob resources, an embedded empty text file, each with annotations or
+// _meta.
+const contentFromBackend = `{"content":[
+ {"type":"text","text":"plain","annotations":{"audience":["user","assistant"],"priority":0.7,"lastModified":"2025-01-12T15:00:58Z"}},
+ {"type":"text","text":""},
+ {"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png","_meta":{"example.com/alt":"dot"}},
+ {"type":"audio","data":"UklGRiQ=","mimeType":"audio/wav","annotations":{"priority":1}},
+ {"type":"resource_link","uri":"file:///src/main.rs","name":"main.rs","title":"Main","description":"Entry point","mimeType":"text/x-rust","size":1234,"icons":[{"src":"https://example.com/rust.png","mimeType":"image/png","sizes":["48x48"]}],"annotations":{"audience":["user"]},"_meta":{"k":1}},
+ {"type":"resource","resource":{"uri":"file:///a.txt","mimeType":"text/plain","text":"embedded","_meta":{"k":2}},"annotations":{"priority":0.2}},
+ {"type":"resource","resource":{"uri":"file:///a.bin","mimeType":"application/octet-stream","blob":"iVBORw0KGgo="}},
+ {"type":"resource","resource":{"uri":"file:///empty.txt","mimeType":"text/plain","text":""}},
+ {"type":"resource","resource":{"uri":"file:///empty.bin","blob":""}}
+]}`
+
+// TestContentRelayedWhole: execute_tool passes every content block of a
+// tool's answer on as the backend wrote it, field for field. An embedded
+// empty text file lost its "text" (go-sdk v1.8.0 writes a resource's text
+// with omitempty), which left a resource with neither text nor blob: the
+// TypeScript SDK's client refused the whole answer (invalid_union).
+func TestContentRelayedWhole(t *testing.T) {
+	var sent mcp.CallToolResult
+	if err := json.Unmarshal([]byte(contentFromBackend), &sent); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := newTestGateway(t, &fakeCaller{call: func(string, string, map[string]any) (*mcp.CallToolResult, error) {
+		r := sent
+		return &r, nil
+	}})
+	var wire lockedBuffer
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := g.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The client's side logs what it read before the call returns it (the
+	// server's logs what it wrote after the client may have read it).
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c"}, nil).Connect(ctx, &mcp.LoggingTransport{Transport: ct, Writer: &wire}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	if res := call(t, cs, ExecuteToolName, map[string]any{"name": "everything__add", "arguments": map[string]any{"a": 1, "b": 2}}); res.IsError {
+		t.Fatalf("isError: %s", text(res))
+	}
+	var got struct {
+		Result struct {
+			Content any `json:"content"`
+		} `json:"result"`
+	}
+	sc := bufio.NewScanner(strings.NewReader(wire.String()))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "read: ")
+		if ok && strings.Contains(line, `"content":[`) {
+			if err := json.Unmarshal([]byte(line), &got); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var want struct {
+		Content any `json:"content"`
+	}
+	if err := json.Unmarshal([]byte(contentFromBackend), &want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want.Content, got.Result.Content); diff != "" {
+		t.Errorf("content the client got differs from what the backend wrote (-backend +client):\n%s", diff)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that the transport's goroutines may write
+// while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -104,4 +106,24 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestEmptyTextResourceFields: emptyTextResource writes an embedded
+// resource itself, field by field, as go-sdk v1.8.0's types hold it. The
+// day go-sdk adds a field to either type, this fails: emptyTextResource
+// would drop it from the empty text files it writes.
+func TestEmptyTextResourceFields(t *testing.T) {
+	fields := func(v any) []string {
+		var names []string
+		for f := range reflect.TypeOf(v).Fields() {
+			names = append(names, f.Name)
+		}
+		return names
+	}
+	if got, want := fields(mcp.EmbeddedResource{}), []string{"Resource", "Meta", "Annotations"}; !slices.Equal(got, want) {
+		t.Errorf("mcp.EmbeddedResource has fields %v, emptyTextResource writes %v: write the new ones too", got, want)
+	}
+	if got, want := fields(mcp.ResourceContents{}), []string{"URI", "MIMEType", "Text", "Blob", "Meta"}; !slices.Equal(got, want) {
+		t.Errorf("mcp.ResourceContents has fields %v, emptyTextResource writes %v (a text resource: no Blob): write the new ones too", got, want)
+	}
 }
